@@ -1,0 +1,500 @@
+//! Typed columns. Values live in plain vectors (Arrow-compatible buffers), NULLs in an optional
+//! validity bitmap (`None` = no NULLs). A NULL slot holds the type's zero value so vectorized
+//! kernels can run over it without branching and mask the result afterwards.
+
+use crate::bitmap::Bitmap;
+use crate::dict::Dict;
+use crate::strings::StrVec;
+use crate::types::DataType;
+use crate::value::Value;
+use std::sync::Arc;
+
+/// Index meaning "no row" in [`Column::take_opt`] (outer-join padding).
+pub const NULL_INDEX: u32 = u32::MAX;
+
+#[derive(Debug, Clone)]
+pub enum ColumnData {
+    Bool(Vec<bool>),
+    Int32(Vec<i32>),
+    Int64(Vec<i64>),
+    Float32(Vec<f32>),
+    Float64(Vec<f64>),
+    Timestamp(Vec<i64>),
+    Date(Vec<i32>),
+    Interval(Vec<i64>),
+    Varchar(StrVec),
+    Symbol { codes: Vec<u32>, dict: Arc<Dict> },
+    /// An untyped all-NULL column of the given length.
+    Null(usize),
+}
+
+#[derive(Debug, Clone)]
+pub struct Column {
+    pub data: ColumnData,
+    pub validity: Option<Bitmap>,
+}
+
+macro_rules! map_vec {
+    ($data:expr, $v:ident => $e:expr, $s:ident => $se:expr, $c:ident, $d:ident => $sym:expr, $n:ident => $nul:expr) => {
+        match $data {
+            ColumnData::Bool($v) => ColumnData::Bool($e),
+            ColumnData::Int32($v) => ColumnData::Int32($e),
+            ColumnData::Int64($v) => ColumnData::Int64($e),
+            ColumnData::Float32($v) => ColumnData::Float32($e),
+            ColumnData::Float64($v) => ColumnData::Float64($e),
+            ColumnData::Timestamp($v) => ColumnData::Timestamp($e),
+            ColumnData::Date($v) => ColumnData::Date($e),
+            ColumnData::Interval($v) => ColumnData::Interval($e),
+            ColumnData::Varchar($s) => ColumnData::Varchar($se),
+            ColumnData::Symbol { codes: $c, dict: $d } => $sym,
+            ColumnData::Null($n) => ColumnData::Null($nul),
+        }
+    };
+}
+
+impl ColumnData {
+    pub fn len(&self) -> usize {
+        match self {
+            ColumnData::Bool(v) => v.len(),
+            ColumnData::Int32(v) | ColumnData::Date(v) => v.len(),
+            ColumnData::Int64(v) | ColumnData::Timestamp(v) | ColumnData::Interval(v) => v.len(),
+            ColumnData::Float32(v) => v.len(),
+            ColumnData::Float64(v) => v.len(),
+            ColumnData::Varchar(s) => s.len(),
+            ColumnData::Symbol { codes, .. } => codes.len(),
+            ColumnData::Null(n) => *n,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn data_type(&self) -> DataType {
+        match self {
+            ColumnData::Bool(_) => DataType::Bool,
+            ColumnData::Int32(_) => DataType::Int32,
+            ColumnData::Int64(_) => DataType::Int64,
+            ColumnData::Float32(_) => DataType::Float32,
+            ColumnData::Float64(_) => DataType::Float64,
+            ColumnData::Timestamp(_) => DataType::Timestamp,
+            ColumnData::Date(_) => DataType::Date,
+            ColumnData::Interval(_) => DataType::Interval,
+            ColumnData::Varchar(_) => DataType::Varchar,
+            ColumnData::Symbol { .. } => DataType::Symbol,
+            ColumnData::Null(_) => DataType::Null,
+        }
+    }
+
+    /// An empty vector of the given type (symbols get an empty dictionary).
+    pub fn empty(dt: DataType) -> ColumnData {
+        ColumnData::zeros(dt, 0)
+    }
+
+    /// `n` zero values of the given type.
+    pub fn zeros(dt: DataType, n: usize) -> ColumnData {
+        match dt {
+            DataType::Bool => ColumnData::Bool(vec![false; n]),
+            DataType::Int32 => ColumnData::Int32(vec![0; n]),
+            DataType::Int64 => ColumnData::Int64(vec![0; n]),
+            DataType::Float32 => ColumnData::Float32(vec![0.0; n]),
+            DataType::Float64 => ColumnData::Float64(vec![0.0; n]),
+            DataType::Timestamp => ColumnData::Timestamp(vec![0; n]),
+            DataType::Date => ColumnData::Date(vec![0; n]),
+            DataType::Interval => ColumnData::Interval(vec![0; n]),
+            DataType::Varchar => ColumnData::Varchar((0..n).map(|_| "").collect()),
+            DataType::Symbol => ColumnData::Symbol { codes: vec![0; n], dict: Arc::new(Dict::default()) },
+            DataType::Null => ColumnData::Null(n),
+        }
+    }
+}
+
+impl Column {
+    pub fn new(data: ColumnData, validity: Option<Bitmap>) -> Column {
+        if let Some(v) = &validity {
+            assert_eq!(v.len(), data.len(), "validity length must match data length");
+        }
+        let validity = validity.filter(|v| !v.all_set());
+        Column { data, validity }
+    }
+
+    pub fn from_data(data: ColumnData) -> Column {
+        Column { data, validity: None }
+    }
+
+    /// `n` NULLs of the given type.
+    pub fn nulls(dt: DataType, n: usize) -> Column {
+        let data = ColumnData::zeros(dt, n);
+        let validity = if dt == DataType::Null { None } else { Some(Bitmap::new_unset(n)) };
+        Column { data, validity }
+    }
+
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.data.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn data_type(&self) -> DataType {
+        self.data.data_type()
+    }
+
+    #[inline]
+    pub fn is_valid(&self, i: usize) -> bool {
+        match (&self.data, &self.validity) {
+            (ColumnData::Null(_), _) => false,
+            (_, Some(v)) => v.get(i),
+            (_, None) => true,
+        }
+    }
+
+    pub fn null_count(&self) -> usize {
+        match (&self.data, &self.validity) {
+            (ColumnData::Null(n), _) => *n,
+            (_, Some(v)) => v.len() - v.count_set(),
+            (_, None) => 0,
+        }
+    }
+
+    /// The value at row `i` (allocates for strings: not for hot loops).
+    pub fn get(&self, i: usize) -> Value {
+        if !self.is_valid(i) {
+            return Value::Null;
+        }
+        match &self.data {
+            ColumnData::Bool(v) => Value::Bool(v[i]),
+            ColumnData::Int32(v) => Value::Int32(v[i]),
+            ColumnData::Int64(v) => Value::Int64(v[i]),
+            ColumnData::Float32(v) => Value::Float32(v[i]),
+            ColumnData::Float64(v) => Value::Float64(v[i]),
+            ColumnData::Timestamp(v) => Value::Timestamp(v[i]),
+            ColumnData::Date(v) => Value::Date(v[i]),
+            ColumnData::Interval(v) => Value::Interval(v[i]),
+            ColumnData::Varchar(s) => Value::Str(s.get(i).to_string()),
+            ColumnData::Symbol { codes, dict } => Value::Str(dict.get(codes[i]).to_string()),
+            ColumnData::Null(_) => Value::Null,
+        }
+    }
+
+    /// The string at row `i` of a VARCHAR or SYMBOL column (`None` if NULL or not a string).
+    #[inline]
+    pub fn str_at(&self, i: usize) -> Option<&str> {
+        if !self.is_valid(i) {
+            return None;
+        }
+        match &self.data {
+            ColumnData::Varchar(s) => Some(s.get(i)),
+            ColumnData::Symbol { codes, dict } => Some(dict.get(codes[i])),
+            _ => None,
+        }
+    }
+
+    /// Gather rows by index.
+    pub fn take(&self, idx: &[u32]) -> Column {
+        fn g<T: Copy>(v: &[T], idx: &[u32]) -> Vec<T> {
+            idx.iter().map(|&i| v[i as usize]).collect()
+        }
+        let data = map_vec!(&self.data,
+            v => g(v, idx),
+            s => s.take(idx),
+            codes, dict => ColumnData::Symbol { codes: g(codes, idx), dict: dict.clone() },
+            _n => idx.len());
+        let validity = self
+            .validity
+            .as_ref()
+            .map(|b| Bitmap::from_bools(idx.iter().map(|&i| b.get(i as usize))));
+        Column::new(data, validity)
+    }
+
+    /// Gather rows by index where [`NULL_INDEX`] yields a NULL row.
+    pub fn take_opt(&self, idx: &[u32]) -> Column {
+        if !idx.contains(&NULL_INDEX) {
+            return self.take(idx);
+        }
+        let safe: Vec<u32> = idx.iter().map(|&i| if i == NULL_INDEX { 0 } else { i }).collect();
+        let dt = self.data_type();
+        if self.is_empty() {
+            return Column::nulls(dt, idx.len());
+        }
+        let mut c = self.take(&safe);
+        if dt == DataType::Null {
+            return c;
+        }
+        let validity =
+            Bitmap::from_bools(idx.iter().enumerate().map(|(k, &i)| i != NULL_INDEX && c.is_valid(k)));
+        c.validity = Some(validity);
+        c
+    }
+
+    pub fn slice(&self, start: usize, len: usize) -> Column {
+        let idx: Vec<u32> = (start as u32..(start + len) as u32).collect();
+        self.take(&idx)
+    }
+
+    /// Rows of `cols` one after another. All columns must share a type (`Null` columns adapt).
+    pub fn concat(cols: &[&Column]) -> Column {
+        let dt = cols.iter().map(|c| c.data_type()).find(|t| *t != DataType::Null).unwrap_or(DataType::Null);
+        if dt == DataType::Symbol {
+            if let Some(c) = Self::concat_same_lineage(cols) {
+                return c;
+            }
+        }
+        let total: usize = cols.iter().map(|c| c.len()).sum();
+        let mut b = ColumnBuilder::new(dt, total);
+        for c in cols {
+            b.extend_from(c);
+        }
+        b.finish()
+    }
+
+    /// Symbols whose dictionaries are versions of one dictionary concatenate their codes as they
+    /// are, under the largest version.
+    fn concat_same_lineage(cols: &[&Column]) -> Option<Column> {
+        let mut best: Option<&Arc<Dict>> = None;
+        for c in cols {
+            match &c.data {
+                ColumnData::Symbol { dict, .. } => match best {
+                    Some(b) if b.lineage() != dict.lineage() => return None,
+                    Some(b) if b.len() >= dict.len() => {}
+                    _ => best = Some(dict),
+                },
+                _ => return None,
+            }
+        }
+        let dict = best?.clone();
+        let total: usize = cols.iter().map(|c| c.len()).sum();
+        let mut codes = Vec::with_capacity(total);
+        let any_null = cols.iter().any(|c| c.validity.is_some());
+        let mut validity = Bitmap::default();
+        for c in cols {
+            if let ColumnData::Symbol { codes: k, .. } = &c.data {
+                codes.extend_from_slice(k);
+            }
+            if any_null {
+                match &c.validity {
+                    Some(v) => v.iter().for_each(|b| validity.push(b)),
+                    None => validity.extend_set(c.len()),
+                }
+            }
+        }
+        Some(Column::new(ColumnData::Symbol { codes, dict }, any_null.then_some(validity)))
+    }
+
+    /// Repeat one value `n` times.
+    pub fn repeat(v: &Value, dt: DataType, n: usize) -> Column {
+        let mut b = ColumnBuilder::new(dt, n);
+        for _ in 0..n {
+            b.push_value(v);
+        }
+        b.finish()
+    }
+
+    pub fn as_i64_slice(&self) -> Option<&[i64]> {
+        match &self.data {
+            ColumnData::Int64(v) | ColumnData::Timestamp(v) | ColumnData::Interval(v) => Some(v),
+            _ => None,
+        }
+    }
+}
+
+/// Append values one at a time or column at a time; `finish` yields the column.
+#[derive(Debug)]
+pub struct ColumnBuilder {
+    data: ColumnData,
+    validity: Bitmap,
+    dict: Option<Dict>,
+}
+
+impl ColumnBuilder {
+    pub fn new(dt: DataType, capacity: usize) -> ColumnBuilder {
+        let data = match dt {
+            DataType::Bool => ColumnData::Bool(Vec::with_capacity(capacity)),
+            DataType::Int32 => ColumnData::Int32(Vec::with_capacity(capacity)),
+            DataType::Int64 => ColumnData::Int64(Vec::with_capacity(capacity)),
+            DataType::Float32 => ColumnData::Float32(Vec::with_capacity(capacity)),
+            DataType::Float64 => ColumnData::Float64(Vec::with_capacity(capacity)),
+            DataType::Timestamp => ColumnData::Timestamp(Vec::with_capacity(capacity)),
+            DataType::Date => ColumnData::Date(Vec::with_capacity(capacity)),
+            DataType::Interval => ColumnData::Interval(Vec::with_capacity(capacity)),
+            DataType::Varchar => ColumnData::Varchar(StrVec::with_capacity(capacity, capacity * 8)),
+            DataType::Symbol => ColumnData::Symbol { codes: Vec::with_capacity(capacity), dict: Arc::new(Dict::default()) },
+            DataType::Null => ColumnData::Null(0),
+        };
+        let dict = (dt == DataType::Symbol).then(Dict::default);
+        ColumnBuilder { data, validity: Bitmap::default(), dict }
+    }
+
+    pub fn len(&self) -> usize {
+        self.validity.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn push_null(&mut self) {
+        match &mut self.data {
+            ColumnData::Bool(v) => v.push(false),
+            ColumnData::Int32(v) | ColumnData::Date(v) => v.push(0),
+            ColumnData::Int64(v) | ColumnData::Timestamp(v) | ColumnData::Interval(v) => v.push(0),
+            ColumnData::Float32(v) => v.push(0.0),
+            ColumnData::Float64(v) => v.push(0.0),
+            ColumnData::Varchar(s) => s.push(""),
+            ColumnData::Symbol { codes, .. } => codes.push(0),
+            ColumnData::Null(n) => *n += 1,
+        }
+        self.validity.push(false);
+    }
+
+    /// Push a value that already has this builder's type (or NULL). Strings go to VARCHAR or
+    /// SYMBOL; other mismatches are a caller bug and push NULL in release builds.
+    pub fn push_value(&mut self, v: &Value) {
+        let ok = match (&mut self.data, v) {
+            (_, Value::Null) => false,
+            (ColumnData::Bool(d), Value::Bool(x)) => { d.push(*x); true }
+            (ColumnData::Int32(d), Value::Int32(x)) => { d.push(*x); true }
+            (ColumnData::Int64(d), Value::Int64(x)) => { d.push(*x); true }
+            (ColumnData::Float32(d), Value::Float32(x)) => { d.push(*x); true }
+            (ColumnData::Float64(d), Value::Float64(x)) => { d.push(*x); true }
+            (ColumnData::Timestamp(d), Value::Timestamp(x)) => { d.push(*x); true }
+            (ColumnData::Date(d), Value::Date(x)) => { d.push(*x); true }
+            (ColumnData::Interval(d), Value::Interval(x)) => { d.push(*x); true }
+            (ColumnData::Varchar(d), Value::Str(s)) => { d.push(s); true }
+            (ColumnData::Symbol { codes, .. }, Value::Str(s)) => {
+                let dict = self.dict.get_or_insert_with(Dict::default);
+                codes.push(dict.intern(s));
+                true
+            }
+            (d, other) => {
+                debug_assert!(false, "push_value: {:?} into {:?}", other, d.data_type());
+                false
+            }
+        };
+        if ok {
+            self.validity.push(true);
+        } else {
+            self.push_null();
+        }
+    }
+
+    pub fn push_str(&mut self, s: &str) {
+        match &mut self.data {
+            ColumnData::Varchar(d) => d.push(s),
+            ColumnData::Symbol { codes, .. } => {
+                let dict = self.dict.get_or_insert_with(Dict::default);
+                codes.push(dict.intern(s));
+            }
+            _ => {
+                self.push_null();
+                return;
+            }
+        }
+        self.validity.push(true);
+    }
+
+    /// Append all rows of `c` (same type, or an untyped NULL column).
+    pub fn extend_from(&mut self, c: &Column) {
+        if let ColumnData::Null(n) = c.data {
+            for _ in 0..n {
+                self.push_null();
+            }
+            return;
+        }
+        match (&mut self.data, &c.data) {
+            (ColumnData::Bool(a), ColumnData::Bool(b)) => a.extend_from_slice(b),
+            (ColumnData::Int32(a), ColumnData::Int32(b)) | (ColumnData::Date(a), ColumnData::Date(b)) => a.extend_from_slice(b),
+            (ColumnData::Int64(a), ColumnData::Int64(b))
+            | (ColumnData::Timestamp(a), ColumnData::Timestamp(b))
+            | (ColumnData::Interval(a), ColumnData::Interval(b)) => a.extend_from_slice(b),
+            (ColumnData::Float32(a), ColumnData::Float32(b)) => a.extend_from_slice(b),
+            (ColumnData::Float64(a), ColumnData::Float64(b)) => a.extend_from_slice(b),
+            (ColumnData::Varchar(a), ColumnData::Varchar(b)) => a.extend(b),
+            (ColumnData::Varchar(a), ColumnData::Symbol { codes, dict }) => {
+                for &k in codes {
+                    a.push(dict.get(k));
+                }
+            }
+            (ColumnData::Symbol { codes: a, .. }, ColumnData::Symbol { codes: b, dict }) => {
+                let own = self.dict.get_or_insert_with(Dict::default);
+                // Remap through our dictionary: codes from different dictionaries differ.
+                let mut remap: Vec<u32> = vec![u32::MAX; dict.len()];
+                for &k in b {
+                    let r = &mut remap[k as usize];
+                    if *r == u32::MAX {
+                        *r = own.intern(dict.get(k));
+                    }
+                    a.push(*r);
+                }
+            }
+            (ColumnData::Symbol { codes: a, .. }, ColumnData::Varchar(b)) => {
+                let own = self.dict.get_or_insert_with(Dict::default);
+                for s in b.iter() {
+                    a.push(own.intern(s));
+                }
+            }
+            (a, b) => {
+                debug_assert!(false, "extend_from: {:?} into {:?}", b.data_type(), a.data_type());
+                for _ in 0..c.len() {
+                    self.push_null();
+                }
+                return;
+            }
+        }
+        match &c.validity {
+            Some(v) => {
+                for i in 0..v.len() {
+                    self.validity.push(v.get(i));
+                }
+            }
+            None => self.validity.extend_set(c.len()),
+        }
+    }
+
+    pub fn finish(self) -> Column {
+        let mut data = self.data;
+        if let (ColumnData::Symbol { dict, .. }, Some(d)) = (&mut data, self.dict) {
+            *dict = Arc::new(d);
+        }
+        let validity = (data.data_type() != DataType::Null).then_some(self.validity);
+        Column::new(data, validity)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builder_take_concat() {
+        let mut b = ColumnBuilder::new(DataType::Int64, 4);
+        b.push_value(&Value::Int64(1));
+        b.push_null();
+        b.push_value(&Value::Int64(3));
+        let c = b.finish();
+        assert_eq!(c.len(), 3);
+        assert_eq!(c.null_count(), 1);
+        let t = c.take_opt(&[2, NULL_INDEX, 0]);
+        assert_eq!(t.get(0), Value::Int64(3));
+        assert_eq!(t.get(1), Value::Null);
+        assert_eq!(t.get(2), Value::Int64(1));
+        let cc = Column::concat(&[&c, &t]);
+        assert_eq!(cc.len(), 6);
+        assert_eq!(cc.null_count(), 2);
+    }
+
+    #[test]
+    fn symbols_remap_across_dicts() {
+        let mut a = ColumnBuilder::new(DataType::Symbol, 2);
+        a.push_str("x");
+        a.push_str("y");
+        let mut b = ColumnBuilder::new(DataType::Symbol, 2);
+        b.push_str("y");
+        b.push_str("z");
+        let c = Column::concat(&[&a.finish(), &b.finish()]);
+        let got: Vec<_> = (0..4).map(|i| c.get(i)).collect();
+        assert_eq!(got, ["x", "y", "y", "z"].map(|s| Value::Str(s.into())));
+    }
+}

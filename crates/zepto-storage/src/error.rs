@@ -1,0 +1,19 @@
+//! Storage errors: user mistakes (bad values, unknown tables) and internal invariant breaks.
+
+use thiserror::Error;
+
+#[derive(Debug, Error, Clone, PartialEq)]
+pub enum StorageError {
+    #[error("table '{0}' does not exist")]
+    TableNotFound(String),
+    #[error("table '{0}' already exists")]
+    TableExists(String),
+    #[error("column '{column}' does not exist in table '{table}'")]
+    ColumnNotFound { table: String, column: String },
+    #[error("column '{0}' already exists")]
+    ColumnExists(String),
+    #[error("{0}")]
+    Invalid(String),
+    #[error("internal error (this is a bug): {0}")]
+    Internal(String),
+}

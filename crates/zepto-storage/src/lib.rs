@@ -1,0 +1,32 @@
+//! ZeptoDB storage: the in-memory columnar engine every door reads and writes.
+//!
+//! * [`Column`] — a typed column in an Arrow-compatible layout (values vector, LSB-first
+//!   validity bitmap, `i64` offsets + bytes for strings, `u32` codes for symbols).
+//! * [`Dict`] — the per-table symbol dictionary (append-only, so a code never changes meaning).
+//! * [`Table`] — rows split into [`Partition`]s by the partition key (first `SYMBOL` column by
+//!   default) and kept sorted by the designated timestamp inside each partition, so "one symbol,
+//!   a time range" is two binary searches.
+//! * [`Catalog`] — named tables behind snapshot isolation: readers clone an `Arc<Table>` and never
+//!   block a writer for longer than the pointer copy; writers validate a whole batch before they
+//!   take the lock, so a bad batch changes nothing.
+
+pub mod bitmap;
+pub mod catalog;
+pub mod column;
+pub mod dict;
+pub mod error;
+pub mod strings;
+pub mod table;
+pub mod time;
+pub mod types;
+pub mod value;
+
+pub use bitmap::Bitmap;
+pub use catalog::Catalog;
+pub use column::{Column, ColumnBuilder, ColumnData};
+pub use dict::Dict;
+pub use error::StorageError;
+pub use strings::StrVec;
+pub use table::{ColumnDef, Partition, Schema, Table, TableOptions};
+pub use types::DataType;
+pub use value::Value;

@@ -1,0 +1,510 @@
+//! Tables: a schema, a symbol dictionary and partitions.
+//!
+//! Rows are split by the partition key (by default the first `SYMBOL` column; NULL keys get a
+//! partition of their own) and, when the table has a designated timestamp (by default the first
+//! `TIMESTAMP` column), kept sorted by it inside every partition. Appends that arrive in time
+//! order are plain vector pushes; out-of-order rows are merged in, so the order invariant always
+//! holds and each partition records that it does (`sorted`), which readers check before they
+//! binary-search.
+
+use crate::column::{Column, ColumnBuilder, ColumnData};
+use crate::dict::Dict;
+use crate::error::StorageError;
+use crate::types::DataType;
+use std::ops::Range;
+use std::sync::Arc;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ColumnDef {
+    pub name: String,
+    pub data_type: DataType,
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Schema {
+    pub columns: Vec<ColumnDef>,
+}
+
+impl Schema {
+    pub fn index_of(&self, name: &str) -> Option<usize> {
+        self.columns.iter().position(|c| c.name.eq_ignore_ascii_case(name))
+    }
+
+    pub fn len(&self) -> usize {
+        self.columns.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.columns.is_empty()
+    }
+}
+
+/// Layout choices of a table; `None` fields are derived from the schema by [`Table::new`].
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TableOptions {
+    pub partition_key: Option<String>,
+    pub timestamp: Option<String>,
+}
+
+/// Rows of one partition key value, sorted by the designated timestamp (if any).
+#[derive(Debug, Clone)]
+pub struct Partition {
+    pub columns: Vec<Column>,
+    /// Dictionary code of the key, `None` for the NULL-key or the single partition.
+    pub key: Option<u32>,
+    /// True when rows are in non-decreasing designated-timestamp order.
+    pub sorted: bool,
+}
+
+impl Partition {
+    pub fn len(&self) -> usize {
+        self.columns.first().map_or(0, Column::len)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Rows whose timestamp column `ts_col` lies in `[lo, hi]` (inclusive), by binary search.
+    /// Precondition: the partition is sorted on `ts_col`.
+    pub fn ts_range(&self, ts_col: usize, lo: i64, hi: i64) -> Range<usize> {
+        assert!(self.sorted, "ts_range on an unsorted partition");
+        let Some(ts) = self.columns[ts_col].as_i64_slice() else {
+            return 0..self.len();
+        };
+        let a = ts.partition_point(|&t| t < lo);
+        let b = ts.partition_point(|&t| t <= hi);
+        a..b.max(a)
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Table {
+    pub name: String,
+    pub schema: Schema,
+    /// Index of the partition-key column (a SYMBOL column).
+    pub key_col: Option<usize>,
+    /// Index of the designated timestamp column.
+    pub ts_col: Option<usize>,
+    dict: Arc<Dict>,
+    parts: Vec<Arc<Partition>>,
+    /// Dictionary code → index into `parts`.
+    slot_of_code: Vec<u32>,
+    null_slot: Option<usize>,
+    rows: usize,
+}
+
+const NO_SLOT: u32 = u32::MAX;
+
+impl Table {
+    pub fn new(name: &str, schema: Schema, opts: &TableOptions) -> Result<Table, StorageError> {
+        if schema.is_empty() {
+            return Err(StorageError::Invalid(format!("table '{name}' needs at least one column")));
+        }
+        for (i, c) in schema.columns.iter().enumerate() {
+            if !c.data_type.is_storable() {
+                return Err(StorageError::Invalid(format!("column '{}' cannot have type {}", c.name, c.data_type)));
+            }
+            if schema.columns[..i].iter().any(|d| d.name.eq_ignore_ascii_case(&c.name)) {
+                return Err(StorageError::ColumnExists(c.name.clone()));
+            }
+        }
+        let pick = |want: &Option<String>, dt: DataType, what: &str| -> Result<Option<usize>, StorageError> {
+            match want {
+                Some(n) => {
+                    let i = schema.index_of(n).ok_or_else(|| StorageError::ColumnNotFound {
+                        table: name.to_string(),
+                        column: n.clone(),
+                    })?;
+                    if schema.columns[i].data_type != dt {
+                        return Err(StorageError::Invalid(format!("{what} column '{n}' must be {dt}")));
+                    }
+                    Ok(Some(i))
+                }
+                None => Ok(schema.columns.iter().position(|c| c.data_type == dt)),
+            }
+        };
+        let key_col = pick(&opts.partition_key, DataType::Symbol, "partition key")?;
+        let ts_col = pick(&opts.timestamp, DataType::Timestamp, "designated timestamp")?;
+        Ok(Table {
+            name: name.to_string(),
+            schema,
+            key_col,
+            ts_col,
+            dict: Arc::new(Dict::default()),
+            parts: Vec::new(),
+            slot_of_code: Vec::new(),
+            null_slot: None,
+            rows: 0,
+        })
+    }
+
+    pub fn row_count(&self) -> usize {
+        self.rows
+    }
+
+    pub fn dict(&self) -> &Arc<Dict> {
+        &self.dict
+    }
+
+    pub fn partitions(&self) -> &[Arc<Partition>] {
+        &self.parts
+    }
+
+    /// The partition holding key `code`, if any rows have it.
+    pub fn partition_for_code(&self, code: u32) -> Option<&Arc<Partition>> {
+        let slot = *self.slot_of_code.get(code as usize)?;
+        (slot != NO_SLOT).then(|| &self.parts[slot as usize])
+    }
+
+    pub fn null_key_partition(&self) -> Option<&Arc<Partition>> {
+        self.null_slot.map(|s| &self.parts[s])
+    }
+
+    /// Column `i` of partition `p` with the table's current dictionary attached to symbols.
+    pub fn column<'a>(&self, p: &'a Partition, i: usize) -> std::borrow::Cow<'a, Column> {
+        std::borrow::Cow::Borrowed(&p.columns[i])
+    }
+
+    /// Check that `batch` fits the schema (count, length, types; strings may feed SYMBOL and
+    /// VARCHAR columns). Nothing is changed.
+    pub fn validate(&self, batch: &[Column]) -> Result<usize, StorageError> {
+        if batch.len() != self.schema.len() {
+            return Err(StorageError::Invalid(format!(
+                "table '{}' has {} columns but {} were supplied",
+                self.name,
+                self.schema.len(),
+                batch.len()
+            )));
+        }
+        let n = batch.first().map_or(0, Column::len);
+        for (c, def) in batch.iter().zip(&self.schema.columns) {
+            if c.len() != n {
+                return Err(StorageError::Invalid("columns of a batch differ in length".into()));
+            }
+            let dt = c.data_type();
+            let ok = dt == def.data_type
+                || dt == DataType::Null
+                || (def.data_type.is_string() && dt.is_string());
+            if !ok {
+                return Err(StorageError::Invalid(format!(
+                    "column '{}' is {} but a {} value was supplied",
+                    def.name, def.data_type, dt
+                )));
+            }
+        }
+        Ok(n)
+    }
+
+    /// Append a validated batch (call [`Table::validate`] first: this step cannot fail half-way).
+    pub fn append(&mut self, batch: Vec<Column>) -> Result<usize, StorageError> {
+        let n = self.validate(&batch)?;
+        if n == 0 {
+            return Ok(0);
+        }
+        let batch = self.normalize(batch);
+        let slots = self.row_slots(&batch, n);
+        // Group row indices by slot (counting sort keeps input order within a slot).
+        let nslots = self.parts.len();
+        let mut counts = vec![0usize; nslots + 1];
+        for &s in &slots {
+            counts[s as usize + 1] += 1;
+        }
+        for i in 1..counts.len() {
+            counts[i] += counts[i - 1];
+        }
+        let mut order = vec![0u32; n];
+        let mut next = counts.clone();
+        for (row, &s) in slots.iter().enumerate() {
+            order[next[s as usize]] = row as u32;
+            next[s as usize] += 1;
+        }
+        for slot in 0..nslots {
+            let rows = &order[counts[slot]..counts[slot + 1]];
+            if rows.is_empty() {
+                continue;
+            }
+            let cols: Vec<Column> = if rows.len() == n { batch.clone() } else { batch.iter().map(|c| c.take(rows)).collect() };
+            self.append_to_partition(slot, cols);
+        }
+        self.rows += n;
+        Ok(n)
+    }
+
+    /// Symbol columns re-encoded against the table dictionary; untyped NULL columns typed.
+    fn normalize(&mut self, batch: Vec<Column>) -> Vec<Column> {
+        let mut out = Vec::with_capacity(batch.len());
+        for (c, def) in batch.into_iter().zip(self.schema.columns.clone()) {
+            let c = match (def.data_type, c.data_type()) {
+                (_, DataType::Null) => Column::nulls(def.data_type, c.len()),
+                (DataType::Symbol, _) => self.encode_symbols(&c),
+                (DataType::Varchar, DataType::Symbol) => {
+                    let mut b = ColumnBuilder::new(DataType::Varchar, c.len());
+                    b.extend_from(&c);
+                    b.finish()
+                }
+                _ => c,
+            };
+            out.push(c);
+        }
+        out
+    }
+
+    fn encode_symbols(&mut self, c: &Column) -> Column {
+        if let ColumnData::Symbol { dict, .. } = &c.data {
+            if dict.lineage() == self.dict.lineage() && dict.len() <= self.dict.len() {
+                let mut c = c.clone();
+                c.data = match c.data {
+                    ColumnData::Symbol { codes, .. } => ColumnData::Symbol { codes, dict: self.dict.clone() },
+                    d => d,
+                };
+                return c;
+            }
+        }
+        let dict = Arc::make_mut(&mut self.dict);
+        let mut codes = Vec::with_capacity(c.len());
+        match &c.data {
+            ColumnData::Symbol { codes: k, dict: src } => {
+                let mut remap = vec![u32::MAX; src.len()];
+                for (i, &code) in k.iter().enumerate() {
+                    if !c.is_valid(i) {
+                        codes.push(0);
+                        continue;
+                    }
+                    let r = &mut remap[code as usize];
+                    if *r == u32::MAX {
+                        *r = dict.intern(src.get(code));
+                    }
+                    codes.push(*r);
+                }
+            }
+            ColumnData::Varchar(s) => {
+                for i in 0..s.len() {
+                    codes.push(if c.is_valid(i) { dict.intern(s.get(i)) } else { 0 });
+                }
+            }
+            _ => codes.resize(c.len(), 0),
+        }
+        Column::new(ColumnData::Symbol { codes, dict: self.dict.clone() }, c.validity.clone())
+    }
+
+    /// The partition slot of every row, creating partitions for new keys.
+    fn row_slots(&mut self, batch: &[Column], n: usize) -> Vec<u32> {
+        let Some(k) = self.key_col else {
+            if self.parts.is_empty() {
+                self.new_partition(None);
+                self.null_slot = Some(0);
+            }
+            return vec![0; n];
+        };
+        let key = &batch[k];
+        let ColumnData::Symbol { codes, .. } = &key.data else {
+            unreachable!("normalize() encodes the key column as SYMBOL");
+        };
+        let mut slots = Vec::with_capacity(n);
+        for (i, &code) in codes.iter().enumerate() {
+            let slot = if key.is_valid(i) {
+                let c = code as usize;
+                if c >= self.slot_of_code.len() {
+                    self.slot_of_code.resize(c + 1, NO_SLOT);
+                }
+                if self.slot_of_code[c] == NO_SLOT {
+                    self.slot_of_code[c] = self.new_partition(Some(code)) as u32;
+                }
+                self.slot_of_code[c]
+            } else {
+                match self.null_slot {
+                    Some(s) => s as u32,
+                    None => {
+                        let s = self.new_partition(None);
+                        self.null_slot = Some(s);
+                        s as u32
+                    }
+                }
+            };
+            slots.push(slot);
+        }
+        slots
+    }
+
+    fn new_partition(&mut self, key: Option<u32>) -> usize {
+        let columns = self.schema.columns.iter().map(|c| self.empty_column(c.data_type)).collect();
+        self.parts.push(Arc::new(Partition { columns, key, sorted: true }));
+        self.parts.len() - 1
+    }
+
+    fn empty_column(&self, dt: DataType) -> Column {
+        match dt {
+            DataType::Symbol => Column::from_data(ColumnData::Symbol { codes: Vec::new(), dict: self.dict.clone() }),
+            _ => Column::from_data(ColumnData::empty(dt)),
+        }
+    }
+
+    fn append_to_partition(&mut self, slot: usize, cols: Vec<Column>) {
+        let ts_col = self.ts_col;
+        let dict = self.dict.clone();
+        let p = Arc::make_mut(&mut self.parts[slot]);
+        let old_len = p.len();
+        let in_order = match ts_col {
+            None => true,
+            Some(t) => {
+                let new_ts = cols[t].as_i64_slice().unwrap_or(&[]);
+                let old_ts = p.columns[t].as_i64_slice().unwrap_or(&[]);
+                let nulls = cols[t].null_count() > 0;
+                !nulls && new_ts.windows(2).all(|w| w[0] <= w[1]) && old_ts.last().is_none_or(|&l| new_ts.first().is_none_or(|&f| l <= f))
+            }
+        };
+        for (dst, src) in p.columns.iter_mut().zip(&cols) {
+            append_column(dst, src);
+            if let ColumnData::Symbol { dict: d, .. } = &mut dst.data {
+                *d = dict.clone();
+            }
+        }
+        if !in_order {
+            if let Some(t) = ts_col {
+                sort_partition(p, t, old_len);
+            }
+        }
+        debug_assert!(ts_col.is_none_or(|t| is_sorted(&p.columns[t])));
+    }
+
+    /// Add a column; existing rows read NULL.
+    pub fn add_column(&mut self, def: ColumnDef) -> Result<(), StorageError> {
+        if self.schema.index_of(&def.name).is_some() {
+            return Err(StorageError::ColumnExists(def.name));
+        }
+        if !def.data_type.is_storable() {
+            return Err(StorageError::Invalid(format!("column '{}' cannot have type {}", def.name, def.data_type)));
+        }
+        let dt = def.data_type;
+        let dict = self.dict.clone();
+        for p in &mut self.parts {
+            let p = Arc::make_mut(p);
+            let mut c = Column::nulls(dt, p.len());
+            if let ColumnData::Symbol { dict: d, .. } = &mut c.data {
+                *d = dict.clone();
+            }
+            p.columns.push(c);
+        }
+        self.schema.columns.push(def);
+        if self.key_col.is_none() && dt == DataType::Symbol && self.rows == 0 {
+            self.key_col = Some(self.schema.len() - 1);
+        }
+        if self.ts_col.is_none() && dt == DataType::Timestamp {
+            // Old rows hold NULL timestamps: order by it is trivially kept (all equal so far).
+            self.ts_col = Some(self.schema.len() - 1);
+        }
+        Ok(())
+    }
+}
+
+fn append_column(dst: &mut Column, src: &Column) {
+    let had_nulls = dst.validity.is_some() || src.validity.is_some();
+    let old_len = dst.len();
+    match (&mut dst.data, &src.data) {
+        (ColumnData::Bool(a), ColumnData::Bool(b)) => a.extend_from_slice(b),
+        (ColumnData::Int32(a), ColumnData::Int32(b)) | (ColumnData::Date(a), ColumnData::Date(b)) => a.extend_from_slice(b),
+        (ColumnData::Int64(a), ColumnData::Int64(b))
+        | (ColumnData::Timestamp(a), ColumnData::Timestamp(b))
+        | (ColumnData::Interval(a), ColumnData::Interval(b)) => a.extend_from_slice(b),
+        (ColumnData::Float32(a), ColumnData::Float32(b)) => a.extend_from_slice(b),
+        (ColumnData::Float64(a), ColumnData::Float64(b)) => a.extend_from_slice(b),
+        (ColumnData::Varchar(a), ColumnData::Varchar(b)) => a.extend(b),
+        (ColumnData::Symbol { codes: a, .. }, ColumnData::Symbol { codes: b, .. }) => a.extend_from_slice(b),
+        (a, b) => panic!("append_column: {:?} into {:?} (validate() must reject this)", b.data_type(), a.data_type()),
+    }
+    if had_nulls {
+        let mut v = dst.validity.take().unwrap_or_else(|| crate::Bitmap::new_set(old_len));
+        match &src.validity {
+            Some(s) => s.iter().for_each(|b| v.push(b)),
+            None => v.extend_set(src.len()),
+        }
+        *dst = Column::new(std::mem::replace(&mut dst.data, ColumnData::Null(0)), Some(v));
+    }
+}
+
+fn is_sorted(c: &Column) -> bool {
+    c.as_i64_slice().is_none_or(|v| v.windows(2).all(|w| w[0] <= w[1]))
+}
+
+/// Restore time order after appending rows `old_len..` that broke it: sort the new rows
+/// (stable) and merge them with the sorted prefix. NULL timestamps sort first.
+fn sort_partition(p: &mut Partition, ts_col: usize, old_len: usize) {
+    let col = &p.columns[ts_col];
+    let ts = col.as_i64_slice().unwrap_or(&[]);
+    let key = |i: usize| if col.is_valid(i) { (1u8, ts[i]) } else { (0u8, 0) };
+    let mut new_rows: Vec<u32> = (old_len as u32..ts.len() as u32).collect();
+    new_rows.sort_by_key(|&i| key(i as usize));
+    let mut perm = Vec::with_capacity(ts.len());
+    let (mut i, mut j) = (0usize, 0usize);
+    while i < old_len || j < new_rows.len() {
+        let take_old = j >= new_rows.len() || (i < old_len && key(i) <= key(new_rows[j] as usize));
+        if take_old {
+            perm.push(i as u32);
+            i += 1;
+        } else {
+            perm.push(new_rows[j]);
+            j += 1;
+        }
+    }
+    for c in &mut p.columns {
+        *c = c.take(&perm);
+    }
+    p.sorted = true;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::value::Value;
+
+    fn schema() -> Schema {
+        Schema {
+            columns: vec![
+                ColumnDef { name: "ts".into(), data_type: DataType::Timestamp },
+                ColumnDef { name: "sym".into(), data_type: DataType::Symbol },
+                ColumnDef { name: "px".into(), data_type: DataType::Float64 },
+            ],
+        }
+    }
+
+    fn batch(rows: &[(i64, Option<&str>, f64)]) -> Vec<Column> {
+        let mut b: Vec<ColumnBuilder> =
+            [DataType::Timestamp, DataType::Varchar, DataType::Float64].iter().map(|&t| ColumnBuilder::new(t, rows.len())).collect();
+        for (t, s, p) in rows {
+            b[0].push_value(&Value::Timestamp(*t));
+            match s {
+                Some(s) => b[1].push_str(s),
+                None => b[1].push_null(),
+            }
+            b[2].push_value(&Value::Float64(*p));
+        }
+        b.into_iter().map(ColumnBuilder::finish).collect()
+    }
+
+    #[test]
+    fn partitions_by_symbol_and_keeps_time_order() {
+        let mut t = Table::new("t", schema(), &TableOptions::default()).expect("table");
+        assert_eq!((t.key_col, t.ts_col), (Some(1), Some(0)));
+        t.append(batch(&[(10, Some("a"), 1.0), (5, Some("b"), 2.0), (20, Some("a"), 3.0), (1, None, 0.5)])).expect("append");
+        t.append(batch(&[(15, Some("a"), 4.0), (2, Some("a"), 5.0)])).expect("append");
+        assert_eq!(t.row_count(), 6);
+        let code = t.dict().code("a").expect("a interned");
+        let p = t.partition_for_code(code).expect("partition a");
+        assert!(p.sorted);
+        assert_eq!(p.columns[0].as_i64_slice(), Some(&[2, 10, 15, 20][..]));
+        assert_eq!(p.columns[2].get(0), Value::Float64(5.0));
+        assert_eq!(p.ts_range(0, 10, 15), 1..3);
+        assert_eq!(t.null_key_partition().map(|p| p.len()), Some(1));
+    }
+
+    #[test]
+    fn rejects_bad_batch_without_change() {
+        let mut t = Table::new("t", schema(), &TableOptions::default()).expect("table");
+        let mut bad = batch(&[(1, Some("a"), 1.0)]);
+        bad.pop();
+        assert!(t.append(bad).is_err());
+        assert_eq!(t.row_count(), 0);
+        assert!(t.partitions().is_empty());
+    }
+}

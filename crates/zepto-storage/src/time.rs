@@ -1,0 +1,364 @@
+//! Calendar arithmetic on nanosecond timestamps: parsing and printing ISO-8601, intervals,
+//! truncation and field extraction. Proleptic Gregorian, UTC, no time zones.
+//!
+//! Days ↔ civil date conversions follow Howard Hinnant's `days_from_civil` algorithm.
+
+pub const NS_PER_US: i64 = 1_000;
+pub const NS_PER_MS: i64 = 1_000_000;
+pub const NS_PER_SEC: i64 = 1_000_000_000;
+pub const NS_PER_MIN: i64 = 60 * NS_PER_SEC;
+pub const NS_PER_HOUR: i64 = 60 * NS_PER_MIN;
+pub const NS_PER_DAY: i64 = 24 * NS_PER_HOUR;
+
+/// Days since 1970-01-01 of a civil date.
+pub fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = if y >= 0 { y } else { y - 399 } / 400;
+    let yoe = y - era * 400;
+    let mp = (m as i64 + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d as i64 - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// Civil date (year, month 1-12, day 1-31) of days since 1970-01-01.
+pub fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = if z >= 0 { z } else { z - 146_096 } / 146_097;
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+fn days_in_month(y: i64, m: u32) -> u32 {
+    match m {
+        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+        4 | 6 | 9 | 11 => 30,
+        _ if (y % 4 == 0 && y % 100 != 0) || y % 400 == 0 => 29,
+        _ => 28,
+    }
+}
+
+fn digits(s: &[u8], n: usize) -> Option<i64> {
+    if s.len() < n || !s[..n].iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    Some(s[..n].iter().fold(0i64, |a, &c| a * 10 + (c - b'0') as i64))
+}
+
+fn parse_ymd(b: &[u8]) -> Option<(i64, u32, u32, usize)> {
+    // YYYY-MM-DD (year may have more digits, no sign support needed here)
+    let ylen = b.iter().take_while(|c| c.is_ascii_digit()).count();
+    if !(4..=6).contains(&ylen) {
+        return None;
+    }
+    let y = digits(b, ylen)?;
+    let rest = &b[ylen..];
+    if rest.first() != Some(&b'-') {
+        return None;
+    }
+    let mlen = rest[1..].iter().take_while(|c| c.is_ascii_digit()).count();
+    if !(1..=2).contains(&mlen) {
+        return None;
+    }
+    let m = digits(&rest[1..], mlen)? as u32;
+    let rest2 = &rest[1 + mlen..];
+    if rest2.first() != Some(&b'-') {
+        return None;
+    }
+    let dlen = rest2[1..].iter().take_while(|c| c.is_ascii_digit()).count();
+    if !(1..=2).contains(&dlen) {
+        return None;
+    }
+    let d = digits(&rest2[1..], dlen)? as u32;
+    if !(1..=12).contains(&m) || d == 0 || d > days_in_month(y, m) {
+        return None;
+    }
+    Some((y, m, d, ylen + 1 + mlen + 1 + dlen))
+}
+
+/// Parse `YYYY-MM-DD` into days since the epoch.
+pub fn parse_date(s: &str) -> Option<i32> {
+    let s = s.trim();
+    let (y, m, d, used) = parse_ymd(s.as_bytes())?;
+    if used != s.len() {
+        return None;
+    }
+    i32::try_from(days_from_civil(y, m, d)).ok()
+}
+
+/// Parse `YYYY-MM-DD[( |T)HH:MM[:SS[.fffffffff]]][Z|+00[:00]]` into ns since the epoch.
+pub fn parse_timestamp(s: &str) -> Option<i64> {
+    let s = s.trim();
+    let b = s.as_bytes();
+    let (y, m, d, mut i) = parse_ymd(b)?;
+    let mut ns = days_from_civil(y, m, d).checked_mul(NS_PER_DAY)?;
+    if i < b.len() && (b[i] == b' ' || b[i] == b'T') {
+        i += 1;
+        let hh = digits(&b[i..], 2)?;
+        if b.get(i + 2) != Some(&b':') {
+            return None;
+        }
+        let mm = digits(&b[i + 3..], 2)?;
+        i += 5;
+        let mut ss = 0;
+        if b.get(i) == Some(&b':') {
+            ss = digits(&b[i + 1..], 2)?;
+            i += 3;
+        }
+        if hh > 23 || mm > 59 || ss > 59 {
+            return None;
+        }
+        let mut frac = 0i64;
+        if b.get(i) == Some(&b'.') {
+            i += 1;
+            let n = b[i..].iter().take_while(|c| c.is_ascii_digit()).count();
+            if n == 0 || n > 9 {
+                return None;
+            }
+            frac = digits(&b[i..], n)? * 10i64.pow(9 - n as u32);
+            i += n;
+        }
+        ns = ns.checked_add(hh * NS_PER_HOUR + mm * NS_PER_MIN + ss * NS_PER_SEC + frac)?;
+    }
+    let tail = &s[i..];
+    match tail {
+        "" | "Z" | "z" | "+00" | "+00:00" | "+0000" => Some(ns),
+        _ => None,
+    }
+}
+
+/// `YYYY-MM-DD HH:MM:SS.fffffffff` — always nine fractional digits.
+pub fn format_timestamp(ns: i64) -> String {
+    let days = ns.div_euclid(NS_PER_DAY);
+    let rem = ns.rem_euclid(NS_PER_DAY);
+    let (y, m, d) = civil_from_days(days);
+    let (h, rem) = (rem / NS_PER_HOUR, rem % NS_PER_HOUR);
+    let (mi, rem) = (rem / NS_PER_MIN, rem % NS_PER_MIN);
+    let (s, frac) = (rem / NS_PER_SEC, rem % NS_PER_SEC);
+    format!("{y:04}-{m:02}-{d:02} {h:02}:{mi:02}:{s:02}.{frac:09}")
+}
+
+/// ISO-8601 with `T` and `Z`, as the HTTP and JSON formats print timestamps.
+pub fn format_timestamp_iso(ns: i64) -> String {
+    let mut s = format_timestamp(ns);
+    s.replace_range(10..11, "T");
+    s.push('Z');
+    s
+}
+
+pub fn format_date(days: i32) -> String {
+    let (y, m, d) = civil_from_days(days as i64);
+    format!("{y:04}-{m:02}-{d:02}")
+}
+
+/// Human form of a duration, e.g. `01:30:00`, `2 days 00:00:01.5`.
+pub fn format_interval(ns: i64) -> String {
+    let neg = ns < 0;
+    let a = ns.unsigned_abs() as i128;
+    let day = NS_PER_DAY as i128;
+    let (days, rem) = (a / day, a % day);
+    let (h, rem) = (rem / NS_PER_HOUR as i128, rem % NS_PER_HOUR as i128);
+    let (m, rem) = (rem / NS_PER_MIN as i128, rem % NS_PER_MIN as i128);
+    let (s, frac) = (rem / NS_PER_SEC as i128, rem % NS_PER_SEC as i128);
+    let sign = if neg { "-" } else { "" };
+    let mut out = String::new();
+    if days > 0 {
+        out.push_str(&format!("{sign}{days} day{} ", if days == 1 { "" } else { "s" }));
+    }
+    out.push_str(&format!("{}{h:02}:{m:02}:{s:02}", if days > 0 { "" } else { sign }));
+    if frac > 0 {
+        let f = format!("{frac:09}");
+        out.push('.');
+        out.push_str(f.trim_end_matches('0'));
+    }
+    out
+}
+
+/// Nanoseconds in one unit of a time unit name (`ns`, `ms`, `second`, `minutes`, `h`, `day`, `week`).
+pub fn unit_ns(unit: &str) -> Option<i64> {
+    let u = unit.to_ascii_lowercase();
+    let v = match u.as_str() {
+        "ns" | "nanosecond" | "nanoseconds" | "nanos" => 1,
+        "us" | "microsecond" | "microseconds" | "micros" => NS_PER_US,
+        "ms" | "millisecond" | "milliseconds" | "millis" | "msec" => NS_PER_MS,
+        "s" | "sec" | "secs" | "second" | "seconds" => NS_PER_SEC,
+        "m" | "min" | "mins" | "minute" | "minutes" => NS_PER_MIN,
+        "h" | "hr" | "hrs" | "hour" | "hours" => NS_PER_HOUR,
+        "d" | "day" | "days" => NS_PER_DAY,
+        "w" | "week" | "weeks" => 7 * NS_PER_DAY,
+        _ => return None,
+    };
+    Some(v)
+}
+
+/// Parse an interval text: `1 minute`, `500ms`, `1h`, `2 hours 30 minutes`, `-1.5 s`, `00:01:30`.
+pub fn parse_interval(s: &str) -> Option<i64> {
+    let s = s.trim();
+    if s.is_empty() {
+        return None;
+    }
+    if let Some(v) = parse_hms(s) {
+        return Some(v);
+    }
+    let b = s.as_bytes();
+    let mut i = 0;
+    let mut total: i64 = 0;
+    let mut any = false;
+    while i < b.len() {
+        while i < b.len() && b[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        if i >= b.len() {
+            break;
+        }
+        let start = i;
+        if b[i] == b'-' || b[i] == b'+' {
+            i += 1;
+        }
+        while i < b.len() && (b[i].is_ascii_digit() || b[i] == b'.') {
+            i += 1;
+        }
+        let num: f64 = s[start..i].parse().ok()?;
+        while i < b.len() && b[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        let ustart = i;
+        while i < b.len() && b[i].is_ascii_alphabetic() {
+            i += 1;
+        }
+        let unit = unit_ns(&s[ustart..i])?;
+        let part = num * unit as f64;
+        if !part.is_finite() || part.abs() > 9.2e18 {
+            return None;
+        }
+        total = total.checked_add(part.round() as i64)?;
+        any = true;
+    }
+    any.then_some(total)
+}
+
+fn parse_hms(s: &str) -> Option<i64> {
+    let (neg, body) = match s.strip_prefix('-') {
+        Some(r) => (true, r),
+        None => (false, s),
+    };
+    let parts: Vec<&str> = body.split(':').collect();
+    if parts.len() != 3 {
+        return None;
+    }
+    let h: i64 = parts[0].parse().ok()?;
+    let m: i64 = parts[1].parse().ok()?;
+    let sec: f64 = parts[2].parse().ok()?;
+    let v = h * NS_PER_HOUR + m * NS_PER_MIN + (sec * NS_PER_SEC as f64).round() as i64;
+    Some(if neg { -v } else { v })
+}
+
+/// Truncate a timestamp to the start of its unit (`second`..`year`, `week` = ISO Monday).
+pub fn trunc_timestamp(unit: &str, ns: i64) -> Option<i64> {
+    let u = unit.to_ascii_lowercase();
+    let fixed = match u.as_str() {
+        "microsecond" | "microseconds" => Some(NS_PER_US),
+        "millisecond" | "milliseconds" => Some(NS_PER_MS),
+        "second" | "seconds" => Some(NS_PER_SEC),
+        "minute" | "minutes" => Some(NS_PER_MIN),
+        "hour" | "hours" => Some(NS_PER_HOUR),
+        "day" | "days" => Some(NS_PER_DAY),
+        _ => None,
+    };
+    if let Some(w) = fixed {
+        return Some(ns.div_euclid(w) * w);
+    }
+    let days = ns.div_euclid(NS_PER_DAY);
+    let (y, m, _) = civil_from_days(days);
+    let d = match u.as_str() {
+        "week" | "weeks" => days - (days + 3).rem_euclid(7), // 1970-01-01 was a Thursday
+        "month" | "months" => days_from_civil(y, m, 1),
+        "quarter" | "quarters" => days_from_civil(y, (m - 1) / 3 * 3 + 1, 1),
+        "year" | "years" => days_from_civil(y, 1, 1),
+        "decade" | "decades" => days_from_civil(y.div_euclid(10) * 10, 1, 1),
+        "century" | "centuries" => days_from_civil((y - 1).div_euclid(100) * 100 + 1, 1, 1),
+        _ => return None,
+    };
+    Some(d * NS_PER_DAY)
+}
+
+/// A date/time field of a timestamp, as `extract(field FROM ts)` returns it.
+pub fn extract_field(field: &str, ns: i64) -> Option<i64> {
+    let days = ns.div_euclid(NS_PER_DAY);
+    let rem = ns.rem_euclid(NS_PER_DAY);
+    let (y, m, d) = civil_from_days(days);
+    let v = match field.to_ascii_lowercase().as_str() {
+        "year" | "years" => y,
+        "month" | "months" => m as i64,
+        "day" | "days" => d as i64,
+        "hour" | "hours" => rem / NS_PER_HOUR,
+        "minute" | "minutes" => rem % NS_PER_HOUR / NS_PER_MIN,
+        "second" | "seconds" => rem % NS_PER_MIN / NS_PER_SEC,
+        "millisecond" | "milliseconds" => rem % NS_PER_MIN / NS_PER_MS,
+        "microsecond" | "microseconds" => rem % NS_PER_MIN / NS_PER_US,
+        "nanosecond" | "nanoseconds" => rem % NS_PER_MIN,
+        "quarter" => (m as i64 - 1) / 3 + 1,
+        "dow" | "dayofweek" => (days + 4).rem_euclid(7), // Sunday = 0
+        "isodow" => (days + 3).rem_euclid(7) + 1,        // Monday = 1
+        "doy" | "dayofyear" => days - days_from_civil(y, 1, 1) + 1,
+        "epoch" => ns.div_euclid(NS_PER_SEC),
+        "decade" => y.div_euclid(10),
+        "century" => (y - 1).div_euclid(100) + 1,
+        _ => return None,
+    };
+    Some(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip_civil() {
+        for z in [-800_000i64, -1, 0, 1, 19_724, 2_932_896] {
+            let (y, m, d) = civil_from_days(z);
+            assert_eq!(days_from_civil(y, m, d), z);
+        }
+        assert_eq!(civil_from_days(19_724), (2024, 1, 2));
+    }
+
+    #[test]
+    fn timestamps() {
+        let t = parse_timestamp("2024-01-02 09:30:00.123456789").expect("parses");
+        assert_eq!(format_timestamp(t), "2024-01-02 09:30:00.123456789");
+        assert_eq!(parse_timestamp("2024-01-02T09:30:00Z"), parse_timestamp("2024-01-02 09:30"));
+        assert_eq!(parse_timestamp("2024-01-02"), Some(19_724 * NS_PER_DAY));
+        assert_eq!(parse_timestamp("2024-02-30"), None);
+        assert_eq!(parse_timestamp("2024-01-02 25:00:00"), None);
+        assert_eq!(format_timestamp(-1), "1969-12-31 23:59:59.999999999");
+        assert_eq!(format_timestamp_iso(0), "1970-01-01T00:00:00.000000000Z");
+    }
+
+    #[test]
+    fn intervals() {
+        assert_eq!(parse_interval("1 minute"), Some(NS_PER_MIN));
+        assert_eq!(parse_interval("500ms"), Some(500 * NS_PER_MS));
+        assert_eq!(parse_interval("1h"), Some(NS_PER_HOUR));
+        assert_eq!(parse_interval("2 hours 30 minutes"), Some(150 * NS_PER_MIN));
+        assert_eq!(parse_interval("00:01:30"), Some(90 * NS_PER_SEC));
+        assert_eq!(parse_interval("1 fortnight"), None);
+        assert_eq!(format_interval(90 * NS_PER_SEC), "00:01:30");
+    }
+
+    #[test]
+    fn trunc_and_extract() {
+        let t = parse_timestamp("2024-05-15 13:45:12.5").expect("parses");
+        assert_eq!(format_timestamp(trunc_timestamp("hour", t).expect("unit")), "2024-05-15 13:00:00.000000000");
+        assert_eq!(format_timestamp(trunc_timestamp("month", t).expect("unit")), "2024-05-01 00:00:00.000000000");
+        assert_eq!(format_timestamp(trunc_timestamp("week", t).expect("unit")), "2024-05-13 00:00:00.000000000");
+        assert_eq!(extract_field("minute", t), Some(45));
+        assert_eq!(extract_field("dow", t), Some(3));
+        assert_eq!(extract_field("doy", t), Some(136));
+    }
+}
