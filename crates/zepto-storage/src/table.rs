@@ -161,11 +161,6 @@ impl Table {
         self.null_slot.map(|s| &self.parts[s])
     }
 
-    /// Column `i` of partition `p` with the table's current dictionary attached to symbols.
-    pub fn column<'a>(&self, p: &'a Partition, i: usize) -> std::borrow::Cow<'a, Column> {
-        std::borrow::Cow::Borrowed(&p.columns[i])
-    }
-
     /// Check that `batch` fits the schema (count, length, types; strings may feed SYMBOL and
     /// VARCHAR columns). Nothing is changed.
     pub fn validate(&self, batch: &[Column]) -> Result<usize, StorageError> {
