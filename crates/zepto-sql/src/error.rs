@@ -1,0 +1,96 @@
+//! SQL errors with stable codes (mapped to HTTP statuses by the server) and input positions.
+
+use thiserror::Error;
+use zepto_storage::StorageError;
+
+/// A place in the SQL text: byte offset and 1-based line/column.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Pos {
+    pub offset: usize,
+    pub line: u32,
+    pub column: u32,
+}
+
+#[derive(Debug, Error, Clone, PartialEq)]
+pub enum SqlError {
+    /// The text is not valid SQL.
+    #[error("{message} at line {}, column {}", pos.line, pos.column)]
+    Parse { message: String, pos: Pos },
+    /// Valid syntax that cannot be planned (unknown column, wrong argument types, ...).
+    #[error("{}", with_pos(message, pos))]
+    Plan { message: String, pos: Option<Pos> },
+    #[error("table '{name}' does not exist")]
+    TableNotFound { name: String, pos: Option<Pos> },
+    #[error("table '{0}' already exists")]
+    TableExists(String),
+    #[error("{}", with_pos(message, pos))]
+    ColumnNotFound { message: String, pos: Option<Pos> },
+    /// A value that does not fit (bad cast, overflow, bad literal).
+    #[error("{0}")]
+    Execution(String),
+    #[error("{0}")]
+    Io(String),
+    /// A limit was hit (memory, result size).
+    #[error("{0}")]
+    ResourcesExhausted(String),
+    /// Feature recognised but not supported yet.
+    #[error("not supported: {0}")]
+    NotSupported(String),
+    #[error("internal error (this is a bug): {0}")]
+    Internal(String),
+}
+
+fn with_pos(message: &str, pos: &Option<Pos>) -> String {
+    match pos {
+        Some(p) => format!("{message} at line {}, column {}", p.line, p.column),
+        None => message.to_string(),
+    }
+}
+
+impl SqlError {
+    /// Stable code names (SPEC §2).
+    pub fn code(&self) -> &'static str {
+        match self {
+            SqlError::Parse { .. } => "SQL_PARSE",
+            SqlError::Plan { .. } => "SQL_PLAN",
+            SqlError::TableNotFound { .. } => "TABLE_NOT_FOUND",
+            SqlError::TableExists(_) => "TABLE_EXISTS",
+            SqlError::ColumnNotFound { .. } => "COLUMN_NOT_FOUND",
+            SqlError::Execution(_) => "EXECUTION",
+            SqlError::Io(_) => "IO",
+            SqlError::ResourcesExhausted(_) => "RESOURCES_EXHAUSTED",
+            SqlError::NotSupported(_) => "NOT_SUPPORTED",
+            SqlError::Internal(_) => "INTERNAL",
+        }
+    }
+
+    pub fn pos(&self) -> Option<Pos> {
+        match self {
+            SqlError::Parse { pos, .. } => Some(*pos),
+            SqlError::Plan { pos, .. } | SqlError::ColumnNotFound { pos, .. } | SqlError::TableNotFound { pos, .. } => *pos,
+            _ => None,
+        }
+    }
+
+    pub fn plan(message: impl Into<String>, pos: Option<Pos>) -> SqlError {
+        SqlError::Plan { message: message.into(), pos }
+    }
+
+    pub fn exec(message: impl Into<String>) -> SqlError {
+        SqlError::Execution(message.into())
+    }
+}
+
+impl From<StorageError> for SqlError {
+    fn from(e: StorageError) -> Self {
+        match e {
+            StorageError::TableNotFound(name) => SqlError::TableNotFound { name, pos: None },
+            StorageError::TableExists(n) => SqlError::TableExists(n),
+            StorageError::ColumnNotFound { .. } => SqlError::ColumnNotFound { message: e.to_string(), pos: None },
+            StorageError::ColumnExists(_) | StorageError::Invalid(_) => SqlError::Plan { message: e.to_string(), pos: None },
+            StorageError::Internal(m) => SqlError::Internal(m),
+        }
+    }
+}
+
+pub type Result<T> = std::result::Result<T, SqlError>;

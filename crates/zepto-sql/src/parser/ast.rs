@@ -1,0 +1,316 @@
+//! The abstract syntax tree: what the parser produces and the binder consumes. `Display`
+//! prints canonical SQL, used for default column names and for matching GROUP BY expressions.
+
+use crate::error::Pos;
+use std::fmt;
+use zepto_storage::DataType;
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Statement {
+    Query(Box<Query>),
+    CreateTable(CreateTable),
+    CreateTableAs { name: String, if_not_exists: bool, query: Box<Query> },
+    DropTable { name: String, if_exists: bool, pos: Pos },
+    AlterAddColumn { table: String, column: String, data_type: DataType, if_not_exists: bool, pos: Pos },
+    Insert { table: String, columns: Vec<String>, source: InsertSource, pos: Pos },
+    CopyFrom { table: String, path: String, options: Vec<(String, String)>, pos: Pos },
+    CopyTo { query: Box<Query>, path: String, options: Vec<(String, String)> },
+    ShowTables,
+    Describe { table: String, pos: Pos },
+    Explain(Box<Query>),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct CreateTable {
+    pub name: String,
+    pub if_not_exists: bool,
+    pub columns: Vec<(String, DataType)>,
+    pub timestamp: Option<String>,
+    pub partition_by: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum InsertSource {
+    Values(Vec<Vec<Expr>>),
+    Query(Box<Query>),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Query {
+    pub ctes: Vec<(String, Query)>,
+    pub body: SetExpr,
+    pub order_by: Vec<OrderItem>,
+    pub limit: Option<Expr>,
+    pub offset: Option<Expr>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SetOp {
+    Union,
+    Intersect,
+    Except,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum SetExpr {
+    Select(Box<Select>),
+    Values(Vec<Vec<Expr>>),
+    SetOp { op: SetOp, all: bool, left: Box<SetExpr>, right: Box<SetExpr> },
+    Query(Box<Query>),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Select {
+    pub distinct: bool,
+    pub items: Vec<SelectItem>,
+    pub from: Option<TableRef>,
+    pub where_: Option<Expr>,
+    pub group_by: Vec<Expr>,
+    pub having: Option<Expr>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum SelectItem {
+    Expr { expr: Expr, alias: Option<String> },
+    /// `*` or `t.*`, with optional `EXCLUDE (a, b)`.
+    Wildcard { table: Option<String>, exclude: Vec<String>, pos: Pos },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JoinKind {
+    Inner,
+    Left,
+    Right,
+    Full,
+    Cross,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum TableRef {
+    Table { name: String, alias: Option<String>, pos: Pos },
+    Subquery { query: Box<Query>, alias: Option<String> },
+    Join { left: Box<TableRef>, right: Box<TableRef>, kind: JoinKind, on: Option<Expr>, using: Vec<String> },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct OrderItem {
+    pub expr: Expr,
+    pub desc: bool,
+    /// `Some(true)` = NULLS FIRST, `Some(false)` = NULLS LAST, `None` = default (last).
+    pub nulls_first: Option<bool>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UnaryOp {
+    Neg,
+    Not,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BinaryOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    IntDiv,
+    Mod,
+    Concat,
+    Eq,
+    NotEq,
+    Lt,
+    LtEq,
+    Gt,
+    GtEq,
+    And,
+    Or,
+}
+
+impl BinaryOp {
+    pub fn sql(self) -> &'static str {
+        match self {
+            BinaryOp::Add => "+",
+            BinaryOp::Sub => "-",
+            BinaryOp::Mul => "*",
+            BinaryOp::Div => "/",
+            BinaryOp::IntDiv => "//",
+            BinaryOp::Mod => "%",
+            BinaryOp::Concat => "||",
+            BinaryOp::Eq => "=",
+            BinaryOp::NotEq => "<>",
+            BinaryOp::Lt => "<",
+            BinaryOp::LtEq => "<=",
+            BinaryOp::Gt => ">",
+            BinaryOp::GtEq => ">=",
+            BinaryOp::And => "AND",
+            BinaryOp::Or => "OR",
+        }
+    }
+
+    pub fn is_comparison(self) -> bool {
+        matches!(self, BinaryOp::Eq | BinaryOp::NotEq | BinaryOp::Lt | BinaryOp::LtEq | BinaryOp::Gt | BinaryOp::GtEq)
+    }
+
+    /// `a op b` ⇔ `b flip(op) a`.
+    pub fn flip(self) -> BinaryOp {
+        match self {
+            BinaryOp::Lt => BinaryOp::Gt,
+            BinaryOp::LtEq => BinaryOp::GtEq,
+            BinaryOp::Gt => BinaryOp::Lt,
+            BinaryOp::GtEq => BinaryOp::LtEq,
+            o => o,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Literal {
+    Null,
+    Bool(bool),
+    Int(i64),
+    Float(f64),
+    Str(String),
+    /// Nanoseconds.
+    Interval(i64),
+    /// `TIMESTAMP '...'` / `DATE '...'`: text checked by the binder.
+    Typed(DataType, String),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Expr {
+    Column { table: Option<String>, name: String, pos: Pos },
+    Lit(Literal, Pos),
+    Unary { op: UnaryOp, expr: Box<Expr> },
+    Binary { op: BinaryOp, left: Box<Expr>, right: Box<Expr>, pos: Pos },
+    Func(Box<FuncCall>),
+    Case { operand: Option<Box<Expr>>, whens: Vec<(Expr, Expr)>, else_: Option<Box<Expr>> },
+    Cast { expr: Box<Expr>, to: DataType, try_: bool, pos: Pos },
+    InList { expr: Box<Expr>, list: Vec<Expr>, negated: bool },
+    InSubquery { expr: Box<Expr>, query: Box<Query>, negated: bool },
+    Exists { query: Box<Query>, negated: bool },
+    Subquery(Box<Query>),
+    Between { expr: Box<Expr>, lo: Box<Expr>, hi: Box<Expr>, negated: bool },
+    Like { expr: Box<Expr>, pattern: Box<Expr>, negated: bool, case_insensitive: bool },
+    IsNull { expr: Box<Expr>, negated: bool },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct FuncCall {
+    pub name: String,
+    pub args: Vec<Expr>,
+    pub distinct: bool,
+    /// `count(*)`.
+    pub star: bool,
+    /// `percentile_cont(q) WITHIN GROUP (ORDER BY x)`.
+    pub within_group: Option<Box<OrderItem>>,
+    pub pos: Pos,
+}
+
+impl Expr {
+    pub fn pos(&self) -> Option<Pos> {
+        match self {
+            Expr::Column { pos, .. } | Expr::Lit(_, pos) | Expr::Binary { pos, .. } | Expr::Cast { pos, .. } => Some(*pos),
+            Expr::Func(f) => Some(f.pos),
+            Expr::Unary { expr, .. } | Expr::IsNull { expr, .. } | Expr::Between { expr, .. } | Expr::Like { expr, .. } => expr.pos(),
+            Expr::InList { expr, .. } | Expr::InSubquery { expr, .. } => expr.pos(),
+            _ => None,
+        }
+    }
+}
+
+fn comma<T: fmt::Display>(f: &mut fmt::Formatter<'_>, items: &[T]) -> fmt::Result {
+    for (i, x) in items.iter().enumerate() {
+        if i > 0 {
+            f.write_str(", ")?;
+        }
+        write!(f, "{x}")?;
+    }
+    Ok(())
+}
+
+impl fmt::Display for Literal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Literal::Null => f.write_str("NULL"),
+            Literal::Bool(b) => write!(f, "{}", if *b { "true" } else { "false" }),
+            Literal::Int(v) => write!(f, "{v}"),
+            Literal::Float(v) => write!(f, "{v}"),
+            Literal::Str(s) => write!(f, "'{}'", s.replace('\'', "''")),
+            Literal::Interval(ns) => write!(f, "INTERVAL '{}'", zepto_storage::time::format_interval(*ns)),
+            Literal::Typed(t, s) => write!(f, "{t} '{}'", s.replace('\'', "''")),
+        }
+    }
+}
+
+impl fmt::Display for OrderItem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.expr)?;
+        if self.desc {
+            f.write_str(" DESC")?;
+        }
+        match self.nulls_first {
+            Some(true) => f.write_str(" NULLS FIRST"),
+            Some(false) => f.write_str(" NULLS LAST"),
+            None => Ok(()),
+        }
+    }
+}
+
+impl fmt::Display for Expr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Expr::Column { table: Some(t), name, .. } => write!(f, "{t}.{name}"),
+            Expr::Column { table: None, name, .. } => f.write_str(name),
+            Expr::Lit(l, _) => write!(f, "{l}"),
+            Expr::Unary { op: UnaryOp::Neg, expr } => write!(f, "-{expr}"),
+            Expr::Unary { op: UnaryOp::Not, expr } => write!(f, "(NOT {expr})"),
+            Expr::Binary { op, left, right, .. } => write!(f, "({left} {} {right})", op.sql()),
+            Expr::Func(fc) => {
+                write!(f, "{}(", fc.name)?;
+                if fc.distinct {
+                    f.write_str("DISTINCT ")?;
+                }
+                if fc.star {
+                    f.write_str("*")?;
+                }
+                comma(f, &fc.args)?;
+                f.write_str(")")?;
+                if let Some(o) = &fc.within_group {
+                    write!(f, " WITHIN GROUP (ORDER BY {o})")?;
+                }
+                Ok(())
+            }
+            Expr::Case { operand, whens, else_ } => {
+                f.write_str("CASE")?;
+                if let Some(o) = operand {
+                    write!(f, " {o}")?;
+                }
+                for (w, t) in whens {
+                    write!(f, " WHEN {w} THEN {t}")?;
+                }
+                if let Some(e) = else_ {
+                    write!(f, " ELSE {e}")?;
+                }
+                f.write_str(" END")
+            }
+            Expr::Cast { expr, to, try_, .. } => write!(f, "{}({expr} AS {to})", if *try_ { "TRY_CAST" } else { "CAST" }),
+            Expr::InList { expr, list, negated } => {
+                write!(f, "({expr} {}IN (", if *negated { "NOT " } else { "" })?;
+                comma(f, list)?;
+                f.write_str("))")
+            }
+            Expr::InSubquery { expr, negated, .. } => write!(f, "({expr} {}IN (SUBQUERY))", if *negated { "NOT " } else { "" }),
+            Expr::Exists { negated, .. } => write!(f, "{}EXISTS(SUBQUERY)", if *negated { "NOT " } else { "" }),
+            Expr::Subquery(_) => f.write_str("(SUBQUERY)"),
+            Expr::Between { expr, lo, hi, negated } => {
+                write!(f, "({expr} {}BETWEEN {lo} AND {hi})", if *negated { "NOT " } else { "" })
+            }
+            Expr::Like { expr, pattern, negated, case_insensitive } => write!(
+                f,
+                "({expr} {}{} {pattern})",
+                if *negated { "NOT " } else { "" },
+                if *case_insensitive { "ILIKE" } else { "LIKE" }
+            ),
+            Expr::IsNull { expr, negated } => write!(f, "({expr} IS {}NULL)", if *negated { "NOT " } else { "" }),
+        }
+    }
+}

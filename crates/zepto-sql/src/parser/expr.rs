@@ -1,0 +1,405 @@
+//! Expressions by precedence climbing: OR < AND < NOT < comparison/IS/IN/BETWEEN/LIKE < `||`
+//! < `+ -` < `* / // %` < unary minus < `::` cast < primary.
+
+use super::ast::*;
+use super::lexer::Tok;
+use super::{Parser, RESERVED};
+use crate::error::{Result, SqlError};
+use zepto_storage::{time, DataType};
+
+impl Parser {
+    pub(super) fn expr(&mut self) -> Result<Expr> {
+        self.enter()?;
+        let e = self.or_expr();
+        self.leave();
+        e
+    }
+
+    fn or_expr(&mut self) -> Result<Expr> {
+        let mut l = self.and_expr()?;
+        while self.is_kw("or") {
+            let pos = self.pos();
+            self.advance();
+            let r = self.and_expr()?;
+            l = Expr::Binary { op: BinaryOp::Or, left: Box::new(l), right: Box::new(r), pos };
+        }
+        Ok(l)
+    }
+
+    fn and_expr(&mut self) -> Result<Expr> {
+        let mut l = self.not_expr()?;
+        while self.is_kw("and") {
+            let pos = self.pos();
+            self.advance();
+            let r = self.not_expr()?;
+            l = Expr::Binary { op: BinaryOp::And, left: Box::new(l), right: Box::new(r), pos };
+        }
+        Ok(l)
+    }
+
+    fn not_expr(&mut self) -> Result<Expr> {
+        if self.is_kw("not") && !self.is_kw_at(1, "exists") {
+            self.advance();
+            self.enter()?;
+            let e = self.not_expr();
+            self.leave();
+            return Ok(Expr::Unary { op: UnaryOp::Not, expr: Box::new(e?) });
+        }
+        self.comparison()
+    }
+
+    fn comparison(&mut self) -> Result<Expr> {
+        let mut l = self.concat_expr()?;
+        loop {
+            let pos = self.pos();
+            let op = match self.peek() {
+                Tok::Op("=") | Tok::Op("==") => Some(BinaryOp::Eq),
+                Tok::Op("<>") | Tok::Op("!=") => Some(BinaryOp::NotEq),
+                Tok::Op("<") => Some(BinaryOp::Lt),
+                Tok::Op("<=") => Some(BinaryOp::LtEq),
+                Tok::Op(">") => Some(BinaryOp::Gt),
+                Tok::Op(">=") => Some(BinaryOp::GtEq),
+                _ => None,
+            };
+            if let Some(op) = op {
+                self.advance();
+                let r = self.concat_expr()?;
+                l = Expr::Binary { op, left: Box::new(l), right: Box::new(r), pos };
+                continue;
+            }
+            if self.is_kw("is") {
+                self.advance();
+                let negated = self.eat_kw("not");
+                if self.eat_kw("null") {
+                    l = Expr::IsNull { expr: Box::new(l), negated };
+                } else if self.eat_kw("true") || self.eat_kw("false") {
+                    let v = matches!(&self.toks[self.i - 1].tok, Tok::Ident(s) if s.eq_ignore_ascii_case("true"));
+                    // x IS TRUE  ⇔  coalesce(x = true, false)
+                    let cmp = Expr::Binary {
+                        op: BinaryOp::Eq,
+                        left: Box::new(l),
+                        right: Box::new(Expr::Lit(Literal::Bool(v), pos)),
+                        pos,
+                    };
+                    let is = Expr::Func(Box::new(FuncCall {
+                        name: "coalesce".into(),
+                        args: vec![cmp, Expr::Lit(Literal::Bool(false), pos)],
+                        distinct: false,
+                        star: false,
+                        within_group: None,
+                        pos,
+                    }));
+                    l = if negated { Expr::Unary { op: UnaryOp::Not, expr: Box::new(is) } } else { is };
+                } else {
+                    return Err(self.unexpected("NULL, TRUE or FALSE after IS"));
+                }
+                continue;
+            }
+            let negated = self.is_kw("not")
+                && (self.is_kw_at(1, "in") || self.is_kw_at(1, "between") || self.is_kw_at(1, "like") || self.is_kw_at(1, "ilike"));
+            if negated {
+                self.advance();
+            }
+            if self.eat_kw("in") {
+                self.expect_op("(")?;
+                if self.is_kw("select") || self.is_kw("with") {
+                    let q = self.query()?;
+                    self.expect_op(")")?;
+                    l = Expr::InSubquery { expr: Box::new(l), query: Box::new(q), negated };
+                } else {
+                    let mut list = Vec::new();
+                    loop {
+                        list.push(self.expr()?);
+                        if self.eat_op(")") {
+                            break;
+                        }
+                        self.expect_op(",")?;
+                    }
+                    l = Expr::InList { expr: Box::new(l), list, negated };
+                }
+            } else if self.eat_kw("between") {
+                let lo = self.concat_expr()?;
+                self.expect_kw("and")?;
+                let hi = self.concat_expr()?;
+                l = Expr::Between { expr: Box::new(l), lo: Box::new(lo), hi: Box::new(hi), negated };
+            } else if self.is_kw("like") || self.is_kw("ilike") {
+                let ci = self.is_kw("ilike");
+                self.advance();
+                let pattern = self.concat_expr()?;
+                l = Expr::Like { expr: Box::new(l), pattern: Box::new(pattern), negated, case_insensitive: ci };
+            } else if negated {
+                return Err(self.unexpected("IN, BETWEEN, LIKE or ILIKE after NOT"));
+            } else {
+                return Ok(l);
+            }
+        }
+    }
+
+    fn concat_expr(&mut self) -> Result<Expr> {
+        let mut l = self.additive()?;
+        while matches!(self.peek(), Tok::Op("||")) {
+            let pos = self.pos();
+            self.advance();
+            let r = self.additive()?;
+            l = Expr::Binary { op: BinaryOp::Concat, left: Box::new(l), right: Box::new(r), pos };
+        }
+        Ok(l)
+    }
+
+    fn additive(&mut self) -> Result<Expr> {
+        let mut l = self.multiplicative()?;
+        loop {
+            let pos = self.pos();
+            let op = match self.peek() {
+                Tok::Op("+") => BinaryOp::Add,
+                Tok::Op("-") => BinaryOp::Sub,
+                _ => return Ok(l),
+            };
+            self.advance();
+            let r = self.multiplicative()?;
+            l = Expr::Binary { op, left: Box::new(l), right: Box::new(r), pos };
+        }
+    }
+
+    fn multiplicative(&mut self) -> Result<Expr> {
+        let mut l = self.unary()?;
+        loop {
+            let pos = self.pos();
+            let op = match self.peek() {
+                Tok::Op("*") => BinaryOp::Mul,
+                Tok::Op("/") => BinaryOp::Div,
+                Tok::Op("//") => BinaryOp::IntDiv,
+                Tok::Op("%") => BinaryOp::Mod,
+                _ => return Ok(l),
+            };
+            self.advance();
+            let r = self.unary()?;
+            l = Expr::Binary { op, left: Box::new(l), right: Box::new(r), pos };
+        }
+    }
+
+    fn unary(&mut self) -> Result<Expr> {
+        let pos = self.pos();
+        if self.eat_op("-") {
+            self.enter()?;
+            let e = self.unary();
+            self.leave();
+            let e = e?;
+            // Fold negative numeric literals so i64::MIN and -1 stay literals.
+            return Ok(match e {
+                Expr::Lit(Literal::Int(v), _) => Expr::Lit(Literal::Int(v.wrapping_neg()), pos),
+                Expr::Lit(Literal::Float(v), _) => Expr::Lit(Literal::Float(-v), pos),
+                Expr::Lit(Literal::Interval(v), _) => Expr::Lit(Literal::Interval(-v), pos),
+                e => Expr::Unary { op: UnaryOp::Neg, expr: Box::new(e) },
+            });
+        }
+        if self.eat_op("+") {
+            return self.unary();
+        }
+        let mut e = self.primary()?;
+        while matches!(self.peek(), Tok::Op("::")) {
+            let pos = self.pos();
+            self.advance();
+            let to = self.data_type()?;
+            e = Expr::Cast { expr: Box::new(e), to, try_: false, pos };
+        }
+        Ok(e)
+    }
+
+    fn number(&self, text: &str, pos: crate::error::Pos) -> Result<Expr> {
+        if !text.contains(['.', 'e', 'E']) {
+            if let Ok(v) = text.parse::<i64>() {
+                return Ok(Expr::Lit(Literal::Int(v), pos));
+            }
+            // Only i64::MIN's magnitude overflows here and is negated by the caller.
+            if text == "9223372036854775808" {
+                return Ok(Expr::Lit(Literal::Int(i64::MIN), pos));
+            }
+        }
+        text.parse::<f64>()
+            .map(|v| Expr::Lit(Literal::Float(v), pos))
+            .map_err(|_| SqlError::Parse { message: format!("invalid number '{text}'"), pos })
+    }
+
+    fn primary(&mut self) -> Result<Expr> {
+        let pos = self.pos();
+        match self.peek().clone() {
+            Tok::Num(n) => {
+                self.advance();
+                self.number(&n, pos)
+            }
+            Tok::Str(s) => {
+                self.advance();
+                Ok(Expr::Lit(Literal::Str(s), pos))
+            }
+            Tok::Op("(") => {
+                self.advance();
+                if self.is_kw("select") || self.is_kw("with") {
+                    let q = self.query()?;
+                    self.expect_op(")")?;
+                    return Ok(Expr::Subquery(Box::new(q)));
+                }
+                let e = self.expr()?;
+                self.expect_op(")")?;
+                Ok(e)
+            }
+            Tok::QIdent(_) => self.column_ref(),
+            Tok::Ident(word) => self.word(&word, pos),
+            _ => Err(self.unexpected("an expression")),
+        }
+    }
+
+    fn word(&mut self, word: &str, pos: crate::error::Pos) -> Result<Expr> {
+        let lw = word.to_ascii_lowercase();
+        match lw.as_str() {
+            "null" => {
+                self.advance();
+                return Ok(Expr::Lit(Literal::Null, pos));
+            }
+            "true" | "false" => {
+                self.advance();
+                return Ok(Expr::Lit(Literal::Bool(lw == "true"), pos));
+            }
+            "case" => {
+                self.advance();
+                return self.case_expr();
+            }
+            "cast" | "try_cast" if matches!(self.peek_at(1), Tok::Op("(")) => {
+                self.advance();
+                self.advance();
+                let e = self.expr()?;
+                self.expect_kw("as")?;
+                let to = self.data_type()?;
+                self.expect_op(")")?;
+                return Ok(Expr::Cast { expr: Box::new(e), to, try_: lw == "try_cast", pos });
+            }
+            "exists" | "not" if self.is_kw("exists") || self.is_kw_at(1, "exists") => {
+                let negated = self.eat_kw("not");
+                self.expect_kw("exists")?;
+                self.expect_op("(")?;
+                let q = self.query()?;
+                self.expect_op(")")?;
+                return Ok(Expr::Exists { query: Box::new(q), negated });
+            }
+            "interval" if !matches!(self.peek_at(1), Tok::Op("(") | Tok::Op(",") | Tok::Op(")")) => {
+                self.advance();
+                return self.interval(pos);
+            }
+            "timestamp" | "date" | "timestamp_ns" if matches!(self.peek_at(1), Tok::Str(_)) => {
+                self.advance();
+                let Tok::Str(s) = self.advance() else { unreachable!("peeked a string") };
+                let dt = if lw == "date" { DataType::Date } else { DataType::Timestamp };
+                return Ok(Expr::Lit(Literal::Typed(dt, s), pos));
+            }
+            "extract" if matches!(self.peek_at(1), Tok::Op("(")) => {
+                self.advance();
+                self.advance();
+                let field = self.any_ident()?;
+                self.expect_kw("from")?;
+                let e = self.expr()?;
+                self.expect_op(")")?;
+                return Ok(Expr::Func(Box::new(FuncCall {
+                    name: "date_part".into(),
+                    args: vec![Expr::Lit(Literal::Str(field.to_ascii_lowercase()), pos), e],
+                    distinct: false,
+                    star: false,
+                    within_group: None,
+                    pos,
+                })));
+            }
+            _ => {}
+        }
+        if matches!(self.peek_at(1), Tok::Op("(")) {
+            return self.function_call(word, pos);
+        }
+        if RESERVED.contains(&lw.as_str()) {
+            return Err(self.unexpected("an expression"));
+        }
+        self.column_ref()
+    }
+
+    fn column_ref(&mut self) -> Result<Expr> {
+        let pos = self.pos();
+        let first = self.any_ident()?;
+        if self.eat_op(".") {
+            let name = self.any_ident()?;
+            return Ok(Expr::Column { table: Some(first), name, pos });
+        }
+        Ok(Expr::Column { table: None, name: first, pos })
+    }
+
+    fn case_expr(&mut self) -> Result<Expr> {
+        let operand = if self.is_kw("when") { None } else { Some(Box::new(self.expr()?)) };
+        let mut whens = Vec::new();
+        while self.eat_kw("when") {
+            let w = self.expr()?;
+            self.expect_kw("then")?;
+            let t = self.expr()?;
+            whens.push((w, t));
+        }
+        if whens.is_empty() {
+            return Err(self.unexpected("WHEN"));
+        }
+        let else_ = if self.eat_kw("else") { Some(Box::new(self.expr()?)) } else { None };
+        self.expect_kw("end")?;
+        Ok(Expr::Case { operand, whens, else_ })
+    }
+
+    /// `INTERVAL '1 minute'`, `INTERVAL '1' MINUTE`, `INTERVAL 1 MINUTE`, `INTERVAL '500ms'`.
+    fn interval(&mut self, pos: crate::error::Pos) -> Result<Expr> {
+        let text = match self.advance() {
+            Tok::Str(s) => s,
+            Tok::Num(n) => n,
+            _ => return Err(SqlError::Parse { message: "expected an interval like '1 minute'".into(), pos }),
+        };
+        let mut full = text.clone();
+        if let Tok::Ident(u) = self.peek().clone() {
+            if time::unit_ns(&u).is_some() {
+                self.advance();
+                full = format!("{text} {u}");
+            }
+        }
+        let ns = time::parse_interval(&full)
+            .ok_or_else(|| SqlError::Parse { message: format!("invalid interval '{full}'"), pos })?;
+        Ok(Expr::Lit(Literal::Interval(ns), pos))
+    }
+
+    fn function_call(&mut self, name: &str, pos: crate::error::Pos) -> Result<Expr> {
+        self.advance();
+        self.expect_op("(")?;
+        let mut fc = FuncCall { name: name.to_ascii_lowercase(), args: vec![], distinct: false, star: false, within_group: None, pos };
+        if self.eat_op("*") {
+            fc.star = true;
+            self.expect_op(")")?;
+        } else if !self.eat_op(")") {
+            fc.distinct = self.eat_kw("distinct");
+            if !fc.distinct {
+                self.eat_kw("all");
+            }
+            loop {
+                fc.args.push(self.expr()?);
+                if self.eat_op(")") {
+                    break;
+                }
+                self.expect_op(",")?;
+            }
+        }
+        if self.is_kw("within") {
+            self.advance();
+            self.expect_kw("group")?;
+            self.expect_op("(")?;
+            self.expect_kw("order")?;
+            self.expect_kw("by")?;
+            let mut items = self.order_items()?;
+            self.expect_op(")")?;
+            if items.len() != 1 {
+                return Err(SqlError::Parse { message: "WITHIN GROUP takes exactly one ORDER BY expression".into(), pos });
+            }
+            fc.within_group = Some(Box::new(items.remove(0)));
+        }
+        if self.is_kw("over") {
+            return Err(SqlError::NotSupported(format!("window functions (OVER) at line {}, column {}", pos.line, pos.column)));
+        }
+        Ok(Expr::Func(Box::new(fc)))
+    }
+}

@@ -1,0 +1,275 @@
+//! SELECT queries: WITH, set operations, the SELECT core, FROM with joins, ORDER BY/LIMIT.
+
+use super::ast::*;
+use super::lexer::Tok;
+use super::Parser;
+use crate::error::Result;
+
+impl Parser {
+    pub(super) fn query(&mut self) -> Result<Query> {
+        self.enter()?;
+        let mut ctes = Vec::new();
+        if self.eat_kw("with") {
+            self.eat_kw("recursive");
+            loop {
+                let name = self.ident()?;
+                self.expect_kw("as")?;
+                self.eat_kw("materialized");
+                self.expect_op("(")?;
+                let q = self.query()?;
+                self.expect_op(")")?;
+                ctes.push((name, q));
+                if !self.eat_op(",") {
+                    break;
+                }
+            }
+        }
+        let body = self.set_expr(0)?;
+        let mut order_by = Vec::new();
+        if self.is_kw("order") {
+            self.advance();
+            self.expect_kw("by")?;
+            order_by = self.order_items()?;
+        }
+        let (mut limit, mut offset) = (None, None);
+        loop {
+            if self.eat_kw("limit") {
+                limit = Some(self.expr()?);
+            } else if self.eat_kw("offset") {
+                offset = Some(self.expr()?);
+                self.eat_kw("rows");
+            } else {
+                break;
+            }
+        }
+        self.leave();
+        Ok(Query { ctes, body, order_by, limit, offset })
+    }
+
+    pub(super) fn order_items(&mut self) -> Result<Vec<OrderItem>> {
+        let mut items = Vec::new();
+        loop {
+            let expr = self.expr()?;
+            let desc = if self.eat_kw("desc") {
+                true
+            } else {
+                self.eat_kw("asc");
+                false
+            };
+            let nulls_first = if self.eat_kw("nulls") {
+                if self.eat_kw("first") {
+                    Some(true)
+                } else {
+                    self.expect_kw("last")?;
+                    Some(false)
+                }
+            } else {
+                None
+            };
+            items.push(OrderItem { expr, desc, nulls_first });
+            if !self.eat_op(",") {
+                return Ok(items);
+            }
+        }
+    }
+
+    /// Set operations; INTERSECT binds tighter than UNION/EXCEPT.
+    fn set_expr(&mut self, min_prec: u8) -> Result<SetExpr> {
+        let mut left = self.set_primary()?;
+        loop {
+            let (op, prec) = if self.is_kw("union") {
+                (SetOp::Union, 1)
+            } else if self.is_kw("except") {
+                (SetOp::Except, 1)
+            } else if self.is_kw("intersect") {
+                (SetOp::Intersect, 2)
+            } else {
+                break;
+            };
+            if prec < min_prec {
+                break;
+            }
+            self.advance();
+            let all = self.eat_kw("all");
+            if !all {
+                self.eat_kw("distinct");
+            }
+            let right = self.set_expr(prec + 1)?;
+            left = SetExpr::SetOp { op, all, left: Box::new(left), right: Box::new(right) };
+        }
+        Ok(left)
+    }
+
+    fn set_primary(&mut self) -> Result<SetExpr> {
+        if self.eat_op("(") {
+            let q = self.query()?;
+            self.expect_op(")")?;
+            return Ok(SetExpr::Query(Box::new(q)));
+        }
+        if self.eat_kw("values") {
+            return Ok(SetExpr::Values(self.values_rows()?));
+        }
+        self.expect_kw("select")?;
+        let distinct = if self.eat_kw("distinct") {
+            true
+        } else {
+            self.eat_kw("all");
+            false
+        };
+        let mut items = Vec::new();
+        loop {
+            items.push(self.select_item()?);
+            if !self.eat_op(",") {
+                break;
+            }
+            // DuckDB allows a trailing comma before FROM.
+            if self.is_kw("from") {
+                break;
+            }
+        }
+        let from = if self.eat_kw("from") { Some(self.from_clause()?) } else { None };
+        let where_ = if self.eat_kw("where") { Some(self.expr()?) } else { None };
+        let mut group_by = Vec::new();
+        if self.is_kw("group") {
+            self.advance();
+            self.expect_kw("by")?;
+            if !self.eat_kw("all") {
+                loop {
+                    group_by.push(self.expr()?);
+                    if !self.eat_op(",") {
+                        break;
+                    }
+                }
+            }
+        }
+        let having = if self.eat_kw("having") { Some(self.expr()?) } else { None };
+        Ok(SetExpr::Select(Box::new(Select { distinct, items, from, where_, group_by, having })))
+    }
+
+    fn select_item(&mut self) -> Result<SelectItem> {
+        let pos = self.pos();
+        if self.eat_op("*") {
+            return Ok(SelectItem::Wildcard { table: None, exclude: self.exclude()?, pos });
+        }
+        if matches!(self.peek(), Tok::Ident(_) | Tok::QIdent(_))
+            && matches!(self.peek_at(1), Tok::Op("."))
+            && matches!(self.peek_at(2), Tok::Op("*"))
+        {
+            let t = self.any_ident()?;
+            self.advance();
+            self.advance();
+            return Ok(SelectItem::Wildcard { table: Some(t), exclude: self.exclude()?, pos });
+        }
+        let expr = self.expr()?;
+        let alias = self.alias()?;
+        Ok(SelectItem::Expr { expr, alias })
+    }
+
+    fn exclude(&mut self) -> Result<Vec<String>> {
+        let mut out = Vec::new();
+        if self.eat_kw("exclude") {
+            if self.eat_op("(") {
+                loop {
+                    out.push(self.ident()?);
+                    if self.eat_op(")") {
+                        break;
+                    }
+                    self.expect_op(",")?;
+                }
+            } else {
+                out.push(self.ident()?);
+            }
+        }
+        Ok(out)
+    }
+
+    /// `[AS] name` (a bare word must not be reserved).
+    fn alias(&mut self) -> Result<Option<String>> {
+        if self.eat_kw("as") {
+            return Ok(Some(self.any_ident()?));
+        }
+        match self.peek() {
+            Tok::QIdent(_) => Ok(Some(self.any_ident()?)),
+            Tok::Ident(_) => Ok(self.ident().ok()),
+            _ => Ok(None),
+        }
+    }
+
+    fn from_clause(&mut self) -> Result<TableRef> {
+        let mut left = self.table_primary()?;
+        loop {
+            if self.eat_op(",") {
+                let right = self.table_primary()?;
+                left = TableRef::Join { left: Box::new(left), right: Box::new(right), kind: JoinKind::Cross, on: None, using: vec![] };
+                continue;
+            }
+            let kind = if self.eat_kw("cross") {
+                self.expect_kw("join")?;
+                JoinKind::Cross
+            } else if self.eat_kw("join") {
+                JoinKind::Inner
+            } else if self.eat_kw("inner") {
+                self.expect_kw("join")?;
+                JoinKind::Inner
+            } else if self.is_kw("left") || self.is_kw("right") || self.is_kw("full") {
+                let k = match self.advance() {
+                    Tok::Ident(s) if s.eq_ignore_ascii_case("left") => JoinKind::Left,
+                    Tok::Ident(s) if s.eq_ignore_ascii_case("right") => JoinKind::Right,
+                    _ => JoinKind::Full,
+                };
+                self.eat_kw("outer");
+                self.expect_kw("join")?;
+                k
+            } else {
+                break;
+            };
+            let right = self.table_primary()?;
+            let (mut on, mut using) = (None, Vec::new());
+            if kind != JoinKind::Cross {
+                if self.eat_kw("on") {
+                    on = Some(self.expr()?);
+                } else if self.eat_kw("using") {
+                    self.expect_op("(")?;
+                    loop {
+                        using.push(self.ident()?);
+                        if self.eat_op(")") {
+                            break;
+                        }
+                        self.expect_op(",")?;
+                    }
+                } else {
+                    return Err(self.unexpected("ON or USING"));
+                }
+            }
+            left = TableRef::Join { left: Box::new(left), right: Box::new(right), kind, on, using };
+        }
+        Ok(left)
+    }
+
+    fn table_primary(&mut self) -> Result<TableRef> {
+        let pos = self.pos();
+        if self.eat_op("(") {
+            if self.is_kw("select") || self.is_kw("with") || self.is_kw("values") || matches!(self.peek(), Tok::Op("(")) {
+                let query = Box::new(self.query()?);
+                self.expect_op(")")?;
+                let alias = self.table_alias()?;
+                return Ok(TableRef::Subquery { query, alias });
+            }
+            let inner = self.from_clause()?;
+            self.expect_op(")")?;
+            return Ok(inner);
+        }
+        let name = self.ident()?;
+        let alias = self.table_alias()?;
+        Ok(TableRef::Table { name, alias, pos })
+    }
+
+    fn table_alias(&mut self) -> Result<Option<String>> {
+        let a = self.alias()?;
+        // Column aliases `t(a, b)` are not supported; say so clearly.
+        if a.is_some() && matches!(self.peek(), Tok::Op("(")) {
+            return Err(self.unexpected("a join, WHERE or end of FROM (column alias lists are not supported)"));
+        }
+        Ok(a)
+    }
+}
