@@ -64,7 +64,10 @@ def make_tables():
         for k, off in enumerate(offs):
             frac = rng.choice([0, 0, rng.randrange(1000, 10**6) * 1000,
                                rng.randrange(1000, 10**9)])  # ns part; never in (0, 1000)
-            ts = TS(open_ns + off * 10**6 + (frac % 10**6))
+            sub = frac % 10**6
+            if 0 < sub < 1000:
+                sub += 1000  # sub-microsecond digits only together with microsecond digits
+            ts = TS(open_ns + off * 10**6 + sub)
             if day == 2 and k == 0:
                 ts = TS(open_ns)  # exactly at the open
             s = rng.choice(syms)
@@ -214,7 +217,7 @@ class SltFile:
                     con_b.execute(common.to_duck(s))
             elif kind == "stmt":
                 sql, ok, duck = p
-                dsql = duck or common.to_duck(sql)
+                dsql = common.to_duck(duck or sql)
                 for con in (con_a, con_b):
                     try:
                         con.execute(dsql)
@@ -228,7 +231,7 @@ class SltFile:
                 out.append(common.slt_statement(sql, ok))
             elif kind == "query":
                 sql, sort, duck, us_ok = p
-                dsql = duck or common.to_duck(sql)
+                dsql = common.to_duck(duck or sql)
                 try:
                     ta = common.run_arrow(con_a, dsql)
                     tb = common.run_arrow(con_b, dsql)

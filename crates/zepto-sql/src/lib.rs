@@ -1,7 +1,12 @@
 //! ZeptoDB SQL: text → AST ([`parser`]) → bound logical plan ([`plan`]) → columnar results
 //! ([`exec`]). [`Engine`] ties them to a storage [`zepto_storage::Catalog`].
 
+mod copy;
+pub mod engine;
 pub mod error;
+pub mod exec;
 pub mod parser;
+pub mod plan;
 
+pub use engine::{Engine, QueryResult};
 pub use error::{Pos, Result, SqlError};

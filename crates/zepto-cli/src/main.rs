@@ -1,0 +1,110 @@
+//! `zeptodb`: the command-line door to the engine (SPEC §1).
+//!
+//! * `zeptodb sql` — REPL (history, multi-line statements ending in `;`, `\timing`, `\q`) or
+//!   one-shot (`-c`, `-f`), output as table, CSV or JSON.
+//! * `zeptodb demo` — loads a generated market-data set and runs example queries.
+
+mod demo;
+mod output;
+mod repl;
+
+use clap::{Arg, ArgAction, Command};
+use std::process::ExitCode;
+use zepto_sql::{Engine, SqlError};
+
+fn cli() -> Command {
+    let sql = Command::new("sql")
+        .about("Run SQL: a REPL, or one-shot with -c/-f")
+        .arg(Arg::new("command").short('c').long("command").value_name("SQL").help("SQL to run (';'-separated; the last result is printed)"))
+        .arg(Arg::new("file").short('f').long("file").value_name("FILE").help("Run the SQL in FILE"))
+        .arg(Arg::new("format").long("format").value_parser(["table", "csv", "json"]).default_value("table"))
+        .arg(Arg::new("data-dir").long("data-dir").value_name("DIR").help("Durable data directory (not available yet)"))
+        .arg(Arg::new("url").long("url").value_name("URL").help("Connect to a server (not available yet)"))
+        .arg(Arg::new("demo").long("demo").action(ArgAction::SetTrue).help("Start with the generated demo tables (trades, quotes)"))
+        .arg(Arg::new("rows").long("rows").value_parser(clap::value_parser!(usize)).default_value("1000000").help("Rows per demo table"))
+        .arg(Arg::new("timing").long("timing").action(ArgAction::SetTrue).help("Print elapsed time to stderr"));
+    let demo = Command::new("demo")
+        .about("Generate a market-data set in memory and run example queries")
+        .arg(Arg::new("rows").long("rows").value_parser(clap::value_parser!(usize)).default_value("1000000"));
+    Command::new("zeptodb")
+        .about("ZeptoDB: an in-memory columnar time-series database")
+        .version(env!("CARGO_PKG_VERSION"))
+        .subcommand_required(true)
+        .subcommand(sql)
+        .subcommand(demo)
+}
+
+fn fail(msg: &str) -> ExitCode {
+    eprintln!("zeptodb: {msg}");
+    ExitCode::FAILURE
+}
+
+fn error_line(e: &SqlError) -> String {
+    format!("error [{}]: {e}", e.code())
+}
+
+fn main() -> ExitCode {
+    let m = match cli().try_get_matches() {
+        Ok(m) => m,
+        Err(e) => {
+            let code = if e.use_stderr() { ExitCode::from(2) } else { ExitCode::SUCCESS };
+            let _ = e.print();
+            return code;
+        }
+    };
+    match m.subcommand() {
+        Some(("demo", a)) => {
+            let rows = a.get_one::<usize>("rows").copied().unwrap_or(1_000_000);
+            match demo::run(rows) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => fail(&error_line(&e)),
+            }
+        }
+        Some(("sql", a)) => {
+            if a.get_one::<String>("data-dir").is_some() {
+                return fail("--data-dir: durable storage is not available in this build yet; data lives in memory");
+            }
+            if a.get_one::<String>("url").is_some() {
+                return fail("--url: the HTTP server is not available in this build yet");
+            }
+            let engine = Engine::new();
+            if a.get_flag("demo") {
+                let rows = a.get_one::<usize>("rows").copied().unwrap_or(1_000_000);
+                if let Err(e) = demo::load(&engine, rows, true) {
+                    return fail(&error_line(&e));
+                }
+            }
+            let format = a.get_one::<String>("format").map(String::as_str).unwrap_or("table");
+            let timing = a.get_flag("timing");
+            let script = match (a.get_one::<String>("command"), a.get_one::<String>("file")) {
+                (Some(c), None) => Some(c.clone()),
+                (None, Some(f)) => match std::fs::read_to_string(f) {
+                    Ok(s) => Some(s),
+                    Err(e) => return fail(&format!("{f}: {e}")),
+                },
+                (Some(_), Some(_)) => return fail("give either -c or -f, not both"),
+                (None, None) => None,
+            };
+            match script {
+                Some(s) => one_shot(&engine, &s, format, timing),
+                None => repl::run(&engine, format),
+            }
+        }
+        _ => fail("unknown command"),
+    }
+}
+
+fn one_shot(engine: &Engine, sql: &str, format: &str, timing: bool) -> ExitCode {
+    let t0 = std::time::Instant::now();
+    match engine.execute(sql) {
+        Ok(r) => {
+            let elapsed = t0.elapsed();
+            print!("{}", output::render(&r, format, elapsed));
+            if timing {
+                eprintln!("Time: {:.3} ms", elapsed.as_secs_f64() * 1e3);
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => fail(&error_line(&e)),
+    }
+}

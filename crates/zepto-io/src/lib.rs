@@ -1,0 +1,32 @@
+//! File and wire formats shared by every door (SQL `COPY`, the CLI, later the HTTP server):
+//!
+//! * [`csv`] — an RFC 4180 reader/writer that keeps SPEC §2's distinction between an empty
+//!   unquoted field (NULL) and `""` (the empty string), and names the bad data row on error.
+//! * [`format`] — value rendering for CSV, JSON and the terminal table.
+
+pub mod csv;
+pub mod format;
+
+use thiserror::Error;
+
+#[derive(Debug, Error, Clone, PartialEq)]
+pub enum IoError {
+    /// Bad input data; `row` is the 1-based data row (header not counted).
+    #[error("row {row}, column '{column}': {message}")]
+    BadValue { row: usize, column: String, message: String },
+    #[error("row {row}: {message}")]
+    BadRow { row: usize, message: String },
+    #[error("{0}")]
+    Invalid(String),
+    #[error("{path}: {message}")]
+    File { path: String, message: String },
+}
+
+impl IoError {
+    pub fn row(&self) -> Option<usize> {
+        match self {
+            IoError::BadValue { row, .. } | IoError::BadRow { row, .. } => Some(*row),
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,58 @@
+//! `COPY table FROM 'file'` and `COPY (query) TO 'file'`: format chosen by the `FORMAT` option
+//! or the file extension.
+
+use crate::engine::QueryResult;
+use crate::error::{Result, SqlError};
+use zepto_io::csv::{read_csv, write_csv, CsvOptions};
+use zepto_storage::{Column, Schema};
+
+fn format_of(path: &str, options: &[(String, String)]) -> String {
+    options
+        .iter()
+        .find(|(k, _)| k == "format")
+        .map(|(_, v)| v.to_ascii_lowercase())
+        .unwrap_or_else(|| path.rsplit('.').next().unwrap_or("csv").to_ascii_lowercase())
+}
+
+fn csv_options(options: &[(String, String)]) -> Result<CsvOptions> {
+    let mut o = CsvOptions::default();
+    for (k, v) in options {
+        match k.as_str() {
+            "header" => o.header = !matches!(v.to_ascii_lowercase().as_str(), "false" | "0" | "off"),
+            "delimiter" | "delim" | "sep" => {
+                let b = v.as_bytes();
+                if b.len() != 1 {
+                    return Err(SqlError::plan(format!("DELIMITER must be one character, got '{v}'"), None));
+                }
+                o.delimiter = b[0];
+            }
+            "format" => {}
+            other => return Err(SqlError::plan(format!("unknown COPY option '{other}'"), None)),
+        }
+    }
+    Ok(o)
+}
+
+pub fn read_file(path: &str, options: &[(String, String)], schema: &Schema) -> Result<Vec<Column>> {
+    match format_of(path, options).as_str() {
+        "csv" | "tsv" | "txt" => {
+            let data = std::fs::read_to_string(path).map_err(|e| SqlError::Io(format!("{path}: {e}")))?;
+            read_csv(&data, &schema.columns, &csv_options(options)?).map_err(|e| SqlError::Io(format!("{path}: {e}")))
+        }
+        f => Err(SqlError::NotSupported(format!("COPY FROM format '{f}'"))),
+    }
+}
+
+pub fn write_file(path: &str, options: &[(String, String)], r: &QueryResult) -> Result<usize> {
+    match format_of(path, options).as_str() {
+        "csv" | "tsv" | "txt" => {
+            csv_options(options)?;
+            let names: Vec<String> = r.fields.iter().map(|f| f.name.clone()).collect();
+            let mut out = String::new();
+            write_csv(&names, &r.batch.columns, r.batch.rows, &mut out);
+            std::fs::write(path, out).map_err(|e| SqlError::Io(format!("{path}: {e}")))?;
+            Ok(r.batch.rows)
+        }
+        f => Err(SqlError::NotSupported(format!("COPY TO format '{f}'"))),
+    }
+}

@@ -1,0 +1,263 @@
+//! The engine: runs statements against a catalog. Every statement either fully applies or
+//! changes nothing: inputs are parsed, typed and validated before the table lock is taken.
+
+use crate::error::{Result, SqlError};
+use crate::exec::{self, cast::cast_column, Batch};
+use crate::parser::ast::{InsertSource, Query, SetExpr, Statement};
+use crate::parser::parse_statements;
+use crate::plan::binder::Binder;
+use crate::plan::Field;
+use std::sync::Arc;
+use zepto_storage::{Catalog, Column, ColumnDef, DataType, Schema, StorageError, Table, TableOptions, Value};
+
+/// What a statement returns: rows (possibly none) with their schema, or a status message.
+#[derive(Debug, Clone)]
+pub struct QueryResult {
+    pub fields: Vec<Field>,
+    pub batch: Batch,
+    /// For DDL/DML: what happened (`CREATE TABLE`, `INSERT 3`, ...).
+    pub status: Option<String>,
+}
+
+impl QueryResult {
+    fn status(msg: String) -> QueryResult {
+        QueryResult { fields: vec![], batch: Batch::default(), status: Some(msg) }
+    }
+
+    fn rows(fields: Vec<Field>, batch: Batch) -> QueryResult {
+        QueryResult { fields, batch, status: None }
+    }
+
+    pub fn row_count(&self) -> usize {
+        self.batch.rows
+    }
+
+    fn text_column(name: &str, values: Vec<String>) -> QueryResult {
+        let n = values.len();
+        let col = Column::from_data(zepto_storage::ColumnData::Varchar(values.iter().map(String::as_str).collect()));
+        QueryResult::rows(vec![field(name, DataType::Varchar)], Batch::new(vec![col], n))
+    }
+}
+
+fn field(name: &str, t: DataType) -> Field {
+    Field { qualifier: None, name: name.into(), data_type: t, designated_ts: false }
+}
+
+#[derive(Debug, Default, Clone)]
+pub struct Engine {
+    catalog: Arc<Catalog>,
+}
+
+impl Engine {
+    pub fn new() -> Engine {
+        Engine::default()
+    }
+
+    pub fn with_catalog(catalog: Arc<Catalog>) -> Engine {
+        Engine { catalog }
+    }
+
+    pub fn catalog(&self) -> &Arc<Catalog> {
+        &self.catalog
+    }
+
+    /// Run a script; returns the last statement's result. Stops at the first error (earlier
+    /// statements stay applied, like a sequence of auto-committed statements).
+    pub fn execute(&self, sql: &str) -> Result<QueryResult> {
+        let stmts = parse_statements(sql)?;
+        let mut last = QueryResult::status("OK".into());
+        for s in &stmts {
+            last = self.execute_statement(s)?;
+        }
+        Ok(last)
+    }
+
+    /// Plan and run a query.
+    pub fn query(&self, q: &Query) -> Result<QueryResult> {
+        let mut binder = Binder::new(&self.catalog);
+        let (plan, fields) = binder.bind_query(q)?;
+        let batch = exec::execute(&plan)?;
+        Ok(QueryResult::rows(fields, batch))
+    }
+
+    pub fn execute_statement(&self, s: &Statement) -> Result<QueryResult> {
+        match s {
+            Statement::Query(q) => self.query(q),
+            Statement::Explain(q) => {
+                let mut binder = Binder::new(&self.catalog);
+                let (plan, fields) = binder.bind_query(q)?;
+                let text = plan.explain(&fields);
+                Ok(QueryResult::text_column("plan", text.lines().map(str::to_string).collect()))
+            }
+            Statement::CreateTable(ct) => {
+                let schema = Schema {
+                    columns: ct.columns.iter().map(|(n, t)| ColumnDef { name: n.clone(), data_type: *t }).collect(),
+                };
+                let opts = TableOptions { partition_key: ct.partition_by.clone(), timestamp: ct.timestamp.clone() };
+                let table = Table::new(&ct.name, schema, &opts)?;
+                self.catalog.create(table, ct.if_not_exists)?;
+                Ok(QueryResult::status("CREATE TABLE".into()))
+            }
+            Statement::CreateTableAs { name, if_not_exists, query } => {
+                if self.catalog.exists(name) {
+                    if *if_not_exists {
+                        return Ok(QueryResult::status("CREATE TABLE".into()));
+                    }
+                    return Err(SqlError::TableExists(name.clone()));
+                }
+                let r = self.query(query)?;
+                let columns = r
+                    .fields
+                    .iter()
+                    .map(|f| ColumnDef {
+                        name: f.name.clone(),
+                        data_type: match f.data_type {
+                            DataType::Null => DataType::Varchar,
+                            DataType::Interval => DataType::Int64,
+                            t => t,
+                        },
+                    })
+                    .collect::<Vec<_>>();
+                let cols = r
+                    .batch
+                    .columns
+                    .iter()
+                    .zip(&columns)
+                    .map(|(c, d)| cast_column(c, d.data_type, false))
+                    .collect::<Result<Vec<_>>>()?;
+                let mut table = Table::new(name, Schema { columns }, &TableOptions::default())?;
+                let n = table.append(cols)?;
+                self.catalog.create(table, *if_not_exists)?;
+                Ok(QueryResult::status(format!("CREATE TABLE {n}")))
+            }
+            Statement::DropTable { name, if_exists, pos } => {
+                self.catalog.drop_table(name, *if_exists).map_err(|e| match e {
+                    StorageError::TableNotFound(n) => SqlError::TableNotFound { name: n, pos: Some(*pos) },
+                    e => e.into(),
+                })?;
+                Ok(QueryResult::status("DROP TABLE".into()))
+            }
+            Statement::AlterAddColumn { table, column, data_type, if_not_exists, .. } => {
+                let def = ColumnDef { name: column.clone(), data_type: *data_type };
+                let r = self.catalog.write(table, |t| t.add_column(def));
+                match r {
+                    Err(StorageError::ColumnExists(_)) if *if_not_exists => {}
+                    r => r?,
+                }
+                Ok(QueryResult::status("ALTER TABLE".into()))
+            }
+            Statement::Insert { table, columns, source, pos } => {
+                let snap = self.catalog.snapshot(table).map_err(|_| SqlError::TableNotFound { name: table.clone(), pos: Some(*pos) })?;
+                let q = match source {
+                    InsertSource::Values(rows) => Query {
+                        ctes: vec![],
+                        body: SetExpr::Values(rows.clone()),
+                        order_by: vec![],
+                        limit: None,
+                        offset: None,
+                    },
+                    InsertSource::Query(q) => (**q).clone(),
+                };
+                let src = self.query(&q)?;
+                let cols = shape_for_table(&snap, columns, src.batch)?;
+                let n = self.catalog.write(table, |t| {
+                    t.validate(&cols)?;
+                    t.append(cols)
+                })?;
+                Ok(QueryResult::status(format!("INSERT {n}")))
+            }
+            Statement::CopyFrom { table, path, options, pos } => {
+                let snap = self.catalog.snapshot(table).map_err(|_| SqlError::TableNotFound { name: table.clone(), pos: Some(*pos) })?;
+                let cols = crate::copy::read_file(path, options, &snap.schema)?;
+                let n = self.catalog.write(table, |t| {
+                    t.validate(&cols)?;
+                    t.append(cols)
+                })?;
+                Ok(QueryResult::status(format!("COPY {n}")))
+            }
+            Statement::CopyTo { query, path, options } => {
+                let r = self.query(query)?;
+                let n = crate::copy::write_file(path, options, &r)?;
+                Ok(QueryResult::status(format!("COPY {n}")))
+            }
+            Statement::ShowTables => Ok(QueryResult::text_column("name", self.catalog.table_names())),
+            Statement::Describe { table, pos } => {
+                let t = self.catalog.snapshot(table).map_err(|_| SqlError::TableNotFound { name: table.clone(), pos: Some(*pos) })?;
+                let mut names = Vec::new();
+                let mut types = Vec::new();
+                let mut roles = Vec::new();
+                for (i, c) in t.schema.columns.iter().enumerate() {
+                    names.push(c.name.as_str());
+                    types.push(c.data_type.sql_name());
+                    roles.push(if t.key_col == Some(i) {
+                        "partition key"
+                    } else if t.ts_col == Some(i) {
+                        "designated timestamp"
+                    } else {
+                        ""
+                    });
+                }
+                let n = names.len();
+                let mk = |v: Vec<&str>| Column::from_data(zepto_storage::ColumnData::Varchar(v.into_iter().collect()));
+                Ok(QueryResult::rows(
+                    vec![field("column_name", DataType::Varchar), field("column_type", DataType::Varchar), field("role", DataType::Varchar)],
+                    Batch::new(vec![mk(names), mk(types), mk(roles)], n),
+                ))
+            }
+        }
+    }
+}
+
+/// Map source columns onto the table's columns (by the INSERT column list, or positionally),
+/// cast each to the column type, NULL-fill the rest.
+pub fn shape_for_table(t: &Table, names: &[String], src: Batch) -> Result<Vec<Column>> {
+    let n = src.rows;
+    let targets: Vec<usize> = if names.is_empty() {
+        (0..t.schema.len()).collect()
+    } else {
+        names
+            .iter()
+            .map(|c| {
+                t.schema.index_of(c).ok_or_else(|| SqlError::ColumnNotFound {
+                    message: format!("column '{c}' does not exist in table '{}'", t.name),
+                    pos: None,
+                })
+            })
+            .collect::<Result<Vec<_>>>()?
+    };
+    if src.columns.len() != targets.len() {
+        return Err(SqlError::plan(
+            format!("table '{}' expects {} values per row, got {}", t.name, targets.len(), src.columns.len()),
+            None,
+        ));
+    }
+    for (k, i) in targets.iter().enumerate() {
+        if targets[..k].contains(i) {
+            return Err(SqlError::plan(format!("column '{}' is listed twice", t.schema.columns[*i].name), None));
+        }
+    }
+    let mut out: Vec<Option<Column>> = vec![None; t.schema.len()];
+    for (c, &i) in src.columns.into_iter().zip(&targets) {
+        let want = t.schema.columns[i].data_type;
+        let c = if want == DataType::Symbol && c.data_type().is_string() {
+            c
+        } else if want == DataType::Symbol {
+            cast_column(&c, DataType::Varchar, false)?
+        } else {
+            cast_column(&c, want, false).map_err(|e| {
+                SqlError::exec(format!("column '{}': {e}", t.schema.columns[i].name))
+            })?
+        };
+        out[i] = Some(c);
+    }
+    Ok(out
+        .into_iter()
+        .zip(&t.schema.columns)
+        .map(|(c, d)| c.unwrap_or_else(|| Column::nulls(d.data_type, n)))
+        .collect())
+}
+
+/// Scalar value of the first row/column (convenience for tests and the CLI).
+pub fn first_value(r: &QueryResult) -> Option<Value> {
+    r.batch.columns.first().filter(|c| !c.is_empty()).map(|c| c.get(0))
+}

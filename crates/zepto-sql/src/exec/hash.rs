@@ -1,0 +1,197 @@
+//! Row hashing and equality for GROUP BY, DISTINCT, set operations and hash joins, plus the
+//! open-addressing group table (no per-row allocation: rows are compared in place against the
+//! first row of each group).
+
+use super::Batch;
+use zepto_storage::{Column, ColumnData};
+
+const SEED: u64 = 0x9E37_79B9_7F4A_7C15;
+const NULL_HASH: u64 = 0x5151_5151_5151_5151;
+
+#[inline]
+pub fn mix(mut x: u64) -> u64 {
+    x ^= x >> 30;
+    x = x.wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    x ^= x >> 27;
+    x = x.wrapping_mul(0x94D0_49BB_1331_11EB);
+    x ^ (x >> 31)
+}
+
+pub fn hash_str(s: &str) -> u64 {
+    let b = s.as_bytes();
+    let mut h = SEED ^ b.len() as u64;
+    let mut chunks = b.chunks_exact(8);
+    for c in &mut chunks {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(c);
+        h = mix(h ^ u64::from_le_bytes(w));
+    }
+    let rest = chunks.remainder();
+    if !rest.is_empty() {
+        let mut w = [0u8; 8];
+        w[..rest.len()].copy_from_slice(rest);
+        h = mix(h ^ u64::from_le_bytes(w));
+    }
+    h
+}
+
+#[inline]
+fn f64_bits(v: f64) -> u64 {
+    if v == 0.0 {
+        0
+    } else if v.is_nan() {
+        0x7FF8_0000_0000_0000
+    } else {
+        v.to_bits()
+    }
+}
+
+/// Fold one column into per-row hashes.
+pub fn hash_column_into(c: &Column, hashes: &mut [u64]) {
+    let combine = |h: &mut u64, v: u64| *h = mix(h.wrapping_add(v).wrapping_add(SEED));
+    match &c.data {
+        ColumnData::Bool(v) => v.iter().zip(hashes.iter_mut()).for_each(|(&x, h)| combine(h, x as u64)),
+        ColumnData::Int32(v) | ColumnData::Date(v) => v.iter().zip(hashes.iter_mut()).for_each(|(&x, h)| combine(h, x as i64 as u64)),
+        ColumnData::Int64(v) | ColumnData::Timestamp(v) | ColumnData::Interval(v) => {
+            v.iter().zip(hashes.iter_mut()).for_each(|(&x, h)| combine(h, x as u64))
+        }
+        ColumnData::Float32(v) => v.iter().zip(hashes.iter_mut()).for_each(|(&x, h)| combine(h, f64_bits(x as f64))),
+        ColumnData::Float64(v) => v.iter().zip(hashes.iter_mut()).for_each(|(&x, h)| combine(h, f64_bits(x))),
+        ColumnData::Varchar(s) => (0..s.len()).zip(hashes.iter_mut()).for_each(|(i, h)| combine(h, hash_str(s.get(i)))),
+        ColumnData::Symbol { codes, dict } => {
+            let per_code: Vec<u64> = dict.iter().map(hash_str).collect();
+            codes.iter().zip(hashes.iter_mut()).for_each(|(&k, h)| combine(h, per_code.get(k as usize).copied().unwrap_or(0)))
+        }
+        ColumnData::Null(_) => hashes.iter_mut().for_each(|h| combine(h, NULL_HASH)),
+    }
+    if let Some(v) = &c.validity {
+        for (i, h) in hashes.iter_mut().enumerate() {
+            if !v.get(i) {
+                *h = mix(h.wrapping_add(NULL_HASH));
+            }
+        }
+    }
+}
+
+pub fn hash_rows(cols: &[&Column], n: usize) -> Vec<u64> {
+    let mut h = vec![SEED; n];
+    for c in cols {
+        hash_column_into(c, &mut h);
+    }
+    h
+}
+
+/// Value equality of `a[i]` and `b[j]`, both known to be valid.
+#[inline]
+pub fn eq_at(a: &Column, i: usize, b: &Column, j: usize) -> bool {
+    use ColumnData as D;
+    match (&a.data, &b.data) {
+        (D::Bool(x), D::Bool(y)) => x[i] == y[j],
+        (D::Int32(x), D::Int32(y)) | (D::Date(x), D::Date(y)) => x[i] == y[j],
+        (D::Int64(x), D::Int64(y)) | (D::Timestamp(x), D::Timestamp(y)) | (D::Interval(x), D::Interval(y)) => x[i] == y[j],
+        (D::Float32(x), D::Float32(y)) => f64_bits(x[i] as f64) == f64_bits(y[j] as f64),
+        (D::Float64(x), D::Float64(y)) => f64_bits(x[i]) == f64_bits(y[j]),
+        (D::Symbol { codes: x, dict: dx }, D::Symbol { codes: y, dict: dy }) if dx.lineage() == dy.lineage() => x[i] == y[j],
+        _ => match (a.str_at(i), b.str_at(j)) {
+            (Some(s), Some(t)) => s == t,
+            _ => false,
+        },
+    }
+}
+
+/// Grouping equality: NULL equals NULL.
+#[inline]
+pub fn rows_equal(a: &[&Column], i: usize, b: &[&Column], j: usize) -> bool {
+    a.iter().zip(b).all(|(x, y)| match (x.is_valid(i), y.is_valid(j)) {
+        (true, true) => eq_at(x, i, y, j),
+        (false, false) => true,
+        _ => false,
+    })
+}
+
+/// Assigns dense group ids to rows.
+pub struct GroupIds {
+    /// Group of each input row.
+    pub ids: Vec<u32>,
+    /// First row of each group (its representative).
+    pub first: Vec<u32>,
+}
+
+pub fn group_ids(cols: &[&Column], n: usize) -> GroupIds {
+    if cols.is_empty() {
+        return GroupIds { ids: vec![0; n], first: if n > 0 { vec![0] } else { vec![] } };
+    }
+    if cols.len() == 1 {
+        if let ColumnData::Symbol { codes, dict } = &cols[0].data {
+            return symbol_groups(cols[0], codes, dict.len());
+        }
+    }
+    let hashes = hash_rows(cols, n);
+    let mut cap = 16usize;
+    while cap < n.saturating_mul(2).min(1 << 31) {
+        cap <<= 1;
+    }
+    let mut slots = vec![u32::MAX; cap];
+    let mut group_hash: Vec<u64> = Vec::new();
+    let mut first: Vec<u32> = Vec::new();
+    let mut ids = Vec::with_capacity(n);
+    let mut mask = cap - 1;
+    for i in 0..n {
+        let h = hashes[i];
+        let mut s = (h as usize) & mask;
+        let g = loop {
+            let g = slots[s];
+            if g == u32::MAX {
+                let g = first.len() as u32;
+                slots[s] = g;
+                first.push(i as u32);
+                group_hash.push(h);
+                break g;
+            }
+            if group_hash[g as usize] == h && rows_equal(cols, first[g as usize] as usize, cols, i) {
+                break g;
+            }
+            s = (s + 1) & mask;
+        };
+        ids.push(g);
+        if first.len() * 2 > cap {
+            cap <<= 1;
+            mask = cap - 1;
+            slots = vec![u32::MAX; cap];
+            for (gi, &gh) in group_hash.iter().enumerate() {
+                let mut s = (gh as usize) & mask;
+                while slots[s] != u32::MAX {
+                    s = (s + 1) & mask;
+                }
+                slots[s] = gi as u32;
+            }
+        }
+    }
+    GroupIds { ids, first }
+}
+
+/// One SYMBOL key: the dictionary code is the group (no hashing at all).
+fn symbol_groups(c: &Column, codes: &[u32], dict_len: usize) -> GroupIds {
+    let mut map = vec![u32::MAX; dict_len + 1];
+    let mut first = Vec::new();
+    let mut ids = Vec::with_capacity(codes.len());
+    for (i, &k) in codes.iter().enumerate() {
+        let slot = if c.is_valid(i) { k as usize } else { dict_len };
+        let g = &mut map[slot];
+        if *g == u32::MAX {
+            *g = first.len() as u32;
+            first.push(i as u32);
+        }
+        ids.push(*g);
+    }
+    GroupIds { ids, first }
+}
+
+/// Indices of the first occurrence of each distinct row, in input order.
+pub fn distinct_rows(b: &Batch) -> Vec<u32> {
+    let cols: Vec<&Column> = b.columns.iter().collect();
+    if cols.is_empty() {
+        return if b.rows > 0 { vec![0] } else { vec![] };
+    }
+    group_ids(&cols, b.rows).first
+}

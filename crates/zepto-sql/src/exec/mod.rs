@@ -1,0 +1,134 @@
+//! The executor: runs a [`Plan`] bottom-up, one operator at a time over whole columns
+//! (kdb-style column-at-a-time), with typed kernels and no per-row heap allocation on the hot
+//! paths (scans, filters, arithmetic, hash aggregation, hash joins).
+
+pub mod aggregate;
+pub mod cast;
+pub mod eval;
+mod hash;
+mod join;
+mod like;
+mod scalar;
+mod scan;
+mod setops;
+pub mod sort;
+
+use crate::error::Result;
+use crate::plan::Plan;
+use zepto_storage::{Bitmap, Column, ColumnData};
+
+/// Columns of equal length. `rows` is kept separately so a batch with no columns (the input of
+/// a FROM-less SELECT) still has a row count.
+#[derive(Debug, Clone, Default)]
+pub struct Batch {
+    pub columns: Vec<Column>,
+    pub rows: usize,
+}
+
+impl Batch {
+    pub fn new(columns: Vec<Column>, rows: usize) -> Batch {
+        debug_assert!(columns.iter().all(|c| c.len() == rows), "batch columns must have {rows} rows");
+        Batch { columns, rows }
+    }
+
+    pub fn take(&self, idx: &[u32]) -> Batch {
+        Batch { columns: self.columns.iter().map(|c| c.take(idx)).collect(), rows: idx.len() }
+    }
+
+    /// Keep rows where `mask` is true and valid.
+    pub fn filter(&self, mask: &Column) -> Batch {
+        let idx = mask_indices(mask);
+        if idx.len() == self.rows {
+            return self.clone();
+        }
+        self.take(&idx)
+    }
+}
+
+/// Row indices where a BOOLEAN column is true (NULL counts as false).
+pub fn mask_indices(mask: &Column) -> Vec<u32> {
+    let ColumnData::Bool(v) = &mask.data else {
+        return Vec::new();
+    };
+    let mut out = Vec::with_capacity(v.len() / 4);
+    match &mask.validity {
+        None => out.extend(v.iter().enumerate().filter(|(_, b)| **b).map(|(i, _)| i as u32)),
+        Some(bm) => out.extend((0..v.len()).filter(|&i| v[i] && bm.get(i)).map(|i| i as u32)),
+    }
+    out
+}
+
+/// AND of two optional validity bitmaps.
+pub fn and_validity(a: Option<&Bitmap>, b: Option<&Bitmap>) -> Option<Bitmap> {
+    match (a, b) {
+        (None, None) => None,
+        (Some(x), None) | (None, Some(x)) => Some(x.clone()),
+        (Some(x), Some(y)) => Some(x.and(y)),
+    }
+}
+
+pub fn execute(plan: &Plan) -> Result<Batch> {
+    match plan {
+        Plan::Scan { table, columns, range } => scan::scan(table, columns, range),
+        Plan::Values { rows, width } => {
+            let empty = Batch::new(vec![], 1);
+            if *width == 0 {
+                return Ok(Batch::new(vec![], rows.len()));
+            }
+            let mut cols = Vec::with_capacity(*width);
+            for j in 0..*width {
+                let parts = rows.iter().map(|r| eval::eval(&r[j], &empty).map(|c| c.into_owned())).collect::<Result<Vec<_>>>()?;
+                let refs: Vec<&Column> = parts.iter().collect();
+                cols.push(Column::concat(&refs));
+            }
+            Ok(Batch::new(cols, rows.len()))
+        }
+        Plan::Filter { input, pred } => {
+            let b = execute(input)?;
+            let m = eval::eval(pred, &b)?;
+            Ok(b.filter(&m))
+        }
+        Plan::Project { input, exprs } => {
+            let b = execute(input)?;
+            let cols = exprs.iter().map(|e| eval::eval(e, &b).map(|c| c.into_owned())).collect::<Result<Vec<_>>>()?;
+            Ok(Batch::new(cols, b.rows))
+        }
+        Plan::Aggregate { input, keys, aggs } => {
+            let b = execute(input)?;
+            aggregate::aggregate(&b, keys, aggs)
+        }
+        Plan::Join { left, right, kind, left_keys, right_keys, residual } => {
+            let l = execute(left)?;
+            let r = execute(right)?;
+            join::join(&l, &r, *kind, left_keys, right_keys, residual.as_ref())
+        }
+        Plan::Sort { input, keys, limit } => {
+            let b = execute(input)?;
+            let perm = sort::sort_indices(&b, keys, *limit)?;
+            Ok(b.take(&perm))
+        }
+        Plan::Limit { input, offset, limit } => {
+            let b = execute(input)?;
+            let start = (*offset).min(b.rows);
+            let end = match limit {
+                Some(l) => start.saturating_add(*l).min(b.rows),
+                None => b.rows,
+            };
+            if start == 0 && end == b.rows {
+                return Ok(b);
+            }
+            let idx: Vec<u32> = (start as u32..end as u32).collect();
+            Ok(b.take(&idx))
+        }
+        Plan::Distinct { input } => {
+            let b = execute(input)?;
+            let idx = hash::distinct_rows(&b);
+            Ok(b.take(&idx))
+        }
+        Plan::SetOp { op, all, left, right } => {
+            let l = execute(left)?;
+            let r = execute(right)?;
+            setops::set_op(*op, *all, l, r)
+        }
+    }
+}

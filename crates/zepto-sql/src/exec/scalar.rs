@@ -1,0 +1,409 @@
+//! Scalar functions: strings, math, timestamps, COALESCE and friends.
+
+use super::aggregate::to_f64;
+use super::eval::{eval, eval_opnd, Opnd};
+use super::Batch;
+use crate::error::{Result, SqlError};
+use crate::plan::functions::ScalarFunc;
+use crate::plan::BExpr;
+use std::borrow::Cow;
+use zepto_storage::time::{self, NS_PER_SEC};
+use zepto_storage::{Bitmap, Column, ColumnData, DataType, StrVec, Value};
+
+fn args_cols<'a>(args: &'a [BExpr], b: &'a Batch) -> Result<Vec<Cow<'a, Column>>> {
+    args.iter().map(|a| eval(a, b)).collect()
+}
+
+fn str_map(c: &Column, f: impl Fn(&str) -> String) -> Column {
+    let n = c.len();
+    let mut out = StrVec::with_capacity(n, n * 8);
+    for i in 0..n {
+        match c.str_at(i) {
+            Some(s) => out.push(&f(s)),
+            None => out.push(""),
+        }
+    }
+    Column::new(ColumnData::Varchar(out), c.validity.clone())
+}
+
+fn f64_map(c: &Column, mut f: impl FnMut(f64) -> Option<f64>) -> Result<Column> {
+    let v = to_f64(c)?;
+    let mut valid = c.validity.clone().unwrap_or_else(|| Bitmap::new_set(c.len()));
+    let out: Vec<f64> = v
+        .iter()
+        .enumerate()
+        .map(|(i, &x)| match f(x) {
+            Some(y) => y,
+            None => {
+                valid.set(i, false);
+                0.0
+            }
+        })
+        .collect();
+    Ok(Column::new(ColumnData::Float64(out), Some(valid)))
+}
+
+fn lit_str(e: &BExpr) -> Result<&str> {
+    match e {
+        BExpr::Lit(Value::Str(s), _) => Ok(s),
+        _ => Err(SqlError::Internal("expected a constant string argument".into())),
+    }
+}
+
+/// DuckDB substring semantics on characters: 1-based start, negative start counts from the end.
+fn substr(s: &str, start: i64, len: Option<i64>) -> String {
+    let chars: Vec<char> = s.chars().collect();
+    let n = chars.len() as i64;
+    let (mut from, mut to) = if start > 0 {
+        (start - 1, len.map_or(n, |l| (start - 1).saturating_add(l)))
+    } else if start == 0 {
+        (0, len.map_or(n, |l| l - 1))
+    } else {
+        (n + start, len.map_or(n, |l| (n + start).saturating_add(l)))
+    };
+    if let Some(l) = len {
+        if l < 0 {
+            // Negative length: the characters before `start`.
+            let end = from;
+            from = end + l;
+            to = end;
+        }
+    }
+    let (from, to) = (from.clamp(0, n) as usize, to.clamp(0, n) as usize);
+    if from >= to {
+        return String::new();
+    }
+    chars[from..to].iter().collect()
+}
+
+fn round_half_away(x: f64, digits: i32) -> f64 {
+    if !x.is_finite() {
+        return x;
+    }
+    let m = 10f64.powi(digits);
+    let y = (x * m).round() / m;
+    if y.is_finite() {
+        y
+    } else {
+        x
+    }
+}
+
+pub fn call(f: ScalarFunc, args: &[BExpr], ty: DataType, b: &Batch) -> Result<Column> {
+    use ScalarFunc as F;
+    let n = b.rows;
+    match f {
+        F::Lower => Ok(str_map(&*eval(&args[0], b)?, |s| s.to_lowercase())),
+        F::Upper => Ok(str_map(&*eval(&args[0], b)?, |s| s.to_uppercase())),
+        F::Trim | F::LTrim | F::RTrim => {
+            let c = eval(&args[0], b)?;
+            let chars: Option<Vec<char>> = match args.get(1) {
+                Some(a) => Some(lit_str(a)?.chars().collect()),
+                None => None,
+            };
+            let pred = |ch: char| match &chars {
+                Some(set) => set.contains(&ch),
+                None => ch == ' ',
+            };
+            Ok(str_map(&c, |s| match f {
+                F::Trim => s.trim_matches(pred).to_string(),
+                F::LTrim => s.trim_start_matches(pred).to_string(),
+                _ => s.trim_end_matches(pred).to_string(),
+            }))
+        }
+        F::Replace => {
+            let c = args_cols(args, b)?;
+            let mut out = StrVec::with_capacity(n, n * 8);
+            let mut valid = Bitmap::new_set(n);
+            for i in 0..n {
+                match (c[0].str_at(i), c[1].str_at(i), c[2].str_at(i)) {
+                    (Some(s), Some(from), Some(to)) if !from.is_empty() => out.push(&s.replace(from, to)),
+                    (Some(s), Some(_), Some(_)) => out.push(s),
+                    _ => {
+                        out.push("");
+                        valid.set(i, false);
+                    }
+                }
+            }
+            Ok(Column::new(ColumnData::Varchar(out), Some(valid)))
+        }
+        F::StartsWith => {
+            let c = args_cols(args, b)?;
+            let mut valid = Bitmap::new_set(n);
+            let v = (0..n)
+                .map(|i| match (c[0].str_at(i), c[1].str_at(i)) {
+                    (Some(s), Some(p)) => s.starts_with(p),
+                    _ => {
+                        valid.set(i, false);
+                        false
+                    }
+                })
+                .collect();
+            Ok(Column::new(ColumnData::Bool(v), Some(valid)))
+        }
+        F::Length => {
+            let c = eval(&args[0], b)?;
+            let v = (0..n).map(|i| c.str_at(i).map_or(0, |s| s.chars().count() as i64)).collect();
+            Ok(Column::new(ColumnData::Int64(v), c.validity.clone()))
+        }
+        F::Concat => {
+            // concat() skips NULL arguments (DuckDB), unlike `||`.
+            let c = args_cols(args, b)?;
+            let mut out = StrVec::with_capacity(n, n * 16);
+            let mut buf = String::new();
+            for i in 0..n {
+                buf.clear();
+                for col in &c {
+                    if let Some(s) = col.str_at(i) {
+                        buf.push_str(s);
+                    }
+                }
+                out.push(&buf);
+            }
+            Ok(Column::from_data(ColumnData::Varchar(out)))
+        }
+        F::Substr => {
+            let c = args_cols(args, b)?;
+            let start = c[1].as_i64_slice().ok_or_else(|| SqlError::Internal("substr start".into()))?;
+            let len = c.get(2).map(|x| x.as_i64_slice().ok_or_else(|| SqlError::Internal("substr len".into()))).transpose()?;
+            let mut out = StrVec::with_capacity(n, n * 8);
+            let mut valid = Bitmap::new_set(n);
+            for i in 0..n {
+                let ok = c.iter().all(|x| x.is_valid(i));
+                match (ok, c[0].str_at(i)) {
+                    (true, Some(s)) => out.push(&substr(s, start[i], len.map(|l| l[i]))),
+                    _ => {
+                        out.push("");
+                        valid.set(i, false);
+                    }
+                }
+            }
+            Ok(Column::new(ColumnData::Varchar(out), Some(valid)))
+        }
+        F::Abs | F::Floor | F::Ceil | F::Sign => {
+            let c = eval(&args[0], b)?;
+            let data = match (&c.data, f) {
+                (ColumnData::Int32(v), F::Abs) => ColumnData::Int32(v.iter().map(|x| x.wrapping_abs()).collect()),
+                (ColumnData::Int64(v), F::Abs) => ColumnData::Int64(v.iter().map(|x| x.wrapping_abs()).collect()),
+                (ColumnData::Int32(_) | ColumnData::Int64(_), F::Floor | F::Ceil) => c.data.clone(),
+                (ColumnData::Float32(v), F::Abs) => ColumnData::Float32(v.iter().map(|x| x.abs()).collect()),
+                (ColumnData::Float32(v), F::Floor) => ColumnData::Float32(v.iter().map(|x| x.floor()).collect()),
+                (ColumnData::Float32(v), F::Ceil) => ColumnData::Float32(v.iter().map(|x| x.ceil()).collect()),
+                (ColumnData::Float64(v), F::Abs) => ColumnData::Float64(v.iter().map(|x| x.abs()).collect()),
+                (ColumnData::Float64(v), F::Floor) => ColumnData::Float64(v.iter().map(|x| x.floor()).collect()),
+                (ColumnData::Float64(v), F::Ceil) => ColumnData::Float64(v.iter().map(|x| x.ceil()).collect()),
+                (_, F::Sign) => {
+                    let v = to_f64(&c)?;
+                    ColumnData::Int32(v.iter().map(|&x| if x > 0.0 { 1 } else if x < 0.0 { -1 } else { 0 }).collect())
+                }
+                (ColumnData::Null(k), _) => ColumnData::Null(*k),
+                (d, _) => return Err(SqlError::exec(format!("{f:?} is not defined for {}", d.data_type()))),
+            };
+            Ok(Column::new(data, c.validity.clone()))
+        }
+        F::Round => {
+            let c = eval(&args[0], b)?;
+            let digits = match args.get(1) {
+                Some(BExpr::Lit(v, _)) => v.as_i64().unwrap_or(0) as i32,
+                Some(_) => return Err(SqlError::NotSupported("round() with a non-constant precision".into())),
+                None => 0,
+            };
+            let data = match &c.data {
+                ColumnData::Int32(_) | ColumnData::Int64(_) if digits >= 0 => c.data.clone(),
+                ColumnData::Float32(v) => ColumnData::Float32(v.iter().map(|&x| round_half_away(x as f64, digits) as f32).collect()),
+                _ => {
+                    let r = f64_map(&c, |x| Some(round_half_away(x, digits)))?;
+                    return super::cast::cast_column(&r, ty, false);
+                }
+            };
+            Ok(Column::new(data, c.validity.clone()))
+        }
+        F::Sqrt | F::Ln | F::Log10 | F::Exp => {
+            let c = eval(&args[0], b)?;
+            let name = format!("{f:?}").to_lowercase();
+            let mut err = None;
+            let out = f64_map(&c, |x| match f {
+                F::Sqrt if x < 0.0 => {
+                    err = Some(format!("out of range: cannot take the square root of a negative number ({x})"));
+                    None
+                }
+                F::Ln | F::Log10 if x < 0.0 => {
+                    err = Some(format!("out of range: cannot take the logarithm of a negative number ({x})"));
+                    None
+                }
+                F::Ln | F::Log10 if x == 0.0 => {
+                    err = Some("out of range: cannot take the logarithm of zero".into());
+                    None
+                }
+                F::Sqrt => Some(x.sqrt()),
+                F::Ln => Some(x.ln()),
+                F::Log10 => Some(x.log10()),
+                _ => Some(x.exp()),
+            })?;
+            // Only rows that were valid can raise.
+            if let Some(e) = err {
+                let bad = (0..n).any(|i| c.is_valid(i) && !out.is_valid(i));
+                if bad {
+                    return Err(SqlError::exec(format!("{e} in {name}()")));
+                }
+            }
+            Ok(out)
+        }
+        F::Power => {
+            let c = args_cols(args, b)?;
+            let (x, y) = (to_f64(&c[0])?, to_f64(&c[1])?);
+            let v = x.iter().zip(y.iter()).map(|(a, b)| a.powf(*b)).collect();
+            Ok(Column::new(ColumnData::Float64(v), super::and_validity(c[0].validity.as_ref(), c[1].validity.as_ref())))
+        }
+        F::Coalesce => {
+            let c = args_cols(args, b)?;
+            let mut pick = vec![zepto_storage::column::NULL_INDEX; n];
+            for i in 0..n {
+                if let Some(k) = c.iter().position(|col| col.is_valid(i)) {
+                    pick[i] = (k * n + i) as u32;
+                }
+            }
+            let parts: Vec<Column> = c.iter().map(|x| if x.data_type() == DataType::Null { Column::nulls(ty, n) } else { x.clone().into_owned() }).collect();
+            let refs: Vec<&Column> = parts.iter().collect();
+            Ok(Column::concat(&refs).take_opt(&pick))
+        }
+        F::Greatest | F::Least => {
+            let c = args_cols(args, b)?;
+            let parts: Vec<Column> = c.iter().map(|x| if x.data_type() == DataType::Null { Column::nulls(ty, n) } else { x.clone().into_owned() }).collect();
+            let refs: Vec<&Column> = parts.iter().collect();
+            let all = Column::concat(&refs);
+            let cmp = super::sort::value_cmp(&all);
+            let want = if f == F::Greatest { std::cmp::Ordering::Greater } else { std::cmp::Ordering::Less };
+            let mut pick = vec![zepto_storage::column::NULL_INDEX; n];
+            for i in 0..n {
+                for k in 0..parts.len() {
+                    let r = k * n + i;
+                    if !all.is_valid(r) {
+                        continue;
+                    }
+                    let cur = pick[i];
+                    if cur == zepto_storage::column::NULL_INDEX || cmp(r, cur as usize) == want {
+                        pick[i] = r as u32;
+                    }
+                }
+            }
+            Ok(all.take_opt(&pick))
+        }
+        F::NullIf => {
+            let l = eval_opnd(&args[0], b)?;
+            let r = eval_opnd(&args[1], b)?;
+            let eq_expr = BExpr::Binary {
+                op: crate::parser::ast::BinaryOp::Eq,
+                left: Box::new(args[0].clone()),
+                right: Box::new(args[1].clone()),
+                ty: DataType::Bool,
+            };
+            let eq = super::eval::eval(&eq_expr, b)?;
+            drop(r);
+            let base = l.into_column(ty, n);
+            let mut valid = base.validity.clone().unwrap_or_else(|| Bitmap::new_set(n));
+            if let ColumnData::Bool(v) = &eq.data {
+                for i in 0..n {
+                    if v[i] && eq.is_valid(i) {
+                        valid.set(i, false);
+                    }
+                }
+            }
+            Ok(Column::new(base.data, Some(valid)))
+        }
+        F::DateTrunc | F::DatePart => {
+            let unit = lit_str(&args[0])?.to_string();
+            let c = eval(&args[1], b)?;
+            let ts = c.as_i64_slice().ok_or_else(|| SqlError::Internal("timestamp arg".into()))?;
+            let data = if f == F::DateTrunc {
+                ColumnData::Timestamp(ts.iter().map(|&t| time::trunc_timestamp(&unit, t).unwrap_or(t)).collect())
+            } else {
+                ColumnData::Int64(ts.iter().map(|&t| time::extract_field(&unit, t).unwrap_or(0)).collect())
+            };
+            Ok(Column::new(data, c.validity.clone()))
+        }
+        F::EpochNs => {
+            let c = eval(&args[0], b)?;
+            let ts = c.as_i64_slice().ok_or_else(|| SqlError::Internal("timestamp arg".into()))?;
+            Ok(Column::new(ColumnData::Int64(ts.to_vec()), c.validity.clone()))
+        }
+        F::Epoch => {
+            let c = eval(&args[0], b)?;
+            let ts = c.as_i64_slice().ok_or_else(|| SqlError::Internal("timestamp arg".into()))?;
+            Ok(Column::new(ColumnData::Float64(ts.iter().map(|&t| t as f64 / NS_PER_SEC as f64).collect()), c.validity.clone()))
+        }
+        F::Now => {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos() as i64)
+                .unwrap_or(0);
+            Ok(Column::repeat(&Value::Timestamp(now), DataType::Timestamp, n))
+        }
+        F::Xbar => xbar(args, ty, b),
+    }
+}
+
+/// `xbar(w, x)` = `w * floor(x / w)`; for timestamps `w` is an interval in ns.
+fn xbar(args: &[BExpr], ty: DataType, b: &Batch) -> Result<Column> {
+    let w = eval_opnd(&args[0], b)?;
+    let x = eval(&args[1], b)?;
+    let n = b.rows;
+    let wv = match &w {
+        Opnd::Lit(v) => Some((*v).clone()),
+        Opnd::Col(_) => None,
+    };
+    let validity = super::and_validity(x.validity.as_ref(), w.validity(n).as_ref());
+    match (&x.data, ty) {
+        (ColumnData::Timestamp(v) | ColumnData::Int64(v), _) if ty == DataType::Timestamp || ty == DataType::Int64 => {
+            let widths: Vec<i64> = match &wv {
+                Some(v) => vec![v.as_i64().unwrap_or(0); 1],
+                None => w.into_column(DataType::Int64, n).as_i64_slice().map(<[i64]>::to_vec).unwrap_or_default(),
+            };
+            let mut valid = validity.unwrap_or_else(|| Bitmap::new_set(n));
+            let out: Vec<i64> = v
+                .iter()
+                .enumerate()
+                .map(|(i, &t)| {
+                    let wd = if widths.len() == 1 { widths[0] } else { widths.get(i).copied().unwrap_or(0) };
+                    if wd <= 0 {
+                        valid.set(i, false);
+                        0
+                    } else {
+                        t.div_euclid(wd) * wd
+                    }
+                })
+                .collect();
+            let data = if ty == DataType::Timestamp { ColumnData::Timestamp(out) } else { ColumnData::Int64(out) };
+            Ok(Column::new(data, Some(valid)))
+        }
+        (ColumnData::Int32(v), DataType::Int32) => {
+            let wd = wv.and_then(|v| v.as_i64()).unwrap_or(0) as i32;
+            if wd <= 0 {
+                return Ok(Column::nulls(ty, n));
+            }
+            Ok(Column::new(ColumnData::Int32(v.iter().map(|&t| t.div_euclid(wd) * wd).collect()), validity))
+        }
+        _ => {
+            let wc = w.into_column(ty, n);
+            let (xf, wf) = (to_f64(&x)?, to_f64(&wc)?);
+            let out: Vec<f64> = xf.iter().zip(wf.iter()).map(|(&a, &w)| if w > 0.0 { w * (a / w).floor() } else { f64::NAN }).collect();
+            let col = Column::new(ColumnData::Float64(out), validity);
+            super::cast::cast_column(&col, ty, false)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::substr;
+
+    #[test]
+    fn substr_semantics() {
+        assert_eq!(substr("hello", 2, Some(3)), "ell");
+        assert_eq!(substr("hello", 2, None), "ello");
+        assert_eq!(substr("hello", -3, Some(2)), "ll");
+        assert_eq!(substr("hello", 0, Some(2)), "h");
+        assert_eq!(substr("hello", 10, Some(2)), "");
+        assert_eq!(substr("héllo", 2, Some(2)), "él");
+    }
+}

@@ -1,0 +1,639 @@
+//! Expression binding: names → column positions, literals → typed values, implicit casts made
+//! explicit, aggregates replaced by references to the aggregate's output. Constant
+//! sub-expressions are folded here (so `'2024-01-02'::TIMESTAMP` reaches scan pushdown as a value
+//! and a bad constant fails before any row is read).
+
+use super::functions::{self, scalar_arity, scalar_by_name, ScalarFunc};
+use super::{BExpr, Field};
+use crate::error::{Pos, Result, SqlError};
+use crate::exec::eval::eval_const;
+use crate::parser::ast::{BinaryOp, Expr, Literal, Query, UnaryOp};
+use zepto_storage::{time, DataType, Value};
+
+/// Group keys and aggregates already computed by an Aggregate node: expressions above it are
+/// bound to its output columns `[keys..., aggs...]`.
+pub struct AggCtx {
+    /// Canonical text of each GROUP BY expression, its input column (when it is a plain
+    /// column), and its type.
+    pub keys: Vec<(String, Option<usize>, DataType)>,
+    /// Canonical text of each aggregate call and its type.
+    pub aggs: Vec<(String, DataType)>,
+}
+
+/// Runs uncorrelated subqueries during binding (the binder implements it).
+pub trait SubqueryRunner {
+    /// Plan and execute `q`; returns its first column's values (error if it has more columns).
+    fn run_subquery(&mut self, q: &Query) -> Result<(Vec<Value>, DataType)>;
+}
+
+pub struct ExprBinder<'a> {
+    pub scope: &'a [Field],
+    pub agg: Option<&'a AggCtx>,
+    pub runner: &'a mut dyn SubqueryRunner,
+}
+
+fn lit(v: Value) -> BExpr {
+    let t = v.data_type();
+    BExpr::Lit(v, t)
+}
+
+pub fn resolve(scope: &[Field], table: Option<&str>, name: &str, pos: Pos) -> Result<usize> {
+    let mut found = None;
+    for (i, f) in scope.iter().enumerate() {
+        let qual_ok = match table {
+            Some(t) => f.qualifier.as_deref().is_some_and(|q| q.eq_ignore_ascii_case(t)),
+            None => true,
+        };
+        if qual_ok && f.name.eq_ignore_ascii_case(name) {
+            if found.is_some() {
+                return Err(SqlError::plan(format!("column reference '{name}' is ambiguous"), Some(pos)));
+            }
+            found = Some(i);
+        }
+    }
+    found.ok_or_else(|| {
+        let full = match table {
+            Some(t) => format!("{t}.{name}"),
+            None => name.to_string(),
+        };
+        SqlError::ColumnNotFound { message: format!("column '{full}' does not exist"), pos: Some(pos) }
+    })
+}
+
+/// Whether an AST expression contains an aggregate call (not looking into subqueries).
+pub fn contains_aggregate(e: &Expr) -> bool {
+    let mut found = false;
+    walk(e, &mut |x| {
+        if let Expr::Func(f) = x {
+            if functions::is_aggregate(&f.name) {
+                found = true;
+            }
+        }
+    });
+    found
+}
+
+/// Pre-order walk over an AST expression (not into subqueries).
+pub fn walk(e: &Expr, f: &mut impl FnMut(&Expr)) {
+    f(e);
+    match e {
+        Expr::Unary { expr, .. } | Expr::IsNull { expr, .. } | Expr::Cast { expr, .. } => walk(expr, f),
+        Expr::Binary { left, right, .. } => {
+            walk(left, f);
+            walk(right, f);
+        }
+        Expr::Func(fc) => {
+            fc.args.iter().for_each(|a| walk(a, f));
+            if let Some(o) = &fc.within_group {
+                walk(&o.expr, f);
+            }
+        }
+        Expr::Case { operand, whens, else_ } => {
+            if let Some(o) = operand {
+                walk(o, f);
+            }
+            for (w, t) in whens {
+                walk(w, f);
+                walk(t, f);
+            }
+            if let Some(e) = else_ {
+                walk(e, f);
+            }
+        }
+        Expr::InList { expr, list, .. } => {
+            walk(expr, f);
+            list.iter().for_each(|a| walk(a, f));
+        }
+        Expr::InSubquery { expr, .. } => walk(expr, f),
+        Expr::Between { expr, lo, hi, .. } => {
+            walk(expr, f);
+            walk(lo, f);
+            walk(hi, f);
+        }
+        Expr::Like { expr, pattern, .. } => {
+            walk(expr, f);
+            walk(pattern, f);
+        }
+        Expr::Column { .. } | Expr::Lit(..) | Expr::Exists { .. } | Expr::Subquery(_) => {}
+    }
+}
+
+fn numeric_rank(t: DataType) -> u8 {
+    match t {
+        DataType::Int32 => 1,
+        DataType::Int64 => 2,
+        DataType::Float32 => 3,
+        DataType::Float64 => 4,
+        _ => 0,
+    }
+}
+
+/// The type two values unify to (CASE branches, UNION columns, COALESCE, IN lists).
+pub fn common_type(a: DataType, b: DataType) -> Option<DataType> {
+    use DataType::*;
+    if a == b {
+        return Some(a);
+    }
+    Some(match (a, b) {
+        (Null, t) | (t, Null) => t,
+        (x, y) if x.is_numeric() && y.is_numeric() => {
+            if (x == Int64 && y == Float32) || (x == Float32 && y == Int64) {
+                Float64
+            } else if numeric_rank(x) >= numeric_rank(y) {
+                x
+            } else {
+                y
+            }
+        }
+        (x, y) if x.is_string() && y.is_string() => Varchar,
+        (Timestamp, Date) | (Date, Timestamp) => Timestamp,
+        _ => return None,
+    })
+}
+
+pub fn cast_to(e: BExpr, to: DataType) -> Result<BExpr> {
+    let from = e.data_type();
+    if from == to || (from.is_string() && to.is_string() && to == DataType::Symbol) {
+        return Ok(e);
+    }
+    let c = BExpr::Cast { expr: Box::new(e), to, try_: false };
+    fold(c)
+}
+
+/// Evaluate an expression without column references now.
+pub fn fold(e: BExpr) -> Result<BExpr> {
+    if matches!(e, BExpr::Lit(..)) || !is_constant(&e) {
+        return Ok(e);
+    }
+    let ty = e.data_type();
+    let v = eval_const(&e)?;
+    Ok(BExpr::Lit(v, ty))
+}
+
+fn is_constant(e: &BExpr) -> bool {
+    let mut has_col = false;
+    e.for_each_col(&mut |_| has_col = true);
+    !has_col && !contains_now(e)
+}
+
+fn contains_now(e: &BExpr) -> bool {
+    match e {
+        BExpr::Func { func: ScalarFunc::Now, .. } => true,
+        BExpr::Func { args, .. } => args.iter().any(contains_now),
+        BExpr::Binary { left, right, .. } => contains_now(left) || contains_now(right),
+        BExpr::Neg(x) | BExpr::Not(x) => contains_now(x),
+        BExpr::Cast { expr, .. } | BExpr::IsNull { expr, .. } => contains_now(expr),
+        BExpr::Case { whens, else_, .. } => {
+            whens.iter().any(|(w, t)| contains_now(w) || contains_now(t)) || else_.as_deref().is_some_and(contains_now)
+        }
+        BExpr::InList { expr, list, .. } => contains_now(expr) || list.iter().any(contains_now),
+        BExpr::Like { expr, pattern, .. } => contains_now(expr) || contains_now(pattern),
+        BExpr::Col(..) | BExpr::Lit(..) => false,
+    }
+}
+
+fn is_str_lit(e: &BExpr) -> bool {
+    matches!(e, BExpr::Lit(Value::Str(_), _))
+}
+
+/// Make two operands comparable: same type (strings of either kind compare as strings).
+pub fn coerce_pair(l: BExpr, r: BExpr, pos: Pos) -> Result<(BExpr, BExpr)> {
+    let (lt, rt) = (l.data_type(), r.data_type());
+    if lt == rt || (lt.is_string() && rt.is_string()) {
+        return Ok((l, r));
+    }
+    if is_str_lit(&r) && rt.is_string() && lt != DataType::Null {
+        return Ok((l, cast_to(r, lt)?));
+    }
+    if is_str_lit(&l) && lt.is_string() && rt != DataType::Null {
+        let l = cast_to(l, rt)?;
+        return Ok((l, r));
+    }
+    match common_type(lt, rt) {
+        Some(t) => Ok((cast_to(l, t)?, cast_to(r, t)?)),
+        None => Err(SqlError::plan(format!("cannot compare {lt} with {rt}"), Some(pos))),
+    }
+}
+
+impl ExprBinder<'_> {
+    pub fn bind(&mut self, e: &Expr) -> Result<BExpr> {
+        if let Some(agg) = self.agg {
+            let key = e.to_string();
+            if let Some(k) = agg.keys.iter().position(|(s, _, _)| *s == key) {
+                return Ok(BExpr::Col(k, agg.keys[k].2));
+            }
+            if let Expr::Func(f) = e {
+                if functions::is_aggregate(&f.name) {
+                    let j = agg.aggs.iter().position(|(s, _)| *s == key).ok_or_else(|| {
+                        SqlError::Internal(format!("aggregate {key} was not collected"))
+                    })?;
+                    return Ok(BExpr::Col(agg.keys.len() + j, agg.aggs[j].1));
+                }
+            }
+            if let Expr::Column { table, name, pos } = e {
+                let i = resolve(self.scope, table.as_deref(), name, *pos)?;
+                return match agg.keys.iter().position(|(_, c, _)| *c == Some(i)) {
+                    Some(k) => Ok(BExpr::Col(k, agg.keys[k].2)),
+                    None => Err(SqlError::plan(
+                        format!("column '{e}' must appear in the GROUP BY clause or be used in an aggregate function"),
+                        Some(*pos),
+                    )),
+                };
+            }
+        } else if let Expr::Func(f) = e {
+            if functions::is_aggregate(&f.name) {
+                return Err(SqlError::plan(format!("aggregate {}() is not allowed here", f.name), Some(f.pos)));
+            }
+        }
+        let b = self.bind_inner(e)?;
+        fold(b)
+    }
+
+    fn bind_inner(&mut self, e: &Expr) -> Result<BExpr> {
+        match e {
+            Expr::Column { table, name, pos } => {
+                let i = resolve(self.scope, table.as_deref(), name, *pos)?;
+                Ok(BExpr::Col(i, self.scope[i].data_type))
+            }
+            Expr::Lit(l, pos) => bind_literal(l, *pos),
+            Expr::Unary { op: UnaryOp::Neg, expr } => {
+                let x = self.bind(expr)?;
+                let t = x.data_type();
+                if !(t.is_numeric() || t == DataType::Interval || t == DataType::Null) {
+                    return Err(SqlError::plan(format!("cannot negate {t}"), expr.pos()));
+                }
+                Ok(BExpr::Neg(Box::new(x)))
+            }
+            Expr::Unary { op: UnaryOp::Not, expr } => {
+                let x = self.bind_bool(expr)?;
+                Ok(BExpr::Not(Box::new(x)))
+            }
+            Expr::Binary { op, left, right, pos } => {
+                let l = self.bind(left)?;
+                let r = self.bind(right)?;
+                bind_binary(*op, l, r, *pos)
+            }
+            Expr::Cast { expr, to, try_, .. } => {
+                let x = self.bind(expr)?;
+                Ok(BExpr::Cast { expr: Box::new(x), to: *to, try_: *try_ })
+            }
+            Expr::Case { operand, whens, else_ } => self.bind_case(operand.as_deref(), whens, else_.as_deref()),
+            Expr::InList { expr, list, negated } => {
+                let x = self.bind(expr)?;
+                let mut items = Vec::with_capacity(list.len());
+                for item in list {
+                    let b = self.bind(item)?;
+                    let (_, b) = coerce_pair(x.clone(), b, item.pos().unwrap_or_default())?;
+                    items.push(b);
+                }
+                let target = items.iter().fold(Some(x.data_type()), |t, i| t.and_then(|t| common_type(t, i.data_type())));
+                let x = match target {
+                    Some(t) if !(t.is_string() && x.data_type().is_string()) => cast_to(x, t)?,
+                    _ => x,
+                };
+                let items = items
+                    .into_iter()
+                    .map(|i| if i.data_type() == x.data_type() || (i.data_type().is_string() && x.data_type().is_string()) { Ok(i) } else { cast_to(i, x.data_type()) })
+                    .collect::<Result<Vec<_>>>()?;
+                Ok(BExpr::InList { expr: Box::new(x), list: items, negated: *negated })
+            }
+            Expr::InSubquery { expr, query, negated } => {
+                let x = self.bind(expr)?;
+                let (values, ty) = self.runner.run_subquery(query)?;
+                let pos = expr.pos().unwrap_or_default();
+                let mut items = Vec::with_capacity(values.len());
+                for v in values {
+                    let (_, b) = coerce_pair(x.clone(), BExpr::Lit(v, ty), pos)?;
+                    items.push(b);
+                }
+                let x = match items.first().map(|i| i.data_type()) {
+                    Some(t) if t != x.data_type() && !(t.is_string() && x.data_type().is_string()) => cast_to(x, t)?,
+                    _ => x,
+                };
+                Ok(BExpr::InList { expr: Box::new(x), list: items, negated: *negated })
+            }
+            Expr::Exists { query, negated } => {
+                let (values, _) = self.runner.run_subquery(query)?;
+                Ok(lit(Value::Bool(values.is_empty() == *negated)))
+            }
+            Expr::Subquery(q) => {
+                let (mut values, ty) = self.runner.run_subquery(q)?;
+                if values.len() > 1 {
+                    return Err(SqlError::exec("more than one row returned by a subquery used as an expression"));
+                }
+                Ok(BExpr::Lit(values.pop().unwrap_or(Value::Null), ty))
+            }
+            Expr::Between { expr, lo, hi, negated } => {
+                let pos = expr.pos().unwrap_or_default();
+                let x = self.bind(expr)?;
+                let lo = self.bind(lo)?;
+                let hi = self.bind(hi)?;
+                let ge = bind_binary(BinaryOp::GtEq, x.clone(), lo, pos)?;
+                let le = bind_binary(BinaryOp::LtEq, x, hi, pos)?;
+                let both = BExpr::Binary { op: BinaryOp::And, left: Box::new(ge), right: Box::new(le), ty: DataType::Bool };
+                Ok(if *negated { BExpr::Not(Box::new(both)) } else { both })
+            }
+            Expr::Like { expr, pattern, negated, case_insensitive } => {
+                let x = self.bind_string(expr)?;
+                let p = self.bind_string(pattern)?;
+                Ok(BExpr::Like { expr: Box::new(x), pattern: Box::new(p), negated: *negated, case_insensitive: *case_insensitive })
+            }
+            Expr::IsNull { expr, negated } => Ok(BExpr::IsNull { expr: Box::new(self.bind(expr)?), negated: *negated }),
+            Expr::Func(f) => {
+                if f.within_group.is_some() || f.distinct || f.star {
+                    return Err(SqlError::plan(format!("{}() is not an aggregate function", f.name), Some(f.pos)));
+                }
+                let args = f.args.iter().map(|a| self.bind(a)).collect::<Result<Vec<_>>>()?;
+                bind_function(&f.name, args, f.pos)
+            }
+        }
+    }
+
+    pub fn bind_bool(&mut self, e: &Expr) -> Result<BExpr> {
+        let b = self.bind(e)?;
+        match b.data_type() {
+            DataType::Bool => Ok(b),
+            DataType::Null => cast_to(b, DataType::Bool),
+            t => Err(SqlError::plan(format!("expected a BOOLEAN expression, got {t}"), e.pos())),
+        }
+    }
+
+    fn bind_string(&mut self, e: &Expr) -> Result<BExpr> {
+        let b = self.bind(e)?;
+        match b.data_type() {
+            t if t.is_string() => Ok(b),
+            _ => cast_to(b, DataType::Varchar),
+        }
+    }
+
+    fn bind_case(&mut self, operand: Option<&Expr>, whens: &[(Expr, Expr)], else_: Option<&Expr>) -> Result<BExpr> {
+        let op = operand.map(|o| self.bind(o)).transpose()?;
+        let mut conds = Vec::new();
+        let mut thens = Vec::new();
+        for (w, t) in whens {
+            let c = match &op {
+                Some(o) => {
+                    let wv = self.bind(w)?;
+                    bind_binary(BinaryOp::Eq, o.clone(), wv, w.pos().unwrap_or_default())?
+                }
+                None => self.bind_bool(w)?,
+            };
+            conds.push(c);
+            thens.push(self.bind(t)?);
+        }
+        let els = else_.map(|e| self.bind(e)).transpose()?;
+        let mut ty = DataType::Null;
+        for t in thens.iter().chain(els.iter()) {
+            ty = common_type(ty, t.data_type())
+                .ok_or_else(|| SqlError::plan(format!("CASE branches have incompatible types {ty} and {}", t.data_type()), None))?;
+        }
+        let thens = thens.into_iter().map(|t| cast_to(t, ty)).collect::<Result<Vec<_>>>()?;
+        let els = els.map(|e| cast_to(e, ty)).transpose()?;
+        Ok(BExpr::Case { whens: conds.into_iter().zip(thens).collect(), else_: els.map(Box::new), ty })
+    }
+}
+
+pub fn bind_literal(l: &Literal, pos: Pos) -> Result<BExpr> {
+    Ok(match l {
+        Literal::Null => BExpr::Lit(Value::Null, DataType::Null),
+        Literal::Bool(b) => lit(Value::Bool(*b)),
+        Literal::Int(v) => match i32::try_from(*v) {
+            Ok(x) => lit(Value::Int32(x)),
+            Err(_) => lit(Value::Int64(*v)),
+        },
+        Literal::Float(v) => lit(Value::Float64(*v)),
+        Literal::Str(s) => lit(Value::Str(s.clone())),
+        Literal::Interval(ns) => lit(Value::Interval(*ns)),
+        Literal::Typed(DataType::Date, s) => {
+            let d = time::parse_date(s).ok_or_else(|| SqlError::Parse { message: format!("invalid DATE '{s}'"), pos })?;
+            lit(Value::Date(d))
+        }
+        Literal::Typed(_, s) => {
+            let t = time::parse_timestamp(s).ok_or_else(|| SqlError::Parse { message: format!("invalid TIMESTAMP '{s}'"), pos })?;
+            lit(Value::Timestamp(t))
+        }
+    })
+}
+
+fn arith_err(op: BinaryOp, lt: DataType, rt: DataType, pos: Pos) -> SqlError {
+    SqlError::plan(format!("cannot apply '{}' to {lt} and {rt}", op.sql()), Some(pos))
+}
+
+pub fn bind_binary(op: BinaryOp, l: BExpr, r: BExpr, pos: Pos) -> Result<BExpr> {
+    use DataType::*;
+    let bin = |op, l: BExpr, r: BExpr, ty| BExpr::Binary { op, left: Box::new(l), right: Box::new(r), ty };
+    match op {
+        BinaryOp::And | BinaryOp::Or => {
+            let l = to_bool(l, pos)?;
+            let r = to_bool(r, pos)?;
+            return Ok(bin(op, l, r, Bool));
+        }
+        _ if op.is_comparison() => {
+            let (l, r) = coerce_pair(l, r, pos)?;
+            return Ok(bin(op, l, r, Bool));
+        }
+        BinaryOp::Concat => {
+            let l = if l.data_type().is_string() { l } else { cast_to(l, Varchar)? };
+            let r = if r.data_type().is_string() { r } else { cast_to(r, Varchar)? };
+            return Ok(bin(op, l, r, Varchar));
+        }
+        _ => {}
+    }
+    // Arithmetic. A string literal takes the other side's type; NULL takes it too.
+    let (mut l, mut r) = (l, r);
+    if is_str_lit(&l) && !r.data_type().is_string() && r.data_type() != Null {
+        l = cast_to(l, if r.data_type() == Timestamp || r.data_type() == Date { Interval } else { r.data_type() })?;
+    }
+    if is_str_lit(&r) && !l.data_type().is_string() && l.data_type() != Null {
+        let t = if matches!(l.data_type(), Timestamp | Date) && op != BinaryOp::Sub { Interval } else { l.data_type() };
+        r = cast_to(r, t)?;
+    }
+    let (lt, rt) = (l.data_type(), r.data_type());
+    if lt == Null && rt == Null {
+        return Ok(BExpr::Lit(Value::Null, Null));
+    }
+    if lt == Null {
+        let t = if rt == Interval && op == BinaryOp::Add { Timestamp } else { rt };
+        return bind_binary(op, cast_to(l, t)?, r, pos);
+    }
+    if rt == Null {
+        let t = if matches!(lt, Timestamp | Date) { Interval } else { lt };
+        return bind_binary(op, l, cast_to(r, t)?, pos);
+    }
+    match (lt, rt) {
+        (a, b) if a.is_numeric() && b.is_numeric() => {
+            let common = common_type(a, b).ok_or_else(|| arith_err(op, lt, rt, pos))?;
+            match op {
+                BinaryOp::Div => Ok(bin(op, cast_to(l, Float64)?, cast_to(r, Float64)?, Float64)),
+                _ => Ok(bin(op, cast_to(l, common)?, cast_to(r, common)?, common)),
+            }
+        }
+        (Timestamp, Interval) if matches!(op, BinaryOp::Add | BinaryOp::Sub) => Ok(bin(op, l, r, Timestamp)),
+        (Interval, Timestamp) if op == BinaryOp::Add => Ok(bin(op, r, l, Timestamp)),
+        (Timestamp, Timestamp) if op == BinaryOp::Sub => Ok(bin(op, l, r, Interval)),
+        (Date, Interval) if matches!(op, BinaryOp::Add | BinaryOp::Sub) => Ok(bin(op, cast_to(l, Timestamp)?, r, Timestamp)),
+        (Interval, Date) if op == BinaryOp::Add => Ok(bin(op, cast_to(r, Timestamp)?, l, Timestamp)),
+        (Date, Date) if op == BinaryOp::Sub => Ok(bin(op, cast_to(l, Int64)?, cast_to(r, Int64)?, Int64)),
+        (Date, b) if b.is_integer() && matches!(op, BinaryOp::Add | BinaryOp::Sub) => {
+            Ok(bin(op, l, cast_to(r, Int32)?, Date))
+        }
+        (Timestamp, Date) if op == BinaryOp::Sub => Ok(bin(op, l, cast_to(r, Timestamp)?, Interval)),
+        (Date, Timestamp) if op == BinaryOp::Sub => Ok(bin(op, cast_to(l, Timestamp)?, r, Interval)),
+        (Interval, Interval) if matches!(op, BinaryOp::Add | BinaryOp::Sub) => Ok(bin(op, l, r, Interval)),
+        (Interval, b) if b.is_numeric() && matches!(op, BinaryOp::Mul | BinaryOp::Div) => {
+            Ok(bin(op, l, cast_to(r, Float64)?, Interval))
+        }
+        (a, Interval) if a.is_numeric() && op == BinaryOp::Mul => Ok(bin(op, r, cast_to(l, Float64)?, Interval)),
+        _ => Err(arith_err(op, lt, rt, pos)),
+    }
+}
+
+fn to_bool(e: BExpr, pos: Pos) -> Result<BExpr> {
+    match e.data_type() {
+        DataType::Bool => Ok(e),
+        DataType::Null => cast_to(e, DataType::Bool),
+        t => Err(SqlError::plan(format!("expected BOOLEAN, got {t}"), Some(pos))),
+    }
+}
+
+fn unify_all(args: Vec<BExpr>, name: &str, pos: Pos) -> Result<(Vec<BExpr>, DataType)> {
+    let mut ty = DataType::Null;
+    for a in &args {
+        ty = common_type(ty, a.data_type())
+            .ok_or_else(|| SqlError::plan(format!("{name}() arguments have incompatible types {ty} and {}", a.data_type()), Some(pos)))?;
+    }
+    let args = args.into_iter().map(|a| cast_to(a, ty)).collect::<Result<Vec<_>>>()?;
+    Ok((args, ty))
+}
+
+fn str_arg(a: BExpr) -> Result<BExpr> {
+    if a.data_type().is_string() {
+        Ok(a)
+    } else {
+        cast_to(a, DataType::Varchar)
+    }
+}
+
+fn ts_arg(a: BExpr, name: &str, pos: Pos) -> Result<BExpr> {
+    match a.data_type() {
+        DataType::Timestamp => Ok(a),
+        DataType::Date | DataType::Null | DataType::Varchar => cast_to(a, DataType::Timestamp),
+        t => Err(SqlError::plan(format!("{name}() needs a TIMESTAMP, got {t}"), Some(pos))),
+    }
+}
+
+fn num_arg(a: BExpr, name: &str, pos: Pos) -> Result<BExpr> {
+    match a.data_type() {
+        t if t.is_numeric() => Ok(a),
+        DataType::Null => cast_to(a, DataType::Float64),
+        DataType::Varchar if is_str_lit(&a) => cast_to(a, DataType::Float64),
+        t => Err(SqlError::plan(format!("{name}() needs a numeric argument, got {t}"), Some(pos))),
+    }
+}
+
+pub fn bind_function(name: &str, args: Vec<BExpr>, pos: Pos) -> Result<BExpr> {
+    use DataType::*;
+    use ScalarFunc as F;
+    let func = scalar_by_name(name).ok_or_else(|| SqlError::plan(format!("unknown function {name}()"), Some(pos)))?;
+    let (lo, hi) = scalar_arity(func);
+    if args.len() < lo || args.len() > hi {
+        return Err(SqlError::plan(format!("wrong number of arguments to {name}(): {}", args.len()), Some(pos)));
+    }
+    let mk = |args: Vec<BExpr>, ty| Ok(BExpr::Func { func, args, ty });
+    let mut args = args;
+    match func {
+        F::Lower | F::Upper | F::Trim | F::LTrim | F::RTrim | F::Replace => {
+            let a = args.into_iter().map(str_arg).collect::<Result<Vec<_>>>()?;
+            mk(a, Varchar)
+        }
+        F::StartsWith => {
+            let a = args.into_iter().map(str_arg).collect::<Result<Vec<_>>>()?;
+            mk(a, Bool)
+        }
+        F::Length => mk(vec![str_arg(args.remove(0))?], Int64),
+        F::Concat => {
+            let a = args.into_iter().map(str_arg).collect::<Result<Vec<_>>>()?;
+            mk(a, Varchar)
+        }
+        F::Substr => {
+            let mut it = args.into_iter();
+            let s = it.next().map(str_arg).transpose()?;
+            let mut a = vec![s.ok_or_else(|| SqlError::Internal("substr arity".into()))?];
+            for x in it {
+                a.push(cast_to(num_arg(x, name, pos)?, Int64)?);
+            }
+            mk(a, Varchar)
+        }
+        F::Abs | F::Floor | F::Ceil => {
+            let a = num_arg(args.remove(0), name, pos)?;
+            let t = a.data_type();
+            mk(vec![a], t)
+        }
+        F::Sign => mk(vec![num_arg(args.remove(0), name, pos)?], Int32),
+        F::Round => {
+            let a = num_arg(args.remove(0), name, pos)?;
+            let t = a.data_type();
+            let mut v = vec![a];
+            if let Some(d) = args.pop() {
+                v.push(cast_to(num_arg(d, name, pos)?, Int32)?);
+            }
+            mk(v, t)
+        }
+        F::Sqrt | F::Ln | F::Log10 | F::Exp | F::Power => {
+            let a = args.into_iter().map(|a| num_arg(a, name, pos).and_then(|a| cast_to(a, Float64))).collect::<Result<Vec<_>>>()?;
+            mk(a, Float64)
+        }
+        F::Coalesce | F::Greatest | F::Least => {
+            let (a, t) = unify_all(args, name, pos)?;
+            mk(a, t)
+        }
+        F::NullIf => {
+            let r = args.pop().ok_or_else(|| SqlError::Internal("nullif arity".into()))?;
+            let l = args.pop().ok_or_else(|| SqlError::Internal("nullif arity".into()))?;
+            let (l, r) = coerce_pair(l, r, pos)?;
+            let t = l.data_type();
+            mk(vec![l, r], t)
+        }
+        F::DateTrunc | F::DatePart => {
+            let unit = match &args[0] {
+                BExpr::Lit(Value::Str(s), _) => s.to_ascii_lowercase(),
+                _ => return Err(SqlError::plan(format!("{name}() needs a constant unit such as 'minute'"), Some(pos))),
+            };
+            let ok = if func == F::DateTrunc {
+                time::trunc_timestamp(&unit, 0).is_some()
+            } else {
+                time::extract_field(&unit, 0).is_some()
+            };
+            if !ok {
+                return Err(SqlError::plan(format!("{name}(): unknown unit '{unit}'"), Some(pos)));
+            }
+            let ts = ts_arg(args.remove(1), name, pos)?;
+            mk(vec![lit(Value::Str(unit)), ts], if func == F::DateTrunc { Timestamp } else { Int64 })
+        }
+        F::EpochNs => mk(vec![ts_arg(args.remove(0), name, pos)?], Int64),
+        F::Epoch => mk(vec![ts_arg(args.remove(0), name, pos)?], Float64),
+        F::Now => mk(vec![], Timestamp),
+        F::Xbar => {
+            let x = args.remove(1);
+            let w = args.remove(0);
+            match x.data_type() {
+                Timestamp | Date => {
+                    let x = cast_to(x, Timestamp)?;
+                    let w = match w.data_type() {
+                        Interval => w,
+                        t if t.is_integer() => cast_to(cast_to(w, Int64)?, Interval)?,
+                        Varchar if is_str_lit(&w) => cast_to(w, Interval)?,
+                        t => return Err(SqlError::plan(format!("xbar() bucket width for timestamps must be an INTERVAL, got {t}"), Some(pos))),
+                    };
+                    mk(vec![w, x], Timestamp)
+                }
+                t if t.is_numeric() => {
+                    let w = num_arg(w, name, pos)?;
+                    let common = common_type(t, w.data_type()).unwrap_or(Float64);
+                    mk(vec![cast_to(w, common)?, cast_to(x, common)?], common)
+                }
+                t => Err(SqlError::plan(format!("xbar() needs a numeric or TIMESTAMP value, got {t}"), Some(pos))),
+            }
+        }
+    }
+}

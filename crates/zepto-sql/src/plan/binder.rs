@@ -1,0 +1,596 @@
+//! The binder: AST queries → logical [`Plan`]s with resolved names and types.
+//!
+//! Scoping rules follow DuckDB: GROUP BY and ORDER BY accept ordinals and select-list aliases;
+//! ORDER BY may use input columns that are not selected (they ride along as hidden columns);
+//! uncorrelated subqueries are planned and run once, here, and become constants.
+
+use super::bind_expr::{
+    cast_to, common_type, contains_aggregate, resolve, walk, AggCtx, ExprBinder, SubqueryRunner,
+};
+use super::functions::{self, agg_arity, agg_by_name, agg_type, AggFunc};
+use super::pushdown;
+use super::{AggCall, BExpr, Field, Plan, SortKey};
+use crate::error::{Pos, Result, SqlError};
+use crate::exec;
+use crate::parser::ast::*;
+use zepto_storage::{Catalog, DataType, Value};
+
+pub struct Binder<'a> {
+    catalog: &'a Catalog,
+    ctes: Vec<(String, Plan, Vec<Field>)>,
+}
+
+/// A select-list entry after `*` expansion.
+enum Item {
+    Ast { expr: Expr, alias: Option<String> },
+    /// A wildcard-expanded input column.
+    Input(usize),
+}
+
+impl SubqueryRunner for Binder<'_> {
+    fn run_subquery(&mut self, q: &Query) -> Result<(Vec<Value>, DataType)> {
+        let (plan, fields) = self.bind_query(q)?;
+        if fields.len() != 1 {
+            return Err(SqlError::plan(format!("subquery must return exactly one column, it returns {}", fields.len()), None));
+        }
+        let batch = exec::execute(&plan)?;
+        let col = &batch.columns[0];
+        let ty = match fields[0].data_type {
+            DataType::Symbol => DataType::Varchar,
+            t => t,
+        };
+        Ok(((0..col.len()).map(|i| col.get(i)).collect(), ty))
+    }
+}
+
+fn requalify(fields: Vec<Field>, q: Option<&str>) -> Vec<Field> {
+    fields.into_iter().map(|f| Field { qualifier: q.map(str::to_string), ..f }).collect()
+}
+
+fn const_usize(b: &mut Binder, e: &Expr, what: &str) -> Result<usize> {
+    let bound = ExprBinder { scope: &[], agg: None, runner: b }.bind(e)?;
+    match bound {
+        BExpr::Lit(v, _) => match v.as_i64() {
+            Some(n) if n >= 0 => Ok(n as usize),
+            _ if v.is_null() => Ok(usize::MAX),
+            _ => Err(SqlError::plan(format!("{what} must be a non-negative integer"), e.pos())),
+        },
+        _ => Err(SqlError::plan(format!("{what} must be a constant"), e.pos())),
+    }
+}
+
+impl<'a> Binder<'a> {
+    pub fn new(catalog: &'a Catalog) -> Binder<'a> {
+        Binder { catalog, ctes: Vec::new() }
+    }
+
+    pub fn bind_query(&mut self, q: &Query) -> Result<(Plan, Vec<Field>)> {
+        let saved = self.ctes.len();
+        let r = self.bind_query_inner(q);
+        self.ctes.truncate(saved);
+        r
+    }
+
+    fn bind_query_inner(&mut self, q: &Query) -> Result<(Plan, Vec<Field>)> {
+        for (name, cq) in &q.ctes {
+            let (p, f) = self.bind_query(cq)?;
+            let f = requalify(f, Some(name));
+            self.ctes.push((name.clone(), p, f));
+        }
+        let (mut plan, fields) = match &q.body {
+            SetExpr::Select(s) => self.bind_select(s, &q.order_by)?,
+            body => {
+                let (p, f) = self.bind_set_expr(body)?;
+                self.order_outputs(p, f, &q.order_by)?
+            }
+        };
+        let offset = q.offset.as_ref().map(|e| const_usize(self, e, "OFFSET")).transpose()?.unwrap_or(0);
+        let offset = if offset == usize::MAX { 0 } else { offset };
+        let limit = q.limit.as_ref().map(|e| const_usize(self, e, "LIMIT")).transpose()?.filter(|&l| l != usize::MAX);
+        if limit.is_some() || offset > 0 {
+            if let (Plan::Sort { limit: sl, .. }, Some(l)) = (&mut plan, limit) {
+                *sl = Some(l.saturating_add(offset));
+            }
+            plan = Plan::Limit { input: Box::new(plan), offset, limit };
+        }
+        Ok((plan, fields))
+    }
+
+    fn bind_set_expr(&mut self, body: &SetExpr) -> Result<(Plan, Vec<Field>)> {
+        match body {
+            SetExpr::Select(s) => self.bind_select(s, &[]),
+            SetExpr::Query(q) => self.bind_query(q),
+            SetExpr::Values(rows) => self.bind_values(rows),
+            SetExpr::SetOp { op, all, left, right } => {
+                let (lp, lf) = self.bind_set_expr(left)?;
+                let (rp, rf) = self.bind_set_expr(right)?;
+                if lf.len() != rf.len() {
+                    return Err(SqlError::plan(
+                        format!("set operation inputs have different column counts ({} and {})", lf.len(), rf.len()),
+                        None,
+                    ));
+                }
+                let mut types = Vec::with_capacity(lf.len());
+                for (a, b) in lf.iter().zip(&rf) {
+                    let t = common_type(a.data_type, b.data_type).ok_or_else(|| {
+                        SqlError::plan(format!("set operation column '{}' mixes {} and {}", a.name, a.data_type, b.data_type), None)
+                    })?;
+                    types.push(t);
+                }
+                let lp = cast_plan(lp, &lf, &types)?;
+                let rp = cast_plan(rp, &rf, &types)?;
+                let fields = lf
+                    .iter()
+                    .zip(&types)
+                    .map(|(f, t)| Field { qualifier: None, name: f.name.clone(), data_type: *t, designated_ts: false })
+                    .collect();
+                Ok((Plan::SetOp { op: *op, all: *all, left: Box::new(lp), right: Box::new(rp) }, fields))
+            }
+        }
+    }
+
+    fn bind_values(&mut self, rows: &[Vec<Expr>]) -> Result<(Plan, Vec<Field>)> {
+        let width = rows.first().map_or(0, Vec::len);
+        let mut bound = Vec::with_capacity(rows.len());
+        for r in rows {
+            if r.len() != width {
+                return Err(SqlError::plan("VALUES rows have different lengths", r.first().and_then(Expr::pos)));
+            }
+            let mut b = ExprBinder { scope: &[], agg: None, runner: self };
+            bound.push(r.iter().map(|e| b.bind(e)).collect::<Result<Vec<_>>>()?);
+        }
+        let mut types = vec![DataType::Null; width];
+        for r in &bound {
+            for (t, e) in types.iter_mut().zip(r) {
+                *t = common_type(*t, e.data_type())
+                    .ok_or_else(|| SqlError::plan(format!("VALUES column mixes {t} and {}", e.data_type()), None))?;
+            }
+        }
+        let rows = bound
+            .into_iter()
+            .map(|r| r.into_iter().zip(&types).map(|(e, t)| cast_to(e, *t)).collect::<Result<Vec<_>>>())
+            .collect::<Result<Vec<_>>>()?;
+        let fields = types
+            .iter()
+            .enumerate()
+            .map(|(i, t)| Field { qualifier: None, name: format!("col{i}"), data_type: *t, designated_ts: false })
+            .collect();
+        Ok((Plan::Values { rows, width }, fields))
+    }
+
+    pub fn bind_from(&mut self, t: &TableRef) -> Result<(Plan, Vec<Field>)> {
+        match t {
+            TableRef::Table { name, alias, pos } => {
+                let q = alias.as_deref().unwrap_or(name);
+                if let Some((_, p, f)) = self.ctes.iter().rev().find(|(n, _, _)| n.eq_ignore_ascii_case(name)) {
+                    return Ok((p.clone(), requalify(f.clone(), Some(q))));
+                }
+                let table = self
+                    .catalog
+                    .snapshot(name)
+                    .map_err(|_| SqlError::TableNotFound { name: name.clone(), pos: Some(*pos) })?;
+                let fields = table
+                    .schema
+                    .columns
+                    .iter()
+                    .enumerate()
+                    .map(|(i, c)| Field {
+                        qualifier: Some(q.to_string()),
+                        name: c.name.clone(),
+                        data_type: c.data_type,
+                        designated_ts: table.ts_col == Some(i),
+                    })
+                    .collect();
+                let columns = (0..table.schema.len()).collect();
+                Ok((Plan::Scan { table, columns, range: Default::default() }, fields))
+            }
+            TableRef::Subquery { query, alias } => {
+                let (p, f) = self.bind_query(query)?;
+                Ok((p, requalify(f, alias.as_deref())))
+            }
+            TableRef::Join { left, right, kind, on, using } => {
+                let (lp, lf) = self.bind_from(left)?;
+                let (rp, rf) = self.bind_from(right)?;
+                let nl = lf.len();
+                let mut scope = lf.clone();
+                scope.extend(rf.iter().cloned());
+                let mut conds = Vec::new();
+                for u in using {
+                    let p = Pos::default();
+                    let li = resolve(&lf, None, u, p)?;
+                    let ri = resolve(&rf, None, u, p)?;
+                    let (l, r) = (BExpr::Col(li, lf[li].data_type), BExpr::Col(nl + ri, rf[ri].data_type));
+                    conds.push(super::bind_expr::bind_binary(BinaryOp::Eq, l, r, p)?);
+                }
+                if let Some(on) = on {
+                    let b = ExprBinder { scope: &scope, agg: None, runner: self }.bind_bool(on)?;
+                    pushdown::conjuncts(b, &mut conds);
+                }
+                let (mut lk, mut rk, mut residual) = (Vec::new(), Vec::new(), Vec::new());
+                for c in conds {
+                    match split_equi(&c, nl) {
+                        Some((l, r)) => {
+                            lk.push(l);
+                            rk.push(r);
+                        }
+                        None => residual.push(c),
+                    }
+                }
+                let plan = Plan::Join {
+                    left: Box::new(lp),
+                    right: Box::new(rp),
+                    kind: *kind,
+                    left_keys: lk,
+                    right_keys: rk,
+                    residual: pushdown::and_all(residual),
+                };
+                Ok((plan, scope))
+            }
+        }
+    }
+
+    fn bind_select(&mut self, s: &Select, order_by: &[OrderItem]) -> Result<(Plan, Vec<Field>)> {
+        let (mut plan, scope) = match &s.from {
+            Some(t) => self.bind_from(t)?,
+            None => (Plan::Values { rows: vec![vec![]], width: 0 }, vec![]),
+        };
+        if let Some(w) = &s.where_ {
+            if contains_aggregate(w) {
+                return Err(SqlError::plan("aggregates are not allowed in WHERE", w.pos()));
+            }
+            let pred = ExprBinder { scope: &scope, agg: None, runner: self }.bind_bool(w)?;
+            plan = apply_filter(plan, pred);
+        }
+        let items = expand_items(&s.items, &scope)?;
+        let is_agg = !s.group_by.is_empty()
+            || s.having.is_some()
+            || items.iter().any(|i| matches!(i, Item::Ast { expr, .. } if contains_aggregate(expr)));
+        let agg_ctx;
+        let (pre_scope, agg): (&[Field], Option<&AggCtx>) = if is_agg {
+            let (p, ctx) = self.bind_aggregate(plan, s, &items, order_by, &scope)?;
+            plan = p;
+            agg_ctx = ctx;
+            (&scope, Some(&agg_ctx))
+        } else {
+            (&scope, None)
+        };
+        if let Some(h) = &s.having {
+            let pred = ExprBinder { scope: pre_scope, agg, runner: self }.bind_bool(h)?;
+            plan = Plan::Filter { input: Box::new(plan), pred };
+        }
+        // Projection.
+        let mut exprs = Vec::with_capacity(items.len());
+        let mut fields = Vec::with_capacity(items.len());
+        for item in &items {
+            let (e, name, designated) = match item {
+                Item::Ast { expr, alias } => {
+                    let b = ExprBinder { scope: pre_scope, agg, runner: self }.bind(expr)?;
+                    let name = alias.clone().unwrap_or_else(|| match expr {
+                        Expr::Column { name, .. } => name.clone(),
+                        e => e.to_string(),
+                    });
+                    let designated = matches!(expr, Expr::Column { .. }) && agg.is_none() && matches!(b, BExpr::Col(i, _) if pre_scope[i].designated_ts);
+                    (b, name, designated)
+                }
+                Item::Input(i) => {
+                    let f = &pre_scope[*i];
+                    let b = match agg {
+                        None => BExpr::Col(*i, f.data_type),
+                        Some(ctx) => match ctx.keys.iter().position(|(_, c, _)| *c == Some(*i)) {
+                            Some(k) => BExpr::Col(k, ctx.keys[k].2),
+                            None => {
+                                return Err(SqlError::plan(
+                                    format!("column '{}' must appear in the GROUP BY clause or be used in an aggregate function", f.name),
+                                    None,
+                                ))
+                            }
+                        },
+                    };
+                    (b, f.name.clone(), agg.is_none() && f.designated_ts)
+                }
+            };
+            fields.push(Field { qualifier: None, name, data_type: e.data_type(), designated_ts: designated });
+            exprs.push(e);
+        }
+        // ORDER BY: ordinals, output names, select-list expressions, or hidden input expressions.
+        let n_out = exprs.len();
+        let mut keys = Vec::new();
+        for o in order_by {
+            let col = match &o.expr {
+                Expr::Lit(Literal::Int(k), pos) => {
+                    if *k < 1 || *k as usize > n_out {
+                        return Err(SqlError::plan(format!("ORDER BY position {k} is not in the select list"), Some(*pos)));
+                    }
+                    *k as usize - 1
+                }
+                e => {
+                    let by_name = match e {
+                        Expr::Column { table: None, name, .. } => {
+                            let hits: Vec<usize> = (0..n_out).filter(|&i| fields[i].name.eq_ignore_ascii_case(name)).collect();
+                            match hits.as_slice() {
+                                [i] => Some(*i),
+                                _ => None,
+                            }
+                        }
+                        _ => None,
+                    };
+                    let text = e.to_string();
+                    let by_text = items.iter().position(|it| matches!(it, Item::Ast { expr, .. } if expr.to_string() == text));
+                    match by_name.or(by_text) {
+                        Some(i) => i,
+                        None => {
+                            if s.distinct {
+                                return Err(SqlError::plan("ORDER BY expressions must appear in the select list when DISTINCT is used", e.pos()));
+                            }
+                            let b = ExprBinder { scope: pre_scope, agg, runner: self }.bind(e)?;
+                            exprs.push(b);
+                            exprs.len() - 1
+                        }
+                    }
+                }
+            };
+            let ty = exprs[col].data_type();
+            keys.push(SortKey { expr: BExpr::Col(col, ty), desc: o.desc, nulls_first: o.nulls_first.unwrap_or(false) });
+        }
+        let hidden = exprs.len() > n_out;
+        plan = Plan::Project { input: Box::new(plan), exprs };
+        if s.distinct {
+            plan = Plan::Distinct { input: Box::new(plan) };
+        }
+        if !keys.is_empty() {
+            plan = Plan::Sort { input: Box::new(plan), keys, limit: None };
+        }
+        if hidden {
+            let exprs = fields.iter().enumerate().map(|(i, f)| BExpr::Col(i, f.data_type)).collect();
+            plan = wrap_project_keep_sort(plan, exprs);
+        }
+        Ok((plan, fields))
+    }
+
+    /// Build the Aggregate node: GROUP BY keys and every aggregate call used above it.
+    fn bind_aggregate(
+        &mut self,
+        input: Plan,
+        s: &Select,
+        items: &[Item],
+        order_by: &[OrderItem],
+        scope: &[Field],
+    ) -> Result<(Plan, AggCtx)> {
+        let mut key_asts = Vec::new();
+        for g in &s.group_by {
+            let e = match g {
+                Expr::Lit(Literal::Int(k), pos) => match items.get((*k as usize).wrapping_sub(1)) {
+                    Some(Item::Ast { expr, .. }) => expr.clone(),
+                    Some(Item::Input(i)) => Expr::Column { table: scope[*i].qualifier.clone(), name: scope[*i].name.clone(), pos: *pos },
+                    None => return Err(SqlError::plan(format!("GROUP BY position {k} is not in the select list"), Some(*pos))),
+                },
+                Expr::Column { table: None, name, pos } if resolve(scope, None, name, *pos).is_err() => {
+                    let alias = items.iter().find_map(|it| match it {
+                        Item::Ast { expr, alias: Some(a) } if a.eq_ignore_ascii_case(name) => Some(expr.clone()),
+                        _ => None,
+                    });
+                    alias.unwrap_or_else(|| g.clone())
+                }
+                e => e.clone(),
+            };
+            if contains_aggregate(&e) {
+                return Err(SqlError::plan("aggregates are not allowed in GROUP BY", e.pos()));
+            }
+            key_asts.push(e);
+        }
+        let mut keys = Vec::new();
+        let mut key_info = Vec::new();
+        for e in &key_asts {
+            let b = ExprBinder { scope, agg: None, runner: self }.bind(e)?;
+            let col = match b {
+                BExpr::Col(i, _) => Some(i),
+                _ => None,
+            };
+            key_info.push((e.to_string(), col, b.data_type()));
+            keys.push(b);
+        }
+        // Collect aggregate calls (deduplicated by their text).
+        let mut calls: Vec<(String, AggCall)> = Vec::new();
+        let mut sources: Vec<&Expr> = items
+            .iter()
+            .filter_map(|i| match i {
+                Item::Ast { expr, .. } => Some(expr),
+                Item::Input(_) => None,
+            })
+            .collect();
+        sources.extend(s.having.iter());
+        sources.extend(order_by.iter().map(|o| &o.expr));
+        for src in sources {
+            let mut found = Vec::new();
+            walk(src, &mut |x| {
+                if let Expr::Func(f) = x {
+                    if functions::is_aggregate(&f.name) {
+                        found.push(x.clone());
+                    }
+                }
+            });
+            for e in found {
+                let text = e.to_string();
+                if calls.iter().any(|(t, _)| *t == text) {
+                    continue;
+                }
+                let Expr::Func(f) = &e else { continue };
+                let call = self.bind_agg_call(f, scope)?;
+                calls.push((text, call));
+            }
+        }
+        let ctx = AggCtx {
+            keys: key_info,
+            aggs: calls.iter().map(|(t, c)| (t.clone(), c.ty)).collect(),
+        };
+        let aggs = calls.into_iter().map(|(_, c)| c).collect();
+        Ok((Plan::Aggregate { input: Box::new(input), keys, aggs }, ctx))
+    }
+
+    fn bind_agg_call(&mut self, f: &FuncCall, scope: &[Field]) -> Result<AggCall> {
+        let mut func = agg_by_name(&f.name).ok_or_else(|| SqlError::Internal(format!("{} is not an aggregate", f.name)))?;
+        for a in &f.args {
+            if contains_aggregate(a) {
+                return Err(SqlError::plan("aggregate function calls cannot be nested", a.pos()));
+            }
+        }
+        let mut args = Vec::new();
+        for a in &f.args {
+            args.push(ExprBinder { scope, agg: None, runner: self }.bind(a)?);
+        }
+        if f.star {
+            if func != AggFunc::Count {
+                return Err(SqlError::plan(format!("{}(*) is not valid", f.name), Some(f.pos)));
+            }
+            func = AggFunc::CountStar;
+        }
+        let fraction = |e: &BExpr| -> Result<f64> {
+            match e {
+                BExpr::Lit(v, _) => v.as_f64().filter(|q| (0.0..=1.0).contains(q)).ok_or_else(|| {
+                    SqlError::plan("the quantile fraction must be a constant between 0 and 1", Some(f.pos))
+                }),
+                _ => Err(SqlError::plan("the quantile fraction must be a constant", Some(f.pos))),
+            }
+        };
+        match func {
+            AggFunc::PercentileCont(_) if f.within_group.is_some() => {
+                let q = fraction(args.first().ok_or_else(|| SqlError::plan("percentile_cont(q) needs a fraction", Some(f.pos)))?)?;
+                let o = f.within_group.as_ref().map(|o| &o.expr).ok_or_else(|| SqlError::Internal("within group".into()))?;
+                let x = ExprBinder { scope, agg: None, runner: self }.bind(o)?;
+                func = AggFunc::PercentileCont(q);
+                args = vec![x];
+            }
+            AggFunc::PercentileCont(_) | AggFunc::Quantile(_) => {
+                if args.len() != 2 {
+                    return Err(SqlError::plan(format!("{}(x, q) takes two arguments", f.name), Some(f.pos)));
+                }
+                let q = fraction(&args[1])?;
+                args.truncate(1);
+                func = if matches!(func, AggFunc::Quantile(_)) { AggFunc::Quantile(q) } else { AggFunc::PercentileCont(q) };
+            }
+            _ => {
+                let (lo, hi) = agg_arity(func);
+                if args.len() < lo || args.len() > hi {
+                    return Err(SqlError::plan(format!("wrong number of arguments to {}()", f.name), Some(f.pos)));
+                }
+            }
+        }
+        let types: Vec<DataType> = args.iter().map(BExpr::data_type).collect();
+        let ty = agg_type(func, &types, f.pos)?;
+        let order = if matches!(func, AggFunc::First | AggFunc::Last) {
+            scope.iter().position(|x| x.designated_ts).map(|i| BExpr::Col(i, DataType::Timestamp))
+        } else {
+            None
+        };
+        Ok(AggCall { func, args, distinct: f.distinct, order, ty })
+    }
+
+    /// ORDER BY over the output of a set operation or VALUES: names, ordinals, expressions.
+    fn order_outputs(&mut self, plan: Plan, fields: Vec<Field>, order_by: &[OrderItem]) -> Result<(Plan, Vec<Field>)> {
+        if order_by.is_empty() {
+            return Ok((plan, fields));
+        }
+        let mut keys = Vec::new();
+        for o in order_by {
+            let e = match &o.expr {
+                Expr::Lit(Literal::Int(k), pos) => {
+                    if *k < 1 || *k as usize > fields.len() {
+                        return Err(SqlError::plan(format!("ORDER BY position {k} is not in the select list"), Some(*pos)));
+                    }
+                    BExpr::Col(*k as usize - 1, fields[*k as usize - 1].data_type)
+                }
+                e => {
+                    let unq = requalify(fields.clone(), None);
+                    ExprBinder { scope: &unq, agg: None, runner: self }.bind(e)?
+                }
+            };
+            keys.push(SortKey { expr: e, desc: o.desc, nulls_first: o.nulls_first.unwrap_or(false) });
+        }
+        Ok((Plan::Sort { input: Box::new(plan), keys, limit: None }, fields))
+    }
+}
+
+/// Cast a plan's output columns to `types` (no-op when they already match).
+fn cast_plan(plan: Plan, fields: &[Field], types: &[DataType]) -> Result<Plan> {
+    if fields.iter().zip(types).all(|(f, t)| f.data_type == *t) {
+        return Ok(plan);
+    }
+    let exprs = fields
+        .iter()
+        .enumerate()
+        .zip(types)
+        .map(|((i, f), t)| cast_to(BExpr::Col(i, f.data_type), *t))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(Plan::Project { input: Box::new(plan), exprs })
+}
+
+/// Put `Project` below a trailing Sort is impossible (the sort needs hidden columns), so the
+/// projection goes on top.
+fn wrap_project_keep_sort(plan: Plan, exprs: Vec<BExpr>) -> Plan {
+    Plan::Project { input: Box::new(plan), exprs }
+}
+
+/// `l = r` with one side over the left input only and the other over the right only.
+fn split_equi(c: &BExpr, nl: usize) -> Option<(BExpr, BExpr)> {
+    let BExpr::Binary { op: BinaryOp::Eq, left, right, .. } = c else { return None };
+    let side = |e: &BExpr| {
+        let (mut l, mut r) = (false, false);
+        e.for_each_col(&mut |i| if i < nl { l = true } else { r = true });
+        (l, r)
+    };
+    let shift = |e: &BExpr| {
+        let mut e = e.clone();
+        e.map_cols(&|i| i - nl);
+        e
+    };
+    match (side(left), side(right)) {
+        ((true, false), (false, true)) => Some(((**left).clone(), shift(right))),
+        ((false, true), (true, false)) => Some(((**right).clone(), shift(left))),
+        _ => None,
+    }
+}
+
+/// A filter over a scan becomes partition selection + time range + residual.
+fn apply_filter(plan: Plan, pred: BExpr) -> Plan {
+    match plan {
+        Plan::Scan { table, columns, range } if range == Default::default() => {
+            let mut conj = Vec::new();
+            pushdown::conjuncts(pred, &mut conj);
+            let key = table.key_col.and_then(|k| columns.iter().position(|&c| c == k));
+            let ts = table.ts_col.and_then(|k| columns.iter().position(|&c| c == k));
+            let (range, rest) = pushdown::extract(conj, key, ts);
+            let scan = Plan::Scan { table, columns, range };
+            match pushdown::and_all(rest) {
+                Some(p) => Plan::Filter { input: Box::new(scan), pred: p },
+                None => scan,
+            }
+        }
+        plan => Plan::Filter { input: Box::new(plan), pred },
+    }
+}
+
+fn expand_items(items: &[SelectItem], scope: &[Field]) -> Result<Vec<Item>> {
+    let mut out = Vec::new();
+    for it in items {
+        match it {
+            SelectItem::Expr { expr, alias } => out.push(Item::Ast { expr: expr.clone(), alias: alias.clone() }),
+            SelectItem::Wildcard { table, exclude, pos } => {
+                let mut any = false;
+                for (i, f) in scope.iter().enumerate() {
+                    let q_ok = table.as_deref().is_none_or(|t| f.qualifier.as_deref().is_some_and(|q| q.eq_ignore_ascii_case(t)));
+                    if q_ok && !exclude.iter().any(|x| x.eq_ignore_ascii_case(&f.name)) {
+                        out.push(Item::Input(i));
+                        any = true;
+                    }
+                }
+                if let (Some(t), false) = (table, any) {
+                    return Err(SqlError::plan(format!("no table named '{t}' in FROM"), Some(*pos)));
+                }
+                if table.is_none() && scope.is_empty() {
+                    return Err(SqlError::plan("SELECT * needs a FROM clause", Some(*pos)));
+                }
+            }
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,202 @@
+//! The function catalog: names → scalar functions and aggregates, with argument coercion and
+//! result types. Semantics follow DuckDB unless SPEC §3 says otherwise.
+
+use crate::error::{Pos, Result, SqlError};
+use zepto_storage::DataType;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ScalarFunc {
+    Lower,
+    Upper,
+    Length,
+    Substr,
+    Concat,
+    Trim,
+    LTrim,
+    RTrim,
+    Replace,
+    StartsWith,
+    Abs,
+    Round,
+    Floor,
+    Ceil,
+    Sqrt,
+    Ln,
+    Log10,
+    Exp,
+    Power,
+    Sign,
+    Coalesce,
+    NullIf,
+    Greatest,
+    Least,
+    DateTrunc,
+    DatePart,
+    EpochNs,
+    Epoch,
+    Now,
+    Xbar,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum AggFunc {
+    CountStar,
+    Count,
+    Sum,
+    Avg,
+    Min,
+    Max,
+    First,
+    Last,
+    StddevSamp,
+    StddevPop,
+    VarSamp,
+    VarPop,
+    Median,
+    /// Discrete quantile at the given fraction.
+    Quantile(f64),
+    /// Interpolated percentile at the given fraction.
+    PercentileCont(f64),
+    Vwap,
+}
+
+pub fn agg_by_name(name: &str) -> Option<AggFunc> {
+    Some(match name {
+        "count" => AggFunc::Count,
+        "sum" => AggFunc::Sum,
+        "avg" | "mean" => AggFunc::Avg,
+        "min" => AggFunc::Min,
+        "max" => AggFunc::Max,
+        "first" | "first_value" => AggFunc::First,
+        "last" | "last_value" => AggFunc::Last,
+        "stddev" | "stddev_samp" => AggFunc::StddevSamp,
+        "stddev_pop" => AggFunc::StddevPop,
+        "variance" | "var_samp" => AggFunc::VarSamp,
+        "var_pop" => AggFunc::VarPop,
+        "median" => AggFunc::Median,
+        "quantile" | "quantile_disc" => AggFunc::Quantile(0.5),
+        "percentile_cont" | "quantile_cont" => AggFunc::PercentileCont(0.5),
+        "percentile_disc" => AggFunc::Quantile(0.5),
+        "vwap" => AggFunc::Vwap,
+        _ => return None,
+    })
+}
+
+pub fn is_aggregate(name: &str) -> bool {
+    agg_by_name(name).is_some()
+}
+
+/// Result type of an aggregate over arguments of the given types.
+pub fn agg_type(f: AggFunc, args: &[DataType], pos: Pos) -> Result<DataType> {
+    let bad = |what: &str| Err(SqlError::plan(format!("{what}"), Some(pos)));
+    let a0 = args.first().copied().unwrap_or(DataType::Null);
+    Ok(match f {
+        AggFunc::CountStar | AggFunc::Count => DataType::Int64,
+        AggFunc::Sum => match a0 {
+            t if t.is_integer() || t == DataType::Bool || t == DataType::Null => DataType::Int64,
+            t if t.is_float() => DataType::Float64,
+            DataType::Interval => DataType::Interval,
+            t => return bad(&format!("sum() is not defined for {t}")),
+        },
+        AggFunc::Avg | AggFunc::StddevSamp | AggFunc::StddevPop | AggFunc::VarSamp | AggFunc::VarPop => {
+            if !(a0.is_numeric() || a0 == DataType::Null) {
+                return bad(&format!("{}() needs a numeric argument, got {a0}", agg_name(f)));
+            }
+            DataType::Float64
+        }
+        AggFunc::Median | AggFunc::PercentileCont(_) => match a0 {
+            t if t.is_numeric() || t == DataType::Null => DataType::Float64,
+            DataType::Timestamp => DataType::Timestamp,
+            t => return bad(&format!("{}() needs a numeric argument, got {t}", agg_name(f))),
+        },
+        AggFunc::Min | AggFunc::Max | AggFunc::First | AggFunc::Last | AggFunc::Quantile(_) => a0,
+        AggFunc::Vwap => {
+            if args.len() != 2 || !args.iter().all(|t| t.is_numeric() || *t == DataType::Null) {
+                return bad("vwap(price, size) needs two numeric arguments");
+            }
+            DataType::Float64
+        }
+    })
+}
+
+pub fn agg_name(f: AggFunc) -> &'static str {
+    match f {
+        AggFunc::CountStar => "count_star",
+        AggFunc::Count => "count",
+        AggFunc::Sum => "sum",
+        AggFunc::Avg => "avg",
+        AggFunc::Min => "min",
+        AggFunc::Max => "max",
+        AggFunc::First => "first",
+        AggFunc::Last => "last",
+        AggFunc::StddevSamp => "stddev_samp",
+        AggFunc::StddevPop => "stddev_pop",
+        AggFunc::VarSamp => "var_samp",
+        AggFunc::VarPop => "var_pop",
+        AggFunc::Median => "median",
+        AggFunc::Quantile(_) => "quantile",
+        AggFunc::PercentileCont(_) => "percentile_cont",
+        AggFunc::Vwap => "vwap",
+    }
+}
+
+/// Number of arguments an aggregate takes (min, max).
+pub fn agg_arity(f: AggFunc) -> (usize, usize) {
+    match f {
+        AggFunc::CountStar => (0, 0),
+        AggFunc::Vwap => (2, 2),
+        AggFunc::Quantile(_) => (2, 2),
+        _ => (1, 1),
+    }
+}
+
+pub fn scalar_by_name(name: &str) -> Option<ScalarFunc> {
+    Some(match name {
+        "lower" | "lcase" => ScalarFunc::Lower,
+        "upper" | "ucase" => ScalarFunc::Upper,
+        "length" | "len" | "char_length" | "character_length" | "strlen" => ScalarFunc::Length,
+        "substr" | "substring" => ScalarFunc::Substr,
+        "concat" => ScalarFunc::Concat,
+        "trim" => ScalarFunc::Trim,
+        "ltrim" => ScalarFunc::LTrim,
+        "rtrim" => ScalarFunc::RTrim,
+        "replace" => ScalarFunc::Replace,
+        "starts_with" | "prefix" => ScalarFunc::StartsWith,
+        "abs" => ScalarFunc::Abs,
+        "round" => ScalarFunc::Round,
+        "floor" => ScalarFunc::Floor,
+        "ceil" | "ceiling" => ScalarFunc::Ceil,
+        "sqrt" => ScalarFunc::Sqrt,
+        "ln" => ScalarFunc::Ln,
+        "log10" | "log" => ScalarFunc::Log10,
+        "exp" => ScalarFunc::Exp,
+        "power" | "pow" => ScalarFunc::Power,
+        "sign" => ScalarFunc::Sign,
+        "coalesce" | "ifnull" => ScalarFunc::Coalesce,
+        "nullif" => ScalarFunc::NullIf,
+        "greatest" => ScalarFunc::Greatest,
+        "least" => ScalarFunc::Least,
+        "date_trunc" | "datetrunc" => ScalarFunc::DateTrunc,
+        "date_part" | "datepart" => ScalarFunc::DatePart,
+        "epoch_ns" => ScalarFunc::EpochNs,
+        "epoch" => ScalarFunc::Epoch,
+        "now" | "current_timestamp" => ScalarFunc::Now,
+        "xbar" | "time_bucket" => ScalarFunc::Xbar,
+        _ => return None,
+    })
+}
+
+/// Arity bounds of a scalar function.
+pub fn scalar_arity(f: ScalarFunc) -> (usize, usize) {
+    use ScalarFunc::*;
+    match f {
+        Now => (0, 0),
+        Lower | Upper | Length | Abs | Floor | Ceil | Sqrt | Ln | Log10 | Exp | Sign | EpochNs | Epoch => (1, 1),
+        Trim | LTrim | RTrim => (1, 2),
+        Round => (1, 2),
+        Substr => (2, 3),
+        Replace => (3, 3),
+        StartsWith | Power | NullIf | DateTrunc | DatePart | Xbar => (2, 2),
+        Concat | Coalesce | Greatest | Least => (1, usize::MAX),
+    }
+}

@@ -1,0 +1,238 @@
+//! Logical plans and bound expressions.
+//!
+//! The binder ([`binder`]) turns the AST into a [`Plan`] tree whose expressions ([`BExpr`])
+//! reference input columns by position and carry their result types; every implicit cast is
+//! explicit here, so the executor never guesses a type.
+
+pub mod binder;
+mod bind_expr;
+pub mod functions;
+mod pushdown;
+
+use crate::parser::ast::{BinaryOp, JoinKind, SetOp};
+use functions::{AggFunc, ScalarFunc};
+use std::sync::Arc;
+use zepto_storage::{DataType, Table, Value};
+
+/// An output column of a plan node.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Field {
+    /// Table name or alias the column can be qualified with.
+    pub qualifier: Option<String>,
+    pub name: String,
+    pub data_type: DataType,
+    /// This column is its table's designated timestamp (first/last order by it).
+    pub designated_ts: bool,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum BExpr {
+    Col(usize, DataType),
+    Lit(Value, DataType),
+    Neg(Box<BExpr>),
+    Not(Box<BExpr>),
+    Binary { op: BinaryOp, left: Box<BExpr>, right: Box<BExpr>, ty: DataType },
+    Cast { expr: Box<BExpr>, to: DataType, try_: bool },
+    Func { func: ScalarFunc, args: Vec<BExpr>, ty: DataType },
+    Case { whens: Vec<(BExpr, BExpr)>, else_: Option<Box<BExpr>>, ty: DataType },
+    InList { expr: Box<BExpr>, list: Vec<BExpr>, negated: bool },
+    IsNull { expr: Box<BExpr>, negated: bool },
+    Like { expr: Box<BExpr>, pattern: Box<BExpr>, negated: bool, case_insensitive: bool },
+}
+
+impl BExpr {
+    pub fn data_type(&self) -> DataType {
+        match self {
+            BExpr::Col(_, t) | BExpr::Lit(_, t) => *t,
+            BExpr::Neg(e) => e.data_type(),
+            BExpr::Not(_) | BExpr::InList { .. } | BExpr::IsNull { .. } | BExpr::Like { .. } => DataType::Bool,
+            BExpr::Binary { ty, .. } | BExpr::Func { ty, .. } | BExpr::Case { ty, .. } => *ty,
+            BExpr::Cast { to, .. } => *to,
+        }
+    }
+
+    /// Visit every column reference.
+    pub fn for_each_col(&self, f: &mut impl FnMut(usize)) {
+        match self {
+            BExpr::Col(i, _) => f(*i),
+            BExpr::Lit(..) => {}
+            BExpr::Neg(e) | BExpr::Not(e) => e.for_each_col(f),
+            BExpr::Binary { left, right, .. } => {
+                left.for_each_col(f);
+                right.for_each_col(f);
+            }
+            BExpr::Cast { expr, .. } | BExpr::IsNull { expr, .. } => expr.for_each_col(f),
+            BExpr::Func { args, .. } => args.iter().for_each(|a| a.for_each_col(f)),
+            BExpr::Case { whens, else_, .. } => {
+                for (w, t) in whens {
+                    w.for_each_col(f);
+                    t.for_each_col(f);
+                }
+                if let Some(e) = else_ {
+                    e.for_each_col(f);
+                }
+            }
+            BExpr::InList { expr, list, .. } => {
+                expr.for_each_col(f);
+                list.iter().for_each(|a| a.for_each_col(f));
+            }
+            BExpr::Like { expr, pattern, .. } => {
+                expr.for_each_col(f);
+                pattern.for_each_col(f);
+            }
+        }
+    }
+
+    /// Rewrite column indices.
+    pub fn map_cols(&mut self, f: &impl Fn(usize) -> usize) {
+        match self {
+            BExpr::Col(i, _) => *i = f(*i),
+            BExpr::Lit(..) => {}
+            BExpr::Neg(e) | BExpr::Not(e) => e.map_cols(f),
+            BExpr::Binary { left, right, .. } => {
+                left.map_cols(f);
+                right.map_cols(f);
+            }
+            BExpr::Cast { expr, .. } | BExpr::IsNull { expr, .. } => expr.map_cols(f),
+            BExpr::Func { args, .. } => args.iter_mut().for_each(|a| a.map_cols(f)),
+            BExpr::Case { whens, else_, .. } => {
+                for (w, t) in whens {
+                    w.map_cols(f);
+                    t.map_cols(f);
+                }
+                if let Some(e) = else_ {
+                    e.map_cols(f);
+                }
+            }
+            BExpr::InList { expr, list, .. } => {
+                expr.map_cols(f);
+                list.iter_mut().for_each(|a| a.map_cols(f));
+            }
+            BExpr::Like { expr, pattern, .. } => {
+                expr.map_cols(f);
+                pattern.map_cols(f);
+            }
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct AggCall {
+    pub func: AggFunc,
+    pub args: Vec<BExpr>,
+    pub distinct: bool,
+    /// Order column for first/last (the designated timestamp), if known.
+    pub order: Option<BExpr>,
+    pub ty: DataType,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct SortKey {
+    pub expr: BExpr,
+    pub desc: bool,
+    pub nulls_first: bool,
+}
+
+/// Which partitions and time range a scan reads; enforced exactly by the scan.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScanRange {
+    /// `None` = all partitions; otherwise these key values (strings; NULL never matches `=`).
+    pub keys: Option<Vec<String>>,
+    /// Inclusive designated-timestamp bounds.
+    pub ts_lo: i64,
+    pub ts_hi: i64,
+}
+
+impl Default for ScanRange {
+    fn default() -> Self {
+        ScanRange { keys: None, ts_lo: i64::MIN, ts_hi: i64::MAX }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub enum Plan {
+    Scan { table: Arc<Table>, columns: Vec<usize>, range: ScanRange },
+    /// Literal rows (VALUES, or one empty row for a FROM-less SELECT).
+    Values { rows: Vec<Vec<BExpr>>, width: usize },
+    Filter { input: Box<Plan>, pred: BExpr },
+    Project { input: Box<Plan>, exprs: Vec<BExpr> },
+    Aggregate { input: Box<Plan>, keys: Vec<BExpr>, aggs: Vec<AggCall> },
+    Join { left: Box<Plan>, right: Box<Plan>, kind: JoinKind, left_keys: Vec<BExpr>, right_keys: Vec<BExpr>, residual: Option<BExpr> },
+    Sort { input: Box<Plan>, keys: Vec<SortKey>, limit: Option<usize> },
+    Limit { input: Box<Plan>, offset: usize, limit: Option<usize> },
+    Distinct { input: Box<Plan> },
+    SetOp { op: SetOp, all: bool, left: Box<Plan>, right: Box<Plan> },
+}
+
+impl Plan {
+    /// Indented tree for EXPLAIN.
+    pub fn explain(&self, names: &[Field]) -> String {
+        let mut out = String::new();
+        self.explain_into(0, &mut out);
+        let cols: Vec<&str> = names.iter().map(|f| f.name.as_str()).collect();
+        format!("output: {}\n{out}", cols.join(", "))
+    }
+
+    fn explain_into(&self, depth: usize, out: &mut String) {
+        let pad = "  ".repeat(depth);
+        let line = match self {
+            Plan::Scan { table, columns, range } => {
+                let mut s = format!("Scan {} columns={:?}", table.name, columns);
+                if let Some(k) = &range.keys {
+                    s.push_str(&format!(" partitions={k:?}"));
+                } else {
+                    s.push_str(&format!(" partitions=all({})", table.partitions().len()));
+                }
+                if range.ts_lo != i64::MIN || range.ts_hi != i64::MAX {
+                    s.push_str(&format!(" ts=[{}, {}] (binary search)", fmt_ts(range.ts_lo), fmt_ts(range.ts_hi)));
+                }
+                s
+            }
+            Plan::Values { rows, .. } => format!("Values rows={}", rows.len()),
+            Plan::Filter { .. } => "Filter".to_string(),
+            Plan::Project { exprs, .. } => format!("Project exprs={}", exprs.len()),
+            Plan::Aggregate { keys, aggs, .. } => {
+                let a: Vec<String> = aggs.iter().map(|a| format!("{:?}", a.func).to_lowercase()).collect();
+                format!("HashAggregate keys={} aggs=[{}]", keys.len(), a.join(", "))
+            }
+            Plan::Join { kind, left_keys, .. } => {
+                if left_keys.is_empty() {
+                    format!("NestedLoopJoin {kind:?}")
+                } else {
+                    format!("HashJoin {kind:?} keys={}", left_keys.len())
+                }
+            }
+            Plan::Sort { keys, limit, .. } => match limit {
+                Some(l) => format!("TopN keys={} limit={l}", keys.len()),
+                None => format!("Sort keys={}", keys.len()),
+            },
+            Plan::Limit { offset, limit, .. } => format!("Limit offset={offset} limit={limit:?}"),
+            Plan::Distinct { .. } => "Distinct".to_string(),
+            Plan::SetOp { op, all, .. } => format!("{op:?}{}", if *all { " ALL" } else { "" }),
+        };
+        out.push_str(&pad);
+        out.push_str(&line);
+        out.push('\n');
+        match self {
+            Plan::Scan { .. } | Plan::Values { .. } => {}
+            Plan::Filter { input, .. }
+            | Plan::Project { input, .. }
+            | Plan::Aggregate { input, .. }
+            | Plan::Sort { input, .. }
+            | Plan::Limit { input, .. }
+            | Plan::Distinct { input } => input.explain_into(depth + 1, out),
+            Plan::Join { left, right, .. } | Plan::SetOp { left, right, .. } => {
+                left.explain_into(depth + 1, out);
+                right.explain_into(depth + 1, out);
+            }
+        }
+    }
+}
+
+fn fmt_ts(v: i64) -> String {
+    match v {
+        i64::MIN => "-inf".into(),
+        i64::MAX => "+inf".into(),
+        v => zepto_storage::time::format_timestamp(v),
+    }
+}
