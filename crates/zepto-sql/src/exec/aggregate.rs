@@ -291,7 +291,7 @@ fn quantile(f: AggFunc, x: &Column, ids: &[u32], ng: usize) -> Result<Column> {
                 if n == 0 {
                     NULL_INDEX
                 } else {
-                    rows[start[g] + ((n - 1) as f64 * q).floor() as usize]
+                    rows[start[g] + ((n as f64 * q).ceil() as usize).clamp(1, n) - 1]
                 }
             })
             .collect();

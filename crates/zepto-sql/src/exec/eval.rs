@@ -361,7 +361,7 @@ macro_rules! float_arith {
             BinaryOp::Sub => zip_map($a, $b, $n, |x: $t, y: $t| x - y),
             BinaryOp::Mul => zip_map($a, $b, $n, |x: $t, y: $t| x * y),
             BinaryOp::Div => zip_map($a, $b, $n, |x: $t, y: $t| x / y),
-            BinaryOp::IntDiv => zip_map($a, $b, $n, |x: $t, y: $t| (x / y).trunc()),
+            BinaryOp::IntDiv => zip_map($a, $b, $n, |x: $t, y: $t| x / y), // DuckDB: `//` on floats divides
             BinaryOp::Mod => zip_map($a, $b, $n, |x: $t, y: $t| x % y),
             op => return Err(type_err(op, DataType::Float64)),
         };
@@ -484,10 +484,10 @@ fn in_list(expr: &BExpr, list: &[BExpr], negated: bool, b: &Batch) -> Result<Col
     }
     let mut validity = Bitmap::new_set(n);
     for i in 0..n {
-        if !result[i] && (saw_null[i] || !x.is_valid(i)) {
+        if !result[i] && (saw_null[i] || (!x.is_valid(i) && !list.is_empty())) {
             validity.set(i, false);
         }
-        if !x.is_valid(i) {
+        if !x.is_valid(i) && !list.is_empty() {
             validity.set(i, false);
         }
     }

@@ -301,8 +301,12 @@ impl ExprBinder<'_> {
                 let x = self.bind(expr)?;
                 let (values, ty) = self.runner.run_subquery(query)?;
                 let pos = expr.pos().unwrap_or_default();
+                let mut seen = std::collections::HashSet::new();
                 let mut items = Vec::with_capacity(values.len());
                 for v in values {
+                    if !seen.insert(format!("{v:?}")) {
+                        continue;
+                    }
                     let (_, b) = coerce_pair(x.clone(), BExpr::Lit(v, ty), pos)?;
                     items.push(b);
                 }
@@ -498,6 +502,13 @@ fn to_bool(e: BExpr, pos: Pos) -> Result<BExpr> {
 
 fn unify_all(args: Vec<BExpr>, name: &str, pos: Pos) -> Result<(Vec<BExpr>, DataType)> {
     let mut ty = DataType::Null;
+    // String literals adapt to the other arguments' type (`coalesce(d, '1900-01-01')`).
+    let typed: Vec<&BExpr> = args.iter().filter(|a| !is_str_lit(a)).collect();
+    let typed_ty = typed.iter().try_fold(DataType::Null, |t, a| common_type(t, a.data_type()));
+    if let Some(t) = typed_ty.filter(|t| !t.is_string() && *t != DataType::Null) {
+        let args = args.into_iter().map(|a| cast_to(a, t)).collect::<Result<Vec<_>>>()?;
+        return Ok((args, t));
+    }
     for a in &args {
         ty = common_type(ty, a.data_type())
             .ok_or_else(|| SqlError::plan(format!("{name}() arguments have incompatible types {ty} and {}", a.data_type()), Some(pos)))?;

@@ -110,7 +110,9 @@ fn absorb(p: &BExpr, key_col: Option<usize>, ts_col: Option<usize>, r: &mut Scan
     }
 }
 
-fn intersect_keys(r: &mut ScanRange, keys: Vec<String>) {
+fn intersect_keys(r: &mut ScanRange, mut keys: Vec<String>) {
+    keys.sort_unstable();
+    keys.dedup();
     r.keys = Some(match r.keys.take() {
         None => keys,
         Some(old) => old.into_iter().filter(|k| keys.contains(k)).collect(),
