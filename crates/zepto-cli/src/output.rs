@@ -55,7 +55,10 @@ pub fn render(r: &QueryResult, format: &str, elapsed: Duration) -> String {
                 }
                 s.push(']');
             }
-            s.push_str(&format!("],\"rows\":{rows},\"elapsed_us\":{:.1}}}\n", elapsed.as_secs_f64() * 1e6));
+            s.push_str(&format!(
+                "],\"rows\":{rows},\"elapsed_us\":{:.1}}}\n",
+                elapsed.as_secs_f64() * 1e6
+            ));
             s
         }
         _ => table(&names, &types, cols, rows, TABLE_MAX_ROWS),

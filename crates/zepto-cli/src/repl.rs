@@ -16,11 +16,15 @@ pub fn run(engine: &Engine, format: &str) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let history = std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".zeptodb_history"));
+    let history =
+        std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".zeptodb_history"));
     if let Some(h) = &history {
         let _ = rl.load_history(h);
     }
-    println!("ZeptoDB {} — type SQL ending with ';', \\? for help", env!("CARGO_PKG_VERSION"));
+    println!(
+        "ZeptoDB {} — type SQL ending with ';', \\? for help",
+        env!("CARGO_PKG_VERSION")
+    );
     let mut format = format.to_string();
     let mut timing = false;
     let mut buf = String::new();
@@ -45,8 +49,12 @@ pub fn run(engine: &Engine, format: &str) -> ExitCode {
                     println!("Timing is {}.", if timing { "on" } else { "off" });
                 }
                 (Some("\\d"), None) => exec(engine, "SHOW TABLES", &format, timing),
-                (Some("\\d"), Some(name)) => exec(engine, &format!("DESCRIBE {name}"), &format, timing),
-                (Some("\\format"), Some(f)) if ["table", "csv", "json"].contains(&f) => format = f.to_string(),
+                (Some("\\d"), Some(name)) => {
+                    exec(engine, &format!("DESCRIBE {name}"), &format, timing)
+                }
+                (Some("\\format"), Some(f)) if ["table", "csv", "json"].contains(&f) => {
+                    format = f.to_string()
+                }
                 _ => println!("{HELP}"),
             }
             continue;

@@ -81,7 +81,13 @@ pub fn json_cell(c: &Column, i: usize, out: &mut String) {
 }
 
 /// An aligned, boxed text table (numbers right-aligned).
-pub fn table(names: &[String], types: &[DataType], cols: &[Column], rows: usize, max_rows: usize) -> String {
+pub fn table(
+    names: &[String],
+    types: &[DataType],
+    cols: &[Column],
+    rows: usize,
+    max_rows: usize,
+) -> String {
     let shown = rows.min(max_rows);
     let mut cells: Vec<Vec<String>> = Vec::with_capacity(shown);
     for i in 0..shown {
@@ -90,7 +96,12 @@ pub fn table(names: &[String], types: &[DataType], cols: &[Column], rows: usize,
     let w: Vec<usize> = (0..names.len())
         .map(|j| {
             let head = names[j].chars().count().max(types[j].sql_name().len());
-            cells.iter().map(|r| r[j].chars().count()).max().unwrap_or(0).max(head)
+            cells
+                .iter()
+                .map(|r| r[j].chars().count())
+                .max()
+                .unwrap_or(0)
+                .max(head)
         })
         .collect();
     let line = |l: &str, m: &str, r: &str| {
@@ -129,7 +140,10 @@ pub fn table(names: &[String], types: &[DataType], cols: &[Column], rows: usize,
     if rows > shown {
         out.push_str(&format!("({rows} rows, {shown} shown)\n"));
     } else {
-        out.push_str(&format!("({rows} row{})\n", if rows == 1 { "" } else { "s" }));
+        out.push_str(&format!(
+            "({rows} row{})\n",
+            if rows == 1 { "" } else { "s" }
+        ));
     }
     out
 }

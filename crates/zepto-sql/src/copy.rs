@@ -11,23 +11,38 @@ fn format_of(path: &str, options: &[(String, String)]) -> String {
         .iter()
         .find(|(k, _)| k == "format")
         .map(|(_, v)| v.to_ascii_lowercase())
-        .unwrap_or_else(|| path.rsplit('.').next().unwrap_or("csv").to_ascii_lowercase())
+        .unwrap_or_else(|| {
+            path.rsplit('.')
+                .next()
+                .unwrap_or("csv")
+                .to_ascii_lowercase()
+        })
 }
 
 fn csv_options(options: &[(String, String)]) -> Result<CsvOptions> {
     let mut o = CsvOptions::default();
     for (k, v) in options {
         match k.as_str() {
-            "header" => o.header = !matches!(v.to_ascii_lowercase().as_str(), "false" | "0" | "off"),
+            "header" => {
+                o.header = !matches!(v.to_ascii_lowercase().as_str(), "false" | "0" | "off")
+            }
             "delimiter" | "delim" | "sep" => {
                 let b = v.as_bytes();
                 if b.len() != 1 {
-                    return Err(SqlError::plan(format!("DELIMITER must be one character, got '{v}'"), None));
+                    return Err(SqlError::plan(
+                        format!("DELIMITER must be one character, got '{v}'"),
+                        None,
+                    ));
                 }
                 o.delimiter = b[0];
             }
             "format" => {}
-            other => return Err(SqlError::plan(format!("unknown COPY option '{other}'"), None)),
+            other => {
+                return Err(SqlError::plan(
+                    format!("unknown COPY option '{other}'"),
+                    None,
+                ))
+            }
         }
     }
     Ok(o)
@@ -36,8 +51,10 @@ fn csv_options(options: &[(String, String)]) -> Result<CsvOptions> {
 pub fn read_file(path: &str, options: &[(String, String)], schema: &Schema) -> Result<Vec<Column>> {
     match format_of(path, options).as_str() {
         "csv" | "tsv" | "txt" => {
-            let data = std::fs::read_to_string(path).map_err(|e| SqlError::Io(format!("{path}: {e}")))?;
-            read_csv(&data, &schema.columns, &csv_options(options)?).map_err(|e| SqlError::Io(format!("{path}: {e}")))
+            let data =
+                std::fs::read_to_string(path).map_err(|e| SqlError::Io(format!("{path}: {e}")))?;
+            read_csv(&data, &schema.columns, &csv_options(options)?)
+                .map_err(|e| SqlError::Io(format!("{path}: {e}")))
         }
         f => Err(SqlError::NotSupported(format!("COPY FROM format '{f}'"))),
     }

@@ -19,7 +19,10 @@ impl Bitmap {
     }
 
     pub fn new_unset(len: usize) -> Bitmap {
-        Bitmap { bits: vec![0u8; len.div_ceil(8)], len }
+        Bitmap {
+            bits: vec![0u8; len.div_ceil(8)],
+            len,
+        }
     }
 
     pub fn from_bools(valid: impl IntoIterator<Item = bool>) -> Bitmap {
@@ -76,7 +79,10 @@ impl Bitmap {
 
     pub fn count_set(&self) -> usize {
         let full = self.len / 8;
-        let mut n: usize = self.bits[..full].iter().map(|b| b.count_ones() as usize).sum();
+        let mut n: usize = self.bits[..full]
+            .iter()
+            .map(|b| b.count_ones() as usize)
+            .sum();
         for i in full * 8..self.len {
             n += self.get(i) as usize;
         }
@@ -95,7 +101,12 @@ impl Bitmap {
     pub fn and(&self, other: &Bitmap) -> Bitmap {
         assert_eq!(self.len, other.len, "bitmap lengths differ");
         Bitmap {
-            bits: self.bits.iter().zip(&other.bits).map(|(a, b)| a & b).collect(),
+            bits: self
+                .bits
+                .iter()
+                .zip(&other.bits)
+                .map(|(a, b)| a & b)
+                .collect(),
             len: self.len,
         }
     }

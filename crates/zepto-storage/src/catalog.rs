@@ -28,7 +28,9 @@ impl Catalog {
 
     fn slot(&self, name: &str) -> Result<Slot, StorageError> {
         let map = self.tables.read().unwrap_or_else(|e| e.into_inner());
-        map.get(&key(name)).cloned().ok_or_else(|| StorageError::TableNotFound(name.to_string()))
+        map.get(&key(name))
+            .cloned()
+            .ok_or_else(|| StorageError::TableNotFound(name.to_string()))
     }
 
     /// A consistent snapshot of one table.
@@ -39,14 +41,21 @@ impl Catalog {
     }
 
     pub fn exists(&self, name: &str) -> bool {
-        self.tables.read().unwrap_or_else(|e| e.into_inner()).contains_key(&key(name))
+        self.tables
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains_key(&key(name))
     }
 
     pub fn create(&self, table: Table, if_not_exists: bool) -> Result<bool, StorageError> {
         let mut map = self.tables.write().unwrap_or_else(|e| e.into_inner());
         let k = key(&table.name);
         if map.contains_key(&k) {
-            return if if_not_exists { Ok(false) } else { Err(StorageError::TableExists(table.name)) };
+            return if if_not_exists {
+                Ok(false)
+            } else {
+                Err(StorageError::TableExists(table.name))
+            };
         }
         map.insert(k, Arc::new(RwLock::new(Arc::new(table))));
         Ok(true)
@@ -63,7 +72,11 @@ impl Catalog {
 
     /// Run `f` with exclusive access to the table. `f` must leave the table unchanged when it
     /// returns an error (validate first, then mutate infallibly).
-    pub fn write<R>(&self, name: &str, f: impl FnOnce(&mut Table) -> Result<R, StorageError>) -> Result<R, StorageError> {
+    pub fn write<R>(
+        &self,
+        name: &str,
+        f: impl FnOnce(&mut Table) -> Result<R, StorageError>,
+    ) -> Result<R, StorageError> {
         let slot = self.slot(name)?;
         let mut guard = slot.write().unwrap_or_else(|e| e.into_inner());
         f(Arc::make_mut(&mut guard))
@@ -72,6 +85,8 @@ impl Catalog {
     /// Table names in sorted order (as created).
     pub fn table_names(&self) -> Vec<String> {
         let map = self.tables.read().unwrap_or_else(|e| e.into_inner());
-        map.values().map(|s| s.read().unwrap_or_else(|e| e.into_inner()).name.clone()).collect()
+        map.values()
+            .map(|s| s.read().unwrap_or_else(|e| e.into_inner()).name.clone())
+            .collect()
     }
 }

@@ -23,7 +23,10 @@ pub enum ColumnData {
     Date(Vec<i32>),
     Interval(Vec<i64>),
     Varchar(StrVec),
-    Symbol { codes: Vec<u32>, dict: Arc<Dict> },
+    Symbol {
+        codes: Vec<u32>,
+        dict: Arc<Dict>,
+    },
     /// An untyped all-NULL column of the given length.
     Null(usize),
 }
@@ -46,7 +49,10 @@ macro_rules! map_vec {
             ColumnData::Date($v) => ColumnData::Date($e),
             ColumnData::Interval($v) => ColumnData::Interval($e),
             ColumnData::Varchar($s) => ColumnData::Varchar($se),
-            ColumnData::Symbol { codes: $c, dict: $d } => $sym,
+            ColumnData::Symbol {
+                codes: $c,
+                dict: $d,
+            } => $sym,
             ColumnData::Null($n) => ColumnData::Null($nul),
         }
     };
@@ -103,7 +109,10 @@ impl ColumnData {
             DataType::Date => ColumnData::Date(vec![0; n]),
             DataType::Interval => ColumnData::Interval(vec![0; n]),
             DataType::Varchar => ColumnData::Varchar((0..n).map(|_| "").collect()),
-            DataType::Symbol => ColumnData::Symbol { codes: vec![0; n], dict: Arc::new(Dict::default()) },
+            DataType::Symbol => ColumnData::Symbol {
+                codes: vec![0; n],
+                dict: Arc::new(Dict::default()),
+            },
             DataType::Null => ColumnData::Null(n),
         }
     }
@@ -112,20 +121,31 @@ impl ColumnData {
 impl Column {
     pub fn new(data: ColumnData, validity: Option<Bitmap>) -> Column {
         if let Some(v) = &validity {
-            assert_eq!(v.len(), data.len(), "validity length must match data length");
+            assert_eq!(
+                v.len(),
+                data.len(),
+                "validity length must match data length"
+            );
         }
         let validity = validity.filter(|v| !v.all_set());
         Column { data, validity }
     }
 
     pub fn from_data(data: ColumnData) -> Column {
-        Column { data, validity: None }
+        Column {
+            data,
+            validity: None,
+        }
     }
 
     /// `n` NULLs of the given type.
     pub fn nulls(dt: DataType, n: usize) -> Column {
         let data = ColumnData::zeros(dt, n);
-        let validity = if dt == DataType::Null { None } else { Some(Bitmap::new_unset(n)) };
+        let validity = if dt == DataType::Null {
+            None
+        } else {
+            Some(Bitmap::new_unset(n))
+        };
         Column { data, validity }
     }
 
@@ -214,7 +234,10 @@ impl Column {
         if !idx.contains(&NULL_INDEX) {
             return self.take(idx);
         }
-        let safe: Vec<u32> = idx.iter().map(|&i| if i == NULL_INDEX { 0 } else { i }).collect();
+        let safe: Vec<u32> = idx
+            .iter()
+            .map(|&i| if i == NULL_INDEX { 0 } else { i })
+            .collect();
         let dt = self.data_type();
         if self.is_empty() {
             return Column::nulls(dt, idx.len());
@@ -223,8 +246,11 @@ impl Column {
         if dt == DataType::Null {
             return c;
         }
-        let validity =
-            Bitmap::from_bools(idx.iter().enumerate().map(|(k, &i)| i != NULL_INDEX && c.is_valid(k)));
+        let validity = Bitmap::from_bools(
+            idx.iter()
+                .enumerate()
+                .map(|(k, &i)| i != NULL_INDEX && c.is_valid(k)),
+        );
         c.validity = Some(validity);
         c
     }
@@ -236,7 +262,11 @@ impl Column {
 
     /// Rows of `cols` one after another. All columns must share a type (`Null` columns adapt).
     pub fn concat(cols: &[&Column]) -> Column {
-        let dt = cols.iter().map(|c| c.data_type()).find(|t| *t != DataType::Null).unwrap_or(DataType::Null);
+        let dt = cols
+            .iter()
+            .map(|c| c.data_type())
+            .find(|t| *t != DataType::Null)
+            .unwrap_or(DataType::Null);
         if dt == DataType::Symbol {
             if let Some(c) = Self::concat_same_lineage(cols) {
                 return c;
@@ -280,7 +310,10 @@ impl Column {
                 }
             }
         }
-        Some(Column::new(ColumnData::Symbol { codes, dict }, any_null.then_some(validity)))
+        Some(Column::new(
+            ColumnData::Symbol { codes, dict },
+            any_null.then_some(validity),
+        ))
     }
 
     /// Repeat one value `n` times.
@@ -320,11 +353,18 @@ impl ColumnBuilder {
             DataType::Date => ColumnData::Date(Vec::with_capacity(capacity)),
             DataType::Interval => ColumnData::Interval(Vec::with_capacity(capacity)),
             DataType::Varchar => ColumnData::Varchar(StrVec::with_capacity(capacity, capacity * 8)),
-            DataType::Symbol => ColumnData::Symbol { codes: Vec::with_capacity(capacity), dict: Arc::new(Dict::default()) },
+            DataType::Symbol => ColumnData::Symbol {
+                codes: Vec::with_capacity(capacity),
+                dict: Arc::new(Dict::default()),
+            },
             DataType::Null => ColumnData::Null(0),
         };
         let dict = (dt == DataType::Symbol).then(Dict::default);
-        ColumnBuilder { data, validity: Bitmap::default(), dict }
+        ColumnBuilder {
+            data,
+            validity: Bitmap::default(),
+            dict,
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -354,15 +394,42 @@ impl ColumnBuilder {
     pub fn push_value(&mut self, v: &Value) {
         let ok = match (&mut self.data, v) {
             (_, Value::Null) => false,
-            (ColumnData::Bool(d), Value::Bool(x)) => { d.push(*x); true }
-            (ColumnData::Int32(d), Value::Int32(x)) => { d.push(*x); true }
-            (ColumnData::Int64(d), Value::Int64(x)) => { d.push(*x); true }
-            (ColumnData::Float32(d), Value::Float32(x)) => { d.push(*x); true }
-            (ColumnData::Float64(d), Value::Float64(x)) => { d.push(*x); true }
-            (ColumnData::Timestamp(d), Value::Timestamp(x)) => { d.push(*x); true }
-            (ColumnData::Date(d), Value::Date(x)) => { d.push(*x); true }
-            (ColumnData::Interval(d), Value::Interval(x)) => { d.push(*x); true }
-            (ColumnData::Varchar(d), Value::Str(s)) => { d.push(s); true }
+            (ColumnData::Bool(d), Value::Bool(x)) => {
+                d.push(*x);
+                true
+            }
+            (ColumnData::Int32(d), Value::Int32(x)) => {
+                d.push(*x);
+                true
+            }
+            (ColumnData::Int64(d), Value::Int64(x)) => {
+                d.push(*x);
+                true
+            }
+            (ColumnData::Float32(d), Value::Float32(x)) => {
+                d.push(*x);
+                true
+            }
+            (ColumnData::Float64(d), Value::Float64(x)) => {
+                d.push(*x);
+                true
+            }
+            (ColumnData::Timestamp(d), Value::Timestamp(x)) => {
+                d.push(*x);
+                true
+            }
+            (ColumnData::Date(d), Value::Date(x)) => {
+                d.push(*x);
+                true
+            }
+            (ColumnData::Interval(d), Value::Interval(x)) => {
+                d.push(*x);
+                true
+            }
+            (ColumnData::Varchar(d), Value::Str(s)) => {
+                d.push(s);
+                true
+            }
             (ColumnData::Symbol { codes, .. }, Value::Str(s)) => {
                 let dict = self.dict.get_or_insert_with(Dict::default);
                 codes.push(dict.intern(s));
@@ -405,7 +472,8 @@ impl ColumnBuilder {
         }
         match (&mut self.data, &c.data) {
             (ColumnData::Bool(a), ColumnData::Bool(b)) => a.extend_from_slice(b),
-            (ColumnData::Int32(a), ColumnData::Int32(b)) | (ColumnData::Date(a), ColumnData::Date(b)) => a.extend_from_slice(b),
+            (ColumnData::Int32(a), ColumnData::Int32(b))
+            | (ColumnData::Date(a), ColumnData::Date(b)) => a.extend_from_slice(b),
             (ColumnData::Int64(a), ColumnData::Int64(b))
             | (ColumnData::Timestamp(a), ColumnData::Timestamp(b))
             | (ColumnData::Interval(a), ColumnData::Interval(b)) => a.extend_from_slice(b),
@@ -436,7 +504,12 @@ impl ColumnBuilder {
                 }
             }
             (a, b) => {
-                debug_assert!(false, "extend_from: {:?} into {:?}", b.data_type(), a.data_type());
+                debug_assert!(
+                    false,
+                    "extend_from: {:?} into {:?}",
+                    b.data_type(),
+                    a.data_type()
+                );
                 for _ in 0..c.len() {
                     self.push_null();
                 }

@@ -10,7 +10,10 @@ pub struct StrVec {
 
 impl Default for StrVec {
     fn default() -> Self {
-        StrVec { offsets: vec![0], data: Vec::new() }
+        StrVec {
+            offsets: vec![0],
+            data: Vec::new(),
+        }
     }
 }
 
@@ -18,7 +21,10 @@ impl StrVec {
     pub fn with_capacity(rows: usize, bytes: usize) -> StrVec {
         let mut offsets = Vec::with_capacity(rows + 1);
         offsets.push(0);
-        StrVec { offsets, data: Vec::with_capacity(bytes) }
+        StrVec {
+            offsets,
+            data: Vec::with_capacity(bytes),
+        }
     }
 
     #[inline]

@@ -27,7 +27,9 @@ pub struct Schema {
 
 impl Schema {
     pub fn index_of(&self, name: &str) -> Option<usize> {
-        self.columns.iter().position(|c| c.name.eq_ignore_ascii_case(name))
+        self.columns
+            .iter()
+            .position(|c| c.name.eq_ignore_ascii_case(name))
     }
 
     pub fn len(&self) -> usize {
@@ -99,25 +101,40 @@ const NO_SLOT: u32 = u32::MAX;
 impl Table {
     pub fn new(name: &str, schema: Schema, opts: &TableOptions) -> Result<Table, StorageError> {
         if schema.is_empty() {
-            return Err(StorageError::Invalid(format!("table '{name}' needs at least one column")));
+            return Err(StorageError::Invalid(format!(
+                "table '{name}' needs at least one column"
+            )));
         }
         for (i, c) in schema.columns.iter().enumerate() {
             if !c.data_type.is_storable() {
-                return Err(StorageError::Invalid(format!("column '{}' cannot have type {}", c.name, c.data_type)));
+                return Err(StorageError::Invalid(format!(
+                    "column '{}' cannot have type {}",
+                    c.name, c.data_type
+                )));
             }
-            if schema.columns[..i].iter().any(|d| d.name.eq_ignore_ascii_case(&c.name)) {
+            if schema.columns[..i]
+                .iter()
+                .any(|d| d.name.eq_ignore_ascii_case(&c.name))
+            {
                 return Err(StorageError::ColumnExists(c.name.clone()));
             }
         }
-        let pick = |want: &Option<String>, dt: DataType, what: &str| -> Result<Option<usize>, StorageError> {
+        let pick = |want: &Option<String>,
+                    dt: DataType,
+                    what: &str|
+         -> Result<Option<usize>, StorageError> {
             match want {
                 Some(n) => {
-                    let i = schema.index_of(n).ok_or_else(|| StorageError::ColumnNotFound {
-                        table: name.to_string(),
-                        column: n.clone(),
-                    })?;
+                    let i = schema
+                        .index_of(n)
+                        .ok_or_else(|| StorageError::ColumnNotFound {
+                            table: name.to_string(),
+                            column: n.clone(),
+                        })?;
                     if schema.columns[i].data_type != dt {
-                        return Err(StorageError::Invalid(format!("{what} column '{n}' must be {dt}")));
+                        return Err(StorageError::Invalid(format!(
+                            "{what} column '{n}' must be {dt}"
+                        )));
                     }
                     Ok(Some(i))
                 }
@@ -175,7 +192,9 @@ impl Table {
         let n = batch.first().map_or(0, Column::len);
         for (c, def) in batch.iter().zip(&self.schema.columns) {
             if c.len() != n {
-                return Err(StorageError::Invalid("columns of a batch differ in length".into()));
+                return Err(StorageError::Invalid(
+                    "columns of a batch differ in length".into(),
+                ));
             }
             let dt = c.data_type();
             let ok = dt == def.data_type
@@ -219,7 +238,11 @@ impl Table {
             if rows.is_empty() {
                 continue;
             }
-            let cols: Vec<Column> = if rows.len() == n { batch.clone() } else { batch.iter().map(|c| c.take(rows)).collect() };
+            let cols: Vec<Column> = if rows.len() == n {
+                batch.clone()
+            } else {
+                batch.iter().map(|c| c.take(rows)).collect()
+            };
             self.append_to_partition(slot, cols);
         }
         self.rows += n;
@@ -250,7 +273,10 @@ impl Table {
             if dict.lineage() == self.dict.lineage() && dict.len() <= self.dict.len() {
                 let mut c = c.clone();
                 c.data = match c.data {
-                    ColumnData::Symbol { codes, .. } => ColumnData::Symbol { codes, dict: self.dict.clone() },
+                    ColumnData::Symbol { codes, .. } => ColumnData::Symbol {
+                        codes,
+                        dict: self.dict.clone(),
+                    },
                     d => d,
                 };
                 return c;
@@ -259,7 +285,10 @@ impl Table {
         let dict = Arc::make_mut(&mut self.dict);
         let mut codes = Vec::with_capacity(c.len());
         match &c.data {
-            ColumnData::Symbol { codes: k, dict: src } => {
+            ColumnData::Symbol {
+                codes: k,
+                dict: src,
+            } => {
                 let mut remap = vec![u32::MAX; src.len()];
                 for (i, &code) in k.iter().enumerate() {
                     if !c.is_valid(i) {
@@ -275,12 +304,22 @@ impl Table {
             }
             ColumnData::Varchar(s) => {
                 for i in 0..s.len() {
-                    codes.push(if c.is_valid(i) { dict.intern(s.get(i)) } else { 0 });
+                    codes.push(if c.is_valid(i) {
+                        dict.intern(s.get(i))
+                    } else {
+                        0
+                    });
                 }
             }
             _ => codes.resize(c.len(), 0),
         }
-        Column::new(ColumnData::Symbol { codes, dict: self.dict.clone() }, c.validity.clone())
+        Column::new(
+            ColumnData::Symbol {
+                codes,
+                dict: self.dict.clone(),
+            },
+            c.validity.clone(),
+        )
     }
 
     /// The partition slot of every row, creating partitions for new keys.
@@ -323,14 +362,26 @@ impl Table {
     }
 
     fn new_partition(&mut self, key: Option<u32>) -> usize {
-        let columns = self.schema.columns.iter().map(|c| self.empty_column(c.data_type)).collect();
-        self.parts.push(Arc::new(Partition { columns, key, sorted: true }));
+        let columns = self
+            .schema
+            .columns
+            .iter()
+            .map(|c| self.empty_column(c.data_type))
+            .collect();
+        self.parts.push(Arc::new(Partition {
+            columns,
+            key,
+            sorted: true,
+        }));
         self.parts.len() - 1
     }
 
     fn empty_column(&self, dt: DataType) -> Column {
         match dt {
-            DataType::Symbol => Column::from_data(ColumnData::Symbol { codes: Vec::new(), dict: self.dict.clone() }),
+            DataType::Symbol => Column::from_data(ColumnData::Symbol {
+                codes: Vec::new(),
+                dict: self.dict.clone(),
+            }),
             _ => Column::from_data(ColumnData::empty(dt)),
         }
     }
@@ -346,7 +397,11 @@ impl Table {
                 let new_ts = cols[t].as_i64_slice().unwrap_or(&[]);
                 let old_ts = p.columns[t].as_i64_slice().unwrap_or(&[]);
                 let nulls = cols[t].null_count() > 0;
-                !nulls && new_ts.windows(2).all(|w| w[0] <= w[1]) && old_ts.last().is_none_or(|&l| new_ts.first().is_none_or(|&f| l <= f))
+                !nulls
+                    && new_ts.windows(2).all(|w| w[0] <= w[1])
+                    && old_ts
+                        .last()
+                        .is_none_or(|&l| new_ts.first().is_none_or(|&f| l <= f))
             }
         };
         for (dst, src) in p.columns.iter_mut().zip(&cols) {
@@ -369,7 +424,10 @@ impl Table {
             return Err(StorageError::ColumnExists(def.name));
         }
         if !def.data_type.is_storable() {
-            return Err(StorageError::Invalid(format!("column '{}' cannot have type {}", def.name, def.data_type)));
+            return Err(StorageError::Invalid(format!(
+                "column '{}' cannot have type {}",
+                def.name, def.data_type
+            )));
         }
         let dt = def.data_type;
         let dict = self.dict.clone();
@@ -398,28 +456,42 @@ fn append_column(dst: &mut Column, src: &Column) {
     let old_len = dst.len();
     match (&mut dst.data, &src.data) {
         (ColumnData::Bool(a), ColumnData::Bool(b)) => a.extend_from_slice(b),
-        (ColumnData::Int32(a), ColumnData::Int32(b)) | (ColumnData::Date(a), ColumnData::Date(b)) => a.extend_from_slice(b),
+        (ColumnData::Int32(a), ColumnData::Int32(b))
+        | (ColumnData::Date(a), ColumnData::Date(b)) => a.extend_from_slice(b),
         (ColumnData::Int64(a), ColumnData::Int64(b))
         | (ColumnData::Timestamp(a), ColumnData::Timestamp(b))
         | (ColumnData::Interval(a), ColumnData::Interval(b)) => a.extend_from_slice(b),
         (ColumnData::Float32(a), ColumnData::Float32(b)) => a.extend_from_slice(b),
         (ColumnData::Float64(a), ColumnData::Float64(b)) => a.extend_from_slice(b),
         (ColumnData::Varchar(a), ColumnData::Varchar(b)) => a.extend(b),
-        (ColumnData::Symbol { codes: a, .. }, ColumnData::Symbol { codes: b, .. }) => a.extend_from_slice(b),
-        (a, b) => panic!("append_column: {:?} into {:?} (validate() must reject this)", b.data_type(), a.data_type()),
+        (ColumnData::Symbol { codes: a, .. }, ColumnData::Symbol { codes: b, .. }) => {
+            a.extend_from_slice(b)
+        }
+        (a, b) => panic!(
+            "append_column: {:?} into {:?} (validate() must reject this)",
+            b.data_type(),
+            a.data_type()
+        ),
     }
     if had_nulls {
-        let mut v = dst.validity.take().unwrap_or_else(|| crate::Bitmap::new_set(old_len));
+        let mut v = dst
+            .validity
+            .take()
+            .unwrap_or_else(|| crate::Bitmap::new_set(old_len));
         match &src.validity {
             Some(s) => s.iter().for_each(|b| v.push(b)),
             None => v.extend_set(src.len()),
         }
-        *dst = Column::new(std::mem::replace(&mut dst.data, ColumnData::Null(0)), Some(v));
+        *dst = Column::new(
+            std::mem::replace(&mut dst.data, ColumnData::Null(0)),
+            Some(v),
+        );
     }
 }
 
 fn is_sorted(c: &Column) -> bool {
-    c.as_i64_slice().is_none_or(|v| v.windows(2).all(|w| w[0] <= w[1]))
+    c.as_i64_slice()
+        .is_none_or(|v| v.windows(2).all(|w| w[0] <= w[1]))
 }
 
 /// Restore time order after appending rows `old_len..` that broke it: sort the new rows
@@ -427,7 +499,13 @@ fn is_sorted(c: &Column) -> bool {
 fn sort_partition(p: &mut Partition, ts_col: usize, old_len: usize) {
     let col = &p.columns[ts_col];
     let ts = col.as_i64_slice().unwrap_or(&[]);
-    let key = |i: usize| if col.is_valid(i) { (1u8, ts[i]) } else { (0u8, 0) };
+    let key = |i: usize| {
+        if col.is_valid(i) {
+            (1u8, ts[i])
+        } else {
+            (0u8, 0)
+        }
+    };
     let mut new_rows: Vec<u32> = (old_len as u32..ts.len() as u32).collect();
     new_rows.sort_by_key(|&i| key(i as usize));
     let mut perm = Vec::with_capacity(ts.len());
@@ -456,16 +534,27 @@ mod tests {
     fn schema() -> Schema {
         Schema {
             columns: vec![
-                ColumnDef { name: "ts".into(), data_type: DataType::Timestamp },
-                ColumnDef { name: "sym".into(), data_type: DataType::Symbol },
-                ColumnDef { name: "px".into(), data_type: DataType::Float64 },
+                ColumnDef {
+                    name: "ts".into(),
+                    data_type: DataType::Timestamp,
+                },
+                ColumnDef {
+                    name: "sym".into(),
+                    data_type: DataType::Symbol,
+                },
+                ColumnDef {
+                    name: "px".into(),
+                    data_type: DataType::Float64,
+                },
             ],
         }
     }
 
     fn batch(rows: &[(i64, Option<&str>, f64)]) -> Vec<Column> {
-        let mut b: Vec<ColumnBuilder> =
-            [DataType::Timestamp, DataType::Varchar, DataType::Float64].iter().map(|&t| ColumnBuilder::new(t, rows.len())).collect();
+        let mut b: Vec<ColumnBuilder> = [DataType::Timestamp, DataType::Varchar, DataType::Float64]
+            .iter()
+            .map(|&t| ColumnBuilder::new(t, rows.len()))
+            .collect();
         for (t, s, p) in rows {
             b[0].push_value(&Value::Timestamp(*t));
             match s {
@@ -481,8 +570,15 @@ mod tests {
     fn partitions_by_symbol_and_keeps_time_order() {
         let mut t = Table::new("t", schema(), &TableOptions::default()).expect("table");
         assert_eq!((t.key_col, t.ts_col), (Some(1), Some(0)));
-        t.append(batch(&[(10, Some("a"), 1.0), (5, Some("b"), 2.0), (20, Some("a"), 3.0), (1, None, 0.5)])).expect("append");
-        t.append(batch(&[(15, Some("a"), 4.0), (2, Some("a"), 5.0)])).expect("append");
+        t.append(batch(&[
+            (10, Some("a"), 1.0),
+            (5, Some("b"), 2.0),
+            (20, Some("a"), 3.0),
+            (1, None, 0.5),
+        ]))
+        .expect("append");
+        t.append(batch(&[(15, Some("a"), 4.0), (2, Some("a"), 5.0)]))
+            .expect("append");
         assert_eq!(t.row_count(), 6);
         let code = t.dict().code("a").expect("a interned");
         let p = t.partition_for_code(code).expect("partition a");

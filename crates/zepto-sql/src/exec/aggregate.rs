@@ -15,7 +15,10 @@ use zepto_storage::column::NULL_INDEX;
 use zepto_storage::{Bitmap, Column, ColumnData, DataType};
 
 pub fn aggregate(b: &Batch, keys: &[BExpr], aggs: &[AggCall]) -> Result<Batch> {
-    let key_cols = keys.iter().map(|k| eval(k, b)).collect::<Result<Vec<_>>>()?;
+    let key_cols = keys
+        .iter()
+        .map(|k| eval(k, b))
+        .collect::<Result<Vec<_>>>()?;
     let refs: Vec<&Column> = key_cols.iter().map(|c| &**c).collect();
     let GroupIds { ids, first } = group_ids(&refs, b.rows);
     // Without GROUP BY there is exactly one group, even over no rows.
@@ -28,21 +31,35 @@ pub fn aggregate(b: &Batch, keys: &[BExpr], aggs: &[AggCall]) -> Result<Batch> {
 }
 
 fn run_agg(a: &AggCall, b: &Batch, ids: &[u32], ng: usize) -> Result<Column> {
-    let args = a.args.iter().map(|e| eval(e, b)).collect::<Result<Vec<_>>>()?;
+    let args = a
+        .args
+        .iter()
+        .map(|e| eval(e, b))
+        .collect::<Result<Vec<_>>>()?;
     if a.distinct && !args.is_empty() {
         // Keep the first row of every distinct (group, value) pair.
         let gid = Column::from_data(ColumnData::Int64(ids.iter().map(|&g| g as i64).collect()));
         let keep = group_ids(&[&gid, &args[0]], ids.len()).first;
         let ids2: Vec<u32> = keep.iter().map(|&i| ids[i as usize]).collect();
         let args2: Vec<Cow<Column>> = args.iter().map(|c| Cow::Owned(c.take(&keep))).collect();
-        let order = a.order.as_ref().map(|o| eval(o, b).map(|c| c.take(&keep))).transpose()?;
+        let order = a
+            .order
+            .as_ref()
+            .map(|o| eval(o, b).map(|c| c.take(&keep)))
+            .transpose()?;
         return compute(a, &args2, order.as_ref(), &ids2, ng);
     }
     let order = a.order.as_ref().map(|o| eval(o, b)).transpose()?;
     compute(a, &args, order.as_deref(), ids, ng)
 }
 
-fn compute(a: &AggCall, args: &[Cow<Column>], order: Option<&Column>, ids: &[u32], ng: usize) -> Result<Column> {
+fn compute(
+    a: &AggCall,
+    args: &[Cow<Column>],
+    order: Option<&Column>,
+    ids: &[u32],
+    ng: usize,
+) -> Result<Column> {
     let x = args.first().map(|c| &**c);
     match a.func {
         AggFunc::CountStar => {
@@ -60,14 +77,31 @@ fn compute(a: &AggCall, args: &[Cow<Column>], order: Option<&Column>, ids: &[u32
             }
             Ok(Column::from_data(ColumnData::Int64(cnt)))
         }
-        AggFunc::Sum => sum(x.ok_or_else(|| SqlError::Internal("sum arg".into()))?, ids, ng, a.ty),
+        AggFunc::Sum => sum(
+            x.ok_or_else(|| SqlError::Internal("sum arg".into()))?,
+            ids,
+            ng,
+            a.ty,
+        ),
         AggFunc::Avg => {
-            let (s, c) = f64_sums(x.ok_or_else(|| SqlError::Internal("avg arg".into()))?, ids, ng)?;
-            Ok(from_opt_f64(s.iter().zip(&c).map(|(s, &c)| (c > 0).then(|| s / c as f64))))
+            let (s, c) = f64_sums(
+                x.ok_or_else(|| SqlError::Internal("avg arg".into()))?,
+                ids,
+                ng,
+            )?;
+            Ok(from_opt_f64(
+                s.iter()
+                    .zip(&c)
+                    .map(|(s, &c)| (c > 0).then(|| s / c as f64)),
+            ))
         }
         AggFunc::Min | AggFunc::Max => {
             let x = x.ok_or_else(|| SqlError::Internal("min/max arg".into()))?;
-            let want = if a.func == AggFunc::Min { Ordering::Less } else { Ordering::Greater };
+            let want = if a.func == AggFunc::Min {
+                Ordering::Less
+            } else {
+                Ordering::Greater
+            };
             let best = best_rows(x, ids, ng, want, true);
             Ok(x.take_opt(&best))
         }
@@ -75,7 +109,11 @@ fn compute(a: &AggCall, args: &[Cow<Column>], order: Option<&Column>, ids: &[u32
             let x = x.ok_or_else(|| SqlError::Internal("first/last arg".into()))?;
             let best = match order {
                 Some(o) => {
-                    let want = if a.func == AggFunc::First { Ordering::Less } else { Ordering::Greater };
+                    let want = if a.func == AggFunc::First {
+                        Ordering::Less
+                    } else {
+                        Ordering::Greater
+                    };
                     best_rows(o, ids, ng, want, a.func == AggFunc::First)
                 }
                 None => {
@@ -94,7 +132,11 @@ fn compute(a: &AggCall, args: &[Cow<Column>], order: Option<&Column>, ids: &[u32
         AggFunc::VarSamp | AggFunc::VarPop | AggFunc::StddevSamp | AggFunc::StddevPop => {
             let x = x.ok_or_else(|| SqlError::Internal("variance arg".into()))?;
             let (s, c) = f64_sums(x, ids, ng)?;
-            let mean: Vec<f64> = s.iter().zip(&c).map(|(s, &c)| if c > 0 { s / c as f64 } else { 0.0 }).collect();
+            let mean: Vec<f64> = s
+                .iter()
+                .zip(&c)
+                .map(|(s, &c)| if c > 0 { s / c as f64 } else { 0.0 })
+                .collect();
             let v = to_f64(x)?;
             let mut m2 = vec![0.0f64; ng];
             for (i, &g) in ids.iter().enumerate() {
@@ -109,13 +151,20 @@ fn compute(a: &AggCall, args: &[Cow<Column>], order: Option<&Column>, ids: &[u32
                 let d = if samp { n - 1 } else { n };
                 (d > 0).then(|| {
                     let var = m / d as f64;
-                    if sqrt { var.sqrt() } else { var }
+                    if sqrt {
+                        var.sqrt()
+                    } else {
+                        var
+                    }
                 })
             })))
         }
-        AggFunc::Median | AggFunc::PercentileCont(_) | AggFunc::Quantile(_) => {
-            quantile(a.func, x.ok_or_else(|| SqlError::Internal("quantile arg".into()))?, ids, ng)
-        }
+        AggFunc::Median | AggFunc::PercentileCont(_) | AggFunc::Quantile(_) => quantile(
+            a.func,
+            x.ok_or_else(|| SqlError::Internal("quantile arg".into()))?,
+            ids,
+            ng,
+        ),
         AggFunc::Vwap => {
             let (p, s) = match args {
                 [p, s] => (&**p, &**s),
@@ -131,7 +180,11 @@ fn compute(a: &AggCall, args: &[Cow<Column>], order: Option<&Column>, ids: &[u32
                     den[g as usize] += sv[i];
                 }
             }
-            Ok(from_opt_f64(num.iter().zip(&den).map(|(n, &d)| (d != 0.0).then(|| n / d))))
+            Ok(from_opt_f64(
+                num.iter()
+                    .zip(&den)
+                    .map(|(n, &d)| (d != 0.0).then(|| n / d)),
+            ))
         }
     }
 }
@@ -151,11 +204,20 @@ pub fn to_f64(c: &Column) -> Result<Cow<'_, [f64]>> {
     Ok(match &c.data {
         ColumnData::Float64(v) => Cow::Borrowed(v.as_slice()),
         ColumnData::Float32(v) => Cow::Owned(v.iter().map(|&x| x as f64).collect()),
-        ColumnData::Int32(v) | ColumnData::Date(v) => Cow::Owned(v.iter().map(|&x| x as f64).collect()),
-        ColumnData::Int64(v) | ColumnData::Timestamp(v) | ColumnData::Interval(v) => Cow::Owned(v.iter().map(|&x| x as f64).collect()),
+        ColumnData::Int32(v) | ColumnData::Date(v) => {
+            Cow::Owned(v.iter().map(|&x| x as f64).collect())
+        }
+        ColumnData::Int64(v) | ColumnData::Timestamp(v) | ColumnData::Interval(v) => {
+            Cow::Owned(v.iter().map(|&x| x as f64).collect())
+        }
         ColumnData::Bool(v) => Cow::Owned(v.iter().map(|&x| x as u8 as f64).collect()),
         ColumnData::Null(n) => Cow::Owned(vec![0.0; *n]),
-        d => return Err(SqlError::exec(format!("expected a numeric value, got {}", d.data_type()))),
+        d => {
+            return Err(SqlError::exec(format!(
+                "expected a numeric value, got {}",
+                d.data_type()
+            )))
+        }
     })
 }
 
@@ -203,9 +265,12 @@ fn sum(x: &Column, ids: &[u32], ng: usize, ty: DataType) -> Result<Column> {
     let mut seen = vec![false; ng];
     if ty == DataType::Float64 {
         let (s, c) = f64_sums(x, ids, ng)?;
-        return Ok(from_opt_f64(s.into_iter().zip(c).map(|(s, c)| (c > 0).then_some(s))));
+        return Ok(from_opt_f64(
+            s.into_iter().zip(c).map(|(s, c)| (c > 0).then_some(s)),
+        ));
     }
-    let v = int_values(x).ok_or_else(|| SqlError::exec(format!("sum() is not defined for {}", x.data_type())))?;
+    let v = int_values(x)
+        .ok_or_else(|| SqlError::exec(format!("sum() is not defined for {}", x.data_type())))?;
     let mut s = vec![0i128; ng];
     for (i, &g) in ids.iter().enumerate() {
         if x.is_valid(i) {
@@ -215,9 +280,15 @@ fn sum(x: &Column, ids: &[u32], ng: usize, ty: DataType) -> Result<Column> {
     }
     let mut out = Vec::with_capacity(ng);
     for v in s {
-        out.push(i64::try_from(v).map_err(|_| SqlError::exec("out of range: sum() overflows BIGINT"))?);
+        out.push(
+            i64::try_from(v).map_err(|_| SqlError::exec("out of range: sum() overflows BIGINT"))?,
+        );
     }
-    let data = if ty == DataType::Interval { ColumnData::Interval(out) } else { ColumnData::Int64(out) };
+    let data = if ty == DataType::Interval {
+        ColumnData::Interval(out)
+    } else {
+        ColumnData::Int64(out)
+    };
     Ok(Column::new(data, Some(Bitmap::from_bools(seen))))
 }
 
@@ -237,7 +308,9 @@ fn best_rows(c: &Column, ids: &[u32], ng: usize, want: Ordering, first_on_tie: b
                     *slot = i as u32;
                     continue;
                 }
-                let o = $v[i].partial_cmp(&$v[*slot as usize]).unwrap_or(Ordering::Equal);
+                let o = $v[i]
+                    .partial_cmp(&$v[*slot as usize])
+                    .unwrap_or(Ordering::Equal);
                 if o == want || (o == Ordering::Equal && !first_on_tie) {
                     *slot = i as u32;
                 }
@@ -271,8 +344,14 @@ fn best_rows(c: &Column, ids: &[u32], ng: usize, want: Ordering, first_on_tie: b
 
 fn quantile(f: AggFunc, x: &Column, ids: &[u32], ng: usize) -> Result<Column> {
     let cmp = value_cmp(x);
-    let mut rows: Vec<u32> = (0..ids.len() as u32).filter(|&i| x.is_valid(i as usize)).collect();
-    rows.sort_by(|&a, &b| ids[a as usize].cmp(&ids[b as usize]).then_with(|| cmp(a as usize, b as usize)));
+    let mut rows: Vec<u32> = (0..ids.len() as u32)
+        .filter(|&i| x.is_valid(i as usize))
+        .collect();
+    rows.sort_by(|&a, &b| {
+        ids[a as usize]
+            .cmp(&ids[b as usize])
+            .then_with(|| cmp(a as usize, b as usize))
+    });
     let mut start = vec![0usize; ng + 1];
     for &r in &rows {
         start[ids[r as usize] as usize + 1] += 1;

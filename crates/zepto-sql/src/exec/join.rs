@@ -17,7 +17,14 @@ const BLOCK_PAIRS: usize = 1 << 20;
 /// Refuse joins whose output would exceed this many rows.
 const MAX_OUTPUT_ROWS: usize = 1 << 31;
 
-pub fn join(l: &Batch, r: &Batch, kind: JoinKind, lk: &[BExpr], rk: &[BExpr], residual: Option<&BExpr>) -> Result<Batch> {
+pub fn join(
+    l: &Batch,
+    r: &Batch,
+    kind: JoinKind,
+    lk: &[BExpr],
+    rk: &[BExpr],
+    residual: Option<&BExpr>,
+) -> Result<Batch> {
     let (mut li, mut ri) = if lk.is_empty() {
         nested_loop(l, r, residual)?
     } else {
@@ -36,7 +43,9 @@ pub fn join(l: &Batch, r: &Batch, kind: JoinKind, lk: &[BExpr], rk: &[BExpr], re
     }
     if matches!(kind, JoinKind::Right | JoinKind::Full) {
         let mut hit = vec![false; r.rows];
-        ri.iter().filter(|&&j| j != NULL_INDEX).for_each(|&j| hit[j as usize] = true);
+        ri.iter()
+            .filter(|&&j| j != NULL_INDEX)
+            .for_each(|&j| hit[j as usize] = true);
         for (j, h) in hit.iter().enumerate() {
             if !h {
                 li.push(NULL_INDEX);
@@ -85,7 +94,9 @@ fn hash_pairs(l: &Batch, r: &Batch, lk: &[BExpr], rk: &[BExpr]) -> Result<(Vec<u
                 li.push(i as u32);
                 ri.push(j);
                 if li.len() > MAX_OUTPUT_ROWS {
-                    return Err(SqlError::ResourcesExhausted(format!("join produces more than {MAX_OUTPUT_ROWS} rows")));
+                    return Err(SqlError::ResourcesExhausted(format!(
+                        "join produces more than {MAX_OUTPUT_ROWS} rows"
+                    )));
                 }
             }
             j = next[ju];
@@ -94,17 +105,31 @@ fn hash_pairs(l: &Batch, r: &Batch, lk: &[BExpr], rk: &[BExpr]) -> Result<(Vec<u
     Ok((li, ri))
 }
 
-fn filter_pairs(l: &Batch, r: &Batch, li: Vec<u32>, ri: Vec<u32>, residual: Option<&BExpr>) -> Result<(Vec<u32>, Vec<u32>)> {
-    let Some(pred) = residual else { return Ok((li, ri)) };
+fn filter_pairs(
+    l: &Batch,
+    r: &Batch,
+    li: Vec<u32>,
+    ri: Vec<u32>,
+    residual: Option<&BExpr>,
+) -> Result<(Vec<u32>, Vec<u32>)> {
+    let Some(pred) = residual else {
+        return Ok((li, ri));
+    };
     let joined = assemble(l, r, &li, &ri);
     let m = eval(pred, &joined)?;
     let keep = mask_indices(&m);
-    Ok((keep.iter().map(|&k| li[k as usize]).collect(), keep.iter().map(|&k| ri[k as usize]).collect()))
+    Ok((
+        keep.iter().map(|&k| li[k as usize]).collect(),
+        keep.iter().map(|&k| ri[k as usize]).collect(),
+    ))
 }
 
 fn nested_loop(l: &Batch, r: &Batch, residual: Option<&BExpr>) -> Result<(Vec<u32>, Vec<u32>)> {
     if l.rows.saturating_mul(r.rows) > MAX_OUTPUT_ROWS && residual.is_none() {
-        return Err(SqlError::ResourcesExhausted(format!("cross join of {} x {} rows is too large", l.rows, r.rows)));
+        return Err(SqlError::ResourcesExhausted(format!(
+            "cross join of {} x {} rows is too large",
+            l.rows, r.rows
+        )));
     }
     let (mut li, mut ri) = (Vec::new(), Vec::new());
     if r.rows == 0 {
@@ -126,7 +151,9 @@ fn nested_loop(l: &Batch, r: &Batch, residual: Option<&BExpr>) -> Result<(Vec<u3
         li.extend(fl);
         ri.extend(fr);
         if li.len() > MAX_OUTPUT_ROWS {
-            return Err(SqlError::ResourcesExhausted(format!("join produces more than {MAX_OUTPUT_ROWS} rows")));
+            return Err(SqlError::ResourcesExhausted(format!(
+                "join produces more than {MAX_OUTPUT_ROWS} rows"
+            )));
         }
         start = end;
     }

@@ -4,6 +4,7 @@
 
 pub mod aggregate;
 pub mod cast;
+mod correlated;
 pub mod eval;
 mod hash;
 mod join;
@@ -27,12 +28,18 @@ pub struct Batch {
 
 impl Batch {
     pub fn new(columns: Vec<Column>, rows: usize) -> Batch {
-        debug_assert!(columns.iter().all(|c| c.len() == rows), "batch columns must have {rows} rows");
+        debug_assert!(
+            columns.iter().all(|c| c.len() == rows),
+            "batch columns must have {rows} rows"
+        );
         Batch { columns, rows }
     }
 
     pub fn take(&self, idx: &[u32]) -> Batch {
-        Batch { columns: self.columns.iter().map(|c| c.take(idx)).collect(), rows: idx.len() }
+        Batch {
+            columns: self.columns.iter().map(|c| c.take(idx)).collect(),
+            rows: idx.len(),
+        }
     }
 
     /// Keep rows where `mask` is true and valid.
@@ -52,8 +59,17 @@ pub fn mask_indices(mask: &Column) -> Vec<u32> {
     };
     let mut out = Vec::with_capacity(v.len() / 4);
     match &mask.validity {
-        None => out.extend(v.iter().enumerate().filter(|(_, b)| **b).map(|(i, _)| i as u32)),
-        Some(bm) => out.extend((0..v.len()).filter(|&i| v[i] && bm.get(i)).map(|i| i as u32)),
+        None => out.extend(
+            v.iter()
+                .enumerate()
+                .filter(|(_, b)| **b)
+                .map(|(i, _)| i as u32),
+        ),
+        Some(bm) => out.extend(
+            (0..v.len())
+                .filter(|&i| v[i] && bm.get(i))
+                .map(|i| i as u32),
+        ),
     }
     out
 }
@@ -69,7 +85,11 @@ pub fn and_validity(a: Option<&Bitmap>, b: Option<&Bitmap>) -> Option<Bitmap> {
 
 pub fn execute(plan: &Plan) -> Result<Batch> {
     match plan {
-        Plan::Scan { table, columns, range } => scan::scan(table, columns, range),
+        Plan::Scan {
+            table,
+            columns,
+            range,
+        } => scan::scan(table, columns, range),
         Plan::Values { rows, width } => {
             let empty = Batch::new(vec![], 1);
             if *width == 0 {
@@ -77,7 +97,10 @@ pub fn execute(plan: &Plan) -> Result<Batch> {
             }
             let mut cols = Vec::with_capacity(*width);
             for j in 0..*width {
-                let parts = rows.iter().map(|r| eval::eval(&r[j], &empty).map(|c| c.into_owned())).collect::<Result<Vec<_>>>()?;
+                let parts = rows
+                    .iter()
+                    .map(|r| eval::eval(&r[j], &empty).map(|c| c.into_owned()))
+                    .collect::<Result<Vec<_>>>()?;
                 let refs: Vec<&Column> = parts.iter().collect();
                 cols.push(Column::concat(&refs));
             }
@@ -90,14 +113,24 @@ pub fn execute(plan: &Plan) -> Result<Batch> {
         }
         Plan::Project { input, exprs } => {
             let b = execute(input)?;
-            let cols = exprs.iter().map(|e| eval::eval(e, &b).map(|c| c.into_owned())).collect::<Result<Vec<_>>>()?;
+            let cols = exprs
+                .iter()
+                .map(|e| eval::eval(e, &b).map(|c| c.into_owned()))
+                .collect::<Result<Vec<_>>>()?;
             Ok(Batch::new(cols, b.rows))
         }
         Plan::Aggregate { input, keys, aggs } => {
             let b = execute(input)?;
             aggregate::aggregate(&b, keys, aggs)
         }
-        Plan::Join { left, right, kind, left_keys, right_keys, residual } => {
+        Plan::Join {
+            left,
+            right,
+            kind,
+            left_keys,
+            right_keys,
+            residual,
+        } => {
             let l = execute(left)?;
             let r = execute(right)?;
             join::join(&l, &r, *kind, left_keys, right_keys, residual.as_ref())
@@ -107,7 +140,11 @@ pub fn execute(plan: &Plan) -> Result<Batch> {
             let perm = sort::sort_indices(&b, keys, *limit)?;
             Ok(b.take(&perm))
         }
-        Plan::Limit { input, offset, limit } => {
+        Plan::Limit {
+            input,
+            offset,
+            limit,
+        } => {
             let b = execute(input)?;
             let start = (*offset).min(b.rows);
             let end = match limit {
@@ -125,7 +162,12 @@ pub fn execute(plan: &Plan) -> Result<Batch> {
             let idx = hash::distinct_rows(&b);
             Ok(b.take(&idx))
         }
-        Plan::SetOp { op, all, left, right } => {
+        Plan::SetOp {
+            op,
+            all,
+            left,
+            right,
+        } => {
             let l = execute(left)?;
             let r = execute(right)?;
             setops::set_op(*op, *all, l, r)

@@ -11,7 +11,11 @@ pub fn scan(table: &Table, columns: &[usize], range: &ScanRange) -> Result<Batch
     let parts: Vec<&Arc<Partition>> = match &range.keys {
         None => table.partitions().iter().collect(),
         Some(keys) => match table.key_col {
-            Some(_) => keys.iter().filter_map(|k| table.dict().code(k)).filter_map(|c| table.partition_for_code(c)).collect(),
+            Some(_) => keys
+                .iter()
+                .filter_map(|k| table.dict().code(k))
+                .filter_map(|c| table.partition_for_code(c))
+                .collect(),
             None => table.partitions().iter().collect(),
         },
     };
@@ -31,10 +35,19 @@ pub fn scan(table: &Table, columns: &[usize], range: &ScanRange) -> Result<Batch
     for &c in columns {
         let parts: Vec<Column> = pieces
             .iter()
-            .map(|(p, r)| if r.start == 0 && r.end == p.len() { p.columns[c].clone() } else { p.columns[c].slice(r.start, r.len()) })
+            .map(|(p, r)| {
+                if r.start == 0 && r.end == p.len() {
+                    p.columns[c].clone()
+                } else {
+                    p.columns[c].slice(r.start, r.len())
+                }
+            })
             .collect();
         let col = match parts.len() {
-            1 => parts.into_iter().next().unwrap_or_else(|| Column::nulls(table.schema.columns[c].data_type, 0)),
+            1 => parts
+                .into_iter()
+                .next()
+                .unwrap_or_else(|| Column::nulls(table.schema.columns[c].data_type, 0)),
             _ if parts.is_empty() => Column::nulls(table.schema.columns[c].data_type, 0),
             _ => {
                 let refs: Vec<&Column> = parts.iter().collect();
@@ -50,10 +63,18 @@ pub fn scan(table: &Table, columns: &[usize], range: &ScanRange) -> Result<Batch
     let mut batch = Batch::new(cols, rows);
     // Unsorted partitions (never produced by our writers, but never assumed): filter exactly.
     if ts_bounded && pieces.iter().any(|(p, _)| !p.sorted) {
-        if let Some(t) = table.ts_col.and_then(|t| columns.iter().position(|&c| c == t)) {
+        if let Some(t) = table
+            .ts_col
+            .and_then(|t| columns.iter().position(|&c| c == t))
+        {
             let ts = &batch.columns[t];
             let keep: Vec<u32> = (0..batch.rows)
-                .filter(|&i| ts.is_valid(i) && ts.as_i64_slice().is_some_and(|v| v[i] >= range.ts_lo && v[i] <= range.ts_hi))
+                .filter(|&i| {
+                    ts.is_valid(i)
+                        && ts
+                            .as_i64_slice()
+                            .is_some_and(|v| v[i] >= range.ts_lo && v[i] <= range.ts_hi)
+                })
                 .map(|i| i as u32)
                 .collect();
             batch = batch.take(&keep);

@@ -5,63 +5,201 @@
 //! uncorrelated subqueries are planned and run once, here, and become constants.
 
 use super::bind_expr::{
-    cast_to, common_type, contains_aggregate, resolve, walk, AggCtx, ExprBinder, SubqueryRunner,
+    cast_to, common_type, contains_aggregate, resolve, walk, AggCtx, ExprBinder, SubPlan,
+    SubqueryRunner,
 };
 use super::functions::{self, agg_arity, agg_by_name, agg_type, AggFunc};
 use super::pushdown;
-use super::{AggCall, BExpr, Field, Plan, SortKey};
+use super::{AggCall, BExpr, Field, OuterRef, Plan, SortKey};
 use crate::error::{Pos, Result, SqlError};
 use crate::exec;
 use crate::parser::ast::*;
+use std::sync::Arc;
 use zepto_storage::{Catalog, DataType, Value};
 
-pub struct Binder<'a> {
-    catalog: &'a Catalog,
-    ctes: Vec<(String, Plan, Vec<Field>)>,
+pub struct Binder {
+    catalog: Arc<Catalog>,
+    /// Visible CTEs: name, plan, fields, and the AST (for correlated subqueries re-planned later).
+    ctes: Vec<(String, Plan, Vec<Field>, Query)>,
 }
 
 /// A select-list entry after `*` expansion.
 enum Item {
-    Ast { expr: Expr, alias: Option<String> },
+    Ast {
+        expr: Expr,
+        alias: Option<String>,
+    },
     /// A wildcard-expanded input column.
     Input(usize),
 }
 
-impl SubqueryRunner for Binder<'_> {
-    fn run_subquery(&mut self, q: &Query) -> Result<(Vec<Value>, DataType)> {
-        let (plan, fields) = self.bind_query(q)?;
-        if fields.len() != 1 {
-            return Err(SqlError::plan(format!("subquery must return exactly one column, it returns {}", fields.len()), None));
+impl SubqueryRunner for Binder {
+    fn plan_subquery(&mut self, q: &Query, outer: &[Field]) -> Result<SubPlan> {
+        // Bind with outer references replaced by typed NULL placeholders; every column the
+        // subquery cannot resolve but the enclosing scope can becomes an outer reference.
+        let mut refs: Vec<OuterRef> = Vec::new();
+        loop {
+            let attempt = substitute(q, &refs, None);
+            let e = match self.bind_query(&attempt) {
+                Ok((plan, fields)) => {
+                    let width = fields.len();
+                    let ty = match fields.first().map_or(DataType::Null, |f| f.data_type) {
+                        DataType::Symbol => DataType::Varchar,
+                        t => t,
+                    };
+                    if refs.is_empty() {
+                        let batch = exec::execute(&plan)?;
+                        let values = batch
+                            .columns
+                            .first()
+                            .map(|c| (0..c.len()).map(|i| c.get(i)).collect())
+                            .unwrap_or_default();
+                        return Ok(SubPlan::Rows {
+                            values,
+                            ty,
+                            width,
+                            rows: batch.rows,
+                        });
+                    }
+                    // CTEs visible here must stay visible when the query is planned again.
+                    let mut query = q.clone();
+                    let mut ctes: Vec<(String, Query)> = self
+                        .ctes
+                        .iter()
+                        .map(|c| (c.0.clone(), c.3.clone()))
+                        .collect();
+                    ctes.append(&mut query.ctes);
+                    query.ctes = ctes;
+                    return Ok(SubPlan::Correlated {
+                        query,
+                        refs,
+                        ty,
+                        width,
+                        catalog: self.catalog.clone(),
+                    });
+                }
+                Err(e) => e,
+            };
+            if let SqlError::ColumnNotFound { table, name, .. } = &e {
+                let known = refs
+                    .iter()
+                    .any(|r| r.table == *table && r.name.eq_ignore_ascii_case(name));
+                if !known {
+                    if let Ok(i) = resolve(outer, table.as_deref(), name, Pos::default()) {
+                        refs.push(OuterRef {
+                            table: table.clone(),
+                            name: name.clone(),
+                            col: i,
+                            ty: outer[i].data_type,
+                        });
+                        continue;
+                    }
+                }
+            }
+            return Err(e);
         }
-        let batch = exec::execute(&plan)?;
-        let col = &batch.columns[0];
-        let ty = match fields[0].data_type {
-            DataType::Symbol => DataType::Varchar,
-            t => t,
-        };
-        Ok(((0..col.len()).map(|i| col.get(i)).collect(), ty))
     }
 }
 
+/// A literal expression for `v` of type `ty` (NULL placeholders keep their type).
+fn value_expr(v: Option<&Value>, ty: DataType) -> Expr {
+    let pos = Pos::default();
+    let ty = if ty == DataType::Symbol {
+        DataType::Varchar
+    } else {
+        ty
+    };
+    let lit = match v {
+        None | Some(Value::Null) => Literal::Null,
+        Some(Value::Bool(b)) => Literal::Bool(*b),
+        Some(Value::Int32(x)) => Literal::Int(*x as i64),
+        Some(Value::Int64(x)) => Literal::Int(*x),
+        Some(Value::Float32(x)) => Literal::Float(*x as f64),
+        Some(Value::Float64(x)) => Literal::Float(*x),
+        Some(Value::Timestamp(x)) => Literal::Typed(
+            DataType::Timestamp,
+            zepto_storage::time::format_timestamp(*x),
+        ),
+        Some(Value::Date(x)) => {
+            Literal::Typed(DataType::Date, zepto_storage::time::format_date(*x))
+        }
+        Some(Value::Interval(x)) => Literal::Interval(*x),
+        Some(Value::Str(s)) => Literal::Str(s.clone()),
+    };
+    if ty == DataType::Interval {
+        return Expr::Lit(lit, pos);
+    }
+    Expr::Cast {
+        expr: Box::new(Expr::Lit(lit, pos)),
+        to: ty,
+        try_: false,
+        pos,
+    }
+}
+
+/// `q` with its outer references replaced by `values` (or typed NULLs).
+pub fn substitute(q: &Query, refs: &[OuterRef], values: Option<&[Value]>) -> Query {
+    let mut q = q.clone();
+    if refs.is_empty() {
+        return q;
+    }
+    crate::parser::visit::rewrite_query(&mut q, &mut |e: &mut Expr| {
+        if let Expr::Column { table, name, .. } = e {
+            let hit = refs.iter().position(|r| {
+                r.name.eq_ignore_ascii_case(name)
+                    && match (&r.table, table.as_ref()) {
+                        (Some(a), Some(b)) => a.eq_ignore_ascii_case(b),
+                        (None, None) => true,
+                        _ => false,
+                    }
+            });
+            if let Some(k) = hit {
+                *e = value_expr(values.map(|v| &v[k]), refs[k].ty);
+            }
+        }
+    });
+    q
+}
+
 fn requalify(fields: Vec<Field>, q: Option<&str>) -> Vec<Field> {
-    fields.into_iter().map(|f| Field { qualifier: q.map(str::to_string), ..f }).collect()
+    fields
+        .into_iter()
+        .map(|f| Field {
+            qualifier: q.map(str::to_string),
+            ..f
+        })
+        .collect()
 }
 
 fn const_usize(b: &mut Binder, e: &Expr, what: &str) -> Result<usize> {
-    let bound = ExprBinder { scope: &[], agg: None, runner: b }.bind(e)?;
+    let bound = ExprBinder {
+        scope: &[],
+        agg: None,
+        runner: b,
+    }
+    .bind(e)?;
     match bound {
         BExpr::Lit(v, _) => match v.as_i64() {
             Some(n) if n >= 0 => Ok(n as usize),
             _ if v.is_null() => Ok(usize::MAX),
-            _ => Err(SqlError::plan(format!("{what} must be a non-negative integer"), e.pos())),
+            _ => Err(SqlError::plan(
+                format!("{what} must be a non-negative integer"),
+                e.pos(),
+            )),
         },
-        _ => Err(SqlError::plan(format!("{what} must be a constant"), e.pos())),
+        _ => Err(SqlError::plan(
+            format!("{what} must be a constant"),
+            e.pos(),
+        )),
     }
 }
 
-impl<'a> Binder<'a> {
-    pub fn new(catalog: &'a Catalog) -> Binder<'a> {
-        Binder { catalog, ctes: Vec::new() }
+impl Binder {
+    pub fn new(catalog: Arc<Catalog>) -> Binder {
+        Binder {
+            catalog,
+            ctes: Vec::new(),
+        }
     }
 
     pub fn bind_query(&mut self, q: &Query) -> Result<(Plan, Vec<Field>)> {
@@ -75,7 +213,7 @@ impl<'a> Binder<'a> {
         for (name, cq) in &q.ctes {
             let (p, f) = self.bind_query(cq)?;
             let f = requalify(f, Some(name));
-            self.ctes.push((name.clone(), p, f));
+            self.ctes.push((name.clone(), p, f, cq.clone()));
         }
         let (mut plan, fields) = match &q.body {
             SetExpr::Select(s) => self.bind_select(s, &q.order_by)?,
@@ -84,14 +222,28 @@ impl<'a> Binder<'a> {
                 self.order_outputs(p, f, &q.order_by)?
             }
         };
-        let offset = q.offset.as_ref().map(|e| const_usize(self, e, "OFFSET")).transpose()?.unwrap_or(0);
+        let offset = q
+            .offset
+            .as_ref()
+            .map(|e| const_usize(self, e, "OFFSET"))
+            .transpose()?
+            .unwrap_or(0);
         let offset = if offset == usize::MAX { 0 } else { offset };
-        let limit = q.limit.as_ref().map(|e| const_usize(self, e, "LIMIT")).transpose()?.filter(|&l| l != usize::MAX);
+        let limit = q
+            .limit
+            .as_ref()
+            .map(|e| const_usize(self, e, "LIMIT"))
+            .transpose()?
+            .filter(|&l| l != usize::MAX);
         if limit.is_some() || offset > 0 {
             if let (Plan::Sort { limit: sl, .. }, Some(l)) = (&mut plan, limit) {
                 *sl = Some(l.saturating_add(offset));
             }
-            plan = Plan::Limit { input: Box::new(plan), offset, limit };
+            plan = Plan::Limit {
+                input: Box::new(plan),
+                offset,
+                limit,
+            };
         }
         Ok((plan, fields))
     }
@@ -101,19 +253,34 @@ impl<'a> Binder<'a> {
             SetExpr::Select(s) => self.bind_select(s, &[]),
             SetExpr::Query(q) => self.bind_query(q),
             SetExpr::Values(rows) => self.bind_values(rows),
-            SetExpr::SetOp { op, all, left, right } => {
+            SetExpr::SetOp {
+                op,
+                all,
+                left,
+                right,
+            } => {
                 let (lp, lf) = self.bind_set_expr(left)?;
                 let (rp, rf) = self.bind_set_expr(right)?;
                 if lf.len() != rf.len() {
                     return Err(SqlError::plan(
-                        format!("set operation inputs have different column counts ({} and {})", lf.len(), rf.len()),
+                        format!(
+                            "set operation inputs have different column counts ({} and {})",
+                            lf.len(),
+                            rf.len()
+                        ),
                         None,
                     ));
                 }
                 let mut types = Vec::with_capacity(lf.len());
                 for (a, b) in lf.iter().zip(&rf) {
                     let t = common_type(a.data_type, b.data_type).ok_or_else(|| {
-                        SqlError::plan(format!("set operation column '{}' mixes {} and {}", a.name, a.data_type, b.data_type), None)
+                        SqlError::plan(
+                            format!(
+                                "set operation column '{}' mixes {} and {}",
+                                a.name, a.data_type, b.data_type
+                            ),
+                            None,
+                        )
                     })?;
                     types.push(t);
                 }
@@ -122,9 +289,22 @@ impl<'a> Binder<'a> {
                 let fields = lf
                     .iter()
                     .zip(&types)
-                    .map(|(f, t)| Field { qualifier: None, name: f.name.clone(), data_type: *t, designated_ts: false })
+                    .map(|(f, t)| Field {
+                        qualifier: None,
+                        name: f.name.clone(),
+                        data_type: *t,
+                        designated_ts: false,
+                    })
                     .collect();
-                Ok((Plan::SetOp { op: *op, all: *all, left: Box::new(lp), right: Box::new(rp) }, fields))
+                Ok((
+                    Plan::SetOp {
+                        op: *op,
+                        all: *all,
+                        left: Box::new(lp),
+                        right: Box::new(rp),
+                    },
+                    fields,
+                ))
             }
         }
     }
@@ -134,26 +314,47 @@ impl<'a> Binder<'a> {
         let mut bound = Vec::with_capacity(rows.len());
         for r in rows {
             if r.len() != width {
-                return Err(SqlError::plan("VALUES rows have different lengths", r.first().and_then(Expr::pos)));
+                return Err(SqlError::plan(
+                    "VALUES rows have different lengths",
+                    r.first().and_then(Expr::pos),
+                ));
             }
-            let mut b = ExprBinder { scope: &[], agg: None, runner: self };
+            let mut b = ExprBinder {
+                scope: &[],
+                agg: None,
+                runner: self,
+            };
             bound.push(r.iter().map(|e| b.bind(e)).collect::<Result<Vec<_>>>()?);
         }
         let mut types = vec![DataType::Null; width];
         for r in &bound {
             for (t, e) in types.iter_mut().zip(r) {
-                *t = common_type(*t, e.data_type())
-                    .ok_or_else(|| SqlError::plan(format!("VALUES column mixes {t} and {}", e.data_type()), None))?;
+                *t = common_type(*t, e.data_type()).ok_or_else(|| {
+                    SqlError::plan(
+                        format!("VALUES column mixes {t} and {}", e.data_type()),
+                        None,
+                    )
+                })?;
             }
         }
         let rows = bound
             .into_iter()
-            .map(|r| r.into_iter().zip(&types).map(|(e, t)| cast_to(e, *t)).collect::<Result<Vec<_>>>())
+            .map(|r| {
+                r.into_iter()
+                    .zip(&types)
+                    .map(|(e, t)| cast_to(e, *t))
+                    .collect::<Result<Vec<_>>>()
+            })
             .collect::<Result<Vec<_>>>()?;
         let fields = types
             .iter()
             .enumerate()
-            .map(|(i, t)| Field { qualifier: None, name: format!("col{i}"), data_type: *t, designated_ts: false })
+            .map(|(i, t)| Field {
+                qualifier: None,
+                name: format!("col{i}"),
+                data_type: *t,
+                designated_ts: false,
+            })
             .collect();
         Ok((Plan::Values { rows, width }, fields))
     }
@@ -162,13 +363,21 @@ impl<'a> Binder<'a> {
         match t {
             TableRef::Table { name, alias, pos } => {
                 let q = alias.as_deref().unwrap_or(name);
-                if let Some((_, p, f)) = self.ctes.iter().rev().find(|(n, _, _)| n.eq_ignore_ascii_case(name)) {
+                if let Some((_, p, f, _)) = self
+                    .ctes
+                    .iter()
+                    .rev()
+                    .find(|c| c.0.eq_ignore_ascii_case(name))
+                {
                     return Ok((p.clone(), requalify(f.clone(), Some(q))));
                 }
                 let table = self
                     .catalog
                     .snapshot(name)
-                    .map_err(|_| SqlError::TableNotFound { name: name.clone(), pos: Some(*pos) })?;
+                    .map_err(|_| SqlError::TableNotFound {
+                        name: name.clone(),
+                        pos: Some(*pos),
+                    })?;
                 let fields = table
                     .schema
                     .columns
@@ -182,13 +391,26 @@ impl<'a> Binder<'a> {
                     })
                     .collect();
                 let columns = (0..table.schema.len()).collect();
-                Ok((Plan::Scan { table, columns, range: Default::default() }, fields))
+                Ok((
+                    Plan::Scan {
+                        table,
+                        columns,
+                        range: Default::default(),
+                    },
+                    fields,
+                ))
             }
             TableRef::Subquery { query, alias } => {
                 let (p, f) = self.bind_query(query)?;
                 Ok((p, requalify(f, alias.as_deref())))
             }
-            TableRef::Join { left, right, kind, on, using } => {
+            TableRef::Join {
+                left,
+                right,
+                kind,
+                on,
+                using,
+            } => {
                 let (lp, lf) = self.bind_from(left)?;
                 let (rp, rf) = self.bind_from(right)?;
                 let nl = lf.len();
@@ -199,11 +421,19 @@ impl<'a> Binder<'a> {
                     let p = Pos::default();
                     let li = resolve(&lf, None, u, p)?;
                     let ri = resolve(&rf, None, u, p)?;
-                    let (l, r) = (BExpr::Col(li, lf[li].data_type), BExpr::Col(nl + ri, rf[ri].data_type));
+                    let (l, r) = (
+                        BExpr::Col(li, lf[li].data_type),
+                        BExpr::Col(nl + ri, rf[ri].data_type),
+                    );
                     conds.push(super::bind_expr::bind_binary(BinaryOp::Eq, l, r, p)?);
                 }
                 if let Some(on) = on {
-                    let b = ExprBinder { scope: &scope, agg: None, runner: self }.bind_bool(on)?;
+                    let b = ExprBinder {
+                        scope: &scope,
+                        agg: None,
+                        runner: self,
+                    }
+                    .bind_bool(on)?;
                     pushdown::conjuncts(b, &mut conds);
                 }
                 let (mut lk, mut rk, mut residual) = (Vec::new(), Vec::new(), Vec::new());
@@ -232,19 +462,35 @@ impl<'a> Binder<'a> {
     fn bind_select(&mut self, s: &Select, order_by: &[OrderItem]) -> Result<(Plan, Vec<Field>)> {
         let (mut plan, scope) = match &s.from {
             Some(t) => self.bind_from(t)?,
-            None => (Plan::Values { rows: vec![vec![]], width: 0 }, vec![]),
+            None => (
+                Plan::Values {
+                    rows: vec![vec![]],
+                    width: 0,
+                },
+                vec![],
+            ),
         };
         if let Some(w) = &s.where_ {
             if contains_aggregate(w) {
-                return Err(SqlError::plan("aggregates are not allowed in WHERE", w.pos()));
+                return Err(SqlError::plan(
+                    "aggregates are not allowed in WHERE",
+                    w.pos(),
+                ));
             }
-            let pred = ExprBinder { scope: &scope, agg: None, runner: self }.bind_bool(w)?;
+            let pred = ExprBinder {
+                scope: &scope,
+                agg: None,
+                runner: self,
+            }
+            .bind_bool(w)?;
             plan = apply_filter(plan, pred);
         }
         let items = expand_items(&s.items, &scope)?;
         let is_agg = !s.group_by.is_empty()
             || s.having.is_some()
-            || items.iter().any(|i| matches!(i, Item::Ast { expr, .. } if contains_aggregate(expr)));
+            || items
+                .iter()
+                .any(|i| matches!(i, Item::Ast { expr, .. } if contains_aggregate(expr)));
         let agg_ctx;
         let (pre_scope, agg): (&[Field], Option<&AggCtx>) = if is_agg {
             let (p, ctx) = self.bind_aggregate(plan, s, &items, order_by, &scope)?;
@@ -255,8 +501,16 @@ impl<'a> Binder<'a> {
             (&scope, None)
         };
         if let Some(h) = &s.having {
-            let pred = ExprBinder { scope: pre_scope, agg, runner: self }.bind_bool(h)?;
-            plan = Plan::Filter { input: Box::new(plan), pred };
+            let pred = ExprBinder {
+                scope: pre_scope,
+                agg,
+                runner: self,
+            }
+            .bind_bool(h)?;
+            plan = Plan::Filter {
+                input: Box::new(plan),
+                pred,
+            };
         }
         // Projection.
         let mut exprs = Vec::with_capacity(items.len());
@@ -264,12 +518,19 @@ impl<'a> Binder<'a> {
         for item in &items {
             let (e, name, designated) = match item {
                 Item::Ast { expr, alias } => {
-                    let b = ExprBinder { scope: pre_scope, agg, runner: self }.bind(expr)?;
+                    let b = ExprBinder {
+                        scope: pre_scope,
+                        agg,
+                        runner: self,
+                    }
+                    .bind(expr)?;
                     let name = alias.clone().unwrap_or_else(|| match expr {
                         Expr::Column { name, .. } => name.clone(),
                         e => e.to_string(),
                     });
-                    let designated = matches!(expr, Expr::Column { .. }) && agg.is_none() && matches!(b, BExpr::Col(i, _) if pre_scope[i].designated_ts);
+                    let designated = matches!(expr, Expr::Column { .. })
+                        && agg.is_none()
+                        && matches!(b, BExpr::Col(i, _) if pre_scope[i].designated_ts);
                     (b, name, designated)
                 }
                 Item::Input(i) => {
@@ -289,7 +550,12 @@ impl<'a> Binder<'a> {
                     (b, f.name.clone(), agg.is_none() && f.designated_ts)
                 }
             };
-            fields.push(Field { qualifier: None, name, data_type: e.data_type(), designated_ts: designated });
+            fields.push(Field {
+                qualifier: None,
+                name,
+                data_type: e.data_type(),
+                designated_ts: designated,
+            });
             exprs.push(e);
         }
         // ORDER BY: ordinals, output names, select-list expressions, or hidden input expressions.
@@ -299,14 +565,21 @@ impl<'a> Binder<'a> {
             let col = match &o.expr {
                 Expr::Lit(Literal::Int(k), pos) => {
                     if *k < 1 || *k as usize > n_out {
-                        return Err(SqlError::plan(format!("ORDER BY position {k} is not in the select list"), Some(*pos)));
+                        return Err(SqlError::plan(
+                            format!("ORDER BY position {k} is not in the select list"),
+                            Some(*pos),
+                        ));
                     }
                     *k as usize - 1
                 }
                 e => {
                     let by_name = match e {
-                        Expr::Column { table: None, name, .. } => {
-                            let hits: Vec<usize> = (0..n_out).filter(|&i| fields[i].name.eq_ignore_ascii_case(name)).collect();
+                        Expr::Column {
+                            table: None, name, ..
+                        } => {
+                            let hits: Vec<usize> = (0..n_out)
+                                .filter(|&i| fields[i].name.eq_ignore_ascii_case(name))
+                                .collect();
                             match hits.as_slice() {
                                 [i] => Some(*i),
                                 _ => None,
@@ -315,14 +588,21 @@ impl<'a> Binder<'a> {
                         _ => None,
                     };
                     let text = e.to_string();
-                    let by_text = items.iter().position(|it| matches!(it, Item::Ast { expr, .. } if expr.to_string() == text));
+                    let by_text = items.iter().position(
+                        |it| matches!(it, Item::Ast { expr, .. } if expr.to_string() == text),
+                    );
                     match by_name.or(by_text) {
                         Some(i) => i,
                         None => {
                             if s.distinct {
                                 return Err(SqlError::plan("ORDER BY expressions must appear in the select list when DISTINCT is used", e.pos()));
                             }
-                            let b = ExprBinder { scope: pre_scope, agg, runner: self }.bind(e)?;
+                            let b = ExprBinder {
+                                scope: pre_scope,
+                                agg,
+                                runner: self,
+                            }
+                            .bind(e)?;
                             exprs.push(b);
                             exprs.len() - 1
                         }
@@ -330,18 +610,35 @@ impl<'a> Binder<'a> {
                 }
             };
             let ty = exprs[col].data_type();
-            keys.push(SortKey { expr: BExpr::Col(col, ty), desc: o.desc, nulls_first: o.nulls_first.unwrap_or(false) });
+            keys.push(SortKey {
+                expr: BExpr::Col(col, ty),
+                desc: o.desc,
+                nulls_first: o.nulls_first.unwrap_or(false),
+            });
         }
         let hidden = exprs.len() > n_out;
-        plan = Plan::Project { input: Box::new(plan), exprs };
+        plan = Plan::Project {
+            input: Box::new(plan),
+            exprs,
+        };
         if s.distinct {
-            plan = Plan::Distinct { input: Box::new(plan) };
+            plan = Plan::Distinct {
+                input: Box::new(plan),
+            };
         }
         if !keys.is_empty() {
-            plan = Plan::Sort { input: Box::new(plan), keys, limit: None };
+            plan = Plan::Sort {
+                input: Box::new(plan),
+                keys,
+                limit: None,
+            };
         }
         if hidden {
-            let exprs = fields.iter().enumerate().map(|(i, f)| BExpr::Col(i, f.data_type)).collect();
+            let exprs = fields
+                .iter()
+                .enumerate()
+                .map(|(i, f)| BExpr::Col(i, f.data_type))
+                .collect();
             plan = wrap_project_keep_sort(plan, exprs);
         }
         Ok((plan, fields))
@@ -361,12 +658,28 @@ impl<'a> Binder<'a> {
             let e = match g {
                 Expr::Lit(Literal::Int(k), pos) => match items.get((*k as usize).wrapping_sub(1)) {
                     Some(Item::Ast { expr, .. }) => expr.clone(),
-                    Some(Item::Input(i)) => Expr::Column { table: scope[*i].qualifier.clone(), name: scope[*i].name.clone(), pos: *pos },
-                    None => return Err(SqlError::plan(format!("GROUP BY position {k} is not in the select list"), Some(*pos))),
+                    Some(Item::Input(i)) => Expr::Column {
+                        table: scope[*i].qualifier.clone(),
+                        name: scope[*i].name.clone(),
+                        pos: *pos,
+                    },
+                    None => {
+                        return Err(SqlError::plan(
+                            format!("GROUP BY position {k} is not in the select list"),
+                            Some(*pos),
+                        ))
+                    }
                 },
-                Expr::Column { table: None, name, pos } if resolve(scope, None, name, *pos).is_err() => {
+                Expr::Column {
+                    table: None,
+                    name,
+                    pos,
+                } if resolve(scope, None, name, *pos).is_err() => {
                     let alias = items.iter().find_map(|it| match it {
-                        Item::Ast { expr, alias: Some(a) } if a.eq_ignore_ascii_case(name) => Some(expr.clone()),
+                        Item::Ast {
+                            expr,
+                            alias: Some(a),
+                        } if a.eq_ignore_ascii_case(name) => Some(expr.clone()),
                         _ => None,
                     });
                     alias.unwrap_or_else(|| g.clone())
@@ -374,14 +687,22 @@ impl<'a> Binder<'a> {
                 e => e.clone(),
             };
             if contains_aggregate(&e) {
-                return Err(SqlError::plan("aggregates are not allowed in GROUP BY", e.pos()));
+                return Err(SqlError::plan(
+                    "aggregates are not allowed in GROUP BY",
+                    e.pos(),
+                ));
             }
             key_asts.push(e);
         }
         let mut keys = Vec::new();
         let mut key_info = Vec::new();
         for e in &key_asts {
-            let b = ExprBinder { scope, agg: None, runner: self }.bind(e)?;
+            let b = ExprBinder {
+                scope,
+                agg: None,
+                runner: self,
+            }
+            .bind(e)?;
             let col = match b {
                 BExpr::Col(i, _) => Some(i),
                 _ => None,
@@ -424,69 +745,135 @@ impl<'a> Binder<'a> {
             aggs: calls.iter().map(|(t, c)| (t.clone(), c.ty)).collect(),
         };
         let aggs = calls.into_iter().map(|(_, c)| c).collect();
-        Ok((Plan::Aggregate { input: Box::new(input), keys, aggs }, ctx))
+        Ok((
+            Plan::Aggregate {
+                input: Box::new(input),
+                keys,
+                aggs,
+            },
+            ctx,
+        ))
     }
 
     fn bind_agg_call(&mut self, f: &FuncCall, scope: &[Field]) -> Result<AggCall> {
-        let mut func = agg_by_name(&f.name).ok_or_else(|| SqlError::Internal(format!("{} is not an aggregate", f.name)))?;
+        let mut func = agg_by_name(&f.name)
+            .ok_or_else(|| SqlError::Internal(format!("{} is not an aggregate", f.name)))?;
         for a in &f.args {
             if contains_aggregate(a) {
-                return Err(SqlError::plan("aggregate function calls cannot be nested", a.pos()));
+                return Err(SqlError::plan(
+                    "aggregate function calls cannot be nested",
+                    a.pos(),
+                ));
             }
         }
         let mut args = Vec::new();
         for a in &f.args {
-            args.push(ExprBinder { scope, agg: None, runner: self }.bind(a)?);
+            args.push(
+                ExprBinder {
+                    scope,
+                    agg: None,
+                    runner: self,
+                }
+                .bind(a)?,
+            );
         }
         if f.star {
             if func != AggFunc::Count {
-                return Err(SqlError::plan(format!("{}(*) is not valid", f.name), Some(f.pos)));
+                return Err(SqlError::plan(
+                    format!("{}(*) is not valid", f.name),
+                    Some(f.pos),
+                ));
             }
             func = AggFunc::CountStar;
         }
         let fraction = |e: &BExpr| -> Result<f64> {
             match e {
-                BExpr::Lit(v, _) => v.as_f64().filter(|q| (0.0..=1.0).contains(q)).ok_or_else(|| {
-                    SqlError::plan("the quantile fraction must be a constant between 0 and 1", Some(f.pos))
-                }),
-                _ => Err(SqlError::plan("the quantile fraction must be a constant", Some(f.pos))),
+                BExpr::Lit(v, _) => {
+                    v.as_f64()
+                        .filter(|q| (0.0..=1.0).contains(q))
+                        .ok_or_else(|| {
+                            SqlError::plan(
+                                "the quantile fraction must be a constant between 0 and 1",
+                                Some(f.pos),
+                            )
+                        })
+                }
+                _ => Err(SqlError::plan(
+                    "the quantile fraction must be a constant",
+                    Some(f.pos),
+                )),
             }
         };
         match func {
             AggFunc::PercentileCont(_) if f.within_group.is_some() => {
-                let q = fraction(args.first().ok_or_else(|| SqlError::plan("percentile_cont(q) needs a fraction", Some(f.pos)))?)?;
-                let o = f.within_group.as_ref().map(|o| &o.expr).ok_or_else(|| SqlError::Internal("within group".into()))?;
-                let x = ExprBinder { scope, agg: None, runner: self }.bind(o)?;
+                let q = fraction(args.first().ok_or_else(|| {
+                    SqlError::plan("percentile_cont(q) needs a fraction", Some(f.pos))
+                })?)?;
+                let o = f
+                    .within_group
+                    .as_ref()
+                    .map(|o| &o.expr)
+                    .ok_or_else(|| SqlError::Internal("within group".into()))?;
+                let x = ExprBinder {
+                    scope,
+                    agg: None,
+                    runner: self,
+                }
+                .bind(o)?;
                 func = AggFunc::PercentileCont(q);
                 args = vec![x];
             }
             AggFunc::PercentileCont(_) | AggFunc::Quantile(_) => {
                 if args.len() != 2 {
-                    return Err(SqlError::plan(format!("{}(x, q) takes two arguments", f.name), Some(f.pos)));
+                    return Err(SqlError::plan(
+                        format!("{}(x, q) takes two arguments", f.name),
+                        Some(f.pos),
+                    ));
                 }
                 let q = fraction(&args[1])?;
                 args.truncate(1);
-                func = if matches!(func, AggFunc::Quantile(_)) { AggFunc::Quantile(q) } else { AggFunc::PercentileCont(q) };
+                func = if matches!(func, AggFunc::Quantile(_)) {
+                    AggFunc::Quantile(q)
+                } else {
+                    AggFunc::PercentileCont(q)
+                };
             }
             _ => {
                 let (lo, hi) = agg_arity(func);
                 if args.len() < lo || args.len() > hi {
-                    return Err(SqlError::plan(format!("wrong number of arguments to {}()", f.name), Some(f.pos)));
+                    return Err(SqlError::plan(
+                        format!("wrong number of arguments to {}()", f.name),
+                        Some(f.pos),
+                    ));
                 }
             }
         }
         let types: Vec<DataType> = args.iter().map(BExpr::data_type).collect();
         let ty = agg_type(func, &types, f.pos)?;
         let order = if matches!(func, AggFunc::First | AggFunc::Last) {
-            scope.iter().position(|x| x.designated_ts).map(|i| BExpr::Col(i, DataType::Timestamp))
+            scope
+                .iter()
+                .position(|x| x.designated_ts)
+                .map(|i| BExpr::Col(i, DataType::Timestamp))
         } else {
             None
         };
-        Ok(AggCall { func, args, distinct: f.distinct, order, ty })
+        Ok(AggCall {
+            func,
+            args,
+            distinct: f.distinct,
+            order,
+            ty,
+        })
     }
 
     /// ORDER BY over the output of a set operation or VALUES: names, ordinals, expressions.
-    fn order_outputs(&mut self, plan: Plan, fields: Vec<Field>, order_by: &[OrderItem]) -> Result<(Plan, Vec<Field>)> {
+    fn order_outputs(
+        &mut self,
+        plan: Plan,
+        fields: Vec<Field>,
+        order_by: &[OrderItem],
+    ) -> Result<(Plan, Vec<Field>)> {
         if order_by.is_empty() {
             return Ok((plan, fields));
         }
@@ -495,18 +882,37 @@ impl<'a> Binder<'a> {
             let e = match &o.expr {
                 Expr::Lit(Literal::Int(k), pos) => {
                     if *k < 1 || *k as usize > fields.len() {
-                        return Err(SqlError::plan(format!("ORDER BY position {k} is not in the select list"), Some(*pos)));
+                        return Err(SqlError::plan(
+                            format!("ORDER BY position {k} is not in the select list"),
+                            Some(*pos),
+                        ));
                     }
                     BExpr::Col(*k as usize - 1, fields[*k as usize - 1].data_type)
                 }
                 e => {
                     let unq = requalify(fields.clone(), None);
-                    ExprBinder { scope: &unq, agg: None, runner: self }.bind(e)?
+                    ExprBinder {
+                        scope: &unq,
+                        agg: None,
+                        runner: self,
+                    }
+                    .bind(e)?
                 }
             };
-            keys.push(SortKey { expr: e, desc: o.desc, nulls_first: o.nulls_first.unwrap_or(false) });
+            keys.push(SortKey {
+                expr: e,
+                desc: o.desc,
+                nulls_first: o.nulls_first.unwrap_or(false),
+            });
         }
-        Ok((Plan::Sort { input: Box::new(plan), keys, limit: None }, fields))
+        Ok((
+            Plan::Sort {
+                input: Box::new(plan),
+                keys,
+                limit: None,
+            },
+            fields,
+        ))
     }
 }
 
@@ -521,18 +927,32 @@ fn cast_plan(plan: Plan, fields: &[Field], types: &[DataType]) -> Result<Plan> {
         .zip(types)
         .map(|((i, f), t)| cast_to(BExpr::Col(i, f.data_type), *t))
         .collect::<Result<Vec<_>>>()?;
-    Ok(Plan::Project { input: Box::new(plan), exprs })
+    Ok(Plan::Project {
+        input: Box::new(plan),
+        exprs,
+    })
 }
 
 /// Put `Project` below a trailing Sort is impossible (the sort needs hidden columns), so the
 /// projection goes on top.
 fn wrap_project_keep_sort(plan: Plan, exprs: Vec<BExpr>) -> Plan {
-    Plan::Project { input: Box::new(plan), exprs }
+    Plan::Project {
+        input: Box::new(plan),
+        exprs,
+    }
 }
 
 /// `l = r` with one side over the left input only and the other over the right only.
 fn split_equi(c: &BExpr, nl: usize) -> Option<(BExpr, BExpr)> {
-    let BExpr::Binary { op: BinaryOp::Eq, left, right, .. } = c else { return None };
+    let BExpr::Binary {
+        op: BinaryOp::Eq,
+        left,
+        right,
+        ..
+    } = c
+    else {
+        return None;
+    };
     let side = |e: &BExpr| {
         let (mut l, mut r) = (false, false);
         e.for_each_col(&mut |i| if i < nl { l = true } else { r = true });
@@ -553,19 +973,37 @@ fn split_equi(c: &BExpr, nl: usize) -> Option<(BExpr, BExpr)> {
 /// A filter over a scan becomes partition selection + time range + residual.
 fn apply_filter(plan: Plan, pred: BExpr) -> Plan {
     match plan {
-        Plan::Scan { table, columns, range } if range == Default::default() => {
+        Plan::Scan {
+            table,
+            columns,
+            range,
+        } if range == Default::default() => {
             let mut conj = Vec::new();
             pushdown::conjuncts(pred, &mut conj);
-            let key = table.key_col.and_then(|k| columns.iter().position(|&c| c == k));
-            let ts = table.ts_col.and_then(|k| columns.iter().position(|&c| c == k));
+            let key = table
+                .key_col
+                .and_then(|k| columns.iter().position(|&c| c == k));
+            let ts = table
+                .ts_col
+                .and_then(|k| columns.iter().position(|&c| c == k));
             let (range, rest) = pushdown::extract(conj, key, ts);
-            let scan = Plan::Scan { table, columns, range };
+            let scan = Plan::Scan {
+                table,
+                columns,
+                range,
+            };
             match pushdown::and_all(rest) {
-                Some(p) => Plan::Filter { input: Box::new(scan), pred: p },
+                Some(p) => Plan::Filter {
+                    input: Box::new(scan),
+                    pred: p,
+                },
                 None => scan,
             }
         }
-        plan => Plan::Filter { input: Box::new(plan), pred },
+        plan => Plan::Filter {
+            input: Box::new(plan),
+            pred,
+        },
     }
 }
 
@@ -573,18 +1011,32 @@ fn expand_items(items: &[SelectItem], scope: &[Field]) -> Result<Vec<Item>> {
     let mut out = Vec::new();
     for it in items {
         match it {
-            SelectItem::Expr { expr, alias } => out.push(Item::Ast { expr: expr.clone(), alias: alias.clone() }),
-            SelectItem::Wildcard { table, exclude, pos } => {
+            SelectItem::Expr { expr, alias } => out.push(Item::Ast {
+                expr: expr.clone(),
+                alias: alias.clone(),
+            }),
+            SelectItem::Wildcard {
+                table,
+                exclude,
+                pos,
+            } => {
                 let mut any = false;
                 for (i, f) in scope.iter().enumerate() {
-                    let q_ok = table.as_deref().is_none_or(|t| f.qualifier.as_deref().is_some_and(|q| q.eq_ignore_ascii_case(t)));
+                    let q_ok = table.as_deref().is_none_or(|t| {
+                        f.qualifier
+                            .as_deref()
+                            .is_some_and(|q| q.eq_ignore_ascii_case(t))
+                    });
                     if q_ok && !exclude.iter().any(|x| x.eq_ignore_ascii_case(&f.name)) {
                         out.push(Item::Input(i));
                         any = true;
                     }
                 }
                 if let (Some(t), false) = (table, any) {
-                    return Err(SqlError::plan(format!("no table named '{t}' in FROM"), Some(*pos)));
+                    return Err(SqlError::plan(
+                        format!("no table named '{t}' in FROM"),
+                        Some(*pos),
+                    ));
                 }
                 if table.is_none() && scope.is_empty() {
                     return Err(SqlError::plan("SELECT * needs a FROM clause", Some(*pos)));

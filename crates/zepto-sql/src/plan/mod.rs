@@ -4,15 +4,60 @@
 //! reference input columns by position and carry their result types; every implicit cast is
 //! explicit here, so the executor never guesses a type.
 
-pub mod binder;
 mod bind_expr;
+pub mod binder;
 pub mod functions;
 mod pushdown;
 
-use crate::parser::ast::{BinaryOp, JoinKind, SetOp};
+use crate::parser::ast::{BinaryOp, JoinKind, Query, SetOp};
 use functions::{AggFunc, ScalarFunc};
 use std::sync::Arc;
-use zepto_storage::{DataType, Table, Value};
+use zepto_storage::{Catalog, DataType, Table, Value};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SubqueryKind {
+    Scalar,
+    Exists { negated: bool },
+    In { negated: bool },
+}
+
+/// A column of the enclosing row that a correlated subquery reads.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OuterRef {
+    pub table: Option<String>,
+    pub name: String,
+    /// Position in the enclosing scope (the batch the expression is evaluated over).
+    pub col: usize,
+    pub ty: DataType,
+}
+
+/// A subquery that references the enclosing row. Evaluated once per distinct tuple of outer
+/// values (cached), by substituting them as literals and planning the query again: simple and
+/// exact; decorrelation into joins is the faster plan for large inputs (future work).
+#[derive(Clone)]
+pub struct Correlated {
+    pub query: Query,
+    pub kind: SubqueryKind,
+    pub refs: Vec<OuterRef>,
+    /// Type of the subquery's first column.
+    pub sub_ty: DataType,
+    pub catalog: Arc<Catalog>,
+}
+
+impl std::fmt::Debug for Correlated {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Correlated")
+            .field("kind", &self.kind)
+            .field("refs", &self.refs)
+            .finish()
+    }
+}
+
+impl PartialEq for Correlated {
+    fn eq(&self, o: &Self) -> bool {
+        self.query == o.query && self.kind == o.kind && self.refs == o.refs
+    }
+}
 
 /// An output column of a plan node.
 #[derive(Debug, Clone, PartialEq)]
@@ -31,13 +76,47 @@ pub enum BExpr {
     Lit(Value, DataType),
     Neg(Box<BExpr>),
     Not(Box<BExpr>),
-    Binary { op: BinaryOp, left: Box<BExpr>, right: Box<BExpr>, ty: DataType },
-    Cast { expr: Box<BExpr>, to: DataType, try_: bool },
-    Func { func: ScalarFunc, args: Vec<BExpr>, ty: DataType },
-    Case { whens: Vec<(BExpr, BExpr)>, else_: Option<Box<BExpr>>, ty: DataType },
-    InList { expr: Box<BExpr>, list: Vec<BExpr>, negated: bool },
-    IsNull { expr: Box<BExpr>, negated: bool },
-    Like { expr: Box<BExpr>, pattern: Box<BExpr>, negated: bool, case_insensitive: bool },
+    Binary {
+        op: BinaryOp,
+        left: Box<BExpr>,
+        right: Box<BExpr>,
+        ty: DataType,
+    },
+    Cast {
+        expr: Box<BExpr>,
+        to: DataType,
+        try_: bool,
+    },
+    Func {
+        func: ScalarFunc,
+        args: Vec<BExpr>,
+        ty: DataType,
+    },
+    Case {
+        whens: Vec<(BExpr, BExpr)>,
+        else_: Option<Box<BExpr>>,
+        ty: DataType,
+    },
+    InList {
+        expr: Box<BExpr>,
+        list: Vec<BExpr>,
+        negated: bool,
+    },
+    IsNull {
+        expr: Box<BExpr>,
+        negated: bool,
+    },
+    Like {
+        expr: Box<BExpr>,
+        pattern: Box<BExpr>,
+        negated: bool,
+        case_insensitive: bool,
+    },
+    /// Correlated subquery; `expr` is the left side of `IN`.
+    Correlated {
+        sub: Box<Correlated>,
+        expr: Option<Box<BExpr>>,
+    },
 }
 
 impl BExpr {
@@ -45,9 +124,15 @@ impl BExpr {
         match self {
             BExpr::Col(_, t) | BExpr::Lit(_, t) => *t,
             BExpr::Neg(e) => e.data_type(),
-            BExpr::Not(_) | BExpr::InList { .. } | BExpr::IsNull { .. } | BExpr::Like { .. } => DataType::Bool,
+            BExpr::Not(_) | BExpr::InList { .. } | BExpr::IsNull { .. } | BExpr::Like { .. } => {
+                DataType::Bool
+            }
             BExpr::Binary { ty, .. } | BExpr::Func { ty, .. } | BExpr::Case { ty, .. } => *ty,
             BExpr::Cast { to, .. } => *to,
+            BExpr::Correlated { sub, .. } => match sub.kind {
+                SubqueryKind::Scalar => sub.sub_ty,
+                _ => DataType::Bool,
+            },
         }
     }
 
@@ -80,6 +165,12 @@ impl BExpr {
                 expr.for_each_col(f);
                 pattern.for_each_col(f);
             }
+            BExpr::Correlated { sub, expr } => {
+                sub.refs.iter().for_each(|r| f(r.col));
+                if let Some(e) = expr {
+                    e.for_each_col(f);
+                }
+            }
         }
     }
 
@@ -111,6 +202,12 @@ impl BExpr {
             BExpr::Like { expr, pattern, .. } => {
                 expr.map_cols(f);
                 pattern.map_cols(f);
+            }
+            BExpr::Correlated { sub, expr } => {
+                sub.refs.iter_mut().for_each(|r| r.col = f(r.col));
+                if let Some(e) = expr {
+                    e.map_cols(f);
+                }
             }
         }
     }
@@ -145,23 +242,66 @@ pub struct ScanRange {
 
 impl Default for ScanRange {
     fn default() -> Self {
-        ScanRange { keys: None, ts_lo: i64::MIN, ts_hi: i64::MAX }
+        ScanRange {
+            keys: None,
+            ts_lo: i64::MIN,
+            ts_hi: i64::MAX,
+        }
     }
 }
 
 #[derive(Debug, Clone)]
 pub enum Plan {
-    Scan { table: Arc<Table>, columns: Vec<usize>, range: ScanRange },
+    Scan {
+        table: Arc<Table>,
+        columns: Vec<usize>,
+        range: ScanRange,
+    },
     /// Literal rows (VALUES, or one empty row for a FROM-less SELECT).
-    Values { rows: Vec<Vec<BExpr>>, width: usize },
-    Filter { input: Box<Plan>, pred: BExpr },
-    Project { input: Box<Plan>, exprs: Vec<BExpr> },
-    Aggregate { input: Box<Plan>, keys: Vec<BExpr>, aggs: Vec<AggCall> },
-    Join { left: Box<Plan>, right: Box<Plan>, kind: JoinKind, left_keys: Vec<BExpr>, right_keys: Vec<BExpr>, residual: Option<BExpr> },
-    Sort { input: Box<Plan>, keys: Vec<SortKey>, limit: Option<usize> },
-    Limit { input: Box<Plan>, offset: usize, limit: Option<usize> },
-    Distinct { input: Box<Plan> },
-    SetOp { op: SetOp, all: bool, left: Box<Plan>, right: Box<Plan> },
+    Values {
+        rows: Vec<Vec<BExpr>>,
+        width: usize,
+    },
+    Filter {
+        input: Box<Plan>,
+        pred: BExpr,
+    },
+    Project {
+        input: Box<Plan>,
+        exprs: Vec<BExpr>,
+    },
+    Aggregate {
+        input: Box<Plan>,
+        keys: Vec<BExpr>,
+        aggs: Vec<AggCall>,
+    },
+    Join {
+        left: Box<Plan>,
+        right: Box<Plan>,
+        kind: JoinKind,
+        left_keys: Vec<BExpr>,
+        right_keys: Vec<BExpr>,
+        residual: Option<BExpr>,
+    },
+    Sort {
+        input: Box<Plan>,
+        keys: Vec<SortKey>,
+        limit: Option<usize>,
+    },
+    Limit {
+        input: Box<Plan>,
+        offset: usize,
+        limit: Option<usize>,
+    },
+    Distinct {
+        input: Box<Plan>,
+    },
+    SetOp {
+        op: SetOp,
+        all: bool,
+        left: Box<Plan>,
+        right: Box<Plan>,
+    },
 }
 
 impl Plan {
@@ -176,7 +316,11 @@ impl Plan {
     fn explain_into(&self, depth: usize, out: &mut String) {
         let pad = "  ".repeat(depth);
         let line = match self {
-            Plan::Scan { table, columns, range } => {
+            Plan::Scan {
+                table,
+                columns,
+                range,
+            } => {
                 let mut s = format!("Scan {} columns={:?}", table.name, columns);
                 if let Some(k) = &range.keys {
                     s.push_str(&format!(" partitions={k:?}"));
@@ -184,7 +328,11 @@ impl Plan {
                     s.push_str(&format!(" partitions=all({})", table.partitions().len()));
                 }
                 if range.ts_lo != i64::MIN || range.ts_hi != i64::MAX {
-                    s.push_str(&format!(" ts=[{}, {}] (binary search)", fmt_ts(range.ts_lo), fmt_ts(range.ts_hi)));
+                    s.push_str(&format!(
+                        " ts=[{}, {}] (binary search)",
+                        fmt_ts(range.ts_lo),
+                        fmt_ts(range.ts_hi)
+                    ));
                 }
                 s
             }
@@ -192,10 +340,15 @@ impl Plan {
             Plan::Filter { .. } => "Filter".to_string(),
             Plan::Project { exprs, .. } => format!("Project exprs={}", exprs.len()),
             Plan::Aggregate { keys, aggs, .. } => {
-                let a: Vec<String> = aggs.iter().map(|a| format!("{:?}", a.func).to_lowercase()).collect();
+                let a: Vec<String> = aggs
+                    .iter()
+                    .map(|a| format!("{:?}", a.func).to_lowercase())
+                    .collect();
                 format!("HashAggregate keys={} aggs=[{}]", keys.len(), a.join(", "))
             }
-            Plan::Join { kind, left_keys, .. } => {
+            Plan::Join {
+                kind, left_keys, ..
+            } => {
                 if left_keys.is_empty() {
                     format!("NestedLoopJoin {kind:?}")
                 } else {
