@@ -10,7 +10,7 @@ pub struct Bitmap {
 impl Bitmap {
     pub fn new_set(len: usize) -> Bitmap {
         let mut bits = vec![0xFFu8; len.div_ceil(8)];
-        if len % 8 != 0 {
+        if !len.is_multiple_of(8) {
             if let Some(last) = bits.last_mut() {
                 *last = (1u8 << (len % 8)) - 1;
             }
@@ -61,7 +61,7 @@ impl Bitmap {
 
     #[inline]
     pub fn push(&mut self, v: bool) {
-        if self.len % 8 == 0 {
+        if self.len.is_multiple_of(8) {
             self.bits.push(0);
         }
         let i = self.len;
@@ -74,6 +74,58 @@ impl Bitmap {
     pub fn extend_set(&mut self, n: usize) {
         for _ in 0..n {
             self.push(true);
+        }
+    }
+
+    /// Append `len` bits of `src` (same layout: LSB first, set = valid) starting at bit
+    /// `offset` of `src`, e.g. an Arrow validity buffer and its array offset. Byte-aligned
+    /// appends are a `memcpy`; unaligned ones move a byte at a time.
+    pub fn append_bits(&mut self, src: &[u8], offset: usize, len: usize) {
+        assert!(
+            offset + len <= src.len() * 8,
+            "append_bits: {offset}+{len} bits out of {} bytes",
+            src.len()
+        );
+        if len == 0 {
+            return;
+        }
+        let new_len = self.len + len;
+        self.bits.reserve(new_len.div_ceil(8) - self.bits.len());
+        if self.len.is_multiple_of(8) && offset.is_multiple_of(8) {
+            let start = offset / 8;
+            self.bits
+                .extend_from_slice(&src[start..start + len.div_ceil(8)]);
+        } else {
+            let mut done = 0;
+            while done < len {
+                let n = (len - done).min(8);
+                // `n` source bits starting at bit `offset + done`, in the low bits of `byte`.
+                let (b, s) = ((offset + done) / 8, (offset + done) % 8);
+                let mut byte = src[b] >> s;
+                if s + n > 8 {
+                    byte |= src[b + 1] << (8 - s);
+                }
+                let shift = (self.len + done) % 8;
+                if shift == 0 {
+                    self.bits.push(byte);
+                } else {
+                    if let Some(last) = self.bits.last_mut() {
+                        *last |= byte << shift;
+                    }
+                    if shift + n > 8 {
+                        self.bits.push(byte >> (8 - shift));
+                    }
+                }
+                done += n;
+            }
+        }
+        self.len = new_len;
+        // Keep the bits beyond `len` zero (source bits past its own `len` may be anything).
+        self.bits.truncate(new_len.div_ceil(8));
+        if !new_len.is_multiple_of(8) {
+            if let Some(last) = self.bits.last_mut() {
+                *last &= (1u8 << (new_len % 8)) - 1;
+            }
         }
     }
 
@@ -132,5 +184,24 @@ mod tests {
         let s = Bitmap::new_set(13);
         assert!(s.all_set());
         assert_eq!(s.as_bytes(), &[0xFF, 0x1F]);
+    }
+
+    #[test]
+    fn append_bits_matches_bitwise_push() {
+        let src: Vec<u8> = (0..9u32)
+            .map(|i| (i.wrapping_mul(0x9E) ^ 0x5A) as u8)
+            .collect();
+        let bit = |i: usize| (src[i / 8] >> (i % 8)) & 1 == 1;
+        for prefix in 0..17 {
+            for offset in 0..17 {
+                for len in [0, 1, 3, 7, 8, 9, 15, 16, 23, 40] {
+                    let mut fast = Bitmap::from_bools((0..prefix).map(|i| i % 3 == 0));
+                    let mut slow = fast.clone();
+                    fast.append_bits(&src, offset, len);
+                    (offset..offset + len).for_each(|i| slow.push(bit(i)));
+                    assert_eq!(fast, slow, "prefix {prefix} offset {offset} len {len}");
+                }
+            }
+        }
     }
 }

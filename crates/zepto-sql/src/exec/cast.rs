@@ -59,7 +59,7 @@ fn parse_float(t: &str) -> Option<f64> {
 /// DOUBLE → integer rounds half to even, as DuckDB does (`CAST(2.5 AS INT)` = 2).
 fn f64_to_i64(f: f64) -> Option<i64> {
     let r = f.round_ties_even();
-    (r.is_finite() && r >= -9.223_372_036_854_776e18 && r < 9.223_372_036_854_776e18)
+    (r.is_finite() && (-9.223_372_036_854_776e18..9.223_372_036_854_776e18).contains(&r))
         .then_some(r as i64)
 }
 

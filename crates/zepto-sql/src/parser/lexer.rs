@@ -128,7 +128,7 @@ pub fn tokenize(sql: &str) -> Result<Vec<Token>> {
             while i < b.len() && b[i].is_ascii_digit() {
                 i += 1;
             }
-            if i < b.len() && b[i] == b'.' && !(b.get(i + 1) == Some(&b'.')) {
+            if i < b.len() && b[i] == b'.' && b.get(i + 1) != Some(&b'.') {
                 i += 1;
                 while i < b.len() && b[i].is_ascii_digit() {
                     i += 1;

@@ -143,7 +143,7 @@ impl Parser {
             }
         }
         let from = if self.eat_kw("from") {
-            Some(self.from_clause()?)
+            Some(self.parse_from()?)
         } else {
             None
         };
@@ -237,7 +237,7 @@ impl Parser {
         }
     }
 
-    fn from_clause(&mut self) -> Result<TableRef> {
+    fn parse_from(&mut self) -> Result<TableRef> {
         let mut left = self.table_primary()?;
         loop {
             if self.eat_op(",") {
@@ -313,7 +313,7 @@ impl Parser {
                 let alias = self.table_alias()?;
                 return Ok(TableRef::Subquery { query, alias });
             }
-            let inner = self.from_clause()?;
+            let inner = self.parse_from()?;
             self.expect_op(")")?;
             return Ok(inner);
         }

@@ -31,7 +31,7 @@ pub enum SubPlan {
     },
     /// Correlated: re-planned per outer row by the executor.
     Correlated {
-        query: Query,
+        query: Box<Query>,
         refs: Vec<super::OuterRef>,
         ty: DataType,
         width: usize,
@@ -377,9 +377,9 @@ impl ExprBinder<'_> {
                     let (_, b) = coerce_pair(x.clone(), b, item.pos().unwrap_or_default())?;
                     items.push(b);
                 }
-                let target = items.iter().fold(Some(x.data_type()), |t, i| {
-                    t.and_then(|t| common_type(t, i.data_type()))
-                });
+                let target = items
+                    .iter()
+                    .try_fold(x.data_type(), |t, i| common_type(t, i.data_type()));
                 let x = match target {
                     Some(t) if !(t.is_string() && x.data_type().is_string()) => cast_to(x, t)?,
                     _ => x,
@@ -424,7 +424,7 @@ impl ExprBinder<'_> {
                     } => {
                         one_column(width)?;
                         let sub = Correlated {
-                            query,
+                            query: *query,
                             kind: SubqueryKind::In { negated: *negated },
                             refs,
                             sub_ty: ty,
@@ -471,7 +471,7 @@ impl ExprBinder<'_> {
                         ..
                     } => {
                         let sub = Correlated {
-                            query,
+                            query: *query,
                             kind: SubqueryKind::Exists { negated: *negated },
                             refs,
                             sub_ty: ty,
@@ -508,7 +508,7 @@ impl ExprBinder<'_> {
                 } => {
                     one_column(width)?;
                     let sub = Correlated {
-                        query,
+                        query: *query,
                         kind: SubqueryKind::Scalar,
                         refs,
                         sub_ty: ty,
@@ -990,12 +990,14 @@ pub fn bind_function(name: &str, args: Vec<BExpr>, pos: Pos) -> Result<BExpr> {
                         Interval => w,
                         t if t.is_integer() => cast_to(cast_to(w, Int64)?, Interval)?,
                         Varchar if is_str_lit(&w) => cast_to(w, Interval)?,
-                        t => return Err(SqlError::plan(
-                            format!(
+                        t => {
+                            return Err(SqlError::plan(
+                                format!(
                                 "xbar() bucket width for timestamps must be an INTERVAL, got {t}"
                             ),
-                            Some(pos),
-                        )),
+                                Some(pos),
+                            ))
+                        }
                     };
                     mk(vec![w, x], Timestamp)
                 }

@@ -71,7 +71,7 @@ impl SubqueryRunner for Binder {
                     ctes.append(&mut query.ctes);
                     query.ctes = ctes;
                     return Ok(SubPlan::Correlated {
-                        query,
+                        query: Box::new(query),
                         refs,
                         ty,
                         width,

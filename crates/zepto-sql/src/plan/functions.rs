@@ -88,7 +88,7 @@ pub fn is_aggregate(name: &str) -> bool {
 
 /// Result type of an aggregate over arguments of the given types.
 pub fn agg_type(f: AggFunc, args: &[DataType], pos: Pos) -> Result<DataType> {
-    let bad = |what: &str| Err(SqlError::plan(format!("{what}"), Some(pos)));
+    let bad = |what: &str| Err(SqlError::plan(what, Some(pos)));
     let a0 = args.first().copied().unwrap_or(DataType::Null);
     Ok(match f {
         AggFunc::CountStar | AggFunc::Count => DataType::Int64,
