@@ -19,6 +19,7 @@ import os
 import random
 import sys
 
+sys.dont_write_bytecode = True  # no __pycache__ next to the sources
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import common  # noqa: E402
@@ -272,7 +273,19 @@ def build_files(T):
     return files
 
 
+def pinned_duckdb_version():
+    with open(os.path.join(HERE, "requirements.txt")) as fh:
+        for line in fh:
+            if line.strip().startswith("duckdb=="):
+                return line.strip().split("==", 1)[1]
+    return None
+
+
 def main():
+    pinned = pinned_duckdb_version()
+    if pinned and duckdb.__version__ != pinned:
+        print("WARNING: DuckDB %s installed, requirements.txt pins %s; the expected answers may change"
+              % (duckdb.__version__, pinned), file=sys.stderr)
     T = make_tables()
     files = build_files(T)
     os.makedirs(OUT_DIR, exist_ok=True)

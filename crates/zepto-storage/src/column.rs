@@ -481,15 +481,19 @@ impl ColumnBuilder {
             (ColumnData::Float64(a), ColumnData::Float64(b)) => a.extend_from_slice(b),
             (ColumnData::Varchar(a), ColumnData::Varchar(b)) => a.extend(b),
             (ColumnData::Varchar(a), ColumnData::Symbol { codes, dict }) => {
-                for &k in codes {
-                    a.push(dict.get(k));
+                for (i, &k) in codes.iter().enumerate() {
+                    a.push(if c.is_valid(i) { dict.get(k) } else { "" });
                 }
             }
             (ColumnData::Symbol { codes: a, .. }, ColumnData::Symbol { codes: b, dict }) => {
                 let own = self.dict.get_or_insert_with(Dict::default);
                 // Remap through our dictionary: codes from different dictionaries differ.
                 let mut remap: Vec<u32> = vec![u32::MAX; dict.len()];
-                for &k in b {
+                for (i, &k) in b.iter().enumerate() {
+                    if !c.is_valid(i) {
+                        a.push(0);
+                        continue;
+                    }
                     let r = &mut remap[k as usize];
                     if *r == u32::MAX {
                         *r = own.intern(dict.get(k));

@@ -74,9 +74,27 @@ impl Partition {
         let Some(ts) = self.columns[ts_col].as_i64_slice() else {
             return 0..self.len();
         };
+        // NULL timestamps sort first and never satisfy a range: skip them.
+        let col = &self.columns[ts_col];
+        let nulls = match &col.validity {
+            None => 0,
+            Some(v) => {
+                let (mut l, mut r) = (0usize, ts.len());
+                while l < r {
+                    let m = (l + r) / 2;
+                    if v.get(m) {
+                        r = m;
+                    } else {
+                        l = m + 1;
+                    }
+                }
+                l
+            }
+        };
+        let ts = &ts[nulls..];
         let a = ts.partition_point(|&t| t < lo);
         let b = ts.partition_point(|&t| t <= hi);
-        a..b.max(a)
+        nulls + a..nulls + b.max(a)
     }
 }
 

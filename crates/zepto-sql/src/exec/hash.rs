@@ -46,8 +46,23 @@ fn f64_bits(v: f64) -> u64 {
     }
 }
 
-/// Fold one column into per-row hashes.
+/// Fold one column into per-row hashes. A NULL hashes the same whatever its value slot holds
+/// (computed columns and outer-join padding leave arbitrary values under NULLs).
 pub fn hash_column_into(c: &Column, hashes: &mut [u64]) {
+    if let Some(v) = &c.validity {
+        let saved: Vec<u64> = hashes.to_vec();
+        hash_values_into(c, hashes);
+        for (i, h) in hashes.iter_mut().enumerate() {
+            if !v.get(i) {
+                *h = mix(saved[i].wrapping_add(NULL_HASH));
+            }
+        }
+        return;
+    }
+    hash_values_into(c, hashes);
+}
+
+fn hash_values_into(c: &Column, hashes: &mut [u64]) {
     let combine = |h: &mut u64, v: u64| *h = mix(h.wrapping_add(v).wrapping_add(SEED));
     match &c.data {
         ColumnData::Bool(v) => v
@@ -80,14 +95,9 @@ pub fn hash_column_into(c: &Column, hashes: &mut [u64]) {
                 .zip(hashes.iter_mut())
                 .for_each(|(&k, h)| combine(h, per_code.get(k as usize).copied().unwrap_or(0)))
         }
-        ColumnData::Null(_) => hashes.iter_mut().for_each(|h| combine(h, NULL_HASH)),
-    }
-    if let Some(v) = &c.validity {
-        for (i, h) in hashes.iter_mut().enumerate() {
-            if !v.get(i) {
-                *h = mix(h.wrapping_add(NULL_HASH));
-            }
-        }
+        ColumnData::Null(_) => hashes
+            .iter_mut()
+            .for_each(|h| *h = mix(h.wrapping_add(NULL_HASH))),
     }
 }
 
