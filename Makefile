@@ -1,0 +1,58 @@
+# One entry point; CI (.ci/run) calls `make check` and `make test`.
+#   make demo   build and run the demo (generated market data + example queries)
+#   make sql    SQL shell on the demo data
+#   make test   everything CI tests: unit + DuckDB-oracle .slt corpus + randomized differential
+#               test against DuckDB + parser fuzz smoke run
+#   make check  cargo fmt --check and clippy -D warnings
+#   make bench  benchmark runner beside DuckDB and Polars (see bench/README.md)
+
+CARGO ?= cargo
+VENV  ?= .venv
+PY    := $(VENV)/bin/python
+SEED  ?= $(shell date +%s)
+
+.PHONY: demo sql build test check venv difftest fuzz-smoke bench clean
+
+build:
+	$(CARGO) build --release -p zepto-cli
+
+demo: build
+	./target/release/zeptodb demo
+
+sql: build
+	./target/release/zeptodb sql --demo
+
+$(VENV)/.ok: tests/gen/requirements.txt
+	python3 -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r tests/gen/requirements.txt
+	touch $@
+
+venv: $(VENV)/.ok
+
+test: venv
+	$(CARGO) test --workspace
+	$(MAKE) difftest
+	$(MAKE) fuzz-smoke
+
+# Random tables and queries from a small grammar, answered by DuckDB, replayed on ZeptoDB.
+difftest: venv
+	$(CARGO) build -p zepto-slt
+	mkdir -p target/difftest
+	$(PY) tests/gen/random_diff.py --seed $(SEED) --count 300 --out target/difftest/random.slt
+	./target/debug/zepto-slt target/difftest/random.slt
+
+# cargo-fuzz needs a nightly toolchain; without one the stable no-panic test in
+# `cargo test` (crates/zepto-sql/tests/no_panic.rs) is the fuzz coverage.
+fuzz-smoke:
+	./fuzz/smoke.sh 30
+
+check:
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+bench:
+	./bench/run.sh
+
+clean:
+	$(CARGO) clean
+	rm -rf $(VENV)
