@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Benchmark ZeptoDB beside DuckDB and Polars on the shared market-data set (ROWS, default 1M).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROWS=${ROWS:-1000000}
+VENV=${VENV:-.venv-bench}
+if [ ! -x "$VENV/bin/python" ]; then
+  python3 -m venv "$VENV"
+  "$VENV/bin/pip" install --quiet --disable-pip-version-check -r bench/requirements.txt
+fi
+cargo build --release -p zepto-bench
+"$VENV/bin/python" bench/compare.py --rows "$ROWS" "$@"
