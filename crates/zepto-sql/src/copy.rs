@@ -3,8 +3,30 @@
 
 use crate::engine::QueryResult;
 use crate::error::{Result, SqlError};
+use std::path::Path;
 use zepto_io::csv::{read_csv, write_csv, CsvOptions};
+use zepto_io::parquet::{read_parquet, write_parquet};
+use zepto_io::IoError;
 use zepto_storage::{Column, Schema};
+
+/// An I/O error as a SQL error, naming the file once.
+fn io_error(path: &str, e: IoError) -> SqlError {
+    match e {
+        IoError::File { .. } => SqlError::Io(e.to_string()),
+        e => SqlError::Io(format!("{path}: {e}")),
+    }
+}
+
+/// Parquet takes no options besides `FORMAT`: types and compression come from the file.
+fn parquet_options(options: &[(String, String)]) -> Result<()> {
+    match options.iter().find(|(k, _)| k != "format") {
+        Some((k, _)) => Err(SqlError::plan(
+            format!("COPY option '{k}' does not apply to FORMAT PARQUET"),
+            None,
+        )),
+        None => Ok(()),
+    }
+}
 
 fn format_of(path: &str, options: &[(String, String)]) -> String {
     options
@@ -56,6 +78,10 @@ pub fn read_file(path: &str, options: &[(String, String)], schema: &Schema) -> R
             read_csv(&data, &schema.columns, &csv_options(options)?)
                 .map_err(|e| SqlError::Io(format!("{path}: {e}")))
         }
+        "parquet" => {
+            parquet_options(options)?;
+            read_parquet(Path::new(path), &schema.columns).map_err(|e| io_error(path, e))
+        }
         f => Err(SqlError::NotSupported(format!("COPY FROM format '{f}'"))),
     }
 }
@@ -68,6 +94,13 @@ pub fn write_file(path: &str, options: &[(String, String)], r: &QueryResult) -> 
             let mut out = String::new();
             write_csv(&names, &r.batch.columns, r.batch.rows, &mut out);
             std::fs::write(path, out).map_err(|e| SqlError::Io(format!("{path}: {e}")))?;
+            Ok(r.batch.rows)
+        }
+        "parquet" => {
+            parquet_options(options)?;
+            let names: Vec<String> = r.fields.iter().map(|f| f.name.clone()).collect();
+            write_parquet(Path::new(path), &names, &r.batch.columns, r.batch.rows)
+                .map_err(|e| io_error(path, e))?;
             Ok(r.batch.rows)
         }
         f => Err(SqlError::NotSupported(format!("COPY TO format '{f}'"))),

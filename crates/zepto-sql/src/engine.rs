@@ -96,6 +96,7 @@ impl Engine {
     pub fn query(&self, q: &Query) -> Result<QueryResult> {
         let mut binder = Binder::new(self.catalog.clone());
         let (plan, fields) = binder.bind_query(q)?;
+        let plan = crate::plan::prune::prune_plan(plan);
         let batch = exec::execute(&plan)?;
         Ok(QueryResult::rows(fields, batch))
     }
@@ -106,7 +107,7 @@ impl Engine {
             Statement::Explain(q) => {
                 let mut binder = Binder::new(self.catalog.clone());
                 let (plan, fields) = binder.bind_query(q)?;
-                let text = plan.explain(&fields);
+                let text = crate::plan::prune::prune_plan(plan).explain(&fields);
                 Ok(QueryResult::text_column(
                     "plan",
                     text.lines().map(str::to_string).collect(),

@@ -72,7 +72,16 @@ impl Bitmap {
     }
 
     pub fn extend_set(&mut self, n: usize) {
-        for _ in 0..n {
+        // Finish the partial byte, then whole 0xFF bytes.
+        let mut n = n;
+        while n > 0 && !self.len.is_multiple_of(8) {
+            self.push(true);
+            n -= 1;
+        }
+        let bytes = n / 8;
+        self.bits.resize(self.bits.len() + bytes, 0xFF);
+        self.len += bytes * 8;
+        for _ in 0..n % 8 {
             self.push(true);
         }
     }

@@ -337,7 +337,9 @@ impl Column {
 #[derive(Debug)]
 pub struct ColumnBuilder {
     data: ColumnData,
-    validity: Bitmap,
+    /// Created at the first NULL (all earlier rows valid); `None` while there are no NULLs.
+    validity: Option<Bitmap>,
+    len: usize,
     dict: Option<Dict>,
 }
 
@@ -362,13 +364,28 @@ impl ColumnBuilder {
         let dict = (dt == DataType::Symbol).then(Dict::default);
         ColumnBuilder {
             data,
-            validity: Bitmap::default(),
+            validity: None,
+            len: 0,
             dict,
         }
     }
 
     pub fn len(&self) -> usize {
-        self.validity.len()
+        self.len
+    }
+
+    #[inline]
+    fn push_valid(&mut self, valid: bool) {
+        match &mut self.validity {
+            Some(v) => v.push(valid),
+            None if valid => {}
+            None => {
+                let mut v = Bitmap::new_set(self.len);
+                v.push(false);
+                self.validity = Some(v);
+            }
+        }
+        self.len += 1;
     }
 
     pub fn is_empty(&self) -> bool {
@@ -386,7 +403,7 @@ impl ColumnBuilder {
             ColumnData::Symbol { codes, .. } => codes.push(0),
             ColumnData::Null(n) => *n += 1,
         }
-        self.validity.push(false);
+        self.push_valid(false);
     }
 
     /// Push a value that already has this builder's type (or NULL). Strings go to VARCHAR or
@@ -441,7 +458,7 @@ impl ColumnBuilder {
             }
         };
         if ok {
-            self.validity.push(true);
+            self.push_valid(true);
         } else {
             self.push_null();
         }
@@ -459,7 +476,7 @@ impl ColumnBuilder {
                 return;
             }
         }
-        self.validity.push(true);
+        self.push_valid(true);
     }
 
     /// Append all rows of `c` (same type, or an untyped NULL column).
@@ -520,14 +537,15 @@ impl ColumnBuilder {
                 return;
             }
         }
-        match &c.validity {
-            Some(v) => {
-                for i in 0..v.len() {
-                    self.validity.push(v.get(i));
-                }
+        match (&c.validity, &mut self.validity) {
+            (None, None) => {}
+            (None, Some(mine)) => mine.extend_set(c.len()),
+            (Some(v), mine) => {
+                let mine = mine.get_or_insert_with(|| Bitmap::new_set(self.len));
+                mine.append_bits(v.as_bytes(), 0, v.len());
             }
-            None => self.validity.extend_set(c.len()),
         }
+        self.len += c.len();
     }
 
     pub fn finish(self) -> Column {
@@ -535,7 +553,11 @@ impl ColumnBuilder {
         if let (ColumnData::Symbol { dict, .. }, Some(d)) = (&mut data, self.dict) {
             *dict = Arc::new(d);
         }
-        let validity = (data.data_type() != DataType::Null).then_some(self.validity);
+        let validity = if data.data_type() == DataType::Null {
+            None
+        } else {
+            self.validity
+        };
         Column::new(data, validity)
     }
 }

@@ -70,6 +70,10 @@ fn compute(
         AggFunc::Count => {
             let x = x.ok_or_else(|| SqlError::Internal("count arg".into()))?;
             let mut cnt = vec![0i64; ng];
+            if x.validity.is_none() && x.data_type() != DataType::Null {
+                ids.iter().for_each(|&g| cnt[g as usize] += 1);
+                return Ok(Column::from_data(ColumnData::Int64(cnt)));
+            }
             for (i, &g) in ids.iter().enumerate() {
                 if x.is_valid(i) {
                     cnt[g as usize] += 1;
@@ -297,10 +301,11 @@ fn sum(x: &Column, ids: &[u32], ng: usize, ty: DataType) -> Result<Column> {
 fn best_rows(c: &Column, ids: &[u32], ng: usize, want: Ordering, first_on_tie: bool) -> Vec<u32> {
     let mut best = vec![NULL_INDEX; ng];
     // Fast paths for the common numeric types.
+    let all_valid = c.validity.is_none();
     macro_rules! typed {
         ($v:expr) => {{
             for (i, &g) in ids.iter().enumerate() {
-                if !c.is_valid(i) {
+                if !all_valid && !c.is_valid(i) {
                     continue;
                 }
                 let slot = &mut best[g as usize];

@@ -54,7 +54,7 @@ pub fn eval_correlated(sub: &Correlated, lhs: Option<&BExpr>, b: &Batch) -> Resu
             let q = substitute(&sub.query, &sub.refs, Some(&vals));
             let mut binder = Binder::new(sub.catalog.clone());
             let (plan, _) = binder.bind_query(&q)?;
-            let r = execute(&plan)?;
+            let r = execute(&crate::plan::prune::prune_plan(plan))?;
             let first = match sub.kind {
                 SubqueryKind::Exists { .. } => Vec::new(),
                 _ => r

@@ -215,6 +215,17 @@ fn symbol_groups(c: &Column, codes: &[u32], dict_len: usize) -> GroupIds {
     let mut map = vec![u32::MAX; dict_len + 1];
     let mut first = Vec::new();
     let mut ids = Vec::with_capacity(codes.len());
+    if c.validity.is_none() {
+        for (i, &k) in codes.iter().enumerate() {
+            let g = &mut map[k as usize];
+            if *g == u32::MAX {
+                *g = first.len() as u32;
+                first.push(i as u32);
+            }
+            ids.push(*g);
+        }
+        return GroupIds { ids, first };
+    }
     for (i, &k) in codes.iter().enumerate() {
         let slot = if c.is_valid(i) { k as usize } else { dict_len };
         let g = &mut map[slot];

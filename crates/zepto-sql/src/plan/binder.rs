@@ -48,7 +48,7 @@ impl SubqueryRunner for Binder {
                         t => t,
                     };
                     if refs.is_empty() {
-                        let batch = exec::execute(&plan)?;
+                        let batch = exec::execute(&super::prune::prune_plan(plan))?;
                         let values = batch
                             .columns
                             .first()

@@ -7,6 +7,7 @@
 mod bind_expr;
 pub mod binder;
 pub mod functions;
+pub mod prune;
 mod pushdown;
 
 use crate::parser::ast::{BinaryOp, JoinKind, Query, SetOp};

@@ -1,0 +1,251 @@
+//! Column pruning: after binding, push "which columns are needed" down the plan so scans copy
+//! only the columns a query reads (`count(*)` reads none).
+
+use super::{AggCall, BExpr, Plan, SortKey};
+
+/// Old column position → new position (None: column dropped).
+type Map = Vec<Option<usize>>;
+
+fn mark(e: &BExpr, need: &mut [bool]) {
+    e.for_each_col(&mut |i| {
+        if let Some(n) = need.get_mut(i) {
+            *n = true;
+        }
+    });
+}
+
+fn remap(e: &mut BExpr, map: &Map) {
+    e.map_cols(&|i| map.get(i).copied().flatten().unwrap_or(i));
+}
+
+fn identity(n: usize) -> Map {
+    (0..n).map(Some).collect()
+}
+
+/// Width of a plan's output.
+pub fn width(p: &Plan) -> usize {
+    match p {
+        Plan::Scan { columns, .. } => columns.len(),
+        Plan::Values { width, .. } => *width,
+        Plan::Filter { input, .. }
+        | Plan::Sort { input, .. }
+        | Plan::Limit { input, .. }
+        | Plan::Distinct { input } => width(input),
+        Plan::Project { exprs, .. } => exprs.len(),
+        Plan::Aggregate { keys, aggs, .. } => keys.len() + aggs.len(),
+        Plan::Join { left, right, .. } => width(left) + width(right),
+        Plan::SetOp { left, .. } => width(left),
+    }
+}
+
+/// Prune the whole plan: every output column is needed.
+pub fn prune_plan(p: Plan) -> Plan {
+    let need = vec![true; width(&p)];
+    prune(p, &need).0
+}
+
+fn prune(p: Plan, need: &[bool]) -> (Plan, Map) {
+    match p {
+        Plan::Scan {
+            table,
+            columns,
+            range,
+        } => {
+            let mut map = vec![None; columns.len()];
+            let mut kept = Vec::new();
+            for (i, c) in columns.into_iter().enumerate() {
+                if need.get(i).copied().unwrap_or(true) {
+                    map[i] = Some(kept.len());
+                    kept.push(c);
+                }
+            }
+            (
+                Plan::Scan {
+                    table,
+                    columns: kept,
+                    range,
+                },
+                map,
+            )
+        }
+        Plan::Values { .. } | Plan::Distinct { .. } | Plan::SetOp { .. } => {
+            let w = width(&p);
+            let p = match p {
+                Plan::Distinct { input } => {
+                    let n = vec![true; width(&input)];
+                    Plan::Distinct {
+                        input: Box::new(prune(*input, &n).0),
+                    }
+                }
+                Plan::SetOp {
+                    op,
+                    all,
+                    left,
+                    right,
+                } => {
+                    let (nl, nr) = (vec![true; width(&left)], vec![true; width(&right)]);
+                    Plan::SetOp {
+                        op,
+                        all,
+                        left: Box::new(prune(*left, &nl).0),
+                        right: Box::new(prune(*right, &nr).0),
+                    }
+                }
+                p => p,
+            };
+            (p, identity(w))
+        }
+        Plan::Filter { input, mut pred } => {
+            let mut n = need.to_vec();
+            n.resize(width(&input), false);
+            mark(&pred, &mut n);
+            let (input, map) = prune(*input, &n);
+            remap(&mut pred, &map);
+            (
+                Plan::Filter {
+                    input: Box::new(input),
+                    pred,
+                },
+                map,
+            )
+        }
+        Plan::Sort {
+            input,
+            mut keys,
+            limit,
+        } => {
+            let mut n = need.to_vec();
+            n.resize(width(&input), false);
+            keys.iter().for_each(|k| mark(&k.expr, &mut n));
+            let (input, map) = prune(*input, &n);
+            keys.iter_mut()
+                .for_each(|k: &mut SortKey| remap(&mut k.expr, &map));
+            (
+                Plan::Sort {
+                    input: Box::new(input),
+                    keys,
+                    limit,
+                },
+                map,
+            )
+        }
+        Plan::Limit {
+            input,
+            offset,
+            limit,
+        } => {
+            let (input, map) = prune(*input, need);
+            (
+                Plan::Limit {
+                    input: Box::new(input),
+                    offset,
+                    limit,
+                },
+                map,
+            )
+        }
+        Plan::Project { input, exprs } => {
+            let mut map = vec![None; exprs.len()];
+            let mut kept = Vec::new();
+            for (i, e) in exprs.into_iter().enumerate() {
+                if need.get(i).copied().unwrap_or(true) {
+                    map[i] = Some(kept.len());
+                    kept.push(e);
+                }
+            }
+            let mut n = vec![false; width(&input)];
+            kept.iter().for_each(|e| mark(e, &mut n));
+            let (input, imap) = prune(*input, &n);
+            kept.iter_mut().for_each(|e| remap(e, &imap));
+            (
+                Plan::Project {
+                    input: Box::new(input),
+                    exprs: kept,
+                },
+                map,
+            )
+        }
+        Plan::Aggregate {
+            input,
+            mut keys,
+            mut aggs,
+        } => {
+            let w = keys.len() + aggs.len();
+            let mut n = vec![false; width(&input)];
+            keys.iter().for_each(|k| mark(k, &mut n));
+            for a in &aggs {
+                a.args.iter().for_each(|x| mark(x, &mut n));
+                if let Some(o) = &a.order {
+                    mark(o, &mut n);
+                }
+            }
+            let (input, imap) = prune(*input, &n);
+            keys.iter_mut().for_each(|k| remap(k, &imap));
+            aggs.iter_mut().for_each(|a: &mut AggCall| {
+                a.args.iter_mut().for_each(|x| remap(x, &imap));
+                if let Some(o) = &mut a.order {
+                    remap(o, &imap);
+                }
+            });
+            (
+                Plan::Aggregate {
+                    input: Box::new(input),
+                    keys,
+                    aggs,
+                },
+                identity(w),
+            )
+        }
+        Plan::Join {
+            left,
+            right,
+            kind,
+            mut left_keys,
+            mut right_keys,
+            mut residual,
+        } => {
+            let (wl, wr) = (width(&left), width(&right));
+            let mut nl: Vec<bool> = (0..wl)
+                .map(|i| need.get(i).copied().unwrap_or(true))
+                .collect();
+            let mut nr: Vec<bool> = (0..wr)
+                .map(|i| need.get(wl + i).copied().unwrap_or(true))
+                .collect();
+            left_keys.iter().for_each(|k| mark(k, &mut nl));
+            right_keys.iter().for_each(|k| mark(k, &mut nr));
+            if let Some(r) = &residual {
+                r.for_each_col(&mut |i| {
+                    if i < wl {
+                        nl[i] = true;
+                    } else if i - wl < wr {
+                        nr[i - wl] = true;
+                    }
+                });
+            }
+            let (left, ml) = prune(*left, &nl);
+            let (right, mr) = prune(*right, &nr);
+            let new_wl = width(&left);
+            left_keys.iter_mut().for_each(|k| remap(k, &ml));
+            right_keys.iter_mut().for_each(|k| remap(k, &mr));
+            let map: Map = ml
+                .iter()
+                .copied()
+                .chain(mr.iter().map(|m| m.map(|j| new_wl + j)))
+                .collect();
+            if let Some(r) = &mut residual {
+                remap(r, &map);
+            }
+            (
+                Plan::Join {
+                    left: Box::new(left),
+                    right: Box::new(right),
+                    kind,
+                    left_keys,
+                    right_keys,
+                    residual,
+                },
+                map,
+            )
+        }
+    }
+}
