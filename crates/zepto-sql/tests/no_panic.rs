@@ -21,10 +21,52 @@ impl Rng {
 }
 
 const TOKENS: &[&str] = &[
-    "(", ")", ",", "'", "\"", "NULL", "*", "-", "--", "/*", "SELECT", "FROM", "WHERE", "GROUP BY", "ORDER BY", "JOIN",
-    "ON", "IN", "(SELECT 1)", "EXISTS", "CASE", "WHEN", "END", "::INT", "9223372036854775807", "-9223372036854775808",
-    "1e308", "0", "''", "INTERVAL '1 minute'", "TIMESTAMP '2024-01-02'", "UNION", "LIMIT", "OFFSET", "AND", "OR", "NOT",
-    "//", "%", "||", "count(*)", "sum(", "avg(DISTINCT ", "é", "\u{0}", ";",
+    "(",
+    ")",
+    ",",
+    "'",
+    "\"",
+    "NULL",
+    "*",
+    "-",
+    "--",
+    "/*",
+    "SELECT",
+    "FROM",
+    "WHERE",
+    "GROUP BY",
+    "ORDER BY",
+    "JOIN",
+    "ON",
+    "IN",
+    "(SELECT 1)",
+    "EXISTS",
+    "CASE",
+    "WHEN",
+    "END",
+    "::INT",
+    "9223372036854775807",
+    "-9223372036854775808",
+    "1e308",
+    "0",
+    "''",
+    "INTERVAL '1 minute'",
+    "TIMESTAMP '2024-01-02'",
+    "UNION",
+    "LIMIT",
+    "OFFSET",
+    "AND",
+    "OR",
+    "NOT",
+    "//",
+    "%",
+    "||",
+    "count(*)",
+    "sum(",
+    "avg(DISTINCT ",
+    "é",
+    "\u{0}",
+    ";",
 ];
 
 fn mutate(s: &str, rng: &mut Rng) -> String {
@@ -98,5 +140,8 @@ fn mutated_corpus_never_panics() {
             }
         }
     }
-    assert!(runs > 10_000, "expected thousands of mutated inputs, ran {runs}");
+    assert!(
+        runs > 10_000,
+        "expected thousands of mutated inputs, ran {runs}"
+    );
 }
