@@ -2,10 +2,12 @@
 //!
 //! * [`csv`] — an RFC 4180 reader/writer that keeps SPEC §2's distinction between an empty
 //!   unquoted field (NULL) and `""` (the empty string), and names the bad data row on error.
+//! * [`parquet`] — Parquet files in and out through Arrow record batches (zstd/snappy).
 //! * [`format`] — value rendering for CSV, JSON and the terminal table.
 
 pub mod csv;
 pub mod format;
+pub mod parquet;
 
 use thiserror::Error;
 
