@@ -13,7 +13,10 @@ use zepto_storage::ColumnData;
 
 const DDL: &[(&str, &str)] = &[
     ("trades", "CREATE TABLE trades (ts TIMESTAMP, sym SYMBOL, price DOUBLE, size BIGINT)"),
-    ("quotes", "CREATE TABLE quotes (ts TIMESTAMP, sym SYMBOL, bid DOUBLE, ask DOUBLE, bid_size BIGINT, ask_size BIGINT)"),
+    (
+        "quotes",
+        "CREATE TABLE quotes (ts TIMESTAMP, sym SYMBOL, bid DOUBLE, ask DOUBLE, bid_size BIGINT, ask_size BIGINT)",
+    ),
 ];
 
 /// The same queries as `ZEPTO_SQL` in `shared/bench/peers.py`.
@@ -28,11 +31,7 @@ const QUERIES: &[(&str, &str)] = &[
 fn status_kib(field: &str) -> f64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with(field))
-                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
-        })
+        .and_then(|s| s.lines().find(|l| l.starts_with(field)).and_then(|l| l.split_whitespace().nth(1)?.parse().ok()))
         .unwrap_or(0.0)
 }
 
@@ -46,43 +45,23 @@ fn checksum(r: &QueryResult) -> String {
     let mut sums = Vec::new();
     for (f, c) in r.fields.iter().zip(&r.batch.columns) {
         let v = match &c.data {
-            ColumnData::Float64(v) => format!(
-                "{:?}",
-                (0..v.len())
-                    .filter(|&i| c.is_valid(i))
-                    .map(|i| v[i])
-                    .sum::<f64>()
-            ),
-            ColumnData::Float32(v) => format!(
-                "{:?}",
-                (0..v.len())
-                    .filter(|&i| c.is_valid(i))
-                    .map(|i| v[i] as f64)
-                    .sum::<f64>()
-            ),
-            ColumnData::Int64(v) | ColumnData::Timestamp(v) => {
-                format!(
-                    "{}",
-                    (0..v.len())
-                        .filter(|&i| c.is_valid(i))
-                        .fold(0i64, |a, i| a.wrapping_add(v[i]))
-                )
+            ColumnData::Float64(v) => {
+                format!("{:?}", (0..v.len()).filter(|&i| c.is_valid(i)).map(|i| v[i]).sum::<f64>())
             }
-            ColumnData::Int32(v) => format!(
-                "{}",
-                (0..v.len())
-                    .filter(|&i| c.is_valid(i))
-                    .fold(0i64, |a, i| a.wrapping_add(v[i] as i64))
-            ),
+            ColumnData::Float32(v) => {
+                format!("{:?}", (0..v.len()).filter(|&i| c.is_valid(i)).map(|i| v[i] as f64).sum::<f64>())
+            }
+            ColumnData::Int64(v) | ColumnData::Timestamp(v) => {
+                format!("{}", (0..v.len()).filter(|&i| c.is_valid(i)).fold(0i64, |a, i| a.wrapping_add(v[i])))
+            }
+            ColumnData::Int32(v) => {
+                format!("{}", (0..v.len()).filter(|&i| c.is_valid(i)).fold(0i64, |a, i| a.wrapping_add(v[i] as i64)))
+            }
             _ => continue,
         };
         sums.push(format!("{}: {v}", json_str(&f.name)));
     }
-    format!(
-        "{{\"rows\": {}, \"sums\": {{{}}}}}",
-        r.batch.rows,
-        sums.join(", ")
-    )
+    format!("{{\"rows\": {}, \"sums\": {{{}}}}}", r.batch.rows, sums.join(", "))
 }
 
 struct Args {
@@ -106,13 +85,7 @@ fn parse_args() -> Result<Args, String> {
         let mut v = || it.next().ok_or_else(|| format!("{k} needs a value"));
         match k.as_str() {
             "--data" => a.data = v()?,
-            "--queries" => {
-                a.queries = v()?
-                    .split(',')
-                    .filter(|s| !s.is_empty())
-                    .map(str::to_string)
-                    .collect()
-            }
+            "--queries" => a.queries = v()?.split(',').filter(|s| !s.is_empty()).map(str::to_string).collect(),
             "--iters" => a.iters = v()?.parse().map_err(|e| format!("--iters: {e}"))?,
             "--budget" => a.budget_s = v()?.parse().map_err(|e| format!("--budget: {e}"))?,
             "--json" => a.json = Some(v()?),
@@ -138,17 +111,11 @@ fn main() {
     for (t, ddl) in DDL {
         let path = format!("{}/{t}.parquet", args.data);
         let step = Instant::now();
-        if let Err(e) = engine
-            .execute(ddl)
-            .and_then(|_| engine.execute(&format!("COPY {t} FROM '{path}'")))
-        {
+        if let Err(e) = engine.execute(ddl).and_then(|_| engine.execute(&format!("COPY {t} FROM '{path}'"))) {
             eprintln!("zepto-bench: loading {path}: {e}");
             std::process::exit(1);
         }
-        eprintln!(
-            "  loaded {t} in {:.1} ms",
-            step.elapsed().as_secs_f64() * 1e3
-        );
+        eprintln!("  loaded {t} in {:.1} ms", step.elapsed().as_secs_f64() * 1e3);
     }
     let load_s = t0.elapsed().as_secs_f64();
     let rss_after_load = status_kib("VmRSS:") / 1024.0;
@@ -179,11 +146,7 @@ fn main() {
             last = r.ok();
         }
         ms.sort_by(f64::total_cmp);
-        let median = if n % 2 == 1 {
-            ms[n / 2]
-        } else {
-            (ms[n / 2 - 1] + ms[n / 2]) / 2.0
-        };
+        let median = if n % 2 == 1 { ms[n / 2] } else { (ms[n / 2 - 1] + ms[n / 2]) / 2.0 };
         // numpy's default percentile: linear interpolation at (n-1)*0.99
         let pos = (n - 1) as f64 * 0.99;
         let (lo, hi) = (pos.floor() as usize, pos.ceil() as usize);
@@ -191,20 +154,14 @@ fn main() {
         eprintln!("  zeptodb {qid:4} median {median:10.3} ms  (p99 {p99:.3}, {n} runs)");
         queries.insert(
             qid.clone(),
-            format!(
-                "{{\"iters\": {n}, \"median_ms\": {median}, \"p99_ms\": {p99}, \"min_ms\": {}}}",
-                ms[0]
-            ),
+            format!("{{\"iters\": {n}, \"median_ms\": {median}, \"p99_ms\": {p99}, \"min_ms\": {}}}", ms[0]),
         );
         if let Some(r) = last {
             checks.insert(qid.clone(), checksum(&r));
         }
     }
     let obj = |m: &BTreeMap<String, String>| {
-        m.iter()
-            .map(|(k, v)| format!("{}: {v}", json_str(k)))
-            .collect::<Vec<_>>()
-            .join(", ")
+        m.iter().map(|(k, v)| format!("{}: {v}", json_str(k))).collect::<Vec<_>>().join(", ")
     };
     let out = format!(
         "{{\"engine\": \"zeptodb-rs\", \"version\": {}, \"threads\": 1, \"load_s\": {load_s}, \"rss_after_load_mib\": {rss_after_load}, \"rss_before_engine_mib\": 0, \"peak_rss_mib\": {}, \"queries\": {{{}}}, \"checks\": {{{}}}, \"errors\": {{{}}}}}",

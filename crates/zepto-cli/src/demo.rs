@@ -101,25 +101,13 @@ pub fn load(engine: &Engine, rows: usize, verbose: bool) -> Result<()> {
     let mut rng = Rng(0x5EED_CAFE_F00D_0001);
     let start: Vec<f64> = (0..SYMBOLS).map(|_| 10.0 + rng.unit() * 490.0).collect();
     let (ts, codes) = times_and_codes(&mut rng, rows);
-    let price: Vec<f64> = walk(&mut rng, &codes, &start)
-        .into_iter()
-        .map(|p| (p * 100.0).round() / 100.0)
-        .collect();
+    let price: Vec<f64> = walk(&mut rng, &codes, &start).into_iter().map(|p| (p * 100.0).round() / 100.0).collect();
     let size: Vec<i64> = (0..rows)
-        .map(|_| {
-            if rng.unit() < 0.1 {
-                1 + (rng.next() % 99) as i64
-            } else {
-                100 * (1 + (rng.next() % 10) as i64)
-            }
-        })
+        .map(|_| if rng.unit() < 0.1 { 1 + (rng.next() % 99) as i64 } else { 100 * (1 + (rng.next() % 10) as i64) })
         .collect();
     let trades = vec![
         col(ColumnData::Timestamp(ts)),
-        col(ColumnData::Symbol {
-            codes,
-            dict: dict.clone(),
-        }),
+        col(ColumnData::Symbol { codes, dict: dict.clone() }),
         col(ColumnData::Float64(price)),
         col(ColumnData::Int64(size)),
     ];
@@ -127,22 +115,10 @@ pub fn load(engine: &Engine, rows: usize, verbose: bool) -> Result<()> {
     let (ts, codes) = times_and_codes(&mut rng, rows);
     let mid = walk(&mut rng, &codes, &start);
     let spread: Vec<f64> = (0..rows).map(|_| (1 + rng.next() % 5) as f64).collect();
-    let bid: Vec<f64> = mid
-        .iter()
-        .zip(&spread)
-        .map(|(m, s)| ((m - s * 0.005) * 100.0).round() / 100.0)
-        .collect();
-    let ask: Vec<f64> = bid
-        .iter()
-        .zip(&spread)
-        .map(|(b, s)| ((b + s * 0.01) * 100.0).round() / 100.0)
-        .collect();
-    let bsz: Vec<i64> = (0..rows)
-        .map(|_| 100 * (1 + (rng.next() % 49) as i64))
-        .collect();
-    let asz: Vec<i64> = (0..rows)
-        .map(|_| 100 * (1 + (rng.next() % 49) as i64))
-        .collect();
+    let bid: Vec<f64> = mid.iter().zip(&spread).map(|(m, s)| ((m - s * 0.005) * 100.0).round() / 100.0).collect();
+    let ask: Vec<f64> = bid.iter().zip(&spread).map(|(b, s)| ((b + s * 0.01) * 100.0).round() / 100.0).collect();
+    let bsz: Vec<i64> = (0..rows).map(|_| 100 * (1 + (rng.next() % 49) as i64)).collect();
+    let asz: Vec<i64> = (0..rows).map(|_| 100 * (1 + (rng.next() % 49) as i64)).collect();
     let quotes = vec![
         col(ColumnData::Timestamp(ts)),
         col(ColumnData::Symbol { codes, dict }),

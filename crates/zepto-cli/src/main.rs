@@ -22,31 +22,10 @@ fn cli() -> Command {
                 .value_name("SQL")
                 .help("SQL to run (';'-separated; the last result is printed)"),
         )
-        .arg(
-            Arg::new("file")
-                .short('f')
-                .long("file")
-                .value_name("FILE")
-                .help("Run the SQL in FILE"),
-        )
-        .arg(
-            Arg::new("format")
-                .long("format")
-                .value_parser(["table", "csv", "json"])
-                .default_value("table"),
-        )
-        .arg(
-            Arg::new("data-dir")
-                .long("data-dir")
-                .value_name("DIR")
-                .help("Durable data directory (not available yet)"),
-        )
-        .arg(
-            Arg::new("url")
-                .long("url")
-                .value_name("URL")
-                .help("Connect to a server (not available yet)"),
-        )
+        .arg(Arg::new("file").short('f').long("file").value_name("FILE").help("Run the SQL in FILE"))
+        .arg(Arg::new("format").long("format").value_parser(["table", "csv", "json"]).default_value("table"))
+        .arg(Arg::new("data-dir").long("data-dir").value_name("DIR").help("Durable data directory (not available yet)"))
+        .arg(Arg::new("url").long("url").value_name("URL").help("Connect to a server (not available yet)"))
         .arg(
             Arg::new("demo")
                 .long("demo")
@@ -60,20 +39,10 @@ fn cli() -> Command {
                 .default_value("1000000")
                 .help("Rows per demo table"),
         )
-        .arg(
-            Arg::new("timing")
-                .long("timing")
-                .action(ArgAction::SetTrue)
-                .help("Print elapsed time to stderr"),
-        );
+        .arg(Arg::new("timing").long("timing").action(ArgAction::SetTrue).help("Print elapsed time to stderr"));
     let demo = Command::new("demo")
         .about("Generate a market-data set in memory and run example queries")
-        .arg(
-            Arg::new("rows")
-                .long("rows")
-                .value_parser(clap::value_parser!(usize))
-                .default_value("1000000"),
-        );
+        .arg(Arg::new("rows").long("rows").value_parser(clap::value_parser!(usize)).default_value("1000000"));
     Command::new("zeptodb")
         .about("ZeptoDB: an in-memory columnar time-series database")
         .version(env!("CARGO_PKG_VERSION"))
@@ -95,11 +64,7 @@ fn main() -> ExitCode {
     let m = match cli().try_get_matches() {
         Ok(m) => m,
         Err(e) => {
-            let code = if e.use_stderr() {
-                ExitCode::from(2)
-            } else {
-                ExitCode::SUCCESS
-            };
+            let code = if e.use_stderr() { ExitCode::from(2) } else { ExitCode::SUCCESS };
             let _ = e.print();
             return code;
         }
@@ -126,10 +91,7 @@ fn main() -> ExitCode {
                     return fail(&error_line(&e));
                 }
             }
-            let format = a
-                .get_one::<String>("format")
-                .map(String::as_str)
-                .unwrap_or("table");
+            let format = a.get_one::<String>("format").map(String::as_str).unwrap_or("table");
             let timing = a.get_flag("timing");
             let script = match (a.get_one::<String>("command"), a.get_one::<String>("file")) {
                 (Some(c), None) => Some(c.clone()),

@@ -11,7 +11,7 @@ const TABLE_MAX_ROWS: usize = 40;
 pub fn render(r: &QueryResult, format: &str, elapsed: Duration) -> String {
     let names: Vec<String> = r.fields.iter().map(|f| f.name.clone()).collect();
     let types: Vec<_> = r.fields.iter().map(|f| f.data_type).collect();
-    let cols = &r.batch.columns;
+    let cols = &r.batch.col_refs();
     let rows = r.batch.rows;
     if let Some(status) = &r.status {
         return match format {
@@ -55,10 +55,7 @@ pub fn render(r: &QueryResult, format: &str, elapsed: Duration) -> String {
                 }
                 s.push(']');
             }
-            s.push_str(&format!(
-                "],\"rows\":{rows},\"elapsed_us\":{:.1}}}\n",
-                elapsed.as_secs_f64() * 1e6
-            ));
+            s.push_str(&format!("],\"rows\":{rows},\"elapsed_us\":{:.1}}}\n", elapsed.as_secs_f64() * 1e6));
             s
         }
         _ => table(&names, &types, cols, rows, TABLE_MAX_ROWS),

@@ -6,7 +6,8 @@ use std::process::ExitCode;
 use std::time::Instant;
 use zepto_sql::Engine;
 
-const HELP: &str = "\\q quit   \\timing toggle timing   \\d list tables   \\d NAME describe   \\format table|csv|json   \\? help";
+const HELP: &str =
+    "\\q quit   \\timing toggle timing   \\d list tables   \\d NAME describe   \\format table|csv|json   \\? help";
 
 pub fn run(engine: &Engine, format: &str) -> ExitCode {
     let mut rl = match rustyline::DefaultEditor::new() {
@@ -16,15 +17,11 @@ pub fn run(engine: &Engine, format: &str) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let history =
-        std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".zeptodb_history"));
+    let history = std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".zeptodb_history"));
     if let Some(h) = &history {
         let _ = rl.load_history(h);
     }
-    println!(
-        "ZeptoDB {} — type SQL ending with ';', \\? for help",
-        env!("CARGO_PKG_VERSION")
-    );
+    println!("ZeptoDB {} — type SQL ending with ';', \\? for help", env!("CARGO_PKG_VERSION"));
     let mut format = format.to_string();
     let mut timing = false;
     let mut buf = String::new();
@@ -49,12 +46,8 @@ pub fn run(engine: &Engine, format: &str) -> ExitCode {
                     println!("Timing is {}.", if timing { "on" } else { "off" });
                 }
                 (Some("\\d"), None) => exec(engine, "SHOW TABLES", &format, timing),
-                (Some("\\d"), Some(name)) => {
-                    exec(engine, &format!("DESCRIBE {name}"), &format, timing)
-                }
-                (Some("\\format"), Some(f)) if ["table", "csv", "json"].contains(&f) => {
-                    format = f.to_string()
-                }
+                (Some("\\d"), Some(name)) => exec(engine, &format!("DESCRIBE {name}"), &format, timing),
+                (Some("\\format"), Some(f)) if ["table", "csv", "json"].contains(&f) => format = f.to_string(),
                 _ => println!("{HELP}"),
             }
             continue;

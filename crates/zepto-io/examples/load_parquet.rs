@@ -14,9 +14,7 @@ use zepto_storage::{ColumnDef, DataType};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
-    let input = args
-        .next()
-        .ok_or("usage: load_parquet TRADES.parquet [OUT.parquet]")?;
+    let input = args.next().ok_or("usage: load_parquet TRADES.parquet [OUT.parquet]")?;
     let out = args.next();
     let schema: Vec<ColumnDef> = [
         ("ts", DataType::Timestamp),
@@ -25,10 +23,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         ("size", DataType::Int64),
     ]
     .into_iter()
-    .map(|(name, data_type)| ColumnDef {
-        name: name.into(),
-        data_type,
-    })
+    .map(|(name, data_type)| ColumnDef { name: name.into(), data_type })
     .collect();
 
     let mut times = Vec::new();
@@ -41,19 +36,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let rows = cols.first().map_or(0, |c| c.len());
     let best = times.iter().copied().fold(f64::INFINITY, f64::min);
     let runs: Vec<String> = times.iter().map(|t| format!("{t:.1}")).collect();
-    println!(
-        "read {rows} rows: best {best:.1} ms (runs: {} ms)",
-        runs.join(", ")
-    );
+    println!("read {rows} rows: best {best:.1} ms (runs: {} ms)", runs.join(", "));
 
     if let Some(out) = out {
         let names: Vec<String> = schema.iter().map(|c| c.name.clone()).collect();
         let t = Instant::now();
-        write_parquet(Path::new(&out), &names, &cols, rows)?;
-        println!(
-            "wrote {rows} rows to {out}: {:.1} ms",
-            t.elapsed().as_secs_f64() * 1e3
-        );
+        write_parquet(Path::new(&out), &names, &cols.iter().collect::<Vec<_>>(), rows)?;
+        println!("wrote {rows} rows to {out}: {:.1} ms", t.elapsed().as_secs_f64() * 1e3);
     }
     Ok(())
 }

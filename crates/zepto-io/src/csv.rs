@@ -16,10 +16,7 @@ pub struct CsvOptions {
 
 impl Default for CsvOptions {
     fn default() -> Self {
-        CsvOptions {
-            header: true,
-            delimiter: b',',
-        }
+        CsvOptions { header: true, delimiter: b',' }
     }
 }
 
@@ -43,10 +40,7 @@ pub fn parse_records(data: &str, delim: u8) -> Result<Vec<Vec<Field>>, IoError> 
     }
     while i < b.len() {
         // One field starting at i.
-        let mut f = Field {
-            text: String::new(),
-            quoted: false,
-        };
+        let mut f = Field { text: String::new(), quoted: false };
         if b[i] == b'"' {
             f.quoted = true;
             i += 1;
@@ -99,10 +93,7 @@ pub fn parse_records(data: &str, delim: u8) -> Result<Vec<Vec<Field>>, IoError> 
         if i < b.len() && b[i] == delim {
             i += 1;
             if i == b.len() {
-                rec.push(Field {
-                    text: String::new(),
-                    quoted: false,
-                });
+                rec.push(Field { text: String::new(), quoted: false });
             }
             continue;
         }
@@ -154,11 +145,7 @@ pub fn parse_field(f: &Field, dt: DataType) -> Result<Value, String> {
 
 /// Read CSV text into columns in `schema` order. With a header, columns are matched by name
 /// (missing ones read NULL, unknown ones are an error); without, by position.
-pub fn read_csv(
-    data: &str,
-    schema: &[ColumnDef],
-    opts: &CsvOptions,
-) -> Result<Vec<Column>, IoError> {
+pub fn read_csv(data: &str, schema: &[ColumnDef], opts: &CsvOptions) -> Result<Vec<Column>, IoError> {
     let mut recs = parse_records(data, opts.delimiter)?;
     let mapping: Vec<Option<usize>> = if opts.header && !recs.is_empty() {
         let head = recs.remove(0);
@@ -168,13 +155,9 @@ pub fn read_csv(
             let i = schema
                 .iter()
                 .position(|c| c.name.eq_ignore_ascii_case(name))
-                .ok_or_else(|| {
-                    IoError::Invalid(format!("CSV header names unknown column '{name}'"))
-                })?;
+                .ok_or_else(|| IoError::Invalid(format!("CSV header names unknown column '{name}'")))?;
             if m[i].is_some() {
-                return Err(IoError::Invalid(format!(
-                    "CSV header names column '{name}' twice"
-                )));
+                return Err(IoError::Invalid(format!("CSV header names column '{name}' twice")));
             }
             m[i] = Some(k);
         }
@@ -182,15 +165,8 @@ pub fn read_csv(
     } else {
         (0..schema.len()).map(Some).collect()
     };
-    let width = if opts.header {
-        mapping.iter().flatten().count()
-    } else {
-        schema.len()
-    };
-    let mut builders: Vec<ColumnBuilder> = schema
-        .iter()
-        .map(|c| ColumnBuilder::new(c.data_type, recs.len()))
-        .collect();
+    let width = if opts.header { mapping.iter().flatten().count() } else { schema.len() };
+    let mut builders: Vec<ColumnBuilder> = schema.iter().map(|c| ColumnBuilder::new(c.data_type, recs.len())).collect();
     for (r, rec) in recs.iter().enumerate() {
         if rec.len() != width {
             return Err(IoError::BadRow {
@@ -202,12 +178,10 @@ pub fn read_csv(
             match mapping[j] {
                 None => builders[j].push_null(),
                 Some(k) => {
-                    let v = parse_field(&rec[k], col.data_type).map_err(|message| {
-                        IoError::BadValue {
-                            row: r + 1,
-                            column: col.name.clone(),
-                            message,
-                        }
+                    let v = parse_field(&rec[k], col.data_type).map_err(|message| IoError::BadValue {
+                        row: r + 1,
+                        column: col.name.clone(),
+                        message,
                     })?;
                     builders[j].push_value(&v);
                 }
@@ -218,7 +192,7 @@ pub fn read_csv(
 }
 
 /// Write a header row and the rows of `cols` as CSV.
-pub fn write_csv(names: &[String], cols: &[Column], rows: usize, out: &mut String) {
+pub fn write_csv(names: &[String], cols: &[&Column], rows: usize, out: &mut String) {
     for (j, n) in names.iter().enumerate() {
         if j > 0 {
             out.push(',');
@@ -243,36 +217,24 @@ mod tests {
 
     fn defs() -> Vec<ColumnDef> {
         vec![
-            ColumnDef {
-                name: "ts".into(),
-                data_type: DataType::Timestamp,
-            },
-            ColumnDef {
-                name: "s".into(),
-                data_type: DataType::Varchar,
-            },
-            ColumnDef {
-                name: "n".into(),
-                data_type: DataType::Int64,
-            },
+            ColumnDef { name: "ts".into(), data_type: DataType::Timestamp },
+            ColumnDef { name: "s".into(), data_type: DataType::Varchar },
+            ColumnDef { name: "n".into(), data_type: DataType::Int64 },
         ]
     }
 
     #[test]
     fn null_vs_empty_and_quotes() {
-        let cols = read_csv(
-            "ts,s,n\n2024-01-02 09:30:00,\"a,\"\"b\"\"\",1\n5,,\n6,\"\",7\n",
-            &defs(),
-            &CsvOptions::default(),
-        )
-        .expect("reads");
+        let cols =
+            read_csv("ts,s,n\n2024-01-02 09:30:00,\"a,\"\"b\"\"\",1\n5,,\n6,\"\",7\n", &defs(), &CsvOptions::default())
+                .expect("reads");
         assert_eq!(cols[1].get(0), Value::Str("a,\"b\"".into()));
         assert_eq!(cols[1].get(1), Value::Null);
         assert_eq!(cols[1].get(2), Value::Str(String::new()));
         assert_eq!(cols[2].get(1), Value::Null);
         assert_eq!(cols[0].get(1), Value::Timestamp(5));
         let mut out = String::new();
-        write_csv(&["ts".into(), "s".into(), "n".into()], &cols, 3, &mut out);
+        write_csv(&["ts".into(), "s".into(), "n".into()], &cols.iter().collect::<Vec<_>>(), 3, &mut out);
         let back = read_csv(&out, &defs(), &CsvOptions::default()).expect("round trip");
         for j in 0..3 {
             for i in 0..3 {
@@ -283,8 +245,7 @@ mod tests {
 
     #[test]
     fn errors_name_the_row() {
-        let e =
-            read_csv("ts,s,n\n1,a,2\n2,b,x\n", &defs(), &CsvOptions::default()).expect_err("bad");
+        let e = read_csv("ts,s,n\n1,a,2\n2,b,x\n", &defs(), &CsvOptions::default()).expect_err("bad");
         assert_eq!(e.row(), Some(2));
         let e = read_csv("ts,s,n\n1,a\n", &defs(), &CsvOptions::default()).expect_err("short");
         assert_eq!(e.row(), Some(1));

@@ -81,13 +81,7 @@ pub fn json_cell(c: &Column, i: usize, out: &mut String) {
 }
 
 /// An aligned, boxed text table (numbers right-aligned).
-pub fn table(
-    names: &[String],
-    types: &[DataType],
-    cols: &[Column],
-    rows: usize,
-    max_rows: usize,
-) -> String {
+pub fn table(names: &[String], types: &[DataType], cols: &[&Column], rows: usize, max_rows: usize) -> String {
     let shown = rows.min(max_rows);
     let mut cells: Vec<Vec<String>> = Vec::with_capacity(shown);
     for i in 0..shown {
@@ -96,12 +90,7 @@ pub fn table(
     let w: Vec<usize> = (0..names.len())
         .map(|j| {
             let head = names[j].chars().count().max(types[j].sql_name().len());
-            cells
-                .iter()
-                .map(|r| r[j].chars().count())
-                .max()
-                .unwrap_or(0)
-                .max(head)
+            cells.iter().map(|r| r[j].chars().count()).max().unwrap_or(0).max(head)
         })
         .collect();
     let line = |l: &str, m: &str, r: &str| {
@@ -140,10 +129,7 @@ pub fn table(
     if rows > shown {
         out.push_str(&format!("({rows} rows, {shown} shown)\n"));
     } else {
-        out.push_str(&format!(
-            "({rows} row{})\n",
-            if rows == 1 { "" } else { "s" }
-        ));
+        out.push_str(&format!("({rows} row{})\n", if rows == 1 { "" } else { "s" }));
     }
     out
 }

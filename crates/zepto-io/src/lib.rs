@@ -15,11 +15,7 @@ use thiserror::Error;
 pub enum IoError {
     /// Bad input data; `row` is the 1-based data row (header not counted).
     #[error("row {row}, column '{column}': {message}")]
-    BadValue {
-        row: usize,
-        column: String,
-        message: String,
-    },
+    BadValue { row: usize, column: String, message: String },
     #[error("row {row}: {message}")]
     BadRow { row: usize, message: String },
     #[error("{0}")]

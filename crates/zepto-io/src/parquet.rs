@@ -8,26 +8,21 @@
 //! Writing produces one zstd-compressed file, written to `<path>.tmp` and renamed into place.
 
 use crate::IoError;
-use ::parquet::arrow::arrow_reader::{
-    ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder,
-};
+use ::parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder};
 use ::parquet::arrow::{ArrowWriter, ProjectionMask};
 use ::parquet::basic::{Compression, ZstdLevel};
 use ::parquet::file::properties::WriterProperties;
 use arrow_array::cast::AsArray;
 use arrow_array::types::{
-    ArrowDictionaryKeyType, DurationMicrosecondType, DurationMillisecondType,
-    DurationNanosecondType, DurationSecondType, Int16Type, Int32Type, Int64Type, Int8Type,
-    TimestampMicrosecondType, TimestampMillisecondType, TimestampNanosecondType,
-    TimestampSecondType, UInt16Type, UInt32Type, UInt64Type, UInt8Type,
+    ArrowDictionaryKeyType, DurationMicrosecondType, DurationMillisecondType, DurationNanosecondType,
+    DurationSecondType, Int16Type, Int32Type, Int64Type, Int8Type, TimestampMicrosecondType, TimestampMillisecondType,
+    TimestampNanosecondType, TimestampSecondType, UInt16Type, UInt32Type, UInt64Type, UInt8Type,
 };
 use arrow_array::{
-    Array, ArrayRef, ArrowPrimitiveType, BooleanArray, DictionaryArray, Int32Array,
-    LargeStringArray, NullArray, PrimitiveArray, RecordBatch, StringArray,
+    Array, ArrayRef, ArrowPrimitiveType, BooleanArray, DictionaryArray, Int32Array, LargeStringArray, NullArray,
+    PrimitiveArray, RecordBatch, StringArray,
 };
-use arrow_buffer::{
-    ArrowNativeType, BooleanBuffer, Buffer, NullBuffer, OffsetBuffer, ScalarBuffer,
-};
+use arrow_buffer::{ArrowNativeType, BooleanBuffer, Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
 use arrow_schema::{DataType as ArrowType, Field, Schema, TimeUnit};
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -42,10 +37,7 @@ const BATCH_ROWS: usize = 1 << 16;
 const NANOS_PER_DAY: i64 = 86_400_000_000_000;
 
 fn file_err(path: &Path, e: impl std::fmt::Display) -> IoError {
-    IoError::File {
-        path: path.display().to_string(),
-        message: e.to_string(),
-    }
+    IoError::File { path: path.display().to_string(), message: e.to_string() }
 }
 
 /// Read a Parquet file into columns in `schema` order.
@@ -57,25 +49,19 @@ pub fn read_parquet(path: &Path, schema: &[ColumnDef]) -> Result<Vec<Column>, Io
     read_batched(path, schema, BATCH_ROWS)
 }
 
-fn read_batched(
-    path: &Path,
-    schema: &[ColumnDef],
-    batch_rows: usize,
-) -> Result<Vec<Column>, IoError> {
+fn read_batched(path: &Path, schema: &[ColumnDef], batch_rows: usize) -> Result<Vec<Column>, IoError> {
     let file = File::open(path).map_err(|e| file_err(path, e))?;
-    let meta = ArrowReaderMetadata::load(&file, ArrowReaderOptions::new())
-        .map_err(|e| file_err(path, e))?;
+    let meta = ArrowReaderMetadata::load(&file, ArrowReaderOptions::new()).map_err(|e| file_err(path, e))?;
     let fields = meta.schema().fields().clone();
 
     // Which file column feeds each schema column (an exact-case match wins over others).
     let source: Vec<Option<usize>> = schema
         .iter()
         .map(|c| {
-            fields.iter().position(|f| f.name() == &c.name).or_else(|| {
-                fields
-                    .iter()
-                    .position(|f| f.name().eq_ignore_ascii_case(&c.name))
-            })
+            fields
+                .iter()
+                .position(|f| f.name() == &c.name)
+                .or_else(|| fields.iter().position(|f| f.name().eq_ignore_ascii_case(&c.name)))
         })
         .collect();
     if !schema.is_empty() && source.iter().all(Option::is_none) {
@@ -109,16 +95,10 @@ fn read_batched(
         }
     }
     let meta = if any_hint {
-        let hint = Arc::new(Schema::new_with_metadata(
-            hinted,
-            meta.schema().metadata().clone(),
-        ));
+        let hint = Arc::new(Schema::new_with_metadata(hinted, meta.schema().metadata().clone()));
         // A hint the reader rejects only costs speed: fall back to plain strings.
-        ArrowReaderMetadata::try_new(
-            meta.metadata().clone(),
-            ArrowReaderOptions::new().with_schema(hint),
-        )
-        .unwrap_or(meta)
+        ArrowReaderMetadata::try_new(meta.metadata().clone(), ArrowReaderOptions::new().with_schema(hint))
+            .unwrap_or(meta)
     } else {
         meta
     };
@@ -128,8 +108,7 @@ fn read_batched(
     for ((acc, c), s) in accs.iter_mut().zip(schema).zip(&source) {
         if let Some(k) = *s {
             let dt = meta.schema().field(k).data_type();
-            acc.append(&arrow_array::new_empty_array(dt), 0)
-                .map_err(|e| e.into_io(c, dt))?;
+            acc.append(&arrow_array::new_empty_array(dt), 0).map_err(|e| e.into_io(c, dt))?;
         }
     }
 
@@ -137,10 +116,7 @@ fn read_batched(
     let mut roots: Vec<usize> = source.iter().flatten().copied().collect();
     roots.sort_unstable();
     roots.dedup();
-    let mask = ProjectionMask::roots(
-        meta.metadata().file_metadata().schema_descr(),
-        roots.iter().copied(),
-    );
+    let mask = ProjectionMask::roots(meta.metadata().file_metadata().schema_descr(), roots.iter().copied());
     let reader = ParquetRecordBatchReaderBuilder::new_with_metadata(file, meta)
         .with_projection(mask)
         .with_batch_size(batch_rows)
@@ -154,12 +130,9 @@ fn read_batched(
         for ((acc, c), s) in accs.iter_mut().zip(schema).zip(&source) {
             if let Some(k) = *s {
                 // Projected columns keep file order.
-                let pos = roots
-                    .binary_search(&k)
-                    .map_err(|_| IoError::Invalid("projection lost a column".into()))?;
+                let pos = roots.binary_search(&k).map_err(|_| IoError::Invalid("projection lost a column".into()))?;
                 let arr = batch.column(pos);
-                acc.append(arr.as_ref(), rows)
-                    .map_err(|e| e.into_io(c, arr.data_type()))?;
+                acc.append(arr.as_ref(), rows).map_err(|e| e.into_io(c, arr.data_type()))?;
             }
         }
         rows += batch.num_rows();
@@ -168,13 +141,7 @@ fn read_batched(
         .into_iter()
         .zip(&source)
         .zip(schema)
-        .map(|((acc, s), c)| {
-            if s.is_some() {
-                acc.finish()
-            } else {
-                Column::nulls(c.data_type, rows)
-            }
-        })
+        .map(|((acc, s), c)| if s.is_some() { acc.finish() } else { Column::nulls(c.data_type, rows) })
         .collect())
 }
 
@@ -195,11 +162,7 @@ impl AppendError {
                 c.name,
                 c.data_type.sql_name()
             )),
-            AppendError::Value { row, message } => IoError::BadValue {
-                row: row + 1,
-                column: c.name.clone(),
-                message,
-            },
+            AppendError::Value { row, message } => IoError::BadValue { row: row + 1, column: c.name.clone(), message },
         }
     }
 }
@@ -229,20 +192,10 @@ impl Acc {
             DataType::Date => ColumnData::Date(Vec::with_capacity(capacity)),
             DataType::Interval => ColumnData::Interval(Vec::with_capacity(capacity)),
             DataType::Varchar => ColumnData::Varchar(StrVec::with_capacity(capacity, 0)),
-            DataType::Symbol => ColumnData::Symbol {
-                codes: Vec::with_capacity(capacity),
-                dict: Arc::default(),
-            },
+            DataType::Symbol => ColumnData::Symbol { codes: Vec::with_capacity(capacity), dict: Arc::default() },
             DataType::Null => ColumnData::Null(0),
         };
-        Acc {
-            dt: c.data_type,
-            data,
-            validity: None,
-            len: 0,
-            dict: Dict::default(),
-            remap: None,
-        }
+        Acc { dt: c.data_type, data, validity: None, len: 0, dict: Dict::default(), remap: None }
     }
 
     /// Append all rows of `arr`; `row0` is the file row of its first element (for errors).
@@ -266,25 +219,18 @@ impl Acc {
                 ColumnData::Float64(v) => float64(arr, v)?,
                 ColumnData::Timestamp(v) => timestamp(arr, v, nulls, row0)?,
                 ColumnData::Date(v) => match arr.data_type() {
-                    ArrowType::Date32 => v.extend_from_slice(
-                        arr.as_primitive::<arrow_array::types::Date32Type>()
-                            .values(),
-                    ),
+                    ArrowType::Date32 => {
+                        v.extend_from_slice(arr.as_primitive::<arrow_array::types::Date32Type>().values())
+                    }
                     ArrowType::Date64 => {
-                        let a = arr
-                            .as_primitive::<arrow_array::types::Date64Type>()
-                            .values();
-                        convert(a, v, nulls, row0, |ms| {
-                            i32::try_from(ms.div_euclid(86_400_000)).ok()
-                        })?
+                        let a = arr.as_primitive::<arrow_array::types::Date64Type>().values();
+                        convert(a, v, nulls, row0, |ms| i32::try_from(ms.div_euclid(86_400_000)).ok())?
                     }
                     _ => return Err(AppendError::Type),
                 },
                 ColumnData::Interval(v) => interval(arr, v, nulls, row0)?,
                 ColumnData::Varchar(s) => varchar(arr, s, nulls)?,
-                ColumnData::Symbol { codes, .. } => {
-                    symbol(arr, codes, nulls, &mut self.dict, &mut self.remap)?
-                }
+                ColumnData::Symbol { codes, .. } => symbol(arr, codes, nulls, &mut self.dict, &mut self.remap)?,
                 ColumnData::Null(k) => *k += n,
             }
             zero_nulls(&mut self.data, start, nulls);
@@ -308,9 +254,7 @@ impl Acc {
         match &mut self.data {
             ColumnData::Bool(v) => v.resize(v.len() + n, false),
             ColumnData::Int32(v) | ColumnData::Date(v) => v.resize(v.len() + n, 0),
-            ColumnData::Int64(v) | ColumnData::Timestamp(v) | ColumnData::Interval(v) => {
-                v.resize(v.len() + n, 0)
-            }
+            ColumnData::Int64(v) | ColumnData::Timestamp(v) | ColumnData::Interval(v) => v.resize(v.len() + n, 0),
             ColumnData::Float32(v) => v.resize(v.len() + n, 0.0),
             ColumnData::Float64(v) => v.resize(v.len() + n, 0.0),
             ColumnData::Varchar(s) => (0..n).for_each(|_| s.push("")),
@@ -342,9 +286,7 @@ fn zero_nulls(data: &mut ColumnData, start: usize, nulls: Option<&NullBuffer>) {
     match data {
         ColumnData::Bool(v) => z(&mut v[start..], nulls, false),
         ColumnData::Int32(v) | ColumnData::Date(v) => z(&mut v[start..], nulls, 0),
-        ColumnData::Int64(v) | ColumnData::Timestamp(v) | ColumnData::Interval(v) => {
-            z(&mut v[start..], nulls, 0)
-        }
+        ColumnData::Int64(v) | ColumnData::Timestamp(v) | ColumnData::Interval(v) => z(&mut v[start..], nulls, 0),
         ColumnData::Float32(v) => z(&mut v[start..], nulls, 0.0),
         ColumnData::Float64(v) => z(&mut v[start..], nulls, 0.0),
         ColumnData::Symbol { codes, .. } => z(&mut codes[start..], nulls, 0),
@@ -362,10 +304,7 @@ fn convert<T: Copy, U: Default>(
     f: impl Fn(T) -> Option<U>,
 ) -> Result<(), AppendError> {
     out.reserve(src.len());
-    let bad = |i: usize| AppendError::Value {
-        row: row0 + i,
-        message: "value out of range for the column type".into(),
-    };
+    let bad = |i: usize| AppendError::Value { row: row0 + i, message: "value out of range for the column type".into() };
     match nulls {
         None => {
             for (i, &x) in src.iter().enumerate() {
@@ -374,11 +313,7 @@ fn convert<T: Copy, U: Default>(
         }
         Some(nulls) => {
             for (i, (&x, valid)) in src.iter().zip(nulls.iter()).enumerate() {
-                out.push(if valid {
-                    f(x).ok_or_else(|| bad(i))?
-                } else {
-                    U::default()
-                });
+                out.push(if valid { f(x).ok_or_else(|| bad(i))? } else { U::default() });
             }
         }
     }
@@ -389,38 +324,22 @@ fn values<T: ArrowPrimitiveType>(arr: &dyn Array) -> &[T::Native] {
     arr.as_primitive::<T>().values()
 }
 
-fn int32(
-    arr: &dyn Array,
-    v: &mut Vec<i32>,
-    nulls: Option<&NullBuffer>,
-    row0: usize,
-) -> Result<(), AppendError> {
+fn int32(arr: &dyn Array, v: &mut Vec<i32>, nulls: Option<&NullBuffer>, row0: usize) -> Result<(), AppendError> {
     match arr.data_type() {
         ArrowType::Int32 => v.extend_from_slice(values::<Int32Type>(arr)),
         ArrowType::Int8 => v.extend(values::<Int8Type>(arr).iter().map(|&x| i32::from(x))),
         ArrowType::Int16 => v.extend(values::<Int16Type>(arr).iter().map(|&x| i32::from(x))),
         ArrowType::UInt8 => v.extend(values::<UInt8Type>(arr).iter().map(|&x| i32::from(x))),
         ArrowType::UInt16 => v.extend(values::<UInt16Type>(arr).iter().map(|&x| i32::from(x))),
-        ArrowType::Int64 => convert(values::<Int64Type>(arr), v, nulls, row0, |x| {
-            i32::try_from(x).ok()
-        })?,
-        ArrowType::UInt32 => convert(values::<UInt32Type>(arr), v, nulls, row0, |x| {
-            i32::try_from(x).ok()
-        })?,
-        ArrowType::UInt64 => convert(values::<UInt64Type>(arr), v, nulls, row0, |x| {
-            i32::try_from(x).ok()
-        })?,
+        ArrowType::Int64 => convert(values::<Int64Type>(arr), v, nulls, row0, |x| i32::try_from(x).ok())?,
+        ArrowType::UInt32 => convert(values::<UInt32Type>(arr), v, nulls, row0, |x| i32::try_from(x).ok())?,
+        ArrowType::UInt64 => convert(values::<UInt64Type>(arr), v, nulls, row0, |x| i32::try_from(x).ok())?,
         _ => return Err(AppendError::Type),
     }
     Ok(())
 }
 
-fn int64(
-    arr: &dyn Array,
-    v: &mut Vec<i64>,
-    nulls: Option<&NullBuffer>,
-    row0: usize,
-) -> Result<(), AppendError> {
+fn int64(arr: &dyn Array, v: &mut Vec<i64>, nulls: Option<&NullBuffer>, row0: usize) -> Result<(), AppendError> {
     match arr.data_type() {
         ArrowType::Int64 => v.extend_from_slice(values::<Int64Type>(arr)),
         ArrowType::Int8 => v.extend(values::<Int8Type>(arr).iter().map(|&x| i64::from(x))),
@@ -429,9 +348,7 @@ fn int64(
         ArrowType::UInt8 => v.extend(values::<UInt8Type>(arr).iter().map(|&x| i64::from(x))),
         ArrowType::UInt16 => v.extend(values::<UInt16Type>(arr).iter().map(|&x| i64::from(x))),
         ArrowType::UInt32 => v.extend(values::<UInt32Type>(arr).iter().map(|&x| i64::from(x))),
-        ArrowType::UInt64 => convert(values::<UInt64Type>(arr), v, nulls, row0, |x| {
-            i64::try_from(x).ok()
-        })?,
+        ArrowType::UInt64 => convert(values::<UInt64Type>(arr), v, nulls, row0, |x| i64::try_from(x).ok())?,
         _ => return Err(AppendError::Type),
     }
     Ok(())
@@ -440,11 +357,7 @@ fn int64(
 fn float64(arr: &dyn Array, v: &mut Vec<f64>) -> Result<(), AppendError> {
     match arr.data_type() {
         ArrowType::Float64 => v.extend_from_slice(values::<arrow_array::types::Float64Type>(arr)),
-        ArrowType::Float32 => v.extend(
-            values::<arrow_array::types::Float32Type>(arr)
-                .iter()
-                .map(|&x| f64::from(x)),
-        ),
+        ArrowType::Float32 => v.extend(values::<arrow_array::types::Float32Type>(arr).iter().map(|&x| f64::from(x))),
         ArrowType::Int8 => v.extend(values::<Int8Type>(arr).iter().map(|&x| f64::from(x))),
         ArrowType::Int16 => v.extend(values::<Int16Type>(arr).iter().map(|&x| f64::from(x))),
         ArrowType::Int32 => v.extend(values::<Int32Type>(arr).iter().map(|&x| f64::from(x))),
@@ -461,11 +374,7 @@ fn float64(arr: &dyn Array, v: &mut Vec<f64>) -> Result<(), AppendError> {
 fn float32(arr: &dyn Array, v: &mut Vec<f32>) -> Result<(), AppendError> {
     match arr.data_type() {
         ArrowType::Float32 => v.extend_from_slice(values::<arrow_array::types::Float32Type>(arr)),
-        ArrowType::Float64 => v.extend(
-            values::<arrow_array::types::Float64Type>(arr)
-                .iter()
-                .map(|&x| x as f32),
-        ),
+        ArrowType::Float64 => v.extend(values::<arrow_array::types::Float64Type>(arr).iter().map(|&x| x as f32)),
         ArrowType::Int8 => v.extend(values::<Int8Type>(arr).iter().map(|&x| f32::from(x))),
         ArrowType::Int16 => v.extend(values::<Int16Type>(arr).iter().map(|&x| f32::from(x))),
         ArrowType::Int32 => v.extend(values::<Int32Type>(arr).iter().map(|&x| x as f32)),
@@ -480,13 +389,7 @@ fn float32(arr: &dyn Array, v: &mut Vec<f32>) -> Result<(), AppendError> {
 }
 
 /// Multiply by `k` (a unit conversion to nanoseconds), copying outright when `k` is 1.
-fn scale(
-    src: &[i64],
-    v: &mut Vec<i64>,
-    k: i64,
-    nulls: Option<&NullBuffer>,
-    row0: usize,
-) -> Result<(), AppendError> {
+fn scale(src: &[i64], v: &mut Vec<i64>, k: i64, nulls: Option<&NullBuffer>, row0: usize) -> Result<(), AppendError> {
     if k == 1 {
         v.extend_from_slice(src);
         Ok(())
@@ -504,12 +407,7 @@ fn nanos_per(unit: &TimeUnit) -> i64 {
     }
 }
 
-fn timestamp(
-    arr: &dyn Array,
-    v: &mut Vec<i64>,
-    nulls: Option<&NullBuffer>,
-    row0: usize,
-) -> Result<(), AppendError> {
+fn timestamp(arr: &dyn Array, v: &mut Vec<i64>, nulls: Option<&NullBuffer>, row0: usize) -> Result<(), AppendError> {
     match arr.data_type() {
         // Zoned and naive timestamps alike: the stored value is the same i64.
         ArrowType::Timestamp(unit, _) => {
@@ -522,29 +420,18 @@ fn timestamp(
             scale(src, v, nanos_per(unit), nulls, row0)
         }
         ArrowType::Date32 => {
-            let src = arr
-                .as_primitive::<arrow_array::types::Date32Type>()
-                .values();
-            convert(src, v, nulls, row0, |d| {
-                i64::from(d).checked_mul(NANOS_PER_DAY)
-            })
+            let src = arr.as_primitive::<arrow_array::types::Date32Type>().values();
+            convert(src, v, nulls, row0, |d| i64::from(d).checked_mul(NANOS_PER_DAY))
         }
         ArrowType::Date64 => {
-            let src = arr
-                .as_primitive::<arrow_array::types::Date64Type>()
-                .values();
+            let src = arr.as_primitive::<arrow_array::types::Date64Type>().values();
             convert(src, v, nulls, row0, |ms| ms.checked_mul(1_000_000))
         }
         _ => Err(AppendError::Type),
     }
 }
 
-fn interval(
-    arr: &dyn Array,
-    v: &mut Vec<i64>,
-    nulls: Option<&NullBuffer>,
-    row0: usize,
-) -> Result<(), AppendError> {
+fn interval(arr: &dyn Array, v: &mut Vec<i64>, nulls: Option<&NullBuffer>, row0: usize) -> Result<(), AppendError> {
     match arr.data_type() {
         // What `write_parquet` writes for INTERVAL: nanoseconds.
         ArrowType::Int64 => v.extend_from_slice(values::<Int64Type>(arr)),
@@ -566,21 +453,9 @@ fn interval(
 /// they hold). `false` if `arr` is not a string array.
 fn for_each_str<'a>(arr: &'a dyn Array, mut f: impl FnMut(usize, &'a str)) -> bool {
     match arr.data_type() {
-        ArrowType::Utf8 => arr
-            .as_string::<i32>()
-            .iter()
-            .enumerate()
-            .for_each(|(i, s)| f(i, s.unwrap_or(""))),
-        ArrowType::LargeUtf8 => arr
-            .as_string::<i64>()
-            .iter()
-            .enumerate()
-            .for_each(|(i, s)| f(i, s.unwrap_or(""))),
-        ArrowType::Utf8View => arr
-            .as_string_view()
-            .iter()
-            .enumerate()
-            .for_each(|(i, s)| f(i, s.unwrap_or(""))),
+        ArrowType::Utf8 => arr.as_string::<i32>().iter().enumerate().for_each(|(i, s)| f(i, s.unwrap_or(""))),
+        ArrowType::LargeUtf8 => arr.as_string::<i64>().iter().enumerate().for_each(|(i, s)| f(i, s.unwrap_or(""))),
+        ArrowType::Utf8View => arr.as_string_view().iter().enumerate().for_each(|(i, s)| f(i, s.unwrap_or(""))),
         _ => return false,
     }
     true
@@ -589,21 +464,14 @@ fn for_each_str<'a>(arr: &'a dyn Array, mut f: impl FnMut(usize, &'a str)) -> bo
 /// Dictionary keys as `usize` (a negative key becomes `usize::MAX`, i.e. out of range).
 fn dict_keys(arr: &dyn Array) -> Option<Vec<usize>> {
     fn k<K: ArrowDictionaryKeyType>(arr: &dyn Array) -> Vec<usize> {
-        arr.as_dictionary::<K>()
-            .keys()
-            .values()
-            .iter()
-            .map(|x| x.as_usize())
-            .collect()
+        arr.as_dictionary::<K>().keys().values().iter().map(|x| x.as_usize()).collect()
     }
     fn signed<K: ArrowDictionaryKeyType>(arr: &dyn Array) -> Vec<usize>
     where
         K::Native: Into<i64>,
     {
         let keys = arr.as_dictionary::<K>().keys().values();
-        keys.iter()
-            .map(|&x| usize::try_from(x.into()).unwrap_or(usize::MAX))
-            .collect()
+        keys.iter().map(|&x| usize::try_from(x.into()).unwrap_or(usize::MAX)).collect()
     }
     Some(match arr.data_type() {
         ArrowType::Dictionary(key, _) => match key.as_ref() {
@@ -622,10 +490,7 @@ fn dict_keys(arr: &dyn Array) -> Option<Vec<usize>> {
 }
 
 fn is_string(dt: &ArrowType) -> bool {
-    matches!(
-        dt,
-        ArrowType::Utf8 | ArrowType::LargeUtf8 | ArrowType::Utf8View
-    )
+    matches!(dt, ArrowType::Utf8 | ArrowType::LargeUtf8 | ArrowType::Utf8View)
 }
 
 fn varchar(arr: &dyn Array, s: &mut StrVec, nulls: Option<&NullBuffer>) -> Result<(), AppendError> {
@@ -639,11 +504,7 @@ fn varchar(arr: &dyn Array, s: &mut StrVec, nulls: Option<&NullBuffer>) -> Resul
         for_each_str(d.values().as_ref(), |_, x| strs.push(x));
         let keys = dict_keys(arr).ok_or(AppendError::Type)?;
         for (i, k) in keys.into_iter().enumerate() {
-            s.push(if valid(i) {
-                strs.get(k).copied().unwrap_or("")
-            } else {
-                ""
-            });
+            s.push(if valid(i) { strs.get(k).copied().unwrap_or("") } else { "" });
         }
         return Ok(());
     }
@@ -667,27 +528,20 @@ fn symbol(
         }
         let values = arr.as_any_dictionary().values();
         // Intern each dictionary value once; batches of one column chunk share the dictionary.
-        let same = remap
-            .as_ref()
-            .is_some_and(|(v, _)| std::ptr::addr_eq(Arc::as_ptr(v), Arc::as_ptr(values)));
+        let same = remap.as_ref().is_some_and(|(v, _)| std::ptr::addr_eq(Arc::as_ptr(v), Arc::as_ptr(values)));
         if !same {
             let mut map = Vec::with_capacity(values.len());
             for_each_str(values.as_ref(), |_, x| map.push(dict.intern(x)));
             *remap = Some((values.clone(), map));
         }
-        let map = remap
-            .as_ref()
-            .map(|(_, m)| m.as_slice())
-            .unwrap_or_default();
+        let map = remap.as_ref().map(|(_, m)| m.as_slice()).unwrap_or_default();
         let keys = dict_keys(arr).ok_or(AppendError::Type)?;
         // NULL keys may hold anything: out-of-range ones read as code 0 (zeroed later anyway).
         codes.extend(keys.into_iter().map(|k| map.get(k).copied().unwrap_or(0)));
         return Ok(());
     }
     let valid = |i: usize| nulls.is_none_or(|b| b.is_valid(i));
-    if for_each_str(arr, |i, x| {
-        codes.push(if valid(i) { dict.intern(x) } else { 0 })
-    }) {
+    if for_each_str(arr, |i, x| codes.push(if valid(i) { dict.intern(x) } else { 0 })) {
         Ok(())
     } else {
         Err(AppendError::Type)
@@ -701,59 +555,41 @@ fn symbol(
 /// VARCHAR → `LargeUtf8`, INTERVAL → `Int64` nanoseconds (Parquet has no duration type, so it
 /// reads back as a BIGINT elsewhere), untyped NULL → Arrow `Null`.
 /// The file is written to `<path>.tmp` and renamed over `path` only when complete.
-pub fn write_parquet(
-    path: &Path,
-    names: &[String],
-    cols: &[Column],
-    rows: usize,
-) -> Result<(), IoError> {
-    let props = WriterProperties::builder()
-        .set_compression(Compression::ZSTD(ZstdLevel::default()))
-        .build();
+pub fn write_parquet(path: &Path, names: &[String], cols: &[&Column], rows: usize) -> Result<(), IoError> {
+    let props = WriterProperties::builder().set_compression(Compression::ZSTD(ZstdLevel::default())).build();
     write_with(path, names, cols, rows, props)
 }
 
 fn write_with(
     path: &Path,
     names: &[String],
-    cols: &[Column],
+    cols: &[&Column],
     rows: usize,
     props: WriterProperties,
 ) -> Result<(), IoError> {
     if names.len() != cols.len() {
-        return Err(IoError::Invalid(format!(
-            "{} column names for {} columns",
-            names.len(),
-            cols.len()
-        )));
+        return Err(IoError::Invalid(format!("{} column names for {} columns", names.len(), cols.len())));
     }
     if cols.is_empty() {
-        return Err(IoError::Invalid(
-            "cannot write a Parquet file with no columns".into(),
-        ));
+        return Err(IoError::Invalid("cannot write a Parquet file with no columns".into()));
     }
     let mut fields = Vec::with_capacity(cols.len());
     let mut arrays = Vec::with_capacity(cols.len());
     for (name, c) in names.iter().zip(cols) {
         if c.data_type() != DataType::Null && c.len() != rows {
-            return Err(IoError::Invalid(format!(
-                "column '{name}' has {} rows, expected {rows}",
-                c.len()
-            )));
+            return Err(IoError::Invalid(format!("column '{name}' has {} rows, expected {rows}", c.len())));
         }
         let a = to_arrow(c, rows).map_err(|e| IoError::Invalid(format!("column '{name}': {e}")))?;
         fields.push(Field::new(name.clone(), a.data_type().clone(), true));
         arrays.push(a);
     }
     let schema = Arc::new(Schema::new(fields));
-    let batch = RecordBatch::try_new(schema.clone(), arrays)
-        .map_err(|e| IoError::Invalid(e.to_string()))?;
+    let batch = RecordBatch::try_new(schema.clone(), arrays).map_err(|e| IoError::Invalid(e.to_string()))?;
 
     let tmp = tmp_path(path);
     let write = || -> Result<(), String> {
         let file = File::create(&tmp).map_err(|e| e.to_string())?;
-        let mut w =
-            ArrowWriter::try_new(file, batch.schema(), Some(props)).map_err(|e| e.to_string())?;
+        let mut w = ArrowWriter::try_new(file, batch.schema(), Some(props)).map_err(|e| e.to_string())?;
         w.write(&batch).map_err(|e| e.to_string())?;
         let file = w.into_inner().map_err(|e| e.to_string())?;
         file.sync_all().map_err(|e| e.to_string())?;
@@ -781,15 +617,10 @@ fn to_arrow(c: &Column, rows: usize) -> Result<ArrayRef, String> {
     let nulls = null_buffer(c);
     let e = |e: arrow_schema::ArrowError| e.to_string();
     fn prim<T: ArrowPrimitiveType>(v: &[T::Native], nulls: Option<NullBuffer>) -> ArrayRef {
-        Arc::new(PrimitiveArray::<T>::new(
-            ScalarBuffer::from(v.to_vec()),
-            nulls,
-        ))
+        Arc::new(PrimitiveArray::<T>::new(ScalarBuffer::from(v.to_vec()), nulls))
     }
     Ok(match &c.data {
-        ColumnData::Bool(v) => {
-            Arc::new(BooleanArray::new(BooleanBuffer::from(v.as_slice()), nulls))
-        }
+        ColumnData::Bool(v) => Arc::new(BooleanArray::new(BooleanBuffer::from(v.as_slice()), nulls)),
         ColumnData::Int32(v) => prim::<Int32Type>(v, nulls),
         ColumnData::Int64(v) => prim::<Int64Type>(v, nulls),
         ColumnData::Float32(v) => prim::<arrow_array::types::Float32Type>(v, nulls),
@@ -800,17 +631,11 @@ fn to_arrow(c: &Column, rows: usize) -> Result<ArrayRef, String> {
         ColumnData::Varchar(s) => {
             // StrVec is LargeUtf8's layout: copy both buffers as they are.
             let offsets = OffsetBuffer::new(ScalarBuffer::from(s.offsets().to_vec()));
-            Arc::new(
-                LargeStringArray::try_new(offsets, Buffer::from_slice_ref(s.bytes()), nulls)
-                    .map_err(e)?,
-            )
+            Arc::new(LargeStringArray::try_new(offsets, Buffer::from_slice_ref(s.bytes()), nulls).map_err(e)?)
         }
         ColumnData::Symbol { codes, dict } => {
             if i32::try_from(dict.len()).is_err() {
-                return Err(format!(
-                    "symbol dictionary of {} strings is too large",
-                    dict.len()
-                ));
+                return Err(format!("symbol dictionary of {} strings is too large", dict.len()));
             }
             // Codes below dict.len() <= i32::MAX, so the casts are exact.
             let keys = Int32Array::new(codes.iter().map(|&k| k as i32).collect(), nulls);
@@ -831,10 +656,7 @@ mod tests {
     }
 
     fn def(name: &str, dt: DataType) -> ColumnDef {
-        ColumnDef {
-            name: name.into(),
-            data_type: dt,
-        }
+        ColumnDef { name: name.into(), data_type: dt }
     }
 
     fn col(dt: DataType, vals: &[Value]) -> Column {
@@ -872,77 +694,23 @@ mod tests {
         ];
         let s = |x: &str| Str(x.into());
         let cols = vec![
-            col(
-                DataType::Bool,
-                &[Bool(true), Null, Bool(false), Bool(true), Null],
-            ),
-            col(
-                DataType::Int32,
-                &[Int32(i32::MIN), Null, Int32(0), Int32(i32::MAX), Int32(-7)],
-            ),
-            col(
-                DataType::Int64,
-                &[Int64(i64::MIN), Int64(1), Null, Int64(i64::MAX), Null],
-            ),
-            col(
-                DataType::Float32,
-                &[
-                    Float32(1.5),
-                    Float32(-0.0),
-                    Null,
-                    Float32(f32::MAX),
-                    Float32(f32::INFINITY),
-                ],
-            ),
-            col(
-                DataType::Float64,
-                &[
-                    Float64(0.1),
-                    Null,
-                    Float64(-1e300),
-                    Float64(f64::MIN_POSITIVE),
-                    Float64(2.0),
-                ],
-            ),
+            col(DataType::Bool, &[Bool(true), Null, Bool(false), Bool(true), Null]),
+            col(DataType::Int32, &[Int32(i32::MIN), Null, Int32(0), Int32(i32::MAX), Int32(-7)]),
+            col(DataType::Int64, &[Int64(i64::MIN), Int64(1), Null, Int64(i64::MAX), Null]),
+            col(DataType::Float32, &[Float32(1.5), Float32(-0.0), Null, Float32(f32::MAX), Float32(f32::INFINITY)]),
+            col(DataType::Float64, &[Float64(0.1), Null, Float64(-1e300), Float64(f64::MIN_POSITIVE), Float64(2.0)]),
             // 1704187800123456789 = 2024-01-02 09:30:00.123456789 (ns precision must survive).
             col(
                 DataType::Timestamp,
-                &[
-                    Timestamp(1_704_187_800_123_456_789),
-                    Null,
-                    Timestamp(-1),
-                    Timestamp(0),
-                    Timestamp(1),
-                ],
+                &[Timestamp(1_704_187_800_123_456_789), Null, Timestamp(-1), Timestamp(0), Timestamp(1)],
             ),
-            col(
-                DataType::Date,
-                &[Date(19_724), Date(-719_162), Null, Date(0), Date(2_932_896)],
-            ),
+            col(DataType::Date, &[Date(19_724), Date(-719_162), Null, Date(0), Date(2_932_896)]),
             col(
                 DataType::Interval,
-                &[
-                    Interval(86_400_000_000_000),
-                    Null,
-                    Interval(-1),
-                    Interval(0),
-                    Interval(i64::MAX),
-                ],
+                &[Interval(86_400_000_000_000), Null, Interval(-1), Interval(0), Interval(i64::MAX)],
             ),
-            col(
-                DataType::Varchar,
-                &[
-                    s(""),
-                    Null,
-                    s("héllo, wörld — 日本語 🚀"),
-                    Str(long.clone()),
-                    s("\"quoted\"\n"),
-                ],
-            ),
-            col(
-                DataType::Symbol,
-                &[s("AAPL"), s("MSFT"), Null, s("AAPL"), s("")],
-            ),
+            col(DataType::Varchar, &[s(""), Null, s("héllo, wörld — 日本語 🚀"), Str(long.clone()), s("\"quoted\"\n")]),
+            col(DataType::Symbol, &[s("AAPL"), s("MSFT"), Null, s("AAPL"), s("")]),
         ];
         (defs, cols)
     }
@@ -952,7 +720,7 @@ mod tests {
         let (defs, cols) = every_type();
         let names: Vec<String> = defs.iter().map(|d| d.name.clone()).collect();
         let p = tmp("every");
-        write_parquet(&p, &names, &cols, 5).expect("writes");
+        write_parquet(&p, &names, &cols.iter().collect::<Vec<_>>(), 5).expect("writes");
         assert!(!tmp_path(&p).exists(), "temporary file renamed away");
         let back = read_parquet(&p, &defs).expect("reads");
         assert_same(&cols, &back, 5);
@@ -1014,7 +782,7 @@ mod tests {
             .set_compression(Compression::SNAPPY)
             .set_max_row_group_row_count(Some(9_999))
             .build();
-        write_with(&p, &names, &cols, n, props).expect("writes");
+        write_with(&p, &names, &cols.iter().collect::<Vec<_>>(), n, props).expect("writes");
         let defs = vec![
             def("TS", DataType::Timestamp),
             def("Sym", DataType::Symbol),
@@ -1026,7 +794,7 @@ mod tests {
             assert_same(&cols, &back, n);
             assert_eq!(back[2].null_count(), cols[2].null_count());
         }
-        write_parquet(&p, &names, &cols, n).expect("writes zstd");
+        write_parquet(&p, &names, &cols.iter().collect::<Vec<_>>(), n).expect("writes zstd");
         assert_same(&cols, &read_parquet(&p, &defs).expect("reads"), n);
         std::fs::remove_file(&p).expect("cleanup");
     }
@@ -1036,12 +804,8 @@ mod tests {
         let (defs, cols) = every_type();
         let names: Vec<String> = defs.iter().map(|d| d.name.clone()).collect();
         let p = tmp("match");
-        write_parquet(&p, &names, &cols, 5).expect("writes");
-        let want = vec![
-            def("SYM", DataType::Symbol),
-            def("missing", DataType::Int64),
-            def("L", DataType::Int64),
-        ];
+        write_parquet(&p, &names, &cols.iter().collect::<Vec<_>>(), 5).expect("writes");
+        let want = vec![def("SYM", DataType::Symbol), def("missing", DataType::Int64), def("L", DataType::Int64)];
         let back = read_parquet(&p, &want).expect("reads");
         assert_eq!(back[1].null_count(), 5);
         assert_eq!(back[1].data_type(), DataType::Int64);
@@ -1052,10 +816,7 @@ mod tests {
         let e = read_parquet(&p, &[def("nope", DataType::Int64)]).expect_err("no columns match");
         assert!(e.to_string().contains("none of the columns"), "{e}");
         let e = read_parquet(&p, &[def("v", DataType::Float64)]).expect_err("string into DOUBLE");
-        assert_eq!(
-            e.to_string(),
-            "column 'v': cannot read Parquet type LargeUtf8 as DOUBLE"
-        );
+        assert_eq!(e.to_string(), "column 'v': cannot read Parquet type LargeUtf8 as DOUBLE");
         let e = read_parquet(&p, &[def("l", DataType::Int32)]).expect_err("i64::MIN into INTEGER");
         assert_eq!(e.row(), Some(1), "{e}");
         std::fs::remove_file(&p).expect("cleanup");
@@ -1066,14 +827,10 @@ mod tests {
     #[test]
     fn converts_arrow_types() {
         use arrow_array::types::TimestampMillisecondType;
-        use arrow_array::{
-            Float32Array, Int16Array, Int8Array, StringViewArray, UInt32Array, UInt64Array,
-        };
-        let ms =
-            PrimitiveArray::<TimestampMillisecondType>::from(vec![Some(1_704_187_800_123), None])
-                .with_timezone("America/New_York");
-        let dict: DictionaryArray<Int8Type> =
-            vec![Some("b"), None, Some("a")].into_iter().collect();
+        use arrow_array::{Float32Array, Int16Array, Int8Array, StringViewArray, UInt32Array, UInt64Array};
+        let ms = PrimitiveArray::<TimestampMillisecondType>::from(vec![Some(1_704_187_800_123), None])
+            .with_timezone("America/New_York");
+        let dict: DictionaryArray<Int8Type> = vec![Some("b"), None, Some("a")].into_iter().collect();
         let dict = dict.slice(1, 2);
         let cols: Vec<(&str, ArrayRef)> = vec![
             ("ms", Arc::new(ms)),
@@ -1081,28 +838,17 @@ mod tests {
             ("i16", Arc::new(Int16Array::from(vec![7, 8]))),
             ("u32", Arc::new(UInt32Array::from(vec![u32::MAX, 0]))),
             ("u64", Arc::new(UInt64Array::from(vec![u64::MAX, 1]))),
-            (
-                "view",
-                Arc::new(StringViewArray::from(vec![
-                    Some("a view string longer than twelve"),
-                    None,
-                ])),
-            ),
+            ("view", Arc::new(StringViewArray::from(vec![Some("a view string longer than twelve"), None]))),
             ("dict", Arc::new(dict)),
             ("nothing", Arc::new(NullArray::new(2))),
             ("f32", Arc::new(Float32Array::from(vec![0.5, -2.0]))),
         ];
         let schema = Arc::new(Schema::new(
-            cols.iter()
-                .map(|(n, a)| Field::new(*n, a.data_type().clone(), true))
-                .collect::<Vec<_>>(),
+            cols.iter().map(|(n, a)| Field::new(*n, a.data_type().clone(), true)).collect::<Vec<_>>(),
         ));
-        let batch =
-            RecordBatch::try_new(schema.clone(), cols.into_iter().map(|(_, a)| a).collect())
-                .expect("batch");
+        let batch = RecordBatch::try_new(schema.clone(), cols.into_iter().map(|(_, a)| a).collect()).expect("batch");
         let p = tmp("arrow");
-        let mut w =
-            ArrowWriter::try_new(File::create(&p).expect("create"), schema, None).expect("writer");
+        let mut w = ArrowWriter::try_new(File::create(&p).expect("create"), schema, None).expect("writer");
         w.write(&batch).expect("write");
         w.close().expect("close");
 
@@ -1151,14 +897,10 @@ mod tests {
                 Str("a".into())
             ]
         );
-        let e = read_parquet(&p, &[def("u64", DataType::Int64)])
-            .expect_err("u64::MAX overflows BIGINT");
+        let e = read_parquet(&p, &[def("u64", DataType::Int64)]).expect_err("u64::MAX overflows BIGINT");
         assert!(matches!(e, IoError::BadValue { row: 1, .. }), "{e:?}");
         let e = read_parquet(&p, &[def("ms", DataType::Bool)]).expect_err("timestamp into BOOLEAN");
-        assert!(
-            e.to_string().contains("'ms'") && e.to_string().contains("BOOLEAN"),
-            "{e}"
-        );
+        assert!(e.to_string().contains("'ms'") && e.to_string().contains("BOOLEAN"), "{e}");
         std::fs::remove_file(&p).expect("cleanup");
     }
 
@@ -1169,16 +911,12 @@ mod tests {
         let a = StringArray::from(vec![Some("x"), Some("y"), None, Some("x"), Some("é"), None]);
         let a = a.slice(1, 5); // y, NULL, x, é, NULL
         let mut acc = Acc::new(&def("s", DataType::Symbol), 0);
-        acc.append(&StringArray::from(vec!["x"]), 0)
-            .expect("appends");
+        acc.append(&StringArray::from(vec!["x"]), 0).expect("appends");
         acc.append(&a, 1).expect("appends");
         let c = acc.finish();
         let got: Vec<Value> = (0..c.len()).map(|i| c.get(i)).collect();
         let s = |x: &str| Value::Str(x.into());
-        assert_eq!(
-            got,
-            vec![s("x"), s("y"), Value::Null, s("x"), s("é"), Value::Null]
-        );
+        assert_eq!(got, vec![s("x"), s("y"), Value::Null, s("x"), s("é"), Value::Null]);
         match &c.data {
             ColumnData::Symbol { dict, codes } => {
                 assert_eq!(dict.len(), 3);
@@ -1191,21 +929,14 @@ mod tests {
     #[test]
     fn writes_nulls_and_empty_results() {
         let names = vec!["n".to_string(), "x".to_string()];
-        let cols = vec![
-            Column::from_data(ColumnData::Null(3)),
-            Column::nulls(DataType::Varchar, 3),
-        ];
+        let cols = [Column::from_data(ColumnData::Null(3)), Column::nulls(DataType::Varchar, 3)];
         let p = tmp("nulls");
-        write_parquet(&p, &names, &cols, 3).expect("writes");
-        let back = read_parquet(
-            &p,
-            &[def("n", DataType::Int32), def("x", DataType::Varchar)],
-        )
-        .expect("reads");
+        write_parquet(&p, &names, &cols.iter().collect::<Vec<_>>(), 3).expect("writes");
+        let back = read_parquet(&p, &[def("n", DataType::Int32), def("x", DataType::Varchar)]).expect("reads");
         assert_eq!((back[0].len(), back[0].null_count()), (3, 3));
         assert_eq!((back[1].len(), back[1].null_count()), (3, 3));
-        let empty = vec![Column::from_data(ColumnData::empty(DataType::Symbol))];
-        write_parquet(&p, &names[1..], &empty, 0).expect("writes empty");
+        let empty = [Column::from_data(ColumnData::empty(DataType::Symbol))];
+        write_parquet(&p, &names[1..], &empty.iter().collect::<Vec<_>>(), 0).expect("writes empty");
         let back = read_parquet(&p, &[def("x", DataType::Symbol)]).expect("reads empty");
         assert_eq!(back[0].len(), 0);
         std::fs::remove_file(&p).expect("cleanup");
@@ -1228,15 +959,9 @@ mod tests {
         let n = c[0].len();
         assert!(n > 0 && c.iter().all(|c| c.len() == n && c.null_count() == 0));
         let ts = c[0].as_i64_slice().expect("timestamps");
-        assert_eq!(
-            ts[0], 1_704_187_800_000_000_000,
-            "first trade at 2024-01-02 09:30:00"
-        );
+        assert_eq!(ts[0], 1_704_187_800_000_000_000, "first trade at 2024-01-02 09:30:00");
         assert!(ts.windows(2).all(|w| w[0] < w[1]), "strictly increasing");
-        assert!(
-            ts[n - 1] < ts[0] + 23_400_000_000_000,
-            "within the trading day"
-        );
+        assert!(ts[n - 1] < ts[0] + 23_400_000_000_000, "within the trading day");
         match &c[1].data {
             ColumnData::Symbol { dict, .. } => {
                 assert!(dict.len() <= 100 && dict.iter().all(|s| s.starts_with('S')))
@@ -1244,13 +969,8 @@ mod tests {
             _ => panic!("symbols"),
         }
         for i in (0..n).step_by(997) {
-            let (Value::Float64(px), Value::Int64(sz)) = (c[2].get(i), c[3].get(i)) else {
-                panic!("types")
-            };
-            assert!(
-                px > 0.0 && px < 10_000.0 && (1..=100_000).contains(&sz),
-                "row {i}: {px} {sz}"
-            );
+            let (Value::Float64(px), Value::Int64(sz)) = (c[2].get(i), c[3].get(i)) else { panic!("types") };
+            assert!(px > 0.0 && px < 10_000.0 && (1..=100_000).contains(&sz), "row {i}: {px} {sz}");
         }
     }
 }

@@ -22,18 +22,8 @@ use zepto_storage::{time, Column, ColumnData};
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Record {
-    Statement {
-        line: usize,
-        sql: String,
-        expect_error: Option<String>,
-    },
-    Query {
-        line: usize,
-        sql: String,
-        columns: usize,
-        sort: bool,
-        expected: Vec<String>,
-    },
+    Statement { line: usize, sql: String, expect_error: Option<String> },
+    Query { line: usize, sql: String, columns: usize, sort: bool, expected: Vec<String> },
 }
 
 pub fn parse(text: &str) -> Result<Vec<Record>, String> {
@@ -63,11 +53,7 @@ pub fn parse(text: &str) -> Result<Vec<Record>, String> {
                     sql.push(lines[i]);
                     i += 1;
                 }
-                out.push(Record::Statement {
-                    line: start,
-                    sql: sql.join("\n"),
-                    expect_error,
-                });
+                out.push(Record::Statement { line: start, sql: sql.join("\n"), expect_error });
             }
             Some("query") => {
                 let types = words.next().unwrap_or("");
@@ -78,11 +64,7 @@ pub fn parse(text: &str) -> Result<Vec<Record>, String> {
                         sql.push(lines[i]);
                         i += 1;
                     }
-                    out.push(Record::Statement {
-                        line: start,
-                        sql: sql.join("\n"),
-                        expect_error: Some(String::new()),
-                    });
+                    out.push(Record::Statement { line: start, sql: sql.join("\n"), expect_error: Some(String::new()) });
                     continue;
                 }
                 let sort = match words.next() {
@@ -92,10 +74,7 @@ pub fn parse(text: &str) -> Result<Vec<Record>, String> {
                 };
                 i += 1;
                 let mut sql = Vec::new();
-                while i < lines.len()
-                    && lines[i].trim_end() != "----"
-                    && !lines[i].trim().is_empty()
-                {
+                while i < lines.len() && lines[i].trim_end() != "----" && !lines[i].trim().is_empty() {
                     sql.push(lines[i]);
                     i += 1;
                 }
@@ -107,13 +86,7 @@ pub fn parse(text: &str) -> Result<Vec<Record>, String> {
                         i += 1;
                     }
                 }
-                out.push(Record::Query {
-                    line: start,
-                    sql: sql.join("\n"),
-                    columns: types.len(),
-                    sort,
-                    expected,
-                });
+                out.push(Record::Query { line: start, sql: sql.join("\n"), columns: types.len(), sort, expected });
             }
             Some(w) => return Err(format!("line {start}: unknown record '{w}'")),
             None => i += 1,
@@ -131,11 +104,7 @@ pub fn py_float(v: f64) -> String {
         return if v > 0.0 { "inf".into() } else { "-inf".into() };
     }
     if v == 0.0 {
-        return if v.is_sign_negative() {
-            "-0.0".into()
-        } else {
-            "0.0".into()
-        };
+        return if v.is_sign_negative() { "-0.0".into() } else { "0.0".into() };
     }
     let e = format!("{v:e}"); // shortest digits, e.g. 1.5e-5
     let (mant, exp) = e.split_once('e').unwrap_or((&e, "0"));
@@ -155,9 +124,7 @@ fn escape(s: &str) -> String {
     if s.is_empty() {
         return "(empty)".into();
     }
-    s.replace('\\', "\\\\")
-        .replace('\t', "\\t")
-        .replace('\n', "\\n")
+    s.replace('\\', "\\\\").replace('\t', "\\t").replace('\n', "\\n")
 }
 
 pub fn cell(c: &Column, i: usize) -> String {
@@ -179,16 +146,7 @@ pub fn cell(c: &Column, i: usize) -> String {
 }
 
 pub fn result_lines(r: &QueryResult) -> Vec<String> {
-    (0..r.batch.rows)
-        .map(|i| {
-            r.batch
-                .columns
-                .iter()
-                .map(|c| cell(c, i))
-                .collect::<Vec<_>>()
-                .join("\t")
-        })
-        .collect()
+    (0..r.batch.rows).map(|i| r.batch.columns.iter().map(|c| cell(c, i)).collect::<Vec<_>>().join("\t")).collect()
 }
 
 fn cells_match(a: &str, b: &str) -> bool {
@@ -244,11 +202,7 @@ pub fn run_file(path: &str, text: &str) -> Report {
     let engine = Engine::new();
     for rec in records {
         match rec {
-            Record::Statement {
-                line,
-                sql,
-                expect_error,
-            } => {
+            Record::Statement { line, sql, expect_error } => {
                 let r = engine.execute(&sql);
                 match (r, expect_error) {
                     (Ok(_), None) => rep.passed += 1,
@@ -266,25 +220,16 @@ pub fn run_file(path: &str, text: &str) -> Report {
                     }
                     (Ok(_), Some(_)) => {
                         rep.failed += 1;
-                        let _ = writeln!(
-                            rep.failures,
-                            "{path}:{line}: expected an error, statement succeeded\n  {sql}\n"
-                        );
+                        let _ =
+                            writeln!(rep.failures, "{path}:{line}: expected an error, statement succeeded\n  {sql}\n");
                     }
                     (Err(e), None) => {
                         rep.failed += 1;
-                        let _ =
-                            writeln!(rep.failures, "{path}:{line}: [{}] {e}\n  {sql}\n", e.code());
+                        let _ = writeln!(rep.failures, "{path}:{line}: [{}] {e}\n  {sql}\n", e.code());
                     }
                 }
             }
-            Record::Query {
-                line,
-                sql,
-                columns,
-                sort,
-                expected,
-            } => match engine.execute(&sql) {
+            Record::Query { line, sql, columns, sort, expected } => match engine.execute(&sql) {
                 Err(e) => {
                     rep.failed += 1;
                     let _ = writeln!(rep.failures, "{path}:{line}: [{}] {e}\n  {sql}\n", e.code());
@@ -297,9 +242,8 @@ pub fn run_file(path: &str, text: &str) -> Report {
                         exp.sort_by_key(|l| sort_key(l));
                     }
                     let width_ok = r.fields.len() == columns || columns == 0;
-                    let same = width_ok
-                        && got.len() == exp.len()
-                        && got.iter().zip(&exp).all(|(a, b)| lines_match(a, b));
+                    let same =
+                        width_ok && got.len() == exp.len() && got.iter().zip(&exp).all(|(a, b)| lines_match(a, b));
                     if same {
                         rep.passed += 1;
                     } else {

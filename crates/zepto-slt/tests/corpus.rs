@@ -20,13 +20,7 @@ fn slt_corpus_matches_duckdb() {
         failed += r.failed;
         report.push_str(&r.failures);
     }
-    eprintln!(
-        "slt corpus: {passed} records passed, {failed} failed in {} files",
-        files.len()
-    );
+    eprintln!("slt corpus: {passed} records passed, {failed} failed in {} files", files.len());
     assert!(failed == 0, "{failed} slt records failed:\n{report}");
-    assert!(
-        passed >= 400,
-        "the corpus should hold at least 400 records, found {passed}"
-    );
+    assert!(passed >= 400, "the corpus should hold at least 400 records, found {passed}");
 }

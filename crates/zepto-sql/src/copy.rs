@@ -20,10 +20,7 @@ fn io_error(path: &str, e: IoError) -> SqlError {
 /// Parquet takes no options besides `FORMAT`: types and compression come from the file.
 fn parquet_options(options: &[(String, String)]) -> Result<()> {
     match options.iter().find(|(k, _)| k != "format") {
-        Some((k, _)) => Err(SqlError::plan(
-            format!("COPY option '{k}' does not apply to FORMAT PARQUET"),
-            None,
-        )),
+        Some((k, _)) => Err(SqlError::plan(format!("COPY option '{k}' does not apply to FORMAT PARQUET"), None)),
         None => Ok(()),
     }
 }
@@ -33,38 +30,23 @@ fn format_of(path: &str, options: &[(String, String)]) -> String {
         .iter()
         .find(|(k, _)| k == "format")
         .map(|(_, v)| v.to_ascii_lowercase())
-        .unwrap_or_else(|| {
-            path.rsplit('.')
-                .next()
-                .unwrap_or("csv")
-                .to_ascii_lowercase()
-        })
+        .unwrap_or_else(|| path.rsplit('.').next().unwrap_or("csv").to_ascii_lowercase())
 }
 
 fn csv_options(options: &[(String, String)]) -> Result<CsvOptions> {
     let mut o = CsvOptions::default();
     for (k, v) in options {
         match k.as_str() {
-            "header" => {
-                o.header = !matches!(v.to_ascii_lowercase().as_str(), "false" | "0" | "off")
-            }
+            "header" => o.header = !matches!(v.to_ascii_lowercase().as_str(), "false" | "0" | "off"),
             "delimiter" | "delim" | "sep" => {
                 let b = v.as_bytes();
                 if b.len() != 1 {
-                    return Err(SqlError::plan(
-                        format!("DELIMITER must be one character, got '{v}'"),
-                        None,
-                    ));
+                    return Err(SqlError::plan(format!("DELIMITER must be one character, got '{v}'"), None));
                 }
                 o.delimiter = b[0];
             }
             "format" => {}
-            other => {
-                return Err(SqlError::plan(
-                    format!("unknown COPY option '{other}'"),
-                    None,
-                ))
-            }
+            other => return Err(SqlError::plan(format!("unknown COPY option '{other}'"), None)),
         }
     }
     Ok(o)
@@ -73,10 +55,8 @@ fn csv_options(options: &[(String, String)]) -> Result<CsvOptions> {
 pub fn read_file(path: &str, options: &[(String, String)], schema: &Schema) -> Result<Vec<Column>> {
     match format_of(path, options).as_str() {
         "csv" | "tsv" | "txt" => {
-            let data =
-                std::fs::read_to_string(path).map_err(|e| SqlError::Io(format!("{path}: {e}")))?;
-            read_csv(&data, &schema.columns, &csv_options(options)?)
-                .map_err(|e| SqlError::Io(format!("{path}: {e}")))
+            let data = std::fs::read_to_string(path).map_err(|e| SqlError::Io(format!("{path}: {e}")))?;
+            read_csv(&data, &schema.columns, &csv_options(options)?).map_err(|e| SqlError::Io(format!("{path}: {e}")))
         }
         "parquet" => {
             parquet_options(options)?;
@@ -92,15 +72,14 @@ pub fn write_file(path: &str, options: &[(String, String)], r: &QueryResult) -> 
             csv_options(options)?;
             let names: Vec<String> = r.fields.iter().map(|f| f.name.clone()).collect();
             let mut out = String::new();
-            write_csv(&names, &r.batch.columns, r.batch.rows, &mut out);
+            write_csv(&names, &r.batch.col_refs(), r.batch.rows, &mut out);
             std::fs::write(path, out).map_err(|e| SqlError::Io(format!("{path}: {e}")))?;
             Ok(r.batch.rows)
         }
         "parquet" => {
             parquet_options(options)?;
             let names: Vec<String> = r.fields.iter().map(|f| f.name.clone()).collect();
-            write_parquet(Path::new(path), &names, &r.batch.columns, r.batch.rows)
-                .map_err(|e| io_error(path, e))?;
+            write_parquet(Path::new(path), &names, &r.batch.col_refs(), r.batch.rows).map_err(|e| io_error(path, e))?;
             Ok(r.batch.rows)
         }
         f => Err(SqlError::NotSupported(format!("COPY TO format '{f}'"))),

@@ -8,9 +8,7 @@ use crate::parser::parse_statements;
 use crate::plan::binder::Binder;
 use crate::plan::Field;
 use std::sync::Arc;
-use zepto_storage::{
-    Catalog, Column, ColumnDef, DataType, Schema, StorageError, Table, TableOptions, Value,
-};
+use zepto_storage::{Catalog, Column, ColumnDef, DataType, Schema, StorageError, Table, TableOptions, Value};
 
 /// What a statement returns: rows (possibly none) with their schema, or a status message.
 #[derive(Debug, Clone)]
@@ -23,19 +21,11 @@ pub struct QueryResult {
 
 impl QueryResult {
     fn status(msg: String) -> QueryResult {
-        QueryResult {
-            fields: vec![],
-            batch: Batch::default(),
-            status: Some(msg),
-        }
+        QueryResult { fields: vec![], batch: Batch::default(), status: Some(msg) }
     }
 
     fn rows(fields: Vec<Field>, batch: Batch) -> QueryResult {
-        QueryResult {
-            fields,
-            batch,
-            status: None,
-        }
+        QueryResult { fields, batch, status: None }
     }
 
     pub fn row_count(&self) -> usize {
@@ -44,23 +34,13 @@ impl QueryResult {
 
     fn text_column(name: &str, values: Vec<String>) -> QueryResult {
         let n = values.len();
-        let col = Column::from_data(zepto_storage::ColumnData::Varchar(
-            values.iter().map(String::as_str).collect(),
-        ));
-        QueryResult::rows(
-            vec![field(name, DataType::Varchar)],
-            Batch::new(vec![col], n),
-        )
+        let col = Column::from_data(zepto_storage::ColumnData::Varchar(values.iter().map(String::as_str).collect()));
+        QueryResult::rows(vec![field(name, DataType::Varchar)], Batch::new(vec![col], n))
     }
 }
 
 fn field(name: &str, t: DataType) -> Field {
-    Field {
-        qualifier: None,
-        name: name.into(),
-        data_type: t,
-        designated_ts: false,
-    }
+    Field { qualifier: None, name: name.into(), data_type: t, designated_ts: false }
 }
 
 #[derive(Debug, Default, Clone)]
@@ -108,35 +88,18 @@ impl Engine {
                 let mut binder = Binder::new(self.catalog.clone());
                 let (plan, fields) = binder.bind_query(q)?;
                 let text = crate::plan::prune::prune_plan(plan).explain(&fields);
-                Ok(QueryResult::text_column(
-                    "plan",
-                    text.lines().map(str::to_string).collect(),
-                ))
+                Ok(QueryResult::text_column("plan", text.lines().map(str::to_string).collect()))
             }
             Statement::CreateTable(ct) => {
                 let schema = Schema {
-                    columns: ct
-                        .columns
-                        .iter()
-                        .map(|(n, t)| ColumnDef {
-                            name: n.clone(),
-                            data_type: *t,
-                        })
-                        .collect(),
+                    columns: ct.columns.iter().map(|(n, t)| ColumnDef { name: n.clone(), data_type: *t }).collect(),
                 };
-                let opts = TableOptions {
-                    partition_key: ct.partition_by.clone(),
-                    timestamp: ct.timestamp.clone(),
-                };
+                let opts = TableOptions { partition_key: ct.partition_by.clone(), timestamp: ct.timestamp.clone() };
                 let table = Table::new(&ct.name, schema, &opts)?;
                 self.catalog.create(table, ct.if_not_exists)?;
                 Ok(QueryResult::status("CREATE TABLE".into()))
             }
-            Statement::CreateTableAs {
-                name,
-                if_not_exists,
-                query,
-            } => {
+            Statement::CreateTableAs { name, if_not_exists, query } => {
                 if self.catalog.exists(name) {
                     if *if_not_exists {
                         return Ok(QueryResult::status("CREATE TABLE".into()));
@@ -168,33 +131,15 @@ impl Engine {
                 self.catalog.create(table, *if_not_exists)?;
                 Ok(QueryResult::status(format!("CREATE TABLE {n}")))
             }
-            Statement::DropTable {
-                name,
-                if_exists,
-                pos,
-            } => {
-                self.catalog
-                    .drop_table(name, *if_exists)
-                    .map_err(|e| match e {
-                        StorageError::TableNotFound(n) => SqlError::TableNotFound {
-                            name: n,
-                            pos: Some(*pos),
-                        },
-                        e => e.into(),
-                    })?;
+            Statement::DropTable { name, if_exists, pos } => {
+                self.catalog.drop_table(name, *if_exists).map_err(|e| match e {
+                    StorageError::TableNotFound(n) => SqlError::TableNotFound { name: n, pos: Some(*pos) },
+                    e => e.into(),
+                })?;
                 Ok(QueryResult::status("DROP TABLE".into()))
             }
-            Statement::AlterAddColumn {
-                table,
-                column,
-                data_type,
-                if_not_exists,
-                ..
-            } => {
-                let def = ColumnDef {
-                    name: column.clone(),
-                    data_type: *data_type,
-                };
+            Statement::AlterAddColumn { table, column, data_type, if_not_exists, .. } => {
+                let def = ColumnDef { name: column.clone(), data_type: *data_type };
                 let r = self.catalog.write(table, |t| t.add_column(def));
                 match r {
                     Err(StorageError::ColumnExists(_)) if *if_not_exists => {}
@@ -202,19 +147,11 @@ impl Engine {
                 }
                 Ok(QueryResult::status("ALTER TABLE".into()))
             }
-            Statement::Insert {
-                table,
-                columns,
-                source,
-                pos,
-            } => {
+            Statement::Insert { table, columns, source, pos } => {
                 let snap = self
                     .catalog
                     .snapshot(table)
-                    .map_err(|_| SqlError::TableNotFound {
-                        name: table.clone(),
-                        pos: Some(*pos),
-                    })?;
+                    .map_err(|_| SqlError::TableNotFound { name: table.clone(), pos: Some(*pos) })?;
                 let q = match source {
                     InsertSource::Values(rows) => Query {
                         ctes: vec![],
@@ -233,19 +170,11 @@ impl Engine {
                 })?;
                 Ok(QueryResult::status(format!("INSERT {n}")))
             }
-            Statement::CopyFrom {
-                table,
-                path,
-                options,
-                pos,
-            } => {
+            Statement::CopyFrom { table, path, options, pos } => {
                 let snap = self
                     .catalog
                     .snapshot(table)
-                    .map_err(|_| SqlError::TableNotFound {
-                        name: table.clone(),
-                        pos: Some(*pos),
-                    })?;
+                    .map_err(|_| SqlError::TableNotFound { name: table.clone(), pos: Some(*pos) })?;
                 let cols = crate::copy::read_file(path, options, &snap.schema)?;
                 let n = self.catalog.write(table, |t| {
                     t.validate(&cols)?;
@@ -253,26 +182,17 @@ impl Engine {
                 })?;
                 Ok(QueryResult::status(format!("COPY {n}")))
             }
-            Statement::CopyTo {
-                query,
-                path,
-                options,
-            } => {
+            Statement::CopyTo { query, path, options } => {
                 let r = self.query(query)?;
                 let n = crate::copy::write_file(path, options, &r)?;
                 Ok(QueryResult::status(format!("COPY {n}")))
             }
-            Statement::ShowTables => {
-                Ok(QueryResult::text_column("name", self.catalog.table_names()))
-            }
+            Statement::ShowTables => Ok(QueryResult::text_column("name", self.catalog.table_names())),
             Statement::Describe { table, pos } => {
                 let t = self
                     .catalog
                     .snapshot(table)
-                    .map_err(|_| SqlError::TableNotFound {
-                        name: table.clone(),
-                        pos: Some(*pos),
-                    })?;
+                    .map_err(|_| SqlError::TableNotFound { name: table.clone(), pos: Some(*pos) })?;
                 let mut names = Vec::new();
                 let mut types = Vec::new();
                 let mut roles = Vec::new();
@@ -288,9 +208,7 @@ impl Engine {
                     });
                 }
                 let n = names.len();
-                let mk = |v: Vec<&str>| {
-                    Column::from_data(zepto_storage::ColumnData::Varchar(v.into_iter().collect()))
-                };
+                let mk = |v: Vec<&str>| Column::from_data(zepto_storage::ColumnData::Varchar(v.into_iter().collect()));
                 Ok(QueryResult::rows(
                     vec![
                         field("column_name", DataType::Varchar),
@@ -314,47 +232,37 @@ pub fn shape_for_table(t: &Table, names: &[String], src: Batch) -> Result<Vec<Co
         names
             .iter()
             .map(|c| {
-                t.schema
-                    .index_of(c)
-                    .ok_or_else(|| SqlError::ColumnNotFound {
-                        message: format!("column '{c}' does not exist in table '{}'", t.name),
-                        pos: None,
-                        table: None,
-                        name: c.clone(),
-                    })
+                t.schema.index_of(c).ok_or_else(|| SqlError::ColumnNotFound {
+                    message: format!("column '{c}' does not exist in table '{}'", t.name),
+                    pos: None,
+                    table: None,
+                    name: c.clone(),
+                })
             })
             .collect::<Result<Vec<_>>>()?
     };
     if src.columns.len() != targets.len() {
         return Err(SqlError::plan(
-            format!(
-                "table '{}' expects {} values per row, got {}",
-                t.name,
-                targets.len(),
-                src.columns.len()
-            ),
+            format!("table '{}' expects {} values per row, got {}", t.name, targets.len(), src.columns.len()),
             None,
         ));
     }
     for (k, i) in targets.iter().enumerate() {
         if targets[..k].contains(i) {
-            return Err(SqlError::plan(
-                format!("column '{}' is listed twice", t.schema.columns[*i].name),
-                None,
-            ));
+            return Err(SqlError::plan(format!("column '{}' is listed twice", t.schema.columns[*i].name), None));
         }
     }
     let mut out: Vec<Option<Column>> = vec![None; t.schema.len()];
     for (c, &i) in src.columns.into_iter().zip(&targets) {
+        let c = std::sync::Arc::unwrap_or_clone(c);
         let want = t.schema.columns[i].data_type;
         let c = if want == DataType::Symbol && c.data_type().is_string() {
             c
         } else if want == DataType::Symbol {
             cast_column(&c, DataType::Varchar, false)?
         } else {
-            cast_column(&c, want, false).map_err(|e| {
-                SqlError::exec(format!("column '{}': {e}", t.schema.columns[i].name))
-            })?
+            cast_column(&c, want, false)
+                .map_err(|e| SqlError::exec(format!("column '{}': {e}", t.schema.columns[i].name)))?
         };
         out[i] = Some(c);
     }
@@ -367,9 +275,5 @@ pub fn shape_for_table(t: &Table, names: &[String], src: Batch) -> Result<Vec<Co
 
 /// Scalar value of the first row/column (convenience for tests and the CLI).
 pub fn first_value(r: &QueryResult) -> Option<Value> {
-    r.batch
-        .columns
-        .first()
-        .filter(|c| !c.is_empty())
-        .map(|c| c.get(0))
+    r.batch.columns.first().filter(|c| !c.is_empty()).map(|c| c.get(0))
 }

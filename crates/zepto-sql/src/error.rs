@@ -24,12 +24,7 @@ pub enum SqlError {
     #[error("table '{0}' already exists")]
     TableExists(String),
     #[error("{}", with_pos(message, pos))]
-    ColumnNotFound {
-        message: String,
-        pos: Option<Pos>,
-        table: Option<String>,
-        name: String,
-    },
+    ColumnNotFound { message: String, pos: Option<Pos>, table: Option<String>, name: String },
     /// A value that does not fit (bad cast, overflow, bad literal).
     #[error("{0}")]
     Execution(String),
@@ -72,18 +67,15 @@ impl SqlError {
     pub fn pos(&self) -> Option<Pos> {
         match self {
             SqlError::Parse { pos, .. } => Some(*pos),
-            SqlError::Plan { pos, .. }
-            | SqlError::ColumnNotFound { pos, .. }
-            | SqlError::TableNotFound { pos, .. } => *pos,
+            SqlError::Plan { pos, .. } | SqlError::ColumnNotFound { pos, .. } | SqlError::TableNotFound { pos, .. } => {
+                *pos
+            }
             _ => None,
         }
     }
 
     pub fn plan(message: impl Into<String>, pos: Option<Pos>) -> SqlError {
-        SqlError::Plan {
-            message: message.into(),
-            pos,
-        }
+        SqlError::Plan { message: message.into(), pos }
     }
 
     pub fn exec(message: impl Into<String>) -> SqlError {
@@ -96,16 +88,12 @@ impl From<StorageError> for SqlError {
         match e {
             StorageError::TableNotFound(name) => SqlError::TableNotFound { name, pos: None },
             StorageError::TableExists(n) => SqlError::TableExists(n),
-            StorageError::ColumnNotFound { ref column, .. } => SqlError::ColumnNotFound {
-                message: e.to_string(),
-                pos: None,
-                table: None,
-                name: column.clone(),
-            },
-            StorageError::ColumnExists(_) | StorageError::Invalid(_) => SqlError::Plan {
-                message: e.to_string(),
-                pos: None,
-            },
+            StorageError::ColumnNotFound { ref column, .. } => {
+                SqlError::ColumnNotFound { message: e.to_string(), pos: None, table: None, name: column.clone() }
+            }
+            StorageError::ColumnExists(_) | StorageError::Invalid(_) => {
+                SqlError::Plan { message: e.to_string(), pos: None }
+            }
             StorageError::Internal(m) => SqlError::Internal(m),
         }
     }

@@ -140,8 +140,5 @@ fn mutated_corpus_never_panics() {
             }
         }
     }
-    assert!(
-        runs > 10_000,
-        "expected thousands of mutated inputs, ran {runs}"
-    );
+    assert!(runs > 10_000, "expected thousands of mutated inputs, ran {runs}");
 }

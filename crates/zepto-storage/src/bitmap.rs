@@ -19,10 +19,7 @@ impl Bitmap {
     }
 
     pub fn new_unset(len: usize) -> Bitmap {
-        Bitmap {
-            bits: vec![0u8; len.div_ceil(8)],
-            len,
-        }
+        Bitmap { bits: vec![0u8; len.div_ceil(8)], len }
     }
 
     pub fn from_bools(valid: impl IntoIterator<Item = bool>) -> Bitmap {
@@ -90,11 +87,7 @@ impl Bitmap {
     /// `offset` of `src`, e.g. an Arrow validity buffer and its array offset. Byte-aligned
     /// appends are a `memcpy`; unaligned ones move a byte at a time.
     pub fn append_bits(&mut self, src: &[u8], offset: usize, len: usize) {
-        assert!(
-            offset + len <= src.len() * 8,
-            "append_bits: {offset}+{len} bits out of {} bytes",
-            src.len()
-        );
+        assert!(offset + len <= src.len() * 8, "append_bits: {offset}+{len} bits out of {} bytes", src.len());
         if len == 0 {
             return;
         }
@@ -102,8 +95,7 @@ impl Bitmap {
         self.bits.reserve(new_len.div_ceil(8) - self.bits.len());
         if self.len.is_multiple_of(8) && offset.is_multiple_of(8) {
             let start = offset / 8;
-            self.bits
-                .extend_from_slice(&src[start..start + len.div_ceil(8)]);
+            self.bits.extend_from_slice(&src[start..start + len.div_ceil(8)]);
         } else {
             let mut done = 0;
             while done < len {
@@ -140,10 +132,7 @@ impl Bitmap {
 
     pub fn count_set(&self) -> usize {
         let full = self.len / 8;
-        let mut n: usize = self.bits[..full]
-            .iter()
-            .map(|b| b.count_ones() as usize)
-            .sum();
+        let mut n: usize = self.bits[..full].iter().map(|b| b.count_ones() as usize).sum();
         for i in full * 8..self.len {
             n += self.get(i) as usize;
         }
@@ -161,15 +150,7 @@ impl Bitmap {
 
     pub fn and(&self, other: &Bitmap) -> Bitmap {
         assert_eq!(self.len, other.len, "bitmap lengths differ");
-        Bitmap {
-            bits: self
-                .bits
-                .iter()
-                .zip(&other.bits)
-                .map(|(a, b)| a & b)
-                .collect(),
-            len: self.len,
-        }
+        Bitmap { bits: self.bits.iter().zip(&other.bits).map(|(a, b)| a & b).collect(), len: self.len }
     }
 
     pub fn iter(&self) -> impl Iterator<Item = bool> + '_ {
@@ -197,9 +178,7 @@ mod tests {
 
     #[test]
     fn append_bits_matches_bitwise_push() {
-        let src: Vec<u8> = (0..9u32)
-            .map(|i| (i.wrapping_mul(0x9E) ^ 0x5A) as u8)
-            .collect();
+        let src: Vec<u8> = (0..9u32).map(|i| (i.wrapping_mul(0x9E) ^ 0x5A) as u8).collect();
         let bit = |i: usize| (src[i / 8] >> (i % 8)) & 1 == 1;
         for prefix in 0..17 {
             for offset in 0..17 {

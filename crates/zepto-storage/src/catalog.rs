@@ -28,9 +28,7 @@ impl Catalog {
 
     fn slot(&self, name: &str) -> Result<Slot, StorageError> {
         let map = self.tables.read().unwrap_or_else(|e| e.into_inner());
-        map.get(&key(name))
-            .cloned()
-            .ok_or_else(|| StorageError::TableNotFound(name.to_string()))
+        map.get(&key(name)).cloned().ok_or_else(|| StorageError::TableNotFound(name.to_string()))
     }
 
     /// A consistent snapshot of one table.
@@ -41,21 +39,14 @@ impl Catalog {
     }
 
     pub fn exists(&self, name: &str) -> bool {
-        self.tables
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .contains_key(&key(name))
+        self.tables.read().unwrap_or_else(|e| e.into_inner()).contains_key(&key(name))
     }
 
     pub fn create(&self, table: Table, if_not_exists: bool) -> Result<bool, StorageError> {
         let mut map = self.tables.write().unwrap_or_else(|e| e.into_inner());
         let k = key(&table.name);
         if map.contains_key(&k) {
-            return if if_not_exists {
-                Ok(false)
-            } else {
-                Err(StorageError::TableExists(table.name))
-            };
+            return if if_not_exists { Ok(false) } else { Err(StorageError::TableExists(table.name)) };
         }
         map.insert(k, Arc::new(RwLock::new(Arc::new(table))));
         Ok(true)
@@ -85,8 +76,6 @@ impl Catalog {
     /// Table names in sorted order (as created).
     pub fn table_names(&self) -> Vec<String> {
         let map = self.tables.read().unwrap_or_else(|e| e.into_inner());
-        map.values()
-            .map(|s| s.read().unwrap_or_else(|e| e.into_inner()).name.clone())
-            .collect()
+        map.values().map(|s| s.read().unwrap_or_else(|e| e.into_inner()).name.clone()).collect()
     }
 }

@@ -49,10 +49,7 @@ macro_rules! map_vec {
             ColumnData::Date($v) => ColumnData::Date($e),
             ColumnData::Interval($v) => ColumnData::Interval($e),
             ColumnData::Varchar($s) => ColumnData::Varchar($se),
-            ColumnData::Symbol {
-                codes: $c,
-                dict: $d,
-            } => $sym,
+            ColumnData::Symbol { codes: $c, dict: $d } => $sym,
             ColumnData::Null($n) => ColumnData::Null($nul),
         }
     };
@@ -109,10 +106,7 @@ impl ColumnData {
             DataType::Date => ColumnData::Date(vec![0; n]),
             DataType::Interval => ColumnData::Interval(vec![0; n]),
             DataType::Varchar => ColumnData::Varchar((0..n).map(|_| "").collect()),
-            DataType::Symbol => ColumnData::Symbol {
-                codes: vec![0; n],
-                dict: Arc::new(Dict::default()),
-            },
+            DataType::Symbol => ColumnData::Symbol { codes: vec![0; n], dict: Arc::new(Dict::default()) },
             DataType::Null => ColumnData::Null(n),
         }
     }
@@ -121,31 +115,20 @@ impl ColumnData {
 impl Column {
     pub fn new(data: ColumnData, validity: Option<Bitmap>) -> Column {
         if let Some(v) = &validity {
-            assert_eq!(
-                v.len(),
-                data.len(),
-                "validity length must match data length"
-            );
+            assert_eq!(v.len(), data.len(), "validity length must match data length");
         }
         let validity = validity.filter(|v| !v.all_set());
         Column { data, validity }
     }
 
     pub fn from_data(data: ColumnData) -> Column {
-        Column {
-            data,
-            validity: None,
-        }
+        Column { data, validity: None }
     }
 
     /// `n` NULLs of the given type.
     pub fn nulls(dt: DataType, n: usize) -> Column {
         let data = ColumnData::zeros(dt, n);
-        let validity = if dt == DataType::Null {
-            None
-        } else {
-            Some(Bitmap::new_unset(n))
-        };
+        let validity = if dt == DataType::Null { None } else { Some(Bitmap::new_unset(n)) };
         Column { data, validity }
     }
 
@@ -222,10 +205,7 @@ impl Column {
             s => s.take(idx),
             codes, dict => ColumnData::Symbol { codes: g(codes, idx), dict: dict.clone() },
             _n => idx.len());
-        let validity = self
-            .validity
-            .as_ref()
-            .map(|b| Bitmap::from_bools(idx.iter().map(|&i| b.get(i as usize))));
+        let validity = self.validity.as_ref().map(|b| Bitmap::from_bools(idx.iter().map(|&i| b.get(i as usize))));
         Column::new(data, validity)
     }
 
@@ -234,10 +214,7 @@ impl Column {
         if !idx.contains(&NULL_INDEX) {
             return self.take(idx);
         }
-        let safe: Vec<u32> = idx
-            .iter()
-            .map(|&i| if i == NULL_INDEX { 0 } else { i })
-            .collect();
+        let safe: Vec<u32> = idx.iter().map(|&i| if i == NULL_INDEX { 0 } else { i }).collect();
         let dt = self.data_type();
         if self.is_empty() {
             return Column::nulls(dt, idx.len());
@@ -246,27 +223,31 @@ impl Column {
         if dt == DataType::Null {
             return c;
         }
-        let validity = Bitmap::from_bools(
-            idx.iter()
-                .enumerate()
-                .map(|(k, &i)| i != NULL_INDEX && c.is_valid(k)),
-        );
+        let validity = Bitmap::from_bools(idx.iter().enumerate().map(|(k, &i)| i != NULL_INDEX && c.is_valid(k)));
         c.validity = Some(validity);
         c
     }
 
+    /// Rows `start..start + len`, copied.
     pub fn slice(&self, start: usize, len: usize) -> Column {
-        let idx: Vec<u32> = (start as u32..(start + len) as u32).collect();
-        self.take(&idx)
+        assert!(start + len <= self.len(), "slice {start}+{len} out of {}", self.len());
+        let end = start + len;
+        let data = map_vec!(&self.data,
+            v => v[start..end].to_vec(),
+            s => (start..end).map(|i| s.get(i)).collect(),
+            codes, dict => ColumnData::Symbol { codes: codes[start..end].to_vec(), dict: dict.clone() },
+            _n => len);
+        let validity = self.validity.as_ref().map(|b| {
+            let mut out = Bitmap::default();
+            out.append_bits(b.as_bytes(), start, len);
+            out
+        });
+        Column::new(data, validity)
     }
 
     /// Rows of `cols` one after another. All columns must share a type (`Null` columns adapt).
     pub fn concat(cols: &[&Column]) -> Column {
-        let dt = cols
-            .iter()
-            .map(|c| c.data_type())
-            .find(|t| *t != DataType::Null)
-            .unwrap_or(DataType::Null);
+        let dt = cols.iter().map(|c| c.data_type()).find(|t| *t != DataType::Null).unwrap_or(DataType::Null);
         if dt == DataType::Symbol {
             if let Some(c) = Self::concat_same_lineage(cols) {
                 return c;
@@ -310,10 +291,7 @@ impl Column {
                 }
             }
         }
-        Some(Column::new(
-            ColumnData::Symbol { codes, dict },
-            any_null.then_some(validity),
-        ))
+        Some(Column::new(ColumnData::Symbol { codes, dict }, any_null.then_some(validity)))
     }
 
     /// Repeat one value `n` times.
@@ -355,19 +333,13 @@ impl ColumnBuilder {
             DataType::Date => ColumnData::Date(Vec::with_capacity(capacity)),
             DataType::Interval => ColumnData::Interval(Vec::with_capacity(capacity)),
             DataType::Varchar => ColumnData::Varchar(StrVec::with_capacity(capacity, capacity * 8)),
-            DataType::Symbol => ColumnData::Symbol {
-                codes: Vec::with_capacity(capacity),
-                dict: Arc::new(Dict::default()),
-            },
+            DataType::Symbol => {
+                ColumnData::Symbol { codes: Vec::with_capacity(capacity), dict: Arc::new(Dict::default()) }
+            }
             DataType::Null => ColumnData::Null(0),
         };
         let dict = (dt == DataType::Symbol).then(Dict::default);
-        ColumnBuilder {
-            data,
-            validity: None,
-            len: 0,
-            dict,
-        }
+        ColumnBuilder { data, validity: None, len: 0, dict }
     }
 
     pub fn len(&self) -> usize {
@@ -489,8 +461,9 @@ impl ColumnBuilder {
         }
         match (&mut self.data, &c.data) {
             (ColumnData::Bool(a), ColumnData::Bool(b)) => a.extend_from_slice(b),
-            (ColumnData::Int32(a), ColumnData::Int32(b))
-            | (ColumnData::Date(a), ColumnData::Date(b)) => a.extend_from_slice(b),
+            (ColumnData::Int32(a), ColumnData::Int32(b)) | (ColumnData::Date(a), ColumnData::Date(b)) => {
+                a.extend_from_slice(b)
+            }
             (ColumnData::Int64(a), ColumnData::Int64(b))
             | (ColumnData::Timestamp(a), ColumnData::Timestamp(b))
             | (ColumnData::Interval(a), ColumnData::Interval(b)) => a.extend_from_slice(b),
@@ -525,12 +498,7 @@ impl ColumnBuilder {
                 }
             }
             (a, b) => {
-                debug_assert!(
-                    false,
-                    "extend_from: {:?} into {:?}",
-                    b.data_type(),
-                    a.data_type()
-                );
+                debug_assert!(false, "extend_from: {:?} into {:?}", b.data_type(), a.data_type());
                 for _ in 0..c.len() {
                     self.push_null();
                 }
@@ -553,11 +521,7 @@ impl ColumnBuilder {
         if let (ColumnData::Symbol { dict, .. }, Some(d)) = (&mut data, self.dict) {
             *dict = Arc::new(d);
         }
-        let validity = if data.data_type() == DataType::Null {
-            None
-        } else {
-            self.validity
-        };
+        let validity = if data.data_type() == DataType::Null { None } else { self.validity };
         Column::new(data, validity)
     }
 }

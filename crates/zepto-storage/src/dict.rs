@@ -18,11 +18,7 @@ pub struct Dict {
 
 impl Default for Dict {
     fn default() -> Self {
-        Dict {
-            lineage: NEXT_LINEAGE.fetch_add(1, Ordering::Relaxed),
-            strings: Vec::new(),
-            index: HashMap::new(),
-        }
+        Dict { lineage: NEXT_LINEAGE.fetch_add(1, Ordering::Relaxed), strings: Vec::new(), index: HashMap::new() }
     }
 }
 

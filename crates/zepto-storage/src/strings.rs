@@ -10,10 +10,7 @@ pub struct StrVec {
 
 impl Default for StrVec {
     fn default() -> Self {
-        StrVec {
-            offsets: vec![0],
-            data: Vec::new(),
-        }
+        StrVec { offsets: vec![0], data: Vec::new() }
     }
 }
 
@@ -21,10 +18,7 @@ impl StrVec {
     pub fn with_capacity(rows: usize, bytes: usize) -> StrVec {
         let mut offsets = Vec::with_capacity(rows + 1);
         offsets.push(0);
-        StrVec {
-            offsets,
-            data: Vec::with_capacity(bytes),
-        }
+        StrVec { offsets, data: Vec::with_capacity(bytes) }
     }
 
     #[inline]

@@ -27,9 +27,7 @@ pub struct Schema {
 
 impl Schema {
     pub fn index_of(&self, name: &str) -> Option<usize> {
-        self.columns
-            .iter()
-            .position(|c| c.name.eq_ignore_ascii_case(name))
+        self.columns.iter().position(|c| c.name.eq_ignore_ascii_case(name))
     }
 
     pub fn len(&self) -> usize {
@@ -51,7 +49,9 @@ pub struct TableOptions {
 /// Rows of one partition key value, sorted by the designated timestamp (if any).
 #[derive(Debug, Clone)]
 pub struct Partition {
-    pub columns: Vec<Column>,
+    /// Shared so scans hand whole columns to queries without copying; writers copy a column
+    /// only while a query still holds it (`Arc::make_mut`).
+    pub columns: Vec<Arc<Column>>,
     /// Dictionary code of the key, `None` for the NULL-key or the single partition.
     pub key: Option<u32>,
     /// True when rows are in non-decreasing designated-timestamp order.
@@ -60,7 +60,7 @@ pub struct Partition {
 
 impl Partition {
     pub fn len(&self) -> usize {
-        self.columns.first().map_or(0, Column::len)
+        self.columns.first().map_or(0, |c| c.len())
     }
 
     pub fn is_empty(&self) -> bool {
@@ -119,40 +119,24 @@ const NO_SLOT: u32 = u32::MAX;
 impl Table {
     pub fn new(name: &str, schema: Schema, opts: &TableOptions) -> Result<Table, StorageError> {
         if schema.is_empty() {
-            return Err(StorageError::Invalid(format!(
-                "table '{name}' needs at least one column"
-            )));
+            return Err(StorageError::Invalid(format!("table '{name}' needs at least one column")));
         }
         for (i, c) in schema.columns.iter().enumerate() {
             if !c.data_type.is_storable() {
-                return Err(StorageError::Invalid(format!(
-                    "column '{}' cannot have type {}",
-                    c.name, c.data_type
-                )));
+                return Err(StorageError::Invalid(format!("column '{}' cannot have type {}", c.name, c.data_type)));
             }
-            if schema.columns[..i]
-                .iter()
-                .any(|d| d.name.eq_ignore_ascii_case(&c.name))
-            {
+            if schema.columns[..i].iter().any(|d| d.name.eq_ignore_ascii_case(&c.name)) {
                 return Err(StorageError::ColumnExists(c.name.clone()));
             }
         }
-        let pick = |want: &Option<String>,
-                    dt: DataType,
-                    what: &str|
-         -> Result<Option<usize>, StorageError> {
+        let pick = |want: &Option<String>, dt: DataType, what: &str| -> Result<Option<usize>, StorageError> {
             match want {
                 Some(n) => {
                     let i = schema
                         .index_of(n)
-                        .ok_or_else(|| StorageError::ColumnNotFound {
-                            table: name.to_string(),
-                            column: n.clone(),
-                        })?;
+                        .ok_or_else(|| StorageError::ColumnNotFound { table: name.to_string(), column: n.clone() })?;
                     if schema.columns[i].data_type != dt {
-                        return Err(StorageError::Invalid(format!(
-                            "{what} column '{n}' must be {dt}"
-                        )));
+                        return Err(StorageError::Invalid(format!("{what} column '{n}' must be {dt}")));
                     }
                     Ok(Some(i))
                 }
@@ -210,14 +194,10 @@ impl Table {
         let n = batch.first().map_or(0, Column::len);
         for (c, def) in batch.iter().zip(&self.schema.columns) {
             if c.len() != n {
-                return Err(StorageError::Invalid(
-                    "columns of a batch differ in length".into(),
-                ));
+                return Err(StorageError::Invalid("columns of a batch differ in length".into()));
             }
             let dt = c.data_type();
-            let ok = dt == def.data_type
-                || dt == DataType::Null
-                || (def.data_type.is_string() && dt.is_string());
+            let ok = dt == def.data_type || dt == DataType::Null || (def.data_type.is_string() && dt.is_string());
             if !ok {
                 return Err(StorageError::Invalid(format!(
                     "column '{}' is {} but a {} value was supplied",
@@ -256,11 +236,8 @@ impl Table {
             if rows.is_empty() {
                 continue;
             }
-            let cols: Vec<Column> = if rows.len() == n {
-                batch.clone()
-            } else {
-                batch.iter().map(|c| c.take(rows)).collect()
-            };
+            let cols: Vec<Column> =
+                if rows.len() == n { batch.clone() } else { batch.iter().map(|c| c.take(rows)).collect() };
             self.append_to_partition(slot, cols);
         }
         self.rows += n;
@@ -291,10 +268,7 @@ impl Table {
             if dict.lineage() == self.dict.lineage() && dict.len() <= self.dict.len() {
                 let mut c = c.clone();
                 c.data = match c.data {
-                    ColumnData::Symbol { codes, .. } => ColumnData::Symbol {
-                        codes,
-                        dict: self.dict.clone(),
-                    },
+                    ColumnData::Symbol { codes, .. } => ColumnData::Symbol { codes, dict: self.dict.clone() },
                     d => d,
                 };
                 return c;
@@ -303,10 +277,7 @@ impl Table {
         let dict = Arc::make_mut(&mut self.dict);
         let mut codes = Vec::with_capacity(c.len());
         match &c.data {
-            ColumnData::Symbol {
-                codes: k,
-                dict: src,
-            } => {
+            ColumnData::Symbol { codes: k, dict: src } => {
                 let mut remap = vec![u32::MAX; src.len()];
                 for (i, &code) in k.iter().enumerate() {
                     if !c.is_valid(i) {
@@ -322,22 +293,12 @@ impl Table {
             }
             ColumnData::Varchar(s) => {
                 for i in 0..s.len() {
-                    codes.push(if c.is_valid(i) {
-                        dict.intern(s.get(i))
-                    } else {
-                        0
-                    });
+                    codes.push(if c.is_valid(i) { dict.intern(s.get(i)) } else { 0 });
                 }
             }
             _ => codes.resize(c.len(), 0),
         }
-        Column::new(
-            ColumnData::Symbol {
-                codes,
-                dict: self.dict.clone(),
-            },
-            c.validity.clone(),
-        )
+        Column::new(ColumnData::Symbol { codes, dict: self.dict.clone() }, c.validity.clone())
     }
 
     /// The partition slot of every row, creating partitions for new keys.
@@ -380,26 +341,14 @@ impl Table {
     }
 
     fn new_partition(&mut self, key: Option<u32>) -> usize {
-        let columns = self
-            .schema
-            .columns
-            .iter()
-            .map(|c| self.empty_column(c.data_type))
-            .collect();
-        self.parts.push(Arc::new(Partition {
-            columns,
-            key,
-            sorted: true,
-        }));
+        let columns = self.schema.columns.iter().map(|c| Arc::new(self.empty_column(c.data_type))).collect();
+        self.parts.push(Arc::new(Partition { columns, key, sorted: true }));
         self.parts.len() - 1
     }
 
     fn empty_column(&self, dt: DataType) -> Column {
         match dt {
-            DataType::Symbol => Column::from_data(ColumnData::Symbol {
-                codes: Vec::new(),
-                dict: self.dict.clone(),
-            }),
+            DataType::Symbol => Column::from_data(ColumnData::Symbol { codes: Vec::new(), dict: self.dict.clone() }),
             _ => Column::from_data(ColumnData::empty(dt)),
         }
     }
@@ -417,12 +366,11 @@ impl Table {
                 let nulls = cols[t].null_count() > 0;
                 !nulls
                     && new_ts.windows(2).all(|w| w[0] <= w[1])
-                    && old_ts
-                        .last()
-                        .is_none_or(|&l| new_ts.first().is_none_or(|&f| l <= f))
+                    && old_ts.last().is_none_or(|&l| new_ts.first().is_none_or(|&f| l <= f))
             }
         };
         for (dst, src) in p.columns.iter_mut().zip(&cols) {
+            let dst = Arc::make_mut(dst);
             append_column(dst, src);
             if let ColumnData::Symbol { dict: d, .. } = &mut dst.data {
                 *d = dict.clone();
@@ -442,10 +390,7 @@ impl Table {
             return Err(StorageError::ColumnExists(def.name));
         }
         if !def.data_type.is_storable() {
-            return Err(StorageError::Invalid(format!(
-                "column '{}' cannot have type {}",
-                def.name, def.data_type
-            )));
+            return Err(StorageError::Invalid(format!("column '{}' cannot have type {}", def.name, def.data_type)));
         }
         let dt = def.data_type;
         let dict = self.dict.clone();
@@ -455,7 +400,7 @@ impl Table {
             if let ColumnData::Symbol { dict: d, .. } = &mut c.data {
                 *d = dict.clone();
             }
-            p.columns.push(c);
+            p.columns.push(Arc::new(c));
         }
         self.schema.columns.push(def);
         if self.key_col.is_none() && dt == DataType::Symbol && self.rows == 0 {
@@ -474,42 +419,30 @@ fn append_column(dst: &mut Column, src: &Column) {
     let old_len = dst.len();
     match (&mut dst.data, &src.data) {
         (ColumnData::Bool(a), ColumnData::Bool(b)) => a.extend_from_slice(b),
-        (ColumnData::Int32(a), ColumnData::Int32(b))
-        | (ColumnData::Date(a), ColumnData::Date(b)) => a.extend_from_slice(b),
+        (ColumnData::Int32(a), ColumnData::Int32(b)) | (ColumnData::Date(a), ColumnData::Date(b)) => {
+            a.extend_from_slice(b)
+        }
         (ColumnData::Int64(a), ColumnData::Int64(b))
         | (ColumnData::Timestamp(a), ColumnData::Timestamp(b))
         | (ColumnData::Interval(a), ColumnData::Interval(b)) => a.extend_from_slice(b),
         (ColumnData::Float32(a), ColumnData::Float32(b)) => a.extend_from_slice(b),
         (ColumnData::Float64(a), ColumnData::Float64(b)) => a.extend_from_slice(b),
         (ColumnData::Varchar(a), ColumnData::Varchar(b)) => a.extend(b),
-        (ColumnData::Symbol { codes: a, .. }, ColumnData::Symbol { codes: b, .. }) => {
-            a.extend_from_slice(b)
-        }
-        (a, b) => panic!(
-            "append_column: {:?} into {:?} (validate() must reject this)",
-            b.data_type(),
-            a.data_type()
-        ),
+        (ColumnData::Symbol { codes: a, .. }, ColumnData::Symbol { codes: b, .. }) => a.extend_from_slice(b),
+        (a, b) => panic!("append_column: {:?} into {:?} (validate() must reject this)", b.data_type(), a.data_type()),
     }
     if had_nulls {
-        let mut v = dst
-            .validity
-            .take()
-            .unwrap_or_else(|| crate::Bitmap::new_set(old_len));
+        let mut v = dst.validity.take().unwrap_or_else(|| crate::Bitmap::new_set(old_len));
         match &src.validity {
             Some(s) => s.iter().for_each(|b| v.push(b)),
             None => v.extend_set(src.len()),
         }
-        *dst = Column::new(
-            std::mem::replace(&mut dst.data, ColumnData::Null(0)),
-            Some(v),
-        );
+        *dst = Column::new(std::mem::replace(&mut dst.data, ColumnData::Null(0)), Some(v));
     }
 }
 
 fn is_sorted(c: &Column) -> bool {
-    c.as_i64_slice()
-        .is_none_or(|v| v.windows(2).all(|w| w[0] <= w[1]))
+    c.as_i64_slice().is_none_or(|v| v.windows(2).all(|w| w[0] <= w[1]))
 }
 
 /// Restore time order after appending rows `old_len..` that broke it: sort the new rows
@@ -539,7 +472,7 @@ fn sort_partition(p: &mut Partition, ts_col: usize, old_len: usize) {
         }
     }
     for c in &mut p.columns {
-        *c = c.take(&perm);
+        *c = Arc::new(c.take(&perm));
     }
     p.sorted = true;
 }
@@ -552,18 +485,9 @@ mod tests {
     fn schema() -> Schema {
         Schema {
             columns: vec![
-                ColumnDef {
-                    name: "ts".into(),
-                    data_type: DataType::Timestamp,
-                },
-                ColumnDef {
-                    name: "sym".into(),
-                    data_type: DataType::Symbol,
-                },
-                ColumnDef {
-                    name: "px".into(),
-                    data_type: DataType::Float64,
-                },
+                ColumnDef { name: "ts".into(), data_type: DataType::Timestamp },
+                ColumnDef { name: "sym".into(), data_type: DataType::Symbol },
+                ColumnDef { name: "px".into(), data_type: DataType::Float64 },
             ],
         }
     }
@@ -588,15 +512,9 @@ mod tests {
     fn partitions_by_symbol_and_keeps_time_order() {
         let mut t = Table::new("t", schema(), &TableOptions::default()).expect("table");
         assert_eq!((t.key_col, t.ts_col), (Some(1), Some(0)));
-        t.append(batch(&[
-            (10, Some("a"), 1.0),
-            (5, Some("b"), 2.0),
-            (20, Some("a"), 3.0),
-            (1, None, 0.5),
-        ]))
-        .expect("append");
-        t.append(batch(&[(15, Some("a"), 4.0), (2, Some("a"), 5.0)]))
+        t.append(batch(&[(10, Some("a"), 1.0), (5, Some("b"), 2.0), (20, Some("a"), 3.0), (1, None, 0.5)]))
             .expect("append");
+        t.append(batch(&[(15, Some("a"), 4.0), (2, Some("a"), 5.0)])).expect("append");
         assert_eq!(t.row_count(), 6);
         let code = t.dict().code("a").expect("a interned");
         let p = t.partition_for_code(code).expect("partition a");

@@ -169,15 +169,9 @@ pub fn format_interval(ns: i64) -> String {
     let sign = if neg { "-" } else { "" };
     let mut out = String::new();
     if days > 0 {
-        out.push_str(&format!(
-            "{sign}{days} day{} ",
-            if days == 1 { "" } else { "s" }
-        ));
+        out.push_str(&format!("{sign}{days} day{} ", if days == 1 { "" } else { "s" }));
     }
-    out.push_str(&format!(
-        "{}{h:02}:{m:02}:{s:02}",
-        if days > 0 { "" } else { sign }
-    ));
+    out.push_str(&format!("{}{h:02}:{m:02}:{s:02}", if days > 0 { "" } else { sign }));
     if frac > 0 {
         let f = format!("{frac:09}");
         out.push('.');
@@ -338,10 +332,7 @@ mod tests {
     fn timestamps() {
         let t = parse_timestamp("2024-01-02 09:30:00.123456789").expect("parses");
         assert_eq!(format_timestamp(t), "2024-01-02 09:30:00.123456789");
-        assert_eq!(
-            parse_timestamp("2024-01-02T09:30:00Z"),
-            parse_timestamp("2024-01-02 09:30")
-        );
+        assert_eq!(parse_timestamp("2024-01-02T09:30:00Z"), parse_timestamp("2024-01-02 09:30"));
         assert_eq!(parse_timestamp("2024-01-02"), Some(19_724 * NS_PER_DAY));
         assert_eq!(parse_timestamp("2024-02-30"), None);
         assert_eq!(parse_timestamp("2024-01-02 25:00:00"), None);
@@ -363,18 +354,9 @@ mod tests {
     #[test]
     fn trunc_and_extract() {
         let t = parse_timestamp("2024-05-15 13:45:12.5").expect("parses");
-        assert_eq!(
-            format_timestamp(trunc_timestamp("hour", t).expect("unit")),
-            "2024-05-15 13:00:00.000000000"
-        );
-        assert_eq!(
-            format_timestamp(trunc_timestamp("month", t).expect("unit")),
-            "2024-05-01 00:00:00.000000000"
-        );
-        assert_eq!(
-            format_timestamp(trunc_timestamp("week", t).expect("unit")),
-            "2024-05-13 00:00:00.000000000"
-        );
+        assert_eq!(format_timestamp(trunc_timestamp("hour", t).expect("unit")), "2024-05-15 13:00:00.000000000");
+        assert_eq!(format_timestamp(trunc_timestamp("month", t).expect("unit")), "2024-05-01 00:00:00.000000000");
+        assert_eq!(format_timestamp(trunc_timestamp("week", t).expect("unit")), "2024-05-13 00:00:00.000000000");
         assert_eq!(extract_field("minute", t), Some(45));
         assert_eq!(extract_field("dow", t), Some(3));
         assert_eq!(extract_field("doy", t), Some(136));

@@ -15,50 +15,213 @@ use zepto_storage::column::NULL_INDEX;
 use zepto_storage::{Bitmap, Column, ColumnData, DataType};
 
 pub fn aggregate(b: &Batch, keys: &[BExpr], aggs: &[AggCall]) -> Result<Batch> {
-    let key_cols = keys
-        .iter()
-        .map(|k| eval(k, b))
-        .collect::<Result<Vec<_>>>()?;
+    aggregate_grouped(b, keys, aggs, None)
+}
+
+/// Aggregate one batch. `runs`: key positions whose values only change between runs of rows
+/// (time buckets inside a time-sorted partition); when every key is constant or such a run
+/// key, groups are found by comparing neighbours instead of hashing.
+pub fn aggregate_grouped(b: &Batch, keys: &[BExpr], aggs: &[AggCall], runs: Option<&[usize]>) -> Result<Batch> {
+    let key_cols = keys.iter().map(|k| eval(k, b)).collect::<Result<Vec<_>>>()?;
     let refs: Vec<&Column> = key_cols.iter().map(|c| &**c).collect();
-    let GroupIds { ids, first } = group_ids(&refs, b.rows);
+    // Inside a time-sorted piece, rows are in designated-timestamp order.
+    let sorted = runs.is_some();
+    if runs.is_some_and(|r| r.is_empty()) && b.rows > 0 {
+        return single_group(b, &key_cols, aggs);
+    }
+    let GroupIds { ids, first } = match runs {
+        Some(r) => run_group_ids(&r.iter().map(|&k| refs[k]).collect::<Vec<_>>(), b.rows),
+        None => group_ids(&refs, b.rows),
+    };
     // Without GROUP BY there is exactly one group, even over no rows.
     let ngroups = if keys.is_empty() { 1 } else { first.len() };
     let mut out: Vec<Column> = key_cols.iter().map(|c| c.take(&first)).collect();
     for a in aggs {
-        out.push(run_agg(a, b, &ids, ngroups)?);
+        out.push(run_agg(a, b, &ids, ngroups, sorted)?);
     }
     Ok(Batch::new(out, ngroups))
 }
 
-fn run_agg(a: &AggCall, b: &Batch, ids: &[u32], ng: usize) -> Result<Column> {
-    let args = a
-        .args
-        .iter()
-        .map(|e| eval(e, b))
-        .collect::<Result<Vec<_>>>()?;
+/// Groups as runs of equal neighbouring keys (input ordered so that equal keys are adjacent).
+fn run_group_ids(cols: &[&Column], n: usize) -> GroupIds {
+    let mut ids = Vec::with_capacity(n);
+    let mut first = Vec::new();
+    if n == 0 {
+        return GroupIds { ids, first };
+    }
+    first.push(0);
+    ids.push(0);
+    let mut g = 0u32;
+    // Fast path: one i64-backed key without NULLs.
+    if let [c] = cols {
+        if let (Some(v), None) = (c.as_i64_slice(), &c.validity) {
+            for i in 1..n {
+                if v[i] != v[i - 1] {
+                    g += 1;
+                    first.push(i as u32);
+                }
+                ids.push(g);
+            }
+            return GroupIds { ids, first };
+        }
+    }
+    for i in 1..n {
+        if !super::hash::rows_equal(cols, i - 1, cols, i) {
+            g += 1;
+            first.push(i as u32);
+        }
+        ids.push(g);
+    }
+    GroupIds { ids, first }
+}
+
+/// Every key is constant over the (non-empty) batch: one group, no group ids. Common
+/// aggregates over NULL-free inputs run as multi-lane reductions (no per-row dependency chain,
+/// so the compiler vectorizes them); anything else takes the general path with one group.
+fn single_group(b: &Batch, key_cols: &[Cow<Column>], aggs: &[AggCall]) -> Result<Batch> {
+    let mut out: Vec<Column> = key_cols.iter().map(|c| c.take(&[0])).collect();
+    let mut ids: Option<Vec<u32>> = None;
+    for a in aggs {
+        let args = a.args.iter().map(|e| eval(e, b)).collect::<Result<Vec<_>>>()?;
+        match (!a.distinct).then(|| fast_single(a, &args, b.rows)).flatten() {
+            Some(c) => out.push(c),
+            None => {
+                let ids = ids.get_or_insert_with(|| vec![0u32; b.rows]);
+                out.push(run_agg(a, b, ids, 1, true)?);
+            }
+        }
+    }
+    Ok(Batch::new(out, 1))
+}
+
+/// Sum of a slice with 8 independent accumulators.
+fn lane_sum(v: &[f64]) -> f64 {
+    let mut acc = [0.0f64; 8];
+    let mut chunks = v.chunks_exact(8);
+    for c in &mut chunks {
+        for k in 0..8 {
+            acc[k] += c[k];
+        }
+    }
+    chunks.remainder().iter().sum::<f64>() + acc.iter().sum::<f64>()
+}
+
+/// Σ p·s and Σ s with 8 independent accumulators.
+fn lane_dot<S: Copy + Into<f64>>(p: &[f64], s: &[S]) -> (f64, f64) {
+    let (mut num, mut den) = ([0.0f64; 8], [0.0f64; 8]);
+    let n = p.len().min(s.len());
+    let full = n / 8 * 8;
+    for base in (0..full).step_by(8) {
+        for k in 0..8 {
+            let w: f64 = s[base + k].into();
+            num[k] += p[base + k] * w;
+            den[k] += w;
+        }
+    }
+    let (mut tn, mut td) = (0.0, 0.0);
+    for i in full..n {
+        let w: f64 = s[i].into();
+        tn += p[i] * w;
+        td += w;
+    }
+    (tn + num.iter().sum::<f64>(), td + den.iter().sum::<f64>())
+}
+
+fn one_f64(v: Option<f64>) -> Column {
+    from_opt_f64(std::iter::once(v))
+}
+
+fn fast_single(a: &AggCall, args: &[Cow<Column>], n: usize) -> Option<Column> {
+    let x = args.first().map(|c| &**c);
+    let no_nulls = args.iter().all(|c| c.validity.is_none() && c.data_type() != DataType::Null);
+    match a.func {
+        AggFunc::CountStar => Some(Column::from_data(ColumnData::Int64(vec![n as i64]))),
+        AggFunc::Count => x.map(|x| Column::from_data(ColumnData::Int64(vec![(n - x.null_count()) as i64]))),
+        _ if !no_nulls => None,
+        AggFunc::Sum | AggFunc::Avg => match &x?.data {
+            ColumnData::Float64(v) => {
+                let s = lane_sum(v);
+                Some(one_f64(Some(if a.func == AggFunc::Avg { s / n as f64 } else { s })))
+            }
+            ColumnData::Int64(v) => {
+                let s: i128 = v.iter().map(|&x| x as i128).sum();
+                if a.func == AggFunc::Avg {
+                    Some(one_f64(Some(s as f64 / n as f64)))
+                } else {
+                    i64::try_from(s).ok().map(|s| Column::from_data(ColumnData::Int64(vec![s])))
+                }
+            }
+            _ => None,
+        },
+        AggFunc::Min | AggFunc::Max => {
+            let min = a.func == AggFunc::Min;
+            let data = match &x?.data {
+                ColumnData::Float64(v) if !v.iter().any(|f| f.is_nan()) => {
+                    let r = if min {
+                        v.iter().copied().fold(f64::INFINITY, f64::min)
+                    } else {
+                        v.iter().copied().fold(f64::NEG_INFINITY, f64::max)
+                    };
+                    ColumnData::Float64(vec![r])
+                }
+                ColumnData::Int64(v) => {
+                    ColumnData::Int64(vec![if min { *v.iter().min()? } else { *v.iter().max()? }])
+                }
+                ColumnData::Timestamp(v) => {
+                    ColumnData::Timestamp(vec![if min { *v.iter().min()? } else { *v.iter().max()? }])
+                }
+                ColumnData::Int32(v) => {
+                    ColumnData::Int32(vec![if min { *v.iter().min()? } else { *v.iter().max()? }])
+                }
+                _ => return None,
+            };
+            Some(Column::from_data(data))
+        }
+        AggFunc::Vwap => {
+            let (p, s) = match args {
+                [p, s] => (&**p, &**s),
+                _ => return None,
+            };
+            let ColumnData::Float64(pv) = &p.data else { return None };
+            let (num, den) = match &s.data {
+                ColumnData::Float64(sv) => lane_dot(pv, sv),
+                ColumnData::Int64(sv) => {
+                    // i64 → f64 is exact below 2^53, far beyond any traded size.
+                    let sf: Vec<f64> = sv.iter().map(|&x| x as f64).collect();
+                    lane_dot(pv, &sf)
+                }
+                ColumnData::Int32(sv) => lane_dot(pv, sv),
+                _ => return None,
+            };
+            Some(one_f64((den != 0.0).then(|| num / den)))
+        }
+        _ => None,
+    }
+}
+
+fn run_agg(a: &AggCall, b: &Batch, ids: &[u32], ng: usize, sorted: bool) -> Result<Column> {
+    let args = a.args.iter().map(|e| eval(e, b)).collect::<Result<Vec<_>>>()?;
     if a.distinct && !args.is_empty() {
         // Keep the first row of every distinct (group, value) pair.
         let gid = Column::from_data(ColumnData::Int64(ids.iter().map(|&g| g as i64).collect()));
         let keep = group_ids(&[&gid, &args[0]], ids.len()).first;
         let ids2: Vec<u32> = keep.iter().map(|&i| ids[i as usize]).collect();
         let args2: Vec<Cow<Column>> = args.iter().map(|c| Cow::Owned(c.take(&keep))).collect();
-        let order = a
-            .order
-            .as_ref()
-            .map(|o| eval(o, b).map(|c| c.take(&keep)))
-            .transpose()?;
-        return compute(a, &args2, order.as_ref(), &ids2, ng);
+        let order = a.order.as_ref().map(|o| eval(o, b).map(|c| c.take(&keep))).transpose()?;
+        return compute(a, &args2, order.as_ref(), &ids2, ng, false);
     }
     let order = a.order.as_ref().map(|o| eval(o, b)).transpose()?;
-    compute(a, &args, order.as_deref(), ids, ng)
+    compute(a, &args, order.as_deref(), ids, ng, sorted)
 }
 
+/// `sorted`: rows are in designated-timestamp order, so `first`/`last` are positional.
 fn compute(
     a: &AggCall,
     args: &[Cow<Column>],
     order: Option<&Column>,
     ids: &[u32],
     ng: usize,
+    sorted: bool,
 ) -> Result<Column> {
     let x = args.first().map(|c| &**c);
     match a.func {
@@ -81,66 +244,40 @@ fn compute(
             }
             Ok(Column::from_data(ColumnData::Int64(cnt)))
         }
-        AggFunc::Sum => sum(
-            x.ok_or_else(|| SqlError::Internal("sum arg".into()))?,
-            ids,
-            ng,
-            a.ty,
-        ),
+        AggFunc::Sum => sum(x.ok_or_else(|| SqlError::Internal("sum arg".into()))?, ids, ng, a.ty),
         AggFunc::Avg => {
-            let (s, c) = f64_sums(
-                x.ok_or_else(|| SqlError::Internal("avg arg".into()))?,
-                ids,
-                ng,
-            )?;
-            Ok(from_opt_f64(
-                s.iter()
-                    .zip(&c)
-                    .map(|(s, &c)| (c > 0).then(|| s / c as f64)),
-            ))
+            let (s, c) = f64_sums(x.ok_or_else(|| SqlError::Internal("avg arg".into()))?, ids, ng)?;
+            Ok(from_opt_f64(s.iter().zip(&c).map(|(s, &c)| (c > 0).then(|| s / c as f64))))
         }
         AggFunc::Min | AggFunc::Max => {
             let x = x.ok_or_else(|| SqlError::Internal("min/max arg".into()))?;
-            let want = if a.func == AggFunc::Min {
-                Ordering::Less
-            } else {
-                Ordering::Greater
-            };
+            let want = if a.func == AggFunc::Min { Ordering::Less } else { Ordering::Greater };
             let best = best_rows(x, ids, ng, want, true);
             Ok(x.take_opt(&best))
         }
         AggFunc::First | AggFunc::Last => {
             let x = x.ok_or_else(|| SqlError::Internal("first/last arg".into()))?;
-            let best = match order {
-                Some(o) => {
-                    let want = if a.func == AggFunc::First {
-                        Ordering::Less
-                    } else {
-                        Ordering::Greater
-                    };
-                    best_rows(o, ids, ng, want, a.func == AggFunc::First)
-                }
-                None => {
-                    let mut best = vec![NULL_INDEX; ng];
-                    for (i, &g) in ids.iter().enumerate() {
-                        let slot = &mut best[g as usize];
-                        if a.func == AggFunc::Last || *slot == NULL_INDEX {
-                            *slot = i as u32;
-                        }
+            let positional = order.is_none() || (sorted && order.is_some_and(|o| o.validity.is_none()));
+            let best = if positional {
+                let mut best = vec![NULL_INDEX; ng];
+                for (i, &g) in ids.iter().enumerate() {
+                    let slot = &mut best[g as usize];
+                    if a.func == AggFunc::Last || *slot == NULL_INDEX {
+                        *slot = i as u32;
                     }
-                    best
                 }
+                best
+            } else {
+                let o = order.ok_or_else(|| SqlError::Internal("first/last order".into()))?;
+                let want = if a.func == AggFunc::First { Ordering::Less } else { Ordering::Greater };
+                best_rows(o, ids, ng, want, a.func == AggFunc::First)
             };
             Ok(x.take_opt(&best))
         }
         AggFunc::VarSamp | AggFunc::VarPop | AggFunc::StddevSamp | AggFunc::StddevPop => {
             let x = x.ok_or_else(|| SqlError::Internal("variance arg".into()))?;
             let (s, c) = f64_sums(x, ids, ng)?;
-            let mean: Vec<f64> = s
-                .iter()
-                .zip(&c)
-                .map(|(s, &c)| if c > 0 { s / c as f64 } else { 0.0 })
-                .collect();
+            let mean: Vec<f64> = s.iter().zip(&c).map(|(s, &c)| if c > 0 { s / c as f64 } else { 0.0 }).collect();
             let v = to_f64(x)?;
             let mut m2 = vec![0.0f64; ng];
             for (i, &g) in ids.iter().enumerate() {
@@ -163,12 +300,9 @@ fn compute(
                 })
             })))
         }
-        AggFunc::Median | AggFunc::PercentileCont(_) | AggFunc::Quantile(_) => quantile(
-            a.func,
-            x.ok_or_else(|| SqlError::Internal("quantile arg".into()))?,
-            ids,
-            ng,
-        ),
+        AggFunc::Median | AggFunc::PercentileCont(_) | AggFunc::Quantile(_) => {
+            quantile(a.func, x.ok_or_else(|| SqlError::Internal("quantile arg".into()))?, ids, ng)
+        }
         AggFunc::Vwap => {
             let (p, s) = match args {
                 [p, s] => (&**p, &**s),
@@ -184,11 +318,7 @@ fn compute(
                     den[g as usize] += sv[i];
                 }
             }
-            Ok(from_opt_f64(
-                num.iter()
-                    .zip(&den)
-                    .map(|(n, &d)| (d != 0.0).then(|| n / d)),
-            ))
+            Ok(from_opt_f64(num.iter().zip(&den).map(|(n, &d)| (d != 0.0).then(|| n / d))))
         }
     }
 }
@@ -208,20 +338,13 @@ pub fn to_f64(c: &Column) -> Result<Cow<'_, [f64]>> {
     Ok(match &c.data {
         ColumnData::Float64(v) => Cow::Borrowed(v.as_slice()),
         ColumnData::Float32(v) => Cow::Owned(v.iter().map(|&x| x as f64).collect()),
-        ColumnData::Int32(v) | ColumnData::Date(v) => {
-            Cow::Owned(v.iter().map(|&x| x as f64).collect())
-        }
+        ColumnData::Int32(v) | ColumnData::Date(v) => Cow::Owned(v.iter().map(|&x| x as f64).collect()),
         ColumnData::Int64(v) | ColumnData::Timestamp(v) | ColumnData::Interval(v) => {
             Cow::Owned(v.iter().map(|&x| x as f64).collect())
         }
         ColumnData::Bool(v) => Cow::Owned(v.iter().map(|&x| x as u8 as f64).collect()),
         ColumnData::Null(n) => Cow::Owned(vec![0.0; *n]),
-        d => {
-            return Err(SqlError::exec(format!(
-                "expected a numeric value, got {}",
-                d.data_type()
-            )))
-        }
+        d => return Err(SqlError::exec(format!("expected a numeric value, got {}", d.data_type()))),
     })
 }
 
@@ -269,12 +392,9 @@ fn sum(x: &Column, ids: &[u32], ng: usize, ty: DataType) -> Result<Column> {
     let mut seen = vec![false; ng];
     if ty == DataType::Float64 {
         let (s, c) = f64_sums(x, ids, ng)?;
-        return Ok(from_opt_f64(
-            s.into_iter().zip(c).map(|(s, c)| (c > 0).then_some(s)),
-        ));
+        return Ok(from_opt_f64(s.into_iter().zip(c).map(|(s, c)| (c > 0).then_some(s))));
     }
-    let v = int_values(x)
-        .ok_or_else(|| SqlError::exec(format!("sum() is not defined for {}", x.data_type())))?;
+    let v = int_values(x).ok_or_else(|| SqlError::exec(format!("sum() is not defined for {}", x.data_type())))?;
     let mut s = vec![0i128; ng];
     for (i, &g) in ids.iter().enumerate() {
         if x.is_valid(i) {
@@ -284,15 +404,9 @@ fn sum(x: &Column, ids: &[u32], ng: usize, ty: DataType) -> Result<Column> {
     }
     let mut out = Vec::with_capacity(ng);
     for v in s {
-        out.push(
-            i64::try_from(v).map_err(|_| SqlError::exec("out of range: sum() overflows BIGINT"))?,
-        );
+        out.push(i64::try_from(v).map_err(|_| SqlError::exec("out of range: sum() overflows BIGINT"))?);
     }
-    let data = if ty == DataType::Interval {
-        ColumnData::Interval(out)
-    } else {
-        ColumnData::Int64(out)
-    };
+    let data = if ty == DataType::Interval { ColumnData::Interval(out) } else { ColumnData::Int64(out) };
     Ok(Column::new(data, Some(Bitmap::from_bools(seen))))
 }
 
@@ -313,9 +427,7 @@ fn best_rows(c: &Column, ids: &[u32], ng: usize, want: Ordering, first_on_tie: b
                     *slot = i as u32;
                     continue;
                 }
-                let o = $v[i]
-                    .partial_cmp(&$v[*slot as usize])
-                    .unwrap_or(Ordering::Equal);
+                let o = $v[i].partial_cmp(&$v[*slot as usize]).unwrap_or(Ordering::Equal);
                 if o == want || (o == Ordering::Equal && !first_on_tie) {
                     *slot = i as u32;
                 }
@@ -349,14 +461,8 @@ fn best_rows(c: &Column, ids: &[u32], ng: usize, want: Ordering, first_on_tie: b
 
 fn quantile(f: AggFunc, x: &Column, ids: &[u32], ng: usize) -> Result<Column> {
     let cmp = value_cmp(x);
-    let mut rows: Vec<u32> = (0..ids.len() as u32)
-        .filter(|&i| x.is_valid(i as usize))
-        .collect();
-    rows.sort_by(|&a, &b| {
-        ids[a as usize]
-            .cmp(&ids[b as usize])
-            .then_with(|| cmp(a as usize, b as usize))
-    });
+    let mut rows: Vec<u32> = (0..ids.len() as u32).filter(|&i| x.is_valid(i as usize)).collect();
+    rows.sort_by(|&a, &b| ids[a as usize].cmp(&ids[b as usize]).then_with(|| cmp(a as usize, b as usize)));
     let mut start = vec![0usize; ng + 1];
     for &r in &rows {
         start[ids[r as usize] as usize + 1] += 1;

@@ -59,8 +59,7 @@ fn parse_float(t: &str) -> Option<f64> {
 /// DOUBLE → integer rounds half to even, as DuckDB does (`CAST(2.5 AS INT)` = 2).
 fn f64_to_i64(f: f64) -> Option<i64> {
     let r = f.round_ties_even();
-    (r.is_finite() && (-9.223_372_036_854_776e18..9.223_372_036_854_776e18).contains(&r))
-        .then_some(r as i64)
+    (r.is_finite() && (-9.223_372_036_854_776e18..9.223_372_036_854_776e18).contains(&r)).then_some(r as i64)
 }
 
 /// Cast a scalar.
@@ -88,39 +87,20 @@ pub fn cast_column(c: &Column, to: DataType, try_: bool) -> Result<Column> {
         (D::Int32(v), DataType::Float64) => num(D::Float64(v.iter().map(|&x| x as f64).collect())),
         (D::Int64(v), DataType::Float32) => num(D::Float32(v.iter().map(|&x| x as f32).collect())),
         (D::Int64(v), DataType::Float64) => num(D::Float64(v.iter().map(|&x| x as f64).collect())),
-        (D::Float32(v), DataType::Float64) => {
-            num(D::Float64(v.iter().map(|&x| x as f64).collect()))
-        }
-        (D::Float64(v), DataType::Float32) => {
-            num(D::Float32(v.iter().map(|&x| x as f32).collect()))
-        }
+        (D::Float32(v), DataType::Float64) => num(D::Float64(v.iter().map(|&x| x as f64).collect())),
+        (D::Float64(v), DataType::Float32) => num(D::Float32(v.iter().map(|&x| x as f32).collect())),
         (D::Int64(v), DataType::Timestamp | DataType::Interval) => {
-            num(if to == DataType::Timestamp {
-                D::Timestamp(v.clone())
-            } else {
-                D::Interval(v.clone())
-            })
+            num(if to == DataType::Timestamp { D::Timestamp(v.clone()) } else { D::Interval(v.clone()) })
         }
         (D::Int32(v), DataType::Timestamp | DataType::Interval) => {
             let w: Vec<i64> = v.iter().map(|&x| x as i64).collect();
-            num(if to == DataType::Timestamp {
-                D::Timestamp(w)
-            } else {
-                D::Interval(w)
-            })
+            num(if to == DataType::Timestamp { D::Timestamp(w) } else { D::Interval(w) })
         }
         (D::Timestamp(v) | D::Interval(v), DataType::Int64) => num(D::Int64(v.clone())),
-        (D::Timestamp(v), DataType::Date) => num(D::Date(
-            v.iter().map(|&x| x.div_euclid(NS_PER_DAY) as i32).collect(),
-        )),
-        (D::Date(v), DataType::Timestamp) => num(D::Timestamp(
-            v.iter().map(|&d| d as i64 * NS_PER_DAY).collect(),
-        )),
+        (D::Timestamp(v), DataType::Date) => num(D::Date(v.iter().map(|&x| x.div_euclid(NS_PER_DAY) as i32).collect())),
+        (D::Date(v), DataType::Timestamp) => num(D::Timestamp(v.iter().map(|&d| d as i64 * NS_PER_DAY).collect())),
         (D::Bool(v), t) if t.is_numeric() => {
-            let ints = Column::new(
-                D::Int32(v.iter().map(|&b| b as i32).collect()),
-                validity.clone(),
-            );
+            let ints = Column::new(D::Int32(v.iter().map(|&b| b as i32).collect()), validity.clone());
             cast_column(&ints, t, try_)
         }
         (D::Int32(_) | D::Int64(_) | D::Float32(_) | D::Float64(_), DataType::Bool) => {
@@ -130,9 +110,7 @@ pub fn cast_column(c: &Column, to: DataType, try_: bool) -> Result<Column> {
             };
             num(D::Bool(v.iter().map(|&x| x != 0.0).collect()))
         }
-        (D::Float32(_) | D::Float64(_) | D::Int64(_), DataType::Int32 | DataType::Int64) => {
-            cast_to_int(c, to, try_)
-        }
+        (D::Float32(_) | D::Float64(_) | D::Int64(_), DataType::Int32 | DataType::Int64) => cast_to_int(c, to, try_),
         (D::Symbol { .. }, DataType::Varchar) => {
             let mut b = ColumnBuilder::new(DataType::Varchar, n);
             b.extend_from(c);
@@ -140,15 +118,8 @@ pub fn cast_column(c: &Column, to: DataType, try_: bool) -> Result<Column> {
         }
         (D::Varchar(s), DataType::Symbol) => {
             let mut dict = Dict::default();
-            let codes = s
-                .iter()
-                .enumerate()
-                .map(|(i, x)| if c.is_valid(i) { dict.intern(x) } else { 0 })
-                .collect();
-            num(D::Symbol {
-                codes,
-                dict: Arc::new(dict),
-            })
+            let codes = s.iter().enumerate().map(|(i, x)| if c.is_valid(i) { dict.intern(x) } else { 0 }).collect();
+            num(D::Symbol { codes, dict: Arc::new(dict) })
         }
         (_, DataType::Varchar) => {
             let mut out = StrVec::with_capacity(n, n * 8);
@@ -203,10 +174,7 @@ fn cast_to_int(c: &Column, to: DataType, try_: bool) -> Result<Column> {
                 valid.set(i, false);
             }
             None => {
-                return Err(SqlError::exec(format!(
-                    "conversion error: value {} is out of range for {to}",
-                    c.get(i)
-                )))
+                return Err(SqlError::exec(format!("conversion error: value {} is out of range for {to}", c.get(i))))
             }
         }
         if !c.is_valid(i) {

@@ -35,9 +35,7 @@ pub fn eval_correlated(sub: &Correlated, lhs: Option<&BExpr>, b: &Batch) -> Resu
         .refs
         .iter()
         .map(|r| {
-            b.columns
-                .get(r.col)
-                .ok_or_else(|| SqlError::Internal("outer reference out of range".into()))
+            b.columns.get(r.col).map(|c| &**c).ok_or_else(|| SqlError::Internal("outer reference out of range".into()))
         })
         .collect::<Result<_>>()?;
     let lhs = lhs.map(|e| eval(e, b)).transpose()?;
@@ -57,30 +55,16 @@ pub fn eval_correlated(sub: &Correlated, lhs: Option<&BExpr>, b: &Batch) -> Resu
             let r = execute(&crate::plan::prune::prune_plan(plan))?;
             let first = match sub.kind {
                 SubqueryKind::Exists { .. } => Vec::new(),
-                _ => r
-                    .columns
-                    .first()
-                    .map(|c| (0..c.len()).map(|k| c.get(k)).collect())
-                    .unwrap_or_default(),
+                _ => r.columns.first().map(|c| (0..c.len()).map(|k| c.get(k)).collect()).unwrap_or_default(),
             };
-            cache.insert(
-                key.clone(),
-                Outcome {
-                    first,
-                    rows: r.rows,
-                },
-            );
+            cache.insert(key.clone(), Outcome { first, rows: r.rows });
         }
         let o = &cache[&key];
         match sub.kind {
-            SubqueryKind::Exists { negated } => {
-                out.push_value(&Value::Bool((o.rows > 0) != negated))
-            }
+            SubqueryKind::Exists { negated } => out.push_value(&Value::Bool((o.rows > 0) != negated)),
             SubqueryKind::Scalar => {
                 if o.rows > 1 {
-                    return Err(SqlError::exec(
-                        "more than one row returned by a subquery used as an expression",
-                    ));
+                    return Err(SqlError::exec("more than one row returned by a subquery used as an expression"));
                 }
                 out.push_value(o.first.first().unwrap_or(&Value::Null));
             }

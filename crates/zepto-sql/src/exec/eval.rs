@@ -29,8 +29,7 @@ impl Opnd<'_> {
     }
 
     fn is_null_lit(&self) -> bool {
-        matches!(self, Opnd::Lit(Value::Null))
-            || matches!(self, Opnd::Col(c) if matches!(c.data, ColumnData::Null(_)))
+        matches!(self, Opnd::Lit(Value::Null)) || matches!(self, Opnd::Col(c) if matches!(c.data, ColumnData::Null(_)))
     }
 
     pub fn into_column(self, ty: DataType, n: usize) -> Column {
@@ -57,11 +56,9 @@ pub fn eval_const(e: &BExpr) -> Result<Value> {
 pub fn eval<'a>(e: &'a BExpr, b: &'a Batch) -> Result<Cow<'a, Column>> {
     let n = b.rows;
     Ok(match e {
-        BExpr::Col(i, _) => Cow::Borrowed(
-            b.columns
-                .get(*i)
-                .ok_or_else(|| SqlError::Internal(format!("column {i} out of range")))?,
-        ),
+        BExpr::Col(i, _) => {
+            Cow::Borrowed(b.columns.get(*i).ok_or_else(|| SqlError::Internal(format!("column {i} out of range")))?)
+        }
         BExpr::Lit(v, t) => Cow::Owned(Column::repeat(v, *t, n)),
         BExpr::Neg(x) => Cow::Owned(negate(&*eval(x, b)?)?),
         BExpr::Not(x) => {
@@ -69,17 +66,9 @@ pub fn eval<'a>(e: &'a BExpr, b: &'a Batch) -> Result<Cow<'a, Column>> {
             let ColumnData::Bool(v) = &c.data else {
                 return Ok(Cow::Owned(Column::nulls(DataType::Bool, n)));
             };
-            Cow::Owned(Column::new(
-                ColumnData::Bool(v.iter().map(|x| !x).collect()),
-                c.validity.clone(),
-            ))
+            Cow::Owned(Column::new(ColumnData::Bool(v.iter().map(|x| !x).collect()), c.validity.clone()))
         }
-        BExpr::Binary {
-            op,
-            left,
-            right,
-            ty,
-        } => {
+        BExpr::Binary { op, left, right, ty } => {
             let l = eval_opnd(left, b)?;
             let r = eval_opnd(right, b)?;
             Cow::Owned(binary(*op, l, r, *ty, left.data_type(), n)?)
@@ -90,29 +79,18 @@ pub fn eval<'a>(e: &'a BExpr, b: &'a Batch) -> Result<Cow<'a, Column>> {
         }
         BExpr::Func { func, args, ty } => Cow::Owned(scalar::call(*func, args, *ty, b)?),
         BExpr::Case { whens, else_, ty } => Cow::Owned(case(whens, else_.as_deref(), *ty, b)?),
-        BExpr::InList {
-            expr,
-            list,
-            negated,
-        } => Cow::Owned(in_list(expr, list, *negated, b)?),
+        BExpr::InList { expr, list, negated } => Cow::Owned(in_list(expr, list, *negated, b)?),
         BExpr::IsNull { expr, negated } => {
             let c = eval(expr, b)?;
             let v: Vec<bool> = (0..n).map(|i| c.is_valid(i) == *negated).collect();
             Cow::Owned(Column::from_data(ColumnData::Bool(v)))
         }
-        BExpr::Like {
-            expr,
-            pattern,
-            negated,
-            case_insensitive,
-        } => {
+        BExpr::Like { expr, pattern, negated, case_insensitive } => {
             let x = eval(expr, b)?;
             let p = eval_opnd(pattern, b)?;
             Cow::Owned(like::like(&x, p, *negated, *case_insensitive, n)?)
         }
-        BExpr::Correlated { sub, expr } => {
-            Cow::Owned(super::correlated::eval_correlated(sub, expr.as_deref(), b)?)
-        }
+        BExpr::Correlated { sub, expr } => Cow::Owned(super::correlated::eval_correlated(sub, expr.as_deref(), b)?),
     })
 }
 
@@ -120,9 +98,7 @@ fn negate(c: &Column) -> Result<Column> {
     let data = match &c.data {
         ColumnData::Int32(v) => ColumnData::Int32(checked_map(v, c, |x: i32| x.checked_neg())?),
         ColumnData::Int64(v) => ColumnData::Int64(checked_map(v, c, |x: i64| x.checked_neg())?),
-        ColumnData::Interval(v) => {
-            ColumnData::Interval(checked_map(v, c, |x: i64| x.checked_neg())?)
-        }
+        ColumnData::Interval(v) => ColumnData::Interval(checked_map(v, c, |x: i64| x.checked_neg())?),
         ColumnData::Float32(v) => ColumnData::Float32(v.iter().map(|x| -x).collect()),
         ColumnData::Float64(v) => ColumnData::Float64(v.iter().map(|x| -x).collect()),
         ColumnData::Null(n) => ColumnData::Null(*n),
@@ -131,11 +107,7 @@ fn negate(c: &Column) -> Result<Column> {
     Ok(Column::new(data, c.validity.clone()))
 }
 
-fn checked_map<T: Copy + Default>(
-    v: &[T],
-    c: &Column,
-    f: impl Fn(T) -> Option<T>,
-) -> Result<Vec<T>> {
+fn checked_map<T: Copy + Default>(v: &[T], c: &Column, f: impl Fn(T) -> Option<T>) -> Result<Vec<T>> {
     v.iter()
         .enumerate()
         .map(|(i, &x)| match f(x) {
@@ -153,12 +125,7 @@ pub enum Src<'a, T> {
     C(T),
 }
 
-pub fn zip_map<T: Copy, U: Copy, R: Clone>(
-    a: Src<T>,
-    b: Src<U>,
-    n: usize,
-    mut f: impl FnMut(T, U) -> R,
-) -> Vec<R> {
+pub fn zip_map<T: Copy, U: Copy, R: Clone>(a: Src<T>, b: Src<U>, n: usize, mut f: impl FnMut(T, U) -> R) -> Vec<R> {
     match (a, b) {
         (Src::S(x), Src::S(y)) => x.iter().zip(y).map(|(&p, &q)| f(p, q)).collect(),
         (Src::S(x), Src::C(c)) => x.iter().map(|&p| f(p, c)).collect(),
@@ -185,12 +152,7 @@ macro_rules! src_fn {
     };
 }
 src_fn!(src_i32, i32, [Int32, Date], [Int32, Date]);
-src_fn!(
-    src_i64,
-    i64,
-    [Int64, Timestamp, Interval],
-    [Int64, Timestamp, Interval]
-);
+src_fn!(src_i64, i64, [Int64, Timestamp, Interval], [Int64, Timestamp, Interval]);
 src_fn!(src_f32, f32, [Float32], [Float32]);
 src_fn!(src_f64, f64, [Float64], [Float64]);
 src_fn!(src_bool, bool, [Bool], [Bool]);
@@ -220,20 +182,13 @@ fn logic(op: BinaryOp, l: &Opnd, r: &Opnd, n: usize) -> Result<Column> {
     };
     let valid = |v: &Option<Bitmap>, i: usize| v.as_ref().is_none_or(|b| b.get(i));
     if va.is_none() && vb.is_none() {
-        let v = if op == BinaryOp::And {
-            zip_map(a, b, n, |x, y| x && y)
-        } else {
-            zip_map(a, b, n, |x, y| x || y)
-        };
+        let v = if op == BinaryOp::And { zip_map(a, b, n, |x, y| x && y) } else { zip_map(a, b, n, |x, y| x || y) };
         return Ok(Column::from_data(ColumnData::Bool(v)));
     }
     let mut out = Vec::with_capacity(n);
     let mut validity = Bitmap::new_set(n);
     for i in 0..n {
-        let (x, y) = (
-            valid(&va, i).then(|| get(&a, i)),
-            valid(&vb, i).then(|| get(&b, i)),
-        );
+        let (x, y) = (valid(&va, i).then(|| get(&a, i)), valid(&vb, i).then(|| get(&b, i)));
         let r = if op == BinaryOp::And {
             match (x, y) {
                 (Some(false), _) | (_, Some(false)) => Some(false),
@@ -315,44 +270,31 @@ fn compare_strings(op: BinaryOp, l: &Opnd, r: &Opnd, n: usize) -> Result<Vec<boo
             });
         }
         let table: Vec<bool> = dict.iter().map(|d| ord_matches(op, d.cmp(s))).collect();
-        Some(
-            codes
-                .iter()
-                .map(|&c| table.get(c as usize).copied().unwrap_or(false))
-                .collect(),
-        )
+        Some(codes.iter().map(|&c| table.get(c as usize).copied().unwrap_or(false)).collect())
     };
     match (l, r) {
         (Opnd::Col(c), Opnd::Lit(Value::Str(s))) => {
             if let Some(v) = sym_vs_lit(c, s, op) {
                 return Ok(v);
             }
-            Ok((0..n)
-                .map(|i| ord_matches(op, c.str_at(i).unwrap_or("").cmp(s.as_str())))
-                .collect())
+            Ok((0..n).map(|i| ord_matches(op, c.str_at(i).unwrap_or("").cmp(s.as_str()))).collect())
         }
         (Opnd::Lit(Value::Str(s)), Opnd::Col(c)) => {
             if let Some(v) = sym_vs_lit(c, s, op.flip()) {
                 return Ok(v);
             }
-            Ok((0..n)
-                .map(|i| ord_matches(op, s.as_str().cmp(c.str_at(i).unwrap_or(""))))
-                .collect())
+            Ok((0..n).map(|i| ord_matches(op, s.as_str().cmp(c.str_at(i).unwrap_or("")))).collect())
         }
         (Opnd::Col(a), Opnd::Col(b)) => {
-            if let (
-                ColumnData::Symbol { codes: x, dict: dx },
-                ColumnData::Symbol { codes: y, dict: dy },
-            ) = (&a.data, &b.data)
+            if let (ColumnData::Symbol { codes: x, dict: dx }, ColumnData::Symbol { codes: y, dict: dy }) =
+                (&a.data, &b.data)
             {
                 if dx.lineage() == dy.lineage() && matches!(op, BinaryOp::Eq | BinaryOp::NotEq) {
                     let eq = op == BinaryOp::Eq;
                     return Ok(x.iter().zip(y).map(|(p, q)| (p == q) == eq).collect());
                 }
             }
-            Ok((0..n)
-                .map(|i| ord_matches(op, a.str_at(i).unwrap_or("").cmp(b.str_at(i).unwrap_or(""))))
-                .collect())
+            Ok((0..n).map(|i| ord_matches(op, a.str_at(i).unwrap_or("").cmp(b.str_at(i).unwrap_or("")))).collect())
         }
         (Opnd::Lit(a), Opnd::Lit(b)) => {
             let (Value::Str(a), Value::Str(b)) = (a, b) else {
@@ -431,15 +373,8 @@ macro_rules! int_arith {
                 BinaryOp::Sub => zip_map($a, $b, $n, |x: $t, y: $t| x.checked_sub(y).is_none()),
                 _ => zip_map($a, $b, $n, |x: $t, y: $t| x.checked_mul(y).is_none()),
             };
-            if check
-                .iter()
-                .enumerate()
-                .any(|(i, &o)| o && validity.as_ref().is_none_or(|b| b.get(i)))
-            {
-                return Err(SqlError::exec(format!(
-                    "out of range: overflow in '{}'",
-                    $op.sql()
-                )));
+            if check.iter().enumerate().any(|(i, &o)| o && validity.as_ref().is_none_or(|b| b.get(i))) {
+                return Err(SqlError::exec(format!("out of range: overflow in '{}'", $op.sql())));
             }
         }
         if zero {
@@ -501,29 +436,14 @@ fn arith(op: BinaryOp, l: &Opnd, r: &Opnd, ty: DataType, lt: DataType, n: usize)
         DataType::Int64 | DataType::Timestamp => {
             let (a, b) = (src_i64(l).ok_or_else(miss)?, src_i64(r).ok_or_else(miss)?);
             let (v, va) = int_arith!(op, a, b, n, i64, validity);
-            (
-                if ty == DataType::Int64 {
-                    ColumnData::Int64(v)
-                } else {
-                    ColumnData::Timestamp(v)
-                },
-                va,
-            )
+            (if ty == DataType::Int64 { ColumnData::Int64(v) } else { ColumnData::Timestamp(v) }, va)
         }
-        DataType::Interval
-            if lt == DataType::Interval && matches!(op, BinaryOp::Mul | BinaryOp::Div) =>
-        {
+        DataType::Interval if lt == DataType::Interval && matches!(op, BinaryOp::Mul | BinaryOp::Div) => {
             let (a, b) = (src_i64(l).ok_or_else(miss)?, src_f64(r).ok_or_else(miss)?);
             let v = if op == BinaryOp::Mul {
                 zip_map(a, b, n, |x, y| (x as f64 * y).round() as i64)
             } else {
-                zip_map(a, b, n, |x, y| {
-                    if y == 0.0 {
-                        0
-                    } else {
-                        (x as f64 / y).round() as i64
-                    }
-                })
+                zip_map(a, b, n, |x, y| if y == 0.0 { 0 } else { (x as f64 / y).round() as i64 })
             };
             (ColumnData::Interval(v), validity)
         }
@@ -548,12 +468,7 @@ fn arith(op: BinaryOp, l: &Opnd, r: &Opnd, ty: DataType, lt: DataType, n: usize)
     Ok(Column::new(data, validity))
 }
 
-fn case(
-    whens: &[(BExpr, BExpr)],
-    else_: Option<&BExpr>,
-    ty: DataType,
-    b: &Batch,
-) -> Result<Column> {
+fn case(whens: &[(BExpr, BExpr)], else_: Option<&BExpr>, ty: DataType, b: &Batch) -> Result<Column> {
     let n = b.rows;
     let k = whens.len();
     // branch[i] = index of the chosen THEN, or k for ELSE.
@@ -581,21 +496,11 @@ fn case(
     });
     let parts: Vec<Column> = parts
         .into_iter()
-        .map(|p| {
-            if p.data_type() == DataType::Null && ty != DataType::Null {
-                Column::nulls(ty, n)
-            } else {
-                p
-            }
-        })
+        .map(|p| if p.data_type() == DataType::Null && ty != DataType::Null { Column::nulls(ty, n) } else { p })
         .collect();
     let refs: Vec<&Column> = parts.iter().collect();
     let all = Column::concat(&refs);
-    let idx: Vec<u32> = branch
-        .iter()
-        .enumerate()
-        .map(|(i, &br)| br * n as u32 + i as u32)
-        .collect();
+    let idx: Vec<u32> = branch.iter().enumerate().map(|(i, &br)| br * n as u32 + i as u32).collect();
     Ok(all.take(&idx))
 }
 

@@ -65,29 +65,16 @@ pub fn hash_column_into(c: &Column, hashes: &mut [u64]) {
 fn hash_values_into(c: &Column, hashes: &mut [u64]) {
     let combine = |h: &mut u64, v: u64| *h = mix(h.wrapping_add(v).wrapping_add(SEED));
     match &c.data {
-        ColumnData::Bool(v) => v
-            .iter()
-            .zip(hashes.iter_mut())
-            .for_each(|(&x, h)| combine(h, x as u64)),
-        ColumnData::Int32(v) | ColumnData::Date(v) => v
-            .iter()
-            .zip(hashes.iter_mut())
-            .for_each(|(&x, h)| combine(h, x as i64 as u64)),
-        ColumnData::Int64(v) | ColumnData::Timestamp(v) | ColumnData::Interval(v) => v
-            .iter()
-            .zip(hashes.iter_mut())
-            .for_each(|(&x, h)| combine(h, x as u64)),
-        ColumnData::Float32(v) => v
-            .iter()
-            .zip(hashes.iter_mut())
-            .for_each(|(&x, h)| combine(h, f64_bits(x as f64))),
-        ColumnData::Float64(v) => v
-            .iter()
-            .zip(hashes.iter_mut())
-            .for_each(|(&x, h)| combine(h, f64_bits(x))),
-        ColumnData::Varchar(s) => (0..s.len())
-            .zip(hashes.iter_mut())
-            .for_each(|(i, h)| combine(h, hash_str(s.get(i)))),
+        ColumnData::Bool(v) => v.iter().zip(hashes.iter_mut()).for_each(|(&x, h)| combine(h, x as u64)),
+        ColumnData::Int32(v) | ColumnData::Date(v) => {
+            v.iter().zip(hashes.iter_mut()).for_each(|(&x, h)| combine(h, x as i64 as u64))
+        }
+        ColumnData::Int64(v) | ColumnData::Timestamp(v) | ColumnData::Interval(v) => {
+            v.iter().zip(hashes.iter_mut()).for_each(|(&x, h)| combine(h, x as u64))
+        }
+        ColumnData::Float32(v) => v.iter().zip(hashes.iter_mut()).for_each(|(&x, h)| combine(h, f64_bits(x as f64))),
+        ColumnData::Float64(v) => v.iter().zip(hashes.iter_mut()).for_each(|(&x, h)| combine(h, f64_bits(x))),
+        ColumnData::Varchar(s) => (0..s.len()).zip(hashes.iter_mut()).for_each(|(i, h)| combine(h, hash_str(s.get(i)))),
         ColumnData::Symbol { codes, dict } => {
             let per_code: Vec<u64> = dict.iter().map(hash_str).collect();
             codes
@@ -95,9 +82,7 @@ fn hash_values_into(c: &Column, hashes: &mut [u64]) {
                 .zip(hashes.iter_mut())
                 .for_each(|(&k, h)| combine(h, per_code.get(k as usize).copied().unwrap_or(0)))
         }
-        ColumnData::Null(_) => hashes
-            .iter_mut()
-            .for_each(|h| *h = mix(h.wrapping_add(NULL_HASH))),
+        ColumnData::Null(_) => hashes.iter_mut().for_each(|h| *h = mix(h.wrapping_add(NULL_HASH))),
     }
 }
 
@@ -116,14 +101,12 @@ pub fn eq_at(a: &Column, i: usize, b: &Column, j: usize) -> bool {
     match (&a.data, &b.data) {
         (D::Bool(x), D::Bool(y)) => x[i] == y[j],
         (D::Int32(x), D::Int32(y)) | (D::Date(x), D::Date(y)) => x[i] == y[j],
-        (D::Int64(x), D::Int64(y))
-        | (D::Timestamp(x), D::Timestamp(y))
-        | (D::Interval(x), D::Interval(y)) => x[i] == y[j],
+        (D::Int64(x), D::Int64(y)) | (D::Timestamp(x), D::Timestamp(y)) | (D::Interval(x), D::Interval(y)) => {
+            x[i] == y[j]
+        }
         (D::Float32(x), D::Float32(y)) => f64_bits(x[i] as f64) == f64_bits(y[j] as f64),
         (D::Float64(x), D::Float64(y)) => f64_bits(x[i]) == f64_bits(y[j]),
-        (D::Symbol { codes: x, dict: dx }, D::Symbol { codes: y, dict: dy })
-            if dx.lineage() == dy.lineage() =>
-        {
+        (D::Symbol { codes: x, dict: dx }, D::Symbol { codes: y, dict: dy }) if dx.lineage() == dy.lineage() => {
             x[i] == y[j]
         }
         _ => match (a.str_at(i), b.str_at(j)) {
@@ -136,13 +119,11 @@ pub fn eq_at(a: &Column, i: usize, b: &Column, j: usize) -> bool {
 /// Grouping equality: NULL equals NULL.
 #[inline]
 pub fn rows_equal(a: &[&Column], i: usize, b: &[&Column], j: usize) -> bool {
-    a.iter()
-        .zip(b)
-        .all(|(x, y)| match (x.is_valid(i), y.is_valid(j)) {
-            (true, true) => eq_at(x, i, y, j),
-            (false, false) => true,
-            _ => false,
-        })
+    a.iter().zip(b).all(|(x, y)| match (x.is_valid(i), y.is_valid(j)) {
+        (true, true) => eq_at(x, i, y, j),
+        (false, false) => true,
+        _ => false,
+    })
 }
 
 /// Assigns dense group ids to rows.
@@ -155,10 +136,7 @@ pub struct GroupIds {
 
 pub fn group_ids(cols: &[&Column], n: usize) -> GroupIds {
     if cols.is_empty() {
-        return GroupIds {
-            ids: vec![0; n],
-            first: if n > 0 { vec![0] } else { vec![] },
-        };
+        return GroupIds { ids: vec![0; n], first: if n > 0 { vec![0] } else { vec![] } };
     }
     if cols.len() == 1 {
         if let ColumnData::Symbol { codes, dict } = &cols[0].data {
@@ -187,8 +165,7 @@ pub fn group_ids(cols: &[&Column], n: usize) -> GroupIds {
                 group_hash.push(h);
                 break g;
             }
-            if group_hash[g as usize] == h && rows_equal(cols, first[g as usize] as usize, cols, i)
-            {
+            if group_hash[g as usize] == h && rows_equal(cols, first[g as usize] as usize, cols, i) {
                 break g;
             }
             s = (s + 1) & mask;
@@ -240,7 +217,7 @@ fn symbol_groups(c: &Column, codes: &[u32], dict_len: usize) -> GroupIds {
 
 /// Indices of the first occurrence of each distinct row, in input order.
 pub fn distinct_rows(b: &Batch) -> Vec<u32> {
-    let cols: Vec<&Column> = b.columns.iter().collect();
+    let cols: Vec<&Column> = b.col_refs();
     if cols.is_empty() {
         return if b.rows > 0 { vec![0] } else { vec![] };
     }

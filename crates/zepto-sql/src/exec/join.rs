@@ -43,9 +43,7 @@ pub fn join(
     }
     if matches!(kind, JoinKind::Right | JoinKind::Full) {
         let mut hit = vec![false; r.rows];
-        ri.iter()
-            .filter(|&&j| j != NULL_INDEX)
-            .for_each(|&j| hit[j as usize] = true);
+        ri.iter().filter(|&&j| j != NULL_INDEX).for_each(|&j| hit[j as usize] = true);
         for (j, h) in hit.iter().enumerate() {
             if !h {
                 li.push(NULL_INDEX);
@@ -118,18 +116,12 @@ fn filter_pairs(
     let joined = assemble(l, r, &li, &ri);
     let m = eval(pred, &joined)?;
     let keep = mask_indices(&m);
-    Ok((
-        keep.iter().map(|&k| li[k as usize]).collect(),
-        keep.iter().map(|&k| ri[k as usize]).collect(),
-    ))
+    Ok((keep.iter().map(|&k| li[k as usize]).collect(), keep.iter().map(|&k| ri[k as usize]).collect()))
 }
 
 fn nested_loop(l: &Batch, r: &Batch, residual: Option<&BExpr>) -> Result<(Vec<u32>, Vec<u32>)> {
     if l.rows.saturating_mul(r.rows) > MAX_OUTPUT_ROWS && residual.is_none() {
-        return Err(SqlError::ResourcesExhausted(format!(
-            "cross join of {} x {} rows is too large",
-            l.rows, r.rows
-        )));
+        return Err(SqlError::ResourcesExhausted(format!("cross join of {} x {} rows is too large", l.rows, r.rows)));
     }
     let (mut li, mut ri) = (Vec::new(), Vec::new());
     if r.rows == 0 {
@@ -151,9 +143,7 @@ fn nested_loop(l: &Batch, r: &Batch, residual: Option<&BExpr>) -> Result<(Vec<u3
         li.extend(fl);
         ri.extend(fr);
         if li.len() > MAX_OUTPUT_ROWS {
-            return Err(SqlError::ResourcesExhausted(format!(
-                "join produces more than {MAX_OUTPUT_ROWS} rows"
-            )));
+            return Err(SqlError::ResourcesExhausted(format!("join produces more than {MAX_OUTPUT_ROWS} rows")));
         }
         start = end;
     }

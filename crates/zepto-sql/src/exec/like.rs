@@ -72,21 +72,10 @@ pub fn like(x: &Column, p: Opnd, negated: bool, ci: bool, n: usize) -> Result<Co
     let v: Vec<bool> = match &p {
         Opnd::Lit(Value::Str(pat)) => match &x.data {
             ColumnData::Symbol { codes, dict } => {
-                let table: Vec<bool> = dict
-                    .iter()
-                    .map(|s| like_match(s, pat, ci) != negated)
-                    .collect();
-                codes
-                    .iter()
-                    .map(|&c| table.get(c as usize).copied().unwrap_or(false))
-                    .collect()
+                let table: Vec<bool> = dict.iter().map(|s| like_match(s, pat, ci) != negated).collect();
+                codes.iter().map(|&c| table.get(c as usize).copied().unwrap_or(false)).collect()
             }
-            _ => (0..n)
-                .map(|i| {
-                    x.str_at(i)
-                        .is_some_and(|s| like_match(s, pat, ci) != negated)
-                })
-                .collect(),
+            _ => (0..n).map(|i| x.str_at(i).is_some_and(|s| like_match(s, pat, ci) != negated)).collect(),
         },
         Opnd::Col(pc) => (0..n)
             .map(|i| match (x.str_at(i), pc.str_at(i)) {

@@ -9,37 +9,43 @@ pub mod eval;
 mod hash;
 mod join;
 mod like;
+mod partitioned;
 mod scalar;
 mod scan;
 mod setops;
 pub mod sort;
 
-use crate::error::Result;
-use crate::plan::Plan;
+use crate::error::{Result, SqlError};
+use crate::plan::{BExpr, Plan};
+use std::sync::Arc;
 use zepto_storage::{Bitmap, Column, ColumnData};
 
 /// Columns of equal length. `rows` is kept separately so a batch with no columns (the input of
 /// a FROM-less SELECT) still has a row count.
+/// Columns are shared (`Arc`): a scan of a whole partition, a projection of a plain column
+/// and a batch clone copy no data.
 #[derive(Debug, Clone, Default)]
 pub struct Batch {
-    pub columns: Vec<Column>,
+    pub columns: Vec<Arc<Column>>,
     pub rows: usize,
 }
 
 impl Batch {
     pub fn new(columns: Vec<Column>, rows: usize) -> Batch {
-        debug_assert!(
-            columns.iter().all(|c| c.len() == rows),
-            "batch columns must have {rows} rows"
-        );
+        Batch::shared(columns.into_iter().map(Arc::new).collect(), rows)
+    }
+
+    pub fn shared(columns: Vec<Arc<Column>>, rows: usize) -> Batch {
+        debug_assert!(columns.iter().all(|c| c.len() == rows), "batch columns must have {rows} rows");
         Batch { columns, rows }
     }
 
+    pub fn col_refs(&self) -> Vec<&Column> {
+        self.columns.iter().map(|c| &**c).collect()
+    }
+
     pub fn take(&self, idx: &[u32]) -> Batch {
-        Batch {
-            columns: self.columns.iter().map(|c| c.take(idx)).collect(),
-            rows: idx.len(),
-        }
+        Batch { columns: self.columns.iter().map(|c| Arc::new(c.take(idx))).collect(), rows: idx.len() }
     }
 
     /// Keep rows where `mask` is true and valid.
@@ -59,17 +65,8 @@ pub fn mask_indices(mask: &Column) -> Vec<u32> {
     };
     let mut out = Vec::with_capacity(v.len() / 4);
     match &mask.validity {
-        None => out.extend(
-            v.iter()
-                .enumerate()
-                .filter(|(_, b)| **b)
-                .map(|(i, _)| i as u32),
-        ),
-        Some(bm) => out.extend(
-            (0..v.len())
-                .filter(|&i| v[i] && bm.get(i))
-                .map(|i| i as u32),
-        ),
+        None => out.extend(v.iter().enumerate().filter(|(_, b)| **b).map(|(i, _)| i as u32)),
+        Some(bm) => out.extend((0..v.len()).filter(|&i| v[i] && bm.get(i)).map(|i| i as u32)),
     }
     out
 }
@@ -85,11 +82,7 @@ pub fn and_validity(a: Option<&Bitmap>, b: Option<&Bitmap>) -> Option<Bitmap> {
 
 pub fn execute(plan: &Plan) -> Result<Batch> {
     match plan {
-        Plan::Scan {
-            table,
-            columns,
-            range,
-        } => scan::scan(table, columns, range),
+        Plan::Scan { table, columns, range } => scan::scan(table, columns, range),
         Plan::Values { rows, width } => {
             let empty = Batch::new(vec![], 1);
             if *width == 0 {
@@ -113,24 +106,26 @@ pub fn execute(plan: &Plan) -> Result<Batch> {
         }
         Plan::Project { input, exprs } => {
             let b = execute(input)?;
+            // A plain column reference shares the input column.
             let cols = exprs
                 .iter()
-                .map(|e| eval::eval(e, &b).map(|c| c.into_owned()))
+                .map(|e| match e {
+                    BExpr::Col(i, _) => {
+                        b.columns.get(*i).cloned().ok_or_else(|| SqlError::Internal(format!("column {i} out of range")))
+                    }
+                    e => eval::eval(e, &b).map(|c| Arc::new(c.into_owned())),
+                })
                 .collect::<Result<Vec<_>>>()?;
-            Ok(Batch::new(cols, b.rows))
+            Ok(Batch::shared(cols, b.rows))
         }
         Plan::Aggregate { input, keys, aggs } => {
+            if let Some(r) = partitioned::try_aggregate(input, keys, aggs) {
+                return r;
+            }
             let b = execute(input)?;
             aggregate::aggregate(&b, keys, aggs)
         }
-        Plan::Join {
-            left,
-            right,
-            kind,
-            left_keys,
-            right_keys,
-            residual,
-        } => {
+        Plan::Join { left, right, kind, left_keys, right_keys, residual } => {
             let l = execute(left)?;
             let r = execute(right)?;
             join::join(&l, &r, *kind, left_keys, right_keys, residual.as_ref())
@@ -140,11 +135,7 @@ pub fn execute(plan: &Plan) -> Result<Batch> {
             let perm = sort::sort_indices(&b, keys, *limit)?;
             Ok(b.take(&perm))
         }
-        Plan::Limit {
-            input,
-            offset,
-            limit,
-        } => {
+        Plan::Limit { input, offset, limit } => {
             let b = execute(input)?;
             let start = (*offset).min(b.rows);
             let end = match limit {
@@ -162,12 +153,7 @@ pub fn execute(plan: &Plan) -> Result<Batch> {
             let idx = hash::distinct_rows(&b);
             Ok(b.take(&idx))
         }
-        Plan::SetOp {
-            op,
-            all,
-            left,
-            right,
-        } => {
+        Plan::SetOp { op, all, left, right } => {
             let l = execute(left)?;
             let r = execute(right)?;
             setops::set_op(*op, *all, l, r)

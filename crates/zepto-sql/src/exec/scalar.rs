@@ -28,10 +28,7 @@ fn str_map(c: &Column, f: impl Fn(&str) -> String) -> Column {
 
 fn f64_map(c: &Column, mut f: impl FnMut(f64) -> Option<f64>) -> Result<Column> {
     let v = to_f64(c)?;
-    let mut valid = c
-        .validity
-        .clone()
-        .unwrap_or_else(|| Bitmap::new_set(c.len()));
+    let mut valid = c.validity.clone().unwrap_or_else(|| Bitmap::new_set(c.len()));
     let out: Vec<f64> = v
         .iter()
         .enumerate()
@@ -49,9 +46,7 @@ fn f64_map(c: &Column, mut f: impl FnMut(f64) -> Option<f64>) -> Result<Column> 
 fn lit_str(e: &BExpr) -> Result<&str> {
     match e {
         BExpr::Lit(Value::Str(s), _) => Ok(s),
-        _ => Err(SqlError::Internal(
-            "expected a constant string argument".into(),
-        )),
+        _ => Err(SqlError::Internal("expected a constant string argument".into())),
     }
 }
 
@@ -122,9 +117,7 @@ pub fn call(f: ScalarFunc, args: &[BExpr], ty: DataType, b: &Batch) -> Result<Co
             let mut valid = Bitmap::new_set(n);
             for i in 0..n {
                 match (c[0].str_at(i), c[1].str_at(i), c[2].str_at(i)) {
-                    (Some(s), Some(from), Some(to)) if !from.is_empty() => {
-                        out.push(&s.replace(from, to))
-                    }
+                    (Some(s), Some(from), Some(to)) if !from.is_empty() => out.push(&s.replace(from, to)),
                     (Some(s), Some(_), Some(_)) => out.push(s),
                     _ => {
                         out.push("");
@@ -150,9 +143,7 @@ pub fn call(f: ScalarFunc, args: &[BExpr], ty: DataType, b: &Batch) -> Result<Co
         }
         F::Length => {
             let c = eval(&args[0], b)?;
-            let v = (0..n)
-                .map(|i| c.str_at(i).map_or(0, |s| s.chars().count() as i64))
-                .collect();
+            let v = (0..n).map(|i| c.str_at(i).map_or(0, |s| s.chars().count() as i64)).collect();
             Ok(Column::new(ColumnData::Int64(v), c.validity.clone()))
         }
         F::Concat => {
@@ -173,15 +164,10 @@ pub fn call(f: ScalarFunc, args: &[BExpr], ty: DataType, b: &Batch) -> Result<Co
         }
         F::Substr => {
             let c = args_cols(args, b)?;
-            let start = c[1]
-                .as_i64_slice()
-                .ok_or_else(|| SqlError::Internal("substr start".into()))?;
+            let start = c[1].as_i64_slice().ok_or_else(|| SqlError::Internal("substr start".into()))?;
             let len = c
                 .get(2)
-                .map(|x| {
-                    x.as_i64_slice()
-                        .ok_or_else(|| SqlError::Internal("substr len".into()))
-                })
+                .map(|x| x.as_i64_slice().ok_or_else(|| SqlError::Internal("substr len".into())))
                 .transpose()?;
             let mut out = StrVec::with_capacity(n, n * 8);
             let mut valid = Bitmap::new_set(n);
@@ -200,31 +186,15 @@ pub fn call(f: ScalarFunc, args: &[BExpr], ty: DataType, b: &Batch) -> Result<Co
         F::Abs | F::Floor | F::Ceil | F::Sign => {
             let c = eval(&args[0], b)?;
             let data = match (&c.data, f) {
-                (ColumnData::Int32(v), F::Abs) => {
-                    ColumnData::Int32(v.iter().map(|x| x.wrapping_abs()).collect())
-                }
-                (ColumnData::Int64(v), F::Abs) => {
-                    ColumnData::Int64(v.iter().map(|x| x.wrapping_abs()).collect())
-                }
+                (ColumnData::Int32(v), F::Abs) => ColumnData::Int32(v.iter().map(|x| x.wrapping_abs()).collect()),
+                (ColumnData::Int64(v), F::Abs) => ColumnData::Int64(v.iter().map(|x| x.wrapping_abs()).collect()),
                 (ColumnData::Int32(_) | ColumnData::Int64(_), F::Floor | F::Ceil) => c.data.clone(),
-                (ColumnData::Float32(v), F::Abs) => {
-                    ColumnData::Float32(v.iter().map(|x| x.abs()).collect())
-                }
-                (ColumnData::Float32(v), F::Floor) => {
-                    ColumnData::Float32(v.iter().map(|x| x.floor()).collect())
-                }
-                (ColumnData::Float32(v), F::Ceil) => {
-                    ColumnData::Float32(v.iter().map(|x| x.ceil()).collect())
-                }
-                (ColumnData::Float64(v), F::Abs) => {
-                    ColumnData::Float64(v.iter().map(|x| x.abs()).collect())
-                }
-                (ColumnData::Float64(v), F::Floor) => {
-                    ColumnData::Float64(v.iter().map(|x| x.floor()).collect())
-                }
-                (ColumnData::Float64(v), F::Ceil) => {
-                    ColumnData::Float64(v.iter().map(|x| x.ceil()).collect())
-                }
+                (ColumnData::Float32(v), F::Abs) => ColumnData::Float32(v.iter().map(|x| x.abs()).collect()),
+                (ColumnData::Float32(v), F::Floor) => ColumnData::Float32(v.iter().map(|x| x.floor()).collect()),
+                (ColumnData::Float32(v), F::Ceil) => ColumnData::Float32(v.iter().map(|x| x.ceil()).collect()),
+                (ColumnData::Float64(v), F::Abs) => ColumnData::Float64(v.iter().map(|x| x.abs()).collect()),
+                (ColumnData::Float64(v), F::Floor) => ColumnData::Float64(v.iter().map(|x| x.floor()).collect()),
+                (ColumnData::Float64(v), F::Ceil) => ColumnData::Float64(v.iter().map(|x| x.ceil()).collect()),
                 (_, F::Sign) => {
                     let v = to_f64(&c)?;
                     ColumnData::Int32(
@@ -242,12 +212,7 @@ pub fn call(f: ScalarFunc, args: &[BExpr], ty: DataType, b: &Batch) -> Result<Co
                     )
                 }
                 (ColumnData::Null(k), _) => ColumnData::Null(*k),
-                (d, _) => {
-                    return Err(SqlError::exec(format!(
-                        "{f:?} is not defined for {}",
-                        d.data_type()
-                    )))
-                }
+                (d, _) => return Err(SqlError::exec(format!("{f:?} is not defined for {}", d.data_type()))),
             };
             Ok(Column::new(data, c.validity.clone()))
         }
@@ -255,20 +220,14 @@ pub fn call(f: ScalarFunc, args: &[BExpr], ty: DataType, b: &Batch) -> Result<Co
             let c = eval(&args[0], b)?;
             let digits = match args.get(1) {
                 Some(BExpr::Lit(v, _)) => v.as_i64().unwrap_or(0) as i32,
-                Some(_) => {
-                    return Err(SqlError::NotSupported(
-                        "round() with a non-constant precision".into(),
-                    ))
-                }
+                Some(_) => return Err(SqlError::NotSupported("round() with a non-constant precision".into())),
                 None => 0,
             };
             let data = match &c.data {
                 ColumnData::Int32(_) | ColumnData::Int64(_) if digits >= 0 => c.data.clone(),
-                ColumnData::Float32(v) => ColumnData::Float32(
-                    v.iter()
-                        .map(|&x| round_half_away(x as f64, digits) as f32)
-                        .collect(),
-                ),
+                ColumnData::Float32(v) => {
+                    ColumnData::Float32(v.iter().map(|&x| round_half_away(x as f64, digits) as f32).collect())
+                }
                 _ => {
                     let r = f64_map(&c, |x| Some(round_half_away(x, digits)))?;
                     return super::cast::cast_column(&r, ty, false);
@@ -282,15 +241,11 @@ pub fn call(f: ScalarFunc, args: &[BExpr], ty: DataType, b: &Batch) -> Result<Co
             let mut err = None;
             let out = f64_map(&c, |x| match f {
                 F::Sqrt if x < 0.0 => {
-                    err = Some(format!(
-                        "out of range: cannot take the square root of a negative number ({x})"
-                    ));
+                    err = Some(format!("out of range: cannot take the square root of a negative number ({x})"));
                     None
                 }
                 F::Ln | F::Log10 if x < 0.0 => {
-                    err = Some(format!(
-                        "out of range: cannot take the logarithm of a negative number ({x})"
-                    ));
+                    err = Some(format!("out of range: cannot take the logarithm of a negative number ({x})"));
                     None
                 }
                 F::Ln | F::Log10 if x == 0.0 => {
@@ -315,10 +270,7 @@ pub fn call(f: ScalarFunc, args: &[BExpr], ty: DataType, b: &Batch) -> Result<Co
             let c = args_cols(args, b)?;
             let (x, y) = (to_f64(&c[0])?, to_f64(&c[1])?);
             let v = x.iter().zip(y.iter()).map(|(a, b)| a.powf(*b)).collect();
-            Ok(Column::new(
-                ColumnData::Float64(v),
-                super::and_validity(c[0].validity.as_ref(), c[1].validity.as_ref()),
-            ))
+            Ok(Column::new(ColumnData::Float64(v), super::and_validity(c[0].validity.as_ref(), c[1].validity.as_ref())))
         }
         F::Coalesce => {
             let c = args_cols(args, b)?;
@@ -330,13 +282,7 @@ pub fn call(f: ScalarFunc, args: &[BExpr], ty: DataType, b: &Batch) -> Result<Co
             }
             let parts: Vec<Column> = c
                 .iter()
-                .map(|x| {
-                    if x.data_type() == DataType::Null {
-                        Column::nulls(ty, n)
-                    } else {
-                        x.clone().into_owned()
-                    }
-                })
+                .map(|x| if x.data_type() == DataType::Null { Column::nulls(ty, n) } else { x.clone().into_owned() })
                 .collect();
             let refs: Vec<&Column> = parts.iter().collect();
             Ok(Column::concat(&refs).take_opt(&pick))
@@ -345,22 +291,12 @@ pub fn call(f: ScalarFunc, args: &[BExpr], ty: DataType, b: &Batch) -> Result<Co
             let c = args_cols(args, b)?;
             let parts: Vec<Column> = c
                 .iter()
-                .map(|x| {
-                    if x.data_type() == DataType::Null {
-                        Column::nulls(ty, n)
-                    } else {
-                        x.clone().into_owned()
-                    }
-                })
+                .map(|x| if x.data_type() == DataType::Null { Column::nulls(ty, n) } else { x.clone().into_owned() })
                 .collect();
             let refs: Vec<&Column> = parts.iter().collect();
             let all = Column::concat(&refs);
             let cmp = super::sort::value_cmp(&all);
-            let want = if f == F::Greatest {
-                std::cmp::Ordering::Greater
-            } else {
-                std::cmp::Ordering::Less
-            };
+            let want = if f == F::Greatest { std::cmp::Ordering::Greater } else { std::cmp::Ordering::Less };
             let mut pick = vec![zepto_storage::column::NULL_INDEX; n];
             for i in 0..n {
                 for k in 0..parts.len() {
@@ -401,39 +337,22 @@ pub fn call(f: ScalarFunc, args: &[BExpr], ty: DataType, b: &Batch) -> Result<Co
         F::DateTrunc | F::DatePart => {
             let unit = lit_str(&args[0])?.to_string();
             let c = eval(&args[1], b)?;
-            let ts = c
-                .as_i64_slice()
-                .ok_or_else(|| SqlError::Internal("timestamp arg".into()))?;
+            let ts = c.as_i64_slice().ok_or_else(|| SqlError::Internal("timestamp arg".into()))?;
             let data = if f == F::DateTrunc {
-                ColumnData::Timestamp(
-                    ts.iter()
-                        .map(|&t| time::trunc_timestamp(&unit, t).unwrap_or(t))
-                        .collect(),
-                )
+                ColumnData::Timestamp(ts.iter().map(|&t| time::trunc_timestamp(&unit, t).unwrap_or(t)).collect())
             } else {
-                ColumnData::Int64(
-                    ts.iter()
-                        .map(|&t| time::extract_field(&unit, t).unwrap_or(0))
-                        .collect(),
-                )
+                ColumnData::Int64(ts.iter().map(|&t| time::extract_field(&unit, t).unwrap_or(0)).collect())
             };
             Ok(Column::new(data, c.validity.clone()))
         }
         F::EpochNs => {
             let c = eval(&args[0], b)?;
-            let ts = c
-                .as_i64_slice()
-                .ok_or_else(|| SqlError::Internal("timestamp arg".into()))?;
-            Ok(Column::new(
-                ColumnData::Int64(ts.to_vec()),
-                c.validity.clone(),
-            ))
+            let ts = c.as_i64_slice().ok_or_else(|| SqlError::Internal("timestamp arg".into()))?;
+            Ok(Column::new(ColumnData::Int64(ts.to_vec()), c.validity.clone()))
         }
         F::Epoch => {
             let c = eval(&args[0], b)?;
-            let ts = c
-                .as_i64_slice()
-                .ok_or_else(|| SqlError::Internal("timestamp arg".into()))?;
+            let ts = c.as_i64_slice().ok_or_else(|| SqlError::Internal("timestamp arg".into()))?;
             Ok(Column::new(
                 ColumnData::Float64(ts.iter().map(|&t| t as f64 / NS_PER_SEC as f64).collect()),
                 c.validity.clone(),
@@ -444,11 +363,7 @@ pub fn call(f: ScalarFunc, args: &[BExpr], ty: DataType, b: &Batch) -> Result<Co
                 .duration_since(std::time::UNIX_EPOCH)
                 .map(|d| d.as_nanos() as i64)
                 .unwrap_or(0);
-            Ok(Column::repeat(
-                &Value::Timestamp(now),
-                DataType::Timestamp,
-                n,
-            ))
+            Ok(Column::repeat(&Value::Timestamp(now), DataType::Timestamp, n))
         }
         F::Xbar => xbar(args, ty, b),
     }
@@ -465,27 +380,17 @@ fn xbar(args: &[BExpr], ty: DataType, b: &Batch) -> Result<Column> {
     };
     let validity = super::and_validity(x.validity.as_ref(), w.validity(n).as_ref());
     match (&x.data, ty) {
-        (ColumnData::Timestamp(v) | ColumnData::Int64(v), _)
-            if ty == DataType::Timestamp || ty == DataType::Int64 =>
-        {
+        (ColumnData::Timestamp(v) | ColumnData::Int64(v), _) if ty == DataType::Timestamp || ty == DataType::Int64 => {
             let widths: Vec<i64> = match &wv {
                 Some(v) => vec![v.as_i64().unwrap_or(0); 1],
-                None => w
-                    .into_column(DataType::Int64, n)
-                    .as_i64_slice()
-                    .map(<[i64]>::to_vec)
-                    .unwrap_or_default(),
+                None => w.into_column(DataType::Int64, n).as_i64_slice().map(<[i64]>::to_vec).unwrap_or_default(),
             };
             let mut valid = validity.unwrap_or_else(|| Bitmap::new_set(n));
             let out: Vec<i64> = v
                 .iter()
                 .enumerate()
                 .map(|(i, &t)| {
-                    let wd = if widths.len() == 1 {
-                        widths[0]
-                    } else {
-                        widths.get(i).copied().unwrap_or(0)
-                    };
+                    let wd = if widths.len() == 1 { widths[0] } else { widths.get(i).copied().unwrap_or(0) };
                     if wd <= 0 {
                         valid.set(i, false);
                         0
@@ -494,11 +399,7 @@ fn xbar(args: &[BExpr], ty: DataType, b: &Batch) -> Result<Column> {
                     }
                 })
                 .collect();
-            let data = if ty == DataType::Timestamp {
-                ColumnData::Timestamp(out)
-            } else {
-                ColumnData::Int64(out)
-            };
+            let data = if ty == DataType::Timestamp { ColumnData::Timestamp(out) } else { ColumnData::Int64(out) };
             Ok(Column::new(data, Some(valid)))
         }
         (ColumnData::Int32(v), DataType::Int32) => {
@@ -506,25 +407,13 @@ fn xbar(args: &[BExpr], ty: DataType, b: &Batch) -> Result<Column> {
             if wd <= 0 {
                 return Ok(Column::nulls(ty, n));
             }
-            Ok(Column::new(
-                ColumnData::Int32(v.iter().map(|&t| t.div_euclid(wd) * wd).collect()),
-                validity,
-            ))
+            Ok(Column::new(ColumnData::Int32(v.iter().map(|&t| t.div_euclid(wd) * wd).collect()), validity))
         }
         _ => {
             let wc = w.into_column(ty, n);
             let (xf, wf) = (to_f64(&x)?, to_f64(&wc)?);
-            let out: Vec<f64> = xf
-                .iter()
-                .zip(wf.iter())
-                .map(|(&a, &w)| {
-                    if w > 0.0 {
-                        w * (a / w).floor()
-                    } else {
-                        f64::NAN
-                    }
-                })
-                .collect();
+            let out: Vec<f64> =
+                xf.iter().zip(wf.iter()).map(|(&a, &w)| if w > 0.0 { w * (a / w).floor() } else { f64::NAN }).collect();
             let col = Column::new(ColumnData::Float64(out), validity);
             super::cast::cast_column(&col, ty, false)
         }

@@ -7,12 +7,7 @@ use crate::parser::ast::SetOp;
 use zepto_storage::Column;
 
 fn concat(l: &Batch, r: &Batch) -> Batch {
-    let cols = l
-        .columns
-        .iter()
-        .zip(&r.columns)
-        .map(|(a, b)| Column::concat(&[a, b]))
-        .collect();
+    let cols = l.columns.iter().zip(&r.columns).map(|(a, b)| Column::concat(&[a, b])).collect();
     Batch::new(cols, l.rows + r.rows)
 }
 
@@ -21,12 +16,9 @@ pub fn set_op(op: SetOp, all: bool, l: Batch, r: Batch) -> Result<Batch> {
     if op == SetOp::Union && all {
         return Ok(both);
     }
-    let cols: Vec<&Column> = both.columns.iter().collect();
+    let cols: Vec<&Column> = both.col_refs();
     let GroupIds { ids, first } = if cols.is_empty() {
-        GroupIds {
-            ids: vec![0; both.rows],
-            first: if both.rows > 0 { vec![0] } else { vec![] },
-        }
+        GroupIds { ids: vec![0; both.rows], first: if both.rows > 0 { vec![0] } else { vec![] } }
     } else {
         group_ids(&cols, both.rows)
     };
@@ -41,28 +33,16 @@ pub fn set_op(op: SetOp, all: bool, l: Batch, r: Batch) -> Result<Batch> {
     }
     let keep: Vec<u32> = match (op, all) {
         (SetOp::Union, _) => first.clone(),
-        (SetOp::Intersect, false) => first
-            .iter()
-            .enumerate()
-            .filter(|(k, _)| cl[*k] > 0 && cr[*k] > 0)
-            .map(|(_, &f)| f)
-            .collect(),
-        (SetOp::Except, false) => first
-            .iter()
-            .enumerate()
-            .filter(|(k, _)| cl[*k] > 0 && cr[*k] == 0)
-            .map(|(_, &f)| f)
-            .collect(),
+        (SetOp::Intersect, false) => {
+            first.iter().enumerate().filter(|(k, _)| cl[*k] > 0 && cr[*k] > 0).map(|(_, &f)| f).collect()
+        }
+        (SetOp::Except, false) => {
+            first.iter().enumerate().filter(|(k, _)| cl[*k] > 0 && cr[*k] == 0).map(|(_, &f)| f).collect()
+        }
         (SetOp::Intersect, true) | (SetOp::Except, true) => {
             // Emit left rows while the group's quota lasts.
             let mut quota: Vec<usize> = (0..g)
-                .map(|k| {
-                    if op == SetOp::Intersect {
-                        cl[k].min(cr[k])
-                    } else {
-                        cl[k].saturating_sub(cr[k])
-                    }
-                })
+                .map(|k| if op == SetOp::Intersect { cl[k].min(cr[k]) } else { cl[k].saturating_sub(cr[k]) })
                 .collect();
             let mut out = Vec::new();
             for (i, &id) in ids.iter().enumerate().take(l.rows) {

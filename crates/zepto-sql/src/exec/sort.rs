@@ -18,14 +18,12 @@ pub fn value_cmp(c: &Column) -> RowCmp<'_> {
         ColumnData::Int64(v) | ColumnData::Timestamp(v) | ColumnData::Interval(v) => {
             Box::new(move |i, j| v[i].cmp(&v[j]))
         }
-        ColumnData::Float32(v) => Box::new(move |i, j| {
-            v[i].partial_cmp(&v[j])
-                .unwrap_or_else(|| v[i].is_nan().cmp(&v[j].is_nan()))
-        }),
-        ColumnData::Float64(v) => Box::new(move |i, j| {
-            v[i].partial_cmp(&v[j])
-                .unwrap_or_else(|| v[i].is_nan().cmp(&v[j].is_nan()))
-        }),
+        ColumnData::Float32(v) => {
+            Box::new(move |i, j| v[i].partial_cmp(&v[j]).unwrap_or_else(|| v[i].is_nan().cmp(&v[j].is_nan())))
+        }
+        ColumnData::Float64(v) => {
+            Box::new(move |i, j| v[i].partial_cmp(&v[j]).unwrap_or_else(|| v[i].is_nan().cmp(&v[j].is_nan())))
+        }
         ColumnData::Varchar(s) => Box::new(move |i, j| s.get(i).cmp(s.get(j))),
         ColumnData::Symbol { codes, dict } => {
             // Rank dictionary entries once; rows then compare by rank.
@@ -45,11 +43,7 @@ pub fn value_cmp(c: &Column) -> RowCmp<'_> {
 pub fn key_cmp<'a>(c: &'a Column, desc: bool, nulls_first: bool) -> RowCmp<'a> {
     let vc = value_cmp(c);
     if c.validity.is_none() && !matches!(c.data, ColumnData::Null(_)) {
-        return if desc {
-            Box::new(move |i, j| vc(j, i))
-        } else {
-            vc
-        };
+        return if desc { Box::new(move |i, j| vc(j, i)) } else { vc };
     }
     Box::new(move |i, j| match (c.is_valid(i), c.is_valid(j)) {
         (true, true) => {
@@ -79,15 +73,8 @@ pub fn key_cmp<'a>(c: &'a Column, desc: bool, nulls_first: bool) -> RowCmp<'a> {
 }
 
 pub fn sort_indices(b: &Batch, keys: &[SortKey], limit: Option<usize>) -> Result<Vec<u32>> {
-    let cols = keys
-        .iter()
-        .map(|k| eval(&k.expr, b))
-        .collect::<Result<Vec<_>>>()?;
-    let cmps: Vec<RowCmp> = cols
-        .iter()
-        .zip(keys)
-        .map(|(c, k)| key_cmp(c, k.desc, k.nulls_first))
-        .collect();
+    let cols = keys.iter().map(|k| eval(&k.expr, b)).collect::<Result<Vec<_>>>()?;
+    let cmps: Vec<RowCmp> = cols.iter().zip(keys).map(|(c, k)| key_cmp(c, k.desc, k.nulls_first)).collect();
     let cmp = |a: &u32, b: &u32| {
         for c in &cmps {
             let o = c(*a as usize, *b as usize);

@@ -9,45 +9,14 @@ use zepto_storage::DataType;
 pub enum Statement {
     Query(Box<Query>),
     CreateTable(CreateTable),
-    CreateTableAs {
-        name: String,
-        if_not_exists: bool,
-        query: Box<Query>,
-    },
-    DropTable {
-        name: String,
-        if_exists: bool,
-        pos: Pos,
-    },
-    AlterAddColumn {
-        table: String,
-        column: String,
-        data_type: DataType,
-        if_not_exists: bool,
-        pos: Pos,
-    },
-    Insert {
-        table: String,
-        columns: Vec<String>,
-        source: InsertSource,
-        pos: Pos,
-    },
-    CopyFrom {
-        table: String,
-        path: String,
-        options: Vec<(String, String)>,
-        pos: Pos,
-    },
-    CopyTo {
-        query: Box<Query>,
-        path: String,
-        options: Vec<(String, String)>,
-    },
+    CreateTableAs { name: String, if_not_exists: bool, query: Box<Query> },
+    DropTable { name: String, if_exists: bool, pos: Pos },
+    AlterAddColumn { table: String, column: String, data_type: DataType, if_not_exists: bool, pos: Pos },
+    Insert { table: String, columns: Vec<String>, source: InsertSource, pos: Pos },
+    CopyFrom { table: String, path: String, options: Vec<(String, String)>, pos: Pos },
+    CopyTo { query: Box<Query>, path: String, options: Vec<(String, String)> },
     ShowTables,
-    Describe {
-        table: String,
-        pos: Pos,
-    },
+    Describe { table: String, pos: Pos },
     Explain(Box<Query>),
 }
 
@@ -86,12 +55,7 @@ pub enum SetOp {
 pub enum SetExpr {
     Select(Box<Select>),
     Values(Vec<Vec<Expr>>),
-    SetOp {
-        op: SetOp,
-        all: bool,
-        left: Box<SetExpr>,
-        right: Box<SetExpr>,
-    },
+    SetOp { op: SetOp, all: bool, left: Box<SetExpr>, right: Box<SetExpr> },
     Query(Box<Query>),
 }
 
@@ -130,22 +94,9 @@ pub enum JoinKind {
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum TableRef {
-    Table {
-        name: String,
-        alias: Option<String>,
-        pos: Pos,
-    },
-    Subquery {
-        query: Box<Query>,
-        alias: Option<String>,
-    },
-    Join {
-        left: Box<TableRef>,
-        right: Box<TableRef>,
-        kind: JoinKind,
-        on: Option<Expr>,
-        using: Vec<String>,
-    },
+    Table { name: String, alias: Option<String>, pos: Pos },
+    Subquery { query: Box<Query>, alias: Option<String> },
+    Join { left: Box<TableRef>, right: Box<TableRef>, kind: JoinKind, on: Option<Expr>, using: Vec<String> },
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -203,15 +154,7 @@ impl BinaryOp {
     }
 
     pub fn is_comparison(self) -> bool {
-        matches!(
-            self,
-            BinaryOp::Eq
-                | BinaryOp::NotEq
-                | BinaryOp::Lt
-                | BinaryOp::LtEq
-                | BinaryOp::Gt
-                | BinaryOp::GtEq
-        )
+        matches!(self, BinaryOp::Eq | BinaryOp::NotEq | BinaryOp::Lt | BinaryOp::LtEq | BinaryOp::Gt | BinaryOp::GtEq)
     }
 
     /// `a op b` ⇔ `b flip(op) a`.
@@ -241,65 +184,20 @@ pub enum Literal {
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Expr {
-    Column {
-        table: Option<String>,
-        name: String,
-        pos: Pos,
-    },
+    Column { table: Option<String>, name: String, pos: Pos },
     Lit(Literal, Pos),
-    Unary {
-        op: UnaryOp,
-        expr: Box<Expr>,
-    },
-    Binary {
-        op: BinaryOp,
-        left: Box<Expr>,
-        right: Box<Expr>,
-        pos: Pos,
-    },
+    Unary { op: UnaryOp, expr: Box<Expr> },
+    Binary { op: BinaryOp, left: Box<Expr>, right: Box<Expr>, pos: Pos },
     Func(Box<FuncCall>),
-    Case {
-        operand: Option<Box<Expr>>,
-        whens: Vec<(Expr, Expr)>,
-        else_: Option<Box<Expr>>,
-    },
-    Cast {
-        expr: Box<Expr>,
-        to: DataType,
-        try_: bool,
-        pos: Pos,
-    },
-    InList {
-        expr: Box<Expr>,
-        list: Vec<Expr>,
-        negated: bool,
-    },
-    InSubquery {
-        expr: Box<Expr>,
-        query: Box<Query>,
-        negated: bool,
-    },
-    Exists {
-        query: Box<Query>,
-        negated: bool,
-    },
+    Case { operand: Option<Box<Expr>>, whens: Vec<(Expr, Expr)>, else_: Option<Box<Expr>> },
+    Cast { expr: Box<Expr>, to: DataType, try_: bool, pos: Pos },
+    InList { expr: Box<Expr>, list: Vec<Expr>, negated: bool },
+    InSubquery { expr: Box<Expr>, query: Box<Query>, negated: bool },
+    Exists { query: Box<Query>, negated: bool },
     Subquery(Box<Query>),
-    Between {
-        expr: Box<Expr>,
-        lo: Box<Expr>,
-        hi: Box<Expr>,
-        negated: bool,
-    },
-    Like {
-        expr: Box<Expr>,
-        pattern: Box<Expr>,
-        negated: bool,
-        case_insensitive: bool,
-    },
-    IsNull {
-        expr: Box<Expr>,
-        negated: bool,
-    },
+    Between { expr: Box<Expr>, lo: Box<Expr>, hi: Box<Expr>, negated: bool },
+    Like { expr: Box<Expr>, pattern: Box<Expr>, negated: bool, case_insensitive: bool },
+    IsNull { expr: Box<Expr>, negated: bool },
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -317,10 +215,9 @@ pub struct FuncCall {
 impl Expr {
     pub fn pos(&self) -> Option<Pos> {
         match self {
-            Expr::Column { pos, .. }
-            | Expr::Lit(_, pos)
-            | Expr::Binary { pos, .. }
-            | Expr::Cast { pos, .. } => Some(*pos),
+            Expr::Column { pos, .. } | Expr::Lit(_, pos) | Expr::Binary { pos, .. } | Expr::Cast { pos, .. } => {
+                Some(*pos)
+            }
             Expr::Func(f) => Some(f.pos),
             Expr::Unary { expr, .. }
             | Expr::IsNull { expr, .. }
@@ -350,11 +247,7 @@ impl fmt::Display for Literal {
             Literal::Int(v) => write!(f, "{v}"),
             Literal::Float(v) => write!(f, "{v}"),
             Literal::Str(s) => write!(f, "'{}'", s.replace('\'', "''")),
-            Literal::Interval(ns) => write!(
-                f,
-                "INTERVAL '{}'",
-                zepto_storage::time::format_interval(*ns)
-            ),
+            Literal::Interval(ns) => write!(f, "INTERVAL '{}'", zepto_storage::time::format_interval(*ns)),
             Literal::Typed(t, s) => write!(f, "{t} '{}'", s.replace('\'', "''")),
         }
     }
@@ -377,26 +270,12 @@ impl fmt::Display for OrderItem {
 impl fmt::Display for Expr {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Expr::Column {
-                table: Some(t),
-                name,
-                ..
-            } => write!(f, "{t}.{name}"),
-            Expr::Column {
-                table: None, name, ..
-            } => f.write_str(name),
+            Expr::Column { table: Some(t), name, .. } => write!(f, "{t}.{name}"),
+            Expr::Column { table: None, name, .. } => f.write_str(name),
             Expr::Lit(l, _) => write!(f, "{l}"),
-            Expr::Unary {
-                op: UnaryOp::Neg,
-                expr,
-            } => write!(f, "-{expr}"),
-            Expr::Unary {
-                op: UnaryOp::Not,
-                expr,
-            } => write!(f, "(NOT {expr})"),
-            Expr::Binary {
-                op, left, right, ..
-            } => write!(f, "({left} {} {right})", op.sql()),
+            Expr::Unary { op: UnaryOp::Neg, expr } => write!(f, "-{expr}"),
+            Expr::Unary { op: UnaryOp::Not, expr } => write!(f, "(NOT {expr})"),
+            Expr::Binary { op, left, right, .. } => write!(f, "({left} {} {right})", op.sql()),
             Expr::Func(fc) => {
                 write!(f, "{}(", fc.name)?;
                 if fc.distinct {
@@ -412,11 +291,7 @@ impl fmt::Display for Expr {
                 }
                 Ok(())
             }
-            Expr::Case {
-                operand,
-                whens,
-                else_,
-            } => {
+            Expr::Case { operand, whens, else_ } => {
                 f.write_str("CASE")?;
                 if let Some(o) = operand {
                     write!(f, " {o}")?;
@@ -429,47 +304,25 @@ impl fmt::Display for Expr {
                 }
                 f.write_str(" END")
             }
-            Expr::Cast { expr, to, try_, .. } => write!(
-                f,
-                "{}({expr} AS {to})",
-                if *try_ { "TRY_CAST" } else { "CAST" }
-            ),
-            Expr::InList {
-                expr,
-                list,
-                negated,
-            } => {
+            Expr::Cast { expr, to, try_, .. } => {
+                write!(f, "{}({expr} AS {to})", if *try_ { "TRY_CAST" } else { "CAST" })
+            }
+            Expr::InList { expr, list, negated } => {
                 write!(f, "({expr} {}IN (", if *negated { "NOT " } else { "" })?;
                 comma(f, list)?;
                 f.write_str("))")
             }
-            Expr::InSubquery { expr, negated, .. } => write!(
-                f,
-                "({expr} {}IN (SUBQUERY))",
-                if *negated { "NOT " } else { "" }
-            ),
+            Expr::InSubquery { expr, negated, .. } => {
+                write!(f, "({expr} {}IN (SUBQUERY))", if *negated { "NOT " } else { "" })
+            }
             Expr::Exists { negated, .. } => {
                 write!(f, "{}EXISTS(SUBQUERY)", if *negated { "NOT " } else { "" })
             }
             Expr::Subquery(_) => f.write_str("(SUBQUERY)"),
-            Expr::Between {
-                expr,
-                lo,
-                hi,
-                negated,
-            } => {
-                write!(
-                    f,
-                    "({expr} {}BETWEEN {lo} AND {hi})",
-                    if *negated { "NOT " } else { "" }
-                )
+            Expr::Between { expr, lo, hi, negated } => {
+                write!(f, "({expr} {}BETWEEN {lo} AND {hi})", if *negated { "NOT " } else { "" })
             }
-            Expr::Like {
-                expr,
-                pattern,
-                negated,
-                case_insensitive,
-            } => write!(
+            Expr::Like { expr, pattern, negated, case_insensitive } => write!(
                 f,
                 "({expr} {}{} {pattern})",
                 if *negated { "NOT " } else { "" },

@@ -21,12 +21,7 @@ impl Parser {
             let pos = self.pos();
             self.advance();
             let r = self.and_expr()?;
-            l = Expr::Binary {
-                op: BinaryOp::Or,
-                left: Box::new(l),
-                right: Box::new(r),
-                pos,
-            };
+            l = Expr::Binary { op: BinaryOp::Or, left: Box::new(l), right: Box::new(r), pos };
         }
         Ok(l)
     }
@@ -37,12 +32,7 @@ impl Parser {
             let pos = self.pos();
             self.advance();
             let r = self.not_expr()?;
-            l = Expr::Binary {
-                op: BinaryOp::And,
-                left: Box::new(l),
-                right: Box::new(r),
-                pos,
-            };
+            l = Expr::Binary { op: BinaryOp::And, left: Box::new(l), right: Box::new(r), pos };
         }
         Ok(l)
     }
@@ -53,10 +43,7 @@ impl Parser {
             self.enter()?;
             let e = self.not_expr();
             self.leave();
-            return Ok(Expr::Unary {
-                op: UnaryOp::Not,
-                expr: Box::new(e?),
-            });
+            return Ok(Expr::Unary { op: UnaryOp::Not, expr: Box::new(e?) });
         }
         self.comparison()
     }
@@ -77,22 +64,14 @@ impl Parser {
             if let Some(op) = op {
                 self.advance();
                 let r = self.concat_expr()?;
-                l = Expr::Binary {
-                    op,
-                    left: Box::new(l),
-                    right: Box::new(r),
-                    pos,
-                };
+                l = Expr::Binary { op, left: Box::new(l), right: Box::new(r), pos };
                 continue;
             }
             if self.is_kw("is") {
                 self.advance();
                 let negated = self.eat_kw("not");
                 if self.eat_kw("null") {
-                    l = Expr::IsNull {
-                        expr: Box::new(l),
-                        negated,
-                    };
+                    l = Expr::IsNull { expr: Box::new(l), negated };
                 } else if self.eat_kw("true") || self.eat_kw("false") {
                     let v = matches!(&self.toks[self.i - 1].tok, Tok::Ident(s) if s.eq_ignore_ascii_case("true"));
                     // x IS TRUE  ⇔  coalesce(x = true, false)
@@ -110,14 +89,7 @@ impl Parser {
                         within_group: None,
                         pos,
                     }));
-                    l = if negated {
-                        Expr::Unary {
-                            op: UnaryOp::Not,
-                            expr: Box::new(is),
-                        }
-                    } else {
-                        is
-                    };
+                    l = if negated { Expr::Unary { op: UnaryOp::Not, expr: Box::new(is) } } else { is };
                 } else {
                     return Err(self.unexpected("NULL, TRUE or FALSE after IS"));
                 }
@@ -136,11 +108,7 @@ impl Parser {
                 if self.is_kw("select") || self.is_kw("with") {
                     let q = self.query()?;
                     self.expect_op(")")?;
-                    l = Expr::InSubquery {
-                        expr: Box::new(l),
-                        query: Box::new(q),
-                        negated,
-                    };
+                    l = Expr::InSubquery { expr: Box::new(l), query: Box::new(q), negated };
                 } else {
                     let mut list = Vec::new();
                     loop {
@@ -150,32 +118,18 @@ impl Parser {
                         }
                         self.expect_op(",")?;
                     }
-                    l = Expr::InList {
-                        expr: Box::new(l),
-                        list,
-                        negated,
-                    };
+                    l = Expr::InList { expr: Box::new(l), list, negated };
                 }
             } else if self.eat_kw("between") {
                 let lo = self.concat_expr()?;
                 self.expect_kw("and")?;
                 let hi = self.concat_expr()?;
-                l = Expr::Between {
-                    expr: Box::new(l),
-                    lo: Box::new(lo),
-                    hi: Box::new(hi),
-                    negated,
-                };
+                l = Expr::Between { expr: Box::new(l), lo: Box::new(lo), hi: Box::new(hi), negated };
             } else if self.is_kw("like") || self.is_kw("ilike") {
                 let ci = self.is_kw("ilike");
                 self.advance();
                 let pattern = self.concat_expr()?;
-                l = Expr::Like {
-                    expr: Box::new(l),
-                    pattern: Box::new(pattern),
-                    negated,
-                    case_insensitive: ci,
-                };
+                l = Expr::Like { expr: Box::new(l), pattern: Box::new(pattern), negated, case_insensitive: ci };
             } else if negated {
                 return Err(self.unexpected("IN, BETWEEN, LIKE or ILIKE after NOT"));
             } else {
@@ -190,12 +144,7 @@ impl Parser {
             let pos = self.pos();
             self.advance();
             let r = self.additive()?;
-            l = Expr::Binary {
-                op: BinaryOp::Concat,
-                left: Box::new(l),
-                right: Box::new(r),
-                pos,
-            };
+            l = Expr::Binary { op: BinaryOp::Concat, left: Box::new(l), right: Box::new(r), pos };
         }
         Ok(l)
     }
@@ -211,12 +160,7 @@ impl Parser {
             };
             self.advance();
             let r = self.multiplicative()?;
-            l = Expr::Binary {
-                op,
-                left: Box::new(l),
-                right: Box::new(r),
-                pos,
-            };
+            l = Expr::Binary { op, left: Box::new(l), right: Box::new(r), pos };
         }
     }
 
@@ -233,12 +177,7 @@ impl Parser {
             };
             self.advance();
             let r = self.unary()?;
-            l = Expr::Binary {
-                op,
-                left: Box::new(l),
-                right: Box::new(r),
-                pos,
-            };
+            l = Expr::Binary { op, left: Box::new(l), right: Box::new(r), pos };
         }
     }
 
@@ -254,10 +193,7 @@ impl Parser {
                 Expr::Lit(Literal::Int(v), _) => Expr::Lit(Literal::Int(v.wrapping_neg()), pos),
                 Expr::Lit(Literal::Float(v), _) => Expr::Lit(Literal::Float(-v), pos),
                 Expr::Lit(Literal::Interval(v), _) => Expr::Lit(Literal::Interval(-v), pos),
-                e => Expr::Unary {
-                    op: UnaryOp::Neg,
-                    expr: Box::new(e),
-                },
+                e => Expr::Unary { op: UnaryOp::Neg, expr: Box::new(e) },
             });
         }
         if self.eat_op("+") {
@@ -268,12 +204,7 @@ impl Parser {
             let pos = self.pos();
             self.advance();
             let to = self.data_type()?;
-            e = Expr::Cast {
-                expr: Box::new(e),
-                to,
-                try_: false,
-                pos,
-            };
+            e = Expr::Cast { expr: Box::new(e), to, try_: false, pos };
         }
         Ok(e)
     }
@@ -290,10 +221,7 @@ impl Parser {
         }
         text.parse::<f64>()
             .map(|v| Expr::Lit(Literal::Float(v), pos))
-            .map_err(|_| SqlError::Parse {
-                message: format!("invalid number '{text}'"),
-                pos,
-            })
+            .map_err(|_| SqlError::Parse { message: format!("invalid number '{text}'"), pos })
     }
 
     fn primary(&mut self) -> Result<Expr> {
@@ -346,12 +274,7 @@ impl Parser {
                 self.expect_kw("as")?;
                 let to = self.data_type()?;
                 self.expect_op(")")?;
-                return Ok(Expr::Cast {
-                    expr: Box::new(e),
-                    to,
-                    try_: lw == "try_cast",
-                    pos,
-                });
+                return Ok(Expr::Cast { expr: Box::new(e), to, try_: lw == "try_cast", pos });
             }
             "exists" | "not" if self.is_kw("exists") || self.is_kw_at(1, "exists") => {
                 let negated = self.eat_kw("not");
@@ -359,27 +282,16 @@ impl Parser {
                 self.expect_op("(")?;
                 let q = self.query()?;
                 self.expect_op(")")?;
-                return Ok(Expr::Exists {
-                    query: Box::new(q),
-                    negated,
-                });
+                return Ok(Expr::Exists { query: Box::new(q), negated });
             }
-            "interval"
-                if !matches!(self.peek_at(1), Tok::Op("(") | Tok::Op(",") | Tok::Op(")")) =>
-            {
+            "interval" if !matches!(self.peek_at(1), Tok::Op("(") | Tok::Op(",") | Tok::Op(")")) => {
                 self.advance();
                 return self.interval(pos);
             }
             "timestamp" | "date" | "timestamp_ns" if matches!(self.peek_at(1), Tok::Str(_)) => {
                 self.advance();
-                let Tok::Str(s) = self.advance() else {
-                    unreachable!("peeked a string")
-                };
-                let dt = if lw == "date" {
-                    DataType::Date
-                } else {
-                    DataType::Timestamp
-                };
+                let Tok::Str(s) = self.advance() else { unreachable!("peeked a string") };
+                let dt = if lw == "date" { DataType::Date } else { DataType::Timestamp };
                 return Ok(Expr::Lit(Literal::Typed(dt, s), pos));
             }
             "extract" if matches!(self.peek_at(1), Tok::Op("(")) => {
@@ -414,25 +326,13 @@ impl Parser {
         let first = self.any_ident()?;
         if self.eat_op(".") {
             let name = self.any_ident()?;
-            return Ok(Expr::Column {
-                table: Some(first),
-                name,
-                pos,
-            });
+            return Ok(Expr::Column { table: Some(first), name, pos });
         }
-        Ok(Expr::Column {
-            table: None,
-            name: first,
-            pos,
-        })
+        Ok(Expr::Column { table: None, name: first, pos })
     }
 
     fn case_expr(&mut self) -> Result<Expr> {
-        let operand = if self.is_kw("when") {
-            None
-        } else {
-            Some(Box::new(self.expr()?))
-        };
+        let operand = if self.is_kw("when") { None } else { Some(Box::new(self.expr()?)) };
         let mut whens = Vec::new();
         while self.eat_kw("when") {
             let w = self.expr()?;
@@ -443,17 +343,9 @@ impl Parser {
         if whens.is_empty() {
             return Err(self.unexpected("WHEN"));
         }
-        let else_ = if self.eat_kw("else") {
-            Some(Box::new(self.expr()?))
-        } else {
-            None
-        };
+        let else_ = if self.eat_kw("else") { Some(Box::new(self.expr()?)) } else { None };
         self.expect_kw("end")?;
-        Ok(Expr::Case {
-            operand,
-            whens,
-            else_,
-        })
+        Ok(Expr::Case { operand, whens, else_ })
     }
 
     /// `INTERVAL '1 minute'`, `INTERVAL '1' MINUTE`, `INTERVAL 1 MINUTE`, `INTERVAL '500ms'`.
@@ -461,12 +353,7 @@ impl Parser {
         let text = match self.advance() {
             Tok::Str(s) => s,
             Tok::Num(n) => n,
-            _ => {
-                return Err(SqlError::Parse {
-                    message: "expected an interval like '1 minute'".into(),
-                    pos,
-                })
-            }
+            _ => return Err(SqlError::Parse { message: "expected an interval like '1 minute'".into(), pos }),
         };
         let mut full = text.clone();
         if let Tok::Ident(u) = self.peek().clone() {
@@ -475,10 +362,8 @@ impl Parser {
                 full = format!("{text} {u}");
             }
         }
-        let ns = time::parse_interval(&full).ok_or_else(|| SqlError::Parse {
-            message: format!("invalid interval '{full}'"),
-            pos,
-        })?;
+        let ns = time::parse_interval(&full)
+            .ok_or_else(|| SqlError::Parse { message: format!("invalid interval '{full}'"), pos })?;
         Ok(Expr::Lit(Literal::Interval(ns), pos))
     }
 

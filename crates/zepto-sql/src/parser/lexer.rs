@@ -25,8 +25,8 @@ pub struct Token {
 }
 
 const OPS: [&str; 24] = [
-    "::", "<=", ">=", "<>", "!=", "||", "//", "==", "(", ")", ",", ".", ";", "+", "-", "*", "/",
-    "%", "<", ">", "=", "[", "]", ":",
+    "::", "<=", ">=", "<>", "!=", "||", "//", "==", "(", ")", ",", ".", ";", "+", "-", "*", "/", "%", "<", ">", "=",
+    "[", "]", ":",
 ];
 
 pub fn tokenize(sql: &str) -> Result<Vec<Token>> {
@@ -61,10 +61,7 @@ pub fn tokenize(sql: &str) -> Result<Vec<Token>> {
             i += 2;
             loop {
                 if i + 1 >= b.len() {
-                    return Err(SqlError::Parse {
-                        message: "unterminated comment".into(),
-                        pos: start,
-                    });
+                    return Err(SqlError::Parse { message: "unterminated comment".into(), pos: start });
                 }
                 if b[i] == b'*' && b[i + 1] == b'/' {
                     i += 2;
@@ -86,15 +83,8 @@ pub fn tokenize(sql: &str) -> Result<Vec<Token>> {
             let mut seg = i;
             loop {
                 if i >= b.len() {
-                    let what = if quote == b'\'' {
-                        "string literal"
-                    } else {
-                        "quoted identifier"
-                    };
-                    return Err(SqlError::Parse {
-                        message: format!("unterminated {what}"),
-                        pos,
-                    });
+                    let what = if quote == b'\'' { "string literal" } else { "quoted identifier" };
+                    return Err(SqlError::Parse { message: format!("unterminated {what}"), pos });
                 }
                 if b[i] == quote {
                     s.push_str(&sql[seg..i]);
@@ -113,14 +103,7 @@ pub fn tokenize(sql: &str) -> Result<Vec<Token>> {
                 }
                 i += 1;
             }
-            out.push(Token {
-                tok: if quote == b'\'' {
-                    Tok::Str(s)
-                } else {
-                    Tok::QIdent(s)
-                },
-                pos,
-            });
+            out.push(Token { tok: if quote == b'\'' { Tok::Str(s) } else { Tok::QIdent(s) }, pos });
             continue;
         }
         if c.is_ascii_digit() || (c == b'.' && b.get(i + 1).is_some_and(u8::is_ascii_digit)) {
@@ -152,46 +135,29 @@ pub fn tokenize(sql: &str) -> Result<Vec<Token>> {
                 // `1h`, `500ms` style durations are a number immediately followed by a word:
                 // keep the number; the parser decides.
             }
-            out.push(Token {
-                tok: Tok::Num(sql[start..i].to_string()),
-                pos,
-            });
+            out.push(Token { tok: Tok::Num(sql[start..i].to_string()), pos });
             continue;
         }
         if c.is_ascii_alphabetic() || c == b'_' || c >= 0x80 {
             let start = i;
-            while i < b.len()
-                && (b[i].is_ascii_alphanumeric() || b[i] == b'_' || b[i] == b'$' || b[i] >= 0x80)
-            {
+            while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_' || b[i] == b'$' || b[i] >= 0x80) {
                 i += 1;
             }
-            out.push(Token {
-                tok: Tok::Ident(sql[start..i].to_string()),
-                pos,
-            });
+            out.push(Token { tok: Tok::Ident(sql[start..i].to_string()), pos });
             continue;
         }
         match OPS.iter().find(|op| sql[i..].starts_with(**op)) {
             Some(op) => {
                 i += op.len();
-                out.push(Token {
-                    tok: Tok::Op(op),
-                    pos,
-                });
+                out.push(Token { tok: Tok::Op(op), pos });
             }
             None => {
                 let ch = sql[i..].chars().next().unwrap_or('?');
-                return Err(SqlError::Parse {
-                    message: format!("unexpected character '{ch}'"),
-                    pos,
-                });
+                return Err(SqlError::Parse { message: format!("unexpected character '{ch}'"), pos });
             }
         }
     }
-    out.push(Token {
-        tok: Tok::Eof,
-        pos: pos_at(b.len(), line, line_start),
-    });
+    out.push(Token { tok: Tok::Eof, pos: pos_at(b.len(), line, line_start) });
     Ok(out)
 }
 

@@ -85,11 +85,7 @@ const MAX_DEPTH: usize = 200;
 
 /// Parse a script of `;`-separated statements.
 pub fn parse_statements(sql: &str) -> Result<Vec<Statement>> {
-    let mut p = Parser {
-        toks: tokenize(sql)?,
-        i: 0,
-        depth: 0,
-    };
+    let mut p = Parser { toks: tokenize(sql)?, i: 0, depth: 0 };
     let mut out = Vec::new();
     loop {
         while p.eat_op(";") {}
@@ -109,21 +105,10 @@ pub fn parse_statement(sql: &str) -> Result<Statement> {
     let mut v = parse_statements(sql)?;
     match v.len() {
         1 => Ok(v.remove(0)),
-        0 => Err(SqlError::Parse {
-            message: "empty statement".into(),
-            pos: Pos {
-                offset: 0,
-                line: 1,
-                column: 1,
-            },
-        }),
+        0 => Err(SqlError::Parse { message: "empty statement".into(), pos: Pos { offset: 0, line: 1, column: 1 } }),
         _ => Err(SqlError::Parse {
             message: "expected a single statement".into(),
-            pos: Pos {
-                offset: 0,
-                line: 1,
-                column: 1,
-            },
+            pos: Pos { offset: 0, line: 1, column: 1 },
         }),
     }
 }
@@ -212,10 +197,7 @@ impl Parser {
     fn enter(&mut self) -> Result<()> {
         self.depth += 1;
         if self.depth > MAX_DEPTH {
-            return Err(SqlError::Parse {
-                message: "statement nested too deeply".into(),
-                pos: self.pos(),
-            });
+            return Err(SqlError::Parse { message: "statement nested too deeply".into(), pos: self.pos() });
         }
         Ok(())
     }
@@ -262,10 +244,7 @@ impl Parser {
         }
         let dt = DataType::from_sql(&full)
             .filter(|t| *t != DataType::Interval || name.eq_ignore_ascii_case("interval"))
-            .ok_or_else(|| SqlError::Parse {
-                message: format!("unknown type '{name}'"),
-                pos,
-            })?;
+            .ok_or_else(|| SqlError::Parse { message: format!("unknown type '{name}'"), pos })?;
         // VARCHAR(n), DECIMAL-like precision arguments are accepted and ignored.
         if self.eat_op("(") {
             while !self.eat_op(")") {
@@ -280,11 +259,7 @@ impl Parser {
 
     fn statement(&mut self) -> Result<Statement> {
         let pos = self.pos();
-        if self.is_kw("select")
-            || self.is_kw("with")
-            || self.is_kw("values")
-            || matches!(self.peek(), Tok::Op("("))
-        {
+        if self.is_kw("select") || self.is_kw("with") || self.is_kw("values") || matches!(self.peek(), Tok::Op("(")) {
             return Ok(Statement::Query(Box::new(self.query()?)));
         }
         if self.eat_kw("explain") {
@@ -300,11 +275,7 @@ impl Parser {
                 true
             };
             let name = self.ident()?;
-            return Ok(Statement::DropTable {
-                name,
-                if_exists,
-                pos,
-            });
+            return Ok(Statement::DropTable { name, if_exists, pos });
         }
         if self.eat_kw("alter") {
             self.expect_kw("table")?;
@@ -318,13 +289,7 @@ impl Parser {
             };
             let column = self.ident()?;
             let data_type = self.data_type()?;
-            return Ok(Statement::AlterAddColumn {
-                table,
-                column,
-                data_type,
-                if_not_exists,
-                pos,
-            });
+            return Ok(Statement::AlterAddColumn { table, column, data_type, if_not_exists, pos });
         }
         if self.eat_kw("insert") {
             return self.insert(pos);
@@ -357,11 +322,7 @@ impl Parser {
         let name = self.ident()?;
         if self.eat_kw("as") {
             let query = Box::new(self.query()?);
-            return Ok(Statement::CreateTableAs {
-                name,
-                if_not_exists,
-                query,
-            });
+            return Ok(Statement::CreateTableAs { name, if_not_exists, query });
         }
         self.expect_op("(")?;
         let mut columns = Vec::new();
@@ -398,22 +359,14 @@ impl Parser {
                 break;
             }
         }
-        Ok(Statement::CreateTable(CreateTable {
-            name,
-            if_not_exists,
-            columns,
-            timestamp,
-            partition_by,
-        }))
+        Ok(Statement::CreateTable(CreateTable { name, if_not_exists, columns, timestamp, partition_by }))
     }
 
     fn insert(&mut self, pos: Pos) -> Result<Statement> {
         self.expect_kw("into")?;
         let table = self.ident()?;
         let mut columns = Vec::new();
-        if matches!(self.peek(), Tok::Op("("))
-            && !(self.is_kw_at(1, "select") || self.is_kw_at(1, "with"))
-        {
+        if matches!(self.peek(), Tok::Op("(")) && !(self.is_kw_at(1, "select") || self.is_kw_at(1, "with")) {
             self.advance();
             loop {
                 columns.push(self.ident()?);
@@ -428,12 +381,7 @@ impl Parser {
         } else {
             InsertSource::Query(Box::new(self.query()?))
         };
-        Ok(Statement::Insert {
-            table,
-            columns,
-            source,
-            pos,
-        })
+        Ok(Statement::Insert { table, columns, source, pos })
     }
 
     fn values_rows(&mut self) -> Result<Vec<Vec<Expr>>> {
@@ -463,11 +411,7 @@ impl Parser {
             self.expect_kw("to")?;
             let path = self.string_lit()?;
             let options = self.copy_options()?;
-            return Ok(Statement::CopyTo {
-                query,
-                path,
-                options,
-            });
+            return Ok(Statement::CopyTo { query, path, options });
         }
         let table = self.ident()?;
         if self.eat_kw("to") {
@@ -477,16 +421,8 @@ impl Parser {
                 ctes: vec![],
                 body: SetExpr::Select(Box::new(Select {
                     distinct: false,
-                    items: vec![SelectItem::Wildcard {
-                        table: None,
-                        exclude: vec![],
-                        pos,
-                    }],
-                    from: Some(TableRef::Table {
-                        name: table,
-                        alias: None,
-                        pos,
-                    }),
+                    items: vec![SelectItem::Wildcard { table: None, exclude: vec![], pos }],
+                    from: Some(TableRef::Table { name: table, alias: None, pos }),
                     where_: None,
                     group_by: vec![],
                     having: None,
@@ -495,21 +431,12 @@ impl Parser {
                 limit: None,
                 offset: None,
             };
-            return Ok(Statement::CopyTo {
-                query: Box::new(query),
-                path,
-                options,
-            });
+            return Ok(Statement::CopyTo { query: Box::new(query), path, options });
         }
         self.expect_kw("from")?;
         let path = self.string_lit()?;
         let options = self.copy_options()?;
-        Ok(Statement::CopyFrom {
-            table,
-            path,
-            options,
-            pos,
-        })
+        Ok(Statement::CopyFrom { table, path, options, pos })
     }
 
     fn string_lit(&mut self) -> Result<String> {

@@ -43,13 +43,7 @@ impl Parser {
             }
         }
         self.leave();
-        Ok(Query {
-            ctes,
-            body,
-            order_by,
-            limit,
-            offset,
-        })
+        Ok(Query { ctes, body, order_by, limit, offset })
     }
 
     pub(super) fn order_items(&mut self) -> Result<Vec<OrderItem>> {
@@ -72,11 +66,7 @@ impl Parser {
             } else {
                 None
             };
-            items.push(OrderItem {
-                expr,
-                desc,
-                nulls_first,
-            });
+            items.push(OrderItem { expr, desc, nulls_first });
             if !self.eat_op(",") {
                 return Ok(items);
             }
@@ -105,12 +95,7 @@ impl Parser {
                 self.eat_kw("distinct");
             }
             let right = self.set_expr(prec + 1)?;
-            left = SetExpr::SetOp {
-                op,
-                all,
-                left: Box::new(left),
-                right: Box::new(right),
-            };
+            left = SetExpr::SetOp { op, all, left: Box::new(left), right: Box::new(right) };
         }
         Ok(left)
     }
@@ -142,16 +127,8 @@ impl Parser {
                 break;
             }
         }
-        let from = if self.eat_kw("from") {
-            Some(self.parse_from()?)
-        } else {
-            None
-        };
-        let where_ = if self.eat_kw("where") {
-            Some(self.expr()?)
-        } else {
-            None
-        };
+        let from = if self.eat_kw("from") { Some(self.parse_from()?) } else { None };
+        let where_ = if self.eat_kw("where") { Some(self.expr()?) } else { None };
         let mut group_by = Vec::new();
         if self.is_kw("group") {
             self.advance();
@@ -165,29 +142,14 @@ impl Parser {
                 }
             }
         }
-        let having = if self.eat_kw("having") {
-            Some(self.expr()?)
-        } else {
-            None
-        };
-        Ok(SetExpr::Select(Box::new(Select {
-            distinct,
-            items,
-            from,
-            where_,
-            group_by,
-            having,
-        })))
+        let having = if self.eat_kw("having") { Some(self.expr()?) } else { None };
+        Ok(SetExpr::Select(Box::new(Select { distinct, items, from, where_, group_by, having })))
     }
 
     fn select_item(&mut self) -> Result<SelectItem> {
         let pos = self.pos();
         if self.eat_op("*") {
-            return Ok(SelectItem::Wildcard {
-                table: None,
-                exclude: self.exclude()?,
-                pos,
-            });
+            return Ok(SelectItem::Wildcard { table: None, exclude: self.exclude()?, pos });
         }
         if matches!(self.peek(), Tok::Ident(_) | Tok::QIdent(_))
             && matches!(self.peek_at(1), Tok::Op("."))
@@ -196,11 +158,7 @@ impl Parser {
             let t = self.any_ident()?;
             self.advance();
             self.advance();
-            return Ok(SelectItem::Wildcard {
-                table: Some(t),
-                exclude: self.exclude()?,
-                pos,
-            });
+            return Ok(SelectItem::Wildcard { table: Some(t), exclude: self.exclude()?, pos });
         }
         let expr = self.expr()?;
         let alias = self.alias()?;
@@ -289,13 +247,7 @@ impl Parser {
                     return Err(self.unexpected("ON or USING"));
                 }
             }
-            left = TableRef::Join {
-                left: Box::new(left),
-                right: Box::new(right),
-                kind,
-                on,
-                using,
-            };
+            left = TableRef::Join { left: Box::new(left), right: Box::new(right), kind, on, using };
         }
         Ok(left)
     }
@@ -303,10 +255,7 @@ impl Parser {
     fn table_primary(&mut self) -> Result<TableRef> {
         let pos = self.pos();
         if self.eat_op("(") {
-            if self.is_kw("select")
-                || self.is_kw("with")
-                || self.is_kw("values")
-                || matches!(self.peek(), Tok::Op("("))
+            if self.is_kw("select") || self.is_kw("with") || self.is_kw("values") || matches!(self.peek(), Tok::Op("("))
             {
                 let query = Box::new(self.query()?);
                 self.expect_op(")")?;
@@ -326,9 +275,7 @@ impl Parser {
         let a = self.alias()?;
         // Column aliases `t(a, b)` are not supported; say so clearly.
         if a.is_some() && matches!(self.peek(), Tok::Op("(")) {
-            return Err(self.unexpected(
-                "a join, WHERE or end of FROM (column alias lists are not supported)",
-            ));
+            return Err(self.unexpected("a join, WHERE or end of FROM (column alias lists are not supported)"));
         }
         Ok(a)
     }

@@ -32,15 +32,9 @@ fn parses_the_surface() {
 
 #[test]
 fn precedence() {
-    let Statement::Query(q) = one("SELECT 1 + 2 * 3 = 7 OR NOT a AND b") else {
-        panic!("query")
-    };
-    let SetExpr::Select(s) = &q.body else {
-        panic!("select")
-    };
-    let SelectItem::Expr { expr, .. } = &s.items[0] else {
-        panic!("expr")
-    };
+    let Statement::Query(q) = one("SELECT 1 + 2 * 3 = 7 OR NOT a AND b") else { panic!("query") };
+    let SetExpr::Select(s) = &q.body else { panic!("select") };
+    let SelectItem::Expr { expr, .. } = &s.items[0] else { panic!("expr") };
     assert_eq!(expr.to_string(), "(((1 + (2 * 3)) = 7) OR ((NOT a) AND b))");
 }
 

@@ -32,12 +32,7 @@ fn rewrite_set(s: &mut SetExpr, f: &mut dyn FnMut(&mut Expr)) {
             if let Some(t) = &mut sel.from {
                 rewrite_from(t, f);
             }
-            for e in sel
-                .where_
-                .iter_mut()
-                .chain(sel.group_by.iter_mut())
-                .chain(sel.having.iter_mut())
-            {
+            for e in sel.where_.iter_mut().chain(sel.group_by.iter_mut()).chain(sel.having.iter_mut()) {
                 rewrite_expr(e, f);
             }
         }
@@ -54,9 +49,7 @@ fn rewrite_from(t: &mut TableRef, f: &mut dyn FnMut(&mut Expr)) {
     match t {
         TableRef::Table { .. } => {}
         TableRef::Subquery { query, .. } => rewrite_query(query, f),
-        TableRef::Join {
-            left, right, on, ..
-        } => {
+        TableRef::Join { left, right, on, .. } => {
             rewrite_from(left, f);
             rewrite_from(right, f);
             if let Some(e) = on {
@@ -69,9 +62,7 @@ fn rewrite_from(t: &mut TableRef, f: &mut dyn FnMut(&mut Expr)) {
 pub fn rewrite_expr(e: &mut Expr, f: &mut dyn FnMut(&mut Expr)) {
     match e {
         Expr::Column { .. } | Expr::Lit(..) => {}
-        Expr::Unary { expr, .. } | Expr::IsNull { expr, .. } | Expr::Cast { expr, .. } => {
-            rewrite_expr(expr, f)
-        }
+        Expr::Unary { expr, .. } | Expr::IsNull { expr, .. } | Expr::Cast { expr, .. } => rewrite_expr(expr, f),
         Expr::Binary { left, right, .. } => {
             rewrite_expr(left, f);
             rewrite_expr(right, f);
@@ -82,11 +73,7 @@ pub fn rewrite_expr(e: &mut Expr, f: &mut dyn FnMut(&mut Expr)) {
                 rewrite_expr(&mut o.expr, f);
             }
         }
-        Expr::Case {
-            operand,
-            whens,
-            else_,
-        } => {
+        Expr::Case { operand, whens, else_ } => {
             if let Some(o) = operand {
                 rewrite_expr(o, f);
             }

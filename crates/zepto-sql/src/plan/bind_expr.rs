@@ -23,12 +23,7 @@ pub struct AggCtx {
 /// What binding a subquery produced.
 pub enum SubPlan {
     /// Uncorrelated: already executed. `values` are the first column's values.
-    Rows {
-        values: Vec<Value>,
-        ty: DataType,
-        width: usize,
-        rows: usize,
-    },
+    Rows { values: Vec<Value>, ty: DataType, width: usize, rows: usize },
     /// Correlated: re-planned per outer row by the executor.
     Correlated {
         query: Box<Query>,
@@ -54,10 +49,7 @@ pub struct ExprBinder<'a> {
 
 fn one_column(width: usize) -> Result<()> {
     if width != 1 {
-        return Err(SqlError::plan(
-            format!("subquery must return exactly one column, it returns {width}"),
-            None,
-        ));
+        return Err(SqlError::plan(format!("subquery must return exactly one column, it returns {width}"), None));
     }
     Ok(())
 }
@@ -71,18 +63,12 @@ pub fn resolve(scope: &[Field], table: Option<&str>, name: &str, pos: Pos) -> Re
     let mut found = None;
     for (i, f) in scope.iter().enumerate() {
         let qual_ok = match table {
-            Some(t) => f
-                .qualifier
-                .as_deref()
-                .is_some_and(|q| q.eq_ignore_ascii_case(t)),
+            Some(t) => f.qualifier.as_deref().is_some_and(|q| q.eq_ignore_ascii_case(t)),
             None => true,
         };
         if qual_ok && f.name.eq_ignore_ascii_case(name) {
             if found.is_some() {
-                return Err(SqlError::plan(
-                    format!("column reference '{name}' is ambiguous"),
-                    Some(pos),
-                ));
+                return Err(SqlError::plan(format!("column reference '{name}' is ambiguous"), Some(pos)));
             }
             found = Some(i);
         }
@@ -118,9 +104,7 @@ pub fn contains_aggregate(e: &Expr) -> bool {
 pub fn walk(e: &Expr, f: &mut impl FnMut(&Expr)) {
     f(e);
     match e {
-        Expr::Unary { expr, .. } | Expr::IsNull { expr, .. } | Expr::Cast { expr, .. } => {
-            walk(expr, f)
-        }
+        Expr::Unary { expr, .. } | Expr::IsNull { expr, .. } | Expr::Cast { expr, .. } => walk(expr, f),
         Expr::Binary { left, right, .. } => {
             walk(left, f);
             walk(right, f);
@@ -131,11 +115,7 @@ pub fn walk(e: &Expr, f: &mut impl FnMut(&Expr)) {
                 walk(&o.expr, f);
             }
         }
-        Expr::Case {
-            operand,
-            whens,
-            else_,
-        } => {
+        Expr::Case { operand, whens, else_ } => {
             if let Some(o) = operand {
                 walk(o, f);
             }
@@ -203,11 +183,7 @@ pub fn cast_to(e: BExpr, to: DataType) -> Result<BExpr> {
     if from == to || (from.is_string() && to.is_string() && to == DataType::Symbol) {
         return Ok(e);
     }
-    let c = BExpr::Cast {
-        expr: Box::new(e),
-        to,
-        try_: false,
-    };
+    let c = BExpr::Cast { expr: Box::new(e), to, try_: false };
     fold(c)
 }
 
@@ -229,19 +205,13 @@ fn is_constant(e: &BExpr) -> bool {
 
 fn contains_now(e: &BExpr) -> bool {
     match e {
-        BExpr::Func {
-            func: ScalarFunc::Now,
-            ..
-        } => true,
+        BExpr::Func { func: ScalarFunc::Now, .. } => true,
         BExpr::Func { args, .. } => args.iter().any(contains_now),
         BExpr::Binary { left, right, .. } => contains_now(left) || contains_now(right),
         BExpr::Neg(x) | BExpr::Not(x) => contains_now(x),
         BExpr::Cast { expr, .. } | BExpr::IsNull { expr, .. } => contains_now(expr),
         BExpr::Case { whens, else_, .. } => {
-            whens
-                .iter()
-                .any(|(w, t)| contains_now(w) || contains_now(t))
-                || else_.as_deref().is_some_and(contains_now)
+            whens.iter().any(|(w, t)| contains_now(w) || contains_now(t)) || else_.as_deref().is_some_and(contains_now)
         }
         BExpr::InList { expr, list, .. } => contains_now(expr) || list.iter().any(contains_now),
         BExpr::Like { expr, pattern, .. } => contains_now(expr) || contains_now(pattern),
@@ -269,10 +239,7 @@ pub fn coerce_pair(l: BExpr, r: BExpr, pos: Pos) -> Result<(BExpr, BExpr)> {
     }
     match common_type(lt, rt) {
         Some(t) => Ok((cast_to(l, t)?, cast_to(r, t)?)),
-        None => Err(SqlError::plan(
-            format!("cannot compare {lt} with {rt}"),
-            Some(pos),
-        )),
+        None => Err(SqlError::plan(format!("cannot compare {lt} with {rt}"), Some(pos))),
     }
 }
 
@@ -289,9 +256,7 @@ impl ExprBinder<'_> {
                         .aggs
                         .iter()
                         .position(|(s, _)| *s == key)
-                        .ok_or_else(|| {
-                            SqlError::Internal(format!("aggregate {key} was not collected"))
-                        })?;
+                        .ok_or_else(|| SqlError::Internal(format!("aggregate {key} was not collected")))?;
                     return Ok(BExpr::Col(agg.keys.len() + j, agg.aggs[j].1));
                 }
             }
@@ -307,10 +272,7 @@ impl ExprBinder<'_> {
             }
         } else if let Expr::Func(f) = e {
             if functions::is_aggregate(&f.name) {
-                return Err(SqlError::plan(
-                    format!("aggregate {}() is not allowed here", f.name),
-                    Some(f.pos),
-                ));
+                return Err(SqlError::plan(format!("aggregate {}() is not allowed here", f.name), Some(f.pos)));
             }
         }
         let b = self.bind_inner(e)?;
@@ -324,10 +286,7 @@ impl ExprBinder<'_> {
                 Ok(BExpr::Col(i, self.scope[i].data_type))
             }
             Expr::Lit(l, pos) => bind_literal(l, *pos),
-            Expr::Unary {
-                op: UnaryOp::Neg,
-                expr,
-            } => {
+            Expr::Unary { op: UnaryOp::Neg, expr } => {
                 let x = self.bind(expr)?;
                 let t = x.data_type();
                 if !(t.is_numeric() || t == DataType::Interval || t == DataType::Null) {
@@ -335,41 +294,21 @@ impl ExprBinder<'_> {
                 }
                 Ok(BExpr::Neg(Box::new(x)))
             }
-            Expr::Unary {
-                op: UnaryOp::Not,
-                expr,
-            } => {
+            Expr::Unary { op: UnaryOp::Not, expr } => {
                 let x = self.bind_bool(expr)?;
                 Ok(BExpr::Not(Box::new(x)))
             }
-            Expr::Binary {
-                op,
-                left,
-                right,
-                pos,
-            } => {
+            Expr::Binary { op, left, right, pos } => {
                 let l = self.bind(left)?;
                 let r = self.bind(right)?;
                 bind_binary(*op, l, r, *pos)
             }
             Expr::Cast { expr, to, try_, .. } => {
                 let x = self.bind(expr)?;
-                Ok(BExpr::Cast {
-                    expr: Box::new(x),
-                    to: *to,
-                    try_: *try_,
-                })
+                Ok(BExpr::Cast { expr: Box::new(x), to: *to, try_: *try_ })
             }
-            Expr::Case {
-                operand,
-                whens,
-                else_,
-            } => self.bind_case(operand.as_deref(), whens, else_.as_deref()),
-            Expr::InList {
-                expr,
-                list,
-                negated,
-            } => {
+            Expr::Case { operand, whens, else_ } => self.bind_case(operand.as_deref(), whens, else_.as_deref()),
+            Expr::InList { expr, list, negated } => {
                 let x = self.bind(expr)?;
                 let mut items = Vec::with_capacity(list.len());
                 for item in list {
@@ -377,9 +316,7 @@ impl ExprBinder<'_> {
                     let (_, b) = coerce_pair(x.clone(), b, item.pos().unwrap_or_default())?;
                     items.push(b);
                 }
-                let target = items
-                    .iter()
-                    .try_fold(x.data_type(), |t, i| common_type(t, i.data_type()));
+                let target = items.iter().try_fold(x.data_type(), |t, i| common_type(t, i.data_type()));
                 let x = match target {
                     Some(t) if !(t.is_string() && x.data_type().is_string()) => cast_to(x, t)?,
                     _ => x,
@@ -387,41 +324,23 @@ impl ExprBinder<'_> {
                 let items = items
                     .into_iter()
                     .map(|i| {
-                        if i.data_type() == x.data_type()
-                            || (i.data_type().is_string() && x.data_type().is_string())
-                        {
+                        if i.data_type() == x.data_type() || (i.data_type().is_string() && x.data_type().is_string()) {
                             Ok(i)
                         } else {
                             cast_to(i, x.data_type())
                         }
                     })
                     .collect::<Result<Vec<_>>>()?;
-                Ok(BExpr::InList {
-                    expr: Box::new(x),
-                    list: items,
-                    negated: *negated,
-                })
+                Ok(BExpr::InList { expr: Box::new(x), list: items, negated: *negated })
             }
-            Expr::InSubquery {
-                expr,
-                query,
-                negated,
-            } => {
+            Expr::InSubquery { expr, query, negated } => {
                 let x = self.bind(expr)?;
                 let (values, ty) = match self.runner.plan_subquery(query, self.scope)? {
-                    SubPlan::Rows {
-                        values, ty, width, ..
-                    } => {
+                    SubPlan::Rows { values, ty, width, .. } => {
                         one_column(width)?;
                         (values, ty)
                     }
-                    SubPlan::Correlated {
-                        query,
-                        refs,
-                        ty,
-                        width,
-                        catalog,
-                    } => {
+                    SubPlan::Correlated { query, refs, ty, width, catalog } => {
                         one_column(width)?;
                         let sub = Correlated {
                             query: *query,
@@ -430,10 +349,7 @@ impl ExprBinder<'_> {
                             sub_ty: ty,
                             catalog,
                         };
-                        return Ok(BExpr::Correlated {
-                            sub: Box::new(sub),
-                            expr: Some(Box::new(x)),
-                        });
+                        return Ok(BExpr::Correlated { sub: Box::new(sub), expr: Some(Box::new(x)) });
                     }
                 };
                 let pos = expr.pos().unwrap_or_default();
@@ -447,109 +363,50 @@ impl ExprBinder<'_> {
                     items.push(b);
                 }
                 let x = match items.first().map(|i| i.data_type()) {
-                    Some(t)
-                        if t != x.data_type() && !(t.is_string() && x.data_type().is_string()) =>
-                    {
-                        cast_to(x, t)?
-                    }
+                    Some(t) if t != x.data_type() && !(t.is_string() && x.data_type().is_string()) => cast_to(x, t)?,
                     _ => x,
                 };
-                Ok(BExpr::InList {
-                    expr: Box::new(x),
-                    list: items,
-                    negated: *negated,
-                })
+                Ok(BExpr::InList { expr: Box::new(x), list: items, negated: *negated })
             }
-            Expr::Exists { query, negated } => {
-                match self.runner.plan_subquery(query, self.scope)? {
-                    SubPlan::Rows { rows, .. } => Ok(lit(Value::Bool((rows == 0) == *negated))),
-                    SubPlan::Correlated {
-                        query,
-                        refs,
-                        ty,
-                        catalog,
-                        ..
-                    } => {
-                        let sub = Correlated {
-                            query: *query,
-                            kind: SubqueryKind::Exists { negated: *negated },
-                            refs,
-                            sub_ty: ty,
-                            catalog,
-                        };
-                        Ok(BExpr::Correlated {
-                            sub: Box::new(sub),
-                            expr: None,
-                        })
-                    }
-                }
-            }
-            Expr::Subquery(q) => match self.runner.plan_subquery(q, self.scope)? {
-                SubPlan::Rows {
-                    mut values,
-                    ty,
-                    width,
-                    ..
-                } => {
-                    one_column(width)?;
-                    if values.len() > 1 {
-                        return Err(SqlError::exec(
-                            "more than one row returned by a subquery used as an expression",
-                        ));
-                    }
-                    Ok(BExpr::Lit(values.pop().unwrap_or(Value::Null), ty))
-                }
-                SubPlan::Correlated {
-                    query,
-                    refs,
-                    ty,
-                    width,
-                    catalog,
-                } => {
-                    one_column(width)?;
+            Expr::Exists { query, negated } => match self.runner.plan_subquery(query, self.scope)? {
+                SubPlan::Rows { rows, .. } => Ok(lit(Value::Bool((rows == 0) == *negated))),
+                SubPlan::Correlated { query, refs, ty, catalog, .. } => {
                     let sub = Correlated {
                         query: *query,
-                        kind: SubqueryKind::Scalar,
+                        kind: SubqueryKind::Exists { negated: *negated },
                         refs,
                         sub_ty: ty,
                         catalog,
                     };
-                    Ok(BExpr::Correlated {
-                        sub: Box::new(sub),
-                        expr: None,
-                    })
+                    Ok(BExpr::Correlated { sub: Box::new(sub), expr: None })
                 }
             },
-            Expr::Between {
-                expr,
-                lo,
-                hi,
-                negated,
-            } => {
+            Expr::Subquery(q) => match self.runner.plan_subquery(q, self.scope)? {
+                SubPlan::Rows { mut values, ty, width, .. } => {
+                    one_column(width)?;
+                    if values.len() > 1 {
+                        return Err(SqlError::exec("more than one row returned by a subquery used as an expression"));
+                    }
+                    Ok(BExpr::Lit(values.pop().unwrap_or(Value::Null), ty))
+                }
+                SubPlan::Correlated { query, refs, ty, width, catalog } => {
+                    one_column(width)?;
+                    let sub = Correlated { query: *query, kind: SubqueryKind::Scalar, refs, sub_ty: ty, catalog };
+                    Ok(BExpr::Correlated { sub: Box::new(sub), expr: None })
+                }
+            },
+            Expr::Between { expr, lo, hi, negated } => {
                 let pos = expr.pos().unwrap_or_default();
                 let x = self.bind(expr)?;
                 let lo = self.bind(lo)?;
                 let hi = self.bind(hi)?;
                 let ge = bind_binary(BinaryOp::GtEq, x.clone(), lo, pos)?;
                 let le = bind_binary(BinaryOp::LtEq, x, hi, pos)?;
-                let both = BExpr::Binary {
-                    op: BinaryOp::And,
-                    left: Box::new(ge),
-                    right: Box::new(le),
-                    ty: DataType::Bool,
-                };
-                Ok(if *negated {
-                    BExpr::Not(Box::new(both))
-                } else {
-                    both
-                })
+                let both =
+                    BExpr::Binary { op: BinaryOp::And, left: Box::new(ge), right: Box::new(le), ty: DataType::Bool };
+                Ok(if *negated { BExpr::Not(Box::new(both)) } else { both })
             }
-            Expr::Like {
-                expr,
-                pattern,
-                negated,
-                case_insensitive,
-            } => {
+            Expr::Like { expr, pattern, negated, case_insensitive } => {
                 let x = self.bind_string(expr)?;
                 let p = self.bind_string(pattern)?;
                 Ok(BExpr::Like {
@@ -559,22 +416,12 @@ impl ExprBinder<'_> {
                     case_insensitive: *case_insensitive,
                 })
             }
-            Expr::IsNull { expr, negated } => Ok(BExpr::IsNull {
-                expr: Box::new(self.bind(expr)?),
-                negated: *negated,
-            }),
+            Expr::IsNull { expr, negated } => Ok(BExpr::IsNull { expr: Box::new(self.bind(expr)?), negated: *negated }),
             Expr::Func(f) => {
                 if f.within_group.is_some() || f.distinct || f.star {
-                    return Err(SqlError::plan(
-                        format!("{}() is not an aggregate function", f.name),
-                        Some(f.pos),
-                    ));
+                    return Err(SqlError::plan(format!("{}() is not an aggregate function", f.name), Some(f.pos)));
                 }
-                let args = f
-                    .args
-                    .iter()
-                    .map(|a| self.bind(a))
-                    .collect::<Result<Vec<_>>>()?;
+                let args = f.args.iter().map(|a| self.bind(a)).collect::<Result<Vec<_>>>()?;
                 bind_function(&f.name, args, f.pos)
             }
         }
@@ -585,10 +432,7 @@ impl ExprBinder<'_> {
         match b.data_type() {
             DataType::Bool => Ok(b),
             DataType::Null => cast_to(b, DataType::Bool),
-            t => Err(SqlError::plan(
-                format!("expected a BOOLEAN expression, got {t}"),
-                e.pos(),
-            )),
+            t => Err(SqlError::plan(format!("expected a BOOLEAN expression, got {t}"), e.pos())),
         }
     }
 
@@ -600,12 +444,7 @@ impl ExprBinder<'_> {
         }
     }
 
-    fn bind_case(
-        &mut self,
-        operand: Option<&Expr>,
-        whens: &[(Expr, Expr)],
-        else_: Option<&Expr>,
-    ) -> Result<BExpr> {
+    fn bind_case(&mut self, operand: Option<&Expr>, whens: &[(Expr, Expr)], else_: Option<&Expr>) -> Result<BExpr> {
         let op = operand.map(|o| self.bind(o)).transpose()?;
         let mut conds = Vec::new();
         let mut thens = Vec::new();
@@ -624,25 +463,12 @@ impl ExprBinder<'_> {
         let mut ty = DataType::Null;
         for t in thens.iter().chain(els.iter()) {
             ty = common_type(ty, t.data_type()).ok_or_else(|| {
-                SqlError::plan(
-                    format!(
-                        "CASE branches have incompatible types {ty} and {}",
-                        t.data_type()
-                    ),
-                    None,
-                )
+                SqlError::plan(format!("CASE branches have incompatible types {ty} and {}", t.data_type()), None)
             })?;
         }
-        let thens = thens
-            .into_iter()
-            .map(|t| cast_to(t, ty))
-            .collect::<Result<Vec<_>>>()?;
+        let thens = thens.into_iter().map(|t| cast_to(t, ty)).collect::<Result<Vec<_>>>()?;
         let els = els.map(|e| cast_to(e, ty)).transpose()?;
-        Ok(BExpr::Case {
-            whens: conds.into_iter().zip(thens).collect(),
-            else_: els.map(Box::new),
-            ty,
-        })
+        Ok(BExpr::Case { whens: conds.into_iter().zip(thens).collect(), else_: els.map(Box::new), ty })
     }
 }
 
@@ -658,37 +484,25 @@ pub fn bind_literal(l: &Literal, pos: Pos) -> Result<BExpr> {
         Literal::Str(s) => lit(Value::Str(s.clone())),
         Literal::Interval(ns) => lit(Value::Interval(*ns)),
         Literal::Typed(DataType::Date, s) => {
-            let d = time::parse_date(s).ok_or_else(|| SqlError::Parse {
-                message: format!("invalid DATE '{s}'"),
-                pos,
-            })?;
+            let d =
+                time::parse_date(s).ok_or_else(|| SqlError::Parse { message: format!("invalid DATE '{s}'"), pos })?;
             lit(Value::Date(d))
         }
         Literal::Typed(_, s) => {
-            let t = time::parse_timestamp(s).ok_or_else(|| SqlError::Parse {
-                message: format!("invalid TIMESTAMP '{s}'"),
-                pos,
-            })?;
+            let t = time::parse_timestamp(s)
+                .ok_or_else(|| SqlError::Parse { message: format!("invalid TIMESTAMP '{s}'"), pos })?;
             lit(Value::Timestamp(t))
         }
     })
 }
 
 fn arith_err(op: BinaryOp, lt: DataType, rt: DataType, pos: Pos) -> SqlError {
-    SqlError::plan(
-        format!("cannot apply '{}' to {lt} and {rt}", op.sql()),
-        Some(pos),
-    )
+    SqlError::plan(format!("cannot apply '{}' to {lt} and {rt}", op.sql()), Some(pos))
 }
 
 pub fn bind_binary(op: BinaryOp, l: BExpr, r: BExpr, pos: Pos) -> Result<BExpr> {
     use DataType::*;
-    let bin = |op, l: BExpr, r: BExpr, ty| BExpr::Binary {
-        op,
-        left: Box::new(l),
-        right: Box::new(r),
-        ty,
-    };
+    let bin = |op, l: BExpr, r: BExpr, ty| BExpr::Binary { op, left: Box::new(l), right: Box::new(r), ty };
     match op {
         BinaryOp::And | BinaryOp::Or => {
             let l = to_bool(l, pos)?;
@@ -700,16 +514,8 @@ pub fn bind_binary(op: BinaryOp, l: BExpr, r: BExpr, pos: Pos) -> Result<BExpr> 
             return Ok(bin(op, l, r, Bool));
         }
         BinaryOp::Concat => {
-            let l = if l.data_type().is_string() {
-                l
-            } else {
-                cast_to(l, Varchar)?
-            };
-            let r = if r.data_type().is_string() {
-                r
-            } else {
-                cast_to(r, Varchar)?
-            };
+            let l = if l.data_type().is_string() { l } else { cast_to(l, Varchar)? };
+            let r = if r.data_type().is_string() { r } else { cast_to(r, Varchar)? };
             return Ok(bin(op, l, r, Varchar));
         }
         _ => {}
@@ -717,21 +523,10 @@ pub fn bind_binary(op: BinaryOp, l: BExpr, r: BExpr, pos: Pos) -> Result<BExpr> 
     // Arithmetic. A string literal takes the other side's type; NULL takes it too.
     let (mut l, mut r) = (l, r);
     if is_str_lit(&l) && !r.data_type().is_string() && r.data_type() != Null {
-        l = cast_to(
-            l,
-            if r.data_type() == Timestamp || r.data_type() == Date {
-                Interval
-            } else {
-                r.data_type()
-            },
-        )?;
+        l = cast_to(l, if r.data_type() == Timestamp || r.data_type() == Date { Interval } else { r.data_type() })?;
     }
     if is_str_lit(&r) && !l.data_type().is_string() && l.data_type() != Null {
-        let t = if matches!(l.data_type(), Timestamp | Date) && op != BinaryOp::Sub {
-            Interval
-        } else {
-            l.data_type()
-        };
+        let t = if matches!(l.data_type(), Timestamp | Date) && op != BinaryOp::Sub { Interval } else { l.data_type() };
         r = cast_to(r, t)?;
     }
     let (lt, rt) = (l.data_type(), r.data_type());
@@ -739,19 +534,11 @@ pub fn bind_binary(op: BinaryOp, l: BExpr, r: BExpr, pos: Pos) -> Result<BExpr> 
         return Ok(BExpr::Lit(Value::Null, Null));
     }
     if lt == Null {
-        let t = if rt == Interval && op == BinaryOp::Add {
-            Timestamp
-        } else {
-            rt
-        };
+        let t = if rt == Interval && op == BinaryOp::Add { Timestamp } else { rt };
         return bind_binary(op, cast_to(l, t)?, r, pos);
     }
     if rt == Null {
-        let t = if matches!(lt, Timestamp | Date) {
-            Interval
-        } else {
-            lt
-        };
+        let t = if matches!(lt, Timestamp | Date) { Interval } else { lt };
         return bind_binary(op, l, cast_to(r, t)?, pos);
     }
     match (lt, rt) {
@@ -762,38 +549,24 @@ pub fn bind_binary(op: BinaryOp, l: BExpr, r: BExpr, pos: Pos) -> Result<BExpr> 
                 _ => Ok(bin(op, cast_to(l, common)?, cast_to(r, common)?, common)),
             }
         }
-        (Timestamp, Interval) if matches!(op, BinaryOp::Add | BinaryOp::Sub) => {
-            Ok(bin(op, l, r, Timestamp))
-        }
+        (Timestamp, Interval) if matches!(op, BinaryOp::Add | BinaryOp::Sub) => Ok(bin(op, l, r, Timestamp)),
         (Interval, Timestamp) if op == BinaryOp::Add => Ok(bin(op, r, l, Timestamp)),
         (Timestamp, Timestamp) if op == BinaryOp::Sub => Ok(bin(op, l, r, Interval)),
         (Date, Interval) if matches!(op, BinaryOp::Add | BinaryOp::Sub) => {
             Ok(bin(op, cast_to(l, Timestamp)?, r, Timestamp))
         }
-        (Interval, Date) if op == BinaryOp::Add => {
-            Ok(bin(op, cast_to(r, Timestamp)?, l, Timestamp))
-        }
-        (Date, Date) if op == BinaryOp::Sub => {
-            Ok(bin(op, cast_to(l, Int64)?, cast_to(r, Int64)?, Int64))
-        }
+        (Interval, Date) if op == BinaryOp::Add => Ok(bin(op, cast_to(r, Timestamp)?, l, Timestamp)),
+        (Date, Date) if op == BinaryOp::Sub => Ok(bin(op, cast_to(l, Int64)?, cast_to(r, Int64)?, Int64)),
         (Date, b) if b.is_integer() && matches!(op, BinaryOp::Add | BinaryOp::Sub) => {
             Ok(bin(op, l, cast_to(r, Int32)?, Date))
         }
-        (Timestamp, Date) if op == BinaryOp::Sub => {
-            Ok(bin(op, l, cast_to(r, Timestamp)?, Interval))
-        }
-        (Date, Timestamp) if op == BinaryOp::Sub => {
-            Ok(bin(op, cast_to(l, Timestamp)?, r, Interval))
-        }
-        (Interval, Interval) if matches!(op, BinaryOp::Add | BinaryOp::Sub) => {
-            Ok(bin(op, l, r, Interval))
-        }
+        (Timestamp, Date) if op == BinaryOp::Sub => Ok(bin(op, l, cast_to(r, Timestamp)?, Interval)),
+        (Date, Timestamp) if op == BinaryOp::Sub => Ok(bin(op, cast_to(l, Timestamp)?, r, Interval)),
+        (Interval, Interval) if matches!(op, BinaryOp::Add | BinaryOp::Sub) => Ok(bin(op, l, r, Interval)),
         (Interval, b) if b.is_numeric() && matches!(op, BinaryOp::Mul | BinaryOp::Div) => {
             Ok(bin(op, l, cast_to(r, Float64)?, Interval))
         }
-        (a, Interval) if a.is_numeric() && op == BinaryOp::Mul => {
-            Ok(bin(op, r, cast_to(l, Float64)?, Interval))
-        }
+        (a, Interval) if a.is_numeric() && op == BinaryOp::Mul => Ok(bin(op, r, cast_to(l, Float64)?, Interval)),
         _ => Err(arith_err(op, lt, rt, pos)),
     }
 }
@@ -802,10 +575,7 @@ fn to_bool(e: BExpr, pos: Pos) -> Result<BExpr> {
     match e.data_type() {
         DataType::Bool => Ok(e),
         DataType::Null => cast_to(e, DataType::Bool),
-        t => Err(SqlError::plan(
-            format!("expected BOOLEAN, got {t}"),
-            Some(pos),
-        )),
+        t => Err(SqlError::plan(format!("expected BOOLEAN, got {t}"), Some(pos))),
     }
 }
 
@@ -813,31 +583,17 @@ fn unify_all(args: Vec<BExpr>, name: &str, pos: Pos) -> Result<(Vec<BExpr>, Data
     let mut ty = DataType::Null;
     // String literals adapt to the other arguments' type (`coalesce(d, '1900-01-01')`).
     let typed: Vec<&BExpr> = args.iter().filter(|a| !is_str_lit(a)).collect();
-    let typed_ty = typed
-        .iter()
-        .try_fold(DataType::Null, |t, a| common_type(t, a.data_type()));
+    let typed_ty = typed.iter().try_fold(DataType::Null, |t, a| common_type(t, a.data_type()));
     if let Some(t) = typed_ty.filter(|t| !t.is_string() && *t != DataType::Null) {
-        let args = args
-            .into_iter()
-            .map(|a| cast_to(a, t))
-            .collect::<Result<Vec<_>>>()?;
+        let args = args.into_iter().map(|a| cast_to(a, t)).collect::<Result<Vec<_>>>()?;
         return Ok((args, t));
     }
     for a in &args {
         ty = common_type(ty, a.data_type()).ok_or_else(|| {
-            SqlError::plan(
-                format!(
-                    "{name}() arguments have incompatible types {ty} and {}",
-                    a.data_type()
-                ),
-                Some(pos),
-            )
+            SqlError::plan(format!("{name}() arguments have incompatible types {ty} and {}", a.data_type()), Some(pos))
         })?;
     }
-    let args = args
-        .into_iter()
-        .map(|a| cast_to(a, ty))
-        .collect::<Result<Vec<_>>>()?;
+    let args = args.into_iter().map(|a| cast_to(a, ty)).collect::<Result<Vec<_>>>()?;
     Ok((args, ty))
 }
 
@@ -853,10 +609,7 @@ fn ts_arg(a: BExpr, name: &str, pos: Pos) -> Result<BExpr> {
     match a.data_type() {
         DataType::Timestamp => Ok(a),
         DataType::Date | DataType::Null | DataType::Varchar => cast_to(a, DataType::Timestamp),
-        t => Err(SqlError::plan(
-            format!("{name}() needs a TIMESTAMP, got {t}"),
-            Some(pos),
-        )),
+        t => Err(SqlError::plan(format!("{name}() needs a TIMESTAMP, got {t}"), Some(pos))),
     }
 }
 
@@ -865,24 +618,17 @@ fn num_arg(a: BExpr, name: &str, pos: Pos) -> Result<BExpr> {
         t if t.is_numeric() => Ok(a),
         DataType::Null => cast_to(a, DataType::Float64),
         DataType::Varchar if is_str_lit(&a) => cast_to(a, DataType::Float64),
-        t => Err(SqlError::plan(
-            format!("{name}() needs a numeric argument, got {t}"),
-            Some(pos),
-        )),
+        t => Err(SqlError::plan(format!("{name}() needs a numeric argument, got {t}"), Some(pos))),
     }
 }
 
 pub fn bind_function(name: &str, args: Vec<BExpr>, pos: Pos) -> Result<BExpr> {
     use DataType::*;
     use ScalarFunc as F;
-    let func = scalar_by_name(name)
-        .ok_or_else(|| SqlError::plan(format!("unknown function {name}()"), Some(pos)))?;
+    let func = scalar_by_name(name).ok_or_else(|| SqlError::plan(format!("unknown function {name}()"), Some(pos)))?;
     let (lo, hi) = scalar_arity(func);
     if args.len() < lo || args.len() > hi {
-        return Err(SqlError::plan(
-            format!("wrong number of arguments to {name}(): {}", args.len()),
-            Some(pos),
-        ));
+        return Err(SqlError::plan(format!("wrong number of arguments to {name}(): {}", args.len()), Some(pos)));
     }
     let mk = |args: Vec<BExpr>, ty| Ok(BExpr::Func { func, args, ty });
     let mut args = args;
@@ -936,12 +682,8 @@ pub fn bind_function(name: &str, args: Vec<BExpr>, pos: Pos) -> Result<BExpr> {
             mk(a, t)
         }
         F::NullIf => {
-            let r = args
-                .pop()
-                .ok_or_else(|| SqlError::Internal("nullif arity".into()))?;
-            let l = args
-                .pop()
-                .ok_or_else(|| SqlError::Internal("nullif arity".into()))?;
+            let r = args.pop().ok_or_else(|| SqlError::Internal("nullif arity".into()))?;
+            let l = args.pop().ok_or_else(|| SqlError::Internal("nullif arity".into()))?;
             let (l, r) = coerce_pair(l, r, pos)?;
             let t = l.data_type();
             mk(vec![l, r], t)
@@ -949,12 +691,7 @@ pub fn bind_function(name: &str, args: Vec<BExpr>, pos: Pos) -> Result<BExpr> {
         F::DateTrunc | F::DatePart => {
             let unit = match &args[0] {
                 BExpr::Lit(Value::Str(s), _) => s.to_ascii_lowercase(),
-                _ => {
-                    return Err(SqlError::plan(
-                        format!("{name}() needs a constant unit such as 'minute'"),
-                        Some(pos),
-                    ))
-                }
+                _ => return Err(SqlError::plan(format!("{name}() needs a constant unit such as 'minute'"), Some(pos))),
             };
             let ok = if func == F::DateTrunc {
                 time::trunc_timestamp(&unit, 0).is_some()
@@ -962,20 +699,10 @@ pub fn bind_function(name: &str, args: Vec<BExpr>, pos: Pos) -> Result<BExpr> {
                 time::extract_field(&unit, 0).is_some()
             };
             if !ok {
-                return Err(SqlError::plan(
-                    format!("{name}(): unknown unit '{unit}'"),
-                    Some(pos),
-                ));
+                return Err(SqlError::plan(format!("{name}(): unknown unit '{unit}'"), Some(pos)));
             }
             let ts = ts_arg(args.remove(1), name, pos)?;
-            mk(
-                vec![lit(Value::Str(unit)), ts],
-                if func == F::DateTrunc {
-                    Timestamp
-                } else {
-                    Int64
-                },
-            )
+            mk(vec![lit(Value::Str(unit)), ts], if func == F::DateTrunc { Timestamp } else { Int64 })
         }
         F::EpochNs => mk(vec![ts_arg(args.remove(0), name, pos)?], Int64),
         F::Epoch => mk(vec![ts_arg(args.remove(0), name, pos)?], Float64),
@@ -992,9 +719,7 @@ pub fn bind_function(name: &str, args: Vec<BExpr>, pos: Pos) -> Result<BExpr> {
                         Varchar if is_str_lit(&w) => cast_to(w, Interval)?,
                         t => {
                             return Err(SqlError::plan(
-                                format!(
-                                "xbar() bucket width for timestamps must be an INTERVAL, got {t}"
-                            ),
+                                format!("xbar() bucket width for timestamps must be an INTERVAL, got {t}"),
                                 Some(pos),
                             ))
                         }
@@ -1006,10 +731,7 @@ pub fn bind_function(name: &str, args: Vec<BExpr>, pos: Pos) -> Result<BExpr> {
                     let common = common_type(t, w.data_type()).unwrap_or(Float64);
                     mk(vec![cast_to(w, common)?, cast_to(x, common)?], common)
                 }
-                t => Err(SqlError::plan(
-                    format!("xbar() needs a numeric or TIMESTAMP value, got {t}"),
-                    Some(pos),
-                )),
+                t => Err(SqlError::plan(format!("xbar() needs a numeric or TIMESTAMP value, got {t}"), Some(pos))),
             }
         }
     }

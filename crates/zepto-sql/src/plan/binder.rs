@@ -5,8 +5,7 @@
 //! uncorrelated subqueries are planned and run once, here, and become constants.
 
 use super::bind_expr::{
-    cast_to, common_type, contains_aggregate, resolve, walk, AggCtx, ExprBinder, SubPlan,
-    SubqueryRunner,
+    cast_to, common_type, contains_aggregate, resolve, walk, AggCtx, ExprBinder, SubPlan, SubqueryRunner,
 };
 use super::functions::{self, agg_arity, agg_by_name, agg_type, AggFunc};
 use super::pushdown;
@@ -49,25 +48,13 @@ impl SubqueryRunner for Binder {
                     };
                     if refs.is_empty() {
                         let batch = exec::execute(&super::prune::prune_plan(plan))?;
-                        let values = batch
-                            .columns
-                            .first()
-                            .map(|c| (0..c.len()).map(|i| c.get(i)).collect())
-                            .unwrap_or_default();
-                        return Ok(SubPlan::Rows {
-                            values,
-                            ty,
-                            width,
-                            rows: batch.rows,
-                        });
+                        let values =
+                            batch.columns.first().map(|c| (0..c.len()).map(|i| c.get(i)).collect()).unwrap_or_default();
+                        return Ok(SubPlan::Rows { values, ty, width, rows: batch.rows });
                     }
                     // CTEs visible here must stay visible when the query is planned again.
                     let mut query = q.clone();
-                    let mut ctes: Vec<(String, Query)> = self
-                        .ctes
-                        .iter()
-                        .map(|c| (c.0.clone(), c.3.clone()))
-                        .collect();
+                    let mut ctes: Vec<(String, Query)> = self.ctes.iter().map(|c| (c.0.clone(), c.3.clone())).collect();
                     ctes.append(&mut query.ctes);
                     query.ctes = ctes;
                     return Ok(SubPlan::Correlated {
@@ -81,9 +68,7 @@ impl SubqueryRunner for Binder {
                 Err(e) => e,
             };
             if let SqlError::ColumnNotFound { table, name, .. } = &e {
-                let known = refs
-                    .iter()
-                    .any(|r| r.table == *table && r.name.eq_ignore_ascii_case(name));
+                let known = refs.iter().any(|r| r.table == *table && r.name.eq_ignore_ascii_case(name));
                 if !known {
                     if let Ok(i) = resolve(outer, table.as_deref(), name, Pos::default()) {
                         refs.push(OuterRef {
@@ -104,11 +89,7 @@ impl SubqueryRunner for Binder {
 /// A literal expression for `v` of type `ty` (NULL placeholders keep their type).
 fn value_expr(v: Option<&Value>, ty: DataType) -> Expr {
     let pos = Pos::default();
-    let ty = if ty == DataType::Symbol {
-        DataType::Varchar
-    } else {
-        ty
-    };
+    let ty = if ty == DataType::Symbol { DataType::Varchar } else { ty };
     let lit = match v {
         None | Some(Value::Null) => Literal::Null,
         Some(Value::Bool(b)) => Literal::Bool(*b),
@@ -116,25 +97,15 @@ fn value_expr(v: Option<&Value>, ty: DataType) -> Expr {
         Some(Value::Int64(x)) => Literal::Int(*x),
         Some(Value::Float32(x)) => Literal::Float(*x as f64),
         Some(Value::Float64(x)) => Literal::Float(*x),
-        Some(Value::Timestamp(x)) => Literal::Typed(
-            DataType::Timestamp,
-            zepto_storage::time::format_timestamp(*x),
-        ),
-        Some(Value::Date(x)) => {
-            Literal::Typed(DataType::Date, zepto_storage::time::format_date(*x))
-        }
+        Some(Value::Timestamp(x)) => Literal::Typed(DataType::Timestamp, zepto_storage::time::format_timestamp(*x)),
+        Some(Value::Date(x)) => Literal::Typed(DataType::Date, zepto_storage::time::format_date(*x)),
         Some(Value::Interval(x)) => Literal::Interval(*x),
         Some(Value::Str(s)) => Literal::Str(s.clone()),
     };
     if ty == DataType::Interval {
         return Expr::Lit(lit, pos);
     }
-    Expr::Cast {
-        expr: Box::new(Expr::Lit(lit, pos)),
-        to: ty,
-        try_: false,
-        pos,
-    }
+    Expr::Cast { expr: Box::new(Expr::Lit(lit, pos)), to: ty, try_: false, pos }
 }
 
 /// `q` with its outer references replaced by `values` (or typed NULLs).
@@ -162,44 +133,24 @@ pub fn substitute(q: &Query, refs: &[OuterRef], values: Option<&[Value]>) -> Que
 }
 
 fn requalify(fields: Vec<Field>, q: Option<&str>) -> Vec<Field> {
-    fields
-        .into_iter()
-        .map(|f| Field {
-            qualifier: q.map(str::to_string),
-            ..f
-        })
-        .collect()
+    fields.into_iter().map(|f| Field { qualifier: q.map(str::to_string), ..f }).collect()
 }
 
 fn const_usize(b: &mut Binder, e: &Expr, what: &str) -> Result<usize> {
-    let bound = ExprBinder {
-        scope: &[],
-        agg: None,
-        runner: b,
-    }
-    .bind(e)?;
+    let bound = ExprBinder { scope: &[], agg: None, runner: b }.bind(e)?;
     match bound {
         BExpr::Lit(v, _) => match v.as_i64() {
             Some(n) if n >= 0 => Ok(n as usize),
             _ if v.is_null() => Ok(usize::MAX),
-            _ => Err(SqlError::plan(
-                format!("{what} must be a non-negative integer"),
-                e.pos(),
-            )),
+            _ => Err(SqlError::plan(format!("{what} must be a non-negative integer"), e.pos())),
         },
-        _ => Err(SqlError::plan(
-            format!("{what} must be a constant"),
-            e.pos(),
-        )),
+        _ => Err(SqlError::plan(format!("{what} must be a constant"), e.pos())),
     }
 }
 
 impl Binder {
     pub fn new(catalog: Arc<Catalog>) -> Binder {
-        Binder {
-            catalog,
-            ctes: Vec::new(),
-        }
+        Binder { catalog, ctes: Vec::new() }
     }
 
     pub fn bind_query(&mut self, q: &Query) -> Result<(Plan, Vec<Field>)> {
@@ -222,28 +173,14 @@ impl Binder {
                 self.order_outputs(p, f, &q.order_by)?
             }
         };
-        let offset = q
-            .offset
-            .as_ref()
-            .map(|e| const_usize(self, e, "OFFSET"))
-            .transpose()?
-            .unwrap_or(0);
+        let offset = q.offset.as_ref().map(|e| const_usize(self, e, "OFFSET")).transpose()?.unwrap_or(0);
         let offset = if offset == usize::MAX { 0 } else { offset };
-        let limit = q
-            .limit
-            .as_ref()
-            .map(|e| const_usize(self, e, "LIMIT"))
-            .transpose()?
-            .filter(|&l| l != usize::MAX);
+        let limit = q.limit.as_ref().map(|e| const_usize(self, e, "LIMIT")).transpose()?.filter(|&l| l != usize::MAX);
         if limit.is_some() || offset > 0 {
             if let (Plan::Sort { limit: sl, .. }, Some(l)) = (&mut plan, limit) {
                 *sl = Some(l.saturating_add(offset));
             }
-            plan = Plan::Limit {
-                input: Box::new(plan),
-                offset,
-                limit,
-            };
+            plan = Plan::Limit { input: Box::new(plan), offset, limit };
         }
         Ok((plan, fields))
     }
@@ -253,21 +190,12 @@ impl Binder {
             SetExpr::Select(s) => self.bind_select(s, &[]),
             SetExpr::Query(q) => self.bind_query(q),
             SetExpr::Values(rows) => self.bind_values(rows),
-            SetExpr::SetOp {
-                op,
-                all,
-                left,
-                right,
-            } => {
+            SetExpr::SetOp { op, all, left, right } => {
                 let (lp, lf) = self.bind_set_expr(left)?;
                 let (rp, rf) = self.bind_set_expr(right)?;
                 if lf.len() != rf.len() {
                     return Err(SqlError::plan(
-                        format!(
-                            "set operation inputs have different column counts ({} and {})",
-                            lf.len(),
-                            rf.len()
-                        ),
+                        format!("set operation inputs have different column counts ({} and {})", lf.len(), rf.len()),
                         None,
                     ));
                 }
@@ -275,10 +203,7 @@ impl Binder {
                 for (a, b) in lf.iter().zip(&rf) {
                     let t = common_type(a.data_type, b.data_type).ok_or_else(|| {
                         SqlError::plan(
-                            format!(
-                                "set operation column '{}' mixes {} and {}",
-                                a.name, a.data_type, b.data_type
-                            ),
+                            format!("set operation column '{}' mixes {} and {}", a.name, a.data_type, b.data_type),
                             None,
                         )
                     })?;
@@ -289,22 +214,9 @@ impl Binder {
                 let fields = lf
                     .iter()
                     .zip(&types)
-                    .map(|(f, t)| Field {
-                        qualifier: None,
-                        name: f.name.clone(),
-                        data_type: *t,
-                        designated_ts: false,
-                    })
+                    .map(|(f, t)| Field { qualifier: None, name: f.name.clone(), data_type: *t, designated_ts: false })
                     .collect();
-                Ok((
-                    Plan::SetOp {
-                        op: *op,
-                        all: *all,
-                        left: Box::new(lp),
-                        right: Box::new(rp),
-                    },
-                    fields,
-                ))
+                Ok((Plan::SetOp { op: *op, all: *all, left: Box::new(lp), right: Box::new(rp) }, fields))
             }
         }
     }
@@ -314,47 +226,26 @@ impl Binder {
         let mut bound = Vec::with_capacity(rows.len());
         for r in rows {
             if r.len() != width {
-                return Err(SqlError::plan(
-                    "VALUES rows have different lengths",
-                    r.first().and_then(Expr::pos),
-                ));
+                return Err(SqlError::plan("VALUES rows have different lengths", r.first().and_then(Expr::pos)));
             }
-            let mut b = ExprBinder {
-                scope: &[],
-                agg: None,
-                runner: self,
-            };
+            let mut b = ExprBinder { scope: &[], agg: None, runner: self };
             bound.push(r.iter().map(|e| b.bind(e)).collect::<Result<Vec<_>>>()?);
         }
         let mut types = vec![DataType::Null; width];
         for r in &bound {
             for (t, e) in types.iter_mut().zip(r) {
-                *t = common_type(*t, e.data_type()).ok_or_else(|| {
-                    SqlError::plan(
-                        format!("VALUES column mixes {t} and {}", e.data_type()),
-                        None,
-                    )
-                })?;
+                *t = common_type(*t, e.data_type())
+                    .ok_or_else(|| SqlError::plan(format!("VALUES column mixes {t} and {}", e.data_type()), None))?;
             }
         }
         let rows = bound
             .into_iter()
-            .map(|r| {
-                r.into_iter()
-                    .zip(&types)
-                    .map(|(e, t)| cast_to(e, *t))
-                    .collect::<Result<Vec<_>>>()
-            })
+            .map(|r| r.into_iter().zip(&types).map(|(e, t)| cast_to(e, *t)).collect::<Result<Vec<_>>>())
             .collect::<Result<Vec<_>>>()?;
         let fields = types
             .iter()
             .enumerate()
-            .map(|(i, t)| Field {
-                qualifier: None,
-                name: format!("col{i}"),
-                data_type: *t,
-                designated_ts: false,
-            })
+            .map(|(i, t)| Field { qualifier: None, name: format!("col{i}"), data_type: *t, designated_ts: false })
             .collect();
         Ok((Plan::Values { rows, width }, fields))
     }
@@ -363,21 +254,13 @@ impl Binder {
         match t {
             TableRef::Table { name, alias, pos } => {
                 let q = alias.as_deref().unwrap_or(name);
-                if let Some((_, p, f, _)) = self
-                    .ctes
-                    .iter()
-                    .rev()
-                    .find(|c| c.0.eq_ignore_ascii_case(name))
-                {
+                if let Some((_, p, f, _)) = self.ctes.iter().rev().find(|c| c.0.eq_ignore_ascii_case(name)) {
                     return Ok((p.clone(), requalify(f.clone(), Some(q))));
                 }
                 let table = self
                     .catalog
                     .snapshot(name)
-                    .map_err(|_| SqlError::TableNotFound {
-                        name: name.clone(),
-                        pos: Some(*pos),
-                    })?;
+                    .map_err(|_| SqlError::TableNotFound { name: name.clone(), pos: Some(*pos) })?;
                 let fields = table
                     .schema
                     .columns
@@ -391,26 +274,13 @@ impl Binder {
                     })
                     .collect();
                 let columns = (0..table.schema.len()).collect();
-                Ok((
-                    Plan::Scan {
-                        table,
-                        columns,
-                        range: Default::default(),
-                    },
-                    fields,
-                ))
+                Ok((Plan::Scan { table, columns, range: Default::default() }, fields))
             }
             TableRef::Subquery { query, alias } => {
                 let (p, f) = self.bind_query(query)?;
                 Ok((p, requalify(f, alias.as_deref())))
             }
-            TableRef::Join {
-                left,
-                right,
-                kind,
-                on,
-                using,
-            } => {
+            TableRef::Join { left, right, kind, on, using } => {
                 let (lp, lf) = self.bind_from(left)?;
                 let (rp, rf) = self.bind_from(right)?;
                 let nl = lf.len();
@@ -421,19 +291,11 @@ impl Binder {
                     let p = Pos::default();
                     let li = resolve(&lf, None, u, p)?;
                     let ri = resolve(&rf, None, u, p)?;
-                    let (l, r) = (
-                        BExpr::Col(li, lf[li].data_type),
-                        BExpr::Col(nl + ri, rf[ri].data_type),
-                    );
+                    let (l, r) = (BExpr::Col(li, lf[li].data_type), BExpr::Col(nl + ri, rf[ri].data_type));
                     conds.push(super::bind_expr::bind_binary(BinaryOp::Eq, l, r, p)?);
                 }
                 if let Some(on) = on {
-                    let b = ExprBinder {
-                        scope: &scope,
-                        agg: None,
-                        runner: self,
-                    }
-                    .bind_bool(on)?;
+                    let b = ExprBinder { scope: &scope, agg: None, runner: self }.bind_bool(on)?;
                     pushdown::conjuncts(b, &mut conds);
                 }
                 let (mut lk, mut rk, mut residual) = (Vec::new(), Vec::new(), Vec::new());
@@ -462,35 +324,19 @@ impl Binder {
     fn bind_select(&mut self, s: &Select, order_by: &[OrderItem]) -> Result<(Plan, Vec<Field>)> {
         let (mut plan, scope) = match &s.from {
             Some(t) => self.bind_from(t)?,
-            None => (
-                Plan::Values {
-                    rows: vec![vec![]],
-                    width: 0,
-                },
-                vec![],
-            ),
+            None => (Plan::Values { rows: vec![vec![]], width: 0 }, vec![]),
         };
         if let Some(w) = &s.where_ {
             if contains_aggregate(w) {
-                return Err(SqlError::plan(
-                    "aggregates are not allowed in WHERE",
-                    w.pos(),
-                ));
+                return Err(SqlError::plan("aggregates are not allowed in WHERE", w.pos()));
             }
-            let pred = ExprBinder {
-                scope: &scope,
-                agg: None,
-                runner: self,
-            }
-            .bind_bool(w)?;
+            let pred = ExprBinder { scope: &scope, agg: None, runner: self }.bind_bool(w)?;
             plan = apply_filter(plan, pred);
         }
         let items = expand_items(&s.items, &scope)?;
         let is_agg = !s.group_by.is_empty()
             || s.having.is_some()
-            || items
-                .iter()
-                .any(|i| matches!(i, Item::Ast { expr, .. } if contains_aggregate(expr)));
+            || items.iter().any(|i| matches!(i, Item::Ast { expr, .. } if contains_aggregate(expr)));
         let agg_ctx;
         let (pre_scope, agg): (&[Field], Option<&AggCtx>) = if is_agg {
             let (p, ctx) = self.bind_aggregate(plan, s, &items, order_by, &scope)?;
@@ -501,16 +347,8 @@ impl Binder {
             (&scope, None)
         };
         if let Some(h) = &s.having {
-            let pred = ExprBinder {
-                scope: pre_scope,
-                agg,
-                runner: self,
-            }
-            .bind_bool(h)?;
-            plan = Plan::Filter {
-                input: Box::new(plan),
-                pred,
-            };
+            let pred = ExprBinder { scope: pre_scope, agg, runner: self }.bind_bool(h)?;
+            plan = Plan::Filter { input: Box::new(plan), pred };
         }
         // Projection.
         let mut exprs = Vec::with_capacity(items.len());
@@ -518,12 +356,7 @@ impl Binder {
         for item in &items {
             let (e, name, designated) = match item {
                 Item::Ast { expr, alias } => {
-                    let b = ExprBinder {
-                        scope: pre_scope,
-                        agg,
-                        runner: self,
-                    }
-                    .bind(expr)?;
+                    let b = ExprBinder { scope: pre_scope, agg, runner: self }.bind(expr)?;
                     let name = alias.clone().unwrap_or_else(|| match expr {
                         Expr::Column { name, .. } => name.clone(),
                         e => e.to_string(),
@@ -550,12 +383,7 @@ impl Binder {
                     (b, f.name.clone(), agg.is_none() && f.designated_ts)
                 }
             };
-            fields.push(Field {
-                qualifier: None,
-                name,
-                data_type: e.data_type(),
-                designated_ts: designated,
-            });
+            fields.push(Field { qualifier: None, name, data_type: e.data_type(), designated_ts: designated });
             exprs.push(e);
         }
         // ORDER BY: ordinals, output names, select-list expressions, or hidden input expressions.
@@ -574,12 +402,9 @@ impl Binder {
                 }
                 e => {
                     let by_name = match e {
-                        Expr::Column {
-                            table: None, name, ..
-                        } => {
-                            let hits: Vec<usize> = (0..n_out)
-                                .filter(|&i| fields[i].name.eq_ignore_ascii_case(name))
-                                .collect();
+                        Expr::Column { table: None, name, .. } => {
+                            let hits: Vec<usize> =
+                                (0..n_out).filter(|&i| fields[i].name.eq_ignore_ascii_case(name)).collect();
                             match hits.as_slice() {
                                 [i] => Some(*i),
                                 _ => None,
@@ -588,21 +413,18 @@ impl Binder {
                         _ => None,
                     };
                     let text = e.to_string();
-                    let by_text = items.iter().position(
-                        |it| matches!(it, Item::Ast { expr, .. } if expr.to_string() == text),
-                    );
+                    let by_text =
+                        items.iter().position(|it| matches!(it, Item::Ast { expr, .. } if expr.to_string() == text));
                     match by_name.or(by_text) {
                         Some(i) => i,
                         None => {
                             if s.distinct {
-                                return Err(SqlError::plan("ORDER BY expressions must appear in the select list when DISTINCT is used", e.pos()));
+                                return Err(SqlError::plan(
+                                    "ORDER BY expressions must appear in the select list when DISTINCT is used",
+                                    e.pos(),
+                                ));
                             }
-                            let b = ExprBinder {
-                                scope: pre_scope,
-                                agg,
-                                runner: self,
-                            }
-                            .bind(e)?;
+                            let b = ExprBinder { scope: pre_scope, agg, runner: self }.bind(e)?;
                             exprs.push(b);
                             exprs.len() - 1
                         }
@@ -610,35 +432,18 @@ impl Binder {
                 }
             };
             let ty = exprs[col].data_type();
-            keys.push(SortKey {
-                expr: BExpr::Col(col, ty),
-                desc: o.desc,
-                nulls_first: o.nulls_first.unwrap_or(false),
-            });
+            keys.push(SortKey { expr: BExpr::Col(col, ty), desc: o.desc, nulls_first: o.nulls_first.unwrap_or(false) });
         }
         let hidden = exprs.len() > n_out;
-        plan = Plan::Project {
-            input: Box::new(plan),
-            exprs,
-        };
+        plan = Plan::Project { input: Box::new(plan), exprs };
         if s.distinct {
-            plan = Plan::Distinct {
-                input: Box::new(plan),
-            };
+            plan = Plan::Distinct { input: Box::new(plan) };
         }
         if !keys.is_empty() {
-            plan = Plan::Sort {
-                input: Box::new(plan),
-                keys,
-                limit: None,
-            };
+            plan = Plan::Sort { input: Box::new(plan), keys, limit: None };
         }
         if hidden {
-            let exprs = fields
-                .iter()
-                .enumerate()
-                .map(|(i, f)| BExpr::Col(i, f.data_type))
-                .collect();
+            let exprs = fields.iter().enumerate().map(|(i, f)| BExpr::Col(i, f.data_type)).collect();
             plan = wrap_project_keep_sort(plan, exprs);
         }
         Ok((plan, fields))
@@ -658,11 +463,9 @@ impl Binder {
             let e = match g {
                 Expr::Lit(Literal::Int(k), pos) => match items.get((*k as usize).wrapping_sub(1)) {
                     Some(Item::Ast { expr, .. }) => expr.clone(),
-                    Some(Item::Input(i)) => Expr::Column {
-                        table: scope[*i].qualifier.clone(),
-                        name: scope[*i].name.clone(),
-                        pos: *pos,
-                    },
+                    Some(Item::Input(i)) => {
+                        Expr::Column { table: scope[*i].qualifier.clone(), name: scope[*i].name.clone(), pos: *pos }
+                    }
                     None => {
                         return Err(SqlError::plan(
                             format!("GROUP BY position {k} is not in the select list"),
@@ -670,16 +473,9 @@ impl Binder {
                         ))
                     }
                 },
-                Expr::Column {
-                    table: None,
-                    name,
-                    pos,
-                } if resolve(scope, None, name, *pos).is_err() => {
+                Expr::Column { table: None, name, pos } if resolve(scope, None, name, *pos).is_err() => {
                     let alias = items.iter().find_map(|it| match it {
-                        Item::Ast {
-                            expr,
-                            alias: Some(a),
-                        } if a.eq_ignore_ascii_case(name) => Some(expr.clone()),
+                        Item::Ast { expr, alias: Some(a) } if a.eq_ignore_ascii_case(name) => Some(expr.clone()),
                         _ => None,
                     });
                     alias.unwrap_or_else(|| g.clone())
@@ -687,22 +483,14 @@ impl Binder {
                 e => e.clone(),
             };
             if contains_aggregate(&e) {
-                return Err(SqlError::plan(
-                    "aggregates are not allowed in GROUP BY",
-                    e.pos(),
-                ));
+                return Err(SqlError::plan("aggregates are not allowed in GROUP BY", e.pos()));
             }
             key_asts.push(e);
         }
         let mut keys = Vec::new();
         let mut key_info = Vec::new();
         for e in &key_asts {
-            let b = ExprBinder {
-                scope,
-                agg: None,
-                runner: self,
-            }
-            .bind(e)?;
+            let b = ExprBinder { scope, agg: None, runner: self }.bind(e)?;
             let col = match b {
                 BExpr::Col(i, _) => Some(i),
                 _ => None,
@@ -740,95 +528,54 @@ impl Binder {
                 calls.push((text, call));
             }
         }
-        let ctx = AggCtx {
-            keys: key_info,
-            aggs: calls.iter().map(|(t, c)| (t.clone(), c.ty)).collect(),
-        };
+        let ctx = AggCtx { keys: key_info, aggs: calls.iter().map(|(t, c)| (t.clone(), c.ty)).collect() };
         let aggs = calls.into_iter().map(|(_, c)| c).collect();
-        Ok((
-            Plan::Aggregate {
-                input: Box::new(input),
-                keys,
-                aggs,
-            },
-            ctx,
-        ))
+        Ok((Plan::Aggregate { input: Box::new(input), keys, aggs }, ctx))
     }
 
     fn bind_agg_call(&mut self, f: &FuncCall, scope: &[Field]) -> Result<AggCall> {
-        let mut func = agg_by_name(&f.name)
-            .ok_or_else(|| SqlError::Internal(format!("{} is not an aggregate", f.name)))?;
+        let mut func =
+            agg_by_name(&f.name).ok_or_else(|| SqlError::Internal(format!("{} is not an aggregate", f.name)))?;
         for a in &f.args {
             if contains_aggregate(a) {
-                return Err(SqlError::plan(
-                    "aggregate function calls cannot be nested",
-                    a.pos(),
-                ));
+                return Err(SqlError::plan("aggregate function calls cannot be nested", a.pos()));
             }
         }
         let mut args = Vec::new();
         for a in &f.args {
-            args.push(
-                ExprBinder {
-                    scope,
-                    agg: None,
-                    runner: self,
-                }
-                .bind(a)?,
-            );
+            args.push(ExprBinder { scope, agg: None, runner: self }.bind(a)?);
         }
         if f.star {
             if func != AggFunc::Count {
-                return Err(SqlError::plan(
-                    format!("{}(*) is not valid", f.name),
-                    Some(f.pos),
-                ));
+                return Err(SqlError::plan(format!("{}(*) is not valid", f.name), Some(f.pos)));
             }
             func = AggFunc::CountStar;
         }
         let fraction = |e: &BExpr| -> Result<f64> {
             match e {
-                BExpr::Lit(v, _) => {
-                    v.as_f64()
-                        .filter(|q| (0.0..=1.0).contains(q))
-                        .ok_or_else(|| {
-                            SqlError::plan(
-                                "the quantile fraction must be a constant between 0 and 1",
-                                Some(f.pos),
-                            )
-                        })
-                }
-                _ => Err(SqlError::plan(
-                    "the quantile fraction must be a constant",
-                    Some(f.pos),
-                )),
+                BExpr::Lit(v, _) => v.as_f64().filter(|q| (0.0..=1.0).contains(q)).ok_or_else(|| {
+                    SqlError::plan("the quantile fraction must be a constant between 0 and 1", Some(f.pos))
+                }),
+                _ => Err(SqlError::plan("the quantile fraction must be a constant", Some(f.pos))),
             }
         };
         match func {
             AggFunc::PercentileCont(_) if f.within_group.is_some() => {
-                let q = fraction(args.first().ok_or_else(|| {
-                    SqlError::plan("percentile_cont(q) needs a fraction", Some(f.pos))
-                })?)?;
+                let q = fraction(
+                    args.first().ok_or_else(|| SqlError::plan("percentile_cont(q) needs a fraction", Some(f.pos)))?,
+                )?;
                 let o = f
                     .within_group
                     .as_ref()
                     .map(|o| &o.expr)
                     .ok_or_else(|| SqlError::Internal("within group".into()))?;
-                let x = ExprBinder {
-                    scope,
-                    agg: None,
-                    runner: self,
-                }
-                .bind(o)?;
+                let x = ExprBinder { scope, agg: None, runner: self }.bind(o)?;
                 func = AggFunc::PercentileCont(q);
                 args = vec![x];
             }
             AggFunc::PercentileCont(_) | AggFunc::Quantile(_) => {
                 if args.len() != 2 {
-                    return Err(SqlError::plan(
-                        format!("{}(x, q) takes two arguments", f.name),
-                        Some(f.pos),
-                    ));
+                    return Err(SqlError::plan(format!("{}(x, q) takes two arguments", f.name), Some(f.pos)));
                 }
                 let q = fraction(&args[1])?;
                 args.truncate(1);
@@ -841,39 +588,22 @@ impl Binder {
             _ => {
                 let (lo, hi) = agg_arity(func);
                 if args.len() < lo || args.len() > hi {
-                    return Err(SqlError::plan(
-                        format!("wrong number of arguments to {}()", f.name),
-                        Some(f.pos),
-                    ));
+                    return Err(SqlError::plan(format!("wrong number of arguments to {}()", f.name), Some(f.pos)));
                 }
             }
         }
         let types: Vec<DataType> = args.iter().map(BExpr::data_type).collect();
         let ty = agg_type(func, &types, f.pos)?;
         let order = if matches!(func, AggFunc::First | AggFunc::Last) {
-            scope
-                .iter()
-                .position(|x| x.designated_ts)
-                .map(|i| BExpr::Col(i, DataType::Timestamp))
+            scope.iter().position(|x| x.designated_ts).map(|i| BExpr::Col(i, DataType::Timestamp))
         } else {
             None
         };
-        Ok(AggCall {
-            func,
-            args,
-            distinct: f.distinct,
-            order,
-            ty,
-        })
+        Ok(AggCall { func, args, distinct: f.distinct, order, ty })
     }
 
     /// ORDER BY over the output of a set operation or VALUES: names, ordinals, expressions.
-    fn order_outputs(
-        &mut self,
-        plan: Plan,
-        fields: Vec<Field>,
-        order_by: &[OrderItem],
-    ) -> Result<(Plan, Vec<Field>)> {
+    fn order_outputs(&mut self, plan: Plan, fields: Vec<Field>, order_by: &[OrderItem]) -> Result<(Plan, Vec<Field>)> {
         if order_by.is_empty() {
             return Ok((plan, fields));
         }
@@ -891,28 +621,12 @@ impl Binder {
                 }
                 e => {
                     let unq = requalify(fields.clone(), None);
-                    ExprBinder {
-                        scope: &unq,
-                        agg: None,
-                        runner: self,
-                    }
-                    .bind(e)?
+                    ExprBinder { scope: &unq, agg: None, runner: self }.bind(e)?
                 }
             };
-            keys.push(SortKey {
-                expr: e,
-                desc: o.desc,
-                nulls_first: o.nulls_first.unwrap_or(false),
-            });
+            keys.push(SortKey { expr: e, desc: o.desc, nulls_first: o.nulls_first.unwrap_or(false) });
         }
-        Ok((
-            Plan::Sort {
-                input: Box::new(plan),
-                keys,
-                limit: None,
-            },
-            fields,
-        ))
+        Ok((Plan::Sort { input: Box::new(plan), keys, limit: None }, fields))
     }
 }
 
@@ -927,30 +641,18 @@ fn cast_plan(plan: Plan, fields: &[Field], types: &[DataType]) -> Result<Plan> {
         .zip(types)
         .map(|((i, f), t)| cast_to(BExpr::Col(i, f.data_type), *t))
         .collect::<Result<Vec<_>>>()?;
-    Ok(Plan::Project {
-        input: Box::new(plan),
-        exprs,
-    })
+    Ok(Plan::Project { input: Box::new(plan), exprs })
 }
 
 /// Put `Project` below a trailing Sort is impossible (the sort needs hidden columns), so the
 /// projection goes on top.
 fn wrap_project_keep_sort(plan: Plan, exprs: Vec<BExpr>) -> Plan {
-    Plan::Project {
-        input: Box::new(plan),
-        exprs,
-    }
+    Plan::Project { input: Box::new(plan), exprs }
 }
 
 /// `l = r` with one side over the left input only and the other over the right only.
 fn split_equi(c: &BExpr, nl: usize) -> Option<(BExpr, BExpr)> {
-    let BExpr::Binary {
-        op: BinaryOp::Eq,
-        left,
-        right,
-        ..
-    } = c
-    else {
+    let BExpr::Binary { op: BinaryOp::Eq, left, right, .. } = c else {
         return None;
     };
     let side = |e: &BExpr| {
@@ -973,37 +675,19 @@ fn split_equi(c: &BExpr, nl: usize) -> Option<(BExpr, BExpr)> {
 /// A filter over a scan becomes partition selection + time range + residual.
 fn apply_filter(plan: Plan, pred: BExpr) -> Plan {
     match plan {
-        Plan::Scan {
-            table,
-            columns,
-            range,
-        } if range == Default::default() => {
+        Plan::Scan { table, columns, range } if range == Default::default() => {
             let mut conj = Vec::new();
             pushdown::conjuncts(pred, &mut conj);
-            let key = table
-                .key_col
-                .and_then(|k| columns.iter().position(|&c| c == k));
-            let ts = table
-                .ts_col
-                .and_then(|k| columns.iter().position(|&c| c == k));
+            let key = table.key_col.and_then(|k| columns.iter().position(|&c| c == k));
+            let ts = table.ts_col.and_then(|k| columns.iter().position(|&c| c == k));
             let (range, rest) = pushdown::extract(conj, key, ts);
-            let scan = Plan::Scan {
-                table,
-                columns,
-                range,
-            };
+            let scan = Plan::Scan { table, columns, range };
             match pushdown::and_all(rest) {
-                Some(p) => Plan::Filter {
-                    input: Box::new(scan),
-                    pred: p,
-                },
+                Some(p) => Plan::Filter { input: Box::new(scan), pred: p },
                 None => scan,
             }
         }
-        plan => Plan::Filter {
-            input: Box::new(plan),
-            pred,
-        },
+        plan => Plan::Filter { input: Box::new(plan), pred },
     }
 }
 
@@ -1011,32 +695,20 @@ fn expand_items(items: &[SelectItem], scope: &[Field]) -> Result<Vec<Item>> {
     let mut out = Vec::new();
     for it in items {
         match it {
-            SelectItem::Expr { expr, alias } => out.push(Item::Ast {
-                expr: expr.clone(),
-                alias: alias.clone(),
-            }),
-            SelectItem::Wildcard {
-                table,
-                exclude,
-                pos,
-            } => {
+            SelectItem::Expr { expr, alias } => out.push(Item::Ast { expr: expr.clone(), alias: alias.clone() }),
+            SelectItem::Wildcard { table, exclude, pos } => {
                 let mut any = false;
                 for (i, f) in scope.iter().enumerate() {
-                    let q_ok = table.as_deref().is_none_or(|t| {
-                        f.qualifier
-                            .as_deref()
-                            .is_some_and(|q| q.eq_ignore_ascii_case(t))
-                    });
+                    let q_ok = table
+                        .as_deref()
+                        .is_none_or(|t| f.qualifier.as_deref().is_some_and(|q| q.eq_ignore_ascii_case(t)));
                     if q_ok && !exclude.iter().any(|x| x.eq_ignore_ascii_case(&f.name)) {
                         out.push(Item::Input(i));
                         any = true;
                     }
                 }
                 if let (Some(t), false) = (table, any) {
-                    return Err(SqlError::plan(
-                        format!("no table named '{t}' in FROM"),
-                        Some(*pos),
-                    ));
+                    return Err(SqlError::plan(format!("no table named '{t}' in FROM"), Some(*pos)));
                 }
                 if table.is_none() && scope.is_empty() {
                     return Err(SqlError::plan("SELECT * needs a FROM clause", Some(*pos)));

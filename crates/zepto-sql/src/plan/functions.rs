@@ -98,28 +98,16 @@ pub fn agg_type(f: AggFunc, args: &[DataType], pos: Pos) -> Result<DataType> {
             DataType::Interval => DataType::Interval,
             t => return bad(&format!("sum() is not defined for {t}")),
         },
-        AggFunc::Avg
-        | AggFunc::StddevSamp
-        | AggFunc::StddevPop
-        | AggFunc::VarSamp
-        | AggFunc::VarPop => {
+        AggFunc::Avg | AggFunc::StddevSamp | AggFunc::StddevPop | AggFunc::VarSamp | AggFunc::VarPop => {
             if !(a0.is_numeric() || a0 == DataType::Null) {
-                return bad(&format!(
-                    "{}() needs a numeric argument, got {a0}",
-                    agg_name(f)
-                ));
+                return bad(&format!("{}() needs a numeric argument, got {a0}", agg_name(f)));
             }
             DataType::Float64
         }
         AggFunc::Median | AggFunc::PercentileCont(_) => match a0 {
             t if t.is_numeric() || t == DataType::Null => DataType::Float64,
             DataType::Timestamp => DataType::Timestamp,
-            t => {
-                return bad(&format!(
-                    "{}() needs a numeric argument, got {t}",
-                    agg_name(f)
-                ))
-            }
+            t => return bad(&format!("{}() needs a numeric argument, got {t}", agg_name(f))),
         },
         AggFunc::Min | AggFunc::Max | AggFunc::First | AggFunc::Last | AggFunc::Quantile(_) => a0,
         AggFunc::Vwap => {
@@ -203,8 +191,7 @@ pub fn scalar_arity(f: ScalarFunc) -> (usize, usize) {
     use ScalarFunc::*;
     match f {
         Now => (0, 0),
-        Lower | Upper | Length | Abs | Floor | Ceil | Sqrt | Ln | Log10 | Exp | Sign | EpochNs
-        | Epoch => (1, 1),
+        Lower | Upper | Length | Abs | Floor | Ceil | Sqrt | Ln | Log10 | Exp | Sign | EpochNs | Epoch => (1, 1),
         Trim | LTrim | RTrim => (1, 2),
         Round => (1, 2),
         Substr => (2, 3),

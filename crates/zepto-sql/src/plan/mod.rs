@@ -47,10 +47,7 @@ pub struct Correlated {
 
 impl std::fmt::Debug for Correlated {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Correlated")
-            .field("kind", &self.kind)
-            .field("refs", &self.refs)
-            .finish()
+        f.debug_struct("Correlated").field("kind", &self.kind).field("refs", &self.refs).finish()
     }
 }
 
@@ -125,9 +122,7 @@ impl BExpr {
         match self {
             BExpr::Col(_, t) | BExpr::Lit(_, t) => *t,
             BExpr::Neg(e) => e.data_type(),
-            BExpr::Not(_) | BExpr::InList { .. } | BExpr::IsNull { .. } | BExpr::Like { .. } => {
-                DataType::Bool
-            }
+            BExpr::Not(_) | BExpr::InList { .. } | BExpr::IsNull { .. } | BExpr::Like { .. } => DataType::Bool,
             BExpr::Binary { ty, .. } | BExpr::Func { ty, .. } | BExpr::Case { ty, .. } => *ty,
             BExpr::Cast { to, .. } => *to,
             BExpr::Correlated { sub, .. } => match sub.kind {
@@ -243,11 +238,7 @@ pub struct ScanRange {
 
 impl Default for ScanRange {
     fn default() -> Self {
-        ScanRange {
-            keys: None,
-            ts_lo: i64::MIN,
-            ts_hi: i64::MAX,
-        }
+        ScanRange { keys: None, ts_lo: i64::MIN, ts_hi: i64::MAX }
     }
 }
 
@@ -317,11 +308,7 @@ impl Plan {
     fn explain_into(&self, depth: usize, out: &mut String) {
         let pad = "  ".repeat(depth);
         let line = match self {
-            Plan::Scan {
-                table,
-                columns,
-                range,
-            } => {
+            Plan::Scan { table, columns, range } => {
                 let mut s = format!("Scan {} columns={:?}", table.name, columns);
                 if let Some(k) = &range.keys {
                     s.push_str(&format!(" partitions={k:?}"));
@@ -329,11 +316,7 @@ impl Plan {
                     s.push_str(&format!(" partitions=all({})", table.partitions().len()));
                 }
                 if range.ts_lo != i64::MIN || range.ts_hi != i64::MAX {
-                    s.push_str(&format!(
-                        " ts=[{}, {}] (binary search)",
-                        fmt_ts(range.ts_lo),
-                        fmt_ts(range.ts_hi)
-                    ));
+                    s.push_str(&format!(" ts=[{}, {}] (binary search)", fmt_ts(range.ts_lo), fmt_ts(range.ts_hi)));
                 }
                 s
             }
@@ -341,15 +324,10 @@ impl Plan {
             Plan::Filter { .. } => "Filter".to_string(),
             Plan::Project { exprs, .. } => format!("Project exprs={}", exprs.len()),
             Plan::Aggregate { keys, aggs, .. } => {
-                let a: Vec<String> = aggs
-                    .iter()
-                    .map(|a| format!("{:?}", a.func).to_lowercase())
-                    .collect();
+                let a: Vec<String> = aggs.iter().map(|a| format!("{:?}", a.func).to_lowercase()).collect();
                 format!("HashAggregate keys={} aggs=[{}]", keys.len(), a.join(", "))
             }
-            Plan::Join {
-                kind, left_keys, ..
-            } => {
+            Plan::Join { kind, left_keys, .. } => {
                 if left_keys.is_empty() {
                     format!("NestedLoopJoin {kind:?}")
                 } else {

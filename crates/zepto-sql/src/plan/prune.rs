@@ -46,11 +46,7 @@ pub fn prune_plan(p: Plan) -> Plan {
 
 fn prune(p: Plan, need: &[bool]) -> (Plan, Map) {
     match p {
-        Plan::Scan {
-            table,
-            columns,
-            range,
-        } => {
+        Plan::Scan { table, columns, range } => {
             let mut map = vec![None; columns.len()];
             let mut kept = Vec::new();
             for (i, c) in columns.into_iter().enumerate() {
@@ -59,37 +55,18 @@ fn prune(p: Plan, need: &[bool]) -> (Plan, Map) {
                     kept.push(c);
                 }
             }
-            (
-                Plan::Scan {
-                    table,
-                    columns: kept,
-                    range,
-                },
-                map,
-            )
+            (Plan::Scan { table, columns: kept, range }, map)
         }
         Plan::Values { .. } | Plan::Distinct { .. } | Plan::SetOp { .. } => {
             let w = width(&p);
             let p = match p {
                 Plan::Distinct { input } => {
                     let n = vec![true; width(&input)];
-                    Plan::Distinct {
-                        input: Box::new(prune(*input, &n).0),
-                    }
+                    Plan::Distinct { input: Box::new(prune(*input, &n).0) }
                 }
-                Plan::SetOp {
-                    op,
-                    all,
-                    left,
-                    right,
-                } => {
+                Plan::SetOp { op, all, left, right } => {
                     let (nl, nr) = (vec![true; width(&left)], vec![true; width(&right)]);
-                    Plan::SetOp {
-                        op,
-                        all,
-                        left: Box::new(prune(*left, &nl).0),
-                        right: Box::new(prune(*right, &nr).0),
-                    }
+                    Plan::SetOp { op, all, left: Box::new(prune(*left, &nl).0), right: Box::new(prune(*right, &nr).0) }
                 }
                 p => p,
             };
@@ -101,48 +78,19 @@ fn prune(p: Plan, need: &[bool]) -> (Plan, Map) {
             mark(&pred, &mut n);
             let (input, map) = prune(*input, &n);
             remap(&mut pred, &map);
-            (
-                Plan::Filter {
-                    input: Box::new(input),
-                    pred,
-                },
-                map,
-            )
+            (Plan::Filter { input: Box::new(input), pred }, map)
         }
-        Plan::Sort {
-            input,
-            mut keys,
-            limit,
-        } => {
+        Plan::Sort { input, mut keys, limit } => {
             let mut n = need.to_vec();
             n.resize(width(&input), false);
             keys.iter().for_each(|k| mark(&k.expr, &mut n));
             let (input, map) = prune(*input, &n);
-            keys.iter_mut()
-                .for_each(|k: &mut SortKey| remap(&mut k.expr, &map));
-            (
-                Plan::Sort {
-                    input: Box::new(input),
-                    keys,
-                    limit,
-                },
-                map,
-            )
+            keys.iter_mut().for_each(|k: &mut SortKey| remap(&mut k.expr, &map));
+            (Plan::Sort { input: Box::new(input), keys, limit }, map)
         }
-        Plan::Limit {
-            input,
-            offset,
-            limit,
-        } => {
+        Plan::Limit { input, offset, limit } => {
             let (input, map) = prune(*input, need);
-            (
-                Plan::Limit {
-                    input: Box::new(input),
-                    offset,
-                    limit,
-                },
-                map,
-            )
+            (Plan::Limit { input: Box::new(input), offset, limit }, map)
         }
         Plan::Project { input, exprs } => {
             let mut map = vec![None; exprs.len()];
@@ -157,19 +105,9 @@ fn prune(p: Plan, need: &[bool]) -> (Plan, Map) {
             kept.iter().for_each(|e| mark(e, &mut n));
             let (input, imap) = prune(*input, &n);
             kept.iter_mut().for_each(|e| remap(e, &imap));
-            (
-                Plan::Project {
-                    input: Box::new(input),
-                    exprs: kept,
-                },
-                map,
-            )
+            (Plan::Project { input: Box::new(input), exprs: kept }, map)
         }
-        Plan::Aggregate {
-            input,
-            mut keys,
-            mut aggs,
-        } => {
+        Plan::Aggregate { input, mut keys, mut aggs } => {
             let w = keys.len() + aggs.len();
             let mut n = vec![false; width(&input)];
             keys.iter().for_each(|k| mark(k, &mut n));
@@ -187,30 +125,12 @@ fn prune(p: Plan, need: &[bool]) -> (Plan, Map) {
                     remap(o, &imap);
                 }
             });
-            (
-                Plan::Aggregate {
-                    input: Box::new(input),
-                    keys,
-                    aggs,
-                },
-                identity(w),
-            )
+            (Plan::Aggregate { input: Box::new(input), keys, aggs }, identity(w))
         }
-        Plan::Join {
-            left,
-            right,
-            kind,
-            mut left_keys,
-            mut right_keys,
-            mut residual,
-        } => {
+        Plan::Join { left, right, kind, mut left_keys, mut right_keys, mut residual } => {
             let (wl, wr) = (width(&left), width(&right));
-            let mut nl: Vec<bool> = (0..wl)
-                .map(|i| need.get(i).copied().unwrap_or(true))
-                .collect();
-            let mut nr: Vec<bool> = (0..wr)
-                .map(|i| need.get(wl + i).copied().unwrap_or(true))
-                .collect();
+            let mut nl: Vec<bool> = (0..wl).map(|i| need.get(i).copied().unwrap_or(true)).collect();
+            let mut nr: Vec<bool> = (0..wr).map(|i| need.get(wl + i).copied().unwrap_or(true)).collect();
             left_keys.iter().for_each(|k| mark(k, &mut nl));
             right_keys.iter().for_each(|k| mark(k, &mut nr));
             if let Some(r) = &residual {
@@ -227,25 +147,11 @@ fn prune(p: Plan, need: &[bool]) -> (Plan, Map) {
             let new_wl = width(&left);
             left_keys.iter_mut().for_each(|k| remap(k, &ml));
             right_keys.iter_mut().for_each(|k| remap(k, &mr));
-            let map: Map = ml
-                .iter()
-                .copied()
-                .chain(mr.iter().map(|m| m.map(|j| new_wl + j)))
-                .collect();
+            let map: Map = ml.iter().copied().chain(mr.iter().map(|m| m.map(|j| new_wl + j))).collect();
             if let Some(r) = &mut residual {
                 remap(r, &map);
             }
-            (
-                Plan::Join {
-                    left: Box::new(left),
-                    right: Box::new(right),
-                    kind,
-                    left_keys,
-                    right_keys,
-                    residual,
-                },
-                map,
-            )
+            (Plan::Join { left: Box::new(left), right: Box::new(right), kind, left_keys, right_keys, residual }, map)
         }
     }
 }

@@ -9,12 +9,7 @@ use zepto_storage::{DataType, Value};
 /// Split a predicate into its AND-ed conjuncts.
 pub fn conjuncts(e: BExpr, out: &mut Vec<BExpr>) {
     match e {
-        BExpr::Binary {
-            op: BinaryOp::And,
-            left,
-            right,
-            ..
-        } => {
+        BExpr::Binary { op: BinaryOp::And, left, right, .. } => {
             conjuncts(*left, out);
             conjuncts(*right, out);
         }
@@ -34,11 +29,7 @@ pub fn and_all(mut v: Vec<BExpr>) -> Option<BExpr> {
 
 /// Take the conjuncts a scan can enforce (`key_col`, `ts_col` are scan output positions).
 /// Returns the range and the remaining conjuncts.
-pub fn extract(
-    preds: Vec<BExpr>,
-    key_col: Option<usize>,
-    ts_col: Option<usize>,
-) -> (ScanRange, Vec<BExpr>) {
+pub fn extract(preds: Vec<BExpr>, key_col: Option<usize>, ts_col: Option<usize>) -> (ScanRange, Vec<BExpr>) {
     let mut range = ScanRange::default();
     let mut rest = Vec::new();
     for p in preds {
@@ -51,9 +42,7 @@ pub fn extract(
 
 fn absorb(p: &BExpr, key_col: Option<usize>, ts_col: Option<usize>, r: &mut ScanRange) -> bool {
     match p {
-        BExpr::Binary {
-            op, left, right, ..
-        } if op.is_comparison() => {
+        BExpr::Binary { op, left, right, .. } if op.is_comparison() => {
             let (col, op, v) = match (&**left, &**right) {
                 (BExpr::Col(c, _), BExpr::Lit(v, _)) => (*c, *op, v),
                 (BExpr::Lit(v, _), BExpr::Col(c, _)) => (*c, op.flip(), v),
@@ -101,11 +90,7 @@ fn absorb(p: &BExpr, key_col: Option<usize>, ts_col: Option<usize>, r: &mut Scan
             }
             false
         }
-        BExpr::InList {
-            expr,
-            list,
-            negated: false,
-        } => {
+        BExpr::InList { expr, list, negated: false } => {
             let BExpr::Col(c, _) = **expr else {
                 return false;
             };

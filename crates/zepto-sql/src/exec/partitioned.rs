@@ -1,0 +1,86 @@
+//! Partition-wise aggregation: when a GROUP BY includes the partition key, no group spans two
+//! partitions, so each partition (piece of a scan) is aggregated on its own — over its shared
+//! columns, without concatenating the table — and the results are appended. Inside a
+//! time-sorted partition, keys that are monotonic in the designated timestamp (`ts`,
+//! `xbar(w, ts)`, `date_trunc(u, ts)`) change only between runs, so groups are found by
+//! comparing neighbours: no hashing at all (kdb+'s `select ... by sym, bar` on a sorted table).
+
+use super::aggregate::aggregate_grouped;
+use super::eval::eval;
+use super::scan::{piece_batch, pieces};
+use super::Batch;
+use crate::error::Result;
+use crate::plan::functions::ScalarFunc;
+use crate::plan::{AggCall, BExpr, Plan};
+use std::sync::Arc;
+use zepto_storage::Column;
+
+/// `Some(result)` when the plan shape allows partition-wise aggregation.
+pub fn try_aggregate(input: &Plan, keys: &[BExpr], aggs: &[AggCall]) -> Option<Result<Batch>> {
+    let (scan, filter) = match input {
+        Plan::Scan { .. } => (input, None),
+        Plan::Filter { input: inner, pred } if matches!(**inner, Plan::Scan { .. }) => (&**inner, Some(pred)),
+        _ => return None,
+    };
+    let Plan::Scan { table, columns, range } = scan else { return None };
+    let kp = columns.iter().position(|&c| Some(c) == table.key_col)?;
+    if !keys.iter().any(|k| matches!(k, BExpr::Col(i, _) if *i == kp)) {
+        return None;
+    }
+    let tp = table.ts_col.and_then(|t| columns.iter().position(|&c| c == t));
+    // Keys other than the partition key must all be run keys to skip hashing.
+    let run_keys: Option<Vec<usize>> = keys
+        .iter()
+        .enumerate()
+        .filter(|(_, k)| !matches!(k, BExpr::Col(i, _) if *i == kp))
+        .map(|(j, k)| tp.filter(|&t| monotonic_in(k, t)).map(|_| j))
+        .collect();
+    let ps = pieces(table, range);
+    if ps.is_empty() {
+        return None;
+    }
+    let mut outs: Vec<Batch> = Vec::with_capacity(ps.len());
+    for p in &ps {
+        let mut b = piece_batch(table, p, columns, range);
+        if let Some(pred) = filter {
+            let m = match eval(pred, &b) {
+                Ok(m) => m,
+                Err(e) => return Some(Err(e)),
+            };
+            b = b.filter(&m);
+        }
+        if b.rows == 0 {
+            continue;
+        }
+        let sorted = p.part.sorted;
+        let runs = run_keys.as_deref().filter(|_| sorted);
+        match aggregate_grouped(&b, keys, aggs, runs) {
+            Ok(o) => outs.push(o),
+            Err(e) => return Some(Err(e)),
+        }
+    }
+    if outs.is_empty() {
+        return None;
+    }
+    let rows = outs.iter().map(|b| b.rows).sum();
+    let width = outs[0].columns.len();
+    let cols = (0..width)
+        .map(|j| {
+            let refs: Vec<&Column> = outs.iter().map(|b| &*b.columns[j]).collect();
+            Arc::new(Column::concat(&refs))
+        })
+        .collect();
+    Some(Ok(Batch::shared(cols, rows)))
+}
+
+/// Non-decreasing in column `t` (the designated timestamp): `t`, `xbar(const, t)`,
+/// `date_trunc(const, t)`.
+fn monotonic_in(k: &BExpr, t: usize) -> bool {
+    match k {
+        BExpr::Col(i, _) => *i == t,
+        BExpr::Func { func: ScalarFunc::Xbar | ScalarFunc::DateTrunc, args, .. } => {
+            matches!(args.as_slice(), [BExpr::Lit(..), BExpr::Col(i, _)] if *i == t)
+        }
+        _ => false,
+    }
+}
