@@ -31,8 +31,8 @@ venv: $(VENV)/.ok
 
 test: venv
 	$(CARGO) test --workspace
-	$(MAKE) difftest
 	$(MAKE) fuzz-smoke
+	$(MAKE) difftest
 
 # Random tables and queries from a small grammar, answered by DuckDB, replayed on ZeptoDB.
 difftest: venv

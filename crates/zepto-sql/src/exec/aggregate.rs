@@ -251,6 +251,9 @@ fn compute(
         }
         AggFunc::Min | AggFunc::Max => {
             let x = x.ok_or_else(|| SqlError::Internal("min/max arg".into()))?;
+            if let Some(c) = minmax_values(x, ids, ng, a.func == AggFunc::Min) {
+                return Ok(c);
+            }
             let want = if a.func == AggFunc::Min { Ordering::Less } else { Ordering::Greater };
             let best = best_rows(x, ids, ng, want, true);
             Ok(x.take_opt(&best))
@@ -394,6 +397,21 @@ fn sum(x: &Column, ids: &[u32], ng: usize, ty: DataType) -> Result<Column> {
         let (s, c) = f64_sums(x, ids, ng)?;
         return Ok(from_opt_f64(s.into_iter().zip(c).map(|(s, c)| (c > 0).then_some(s))));
     }
+    if let (ColumnData::Int64(v), None, false) = (&x.data, &x.validity, ids.is_empty()) {
+        // i64 accumulators; an overflow anywhere falls back to the exact i128 loop below.
+        let mut acc = vec![0i64; ng];
+        let mut overflow = false;
+        for (i, &g) in ids.iter().enumerate() {
+            let (r, o) = acc[g as usize].overflowing_add(v[i]);
+            acc[g as usize] = r;
+            overflow |= o;
+        }
+        if !overflow {
+            // Every group id comes from a row, so every sum is valid.
+            let data = if ty == DataType::Interval { ColumnData::Interval(acc) } else { ColumnData::Int64(acc) };
+            return Ok(Column::from_data(data));
+        }
+    }
     let v = int_values(x).ok_or_else(|| SqlError::exec(format!("sum() is not defined for {}", x.data_type())))?;
     let mut s = vec![0i128; ng];
     for (i, &g) in ids.iter().enumerate() {
@@ -408,6 +426,42 @@ fn sum(x: &Column, ids: &[u32], ng: usize, ty: DataType) -> Result<Column> {
     }
     let data = if ty == DataType::Interval { ColumnData::Interval(out) } else { ColumnData::Int64(out) };
     Ok(Column::new(data, Some(Bitmap::from_bools(seen))))
+}
+
+/// Per-group min/max as values, for NULL-free numeric inputs (every group has a row, so every
+/// result is valid). `None` for other inputs (strings, NULLs, NaN): the row-based path.
+fn minmax_values(x: &Column, ids: &[u32], ng: usize, min: bool) -> Option<Column> {
+    // No rows (a global aggregate over nothing): the group exists but has no value.
+    if x.validity.is_some() || ids.is_empty() {
+        return None;
+    }
+    macro_rules! ints {
+        ($v:expr, $t:ty, $variant:ident) => {{
+            let mut acc = vec![if min { <$t>::MAX } else { <$t>::MIN }; ng];
+            if min {
+                ids.iter().zip($v.iter()).for_each(|(&g, &x)| acc[g as usize] = acc[g as usize].min(x));
+            } else {
+                ids.iter().zip($v.iter()).for_each(|(&g, &x)| acc[g as usize] = acc[g as usize].max(x));
+            }
+            Some(Column::from_data(ColumnData::$variant(acc)))
+        }};
+    }
+    match &x.data {
+        ColumnData::Float64(v) if !v.iter().any(|f| f.is_nan()) => {
+            let mut acc = vec![if min { f64::INFINITY } else { f64::NEG_INFINITY }; ng];
+            if min {
+                ids.iter().zip(v.iter()).for_each(|(&g, &x)| acc[g as usize] = acc[g as usize].min(x));
+            } else {
+                ids.iter().zip(v.iter()).for_each(|(&g, &x)| acc[g as usize] = acc[g as usize].max(x));
+            }
+            Some(Column::from_data(ColumnData::Float64(acc)))
+        }
+        ColumnData::Int64(v) => ints!(v, i64, Int64),
+        ColumnData::Timestamp(v) => ints!(v, i64, Timestamp),
+        ColumnData::Int32(v) => ints!(v, i32, Int32),
+        ColumnData::Date(v) => ints!(v, i32, Date),
+        _ => None,
+    }
 }
 
 /// Row of each group whose value compares `want` against all others (NULLs skipped when
