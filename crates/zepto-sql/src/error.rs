@@ -19,7 +19,7 @@ pub enum SqlError {
     /// Valid syntax that cannot be planned (unknown column, wrong argument types, ...).
     #[error("{}", with_pos(message, pos))]
     Plan { message: String, pos: Option<Pos> },
-    #[error("table '{name}' does not exist")]
+    #[error("{}", with_pos(&format!("table '{name}' does not exist"), pos))]
     TableNotFound { name: String, pos: Option<Pos> },
     #[error("table '{0}' already exists")]
     TableExists(String),
