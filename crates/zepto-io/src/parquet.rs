@@ -182,19 +182,7 @@ struct Acc {
 
 impl Acc {
     fn new(c: &ColumnDef, capacity: usize) -> Acc {
-        let data = match c.data_type {
-            DataType::Bool => ColumnData::Bool(Vec::with_capacity(capacity)),
-            DataType::Int32 => ColumnData::Int32(Vec::with_capacity(capacity)),
-            DataType::Int64 => ColumnData::Int64(Vec::with_capacity(capacity)),
-            DataType::Float32 => ColumnData::Float32(Vec::with_capacity(capacity)),
-            DataType::Float64 => ColumnData::Float64(Vec::with_capacity(capacity)),
-            DataType::Timestamp => ColumnData::Timestamp(Vec::with_capacity(capacity)),
-            DataType::Date => ColumnData::Date(Vec::with_capacity(capacity)),
-            DataType::Interval => ColumnData::Interval(Vec::with_capacity(capacity)),
-            DataType::Varchar => ColumnData::Varchar(StrVec::with_capacity(capacity, 0)),
-            DataType::Symbol => ColumnData::Symbol { codes: Vec::with_capacity(capacity), dict: Arc::default() },
-            DataType::Null => ColumnData::Null(0),
-        };
+        let data = ColumnData::with_capacity(c.data_type, capacity);
         Acc { dt: c.data_type, data, validity: None, len: 0, dict: Dict::default(), remap: None }
     }
 

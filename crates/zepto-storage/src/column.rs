@@ -89,6 +89,25 @@ impl ColumnData {
         }
     }
 
+    /// An empty vector of the given type with room for `capacity` values.
+    pub fn with_capacity(dt: DataType, capacity: usize) -> ColumnData {
+        match dt {
+            DataType::Bool => ColumnData::Bool(Vec::with_capacity(capacity)),
+            DataType::Int32 => ColumnData::Int32(Vec::with_capacity(capacity)),
+            DataType::Int64 => ColumnData::Int64(Vec::with_capacity(capacity)),
+            DataType::Float32 => ColumnData::Float32(Vec::with_capacity(capacity)),
+            DataType::Float64 => ColumnData::Float64(Vec::with_capacity(capacity)),
+            DataType::Timestamp => ColumnData::Timestamp(Vec::with_capacity(capacity)),
+            DataType::Date => ColumnData::Date(Vec::with_capacity(capacity)),
+            DataType::Interval => ColumnData::Interval(Vec::with_capacity(capacity)),
+            DataType::Varchar => ColumnData::Varchar(StrVec::with_capacity(capacity, capacity * 8)),
+            DataType::Symbol => {
+                ColumnData::Symbol { codes: Vec::with_capacity(capacity), dict: Arc::new(Dict::default()) }
+            }
+            DataType::Null => ColumnData::Null(0),
+        }
+    }
+
     /// An empty vector of the given type (symbols get an empty dictionary).
     pub fn empty(dt: DataType) -> ColumnData {
         ColumnData::zeros(dt, 0)
@@ -323,21 +342,7 @@ pub struct ColumnBuilder {
 
 impl ColumnBuilder {
     pub fn new(dt: DataType, capacity: usize) -> ColumnBuilder {
-        let data = match dt {
-            DataType::Bool => ColumnData::Bool(Vec::with_capacity(capacity)),
-            DataType::Int32 => ColumnData::Int32(Vec::with_capacity(capacity)),
-            DataType::Int64 => ColumnData::Int64(Vec::with_capacity(capacity)),
-            DataType::Float32 => ColumnData::Float32(Vec::with_capacity(capacity)),
-            DataType::Float64 => ColumnData::Float64(Vec::with_capacity(capacity)),
-            DataType::Timestamp => ColumnData::Timestamp(Vec::with_capacity(capacity)),
-            DataType::Date => ColumnData::Date(Vec::with_capacity(capacity)),
-            DataType::Interval => ColumnData::Interval(Vec::with_capacity(capacity)),
-            DataType::Varchar => ColumnData::Varchar(StrVec::with_capacity(capacity, capacity * 8)),
-            DataType::Symbol => {
-                ColumnData::Symbol { codes: Vec::with_capacity(capacity), dict: Arc::new(Dict::default()) }
-            }
-            DataType::Null => ColumnData::Null(0),
-        };
+        let data = ColumnData::with_capacity(dt, capacity);
         let dict = (dt == DataType::Symbol).then(Dict::default);
         ColumnBuilder { data, validity: None, len: 0, dict }
     }

@@ -326,6 +326,20 @@ fn concat(l: &Opnd, r: &Opnd, n: usize) -> Result<Column> {
     Ok(Column::new(ColumnData::Varchar(out), validity))
 }
 
+/// `validity` with rows where `ok` is false turned NULL (division by zero).
+fn null_where_false(validity: Option<Bitmap>, ok: &[bool]) -> Option<Bitmap> {
+    if ok.iter().all(|&b| b) {
+        return validity;
+    }
+    let mut bm = validity.unwrap_or_else(|| Bitmap::new_set(ok.len()));
+    for (i, &good) in ok.iter().enumerate() {
+        if !good {
+            bm.set(i, false);
+        }
+    }
+    Some(bm)
+}
+
 /// Integer arithmetic with overflow detection; division by zero yields NULL.
 macro_rules! int_arith {
     ($op:expr, $a:expr, $b:expr, $n:expr, $t:ty, $validity:expr) => {{
@@ -378,14 +392,7 @@ macro_rules! int_arith {
             }
         }
         if zero {
-            let nz: Vec<bool> = zip_map($a, $b, $n, |_x: $t, y: $t| y != 0);
-            let mut bm = validity.take().unwrap_or_else(|| Bitmap::new_set($n));
-            for (i, ok) in nz.into_iter().enumerate() {
-                if !ok {
-                    bm.set(i, false);
-                }
-            }
-            validity = Some(bm);
+            validity = null_where_false(validity, &zip_map($a, $b, $n, |_x: $t, y: $t| y != 0));
         }
         (v, validity)
     }};
@@ -404,16 +411,7 @@ macro_rules! float_arith {
             op => return Err(type_err(op, DataType::Float64)),
         };
         if matches!($op, BinaryOp::Div | BinaryOp::IntDiv | BinaryOp::Mod) {
-            let nz: Vec<bool> = zip_map($a, $b, $n, |_x: $t, y: $t| y != 0.0);
-            if nz.iter().any(|b| !b) {
-                let mut bm = validity.take().unwrap_or_else(|| Bitmap::new_set($n));
-                for (i, ok) in nz.into_iter().enumerate() {
-                    if !ok {
-                        bm.set(i, false);
-                    }
-                }
-                validity = Some(bm);
-            }
+            validity = null_where_false(validity, &zip_map($a, $b, $n, |_x: $t, y: $t| y != 0.0));
         }
         (v, validity)
     }};
