@@ -3,6 +3,7 @@
 //! paths (scans, filters, arithmetic, hash aggregation, hash joins).
 
 pub mod aggregate;
+mod asof;
 pub mod cast;
 mod correlated;
 pub mod eval;
@@ -129,6 +130,11 @@ pub fn execute(plan: &Plan) -> Result<Batch> {
             let l = execute(left)?;
             let r = execute(right)?;
             join::join(&l, &r, *kind, left_keys, right_keys, residual.as_ref())
+        }
+        Plan::AsofJoin { left, right, left_keys, right_keys, left_ts, right_ts, op, outer } => {
+            let l = execute(left)?;
+            let r = execute(right)?;
+            asof::asof_join(&l, &r, asof::AsofSpec { left_keys, right_keys, left_ts, right_ts, op: *op, outer: *outer })
         }
         Plan::Sort { input, keys, limit } => {
             let b = execute(input)?;

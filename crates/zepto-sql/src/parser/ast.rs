@@ -90,6 +90,10 @@ pub enum JoinKind {
     Right,
     Full,
     Cross,
+    /// `ASOF JOIN`: each left row with the nearest right row satisfying the inequality.
+    Asof,
+    /// `ASOF LEFT JOIN` / `LEFT ASOF JOIN`: unmatched left rows kept with NULLs.
+    AsofLeft,
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -217,6 +217,16 @@ impl Parser {
             } else if self.eat_kw("inner") {
                 self.expect_kw("join")?;
                 JoinKind::Inner
+            } else if self.eat_kw("asof") {
+                let k = if self.eat_kw("left") { JoinKind::AsofLeft } else { JoinKind::Asof };
+                self.eat_kw("outer");
+                self.expect_kw("join")?;
+                k
+            } else if self.is_kw("left") && self.is_kw_at(1, "asof") {
+                self.advance();
+                self.advance();
+                self.expect_kw("join")?;
+                JoinKind::AsofLeft
             } else if self.is_kw("left") || self.is_kw("right") || self.is_kw("full") {
                 let k = match self.advance() {
                     Tok::Ident(s) if s.eq_ignore_ascii_case("left") => JoinKind::Left,

@@ -11,6 +11,7 @@ fn parses_the_surface() {
         "select a, b as c, t.* from t where a > 1 and not b is null group by 1, a having count(*) > 2 order by a desc nulls first limit 10 offset 2",
         "WITH x AS (SELECT 1 AS a), y AS (SELECT a FROM x) SELECT * FROM y UNION ALL SELECT 2 EXCEPT SELECT 3",
         "SELECT * FROM a JOIN b ON a.id = b.id LEFT JOIN c USING (id) CROSS JOIN d, e",
+        "SELECT * FROM t ASOF JOIN q ON t.sym = q.sym AND t.ts >= q.ts ASOF LEFT JOIN r ON t.ts < r.ts LEFT ASOF JOIN s ON t.ts > s.ts",
         "SELECT CASE WHEN a THEN 1 ELSE 2 END, CAST(x AS DOUBLE), x::INT, y NOT IN (1, 2), z NOT BETWEEN 1 AND 2",
         "SELECT count(DISTINCT a), percentile_cont(0.5) WITHIN GROUP (ORDER BY x), 'a' || 'b', 7 // 2, -3 % 2",
         "SELECT ts + INTERVAL '1 minute', INTERVAL 5 MINUTE, TIMESTAMP '2024-01-02 09:30:00', extract(hour FROM ts)",

@@ -298,6 +298,10 @@ impl Binder {
                     let b = ExprBinder { scope: &scope, agg: None, runner: self }.bind_bool(on)?;
                     pushdown::conjuncts(b, &mut conds);
                 }
+                if matches!(kind, JoinKind::Asof | JoinKind::AsofLeft) {
+                    let plan = asof_plan(lp, rp, conds, nl, *kind == JoinKind::AsofLeft)?;
+                    return Ok((plan, scope));
+                }
                 let (mut lk, mut rk, mut residual) = (Vec::new(), Vec::new(), Vec::new());
                 for c in conds {
                     match split_equi(&c, nl) {
@@ -648,6 +652,68 @@ fn cast_plan(plan: Plan, fields: &[Field], types: &[DataType]) -> Result<Plan> {
 /// projection goes on top.
 fn wrap_project_keep_sort(plan: Plan, exprs: Vec<BExpr>) -> Plan {
     Plan::Project { input: Box::new(plan), exprs }
+}
+
+/// ASOF JOIN conditions: equalities between the sides, plus exactly one inequality between a
+/// left and a right expression (normalized to `left op right`).
+fn asof_plan(lp: Plan, rp: Plan, conds: Vec<BExpr>, nl: usize, outer: bool) -> Result<Plan> {
+    let (mut lk, mut rk) = (Vec::new(), Vec::new());
+    let mut ineq: Option<(BExpr, BExpr, BinaryOp)> = None;
+    let shift = |e: &BExpr| {
+        let mut e = e.clone();
+        e.map_cols(&|i| i - nl);
+        e
+    };
+    let sides = |e: &BExpr| {
+        let (mut l, mut r) = (false, false);
+        e.for_each_col(&mut |i| if i < nl { l = true } else { r = true });
+        (l, r)
+    };
+    let bad = || {
+        SqlError::plan(
+            "ASOF JOIN conditions must be equalities between the two sides plus one inequality (>=, >, <=, <) between a left and a right expression",
+            None,
+        )
+    };
+    for c in conds {
+        if let Some((l, r)) = split_equi(&c, nl) {
+            lk.push(l);
+            rk.push(r);
+            continue;
+        }
+        let BExpr::Binary { op, left, right, .. } = &c else { return Err(bad()) };
+        if !matches!(op, BinaryOp::Lt | BinaryOp::LtEq | BinaryOp::Gt | BinaryOp::GtEq) {
+            return Err(bad());
+        }
+        let (l, r, op) = match (sides(left), sides(right)) {
+            ((true, false), (false, true)) => ((**left).clone(), shift(right), *op),
+            ((false, true), (true, false)) => ((**right).clone(), shift(left), op.flip()),
+            _ => return Err(bad()),
+        };
+        if ineq.is_some() {
+            return Err(SqlError::plan("ASOF JOIN takes exactly one inequality condition", None));
+        }
+        if !(l.data_type().is_numeric() || matches!(l.data_type(), DataType::Timestamp | DataType::Date)) {
+            return Err(SqlError::plan(
+                format!("ASOF JOIN inequality needs ordered numeric or time values, got {}", l.data_type()),
+                None,
+            ));
+        }
+        ineq = Some((l, r, op));
+    }
+    let (left_ts, right_ts, op) = ineq.ok_or_else(|| {
+        SqlError::plan("ASOF JOIN needs an inequality (>=, >, <=, <) between a left and a right column", None)
+    })?;
+    Ok(Plan::AsofJoin {
+        left: Box::new(lp),
+        right: Box::new(rp),
+        left_keys: lk,
+        right_keys: rk,
+        left_ts,
+        right_ts,
+        op,
+        outer,
+    })
 }
 
 /// `l = r` with one side over the left input only and the other over the right only.

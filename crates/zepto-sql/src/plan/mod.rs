@@ -275,6 +275,19 @@ pub enum Plan {
         right_keys: Vec<BExpr>,
         residual: Option<BExpr>,
     },
+    /// Equality keys plus one inequality `left_ts op right_ts` (op is `>=`, `>`, `<=` or `<`):
+    /// every left row meets the nearest right row on the right side of the inequality.
+    AsofJoin {
+        left: Box<Plan>,
+        right: Box<Plan>,
+        left_keys: Vec<BExpr>,
+        right_keys: Vec<BExpr>,
+        left_ts: BExpr,
+        right_ts: BExpr,
+        op: BinaryOp,
+        /// Keep unmatched left rows (ASOF LEFT JOIN).
+        outer: bool,
+    },
     Sort {
         input: Box<Plan>,
         keys: Vec<SortKey>,
@@ -334,6 +347,14 @@ impl Plan {
                     format!("HashJoin {kind:?} keys={}", left_keys.len())
                 }
             }
+            Plan::AsofJoin { left_keys, op, outer, .. } => {
+                format!(
+                    "AsofJoin{} keys={} on ts {} (per-key binary search)",
+                    if *outer { " LEFT" } else { "" },
+                    left_keys.len(),
+                    op.sql()
+                )
+            }
             Plan::Sort { keys, limit, .. } => match limit {
                 Some(l) => format!("TopN keys={} limit={l}", keys.len()),
                 None => format!("Sort keys={}", keys.len()),
@@ -353,7 +374,7 @@ impl Plan {
             | Plan::Sort { input, .. }
             | Plan::Limit { input, .. }
             | Plan::Distinct { input } => input.explain_into(depth + 1, out),
-            Plan::Join { left, right, .. } | Plan::SetOp { left, right, .. } => {
+            Plan::Join { left, right, .. } | Plan::SetOp { left, right, .. } | Plan::AsofJoin { left, right, .. } => {
                 left.explain_into(depth + 1, out);
                 right.explain_into(depth + 1, out);
             }

@@ -33,7 +33,7 @@ pub fn width(p: &Plan) -> usize {
         | Plan::Distinct { input } => width(input),
         Plan::Project { exprs, .. } => exprs.len(),
         Plan::Aggregate { keys, aggs, .. } => keys.len() + aggs.len(),
-        Plan::Join { left, right, .. } => width(left) + width(right),
+        Plan::Join { left, right, .. } | Plan::AsofJoin { left, right, .. } => width(left) + width(right),
         Plan::SetOp { left, .. } => width(left),
     }
 }
@@ -126,6 +126,30 @@ fn prune(p: Plan, need: &[bool]) -> (Plan, Map) {
                 }
             });
             (Plan::Aggregate { input: Box::new(input), keys, aggs }, identity(w))
+        }
+        Plan::AsofJoin { left, right, mut left_keys, mut right_keys, mut left_ts, mut right_ts, op, outer } => {
+            let (wl, wr) = (width(&left), width(&right));
+            let mut nl: Vec<bool> = (0..wl).map(|i| need.get(i).copied().unwrap_or(true)).collect();
+            let mut nr: Vec<bool> = (0..wr).map(|i| need.get(wl + i).copied().unwrap_or(true)).collect();
+            left_keys.iter().chain(std::iter::once(&left_ts)).for_each(|k| mark(k, &mut nl));
+            right_keys.iter().chain(std::iter::once(&right_ts)).for_each(|k| mark(k, &mut nr));
+            let (left, ml) = prune(*left, &nl);
+            let (right, mr) = prune(*right, &nr);
+            let new_wl = width(&left);
+            left_keys.iter_mut().chain(std::iter::once(&mut left_ts)).for_each(|k| remap(k, &ml));
+            right_keys.iter_mut().chain(std::iter::once(&mut right_ts)).for_each(|k| remap(k, &mr));
+            let map: Map = ml.iter().copied().chain(mr.iter().map(|m| m.map(|j| new_wl + j))).collect();
+            let plan = Plan::AsofJoin {
+                left: Box::new(left),
+                right: Box::new(right),
+                left_keys,
+                right_keys,
+                left_ts,
+                right_ts,
+                op,
+                outer,
+            };
+            (plan, map)
         }
         Plan::Join { left, right, kind, mut left_keys, mut right_keys, mut residual } => {
             let (wl, wr) = (width(&left), width(&right));
