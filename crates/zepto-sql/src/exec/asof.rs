@@ -9,10 +9,11 @@
 
 use super::eval::eval;
 use super::hash::group_ids;
+use super::scan::{piece_batch, pieces, Piece};
 use super::Batch;
 use crate::error::{Result, SqlError};
 use crate::parser::ast::BinaryOp;
-use crate::plan::BExpr;
+use crate::plan::{BExpr, Plan};
 use std::sync::Arc;
 use zepto_storage::column::NULL_INDEX;
 use zepto_storage::{Column, ColumnData};
@@ -161,4 +162,121 @@ mod tests {
         assert_eq!(search(&b, 3, BinaryOp::Lt), Some(3));
         assert_eq!(search(&b, 8, BinaryOp::LtEq), None);
     }
+}
+
+/// Both inputs are scans of partitioned, time-sorted tables joined on their partition keys and
+/// designated timestamps (the shape of `trades ASOF JOIN quotes ON sym = sym AND ts >= ts`):
+/// pair the partitions by key and merge each pair with two pointers — no hashing, no search.
+/// `None` when the plan does not have that shape (the general path then runs).
+/// Whether both inputs are scans joined on their partition keys and designated timestamps.
+pub fn merge_shape(left: &Plan, right: &Plan, lk: &[BExpr], rk: &[BExpr], lts: &BExpr, rts: &BExpr) -> bool {
+    let (Plan::Scan { table: lt, columns: lc, .. }, Plan::Scan { table: rt, columns: rc, .. }) = (left, right) else {
+        return false;
+    };
+    let is_col = |e: &BExpr, cols: &[usize], want: Option<usize>| matches!(e, BExpr::Col(i, _) if want.is_some() && cols.get(*i).copied() == want);
+    matches!((lk, rk), ([l], [r]) if is_col(l, lc, lt.key_col) && is_col(r, rc, rt.key_col))
+        && is_col(lts, lc, lt.ts_col)
+        && is_col(rts, rc, rt.ts_col)
+}
+
+pub fn try_partitioned(left: &Plan, right: &Plan, spec: &AsofSpec) -> Option<Result<Batch>> {
+    if !merge_shape(left, right, spec.left_keys, spec.right_keys, spec.left_ts, spec.right_ts) {
+        return None;
+    }
+    let (Plan::Scan { table: lt, columns: lc, range: lr }, Plan::Scan { table: rt, columns: rc, range: rr }) =
+        (left, right)
+    else {
+        return None;
+    };
+    let (lts, rts) = (lt.ts_col?, rt.ts_col?);
+    let rpieces: std::collections::HashMap<u32, Piece> =
+        pieces(rt, rr).into_iter().filter_map(|p| p.part.key.map(|k| (k, p))).collect();
+    let mut outs: Vec<Batch> = Vec::new();
+    for lp in pieces(lt, lr) {
+        if !lp.part.sorted {
+            return None;
+        }
+        let lb = piece_batch(lt, &lp, lc, lr);
+        let rp = lp.part.key.and_then(|k| rt.dict().code(lt.dict().get(k))).and_then(|c| rpieces.get(&c));
+        let mut matched = vec![NULL_INDEX; lb.rows];
+        if let Some(rp) = rp {
+            if !rp.part.sorted {
+                return None;
+            }
+            let (lcol, rcol) = (&lp.part.columns[lts], &rp.part.columns[rts]);
+            let (Some(lv), Some(rv)) = (lcol.as_i64_slice(), rcol.as_i64_slice()) else { return None };
+            // NULL timestamps sort first in a partition: skip them on both sides.
+            let skip =
+                |c: &Column, r: &std::ops::Range<usize>| (r.start..r.end).find(|&i| c.is_valid(i)).unwrap_or(r.end);
+            let (l0, r0) = (skip(lcol, &lp.range), skip(rcol, &rp.range));
+            let rs = &rv[r0..rp.range.end];
+            let mut j = 0usize;
+            for i in l0..lp.range.end {
+                let t = lv[i];
+                let hit = match spec.op {
+                    BinaryOp::GtEq => {
+                        while j < rs.len() && rs[j] <= t {
+                            j += 1;
+                        }
+                        j.checked_sub(1)
+                    }
+                    BinaryOp::Gt => {
+                        while j < rs.len() && rs[j] < t {
+                            j += 1;
+                        }
+                        j.checked_sub(1)
+                    }
+                    BinaryOp::LtEq => {
+                        while j < rs.len() && rs[j] < t {
+                            j += 1;
+                        }
+                        (j < rs.len()).then_some(j)
+                    }
+                    _ => {
+                        while j < rs.len() && rs[j] <= t {
+                            j += 1;
+                        }
+                        (j < rs.len()).then_some(j)
+                    }
+                };
+                if let Some(k) = hit {
+                    matched[i - lp.range.start] = (r0 - rp.range.start + k) as u32;
+                }
+            }
+        }
+        let rb = match rp {
+            Some(rp) => piece_batch(rt, rp, rc, rr),
+            None => Batch::new(rc.iter().map(|&c| Column::nulls(rt.schema.columns[c].data_type, 0)).collect(), 0),
+        };
+        let (li, ri): (Option<Vec<u32>>, Vec<u32>) = if spec.outer {
+            (None, matched)
+        } else {
+            let (a, b) =
+                matched.iter().enumerate().filter(|(_, &j)| j != NULL_INDEX).map(|(i, &j)| (i as u32, j)).unzip();
+            (Some(a), b)
+        };
+        let mut cols: Vec<Arc<Column>> = match &li {
+            None => lb.columns.clone(),
+            Some(li) => lb.columns.iter().map(|c| Arc::new(c.take(li))).collect(),
+        };
+        cols.extend(rb.columns.iter().map(|c| Arc::new(c.take_opt(&ri))));
+        outs.push(Batch::shared(cols, ri.len()));
+    }
+    let width = lc.len() + rc.len();
+    let rows = outs.iter().map(|b| b.rows).sum();
+    let cols = (0..width)
+        .map(|j| {
+            if outs.is_empty() {
+                let dt = if j < lc.len() {
+                    lt.schema.columns[lc[j]].data_type
+                } else {
+                    rt.schema.columns[rc[j - lc.len()]].data_type
+                };
+                return Arc::new(Column::nulls(dt, 0));
+            }
+            let refs: Vec<&Column> = outs.iter().map(|b| &*b.columns[j]).collect();
+            Arc::new(Column::concat(&refs))
+        })
+        .collect();
+    Some(Ok(Batch::shared(cols, rows)))
 }

@@ -3,7 +3,7 @@
 //! paths (scans, filters, arithmetic, hash aggregation, hash joins).
 
 pub mod aggregate;
-mod asof;
+pub mod asof;
 pub mod cast;
 mod correlated;
 pub mod eval;
@@ -132,9 +132,13 @@ pub fn execute(plan: &Plan) -> Result<Batch> {
             join::join(&l, &r, *kind, left_keys, right_keys, residual.as_ref())
         }
         Plan::AsofJoin { left, right, left_keys, right_keys, left_ts, right_ts, op, outer } => {
+            let spec = asof::AsofSpec { left_keys, right_keys, left_ts, right_ts, op: *op, outer: *outer };
+            if let Some(r) = asof::try_partitioned(left, right, &spec) {
+                return r;
+            }
             let l = execute(left)?;
             let r = execute(right)?;
-            asof::asof_join(&l, &r, asof::AsofSpec { left_keys, right_keys, left_ts, right_ts, op: *op, outer: *outer })
+            asof::asof_join(&l, &r, spec)
         }
         Plan::Sort { input, keys, limit } => {
             let b = execute(input)?;

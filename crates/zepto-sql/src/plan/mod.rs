@@ -347,9 +347,14 @@ impl Plan {
                     format!("HashJoin {kind:?} keys={}", left_keys.len())
                 }
             }
-            Plan::AsofJoin { left_keys, op, outer, .. } => {
+            Plan::AsofJoin { left, right, left_keys, right_keys, left_ts, right_ts, op, outer } => {
+                let how = if crate::exec::asof::merge_shape(left, right, left_keys, right_keys, left_ts, right_ts) {
+                    "partition-pair merge"
+                } else {
+                    "per-key binary search"
+                };
                 format!(
-                    "AsofJoin{} keys={} on ts {} (per-key binary search)",
+                    "AsofJoin{} keys={} on ts {} ({how})",
                     if *outer { " LEFT" } else { "" },
                     left_keys.len(),
                     op.sql()
