@@ -147,27 +147,6 @@ pub fn asof_join(l: &Batch, r: &Batch, spec: AsofSpec) -> Result<Batch> {
     Ok(Batch::shared(cols, li.len()))
 }
 
-#[cfg(test)]
-mod tests {
-    use super::search;
-    use crate::parser::ast::BinaryOp;
-
-    #[test]
-    fn nearest_on_each_side() {
-        let b = [1, 3, 3, 7];
-        assert_eq!(search(&b, 3, BinaryOp::GtEq), Some(2));
-        assert_eq!(search(&b, 3, BinaryOp::Gt), Some(0));
-        assert_eq!(search(&b, 0, BinaryOp::GtEq), None);
-        assert_eq!(search(&b, 3, BinaryOp::LtEq), Some(1));
-        assert_eq!(search(&b, 3, BinaryOp::Lt), Some(3));
-        assert_eq!(search(&b, 8, BinaryOp::LtEq), None);
-    }
-}
-
-/// Both inputs are scans of partitioned, time-sorted tables joined on their partition keys and
-/// designated timestamps (the shape of `trades ASOF JOIN quotes ON sym = sym AND ts >= ts`):
-/// pair the partitions by key and merge each pair with two pointers — no hashing, no search.
-/// `None` when the plan does not have that shape (the general path then runs).
 /// Whether both inputs are scans joined on their partition keys and designated timestamps.
 pub fn merge_shape(left: &Plan, right: &Plan, lk: &[BExpr], rk: &[BExpr], lts: &BExpr, rts: &BExpr) -> bool {
     let (Plan::Scan { table: lt, columns: lc, .. }, Plan::Scan { table: rt, columns: rc, .. }) = (left, right) else {
@@ -179,6 +158,10 @@ pub fn merge_shape(left: &Plan, right: &Plan, lk: &[BExpr], rk: &[BExpr], lts: &
         && is_col(rts, rc, rt.ts_col)
 }
 
+/// Both inputs are scans of partitioned, time-sorted tables joined on their partition keys and
+/// designated timestamps (the shape of `trades ASOF JOIN quotes ON sym = sym AND ts >= ts`):
+/// pair the partitions by key and merge each pair with two pointers — no hashing, no search.
+/// `None` when the plan does not have that shape (the general path then runs).
 pub fn try_partitioned(left: &Plan, right: &Plan, spec: &AsofSpec) -> Option<Result<Batch>> {
     if !merge_shape(left, right, spec.left_keys, spec.right_keys, spec.left_ts, spec.right_ts) {
         return None;
@@ -279,4 +262,21 @@ pub fn try_partitioned(left: &Plan, right: &Plan, spec: &AsofSpec) -> Option<Res
         })
         .collect();
     Some(Ok(Batch::shared(cols, rows)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::search;
+    use crate::parser::ast::BinaryOp;
+
+    #[test]
+    fn nearest_on_each_side() {
+        let b = [1, 3, 3, 7];
+        assert_eq!(search(&b, 3, BinaryOp::GtEq), Some(2));
+        assert_eq!(search(&b, 3, BinaryOp::Gt), Some(0));
+        assert_eq!(search(&b, 0, BinaryOp::GtEq), None);
+        assert_eq!(search(&b, 3, BinaryOp::LtEq), Some(1));
+        assert_eq!(search(&b, 3, BinaryOp::Lt), Some(3));
+        assert_eq!(search(&b, 8, BinaryOp::LtEq), None);
+    }
 }
