@@ -865,6 +865,165 @@ def s15_analytics(f):
         "WHERE o.od BETWEEN '2024-03-01' AND '2024-03-31' ORDER BY o.od, o.oid", "nosort")
 
 
+# --------------------------------------------------------------------------------------
+ASOF_SEL = "SELECT t.id, t.ts, t.sym, t.px, q.ts, q.bid"
+
+
+def s16_asof(f):
+    f.comment("ASOF JOIN: each left row meets the right row with equal keys that is nearest on the\n"
+              "right side of the inequality (t.ts >= q.ts: the latest at or before, >: strictly before,\n"
+              "<=: the earliest at or after, <: strictly after). ASOF JOIN drops unmatched left rows,\n"
+              "ASOF LEFT JOIN keeps them with NULLs. NULL keys and NULL times never match.\n"
+              "Right-side times are unique, so every match is unambiguous; qa is inserted in\n"
+              "shuffled time order.")
+    f.comment("one equality key, each inequality, inner and LEFT")
+    for op in (">=", ">", "<=", "<"):
+        f.q("%s FROM ta t ASOF JOIN qa q ON t.sym = q.sym AND t.ts %s q.ts" % (ASOF_SEL, op))
+    for op in (">=", ">", "<=", "<"):
+        f.q("%s FROM ta t ASOF LEFT JOIN qa q ON t.sym = q.sym AND t.ts %s q.ts" % (ASOF_SEL, op))
+    f.comment("equal times: >= and <= match the quote at the same nanosecond, > and < do not;\n"
+              "ids 2, 3, 4 are at, 1 ns after and 1 ns before a quote")
+    f.q("SELECT t.id, q.ts, q.bid FROM ta t ASOF LEFT JOIN qa q ON t.sym = q.sym AND t.ts >= q.ts "
+        "WHERE t.id IN (2, 3, 4, 5, 8) ORDER BY t.id", "nosort")
+    f.q("SELECT t.id, q.ts, q.bid FROM ta t ASOF LEFT JOIN qa q ON t.sym = q.sym AND t.ts > q.ts "
+        "WHERE t.id IN (2, 3, 4, 5, 8) ORDER BY t.id", "nosort")
+    f.q("SELECT t.id, q.ts, q.bid FROM ta t ASOF LEFT JOIN qa q ON t.sym = q.sym AND t.ts <= q.ts "
+        "WHERE t.id IN (2, 3, 4, 5, 8) ORDER BY t.id", "nosort")
+    f.q("SELECT t.id, q.ts, q.bid FROM ta t ASOF LEFT JOIN qa q ON t.sym = q.sym AND t.ts < q.ts "
+        "WHERE t.id IN (2, 3, 4, 5, 8) ORDER BY t.id", "nosort")
+
+    f.comment("the inequality written with the sides swapped means the same")
+    f.q("%s FROM ta t ASOF LEFT JOIN qa q ON q.sym = t.sym AND q.ts <= t.ts" % ASOF_SEL)
+    f.q("%s FROM ta t ASOF JOIN qa q ON t.sym = q.sym AND q.ts > t.ts" % ASOF_SEL)
+    f.q("%s FROM ta t ASOF LEFT JOIN qa q ON q.ts >= t.ts AND t.sym = q.sym" % ASOF_SEL)
+    f.q("%s FROM ta t ASOF JOIN qa q ON q.ts < t.ts" % ASOF_SEL)
+
+    f.comment("no equality key: the nearest right row overall (NULL-symbol quotes included)")
+    f.q("%s FROM ta t ASOF JOIN qa q ON t.ts >= q.ts" % ASOF_SEL)
+    f.q("%s, q.sym FROM ta t ASOF LEFT JOIN qa q ON t.ts > q.ts" % ASOF_SEL)
+    f.q("%s, q.sym FROM ta t ASOF LEFT JOIN qa q ON t.ts <= q.ts" % ASOF_SEL)
+    f.q("%s FROM ta t ASOF JOIN qa q ON t.ts < q.ts" % ASOF_SEL)
+
+    f.comment("two equality keys (symbol and an INT venue); a NULL venue never matches")
+    f.q("SELECT t.id, t.sym, t.venue, q.ts, q.venue, q.bid FROM ta t ASOF LEFT JOIN qa q "
+        "ON t.sym = q.sym AND t.venue = q.venue AND t.ts >= q.ts")
+    f.q("SELECT t.id, t.sym, t.venue, q.ts, q.venue, q.bid FROM ta t ASOF JOIN qa q "
+        "ON t.sym = q.sym AND t.venue = q.venue AND t.ts > q.ts")
+    f.q("SELECT t.id, t.sym, t.venue, q.ts, q.venue, q.bid FROM ta t ASOF LEFT JOIN qa q "
+        "ON t.sym = q.sym AND t.venue = q.venue AND t.ts <= q.ts")
+    f.q("SELECT t.id, t.sym, t.venue, q.ts, q.venue, q.bid FROM ta t ASOF LEFT JOIN qa q "
+        "ON t.sym = q.sym AND t.venue = q.venue AND t.ts < q.ts")
+    f.q("SELECT t.id, q.ts, q.bid FROM ta t ASOF JOIN qa q ON t.venue = q.venue AND t.sym = q.sym AND q.ts <= t.ts")
+    f.q("SELECT t.id, q.ts, q.sym, q.bid FROM ta t ASOF LEFT JOIN qa q ON t.venue = q.venue AND t.ts >= q.ts")
+
+    f.comment("BIGINT and DOUBLE time columns")
+    f.q("SELECT t.id, t.n, q.n, q.bid FROM ta t ASOF LEFT JOIN qa q ON t.sym = q.sym AND t.n >= q.n")
+    f.q("SELECT t.id, t.n, q.n, q.bid FROM ta t ASOF JOIN qa q ON t.sym = q.sym AND t.n > q.n")
+    f.q("SELECT t.id, t.n, q.n, q.sym FROM ta t ASOF LEFT JOIN qa q ON t.n <= q.n")
+    f.q("SELECT t.id, t.x, q.x, q.bid FROM ta t ASOF LEFT JOIN qa q ON t.sym = q.sym AND t.x >= q.x")
+    f.q("SELECT t.id, t.x, q.x, q.bid FROM ta t ASOF JOIN qa q ON t.sym = q.sym AND t.venue = q.venue AND t.x < q.x")
+    f.q("SELECT t.id, t.x, q.x, q.sym FROM ta t ASOF JOIN qa q ON q.x <= t.x")
+
+    f.comment("select lists: t.*, q.*, SELECT * (left columns, then right columns), expressions")
+    f.q("SELECT t.*, q.* FROM ta t ASOF LEFT JOIN qa q ON t.sym = q.sym AND t.ts >= q.ts")
+    f.q("SELECT * FROM ta t ASOF JOIN qa q ON t.sym = q.sym AND t.venue = q.venue AND t.ts <= q.ts")
+    f.q("SELECT q.*, t.id FROM ta t ASOF JOIN qa q ON t.sym = q.sym AND t.ts > q.ts")
+    f.q("SELECT t.*, q.bid, q.ask FROM ta t ASOF LEFT JOIN qa q ON t.ts >= q.ts")
+    f.q("SELECT t.id, t.px - q.bid, q.ask - q.bid, (q.bid + q.ask) / 2, t.px * t.qty FROM ta t "
+        "ASOF LEFT JOIN qa q ON t.sym = q.sym AND t.ts >= q.ts")
+    f.q("SELECT t.id, epoch_ns(t.ts) - epoch_ns(q.ts) AS lag_ns FROM ta t ASOF JOIN qa q ON t.sym = q.sym AND t.ts >= q.ts")
+    f.q("SELECT t.id, t.n - q.n, q.x - t.x FROM ta t ASOF JOIN qa q ON t.sym = q.sym AND t.ts < q.ts")
+    f.q("SELECT t.id, CASE WHEN q.ts IS NULL THEN 'no quote' WHEN q.bid IS NULL THEN 'no bid' "
+        "WHEN t.px >= q.ask THEN 'at ask' WHEN t.px <= q.bid THEN 'at bid' ELSE 'inside' END "
+        "FROM ta t ASOF LEFT JOIN qa q ON t.sym = q.sym AND t.ts >= q.ts")
+    f.q("SELECT t.id, COALESCE(q.bid, q.ask, -1.0), COALESCE(q.sym, 'none') FROM ta t "
+        "ASOF LEFT JOIN qa q ON t.sym = q.sym AND t.ts >= q.ts")
+
+    f.comment("WHERE on the joined result: the ON condition decides the match, WHERE filters after it")
+    f.q("SELECT t.id, q.ts, q.bid FROM ta t ASOF LEFT JOIN qa q ON t.sym = q.sym AND t.ts >= q.ts WHERE q.bid IS NULL")
+    f.q("SELECT t.id, t.sym FROM ta t ASOF LEFT JOIN qa q ON t.sym = q.sym AND t.ts >= q.ts WHERE q.ts IS NULL")
+    f.q("SELECT t.id, t.px, q.bid FROM ta t ASOF JOIN qa q ON t.sym = q.sym AND t.ts >= q.ts WHERE t.px > q.bid")
+    f.q("SELECT t.id, q.bid, q.ask FROM ta t ASOF JOIN qa q ON t.sym = q.sym AND t.ts <= q.ts "
+        "WHERE t.sym = 'AAPL' AND t.qty >= 100 ORDER BY t.id", "nosort")
+
+    f.comment("ORDER BY / LIMIT over an ASOF join")
+    f.q("SELECT t.id, t.sym, q.ts, q.bid FROM ta t ASOF LEFT JOIN qa q ON t.sym = q.sym AND t.ts >= q.ts ORDER BY t.id",
+        "nosort")
+    f.q("SELECT t.id, q.bid FROM ta t ASOF JOIN qa q ON t.sym = q.sym AND t.ts >= q.ts ORDER BY t.ts DESC, t.id LIMIT 5",
+        "nosort")
+    f.q("SELECT t.id, q.bid FROM ta t ASOF LEFT JOIN qa q ON t.ts < q.ts ORDER BY q.bid NULLS FIRST, t.id LIMIT 8",
+        "nosort")
+
+    f.comment("aggregates over an ASOF join")
+    f.q("SELECT t.sym, count(*), count(q.bid), avg(t.px - q.bid) FROM ta t ASOF LEFT JOIN qa q "
+        "ON t.sym = q.sym AND t.ts >= q.ts GROUP BY t.sym")
+    f.q("SELECT count(*), count(q.ts), sum(q.bid), min(q.ts), max(q.ts) FROM ta t ASOF JOIN qa q "
+        "ON t.sym = q.sym AND t.ts >= q.ts")
+    f.comment("several left rows meet the same right row")
+    f.q("SELECT q.ts, q.sym, count(*), sum(t.qty) FROM ta t ASOF JOIN qa q ON t.sym = q.sym AND t.ts >= q.ts "
+        "GROUP BY q.ts, q.sym HAVING count(*) > 1")
+    f.q("SELECT q.sym, count(DISTINCT q.ts), count(*) FROM ta t ASOF JOIN qa q ON t.ts >= q.ts GROUP BY q.sym")
+    f.q("SELECT t.venue, max(t.px - q.bid), min(t.px - q.ask) FROM ta t ASOF JOIN qa q "
+        "ON t.sym = q.sym AND t.venue = q.venue AND t.ts >= q.ts GROUP BY t.venue")
+    f.q("SELECT sym, max(lag_ns), min(lag_ns), count(*) FROM (SELECT t.sym, epoch_ns(q.ts) - epoch_ns(t.ts) AS lag_ns "
+        "FROM ta t ASOF JOIN qa q ON t.sym = q.sym AND t.ts <= q.ts) s GROUP BY sym")
+    f.q("SELECT sum(t.qty * q.bid) / sum(t.qty) FROM ta t ASOF JOIN qa q ON t.sym = q.sym AND t.ts >= q.ts "
+        "WHERE q.bid IS NOT NULL")
+
+    f.comment("ASOF joins of CTEs and FROM-subqueries")
+    f.q("WITH qb AS (SELECT * FROM qa WHERE bid IS NOT NULL) SELECT t.id, q.ts, q.bid FROM ta t "
+        "ASOF LEFT JOIN qb q ON t.sym = q.sym AND t.ts >= q.ts")
+    f.q("SELECT t.id, q.ts, q.bid FROM (SELECT * FROM ta WHERE venue = 1) t ASOF JOIN qa q ON t.sym = q.sym AND t.ts > q.ts")
+    f.q("SELECT t.id, q.qts, q.qbid FROM ta t ASOF JOIN (SELECT ts AS qts, sym AS qsym, bid AS qbid FROM qa "
+        "WHERE sym <> 'MSFT') q ON t.sym = q.qsym AND t.ts >= q.qts")
+    f.q("WITH j AS (SELECT t.sym AS sym, t.px - q.bid AS edge FROM ta t ASOF JOIN qa q ON t.sym = q.sym AND t.ts >= q.ts) "
+        "SELECT sym, count(*), count(edge), max(edge) FROM j GROUP BY sym")
+    f.q("SELECT s.id, s.bid FROM (SELECT t.id AS id, q.bid AS bid FROM ta t ASOF LEFT JOIN qa q "
+        "ON t.sym = q.sym AND t.ts < q.ts) s WHERE s.bid > 100 ORDER BY s.id", "nosort")
+
+    f.comment("a self ASOF join: the previous and the next quote of each quote")
+    f.q("SELECT a.ts, a.sym, a.bid, b.ts, b.bid FROM qa a ASOF LEFT JOIN qa b ON a.sym = b.sym AND a.ts > b.ts")
+    f.q("SELECT a.ts, a.sym, b.ts FROM qa a ASOF JOIN qa b ON a.sym = b.sym AND a.ts < b.ts")
+    f.comment("two ASOF joins in a row: the quote before and the quote after each trade")
+    f.q("SELECT t.id, p.ts, p.bid, n.ts, n.bid FROM ta t ASOF LEFT JOIN qa p ON t.sym = p.sym AND t.ts > p.ts "
+        "ASOF LEFT JOIN qa n ON t.sym = n.sym AND t.ts < n.ts")
+
+    f.comment("LEFT ASOF JOIN and ASOF LEFT OUTER JOIN are spellings of ASOF LEFT JOIN "
+              "(DuckDB only accepts the latter two)")
+    f.q("SELECT t.id, q.ts, q.bid FROM ta t LEFT ASOF JOIN qa q ON t.sym = q.sym AND t.ts >= q.ts",
+        duck="SELECT t.id, q.ts, q.bid FROM ta t ASOF LEFT JOIN qa q ON t.sym = q.sym AND t.ts >= q.ts")
+    f.q("SELECT t.id, q.n FROM ta t LEFT ASOF JOIN qa q ON t.n < q.n",
+        duck="SELECT t.id, q.n FROM ta t ASOF LEFT JOIN qa q ON t.n < q.n")
+    f.q("SELECT t.id, q.ts FROM ta t ASOF LEFT OUTER JOIN qa q ON t.sym = q.sym AND t.ts <= q.ts")
+
+    f.comment("a VARCHAR key column on the left against a SYMBOL key on the right, and the reverse")
+    f.q("SELECT t.id, t.sym, q.ts, q.bid FROM tv t ASOF JOIN qa q ON t.sym = q.sym AND t.ts >= q.ts")
+    f.q("SELECT t.id, t.sym, q.ts, q.bid FROM tv t ASOF LEFT JOIN qa q ON t.sym = q.sym AND t.ts < q.ts")
+    f.q("SELECT a.ts, a.sym, b.id, b.px FROM qa a ASOF LEFT JOIN tv b ON a.sym = b.sym AND a.ts >= b.ts")
+
+    f.comment("empty and one-row tables")
+    f.q("SELECT t.id, q.ts, q.bid FROM ta t ASOF JOIN q_empty q ON t.sym = q.sym AND t.ts >= q.ts")
+    f.q("SELECT t.id, q.ts, q.bid FROM ta t ASOF LEFT JOIN q_empty q ON t.sym = q.sym AND t.ts >= q.ts")
+    f.q("SELECT count(*), count(q.bid) FROM ta t ASOF LEFT JOIN q_empty q ON t.ts < q.ts")
+    f.q("SELECT t.id, q.ts, q.bid FROM t_empty t ASOF LEFT JOIN qa q ON t.ts <= q.ts")
+    f.q("SELECT count(*) FROM t_empty t ASOF LEFT JOIN q_empty q ON t.sym = q.sym AND t.ts >= q.ts")
+    f.q("SELECT t.id, t.px, q.ts, q.bid FROM t_one t ASOF JOIN q_one q ON t.sym = q.sym AND t.ts >= q.ts")
+    f.q("SELECT t.id, t.px, q.ts, q.bid FROM t_one t ASOF LEFT JOIN q_one q ON t.sym = q.sym AND t.ts > q.ts")
+    f.q("SELECT t.id, q.ts, q.bid FROM ta t ASOF LEFT JOIN q_one q ON t.sym = q.sym AND t.ts >= q.ts")
+    f.q("SELECT t.id, q.ts, q.bid FROM ta t ASOF JOIN q_one q ON t.ts < q.ts")
+    f.q("SELECT t.id, q.ts, q.sym, q.bid FROM t_one t ASOF JOIN qa q ON t.ts > q.ts")
+    f.q("SELECT t.id, q.ts, q.bid FROM t_one t ASOF LEFT JOIN qa q ON t.sym = q.sym AND t.ts < q.ts")
+
+    f.comment("malformed ASOF joins: no inequality, two inequalities, OR, <>, no ON")
+    f.err("SELECT t.id FROM ta t ASOF JOIN qa q ON t.sym = q.sym")
+    f.err("SELECT t.id FROM ta t ASOF JOIN qa q ON t.ts = q.ts")
+    f.err("SELECT t.id FROM ta t ASOF JOIN qa q ON t.sym = q.sym AND t.ts >= q.ts AND t.n >= q.n")
+    f.err("SELECT t.id FROM ta t ASOF JOIN qa q ON t.ts >= q.ts AND t.ts <= q.ts")
+    f.err("SELECT t.id FROM ta t ASOF LEFT JOIN qa q ON t.sym = q.sym OR t.ts >= q.ts")
+    f.err("SELECT t.id FROM ta t ASOF JOIN qa q ON t.sym = q.sym AND t.ts <> q.ts")
+    f.err("SELECT t.id FROM ta t ASOF JOIN qa q")
+
+
 ALL_SECTIONS = [
     ("01_select_arith", "Projections, literals and arithmetic", ["nums", "trades", "one_row", "empty_t"], s01_select_arith),
     ("02_where", "WHERE: comparisons, three-valued logic, BETWEEN, IN, LIKE, IS NULL",
@@ -888,4 +1047,5 @@ ALL_SECTIONS = [
     ("14_errors", "Statements that must fail", ["trades", "quotes", "people", "depts"], s14_errors),
     ("15_analytics", "Mixed multi-table queries", ["trades", "quotes", "people", "depts", "orders", "nums"],
      s15_analytics),
+    ("16_asof", "ASOF JOIN", ["ta", "qa", "tv", "t_empty", "q_empty", "t_one", "q_one"], s16_asof),
 ]

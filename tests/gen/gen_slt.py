@@ -166,7 +166,86 @@ def make_tables():
     T["one_row"] = Table("one_row", [("k", "INT"), ("v", "VARCHAR"), ("x", "DOUBLE"), ("t", "TIMESTAMP"),
                                      ("d", "DATE")],
                          [(1, "only", 2.5, ts_of(2024, 1, 2, 9, 30, 0, 123456789), dt.date(2024, 1, 2))])
+    make_asof_tables(T)
     return T
+
+
+def make_asof_tables(T):
+    """Small hand-made tables for 16_asof.slt (ASOF JOIN); they use their own rng, so the data of
+    the other files is unaffected.
+
+    Right-side times (ts, n and x alike) are unique over the whole table, so every match is
+    unambiguous with 0, 1 or 2 equality keys. Left tables stay far below DuckDB's
+    asof_loop_join_threshold (64 left rows): above it DuckDB 1.5.6 switches to an operator that
+    matches NULL left times (with equality keys) and NULL = NULL second keys."""
+    def at(sec, ns=0):  # 2024-01-02 09:30:00 + sec seconds + ns
+        return ts_of(2024, 1, 2, 9, 30, 0, sec * 10**9 + ns)
+
+    # quotes (right side): (sec, ns, sym, venue, bid, ask); n = sec (BIGINT), x = sec / 4 (DOUBLE)
+    q = [(10, 0, "AAPL", 1, 100.0, 100.25), (20, 500, "AAPL", 2, 100.5, 100.75),
+         (30, 0, "AAPL", 1, None, 101.0), (40, 123456789, "AAPL", 2, 101.25, 101.5),
+         (50, 0, "AAPL", 1, 101.5, 101.75), (80, 0, "AAPL", 2, 102.0, 102.25),
+         (33, 0, "AAPL", None, 100.875, 101.125),
+         (15, 0, "MSFT", 1, 200.0, 200.5), (25, 0, "MSFT", 1, 200.25, 200.75),
+         (35, 0, "MSFT", 2, 200.5, 201.0), (45, 1, "MSFT", 2, 200.75, 201.25),
+         (65, 0, "MSFT", 1, 201.0, 201.5), (38, 0, "MSFT", None, 200.375, 200.875),
+         (60, 0, "GOOG", 1, 140.0, 140.125), (70, 0, "GOOG", 3, 140.25, 140.5), (75, 0, "GOOG", 1, 140.75, 141.0),
+         (12, 0, "TSLA", 1, 240.0, 240.5), (22, 0, "TSLA", 1, 241.0, 241.5),   # right side only
+         (5, 0, None, 1, 1.0, 1.5), (55, 0, None, 2, 2.0, 2.5),               # NULL key
+         (None, 0, "AAPL", 1, 99.0, 99.5), (None, 0, "MSFT", 2, 199.0, 199.5)]  # NULL time
+    rows = [(None if s is None else at(s, ns), sym, v, bid, ask, s, None if s is None else s / 4.0)
+            for s, ns, sym, v, bid, ask in q]
+    secs = [r[5] for r in rows if r[5] is not None]
+    assert len(set(secs)) == len(secs)
+    random.Random(SEED + 16).shuffle(rows)  # right rows in no particular time order
+    T["qa"] = Table("qa", [("ts", "TIMESTAMP"), ("sym", "SYMBOL"), ("venue", "INT"), ("bid", "DOUBLE"),
+                           ("ask", "DOUBLE"), ("n", "BIGINT"), ("x", "DOUBLE")], rows)
+
+    # trades (left side): (id, sec, ns, sym, venue, px, qty); n = sec, x = sec / 4 unless given
+    t = [(1, 0, 0, "AAPL", 1, 99.5, 100),               # before every quote
+         (2, 10, 0, "AAPL", 1, 100.125, 200),           # same time as a quote
+         (3, 10, 1, "AAPL", 1, 100.25, 300),            # 1 ns after it
+         (4, 9, 999999999, "AAPL", 1, 99.875, 50),      # 1 ns before it
+         (5, 20, 500, "AAPL", 2, 100.625, 10),          # same ns time as a quote
+         (6, 27, 0, "AAPL", 1, 100.75, 400),            # 6, 7, 24 meet the same quotes
+         (7, 28, 0, "AAPL", 1, 100.5, 100),
+         (8, 30, 0, "AAPL", 1, 101.0, 250),             # same time as the quote with a NULL bid
+         (9, 34, 0, "AAPL", 2, 101.125, 75),
+         (10, 90, 0, "AAPL", 1, 102.5, 600),            # after every AAPL quote
+         (11, 15, 0, "MSFT", 1, 200.25, 100),
+         (12, 16, 0, "MSFT", 2, 200.125, 20),
+         (13, 46, 0, "MSFT", 2, 201.0, 30),
+         (14, 14, 0, "MSFT", 1, 199.75, 40),            # before the first MSFT quote
+         (15, 65, 0, "GOOG", 3, 140.5, 500),
+         (16, 61, 0, "GOOG", 1, 140.25, 60),
+         (17, 30, 0, "IBM", 1, 160.0, 70),              # left side only
+         (18, 40, 0, "IBM", 2, 160.5, 80),
+         (19, 25, 0, None, 1, 50.0, 90),                # NULL key
+         (20, None, 0, "AAPL", 1, 100.0, 10),           # NULL time
+         (21, None, 0, None, 2, 1.0, 1),
+         (22, 36, 0, "AAPL", None, 101.25, 35),         # NULL second key
+         (23, 45, 1, "MSFT", 2, 200.875, 45),
+         (24, 28, 0, "AAPL", 1, 100.625, 15)]           # duplicate of 7's time and key
+    rows = [(i, None if s is None else at(s, ns), sym, v, px, qty, None if s is None else s,
+             None if s is None else s / 4.0) for i, s, ns, sym, v, px, qty in t]
+    rows[18] = rows[18][:6] + (None, None)  # id 19: NULL n and x as well
+    T["ta"] = Table("ta", [("id", "INT"), ("ts", "TIMESTAMP"), ("sym", "SYMBOL"), ("venue", "INT"), ("px", "DOUBLE"),
+                           ("qty", "BIGINT"), ("n", "BIGINT"), ("x", "DOUBLE")], rows)
+
+    # the same kind of left table with a VARCHAR key column
+    tv = [(1, 11, "AAPL", 100.0), (2, 25, "MSFT", 200.0), (3, 25, "TSLA", 240.5), (4, 45, "AAPL", 101.0),
+          (5, 3, "TSLA", 239.0), (6, 80, "AAPL", 102.0), (7, 50, "NFLX", 480.0), (8, 60, None, 1.0),
+          (9, None, "GOOG", 140.0), (10, 22, "", 0.5)]
+    T["tv"] = Table("tv", [("id", "INT"), ("ts", "TIMESTAMP"), ("sym", "VARCHAR"), ("px", "DOUBLE")],
+                    [(i, None if s is None else at(s), sym, px) for i, s, sym, px in tv])
+
+    # empty and one-row tables
+    T["t_empty"] = Table("t_empty", [("id", "INT"), ("ts", "TIMESTAMP"), ("sym", "SYMBOL"), ("px", "DOUBLE")], [])
+    T["q_empty"] = Table("q_empty", [("ts", "TIMESTAMP"), ("sym", "SYMBOL"), ("bid", "DOUBLE")], [])
+    T["t_one"] = Table("t_one", [("id", "INT"), ("ts", "TIMESTAMP"), ("sym", "SYMBOL"), ("px", "DOUBLE")],
+                       [(1, at(30), "AAPL", 101.0)])
+    T["q_one"] = Table("q_one", [("ts", "TIMESTAMP"), ("sym", "SYMBOL"), ("bid", "DOUBLE")],
+                       [(at(30), "AAPL", 100.5)])
 
 
 # ======================================================================================
