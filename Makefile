@@ -34,14 +34,15 @@ test: venv
 	$(MAKE) fuzz-smoke
 	$(MAKE) difftest
 
-# Random tables and queries from a small grammar (and random ASOF joins), answered by DuckDB,
-# replayed on ZeptoDB.
+# Random tables and queries from a small grammar (and random ASOF joins and window queries),
+# answered by DuckDB (and Polars for ema), replayed on ZeptoDB.
 difftest: venv
 	$(CARGO) build -p zepto-slt
 	mkdir -p target/difftest
 	$(PY) tests/gen/random_diff.py --seed $(SEED) --count 300 --out target/difftest/random.slt
 	$(PY) tests/gen/asof_diff.py --seed $(SEED) --cases 40 --out target/difftest/asof.slt
-	./target/debug/zepto-slt target/difftest/random.slt target/difftest/asof.slt
+	$(PY) tests/gen/window_diff.py --seed $(SEED) --cases 40 --out target/difftest/window.slt
+	./target/debug/zepto-slt target/difftest/random.slt target/difftest/asof.slt target/difftest/window.slt
 
 # cargo-fuzz needs a nightly toolchain; without one the stable no-panic test in
 # `cargo test` (crates/zepto-sql/tests/no_panic.rs) is the fuzz coverage.

@@ -199,7 +199,7 @@ fn fast_single(a: &AggCall, args: &[Cow<Column>], n: usize) -> Option<Column> {
     }
 }
 
-fn run_agg(a: &AggCall, b: &Batch, ids: &[u32], ng: usize, sorted: bool) -> Result<Column> {
+pub(super) fn run_agg(a: &AggCall, b: &Batch, ids: &[u32], ng: usize, sorted: bool) -> Result<Column> {
     let args = a.args.iter().map(|e| eval(e, b)).collect::<Result<Vec<_>>>()?;
     if a.distinct && !args.is_empty() {
         // Keep the first row of every distinct (group, value) pair.

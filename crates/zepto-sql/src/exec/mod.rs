@@ -15,6 +15,7 @@ mod scalar;
 mod scan;
 mod setops;
 pub mod sort;
+mod window;
 
 use crate::error::{Result, SqlError};
 use crate::plan::{BExpr, Plan};
@@ -157,6 +158,10 @@ pub fn execute(plan: &Plan) -> Result<Batch> {
             }
             let idx: Vec<u32> = (start as u32..end as u32).collect();
             Ok(b.take(&idx))
+        }
+        Plan::Window { input, calls } => {
+            let b = execute(input)?;
+            window::window(b, calls)
         }
         Plan::Distinct { input } => {
             let b = execute(input)?;

@@ -67,6 +67,8 @@ pub struct Select {
     pub where_: Option<Expr>,
     pub group_by: Vec<Expr>,
     pub having: Option<Expr>,
+    /// `QUALIFY pred`: a filter over window function results.
+    pub qualify: Option<Expr>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -213,7 +215,83 @@ pub struct FuncCall {
     pub star: bool,
     /// `percentile_cont(q) WITHIN GROUP (ORDER BY x)`.
     pub within_group: Option<Box<OrderItem>>,
+    /// `first_value(x IGNORE NULLS)` / `lag(x) IGNORE NULLS OVER (...)`.
+    pub ignore_nulls: bool,
+    /// `OVER (...)`: a window function call.
+    pub over: Option<Box<WindowSpec>>,
     pub pos: Pos,
+}
+
+/// `OVER (PARTITION BY ... ORDER BY ... [ROWS|RANGE frame])`.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct WindowSpec {
+    /// `OVER w` / `OVER (w ORDER BY ...)`: a window named in the `WINDOW` clause (resolved away
+    /// by the parser).
+    pub base: Option<String>,
+    pub partition_by: Vec<Expr>,
+    pub order_by: Vec<OrderItem>,
+    pub frame: Option<WindowFrame>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FrameUnits {
+    Rows,
+    Range,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum FrameBound {
+    UnboundedPreceding,
+    Preceding(Box<Expr>),
+    CurrentRow,
+    Following(Box<Expr>),
+    UnboundedFollowing,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct WindowFrame {
+    pub units: FrameUnits,
+    pub start: FrameBound,
+    pub end: FrameBound,
+    pub pos: Pos,
+}
+
+impl fmt::Display for FrameBound {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FrameBound::UnboundedPreceding => f.write_str("UNBOUNDED PRECEDING"),
+            FrameBound::Preceding(e) => write!(f, "{e} PRECEDING"),
+            FrameBound::CurrentRow => f.write_str("CURRENT ROW"),
+            FrameBound::Following(e) => write!(f, "{e} FOLLOWING"),
+            FrameBound::UnboundedFollowing => f.write_str("UNBOUNDED FOLLOWING"),
+        }
+    }
+}
+
+impl fmt::Display for WindowSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("(")?;
+        let mut sep = "";
+        if let Some(b) = &self.base {
+            f.write_str(b)?;
+            sep = " ";
+        }
+        if !self.partition_by.is_empty() {
+            f.write_str("PARTITION BY ")?;
+            comma(f, &self.partition_by)?;
+            sep = " ";
+        }
+        if !self.order_by.is_empty() {
+            write!(f, "{sep}ORDER BY ")?;
+            comma(f, &self.order_by)?;
+            sep = " ";
+        }
+        if let Some(fr) = &self.frame {
+            let u = if fr.units == FrameUnits::Rows { "ROWS" } else { "RANGE" };
+            write!(f, "{sep}{u} BETWEEN {} AND {}", fr.start, fr.end)?;
+        }
+        f.write_str(")")
+    }
 }
 
 impl Expr {
@@ -289,9 +367,15 @@ impl fmt::Display for Expr {
                     f.write_str("*")?;
                 }
                 comma(f, &fc.args)?;
+                if fc.ignore_nulls {
+                    f.write_str(" IGNORE NULLS")?;
+                }
                 f.write_str(")")?;
                 if let Some(o) = &fc.within_group {
                     write!(f, " WITHIN GROUP (ORDER BY {o})")?;
+                }
+                if let Some(w) = &fc.over {
+                    write!(f, " OVER {w}")?;
                 }
                 Ok(())
             }

@@ -87,6 +87,8 @@ impl Parser {
                         distinct: false,
                         star: false,
                         within_group: None,
+                        ignore_nulls: false,
+                        over: None,
                         pos,
                     }));
                     l = if negated { Expr::Unary { op: UnaryOp::Not, expr: Box::new(is) } } else { is };
@@ -307,6 +309,8 @@ impl Parser {
                     distinct: false,
                     star: false,
                     within_group: None,
+                    ignore_nulls: false,
+                    over: None,
                     pos,
                 })));
             }
@@ -376,6 +380,8 @@ impl Parser {
             distinct: false,
             star: false,
             within_group: None,
+            ignore_nulls: false,
+            over: None,
             pos,
         };
         if self.eat_op("*") {
@@ -388,6 +394,13 @@ impl Parser {
             }
             loop {
                 fc.args.push(self.expr()?);
+                if self.is_kw("ignore") || self.is_kw("respect") {
+                    fc.ignore_nulls = self.is_kw("ignore");
+                    self.advance();
+                    self.expect_kw("nulls")?;
+                    self.expect_op(")")?;
+                    break;
+                }
                 if self.eat_op(")") {
                     break;
                 }
@@ -410,11 +423,13 @@ impl Parser {
             }
             fc.within_group = Some(Box::new(items.remove(0)));
         }
-        if self.is_kw("over") {
-            return Err(SqlError::NotSupported(format!(
-                "window functions (OVER) at line {}, column {}",
-                pos.line, pos.column
-            )));
+        if (self.is_kw("ignore") || self.is_kw("respect")) && self.is_kw_at(1, "nulls") {
+            fc.ignore_nulls = self.is_kw("ignore");
+            self.advance();
+            self.advance();
+        }
+        if self.eat_kw("over") {
+            fc.over = Some(Box::new(self.over_clause()?));
         }
         Ok(Expr::Func(Box::new(fc)))
     }

@@ -12,6 +12,7 @@ mod expr;
 pub mod lexer;
 mod query;
 pub mod visit;
+mod window;
 
 use crate::error::{Pos, Result, SqlError};
 use ast::*;
@@ -426,6 +427,7 @@ impl Parser {
                     where_: None,
                     group_by: vec![],
                     having: None,
+                    qualify: None,
                 })),
                 order_by: vec![],
                 limit: None,

@@ -142,8 +142,43 @@ impl Parser {
                 }
             }
         }
-        let having = if self.eat_kw("having") { Some(self.expr()?) } else { None };
-        Ok(SetExpr::Select(Box::new(Select { distinct, items, from, where_, group_by, having })))
+        let mut having = if self.eat_kw("having") { Some(self.expr()?) } else { None };
+        let mut named = Vec::new();
+        if self.eat_kw("window") {
+            loop {
+                let name = self.ident()?;
+                self.expect_kw("as")?;
+                self.expect_op("(")?;
+                let spec = self.window_spec(&named)?;
+                named.push((name, spec));
+                if !self.eat_op(",") {
+                    break;
+                }
+            }
+        }
+        let mut qualify = if self.eat_kw("qualify") { Some(self.expr()?) } else { None };
+        if !named.is_empty() {
+            let mut items = items;
+            let mut err = None;
+            let mut resolve = |e: &mut Expr| {
+                if let Err(x) = super::window::resolve_named(e, &named) {
+                    err.get_or_insert(x);
+                }
+            };
+            for it in &mut items {
+                if let SelectItem::Expr { expr, .. } = it {
+                    super::visit::rewrite_expr(expr, &mut resolve);
+                }
+            }
+            for e in having.iter_mut().chain(qualify.iter_mut()) {
+                super::visit::rewrite_expr(e, &mut resolve);
+            }
+            if let Some(e) = err {
+                return Err(e);
+            }
+            return Ok(SetExpr::Select(Box::new(Select { distinct, items, from, where_, group_by, having, qualify })));
+        }
+        Ok(SetExpr::Select(Box::new(Select { distinct, items, from, where_, group_by, having, qualify })))
     }
 
     fn select_item(&mut self) -> Result<SelectItem> {

@@ -32,7 +32,13 @@ fn rewrite_set(s: &mut SetExpr, f: &mut dyn FnMut(&mut Expr)) {
             if let Some(t) = &mut sel.from {
                 rewrite_from(t, f);
             }
-            for e in sel.where_.iter_mut().chain(sel.group_by.iter_mut()).chain(sel.having.iter_mut()) {
+            for e in sel
+                .where_
+                .iter_mut()
+                .chain(sel.group_by.iter_mut())
+                .chain(sel.having.iter_mut())
+                .chain(sel.qualify.iter_mut())
+            {
                 rewrite_expr(e, f);
             }
         }
@@ -71,6 +77,17 @@ pub fn rewrite_expr(e: &mut Expr, f: &mut dyn FnMut(&mut Expr)) {
             fc.args.iter_mut().for_each(|a| rewrite_expr(a, f));
             if let Some(o) = &mut fc.within_group {
                 rewrite_expr(&mut o.expr, f);
+            }
+            if let Some(w) = &mut fc.over {
+                w.partition_by.iter_mut().for_each(|a| rewrite_expr(a, f));
+                w.order_by.iter_mut().for_each(|o| rewrite_expr(&mut o.expr, f));
+                if let Some(fr) = &mut w.frame {
+                    for b in [&mut fr.start, &mut fr.end] {
+                        if let FrameBound::Preceding(x) | FrameBound::Following(x) = b {
+                            rewrite_expr(x, f);
+                        }
+                    }
+                }
             }
         }
         Expr::Case { operand, whens, else_ } => {

@@ -7,7 +7,7 @@ use super::functions::{self, scalar_arity, scalar_by_name, ScalarFunc};
 use super::{BExpr, Correlated, Field, SubqueryKind};
 use crate::error::{Pos, Result, SqlError};
 use crate::exec::eval::eval_const;
-use crate::parser::ast::{BinaryOp, Expr, Literal, Query, UnaryOp};
+use crate::parser::ast::{BinaryOp, Expr, FuncCall, Literal, Query, UnaryOp};
 use zepto_storage::{time, DataType, Value};
 
 /// Group keys and aggregates already computed by an Aggregate node: expressions above it are
@@ -41,9 +41,18 @@ pub trait SubqueryRunner {
     fn plan_subquery(&mut self, q: &Query, outer: &[Field]) -> Result<SubPlan>;
 }
 
+/// Window function results already computed by a Window node: its output is its input
+/// followed by one column per call, so call `j` is column `base + j`.
+pub struct WinCtx {
+    pub base: usize,
+    /// Canonical text of each window call and its type.
+    pub calls: Vec<(String, DataType)>,
+}
+
 pub struct ExprBinder<'a> {
     pub scope: &'a [Field],
     pub agg: Option<&'a AggCtx>,
+    pub win: Option<&'a WinCtx>,
     pub runner: &'a mut dyn SubqueryRunner,
 }
 
@@ -92,12 +101,18 @@ pub fn contains_aggregate(e: &Expr) -> bool {
     let mut found = false;
     walk(e, &mut |x| {
         if let Expr::Func(f) = x {
-            if functions::is_aggregate(&f.name) {
+            if f.over.is_none() && functions::is_aggregate(&f.name) {
                 found = true;
             }
         }
     });
     found
+}
+
+/// Whether a function call is a window function: it has `OVER`, or it is one of the
+/// window-only functions (`row_number`, `lag`, `ema`, `mavg`, ...) written kdb-style without it.
+pub fn is_window_call(f: &FuncCall) -> bool {
+    f.over.is_some() || functions::is_window_only(&f.name)
 }
 
 /// Pre-order walk over an AST expression (not into subqueries).
@@ -113,6 +128,10 @@ pub fn walk(e: &Expr, f: &mut impl FnMut(&Expr)) {
             fc.args.iter().for_each(|a| walk(a, f));
             if let Some(o) = &fc.within_group {
                 walk(&o.expr, f);
+            }
+            if let Some(w) = &fc.over {
+                w.partition_by.iter().for_each(|a| walk(a, f));
+                w.order_by.iter().for_each(|o| walk(&o.expr, f));
             }
         }
         Expr::Case { operand, whens, else_ } => {
@@ -245,6 +264,22 @@ pub fn coerce_pair(l: BExpr, r: BExpr, pos: Pos) -> Result<(BExpr, BExpr)> {
 
 impl ExprBinder<'_> {
     pub fn bind(&mut self, e: &Expr) -> Result<BExpr> {
+        if let Expr::Func(f) = e {
+            if is_window_call(f) {
+                let key = e.to_string();
+                let found = self.win.and_then(|w| w.calls.iter().position(|(s, _)| *s == key).map(|j| (w, j)));
+                return match found {
+                    Some((w, j)) => Ok(BExpr::Col(w.base + j, w.calls[j].1)),
+                    None => Err(SqlError::plan(
+                        format!(
+                            "window function {}() is not allowed here (only in the select list, QUALIFY and ORDER BY, and not nested)",
+                            f.name
+                        ),
+                        Some(f.pos),
+                    )),
+                };
+            }
+        }
         if let Some(agg) = self.agg {
             let key = e.to_string();
             if let Some(k) = agg.keys.iter().position(|(s, _, _)| *s == key) {

@@ -5,10 +5,10 @@
 //! uncorrelated subqueries are planned and run once, here, and become constants.
 
 use super::bind_expr::{
-    cast_to, common_type, contains_aggregate, resolve, walk, AggCtx, ExprBinder, SubPlan, SubqueryRunner,
+    cast_to, common_type, contains_aggregate, resolve, walk, AggCtx, ExprBinder, SubPlan, SubqueryRunner, WinCtx,
 };
 use super::functions::{self, agg_arity, agg_by_name, agg_type, AggFunc};
-use super::pushdown;
+use super::{prune, pushdown, window};
 use super::{AggCall, BExpr, Field, OuterRef, Plan, SortKey};
 use crate::error::{Pos, Result, SqlError};
 use crate::exec;
@@ -137,7 +137,7 @@ fn requalify(fields: Vec<Field>, q: Option<&str>) -> Vec<Field> {
 }
 
 fn const_usize(b: &mut Binder, e: &Expr, what: &str) -> Result<usize> {
-    let bound = ExprBinder { scope: &[], agg: None, runner: b }.bind(e)?;
+    let bound = ExprBinder { scope: &[], agg: None, win: None, runner: b }.bind(e)?;
     match bound {
         BExpr::Lit(v, _) => match v.as_i64() {
             Some(n) if n >= 0 => Ok(n as usize),
@@ -228,7 +228,7 @@ impl Binder {
             if r.len() != width {
                 return Err(SqlError::plan("VALUES rows have different lengths", r.first().and_then(Expr::pos)));
             }
-            let mut b = ExprBinder { scope: &[], agg: None, runner: self };
+            let mut b = ExprBinder { scope: &[], agg: None, win: None, runner: self };
             bound.push(r.iter().map(|e| b.bind(e)).collect::<Result<Vec<_>>>()?);
         }
         let mut types = vec![DataType::Null; width];
@@ -295,7 +295,7 @@ impl Binder {
                     conds.push(super::bind_expr::bind_binary(BinaryOp::Eq, l, r, p)?);
                 }
                 if let Some(on) = on {
-                    let b = ExprBinder { scope: &scope, agg: None, runner: self }.bind_bool(on)?;
+                    let b = ExprBinder { scope: &scope, agg: None, win: None, runner: self }.bind_bool(on)?;
                     pushdown::conjuncts(b, &mut conds);
                 }
                 if matches!(kind, JoinKind::Asof | JoinKind::AsofLeft) {
@@ -334,7 +334,7 @@ impl Binder {
             if contains_aggregate(w) {
                 return Err(SqlError::plan("aggregates are not allowed in WHERE", w.pos()));
             }
-            let pred = ExprBinder { scope: &scope, agg: None, runner: self }.bind_bool(w)?;
+            let pred = ExprBinder { scope: &scope, agg: None, win: None, runner: self }.bind_bool(w)?;
             plan = apply_filter(plan, pred);
         }
         let items = expand_items(&s.items, &scope)?;
@@ -351,7 +351,44 @@ impl Binder {
             (&scope, None)
         };
         if let Some(h) = &s.having {
-            let pred = ExprBinder { scope: pre_scope, agg, runner: self }.bind_bool(h)?;
+            let pred = ExprBinder { scope: pre_scope, agg, win: None, runner: self }.bind_bool(h)?;
+            plan = Plan::Filter { input: Box::new(plan), pred };
+        }
+        // Window functions run after GROUP BY/HAVING and before DISTINCT/ORDER BY/LIMIT.
+        let mut found = Vec::new();
+        for it in &items {
+            if let Item::Ast { expr, .. } = it {
+                window::collect_calls(expr, &mut found);
+            }
+        }
+        if let Some(q) = &s.qualify {
+            window::collect_calls(q, &mut found);
+        }
+        for o in order_by {
+            window::collect_calls(&o.expr, &mut found);
+        }
+        let win_ctx;
+        let win = if found.is_empty() {
+            if let Some(q) = &s.qualify {
+                return Err(SqlError::plan("QUALIFY needs a window function", q.pos()));
+            }
+            None
+        } else {
+            let defaults = self.window_defaults(s, pre_scope);
+            let mut calls = Vec::with_capacity(found.len());
+            let mut texts = Vec::with_capacity(found.len());
+            for (text, f) in &found {
+                let c = window::bind_window_call(self, f, pre_scope, agg, &defaults)?;
+                texts.push((text.clone(), c.ty));
+                calls.push(c);
+            }
+            let base = prune::width(&plan);
+            plan = Plan::Window { input: Box::new(plan), calls };
+            win_ctx = WinCtx { base, calls: texts };
+            Some(&win_ctx)
+        };
+        if let Some(q) = &s.qualify {
+            let pred = ExprBinder { scope: pre_scope, agg, win, runner: self }.bind_bool(q)?;
             plan = Plan::Filter { input: Box::new(plan), pred };
         }
         // Projection.
@@ -360,7 +397,7 @@ impl Binder {
         for item in &items {
             let (e, name, designated) = match item {
                 Item::Ast { expr, alias } => {
-                    let b = ExprBinder { scope: pre_scope, agg, runner: self }.bind(expr)?;
+                    let b = ExprBinder { scope: pre_scope, agg, win, runner: self }.bind(expr)?;
                     let name = alias.clone().unwrap_or_else(|| match expr {
                         Expr::Column { name, .. } => name.clone(),
                         e => e.to_string(),
@@ -428,7 +465,7 @@ impl Binder {
                                     e.pos(),
                                 ));
                             }
-                            let b = ExprBinder { scope: pre_scope, agg, runner: self }.bind(e)?;
+                            let b = ExprBinder { scope: pre_scope, agg, win, runner: self }.bind(e)?;
                             exprs.push(b);
                             exprs.len() - 1
                         }
@@ -451,6 +488,25 @@ impl Binder {
             plan = wrap_project_keep_sort(plan, exprs);
         }
         Ok((plan, fields))
+    }
+
+    /// The kdb-style default window: the FROM table's partition key and designated timestamp.
+    fn window_defaults(&self, s: &Select, scope: &[Field]) -> window::WinDefaults {
+        let partition = match &s.from {
+            Some(TableRef::Table { name, pos, .. }) if !self.ctes.iter().any(|c| c.0.eq_ignore_ascii_case(name)) => {
+                self.catalog.snapshot(name).ok().and_then(|t| {
+                    let k = t.key_col?;
+                    Some(Expr::Column { table: None, name: t.schema.columns[k].name.clone(), pos: *pos })
+                })
+            }
+            _ => None,
+        };
+        let order = scope.iter().find(|f| f.designated_ts).map(|f| Expr::Column {
+            table: f.qualifier.clone(),
+            name: f.name.clone(),
+            pos: Pos::default(),
+        });
+        window::WinDefaults { partition, order }
     }
 
     /// Build the Aggregate node: GROUP BY keys and every aggregate call used above it.
@@ -494,7 +550,7 @@ impl Binder {
         let mut keys = Vec::new();
         let mut key_info = Vec::new();
         for e in &key_asts {
-            let b = ExprBinder { scope, agg: None, runner: self }.bind(e)?;
+            let b = ExprBinder { scope, agg: None, win: None, runner: self }.bind(e)?;
             let col = match b {
                 BExpr::Col(i, _) => Some(i),
                 _ => None,
@@ -517,7 +573,7 @@ impl Binder {
             let mut found = Vec::new();
             walk(src, &mut |x| {
                 if let Expr::Func(f) = x {
-                    if functions::is_aggregate(&f.name) {
+                    if f.over.is_none() && functions::is_aggregate(&f.name) {
                         found.push(x.clone());
                     }
                 }
@@ -528,7 +584,7 @@ impl Binder {
                     continue;
                 }
                 let Expr::Func(f) = &e else { continue };
-                let call = self.bind_agg_call(f, scope)?;
+                let call = self.bind_agg_call(f, scope, None)?;
                 calls.push((text, call));
             }
         }
@@ -537,17 +593,21 @@ impl Binder {
         Ok((Plan::Aggregate { input: Box::new(input), keys, aggs }, ctx))
     }
 
-    fn bind_agg_call(&mut self, f: &FuncCall, scope: &[Field]) -> Result<AggCall> {
+    /// Bind an aggregate call. `agg`: the GROUP BY context when the call is a window
+    /// aggregate above an Aggregate node (its arguments may then be aggregates themselves).
+    pub(super) fn bind_agg_call(&mut self, f: &FuncCall, scope: &[Field], agg: Option<&AggCtx>) -> Result<AggCall> {
         let mut func =
             agg_by_name(&f.name).ok_or_else(|| SqlError::Internal(format!("{} is not an aggregate", f.name)))?;
-        for a in &f.args {
-            if contains_aggregate(a) {
-                return Err(SqlError::plan("aggregate function calls cannot be nested", a.pos()));
+        if agg.is_none() {
+            for a in &f.args {
+                if contains_aggregate(a) {
+                    return Err(SqlError::plan("aggregate function calls cannot be nested", a.pos()));
+                }
             }
         }
         let mut args = Vec::new();
         for a in &f.args {
-            args.push(ExprBinder { scope, agg: None, runner: self }.bind(a)?);
+            args.push(ExprBinder { scope, agg, win: None, runner: self }.bind(a)?);
         }
         if f.star {
             if func != AggFunc::Count {
@@ -573,7 +633,7 @@ impl Binder {
                     .as_ref()
                     .map(|o| &o.expr)
                     .ok_or_else(|| SqlError::Internal("within group".into()))?;
-                let x = ExprBinder { scope, agg: None, runner: self }.bind(o)?;
+                let x = ExprBinder { scope, agg, win: None, runner: self }.bind(o)?;
                 func = AggFunc::PercentileCont(q);
                 args = vec![x];
             }
@@ -625,7 +685,7 @@ impl Binder {
                 }
                 e => {
                     let unq = requalify(fields.clone(), None);
-                    ExprBinder { scope: &unq, agg: None, runner: self }.bind(e)?
+                    ExprBinder { scope: &unq, agg: None, win: None, runner: self }.bind(e)?
                 }
             };
             keys.push(SortKey { expr: e, desc: o.desc, nulls_first: o.nulls_first.unwrap_or(false) });

@@ -67,8 +67,8 @@ pub fn agg_by_name(name: &str) -> Option<AggFunc> {
         "avg" | "mean" => AggFunc::Avg,
         "min" => AggFunc::Min,
         "max" => AggFunc::Max,
-        "first" | "first_value" => AggFunc::First,
-        "last" | "last_value" => AggFunc::Last,
+        "first" => AggFunc::First,
+        "last" => AggFunc::Last,
         "stddev" | "stddev_samp" => AggFunc::StddevSamp,
         "stddev_pop" => AggFunc::StddevPop,
         "variance" | "var_samp" => AggFunc::VarSamp,
@@ -84,6 +84,34 @@ pub fn agg_by_name(name: &str) -> Option<AggFunc> {
 
 pub fn is_aggregate(name: &str) -> bool {
     agg_by_name(name).is_some()
+}
+
+/// Functions that exist only as window functions. Written without `OVER` they still are
+/// window functions, over the kdb-style default window (see `plan::window`).
+pub fn is_window_only(name: &str) -> bool {
+    matches!(
+        name,
+        "row_number"
+            | "rank"
+            | "dense_rank"
+            | "percent_rank"
+            | "cume_dist"
+            | "ntile"
+            | "lag"
+            | "lead"
+            | "first_value"
+            | "last_value"
+            | "nth_value"
+            | "ema"
+            | "deltas"
+            | "ratios"
+            | "mavg"
+            | "msum"
+            | "mmin"
+            | "mmax"
+            | "mdev"
+            | "mcount"
+    )
 }
 
 /// Result type of an aggregate over arguments of the given types.

@@ -9,6 +9,7 @@ pub mod binder;
 pub mod functions;
 pub mod prune;
 mod pushdown;
+pub mod window;
 
 use crate::parser::ast::{BinaryOp, JoinKind, Query, SetOp};
 use functions::{AggFunc, ScalarFunc};
@@ -301,6 +302,11 @@ pub enum Plan {
     Distinct {
         input: Box<Plan>,
     },
+    /// The input's columns followed by one column per window call.
+    Window {
+        input: Box<Plan>,
+        calls: Vec<window::WinCall>,
+    },
     SetOp {
         op: SetOp,
         all: bool,
@@ -366,6 +372,10 @@ impl Plan {
             },
             Plan::Limit { offset, limit, .. } => format!("Limit offset={offset} limit={limit:?}"),
             Plan::Distinct { .. } => "Distinct".to_string(),
+            Plan::Window { calls, .. } => {
+                let c: Vec<&str> = calls.iter().map(|c| c.describe.as_str()).collect();
+                format!("Window [{}]", c.join("; "))
+            }
             Plan::SetOp { op, all, .. } => format!("{op:?}{}", if *all { " ALL" } else { "" }),
         };
         out.push_str(&pad);
@@ -378,7 +388,8 @@ impl Plan {
             | Plan::Aggregate { input, .. }
             | Plan::Sort { input, .. }
             | Plan::Limit { input, .. }
-            | Plan::Distinct { input } => input.explain_into(depth + 1, out),
+            | Plan::Distinct { input }
+            | Plan::Window { input, .. } => input.explain_into(depth + 1, out),
             Plan::Join { left, right, .. } | Plan::SetOp { left, right, .. } | Plan::AsofJoin { left, right, .. } => {
                 left.explain_into(depth + 1, out);
                 right.explain_into(depth + 1, out);

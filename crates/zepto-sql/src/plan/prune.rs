@@ -32,6 +32,7 @@ pub fn width(p: &Plan) -> usize {
         | Plan::Limit { input, .. }
         | Plan::Distinct { input } => width(input),
         Plan::Project { exprs, .. } => exprs.len(),
+        Plan::Window { input, calls } => width(input) + calls.len(),
         Plan::Aggregate { keys, aggs, .. } => keys.len() + aggs.len(),
         Plan::Join { left, right, .. } | Plan::AsofJoin { left, right, .. } => width(left) + width(right),
         Plan::SetOp { left, .. } => width(left),
@@ -87,6 +88,22 @@ fn prune(p: Plan, need: &[bool]) -> (Plan, Map) {
             let (input, map) = prune(*input, &n);
             keys.iter_mut().for_each(|k: &mut SortKey| remap(&mut k.expr, &map));
             (Plan::Sort { input: Box::new(input), keys, limit }, map)
+        }
+        Plan::Window { input, mut calls } => {
+            let w = width(&input);
+            let mut n: Vec<bool> = (0..w).map(|i| need.get(i).copied().unwrap_or(true)).collect();
+            for c in &calls {
+                c.args.iter().chain(&c.partition).for_each(|x| mark(x, &mut n));
+                c.order.iter().for_each(|k| mark(&k.expr, &mut n));
+            }
+            let (input, imap) = prune(*input, &n);
+            for c in &mut calls {
+                c.args.iter_mut().chain(c.partition.iter_mut()).for_each(|x| remap(x, &imap));
+                c.order.iter_mut().for_each(|k| remap(&mut k.expr, &imap));
+            }
+            let new_w = width(&input);
+            let map: Map = imap.iter().copied().chain((0..calls.len()).map(|k| Some(new_w + k))).collect();
+            (Plan::Window { input: Box::new(input), calls }, map)
         }
         Plan::Limit { input, offset, limit } => {
             let (input, map) = prune(*input, need);

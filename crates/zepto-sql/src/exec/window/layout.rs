@@ -1,0 +1,183 @@
+//! The row layout shared by window calls with the same PARTITION BY and ORDER BY: partition
+//! ids, a permutation into (partition, order) sequence, partition bounds and peer groups.
+//!
+//! Input that is already grouped by partition and ordered within each (the common case: a
+//! scan of a symbol-partitioned, time-sorted table) is detected in one pass and never sorted
+//! or permuted: the check costs one comparison per row.
+
+use super::super::eval::eval;
+use super::super::hash::{group_ids, rows_equal};
+use super::super::sort::{key_cmp, RowCmp};
+use super::super::Batch;
+use crate::error::Result;
+use crate::plan::{BExpr, SortKey};
+use std::borrow::Cow;
+use std::cmp::Ordering;
+use zepto_storage::Column;
+
+pub struct Layout<'a> {
+    pub n: usize,
+    /// Partition of each input row (original order), dense ids in first-seen order.
+    pub gid: Vec<u32>,
+    pub ngroups: usize,
+    /// Sorted position → input row; `None` when the input is already in window order.
+    pub perm: Option<Vec<u32>>,
+    /// Partition start positions in window order, followed by `n`.
+    pub bounds: Vec<usize>,
+    /// ORDER BY columns (input order) and their keys.
+    pub order: Vec<(Cow<'a, Column>, &'a SortKey)>,
+    peers: Option<(Vec<u32>, Vec<u32>)>,
+    inv: Option<Vec<u32>>,
+}
+
+impl<'a> Layout<'a> {
+    pub fn build(b: &'a Batch, partition: &'a [BExpr], order: &'a [SortKey]) -> Result<Layout<'a>> {
+        let n = b.rows;
+        let pcols = partition.iter().map(|e| eval(e, b)).collect::<Result<Vec<_>>>()?;
+        let prefs: Vec<&Column> = pcols.iter().map(|c| &**c).collect();
+        let gid = if prefs.is_empty() { vec![0; n] } else { group_ids(&prefs, n).ids };
+        let ngroups = gid.iter().map(|&g| g as usize + 1).max().unwrap_or(0);
+        let ocols = order.iter().map(|k| eval(&k.expr, b)).collect::<Result<Vec<_>>>()?;
+        let order: Vec<(Cow<Column>, &SortKey)> = ocols.into_iter().zip(order).collect();
+        // Group ids are assigned in first-seen order, so partitions are contiguous exactly
+        // when the ids never decrease.
+        let contiguous = gid.windows(2).all(|w| w[0] <= w[1]);
+        let mut perm = None;
+        let mut bounds = Vec::with_capacity(ngroups + 1);
+        if contiguous {
+            bounds.push(0);
+            for i in 1..n {
+                if gid[i] != gid[i - 1] {
+                    bounds.push(i);
+                }
+            }
+        } else {
+            // Counting sort by partition: stable, so input order survives inside each one.
+            let mut start = vec![0usize; ngroups + 1];
+            for &g in &gid {
+                start[g as usize + 1] += 1;
+            }
+            for g in 0..ngroups {
+                start[g + 1] += start[g];
+            }
+            bounds.extend_from_slice(&start[..ngroups]);
+            let mut p = vec![0u32; n];
+            for (i, &g) in gid.iter().enumerate() {
+                p[start[g as usize]] = i as u32;
+                start[g as usize] += 1;
+            }
+            perm = Some(p);
+        }
+        if n == 0 {
+            bounds.clear();
+        }
+        bounds.push(n);
+        let mut l = Layout { n, gid, ngroups, perm, bounds, order, peers: None, inv: None };
+        l.sort_partitions();
+        Ok(l)
+    }
+
+    fn cmp(&self) -> impl Fn(usize, usize) -> Ordering + '_ {
+        let cmps: Vec<RowCmp> = self.order.iter().map(|(c, k)| key_cmp(c, k.desc, k.nulls_first)).collect();
+        move |a, b| {
+            for c in &cmps {
+                let o = c(a, b);
+                if o != Ordering::Equal {
+                    return o;
+                }
+            }
+            Ordering::Equal
+        }
+    }
+
+    /// Order each partition by the ORDER BY keys (stable), unless it already is.
+    fn sort_partitions(&mut self) {
+        if self.order.is_empty() || self.n < 2 {
+            return;
+        }
+        let unsorted: Vec<usize> = {
+            let cmp = self.cmp();
+            let row = |k: usize| self.perm.as_ref().map_or(k, |p| p[k] as usize);
+            (0..self.bounds.len() - 1)
+                .filter(|&g| {
+                    let (s, e) = (self.bounds[g], self.bounds[g + 1]);
+                    (s + 1..e).any(|k| cmp(row(k - 1), row(k)) == Ordering::Greater)
+                })
+                .collect()
+        };
+        if unsorted.is_empty() {
+            return;
+        }
+        let mut perm = self.perm.take().unwrap_or_else(|| (0..self.n as u32).collect());
+        {
+            let cmp = self.cmp();
+            for g in unsorted {
+                perm[self.bounds[g]..self.bounds[g + 1]].sort_by(|&a, &b| cmp(a as usize, b as usize));
+            }
+        }
+        self.perm = Some(perm);
+    }
+
+    /// Input row at window position `k`.
+    #[inline]
+    pub fn row(&self, k: usize) -> usize {
+        self.perm.as_ref().map_or(k, |p| p[k] as usize)
+    }
+
+    /// A column of input rows brought into window order.
+    pub fn gather<'c>(&self, c: &'c Column) -> Cow<'c, Column> {
+        match &self.perm {
+            None => Cow::Borrowed(c),
+            Some(p) => Cow::Owned(c.take(p)),
+        }
+    }
+
+    /// A column in window order brought back to input order.
+    pub fn scatter(&mut self, c: Column) -> Column {
+        let Some(p) = &self.perm else { return c };
+        let inv = self.inv.get_or_insert_with(|| {
+            let mut inv = vec![0u32; p.len()];
+            for (k, &r) in p.iter().enumerate() {
+                inv[r as usize] = k as u32;
+            }
+            inv
+        });
+        c.take(inv)
+    }
+
+    /// Peer groups (rows with equal ORDER BY values) in window order: for each position,
+    /// the first position of its group and one past the last. Without ORDER BY, a whole
+    /// partition is one peer group.
+    pub fn peers(&mut self) -> (&[u32], &[u32]) {
+        if self.peers.is_none() {
+            let mut lo = vec![0u32; self.n];
+            let mut hi = vec![0u32; self.n];
+            let cols: Vec<&Column> = self.order.iter().map(|(c, _)| &**c).collect();
+            for g in 0..self.bounds.len() - 1 {
+                let (s, e) = (self.bounds[g], self.bounds[g + 1]);
+                let mut start = s;
+                for k in s..e {
+                    if k > s && !rows_equal(&cols, self.row(k - 1), &cols, self.row(k)) {
+                        start = k;
+                    }
+                    lo[k] = start as u32;
+                }
+                let mut end = e;
+                for k in (s..e).rev() {
+                    if k + 1 < e && lo[k + 1] != lo[k] {
+                        end = k + 1;
+                    }
+                    hi[k] = end as u32;
+                }
+            }
+            self.peers = Some((lo, hi));
+        }
+        let (lo, hi) = self.peers.as_ref().map(|(a, b)| (a.as_slice(), b.as_slice())).unwrap_or((&[], &[]));
+        (lo, hi)
+    }
+
+    /// Partitions as `(start, end)` ranges of window positions.
+    pub fn partitions(&self) -> impl Iterator<Item = (usize, usize)> + '_ {
+        self.bounds.windows(2).map(|w| (w[0], w[1]))
+    }
+}
