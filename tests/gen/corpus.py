@@ -866,6 +866,104 @@ def s15_analytics(f):
 
 
 # --------------------------------------------------------------------------------------
+def s17_window(f):
+    f.comment("window functions: ranking, offsets, frames (ROWS, RANGE with offsets and INTERVALs),\n"
+              "aggregates over windows and over GROUP BY results, QUALIFY, named windows, IGNORE NULLS")
+    W = "PARTITION BY sym ORDER BY ts"
+    f.q(f"SELECT ts, sym, price, row_number() OVER ({W}), rank() OVER (PARTITION BY sym ORDER BY size), "
+        "dense_rank() OVER (PARTITION BY sym ORDER BY size) FROM trades")
+    f.q("SELECT k, n, rank() OVER (ORDER BY n), dense_rank() OVER (ORDER BY n DESC), "
+        "percent_rank() OVER (ORDER BY n NULLS FIRST), cume_dist() OVER (ORDER BY n) FROM nums")
+    f.q("SELECT k, ntile(4) OVER (ORDER BY k), ntile(5) OVER (ORDER BY k DESC), ntile(100) OVER (ORDER BY k) FROM nums")
+    f.q(f"SELECT ts, sym, price, lag(price) OVER ({W}), lead(price) OVER ({W}), lag(price, 2, 0.0) OVER ({W}), "
+        f"lead(size, 3) OVER ({W}), lag(venue) OVER ({W}) FROM trades")
+    f.q("SELECT k, x, lag(x IGNORE NULLS) OVER (ORDER BY k), lead(n, 2 IGNORE NULLS) OVER (ORDER BY k), "
+        "lag(s, -1) OVER (ORDER BY k), lag(n, 0) OVER (ORDER BY k) FROM nums")
+    f.q(f"SELECT ts, sym, price, first_value(price) OVER ({W}), last_value(price) OVER ({W}), "
+        f"nth_value(price, 3) OVER ({W}), first_value(price IGNORE NULLS) OVER ({W} ROWS BETWEEN 2 PRECEDING AND 2 FOLLOWING), "
+        f"last_value(price IGNORE NULLS) OVER ({W} ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) FROM trades")
+    f.q(f"SELECT ts, sym, size, sum(size) OVER ({W}), avg(size) OVER ({W}), count(size) OVER ({W}), count(*) OVER ({W}), "
+        f"min(price) OVER ({W}), max(price) OVER ({W}) FROM trades")
+    f.q(f"SELECT ts, sym, sum(size) OVER (PARTITION BY sym), avg(price) OVER (PARTITION BY sym), "
+        "count(*) OVER (), max(venue) OVER (PARTITION BY sym), min(ts) OVER (PARTITION BY sym) FROM trades")
+    f.q(f"SELECT ts, sym, sum(size) OVER ({W} ROWS BETWEEN 2 PRECEDING AND 1 FOLLOWING), "
+        f"avg(price) OVER ({W} ROWS 4 PRECEDING), min(size) OVER ({W} ROWS BETWEEN 3 PRECEDING AND 1 PRECEDING), "
+        f"max(price) OVER ({W} ROWS BETWEEN 1 FOLLOWING AND 3 FOLLOWING), "
+        f"stddev_samp(price) OVER ({W} ROWS BETWEEN 5 PRECEDING AND CURRENT ROW) FROM trades")
+    f.q(f"SELECT ts, sym, count(*) OVER (PARTITION BY sym ORDER BY ts RANGE BETWEEN INTERVAL '10 minutes' PRECEDING AND CURRENT ROW), "
+        f"sum(size) OVER (PARTITION BY sym ORDER BY ts RANGE BETWEEN INTERVAL '5 minutes' PRECEDING AND INTERVAL '5 minutes' FOLLOWING), "
+        f"avg(price) OVER (ORDER BY ts DESC RANGE BETWEEN INTERVAL '1 hour' PRECEDING AND CURRENT ROW) FROM trades")
+    f.q("SELECT k, n, sum(m) OVER (ORDER BY n RANGE BETWEEN 2 PRECEDING AND 1 FOLLOWING), "
+        "count(*) OVER (ORDER BY n DESC NULLS FIRST RANGE BETWEEN 3 PRECEDING AND CURRENT ROW), "
+        "max(k) OVER (ORDER BY x RANGE BETWEEN 1.5 PRECEDING AND 0.5 FOLLOWING), "
+        "min(k) OVER (ORDER BY n RANGE BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING) FROM nums")
+    f.q("SELECT k, n, sum(n) OVER (ORDER BY k ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW), "
+        "sum(x) OVER (ORDER BY k ROWS BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING), "
+        "var_pop(x) OVER (ORDER BY k), median(m) OVER (ORDER BY k ROWS BETWEEN 2 PRECEDING AND 2 FOLLOWING), "
+        "count(DISTINCT b) OVER (ORDER BY k) FROM nums")
+    f.q("SELECT dept, count(*), sum(salary), rank() OVER (ORDER BY sum(salary) DESC), "
+        "sum(count(*)) OVER () , round(100.0 * sum(salary) / sum(sum(salary)) OVER (), 6) FROM people GROUP BY dept")
+    f.q("SELECT id, name, dept, salary FROM people QUALIFY row_number() OVER (PARTITION BY dept ORDER BY salary DESC NULLS LAST, id) = 1")
+    f.q("SELECT k, n, row_number() OVER (ORDER BY k) AS rn FROM nums QUALIFY rn > 20")
+    f.q("SELECT k, sum(n) OVER w, avg(x) OVER w, first_value(k) OVER w FROM nums "
+        "WINDOW w AS (ORDER BY k ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING)")
+    f.q("SELECT k, sum(n) OVER (w ROWS 2 PRECEDING), count(*) OVER w FROM nums WINDOW w AS (ORDER BY k)")
+    f.q(f"SELECT sym, ts, price FROM trades WHERE sym IS NOT NULL "
+        f"QUALIFY price > avg(price) OVER (PARTITION BY sym) AND row_number() OVER ({W}) <= 5")
+    f.q(f"SELECT ts, sym, price, price - lag(price) OVER ({W}) AS chg, "
+        f"sum(size) OVER ({W}) * 1.0 / sum(size) OVER (PARTITION BY sym) AS frac FROM trades ORDER BY ts LIMIT 20", "nosort")
+    f.q(f"SELECT row_number() OVER (ORDER BY ts DESC) AS r, ts, sym FROM trades ORDER BY r LIMIT 5", "nosort")
+    f.q("SELECT DISTINCT sym, count(*) OVER (PARTITION BY sym) FROM trades")
+    f.comment("edge cases: empty input, one row, NULL partition keys, NULL order keys, all-NULL frames")
+    f.q("SELECT a, row_number() OVER (ORDER BY a), sum(c) OVER (), lag(b) OVER (ORDER BY t) FROM empty_t")
+    f.q("SELECT k, row_number() OVER (), rank() OVER (ORDER BY x), lag(x) OVER (ORDER BY k), lead(x, 1, 9.5) OVER (ORDER BY k), "
+        "sum(x) OVER (ORDER BY t ROWS 3 PRECEDING), percent_rank() OVER (ORDER BY k), cume_dist() OVER (ORDER BY k) FROM one_row")
+    f.q("SELECT sym, count(*) OVER (PARTITION BY sym), sum(size) OVER (PARTITION BY sym ORDER BY ts) FROM trades WHERE sym IS NULL")
+    f.q("SELECT k, n, sum(m) OVER (ORDER BY n NULLS FIRST), count(*) OVER (ORDER BY y DESC), "
+        "first_value(k) OVER (ORDER BY n NULLS FIRST, k), max(k) OVER (ORDER BY y RANGE BETWEEN 1 PRECEDING AND 1 FOLLOWING) FROM nums")
+    f.q("SELECT k, sum(CASE WHEN k > 100 THEN n END) OVER (ORDER BY k ROWS 2 PRECEDING), "
+        "avg(CASE WHEN k > 100 THEN x END) OVER (), min(CASE WHEN k < 0 THEN s END) OVER (ORDER BY k) FROM nums")
+    f.comment("kdb-style functions: with OVER, and without it on a table partitioned by sym (the default\n"
+              "window is PARTITION BY sym ORDER BY ts); checked through their definitions")
+    for zsql, duck in [
+        ("mavg(price, 3)", f"avg(price) OVER ({W} ROWS 2 PRECEDING)"),
+        ("msum(size, 5)", f"sum(size) OVER ({W} ROWS 4 PRECEDING)"),
+        ("mmin(price, 4)", f"min(price) OVER ({W} ROWS 3 PRECEDING)"),
+        ("mmax(size, 2)", f"max(size) OVER ({W} ROWS 1 PRECEDING)"),
+        ("mdev(price, 5)", f"stddev_pop(price) OVER ({W} ROWS 4 PRECEDING)"),
+        ("mcount(price, 3)", f"count(price) OVER ({W} ROWS 2 PRECEDING)"),
+        ("deltas(size)", f"CASE WHEN row_number() OVER ({W}) = 1 THEN size ELSE size - lag(size) OVER ({W}) END"),
+        ("deltas(price)", f"CASE WHEN row_number() OVER ({W}) = 1 THEN price ELSE price - lag(price) OVER ({W}) END"),
+        ("ratios(price)", f"CASE WHEN row_number() OVER ({W}) = 1 THEN price ELSE price / lag(price) OVER ({W}) END"),
+        ("lag(price)", f"lag(price) OVER ({W})"),
+    ]:
+        f.q(f"SELECT ts, sym, price, {zsql} FROM trades", duck=f"SELECT ts, sym, price, {duck} FROM trades")
+    f.q(f"SELECT ts, sym, mavg(price, 3) OVER (PARTITION BY venue ORDER BY ts) FROM trades",
+        duck=f"SELECT ts, sym, avg(price) OVER (PARTITION BY venue ORDER BY ts ROWS 2 PRECEDING) FROM trades")
+    f.q("SELECT k, deltas(m) OVER (ORDER BY k), mavg(n, 2) OVER (ORDER BY k) FROM nums",
+        duck="SELECT k, CASE WHEN k = 1 THEN m ELSE m - lag(m) OVER (ORDER BY k) END, "
+             "avg(n) OVER (ORDER BY k ROWS 1 PRECEDING) FROM nums")
+    f.comment("ema(x, n): alpha = 2/(n+1), seeded with the first value; hand-checked (DuckDB has no ema):\n"
+              "1, 3, 5 with alpha 0.5 -> 1, 2, 3.5")
+    f.q("SELECT k, ema(v, 0.5) OVER (ORDER BY k) FROM (VALUES (1, 1.0), (2, 3.0), (3, 5.0)) t(k, v)",
+        duck="SELECT * FROM (VALUES (1, 1.0::DOUBLE), (2, 2.0::DOUBLE), (3, 3.5::DOUBLE))")
+    f.q("SELECT k, ema(v, 3) OVER (PARTITION BY g ORDER BY k) FROM (VALUES (1, 'a', 2.0), (2, 'a', NULL), (3, 'a', 4.0), "
+        "(4, 'b', 10.0), (5, 'a', 8.0)) t(k, g, v)",
+        duck="SELECT * FROM (VALUES (1, 2.0::DOUBLE), (2, NULL), (3, 3.0::DOUBLE), (4, 10.0::DOUBLE), (5, 5.5::DOUBLE))")
+    f.comment("rejected")
+    f.err("SELECT k FROM nums WHERE row_number() OVER (ORDER BY k) > 1")
+    f.err("SELECT sum(row_number() OVER (ORDER BY k)) FROM nums")
+    f.err("SELECT k, sum(n) OVER (ORDER BY k, n RANGE BETWEEN 1 PRECEDING AND CURRENT ROW) FROM nums")
+    f.err("SELECT k, sum(n) OVER (ORDER BY k ROWS BETWEEN 1 FOLLOWING AND 1 PRECEDING) FROM nums")
+    f.err("SELECT k, sum(n) OVER (ORDER BY k ROWS BETWEEN UNBOUNDED FOLLOWING AND CURRENT ROW) FROM nums")
+    f.err("SELECT k, sum(n) OVER w FROM nums")
+    f.err("SELECT k, ntile(0) OVER (ORDER BY k) FROM nums")
+    f.err("SELECT k, sum(n) OVER (ORDER BY x RANGE BETWEEN INTERVAL 1 SECOND PRECEDING AND CURRENT ROW) FROM nums")
+    f.err("SELECT k FROM nums GROUP BY row_number() OVER (ORDER BY k)")
+    f.err("SELECT k FROM nums QUALIFY k > 1")
+
+
+# --------------------------------------------------------------------------------------
 ASOF_SEL = "SELECT t.id, t.ts, t.sym, t.px, q.ts, q.bid"
 
 
@@ -1048,4 +1146,5 @@ ALL_SECTIONS = [
     ("15_analytics", "Mixed multi-table queries", ["trades", "quotes", "people", "depts", "orders", "nums"],
      s15_analytics),
     ("16_asof", "ASOF JOIN", ["ta", "qa", "tv", "t_empty", "q_empty", "t_one", "q_one"], s16_asof),
+    ("17_window", "Window functions", ["trades", "people", "nums", "empty_t", "one_row"], s17_window),
 ]

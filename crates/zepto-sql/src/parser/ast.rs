@@ -100,9 +100,24 @@ pub enum JoinKind {
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum TableRef {
-    Table { name: String, alias: Option<String>, pos: Pos },
-    Subquery { query: Box<Query>, alias: Option<String> },
-    Join { left: Box<TableRef>, right: Box<TableRef>, kind: JoinKind, on: Option<Expr>, using: Vec<String> },
+    Table {
+        name: String,
+        alias: Option<String>,
+        pos: Pos,
+    },
+    /// `(query) AS t(a, b)`: `columns` renames the first output columns.
+    Subquery {
+        query: Box<Query>,
+        alias: Option<String>,
+        columns: Vec<String>,
+    },
+    Join {
+        left: Box<TableRef>,
+        right: Box<TableRef>,
+        kind: JoinKind,
+        on: Option<Expr>,
+        using: Vec<String>,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -304,8 +304,18 @@ impl Parser {
             {
                 let query = Box::new(self.query()?);
                 self.expect_op(")")?;
-                let alias = self.table_alias()?;
-                return Ok(TableRef::Subquery { query, alias });
+                let alias = self.alias()?;
+                let mut columns = Vec::new();
+                if alias.is_some() && self.eat_op("(") {
+                    loop {
+                        columns.push(self.any_ident()?);
+                        if self.eat_op(")") {
+                            break;
+                        }
+                        self.expect_op(",")?;
+                    }
+                }
+                return Ok(TableRef::Subquery { query, alias, columns });
             }
             let inner = self.parse_from()?;
             self.expect_op(")")?;
@@ -318,9 +328,11 @@ impl Parser {
 
     fn table_alias(&mut self) -> Result<Option<String>> {
         let a = self.alias()?;
-        // Column aliases `t(a, b)` are not supported; say so clearly.
+        // Column aliases `t(a, b)` are supported on subqueries only; say so clearly.
         if a.is_some() && matches!(self.peek(), Tok::Op("(")) {
-            return Err(self.unexpected("a join, WHERE or end of FROM (column alias lists are not supported)"));
+            return Err(
+                self.unexpected("a join, WHERE or end of FROM (column alias lists are only supported on subqueries)")
+            );
         }
         Ok(a)
     }

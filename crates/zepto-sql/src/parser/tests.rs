@@ -49,3 +49,45 @@ fn errors_carry_positions() {
     assert!(parse_statement(&"(".repeat(10_000)).is_err());
     assert!(parse_statement(&"-".repeat(10_000)).is_err());
 }
+
+#[test]
+fn window_clauses_round_trip() {
+    for (sql, text) in [
+        (
+            "SELECT sum(x) OVER (PARTITION BY a, b ORDER BY t DESC ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) FROM t",
+            "sum(x) OVER (PARTITION BY a, b ORDER BY t DESC ROWS BETWEEN 2 PRECEDING AND CURRENT ROW)",
+        ),
+        ("SELECT lag(x, 2 IGNORE NULLS) OVER (ORDER BY t) FROM t", "lag(x, 2 IGNORE NULLS) OVER (ORDER BY t)"),
+        ("SELECT first_value(x) IGNORE NULLS OVER () FROM t", "first_value(x IGNORE NULLS) OVER ()"),
+        (
+            "SELECT count(*) OVER (ORDER BY ts RANGE INTERVAL '1 minute' PRECEDING) FROM t",
+            "count(*) OVER (ORDER BY ts RANGE BETWEEN INTERVAL '00:01:00' PRECEDING AND CURRENT ROW)",
+        ),
+        (
+            "SELECT avg(x) OVER w FROM t WINDOW w AS (PARTITION BY s ORDER BY t)",
+            "avg(x) OVER (PARTITION BY s ORDER BY t)",
+        ),
+        (
+            "SELECT avg(x) OVER (w ROWS UNBOUNDED PRECEDING) FROM t WINDOW w AS (ORDER BY t)",
+            "avg(x) OVER (ORDER BY t ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)",
+        ),
+        ("SELECT ema(x, 10) FROM t", "ema(x, 10)"),
+    ] {
+        let Statement::Query(q) = one(sql) else { panic!("query") };
+        let SetExpr::Select(s) = &q.body else { panic!("select") };
+        let SelectItem::Expr { expr, .. } = &s.items[0] else { panic!("expr") };
+        assert_eq!(expr.to_string(), text, "{sql}");
+    }
+    let Statement::Query(q) = one("SELECT a FROM t QUALIFY row_number() OVER (ORDER BY a) = 1") else { panic!("q") };
+    let SetExpr::Select(s) = &q.body else { panic!("select") };
+    assert!(s.qualify.is_some());
+    for bad in [
+        "SELECT sum(x) OVER (ORDER BY t GROUPS 1 PRECEDING) FROM t",
+        "SELECT sum(x) OVER (ORDER BY t ROWS 1 PRECEDING EXCLUDE CURRENT ROW) FROM t",
+        "SELECT sum(x) OVER w FROM t WINDOW v AS (ORDER BY t)",
+        "SELECT sum(x) OVER (ORDER BY t ROWS BETWEEN 1 AND 2) FROM t",
+        "SELECT sum(x) OVER (PARTITION BY) FROM t",
+    ] {
+        assert!(parse_statement(bad).is_err(), "{bad}");
+    }
+}

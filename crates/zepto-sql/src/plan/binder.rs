@@ -276,8 +276,17 @@ impl Binder {
                 let columns = (0..table.schema.len()).collect();
                 Ok((Plan::Scan { table, columns, range: Default::default() }, fields))
             }
-            TableRef::Subquery { query, alias } => {
-                let (p, f) = self.bind_query(query)?;
+            TableRef::Subquery { query, alias, columns } => {
+                let (p, mut f) = self.bind_query(query)?;
+                if columns.len() > f.len() {
+                    return Err(SqlError::plan(
+                        format!("{} column aliases given for a subquery with {} columns", columns.len(), f.len()),
+                        None,
+                    ));
+                }
+                for (field, name) in f.iter_mut().zip(columns) {
+                    field.name = name.clone();
+                }
                 Ok((p, requalify(f, alias.as_deref())))
             }
             TableRef::Join { left, right, kind, on, using } => {
@@ -355,13 +364,31 @@ impl Binder {
             plan = Plan::Filter { input: Box::new(plan), pred };
         }
         // Window functions run after GROUP BY/HAVING and before DISTINCT/ORDER BY/LIMIT.
+        // QUALIFY may name select-list aliases (as in DuckDB): substitute their expressions.
+        let qualify = s.qualify.as_ref().map(|q| {
+            let mut q = q.clone();
+            crate::parser::visit::rewrite_expr(&mut q, &mut |e| {
+                if let Expr::Column { table: None, name, pos } = e {
+                    if resolve(&scope, None, name, *pos).is_err() {
+                        let hit = items.iter().find_map(|it| match it {
+                            Item::Ast { expr, alias: Some(a) } if a.eq_ignore_ascii_case(name) => Some(expr.clone()),
+                            _ => None,
+                        });
+                        if let Some(x) = hit {
+                            *e = x;
+                        }
+                    }
+                }
+            });
+            q
+        });
         let mut found = Vec::new();
         for it in &items {
             if let Item::Ast { expr, .. } = it {
                 window::collect_calls(expr, &mut found);
             }
         }
-        if let Some(q) = &s.qualify {
+        if let Some(q) = &qualify {
             window::collect_calls(q, &mut found);
         }
         for o in order_by {
@@ -369,7 +396,7 @@ impl Binder {
         }
         let win_ctx;
         let win = if found.is_empty() {
-            if let Some(q) = &s.qualify {
+            if let Some(q) = &qualify {
                 return Err(SqlError::plan("QUALIFY needs a window function", q.pos()));
             }
             None
@@ -387,7 +414,7 @@ impl Binder {
             win_ctx = WinCtx { base, calls: texts };
             Some(&win_ctx)
         };
-        if let Some(q) = &s.qualify {
+        if let Some(q) = &qualify {
             let pred = ExprBinder { scope: pre_scope, agg, win, runner: self }.bind_bool(q)?;
             plan = Plan::Filter { input: Box::new(plan), pred };
         }
