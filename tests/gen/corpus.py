@@ -964,6 +964,100 @@ def s17_window(f):
 
 
 # --------------------------------------------------------------------------------------
+def _fill_oracle(width_ns, aggs, where, mode):
+    """DuckDB SQL answering `SELECT ts, sym, <aggs> FROM trades WHERE <where> SAMPLE BY .. FILL(mode)`:
+    every sym gets every bucket from the first to the last one (FILL per key)."""
+    W = width_ns
+    names = ["a%d" % i for i in range(len(aggs))]
+    agg_sql = ", ".join("%s AS %s" % (a, n) for a, n in zip(aggs, names))
+    base = ("WITH a AS (SELECT epoch_ns(ts) // {W} * {W} AS b, sym, {agg_sql} FROM trades WHERE {where} GROUP BY 1, 2), "
+            "r AS (SELECT min(b) AS lo, max(b) AS hi FROM a), k AS (SELECT DISTINCT sym FROM a), "
+            "g AS (SELECT unnest(range(lo, hi + {W}, {W})) AS b FROM r), "
+            "f AS (SELECT g.b, k.sym, {cols} FROM g CROSS JOIN k LEFT JOIN a ON a.b = g.b AND a.sym IS NOT DISTINCT FROM k.sym) "
+            ).format(W=W, agg_sql=agg_sql, where=where, cols=", ".join("a." + n for n in names))
+    if mode == "null":
+        sel = ", ".join(names)
+    elif mode == "prev":
+        sel = ", ".join("last_value(%s IGNORE NULLS) OVER (PARTITION BY sym ORDER BY b ROWS UNBOUNDED PRECEDING)" % n
+                        for n in names)
+    elif mode == "linear":
+        parts = []
+        for n in names:
+            pw = "OVER (PARTITION BY sym ORDER BY b ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)"
+            nw = "OVER (PARTITION BY sym ORDER BY b ROWS BETWEEN 1 FOLLOWING AND UNBOUNDED FOLLOWING)"
+            pv, nv = "last_value(%s IGNORE NULLS) %s" % (n, pw), "first_value(%s IGNORE NULLS) %s" % (n, nw)
+            pb = "last_value(CASE WHEN %s IS NOT NULL THEN b END IGNORE NULLS) %s" % (n, pw)
+            nb = "first_value(CASE WHEN %s IS NOT NULL THEN b END IGNORE NULLS) %s" % (n, nw)
+            parts.append("CASE WHEN %s IS NOT NULL THEN %s ELSE %s + (%s - %s) * (b - %s) / (%s - %s) END"
+                         % (n, n, pv, nv, pv, pb, nb, pb))
+        sel = ", ".join(parts)
+    else:  # a constant
+        sel = ", ".join("coalesce(%s, %s)" % (n, mode) for n in names)
+    return base + "SELECT make_timestamp_ns(b) AS ts, sym, %s FROM f" % sel
+
+
+def s18_sample_latest(f):
+    f.comment("SAMPLE BY: buckets of the designated timestamp, the other non-aggregate columns are keys;\n"
+              "checked against GROUP BY epoch buckets in DuckDB. FILL modes fill every key over the whole\n"
+              "range (per key), checked against a DuckDB query that builds the key x bucket grid.")
+    day1 = "ts < '2024-01-03'"
+    M = 60 * 10**9
+    for width, w_ns in [("1h", 3600 * 10**9), ("30m", 30 * M), ("15m", 15 * M)]:
+        f.q("SELECT ts, sym, count(*), avg(price), max(size) FROM trades WHERE %s SAMPLE BY %s" % (day1, width),
+            duck="SELECT make_timestamp_ns(epoch_ns(ts) // %d * %d) AS ts, sym, count(*), avg(price), max(size) "
+                 "FROM trades WHERE %s GROUP BY 1, 2" % (w_ns, w_ns, day1))
+    f.q("SELECT ts, count(*), sum(size), min(price) FROM trades SAMPLE BY 1d",
+        duck="SELECT make_timestamp_ns(epoch_ns(ts) // 86400000000000 * 86400000000000), count(*), sum(size), "
+             "min(price) FROM trades GROUP BY 1")
+    f.q("SELECT ts AS bucket, venue, sym, first(price), last(price) FROM trades WHERE ts < '2024-01-02 12:00:00' SAMPLE BY 1h",
+        duck="SELECT make_timestamp_ns(epoch_ns(ts) // 3600000000000 * 3600000000000), venue, sym, "
+             "first(price ORDER BY ts), last(price ORDER BY ts) FROM trades WHERE ts < '2024-01-02 12:00:00' GROUP BY 1, 2, 3")
+    f.q("SELECT ts, count(*) FROM trades SAMPLE BY 1h FROM '2024-01-02 09:00:00' TO '2024-01-02 13:00:00'",
+        duck="SELECT make_timestamp_ns(epoch_ns(ts) // 3600000000000 * 3600000000000), count(*) FROM trades "
+             "WHERE ts >= '2024-01-02 09:00:00' AND ts < '2024-01-02 13:00:00' GROUP BY 1")
+    f.q("SELECT ts, count(*) FROM trades SAMPLE BY 1h ALIGN TO CALENDAR WITH OFFSET '00:30' ",
+        duck="SELECT make_timestamp_ns((epoch_ns(ts) - 1800000000000) // 3600000000000 * 3600000000000 + 1800000000000), "
+             "count(*) FROM trades GROUP BY 1")
+    f.q("SELECT ts, count(*) FROM trades WHERE ts >= '2024-01-02 10:07:00' SAMPLE BY 1h ALIGN TO FIRST OBSERVATION",
+        duck="WITH o AS (SELECT min(epoch_ns(ts)) AS o FROM trades WHERE ts >= '2024-01-02 10:07:00') "
+             "SELECT make_timestamp_ns((epoch_ns(ts) - o) // 3600000000000 * 3600000000000 + o), count(*) "
+             "FROM trades, o WHERE ts >= '2024-01-02 10:07:00' GROUP BY 1")
+    nn = day1 + " AND price IS NOT NULL"
+    for mode, zmode in [("null", "NULL"), ("prev", "PREV"), ("linear", "LINEAR"), ("-1", "-1")]:
+        for width, w_ns in [("30m", 30 * M), ("1h", 3600 * 10**9)]:
+            f.q("SELECT ts, sym, avg(price), max(price) FROM trades WHERE %s SAMPLE BY %s FILL(%s)" % (nn, width, zmode),
+                duck=_fill_oracle(w_ns, ["avg(price)", "max(price)"], nn, mode))
+    f.q("SELECT ts, sym, count(*) FROM trades WHERE %s SAMPLE BY 1h FILL(0)" % nn,
+        duck=_fill_oracle(3600 * 10**9, ["count(*)"], nn, "0"))
+    f.comment("per-column modes, and FILL with FROM/TO bounds (hand-checked: one key, 4 hourly buckets)")
+    f.q("SELECT ts, sym, avg(price), count(*) FROM trades WHERE %s SAMPLE BY 1h FILL(PREV, 0)" % nn,
+        duck=_fill_oracle(3600 * 10**9, ["avg(price)", "count(*)"], nn, "prev").replace(
+            "last_value(a1 IGNORE NULLS) OVER (PARTITION BY sym ORDER BY b ROWS UNBOUNDED PRECEDING)", "coalesce(a1, 0)"))
+    f.q("SELECT ts, count(*) FROM trades WHERE sym = 'AAPL' SAMPLE BY 1h FROM '2024-01-02 06:00:00' TO '2024-01-02 10:00:00' FILL(0)",
+        duck="SELECT * FROM (VALUES (TIMESTAMP_NS '2024-01-02 06:00:00', 0::BIGINT), (TIMESTAMP_NS '2024-01-02 07:00:00', 0), "
+             "(TIMESTAMP_NS '2024-01-02 08:00:00', 0), (TIMESTAMP_NS '2024-01-02 09:00:00', "
+             "(SELECT count(*) FROM trades WHERE sym = 'AAPL' AND ts < '2024-01-02 10:00:00')))")
+    f.err("SELECT ts, sym FROM trades SAMPLE BY 1h", duck="SELECT 1 FROM nonexistent_table")
+    f.err("SELECT ts, count(*) FROM trades GROUP BY ts SAMPLE BY 1h", duck="SELECT 1 FROM nonexistent_table")
+    f.err("SELECT count(*) FROM people SAMPLE BY 1h", duck="SELECT 1 FROM nonexistent_table")
+    f.err("SELECT ts, avg(price), count(*) FROM trades SAMPLE BY 1h FILL(PREV, 0, 1)", duck="SELECT 1 FROM nonexistent_table")
+    f.comment("LATEST ON ts PARTITION BY keys: the last row of each key (from partition tails when the key\n"
+              "is the partition key); checked against QUALIFY row_number() in DuckDB")
+    last = "QUALIFY row_number() OVER (PARTITION BY %s ORDER BY ts DESC) = 1"
+    f.q("SELECT * FROM trades LATEST ON ts PARTITION BY sym", duck="SELECT * FROM trades " + last % "sym")
+    f.q("SELECT ts, sym, price FROM trades WHERE price > 150 LATEST ON ts PARTITION BY sym",
+        duck="SELECT ts, sym, price FROM trades WHERE price > 150 " + last % "sym")
+    f.q("SELECT ts, sym, venue, size FROM trades LATEST BY sym, venue",
+        duck="SELECT ts, sym, venue, size FROM trades " + last % "sym, venue")
+    f.q("SELECT sym, price FROM trades WHERE ts < '2024-01-03' LATEST ON ts PARTITION BY sym",
+        duck="SELECT sym, price FROM trades WHERE ts < '2024-01-03' " + last % "sym")
+    f.q("SELECT venue, count(*) FROM trades LATEST ON ts PARTITION BY sym GROUP BY venue",
+        duck="SELECT venue, count(*) FROM (SELECT * FROM trades " + last % "sym" + ") GROUP BY venue")
+    f.q("SELECT ts, sym FROM trades WHERE sym = 'NONE' LATEST ON ts PARTITION BY sym",
+        duck="SELECT ts, sym FROM trades WHERE sym = 'NONE'")
+
+
+# --------------------------------------------------------------------------------------
 ASOF_SEL = "SELECT t.id, t.ts, t.sym, t.px, q.ts, q.bid"
 
 
@@ -1147,4 +1241,5 @@ ALL_SECTIONS = [
      s15_analytics),
     ("16_asof", "ASOF JOIN", ["ta", "qa", "tv", "t_empty", "q_empty", "t_one", "q_one"], s16_asof),
     ("17_window", "Window functions", ["trades", "people", "nums", "empty_t", "one_row"], s17_window),
+    ("18_sample_latest", "SAMPLE BY with FILL, LATEST ON", ["trades", "people"], s18_sample_latest),
 ]

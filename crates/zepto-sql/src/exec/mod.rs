@@ -7,8 +7,10 @@ pub mod asof;
 pub mod cast;
 mod correlated;
 pub mod eval;
+mod fill;
 mod hash;
 mod join;
+pub mod latest;
 mod like;
 mod partitioned;
 mod scalar;
@@ -158,6 +160,11 @@ pub fn execute(plan: &Plan) -> Result<Batch> {
             }
             let idx: Vec<u32> = (start as u32..end as u32).collect();
             Ok(b.take(&idx))
+        }
+        Plan::Latest { input, keys, ts } => latest::latest(input, keys, ts),
+        Plan::Fill { input, spec } => {
+            let b = execute(input)?;
+            fill::fill(b, spec)
         }
         Plan::Window { input, calls } => {
             let b = execute(input)?;

@@ -69,6 +69,41 @@ pub struct Select {
     pub having: Option<Expr>,
     /// `QUALIFY pred`: a filter over window function results.
     pub qualify: Option<Expr>,
+    /// `LATEST ON ts PARTITION BY keys` / `LATEST BY keys`: the last row per key.
+    pub latest: Option<Latest>,
+    /// `SAMPLE BY 1m [FROM .. TO ..] [FILL(..)] [ALIGN TO ..]`.
+    pub sample_by: Option<SampleBy>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Latest {
+    /// `None`: the designated timestamp (`LATEST BY`).
+    pub ts: Option<Expr>,
+    pub keys: Vec<Expr>,
+    pub pos: Pos,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum FillMode {
+    None,
+    Null,
+    Prev,
+    Linear,
+    Value(Expr),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct SampleBy {
+    /// Bucket width in nanoseconds.
+    pub width: i64,
+    pub from: Option<Expr>,
+    pub to: Option<Expr>,
+    /// One mode for every aggregate, or one per aggregate column in select-list order.
+    pub fill: Vec<FillMode>,
+    /// `ALIGN TO CALENDAR [WITH OFFSET '..']` (the default; offset in ns) or `ALIGN TO FIRST
+    /// OBSERVATION` (`None`).
+    pub calendar_offset: Option<i64>,
+    pub pos: Pos,
 }
 
 #[derive(Debug, Clone, PartialEq)]

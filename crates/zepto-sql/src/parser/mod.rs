@@ -11,6 +11,7 @@ pub mod ast;
 mod expr;
 pub mod lexer;
 mod query;
+mod timeseries;
 pub mod visit;
 mod window;
 
@@ -428,6 +429,8 @@ impl Parser {
                     group_by: vec![],
                     having: None,
                     qualify: None,
+                    latest: None,
+                    sample_by: None,
                 })),
                 order_by: vec![],
                 limit: None,

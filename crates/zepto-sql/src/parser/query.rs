@@ -128,7 +128,12 @@ impl Parser {
             }
         }
         let from = if self.eat_kw("from") { Some(self.parse_from()?) } else { None };
+        let mut latest = self.latest_clause()?;
         let where_ = if self.eat_kw("where") { Some(self.expr()?) } else { None };
+        if latest.is_none() {
+            latest = self.latest_clause()?;
+        }
+        let sample_by = self.sample_by_clause()?;
         let mut group_by = Vec::new();
         if self.is_kw("group") {
             self.advance();
@@ -176,9 +181,29 @@ impl Parser {
             if let Some(e) = err {
                 return Err(e);
             }
-            return Ok(SetExpr::Select(Box::new(Select { distinct, items, from, where_, group_by, having, qualify })));
+            return Ok(SetExpr::Select(Box::new(Select {
+                distinct,
+                items,
+                from,
+                where_,
+                group_by,
+                having,
+                qualify,
+                latest,
+                sample_by,
+            })));
         }
-        Ok(SetExpr::Select(Box::new(Select { distinct, items, from, where_, group_by, having, qualify })))
+        Ok(SetExpr::Select(Box::new(Select {
+            distinct,
+            items,
+            from,
+            where_,
+            group_by,
+            having,
+            qualify,
+            latest,
+            sample_by,
+        })))
     }
 
     fn select_item(&mut self) -> Result<SelectItem> {

@@ -20,6 +20,8 @@ pub struct Binder {
     catalog: Arc<Catalog>,
     /// Visible CTEs: name, plan, fields, and the AST (for correlated subqueries re-planned later).
     ctes: Vec<(String, Plan, Vec<Field>, Query)>,
+    /// Set by SAMPLE BY for the rewritten SELECT it binds next: where to put the Fill node.
+    pub(super) pending_fill: Option<super::sample::FillSpec>,
 }
 
 /// A select-list entry after `*` expansion.
@@ -150,7 +152,7 @@ fn const_usize(b: &mut Binder, e: &Expr, what: &str) -> Result<usize> {
 
 impl Binder {
     pub fn new(catalog: Arc<Catalog>) -> Binder {
-        Binder { catalog, ctes: Vec::new() }
+        Binder { catalog, ctes: Vec::new(), pending_fill: None }
     }
 
     pub fn bind_query(&mut self, q: &Query) -> Result<(Plan, Vec<Field>)> {
@@ -334,7 +336,12 @@ impl Binder {
         }
     }
 
-    fn bind_select(&mut self, s: &Select, order_by: &[OrderItem]) -> Result<(Plan, Vec<Field>)> {
+    pub(super) fn bind_select(&mut self, s: &Select, order_by: &[OrderItem]) -> Result<(Plan, Vec<Field>)> {
+        if let Some(sb) = &s.sample_by {
+            return self.bind_sample_by(s, sb, order_by);
+        }
+        // Taken before FROM is bound, so that subqueries in FROM never see it.
+        let fill = self.pending_fill.take();
         let (mut plan, scope) = match &s.from {
             Some(t) => self.bind_from(t)?,
             None => (Plan::Values { rows: vec![vec![]], width: 0 }, vec![]),
@@ -346,6 +353,9 @@ impl Binder {
             let pred = ExprBinder { scope: &scope, agg: None, win: None, runner: self }.bind_bool(w)?;
             plan = apply_filter(plan, pred);
         }
+        if let Some(lt) = &s.latest {
+            plan = self.bind_latest(plan, lt, &scope)?;
+        }
         let items = expand_items(&s.items, &scope)?;
         let is_agg = !s.group_by.is_empty()
             || s.having.is_some()
@@ -353,7 +363,10 @@ impl Binder {
         let agg_ctx;
         let (pre_scope, agg): (&[Field], Option<&AggCtx>) = if is_agg {
             let (p, ctx) = self.bind_aggregate(plan, s, &items, order_by, &scope)?;
-            plan = p;
+            plan = match &fill {
+                Some(f) => f.plan(self, p, &ctx, &items_agg_texts(&items))?,
+                None => p,
+            };
             agg_ctx = ctx;
             (&scope, Some(&agg_ctx))
         } else {
@@ -515,6 +528,37 @@ impl Binder {
             plan = wrap_project_keep_sort(plan, exprs);
         }
         Ok((plan, fields))
+    }
+
+    /// `LATEST ON ts PARTITION BY keys`: the last row (by `ts`) of every key.
+    fn bind_latest(&mut self, input: Plan, lt: &Latest, scope: &[Field]) -> Result<Plan> {
+        let ts = match &lt.ts {
+            Some(e) => ExprBinder { scope, agg: None, win: None, runner: self }.bind(e)?,
+            None => match scope.iter().position(|f| f.designated_ts) {
+                Some(i) => BExpr::Col(i, DataType::Timestamp),
+                None => {
+                    return Err(SqlError::plan(
+                        "LATEST BY needs a designated timestamp; use LATEST ON ts PARTITION BY ...",
+                        Some(lt.pos),
+                    ))
+                }
+            },
+        };
+        let t = ts.data_type();
+        if !(t.is_numeric() || matches!(t, DataType::Timestamp | DataType::Date)) {
+            return Err(SqlError::plan(format!("LATEST ON needs a timestamp or number, got {t}"), Some(lt.pos)));
+        }
+        let keys = lt
+            .keys
+            .iter()
+            .map(|k| {
+                if contains_aggregate(k) {
+                    return Err(SqlError::plan("aggregates are not allowed in LATEST ON", k.pos()));
+                }
+                ExprBinder { scope, agg: None, win: None, runner: self }.bind(k)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Plan::Latest { input: Box::new(input), keys, ts })
     }
 
     /// The kdb-style default window: the FROM table's partition key and designated timestamp.
@@ -719,6 +763,27 @@ impl Binder {
         }
         Ok((Plan::Sort { input: Box::new(plan), keys, limit: None }, fields))
     }
+}
+
+/// For each select-list entry, the texts of the aggregate calls in it (SAMPLE BY FILL modes
+/// are given per aggregate column, in select-list order).
+fn items_agg_texts(items: &[Item]) -> Vec<Vec<String>> {
+    items
+        .iter()
+        .map(|it| {
+            let mut out = Vec::new();
+            if let Item::Ast { expr, .. } = it {
+                walk(expr, &mut |x| {
+                    if let Expr::Func(f) = x {
+                        if f.over.is_none() && functions::is_aggregate(&f.name) {
+                            out.push(x.to_string());
+                        }
+                    }
+                });
+            }
+            out
+        })
+        .collect()
 }
 
 /// Cast a plan's output columns to `types` (no-op when they already match).

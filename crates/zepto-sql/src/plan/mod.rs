@@ -9,6 +9,7 @@ pub mod binder;
 pub mod functions;
 pub mod prune;
 mod pushdown;
+pub mod sample;
 pub mod window;
 
 use crate::parser::ast::{BinaryOp, JoinKind, Query, SetOp};
@@ -302,6 +303,19 @@ pub enum Plan {
     Distinct {
         input: Box<Plan>,
     },
+    /// The last row (greatest `ts`; NULL `ts` never) of every distinct `keys` tuple, in `ts`
+    /// order.
+    Latest {
+        input: Box<Plan>,
+        keys: Vec<BExpr>,
+        ts: BExpr,
+    },
+    /// SAMPLE BY buckets: the aggregate output ordered by bucket, with missing buckets of
+    /// every key filled (FILL modes) over `[lo, hi)`.
+    Fill {
+        input: Box<Plan>,
+        spec: sample::FillPlan,
+    },
     /// The input's columns followed by one column per window call.
     Window {
         input: Box<Plan>,
@@ -372,6 +386,15 @@ impl Plan {
             },
             Plan::Limit { offset, limit, .. } => format!("Limit offset={offset} limit={limit:?}"),
             Plan::Distinct { .. } => "Distinct".to_string(),
+            Plan::Fill { spec, .. } => spec.describe(),
+            Plan::Latest { input, keys, ts } => {
+                let how = if crate::exec::latest::tail_shape(input, keys, ts).is_some() {
+                    "partition tails"
+                } else {
+                    "hash by key"
+                };
+                format!("Latest keys={} ({how})", keys.len())
+            }
             Plan::Window { calls, .. } => {
                 let c: Vec<&str> = calls.iter().map(|c| c.describe.as_str()).collect();
                 format!("Window [{}]", c.join("; "))
@@ -389,7 +412,9 @@ impl Plan {
             | Plan::Sort { input, .. }
             | Plan::Limit { input, .. }
             | Plan::Distinct { input }
-            | Plan::Window { input, .. } => input.explain_into(depth + 1, out),
+            | Plan::Window { input, .. }
+            | Plan::Latest { input, .. }
+            | Plan::Fill { input, .. } => input.explain_into(depth + 1, out),
             Plan::Join { left, right, .. } | Plan::SetOp { left, right, .. } | Plan::AsofJoin { left, right, .. } => {
                 left.explain_into(depth + 1, out);
                 right.explain_into(depth + 1, out);

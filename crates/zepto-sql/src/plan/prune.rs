@@ -30,7 +30,9 @@ pub fn width(p: &Plan) -> usize {
         Plan::Filter { input, .. }
         | Plan::Sort { input, .. }
         | Plan::Limit { input, .. }
-        | Plan::Distinct { input } => width(input),
+        | Plan::Distinct { input }
+        | Plan::Latest { input, .. }
+        | Plan::Fill { input, .. } => width(input),
         Plan::Project { exprs, .. } => exprs.len(),
         Plan::Window { input, calls } => width(input) + calls.len(),
         Plan::Aggregate { keys, aggs, .. } => keys.len() + aggs.len(),
@@ -58,9 +60,13 @@ fn prune(p: Plan, need: &[bool]) -> (Plan, Map) {
             }
             (Plan::Scan { table, columns: kept, range }, map)
         }
-        Plan::Values { .. } | Plan::Distinct { .. } | Plan::SetOp { .. } => {
+        Plan::Values { .. } | Plan::Distinct { .. } | Plan::SetOp { .. } | Plan::Fill { .. } => {
             let w = width(&p);
             let p = match p {
+                Plan::Fill { input, spec } => {
+                    let n = vec![true; width(&input)];
+                    Plan::Fill { input: Box::new(prune(*input, &n).0), spec }
+                }
                 Plan::Distinct { input } => {
                     let n = vec![true; width(&input)];
                     Plan::Distinct { input: Box::new(prune(*input, &n).0) }
@@ -104,6 +110,14 @@ fn prune(p: Plan, need: &[bool]) -> (Plan, Map) {
             let new_w = width(&input);
             let map: Map = imap.iter().copied().chain((0..calls.len()).map(|k| Some(new_w + k))).collect();
             (Plan::Window { input: Box::new(input), calls }, map)
+        }
+        Plan::Latest { input, mut keys, mut ts } => {
+            let mut n = need.to_vec();
+            n.resize(width(&input), false);
+            keys.iter().chain(std::iter::once(&ts)).for_each(|k| mark(k, &mut n));
+            let (input, map) = prune(*input, &n);
+            keys.iter_mut().chain(std::iter::once(&mut ts)).for_each(|k| remap(k, &map));
+            (Plan::Latest { input: Box::new(input), keys, ts }, map)
         }
         Plan::Limit { input, offset, limit } => {
             let (input, map) = prune(*input, need);

@@ -154,7 +154,7 @@ pub fn aggregate(
     func: AggFunc,
     distinct: bool,
     ty: DataType,
-    args: &[Column],
+    args: &[std::borrow::Cow<Column>],
     fs: &[u32],
     fe: &[u32],
 ) -> Result<Column> {

@@ -14,6 +14,7 @@ use crate::plan::functions::AggFunc;
 use crate::plan::window::{Frame, WinCall, WinFunc};
 use crate::plan::AggCall;
 use layout::Layout;
+use std::borrow::Cow;
 use std::sync::Arc;
 use zepto_storage::column::NULL_INDEX;
 use zepto_storage::{Bitmap, Column, ColumnData};
@@ -45,8 +46,8 @@ fn compute(b: &Batch, l: &mut Layout, c: &WinCall) -> Result<Column> {
             return whole_partition(b, l, c, func);
         }
     }
-    let args: Vec<Column> =
-        c.args.iter().map(|e| eval(e, b).map(|x| l.gather(&x).into_owned())).collect::<Result<_>>()?;
+    let evaluated = c.args.iter().map(|e| eval(e, b)).collect::<Result<Vec<_>>>()?;
+    let args: Vec<Cow<Column>> = evaluated.iter().map(|x| l.gather(x)).collect();
     let res = match c.func {
         WinFunc::RowNumber => ints_per_row(l, |_, k, ps, _| (k - ps + 1) as i64),
         WinFunc::Rank | WinFunc::DenseRank | WinFunc::PercentRank | WinFunc::CumeDist => ranks(l, c.func),
@@ -142,7 +143,7 @@ fn ranks(l: &mut Layout, f: WinFunc) -> Column {
 }
 
 /// `lag(x, off [, default])` (negative `off`: lead). IGNORE NULLS counts only non-NULL rows.
-fn lag(l: &Layout, args: &[Column], off: i64, ignore_nulls: bool) -> Column {
+fn lag(l: &Layout, args: &[Cow<Column>], off: i64, ignore_nulls: bool) -> Column {
     let x = &args[0];
     let n = l.n;
     let mut idx = vec![NULL_INDEX; n];
@@ -174,7 +175,7 @@ fn lag(l: &Layout, args: &[Column], off: i64, ignore_nulls: bool) -> Column {
         None => got,
         Some(d) => {
             // Rows without a source row take the default.
-            let both = Column::concat(&[x, d]);
+            let both = Column::concat(&[&**x, &**d]);
             let pick: Vec<u32> =
                 idx.iter().enumerate().map(|(k, &i)| if i == NULL_INDEX { (n + k) as u32 } else { i }).collect();
             both.take(&pick)

@@ -1,0 +1,143 @@
+//! The SAMPLE BY Fill node: orders aggregated buckets by time and, per key, generates the
+//! buckets of `[lo, hi)` that have no rows (see `plan::sample`). Output is bucket-major: every
+//! key's row for the first bucket, then the second, and so on.
+
+use super::hash::group_ids;
+use super::Batch;
+use crate::error::{Result, SqlError};
+use crate::plan::sample::{FillPlan, FillValue};
+use zepto_storage::column::NULL_INDEX;
+use zepto_storage::{Column, ColumnBuilder, ColumnData, Value};
+
+/// Generated rows are capped: a wide range times many keys is almost always a mistake.
+const MAX_FILLED_ROWS: usize = 20_000_000;
+
+pub fn fill(b: Batch, p: &FillPlan) -> Result<Batch> {
+    let n = b.rows;
+    let bucket_col = &b.columns[p.bucket];
+    let Some(bv) = bucket_col.as_i64_slice() else {
+        return Err(SqlError::Internal("SAMPLE BY bucket is not a timestamp".into()));
+    };
+    let keys: Vec<&Column> = p.keys.iter().map(|&k| &*b.columns[k]).collect();
+    let groups = group_ids(&keys, n);
+    let ng = groups.first.len();
+    // Rows with a NULL bucket (NULL timestamps) are dropped, as QuestDB never has them.
+    let rows: Vec<usize> = (0..n).filter(|&i| bucket_col.is_valid(i)).collect();
+    if !p.fills() {
+        let mut idx: Vec<u32> = rows.iter().map(|&i| i as u32).collect();
+        idx.sort_by_key(|&i| (bv[i as usize], groups.ids[i as usize]));
+        return Ok(b.take(&idx));
+    }
+    let lo = p.lo.or_else(|| rows.iter().map(|&i| bv[i]).min());
+    let hi = p.hi.or_else(|| rows.iter().map(|&i| bv[i]).max().map(|m| m.saturating_add(p.width)));
+    let (Some(lo), Some(hi)) = (lo, hi) else {
+        // No rows and no bounds: nothing to fill.
+        return Ok(b.take(&[]));
+    };
+    let span = (hi as i128 - lo as i128).max(0);
+    let nb = ((span + p.width as i128 - 1) / p.width as i128) as usize;
+    let ng = ng.max(usize::from(p.keys.is_empty()));
+    if nb.saturating_mul(ng) > MAX_FILLED_ROWS {
+        return Err(SqlError::ResourcesExhausted(format!(
+            "SAMPLE BY FILL would produce {nb} buckets x {ng} keys (limit {MAX_FILLED_ROWS} rows); narrow FROM/TO or widen the buckets"
+        )));
+    }
+    // slot[g * nb + k]: the input row of key g in bucket k.
+    let mut slot = vec![NULL_INDEX; nb * ng];
+    for &i in &rows {
+        let off = bv[i] as i128 - lo as i128;
+        if off < 0 || off >= span {
+            continue;
+        }
+        let k = (off / p.width as i128) as usize;
+        let g = if p.keys.is_empty() { 0 } else { groups.ids[i] as usize };
+        slot[g * nb + k] = i as u32;
+    }
+    // Output rows: (key, bucket) in bucket-major order.
+    let total = nb * ng;
+    let mut out: Vec<Column> = Vec::with_capacity(b.columns.len());
+    for (c, col) in b.columns.iter().enumerate() {
+        let column = if c == p.bucket {
+            let v: Vec<i64> = (0..total).map(|r| lo + (r / ng) as i64 * p.width).collect();
+            Column::from_data(ColumnData::Timestamp(v))
+        } else if p.keys.contains(&c) {
+            let first: Vec<u32> = (0..total).map(|r| groups.first[r % ng]).collect();
+            col.take(&first)
+        } else {
+            let mode = p.aggs.iter().find(|(i, _)| *i == c).map(|(_, m)| m).unwrap_or(&FillValue::Null);
+            fill_column(col, mode, &slot, nb, ng)?
+        };
+        out.push(column);
+    }
+    Ok(Batch::new(out, total))
+}
+
+fn fill_column(col: &Column, mode: &FillValue, slot: &[u32], nb: usize, ng: usize) -> Result<Column> {
+    let total = nb * ng;
+    let src = |r: usize| slot[(r % ng) * nb + r / ng];
+    if col.is_empty() && !matches!(mode, FillValue::Value(_)) {
+        return Ok(Column::nulls(col.data_type(), total));
+    }
+    match mode {
+        FillValue::None | FillValue::Null => Ok(col.take_opt(&(0..total).map(src).collect::<Vec<_>>())),
+        FillValue::Prev => {
+            let mut last = vec![NULL_INDEX; ng];
+            let idx: Vec<u32> = (0..total)
+                .map(|r| {
+                    let s = src(r);
+                    if s != NULL_INDEX {
+                        last[r % ng] = s;
+                    }
+                    last[r % ng]
+                })
+                .collect();
+            Ok(col.take_opt(&idx))
+        }
+        FillValue::Value(v) => {
+            let mut b = ColumnBuilder::new(col.data_type(), total);
+            for r in 0..total {
+                match src(r) {
+                    NULL_INDEX => b.push_value(v),
+                    s => b.push_value(&col.get(s as usize)),
+                }
+            }
+            Ok(b.finish())
+        }
+        FillValue::Linear => {
+            let mut b = ColumnBuilder::new(col.data_type(), total);
+            for r in 0..total {
+                let (g, k) = (r % ng, r / ng);
+                let s = slot[g * nb + k];
+                if s != NULL_INDEX {
+                    b.push_value(&col.get(s as usize));
+                    continue;
+                }
+                let prev = (0..k).rev().find(|&j| slot[g * nb + j] != NULL_INDEX);
+                let next = (k + 1..nb).find(|&j| slot[g * nb + j] != NULL_INDEX);
+                let v = match (prev, next) {
+                    (Some(a), Some(c)) => {
+                        let (va, vc) = (col.get(slot[g * nb + a] as usize), col.get(slot[g * nb + c] as usize));
+                        interpolate(&va, &vc, (k - a) as f64 / (c - a) as f64)
+                    }
+                    _ => Value::Null,
+                };
+                b.push_value(&v);
+            }
+            Ok(b.finish())
+        }
+    }
+}
+
+/// `a + (c - a) * t`, in the values' own type (integers rounded to nearest).
+fn interpolate(a: &Value, c: &Value, t: f64) -> Value {
+    match (a, c) {
+        (Value::Float64(x), Value::Float64(y)) => Value::Float64(x + (y - x) * t),
+        (Value::Float32(x), Value::Float32(y)) => Value::Float32(x + (y - x) * t as f32),
+        (Value::Int64(x), Value::Int64(y)) => Value::Int64((*x as f64 + (*y as f64 - *x as f64) * t).round() as i64),
+        (Value::Int32(x), Value::Int32(y)) => Value::Int32((*x as f64 + (*y as f64 - *x as f64) * t).round() as i32),
+        (Value::Timestamp(x), Value::Timestamp(y)) => {
+            Value::Timestamp((*x as f64 + (*y as f64 - *x as f64) * t).round() as i64)
+        }
+        _ => Value::Null,
+    }
+}
