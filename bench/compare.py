@@ -24,7 +24,7 @@ def main():
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--data", help="data dir (default target/bench-data/<rows>; generated if missing)")
     ap.add_argument("--engines", default="duckdb,polars")
-    ap.add_argument("--queries", default="Q1,Q2,Q3a,Q3b,Q4,Q5,Q7")
+    ap.add_argument("--queries", default="Q1,Q2,Q3a,Q3b,Q4,Q5,Q6,Q7")
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--budget", type=float, default=8.0)
     ap.add_argument("--bin", default=os.path.join(ROOT, "target", "release", "zepto-bench"))

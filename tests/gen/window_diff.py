@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Randomized window function differential test (DuckDB and Polars are the oracles).
+"""Randomized window function and WINDOW JOIN differential test (DuckDB and Polars are the oracles).
 
     .venv/bin/python tests/gen/window_diff.py --seed 123 --cases 30 --out /tmp/win_123.slt
 
@@ -11,6 +11,10 @@ with and without PARTITION BY, over GROUP BY results and under QUALIFY. DuckDB a
 those. The kdb-style functions are checked through their definitions: `mavg(x, n)` against
 DuckDB's `avg(x) OVER (... ROWS n-1 PRECEDING)` and so on, `deltas`/`ratios` against
 `lag`, and `ema` against Polars `ewm_mean(alpha, adjust=False, ignore_nulls=True)`.
+
+WINDOW JOIN queries are checked against the LEFT JOIN + GROUP BY they abbreviate, and band
+joins (`JOIN ... ON keys AND q.ts BETWEEN w.ts - a AND w.ts + b`, run by the same sweep) against
+DuckDB directly; the right table has NULL keys and times and duplicate times.
 
 Queries whose answer would depend on the order of tied rows are never generated: functions
 that look at row positions (row_number, lag, first_value, ROWS frames) get a total ORDER BY.
@@ -63,6 +67,12 @@ def make_case(rng, k):
     rng.shuffle(rows)
     ddl = [f"CREATE TABLE w{k} (id INT, ts TIMESTAMP, sym SYMBOL, g INT, x DOUBLE, n BIGINT, s VARCHAR, t2 TIMESTAMP)"]
     ddl += common.insert_sql(f"w{k}", rows)
+    # The right side of WINDOW JOIN / range join queries: NULL keys and times, duplicate times.
+    m = rng.choice([0, 1, 5, 60, 200])
+    qrows = [(maybe(TS(BASE_NS + rng.randrange(5000) * 100_000_000)), maybe(rng.choice(["A", "B", "C", "D"])),
+              maybe(round(rng.uniform(0, 100), 2)), maybe(rng.randrange(1000))) for _ in range(m)]
+    ddl.append(f"CREATE TABLE q{k} (ts TIMESTAMP, sym {rng.choice(['SYMBOL', 'VARCHAR'])}, bid DOUBLE, n BIGINT)")
+    ddl += common.insert_sql(f"q{k}", qrows)
     return ddl
 
 
@@ -148,14 +158,37 @@ def make_query(rng, k):
             return (f"SELECT id, {fn} OVER ({spec}) FROM w{k}",
                     f"SELECT id, {duck.replace('PARTITION BY sym', 'PARTITION BY g')} FROM w{k}")
         return f"SELECT id, {fn} FROM w{k}", f"SELECT id, {duck} FROM w{k}"
-    if shape < 0.2:
+    if shape < 0.22:
+        # WINDOW JOIN against the LEFT JOIN + GROUP BY it abbreviates, and band joins.
+        a, b = rng.choice([0, 1, 5, 30]), rng.choice([0, 1, 5, 30])
+        lo = rng.choice([f"w.ts - INTERVAL '{a} seconds'", "w.ts", f"w.ts + INTERVAL '{a} seconds'"])
+        hi = f"w.ts + INTERVAL '{a + b} seconds'" if "+" in lo else f"w.ts + INTERVAL '{b} seconds'"
+        key = rng.choice(["w.sym = q.sym AND ", "w.sym = q.sym AND ", ""])
+        band = rng.choice([f"q.ts BETWEEN {lo} AND {hi}", f"q.ts >= {lo} AND q.ts < {hi}",
+                           f"{hi} >= q.ts AND q.ts > {lo}"])
+        on = key + band
+        c = rng.random()
+        if c < 0.5:
+            aggs = "count(*), count(q.bid), sum(q.n), avg(q.bid), min(q.bid), max(q.ts), max(q.n)"
+            duck_aggs = "count(q.ts), count(q.bid), sum(q.n), avg(q.bid), min(q.bid), max(q.ts), max(q.n)"
+            where = rng.choice(["", " WHERE w.x > 0", " WHERE q.bid > 50"])
+            if where == " WHERE q.bid > 50":
+                return (f"SELECT w.id, {aggs} FROM w{k} w WINDOW JOIN q{k} q ON {on}{where}",
+                        f"SELECT w.id, {duck_aggs} FROM w{k} w LEFT JOIN (SELECT * FROM q{k} WHERE bid > 50) q "
+                        f"ON {on} GROUP BY w.id")
+            return (f"SELECT w.id, {aggs} FROM w{k} w WINDOW JOIN q{k} q ON {on}{where}",
+                    f"SELECT w.id, {duck_aggs} FROM w{k} w LEFT JOIN q{k} q ON {on}{where} GROUP BY w.id")
+        if c < 0.8:
+            return f"SELECT w.id, w.ts, q.ts, q.bid FROM w{k} w LEFT JOIN q{k} q ON {on}", None
+        return f"SELECT w.id, q.bid, q.n FROM w{k} w JOIN q{k} q ON {on} AND q.n > 100", None
+    if shape < 0.3:
         # Over GROUP BY output.
         fn = rng.choice(["rank() OVER (ORDER BY sum(n) DESC NULLS LAST, g)", "sum(count(*)) OVER ()",
                          "count(*) * 1.0 / sum(count(*)) OVER (PARTITION BY sym)",
                          "lag(max(x)) OVER (PARTITION BY sym ORDER BY g NULLS FIRST)",
                          "avg(avg(x)) OVER (ORDER BY g, sym ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING)"])
         return f"SELECT sym, g, {fn} FROM w{k} GROUP BY sym, g", None
-    if shape < 0.27:
+    if shape < 0.36:
         spec = window_spec(rng, True)
         return (f"SELECT id, x FROM w{k} QUALIFY row_number() OVER ({spec}) <= 2", None)
     positional = rng.random() < 0.5

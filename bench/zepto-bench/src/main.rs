@@ -27,6 +27,7 @@ const QUERIES: &[(&str, &str)] = &[
     ("Q3b", "SELECT sym, xbar(INTERVAL '1 minute', ts) AS bucket, first(price) AS open, max(price) AS high, min(price) AS low, last(price) AS close, sum(size) AS volume FROM trades GROUP BY sym, bucket"),
     ("Q4", "SELECT t.ts, t.sym, t.price, t.size, q.bid, q.ask FROM trades t ASOF LEFT JOIN quotes q ON t.sym = q.sym AND t.ts >= q.ts"),
     ("Q5", "SELECT ts, sym, price, ema(price, 100) OVER (PARTITION BY sym ORDER BY ts) AS ema FROM trades"),
+    ("Q6", "SELECT t.ts, t.sym, t.price, avg(q.bid) AS avg_bid FROM trades t WINDOW JOIN quotes q ON t.sym = q.sym AND q.ts BETWEEN t.ts - INTERVAL '1 second' AND t.ts + INTERVAL '1 second'"),
     ("Q7", "SELECT sym, vwap(price, size) AS vwap FROM trades GROUP BY sym"),
 ];
 

@@ -18,8 +18,10 @@ mod scan;
 mod setops;
 pub mod sort;
 mod window;
+mod window_join;
 
 use crate::error::{Result, SqlError};
+use crate::parser::ast::JoinKind;
 use crate::plan::{BExpr, Plan};
 use std::sync::Arc;
 use zepto_storage::{Bitmap, Column, ColumnData};
@@ -129,6 +131,9 @@ pub fn execute(plan: &Plan) -> Result<Batch> {
             let b = execute(input)?;
             aggregate::aggregate(&b, keys, aggs)
         }
+        Plan::Join { kind: JoinKind::Window, .. } => {
+            Err(SqlError::plan("WINDOW JOIN needs aggregates over the right side in the select list", None))
+        }
         Plan::Join { left, right, kind, left_keys, right_keys, residual } => {
             let l = execute(left)?;
             let r = execute(right)?;
@@ -162,6 +167,18 @@ pub fn execute(plan: &Plan) -> Result<Batch> {
             Ok(b.take(&idx))
         }
         Plan::Latest { input, keys, ts } => latest::latest(input, keys, ts),
+        Plan::RangeJoin { left, right, left_keys, right_keys, left_ts, right_ts, lo, hi, outer } => {
+            let l = execute(left)?;
+            let r = execute(right)?;
+            let band = window_join::Band { left_keys, right_keys, left_ts, right_ts, lo: *lo, hi: *hi };
+            window_join::range_join(&l, &r, &band, *outer)
+        }
+        Plan::WindowJoin { left, right, left_keys, right_keys, left_ts, right_ts, lo, hi, aggs } => {
+            let l = execute(left)?;
+            let r = execute(right)?;
+            let band = window_join::Band { left_keys, right_keys, left_ts, right_ts, lo: *lo, hi: *hi };
+            window_join::window_join(l, &r, &band, aggs)
+        }
         Plan::Fill { input, spec } => {
             let b = execute(input)?;
             fill::fill(b, spec)

@@ -131,6 +131,8 @@ pub enum JoinKind {
     Asof,
     /// `ASOF LEFT JOIN` / `LEFT ASOF JOIN`: unmatched left rows kept with NULLs.
     AsofLeft,
+    /// `WINDOW JOIN`: aggregates over the right rows in a time window around each left row.
+    Window,
 }
 
 #[derive(Debug, Clone, PartialEq)]

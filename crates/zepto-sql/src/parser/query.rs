@@ -282,6 +282,10 @@ impl Parser {
                 self.eat_kw("outer");
                 self.expect_kw("join")?;
                 k
+            } else if self.is_kw("window") && self.is_kw_at(1, "join") {
+                self.advance();
+                self.advance();
+                JoinKind::Window
             } else if self.is_kw("left") && self.is_kw_at(1, "asof") {
                 self.advance();
                 self.advance();

@@ -8,7 +8,7 @@ use super::bind_expr::{
     cast_to, common_type, contains_aggregate, resolve, walk, AggCtx, ExprBinder, SubPlan, SubqueryRunner, WinCtx,
 };
 use super::functions::{self, agg_arity, agg_by_name, agg_type, AggFunc};
-use super::{prune, pushdown, window};
+use super::{prune, pushdown, window, window_join};
 use super::{AggCall, BExpr, Field, OuterRef, Plan, SortKey};
 use crate::error::{Pos, Result, SqlError};
 use crate::exec;
@@ -25,7 +25,7 @@ pub struct Binder {
 }
 
 /// A select-list entry after `*` expansion.
-enum Item {
+pub(super) enum Item {
     Ast {
         expr: Expr,
         alias: Option<String>,
@@ -309,6 +309,18 @@ impl Binder {
                     let b = ExprBinder { scope: &scope, agg: None, win: None, runner: self }.bind_bool(on)?;
                     pushdown::conjuncts(b, &mut conds);
                 }
+                if *kind == JoinKind::Window {
+                    // Turned into a WindowJoin by the SELECT that aggregates over it.
+                    let plan = Plan::Join {
+                        left: Box::new(lp),
+                        right: Box::new(rp),
+                        kind: JoinKind::Window,
+                        left_keys: vec![],
+                        right_keys: vec![],
+                        residual: pushdown::and_all(conds),
+                    };
+                    return Ok((plan, scope));
+                }
                 if matches!(kind, JoinKind::Asof | JoinKind::AsofLeft) {
                     let plan = asof_plan(lp, rp, conds, nl, *kind == JoinKind::AsofLeft)?;
                     return Ok((plan, scope));
@@ -323,6 +335,10 @@ impl Binder {
                         None => residual.push(c),
                     }
                 }
+                let (lp, rp, lk, rk, residual) = match window_join::band_join(lp, rp, &scope, lk, rk, residual, *kind) {
+                    Ok(plan) => return Ok((plan, scope)),
+                    Err(parts) => parts,
+                };
                 let plan = Plan::Join {
                     left: Box::new(lp),
                     right: Box::new(rp),
@@ -361,7 +377,13 @@ impl Binder {
             || s.having.is_some()
             || items.iter().any(|i| matches!(i, Item::Ast { expr, .. } if contains_aggregate(expr)));
         let agg_ctx;
-        let (pre_scope, agg): (&[Field], Option<&AggCtx>) = if is_agg {
+        let window_join = window_join::is_window_join(&plan);
+        let (pre_scope, agg): (&[Field], Option<&AggCtx>) = if window_join {
+            let (p, ctx) = self.bind_window_join(plan, s, &items, order_by, &scope)?;
+            plan = p;
+            agg_ctx = ctx;
+            (&scope, Some(&agg_ctx))
+        } else if is_agg {
             let (p, ctx) = self.bind_aggregate(plan, s, &items, order_by, &scope)?;
             plan = match &fill {
                 Some(f) => f.plan(self, p, &ctx, &items_agg_texts(&items))?,
@@ -629,35 +651,11 @@ impl Binder {
             key_info.push((e.to_string(), col, b.data_type()));
             keys.push(b);
         }
-        // Collect aggregate calls (deduplicated by their text).
         let mut calls: Vec<(String, AggCall)> = Vec::new();
-        let mut sources: Vec<&Expr> = items
-            .iter()
-            .filter_map(|i| match i {
-                Item::Ast { expr, .. } => Some(expr),
-                Item::Input(_) => None,
-            })
-            .collect();
-        sources.extend(s.having.iter());
-        sources.extend(order_by.iter().map(|o| &o.expr));
-        for src in sources {
-            let mut found = Vec::new();
-            walk(src, &mut |x| {
-                if let Expr::Func(f) = x {
-                    if f.over.is_none() && functions::is_aggregate(&f.name) {
-                        found.push(x.clone());
-                    }
-                }
-            });
-            for e in found {
-                let text = e.to_string();
-                if calls.iter().any(|(t, _)| *t == text) {
-                    continue;
-                }
-                let Expr::Func(f) = &e else { continue };
-                let call = self.bind_agg_call(f, scope, None)?;
-                calls.push((text, call));
-            }
+        for e in collect_agg_exprs(items, s, order_by) {
+            let Expr::Func(f) = &e else { continue };
+            let call = self.bind_agg_call(f, scope, None)?;
+            calls.push((e.to_string(), call));
         }
         let ctx = AggCtx { keys: key_info, aggs: calls.iter().map(|(t, c)| (t.clone(), c.ty)).collect() };
         let aggs = calls.into_iter().map(|(_, c)| c).collect();
@@ -765,6 +763,36 @@ impl Binder {
     }
 }
 
+/// Every aggregate call of the select list, HAVING and ORDER BY (deduplicated by text, in
+/// first-seen order).
+pub(super) fn collect_agg_exprs(items: &[Item], s: &Select, order_by: &[OrderItem]) -> Vec<Expr> {
+    let mut sources: Vec<&Expr> = items
+        .iter()
+        .filter_map(|i| match i {
+            Item::Ast { expr, .. } => Some(expr),
+            Item::Input(_) => None,
+        })
+        .collect();
+    sources.extend(s.having.iter());
+    sources.extend(order_by.iter().map(|o| &o.expr));
+    let mut out: Vec<Expr> = Vec::new();
+    let mut texts: Vec<String> = Vec::new();
+    for src in sources {
+        walk(src, &mut |x| {
+            if let Expr::Func(f) = x {
+                if f.over.is_none() && functions::is_aggregate(&f.name) {
+                    let t = x.to_string();
+                    if !texts.contains(&t) {
+                        texts.push(t);
+                        out.push(x.clone());
+                    }
+                }
+            }
+        });
+    }
+    out
+}
+
 /// For each select-list entry, the texts of the aggregate calls in it (SAMPLE BY FILL modes
 /// are given per aggregate column, in select-list order).
 fn items_agg_texts(items: &[Item]) -> Vec<Vec<String>> {
@@ -869,7 +897,7 @@ fn asof_plan(lp: Plan, rp: Plan, conds: Vec<BExpr>, nl: usize, outer: bool) -> R
 }
 
 /// `l = r` with one side over the left input only and the other over the right only.
-fn split_equi(c: &BExpr, nl: usize) -> Option<(BExpr, BExpr)> {
+pub(super) fn split_equi(c: &BExpr, nl: usize) -> Option<(BExpr, BExpr)> {
     let BExpr::Binary { op: BinaryOp::Eq, left, right, .. } = c else {
         return None;
     };
@@ -891,7 +919,7 @@ fn split_equi(c: &BExpr, nl: usize) -> Option<(BExpr, BExpr)> {
 }
 
 /// A filter over a scan becomes partition selection + time range + residual.
-fn apply_filter(plan: Plan, pred: BExpr) -> Plan {
+pub(super) fn apply_filter(plan: Plan, pred: BExpr) -> Plan {
     match plan {
         Plan::Scan { table, columns, range } if range == Default::default() => {
             let mut conj = Vec::new();

@@ -11,6 +11,7 @@ pub mod prune;
 mod pushdown;
 pub mod sample;
 pub mod window;
+mod window_join;
 
 use crate::parser::ast::{BinaryOp, JoinKind, Query, SetOp};
 use functions::{AggFunc, ScalarFunc};
@@ -303,6 +304,32 @@ pub enum Plan {
     Distinct {
         input: Box<Plan>,
     },
+    /// One row per left row: the left columns, then `aggs` over the right rows with equal keys
+    /// and `right_ts` in `[left_ts + lo, left_ts + hi]`; `aggs` read right columns.
+    WindowJoin {
+        left: Box<Plan>,
+        right: Box<Plan>,
+        left_keys: Vec<BExpr>,
+        right_keys: Vec<BExpr>,
+        left_ts: BExpr,
+        right_ts: BExpr,
+        lo: i64,
+        hi: i64,
+        aggs: Vec<AggCall>,
+    },
+    /// Band join: pairs with equal keys and `right_ts` in `[left_ts + lo, left_ts + hi]`
+    /// (`outer`: LEFT JOIN), output `[left..., right...]`.
+    RangeJoin {
+        left: Box<Plan>,
+        right: Box<Plan>,
+        left_keys: Vec<BExpr>,
+        right_keys: Vec<BExpr>,
+        left_ts: BExpr,
+        right_ts: BExpr,
+        lo: i64,
+        hi: i64,
+        outer: bool,
+    },
     /// The last row (greatest `ts`; NULL `ts` never) of every distinct `keys` tuple, in `ts`
     /// order.
     Latest {
@@ -387,6 +414,19 @@ impl Plan {
             Plan::Limit { offset, limit, .. } => format!("Limit offset={offset} limit={limit:?}"),
             Plan::Distinct { .. } => "Distinct".to_string(),
             Plan::Fill { spec, .. } => spec.describe(),
+            Plan::RangeJoin { left_keys, lo, hi, outer, .. } => format!(
+                "RangeJoin{} keys={} band=[{lo:+}, {hi:+}] (sorted sweep)",
+                if *outer { " LEFT" } else { "" },
+                left_keys.len()
+            ),
+            Plan::WindowJoin { left_keys, lo, hi, aggs, .. } => {
+                let a: Vec<String> = aggs.iter().map(|a| format!("{:?}", a.func).to_lowercase()).collect();
+                format!(
+                    "WindowJoin keys={} window=[{lo:+}, {hi:+}] aggs=[{}] (sorted sweep)",
+                    left_keys.len(),
+                    a.join(", ")
+                )
+            }
             Plan::Latest { input, keys, ts } => {
                 let how = if crate::exec::latest::tail_shape(input, keys, ts).is_some() {
                     "partition tails"
@@ -415,7 +455,11 @@ impl Plan {
             | Plan::Window { input, .. }
             | Plan::Latest { input, .. }
             | Plan::Fill { input, .. } => input.explain_into(depth + 1, out),
-            Plan::Join { left, right, .. } | Plan::SetOp { left, right, .. } | Plan::AsofJoin { left, right, .. } => {
+            Plan::Join { left, right, .. }
+            | Plan::SetOp { left, right, .. }
+            | Plan::AsofJoin { left, right, .. }
+            | Plan::WindowJoin { left, right, .. }
+            | Plan::RangeJoin { left, right, .. } => {
                 left.explain_into(depth + 1, out);
                 right.explain_into(depth + 1, out);
             }

@@ -36,7 +36,10 @@ pub fn width(p: &Plan) -> usize {
         Plan::Project { exprs, .. } => exprs.len(),
         Plan::Window { input, calls } => width(input) + calls.len(),
         Plan::Aggregate { keys, aggs, .. } => keys.len() + aggs.len(),
-        Plan::Join { left, right, .. } | Plan::AsofJoin { left, right, .. } => width(left) + width(right),
+        Plan::WindowJoin { left, aggs, .. } => width(left) + aggs.len(),
+        Plan::Join { left, right, .. } | Plan::AsofJoin { left, right, .. } | Plan::RangeJoin { left, right, .. } => {
+            width(left) + width(right)
+        }
         Plan::SetOp { left, .. } => width(left),
     }
 }
@@ -157,6 +160,72 @@ fn prune(p: Plan, need: &[bool]) -> (Plan, Map) {
                 }
             });
             (Plan::Aggregate { input: Box::new(input), keys, aggs }, identity(w))
+        }
+        Plan::WindowJoin {
+            left,
+            right,
+            mut left_keys,
+            mut right_keys,
+            mut left_ts,
+            mut right_ts,
+            lo,
+            hi,
+            mut aggs,
+        } => {
+            let (wl, wr) = (width(&left), width(&right));
+            let mut nl: Vec<bool> = (0..wl).map(|i| need.get(i).copied().unwrap_or(true)).collect();
+            let mut nr = vec![false; wr];
+            left_keys.iter().chain(std::iter::once(&left_ts)).for_each(|k| mark(k, &mut nl));
+            right_keys.iter().chain(std::iter::once(&right_ts)).for_each(|k| mark(k, &mut nr));
+            for a in &aggs {
+                a.args.iter().chain(a.order.iter()).for_each(|x| mark(x, &mut nr));
+            }
+            let (left, ml) = prune(*left, &nl);
+            let (right, mr) = prune(*right, &nr);
+            left_keys.iter_mut().chain(std::iter::once(&mut left_ts)).for_each(|k| remap(k, &ml));
+            right_keys.iter_mut().chain(std::iter::once(&mut right_ts)).for_each(|k| remap(k, &mr));
+            for a in &mut aggs {
+                a.args.iter_mut().chain(a.order.iter_mut()).for_each(|x| remap(x, &mr));
+            }
+            let new_wl = width(&left);
+            let map: Map = ml.iter().copied().chain((0..aggs.len()).map(|k| Some(new_wl + k))).collect();
+            let plan = Plan::WindowJoin {
+                left: Box::new(left),
+                right: Box::new(right),
+                left_keys,
+                right_keys,
+                left_ts,
+                right_ts,
+                lo,
+                hi,
+                aggs,
+            };
+            (plan, map)
+        }
+        Plan::RangeJoin { left, right, mut left_keys, mut right_keys, mut left_ts, mut right_ts, lo, hi, outer } => {
+            let (wl, wr) = (width(&left), width(&right));
+            let mut nl: Vec<bool> = (0..wl).map(|i| need.get(i).copied().unwrap_or(true)).collect();
+            let mut nr: Vec<bool> = (0..wr).map(|i| need.get(wl + i).copied().unwrap_or(true)).collect();
+            left_keys.iter().chain(std::iter::once(&left_ts)).for_each(|k| mark(k, &mut nl));
+            right_keys.iter().chain(std::iter::once(&right_ts)).for_each(|k| mark(k, &mut nr));
+            let (left, ml) = prune(*left, &nl);
+            let (right, mr) = prune(*right, &nr);
+            let new_wl = width(&left);
+            left_keys.iter_mut().chain(std::iter::once(&mut left_ts)).for_each(|k| remap(k, &ml));
+            right_keys.iter_mut().chain(std::iter::once(&mut right_ts)).for_each(|k| remap(k, &mr));
+            let map: Map = ml.iter().copied().chain(mr.iter().map(|m| m.map(|j| new_wl + j))).collect();
+            let plan = Plan::RangeJoin {
+                left: Box::new(left),
+                right: Box::new(right),
+                left_keys,
+                right_keys,
+                left_ts,
+                right_ts,
+                lo,
+                hi,
+                outer,
+            };
+            (plan, map)
         }
         Plan::AsofJoin { left, right, mut left_keys, mut right_keys, mut left_ts, mut right_ts, op, outer } => {
             let (wl, wr) = (width(&left), width(&right));

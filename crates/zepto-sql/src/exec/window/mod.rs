@@ -3,7 +3,7 @@
 //! (partition ids, ordering, peer groups); results are computed in window order and
 //! scattered back, so the operator never reorders its input rows.
 
-mod frame;
+pub(super) mod frame;
 mod layout;
 
 use super::aggregate::run_agg;

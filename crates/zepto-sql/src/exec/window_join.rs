@@ -1,0 +1,182 @@
+//! WINDOW JOIN as a sorted sweep: right rows are bucketed by key (group ids shared with the
+//! left side) and ordered by time within each bucket (verified; sorted only if needed); left
+//! rows are visited in (key, time) order, so each one's window `[t + lo, t + hi]` is a range
+//! of bucket positions whose ends only move forward, found by binary search. The aggregates
+//! then run over those ranges with the window-frame kernels (prefix sums, sliding compensated
+//! sums, monotonic deques), never materializing the joined pairs. Memory: the right side's
+//! positions and times plus one value per left row and aggregate.
+
+use super::eval::eval;
+use super::hash::group_ids;
+use super::window::frame;
+use super::Batch;
+use crate::error::{Result, SqlError};
+use crate::plan::{AggCall, BExpr};
+use std::borrow::Cow;
+use std::sync::Arc;
+use zepto_storage::{Column, ColumnData};
+
+/// Equal keys and `right_ts` in `[left_ts + lo, left_ts + hi]`.
+pub struct Band<'a> {
+    pub left_keys: &'a [BExpr],
+    pub right_keys: &'a [BExpr],
+    pub left_ts: &'a BExpr,
+    pub right_ts: &'a BExpr,
+    pub lo: i64,
+    pub hi: i64,
+}
+
+/// Each left row's window as a range of `order` (right rows by key, then time).
+struct Sweep {
+    order: Vec<u32>,
+    /// Left rows in (key, time) order, rows without a window last; identity if `in_order`.
+    lperm: Vec<u32>,
+    in_order: bool,
+    /// Window of `lperm[k]`: `order[fs[k]..fe[k]]`.
+    fs: Vec<u32>,
+    fe: Vec<u32>,
+}
+
+fn times(c: &Column) -> Result<Cow<'_, [i64]>> {
+    Ok(match &c.data {
+        ColumnData::Int64(v) | ColumnData::Timestamp(v) | ColumnData::Interval(v) => Cow::Borrowed(v),
+        ColumnData::Int32(v) | ColumnData::Date(v) => Cow::Owned(v.iter().map(|&x| x as i64).collect()),
+        ColumnData::Null(n) => Cow::Owned(vec![0; *n]),
+        d => return Err(SqlError::exec(format!("WINDOW JOIN cannot use {} as time", d.data_type()))),
+    })
+}
+
+fn sweep(l: &Batch, r: &Batch, spec: &Band) -> Result<Sweep> {
+    let (n, m) = (l.rows, r.rows);
+    let lk = spec.left_keys.iter().map(|e| eval(e, l)).collect::<Result<Vec<_>>>()?;
+    let rk = spec.right_keys.iter().map(|e| eval(e, r)).collect::<Result<Vec<_>>>()?;
+    let lt_col = eval(spec.left_ts, l)?;
+    let rt_col = eval(spec.right_ts, r)?;
+    let (lt, rt) = (times(&lt_col)?, times(&rt_col)?);
+    let (lid, rid, ng): (Vec<u32>, Vec<u32>, usize) = if lk.is_empty() {
+        (vec![0; n], vec![0; m], 1)
+    } else {
+        let stacked: Vec<Column> = lk.iter().zip(&rk).map(|(a, b)| Column::concat(&[&**a, &**b])).collect();
+        let refs: Vec<&Column> = stacked.iter().collect();
+        let g = group_ids(&refs, n + m);
+        let ng = g.first.len();
+        let mut ids = g.ids;
+        let rid = ids.split_off(n);
+        (ids, rid, ng)
+    };
+    let keys_ok = |cols: &[Cow<Column>], i: usize| cols.iter().all(|c| c.is_valid(i));
+    // Right positions bucketed by key (counting sort keeps input order), then by time.
+    let r_ok: Vec<bool> = (0..m).map(|j| rt_col.is_valid(j) && keys_ok(&rk, j)).collect();
+    let mut start = vec![0usize; ng + 1];
+    for j in 0..m {
+        if r_ok[j] {
+            start[rid[j] as usize + 1] += 1;
+        }
+    }
+    for g in 0..ng {
+        start[g + 1] += start[g];
+    }
+    let mut order = vec![0u32; start[ng]];
+    let mut next = start.clone();
+    for j in 0..m {
+        if r_ok[j] {
+            let g = rid[j] as usize;
+            order[next[g]] = j as u32;
+            next[g] += 1;
+        }
+    }
+    for g in 0..ng {
+        let b = &mut order[start[g]..start[g + 1]];
+        if !b.windows(2).all(|w| rt[w[0] as usize] <= rt[w[1] as usize]) {
+            b.sort_by_key(|&j| (rt[j as usize], j));
+        }
+    }
+    let bucket_times: Vec<i64> = order.iter().map(|&j| rt[j as usize]).collect();
+    // Left rows in (key, time) order; rows with NULL keys or time go last with empty windows.
+    let l_ok: Vec<bool> = (0..n).map(|i| lt_col.is_valid(i) && keys_ok(&lk, i)).collect();
+    let mut lperm: Vec<u32> = (0..n as u32).collect();
+    let in_order = (1..n).all(|i| {
+        let (a, b) = (i - 1, i);
+        !l_ok[a] && !l_ok[b] || l_ok[a] && (!l_ok[b] || (lid[a], lt[a]) <= (lid[b], lt[b]))
+    });
+    if !in_order {
+        lperm.sort_by_key(|&i| {
+            let i = i as usize;
+            if l_ok[i] {
+                (0u8, lid[i], lt[i], i)
+            } else {
+                (1u8, 0, 0, i)
+            }
+        });
+    }
+    let total = order.len() as u32;
+    let mut fs = vec![total; n];
+    let mut fe = vec![total; n];
+    for (k, &i) in lperm.iter().enumerate() {
+        let i = i as usize;
+        if !l_ok[i] {
+            continue;
+        }
+        let g = lid[i] as usize;
+        let (a, b) = (start[g], start[g + 1]);
+        let bucket = &bucket_times[a..b];
+        let (wlo, whi) = (lt[i].saturating_add(spec.lo), lt[i].saturating_add(spec.hi));
+        let s = a + bucket.partition_point(|&t| t < wlo);
+        let e = (a + bucket.partition_point(|&t| t <= whi)).max(s);
+        fs[k] = s as u32;
+        fe[k] = e as u32;
+    }
+    Ok(Sweep { order, lperm, in_order, fs, fe })
+}
+
+/// WINDOW JOIN: the left columns and one aggregate column per call.
+pub fn window_join(l: Batch, r: &Batch, band: &Band, aggs: &[AggCall]) -> Result<Batch> {
+    let n = l.rows;
+    let Sweep { order, lperm, in_order, fs, fe } = sweep(&l, r, band)?;
+    let mut inv = None;
+    let mut cols: Vec<Arc<Column>> = l.columns.clone();
+    for a in aggs {
+        let args: Vec<Cow<Column>> =
+            a.args.iter().map(|e| eval(e, r).map(|c| Cow::Owned(c.take(&order)))).collect::<Result<_>>()?;
+        let res = frame::aggregate(a.func, a.distinct, a.ty, &args, &fs, &fe)?;
+        let res = if in_order {
+            res
+        } else {
+            let inv = inv.get_or_insert_with(|| {
+                let mut v = vec![0u32; n];
+                for (k, &i) in lperm.iter().enumerate() {
+                    v[i as usize] = k as u32;
+                }
+                v
+            });
+            res.take(inv)
+        };
+        cols.push(Arc::new(res));
+    }
+    Ok(Batch::shared(cols, n))
+}
+
+/// The band join `l JOIN r ON keys AND r.ts BETWEEN l.ts + lo AND l.ts + hi` (LEFT: unmatched
+/// left rows once, with NULLs): the same sweep, emitting the pairs.
+pub fn range_join(l: &Batch, r: &Batch, band: &Band, outer: bool) -> Result<Batch> {
+    let Sweep { order, lperm, fs, fe, .. } = sweep(l, r, band)?;
+    let total: usize = fs.iter().zip(&fe).map(|(a, b)| (b - a) as usize).sum();
+    let mut li = Vec::with_capacity(total);
+    let mut ri = Vec::with_capacity(total);
+    for (k, &i) in lperm.iter().enumerate() {
+        if fs[k] == fe[k] {
+            if outer {
+                li.push(i);
+                ri.push(zepto_storage::column::NULL_INDEX);
+            }
+            continue;
+        }
+        for &j in &order[fs[k] as usize..fe[k] as usize] {
+            li.push(i);
+            ri.push(j);
+        }
+    }
+    let mut cols: Vec<Arc<Column>> = l.columns.iter().map(|c| Arc::new(c.take(&li))).collect();
+    cols.extend(r.columns.iter().map(|c| Arc::new(c.take_opt(&ri))));
+    Ok(Batch::shared(cols, li.len()))
+}
