@@ -97,7 +97,10 @@ fn sweep(l: &Batch, r: &Batch, spec: &Band) -> Result<Sweep> {
     let mut lperm: Vec<u32> = (0..n as u32).collect();
     let in_order = (1..n).all(|i| {
         let (a, b) = (i - 1, i);
-        !l_ok[a] && !l_ok[b] || l_ok[a] && (!l_ok[b] || (lid[a], lt[a]) <= (lid[b], lt[b]))
+        match (l_ok[a], l_ok[b]) {
+            (true, true) => (lid[a], lt[a]) <= (lid[b], lt[b]),
+            (ok_a, _) => ok_a || !l_ok[b],
+        }
     });
     if !in_order {
         lperm.sort_by_key(|&i| {

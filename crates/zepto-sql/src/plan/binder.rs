@@ -335,10 +335,12 @@ impl Binder {
                         None => residual.push(c),
                     }
                 }
-                let (lp, rp, lk, rk, residual) = match window_join::band_join(lp, rp, &scope, lk, rk, residual, *kind) {
-                    Ok(plan) => return Ok((plan, scope)),
-                    Err(parts) => parts,
-                };
+                let parts = window_join::JoinParts { lp, rp, lk, rk, residual };
+                let window_join::JoinParts { lp, rp, lk, rk, residual } =
+                    match window_join::band_join(parts, &scope, *kind) {
+                        Ok(plan) => return Ok((plan, scope)),
+                        Err(parts) => *parts,
+                    };
                 let plan = Plan::Join {
                     left: Box::new(lp),
                     right: Box::new(rp),

@@ -197,19 +197,25 @@ impl Binder {
     }
 }
 
+/// A join's inputs and its ON condition split into equality keys and the rest.
+pub(super) struct JoinParts {
+    pub lp: Plan,
+    pub rp: Plan,
+    pub lk: Vec<BExpr>,
+    pub rk: Vec<BExpr>,
+    pub residual: Vec<BExpr>,
+}
+
 /// `l [LEFT] JOIN r ON keys AND r.ts BETWEEN l.ts - a AND l.ts + b`: a band join run by the
 /// WINDOW JOIN sweep instead of hashing on the keys and filtering every same-key pair.
 /// `None` when the residual is not exactly one time band (plus, for inner joins, other
 /// conditions, returned as a filter).
 pub(super) fn band_join(
-    lp: Plan,
-    rp: Plan,
+    parts: JoinParts,
     scope: &[Field],
-    lk: Vec<BExpr>,
-    rk: Vec<BExpr>,
-    residual: Vec<BExpr>,
     kind: JoinKind,
-) -> std::result::Result<Plan, (Plan, Plan, Vec<BExpr>, Vec<BExpr>, Vec<BExpr>)> {
+) -> std::result::Result<Plan, Box<JoinParts>> {
+    let JoinParts { lp, rp, lk, rk, residual } = parts;
     let nl = width(&lp);
     let (mut lower, mut upper, mut rest) = (None, None, Vec::new());
     for c in &residual {
@@ -221,7 +227,7 @@ pub(super) fn band_join(
     }
     let ok = matches!(kind, JoinKind::Inner | JoinKind::Left) && (kind == JoinKind::Inner || rest.is_empty());
     let (Some((rc, lc, lo)), Some((rc2, lc2, hi)), true) = (lower, upper, ok) else {
-        return Err((lp, rp, lk, rk, residual));
+        return Err(Box::new(JoinParts { lp, rp, lk, rk, residual }));
     };
     let (lt, rt) = (scope[lc].data_type, scope[rc].data_type);
     if rc != rc2
@@ -230,7 +236,7 @@ pub(super) fn band_join(
         || !time_type(rt)
         || (lt == DataType::Timestamp) != (rt == DataType::Timestamp)
     {
-        return Err((lp, rp, lk, rk, residual));
+        return Err(Box::new(JoinParts { lp, rp, lk, rk, residual }));
     }
     let plan = Plan::RangeJoin {
         left: Box::new(lp),
