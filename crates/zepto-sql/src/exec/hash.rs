@@ -223,3 +223,35 @@ pub fn distinct_rows(b: &Batch) -> Vec<u32> {
     }
     group_ids(&cols, b.rows).first
 }
+
+/// Group ids shared by the two sides of a join on `lk = rk` (equal keys ↔ equal ids), and the
+/// number of ids. One SYMBOL key on both sides maps dictionaries once (codes are the ids);
+/// anything else stacks both sides' keys and groups them together. Callers skip NULL keys.
+pub fn shared_ids(lk: &[&Column], rk: &[&Column], n: usize, m: usize) -> (Vec<u32>, Vec<u32>, usize) {
+    if lk.is_empty() {
+        return (vec![0; n], vec![0; m], 1);
+    }
+    if let ([l], [r]) = (lk, rk) {
+        if let (ColumnData::Symbol { codes: lc, dict: ld }, ColumnData::Symbol { codes: rc, dict: rd }) =
+            (&l.data, &r.data)
+        {
+            // Right codes are the ids; left codes map through the strings (one lookup per
+            // left dictionary entry). `rd.len()` stands for "no right row has this key".
+            let ng = rd.len() + 1;
+            let map: Vec<u32> = if ld.lineage() == rd.lineage() {
+                (0..ld.len() as u32).map(|c| if (c as usize) < rd.len() { c } else { rd.len() as u32 }).collect()
+            } else {
+                ld.iter().map(|s| rd.code(s).unwrap_or(rd.len() as u32)).collect()
+            };
+            let lid = lc.iter().map(|&c| map.get(c as usize).copied().unwrap_or(rd.len() as u32)).collect();
+            return (lid, rc.clone(), ng);
+        }
+    }
+    let stacked: Vec<Column> = lk.iter().zip(rk).map(|(a, b)| Column::concat(&[a, b])).collect();
+    let refs: Vec<&Column> = stacked.iter().collect();
+    let g = group_ids(&refs, n + m);
+    let ng = g.first.len();
+    let mut ids = g.ids;
+    let rid = ids.split_off(n);
+    (ids, rid, ng)
+}

@@ -1,13 +1,14 @@
 //! WINDOW JOIN as a sorted sweep: right rows are bucketed by key (group ids shared with the
 //! left side) and ordered by time within each bucket (verified; sorted only if needed); left
-//! rows are visited in (key, time) order, so each one's window `[t + lo, t + hi]` is a range
-//! of bucket positions whose ends only move forward, found by binary search. The aggregates
+//! rows are visited in time order within each key, so each one's window `[t + lo, t + hi]` is
+//! a range of bucket positions whose ends only move forward: two cursors per key find them in
+//! one linear pass. The aggregates
 //! then run over those ranges with the window-frame kernels (prefix sums, sliding compensated
 //! sums, monotonic deques), never materializing the joined pairs. Memory: the right side's
 //! positions and times plus one value per left row and aggregate.
 
 use super::eval::eval;
-use super::hash::group_ids;
+use super::hash::shared_ids;
 use super::window::frame;
 use super::Batch;
 use crate::error::{Result, SqlError};
@@ -53,16 +54,10 @@ fn sweep(l: &Batch, r: &Batch, spec: &Band) -> Result<Sweep> {
     let lt_col = eval(spec.left_ts, l)?;
     let rt_col = eval(spec.right_ts, r)?;
     let (lt, rt) = (times(&lt_col)?, times(&rt_col)?);
-    let (lid, rid, ng): (Vec<u32>, Vec<u32>, usize) = if lk.is_empty() {
-        (vec![0; n], vec![0; m], 1)
-    } else {
-        let stacked: Vec<Column> = lk.iter().zip(&rk).map(|(a, b)| Column::concat(&[&**a, &**b])).collect();
-        let refs: Vec<&Column> = stacked.iter().collect();
-        let g = group_ids(&refs, n + m);
-        let ng = g.first.len();
-        let mut ids = g.ids;
-        let rid = ids.split_off(n);
-        (ids, rid, ng)
+    let (lid, rid, ng) = {
+        let (lr, rr): (Vec<&Column>, Vec<&Column>) =
+            (lk.iter().map(|c| &**c).collect(), rk.iter().map(|c| &**c).collect());
+        shared_ids(&lr, &rr, n, m)
     };
     let keys_ok = |cols: &[Cow<Column>], i: usize| cols.iter().all(|c| c.is_valid(i));
     // Right positions bucketed by key (counting sort keeps input order), then by time.
@@ -92,15 +87,20 @@ fn sweep(l: &Batch, r: &Batch, spec: &Band) -> Result<Sweep> {
         }
     }
     let bucket_times: Vec<i64> = order.iter().map(|&j| rt[j as usize]).collect();
-    // Left rows in (key, time) order; rows with NULL keys or time go last with empty windows.
+    // Left rows are visited in time order within each key (the window ends then only move
+    // forward); keys may interleave, the kernels restart on a jump. A scan of a time-sorted
+    // table already is in that order; otherwise rows are sorted by (key, time).
     let l_ok: Vec<bool> = (0..n).map(|i| lt_col.is_valid(i) && keys_ok(&lk, i)).collect();
     let mut lperm: Vec<u32> = (0..n as u32).collect();
-    let in_order = (1..n).all(|i| {
-        let (a, b) = (i - 1, i);
-        match (l_ok[a], l_ok[b]) {
-            (true, true) => (lid[a], lt[a]) <= (lid[b], lt[b]),
-            (ok_a, _) => ok_a || !l_ok[b],
+    let mut last = vec![i64::MIN; ng];
+    let in_order = (0..n).all(|i| {
+        if !l_ok[i] {
+            return true;
         }
+        let g = lid[i] as usize;
+        let ok = lt[i] >= last[g];
+        last[g] = lt[i];
+        ok
     });
     if !in_order {
         lperm.sort_by_key(|&i| {
@@ -115,17 +115,27 @@ fn sweep(l: &Batch, r: &Batch, spec: &Band) -> Result<Sweep> {
     let total = order.len() as u32;
     let mut fs = vec![total; n];
     let mut fe = vec![total; n];
+    // Per-key cursors: window edges only move forward within a key, so the sweep is linear
+    // (no binary searches).
+    let (mut cur_s, mut cur_e) = (start[..ng].to_vec(), start[..ng].to_vec());
     for (k, &i) in lperm.iter().enumerate() {
         let i = i as usize;
         if !l_ok[i] {
             continue;
         }
         let g = lid[i] as usize;
-        let (a, b) = (start[g], start[g + 1]);
-        let bucket = &bucket_times[a..b];
+        let b = start[g + 1];
         let (wlo, whi) = (lt[i].saturating_add(spec.lo), lt[i].saturating_add(spec.hi));
-        let s = a + bucket.partition_point(|&t| t < wlo);
-        let e = (a + bucket.partition_point(|&t| t <= whi)).max(s);
+        let mut s = cur_s[g];
+        while s < b && bucket_times[s] < wlo {
+            s += 1;
+        }
+        let mut e = cur_e[g].max(s);
+        while e < b && bucket_times[e] <= whi {
+            e += 1;
+        }
+        cur_s[g] = s;
+        cur_e[g] = e;
         fs[k] = s as u32;
         fe[k] = e as u32;
     }
