@@ -7,7 +7,9 @@ Each case builds a fresh pair of tables t<k> (left) and q<k> (right) — 0..120 
 keys and NULL timestamps at random rates, symbols present on one side only, right rows
 inserted in shuffled time order, the right key column SYMBOL or VARCHAR — and asks several
 ASOF [LEFT] JOIN queries: 0, 1 or 2 equality keys, each of >=, >, <=, < (sometimes written
-with the sides swapped), plain projections, `t.*`, and aggregates over the join. Right-side
+with the sides swapped), plain projections, `t.*`, and aggregates over the join. About a third
+of the queries use `nearest(t.ts, q.ts)` and/or `TOLERANCE`, which DuckDB lacks: Polars
+`join_asof(strategy=..., tolerance=...)` answers those. Right-side
 timestamps are unique, so every match is unambiguous. Writes the slt format of tests/slt.
 """
 import argparse
@@ -75,6 +77,36 @@ def make_query(rng, k):
     return f"SELECT t.sym, count(*), count(q.bid), sum(q.bid), min(q.ts) {frm} GROUP BY t.sym"
 
 
+def polars_case(con, rng, k):
+    """nearest / TOLERANCE, answered by Polars `join_asof` (NULL keys and times never match)."""
+    import warnings
+
+    import polars as pl
+    # Both sides are sorted by time overall, hence within every `by` group.
+    warnings.filterwarnings("ignore", message="Sortedness of columns cannot be checked")
+    strategy, op = rng.choice([("nearest", None), ("backward", ">="), ("forward", "<="), ("nearest", None)])
+    tol_us = rng.choice([None, 0, 5, 50, 400])
+    keyed = rng.random() < 0.8
+    cond = "nearest(t.ts, q.ts)" if op is None else f"t.ts {op} q.ts"
+    on = ("t.sym = q.sym AND " if keyed else "") + cond
+    tol = "" if tol_us is None else f" TOLERANCE INTERVAL '{tol_us} microseconds'"
+    sql = f"SELECT t.px, q.bid FROM t{k} t ASOF LEFT JOIN q{k} q ON {on}{tol}"
+    lt = pl.from_arrow(common.run_arrow(con, f"SELECT ts, sym::VARCHAR AS sym, px FROM t{k}"))
+    rt = pl.from_arrow(common.run_arrow(con, f"SELECT ts, sym::VARCHAR AS sym, bid FROM q{k}"))
+    lt = lt.with_columns(pl.col("ts").cast(pl.Int64), pl.col("px").cast(pl.Float64))
+    rt = rt.with_columns(pl.col("ts").cast(pl.Int64)).drop_nulls(["ts"] + (["sym"] if keyed else [])).sort("ts")
+    ok = pl.col("ts").is_not_null() & (pl.col("sym").is_not_null() if keyed else pl.lit(True))
+    lv = lt.filter(ok).sort("ts")
+    kw = {"by": "sym"} if keyed else {}
+    if tol_us is not None:
+        kw["tolerance"] = tol_us * 1000
+    j = lv.join_asof(rt.rename({"ts": "rts"}), left_on="ts", right_on="rts", strategy=strategy, **kw) \
+        if len(lv) else lv.with_columns(pl.lit(None, dtype=pl.Float64).alias("bid"))
+    rest = lt.filter(~ok).with_columns(pl.lit(None, dtype=pl.Float64).alias("bid"))
+    out = pl.concat([j.select("px", "bid"), rest.select("px", "bid")])
+    return sql, out.to_arrow()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seed", type=int, default=1)
@@ -91,8 +123,11 @@ def main():
             con.execute(common.to_duck(stmt))
             out.append(common.slt_statement(stmt))
         for _ in range(a.queries):
-            sql = make_query(rng, k)
-            tbl = common.run_arrow(con, common.to_duck(sql))
+            if rng.random() < 0.3:
+                sql, tbl = polars_case(con, rng, k)
+            else:
+                sql = make_query(rng, k)
+                tbl = common.run_arrow(con, common.to_duck(sql))
             letters, rows = common.format_table(tbl)
             out.append(common.slt_query(sql, letters, "rowsort", common.result_lines(rows, "rowsort")))
             n += 1

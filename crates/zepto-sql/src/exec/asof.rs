@@ -23,8 +23,11 @@ pub struct AsofSpec<'a> {
     pub right_keys: &'a [BExpr],
     pub left_ts: &'a BExpr,
     pub right_ts: &'a BExpr,
+    /// `>=`, `>`, `<=`, `<`, or `=` for nearest.
     pub op: BinaryOp,
     pub outer: bool,
+    /// Maximum distance (inclusive) between matched times.
+    pub tolerance: Option<i64>,
 }
 
 /// Time values as one ordered numeric domain.
@@ -45,9 +48,59 @@ fn times(c: &Column) -> Result<Times<'_>> {
     })
 }
 
-/// Index into a bucket (sorted ascending) of the match for `x`, if any.
-fn search<T: PartialOrd + Copy>(bucket: &[T], x: T, op: BinaryOp) -> Option<usize> {
+/// A time value: ordered, with exact distances.
+trait Time: Copy + PartialOrd {
+    type Gap: PartialOrd;
+    /// `later - earlier`.
+    fn gap(later: Self, earlier: Self) -> Self::Gap;
+    fn tolerance(t: i64) -> Self::Gap;
+}
+
+impl Time for i64 {
+    type Gap = i128;
+    fn gap(later: i64, earlier: i64) -> i128 {
+        later as i128 - earlier as i128
+    }
+    fn tolerance(t: i64) -> i128 {
+        t as i128
+    }
+}
+
+impl Time for f64 {
+    type Gap = f64;
+    fn gap(later: f64, earlier: f64) -> f64 {
+        later - earlier
+    }
+    fn tolerance(t: i64) -> f64 {
+        t as f64
+    }
+}
+
+/// Whether a match at `r` for `x` is within the tolerance.
+fn within<T: Time>(x: T, r: T, tol: Option<i64>) -> bool {
+    tol.is_none_or(|t| {
+        let d = if r <= x { T::gap(x, r) } else { T::gap(r, x) };
+        d <= T::tolerance(t)
+    })
+}
+
+/// Index into a bucket (sorted ascending) of the match for `x`, if any. Nearest (`=`): the
+/// closer of the last row at or before `x` and the first time after it (ties: the later),
+/// taking the last row of equal times (as Polars `join_asof(strategy="nearest")`).
+fn search<T: Time>(bucket: &[T], x: T, op: BinaryOp) -> Option<usize> {
     match op {
+        BinaryOp::Eq => {
+            let p = bucket.partition_point(|&r| r <= x);
+            let back = p.checked_sub(1);
+            let fwd = (p < bucket.len()).then(|| {
+                let t = bucket[p];
+                bucket.partition_point(|&r| r <= t) - 1
+            });
+            match (back, fwd) {
+                (Some(b), Some(f)) => Some(if T::gap(bucket[f], x) <= T::gap(x, bucket[b]) { f } else { b }),
+                (b, f) => b.or(f),
+            }
+        }
         BinaryOp::GtEq => bucket.partition_point(|&r| r <= x).checked_sub(1),
         BinaryOp::Gt => bucket.partition_point(|&r| r < x).checked_sub(1),
         BinaryOp::LtEq => Some(bucket.partition_point(|&r| r < x)).filter(|&i| i < bucket.len()),
@@ -119,7 +172,9 @@ pub fn asof_join(l: &Batch, r: &Batch, spec: AsofSpec) -> Result<Batch> {
                 let g = lid[i] as usize;
                 let (a, b) = (start[g], start[g + 1]);
                 if let Some(k) = search(&bucket_times[a..b], $lv[i], spec.op) {
-                    matched[i] = order[a + k];
+                    if within($lv[i], bucket_times[a + k], spec.tolerance) {
+                        matched[i] = order[a + k];
+                    }
                 }
             }
         }};
@@ -163,7 +218,9 @@ pub fn merge_shape(left: &Plan, right: &Plan, lk: &[BExpr], rk: &[BExpr], lts: &
 /// pair the partitions by key and merge each pair with two pointers — no hashing, no search.
 /// `None` when the plan does not have that shape (the general path then runs).
 pub fn try_partitioned(left: &Plan, right: &Plan, spec: &AsofSpec) -> Option<Result<Batch>> {
-    if !merge_shape(left, right, spec.left_keys, spec.right_keys, spec.left_ts, spec.right_ts) {
+    if spec.op == BinaryOp::Eq
+        || !merge_shape(left, right, spec.left_keys, spec.right_keys, spec.left_ts, spec.right_ts)
+    {
         return None;
     }
     let (Plan::Scan { table: lt, columns: lc, range: lr }, Plan::Scan { table: rt, columns: rc, range: rr }) =
@@ -222,7 +279,7 @@ pub fn try_partitioned(left: &Plan, right: &Plan, spec: &AsofSpec) -> Option<Res
                         (j < rs.len()).then_some(j)
                     }
                 };
-                if let Some(k) = hit {
+                if let Some(k) = hit.filter(|&k| within(t, rs[k], spec.tolerance)) {
                     matched[i - lp.range.start] = (r0 - rp.range.start + k) as u32;
                 }
             }
@@ -268,6 +325,19 @@ pub fn try_partitioned(left: &Plan, right: &Plan, spec: &AsofSpec) -> Option<Res
 mod tests {
     use super::search;
     use crate::parser::ast::BinaryOp;
+
+    #[test]
+    fn nearest_either_side() {
+        // Ties go to the later time; equal times give their last row.
+        let b = [3, 3, 7, 15, 25, 25, 35];
+        assert_eq!(search(&b, 0, BinaryOp::Eq), Some(1));
+        assert_eq!(search(&b, 5, BinaryOp::Eq), Some(2));
+        assert_eq!(search(&b, 10, BinaryOp::Eq), Some(2));
+        assert_eq!(search(&b, 20, BinaryOp::Eq), Some(5));
+        assert_eq!(search(&b, 40, BinaryOp::Eq), Some(6));
+        assert_eq!(search::<i64>(&[], 4, BinaryOp::Eq), None);
+        assert!(super::within(5, 7, Some(2)) && !super::within(5, 8, Some(2)) && super::within(5, 3, None));
+    }
 
     #[test]
     fn nearest_on_each_side() {

@@ -139,8 +139,16 @@ pub fn execute(plan: &Plan) -> Result<Batch> {
             let r = execute(right)?;
             join::join(&l, &r, *kind, left_keys, right_keys, residual.as_ref())
         }
-        Plan::AsofJoin { left, right, left_keys, right_keys, left_ts, right_ts, op, outer } => {
-            let spec = asof::AsofSpec { left_keys, right_keys, left_ts, right_ts, op: *op, outer: *outer };
+        Plan::AsofJoin { left, right, left_keys, right_keys, left_ts, right_ts, op, outer, tolerance } => {
+            let spec = asof::AsofSpec {
+                left_keys,
+                right_keys,
+                left_ts,
+                right_ts,
+                op: *op,
+                outer: *outer,
+                tolerance: *tolerance,
+            };
             if let Some(r) = asof::try_partitioned(left, right, &spec) {
                 return r;
             }

@@ -307,7 +307,27 @@ impl Parser {
             let (mut on, mut using) = (None, Vec::new());
             if kind != JoinKind::Cross {
                 if self.eat_kw("on") {
-                    on = Some(self.expr()?);
+                    let cond = self.expr()?;
+                    // `ASOF JOIN ... ON ... TOLERANCE <distance>`: carried inside the condition
+                    // as a marker call the binder takes apart again.
+                    on = Some(if matches!(kind, JoinKind::Asof | JoinKind::AsofLeft) && self.is_kw("tolerance") {
+                        let pos = self.pos();
+                        self.advance();
+                        let tol = self.expr()?;
+                        let marker = Expr::Func(Box::new(FuncCall {
+                            name: "asof_tolerance".into(),
+                            args: vec![tol],
+                            distinct: false,
+                            star: false,
+                            within_group: None,
+                            ignore_nulls: false,
+                            over: None,
+                            pos,
+                        }));
+                        Expr::Binary { op: BinaryOp::And, left: Box::new(cond), right: Box::new(marker), pos }
+                    } else {
+                        cond
+                    });
                 } else if self.eat_kw("using") {
                     self.expect_op("(")?;
                     loop {

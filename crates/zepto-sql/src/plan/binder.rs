@@ -305,10 +305,19 @@ impl Binder {
                     let (l, r) = (BExpr::Col(li, lf[li].data_type), BExpr::Col(nl + ri, rf[ri].data_type));
                     conds.push(super::bind_expr::bind_binary(BinaryOp::Eq, l, r, p)?);
                 }
-                if let Some(on) = on {
+                let asof = matches!(kind, JoinKind::Asof | JoinKind::AsofLeft);
+                let (on, nearest, tolerance) = match on {
+                    Some(on) if asof => split_asof_on(on),
+                    on => (on.clone(), false, None),
+                };
+                if let Some(on) = &on {
                     let b = ExprBinder { scope: &scope, agg: None, win: None, runner: self }.bind_bool(on)?;
                     pushdown::conjuncts(b, &mut conds);
                 }
+                let tolerance = match tolerance {
+                    None => None,
+                    Some(e) => Some(self.asof_tolerance(&e)?),
+                };
                 if *kind == JoinKind::Window {
                     // Turned into a WindowJoin by the SELECT that aggregates over it.
                     let plan = Plan::Join {
@@ -321,8 +330,8 @@ impl Binder {
                     };
                     return Ok((plan, scope));
                 }
-                if matches!(kind, JoinKind::Asof | JoinKind::AsofLeft) {
-                    let plan = asof_plan(lp, rp, conds, nl, *kind == JoinKind::AsofLeft)?;
+                if asof {
+                    let plan = asof_plan(lp, rp, conds, nl, *kind == JoinKind::AsofLeft, nearest, tolerance)?;
                     return Ok((plan, scope));
                 }
                 let (mut lk, mut rk, mut residual) = (Vec::new(), Vec::new(), Vec::new());
@@ -838,7 +847,67 @@ fn wrap_project_keep_sort(plan: Plan, exprs: Vec<BExpr>) -> Plan {
 
 /// ASOF JOIN conditions: equalities between the sides, plus exactly one inequality between a
 /// left and a right expression (normalized to `left op right`).
-fn asof_plan(lp: Plan, rp: Plan, conds: Vec<BExpr>, nl: usize, outer: bool) -> Result<Plan> {
+/// Take the ASOF-only parts out of an ON condition: `nearest(l, r)` (returned as `l >= r`
+/// plus the flag) and the `TOLERANCE` marker the parser put in.
+fn split_asof_on(on: &Expr) -> (Option<Expr>, bool, Option<Expr>) {
+    fn flatten(e: &Expr, out: &mut Vec<Expr>) {
+        match e {
+            Expr::Binary { op: BinaryOp::And, left, right, .. } => {
+                flatten(left, out);
+                flatten(right, out);
+            }
+            e => out.push(e.clone()),
+        }
+    }
+    let mut parts = Vec::new();
+    flatten(on, &mut parts);
+    let (mut nearest, mut tolerance, mut kept) = (false, None, Vec::new());
+    for p in parts {
+        match &p {
+            Expr::Func(f) if f.name == "nearest" && f.args.len() == 2 && f.over.is_none() => {
+                nearest = true;
+                kept.push(Expr::Binary {
+                    op: BinaryOp::GtEq,
+                    left: Box::new(f.args[0].clone()),
+                    right: Box::new(f.args[1].clone()),
+                    pos: f.pos,
+                });
+            }
+            Expr::Func(f) if f.name == "asof_tolerance" && f.args.len() == 1 => tolerance = Some(f.args[0].clone()),
+            _ => kept.push(p),
+        }
+    }
+    let on = kept.into_iter().reduce(|a, b| Expr::Binary {
+        op: BinaryOp::And,
+        pos: a.pos().unwrap_or_default(),
+        left: Box::new(a),
+        right: Box::new(b),
+    });
+    (on, nearest, tolerance)
+}
+
+impl Binder {
+    /// The TOLERANCE of an ASOF JOIN: a non-negative constant distance (an INTERVAL for
+    /// timestamps, a number of units for integer times).
+    fn asof_tolerance(&mut self, e: &Expr) -> Result<i64> {
+        let b = ExprBinder { scope: &[], agg: None, win: None, runner: self }.bind(e)?;
+        match b {
+            BExpr::Lit(Value::Interval(v) | Value::Int64(v), _) if v >= 0 => Ok(v),
+            BExpr::Lit(Value::Int32(v), _) if v >= 0 => Ok(v as i64),
+            _ => Err(SqlError::plan("TOLERANCE must be a non-negative constant INTERVAL or integer", e.pos())),
+        }
+    }
+}
+
+fn asof_plan(
+    lp: Plan,
+    rp: Plan,
+    conds: Vec<BExpr>,
+    nl: usize,
+    outer: bool,
+    nearest: bool,
+    tolerance: Option<i64>,
+) -> Result<Plan> {
     let (mut lk, mut rk) = (Vec::new(), Vec::new());
     let mut ineq: Option<(BExpr, BExpr, BinaryOp)> = None;
     let shift = |e: &BExpr| {
@@ -873,7 +942,10 @@ fn asof_plan(lp: Plan, rp: Plan, conds: Vec<BExpr>, nl: usize, outer: bool) -> R
             _ => return Err(bad()),
         };
         if ineq.is_some() {
-            return Err(SqlError::plan("ASOF JOIN takes exactly one inequality condition", None));
+            return Err(SqlError::plan(
+                "ASOF JOIN takes exactly one inequality condition (use TOLERANCE for a maximum distance)",
+                None,
+            ));
         }
         if !(l.data_type().is_numeric() || matches!(l.data_type(), DataType::Timestamp | DataType::Date)) {
             return Err(SqlError::plan(
@@ -884,8 +956,18 @@ fn asof_plan(lp: Plan, rp: Plan, conds: Vec<BExpr>, nl: usize, outer: bool) -> R
         ineq = Some((l, r, op));
     }
     let (left_ts, right_ts, op) = ineq.ok_or_else(|| {
-        SqlError::plan("ASOF JOIN needs an inequality (>=, >, <=, <) between a left and a right column", None)
+        SqlError::plan(
+            "ASOF JOIN needs an inequality (>=, >, <=, <) or nearest(l, r) between a left and a right column",
+            None,
+        )
     })?;
+    let op = if nearest { BinaryOp::Eq } else { op };
+    if tolerance.is_some()
+        && !matches!(left_ts.data_type(), DataType::Timestamp | DataType::Date)
+        && !left_ts.data_type().is_integer()
+    {
+        return Err(SqlError::plan("TOLERANCE needs timestamp or integer times", None));
+    }
     Ok(Plan::AsofJoin {
         left: Box::new(lp),
         right: Box::new(rp),
@@ -895,6 +977,7 @@ fn asof_plan(lp: Plan, rp: Plan, conds: Vec<BExpr>, nl: usize, outer: bool) -> R
         right_ts,
         op,
         outer,
+        tolerance,
     })
 }
 

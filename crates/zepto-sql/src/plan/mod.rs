@@ -279,7 +279,8 @@ pub enum Plan {
         residual: Option<BExpr>,
     },
     /// Equality keys plus one inequality `left_ts op right_ts` (op is `>=`, `>`, `<=` or `<`):
-    /// every left row meets the nearest right row on the right side of the inequality.
+    /// every left row meets the nearest right row on the right side of the inequality. `=`
+    /// stands for `nearest(l, r)`: the closest right row on either side (ties: the later).
     AsofJoin {
         left: Box<Plan>,
         right: Box<Plan>,
@@ -290,6 +291,8 @@ pub enum Plan {
         op: BinaryOp,
         /// Keep unmatched left rows (ASOF LEFT JOIN).
         outer: bool,
+        /// Maximum distance between the two times (inclusive).
+        tolerance: Option<i64>,
     },
     Sort {
         input: Box<Plan>,
@@ -394,18 +397,15 @@ impl Plan {
                     format!("HashJoin {kind:?} keys={}", left_keys.len())
                 }
             }
-            Plan::AsofJoin { left, right, left_keys, right_keys, left_ts, right_ts, op, outer } => {
+            Plan::AsofJoin { left, right, left_keys, right_keys, left_ts, right_ts, op, outer, tolerance } => {
                 let how = if crate::exec::asof::merge_shape(left, right, left_keys, right_keys, left_ts, right_ts) {
                     "partition-pair merge"
                 } else {
                     "per-key binary search"
                 };
-                format!(
-                    "AsofJoin{} keys={} on ts {} ({how})",
-                    if *outer { " LEFT" } else { "" },
-                    left_keys.len(),
-                    op.sql()
-                )
+                let cond = if *op == BinaryOp::Eq { "nearest".to_string() } else { format!("ts {}", op.sql()) };
+                let tol = tolerance.map(|t| format!(" tolerance={t}")).unwrap_or_default();
+                format!("AsofJoin{} keys={} on {cond}{tol} ({how})", if *outer { " LEFT" } else { "" }, left_keys.len(),)
             }
             Plan::Sort { keys, limit, .. } => match limit {
                 Some(l) => format!("TopN keys={} limit={l}", keys.len()),

@@ -227,7 +227,17 @@ fn prune(p: Plan, need: &[bool]) -> (Plan, Map) {
             };
             (plan, map)
         }
-        Plan::AsofJoin { left, right, mut left_keys, mut right_keys, mut left_ts, mut right_ts, op, outer } => {
+        Plan::AsofJoin {
+            left,
+            right,
+            mut left_keys,
+            mut right_keys,
+            mut left_ts,
+            mut right_ts,
+            op,
+            outer,
+            tolerance,
+        } => {
             let (wl, wr) = (width(&left), width(&right));
             let mut nl: Vec<bool> = (0..wl).map(|i| need.get(i).copied().unwrap_or(true)).collect();
             let mut nr: Vec<bool> = (0..wr).map(|i| need.get(wl + i).copied().unwrap_or(true)).collect();
@@ -248,6 +258,7 @@ fn prune(p: Plan, need: &[bool]) -> (Plan, Map) {
                 right_ts,
                 op,
                 outer,
+                tolerance,
             };
             (plan, map)
         }
