@@ -1041,6 +1041,17 @@ def s18_sample_latest(f):
     f.err("SELECT ts, count(*) FROM trades GROUP BY ts SAMPLE BY 1h", duck="SELECT 1 FROM nonexistent_table")
     f.err("SELECT count(*) FROM people SAMPLE BY 1h", duck="SELECT 1 FROM nonexistent_table")
     f.err("SELECT ts, avg(price), count(*) FROM trades SAMPLE BY 1h FILL(PREV, 0, 1)", duck="SELECT 1 FROM nonexistent_table")
+    f.comment("twap(x [, ts]): each value weighted by the time until the next one (DuckDB via lead())")
+    tw = ("SELECT {k}CASE WHEN max(e) > min(e) THEN sum(price * (nxt - e)) / (max(e) - min(e)) ELSE avg(price) END "
+          "FROM (SELECT sym, venue, price, epoch_ns(ts) AS e, lead(epoch_ns(ts)) OVER (PARTITION BY {p} ORDER BY ts) AS nxt "
+          "FROM trades WHERE price IS NOT NULL{w}) x {g}")
+    f.q("SELECT sym, twap(price), twap(price, ts) FROM trades GROUP BY sym",
+        duck=tw.format(k="sym, ", p="sym", w="", g="GROUP BY sym").replace(
+            " END FROM", " END, CASE WHEN max(e) > min(e) THEN sum(price * (nxt - e)) / (max(e) - min(e)) ELSE avg(price) END FROM"))
+    f.q("SELECT twap(price) FROM trades WHERE ts < '2024-01-03'",
+        duck=tw.format(k="", p="1", w=" AND ts < '2024-01-03'", g=""))
+    f.q("SELECT venue, twap(price) FROM trades WHERE sym = 'AAPL' GROUP BY venue",
+        duck=tw.format(k="venue, ", p="venue", w=" AND sym = 'AAPL'", g="GROUP BY venue"))
     f.comment("LATEST ON ts PARTITION BY keys: the last row of each key (from partition tails when the key\n"
               "is the partition key); checked against QUALIFY row_number() in DuckDB")
     last = "QUALIFY row_number() OVER (PARTITION BY %s ORDER BY ts DESC) = 1"

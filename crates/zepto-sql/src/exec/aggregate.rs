@@ -323,7 +323,51 @@ fn compute(
             }
             Ok(from_opt_f64(num.iter().zip(&den).map(|(n, &d)| (d != 0.0).then(|| n / d))))
         }
+        AggFunc::Twap => {
+            let x = x.ok_or_else(|| SqlError::Internal("twap args".into()))?;
+            let t = args.get(1).map(|c| &**c).or(order).ok_or_else(|| SqlError::Internal("twap time".into()))?;
+            twap(x, t, ids, ng, sorted)
+        }
     }
+}
+
+/// Time-weighted average per group: Σ x_i·(t_{i+1} − t_i) / (t_last − t_first) over the rows
+/// with both values, in time order (among equal times the later row carries the interval);
+/// a group spanning no time gives the plain average.
+fn twap(x: &Column, t: &Column, ids: &[u32], ng: usize, sorted: bool) -> Result<Column> {
+    let xv = to_f64(x)?;
+    let tv: Vec<i64> = match &t.data {
+        ColumnData::Int64(v) | ColumnData::Timestamp(v) => v.clone(),
+        ColumnData::Int32(v) | ColumnData::Date(v) => v.iter().map(|&y| y as i64).collect(),
+        d => return Err(SqlError::exec(format!("twap() needs timestamps, got {}", d.data_type()))),
+    };
+    let mut rows: Vec<u32> =
+        (0..ids.len() as u32).filter(|&i| x.is_valid(i as usize) && t.is_valid(i as usize)).collect();
+    if sorted {
+        rows.sort_by_key(|&i| ids[i as usize]);
+    } else {
+        rows.sort_by_key(|&i| (ids[i as usize], tv[i as usize], i));
+    }
+    let mut out = vec![None; ng];
+    let mut k = 0;
+    while k < rows.len() {
+        let g = ids[rows[k] as usize];
+        let mut e = k;
+        while e < rows.len() && ids[rows[e] as usize] == g {
+            e += 1;
+        }
+        let run = &rows[k..e];
+        let (t0, t1) = (tv[run[0] as usize], tv[run[run.len() - 1] as usize]);
+        out[g as usize] = Some(if t1 > t0 {
+            let num: f64 =
+                run.windows(2).map(|w| xv[w[0] as usize] * (tv[w[1] as usize] - tv[w[0] as usize]) as f64).sum();
+            num / (t1 - t0) as f64
+        } else {
+            run.iter().map(|&i| xv[i as usize]).sum::<f64>() / run.len() as f64
+        });
+        k = e;
+    }
+    Ok(from_opt_f64(out.into_iter()))
 }
 
 fn from_opt_f64(it: impl Iterator<Item = Option<f64>>) -> Column {

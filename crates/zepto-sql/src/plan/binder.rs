@@ -738,11 +738,14 @@ impl Binder {
         }
         let types: Vec<DataType> = args.iter().map(BExpr::data_type).collect();
         let ty = agg_type(func, &types, f.pos)?;
-        let order = if matches!(func, AggFunc::First | AggFunc::Last) {
+        let order = if matches!(func, AggFunc::First | AggFunc::Last) || (func == AggFunc::Twap && args.len() == 1) {
             scope.iter().position(|x| x.designated_ts).map(|i| BExpr::Col(i, DataType::Timestamp))
         } else {
             None
         };
+        if func == AggFunc::Twap && args.len() == 1 && order.is_none() {
+            return Err(SqlError::plan("twap(x) needs a designated timestamp; write twap(x, ts)", Some(f.pos)));
+        }
         Ok(AggCall { func, args, distinct: f.distinct, order, ty })
     }
 

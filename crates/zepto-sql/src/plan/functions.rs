@@ -58,6 +58,8 @@ pub enum AggFunc {
     /// Interpolated percentile at the given fraction.
     PercentileCont(f64),
     Vwap,
+    /// Time-weighted average: each value weighted by the time until the next one.
+    Twap,
 }
 
 pub fn agg_by_name(name: &str) -> Option<AggFunc> {
@@ -78,6 +80,7 @@ pub fn agg_by_name(name: &str) -> Option<AggFunc> {
         "percentile_cont" | "quantile_cont" => AggFunc::PercentileCont(0.5),
         "percentile_disc" => AggFunc::Quantile(0.5),
         "vwap" => AggFunc::Vwap,
+        "twap" => AggFunc::Twap,
         _ => return None,
     })
 }
@@ -138,6 +141,13 @@ pub fn agg_type(f: AggFunc, args: &[DataType], pos: Pos) -> Result<DataType> {
             t => return bad(&format!("{}() needs a numeric argument, got {t}", agg_name(f))),
         },
         AggFunc::Min | AggFunc::Max | AggFunc::First | AggFunc::Last | AggFunc::Quantile(_) => a0,
+        AggFunc::Twap => {
+            let t = args.get(1).copied().unwrap_or(DataType::Timestamp);
+            if !(a0.is_numeric() || a0 == DataType::Null) || !(t == DataType::Timestamp || t.is_integer()) {
+                return bad("twap(x [, ts]) needs a numeric value and a timestamp");
+            }
+            DataType::Float64
+        }
         AggFunc::Vwap => {
             if args.len() != 2 || !args.iter().all(|t| t.is_numeric() || *t == DataType::Null) {
                 return bad("vwap(price, size) needs two numeric arguments");
@@ -165,6 +175,7 @@ pub fn agg_name(f: AggFunc) -> &'static str {
         AggFunc::Quantile(_) => "quantile",
         AggFunc::PercentileCont(_) => "percentile_cont",
         AggFunc::Vwap => "vwap",
+        AggFunc::Twap => "twap",
     }
 }
 
@@ -173,6 +184,7 @@ pub fn agg_arity(f: AggFunc) -> (usize, usize) {
     match f {
         AggFunc::CountStar => (0, 0),
         AggFunc::Vwap => (2, 2),
+        AggFunc::Twap => (1, 2),
         AggFunc::Quantile(_) => (2, 2),
         _ => (1, 1),
     }

@@ -298,7 +298,11 @@ pub fn bind_window_call(
             if agg_by_name(name).is_none() {
                 return bad(format!("{name}() is not a window function or aggregate"), f.pos);
             }
-            let call = b.bind_agg_call(f, scope, agg)?;
+            let mut call = b.bind_agg_call(f, scope, agg)?;
+            if call.func == AggFunc::Twap && call.args.len() == 1 {
+                // twap(x): weighted by the designated timestamp.
+                call.args.extend(call.order.take());
+            }
             (WinFunc::Agg(call.func), call.args, call.ty)
         }
     };

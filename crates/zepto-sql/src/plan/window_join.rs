@@ -175,6 +175,9 @@ impl Binder {
             }
             call.args.iter_mut().for_each(|a| a.map_cols(&|c| c - nl));
             call.order = matches!(call.func, AggFunc::First | AggFunc::Last).then(|| right_ts.clone());
+            if call.func == AggFunc::Twap && call.args.len() == 1 {
+                call.args.push(right_ts.clone());
+            }
             texts.push((e.to_string(), call.ty));
             aggs.push(call);
         }

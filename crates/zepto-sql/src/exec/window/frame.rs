@@ -210,7 +210,8 @@ pub fn aggregate(
         ty,
     };
     let b = Batch::new(cols, total);
-    run_agg(&call, &b, &ids, n, true)
+    // Frame rows are in window order, not necessarily time order (twap sorts them itself).
+    run_agg(&call, &b, &ids, n, false)
 }
 
 fn ints(it: impl Iterator<Item = Option<i64>>) -> Column {
