@@ -1225,6 +1225,28 @@ def s16_asof(f):
     f.err("SELECT t.id FROM ta t ASOF LEFT JOIN qa q ON t.sym = q.sym OR t.ts >= q.ts")
     f.err("SELECT t.id FROM ta t ASOF JOIN qa q ON t.sym = q.sym AND t.ts <> q.ts")
     f.err("SELECT t.id FROM ta t ASOF JOIN qa q")
+    f.comment("SPLICE JOIN: every row of both sides once; a left row with the latest right row at or before\n"
+              "it, a right row with the latest left row strictly before it (ties: right first). Checked as\n"
+              "the union of the two ASOF LEFT JOINs in DuckDB.")
+    # DuckDB's answer is only determined when no two rows of a side share (keys, time).
+    ta = [t for t in f.tables if t.name == "ta"][0]
+    seen, dup = {}, set()
+    for r in ta.rows:
+        k = (r[2], r[3], r[1])
+        if k in seen:
+            dup.update({seen[k], r[0]})
+        seen[k] = r[0]
+    tsub = "(SELECT * FROM ta WHERE id NOT IN (%s))" % ", ".join(str(i) for i in sorted(dup) or [-1])
+    for keys_z, keys_l, keys_r in [("ON t.sym = q.sym", "t.sym = q.sym AND ", "q.sym = t.sym AND "),
+                                   ("ON t.sym = q.sym AND t.venue = q.venue",
+                                    "t.sym = q.sym AND t.venue = q.venue AND ", "q.sym = t.sym AND q.venue = t.venue AND ")]:
+        sel = "t.id, t.ts, t.px, q.ts, q.bid"
+        f.q("SELECT %s FROM %s t SPLICE JOIN qa q %s" % (sel, tsub, keys_z),
+            duck="SELECT %s FROM %s t ASOF LEFT JOIN qa q ON %st.ts >= q.ts UNION ALL "
+                 "SELECT %s FROM qa q ASOF LEFT JOIN %s t ON %sq.ts > t.ts" % (sel, tsub, keys_l, sel, tsub, keys_r))
+    f.q("SELECT t.id, q.bid FROM t_one t SPLICE JOIN q_empty q ON t.sym = q.sym",
+        duck="SELECT t.id, NULL::DOUBLE FROM t_one t")
+    f.err("SELECT * FROM ta t SPLICE JOIN qa q ON t.ts >= q.ts", duck="SELECT 1 FROM nonexistent_table")
 
 
 ALL_SECTIONS = [

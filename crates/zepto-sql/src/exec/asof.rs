@@ -202,6 +202,47 @@ pub fn asof_join(l: &Batch, r: &Batch, spec: AsofSpec) -> Result<Batch> {
     Ok(Batch::shared(cols, li.len()))
 }
 
+/// SPLICE JOIN: every left row with the latest right row at or before it (`l.ts >= r.ts`),
+/// and every right row with the latest left row strictly before it (`r.ts > l.ts`), merged in
+/// time order (at equal times right rows come first, so each left row sees them). Rows with
+/// NULL keys or times appear once with the other side NULL.
+pub fn splice_join(l: &Batch, r: &Batch, lk: &[BExpr], rk: &[BExpr], lts: &BExpr, rts: &BExpr) -> Result<Batch> {
+    let spec = |a, b, c, d, op| AsofSpec {
+        left_keys: a,
+        right_keys: b,
+        left_ts: c,
+        right_ts: d,
+        op,
+        outer: true,
+        tolerance: None,
+    };
+    let left_rows = asof_join(l, r, spec(lk, rk, lts, rts, BinaryOp::GtEq))?;
+    let right_rows = asof_join(r, l, spec(rk, lk, rts, lts, BinaryOp::Gt))?;
+    let (wl, wr) = (l.columns.len(), r.columns.len());
+    // right_rows is [right..., left...]: put the left columns first.
+    let mut cols = Vec::with_capacity(wl + wr);
+    for j in 0..wl + wr {
+        let (a, b) = if j < wl {
+            (&left_rows.columns[j], &right_rows.columns[wr + j])
+        } else {
+            (&left_rows.columns[j], &right_rows.columns[j - wl])
+        };
+        cols.push(Column::concat(&[&**a, &**b]));
+    }
+    // Event times: a left row's own time, a right row's own time; NULL times first.
+    let (lt, rt) = (eval(lts, l)?, eval(rts, r)?);
+    let event = Column::concat(&[&*lt, &*rt]);
+    let n = l.rows + r.rows;
+    let times: Vec<i64> = (0..n).map(|i| event.get(i).as_i64().unwrap_or(i64::MIN)).collect();
+    let mut idx: Vec<u32> = (0..n as u32).collect();
+    // Right events first at equal times (`false < true`, so a right row gets `false`).
+    idx.sort_by_key(|&i| {
+        let i = i as usize;
+        (event.is_valid(i), times[i], i < l.rows, i)
+    });
+    Ok(Batch::new(cols, n).take(&idx))
+}
+
 /// Whether both inputs are scans joined on their partition keys and designated timestamps.
 pub fn merge_shape(left: &Plan, right: &Plan, lk: &[BExpr], rk: &[BExpr], lts: &BExpr, rts: &BExpr) -> bool {
     let (Plan::Scan { table: lt, columns: lc, .. }, Plan::Scan { table: rt, columns: rc, .. }) = (left, right) else {

@@ -175,6 +175,11 @@ pub fn execute(plan: &Plan) -> Result<Batch> {
             Ok(b.take(&idx))
         }
         Plan::Latest { input, keys, ts } => latest::latest(input, keys, ts),
+        Plan::SpliceJoin { left, right, left_keys, right_keys, left_ts, right_ts } => {
+            let l = execute(left)?;
+            let r = execute(right)?;
+            asof::splice_join(&l, &r, left_keys, right_keys, left_ts, right_ts)
+        }
         Plan::RangeJoin { left, right, left_keys, right_keys, left_ts, right_ts, lo, hi, outer } => {
             let l = execute(left)?;
             let r = execute(right)?;

@@ -133,6 +133,8 @@ pub enum JoinKind {
     AsofLeft,
     /// `WINDOW JOIN`: aggregates over the right rows in a time window around each left row.
     Window,
+    /// `SPLICE JOIN`: a full as-of merge of two time series (every row of both sides).
+    Splice,
 }
 
 #[derive(Debug, Clone, PartialEq)]

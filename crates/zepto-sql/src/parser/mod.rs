@@ -65,6 +65,7 @@ const RESERVED: &[&str] = &[
     "values",
     "asof",
     "window",
+    "splice",
     "sample",
     "latest",
     "natural",

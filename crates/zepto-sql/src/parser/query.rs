@@ -282,6 +282,10 @@ impl Parser {
                 self.eat_kw("outer");
                 self.expect_kw("join")?;
                 k
+            } else if self.is_kw("splice") && self.is_kw_at(1, "join") {
+                self.advance();
+                self.advance();
+                JoinKind::Splice
             } else if self.is_kw("window") && self.is_kw_at(1, "join") {
                 self.advance();
                 self.advance();

@@ -318,6 +318,9 @@ impl Binder {
                     None => None,
                     Some(e) => Some(self.asof_tolerance(&e)?),
                 };
+                if *kind == JoinKind::Splice {
+                    return Ok((splice_plan(lp, rp, conds, &lf, &rf)?, scope));
+                }
                 if *kind == JoinKind::Window {
                     // Turned into a WindowJoin by the SELECT that aggregates over it.
                     let plan = Plan::Join {
@@ -850,6 +853,33 @@ fn wrap_project_keep_sort(plan: Plan, exprs: Vec<BExpr>) -> Plan {
 
 /// ASOF JOIN conditions: equalities between the sides, plus exactly one inequality between a
 /// left and a right expression (normalized to `left op right`).
+/// `SPLICE JOIN`: equality keys only; the times are each side's designated timestamp.
+fn splice_plan(lp: Plan, rp: Plan, conds: Vec<BExpr>, lf: &[Field], rf: &[Field]) -> Result<Plan> {
+    let nl = lf.len();
+    let (mut lk, mut rk) = (Vec::new(), Vec::new());
+    for c in conds {
+        let (l, r) = split_equi(&c, nl).ok_or_else(|| {
+            SqlError::plan("SPLICE JOIN ... ON takes equality keys only (times are the designated timestamps)", None)
+        })?;
+        lk.push(l);
+        rk.push(r);
+    }
+    let ts = |f: &[Field], side: &str| {
+        f.iter()
+            .position(|x| x.designated_ts)
+            .map(|i| BExpr::Col(i, DataType::Timestamp))
+            .ok_or_else(|| SqlError::plan(format!("SPLICE JOIN needs a designated timestamp on the {side} side"), None))
+    };
+    Ok(Plan::SpliceJoin {
+        left_ts: ts(lf, "left")?,
+        right_ts: ts(rf, "right")?,
+        left: Box::new(lp),
+        right: Box::new(rp),
+        left_keys: lk,
+        right_keys: rk,
+    })
+}
+
 /// Take the ASOF-only parts out of an ON condition: `nearest(l, r)` (returned as `l >= r`
 /// plus the flag) and the `TOLERANCE` marker the parser put in.
 fn split_asof_on(on: &Expr) -> (Option<Expr>, bool, Option<Expr>) {

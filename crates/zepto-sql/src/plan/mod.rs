@@ -320,6 +320,17 @@ pub enum Plan {
         hi: i64,
         aggs: Vec<AggCall>,
     },
+    /// Full as-of merge: every left row with the latest right row at or before it, then every
+    /// right row with the latest left row strictly before it (ties: right events first), in time
+    /// order; output `[left..., right...]`.
+    SpliceJoin {
+        left: Box<Plan>,
+        right: Box<Plan>,
+        left_keys: Vec<BExpr>,
+        right_keys: Vec<BExpr>,
+        left_ts: BExpr,
+        right_ts: BExpr,
+    },
     /// Band join: pairs with equal keys and `right_ts` in `[left_ts + lo, left_ts + hi]`
     /// (`outer`: LEFT JOIN), output `[left..., right...]`.
     RangeJoin {
@@ -414,6 +425,7 @@ impl Plan {
             Plan::Limit { offset, limit, .. } => format!("Limit offset={offset} limit={limit:?}"),
             Plan::Distinct { .. } => "Distinct".to_string(),
             Plan::Fill { spec, .. } => spec.describe(),
+            Plan::SpliceJoin { left_keys, .. } => format!("SpliceJoin keys={} (two as-of merges)", left_keys.len()),
             Plan::RangeJoin { left_keys, lo, hi, outer, .. } => format!(
                 "RangeJoin{} keys={} band=[{lo:+}, {hi:+}] (sorted sweep)",
                 if *outer { " LEFT" } else { "" },
@@ -459,7 +471,8 @@ impl Plan {
             | Plan::SetOp { left, right, .. }
             | Plan::AsofJoin { left, right, .. }
             | Plan::WindowJoin { left, right, .. }
-            | Plan::RangeJoin { left, right, .. } => {
+            | Plan::RangeJoin { left, right, .. }
+            | Plan::SpliceJoin { left, right, .. } => {
                 left.explain_into(depth + 1, out);
                 right.explain_into(depth + 1, out);
             }

@@ -37,9 +37,10 @@ pub fn width(p: &Plan) -> usize {
         Plan::Window { input, calls } => width(input) + calls.len(),
         Plan::Aggregate { keys, aggs, .. } => keys.len() + aggs.len(),
         Plan::WindowJoin { left, aggs, .. } => width(left) + aggs.len(),
-        Plan::Join { left, right, .. } | Plan::AsofJoin { left, right, .. } | Plan::RangeJoin { left, right, .. } => {
-            width(left) + width(right)
-        }
+        Plan::Join { left, right, .. }
+        | Plan::AsofJoin { left, right, .. }
+        | Plan::RangeJoin { left, right, .. }
+        | Plan::SpliceJoin { left, right, .. } => width(left) + width(right),
         Plan::SetOp { left, .. } => width(left),
     }
 }
@@ -199,6 +200,28 @@ fn prune(p: Plan, need: &[bool]) -> (Plan, Map) {
                 lo,
                 hi,
                 aggs,
+            };
+            (plan, map)
+        }
+        Plan::SpliceJoin { left, right, mut left_keys, mut right_keys, mut left_ts, mut right_ts } => {
+            let (wl, wr) = (width(&left), width(&right));
+            let mut nl: Vec<bool> = (0..wl).map(|i| need.get(i).copied().unwrap_or(true)).collect();
+            let mut nr: Vec<bool> = (0..wr).map(|i| need.get(wl + i).copied().unwrap_or(true)).collect();
+            left_keys.iter().chain(std::iter::once(&left_ts)).for_each(|k| mark(k, &mut nl));
+            right_keys.iter().chain(std::iter::once(&right_ts)).for_each(|k| mark(k, &mut nr));
+            let (left, ml) = prune(*left, &nl);
+            let (right, mr) = prune(*right, &nr);
+            let new_wl = width(&left);
+            left_keys.iter_mut().chain(std::iter::once(&mut left_ts)).for_each(|k| remap(k, &ml));
+            right_keys.iter_mut().chain(std::iter::once(&mut right_ts)).for_each(|k| remap(k, &mr));
+            let map: Map = ml.iter().copied().chain(mr.iter().map(|m| m.map(|j| new_wl + j))).collect();
+            let plan = Plan::SpliceJoin {
+                left: Box::new(left),
+                right: Box::new(right),
+                left_keys,
+                right_keys,
+                left_ts,
+                right_ts,
             };
             (plan, map)
         }
