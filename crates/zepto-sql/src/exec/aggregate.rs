@@ -37,9 +37,87 @@ pub fn aggregate_grouped(b: &Batch, keys: &[BExpr], aggs: &[AggCall], runs: Opti
     let ngroups = if keys.is_empty() { 1 } else { first.len() };
     let mut out: Vec<Column> = key_cols.iter().map(|c| c.take(&first)).collect();
     for a in aggs {
+        // Groups that are runs of neighbours reduce slice by slice (vectorizable, no scatter).
+        if runs.is_some() && !a.distinct && b.rows > 0 {
+            let args = a.args.iter().map(|e| eval(e, b)).collect::<Result<Vec<_>>>()?;
+            let order_ok = a.order.as_ref().is_none_or(|o| matches!(eval(o, b), Ok(c) if c.validity.is_none()));
+            if let Some(c) = segment_agg(a, &args, &first, b.rows, order_ok)? {
+                out.push(c);
+                continue;
+            }
+        }
         out.push(run_agg(a, b, &ids, ngroups, sorted)?);
     }
     Ok(Batch::new(out, ngroups))
+}
+
+/// Aggregates over groups that are consecutive runs starting at `starts` (rows in designated
+/// time order), for NULL-free numeric inputs: each run is a slice reduced on its own. `None`
+/// for anything else (the general path). `order_ok`: first/last may be positional.
+fn segment_agg(a: &AggCall, args: &[Cow<Column>], starts: &[u32], n: usize, order_ok: bool) -> Result<Option<Column>> {
+    let ends: Vec<usize> = starts.iter().skip(1).map(|&s| s as usize).chain(std::iter::once(n)).collect();
+    let runs = || starts.iter().map(|&s| s as usize).zip(ends.iter().copied());
+    if a.func == AggFunc::CountStar {
+        return Ok(Some(Column::from_data(ColumnData::Int64(runs().map(|(s, e)| (e - s) as i64).collect()))));
+    }
+    let Some(x) = args.first() else { return Ok(None) };
+    if matches!(a.func, AggFunc::First | AggFunc::Last) && order_ok {
+        let idx: Vec<u32> =
+            if a.func == AggFunc::First { starts.to_vec() } else { ends.iter().map(|&e| e as u32 - 1).collect() };
+        return Ok(Some(x.take(&idx)));
+    }
+    if x.validity.is_some() || args.len() != 1 {
+        return Ok(None);
+    }
+    let col = |d: ColumnData| Ok(Some(Column::from_data(d)));
+    match (a.func, &x.data) {
+        (AggFunc::Count, _) => col(ColumnData::Int64(runs().map(|(s, e)| (e - s) as i64).collect())),
+        (AggFunc::Sum, ColumnData::Float64(v)) => {
+            col(ColumnData::Float64(runs().map(|(s, e)| lane_sum(&v[s..e])).collect()))
+        }
+        (AggFunc::Avg, ColumnData::Float64(v)) => {
+            col(ColumnData::Float64(runs().map(|(s, e)| lane_sum(&v[s..e]) / (e - s) as f64).collect()))
+        }
+        (AggFunc::Sum, ColumnData::Int64(v)) if a.ty == DataType::Int64 => {
+            let mut out = Vec::with_capacity(starts.len());
+            for (s, e) in runs() {
+                let t: i128 = v[s..e].iter().map(|&y| y as i128).sum();
+                out.push(i64::try_from(t).map_err(|_| SqlError::exec("out of range: sum() overflows BIGINT"))?);
+            }
+            col(ColumnData::Int64(out))
+        }
+        (AggFunc::Min | AggFunc::Max, ColumnData::Float64(v)) if !v.iter().any(|f| f.is_nan()) => {
+            let min = a.func == AggFunc::Min;
+            col(ColumnData::Float64(
+                runs()
+                    .map(|(s, e)| {
+                        let r = &v[s..e];
+                        if min {
+                            r.iter().copied().fold(f64::INFINITY, f64::min)
+                        } else {
+                            r.iter().copied().fold(f64::NEG_INFINITY, f64::max)
+                        }
+                    })
+                    .collect(),
+            ))
+        }
+        (AggFunc::Min | AggFunc::Max, ColumnData::Int64(v)) => {
+            let min = a.func == AggFunc::Min;
+            col(ColumnData::Int64(
+                runs()
+                    .map(|(s, e)| {
+                        let r = v[s..e].iter().copied();
+                        if min {
+                            r.min().unwrap_or(0)
+                        } else {
+                            r.max().unwrap_or(0)
+                        }
+                    })
+                    .collect(),
+            ))
+        }
+        _ => Ok(None),
+    }
 }
 
 /// Groups as runs of equal neighbouring keys (input ordered so that equal keys are adjacent).
