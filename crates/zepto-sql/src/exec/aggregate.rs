@@ -29,9 +29,13 @@ pub fn aggregate_grouped(b: &Batch, keys: &[BExpr], aggs: &[AggCall], runs: Opti
     if runs.is_some_and(|r| r.is_empty()) && b.rows > 0 {
         return single_group(b, &key_cols, aggs);
     }
-    let GroupIds { ids, first } = match runs {
-        Some(r) => run_group_ids(&r.iter().map(|&k| refs[k]).collect::<Vec<_>>(), b.rows),
-        None => group_ids(&refs, b.rows),
+    // Run groups need only their start rows; per-row ids are made if an aggregate needs them.
+    let (mut ids, first) = match runs {
+        Some(r) => (None, run_starts(&r.iter().map(|&k| refs[k]).collect::<Vec<_>>(), b.rows)),
+        None => {
+            let GroupIds { ids, first } = group_ids(&refs, b.rows);
+            (Some(ids), first)
+        }
     };
     // Without GROUP BY there is exactly one group, even over no rows.
     let ngroups = if keys.is_empty() { 1 } else { first.len() };
@@ -46,9 +50,20 @@ pub fn aggregate_grouped(b: &Batch, keys: &[BExpr], aggs: &[AggCall], runs: Opti
                 continue;
             }
         }
-        out.push(run_agg(a, b, &ids, ngroups, sorted)?);
+        let ids = ids.get_or_insert_with(|| run_ids(&first, b.rows));
+        out.push(run_agg(a, b, ids, ngroups, sorted)?);
     }
     Ok(Batch::new(out, ngroups))
+}
+
+/// Group id of every row from run start rows.
+fn run_ids(starts: &[u32], n: usize) -> Vec<u32> {
+    let mut ids = Vec::with_capacity(n);
+    for (g, &s) in starts.iter().enumerate() {
+        let e = starts.get(g + 1).map_or(n, |&x| x as usize);
+        ids.resize(ids.len() + (e - s as usize), g as u32);
+    }
+    ids
 }
 
 /// Aggregates over groups that are consecutive runs starting at `starts` (rows in designated
@@ -120,37 +135,23 @@ fn segment_agg(a: &AggCall, args: &[Cow<Column>], starts: &[u32], n: usize, orde
     }
 }
 
-/// Groups as runs of equal neighbouring keys (input ordered so that equal keys are adjacent).
-fn run_group_ids(cols: &[&Column], n: usize) -> GroupIds {
-    let mut ids = Vec::with_capacity(n);
+/// Groups as runs of equal neighbouring keys (input ordered so that equal keys are adjacent):
+/// the first row of each run.
+fn run_starts(cols: &[&Column], n: usize) -> Vec<u32> {
     let mut first = Vec::new();
     if n == 0 {
-        return GroupIds { ids, first };
+        return first;
     }
     first.push(0);
-    ids.push(0);
-    let mut g = 0u32;
     // Fast path: one i64-backed key without NULLs.
     if let [c] = cols {
         if let (Some(v), None) = (c.as_i64_slice(), &c.validity) {
-            for i in 1..n {
-                if v[i] != v[i - 1] {
-                    g += 1;
-                    first.push(i as u32);
-                }
-                ids.push(g);
-            }
-            return GroupIds { ids, first };
+            first.extend((1..n).filter(|&i| v[i] != v[i - 1]).map(|i| i as u32));
+            return first;
         }
     }
-    for i in 1..n {
-        if !super::hash::rows_equal(cols, i - 1, cols, i) {
-            g += 1;
-            first.push(i as u32);
-        }
-        ids.push(g);
-    }
-    GroupIds { ids, first }
+    first.extend((1..n).filter(|&i| !super::hash::rows_equal(cols, i - 1, cols, i)).map(|i| i as u32));
+    first
 }
 
 /// Every key is constant over the (non-empty) batch: one group, no group ids. Common
