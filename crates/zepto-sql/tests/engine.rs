@@ -134,3 +134,64 @@ fn asof_null_keys_and_times_never_match() {
     let err = e.execute("SELECT * FROM t ASOF JOIN q ON t.sym = q.sym").expect_err("no inequality");
     assert!(err.to_string().contains("inequality"), "{err}");
 }
+
+fn explain(e: &Engine, sql: &str) -> String {
+    let plan = e.execute(&format!("EXPLAIN {sql}")).expect("explain");
+    (0..plan.batch.rows).map(|i| plan.batch.columns[0].get(i).to_string()).collect::<Vec<_>>().join("\n")
+}
+
+fn floats(e: &Engine, sql: &str) -> Vec<Option<f64>> {
+    let r = e.execute(sql).expect("query");
+    let c = r.batch.columns.last().expect("a column");
+    (0..r.batch.rows)
+        .map(|i| match c.get(i) {
+            Value::Float64(v) => Some(v),
+            Value::Null => None,
+            v => panic!("expected a float, got {v:?}"),
+        })
+        .collect()
+}
+
+/// The time-series operators say in EXPLAIN how they run, and kdb-style defaults are visible.
+#[test]
+fn time_series_plans_explain_themselves() {
+    let e = Engine::new();
+    e.execute("CREATE TABLE t (ts TIMESTAMP, sym SYMBOL, px DOUBLE)").expect("create");
+    e.execute("CREATE TABLE q (ts TIMESTAMP, sym SYMBOL, bid DOUBLE)").expect("create");
+    let kdb = explain(&e, "SELECT sym, ema(px, 10), mavg(px, 3) FROM t");
+    assert!(kdb.contains("[kdb default: PARTITION BY sym ORDER BY t.ts]"), "{kdb}");
+    let over = explain(&e, "SELECT ema(px, 10) OVER (ORDER BY ts) FROM t");
+    assert!(over.contains("Window [ema(px, 10) OVER (ORDER BY ts)]") && !over.contains("kdb default"), "{over}");
+    assert!(explain(&e, "SELECT * FROM t LATEST ON ts PARTITION BY sym").contains("partition tails"));
+    assert!(explain(&e, "SELECT * FROM t LATEST ON ts PARTITION BY px").contains("hash by key"));
+    let wj =
+        "SELECT t.px, avg(q.bid) FROM t WINDOW JOIN q ON t.sym = q.sym AND q.ts BETWEEN t.ts - INTERVAL '1s' AND t.ts";
+    assert!(explain(&e, wj).contains("WindowJoin keys=1 window=[-1000000000, +0]"));
+    let band = "SELECT * FROM t LEFT JOIN q ON t.sym = q.sym AND q.ts BETWEEN t.ts AND t.ts + INTERVAL '2s'";
+    assert!(explain(&e, band).contains("RangeJoin LEFT keys=1 band=[+0, +2000000000]"));
+    let near = "SELECT * FROM t ASOF JOIN q ON t.sym = q.sym AND nearest(t.ts, q.ts) TOLERANCE INTERVAL '5s'";
+    assert!(explain(&e, near).contains("on nearest tolerance=5000000000"));
+    assert!(explain(&e, "SELECT ts, sym, avg(px) FROM t SAMPLE BY 1m FILL(PREV)").contains("SampleFill width=00:01:00"));
+}
+
+/// Window functions over rows inserted out of time order: the table keeps partitions sorted,
+/// and a window over a derived table in arbitrary order sorts what it needs.
+#[test]
+fn windows_over_out_of_order_input() {
+    let e = Engine::new();
+    e.execute("CREATE TABLE t (ts TIMESTAMP, sym SYMBOL, px DOUBLE)").expect("create");
+    e.execute("INSERT INTO t VALUES (3, 'A', 3.0), (1, 'A', 1.0), (2, 'B', 20.0), (2, 'A', 2.0), (1, 'B', 10.0)")
+        .expect("insert");
+    // deltas in time order per symbol, rows reported in ts order.
+    let d = floats(&e, "SELECT ts, sym, deltas(px) FROM t ORDER BY sym, ts");
+    assert_eq!(d, [Some(1.0), Some(1.0), Some(1.0), Some(10.0), Some(10.0)]);
+    // The same over a subquery reversed: no designated timestamp, explicit window.
+    let d = floats(
+        &e,
+        "SELECT ts, sym, deltas(px) OVER (PARTITION BY sym ORDER BY ts) FROM (SELECT * FROM t ORDER BY ts DESC) x ORDER BY sym, ts",
+    );
+    assert_eq!(d, [Some(1.0), Some(1.0), Some(1.0), Some(10.0), Some(10.0)]);
+    // ema seeded with the first value: 1, 0.5*2 + 0.5*1 = 1.5, 0.5*3 + 0.5*1.5 = 2.25.
+    let m = floats(&e, "SELECT ts, ema(px, 0.5) FROM t WHERE sym = 'A' ORDER BY ts");
+    assert_eq!(m, [Some(1.0), Some(1.5), Some(2.25)]);
+}

@@ -23,11 +23,23 @@ impl Bitmap {
     }
 
     pub fn from_bools(valid: impl IntoIterator<Item = bool>) -> Bitmap {
-        let mut b = Bitmap::default();
-        for v in valid {
-            b.push(v);
+        // Whole bytes at a time (no per-bit length bookkeeping).
+        let it = valid.into_iter();
+        let mut bits = Vec::with_capacity(it.size_hint().0.div_ceil(8));
+        let (mut byte, mut k, mut len) = (0u8, 0u32, 0usize);
+        for v in it {
+            byte |= (v as u8) << k;
+            k += 1;
+            len += 1;
+            if k == 8 {
+                bits.push(byte);
+                (byte, k) = (0, 0);
+            }
         }
-        b
+        if k > 0 {
+            bits.push(byte);
+        }
+        Bitmap { bits, len }
     }
 
     #[inline]
@@ -161,6 +173,19 @@ impl Bitmap {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn from_bools_matches_push() {
+        for n in [0usize, 1, 7, 8, 9, 64, 131] {
+            let bools: Vec<bool> = (0..n).map(|i| i % 5 == 1 || i % 7 == 3).collect();
+            let mut pushed = Bitmap::default();
+            bools.iter().for_each(|&b| pushed.push(b));
+            let built = Bitmap::from_bools(bools.iter().copied());
+            assert_eq!(built.len(), n);
+            assert_eq!(built.as_bytes(), pushed.as_bytes(), "n = {n}");
+            assert!((0..n).all(|i| built.get(i) == bools[i]));
+        }
+    }
 
     #[test]
     fn push_get_count() {

@@ -242,8 +242,11 @@ impl Column {
         if dt == DataType::Null {
             return c;
         }
-        let validity = Bitmap::from_bools(idx.iter().enumerate().map(|(k, &i)| i != NULL_INDEX && c.is_valid(k)));
-        c.validity = Some(validity);
+        let validity = match &c.validity {
+            None => Bitmap::from_bools(idx.iter().map(|&i| i != NULL_INDEX)),
+            Some(v) => Bitmap::from_bools(idx.iter().enumerate().map(|(k, &i)| i != NULL_INDEX && v.get(k))),
+        };
+        c.validity = Some(validity).filter(|v| !v.all_set());
         c
     }
 
