@@ -13,12 +13,12 @@ use crate::error::Result;
 use crate::plan::{BExpr, SortKey};
 use std::borrow::Cow;
 use std::cmp::Ordering;
-use zepto_storage::Column;
+use zepto_storage::{Column, ColumnData};
 
 pub struct Layout<'a> {
     pub n: usize,
-    /// Partition of each input row (original order), dense ids in first-seen order.
-    pub gid: Vec<u32>,
+    /// Partition of each input row (original order), made on demand (see [`Layout::gid`]).
+    gid: Option<Vec<u32>>,
     pub ngroups: usize,
     /// Sorted position → input row; `None` when the input is already in window order.
     pub perm: Option<Vec<u32>>,
@@ -35,10 +35,22 @@ impl<'a> Layout<'a> {
         let n = b.rows;
         let pcols = partition.iter().map(|e| eval(e, b)).collect::<Result<Vec<_>>>()?;
         let prefs: Vec<&Column> = pcols.iter().map(|c| &**c).collect();
-        let gid = if prefs.is_empty() { vec![0; n] } else { group_ids(&prefs, n).ids };
-        let ngroups = gid.iter().map(|&g| g as usize + 1).max().unwrap_or(0);
         let ocols = order.iter().map(|k| eval(&k.expr, b)).collect::<Result<Vec<_>>>()?;
         let order: Vec<(Cow<Column>, &SortKey)> = ocols.into_iter().zip(order).collect();
+        // No PARTITION BY, or one SYMBOL key whose values come in runs (a scan of a table
+        // partitioned by it): partition bounds straight from the codes, no per-row ids.
+        if let Some(mut bounds) = contiguous_bounds(&prefs, n) {
+            let ngroups = bounds.len();
+            bounds.push(n);
+            if n == 0 {
+                bounds = vec![0];
+            }
+            let mut l = Layout { n, gid: None, ngroups, perm: None, bounds, order, peers: None, inv: None };
+            l.sort_partitions();
+            return Ok(l);
+        }
+        let gid = group_ids(&prefs, n).ids;
+        let ngroups = gid.iter().map(|&g| g as usize + 1).max().unwrap_or(0);
         // Group ids are assigned in first-seen order, so partitions are contiguous exactly
         // when the ids never decrease.
         let contiguous = gid.windows(2).all(|w| w[0] <= w[1]);
@@ -72,9 +84,23 @@ impl<'a> Layout<'a> {
             bounds.clear();
         }
         bounds.push(n);
-        let mut l = Layout { n, gid, ngroups, perm, bounds, order, peers: None, inv: None };
+        let mut l = Layout { n, gid: Some(gid), ngroups, perm, bounds, order, peers: None, inv: None };
         l.sort_partitions();
         Ok(l)
+    }
+
+    /// Partition id of every input row (original order).
+    pub fn gid(&mut self) -> &[u32] {
+        if self.gid.is_none() {
+            let mut gid = vec![0u32; self.n];
+            for (p, w) in self.bounds.windows(2).enumerate() {
+                for k in w[0]..w[1] {
+                    gid[self.row(k)] = p as u32;
+                }
+            }
+            self.gid = Some(gid);
+        }
+        self.gid.as_deref().unwrap_or(&[])
     }
 
     fn cmp(&self) -> impl Fn(usize, usize) -> Ordering + '_ {
@@ -188,5 +214,31 @@ impl<'a> Layout<'a> {
     /// Partitions as `(start, end)` ranges of window positions.
     pub fn partitions(&self) -> impl Iterator<Item = (usize, usize)> + '_ {
         self.bounds.windows(2).map(|w| (w[0], w[1]))
+    }
+}
+
+/// Partition starts when the partition key is absent (one partition) or one SYMBOL column whose
+/// equal values are adjacent; `None` otherwise (then rows are grouped by hashing).
+fn contiguous_bounds(keys: &[&Column], n: usize) -> Option<Vec<usize>> {
+    match keys {
+        [] => Some(if n == 0 { vec![] } else { vec![0] }),
+        [c] => {
+            let ColumnData::Symbol { codes, dict } = &c.data else { return None };
+            let null = dict.len();
+            let code = |i: usize| if c.is_valid(i) { codes[i] as usize } else { null };
+            let mut seen = vec![false; null + 1];
+            let mut starts = Vec::new();
+            for i in 0..n {
+                let k = code(i);
+                if i == 0 || k != code(i - 1) {
+                    if std::mem::replace(&mut seen[k], true) {
+                        return None;
+                    }
+                    starts.push(i);
+                }
+            }
+            Some(starts)
+        }
+        _ => None,
     }
 }

@@ -72,10 +72,12 @@ fn compute(b: &Batch, l: &mut Layout, c: &WinCall) -> Result<Column> {
     Ok(l.scatter(res))
 }
 
-fn whole_partition(b: &Batch, l: &Layout, c: &WinCall, func: AggFunc) -> Result<Column> {
+fn whole_partition(b: &Batch, l: &mut Layout, c: &WinCall, func: AggFunc) -> Result<Column> {
     let call = AggCall { func, args: c.args.clone(), distinct: c.distinct, order: None, ty: c.ty };
-    let per_group = run_agg(&call, b, &l.gid, l.ngroups, false)?;
-    Ok(per_group.take(&l.gid))
+    let ngroups = l.ngroups.max(1);
+    let gid = l.gid();
+    let per_group = run_agg(&call, b, gid, ngroups, false)?;
+    Ok(per_group.take(gid))
 }
 
 /// An Int64 column from a per-position function `(layout, position, partition start, end)`.
