@@ -225,13 +225,13 @@ fn ints(it: impl Iterator<Item = Option<i64>>) -> Column {
 }
 
 pub fn floats(it: impl Iterator<Item = Option<f64>>) -> Column {
-    let mut vals = Vec::new();
-    let mut valid = Bitmap::default();
+    let (lo, _) = it.size_hint();
+    let (mut vals, mut valid) = (Vec::with_capacity(lo), Vec::with_capacity(lo));
     for v in it {
         vals.push(v.unwrap_or(0.0));
         valid.push(v.is_some());
     }
-    Column::new(ColumnData::Float64(vals), Some(valid))
+    Column::new(ColumnData::Float64(vals), Some(Bitmap::from_bools(valid)))
 }
 
 /// Number of valid values before each position (length n + 1).
@@ -290,16 +290,16 @@ fn sum_avg(avg: bool, ty: DataType, x: &Column, fs: &[u32], fe: &[u32]) -> Resul
     let v = to_f64(x)?;
     let (mut lo, mut hi) = (0usize, 0usize);
     let (mut s, mut comp) = (0.0f64, 0.0f64);
-    let add = |s: &mut f64, comp: &mut f64, y: f64| {
-        let t = *s + y;
-        if s.abs() >= y.abs() {
-            *comp += (*s - t) + y;
-        } else {
-            *comp += (y - t) + *s;
-        }
-        *s = t;
-    };
-    let mut out = Vec::with_capacity(n);
+    // Neumaier step on register-held state: (sum, compensation) + y.
+    #[inline(always)]
+    fn add(s: f64, comp: f64, y: f64) -> (f64, f64) {
+        let t = s + y;
+        let c = if s.abs() >= y.abs() { (s - t) + y } else { (y - t) + s };
+        (t, comp + c)
+    }
+    let all_valid = x.validity.is_none();
+    let mut vals = Vec::with_capacity(n);
+    let mut valid = Vec::with_capacity(n);
     for k in 0..n {
         let (a, b) = (fs[k] as usize, fe[k] as usize);
         if a >= hi || a < lo {
@@ -310,21 +310,29 @@ fn sum_avg(avg: bool, ty: DataType, x: &Column, fs: &[u32], fe: &[u32]) -> Resul
             comp = 0.0;
         }
         while hi < b {
-            if x.is_valid(hi) {
-                add(&mut s, &mut comp, v[hi]);
+            if all_valid || x.is_valid(hi) {
+                (s, comp) = add(s, comp, v[hi]);
             }
             hi += 1;
         }
         while lo < a {
-            if x.is_valid(lo) {
-                add(&mut s, &mut comp, -v[lo]);
+            if all_valid || x.is_valid(lo) {
+                (s, comp) = add(s, comp, -v[lo]);
             }
             lo += 1;
         }
         let c = count(k);
-        out.push((c > 0).then(|| if avg { (s + comp) / c as f64 } else { s + comp }));
+        vals.push(if c == 0 {
+            0.0
+        } else if avg {
+            (s + comp) / c as f64
+        } else {
+            s + comp
+        });
+        valid.push(c > 0);
     }
-    Ok(floats(out.into_iter()))
+    let validity = Bitmap::from_bools(valid);
+    Ok(Column::new(ColumnData::Float64(vals), Some(validity)))
 }
 
 /// MIN/MAX over sliding frames with a monotonic deque of positions.
