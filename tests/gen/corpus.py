@@ -1041,6 +1041,35 @@ def s18_sample_latest(f):
     f.err("SELECT ts, count(*) FROM trades GROUP BY ts SAMPLE BY 1h", duck="SELECT 1 FROM nonexistent_table")
     f.err("SELECT count(*) FROM people SAMPLE BY 1h", duck="SELECT 1 FROM nonexistent_table")
     f.err("SELECT ts, avg(price), count(*) FROM trades SAMPLE BY 1h FILL(PREV, 0, 1)", duck="SELECT 1 FROM nonexistent_table")
+    f.comment("calendar months and years: SAMPLE BY 1M / 3M / 1y, month_bucket(n, ts); DuckDB date_trunc and\n"
+              "time_bucket (whose month origin 2000-01 is aligned with ours)")
+    import random as _r
+    rng = _r.Random(77)
+    f.ok("CREATE TABLE monthly (ts TIMESTAMP, sym SYMBOL, v DOUBLE)")
+    base = 1672531200  # 2023-01-01
+    rows = []
+    for i in range(120):
+        sec = base + rng.randrange(0, 2 * 365 * 86400) if i % 11 else base + (i // 11) * 86400 * 40
+        rows.append("(TIMESTAMP '%s', %s, %s)" % (
+            __import__("datetime").datetime.utcfromtimestamp(sec).strftime("%Y-%m-%d %H:%M:%S"),
+            "NULL" if i % 17 == 5 else "'%s'" % rng.choice(["x", "y", "z"]), round(rng.uniform(1, 100), 2)))
+    f.ok("INSERT INTO monthly VALUES " + ", ".join(rows))
+    M1 = "make_timestamp_ns(epoch_ns(date_trunc('month', ts)))"
+    M3 = "make_timestamp_ns(epoch_ns(time_bucket(INTERVAL '3 months', ts::TIMESTAMP)))"
+    Y1 = "make_timestamp_ns(epoch_ns(date_trunc('year', ts)))"
+    f.q("SELECT ts, sym, count(*), sum(v) FROM monthly SAMPLE BY 1M",
+        duck="SELECT %s, sym, count(*), sum(v) FROM monthly GROUP BY 1, 2" % M1)
+    f.q("SELECT ts, count(*), max(v) FROM monthly SAMPLE BY 3M", duck="SELECT %s, count(*), max(v) FROM monthly GROUP BY 1" % M3)
+    f.q("SELECT ts, count(*), min(v) FROM monthly SAMPLE BY 1y", duck="SELECT %s, count(*), min(v) FROM monthly GROUP BY 1" % Y1)
+    f.q("SELECT month_bucket(3, ts) AS q, count(*) FROM monthly GROUP BY q",
+        duck="SELECT %s, count(*) FROM monthly GROUP BY 1" % M3)
+    f.q("SELECT ts, sym, count(*) FROM monthly WHERE sym IS NOT NULL SAMPLE BY 1M FILL(0)",
+        duck="WITH g AS (SELECT unnest(range(TIMESTAMP '2023-01-01', TIMESTAMP '2025-01-01', INTERVAL 1 MONTH)) AS m), "
+             "k AS (SELECT DISTINCT sym FROM monthly WHERE sym IS NOT NULL), "
+             "a AS (SELECT date_trunc('month', ts) AS m, sym, count(*) AS c FROM monthly WHERE sym IS NOT NULL GROUP BY 1, 2), "
+             "r AS (SELECT min(m) AS lo, max(m) AS hi FROM a) "
+             "SELECT make_timestamp_ns(epoch_ns(g.m)), k.sym, coalesce(a.c, 0) FROM g CROSS JOIN k CROSS JOIN r "
+             "LEFT JOIN a ON a.m = g.m AND a.sym = k.sym WHERE g.m BETWEEN r.lo AND r.hi")
     f.comment("twap(x [, ts]): each value weighted by the time until the next one (DuckDB via lead())")
     tw = ("SELECT {k}CASE WHEN max(e) > min(e) THEN sum(price * (nxt - e)) / (max(e) - min(e)) ELSE avg(price) END "
           "FROM (SELECT sym, venue, price, epoch_ns(ts) AS e, lead(epoch_ns(ts)) OVER (PARTITION BY {p} ORDER BY ts) AS nxt "

@@ -11,6 +11,24 @@ pub const NS_PER_HOUR: i64 = 60 * NS_PER_MIN;
 pub const NS_PER_DAY: i64 = 24 * NS_PER_HOUR;
 
 /// Days since 1970-01-01 of a civil date.
+/// Calendar months since 1970-01 of a timestamp (floor).
+pub fn month_index(ns: i64) -> i64 {
+    let (y, m, _) = civil_from_days(ns.div_euclid(NS_PER_DAY));
+    (y - 1970) * 12 + (m as i64 - 1)
+}
+
+/// The first instant of calendar month `mi` (months since 1970-01), saturating far out.
+pub fn month_start(mi: i64) -> i64 {
+    let y = 1970 + mi.div_euclid(12);
+    let m = mi.rem_euclid(12) as u32 + 1;
+    days_from_civil(y, m, 1).saturating_mul(NS_PER_DAY)
+}
+
+/// Start of the `n`-month bucket (aligned on 1970-01) holding a timestamp.
+pub fn month_bucket(n: i64, ns: i64) -> i64 {
+    month_start(month_index(ns).div_euclid(n) * n)
+}
+
 pub fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
     let y = if m <= 2 { y - 1 } else { y };
     let era = if y >= 0 { y } else { y - 399 } / 400;
@@ -318,6 +336,18 @@ pub fn extract_field(field: &str, ns: i64) -> Option<i64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn month_buckets() {
+        let ts = parse_timestamp("2024-05-17 13:00:00").expect("ts");
+        assert_eq!(month_index(ts), 54 * 12 + 4);
+        assert_eq!(format_timestamp(month_bucket(1, ts)), "2024-05-01 00:00:00.000000000");
+        assert_eq!(format_timestamp(month_bucket(3, ts)), "2024-04-01 00:00:00.000000000");
+        assert_eq!(format_timestamp(month_bucket(12, ts)), "2024-01-01 00:00:00.000000000");
+        let old = parse_timestamp("1969-12-31 23:59:59").expect("ts");
+        assert_eq!(format_timestamp(month_bucket(1, old)), "1969-12-01 00:00:00.000000000");
+        assert_eq!(month_start(month_index(ts) + 8), parse_timestamp("2025-01-01").expect("ts"));
+    }
 
     #[test]
     fn round_trip_civil() {

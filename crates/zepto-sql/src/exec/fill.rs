@@ -7,7 +7,7 @@ use super::Batch;
 use crate::error::{Result, SqlError};
 use crate::plan::sample::{FillPlan, FillValue};
 use zepto_storage::column::NULL_INDEX;
-use zepto_storage::{Column, ColumnBuilder, ColumnData, Value};
+use zepto_storage::{time, Column, ColumnBuilder, ColumnData, Value};
 
 /// Generated rows are capped: a wide range times many keys is almost always a mistake.
 const MAX_FILLED_ROWS: usize = 20_000_000;
@@ -28,14 +28,14 @@ pub fn fill(b: Batch, p: &FillPlan) -> Result<Batch> {
         idx.sort_by_key(|&i| (bv[i as usize], groups.ids[i as usize]));
         return Ok(b.take(&idx));
     }
+    let steps = Steps { width: p.width, months: p.months };
     let lo = p.lo.or_else(|| rows.iter().map(|&i| bv[i]).min());
-    let hi = p.hi.or_else(|| rows.iter().map(|&i| bv[i]).max().map(|m| m.saturating_add(p.width)));
+    let hi = p.hi.or_else(|| rows.iter().map(|&i| bv[i]).max().map(|m| steps.next(m)));
     let (Some(lo), Some(hi)) = (lo, hi) else {
         // No rows and no bounds: nothing to fill.
         return Ok(b.take(&[]));
     };
-    let span = (hi as i128 - lo as i128).max(0);
-    let nb = ((span + p.width as i128 - 1) / p.width as i128) as usize;
+    let nb = steps.count(lo, hi);
     let ng = ng.max(usize::from(p.keys.is_empty()));
     if nb.saturating_mul(ng) > MAX_FILLED_ROWS {
         return Err(SqlError::ResourcesExhausted(format!(
@@ -45,11 +45,13 @@ pub fn fill(b: Batch, p: &FillPlan) -> Result<Batch> {
     // slot[g * nb + k]: the input row of key g in bucket k.
     let mut slot = vec![NULL_INDEX; nb * ng];
     for &i in &rows {
-        let off = bv[i] as i128 - lo as i128;
-        if off < 0 || off >= span {
+        if bv[i] < lo || bv[i] >= hi {
             continue;
         }
-        let k = (off / p.width as i128) as usize;
+        let k = steps.index(lo, bv[i]);
+        if k >= nb {
+            continue;
+        }
         let g = if p.keys.is_empty() { 0 } else { groups.ids[i] as usize };
         slot[g * nb + k] = i as u32;
     }
@@ -58,7 +60,7 @@ pub fn fill(b: Batch, p: &FillPlan) -> Result<Batch> {
     let mut out: Vec<Column> = Vec::with_capacity(b.columns.len());
     for (c, col) in b.columns.iter().enumerate() {
         let column = if c == p.bucket {
-            let v: Vec<i64> = (0..total).map(|r| lo + (r / ng) as i64 * p.width).collect();
+            let v: Vec<i64> = (0..total).map(|r| steps.at(lo, r / ng)).collect();
             Column::from_data(ColumnData::Timestamp(v))
         } else if p.keys.contains(&c) {
             let first: Vec<u32> = (0..total).map(|r| groups.first[r % ng]).collect();
@@ -139,5 +141,52 @@ fn interpolate(a: &Value, c: &Value, t: f64) -> Value {
             Value::Timestamp((*x as f64 + (*y as f64 - *x as f64) * t).round() as i64)
         }
         _ => Value::Null,
+    }
+}
+
+/// Bucket arithmetic: fixed widths in nanoseconds, or calendar months.
+struct Steps {
+    width: i64,
+    months: i64,
+}
+
+impl Steps {
+    /// Start of the bucket after the one starting at `b`.
+    fn next(&self, b: i64) -> i64 {
+        if self.months > 0 {
+            time::month_start(time::month_index(b) + self.months)
+        } else {
+            b.saturating_add(self.width)
+        }
+    }
+
+    /// Number of buckets starting in `[lo, hi)`.
+    fn count(&self, lo: i64, hi: i64) -> usize {
+        if hi <= lo {
+            return 0;
+        }
+        if self.months > 0 {
+            ((time::month_index(hi - 1) - time::month_index(lo)) / self.months + 1) as usize
+        } else {
+            ((hi as i128 - lo as i128 + self.width as i128 - 1) / self.width as i128) as usize
+        }
+    }
+
+    /// Position of the bucket starting at `b` (>= `lo`).
+    fn index(&self, lo: i64, b: i64) -> usize {
+        if self.months > 0 {
+            ((time::month_index(b) - time::month_index(lo)) / self.months) as usize
+        } else {
+            ((b as i128 - lo as i128) / self.width as i128) as usize
+        }
+    }
+
+    /// Start of bucket `k`.
+    fn at(&self, lo: i64, k: usize) -> i64 {
+        if self.months > 0 {
+            time::month_start(time::month_index(lo) + k as i64 * self.months)
+        } else {
+            lo.saturating_add(k as i64 * self.width)
+        }
     }
 }

@@ -78,7 +78,7 @@ pub fn try_aggregate(input: &Plan, keys: &[BExpr], aggs: &[AggCall]) -> Option<R
 fn monotonic_in(k: &BExpr, t: usize) -> bool {
     match k {
         BExpr::Col(i, _) => *i == t,
-        BExpr::Func { func: ScalarFunc::Xbar | ScalarFunc::DateTrunc, args, .. } => {
+        BExpr::Func { func: ScalarFunc::Xbar | ScalarFunc::DateTrunc | ScalarFunc::MonthBucket, args, .. } => {
             matches!(args.as_slice(), [BExpr::Lit(..), BExpr::Col(i, _)] if *i == t)
         }
         _ => false,

@@ -366,6 +366,29 @@ pub fn call(f: ScalarFunc, args: &[BExpr], ty: DataType, b: &Batch) -> Result<Co
             Ok(Column::repeat(&Value::Timestamp(now), DataType::Timestamp, n))
         }
         F::Xbar => xbar(args, ty, b),
+        F::MonthBucket => {
+            let months = match &args[0] {
+                BExpr::Lit(v, _) => v.as_i64().filter(|&m| m >= 1),
+                _ => None,
+            }
+            .ok_or_else(|| SqlError::Internal("month_bucket width".into()))?;
+            let c = eval(&args[1], b)?;
+            let ts = c.as_i64_slice().ok_or_else(|| SqlError::Internal("timestamp arg".into()))?;
+            // Recompute only when a value leaves the current bucket (input is usually sorted).
+            let (mut lo, mut hi) = (1i64, 0i64);
+            let out = ts
+                .iter()
+                .map(|&t| {
+                    if t < lo || t >= hi {
+                        let mi = time::month_index(t).div_euclid(months) * months;
+                        lo = time::month_start(mi);
+                        hi = time::month_start(mi + months);
+                    }
+                    lo
+                })
+                .collect();
+            Ok(Column::new(ColumnData::Timestamp(out), c.validity.clone()))
+        }
     }
 }
 

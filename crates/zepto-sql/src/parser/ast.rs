@@ -94,8 +94,10 @@ pub enum FillMode {
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct SampleBy {
-    /// Bucket width in nanoseconds.
+    /// Bucket width in nanoseconds (0 for calendar months).
     pub width: i64,
+    /// Bucket width in calendar months (`1M`, `3M`, `1y` = 12), 0 for fixed widths.
+    pub months: i64,
     pub from: Option<Expr>,
     pub to: Option<Expr>,
     /// One mode for every aggregate, or one per aggregate column in select-list order.

@@ -40,7 +40,7 @@ impl Parser {
         let pos = self.pos();
         self.advance();
         self.expect_kw("by")?;
-        let width = self.sample_width()?;
+        let (width, months) = self.sample_width()?;
         let (mut from, mut to) = (None, None);
         if self.eat_kw("from") {
             from = Some(self.expr()?);
@@ -86,23 +86,26 @@ impl Parser {
                 }
             }
         }
-        Ok(Some(SampleBy { width, from, to, fill, calendar_offset, pos }))
+        Ok(Some(SampleBy { width, months, from, to, fill, calendar_offset, pos }))
     }
 
-    /// `1m`, `30s`, `100T` (ms), `5U` (µs), `'15 minutes'`, `INTERVAL '1 hour'`.
-    fn sample_width(&mut self) -> Result<i64> {
+    /// `1m`, `30s`, `100T` (ms), `5U` (µs), `'15 minutes'`, `INTERVAL '1 hour'`; calendar
+    /// `3M` (months) and `1y` (years). Returns (nanoseconds, months), one of them 0.
+    fn sample_width(&mut self) -> Result<(i64, i64)> {
         let pos = self.pos();
         let bad = |m: String| SqlError::Parse { message: m, pos };
         let (num, unit) = match self.advance() {
             Tok::Str(s) => {
                 return time::parse_interval(&s)
                     .filter(|&n| n > 0)
+                    .map(|w| (w, 0))
                     .ok_or_else(|| bad(format!("invalid SAMPLE BY width '{s}'")))
             }
             Tok::Ident(w) if w.eq_ignore_ascii_case("interval") => {
                 let Tok::Str(s) = self.advance() else { return Err(bad("expected an interval string".into())) };
                 return time::parse_interval(&s)
                     .filter(|&n| n > 0)
+                    .map(|w| (w, 0))
                     .ok_or_else(|| bad(format!("invalid SAMPLE BY width '{s}'")));
             }
             Tok::Num(n) => {
@@ -118,20 +121,24 @@ impl Parser {
             t => return Err(bad(format!("expected a SAMPLE BY width like 1m, found {}", Parser::describe(&t)))),
         };
         let n: i64 = num.parse().map_err(|_| bad(format!("invalid SAMPLE BY width '{num}{unit}'")))?;
+        if unit == "M" || unit == "y" {
+            let months = if unit == "y" { n.checked_mul(12) } else { Some(n) };
+            return months
+                .filter(|&m| m > 0 && m < 1_000_000)
+                .map(|m| (0, m))
+                .ok_or_else(|| bad(format!("invalid SAMPLE BY width '{num}{unit}'")));
+        }
         let per = match unit.as_str() {
-            "M" | "y" => {
-                return Err(SqlError::NotSupported(format!(
-                    "calendar month/year SAMPLE BY ('{num}{unit}') at line {}, column {}",
-                    pos.line, pos.column
-                )))
-            }
             "T" => time::unit_ns("ms"),
             "U" => time::unit_ns("us"),
             "n" => time::unit_ns("ns"),
             u => time::unit_ns(u),
         }
         .ok_or_else(|| bad(format!("unknown SAMPLE BY unit '{unit}'")))?;
-        n.checked_mul(per).filter(|&w| w > 0).ok_or_else(|| bad(format!("invalid SAMPLE BY width '{num}{unit}'")))
+        n.checked_mul(per)
+            .filter(|&w| w > 0)
+            .map(|w| (w, 0))
+            .ok_or_else(|| bad(format!("invalid SAMPLE BY width '{num}{unit}'")))
     }
 
     fn fill_mode(&mut self) -> Result<FillMode> {

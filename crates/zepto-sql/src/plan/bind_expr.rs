@@ -740,6 +740,16 @@ pub fn bind_function(name: &str, args: Vec<BExpr>, pos: Pos) -> Result<BExpr> {
             mk(vec![lit(Value::Str(unit)), ts], if func == F::DateTrunc { Timestamp } else { Int64 })
         }
         F::EpochNs => mk(vec![ts_arg(args.remove(0), name, pos)?], Int64),
+        F::MonthBucket => {
+            let ts = ts_arg(args.remove(1), name, pos)?;
+            match &args[0] {
+                BExpr::Lit(v, _) if v.as_i64().is_some_and(|n| n >= 1) && v.data_type().is_integer() => {
+                    let n = lit(Value::Int64(v.as_i64().unwrap_or(1)));
+                    mk(vec![n, ts], Timestamp)
+                }
+                _ => Err(SqlError::plan("month_bucket(n, ts) needs a constant whole number of months >= 1", Some(pos))),
+            }
+        }
         F::Epoch => mk(vec![ts_arg(args.remove(0), name, pos)?], Float64),
         F::Now => mk(vec![], Timestamp),
         F::Xbar => {

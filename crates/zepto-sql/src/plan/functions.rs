@@ -36,6 +36,8 @@ pub enum ScalarFunc {
     Epoch,
     Now,
     Xbar,
+    /// `month_bucket(n, ts)`: start of the calendar `n`-month bucket (SAMPLE BY nM / ny).
+    MonthBucket,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -222,6 +224,7 @@ pub fn scalar_by_name(name: &str) -> Option<ScalarFunc> {
         "epoch" => ScalarFunc::Epoch,
         "now" | "current_timestamp" => ScalarFunc::Now,
         "xbar" | "time_bucket" => ScalarFunc::Xbar,
+        "month_bucket" => ScalarFunc::MonthBucket,
         _ => return None,
     })
 }
@@ -236,7 +239,7 @@ pub fn scalar_arity(f: ScalarFunc) -> (usize, usize) {
         Round => (1, 2),
         Substr => (2, 3),
         Replace => (3, 3),
-        StartsWith | Power | NullIf | DateTrunc | DatePart | Xbar => (2, 2),
+        StartsWith | Power | NullIf | DateTrunc | DatePart | Xbar | MonthBucket => (2, 2),
         Concat | Coalesce | Greatest | Least => (1, usize::MAX),
     }
 }

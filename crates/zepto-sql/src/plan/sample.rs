@@ -24,6 +24,7 @@ use zepto_storage::{DataType, Value};
 pub struct FillSpec {
     bucket_text: String,
     width: i64,
+    months: i64,
     lo: Option<i64>,
     hi: Option<i64>,
     modes: Vec<FillMode>,
@@ -48,6 +49,8 @@ pub struct FillPlan {
     pub keys: Vec<usize>,
     pub aggs: Vec<(usize, FillValue)>,
     pub width: i64,
+    /// Calendar-month buckets (`width` is then unused).
+    pub months: i64,
     pub lo: Option<i64>,
     pub hi: Option<i64>,
 }
@@ -70,12 +73,12 @@ impl FillPlan {
                 FillValue::Value(v) => format!("{v:?}"),
             })
             .collect();
-        format!(
-            "SampleFill width={} keys={} fill=[{}]",
-            zepto_storage::time::format_interval(self.width),
-            self.keys.len(),
-            modes.join(", ")
-        )
+        let width = if self.months > 0 {
+            format!("{} month(s)", self.months)
+        } else {
+            zepto_storage::time::format_interval(self.width)
+        };
+        format!("SampleFill width={} keys={} fill=[{}]", width, self.keys.len(), modes.join(", "))
     }
 }
 
@@ -147,7 +150,7 @@ impl FillSpec {
             };
             aggs.push((nk + j, v));
         }
-        let spec = FillPlan { bucket, keys, aggs, width: self.width, lo: self.lo, hi: self.hi };
+        let spec = FillPlan { bucket, keys, aggs, width: self.width, months: self.months, lo: self.lo, hi: self.hi };
         Ok(Plan::Fill { input: Box::new(input), spec })
     }
 }
@@ -175,15 +178,27 @@ impl Binder {
         let ts_name = tsf.name.clone();
         let lo = sb.from.as_ref().map(|e| self.const_ts(e)).transpose()?;
         let hi = sb.to.as_ref().map(|e| self.const_ts(e)).transpose()?;
+        if sb.months > 0 && sb.calendar_offset != Some(0) {
+            return plan_err(
+                "calendar month/year buckets align to the calendar only (no offset, no first observation)",
+                sb,
+            );
+        }
         let origin = match (lo, sb.calendar_offset) {
+            _ if sb.months > 0 => 0,
             (Some(f), _) => f,
             (None, Some(off)) => off,
             (None, None) => self.first_observation(s, &ts)?,
         };
         let shifted = if origin == 0 { ts.clone() } else { binary(BinaryOp::Sub, ts.clone(), interval(origin), sb) };
+        let (fname, farg) = if sb.months > 0 {
+            ("month_bucket", Expr::Lit(Literal::Int(sb.months), sb.pos))
+        } else {
+            ("xbar", interval(sb.width))
+        };
         let mut bucket = Expr::Func(Box::new(FuncCall {
-            name: "xbar".into(),
-            args: vec![interval(sb.width), shifted],
+            name: fname.into(),
+            args: vec![farg, shifted],
             distinct: false,
             star: false,
             within_group: None,
@@ -248,8 +263,14 @@ impl Binder {
             add(BinaryOp::Lt, v);
         }
         let rewritten = Select { items, where_, group_by, sample_by: None, ..s.clone() };
-        self.pending_fill =
-            Some(FillSpec { bucket_text: bucket.to_string(), width: sb.width, lo, hi, modes: sb.fill.clone() });
+        self.pending_fill = Some(FillSpec {
+            bucket_text: bucket.to_string(),
+            width: sb.width,
+            months: sb.months,
+            lo: lo.map(|v| if sb.months > 0 { zepto_storage::time::month_bucket(sb.months, v) } else { v }),
+            hi,
+            modes: sb.fill.clone(),
+        });
         let r = self.bind_select(&rewritten, order_by);
         self.pending_fill = None;
         r
