@@ -8,7 +8,7 @@
 //! the right side's row indices and times plus the output.
 
 use super::eval::eval;
-use super::hash::group_ids;
+use super::hash::{bucket_rows, shared_ids};
 use super::scan::{piece_batch, pieces, Piece};
 use super::Batch;
 use crate::error::{Result, SqlError};
@@ -114,38 +114,14 @@ pub fn asof_join(l: &Batch, r: &Batch, spec: AsofSpec) -> Result<Batch> {
     let rk = spec.right_keys.iter().map(|e| eval(e, r)).collect::<Result<Vec<_>>>()?;
     let lt = eval(spec.left_ts, l)?;
     let rt = eval(spec.right_ts, r)?;
-    // Shared group ids: stack the key columns of both sides and group once.
-    let (lid, rid, ngroups): (Vec<u32>, Vec<u32>, usize) = if lk.is_empty() {
-        (vec![0; n], vec![0; m], 1)
-    } else {
-        let stacked: Vec<Column> = lk.iter().zip(&rk).map(|(a, b)| Column::concat(&[&**a, &**b])).collect();
-        let refs: Vec<&Column> = stacked.iter().collect();
-        let g = group_ids(&refs, n + m);
-        let ng = g.first.len();
-        let mut ids = g.ids;
-        let rid = ids.split_off(n);
-        (ids, rid, ng)
+    let (lid, rid, ngroups) = {
+        let (lr, rr): (Vec<&Column>, Vec<&Column>) =
+            (lk.iter().map(|c| &**c).collect(), rk.iter().map(|c| &**c).collect());
+        shared_ids(&lr, &rr, n, m)
     };
     let key_ok = |cols: &[std::borrow::Cow<Column>], i: usize| cols.iter().all(|c| c.is_valid(i));
-    // Bucket right rows by group (counting sort keeps input order), skipping NULL keys/times.
-    let mut start = vec![0usize; ngroups + 1];
-    for j in 0..m {
-        if rt.is_valid(j) && key_ok(&rk, j) {
-            start[rid[j] as usize + 1] += 1;
-        }
-    }
-    for g in 0..ngroups {
-        start[g + 1] += start[g];
-    }
-    let mut order = vec![0u32; start[ngroups]];
-    let mut next = start.clone();
-    for j in 0..m {
-        if rt.is_valid(j) && key_ok(&rk, j) {
-            let g = rid[j] as usize;
-            order[next[g]] = j as u32;
-            next[g] += 1;
-        }
-    }
+    // Bucket right rows by key (input order kept), skipping NULL keys/times.
+    let (start, mut order) = bucket_rows(&rid, |j| rt.is_valid(j) && key_ok(&rk, j), ngroups);
     let lt_vals = times(&lt)?;
     let rt_vals = times(&rt)?;
     let mut matched = vec![NULL_INDEX; n];

@@ -255,3 +255,26 @@ pub fn shared_ids(lk: &[&Column], rk: &[&Column], n: usize, m: usize) -> (Vec<u3
     let rid = ids.split_off(n);
     (ids, rid, ng)
 }
+
+/// Rows grouped by id with a counting sort (input order kept inside each group), skipping the
+/// rows where `keep` is false: group `g` is `order[start[g]..start[g + 1]]`.
+pub fn bucket_rows(ids: &[u32], keep: impl Fn(usize) -> bool, ngroups: usize) -> (Vec<usize>, Vec<u32>) {
+    let mut start = vec![0usize; ngroups + 1];
+    for (j, &g) in ids.iter().enumerate() {
+        if keep(j) {
+            start[g as usize + 1] += 1;
+        }
+    }
+    for g in 0..ngroups {
+        start[g + 1] += start[g];
+    }
+    let mut order = vec![0u32; start[ngroups]];
+    let mut next = start.clone();
+    for (j, &g) in ids.iter().enumerate() {
+        if keep(j) {
+            order[next[g as usize]] = j as u32;
+            next[g as usize] += 1;
+        }
+    }
+    (start, order)
+}

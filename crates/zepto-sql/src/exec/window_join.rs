@@ -8,7 +8,7 @@
 //! positions and times plus one value per left row and aggregate.
 
 use super::eval::eval;
-use super::hash::shared_ids;
+use super::hash::{bucket_rows, shared_ids};
 use super::window::frame;
 use super::Batch;
 use crate::error::{Result, SqlError};
@@ -61,25 +61,7 @@ fn sweep(l: &Batch, r: &Batch, spec: &Band) -> Result<Sweep> {
     };
     let keys_ok = |cols: &[Cow<Column>], i: usize| cols.iter().all(|c| c.is_valid(i));
     // Right positions bucketed by key (counting sort keeps input order), then by time.
-    let r_ok: Vec<bool> = (0..m).map(|j| rt_col.is_valid(j) && keys_ok(&rk, j)).collect();
-    let mut start = vec![0usize; ng + 1];
-    for j in 0..m {
-        if r_ok[j] {
-            start[rid[j] as usize + 1] += 1;
-        }
-    }
-    for g in 0..ng {
-        start[g + 1] += start[g];
-    }
-    let mut order = vec![0u32; start[ng]];
-    let mut next = start.clone();
-    for j in 0..m {
-        if r_ok[j] {
-            let g = rid[j] as usize;
-            order[next[g]] = j as u32;
-            next[g] += 1;
-        }
-    }
+    let (start, mut order) = bucket_rows(&rid, |j| rt_col.is_valid(j) && keys_ok(&rk, j), ng);
     for g in 0..ng {
         let b = &mut order[start[g]..start[g + 1]];
         if !b.windows(2).all(|w| rt[w[0] as usize] <= rt[w[1] as usize]) {

@@ -278,6 +278,22 @@ pub struct FuncCall {
     pub pos: Pos,
 }
 
+impl FuncCall {
+    /// A plain call `name(args)` (no DISTINCT, star, WITHIN GROUP, IGNORE NULLS or OVER).
+    pub fn new(name: &str, args: Vec<Expr>, pos: Pos) -> FuncCall {
+        FuncCall {
+            name: name.to_string(),
+            args,
+            distinct: false,
+            star: false,
+            within_group: None,
+            ignore_nulls: false,
+            over: None,
+            pos,
+        }
+    }
+}
+
 /// `OVER (PARTITION BY ... ORDER BY ... [ROWS|RANGE frame])`.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct WindowSpec {

@@ -81,16 +81,11 @@ impl Parser {
                         right: Box::new(Expr::Lit(Literal::Bool(v), pos)),
                         pos,
                     };
-                    let is = Expr::Func(Box::new(FuncCall {
-                        name: "coalesce".into(),
-                        args: vec![cmp, Expr::Lit(Literal::Bool(false), pos)],
-                        distinct: false,
-                        star: false,
-                        within_group: None,
-                        ignore_nulls: false,
-                        over: None,
+                    let is = Expr::Func(Box::new(FuncCall::new(
+                        "coalesce",
+                        vec![cmp, Expr::Lit(Literal::Bool(false), pos)],
                         pos,
-                    }));
+                    )));
                     l = if negated { Expr::Unary { op: UnaryOp::Not, expr: Box::new(is) } } else { is };
                 } else {
                     return Err(self.unexpected("NULL, TRUE or FALSE after IS"));
@@ -303,16 +298,11 @@ impl Parser {
                 self.expect_kw("from")?;
                 let e = self.expr()?;
                 self.expect_op(")")?;
-                return Ok(Expr::Func(Box::new(FuncCall {
-                    name: "date_part".into(),
-                    args: vec![Expr::Lit(Literal::Str(field.to_ascii_lowercase()), pos), e],
-                    distinct: false,
-                    star: false,
-                    within_group: None,
-                    ignore_nulls: false,
-                    over: None,
+                return Ok(Expr::Func(Box::new(FuncCall::new(
+                    "date_part",
+                    vec![Expr::Lit(Literal::Str(field.to_ascii_lowercase()), pos), e],
                     pos,
-                })));
+                ))));
             }
             _ => {}
         }
@@ -374,16 +364,7 @@ impl Parser {
     fn function_call(&mut self, name: &str, pos: crate::error::Pos) -> Result<Expr> {
         self.advance();
         self.expect_op("(")?;
-        let mut fc = FuncCall {
-            name: name.to_ascii_lowercase(),
-            args: vec![],
-            distinct: false,
-            star: false,
-            within_group: None,
-            ignore_nulls: false,
-            over: None,
-            pos,
-        };
+        let mut fc = FuncCall::new(&name.to_ascii_lowercase(), vec![], pos);
         if self.eat_op("*") {
             fc.star = true;
             self.expect_op(")")?;

@@ -163,7 +163,6 @@ impl Parser {
         }
         let mut qualify = if self.eat_kw("qualify") { Some(self.expr()?) } else { None };
         if !named.is_empty() {
-            let mut items = items;
             let mut err = None;
             let mut resolve = |e: &mut Expr| {
                 if let Err(x) = super::window::resolve_named(e, &named) {
@@ -181,17 +180,6 @@ impl Parser {
             if let Some(e) = err {
                 return Err(e);
             }
-            return Ok(SetExpr::Select(Box::new(Select {
-                distinct,
-                items,
-                from,
-                where_,
-                group_by,
-                having,
-                qualify,
-                latest,
-                sample_by,
-            })));
         }
         Ok(SetExpr::Select(Box::new(Select {
             distinct,
@@ -318,16 +306,7 @@ impl Parser {
                         let pos = self.pos();
                         self.advance();
                         let tol = self.expr()?;
-                        let marker = Expr::Func(Box::new(FuncCall {
-                            name: "asof_tolerance".into(),
-                            args: vec![tol],
-                            distinct: false,
-                            star: false,
-                            within_group: None,
-                            ignore_nulls: false,
-                            over: None,
-                            pos,
-                        }));
+                        let marker = Expr::Func(Box::new(FuncCall::new("asof_tolerance", vec![tol], pos)));
                         Expr::Binary { op: BinaryOp::And, left: Box::new(cond), right: Box::new(marker), pos }
                     } else {
                         cond

@@ -45,6 +45,30 @@ pub fn width(p: &Plan) -> usize {
     }
 }
 
+/// Prune both inputs of a join-like node whose output is `[left..., right...]`, keeping what
+/// `need` asks for plus what the `lx` (left) and `rx` (right) expressions read, which are
+/// remapped in place. Returns the pruned inputs and the output column map.
+fn prune_pair(
+    left: Plan,
+    right: Plan,
+    need: &[bool],
+    lx: &mut [&mut BExpr],
+    rx: &mut [&mut BExpr],
+) -> (Plan, Plan, Map) {
+    let (wl, wr) = (width(&left), width(&right));
+    let mut nl: Vec<bool> = (0..wl).map(|i| need.get(i).copied().unwrap_or(true)).collect();
+    let mut nr: Vec<bool> = (0..wr).map(|i| need.get(wl + i).copied().unwrap_or(true)).collect();
+    lx.iter().for_each(|k| mark(k, &mut nl));
+    rx.iter().for_each(|k| mark(k, &mut nr));
+    let (left, ml) = prune(left, &nl);
+    let (right, mr) = prune(right, &nr);
+    lx.iter_mut().for_each(|k| remap(k, &ml));
+    rx.iter_mut().for_each(|k| remap(k, &mr));
+    let new_wl = width(&left);
+    let map: Map = ml.iter().copied().chain(mr.iter().map(|m| m.map(|j| new_wl + j))).collect();
+    (left, right, map)
+}
+
 /// Prune the whole plan: every output column is needed.
 pub fn prune_plan(p: Plan) -> Plan {
     let need = vec![true; width(&p)];
@@ -204,17 +228,9 @@ fn prune(p: Plan, need: &[bool]) -> (Plan, Map) {
             (plan, map)
         }
         Plan::SpliceJoin { left, right, mut left_keys, mut right_keys, mut left_ts, mut right_ts } => {
-            let (wl, wr) = (width(&left), width(&right));
-            let mut nl: Vec<bool> = (0..wl).map(|i| need.get(i).copied().unwrap_or(true)).collect();
-            let mut nr: Vec<bool> = (0..wr).map(|i| need.get(wl + i).copied().unwrap_or(true)).collect();
-            left_keys.iter().chain(std::iter::once(&left_ts)).for_each(|k| mark(k, &mut nl));
-            right_keys.iter().chain(std::iter::once(&right_ts)).for_each(|k| mark(k, &mut nr));
-            let (left, ml) = prune(*left, &nl);
-            let (right, mr) = prune(*right, &nr);
-            let new_wl = width(&left);
-            left_keys.iter_mut().chain(std::iter::once(&mut left_ts)).for_each(|k| remap(k, &ml));
-            right_keys.iter_mut().chain(std::iter::once(&mut right_ts)).for_each(|k| remap(k, &mr));
-            let map: Map = ml.iter().copied().chain(mr.iter().map(|m| m.map(|j| new_wl + j))).collect();
+            let mut lx: Vec<&mut BExpr> = left_keys.iter_mut().chain(std::iter::once(&mut left_ts)).collect();
+            let mut rx: Vec<&mut BExpr> = right_keys.iter_mut().chain(std::iter::once(&mut right_ts)).collect();
+            let (left, right, map) = prune_pair(*left, *right, need, &mut lx, &mut rx);
             let plan = Plan::SpliceJoin {
                 left: Box::new(left),
                 right: Box::new(right),
@@ -226,17 +242,9 @@ fn prune(p: Plan, need: &[bool]) -> (Plan, Map) {
             (plan, map)
         }
         Plan::RangeJoin { left, right, mut left_keys, mut right_keys, mut left_ts, mut right_ts, lo, hi, outer } => {
-            let (wl, wr) = (width(&left), width(&right));
-            let mut nl: Vec<bool> = (0..wl).map(|i| need.get(i).copied().unwrap_or(true)).collect();
-            let mut nr: Vec<bool> = (0..wr).map(|i| need.get(wl + i).copied().unwrap_or(true)).collect();
-            left_keys.iter().chain(std::iter::once(&left_ts)).for_each(|k| mark(k, &mut nl));
-            right_keys.iter().chain(std::iter::once(&right_ts)).for_each(|k| mark(k, &mut nr));
-            let (left, ml) = prune(*left, &nl);
-            let (right, mr) = prune(*right, &nr);
-            let new_wl = width(&left);
-            left_keys.iter_mut().chain(std::iter::once(&mut left_ts)).for_each(|k| remap(k, &ml));
-            right_keys.iter_mut().chain(std::iter::once(&mut right_ts)).for_each(|k| remap(k, &mr));
-            let map: Map = ml.iter().copied().chain(mr.iter().map(|m| m.map(|j| new_wl + j))).collect();
+            let mut lx: Vec<&mut BExpr> = left_keys.iter_mut().chain(std::iter::once(&mut left_ts)).collect();
+            let mut rx: Vec<&mut BExpr> = right_keys.iter_mut().chain(std::iter::once(&mut right_ts)).collect();
+            let (left, right, map) = prune_pair(*left, *right, need, &mut lx, &mut rx);
             let plan = Plan::RangeJoin {
                 left: Box::new(left),
                 right: Box::new(right),
@@ -261,17 +269,9 @@ fn prune(p: Plan, need: &[bool]) -> (Plan, Map) {
             outer,
             tolerance,
         } => {
-            let (wl, wr) = (width(&left), width(&right));
-            let mut nl: Vec<bool> = (0..wl).map(|i| need.get(i).copied().unwrap_or(true)).collect();
-            let mut nr: Vec<bool> = (0..wr).map(|i| need.get(wl + i).copied().unwrap_or(true)).collect();
-            left_keys.iter().chain(std::iter::once(&left_ts)).for_each(|k| mark(k, &mut nl));
-            right_keys.iter().chain(std::iter::once(&right_ts)).for_each(|k| mark(k, &mut nr));
-            let (left, ml) = prune(*left, &nl);
-            let (right, mr) = prune(*right, &nr);
-            let new_wl = width(&left);
-            left_keys.iter_mut().chain(std::iter::once(&mut left_ts)).for_each(|k| remap(k, &ml));
-            right_keys.iter_mut().chain(std::iter::once(&mut right_ts)).for_each(|k| remap(k, &mr));
-            let map: Map = ml.iter().copied().chain(mr.iter().map(|m| m.map(|j| new_wl + j))).collect();
+            let mut lx: Vec<&mut BExpr> = left_keys.iter_mut().chain(std::iter::once(&mut left_ts)).collect();
+            let mut rx: Vec<&mut BExpr> = right_keys.iter_mut().chain(std::iter::once(&mut right_ts)).collect();
+            let (left, right, map) = prune_pair(*left, *right, need, &mut lx, &mut rx);
             let plan = Plan::AsofJoin {
                 left: Box::new(left),
                 right: Box::new(right),

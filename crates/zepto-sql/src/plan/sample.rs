@@ -196,16 +196,7 @@ impl Binder {
         } else {
             ("xbar", interval(sb.width))
         };
-        let mut bucket = Expr::Func(Box::new(FuncCall {
-            name: fname.into(),
-            args: vec![farg, shifted],
-            distinct: false,
-            star: false,
-            within_group: None,
-            ignore_nulls: false,
-            over: None,
-            pos: sb.pos,
-        }));
+        let mut bucket = Expr::Func(Box::new(FuncCall::new(fname, vec![farg, shifted], sb.pos)));
         if origin != 0 {
             bucket = binary(BinaryOp::Add, bucket, interval(origin), sb);
         }
@@ -287,16 +278,7 @@ impl Binder {
 
     /// `min(ts)` of the rows the query reads (ALIGN TO FIRST OBSERVATION).
     fn first_observation(&mut self, s: &Select, ts: &Expr) -> Result<i64> {
-        let min = Expr::Func(Box::new(FuncCall {
-            name: "min".into(),
-            args: vec![ts.clone()],
-            distinct: false,
-            star: false,
-            within_group: None,
-            ignore_nulls: false,
-            over: None,
-            pos: Default::default(),
-        }));
+        let min = Expr::Func(Box::new(FuncCall::new("min", vec![ts.clone()], Default::default())));
         let sel = Select {
             distinct: false,
             items: vec![SelectItem::Expr { expr: min, alias: None }],

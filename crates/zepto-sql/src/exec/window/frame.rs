@@ -394,22 +394,12 @@ fn variance(func: AggFunc, x: &Column, fs: &[u32], fe: &[u32]) -> Result<Column>
     let (mut ws, mut we, mut cnt, mut mean, mut m2) = (usize::MAX, 0usize, 0usize, 0.0f64, 0.0f64);
     for k in 0..n {
         let (a, b) = (fs[k] as usize, fe[k] as usize);
-        if a == ws && b >= we {
-            while we < b {
-                if x.is_valid(we) {
-                    cnt += 1;
-                    let d = v[we] - mean;
-                    mean += d / cnt as f64;
-                    m2 += d * (v[we] - mean);
-                }
-                we += 1;
+        let growing = a == ws && b >= we;
+        if growing || (k + 1 < n && fs[k + 1] as usize == a) {
+            if !growing {
+                // Start a growing run.
+                (ws, we, cnt, mean, m2) = (a, a, 0, 0.0, 0.0);
             }
-            out.push(finish(cnt, m2));
-            continue;
-        }
-        if k + 1 < n && fs[k + 1] as usize == a {
-            // Start a growing run.
-            (ws, we, cnt, mean, m2) = (a, a, 0, 0.0, 0.0);
             while we < b {
                 if x.is_valid(we) {
                     cnt += 1;
