@@ -316,7 +316,7 @@ pub fn bind_window_call(
     }
     let frame = match frame {
         Some(fr) => fr,
-        None => bind_frame(b, &spec, &order, f.pos)?,
+        None => bind_frame(b, &spec, &order)?,
     };
     Ok(WinCall {
         func,
@@ -345,7 +345,7 @@ fn unify(args: Vec<BExpr>, ty: DataType) -> Result<Vec<BExpr>> {
         .collect()
 }
 
-fn bind_frame(b: &mut Binder, spec: &WindowSpec, order: &[SortKey], pos: Pos) -> Result<Frame> {
+fn bind_frame(b: &mut Binder, spec: &WindowSpec, order: &[SortKey]) -> Result<Frame> {
     let Some(fr) = &spec.frame else {
         return Ok(if order.is_empty() { Frame::WHOLE } else { Frame::RUNNING });
     };
@@ -396,7 +396,6 @@ fn bind_frame(b: &mut Binder, spec: &WindowSpec, order: &[SortKey], pos: Pos) ->
     if rank(&start) > rank(&end) {
         return bad("the frame starts after it ends", fr.pos);
     }
-    let _ = pos;
     Ok(Frame { rows, start, end })
 }
 
