@@ -108,20 +108,29 @@ fn sweep(l: &Batch, r: &Batch, spec: &Band) -> Result<Sweep> {
         let g = lid[i] as usize;
         let b = start[g + 1];
         let (wlo, whi) = (lt[i].saturating_add(spec.lo), lt[i].saturating_add(spec.hi));
-        let mut s = cur_s[g];
-        while s < b && bucket_times[s] < wlo {
-            s += 1;
-        }
-        let mut e = cur_e[g].max(s);
-        while e < b && bucket_times[e] <= whi {
-            e += 1;
-        }
+        let s = advance(&bucket_times[..b], cur_s[g], |t| t < wlo);
+        let e = advance(&bucket_times[..b], cur_e[g].max(s), |t| t <= whi);
         cur_s[g] = s;
         cur_e[g] = e;
         fs[k] = s as u32;
         fe[k] = e as u32;
     }
     Ok(Sweep { order, lperm, in_order, fs, fe })
+}
+
+/// Move a cursor over the sorted `v` past every value for which `before` holds, eight values
+/// per step without a branch on each (window edges move by a data-dependent few rows, which
+/// a one-step loop mispredicts).
+#[inline]
+fn advance(v: &[i64], mut j: usize, before: impl Fn(i64) -> bool) -> usize {
+    loop {
+        let w = &v[j..(j + 8).min(v.len())];
+        let k: usize = w.iter().map(|&t| before(t) as usize).sum();
+        j += k;
+        if k < 8 {
+            return j;
+        }
+    }
 }
 
 /// WINDOW JOIN: the left columns and one aggregate column per call.

@@ -298,8 +298,8 @@ fn sum_avg(avg: bool, ty: DataType, x: &Column, fs: &[u32], fe: &[u32]) -> Resul
         (t, comp + c)
     }
     let all_valid = x.validity.is_none();
-    let mut vals = Vec::with_capacity(n);
-    let mut valid = Vec::with_capacity(n);
+    let mut vals = vec![0.0f64; n];
+    let mut valid = vec![false; n];
     for k in 0..n {
         let (a, b) = (fs[k] as usize, fe[k] as usize);
         if a >= hi || a < lo {
@@ -322,14 +322,9 @@ fn sum_avg(avg: bool, ty: DataType, x: &Column, fs: &[u32], fe: &[u32]) -> Resul
             lo += 1;
         }
         let c = count(k);
-        vals.push(if c == 0 {
-            0.0
-        } else if avg {
-            (s + comp) / c as f64
-        } else {
-            s + comp
-        });
-        valid.push(c > 0);
+        let total = s + comp;
+        vals[k] = if avg { total / c.max(1) as f64 } else { total };
+        valid[k] = c > 0;
     }
     let validity = Bitmap::from_bools(valid);
     Ok(Column::new(ColumnData::Float64(vals), Some(validity)))
