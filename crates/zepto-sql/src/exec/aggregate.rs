@@ -449,14 +449,15 @@ fn twap(x: &Column, t: &Column, ids: &[u32], ng: usize, sorted: bool) -> Result<
     Ok(from_opt_f64(out.into_iter()))
 }
 
-fn from_opt_f64(it: impl Iterator<Item = Option<f64>>) -> Column {
-    let mut vals = Vec::new();
-    let mut valid = Bitmap::default();
+/// A FLOAT64 column from optional values (`None` = NULL).
+pub(super) fn from_opt_f64(it: impl Iterator<Item = Option<f64>>) -> Column {
+    let (lo, _) = it.size_hint();
+    let (mut vals, mut valid) = (Vec::with_capacity(lo), Vec::with_capacity(lo));
     for v in it {
         vals.push(v.unwrap_or(0.0));
         valid.push(v.is_some());
     }
-    Column::new(ColumnData::Float64(vals), Some(valid))
+    Column::new(ColumnData::Float64(vals), Some(Bitmap::from_bools(valid)))
 }
 
 /// Values as f64 (NULL slots hold 0).

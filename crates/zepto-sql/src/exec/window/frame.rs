@@ -6,7 +6,7 @@
 
 use super::layout::Layout;
 use crate::error::{Result, SqlError};
-use crate::exec::aggregate::{run_agg, to_f64};
+use crate::exec::aggregate::{from_opt_f64, run_agg, to_f64};
 use crate::exec::sort::value_cmp;
 use crate::exec::Batch;
 use crate::plan::functions::AggFunc;
@@ -162,11 +162,11 @@ pub fn aggregate(
     if !distinct {
         match func {
             AggFunc::CountStar => {
-                return Ok(ints((0..n).map(|k| Some((fe[k] - fs[k]) as i64))));
+                return Ok(ints((0..n).map(|k| (fe[k] - fs[k]) as i64)));
             }
             AggFunc::Count => {
                 let pc = prefix_valid(&args[0]);
-                return Ok(ints((0..n).map(|k| Some((pc[fe[k] as usize] - pc[fs[k] as usize]) as i64))));
+                return Ok(ints((0..n).map(|k| (pc[fe[k] as usize] - pc[fs[k] as usize]) as i64)));
             }
             AggFunc::Sum | AggFunc::Avg => return sum_avg(func == AggFunc::Avg, ty, &args[0], fs, fe),
             AggFunc::Min | AggFunc::Max => return Ok(min_max(func == AggFunc::Max, &args[0], fs, fe)),
@@ -214,24 +214,8 @@ pub fn aggregate(
     run_agg(&call, &b, &ids, n, false)
 }
 
-fn ints(it: impl Iterator<Item = Option<i64>>) -> Column {
-    let mut vals = Vec::new();
-    let mut valid = Bitmap::default();
-    for v in it {
-        vals.push(v.unwrap_or(0));
-        valid.push(v.is_some());
-    }
-    Column::new(ColumnData::Int64(vals), Some(valid))
-}
-
-pub fn floats(it: impl Iterator<Item = Option<f64>>) -> Column {
-    let (lo, _) = it.size_hint();
-    let (mut vals, mut valid) = (Vec::with_capacity(lo), Vec::with_capacity(lo));
-    for v in it {
-        vals.push(v.unwrap_or(0.0));
-        valid.push(v.is_some());
-    }
-    Column::new(ColumnData::Float64(vals), Some(Bitmap::from_bools(valid)))
+fn ints(it: impl Iterator<Item = i64>) -> Column {
+    Column::from_data(ColumnData::Int64(it.collect()))
 }
 
 /// Number of valid values before each position (length n + 1).
@@ -274,7 +258,7 @@ fn sum_avg(avg: bool, ty: DataType, x: &Column, fs: &[u32], fe: &[u32]) -> Resul
         }
         let sum = |k: usize| ps[fe[k] as usize] - ps[fs[k] as usize];
         if avg {
-            return Ok(floats((0..n).map(|k| (count(k) > 0).then(|| sum(k) as f64 / count(k) as f64))));
+            return Ok(from_opt_f64((0..n).map(|k| (count(k) > 0).then(|| sum(k) as f64 / count(k) as f64))));
         }
         let mut out = Vec::with_capacity(n);
         let mut valid = Bitmap::default();
@@ -427,5 +411,5 @@ fn variance(func: AggFunc, x: &Column, fs: &[u32], fe: &[u32]) -> Result<Column>
         }
         out.push(finish(c, q));
     }
-    Ok(floats(out.into_iter()))
+    Ok(from_opt_f64(out.into_iter()))
 }

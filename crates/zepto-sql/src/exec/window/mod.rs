@@ -318,5 +318,5 @@ fn ratios(l: &Layout, x: &Column) -> Result<Column> {
             });
         }
     }
-    Ok(frame::floats(out.into_iter()))
+    Ok(super::aggregate::from_opt_f64(out.into_iter()))
 }
