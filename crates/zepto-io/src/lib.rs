@@ -3,10 +3,14 @@
 //! * [`csv`] — an RFC 4180 reader/writer that keeps SPEC §2's distinction between an empty
 //!   unquoted field (NULL) and `""` (the empty string), and names the bad data row on error.
 //! * [`parquet`] — Parquet files in and out through Arrow record batches (zstd/snappy).
+//! * [`arrow`] — engine columns to and from Arrow arrays (Parquet and Arrow IPC share it).
+//! * [`ipc`] — the Arrow IPC stream format (HTTP ingest and results).
 //! * [`format`] — value rendering for CSV, JSON and the terminal table.
 
+pub mod arrow;
 pub mod csv;
 pub mod format;
+pub mod ipc;
 pub mod parquet;
 
 use thiserror::Error;

@@ -7,34 +7,23 @@
 //!
 //! Writing produces one zstd-compressed file, written to `<path>.tmp` and renamed into place.
 
+use crate::arrow::{match_columns, to_arrow, Acc};
 use crate::IoError;
 use ::parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder};
 use ::parquet::arrow::{ArrowWriter, ProjectionMask};
 use ::parquet::basic::{Compression, ZstdLevel};
 use ::parquet::file::properties::WriterProperties;
-use arrow_array::cast::AsArray;
-use arrow_array::types::{
-    ArrowDictionaryKeyType, DurationMicrosecondType, DurationMillisecondType, DurationNanosecondType,
-    DurationSecondType, Int16Type, Int32Type, Int64Type, Int8Type, TimestampMicrosecondType, TimestampMillisecondType,
-    TimestampNanosecondType, TimestampSecondType, UInt16Type, UInt32Type, UInt64Type, UInt8Type,
-};
-use arrow_array::{
-    Array, ArrayRef, ArrowPrimitiveType, BooleanArray, DictionaryArray, Int32Array, LargeStringArray, NullArray,
-    PrimitiveArray, RecordBatch, StringArray,
-};
-use arrow_buffer::{ArrowNativeType, BooleanBuffer, Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
-use arrow_schema::{DataType as ArrowType, Field, Schema, TimeUnit};
+use arrow_array::RecordBatch;
+use arrow_schema::{DataType as ArrowType, Field, Schema};
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use zepto_storage::{Bitmap, Column, ColumnData, ColumnDef, DataType, Dict, StrVec};
+use zepto_storage::{Column, ColumnDef, DataType};
 
 /// Rows per Arrow batch while reading. Small enough that the decoder's buffers stay in cache
 /// and get reused instead of a second copy of the whole file being faulted in (1M-row batches
 /// loaded the 1M-row benchmark file about 1.5-2x slower).
 const BATCH_ROWS: usize = 1 << 16;
-
-const NANOS_PER_DAY: i64 = 86_400_000_000_000;
 
 fn file_err(path: &Path, e: impl std::fmt::Display) -> IoError {
     IoError::File { path: path.display().to_string(), message: e.to_string() }
@@ -54,25 +43,7 @@ fn read_batched(path: &Path, schema: &[ColumnDef], batch_rows: usize) -> Result<
     let meta = ArrowReaderMetadata::load(&file, ArrowReaderOptions::new()).map_err(|e| file_err(path, e))?;
     let fields = meta.schema().fields().clone();
 
-    // Which file column feeds each schema column (an exact-case match wins over others).
-    let source: Vec<Option<usize>> = schema
-        .iter()
-        .map(|c| {
-            fields
-                .iter()
-                .position(|f| f.name() == &c.name)
-                .or_else(|| fields.iter().position(|f| f.name().eq_ignore_ascii_case(&c.name)))
-        })
-        .collect();
-    if !schema.is_empty() && source.iter().all(Option::is_none) {
-        let have: Vec<&str> = fields.iter().map(|f| f.name().as_str()).collect();
-        let want: Vec<&str> = schema.iter().map(|c| c.name.as_str()).collect();
-        return Err(IoError::Invalid(format!(
-            "Parquet file has none of the columns {} (it has {})",
-            want.join(", "),
-            have.join(", ")
-        )));
-    }
+    let source = match_columns(&fields, schema, "Parquet file")?;
 
     // Ask for dictionary arrays where a SYMBOL column reads a string column: Parquet string
     // columns are usually dictionary-encoded, and the reader then hands the dictionary over
@@ -145,397 +116,6 @@ fn read_batched(path: &Path, schema: &[ColumnDef], batch_rows: usize) -> Result<
         .collect())
 }
 
-/// Why one array could not be appended.
-#[derive(Debug)]
-enum AppendError {
-    /// The Arrow type cannot become the column's type.
-    Type,
-    /// A value does not fit; `row` is 0-based over the whole file.
-    Value { row: usize, message: String },
-}
-
-impl AppendError {
-    fn into_io(self, c: &ColumnDef, dt: &ArrowType) -> IoError {
-        match self {
-            AppendError::Type => IoError::Invalid(format!(
-                "column '{}': cannot read Parquet type {dt} as {}",
-                c.name,
-                c.data_type.sql_name()
-            )),
-            AppendError::Value { row, message } => IoError::BadValue { row: row + 1, column: c.name.clone(), message },
-        }
-    }
-}
-
-/// One schema column being filled from successive record batches.
-struct Acc {
-    dt: DataType,
-    data: ColumnData,
-    /// `None` while every row so far is valid.
-    validity: Option<Bitmap>,
-    len: usize,
-    /// SYMBOL: the dictionary being built, and the code of each value of the last Arrow
-    /// dictionary seen (reused while batches share that dictionary).
-    dict: Dict,
-    remap: Option<(ArrayRef, Vec<u32>)>,
-}
-
-impl Acc {
-    fn new(c: &ColumnDef, capacity: usize) -> Acc {
-        let data = ColumnData::with_capacity(c.data_type, capacity);
-        Acc { dt: c.data_type, data, validity: None, len: 0, dict: Dict::default(), remap: None }
-    }
-
-    /// Append all rows of `arr`; `row0` is the file row of its first element (for errors).
-    fn append(&mut self, arr: &dyn Array, row0: usize) -> Result<(), AppendError> {
-        let n = arr.len();
-        let nulls = arr.logical_nulls().filter(|b| b.null_count() > 0);
-        let nulls = nulls.as_ref();
-        let start = self.data.len();
-        if *arr.data_type() == ArrowType::Null {
-            // An all-NULL column of any type fits any target.
-            self.extend_zeros(n);
-        } else {
-            match &mut self.data {
-                ColumnData::Bool(v) => match arr.as_boolean_opt() {
-                    Some(a) => v.extend(a.values().iter()),
-                    None => return Err(AppendError::Type),
-                },
-                ColumnData::Int32(v) => int32(arr, v, nulls, row0)?,
-                ColumnData::Int64(v) => int64(arr, v, nulls, row0)?,
-                ColumnData::Float32(v) => float32(arr, v)?,
-                ColumnData::Float64(v) => float64(arr, v)?,
-                ColumnData::Timestamp(v) => timestamp(arr, v, nulls, row0)?,
-                ColumnData::Date(v) => match arr.data_type() {
-                    ArrowType::Date32 => {
-                        v.extend_from_slice(arr.as_primitive::<arrow_array::types::Date32Type>().values())
-                    }
-                    ArrowType::Date64 => {
-                        let a = arr.as_primitive::<arrow_array::types::Date64Type>().values();
-                        convert(a, v, nulls, row0, |ms| i32::try_from(ms.div_euclid(86_400_000)).ok())?
-                    }
-                    _ => return Err(AppendError::Type),
-                },
-                ColumnData::Interval(v) => interval(arr, v, nulls, row0)?,
-                ColumnData::Varchar(s) => varchar(arr, s, nulls)?,
-                ColumnData::Symbol { codes, .. } => symbol(arr, codes, nulls, &mut self.dict, &mut self.remap)?,
-                ColumnData::Null(k) => *k += n,
-            }
-            zero_nulls(&mut self.data, start, nulls);
-        }
-        if self.dt != DataType::Null {
-            match (nulls, &mut self.validity) {
-                (Some(b), valid) => {
-                    let bits = valid.get_or_insert_with(|| Bitmap::new_set(self.len));
-                    bits.append_bits(b.inner().values(), b.inner().offset(), n);
-                }
-                (None, Some(bits)) => bits.extend_set(n),
-                (None, None) => {}
-            }
-        }
-        self.len += n;
-        debug_assert_eq!(self.data.len(), self.len);
-        Ok(())
-    }
-
-    fn extend_zeros(&mut self, n: usize) {
-        match &mut self.data {
-            ColumnData::Bool(v) => v.resize(v.len() + n, false),
-            ColumnData::Int32(v) | ColumnData::Date(v) => v.resize(v.len() + n, 0),
-            ColumnData::Int64(v) | ColumnData::Timestamp(v) | ColumnData::Interval(v) => v.resize(v.len() + n, 0),
-            ColumnData::Float32(v) => v.resize(v.len() + n, 0.0),
-            ColumnData::Float64(v) => v.resize(v.len() + n, 0.0),
-            ColumnData::Varchar(s) => (0..n).for_each(|_| s.push("")),
-            ColumnData::Symbol { codes, .. } => codes.resize(codes.len() + n, 0),
-            ColumnData::Null(k) => *k += n,
-        }
-    }
-
-    fn finish(self) -> Column {
-        let mut data = self.data;
-        if let ColumnData::Symbol { dict, .. } = &mut data {
-            *dict = Arc::new(self.dict);
-        }
-        Column::new(data, self.validity)
-    }
-}
-
-/// Set the NULL slots appended since `start` to the type's zero value (the engine's invariant;
-/// Parquet decoding can leave stale values there).
-fn zero_nulls(data: &mut ColumnData, start: usize, nulls: Option<&NullBuffer>) {
-    fn z<T: Copy>(v: &mut [T], nulls: &NullBuffer, zero: T) {
-        for (slot, valid) in v.iter_mut().zip(nulls.iter()) {
-            if !valid {
-                *slot = zero;
-            }
-        }
-    }
-    let Some(nulls) = nulls else { return };
-    match data {
-        ColumnData::Bool(v) => z(&mut v[start..], nulls, false),
-        ColumnData::Int32(v) | ColumnData::Date(v) => z(&mut v[start..], nulls, 0),
-        ColumnData::Int64(v) | ColumnData::Timestamp(v) | ColumnData::Interval(v) => z(&mut v[start..], nulls, 0),
-        ColumnData::Float32(v) => z(&mut v[start..], nulls, 0.0),
-        ColumnData::Float64(v) => z(&mut v[start..], nulls, 0.0),
-        ColumnData::Symbol { codes, .. } => z(&mut codes[start..], nulls, 0),
-        // Strings are pushed as "" for NULL rows already.
-        ColumnData::Varchar(_) | ColumnData::Null(_) => {}
-    }
-}
-
-/// Convert valid values with `f` (`None` = out of range); NULL slots become zero.
-fn convert<T: Copy, U: Default>(
-    src: &[T],
-    out: &mut Vec<U>,
-    nulls: Option<&NullBuffer>,
-    row0: usize,
-    f: impl Fn(T) -> Option<U>,
-) -> Result<(), AppendError> {
-    out.reserve(src.len());
-    let bad = |i: usize| AppendError::Value { row: row0 + i, message: "value out of range for the column type".into() };
-    match nulls {
-        None => {
-            for (i, &x) in src.iter().enumerate() {
-                out.push(f(x).ok_or_else(|| bad(i))?);
-            }
-        }
-        Some(nulls) => {
-            for (i, (&x, valid)) in src.iter().zip(nulls.iter()).enumerate() {
-                out.push(if valid { f(x).ok_or_else(|| bad(i))? } else { U::default() });
-            }
-        }
-    }
-    Ok(())
-}
-
-fn values<T: ArrowPrimitiveType>(arr: &dyn Array) -> &[T::Native] {
-    arr.as_primitive::<T>().values()
-}
-
-fn int32(arr: &dyn Array, v: &mut Vec<i32>, nulls: Option<&NullBuffer>, row0: usize) -> Result<(), AppendError> {
-    match arr.data_type() {
-        ArrowType::Int32 => v.extend_from_slice(values::<Int32Type>(arr)),
-        ArrowType::Int8 => v.extend(values::<Int8Type>(arr).iter().map(|&x| i32::from(x))),
-        ArrowType::Int16 => v.extend(values::<Int16Type>(arr).iter().map(|&x| i32::from(x))),
-        ArrowType::UInt8 => v.extend(values::<UInt8Type>(arr).iter().map(|&x| i32::from(x))),
-        ArrowType::UInt16 => v.extend(values::<UInt16Type>(arr).iter().map(|&x| i32::from(x))),
-        ArrowType::Int64 => convert(values::<Int64Type>(arr), v, nulls, row0, |x| i32::try_from(x).ok())?,
-        ArrowType::UInt32 => convert(values::<UInt32Type>(arr), v, nulls, row0, |x| i32::try_from(x).ok())?,
-        ArrowType::UInt64 => convert(values::<UInt64Type>(arr), v, nulls, row0, |x| i32::try_from(x).ok())?,
-        _ => return Err(AppendError::Type),
-    }
-    Ok(())
-}
-
-fn int64(arr: &dyn Array, v: &mut Vec<i64>, nulls: Option<&NullBuffer>, row0: usize) -> Result<(), AppendError> {
-    match arr.data_type() {
-        ArrowType::Int64 => v.extend_from_slice(values::<Int64Type>(arr)),
-        ArrowType::Int8 => v.extend(values::<Int8Type>(arr).iter().map(|&x| i64::from(x))),
-        ArrowType::Int16 => v.extend(values::<Int16Type>(arr).iter().map(|&x| i64::from(x))),
-        ArrowType::Int32 => v.extend(values::<Int32Type>(arr).iter().map(|&x| i64::from(x))),
-        ArrowType::UInt8 => v.extend(values::<UInt8Type>(arr).iter().map(|&x| i64::from(x))),
-        ArrowType::UInt16 => v.extend(values::<UInt16Type>(arr).iter().map(|&x| i64::from(x))),
-        ArrowType::UInt32 => v.extend(values::<UInt32Type>(arr).iter().map(|&x| i64::from(x))),
-        ArrowType::UInt64 => convert(values::<UInt64Type>(arr), v, nulls, row0, |x| i64::try_from(x).ok())?,
-        _ => return Err(AppendError::Type),
-    }
-    Ok(())
-}
-
-fn float64(arr: &dyn Array, v: &mut Vec<f64>) -> Result<(), AppendError> {
-    match arr.data_type() {
-        ArrowType::Float64 => v.extend_from_slice(values::<arrow_array::types::Float64Type>(arr)),
-        ArrowType::Float32 => v.extend(values::<arrow_array::types::Float32Type>(arr).iter().map(|&x| f64::from(x))),
-        ArrowType::Int8 => v.extend(values::<Int8Type>(arr).iter().map(|&x| f64::from(x))),
-        ArrowType::Int16 => v.extend(values::<Int16Type>(arr).iter().map(|&x| f64::from(x))),
-        ArrowType::Int32 => v.extend(values::<Int32Type>(arr).iter().map(|&x| f64::from(x))),
-        ArrowType::Int64 => v.extend(values::<Int64Type>(arr).iter().map(|&x| x as f64)),
-        ArrowType::UInt8 => v.extend(values::<UInt8Type>(arr).iter().map(|&x| f64::from(x))),
-        ArrowType::UInt16 => v.extend(values::<UInt16Type>(arr).iter().map(|&x| f64::from(x))),
-        ArrowType::UInt32 => v.extend(values::<UInt32Type>(arr).iter().map(|&x| f64::from(x))),
-        ArrowType::UInt64 => v.extend(values::<UInt64Type>(arr).iter().map(|&x| x as f64)),
-        _ => return Err(AppendError::Type),
-    }
-    Ok(())
-}
-
-fn float32(arr: &dyn Array, v: &mut Vec<f32>) -> Result<(), AppendError> {
-    match arr.data_type() {
-        ArrowType::Float32 => v.extend_from_slice(values::<arrow_array::types::Float32Type>(arr)),
-        ArrowType::Float64 => v.extend(values::<arrow_array::types::Float64Type>(arr).iter().map(|&x| x as f32)),
-        ArrowType::Int8 => v.extend(values::<Int8Type>(arr).iter().map(|&x| f32::from(x))),
-        ArrowType::Int16 => v.extend(values::<Int16Type>(arr).iter().map(|&x| f32::from(x))),
-        ArrowType::Int32 => v.extend(values::<Int32Type>(arr).iter().map(|&x| x as f32)),
-        ArrowType::Int64 => v.extend(values::<Int64Type>(arr).iter().map(|&x| x as f32)),
-        ArrowType::UInt8 => v.extend(values::<UInt8Type>(arr).iter().map(|&x| f32::from(x))),
-        ArrowType::UInt16 => v.extend(values::<UInt16Type>(arr).iter().map(|&x| f32::from(x))),
-        ArrowType::UInt32 => v.extend(values::<UInt32Type>(arr).iter().map(|&x| x as f32)),
-        ArrowType::UInt64 => v.extend(values::<UInt64Type>(arr).iter().map(|&x| x as f32)),
-        _ => return Err(AppendError::Type),
-    }
-    Ok(())
-}
-
-/// Multiply by `k` (a unit conversion to nanoseconds), copying outright when `k` is 1.
-fn scale(src: &[i64], v: &mut Vec<i64>, k: i64, nulls: Option<&NullBuffer>, row0: usize) -> Result<(), AppendError> {
-    if k == 1 {
-        v.extend_from_slice(src);
-        Ok(())
-    } else {
-        convert(src, v, nulls, row0, |x| x.checked_mul(k))
-    }
-}
-
-fn nanos_per(unit: &TimeUnit) -> i64 {
-    match unit {
-        TimeUnit::Second => 1_000_000_000,
-        TimeUnit::Millisecond => 1_000_000,
-        TimeUnit::Microsecond => 1_000,
-        TimeUnit::Nanosecond => 1,
-    }
-}
-
-fn timestamp(arr: &dyn Array, v: &mut Vec<i64>, nulls: Option<&NullBuffer>, row0: usize) -> Result<(), AppendError> {
-    match arr.data_type() {
-        // Zoned and naive timestamps alike: the stored value is the same i64.
-        ArrowType::Timestamp(unit, _) => {
-            let src = match unit {
-                TimeUnit::Second => values::<TimestampSecondType>(arr),
-                TimeUnit::Millisecond => values::<TimestampMillisecondType>(arr),
-                TimeUnit::Microsecond => values::<TimestampMicrosecondType>(arr),
-                TimeUnit::Nanosecond => values::<TimestampNanosecondType>(arr),
-            };
-            scale(src, v, nanos_per(unit), nulls, row0)
-        }
-        ArrowType::Date32 => {
-            let src = arr.as_primitive::<arrow_array::types::Date32Type>().values();
-            convert(src, v, nulls, row0, |d| i64::from(d).checked_mul(NANOS_PER_DAY))
-        }
-        ArrowType::Date64 => {
-            let src = arr.as_primitive::<arrow_array::types::Date64Type>().values();
-            convert(src, v, nulls, row0, |ms| ms.checked_mul(1_000_000))
-        }
-        _ => Err(AppendError::Type),
-    }
-}
-
-fn interval(arr: &dyn Array, v: &mut Vec<i64>, nulls: Option<&NullBuffer>, row0: usize) -> Result<(), AppendError> {
-    match arr.data_type() {
-        // What `write_parquet` writes for INTERVAL: nanoseconds.
-        ArrowType::Int64 => v.extend_from_slice(values::<Int64Type>(arr)),
-        ArrowType::Duration(unit) => {
-            let src = match unit {
-                TimeUnit::Second => values::<DurationSecondType>(arr),
-                TimeUnit::Millisecond => values::<DurationMillisecondType>(arr),
-                TimeUnit::Microsecond => values::<DurationMicrosecondType>(arr),
-                TimeUnit::Nanosecond => values::<DurationNanosecondType>(arr),
-            };
-            scale(src, v, nanos_per(unit), nulls, row0)?
-        }
-        _ => return Err(AppendError::Type),
-    }
-    Ok(())
-}
-
-/// Call `f(i, s)` for every slot of a string array (NULL slots included, with whatever string
-/// they hold). `false` if `arr` is not a string array.
-fn for_each_str<'a>(arr: &'a dyn Array, mut f: impl FnMut(usize, &'a str)) -> bool {
-    match arr.data_type() {
-        ArrowType::Utf8 => arr.as_string::<i32>().iter().enumerate().for_each(|(i, s)| f(i, s.unwrap_or(""))),
-        ArrowType::LargeUtf8 => arr.as_string::<i64>().iter().enumerate().for_each(|(i, s)| f(i, s.unwrap_or(""))),
-        ArrowType::Utf8View => arr.as_string_view().iter().enumerate().for_each(|(i, s)| f(i, s.unwrap_or(""))),
-        _ => return false,
-    }
-    true
-}
-
-/// Dictionary keys as `usize` (a negative key becomes `usize::MAX`, i.e. out of range).
-fn dict_keys(arr: &dyn Array) -> Option<Vec<usize>> {
-    fn k<K: ArrowDictionaryKeyType>(arr: &dyn Array) -> Vec<usize> {
-        arr.as_dictionary::<K>().keys().values().iter().map(|x| x.as_usize()).collect()
-    }
-    fn signed<K: ArrowDictionaryKeyType>(arr: &dyn Array) -> Vec<usize>
-    where
-        K::Native: Into<i64>,
-    {
-        let keys = arr.as_dictionary::<K>().keys().values();
-        keys.iter().map(|&x| usize::try_from(x.into()).unwrap_or(usize::MAX)).collect()
-    }
-    Some(match arr.data_type() {
-        ArrowType::Dictionary(key, _) => match key.as_ref() {
-            ArrowType::Int8 => signed::<Int8Type>(arr),
-            ArrowType::Int16 => signed::<Int16Type>(arr),
-            ArrowType::Int32 => signed::<Int32Type>(arr),
-            ArrowType::Int64 => signed::<Int64Type>(arr),
-            ArrowType::UInt8 => k::<UInt8Type>(arr),
-            ArrowType::UInt16 => k::<UInt16Type>(arr),
-            ArrowType::UInt32 => k::<UInt32Type>(arr),
-            ArrowType::UInt64 => k::<UInt64Type>(arr),
-            _ => return None,
-        },
-        _ => return None,
-    })
-}
-
-fn is_string(dt: &ArrowType) -> bool {
-    matches!(dt, ArrowType::Utf8 | ArrowType::LargeUtf8 | ArrowType::Utf8View)
-}
-
-fn varchar(arr: &dyn Array, s: &mut StrVec, nulls: Option<&NullBuffer>) -> Result<(), AppendError> {
-    let valid = |i: usize| nulls.is_none_or(|b| b.is_valid(i));
-    if let ArrowType::Dictionary(_, vt) = arr.data_type() {
-        if !is_string(vt) {
-            return Err(AppendError::Type);
-        }
-        let d = arr.as_any_dictionary();
-        let mut strs: Vec<&str> = Vec::with_capacity(d.values().len());
-        for_each_str(d.values().as_ref(), |_, x| strs.push(x));
-        let keys = dict_keys(arr).ok_or(AppendError::Type)?;
-        for (i, k) in keys.into_iter().enumerate() {
-            s.push(if valid(i) { strs.get(k).copied().unwrap_or("") } else { "" });
-        }
-        return Ok(());
-    }
-    if for_each_str(arr, |i, x| s.push(if valid(i) { x } else { "" })) {
-        Ok(())
-    } else {
-        Err(AppendError::Type)
-    }
-}
-
-fn symbol(
-    arr: &dyn Array,
-    codes: &mut Vec<u32>,
-    nulls: Option<&NullBuffer>,
-    dict: &mut Dict,
-    remap: &mut Option<(ArrayRef, Vec<u32>)>,
-) -> Result<(), AppendError> {
-    if let ArrowType::Dictionary(_, vt) = arr.data_type() {
-        if !is_string(vt) {
-            return Err(AppendError::Type);
-        }
-        let values = arr.as_any_dictionary().values();
-        // Intern each dictionary value once; batches of one column chunk share the dictionary.
-        let same = remap.as_ref().is_some_and(|(v, _)| std::ptr::addr_eq(Arc::as_ptr(v), Arc::as_ptr(values)));
-        if !same {
-            let mut map = Vec::with_capacity(values.len());
-            for_each_str(values.as_ref(), |_, x| map.push(dict.intern(x)));
-            *remap = Some((values.clone(), map));
-        }
-        let map = remap.as_ref().map(|(_, m)| m.as_slice()).unwrap_or_default();
-        let keys = dict_keys(arr).ok_or(AppendError::Type)?;
-        // NULL keys may hold anything: out-of-range ones read as code 0 (zeroed later anyway).
-        codes.extend(keys.into_iter().map(|k| map.get(k).copied().unwrap_or(0)));
-        return Ok(());
-    }
-    let valid = |i: usize| nulls.is_none_or(|b| b.is_valid(i));
-    if for_each_str(arr, |i, x| codes.push(if valid(i) { dict.intern(x) } else { 0 })) {
-        Ok(())
-    } else {
-        Err(AppendError::Type)
-    }
-}
-
 /// Write `rows` rows of `cols` (named `names`) as one zstd-compressed Parquet file.
 ///
 /// Types: TIMESTAMP → `Timestamp(Nanosecond)` (no time zone), DATE → `Date32`, SYMBOL →
@@ -595,48 +175,12 @@ fn tmp_path(path: &Path) -> PathBuf {
     PathBuf::from(s)
 }
 
-fn null_buffer(c: &Column) -> Option<NullBuffer> {
-    let v = c.validity.as_ref()?;
-    let bits = BooleanBuffer::new(Buffer::from_slice_ref(v.as_bytes()), 0, v.len());
-    Some(NullBuffer::new(bits))
-}
-
-fn to_arrow(c: &Column, rows: usize) -> Result<ArrayRef, String> {
-    let nulls = null_buffer(c);
-    let e = |e: arrow_schema::ArrowError| e.to_string();
-    fn prim<T: ArrowPrimitiveType>(v: &[T::Native], nulls: Option<NullBuffer>) -> ArrayRef {
-        Arc::new(PrimitiveArray::<T>::new(ScalarBuffer::from(v.to_vec()), nulls))
-    }
-    Ok(match &c.data {
-        ColumnData::Bool(v) => Arc::new(BooleanArray::new(BooleanBuffer::from(v.as_slice()), nulls)),
-        ColumnData::Int32(v) => prim::<Int32Type>(v, nulls),
-        ColumnData::Int64(v) => prim::<Int64Type>(v, nulls),
-        ColumnData::Float32(v) => prim::<arrow_array::types::Float32Type>(v, nulls),
-        ColumnData::Float64(v) => prim::<arrow_array::types::Float64Type>(v, nulls),
-        ColumnData::Timestamp(v) => prim::<TimestampNanosecondType>(v, nulls),
-        ColumnData::Date(v) => prim::<arrow_array::types::Date32Type>(v, nulls),
-        ColumnData::Interval(v) => prim::<Int64Type>(v, nulls),
-        ColumnData::Varchar(s) => {
-            // StrVec is LargeUtf8's layout: copy both buffers as they are.
-            let offsets = OffsetBuffer::new(ScalarBuffer::from(s.offsets().to_vec()));
-            Arc::new(LargeStringArray::try_new(offsets, Buffer::from_slice_ref(s.bytes()), nulls).map_err(e)?)
-        }
-        ColumnData::Symbol { codes, dict } => {
-            if i32::try_from(dict.len()).is_err() {
-                return Err(format!("symbol dictionary of {} strings is too large", dict.len()));
-            }
-            // Codes below dict.len() <= i32::MAX, so the casts are exact.
-            let keys = Int32Array::new(codes.iter().map(|&k| k as i32).collect(), nulls);
-            let values: StringArray = dict.iter().map(Some).collect();
-            Arc::new(DictionaryArray::try_new(keys, Arc::new(values)).map_err(e)?)
-        }
-        ColumnData::Null(_) => Arc::new(NullArray::new(rows)),
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use arrow_array::types::Int8Type;
+    use arrow_array::{ArrayRef, DictionaryArray, NullArray, PrimitiveArray, StringArray};
+    use zepto_storage::ColumnData;
     use zepto_storage::{ColumnBuilder, Value};
 
     fn tmp(name: &str) -> PathBuf {
@@ -804,7 +348,7 @@ mod tests {
         let e = read_parquet(&p, &[def("nope", DataType::Int64)]).expect_err("no columns match");
         assert!(e.to_string().contains("none of the columns"), "{e}");
         let e = read_parquet(&p, &[def("v", DataType::Float64)]).expect_err("string into DOUBLE");
-        assert_eq!(e.to_string(), "column 'v': cannot read Parquet type LargeUtf8 as DOUBLE");
+        assert_eq!(e.to_string(), "column 'v': cannot read Arrow type LargeUtf8 as DOUBLE");
         let e = read_parquet(&p, &[def("l", DataType::Int32)]).expect_err("i64::MIN into INTEGER");
         assert_eq!(e.row(), Some(1), "{e}");
         std::fs::remove_file(&p).expect("cleanup");

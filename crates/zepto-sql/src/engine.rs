@@ -1,10 +1,11 @@
 //! The engine: runs statements against a catalog. Every statement either fully applies or
 //! changes nothing: inputs are parsed, typed and validated before the table lock is taken.
 
+use crate::access::TableAccess;
 use crate::error::{Result, SqlError};
 use crate::exec::{self, cast::cast_column, Batch};
 use crate::parser::ast::{InsertSource, Query, SetExpr, Statement};
-use crate::parser::parse_statements;
+use crate::parser::{parse_statements_with_params, ParamValue};
 use crate::plan::binder::Binder;
 use crate::plan::Field;
 use std::sync::Arc;
@@ -43,9 +44,50 @@ fn field(name: &str, t: DataType) -> Field {
     Field { qualifier: None, name: name.into(), data_type: t, designated_ts: false }
 }
 
+/// What a statement needs: the roles of the server map onto these.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Access {
+    /// SELECT, EXPLAIN, SHOW TABLES, DESCRIBE.
+    Read,
+    /// INSERT, CREATE TABLE [AS], ALTER TABLE ADD COLUMN.
+    Write,
+    /// DROP TABLE, and COPY (which reads or writes files on the server).
+    Admin,
+}
+
+impl Statement {
+    pub fn access(&self) -> Access {
+        match self {
+            Statement::Query(_) | Statement::Explain(_) | Statement::ShowTables | Statement::Describe { .. } => {
+                Access::Read
+            }
+            Statement::Insert { .. }
+            | Statement::CreateTable(_)
+            | Statement::CreateTableAs { .. }
+            | Statement::AlterAddColumn { .. } => Access::Write,
+            Statement::DropTable { .. } | Statement::CopyFrom { .. } | Statement::CopyTo { .. } => Access::Admin,
+        }
+    }
+
+    /// The table a writing statement changes, with its position if known.
+    fn target(&self) -> Option<(&str, Option<crate::error::Pos>)> {
+        match self {
+            Statement::CreateTable(ct) => Some((&ct.name, None)),
+            Statement::CreateTableAs { name, .. } => Some((name, None)),
+            Statement::DropTable { name, pos, .. } => Some((name, Some(*pos))),
+            Statement::AlterAddColumn { table, pos, .. }
+            | Statement::Insert { table, pos, .. }
+            | Statement::CopyFrom { table, pos, .. }
+            | Statement::Describe { table, pos } => Some((table, Some(*pos))),
+            _ => None,
+        }
+    }
+}
+
 #[derive(Debug, Default, Clone)]
 pub struct Engine {
     catalog: Arc<Catalog>,
+    access: TableAccess,
 }
 
 impl Engine {
@@ -54,7 +96,27 @@ impl Engine {
     }
 
     pub fn with_catalog(catalog: Arc<Catalog>) -> Engine {
-        Engine { catalog }
+        Engine { catalog, access: TableAccess::all() }
+    }
+
+    /// The same database, seen through table grants: statements naming other tables fail
+    /// with `PERMISSION_DENIED`, and `SHOW TABLES` lists only granted ones.
+    pub fn with_access(&self, access: TableAccess) -> Engine {
+        Engine { catalog: self.catalog.clone(), access }
+    }
+
+    /// Run a script with `?`/`$n` parameters (see [`crate::parser::parse_statements_with_params`]).
+    pub fn execute_with_params(&self, sql: &str, params: &[ParamValue]) -> Result<QueryResult> {
+        let stmts = parse_statements_with_params(sql, params)?;
+        let mut last = QueryResult::status("OK".into());
+        for s in &stmts {
+            last = self.execute_statement(s)?;
+        }
+        Ok(last)
+    }
+
+    fn binder(&self) -> Binder {
+        Binder::with_access(self.catalog.clone(), self.access.clone())
     }
 
     pub fn catalog(&self) -> &Arc<Catalog> {
@@ -64,17 +126,12 @@ impl Engine {
     /// Run a script; returns the last statement's result. Stops at the first error (earlier
     /// statements stay applied, like a sequence of auto-committed statements).
     pub fn execute(&self, sql: &str) -> Result<QueryResult> {
-        let stmts = parse_statements(sql)?;
-        let mut last = QueryResult::status("OK".into());
-        for s in &stmts {
-            last = self.execute_statement(s)?;
-        }
-        Ok(last)
+        self.execute_with_params(sql, &[])
     }
 
     /// Plan and run a query.
     pub fn query(&self, q: &Query) -> Result<QueryResult> {
-        let mut binder = Binder::new(self.catalog.clone());
+        let mut binder = self.binder();
         let (plan, fields) = binder.bind_query(q)?;
         let plan = crate::plan::prune::prune_plan(plan);
         let batch = exec::execute(&plan)?;
@@ -82,10 +139,13 @@ impl Engine {
     }
 
     pub fn execute_statement(&self, s: &Statement) -> Result<QueryResult> {
+        if let Some((table, pos)) = s.target() {
+            self.access.check(table, pos)?;
+        }
         match s {
             Statement::Query(q) => self.query(q),
             Statement::Explain(q) => {
-                let mut binder = Binder::new(self.catalog.clone());
+                let mut binder = self.binder();
                 let (plan, fields) = binder.bind_query(q)?;
                 let text = crate::plan::prune::prune_plan(plan).explain(&fields);
                 Ok(QueryResult::text_column("plan", text.lines().map(str::to_string).collect()))
@@ -187,7 +247,11 @@ impl Engine {
                 let n = crate::copy::write_file(path, options, &r)?;
                 Ok(QueryResult::status(format!("COPY {n}")))
             }
-            Statement::ShowTables => Ok(QueryResult::text_column("name", self.catalog.table_names())),
+            Statement::ShowTables => {
+                let mut names = self.catalog.table_names();
+                names.retain(|n| self.access.allows(n));
+                Ok(QueryResult::text_column("name", names))
+            }
             Statement::Describe { table, pos } => {
                 let t = self
                     .catalog

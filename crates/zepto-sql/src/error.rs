@@ -33,6 +33,15 @@ pub enum SqlError {
     /// A limit was hit (memory, result size).
     #[error("{0}")]
     ResourcesExhausted(String),
+    /// The query ran past its time limit.
+    #[error("{0}")]
+    Timeout(String),
+    /// The query was cancelled (its client went away, or the server is shutting down).
+    #[error("query cancelled")]
+    Cancelled,
+    /// The caller may not do this (role or table grant).
+    #[error("{0}")]
+    PermissionDenied(String),
     /// Feature recognised but not supported yet.
     #[error("not supported: {0}")]
     NotSupported(String),
@@ -59,6 +68,9 @@ impl SqlError {
             SqlError::Execution(_) => "EXECUTION",
             SqlError::Io(_) => "IO",
             SqlError::ResourcesExhausted(_) => "RESOURCES_EXHAUSTED",
+            SqlError::Timeout(_) => "TIMEOUT",
+            SqlError::Cancelled => "CANCELLED",
+            SqlError::PermissionDenied(_) => "PERMISSION_DENIED",
             SqlError::NotSupported(_) => "NOT_SUPPORTED",
             SqlError::Internal(_) => "INTERNAL",
         }

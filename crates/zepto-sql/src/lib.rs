@@ -1,6 +1,7 @@
 //! ZeptoDB SQL: text → AST ([`parser`]) → bound logical plan ([`plan`]) → columnar results
 //! ([`exec`]). [`Engine`] ties them to a storage [`zepto_storage::Catalog`].
 
+pub mod access;
 mod copy;
 pub mod engine;
 pub mod error;
@@ -8,5 +9,7 @@ pub mod exec;
 pub mod parser;
 pub mod plan;
 
-pub use engine::{Engine, QueryResult};
+pub use access::TableAccess;
+pub use engine::{Access, Engine, QueryResult};
 pub use error::{Pos, Result, SqlError};
+pub use parser::ParamValue;

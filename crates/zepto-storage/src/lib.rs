@@ -15,6 +15,7 @@ pub mod catalog;
 pub mod column;
 pub mod dict;
 pub mod error;
+pub mod mem;
 pub mod strings;
 pub mod table;
 pub mod time;

@@ -82,6 +82,7 @@ fn hash_pairs(l: &Batch, r: &Batch, lk: &[BExpr], rk: &[BExpr]) -> Result<(Vec<u
     }
     let (mut li, mut ri) = (Vec::new(), Vec::new());
     for i in 0..l.rows {
+        super::interrupt::check_every(i, 1 << 16)?;
         if lref.iter().any(|c| !c.is_valid(i)) {
             continue;
         }
@@ -130,6 +131,7 @@ fn nested_loop(l: &Batch, r: &Batch, residual: Option<&BExpr>) -> Result<(Vec<u3
     let block = (BLOCK_PAIRS / r.rows).max(1);
     let mut start = 0;
     while start < l.rows {
+        super::interrupt::check()?;
         let end = (start + block).min(l.rows);
         let mut bl = Vec::with_capacity((end - start) * r.rows);
         let mut br = Vec::with_capacity((end - start) * r.rows);

@@ -9,6 +9,7 @@ mod correlated;
 pub mod eval;
 mod fill;
 mod hash;
+pub mod interrupt;
 mod join;
 pub mod latest;
 mod like;
@@ -87,6 +88,13 @@ pub fn and_validity(a: Option<&Bitmap>, b: Option<&Bitmap>) -> Option<Bitmap> {
 }
 
 pub fn execute(plan: &Plan) -> Result<Batch> {
+    interrupt::check()?;
+    let b = execute_node(plan)?;
+    interrupt::check()?;
+    Ok(b)
+}
+
+fn execute_node(plan: &Plan) -> Result<Batch> {
     match plan {
         Plan::Scan { table, columns, range } => scan::scan(table, columns, range),
         Plan::Values { rows, width } => {

@@ -15,6 +15,8 @@ pub enum Tok {
     Num(String),
     /// Operator or punctuation.
     Op(&'static str),
+    /// A query parameter: `$n` (n as written) or `?` (numbered left to right from 1).
+    Param(usize),
     Eof,
 }
 
@@ -33,6 +35,7 @@ pub fn tokenize(sql: &str) -> Result<Vec<Token>> {
     let b = sql.as_bytes();
     let mut out = Vec::new();
     let (mut i, mut line, mut line_start) = (0usize, 1u32, 0usize);
+    let (mut anonymous, mut numbered) = (0usize, false);
     let pos_at = |i: usize, line: u32, line_start: usize| Pos {
         offset: i,
         line,
@@ -138,6 +141,31 @@ pub fn tokenize(sql: &str) -> Result<Vec<Token>> {
             out.push(Token { tok: Tok::Num(sql[start..i].to_string()), pos });
             continue;
         }
+        if c == b'?' || (c == b'$' && b.get(i + 1).is_some_and(u8::is_ascii_digit)) {
+            let n = if c == b'?' {
+                i += 1;
+                anonymous += 1;
+                anonymous
+            } else {
+                let start = i + 1;
+                i = start;
+                while i < b.len() && b[i].is_ascii_digit() {
+                    i += 1;
+                }
+                numbered = true;
+                match sql[start..i].parse::<usize>() {
+                    Ok(n) if n >= 1 => n,
+                    _ => {
+                        return Err(SqlError::Parse { message: format!("bad parameter '{}'", &sql[start - 1..i]), pos })
+                    }
+                }
+            };
+            if numbered && anonymous > 0 {
+                return Err(SqlError::Parse { message: "mix of '?' and '$n' parameters".into(), pos });
+            }
+            out.push(Token { tok: Tok::Param(n), pos });
+            continue;
+        }
         if c.is_ascii_alphabetic() || c == b'_' || c >= 0x80 {
             let start = i;
             while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_' || b[i] == b'$' || b[i] >= 0x80) {
@@ -174,6 +202,9 @@ mod tests {
         assert_eq!(t[4].tok, Tok::Op(">="));
         assert_eq!(t[5].tok, Tok::Num("1.5e3".into()));
         assert!(tokenize("'open").is_err());
-        assert!(tokenize("a ? b").is_err());
+        assert!(tokenize("a @ b").is_err());
+        assert!(tokenize("a ? $1").is_err());
+        let t = tokenize("x = ? AND y = ?").expect("lexes");
+        assert_eq!((t[2].tok.clone(), t[6].tok.clone()), (Tok::Param(1), Tok::Param(2)));
     }
 }

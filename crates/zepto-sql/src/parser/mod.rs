@@ -86,9 +86,26 @@ pub struct Parser {
 /// Nesting limit: deeper input is rejected instead of overflowing the stack.
 const MAX_DEPTH: usize = 200;
 
+/// A value bound to a query parameter (`?` or `$n`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum ParamValue {
+    Null,
+    Bool(bool),
+    Int(i64),
+    Float(f64),
+    Str(String),
+}
+
 /// Parse a script of `;`-separated statements.
 pub fn parse_statements(sql: &str) -> Result<Vec<Statement>> {
-    let mut p = Parser { toks: tokenize(sql)?, i: 0, depth: 0 };
+    parse_statements_with_params(sql, &[])
+}
+
+/// Parse a script whose `?`/`$n` placeholders take `params` (1-based). Values are substituted
+/// as literal tokens, never as text, so a parameter can never change the statement's shape.
+pub fn parse_statements_with_params(sql: &str, params: &[ParamValue]) -> Result<Vec<Statement>> {
+    let toks = bind_params(tokenize(sql)?, params)?;
+    let mut p = Parser { toks, i: 0, depth: 0 };
     let mut out = Vec::new();
     loop {
         while p.eat_op(";") {}
@@ -101,6 +118,50 @@ pub fn parse_statements(sql: &str) -> Result<Vec<Statement>> {
         }
     }
     Ok(out)
+}
+
+fn bind_params(toks: Vec<Token>, params: &[ParamValue]) -> Result<Vec<Token>> {
+    let mut used = 0usize;
+    let mut out = Vec::with_capacity(toks.len());
+    for t in toks {
+        let Tok::Param(n) = t.tok else {
+            out.push(t);
+            continue;
+        };
+        let pos = t.pos;
+        let v = params.get(n - 1).ok_or_else(|| SqlError::Parse {
+            message: format!("no value for parameter ${n} ({} given)", params.len()),
+            pos,
+        })?;
+        used = used.max(n);
+        let one = |tok: Tok| Token { tok, pos };
+        match v {
+            ParamValue::Null => out.push(one(Tok::Ident("NULL".into()))),
+            ParamValue::Bool(b) => out.push(one(Tok::Ident(if *b { "TRUE" } else { "FALSE" }.into()))),
+            ParamValue::Str(s) => out.push(one(Tok::Str(s.clone()))),
+            ParamValue::Int(i) if *i >= 0 => out.push(one(Tok::Num(i.to_string()))),
+            ParamValue::Float(f) if f.is_finite() && *f >= 0.0 => out.push(one(Tok::Num(format!("{f:?}")))),
+            ParamValue::Float(f) if !f.is_finite() => {
+                return Err(SqlError::Parse { message: format!("parameter ${n} is not a finite number"), pos })
+            }
+            ParamValue::Int(i) => push_negative(&mut out, i.unsigned_abs().to_string(), pos),
+            ParamValue::Float(f) => push_negative(&mut out, format!("{:?}", -f), pos),
+        }
+    }
+    if used < params.len() {
+        return Err(SqlError::Parse {
+            message: format!("{} parameters given but the statement uses {used}", params.len()),
+            pos: Pos { offset: 0, line: 1, column: 1 },
+        });
+    }
+    Ok(out)
+}
+
+/// A negative number, parenthesized so it binds as one operand: `( - n )`.
+fn push_negative(out: &mut Vec<Token>, digits: String, pos: Pos) {
+    for tok in [Tok::Op("("), Tok::Op("-"), Tok::Num(digits), Tok::Op(")")] {
+        out.push(Token { tok, pos });
+    }
 }
 
 /// Parse exactly one statement.
@@ -144,6 +205,7 @@ impl Parser {
             Tok::Str(s) => format!("string '{s}'"),
             Tok::Num(s) => format!("number {s}"),
             Tok::Op(o) => format!("'{o}'"),
+            Tok::Param(n) => format!("parameter ${n}"),
             Tok::Eof => "end of input".into(),
         }
     }

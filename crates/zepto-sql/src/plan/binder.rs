@@ -22,6 +22,8 @@ pub struct Binder {
     ctes: Vec<(String, Plan, Vec<Field>, Query)>,
     /// Set by SAMPLE BY for the rewritten SELECT it binds next: where to put the Fill node.
     pub(super) pending_fill: Option<super::sample::FillSpec>,
+    /// Tables this session may read.
+    access: crate::access::TableAccess,
 }
 
 /// A select-list entry after `*` expansion.
@@ -152,7 +154,12 @@ fn const_usize(b: &mut Binder, e: &Expr, what: &str) -> Result<usize> {
 
 impl Binder {
     pub fn new(catalog: Arc<Catalog>) -> Binder {
-        Binder { catalog, ctes: Vec::new(), pending_fill: None }
+        Binder { catalog, ctes: Vec::new(), pending_fill: None, access: Default::default() }
+    }
+
+    /// A binder that refuses tables outside `access`.
+    pub fn with_access(catalog: Arc<Catalog>, access: crate::access::TableAccess) -> Binder {
+        Binder { access, ..Binder::new(catalog) }
     }
 
     pub fn bind_query(&mut self, q: &Query) -> Result<(Plan, Vec<Field>)> {
@@ -259,6 +266,7 @@ impl Binder {
                 if let Some((_, p, f, _)) = self.ctes.iter().rev().find(|c| c.0.eq_ignore_ascii_case(name)) {
                     return Ok((p.clone(), requalify(f.clone(), Some(q))));
                 }
+                self.access.check(name, Some(*pos))?;
                 let table = self
                     .catalog
                     .snapshot(name)

@@ -1,0 +1,165 @@
+//! The Arrow IPC stream format: reading an ingest body into typed columns, and writing query
+//! results as a stream of record batches (the HTTP server's `format=arrow`).
+//!
+//! Reading converts each batch through [`crate::arrow::Acc`], so every Arrow type the Parquet
+//! reader accepts is accepted here too (any integer width, any timestamp unit, dictionary or
+//! plain strings, ...). Writing slices the result into batches of [`BATCH_ROWS`] rows so a
+//! large result leaves the server as a sequence of bounded messages.
+
+use crate::arrow::{match_columns, to_arrow, Acc};
+use crate::IoError;
+use arrow_array::RecordBatch;
+use arrow_ipc::reader::StreamReader;
+use arrow_ipc::writer::StreamWriter;
+use arrow_schema::{Field, Schema, SchemaRef};
+use std::io::Cursor;
+use std::sync::Arc;
+use zepto_storage::{Column, ColumnDef};
+
+/// Rows per record batch of a written stream.
+pub const BATCH_ROWS: usize = 1 << 16;
+
+fn bad(e: impl std::fmt::Display) -> IoError {
+    IoError::Invalid(format!("bad Arrow IPC stream: {e}"))
+}
+
+/// Read a whole Arrow IPC stream into columns in `schema` order. Columns are matched by name
+/// (case-insensitively); schema columns the stream lacks read as NULL, and a stream column the
+/// schema lacks is an error (data would otherwise be dropped silently).
+pub fn read_ipc_stream(data: &[u8], schema: &[ColumnDef]) -> Result<Vec<Column>, IoError> {
+    let reader = StreamReader::try_new(Cursor::new(data), None).map_err(bad)?;
+    let fields = reader.schema().fields().clone();
+    for f in fields.iter() {
+        if !schema.iter().any(|c| c.name.eq_ignore_ascii_case(f.name())) {
+            return Err(IoError::Invalid(format!("stream column '{}' is not a column of the table", f.name())));
+        }
+    }
+    let source = match_columns(&fields, schema, "Arrow stream")?;
+    let mut accs: Vec<Acc> = schema.iter().map(|c| Acc::new(c, 0)).collect();
+    let mut rows = 0usize;
+    for batch in reader {
+        let batch = batch.map_err(bad)?;
+        for ((acc, c), s) in accs.iter_mut().zip(schema).zip(&source) {
+            if let Some(k) = *s {
+                let arr = batch.column(k);
+                acc.append(arr.as_ref(), rows).map_err(|e| e.into_io(c, arr.data_type()))?;
+            }
+        }
+        rows += batch.num_rows();
+    }
+    Ok(accs
+        .into_iter()
+        .zip(&source)
+        .zip(schema)
+        .map(|((acc, s), c)| if s.is_some() { acc.finish() } else { Column::nulls(c.data_type, rows) })
+        .collect())
+}
+
+/// Writes a result as an IPC stream, a chunk at a time: [`IpcResultWriter::next_chunk`] returns
+/// the bytes of the next record batch (the first chunk also carries the schema), and `None`
+/// after the end-of-stream marker.
+pub struct IpcResultWriter {
+    batch: RecordBatch,
+    writer: Option<StreamWriter<Vec<u8>>>,
+    offset: usize,
+}
+
+impl IpcResultWriter {
+    pub fn new(names: &[String], cols: &[&Column], rows: usize) -> Result<IpcResultWriter, IoError> {
+        let mut fields = Vec::with_capacity(cols.len());
+        let mut arrays = Vec::with_capacity(cols.len());
+        for (name, c) in names.iter().zip(cols) {
+            let a = to_arrow(c, rows).map_err(|e| IoError::Invalid(format!("column '{name}': {e}")))?;
+            fields.push(Field::new(name.clone(), a.data_type().clone(), true));
+            arrays.push(a);
+        }
+        let schema: SchemaRef = Arc::new(Schema::new(fields));
+        let batch = if arrays.is_empty() {
+            RecordBatch::new_empty(schema.clone())
+        } else {
+            RecordBatch::try_new(schema.clone(), arrays).map_err(bad)?
+        };
+        let writer = StreamWriter::try_new(Vec::new(), &schema).map_err(bad)?;
+        Ok(IpcResultWriter { batch, writer: Some(writer), offset: 0 })
+    }
+
+    /// The next piece of the stream, or `None` when it is complete.
+    pub fn next_chunk(&mut self) -> Result<Option<Vec<u8>>, IoError> {
+        let Some(w) = self.writer.as_mut() else { return Ok(None) };
+        let n = self.batch.num_rows();
+        if self.offset < n || (n == 0 && self.offset == 0) {
+            let len = BATCH_ROWS.min(n - self.offset);
+            if len > 0 {
+                w.write(&self.batch.slice(self.offset, len)).map_err(bad)?;
+            }
+            self.offset += len.max(1);
+            return Ok(Some(std::mem::take(w.get_mut())));
+        }
+        let mut w = self.writer.take().ok_or_else(|| bad("writer already finished"))?;
+        w.finish().map_err(bad)?;
+        Ok(Some(w.into_inner().map_err(bad)?))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use zepto_storage::{ColumnBuilder, DataType, Value};
+
+    #[test]
+    fn round_trip_in_chunks() {
+        let n = BATCH_ROWS + 10;
+        let mut ts = ColumnBuilder::new(DataType::Timestamp, n);
+        let mut sym = ColumnBuilder::new(DataType::Symbol, n);
+        let mut px = ColumnBuilder::new(DataType::Float64, n);
+        for i in 0..n {
+            ts.push_value(&Value::Timestamp(i as i64 * 1000));
+            sym.push_value(&Value::Str(["a", "b", "c"][i % 3].into()));
+            if i % 7 == 0 {
+                px.push_null();
+            } else {
+                px.push_value(&Value::Float64(i as f64 / 4.0));
+            }
+        }
+        let cols = [ts.finish(), sym.finish(), px.finish()];
+        let names: Vec<String> = ["ts", "sym", "px"].iter().map(|s| s.to_string()).collect();
+        let refs: Vec<&Column> = cols.iter().collect();
+        let mut w = IpcResultWriter::new(&names, &refs, n).expect("writer");
+        let mut bytes = Vec::new();
+        let mut chunks = 0;
+        while let Some(c) = w.next_chunk().expect("chunk") {
+            bytes.extend(c);
+            chunks += 1;
+        }
+        assert_eq!(chunks, 3, "two batches and the end marker");
+        let defs = vec![
+            ColumnDef { name: "TS".into(), data_type: DataType::Timestamp },
+            ColumnDef { name: "sym".into(), data_type: DataType::Symbol },
+            ColumnDef { name: "px".into(), data_type: DataType::Float64 },
+            ColumnDef { name: "extra".into(), data_type: DataType::Int64 },
+        ];
+        let back = read_ipc_stream(&bytes, &defs).expect("reads");
+        for i in [0, 1, 7, BATCH_ROWS, n - 1] {
+            for j in 0..3 {
+                assert_eq!(back[j].get(i), cols[j].get(i), "row {i} column {j}");
+            }
+            assert_eq!(back[3].get(i), Value::Null);
+        }
+        let err = read_ipc_stream(&bytes, &defs[..2]).expect_err("px is not in the table");
+        assert!(err.to_string().contains("'px'"), "{err}");
+        assert!(read_ipc_stream(b"not arrow", &defs).is_err());
+    }
+
+    #[test]
+    fn empty_result_is_a_valid_stream() {
+        let names = vec!["x".to_string()];
+        let c = Column::nulls(DataType::Int64, 0);
+        let mut w = IpcResultWriter::new(&names, &[&c], 0).expect("writer");
+        let mut bytes = Vec::new();
+        while let Some(c) = w.next_chunk().expect("chunk") {
+            bytes.extend(c);
+        }
+        let back = read_ipc_stream(&bytes, &[ColumnDef { name: "x".into(), data_type: DataType::Int64 }]).expect("ok");
+        assert_eq!(back[0].len(), 0);
+    }
+}

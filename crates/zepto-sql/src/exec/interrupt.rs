@@ -1,0 +1,153 @@
+//! Cooperative interruption of a running query: cancellation, a deadline and a memory limit.
+//!
+//! A door (the HTTP server) creates a [`QueryControl`], installs it on the thread that runs
+//! the query with [`QueryControl::enter`], and may cancel it from any thread. The executor
+//! calls [`check`] before and after every plan node and every so often inside loops whose
+//! length the input decides (join probes, gathers); `check` is a thread-local read and a few
+//! compares, so calling it per node or per 64K rows costs nothing measurable.
+//!
+//! The memory limit counts the net bytes the query's thread allocated since `enter`
+//! ([`zepto_storage::mem`]); it needs the counting global allocator, which the `zeptodb`
+//! binary installs. Without it the limit never trips.
+
+use crate::error::{Result, SqlError};
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use zepto_storage::mem::thread_net_bytes;
+
+/// Limits and the cancel flag of one query.
+#[derive(Debug)]
+pub struct QueryControl {
+    cancelled: AtomicBool,
+    deadline: Option<Instant>,
+    timeout: Option<Duration>,
+    mem_limit: Option<usize>,
+}
+
+impl QueryControl {
+    pub fn new(timeout: Option<Duration>, mem_limit: Option<usize>) -> Arc<QueryControl> {
+        Arc::new(QueryControl {
+            cancelled: AtomicBool::new(false),
+            deadline: timeout.map(|t| Instant::now() + t),
+            timeout,
+            mem_limit,
+        })
+    }
+
+    /// Ask the query to stop at its next check (it then fails with `CANCELLED`).
+    pub fn cancel(&self) {
+        self.cancelled.store(true, Ordering::Relaxed);
+    }
+
+    pub fn is_cancelled(&self) -> bool {
+        self.cancelled.load(Ordering::Relaxed)
+    }
+
+    /// Install on the current thread until the guard drops.
+    pub fn enter(self: &Arc<Self>) -> Entered {
+        let prev = CURRENT.with(|c| c.replace(Some(Active { ctl: self.clone(), base: thread_net_bytes() })));
+        Entered { prev }
+    }
+}
+
+struct Active {
+    ctl: Arc<QueryControl>,
+    /// The thread's net allocation when the query started.
+    base: isize,
+}
+
+thread_local! {
+    static CURRENT: RefCell<Option<Active>> = const { RefCell::new(None) };
+}
+
+/// Restores the previous control (if any) when dropped.
+pub struct Entered {
+    prev: Option<Active>,
+}
+
+impl Drop for Entered {
+    fn drop(&mut self) {
+        let prev = self.prev.take();
+        CURRENT.with(|c| *c.borrow_mut() = prev);
+    }
+}
+
+/// Fail if the current query was cancelled, ran past its deadline or holds more memory than
+/// its limit. Outside a controlled query this always succeeds.
+pub fn check() -> Result<()> {
+    CURRENT.with(|c| {
+        let c = c.borrow();
+        let Some(a) = c.as_ref() else { return Ok(()) };
+        if a.ctl.is_cancelled() {
+            return Err(SqlError::Cancelled);
+        }
+        if let (Some(d), Some(t)) = (a.ctl.deadline, a.ctl.timeout) {
+            if Instant::now() >= d {
+                return Err(SqlError::Timeout(format!("query exceeded its time limit of {}", fmt_duration(t))));
+            }
+        }
+        if let Some(limit) = a.ctl.mem_limit {
+            let used = thread_net_bytes().saturating_sub(a.base).max(0) as usize;
+            if used > limit {
+                return Err(SqlError::ResourcesExhausted(format!(
+                    "query memory limit of {} exceeded (it held {})",
+                    fmt_bytes(limit),
+                    fmt_bytes(used)
+                )));
+            }
+        }
+        Ok(())
+    })
+}
+
+/// [`check`] every `every` iterations of a loop (`every` a power of two).
+#[inline]
+pub fn check_every(i: usize, every: usize) -> Result<()> {
+    debug_assert!(every.is_power_of_two());
+    if i & (every - 1) == 0 {
+        check()
+    } else {
+        Ok(())
+    }
+}
+
+fn fmt_duration(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms % 1000 == 0 {
+        format!("{} s", ms / 1000)
+    } else {
+        format!("{ms} ms")
+    }
+}
+
+fn fmt_bytes(b: usize) -> String {
+    const MIB: usize = 1 << 20;
+    if b >= MIB {
+        format!("{:.1} MiB", b as f64 / MIB as f64)
+    } else {
+        format!("{b} bytes")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cancel_and_deadline() {
+        assert!(check().is_ok());
+        let q = QueryControl::new(None, None);
+        {
+            let _g = q.enter();
+            assert!(check().is_ok());
+            q.cancel();
+            assert_eq!(check(), Err(SqlError::Cancelled));
+        }
+        assert!(check().is_ok(), "the guard uninstalls the control");
+        let q = QueryControl::new(Some(Duration::ZERO), None);
+        let _g = q.enter();
+        assert!(matches!(check(), Err(SqlError::Timeout(_))));
+    }
+}
