@@ -2,11 +2,17 @@
 //!
 //! * `zeptodb sql` — REPL (history, multi-line statements ending in `;`, `\timing`, `\q`) or
 //!   one-shot (`-c`, `-f`), output as table, CSV or JSON.
+//! * `zeptodb serve` — the HTTP server (SPEC §2); `zeptodb keygen` makes API keys.
 //! * `zeptodb demo` — loads a generated market-data set and runs example queries.
 
 mod demo;
 mod output;
 mod repl;
+mod serve;
+
+/// Count allocations per thread so the server can enforce per-query memory limits.
+#[global_allocator]
+static ALLOC: zepto_storage::mem::CountingAlloc = zepto_storage::mem::CountingAlloc;
 
 use clap::{Arg, ArgAction, Command};
 use std::process::ExitCode;
@@ -48,6 +54,8 @@ fn cli() -> Command {
         .version(env!("CARGO_PKG_VERSION"))
         .subcommand_required(true)
         .subcommand(sql)
+        .subcommand(serve::command())
+        .subcommand(serve::keygen_command())
         .subcommand(demo)
 }
 
@@ -77,6 +85,8 @@ fn main() -> ExitCode {
                 Err(e) => fail(&error_line(&e)),
             }
         }
+        Some(("serve", a)) => serve::run(a),
+        Some(("keygen", a)) => serve::keygen(a),
         Some(("sql", a)) => {
             if a.get_one::<String>("data-dir").is_some() {
                 return fail("--data-dir: durable storage is not available in this build yet; data lives in memory");

@@ -1,0 +1,96 @@
+//! Server settings (`zeptodb serve` flags) and the checks made before binding.
+
+use crate::auth::KeyStore;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub addr: SocketAddr,
+    /// Async worker threads (accepting, parsing HTTP, streaming results). Queries and ingest
+    /// run on a blocking pool sized from this.
+    pub threads: usize,
+    pub keys: KeyStore,
+    pub tls: Option<TlsFiles>,
+    /// Largest request body accepted (ingest batches included).
+    pub max_body_bytes: usize,
+    /// Per-query wall-clock limit.
+    pub query_timeout: Option<Duration>,
+    /// Per-query memory limit (bytes the query's thread holds).
+    pub query_memory_limit: Option<usize>,
+    /// Most open connections; more are closed at accept.
+    pub max_connections: usize,
+    /// How long shutdown waits for in-flight requests before cancelling them.
+    pub shutdown_grace: Duration,
+    /// Time allowed to receive a request's headers (slowloris guard).
+    pub header_timeout: Duration,
+    /// Access log destination: `None` = off, `Some(None)` = stderr, `Some(Some(path))` = file.
+    pub access_log: Option<Option<PathBuf>>,
+}
+
+#[derive(Debug, Clone)]
+pub struct TlsFiles {
+    pub cert: PathBuf,
+    pub key: PathBuf,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            addr: SocketAddr::from(([127, 0, 0, 1], 8123)),
+            threads: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2),
+            keys: KeyStore::default(),
+            tls: None,
+            max_body_bytes: 256 << 20,
+            query_timeout: Some(Duration::from_secs(300)),
+            query_memory_limit: None,
+            max_connections: 16_384,
+            shutdown_grace: Duration::from_secs(30),
+            header_timeout: Duration::from_secs(30),
+            access_log: Some(None),
+        }
+    }
+}
+
+impl Config {
+    /// Refuse unsafe settings before anything binds.
+    pub fn validate(&self) -> Result<(), String> {
+        if !self.addr.ip().is_loopback() && self.keys.is_empty() {
+            return Err(format!(
+                "refusing to listen on {} without authentication: configure API keys (--api-key, \
+                 --keys-file or ZEPTO_API_KEY) or bind a loopback address such as 127.0.0.1",
+                self.addr
+            ));
+        }
+        if self.threads == 0 {
+            return Err("--threads must be at least 1".into());
+        }
+        if self.max_body_bytes == 0 {
+            return Err("the body size limit must be positive".into());
+        }
+        Ok(())
+    }
+
+    /// Threads of the blocking pool that runs queries and ingest: enough that a few slow
+    /// queries never hold up the rest, few enough not to thrash.
+    pub fn blocking_threads(&self) -> usize {
+        (self.threads * 8).max(16)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::auth::Role;
+
+    #[test]
+    fn public_bind_needs_keys() {
+        let mut c = Config { addr: "0.0.0.0:8123".parse().expect("addr"), ..Config::default() };
+        let e = c.validate().expect_err("no keys");
+        assert!(e.contains("without authentication"), "{e}");
+        c.keys.add_plain("ops", "a-long-enough-admin-key", Role::Admin, Default::default()).expect("key");
+        assert!(c.validate().is_ok());
+        assert!(Config::default().validate().is_ok(), "loopback without keys is fine");
+    }
+}

@@ -1,0 +1,256 @@
+//! Query results on the wire: JSON, JSONL, CSV and the Arrow IPC stream, produced a chunk at a
+//! time so a large result is streamed, never rendered whole.
+//!
+//! JSON is SPEC §2's `{"columns":[{"name":..,"type":..}],"data":[[..]],"rows":N,
+//! "elapsed_us":F}`; JSONL is one object per row; CSV has a header row. Values are rendered
+//! by `zepto_io::format` (timestamps ISO-8601 UTC with 9 digits, NULL as `null` or empty).
+
+use crate::error::ApiError;
+use std::sync::Arc;
+use zepto_io::format::{csv_cell, csv_escape, json_cell, json_escape};
+use zepto_io::ipc::IpcResultWriter;
+use zepto_sql::QueryResult;
+use zepto_storage::{Column, ColumnData, DataType};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Json,
+    Jsonl,
+    Csv,
+    Arrow,
+}
+
+impl Format {
+    pub fn from_name(s: &str) -> Option<Format> {
+        match s.to_ascii_lowercase().as_str() {
+            "json" => Some(Format::Json),
+            "jsonl" | "ndjson" | "jsonlines" => Some(Format::Jsonl),
+            "csv" => Some(Format::Csv),
+            "arrow" | "arrows" | "ipc" => Some(Format::Arrow),
+            _ => None,
+        }
+    }
+
+    /// The format an `Accept` header asks for, if it names one we make.
+    pub fn from_accept(accept: &str) -> Option<Format> {
+        accept.split(',').find_map(|part| match part.split(';').next().unwrap_or("").trim() {
+            "application/vnd.apache.arrow.stream" => Some(Format::Arrow),
+            "text/csv" => Some(Format::Csv),
+            "application/x-ndjson" | "application/jsonl" | "application/jsonlines" => Some(Format::Jsonl),
+            "application/json" => Some(Format::Json),
+            _ => None,
+        })
+    }
+
+    pub fn content_type(self) -> &'static str {
+        match self {
+            Format::Json => "application/json",
+            Format::Jsonl => "application/x-ndjson",
+            Format::Csv => "text/csv; charset=utf-8",
+            Format::Arrow => "application/vnd.apache.arrow.stream",
+        }
+    }
+}
+
+/// Rows rendered per text chunk.
+const TEXT_CHUNK_ROWS: usize = 4096;
+
+enum Stage {
+    Head,
+    Rows,
+    Tail,
+    Done,
+}
+
+pub struct Encoder {
+    format: Format,
+    names: Vec<String>,
+    types: Vec<DataType>,
+    cols: Vec<Arc<Column>>,
+    rows: usize,
+    next_row: usize,
+    elapsed_us: f64,
+    stage: Stage,
+    ipc: Option<IpcResultWriter>,
+}
+
+/// A DDL/DML status (`INSERT 3`) as a one-row, one-column result.
+fn status_columns(status: &str) -> (Vec<String>, Vec<DataType>, Vec<Arc<Column>>, usize) {
+    let col = Column::from_data(ColumnData::Varchar([status].into_iter().collect()));
+    (vec!["status".into()], vec![DataType::Varchar], vec![Arc::new(col)], 1)
+}
+
+impl Encoder {
+    pub fn new(format: Format, r: &QueryResult, elapsed_us: f64) -> Result<Encoder, ApiError> {
+        let (names, types, cols, rows) = match &r.status {
+            Some(s) if r.fields.is_empty() => status_columns(s),
+            _ => (
+                r.fields.iter().map(|f| f.name.clone()).collect(),
+                r.fields.iter().map(|f| f.data_type).collect(),
+                r.batch.columns.clone(),
+                r.batch.rows,
+            ),
+        };
+        let ipc = match format {
+            Format::Arrow => {
+                let refs: Vec<&Column> = cols.iter().map(|c| &**c).collect();
+                Some(IpcResultWriter::new(&names, &refs, rows).map_err(|e| ApiError::internal(e.to_string()))?)
+            }
+            _ => None,
+        };
+        Ok(Encoder { format, names, types, cols, rows, next_row: 0, elapsed_us, stage: Stage::Head, ipc })
+    }
+
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    /// Append the next piece of the body to `out`; `false` once everything was written.
+    pub fn next_chunk(&mut self, out: &mut Vec<u8>) -> Result<bool, ApiError> {
+        if let Some(w) = self.ipc.as_mut() {
+            return match w.next_chunk().map_err(|e| ApiError::internal(e.to_string()))? {
+                Some(bytes) => {
+                    out.extend_from_slice(&bytes);
+                    Ok(true)
+                }
+                None => Ok(false),
+            };
+        }
+        let mut s = String::new();
+        match self.stage {
+            Stage::Head => {
+                self.head(&mut s);
+                self.stage = Stage::Rows;
+            }
+            Stage::Rows => {
+                let end = (self.next_row + TEXT_CHUNK_ROWS).min(self.rows);
+                s.reserve((end - self.next_row) * self.cols.len() * 12);
+                for i in self.next_row..end {
+                    self.row(i, &mut s);
+                }
+                self.next_row = end;
+                if end == self.rows {
+                    self.stage = Stage::Tail;
+                }
+            }
+            Stage::Tail => {
+                if self.format == Format::Json {
+                    s.push_str(&format!("],\"rows\":{},\"elapsed_us\":{:.1}}}\n", self.rows, self.elapsed_us));
+                }
+                self.stage = Stage::Done;
+            }
+            Stage::Done => return Ok(false),
+        }
+        out.extend_from_slice(s.as_bytes());
+        Ok(true)
+    }
+
+    fn head(&self, s: &mut String) {
+        match self.format {
+            Format::Json => {
+                s.push_str("{\"columns\":[");
+                for (j, (n, t)) in self.names.iter().zip(&self.types).enumerate() {
+                    if j > 0 {
+                        s.push(',');
+                    }
+                    s.push_str("{\"name\":");
+                    json_escape(n, s);
+                    s.push_str(",\"type\":\"");
+                    s.push_str(t.sql_name());
+                    s.push_str("\"}");
+                }
+                s.push_str("],\"data\":[");
+            }
+            Format::Csv => {
+                for (j, n) in self.names.iter().enumerate() {
+                    if j > 0 {
+                        s.push(',');
+                    }
+                    csv_escape(n, s);
+                }
+                s.push('\n');
+            }
+            Format::Jsonl | Format::Arrow => {}
+        }
+    }
+
+    fn row(&self, i: usize, s: &mut String) {
+        match self.format {
+            Format::Json => {
+                if i > 0 {
+                    s.push(',');
+                }
+                s.push('[');
+                for (j, c) in self.cols.iter().enumerate() {
+                    if j > 0 {
+                        s.push(',');
+                    }
+                    json_cell(c, i, s);
+                }
+                s.push(']');
+            }
+            Format::Jsonl => {
+                s.push('{');
+                for (j, (c, n)) in self.cols.iter().zip(&self.names).enumerate() {
+                    if j > 0 {
+                        s.push(',');
+                    }
+                    json_escape(n, s);
+                    s.push(':');
+                    json_cell(c, i, s);
+                }
+                s.push_str("}\n");
+            }
+            Format::Csv => {
+                for (j, c) in self.cols.iter().enumerate() {
+                    if j > 0 {
+                        s.push(',');
+                    }
+                    csv_cell(c, i, s);
+                }
+                s.push('\n');
+            }
+            Format::Arrow => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use zepto_sql::Engine;
+
+    fn render(format: Format, sql: &str) -> String {
+        let e = Engine::new();
+        e.execute("CREATE TABLE t (ts TIMESTAMP, sym SYMBOL, px DOUBLE, note VARCHAR)").expect("ddl");
+        e.execute("INSERT INTO t VALUES ('2024-01-02 09:30:00', 'A', 1.5, 'a,b'), ('1970-01-01 00:00:00.000000001', 'B', NULL, '')").expect("dml");
+        let r = e.execute(sql).expect("query");
+        let mut enc = Encoder::new(format, &r, 12.0).expect("encoder");
+        let mut out = Vec::new();
+        while enc.next_chunk(&mut out).expect("chunk") {}
+        String::from_utf8(out).expect("utf8")
+    }
+
+    #[test]
+    fn text_formats() {
+        let q = "SELECT * FROM t ORDER BY ts DESC";
+        assert_eq!(
+            render(Format::Json, q),
+            "{\"columns\":[{\"name\":\"ts\",\"type\":\"TIMESTAMP\"},{\"name\":\"sym\",\"type\":\"SYMBOL\"},\
+             {\"name\":\"px\",\"type\":\"DOUBLE\"},{\"name\":\"note\",\"type\":\"VARCHAR\"}],\"data\":[\
+             [\"2024-01-02T09:30:00.000000000Z\",\"A\",1.5,\"a,b\"],\
+             [\"1970-01-01T00:00:00.000000001Z\",\"B\",null,\"\"]],\"rows\":2,\"elapsed_us\":12.0}\n"
+        );
+        assert_eq!(
+            render(Format::Csv, q),
+            "ts,sym,px,note\n2024-01-02T09:30:00.000000000Z,A,1.5,\"a,b\"\n1970-01-01T00:00:00.000000001Z,B,,\"\"\n"
+        );
+        assert_eq!(
+            render(Format::Jsonl, "SELECT sym, px FROM t ORDER BY sym"),
+            "{\"sym\":\"A\",\"px\":1.5}\n{\"sym\":\"B\",\"px\":null}\n"
+        );
+        assert!(render(Format::Json, "INSERT INTO t VALUES (2, 'C', 1, 'x')").contains("[[\"INSERT 1\"]]"));
+        assert_eq!(Format::from_accept("text/html, application/vnd.apache.arrow.stream;q=0.9"), Some(Format::Arrow));
+        assert_eq!(Format::from_accept("*/*"), None);
+    }
+}

@@ -1,0 +1,128 @@
+//! Errors as the HTTP door reports them: a status and SPEC §2's JSON body
+//! `{"error":{"code":"SQL_PARSE","message":"...","line":1,"column":17}}`.
+//!
+//! Code names are stable (clients switch on them); `line`/`column` point into the SQL text,
+//! `row` names the 1-based data row of a CSV/JSONL/Arrow ingest body, `line` the ILP line.
+
+use hyper::StatusCode;
+use zepto_io::IoError;
+use zepto_sql::SqlError;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApiError {
+    pub status: StatusCode,
+    pub code: &'static str,
+    pub message: String,
+    pub line: Option<u64>,
+    pub column: Option<u64>,
+    pub row: Option<u64>,
+}
+
+impl ApiError {
+    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> ApiError {
+        ApiError { status, code, message: message.into(), line: None, column: None, row: None }
+    }
+
+    pub fn bad_request(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::BAD_REQUEST, "BAD_REQUEST", message)
+    }
+
+    pub fn not_found(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::NOT_FOUND, "NOT_FOUND", message)
+    }
+
+    pub fn unauthenticated(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::UNAUTHORIZED, "UNAUTHENTICATED", message)
+    }
+
+    pub fn forbidden(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::FORBIDDEN, "PERMISSION_DENIED", message)
+    }
+
+    pub fn internal(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL", message)
+    }
+
+    /// A bad ingest body: `row` (CSV, JSONL, Arrow) or `line` (ILP) names where.
+    pub fn ingest(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::BAD_REQUEST, "INGEST", message)
+    }
+
+    pub fn at_row(mut self, row: Option<usize>) -> ApiError {
+        self.row = row.map(|r| r as u64);
+        self
+    }
+
+    pub fn at_line(mut self, line: usize) -> ApiError {
+        self.line = Some(line as u64);
+        self
+    }
+
+    /// The JSON body.
+    pub fn body(&self) -> String {
+        let mut s = String::with_capacity(64 + self.message.len());
+        s.push_str("{\"error\":{\"code\":\"");
+        s.push_str(self.code);
+        s.push_str("\",\"message\":");
+        zepto_io::format::json_escape(&self.message, &mut s);
+        for (k, v) in [("line", self.line), ("column", self.column), ("row", self.row)] {
+            if let Some(v) = v {
+                s.push_str(&format!(",\"{k}\":{v}"));
+            }
+        }
+        s.push_str("}}\n");
+        s
+    }
+}
+
+impl From<SqlError> for ApiError {
+    fn from(e: SqlError) -> ApiError {
+        let status = match &e {
+            SqlError::Parse { .. } | SqlError::Plan { .. } | SqlError::ColumnNotFound { .. } => StatusCode::BAD_REQUEST,
+            SqlError::Execution(_) => StatusCode::BAD_REQUEST,
+            SqlError::TableNotFound { .. } => StatusCode::NOT_FOUND,
+            SqlError::TableExists(_) => StatusCode::CONFLICT,
+            SqlError::PermissionDenied(_) => StatusCode::FORBIDDEN,
+            // gRPC's mapping: RESOURCE_EXHAUSTED → 429, DEADLINE_EXCEEDED → 504.
+            SqlError::ResourcesExhausted(_) => StatusCode::TOO_MANY_REQUESTS,
+            SqlError::Timeout(_) => StatusCode::GATEWAY_TIMEOUT,
+            // nginx's "client closed request": nobody reads it, but the log does.
+            SqlError::Cancelled => StatusCode::from_u16(499).unwrap_or(StatusCode::BAD_REQUEST),
+            SqlError::NotSupported(_) => StatusCode::NOT_IMPLEMENTED,
+            SqlError::Io(_) | SqlError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        };
+        let pos = e.pos();
+        ApiError {
+            status,
+            code: e.code(),
+            message: e.to_string(),
+            line: pos.map(|p| u64::from(p.line)),
+            column: pos.map(|p| u64::from(p.column)),
+            row: None,
+        }
+    }
+}
+
+impl From<IoError> for ApiError {
+    fn from(e: IoError) -> ApiError {
+        let row = e.row();
+        ApiError::ingest(e.to_string()).at_row(row)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sql_errors_keep_code_and_position() {
+        let e: ApiError = zepto_sql::Engine::new().execute("SELECT 1 +").expect_err("bad sql").into();
+        assert_eq!((e.status, e.code), (StatusCode::BAD_REQUEST, "SQL_PARSE"));
+        assert_eq!((e.line, e.column), (Some(1), Some(11)));
+        let body = e.body();
+        assert!(body.starts_with("{\"error\":{\"code\":\"SQL_PARSE\",\"message\":\""), "{body}");
+        assert!(body.contains("\"line\":1,\"column\":11"), "{body}");
+        let e: ApiError = zepto_sql::Engine::new().execute("SELECT * FROM nope").expect_err("no table").into();
+        assert_eq!((e.status, e.code), (StatusCode::NOT_FOUND, "TABLE_NOT_FOUND"));
+    }
+}

@@ -1,0 +1,290 @@
+//! InfluxDB line protocol: the ingestion format of the time-series world.
+//!
+//! `measurement[,tag=v...] field=v[,field=v...] [timestamp]`, one point per line; `#` starts a
+//! comment line. Escapes as InfluxDB defines them: `\,` and `\ ` in measurements, also `\=`
+//! in tag keys, tag values and field keys; `\"` and `\\` inside string field values. Field
+//! values: float (`1`, `-1.5e3`), integer (`1i`), unsigned (`1u`), string (`"..."`), boolean
+//! (`t`, `true`, `F`, `FALSE`, ...). The timestamp is an integer in the request's precision.
+//!
+//! This module only parses; [`super::apply_ilp`] maps points onto tables.
+
+use std::borrow::Cow;
+
+/// One field value as written.
+#[derive(Debug, Clone, PartialEq)]
+pub enum FieldValue<'a> {
+    Float(f64),
+    Int(i64),
+    UInt(u64),
+    Str(Cow<'a, str>),
+    Bool(bool),
+}
+
+impl FieldValue<'_> {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            FieldValue::Float(_) => "float",
+            FieldValue::Int(_) => "integer",
+            FieldValue::UInt(_) => "unsigned integer",
+            FieldValue::Str(_) => "string",
+            FieldValue::Bool(_) => "boolean",
+        }
+    }
+}
+
+/// One point; `line` is its 1-based line number in the body.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Point<'a> {
+    pub line: usize,
+    pub measurement: Cow<'a, str>,
+    pub tags: Vec<(Cow<'a, str>, Cow<'a, str>)>,
+    pub fields: Vec<(Cow<'a, str>, FieldValue<'a>)>,
+    /// In nanoseconds (already scaled by the precision).
+    pub timestamp: Option<i64>,
+}
+
+/// Timestamp unit of a request (`precision=`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Precision(pub i64);
+
+impl Precision {
+    pub const NANOS: Precision = Precision(1);
+
+    /// InfluxDB v1 (`n`, `u`, `ms`, `s`, `m`, `h`) and v2 (`ns`, `us`, `ms`, `s`) spellings.
+    pub fn parse(s: &str) -> Option<Precision> {
+        Some(Precision(match s {
+            "n" | "ns" => 1,
+            "u" | "us" | "µs" => 1_000,
+            "ms" => 1_000_000,
+            "s" => 1_000_000_000,
+            "m" => 60_000_000_000,
+            "h" => 3_600_000_000_000,
+            _ => return None,
+        }))
+    }
+}
+
+/// A syntax error: the 1-based line and what is wrong.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IlpError {
+    pub line: usize,
+    pub message: String,
+}
+
+/// Parse a whole body; the first bad line fails it.
+pub fn parse(body: &str, precision: Precision) -> Result<Vec<Point<'_>>, IlpError> {
+    let mut out = Vec::new();
+    for (k, raw) in body.split('\n').enumerate() {
+        let line = raw.strip_suffix('\r').unwrap_or(raw);
+        let t = line.trim_start();
+        if t.is_empty() || t.starts_with('#') {
+            continue;
+        }
+        let p = parse_line(t, k + 1, precision).map_err(|message| IlpError { line: k + 1, message })?;
+        out.push(p);
+    }
+    Ok(out)
+}
+
+/// Where a token ends: the first unescaped byte among `stops` (a backslash escapes the next
+/// byte). Returns (end, had_escape).
+fn scan(b: &[u8], mut i: usize, stops: &[u8]) -> (usize, bool) {
+    let mut esc = false;
+    while i < b.len() {
+        if b[i] == b'\\' && i + 1 < b.len() {
+            esc = true;
+            i += 2;
+            continue;
+        }
+        if stops.contains(&b[i]) {
+            break;
+        }
+        i += 1;
+    }
+    (i, esc)
+}
+
+/// Remove escapes of the given characters (`\\` too); other backslashes stay literal.
+fn unescape<'a>(s: &'a str, had_escape: bool, escapable: &[u8]) -> Cow<'a, str> {
+    if !had_escape {
+        return Cow::Borrowed(s);
+    }
+    let b = s.as_bytes();
+    let mut out = String::with_capacity(s.len());
+    let mut i = 0;
+    let mut seg = 0;
+    while i < b.len() {
+        if b[i] == b'\\' && i + 1 < b.len() && (escapable.contains(&b[i + 1]) || b[i + 1] == b'\\') {
+            out.push_str(&s[seg..i]);
+            seg = i + 1; // keep the escaped byte
+            i += 2;
+            continue;
+        }
+        i += 1;
+    }
+    out.push_str(&s[seg..]);
+    Cow::Owned(out)
+}
+
+fn parse_line(s: &str, line: usize, precision: Precision) -> Result<Point<'_>, String> {
+    let b = s.as_bytes();
+    // Measurement.
+    let (end, esc) = scan(b, 0, b", ");
+    if end == 0 {
+        return Err("missing measurement name".into());
+    }
+    let measurement = unescape(&s[..end], esc, b", ");
+    let mut i = end;
+    // Tags.
+    let mut tags = Vec::new();
+    while i < b.len() && b[i] == b',' {
+        i += 1;
+        let (kend, kesc) = scan(b, i, b"=, ");
+        if kend == i || kend >= b.len() || b[kend] != b'=' {
+            return Err(format!("bad tag at column {}: expected key=value", i + 1));
+        }
+        let key = unescape(&s[i..kend], kesc, b",= ");
+        let (vend, vesc) = scan(b, kend + 1, b", ");
+        if vend == kend + 1 {
+            return Err(format!("tag '{key}' has no value"));
+        }
+        tags.push((key, unescape(&s[kend + 1..vend], vesc, b",= ")));
+        i = vend;
+    }
+    if i >= b.len() || b[i] != b' ' {
+        return Err("expected a space and fields after the measurement and tags".into());
+    }
+    while i < b.len() && b[i] == b' ' {
+        i += 1;
+    }
+    // Fields.
+    let mut fields = Vec::new();
+    loop {
+        let (kend, kesc) = scan(b, i, b"=, ");
+        if kend == i || kend >= b.len() || b[kend] != b'=' {
+            return Err(format!("bad field at column {}: expected key=value", i + 1));
+        }
+        let key = unescape(&s[i..kend], kesc, b",= ");
+        i = kend + 1;
+        let (value, next) = field_value(s, i).map_err(|e| format!("field '{key}': {e}"))?;
+        fields.push((key, value));
+        i = next;
+        if i < b.len() && b[i] == b',' {
+            i += 1;
+            continue;
+        }
+        break;
+    }
+    // Timestamp.
+    let mut timestamp = None;
+    if i < b.len() {
+        if b[i] != b' ' {
+            return Err(format!("unexpected '{}' at column {}", &s[i..].chars().next().unwrap_or(' '), i + 1));
+        }
+        let t = s[i..].trim();
+        if !t.is_empty() {
+            let v: i64 = t.parse().map_err(|_| format!("bad timestamp '{t}'"))?;
+            timestamp = Some(v.checked_mul(precision.0).ok_or_else(|| format!("timestamp {v} is out of range"))?);
+        }
+    }
+    Ok(Point { line, measurement, tags, fields, timestamp })
+}
+
+/// One field value starting at byte `i`; returns it and the index after it.
+fn field_value(s: &str, i: usize) -> Result<(FieldValue<'_>, usize), String> {
+    let b = s.as_bytes();
+    if i >= b.len() {
+        return Err("missing value".into());
+    }
+    if b[i] == b'"' {
+        let mut j = i + 1;
+        let mut esc = false;
+        while j < b.len() && b[j] != b'"' {
+            if b[j] == b'\\' && j + 1 < b.len() {
+                esc = true;
+                j += 1;
+            }
+            j += 1;
+        }
+        if j >= b.len() {
+            return Err("unterminated string".into());
+        }
+        return Ok((FieldValue::Str(unescape(&s[i + 1..j], esc, b"\"")), j + 1));
+    }
+    let (end, _) = scan(b, i, b", ");
+    let t = &s[i..end];
+    let v = match t {
+        "t" | "T" | "true" | "True" | "TRUE" => FieldValue::Bool(true),
+        "f" | "F" | "false" | "False" | "FALSE" => FieldValue::Bool(false),
+        _ if t.ends_with('i') => FieldValue::Int(t[..t.len() - 1].parse().map_err(|_| format!("bad integer '{t}'"))?),
+        _ if t.ends_with('u') => {
+            FieldValue::UInt(t[..t.len() - 1].parse().map_err(|_| format!("bad unsigned integer '{t}'"))?)
+        }
+        _ => {
+            let ok = t.bytes().all(|c| c.is_ascii_digit() || matches!(c, b'.' | b'-' | b'+' | b'e' | b'E'));
+            let f: f64 = if ok { t.parse().map_err(|_| format!("bad number '{t}'"))? } else { f64::NAN };
+            if !ok || !f.is_finite() {
+                return Err(format!("bad value '{t}'"));
+            }
+            FieldValue::Float(f)
+        }
+    };
+    Ok((v, end))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_the_protocol() {
+        let body = "# comment\n\
+                    trades,sym=AAPL,venue=X price=189.5,size=100i,ok=t,note=\"a \\\"b\\\" c, d\" 1704187800000\n\
+                    \n\
+                    cpu\\,x,host=a\\ b\\=c value=1 \r\n\
+                    m f=-1.5e3,u=7u,s=\"\",b=FALSE 17";
+        let pts = parse(body, Precision::parse("ms").expect("ms")).expect("parses");
+        assert_eq!(pts.len(), 3);
+        let p = &pts[0];
+        assert_eq!((p.line, p.measurement.as_ref()), (2, "trades"));
+        assert_eq!(p.tags, vec![("sym".into(), "AAPL".into()), ("venue".into(), "X".into())]);
+        assert_eq!(p.fields[0], ("price".into(), FieldValue::Float(189.5)));
+        assert_eq!(p.fields[1], ("size".into(), FieldValue::Int(100)));
+        assert_eq!(p.fields[2], ("ok".into(), FieldValue::Bool(true)));
+        assert_eq!(p.fields[3], ("note".into(), FieldValue::Str("a \"b\" c, d".into())));
+        assert_eq!(p.timestamp, Some(1_704_187_800_000 * 1_000_000));
+        let p = &pts[1];
+        assert_eq!((p.line, p.measurement.as_ref()), (4, "cpu,x"));
+        assert_eq!(p.tags, vec![("host".into(), "a b=c".into())]);
+        assert_eq!(p.timestamp, None);
+        let p = &pts[2];
+        assert_eq!(p.fields[0].1, FieldValue::Float(-1500.0));
+        assert_eq!(p.fields[1].1, FieldValue::UInt(7));
+        assert_eq!(p.fields[2].1, FieldValue::Str("".into()));
+        assert_eq!(p.fields[3].1, FieldValue::Bool(false));
+        assert_eq!(p.timestamp, Some(17_000_000));
+    }
+
+    #[test]
+    fn errors_name_the_line() {
+        for (body, line, want) in [
+            ("m v=1\nm", 2, "expected a space"),
+            ("m v=1\n\nm,t v=1", 3, "bad tag"),
+            ("m v=abc", 1, "bad value 'abc'"),
+            ("m v=1x", 1, "bad value"),
+            ("m v=\"open", 1, "unterminated string"),
+            ("m v=1 12x", 1, "bad timestamp"),
+            ("m v=1i2", 1, "bad value"),
+            ("m v=nan", 1, "bad value"),
+            ("m v=", 1, "missing value"),
+            ("m ", 1, "bad field"),
+            (",t=1 v=1", 1, "missing measurement"),
+            ("m v=1 9223372036854775807", 1, "out of range"),
+        ] {
+            let p = if want == "out of range" { Precision::parse("s").expect("s") } else { Precision::NANOS };
+            let e = parse(body, p).expect_err(body);
+            assert_eq!(e.line, line, "{body}: {e:?}");
+            assert!(e.message.contains(want), "{body}: {e:?}");
+        }
+    }
+}

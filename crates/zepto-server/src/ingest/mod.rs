@@ -1,0 +1,392 @@
+//! Bulk ingest (`POST /write`): CSV, JSONL and Arrow IPC into an existing table, InfluxDB line
+//! protocol into tables it creates and widens as needed.
+//!
+//! A batch is all-or-nothing: the whole body is parsed, typed and checked against the current
+//! schemas before anything is stored, and the first bad row (CSV/JSONL/Arrow, 1-based, header
+//! not counted) or line (ILP) is named in the error. For ILP the checks cover every table the
+//! body touches before any is created, widened or appended to; the final schema changes and
+//! appends then happen under each table's write lock, re-checked there against concurrent
+//! writers.
+
+pub mod ilp;
+mod jsonl;
+
+use crate::auth::Principal;
+use crate::error::ApiError;
+use ilp::{FieldValue, Point, Precision};
+use std::collections::HashMap;
+use zepto_io::csv::{read_csv, CsvOptions};
+use zepto_sql::Engine;
+use zepto_storage::{
+    Catalog, Column, ColumnBuilder, ColumnDef, DataType, Schema, StorageError, Table, TableOptions, Value,
+};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IngestFormat {
+    Csv,
+    Jsonl,
+    Arrow,
+    Ilp,
+}
+
+impl IngestFormat {
+    pub fn from_name(s: &str) -> Option<IngestFormat> {
+        match s.to_ascii_lowercase().as_str() {
+            "csv" => Some(IngestFormat::Csv),
+            "jsonl" | "ndjson" | "json" => Some(IngestFormat::Jsonl),
+            "arrow" | "arrows" | "ipc" => Some(IngestFormat::Arrow),
+            "ilp" | "influx" | "line" | "lp" => Some(IngestFormat::Ilp),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            IngestFormat::Csv => "csv",
+            IngestFormat::Jsonl => "jsonl",
+            IngestFormat::Arrow => "arrow",
+            IngestFormat::Ilp => "ilp",
+        }
+    }
+}
+
+/// What one `/write` asks for.
+#[derive(Debug, Clone)]
+pub struct WriteRequest {
+    pub format: IngestFormat,
+    pub table: Option<String>,
+    pub precision: Precision,
+    /// Server time for ILP points without a timestamp.
+    pub now_ns: i64,
+}
+
+/// Store one batch; returns the rows written.
+pub fn write(engine: &Engine, who: &Principal, req: &WriteRequest, body: &[u8]) -> Result<usize, ApiError> {
+    let catalog = engine.catalog();
+    match req.format {
+        IngestFormat::Ilp => {
+            let points = ilp::parse(utf8(body)?, req.precision)
+                .map_err(|e| ApiError::ingest(format!("line {}: {}", e.line, e.message)).at_line(e.line))?;
+            apply_ilp(catalog, who, &points, req.now_ns)
+        }
+        format => write_table(catalog, who, format, req.table.as_deref(), body),
+    }
+}
+
+/// CSV, JSONL or Arrow into an existing table.
+fn write_table(
+    catalog: &Catalog,
+    who: &Principal,
+    format: IngestFormat,
+    table: Option<&str>,
+    body: &[u8],
+) -> Result<usize, ApiError> {
+    let table = table.ok_or_else(|| ApiError::bad_request(format!("format={} needs ?table=NAME", format.name())))?;
+    who.require_table(table)?;
+    let snap = catalog.snapshot(table).map_err(|_| {
+        ApiError::new(hyper::StatusCode::NOT_FOUND, "TABLE_NOT_FOUND", format!("table '{table}' does not exist"))
+    })?;
+    let schema = &snap.schema.columns;
+    let cols = match format {
+        IngestFormat::Csv => read_csv(utf8(body)?, schema, &CsvOptions::default())?,
+        IngestFormat::Jsonl => jsonl::read_jsonl(utf8(body)?, schema)?,
+        _ => zepto_io::ipc::read_ipc_stream(body, schema)?,
+    };
+    drop(snap);
+    catalog
+        .write(table, |t| {
+            t.validate(&cols)?;
+            t.append(cols)
+        })
+        .map_err(storage_error)
+}
+
+fn utf8(body: &[u8]) -> Result<&str, ApiError> {
+    std::str::from_utf8(body).map_err(|e| {
+        let upto = &body[..e.valid_up_to()];
+        let line = upto.iter().filter(|&&b| b == b'\n').count() + 1;
+        ApiError::ingest(format!("body is not UTF-8 (line {line}, byte {})", e.valid_up_to())).at_line(line)
+    })
+}
+
+fn storage_error(e: StorageError) -> ApiError {
+    match e {
+        StorageError::TableNotFound(n) => {
+            ApiError::new(hyper::StatusCode::NOT_FOUND, "TABLE_NOT_FOUND", format!("table '{n}' does not exist"))
+        }
+        e => ApiError::new(hyper::StatusCode::CONFLICT, "INGEST", format!("{e} (the table changed; retry)")),
+    }
+}
+
+/// The checked, typed rows of one ILP table.
+struct TablePlan {
+    name: String,
+    exists: bool,
+    defs: Vec<ColumnDef>,
+    cols: Vec<Column>,
+    ts_name: String,
+}
+
+fn apply_ilp(catalog: &Catalog, who: &Principal, points: &[Point<'_>], now_ns: i64) -> Result<usize, ApiError> {
+    // Group points by table, in order of first appearance.
+    let mut order: Vec<(String, Vec<&Point<'_>>)> = Vec::new();
+    let mut index: HashMap<String, usize> = HashMap::new();
+    for p in points {
+        let k = p.measurement.to_ascii_lowercase();
+        let i = *index.entry(k).or_insert_with(|| {
+            order.push((p.measurement.to_string(), Vec::new()));
+            order.len() - 1
+        });
+        order[i].1.push(p);
+    }
+    for (name, _) in &order {
+        who.require_table(name)?;
+    }
+    // Check and type everything before changing anything.
+    let plans =
+        order.iter().map(|(name, pts)| plan_table(catalog, name, pts, now_ns)).collect::<Result<Vec<_>, ApiError>>()?;
+    let mut total = 0;
+    for plan in plans {
+        total += apply_plan(catalog, plan)?;
+    }
+    Ok(total)
+}
+
+fn line_err(line: usize, message: String) -> ApiError {
+    ApiError::ingest(format!("line {line}: {message}")).at_line(line)
+}
+
+/// A value of an ILP point as a value of column type `dt`.
+fn convert(v: &FieldValue<'_>, dt: DataType) -> Option<Value> {
+    Some(match (v, dt) {
+        (FieldValue::Float(f), DataType::Float64) => Value::Float64(*f),
+        (FieldValue::Float(f), DataType::Float32) => Value::Float32(*f as f32),
+        (FieldValue::Int(i), DataType::Int64) => Value::Int64(*i),
+        (FieldValue::Int(i), DataType::Int32) => Value::Int32(i32::try_from(*i).ok()?),
+        (FieldValue::Int(i), DataType::Float64) => Value::Float64(*i as f64),
+        (FieldValue::Int(i), DataType::Float32) => Value::Float32(*i as f32),
+        (FieldValue::Int(i), DataType::Timestamp) => Value::Timestamp(*i),
+        (FieldValue::UInt(u), DataType::Int64) => Value::Int64(i64::try_from(*u).ok()?),
+        (FieldValue::UInt(u), DataType::Int32) => Value::Int32(i32::try_from(*u).ok()?),
+        (FieldValue::UInt(u), DataType::Float64) => Value::Float64(*u as f64),
+        (FieldValue::UInt(u), DataType::Float32) => Value::Float32(*u as f32),
+        (FieldValue::Str(s), DataType::Varchar | DataType::Symbol) => Value::Str(s.to_string()),
+        (FieldValue::Bool(b), DataType::Bool) => Value::Bool(*b),
+        _ => return None,
+    })
+}
+
+/// The column type a new field gets.
+fn new_type(v: &FieldValue<'_>) -> DataType {
+    match v {
+        FieldValue::Float(_) => DataType::Float64,
+        FieldValue::Int(_) | FieldValue::UInt(_) => DataType::Int64,
+        FieldValue::Str(_) => DataType::Varchar,
+        FieldValue::Bool(_) => DataType::Bool,
+    }
+}
+
+fn plan_table(catalog: &Catalog, name: &str, pts: &[&Point<'_>], now_ns: i64) -> Result<TablePlan, ApiError> {
+    let existing = catalog.snapshot(name).ok();
+    let mut defs: Vec<ColumnDef> = existing.as_ref().map(|t| t.schema.columns.clone()).unwrap_or_default();
+    let ts_name = existing
+        .as_ref()
+        .and_then(|t| t.ts_col.map(|i| t.schema.columns[i].name.clone()))
+        .unwrap_or_else(|| "timestamp".to_string());
+    let mut by_name: HashMap<String, usize> =
+        defs.iter().enumerate().map(|(i, d)| (d.name.to_ascii_lowercase(), i)).collect();
+    let mut builders: Vec<ColumnBuilder> = defs.iter().map(|d| ColumnBuilder::new(d.data_type, pts.len())).collect();
+    let mut filled: Vec<bool> = vec![false; defs.len()];
+    let ts_key = ts_name.to_ascii_lowercase();
+    for (row, p) in pts.iter().enumerate() {
+        filled.iter_mut().for_each(|f| *f = false);
+        let tags = p.tags.iter().map(|(k, v)| (k, true, FieldValue::Str(v.clone())));
+        let fields = p.fields.iter().map(|(k, v)| (k, false, v.clone()));
+        for (key, is_tag, value) in tags.chain(fields) {
+            let lk = key.to_ascii_lowercase();
+            if lk == ts_key {
+                return Err(line_err(p.line, format!("'{key}' is the table's timestamp column, not a tag or field")));
+            }
+            let j = match by_name.get(&lk) {
+                Some(&j) => j,
+                None => {
+                    let dt = if is_tag { DataType::Symbol } else { new_type(&value) };
+                    defs.push(ColumnDef { name: key.to_string(), data_type: dt });
+                    let mut b = ColumnBuilder::new(dt, pts.len());
+                    (0..row).for_each(|_| b.push_null());
+                    builders.push(b);
+                    filled.push(false);
+                    by_name.insert(lk, defs.len() - 1);
+                    defs.len() - 1
+                }
+            };
+            if filled[j] {
+                return Err(line_err(p.line, format!("'{key}' is given twice")));
+            }
+            let dt = defs[j].data_type;
+            let v = convert(&value, dt).ok_or_else(|| {
+                let what = if is_tag { "tag" } else { value.kind() };
+                line_err(
+                    p.line,
+                    format!("{what} value for '{key}' does not fit column '{}' of type {dt}", defs[j].name),
+                )
+            })?;
+            builders[j].push_value(&v);
+            filled[j] = true;
+        }
+        let j = match by_name.get(&ts_key) {
+            Some(&j) => j,
+            None => {
+                defs.push(ColumnDef { name: ts_name.clone(), data_type: DataType::Timestamp });
+                let mut b = ColumnBuilder::new(DataType::Timestamp, pts.len());
+                (0..row).for_each(|_| b.push_null());
+                builders.push(b);
+                filled.push(false);
+                by_name.insert(ts_key.clone(), defs.len() - 1);
+                defs.len() - 1
+            }
+        };
+        if defs[j].data_type != DataType::Timestamp {
+            return Err(line_err(p.line, format!("column '{}' of table '{name}' is not a TIMESTAMP", defs[j].name)));
+        }
+        builders[j].push_value(&Value::Timestamp(p.timestamp.unwrap_or(now_ns)));
+        filled[j] = true;
+        for (b, f) in builders.iter_mut().zip(&filled) {
+            if !*f {
+                b.push_null();
+            }
+        }
+    }
+    Ok(TablePlan {
+        name: name.to_string(),
+        exists: existing.is_some(),
+        defs,
+        cols: builders.into_iter().map(ColumnBuilder::finish).collect(),
+        ts_name,
+    })
+}
+
+fn apply_plan(catalog: &Catalog, plan: TablePlan) -> Result<usize, ApiError> {
+    let rows = plan.cols.first().map_or(0, Column::len);
+    if !plan.exists {
+        let opts = TableOptions { partition_key: None, timestamp: Some(plan.ts_name.clone()) };
+        let table = Table::new(&plan.name, Schema { columns: plan.defs.clone() }, &opts)
+            .map_err(|e| ApiError::ingest(format!("table '{}': {e}", plan.name)))?;
+        // Someone may have created it meanwhile: then the write below widens it as needed.
+        catalog.create(table, true).map_err(storage_error)?;
+    }
+    let TablePlan { name, defs, cols, .. } = plan;
+    catalog
+        .write(&name, move |t| {
+            // Re-check under the lock, then change: first all checks, then the infallible part.
+            let mut add = Vec::new();
+            for d in &defs {
+                match t.schema.index_of(&d.name) {
+                    Some(i) => {
+                        let have = t.schema.columns[i].data_type;
+                        if have != d.data_type && !(have.is_string() && d.data_type.is_string()) {
+                            return Err(StorageError::Invalid(format!(
+                                "column '{}' is now {have}, not {}",
+                                d.name, d.data_type
+                            )));
+                        }
+                    }
+                    None => add.push(d.clone()),
+                }
+            }
+            for d in add {
+                t.add_column(d)?;
+            }
+            let mut slots: Vec<Option<Column>> = vec![None; t.schema.len()];
+            for (d, c) in defs.iter().zip(cols) {
+                if let Some(i) = t.schema.index_of(&d.name) {
+                    slots[i] = Some(c);
+                }
+            }
+            let batch: Vec<Column> = slots
+                .into_iter()
+                .zip(&t.schema.columns)
+                .map(|(c, d)| c.unwrap_or_else(|| Column::nulls(d.data_type, rows)))
+                .collect();
+            t.validate(&batch)?;
+            t.append(batch)
+        })
+        .map_err(storage_error)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::auth::Principal;
+
+    fn ilp(engine: &Engine, body: &str) -> Result<usize, ApiError> {
+        let req = WriteRequest { format: IngestFormat::Ilp, table: None, precision: Precision::NANOS, now_ns: 42 };
+        write(engine, &Principal::anonymous_admin(), &req, body.as_bytes())
+    }
+
+    fn q(engine: &Engine, sql: &str) -> String {
+        let r = engine.execute(sql).expect(sql);
+        let mut out = String::new();
+        for i in 0..r.batch.rows {
+            let row: Vec<String> = r.batch.columns.iter().map(|c| c.get(i).to_string()).collect();
+            out.push_str(&row.join("|"));
+            out.push('\n');
+        }
+        out
+    }
+
+    #[test]
+    fn ilp_creates_widens_and_is_all_or_nothing() {
+        let e = Engine::new();
+        assert_eq!(ilp(&e, "trades,sym=A price=1.5,size=10i 100\ntrades,sym=B price=2 200").expect("ok"), 2);
+        let d = q(&e, "DESCRIBE trades");
+        assert!(
+            d.starts_with("sym|SYMBOL|partition key\nprice|DOUBLE|\nsize|BIGINT|\ntimestamp|TIMESTAMP|designated"),
+            "{d}"
+        );
+        // A new field widens the table; old rows read NULL there.
+        assert_eq!(ilp(&e, "trades,sym=A price=3,venue=\"X\",size=5i").expect("widen"), 1);
+        assert_eq!(
+            q(&e, "SELECT sym, price, size, venue, epoch_ns(timestamp) FROM trades ORDER BY timestamp, sym"),
+            "A|3.0|5|X|42\nA|1.5|10|NULL|100\nB|2.0|NULL|NULL|200\n"
+        );
+        // Bad line 3 of a batch touching two tables: nothing at all changes.
+        let err = ilp(&e, "quotes,sym=A bid=1 1\ntrades,sym=C price=9 9\ntrades,sym=C size=1.5 10")
+            .expect_err("float into BIGINT");
+        assert_eq!((err.code, err.line), ("INGEST", Some(3)));
+        assert!(err.message.contains("'size'"), "{}", err.message);
+        assert!(!e.catalog().exists("quotes"));
+        assert_eq!(q(&e, "SELECT count(*) FROM trades"), "3\n");
+        let err = ilp(&e, "trades,sym=A price=1 1\nbroken").expect_err("syntax");
+        assert_eq!(err.line, Some(2));
+        let err = ilp(&e, "trades,sym=A price=1,price=2 1").expect_err("twice");
+        assert!(err.message.contains("twice"), "{}", err.message);
+        let err = ilp(&e, "trades,sym=A timestamp=1 1").expect_err("timestamp field");
+        assert!(err.message.contains("timestamp column"), "{}", err.message);
+        assert_eq!(q(&e, "SELECT count(*) FROM trades"), "3\n");
+    }
+
+    #[test]
+    fn table_formats_reject_whole_batches() {
+        let e = Engine::new();
+        e.execute("CREATE TABLE t (ts TIMESTAMP, sym SYMBOL, px DOUBLE)").expect("ddl");
+        let who = Principal::anonymous_admin();
+        let req = |format| WriteRequest { format, table: Some("t".into()), precision: Precision::NANOS, now_ns: 0 };
+        let csv = "ts,sym,px\n2024-01-02 09:30:00,A,1.5\n1,B,\n";
+        assert_eq!(write(&e, &who, &req(IngestFormat::Csv), csv.as_bytes()).expect("csv"), 2);
+        let bad = "ts,sym,px\n1,A,1\n2,B,x\n";
+        let err = write(&e, &who, &req(IngestFormat::Csv), bad.as_bytes()).expect_err("bad px");
+        assert_eq!((err.code, err.row), ("INGEST", Some(2)));
+        let jl = "{\"ts\":3,\"sym\":\"C\",\"px\":2}\n{\"ts\":\"bad\"}";
+        assert_eq!(write(&e, &who, &req(IngestFormat::Jsonl), jl.as_bytes()).expect_err("bad ts").row, Some(2));
+        assert_eq!(q(&e, "SELECT count(*) FROM t"), "2\n");
+        let mut nf = req(IngestFormat::Csv);
+        nf.table = Some("nope".into());
+        assert_eq!(write(&e, &who, &nf, csv.as_bytes()).expect_err("no table").code, "TABLE_NOT_FOUND");
+        let reader = Principal { tables: zepto_sql::TableAccess::only(["other"]), ..Principal::anonymous_admin() };
+        assert_eq!(
+            write(&e, &reader, &req(IngestFormat::Csv), csv.as_bytes()).expect_err("grant").code,
+            "PERMISSION_DENIED"
+        );
+    }
+}

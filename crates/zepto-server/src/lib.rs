@@ -1,0 +1,25 @@
+//! ZeptoDB's HTTP door (SPEC §2): `zeptodb serve`.
+//!
+//! * [`server`] — runtime, accept loop, TLS (rustls), graceful shutdown.
+//! * [`router`] — routes, authentication, request ids, metrics and the access log per request.
+//! * [`sql`] — the SQL endpoint: parameters, role checks, cancellation, streamed results.
+//! * [`encode`] — results as JSON, JSONL, CSV or an Arrow IPC stream.
+//! * [`ingest`] — `/write`: CSV, JSONL, Arrow IPC and InfluxDB line protocol, all-or-nothing.
+//! * [`auth`] — API keys (stored hashed), roles and table grants.
+//! * [`metrics`], [`access_log`] — Prometheus `/metrics` and one JSON log line per request.
+
+pub mod access_log;
+pub mod auth;
+mod body;
+pub mod config;
+pub mod encode;
+pub mod error;
+pub mod ingest;
+pub mod metrics;
+pub mod router;
+pub mod server;
+pub mod sql;
+
+pub use auth::{KeyStore, Role};
+pub use config::{Config, TlsFiles};
+pub use server::run;

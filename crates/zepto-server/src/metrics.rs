@@ -1,0 +1,213 @@
+//! Prometheus metrics (`GET /metrics`, text exposition format).
+//!
+//! Handles for every (route, status class) pair are created at start, so recording a request
+//! is a few relaxed atomic adds with no label hashing or allocation; only error codes, a small
+//! open set, go through a labelled family.
+
+use prometheus_client::encoding::text::encode;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::registry::Registry;
+use std::sync::atomic::AtomicU64;
+use std::time::Duration;
+use zepto_storage::Catalog;
+
+/// What a request was, for metrics and the access log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Route {
+    Query,
+    Write,
+    Tables,
+    Probe,
+    Metrics,
+    Other,
+}
+
+impl Route {
+    const ALL: [Route; 6] = [Route::Query, Route::Write, Route::Tables, Route::Probe, Route::Metrics, Route::Other];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Route::Query => "query",
+            Route::Write => "write",
+            Route::Tables => "tables",
+            Route::Probe => "probe",
+            Route::Metrics => "metrics",
+            Route::Other => "other",
+        }
+    }
+
+    fn index(self) -> usize {
+        Route::ALL.iter().position(|r| *r == self).unwrap_or(Route::ALL.len() - 1)
+    }
+}
+
+type Labels = Vec<(String, String)>;
+
+pub struct Metrics {
+    registry: Registry,
+    /// [route][status class 2xx/3xx, 4xx, 5xx]
+    requests: Vec<[Counter; 3]>,
+    latency: Vec<Histogram>,
+    errors: Family<Labels, Counter>,
+    pub queries: Counter,
+    pub rows_returned: Counter,
+    rows_ingested: Family<Labels, Counter>,
+    pub connections_total: Counter,
+    pub connections_open: Gauge,
+    pub queries_running: Gauge,
+    memory: Gauge<f64, AtomicU64>,
+    peak_memory: Gauge<f64, AtomicU64>,
+    tables: Gauge,
+    table_rows: Gauge,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics::new()
+    }
+}
+
+impl Metrics {
+    pub fn new() -> Metrics {
+        let mut registry = Registry::default();
+        let requests_family = Family::<Labels, Counter>::default();
+        registry.register("zepto_http_requests", "HTTP requests by route and status class", requests_family.clone());
+        let latency_family = Family::<Labels, Histogram>::new_with_constructor(|| {
+            // 50 µs .. ~52 s
+            Histogram::new(exponential_buckets(0.000_05, 2.0, 21))
+        });
+        registry.register(
+            "zepto_http_request_duration_seconds",
+            "Time from request received to response headers sent",
+            latency_family.clone(),
+        );
+        let requests = Route::ALL
+            .iter()
+            .map(|r| {
+                ["2xx", "4xx", "5xx"].map(|class| {
+                    requests_family
+                        .get_or_create_owned(&vec![("route".into(), r.name().into()), ("class".into(), class.into())])
+                })
+            })
+            .collect();
+        let latency = Route::ALL
+            .iter()
+            .map(|r| latency_family.get_or_create_owned(&vec![("route".into(), r.name().into())]))
+            .collect();
+        let errors = Family::<Labels, Counter>::default();
+        registry.register("zepto_errors", "Error responses by error code", errors.clone());
+        let queries = Counter::default();
+        registry.register("zepto_queries", "SQL statements run", queries.clone());
+        let rows_returned = Counter::default();
+        registry.register("zepto_rows_returned", "Rows in query results", rows_returned.clone());
+        let rows_ingested = Family::<Labels, Counter>::default();
+        registry.register("zepto_rows_ingested", "Rows stored by /write, by format", rows_ingested.clone());
+        let connections_total = Counter::default();
+        registry.register("zepto_connections", "Connections accepted", connections_total.clone());
+        let connections_open = Gauge::default();
+        registry.register("zepto_connections_open", "Connections open now", connections_open.clone());
+        let queries_running = Gauge::default();
+        registry.register("zepto_queries_running", "Statements executing now", queries_running.clone());
+        let memory = Gauge::<f64, AtomicU64>::default();
+        registry.register("zepto_memory_resident_bytes", "Resident memory of the process", memory.clone());
+        let peak_memory = Gauge::<f64, AtomicU64>::default();
+        registry.register(
+            "zepto_memory_peak_resident_bytes",
+            "Peak resident memory of the process",
+            peak_memory.clone(),
+        );
+        let tables = Gauge::default();
+        registry.register("zepto_tables", "Tables in the catalog", tables.clone());
+        let table_rows = Gauge::default();
+        registry.register("zepto_table_rows", "Rows in all tables", table_rows.clone());
+        Metrics {
+            registry,
+            requests,
+            latency,
+            errors,
+            queries,
+            rows_returned,
+            rows_ingested,
+            connections_total,
+            connections_open,
+            queries_running,
+            memory,
+            peak_memory,
+            tables,
+            table_rows,
+        }
+    }
+
+    pub fn record(&self, route: Route, status: u16, elapsed: Duration) {
+        let class = match status {
+            500.. => 2,
+            400..=499 => 1,
+            _ => 0,
+        };
+        let i = route.index();
+        self.requests[i][class].inc();
+        self.latency[i].observe(elapsed.as_secs_f64());
+    }
+
+    pub fn error(&self, code: &str) {
+        self.errors.get_or_create(&vec![("code".into(), code.into())]).inc();
+    }
+
+    pub fn ingested(&self, format: &str, rows: u64) {
+        self.rows_ingested.get_or_create(&vec![("format".into(), format.into())]).inc_by(rows);
+    }
+
+    /// The exposition text, with the gauges read now.
+    pub fn render(&self, catalog: &Catalog) -> String {
+        if let Some(rss) = zepto_storage::mem::process_rss_bytes() {
+            self.memory.set(rss as f64);
+        }
+        if let Some(peak) = peak_rss_bytes() {
+            self.peak_memory.set(peak as f64);
+        }
+        let names = catalog.table_names();
+        self.tables.set(names.len() as i64);
+        let rows: usize = names.iter().filter_map(|n| catalog.snapshot(n).ok()).map(|t| t.row_count()).sum();
+        self.table_rows.set(rows as i64);
+        let mut out = String::with_capacity(8 << 10);
+        // Writing into a String cannot fail.
+        let _ = encode(&mut out, &self.registry);
+        out
+    }
+}
+
+/// Peak resident memory (Linux `VmHWM`).
+pub fn peak_rss_bytes() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exposition_has_the_series() {
+        let m = Metrics::new();
+        m.record(Route::Query, 200, Duration::from_micros(120));
+        m.record(Route::Write, 400, Duration::from_millis(3));
+        m.error("SQL_PARSE");
+        m.ingested("ilp", 42);
+        let text = m.render(&Catalog::new());
+        for want in [
+            "zepto_http_requests_total{route=\"query\",class=\"2xx\"} 1",
+            "zepto_http_requests_total{route=\"write\",class=\"4xx\"} 1",
+            "zepto_errors_total{code=\"SQL_PARSE\"} 1",
+            "zepto_rows_ingested_total{format=\"ilp\"} 42",
+            "zepto_http_request_duration_seconds_count{route=\"query\"} 1",
+            "zepto_tables 0",
+        ] {
+            assert!(text.contains(want), "missing {want} in\n{text}");
+        }
+    }
+}

@@ -1,0 +1,407 @@
+//! Request routing (SPEC §2) and the per-request frame around every handler: authentication,
+//! `X-Request-Id`, metrics, the access log, and errors rendered as JSON.
+
+use crate::access_log::{now_ns, AccessLog, Entry};
+use crate::auth::{Principal, Role};
+use crate::body::ResponseBody;
+use crate::config::Config;
+use crate::encode::Format;
+use crate::error::ApiError;
+use crate::ingest::{self, ilp::Precision, IngestFormat, WriteRequest};
+use crate::metrics::{Metrics, Route};
+use crate::sql::{self, SqlRequest};
+use bytes::Bytes;
+use http_body_util::{BodyExt, Limited};
+use hyper::body::Incoming;
+use hyper::header::{HeaderValue, CONTENT_LENGTH, CONTENT_TYPE};
+use hyper::{Method, Request, Response, StatusCode};
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+use zepto_sql::exec::interrupt::QueryControl;
+use zepto_sql::Engine;
+
+/// Everything requests share.
+pub struct State {
+    pub engine: Engine,
+    pub config: Config,
+    pub metrics: Metrics,
+    pub log: Option<AccessLog>,
+    /// Queries in flight, so shutdown can cancel them.
+    pub running: Mutex<HashMap<u64, Arc<QueryControl>>>,
+    pub ready: AtomicBool,
+    pub started: Instant,
+    next_id: AtomicU64,
+    id_prefix: String,
+}
+
+impl State {
+    pub fn new(engine: Engine, config: Config, log: Option<AccessLog>) -> State {
+        // Request ids: a per-process prefix and a counter, unique without coordination.
+        let id_prefix = format!("{:x}", (now_ns() as u64 ^ u64::from(std::process::id())) & 0xff_ffff_ffff);
+        State {
+            engine,
+            config,
+            metrics: Metrics::new(),
+            log,
+            running: Mutex::new(HashMap::new()),
+            ready: AtomicBool::new(false),
+            started: Instant::now(),
+            next_id: AtomicU64::new(1),
+            id_prefix,
+        }
+    }
+
+    pub fn next_id(&self) -> u64 {
+        self.next_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Cancel every query in flight (shutdown).
+    pub fn cancel_all(&self) {
+        for q in self.running.lock().unwrap_or_else(|e| e.into_inner()).values() {
+            q.cancel();
+        }
+    }
+}
+
+/// What a handler reports for the log besides its response.
+struct Outcome {
+    resp: Response<ResponseBody>,
+    rows: Option<u64>,
+}
+
+fn ok(resp: Response<ResponseBody>) -> Result<Outcome, ApiError> {
+    Ok(Outcome { resp, rows: None })
+}
+
+fn text(status: StatusCode, ctype: &'static str, body: impl Into<Bytes>) -> Response<ResponseBody> {
+    let mut r = Response::new(ResponseBody::full(body));
+    *r.status_mut() = status;
+    r.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static(ctype));
+    r
+}
+
+fn json(status: StatusCode, body: String) -> Response<ResponseBody> {
+    text(status, "application/json", body)
+}
+
+/// Serve one request; never fails (errors become JSON responses).
+pub async fn handle(
+    state: Arc<State>,
+    req: Request<Incoming>,
+    remote: SocketAddr,
+) -> Result<Response<ResponseBody>, std::convert::Infallible> {
+    let t0 = Instant::now();
+    let id =
+        req.headers().get("x-request-id").filter(|v| !v.is_empty() && v.len() <= 128).cloned().unwrap_or_else(|| {
+            let s = format!("{}-{}", state.id_prefix, state.next_id());
+            HeaderValue::from_str(&s).unwrap_or(HeaderValue::from_static("-"))
+        });
+    let method = req.method().clone();
+    let path = req.uri().path().to_string();
+    let route = route_of(&path);
+    let auth = req.headers().get(hyper::header::AUTHORIZATION).and_then(|v| v.to_str().ok()).map(str::to_string);
+    let who = state.config.keys.authenticate(auth.as_deref());
+    let key_name = who.as_ref().map(|p| p.name.clone()).unwrap_or_else(|_| "?".into());
+    // Probes answer without a key (load balancers and orchestrators do not carry one).
+    let result = match who {
+        _ if route == Route::Probe => dispatch(&state, req, &Principal::anonymous_admin(), route).await,
+        Ok(who) => dispatch(&state, req, &who, route).await,
+        Err(e) => Err(e),
+    };
+    let (mut resp, rows, error) = match result {
+        Ok(o) => (o.resp, o.rows, None),
+        Err(e) => {
+            state.metrics.error(e.code);
+            let mut r = json(e.status, e.body());
+            if e.status == StatusCode::UNAUTHORIZED {
+                r.headers_mut().insert("www-authenticate", HeaderValue::from_static("Bearer"));
+            }
+            (r, None, Some(e.code))
+        }
+    };
+    let status = resp.status().as_u16();
+    resp.headers_mut().insert("x-request-id", id.clone());
+    let elapsed = t0.elapsed();
+    state.metrics.record(route, status, elapsed);
+    if let Some(log) = &state.log {
+        log.log(&Entry {
+            id: id.to_str().unwrap_or("-"),
+            remote,
+            method: method.as_str(),
+            path: &path,
+            status,
+            micros: elapsed.as_micros(),
+            key: &key_name,
+            rows,
+            error,
+        });
+    }
+    Ok(resp)
+}
+
+fn route_of(path: &str) -> Route {
+    match path {
+        "/" | "/query" => Route::Query,
+        "/write" | "/api/v2/write" => Route::Write,
+        "/ping" | "/health" | "/ready" => Route::Probe,
+        "/metrics" => Route::Metrics,
+        p if p == "/tables" || p.starts_with("/tables/") => Route::Tables,
+        _ => Route::Other,
+    }
+}
+
+async fn dispatch(
+    state: &Arc<State>,
+    req: Request<Incoming>,
+    who: &Principal,
+    route: Route,
+) -> Result<Outcome, ApiError> {
+    let method = req.method().clone();
+    let params = query_params(req.uri().query().unwrap_or(""))?;
+    let param = |k: &str| params.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+    let path = req.uri().path();
+    match (route, &method) {
+        (Route::Probe, &Method::GET | &Method::HEAD) => probe(state, path),
+        (Route::Metrics, &Method::GET) => {
+            who.require(Role::Reader)?;
+            ok(text(StatusCode::OK, "text/plain; version=0.0.4", state.metrics.render(state.engine.catalog())))
+        }
+        (Route::Tables, &Method::GET) => tables(state, who, path),
+        (Route::Query, &Method::GET) => {
+            let Some(sql) = param("query").or_else(|| param("sql")) else {
+                // `GET /` with no query: a friendly probe (ClickHouse answers the same way).
+                return ok(text(StatusCode::OK, "text/plain; charset=utf-8", "Ok.\n"));
+            };
+            let format = response_format(param("format"), &req)?;
+            let r = SqlRequest { sql: sql.to_string(), params: Vec::new(), read_only: true, format };
+            let (resp, rows) = sql::run(state, who, r).await?;
+            Ok(Outcome { resp, rows: Some(rows) })
+        }
+        (Route::Query, &Method::POST) => {
+            let mut format = response_format(param("format"), &req)?;
+            let is_json = content_type(&req).is_some_and(|c| c.starts_with("application/json"));
+            let url_sql = param("query").or_else(|| param("sql")).map(str::to_string);
+            let body = read_body(state, req).await?;
+            let (sql_text, params) = if is_json {
+                let (s, p, f) = sql::parse_json_body(&body)?;
+                if let Some(f) = f {
+                    format = Format::from_name(&f).ok_or_else(|| unknown_format(&f))?;
+                }
+                (s, p)
+            } else if let Some(s) = url_sql {
+                (s, Vec::new())
+            } else {
+                let s = std::str::from_utf8(&body).map_err(|_| ApiError::bad_request("SQL body is not UTF-8"))?;
+                (s.to_string(), Vec::new())
+            };
+            let r = SqlRequest { sql: sql_text, params, read_only: false, format };
+            let (resp, rows) = sql::run(state, who, r).await?;
+            Ok(Outcome { resp, rows: Some(rows) })
+        }
+        (Route::Write, &Method::POST) => {
+            who.require(Role::Writer)?;
+            let influx_v2 = path == "/api/v2/write";
+            let table = param("table").map(str::to_string);
+            let format = match param("format") {
+                Some(f) => IngestFormat::from_name(f).ok_or_else(|| unknown_format(f))?,
+                None if influx_v2 || table.is_none() => IngestFormat::Ilp,
+                None => match content_type(&req) {
+                    Some(c) if c.starts_with("application/vnd.apache.arrow") => IngestFormat::Arrow,
+                    Some(c) if c.contains("ndjson") || c.contains("jsonl") || c.starts_with("application/json") => {
+                        IngestFormat::Jsonl
+                    }
+                    _ => IngestFormat::Csv,
+                },
+            };
+            let precision = match param("precision") {
+                Some(p) => Precision::parse(p).ok_or_else(|| {
+                    ApiError::bad_request(format!("precision '{p}' is not one of ns, us, ms, s, m, h"))
+                })?,
+                None => Precision::NANOS,
+            };
+            let body = read_body(state, req).await?;
+            let wr = WriteRequest { format, table, precision, now_ns: now_ns() };
+            let engine = state.engine.clone();
+            let who2 = who.clone();
+            let n = tokio::task::spawn_blocking(move || ingest::write(&engine, &who2, &wr, &body))
+                .await
+                .map_err(|e| ApiError::internal(format!("ingest task failed: {e}")))??;
+            state.metrics.ingested(format.name(), n as u64);
+            let resp = if influx_v2 {
+                // InfluxDB clients expect 204 No Content.
+                let mut r = Response::new(ResponseBody::empty());
+                *r.status_mut() = StatusCode::NO_CONTENT;
+                r
+            } else {
+                json(StatusCode::OK, format!("{{\"rows_written\":{n}}}\n"))
+            };
+            Ok(Outcome { resp, rows: Some(n as u64) })
+        }
+        (Route::Other, _) => Err(ApiError::not_found(format!("no such endpoint: {method} {path}"))),
+        _ => Err(ApiError::new(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "METHOD_NOT_ALLOWED",
+            format!("{method} is not allowed on {path}"),
+        )),
+    }
+}
+
+fn unknown_format(f: &str) -> ApiError {
+    ApiError::bad_request(format!("unknown format '{f}'"))
+}
+
+fn content_type(req: &Request<Incoming>) -> Option<String> {
+    req.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).map(|s| s.to_ascii_lowercase())
+}
+
+fn response_format(param: Option<&str>, req: &Request<Incoming>) -> Result<Format, ApiError> {
+    if let Some(f) = param {
+        return Format::from_name(f).ok_or_else(|| unknown_format(f));
+    }
+    let accept = req.headers().get(hyper::header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("");
+    Ok(Format::from_accept(accept).unwrap_or(Format::Json))
+}
+
+/// The whole body, refusing more than the configured limit (413 `PAYLOAD_TOO_LARGE`).
+async fn read_body(state: &State, req: Request<Incoming>) -> Result<Bytes, ApiError> {
+    let max = state.config.max_body_bytes;
+    let too_large = || {
+        ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "PAYLOAD_TOO_LARGE",
+            format!("request body is larger than the limit of {max} bytes"),
+        )
+    };
+    if let Some(n) = req.headers().get(CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok()) {
+        if n > max as u64 {
+            return Err(too_large());
+        }
+    }
+    match Limited::new(req.into_body(), max).collect().await {
+        Ok(b) => Ok(b.to_bytes()),
+        Err(e) if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() => Err(too_large()),
+        Err(e) => Err(ApiError::bad_request(format!("could not read the request body: {e}"))),
+    }
+}
+
+fn probe(state: &State, path: &str) -> Result<Outcome, ApiError> {
+    match path {
+        "/ping" => ok(text(StatusCode::OK, "text/plain; charset=utf-8", "Ok\n")),
+        "/health" => ok(json(
+            StatusCode::OK,
+            format!(
+                "{{\"status\":\"ok\",\"version\":\"{}\",\"uptime_s\":{:.3}}}\n",
+                env!("CARGO_PKG_VERSION"),
+                state.started.elapsed().as_secs_f64()
+            ),
+        )),
+        _ => {
+            if state.ready.load(Ordering::Relaxed) {
+                ok(json(StatusCode::OK, "{\"ready\":true}\n".into()))
+            } else {
+                ok(json(StatusCode::SERVICE_UNAVAILABLE, "{\"ready\":false}\n".into()))
+            }
+        }
+    }
+}
+
+/// `GET /tables` (catalog) and `GET /tables/{name}` (schema).
+fn tables(state: &State, who: &Principal, path: &str) -> Result<Outcome, ApiError> {
+    who.require(Role::Reader)?;
+    let catalog = state.engine.catalog();
+    let describe = |name: &str| -> Option<String> {
+        let t = catalog.snapshot(name).ok()?;
+        let mut s = String::from("{\"name\":");
+        zepto_io::format::json_escape(&t.name, &mut s);
+        s.push_str(&format!(",\"rows\":{},\"partitions\":{},\"columns\":[", t.row_count(), t.partitions().len()));
+        for (i, c) in t.schema.columns.iter().enumerate() {
+            if i > 0 {
+                s.push(',');
+            }
+            s.push_str("{\"name\":");
+            zepto_io::format::json_escape(&c.name, &mut s);
+            s.push_str(&format!(",\"type\":\"{}\"", c.data_type.sql_name()));
+            if t.key_col == Some(i) {
+                s.push_str(",\"role\":\"partition key\"");
+            } else if t.ts_col == Some(i) {
+                s.push_str(",\"role\":\"designated timestamp\"");
+            }
+            s.push('}');
+        }
+        s.push_str("]}");
+        Some(s)
+    };
+    match path.strip_prefix("/tables/") {
+        None | Some("") => {
+            let list: Vec<String> = catalog
+                .table_names()
+                .into_iter()
+                .filter(|n| who.tables.allows(n))
+                .filter_map(|n| describe(&n))
+                .collect();
+            ok(json(StatusCode::OK, format!("{{\"tables\":[{}]}}\n", list.join(","))))
+        }
+        Some(name) => {
+            let name = percent_decode(name)?;
+            who.require_table(&name)?;
+            match describe(&name) {
+                Some(s) => ok(json(StatusCode::OK, s + "\n")),
+                None => Err(ApiError::new(
+                    StatusCode::NOT_FOUND,
+                    "TABLE_NOT_FOUND",
+                    format!("table '{name}' does not exist"),
+                )),
+            }
+        }
+    }
+}
+
+/// `a=1&b=x%20y` → pairs, percent-decoded (`+` is a space, as in HTML forms).
+pub fn query_params(q: &str) -> Result<Vec<(String, String)>, ApiError> {
+    q.split('&')
+        .filter(|p| !p.is_empty())
+        .map(|p| {
+            let (k, v) = p.split_once('=').unwrap_or((p, ""));
+            Ok((percent_decode(&k.replace('+', " "))?, percent_decode(&v.replace('+', " "))?))
+        })
+        .collect()
+}
+
+fn percent_decode(s: &str) -> Result<String, ApiError> {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' {
+            let hex = b.get(i + 1..i + 3).and_then(|h| std::str::from_utf8(h).ok());
+            let v = hex
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+                .ok_or_else(|| ApiError::bad_request(format!("bad percent-escape at byte {i} of the URL query")))?;
+            out.push(v);
+            i += 3;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).map_err(|_| ApiError::bad_request("URL query is not UTF-8 after decoding"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decodes_query_strings() {
+        let p = query_params("query=SELECT+1%2C%202&format=csv&x").expect("decodes");
+        assert_eq!(p[0], ("query".to_string(), "SELECT 1, 2".to_string()));
+        assert_eq!(p[1], ("format".to_string(), "csv".to_string()));
+        assert_eq!(p[2], ("x".to_string(), String::new()));
+        assert!(query_params("q=%zz").is_err());
+        assert!(query_params("q=%c3").is_err(), "invalid UTF-8");
+        assert_eq!(query_params("q=%C3%A9").expect("é")[0].1, "é");
+    }
+}

@@ -1,0 +1,222 @@
+//! The SQL endpoint: statements in (text, or JSON with parameters), results out in the asked
+//! format, streamed when large.
+//!
+//! Statements are parsed and checked against the caller's role on the async thread (a few
+//! microseconds), then run on the blocking pool under a [`QueryControl`]: the query stops at
+//! its next check when it passes its deadline or memory limit, when the client disconnects
+//! (the response body's guard cancels it on drop), or when the server shuts down.
+
+use crate::auth::Principal;
+use crate::body::ResponseBody;
+use crate::encode::{Encoder, Format};
+use crate::error::ApiError;
+use crate::router::State;
+use bytes::Bytes;
+use hyper::{Response, StatusCode};
+use std::sync::Arc;
+use std::time::Instant;
+use tokio::sync::{mpsc, oneshot};
+use zepto_sql::exec::interrupt::QueryControl;
+use zepto_sql::parser::{parse_statements_with_params, ParamValue};
+use zepto_sql::{Access, SqlError};
+
+/// A result smaller than this is sent whole, with a Content-Length; larger ones stream.
+const STREAM_THRESHOLD: usize = 1 << 20;
+/// Bytes per streamed chunk.
+const CHUNK_BYTES: usize = 256 << 10;
+
+/// One SQL request.
+pub struct SqlRequest {
+    pub sql: String,
+    pub params: Vec<ParamValue>,
+    /// GET requests may only read.
+    pub read_only: bool,
+    pub format: Format,
+}
+
+/// `{"sql": "...", "params": [...]}` (params optional; `format` optional too).
+pub fn parse_json_body(body: &[u8]) -> Result<(String, Vec<ParamValue>, Option<String>), ApiError> {
+    let v: serde_json::Value =
+        serde_json::from_slice(body).map_err(|e| ApiError::bad_request(format!("request body is not JSON: {e}")))?;
+    let obj = v.as_object().ok_or_else(|| ApiError::bad_request("expected a JSON object {\"sql\": ...}"))?;
+    let sql = obj
+        .get("sql")
+        .or_else(|| obj.get("query"))
+        .and_then(|s| s.as_str())
+        .ok_or_else(|| ApiError::bad_request("missing \"sql\" (a string)"))?
+        .to_string();
+    let params = match obj.get("params") {
+        None | Some(serde_json::Value::Null) => Vec::new(),
+        Some(serde_json::Value::Array(a)) => a
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                json_param(p).ok_or_else(|| ApiError::bad_request(format!("params[{i}]: {p} is not a scalar")))
+            })
+            .collect::<Result<_, _>>()?,
+        Some(_) => return Err(ApiError::bad_request("\"params\" must be a list")),
+    };
+    let format = obj.get("format").and_then(|f| f.as_str()).map(str::to_string);
+    Ok((sql, params, format))
+}
+
+fn json_param(v: &serde_json::Value) -> Option<ParamValue> {
+    use serde_json::Value as J;
+    Some(match v {
+        J::Null => ParamValue::Null,
+        J::Bool(b) => ParamValue::Bool(*b),
+        J::Number(n) => match n.as_i64() {
+            Some(i) => ParamValue::Int(i),
+            None => ParamValue::Float(n.as_f64()?),
+        },
+        J::String(s) => ParamValue::Str(s.clone()),
+        _ => return None,
+    })
+}
+
+/// Cancels the query and forgets it when dropped (request finished, or client gone).
+struct Running {
+    state: Arc<State>,
+    id: u64,
+    ctl: Arc<QueryControl>,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.ctl.cancel();
+        self.state.running.lock().unwrap_or_else(|e| e.into_inner()).remove(&self.id);
+        self.state.metrics.queries_running.dec();
+    }
+}
+
+enum Head {
+    Full(Vec<u8>, usize),
+    Stream(usize),
+}
+
+/// Run a request; on success the response and the number of result rows.
+pub async fn run(
+    state: &Arc<State>,
+    who: &Principal,
+    req: SqlRequest,
+) -> Result<(Response<ResponseBody>, u64), ApiError> {
+    let stmts = parse_statements_with_params(&req.sql, &req.params)?;
+    if stmts.is_empty() {
+        return Err(ApiError::bad_request("no SQL statement in the request"));
+    }
+    for s in &stmts {
+        let need = s.access();
+        if req.read_only && need != Access::Read {
+            return Err(ApiError::new(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "READ_ONLY",
+                "GET runs read-only statements; send statements that change data with POST",
+            ));
+        }
+        if !who.role.allows(need) {
+            return Err(ApiError::forbidden(format!(
+                "key '{}' has role {}, which may not run {}",
+                who.name,
+                who.role,
+                match need {
+                    Access::Read => "reads",
+                    Access::Write => "writes (INSERT, CREATE, ALTER)",
+                    Access::Admin => "DROP TABLE or COPY",
+                }
+            )));
+        }
+    }
+    let engine = state.engine.with_access(who.tables.clone());
+    let cfg = &state.config;
+    let ctl = QueryControl::new(cfg.query_timeout, cfg.query_memory_limit);
+    let id = state.next_id();
+    state.running.lock().unwrap_or_else(|e| e.into_inner()).insert(id, ctl.clone());
+    state.metrics.queries_running.inc();
+    let guard = Running { state: state.clone(), id, ctl: ctl.clone() };
+
+    let (head_tx, head_rx) = oneshot::channel::<Result<Head, ApiError>>();
+    let (tx, rx) = mpsc::channel::<Bytes>(2);
+    let format = req.format;
+    let metrics_state = state.clone();
+    tokio::task::spawn_blocking(move || {
+        let entered = ctl.enter();
+        let t0 = Instant::now();
+        let mut last = None;
+        for s in &stmts {
+            metrics_state.metrics.queries.inc();
+            match engine.execute_statement(s) {
+                Ok(r) => last = Some(r),
+                Err(e) => {
+                    let _ = head_tx.send(Err(e.into()));
+                    return;
+                }
+            }
+        }
+        drop(entered);
+        let Some(r) = last else { return };
+        let elapsed_us = t0.elapsed().as_secs_f64() * 1e6;
+        let mut enc = match Encoder::new(format, &r, elapsed_us) {
+            Ok(e) => e,
+            Err(e) => {
+                let _ = head_tx.send(Err(e));
+                return;
+            }
+        };
+        let rows = enc.rows();
+        let mut buf = Vec::new();
+        let mut more = true;
+        while more && buf.len() < STREAM_THRESHOLD {
+            match enc.next_chunk(&mut buf) {
+                Ok(m) => more = m,
+                Err(e) => {
+                    let _ = head_tx.send(Err(e));
+                    return;
+                }
+            }
+        }
+        if !more {
+            let _ = head_tx.send(Ok(Head::Full(buf, rows)));
+            return;
+        }
+        if head_tx.send(Ok(Head::Stream(rows))).is_err() || tx.blocking_send(Bytes::from(buf)).is_err() {
+            return;
+        }
+        loop {
+            if ctl.is_cancelled() {
+                return;
+            }
+            let mut chunk = Vec::with_capacity(CHUNK_BYTES + (CHUNK_BYTES >> 2));
+            while more && chunk.len() < CHUNK_BYTES {
+                more = enc.next_chunk(&mut chunk).unwrap_or(false);
+            }
+            // A send fails only when the client went away: stop encoding.
+            if !chunk.is_empty() && tx.blocking_send(Bytes::from(chunk)).is_err() {
+                return;
+            }
+            if !more {
+                return;
+            }
+        }
+    });
+
+    let head = match cfg.query_timeout {
+        // The engine stops itself at the deadline; this is the backstop for a kernel that runs
+        // long between checks.
+        Some(t) => match tokio::time::timeout(t + std::time::Duration::from_millis(250), head_rx).await {
+            Ok(h) => h,
+            Err(_) => {
+                guard.ctl.cancel();
+                return Err(SqlError::Timeout(format!("query exceeded its time limit of {} ms", t.as_millis())).into());
+            }
+        },
+        None => head_rx.await,
+    };
+    let head = head.map_err(|_| ApiError::internal("the query thread ended without an answer"))??;
+    let builder = Response::builder().status(StatusCode::OK).header("content-type", format.content_type());
+    let (resp, rows) = match head {
+        Head::Full(bytes, rows) => (builder.body(ResponseBody::full(bytes)), rows),
+        Head::Stream(rows) => (builder.body(ResponseBody::Stream { rx, _guard: Box::new(guard) }), rows),
+    };
+    state.metrics.rows_returned.inc_by(rows as u64);
+    Ok((resp.map_err(|e| ApiError::internal(e.to_string()))?, rows as u64))
+}
