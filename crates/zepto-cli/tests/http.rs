@@ -1,0 +1,485 @@
+//! End-to-end tests of `zeptodb serve`: the real binary on an ephemeral loopback port, spoken
+//! to over raw TCP (so malformed HTTP can be sent too). Every endpoint, format, role and error
+//! path of SPEC §2.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+use zepto_storage::{ColumnDef, DataType, Value};
+
+struct Server {
+    child: Child,
+    addr: String,
+}
+
+impl Server {
+    fn start(args: &[&str]) -> Server {
+        Server::start_env(args, &[])
+    }
+
+    fn start_env(args: &[&str], env: &[(&str, &str)]) -> Server {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_zeptodb"));
+        cmd.arg("serve").args(["--http", "127.0.0.1:0", "--access-log", "off"]).args(args);
+        cmd.env_remove("ZEPTO_API_KEY");
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.stdout(Stdio::null()).stderr(Stdio::piped()).spawn().expect("starts zeptodb serve");
+        let stderr = child.stderr.take().expect("stderr");
+        let mut lines = BufReader::new(stderr).lines();
+        let addr = loop {
+            let line = lines.next().expect("server printed its address").expect("reads stderr");
+            if let Some(rest) = line.split("listening on http://").nth(1) {
+                break rest.split_whitespace().next().expect("address").to_string();
+            }
+        };
+        // Keep draining stderr so the server never blocks on a full pipe.
+        std::thread::spawn(move || for _ in lines {});
+        Server { child, addr }
+    }
+
+    fn stop(mut self) -> std::process::ExitStatus {
+        let pid = self.child.id().to_string();
+        Command::new("kill").args(["-TERM", &pid]).status().expect("kill");
+        let t0 = Instant::now();
+        loop {
+            if let Some(s) = self.child.try_wait().expect("wait") {
+                return s;
+            }
+            assert!(t0.elapsed() < Duration::from_secs(10), "server did not stop on SIGTERM");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[derive(Debug)]
+struct Resp {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+impl Resp {
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+    }
+
+    fn json(&self) -> serde_json::Value {
+        serde_json::from_slice(&self.body).unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.text()))
+    }
+
+    fn error_code(&self) -> String {
+        self.json()["error"]["code"].as_str().unwrap_or("").to_string()
+    }
+}
+
+/// Send raw bytes, read the response to EOF (`Connection: close`), de-chunk the body.
+fn raw(addr: &str, request: &[u8]) -> Resp {
+    let mut s = TcpStream::connect(addr).expect("connects");
+    s.set_read_timeout(Some(Duration::from_secs(60))).expect("timeout");
+    s.write_all(request).expect("writes");
+    let mut buf = Vec::new();
+    s.read_to_end(&mut buf).expect("reads");
+    parse_response(&buf)
+}
+
+fn parse_response(buf: &[u8]) -> Resp {
+    let end = buf.windows(4).position(|w| w == b"\r\n\r\n").expect("header end");
+    let head = String::from_utf8_lossy(&buf[..end]).into_owned();
+    let mut lines = head.split("\r\n");
+    let status: u16 = lines.next().and_then(|l| l.split(' ').nth(1)).and_then(|s| s.parse().ok()).expect("status");
+    let headers: Vec<(String, String)> =
+        lines.filter_map(|l| l.split_once(':').map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))).collect();
+    let mut body = buf[end + 4..].to_vec();
+    let chunked = headers.iter().any(|(k, v)| k.eq_ignore_ascii_case("transfer-encoding") && v.contains("chunked"));
+    if chunked {
+        let mut out = Vec::new();
+        let mut i = 0;
+        loop {
+            let nl = body[i..].windows(2).position(|w| w == b"\r\n").expect("chunk size line") + i;
+            let size = usize::from_str_radix(std::str::from_utf8(&body[i..nl]).expect("hex").trim(), 16).expect("size");
+            if size == 0 {
+                break;
+            }
+            out.extend_from_slice(&body[nl + 2..nl + 2 + size]);
+            i = nl + 2 + size + 2;
+        }
+        body = out;
+    }
+    Resp { status, headers, body }
+}
+
+fn request(addr: &str, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Resp {
+    let mut req = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str(&format!("Content-Length: {}\r\n\r\n", body.len()));
+    let mut bytes = req.into_bytes();
+    bytes.extend_from_slice(body);
+    raw(addr, &bytes)
+}
+
+fn get(addr: &str, path: &str) -> Resp {
+    request(addr, "GET", path, &[], b"")
+}
+
+fn post(addr: &str, path: &str, body: &str) -> Resp {
+    request(addr, "POST", path, &[], body.as_bytes())
+}
+
+fn post_key(addr: &str, path: &str, key: &str, body: &str) -> Resp {
+    request(addr, "POST", path, &[("Authorization", &format!("Bearer {key}"))], body.as_bytes())
+}
+
+fn sql(addr: &str, q: &str) -> serde_json::Value {
+    let r = post(addr, "/", q);
+    assert_eq!(r.status, 200, "{q}: {}", r.text());
+    r.json()
+}
+
+fn enc(s: &str) -> String {
+    s.bytes().map(|b| if b.is_ascii_alphanumeric() { (b as char).to_string() } else { format!("%{b:02X}") }).collect()
+}
+
+#[test]
+fn probes_queries_and_formats() {
+    let s = Server::start(&["--demo", "--rows", "60000"]);
+    let a = s.addr.as_str();
+    assert_eq!(get(a, "/ping").text(), "Ok\n");
+    assert_eq!(get(a, "/health").json()["status"], "ok");
+    assert_eq!(get(a, "/ready").json()["ready"], true);
+    let r = get(a, "/ping");
+    assert!(r.header("x-request-id").is_some_and(|v| !v.is_empty()));
+    let r = request(a, "GET", "/ping", &[("X-Request-Id", "abc-123")], b"");
+    assert_eq!(r.header("x-request-id"), Some("abc-123"), "a client's request id is echoed");
+
+    // JSON, as SPEC §2 pins it.
+    let j = sql(a, "SELECT sym, count(*) AS n FROM trades GROUP BY sym ORDER BY sym LIMIT 2");
+    assert_eq!(j["columns"], serde_json::json!([{"name":"sym","type":"SYMBOL"},{"name":"n","type":"BIGINT"}]));
+    assert_eq!(j["rows"], 2);
+    assert_eq!(j["data"][0][0], "S000");
+    assert!(j["elapsed_us"].as_f64().is_some());
+    // GET with ?query= and ?sql=, CSV and JSONL.
+    let q = enc("SELECT ts, sym FROM trades ORDER BY ts LIMIT 1");
+    let csv = get(a, &format!("/?query={q}&format=csv"));
+    assert_eq!(csv.header("content-type"), Some("text/csv; charset=utf-8"));
+    assert_eq!(csv.text(), "ts,sym\n2024-01-02T09:30:00.000000000Z,S009\n");
+    let jl = get(a, &format!("/query?sql={q}&format=jsonl")).text();
+    assert_eq!(jl, "{\"ts\":\"2024-01-02T09:30:00.000000000Z\",\"sym\":\"S009\"}\n");
+    // Accept header picks the format too.
+    let r = request(a, "POST", "/", &[("Accept", "text/csv")], b"SELECT 1 AS x");
+    assert_eq!(r.text(), "x\n1\n");
+    // JSON body with parameters.
+    let body = r#"{"sql": "SELECT count(*) AS n FROM trades WHERE sym = $1 AND size >= $2", "params": ["S001", 100]}"#;
+    let r = request(a, "POST", "/query", &[("Content-Type", "application/json")], body.as_bytes());
+    let n = r.json()["data"][0][0].as_i64().expect("count");
+    let direct = sql(a, "SELECT count(*) FROM trades WHERE sym = 'S001' AND size >= 100");
+    assert_eq!(Some(n), direct["data"][0][0].as_i64());
+    // A parameter is a value, never SQL text.
+    let body = r#"{"sql": "SELECT count(*) FROM trades WHERE sym = ?", "params": ["x' OR '1'='1"]}"#;
+    let r = request(a, "POST", "/", &[("Content-Type", "application/json")], body.as_bytes());
+    assert_eq!(r.json()["data"][0][0], 0);
+
+    // Arrow IPC stream, large enough to be streamed in several chunks.
+    let r = request(a, "POST", "/", &[("Accept", "application/vnd.apache.arrow.stream")], b"SELECT * FROM trades");
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("transfer-encoding"), Some("chunked"), "a large result is streamed");
+    let defs: Vec<ColumnDef> = [("ts", DataType::Timestamp), ("sym", DataType::Symbol), ("price", DataType::Float64)]
+        .iter()
+        .map(|(n, t)| ColumnDef { name: n.to_string(), data_type: *t })
+        .collect();
+    let defs_all = [defs.clone(), vec![ColumnDef { name: "size".into(), data_type: DataType::Int64 }]].concat();
+    let cols = zepto_io::ipc::read_ipc_stream(&r.body, &defs_all).expect("valid Arrow stream");
+    assert_eq!(cols[0].len(), 60000);
+    let first = sql(a, "SELECT price FROM trades LIMIT 1");
+    assert_eq!(cols[2].get(0), Value::Float64(first["data"][0][0].as_f64().expect("price")));
+    // A large JSON result streams and is still one valid document.
+    let big = request(a, "POST", "/", &[], b"SELECT * FROM trades");
+    assert_eq!(big.header("transfer-encoding"), Some("chunked"));
+    assert_eq!(big.json()["rows"], 60000);
+    assert_eq!(big.json()["data"].as_array().map(Vec::len), Some(60000));
+
+    // Catalog endpoints.
+    let t = get(a, "/tables").json();
+    let names: Vec<&str> = t["tables"].as_array().expect("list").iter().filter_map(|x| x["name"].as_str()).collect();
+    assert_eq!(names, ["quotes", "trades"]);
+    let t = get(a, "/tables/trades").json();
+    assert_eq!(t["rows"], 60000);
+    assert_eq!(t["columns"][1], serde_json::json!({"name":"sym","type":"SYMBOL","role":"partition key"}));
+    assert_eq!(get(a, "/tables/nope").error_code(), "TABLE_NOT_FOUND");
+
+    // Errors: code, position, status.
+    let r = post(a, "/", "SELECT price FROM trades WHERE");
+    assert_eq!((r.status, r.error_code().as_str()), (400, "SQL_PARSE"));
+    assert_eq!(r.json()["error"]["line"], 1);
+    assert_eq!(r.json()["error"]["column"], 31);
+    let r = post(a, "/", "SELECT nope FROM trades");
+    assert_eq!((r.status, r.error_code().as_str()), (400, "COLUMN_NOT_FOUND"));
+    assert_eq!(post(a, "/", "SELECT * FROM missing").status, 404);
+    let r = get(a, &format!("/?query={}", enc("DROP TABLE trades")));
+    assert_eq!((r.status, r.error_code().as_str()), (405, "READ_ONLY"));
+    assert_eq!(get(a, "/nope").status, 404);
+    assert_eq!(request(a, "DELETE", "/tables", &[], b"").status, 405);
+    assert_eq!(get(a, "/?query=SELECT+1&format=xml").error_code(), "BAD_REQUEST");
+    let r = request(a, "POST", "/", &[("Content-Type", "application/json")], b"{\"sql\": 1}");
+    assert_eq!(r.error_code(), "BAD_REQUEST");
+    let r = request(a, "POST", "/", &[("Content-Type", "application/json")], b"{not json");
+    assert_eq!(r.error_code(), "BAD_REQUEST");
+    // Malformed HTTP gets a 400 from the protocol layer.
+    let r = raw(a, b"THIS IS NOT HTTP\r\n\r\n");
+    assert_eq!(r.status, 400);
+
+    // Metrics count what happened.
+    let m = get(a, "/metrics").text();
+    assert!(m.contains("zepto_http_requests_total{route=\"query\",class=\"2xx\"}"), "{m}");
+    assert!(m.contains("zepto_errors_total{code=\"SQL_PARSE\"} 1"), "{m}");
+    assert!(m.contains("zepto_table_rows 120000"), "{m}");
+    assert!(m.contains("zepto_memory_resident_bytes"), "{m}");
+    assert!(s.stop().success(), "SIGTERM ends the server cleanly");
+}
+
+#[test]
+fn ingest_formats_and_all_or_nothing() {
+    let s = Server::start(&[]);
+    let a = s.addr.as_str();
+    sql(a, "CREATE TABLE t (ts TIMESTAMP, sym SYMBOL, px DOUBLE, n BIGINT)");
+    let r =
+        post(a, "/write?table=t&format=csv", "ts,sym,px,n\n2024-01-02 09:30:00,A,1.5,1\n2024-01-02T09:30:01.5Z,B,,\n");
+    assert_eq!((r.status, r.json()["rows_written"].as_i64()), (200, Some(2)), "{}", r.text());
+    let r = post(a, "/write?table=t&format=jsonl", "{\"ts\":1704187802000000000,\"sym\":\"C\",\"px\":2,\"n\":3}\n");
+    assert_eq!(r.json()["rows_written"], 1);
+    // Bad row 3 of CSV: nothing from the batch is stored.
+    let r = post(a, "/write?table=t&format=csv", "ts,sym,px,n\n1,A,1,1\n2,B,2,2\n3,C,oops,3\n");
+    assert_eq!((r.status, r.error_code().as_str()), (400, "INGEST"));
+    assert_eq!(r.json()["error"]["row"], 3);
+    let r = post(a, "/write?table=t&format=jsonl", "{\"ts\":1}\n{\"ts\":2,\"bogus\":1}\n");
+    assert_eq!(r.json()["error"]["row"], 2);
+    let r = post(a, "/write?table=t&format=arrow", "not an arrow stream");
+    assert_eq!(r.error_code(), "INGEST");
+    assert_eq!(post(a, "/write?table=nope&format=csv", "a\n1\n").error_code(), "TABLE_NOT_FOUND");
+    assert_eq!(sql(a, "SELECT count(*) FROM t")["data"][0][0], 3);
+
+    // Arrow IPC in: a stream made by the server itself (SELECT ... format=arrow) fed back.
+    let r = request(a, "POST", "/?format=arrow", &[], b"SELECT ts + INTERVAL '1 hour' AS ts, sym, px, n FROM t");
+    let r = request(a, "POST", "/write?table=t&format=arrow", &[], &r.body);
+    assert_eq!(r.json()["rows_written"], 3, "{}", r.text());
+    assert_eq!(sql(a, "SELECT count(*), count(px) FROM t")["data"][0], serde_json::json!([6, 4]));
+
+    // InfluxDB line protocol: tables created and widened; /api/v2/write answers 204.
+    let r = post(
+        a,
+        "/write?precision=ms",
+        "cpu,host=a usage=1.5,cores=4i 1700000000000\ncpu,host=b usage=2 1700000000001\n",
+    );
+    assert_eq!(r.json()["rows_written"], 2, "{}", r.text());
+    let r = post(a, "/api/v2/write?bucket=x&precision=s", "cpu,host=c usage=3,temp=40.5 1700000001\n");
+    assert_eq!(r.status, 204);
+    let j = sql(a, "SELECT host, usage, cores, temp, timestamp FROM cpu ORDER BY timestamp");
+    assert_eq!(j["data"][0], serde_json::json!(["a", 1.5, 4, null, "2023-11-14T22:13:20.000000000Z"]));
+    assert_eq!(j["data"][2], serde_json::json!(["c", 3.0, null, 40.5, "2023-11-14T22:13:21.000000000Z"]));
+    // A bad line 2 rejects the whole batch, including the table it would have created.
+    let r = post(a, "/write?format=ilp", "mem,host=a used=1i 1\nmem,host=a used=\n");
+    assert_eq!((r.status, r.json()["error"]["line"].as_i64()), (400, Some(2)));
+    assert_eq!(post(a, "/", "SELECT * FROM mem").status, 404);
+    let r = post(a, "/write?format=ilp", "cpu,host=d usage=1 1\ncpu,host=d cores=1.5 2\n");
+    assert_eq!(r.json()["error"]["line"], 2, "float into a BIGINT column");
+    assert_eq!(sql(a, "SELECT count(*) FROM cpu")["data"][0][0], 3);
+    assert_eq!(post(a, "/write?format=ilp&precision=weeks", "m v=1").error_code(), "BAD_REQUEST");
+    let m = get(a, "/metrics").text();
+    assert!(m.contains("zepto_rows_ingested_total{format=\"ilp\"} 3"), "{m}");
+}
+
+#[test]
+fn keys_roles_and_grants() {
+    let dir = std::env::temp_dir().join(format!("zepto-http-keys-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let mut entries = Vec::new();
+    let mut keys = Vec::new();
+    for (name, role, tables) in [("r", "reader", ""), ("w", "writer", ""), ("g", "reader", "trades")] {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_zeptodb"));
+        cmd.args(["keygen", "--name", name, "--role", role]);
+        if !tables.is_empty() {
+            cmd.args(["--tables", tables]);
+        }
+        let out = cmd.output().expect("keygen");
+        assert!(out.status.success());
+        entries.push(String::from_utf8(out.stdout).expect("utf8").trim().to_string());
+        let err = String::from_utf8(out.stderr).expect("utf8");
+        keys.push(err.rsplit(' ').next().expect("key").trim().to_string());
+        assert!(!entries.last().expect("entry").contains(keys.last().expect("key").as_str()), "file holds no key");
+    }
+    let file = dir.join("keys.json");
+    std::fs::write(&file, format!("{{\"keys\": [{}]}}", entries.join(","))).expect("write keys");
+    let admin = "admin-key-0123456789";
+    let s = Server::start_env(
+        &["--demo", "--rows", "1000", "--keys-file", file.to_str().expect("path")],
+        &[("ZEPTO_API_KEY", admin)],
+    );
+    let a = s.addr.as_str();
+    let (reader, writer, granted) = (keys[0].as_str(), keys[1].as_str(), keys[2].as_str());
+
+    let r = post(a, "/", "SELECT 1");
+    assert_eq!((r.status, r.error_code().as_str()), (401, "UNAUTHENTICATED"));
+    assert_eq!(r.header("www-authenticate"), Some("Bearer"));
+    assert_eq!(post_key(a, "/", "wrong-key", "SELECT 1").status, 401);
+    assert_eq!(get(a, "/ping").status, 200, "probes need no key");
+    assert_eq!(get(a, "/metrics").status, 401);
+    assert_eq!(request(a, "GET", "/metrics", &[("Authorization", &format!("Bearer {reader}"))], b"").status, 200);
+
+    assert_eq!(post_key(a, "/", reader, "SELECT count(*) FROM trades").status, 200);
+    let r = post_key(a, "/", reader, "CREATE TABLE x (a INT)");
+    assert_eq!((r.status, r.error_code().as_str()), (403, "PERMISSION_DENIED"));
+    assert_eq!(post_key(a, "/write?table=trades&format=csv", reader, "ts\n1\n").status, 403);
+    assert_eq!(post_key(a, "/", writer, "CREATE TABLE x (a INT)").status, 200);
+    assert_eq!(post_key(a, "/", writer, "INSERT INTO x VALUES (1)").status, 200);
+    assert_eq!(post_key(a, "/write?format=ilp", writer, "m,t=a v=1 1").status, 200);
+    assert_eq!(post_key(a, "/", writer, "DROP TABLE x").status, 403, "DROP needs admin");
+    assert_eq!(post_key(a, "/", writer, "COPY x TO '/tmp/x.csv'").status, 403, "COPY needs admin");
+    assert_eq!(post_key(a, "/", admin, "DROP TABLE x").status, 200);
+
+    // Table grants: only trades, everywhere.
+    assert_eq!(post_key(a, "/", granted, "SELECT count(*) FROM trades").status, 200);
+    let r = post_key(a, "/", granted, "SELECT * FROM quotes");
+    assert_eq!((r.status, r.error_code().as_str()), (403, "PERMISSION_DENIED"));
+    let r = post_key(a, "/", granted, "SELECT * FROM trades t ASOF JOIN quotes q ON t.sym = q.sym AND t.ts >= q.ts");
+    assert_eq!(r.status, 403, "a join reaches the ungranted table");
+    let r = post_key(a, "/", granted, "WITH quotes AS (SELECT 1 AS x) SELECT * FROM quotes");
+    assert_eq!(r.status, 200, "a CTE is not a table");
+    let r = request(a, "GET", "/tables", &[("Authorization", &format!("Bearer {granted}"))], b"");
+    let names: Vec<String> = r.json()["tables"]
+        .as_array()
+        .expect("list")
+        .iter()
+        .filter_map(|t| t["name"].as_str().map(String::from))
+        .collect();
+    assert_eq!(names, ["trades"]);
+    let r = post_key(a, "/", granted, "SHOW TABLES");
+    assert_eq!(r.json()["data"], serde_json::json!([["trades"]]));
+    drop(s);
+
+    // A public address without keys is refused before binding.
+    let out = Command::new(env!("CARGO_BIN_EXE_zeptodb"))
+        .args(["serve", "--http", "0.0.0.0:0"])
+        .env_remove("ZEPTO_API_KEY")
+        .output()
+        .expect("runs");
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("without authentication"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Compares 50k x 50k pairs in nested-loop blocks and keeps none of them.
+const SLOW: &str = "SELECT count(*) FROM trades a JOIN trades b ON a.price < b.price - 1000000 AND a.size > b.size";
+
+#[test]
+fn limits_timeouts_and_disconnects() {
+    let s = Server::start(&["--demo", "--rows", "50000", "--max-body-mb", "1", "--query-timeout", "0.5"]);
+    let a = s.addr.as_str();
+    let big = "x".repeat(2 << 20);
+    let r = post(a, "/", &big);
+    assert_eq!((r.status, r.error_code().as_str()), (413, "PAYLOAD_TOO_LARGE"));
+    // A nested-loop join of 50k x 50k rows (matching nothing) runs far past 0.5 s.
+    let t0 = Instant::now();
+    let r = post(a, "/", SLOW);
+    assert_eq!((r.status, r.error_code().as_str()), (504, "TIMEOUT"), "{}", r.text());
+    assert!(t0.elapsed() < Duration::from_secs(5));
+    assert_eq!(sql(a, "SELECT count(*) FROM trades")["data"][0][0], 50000, "the server is fine afterwards");
+    drop(s);
+
+    // Sorting 200k rows holds more than 4 MiB.
+    let s = Server::start(&["--demo", "--rows", "200000", "--query-memory-mb", "4"]);
+    let a = s.addr.as_str();
+    let r = post(a, "/", "SELECT * FROM trades ORDER BY price");
+    assert_eq!((r.status, r.error_code().as_str()), (429, "RESOURCES_EXHAUSTED"), "{}", r.text());
+    assert!(r.text().contains("memory limit"), "{}", r.text());
+    assert_eq!(sql(a, "SELECT count(*) FROM trades")["data"][0][0], 200000);
+    drop(s);
+
+    // A client that goes away cancels its query.
+    let s = Server::start(&["--demo", "--rows", "50000", "--query-timeout", "600"]);
+    let a = s.addr.as_str();
+    {
+        let mut c = TcpStream::connect(a).expect("connects");
+        let req = format!("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n\r\n{SLOW}", SLOW.len());
+        c.write_all(req.as_bytes()).expect("writes");
+        std::thread::sleep(Duration::from_millis(300));
+        let m = get(a, "/metrics").text();
+        assert!(m.contains("zepto_queries_running 1"), "{m}");
+    }
+    let t0 = Instant::now();
+    loop {
+        let m = get(a, "/metrics").text();
+        if m.contains("zepto_queries_running 0") {
+            break;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(5), "the query kept running after its client left");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn tls_with_rustls() {
+    let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).expect("self-signed cert");
+    let dir = std::env::temp_dir().join(format!("zepto-http-tls-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let (cert_path, key_path) = (dir.join("cert.pem"), dir.join("key.pem"));
+    std::fs::write(&cert_path, cert.cert.pem()).expect("cert");
+    std::fs::write(&key_path, cert.signing_key.serialize_pem()).expect("key");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_zeptodb"));
+    cmd.args(["serve", "--http", "127.0.0.1:0", "--access-log", "off"]);
+    cmd.args(["--tls-cert", cert_path.to_str().expect("path"), "--tls-key", key_path.to_str().expect("path")]);
+    let mut child = cmd.env_remove("ZEPTO_API_KEY").stderr(Stdio::piped()).spawn().expect("starts");
+    let mut lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
+    let addr = loop {
+        let line = lines.next().expect("address line").expect("reads");
+        if let Some(rest) = line.split("listening on https://").nth(1) {
+            break rest.split_whitespace().next().expect("addr").to_string();
+        }
+    };
+    let server = Server { child, addr };
+
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(cert.cert.der().clone()).expect("trust the test cert");
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let cfg = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .expect("versions")
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let name = rustls::pki_types::ServerName::try_from("localhost").expect("name");
+    let conn = rustls::ClientConnection::new(std::sync::Arc::new(cfg), name).expect("client");
+    let sock = TcpStream::connect(&server.addr).expect("connects");
+    let mut tls = rustls::StreamOwned::new(conn, sock);
+    let q = "SELECT 40 + 2 AS answer";
+    let req =
+        format!("POST / HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{q}", q.len());
+    tls.write_all(req.as_bytes()).expect("writes over TLS");
+    let mut buf = Vec::new();
+    // rustls reports the peer's close without close_notify as an error after the data.
+    let _ = tls.read_to_end(&mut buf);
+    let r = parse_response(&buf);
+    assert_eq!(r.status, 200);
+    assert_eq!(r.json()["data"][0][0], 42);
+    // Plain HTTP to the TLS port gets no HTTP answer.
+    let mut plain = TcpStream::connect(&server.addr).expect("connects");
+    plain.set_read_timeout(Some(Duration::from_secs(5))).expect("timeout");
+    let _ = plain.write_all(b"GET /ping HTTP/1.1\r\nHost: x\r\n\r\n");
+    let mut out = Vec::new();
+    let _ = plain.read_to_end(&mut out);
+    assert!(!out.starts_with(b"HTTP/1.1 200"), "no plaintext service on the TLS port");
+    drop(server);
+    let _ = std::fs::remove_dir_all(&dir);
+}
