@@ -1,5 +1,6 @@
 # One entry point; CI (.ci/run) calls `make check` and `make test`.
 #   make demo   build and run the demo (generated market data + example queries)
+#   make serve  HTTP server on 127.0.0.1:8123 with the demo data loaded
 #   make sql    SQL shell on the demo data
 #   make test   everything CI tests: unit + DuckDB-oracle .slt corpus + randomized differential
 #               test against DuckDB + parser fuzz smoke run
@@ -11,13 +12,16 @@ VENV  ?= .venv
 PY    := $(VENV)/bin/python
 SEED  ?= $(shell date +%s)
 
-.PHONY: demo sql build test check venv difftest fuzz-smoke bench clean
+.PHONY: demo serve sql build test check venv difftest fuzz-smoke bench clean
 
 build:
 	$(CARGO) build --release -p zepto-cli
 
 demo: build
 	./target/release/zeptodb demo
+
+serve: build
+	./target/release/zeptodb serve --demo
 
 sql: build
 	./target/release/zeptodb sql --demo

@@ -135,8 +135,8 @@ fn config(a: &ArgMatches) -> Result<Config, String> {
     }
     c.max_body_bytes = a.get_one::<usize>("max-body-mb").copied().unwrap_or(256).saturating_mul(1 << 20);
     let t = a.get_one::<f64>("query-timeout").copied().unwrap_or(300.0);
-    if !(t >= 0.0 && t.is_finite()) {
-        return Err("--query-timeout must be a number of seconds".into());
+    if !(0.0..=31_622_400.0).contains(&t) {
+        return Err("--query-timeout must be a number of seconds, at most a year".into());
     }
     c.query_timeout = (t > 0.0).then(|| Duration::from_secs_f64(t));
     let mb = a.get_one::<usize>("query-memory-mb").copied().unwrap_or(0);

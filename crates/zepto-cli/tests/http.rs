@@ -158,7 +158,9 @@ fn enc(s: &str) -> String {
 fn probes_queries_and_formats() {
     let s = Server::start(&["--demo", "--rows", "60000"]);
     let a = s.addr.as_str();
-    assert_eq!(get(a, "/ping").text(), "Ok\n");
+    assert_eq!(get(a, "/ping").text(), "Ok");
+    let h = request(a, "HEAD", &format!("/?query={}", enc("SELECT 1")), &[], b"");
+    assert_eq!((h.status, h.body.len()), (200, 0), "HEAD is GET without a body");
     assert_eq!(get(a, "/health").json()["status"], "ok");
     assert_eq!(get(a, "/ready").json()["ready"], true);
     let r = get(a, "/ping");
@@ -232,7 +234,11 @@ fn probes_queries_and_formats() {
     let r = get(a, &format!("/?query={}", enc("DROP TABLE trades")));
     assert_eq!((r.status, r.error_code().as_str()), (405, "READ_ONLY"));
     assert_eq!(get(a, "/nope").status, 404);
-    assert_eq!(request(a, "DELETE", "/tables", &[], b"").status, 405);
+    let r = request(a, "DELETE", "/tables", &[], b"");
+    assert_eq!((r.status, r.header("allow")), (405, Some("GET, HEAD")));
+    // A script reports which statement failed and what was applied before it.
+    let r = post(a, "/", "CREATE TABLE s (x INT); INSERT INTO s VALUES (1); SELECT nope FROM s");
+    assert!(r.text().contains("statement 3 of 3") && r.text().contains("2 earlier"), "{}", r.text());
     assert_eq!(get(a, "/?query=SELECT+1&format=xml").error_code(), "BAD_REQUEST");
     let r = request(a, "POST", "/", &[("Content-Type", "application/json")], b"{\"sql\": 1}");
     assert_eq!(r.error_code(), "BAD_REQUEST");
@@ -246,7 +252,7 @@ fn probes_queries_and_formats() {
     let m = get(a, "/metrics").text();
     assert!(m.contains("zepto_http_requests_total{route=\"query\",class=\"2xx\"}"), "{m}");
     assert!(m.contains("zepto_errors_total{code=\"SQL_PARSE\"} 1"), "{m}");
-    assert!(m.contains("zepto_table_rows 120000"), "{m}");
+    assert!(m.contains("zepto_table_rows 120001"), "{m}"); // + the scripted INSERT
     assert!(m.contains("zepto_memory_resident_bytes"), "{m}");
     assert!(s.stop().success(), "SIGTERM ends the server cleanly");
 }
@@ -298,8 +304,20 @@ fn ingest_formats_and_all_or_nothing() {
     assert_eq!(r.json()["error"]["line"], 2, "float into a BIGINT column");
     assert_eq!(sql(a, "SELECT count(*) FROM cpu")["data"][0][0], 3);
     assert_eq!(post(a, "/write?format=ilp&precision=weeks", "m v=1").error_code(), "BAD_REQUEST");
+    // gzip bodies, as Telegraf sends them; other encodings are refused.
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gz.write_all(b"cpu,host=e usage=7 1700000002000000000\n").expect("gzip");
+    let body = gz.finish().expect("gzip");
+    let r = request(a, "POST", "/api/v2/write", &[("Content-Encoding", "gzip")], &body);
+    assert_eq!(r.status, 204, "{}", r.text());
+    let r = request(a, "POST", "/write", &[("Content-Encoding", "br")], b"x");
+    assert_eq!((r.status, r.error_code().as_str()), (415, "UNSUPPORTED_ENCODING"));
+    // Two tables in one batch, the second line bad: neither changes, no table is created.
+    let r = post(a, "/write", "newt,k=a v=1 1\ncpu,host=f usage=\"str\" 2\n");
+    assert_eq!(r.json()["error"]["line"], 2);
+    assert_eq!(post(a, "/", "SELECT * FROM newt").status, 404);
     let m = get(a, "/metrics").text();
-    assert!(m.contains("zepto_rows_ingested_total{format=\"ilp\"} 3"), "{m}");
+    assert!(m.contains("zepto_rows_ingested_total{format=\"ilp\"} 4"), "{m}");
 }
 
 #[test]

@@ -1,6 +1,9 @@
 //! Response bodies: a whole buffer, or a stream of chunks fed by the thread that encodes a
 //! large result. The stream's receiver carries a guard whose drop cancels the query, so a
-//! client that disconnects mid-result stops the work behind it.
+//! client that disconnects mid-result stops the work behind it. A stream that cannot finish
+//! (encoder failure, cancellation) ends with an error frame: hyper then aborts the connection
+//! without the final chunk, so the client sees a truncated response, never a short "complete"
+//! one.
 
 use bytes::Bytes;
 use hyper::body::{Body, Frame, SizeHint};
@@ -10,7 +13,7 @@ use tokio::sync::mpsc;
 
 pub enum ResponseBody {
     Full(Option<Bytes>),
-    Stream { rx: mpsc::Receiver<Bytes>, _guard: Box<dyn Send + Sync> },
+    Stream { rx: mpsc::Receiver<Result<Bytes, std::io::Error>>, _guard: Box<dyn Send + Sync> },
 }
 
 impl ResponseBody {
@@ -25,12 +28,12 @@ impl ResponseBody {
 
 impl Body for ResponseBody {
     type Data = Bytes;
-    type Error = std::convert::Infallible;
+    type Error = std::io::Error;
 
     fn poll_frame(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
         match self.get_mut() {
             ResponseBody::Full(b) => Poll::Ready(b.take().map(|b| Ok(Frame::data(b)))),
-            ResponseBody::Stream { rx, .. } => rx.poll_recv(cx).map(|o| o.map(|b| Ok(Frame::data(b)))),
+            ResponseBody::Stream { rx, .. } => rx.poll_recv(cx).map(|o| o.map(|r| r.map(Frame::data))),
         }
     }
 

@@ -66,16 +66,30 @@ impl Config {
         if self.threads == 0 {
             return Err("--threads must be at least 1".into());
         }
+        if self.query_timeout.is_some_and(|t| t > Duration::from_secs(366 * 86_400)) {
+            return Err("--query-timeout is limited to a year".into());
+        }
         if self.max_body_bytes == 0 {
             return Err("the body size limit must be positive".into());
         }
         Ok(())
     }
 
-    /// Threads of the blocking pool that runs queries and ingest: enough that a few slow
+    /// Statements that may run at once (more wait, holding no thread): enough that a few slow
     /// queries never hold up the rest, few enough not to thrash.
+    pub fn query_slots(&self) -> usize {
+        (self.threads * 6).max(12)
+    }
+
+    /// Ingest batches that may be parsed and applied at once: a separate allowance, so queries
+    /// can never take every thread from ingestion.
+    pub fn ingest_slots(&self) -> usize {
+        (self.threads * 2).max(4)
+    }
+
+    /// Threads of the blocking pool: both allowances plus a few for long parses.
     pub fn blocking_threads(&self) -> usize {
-        (self.threads * 8).max(16)
+        self.query_slots() + self.ingest_slots() + 4
     }
 }
 

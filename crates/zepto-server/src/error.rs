@@ -16,11 +16,13 @@ pub struct ApiError {
     pub line: Option<u64>,
     pub column: Option<u64>,
     pub row: Option<u64>,
+    /// For 405: the methods the resource allows (the `Allow` header).
+    pub allow: Option<&'static str>,
 }
 
 impl ApiError {
     pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> ApiError {
-        ApiError { status, code, message: message.into(), line: None, column: None, row: None }
+        ApiError { status, code, message: message.into(), line: None, column: None, row: None, allow: None }
     }
 
     pub fn bad_request(message: impl Into<String>) -> ApiError {
@@ -99,6 +101,7 @@ impl From<SqlError> for ApiError {
             line: pos.map(|p| u64::from(p.line)),
             column: pos.map(|p| u64::from(p.column)),
             row: None,
+            allow: None,
         }
     }
 }

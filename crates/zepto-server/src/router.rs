@@ -19,7 +19,8 @@ use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
+use tokio::sync::Semaphore;
 use zepto_sql::exec::interrupt::QueryControl;
 use zepto_sql::Engine;
 
@@ -31,6 +32,9 @@ pub struct State {
     pub log: Option<AccessLog>,
     /// Queries in flight, so shutdown can cancel them.
     pub running: Mutex<HashMap<u64, Arc<QueryControl>>>,
+    /// Statements and ingest batches that may run at once (see [`Config::query_slots`]).
+    pub query_slots: Arc<Semaphore>,
+    pub ingest_slots: Arc<Semaphore>,
     pub ready: AtomicBool,
     pub started: Instant,
     next_id: AtomicU64,
@@ -42,6 +46,8 @@ impl State {
         // Request ids: a per-process prefix and a counter, unique without coordination.
         let id_prefix = format!("{:x}", (now_ns() as u64 ^ u64::from(std::process::id())) & 0xff_ffff_ffff);
         State {
+            query_slots: Arc::new(Semaphore::new(config.query_slots())),
+            ingest_slots: Arc::new(Semaphore::new(config.ingest_slots())),
             engine,
             config,
             metrics: Metrics::new(),
@@ -119,6 +125,9 @@ pub async fn handle(
             if e.status == StatusCode::UNAUTHORIZED {
                 r.headers_mut().insert("www-authenticate", HeaderValue::from_static("Bearer"));
             }
+            if let Some(allow) = e.allow {
+                r.headers_mut().insert(hyper::header::ALLOW, HeaderValue::from_static(allow));
+            }
             (r, None, Some(e.code))
         }
     };
@@ -163,14 +172,26 @@ async fn dispatch(
     let params = query_params(req.uri().query().unwrap_or(""))?;
     let param = |k: &str| params.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
     let path = req.uri().path();
+    // HEAD is GET without the body (hyper drops it).
+    let get = method == Method::GET || method == Method::HEAD;
     match (route, &method) {
-        (Route::Probe, &Method::GET | &Method::HEAD) => probe(state, path),
-        (Route::Metrics, &Method::GET) => {
+        (Route::Probe, _) if get => probe(state, path),
+        (Route::Metrics, _) if get => {
             who.require(Role::Reader)?;
-            ok(text(StatusCode::OK, "text/plain; version=0.0.4", state.metrics.render(state.engine.catalog())))
+            if !who.tables.is_all() {
+                return Err(ApiError::forbidden(format!(
+                    "key '{}' is limited to some tables; /metrics covers all of them",
+                    who.name
+                )));
+            }
+            ok(text(
+                StatusCode::OK,
+                "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                state.metrics.render(state.engine.catalog()),
+            ))
         }
-        (Route::Tables, &Method::GET) => tables(state, who, path),
-        (Route::Query, &Method::GET) => {
+        (Route::Tables, _) if get => tables(state, who, path),
+        (Route::Query, _) if get => {
             let Some(sql) = param("query").or_else(|| param("sql")) else {
                 // `GET /` with no query: a friendly probe (ClickHouse answers the same way).
                 return ok(text(StatusCode::OK, "text/plain; charset=utf-8", "Ok.\n"));
@@ -226,9 +247,18 @@ async fn dispatch(
             let wr = WriteRequest { format, table, precision, now_ns: now_ns() };
             let engine = state.engine.clone();
             let who2 = who.clone();
-            let n = tokio::task::spawn_blocking(move || ingest::write(&engine, &who2, &wr, &body))
+            let permit = state
+                .ingest_slots
+                .clone()
+                .acquire_owned()
                 .await
-                .map_err(|e| ApiError::internal(format!("ingest task failed: {e}")))??;
+                .map_err(|_| ApiError::internal("the server is shutting down"))?;
+            let n = tokio::task::spawn_blocking(move || {
+                let _permit = permit;
+                ingest::write(&engine, &who2, &wr, &body)
+            })
+            .await
+            .map_err(|e| ApiError::internal(format!("ingest task failed: {e}")))??;
             state.metrics.ingested(format.name(), n as u64);
             let resp = if influx_v2 {
                 // InfluxDB clients expect 204 No Content.
@@ -241,11 +271,19 @@ async fn dispatch(
             Ok(Outcome { resp, rows: Some(n as u64) })
         }
         (Route::Other, _) => Err(ApiError::not_found(format!("no such endpoint: {method} {path}"))),
-        _ => Err(ApiError::new(
-            StatusCode::METHOD_NOT_ALLOWED,
-            "METHOD_NOT_ALLOWED",
-            format!("{method} is not allowed on {path}"),
-        )),
+        _ => {
+            let mut e = ApiError::new(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "METHOD_NOT_ALLOWED",
+                format!("{method} is not allowed on {path}"),
+            );
+            e.allow = Some(match route {
+                Route::Query => "GET, HEAD, POST",
+                Route::Write => "POST",
+                _ => "GET, HEAD",
+            });
+            Err(e)
+        }
     }
 }
 
@@ -265,7 +303,11 @@ fn response_format(param: Option<&str>, req: &Request<Incoming>) -> Result<Forma
     Ok(Format::from_accept(accept).unwrap_or(Format::Json))
 }
 
-/// The whole body, refusing more than the configured limit (413 `PAYLOAD_TOO_LARGE`).
+/// How long a client may take to send a request body.
+const BODY_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// The whole body, refusing more than the configured limit (413 `PAYLOAD_TOO_LARGE`), decoded
+/// if it came gzip-compressed (Telegraf and InfluxDB clients compress by default).
 async fn read_body(state: &State, req: Request<Incoming>) -> Result<Bytes, ApiError> {
     let max = state.config.max_body_bytes;
     let too_large = || {
@@ -280,16 +322,49 @@ async fn read_body(state: &State, req: Request<Incoming>) -> Result<Bytes, ApiEr
             return Err(too_large());
         }
     }
-    match Limited::new(req.into_body(), max).collect().await {
-        Ok(b) => Ok(b.to_bytes()),
-        Err(e) if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() => Err(too_large()),
-        Err(e) => Err(ApiError::bad_request(format!("could not read the request body: {e}"))),
+    let encoding = req
+        .headers()
+        .get(hyper::header::CONTENT_ENCODING)
+        .and_then(|v| v.to_str().ok())
+        .map(|s| s.trim().to_ascii_lowercase());
+    let gzip = match encoding.as_deref() {
+        None | Some("") | Some("identity") => false,
+        Some("gzip") | Some("x-gzip") => true,
+        Some(other) => {
+            return Err(ApiError::new(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "UNSUPPORTED_ENCODING",
+                format!("Content-Encoding '{other}' is not supported (use gzip or none)"),
+            ))
+        }
+    };
+    let collected = tokio::time::timeout(BODY_TIMEOUT, Limited::new(req.into_body(), max).collect())
+        .await
+        .map_err(|_| ApiError::new(StatusCode::REQUEST_TIMEOUT, "BODY_TIMEOUT", "the request body took too long"))?;
+    let body = match collected {
+        Ok(b) => b.to_bytes(),
+        Err(e) if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() => return Err(too_large()),
+        Err(e) => return Err(ApiError::bad_request(format!("could not read the request body: {e}"))),
+    };
+    if !gzip {
+        return Ok(body);
     }
+    use std::io::Read;
+    let mut out = Vec::with_capacity(body.len() * 4);
+    // Read one byte past the limit to tell "exactly at" from "over".
+    let n = flate2::read::MultiGzDecoder::new(&body[..])
+        .take(max as u64 + 1)
+        .read_to_end(&mut out)
+        .map_err(|e| ApiError::bad_request(format!("bad gzip body: {e}")))?;
+    if n > max {
+        return Err(too_large());
+    }
+    Ok(Bytes::from(out))
 }
 
 fn probe(state: &State, path: &str) -> Result<Outcome, ApiError> {
     match path {
-        "/ping" => ok(text(StatusCode::OK, "text/plain; charset=utf-8", "Ok\n")),
+        "/ping" => ok(text(StatusCode::OK, "text/plain; charset=utf-8", "Ok")),
         "/health" => ok(json(
             StatusCode::OK,
             format!(

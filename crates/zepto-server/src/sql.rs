@@ -14,9 +14,10 @@ use crate::router::State;
 use bytes::Bytes;
 use hyper::{Response, StatusCode};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot};
 use zepto_sql::exec::interrupt::QueryControl;
+use zepto_sql::parser::ast::Statement;
 use zepto_sql::parser::{parse_statements_with_params, ParamValue};
 use zepto_sql::{Access, SqlError};
 
@@ -24,6 +25,8 @@ use zepto_sql::{Access, SqlError};
 const STREAM_THRESHOLD: usize = 1 << 20;
 /// Bytes per streamed chunk.
 const CHUNK_BYTES: usize = 256 << 10;
+/// How long a streamed response may wait for a client that does not read.
+const STALL_LIMIT: Duration = Duration::from_secs(60);
 
 /// One SQL request.
 pub struct SqlRequest {
@@ -94,24 +97,19 @@ enum Head {
     Stream(usize),
 }
 
-/// Run a request; on success the response and the number of result rows.
-pub async fn run(
-    state: &Arc<State>,
-    who: &Principal,
-    req: SqlRequest,
-) -> Result<(Response<ResponseBody>, u64), ApiError> {
-    let stmts = parse_statements_with_params(&req.sql, &req.params)?;
-    if stmts.is_empty() {
-        return Err(ApiError::bad_request("no SQL statement in the request"));
-    }
-    for s in &stmts {
+/// Check every statement against the request: GET may only read, and the key's role must
+/// allow what each statement needs.
+fn check_statements(stmts: &[Statement], who: &Principal, read_only: bool) -> Result<(), ApiError> {
+    for s in stmts {
         let need = s.access();
-        if req.read_only && need != Access::Read {
-            return Err(ApiError::new(
+        if read_only && need != Access::Read {
+            let mut e = ApiError::new(
                 StatusCode::METHOD_NOT_ALLOWED,
                 "READ_ONLY",
                 "GET runs read-only statements; send statements that change data with POST",
-            ));
+            );
+            e.allow = Some("POST");
+            return Err(e);
         }
         if !who.role.allows(need) {
             return Err(ApiError::forbidden(format!(
@@ -126,8 +124,65 @@ pub async fn run(
             )));
         }
     }
+    Ok(())
+}
+
+/// Hand `chunk` to the response stream, waiting while the client is slow to read, but not
+/// forever: a client that stops reading for [`STALL_LIMIT`] loses its response, and the
+/// thread goes back to the pool. `false` when the stream is over for whatever reason.
+fn send_chunk(tx: &mpsc::Sender<Result<Bytes, std::io::Error>>, ctl: &QueryControl, chunk: Bytes) -> bool {
+    let mut item = Ok(chunk);
+    let t0 = Instant::now();
+    let mut pause = Duration::from_micros(50);
+    loop {
+        match tx.try_send(item) {
+            Ok(()) => return true,
+            Err(mpsc::error::TrySendError::Closed(_)) => return false,
+            Err(mpsc::error::TrySendError::Full(back)) => {
+                if ctl.is_cancelled() {
+                    let _ = tx.try_send(Err(std::io::Error::other("query cancelled")));
+                    return false;
+                }
+                if t0.elapsed() > STALL_LIMIT {
+                    return false; // dropping the sender without a final chunk aborts the response
+                }
+                item = back;
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(20));
+            }
+        }
+    }
+}
+
+/// Run a request; on success the response and the number of result rows.
+pub async fn run(
+    state: &Arc<State>,
+    who: &Principal,
+    req: SqlRequest,
+) -> Result<(Response<ResponseBody>, u64), ApiError> {
+    // Long scripts are parsed on the blocking pool, short ones here (a few microseconds).
+    let stmts = if req.sql.len() > (64 << 10) {
+        let (sql, params) = (req.sql.clone(), req.params.clone());
+        tokio::task::spawn_blocking(move || parse_statements_with_params(&sql, &params))
+            .await
+            .map_err(|e| ApiError::internal(format!("parse task failed: {e}")))??
+    } else {
+        parse_statements_with_params(&req.sql, &req.params)?
+    };
+    if stmts.is_empty() {
+        return Err(ApiError::bad_request("no SQL statement in the request"));
+    }
+    check_statements(&stmts, who, req.read_only)?;
+    let writes = stmts.iter().any(|s| s.access() != Access::Read);
     let engine = state.engine.with_access(who.tables.clone());
     let cfg = &state.config;
+    // Wait (without holding a thread) for a query slot.
+    let permit = state
+        .query_slots
+        .clone()
+        .acquire_owned()
+        .await
+        .map_err(|_| ApiError::internal("the server is shutting down"))?;
     let ctl = QueryControl::new(cfg.query_timeout, cfg.query_memory_limit);
     let id = state.next_id();
     state.running.lock().unwrap_or_else(|e| e.into_inner()).insert(id, ctl.clone());
@@ -135,19 +190,27 @@ pub async fn run(
     let guard = Running { state: state.clone(), id, ctl: ctl.clone() };
 
     let (head_tx, head_rx) = oneshot::channel::<Result<Head, ApiError>>();
-    let (tx, rx) = mpsc::channel::<Bytes>(2);
+    let (tx, rx) = mpsc::channel::<Result<Bytes, std::io::Error>>(2);
     let format = req.format;
-    let metrics_state = state.clone();
+    let st = state.clone();
     tokio::task::spawn_blocking(move || {
+        let _permit = permit;
         let entered = ctl.enter();
         let t0 = Instant::now();
         let mut last = None;
-        for s in &stmts {
-            metrics_state.metrics.queries.inc();
+        let n = stmts.len();
+        for (k, s) in stmts.iter().enumerate() {
+            st.metrics.queries.inc();
             match engine.execute_statement(s) {
                 Ok(r) => last = Some(r),
                 Err(e) => {
-                    let _ = head_tx.send(Err(e.into()));
+                    let mut e = ApiError::from(e);
+                    if n > 1 {
+                        // Earlier statements stay applied (each statement commits on its own).
+                        e.message =
+                            format!("statement {} of {n}: {} ({k} earlier statement(s) applied)", k + 1, e.message);
+                    }
+                    let _ = head_tx.send(Err(e));
                     return;
                 }
             }
@@ -178,22 +241,21 @@ pub async fn run(
             let _ = head_tx.send(Ok(Head::Full(buf, rows)));
             return;
         }
-        if head_tx.send(Ok(Head::Stream(rows))).is_err() || tx.blocking_send(Bytes::from(buf)).is_err() {
+        if head_tx.send(Ok(Head::Stream(rows))).is_err() || !send_chunk(&tx, &ctl, Bytes::from(buf)) {
             return;
         }
-        loop {
-            if ctl.is_cancelled() {
-                return;
-            }
+        while more {
             let mut chunk = Vec::with_capacity(CHUNK_BYTES + (CHUNK_BYTES >> 2));
             while more && chunk.len() < CHUNK_BYTES {
-                more = enc.next_chunk(&mut chunk).unwrap_or(false);
+                match enc.next_chunk(&mut chunk) {
+                    Ok(m) => more = m,
+                    Err(e) => {
+                        let _ = tx.try_send(Err(std::io::Error::other(e.message)));
+                        return;
+                    }
+                }
             }
-            // A send fails only when the client went away: stop encoding.
-            if !chunk.is_empty() && tx.blocking_send(Bytes::from(chunk)).is_err() {
-                return;
-            }
-            if !more {
+            if !chunk.is_empty() && !send_chunk(&tx, &ctl, Bytes::from(chunk)) {
                 return;
             }
         }
@@ -201,15 +263,15 @@ pub async fn run(
 
     let head = match cfg.query_timeout {
         // The engine stops itself at the deadline; this is the backstop for a kernel that runs
-        // long between checks.
-        Some(t) => match tokio::time::timeout(t + std::time::Duration::from_millis(250), head_rx).await {
+        // long between checks. Not for writes: their outcome must be reported, not guessed.
+        Some(t) if !writes => match tokio::time::timeout(t.saturating_add(Duration::from_millis(250)), head_rx).await {
             Ok(h) => h,
             Err(_) => {
                 guard.ctl.cancel();
                 return Err(SqlError::Timeout(format!("query exceeded its time limit of {} ms", t.as_millis())).into());
             }
         },
-        None => head_rx.await,
+        _ => head_rx.await,
     };
     let head = head.map_err(|_| ApiError::internal("the query thread ended without an answer"))??;
     let builder = Response::builder().status(StatusCode::OK).header("content-type", format.content_type());

@@ -6,6 +6,13 @@ use crate::error::{Pos, Result, SqlError};
 use std::collections::HashSet;
 use std::sync::Arc;
 
+/// A catalog as one session sees it (kept by plans that bind again at run time).
+#[derive(Debug, Clone)]
+pub struct CatalogView {
+    pub catalog: Arc<zepto_storage::Catalog>,
+    pub access: TableAccess,
+}
+
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct TableAccess {
     /// Lower-cased names; `None` means every table.

@@ -73,6 +73,29 @@ impl Catalog {
         f(Arc::make_mut(&mut guard))
     }
 
+    /// Run `f` with exclusive access to several tables at once (`names` distinct; `f` gets them
+    /// in that order). Locks are taken in name order, so concurrent multi-table writers cannot
+    /// deadlock. Like [`Catalog::write`], `f` must check everything before changing anything.
+    pub fn write_many<R>(
+        &self,
+        names: &[&str],
+        f: impl FnOnce(&mut [&mut Table]) -> Result<R, StorageError>,
+    ) -> Result<R, StorageError> {
+        let slots: Vec<Slot> = names.iter().map(|n| self.slot(n)).collect::<Result<_, _>>()?;
+        let mut order: Vec<usize> = (0..names.len()).collect();
+        order.sort_by_key(|&i| key(names[i]));
+        if order.windows(2).any(|w| key(names[w[0]]) == key(names[w[1]])) {
+            return Err(StorageError::Internal("write_many: a table is named twice".into()));
+        }
+        let mut guards: Vec<Option<std::sync::RwLockWriteGuard<'_, Arc<Table>>>> = names.iter().map(|_| None).collect();
+        for &i in &order {
+            guards[i] = Some(slots[i].write().unwrap_or_else(|e| e.into_inner()));
+        }
+        let mut tables: Vec<&mut Table> = guards.iter_mut().flatten().map(|g| Arc::make_mut(&mut **g)).collect();
+        debug_assert_eq!(tables.len(), names.len());
+        f(&mut tables)
+    }
+
     /// Table names in sorted order (as created).
     pub fn table_names(&self) -> Vec<String> {
         let map = self.tables.read().unwrap_or_else(|e| e.into_inner());

@@ -1,6 +1,6 @@
 //! JSONL ingest: one JSON object per line, keys matched to the table's columns by name
 //! (case-insensitively); missing keys are NULL, unknown keys are an error. Blank lines are
-//! skipped but counted, so `row` in an error is the body's 1-based line number.
+//! skipped and not counted: `row` in an error is the 1-based data row, as for CSV.
 
 use zepto_io::IoError;
 use zepto_storage::{time, Column, ColumnBuilder, ColumnDef, DataType, Value};
@@ -9,12 +9,13 @@ pub fn read_jsonl(body: &str, schema: &[ColumnDef]) -> Result<Vec<Column>, IoErr
     let lines = body.split('\n').count();
     let mut builders: Vec<ColumnBuilder> = schema.iter().map(|c| ColumnBuilder::new(c.data_type, lines)).collect();
     let mut seen = vec![false; schema.len()];
-    for (k, line) in body.split('\n').enumerate() {
-        let row = k + 1;
+    let mut row = 0;
+    for line in body.split('\n') {
         let line = line.trim();
         if line.is_empty() {
             continue;
         }
+        row += 1;
         let bad_row = |message: String| IoError::BadRow { row, message };
         let v: serde_json::Value = serde_json::from_str(line).map_err(|e| bad_row(format!("not JSON: {e}")))?;
         let obj = v.as_object().ok_or_else(|| bad_row("expected a JSON object".into()))?;
@@ -87,7 +88,7 @@ mod tests {
         assert_eq!(cols[0].get(1), Value::Timestamp(5));
         assert_eq!(cols[2].get(1), Value::Null);
         assert_eq!(cols[3].get(0), Value::Int32(3));
-        let e = read_jsonl("{\"ts\":1}\n{\"n\":1.5}\n", &schema()).expect_err("float into INTEGER");
+        let e = read_jsonl("{\"ts\":1}\n\n{\"n\":1.5}\n", &schema()).expect_err("float into INTEGER");
         assert_eq!(e.row(), Some(2));
         assert!(e.to_string().contains("'n'"), "{e}");
         assert_eq!(read_jsonl("{\"ts\":1}\n[1]\n", &schema()).expect_err("array").row(), Some(2));

@@ -65,7 +65,7 @@ pub fn write(engine: &Engine, who: &Principal, req: &WriteRequest, body: &[u8]) 
     let catalog = engine.catalog();
     match req.format {
         IngestFormat::Ilp => {
-            let points = ilp::parse(utf8(body)?, req.precision)
+            let points = ilp::parse(utf8(body, IngestFormat::Ilp)?, req.precision)
                 .map_err(|e| ApiError::ingest(format!("line {}: {}", e.line, e.message)).at_line(e.line))?;
             apply_ilp(catalog, who, &points, req.now_ns)
         }
@@ -88,8 +88,8 @@ fn write_table(
     })?;
     let schema = &snap.schema.columns;
     let cols = match format {
-        IngestFormat::Csv => read_csv(utf8(body)?, schema, &CsvOptions::default())?,
-        IngestFormat::Jsonl => jsonl::read_jsonl(utf8(body)?, schema)?,
+        IngestFormat::Csv => read_csv(utf8(body, format)?, schema, &CsvOptions::default())?,
+        IngestFormat::Jsonl => jsonl::read_jsonl(utf8(body, format)?, schema)?,
         _ => zepto_io::ipc::read_ipc_stream(body, schema)?,
     };
     drop(snap);
@@ -101,11 +101,18 @@ fn write_table(
         .map_err(storage_error)
 }
 
-fn utf8(body: &[u8]) -> Result<&str, ApiError> {
+/// The body as text; a non-UTF-8 body names the line (ILP) or data row (`header_rows` lines
+/// before the data: 1 for CSV) where the bad byte is.
+fn utf8(body: &[u8], format: IngestFormat) -> Result<&str, ApiError> {
     std::str::from_utf8(body).map_err(|e| {
         let upto = &body[..e.valid_up_to()];
         let line = upto.iter().filter(|&&b| b == b'\n').count() + 1;
-        ApiError::ingest(format!("body is not UTF-8 (line {line}, byte {})", e.valid_up_to())).at_line(line)
+        let msg = format!("body is not UTF-8 (line {line}, byte {})", e.valid_up_to());
+        match format {
+            IngestFormat::Ilp => ApiError::ingest(msg).at_line(line),
+            IngestFormat::Csv => ApiError::ingest(msg).at_row(line.checked_sub(1)),
+            _ => ApiError::ingest(msg).at_row(Some(line)),
+        }
     })
 }
 
@@ -117,6 +124,9 @@ fn storage_error(e: StorageError) -> ApiError {
         e => ApiError::new(hyper::StatusCode::CONFLICT, "INGEST", format!("{e} (the table changed; retry)")),
     }
 }
+
+/// Most columns an ILP batch may give a table (each new column costs a NULL per earlier row).
+const MAX_COLUMNS: usize = 1024;
 
 /// The checked, typed rows of one ILP table.
 struct TablePlan {
@@ -145,11 +155,27 @@ fn apply_ilp(catalog: &Catalog, who: &Principal, points: &[Point<'_>], now_ns: i
     // Check and type everything before changing anything.
     let plans =
         order.iter().map(|(name, pts)| plan_table(catalog, name, pts, now_ns)).collect::<Result<Vec<_>, ApiError>>()?;
-    let mut total = 0;
-    for plan in plans {
-        total += apply_plan(catalog, plan)?;
+    // Create the missing tables, then lock every table of the batch and apply all or nothing.
+    let mut created = Vec::new();
+    for p in plans.iter().filter(|p| !p.exists) {
+        let opts = TableOptions { partition_key: None, timestamp: Some(p.ts_name.clone()) };
+        let table = Table::new(&p.name, Schema { columns: p.defs.clone() }, &opts)
+            .map_err(|e| ApiError::ingest(format!("table '{}': {e}", p.name)))?;
+        // Someone may have created it meanwhile: then the write below widens it as needed.
+        if catalog.create(table, true).map_err(storage_error)? {
+            created.push(p.name.clone());
+        }
     }
-    Ok(total)
+    let r = apply_plans(catalog, plans);
+    if r.is_err() {
+        // Take back the tables this batch created, unless someone wrote to them meanwhile.
+        for name in created {
+            if catalog.snapshot(&name).is_ok_and(|t| t.row_count() == 0) {
+                let _ = catalog.drop_table(&name, true);
+            }
+        }
+    }
+    r
 }
 
 fn line_err(line: usize, message: String) -> ApiError {
@@ -210,6 +236,12 @@ fn plan_table(catalog: &Catalog, name: &str, pts: &[&Point<'_>], now_ns: i64) ->
             let j = match by_name.get(&lk) {
                 Some(&j) => j,
                 None => {
+                    if defs.len() >= MAX_COLUMNS {
+                        return Err(line_err(
+                            p.line,
+                            format!("table '{name}' would have more than {MAX_COLUMNS} columns ('{key}')"),
+                        ));
+                    }
                     let dt = if is_tag { DataType::Symbol } else { new_type(&value) };
                     defs.push(ColumnDef { name: key.to_string(), data_type: dt });
                     let mut b = ColumnBuilder::new(dt, pts.len());
@@ -266,50 +298,52 @@ fn plan_table(catalog: &Catalog, name: &str, pts: &[&Point<'_>], now_ns: i64) ->
     })
 }
 
-fn apply_plan(catalog: &Catalog, plan: TablePlan) -> Result<usize, ApiError> {
-    let rows = plan.cols.first().map_or(0, Column::len);
-    if !plan.exists {
-        let opts = TableOptions { partition_key: None, timestamp: Some(plan.ts_name.clone()) };
-        let table = Table::new(&plan.name, Schema { columns: plan.defs.clone() }, &opts)
-            .map_err(|e| ApiError::ingest(format!("table '{}': {e}", plan.name)))?;
-        // Someone may have created it meanwhile: then the write below widens it as needed.
-        catalog.create(table, true).map_err(storage_error)?;
-    }
-    let TablePlan { name, defs, cols, .. } = plan;
+/// Apply every table's rows under all their locks: first re-check each plan against the
+/// schema as it is now (a concurrent writer may have changed it), then widen and append.
+fn apply_plans(catalog: &Catalog, plans: Vec<TablePlan>) -> Result<usize, ApiError> {
+    let names: Vec<String> = plans.iter().map(|p| p.name.clone()).collect();
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
     catalog
-        .write(&name, move |t| {
-            // Re-check under the lock, then change: first all checks, then the infallible part.
-            let mut add = Vec::new();
-            for d in &defs {
-                match t.schema.index_of(&d.name) {
-                    Some(i) => {
-                        let have = t.schema.columns[i].data_type;
-                        if have != d.data_type && !(have.is_string() && d.data_type.is_string()) {
-                            return Err(StorageError::Invalid(format!(
-                                "column '{}' is now {have}, not {}",
-                                d.name, d.data_type
-                            )));
+        .write_many(&refs, move |tables| {
+            let mut adds = Vec::with_capacity(plans.len());
+            for (t, p) in tables.iter().zip(&plans) {
+                let mut add = Vec::new();
+                for d in &p.defs {
+                    match t.schema.index_of(&d.name) {
+                        Some(i) => {
+                            let have = t.schema.columns[i].data_type;
+                            if have != d.data_type && !(have.is_string() && d.data_type.is_string()) {
+                                return Err(StorageError::Invalid(format!(
+                                    "column '{}' of table '{}' is now {have}, not {}",
+                                    d.name, t.name, d.data_type
+                                )));
+                            }
                         }
+                        None => add.push(d.clone()),
                     }
-                    None => add.push(d.clone()),
                 }
+                adds.push(add);
             }
-            for d in add {
-                t.add_column(d)?;
-            }
-            let mut slots: Vec<Option<Column>> = vec![None; t.schema.len()];
-            for (d, c) in defs.iter().zip(cols) {
-                if let Some(i) = t.schema.index_of(&d.name) {
-                    slots[i] = Some(c);
+            let mut total = 0;
+            for ((t, p), add) in tables.iter_mut().zip(plans).zip(adds) {
+                for d in add {
+                    t.add_column(d)?;
                 }
+                let rows = p.cols.first().map_or(0, Column::len);
+                let mut slots: Vec<Option<Column>> = vec![None; t.schema.len()];
+                for (d, c) in p.defs.iter().zip(p.cols) {
+                    if let Some(i) = t.schema.index_of(&d.name) {
+                        slots[i] = Some(c);
+                    }
+                }
+                let batch: Vec<Column> = slots
+                    .into_iter()
+                    .zip(&t.schema.columns)
+                    .map(|(c, d)| c.unwrap_or_else(|| Column::nulls(d.data_type, rows)))
+                    .collect();
+                total += t.append(batch)?;
             }
-            let batch: Vec<Column> = slots
-                .into_iter()
-                .zip(&t.schema.columns)
-                .map(|(c, d)| c.unwrap_or_else(|| Column::nulls(d.data_type, rows)))
-                .collect();
-            t.validate(&batch)?;
-            t.append(batch)
+            Ok(total)
         })
         .map_err(storage_error)
 }

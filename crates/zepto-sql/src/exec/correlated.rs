@@ -50,7 +50,7 @@ pub fn eval_correlated(sub: &Correlated, lhs: Option<&BExpr>, b: &Batch) -> Resu
         let key = format!("{vals:?}");
         if !cache.contains_key(&key) {
             let q = substitute(&sub.query, &sub.refs, Some(&vals));
-            let mut binder = Binder::new(sub.catalog.clone());
+            let mut binder = Binder::with_access(sub.catalog.catalog.clone(), sub.catalog.access.clone());
             let (plan, _) = binder.bind_query(&q)?;
             let r = execute(&crate::plan::prune::prune_plan(plan))?;
             let first = match sub.kind {

@@ -30,7 +30,7 @@ impl QueryControl {
     pub fn new(timeout: Option<Duration>, mem_limit: Option<usize>) -> Arc<QueryControl> {
         Arc::new(QueryControl {
             cancelled: AtomicBool::new(false),
-            deadline: timeout.map(|t| Instant::now() + t),
+            deadline: timeout.and_then(|t| Instant::now().checked_add(t)),
             timeout,
             mem_limit,
         })

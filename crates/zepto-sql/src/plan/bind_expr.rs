@@ -30,7 +30,7 @@ pub enum SubPlan {
         refs: Vec<super::OuterRef>,
         ty: DataType,
         width: usize,
-        catalog: std::sync::Arc<zepto_storage::Catalog>,
+        catalog: crate::access::CatalogView,
     },
 }
 

@@ -66,7 +66,10 @@ impl SubqueryRunner for Binder {
                         refs,
                         ty,
                         width,
-                        catalog: self.catalog.clone(),
+                        catalog: crate::access::CatalogView {
+                            catalog: self.catalog.clone(),
+                            access: self.access.clone(),
+                        },
                     });
                 }
                 Err(e) => e,

@@ -16,7 +16,7 @@ mod window_join;
 use crate::parser::ast::{BinaryOp, JoinKind, Query, SetOp};
 use functions::{AggFunc, ScalarFunc};
 use std::sync::Arc;
-use zepto_storage::{Catalog, DataType, Table, Value};
+use zepto_storage::{DataType, Table, Value};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SubqueryKind {
@@ -45,7 +45,8 @@ pub struct Correlated {
     pub refs: Vec<OuterRef>,
     /// Type of the subquery's first column.
     pub sub_ty: DataType,
-    pub catalog: Arc<Catalog>,
+    /// Where (and with which table grants) to plan it again.
+    pub catalog: crate::access::CatalogView,
 }
 
 impl std::fmt::Debug for Correlated {

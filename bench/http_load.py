@@ -1,0 +1,336 @@
+#!/usr/bin/env python3
+"""Load benchmark of the HTTP door: ZeptoDB beside QuestDB, same data and workload, one run.
+
+Measures (loopback only, every run bounded in time):
+  * ILP ingest rows/s: the benchmark trades as InfluxDB line protocol, POSTed in batches over
+    keep-alive connections to ZeptoDB's /write and QuestDB's /write (ILP over HTTP); QuestDB
+    applies writes asynchronously, so its clock stops when count() shows every row;
+  * CSV ingest rows/s (ZeptoDB /write?format=csv; QuestDB /imp);
+  * requests/s and p50/p99 latency (wrk) of a point query (one symbol, one second of trades)
+    and of SELECT 1, at 64/512/4096 connections;
+  * ZeptoDB throughput at 1, 2 and 4 worker threads (point query, 512 connections);
+  * server RSS with 4096 idle keep-alive connections, per connection.
+
+Needs wrk (Debian: apt-get install wrk) and, for the peer, Java 17+ and Maven
+(../shared/servers/questdb/questdb.sh). Results: a table on stdout, JSON with --json.
+
+Usage: bench/http_load.py [--rows 1000000] [--duration 10] [--no-questdb]
+"""
+import argparse
+import http.client
+import json
+import os
+import re
+import resource
+import socket
+import subprocess
+import sys
+import time
+import urllib.parse
+import urllib.request
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SHARED = os.path.normpath(os.path.join(ROOT, "..", "shared"))
+sys.path.insert(0, os.path.join(SHARED, "bench"))
+QUESTDB = os.path.join(SHARED, "servers", "questdb", "questdb.sh")
+POINT_TS = "2024-01-02T12:00:00"
+POINT = ("SELECT * FROM trades WHERE sym = 'S042' AND ts >= '2024-01-02T12:00:00' "
+         "AND ts < '2024-01-02T12:00:01'")
+
+
+def log(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+def rss_mib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Zepto:
+    name = "zeptodb"
+
+    def __init__(self, binary, threads=None):
+        self.port = free_port()
+        cmd = [binary, "serve", "--http", f"127.0.0.1:{self.port}", "--access-log", "off",
+               "--max-body-mb", "1024"]
+        if threads:
+            cmd += ["--threads", str(threads)]
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.host = "127.0.0.1"
+        wait_http(f"http://127.0.0.1:{self.port}/ping", self.proc)
+        self.pid = self.proc.pid
+
+    def sql(self, q):
+        return post(self.port, "/", q.encode(), "text/plain")
+
+    def create(self):
+        self.sql("DROP TABLE IF EXISTS trades")
+        self.sql("CREATE TABLE trades (ts TIMESTAMP, sym SYMBOL, price DOUBLE, size BIGINT)")
+
+    def count(self):
+        return json.loads(self.sql("SELECT count(*) FROM trades"))["data"][0][0]
+
+    def ilp_path(self):
+        return "/write?precision=ns"
+
+    def csv_path(self):
+        return "/write?table=trades&format=csv"
+
+    def query_path(self, q):
+        return "/?query=" + urllib.parse.quote(q)
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait(timeout=30)
+
+
+class QuestDB:
+    name = "questdb"
+
+    def __init__(self):
+        subprocess.run([QUESTDB, "start"], check=True, stdout=subprocess.DEVNULL)
+        self.port = 9000
+        with open(os.path.join(os.environ.get("TMPDIR", "/tmp"), "zepto-questdb", "questdb.pid")) as f:
+            self.pid = int(f.read().strip())
+
+    def sql(self, q):
+        with urllib.request.urlopen(f"http://127.0.0.1:9000/exec?query={urllib.parse.quote(q)}") as r:
+            return r.read()
+
+    def create(self):
+        self.sql("DROP TABLE IF EXISTS trades")
+        self.sql("CREATE TABLE trades (ts TIMESTAMP, sym SYMBOL, price DOUBLE, size LONG) "
+                 "TIMESTAMP(ts) PARTITION BY DAY WAL")
+
+    def count(self):
+        return json.loads(self.sql("SELECT count() FROM trades"))["dataset"][0][0]
+
+    def ilp_path(self):
+        return "/write?precision=n"
+
+    def csv_path(self):
+        return None
+
+    def query_path(self, q):
+        return "/exec?query=" + urllib.parse.quote(q)
+
+    def stop(self):
+        subprocess.run([QUESTDB, "stop"], check=False, stdout=subprocess.DEVNULL)
+
+
+def wait_http(url, proc):
+    for _ in range(600):
+        try:
+            urllib.request.urlopen(url, timeout=1).read()
+            return
+        except Exception:
+            if proc.poll() is not None:
+                raise RuntimeError(f"server exited with {proc.returncode}")
+            time.sleep(0.1)
+    raise RuntimeError(f"{url} never answered")
+
+
+def post(port, path, body, ctype, conn=None):
+    c = conn or http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+    c.request("POST", path, body=body, headers={"Content-Type": ctype})
+    r = c.getresponse()
+    data = r.read()
+    if r.status >= 300:
+        raise RuntimeError(f"POST {path}: {r.status} {data[:300]!r}")
+    return data
+
+
+def ilp_batches(trades, batch_rows):
+    """The trades as ILP text, cut into POST bodies."""
+    ts = trades.column("ts").cast("int64").to_pylist()
+    sym = trades.column("sym").cast("string").to_pylist()
+    px = trades.column("price").to_pylist()
+    size = trades.column("size").to_pylist()
+    out = []
+    for s in range(0, len(ts), batch_rows):
+        e = min(s + batch_rows, len(ts))
+        out.append("".join(f"trades,sym={sym[i]} price={px[i]!r},size={size[i]}i {ts[i]}\n"
+                           for i in range(s, e)).encode())
+    return out
+
+
+def csv_batches(trades, batch_rows):
+    ts = trades.column("ts").cast("int64").to_pylist()
+    sym = trades.column("sym").cast("string").to_pylist()
+    px = trades.column("price").to_pylist()
+    size = trades.column("size").to_pylist()
+    out = []
+    for s in range(0, len(ts), batch_rows):
+        e = min(s + batch_rows, len(ts))
+        out.append(("ts,sym,price,size\n" + "".join(f"{ts[i]},{sym[i]},{px[i]!r},{size[i]}\n"
+                                                    for i in range(s, e))).encode())
+    return out
+
+
+def ingest(eng, path, batches, rows, ctype, clients=2):
+    """POST all batches over `clients` keep-alive connections; rows/s until all are visible."""
+    import threading
+    eng.create()
+    conns = [http.client.HTTPConnection("127.0.0.1", eng.port, timeout=600) for _ in range(clients)]
+    errors = []
+
+    def worker(k):
+        try:
+            for b in batches[k::clients]:
+                post(eng.port, path, b, ctype, conns[k])
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    t0 = time.perf_counter()
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+    while eng.count() < rows:
+        if time.perf_counter() - t0 > 600:
+            raise RuntimeError(f"{eng.name}: rows never all visible")
+        time.sleep(0.02)
+    secs = time.perf_counter() - t0
+    return rows / secs
+
+
+def wrk(port, path, conns, duration):
+    threads = min(conns, 2)
+    out = subprocess.run(["wrk", f"-t{threads}", f"-c{conns}", f"-d{duration}s", "--latency", "--timeout", "10s",
+                          f"http://127.0.0.1:{port}{path}"], capture_output=True, text=True, check=True).stdout
+
+    def lat(label):
+        m = re.search(rf"^\s+{label}%\s+([\d.]+)(us|ms|s)\s*$", out, re.M)
+        if not m:
+            return float("nan")
+        v, unit = float(m.group(1)), m.group(2)
+        return v / 1000 if unit == "us" else v * 1000 if unit == "s" else v
+
+    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
+    non2xx = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", out)
+    errs = re.search(r"Socket errors:.*", out)
+    return {"rps": rps, "p50_ms": lat("50"), "p99_ms": lat("99"),
+            "non2xx": int(non2xx.group(1)) if non2xx else 0, "socket_errors": errs.group(0) if errs else ""}
+
+
+def idle_connections(eng, n):
+    """RSS growth of the server with n idle keep-alive connections (each served one request)."""
+    before = rss_mib(eng.pid)
+    socks = []
+    req = b"GET /ping HTTP/1.1\r\nHost: x\r\n\r\n"
+    for _ in range(n):
+        s = socket.create_connection(("127.0.0.1", eng.port))
+        s.sendall(req)
+        socks.append(s)
+    for s in socks:
+        s.recv(4096)
+    time.sleep(1.0)
+    after = rss_mib(eng.pid)
+    for s in socks:
+        s.close()
+    return {"connections": n, "rss_before_mib": before, "rss_after_mib": after,
+            "kib_per_connection": (after - before) * 1024 / n}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rows", type=int, default=1_000_000)
+    ap.add_argument("--duration", type=int, default=10, help="seconds per wrk run")
+    ap.add_argument("--conns", default="64,512,4096")
+    ap.add_argument("--batch", type=int, default=50_000, help="rows per ingest POST")
+    ap.add_argument("--no-questdb", action="store_true")
+    ap.add_argument("--bin", default=os.path.join(ROOT, "target", "release", "zeptodb"))
+    ap.add_argument("--json", help="write results here")
+    a = ap.parse_args()
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    conns = [int(c) for c in a.conns.split(",")]
+
+    import gen_data
+    import pyarrow.parquet as pq
+    data = os.path.join(ROOT, "target", "bench-data", str(a.rows))
+    if not os.path.exists(f"{data}/trades.parquet"):
+        log(f"generating {a.rows:,} rows into {data}")
+        gen_data.write(data, *gen_data.generate(a.rows))
+    trades = pq.read_table(f"{data}/trades.parquet")
+    log("preparing ILP and CSV bodies ...")
+    ilp = ilp_batches(trades, a.batch)
+    csv = csv_batches(trades, a.batch)
+    rows = trades.num_rows
+
+    engines = [Zepto(a.bin)]
+    if not a.no_questdb:
+        engines.append(QuestDB())
+    res = {"rows": rows, "engines": {}}
+    try:
+        for eng in engines:
+            r = res["engines"][eng.name] = {}
+            log(f"== {eng.name}: ILP ingest of {rows:,} rows")
+            r["ilp_rows_per_s"] = ingest(eng, eng.ilp_path(), ilp, rows, "text/plain")
+            if eng.csv_path():
+                log(f"== {eng.name}: CSV ingest")
+                r["csv_rows_per_s"] = ingest(eng, eng.csv_path(), csv, rows, "text/csv")
+                ingest(eng, eng.ilp_path(), ilp, rows, "text/plain")  # leave the ILP-loaded table
+            r["rss_loaded_mib"] = rss_mib(eng.pid)
+            for qname, q in (("point", POINT), ("select1", "SELECT 1")):
+                for c in conns:
+                    log(f"== {eng.name}: {qname} at {c} connections")
+                    r[f"{qname}_c{c}"] = wrk(eng.port, eng.query_path(q), c, a.duration)
+            log(f"== {eng.name}: 4096 idle connections")
+            r["idle"] = idle_connections(eng, 4096)
+            r["rss_peak_mib"] = max(r["rss_loaded_mib"], r["idle"]["rss_after_mib"])
+    finally:
+        for eng in engines:
+            eng.stop()
+    # Worker-thread sweep (ZeptoDB only).
+    sweep = res["threads"] = {}
+    for t in (1, 2, 4):
+        z = Zepto(a.bin, threads=t)
+        try:
+            ingest(z, z.ilp_path(), ilp, rows, "text/plain")
+            log(f"== zeptodb --threads {t}: point at 512 connections")
+            sweep[t] = wrk(z.port, z.query_path(POINT), 512, a.duration)
+        finally:
+            z.stop()
+
+    print(f"\nHTTP load, {rows:,} trades, loopback, wrk -t2, {a.duration} s per run (client and server share the cores)")
+    names = list(res["engines"])
+    print(f"{'measure':34s}" + "".join(f"{n:>22s}" for n in names))
+
+    def row(label, f):
+        print(f"{label:34s}" + "".join(f"{f(res['engines'][n]):>22s}" for n in names))
+
+    row("ILP ingest rows/s", lambda r: f"{r['ilp_rows_per_s']:,.0f}")
+    row("CSV ingest rows/s", lambda r: f"{r['csv_rows_per_s']:,.0f}" if "csv_rows_per_s" in r else "-")
+    for qname in ("point", "select1"):
+        for c in conns:
+            row(f"{qname} c={c} req/s | p50 | p99 ms",
+                lambda r, k=f"{qname}_c{c}": f"{r[k]['rps']:,.0f} | {r[k]['p50_ms']:.2f} | {r[k]['p99_ms']:.2f}")
+    row("RSS loaded MiB", lambda r: f"{r['rss_loaded_mib']:,.0f}")
+    row("RSS +4096 idle conns MiB", lambda r: f"{r['idle']['rss_after_mib'] - r['idle']['rss_before_mib']:,.1f}")
+    row("KiB per idle connection", lambda r: f"{r['idle']['kib_per_connection']:,.1f}")
+    for t, v in sweep.items():
+        print(f"zeptodb --threads {t}: point c=512 {v['rps']:,.0f} req/s, p50 {v['p50_ms']:.2f} ms, p99 {v['p99_ms']:.2f} ms")
+    if "questdb" in res["engines"]:
+        z, q = res["engines"]["zeptodb"], res["engines"]["questdb"]
+        print(f"ILP ingest ratio zeptodb/questdb: {z['ilp_rows_per_s'] / q['ilp_rows_per_s']:.2f}x")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(res, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
