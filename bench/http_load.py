@@ -6,12 +6,15 @@ Measures (loopback only, every run bounded in time):
     keep-alive connections to ZeptoDB's /write and QuestDB's /write (ILP over HTTP); QuestDB
     applies writes asynchronously, so its clock stops when count() shows every row;
   * CSV ingest rows/s (ZeptoDB /write?format=csv; QuestDB /imp);
-  * requests/s and p50/p99 latency (wrk) of a point query (one symbol, one second of trades)
-    and of SELECT 1, at 64/512/4096 connections;
+  * requests/s and p50/p99 latency (wrk, closed loop: as fast as the server answers) of a
+    point query (one symbol, one second of trades) and of SELECT 1, at 64/512/4096 connections;
+  * p50/p99 of the point query at a fixed offered rate over 512 connections (oha, open loop
+    with latency correction), the number a latency goal is about: at saturation a closed loop
+    only measures queueing (512 connections / throughput);
   * ZeptoDB throughput at 1, 2 and 4 worker threads (point query, 512 connections);
   * server RSS with 4096 idle keep-alive connections, per connection.
 
-Needs wrk (Debian: apt-get install wrk) and, for the peer, Java 17+ and Maven
+Needs wrk (Debian: apt-get install wrk), oha (cargo install oha) and, for the peer, Java 17+ and Maven
 (../shared/servers/questdb/questdb.sh). Results: a table on stdout, JSON with --json.
 
 Usage: bench/http_load.py [--rows 1000000] [--duration 10] [--no-questdb]
@@ -226,23 +229,45 @@ def wrk(port, path, conns, duration):
             "non2xx": int(non2xx.group(1)) if non2xx else 0, "socket_errors": errs.group(0) if errs else ""}
 
 
+def fmt_run(r):
+    bad = " (errors)" if r.get("non2xx") or r.get("socket_errors") or r.get("error") else ""
+    return f"{r['rps']:,.0f} | {r['p50_ms']:.2f} | {r['p99_ms']:.2f}{bad}"
+
+
+def oha_fixed_rate(port, path, conns, rate, duration):
+    out = subprocess.run(["oha", "-z", f"{duration}s", "-c", str(conns), "-q", str(rate), "--latency-correction",
+                          "--no-tui", "--output-format", "json", f"http://127.0.0.1:{port}{path}"],
+                         capture_output=True, text=True, check=True).stdout
+    d = json.loads(out)
+    p = d["latencyPercentiles"]
+    return {"rate": rate, "rps": d["summary"]["requestsPerSec"], "success": d["summary"]["successRate"],
+            "p50_ms": p["p50"] * 1e3, "p99_ms": p["p99"] * 1e3, "p999_ms": p["p99.9"] * 1e3}
+
+
 def idle_connections(eng, n):
     """RSS growth of the server with n idle keep-alive connections (each served one request)."""
     before = rss_mib(eng.pid)
     socks = []
     req = b"GET /ping HTTP/1.1\r\nHost: x\r\n\r\n"
     for _ in range(n):
-        s = socket.create_connection(("127.0.0.1", eng.port))
-        s.sendall(req)
-        socks.append(s)
+        try:
+            s = socket.create_connection(("127.0.0.1", eng.port), timeout=10)
+            s.sendall(req)
+            socks.append(s)
+        except OSError:
+            break  # the server's connection limit (QuestDB's default is below 4096)
+    live = 0
     for s in socks:
-        s.recv(4096)
+        try:
+            live += bool(s.recv(4096))
+        except OSError:
+            pass
     time.sleep(1.0)
     after = rss_mib(eng.pid)
     for s in socks:
         s.close()
-    return {"connections": n, "rss_before_mib": before, "rss_after_mib": after,
-            "kib_per_connection": (after - before) * 1024 / n}
+    return {"connections": live, "rss_before_mib": before, "rss_after_mib": after,
+            "kib_per_connection": (after - before) * 1024 / max(live, 1)}
 
 
 def main():
@@ -251,6 +276,7 @@ def main():
     ap.add_argument("--duration", type=int, default=10, help="seconds per wrk run")
     ap.add_argument("--conns", default="64,512,4096")
     ap.add_argument("--batch", type=int, default=50_000, help="rows per ingest POST")
+    ap.add_argument("--rate", type=int, default=5000, help="offered req/s for the fixed-rate latency run")
     ap.add_argument("--no-questdb", action="store_true")
     ap.add_argument("--bin", default=os.path.join(ROOT, "target", "release", "zeptodb"))
     ap.add_argument("--json", help="write results here")
@@ -288,7 +314,18 @@ def main():
             for qname, q in (("point", POINT), ("select1", "SELECT 1")):
                 for c in conns:
                     log(f"== {eng.name}: {qname} at {c} connections")
-                    r[f"{qname}_c{c}"] = wrk(eng.port, eng.query_path(q), c, a.duration)
+                    try:
+                        r[f"{qname}_c{c}"] = wrk(eng.port, eng.query_path(q), c, a.duration)
+                    except Exception as e:  # noqa: BLE001 - a peer failing a run is a result
+                        log(f"   failed: {e}")
+                        r[f"{qname}_c{c}"] = {"rps": float("nan"), "p50_ms": float("nan"),
+                                              "p99_ms": float("nan"), "error": str(e)[:200]}
+            log(f"== {eng.name}: point at {a.rate} req/s over 512 connections")
+            try:
+                r["point_fixed_rate"] = oha_fixed_rate(eng.port, eng.query_path(POINT), 512, a.rate, a.duration)
+            except Exception as e:  # noqa: BLE001
+                log(f"   failed: {e}")
+                r["point_fixed_rate"] = {"p50_ms": float("nan"), "p99_ms": float("nan"), "error": str(e)[:200]}
             log(f"== {eng.name}: 4096 idle connections")
             r["idle"] = idle_connections(eng, 4096)
             r["rss_peak_mib"] = max(r["rss_loaded_mib"], r["idle"]["rss_after_mib"])
@@ -317,10 +354,12 @@ def main():
     row("CSV ingest rows/s", lambda r: f"{r['csv_rows_per_s']:,.0f}" if "csv_rows_per_s" in r else "-")
     for qname in ("point", "select1"):
         for c in conns:
-            row(f"{qname} c={c} req/s | p50 | p99 ms",
-                lambda r, k=f"{qname}_c{c}": f"{r[k]['rps']:,.0f} | {r[k]['p50_ms']:.2f} | {r[k]['p99_ms']:.2f}")
+            row(f"{qname} c={c} req/s | p50 | p99 ms", lambda r, k=f"{qname}_c{c}": fmt_run(r[k]))
+    row(f"point @{a.rate}/s c=512 p50 | p99 ms",
+        lambda r: f"{r['point_fixed_rate']['p50_ms']:.2f} | {r['point_fixed_rate']['p99_ms']:.2f}")
     row("RSS loaded MiB", lambda r: f"{r['rss_loaded_mib']:,.0f}")
     row("RSS +4096 idle conns MiB", lambda r: f"{r['idle']['rss_after_mib'] - r['idle']['rss_before_mib']:,.1f}")
+    row("idle connections held", lambda r: f"{r['idle']['connections']:,}")
     row("KiB per idle connection", lambda r: f"{r['idle']['kib_per_connection']:,.1f}")
     for t, v in sweep.items():
         print(f"zeptodb --threads {t}: point c=512 {v['rps']:,.0f} req/s, p50 {v['p50_ms']:.2f} ms, p99 {v['p99_ms']:.2f} ms")

@@ -44,6 +44,20 @@ fn field(name: &str, t: DataType) -> Field {
     Field { qualifier: None, name: name.into(), data_type: t, designated_ts: false }
 }
 
+/// A bound, optimized query over the snapshots taken when it was prepared.
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    plan: crate::plan::Plan,
+    fields: Vec<Field>,
+}
+
+impl Prepared {
+    /// See [`crate::plan::Plan::linear_scan_rows`]: a bound on the work, when there is one.
+    pub fn linear_scan_rows(&self) -> Option<usize> {
+        self.plan.linear_scan_rows()
+    }
+}
+
 /// What a statement needs: the roles of the server map onto these.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Access {
@@ -131,11 +145,20 @@ impl Engine {
 
     /// Plan and run a query.
     pub fn query(&self, q: &Query) -> Result<QueryResult> {
+        self.run_prepared(&self.prepare(q)?)
+    }
+
+    /// Bind and optimize a query against the current snapshots, without running it.
+    pub fn prepare(&self, q: &Query) -> Result<Prepared> {
         let mut binder = self.binder();
         let (plan, fields) = binder.bind_query(q)?;
-        let plan = crate::plan::prune::prune_plan(plan);
-        let batch = exec::execute(&plan)?;
-        Ok(QueryResult::rows(fields, batch))
+        Ok(Prepared { plan: crate::plan::prune::prune_plan(plan), fields })
+    }
+
+    /// Run a prepared query.
+    pub fn run_prepared(&self, p: &Prepared) -> Result<QueryResult> {
+        let batch = exec::execute(&p.plan)?;
+        Ok(QueryResult::rows(p.fields.clone(), batch))
     }
 
     pub fn execute_statement(&self, s: &Statement) -> Result<QueryResult> {

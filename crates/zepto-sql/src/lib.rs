@@ -10,6 +10,6 @@ pub mod parser;
 pub mod plan;
 
 pub use access::TableAccess;
-pub use engine::{Access, Engine, QueryResult};
+pub use engine::{Access, Engine, Prepared, QueryResult};
 pub use error::{Pos, Result, SqlError};
 pub use parser::ParamValue;

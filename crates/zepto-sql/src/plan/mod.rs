@@ -6,6 +6,7 @@
 
 mod bind_expr;
 pub mod binder;
+mod cost;
 pub mod functions;
 pub mod prune;
 mod pushdown;

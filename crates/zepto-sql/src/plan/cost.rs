@@ -1,0 +1,82 @@
+//! A cheap upper bound on a plan's work, for doors that decide where to run it: the HTTP
+//! server runs small plans inline on its async thread (saving two thread hand-offs, most of a
+//! point query's latency) and everything else on its blocking pool.
+
+use super::{BExpr, Plan};
+
+impl Plan {
+    /// Rows the plan's scans read, when every node does work linear in its input (scans,
+    /// filters, projections, aggregates, sorts, limits, DISTINCT, LATEST) and no expression
+    /// holds a correlated subquery; `None` for anything whose cost the input size does not
+    /// bound (joins, windows, fills, set operations).
+    pub fn linear_scan_rows(&self) -> Option<usize> {
+        match self {
+            Plan::Scan { table, range, .. } => {
+                let part_rows = |p: &zepto_storage::Partition| match table.ts_col {
+                    Some(ts) if range.ts_lo != i64::MIN || range.ts_hi != i64::MAX => {
+                        p.ts_range(ts, range.ts_lo, range.ts_hi).len()
+                    }
+                    _ => p.len(),
+                };
+                Some(match &range.keys {
+                    None => table.partitions().iter().map(|p| part_rows(p)).sum(),
+                    Some(keys) => keys
+                        .iter()
+                        .filter_map(|k| table.dict().code(k))
+                        .filter_map(|c| table.partition_for_code(c))
+                        .map(|p| part_rows(p))
+                        .sum(),
+                })
+            }
+            Plan::Values { rows, .. } => Some(rows.len()),
+            Plan::Filter { input, pred } => plain(pred).then(|| input.linear_scan_rows()).flatten(),
+            Plan::Project { input, exprs } => exprs.iter().all(plain).then(|| input.linear_scan_rows()).flatten(),
+            Plan::Aggregate { input, keys, .. } => keys.iter().all(plain).then(|| input.linear_scan_rows()).flatten(),
+            Plan::Sort { input, .. } | Plan::Limit { input, .. } | Plan::Distinct { input } => input.linear_scan_rows(),
+            Plan::Latest { input, .. } => input.linear_scan_rows(),
+            _ => None,
+        }
+    }
+}
+
+/// No correlated subquery anywhere in `e`.
+fn plain(e: &BExpr) -> bool {
+    match e {
+        BExpr::Col(..) | BExpr::Lit(..) => true,
+        BExpr::Neg(e) | BExpr::Not(e) => plain(e),
+        BExpr::Binary { left, right, .. } => plain(left) && plain(right),
+        BExpr::Cast { expr, .. } | BExpr::IsNull { expr, .. } => plain(expr),
+        BExpr::Func { args, .. } => args.iter().all(plain),
+        BExpr::Case { whens, else_, .. } => {
+            whens.iter().all(|(w, t)| plain(w) && plain(t)) && else_.as_deref().is_none_or(plain)
+        }
+        BExpr::InList { expr, list, .. } => plain(expr) && list.iter().all(plain),
+        BExpr::Like { expr, pattern, .. } => plain(expr) && plain(pattern),
+        BExpr::Correlated { .. } => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::Engine;
+
+    #[test]
+    fn bounds_linear_plans_only() {
+        let e = Engine::new();
+        e.execute("CREATE TABLE t (ts TIMESTAMP, sym SYMBOL, x DOUBLE)").expect("ddl");
+        e.execute("INSERT INTO t VALUES (1, 'A', 1), (2, 'A', 2), (3, 'B', 3), (4, 'B', 4), (5, 'B', 5), (6, 'C', 6)")
+            .expect("dml");
+        let rows = |sql: &str| {
+            let stmts = crate::parser::parse_statements(sql).expect("parses");
+            let crate::parser::ast::Statement::Query(q) = &stmts[0] else { panic!("not a query") };
+            e.prepare(q).expect("plans").linear_scan_rows()
+        };
+        assert_eq!(rows("SELECT * FROM t"), Some(6));
+        assert_eq!(rows("SELECT * FROM t WHERE sym = 'B'"), Some(3));
+        assert_eq!(rows("SELECT * FROM t WHERE sym = 'B' AND ts >= '1970-01-01 00:00:00.000000004'"), Some(2));
+        assert_eq!(rows("SELECT sym, max(x) FROM t WHERE sym IN ('A', 'C') GROUP BY sym ORDER BY 2 LIMIT 1"), Some(3));
+        assert_eq!(rows("SELECT 1"), Some(1));
+        assert_eq!(rows("SELECT * FROM t a JOIN t b ON a.sym = b.sym"), None);
+        assert_eq!(rows("SELECT * FROM t WHERE x > (SELECT avg(x) FROM t u WHERE u.sym = t.sym)"), None);
+    }
+}
