@@ -332,6 +332,12 @@ def main():
     finally:
         for eng in engines:
             eng.stop()
+    # An empty server's footprint with 4096 idle keep-alive connections (the goal's setting).
+    z = Zepto(a.bin)
+    try:
+        res["idle_empty"] = idle_connections(z, 4096)
+    finally:
+        z.stop()
     # Worker-thread sweep (ZeptoDB only).
     sweep = res["threads"] = {}
     for t in (1, 2, 4):
@@ -345,10 +351,10 @@ def main():
 
     print(f"\nHTTP load, {rows:,} trades, loopback, wrk -t2, {a.duration} s per run (client and server share the cores)")
     names = list(res["engines"])
-    print(f"{'measure':34s}" + "".join(f"{n:>22s}" for n in names))
+    print(f"{'measure':38s}" + "".join(f"{n:>30s}" for n in names))
 
     def row(label, f):
-        print(f"{label:34s}" + "".join(f"{f(res['engines'][n]):>22s}" for n in names))
+        print(f"{label:38s}" + "".join(f"{f(res['engines'][n]):>30s}" for n in names))
 
     row("ILP ingest rows/s", lambda r: f"{r['ilp_rows_per_s']:,.0f}")
     row("CSV ingest rows/s", lambda r: f"{r['csv_rows_per_s']:,.0f}" if "csv_rows_per_s" in r else "-")
@@ -361,6 +367,9 @@ def main():
     row("RSS +4096 idle conns MiB", lambda r: f"{r['idle']['rss_after_mib'] - r['idle']['rss_before_mib']:,.1f}")
     row("idle connections held", lambda r: f"{r['idle']['connections']:,}")
     row("KiB per idle connection", lambda r: f"{r['idle']['kib_per_connection']:,.1f}")
+    e = res["idle_empty"]
+    print(f"zeptodb, no data: RSS {e['rss_before_mib']:.1f} MiB idle, {e['rss_after_mib']:.1f} MiB with "
+          f"{e['connections']:,} idle connections ({e['kib_per_connection']:.1f} KiB each)")
     for t, v in sweep.items():
         print(f"zeptodb --threads {t}: point c=512 {v['rps']:,.0f} req/s, p50 {v['p50_ms']:.2f} ms, p99 {v['p99_ms']:.2f} ms")
     if "questdb" in res["engines"]:

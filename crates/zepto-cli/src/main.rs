@@ -5,8 +5,10 @@
 //! * `zeptodb serve` — the HTTP server (SPEC §2); `zeptodb keygen` makes API keys.
 //! * `zeptodb demo` — loads a generated market-data set and runs example queries.
 
+mod backend;
 mod demo;
 mod output;
+mod remote;
 mod repl;
 mod serve;
 
@@ -31,7 +33,12 @@ fn cli() -> Command {
         .arg(Arg::new("file").short('f').long("file").value_name("FILE").help("Run the SQL in FILE"))
         .arg(Arg::new("format").long("format").value_parser(["table", "csv", "json"]).default_value("table"))
         .arg(Arg::new("data-dir").long("data-dir").value_name("DIR").help("Durable data directory (not available yet)"))
-        .arg(Arg::new("url").long("url").value_name("URL").help("Connect to a server (not available yet)"))
+        .arg(
+            Arg::new("url")
+                .long("url")
+                .value_name("URL")
+                .help("Run on a server (http://host:port; key from $ZEPTO_API_KEY)"),
+        )
         .arg(
             Arg::new("demo")
                 .long("demo")
@@ -91,16 +98,27 @@ fn main() -> ExitCode {
             if a.get_one::<String>("data-dir").is_some() {
                 return fail("--data-dir: durable storage is not available in this build yet; data lives in memory");
             }
-            if a.get_one::<String>("url").is_some() {
-                return fail("--url: the HTTP server is not available in this build yet");
-            }
-            let engine = Engine::new();
-            if a.get_flag("demo") {
-                let rows = a.get_one::<usize>("rows").copied().unwrap_or(1_000_000);
-                if let Err(e) = demo::load(&engine, rows, true) {
-                    return fail(&error_line(&e));
+            let mut backend = match a.get_one::<String>("url") {
+                Some(url) => {
+                    if a.get_flag("demo") {
+                        return fail("--demo loads a local engine; with --url the server's tables are used");
+                    }
+                    match remote::Remote::new(url) {
+                        Ok(r) => backend::Backend::Remote(r),
+                        Err(e) => return fail(&e),
+                    }
                 }
-            }
+                None => {
+                    let engine = Engine::new();
+                    if a.get_flag("demo") {
+                        let rows = a.get_one::<usize>("rows").copied().unwrap_or(1_000_000);
+                        if let Err(e) = demo::load(&engine, rows, true) {
+                            return fail(&error_line(&e));
+                        }
+                    }
+                    backend::Backend::Local(engine)
+                }
+            };
             let format = a.get_one::<String>("format").map(String::as_str).unwrap_or("table");
             let timing = a.get_flag("timing");
             let script = match (a.get_one::<String>("command"), a.get_one::<String>("file")) {
@@ -113,17 +131,17 @@ fn main() -> ExitCode {
                 (None, None) => None,
             };
             match script {
-                Some(s) => one_shot(&engine, &s, format, timing),
-                None => repl::run(&engine, format),
+                Some(s) => one_shot(&mut backend, &s, format, timing),
+                None => repl::run(&mut backend, format),
             }
         }
         _ => fail("unknown command"),
     }
 }
 
-fn one_shot(engine: &Engine, sql: &str, format: &str, timing: bool) -> ExitCode {
+fn one_shot(backend: &mut backend::Backend, sql: &str, format: &str, timing: bool) -> ExitCode {
     let t0 = std::time::Instant::now();
-    match engine.execute(sql) {
+    match backend.execute(sql) {
         Ok(r) => {
             let elapsed = t0.elapsed();
             print!("{}", output::render(&r, format, elapsed));
@@ -132,6 +150,6 @@ fn one_shot(engine: &Engine, sql: &str, format: &str, timing: bool) -> ExitCode 
             }
             ExitCode::SUCCESS
         }
-        Err(e) => fail(&error_line(&e)),
+        Err(e) => fail(&e.line()),
     }
 }

@@ -1,15 +1,15 @@
 //! The interactive shell: line editing and history (rustyline), statements may span lines and
 //! end with `;`, backslash commands for meta operations.
 
+use crate::backend::Backend;
 use crate::output::render;
 use std::process::ExitCode;
 use std::time::Instant;
-use zepto_sql::Engine;
 
 const HELP: &str =
     "\\q quit   \\timing toggle timing   \\d list tables   \\d NAME describe   \\format table|csv|json   \\? help";
 
-pub fn run(engine: &Engine, format: &str) -> ExitCode {
+pub fn run(backend: &mut Backend, format: &str) -> ExitCode {
     let mut rl = match rustyline::DefaultEditor::new() {
         Ok(r) => r,
         Err(e) => {
@@ -45,8 +45,8 @@ pub fn run(engine: &Engine, format: &str) -> ExitCode {
                     timing = !timing;
                     println!("Timing is {}.", if timing { "on" } else { "off" });
                 }
-                (Some("\\d"), None) => exec(engine, "SHOW TABLES", &format, timing),
-                (Some("\\d"), Some(name)) => exec(engine, &format!("DESCRIBE {name}"), &format, timing),
+                (Some("\\d"), None) => exec(backend, "SHOW TABLES", &format, timing),
+                (Some("\\d"), Some(name)) => exec(backend, &format!("DESCRIBE {name}"), &format, timing),
                 (Some("\\format"), Some(f)) if ["table", "csv", "json"].contains(&f) => format = f.to_string(),
                 _ => println!("{HELP}"),
             }
@@ -57,7 +57,7 @@ pub fn run(engine: &Engine, format: &str) -> ExitCode {
         if t.ends_with(';') {
             let sql = std::mem::take(&mut buf);
             let _ = rl.add_history_entry(sql.trim());
-            exec(engine, &sql, &format, timing);
+            exec(backend, &sql, &format, timing);
         }
     }
     if let Some(h) = &history {
@@ -66,9 +66,9 @@ pub fn run(engine: &Engine, format: &str) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-fn exec(engine: &Engine, sql: &str, format: &str, timing: bool) {
+fn exec(backend: &mut Backend, sql: &str, format: &str, timing: bool) {
     let t0 = Instant::now();
-    match engine.execute(sql) {
+    match backend.execute(sql) {
         Ok(r) => {
             let el = t0.elapsed();
             print!("{}", render(&r, format, el));
@@ -76,6 +76,6 @@ fn exec(engine: &Engine, sql: &str, format: &str, timing: bool) {
                 println!("Time: {:.3} ms", el.as_secs_f64() * 1e3);
             }
         }
-        Err(e) => println!("error [{}]: {e}", e.code()),
+        Err(e) => println!("{}", e.line()),
     }
 }

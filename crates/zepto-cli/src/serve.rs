@@ -73,6 +73,14 @@ pub fn command() -> Command {
                 .default_value("16384"),
         )
         .arg(
+            Arg::new("shutdown-grace")
+                .long("shutdown-grace")
+                .value_name("SECS")
+                .value_parser(clap::value_parser!(f64))
+                .default_value("30")
+                .help("On SIGTERM/SIGINT, how long requests in flight may finish before cancellation"),
+        )
+        .arg(
             Arg::new("access-log")
                 .long("access-log")
                 .value_name("PATH|-|off")
@@ -141,6 +149,11 @@ fn config(a: &ArgMatches) -> Result<Config, String> {
     c.query_timeout = (t > 0.0).then(|| Duration::from_secs_f64(t));
     let mb = a.get_one::<usize>("query-memory-mb").copied().unwrap_or(0);
     c.query_memory_limit = (mb > 0).then(|| mb.saturating_mul(1 << 20));
+    let g = a.get_one::<f64>("shutdown-grace").copied().unwrap_or(30.0);
+    if !(0.0..=86_400.0).contains(&g) {
+        return Err("--shutdown-grace must be between 0 and 86400 seconds".into());
+    }
+    c.shutdown_grace = Duration::from_secs_f64(g);
     c.max_connections = a.get_one::<usize>("max-connections").copied().unwrap_or(16_384).max(1);
     c.access_log = match a.get_one::<String>("access-log").map(String::as_str) {
         Some("off") | Some("none") => None,

@@ -406,9 +406,29 @@ const SLOW: &str = "SELECT count(*) FROM trades a JOIN trades b ON a.price < b.p
 fn limits_timeouts_and_disconnects() {
     let s = Server::start(&["--demo", "--rows", "50000", "--max-body-mb", "1", "--query-timeout", "0.5"]);
     let a = s.addr.as_str();
-    let big = "x".repeat(2 << 20);
-    let r = post(a, "/", &big);
+    // The declared length alone gets the 413: the client need not (and here does not) send
+    // the body, so the answer cannot be lost to a reset while the client is still writing.
+    let r = raw(a, format!("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n\r\n", 2 << 20).as_bytes());
     assert_eq!((r.status, r.error_code().as_str()), (413, "PAYLOAD_TOO_LARGE"));
+    // Without a length (chunked), the limit applies while reading.
+    let chunk = "x".repeat(64 << 10);
+    let mut req = String::from("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n");
+    let mut s2 = TcpStream::connect(a).expect("connects");
+    s2.write_all(req.as_bytes()).expect("head");
+    req.clear();
+    let mut sent = 0;
+    while sent < (2 << 20) {
+        if s2.write_all(format!("{:x}\r\n{chunk}\r\n", chunk.len()).as_bytes()).is_err() {
+            break; // the server answered and closed
+        }
+        sent += chunk.len();
+    }
+    let _ = s2.write_all(b"0\r\n\r\n");
+    let mut buf = Vec::new();
+    let _ = s2.read_to_end(&mut buf);
+    if !buf.is_empty() {
+        assert_eq!(parse_response(&buf).status, 413);
+    }
     // A nested-loop join of 50k x 50k rows (matching nothing) runs far past 0.5 s.
     let t0 = Instant::now();
     let r = post(a, "/", SLOW);
@@ -500,4 +520,55 @@ fn tls_with_rustls() {
     assert!(!out.starts_with(b"HTTP/1.1 200"), "no plaintext service on the TLS port");
     drop(server);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn shutdown_finishes_or_cancels_work_in_flight() {
+    // A quick request in flight at SIGTERM completes; a slow one is cancelled after the grace
+    // period and its client still gets an answer; the process exits 0.
+    let s = Server::start(&["--demo", "--rows", "50000", "--shutdown-grace", "0.5"]);
+    let addr = s.addr.clone();
+    let slow = std::thread::spawn(move || post(&addr, "/", SLOW));
+    std::thread::sleep(Duration::from_millis(300));
+    let t0 = Instant::now();
+    let status = s.stop();
+    assert!(status.success(), "exit status {status:?}");
+    assert!(t0.elapsed() < Duration::from_secs(8));
+    let r = slow.join().expect("client thread");
+    assert_eq!((r.status, r.error_code().as_str()), (499, "CANCELLED"), "{}", r.text());
+}
+
+#[test]
+fn sql_cli_against_a_server() {
+    let s = Server::start(&[]);
+    let url = format!("http://{}", s.addr);
+    let run = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_zeptodb")).arg("sql").args(args).output().expect("runs");
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let script = "CREATE TABLE t (ts TIMESTAMP, sym SYMBOL, x DOUBLE); \
+                  INSERT INTO t VALUES ('2024-01-02 09:30:00', 'A', 1.5), ('2024-01-02 09:30:01', 'B', NULL)";
+    let (ok, out, err) = run(&["--url", &url, "-c", script]);
+    assert!(ok, "{err}");
+    assert_eq!(out, "INSERT 2\n");
+    let q = "SELECT ts, sym, x, x * 2 AS y FROM t ORDER BY ts";
+    let (ok, remote_csv, _) = run(&["--url", &url, "--format", "csv", "-c", q]);
+    assert!(ok);
+    let (_, local_csv, _) = run(&["--format", "csv", "-c", &format!("{script}; {q}")]);
+    assert_eq!(remote_csv, local_csv, "the same rendering, local or remote");
+    assert_eq!(
+        remote_csv,
+        "ts,sym,x,y\n2024-01-02T09:30:00.000000000Z,A,1.5,3.0\n2024-01-02T09:30:01.000000000Z,B,,\n"
+    );
+    let (_, table, _) = run(&["--url", &url, "-c", q]);
+    assert!(table.contains("SYMBOL") && table.contains("(2 rows)"), "{table}");
+    let (ok, _, err) = run(&["--url", &url, "-c", "SELECT FROM"]);
+    assert!(!ok);
+    assert!(err.contains("error [SQL_PARSE]"), "{err}");
+    let (ok, _, err) = run(&["--url", "http://127.0.0.1:1", "-c", "SELECT 1"]);
+    assert!(!ok && err.contains("cannot connect"), "{err}");
 }

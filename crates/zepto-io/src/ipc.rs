@@ -14,7 +14,7 @@ use arrow_ipc::writer::StreamWriter;
 use arrow_schema::{Field, Schema, SchemaRef};
 use std::io::Cursor;
 use std::sync::Arc;
-use zepto_storage::{Column, ColumnDef};
+use zepto_storage::{Column, ColumnDef, DataType};
 
 /// Rows per record batch of a written stream.
 pub const BATCH_ROWS: usize = 1 << 16;
@@ -53,6 +53,45 @@ pub fn read_ipc_stream(data: &[u8], schema: &[ColumnDef]) -> Result<Vec<Column>,
         .zip(schema)
         .map(|((acc, s), c)| if s.is_some() { acc.finish() } else { Column::nulls(c.data_type, rows) })
         .collect())
+}
+
+/// The engine type an Arrow type reads as, if any (for streams read without a target table).
+pub fn engine_type(dt: &arrow_schema::DataType) -> Option<DataType> {
+    use arrow_schema::DataType as A;
+    Some(match dt {
+        A::Boolean => DataType::Bool,
+        A::Int8 | A::Int16 | A::Int32 | A::UInt8 | A::UInt16 => DataType::Int32,
+        A::Int64 | A::UInt32 | A::UInt64 => DataType::Int64,
+        A::Float16 | A::Float32 => DataType::Float32,
+        A::Float64 => DataType::Float64,
+        A::Timestamp(..) => DataType::Timestamp,
+        A::Date32 | A::Date64 => DataType::Date,
+        A::Duration(_) => DataType::Interval,
+        A::Utf8 | A::LargeUtf8 | A::Utf8View => DataType::Varchar,
+        A::Dictionary(_, v) if matches!(**v, A::Utf8 | A::LargeUtf8) => DataType::Symbol,
+        A::Null => DataType::Null,
+        _ => return None,
+    })
+}
+
+/// Read a whole stream with the types it declares (mapped by [`engine_type`]): the column
+/// definitions, the columns and the row count.
+pub fn read_ipc_stream_any(data: &[u8]) -> Result<(Vec<ColumnDef>, Vec<Column>, usize), IoError> {
+    let reader = StreamReader::try_new(Cursor::new(data), None).map_err(bad)?;
+    let defs = reader
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| {
+            let data_type = engine_type(f.data_type()).ok_or_else(|| {
+                IoError::Invalid(format!("column '{}': Arrow type {} has no engine type", f.name(), f.data_type()))
+            })?;
+            Ok(ColumnDef { name: f.name().clone(), data_type })
+        })
+        .collect::<Result<Vec<_>, IoError>>()?;
+    let cols = read_ipc_stream(data, &defs)?;
+    let rows = cols.first().map_or(0, Column::len);
+    Ok((defs, cols, rows))
 }
 
 /// Writes a result as an IPC stream, a chunk at a time: [`IpcResultWriter::next_chunk`] returns
@@ -104,7 +143,7 @@ impl IpcResultWriter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use zepto_storage::{ColumnBuilder, DataType, Value};
+    use zepto_storage::{ColumnBuilder, Value};
 
     #[test]
     fn round_trip_in_chunks() {
@@ -145,6 +184,11 @@ mod tests {
             }
             assert_eq!(back[3].get(i), Value::Null);
         }
+        let (any_defs, any_cols, any_rows) = read_ipc_stream_any(&bytes).expect("reads with its own types");
+        assert_eq!(any_rows, n);
+        let types: Vec<DataType> = any_defs.iter().map(|d| d.data_type).collect();
+        assert_eq!(types, [DataType::Timestamp, DataType::Symbol, DataType::Float64]);
+        assert_eq!(any_cols[1].get(4), cols[1].get(4));
         let err = read_ipc_stream(&bytes, &defs[..2]).expect_err("px is not in the table");
         assert!(err.to_string().contains("'px'"), "{err}");
         assert!(read_ipc_stream(b"not arrow", &defs).is_err());

@@ -9,7 +9,7 @@
 //!
 //! Shutdown: stop accepting, mark `/ready` 503, let connections finish their current request
 //! (idle keep-alive connections close at once), and after the grace period cancel the queries
-//! still running.
+//! still running (their clients get `CANCELLED`) and exit within 5 s more.
 
 use crate::access_log::AccessLog;
 use crate::config::{Config, TlsFiles};
@@ -134,11 +134,14 @@ async fn serve(config: Config, engine: Engine, on_listening: impl FnOnce(SocketA
     state.ready.store(false, Ordering::Relaxed);
     drop(listener);
     eprintln!("zeptodb: shutting down: finishing requests in flight (up to {} s)", grace.as_secs());
+    let mut drained = std::pin::pin!(graceful.shutdown());
     tokio::select! {
-        _ = graceful.shutdown() => {},
+        _ = &mut drained => {},
         _ = tokio::time::sleep(grace) => {
             eprintln!("zeptodb: grace period over: cancelling the queries still running");
             state.cancel_all();
+            // Cancelled queries stop at their next check; give their clients the answer.
+            let _ = tokio::time::timeout(std::time::Duration::from_secs(5), drained).await;
         },
     }
     Ok(())

@@ -118,7 +118,8 @@ fn binds_cheaply(q: &zepto_sql::parser::ast::Query) -> bool {
 }
 
 enum Head {
-    Full(Vec<u8>, usize),
+    /// The whole body, its row count, and the DDL/DML status if the result is one.
+    Full(Vec<u8>, usize, Option<String>),
     Stream(usize),
 }
 
@@ -323,7 +324,7 @@ pub async fn run(
             }
         }
         if !more {
-            let _ = head_tx.send(Ok(Head::Full(buf, rows)));
+            let _ = head_tx.send(Ok(Head::Full(buf, rows, r.status.clone())));
             return;
         }
         if head_tx.send(Ok(Head::Stream(rows))).is_err() || !send_chunk(&tx, &ctl, Bytes::from(buf)) {
@@ -361,7 +362,14 @@ pub async fn run(
     let head = head.map_err(|_| ApiError::internal("the query thread ended without an answer"))??;
     let builder = Response::builder().status(StatusCode::OK).header("content-type", format.content_type());
     let (resp, rows) = match head {
-        Head::Full(bytes, rows) => (builder.body(ResponseBody::full(bytes)), rows),
+        Head::Full(bytes, rows, status) => {
+            // DDL/DML say what they did in a header too (the CLI's --url mode reads it).
+            let builder = match status.as_deref().map(hyper::header::HeaderValue::from_str) {
+                Some(Ok(v)) => builder.header("x-zepto-status", v),
+                _ => builder,
+            };
+            (builder.body(ResponseBody::full(bytes)), rows)
+        }
         Head::Stream(rows) => (builder.body(ResponseBody::Stream { rx, _guard: Box::new(guard) }), rows),
     };
     state.metrics.rows_returned.inc_by(rows as u64);

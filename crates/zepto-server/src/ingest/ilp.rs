@@ -287,4 +287,42 @@ mod tests {
             assert!(e.message.contains(want), "{body}: {e:?}");
         }
     }
+
+    /// Mutated lines (bytes dropped, duplicated, swapped for protocol characters, cut at any
+    /// UTF-8 boundary) never panic the parser: they parse or fail with a line number.
+    #[test]
+    fn mutations_never_panic() {
+        let seeds = [
+            "trades,sym=AAPL,venue=X price=189.5,size=100i,ok=t,note=\"a \\\"b\\\" c\" 1704187800000",
+            "cpu\\,x,host=a\\ b\\=c value=1",
+            "m f=-1.5e3,u=7u,s=\"é😀\",b=FALSE 17",
+        ];
+        let specials = [b',', b'=', b' ', b'"', b'\\', b'i', b'u', b'-', b'.', b'#', b'\n', b'e'];
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for round in 0..20_000 {
+            let mut b = seeds[round % seeds.len()].as_bytes().to_vec();
+            for _ in 0..(next() % 4 + 1) {
+                let i = (next() as usize) % b.len().max(1);
+                match next() % 4 {
+                    0 if !b.is_empty() => {
+                        b.remove(i);
+                    }
+                    1 => b.insert(i, specials[(next() as usize) % specials.len()]),
+                    2 if !b.is_empty() => b[i] = specials[(next() as usize) % specials.len()],
+                    _ => b.truncate(i),
+                }
+            }
+            let Ok(text) = std::str::from_utf8(&b) else { continue };
+            let p = if round % 2 == 0 { Precision::NANOS } else { Precision(1_000_000_000) };
+            if let Err(e) = parse(text, p) {
+                assert!(e.line >= 1, "{text:?}: {e:?}");
+            }
+        }
+    }
 }
