@@ -156,7 +156,10 @@ async fn serve_conn<I>(
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let st = state.clone();
-    let svc = service_fn(move |req| handle(st.clone(), req, remote));
+    // The request future is boxed: hyper keeps the service future inline in the connection's
+    // state, so an unboxed one (the whole SQL/ingest state machine) would cost every idle
+    // keep-alive connection its size.
+    let svc = service_fn(move |req| Box::pin(handle(st.clone(), req, remote)));
     let conn = http1::Builder::new()
         .timer(TokioTimer::new())
         .header_read_timeout(state.config.header_timeout)
