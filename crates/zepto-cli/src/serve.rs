@@ -20,6 +20,12 @@ pub fn command() -> Command {
                 .help("Async worker threads [default: cores]"),
         )
         .arg(
+            Arg::new("config")
+                .long("config")
+                .value_name("FILE")
+                .help("Settings file (JSON; keys are these flags' names; flags win)"),
+        )
+        .arg(
             Arg::new("data-dir")
                 .long("data-dir")
                 .value_name("DIR")
@@ -42,8 +48,8 @@ pub fn command() -> Command {
                 .help("An admin API key (repeatable; also $ZEPTO_API_KEY)"),
         )
         .arg(Arg::new("keys-file").long("keys-file").value_name("FILE").help("API keys with roles and grants (JSON)"))
-        .arg(Arg::new("tls-cert").long("tls-cert").value_name("PEM").requires("tls-key").help("TLS certificate chain"))
-        .arg(Arg::new("tls-key").long("tls-key").value_name("PEM").requires("tls-cert").help("TLS private key"))
+        .arg(Arg::new("tls-cert").long("tls-cert").value_name("PEM").help("TLS certificate chain"))
+        .arg(Arg::new("tls-key").long("tls-key").value_name("PEM").help("TLS private key"))
         .arg(
             Arg::new("max-body-mb")
                 .long("max-body-mb")
@@ -119,14 +125,117 @@ pub fn keygen(a: &ArgMatches) -> ExitCode {
     }
 }
 
-fn config(a: &ArgMatches) -> Result<Config, String> {
+/// Settings from the command line, else the `--config` file, else the flag defaults. The file
+/// is a JSON object keyed by long flag names: `{"http": "0.0.0.0:8123", "keys-file": "...",
+/// "query-timeout": 60, "api-key": ["..."], "demo": true}`; an unknown key is an error.
+struct Settings<'a> {
+    a: &'a ArgMatches,
+    file: serde_json::Map<String, serde_json::Value>,
+    path: String,
+}
+
+/// Keys a config file may set (every serve flag but --config itself).
+const FILE_KEYS: &[&str] = &[
+    "http",
+    "threads",
+    "data-dir",
+    "sync",
+    "demo",
+    "rows",
+    "api-key",
+    "keys-file",
+    "tls-cert",
+    "tls-key",
+    "max-body-mb",
+    "query-timeout",
+    "query-memory-mb",
+    "max-connections",
+    "shutdown-grace",
+    "access-log",
+];
+
+impl<'a> Settings<'a> {
+    fn new(a: &'a ArgMatches) -> Result<Settings<'a>, String> {
+        let Some(path) = a.get_one::<String>("config") else {
+            return Ok(Settings { a, file: Default::default(), path: String::new() });
+        };
+        let text = std::fs::read_to_string(path).map_err(|e| format!("--config {path}: {e}"))?;
+        let v: serde_json::Value =
+            serde_json::from_str(&text).map_err(|e| format!("--config {path}: not JSON: {e}"))?;
+        let serde_json::Value::Object(file) = v else {
+            return Err(format!("--config {path}: expected a JSON object of settings"));
+        };
+        if let Some(k) = file.keys().find(|k| !FILE_KEYS.contains(&k.as_str())) {
+            return Err(format!("--config {path}: unknown setting '{k}' (settings are serve's flag names)"));
+        }
+        Ok(Settings { a, file, path: path.clone() })
+    }
+
+    /// The file's value, unless the flag was given on the command line.
+    fn from_file(&self, id: &str) -> Option<&serde_json::Value> {
+        if self.a.value_source(id) == Some(clap::parser::ValueSource::CommandLine) {
+            return None;
+        }
+        self.file.get(id)
+    }
+
+    fn bad(&self, id: &str, want: &str) -> String {
+        format!("--config {}: '{id}' must be {want}", self.path)
+    }
+
+    fn string(&self, id: &str) -> Result<Option<String>, String> {
+        match self.from_file(id) {
+            Some(serde_json::Value::String(s)) => Ok(Some(s.clone())),
+            Some(_) => Err(self.bad(id, "a string")),
+            None => Ok(self.a.get_one::<String>(id).cloned()),
+        }
+    }
+
+    fn number(&self, id: &str) -> Result<Option<f64>, String> {
+        match self.from_file(id) {
+            Some(v) => v.as_f64().map(Some).ok_or_else(|| self.bad(id, "a number")),
+            None => Ok(self.a.get_one::<f64>(id).copied()),
+        }
+    }
+
+    fn count(&self, id: &str) -> Result<Option<usize>, String> {
+        match self.from_file(id) {
+            Some(v) => v.as_u64().map(|n| Some(n as usize)).ok_or_else(|| self.bad(id, "a whole number")),
+            None => Ok(self.a.get_one::<usize>(id).copied()),
+        }
+    }
+
+    fn flag(&self, id: &str) -> Result<bool, String> {
+        match self.from_file(id) {
+            Some(v) => v.as_bool().ok_or_else(|| self.bad(id, "true or false")),
+            None => Ok(self.a.get_flag(id)),
+        }
+    }
+
+    fn strings(&self, id: &str) -> Result<Vec<String>, String> {
+        let mut out: Vec<String> = self.a.get_many::<String>(id).map(|v| v.cloned().collect()).unwrap_or_default();
+        match self.file.get(id) {
+            None => {}
+            Some(serde_json::Value::String(s)) => out.push(s.clone()),
+            Some(serde_json::Value::Array(v)) => {
+                for x in v {
+                    out.push(x.as_str().ok_or_else(|| self.bad(id, "a string or a list of strings"))?.to_string());
+                }
+            }
+            Some(_) => return Err(self.bad(id, "a string or a list of strings")),
+        }
+        Ok(out)
+    }
+}
+
+fn config(st: &Settings<'_>) -> Result<Config, String> {
     let mut c = Config::default();
-    let addr = a.get_one::<String>("http").map(String::as_str).unwrap_or("127.0.0.1:8123");
+    let addr = st.string("http")?.unwrap_or_else(|| "127.0.0.1:8123".into());
     c.addr = addr.parse().map_err(|_| format!("--http: '{addr}' is not an address like 127.0.0.1:8123"))?;
-    if let Some(&n) = a.get_one::<usize>("threads") {
+    if let Some(n) = st.count("threads")? {
         c.threads = n;
     }
-    let mut keys: Vec<String> = a.get_many::<String>("api-key").map(|v| v.cloned().collect()).unwrap_or_default();
+    let mut keys = st.strings("api-key")?;
     if let Ok(k) = std::env::var("ZEPTO_API_KEY") {
         if !k.is_empty() {
             keys.push(k);
@@ -135,27 +244,29 @@ fn config(a: &ArgMatches) -> Result<Config, String> {
     for (i, k) in keys.iter().enumerate() {
         c.keys.add_plain(&format!("admin{}", i + 1), k, Role::Admin, TableAccess::all())?;
     }
-    if let Some(f) = a.get_one::<String>("keys-file") {
-        c.keys.load_file(f)?;
+    if let Some(f) = st.string("keys-file")? {
+        c.keys.load_file(&f)?;
     }
-    if let (Some(cert), Some(key)) = (a.get_one::<String>("tls-cert"), a.get_one::<String>("tls-key")) {
-        c.tls = Some(TlsFiles { cert: PathBuf::from(cert), key: PathBuf::from(key) });
+    match (st.string("tls-cert")?, st.string("tls-key")?) {
+        (Some(cert), Some(key)) => c.tls = Some(TlsFiles { cert: PathBuf::from(cert), key: PathBuf::from(key) }),
+        (None, None) => {}
+        _ => return Err("TLS needs both a certificate (tls-cert) and a key (tls-key)".into()),
     }
-    c.max_body_bytes = a.get_one::<usize>("max-body-mb").copied().unwrap_or(256).saturating_mul(1 << 20);
-    let t = a.get_one::<f64>("query-timeout").copied().unwrap_or(300.0);
+    c.max_body_bytes = st.count("max-body-mb")?.unwrap_or(256).saturating_mul(1 << 20);
+    let t = st.number("query-timeout")?.unwrap_or(300.0);
     if !(0.0..=31_622_400.0).contains(&t) {
         return Err("--query-timeout must be a number of seconds, at most a year".into());
     }
     c.query_timeout = (t > 0.0).then(|| Duration::from_secs_f64(t));
-    let mb = a.get_one::<usize>("query-memory-mb").copied().unwrap_or(0);
+    let mb = st.count("query-memory-mb")?.unwrap_or(0);
     c.query_memory_limit = (mb > 0).then(|| mb.saturating_mul(1 << 20));
-    let g = a.get_one::<f64>("shutdown-grace").copied().unwrap_or(30.0);
+    let g = st.number("shutdown-grace")?.unwrap_or(30.0);
     if !(0.0..=86_400.0).contains(&g) {
         return Err("--shutdown-grace must be between 0 and 86400 seconds".into());
     }
     c.shutdown_grace = Duration::from_secs_f64(g);
-    c.max_connections = a.get_one::<usize>("max-connections").copied().unwrap_or(16_384).max(1);
-    c.access_log = match a.get_one::<String>("access-log").map(String::as_str) {
+    c.max_connections = st.count("max-connections")?.unwrap_or(16_384).max(1);
+    c.access_log = match st.string("access-log")?.as_deref() {
         Some("off") | Some("none") => None,
         Some("-") | None => Some(None),
         Some(p) => Some(Some(PathBuf::from(p))),
@@ -165,16 +276,24 @@ fn config(a: &ArgMatches) -> Result<Config, String> {
 }
 
 pub fn run(a: &ArgMatches) -> ExitCode {
-    let cfg = match config(a) {
+    let settings = match Settings::new(a) {
+        Ok(s) => s,
+        Err(e) => return fail(&e),
+    };
+    let cfg = match config(&settings) {
         Ok(c) => c,
         Err(e) => return fail(&e),
     };
-    if a.get_one::<String>("data-dir").is_some() || a.get_one::<String>("sync").is_some() {
+    let (demo, rows) = match (settings.flag("demo"), settings.count("rows")) {
+        (Ok(d), Ok(r)) => (d, r.unwrap_or(1_000_000)),
+        (Err(e), _) | (_, Err(e)) => return fail(&e),
+    };
+    let durable = matches!(settings.string("data-dir"), Ok(Some(_))) || matches!(settings.string("sync"), Ok(Some(_)));
+    if durable {
         eprintln!("zeptodb: warning: durable storage is not built yet; --data-dir/--sync are ignored and data lives in memory");
     }
     let engine = Engine::new();
-    if a.get_flag("demo") {
-        let rows = a.get_one::<usize>("rows").copied().unwrap_or(1_000_000);
+    if demo {
         if let Err(e) = crate::demo::load(&engine, rows, true) {
             return fail(&format!("demo data: {e}"));
         }

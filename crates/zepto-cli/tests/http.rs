@@ -572,3 +572,26 @@ fn sql_cli_against_a_server() {
     let (ok, _, err) = run(&["--url", "http://127.0.0.1:1", "-c", "SELECT 1"]);
     assert!(!ok && err.contains("cannot connect"), "{err}");
 }
+
+#[test]
+fn config_file_with_flags_taking_precedence() {
+    let dir = std::env::temp_dir().join(format!("zepto-http-config-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let cfg = dir.join("zepto.json");
+    // The file asks for port 9 on all interfaces; the command line's --http wins.
+    std::fs::write(&cfg, r#"{"http": "0.0.0.0:9", "demo": true, "rows": 1000, "max-body-mb": 1}"#).expect("cfg");
+    let s = Server::start(&["--config", cfg.to_str().expect("path")]);
+    let a = s.addr.as_str();
+    assert_eq!(sql(a, "SELECT count(*) FROM trades")["data"][0][0], 1000);
+    let r = raw(a, format!("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n\r\n", 2 << 20).as_bytes());
+    assert_eq!(r.status, 413, "max-body-mb from the file");
+    drop(s);
+    std::fs::write(&cfg, r#"{"htpp": "127.0.0.1:0"}"#).expect("cfg");
+    let out = Command::new(env!("CARGO_BIN_EXE_zeptodb"))
+        .args(["serve", "--config", cfg.to_str().expect("path")])
+        .output()
+        .expect("runs");
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown setting 'htpp'"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
