@@ -172,7 +172,7 @@ impl<'a> Settings<'a> {
     }
 
     /// The file's value, unless the flag was given on the command line.
-    fn from_file(&self, id: &str) -> Option<&serde_json::Value> {
+    fn file_value(&self, id: &str) -> Option<&serde_json::Value> {
         if self.a.value_source(id) == Some(clap::parser::ValueSource::CommandLine) {
             return None;
         }
@@ -184,7 +184,7 @@ impl<'a> Settings<'a> {
     }
 
     fn string(&self, id: &str) -> Result<Option<String>, String> {
-        match self.from_file(id) {
+        match self.file_value(id) {
             Some(serde_json::Value::String(s)) => Ok(Some(s.clone())),
             Some(_) => Err(self.bad(id, "a string")),
             None => Ok(self.a.get_one::<String>(id).cloned()),
@@ -192,21 +192,21 @@ impl<'a> Settings<'a> {
     }
 
     fn number(&self, id: &str) -> Result<Option<f64>, String> {
-        match self.from_file(id) {
+        match self.file_value(id) {
             Some(v) => v.as_f64().map(Some).ok_or_else(|| self.bad(id, "a number")),
             None => Ok(self.a.get_one::<f64>(id).copied()),
         }
     }
 
     fn count(&self, id: &str) -> Result<Option<usize>, String> {
-        match self.from_file(id) {
+        match self.file_value(id) {
             Some(v) => v.as_u64().map(|n| Some(n as usize)).ok_or_else(|| self.bad(id, "a whole number")),
             None => Ok(self.a.get_one::<usize>(id).copied()),
         }
     }
 
     fn flag(&self, id: &str) -> Result<bool, String> {
-        match self.from_file(id) {
+        match self.file_value(id) {
             Some(v) => v.as_bool().ok_or_else(|| self.bad(id, "true or false")),
             None => Ok(self.a.get_flag(id)),
         }
