@@ -1,0 +1,223 @@
+//! Where segment files live, behind a trait small enough to fake: [`DirStorage`] is a real
+//! directory; [`MemStorage`] keeps files in memory, separates what was written from what was
+//! made durable by `sync`, and injects failures (a short write, an fsync error, a crash that
+//! keeps only the synced bytes plus some prefix of the rest).
+
+use std::collections::BTreeMap;
+use std::fs::{File, OpenOptions};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+/// A directory of segment files.
+pub trait Storage: Send + Sync {
+    /// File names, sorted.
+    fn list(&self) -> io::Result<Vec<String>>;
+    fn read(&self, name: &str) -> io::Result<Vec<u8>>;
+    /// Append to `name` (created if missing).
+    fn append(&self, name: &str, data: &[u8]) -> io::Result<()>;
+    /// Make everything appended to `name` durable (fsync; for a new file also its directory).
+    fn sync(&self, name: &str) -> io::Result<()>;
+    /// Cut `name` to `len` bytes (replay's explicit repair of a damaged tail) and sync it.
+    fn truncate(&self, name: &str, len: u64) -> io::Result<()>;
+    fn remove(&self, name: &str) -> io::Result<()>;
+}
+
+/// Segment files in a directory on disk.
+pub struct DirStorage {
+    dir: PathBuf,
+    /// The open file appended to last (appends go to one segment at a time).
+    open: Mutex<Option<(String, File, bool)>>,
+}
+
+impl DirStorage {
+    pub fn open(dir: &Path) -> io::Result<DirStorage> {
+        std::fs::create_dir_all(dir)?;
+        Ok(DirStorage { dir: dir.to_path_buf(), open: Mutex::new(None) })
+    }
+
+    fn sync_dir(&self) -> io::Result<()> {
+        File::open(&self.dir)?.sync_all()
+    }
+}
+
+impl Storage for DirStorage {
+    fn list(&self) -> io::Result<Vec<String>> {
+        let mut v = Vec::new();
+        for e in std::fs::read_dir(&self.dir)? {
+            let e = e?;
+            if e.file_type()?.is_file() {
+                v.push(e.file_name().to_string_lossy().into_owned());
+            }
+        }
+        v.sort();
+        Ok(v)
+    }
+
+    fn read(&self, name: &str) -> io::Result<Vec<u8>> {
+        std::fs::read(self.dir.join(name))
+    }
+
+    fn append(&self, name: &str, data: &[u8]) -> io::Result<()> {
+        let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
+        if open.as_ref().is_none_or(|(n, _, _)| n != name) {
+            let path = self.dir.join(name);
+            let created = !path.exists();
+            let f = OpenOptions::new().create(true).append(true).open(&path)?;
+            *open = Some((name.to_string(), f, created));
+        }
+        match open.as_mut() {
+            Some((_, f, _)) => f.write_all(data),
+            None => Err(io::Error::other("no open segment")),
+        }
+    }
+
+    fn sync(&self, name: &str) -> io::Result<()> {
+        let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
+        match open.as_mut() {
+            Some((n, f, created)) if n == name => {
+                f.sync_data()?;
+                if *created {
+                    // A new file is durable only once its directory entry is.
+                    self.sync_dir()?;
+                    *created = false;
+                }
+                Ok(())
+            }
+            _ => File::open(self.dir.join(name))?.sync_data(),
+        }
+    }
+
+    fn truncate(&self, name: &str, len: u64) -> io::Result<()> {
+        let f = OpenOptions::new().write(true).open(self.dir.join(name))?;
+        f.set_len(len)?;
+        f.sync_all()
+    }
+
+    fn remove(&self, name: &str) -> io::Result<()> {
+        let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
+        if open.as_ref().is_some_and(|(n, _, _)| n == name) {
+            *open = None;
+        }
+        std::fs::remove_file(self.dir.join(name))?;
+        self.sync_dir()
+    }
+}
+
+#[derive(Debug, Default, Clone)]
+struct MemFile {
+    data: Vec<u8>,
+    /// Bytes made durable by `sync`.
+    synced: usize,
+}
+
+#[derive(Debug, Default)]
+struct MemState {
+    files: BTreeMap<String, MemFile>,
+    /// Fail the next `sync` calls after this many more succeed.
+    syncs_before_failure: Option<usize>,
+    /// Write only part of the next append, then fail it.
+    short_write: Option<usize>,
+}
+
+/// In-memory segments with fault injection; clones share the same files.
+#[derive(Debug, Default, Clone)]
+pub struct MemStorage {
+    state: Arc<Mutex<MemState>>,
+}
+
+impl MemStorage {
+    pub fn new() -> MemStorage {
+        MemStorage::default()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, MemState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// After `n` more successful syncs, every sync fails.
+    pub fn fail_sync_after(&self, n: usize) {
+        self.lock().syncs_before_failure = Some(n);
+    }
+
+    /// The next append writes only its first `n` bytes and fails.
+    pub fn short_write_next(&self, n: usize) {
+        self.lock().short_write = Some(n);
+    }
+
+    /// What a machine crash leaves: every file keeps its synced bytes plus `keep(name, unsynced)`
+    /// of the bytes written after the last sync (the OS may have flushed some of them).
+    pub fn crash(&self, mut keep: impl FnMut(&str, usize) -> usize) -> MemStorage {
+        let s = self.lock();
+        let files = s
+            .files
+            .iter()
+            .map(|(n, f)| {
+                let extra = keep(n, f.data.len() - f.synced).min(f.data.len() - f.synced);
+                let len = f.synced + extra;
+                (n.clone(), MemFile { data: f.data[..len].to_vec(), synced: len })
+            })
+            .collect();
+        MemStorage { state: Arc::new(Mutex::new(MemState { files, ..MemState::default() })) }
+    }
+
+    /// Flip one bit (tests of corruption detection).
+    pub fn corrupt(&self, name: &str, offset: usize) {
+        if let Some(f) = self.lock().files.get_mut(name) {
+            if let Some(b) = f.data.get_mut(offset) {
+                *b ^= 0x10;
+            }
+        }
+    }
+}
+
+impl Storage for MemStorage {
+    fn list(&self) -> io::Result<Vec<String>> {
+        Ok(self.lock().files.keys().cloned().collect())
+    }
+
+    fn read(&self, name: &str) -> io::Result<Vec<u8>> {
+        self.lock().files.get(name).map(|f| f.data.clone()).ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))
+    }
+
+    fn append(&self, name: &str, data: &[u8]) -> io::Result<()> {
+        let mut s = self.lock();
+        let short = s.short_write.take();
+        let f = s.files.entry(name.to_string()).or_default();
+        match short {
+            Some(n) => {
+                f.data.extend_from_slice(&data[..n.min(data.len())]);
+                Err(io::Error::new(io::ErrorKind::WriteZero, "injected short write"))
+            }
+            None => {
+                f.data.extend_from_slice(data);
+                Ok(())
+            }
+        }
+    }
+
+    fn sync(&self, name: &str) -> io::Result<()> {
+        let mut s = self.lock();
+        match s.syncs_before_failure {
+            Some(0) => return Err(io::Error::other("injected fsync failure")),
+            Some(n) => s.syncs_before_failure = Some(n - 1),
+            None => {}
+        }
+        let f = s.files.get_mut(name).ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))?;
+        f.synced = f.data.len();
+        Ok(())
+    }
+
+    fn truncate(&self, name: &str, len: u64) -> io::Result<()> {
+        let mut s = self.lock();
+        let f = s.files.get_mut(name).ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))?;
+        f.data.truncate(len as usize);
+        f.synced = f.synced.min(f.data.len());
+        Ok(())
+    }
+
+    fn remove(&self, name: &str) -> io::Result<()> {
+        self.lock().files.remove(name);
+        Ok(())
+    }
+}

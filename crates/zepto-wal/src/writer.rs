@@ -1,0 +1,270 @@
+//! Appending with group commit.
+//!
+//! Appenders encode their record into a shared pending buffer under a mutex and get the next
+//! LSN. One of them becomes the leader: it takes the whole buffer, writes it (and under
+//! `SyncMode::Always` fsyncs it) without holding the lock, then wakes everyone whose record is
+//! now written (or durable). Concurrent writers therefore share one write and one fsync.
+//!
+//! Honest modes: `Always` returns only after fsync; `Interval(d)` returns after the write and a
+//! background thread fsyncs every `d`, so a machine crash loses at most the last `d` of
+//! acknowledged writes (a process crash loses nothing: the bytes are in the OS); `None` never
+//! fsyncs. Any failed write or fsync poisons the log: that append and every later one fail,
+//! because after a failed fsync the kernel may have dropped the dirty pages.
+
+use crate::format::{encode, header, segment_name, HEADER_LEN, MAX_PAYLOAD};
+use crate::storage::Storage;
+use crate::{Lsn, WalError};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::Duration;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SyncMode {
+    Always,
+    Interval(Duration),
+    None,
+}
+
+impl SyncMode {
+    /// `always`, `interval=<ms>`, `none` (the `--sync` flag).
+    pub fn parse(s: &str) -> Option<SyncMode> {
+        match s {
+            "always" => Some(SyncMode::Always),
+            "none" => Some(SyncMode::None),
+            _ => {
+                let ms: u64 = s.strip_prefix("interval=")?.parse().ok()?;
+                (ms > 0).then(|| SyncMode::Interval(Duration::from_millis(ms)))
+            }
+        }
+    }
+}
+
+struct Inner {
+    next_lsn: Lsn,
+    segment: String,
+    segment_len: usize,
+    pending: Vec<u8>,
+    pending_first: Lsn,
+    pending_last: Lsn,
+    /// Last LSN handed to storage, and last LSN made durable.
+    written: Lsn,
+    durable: Lsn,
+    leader: bool,
+    poisoned: Option<String>,
+    closed: bool,
+}
+
+struct Shared {
+    storage: Arc<dyn Storage>,
+    mode: SyncMode,
+    segment_bytes: usize,
+    inner: Mutex<Inner>,
+    cond: Condvar,
+}
+
+pub struct Wal {
+    shared: Arc<Shared>,
+    flusher: Option<std::thread::JoinHandle<()>>,
+}
+
+/// Default segment size before rotation.
+pub const SEGMENT_BYTES: usize = 64 << 20;
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl Wal {
+    /// Start logging at `next_lsn` (one past the last record replay returned, 1 for a new log)
+    /// in a fresh segment.
+    pub fn open(storage: Arc<dyn Storage>, mode: SyncMode, next_lsn: Lsn) -> Result<Wal, WalError> {
+        Wal::open_with(storage, mode, next_lsn, SEGMENT_BYTES)
+    }
+
+    pub fn open_with(
+        storage: Arc<dyn Storage>,
+        mode: SyncMode,
+        next_lsn: Lsn,
+        segment_bytes: usize,
+    ) -> Result<Wal, WalError> {
+        assert!(next_lsn >= 1, "LSNs start at 1");
+        let name = segment_name(next_lsn);
+        if storage.list()?.contains(&name) {
+            // Left by a run that crashed before its first record: it holds nothing to keep.
+            storage.truncate(&name, 0)?;
+        }
+        storage.append(&name, &header(next_lsn))?;
+        storage.sync(&name)?;
+        let inner = Inner {
+            next_lsn,
+            segment: name,
+            segment_len: HEADER_LEN,
+            pending: Vec::new(),
+            pending_first: next_lsn,
+            pending_last: next_lsn - 1,
+            written: next_lsn - 1,
+            durable: next_lsn - 1,
+            leader: false,
+            poisoned: None,
+            closed: false,
+        };
+        let shared = Arc::new(Shared { storage, mode, segment_bytes, inner: Mutex::new(inner), cond: Condvar::new() });
+        let flusher = match mode {
+            SyncMode::Interval(every) => {
+                let s = shared.clone();
+                Some(
+                    std::thread::Builder::new()
+                        .name("zepto-wal-sync".into())
+                        .spawn(move || flush_loop(&s, every))
+                        .map_err(WalError::from)?,
+                )
+            }
+            _ => None,
+        };
+        Ok(Wal { shared, flusher })
+    }
+
+    /// Log one record; returns its LSN once it is written (and durable under `Always`).
+    pub fn append(&self, payload: &[u8]) -> Result<Lsn, WalError> {
+        if payload.len() > MAX_PAYLOAD {
+            return Err(WalError::TooLarge(payload.len()));
+        }
+        let s = &self.shared;
+        let mut g = s.lock();
+        if let Some(p) = &g.poisoned {
+            return Err(WalError::Poisoned(p.clone()));
+        }
+        let lsn = g.next_lsn;
+        g.next_lsn += 1;
+        if g.pending.is_empty() {
+            g.pending_first = lsn;
+        }
+        encode(lsn, payload, &mut g.pending);
+        g.pending_last = lsn;
+        let sync = s.mode == SyncMode::Always;
+        loop {
+            if let Some(p) = &g.poisoned {
+                return Err(WalError::Poisoned(p.clone()));
+            }
+            if (sync && g.durable >= lsn) || (!sync && g.written >= lsn) {
+                return Ok(lsn);
+            }
+            if g.leader {
+                g = s.cond.wait(g).unwrap_or_else(|e| e.into_inner());
+                continue;
+            }
+            g = lead(s, g, sync);
+        }
+    }
+
+    /// Last LSN known durable.
+    pub fn durable_lsn(&self) -> Lsn {
+        self.shared.lock().durable
+    }
+
+    /// Fsync whatever is written (any mode); returns the durable LSN.
+    pub fn sync(&self) -> Result<Lsn, WalError> {
+        sync_now(&self.shared)
+    }
+}
+
+/// Write (and maybe fsync) the pending batch as the leader; returns the re-taken lock.
+fn lead<'a>(s: &'a Shared, mut g: MutexGuard<'a, Inner>, sync: bool) -> MutexGuard<'a, Inner> {
+    g.leader = true;
+    let batch = std::mem::take(&mut g.pending);
+    let (first, last) = (g.pending_first, g.pending_last);
+    let rotate = g.segment_len > HEADER_LEN && g.segment_len + batch.len() > s.segment_bytes;
+    let old = g.segment.clone();
+    drop(g);
+    let seg = if rotate { segment_name(first) } else { old.clone() };
+    let r = (|| -> std::io::Result<()> {
+        if rotate {
+            s.storage.sync(&old)?;
+            s.storage.append(&seg, &header(first))?;
+        }
+        s.storage.append(&seg, &batch)?;
+        if sync || rotate {
+            s.storage.sync(&seg)?;
+        }
+        Ok(())
+    })();
+    let mut g = s.lock();
+    g.leader = false;
+    match r {
+        Ok(()) => {
+            if rotate {
+                g.segment = seg;
+                g.segment_len = HEADER_LEN + batch.len();
+            } else {
+                g.segment_len += batch.len();
+            }
+            g.written = last;
+            if sync || rotate {
+                g.durable = last;
+            }
+        }
+        Err(e) => g.poisoned = Some(e.to_string()),
+    }
+    s.cond.notify_all();
+    g
+}
+
+fn sync_now(s: &Shared) -> Result<Lsn, WalError> {
+    let g = s.lock();
+    if let Some(p) = &g.poisoned {
+        return Err(WalError::Poisoned(p.clone()));
+    }
+    let (seg, written) = (g.segment.clone(), g.written);
+    drop(g);
+    let r = s.storage.sync(&seg);
+    let mut g = s.lock();
+    match r {
+        Ok(()) => {
+            // Only LSNs written before the sync started are covered; a rotation since then
+            // synced the older segment itself.
+            g.durable = g.durable.max(written);
+            Ok(g.durable)
+        }
+        Err(e) => {
+            g.poisoned = Some(e.to_string());
+            s.cond.notify_all();
+            Err(WalError::Poisoned(e.to_string()))
+        }
+    }
+}
+
+fn flush_loop(s: &Shared, every: Duration) {
+    loop {
+        // Sleep a whole interval (the condvar also wakes on every group commit: ignore those).
+        let deadline = std::time::Instant::now() + every;
+        let mut g = s.lock();
+        loop {
+            if g.closed || g.poisoned.is_some() {
+                return;
+            }
+            let now = std::time::Instant::now();
+            if now >= deadline {
+                break;
+            }
+            g = s.cond.wait_timeout(g, deadline - now).unwrap_or_else(|e| e.into_inner()).0;
+        }
+        let idle = g.durable == g.written;
+        drop(g);
+        if !idle && sync_now(s).is_err() {
+            return;
+        }
+    }
+}
+
+impl Drop for Wal {
+    fn drop(&mut self) {
+        self.shared.lock().closed = true;
+        self.shared.cond.notify_all();
+        if let Some(h) = self.flusher.take() {
+            let _ = h.join();
+        }
+        // A clean close makes everything written durable, whatever the mode.
+        let _ = sync_now(&self.shared);
+    }
+}
