@@ -111,7 +111,7 @@ pub fn load(engine: &Engine, rows: usize, verbose: bool) -> Result<()> {
         col(ColumnData::Float64(price)),
         col(ColumnData::Int64(size)),
     ];
-    engine.catalog().write("trades", |t| t.append(trades))?;
+    engine.catalog().append("trades", trades)?;
     let (ts, codes) = times_and_codes(&mut rng, rows);
     let mid = walk(&mut rng, &codes, &start);
     let spread: Vec<f64> = (0..rows).map(|_| (1 + rng.next() % 5) as f64).collect();
@@ -127,7 +127,7 @@ pub fn load(engine: &Engine, rows: usize, verbose: bool) -> Result<()> {
         col(ColumnData::Int64(bsz)),
         col(ColumnData::Int64(asz)),
     ];
-    engine.catalog().write("quotes", |t| t.append(quotes))?;
+    engine.catalog().append("quotes", quotes)?;
     if verbose {
         eprintln!("loaded in {:.0} ms", t0.elapsed().as_secs_f64() * 1e3);
     }

@@ -7,6 +7,7 @@
 
 mod backend;
 mod demo;
+mod durable;
 mod output;
 mod remote;
 mod repl;
@@ -32,7 +33,13 @@ fn cli() -> Command {
         )
         .arg(Arg::new("file").short('f').long("file").value_name("FILE").help("Run the SQL in FILE"))
         .arg(Arg::new("format").long("format").value_parser(["table", "csv", "json"]).default_value("table"))
-        .arg(Arg::new("data-dir").long("data-dir").value_name("DIR").help("Durable data directory (not available yet)"))
+        .arg(Arg::new("data-dir").long("data-dir").value_name("DIR").help("Durable data directory (write-ahead log)"))
+        .arg(
+            Arg::new("sync")
+                .long("sync")
+                .value_name("MODE")
+                .help("With --data-dir: always (default), interval=<ms>, none"),
+        )
         .arg(
             Arg::new("url")
                 .long("url")
@@ -95,9 +102,6 @@ fn main() -> ExitCode {
         Some(("serve", a)) => serve::run(a),
         Some(("keygen", a)) => serve::keygen(a),
         Some(("sql", a)) => {
-            if a.get_one::<String>("data-dir").is_some() {
-                return fail("--data-dir: durable storage is not available in this build yet; data lives in memory");
-            }
             let mut backend = match a.get_one::<String>("url") {
                 Some(url) => {
                     if a.get_flag("demo") {
@@ -110,7 +114,13 @@ fn main() -> ExitCode {
                 }
                 None => {
                     let engine = Engine::new();
-                    if a.get_flag("demo") {
+                    if let Some(dir) = a.get_one::<String>("data-dir") {
+                        let sync = a.get_one::<String>("sync").map(String::as_str);
+                        if let Err(e) = durable::open(&engine, dir, sync, false) {
+                            return fail(&e);
+                        }
+                    }
+                    if a.get_flag("demo") && !engine.catalog().exists("trades") {
                         let rows = a.get_one::<usize>("rows").copied().unwrap_or(1_000_000);
                         if let Err(e) = demo::load(&engine, rows, true) {
                             return fail(&error_line(&e));

@@ -29,9 +29,20 @@ pub fn command() -> Command {
             Arg::new("data-dir")
                 .long("data-dir")
                 .value_name("DIR")
-                .help("Data directory (durability: not yet, see README)"),
+                .help("Keep the tables durable here (write-ahead log); without it, in memory"),
         )
-        .arg(Arg::new("sync").long("sync").value_name("MODE").help("WAL sync mode (durability: not yet, see README)"))
+        .arg(
+            Arg::new("sync")
+                .long("sync")
+                .value_name("MODE")
+                .help("With --data-dir: always (fsync before ack, default), interval=<ms>, none"),
+        )
+        .arg(
+            Arg::new("repair-wal")
+                .long("repair-wal")
+                .action(ArgAction::SetTrue)
+                .help("Cut the log at mid-log corruption instead of refusing to start"),
+        )
         .arg(Arg::new("demo").long("demo").action(ArgAction::SetTrue).help("Load the generated trades/quotes data set"))
         .arg(
             Arg::new("rows")
@@ -288,11 +299,24 @@ pub fn run(a: &ArgMatches) -> ExitCode {
         (Ok(d), Ok(r)) => (d, r.unwrap_or(1_000_000)),
         (Err(e), _) | (_, Err(e)) => return fail(&e),
     };
-    let durable = matches!(settings.string("data-dir"), Ok(Some(_))) || matches!(settings.string("sync"), Ok(Some(_)));
-    if durable {
-        eprintln!("zeptodb: warning: durable storage is not built yet; --data-dir/--sync are ignored and data lives in memory");
-    }
     let engine = Engine::new();
+    let (data_dir, sync) = match (settings.string("data-dir"), settings.string("sync")) {
+        (Ok(d), Ok(s)) => (d, s),
+        (Err(e), _) | (_, Err(e)) => return fail(&e),
+    };
+    match &data_dir {
+        Some(dir) => {
+            if let Err(e) =
+                crate::durable::open(&engine, dir, sync.as_deref(), settings.flag("repair-wal").unwrap_or(false))
+            {
+                return fail(&e);
+            }
+        }
+        None if sync.is_some() => return fail("--sync needs --data-dir (without it, data lives in memory)"),
+        None => {}
+    }
+    // A durable demo is loaded once; later starts recover it.
+    let demo = demo && !engine.catalog().exists("trades");
     if demo {
         if let Err(e) = crate::demo::load(&engine, rows, true) {
             return fail(&format!("demo data: {e}"));

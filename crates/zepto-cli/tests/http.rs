@@ -595,3 +595,76 @@ fn config_file_with_flags_taking_precedence() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown setting 'htpp'"));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn kill_9_keeps_every_acknowledged_row_exactly_once() {
+    let dir = std::env::temp_dir().join(format!("zepto-http-crash-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let data = dir.to_str().expect("path").to_string();
+    let mut acked: Vec<u64> = Vec::new();
+    let mut next_batch = 0u64;
+    for round in 0..3u64 {
+        let s = Server::start(&["--data-dir", &data, "--sync", "always"]);
+        let a = s.addr.clone();
+        if round == 0 {
+            sql(&a, "CREATE TABLE ticks (ts TIMESTAMP, sym SYMBOL, id BIGINT, px DOUBLE)");
+        }
+        // Batches of 100 rows over one connection until the kill; remember what was answered 200.
+        let (tx, rx) = std::sync::mpsc::channel::<u64>();
+        let first = next_batch;
+        let writer = std::thread::spawn(move || {
+            for b in first.. {
+                let mut body = String::new();
+                for i in 0..100u64 {
+                    let id = b * 100 + i;
+                    body.push_str(&format!(
+                        "ticks,sym=S{} id={id}i,px={}.5 {}\n",
+                        id % 7,
+                        id % 100,
+                        1_700_000_000_000_000_000 + id
+                    ));
+                }
+                let mut c = match TcpStream::connect(&a) {
+                    Ok(c) => c,
+                    Err(_) => return,
+                };
+                let req = format!(
+                    "POST /write HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
+                    body.len()
+                );
+                if c.write_all(req.as_bytes()).is_err() {
+                    return;
+                }
+                let mut buf = Vec::new();
+                if c.read_to_end(&mut buf).is_err() || !buf.starts_with(b"HTTP/1.1 200") {
+                    return;
+                }
+                if tx.send(b).is_err() {
+                    return;
+                }
+            }
+        });
+        std::thread::sleep(Duration::from_millis(150 + 100 * round));
+        let mut s = s;
+        s.child.kill().expect("kill -9");
+        let _ = s.child.wait();
+        let _ = writer.join();
+        acked.extend(rx.try_iter());
+        next_batch = acked.iter().max().map_or(next_batch, |m| m + 2);
+        assert!(!acked.is_empty(), "round {round}: some batches were acknowledged");
+    }
+    let s = Server::start(&["--data-dir", &data]);
+    let a = s.addr.as_str();
+    let j = sql(a, "SELECT count(*), count(DISTINCT id) FROM ticks");
+    assert_eq!(j["data"][0][0], j["data"][0][1], "no row twice");
+    let ids = sql(a, "SELECT DISTINCT id // 100 AS b FROM ticks ORDER BY b");
+    let present: std::collections::HashSet<u64> =
+        ids["data"].as_array().expect("rows").iter().filter_map(|r| r[0].as_u64()).collect();
+    for b in &acked {
+        assert!(present.contains(b), "acknowledged batch {b} was lost");
+    }
+    let full = sql(a, "SELECT id // 100 AS b, count(*) FROM ticks GROUP BY b HAVING count(*) <> 100");
+    assert_eq!(full["rows"], 0, "batches are all or nothing: {}", full["data"]);
+    drop(s);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -209,9 +209,19 @@ impl Engine {
                     .zip(&columns)
                     .map(|(c, d)| cast_column(c, d.data_type, false))
                     .collect::<Result<Vec<_>>>()?;
-                let mut table = Table::new(name, Schema { columns }, &TableOptions::default())?;
-                let n = table.append(cols)?;
-                self.catalog.create(table, *if_not_exists)?;
+                let table = Table::new(name, Schema { columns }, &TableOptions::default())?;
+                table.validate(&cols)?;
+                if !self.catalog.create(table, *if_not_exists)? {
+                    return Ok(QueryResult::status("CREATE TABLE".into()));
+                }
+                let n = match self.catalog.append(name, cols) {
+                    Ok(n) => n,
+                    Err(e) => {
+                        // Not durable (or raced by a DROP): do not leave a half-made table.
+                        let _ = self.catalog.drop_table(name, true);
+                        return Err(e.into());
+                    }
+                };
                 Ok(QueryResult::status(format!("CREATE TABLE {n}")))
             }
             Statement::DropTable { name, if_exists, pos } => {
@@ -223,7 +233,7 @@ impl Engine {
             }
             Statement::AlterAddColumn { table, column, data_type, if_not_exists, .. } => {
                 let def = ColumnDef { name: column.clone(), data_type: *data_type };
-                let r = self.catalog.write(table, |t| t.add_column(def));
+                let r = self.catalog.add_column(table, def);
                 match r {
                     Err(StorageError::ColumnExists(_)) if *if_not_exists => {}
                     r => r?,
@@ -247,10 +257,7 @@ impl Engine {
                 };
                 let src = self.query(&q)?;
                 let cols = shape_for_table(&snap, columns, src.batch)?;
-                let n = self.catalog.write(table, |t| {
-                    t.validate(&cols)?;
-                    t.append(cols)
-                })?;
+                let n = self.catalog.append(table, cols)?;
                 Ok(QueryResult::status(format!("INSERT {n}")))
             }
             Statement::CopyFrom { table, path, options, pos } => {
@@ -259,10 +266,7 @@ impl Engine {
                     .snapshot(table)
                     .map_err(|_| SqlError::TableNotFound { name: table.clone(), pos: Some(*pos) })?;
                 let cols = crate::copy::read_file(path, options, &snap.schema)?;
-                let n = self.catalog.write(table, |t| {
-                    t.validate(&cols)?;
-                    t.append(cols)
-                })?;
+                let n = self.catalog.append(table, cols)?;
                 Ok(QueryResult::status(format!("COPY {n}")))
             }
             Statement::CopyTo { query, path, options } => {

@@ -106,6 +106,7 @@ impl From<StorageError> for SqlError {
             StorageError::ColumnExists(_) | StorageError::Invalid(_) => {
                 SqlError::Plan { message: e.to_string(), pos: None }
             }
+            StorageError::Durability(m) => SqlError::Io(format!("not durable, not applied: {m}")),
             StorageError::Internal(m) => SqlError::Internal(m),
         }
     }

@@ -1,20 +1,67 @@
-//! The catalog: named tables with snapshot reads.
+//! The catalog: named tables with snapshot reads, and the one place tables change.
+//!
+//! Every change goes through a typed method ([`Catalog::create`], [`Catalog::drop_table`],
+//! [`Catalog::append`], [`Catalog::add_column`], or [`Catalog::write_many`] whose closure logs
+//! with [`Catalog::log`]) that checks it, hands it to the [`ChangeLog`] (the write-ahead log,
+//! when the database is durable), and only then applies it, under the table's lock, so the log
+//! order is the apply order.
 //!
 //! Each table sits behind its own `RwLock<Arc<Table>>`. A reader holds the read lock only long
 //! enough to clone the `Arc` (its snapshot). A writer takes the write lock and mutates through
 //! `Arc::make_mut`: in place when no snapshot is alive, copy-on-write of the touched table header
 //! and partitions when one is. Writers prepare and validate their batch before taking the lock.
 
+use crate::column::Column;
 use crate::error::StorageError;
-use crate::table::Table;
+use crate::table::{ColumnDef, Schema, Table};
 use std::collections::BTreeMap;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, OnceLock, RwLock};
 
 type Slot = Arc<RwLock<Arc<Table>>>;
 
-#[derive(Debug, Default)]
+/// One change to the catalog, as the write-ahead log records it.
+#[derive(Debug)]
+pub enum Change<'a> {
+    /// An empty table with its layout (the columns chosen as partition key and timestamp).
+    CreateTable {
+        name: &'a str,
+        schema: &'a Schema,
+        partition_key: Option<&'a str>,
+        timestamp: Option<&'a str>,
+    },
+    DropTable {
+        name: &'a str,
+    },
+    AddColumn {
+        table: &'a str,
+        def: &'a ColumnDef,
+    },
+    /// A validated batch, in schema order.
+    Append {
+        table: &'a str,
+        columns: &'a [Column],
+    },
+}
+
+/// Where changes go before they are applied. `log` returns only once the changes are as
+/// durable as the log promises; an error means they must not be applied.
+pub trait ChangeLog: Send + Sync {
+    fn log(&self, changes: &[Change<'_>]) -> Result<(), StorageError>;
+}
+
+#[derive(Default)]
 pub struct Catalog {
     tables: RwLock<BTreeMap<String, Slot>>,
+    changes: OnceLock<Arc<dyn ChangeLog>>,
+}
+
+impl std::fmt::Debug for Catalog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Catalog")
+            .field("tables", &self.table_names())
+            .field("logged", &self.changes.get().is_some())
+            .finish()
+    }
 }
 
 fn key(name: &str) -> String {
@@ -42,32 +89,72 @@ impl Catalog {
         self.tables.read().unwrap_or_else(|e| e.into_inner()).contains_key(&key(name))
     }
 
+    /// From now on, log every change to `log` before applying it (set once, after recovery).
+    pub fn set_log(&self, log: Arc<dyn ChangeLog>) -> Result<(), StorageError> {
+        self.changes.set(log).map_err(|_| StorageError::Internal("the change log is already set".into()))
+    }
+
+    /// Log `changes` (no-op for an in-memory database). Callers apply them only on success.
+    pub fn log(&self, changes: &[Change<'_>]) -> Result<(), StorageError> {
+        match self.changes.get() {
+            Some(l) => l.log(changes),
+            None => Ok(()),
+        }
+    }
+
+    /// Add an empty table.
     pub fn create(&self, table: Table, if_not_exists: bool) -> Result<bool, StorageError> {
+        if table.row_count() > 0 {
+            return Err(StorageError::Internal("tables are created empty, then appended to".into()));
+        }
         let mut map = self.tables.write().unwrap_or_else(|e| e.into_inner());
         let k = key(&table.name);
         if map.contains_key(&k) {
             return if if_not_exists { Ok(false) } else { Err(StorageError::TableExists(table.name)) };
         }
+        let col_name = |i: Option<usize>| i.map(|i| table.schema.columns[i].name.as_str());
+        self.log(&[Change::CreateTable {
+            name: &table.name,
+            schema: &table.schema,
+            partition_key: col_name(table.key_col),
+            timestamp: col_name(table.ts_col),
+        }])?;
         map.insert(k, Arc::new(RwLock::new(Arc::new(table))));
         Ok(true)
     }
 
     pub fn drop_table(&self, name: &str, if_exists: bool) -> Result<bool, StorageError> {
         let mut map = self.tables.write().unwrap_or_else(|e| e.into_inner());
-        match map.remove(&key(name)) {
-            Some(_) => Ok(true),
-            None if if_exists => Ok(false),
-            None => Err(StorageError::TableNotFound(name.to_string())),
+        let k = key(name);
+        if !map.contains_key(&k) {
+            return if if_exists { Ok(false) } else { Err(StorageError::TableNotFound(name.to_string())) };
         }
+        self.log(&[Change::DropTable { name }])?;
+        map.remove(&k);
+        Ok(true)
+    }
+
+    /// Append a batch (schema order; checked first, logged, then applied). Returns its rows.
+    pub fn append(&self, name: &str, columns: Vec<Column>) -> Result<usize, StorageError> {
+        self.write(name, |t| {
+            t.validate(&columns)?;
+            self.log(&[Change::Append { table: &t.name, columns: &columns }])?;
+            t.append(columns)
+        })
+    }
+
+    /// Add a column (NULL in existing rows).
+    pub fn add_column(&self, name: &str, def: ColumnDef) -> Result<(), StorageError> {
+        self.write(name, |t| {
+            t.check_new_column(&def)?;
+            self.log(&[Change::AddColumn { table: &t.name, def: &def }])?;
+            t.add_column(def)
+        })
     }
 
     /// Run `f` with exclusive access to the table. `f` must leave the table unchanged when it
     /// returns an error (validate first, then mutate infallibly).
-    pub fn write<R>(
-        &self,
-        name: &str,
-        f: impl FnOnce(&mut Table) -> Result<R, StorageError>,
-    ) -> Result<R, StorageError> {
+    fn write<R>(&self, name: &str, f: impl FnOnce(&mut Table) -> Result<R, StorageError>) -> Result<R, StorageError> {
         let slot = self.slot(name)?;
         let mut guard = slot.write().unwrap_or_else(|e| e.into_inner());
         f(Arc::make_mut(&mut guard))
@@ -75,7 +162,8 @@ impl Catalog {
 
     /// Run `f` with exclusive access to several tables at once (`names` distinct; `f` gets them
     /// in that order). Locks are taken in name order, so concurrent multi-table writers cannot
-    /// deadlock. Like [`Catalog::write`], `f` must check everything before changing anything.
+    /// deadlock. `f` must check everything, then [`Catalog::log`] all its changes as one call,
+    /// then apply them.
     pub fn write_many<R>(
         &self,
         names: &[&str],

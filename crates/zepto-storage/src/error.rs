@@ -14,6 +14,9 @@ pub enum StorageError {
     ColumnExists(String),
     #[error("{0}")]
     Invalid(String),
+    /// The change could not be made durable (write-ahead log failure): it was not applied.
+    #[error("not durable: {0}")]
+    Durability(String),
     #[error("internal error (this is a bug): {0}")]
     Internal(String),
 }

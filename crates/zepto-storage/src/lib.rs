@@ -23,7 +23,7 @@ pub mod types;
 pub mod value;
 
 pub use bitmap::Bitmap;
-pub use catalog::Catalog;
+pub use catalog::{Catalog, Change, ChangeLog};
 pub use column::{Column, ColumnBuilder, ColumnData};
 pub use dict::Dict;
 pub use error::StorageError;

@@ -385,13 +385,19 @@ impl Table {
     }
 
     /// Add a column; existing rows read NULL.
-    pub fn add_column(&mut self, def: ColumnDef) -> Result<(), StorageError> {
+    /// Whether [`Table::add_column`] would accept `def`.
+    pub fn check_new_column(&self, def: &ColumnDef) -> Result<(), StorageError> {
         if self.schema.index_of(&def.name).is_some() {
-            return Err(StorageError::ColumnExists(def.name));
+            return Err(StorageError::ColumnExists(def.name.clone()));
         }
         if !def.data_type.is_storable() {
             return Err(StorageError::Invalid(format!("column '{}' cannot have type {}", def.name, def.data_type)));
         }
+        Ok(())
+    }
+
+    pub fn add_column(&mut self, def: ColumnDef) -> Result<(), StorageError> {
+        self.check_new_column(&def)?;
         let dt = def.data_type;
         let dict = self.dict.clone();
         for p in &mut self.parts {

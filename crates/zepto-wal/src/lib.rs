@@ -11,8 +11,9 @@
 //! * [`reader`] — replay: a torn last record is tolerated and reported, corruption anywhere
 //!   else stops with the file and offset (or truncates there when asked).
 //!
-//! Payloads are opaque bytes: the engine decides what a record means.
+//! * [`changes`] — the engine's catalog changes as records, and recovery into a catalog.
 
+pub mod changes;
 pub mod format;
 pub mod reader;
 pub mod storage;

@@ -18,7 +18,7 @@ use std::collections::HashMap;
 use zepto_io::csv::{read_csv, CsvOptions};
 use zepto_sql::Engine;
 use zepto_storage::{
-    Catalog, Column, ColumnBuilder, ColumnDef, DataType, Schema, StorageError, Table, TableOptions, Value,
+    Catalog, Change, Column, ColumnBuilder, ColumnDef, DataType, Schema, StorageError, Table, TableOptions, Value,
 };
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -93,12 +93,7 @@ fn write_table(
         _ => zepto_io::ipc::read_ipc_stream(body, schema)?,
     };
     drop(snap);
-    catalog
-        .write(table, |t| {
-            t.validate(&cols)?;
-            t.append(cols)
-        })
-        .map_err(storage_error)
+    catalog.append(table, cols).map_err(storage_error)
 }
 
 /// The body as text; a non-UTF-8 body names the line (ILP) or data row (`header_rows` lines
@@ -324,23 +319,38 @@ fn apply_plans(catalog: &Catalog, plans: Vec<TablePlan>) -> Result<usize, ApiErr
                 }
                 adds.push(add);
             }
-            let mut total = 0;
-            for ((t, p), add) in tables.iter_mut().zip(plans).zip(adds) {
-                for d in add {
-                    t.add_column(d)?;
-                }
+            // Everything checked: build each table's batch as its schema will be, log the
+            // whole batch as one record, then apply.
+            let mut batches = Vec::with_capacity(plans.len());
+            for ((t, p), add) in tables.iter().zip(plans).zip(&adds) {
                 let rows = p.cols.first().map_or(0, Column::len);
-                let mut slots: Vec<Option<Column>> = vec![None; t.schema.len()];
+                let width = t.schema.len() + add.len();
+                let mut slots: Vec<Option<Column>> = vec![None; width];
                 for (d, c) in p.defs.iter().zip(p.cols) {
-                    if let Some(i) = t.schema.index_of(&d.name) {
+                    let i = t.schema.index_of(&d.name).or_else(|| {
+                        add.iter().position(|a| a.name.eq_ignore_ascii_case(&d.name)).map(|k| t.schema.len() + k)
+                    });
+                    if let Some(i) = i {
                         slots[i] = Some(c);
                     }
                 }
-                let batch: Vec<Column> = slots
-                    .into_iter()
-                    .zip(&t.schema.columns)
-                    .map(|(c, d)| c.unwrap_or_else(|| Column::nulls(d.data_type, rows)))
-                    .collect();
+                let types = t.schema.columns.iter().chain(add.iter()).map(|d| d.data_type);
+                let batch: Vec<Column> =
+                    slots.into_iter().zip(types).map(|(c, dt)| c.unwrap_or_else(|| Column::nulls(dt, rows))).collect();
+                batches.push(batch);
+            }
+            let mut changes = Vec::new();
+            for ((t, add), batch) in tables.iter().zip(&adds).zip(&batches) {
+                changes.extend(add.iter().map(|def| Change::AddColumn { table: &t.name, def }));
+                changes.push(Change::Append { table: &t.name, columns: batch });
+            }
+            catalog.log(&changes)?;
+            drop(changes);
+            let mut total = 0;
+            for ((t, add), batch) in tables.iter_mut().zip(adds).zip(batches) {
+                for d in add {
+                    t.add_column(d)?;
+                }
                 total += t.append(batch)?;
             }
             Ok(total)
