@@ -1,0 +1,95 @@
+#!/usr/bin/env python3
+"""Durable ingest rate per sync mode (issue #5): ILP over HTTP into `zeptodb serve --data-dir`,
+one keep-alive connection, batches of 1, 100 and 10,000 rows, for --sync always,
+interval=100, none, and in memory (no --data-dir); then the restart's recovery rate.
+Standard library only.
+
+Usage: bench/wal_ingest.py [--bin target/release/zeptodb] [--seconds 5]
+"""
+import argparse
+import http.client
+import os
+import re
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start(binary, args):
+    port = free_port()
+    p = subprocess.Popen([binary, "serve", "--http", f"127.0.0.1:{port}", "--access-log", "off", *args],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    while True:
+        try:
+            c = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+            c.request("GET", "/ping")
+            c.getresponse().read()
+            return p, port
+        except OSError:
+            if p.poll() is not None:
+                raise SystemExit(p.stderr.read())
+            time.sleep(0.02)
+
+
+def body(batch, start):
+    return "".join(f"ticks,sym=S{(start + i) % 100:03d} px={i % 1000}.25,size={i % 500}i {1_700_000_000_000_000_000 + start + i}\n"
+                   for i in range(batch)).encode()
+
+
+def run(port, batch, seconds):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    bodies = [body(batch, k * batch) for k in range(16)]
+    rows, k, t0 = 0, 0, time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        c.request("POST", "/write", body=bodies[k % 16])
+        r = c.getresponse()
+        r.read()
+        assert r.status == 200, r.status
+        rows += batch
+        k += 1
+    return rows / (time.perf_counter() - t0), rows
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--bin", default=os.path.join("target", "release", "zeptodb"))
+    ap.add_argument("--seconds", type=float, default=5)
+    a = ap.parse_args()
+    print(f"{'mode':14s}" + "".join(f"{f'batch {b:,}':>16s}" for b in (1, 100, 10_000)) + "   (rows/s)")
+    for mode in ("always", "interval=100", "none", "memory"):
+        d = tempfile.mkdtemp(prefix="zepto-walbench-")
+        args = [] if mode == "memory" else ["--data-dir", d, "--sync", mode]
+        p, port = start(a.bin, args)
+        out, total = [], 0
+        for b in (1, 100, 10_000):
+            r, n = run(port, b, a.seconds)
+            out.append(r)
+            total += n
+        p.terminate()
+        p.wait()
+        line = f"{mode:14s}" + "".join(f"{r:>16,.0f}" for r in out)
+        if mode != "memory":
+            t0 = time.perf_counter()
+            p, port = start(a.bin, ["--data-dir", d])
+            secs = time.perf_counter() - t0
+            err = p.stderr
+            p.terminate()
+            p.wait()
+            m = re.search(r"recovered \d+ log records \((\d+) rows\) from .* in ([\d.]+) s", err.read())
+            if m:
+                line += f"   recovery {int(m.group(1)):,} rows in {float(m.group(2)):.2f} s " \
+                        f"({int(m.group(1)) / max(float(m.group(2)), 1e-9) / 1e6:.1f}M rows/s; start {secs:.2f} s)"
+        print(line, flush=True)
+        shutil.rmtree(d, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
