@@ -153,31 +153,22 @@ def post(port, path, body, ctype, conn=None):
     return data
 
 
+def bodies(trades, batch_rows, line, header=""):
+    """The trades cut into POST bodies of `batch_rows` rows, each row rendered by `line`."""
+    cols = (trades.column("ts").cast("int64").to_pylist(), trades.column("sym").cast("string").to_pylist(),
+            trades.column("price").to_pylist(), trades.column("size").to_pylist())
+    rows = list(zip(*cols))
+    return [(header + "".join(line(*r) for r in rows[s:s + batch_rows])).encode()
+            for s in range(0, len(rows), batch_rows)]
+
+
 def ilp_batches(trades, batch_rows):
-    """The trades as ILP text, cut into POST bodies."""
-    ts = trades.column("ts").cast("int64").to_pylist()
-    sym = trades.column("sym").cast("string").to_pylist()
-    px = trades.column("price").to_pylist()
-    size = trades.column("size").to_pylist()
-    out = []
-    for s in range(0, len(ts), batch_rows):
-        e = min(s + batch_rows, len(ts))
-        out.append("".join(f"trades,sym={sym[i]} price={px[i]!r},size={size[i]}i {ts[i]}\n"
-                           for i in range(s, e)).encode())
-    return out
+    return bodies(trades, batch_rows, lambda ts, sym, px, size: f"trades,sym={sym} price={px!r},size={size}i {ts}\n")
 
 
 def csv_batches(trades, batch_rows):
-    ts = trades.column("ts").cast("int64").to_pylist()
-    sym = trades.column("sym").cast("string").to_pylist()
-    px = trades.column("price").to_pylist()
-    size = trades.column("size").to_pylist()
-    out = []
-    for s in range(0, len(ts), batch_rows):
-        e = min(s + batch_rows, len(ts))
-        out.append(("ts,sym,price,size\n" + "".join(f"{ts[i]},{sym[i]},{px[i]!r},{size[i]}\n"
-                                                    for i in range(s, e))).encode())
-    return out
+    return bodies(trades, batch_rows, lambda ts, sym, px, size: f"{ts},{sym},{px!r},{size}\n",
+                  header="ts,sym,price,size\n")
 
 
 def ingest(eng, path, batches, rows, ctype, clients=2):

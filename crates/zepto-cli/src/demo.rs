@@ -2,6 +2,7 @@
 //! popularity and per-symbol random-walk prices — the same shapes as `shared/bench/gen_data.py`
 //! (not the same numbers: this generator is a small deterministic xorshift, not NumPy).
 
+use clap::Arg;
 use std::sync::Arc;
 use std::time::Instant;
 use zepto_sql::{Engine, Result};
@@ -88,6 +89,15 @@ fn col(d: ColumnData) -> Column {
 }
 
 /// Create and fill `trades` and `quotes` with `rows` rows each.
+/// `--rows N`: rows per demo table (serve, sql and demo take it alike).
+pub fn rows_arg() -> Arg {
+    Arg::new("rows")
+        .long("rows")
+        .value_parser(clap::value_parser!(usize))
+        .default_value("1000000")
+        .help("Rows per demo table")
+}
+
 pub fn load(engine: &Engine, rows: usize, verbose: bool) -> Result<()> {
     let t0 = Instant::now();
     if verbose {

@@ -52,17 +52,11 @@ fn cli() -> Command {
                 .action(ArgAction::SetTrue)
                 .help("Start with the generated demo tables (trades, quotes)"),
         )
-        .arg(
-            Arg::new("rows")
-                .long("rows")
-                .value_parser(clap::value_parser!(usize))
-                .default_value("1000000")
-                .help("Rows per demo table"),
-        )
+        .arg(crate::demo::rows_arg())
         .arg(Arg::new("timing").long("timing").action(ArgAction::SetTrue).help("Print elapsed time to stderr"));
     let demo = Command::new("demo")
         .about("Generate a market-data set in memory and run example queries")
-        .arg(Arg::new("rows").long("rows").value_parser(clap::value_parser!(usize)).default_value("1000000"));
+        .arg(demo::rows_arg());
     Command::new("zeptodb")
         .about("ZeptoDB: an in-memory columnar time-series database")
         .version(env!("CARGO_PKG_VERSION"))

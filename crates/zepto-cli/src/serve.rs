@@ -44,13 +44,7 @@ pub fn command() -> Command {
                 .help("Cut the log at mid-log corruption instead of refusing to start"),
         )
         .arg(Arg::new("demo").long("demo").action(ArgAction::SetTrue).help("Load the generated trades/quotes data set"))
-        .arg(
-            Arg::new("rows")
-                .long("rows")
-                .value_parser(clap::value_parser!(usize))
-                .default_value("1000000")
-                .help("Rows per demo table"),
-        )
+        .arg(crate::demo::rows_arg())
         .arg(
             Arg::new("api-key")
                 .long("api-key")

@@ -48,6 +48,33 @@ pub fn match_columns(fields: &[Arc<Field>], schema: &[ColumnDef], what: &str) ->
     Ok(source)
 }
 
+/// Append one record batch to `accs` (one per schema column); `column(k)` is the batch's
+/// array for source field `k`, `row0` the batch's first row (for errors).
+pub fn append_batch(
+    accs: &mut [Acc],
+    schema: &[ColumnDef],
+    source: &[Option<usize>],
+    row0: usize,
+    mut column: impl FnMut(usize) -> Result<ArrayRef, IoError>,
+) -> Result<(), IoError> {
+    for ((acc, c), s) in accs.iter_mut().zip(schema).zip(source) {
+        if let Some(k) = *s {
+            let arr = column(k)?;
+            acc.append(arr.as_ref(), row0).map_err(|e| e.into_io(c, arr.data_type()))?;
+        }
+    }
+    Ok(())
+}
+
+/// The finished columns: accumulated ones, and NULLs for schema columns with no source.
+pub fn finish_columns(accs: Vec<Acc>, schema: &[ColumnDef], source: &[Option<usize>], rows: usize) -> Vec<Column> {
+    accs.into_iter()
+        .zip(source)
+        .zip(schema)
+        .map(|((acc, s), c)| if s.is_some() { acc.finish() } else { Column::nulls(c.data_type, rows) })
+        .collect()
+}
+
 /// Why one array could not be appended.
 #[derive(Debug)]
 pub enum AppendError {

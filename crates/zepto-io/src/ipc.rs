@@ -6,7 +6,7 @@
 //! plain strings, ...). Writing slices the result into batches of [`BATCH_ROWS`] rows so a
 //! large result leaves the server as a sequence of bounded messages.
 
-use crate::arrow::{match_columns, to_arrow, Acc};
+use crate::arrow::{append_batch, finish_columns, match_columns, to_arrow, Acc};
 use crate::IoError;
 use arrow_array::RecordBatch;
 use arrow_ipc::reader::StreamReader;
@@ -39,20 +39,10 @@ pub fn read_ipc_stream(data: &[u8], schema: &[ColumnDef]) -> Result<Vec<Column>,
     let mut rows = 0usize;
     for batch in reader {
         let batch = batch.map_err(bad)?;
-        for ((acc, c), s) in accs.iter_mut().zip(schema).zip(&source) {
-            if let Some(k) = *s {
-                let arr = batch.column(k);
-                acc.append(arr.as_ref(), rows).map_err(|e| e.into_io(c, arr.data_type()))?;
-            }
-        }
+        append_batch(&mut accs, schema, &source, rows, |k| Ok(batch.column(k).clone()))?;
         rows += batch.num_rows();
     }
-    Ok(accs
-        .into_iter()
-        .zip(&source)
-        .zip(schema)
-        .map(|((acc, s), c)| if s.is_some() { acc.finish() } else { Column::nulls(c.data_type, rows) })
-        .collect())
+    Ok(finish_columns(accs, schema, &source, rows))
 }
 
 /// The engine type an Arrow type reads as, if any (for streams read without a target table).

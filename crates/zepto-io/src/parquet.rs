@@ -7,7 +7,7 @@
 //!
 //! Writing produces one zstd-compressed file, written to `<path>.tmp` and renamed into place.
 
-use crate::arrow::{match_columns, to_arrow, Acc};
+use crate::arrow::{append_batch, finish_columns, match_columns, to_arrow, Acc};
 use crate::IoError;
 use ::parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder};
 use ::parquet::arrow::{ArrowWriter, ProjectionMask};
@@ -98,22 +98,14 @@ fn read_batched(path: &Path, schema: &[ColumnDef], batch_rows: usize) -> Result<
     let mut rows = 0usize;
     for batch in reader {
         let batch = batch.map_err(|e| file_err(path, e))?;
-        for ((acc, c), s) in accs.iter_mut().zip(schema).zip(&source) {
-            if let Some(k) = *s {
-                // Projected columns keep file order.
-                let pos = roots.binary_search(&k).map_err(|_| IoError::Invalid("projection lost a column".into()))?;
-                let arr = batch.column(pos);
-                acc.append(arr.as_ref(), rows).map_err(|e| e.into_io(c, arr.data_type()))?;
-            }
-        }
+        append_batch(&mut accs, schema, &source, rows, |k| {
+            // Projected columns keep file order.
+            let pos = roots.binary_search(&k).map_err(|_| IoError::Invalid("projection lost a column".into()))?;
+            Ok(batch.column(pos).clone())
+        })?;
         rows += batch.num_rows();
     }
-    Ok(accs
-        .into_iter()
-        .zip(&source)
-        .zip(schema)
-        .map(|((acc, s), c)| if s.is_some() { acc.finish() } else { Column::nulls(c.data_type, rows) })
-        .collect())
+    Ok(finish_columns(accs, schema, &source, rows))
 }
 
 /// Write `rows` rows of `cols` (named `names`) as one zstd-compressed Parquet file.

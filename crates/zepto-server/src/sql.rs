@@ -180,6 +180,45 @@ fn send_chunk(tx: &mpsc::Sender<Result<Bytes, std::io::Error>>, ctl: &QueryContr
     }
 }
 
+/// A single read: bind it here (microseconds); if its plan is linear and its scans cover at most
+/// INLINE_ROWS rows, run it here too, saving the two thread hand-offs that are most of a point
+/// query's latency, and answer at once when the result is small. Otherwise, what is left for
+/// the blocking pool.
+fn run_small_read(
+    state: &State,
+    engine: &zepto_sql::Engine,
+    q: &zepto_sql::parser::ast::Query,
+    format: Format,
+) -> Result<Result<(Response<ResponseBody>, u64), Work>, ApiError> {
+    let p = engine.prepare(q)?;
+    if p.linear_scan_rows().is_none_or(|n| n > INLINE_ROWS) {
+        return Ok(Err(Work::Prepared(p)));
+    }
+    let cfg = &state.config;
+    let ctl = QueryControl::new(cfg.query_timeout, cfg.query_memory_limit);
+    state.metrics.queries.inc();
+    let t0 = Instant::now();
+    let r = {
+        let _in = ctl.enter();
+        engine.run_prepared(&p)?
+    };
+    let elapsed_us = t0.elapsed().as_secs_f64() * 1e6;
+    if r.row_count() > INLINE_ENCODE_ROWS {
+        return Ok(Err(Work::Done(r, elapsed_us)));
+    }
+    let mut enc = Encoder::new(format, &r, elapsed_us)?;
+    let mut buf = Vec::new();
+    while enc.next_chunk(&mut buf)? {}
+    let rows = r.row_count();
+    state.metrics.rows_returned.inc_by(rows as u64);
+    let resp = Response::builder()
+        .status(StatusCode::OK)
+        .header("content-type", format.content_type())
+        .body(ResponseBody::full(buf))
+        .map_err(|e| ApiError::internal(e.to_string()))?;
+    Ok(Ok((resp, rows as u64)))
+}
+
 /// Run a request; on success the response and the number of result rows.
 pub async fn run(
     state: &Arc<State>,
@@ -204,42 +243,13 @@ pub async fn run(
     let cfg = &state.config;
     let format = req.format;
 
-    // A small read runs right here: binding is microseconds, and a plan whose scans read at
-    // most INLINE_ROWS rows takes about as long as the two thread hand-offs it saves.
-    let mut work = Work::Statements(stmts);
-    if let Work::Statements(v) = &work {
-        if let [Statement::Query(q)] = v.as_slice() {
-            if binds_cheaply(q) {
-                let p = engine.prepare(q)?;
-                if p.linear_scan_rows().is_some_and(|n| n <= INLINE_ROWS) {
-                    let ctl = QueryControl::new(cfg.query_timeout, cfg.query_memory_limit);
-                    state.metrics.queries.inc();
-                    let t0 = Instant::now();
-                    let r = {
-                        let _in = ctl.enter();
-                        engine.run_prepared(&p)?
-                    };
-                    let elapsed_us = t0.elapsed().as_secs_f64() * 1e6;
-                    if r.row_count() <= INLINE_ENCODE_ROWS {
-                        let mut enc = Encoder::new(format, &r, elapsed_us)?;
-                        let mut buf = Vec::new();
-                        while enc.next_chunk(&mut buf)? {}
-                        let rows = r.row_count();
-                        state.metrics.rows_returned.inc_by(rows as u64);
-                        let resp = Response::builder()
-                            .status(StatusCode::OK)
-                            .header("content-type", format.content_type())
-                            .body(ResponseBody::full(buf))
-                            .map_err(|e| ApiError::internal(e.to_string()))?;
-                        return Ok((resp, rows as u64));
-                    }
-                    work = Work::Done(r, elapsed_us);
-                } else {
-                    work = Work::Prepared(p);
-                }
-            }
-        }
-    }
+    let work = match stmts.as_slice() {
+        [Statement::Query(q)] if binds_cheaply(q) => match run_small_read(state, &engine, q, format)? {
+            Ok(done) => return Ok(done),
+            Err(work) => work,
+        },
+        _ => Work::Statements(stmts),
+    };
 
     // Wait (without holding a thread) for a query slot.
     let permit = state
