@@ -65,7 +65,7 @@ class Zepto:
     def __init__(self, binary, threads=None):
         self.port = free_port()
         cmd = [binary, "serve", "--http", f"127.0.0.1:{self.port}", "--access-log", "off",
-               "--max-body-mb", "1024"]
+               "--max-body-mb", "1024", "--in-memory"]
         if threads:
             cmd += ["--threads", str(threads)]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -1,54 +1,84 @@
-//! `--data-dir DIR [--sync MODE]`: recover the tables from the write-ahead log in `DIR/wal`,
-//! then log every change there before it is acknowledged.
+//! `--data-dir DIR [--sync MODE] [--checkpoint-mb N]`: recover the tables from `DIR` (the
+//! newest checkpoint in `DIR/checkpoint`, then the write-ahead log in `DIR/wal`), then log
+//! every change before it is acknowledged and checkpoint as the log grows.
 //!
-//! Not yet (issue #5): checkpoints (so the whole log is replayed at every start) and the
-//! Parquet history.
+//! Not yet (issue #5): the Parquet history.
 
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::Duration;
+use zepto_durable::{Durable, Options};
 use zepto_sql::Engine;
-use zepto_wal::changes::{recover, WalChangeLog};
-use zepto_wal::{DirStorage, ReplayOptions, SyncMode, Wal};
+use zepto_wal::{DirStorage, SyncMode};
 
-/// Make `engine` durable in `dir`: replay what is there, then log to it.
-pub fn open(engine: &Engine, dir: &str, sync: Option<&str>, repair: bool) -> Result<(), String> {
+/// Make `engine` durable in `dir`: recover what is there, then log to it.
+pub fn open(
+    engine: &Engine,
+    dir: &str,
+    sync: Option<&str>,
+    repair: bool,
+    checkpoint_mb: Option<u64>,
+) -> Result<Arc<Durable>, String> {
     let mode = match sync {
         None => SyncMode::Always,
         Some(s) => SyncMode::parse(s).ok_or_else(|| format!("--sync: '{s}' is not always, interval=<ms> or none"))?,
     };
-    let wal_dir = Path::new(dir).join("wal");
-    let storage = Arc::new(DirStorage::open(&wal_dir).map_err(|e| format!("{}: {e}", wal_dir.display()))?);
-    let t0 = Instant::now();
-    let report = recover(storage.as_ref(), engine.catalog(), ReplayOptions { repair }, |n| {
-        eprintln!("zeptodb: recovering: {n} log records applied ...");
-    })
-    .map_err(|e| {
-        format!("recovery from {} failed: {e} (start with --repair-wal to cut the log there)", wal_dir.display())
-    })?;
-    if report.records > 0 {
-        let rows: usize = engine
-            .catalog()
-            .table_names()
-            .iter()
-            .filter_map(|n| engine.catalog().snapshot(n).ok())
-            .map(|t| t.row_count())
-            .sum();
+    let storage = |sub: &str| -> Result<Arc<DirStorage>, String> {
+        let p = Path::new(dir).join(sub);
+        DirStorage::open(&p).map(Arc::new).map_err(|e| format!("{}: {e}", p.display()))
+    };
+    let (wal, ckpt) = (storage("wal")?, storage("checkpoint")?);
+    let opts = Options {
+        sync: mode,
+        repair_wal: repair,
+        checkpoint_bytes: checkpoint_mb.unwrap_or(256).saturating_mul(1 << 20),
+    };
+    let (durable, rec) = Durable::open(wal, ckpt, engine.catalog(), opts, |m| eprintln!("zeptodb: {m} ..."))
+        .map_err(|e| format!("recovery from {dir} failed: {e} (if the WAL is damaged, --repair-wal cuts it there)"))?;
+    if rec.checkpoint_lsn > 0 {
         eprintln!(
-            "zeptodb: recovered {} log records ({rows} rows) from {} in {:.2} s",
-            report.records,
-            wal_dir.display(),
-            t0.elapsed().as_secs_f64()
+            "zeptodb: loaded checkpoint {} ({} tables, {} rows) in {:.2} s",
+            rec.checkpoint_lsn, rec.checkpoint_tables, rec.checkpoint_rows, rec.checkpoint_secs
         );
     }
-    if let Some((file, offset)) = &report.torn {
+    if rec.replay.records > 0 {
+        eprintln!(
+            "zeptodb: replayed {} log records after it in {:.2} s ({} rows in all now)",
+            rec.replay.records,
+            rec.replay_secs,
+            total_rows(engine)
+        );
+    }
+    if let Some((file, offset)) = &rec.replay.torn {
         eprintln!(
             "zeptodb: cut a torn last write in {file} at offset {offset} (never acknowledged with --sync always)"
         );
     }
-    if let Some((file, offset, reason)) = &report.repaired {
+    if let Some((file, offset, reason)) = &rec.replay.repaired {
         eprintln!("zeptodb: --repair-wal cut the log in {file} at offset {offset}: {reason}");
     }
-    let wal = Wal::open(storage, mode, report.next_lsn()).map_err(|e| e.to_string())?;
-    engine.catalog().set_log(Arc::new(WalChangeLog { wal })).map_err(|e| e.to_string())
+    durable
+        .spawn_auto_checkpoint(Arc::downgrade(engine.catalog()), Duration::from_millis(500), |r| match r {
+            Ok(w) => eprintln!(
+                "zeptodb: checkpoint at LSN {}: {} tables, {} rows, {} bytes",
+                w.lsn, w.tables, w.rows, w.bytes
+            ),
+            Err(e) => eprintln!("zeptodb: checkpoint failed (the log keeps everything): {e}"),
+        })
+        .map_err(|e| format!("starting the checkpoint thread: {e}"))?;
+    Ok(durable)
+}
+
+fn total_rows(engine: &Engine) -> usize {
+    let cat = engine.catalog();
+    cat.table_names().iter().filter_map(|n| cat.snapshot(n).ok()).map(|t| t.row_count()).sum()
+}
+
+/// At a clean exit: checkpoint what changed, so the next start loads it instead of replaying.
+pub fn close(durable: &Durable, engine_catalog: &zepto_storage::Catalog) {
+    match durable.checkpoint(engine_catalog) {
+        Ok(Some(w)) => eprintln!("zeptodb: checkpoint at LSN {} on exit ({} rows)", w.lsn, w.rows),
+        Ok(None) => {}
+        Err(e) => eprintln!("zeptodb: checkpoint on exit failed (the log keeps everything): {e}"),
+    }
 }

@@ -96,6 +96,7 @@ fn main() -> ExitCode {
         Some(("serve", a)) => serve::run(a),
         Some(("keygen", a)) => serve::keygen(a),
         Some(("sql", a)) => {
+            let mut durable = None;
             let mut backend = match a.get_one::<String>("url") {
                 Some(url) => {
                     if a.get_flag("demo") {
@@ -110,8 +111,9 @@ fn main() -> ExitCode {
                     let engine = Engine::new();
                     if let Some(dir) = a.get_one::<String>("data-dir") {
                         let sync = a.get_one::<String>("sync").map(String::as_str);
-                        if let Err(e) = durable::open(&engine, dir, sync, false) {
-                            return fail(&e);
+                        match durable::open(&engine, dir, sync, false, None) {
+                            Ok(d) => durable = Some(d),
+                            Err(e) => return fail(&e),
                         }
                     }
                     if a.get_flag("demo") && !engine.catalog().exists("trades") {
@@ -134,10 +136,16 @@ fn main() -> ExitCode {
                 (Some(_), Some(_)) => return fail("give either -c or -f, not both"),
                 (None, None) => None,
             };
-            match script {
+            let code = match script {
                 Some(s) => one_shot(&mut backend, &s, format, timing),
                 None => repl::run(&mut backend, format),
+            };
+            if let (Some(d), backend::Backend::Local(engine)) = (&durable, &backend) {
+                if d.due() {
+                    durable::close(d, engine.catalog());
+                }
             }
+            code
         }
         _ => fail("unknown command"),
     }

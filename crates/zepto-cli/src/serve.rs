@@ -29,7 +29,20 @@ pub fn command() -> Command {
             Arg::new("data-dir")
                 .long("data-dir")
                 .value_name("DIR")
-                .help("Keep the tables durable here (write-ahead log); without it, in memory"),
+                .help("Keep the tables durable here (write-ahead log and checkpoints) [default: ./zepto-data]"),
+        )
+        .arg(
+            Arg::new("in-memory")
+                .long("in-memory")
+                .action(ArgAction::SetTrue)
+                .help("Keep nothing on disk (no --data-dir): every table is lost at exit"),
+        )
+        .arg(
+            Arg::new("checkpoint-mb")
+                .long("checkpoint-mb")
+                .value_name("MB")
+                .value_parser(clap::value_parser!(usize))
+                .help("Checkpoint after this much log (0: only on CHECKPOINT and at exit) [default: 256]"),
         )
         .arg(
             Arg::new("sync")
@@ -144,6 +157,8 @@ const FILE_KEYS: &[&str] = &[
     "http",
     "threads",
     "data-dir",
+    "in-memory",
+    "checkpoint-mb",
     "sync",
     "demo",
     "rows",
@@ -294,21 +309,28 @@ pub fn run(a: &ArgMatches) -> ExitCode {
         (Err(e), _) | (_, Err(e)) => return fail(&e),
     };
     let engine = Engine::new();
-    let (data_dir, sync) = match (settings.string("data-dir"), settings.string("sync")) {
-        (Ok(d), Ok(s)) => (d, s),
-        (Err(e), _) | (_, Err(e)) => return fail(&e),
+    let (data_dir, sync, in_memory) =
+        match (settings.string("data-dir"), settings.string("sync"), settings.flag("in-memory")) {
+            (Ok(d), Ok(s), Ok(m)) => (d, s, m),
+            (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => return fail(&e),
+        };
+    let checkpoint_mb = match settings.count("checkpoint-mb") {
+        Ok(n) => n.map(|n| n as u64),
+        Err(e) => return fail(&e),
     };
-    match &data_dir {
-        Some(dir) => {
-            if let Err(e) =
-                crate::durable::open(&engine, dir, sync.as_deref(), settings.flag("repair-wal").unwrap_or(false))
-            {
-                return fail(&e);
+    let durable = match (data_dir, in_memory) {
+        (Some(_), true) => return fail("--in-memory and --data-dir contradict each other"),
+        (None, true) if sync.is_some() => return fail("--sync needs a data directory (--in-memory keeps nothing)"),
+        (None, true) => None,
+        (dir, false) => {
+            let dir = dir.unwrap_or_else(|| DEFAULT_DATA_DIR.to_string());
+            let repair = settings.flag("repair-wal").unwrap_or(false);
+            match crate::durable::open(&engine, &dir, sync.as_deref(), repair, checkpoint_mb) {
+                Ok(d) => Some(d),
+                Err(e) => return fail(&e),
             }
         }
-        None if sync.is_some() => return fail("--sync needs --data-dir (without it, data lives in memory)"),
-        None => {}
-    }
+    };
     // A durable demo is loaded once; later starts recover it.
     let demo = demo && !engine.catalog().exists("trades");
     if demo {
@@ -316,6 +338,7 @@ pub fn run(a: &ArgMatches) -> ExitCode {
             return fail(&format!("demo data: {e}"));
         }
     }
+    let catalog = engine.catalog().clone();
     let threads = cfg.threads;
     let auth =
         if cfg.keys.is_empty() { "off (loopback only)".to_string() } else { format!("{} key(s)", cfg.keys.len()) };
@@ -323,8 +346,14 @@ pub fn run(a: &ArgMatches) -> ExitCode {
         let scheme = if tls { "https" } else { "http" };
         eprintln!("zeptodb: listening on {scheme}://{addr} ({threads} threads, auth {auth})");
     });
+    if let Some(d) = &durable {
+        crate::durable::close(d, &catalog);
+    }
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => fail(&e),
     }
 }
+
+/// Where `zeptodb serve` keeps its tables unless told otherwise (SPEC §1).
+const DEFAULT_DATA_DIR: &str = "./zepto-data";

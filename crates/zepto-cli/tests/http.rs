@@ -5,10 +5,14 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use zepto_storage::{ColumnDef, DataType, Value};
 
 struct Server {
+    /// What the server printed before it listened (recovery messages).
+    startup: Vec<String>,
     child: Child,
     addr: String,
 }
@@ -21,6 +25,9 @@ impl Server {
     fn start_env(args: &[&str], env: &[(&str, &str)]) -> Server {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_zeptodb"));
         cmd.arg("serve").args(["--http", "127.0.0.1:0", "--access-log", "off"]).args(args);
+        if !args.contains(&"--data-dir") {
+            cmd.arg("--in-memory");
+        }
         cmd.env_remove("ZEPTO_API_KEY");
         for (k, v) in env {
             cmd.env(k, v);
@@ -28,15 +35,17 @@ impl Server {
         let mut child = cmd.stdout(Stdio::null()).stderr(Stdio::piped()).spawn().expect("starts zeptodb serve");
         let stderr = child.stderr.take().expect("stderr");
         let mut lines = BufReader::new(stderr).lines();
+        let mut startup = Vec::new();
         let addr = loop {
             let line = lines.next().expect("server printed its address").expect("reads stderr");
             if let Some(rest) = line.split("listening on http://").nth(1) {
                 break rest.split_whitespace().next().expect("address").to_string();
             }
+            startup.push(line);
         };
         // Keep draining stderr so the server never blocks on a full pipe.
         std::thread::spawn(move || for _ in lines {});
-        Server { child, addr }
+        Server { startup, child, addr }
     }
 
     fn stop(mut self) -> std::process::ExitStatus {
@@ -390,7 +399,7 @@ fn keys_roles_and_grants() {
 
     // A public address without keys is refused before binding.
     let out = Command::new(env!("CARGO_BIN_EXE_zeptodb"))
-        .args(["serve", "--http", "0.0.0.0:0"])
+        .args(["serve", "--http", "0.0.0.0:0", "--in-memory"])
         .env_remove("ZEPTO_API_KEY")
         .output()
         .expect("runs");
@@ -477,7 +486,7 @@ fn tls_with_rustls() {
     std::fs::write(&cert_path, cert.cert.pem()).expect("cert");
     std::fs::write(&key_path, cert.signing_key.serialize_pem()).expect("key");
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_zeptodb"));
-    cmd.args(["serve", "--http", "127.0.0.1:0", "--access-log", "off"]);
+    cmd.args(["serve", "--http", "127.0.0.1:0", "--access-log", "off", "--in-memory"]);
     cmd.args(["--tls-cert", cert_path.to_str().expect("path"), "--tls-key", key_path.to_str().expect("path")]);
     let mut child = cmd.env_remove("ZEPTO_API_KEY").stderr(Stdio::piped()).spawn().expect("starts");
     let mut lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
@@ -487,7 +496,7 @@ fn tls_with_rustls() {
             break rest.split_whitespace().next().expect("addr").to_string();
         }
     };
-    let server = Server { child, addr };
+    let server = Server { startup: Vec::new(), child, addr };
 
     let mut roots = rustls::RootCertStore::empty();
     roots.add(cert.cert.der().clone()).expect("trust the test cert");
@@ -588,7 +597,7 @@ fn config_file_with_flags_taking_precedence() {
     drop(s);
     std::fs::write(&cfg, r#"{"htpp": "127.0.0.1:0"}"#).expect("cfg");
     let out = Command::new(env!("CARGO_BIN_EXE_zeptodb"))
-        .args(["serve", "--config", cfg.to_str().expect("path")])
+        .args(["serve", "--in-memory", "--config", cfg.to_str().expect("path")])
         .output()
         .expect("runs");
     assert!(!out.status.success());
@@ -644,11 +653,30 @@ fn kill_9_keeps_every_acknowledged_row_exactly_once() {
                 }
             }
         });
+        // Checkpoints while the writes go on, so some kills land in the middle of one.
+        let (a2, stop) = (s.addr.clone(), Arc::new(AtomicBool::new(false)));
+        let stop2 = stop.clone();
+        let checkpointer = std::thread::spawn(move || {
+            while !stop2.load(Ordering::Relaxed) {
+                let body = "CHECKPOINT";
+                let req = format!(
+                    "POST / HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
+                    body.len()
+                );
+                if let Ok(mut c) = TcpStream::connect(&a2) {
+                    let _ = c.write_all(req.as_bytes());
+                    let _ = c.read_to_end(&mut Vec::new());
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        });
         std::thread::sleep(Duration::from_millis(150 + 100 * round));
         let mut s = s;
         s.child.kill().expect("kill -9");
         let _ = s.child.wait();
         let _ = writer.join();
+        stop.store(true, Ordering::Relaxed);
+        let _ = checkpointer.join();
         acked.extend(rx.try_iter());
         next_batch = acked.iter().max().map_or(next_batch, |m| m + 2);
         assert!(!acked.is_empty(), "round {round}: some batches were acknowledged");
@@ -665,6 +693,17 @@ fn kill_9_keeps_every_acknowledged_row_exactly_once() {
     }
     let full = sql(a, "SELECT id // 100 AS b, count(*) FROM ticks GROUP BY b HAVING count(*) <> 100");
     assert_eq!(full["rows"], 0, "batches are all or nothing: {}", full["data"]);
+    assert!(s.startup.iter().any(|l| l.contains("loaded checkpoint")), "recovery used a checkpoint: {:?}", s.startup);
+    let total = sql(a, "SELECT count(*) FROM ticks")["data"][0][0].clone();
+    sql(a, "INSERT INTO ticks VALUES (1, 'Z', -1, 0.0)");
+    // A clean stop checkpoints, so the next start replays nothing.
+    assert!(s.stop().success());
+    let s = Server::start(&["--data-dir", &data]);
+    assert!(!s.startup.iter().any(|l| l.contains("replayed")), "{:?}", s.startup);
+    let j = sql(&s.addr, "SELECT count(*) FROM ticks");
+    assert_eq!(j["data"][0][0].as_u64(), total.as_u64().map(|t| t + 1));
+    let wal: Vec<_> = std::fs::read_dir(dir.join("wal")).expect("wal dir").collect();
+    assert_eq!(wal.len(), 1, "the checkpoint dropped the log it covers");
     drop(s);
     let _ = std::fs::remove_dir_all(&dir);
 }

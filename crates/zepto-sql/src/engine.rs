@@ -65,7 +65,7 @@ pub enum Access {
     Read,
     /// INSERT, CREATE TABLE [AS], ALTER TABLE ADD COLUMN.
     Write,
-    /// DROP TABLE, and COPY (which reads or writes files on the server).
+    /// DROP TABLE, COPY (which reads or writes files on the server) and CHECKPOINT.
     Admin,
 }
 
@@ -79,7 +79,10 @@ impl Statement {
             | Statement::CreateTable(_)
             | Statement::CreateTableAs { .. }
             | Statement::AlterAddColumn { .. } => Access::Write,
-            Statement::DropTable { .. } | Statement::CopyFrom { .. } | Statement::CopyTo { .. } => Access::Admin,
+            Statement::DropTable { .. }
+            | Statement::CopyFrom { .. }
+            | Statement::CopyTo { .. }
+            | Statement::Checkpoint => Access::Admin,
         }
     }
 
@@ -274,6 +277,7 @@ impl Engine {
                 let n = crate::copy::write_file(path, options, &r)?;
                 Ok(QueryResult::status(format!("COPY {n}")))
             }
+            Statement::Checkpoint => Ok(QueryResult::status(self.catalog.checkpoint()?)),
             Statement::ShowTables => {
                 let mut names = self.catalog.table_names();
                 names.retain(|n| self.access.allows(n));

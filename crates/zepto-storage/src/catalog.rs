@@ -19,6 +19,15 @@ use std::sync::{Arc, OnceLock, RwLock};
 
 type Slot = Arc<RwLock<Arc<Table>>>;
 
+/// The change log of an in-memory catalog (only its default `checkpoint` answer is used).
+struct ChangeLogNone;
+
+impl ChangeLog for ChangeLogNone {
+    fn log(&self, _: &[Change<'_>]) -> Result<(), StorageError> {
+        Ok(())
+    }
+}
+
 /// One change to the catalog, as the write-ahead log records it.
 #[derive(Debug)]
 pub enum Change<'a> {
@@ -47,12 +56,21 @@ pub enum Change<'a> {
 /// durable as the log promises; an error means they must not be applied.
 pub trait ChangeLog: Send + Sync {
     fn log(&self, changes: &[Change<'_>]) -> Result<(), StorageError>;
+
+    /// Write a checkpoint of `catalog` (the `CHECKPOINT` statement); a one-line summary.
+    fn checkpoint(&self, catalog: &Catalog) -> Result<String, StorageError> {
+        let _ = catalog;
+        Err(StorageError::Durability("this database is in memory only: there is nothing to checkpoint".into()))
+    }
 }
 
 #[derive(Default)]
 pub struct Catalog {
     tables: RwLock<BTreeMap<String, Slot>>,
     changes: OnceLock<Arc<dyn ChangeLog>>,
+    /// Held shared by every change from its log to its apply, exclusively by
+    /// [`Catalog::consistent_cut`]: a cut sees no change logged but not yet applied.
+    gate: RwLock<()>,
 }
 
 impl std::fmt::Debug for Catalog {
@@ -102,11 +120,46 @@ impl Catalog {
         }
     }
 
+    /// Write a checkpoint through the change log (the `CHECKPOINT` statement).
+    pub fn checkpoint(&self) -> Result<String, StorageError> {
+        match self.changes.get() {
+            Some(l) => l.checkpoint(self),
+            None => ChangeLogNone.checkpoint(self),
+        }
+    }
+
+    /// Every table as of one instant between changes, with `at()`'s result taken at that same
+    /// instant (the checkpoint passes the WAL's rotation, so the snapshots hold exactly the
+    /// records up to the LSN it returns). Writers wait only for the `Arc` clones and `at()`.
+    pub fn consistent_cut<R>(&self, at: impl FnOnce() -> R) -> (Vec<Arc<Table>>, R) {
+        let _gate = self.gate.write().unwrap_or_else(|e| e.into_inner());
+        let map = self.tables.read().unwrap_or_else(|e| e.into_inner());
+        let tables = map.values().map(|s| s.read().unwrap_or_else(|e| e.into_inner()).clone()).collect();
+        drop(map);
+        (tables, at())
+    }
+
+    /// Put a table back as recovery found it (rows included), without logging. Only before a
+    /// change log is set.
+    pub fn restore(&self, table: Table) -> Result<(), StorageError> {
+        if self.changes.get().is_some() {
+            return Err(StorageError::Internal("restore() after the change log is set".into()));
+        }
+        let mut map = self.tables.write().unwrap_or_else(|e| e.into_inner());
+        let k = key(&table.name);
+        if map.contains_key(&k) {
+            return Err(StorageError::TableExists(table.name));
+        }
+        map.insert(k, Arc::new(RwLock::new(Arc::new(table))));
+        Ok(())
+    }
+
     /// Add an empty table.
     pub fn create(&self, table: Table, if_not_exists: bool) -> Result<bool, StorageError> {
         if table.row_count() > 0 {
             return Err(StorageError::Internal("tables are created empty, then appended to".into()));
         }
+        let _gate = self.gate.read().unwrap_or_else(|e| e.into_inner());
         let mut map = self.tables.write().unwrap_or_else(|e| e.into_inner());
         let k = key(&table.name);
         if map.contains_key(&k) {
@@ -124,6 +177,7 @@ impl Catalog {
     }
 
     pub fn drop_table(&self, name: &str, if_exists: bool) -> Result<bool, StorageError> {
+        let _gate = self.gate.read().unwrap_or_else(|e| e.into_inner());
         let mut map = self.tables.write().unwrap_or_else(|e| e.into_inner());
         let k = key(name);
         if !map.contains_key(&k) {
@@ -156,6 +210,7 @@ impl Catalog {
     /// returns an error (validate first, then mutate infallibly).
     fn write<R>(&self, name: &str, f: impl FnOnce(&mut Table) -> Result<R, StorageError>) -> Result<R, StorageError> {
         let slot = self.slot(name)?;
+        let _gate = self.gate.read().unwrap_or_else(|e| e.into_inner());
         let mut guard = slot.write().unwrap_or_else(|e| e.into_inner());
         f(Arc::make_mut(&mut guard))
     }
@@ -175,6 +230,7 @@ impl Catalog {
         if order.windows(2).any(|w| key(names[w[0]]) == key(names[w[1]])) {
             return Err(StorageError::Internal("write_many: a table is named twice".into()));
         }
+        let _gate = self.gate.read().unwrap_or_else(|e| e.into_inner());
         let mut guards: Vec<Option<std::sync::RwLockWriteGuard<'_, Arc<Table>>>> = names.iter().map(|_| None).collect();
         for &i in &order {
             guards[i] = Some(slots[i].write().unwrap_or_else(|e| e.into_inner()));

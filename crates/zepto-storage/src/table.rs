@@ -158,6 +158,95 @@ impl Table {
         })
     }
 
+    /// A table as a checkpoint stored it: layout, dictionary and partitions (every SYMBOL
+    /// column coded against `dict`). Everything the append path guarantees is checked here, so
+    /// damaged or mismatched input is an error, not a table that breaks queries later.
+    pub fn from_parts(
+        name: &str,
+        schema: Schema,
+        key_col: Option<usize>,
+        ts_col: Option<usize>,
+        dict: Arc<Dict>,
+        parts: Vec<Partition>,
+    ) -> Result<Table, StorageError> {
+        let bad = |m: String| StorageError::Invalid(format!("table '{name}': {m}"));
+        let mut t = Table::new(name, schema, &TableOptions::default())?;
+        for (i, want) in [(key_col, DataType::Symbol), (ts_col, DataType::Timestamp)] {
+            if let Some(i) = i {
+                if t.schema.columns.get(i).map(|c| c.data_type) != Some(want) {
+                    return Err(bad(format!("column {i} cannot be the {want} layout column")));
+                }
+            }
+        }
+        (t.key_col, t.ts_col, t.dict) = (key_col, ts_col, dict);
+        for mut p in parts {
+            let n = p.len();
+            if p.columns.len() != t.schema.len() {
+                return Err(bad(format!("a partition has {} columns, the schema {}", p.columns.len(), t.schema.len())));
+            }
+            for (c, def) in p.columns.iter_mut().zip(&t.schema.columns) {
+                if c.len() != n || c.data_type() != def.data_type {
+                    return Err(bad(format!("column '{}' of a partition has the wrong type or length", def.name)));
+                }
+                if c.validity.as_ref().is_some_and(|v| v.len() != n) {
+                    return Err(bad(format!("column '{}' has a validity bitmap of the wrong length", def.name)));
+                }
+                if let ColumnData::Symbol { codes, .. } = &c.data {
+                    // Valid rows code into the dictionary; NULL rows hold 0 (the zero value).
+                    let ok =
+                        codes
+                            .iter()
+                            .enumerate()
+                            .all(|(i, &k)| if c.is_valid(i) { (k as usize) < t.dict.len() } else { k == 0 });
+                    if !ok {
+                        return Err(bad(format!("column '{}' has codes outside the dictionary", def.name)));
+                    }
+                    if let ColumnData::Symbol { dict, .. } = &mut Arc::make_mut(c).data {
+                        *dict = t.dict.clone();
+                    }
+                }
+            }
+            let slot = t.parts.len();
+            match (t.key_col, p.key) {
+                (Some(k), Some(code)) => {
+                    let c = code as usize;
+                    if c >= t.dict.len() || t.slot_of_code.get(c).is_some_and(|&s| s != NO_SLOT) {
+                        return Err(bad(format!("partition key code {code} is unknown or repeated")));
+                    }
+                    let col = &p.columns[k];
+                    let ok = col.null_count() == 0
+                        && matches!(&col.data, ColumnData::Symbol { codes, .. } if codes.iter().all(|&x| x == code));
+                    if !ok {
+                        return Err(bad(format!("a row of partition '{}' has another key", t.dict.get(code))));
+                    }
+                    if c >= t.slot_of_code.len() {
+                        t.slot_of_code.resize(c + 1, NO_SLOT);
+                    }
+                    t.slot_of_code[c] = slot as u32;
+                }
+                (_, None) => {
+                    if t.null_slot.is_some() {
+                        return Err(bad("two partitions without a key".into()));
+                    }
+                    if let Some(k) = t.key_col {
+                        if p.columns[k].null_count() != n {
+                            return Err(bad("the NULL-key partition has keyed rows".into()));
+                        }
+                    }
+                    t.null_slot = Some(slot);
+                }
+                (None, Some(_)) => return Err(bad("a keyed partition in a table without a partition key".into())),
+            }
+            p.sorted = t.ts_col.is_none_or(|c| is_sorted_with_nulls_first(&p.columns[c]));
+            if !p.sorted {
+                return Err(bad("a partition is not in timestamp order".into()));
+            }
+            t.rows += n;
+            t.parts.push(Arc::new(p));
+        }
+        Ok(t)
+    }
+
     pub fn row_count(&self) -> usize {
         self.rows
     }
@@ -445,6 +534,13 @@ fn append_column(dst: &mut Column, src: &Column) {
         }
         *dst = Column::new(std::mem::replace(&mut dst.data, ColumnData::Null(0)), Some(v));
     }
+}
+
+/// Timestamp order as the append path keeps it: NULLs first, then non-decreasing values.
+fn is_sorted_with_nulls_first(c: &Column) -> bool {
+    let Some(v) = c.as_i64_slice() else { return true };
+    let nulls = (0..v.len()).take_while(|&i| !c.is_valid(i)).count();
+    (nulls..v.len()).all(|i| c.is_valid(i)) && v[nulls..].windows(2).all(|w| w[0] <= w[1])
 }
 
 fn is_sorted(c: &Column) -> bool {

@@ -11,9 +11,9 @@
 //! * [`reader`] — replay: a torn last record is tolerated and reported, corruption anywhere
 //!   else stops with the file and offset (or truncates there when asked).
 //!
-//! * [`changes`] — the engine's catalog changes as records, and recovery into a catalog.
+//! The log knows nothing of tables: `zepto-durable` puts the engine's changes in it, writes
+//! checkpoints and drops the segments they cover ([`Wal::rotate`], [`Wal::remove_through`]).
 
-pub mod changes;
 pub mod format;
 pub mod reader;
 pub mod storage;

@@ -14,12 +14,16 @@ use crate::{Lsn, WalError};
 pub struct ReplayOptions {
     /// Cut the log at mid-log corruption instead of refusing to start.
     pub repair: bool,
+    /// Records up to this LSN are already in a checkpoint: they are checked but not applied,
+    /// and the log must reach back to `after + 1` (0: no checkpoint, replay everything).
+    pub after: Lsn,
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ReplayReport {
+    /// Records applied (those after the checkpoint).
     pub records: u64,
-    /// 0 when the log is empty.
+    /// The last LSN in the log or the checkpoint (0 when both are empty).
     pub last_lsn: Lsn,
     /// A torn last write that was cut off: file and offset.
     pub torn: Option<(String, u64)>,
@@ -55,11 +59,30 @@ pub fn replay(
     let mut segments: Vec<(Lsn, String)> =
         storage.list()?.into_iter().filter_map(|n| parse_segment_name(&n).map(|l| (l, n))).collect();
     segments.sort();
-    let mut report = ReplayReport::default();
+    let mut report = ReplayReport { last_lsn: opts.after, ..ReplayReport::default() };
     let mut expect: Option<Lsn> = None;
     let count = segments.len();
+    if let Some((first, name)) = segments.first() {
+        if *first > opts.after + 1 {
+            return Err(WalError::Corrupt {
+                file: name.clone(),
+                offset: 0,
+                reason: format!(
+                    "the log starts at LSN {first} but the checkpoint ends at LSN {}: records are missing",
+                    opts.after
+                ),
+            });
+        }
+    }
     for (k, (first, name)) in segments.iter().enumerate() {
         let last_segment = k + 1 == count;
+        if let Some((next, _)) = segments.get(k + 1) {
+            if *next <= opts.after + 1 && expect.is_none_or(|e| e == *first) {
+                // Wholly inside the checkpoint (left by a checkpoint that could not delete it).
+                expect = Some(*next);
+                continue;
+            }
+        }
         let buf = storage.read(name)?;
         let corrupt =
             |offset: usize, reason: String| WalError::Corrupt { file: name.clone(), offset: offset as u64, reason };
@@ -95,9 +118,11 @@ pub fn replay(
                         let e = corrupt(pos, format!("record has LSN {lsn}, expected {want}"));
                         return cut(storage, opts, &segments[k..], pos, e, &mut report);
                     }
-                    apply(lsn, payload);
-                    report.records += 1;
-                    report.last_lsn = lsn;
+                    if lsn > opts.after {
+                        apply(lsn, payload);
+                        report.records += 1;
+                    }
+                    report.last_lsn = report.last_lsn.max(lsn);
                     expect = Some(lsn + 1);
                     pos = next;
                 }
@@ -258,7 +283,7 @@ mod tests {
                 reason: "checksum mismatch with records after it".into()
             }
         );
-        let (recs, rep) = read_all(&st, ReplayOptions { repair: true }).expect("repairs");
+        let (recs, rep) = read_all(&st, ReplayOptions { repair: true, after: 0 }).expect("repairs");
         assert_eq!(recs.len(), 3);
         assert_eq!(rep.repaired.as_ref().map(|r| r.1), Some(pos as u64));
         let (_, rep) = read_all(&st, ReplayOptions::default()).expect("clean after the cut");

@@ -21,6 +21,9 @@ pub trait Storage: Send + Sync {
     /// Cut `name` to `len` bytes (replay's explicit repair of a damaged tail) and sync it.
     fn truncate(&self, name: &str, len: u64) -> io::Result<()>;
     fn remove(&self, name: &str) -> io::Result<()>;
+    /// Rename `from` to `to` (replacing it) and make the rename durable: with a synced `from`,
+    /// this is the atomic publish step of a file written under a temporary name.
+    fn rename(&self, from: &str, to: &str) -> io::Result<()>;
 }
 
 /// Segment files in a directory on disk.
@@ -102,6 +105,15 @@ impl Storage for DirStorage {
         std::fs::remove_file(self.dir.join(name))?;
         self.sync_dir()
     }
+
+    fn rename(&self, from: &str, to: &str) -> io::Result<()> {
+        let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
+        if open.as_ref().is_some_and(|(n, _, _)| n == from || n == to) {
+            *open = None;
+        }
+        std::fs::rename(self.dir.join(from), self.dir.join(to))?;
+        self.sync_dir()
+    }
 }
 
 #[derive(Debug, Default, Clone)]
@@ -124,11 +136,37 @@ struct MemState {
 #[derive(Debug, Default, Clone)]
 pub struct MemStorage {
     state: Arc<Mutex<MemState>>,
+    /// Changing operations (append, sync, truncate, remove, rename) left before every one
+    /// fails, as if the process died there; shared with [`MemStorage::sibling`]s.
+    budget: Arc<Mutex<Option<usize>>>,
 }
 
 impl MemStorage {
     pub fn new() -> MemStorage {
         MemStorage::default()
+    }
+
+    /// Another, empty directory sharing this one's operation budget (so a test can stop a
+    /// process that writes to two directories at its n-th step, whichever directory it is in).
+    pub fn sibling(&self) -> MemStorage {
+        MemStorage { state: Arc::default(), budget: self.budget.clone() }
+    }
+
+    /// After `n` more changing operations, every one fails (`None`: never).
+    pub fn fail_after_ops(&self, n: Option<usize>) {
+        *self.budget.lock().unwrap_or_else(|e| e.into_inner()) = n;
+    }
+
+    fn spend(&self) -> io::Result<()> {
+        let mut b = self.budget.lock().unwrap_or_else(|e| e.into_inner());
+        match *b {
+            Some(0) => Err(io::Error::other("injected failure: out of operations")),
+            Some(n) => {
+                *b = Some(n - 1);
+                Ok(())
+            }
+            None => Ok(()),
+        }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, MemState> {
@@ -158,7 +196,7 @@ impl MemStorage {
                 (n.clone(), MemFile { data: f.data[..len].to_vec(), synced: len })
             })
             .collect();
-        MemStorage { state: Arc::new(Mutex::new(MemState { files, ..MemState::default() })) }
+        MemStorage { state: Arc::new(Mutex::new(MemState { files, ..MemState::default() })), budget: Arc::default() }
     }
 
     /// Flip one bit (tests of corruption detection).
@@ -181,6 +219,7 @@ impl Storage for MemStorage {
     }
 
     fn append(&self, name: &str, data: &[u8]) -> io::Result<()> {
+        self.spend()?;
         let mut s = self.lock();
         let short = s.short_write.take();
         let f = s.files.entry(name.to_string()).or_default();
@@ -197,6 +236,7 @@ impl Storage for MemStorage {
     }
 
     fn sync(&self, name: &str) -> io::Result<()> {
+        self.spend()?;
         let mut s = self.lock();
         match s.syncs_before_failure {
             Some(0) => return Err(io::Error::other("injected fsync failure")),
@@ -209,6 +249,7 @@ impl Storage for MemStorage {
     }
 
     fn truncate(&self, name: &str, len: u64) -> io::Result<()> {
+        self.spend()?;
         let mut s = self.lock();
         let f = s.files.get_mut(name).ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))?;
         f.data.truncate(len as usize);
@@ -217,7 +258,18 @@ impl Storage for MemStorage {
     }
 
     fn remove(&self, name: &str) -> io::Result<()> {
+        self.spend()?;
         self.lock().files.remove(name);
+        Ok(())
+    }
+
+    /// Durable at once (the directory implementation syncs the directory), keeping the file's
+    /// synced and unsynced bytes as they were.
+    fn rename(&self, from: &str, to: &str) -> io::Result<()> {
+        self.spend()?;
+        let mut s = self.lock();
+        let f = s.files.remove(from).ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))?;
+        s.files.insert(to.to_string(), f);
         Ok(())
     }
 }

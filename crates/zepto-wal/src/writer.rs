@@ -11,7 +11,7 @@
 //! fsyncs. Any failed write or fsync poisons the log: that append and every later one fail,
 //! because after a failed fsync the kernel may have dropped the dirty pages.
 
-use crate::format::{encode, header, segment_name, HEADER_LEN, MAX_PAYLOAD};
+use crate::format::{encode, header, parse_segment_name, segment_name, HEADER_LEN, MAX_PAYLOAD};
 use crate::storage::Storage;
 use crate::{Lsn, WalError};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -51,6 +51,8 @@ struct Inner {
     leader: bool,
     poisoned: Option<String>,
     closed: bool,
+    /// Record bytes written since the log was opened (checkpoint scheduling reads it).
+    bytes: u64,
 }
 
 struct Shared {
@@ -108,6 +110,7 @@ impl Wal {
             leader: false,
             poisoned: None,
             closed: false,
+            bytes: 0,
         };
         let shared = Arc::new(Shared { storage, mode, segment_bytes, inner: Mutex::new(inner), cond: Condvar::new() });
         let flusher = match mode {
@@ -167,6 +170,86 @@ impl Wal {
     pub fn sync(&self) -> Result<Lsn, WalError> {
         sync_now(&self.shared)
     }
+
+    /// Record bytes written since the log was opened.
+    pub fn bytes_written(&self) -> u64 {
+        self.shared.lock().bytes
+    }
+
+    /// End the current segment: everything logged so far is made durable and later records go
+    /// to a new segment. Returns the last LSN logged (0 if none). A checkpoint calls this while
+    /// no change is between its log and its apply, so the returned LSN is exactly what the
+    /// checkpoint holds, and every older segment can go once the checkpoint is durable.
+    pub fn rotate(&self) -> Result<Lsn, WalError> {
+        let s = &self.shared;
+        let mut g = s.lock();
+        loop {
+            if let Some(p) = &g.poisoned {
+                return Err(WalError::Poisoned(p.clone()));
+            }
+            if g.leader {
+                g = s.cond.wait(g).unwrap_or_else(|e| e.into_inner());
+            } else if !g.pending.is_empty() {
+                g = lead(s, g, true);
+            } else {
+                break;
+            }
+        }
+        let last = g.next_lsn - 1;
+        if g.segment_len == HEADER_LEN {
+            // Nothing in the current segment yet: it already starts after `last`.
+            if g.durable < g.written {
+                let seg = g.segment.clone();
+                if let Err(e) = s.storage.sync(&seg) {
+                    g.poisoned = Some(e.to_string());
+                    return Err(WalError::Poisoned(e.to_string()));
+                }
+                g.durable = g.written;
+            }
+            return Ok(last);
+        }
+        // The lock is held across the I/O: appenders wait for one fsync and one small write.
+        let seg = segment_name(g.next_lsn);
+        let r = (|| -> std::io::Result<()> {
+            s.storage.sync(&g.segment)?;
+            s.storage.append(&seg, &header(g.next_lsn))?;
+            s.storage.sync(&seg)
+        })();
+        match r {
+            Ok(()) => {
+                g.durable = g.written;
+                g.segment = seg;
+                g.segment_len = HEADER_LEN;
+                Ok(last)
+            }
+            Err(e) => {
+                g.poisoned = Some(e.to_string());
+                s.cond.notify_all();
+                Err(WalError::Poisoned(e.to_string()))
+            }
+        }
+    }
+
+    /// Delete the segments holding only records up to `lsn` (they are in a durable checkpoint).
+    /// Returns how many were deleted. The current segment is never deleted.
+    pub fn remove_through(&self, lsn: Lsn) -> Result<usize, WalError> {
+        let current = self.shared.lock().segment.clone();
+        let mut segs: Vec<(Lsn, String)> =
+            self.shared.storage.list()?.into_iter().filter_map(|n| parse_segment_name(&n).map(|l| (l, n))).collect();
+        segs.sort();
+        // The newest segment starting at or before lsn + 1: everything before it is <= lsn.
+        let Some(keep_from) = segs.iter().filter(|(first, _)| *first <= lsn + 1).map(|(first, _)| *first).max() else {
+            return Ok(0);
+        };
+        let mut n = 0;
+        for (first, name) in &segs {
+            if *first < keep_from && *name != current {
+                self.shared.storage.remove(name)?;
+                n += 1;
+            }
+        }
+        Ok(n)
+    }
 }
 
 /// Write (and maybe fsync) the pending batch as the leader; returns the re-taken lock.
@@ -200,6 +283,7 @@ fn lead<'a>(s: &'a Shared, mut g: MutexGuard<'a, Inner>, sync: bool) -> MutexGua
                 g.segment_len += batch.len();
             }
             g.written = last;
+            g.bytes += batch.len() as u64;
             if sync || rotate {
                 g.durable = last;
             }

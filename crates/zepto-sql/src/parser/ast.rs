@@ -9,14 +9,47 @@ use zepto_storage::DataType;
 pub enum Statement {
     Query(Box<Query>),
     CreateTable(CreateTable),
-    CreateTableAs { name: String, if_not_exists: bool, query: Box<Query> },
-    DropTable { name: String, if_exists: bool, pos: Pos },
-    AlterAddColumn { table: String, column: String, data_type: DataType, if_not_exists: bool, pos: Pos },
-    Insert { table: String, columns: Vec<String>, source: InsertSource, pos: Pos },
-    CopyFrom { table: String, path: String, options: Vec<(String, String)>, pos: Pos },
-    CopyTo { query: Box<Query>, path: String, options: Vec<(String, String)> },
+    CreateTableAs {
+        name: String,
+        if_not_exists: bool,
+        query: Box<Query>,
+    },
+    DropTable {
+        name: String,
+        if_exists: bool,
+        pos: Pos,
+    },
+    AlterAddColumn {
+        table: String,
+        column: String,
+        data_type: DataType,
+        if_not_exists: bool,
+        pos: Pos,
+    },
+    Insert {
+        table: String,
+        columns: Vec<String>,
+        source: InsertSource,
+        pos: Pos,
+    },
+    CopyFrom {
+        table: String,
+        path: String,
+        options: Vec<(String, String)>,
+        pos: Pos,
+    },
+    CopyTo {
+        query: Box<Query>,
+        path: String,
+        options: Vec<(String, String)>,
+    },
     ShowTables,
-    Describe { table: String, pos: Pos },
+    /// Write a checkpoint now (durable databases).
+    Checkpoint,
+    Describe {
+        table: String,
+        pos: Pos,
+    },
     Explain(Box<Query>),
 }
 

@@ -366,12 +366,17 @@ impl Parser {
             self.expect_kw("tables")?;
             return Ok(Statement::ShowTables);
         }
+        if self.eat_kw("checkpoint") {
+            return Ok(Statement::Checkpoint);
+        }
         if self.eat_kw("describe") || self.eat_kw("desc") {
             let pos = self.pos();
             let table = self.ident()?;
             return Ok(Statement::Describe { table, pos });
         }
-        Err(self.unexpected("a statement (SELECT, WITH, INSERT, CREATE, DROP, ALTER, COPY, SHOW, DESCRIBE, EXPLAIN)"))
+        Err(self.unexpected(
+            "a statement (SELECT, WITH, INSERT, CREATE, DROP, ALTER, COPY, SHOW, DESCRIBE, EXPLAIN, CHECKPOINT)",
+        ))
     }
 
     fn create_table(&mut self) -> Result<Statement> {

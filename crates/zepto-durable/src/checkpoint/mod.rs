@@ -1,0 +1,199 @@
+//! Checkpoints: every table as of one LSN, in a directory of its own.
+//!
+//! ```text
+//! <lsn, 20 digits>-<k, 5 digits>.arrow   table k (see table_file)
+//! <lsn, 20 digits>.manifest              the list that makes the checkpoint exist
+//! ```
+//! Writing: each table file is written and fsynced; then the manifest is written under a
+//! temporary name, fsynced and renamed into place (the rename, with its directory fsync, is the
+//! atomic commit). Only then are older checkpoints and the WAL segments they cover deleted. A
+//! crash at any step leaves either the old checkpoint with its whole log or the new one.
+//!
+//! Manifest (text, so an operator can read it):
+//! ```text
+//! zeptodb-checkpoint 1
+//! lsn <last LSN included>
+//! file <name> <bytes> <crc32 hex>        one per table
+//! crc <crc32 hex of every line above>
+//! ```
+//! Loading verifies every length and checksum before any table is used.
+
+pub mod table_file;
+
+use crate::DurableError;
+use std::io::Write;
+use zepto_storage::Table;
+use zepto_wal::{Lsn, Storage};
+
+const HEADER: &str = "zeptodb-checkpoint 1";
+
+pub fn manifest_name(lsn: Lsn) -> String {
+    format!("{lsn:020}.manifest")
+}
+
+fn table_file_name(lsn: Lsn, k: usize) -> String {
+    format!("{lsn:020}-{k:05}.arrow")
+}
+
+/// The LSN a checkpoint file (manifest or table file) belongs to.
+fn file_lsn(name: &str) -> Option<Lsn> {
+    let digits = name.get(..20)?;
+    digits.bytes().all(|b| b.is_ascii_digit()).then(|| digits.parse().ok()).flatten()
+}
+
+/// A table file being written: buffered appends to the storage, with a running CRC.
+struct FileSink<'a> {
+    storage: &'a dyn Storage,
+    name: String,
+    buf: Vec<u8>,
+    crc: crc32fast::Hasher,
+    bytes: u64,
+}
+
+impl FileSink<'_> {
+    fn flush_buf(&mut self) -> std::io::Result<()> {
+        if !self.buf.is_empty() {
+            self.storage.append(&self.name, &self.buf)?;
+            self.crc.update(&self.buf);
+            self.bytes += self.buf.len() as u64;
+            self.buf.clear();
+        }
+        Ok(())
+    }
+}
+
+impl Write for FileSink<'_> {
+    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+        self.buf.extend_from_slice(data);
+        if self.buf.len() >= 1 << 20 {
+            self.flush_buf()?;
+        }
+        Ok(data.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.flush_buf()
+    }
+}
+
+/// What a checkpoint wrote.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Written {
+    pub lsn: Lsn,
+    pub tables: usize,
+    pub rows: usize,
+    pub bytes: u64,
+}
+
+/// Write `tables` (a consistent cut at `lsn`) as checkpoint `lsn` and publish it. Does not
+/// delete anything.
+pub fn write(storage: &dyn Storage, lsn: Lsn, tables: &[std::sync::Arc<Table>]) -> Result<Written, DurableError> {
+    let io = |what: &str, e: std::io::Error| DurableError::Io(format!("checkpoint {lsn}: {what}: {e}"));
+    let mut manifest = format!("{HEADER}\nlsn {lsn}\n");
+    let mut total = Written { lsn, tables: tables.len(), rows: 0, bytes: 0 };
+    for (k, t) in tables.iter().enumerate() {
+        let name = table_file_name(lsn, k);
+        // A file of this name can only be left by a crashed attempt at this same checkpoint.
+        if storage.list().map_err(|e| io("listing", e))?.contains(&name) {
+            storage.remove(&name).map_err(|e| io(&name, e))?;
+        }
+        let sink = FileSink {
+            storage,
+            name: name.clone(),
+            buf: Vec::with_capacity(1 << 20),
+            crc: Default::default(),
+            bytes: 0,
+        };
+        let mut sink = table_file::write_table(t, sink)?;
+        sink.flush_buf().map_err(|e| io(&name, e))?;
+        // An empty table still has a schema, so the file is never empty.
+        storage.sync(&name).map_err(|e| io(&name, e))?;
+        manifest.push_str(&format!("file {name} {} {:08x}\n", sink.bytes, sink.crc.finalize()));
+        total.rows += t.row_count();
+        total.bytes += sink.bytes;
+    }
+    manifest.push_str(&format!("crc {:08x}\n", crc32fast::hash(manifest.as_bytes())));
+    let final_name = manifest_name(lsn);
+    let tmp = format!("{final_name}.tmp");
+    if storage.list().map_err(|e| io("listing", e))?.contains(&tmp) {
+        storage.remove(&tmp).map_err(|e| io(&tmp, e))?;
+    }
+    storage.append(&tmp, manifest.as_bytes()).map_err(|e| io(&tmp, e))?;
+    storage.sync(&tmp).map_err(|e| io(&tmp, e))?;
+    storage.rename(&tmp, &final_name).map_err(|e| io(&final_name, e))?;
+    Ok(total)
+}
+
+/// The newest published checkpoint's LSN and manifest name, if any.
+pub fn newest(storage: &dyn Storage) -> Result<Option<(Lsn, String)>, DurableError> {
+    let names = storage.list().map_err(|e| DurableError::Io(format!("listing checkpoints: {e}")))?;
+    Ok(names
+        .into_iter()
+        .filter(|n| n.ends_with(".manifest"))
+        .filter_map(|n| file_lsn(&n).filter(|&l| manifest_name(l) == n).map(|l| (l, n)))
+        .max())
+}
+
+/// Load checkpoint `lsn`: every table, verified. `progress(loaded, total)` after each table.
+pub fn load(
+    storage: &dyn Storage,
+    lsn: Lsn,
+    mut progress: impl FnMut(usize, usize),
+) -> Result<Vec<Table>, DurableError> {
+    let mname = manifest_name(lsn);
+    let corrupt = |file: &str, reason: String| DurableError::Corrupt { file: file.to_string(), reason };
+    let raw = storage.read(&mname).map_err(|e| DurableError::Io(format!("{mname}: {e}")))?;
+    let text = String::from_utf8(raw).map_err(|_| corrupt(&mname, "not UTF-8".into()))?;
+    let body_end = text.rfind("crc ").ok_or_else(|| corrupt(&mname, "no checksum line".into()))?;
+    let (body, crc_line) = text.split_at(body_end);
+    let want = crc_line.trim_end().strip_prefix("crc ").and_then(|h| u32::from_str_radix(h, 16).ok());
+    if want != Some(crc32fast::hash(body.as_bytes())) {
+        return Err(corrupt(&mname, "checksum mismatch".into()));
+    }
+    let mut lines = body.lines();
+    if lines.next() != Some(HEADER) {
+        return Err(corrupt(&mname, "not a version 1 checkpoint manifest".into()));
+    }
+    if lines.next() != Some(format!("lsn {lsn}").as_str()) {
+        return Err(corrupt(&mname, "its LSN line does not match its name".into()));
+    }
+    let files: Vec<(&str, u64, u32)> = lines
+        .map(|l| {
+            let f: Vec<&str> = l.split(' ').collect();
+            match f.as_slice() {
+                ["file", name, bytes, crc] => Some((*name, bytes.parse().ok()?, u32::from_str_radix(crc, 16).ok()?)),
+                _ => None,
+            }
+        })
+        .collect::<Option<_>>()
+        .ok_or_else(|| corrupt(&mname, "a malformed line".into()))?;
+    let mut tables = Vec::with_capacity(files.len());
+    for (i, (name, bytes, crc)) in files.iter().enumerate() {
+        let data = storage.read(name).map_err(|e| corrupt(name, format!("cannot be read: {e}")))?;
+        if data.len() as u64 != *bytes {
+            return Err(corrupt(name, format!("{} bytes, the manifest says {bytes}", data.len())));
+        }
+        if crc32fast::hash(&data) != *crc {
+            return Err(corrupt(name, "checksum mismatch".into()));
+        }
+        tables.push(table_file::read_table(data).map_err(|e| corrupt(name, e.to_string()))?);
+        progress(i + 1, files.len());
+    }
+    Ok(tables)
+}
+
+/// Delete every file that is not part of checkpoint `keep` (older checkpoints, files of
+/// attempts that crashed before publishing). Manifests go first, so no older checkpoint is
+/// ever seen half-deleted.
+pub fn remove_others(storage: &dyn Storage, keep: Option<Lsn>) -> Result<usize, DurableError> {
+    let io = |e: std::io::Error| DurableError::Io(format!("cleaning checkpoints: {e}"));
+    let names = storage.list().map_err(io)?;
+    // Only our own names: a stranger's file in the directory is left alone.
+    let doomed = |n: &String| file_lsn(n).is_some() && (file_lsn(n) != keep || n.ends_with(".tmp"));
+    let (manifests, rest): (Vec<&String>, Vec<&String>) =
+        names.iter().filter(|n| doomed(n)).partition(|n| n.ends_with(".manifest"));
+    for n in manifests.iter().chain(&rest) {
+        storage.remove(n).map_err(io)?;
+    }
+    Ok(manifests.len() + rest.len())
+}

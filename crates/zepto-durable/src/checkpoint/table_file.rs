@@ -1,0 +1,204 @@
+//! One table of a checkpoint as an Arrow IPC file: one record batch per partition, in the
+//! table's partition order, rows in their stored (time-sorted) order.
+//!
+//! * Schema metadata: `zepto.table` (name), `zepto.key_col` / `zepto.ts_col` (column index or
+//!   empty), `zepto.partitions` (each batch's partition key code, `-` for the NULL-key or the
+//!   single partition).
+//! * Field metadata `zepto.type`: the engine type (so INTERVAL, stored as Int64, comes back as
+//!   INTERVAL).
+//! * SYMBOL columns are `Dictionary(UInt32, Utf8)` whose keys are the table's dictionary codes
+//!   and whose values are the whole table dictionary in code order; every batch shares it, so
+//!   the file carries it once per column and loading takes the codes as they are.
+//!
+//! Any Arrow reader opens these files (`pyarrow.ipc.open_file`), which helps when debugging;
+//! the Parquet history, not the checkpoint, is the format meant for other tools.
+
+use crate::DurableError;
+use arrow_array::types::UInt32Type;
+use arrow_array::{Array, ArrayRef, DictionaryArray, RecordBatch, StringArray, UInt32Array};
+use arrow_buffer::{BooleanBuffer, Buffer, NullBuffer, ScalarBuffer};
+use arrow_ipc::reader::FileReader;
+use arrow_ipc::writer::FileWriter;
+use arrow_schema::{DataType as ArrowType, Field, Schema as ArrowSchema};
+use std::collections::HashMap;
+use std::io::{Cursor, Write};
+use std::sync::Arc;
+use zepto_io::arrow::{to_arrow, Acc};
+use zepto_storage::{Column, ColumnData, ColumnDef, DataType, Dict, Partition, Schema, Table};
+
+const TABLE: &str = "zepto.table";
+const KEY_COL: &str = "zepto.key_col";
+const TS_COL: &str = "zepto.ts_col";
+const PARTITIONS: &str = "zepto.partitions";
+const TYPE: &str = "zepto.type";
+
+fn arrow_err(e: arrow_schema::ArrowError) -> DurableError {
+    DurableError::Format(e.to_string())
+}
+
+fn arrow_type(dt: DataType) -> ArrowType {
+    match dt {
+        DataType::Symbol => ArrowType::Dictionary(Box::new(ArrowType::UInt32), Box::new(ArrowType::Utf8)),
+        DataType::Bool => ArrowType::Boolean,
+        DataType::Int32 => ArrowType::Int32,
+        DataType::Int64 | DataType::Interval => ArrowType::Int64,
+        DataType::Float32 => ArrowType::Float32,
+        DataType::Float64 => ArrowType::Float64,
+        DataType::Timestamp => ArrowType::Timestamp(arrow_schema::TimeUnit::Nanosecond, None),
+        DataType::Date => ArrowType::Date32,
+        DataType::Varchar => ArrowType::LargeUtf8,
+        DataType::Null => ArrowType::Null,
+    }
+}
+
+fn opt_index(i: Option<usize>) -> String {
+    i.map(|i| i.to_string()).unwrap_or_default()
+}
+
+/// Write `table` to `out` as an Arrow IPC file.
+pub fn write_table<W: Write>(table: &Table, out: W) -> Result<W, DurableError> {
+    let fields: Vec<Field> = table
+        .schema
+        .columns
+        .iter()
+        .map(|c| {
+            Field::new(&c.name, arrow_type(c.data_type), true)
+                .with_metadata(HashMap::from([(TYPE.to_string(), c.data_type.sql_name().to_string())]))
+        })
+        .collect();
+    let keys: Vec<String> =
+        table.partitions().iter().map(|p| p.key.map_or_else(|| "-".to_string(), |k| k.to_string())).collect();
+    let meta = HashMap::from([
+        (TABLE.to_string(), table.name.clone()),
+        (KEY_COL.to_string(), opt_index(table.key_col)),
+        (TS_COL.to_string(), opt_index(table.ts_col)),
+        (PARTITIONS.to_string(), keys.join(",")),
+    ]);
+    let schema = Arc::new(ArrowSchema::new(fields).with_metadata(meta));
+    let values: ArrayRef = Arc::new(table.dict().iter().map(Some).collect::<StringArray>());
+    let mut w = FileWriter::try_new(out, &schema).map_err(arrow_err)?;
+    for p in table.partitions() {
+        let n = p.len();
+        let arrays =
+            p.columns.iter().map(|c| column_array(c, n, &values)).collect::<Result<Vec<ArrayRef>, DurableError>>()?;
+        let batch = RecordBatch::try_new(schema.clone(), arrays).map_err(arrow_err)?;
+        w.write(&batch).map_err(arrow_err)?;
+    }
+    w.finish().map_err(arrow_err)?;
+    w.into_inner().map_err(arrow_err)
+}
+
+fn column_array(c: &Column, rows: usize, values: &ArrayRef) -> Result<ArrayRef, DurableError> {
+    match &c.data {
+        ColumnData::Symbol { codes, .. } => {
+            let nulls = c
+                .validity
+                .as_ref()
+                .map(|v| NullBuffer::new(BooleanBuffer::new(Buffer::from_slice_ref(v.as_bytes()), 0, v.len())));
+            let keys = UInt32Array::new(ScalarBuffer::from(codes.clone()), nulls);
+            Ok(Arc::new(DictionaryArray::<UInt32Type>::try_new(keys, values.clone()).map_err(arrow_err)?))
+        }
+        _ => to_arrow(c, rows).map_err(DurableError::Format),
+    }
+}
+
+/// Read a table written by [`write_table`].
+pub fn read_table(bytes: Vec<u8>) -> Result<Table, DurableError> {
+    let reader = FileReader::try_new(Cursor::new(bytes), None).map_err(arrow_err)?;
+    let schema = reader.schema();
+    let meta = schema.metadata();
+    let get = |k: &str| meta.get(k).ok_or_else(|| DurableError::Format(format!("checkpoint file lacks {k}")));
+    let name = get(TABLE)?.clone();
+    let bad = |m: String| DurableError::Format(format!("table '{name}': {m}"));
+    let index = |k: &str| -> Result<Option<usize>, DurableError> {
+        let s = get(k)?;
+        if s.is_empty() {
+            return Ok(None);
+        }
+        s.parse().map(Some).map_err(|_| bad(format!("{k} is '{s}'")))
+    };
+    let (key_col, ts_col) = (index(KEY_COL)?, index(TS_COL)?);
+    let part_keys: Vec<Option<u32>> = match get(PARTITIONS)?.as_str() {
+        "" => Vec::new(),
+        s => s
+            .split(',')
+            .map(|k| if k == "-" { Ok(None) } else { k.parse().map(Some).map_err(|_| bad(format!("partition '{k}'"))) })
+            .collect::<Result<_, _>>()?,
+    };
+    let columns = schema
+        .fields()
+        .iter()
+        .map(|f| {
+            let t = f.metadata().get(TYPE).ok_or_else(|| bad(format!("column '{}' has no type", f.name())))?;
+            let data_type = DataType::from_sql(t).ok_or_else(|| bad(format!("unknown type {t}")))?;
+            Ok(ColumnDef { name: f.name().clone(), data_type })
+        })
+        .collect::<Result<Vec<_>, DurableError>>()?;
+    let mut dict: Option<Arc<Dict>> = None;
+    let mut parts = Vec::with_capacity(part_keys.len());
+    for (i, batch) in reader.enumerate() {
+        let batch = batch.map_err(arrow_err)?;
+        let key = *part_keys.get(i).ok_or_else(|| bad("more partitions than listed".into()))?;
+        let cols = batch
+            .columns()
+            .iter()
+            .zip(&columns)
+            .map(|(arr, def)| read_column(arr.as_ref(), def, &mut dict).map(Arc::new))
+            .collect::<Result<Vec<_>, DurableError>>()
+            .map_err(|e| bad(e.to_string()))?;
+        parts.push(Partition { columns: cols, key, sorted: true });
+    }
+    if parts.len() != part_keys.len() {
+        return Err(bad(format!("{} partitions listed, {} stored", part_keys.len(), parts.len())));
+    }
+    let dict = dict.unwrap_or_default();
+    Ok(Table::from_parts(&name, Schema { columns }, key_col, ts_col, dict, parts)?)
+}
+
+fn read_column(arr: &dyn Array, def: &ColumnDef, dict: &mut Option<Arc<Dict>>) -> Result<Column, DurableError> {
+    if def.data_type != DataType::Symbol {
+        let mut acc = Acc::new(def, arr.len());
+        acc.append(arr, 0)
+            .map_err(|e| e.into_io(def, arr.data_type()))
+            .map_err(|e| DurableError::Format(e.to_string()))?;
+        return Ok(acc.finish());
+    }
+    let d = arr
+        .as_any()
+        .downcast_ref::<DictionaryArray<UInt32Type>>()
+        .ok_or_else(|| DurableError::Format(format!("SYMBOL column '{}' is {}", def.name, arr.data_type())))?;
+    let table_dict = match dict {
+        Some(t) => t.clone(),
+        None => {
+            let values = d
+                .values()
+                .as_any()
+                .downcast_ref::<StringArray>()
+                .ok_or_else(|| DurableError::Format("symbol dictionary values are not strings".into()))?;
+            let mut t = Dict::default();
+            for s in values.iter() {
+                t.intern(s.unwrap_or(""));
+            }
+            if t.len() != values.len() {
+                return Err(DurableError::Format("the symbol dictionary repeats a string".into()));
+            }
+            let t = Arc::new(t);
+            *dict = Some(t.clone());
+            t
+        }
+    };
+    if d.values().len() != table_dict.len() {
+        return Err(DurableError::Format(format!("SYMBOL column '{}' has another dictionary", def.name)));
+    }
+    let validity = d.nulls().filter(|n| n.null_count() > 0).map(|n| zepto_storage::Bitmap::from_bools(n.iter()));
+    let mut codes = d.keys().values().to_vec();
+    if let Some(v) = &validity {
+        // The engine keeps the zero value in NULL slots.
+        for (i, c) in codes.iter_mut().enumerate() {
+            if !v.get(i) {
+                *c = 0;
+            }
+        }
+    }
+    Ok(Column::new(ColumnData::Symbol { codes, dict: table_dict }, validity))
+}

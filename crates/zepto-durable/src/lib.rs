@@ -1,0 +1,30 @@
+//! Durability for the engine (issue #5), on top of the write-ahead log in `zepto-wal`:
+//!
+//! * [`changes`] — catalog changes as WAL records, and applying them back.
+//! * [`checkpoint`] — every table as of one LSN in Arrow IPC files, published atomically by a
+//!   manifest; loading verifies every checksum.
+//! * [`store`] — the [`Durable`] store: recovery (newest checkpoint + WAL tail), the catalog's
+//!   change log, checkpoints that then drop the WAL segments they cover.
+
+pub mod changes;
+pub mod checkpoint;
+pub mod store;
+
+pub use store::{Durable, Options, Recovery};
+
+use thiserror::Error;
+
+#[derive(Debug, Error, Clone, PartialEq)]
+pub enum DurableError {
+    #[error("{0}")]
+    Io(String),
+    #[error(transparent)]
+    Wal(#[from] zepto_wal::WalError),
+    /// A checkpoint file that fails its checks: recovery refuses to guess.
+    #[error("checkpoint file {file} is damaged: {reason}")]
+    Corrupt { file: String, reason: String },
+    #[error("checkpoint format: {0}")]
+    Format(String),
+    #[error(transparent)]
+    Storage(#[from] zepto_storage::StorageError),
+}
