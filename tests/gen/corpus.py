@@ -772,6 +772,26 @@ def s13_ddl_dml(f):
     f.q("SELECT s, v FROM syms WHERE s = 'bb' ORDER BY v", "nosort")
     f.q("SELECT DISTINCT s FROM syms ORDER BY s", "nosort")
     f.q("SELECT count(*) FROM syms WHERE s > 'bb'")
+    f.comment("DELETE and UPDATE (corrections); randomized checks: tests/gen/dml_diff.py")
+    f.ok("CREATE TABLE fix (ts TIMESTAMP, sym SYMBOL, px DOUBLE, note VARCHAR)")
+    f.ok("INSERT INTO fix VALUES ('2024-01-02 09:30:00', 'A', 10.0, 'ok'), ('2024-01-02 09:30:01', 'A', 1000.0, 'fat finger'), "
+         "('2024-01-02 09:30:02', 'B', 20.0, NULL), ('2024-01-02 09:30:03', 'B', 21.0, 'ok')")
+    f.ok("DELETE FROM fix WHERE px > 10 * (SELECT min(px) FROM fix)")
+    f.q("SELECT * FROM fix ORDER BY ts", "nosort")
+    f.comment("a value column changes in place; the partition key and the timestamp move rows")
+    f.ok("UPDATE fix SET px = px + 0.5, note = 'adjusted' WHERE sym = 'B'")
+    f.ok("UPDATE fix SET sym = 'C', ts = ts - INTERVAL '1 hour' WHERE note IS NULL OR note = 'adjusted' AND px > 21")
+    f.q("SELECT * FROM fix ORDER BY ts", "nosort")
+    f.q("SELECT sym, count(*) FROM fix WHERE ts < '2024-01-02 09:00:00' GROUP BY sym")
+    f.ok("UPDATE fix SET note = NULL, px = NULL WHERE sym = 'A'")
+    f.q("SELECT sym, px, note FROM fix ORDER BY sym", "nosort")
+    f.err("UPDATE fix SET nope = 1")
+    f.err("UPDATE fix SET px = 1, px = 2")
+    f.err("UPDATE fix SET px = 'abc'")
+    f.err("DELETE FROM nofix")
+    f.q("SELECT count(*) FROM fix")
+    f.ok("DELETE FROM fix")
+    f.q("SELECT count(*) FROM fix")
 
 
 # --------------------------------------------------------------------------------------

@@ -8,6 +8,9 @@
 //! 2 drop:   name
 //! 3 add:    table | column | type
 //! 4 append: table | Arrow IPC stream of the batch (columns named c0, c1, ...)
+//! 5 delete: table | selection
+//! 6 update: table | selection | ncols u32 | column index u32* | Arrow IPC stream of the values
+//! selection = nparts u32 | (slot u32 | nrows u32 | row u32*)*
 //! ```
 //! Strings are u32 length + UTF-8; types are their SQL names; an optional name is a u8 flag and
 //! the name. Batches travel as Arrow IPC because that format already carries every column
@@ -27,6 +30,17 @@ fn put_opt(out: &mut Vec<u8>, s: Option<&str>) {
             put_str(out, s);
         }
         None => out.push(0),
+    }
+}
+
+fn put_selection(out: &mut Vec<u8>, sel: &[(u32, Vec<u32>)]) {
+    out.extend_from_slice(&(sel.len() as u32).to_le_bytes());
+    for (slot, rows) in sel {
+        out.extend_from_slice(&slot.to_le_bytes());
+        out.extend_from_slice(&(rows.len() as u32).to_le_bytes());
+        for r in rows {
+            out.extend_from_slice(&r.to_le_bytes());
+        }
     }
 }
 
@@ -76,6 +90,21 @@ pub fn encode(changes: &[Change<'_>]) -> Result<Vec<u8>, StorageError> {
                 body.extend_from_slice(&ipc_batch(columns)?);
                 4
             }
+            Change::Delete { table, rows } => {
+                put_str(&mut body, table);
+                put_selection(&mut body, rows);
+                5
+            }
+            Change::Update { table, rows, columns, values } => {
+                put_str(&mut body, table);
+                put_selection(&mut body, rows);
+                body.extend_from_slice(&(columns.len() as u32).to_le_bytes());
+                for &c in *columns {
+                    body.extend_from_slice(&(c as u32).to_le_bytes());
+                }
+                body.extend_from_slice(&ipc_batch(values)?);
+                6
+            }
         };
         out.push(kind);
         out.extend_from_slice(&(body.len() as u32).to_le_bytes());
@@ -116,6 +145,19 @@ impl<'a> Cursor<'a> {
             0 => Ok(None),
             _ => self.str().map(Some),
         }
+    }
+
+    fn selection(&mut self) -> Result<Vec<(u32, Vec<u32>)>, String> {
+        let n = self.u32()? as usize;
+        let mut sel = Vec::with_capacity(n.min(1 << 16));
+        for _ in 0..n {
+            let slot = self.u32()?;
+            let k = self.u32()? as usize;
+            let raw = self.take(k.checked_mul(4).ok_or("selection too large")?)?;
+            let rows = raw.chunks_exact(4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
+            sel.push((slot, rows));
+        }
+        Ok(sel)
     }
 
     fn data_type(&mut self) -> Result<DataType, String> {
@@ -170,6 +212,30 @@ pub fn apply(catalog: &Catalog, payload: &[u8]) -> Result<(), String> {
                 drop(snap);
                 let cols = zepto_io::ipc::read_ipc_stream(&b.b[b.pos..], &defs).map_err(|e| e.to_string())?;
                 catalog.append(table, cols).map_err(err)?;
+            }
+            5 => {
+                let table = b.str()?;
+                let sel = b.selection()?;
+                catalog.modify(table, |t| t.delete_rows(&sel)).map_err(err)?;
+            }
+            6 => {
+                let table = b.str()?;
+                let sel = b.selection()?;
+                let n = b.u32()? as usize;
+                let columns = (0..n).map(|_| b.u32().map(|c| c as usize)).collect::<Result<Vec<_>, _>>()?;
+                let snap = catalog.snapshot(table).map_err(err)?;
+                let defs = columns
+                    .iter()
+                    .enumerate()
+                    .map(|(k, &c)| {
+                        let d =
+                            snap.schema.columns.get(c).ok_or_else(|| format!("table '{table}' has no column {c}"))?;
+                        Ok(ColumnDef { name: format!("c{k}"), data_type: d.data_type })
+                    })
+                    .collect::<Result<Vec<_>, String>>()?;
+                drop(snap);
+                let values = zepto_io::ipc::read_ipc_stream(&b.b[b.pos..], &defs).map_err(|e| e.to_string())?;
+                catalog.modify(table, |t| t.update_rows(&sel, &columns, values)).map_err(err)?;
             }
             k => return Err(format!("unknown change kind {k}")),
         }

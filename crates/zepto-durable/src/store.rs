@@ -298,21 +298,31 @@ mod tests {
         live.create(Table::new("gone", empty.clone(), &TableOptions::default()).expect("t"), false).expect("create");
         live.drop_table("gone", false).expect("drop");
         live.create(Table::new("empty", empty, &TableOptions::default()).expect("t"), false).expect("create");
+        // Corrections: the first row of the first partition goes, the next one gets a new price.
+        live.modify("t", |t| {
+            let sel = vec![(0u32, vec![0u32])];
+            live.log(&[Change::Delete { table: "t", rows: &sel }])?;
+            t.delete_rows(&sel)?;
+            let values = vec![col(DataType::Float64, &[Value::Float64(99.5)])];
+            live.log(&[Change::Update { table: "t", rows: &sel, columns: &[2], values: &values }])?;
+            t.update_rows(&sel, &[2], values)
+        })
+        .expect("corrections");
 
         // 1. From the log alone.
         let r1 = Catalog::new();
         let (_, rec) = open(&wal.crash(|_, _| 0), &ck.crash(|_, _| 0), &r1).expect("recovers");
-        assert_eq!((rec.checkpoint_lsn, rec.replay.records), (0, 6));
+        assert_eq!((rec.checkpoint_lsn, rec.replay.records), (0, 8));
         assert_eq!(dump(&r1), dump(&live));
 
         // 2. From a checkpoint: the log it covers is gone.
         let w = d.checkpoint(&live).expect("checkpoint").expect("something to write");
-        assert_eq!((w.lsn, w.tables, w.rows), (6, 2, 4));
+        assert_eq!((w.lsn, w.tables, w.rows), (8, 2, 3));
         assert_eq!(wal.list().expect("list").len(), 1, "only the fresh segment is left");
         assert!(d.checkpoint(&live).expect("again").is_none(), "nothing new");
         let r2 = Catalog::new();
         let (_, rec) = open(&wal.crash(|_, _| 0), &ck.crash(|_, _| 0), &r2).expect("recovers");
-        assert_eq!((rec.checkpoint_lsn, rec.checkpoint_rows, rec.replay.records), (6, 4, 0));
+        assert_eq!((rec.checkpoint_lsn, rec.checkpoint_rows, rec.replay.records), (8, 3, 0));
         assert_eq!(dump(&r2), dump(&live));
 
         // 3. Checkpoint plus a log tail, twice over.
@@ -336,7 +346,7 @@ mod tests {
         more(&live, 0);
         let r3 = Catalog::new();
         let (_, rec) = open(&wal.crash(|_, _| 0), &ck.crash(|_, _| 0), &r3).expect("recovers");
-        assert_eq!((rec.checkpoint_lsn, rec.replay.records), (8, 1));
+        assert_eq!((rec.checkpoint_lsn, rec.replay.records), (10, 1));
         assert_eq!(dump(&r3), dump(&live));
         assert_eq!(ck.list().expect("list").iter().filter(|n| n.ends_with(".manifest")).count(), 1);
     }
@@ -390,9 +400,9 @@ mod tests {
         let s = schema(&[("ts", DataType::Timestamp), ("sym", DataType::Symbol), ("v", DataType::Int64)]);
         let mut all_ok = true;
         for step in 0..12i64 {
-            type Change = Box<dyn Fn(&Catalog) -> Result<(), StorageError>>;
+            type Step = Box<dyn Fn(&Catalog) -> Result<(), StorageError>>;
             let s = s.clone();
-            let change: Change = match step {
+            let change: Step = match step {
                 0 => Box::new(move |c| {
                     c.create(Table::new("t", s.clone(), &TableOptions::default())?, false).map(|_| ())
                 }),
@@ -401,6 +411,27 @@ mod tests {
                     c.create(Table::new("u", s.clone(), &TableOptions::default())?, false).map(|_| ())
                 }),
                 10 => Box::new(|c| c.drop_table("u", false).map(|_| ())),
+                // Corrections: every third row of the first partition deleted, then the
+                // second row of every partition given a new value.
+                6 => Box::new(|c| {
+                    c.modify("t", |t| {
+                        let n = t.partitions()[0].len() as u32;
+                        let sel = vec![(0u32, (0..n).step_by(3).collect::<Vec<u32>>())];
+                        c.log(&[Change::Delete { table: "t", rows: &sel }])?;
+                        t.delete_rows(&sel).map(|_| ())
+                    })
+                }),
+                9 => Box::new(|c| {
+                    c.modify("t", |t| {
+                        let sel: Vec<(u32, Vec<u32>)> = (0..t.partitions().len() as u32)
+                            .filter(|&s| t.partitions()[s as usize].len() > 1)
+                            .map(|s| (s, vec![1]))
+                            .collect();
+                        let values = vec![col(DataType::Int64, &vec![Value::Int64(-7); sel.len()])];
+                        c.log(&[Change::Update { table: "t", rows: &sel, columns: &[2], values: &values }])?;
+                        t.update_rows(&sel, &[2], values).map(|_| ())
+                    })
+                }),
                 k => Box::new(move |c| {
                     let t = c.snapshot("t")?;
                     let n = 3 + k as usize;

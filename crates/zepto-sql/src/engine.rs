@@ -63,7 +63,7 @@ impl Prepared {
 pub enum Access {
     /// SELECT, EXPLAIN, SHOW TABLES, DESCRIBE.
     Read,
-    /// INSERT, CREATE TABLE [AS], ALTER TABLE ADD COLUMN.
+    /// INSERT, UPDATE, DELETE, CREATE TABLE [AS], ALTER TABLE ADD COLUMN.
     Write,
     /// DROP TABLE, COPY (which reads or writes files on the server) and CHECKPOINT.
     Admin,
@@ -76,6 +76,8 @@ impl Statement {
                 Access::Read
             }
             Statement::Insert { .. }
+            | Statement::Delete { .. }
+            | Statement::Update { .. }
             | Statement::CreateTable(_)
             | Statement::CreateTableAs { .. }
             | Statement::AlterAddColumn { .. } => Access::Write,
@@ -94,6 +96,8 @@ impl Statement {
             Statement::DropTable { name, pos, .. } => Some((name, Some(*pos))),
             Statement::AlterAddColumn { table, pos, .. }
             | Statement::Insert { table, pos, .. }
+            | Statement::Delete { table, pos, .. }
+            | Statement::Update { table, pos, .. }
             | Statement::CopyFrom { table, pos, .. }
             | Statement::Describe { table, pos } => Some((table, Some(*pos))),
             _ => None,
@@ -278,6 +282,14 @@ impl Engine {
                 Ok(QueryResult::status(format!("COPY {n}")))
             }
             Statement::Checkpoint => Ok(QueryResult::status(self.catalog.checkpoint()?)),
+            Statement::Delete { table, filter, pos } => {
+                let n = crate::dml::delete(&self.catalog, &self.access, table, filter.as_ref(), *pos)?;
+                Ok(QueryResult::status(format!("DELETE {n}")))
+            }
+            Statement::Update { table, sets, filter, pos } => {
+                let n = crate::dml::update(&self.catalog, &self.access, table, sets, filter.as_ref(), *pos)?;
+                Ok(QueryResult::status(format!("UPDATE {n}")))
+            }
             Statement::ShowTables => {
                 let mut names = self.catalog.table_names();
                 names.retain(|n| self.access.allows(n));

@@ -3,6 +3,7 @@
 
 pub mod access;
 mod copy;
+mod dml;
 pub mod engine;
 pub mod error;
 pub mod exec;

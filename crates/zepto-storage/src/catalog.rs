@@ -50,6 +50,20 @@ pub enum Change<'a> {
         table: &'a str,
         columns: &'a [Column],
     },
+    /// Rows removed: per partition slot, its row positions (ascending).
+    Delete {
+        table: &'a str,
+        rows: &'a [(u32, Vec<u32>)],
+    },
+    /// Values replaced in place: `values[k]` holds column `columns[k]`'s new values for the
+    /// selected rows, in selection order (never the partition key or designated timestamp,
+    /// whose changes move rows: those are a `Delete` and an `Append`).
+    Update {
+        table: &'a str,
+        rows: &'a [(u32, Vec<u32>)],
+        columns: &'a [usize],
+        values: &'a [Column],
+    },
 }
 
 /// Where changes go before they are applied. `log` returns only once the changes are as
@@ -204,6 +218,17 @@ impl Catalog {
             self.log(&[Change::AddColumn { table: &t.name, def: &def }])?;
             t.add_column(def)
         })
+    }
+
+    /// Run `f` with exclusive access to the table (DELETE and UPDATE decide their rows under
+    /// it). Like [`Catalog::write_many`], `f` must check everything, [`Catalog::log`] its
+    /// changes as one call, then apply them, leaving the table unchanged on any error.
+    pub fn modify<R>(
+        &self,
+        name: &str,
+        f: impl FnOnce(&mut Table) -> Result<R, StorageError>,
+    ) -> Result<R, StorageError> {
+        self.write(name, f)
     }
 
     /// Run `f` with exclusive access to the table. `f` must leave the table unchanged when it

@@ -132,6 +132,29 @@ impl ColumnData {
 }
 
 impl Column {
+    /// Put the zero value in every NULL slot of a fixed-width column (the invariant kernels
+    /// and the time order rely on; computed columns may hold anything there). Strings are
+    /// left as they are.
+    pub fn zero_nulls(&mut self) {
+        fn z<T: Copy>(v: &mut [T], valid: &Bitmap, zero: T) {
+            for (i, x) in v.iter_mut().enumerate() {
+                if !valid.get(i) {
+                    *x = zero;
+                }
+            }
+        }
+        let Some(valid) = &self.validity else { return };
+        match &mut self.data {
+            ColumnData::Bool(v) => z(v, valid, false),
+            ColumnData::Int32(v) | ColumnData::Date(v) => z(v, valid, 0),
+            ColumnData::Int64(v) | ColumnData::Timestamp(v) | ColumnData::Interval(v) => z(v, valid, 0),
+            ColumnData::Float32(v) => z(v, valid, 0.0),
+            ColumnData::Float64(v) => z(v, valid, 0.0),
+            ColumnData::Symbol { codes, .. } => z(codes, valid, 0),
+            ColumnData::Varchar(_) | ColumnData::Null(_) => {}
+        }
+    }
+
     pub fn new(data: ColumnData, validity: Option<Bitmap>) -> Column {
         if let Some(v) = &validity {
             assert_eq!(v.len(), data.len(), "validity length must match data length");

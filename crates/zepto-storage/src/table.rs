@@ -345,7 +345,11 @@ impl Table {
                     b.extend_from(&c);
                     b.finish()
                 }
-                _ => c,
+                _ => {
+                    let mut c = c;
+                    c.zero_nulls();
+                    c
+                }
             };
             out.push(c);
         }
@@ -471,6 +475,110 @@ impl Table {
             }
         }
         debug_assert!(ts_col.is_none_or(|t| is_sorted(&p.columns[t])));
+    }
+
+    /// Check a row selection: known partition slots, each listed once, positions ascending and
+    /// inside the partition. Returns the number of rows selected.
+    pub fn check_selection(&self, sel: &[(u32, Vec<u32>)]) -> Result<usize, StorageError> {
+        let mut seen = vec![false; self.parts.len()];
+        let mut n = 0;
+        for (slot, rows) in sel {
+            let p = self
+                .parts
+                .get(*slot as usize)
+                .ok_or_else(|| StorageError::Invalid(format!("table '{}' has no partition slot {slot}", self.name)))?;
+            if std::mem::replace(&mut seen[*slot as usize], true) {
+                return Err(StorageError::Invalid(format!("partition slot {slot} is selected twice")));
+            }
+            let ascending = rows.windows(2).all(|w| w[0] < w[1]);
+            if !ascending || rows.last().is_some_and(|&r| r as usize >= p.len()) {
+                return Err(StorageError::Invalid(format!("bad row positions for partition slot {slot}")));
+            }
+            n += rows.len();
+        }
+        Ok(n)
+    }
+
+    /// Remove the selected rows (see [`Table::check_selection`]). Partitions left empty stay,
+    /// so slots keep their meaning. Returns the rows removed.
+    pub fn delete_rows(&mut self, sel: &[(u32, Vec<u32>)]) -> Result<usize, StorageError> {
+        let n = self.check_selection(sel)?;
+        for (slot, rows) in sel {
+            if rows.is_empty() {
+                continue;
+            }
+            let p = Arc::make_mut(&mut self.parts[*slot as usize]);
+            let mut keep = Vec::with_capacity(p.len() - rows.len());
+            let mut it = rows.iter().peekable();
+            for i in 0..p.len() as u32 {
+                if it.peek() == Some(&&i) {
+                    it.next();
+                } else {
+                    keep.push(i);
+                }
+            }
+            for c in &mut p.columns {
+                *c = Arc::new(c.take(&keep));
+            }
+        }
+        self.rows -= n;
+        Ok(n)
+    }
+
+    /// Replace values in place: `values[k]` holds the new values of column `columns[k]` for the
+    /// selected rows, in selection order. The partition key and the designated timestamp
+    /// cannot be set this way (their changes move rows). Checked whole before anything changes.
+    pub fn update_rows(
+        &mut self,
+        sel: &[(u32, Vec<u32>)],
+        columns: &[usize],
+        values: Vec<Column>,
+    ) -> Result<usize, StorageError> {
+        let n = self.check_selection(sel)?;
+        if columns.len() != values.len() {
+            return Err(StorageError::Invalid("UPDATE: one value column per column set".into()));
+        }
+        for (k, (&c, v)) in columns.iter().zip(&values).enumerate() {
+            let def = self
+                .schema
+                .columns
+                .get(c)
+                .ok_or_else(|| StorageError::Invalid(format!("table '{}' has no column {c}", self.name)))?;
+            if columns[..k].contains(&c) || Some(c) == self.key_col || Some(c) == self.ts_col {
+                return Err(StorageError::Invalid(format!("column '{}' cannot be updated in place", def.name)));
+            }
+            let dt = v.data_type();
+            let ok = dt == def.data_type || dt == DataType::Null || (def.data_type.is_string() && dt.is_string());
+            if v.len() != n || !ok {
+                return Err(StorageError::Invalid(format!("new values for column '{}' do not fit it", def.name)));
+            }
+        }
+        // The values as the table stores them (symbols in the table dictionary).
+        let mut full: Vec<Column> = self.schema.columns.iter().map(|d| Column::nulls(d.data_type, 0)).collect();
+        for (&c, v) in columns.iter().zip(values) {
+            full[c] = v;
+        }
+        let full = self.normalize(full);
+        let mut offset = 0usize;
+        for (slot, rows) in sel {
+            if rows.is_empty() {
+                continue;
+            }
+            let p = Arc::make_mut(&mut self.parts[*slot as usize]);
+            let len = p.len();
+            // Old rows keep their index; row rows[j] takes value len + j of the concatenation.
+            let mut perm: Vec<u32> = (0..len as u32).collect();
+            for (j, &r) in rows.iter().enumerate() {
+                perm[r as usize] = (len + j) as u32;
+            }
+            for &c in columns {
+                let new = full[c].slice(offset, rows.len());
+                let merged = Column::concat(&[&p.columns[c], &new]).take(&perm);
+                p.columns[c] = Arc::new(merged);
+            }
+            offset += rows.len();
+        }
+        Ok(n)
     }
 
     /// Add a column; existing rows read NULL.

@@ -43,6 +43,19 @@ pub enum Statement {
         path: String,
         options: Vec<(String, String)>,
     },
+    /// `DELETE FROM t [WHERE ...]`.
+    Delete {
+        table: String,
+        filter: Option<Expr>,
+        pos: Pos,
+    },
+    /// `UPDATE t SET col = expr, ... [WHERE ...]`.
+    Update {
+        table: String,
+        sets: Vec<(String, Expr, Pos)>,
+        filter: Option<Expr>,
+        pos: Pos,
+    },
     ShowTables,
     /// Write a checkpoint now (durable databases).
     Checkpoint,

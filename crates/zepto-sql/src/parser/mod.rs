@@ -366,6 +366,30 @@ impl Parser {
             self.expect_kw("tables")?;
             return Ok(Statement::ShowTables);
         }
+        if self.eat_kw("delete") {
+            self.expect_kw("from")?;
+            let pos = self.pos();
+            let table = self.ident()?;
+            let filter = if self.eat_kw("where") { Some(self.expr()?) } else { None };
+            return Ok(Statement::Delete { table, filter, pos });
+        }
+        if self.eat_kw("update") {
+            let pos = self.pos();
+            let table = self.ident()?;
+            self.expect_kw("set")?;
+            let mut sets = Vec::new();
+            loop {
+                let cpos = self.pos();
+                let column = self.ident()?;
+                self.expect_op("=")?;
+                sets.push((column, self.expr()?, cpos));
+                if !self.eat_op(",") {
+                    break;
+                }
+            }
+            let filter = if self.eat_kw("where") { Some(self.expr()?) } else { None };
+            return Ok(Statement::Update { table, sets, filter, pos });
+        }
         if self.eat_kw("checkpoint") {
             return Ok(Statement::Checkpoint);
         }
@@ -375,7 +399,7 @@ impl Parser {
             return Ok(Statement::Describe { table, pos });
         }
         Err(self.unexpected(
-            "a statement (SELECT, WITH, INSERT, CREATE, DROP, ALTER, COPY, SHOW, DESCRIBE, EXPLAIN, CHECKPOINT)",
+            "a statement (SELECT, WITH, INSERT, UPDATE, DELETE, CREATE, DROP, ALTER, COPY, SHOW, DESCRIBE, EXPLAIN, CHECKPOINT)",
         ))
     }
 

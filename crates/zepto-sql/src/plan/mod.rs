@@ -4,7 +4,7 @@
 //! reference input columns by position and carry their result types; every implicit cast is
 //! explicit here, so the executor never guesses a type.
 
-mod bind_expr;
+pub(crate) mod bind_expr;
 pub mod binder;
 mod cost;
 pub mod functions;

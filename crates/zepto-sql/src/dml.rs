@@ -1,0 +1,242 @@
+//! DELETE and UPDATE: corrections of bad ticks, durable like every other change.
+//!
+//! The WHERE and SET expressions are bound against the table outside any lock (uncorrelated
+//! subqueries run then). Under the table's write lock the rows are chosen, per partition, by
+//! evaluating the predicate over the partition's columns, and the change is logged as its
+//! resolved effect (partition slot + row positions, and the new values), never as the
+//! expression: replay needs no re-evaluation, so `now()` or a subquery over another table
+//! cannot make a replay differ. Then it is applied. Writers of that table wait meanwhile;
+//! readers keep their snapshots.
+//!
+//! UPDATE of the partition key or the designated timestamp moves rows (to another partition,
+//! or to another place in time order): it is logged and applied as the deletion of the rows
+//! and the append of their new versions, in one record. Other columns change in place.
+
+use crate::access::TableAccess;
+use crate::error::{Pos, Result, SqlError};
+use crate::exec::eval::eval;
+use crate::exec::{mask_indices, Batch};
+use crate::parser::ast::{Expr, TableRef};
+use crate::plan::bind_expr::{cast_to, ExprBinder};
+use crate::plan::binder::Binder;
+use crate::plan::{BExpr, Field};
+use std::sync::Arc;
+use zepto_storage::{Catalog, Change, Column, DataType, StorageError, Table};
+
+/// Rows chosen per partition slot (only slots with rows).
+type Selection = Vec<(u32, Vec<u32>)>;
+
+fn has_correlated(e: &BExpr) -> bool {
+    match e {
+        BExpr::Correlated { .. } => true,
+        BExpr::Col(..) | BExpr::Lit(..) => false,
+        BExpr::Neg(x) | BExpr::Not(x) => has_correlated(x),
+        BExpr::Binary { left, right, .. } => has_correlated(left) || has_correlated(right),
+        BExpr::Cast { expr, .. } | BExpr::IsNull { expr, .. } => has_correlated(expr),
+        BExpr::Func { args, .. } => args.iter().any(has_correlated),
+        BExpr::Case { whens, else_, .. } => {
+            whens.iter().any(|(w, t)| has_correlated(w) || has_correlated(t))
+                || else_.as_deref().is_some_and(has_correlated)
+        }
+        BExpr::InList { expr, list, .. } => has_correlated(expr) || list.iter().any(has_correlated),
+        BExpr::Like { expr, pattern, .. } => has_correlated(expr) || has_correlated(pattern),
+    }
+}
+
+/// The table's fields (access checked), a binder over them, and the schema width bound.
+fn scope(catalog: &Arc<Catalog>, access: &TableAccess, table: &str, pos: Pos) -> Result<(Binder, Vec<Field>)> {
+    let mut binder = Binder::with_access(catalog.clone(), access.clone());
+    let tref = TableRef::Table { name: table.to_string(), alias: None, pos };
+    let (_, fields) = binder.bind_from(&tref)?;
+    Ok((binder, fields))
+}
+
+fn bind_row_expr(binder: &mut Binder, fields: &[Field], e: &Expr, boolean: bool) -> Result<BExpr> {
+    let mut b = ExprBinder { scope: fields, agg: None, win: None, runner: binder };
+    let bound = if boolean { b.bind_bool(e)? } else { b.bind(e)? };
+    if has_correlated(&bound) {
+        return Err(SqlError::plan(
+            "correlated subqueries are not supported in DELETE and UPDATE (use an uncorrelated one or a join in a SELECT first)",
+            None,
+        ));
+    }
+    Ok(bound)
+}
+
+/// The columns a bound expression may read: the bound schema (a column added since is not
+/// referenced).
+fn partition_batch(t: &Table, slot: usize, width: usize) -> Batch {
+    let p = &t.partitions()[slot];
+    Batch::shared(p.columns[..width].to_vec(), p.len())
+}
+
+/// Under the lock: the table must still start with the columns the statement was bound to.
+fn same_layout(t: &Table, fields: &[Field]) -> Result<()> {
+    let same = t.schema.columns.len() >= fields.len()
+        && t.schema.columns.iter().zip(fields).all(|(c, f)| c.name == f.name && c.data_type == f.data_type);
+    if same {
+        Ok(())
+    } else {
+        Err(SqlError::exec(format!("table '{}' was changed while the statement was prepared; run it again", t.name)))
+    }
+}
+
+fn select(t: &Table, width: usize, pred: Option<&BExpr>) -> Result<Selection> {
+    let mut sel = Vec::new();
+    for (slot, p) in t.partitions().iter().enumerate() {
+        if p.is_empty() {
+            continue;
+        }
+        let rows = match pred {
+            None => (0..p.len() as u32).collect(),
+            Some(e) => mask_indices(eval(e, &partition_batch(t, slot, width))?.as_ref()),
+        };
+        if !rows.is_empty() {
+            sel.push((slot as u32, rows));
+        }
+    }
+    Ok(sel)
+}
+
+/// Run `f` under the table's write lock; its SQL errors pass through, storage errors convert.
+fn locked<R>(catalog: &Catalog, table: &str, pos: Pos, f: impl FnOnce(&mut Table) -> Result<R>) -> Result<R> {
+    let mut inner: Option<SqlError> = None;
+    let r = catalog.modify(table, |t| {
+        f(t).map_err(|e| {
+            inner = Some(e);
+            StorageError::Internal(String::new())
+        })
+    });
+    match (r, inner) {
+        (Ok(v), _) => Ok(v),
+        (Err(_), Some(e)) => Err(e),
+        (Err(StorageError::TableNotFound(_)), None) => {
+            Err(SqlError::TableNotFound { name: table.to_string(), pos: Some(pos) })
+        }
+        (Err(e), None) => Err(e.into()),
+    }
+}
+
+pub fn delete(
+    catalog: &Arc<Catalog>,
+    access: &TableAccess,
+    table: &str,
+    filter: Option<&Expr>,
+    pos: Pos,
+) -> Result<usize> {
+    let (mut binder, fields) = scope(catalog, access, table, pos)?;
+    let pred = filter.map(|f| bind_row_expr(&mut binder, &fields, f, true)).transpose()?;
+    locked(catalog, table, pos, |t| {
+        same_layout(t, &fields)?;
+        let sel = select(t, fields.len(), pred.as_ref())?;
+        if sel.is_empty() {
+            return Ok(0);
+        }
+        catalog.log(&[Change::Delete { table: &t.name, rows: &sel }])?;
+        Ok(t.delete_rows(&sel)?)
+    })
+}
+
+pub fn update(
+    catalog: &Arc<Catalog>,
+    access: &TableAccess,
+    table: &str,
+    sets: &[(String, Expr, Pos)],
+    filter: Option<&Expr>,
+    pos: Pos,
+) -> Result<usize> {
+    let (mut binder, fields) = scope(catalog, access, table, pos)?;
+    let pred = filter.map(|f| bind_row_expr(&mut binder, &fields, f, true)).transpose()?;
+    let mut targets: Vec<usize> = Vec::with_capacity(sets.len());
+    let mut exprs = Vec::with_capacity(sets.len());
+    for (name, e, cpos) in sets {
+        let i =
+            fields.iter().position(|f| f.name.eq_ignore_ascii_case(name)).ok_or_else(|| SqlError::ColumnNotFound {
+                message: format!("column '{name}' does not exist in table '{table}'"),
+                pos: Some(*cpos),
+                table: Some(table.to_string()),
+                name: name.clone(),
+            })?;
+        if targets.contains(&i) {
+            return Err(SqlError::plan(format!("column '{name}' is set twice"), Some(*cpos)));
+        }
+        let bound = bind_row_expr(&mut binder, &fields, e, false)?;
+        let want = fields[i].data_type;
+        // SYMBOL columns take strings (interned on apply); everything else is cast exactly.
+        let bound = match want {
+            DataType::Symbol if bound.data_type().is_string() => bound,
+            DataType::Symbol => cast_to(bound, DataType::Varchar)?,
+            _ => cast_to(bound, want)?,
+        };
+        targets.push(i);
+        exprs.push(bound);
+    }
+    locked(catalog, table, pos, |t| {
+        same_layout(t, &fields)?;
+        let sel = select(t, fields.len(), pred.as_ref())?;
+        if sel.is_empty() {
+            return Ok(0);
+        }
+        // New values per SET column, over the selected rows in selection order.
+        let mut parts: Vec<Vec<Column>> = vec![Vec::new(); exprs.len()];
+        for (slot, rows) in &sel {
+            let batch = partition_batch(t, *slot as usize, fields.len()).take(rows);
+            for (k, e) in exprs.iter().enumerate() {
+                let c = eval(e, &batch)?.into_owned();
+                if c.len() != rows.len() {
+                    return Err(SqlError::exec("UPDATE: a SET expression gave the wrong number of values"));
+                }
+                parts[k].push(c);
+            }
+        }
+        let values: Vec<Column> = parts.iter().map(|cs| Column::concat(&cs.iter().collect::<Vec<_>>())).collect();
+        let moves = targets.iter().any(|&i| Some(i) == t.key_col || Some(i) == t.ts_col);
+        if !moves {
+            catalog.log(&[Change::Update { table: &t.name, rows: &sel, columns: &targets, values: &values }])?;
+            return Ok(t.update_rows(&sel, &targets, values)?);
+        }
+        // Rows move: delete them and append their new versions (whole rows, every column).
+        let width = t.schema.len();
+        let mut full: Vec<Column> = (0..width)
+            .map(|c| {
+                let pieces: Vec<Column> =
+                    sel.iter().map(|(slot, rows)| t.partitions()[*slot as usize].columns[c].take(rows)).collect();
+                Column::concat(&pieces.iter().collect::<Vec<_>>())
+            })
+            .collect();
+        for (&c, v) in targets.iter().zip(values) {
+            full[c] = v;
+        }
+        t.validate(&full)?;
+        catalog
+            .log(&[Change::Delete { table: &t.name, rows: &sel }, Change::Append { table: &t.name, columns: &full }])?;
+        let n = t.delete_rows(&sel)?;
+        t.append(full)?;
+        Ok(n)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::engine::{first_value, Engine};
+    use zepto_storage::Value;
+
+    #[test]
+    fn refuses_what_it_cannot_decide_and_changes_nothing() {
+        let e = Engine::new();
+        e.execute("CREATE TABLE t (ts TIMESTAMP, sym SYMBOL, px DOUBLE)").expect("create");
+        e.execute("INSERT INTO t VALUES (1, 'A', 1.0), (2, 'B', 2.0)").expect("insert");
+        let err =
+            e.execute("DELETE FROM t WHERE px > (SELECT avg(px) FROM t t2 WHERE t2.sym = t.sym)").expect_err("refused");
+        assert!(err.to_string().contains("correlated subqueries are not supported"), "{err}");
+        // A failing SET expression (a bad cast on one row) leaves every row as it was.
+        let err = e
+            .execute("UPDATE t SET px = CAST(CASE WHEN sym = 'B' THEN 'x' ELSE '3' END AS DOUBLE)")
+            .expect_err("bad cast");
+        assert!(err.to_string().contains("'x'"), "{err}");
+        let r = e.execute("SELECT sum(px) FROM t").expect("sum");
+        assert_eq!(first_value(&r), Some(Value::Float64(3.0)));
+        let r = e.execute("UPDATE t SET sym = 'C' WHERE sym = 'A'").expect("move");
+        assert_eq!(r.status.as_deref(), Some("UPDATE 1"));
+    }
+}
