@@ -23,6 +23,7 @@ pub fn open(
         None => SyncMode::Always,
         Some(s) => SyncMode::parse(s).ok_or_else(|| format!("--sync: '{s}' is not always, interval=<ms> or none"))?,
     };
+    lock_dir(Path::new(dir))?;
     let storage = |sub: &str| -> Result<Arc<DirStorage>, String> {
         let p = Path::new(dir).join(sub);
         DirStorage::open(&p).map(Arc::new).map_err(|e| format!("{}: {e}", p.display()))
@@ -67,6 +68,29 @@ pub fn open(
         })
         .map_err(|e| format!("starting the checkpoint thread: {e}"))?;
     Ok(durable)
+}
+
+/// One process per data directory: a second one would replay, cut "torn" tails and delete
+/// segments under the first. The lock lives as long as the process (the file is never closed).
+fn lock_dir(dir: &Path) -> Result<(), String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let path = dir.join("LOCK");
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    match f.try_lock() {
+        Ok(()) => {
+            std::mem::forget(f);
+            Ok(())
+        }
+        Err(std::fs::TryLockError::WouldBlock) => {
+            Err(format!("{} is in use by another zeptodb process (one process per data directory)", dir.display()))
+        }
+        Err(std::fs::TryLockError::Error(e)) => Err(format!("locking {}: {e}", path.display())),
+    }
 }
 
 fn total_rows(engine: &Engine) -> usize {

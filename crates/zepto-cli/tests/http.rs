@@ -714,6 +714,13 @@ fn kill_9_keeps_every_acknowledged_row_exactly_once() {
         want["data"][0][0].as_u64(),
         before["data"][0][0].as_u64().zip(before["data"][0][1].as_u64()).map(|(a, b)| a - b)
     );
+    // One process per data directory: a second one is refused before it touches anything.
+    let out = Command::new(env!("CARGO_BIN_EXE_zeptodb"))
+        .args(["serve", "--http", "127.0.0.1:0", "--data-dir", &data])
+        .output()
+        .expect("runs");
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("in use by another zeptodb process"));
     drop(s); // kill -9
     let s = Server::start(&["--data-dir", &data]);
     let got = sql(&s.addr, "SELECT count(*), sum(px), sum(CASE WHEN sym = 'MOVED' THEN 1 ELSE 0 END) FROM ticks");

@@ -17,7 +17,19 @@ use crate::table::{ColumnDef, Schema, Table};
 use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock, RwLock};
 
-type Slot = Arc<RwLock<Arc<Table>>>;
+/// A table's place in the catalog. `dropped` is set by DROP TABLE under the table's write
+/// lock, so a writer that found the slot before the drop but locks it after sees the flag and
+/// fails instead of writing into a table that no longer exists.
+struct SlotCell {
+    table: RwLock<Arc<Table>>,
+    dropped: std::sync::atomic::AtomicBool,
+}
+
+type Slot = Arc<SlotCell>;
+
+fn new_slot(t: Table) -> Slot {
+    Arc::new(SlotCell { table: RwLock::new(Arc::new(t)), dropped: Default::default() })
+}
 
 /// The change log of an in-memory catalog (only its default `checkpoint` answer is used).
 struct ChangeLogNone;
@@ -113,7 +125,7 @@ impl Catalog {
     /// A consistent snapshot of one table.
     pub fn snapshot(&self, name: &str) -> Result<Arc<Table>, StorageError> {
         let slot = self.slot(name)?;
-        let t = slot.read().unwrap_or_else(|e| e.into_inner());
+        let t = slot.table.read().unwrap_or_else(|e| e.into_inner());
         Ok(t.clone())
     }
 
@@ -148,7 +160,7 @@ impl Catalog {
     pub fn consistent_cut<R>(&self, at: impl FnOnce() -> R) -> (Vec<Arc<Table>>, R) {
         let _gate = self.gate.write().unwrap_or_else(|e| e.into_inner());
         let map = self.tables.read().unwrap_or_else(|e| e.into_inner());
-        let tables = map.values().map(|s| s.read().unwrap_or_else(|e| e.into_inner()).clone()).collect();
+        let tables = map.values().map(|s| s.table.read().unwrap_or_else(|e| e.into_inner()).clone()).collect();
         drop(map);
         (tables, at())
     }
@@ -164,7 +176,7 @@ impl Catalog {
         if map.contains_key(&k) {
             return Err(StorageError::TableExists(table.name));
         }
-        map.insert(k, Arc::new(RwLock::new(Arc::new(table))));
+        map.insert(k, new_slot(table));
         Ok(())
     }
 
@@ -186,7 +198,7 @@ impl Catalog {
             partition_key: col_name(table.key_col),
             timestamp: col_name(table.ts_col),
         }])?;
-        map.insert(k, Arc::new(RwLock::new(Arc::new(table))));
+        map.insert(k, new_slot(table));
         Ok(true)
     }
 
@@ -197,7 +209,12 @@ impl Catalog {
         if !map.contains_key(&k) {
             return if if_exists { Ok(false) } else { Err(StorageError::TableNotFound(name.to_string())) };
         }
-        self.log(&[Change::DropTable { name }])?;
+        // Wait for the table's writers in flight: their records precede the drop's.
+        if let Some(slot) = map.get(&k).cloned() {
+            let _t = slot.table.write().unwrap_or_else(|e| e.into_inner());
+            self.log(&[Change::DropTable { name }])?;
+            slot.dropped.store(true, std::sync::atomic::Ordering::Release);
+        }
         map.remove(&k);
         Ok(true)
     }
@@ -236,7 +253,10 @@ impl Catalog {
     fn write<R>(&self, name: &str, f: impl FnOnce(&mut Table) -> Result<R, StorageError>) -> Result<R, StorageError> {
         let slot = self.slot(name)?;
         let _gate = self.gate.read().unwrap_or_else(|e| e.into_inner());
-        let mut guard = slot.write().unwrap_or_else(|e| e.into_inner());
+        let mut guard = slot.table.write().unwrap_or_else(|e| e.into_inner());
+        if slot.dropped.load(std::sync::atomic::Ordering::Acquire) {
+            return Err(StorageError::TableNotFound(name.to_string()));
+        }
         f(Arc::make_mut(&mut guard))
     }
 
@@ -258,7 +278,10 @@ impl Catalog {
         let _gate = self.gate.read().unwrap_or_else(|e| e.into_inner());
         let mut guards: Vec<Option<std::sync::RwLockWriteGuard<'_, Arc<Table>>>> = names.iter().map(|_| None).collect();
         for &i in &order {
-            guards[i] = Some(slots[i].write().unwrap_or_else(|e| e.into_inner()));
+            guards[i] = Some(slots[i].table.write().unwrap_or_else(|e| e.into_inner()));
+            if slots[i].dropped.load(std::sync::atomic::Ordering::Acquire) {
+                return Err(StorageError::TableNotFound(names[i].to_string()));
+            }
         }
         let mut tables: Vec<&mut Table> = guards.iter_mut().flatten().map(|g| Arc::make_mut(&mut **g)).collect();
         debug_assert_eq!(tables.len(), names.len());
@@ -268,6 +291,6 @@ impl Catalog {
     /// Table names in sorted order (as created).
     pub fn table_names(&self) -> Vec<String> {
         let map = self.tables.read().unwrap_or_else(|e| e.into_inner());
-        map.values().map(|s| s.read().unwrap_or_else(|e| e.into_inner()).name.clone()).collect()
+        map.values().map(|s| s.table.read().unwrap_or_else(|e| e.into_inner()).name.clone()).collect()
     }
 }

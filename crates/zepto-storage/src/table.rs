@@ -474,7 +474,7 @@ impl Table {
                 sort_partition(p, t, old_len);
             }
         }
-        debug_assert!(ts_col.is_none_or(|t| is_sorted(&p.columns[t])));
+        debug_assert!(ts_col.is_none_or(|t| is_sorted_with_nulls_first(&p.columns[t])));
     }
 
     /// Check a row selection: known partition slots, each listed once, positions ascending and
@@ -649,10 +649,6 @@ fn is_sorted_with_nulls_first(c: &Column) -> bool {
     let Some(v) = c.as_i64_slice() else { return true };
     let nulls = (0..v.len()).take_while(|&i| !c.is_valid(i)).count();
     (nulls..v.len()).all(|i| c.is_valid(i)) && v[nulls..].windows(2).all(|w| w[0] <= w[1])
-}
-
-fn is_sorted(c: &Column) -> bool {
-    c.as_i64_slice().is_none_or(|v| v.windows(2).all(|w| w[0] <= w[1]))
 }
 
 /// Restore time order after appending rows `old_len..` that broke it: sort the new rows

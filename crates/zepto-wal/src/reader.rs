@@ -14,8 +14,9 @@ use crate::{Lsn, WalError};
 pub struct ReplayOptions {
     /// Cut the log at mid-log corruption instead of refusing to start.
     pub repair: bool,
-    /// Records up to this LSN are already in a checkpoint: they are checked but not applied,
-    /// and the log must reach back to `after + 1` (0: no checkpoint, replay everything).
+    /// Records up to this LSN are already in a checkpoint: they are not applied (segments
+    /// wholly before it are not even read), and the log must reach back to `after + 1`
+    /// (0: no checkpoint, replay everything).
     pub after: Lsn,
 }
 

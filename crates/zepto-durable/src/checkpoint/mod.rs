@@ -89,8 +89,14 @@ pub struct Written {
 /// delete anything.
 pub fn write(storage: &dyn Storage, lsn: Lsn, tables: &[std::sync::Arc<Table>]) -> Result<Written, DurableError> {
     let io = |what: &str, e: std::io::Error| DurableError::Io(format!("checkpoint {lsn}: {what}: {e}"));
-    let mut manifest = format!("{HEADER}\nlsn {lsn}\n");
     let mut total = Written { lsn, tables: tables.len(), rows: 0, bytes: 0 };
+    if storage.list().map_err(|e| io("listing", e))?.contains(&manifest_name(lsn)) {
+        // Published by an attempt that reported a failure after its rename (the directory
+        // fsync): it is complete, and rewriting its files now could leave it torn.
+        total.rows = tables.iter().map(|t| t.row_count()).sum();
+        return Ok(total);
+    }
+    let mut manifest = format!("{HEADER}\nlsn {lsn}\n");
     for (k, t) in tables.iter().enumerate() {
         let name = table_file_name(lsn, k);
         // A file of this name can only be left by a crashed attempt at this same checkpoint.
