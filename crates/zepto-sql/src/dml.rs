@@ -21,27 +21,10 @@ use crate::plan::bind_expr::{cast_to, ExprBinder};
 use crate::plan::binder::Binder;
 use crate::plan::{BExpr, Field};
 use std::sync::Arc;
-use zepto_storage::{Catalog, Change, Column, DataType, StorageError, Table};
+use zepto_storage::{Catalog, Change, Column, DataType, Table};
 
 /// Rows chosen per partition slot (only slots with rows).
 type Selection = Vec<(u32, Vec<u32>)>;
-
-fn has_correlated(e: &BExpr) -> bool {
-    match e {
-        BExpr::Correlated { .. } => true,
-        BExpr::Col(..) | BExpr::Lit(..) => false,
-        BExpr::Neg(x) | BExpr::Not(x) => has_correlated(x),
-        BExpr::Binary { left, right, .. } => has_correlated(left) || has_correlated(right),
-        BExpr::Cast { expr, .. } | BExpr::IsNull { expr, .. } => has_correlated(expr),
-        BExpr::Func { args, .. } => args.iter().any(has_correlated),
-        BExpr::Case { whens, else_, .. } => {
-            whens.iter().any(|(w, t)| has_correlated(w) || has_correlated(t))
-                || else_.as_deref().is_some_and(has_correlated)
-        }
-        BExpr::InList { expr, list, .. } => has_correlated(expr) || list.iter().any(has_correlated),
-        BExpr::Like { expr, pattern, .. } => has_correlated(expr) || has_correlated(pattern),
-    }
-}
 
 /// The table's fields (access checked), a binder over them, and the schema width bound.
 fn scope(catalog: &Arc<Catalog>, access: &TableAccess, table: &str, pos: Pos) -> Result<(Binder, Vec<Field>)> {
@@ -54,7 +37,7 @@ fn scope(catalog: &Arc<Catalog>, access: &TableAccess, table: &str, pos: Pos) ->
 fn bind_row_expr(binder: &mut Binder, fields: &[Field], e: &Expr, boolean: bool) -> Result<BExpr> {
     let mut b = ExprBinder { scope: fields, agg: None, win: None, runner: binder };
     let bound = if boolean { b.bind_bool(e)? } else { b.bind(e)? };
-    if has_correlated(&bound) {
+    if bound.any(&|x| matches!(x, BExpr::Correlated { .. })) {
         return Err(SqlError::plan(
             "correlated subqueries are not supported in DELETE and UPDATE (use an uncorrelated one or a join in a SELECT first)",
             None,
@@ -98,23 +81,12 @@ fn select(t: &Table, width: usize, pred: Option<&BExpr>) -> Result<Selection> {
     Ok(sel)
 }
 
-/// Run `f` under the table's write lock; its SQL errors pass through, storage errors convert.
+/// Run `f` under the table's write lock (a missing table is reported at the statement's name).
 fn locked<R>(catalog: &Catalog, table: &str, pos: Pos, f: impl FnOnce(&mut Table) -> Result<R>) -> Result<R> {
-    let mut inner: Option<SqlError> = None;
-    let r = catalog.modify(table, |t| {
-        f(t).map_err(|e| {
-            inner = Some(e);
-            StorageError::Internal(String::new())
-        })
-    });
-    match (r, inner) {
-        (Ok(v), _) => Ok(v),
-        (Err(_), Some(e)) => Err(e),
-        (Err(StorageError::TableNotFound(_)), None) => {
-            Err(SqlError::TableNotFound { name: table.to_string(), pos: Some(pos) })
-        }
-        (Err(e), None) => Err(e.into()),
-    }
+    catalog.modify(table, f).map_err(|e| match e {
+        SqlError::TableNotFound { name, pos: None } => SqlError::TableNotFound { name, pos: Some(pos) },
+        e => e,
+    })
 }
 
 pub fn delete(

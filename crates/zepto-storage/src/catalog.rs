@@ -31,15 +31,6 @@ fn new_slot(t: Table) -> Slot {
     Arc::new(SlotCell { table: RwLock::new(Arc::new(t)), dropped: Default::default() })
 }
 
-/// The change log of an in-memory catalog (only its default `checkpoint` answer is used).
-struct ChangeLogNone;
-
-impl ChangeLog for ChangeLogNone {
-    fn log(&self, _: &[Change<'_>]) -> Result<(), StorageError> {
-        Ok(())
-    }
-}
-
 /// One change to the catalog, as the write-ahead log records it.
 #[derive(Debug)]
 pub enum Change<'a> {
@@ -84,10 +75,7 @@ pub trait ChangeLog: Send + Sync {
     fn log(&self, changes: &[Change<'_>]) -> Result<(), StorageError>;
 
     /// Write a checkpoint of `catalog` (the `CHECKPOINT` statement); a one-line summary.
-    fn checkpoint(&self, catalog: &Catalog) -> Result<String, StorageError> {
-        let _ = catalog;
-        Err(StorageError::Durability("this database is in memory only: there is nothing to checkpoint".into()))
-    }
+    fn checkpoint(&self, catalog: &Catalog) -> Result<String, StorageError>;
 }
 
 #[derive(Default)]
@@ -150,7 +138,9 @@ impl Catalog {
     pub fn checkpoint(&self) -> Result<String, StorageError> {
         match self.changes.get() {
             Some(l) => l.checkpoint(self),
-            None => ChangeLogNone.checkpoint(self),
+            None => {
+                Err(StorageError::Durability("this database is in memory only: there is nothing to checkpoint".into()))
+            }
         }
     }
 
@@ -240,22 +230,22 @@ impl Catalog {
     /// Run `f` with exclusive access to the table (DELETE and UPDATE decide their rows under
     /// it). Like [`Catalog::write_many`], `f` must check everything, [`Catalog::log`] its
     /// changes as one call, then apply them, leaving the table unchanged on any error.
-    pub fn modify<R>(
+    pub fn modify<R, E: From<StorageError>>(
         &self,
         name: &str,
-        f: impl FnOnce(&mut Table) -> Result<R, StorageError>,
-    ) -> Result<R, StorageError> {
+        f: impl FnOnce(&mut Table) -> Result<R, E>,
+    ) -> Result<R, E> {
         self.write(name, f)
     }
 
     /// Run `f` with exclusive access to the table. `f` must leave the table unchanged when it
     /// returns an error (validate first, then mutate infallibly).
-    fn write<R>(&self, name: &str, f: impl FnOnce(&mut Table) -> Result<R, StorageError>) -> Result<R, StorageError> {
+    fn write<R, E: From<StorageError>>(&self, name: &str, f: impl FnOnce(&mut Table) -> Result<R, E>) -> Result<R, E> {
         let slot = self.slot(name)?;
         let _gate = self.gate.read().unwrap_or_else(|e| e.into_inner());
         let mut guard = slot.table.write().unwrap_or_else(|e| e.into_inner());
         if slot.dropped.load(std::sync::atomic::Ordering::Acquire) {
-            return Err(StorageError::TableNotFound(name.to_string()));
+            return Err(StorageError::TableNotFound(name.to_string()).into());
         }
         f(Arc::make_mut(&mut guard))
     }

@@ -41,38 +41,25 @@ fn file_lsn(name: &str) -> Option<Lsn> {
     digits.bytes().all(|b| b.is_ascii_digit()).then(|| digits.parse().ok()).flatten()
 }
 
-/// A table file being written: buffered appends to the storage, with a running CRC.
+/// A table file being written: appends to the storage with a running CRC (buffered by a
+/// `BufWriter` around it, so the storage sees megabyte appends).
 struct FileSink<'a> {
     storage: &'a dyn Storage,
     name: String,
-    buf: Vec<u8>,
     crc: crc32fast::Hasher,
     bytes: u64,
 }
 
-impl FileSink<'_> {
-    fn flush_buf(&mut self) -> std::io::Result<()> {
-        if !self.buf.is_empty() {
-            self.storage.append(&self.name, &self.buf)?;
-            self.crc.update(&self.buf);
-            self.bytes += self.buf.len() as u64;
-            self.buf.clear();
-        }
-        Ok(())
-    }
-}
-
 impl Write for FileSink<'_> {
     fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
-        self.buf.extend_from_slice(data);
-        if self.buf.len() >= 1 << 20 {
-            self.flush_buf()?;
-        }
+        self.storage.append(&self.name, data)?;
+        self.crc.update(data);
+        self.bytes += data.len() as u64;
         Ok(data.len())
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
-        self.flush_buf()
+        Ok(())
     }
 }
 
@@ -90,28 +77,25 @@ pub struct Written {
 pub fn write(storage: &dyn Storage, lsn: Lsn, tables: &[std::sync::Arc<Table>]) -> Result<Written, DurableError> {
     let io = |what: &str, e: std::io::Error| DurableError::Io(format!("checkpoint {lsn}: {what}: {e}"));
     let mut total = Written { lsn, tables: tables.len(), rows: 0, bytes: 0 };
-    if storage.list().map_err(|e| io("listing", e))?.contains(&manifest_name(lsn)) {
+    let final_name = manifest_name(lsn);
+    let tmp = format!("{final_name}.tmp");
+    let existing = storage.list().map_err(|e| io("listing", e))?;
+    if existing.contains(&final_name) {
         // Published by an attempt that reported a failure after its rename (the directory
         // fsync): it is complete, and rewriting its files now could leave it torn.
         total.rows = tables.iter().map(|t| t.row_count()).sum();
         return Ok(total);
     }
+    // Files of this checkpoint's names can only be left by a crashed attempt at it.
+    for name in existing.iter().filter(|n| file_lsn(n) == Some(lsn)) {
+        storage.remove(name).map_err(|e| io(name, e))?;
+    }
     let mut manifest = format!("{HEADER}\nlsn {lsn}\n");
     for (k, t) in tables.iter().enumerate() {
         let name = table_file_name(lsn, k);
-        // A file of this name can only be left by a crashed attempt at this same checkpoint.
-        if storage.list().map_err(|e| io("listing", e))?.contains(&name) {
-            storage.remove(&name).map_err(|e| io(&name, e))?;
-        }
-        let sink = FileSink {
-            storage,
-            name: name.clone(),
-            buf: Vec::with_capacity(1 << 20),
-            crc: Default::default(),
-            bytes: 0,
-        };
-        let mut sink = table_file::write_table(t, sink)?;
-        sink.flush_buf().map_err(|e| io(&name, e))?;
+        let sink = FileSink { storage, name: name.clone(), crc: Default::default(), bytes: 0 };
+        let buffered = table_file::write_table(t, std::io::BufWriter::with_capacity(1 << 20, sink))?;
+        let sink = buffered.into_inner().map_err(|e| io(&name, e.into_error()))?;
         // An empty table still has a schema, so the file is never empty.
         storage.sync(&name).map_err(|e| io(&name, e))?;
         manifest.push_str(&format!("file {name} {} {:08x}\n", sink.bytes, sink.crc.finalize()));
@@ -119,11 +103,6 @@ pub fn write(storage: &dyn Storage, lsn: Lsn, tables: &[std::sync::Arc<Table>]) 
         total.bytes += sink.bytes;
     }
     manifest.push_str(&format!("crc {:08x}\n", crc32fast::hash(manifest.as_bytes())));
-    let final_name = manifest_name(lsn);
-    let tmp = format!("{final_name}.tmp");
-    if storage.list().map_err(|e| io("listing", e))?.contains(&tmp) {
-        storage.remove(&tmp).map_err(|e| io(&tmp, e))?;
-    }
     storage.append(&tmp, manifest.as_bytes()).map_err(|e| io(&tmp, e))?;
     storage.sync(&tmp).map_err(|e| io(&tmp, e))?;
     storage.rename(&tmp, &final_name).map_err(|e| io(&final_name, e))?;

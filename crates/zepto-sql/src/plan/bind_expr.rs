@@ -223,20 +223,7 @@ fn is_constant(e: &BExpr) -> bool {
 }
 
 fn contains_now(e: &BExpr) -> bool {
-    match e {
-        BExpr::Func { func: ScalarFunc::Now, .. } => true,
-        BExpr::Func { args, .. } => args.iter().any(contains_now),
-        BExpr::Binary { left, right, .. } => contains_now(left) || contains_now(right),
-        BExpr::Neg(x) | BExpr::Not(x) => contains_now(x),
-        BExpr::Cast { expr, .. } | BExpr::IsNull { expr, .. } => contains_now(expr),
-        BExpr::Case { whens, else_, .. } => {
-            whens.iter().any(|(w, t)| contains_now(w) || contains_now(t)) || else_.as_deref().is_some_and(contains_now)
-        }
-        BExpr::InList { expr, list, .. } => contains_now(expr) || list.iter().any(contains_now),
-        BExpr::Like { expr, pattern, .. } => contains_now(expr) || contains_now(pattern),
-        BExpr::Correlated { .. } => true,
-        BExpr::Col(..) | BExpr::Lit(..) => false,
-    }
+    e.any(&|x| matches!(x, BExpr::Func { func: ScalarFunc::Now, .. } | BExpr::Correlated { .. }))
 }
 
 fn is_str_lit(e: &BExpr) -> bool {

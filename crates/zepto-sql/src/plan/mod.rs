@@ -175,6 +175,26 @@ impl BExpr {
         }
     }
 
+    /// Whether `f` holds for this expression or any expression inside it.
+    pub fn any(&self, f: &impl Fn(&BExpr) -> bool) -> bool {
+        if f(self) {
+            return true;
+        }
+        match self {
+            BExpr::Col(..) | BExpr::Lit(..) => false,
+            BExpr::Neg(e) | BExpr::Not(e) => e.any(f),
+            BExpr::Binary { left, right, .. } => left.any(f) || right.any(f),
+            BExpr::Cast { expr, .. } | BExpr::IsNull { expr, .. } => expr.any(f),
+            BExpr::Func { args, .. } => args.iter().any(|a| a.any(f)),
+            BExpr::Case { whens, else_, .. } => {
+                whens.iter().any(|(w, t)| w.any(f) || t.any(f)) || else_.as_deref().is_some_and(|e| e.any(f))
+            }
+            BExpr::InList { expr, list, .. } => expr.any(f) || list.iter().any(|a| a.any(f)),
+            BExpr::Like { expr, pattern, .. } => expr.any(f) || pattern.any(f),
+            BExpr::Correlated { expr, .. } => expr.as_deref().is_some_and(|e| e.any(f)),
+        }
+    }
+
     /// Rewrite column indices.
     pub fn map_cols(&mut self, f: &impl Fn(usize) -> usize) {
         match self {
