@@ -1,8 +1,8 @@
-//! `--data-dir DIR [--sync MODE] [--checkpoint-mb N]`: recover the tables from `DIR` (the
-//! newest checkpoint in `DIR/checkpoint`, then the write-ahead log in `DIR/wal`), then log
-//! every change before it is acknowledged and checkpoint as the log grows.
-//!
-//! Not yet (issue #5): the Parquet history.
+//! `--data-dir DIR [--sync MODE] [--checkpoint-mb N] [--tier-after AGE] [--memory-budget-mb N]`:
+//! recover the tables from `DIR` (the newest checkpoint in `DIR/checkpoint`, then the
+//! write-ahead log in `DIR/wal`, checked against the Parquet history in `DIR/history`), then
+//! log every change before it is acknowledged, checkpoint as the log grows, and every few
+//! seconds apply retention (TTL) and move old days to the history.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -18,6 +18,7 @@ pub fn open(
     sync: Option<&str>,
     repair: bool,
     checkpoint_mb: Option<u64>,
+    tiering: Tiering,
 ) -> Result<Arc<Durable>, String> {
     let mode = match sync {
         None => SyncMode::Always,
@@ -28,14 +29,18 @@ pub fn open(
         let p = Path::new(dir).join(sub);
         DirStorage::open(&p).map(Arc::new).map_err(|e| format!("{}: {e}", p.display()))
     };
-    let (wal, ckpt) = (storage("wal")?, storage("checkpoint")?);
+    let (wal, ckpt, history) = (storage("wal")?, storage("checkpoint")?, storage("history")?);
     let opts = Options {
         sync: mode,
         repair_wal: repair,
         checkpoint_bytes: checkpoint_mb.unwrap_or(256).saturating_mul(1 << 20),
+        tier_after_ns: tiering.after_ns,
+        memory_budget: tiering.memory_budget_mb.map(|m| m.saturating_mul(1 << 20)),
     };
-    let (durable, rec) = Durable::open(wal, ckpt, engine.catalog(), opts, |m| eprintln!("zeptodb: {m} ..."))
-        .map_err(|e| format!("recovery from {dir} failed: {e} (if the WAL is damaged, --repair-wal cuts it there)"))?;
+    let (durable, rec) = Durable::open(wal, ckpt, history, engine.catalog(), opts, |m| eprintln!("zeptodb: {m} ..."))
+        .map_err(|e| {
+        format!("recovery from {dir} failed: {e} (if the WAL is damaged, --repair-wal cuts it there)")
+    })?;
     if rec.checkpoint_lsn > 0 {
         eprintln!(
             "zeptodb: loaded checkpoint {} ({} tables, {} rows) in {:.2} s",
@@ -48,6 +53,15 @@ pub fn open(
             rec.replay.records,
             rec.replay_secs,
             total_rows(engine)
+        );
+    }
+    if rec.history.files > 0 {
+        eprintln!("zeptodb: history: {} Parquet files, {} rows", rec.history.files, rec.history.rows);
+    }
+    if !rec.history.removed.is_empty() {
+        eprintln!(
+            "zeptodb: deleted {} history files no table names (a tiering cut short, or dropped data)",
+            rec.history.removed.len()
         );
     }
     if let Some((file, offset)) = &rec.replay.torn {
@@ -67,7 +81,39 @@ pub fn open(
             Err(e) => eprintln!("zeptodb: checkpoint failed (the log keeps everything): {e}"),
         })
         .map_err(|e| format!("starting the checkpoint thread: {e}"))?;
+    if tiering.background {
+        spawn_maintenance(&durable, engine)?;
+    }
     Ok(durable)
+}
+
+/// When rows move to the Parquet history (see `Options`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Tiering {
+    pub after_ns: Option<i64>,
+    pub memory_budget_mb: Option<u64>,
+    /// Run retention and tiering every few seconds (the server; not one-shot `sql`).
+    pub background: bool,
+}
+
+/// Every 5 s: retention, then tiering by age and by memory budget.
+fn spawn_maintenance(durable: &Arc<Durable>, engine: &Engine) -> Result<(), String> {
+    let (me, cat) = (Arc::downgrade(durable), Arc::downgrade(engine.catalog()));
+    std::thread::Builder::new()
+        .name("zepto-maintain".into())
+        .spawn(move || loop {
+            std::thread::sleep(Duration::from_secs(5));
+            let (Some(d), Some(c)) = (me.upgrade(), cat.upgrade()) else { return };
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX));
+            match d.maintain(&c, now) {
+                Ok(lines) => lines.iter().for_each(|l| eprintln!("zeptodb: {l}")),
+                Err(e) => eprintln!("zeptodb: history maintenance failed (retried in 5 s): {e}"),
+            }
+        })
+        .map(|_| ())
+        .map_err(|e| format!("starting the maintenance thread: {e}"))
 }
 
 /// One process per data directory: a second one would replay, cut "torn" tails and delete

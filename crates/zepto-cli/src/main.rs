@@ -111,7 +111,7 @@ fn main() -> ExitCode {
                     let engine = Engine::new();
                     if let Some(dir) = a.get_one::<String>("data-dir") {
                         let sync = a.get_one::<String>("sync").map(String::as_str);
-                        match durable::open(&engine, dir, sync, false, None) {
+                        match durable::open(&engine, dir, sync, false, None, durable::Tiering::default()) {
                             Ok(d) => durable = Some(d),
                             Err(e) => return fail(&e),
                         }

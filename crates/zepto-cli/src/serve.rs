@@ -45,6 +45,19 @@ pub fn command() -> Command {
                 .help("Checkpoint after this much log (0: only on CHECKPOINT and at exit) [default: 256]"),
         )
         .arg(
+            Arg::new("tier-after")
+                .long("tier-after")
+                .value_name("AGE")
+                .help("Move rows older than AGE (e.g. 7d, '30 days'; whole UTC days) to Parquet history files"),
+        )
+        .arg(
+            Arg::new("memory-budget-mb")
+                .long("memory-budget-mb")
+                .value_name("MB")
+                .value_parser(clap::value_parser!(usize))
+                .help("Move the oldest days to Parquet history while tables hold more than MB in memory"),
+        )
+        .arg(
             Arg::new("sync")
                 .long("sync")
                 .value_name("MODE")
@@ -159,6 +172,8 @@ const FILE_KEYS: &[&str] = &[
     "data-dir",
     "in-memory",
     "checkpoint-mb",
+    "tier-after",
+    "memory-budget-mb",
     "sync",
     "demo",
     "rows",
@@ -318,6 +333,20 @@ pub fn run(a: &ArgMatches) -> ExitCode {
         Ok(n) => n.map(|n| n as u64),
         Err(e) => return fail(&e),
     };
+    let tiering = match (settings.string("tier-after"), settings.count("memory-budget-mb")) {
+        (Ok(age), Ok(mb)) => {
+            let after_ns = match age.as_deref().map(|a| (a, zepto_storage::time::parse_interval(a))) {
+                None => None,
+                Some((_, Some(ns))) if ns > 0 => Some(ns),
+                Some((a, _)) => return fail(&format!("--tier-after: '{a}' is not a positive duration (e.g. 7d)")),
+            };
+            crate::durable::Tiering { after_ns, memory_budget_mb: mb.map(|m| m as u64), background: true }
+        }
+        (Err(e), _) | (_, Err(e)) => return fail(&e),
+    };
+    if in_memory && (tiering.after_ns.is_some() || tiering.memory_budget_mb.is_some()) {
+        return fail("--tier-after and --memory-budget-mb need a data directory (--in-memory keeps nothing)");
+    }
     let durable = match (data_dir, in_memory) {
         (Some(_), true) => return fail("--in-memory and --data-dir contradict each other"),
         (None, true) if sync.is_some() => return fail("--sync needs a data directory (--in-memory keeps nothing)"),
@@ -325,7 +354,7 @@ pub fn run(a: &ArgMatches) -> ExitCode {
         (dir, false) => {
             let dir = dir.unwrap_or_else(|| DEFAULT_DATA_DIR.to_string());
             let repair = settings.flag("repair-wal").unwrap_or(false);
-            match crate::durable::open(&engine, &dir, sync.as_deref(), repair, checkpoint_mb) {
+            match crate::durable::open(&engine, &dir, sync.as_deref(), repair, checkpoint_mb, tiering) {
                 Ok(d) => Some(d),
                 Err(e) => return fail(&e),
             }

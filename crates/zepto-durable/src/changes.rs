@@ -10,13 +10,18 @@
 //! 4 append: table | Arrow IPC stream of the batch (columns named c0, c1, ...)
 //! 5 delete: table | selection
 //! 6 update: table | selection | ncols u32 | column index u32* | Arrow IPC stream of the values
+//! 7 tier:   table | before i64 | nfiles u32 | (path | rows i64 | bytes i64 | min_ts i64 | max_ts i64)*
+//! 8 retain: table | before i64
+//! 9 ttl:    table | ttl ns i64 (0: none)
 //! selection = nparts u32 | (slot u32 | nrows u32 | row u32*)*
 //! ```
 //! Strings are u32 length + UTF-8; types are their SQL names; an optional name is a u8 flag and
 //! the name. Batches travel as Arrow IPC because that format already carries every column
 //! type with its NULLs, and its reader already converts into engine columns.
 
-use zepto_storage::{Catalog, Change, Column, ColumnDef, DataType, Schema, StorageError, Table, TableOptions};
+use zepto_storage::{
+    Catalog, Change, Column, ColumnDef, DataType, HistFile, Schema, StorageError, Table, TableOptions,
+};
 
 fn put_str(out: &mut Vec<u8>, s: &str) {
     out.extend_from_slice(&(s.len() as u32).to_le_bytes());
@@ -105,6 +110,28 @@ pub fn encode(changes: &[Change<'_>]) -> Result<Vec<u8>, StorageError> {
                 body.extend_from_slice(&ipc_batch(values)?);
                 6
             }
+            Change::Tier { table, before, files } => {
+                put_str(&mut body, table);
+                body.extend_from_slice(&before.to_le_bytes());
+                body.extend_from_slice(&(files.len() as u32).to_le_bytes());
+                for f in *files {
+                    put_str(&mut body, &f.path);
+                    for v in [f.rows as i64, f.bytes as i64, f.min_ts, f.max_ts] {
+                        body.extend_from_slice(&v.to_le_bytes());
+                    }
+                }
+                7
+            }
+            Change::Retain { table, before } => {
+                put_str(&mut body, table);
+                body.extend_from_slice(&before.to_le_bytes());
+                8
+            }
+            Change::SetTtl { table, ttl_ns } => {
+                put_str(&mut body, table);
+                body.extend_from_slice(&ttl_ns.unwrap_or(0).to_le_bytes());
+                9
+            }
         };
         out.push(kind);
         out.extend_from_slice(&(body.len() as u32).to_le_bytes());
@@ -129,6 +156,11 @@ impl<'a> Cursor<'a> {
     fn u32(&mut self) -> Result<u32, String> {
         let b = self.take(4)?;
         Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    }
+
+    fn i64(&mut self) -> Result<i64, String> {
+        let b = self.take(8)?;
+        Ok(i64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]))
     }
 
     fn u8(&mut self) -> Result<u8, String> {
@@ -236,6 +268,27 @@ pub fn apply(catalog: &Catalog, payload: &[u8]) -> Result<(), String> {
                 drop(snap);
                 let values = zepto_io::ipc::read_ipc_stream(&b.b[b.pos..], &defs).map_err(|e| e.to_string())?;
                 catalog.modify(table, |t| t.update_rows(&sel, &columns, values)).map_err(err)?;
+            }
+            7 => {
+                let table = b.str()?;
+                let before = b.i64()?;
+                let n = b.u32()? as usize;
+                let mut files = Vec::with_capacity(n.min(1 << 16));
+                for _ in 0..n {
+                    let path = b.str()?.to_string();
+                    let (rows, bytes, min_ts, max_ts) = (b.i64()?, b.i64()?, b.i64()?, b.i64()?);
+                    files.push(HistFile { path, rows: rows as u64, bytes: bytes as u64, min_ts, max_ts });
+                }
+                catalog.tier_logged(table, before, &files).map_err(err)?;
+            }
+            8 => {
+                let table = b.str()?;
+                catalog.retain_before(table, b.i64()?).map_err(err)?;
+            }
+            9 => {
+                let table = b.str()?;
+                let ttl = b.i64()?;
+                catalog.set_ttl(table, (ttl > 0).then_some(ttl)).map_err(err)?;
             }
             k => return Err(format!("unknown change kind {k}")),
         }

@@ -15,7 +15,9 @@ use crate::checkpoint::{self, Written};
 use crate::DurableError;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
-use zepto_storage::{Catalog, Change, ChangeLog, StorageError};
+use zepto_history::{sweep, write_history, ParquetHistory, Swept};
+use zepto_storage::history::day_floor;
+use zepto_storage::{Catalog, Change, ChangeLog, HistFile, StorageError};
 use zepto_wal::{replay, Lsn, ReplayOptions, ReplayReport, Storage, SyncMode, Wal, WalError};
 
 #[derive(Debug, Clone, Copy)]
@@ -26,11 +28,21 @@ pub struct Options {
     /// Checkpoint automatically once this many WAL bytes were written since the last one
     /// (0: only on request).
     pub checkpoint_bytes: u64,
+    /// Move rows older than this (whole UTC days) to the Parquet history.
+    pub tier_after_ns: Option<i64>,
+    /// Move the oldest days to the Parquet history while tables hold more than this many bytes.
+    pub memory_budget: Option<u64>,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Options { sync: SyncMode::Always, repair_wal: false, checkpoint_bytes: 256 << 20 }
+        Options {
+            sync: SyncMode::Always,
+            repair_wal: false,
+            checkpoint_bytes: 256 << 20,
+            tier_after_ns: None,
+            memory_budget: None,
+        }
     }
 }
 
@@ -45,6 +57,9 @@ pub struct Recovery {
     /// The WAL replay after the checkpoint.
     pub replay: ReplayReport,
     pub replay_secs: f64,
+    /// The history files the recovered tables name (all present), and files deleted because
+    /// no table names them.
+    pub history: Swept,
 }
 
 struct Last {
@@ -59,6 +74,12 @@ pub struct Durable {
     checkpoint_bytes: u64,
     /// Held for a whole checkpoint: one at a time.
     last: Mutex<Last>,
+    history: Arc<dyn Storage>,
+    reader: Arc<ParquetHistory>,
+    /// Held for a whole tiering: one at a time (file names come from the table's sequence).
+    tiering: Mutex<()>,
+    tier_after_ns: Option<i64>,
+    memory_budget: Option<u64>,
 }
 
 impl std::fmt::Debug for Durable {
@@ -73,11 +94,14 @@ impl Durable {
     pub fn open(
         wal: Arc<dyn Storage>,
         checkpoints: Arc<dyn Storage>,
+        history: Arc<dyn Storage>,
         catalog: &Catalog,
         opts: Options,
         mut progress: impl FnMut(&str),
     ) -> Result<(Arc<Durable>, Recovery), DurableError> {
         let mut rec = Recovery::default();
+        let reader = Arc::new(ParquetHistory::new(history.clone()));
+        catalog.set_history_reader(reader.clone())?;
         let t0 = Instant::now();
         if let Some((lsn, _)) = checkpoint::newest(checkpoints.as_ref())? {
             let tables = checkpoint::load(checkpoints.as_ref(), lsn, |i, n| {
@@ -122,12 +146,18 @@ impl Durable {
             }));
         }
         rec.replay_secs = t1.elapsed().as_secs_f64();
+        rec.history = sweep(history.as_ref(), catalog)?;
         let log = Wal::open(wal, opts.sync, rec.replay.next_lsn())?;
         let d = Arc::new(Durable {
             wal: log,
             checkpoints,
             checkpoint_bytes: opts.checkpoint_bytes,
             last: Mutex::new(Last { lsn: rec.checkpoint_lsn, wal_bytes: 0 }),
+            history,
+            reader,
+            tiering: Mutex::new(()),
+            tier_after_ns: opts.tier_after_ns,
+            memory_budget: opts.memory_budget,
         });
         catalog.set_log(d.clone())?;
         Ok((d, rec))
@@ -152,6 +182,103 @@ impl Durable {
         checkpoint::remove_others(self.checkpoints.as_ref(), Some(lsn))?;
         self.wal.remove_through(lsn)?;
         Ok(Some(written))
+    }
+
+    /// Move `table`'s rows before `before` to history files: write them from a snapshot, then
+    /// commit (log + apply) under the table lock. A table that changed under the writer in a
+    /// way that makes the files wrong is retried. Returns the rows and files moved.
+    pub fn tier(&self, catalog: &Catalog, table: &str, before: i64) -> Result<(usize, Vec<HistFile>), StorageError> {
+        let _one = self.tiering.lock().unwrap_or_else(|e| e.into_inner());
+        let mut attempt = 0;
+        loop {
+            let snap = catalog.snapshot(table)?;
+            if snap.count_before(before).iter().all(|&n| n == 0) {
+                return Ok((0, Vec::new()));
+            }
+            let w = write_history(self.history.as_ref(), &snap, before)?;
+            match catalog.commit_tier(&snap, before, &w.counts, &w.files) {
+                Ok(n) => return Ok((n, w.files)),
+                // The files were never logged: the retry writes them again under the same names.
+                Err(StorageError::Conflict(_)) if attempt < 5 => attempt += 1,
+                // Files left behind are deleted by the next start's sweep (never here: a log
+                // write that reported failure may still have reached the disk).
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Apply `table`'s retention as of `now`; the history files it drops are deleted once the
+    /// change is durable. Returns the rows dropped from memory and the files dropped.
+    pub fn retain(&self, catalog: &Catalog, table: &str, now: i64) -> Result<(usize, Vec<HistFile>), StorageError> {
+        let (rows, files) = catalog.retain(table, now)?;
+        if !files.is_empty() {
+            // The record must be on disk before the files go, whatever the sync mode.
+            self.wal.sync().map_err(|e| StorageError::Durability(e.to_string()))?;
+            for f in &files {
+                self.reader.forget(&f.path);
+                // A file that cannot be deleted now is deleted by the next start's sweep.
+                let _ = self.history.remove(&f.path);
+            }
+        }
+        Ok((rows, files))
+    }
+
+    /// The periodic housekeeping: retention of every table with a TTL, then tiering by age
+    /// (`tier_after_ns`) and by memory (`memory_budget`: the oldest whole days move first,
+    /// never the day holding a table's newest row). Returns one line per action taken.
+    pub fn maintain(&self, catalog: &Catalog, now: i64) -> Result<Vec<String>, StorageError> {
+        let mut done = Vec::new();
+        let names = catalog.table_names();
+        for name in &names {
+            let (rows, files) = self.retain(catalog, name, now)?;
+            if rows > 0 || !files.is_empty() {
+                done.push(format!("retention of '{name}': {rows} rows and {} history files dropped", files.len()));
+            }
+        }
+        if let Some(age) = self.tier_after_ns {
+            let before = day_floor(now.saturating_sub(age));
+            for name in &names {
+                let (rows, files) = self.tier(catalog, name, before)?;
+                if rows > 0 {
+                    done.push(format!(
+                        "'{name}': {rows} rows older than {age} ns moved to {} history files",
+                        files.len()
+                    ));
+                }
+            }
+        }
+        if let Some(budget) = self.memory_budget {
+            loop {
+                let snaps: Vec<_> = names.iter().filter_map(|n| catalog.snapshot(n).ok()).collect();
+                let used: u64 = snaps.iter().map(|t| t.data_bytes() as u64).sum();
+                if used <= budget {
+                    break;
+                }
+                // The oldest day in memory among tables that hold more than one day.
+                let oldest = snaps
+                    .iter()
+                    .filter_map(|t| {
+                        let lo = day_floor(t.min_ts()?);
+                        let newest = t.partitions().iter().filter_map(|p| last_ts(t, p)).max()?;
+                        (lo < day_floor(newest)).then_some(lo)
+                    })
+                    .min();
+                let Some(day) = oldest else { break };
+                let before = day + zepto_storage::history::NANOS_PER_DAY;
+                let mut moved = 0;
+                for t in &snaps {
+                    let newest = t.partitions().iter().filter_map(|p| last_ts(t, p)).max();
+                    if newest.is_some_and(|n| day_floor(n) >= before) {
+                        moved += self.tier(catalog, &t.name, before)?.0;
+                    }
+                }
+                if moved == 0 {
+                    break;
+                }
+                done.push(format!("memory {used} bytes over the budget of {budget}: {moved} rows moved to history"));
+            }
+        }
+        Ok(done)
     }
 
     /// Whether enough was logged since the last checkpoint to write another.
@@ -189,7 +316,30 @@ impl Durable {
     }
 }
 
+/// The newest non-NULL timestamp of a partition (NULLs sort first, so it is the last row's).
+fn last_ts(t: &zepto_storage::Table, p: &zepto_storage::Partition) -> Option<i64> {
+    let c = &p.columns[t.ts_col?];
+    let n = p.len();
+    (n > 0 && c.is_valid(n - 1)).then(|| c.as_i64_slice().map(|v| v[n - 1])).flatten()
+}
+
 impl ChangeLog for Durable {
+    fn tier(&self, catalog: &Catalog, table: &str, before: i64) -> Result<String, StorageError> {
+        let t0 = Instant::now();
+        let (rows, files) = Durable::tier(self, catalog, table, before)?;
+        let bytes: u64 = files.iter().map(|f| f.bytes).sum();
+        Ok(format!(
+            "moved {rows} rows of '{table}' to {} history files ({bytes} bytes) in {:.3} s",
+            files.len(),
+            t0.elapsed().as_secs_f64()
+        ))
+    }
+
+    fn retain(&self, catalog: &Catalog, table: &str, now: i64) -> Result<String, StorageError> {
+        let (rows, files) = Durable::retain(self, catalog, table, now)?;
+        Ok(format!("retention of '{table}': {rows} rows and {} history files dropped", files.len()))
+    }
+
     fn log(&self, changes: &[Change<'_>]) -> Result<(), StorageError> {
         let payload = encode(changes)?;
         self.wal.append(&payload).map(|_| ()).map_err(|e| StorageError::Durability(e.to_string()))
@@ -249,7 +399,7 @@ mod tests {
 
     fn open(wal: &MemStorage, ck: &MemStorage, cat: &Catalog) -> Result<(Arc<Durable>, Recovery), DurableError> {
         let opts = Options { checkpoint_bytes: 0, ..Options::default() };
-        Durable::open(Arc::new(wal.clone()), Arc::new(ck.clone()), cat, opts, |_| {})
+        Durable::open(Arc::new(wal.clone()), Arc::new(ck.clone()), Arc::new(MemStorage::new()), cat, opts, |_| {})
     }
 
     fn schema(defs: &[(&str, DataType)]) -> Schema {
@@ -515,7 +665,15 @@ mod tests {
         let (wal, ck) = (MemStorage::new(), MemStorage::new());
         let live = Arc::new(Catalog::new());
         let opts = Options { checkpoint_bytes: 0, sync: SyncMode::None, ..Options::default() };
-        let (_d, _) = Durable::open(Arc::new(wal.clone()), Arc::new(ck.clone()), &live, opts, |_| {}).expect("open");
+        let (_d, _) = Durable::open(
+            Arc::new(wal.clone()),
+            Arc::new(ck.clone()),
+            Arc::new(MemStorage::new()),
+            &live,
+            opts,
+            |_| {},
+        )
+        .expect("open");
         let s = schema(&[("x", DataType::Int64)]);
         live.create(Table::new("t", s.clone(), &TableOptions::default()).expect("t"), false).expect("create");
         let stop = Arc::new(AtomicBool::new(false));

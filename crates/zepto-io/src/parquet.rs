@@ -12,7 +12,9 @@ use crate::IoError;
 use ::parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder};
 use ::parquet::arrow::{ArrowWriter, ProjectionMask};
 use ::parquet::basic::{Compression, ZstdLevel};
+use ::parquet::file::metadata::ParquetMetaData;
 use ::parquet::file::properties::WriterProperties;
+use ::parquet::file::reader::ChunkReader;
 use arrow_array::RecordBatch;
 use arrow_schema::{DataType as ArrowType, Field, Schema};
 use std::fs::File;
@@ -41,6 +43,48 @@ pub fn read_parquet(path: &Path, schema: &[ColumnDef]) -> Result<Vec<Column>, Io
 fn read_batched(path: &Path, schema: &[ColumnDef], batch_rows: usize) -> Result<Vec<Column>, IoError> {
     let file = File::open(path).map_err(|e| file_err(path, e))?;
     let meta = ArrowReaderMetadata::load(&file, ArrowReaderOptions::new()).map_err(|e| file_err(path, e))?;
+    read_with(file, meta, schema, None, batch_rows).map_err(|e| match e {
+        ReadFail::Io(m) => file_err(path, m),
+        ReadFail::Other(e) => e,
+    })
+}
+
+enum ReadFail {
+    Io(String),
+    Other(IoError),
+}
+
+impl From<IoError> for ReadFail {
+    fn from(e: IoError) -> Self {
+        ReadFail::Other(e)
+    }
+}
+
+/// Read `schema`'s columns of a Parquet file whose footer is already parsed (`meta`), only the
+/// row groups listed (all when `None`). The historical store calls this with cached footers
+/// and the row groups its pruning kept.
+pub fn read_parquet_parts<R: ChunkReader + 'static>(
+    reader: R,
+    meta: Arc<ParquetMetaData>,
+    schema: &[ColumnDef],
+    row_groups: Option<Vec<usize>>,
+    what: &str,
+) -> Result<Vec<Column>, IoError> {
+    let meta = ArrowReaderMetadata::try_new(meta, ArrowReaderOptions::new())
+        .map_err(|e| IoError::File { path: what.to_string(), message: e.to_string() })?;
+    read_with(reader, meta, schema, row_groups, BATCH_ROWS).map_err(|e| match e {
+        ReadFail::Io(message) => IoError::File { path: what.to_string(), message },
+        ReadFail::Other(e) => e,
+    })
+}
+
+fn read_with<R: ChunkReader + 'static>(
+    file: R,
+    meta: ArrowReaderMetadata,
+    schema: &[ColumnDef],
+    row_groups: Option<Vec<usize>>,
+    batch_rows: usize,
+) -> Result<Vec<Column>, ReadFail> {
     let fields = meta.schema().fields().clone();
 
     let source = match_columns(&fields, schema, "Parquet file")?;
@@ -83,21 +127,27 @@ fn read_batched(path: &Path, schema: &[ColumnDef], batch_rows: usize) -> Result<
         }
     }
 
-    let total = usize::try_from(meta.metadata().file_metadata().num_rows()).unwrap_or(0);
+    let md = meta.metadata().clone();
+    let total = match &row_groups {
+        None => usize::try_from(md.file_metadata().num_rows()).unwrap_or(0),
+        Some(rg) => rg.iter().filter_map(|&i| md.row_groups().get(i)).map(|g| g.num_rows().max(0) as usize).sum(),
+    };
     let mut roots: Vec<usize> = source.iter().flatten().copied().collect();
     roots.sort_unstable();
     roots.dedup();
-    let mask = ProjectionMask::roots(meta.metadata().file_metadata().schema_descr(), roots.iter().copied());
-    let reader = ParquetRecordBatchReaderBuilder::new_with_metadata(file, meta)
+    let mask = ProjectionMask::roots(md.file_metadata().schema_descr(), roots.iter().copied());
+    let mut builder = ParquetRecordBatchReaderBuilder::new_with_metadata(file, meta)
         .with_projection(mask)
-        .with_batch_size(batch_rows)
-        .build()
-        .map_err(|e| file_err(path, e))?;
+        .with_batch_size(batch_rows);
+    if let Some(rg) = row_groups {
+        builder = builder.with_row_groups(rg);
+    }
+    let reader = builder.build().map_err(|e| ReadFail::Io(e.to_string()))?;
 
     let mut accs: Vec<Acc> = schema.iter().map(|c| Acc::new(c, total)).collect();
     let mut rows = 0usize;
     for batch in reader {
-        let batch = batch.map_err(|e| file_err(path, e))?;
+        let batch = batch.map_err(|e| ReadFail::Io(e.to_string()))?;
         append_batch(&mut accs, schema, &source, rows, |k| {
             // Projected columns keep file order.
             let pos = roots.binary_search(&k).map_err(|_| IoError::Invalid("projection lost a column".into()))?;

@@ -84,6 +84,8 @@ impl Statement {
             Statement::DropTable { .. }
             | Statement::CopyFrom { .. }
             | Statement::CopyTo { .. }
+            | Statement::AlterSetTtl { .. }
+            | Statement::AlterTier { .. }
             | Statement::Checkpoint => Access::Admin,
         }
     }
@@ -95,6 +97,8 @@ impl Statement {
             Statement::CreateTableAs { name, .. } => Some((name, None)),
             Statement::DropTable { name, pos, .. } => Some((name, Some(*pos))),
             Statement::AlterAddColumn { table, pos, .. }
+            | Statement::AlterSetTtl { table, pos, .. }
+            | Statement::AlterTier { table, pos, .. }
             | Statement::Insert { table, pos, .. }
             | Statement::Delete { table, pos, .. }
             | Statement::Update { table, pos, .. }
@@ -282,6 +286,40 @@ impl Engine {
                 Ok(QueryResult::status(format!("COPY {n}")))
             }
             Statement::Checkpoint => Ok(QueryResult::status(self.catalog.checkpoint()?)),
+            Statement::AlterSetTtl { table, ttl_ns, .. } => {
+                self.catalog.set_ttl(table, *ttl_ns)?;
+                let msg = match ttl_ns {
+                    Some(_) => {
+                        let now = std::time::SystemTime::now()
+                            .duration_since(std::time::UNIX_EPOCH)
+                            .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX));
+                        self.catalog.enforce_ttl(table, now)?
+                    }
+                    None => format!("retention of '{table}' removed"),
+                };
+                Ok(QueryResult::status(format!("ALTER TABLE: {msg}")))
+            }
+            Statement::AlterTier { table, column, before, pos } => {
+                let t = self.catalog.snapshot(table)?;
+                let ts = t.ts_col.map(|i| t.schema.columns[i].name.as_str());
+                match ts {
+                    Some(ts) if ts.eq_ignore_ascii_case(column) => {}
+                    Some(ts) => {
+                        return Err(SqlError::plan(
+                            format!("rows move to history by the designated timestamp '{ts}', not '{column}'"),
+                            Some(*pos),
+                        ))
+                    }
+                    None => {
+                        return Err(SqlError::plan(
+                            format!("table '{table}' has no designated timestamp to move rows by"),
+                            Some(*pos),
+                        ))
+                    }
+                }
+                drop(t);
+                Ok(QueryResult::status(self.catalog.tier(table, *before)?))
+            }
             Statement::Delete { table, filter, pos } => {
                 let n = crate::dml::delete(&self.catalog, &self.access, table, filter.as_ref(), *pos)?;
                 Ok(QueryResult::status(format!("DELETE {n}")))

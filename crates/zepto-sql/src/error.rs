@@ -108,6 +108,8 @@ impl From<StorageError> for SqlError {
             }
             StorageError::Durability(m) => SqlError::Io(format!("not durable, not applied: {m}")),
             StorageError::Internal(m) => SqlError::Internal(m),
+            StorageError::Conflict(_) => SqlError::Execution(e.to_string()),
+            StorageError::History(m) => SqlError::Io(m),
         }
     }
 }

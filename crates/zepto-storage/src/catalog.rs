@@ -13,6 +13,7 @@
 
 use crate::column::Column;
 use crate::error::StorageError;
+use crate::history::{day_floor, HistFile, HistoryReader};
 use crate::table::{ColumnDef, Schema, Table};
 use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock, RwLock};
@@ -67,6 +68,21 @@ pub enum Change<'a> {
         columns: &'a [usize],
         values: &'a [Column],
     },
+    /// Rows before `before` moved to the history `files` (already durable when this is logged).
+    Tier {
+        table: &'a str,
+        before: i64,
+        files: &'a [HistFile],
+    },
+    /// Retention: rows before `before` dropped, and the history files wholly before it.
+    Retain {
+        table: &'a str,
+        before: i64,
+    },
+    SetTtl {
+        table: &'a str,
+        ttl_ns: Option<i64>,
+    },
 }
 
 /// Where changes go before they are applied. `log` returns only once the changes are as
@@ -76,6 +92,13 @@ pub trait ChangeLog: Send + Sync {
 
     /// Write a checkpoint of `catalog` (the `CHECKPOINT` statement); a one-line summary.
     fn checkpoint(&self, catalog: &Catalog) -> Result<String, StorageError>;
+
+    /// Move `table`'s rows before `before` to its Parquet history (the `ALTER TABLE ...
+    /// CONVERT PARTITION TO PARQUET` statement); a one-line summary.
+    fn tier(&self, catalog: &Catalog, table: &str, before: i64) -> Result<String, StorageError>;
+
+    /// Apply `table`'s retention as of `now` (nanoseconds since the epoch); a summary.
+    fn retain(&self, catalog: &Catalog, table: &str, now: i64) -> Result<String, StorageError>;
 }
 
 #[derive(Default)]
@@ -85,6 +108,8 @@ pub struct Catalog {
     /// Held shared by every change from its log to its apply, exclusively by
     /// [`Catalog::consistent_cut`]: a cut sees no change logged but not yet applied.
     gate: RwLock<()>,
+    /// Reads the Parquet history for queries (set by a durable database).
+    history: OnceLock<Arc<dyn HistoryReader>>,
 }
 
 impl std::fmt::Debug for Catalog {
@@ -144,6 +169,114 @@ impl Catalog {
         }
     }
 
+    /// Install the reader of history files (once, by a durable database).
+    pub fn set_history_reader(&self, r: Arc<dyn HistoryReader>) -> Result<(), StorageError> {
+        self.history.set(r).map_err(|_| StorageError::Internal("the history reader is already set".into()))
+    }
+
+    pub fn history_reader(&self) -> Option<&Arc<dyn HistoryReader>> {
+        self.history.get()
+    }
+
+    /// Move `name`'s rows before `before` to Parquet history (through the change log, which
+    /// owns the files; see [`Catalog::commit_tier`]).
+    pub fn tier(&self, name: &str, before: i64) -> Result<String, StorageError> {
+        match self.changes.get() {
+            Some(l) => l.tier(self, name, before),
+            None => Err(StorageError::Durability(
+                "this database is in memory only: it has no disk to move history to".into(),
+            )),
+        }
+    }
+
+    /// The commit of a tiering: `snap` is the snapshot the files were written from, holding
+    /// `counts` (from [`Table::count_before`]) rows before `before`. Fails without change if
+    /// the table moved under the writer in a way that makes the files wrong (rows before the
+    /// cut added, deleted or updated; a column added): the caller deletes its files and retries.
+    pub fn commit_tier(
+        &self,
+        snap: &Table,
+        before: i64,
+        counts: &[usize],
+        files: &[HistFile],
+    ) -> Result<usize, StorageError> {
+        self.write(&snap.name, |t| {
+            if t.mutations() != snap.mutations()
+                || t.history().next_seq != snap.history().next_seq
+                || t.schema.len() != snap.schema.len()
+                || t.count_before(before) != counts
+            {
+                return Err(StorageError::Conflict(format!(
+                    "table '{}' changed while its history was written",
+                    t.name
+                )));
+            }
+            self.log(&[Change::Tier { table: &t.name, before, files }])?;
+            t.set_history_reader(self.history.get().cloned());
+            t.tier(before, files)
+        })
+    }
+
+    /// Retention of `name` as of `now`: without a TTL nothing happens. With one, rows before the
+    /// UTC day that holds `now - ttl` are dropped, in memory and history. Returns the rows
+    /// dropped from memory and the history files dropped (for the caller to delete).
+    pub fn retain(&self, name: &str, now: i64) -> Result<(usize, Vec<HistFile>), StorageError> {
+        self.write(name, |t| {
+            let Some(ttl) = t.history().ttl_ns else { return Ok((0, Vec::new())) };
+            let before = day_floor(now.saturating_sub(ttl));
+            let rows: usize = t.count_before(before).iter().sum();
+            if rows == 0 && t.history().files.iter().all(|f| f.max_ts >= before) {
+                return Ok((0, Vec::new()));
+            }
+            self.log(&[Change::Retain { table: &t.name, before }])?;
+            Ok(t.retain(before))
+        })
+    }
+
+    /// Apply `name`'s retention now: through the change log (which deletes dropped history
+    /// files) when there is one, directly for an in-memory database. A summary line.
+    pub fn enforce_ttl(&self, name: &str, now: i64) -> Result<String, StorageError> {
+        match self.changes.get() {
+            Some(l) => l.retain(self, name, now),
+            None => {
+                let (rows, _) = self.retain(name, now)?;
+                Ok(format!("retention of '{name}': {rows} rows dropped"))
+            }
+        }
+    }
+
+    /// Apply a logged retention (recovery).
+    pub fn retain_before(&self, name: &str, before: i64) -> Result<(usize, Vec<HistFile>), StorageError> {
+        self.write(name, |t| {
+            self.log(&[Change::Retain { table: &t.name, before }])?;
+            Ok(t.retain(before))
+        })
+    }
+
+    /// Apply a logged tiering (recovery).
+    pub fn tier_logged(&self, name: &str, before: i64, files: &[HistFile]) -> Result<usize, StorageError> {
+        self.write(name, |t| {
+            self.log(&[Change::Tier { table: &t.name, before, files }])?;
+            t.set_history_reader(self.history.get().cloned());
+            t.tier(before, files)
+        })
+    }
+
+    /// Set (or with `None` clear) `name`'s retention.
+    pub fn set_ttl(&self, name: &str, ttl_ns: Option<i64>) -> Result<(), StorageError> {
+        if ttl_ns.is_some_and(|t| t <= 0) {
+            return Err(StorageError::Invalid("a TTL must be positive".into()));
+        }
+        self.write(name, |t| {
+            if t.ts_col.is_none() && ttl_ns.is_some() {
+                return Err(StorageError::Invalid(format!("table '{}' has no designated timestamp for a TTL", t.name)));
+            }
+            self.log(&[Change::SetTtl { table: &t.name, ttl_ns }])?;
+            t.set_ttl(ttl_ns);
+            Ok(())
+        })
+    }
+
     /// Every table as of one instant between changes, with `at()`'s result taken at that same
     /// instant (the checkpoint passes the WAL's rotation, so the snapshots hold exactly the
     /// records up to the LSN it returns). Writers wait only for the `Arc` clones and `at()`.
@@ -157,7 +290,8 @@ impl Catalog {
 
     /// Put a table back as recovery found it (rows included), without logging. Only before a
     /// change log is set.
-    pub fn restore(&self, table: Table) -> Result<(), StorageError> {
+    pub fn restore(&self, mut table: Table) -> Result<(), StorageError> {
+        table.set_history_reader(self.history.get().cloned());
         if self.changes.get().is_some() {
             return Err(StorageError::Internal("restore() after the change log is set".into()));
         }

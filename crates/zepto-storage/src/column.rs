@@ -179,6 +179,21 @@ impl Column {
         self.data.len()
     }
 
+    /// Bytes of values and validity (what the memory budget counts).
+    pub fn data_bytes(&self) -> usize {
+        let v = match &self.data {
+            ColumnData::Bool(v) => v.len(),
+            ColumnData::Int32(v) | ColumnData::Date(v) => v.len() * 4,
+            ColumnData::Int64(v) | ColumnData::Timestamp(v) | ColumnData::Interval(v) => v.len() * 8,
+            ColumnData::Float32(v) => v.len() * 4,
+            ColumnData::Float64(v) => v.len() * 8,
+            ColumnData::Varchar(s) => s.bytes().len() + s.offsets().len() * 8,
+            ColumnData::Symbol { codes, .. } => codes.len() * 4,
+            ColumnData::Null(_) => 0,
+        };
+        v + self.validity.as_ref().map_or(0, |b| b.as_bytes().len())
+    }
+
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

@@ -17,6 +17,12 @@ pub enum StorageError {
     /// The change could not be made durable (write-ahead log failure): it was not applied.
     #[error("not durable: {0}")]
     Durability(String),
+    /// A Parquet history file could not be written, read or found.
+    #[error("{0}")]
+    History(String),
+    /// A concurrent change got in the way; retrying may succeed.
+    #[error("conflict: {0}")]
+    Conflict(String),
     #[error("internal error (this is a bug): {0}")]
     Internal(String),
 }

@@ -10,6 +10,7 @@
 use crate::column::{Column, ColumnBuilder, ColumnData};
 use crate::dict::Dict;
 use crate::error::StorageError;
+use crate::history::{HistFile, History, HistoryReader};
 use crate::types::DataType;
 use std::ops::Range;
 use std::sync::Arc;
@@ -112,6 +113,13 @@ pub struct Table {
     slot_of_code: Vec<u32>,
     null_slot: Option<usize>,
     rows: usize,
+    /// Older rows moved to Parquet files, and the retention setting.
+    history: Arc<History>,
+    /// Bumped by every change other than an append (delete, update, add column, tier,
+    /// retain): tiering checks it did not move under it while its files were written.
+    mutations: u64,
+    /// Reads the history files (installed by the catalog on tables that have history).
+    reader: Option<Arc<dyn HistoryReader>>,
 }
 
 const NO_SLOT: u32 = u32::MAX;
@@ -155,6 +163,9 @@ impl Table {
             slot_of_code: Vec::new(),
             null_slot: None,
             rows: 0,
+            history: Arc::default(),
+            mutations: 0,
+            reader: None,
         })
     }
 
@@ -267,6 +278,116 @@ impl Table {
 
     pub fn null_key_partition(&self) -> Option<&Arc<Partition>> {
         self.null_slot.map(|s| &self.parts[s])
+    }
+
+    pub fn history(&self) -> &Arc<History> {
+        &self.history
+    }
+
+    /// Install the history as a checkpoint stored it.
+    pub fn set_history(&mut self, h: History) {
+        self.history = Arc::new(h);
+    }
+
+    pub fn history_reader(&self) -> Option<&Arc<dyn HistoryReader>> {
+        self.reader.as_ref()
+    }
+
+    pub fn set_history_reader(&mut self, r: Option<Arc<dyn HistoryReader>>) {
+        self.reader = r;
+    }
+
+    /// Bytes of column data held in memory.
+    pub fn data_bytes(&self) -> usize {
+        self.parts.iter().flat_map(|p| p.columns.iter()).map(|c| c.data_bytes()).sum()
+    }
+
+    /// The smallest non-NULL designated timestamp in memory.
+    pub fn min_ts(&self) -> Option<i64> {
+        let t = self.ts_col?;
+        self.parts
+            .iter()
+            .filter_map(|p| {
+                let c = &p.columns[t];
+                let first = (0..p.len()).find(|&i| c.is_valid(i))?;
+                c.as_i64_slice().map(|v| v[first])
+            })
+            .min()
+    }
+
+    /// See the `mutations` field.
+    pub fn mutations(&self) -> u64 {
+        self.mutations
+    }
+
+    /// Per partition slot, how many rows have a (non-NULL) timestamp before `before`: the rows
+    /// [`Table::remove_before`] would remove. Empty for a table without a designated timestamp.
+    pub fn count_before(&self, before: i64) -> Vec<usize> {
+        let Some(t) = self.ts_col else { return Vec::new() };
+        self.parts.iter().map(|p| p.ts_range(t, i64::MIN, before.saturating_sub(1)).len()).collect()
+    }
+
+    /// Remove the rows whose timestamp is before `before` (NULL timestamps stay). Partitions
+    /// left empty stay, so slots keep their meaning. Returns the rows removed.
+    pub fn remove_before(&mut self, before: i64) -> usize {
+        let Some(t) = self.ts_col else { return 0 };
+        let mut removed = 0;
+        for p in &mut self.parts {
+            let r = p.ts_range(t, i64::MIN, before.saturating_sub(1));
+            if r.is_empty() {
+                continue;
+            }
+            let p = Arc::make_mut(p);
+            let n = p.len();
+            let keep: Vec<u32> = (0..r.start as u32).chain(r.end as u32..n as u32).collect();
+            for c in &mut p.columns {
+                // A fresh allocation, so the memory of the removed rows is returned.
+                *c = Arc::new(c.take(&keep));
+            }
+            removed += r.len();
+        }
+        self.rows -= removed;
+        if removed > 0 {
+            self.mutations += 1;
+        }
+        removed
+    }
+
+    /// The tiering step: rows before `before` leave memory and `files` (holding exactly those
+    /// rows) join the history.
+    pub fn tier(&mut self, before: i64, files: &[HistFile]) -> Result<usize, StorageError> {
+        if self.ts_col.is_none() {
+            return Err(StorageError::Invalid(format!("table '{}' has no designated timestamp to tier by", self.name)));
+        }
+        let want: u64 = files.iter().map(|f| f.rows).sum();
+        let have: usize = self.count_before(before).iter().sum();
+        if want != have as u64 {
+            return Err(StorageError::Invalid(format!(
+                "table '{}': history files hold {want} rows but {have} rows are before the cut",
+                self.name
+            )));
+        }
+        let n = self.remove_before(before);
+        let h = Arc::make_mut(&mut self.history);
+        h.files.extend_from_slice(files);
+        h.next_seq += files.len() as u64;
+        self.mutations += 1;
+        Ok(n)
+    }
+
+    /// Retention: drop rows before `before` from memory and the history files wholly before
+    /// it. Returns the rows removed from memory and the files dropped (to delete from disk).
+    pub fn retain(&mut self, before: i64) -> (usize, Vec<HistFile>) {
+        let n = self.remove_before(before);
+        let h = Arc::make_mut(&mut self.history);
+        let (gone, kept): (Vec<HistFile>, Vec<HistFile>) = h.files.drain(..).partition(|f| f.max_ts < before);
+        h.files = kept;
+        self.mutations += 1;
+        (n, gone)
+    }
+
+    pub fn set_ttl(&mut self, ttl_ns: Option<i64>) {
+        Arc::make_mut(&mut self.history).ttl_ns = ttl_ns;
     }
 
     /// Check that `batch` fits the schema (count, length, types; strings may feed SYMBOL and
@@ -522,6 +643,7 @@ impl Table {
             }
         }
         self.rows -= n;
+        self.mutations += 1;
         Ok(n)
     }
 
@@ -578,6 +700,7 @@ impl Table {
             }
             offset += rows.len();
         }
+        self.mutations += 1;
         Ok(n)
     }
 
@@ -606,6 +729,7 @@ impl Table {
             p.columns.push(Arc::new(c));
         }
         self.schema.columns.push(def);
+        self.mutations += 1;
         if self.key_col.is_none() && dt == DataType::Symbol && self.rows == 0 {
             self.key_col = Some(self.schema.len() - 1);
         }

@@ -24,6 +24,10 @@ pub trait Storage: Send + Sync {
     /// Rename `from` to `to` (replacing it) and make the rename durable: with a synced `from`,
     /// this is the atomic publish step of a file written under a temporary name.
     fn rename(&self, from: &str, to: &str) -> io::Result<()>;
+    /// Where `name` lives on disk, for readers that open files themselves (`None`: in memory).
+    fn path(&self, _name: &str) -> Option<PathBuf> {
+        None
+    }
 }
 
 /// Segment files in a directory on disk.
@@ -39,18 +43,42 @@ impl DirStorage {
         Ok(DirStorage { dir: dir.to_path_buf(), open: Mutex::new(None) })
     }
 
-    fn sync_dir(&self) -> io::Result<()> {
-        File::open(&self.dir)?.sync_all()
+    /// Sync the directory holding `name` (and, for a nested name, every directory between it
+    /// and the root, in case they were just created).
+    fn sync_parents(&self, name: &str) -> io::Result<()> {
+        let mut p = self.dir.join(name);
+        while p.pop() && p.starts_with(&self.dir) {
+            File::open(&p)?.sync_all()?;
+            if p == self.dir {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Create the directories a nested name needs.
+    fn make_parents(&self, name: &str) -> io::Result<()> {
+        match Path::new(name).parent() {
+            Some(p) if !p.as_os_str().is_empty() => std::fs::create_dir_all(self.dir.join(p)),
+            _ => Ok(()),
+        }
     }
 }
 
 impl Storage for DirStorage {
     fn list(&self) -> io::Result<Vec<String>> {
         let mut v = Vec::new();
-        for e in std::fs::read_dir(&self.dir)? {
-            let e = e?;
-            if e.file_type()?.is_file() {
-                v.push(e.file_name().to_string_lossy().into_owned());
+        let mut dirs = vec![(self.dir.clone(), String::new())];
+        while let Some((dir, prefix)) = dirs.pop() {
+            for e in std::fs::read_dir(&dir)? {
+                let e = e?;
+                let name = format!("{prefix}{}", e.file_name().to_string_lossy());
+                let ft = e.file_type()?;
+                if ft.is_file() {
+                    v.push(name);
+                } else if ft.is_dir() {
+                    dirs.push((e.path(), format!("{name}/")));
+                }
             }
         }
         v.sort();
@@ -66,6 +94,9 @@ impl Storage for DirStorage {
         if open.as_ref().is_none_or(|(n, _, _)| n != name) {
             let path = self.dir.join(name);
             let created = !path.exists();
+            if created {
+                self.make_parents(name)?;
+            }
             let f = OpenOptions::new().create(true).append(true).open(&path)?;
             *open = Some((name.to_string(), f, created));
         }
@@ -82,7 +113,8 @@ impl Storage for DirStorage {
                 f.sync_data()?;
                 if *created {
                     // A new file is durable only once its directory entry is.
-                    self.sync_dir()?;
+                    let name = n.clone();
+                    self.sync_parents(&name)?;
                     *created = false;
                 }
                 Ok(())
@@ -103,7 +135,7 @@ impl Storage for DirStorage {
             *open = None;
         }
         std::fs::remove_file(self.dir.join(name))?;
-        self.sync_dir()
+        self.sync_parents(name)
     }
 
     fn rename(&self, from: &str, to: &str) -> io::Result<()> {
@@ -111,8 +143,17 @@ impl Storage for DirStorage {
         if open.as_ref().is_some_and(|(n, _, _)| n == from || n == to) {
             *open = None;
         }
+        self.make_parents(to)?;
         std::fs::rename(self.dir.join(from), self.dir.join(to))?;
-        self.sync_dir()
+        self.sync_parents(to)?;
+        if Path::new(from).parent() != Path::new(to).parent() {
+            self.sync_parents(from)?;
+        }
+        Ok(())
+    }
+
+    fn path(&self, name: &str) -> Option<PathBuf> {
+        Some(self.dir.join(name))
     }
 }
 

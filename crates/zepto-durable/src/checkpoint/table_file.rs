@@ -24,13 +24,53 @@ use std::collections::HashMap;
 use std::io::{Cursor, Write};
 use std::sync::Arc;
 use zepto_io::arrow::{to_arrow, Acc};
-use zepto_storage::{Column, ColumnData, ColumnDef, DataType, Dict, Partition, Schema, Table};
+use zepto_storage::{Column, ColumnData, ColumnDef, DataType, Dict, HistFile, History, Partition, Schema, Table};
 
 const TABLE: &str = "zepto.table";
 const KEY_COL: &str = "zepto.key_col";
 const TS_COL: &str = "zepto.ts_col";
 const PARTITIONS: &str = "zepto.partitions";
 const TYPE: &str = "zepto.type";
+/// History files, one per line: `path TAB rows TAB bytes TAB min_ts TAB max_ts`.
+const HISTORY: &str = "zepto.history";
+const HISTORY_SEQ: &str = "zepto.history_seq";
+/// Retention in nanoseconds, empty for none.
+const TTL: &str = "zepto.ttl";
+
+fn history_meta(h: &History) -> [(String, String); 3] {
+    let files: Vec<String> =
+        h.files.iter().map(|f| format!("{}\t{}\t{}\t{}\t{}", f.path, f.rows, f.bytes, f.min_ts, f.max_ts)).collect();
+    [
+        (HISTORY.to_string(), files.join("\n")),
+        (HISTORY_SEQ.to_string(), h.next_seq.to_string()),
+        (TTL.to_string(), h.ttl_ns.map(|t| t.to_string()).unwrap_or_default()),
+    ]
+}
+
+/// The history as [`history_meta`] wrote it (absent in checkpoints older than the history).
+fn read_history<'a>(get: impl Fn(&str) -> Option<&'a String>) -> Result<History, String> {
+    let mut h = History::default();
+    if let Some(s) = get(HISTORY).filter(|s| !s.is_empty()) {
+        for line in s.split('\n') {
+            let f: Vec<&str> = line.split('\t').collect();
+            let num = |i: usize| f.get(i).and_then(|v| v.parse::<i64>().ok()).ok_or(format!("history line '{line}'"));
+            h.files.push(HistFile {
+                path: f[0].to_string(),
+                rows: num(1)? as u64,
+                bytes: num(2)? as u64,
+                min_ts: num(3)?,
+                max_ts: num(4)?,
+            });
+        }
+    }
+    if let Some(s) = get(HISTORY_SEQ) {
+        h.next_seq = s.parse().map_err(|_| format!("history sequence '{s}'"))?;
+    }
+    if let Some(s) = get(TTL).filter(|s| !s.is_empty()) {
+        h.ttl_ns = Some(s.parse().map_err(|_| format!("TTL '{s}'"))?);
+    }
+    Ok(h)
+}
 
 fn arrow_err(e: arrow_schema::ArrowError) -> DurableError {
     DurableError::Format(e.to_string())
@@ -68,12 +108,13 @@ pub fn write_table<W: Write>(table: &Table, out: W) -> Result<W, DurableError> {
         .collect();
     let keys: Vec<String> =
         table.partitions().iter().map(|p| p.key.map_or_else(|| "-".to_string(), |k| k.to_string())).collect();
-    let meta = HashMap::from([
+    let mut meta = HashMap::from([
         (TABLE.to_string(), table.name.clone()),
         (KEY_COL.to_string(), opt_index(table.key_col)),
         (TS_COL.to_string(), opt_index(table.ts_col)),
         (PARTITIONS.to_string(), keys.join(",")),
     ]);
+    meta.extend(history_meta(table.history()));
     let schema = Arc::new(ArrowSchema::new(fields).with_metadata(meta));
     let values: ArrayRef = Arc::new(table.dict().iter().map(Some).collect::<StringArray>());
     let mut w = FileWriter::try_new(out, &schema).map_err(arrow_err)?;
@@ -152,7 +193,10 @@ pub fn read_table(bytes: Vec<u8>) -> Result<Table, DurableError> {
         return Err(bad(format!("{} partitions listed, {} stored", part_keys.len(), parts.len())));
     }
     let dict = dict.unwrap_or_default();
-    Ok(Table::from_parts(&name, Schema { columns }, key_col, ts_col, dict, parts)?)
+    let history = read_history(|k| meta.get(k)).map_err(bad)?;
+    let mut t = Table::from_parts(&name, Schema { columns }, key_col, ts_col, dict, parts)?;
+    t.set_history(history);
+    Ok(t)
 }
 
 fn read_column(arr: &dyn Array, def: &ColumnDef, dict: &mut Option<Arc<Dict>>) -> Result<Column, DurableError> {

@@ -9,6 +9,7 @@ mod correlated;
 pub mod eval;
 mod fill;
 mod hash;
+pub mod history;
 pub mod interrupt;
 mod join;
 pub mod latest;
@@ -89,7 +90,8 @@ pub fn and_validity(a: Option<&Bitmap>, b: Option<&Bitmap>) -> Option<Bitmap> {
 
 pub fn execute(plan: &Plan) -> Result<Batch> {
     interrupt::check()?;
-    let b = execute_node(plan)?;
+    let plan = history::resolve(plan)?;
+    let b = execute_node(&plan)?;
     interrupt::check()?;
     Ok(b)
 }

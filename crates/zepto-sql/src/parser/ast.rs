@@ -26,6 +26,20 @@ pub enum Statement {
         if_not_exists: bool,
         pos: Pos,
     },
+    /// `ALTER TABLE t SET TTL 30 DAYS | '12 hours' | NONE`: retention (whole UTC days).
+    AlterSetTtl {
+        table: String,
+        ttl_ns: Option<i64>,
+        pos: Pos,
+    },
+    /// `ALTER TABLE t CONVERT PARTITION TO PARQUET WHERE ts < '2024-01-02'` (QuestDB's
+    /// spelling): rows before `before` move to the Parquet history.
+    AlterTier {
+        table: String,
+        column: String,
+        before: i64,
+        pos: Pos,
+    },
     Insert {
         table: String,
         columns: Vec<String>,

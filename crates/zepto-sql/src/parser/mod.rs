@@ -297,6 +297,59 @@ impl Parser {
         }
     }
 
+    /// A TTL: `NONE`, `0`, `<n> <unit>` (`30 DAYS`), `'30 days'` or `INTERVAL '30 days'`.
+    fn ttl(&mut self) -> Result<Option<i64>> {
+        let pos = self.pos();
+        let bad = |m: String| SqlError::Parse { message: m, pos };
+        if self.eat_kw("none") {
+            return Ok(None);
+        }
+        self.eat_kw("interval");
+        let text = match self.peek().clone() {
+            Tok::Str(s) => {
+                self.advance();
+                s
+            }
+            Tok::Num(n) => {
+                self.advance();
+                if n == "0" {
+                    return Ok(None);
+                }
+                match self.peek().clone() {
+                    Tok::Ident(u) => {
+                        self.advance();
+                        format!("{n} {u}")
+                    }
+                    _ => return Err(self.unexpected("a unit (e.g. DAYS)")),
+                }
+            }
+            _ => return Err(self.unexpected("a TTL (e.g. 30 DAYS, '12 hours' or NONE)")),
+        };
+        match zepto_storage::time::parse_interval(&text) {
+            Some(ns) if ns > 0 => Ok(Some(ns)),
+            _ => Err(bad(format!("'{text}' is not a positive duration"))),
+        }
+    }
+
+    /// A timestamp: `'2024-01-02 09:30:00'`, `TIMESTAMP '...'` or integer nanoseconds.
+    fn timestamp_lit(&mut self) -> Result<i64> {
+        let pos = self.pos();
+        self.eat_kw("timestamp");
+        match self.peek().clone() {
+            Tok::Str(s) => {
+                self.advance();
+                zepto_storage::time::parse_timestamp(&s)
+                    .ok_or_else(|| SqlError::Parse { message: format!("'{s}' is not a timestamp"), pos })
+            }
+            Tok::Num(n) => {
+                self.advance();
+                n.parse()
+                    .map_err(|_| SqlError::Parse { message: format!("{n} is not a timestamp in nanoseconds"), pos })
+            }
+            _ => Err(self.unexpected("a timestamp")),
+        }
+    }
+
     fn data_type(&mut self) -> Result<DataType> {
         let pos = self.pos();
         let name = self.any_ident()?;
@@ -345,6 +398,28 @@ impl Parser {
         if self.eat_kw("alter") {
             self.expect_kw("table")?;
             let table = self.ident()?;
+            if self.eat_kw("set") {
+                self.expect_kw("ttl")?;
+                let ttl_ns = self.ttl()?;
+                return Ok(Statement::AlterSetTtl { table, ttl_ns, pos });
+            }
+            if self.eat_kw("convert") {
+                for kw in ["partition", "to", "parquet", "where"] {
+                    self.expect_kw(kw)?;
+                }
+                let cpos = self.pos();
+                let column = self.ident()?;
+                let inclusive = if self.eat_op("<") {
+                    false
+                } else if self.eat_op("<=") {
+                    true
+                } else {
+                    return Err(self.unexpected("'<' or '<=' (rows before a time move)"));
+                };
+                let at = self.timestamp_lit()?;
+                let before = if inclusive { at.saturating_add(1) } else { at };
+                return Ok(Statement::AlterTier { table, column, before, pos: cpos });
+            }
             self.expect_kw("add")?;
             self.eat_kw("column");
             let if_not_exists = self.eat_kw("if") && {

@@ -11,6 +11,12 @@ impl Plan {
     /// bound (joins, windows, fills, set operations).
     pub fn linear_scan_rows(&self) -> Option<usize> {
         match self {
+            // History files cost IO and decoding: never a small plan.
+            Plan::Scan { table, range, .. }
+                if table.history().overlapping(range.ts_lo, range.ts_hi).next().is_some() =>
+            {
+                None
+            }
             Plan::Scan { table, range, .. } => {
                 let part_rows = |p: &zepto_storage::Partition| match table.ts_col {
                     Some(ts) if range.ts_lo != i64::MIN || range.ts_hi != i64::MAX => {

@@ -414,6 +414,18 @@ impl Plan {
                 if range.ts_lo != i64::MIN || range.ts_hi != i64::MAX {
                     s.push_str(&format!(" ts=[{}, {}] (binary search)", fmt_ts(range.ts_lo), fmt_ts(range.ts_hi)));
                 }
+                if !table.history().files.is_empty() {
+                    let r =
+                        table.history_reader().map(|h| h.plan(table, range.keys.as_deref(), range.ts_lo, range.ts_hi));
+                    match r {
+                        Some(Ok(h)) => s.push_str(&format!(
+                            " + history parquet files={}/{} row_groups={}/{}",
+                            h.files, h.files_total, h.row_groups, h.row_groups_total
+                        )),
+                        Some(Err(e)) => s.push_str(&format!(" + history (unreadable: {e})")),
+                        None => s.push_str(" + history (no reader)"),
+                    }
+                }
                 s
             }
             Plan::Values { rows, .. } => format!("Values rows={}", rows.len()),

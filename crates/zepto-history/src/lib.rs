@@ -1,0 +1,30 @@
+//! The historical store (issue #5): a table's older rows as Parquet files that DuckDB, Polars
+//! and Spark read directly, laid out Hive style under the data directory:
+//!
+//! ```text
+//! DIR/history/<table>/date=YYYY-MM-DD/part-<seq>.parquet
+//! ```
+//!
+//! * [`write`] — tiering: the rows of a table snapshot before a cut, one file per UTC day,
+//!   sorted by (partition key, timestamp) so row-group statistics prune on both.
+//! * [`read`] — [`ParquetHistory`], the catalog's [`zepto_storage::HistoryReader`]: cached
+//!   footers, file pruning by time, row-group pruning by time and key, projection.
+//! * [`sweep`] — startup check: every file the recovered tables name is there with its
+//!   length; files no table names (a tiering cut short by a crash) are deleted.
+//!
+//! Which files belong to a table is table state (`zepto_storage::History`), changed only by
+//! logged changes; this crate only writes, reads and deletes the files.
+
+pub mod read;
+pub mod sweep;
+pub mod write;
+
+pub use read::ParquetHistory;
+pub use sweep::{sweep, Swept};
+pub use write::{write_history, Written};
+
+use zepto_storage::StorageError;
+
+pub(crate) fn io_err(what: &str, e: impl std::fmt::Display) -> StorageError {
+    StorageError::History(format!("history file {what}: {e}"))
+}

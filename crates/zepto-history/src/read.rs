@@ -1,0 +1,223 @@
+//! Tiering's read half: [`ParquetHistory`] answers "the rows of this table's history that a
+//! scan needs" by pruning twice before decoding anything:
+//!
+//! 1. files: each file's time span is table state, so files outside the scan's time range are
+//!    never opened;
+//! 2. row groups: the footer's min/max statistics of the timestamp and key columns (footers
+//!    are parsed once and cached) drop row groups outside the time range or holding none of the
+//!    scan's keys.
+//!
+//! Only the columns the scan reads are decoded (projection). Files on disk are read through
+//! the file handle (only the byte ranges of the chosen column chunks); in-memory storage (tests)
+//! through its bytes.
+
+use crate::io_err;
+use bytes::Bytes;
+use parquet::file::metadata::{ParquetMetaData, ParquetMetaDataReader};
+use parquet::file::reader::{ChunkReader, Length};
+use parquet::file::statistics::Statistics;
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::Read;
+use std::sync::{Arc, Mutex};
+use zepto_storage::{ColumnData, ColumnDef, HistFile, HistoryPlan, HistoryReader, HistoryRows, StorageError, Table};
+use zepto_wal::Storage;
+
+/// The catalog's reader of history files in one storage (the data directory's `history/`).
+pub struct ParquetHistory {
+    storage: Arc<dyn Storage>,
+    footers: Mutex<HashMap<String, Arc<ParquetMetaData>>>,
+}
+
+impl std::fmt::Debug for ParquetHistory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ParquetHistory").finish_non_exhaustive()
+    }
+}
+
+/// A file's bytes: the open file, or a copy for storage that is not a directory.
+enum Source {
+    File(File),
+    Mem(Bytes),
+}
+
+impl Length for Source {
+    fn len(&self) -> u64 {
+        match self {
+            Source::File(f) => f.len(),
+            Source::Mem(b) => b.len() as u64,
+        }
+    }
+}
+
+impl ChunkReader for Source {
+    type T = Box<dyn Read + Send>;
+
+    fn get_read(&self, start: u64) -> parquet::errors::Result<Self::T> {
+        Ok(match self {
+            Source::File(f) => Box::new(f.get_read(start)?),
+            Source::Mem(b) => Box::new(b.get_read(start)?),
+        })
+    }
+
+    fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<Bytes> {
+        match self {
+            Source::File(f) => f.get_bytes(start, length),
+            Source::Mem(b) => b.get_bytes(start, length),
+        }
+    }
+}
+
+/// Leaf column index of `name` in a flat file (case-insensitive, as reading matches columns).
+fn leaf(meta: &ParquetMetaData, name: &str) -> Option<usize> {
+    meta.file_metadata().schema_descr().columns().iter().position(|c| c.name().eq_ignore_ascii_case(name))
+}
+
+impl ParquetHistory {
+    pub fn new(storage: Arc<dyn Storage>) -> ParquetHistory {
+        ParquetHistory { storage, footers: Mutex::new(HashMap::new()) }
+    }
+
+    fn open(&self, path: &str) -> Result<Source, StorageError> {
+        match self.storage.path(path) {
+            Some(p) => File::open(&p).map(Source::File).map_err(|e| io_err(path, e)),
+            None => self.storage.read(path).map(|b| Source::Mem(Bytes::from(b))).map_err(|e| io_err(path, e)),
+        }
+    }
+
+    fn footer(&self, path: &str, src: Option<&Source>) -> Result<Arc<ParquetMetaData>, StorageError> {
+        if let Some(m) = self.footers.lock().unwrap_or_else(|e| e.into_inner()).get(path) {
+            return Ok(m.clone());
+        }
+        let opened;
+        let src = match src {
+            Some(s) => s,
+            None => {
+                opened = self.open(path)?;
+                &opened
+            }
+        };
+        let m = Arc::new(ParquetMetaDataReader::new().parse_and_finish(src).map_err(|e| io_err(path, e))?);
+        self.footers.lock().unwrap_or_else(|e| e.into_inner()).insert(path.to_string(), m.clone());
+        Ok(m)
+    }
+
+    /// Forget a file's cached footer (it was deleted).
+    pub fn forget(&self, path: &str) {
+        self.footers.lock().unwrap_or_else(|e| e.into_inner()).remove(path);
+    }
+
+    /// Row groups of `meta` that may hold rows in `[lo, hi]` with a key among `keys`.
+    fn row_groups(table: &Table, meta: &ParquetMetaData, keys: Option<&[String]>, lo: i64, hi: i64) -> Vec<usize> {
+        let col_name = |c: Option<usize>| c.and_then(|i| table.schema.columns.get(i)).map(|d| d.name.as_str());
+        let ts = col_name(table.ts_col).and_then(|n| leaf(meta, n));
+        let key = col_name(table.key_col).and_then(|n| leaf(meta, n));
+        let mut keep = Vec::new();
+        for (i, rg) in meta.row_groups().iter().enumerate() {
+            if let Some(Statistics::Int64(s)) = ts.and_then(|c| rg.column(c).statistics()) {
+                if let (Some(&min), Some(&max)) = (s.min_opt(), s.max_opt()) {
+                    if max < lo || min > hi {
+                        continue;
+                    }
+                }
+            }
+            if let (Some(keys), Some(Statistics::ByteArray(s))) = (keys, key.and_then(|c| rg.column(c).statistics())) {
+                if let (Some(min), Some(max)) = (s.min_opt(), s.max_opt()) {
+                    let (min, max) = (min.data(), max.data());
+                    if !keys.iter().any(|k| min <= k.as_bytes() && k.as_bytes() <= max) {
+                        continue;
+                    }
+                }
+            }
+            keep.push(i);
+        }
+        keep
+    }
+
+    fn files<'a>(table: &'a Table, lo: i64, hi: i64) -> Vec<&'a HistFile> {
+        table.history().overlapping(lo, hi).collect()
+    }
+}
+
+impl HistoryReader for ParquetHistory {
+    fn read(
+        &self,
+        table: &Table,
+        columns: &[usize],
+        keys: Option<&[String]>,
+        lo: i64,
+        hi: i64,
+    ) -> Result<HistoryRows, StorageError> {
+        let defs: Vec<ColumnDef> = columns
+            .iter()
+            .map(|&c| {
+                table.schema.columns.get(c).cloned().ok_or_else(|| StorageError::Internal(format!("no column {c}")))
+            })
+            .collect::<Result<_, _>>()?;
+        let key_pos = table.key_col.and_then(|k| columns.iter().position(|&c| c == k));
+        let mut out = HistoryRows::default();
+        for f in Self::files(table, lo, hi) {
+            let src = self.open(&f.path)?;
+            let meta = self.footer(&f.path, Some(&src))?;
+            let groups = Self::row_groups(table, &meta, keys, lo, hi);
+            if groups.is_empty() {
+                continue;
+            }
+            let all = groups.len() == meta.num_row_groups();
+            let cols = zepto_io::parquet::read_parquet_parts(src, meta, &defs, (!all).then_some(groups), &f.path)
+                .map_err(|e| io_err(&f.path, e))?;
+            split_by_key(cols, key_pos, &mut out);
+        }
+        Ok(out)
+    }
+
+    fn plan(&self, table: &Table, keys: Option<&[String]>, lo: i64, hi: i64) -> Result<HistoryPlan, StorageError> {
+        let mut p = HistoryPlan { files_total: table.history().files.len(), ..Default::default() };
+        for f in &table.history().files {
+            let meta = self.footer(&f.path, None)?;
+            p.row_groups_total += meta.num_row_groups();
+            if f.max_ts < lo || f.min_ts > hi {
+                continue;
+            }
+            let g = Self::row_groups(table, &meta, keys, lo, hi).len();
+            if g > 0 {
+                p.files += 1;
+                p.row_groups += g;
+            }
+        }
+        Ok(p)
+    }
+}
+
+/// Cut one file's rows (sorted by key) into runs of one key each.
+fn split_by_key(cols: Vec<zepto_storage::Column>, key_pos: Option<usize>, out: &mut HistoryRows) {
+    let n = cols.first().map_or(0, |c| c.len());
+    if n == 0 {
+        return;
+    }
+    let Some(kp) = key_pos else {
+        out.parts.push((None, cols));
+        return;
+    };
+    let kc = &cols[kp];
+    let ColumnData::Symbol { codes, dict } = &kc.data else {
+        out.parts.push((None, cols));
+        return;
+    };
+    let key_of = |i: usize| kc.is_valid(i).then(|| codes[i]);
+    let mut start = 0;
+    while start < n {
+        let k = key_of(start);
+        let mut end = start + 1;
+        while end < n && key_of(end) == k {
+            end += 1;
+        }
+        let run: Vec<zepto_storage::Column> = if start == 0 && end == n {
+            cols.clone()
+        } else {
+            cols.iter().map(|c| c.slice(start, end - start)).collect()
+        };
+        out.parts.push((k.map(|c| dict.get(c).to_string()), run));
+        start = end;
+    }
+}

@@ -1,0 +1,148 @@
+//! Queries over memory and Parquet history, transparently.
+//!
+//! Before a plan runs, every scan of a table whose history files overlap the scan's time range
+//! is replaced by a scan of one in-memory table holding exactly what the scan can read: the
+//! history rows the reader returns after file and row-group pruning (time and partition key),
+//! followed by the in-memory rows of the same keys and time range, partitioned and time-sorted
+//! like any table. Every operator (partition-wise aggregation, ASOF merges, LATEST ON, window
+//! functions) then runs unchanged. Only the scan's columns are decoded (plus the key and
+//! timestamp the table layout needs).
+//!
+//! A scan whose time range misses the history (the usual real-time query) is left alone and
+//! pays nothing.
+
+use super::scan::pieces;
+use crate::error::{Result, SqlError};
+use crate::plan::{Plan, ScanRange};
+use std::borrow::Cow;
+use std::sync::Arc;
+use zepto_storage::{Column, Schema, Table, TableOptions};
+
+/// Whether `table`'s history has files a scan over `range` must read.
+fn reads_history(table: &Table, range: &ScanRange) -> bool {
+    table.history().overlapping(range.ts_lo, range.ts_hi).next().is_some()
+}
+
+fn any_history(p: &Plan) -> bool {
+    match p {
+        Plan::Scan { table, range, .. } => reads_history(table, range),
+        Plan::Values { .. } => false,
+        Plan::Filter { input, .. }
+        | Plan::Project { input, .. }
+        | Plan::Aggregate { input, .. }
+        | Plan::Sort { input, .. }
+        | Plan::Limit { input, .. }
+        | Plan::Distinct { input }
+        | Plan::Window { input, .. }
+        | Plan::Latest { input, .. }
+        | Plan::Fill { input, .. } => any_history(input),
+        Plan::Join { left, right, .. }
+        | Plan::SetOp { left, right, .. }
+        | Plan::AsofJoin { left, right, .. }
+        | Plan::WindowJoin { left, right, .. }
+        | Plan::RangeJoin { left, right, .. }
+        | Plan::SpliceJoin { left, right, .. } => any_history(left) || any_history(right),
+    }
+}
+
+/// `plan` with its history scans materialized (borrowed as is when there are none).
+pub fn resolve(plan: &Plan) -> Result<Cow<'_, Plan>> {
+    if !any_history(plan) {
+        return Ok(Cow::Borrowed(plan));
+    }
+    Ok(Cow::Owned(rewrite(plan.clone())?))
+}
+
+fn rewrite(p: Plan) -> Result<Plan> {
+    let b = |x: Box<Plan>| -> Result<Box<Plan>> { Ok(Box::new(rewrite(*x)?)) };
+    Ok(match p {
+        Plan::Scan { table, columns, range } if reads_history(&table, &range) => {
+            let (table, columns) = materialize(&table, &columns, &range)?;
+            Plan::Scan { table, columns, range }
+        }
+        p @ (Plan::Scan { .. } | Plan::Values { .. }) => p,
+        Plan::Filter { input, pred } => Plan::Filter { input: b(input)?, pred },
+        Plan::Project { input, exprs } => Plan::Project { input: b(input)?, exprs },
+        Plan::Aggregate { input, keys, aggs } => Plan::Aggregate { input: b(input)?, keys, aggs },
+        Plan::Sort { input, keys, limit } => Plan::Sort { input: b(input)?, keys, limit },
+        Plan::Limit { input, offset, limit } => Plan::Limit { input: b(input)?, offset, limit },
+        Plan::Distinct { input } => Plan::Distinct { input: b(input)? },
+        Plan::Window { input, calls } => Plan::Window { input: b(input)?, calls },
+        Plan::Latest { input, keys, ts } => Plan::Latest { input: b(input)?, keys, ts },
+        Plan::Fill { input, spec } => Plan::Fill { input: b(input)?, spec },
+        Plan::SetOp { op, all, left, right } => Plan::SetOp { op, all, left: b(left)?, right: b(right)? },
+        Plan::Join { left, right, kind, left_keys, right_keys, residual } => {
+            Plan::Join { left: b(left)?, right: b(right)?, kind, left_keys, right_keys, residual }
+        }
+        Plan::AsofJoin { left, right, left_keys, right_keys, left_ts, right_ts, op, outer, tolerance } => {
+            Plan::AsofJoin {
+                left: b(left)?,
+                right: b(right)?,
+                left_keys,
+                right_keys,
+                left_ts,
+                right_ts,
+                op,
+                outer,
+                tolerance,
+            }
+        }
+        Plan::WindowJoin { left, right, left_keys, right_keys, left_ts, right_ts, lo, hi, aggs } => Plan::WindowJoin {
+            left: b(left)?,
+            right: b(right)?,
+            left_keys,
+            right_keys,
+            left_ts,
+            right_ts,
+            lo,
+            hi,
+            aggs,
+        },
+        Plan::SpliceJoin { left, right, left_keys, right_keys, left_ts, right_ts } => {
+            Plan::SpliceJoin { left: b(left)?, right: b(right)?, left_keys, right_keys, left_ts, right_ts }
+        }
+        Plan::RangeJoin { left, right, left_keys, right_keys, left_ts, right_ts, lo, hi, outer } => Plan::RangeJoin {
+            left: b(left)?,
+            right: b(right)?,
+            left_keys,
+            right_keys,
+            left_ts,
+            right_ts,
+            lo,
+            hi,
+            outer,
+        },
+    })
+}
+
+/// One table with what a scan of `table` over `columns` and `range` reads, from history and
+/// memory, and the scan's columns renumbered into it.
+fn materialize(table: &Table, columns: &[usize], range: &ScanRange) -> Result<(Arc<Table>, Vec<usize>)> {
+    let reader = table
+        .history_reader()
+        .ok_or_else(|| SqlError::Internal(format!("table '{}' has history but no reader", table.name)))?;
+    // The scan's columns plus the layout columns, in schema order.
+    let mut need: Vec<usize> = columns.iter().copied().chain(table.key_col).chain(table.ts_col).collect();
+    need.sort_unstable();
+    need.dedup();
+    let schema = Schema { columns: need.iter().map(|&c| table.schema.columns[c].clone()).collect() };
+    let name_of = |c: Option<usize>| c.map(|i| table.schema.columns[i].name.clone());
+    let opts = TableOptions { partition_key: name_of(table.key_col), timestamp: name_of(table.ts_col) };
+    let mut out = Table::new(&table.name, schema, &opts)?;
+    let rows = reader.read(table, &need, range.keys.as_deref(), range.ts_lo, range.ts_hi)?;
+    for (_, cols) in rows.parts {
+        super::interrupt::check()?;
+        out.append(cols)?;
+    }
+    for piece in pieces(table, range) {
+        let r = &piece.range;
+        let cols: Vec<Column> = need.iter().map(|&c| piece.part.columns[c].slice(r.start, r.len())).collect();
+        out.append(cols)?;
+    }
+    let remap = columns
+        .iter()
+        .map(|c| need.iter().position(|n| n == c))
+        .collect::<Option<Vec<usize>>>()
+        .ok_or_else(|| SqlError::Internal("a scan column went missing".into()))?;
+    Ok((Arc::new(out), remap))
+}

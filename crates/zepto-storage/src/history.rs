@@ -1,0 +1,90 @@
+//! A table's history: the Parquet files its older rows were moved to (the historical tier).
+//!
+//! The file list is table state like the rows are: it changes only through logged changes
+//! ([`crate::Change::Tier`] adds files and removes their rows from memory in one step,
+//! [`crate::Change::Retain`] drops old files and rows), is written in checkpoints and replayed
+//! from the log. Reading the files is not this crate's business: the database installs a
+//! [`HistoryReader`] on the catalog, and queries ask it for the rows a scan needs.
+
+use crate::column::Column;
+use crate::error::StorageError;
+use crate::table::Table;
+
+/// One Parquet file of a table's history: rows of one UTC day, sorted by (partition key as a
+/// string, NULL first; designated timestamp).
+#[derive(Debug, Clone, PartialEq)]
+pub struct HistFile {
+    /// Path under the history root, Hive style: `<table>/date=YYYY-MM-DD/part-<seq>.parquet`.
+    pub path: String,
+    pub rows: u64,
+    /// File length, checked at startup.
+    pub bytes: u64,
+    /// Smallest and largest designated timestamp in the file.
+    pub min_ts: i64,
+    pub max_ts: i64,
+}
+
+/// The history part of a table's state.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct History {
+    /// In the order they were added.
+    pub files: Vec<HistFile>,
+    /// Sequence number for the next file name (names are never reused by one table).
+    pub next_seq: u64,
+    /// Retention: rows older than this (whole UTC days) are dropped; `None` keeps everything.
+    pub ttl_ns: Option<i64>,
+}
+
+impl History {
+    pub fn rows(&self) -> u64 {
+        self.files.iter().map(|f| f.rows).sum()
+    }
+
+    /// Files with rows in `[lo, hi]`.
+    pub fn overlapping(&self, lo: i64, hi: i64) -> impl Iterator<Item = &HistFile> + '_ {
+        self.files.iter().filter(move |f| f.max_ts >= lo && f.min_ts <= hi)
+    }
+}
+
+/// Rows of a table's history that one scan needs, grouped by partition key.
+#[derive(Debug, Default)]
+pub struct HistoryRows {
+    /// Per key (the string; `None` for NULL keys, or every row of an unkeyed table): the
+    /// requested columns. Rows of one key come file by file; each file's rows are in time order.
+    pub parts: Vec<(Option<String>, Vec<Column>)>,
+}
+
+/// What a scan of a table's history reads, after pruning (for `EXPLAIN`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct HistoryPlan {
+    pub files: usize,
+    pub files_total: usize,
+    pub row_groups: usize,
+    pub row_groups_total: usize,
+}
+
+/// Reads history files for queries.
+pub trait HistoryReader: Send + Sync + std::fmt::Debug {
+    /// The rows of `table`'s history with a timestamp in `[lo, hi]` and (when `keys` is given)
+    /// a partition key among `keys`, for schema columns `columns`. Files and row groups whose
+    /// statistics exclude the range or the keys are not read. The result may hold rows outside
+    /// the range (whole row groups); the caller cuts them.
+    fn read(
+        &self,
+        table: &Table,
+        columns: &[usize],
+        keys: Option<&[String]>,
+        lo: i64,
+        hi: i64,
+    ) -> Result<HistoryRows, StorageError>;
+
+    /// What [`HistoryReader::read`] would read, from file metadata only.
+    fn plan(&self, table: &Table, keys: Option<&[String]>, lo: i64, hi: i64) -> Result<HistoryPlan, StorageError>;
+}
+
+pub const NANOS_PER_DAY: i64 = 86_400_000_000_000;
+
+/// The start of the UTC day holding `ts`.
+pub fn day_floor(ts: i64) -> i64 {
+    ts.div_euclid(NANOS_PER_DAY) * NANOS_PER_DAY
+}
