@@ -48,6 +48,7 @@ difftest: venv
 	$(PY) tests/gen/window_diff.py --seed $(SEED) --cases 40 --out target/difftest/window.slt
 	$(PY) tests/gen/dml_diff.py --seed $(SEED) --cases 40 --out target/difftest/dml.slt
 	./target/debug/zepto-slt target/difftest/random.slt target/difftest/asof.slt target/difftest/window.slt target/difftest/dml.slt
+	./target/debug/zepto-slt --tier target/difftest/random.slt target/difftest/asof.slt target/difftest/window.slt target/difftest/dml.slt
 
 # cargo-fuzz needs a nightly toolchain; without one the stable no-panic test in
 # `cargo test` (crates/zepto-sql/tests/no_panic.rs) is the fuzz coverage.

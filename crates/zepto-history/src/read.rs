@@ -134,7 +134,7 @@ impl ParquetHistory {
         keep
     }
 
-    fn files<'a>(table: &'a Table, lo: i64, hi: i64) -> Vec<&'a HistFile> {
+    fn files(table: &Table, lo: i64, hi: i64) -> Vec<&HistFile> {
         table.history().overlapping(lo, hi).collect()
     }
 }

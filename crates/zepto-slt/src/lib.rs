@@ -187,9 +187,73 @@ pub struct Report {
     pub passed: usize,
     pub failed: usize,
     pub failures: String,
+    /// Tiering mode: queries that ran with some rows in history.
+    pub over_history: usize,
 }
 
 pub fn run_file(path: &str, text: &str) -> Report {
+    run_file_with(path, text, false)
+}
+
+/// A database whose tables can move rows to a Parquet history (all storage in memory).
+fn tiering_engine() -> Result<Engine, String> {
+    let catalog = std::sync::Arc::new(zepto_storage::Catalog::new());
+    let mem = || -> std::sync::Arc<dyn zepto_wal::Storage> { std::sync::Arc::new(zepto_wal::MemStorage::new()) };
+    let opts = zepto_durable::Options { sync: zepto_wal::SyncMode::None, checkpoint_bytes: 0, ..Default::default() };
+    zepto_durable::Durable::open(mem(), mem(), mem(), &catalog, opts, |_| {}).map_err(|e| e.to_string())?;
+    Ok(Engine::with_catalog(catalog))
+}
+
+/// Tables a file's DELETE and UPDATE statements change (their rows must stay in memory).
+fn dml_targets(records: &[Record]) -> Vec<String> {
+    let mut out = Vec::new();
+    for r in records {
+        if let Record::Statement { sql, .. } = r {
+            let words: Vec<String> = sql.split_whitespace().take(3).map(|w| w.to_ascii_lowercase()).collect();
+            match words.as_slice() {
+                [d, f, t, ..] if d == "delete" && f == "from" => out.push(t.trim_end_matches(';').to_string()),
+                [u, t, ..] if u == "update" => out.push(t.clone()),
+                _ => {}
+            }
+        }
+    }
+    out
+}
+
+/// Before a query in tiering mode: move the older half of every table's in-memory rows (by
+/// designated timestamp) to its Parquet history, so the query reads both tiers.
+fn tier_half(engine: &Engine, skip: &[String]) -> Result<(), String> {
+    let cat = engine.catalog();
+    for name in cat.table_names() {
+        if skip.iter().any(|s| s.eq_ignore_ascii_case(&name)) {
+            continue;
+        }
+        let t = cat.snapshot(&name).map_err(|e| e.to_string())?;
+        let Some(tc) = t.ts_col else { continue };
+        let mut ts: Vec<i64> = t
+            .partitions()
+            .iter()
+            .flat_map(|p| {
+                let c = &p.columns[tc];
+                let v = c.as_i64_slice().unwrap_or(&[]);
+                (0..p.len()).filter(|&i| c.is_valid(i)).map(|i| v[i]).collect::<Vec<_>>()
+            })
+            .collect();
+        if ts.len() < 2 {
+            continue;
+        }
+        ts.sort_unstable();
+        let cut = ts[ts.len() / 2];
+        drop(t);
+        cat.tier(&name, cut).map_err(|e| format!("tiering '{name}' before {cut}: {e}"))?;
+    }
+    Ok(())
+}
+
+/// Run one file; with `tier`, every query first moves the older half of each table's rows to
+/// the Parquet history (tables the file corrects with DELETE/UPDATE stay in memory), so the
+/// same expectations check queries across both tiers.
+pub fn run_file_with(path: &str, text: &str, tier: bool) -> Report {
     let mut rep = Report::default();
     let records = match parse(text) {
         Ok(r) => r,
@@ -199,8 +263,31 @@ pub fn run_file(path: &str, text: &str) -> Report {
             return rep;
         }
     };
-    let engine = Engine::new();
+    let engine = if tier {
+        match tiering_engine() {
+            Ok(e) => e,
+            Err(e) => {
+                rep.failed += 1;
+                let _ = writeln!(rep.failures, "{path}: {e}");
+                return rep;
+            }
+        }
+    } else {
+        Engine::new()
+    };
+    let skip = dml_targets(&records);
     for rec in records {
+        if let (true, Record::Query { line, .. }) = (tier, &rec) {
+            if let Err(e) = tier_half(&engine, &skip) {
+                rep.failed += 1;
+                let _ = writeln!(rep.failures, "{path}:{line}: {e}\n");
+                continue;
+            }
+            let cat = engine.catalog();
+            if cat.table_names().iter().any(|n| cat.snapshot(n).is_ok_and(|t| !t.history().files.is_empty())) {
+                rep.over_history += 1;
+            }
+        }
         match rec {
             Record::Statement { line, sql, expect_error } => {
                 let r = engine.execute(&sql);

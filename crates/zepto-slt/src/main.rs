@@ -1,12 +1,17 @@
-//! `zepto-slt FILE...`: run sqllogictest files, print failures and a closing
-//! `N passed, M failed` line; exit non-zero on any failure.
+//! `zepto-slt [--tier] FILE...`: run sqllogictest files, print failures and a closing
+//! `N passed, M failed` line; exit non-zero on any failure. `--tier` moves the older half of
+//! every table to the Parquet history before each query.
 
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    let files: Vec<String> = std::env::args().skip(1).collect();
+    let mut files: Vec<String> = std::env::args().skip(1).collect();
+    let tier = files.first().is_some_and(|a| a == "--tier");
+    if tier {
+        files.remove(0);
+    }
     if files.is_empty() {
-        eprintln!("usage: zepto-slt FILE.slt...");
+        eprintln!("usage: zepto-slt [--tier] FILE.slt...");
         return ExitCode::from(2);
     }
     let (mut passed, mut failed) = (0, 0);
@@ -19,9 +24,13 @@ fn main() -> ExitCode {
                 continue;
             }
         };
-        let r = zepto_slt::run_file(f, &text);
+        let r = zepto_slt::run_file_with(f, &text, tier);
         print!("{}", r.failures);
-        eprintln!("{f}: {} passed, {} failed", r.passed, r.failed);
+        if tier {
+            eprintln!("{f}: {} passed, {} failed ({} queries over history)", r.passed, r.failed, r.over_history);
+        } else {
+            eprintln!("{f}: {} passed, {} failed", r.passed, r.failed);
+        }
         passed += r.passed;
         failed += r.failed;
     }

@@ -4,6 +4,16 @@ use std::path::PathBuf;
 
 #[test]
 fn slt_corpus_matches_duckdb() {
+    run_corpus(false);
+}
+
+/// The same expectations with every table split between memory and Parquet history.
+#[test]
+fn slt_corpus_matches_duckdb_across_memory_and_history() {
+    run_corpus(true);
+}
+
+fn run_corpus(tier: bool) {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/slt");
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
@@ -12,15 +22,19 @@ fn slt_corpus_matches_duckdb() {
         .collect();
     files.sort();
     assert!(!files.is_empty(), "no .slt files in {}", dir.display());
-    let (mut passed, mut failed, mut report) = (0, 0, String::new());
+    let (mut passed, mut failed, mut report, mut over) = (0, 0, String::new(), 0);
     for f in &files {
         let text = std::fs::read_to_string(f).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
-        let r = zepto_slt::run_file(&f.display().to_string(), &text);
+        let r = zepto_slt::run_file_with(&f.display().to_string(), &text, tier);
         passed += r.passed;
         failed += r.failed;
+        over += r.over_history;
         report.push_str(&r.failures);
     }
-    eprintln!("slt corpus: {passed} records passed, {failed} failed in {} files", files.len());
+    eprintln!("slt corpus (tier={tier}): {passed} records passed, {failed} failed in {} files", files.len());
     assert!(failed == 0, "{failed} slt records failed:\n{report}");
+    if tier {
+        assert!(over >= 300, "only {over} queries ran with rows in the history");
+    }
     assert!(passed >= 400, "the corpus should hold at least 400 records, found {passed}");
 }

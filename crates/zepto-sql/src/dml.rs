@@ -81,6 +81,37 @@ fn select(t: &Table, width: usize, pred: Option<&BExpr>) -> Result<Selection> {
     Ok(sel)
 }
 
+/// DELETE and UPDATE change rows in memory only: the Parquet history is immutable (whole
+/// days leave it by retention). A statement whose time range reaches the history is refused
+/// rather than applied to the in-memory rows alone.
+fn refuse_history(t: &Table, pred: Option<&BExpr>, what: &str) -> Result<()> {
+    let h = t.history();
+    if h.files.is_empty() {
+        return Ok(());
+    }
+    let (lo, hi) = match pred {
+        None => (i64::MIN, i64::MAX),
+        Some(p) => {
+            let mut conj = Vec::new();
+            crate::plan::pushdown::conjuncts(p.clone(), &mut conj);
+            let (r, _) = crate::plan::pushdown::extract(conj, None, t.ts_col);
+            (r.ts_lo, r.ts_hi)
+        }
+    };
+    match h.overlapping(lo, hi).map(|f| f.max_ts).max() {
+        None => Ok(()),
+        Some(max) => {
+            let ts = t.ts_col.map_or("ts", |c| t.schema.columns[c].name.as_str());
+            Err(SqlError::exec(format!(
+                "{what} cannot change rows in the Parquet history of table '{}' (up to {}); restrict it with {ts} > '{}', or drop whole days with ALTER TABLE ... SET TTL",
+                t.name,
+                zepto_storage::time::format_timestamp(max),
+                zepto_storage::time::format_timestamp(max)
+            )))
+        }
+    }
+}
+
 /// Run `f` under the table's write lock (a missing table is reported at the statement's name).
 fn locked<R>(catalog: &Catalog, table: &str, pos: Pos, f: impl FnOnce(&mut Table) -> Result<R>) -> Result<R> {
     catalog.modify(table, f).map_err(|e| match e {
@@ -100,6 +131,7 @@ pub fn delete(
     let pred = filter.map(|f| bind_row_expr(&mut binder, &fields, f, true)).transpose()?;
     locked(catalog, table, pos, |t| {
         same_layout(t, &fields)?;
+        refuse_history(t, pred.as_ref(), "DELETE")?;
         let sel = select(t, fields.len(), pred.as_ref())?;
         if sel.is_empty() {
             return Ok(0);
@@ -145,6 +177,7 @@ pub fn update(
     }
     locked(catalog, table, pos, |t| {
         same_layout(t, &fields)?;
+        refuse_history(t, pred.as_ref(), "UPDATE")?;
         let sel = select(t, fields.len(), pred.as_ref())?;
         if sel.is_empty() {
             return Ok(0);

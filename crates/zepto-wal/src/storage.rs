@@ -48,7 +48,12 @@ impl DirStorage {
     fn sync_parents(&self, name: &str) -> io::Result<()> {
         let mut p = self.dir.join(name);
         while p.pop() && p.starts_with(&self.dir) {
-            File::open(&p)?.sync_all()?;
+            match File::open(&p) {
+                Ok(f) => f.sync_all()?,
+                // Removed as empty (see `remove`): its parent's sync records that.
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => return Err(e),
+            }
             if p == self.dir {
                 break;
             }
@@ -135,6 +140,14 @@ impl Storage for DirStorage {
             *open = None;
         }
         std::fs::remove_file(self.dir.join(name))?;
+        // Directories a nested name leaves empty go too (best effort: a concurrent writer
+        // may have just created a file there, which makes remove_dir fail harmlessly).
+        let mut p = self.dir.join(name);
+        while p.pop() && p.starts_with(&self.dir) && p != self.dir {
+            if std::fs::remove_dir(&p).is_err() {
+                break;
+            }
+        }
         self.sync_parents(name)
     }
 

@@ -9,7 +9,7 @@ pub mod binder;
 mod cost;
 pub mod functions;
 pub mod prune;
-mod pushdown;
+pub(crate) mod pushdown;
 pub mod sample;
 pub mod window;
 mod window_join;

@@ -1,0 +1,196 @@
+//! The Parquet history under failure: a workload that appends, checkpoints, tiers rows to
+//! history files, sets a TTL and applies retention, with the log, checkpoint and history
+//! storages all "dying" after every single storage operation in turn. After each crash the
+//! recovered database must hold exactly what was acknowledged (or that plus the one change in
+//! flight), counting rows in memory and in history alike, and every history file it names
+//! must be there (recovery refuses otherwise).
+
+use std::sync::Arc;
+use zepto_durable::{Durable, Options};
+use zepto_storage::history::NANOS_PER_DAY;
+use zepto_storage::{Catalog, Column, ColumnBuilder, ColumnDef, DataType, Schema, Table, TableOptions, Value};
+use zepto_wal::{MemStorage, SyncMode};
+
+const DAY: i64 = NANOS_PER_DAY;
+
+fn schema() -> Schema {
+    let defs = [
+        ("ts", DataType::Timestamp),
+        ("sym", DataType::Symbol),
+        ("v", DataType::Int64),
+        ("note", DataType::Varchar),
+        ("ok", DataType::Bool),
+    ];
+    Schema { columns: defs.iter().map(|(n, t)| ColumnDef { name: n.to_string(), data_type: *t }).collect() }
+}
+
+/// `n` rows spread over day `day` and the next one, three symbols, some NULLs.
+fn batch(day: i64, n: usize, seed: i64) -> Vec<Column> {
+    let types = [DataType::Timestamp, DataType::Varchar, DataType::Int64, DataType::Varchar, DataType::Bool];
+    let mut b: Vec<ColumnBuilder> = types.iter().map(|&t| ColumnBuilder::new(t, n)).collect();
+    for i in 0..n as i64 {
+        b[0].push_value(&Value::Timestamp(day * DAY + (i * 7919 + seed * 104_729) % (2 * DAY)));
+        b[1].push_str(["aa", "b", "ccc"][(i % 3) as usize]);
+        b[2].push_value(&Value::Int64(seed * 1000 + i));
+        if i % 4 == 0 {
+            b[3].push_null();
+        } else {
+            b[3].push_str(&format!("n{i}-{seed}"));
+        }
+        b[4].push_value(&Value::Bool(i % 2 == 0));
+    }
+    b.into_iter().map(ColumnBuilder::finish).collect()
+}
+
+/// Every row of every table, memory and history, as sorted strings.
+fn dump(c: &Catalog) -> Vec<String> {
+    let mut out = Vec::new();
+    for name in c.table_names() {
+        let t = c.snapshot(&name).expect("snapshot");
+        let mut rows = Vec::new();
+        let mut push = |cols: &[Column]| {
+            for i in 0..cols.first().map_or(0, |c| c.len()) {
+                let r: Vec<String> = cols.iter().map(|c| format!("{:?}", c.get(i))).collect();
+                rows.push(format!("{name}: {}", r.join("|")));
+            }
+        };
+        for p in t.partitions() {
+            let cols: Vec<Column> = p.columns.iter().map(|c| Column::clone(c)).collect();
+            push(&cols);
+        }
+        if !t.history().files.is_empty() {
+            let reader = c.history_reader().expect("a durable catalog has a history reader");
+            let all: Vec<usize> = (0..t.schema.len()).collect();
+            let h = reader.read(&t, &all, None, i64::MIN, i64::MAX).expect("history readable");
+            for (_, cols) in h.parts {
+                push(&cols);
+            }
+        }
+        rows.sort();
+        out.push(format!("table {name}: {} rows, ttl {:?}", rows.len(), t.history().ttl_ns));
+        out.extend(rows);
+    }
+    out
+}
+
+fn open(wal: &MemStorage, ck: &MemStorage, hist: &MemStorage, cat: &Catalog) -> Result<Arc<Durable>, String> {
+    let opts = Options { checkpoint_bytes: 0, sync: SyncMode::Always, ..Options::default() };
+    let s = |m: &MemStorage| -> Arc<dyn zepto_wal::Storage> { Arc::new(m.clone()) };
+    Durable::open(s(wal), s(ck), s(hist), cat, opts, |_| {}).map(|(d, _)| d).map_err(|e| e.to_string())
+}
+
+type Step = Box<dyn Fn(&Catalog, &Durable) -> Result<(), String>>;
+
+fn steps() -> Vec<Step> {
+    let e = |e: zepto_storage::StorageError| e.to_string();
+    vec![
+        Box::new(move |c, _| {
+            c.create(Table::new("t", schema(), &TableOptions::default()).map_err(e)?, false).map(|_| ()).map_err(e)
+        }),
+        Box::new(move |c, _| c.append("t", batch(0, 40, 1)).map(|_| ()).map_err(e)),
+        Box::new(move |c, _| c.append("t", batch(2, 30, 2)).map(|_| ()).map_err(e)),
+        Box::new(move |c, d| d.checkpoint(c).map(|_| ()).map_err(|x| x.to_string())),
+        Box::new(move |c, d| d.tier(c, "t", DAY).map(|_| ()).map_err(e)),
+        Box::new(move |c, _| c.append("t", batch(1, 20, 3)).map(|_| ()).map_err(e)),
+        Box::new(move |c, d| d.tier(c, "t", 3 * DAY).map(|_| ()).map_err(e)),
+        Box::new(move |c, d| d.checkpoint(c).map(|_| ()).map_err(|x| x.to_string())),
+        Box::new(move |c, _| c.append("t", batch(3, 10, 4)).map(|_| ()).map_err(e)),
+        Box::new(move |c, _| c.set_ttl("t", Some(2 * DAY)).map_err(e)),
+        // "Now" is day 4 + 1 h: rows before day 2 go, with the files of days 0 and 1.
+        Box::new(move |c, d| d.retain(c, "t", 4 * DAY + 3_600_000_000_000).map(|_| ()).map_err(e)),
+        Box::new(move |c, _| c.append("t", batch(4, 10, 5)).map(|_| ()).map_err(e)),
+    ]
+}
+
+/// Run the workload until the storages fail; the states recovery may produce.
+fn workload(wal: &MemStorage, ck: &MemStorage, hist: &MemStorage, budget: usize) -> (Vec<Vec<String>>, bool) {
+    wal.fail_after_ops(Some(budget));
+    let live = Catalog::new();
+    let Ok(d) = open(wal, ck, hist, &live) else { return (vec![Vec::new()], false) };
+    let mut states = vec![dump(&live)];
+    for (i, step) in steps().iter().enumerate() {
+        match step(&live, &d) {
+            Ok(()) => states = vec![dump(&live)],
+            Err(_) => {
+                // The change in flight may have reached the disk: replay it on a copy of the
+                // acknowledged state (memory only, so tiering and checkpoints are no-ops there
+                // and the logical content is what matters).
+                let model = Catalog::new();
+                let (w, c, h) = (MemStorage::new(), MemStorage::new(), MemStorage::new());
+                let md = open(&w, &c, &h, &model).expect("model");
+                for s in &steps()[..=i] {
+                    s(&model, &md).expect("the model accepts every change");
+                }
+                states.push(dump(&model));
+                return (states, false);
+            }
+        }
+    }
+    (states, true)
+}
+
+#[test]
+fn a_crash_at_every_step_of_tiering_and_retention_loses_nothing_acknowledged() {
+    let mut x: u64 = 0x2545_F491_4F6C_DD1D;
+    let mut rnd = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let mut completed = false;
+    let mut crashes = 0;
+    for budget in 0..2000 {
+        let wal = MemStorage::new();
+        let (ck, hist) = (wal.sibling(), wal.sibling());
+        let (states, all_ok) = workload(&wal, &ck, &hist, budget);
+        for keep_some in [false, true] {
+            let mut keep = |_: &str, unsynced: usize| if keep_some { (rnd() as usize) % (unsynced + 1) } else { 0 };
+            let (w2, c2, h2) = (wal.crash(&mut keep), ck.crash(&mut keep), hist.crash(&mut keep));
+            let rec = Catalog::new();
+            open(&w2, &c2, &h2, &rec).unwrap_or_else(|e| panic!("budget {budget}: recovery failed: {e}"));
+            let got = dump(&rec);
+            assert!(states.contains(&got), "budget {budget}: recovered {got:#?}\nexpected one of {states:#?}");
+            crashes += 1;
+        }
+        if all_ok {
+            completed = true;
+            break;
+        }
+    }
+    assert!(completed, "the workload never ran to the end: raise the budget limit");
+    assert!(crashes > 50, "only {crashes} crash points");
+}
+
+#[test]
+fn tiered_rows_survive_restarts_through_log_and_checkpoint() {
+    let (wal, ck, hist) = (MemStorage::new(), MemStorage::new(), MemStorage::new());
+    let live = Catalog::new();
+    let d = open(&wal, &ck, &hist, &live).expect("open");
+    for s in &steps()[..7] {
+        s(&live, &d).expect("step");
+    }
+    let t = live.snapshot("t").expect("t");
+    assert!(t.history().files.len() >= 3, "tiering wrote {} files", t.history().files.len());
+    assert!(t.row_count() < 90, "rows left memory");
+    let want = dump(&live);
+    // Through the log alone.
+    let again = Catalog::new();
+    open(&wal, &ck, &hist, &again).expect("reopen");
+    assert_eq!(dump(&again), want);
+    // Through a checkpoint (the log after it is empty).
+    let d2 = open(&wal, &ck, &hist, &Catalog::new()).expect("reopen");
+    drop(d2);
+    let third = Catalog::new();
+    let d3 = open(&wal, &ck, &hist, &third).expect("reopen");
+    d3.checkpoint(&third).expect("checkpoint");
+    let fourth = Catalog::new();
+    open(&wal, &ck, &hist, &fourth).expect("reopen");
+    assert_eq!(dump(&fourth), want);
+    // A history file gone missing refuses the start, naming it.
+    let victim = t.history().files[0].path.clone();
+    use zepto_wal::Storage;
+    hist.remove(&victim).expect("remove");
+    let err = open(&wal, &ck, &hist, &Catalog::new()).expect_err("a missing history file must refuse the start");
+    assert!(err.contains(&victim), "{err}");
+}
