@@ -41,7 +41,7 @@ test: venv
 # Random tables and queries from a small grammar (and random ASOF joins and window queries),
 # answered by DuckDB (and Polars for ema), replayed on ZeptoDB.
 difftest: venv
-	$(CARGO) build -p zepto-slt
+	$(CARGO) build -p zepto-slt -p zepto-cli
 	mkdir -p target/difftest
 	$(PY) tests/gen/random_diff.py --seed $(SEED) --count 300 --out target/difftest/random.slt
 	$(PY) tests/gen/asof_diff.py --seed $(SEED) --cases 40 --out target/difftest/asof.slt
@@ -49,6 +49,7 @@ difftest: venv
 	$(PY) tests/gen/dml_diff.py --seed $(SEED) --cases 40 --out target/difftest/dml.slt
 	./target/debug/zepto-slt target/difftest/random.slt target/difftest/asof.slt target/difftest/window.slt target/difftest/dml.slt
 	./target/debug/zepto-slt --tier target/difftest/random.slt target/difftest/asof.slt target/difftest/window.slt target/difftest/dml.slt
+	$(PY) tests/gen/history_roundtrip.py --seed $(SEED) --bin target/debug/zeptodb
 
 # cargo-fuzz needs a nightly toolchain; without one the stable no-panic test in
 # `cargo test` (crates/zepto-sql/tests/no_panic.rs) is the fuzz coverage.
