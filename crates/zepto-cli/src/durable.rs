@@ -104,10 +104,7 @@ fn spawn_maintenance(durable: &Arc<Durable>, engine: &Engine) -> Result<(), Stri
         .spawn(move || loop {
             std::thread::sleep(Duration::from_secs(5));
             let (Some(d), Some(c)) = (me.upgrade(), cat.upgrade()) else { return };
-            let now = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX));
-            match d.maintain(&c, now) {
+            match d.maintain(&c, zepto_storage::time::now_ns()) {
                 Ok(lines) => lines.iter().for_each(|l| eprintln!("zeptodb: {l}")),
                 Err(e) => eprintln!("zeptodb: history maintenance failed (retried in 5 s): {e}"),
             }

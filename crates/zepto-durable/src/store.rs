@@ -254,22 +254,21 @@ impl Durable {
                 if used <= budget {
                     break;
                 }
-                // The oldest day in memory among tables that hold more than one day.
-                let oldest = snaps
+                // Per table: its oldest and newest day in memory.
+                let spans: Vec<(&str, i64, i64)> = snaps
                     .iter()
                     .filter_map(|t| {
-                        let lo = day_floor(t.min_ts()?);
                         let newest = t.partitions().iter().filter_map(|p| last_ts(t, p)).max()?;
-                        (lo < day_floor(newest)).then_some(lo)
+                        Some((t.name.as_str(), day_floor(t.min_ts()?), day_floor(newest)))
                     })
-                    .min();
-                let Some(day) = oldest else { break };
+                    .collect();
+                // The oldest day in memory among tables that hold more than one day.
+                let Some(day) = spans.iter().filter(|(_, lo, hi)| lo < hi).map(|&(_, lo, _)| lo).min() else { break };
                 let before = day + zepto_storage::history::NANOS_PER_DAY;
                 let mut moved = 0;
-                for t in &snaps {
-                    let newest = t.partitions().iter().filter_map(|p| last_ts(t, p)).max();
-                    if newest.is_some_and(|n| day_floor(n) >= before) {
-                        moved += self.tier(catalog, &t.name, before)?.0;
+                for &(name, _, newest_day) in &spans {
+                    if newest_day >= before {
+                        moved += self.tier(catalog, name, before)?.0;
                     }
                 }
                 if moved == 0 {

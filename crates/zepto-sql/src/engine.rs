@@ -289,12 +289,7 @@ impl Engine {
             Statement::AlterSetTtl { table, ttl_ns, .. } => {
                 self.catalog.set_ttl(table, *ttl_ns)?;
                 let msg = match ttl_ns {
-                    Some(_) => {
-                        let now = std::time::SystemTime::now()
-                            .duration_since(std::time::UNIX_EPOCH)
-                            .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX));
-                        self.catalog.enforce_ttl(table, now)?
-                    }
+                    Some(_) => self.catalog.enforce_ttl(table, zepto_storage::time::now_ns())?,
                     None => format!("retention of '{table}' removed"),
                 };
                 Ok(QueryResult::status(format!("ALTER TABLE: {msg}")))

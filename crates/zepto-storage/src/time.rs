@@ -12,6 +12,13 @@ pub const NS_PER_DAY: i64 = 24 * NS_PER_HOUR;
 
 /// Days since 1970-01-01 of a civil date.
 /// Calendar months since 1970-01 of a timestamp (floor).
+/// The current time in nanoseconds since the Unix epoch (0 before it, saturating far after).
+pub fn now_ns() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
+}
+
 pub fn month_index(ns: i64) -> i64 {
     let (y, m, _) = civil_from_days(ns.div_euclid(NS_PER_DAY));
     (y - 1970) * 12 + (m as i64 - 1)

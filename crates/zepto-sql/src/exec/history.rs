@@ -26,22 +26,7 @@ fn reads_history(table: &Table, range: &ScanRange) -> bool {
 fn any_history(p: &Plan) -> bool {
     match p {
         Plan::Scan { table, range, .. } => reads_history(table, range),
-        Plan::Values { .. } => false,
-        Plan::Filter { input, .. }
-        | Plan::Project { input, .. }
-        | Plan::Aggregate { input, .. }
-        | Plan::Sort { input, .. }
-        | Plan::Limit { input, .. }
-        | Plan::Distinct { input }
-        | Plan::Window { input, .. }
-        | Plan::Latest { input, .. }
-        | Plan::Fill { input, .. } => any_history(input),
-        Plan::Join { left, right, .. }
-        | Plan::SetOp { left, right, .. }
-        | Plan::AsofJoin { left, right, .. }
-        | Plan::WindowJoin { left, right, .. }
-        | Plan::RangeJoin { left, right, .. }
-        | Plan::SpliceJoin { left, right, .. } => any_history(left) || any_history(right),
+        p => p.inputs().into_iter().any(any_history),
     }
 }
 
@@ -54,65 +39,13 @@ pub fn resolve(plan: &Plan) -> Result<Cow<'_, Plan>> {
 }
 
 fn rewrite(p: Plan) -> Result<Plan> {
-    let b = |x: Box<Plan>| -> Result<Box<Plan>> { Ok(Box::new(rewrite(*x)?)) };
-    Ok(match p {
+    match p {
         Plan::Scan { table, columns, range } if reads_history(&table, &range) => {
             let (table, columns) = materialize(&table, &columns, &range)?;
-            Plan::Scan { table, columns, range }
+            Ok(Plan::Scan { table, columns, range })
         }
-        p @ (Plan::Scan { .. } | Plan::Values { .. }) => p,
-        Plan::Filter { input, pred } => Plan::Filter { input: b(input)?, pred },
-        Plan::Project { input, exprs } => Plan::Project { input: b(input)?, exprs },
-        Plan::Aggregate { input, keys, aggs } => Plan::Aggregate { input: b(input)?, keys, aggs },
-        Plan::Sort { input, keys, limit } => Plan::Sort { input: b(input)?, keys, limit },
-        Plan::Limit { input, offset, limit } => Plan::Limit { input: b(input)?, offset, limit },
-        Plan::Distinct { input } => Plan::Distinct { input: b(input)? },
-        Plan::Window { input, calls } => Plan::Window { input: b(input)?, calls },
-        Plan::Latest { input, keys, ts } => Plan::Latest { input: b(input)?, keys, ts },
-        Plan::Fill { input, spec } => Plan::Fill { input: b(input)?, spec },
-        Plan::SetOp { op, all, left, right } => Plan::SetOp { op, all, left: b(left)?, right: b(right)? },
-        Plan::Join { left, right, kind, left_keys, right_keys, residual } => {
-            Plan::Join { left: b(left)?, right: b(right)?, kind, left_keys, right_keys, residual }
-        }
-        Plan::AsofJoin { left, right, left_keys, right_keys, left_ts, right_ts, op, outer, tolerance } => {
-            Plan::AsofJoin {
-                left: b(left)?,
-                right: b(right)?,
-                left_keys,
-                right_keys,
-                left_ts,
-                right_ts,
-                op,
-                outer,
-                tolerance,
-            }
-        }
-        Plan::WindowJoin { left, right, left_keys, right_keys, left_ts, right_ts, lo, hi, aggs } => Plan::WindowJoin {
-            left: b(left)?,
-            right: b(right)?,
-            left_keys,
-            right_keys,
-            left_ts,
-            right_ts,
-            lo,
-            hi,
-            aggs,
-        },
-        Plan::SpliceJoin { left, right, left_keys, right_keys, left_ts, right_ts } => {
-            Plan::SpliceJoin { left: b(left)?, right: b(right)?, left_keys, right_keys, left_ts, right_ts }
-        }
-        Plan::RangeJoin { left, right, left_keys, right_keys, left_ts, right_ts, lo, hi, outer } => Plan::RangeJoin {
-            left: b(left)?,
-            right: b(right)?,
-            left_keys,
-            right_keys,
-            left_ts,
-            right_ts,
-            lo,
-            hi,
-            outer,
-        },
-    })
+        p => p.map_inputs(rewrite),
+    }
 }
 
 /// One table with what a scan of `table` over `columns` and `range` reads, from history and

@@ -490,7 +490,41 @@ impl Plan {
         out.push_str(&pad);
         out.push_str(&line);
         out.push('\n');
+        for input in self.inputs() {
+            input.explain_into(depth + 1, out);
+        }
+    }
+
+    /// The plan's direct inputs (left before right).
+    pub fn inputs(&self) -> Vec<&Plan> {
         match self {
+            Plan::Scan { .. } | Plan::Values { .. } => Vec::new(),
+            Plan::Filter { input, .. }
+            | Plan::Project { input, .. }
+            | Plan::Aggregate { input, .. }
+            | Plan::Sort { input, .. }
+            | Plan::Limit { input, .. }
+            | Plan::Distinct { input }
+            | Plan::Window { input, .. }
+            | Plan::Latest { input, .. }
+            | Plan::Fill { input, .. } => vec![input],
+            Plan::Join { left, right, .. }
+            | Plan::SetOp { left, right, .. }
+            | Plan::AsofJoin { left, right, .. }
+            | Plan::WindowJoin { left, right, .. }
+            | Plan::RangeJoin { left, right, .. }
+            | Plan::SpliceJoin { left, right, .. } => vec![left, right],
+        }
+    }
+
+    /// The plan with each direct input replaced by `f(input)` (left before right).
+    pub fn map_inputs<E>(mut self, mut f: impl FnMut(Plan) -> Result<Plan, E>) -> Result<Plan, E> {
+        let mut apply = |b: &mut Box<Plan>| -> Result<(), E> {
+            let old = std::mem::replace(&mut **b, Plan::Values { rows: Vec::new(), width: 0 });
+            **b = f(old)?;
+            Ok(())
+        };
+        match &mut self {
             Plan::Scan { .. } | Plan::Values { .. } => {}
             Plan::Filter { input, .. }
             | Plan::Project { input, .. }
@@ -500,17 +534,18 @@ impl Plan {
             | Plan::Distinct { input }
             | Plan::Window { input, .. }
             | Plan::Latest { input, .. }
-            | Plan::Fill { input, .. } => input.explain_into(depth + 1, out),
+            | Plan::Fill { input, .. } => apply(input)?,
             Plan::Join { left, right, .. }
             | Plan::SetOp { left, right, .. }
             | Plan::AsofJoin { left, right, .. }
             | Plan::WindowJoin { left, right, .. }
             | Plan::RangeJoin { left, right, .. }
             | Plan::SpliceJoin { left, right, .. } => {
-                left.explain_into(depth + 1, out);
-                right.explain_into(depth + 1, out);
+                apply(left)?;
+                apply(right)?;
             }
         }
+        Ok(self)
     }
 }
 
