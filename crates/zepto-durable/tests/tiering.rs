@@ -62,8 +62,8 @@ fn dump(c: &Catalog) -> Vec<String> {
             let reader = c.history_reader().expect("a durable catalog has a history reader");
             let all: Vec<usize> = (0..t.schema.len()).collect();
             let h = reader.read(&t, &all, None, i64::MIN, i64::MAX).expect("history readable");
-            for (_, cols) in h.parts {
-                push(&cols);
+            for ch in h.chunks {
+                push(&ch.columns);
             }
         }
         rows.sort();

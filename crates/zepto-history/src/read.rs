@@ -20,7 +20,9 @@ use std::collections::HashMap;
 use std::fs::File;
 use std::io::Read;
 use std::sync::{Arc, Mutex};
-use zepto_storage::{ColumnData, ColumnDef, HistFile, HistoryPlan, HistoryReader, HistoryRows, StorageError, Table};
+use zepto_storage::{
+    ColumnData, ColumnDef, HistFile, HistoryChunk, HistoryPlan, HistoryReader, HistoryRows, StorageError, Table,
+};
 use zepto_wal::Storage;
 
 /// The catalog's reader of history files in one storage (the data directory's `history/`).
@@ -155,20 +157,21 @@ impl HistoryReader for ParquetHistory {
             })
             .collect::<Result<_, _>>()?;
         let key_pos = table.key_col.and_then(|k| columns.iter().position(|&c| c == k));
-        let mut out = HistoryRows::default();
-        for f in Self::files(table, lo, hi) {
+        let decode = |f: &HistFile| -> Result<Option<HistoryChunk>, StorageError> {
             let src = self.open(&f.path)?;
             let meta = self.footer(&f.path, Some(&src))?;
             let groups = Self::row_groups(table, &meta, keys, lo, hi);
             if groups.is_empty() {
-                continue;
+                return Ok(None);
             }
             let all = groups.len() == meta.num_row_groups();
             let cols = zepto_io::parquet::read_parquet_parts(src, meta, &defs, (!all).then_some(groups), &f.path)
                 .map_err(|e| io_err(&f.path, e))?;
-            split_by_key(cols, key_pos, &mut out);
-        }
-        Ok(out)
+            Ok(Some(key_runs(cols, key_pos)))
+        };
+        let files = Self::files(table, lo, hi);
+        let chunks = zepto_storage::par::try_map(&files, |f| decode(f))?;
+        Ok(HistoryRows { chunks: chunks.into_iter().flatten().collect() })
     }
 
     fn plan(&self, table: &Table, keys: Option<&[String]>, lo: i64, hi: i64) -> Result<HistoryPlan, StorageError> {
@@ -189,35 +192,24 @@ impl HistoryReader for ParquetHistory {
     }
 }
 
-/// Cut one file's rows (sorted by key) into runs of one key each.
-fn split_by_key(cols: Vec<zepto_storage::Column>, key_pos: Option<usize>, out: &mut HistoryRows) {
-    let n = cols.first().map_or(0, |c| c.len());
-    if n == 0 {
-        return;
-    }
-    let Some(kp) = key_pos else {
-        out.parts.push((None, cols));
-        return;
-    };
-    let kc = &cols[kp];
-    let ColumnData::Symbol { codes, dict } = &kc.data else {
-        out.parts.push((None, cols));
-        return;
-    };
-    let key_of = |i: usize| kc.is_valid(i).then(|| codes[i]);
-    let mut start = 0;
-    while start < n {
-        let k = key_of(start);
-        let mut end = start + 1;
-        while end < n && key_of(end) == k {
-            end += 1;
+/// One file's rows (sorted by key) with their runs of one key each.
+fn key_runs(columns: Vec<zepto_storage::Column>, key_pos: Option<usize>) -> HistoryChunk {
+    let n = columns.first().map_or(0, |c| c.len());
+    let mut runs = Vec::new();
+    match key_pos.map(|k| &columns[k]) {
+        Some(kc @ zepto_storage::Column { data: ColumnData::Symbol { codes, dict }, .. }) => {
+            let key_of = |i: usize| kc.is_valid(i).then(|| codes[i]);
+            let mut start = 0;
+            while start < n {
+                let k = key_of(start);
+                let end =
+                    start + codes[start..].iter().enumerate().take_while(|&(j, _)| key_of(start + j) == k).count();
+                runs.push((k.map(|c| dict.get(c).to_string()), start..end));
+                start = end;
+            }
         }
-        let run: Vec<zepto_storage::Column> = if start == 0 && end == n {
-            cols.clone()
-        } else {
-            cols.iter().map(|c| c.slice(start, end - start)).collect()
-        };
-        out.parts.push((k.map(|c| dict.get(c).to_string()), run));
-        start = end;
+        _ if n > 0 => runs.push((None, 0..n)),
+        _ => {}
     }
+    HistoryChunk { columns, runs }
 }

@@ -9,6 +9,7 @@
 use crate::column::Column;
 use crate::error::StorageError;
 use crate::table::Table;
+use std::ops::Range;
 
 /// One Parquet file of a table's history: rows of one UTC day, sorted by (partition key as a
 /// string, NULL first; designated timestamp).
@@ -46,12 +47,32 @@ impl History {
     }
 }
 
-/// Rows of a table's history that one scan needs, grouped by partition key.
+/// Rows of a table's history that one scan needs: one chunk per file read.
 #[derive(Debug, Default)]
 pub struct HistoryRows {
-    /// Per key (the string; `None` for NULL keys, or every row of an unkeyed table): the
-    /// requested columns. Rows of one key come file by file; each file's rows are in time order.
-    pub parts: Vec<(Option<String>, Vec<Column>)>,
+    pub chunks: Vec<HistoryChunk>,
+}
+
+/// The decoded rows of one history file (its row groups that survived pruning), in file order:
+/// sorted by partition key, then time.
+#[derive(Debug)]
+pub struct HistoryChunk {
+    /// The requested columns, in request order; SYMBOL columns are coded against a dictionary
+    /// of the file's own.
+    pub columns: Vec<Column>,
+    /// The runs of one partition key each (the key string; `None` for NULL keys, or every row
+    /// of an unkeyed table), in row order, covering every row.
+    pub runs: Vec<(Option<String>, Range<usize>)>,
+}
+
+impl HistoryChunk {
+    pub fn len(&self) -> usize {
+        self.columns.first().map_or(0, |c| c.len())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
 }
 
 /// What a scan of a table's history reads, after pruning (for `EXPLAIN`).

@@ -67,6 +67,12 @@ pub fn thread_net_bytes() -> isize {
     NET.try_with(Cell::get).unwrap_or(0)
 }
 
+/// Count `bytes` as allocated by the calling thread: memory a helper thread allocated on its
+/// behalf and handed over (see [`crate::par`]), so per-query accounting stays whole.
+pub fn credit_thread(bytes: isize) {
+    add(bytes);
+}
+
 /// Resident memory of the process in bytes (Linux `/proc/self/statm`), if known.
 pub fn process_rss_bytes() -> Option<u64> {
     let s = std::fs::read_to_string("/proc/self/statm").ok()?;

@@ -67,6 +67,14 @@ impl StrVec {
         out
     }
 
+    /// Append strings `rows` of `other` (one copy of their bytes).
+    pub fn extend_range(&mut self, other: &StrVec, rows: std::ops::Range<usize>) {
+        let (a, b) = (other.offsets[rows.start], other.offsets[rows.end]);
+        let base = self.data.len() as i64 - a;
+        self.data.extend_from_slice(&other.data[a as usize..b as usize]);
+        self.offsets.extend(other.offsets[rows.start + 1..=rows.end].iter().map(|&o| o + base));
+    }
+
     pub fn extend(&mut self, other: &StrVec) {
         for s in other.iter() {
             self.push(s);

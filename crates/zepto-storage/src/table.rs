@@ -60,6 +60,18 @@ pub struct Partition {
 }
 
 impl Partition {
+    /// A partition of `columns` (equal lengths) for key code `key`, put in time order on
+    /// `ts_col` (NULLs first) unless it already is: one check when it is, one sort when not.
+    pub fn in_time_order(columns: Vec<Arc<Column>>, key: Option<u32>, ts_col: Option<usize>) -> Partition {
+        let mut p = Partition { columns, key, sorted: true };
+        if let Some(t) = ts_col {
+            if !is_sorted_with_nulls_first(&p.columns[t]) {
+                sort_partition(&mut p, t, 0);
+            }
+        }
+        p
+    }
+
     pub fn len(&self) -> usize {
         self.columns.first().map_or(0, |c| c.len())
     }
@@ -180,6 +192,32 @@ impl Table {
         dict: Arc<Dict>,
         parts: Vec<Partition>,
     ) -> Result<Table, StorageError> {
+        Self::build_from_parts(name, schema, key_col, ts_col, dict, parts, true)
+    }
+
+    /// [`Table::from_parts`] for partitions the engine assembled itself (a query's view of
+    /// memory and history): the per-row checks (codes inside the dictionary, one key per
+    /// partition, time order) run in debug builds only; the per-partition ones always.
+    pub fn assembled(
+        name: &str,
+        schema: Schema,
+        key_col: Option<usize>,
+        ts_col: Option<usize>,
+        dict: Arc<Dict>,
+        parts: Vec<Partition>,
+    ) -> Result<Table, StorageError> {
+        Self::build_from_parts(name, schema, key_col, ts_col, dict, parts, cfg!(debug_assertions))
+    }
+
+    fn build_from_parts(
+        name: &str,
+        schema: Schema,
+        key_col: Option<usize>,
+        ts_col: Option<usize>,
+        dict: Arc<Dict>,
+        parts: Vec<Partition>,
+        per_row: bool,
+    ) -> Result<Table, StorageError> {
         let bad = |m: String| StorageError::Invalid(format!("table '{name}': {m}"));
         let mut t = Table::new(name, schema, &TableOptions::default())?;
         for (i, want) in [(key_col, DataType::Symbol), (ts_col, DataType::Timestamp)] {
@@ -204,11 +242,14 @@ impl Table {
                 }
                 if let ColumnData::Symbol { codes, .. } = &c.data {
                     // Valid rows code into the dictionary; NULL rows hold 0 (the zero value).
-                    let ok =
-                        codes
-                            .iter()
-                            .enumerate()
-                            .all(|(i, &k)| if c.is_valid(i) { (k as usize) < t.dict.len() } else { k == 0 });
+                    let ok = !per_row
+                        || codes.iter().enumerate().all(|(i, &k)| {
+                            if c.is_valid(i) {
+                                (k as usize) < t.dict.len()
+                            } else {
+                                k == 0
+                            }
+                        });
                     if !ok {
                         return Err(bad(format!("column '{}' has codes outside the dictionary", def.name)));
                     }
@@ -225,8 +266,9 @@ impl Table {
                         return Err(bad(format!("partition key code {code} is unknown or repeated")));
                     }
                     let col = &p.columns[k];
-                    let ok = col.null_count() == 0
-                        && matches!(&col.data, ColumnData::Symbol { codes, .. } if codes.iter().all(|&x| x == code));
+                    let ok = !per_row
+                        || (col.null_count() == 0
+                            && matches!(&col.data, ColumnData::Symbol { codes, .. } if codes.iter().all(|&x| x == code)));
                     if !ok {
                         return Err(bad(format!("a row of partition '{}' has another key", t.dict.get(code))));
                     }
@@ -248,7 +290,9 @@ impl Table {
                 }
                 (None, Some(_)) => return Err(bad("a keyed partition in a table without a partition key".into())),
             }
-            p.sorted = t.ts_col.is_none_or(|c| is_sorted_with_nulls_first(&p.columns[c]));
+            if per_row {
+                p.sorted = t.ts_col.is_none_or(|c| is_sorted_with_nulls_first(&p.columns[c]));
+            }
             if !p.sorted {
                 return Err(bad("a partition is not in timestamp order".into()));
             }

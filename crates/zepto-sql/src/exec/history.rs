@@ -15,8 +15,10 @@ use super::scan::pieces;
 use crate::error::{Result, SqlError};
 use crate::plan::{Plan, ScanRange};
 use std::borrow::Cow;
+use std::collections::HashMap;
+use std::ops::Range;
 use std::sync::Arc;
-use zepto_storage::{Column, Schema, Table, TableOptions};
+use zepto_storage::{Column, ColumnData, Partition, Schema, Span, Table};
 
 /// Whether `table`'s history has files a scan over `range` must read.
 fn reads_history(table: &Table, range: &ScanRange) -> bool {
@@ -50,6 +52,11 @@ fn rewrite(p: Plan) -> Result<Plan> {
 
 /// One table with what a scan of `table` over `columns` and `range` reads, from history and
 /// memory, and the scan's columns renumbered into it.
+///
+/// History files decode in parallel (see the reader); then each key's partition is assembled
+/// in one copy: its runs from every file, cut to the scan's time range, then its in-memory
+/// rows, into exact-size columns. A partition's rows are in time order unless files overlap in
+/// time or late rows reached memory after tiering; those partitions are sorted once.
 fn materialize(table: &Table, columns: &[usize], range: &ScanRange) -> Result<(Arc<Table>, Vec<usize>)> {
     let reader = table
         .history_reader()
@@ -58,24 +65,138 @@ fn materialize(table: &Table, columns: &[usize], range: &ScanRange) -> Result<(A
     let mut need: Vec<usize> = columns.iter().copied().chain(table.key_col).chain(table.ts_col).collect();
     need.sort_unstable();
     need.dedup();
+    let pos = |c: Option<usize>| c.and_then(|c| need.iter().position(|&n| n == c));
+    let (key_pos, ts_pos) = (pos(table.key_col), pos(table.ts_col));
     let schema = Schema { columns: need.iter().map(|&c| table.schema.columns[c].clone()).collect() };
-    let name_of = |c: Option<usize>| c.map(|i| table.schema.columns[i].name.clone());
-    let opts = TableOptions { partition_key: name_of(table.key_col), timestamp: name_of(table.ts_col) };
-    let mut out = Table::new(&table.name, schema, &opts)?;
     let rows = reader.read(table, &need, range.keys.as_deref(), range.ts_lo, range.ts_hi)?;
-    for (_, cols) in rows.parts {
-        super::interrupt::check()?;
-        out.append(cols)?;
+    super::interrupt::check()?;
+
+    // The result's dictionary: the table's (memory rows keep their codes), plus history strings.
+    let mut dict = table.dict().clone();
+    let d = Arc::make_mut(&mut dict);
+    // Per chunk, per needed column: file code -> result code (SYMBOL columns only).
+    let remaps: Vec<Vec<Option<Vec<u32>>>> = rows
+        .chunks
+        .iter()
+        .map(|ch| {
+            ch.columns
+                .iter()
+                .map(|c| match &c.data {
+                    ColumnData::Symbol { dict: fd, .. } => Some(fd.iter().map(|s| d.intern(s)).collect()),
+                    _ => None,
+                })
+                .collect()
+        })
+        .collect();
+    // Sources per partition key (result code; `None`: NULL key or unkeyed), first seen first.
+    let mut slot_of: HashMap<Option<u32>, usize> = HashMap::new();
+    let mut groups: Vec<(Option<u32>, Vec<Src>)> = Vec::new();
+    let mut add = |key: Option<u32>, src: Src| {
+        let i = *slot_of.entry(key).or_insert_with(|| {
+            groups.push((key, Vec::new()));
+            groups.len() - 1
+        });
+        groups[i].1.push(src);
+    };
+    let bounded = range.ts_lo != i64::MIN || range.ts_hi != i64::MAX;
+    for (ci, ch) in rows.chunks.iter().enumerate() {
+        for (key, run) in &ch.runs {
+            let run = match ts_pos {
+                Some(t) if bounded => ts_cut(&ch.columns[t], run.clone(), range.ts_lo, range.ts_hi),
+                _ => run.clone(),
+            };
+            if !run.is_empty() {
+                add(key.as_deref().map(|k| d.intern(k)), Src::History(ci, run));
+            }
+        }
     }
-    for piece in pieces(table, range) {
-        let r = &piece.range;
-        let cols: Vec<Column> = need.iter().map(|&c| piece.part.columns[c].slice(r.start, r.len())).collect();
-        out.append(cols)?;
+    let memory = pieces(table, range);
+    for (pi, piece) in memory.iter().enumerate() {
+        add(piece.part.key, Src::Memory(pi));
     }
+    let dict = Arc::new(d.clone());
+
+    let src_len = |s: &Src| match s {
+        Src::History(_, run) => run.len(),
+        Src::Memory(pi) => memory[*pi].range.len(),
+    };
+    let build = |(key, srcs): &(Option<u32>, Vec<Src>)| -> Result<Partition> {
+        let cols = (0..need.len())
+            .map(|j| {
+                let spans: Vec<Span> = srcs
+                    .iter()
+                    .map(|s| match s {
+                        Src::History(ci, run) => Span {
+                            col: &rows.chunks[*ci].columns[j],
+                            rows: run.clone(),
+                            remap: remaps[*ci][j].as_deref(),
+                        },
+                        Src::Memory(pi) => {
+                            let p = &memory[*pi];
+                            Span { col: &p.part.columns[need[j]], rows: p.range.clone(), remap: None }
+                        }
+                    })
+                    .collect();
+                Column::concat_spans(schema.columns[j].data_type, Some(&dict), &spans)
+                    .map(Arc::new)
+                    .map_err(SqlError::Internal)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let key = key.filter(|_| key_pos.is_some());
+        // Each source is in time order; so is the whole when every boundary is.
+        Ok(match ts_pos {
+            Some(t) if !ordered(&cols[t], srcs.iter().map(src_len)) => Partition::in_time_order(cols, key, ts_pos),
+            _ => Partition { columns: cols, key, sorted: true },
+        })
+    };
+    let rows = groups.iter().flat_map(|(_, srcs)| srcs.iter().map(src_len)).sum();
+    let parts = super::interrupt::par_map(&groups, rows, build)?;
+    let out = Table::assembled(&table.name, schema, key_pos, ts_pos, dict, parts)?;
     let remap = columns
         .iter()
         .map(|c| need.iter().position(|n| n == c))
         .collect::<Option<Vec<usize>>>()
         .ok_or_else(|| SqlError::Internal("a scan column went missing".into()))?;
     Ok((Arc::new(out), remap))
+}
+
+/// Where a partition's rows come from: a run of a history chunk, or an in-memory piece.
+enum Src {
+    History(usize, Range<usize>),
+    Memory(usize),
+}
+
+/// Whether `ts`, made of consecutive segments of `lens` rows each time-sorted with NULLs first,
+/// is time-sorted as a whole: no NULL after a value, no segment starting before the last one
+/// ended. Costs a look at each boundary.
+fn ordered(ts: &Column, lens: impl Iterator<Item = usize>) -> bool {
+    let Some(v) = ts.as_i64_slice() else { return true };
+    let mut last: Option<i64> = None;
+    let mut start = 0;
+    for len in lens {
+        let end = start + len;
+        let nulls = (start..end).take_while(|&i| !ts.is_valid(i)).count();
+        if nulls > 0 && last.is_some() {
+            return false;
+        }
+        if nulls < len {
+            if last.is_some_and(|l| l > v[start + nulls]) {
+                return false;
+            }
+            last = Some(v[end - 1]);
+        }
+        start = end;
+    }
+    true
+}
+
+/// The rows of `run` (time-sorted, NULLs first) with a timestamp in `[lo, hi]`, as a scan of an
+/// in-memory partition cuts them (NULL timestamps never satisfy a bounded range).
+fn ts_cut(ts: &Column, run: Range<usize>, lo: i64, hi: i64) -> Range<usize> {
+    let Some(v) = ts.as_i64_slice() else { return run };
+    let nulls = (run.start..run.end).take_while(|&i| !ts.is_valid(i)).count();
+    let vals = &v[run.start + nulls..run.end];
+    let a = vals.partition_point(|&t| t < lo);
+    let b = vals.partition_point(|&t| t <= hi).max(a);
+    run.start + nulls + a..run.start + nulls + b
 }

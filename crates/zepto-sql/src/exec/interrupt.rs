@@ -12,7 +12,7 @@
 
 use crate::error::{Result, SqlError};
 use std::cell::RefCell;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use zepto_storage::mem::thread_net_bytes;
@@ -99,6 +99,32 @@ pub fn check() -> Result<()> {
             }
         }
         Ok(())
+    })
+}
+
+/// Below this many input rows, work stays on the query's thread: starting helpers costs tens
+/// of microseconds, the whole budget of a point query. Tests lower it (see
+/// [`set_parallel_min_rows`]) so small inputs take the parallel path too.
+static PAR_MIN_ROWS: AtomicUsize = AtomicUsize::new(100_000);
+
+/// Run partition-wise work on helper threads from `rows` input rows on (process-wide).
+pub fn set_parallel_min_rows(rows: usize) {
+    PAR_MIN_ROWS.store(rows, Ordering::Relaxed);
+}
+
+/// `f` over `items` (`rows` input rows in all) on up to one thread per core
+/// ([`zepto_storage::par::try_map`]; results in item order). Helper threads run under the
+/// caller's query control, so cancellation and the deadline reach them; what they allocate is
+/// credited to the caller when they finish.
+pub fn par_map<T: Sync, R: Send>(items: &[T], rows: usize, f: impl Fn(&T) -> Result<R> + Sync) -> Result<Vec<R>> {
+    if rows < PAR_MIN_ROWS.load(Ordering::Relaxed) || items.len() < 2 {
+        return items.iter().map(f).collect();
+    }
+    let ctl = CURRENT.with(|c| c.borrow().as_ref().map(|a| a.ctl.clone()));
+    let caller = std::thread::current().id();
+    zepto_storage::par::try_map(items, |x| {
+        let _entered = ctl.as_ref().filter(|_| std::thread::current().id() != caller).map(|c| c.enter());
+        f(x)
     })
 }
 

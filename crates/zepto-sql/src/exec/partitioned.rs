@@ -7,6 +7,7 @@
 
 use super::aggregate::aggregate_grouped;
 use super::eval::eval;
+use super::interrupt::par_map;
 use super::scan::{piece_batch, pieces};
 use super::Batch;
 use crate::error::Result;
@@ -39,26 +40,24 @@ pub fn try_aggregate(input: &Plan, keys: &[BExpr], aggs: &[AggCall]) -> Option<R
     if ps.is_empty() {
         return None;
     }
-    let mut outs: Vec<Batch> = Vec::with_capacity(ps.len());
-    for p in &ps {
+    // Partitions aggregate independently: on every core.
+    let one = |p: &super::scan::Piece| -> Result<Option<Batch>> {
         let mut b = piece_batch(table, p, columns, range);
         if let Some(pred) = filter {
-            let m = match eval(pred, &b) {
-                Ok(m) => m,
-                Err(e) => return Some(Err(e)),
-            };
+            let m = eval(pred, &b)?;
             b = b.filter(&m);
         }
         if b.rows == 0 {
-            continue;
+            return Ok(None);
         }
-        let sorted = p.part.sorted;
-        let runs = run_keys.as_deref().filter(|_| sorted);
-        match aggregate_grouped(&b, keys, aggs, runs) {
-            Ok(o) => outs.push(o),
-            Err(e) => return Some(Err(e)),
-        }
-    }
+        let runs = run_keys.as_deref().filter(|_| p.part.sorted);
+        aggregate_grouped(&b, keys, aggs, runs).map(Some)
+    };
+    let rows = ps.iter().map(|p| p.range.len()).sum();
+    let outs: Vec<Batch> = match par_map(&ps, rows, one) {
+        Ok(o) => o.into_iter().flatten().collect(),
+        Err(e) => return Some(Err(e)),
+    };
     if outs.is_empty() {
         return None;
     }
