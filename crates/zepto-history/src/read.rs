@@ -21,7 +21,7 @@ use std::fs::File;
 use std::io::Read;
 use std::sync::{Arc, Mutex};
 use zepto_storage::{
-    ColumnData, ColumnDef, HistFile, HistoryChunk, HistoryPlan, HistoryReader, HistoryRows, StorageError, Table,
+    ColumnData, ColumnDef, HistoryChunk, HistoryPlan, HistoryReader, HistoryUnit, StorageError, Table,
 };
 use zepto_wal::Storage;
 
@@ -135,43 +135,47 @@ impl ParquetHistory {
         }
         keep
     }
-
-    fn files(table: &Table, lo: i64, hi: i64) -> Vec<&HistFile> {
-        table.history().overlapping(lo, hi).collect()
-    }
 }
 
 impl HistoryReader for ParquetHistory {
-    fn read(
+    fn units(
         &self,
         table: &Table,
-        columns: &[usize],
         keys: Option<&[String]>,
         lo: i64,
         hi: i64,
-    ) -> Result<HistoryRows, StorageError> {
+    ) -> Result<Vec<HistoryUnit>, StorageError> {
+        let mut units = Vec::new();
+        for (i, f) in table.history().files.iter().enumerate() {
+            if f.max_ts < lo || f.min_ts > hi {
+                continue;
+            }
+            let meta = self.footer(&f.path, None)?;
+            for g in Self::row_groups(table, &meta, keys, lo, hi) {
+                let rows = usize::try_from(meta.row_group(g).num_rows()).unwrap_or(0);
+                units.push(HistoryUnit { file: i, row_group: g, rows });
+            }
+        }
+        Ok(units)
+    }
+
+    fn read_unit(&self, table: &Table, columns: &[usize], unit: &HistoryUnit) -> Result<HistoryChunk, StorageError> {
+        let internal = |m: String| StorageError::Internal(format!("table '{}': {m}", table.name));
+        let f =
+            table.history().files.get(unit.file).ok_or_else(|| internal(format!("no history file {}", unit.file)))?;
         let defs: Vec<ColumnDef> = columns
             .iter()
-            .map(|&c| {
-                table.schema.columns.get(c).cloned().ok_or_else(|| StorageError::Internal(format!("no column {c}")))
-            })
+            .map(|&c| table.schema.columns.get(c).cloned().ok_or_else(|| internal(format!("no column {c}"))))
             .collect::<Result<_, _>>()?;
         let key_pos = table.key_col.and_then(|k| columns.iter().position(|&c| c == k));
-        let decode = |f: &HistFile| -> Result<Option<HistoryChunk>, StorageError> {
-            let src = self.open(&f.path)?;
-            let meta = self.footer(&f.path, Some(&src))?;
-            let groups = Self::row_groups(table, &meta, keys, lo, hi);
-            if groups.is_empty() {
-                return Ok(None);
-            }
-            let all = groups.len() == meta.num_row_groups();
-            let cols = zepto_io::parquet::read_parquet_parts(src, meta, &defs, (!all).then_some(groups), &f.path)
-                .map_err(|e| io_err(&f.path, e))?;
-            Ok(Some(key_runs(cols, key_pos)))
-        };
-        let files = Self::files(table, lo, hi);
-        let chunks = zepto_storage::par::try_map(&files, |f| decode(f))?;
-        Ok(HistoryRows { chunks: chunks.into_iter().flatten().collect() })
+        let src = self.open(&f.path)?;
+        let meta = self.footer(&f.path, Some(&src))?;
+        if unit.row_group >= meta.num_row_groups() {
+            return Err(internal(format!("{} has no row group {}", f.path, unit.row_group)));
+        }
+        let cols = zepto_io::parquet::read_parquet_parts(src, meta, &defs, Some(vec![unit.row_group]), &f.path)
+            .map_err(|e| io_err(&f.path, e))?;
+        Ok(key_runs(cols, key_pos))
     }
 
     fn plan(&self, table: &Table, keys: Option<&[String]>, lo: i64, hi: i64) -> Result<HistoryPlan, StorageError> {

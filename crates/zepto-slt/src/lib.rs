@@ -196,7 +196,7 @@ pub fn run_file(path: &str, text: &str) -> Report {
 }
 
 /// A database whose tables can move rows to a Parquet history (all storage in memory).
-fn tiering_engine() -> Result<Engine, String> {
+pub fn tiering_engine() -> Result<Engine, String> {
     let catalog = std::sync::Arc::new(zepto_storage::Catalog::new());
     let mem = || -> std::sync::Arc<dyn zepto_wal::Storage> { std::sync::Arc::new(zepto_wal::MemStorage::new()) };
     let opts = zepto_durable::Options { sync: zepto_wal::SyncMode::None, checkpoint_bytes: 0, ..Default::default() };

@@ -47,13 +47,13 @@ impl History {
     }
 }
 
-/// Rows of a table's history that one scan needs: one chunk per file read.
+/// Rows of a table's history that one scan needs: one chunk per row group read.
 #[derive(Debug, Default)]
 pub struct HistoryRows {
     pub chunks: Vec<HistoryChunk>,
 }
 
-/// The decoded rows of one history file (its row groups that survived pruning), in file order:
+/// The decoded rows of one row group of a history file (one that survived pruning), in file order:
 /// sorted by partition key, then time.
 #[derive(Debug)]
 pub struct HistoryChunk {
@@ -84,12 +84,29 @@ pub struct HistoryPlan {
     pub row_groups_total: usize,
 }
 
+/// One unit of history reading: a row group of one of the table's files that survived
+/// pruning. Units decode independently (in parallel), each into one [`HistoryChunk`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct HistoryUnit {
+    /// Index into the table's [`History::files`].
+    pub file: usize,
+    pub row_group: usize,
+    pub rows: usize,
+}
+
 /// Reads history files for queries.
 pub trait HistoryReader: Send + Sync + std::fmt::Debug {
-    /// The rows of `table`'s history with a timestamp in `[lo, hi]` and (when `keys` is given)
-    /// a partition key among `keys`, for schema columns `columns`. Files and row groups whose
-    /// statistics exclude the range or the keys are not read. The result may hold rows outside
-    /// the range (whole row groups); the caller cuts them.
+    /// What a scan of `table`'s history over `[lo, hi]` (and, when `keys` is given, a
+    /// partition key among `keys`) must decode, in file then row-group order: files and row
+    /// groups whose statistics exclude the range or the keys are left out.
+    fn units(&self, table: &Table, keys: Option<&[String]>, lo: i64, hi: i64)
+        -> Result<Vec<HistoryUnit>, StorageError>;
+
+    /// Decode schema columns `columns` of one unit. The chunk holds the whole row group: rows
+    /// outside the scan's range or keys too; the caller cuts them.
+    fn read_unit(&self, table: &Table, columns: &[usize], unit: &HistoryUnit) -> Result<HistoryChunk, StorageError>;
+
+    /// Every unit of [`HistoryReader::units`] decoded, on up to one thread per core.
     fn read(
         &self,
         table: &Table,
@@ -97,7 +114,11 @@ pub trait HistoryReader: Send + Sync + std::fmt::Debug {
         keys: Option<&[String]>,
         lo: i64,
         hi: i64,
-    ) -> Result<HistoryRows, StorageError>;
+    ) -> Result<HistoryRows, StorageError> {
+        let units = self.units(table, keys, lo, hi)?;
+        let chunks = crate::par::try_map(&units, |u| self.read_unit(table, columns, u))?;
+        Ok(HistoryRows { chunks })
+    }
 
     /// What [`HistoryReader::read`] would read, from file metadata only.
     fn plan(&self, table: &Table, keys: Option<&[String]>, lo: i64, hi: i64) -> Result<HistoryPlan, StorageError>;

@@ -29,7 +29,7 @@ pub use catalog::{Catalog, Change, ChangeLog};
 pub use column::{Column, ColumnBuilder, ColumnData, Span};
 pub use dict::Dict;
 pub use error::StorageError;
-pub use history::{HistFile, History, HistoryChunk, HistoryPlan, HistoryReader, HistoryRows};
+pub use history::{HistFile, History, HistoryChunk, HistoryPlan, HistoryReader, HistoryRows, HistoryUnit};
 pub use strings::StrVec;
 pub use table::{ColumnDef, Partition, Schema, Table, TableOptions};
 pub use types::DataType;

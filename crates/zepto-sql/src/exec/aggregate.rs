@@ -143,14 +143,27 @@ fn run_starts(cols: &[&Column], n: usize) -> Vec<u32> {
         return first;
     }
     first.push(0);
-    // Fast path: one i64-backed key without NULLs.
-    if let [c] = cols {
-        if let (Some(v), None) = (c.as_i64_slice(), &c.validity) {
-            first.extend((1..n).filter(|&i| v[i] != v[i - 1]).map(|i| i as u32));
-            return first;
+    // Row i starts a run when any key differs from row i - 1: one pass per key, over the raw
+    // values where there are no NULLs (a symbol key's codes, a time bucket's i64s).
+    let mut changed = vec![false; n];
+    for c in cols {
+        fn mark<T: PartialEq>(v: &[T], changed: &mut [bool]) {
+            for (i, w) in v.windows(2).enumerate() {
+                changed[i + 1] |= w[0] != w[1];
+            }
+        }
+        match (&c.data, &c.validity) {
+            (ColumnData::Symbol { codes, .. }, None) => mark(codes, &mut changed),
+            (ColumnData::Int32(v) | ColumnData::Date(v), None) => mark(v, &mut changed),
+            (ColumnData::Int64(v) | ColumnData::Timestamp(v) | ColumnData::Interval(v), None) => mark(v, &mut changed),
+            _ => {
+                for i in 1..n {
+                    changed[i] |= !super::hash::rows_equal(&[c], i - 1, &[c], i);
+                }
+            }
         }
     }
-    first.extend((1..n).filter(|&i| !super::hash::rows_equal(cols, i - 1, cols, i)).map(|i| i as u32));
+    first.extend((1..n).filter(|&i| changed[i]).map(|i| i as u32));
     first
 }
 

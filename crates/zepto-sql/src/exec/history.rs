@@ -21,7 +21,7 @@ use std::sync::Arc;
 use zepto_storage::{Column, ColumnData, Partition, Schema, Span, Table};
 
 /// Whether `table`'s history has files a scan over `range` must read.
-fn reads_history(table: &Table, range: &ScanRange) -> bool {
+pub(super) fn reads_history(table: &Table, range: &ScanRange) -> bool {
     table.history().overlapping(range.ts_lo, range.ts_hi).next().is_some()
 }
 
@@ -42,6 +42,8 @@ pub fn resolve(plan: &Plan) -> Result<Cow<'_, Plan>> {
 
 fn rewrite(p: Plan) -> Result<Plan> {
     match p {
+        // Aggregated straight from the files (history_agg), never assembled.
+        Plan::Aggregate { ref input, ref aggs, .. } if super::history_agg::eligible(input, aggs) => Ok(p),
         Plan::Scan { table, columns, range } if reads_history(&table, &range) => {
             let (table, columns) = materialize(&table, &columns, &range)?;
             Ok(Plan::Scan { table, columns, range })
@@ -192,7 +194,7 @@ fn ordered(ts: &Column, lens: impl Iterator<Item = usize>) -> bool {
 
 /// The rows of `run` (time-sorted, NULLs first) with a timestamp in `[lo, hi]`, as a scan of an
 /// in-memory partition cuts them (NULL timestamps never satisfy a bounded range).
-fn ts_cut(ts: &Column, run: Range<usize>, lo: i64, hi: i64) -> Range<usize> {
+pub(super) fn ts_cut(ts: &Column, run: Range<usize>, lo: i64, hi: i64) -> Range<usize> {
     let Some(v) = ts.as_i64_slice() else { return run };
     let nulls = (run.start..run.end).take_while(|&i| !ts.is_valid(i)).count();
     let vals = &v[run.start + nulls..run.end];

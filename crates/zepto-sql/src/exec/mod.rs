@@ -10,6 +10,7 @@ pub mod eval;
 mod fill;
 mod hash;
 pub mod history;
+mod history_agg;
 pub mod interrupt;
 mod join;
 pub mod latest;
@@ -135,6 +136,9 @@ fn execute_node(plan: &Plan) -> Result<Batch> {
             Ok(Batch::shared(cols, b.rows))
         }
         Plan::Aggregate { input, keys, aggs } => {
+            if let Some(r) = history_agg::try_aggregate(input, keys, aggs) {
+                return r;
+            }
             if let Some(r) = partitioned::try_aggregate(input, keys, aggs) {
                 return r;
             }

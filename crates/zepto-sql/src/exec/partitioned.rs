@@ -74,7 +74,7 @@ pub fn try_aggregate(input: &Plan, keys: &[BExpr], aggs: &[AggCall]) -> Option<R
 
 /// Non-decreasing in column `t` (the designated timestamp): `t`, `xbar(const, t)`,
 /// `date_trunc(const, t)`.
-fn monotonic_in(k: &BExpr, t: usize) -> bool {
+pub(super) fn monotonic_in(k: &BExpr, t: usize) -> bool {
     match k {
         BExpr::Col(i, _) => *i == t,
         BExpr::Func { func: ScalarFunc::Xbar | ScalarFunc::DateTrunc | ScalarFunc::MonthBucket, args, .. } => {
