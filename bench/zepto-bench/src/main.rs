@@ -166,8 +166,10 @@ fn main() {
     let obj = |m: &BTreeMap<String, String>| {
         m.iter().map(|(k, v)| format!("{}: {v}", json_str(k))).collect::<Vec<_>>().join(", ")
     };
+    // Partition-wise operators use every core (from 100K input rows on).
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let out = format!(
-        "{{\"engine\": \"zeptodb-rs\", \"version\": {}, \"threads\": 1, \"load_s\": {load_s}, \"rss_after_load_mib\": {rss_after_load}, \"rss_before_engine_mib\": 0, \"peak_rss_mib\": {}, \"queries\": {{{}}}, \"checks\": {{{}}}, \"errors\": {{{}}}}}",
+        "{{\"engine\": \"zeptodb-rs\", \"version\": {}, \"threads\": {threads}, \"load_s\": {load_s}, \"rss_after_load_mib\": {rss_after_load}, \"rss_before_engine_mib\": 0, \"peak_rss_mib\": {}, \"queries\": {{{}}}, \"checks\": {{{}}}, \"errors\": {{{}}}}}",
         json_str(env!("CARGO_PKG_VERSION")),
         status_kib("VmHWM:") / 1024.0,
         obj(&queries),

@@ -9,6 +9,7 @@
 
 use super::eval::eval;
 use super::hash::{bucket_rows, shared_ids};
+use super::interrupt::par_map;
 use super::scan::{piece_batch, pieces, Piece};
 use super::Batch;
 use crate::error::{Result, SqlError};
@@ -267,20 +268,20 @@ pub fn try_partitioned(left: &Plan, right: &Plan, spec: &AsofSpec) -> Option<Res
     let (lts, rts) = (lt.ts_col?, rt.ts_col?);
     let rpieces: std::collections::HashMap<u32, Piece> =
         pieces(rt, rr).into_iter().filter_map(|p| p.part.key.map(|k| (k, p))).collect();
-    let mut outs: Vec<Batch> = Vec::new();
-    for lp in pieces(lt, lr) {
-        if !lp.part.sorted {
-            return None;
-        }
-        let lb = piece_batch(lt, &lp, lc, lr);
+    let lps = pieces(lt, lr);
+    if lps.iter().any(|p| !p.part.sorted) || rpieces.values().any(|p| !p.part.sorted) {
+        return None;
+    }
+    // Each left partition merges with its right partition alone: on every core.
+    let one = |lp: &Piece| -> Result<Batch> {
+        let lb = piece_batch(lt, lp, lc, lr);
         let rp = lp.part.key.and_then(|k| rt.dict().code(lt.dict().get(k))).and_then(|c| rpieces.get(&c));
         let mut matched = vec![NULL_INDEX; lb.rows];
         if let Some(rp) = rp {
-            if !rp.part.sorted {
-                return None;
-            }
             let (lcol, rcol) = (&lp.part.columns[lts], &rp.part.columns[rts]);
-            let (Some(lv), Some(rv)) = (lcol.as_i64_slice(), rcol.as_i64_slice()) else { return None };
+            let (Some(lv), Some(rv)) = (lcol.as_i64_slice(), rcol.as_i64_slice()) else {
+                return Err(SqlError::Internal("ASOF timestamps are not 64-bit".into()));
+            };
             // NULL timestamps sort first in a partition: skip them on both sides.
             let skip =
                 |c: &Column, r: &std::ops::Range<usize>| (r.start..r.end).find(|&i| c.is_valid(i)).unwrap_or(r.end);
@@ -328,25 +329,34 @@ pub fn try_partitioned(left: &Plan, right: &Plan, spec: &AsofSpec) -> Option<Res
             Some(li) => lb.columns.iter().map(|c| Arc::new(c.take(li))).collect(),
         };
         cols.extend(rb.columns.iter().map(|c| Arc::new(c.take_opt(&ri))));
-        outs.push(Batch::shared(cols, ri.len()));
-    }
-    let width = lc.len() + rc.len();
-    let rows = outs.iter().map(|b| b.rows).sum();
-    let cols = (0..width)
-        .map(|j| {
-            if outs.is_empty() {
-                let dt = if j < lc.len() {
-                    lt.schema.columns[lc[j]].data_type
-                } else {
-                    rt.schema.columns[rc[j - lc.len()]].data_type
-                };
-                return Arc::new(Column::nulls(dt, 0));
-            }
-            let refs: Vec<&Column> = outs.iter().map(|b| &*b.columns[j]).collect();
-            Arc::new(Column::concat(&refs))
-        })
+        Ok(Batch::shared(cols, ri.len()))
+    };
+    let total = lps.iter().map(|p| p.range.len()).sum();
+    let outs = match par_map(&lps, total, one) {
+        Ok(o) => o,
+        Err(e) => return Some(Err(e)),
+    };
+    let types: Vec<_> = lc
+        .iter()
+        .map(|&c| lt.schema.columns[c].data_type)
+        .chain(rc.iter().map(|&c| rt.schema.columns[c].data_type))
         .collect();
-    Some(Ok(Batch::shared(cols, rows)))
+    Some(concat_batches(&outs, &types))
+}
+
+/// Partition results one after another (`types`: the columns' types, for no partitions). The
+/// copy is per column, so the columns go to every core.
+pub(super) fn concat_batches(outs: &[Batch], types: &[zepto_storage::DataType]) -> Result<Batch> {
+    let rows = outs.iter().map(|b| b.rows).sum();
+    let column = |&j: &usize| -> Result<Arc<Column>> {
+        if outs.is_empty() {
+            return Ok(Arc::new(Column::nulls(types[j], 0)));
+        }
+        let refs: Vec<&Column> = outs.iter().map(|b| &*b.columns[j]).collect();
+        Ok(Arc::new(Column::concat(&refs)))
+    };
+    let cols = par_map(&(0..types.len()).collect::<Vec<_>>(), rows, column)?;
+    Ok(Batch::shared(cols, rows))
 }
 
 #[cfg(test)]

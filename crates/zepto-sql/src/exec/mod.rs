@@ -201,9 +201,12 @@ fn execute_node(plan: &Plan) -> Result<Batch> {
             window_join::range_join(&l, &r, &band, *outer)
         }
         Plan::WindowJoin { left, right, left_keys, right_keys, left_ts, right_ts, lo, hi, aggs } => {
+            let band = window_join::Band { left_keys, right_keys, left_ts, right_ts, lo: *lo, hi: *hi };
+            if let Some(r) = window_join::try_partitioned(left, right, &band, aggs) {
+                return r;
+            }
             let l = execute(left)?;
             let r = execute(right)?;
-            let band = window_join::Band { left_keys, right_keys, left_ts, right_ts, lo: *lo, hi: *hi };
             window_join::window_join(l, &r, &band, aggs)
         }
         Plan::Fill { input, spec } => {

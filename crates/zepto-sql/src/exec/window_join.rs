@@ -7,13 +7,17 @@
 //! sums, monotonic deques), never materializing the joined pairs. Memory: the right side's
 //! positions and times plus one value per left row and aggregate.
 
+use super::asof::{concat_batches, merge_shape};
 use super::eval::eval;
 use super::hash::{bucket_rows, shared_ids};
+use super::interrupt::par_map;
+use super::scan::{piece_batch, pieces, Piece};
 use super::window::frame;
 use super::Batch;
 use crate::error::{Result, SqlError};
-use crate::plan::{AggCall, BExpr};
+use crate::plan::{AggCall, BExpr, Plan};
 use std::borrow::Cow;
+use std::collections::HashMap;
 use std::sync::Arc;
 use zepto_storage::{Column, ColumnData};
 
@@ -158,6 +162,69 @@ pub fn window_join(l: Batch, r: &Batch, band: &Band, aggs: &[AggCall]) -> Result
         cols.push(Arc::new(res));
     }
     Ok(Batch::shared(cols, n))
+}
+
+/// Both inputs are scans of partitioned, time-sorted tables joined on their partition keys and
+/// designated timestamps (`trades WINDOW JOIN quotes ON sym = sym AND q.ts BETWEEN ...`): each
+/// left partition sweeps its right partition alone, over the partitions' own columns (no key
+/// hashing, no reordering, no concatenated inputs), partitions on every core. `None` for any
+/// other shape (the general sweep then runs).
+pub fn try_partitioned(left: &Plan, right: &Plan, band: &Band, aggs: &[AggCall]) -> Option<Result<Batch>> {
+    if !merge_shape(left, right, band.left_keys, band.right_keys, band.left_ts, band.right_ts) {
+        return None;
+    }
+    let (Plan::Scan { table: lt, columns: lc, range: lr }, Plan::Scan { table: rt, columns: rc, range: rr }) =
+        (left, right)
+    else {
+        return None;
+    };
+    let (lts, rts) = (lt.ts_col?, rt.ts_col?);
+    let rpieces: HashMap<u32, Piece> = pieces(rt, rr).into_iter().filter_map(|p| p.part.key.map(|k| (k, p))).collect();
+    let lps = pieces(lt, lr);
+    if lps.iter().any(|p| !p.part.sorted) || rpieces.values().any(|p| !p.part.sorted) {
+        return None;
+    }
+    let one = |lp: &Piece| -> Result<Batch> {
+        let lb = piece_batch(lt, lp, lc, lr);
+        let n = lb.rows;
+        let rp = lp.part.key.and_then(|k| rt.dict().code(lt.dict().get(k))).and_then(|c| rpieces.get(&c));
+        let rb = match rp {
+            Some(rp) => piece_batch(rt, rp, rc, rr),
+            None => Batch::new(rc.iter().map(|&c| Column::nulls(rt.schema.columns[c].data_type, 0)).collect(), 0),
+        };
+        // Windows as ranges of the right piece's rows; rows without one get the empty 0..0
+        // (NULL timestamps sort first, so the ranges stay non-decreasing).
+        let (mut fs, mut fe) = (vec![0u32; n], vec![0u32; n]);
+        if let Some(rp) = rp {
+            let (lcol, rcol) = (&lp.part.columns[lts], &rp.part.columns[rts]);
+            let (lv, rv) = (times(lcol)?, times(rcol)?);
+            let valid_from =
+                |c: &Column, r: &std::ops::Range<usize>| (r.start..r.end).find(|&i| c.is_valid(i)).unwrap_or(r.end);
+            let (l0, r0) = (valid_from(lcol, &lp.range), valid_from(rcol, &rp.range));
+            let rs = &rv[..rp.range.end];
+            let (mut s, mut e) = (r0, r0);
+            for i in l0..lp.range.end {
+                let (wlo, whi) = (lv[i].saturating_add(band.lo), lv[i].saturating_add(band.hi));
+                s = advance(rs, s, |t| t < wlo);
+                e = advance(rs, e.max(s), |t| t <= whi);
+                fs[i - lp.range.start] = (s - rp.range.start) as u32;
+                fe[i - lp.range.start] = (e - rp.range.start) as u32;
+            }
+        }
+        let mut cols: Vec<Arc<Column>> = lb.columns.clone();
+        for a in aggs {
+            let args: Vec<Cow<Column>> = a.args.iter().map(|e| eval(e, &rb)).collect::<Result<_>>()?;
+            cols.push(Arc::new(frame::aggregate(a.func, a.distinct, a.ty, &args, &fs, &fe)?));
+        }
+        Ok(Batch::shared(cols, n))
+    };
+    let total = lps.iter().map(|p| p.range.len()).sum();
+    let outs = match par_map(&lps, total, one) {
+        Ok(o) => o,
+        Err(e) => return Some(Err(e)),
+    };
+    let types: Vec<_> = lc.iter().map(|&c| lt.schema.columns[c].data_type).chain(aggs.iter().map(|a| a.ty)).collect();
+    Some(concat_batches(&outs, &types))
 }
 
 /// The band join `l JOIN r ON keys AND r.ts BETWEEN l.ts + lo AND l.ts + hi` (LEFT: unmatched
