@@ -102,6 +102,8 @@ fn parse_args() -> Result<Args, String> {
 }
 
 fn main() {
+    // As the server runs (see the function).
+    zepto_storage::mem::retain_freed_memory();
     let args = match parse_args() {
         Ok(a) => a,
         Err(e) => {

@@ -76,27 +76,8 @@ fn error_line(e: &SqlError) -> String {
     format!("error [{}]: {e}", e.code())
 }
 
-/// Keep freed memory in the process for the next query instead of handing it back to the
-/// kernel at once. A scan over 10M history rows allocates ~600 MB of columns and frees them at
-/// the end; with glibc's defaults (trim above 128 KiB of free heap, large blocks mmap'ed) the
-/// next query page-faults all of it in again, ~35% of its time on a 2-core VM (clear_page,
-/// memcg charging). Blocks up to 32 MiB (glibc's ceiling for this setting) come from the heap,
-/// and up to 256 MiB of free heap stays mapped: steady RSS can sit that much above live data,
-/// peak RSS is unchanged. Other allocators (jemalloc, mimalloc) retain memory the same way.
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
-fn retain_freed_memory() {
-    // SAFETY: mallopt only changes allocator parameters; called before any other thread starts.
-    unsafe {
-        libc::mallopt(libc::M_MMAP_THRESHOLD, 32 << 20);
-        libc::mallopt(libc::M_TRIM_THRESHOLD, 256 << 20);
-    }
-}
-
-#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-fn retain_freed_memory() {}
-
 fn main() -> ExitCode {
-    retain_freed_memory();
+    zepto_storage::mem::retain_freed_memory();
     let m = match cli().try_get_matches() {
         Ok(m) => m,
         Err(e) => {
