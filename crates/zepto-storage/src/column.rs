@@ -445,6 +445,114 @@ impl Column {
         Ok(Column::new(data, validity))
     }
 
+    /// Rows gathered from several columns into one: `idx` rows of each part's column in turn,
+    /// [`NULL_INDEX`] giving a NULL row (its slot holds the zero value). Every part's column has
+    /// type `dt` (or is untyped NULL); non-empty SYMBOL parts share one dictionary lineage, whose largest
+    /// version codes the result. One pass, one exact-size buffer: what `take_opt` per part
+    /// followed by `concat` does in two.
+    pub fn gather(dt: DataType, parts: &[(&Column, &[u32])]) -> Result<Column, String> {
+        let total: usize = parts.iter().map(|(_, idx)| idx.len()).sum();
+        // Per part: whether it picks NULL rows (one pass, which also checks the bounds).
+        let mut picks_null = Vec::with_capacity(parts.len());
+        for (c, idx) in parts {
+            if c.data_type() != DataType::Null && c.data_type() != dt {
+                return Err(format!("gathering {} rows into a {dt} column", c.data_type()));
+            }
+            let (mut null, mut max) = (false, 0u32);
+            for &i in *idx {
+                if i == NULL_INDEX {
+                    null = true;
+                } else {
+                    max = max.max(i + 1);
+                }
+            }
+            if max as usize > c.len() {
+                return Err(format!("row {} out of a column of {} rows", max - 1, c.len()));
+            }
+            picks_null.push(null);
+        }
+        fn pick<T: Copy>(src: &[T], idx: &[u32], nulls: bool, zero: T, out: &mut Vec<T>) {
+            if nulls {
+                out.extend(idx.iter().map(|&i| if i == NULL_INDEX { zero } else { src[i as usize] }));
+            } else {
+                out.extend(idx.iter().map(|&i| src[i as usize]));
+            }
+        }
+        macro_rules! prim {
+            ($variant:ident, $zero:expr) => {{
+                let mut v = Vec::with_capacity(total);
+                for ((c, idx), &nulls) in parts.iter().zip(&picks_null) {
+                    match &c.data {
+                        ColumnData::$variant(src) => pick(src, idx, nulls, $zero, &mut v),
+                        _ => v.resize(v.len() + idx.len(), $zero),
+                    }
+                }
+                ColumnData::$variant(v)
+            }};
+        }
+        let data = match dt {
+            DataType::Bool => prim!(Bool, false),
+            DataType::Int32 => prim!(Int32, 0),
+            DataType::Int64 => prim!(Int64, 0),
+            DataType::Float32 => prim!(Float32, 0.0),
+            DataType::Float64 => prim!(Float64, 0.0),
+            DataType::Timestamp => prim!(Timestamp, 0),
+            DataType::Date => prim!(Date, 0),
+            DataType::Interval => prim!(Interval, 0),
+            DataType::Varchar => {
+                let mut out = StrVec::with_capacity(total, 0);
+                for (c, idx) in parts {
+                    for &i in *idx {
+                        out.push(if i == NULL_INDEX { "" } else { c.str_at(i as usize).unwrap_or("") });
+                    }
+                }
+                ColumnData::Varchar(out)
+            }
+            DataType::Symbol => {
+                let mut dict: Option<&Arc<Dict>> = None;
+                // An empty part contributes no codes (only NULL rows): its dictionary is moot.
+                for (c, _) in parts.iter().filter(|(c, _)| !c.is_empty()) {
+                    if let ColumnData::Symbol { dict: d, .. } = &c.data {
+                        match dict {
+                            Some(b) if b.lineage() != d.lineage() => return Err("symbols of two dictionaries".into()),
+                            Some(b) if b.len() >= d.len() => {}
+                            _ => dict = Some(d),
+                        }
+                    }
+                }
+                let dict = dict.cloned().unwrap_or_default();
+                let mut codes = Vec::with_capacity(total);
+                for ((c, idx), &nulls) in parts.iter().zip(&picks_null) {
+                    match &c.data {
+                        ColumnData::Symbol { codes: src, .. } => pick(src, idx, nulls, 0, &mut codes),
+                        _ => codes.resize(codes.len() + idx.len(), 0),
+                    }
+                }
+                ColumnData::Symbol { codes, dict }
+            }
+            DataType::Null => ColumnData::Null(total),
+        };
+        let any_null = parts
+            .iter()
+            .zip(&picks_null)
+            .any(|((c, _), &n)| n || c.validity.is_some() || c.data_type() == DataType::Null);
+        let validity = any_null.then(|| {
+            let mut v = Bitmap::default();
+            for ((c, idx), &nulls) in parts.iter().zip(&picks_null) {
+                match (&c.validity, nulls, c.data_type() == DataType::Null) {
+                    (_, _, true) => v.append_bits(&vec![0u8; idx.len().div_ceil(8)], 0, idx.len()),
+                    (None, false, _) => v.extend_set(idx.len()),
+                    (None, true, _) => v.append_bits(&pack_bits(idx, |i| i != NULL_INDEX), 0, idx.len()),
+                    (Some(b), _, _) => {
+                        v.append_bits(&pack_bits(idx, |i| i != NULL_INDEX && b.get(i as usize)), 0, idx.len())
+                    }
+                }
+            }
+            v
+        });
+        Ok(Column::new(data, validity))
+    }
+
     /// Repeat one value `n` times.
     pub fn repeat(v: &Value, dt: DataType, n: usize) -> Column {
         let mut b = ColumnBuilder::new(dt, n);
@@ -460,6 +568,11 @@ impl Column {
             _ => None,
         }
     }
+}
+
+/// One bit per index (LSB first), eight at a time.
+fn pack_bits(idx: &[u32], valid: impl Fn(u32) -> bool) -> Vec<u8> {
+    idx.chunks(8).map(|ch| ch.iter().enumerate().fold(0u8, |b, (k, &i)| b | ((valid(i) as u8) << k))).collect()
 }
 
 /// Rows `rows` of `col`, symbol codes translated through `remap` (old code → new) if given:
@@ -795,5 +908,89 @@ mod tests {
         assert!(Column::concat_spans(DataType::Float64, None, &bad).is_err());
         let out_of_range = [Span { col: &ints, rows: 1..3, remap: None }];
         assert!(Column::concat_spans(DataType::Int64, None, &out_of_range).is_err());
+    }
+
+    /// `gather` against `take_opt` per part then `concat`, for every type, with NULL rows in the
+    /// sources, NULL_INDEX picks and an untyped NULL part.
+    #[test]
+    fn gather_matches_take_opt_then_concat() {
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut rnd = move |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        for dt in [
+            DataType::Bool,
+            DataType::Int32,
+            DataType::Int64,
+            DataType::Float64,
+            DataType::Timestamp,
+            DataType::Varchar,
+            DataType::Symbol,
+        ] {
+            // One dictionary lineage for the symbol parts, as one table's partitions have.
+            let mut dict = Dict::default();
+            for s in ["a", "b", "c", "d"] {
+                dict.intern(s);
+            }
+            let dict = Arc::new(dict);
+            for _round in 0..20 {
+                let cols: Vec<Column> = (0..3)
+                    .map(|_| {
+                        let n = 1 + rnd(30) as usize;
+                        let mut b = ColumnBuilder::new(dt, n);
+                        for _ in 0..n {
+                            let r = rnd(100);
+                            match (r < 15, dt) {
+                                (true, _) => b.push_null(),
+                                (_, DataType::Bool) => b.push_value(&Value::Bool(r % 2 == 1)),
+                                (_, DataType::Int32) => b.push_value(&Value::Int32(r as i32)),
+                                (_, DataType::Int64) => b.push_value(&Value::Int64(r as i64 - 40)),
+                                (_, DataType::Float64) => b.push_value(&Value::Float64(r as f64 / 3.0)),
+                                (_, DataType::Timestamp) => b.push_value(&Value::Timestamp(r as i64 * 1000)),
+                                (_, _) => b.push_str(["a", "b", "c", "d"][(r % 4) as usize]),
+                            }
+                        }
+                        let mut c = b.finish();
+                        if let ColumnData::Symbol { codes, .. } = &c.data {
+                            // Re-code against the shared dictionary.
+                            let strs: Vec<Option<String>> = (0..codes.len())
+                                .map(|i| c.str_at(i).map(str::to_string).filter(|_| c.is_valid(i)))
+                                .collect();
+                            let codes =
+                                strs.iter().map(|s| s.as_deref().and_then(|s| dict.code(s)).unwrap_or(0)).collect();
+                            c.data = ColumnData::Symbol { codes, dict: dict.clone() };
+                        }
+                        c
+                    })
+                    .chain(std::iter::once(Column::nulls(DataType::Null, 4)))
+                    .collect();
+                let idx: Vec<Vec<u32>> = cols
+                    .iter()
+                    .map(|c| {
+                        (0..rnd(25))
+                            .map(|_| if rnd(6) == 0 { NULL_INDEX } else { rnd(c.len() as u64) as u32 })
+                            .collect()
+                    })
+                    .collect();
+                let parts: Vec<(&Column, &[u32])> = cols.iter().zip(&idx).map(|(c, i)| (c, i.as_slice())).collect();
+                let got = Column::gather(dt, &parts).expect("parts of the right type");
+                let want: Vec<Value> = parts
+                    .iter()
+                    .flat_map(|(c, idx)| {
+                        idx.iter().map(move |&i| if i == NULL_INDEX { Value::Null } else { c.get(i as usize) })
+                    })
+                    .collect();
+                assert_eq!(got.len(), want.len());
+                for (i, w) in want.iter().enumerate() {
+                    assert_eq!(&got.get(i), w, "{dt} row {i}");
+                }
+            }
+        }
+        let ints = Column::from_data(ColumnData::Int64(vec![1, 2]));
+        assert!(Column::gather(DataType::Int64, &[(&ints, &[2])]).is_err());
+        assert!(Column::gather(DataType::Float64, &[(&ints, &[0])]).is_err());
     }
 }

@@ -17,7 +17,7 @@ use crate::parser::ast::BinaryOp;
 use crate::plan::{BExpr, Plan};
 use std::sync::Arc;
 use zepto_storage::column::NULL_INDEX;
-use zepto_storage::{Column, ColumnData};
+use zepto_storage::{Column, ColumnData, DataType};
 
 pub struct AsofSpec<'a> {
     pub left_keys: &'a [BExpr],
@@ -273,7 +273,7 @@ pub fn try_partitioned(left: &Plan, right: &Plan, spec: &AsofSpec) -> Option<Res
         return None;
     }
     // Each left partition merges with its right partition alone: on every core.
-    let one = |lp: &Piece| -> Result<Batch> {
+    let one = |lp: &Piece| -> Result<Matched> {
         let lb = piece_batch(lt, lp, lc, lr);
         let rp = lp.part.key.and_then(|k| rt.dict().code(lt.dict().get(k))).and_then(|c| rpieces.get(&c));
         let mut matched = vec![NULL_INDEX; lb.rows];
@@ -324,24 +324,51 @@ pub fn try_partitioned(left: &Plan, right: &Plan, spec: &AsofSpec) -> Option<Res
                 matched.iter().enumerate().filter(|(_, &j)| j != NULL_INDEX).map(|(i, &j)| (i as u32, j)).unzip();
             (Some(a), b)
         };
-        let mut cols: Vec<Arc<Column>> = match &li {
-            None => lb.columns.clone(),
-            Some(li) => lb.columns.iter().map(|c| Arc::new(c.take(li))).collect(),
-        };
-        cols.extend(rb.columns.iter().map(|c| Arc::new(c.take_opt(&ri))));
-        Ok(Batch::shared(cols, ri.len()))
+        Ok(Matched { lb, rb, li, ri })
     };
     let total = lps.iter().map(|p| p.range.len()).sum();
     let outs = match par_map(&lps, total, one) {
         Ok(o) => o,
         Err(e) => return Some(Err(e)),
     };
-    let types: Vec<_> = lc
+    // The output, a column at a time on every core: left columns concatenated (LEFT) or
+    // gathered (inner), right columns gathered straight from the partitions' columns.
+    let nl = lc.len();
+    let types: Vec<DataType> = lc
         .iter()
         .map(|&c| lt.schema.columns[c].data_type)
         .chain(rc.iter().map(|&c| rt.schema.columns[c].data_type))
         .collect();
-    Some(concat_batches(&outs, &types))
+    let rows: usize = outs.iter().map(|m| m.ri.len()).sum();
+    let column = |&j: &usize| -> Result<Arc<Column>> {
+        let c = if j < nl && spec.outer {
+            Column::concat(&outs.iter().map(|m| &*m.lb.columns[j]).collect::<Vec<_>>())
+        } else {
+            let parts: Vec<(&Column, &[u32])> = outs
+                .iter()
+                .map(|m| match (j < nl, &m.li) {
+                    (true, Some(li)) => (&*m.lb.columns[j], li.as_slice()),
+                    _ => (&*m.rb.columns[j - nl], m.ri.as_slice()),
+                })
+                .collect();
+            if parts.is_empty() {
+                Column::nulls(types[j], 0)
+            } else {
+                Column::gather(types[j], &parts).map_err(SqlError::Internal)?
+            }
+        };
+        Ok(Arc::new(c))
+    };
+    Some(par_map(&(0..types.len()).collect::<Vec<_>>(), rows, column).map(|cols| Batch::shared(cols, rows)))
+}
+
+/// One left partition's ASOF matches: its rows (all of them for LEFT, `li` for inner) and
+/// their right rows `ri` in the right partition (`NULL_INDEX`: none).
+struct Matched {
+    lb: Batch,
+    rb: Batch,
+    li: Option<Vec<u32>>,
+    ri: Vec<u32>,
 }
 
 /// Partition results one after another (`types`: the columns' types, for no partitions). The
