@@ -214,6 +214,9 @@ fn execute_node(plan: &Plan) -> Result<Batch> {
             fill::fill(b, spec)
         }
         Plan::Window { input, calls } => {
+            if let Some(r) = window::try_partitioned(input, calls) {
+                return r;
+            }
             let b = execute(input)?;
             window::window(b, calls)
         }

@@ -7,17 +7,20 @@ pub(super) mod frame;
 mod layout;
 
 use super::aggregate::run_agg;
+use super::asof::concat_batches;
 use super::eval::eval;
+use super::interrupt::par_map;
+use super::scan::{piece_batch, pieces, Piece};
 use super::Batch;
 use crate::error::Result;
 use crate::plan::functions::AggFunc;
 use crate::plan::window::{Frame, WinCall, WinFunc};
-use crate::plan::AggCall;
+use crate::plan::{AggCall, BExpr, Plan};
 use layout::Layout;
 use std::borrow::Cow;
 use std::sync::Arc;
 use zepto_storage::column::NULL_INDEX;
-use zepto_storage::{Bitmap, Column, ColumnData};
+use zepto_storage::{Bitmap, Column, ColumnData, DataType};
 
 pub fn window(b: Batch, calls: &[WinCall]) -> Result<Batch> {
     let mut out: Vec<Option<Column>> = vec![None; calls.len()];
@@ -35,6 +38,42 @@ pub fn window(b: Batch, calls: &[WinCall]) -> Result<Batch> {
     let mut cols = b.columns;
     cols.extend(out.into_iter().flatten().map(Arc::new));
     Ok(Batch::shared(cols, b.rows))
+}
+
+/// Window calls over a (filtered) scan whose every call partitions by the table's partition key
+/// (`ema(price, 100) OVER (PARTITION BY sym ORDER BY ts)`, and the kdb-style default): no
+/// window partition spans two table partitions, so each table partition runs [`window`] on its
+/// own columns, on every core, and the results are concatenated in scan order. `None` for
+/// other shapes.
+pub fn try_partitioned(input: &Plan, calls: &[WinCall]) -> Option<Result<Batch>> {
+    let (scan, filter) = match input {
+        Plan::Scan { .. } => (input, None),
+        Plan::Filter { input: inner, pred } if matches!(**inner, Plan::Scan { .. }) => (&**inner, Some(pred)),
+        _ => return None,
+    };
+    let Plan::Scan { table, columns, range } = scan else { return None };
+    let kp = columns.iter().position(|&c| Some(c) == table.key_col)?;
+    if calls.is_empty() || !calls.iter().all(|c| c.partition.iter().any(|e| matches!(e, BExpr::Col(i, _) if *i == kp)))
+    {
+        return None;
+    }
+    let ps = pieces(table, range);
+    let one = |p: &Piece| -> Result<Batch> {
+        let mut b = piece_batch(table, p, columns, range);
+        if let Some(pred) = filter {
+            let m = eval(pred, &b)?;
+            b = b.filter(&m);
+        }
+        window(b, calls)
+    };
+    let rows = ps.iter().map(|p| p.range.len()).sum();
+    let outs = match par_map(&ps, rows, one) {
+        Ok(o) => o,
+        Err(e) => return Some(Err(e)),
+    };
+    let types: Vec<DataType> =
+        columns.iter().map(|&c| table.schema.columns[c].data_type).chain(calls.iter().map(|c| c.ty)).collect();
+    Some(concat_batches(&outs, &types))
 }
 
 fn compute(b: &Batch, l: &mut Layout, c: &WinCall) -> Result<Column> {
