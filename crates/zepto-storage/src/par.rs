@@ -45,6 +45,33 @@ pub fn try_map<T: Sync, R: Send, E: Send>(items: &[T], f: impl Fn(&T) -> Result<
     all.into_iter().map(|(_, r)| r).collect()
 }
 
+/// `f` on every item, owned, on up to one thread per core, items taken one at a time (in no
+/// particular order). For work that mutates disjoint things: pass `&mut` borrows as items.
+pub fn for_each<T: Send>(items: Vec<T>, f: impl Fn(T) + Sync) {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(items.len());
+    if threads <= 1 {
+        items.into_iter().for_each(f);
+        return;
+    }
+    let queue = std::sync::Mutex::new(items);
+    let bytes: isize = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                s.spawn(|| {
+                    loop {
+                        let item = queue.lock().unwrap_or_else(|e| e.into_inner()).pop();
+                        let Some(item) = item else { break };
+                        f(item);
+                    }
+                    thread_net_bytes()
+                })
+            })
+            .collect();
+        workers.into_iter().map(|w| w.join().unwrap_or_else(|p| std::panic::resume_unwind(p))).sum()
+    });
+    credit_thread(bytes);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -60,5 +87,12 @@ mod tests {
         assert_eq!(err, Err(3));
         let empty: Vec<u8> = Vec::new();
         assert_eq!(try_map(&empty, |&b| Ok::<u8, ()>(b)), Ok(vec![]));
+    }
+
+    #[test]
+    fn for_each_reaches_every_item_once() {
+        let mut cells: Vec<u64> = vec![0; 1000];
+        for_each(cells.iter_mut().enumerate().collect(), |(i, c)| *c += i as u64 + 1);
+        assert!(cells.iter().enumerate().all(|(i, &c)| c == i as u64 + 1));
     }
 }

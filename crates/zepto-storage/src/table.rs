@@ -485,14 +485,24 @@ impl Table {
             order[next[s as usize]] = row as u32;
             next[s as usize] += 1;
         }
-        for slot in 0..nslots {
-            let rows = &order[counts[slot]..counts[slot + 1]];
-            if rows.is_empty() {
-                continue;
-            }
+        // Partitions take their rows independently: a bulk load fills them on every core.
+        let (ts_col, dict) = (self.ts_col, self.dict.clone());
+        let work: Vec<(&[u32], &mut Arc<Partition>)> = self
+            .parts
+            .iter_mut()
+            .enumerate()
+            .map(|(slot, p)| (&order[counts[slot]..counts[slot + 1]], p))
+            .filter(|(rows, _)| !rows.is_empty())
+            .collect();
+        let fill = |(rows, p): (&[u32], &mut Arc<Partition>)| {
             let cols: Vec<Column> =
                 if rows.len() == n { batch.clone() } else { batch.iter().map(|c| c.take(rows)).collect() };
-            self.append_to_partition(slot, cols);
+            append_rows(Arc::make_mut(p), cols, ts_col, &dict);
+        };
+        if n >= PARALLEL_APPEND_ROWS {
+            crate::par::for_each(work, fill);
+        } else {
+            work.into_iter().for_each(fill);
         }
         self.rows += n;
         Ok(n)
@@ -609,37 +619,6 @@ impl Table {
             DataType::Symbol => Column::from_data(ColumnData::Symbol { codes: Vec::new(), dict: self.dict.clone() }),
             _ => Column::from_data(ColumnData::empty(dt)),
         }
-    }
-
-    fn append_to_partition(&mut self, slot: usize, cols: Vec<Column>) {
-        let ts_col = self.ts_col;
-        let dict = self.dict.clone();
-        let p = Arc::make_mut(&mut self.parts[slot]);
-        let old_len = p.len();
-        let in_order = match ts_col {
-            None => true,
-            Some(t) => {
-                let new_ts = cols[t].as_i64_slice().unwrap_or(&[]);
-                let old_ts = p.columns[t].as_i64_slice().unwrap_or(&[]);
-                let nulls = cols[t].null_count() > 0;
-                !nulls
-                    && new_ts.windows(2).all(|w| w[0] <= w[1])
-                    && old_ts.last().is_none_or(|&l| new_ts.first().is_none_or(|&f| l <= f))
-            }
-        };
-        for (dst, src) in p.columns.iter_mut().zip(&cols) {
-            let dst = Arc::make_mut(dst);
-            append_column(dst, src);
-            if let ColumnData::Symbol { dict: d, .. } = &mut dst.data {
-                *d = dict.clone();
-            }
-        }
-        if !in_order {
-            if let Some(t) = ts_col {
-                sort_partition(p, t, old_len);
-            }
-        }
-        debug_assert!(ts_col.is_none_or(|t| is_sorted_with_nulls_first(&p.columns[t])));
     }
 
     /// Check a row selection: known partition slots, each listed once, positions ascending and
@@ -812,6 +791,40 @@ fn append_column(dst: &mut Column, src: &Column) {
     }
 }
 
+/// Below this many rows an append stays on the caller's thread (ingest batches are small and
+/// latency-bound; starting helpers costs tens of microseconds).
+const PARALLEL_APPEND_ROWS: usize = 100_000;
+
+/// Append `cols` (rows of `p`'s key) to partition `p`, keeping time order on `ts_col`: in-order
+/// rows are pushed, others sorted and merged in.
+fn append_rows(p: &mut Partition, cols: Vec<Column>, ts_col: Option<usize>, dict: &Arc<Dict>) {
+    let old_len = p.len();
+    let in_order = match ts_col {
+        None => true,
+        Some(t) => {
+            let new_ts = cols[t].as_i64_slice().unwrap_or(&[]);
+            let old_ts = p.columns[t].as_i64_slice().unwrap_or(&[]);
+            let nulls = cols[t].null_count() > 0;
+            !nulls
+                && new_ts.windows(2).all(|w| w[0] <= w[1])
+                && old_ts.last().is_none_or(|&l| new_ts.first().is_none_or(|&f| l <= f))
+        }
+    };
+    for (dst, src) in p.columns.iter_mut().zip(&cols) {
+        let dst = Arc::make_mut(dst);
+        append_column(dst, src);
+        if let ColumnData::Symbol { dict: d, .. } = &mut dst.data {
+            *d = dict.clone();
+        }
+    }
+    if !in_order {
+        if let Some(t) = ts_col {
+            sort_partition(p, t, old_len);
+        }
+    }
+    debug_assert!(ts_col.is_none_or(|t| is_sorted_with_nulls_first(&p.columns[t])));
+}
+
 /// Timestamp order as the append path keeps it: NULLs first, then non-decreasing values.
 fn is_sorted_with_nulls_first(c: &Column) -> bool {
     let Some(v) = c.as_i64_slice() else { return true };
@@ -880,6 +893,55 @@ mod tests {
             b[2].push_value(&Value::Float64(*p));
         }
         b.into_iter().map(ColumnBuilder::finish).collect()
+    }
+
+    /// A bulk append (partitions filled on helper threads) leaves the same table as the same
+    /// rows appended in small batches on the caller's thread: partitions, row order (time,
+    /// ties in arrival order), NULL keys; twice, so the second bulk merges out-of-order rows
+    /// into existing partitions.
+    #[test]
+    fn bulk_append_matches_small_appends() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut rnd = move |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        let syms: Vec<String> = (0..37).map(|i| format!("s{i}")).collect();
+        let mut rows: Vec<(i64, Option<&str>, f64)> = Vec::new();
+        for i in 0..2 * PARALLEL_APPEND_ROWS {
+            let k = rnd(40) as usize;
+            // Mostly rising times with jitter and duplicates, so some partitions need a merge.
+            let ts = (i as i64 / 3) + rnd(50) as i64;
+            rows.push((ts, syms.get(k).map(String::as_str), i as f64));
+        }
+        let (first, second) = rows.split_at(PARALLEL_APPEND_ROWS + 7);
+        let mut bulk = Table::new("t", schema(), &TableOptions::default()).expect("table");
+        bulk.append(batch(first)).expect("bulk");
+        bulk.append(batch(second)).expect("bulk");
+        let mut small = Table::new("t", schema(), &TableOptions::default()).expect("table");
+        for part in rows.chunks(997) {
+            small.append(batch(part)).expect("small");
+        }
+        assert_eq!(bulk.row_count(), small.row_count());
+        let dump = |t: &Table| {
+            let mut parts: Vec<Vec<String>> = t
+                .partitions()
+                .iter()
+                .map(|p| {
+                    (0..p.len())
+                        .map(|i| {
+                            format!("{:?} {:?} {:?}", p.columns[0].get(i), p.columns[1].get(i), p.columns[2].get(i))
+                        })
+                        .collect()
+                })
+                .collect();
+            parts.sort();
+            parts
+        };
+        assert_eq!(dump(&bulk), dump(&small));
+        assert!(bulk.partitions().iter().all(|p| p.sorted && is_sorted_with_nulls_first(&p.columns[0])));
     }
 
     #[test]
