@@ -825,13 +825,7 @@ mod tests {
     /// span; symbols from two dictionaries translated into a third.
     #[test]
     fn concat_spans_matches_slices() {
-        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-        let mut rnd = move |n: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % n
-        };
+        let mut rnd = crate::test_rng::below(0x9e37_79b9_7f4a_7c15u64);
         let value = |dt: DataType, r: u64| match dt {
             DataType::Bool => Value::Bool(r.is_multiple_of(2)),
             DataType::Int32 => Value::Int32(r as i32 - 50),
@@ -914,13 +908,7 @@ mod tests {
     /// sources, NULL_INDEX picks and an untyped NULL part.
     #[test]
     fn gather_matches_take_opt_then_concat() {
-        let mut seed = 0x2545_f491_4f6c_dd1du64;
-        let mut rnd = move |n: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % n
-        };
+        let mut rnd = crate::test_rng::below(0x2545_f491_4f6c_dd1du64);
         for dt in [
             DataType::Bool,
             DataType::Int32,

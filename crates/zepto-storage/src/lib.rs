@@ -20,6 +20,8 @@ pub mod mem;
 pub mod par;
 pub mod strings;
 pub mod table;
+#[cfg(test)]
+mod test_rng;
 pub mod time;
 pub mod types;
 pub mod value;

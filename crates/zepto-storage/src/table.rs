@@ -901,13 +901,7 @@ mod tests {
     /// into existing partitions.
     #[test]
     fn bulk_append_matches_small_appends() {
-        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-        let mut rnd = move |n: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % n
-        };
+        let mut rnd = crate::test_rng::below(0x9e37_79b9_7f4a_7c15u64);
         let syms: Vec<String> = (0..37).map(|i| format!("s{i}")).collect();
         let mut rows: Vec<(i64, Option<&str>, f64)> = Vec::new();
         for i in 0..2 * PARALLEL_APPEND_ROWS {

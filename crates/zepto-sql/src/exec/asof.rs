@@ -14,10 +14,11 @@ use super::scan::{piece_batch, pieces, Piece};
 use super::Batch;
 use crate::error::{Result, SqlError};
 use crate::parser::ast::BinaryOp;
-use crate::plan::{BExpr, Plan};
+use crate::plan::{BExpr, Plan, ScanRange};
+use std::collections::HashMap;
 use std::sync::Arc;
 use zepto_storage::column::NULL_INDEX;
-use zepto_storage::{Column, ColumnData, DataType};
+use zepto_storage::{Column, ColumnData, DataType, Table};
 
 pub struct AsofSpec<'a> {
     pub left_keys: &'a [BExpr],
@@ -250,14 +251,42 @@ pub fn merge_shape(left: &Plan, right: &Plan, lk: &[BExpr], rk: &[BExpr], lts: &
         && is_col(rts, rc, rt.ts_col)
 }
 
-/// Both inputs are scans of partitioned, time-sorted tables joined on their partition keys and
-/// designated timestamps (the shape of `trades ASOF JOIN quotes ON sym = sym AND ts >= ts`):
-/// pair the partitions by key and merge each pair with two pointers — no hashing, no search.
-/// `None` when the plan does not have that shape (the general path then runs).
-pub fn try_partitioned(left: &Plan, right: &Plan, spec: &AsofSpec) -> Option<Result<Batch>> {
-    if spec.op == BinaryOp::Eq
-        || !merge_shape(left, right, spec.left_keys, spec.right_keys, spec.left_ts, spec.right_ts)
-    {
+/// Two scans of keyed, time-sorted tables joined on their partition keys and designated
+/// timestamps, their partitions paired by key (see [`merge_shape`]).
+pub(super) struct Paired<'a> {
+    pub lt: &'a Table,
+    pub lc: &'a [usize],
+    pub lr: &'a ScanRange,
+    pub rt: &'a Table,
+    pub rc: &'a [usize],
+    pub rr: &'a ScanRange,
+    /// Schema positions of the designated timestamps.
+    pub lts: usize,
+    pub rts: usize,
+    /// The left scan's pieces, in scan order.
+    pub left: Vec<Piece<'a>>,
+    /// The right scan's keyed pieces by dictionary code.
+    right: HashMap<u32, Piece<'a>>,
+}
+
+impl<'a> Paired<'a> {
+    /// The right piece of `lp`'s key, if the right side has one.
+    pub fn right_of(&self, lp: &Piece) -> Option<&Piece<'a>> {
+        let k = lp.part.key?;
+        self.right.get(&self.rt.dict().code(self.lt.dict().get(k))?)
+    }
+}
+
+/// [`Paired`] when the plan has that shape and every partition involved is time-sorted.
+pub(super) fn paired<'a>(
+    left: &'a Plan,
+    right: &'a Plan,
+    lk: &[BExpr],
+    rk: &[BExpr],
+    lts: &BExpr,
+    rts: &BExpr,
+) -> Option<Paired<'a>> {
+    if !merge_shape(left, right, lk, rk, lts, rts) {
         return None;
     }
     let (Plan::Scan { table: lt, columns: lc, range: lr }, Plan::Scan { table: rt, columns: rc, range: rr }) =
@@ -265,17 +294,29 @@ pub fn try_partitioned(left: &Plan, right: &Plan, spec: &AsofSpec) -> Option<Res
     else {
         return None;
     };
-    let (lts, rts) = (lt.ts_col?, rt.ts_col?);
-    let rpieces: std::collections::HashMap<u32, Piece> =
-        pieces(rt, rr).into_iter().filter_map(|p| p.part.key.map(|k| (k, p))).collect();
-    let lps = pieces(lt, lr);
-    if lps.iter().any(|p| !p.part.sorted) || rpieces.values().any(|p| !p.part.sorted) {
+    let right: HashMap<u32, Piece> = pieces(rt, rr).into_iter().filter_map(|p| p.part.key.map(|k| (k, p))).collect();
+    let left = pieces(lt, lr);
+    if left.iter().any(|p| !p.part.sorted) || right.values().any(|p| !p.part.sorted) {
         return None;
     }
+    Some(Paired { lt, lc, lr, rt, rc, rr, lts: lt.ts_col?, rts: rt.ts_col?, left, right })
+}
+
+/// Both inputs are scans of partitioned, time-sorted tables joined on their partition keys and
+/// designated timestamps (the shape of `trades ASOF JOIN quotes ON sym = sym AND ts >= ts`):
+/// pair the partitions by key and merge each pair with two pointers — no hashing, no search.
+/// `None` when the plan does not have that shape (the general path then runs).
+pub fn try_partitioned(left: &Plan, right: &Plan, spec: &AsofSpec) -> Option<Result<Batch>> {
+    if spec.op == BinaryOp::Eq {
+        return None;
+    }
+    let pp = paired(left, right, spec.left_keys, spec.right_keys, spec.left_ts, spec.right_ts)?;
+    let Paired { lt, lc, lr, rt, rc, rr, lts, rts, left: lps, .. } = &pp;
+    let (lts, rts) = (*lts, *rts);
     // Each left partition merges with its right partition alone: on every core.
     let one = |lp: &Piece| -> Result<Matched> {
         let lb = piece_batch(lt, lp, lc, lr);
-        let rp = lp.part.key.and_then(|k| rt.dict().code(lt.dict().get(k))).and_then(|c| rpieces.get(&c));
+        let rp = pp.right_of(lp);
         let mut matched = vec![NULL_INDEX; lb.rows];
         if let Some(rp) = rp {
             let (lcol, rcol) = (&lp.part.columns[lts], &rp.part.columns[rts]);
@@ -327,7 +368,7 @@ pub fn try_partitioned(left: &Plan, right: &Plan, spec: &AsofSpec) -> Option<Res
         Ok(Matched { lb, rb, li, ri })
     };
     let total = lps.iter().map(|p| p.range.len()).sum();
-    let outs = match par_map(&lps, total, one) {
+    let outs = match par_map(lps, total, one) {
         Ok(o) => o,
         Err(e) => return Some(Err(e)),
     };

@@ -20,30 +20,17 @@ use super::hash::{group_ids, GroupIds};
 use super::history::{reads_history, ts_cut};
 use super::interrupt::par_map;
 use super::partitioned::monotonic_in;
-use super::scan::{piece_batch, pieces};
+use super::scan::{piece_batch, pieces, scan_shape, ScanShape};
 use super::Batch;
 use crate::error::{Result, SqlError};
 use crate::plan::functions::AggFunc;
 use crate::plan::{AggCall, BExpr, Plan, ScanRange};
-use std::sync::Arc;
 use zepto_storage::column::NULL_INDEX;
 use zepto_storage::{Column, ColumnData, DataType, HistoryChunk, Table};
 
 /// A scan (optionally filtered) that reaches the history.
-struct Shape<'a> {
-    table: &'a Arc<Table>,
-    columns: &'a [usize],
-    range: &'a ScanRange,
-    filter: Option<&'a BExpr>,
-}
-
-fn shape(input: &Plan) -> Option<Shape<'_>> {
-    let (scan, filter) = match input {
-        Plan::Filter { input: inner, pred } => (&**inner, Some(pred)),
-        p => (p, None),
-    };
-    let Plan::Scan { table, columns, range } = scan else { return None };
-    (reads_history(table, range) && table.history_reader().is_some()).then_some(Shape { table, columns, range, filter })
+fn shape(input: &Plan) -> Option<ScanShape<'_>> {
+    scan_shape(input).filter(|s| reads_history(s.table, s.range) && s.table.history_reader().is_some())
 }
 
 /// The partial aggregates that stand for `a`, or `None` when `a` does not merge exactly.
@@ -86,7 +73,7 @@ pub(super) fn try_aggregate(input: &Plan, keys: &[BExpr], aggs: &[AggCall]) -> O
     Some(run(&s, keys, aggs, &parts))
 }
 
-fn run(s: &Shape, keys: &[BExpr], aggs: &[AggCall], parts: &[Vec<AggCall>]) -> Result<Batch> {
+fn run(s: &ScanShape, keys: &[BExpr], aggs: &[AggCall], parts: &[Vec<AggCall>]) -> Result<Batch> {
     let table = &**s.table;
     let reader = table
         .history_reader()
@@ -207,7 +194,7 @@ fn merge(
     keys: &[BExpr],
     aggs: &[AggCall],
     parts: &[Vec<AggCall>],
-    s: &Shape,
+    s: &ScanShape,
     table: &Table,
 ) -> Result<Batch> {
     if outs.is_empty() {

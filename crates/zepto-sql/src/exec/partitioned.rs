@@ -6,9 +6,8 @@
 //! comparing neighbours: no hashing at all (kdb+'s `select ... by sym, bar` on a sorted table).
 
 use super::aggregate::aggregate_grouped;
-use super::eval::eval;
 use super::interrupt::par_map;
-use super::scan::{piece_batch, pieces};
+use super::scan::{filtered_piece, pieces, scan_shape, ScanShape};
 use super::Batch;
 use crate::error::Result;
 use crate::plan::functions::ScalarFunc;
@@ -18,12 +17,8 @@ use zepto_storage::Column;
 
 /// `Some(result)` when the plan shape allows partition-wise aggregation.
 pub fn try_aggregate(input: &Plan, keys: &[BExpr], aggs: &[AggCall]) -> Option<Result<Batch>> {
-    let (scan, filter) = match input {
-        Plan::Scan { .. } => (input, None),
-        Plan::Filter { input: inner, pred } if matches!(**inner, Plan::Scan { .. }) => (&**inner, Some(pred)),
-        _ => return None,
-    };
-    let Plan::Scan { table, columns, range } = scan else { return None };
+    let shape = scan_shape(input)?;
+    let ScanShape { table, columns, range, .. } = shape;
     let kp = columns.iter().position(|&c| Some(c) == table.key_col)?;
     if !keys.iter().any(|k| matches!(k, BExpr::Col(i, _) if *i == kp)) {
         return None;
@@ -42,11 +37,7 @@ pub fn try_aggregate(input: &Plan, keys: &[BExpr], aggs: &[AggCall]) -> Option<R
     }
     // Partitions aggregate independently: on every core.
     let one = |p: &super::scan::Piece| -> Result<Option<Batch>> {
-        let mut b = piece_batch(table, p, columns, range);
-        if let Some(pred) = filter {
-            let m = eval(pred, &b)?;
-            b = b.filter(&m);
-        }
+        let b = filtered_piece(&shape, p)?;
         if b.rows == 0 {
             return Ok(None);
         }

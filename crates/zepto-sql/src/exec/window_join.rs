@@ -7,17 +7,16 @@
 //! sums, monotonic deques), never materializing the joined pairs. Memory: the right side's
 //! positions and times plus one value per left row and aggregate.
 
-use super::asof::{concat_batches, merge_shape};
+use super::asof::{concat_batches, paired, Paired};
 use super::eval::eval;
 use super::hash::{bucket_rows, shared_ids};
 use super::interrupt::par_map;
-use super::scan::{piece_batch, pieces, Piece};
+use super::scan::{piece_batch, Piece};
 use super::window::frame;
 use super::Batch;
 use crate::error::{Result, SqlError};
 use crate::plan::{AggCall, BExpr, Plan};
 use std::borrow::Cow;
-use std::collections::HashMap;
 use std::sync::Arc;
 use zepto_storage::{Column, ColumnData};
 
@@ -170,24 +169,13 @@ pub fn window_join(l: Batch, r: &Batch, band: &Band, aggs: &[AggCall]) -> Result
 /// hashing, no reordering, no concatenated inputs), partitions on every core. `None` for any
 /// other shape (the general sweep then runs).
 pub fn try_partitioned(left: &Plan, right: &Plan, band: &Band, aggs: &[AggCall]) -> Option<Result<Batch>> {
-    if !merge_shape(left, right, band.left_keys, band.right_keys, band.left_ts, band.right_ts) {
-        return None;
-    }
-    let (Plan::Scan { table: lt, columns: lc, range: lr }, Plan::Scan { table: rt, columns: rc, range: rr }) =
-        (left, right)
-    else {
-        return None;
-    };
-    let (lts, rts) = (lt.ts_col?, rt.ts_col?);
-    let rpieces: HashMap<u32, Piece> = pieces(rt, rr).into_iter().filter_map(|p| p.part.key.map(|k| (k, p))).collect();
-    let lps = pieces(lt, lr);
-    if lps.iter().any(|p| !p.part.sorted) || rpieces.values().any(|p| !p.part.sorted) {
-        return None;
-    }
+    let pp = paired(left, right, band.left_keys, band.right_keys, band.left_ts, band.right_ts)?;
+    let Paired { lt, lc, lr, rt, rc, rr, lts, rts, left: lps, .. } = &pp;
+    let (lts, rts) = (*lts, *rts);
     let one = |lp: &Piece| -> Result<Batch> {
         let lb = piece_batch(lt, lp, lc, lr);
         let n = lb.rows;
-        let rp = lp.part.key.and_then(|k| rt.dict().code(lt.dict().get(k))).and_then(|c| rpieces.get(&c));
+        let rp = pp.right_of(lp);
         let rb = match rp {
             Some(rp) => piece_batch(rt, rp, rc, rr),
             None => Batch::new(rc.iter().map(|&c| Column::nulls(rt.schema.columns[c].data_type, 0)).collect(), 0),
@@ -219,7 +207,7 @@ pub fn try_partitioned(left: &Plan, right: &Plan, band: &Band, aggs: &[AggCall])
         Ok(Batch::shared(cols, n))
     };
     let total = lps.iter().map(|p| p.range.len()).sum();
-    let outs = match par_map(&lps, total, one) {
+    let outs = match par_map(lps, total, one) {
         Ok(o) => o,
         Err(e) => return Some(Err(e)),
     };

@@ -10,7 +10,7 @@ use super::aggregate::run_agg;
 use super::asof::concat_batches;
 use super::eval::eval;
 use super::interrupt::par_map;
-use super::scan::{piece_batch, pieces, Piece};
+use super::scan::{filtered_piece, pieces, scan_shape, Piece, ScanShape};
 use super::Batch;
 use crate::error::Result;
 use crate::plan::functions::AggFunc;
@@ -46,26 +46,15 @@ pub fn window(b: Batch, calls: &[WinCall]) -> Result<Batch> {
 /// own columns, on every core, and the results are concatenated in scan order. `None` for
 /// other shapes.
 pub fn try_partitioned(input: &Plan, calls: &[WinCall]) -> Option<Result<Batch>> {
-    let (scan, filter) = match input {
-        Plan::Scan { .. } => (input, None),
-        Plan::Filter { input: inner, pred } if matches!(**inner, Plan::Scan { .. }) => (&**inner, Some(pred)),
-        _ => return None,
-    };
-    let Plan::Scan { table, columns, range } = scan else { return None };
+    let shape = scan_shape(input)?;
+    let ScanShape { table, columns, range, .. } = shape;
     let kp = columns.iter().position(|&c| Some(c) == table.key_col)?;
     if calls.is_empty() || !calls.iter().all(|c| c.partition.iter().any(|e| matches!(e, BExpr::Col(i, _) if *i == kp)))
     {
         return None;
     }
     let ps = pieces(table, range);
-    let one = |p: &Piece| -> Result<Batch> {
-        let mut b = piece_batch(table, p, columns, range);
-        if let Some(pred) = filter {
-            let m = eval(pred, &b)?;
-            b = b.filter(&m);
-        }
-        window(b, calls)
-    };
+    let one = |p: &Piece| -> Result<Batch> { window(filtered_piece(&shape, p)?, calls) };
     let rows = ps.iter().map(|p| p.range.len()).sum();
     let outs = match par_map(&ps, rows, one) {
         Ok(o) => o,
