@@ -90,5 +90,12 @@ fn partitioned_joins_match_the_general_sweeps() {
             };
             assert_eq!(rows(&e, &sql("qs")), rows(&e, &sql("qv")), "case {case}: ASOF {op}");
         }
+        // No left rows at all: typed empty columns, as the general path gives.
+        e.execute("CREATE TABLE w0 (id INT, ts TIMESTAMP, sym SYMBOL, x DOUBLE)").expect("w0");
+        let none = "SELECT w.id, w.ts, q.bid FROM w0 w ASOF LEFT JOIN qs q ON w.sym = q.sym AND w.ts >= q.ts";
+        let r = e.execute(none).expect("empty ASOF");
+        let types: Vec<_> = r.batch.columns.iter().map(|c| c.data_type()).collect();
+        use zepto_storage::DataType::{Float64, Int32, Timestamp};
+        assert_eq!((r.batch.rows, types), (0, vec![Int32, Timestamp, Float64]));
     }
 }

@@ -361,7 +361,7 @@ impl Column {
     pub fn concat_spans(dt: DataType, dict: Option<&Arc<Dict>>, spans: &[Span<'_>]) -> Result<Column, String> {
         let total: usize = spans.iter().map(|s| s.rows.len()).sum();
         for s in spans {
-            if s.rows.end > s.col.len() {
+            if s.rows.start > s.rows.end || s.rows.end > s.col.len() {
                 return Err(format!("span {:?} out of a column of {} rows", s.rows, s.col.len()));
             }
             if !matches!(s.col.data_type(), DataType::Null) && s.col.data_type() != dt {

@@ -35,6 +35,12 @@ impl Dict {
         self.strings.is_empty()
     }
 
+    /// A copy under a new lineage: the same code for every string so far, free to grow apart
+    /// (codes it adds later mean nothing to this dictionary's lineage).
+    pub fn fork(&self) -> Dict {
+        Dict { lineage: NEXT_LINEAGE.fetch_add(1, Ordering::Relaxed), ..self.clone() }
+    }
+
     /// The code of `s`, adding it if new.
     pub fn intern(&mut self, s: &str) -> u32 {
         if let Some(&c) = self.index.get(s) {

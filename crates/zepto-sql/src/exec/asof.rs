@@ -382,7 +382,9 @@ pub fn try_partitioned(left: &Plan, right: &Plan, spec: &AsofSpec) -> Option<Res
         .collect();
     let rows: usize = outs.iter().map(|m| m.ri.len()).sum();
     let column = |&j: &usize| -> Result<Arc<Column>> {
-        let c = if j < nl && spec.outer {
+        let c = if outs.is_empty() {
+            Column::nulls(types[j], 0)
+        } else if j < nl && spec.outer {
             Column::concat(&outs.iter().map(|m| &*m.lb.columns[j]).collect::<Vec<_>>())
         } else {
             let parts: Vec<(&Column, &[u32])> = outs
@@ -392,11 +394,7 @@ pub fn try_partitioned(left: &Plan, right: &Plan, spec: &AsofSpec) -> Option<Res
                     _ => (&*m.rb.columns[j - nl], m.ri.as_slice()),
                 })
                 .collect();
-            if parts.is_empty() {
-                Column::nulls(types[j], 0)
-            } else {
-                Column::gather(types[j], &parts).map_err(SqlError::Internal)?
-            }
+            Column::gather(types[j], &parts).map_err(SqlError::Internal)?
         };
         Ok(Arc::new(c))
     };

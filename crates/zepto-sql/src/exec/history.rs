@@ -11,6 +11,7 @@
 //! A scan whose time range misses the history (the usual real-time query) is left alone and
 //! pays nothing.
 
+use super::interrupt::par_map;
 use super::scan::pieces;
 use crate::error::{Result, SqlError};
 use crate::plan::{Plan, ScanRange};
@@ -70,26 +71,44 @@ fn materialize(table: &Table, columns: &[usize], range: &ScanRange) -> Result<(A
     let pos = |c: Option<usize>| c.and_then(|c| need.iter().position(|&n| n == c));
     let (key_pos, ts_pos) = (pos(table.key_col), pos(table.ts_col));
     let schema = Schema { columns: need.iter().map(|&c| table.schema.columns[c].clone()).collect() };
-    let rows = reader.read(table, &need, range.keys.as_deref(), range.ts_lo, range.ts_hi)?;
+    let units = reader.units(table, range.keys.as_deref(), range.ts_lo, range.ts_hi)?;
+    let total = units.iter().map(|u| u.rows).sum();
+    let chunks = par_map(&units, total, |u| Ok(reader.read_unit(table, &need, u)?))?;
     super::interrupt::check()?;
 
-    // The result's dictionary: the table's (memory rows keep their codes), plus history strings.
-    let mut dict = table.dict().clone();
-    let d = Arc::make_mut(&mut dict);
+    // The result's dictionary: the table's when it already holds every history string (memory
+    // rows keep their codes, nothing is copied), else a fork of it under a new lineage (same
+    // codes for the table's strings) that takes the others: codes it adds must never meet the
+    // table's lineage, where they could mean other strings.
+    let table_dict = table.dict();
+    let known = |s: &str| table_dict.code(s).is_some();
+    let all_known = chunks.iter().all(|ch| {
+        ch.runs.iter().all(|(k, _)| k.as_deref().is_none_or(known))
+            && ch.columns.iter().all(|c| match &c.data {
+                ColumnData::Symbol { dict: fd, .. } => fd.iter().all(known),
+                _ => true,
+            })
+    });
+    let mut fork = (!all_known).then(|| table_dict.fork());
+    let mut code_of = |s: &str| -> Result<u32> {
+        match &mut fork {
+            Some(d) => Ok(d.intern(s)),
+            None => table_dict.code(s).ok_or_else(|| SqlError::Internal(format!("symbol '{s}' went missing"))),
+        }
+    };
     // Per chunk, per needed column: file code -> result code (SYMBOL columns only).
-    let remaps: Vec<Vec<Option<Vec<u32>>>> = rows
-        .chunks
+    let remaps: Vec<Vec<Option<Vec<u32>>>> = chunks
         .iter()
         .map(|ch| {
             ch.columns
                 .iter()
                 .map(|c| match &c.data {
-                    ColumnData::Symbol { dict: fd, .. } => Some(fd.iter().map(|s| d.intern(s)).collect()),
-                    _ => None,
+                    ColumnData::Symbol { dict: fd, .. } => fd.iter().map(&mut code_of).collect::<Result<_>>().map(Some),
+                    _ => Ok(None),
                 })
-                .collect()
+                .collect::<Result<_>>()
         })
-        .collect();
+        .collect::<Result<_>>()?;
     // Sources per partition key (result code; `None`: NULL key or unkeyed), first seen first.
     let mut slot_of: HashMap<Option<u32>, usize> = HashMap::new();
     let mut groups: Vec<(Option<u32>, Vec<Src>)> = Vec::new();
@@ -101,14 +120,14 @@ fn materialize(table: &Table, columns: &[usize], range: &ScanRange) -> Result<(A
         groups[i].1.push(src);
     };
     let bounded = range.ts_lo != i64::MIN || range.ts_hi != i64::MAX;
-    for (ci, ch) in rows.chunks.iter().enumerate() {
+    for (ci, ch) in chunks.iter().enumerate() {
         for (key, run) in &ch.runs {
             let run = match ts_pos {
                 Some(t) if bounded => ts_cut(&ch.columns[t], run.clone(), range.ts_lo, range.ts_hi),
                 _ => run.clone(),
             };
             if !run.is_empty() {
-                add(key.as_deref().map(|k| d.intern(k)), Src::History(ci, run));
+                add(key.as_deref().map(&mut code_of).transpose()?, Src::History(ci, run));
             }
         }
     }
@@ -116,23 +135,25 @@ fn materialize(table: &Table, columns: &[usize], range: &ScanRange) -> Result<(A
     for (pi, piece) in memory.iter().enumerate() {
         add(piece.part.key, Src::Memory(pi));
     }
-    let dict = Arc::new(d.clone());
+    let dict = match fork {
+        Some(d) => Arc::new(d),
+        None => table_dict.clone(),
+    };
 
     let src_len = |s: &Src| match s {
         Src::History(_, run) => run.len(),
         Src::Memory(pi) => memory[*pi].range.len(),
     };
+    let unsorted_memory = |srcs: &[Src]| srcs.iter().any(|s| matches!(s, Src::Memory(pi) if !memory[*pi].part.sorted));
     let build = |(key, srcs): &(Option<u32>, Vec<Src>)| -> Result<Partition> {
         let cols = (0..need.len())
             .map(|j| {
                 let spans: Vec<Span> = srcs
                     .iter()
                     .map(|s| match s {
-                        Src::History(ci, run) => Span {
-                            col: &rows.chunks[*ci].columns[j],
-                            rows: run.clone(),
-                            remap: remaps[*ci][j].as_deref(),
-                        },
+                        Src::History(ci, run) => {
+                            Span { col: &chunks[*ci].columns[j], rows: run.clone(), remap: remaps[*ci][j].as_deref() }
+                        }
                         Src::Memory(pi) => {
                             let p = &memory[*pi];
                             Span { col: &p.part.columns[need[j]], rows: p.range.clone(), remap: None }
@@ -147,7 +168,9 @@ fn materialize(table: &Table, columns: &[usize], range: &ScanRange) -> Result<(A
         let key = key.filter(|_| key_pos.is_some());
         // Each source is in time order; so is the whole when every boundary is.
         Ok(match ts_pos {
-            Some(t) if !ordered(&cols[t], srcs.iter().map(src_len)) => Partition::in_time_order(cols, key, ts_pos),
+            Some(t) if unsorted_memory(srcs) || !ordered(&cols[t], srcs.iter().map(src_len)) => {
+                Partition::in_time_order(cols, key, ts_pos)
+            }
             _ => Partition { columns: cols, key, sorted: true },
         })
     };

@@ -13,6 +13,11 @@
 //! the row they picked; ties go to the earlier / later partial, as in a time-sorted partition
 //! assembled file by file then memory). Anything else (DISTINCT, medians, variance, vwap,
 //! twap) takes the assembling path.
+//!
+//! Where results may differ from the same rows in memory, both being right: `avg` is merged
+//! as Σ(avgᵢ·nᵢ)/Σnᵢ, equal up to floating-point rounding; and `first`/`last` of a group that
+//! spans several keys, when rows of different keys tie at the extreme time, pick by file order
+//! rather than by partition order (by-time order does not rank such ties).
 
 use super::aggregate::{aggregate_grouped, run_agg};
 use super::eval::eval;
@@ -66,11 +71,17 @@ pub(super) fn eligible(input: &Plan, aggs: &[AggCall]) -> bool {
     shape(input).is_some() && aggs.iter().all(|a| partials(a).is_some())
 }
 
-/// The aggregate's result, when [`eligible`].
+/// The aggregate's result, when [`eligible`]. A failure of the partial path (a BIGINT partial
+/// sum that overflows while the total would not, say) is retried over the assembled rows, which
+/// either succeeds or fails the way any other path would.
 pub(super) fn try_aggregate(input: &Plan, keys: &[BExpr], aggs: &[AggCall]) -> Option<Result<Batch>> {
     let s = shape(input)?;
     let parts: Vec<Vec<AggCall>> = aggs.iter().map(partials).collect::<Option<_>>()?;
-    Some(run(&s, keys, aggs, &parts))
+    Some(run(&s, keys, aggs, &parts).or_else(|_| {
+        // `execute` materializes the history scan of a plain (filtered) scan.
+        let b = super::execute(input)?;
+        super::aggregate::aggregate(&b, keys, aggs)
+    }))
 }
 
 fn run(s: &ScanShape, keys: &[BExpr], aggs: &[AggCall], parts: &[Vec<AggCall>]) -> Result<Batch> {

@@ -47,7 +47,13 @@ impl QueryControl {
 
     /// Install on the current thread until the guard drops.
     pub fn enter(self: &Arc<Self>) -> Entered {
-        let prev = CURRENT.with(|c| c.replace(Some(Active { ctl: self.clone(), base: thread_net_bytes() })));
+        self.enter_holding(0)
+    }
+
+    /// [`QueryControl::enter`] on a helper thread of a query that already holds `held` bytes.
+    fn enter_holding(self: &Arc<Self>, held: isize) -> Entered {
+        let base = thread_net_bytes().saturating_sub(held);
+        let prev = CURRENT.with(|c| c.replace(Some(Active { ctl: self.clone(), base })));
         Entered { prev }
     }
 }
@@ -120,10 +126,17 @@ pub fn par_map<T: Sync, R: Send>(items: &[T], rows: usize, f: impl Fn(&T) -> Res
     if rows < PAR_MIN_ROWS.load(Ordering::Relaxed) || items.len() < 2 {
         return items.iter().map(f).collect();
     }
-    let ctl = CURRENT.with(|c| c.borrow().as_ref().map(|a| a.ctl.clone()));
+    // Helpers count against the memory limit from what the query already holds: a helper's
+    // checks see the query's usage when the section started plus its own growth (not the other
+    // helpers'; the query thread's check after the section sees everything).
+    let (ctl, held) = CURRENT.with(|c| match c.borrow().as_ref() {
+        Some(a) => (Some(a.ctl.clone()), thread_net_bytes().saturating_sub(a.base)),
+        None => (None, 0),
+    });
     let caller = std::thread::current().id();
     zepto_storage::par::try_map(items, |x| {
-        let _entered = ctl.as_ref().filter(|_| std::thread::current().id() != caller).map(|c| c.enter());
+        let _entered = ctl.as_ref().filter(|_| std::thread::current().id() != caller).map(|c| c.enter_holding(held));
+        check()?;
         f(x)
     })
 }
