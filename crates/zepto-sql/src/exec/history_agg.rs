@@ -20,7 +20,6 @@
 //! rather than by partition order (by-time order does not rank such ties).
 
 use super::aggregate::{aggregate_grouped, run_agg};
-use super::eval::eval;
 use super::hash::{group_ids, GroupIds};
 use super::history::{reads_history, ts_cut};
 use super::interrupt::par_map;
@@ -123,13 +122,7 @@ fn run(s: &ScanShape, keys: &[BExpr], aggs: &[AggCall], parts: &[Vec<AggCall>]) 
         .flatten();
 
     let partial = |b: Batch, sorted: bool| -> Result<Option<Batch>> {
-        let b = match s.filter {
-            Some(pred) => {
-                let m = eval(pred, &b)?;
-                b.filter(&m)
-            }
-            None => b,
-        };
+        let b = s.apply_filter(b)?;
         if b.rows == 0 {
             return Ok(None);
         }

@@ -35,13 +35,19 @@ pub fn scan_shape(input: &Plan) -> Option<ScanShape<'_>> {
 
 /// A piece's rows of `columns`, filtered by `filter` when there is one.
 pub fn filtered_piece(s: &ScanShape, p: &Piece) -> Result<Batch> {
-    let b = piece_batch(s.table, p, s.columns, s.range);
-    match s.filter {
-        Some(pred) => {
-            let m = super::eval::eval(pred, &b)?;
-            Ok(b.filter(&m))
+    s.apply_filter(piece_batch(s.table, p, s.columns, s.range))
+}
+
+impl ScanShape<'_> {
+    /// The rows of `b` (the scan's columns) that pass the filter, if there is one.
+    pub fn apply_filter(&self, b: Batch) -> Result<Batch> {
+        match self.filter {
+            Some(pred) => {
+                let m = super::eval::eval(pred, &b)?;
+                Ok(b.filter(&m))
+            }
+            None => Ok(b),
         }
-        None => Ok(b),
     }
 }
 
