@@ -55,6 +55,24 @@ macro_rules! map_vec {
     };
 }
 
+/// `match dt` with one arm per fixed-width type, each `$each!(Variant, zero value)`, then the
+/// arms in `{ ... }` for the others: the per-type dispatch of the kernels that build a column.
+macro_rules! fixed_width_match {
+    ($dt:expr, $each:ident, { $($rest:tt)* }) => {
+        match $dt {
+            DataType::Bool => $each!(Bool, false),
+            DataType::Int32 => $each!(Int32, 0),
+            DataType::Int64 => $each!(Int64, 0),
+            DataType::Float32 => $each!(Float32, 0.0),
+            DataType::Float64 => $each!(Float64, 0.0),
+            DataType::Timestamp => $each!(Timestamp, 0),
+            DataType::Date => $each!(Date, 0),
+            DataType::Interval => $each!(Interval, 0),
+            $($rest)*
+        }
+    };
+}
+
 impl ColumnData {
     pub fn len(&self) -> usize {
         match self {
@@ -380,15 +398,7 @@ impl Column {
                 ColumnData::$variant(v)
             }};
         }
-        let data = match dt {
-            DataType::Bool => prim!(Bool, false),
-            DataType::Int32 => prim!(Int32, 0),
-            DataType::Int64 => prim!(Int64, 0),
-            DataType::Float32 => prim!(Float32, 0.0),
-            DataType::Float64 => prim!(Float64, 0.0),
-            DataType::Timestamp => prim!(Timestamp, 0),
-            DataType::Date => prim!(Date, 0),
-            DataType::Interval => prim!(Interval, 0),
+        let data = fixed_width_match!(dt, prim, {
             DataType::Varchar => {
                 let bytes = spans
                     .iter()
@@ -429,7 +439,7 @@ impl Column {
                 ColumnData::Symbol { codes, dict }
             }
             DataType::Null => ColumnData::Null(total),
-        };
+        });
         let validity =
             spans.iter().any(|s| s.col.validity.is_some() || s.col.data_type() == DataType::Null).then(|| {
                 let mut v = Bitmap::default();
@@ -490,15 +500,7 @@ impl Column {
                 ColumnData::$variant(v)
             }};
         }
-        let data = match dt {
-            DataType::Bool => prim!(Bool, false),
-            DataType::Int32 => prim!(Int32, 0),
-            DataType::Int64 => prim!(Int64, 0),
-            DataType::Float32 => prim!(Float32, 0.0),
-            DataType::Float64 => prim!(Float64, 0.0),
-            DataType::Timestamp => prim!(Timestamp, 0),
-            DataType::Date => prim!(Date, 0),
-            DataType::Interval => prim!(Interval, 0),
+        let data = fixed_width_match!(dt, prim, {
             DataType::Varchar => {
                 let mut out = StrVec::with_capacity(total, 0);
                 for (c, idx) in parts {
@@ -531,7 +533,7 @@ impl Column {
                 ColumnData::Symbol { codes, dict }
             }
             DataType::Null => ColumnData::Null(total),
-        };
+        });
         let any_null = parts
             .iter()
             .zip(&picks_null)
