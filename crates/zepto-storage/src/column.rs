@@ -462,38 +462,38 @@ impl Column {
     /// followed by `concat` does in two.
     pub fn gather(dt: DataType, parts: &[(&Column, &[u32])]) -> Result<Column, String> {
         let total: usize = parts.iter().map(|(_, idx)| idx.len()).sum();
-        // Per part: whether it picks NULL rows (one pass, which also checks the bounds).
-        let mut picks_null = Vec::with_capacity(parts.len());
-        for (c, idx) in parts {
+        for (c, _) in parts {
             if c.data_type() != DataType::Null && c.data_type() != dt {
                 return Err(format!("gathering {} rows into a {dt} column", c.data_type()));
             }
-            let (mut null, mut max) = (false, 0u32);
-            for &i in *idx {
-                if i == NULL_INDEX {
-                    null = true;
-                } else {
-                    max = max.max(i + 1);
+        }
+        // Per part: whether it picked NULL rows. Bounds are checked in the copy loop itself:
+        // an index past the source reads as a NULL row (no second pass over the indices), and
+        // one that is not NULL_INDEX is an error.
+        let mut picks_null = vec![false; parts.len()];
+        let mut bad: Option<(u32, usize)> = None;
+        fn pick<T: Copy>(src: &[T], idx: &[u32], zero: T, out: &mut Vec<T>, bad: &mut Option<(u32, usize)>) -> bool {
+            let mut miss = false;
+            out.extend(idx.iter().map(|&i| match src.get(i as usize) {
+                Some(&v) => v,
+                None => {
+                    miss = true;
+                    zero
+                }
+            }));
+            if miss {
+                if let Some(&i) = idx.iter().find(|&&i| i != NULL_INDEX && i as usize >= src.len()) {
+                    *bad = Some((i, src.len()));
                 }
             }
-            if max as usize > c.len() {
-                return Err(format!("row {} out of a column of {} rows", max - 1, c.len()));
-            }
-            picks_null.push(null);
-        }
-        fn pick<T: Copy>(src: &[T], idx: &[u32], nulls: bool, zero: T, out: &mut Vec<T>) {
-            if nulls {
-                out.extend(idx.iter().map(|&i| if i == NULL_INDEX { zero } else { src[i as usize] }));
-            } else {
-                out.extend(idx.iter().map(|&i| src[i as usize]));
-            }
+            miss
         }
         macro_rules! prim {
             ($variant:ident, $zero:expr) => {{
                 let mut v = Vec::with_capacity(total);
-                for ((c, idx), &nulls) in parts.iter().zip(&picks_null) {
+                for ((c, idx), nulls) in parts.iter().zip(&mut picks_null) {
                     match &c.data {
-                        ColumnData::$variant(src) => pick(src, idx, nulls, $zero, &mut v),
+                        ColumnData::$variant(src) => *nulls = pick(src, idx, $zero, &mut v, &mut bad),
                         _ => v.resize(v.len() + idx.len(), $zero),
                     }
                 }
@@ -503,9 +503,17 @@ impl Column {
         let data = fixed_width_match!(dt, prim, {
             DataType::Varchar => {
                 let mut out = StrVec::with_capacity(total, 0);
-                for (c, idx) in parts {
+                for ((c, idx), nulls) in parts.iter().zip(&mut picks_null) {
                     for &i in *idx {
-                        out.push(if i == NULL_INDEX { "" } else { c.str_at(i as usize).unwrap_or("") });
+                        if (i as usize) < c.len() {
+                            out.push(c.str_at(i as usize).unwrap_or(""));
+                        } else {
+                            *nulls = true;
+                            if i != NULL_INDEX {
+                                bad = Some((i, c.len()));
+                            }
+                            out.push("");
+                        }
                     }
                 }
                 ColumnData::Varchar(out)
@@ -524,9 +532,9 @@ impl Column {
                 }
                 let dict = dict.cloned().unwrap_or_default();
                 let mut codes = Vec::with_capacity(total);
-                for ((c, idx), &nulls) in parts.iter().zip(&picks_null) {
+                for ((c, idx), nulls) in parts.iter().zip(&mut picks_null) {
                     match &c.data {
-                        ColumnData::Symbol { codes: src, .. } => pick(src, idx, nulls, 0, &mut codes),
+                        ColumnData::Symbol { codes: src, .. } => *nulls = pick(src, idx, 0, &mut codes, &mut bad),
                         _ => codes.resize(codes.len() + idx.len(), 0),
                     }
                 }
@@ -534,10 +542,19 @@ impl Column {
             }
             DataType::Null => ColumnData::Null(total),
         });
-        let any_null = parts
-            .iter()
-            .zip(&picks_null)
-            .any(|((c, _), &n)| n || c.validity.is_some() || c.data_type() == DataType::Null);
+        if let Some((i, len)) = bad {
+            return Err(format!("row {i} out of a column of {len} rows"));
+        }
+        // An untyped NULL part picks NULL rows only, whatever its indices.
+        for ((c, idx), nulls) in parts.iter().zip(&mut picks_null) {
+            if let ColumnData::Null(n) = c.data {
+                if let Some(&i) = idx.iter().find(|&&i| i != NULL_INDEX && i as usize >= n) {
+                    return Err(format!("row {i} out of a column of {n} rows"));
+                }
+                *nulls |= !idx.is_empty();
+            }
+        }
+        let any_null = parts.iter().zip(&picks_null).any(|((c, _), &n)| n || c.validity.is_some());
         let validity = any_null.then(|| {
             let mut v = Bitmap::default();
             for ((c, idx), &nulls) in parts.iter().zip(&picks_null) {
@@ -981,6 +998,13 @@ mod tests {
         }
         let ints = Column::from_data(ColumnData::Int64(vec![1, 2]));
         assert!(Column::gather(DataType::Int64, &[(&ints, &[2])]).is_err());
+        assert!(Column::gather(DataType::Int64, &[(&ints, &[0, NULL_INDEX, 7])]).is_err());
         assert!(Column::gather(DataType::Float64, &[(&ints, &[0])]).is_err());
+        let strs = Column::from_data(ColumnData::Varchar(StrVec::from_iter(["x"])));
+        assert!(Column::gather(DataType::Varchar, &[(&strs, &[0, 1])]).is_err());
+        let nulls = Column::nulls(DataType::Null, 2);
+        assert!(Column::gather(DataType::Int64, &[(&ints, &[1]), (&nulls, &[2])]).is_err());
+        let ok = Column::gather(DataType::Int64, &[(&ints, &[1]), (&nulls, &[1, NULL_INDEX])]).expect("in range");
+        assert_eq!((ok.get(0), ok.get(1), ok.get(2)), (Value::Int64(2), Value::Null, Value::Null));
     }
 }

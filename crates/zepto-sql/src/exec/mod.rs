@@ -153,7 +153,7 @@ fn execute_node(plan: &Plan) -> Result<Batch> {
             let r = execute(right)?;
             join::join(&l, &r, *kind, left_keys, right_keys, residual.as_ref())
         }
-        Plan::AsofJoin { left, right, left_keys, right_keys, left_ts, right_ts, op, outer, tolerance } => {
+        Plan::AsofJoin { left, right, left_keys, right_keys, left_ts, right_ts, op, outer, tolerance, emit } => {
             let spec = asof::AsofSpec {
                 left_keys,
                 right_keys,
@@ -162,6 +162,7 @@ fn execute_node(plan: &Plan) -> Result<Batch> {
                 op: *op,
                 outer: *outer,
                 tolerance: *tolerance,
+                emit: emit.as_deref(),
             };
             if let Some(r) = asof::try_partitioned(left, right, &spec) {
                 return r;

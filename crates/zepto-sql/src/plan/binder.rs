@@ -1022,6 +1022,7 @@ fn asof_plan(
         op,
         outer,
         tolerance,
+        emit: None,
     })
 }
 

@@ -315,6 +315,9 @@ pub enum Plan {
         outer: bool,
         /// Maximum distance between the two times (inclusive).
         tolerance: Option<i64>,
+        /// The columns of `[left..., right...]` the join outputs, in order (None: all). Set by
+        /// column pruning, so key and time columns read only to match are never built.
+        emit: Option<Vec<usize>>,
     },
     Sort {
         input: Box<Plan>,
@@ -442,7 +445,7 @@ impl Plan {
                     format!("HashJoin {kind:?} keys={}", left_keys.len())
                 }
             }
-            Plan::AsofJoin { left, right, left_keys, right_keys, left_ts, right_ts, op, outer, tolerance } => {
+            Plan::AsofJoin { left, right, left_keys, right_keys, left_ts, right_ts, op, outer, tolerance, .. } => {
                 let how = if crate::exec::asof::merge_shape(left, right, left_keys, right_keys, left_ts, right_ts) {
                     "partition-pair merge"
                 } else {

@@ -37,6 +37,7 @@ pub fn width(p: &Plan) -> usize {
         Plan::Window { input, calls } => width(input) + calls.len(),
         Plan::Aggregate { keys, aggs, .. } => keys.len() + aggs.len(),
         Plan::WindowJoin { left, aggs, .. } => width(left) + aggs.len(),
+        Plan::AsofJoin { emit: Some(e), .. } => e.len(),
         Plan::Join { left, right, .. }
         | Plan::AsofJoin { left, right, .. }
         | Plan::RangeJoin { left, right, .. }
@@ -268,10 +269,31 @@ fn prune(p: Plan, need: &[bool]) -> (Plan, Map) {
             op,
             outer,
             tolerance,
+            emit,
         } => {
+            // `need` is over the emitted columns; the inputs are pruned over `[left, right]`,
+            // and the join then emits only what is needed (not the columns read to match).
+            let emit = emit.unwrap_or_else(|| (0..width(&left) + width(&right)).collect());
+            let mut need_pair = vec![false; width(&left) + width(&right)];
+            for (k, &c) in emit.iter().enumerate() {
+                need_pair[c] |= need.get(k).copied().unwrap_or(true);
+            }
             let mut lx: Vec<&mut BExpr> = left_keys.iter_mut().chain(std::iter::once(&mut left_ts)).collect();
             let mut rx: Vec<&mut BExpr> = right_keys.iter_mut().chain(std::iter::once(&mut right_ts)).collect();
-            let (left, right, map) = prune_pair(*left, *right, need, &mut lx, &mut rx);
+            let (left, right, pair_map) = prune_pair(*left, *right, &need_pair, &mut lx, &mut rx);
+            let mut new_emit = Vec::new();
+            let map: Map = emit
+                .iter()
+                .enumerate()
+                .map(|(k, &c)| {
+                    let keep = need.get(k).copied().unwrap_or(true);
+                    pair_map[c].filter(|_| keep).map(|j| {
+                        new_emit.push(j);
+                        new_emit.len() - 1
+                    })
+                })
+                .collect();
+            let emit = Some(new_emit);
             let plan = Plan::AsofJoin {
                 left: Box::new(left),
                 right: Box::new(right),
@@ -282,6 +304,7 @@ fn prune(p: Plan, need: &[bool]) -> (Plan, Map) {
                 op,
                 outer,
                 tolerance,
+                emit,
             };
             (plan, map)
         }
