@@ -11,8 +11,9 @@ const TABLE_MAX_ROWS: usize = 40;
 pub fn render(r: &QueryResult, format: &str, elapsed: Duration) -> String {
     let names: Vec<String> = r.fields.iter().map(|f| f.name.clone()).collect();
     let types: Vec<_> = r.fields.iter().map(|f| f.data_type).collect();
-    let cols = &r.batch.col_refs();
-    let rows = r.batch.rows;
+    let batch = r.batch();
+    let cols = &batch.col_refs();
+    let rows = batch.rows;
     if let Some(status) = &r.status {
         return match format {
             "json" => {

@@ -96,14 +96,14 @@ impl Remote {
             return Err(parse_error(status, &body));
         }
         if let Some(st) = header("x-zepto-status") {
-            return Ok(QueryResult { fields: vec![], batch: Batch::default(), status: Some(st) });
+            return Ok(QueryResult::status(st));
         }
         let (defs, cols, rows) = zepto_io::ipc::read_ipc_stream_any(&body).map_err(io_err)?;
         let fields = defs
             .into_iter()
             .map(|d| Field { qualifier: None, name: d.name, data_type: d.data_type, designated_ts: false })
             .collect();
-        Ok(QueryResult { fields, batch: Batch::new(cols, rows), status: None })
+        Ok(QueryResult::rows(fields, Batch::new(cols, rows)))
     }
 }
 

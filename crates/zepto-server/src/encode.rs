@@ -84,12 +84,15 @@ impl Encoder {
     pub fn new(format: Format, r: &QueryResult, elapsed_us: f64) -> Result<Encoder, ApiError> {
         let (names, types, cols, rows) = match &r.status {
             Some(s) if r.fields.is_empty() => status_columns(s),
-            _ => (
-                r.fields.iter().map(|f| f.name.clone()).collect(),
-                r.fields.iter().map(|f| f.data_type).collect(),
-                r.batch.columns.clone(),
-                r.batch.rows,
-            ),
+            _ => {
+                let b = r.batch();
+                (
+                    r.fields.iter().map(|f| f.name.clone()).collect(),
+                    r.fields.iter().map(|f| f.data_type).collect(),
+                    b.columns,
+                    b.rows,
+                )
+            }
         };
         let ipc = match format {
             Format::Arrow => {

@@ -146,7 +146,12 @@ pub fn cell(c: &Column, i: usize) -> String {
 }
 
 pub fn result_lines(r: &QueryResult) -> Vec<String> {
-    (0..r.batch.rows).map(|i| r.batch.columns.iter().map(|c| cell(c, i)).collect::<Vec<_>>().join("\t")).collect()
+    // Batch by batch, as the query produced them (a result's batches are never concatenated
+    // here, so the corpus checks them as they are).
+    r.chunks()
+        .iter()
+        .flat_map(|b| (0..b.rows).map(move |i| b.columns.iter().map(|c| cell(c, i)).collect::<Vec<_>>().join("\t")))
+        .collect()
 }
 
 fn cells_match(a: &str, b: &str) -> bool {

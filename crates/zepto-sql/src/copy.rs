@@ -71,16 +71,17 @@ pub fn write_file(path: &str, options: &[(String, String)], r: &QueryResult) -> 
         "csv" | "tsv" | "txt" => {
             csv_options(options)?;
             let names: Vec<String> = r.fields.iter().map(|f| f.name.clone()).collect();
-            let mut out = String::new();
-            write_csv(&names, &r.batch.col_refs(), r.batch.rows, &mut out);
+            let (mut out, b) = (String::new(), r.batch());
+            write_csv(&names, &b.col_refs(), b.rows, &mut out);
             std::fs::write(path, out).map_err(|e| SqlError::Io(format!("{path}: {e}")))?;
-            Ok(r.batch.rows)
+            Ok(b.rows)
         }
         "parquet" => {
             parquet_options(options)?;
             let names: Vec<String> = r.fields.iter().map(|f| f.name.clone()).collect();
-            write_parquet(Path::new(path), &names, &r.batch.col_refs(), r.batch.rows).map_err(|e| io_error(path, e))?;
-            Ok(r.batch.rows)
+            let b = r.batch();
+            write_parquet(Path::new(path), &names, &b.col_refs(), b.rows).map_err(|e| io_error(path, e))?;
+            Ok(b.rows)
         }
         f => Err(SqlError::NotSupported(format!("COPY TO format '{f}'"))),
     }

@@ -12,25 +12,51 @@ use std::sync::Arc;
 use zepto_storage::{Catalog, Column, ColumnDef, DataType, Schema, StorageError, Table, TableOptions, Value};
 
 /// What a statement returns: rows (possibly none) with their schema, or a status message.
+///
+/// The rows are a list of batches of the same columns, one after another (at least one): a
+/// result made of whole table partitions shares their columns instead of copying them into
+/// one (see [`exec::execute_chunks`]). [`QueryResult::batch`] gives them as one batch.
 #[derive(Debug, Clone)]
 pub struct QueryResult {
     pub fields: Vec<Field>,
-    pub batch: Batch,
+    chunks: Vec<Batch>,
     /// For DDL/DML: what happened (`CREATE TABLE`, `INSERT 3`, ...).
     pub status: Option<String>,
 }
 
 impl QueryResult {
-    fn status(msg: String) -> QueryResult {
-        QueryResult { fields: vec![], batch: Batch::default(), status: Some(msg) }
+    /// A DDL/DML result: a status message, no rows.
+    pub fn status(msg: String) -> QueryResult {
+        QueryResult { fields: vec![], chunks: vec![Batch::default()], status: Some(msg) }
     }
 
-    fn rows(fields: Vec<Field>, batch: Batch) -> QueryResult {
-        QueryResult { fields, batch, status: None }
+    /// Rows as one batch.
+    pub fn rows(fields: Vec<Field>, batch: Batch) -> QueryResult {
+        QueryResult { fields, chunks: vec![batch], status: None }
+    }
+
+    fn chunked(fields: Vec<Field>, chunks: Vec<Batch>) -> QueryResult {
+        assert!(!chunks.is_empty(), "a result has at least one batch (it carries the column types)");
+        QueryResult { fields, chunks, status: None }
     }
 
     pub fn row_count(&self) -> usize {
-        self.batch.rows
+        self.chunks.iter().map(|b| b.rows).sum()
+    }
+
+    /// The rows as batches one after another, as the query produced them.
+    pub fn chunks(&self) -> &[Batch] {
+        &self.chunks
+    }
+
+    /// The rows as one batch (shared when the result is one batch, else concatenated).
+    pub fn batch(&self) -> Batch {
+        exec::concat_chunks(self.chunks.clone())
+    }
+
+    /// The rows as one batch, consuming the result.
+    pub fn into_batch(self) -> Batch {
+        exec::concat_chunks(self.chunks)
     }
 
     fn text_column(name: &str, values: Vec<String>) -> QueryResult {
@@ -168,8 +194,8 @@ impl Engine {
 
     /// Run a prepared query.
     pub fn run_prepared(&self, p: &Prepared) -> Result<QueryResult> {
-        let batch = exec::execute(&p.plan)?;
-        Ok(QueryResult::rows(p.fields.clone(), batch))
+        let chunks = exec::execute_chunks(&p.plan)?;
+        Ok(QueryResult::chunked(p.fields.clone(), chunks))
     }
 
     pub fn execute_statement(&self, s: &Statement) -> Result<QueryResult> {
@@ -214,7 +240,7 @@ impl Engine {
                     })
                     .collect::<Vec<_>>();
                 let cols = r
-                    .batch
+                    .batch()
                     .columns
                     .iter()
                     .zip(&columns)
@@ -267,7 +293,7 @@ impl Engine {
                     InsertSource::Query(q) => (**q).clone(),
                 };
                 let src = self.query(&q)?;
-                let cols = shape_for_table(&snap, columns, src.batch)?;
+                let cols = shape_for_table(&snap, columns, src.into_batch())?;
                 let n = self.catalog.append(table, cols)?;
                 Ok(QueryResult::status(format!("INSERT {n}")))
             }
@@ -415,5 +441,6 @@ pub fn shape_for_table(t: &Table, names: &[String], src: Batch) -> Result<Vec<Co
 
 /// Scalar value of the first row/column (convenience for tests and the CLI).
 pub fn first_value(r: &QueryResult) -> Option<Value> {
-    r.batch.columns.first().filter(|c| !c.is_empty()).map(|c| c.get(0))
+    let b = r.chunks.iter().find(|b| b.rows > 0)?;
+    b.columns.first().map(|c| c.get(0))
 }

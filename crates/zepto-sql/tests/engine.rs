@@ -58,10 +58,10 @@ fn out_of_order_inserts_end_up_sorted_and_ranges_are_exact() {
     let r = e
         .execute("SELECT epoch_ns(ts) FROM q WHERE sym = 'A' AND ts >= '1970-01-01 00:00:00.000000001' AND ts <= '1970-01-01 00:00:00.000000005'")
         .expect("range");
-    let got: Vec<Value> = (0..r.batch.rows).map(|i| r.batch.columns[0].get(i)).collect();
+    let got: Vec<Value> = (0..r.row_count()).map(|i| r.batch().columns[0].get(i)).collect();
     assert_eq!(got, [1, 1, 3, 4, 5].map(Value::Int64));
     let plan = e.execute("EXPLAIN SELECT * FROM q WHERE sym = 'A' AND ts > TIMESTAMP '1970-01-01'").expect("explain");
-    let text: Vec<String> = (0..plan.batch.rows).map(|i| plan.batch.columns[0].get(i).to_string()).collect();
+    let text: Vec<String> = (0..plan.batch().rows).map(|i| plan.batch().columns[0].get(i).to_string()).collect();
     let text = text.join("\n");
     assert!(text.contains("partitions=[\"A\"]") && text.contains("binary search"), "{text}");
 }
@@ -114,7 +114,7 @@ fn asof_null_keys_and_times_never_match() {
                 .execute(&format!("SELECT t.px, q.bid FROM t {j} q ON t.sym = q.sym AND t.ts {op} q.ts ORDER BY t.px"))
                 .expect("asof");
             let rows: Vec<(Value, Value)> =
-                (0..r.batch.rows).map(|i| (r.batch.columns[0].get(i), r.batch.columns[1].get(i))).collect();
+                (0..r.row_count()).map(|i| (r.batch().columns[0].get(i), r.batch().columns[1].get(i))).collect();
             let mut want = vec![(Value::Float64(2.0), Value::Float64(hit))];
             if left {
                 want = vec![
@@ -129,21 +129,22 @@ fn asof_null_keys_and_times_never_match() {
     }
     // Zero equality keys, the general (binary search) path, and a swapped inequality.
     let r = e.execute("SELECT t.px, q.bid FROM t ASOF JOIN q ON q.ts <= t.ts ORDER BY t.px").expect("asof");
-    assert_eq!(r.batch.rows, 2);
-    assert_eq!(r.batch.columns[1].get(0), Value::Float64(13.0)); // ties at 09:00: the later-inserted row
+    assert_eq!(r.row_count(), 2);
+    assert_eq!(r.batch().columns[1].get(0), Value::Float64(13.0)); // ties at 09:00: the later-inserted row
     let err = e.execute("SELECT * FROM t ASOF JOIN q ON t.sym = q.sym").expect_err("no inequality");
     assert!(err.to_string().contains("inequality"), "{err}");
 }
 
 fn explain(e: &Engine, sql: &str) -> String {
     let plan = e.execute(&format!("EXPLAIN {sql}")).expect("explain");
-    (0..plan.batch.rows).map(|i| plan.batch.columns[0].get(i).to_string()).collect::<Vec<_>>().join("\n")
+    (0..plan.batch().rows).map(|i| plan.batch().columns[0].get(i).to_string()).collect::<Vec<_>>().join("\n")
 }
 
 fn floats(e: &Engine, sql: &str) -> Vec<Option<f64>> {
     let r = e.execute(sql).expect("query");
-    let c = r.batch.columns.last().expect("a column");
-    (0..r.batch.rows)
+    let b = r.batch();
+    let c = b.columns.last().expect("a column");
+    (0..r.row_count())
         .map(|i| match c.get(i) {
             Value::Float64(v) => Some(v),
             Value::Null => None,

@@ -27,7 +27,7 @@ fn cell(c: &Column, i: usize) -> String {
 
 fn rows(e: &Engine, sql: &str) -> Vec<String> {
     let r = e.execute(sql).unwrap_or_else(|err| panic!("{sql}: {err}"));
-    let b = &r.batch;
+    let b = &r.batch();
     let mut out: Vec<String> =
         (0..b.rows).map(|i| b.columns.iter().map(|c| cell(c, i)).collect::<Vec<_>>().join("|")).collect();
     out.sort();
@@ -79,7 +79,7 @@ fn partitioned_joins_match_the_general_sweeps() {
             let aggs = "count(*), count(q.bid), sum(q.n), avg(q.bid), min(q.bid), max(q.ts), first(q.bid), last(q.bid)";
             let sql = |q: &str| format!("SELECT w.id, {aggs} FROM w WINDOW JOIN {q} q ON w.sym = q.sym AND {band}");
             let plan = e.execute(&format!("EXPLAIN {}", sql("qs"))).expect("explain");
-            assert!(plan.batch.rows > 0);
+            assert!(plan.row_count() > 0);
             assert_eq!(rows(&e, &sql("qs")), rows(&e, &sql("qv")), "case {case}: {band}");
         }
         for op in [">=", ">", "<=", "<"] {
@@ -94,8 +94,8 @@ fn partitioned_joins_match_the_general_sweeps() {
         e.execute("CREATE TABLE w0 (id INT, ts TIMESTAMP, sym SYMBOL, x DOUBLE)").expect("w0");
         let none = "SELECT w.id, w.ts, q.bid FROM w0 w ASOF LEFT JOIN qs q ON w.sym = q.sym AND w.ts >= q.ts";
         let r = e.execute(none).expect("empty ASOF");
-        let types: Vec<_> = r.batch.columns.iter().map(|c| c.data_type()).collect();
+        let types: Vec<_> = r.batch().columns.iter().map(|c| c.data_type()).collect();
         use zepto_storage::DataType::{Float64, Int32, Timestamp};
-        assert_eq!((r.batch.rows, types), (0, vec![Int32, Timestamp, Float64]));
+        assert_eq!((r.row_count(), types), (0, vec![Int32, Timestamp, Float64]));
     }
 }

@@ -369,10 +369,10 @@ mod tests {
     }
 
     fn q(engine: &Engine, sql: &str) -> String {
-        let r = engine.execute(sql).expect(sql);
+        let b = engine.execute(sql).expect(sql).into_batch();
         let mut out = String::new();
-        for i in 0..r.batch.rows {
-            let row: Vec<String> = r.batch.columns.iter().map(|c| c.get(i).to_string()).collect();
+        for i in 0..b.rows {
+            let row: Vec<String> = b.columns.iter().map(|c| c.get(i).to_string()).collect();
             out.push_str(&row.join("|"));
             out.push('\n');
         }

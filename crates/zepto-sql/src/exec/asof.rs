@@ -323,8 +323,15 @@ pub(super) fn paired<'a>(
 /// Both inputs are scans of partitioned, time-sorted tables joined on their partition keys and
 /// designated timestamps (the shape of `trades ASOF JOIN quotes ON sym = sym AND ts >= ts`):
 /// pair the partitions by key and merge each pair with two pointers — no hashing, no search.
-/// `None` when the plan does not have that shape (the general path then runs).
-pub fn try_partitioned(left: &Plan, right: &Plan, spec: &AsofSpec) -> Option<Result<Batch>> {
+/// Each left partition's matches go through `finish` on the same helper thread. Returns the
+/// finished partitions in left order and the types of `[left..., right...]`; `None` when the
+/// plan does not have that shape (the general path then runs).
+fn partition_wise<R: Send>(
+    left: &Plan,
+    right: &Plan,
+    spec: &AsofSpec,
+    finish: impl Fn(Matched) -> Result<R> + Sync,
+) -> Option<Result<(Vec<R>, Vec<DataType>)>> {
     if spec.op == BinaryOp::Eq {
         return None;
     }
@@ -332,7 +339,7 @@ pub fn try_partitioned(left: &Plan, right: &Plan, spec: &AsofSpec) -> Option<Res
     let Paired { lt, lc, lr, rt, rc, rr, lts, rts, left: lps, .. } = &pp;
     let (lts, rts) = (*lts, *rts);
     // Each left partition merges with its right partition alone: on every core.
-    let one = |lp: &Piece| -> Result<Matched> {
+    let one = |lp: &Piece| -> Result<R> {
         let lb = piece_batch(lt, lp, lc, lr);
         let rp = pp.right_of(lp);
         let mut matched = vec![NULL_INDEX; lb.rows];
@@ -383,23 +390,28 @@ pub fn try_partitioned(left: &Plan, right: &Plan, spec: &AsofSpec) -> Option<Res
                 matched.iter().enumerate().filter(|(_, &j)| j != NULL_INDEX).map(|(i, &j)| (i as u32, j)).unzip();
             (Some(a), b)
         };
-        Ok(Matched { lb, rb, li, ri })
+        finish(Matched { lb, rb, li, ri })
     };
     let total = lps.iter().map(|p| p.range.len()).sum();
-    let outs = match par_map(lps, total, one) {
-        Ok(o) => o,
-        Err(e) => return Some(Err(e)),
-    };
-    // The output, a column at a time on every core: left columns concatenated (LEFT) or
-    // gathered (inner), right columns gathered straight from the partitions' columns.
-    let nl = lc.len();
     let types: Vec<DataType> = lc
         .iter()
         .map(|&c| lt.schema.columns[c].data_type)
         .chain(rc.iter().map(|&c| rt.schema.columns[c].data_type))
         .collect();
+    Some(par_map(lps, total, one).map(|outs| (outs, types)))
+}
+
+/// The partition-wise ASOF ([`partition_wise`]) as one batch, built a column at a time on
+/// every core: left columns concatenated (LEFT) or gathered (inner), right columns gathered
+/// straight from the partitions' columns.
+pub fn try_partitioned(left: &Plan, right: &Plan, spec: &AsofSpec) -> Option<Result<Batch>> {
+    let (outs, types) = match partition_wise(left, right, spec, Ok)? {
+        Ok(r) => r,
+        Err(e) => return Some(Err(e)),
+    };
+    let nl = crate::plan::prune::width(left);
     let rows: usize = outs.iter().map(|m| m.ri.len()).sum();
-    let emitted = spec.emitted(nl, rc.len());
+    let emitted = spec.emitted(nl, types.len() - nl);
     let column = |&j: &usize| -> Result<Arc<Column>> {
         let c = if outs.is_empty() {
             Column::nulls(types[j], 0)
@@ -418,6 +430,38 @@ pub fn try_partitioned(left: &Plan, right: &Plan, spec: &AsofSpec) -> Option<Res
         Ok(Arc::new(c))
     };
     Some(par_map(&emitted, rows, column).map(|cols| Batch::shared(cols, rows)))
+}
+
+/// The partition-wise ASOF ([`partition_wise`]) as one batch per left partition, each built
+/// on the helper thread that merged it: a LEFT join's left columns are the partition's own
+/// (shared, not copied), right columns are gathered from the paired right partition. `None`
+/// when the plan does not have that shape, or no partition matched (the caller then builds one
+/// batch, which carries the column types).
+pub fn try_partitioned_chunks(left: &Plan, right: &Plan, spec: &AsofSpec) -> Option<Result<Vec<Batch>>> {
+    let nl = crate::plan::prune::width(left);
+    let chunk = |m: Matched| -> Result<Batch> {
+        let nr = m.rb.columns.len();
+        let rows = m.ri.len();
+        let cols = spec
+            .emitted(nl, nr)
+            .into_iter()
+            .map(|j| {
+                Ok(match (m.lb.columns.get(j), &m.li) {
+                    (Some(c), None) => c.clone(),
+                    (Some(c), Some(li)) => Arc::new(c.take(li)),
+                    (None, _) => {
+                        let c = &*m.rb.columns[j - nl];
+                        Arc::new(Column::gather(c.data_type(), &[(c, &m.ri)]).map_err(SqlError::Internal)?)
+                    }
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Batch::shared(cols, rows))
+    };
+    match partition_wise(left, right, spec, chunk)? {
+        Ok((chunks, _)) if chunks.is_empty() => None,
+        r => Some(r.map(|(chunks, _)| chunks)),
+    }
 }
 
 /// One left partition's ASOF matches: its rows (all of them for LEFT, `li` for inner) and

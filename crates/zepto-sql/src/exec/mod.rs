@@ -97,6 +97,116 @@ pub fn execute(plan: &Plan) -> Result<Batch> {
     Ok(b)
 }
 
+/// The plan's result as batches of the same columns, one after another (at least one batch,
+/// which carries the column types when there are no rows). A query's final result is kept this
+/// way, as the operators whose output is naturally per partition produce it: a scan's whole
+/// partitions and a partition-wise LEFT ASOF JOIN's left columns are the table's own columns,
+/// shared rather than copied into one column. Every other plan gives one batch.
+pub fn execute_chunks(plan: &Plan) -> Result<Vec<Batch>> {
+    interrupt::check()?;
+    let plan = history::resolve(plan)?;
+    let mut out = chunks_node(&plan)?;
+    interrupt::check()?;
+    // Empty batches (a filter's) are dropped, but one is kept: it carries the column types.
+    if out.len() > 1 {
+        let first = out.remove(0);
+        out.retain(|b| b.rows > 0);
+        if first.rows > 0 || out.is_empty() {
+            out.insert(0, first);
+        }
+    }
+    debug_assert!(!out.is_empty(), "a result has at least one batch");
+    Ok(out)
+}
+
+fn chunks_node(plan: &Plan) -> Result<Vec<Batch>> {
+    match plan {
+        Plan::Scan { table, columns, range } => {
+            let ps = scan::pieces(table, range);
+            if ps.len() < 2 {
+                return Ok(vec![scan::scan(table, columns, range)?]);
+            }
+            Ok(ps.iter().map(|p| scan::piece_batch(table, p, columns, range)).collect())
+        }
+        // Row-local expressions are evaluated batch by batch; a column reference shares its
+        // input's column.
+        Plan::Project { input, exprs } if exprs.iter().all(row_local) => chunks_node(input)?
+            .into_iter()
+            .map(|b| {
+                let cols = exprs
+                    .iter()
+                    .map(|e| match e {
+                        BExpr::Col(i, _) => b
+                            .columns
+                            .get(*i)
+                            .cloned()
+                            .ok_or_else(|| SqlError::Internal(format!("column {i} out of range"))),
+                        e => eval::eval(e, &b).map(|c| Arc::new(c.into_owned())),
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                Ok(Batch::shared(cols, b.rows))
+            })
+            .collect(),
+        Plan::Filter { input, pred } if row_local(pred) => chunks_node(input)?
+            .into_iter()
+            .map(|b| {
+                let m = eval::eval(pred, &b)?;
+                Ok(b.filter(&m))
+            })
+            .collect(),
+        Plan::AsofJoin { left, right, left_keys, right_keys, left_ts, right_ts, op, outer, tolerance, emit } => {
+            let spec = asof::AsofSpec {
+                left_keys,
+                right_keys,
+                left_ts,
+                right_ts,
+                op: *op,
+                outer: *outer,
+                tolerance: *tolerance,
+                emit: emit.as_deref(),
+            };
+            match asof::try_partitioned_chunks(left, right, &spec) {
+                Some(r) => r,
+                None => Ok(vec![execute_node(plan)?]),
+            }
+        }
+        Plan::WindowJoin { left, right, left_keys, right_keys, left_ts, right_ts, lo, hi, aggs } => {
+            let band = window_join::Band { left_keys, right_keys, left_ts, right_ts, lo: *lo, hi: *hi };
+            match window_join::try_partitioned_chunks(left, right, &band, aggs) {
+                Some(r) => r,
+                None => Ok(vec![execute_node(plan)?]),
+            }
+        }
+        Plan::Window { input, calls } => match window::try_partitioned_chunks(input, calls) {
+            Some(r) => r,
+            None => Ok(vec![execute_node(plan)?]),
+        },
+        _ => Ok(vec![execute_node(plan)?]),
+    }
+}
+
+/// Whether an expression's value at a row depends on that row alone, and evaluating it batch
+/// by batch gives the same columns as over one batch: no correlated subquery (evaluated per
+/// distinct outer value of its batch), and no computed SYMBOL (each batch would code it in a
+/// dictionary of its own).
+fn row_local(e: &BExpr) -> bool {
+    matches!(e, BExpr::Col(..))
+        || (e.data_type() != zepto_storage::DataType::Symbol && !e.any(&|x| matches!(x, BExpr::Correlated { .. })))
+}
+
+/// Batches of the same columns as one batch (shared when there is one).
+pub fn concat_chunks(mut chunks: Vec<Batch>) -> Batch {
+    if chunks.len() == 1 {
+        return chunks.remove(0);
+    }
+    let rows = chunks.iter().map(|b| b.rows).sum();
+    let width = chunks.first().map_or(0, |b| b.columns.len());
+    let cols = (0..width)
+        .map(|j| Arc::new(Column::concat(&chunks.iter().map(|b| &*b.columns[j]).collect::<Vec<_>>())))
+        .collect();
+    Batch::shared(cols, rows)
+}
+
 fn execute_node(plan: &Plan) -> Result<Batch> {
     match plan {
         Plan::Scan { table, columns, range } => scan::scan(table, columns, range),

@@ -18,7 +18,7 @@ use crate::error::{Result, SqlError};
 use crate::plan::{AggCall, BExpr, Plan};
 use std::borrow::Cow;
 use std::sync::Arc;
-use zepto_storage::{Column, ColumnData};
+use zepto_storage::{Column, ColumnData, DataType};
 
 /// Equal keys and `right_ts` in `[left_ts + lo, left_ts + hi]`.
 pub struct Band<'a> {
@@ -169,6 +169,25 @@ pub fn window_join(l: Batch, r: &Batch, band: &Band, aggs: &[AggCall]) -> Result
 /// hashing, no reordering, no concatenated inputs), partitions on every core. `None` for any
 /// other shape (the general sweep then runs).
 pub fn try_partitioned(left: &Plan, right: &Plan, band: &Band, aggs: &[AggCall]) -> Option<Result<Batch>> {
+    partitioned_parts(left, right, band, aggs).map(|r| r.and_then(|(outs, types)| concat_batches(&outs, &types)))
+}
+
+/// [`try_partitioned`]'s results one batch per left partition, in scan order (`None` also
+/// when there are none).
+pub fn try_partitioned_chunks(left: &Plan, right: &Plan, band: &Band, aggs: &[AggCall]) -> Option<Result<Vec<Batch>>> {
+    match partitioned_parts(left, right, band, aggs)? {
+        Ok((outs, _)) if outs.is_empty() => None,
+        r => Some(r.map(|(outs, _)| outs)),
+    }
+}
+
+/// Per left partition: its rows with their aggregates, and the output's column types.
+fn partitioned_parts(
+    left: &Plan,
+    right: &Plan,
+    band: &Band,
+    aggs: &[AggCall],
+) -> Option<Result<(Vec<Batch>, Vec<DataType>)>> {
     let pp = paired(left, right, band.left_keys, band.right_keys, band.left_ts, band.right_ts)?;
     let Paired { lt, lc, lr, rt, rc, rr, lts, rts, left: lps, .. } = &pp;
     let (lts, rts) = (*lts, *rts);
@@ -212,7 +231,7 @@ pub fn try_partitioned(left: &Plan, right: &Plan, band: &Band, aggs: &[AggCall])
         Err(e) => return Some(Err(e)),
     };
     let types: Vec<_> = lc.iter().map(|&c| lt.schema.columns[c].data_type).chain(aggs.iter().map(|a| a.ty)).collect();
-    Some(concat_batches(&outs, &types))
+    Some(Ok((outs, types)))
 }
 
 /// The band join `l JOIN r ON keys AND r.ts BETWEEN l.ts + lo AND l.ts + hi` (LEFT: unmatched

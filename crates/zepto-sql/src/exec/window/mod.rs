@@ -46,6 +46,21 @@ pub fn window(b: Batch, calls: &[WinCall]) -> Result<Batch> {
 /// own columns, on every core, and the results are concatenated in scan order. `None` for
 /// other shapes.
 pub fn try_partitioned(input: &Plan, calls: &[WinCall]) -> Option<Result<Batch>> {
+    partitioned_parts(input, calls).map(|r| r.and_then(|(outs, types)| concat_batches(&outs, &types)))
+}
+
+/// [`try_partitioned`]'s results one batch per table partition, in scan order (`None` also
+/// when there are none).
+pub fn try_partitioned_chunks(input: &Plan, calls: &[WinCall]) -> Option<Result<Vec<Batch>>> {
+    match partitioned_parts(input, calls)? {
+        Ok((outs, _)) if outs.is_empty() => None,
+        r => Some(r.map(|(outs, _)| outs)),
+    }
+}
+
+/// Per table partition: the window calls' results beside the scan's columns, and the types
+/// of those columns.
+fn partitioned_parts(input: &Plan, calls: &[WinCall]) -> Option<Result<(Vec<Batch>, Vec<DataType>)>> {
     let shape = scan_shape(input)?;
     let ScanShape { table, columns, range, .. } = shape;
     let kp = columns.iter().position(|&c| Some(c) == table.key_col)?;
@@ -62,7 +77,7 @@ pub fn try_partitioned(input: &Plan, calls: &[WinCall]) -> Option<Result<Batch>>
     };
     let types: Vec<DataType> =
         columns.iter().map(|&c| table.schema.columns[c].data_type).chain(calls.iter().map(|c| c.ty)).collect();
-    Some(concat_batches(&outs, &types))
+    Some(Ok((outs, types)))
 }
 
 fn compute(b: &Batch, l: &mut Layout, c: &WinCall) -> Result<Column> {

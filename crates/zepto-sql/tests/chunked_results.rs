@@ -1,0 +1,100 @@
+//! A query's result as several batches (whole partitions shared, partition-wise operators'
+//! outputs kept apart) against the same query made one batch: the same rows in the same order,
+//! the same types, and no empty batch but the one an empty result keeps. The one-batch form
+//! wraps the query in `LIMIT`, whose input is always assembled into one batch.
+
+use zepto_sql::{Engine, QueryResult};
+use zepto_storage::column::Column;
+
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n
+    }
+}
+
+fn cell(c: &Column, i: usize) -> String {
+    format!("{:?}", c.get(i))
+}
+
+/// Every row, batch by batch, in the order the result holds them.
+fn lines(r: &QueryResult) -> Vec<String> {
+    r.chunks()
+        .iter()
+        .flat_map(|b| (0..b.rows).map(move |i| b.columns.iter().map(|c| cell(c, i)).collect::<Vec<_>>().join("|")))
+        .collect()
+}
+
+fn types(r: &QueryResult) -> Vec<Vec<zepto_storage::DataType>> {
+    r.chunks().iter().map(|b| b.columns.iter().map(|c| c.data_type()).collect()).collect()
+}
+
+fn values(rng: &mut Rng, n: usize, syms: u64) -> String {
+    let mut v = Vec::new();
+    for _ in 0..n {
+        let ts = if rng.next(30) == 0 {
+            "NULL".to_string()
+        } else {
+            format!("'2024-01-02 09:{:02}:{:02}.{:03}'", 30 + rng.next(20), rng.next(60), rng.next(1000))
+        };
+        let sym = if rng.next(15) == 0 { "NULL".to_string() } else { format!("'S{}'", rng.next(syms)) };
+        let x = if rng.next(10) == 0 { "NULL".to_string() } else { format!("{}.25", rng.next(100)) };
+        v.push(format!("({ts}, {sym}, {x})"));
+    }
+    v.join(", ")
+}
+
+#[test]
+fn chunked_results_equal_one_batch() {
+    zepto_sql::exec::interrupt::set_parallel_min_rows(0);
+    let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+    for case in 0..6 {
+        let e = Engine::new();
+        e.execute("CREATE TABLE t (ts TIMESTAMP, sym SYMBOL, x DOUBLE)").expect("t");
+        e.execute("CREATE TABLE q (ts TIMESTAMP, sym SYMBOL, bid DOUBLE)").expect("q");
+        for _ in 0..3 {
+            e.execute(&format!("INSERT INTO t VALUES {}", values(&mut rng, 200 + case * 50, 8))).expect("t rows");
+            e.execute(&format!("INSERT INTO q VALUES {}", values(&mut rng, 300, 10))).expect("q rows");
+        }
+        let queries = [
+            ("SELECT * FROM t", true),
+            ("SELECT ts, x * 2 + 1 AS y, sym FROM t WHERE x > 40", true),
+            ("SELECT sym, x FROM t WHERE sym = 'S3' OR x < 10", true),
+            (
+                "SELECT * FROM t WHERE ts BETWEEN TIMESTAMP '2024-01-02 09:35:00' AND TIMESTAMP '2024-01-02 09:40:00'",
+                true,
+            ),
+            ("SELECT t.ts, t.sym, t.x, q.bid FROM t ASOF LEFT JOIN q ON t.sym = q.sym AND t.ts >= q.ts", true),
+            ("SELECT q.bid, t.x FROM t ASOF JOIN q ON t.sym = q.sym AND t.ts > q.ts", true),
+            ("SELECT ts, sym, x, ema(x, 10) OVER (PARTITION BY sym ORDER BY ts) AS e FROM t", true),
+            ("SELECT ts, sym, x - mavg(x, 3) OVER (PARTITION BY sym ORDER BY ts) AS d FROM t", false),
+            (
+                "SELECT t.ts, t.sym, avg(q.bid) AS a, count(*) AS n FROM t WINDOW JOIN q ON t.sym = q.sym \
+                 AND q.ts BETWEEN t.ts - INTERVAL '2 seconds' AND t.ts + INTERVAL '2 seconds'",
+                true,
+            ),
+            ("SELECT * FROM t WHERE sym = 'nowhere'", false),
+            ("SELECT ts, x FROM t WHERE x > 1000", false),
+        ];
+        for (sql, chunked) in queries {
+            let r = e.execute(sql).unwrap_or_else(|err| panic!("{sql}: {err}"));
+            let one = e.execute(&format!("SELECT * FROM ({sql}) z LIMIT 1000000000")).expect("one batch");
+            assert_eq!(one.chunks().len(), 1, "{sql}: LIMIT gives one batch");
+            assert_eq!(lines(&r), lines(&one), "case {case}: {sql}");
+            assert_eq!(r.row_count(), one.row_count());
+            // Every batch has the one-batch result's column types.
+            assert!(types(&r).iter().all(|t| *t == types(&one)[0]), "{sql}: {:?}", types(&r));
+            if chunked {
+                assert!(r.chunks().len() > 1, "{sql}: expected one batch per partition");
+            }
+            assert!(r.chunks().len() == 1 || r.chunks().iter().all(|b| b.rows > 0), "{sql}: an empty batch kept");
+            // The one-batch view of a chunked result is the same rows.
+            let b = r.batch();
+            assert_eq!(b.rows, r.row_count());
+        }
+    }
+}
