@@ -24,34 +24,68 @@ pub fn aggregate(b: &Batch, keys: &[BExpr], aggs: &[AggCall]) -> Result<Batch> {
 pub fn aggregate_grouped(b: &Batch, keys: &[BExpr], aggs: &[AggCall], runs: Option<&[usize]>) -> Result<Batch> {
     let key_cols = keys.iter().map(|k| eval(k, b)).collect::<Result<Vec<_>>>()?;
     let refs: Vec<&Column> = key_cols.iter().map(|c| &**c).collect();
-    // Inside a time-sorted piece, rows are in designated-timestamp order.
-    let sorted = runs.is_some();
     if runs.is_some_and(|r| r.is_empty()) && b.rows > 0 {
         return single_group(b, &key_cols, aggs);
     }
-    // Run groups need only their start rows; per-row ids are made if an aggregate needs them.
-    let (mut ids, first) = match runs {
-        Some(r) => (None, run_starts(&r.iter().map(|&k| refs[k]).collect::<Vec<_>>(), b.rows)),
+    match runs {
+        // Run groups need only their start rows; per-row ids are made if an aggregate needs them.
+        Some(r) => {
+            let first = run_starts(&r.iter().map(|&k| refs[k]).collect::<Vec<_>>(), b.rows);
+            let out: Vec<Column> = key_cols.iter().map(|c| c.take(&first)).collect();
+            aggregate_over_runs(b, out, aggs, &first)
+        }
         None => {
             let GroupIds { ids, first } = group_ids(&refs, b.rows);
-            (Some(ids), first)
+            // Without GROUP BY there is exactly one group, even over no rows.
+            let ngroups = if keys.is_empty() { 1 } else { first.len() };
+            let mut out: Vec<Column> = key_cols.iter().map(|c| c.take(&first)).collect();
+            for a in aggs {
+                out.push(run_agg(a, b, &ids, ngroups, false)?);
+            }
+            Ok(Batch::new(out, ngroups))
         }
-    };
-    // Without GROUP BY there is exactly one group, even over no rows.
-    let ngroups = if keys.is_empty() { 1 } else { first.len() };
-    let mut out: Vec<Column> = key_cols.iter().map(|c| c.take(&first)).collect();
+    }
+}
+
+/// Aggregate a batch in designated time order whose groups are the runs of rows starting at
+/// `starts` (the first is 0; none for no rows): keys evaluated at the start rows only, then
+/// each aggregate. For groups found without evaluating a key on every row.
+pub fn aggregate_runs(b: &Batch, keys: &[BExpr], aggs: &[AggCall], starts: &[u32]) -> Result<Batch> {
+    debug_assert!(starts.first().is_none_or(|&s| s == 0) && starts.windows(2).all(|w| w[0] < w[1]));
+    // The start rows of the columns the keys read (the others stand in as untyped NULLs).
+    let mut read = vec![false; b.columns.len()];
+    keys.iter().for_each(|k| k.for_each_col(&mut |i| read.get_mut(i).into_iter().for_each(|r| *r = true)));
+    let heads = Batch::shared(
+        b.columns
+            .iter()
+            .zip(&read)
+            .map(|(c, &r)| {
+                std::sync::Arc::new(if r { c.take(starts) } else { Column::nulls(DataType::Null, starts.len()) })
+            })
+            .collect(),
+        starts.len(),
+    );
+    let out = keys.iter().map(|k| eval(k, &heads).map(|c| c.into_owned())).collect::<Result<Vec<_>>>()?;
+    aggregate_over_runs(b, out, aggs, starts)
+}
+
+/// `aggs` over the runs starting at `first`, after the key columns `out`.
+fn aggregate_over_runs(b: &Batch, mut out: Vec<Column>, aggs: &[AggCall], first: &[u32]) -> Result<Batch> {
+    let ngroups = first.len();
+    let mut ids = None;
     for a in aggs {
         // Groups that are runs of neighbours reduce slice by slice (vectorizable, no scatter).
-        if runs.is_some() && !a.distinct && b.rows > 0 {
+        if !a.distinct && b.rows > 0 {
             let args = a.args.iter().map(|e| eval(e, b)).collect::<Result<Vec<_>>>()?;
             let order_ok = a.order.as_ref().is_none_or(|o| matches!(eval(o, b), Ok(c) if c.validity.is_none()));
-            if let Some(c) = segment_agg(a, &args, &first, b.rows, order_ok)? {
+            if let Some(c) = segment_agg(a, &args, first, b.rows, order_ok)? {
                 out.push(c);
                 continue;
             }
         }
-        let ids = ids.get_or_insert_with(|| run_ids(&first, b.rows));
-        out.push(run_agg(a, b, ids, ngroups, sorted)?);
+        // Inside a time-sorted piece, rows are in designated-timestamp order.
+        let ids = ids.get_or_insert_with(|| run_ids(first, b.rows));
+        out.push(run_agg(a, b, ids, ngroups, true)?);
     }
     Ok(Batch::new(out, ngroups))
 }
@@ -95,26 +129,34 @@ fn segment_agg(a: &AggCall, args: &[Cow<Column>], starts: &[u32], n: usize, orde
         }
         (AggFunc::Sum, ColumnData::Int64(v)) if a.ty == DataType::Int64 => {
             let mut out = Vec::with_capacity(starts.len());
+            // When no run can overflow (its length times the largest magnitude fits), sums run
+            // in i64 lanes; otherwise in i128, checked.
+            // Every |y| is at most `peak`: the OR of the one's-complement magnitudes (y, or
+            // |y| - 1 for negatives) bounds them all, plus one, rounded up to a power of two.
+            // One vectorizable pass (no 64-bit compares).
+            let bits = v.iter().fold(0u64, |m, &y| m | (y ^ (y >> 63)) as u64);
+            let peak = (bits + 1).checked_next_power_of_two().unwrap_or(u64::MAX);
+            let longest = runs().map(|(s, e)| e - s).max().unwrap_or(0) as u64;
+            if peak.checked_mul(longest).is_some_and(|b| b <= i64::MAX as u64) {
+                return col(ColumnData::Int64(runs().map(|(s, e)| lane_sum_i64(&v[s..e])).collect()));
+            }
             for (s, e) in runs() {
                 let t: i128 = v[s..e].iter().map(|&y| y as i128).sum();
                 out.push(i64::try_from(t).map_err(|_| SqlError::exec("out of range: sum() overflows BIGINT"))?);
             }
             col(ColumnData::Int64(out))
         }
-        (AggFunc::Min | AggFunc::Max, ColumnData::Float64(v)) if !v.iter().any(|f| f.is_nan()) => {
+        (AggFunc::Min | AggFunc::Max, ColumnData::Float64(v)) => {
             let min = a.func == AggFunc::Min;
-            col(ColumnData::Float64(
-                runs()
-                    .map(|(s, e)| {
-                        let r = &v[s..e];
-                        if min {
-                            r.iter().copied().fold(f64::INFINITY, f64::min)
-                        } else {
-                            r.iter().copied().fold(f64::NEG_INFINITY, f64::max)
-                        }
-                    })
-                    .collect(),
-            ))
+            let mut out = Vec::with_capacity(starts.len());
+            for (s, e) in runs() {
+                let r = &v[s..e];
+                match if min { lane_extreme::<true>(r) } else { lane_extreme::<false>(r) } {
+                    Some(x) => out.push(x),
+                    None => return Ok(None), // a NaN: the general path orders it
+                }
+            }
+            col(ColumnData::Float64(out))
         }
         (AggFunc::Min | AggFunc::Max, ColumnData::Int64(v)) => {
             let min = a.func == AggFunc::Min;
@@ -199,6 +241,38 @@ fn lane_sum(v: &[f64]) -> f64 {
 }
 
 /// Σ p·s and Σ s with 8 independent accumulators.
+/// The minimum (`MIN`) or maximum of a non-empty slice, four lanes at a time; `None` if it
+/// holds a NaN (whose place in the order the general path decides).
+fn lane_extreme<const MIN: bool>(v: &[f64]) -> Option<f64> {
+    let init = if MIN { f64::INFINITY } else { f64::NEG_INFINITY };
+    let pick = |acc: f64, x: f64| if (MIN && x < acc) || (!MIN && x > acc) { x } else { acc };
+    let (mut m, mut nan) = ([init; 4], false);
+    let mut chunks = v.chunks_exact(4);
+    for ch in &mut chunks {
+        for k in 0..4 {
+            nan |= ch[k].is_nan();
+            m[k] = pick(m[k], ch[k]);
+        }
+    }
+    for &x in chunks.remainder() {
+        nan |= x.is_nan();
+        m[0] = pick(m[0], x);
+    }
+    (!nan).then(|| m.into_iter().fold(init, pick))
+}
+
+/// Sum of integers known not to overflow, in four independent lanes (vectorizable).
+fn lane_sum_i64(v: &[i64]) -> i64 {
+    let mut acc = [0i64; 4];
+    let mut chunks = v.chunks_exact(4);
+    for ch in &mut chunks {
+        for k in 0..4 {
+            acc[k] += ch[k];
+        }
+    }
+    acc.iter().sum::<i64>() + chunks.remainder().iter().sum::<i64>()
+}
+
 fn lane_dot<S: Copy + Into<f64>>(p: &[f64], s: &[S]) -> (f64, f64) {
     let (mut num, mut den) = ([0.0f64; 8], [0.0f64; 8]);
     let n = p.len().min(s.len());

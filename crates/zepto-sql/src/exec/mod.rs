@@ -97,6 +97,9 @@ pub fn execute(plan: &Plan) -> Result<Batch> {
     Ok(b)
 }
 
+/// Below this many rows per batch on average, a result's batches are made one.
+pub const MIN_CHUNK_ROWS: usize = 64;
+
 /// The plan's result as batches of the same columns, one after another (at least one batch,
 /// which carries the column types when there are no rows). A query's final result is kept this
 /// way, as the operators whose output is naturally per partition produce it: a scan's whole
@@ -114,6 +117,12 @@ pub fn execute_chunks(plan: &Plan) -> Result<Vec<Batch>> {
         if first.rows > 0 || out.is_empty() {
             out.insert(0, first);
         }
+    }
+    // Batches of a few rows (a GROUP BY per partition) are not worth keeping apart: below
+    // MIN_CHUNK_ROWS on average, the result is one batch (a cheap copy of few rows).
+    let rows: usize = out.iter().map(|b| b.rows).sum();
+    if out.len() > 1 && rows < out.len() * MIN_CHUNK_ROWS {
+        out = vec![concat_chunks(out)];
     }
     debug_assert!(!out.is_empty(), "a result has at least one batch");
     Ok(out)
@@ -173,6 +182,15 @@ fn chunks_node(plan: &Plan) -> Result<Vec<Batch>> {
         Plan::WindowJoin { left, right, left_keys, right_keys, left_ts, right_ts, lo, hi, aggs } => {
             let band = window_join::Band { left_keys, right_keys, left_ts, right_ts, lo: *lo, hi: *hi };
             match window_join::try_partitioned_chunks(left, right, &band, aggs) {
+                Some(r) => r,
+                None => Ok(vec![execute_node(plan)?]),
+            }
+        }
+        Plan::Aggregate { input, keys, aggs } => {
+            if let Some(r) = history_agg::try_aggregate(input, keys, aggs) {
+                return r.map(|b| vec![b]);
+            }
+            match partitioned::try_aggregate_chunks(input, keys, aggs) {
                 Some(r) => r,
                 None => Ok(vec![execute_node(plan)?]),
             }

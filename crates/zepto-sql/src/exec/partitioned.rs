@@ -5,18 +5,34 @@
 //! `xbar(w, ts)`, `date_trunc(u, ts)`) change only between runs, so groups are found by
 //! comparing neighbours: no hashing at all (kdb+'s `select ... by sym, bar` on a sorted table).
 
-use super::aggregate::aggregate_grouped;
+use super::aggregate::{aggregate_grouped, aggregate_runs};
 use super::interrupt::par_map;
 use super::scan::{filtered_piece, pieces, scan_shape, ScanShape};
 use super::Batch;
 use crate::error::Result;
 use crate::plan::functions::ScalarFunc;
 use crate::plan::{AggCall, BExpr, Plan};
-use std::sync::Arc;
-use zepto_storage::Column;
 
 /// `Some(result)` when the plan shape allows partition-wise aggregation.
 pub fn try_aggregate(input: &Plan, keys: &[BExpr], aggs: &[AggCall]) -> Option<Result<Batch>> {
+    match partition_groups(input, keys, aggs)? {
+        Ok(outs) if outs.is_empty() => None,
+        Ok(outs) => Some(Ok(super::concat_chunks(outs))),
+        Err(e) => Some(Err(e)),
+    }
+}
+
+/// [`try_aggregate`]'s groups one batch per partition (`None` also when no partition has
+/// rows: the general path then gives the empty or single-group answer).
+pub fn try_aggregate_chunks(input: &Plan, keys: &[BExpr], aggs: &[AggCall]) -> Option<Result<Vec<Batch>>> {
+    match partition_groups(input, keys, aggs)? {
+        Ok(outs) if outs.is_empty() => None,
+        r => Some(r),
+    }
+}
+
+/// Each partition's groups (partitions without rows give none), in scan order.
+fn partition_groups(input: &Plan, keys: &[BExpr], aggs: &[AggCall]) -> Option<Result<Vec<Batch>>> {
     let shape = scan_shape(input)?;
     let ScanShape { table, columns, range, .. } = shape;
     let kp = columns.iter().position(|&c| Some(c) == table.key_col)?;
@@ -42,25 +58,100 @@ pub fn try_aggregate(input: &Plan, keys: &[BExpr], aggs: &[AggCall]) -> Option<R
             return Ok(None);
         }
         let runs = run_keys.as_deref().filter(|_| p.part.sorted);
+        if let Some(starts) = runs.and_then(|r| bucket_starts(&b, keys, r, tp?)) {
+            return aggregate_runs(&b, keys, aggs, &starts).map(Some);
+        }
         aggregate_grouped(&b, keys, aggs, runs).map(Some)
     };
     let rows = ps.iter().map(|p| p.range.len()).sum();
-    let outs: Vec<Batch> = match par_map(&ps, rows, one) {
-        Ok(o) => o.into_iter().flatten().collect(),
-        Err(e) => return Some(Err(e)),
+    match par_map(&ps, rows, one) {
+        Ok(o) => Some(Ok(o.into_iter().flatten().collect())),
+        Err(e) => Some(Err(e)),
+    }
+}
+
+/// The groups of a time-sorted batch whose one run key is `ts` or `xbar(w, ts)` (`t`: the
+/// designated timestamp's position, without NULLs): the first row of each bucket, found by
+/// galloping over the times from one bucket's end to the next — a few comparisons per bucket
+/// instead of evaluating the key on every row. `None` for other keys.
+fn bucket_starts(b: &Batch, keys: &[BExpr], runs: &[usize], t: usize) -> Option<Vec<u32>> {
+    let [k] = runs else { return None };
+    let width = match keys.get(*k)? {
+        BExpr::Col(i, _) if *i == t => 1,
+        BExpr::Func { func: ScalarFunc::Xbar, args, .. } => match args.as_slice() {
+            [BExpr::Lit(w, _), BExpr::Col(i, _)] if *i == t => w.as_i64().filter(|&w| w > 0)?,
+            _ => return None,
+        },
+        _ => return None,
     };
-    if outs.is_empty() {
+    let ts = b.columns.get(t)?;
+    if ts.validity.is_some() {
         return None;
     }
-    let rows = outs.iter().map(|b| b.rows).sum();
-    let width = outs[0].columns.len();
-    let cols = (0..width)
-        .map(|j| {
-            let refs: Vec<&Column> = outs.iter().map(|b| &*b.columns[j]).collect();
-            Arc::new(Column::concat(&refs))
-        })
-        .collect();
-    Some(Ok(Batch::shared(cols, rows)))
+    let v = ts.as_i64_slice()?;
+    debug_assert!(v.windows(2).all(|w| w[0] <= w[1]), "a time-sorted piece");
+    let mut starts = Vec::new();
+    let (mut s, mut prev_hi, mut guess) = (0usize, None, 1usize);
+    while s < v.len() {
+        starts.push(s as u32);
+        // The bucket [lo, hi) holding v[s]: the one after the previous bucket when v[s] falls
+        // in it (no division: dense data), else by division, saturating near the i64 ends.
+        let lo = match prev_hi {
+            Some(p) if v[s] >= p && v[s].checked_sub(p).is_some_and(|d| d < width) => p,
+            _ => v[s].div_euclid(width).saturating_mul(width),
+        };
+        let Some(hi) = lo.checked_add(width) else { break };
+        if v[s] < lo || v[s] >= hi {
+            return None; // a saturated bucket (times near the i64 ends): the general path
+        }
+        prev_hi = Some(hi);
+        let e = bucket_end(v, s + 1, hi, guess.saturating_sub(1));
+        guess = e - s;
+        s = e;
+    }
+    Some(starts)
+}
+
+/// The first index from `from` whose time reaches `hi` (`v` sorted; every time before `from`
+/// is below `hi`), searched from `guess` (the previous bucket's length: neighbouring buckets
+/// hold similar numbers of rows): gallop from there in the direction the guess was off (1, 2,
+/// 4, ... rows), then bisect the last step. A good guess costs two comparisons.
+fn bucket_end(v: &[i64], from: usize, hi: i64, guess: usize) -> usize {
+    let n = v.len();
+    if from >= n {
+        return n;
+    }
+    let below = |i: usize| v[i] < hi;
+    let g = (from + guess).min(n - 1);
+    // Narrow to lo..up with v[from..lo] < hi and v[up..] >= hi (up = n: none known).
+    let (mut lo, mut up) = (from, n);
+    let mut step = 1;
+    if below(g) {
+        // Gallop up from g until a row reaches hi (or the end).
+        lo = g + 1;
+        while lo < n {
+            let probe = (lo + step - 1).min(n - 1);
+            if !below(probe) {
+                up = probe;
+                break;
+            }
+            lo = probe + 1;
+            step *= 2;
+        }
+    } else {
+        // Gallop down from g until a row below hi (or `from`).
+        up = g;
+        while up > from {
+            let probe = up.saturating_sub(step).max(from);
+            if below(probe) {
+                lo = probe + 1;
+                break;
+            }
+            up = probe;
+            step *= 2;
+        }
+    }
+    lo + v[lo..up].partition_point(|&x| x < hi)
 }
 
 /// Non-decreasing in column `t` (the designated timestamp): `t`, `xbar(const, t)`,
@@ -72,5 +163,68 @@ pub(super) fn monotonic_in(k: &BExpr, t: usize) -> bool {
             matches!(args.as_slice(), [BExpr::Lit(..), BExpr::Col(i, _)] if *i == t)
         }
         _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use zepto_storage::{Column, ColumnData, DataType, Value};
+
+    /// The first row of every run of equal `w * floor(t / w)`: what `bucket_starts` must find.
+    fn reference(v: &[i64], w: i64) -> Vec<u32> {
+        let b: Vec<i64> = v.iter().map(|t| t.div_euclid(w).saturating_mul(w)).collect();
+        (0..v.len()).filter(|&i| i == 0 || b[i] != b[i - 1]).map(|i| i as u32).collect()
+    }
+
+    #[test]
+    fn bucket_starts_match_bucketing_every_row() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut rnd = move |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        let ts = BExpr::Col(0, DataType::Timestamp);
+        for round in 0..300 {
+            // Runs of dense and sparse rows, equal times, negative times, gaps of many buckets.
+            let n = rnd(400) as usize;
+            let mut t = rnd(1000) as i64 - 500;
+            let mut v = Vec::with_capacity(n);
+            for _ in 0..n {
+                v.push(t);
+                t += match rnd(10) {
+                    0 => 0,
+                    1 => rnd(500) as i64,
+                    2..=4 => rnd(3) as i64,
+                    _ => rnd(20) as i64,
+                };
+            }
+            let w = [1, 2, 7, 10, 60, 1000][round % 6];
+            let key = if w == 1 && round % 12 == 0 {
+                ts.clone()
+            } else {
+                BExpr::Func {
+                    func: ScalarFunc::Xbar,
+                    args: vec![BExpr::Lit(Value::Int64(w), DataType::Int64), ts.clone()],
+                    ty: DataType::Timestamp,
+                }
+            };
+            let b = Batch::new(vec![Column::from_data(ColumnData::Timestamp(v.clone()))], n);
+            let got = bucket_starts(&b, &[key], &[0], 0).expect("an xbar or time key");
+            assert_eq!(got, reference(&v, w), "round {round}, width {w}, times {v:?}");
+        }
+        // Times near the i64 ends: buckets saturate at the bottom, and the top one runs to the
+        // end, as xbar computes them.
+        for v in [vec![i64::MIN, i64::MIN + 5, i64::MIN + 2000], vec![i64::MAX - 2500, i64::MAX - 900, i64::MAX]] {
+            let b = Batch::new(vec![Column::from_data(ColumnData::Timestamp(v.clone()))], v.len());
+            let key = BExpr::Func {
+                func: ScalarFunc::Xbar,
+                args: vec![BExpr::Lit(Value::Int64(1000), DataType::Int64), ts.clone()],
+                ty: DataType::Timestamp,
+            };
+            assert_eq!(bucket_starts(&b, &[key], &[0], 0), Some(reference(&v, 1000)), "{v:?}");
+        }
     }
 }
