@@ -7,16 +7,8 @@
 use zepto_sql::Engine;
 use zepto_storage::column::Column;
 
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n
-    }
-}
+mod common;
+use common::Rng;
 
 fn cell(c: &Column, i: usize) -> String {
     match c.get(i) {

@@ -34,7 +34,26 @@ pub struct AsofSpec<'a> {
     pub emit: Option<&'a [usize]>,
 }
 
-impl AsofSpec<'_> {
+impl<'a> AsofSpec<'a> {
+    /// An `AsofJoin` node's inputs and spec (`None` for any other node).
+    pub fn of(plan: &'a Plan) -> Option<(&'a Plan, &'a Plan, AsofSpec<'a>)> {
+        let Plan::AsofJoin { left, right, left_keys, right_keys, left_ts, right_ts, op, outer, tolerance, emit } = plan
+        else {
+            return None;
+        };
+        let spec = AsofSpec {
+            left_keys,
+            right_keys,
+            left_ts,
+            right_ts,
+            op: *op,
+            outer: *outer,
+            tolerance: *tolerance,
+            emit: emit.as_deref(),
+        };
+        Some((left, right, spec))
+    }
+
     /// The output columns, given the inputs' widths.
     fn emitted(&self, wl: usize, wr: usize) -> Vec<usize> {
         self.emit.map_or_else(|| (0..wl + wr).collect(), <[usize]>::to_vec)

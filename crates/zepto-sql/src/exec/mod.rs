@@ -163,18 +163,8 @@ fn chunks_node(plan: &Plan) -> Result<Vec<Batch>> {
                 Ok(b.filter(&m))
             })
             .collect(),
-        Plan::AsofJoin { left, right, left_keys, right_keys, left_ts, right_ts, op, outer, tolerance, emit } => {
-            let spec = asof::AsofSpec {
-                left_keys,
-                right_keys,
-                left_ts,
-                right_ts,
-                op: *op,
-                outer: *outer,
-                tolerance: *tolerance,
-                emit: emit.as_deref(),
-            };
-            match asof::try_partitioned_chunks(left, right, &spec) {
+        Plan::AsofJoin { .. } => {
+            match asof::AsofSpec::of(plan).and_then(|(l, r, s)| asof::try_partitioned_chunks(l, r, &s)) {
                 Some(r) => r,
                 None => Ok(vec![execute_node(plan)?]),
             }
@@ -281,16 +271,9 @@ fn execute_node(plan: &Plan) -> Result<Batch> {
             let r = execute(right)?;
             join::join(&l, &r, *kind, left_keys, right_keys, residual.as_ref())
         }
-        Plan::AsofJoin { left, right, left_keys, right_keys, left_ts, right_ts, op, outer, tolerance, emit } => {
-            let spec = asof::AsofSpec {
-                left_keys,
-                right_keys,
-                left_ts,
-                right_ts,
-                op: *op,
-                outer: *outer,
-                tolerance: *tolerance,
-                emit: emit.as_deref(),
+        Plan::AsofJoin { .. } => {
+            let Some((left, right, spec)) = asof::AsofSpec::of(plan) else {
+                return Err(SqlError::Internal("not an ASOF JOIN node".into()));
             };
             if let Some(r) = asof::try_partitioned(left, right, &spec) {
                 return r;
