@@ -19,7 +19,7 @@ use tokio::sync::{mpsc, oneshot};
 use zepto_sql::exec::interrupt::QueryControl;
 use zepto_sql::parser::ast::Statement;
 use zepto_sql::parser::{parse_statements_with_params, ParamValue};
-use zepto_sql::{Access, SqlError};
+use zepto_sql::{Access, QueryResult, SqlError};
 
 /// A result smaller than this is sent whole, with a Content-Length; larger ones stream.
 const STREAM_THRESHOLD: usize = 1 << 20;
@@ -200,7 +200,8 @@ fn run_small_read(
     let t0 = Instant::now();
     let r = {
         let _in = ctl.enter();
-        engine.run_prepared(&p)?
+        // The encoder reads one batch: made here, under the query's limits.
+        engine.run_prepared(&p)?.into_one_batch()?
     };
     let elapsed_us = t0.elapsed().as_secs_f64() * 1e6;
     if r.row_count() > INLINE_ENCODE_ROWS {
@@ -275,7 +276,7 @@ pub async fn run(
                 let entered = ctl.enter();
                 let t0 = Instant::now();
                 st.metrics.queries.inc();
-                let r = engine.run_prepared(&p);
+                let r = engine.run_prepared(&p).and_then(QueryResult::into_one_batch);
                 drop(entered);
                 match r {
                     Ok(r) => (r, t0.elapsed().as_secs_f64() * 1e6),
@@ -292,7 +293,7 @@ pub async fn run(
                 let n = stmts.len();
                 for (k, s) in stmts.iter().enumerate() {
                     st.metrics.queries.inc();
-                    match engine.execute_statement(s) {
+                    match engine.execute_statement(s).and_then(QueryResult::into_one_batch) {
                         Ok(r) => last = Some(r),
                         Err(e) => {
                             let mut e = ApiError::from(e);

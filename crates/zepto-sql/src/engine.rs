@@ -59,6 +59,19 @@ impl QueryResult {
         exec::concat_chunks(self.chunks)
     }
 
+    /// The result with its rows made one batch, as part of the query: call it under the
+    /// query's control (the copy counts against its memory limit, and a limit or deadline it
+    /// crosses fails here). For a consumer that encodes one batch (the HTTP door).
+    pub fn into_one_batch(self) -> Result<QueryResult> {
+        if self.chunks.len() == 1 {
+            return Ok(self);
+        }
+        let QueryResult { fields, chunks, status } = self;
+        let one = exec::concat_chunks(chunks);
+        exec::interrupt::check()?;
+        Ok(QueryResult { fields, chunks: vec![one], status })
+    }
+
     fn text_column(name: &str, values: Vec<String>) -> QueryResult {
         let n = values.len();
         let col = Column::from_data(zepto_storage::ColumnData::Varchar(values.iter().map(String::as_str).collect()));

@@ -49,7 +49,9 @@ fn chunked_results_equal_one_batch() {
         e.execute("CREATE TABLE t (ts TIMESTAMP, sym SYMBOL, x DOUBLE)").expect("t");
         e.execute("CREATE TABLE q (ts TIMESTAMP, sym SYMBOL, bid DOUBLE)").expect("q");
         for _ in 0..3 {
-            e.execute(&format!("INSERT INTO t VALUES {}", values(&mut rng, 800 + case * 200, 8))).expect("t rows");
+            // Symbols S10, S11 only on the left, S8, S9 only on the right.
+            let rows = values(&mut rng, 800 + case * 200, 12).replace("'S8'", "'S10'").replace("'S9'", "'S11'");
+            e.execute(&format!("INSERT INTO t VALUES {rows}")).expect("t rows");
             e.execute(&format!("INSERT INTO q VALUES {}", values(&mut rng, 300, 10))).expect("q rows");
         }
         let queries = [
@@ -58,7 +60,7 @@ fn chunked_results_equal_one_batch() {
             ("SELECT sym, x FROM t WHERE sym = 'S3' OR x < 10", false),
             (
                 "SELECT * FROM t WHERE ts BETWEEN TIMESTAMP '2024-01-02 09:35:00' AND TIMESTAMP '2024-01-02 09:40:00'",
-                true,
+                false,
             ),
             ("SELECT t.ts, t.sym, t.x, q.bid FROM t ASOF LEFT JOIN q ON t.sym = q.sym AND t.ts >= q.ts", true),
             ("SELECT q.bid, t.x FROM t ASOF JOIN q ON t.sym = q.sym AND t.ts > q.ts", true),
@@ -77,6 +79,8 @@ fn chunked_results_equal_one_batch() {
                 false,
             ),
             ("SELECT sym, count(*) AS n, avg(x) AS a FROM t GROUP BY sym", false),
+            ("SELECT sym, xbar(INTERVAL '1 second', ts) AS b, sum(x) AS s FROM t GROUP BY sym, b HAVING count(*) > 1", false),
+            ("SELECT t.ts, q.bid FROM t ASOF JOIN q ON t.sym = q.sym AND t.ts >= q.ts + INTERVAL '20 seconds'", false),
             ("SELECT ts, x FROM t WHERE x > 1000", false),
         ];
         for (sql, chunked) in queries {
@@ -98,5 +102,29 @@ fn chunked_results_equal_one_batch() {
             let b = r.batch();
             assert_eq!(b.rows, r.row_count());
         }
+        // An ASOF JOIN emits only what its parent reads: the same values as the columns picked
+        // from SELECT * (t.ts, t.sym, t.x, q.ts, q.sym, q.bid), which emits everything.
+        for (how, op) in [("ASOF", ">="), ("ASOF LEFT", ">"), ("ASOF", "<=")] {
+            let on = format!("FROM t {how} JOIN q ON t.sym = q.sym AND t.ts {op} q.ts");
+            let all = e.execute(&format!("SELECT * {on}")).expect("select *").batch();
+            let pick = |cols: &[usize], keep: &dyn Fn(usize) -> bool| -> Vec<String> {
+                (0..all.rows)
+                    .filter(|&i| keep(i))
+                    .map(|i| cols.iter().map(|&j| cell(&all.columns[j], i)).collect::<Vec<_>>().join("|"))
+                    .collect()
+            };
+            let r = e.execute(&format!("SELECT q.sym, q.ts, t.x {on}")).expect("keys read above");
+            assert_eq!(lines(&r), pick(&[4, 3, 2], &|_| true), "case {case}: {how} {op}");
+            let r = e.execute(&format!("SELECT t.x {on} WHERE q.bid IS NULL")).expect("filter on the right");
+            assert_eq!(lines(&r), pick(&[2], &|i| !all.columns[5].is_valid(i)), "case {case}: {how} {op}");
+            let r = e.execute(&format!("SELECT count(*) {on}")).expect("count");
+            assert_eq!(lines(&r), vec![format!("{:?}", zepto_storage::Value::Int64(all.rows as i64))]);
+        }
+        // now() is read once per query, not once per batch.
+        let r = e.execute("SELECT now() AS n, x FROM t").expect("now");
+        let mut seen: Vec<String> =
+            lines(&r).into_iter().map(|l| l.split('|').next().unwrap_or("").to_string()).collect();
+        seen.dedup();
+        assert_eq!(seen.len(), 1, "now() took {} values", seen.len());
     }
 }

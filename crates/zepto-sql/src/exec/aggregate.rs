@@ -240,7 +240,6 @@ fn lane_sum(v: &[f64]) -> f64 {
     chunks.remainder().iter().sum::<f64>() + acc.iter().sum::<f64>()
 }
 
-/// Σ p·s and Σ s with 8 independent accumulators.
 /// The minimum (`MIN`) or maximum of a non-empty slice, four lanes at a time; `None` if it
 /// holds a NaN (whose place in the order the general path decides).
 fn lane_extreme<const MIN: bool>(v: &[f64]) -> Option<f64> {
@@ -273,6 +272,7 @@ fn lane_sum_i64(v: &[i64]) -> i64 {
     acc.iter().sum::<i64>() + chunks.remainder().iter().sum::<i64>()
 }
 
+/// Σ p·s and Σ s with 8 independent accumulators.
 fn lane_dot<S: Copy + Into<f64>>(p: &[f64], s: &[S]) -> (f64, f64) {
     let (mut num, mut den) = ([0.0f64; 8], [0.0f64; 8]);
     let n = p.len().min(s.len());

@@ -206,12 +206,13 @@ pub fn asof_join(l: &Batch, r: &Batch, spec: AsofSpec) -> Result<Batch> {
     let cols: Vec<Arc<Column>> = spec
         .emitted(wl, r.columns.len())
         .into_iter()
-        .map(|j| match l.columns.get(j) {
-            Some(c) if spec.outer => c.clone(),
-            Some(c) => Arc::new(c.take(&li)),
-            None => Arc::new(r.columns[j - wl].take_opt(&ri)),
+        .map(|j| match (l.columns.get(j), j.checked_sub(wl).and_then(|k| r.columns.get(k))) {
+            (Some(c), _) if spec.outer => Ok(c.clone()),
+            (Some(c), _) => Ok(Arc::new(c.take(&li))),
+            (None, Some(c)) => Ok(Arc::new(c.take_opt(&ri))),
+            (None, None) => Err(SqlError::Internal(format!("ASOF output column {j} out of range"))),
         })
-        .collect();
+        .collect::<Result<_>>()?;
     Ok(Batch::shared(cols, li.len()))
 }
 
@@ -465,13 +466,14 @@ pub fn try_partitioned_chunks(left: &Plan, right: &Plan, spec: &AsofSpec) -> Opt
             .emitted(nl, nr)
             .into_iter()
             .map(|j| {
-                Ok(match (m.lb.columns.get(j), &m.li) {
-                    (Some(c), None) => c.clone(),
-                    (Some(c), Some(li)) => Arc::new(c.take(li)),
-                    (None, _) => {
-                        let c = &*m.rb.columns[j - nl];
+                let right = j.checked_sub(nl).and_then(|k| m.rb.columns.get(k));
+                Ok(match (m.lb.columns.get(j), &m.li, right) {
+                    (Some(c), None, _) => c.clone(),
+                    (Some(c), Some(li), _) => Arc::new(c.take(li)),
+                    (None, _, Some(c)) => {
                         Arc::new(Column::gather(c.data_type(), &[(c, &m.ri)]).map_err(SqlError::Internal)?)
                     }
+                    (None, _, None) => return Err(SqlError::Internal(format!("ASOF output column {j} out of range"))),
                 })
             })
             .collect::<Result<Vec<_>>>()?;

@@ -182,7 +182,9 @@ fn chunks_node(plan: &Plan) -> Result<Vec<Batch>> {
             }
             match partitioned::try_aggregate_chunks(input, keys, aggs) {
                 Some(r) => r,
-                None => Ok(vec![execute_node(plan)?]),
+                // Not partition-wise, or no partition has rows: the general path (not
+                // execute_node, which would try the partition-wise path again).
+                None => Ok(vec![aggregate::aggregate(&execute(input)?, keys, aggs)?]),
             }
         }
         Plan::Window { input, calls } => match window::try_partitioned_chunks(input, calls) {
@@ -195,11 +197,13 @@ fn chunks_node(plan: &Plan) -> Result<Vec<Batch>> {
 
 /// Whether an expression's value at a row depends on that row alone, and evaluating it batch
 /// by batch gives the same columns as over one batch: no correlated subquery (evaluated per
-/// distinct outer value of its batch), and no computed SYMBOL (each batch would code it in a
-/// dictionary of its own).
+/// distinct outer value of its batch), no `now()` (read once per evaluation: one query must
+/// see one time), and no computed SYMBOL (each batch would code it in a dictionary of its own).
 fn row_local(e: &BExpr) -> bool {
+    use crate::plan::functions::ScalarFunc;
     matches!(e, BExpr::Col(..))
-        || (e.data_type() != zepto_storage::DataType::Symbol && !e.any(&|x| matches!(x, BExpr::Correlated { .. })))
+        || (e.data_type() != zepto_storage::DataType::Symbol
+            && !e.any(&|x| matches!(x, BExpr::Correlated { .. } | BExpr::Func { func: ScalarFunc::Now, .. })))
 }
 
 /// Batches of the same columns as one batch (shared when there is one).

@@ -94,16 +94,16 @@ fn bucket_starts(b: &Batch, keys: &[BExpr], runs: &[usize], t: usize) -> Option<
     let (mut s, mut prev_hi, mut guess) = (0usize, None, 1usize);
     while s < v.len() {
         starts.push(s as u32);
-        // The bucket [lo, hi) holding v[s]: the one after the previous bucket when v[s] falls
-        // in it (no division: dense data), else by division, saturating near the i64 ends.
-        let lo = match prev_hi {
-            Some(p) if v[s] >= p && v[s].checked_sub(p).is_some_and(|d| d < width) => p,
-            _ => v[s].div_euclid(width).saturating_mul(width),
+        // The end of the bucket holding v[s]: one width past the previous bucket's end when
+        // v[s] falls there (no division: dense data), else from the bucket's number (a bucket
+        // starting below i64::MIN still ends where it ends). None: the last bucket runs to the
+        // end of the times.
+        let hi = match prev_hi {
+            Some(p) if v[s] >= p && v[s].checked_sub(p).is_some_and(|d| d < width) => p.checked_add(width),
+            _ => v[s].div_euclid(width).checked_add(1).and_then(|k| k.checked_mul(width)),
         };
-        let Some(hi) = lo.checked_add(width) else { break };
-        if v[s] < lo || v[s] >= hi {
-            return None; // a saturated bucket (times near the i64 ends): the general path
-        }
+        let Some(hi) = hi else { break };
+        debug_assert!(v[s] < hi);
         prev_hi = Some(hi);
         let e = bucket_end(v, s + 1, hi, guess.saturating_sub(1));
         guess = e - s;
@@ -217,7 +217,11 @@ mod tests {
         }
         // Times near the i64 ends: buckets saturate at the bottom, and the top one runs to the
         // end, as xbar computes them.
-        for v in [vec![i64::MIN, i64::MIN + 5, i64::MIN + 2000], vec![i64::MAX - 2500, i64::MAX - 900, i64::MAX]] {
+        for v in [
+            vec![i64::MIN, i64::MIN + 5, i64::MIN + 2000],
+            vec![i64::MIN, i64::MIN + 900, i64::MIN + 1100, i64::MIN + 1900],
+            vec![i64::MAX - 2500, i64::MAX - 900, i64::MAX],
+        ] {
             let b = Batch::new(vec![Column::from_data(ColumnData::Timestamp(v.clone()))], v.len());
             let key = BExpr::Func {
                 func: ScalarFunc::Xbar,

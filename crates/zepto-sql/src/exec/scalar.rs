@@ -401,8 +401,11 @@ fn xbar_const(v: &[i64], w: i64) -> Vec<i64> {
     let (mut lo, mut hi) = (1i64, 0i64); // empty bucket: the first value recomputes
     for &t in v {
         if t < lo || t > hi {
-            lo = t.div_euclid(w).saturating_mul(w);
-            hi = lo.saturating_add(w - 1);
+            // The bucket's bounds from its number: a bucket whose start is below i64::MIN
+            // keeps i64::MIN as its value, but still ends where it ends.
+            let k = t.div_euclid(w);
+            lo = k.saturating_mul(w);
+            hi = (k + 1).checked_mul(w).map_or(i64::MAX, |h| h - 1);
         }
         out.push(lo);
     }
@@ -475,6 +478,11 @@ mod tests {
         let got = super::xbar_const(&v, 60);
         let want: Vec<i64> = v.iter().map(|t| t.div_euclid(60).saturating_mul(60)).collect();
         assert_eq!(got, want);
+        // A bucket starting below i64::MIN keeps i64::MIN as its value but ends where it ends:
+        // the next bucket's rows must not inherit it (whatever row comes first).
+        let v = [i64::MIN, i64::MIN + 900, i64::MIN + 1100, i64::MIN + 1900, i64::MAX - 5, i64::MAX];
+        let want: Vec<i64> = v.iter().map(|t| t.div_euclid(1000).saturating_mul(1000)).collect();
+        assert_eq!(super::xbar_const(&v, 1000), want);
     }
 
     #[test]
