@@ -494,21 +494,6 @@ struct Matched {
     ri: Vec<u32>,
 }
 
-/// Partition results one after another (`types`: the columns' types, for no partitions). The
-/// copy is per column, so the columns go to every core.
-pub(super) fn concat_batches(outs: &[Batch], types: &[zepto_storage::DataType]) -> Result<Batch> {
-    let rows = outs.iter().map(|b| b.rows).sum();
-    let column = |&j: &usize| -> Result<Arc<Column>> {
-        if outs.is_empty() {
-            return Ok(Arc::new(Column::nulls(types[j], 0)));
-        }
-        let refs: Vec<&Column> = outs.iter().map(|b| &*b.columns[j]).collect();
-        Ok(Arc::new(Column::concat(&refs)))
-    };
-    let cols = par_map(&(0..types.len()).collect::<Vec<_>>(), rows, column)?;
-    Ok(Batch::shared(cols, rows))
-}
-
 #[cfg(test)]
 mod tests {
     use super::search;

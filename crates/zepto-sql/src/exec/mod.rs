@@ -206,6 +206,11 @@ fn row_local(e: &BExpr) -> bool {
             && !e.any(&|x| matches!(x, BExpr::Correlated { .. } | BExpr::Func { func: ScalarFunc::Now, .. })))
 }
 
+/// Column `j` of `batches`, one after another.
+fn concat_column(batches: &[Batch], j: usize) -> Arc<Column> {
+    Arc::new(Column::concat(&batches.iter().map(|b| &*b.columns[j]).collect::<Vec<_>>()))
+}
+
 /// Batches of the same columns as one batch (shared when there is one).
 pub fn concat_chunks(mut chunks: Vec<Batch>) -> Batch {
     if chunks.len() == 1 {
@@ -213,10 +218,18 @@ pub fn concat_chunks(mut chunks: Vec<Batch>) -> Batch {
     }
     let rows = chunks.iter().map(|b| b.rows).sum();
     let width = chunks.first().map_or(0, |b| b.columns.len());
-    let cols = (0..width)
-        .map(|j| Arc::new(Column::concat(&chunks.iter().map(|b| &*b.columns[j]).collect::<Vec<_>>())))
-        .collect();
-    Batch::shared(cols, rows)
+    Batch::shared((0..width).map(|j| concat_column(&chunks, j)).collect(), rows)
+}
+
+/// Partition results one after another inside a query (`types`: the columns' types, for no
+/// partitions): a column per item of [`interrupt::par_map`], so the columns go to every core.
+pub(crate) fn concat_batches(outs: &[Batch], types: &[zepto_storage::DataType]) -> Result<Batch> {
+    let rows = outs.iter().map(|b| b.rows).sum();
+    let column = |&j: &usize| -> Result<Arc<Column>> {
+        Ok(if outs.is_empty() { Arc::new(Column::nulls(types[j], 0)) } else { concat_column(outs, j) })
+    };
+    let cols = interrupt::par_map(&(0..types.len()).collect::<Vec<_>>(), rows, column)?;
+    Ok(Batch::shared(cols, rows))
 }
 
 fn execute_node(plan: &Plan) -> Result<Batch> {

@@ -7,7 +7,8 @@
 //! sums, monotonic deques), never materializing the joined pairs. Memory: the right side's
 //! positions and times plus one value per left row and aggregate.
 
-use super::asof::{concat_batches, paired, Paired};
+use super::asof::{paired, Paired};
+use super::concat_batches;
 use super::eval::eval;
 use super::hash::{bucket_rows, shared_ids};
 use super::interrupt::par_map;

@@ -7,7 +7,7 @@ pub(super) mod frame;
 mod layout;
 
 use super::aggregate::run_agg;
-use super::asof::concat_batches;
+use super::concat_batches;
 use super::eval::eval;
 use super::interrupt::par_map;
 use super::scan::{filtered_piece, pieces, scan_shape, Piece, ScanShape};
