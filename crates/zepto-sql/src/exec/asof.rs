@@ -479,10 +479,7 @@ pub fn try_partitioned_chunks(left: &Plan, right: &Plan, spec: &AsofSpec) -> Opt
             .collect::<Result<Vec<_>>>()?;
         Ok(Batch::shared(cols, rows))
     };
-    match partition_wise(left, right, spec, chunk)? {
-        Ok((chunks, _)) if chunks.is_empty() => None,
-        r => Some(r.map(|(chunks, _)| chunks)),
-    }
+    super::non_empty(partition_wise(left, right, spec, chunk)?.map(|(chunks, _)| chunks))
 }
 
 /// One left partition's ASOF matches: its rows (all of them for LEFT, `li` for inner) and

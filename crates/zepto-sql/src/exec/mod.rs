@@ -139,30 +139,12 @@ fn chunks_node(plan: &Plan) -> Result<Vec<Batch>> {
         }
         // Row-local expressions are evaluated batch by batch; a column reference shares its
         // input's column.
-        Plan::Project { input, exprs } if exprs.iter().all(row_local) => chunks_node(input)?
-            .into_iter()
-            .map(|b| {
-                let cols = exprs
-                    .iter()
-                    .map(|e| match e {
-                        BExpr::Col(i, _) => b
-                            .columns
-                            .get(*i)
-                            .cloned()
-                            .ok_or_else(|| SqlError::Internal(format!("column {i} out of range"))),
-                        e => eval::eval(e, &b).map(|c| Arc::new(c.into_owned())),
-                    })
-                    .collect::<Result<Vec<_>>>()?;
-                Ok(Batch::shared(cols, b.rows))
-            })
-            .collect(),
-        Plan::Filter { input, pred } if row_local(pred) => chunks_node(input)?
-            .into_iter()
-            .map(|b| {
-                let m = eval::eval(pred, &b)?;
-                Ok(b.filter(&m))
-            })
-            .collect(),
+        Plan::Project { input, exprs } if exprs.iter().all(row_local) => {
+            chunks_node(input)?.iter().map(|b| project(b, exprs)).collect()
+        }
+        Plan::Filter { input, pred } if row_local(pred) => {
+            chunks_node(input)?.iter().map(|b| filter(b, pred)).collect()
+        }
         Plan::AsofJoin { .. } => {
             match asof::AsofSpec::of(plan).and_then(|(l, r, s)| asof::try_partitioned_chunks(l, r, &s)) {
                 Some(r) => r,
@@ -204,6 +186,35 @@ fn row_local(e: &BExpr) -> bool {
     matches!(e, BExpr::Col(..))
         || (e.data_type() != zepto_storage::DataType::Symbol
             && !e.any(&|x| matches!(x, BExpr::Correlated { .. } | BExpr::Func { func: ScalarFunc::Now, .. })))
+}
+
+/// The rows of `b` where `pred` holds.
+fn filter(b: &Batch, pred: &BExpr) -> Result<Batch> {
+    let m = eval::eval(pred, b)?;
+    Ok(b.filter(&m))
+}
+
+/// `exprs` over `b`; a plain column reference shares the input column.
+fn project(b: &Batch, exprs: &[BExpr]) -> Result<Batch> {
+    let cols = exprs
+        .iter()
+        .map(|e| match e {
+            BExpr::Col(i, _) => {
+                b.columns.get(*i).cloned().ok_or_else(|| SqlError::Internal(format!("column {i} out of range")))
+            }
+            e => eval::eval(e, b).map(|c| Arc::new(c.into_owned())),
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(Batch::shared(cols, b.rows))
+}
+
+/// A partition-wise operator's batches, `None` when there are none (its caller then takes
+/// the general path, whose one batch carries the column types).
+pub(super) fn non_empty(r: Result<Vec<Batch>>) -> Option<Result<Vec<Batch>>> {
+    match r {
+        Ok(outs) if outs.is_empty() => None,
+        r => Some(r),
+    }
 }
 
 /// Column `j` of `batches`, one after another.
@@ -251,25 +262,8 @@ fn execute_node(plan: &Plan) -> Result<Batch> {
             }
             Ok(Batch::new(cols, rows.len()))
         }
-        Plan::Filter { input, pred } => {
-            let b = execute(input)?;
-            let m = eval::eval(pred, &b)?;
-            Ok(b.filter(&m))
-        }
-        Plan::Project { input, exprs } => {
-            let b = execute(input)?;
-            // A plain column reference shares the input column.
-            let cols = exprs
-                .iter()
-                .map(|e| match e {
-                    BExpr::Col(i, _) => {
-                        b.columns.get(*i).cloned().ok_or_else(|| SqlError::Internal(format!("column {i} out of range")))
-                    }
-                    e => eval::eval(e, &b).map(|c| Arc::new(c.into_owned())),
-                })
-                .collect::<Result<Vec<_>>>()?;
-            Ok(Batch::shared(cols, b.rows))
-        }
+        Plan::Filter { input, pred } => filter(&execute(input)?, pred),
+        Plan::Project { input, exprs } => project(&execute(input)?, exprs),
         Plan::Aggregate { input, keys, aggs } => {
             if let Some(r) = history_agg::try_aggregate(input, keys, aggs) {
                 return r;

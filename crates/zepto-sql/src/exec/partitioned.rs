@@ -25,10 +25,7 @@ pub fn try_aggregate(input: &Plan, keys: &[BExpr], aggs: &[AggCall]) -> Option<R
 /// [`try_aggregate`]'s groups one batch per partition (`None` also when no partition has
 /// rows: the general path then gives the empty or single-group answer).
 pub fn try_aggregate_chunks(input: &Plan, keys: &[BExpr], aggs: &[AggCall]) -> Option<Result<Vec<Batch>>> {
-    match partition_groups(input, keys, aggs)? {
-        Ok(outs) if outs.is_empty() => None,
-        r => Some(r),
-    }
+    super::non_empty(partition_groups(input, keys, aggs)?)
 }
 
 /// Each partition's groups (partitions without rows give none), in scan order.

@@ -176,10 +176,7 @@ pub fn try_partitioned(left: &Plan, right: &Plan, band: &Band, aggs: &[AggCall])
 /// [`try_partitioned`]'s results one batch per left partition, in scan order (`None` also
 /// when there are none).
 pub fn try_partitioned_chunks(left: &Plan, right: &Plan, band: &Band, aggs: &[AggCall]) -> Option<Result<Vec<Batch>>> {
-    match partitioned_parts(left, right, band, aggs)? {
-        Ok((outs, _)) if outs.is_empty() => None,
-        r => Some(r.map(|(outs, _)| outs)),
-    }
+    super::non_empty(partitioned_parts(left, right, band, aggs)?.map(|(outs, _)| outs))
 }
 
 /// Per left partition: its rows with their aggregates, and the output's column types.

@@ -52,10 +52,7 @@ pub fn try_partitioned(input: &Plan, calls: &[WinCall]) -> Option<Result<Batch>>
 /// [`try_partitioned`]'s results one batch per table partition, in scan order (`None` also
 /// when there are none).
 pub fn try_partitioned_chunks(input: &Plan, calls: &[WinCall]) -> Option<Result<Vec<Batch>>> {
-    match partitioned_parts(input, calls)? {
-        Ok((outs, _)) if outs.is_empty() => None,
-        r => Some(r.map(|(outs, _)| outs)),
-    }
+    super::non_empty(partitioned_parts(input, calls)?.map(|(outs, _)| outs))
 }
 
 /// Per table partition: the window calls' results beside the scan's columns, and the types
