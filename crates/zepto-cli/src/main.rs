@@ -109,11 +109,16 @@ fn main() -> ExitCode {
                     }
                 }
                 None => {
-                    let engine = Engine::new();
+                    let mut engine = Engine::new();
                     if let Some(dir) = a.get_one::<String>("data-dir") {
                         let sync = a.get_one::<String>("sync").map(String::as_str);
                         match durable::open(&engine, dir, sync, false, None, durable::Tiering::default()) {
                             Ok(d) => durable = Some(d),
+                            Err(e) => return fail(&e),
+                        }
+                        // COPY never reads or writes the data directory's own files.
+                        match zepto_sql::FilePolicy::new(None, &[std::path::Path::new(dir)]) {
+                            Ok(files) => engine = engine.with_files(files),
                             Err(e) => return fail(&e),
                         }
                     }

@@ -2,7 +2,7 @@
 //! server runs until SIGTERM/SIGINT. `zeptodb keygen` makes an API key and its keys-file entry.
 
 use clap::{Arg, ArgAction, ArgMatches, Command};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 use zepto_server::{Config, Role, TlsFiles};
@@ -87,6 +87,40 @@ pub fn command() -> Command {
                 .value_parser(clap::value_parser!(usize))
                 .default_value("256")
                 .help("Largest request body"),
+        )
+        .arg(
+            Arg::new("max-query-mb")
+                .long("max-query-mb")
+                .value_parser(clap::value_parser!(usize))
+                .default_value("16")
+                .help("Largest SQL text in one request"),
+        )
+        .arg(
+            Arg::new("max-statements")
+                .long("max-statements")
+                .value_parser(clap::value_parser!(usize))
+                .default_value("10000")
+                .help("Most statements in one request"),
+        )
+        .arg(
+            Arg::new("max-expr-depth")
+                .long("max-expr-depth")
+                .value_parser(clap::value_parser!(usize))
+                .default_value("1000")
+                .help("Deepest expression (a chain of n ANDs is n deep; at most 10000)"),
+        )
+        .arg(
+            Arg::new("max-expr-elements")
+                .long("max-expr-elements")
+                .value_parser(clap::value_parser!(usize))
+                .default_value("2000000")
+                .help("Most expression nodes in one statement (an IN list of n items is about n)"),
+        )
+        .arg(
+            Arg::new("copy-root")
+                .long("copy-root")
+                .value_name("DIR")
+                .help("COPY reads and writes only under DIR (never inside the data directory)"),
         )
         .arg(
             Arg::new("query-timeout")
@@ -182,6 +216,11 @@ const FILE_KEYS: &[&str] = &[
     "tls-cert",
     "tls-key",
     "max-body-mb",
+    "max-query-mb",
+    "max-statements",
+    "max-expr-depth",
+    "max-expr-elements",
+    "copy-root",
     "query-timeout",
     "query-memory-mb",
     "max-connections",
@@ -288,6 +327,13 @@ fn config(st: &Settings<'_>) -> Result<Config, String> {
         _ => return Err("TLS needs both a certificate (tls-cert) and a key (tls-key)".into()),
     }
     c.max_body_bytes = st.count("max-body-mb")?.unwrap_or(256).saturating_mul(1 << 20);
+    let d = zepto_sql::parser::ParseLimits::default();
+    c.parse_limits = zepto_sql::parser::ParseLimits {
+        max_bytes: st.count("max-query-mb")?.map_or(d.max_bytes, |m| m.saturating_mul(1 << 20)),
+        max_statements: st.count("max-statements")?.unwrap_or(d.max_statements),
+        max_depth: st.count("max-expr-depth")?.unwrap_or(d.max_depth),
+        max_elements: st.count("max-expr-elements")?.unwrap_or(d.max_elements),
+    };
     let t = st.number("query-timeout")?.unwrap_or(300.0);
     if !(0.0..=31_622_400.0).contains(&t) {
         return Err("--query-timeout must be a number of seconds, at most a year".into());
@@ -324,6 +370,10 @@ pub fn run(a: &ArgMatches) -> ExitCode {
         (Err(e), _) | (_, Err(e)) => return fail(&e),
     };
     let engine = Engine::new();
+    let copy_root = match settings.string("copy-root") {
+        Ok(r) => r,
+        Err(e) => return fail(&e),
+    };
     let (data_dir, sync, in_memory) =
         match (settings.string("data-dir"), settings.string("sync"), settings.flag("in-memory")) {
             (Ok(d), Ok(s), Ok(m)) => (d, s, m),
@@ -347,6 +397,7 @@ pub fn run(a: &ArgMatches) -> ExitCode {
     if in_memory && (tiering.after_ns.is_some() || tiering.memory_budget_mb.is_some()) {
         return fail("--tier-after and --memory-budget-mb need a data directory (--in-memory keeps nothing)");
     }
+    let mut protected: Vec<PathBuf> = Vec::new();
     let durable = match (data_dir, in_memory) {
         (Some(_), true) => return fail("--in-memory and --data-dir contradict each other"),
         (None, true) if sync.is_some() => return fail("--sync needs a data directory (--in-memory keeps nothing)"),
@@ -354,6 +405,7 @@ pub fn run(a: &ArgMatches) -> ExitCode {
         (dir, false) => {
             let dir = dir.unwrap_or_else(|| DEFAULT_DATA_DIR.to_string());
             let repair = settings.flag("repair-wal").unwrap_or(false);
+            protected.push(PathBuf::from(&dir));
             match crate::durable::open(&engine, &dir, sync.as_deref(), repair, checkpoint_mb, tiering) {
                 Ok(d) => Some(d),
                 Err(e) => return fail(&e),
@@ -367,6 +419,12 @@ pub fn run(a: &ArgMatches) -> ExitCode {
             return fail(&format!("demo data: {e}"));
         }
     }
+    let protected: Vec<&Path> = protected.iter().map(PathBuf::as_path).collect();
+    let files = match zepto_sql::FilePolicy::new(copy_root.as_deref().map(Path::new), &protected) {
+        Ok(f) => f,
+        Err(e) => return fail(&e),
+    };
+    let engine = engine.with_files(files);
     let catalog = engine.catalog().clone();
     let threads = cfg.threads;
     let auth =

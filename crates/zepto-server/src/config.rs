@@ -15,6 +15,9 @@ pub struct Config {
     pub tls: Option<TlsFiles>,
     /// Largest request body accepted (ingest batches included).
     pub max_body_bytes: usize,
+    /// What one SQL request may ask of the parser (size, statements, expression depth and
+    /// elements).
+    pub parse_limits: zepto_sql::parser::ParseLimits,
     /// Per-query wall-clock limit.
     pub query_timeout: Option<Duration>,
     /// Per-query memory limit (bytes the query's thread holds).
@@ -43,6 +46,7 @@ impl Default for Config {
             keys: KeyStore::default(),
             tls: None,
             max_body_bytes: 256 << 20,
+            parse_limits: zepto_sql::parser::ParseLimits::default(),
             query_timeout: Some(Duration::from_secs(300)),
             query_memory_limit: None,
             max_connections: 16_384,
@@ -72,6 +76,7 @@ impl Config {
         if self.max_body_bytes == 0 {
             return Err("the body size limit must be positive".into());
         }
+        self.parse_limits.validate()?;
         Ok(())
     }
 

@@ -81,7 +81,12 @@ impl From<SqlError> for ApiError {
     fn from(e: SqlError) -> ApiError {
         let status = match &e {
             SqlError::Parse { .. } | SqlError::Plan { .. } | SqlError::ColumnNotFound { .. } => StatusCode::BAD_REQUEST,
-            SqlError::Execution(_) => StatusCode::BAD_REQUEST,
+            SqlError::Execution(_) | SqlError::LimitExceeded(_) => StatusCode::BAD_REQUEST,
+            SqlError::File { problem, .. } => match problem {
+                zepto_sql::FileProblem::NotFound => StatusCode::NOT_FOUND,
+                zepto_sql::FileProblem::Denied => StatusCode::FORBIDDEN,
+                zepto_sql::FileProblem::Malformed => StatusCode::BAD_REQUEST,
+            },
             SqlError::TableNotFound { .. } => StatusCode::NOT_FOUND,
             SqlError::TableExists(_) => StatusCode::CONFLICT,
             SqlError::PermissionDenied(_) => StatusCode::FORBIDDEN,

@@ -205,7 +205,17 @@ async fn dispatch(
             let mut format = response_format(param("format"), &req)?;
             let is_json = content_type(&req).is_some_and(|c| c.starts_with("application/json"));
             let url_sql = param("query").or_else(|| param("sql")).map(str::to_string);
-            let body = read_body(state, req).await?;
+            // SQL bodies are held to --max-query-mb (with room for JSON escapes), not to the
+            // ingest limit: the text is checked exactly once parsed out.
+            let max_sql = state.config.parse_limits.max_bytes;
+            let sql_room = max_sql.saturating_mul(2).saturating_add(64 << 10);
+            let body = read_body(req, sql_room.min(state.config.max_body_bytes)).await.map_err(|e| {
+                if e.code == "PAYLOAD_TOO_LARGE" && sql_room < state.config.max_body_bytes {
+                    sql::query_too_large(None, max_sql)
+                } else {
+                    e
+                }
+            })?;
             let (sql_text, params) = if is_json {
                 let (s, p, f) = sql::parse_json_body(&body)?;
                 if let Some(f) = f {
@@ -243,7 +253,7 @@ async fn dispatch(
                 })?,
                 None => Precision::NANOS,
             };
-            let body = read_body(state, req).await?;
+            let body = read_body(req, state.config.max_body_bytes).await?;
             let wr = WriteRequest { format, table, precision, now_ns: now_ns() };
             let engine = state.engine.clone();
             let who2 = who.clone();
@@ -308,8 +318,7 @@ const BODY_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// The whole body, refusing more than the configured limit (413 `PAYLOAD_TOO_LARGE`), decoded
 /// if it came gzip-compressed (Telegraf and InfluxDB clients compress by default).
-async fn read_body(state: &State, req: Request<Incoming>) -> Result<Bytes, ApiError> {
-    let max = state.config.max_body_bytes;
+async fn read_body(req: Request<Incoming>, max: usize) -> Result<Bytes, ApiError> {
     let too_large = || {
         ApiError::new(
             StatusCode::PAYLOAD_TOO_LARGE,

@@ -16,9 +16,9 @@ use hyper::{Response, StatusCode};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot};
-use zepto_sql::exec::interrupt::QueryControl;
+use zepto_sql::exec::interrupt::{self, QueryControl};
 use zepto_sql::parser::ast::Statement;
-use zepto_sql::parser::{parse_statements_with_params, ParamValue};
+use zepto_sql::parser::{parse_script, ParamValue};
 use zepto_sql::{Access, QueryResult, SqlError};
 
 /// A result smaller than this is sent whole, with a Content-Length; larger ones stream.
@@ -189,13 +189,12 @@ fn run_small_read(
     engine: &zepto_sql::Engine,
     q: &zepto_sql::parser::ast::Query,
     format: Format,
+    ctl: &Arc<QueryControl>,
 ) -> Result<Result<(Response<ResponseBody>, u64), Work>, ApiError> {
     let p = engine.prepare(q)?;
     if p.linear_scan_rows().is_none_or(|n| n > INLINE_ROWS) {
         return Ok(Err(Work::Prepared(p)));
     }
-    let cfg = &state.config;
-    let ctl = QueryControl::new(cfg.query_timeout, cfg.query_memory_limit);
     state.metrics.queries.inc();
     let t0 = Instant::now();
     let r = {
@@ -220,32 +219,72 @@ fn run_small_read(
     Ok(Ok((resp, rows as u64)))
 }
 
+/// Cancels a query's control if dropped while armed: the client went away while its request
+/// was still being parsed.
+struct CancelOnDrop(Option<Arc<QueryControl>>);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        if let Some(c) = self.0.take() {
+            c.cancel();
+        }
+    }
+}
+
+/// The request's statements, parsed under the server's [`zepto_sql::parser::ParseLimits`]
+/// and the query's control (deadline, memory limit, cancellation when the client leaves).
+/// Long scripts are parsed on the blocking pool, short ones here (a few microseconds).
+async fn parse(state: &State, req: &SqlRequest, ctl: &Arc<QueryControl>) -> Result<Vec<Statement>, ApiError> {
+    let limits = state.config.parse_limits;
+    if req.sql.len() > limits.max_bytes {
+        return Err(query_too_large(Some(req.sql.len()), limits.max_bytes));
+    }
+    if req.sql.len() <= (64 << 10) {
+        let _in = ctl.enter();
+        return Ok(parse_script(&req.sql, &req.params, &limits, &interrupt::check)?);
+    }
+    let (sql, params, c) = (req.sql.clone(), req.params.clone(), ctl.clone());
+    let mut armed = CancelOnDrop(Some(ctl.clone()));
+    let stmts = tokio::task::spawn_blocking(move || {
+        let _in = c.enter();
+        parse_script(&sql, &params, &limits, &interrupt::check)
+    })
+    .await
+    .map_err(|e| ApiError::internal(format!("parse task failed: {e}")))??;
+    armed.0 = None;
+    Ok(stmts)
+}
+
+/// 413 for SQL text over `--max-query-mb` (`len` when known: a body cut off while read is not).
+pub fn query_too_large(len: Option<usize>, max: usize) -> ApiError {
+    let size = len.map_or_else(|| "the request body is".to_string(), |n| format!("the SQL text is {n} bytes,"));
+    ApiError::new(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "QUERY_TOO_LARGE",
+        format!("{size} over the limit of {max} bytes of SQL (max_query_bytes; --max-query-mb raises it)"),
+    )
+}
+
 /// Run a request; on success the response and the number of result rows.
 pub async fn run(
     state: &Arc<State>,
     who: &Principal,
     req: SqlRequest,
 ) -> Result<(Response<ResponseBody>, u64), ApiError> {
-    // Long scripts are parsed on the blocking pool, short ones here (a few microseconds).
-    let stmts = if req.sql.len() > (64 << 10) {
-        let (sql, params) = (req.sql.clone(), req.params.clone());
-        tokio::task::spawn_blocking(move || parse_statements_with_params(&sql, &params))
-            .await
-            .map_err(|e| ApiError::internal(format!("parse task failed: {e}")))??
-    } else {
-        parse_statements_with_params(&req.sql, &req.params)?
-    };
+    let cfg = &state.config;
+    // One control from the first byte parsed to the last sent: parsing counts too.
+    let ctl = QueryControl::new(cfg.query_timeout, cfg.query_memory_limit);
+    let stmts = parse(state, &req, &ctl).await?;
     if stmts.is_empty() {
         return Err(ApiError::bad_request("no SQL statement in the request"));
     }
     check_statements(&stmts, who, req.read_only)?;
     let writes = stmts.iter().any(|s| s.access() != Access::Read);
     let engine = state.engine.with_access(who.tables.clone());
-    let cfg = &state.config;
     let format = req.format;
 
     let work = match stmts.as_slice() {
-        [Statement::Query(q)] if binds_cheaply(q) => match run_small_read(state, &engine, q, format)? {
+        [Statement::Query(q)] if binds_cheaply(q) => match run_small_read(state, &engine, q, format, &ctl)? {
             Ok(done) => return Ok(done),
             Err(work) => work,
         },
@@ -259,7 +298,6 @@ pub async fn run(
         .acquire_owned()
         .await
         .map_err(|_| ApiError::internal("the server is shutting down"))?;
-    let ctl = QueryControl::new(cfg.query_timeout, cfg.query_memory_limit);
     let id = state.next_id();
     state.running.lock().unwrap_or_else(|e| e.into_inner()).insert(id, ctl.clone());
     state.metrics.queries_running.inc();

@@ -2,19 +2,22 @@
 //! or the file extension.
 
 use crate::engine::QueryResult;
-use crate::error::{Result, SqlError};
-use std::path::Path;
+use crate::error::{FileProblem, Result, SqlError};
+use crate::exec::interrupt;
+use crate::files::FilePolicy;
+use std::io::{Read, Write};
 use zepto_io::csv::{read_csv, write_csv, CsvOptions};
 use zepto_io::parquet::{read_parquet, write_parquet};
 use zepto_io::IoError;
 use zepto_storage::{Column, Schema};
 
-/// An I/O error as a SQL error, naming the file once.
-fn io_error(path: &str, e: IoError) -> SqlError {
-    match e {
-        IoError::File { .. } => SqlError::Io(e.to_string()),
-        e => SqlError::Io(format!("{path}: {e}")),
-    }
+/// A decoding error: the file's contents are wrong (a 4xx), named once.
+fn bad_file(path: &str, e: IoError) -> SqlError {
+    let reason = match e {
+        IoError::File { message, .. } => message,
+        e => e.to_string(),
+    };
+    SqlError::File { path: path.to_string(), problem: FileProblem::Malformed, reason }
 }
 
 /// Parquet takes no options besides `FORMAT`: types and compression come from the file.
@@ -52,35 +55,54 @@ fn csv_options(options: &[(String, String)]) -> Result<CsvOptions> {
     Ok(o)
 }
 
-pub fn read_file(path: &str, options: &[(String, String)], schema: &Schema) -> Result<Vec<Column>> {
-    match format_of(path, options).as_str() {
+/// Load `path` (a file `files` allows) as columns of `schema`. The whole file is held while
+/// it is decoded, so its size is checked against the query's memory limit before reading.
+pub fn read_file(files: &FilePolicy, path: &str, options: &[(String, String)], schema: &Schema) -> Result<Vec<Column>> {
+    let format = format_of(path, options);
+    let (file, resolved, len) = files.open_read(path)?;
+    match format.as_str() {
         "csv" | "tsv" | "txt" => {
-            let data = std::fs::read_to_string(path).map_err(|e| SqlError::Io(format!("{path}: {e}")))?;
-            read_csv(&data, &schema.columns, &csv_options(options)?).map_err(|e| SqlError::Io(format!("{path}: {e}")))
+            let opts = csv_options(options)?;
+            interrupt::reserve(len)?;
+            let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
+            // At most the length seen at open: a file that grows meanwhile cannot outrun the check.
+            file.take(len).read_to_end(&mut bytes).map_err(|e| SqlError::Io(format!("{path}: {e}")))?;
+            let data = String::from_utf8(bytes).map_err(|e| {
+                let reason = format!("not UTF-8 text (byte offset {})", e.utf8_error().valid_up_to());
+                SqlError::File { path: path.to_string(), problem: FileProblem::Malformed, reason }
+            })?;
+            read_csv(&data, &schema.columns, &opts).map_err(|e| bad_file(path, e))
         }
         "parquet" => {
             parquet_options(options)?;
-            read_parquet(Path::new(path), &schema.columns).map_err(|e| io_error(path, e))
+            interrupt::reserve(len)?;
+            read_parquet(&resolved, &schema.columns).map_err(|e| bad_file(path, e))
         }
         f => Err(SqlError::NotSupported(format!("COPY FROM format '{f}'"))),
     }
 }
 
-pub fn write_file(path: &str, options: &[(String, String)], r: &QueryResult) -> Result<usize> {
+/// Write the result `r` to `path` (a place `files` allows).
+pub fn write_file(files: &FilePolicy, path: &str, options: &[(String, String)], r: &QueryResult) -> Result<usize> {
     match format_of(path, options).as_str() {
         "csv" | "tsv" | "txt" => {
             csv_options(options)?;
             let names: Vec<String> = r.fields.iter().map(|f| f.name.clone()).collect();
             let (mut out, b) = (String::new(), r.batch());
             write_csv(&names, &b.col_refs(), b.rows, &mut out);
-            std::fs::write(path, out).map_err(|e| SqlError::Io(format!("{path}: {e}")))?;
+            let (mut file, _) = files.open_write(path)?;
+            file.write_all(out.as_bytes()).map_err(|e| SqlError::Io(format!("{path}: {e}")))?;
             Ok(b.rows)
         }
         "parquet" => {
             parquet_options(options)?;
+            let resolved = files.resolve_write(path)?;
+            // The writer goes through `<path>.tmp`, renamed when complete: check that name too.
+            files.resolve_write(&format!("{}.tmp", resolved.display()))?;
             let names: Vec<String> = r.fields.iter().map(|f| f.name.clone()).collect();
             let b = r.batch();
-            write_parquet(Path::new(path), &names, &b.col_refs(), b.rows).map_err(|e| io_error(path, e))?;
+            write_parquet(&resolved, &names, &b.col_refs(), b.rows)
+                .map_err(|e| SqlError::Io(format!("{path}: {e}")))?;
             Ok(b.rows)
         }
         f => Err(SqlError::NotSupported(format!("COPY TO format '{f}'"))),

@@ -152,6 +152,8 @@ impl Statement {
 pub struct Engine {
     catalog: Arc<Catalog>,
     access: TableAccess,
+    /// Where COPY may read and write.
+    files: Arc<crate::files::FilePolicy>,
 }
 
 impl Engine {
@@ -160,13 +162,19 @@ impl Engine {
     }
 
     pub fn with_catalog(catalog: Arc<Catalog>) -> Engine {
-        Engine { catalog, access: TableAccess::all() }
+        Engine { catalog, access: TableAccess::all(), files: Arc::default() }
     }
 
     /// The same database, seen through table grants: statements naming other tables fail
     /// with `PERMISSION_DENIED`, and `SHOW TABLES` lists only granted ones.
     pub fn with_access(&self, access: TableAccess) -> Engine {
-        Engine { catalog: self.catalog.clone(), access }
+        Engine { catalog: self.catalog.clone(), access, files: self.files.clone() }
+    }
+
+    /// The same database, with COPY confined by `files` (the server protects its data
+    /// directory, and may set a root).
+    pub fn with_files(&self, files: crate::files::FilePolicy) -> Engine {
+        Engine { catalog: self.catalog.clone(), access: self.access.clone(), files: Arc::new(files) }
     }
 
     /// Run a script with `?`/`$n` parameters (see [`crate::parser::parse_statements_with_params`]).
@@ -315,13 +323,13 @@ impl Engine {
                     .catalog
                     .snapshot(table)
                     .map_err(|_| SqlError::TableNotFound { name: table.clone(), pos: Some(*pos) })?;
-                let cols = crate::copy::read_file(path, options, &snap.schema)?;
+                let cols = crate::copy::read_file(&self.files, path, options, &snap.schema)?;
                 let n = self.catalog.append(table, cols)?;
                 Ok(QueryResult::status(format!("COPY {n}")))
             }
             Statement::CopyTo { query, path, options } => {
                 let r = self.query(query)?;
-                let n = crate::copy::write_file(path, options, &r)?;
+                let n = crate::copy::write_file(&self.files, path, options, &r)?;
                 Ok(QueryResult::status(format!("COPY {n}")))
             }
             Statement::Checkpoint => Ok(QueryResult::status(self.catalog.checkpoint()?)),

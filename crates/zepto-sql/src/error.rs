@@ -30,6 +30,12 @@ pub enum SqlError {
     Execution(String),
     #[error("{0}")]
     Io(String),
+    /// A file named by COPY is missing, refused or not what it claims to be.
+    #[error("{path}: {reason}")]
+    File { path: String, problem: FileProblem, reason: String },
+    /// A request is larger or deeper than the parser accepts ([`crate::parser::ParseLimits`]).
+    #[error("{0}")]
+    LimitExceeded(String),
     /// A limit was hit (memory, result size).
     #[error("{0}")]
     ResourcesExhausted(String),
@@ -47,6 +53,17 @@ pub enum SqlError {
     NotSupported(String),
     #[error("internal error (this is a bug): {0}")]
     Internal(String),
+}
+
+/// What is wrong with a file COPY was asked to use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileProblem {
+    /// It does not exist (or its directory does not).
+    NotFound,
+    /// It is in a place COPY may not touch, or not a regular file.
+    Denied,
+    /// Its contents are not valid for the format (bad CSV row, not Parquet, not UTF-8).
+    Malformed,
 }
 
 fn with_pos(message: &str, pos: &Option<Pos>) -> String {
@@ -67,6 +84,10 @@ impl SqlError {
             SqlError::ColumnNotFound { .. } => "COLUMN_NOT_FOUND",
             SqlError::Execution(_) => "EXECUTION",
             SqlError::Io(_) => "IO",
+            SqlError::File { problem: FileProblem::NotFound, .. } => "FILE_NOT_FOUND",
+            SqlError::File { problem: FileProblem::Denied, .. } => "FILE_ACCESS_DENIED",
+            SqlError::File { problem: FileProblem::Malformed, .. } => "BAD_FILE",
+            SqlError::LimitExceeded(_) => "LIMIT_EXCEEDED",
             SqlError::ResourcesExhausted(_) => "RESOURCES_EXHAUSTED",
             SqlError::Timeout(_) => "TIMEOUT",
             SqlError::Cancelled => "CANCELLED",

@@ -7,10 +7,12 @@ mod dml;
 pub mod engine;
 pub mod error;
 pub mod exec;
+pub mod files;
 pub mod parser;
 pub mod plan;
 
 pub use access::TableAccess;
 pub use engine::{Access, Engine, Prepared, QueryResult};
-pub use error::{Pos, Result, SqlError};
+pub use error::{FileProblem, Pos, Result, SqlError};
+pub use files::FilePolicy;
 pub use parser::ParamValue;

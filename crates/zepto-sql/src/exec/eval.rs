@@ -53,6 +53,9 @@ pub fn eval_const(e: &BExpr) -> Result<Value> {
     Ok(eval(e, &b)?.get(0))
 }
 
+/// `e` over the rows of `b`. Recursive over the expression, growing the stack when an
+/// expression is deep (`#[recursive]`: a check per node per batch, never per row).
+#[recursive::recursive]
 pub fn eval<'a>(e: &'a BExpr, b: &'a Batch) -> Result<Cow<'a, Column>> {
     let n = b.rows;
     Ok(match e {

@@ -108,6 +108,26 @@ pub fn check() -> Result<()> {
     })
 }
 
+/// Fail now if taking `bytes` more would put the current query over its memory limit: for
+/// reads whose size is known before they start (a file COPY loads), so the limit holds before
+/// the memory is taken rather than after. Outside a controlled query this always succeeds.
+pub fn reserve(bytes: u64) -> Result<()> {
+    CURRENT.with(|c| {
+        let c = c.borrow();
+        let Some((a, limit)) = c.as_ref().and_then(|a| a.ctl.mem_limit.map(|l| (a, l))) else { return Ok(()) };
+        let used = thread_net_bytes().saturating_sub(a.base).max(0) as u64;
+        if used.saturating_add(bytes) > limit as u64 {
+            return Err(SqlError::ResourcesExhausted(format!(
+                "query memory limit of {} would be exceeded: it holds {} and needs {} more",
+                fmt_bytes(limit),
+                fmt_bytes(used as usize),
+                fmt_bytes(usize::try_from(bytes).unwrap_or(usize::MAX))
+            )));
+        }
+        Ok(())
+    })
+}
+
 /// Below this many input rows, work stays on the query's thread: starting helpers costs tens
 /// of microseconds, the whole budget of a point query. Tests lower it (see
 /// [`set_parallel_min_rows`]) so small inputs take the parallel path too.

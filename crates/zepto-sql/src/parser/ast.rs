@@ -304,7 +304,10 @@ pub enum Literal {
     Typed(DataType, String),
 }
 
-#[derive(Debug, Clone, PartialEq)]
+/// An expression as written. `Clone` is written out (not derived) so that it can grow the
+/// stack on deep trees: the binder clones expressions, and a derived clone of a chain 1,000
+/// `AND`s deep overflows a small thread stack.
+#[derive(Debug, PartialEq)]
 pub enum Expr {
     Column { table: Option<String>, name: String, pos: Pos },
     Lit(Literal, Pos),
@@ -423,6 +426,43 @@ impl fmt::Display for WindowSpec {
             write!(f, "{sep}{u} BETWEEN {} AND {}", fr.start, fr.end)?;
         }
         f.write_str(")")
+    }
+}
+
+impl Clone for Expr {
+    #[recursive::recursive]
+    fn clone(&self) -> Expr {
+        match self {
+            Expr::Column { table, name, pos } => Expr::Column { table: table.clone(), name: name.clone(), pos: *pos },
+            Expr::Lit(l, pos) => Expr::Lit(l.clone(), *pos),
+            Expr::Unary { op, expr } => Expr::Unary { op: *op, expr: expr.clone() },
+            Expr::Binary { op, left, right, pos } => {
+                Expr::Binary { op: *op, left: left.clone(), right: right.clone(), pos: *pos }
+            }
+            Expr::Func(f) => Expr::Func(f.clone()),
+            Expr::Case { operand, whens, else_ } => {
+                Expr::Case { operand: operand.clone(), whens: whens.clone(), else_: else_.clone() }
+            }
+            Expr::Cast { expr, to, try_, pos } => Expr::Cast { expr: expr.clone(), to: *to, try_: *try_, pos: *pos },
+            Expr::InList { expr, list, negated } => {
+                Expr::InList { expr: expr.clone(), list: list.clone(), negated: *negated }
+            }
+            Expr::InSubquery { expr, query, negated } => {
+                Expr::InSubquery { expr: expr.clone(), query: query.clone(), negated: *negated }
+            }
+            Expr::Exists { query, negated } => Expr::Exists { query: query.clone(), negated: *negated },
+            Expr::Subquery(q) => Expr::Subquery(q.clone()),
+            Expr::Between { expr, lo, hi, negated } => {
+                Expr::Between { expr: expr.clone(), lo: lo.clone(), hi: hi.clone(), negated: *negated }
+            }
+            Expr::Like { expr, pattern, negated, case_insensitive } => Expr::Like {
+                expr: expr.clone(),
+                pattern: pattern.clone(),
+                negated: *negated,
+                case_insensitive: *case_insensitive,
+            },
+            Expr::IsNull { expr, negated } => Expr::IsNull { expr: expr.clone(), negated: *negated },
+        }
     }
 }
 

@@ -8,18 +8,31 @@ use crate::error::{Result, SqlError};
 use zepto_storage::{time, DataType};
 
 impl Parser {
+    /// One whole expression. The descent recurses here for every nested expression, so this
+    /// is where the stack grows on demand (`#[recursive]`).
+    #[recursive::recursive]
     pub(super) fn expr(&mut self) -> Result<Expr> {
+        let start = self.pos();
         self.enter()?;
+        self.expr_nesting += 1;
         let e = self.or_expr();
+        self.expr_nesting -= 1;
         self.leave();
-        e
+        let e = e?;
+        if self.expr_nesting == 0 {
+            let limits = self.limits;
+            limits.check_expr(&e, start, &mut self.elements)?;
+        }
+        Ok(e)
     }
 
     fn or_expr(&mut self) -> Result<Expr> {
         let mut l = self.and_expr()?;
+        let mut links = 0;
         while self.is_kw("or") {
             let pos = self.pos();
             self.advance();
+            self.link(&mut links, pos)?;
             let r = self.and_expr()?;
             l = Expr::Binary { op: BinaryOp::Or, left: Box::new(l), right: Box::new(r), pos };
         }
@@ -28,9 +41,11 @@ impl Parser {
 
     fn and_expr(&mut self) -> Result<Expr> {
         let mut l = self.not_expr()?;
+        let mut links = 0;
         while self.is_kw("and") {
             let pos = self.pos();
             self.advance();
+            self.link(&mut links, pos)?;
             let r = self.not_expr()?;
             l = Expr::Binary { op: BinaryOp::And, left: Box::new(l), right: Box::new(r), pos };
         }
@@ -50,8 +65,10 @@ impl Parser {
 
     fn comparison(&mut self) -> Result<Expr> {
         let mut l = self.concat_expr()?;
+        let mut links = 0;
         loop {
             let pos = self.pos();
+            self.link(&mut links, pos)?;
             let op = match self.peek() {
                 Tok::Op("=") | Tok::Op("==") => Some(BinaryOp::Eq),
                 Tok::Op("<>") | Tok::Op("!=") => Some(BinaryOp::NotEq),
@@ -137,9 +154,11 @@ impl Parser {
 
     fn concat_expr(&mut self) -> Result<Expr> {
         let mut l = self.additive()?;
+        let mut links = 0;
         while matches!(self.peek(), Tok::Op("||")) {
             let pos = self.pos();
             self.advance();
+            self.link(&mut links, pos)?;
             let r = self.additive()?;
             l = Expr::Binary { op: BinaryOp::Concat, left: Box::new(l), right: Box::new(r), pos };
         }
@@ -148,8 +167,10 @@ impl Parser {
 
     fn additive(&mut self) -> Result<Expr> {
         let mut l = self.multiplicative()?;
+        let mut links = 0;
         loop {
             let pos = self.pos();
+            self.link(&mut links, pos)?;
             let op = match self.peek() {
                 Tok::Op("+") => BinaryOp::Add,
                 Tok::Op("-") => BinaryOp::Sub,
@@ -163,8 +184,10 @@ impl Parser {
 
     fn multiplicative(&mut self) -> Result<Expr> {
         let mut l = self.unary()?;
+        let mut links = 0;
         loop {
             let pos = self.pos();
+            self.link(&mut links, pos)?;
             let op = match self.peek() {
                 Tok::Op("*") => BinaryOp::Mul,
                 Tok::Op("/") => BinaryOp::Div,
@@ -194,12 +217,17 @@ impl Parser {
             });
         }
         if self.eat_op("+") {
-            return self.unary();
+            self.enter()?;
+            let e = self.unary();
+            self.leave();
+            return e;
         }
         let mut e = self.primary()?;
+        let mut links = 0;
         while matches!(self.peek(), Tok::Op("::")) {
             let pos = self.pos();
             self.advance();
+            self.link(&mut links, pos)?;
             let to = self.data_type()?;
             e = Expr::Cast { expr: Box::new(e), to, try_: false, pos };
         }

@@ -31,22 +31,54 @@ const OPS: [&str; 24] = [
     "[", "]", ":",
 ];
 
-pub fn tokenize(sql: &str) -> Result<Vec<Token>> {
+/// Line and column of byte offsets visited in increasing order. The column is counted on from
+/// the last offset asked for, never from the start of the line, so a whole pass over a
+/// one-line script of any length is linear (a 1M-item IN list is one line).
+struct Lines<'a> {
+    sql: &'a str,
+    line: u32,
+    /// Offset of the last position asked for, and its column.
+    at: usize,
+    column: u32,
+}
+
+impl<'a> Lines<'a> {
+    fn new(sql: &'a str) -> Lines<'a> {
+        Lines { sql, line: 1, at: 0, column: 1 }
+    }
+
+    /// A line starts at offset `start` (just after a newline).
+    fn newline(&mut self, start: usize) {
+        self.line += 1;
+        self.at = start;
+        self.column = 1;
+    }
+
+    fn pos(&mut self, offset: usize) -> Pos {
+        debug_assert!(offset >= self.at, "positions are asked for in increasing order");
+        let gap = self.sql.get(self.at..offset).map_or(0, |s| s.chars().count());
+        self.column = self.column.saturating_add(u32::try_from(gap).unwrap_or(u32::MAX));
+        self.at = offset;
+        Pos { offset, line: self.line, column: self.column }
+    }
+}
+
+/// How often (in tokens) the lexer asks whether it should stop.
+const CHECK_EVERY_TOKENS: usize = 1 << 14;
+
+/// Split `sql` into tokens. `interrupt` is asked every few thousand tokens whether to stop
+/// (deadline, cancellation, memory): a long script is stopped while it is being read.
+pub fn tokenize(sql: &str, interrupt: &dyn Fn() -> Result<()>) -> Result<Vec<Token>> {
     let b = sql.as_bytes();
     let mut out = Vec::new();
-    let (mut i, mut line, mut line_start) = (0usize, 1u32, 0usize);
+    let mut i = 0usize;
+    let mut lines = Lines::new(sql);
     let (mut anonymous, mut numbered) = (0usize, false);
-    let pos_at = |i: usize, line: u32, line_start: usize| Pos {
-        offset: i,
-        line,
-        column: (sql[line_start..i].chars().count() + 1) as u32,
-    };
     while i < b.len() {
         let c = b[i];
         if c == b'\n' {
             i += 1;
-            line += 1;
-            line_start = i;
+            lines.newline(i);
             continue;
         }
         if c.is_ascii_whitespace() {
@@ -60,7 +92,7 @@ pub fn tokenize(sql: &str) -> Result<Vec<Token>> {
             continue;
         }
         if c == b'/' && b.get(i + 1) == Some(&b'*') {
-            let start = pos_at(i, line, line_start);
+            let start = lines.pos(i);
             i += 2;
             loop {
                 if i + 1 >= b.len() {
@@ -71,14 +103,16 @@ pub fn tokenize(sql: &str) -> Result<Vec<Token>> {
                     break;
                 }
                 if b[i] == b'\n' {
-                    line += 1;
-                    line_start = i + 1;
+                    lines.newline(i + 1);
                 }
                 i += 1;
             }
             continue;
         }
-        let pos = pos_at(i, line, line_start);
+        if out.len() % CHECK_EVERY_TOKENS == CHECK_EVERY_TOKENS - 1 {
+            interrupt()?;
+        }
+        let pos = lines.pos(i);
         if c == b'\'' || c == b'"' {
             let quote = c;
             let mut s = String::new();
@@ -101,8 +135,7 @@ pub fn tokenize(sql: &str) -> Result<Vec<Token>> {
                     break;
                 }
                 if b[i] == b'\n' {
-                    line += 1;
-                    line_start = i + 1;
+                    lines.newline(i + 1);
                 }
                 i += 1;
             }
@@ -185,7 +218,7 @@ pub fn tokenize(sql: &str) -> Result<Vec<Token>> {
             }
         }
     }
-    out.push(Token { tok: Tok::Eof, pos: pos_at(b.len(), line, line_start) });
+    out.push(Token { tok: Tok::Eof, pos: lines.pos(b.len()) });
     Ok(out)
 }
 
@@ -195,16 +228,16 @@ mod tests {
 
     #[test]
     fn positions_and_kinds() {
-        let t = tokenize("SELECT a,\n  'it''s' -- c\n  >= 1.5e3").expect("lexes");
+        let t = tokenize("SELECT a,\n  'it''s' -- c\n  >= 1.5e3", &|| Ok(())).expect("lexes");
         assert_eq!(t[0].tok, Tok::Ident("SELECT".into()));
         assert_eq!(t[3].tok, Tok::Str("it's".into()));
         assert_eq!((t[3].pos.line, t[3].pos.column), (2, 3));
         assert_eq!(t[4].tok, Tok::Op(">="));
         assert_eq!(t[5].tok, Tok::Num("1.5e3".into()));
-        assert!(tokenize("'open").is_err());
-        assert!(tokenize("a @ b").is_err());
-        assert!(tokenize("a ? $1").is_err());
-        let t = tokenize("x = ? AND y = ?").expect("lexes");
+        assert!(tokenize("'open", &|| Ok(())).is_err());
+        assert!(tokenize("a @ b", &|| Ok(())).is_err());
+        assert!(tokenize("a ? $1", &|| Ok(())).is_err());
+        let t = tokenize("x = ? AND y = ?", &|| Ok(())).expect("lexes");
         assert_eq!((t[2].tok.clone(), t[6].tok.clone()), (Tok::Param(1), Tok::Param(2)));
     }
 }

@@ -10,6 +10,7 @@
 pub mod ast;
 mod expr;
 pub mod lexer;
+pub mod limits;
 mod query;
 mod timeseries;
 pub mod visit;
@@ -18,6 +19,7 @@ mod window;
 use crate::error::{Pos, Result, SqlError};
 use ast::*;
 use lexer::{tokenize, Tok, Token};
+pub use limits::ParseLimits;
 use zepto_storage::DataType;
 
 /// Words that end an expression or clause, so they are never taken as an implicit alias.
@@ -81,9 +83,16 @@ pub struct Parser {
     toks: Vec<Token>,
     i: usize,
     depth: usize,
+    limits: ParseLimits,
+    /// `expr()` calls under way since the innermost query began: an expression is measured
+    /// against the limits when the outermost one completes.
+    expr_nesting: usize,
+    /// Expression nodes of the current statement so far.
+    elements: usize,
 }
 
-/// Nesting limit: deeper input is rejected instead of overflowing the stack.
+/// Nesting limit of the recursive descent: deeper input is rejected instead of overflowing
+/// the parser's stack. Left-deep chains are loops, held by [`ParseLimits::max_depth`] instead.
 const MAX_DEPTH: usize = 200;
 
 /// A value bound to a query parameter (`?` or `$n`).
@@ -103,15 +112,32 @@ pub fn parse_statements(sql: &str) -> Result<Vec<Statement>> {
 
 /// Parse a script whose `?`/`$n` placeholders take `params` (1-based). Values are substituted
 /// as literal tokens, never as text, so a parameter can never change the statement's shape.
+/// Default [`ParseLimits`], never interrupted.
 pub fn parse_statements_with_params(sql: &str, params: &[ParamValue]) -> Result<Vec<Statement>> {
-    let toks = bind_params(tokenize(sql)?, params)?;
-    let mut p = Parser { toks, i: 0, depth: 0 };
+    parse_script(sql, params, &ParseLimits::default(), &|| Ok(()))
+}
+
+/// [`parse_statements_with_params`] under `limits`, asking `interrupt` every so often whether
+/// to stop (a door passes its query's deadline, cancel flag and memory check, so a long script
+/// is stopped while it is read).
+pub fn parse_script(
+    sql: &str,
+    params: &[ParamValue],
+    limits: &ParseLimits,
+    interrupt: &dyn Fn() -> Result<()>,
+) -> Result<Vec<Statement>> {
+    limits.check_size(sql)?;
+    let toks = bind_params(tokenize(sql, interrupt)?, params)?;
+    let mut p = Parser { toks, i: 0, depth: 0, limits: *limits, expr_nesting: 0, elements: 0 };
     let mut out = Vec::new();
     loop {
         while p.eat_op(";") {}
         if p.peek() == &Tok::Eof {
             break;
         }
+        limits.check_statements(out.len() + 1, p.pos())?;
+        interrupt()?;
+        p.elements = 0;
         out.push(p.statement()?);
         if !p.eat_op(";") && p.peek() != &Tok::Eof {
             return Err(p.unexpected("';' or end of input"));
@@ -262,13 +288,31 @@ impl Parser {
     fn enter(&mut self) -> Result<()> {
         self.depth += 1;
         if self.depth > MAX_DEPTH {
-            return Err(SqlError::Parse { message: "statement nested too deeply".into(), pos: self.pos() });
+            let pos = self.pos();
+            return Err(SqlError::LimitExceeded(format!(
+                "statement nested more than {MAX_DEPTH} levels deep (parentheses, subqueries, unary \
+                 operators) at line {}, column {}: a fixed limit of the parser",
+                pos.line, pos.column
+            )));
         }
         Ok(())
     }
 
     fn leave(&mut self) {
         self.depth -= 1;
+    }
+
+    /// One more link of a left-deep chain that a loop builds (`a AND b AND ...`, `x::T::U`):
+    /// refused at once when the chain alone goes past the depth limit, before a tree too deep
+    /// even to drop is built. Complete expressions are measured exactly
+    /// ([`limits::ParseLimits::check_expr`]).
+    fn link(&self, links: &mut usize, pos: Pos) -> Result<()> {
+        *links += 1;
+        let depth = *links + self.depth;
+        if depth > self.limits.max_depth {
+            return Err(self.limits.too_deep(depth, pos));
+        }
+        Ok(())
     }
 
     /// An identifier (bare non-reserved word or quoted).

@@ -6,7 +6,17 @@ use super::Parser;
 use crate::error::Result;
 
 impl Parser {
+    /// A query; its expressions are measured against the limits on their own (a subquery
+    /// inside an expression is not part of that expression's depth).
+    #[recursive::recursive]
     pub(super) fn query(&mut self) -> Result<Query> {
+        let outer = std::mem::replace(&mut self.expr_nesting, 0);
+        let q = self.query_body();
+        self.expr_nesting = outer;
+        q
+    }
+
+    fn query_body(&mut self) -> Result<Query> {
         self.enter()?;
         let mut ctes = Vec::new();
         if self.eat_kw("with") {

@@ -123,3 +123,51 @@ pub fn rewrite_expr(e: &mut Expr, f: &mut dyn FnMut(&mut Expr)) {
     }
     f(e);
 }
+
+/// Calls `f` on each direct child expression of `e` (one level; subqueries are not entered).
+/// The building block of walks that must not recurse, such as [`super::limits::measure`].
+pub fn for_each_child<'e>(e: &'e Expr, f: &mut dyn FnMut(&'e Expr)) {
+    match e {
+        Expr::Column { .. } | Expr::Lit(..) | Expr::Exists { .. } | Expr::Subquery(_) => {}
+        Expr::Unary { expr, .. } | Expr::IsNull { expr, .. } | Expr::Cast { expr, .. } => f(expr),
+        Expr::InSubquery { expr, .. } => f(expr),
+        Expr::Binary { left, right, .. } | Expr::Like { expr: left, pattern: right, .. } => {
+            f(left);
+            f(right);
+        }
+        Expr::Func(fc) => {
+            fc.args.iter().for_each(&mut *f);
+            if let Some(o) = &fc.within_group {
+                f(&o.expr);
+            }
+            if let Some(w) = &fc.over {
+                w.partition_by.iter().for_each(&mut *f);
+                w.order_by.iter().for_each(|o| f(&o.expr));
+                if let Some(fr) = &w.frame {
+                    for b in [&fr.start, &fr.end] {
+                        if let FrameBound::Preceding(x) | FrameBound::Following(x) = b {
+                            f(x);
+                        }
+                    }
+                }
+            }
+        }
+        Expr::Case { operand, whens, else_ } => {
+            operand.iter().for_each(|o| f(o));
+            for (w, t) in whens {
+                f(w);
+                f(t);
+            }
+            else_.iter().for_each(|x| f(x));
+        }
+        Expr::InList { expr, list, .. } => {
+            f(expr);
+            list.iter().for_each(&mut *f);
+        }
+        Expr::Between { expr, lo, hi, .. } => {
+            f(expr);
+            f(lo);
+            f(hi);
+        }
+    }
+}

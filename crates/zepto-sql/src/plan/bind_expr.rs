@@ -250,6 +250,7 @@ pub fn coerce_pair(l: BExpr, r: BExpr, pos: Pos) -> Result<(BExpr, BExpr)> {
 }
 
 impl ExprBinder<'_> {
+    #[recursive::recursive]
     pub fn bind(&mut self, e: &Expr) -> Result<BExpr> {
         if let Expr::Func(f) = e {
             if is_window_call(f) {

@@ -165,6 +165,7 @@ impl Binder {
         Binder { access, ..Binder::new(catalog) }
     }
 
+    #[recursive::recursive]
     pub fn bind_query(&mut self, q: &Query) -> Result<(Plan, Vec<Field>)> {
         let saved = self.ctes.len();
         let r = self.bind_query_inner(q);

@@ -1,0 +1,161 @@
+//! The end-to-end test harness: the real `zeptodb serve` binary on an ephemeral loopback
+//! port, spoken to over raw TCP (so malformed HTTP can be sent too).
+#![allow(dead_code)] // each test file uses its own part of it
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub struct Server {
+    /// What the server printed before it listened (recovery messages).
+    pub startup: Vec<String>,
+    pub child: Child,
+    pub addr: String,
+}
+
+impl Server {
+    pub fn start(args: &[&str]) -> Server {
+        Server::start_env(args, &[])
+    }
+
+    pub fn start_env(args: &[&str], env: &[(&str, &str)]) -> Server {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_zeptodb"));
+        cmd.arg("serve").args(["--http", "127.0.0.1:0", "--access-log", "off"]).args(args);
+        if !args.contains(&"--data-dir") {
+            cmd.arg("--in-memory");
+        }
+        cmd.env_remove("ZEPTO_API_KEY");
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.stdout(Stdio::null()).stderr(Stdio::piped()).spawn().expect("starts zeptodb serve");
+        let stderr = child.stderr.take().expect("stderr");
+        let mut lines = BufReader::new(stderr).lines();
+        let mut startup = Vec::new();
+        let addr = loop {
+            let line = lines.next().expect("server printed its address").expect("reads stderr");
+            if let Some(rest) = line.split("listening on http://").nth(1) {
+                break rest.split_whitespace().next().expect("address").to_string();
+            }
+            startup.push(line);
+        };
+        // Keep draining stderr so the server never blocks on a full pipe.
+        std::thread::spawn(move || for _ in lines {});
+        Server { startup, child, addr }
+    }
+
+    pub fn stop(mut self) -> std::process::ExitStatus {
+        let pid = self.child.id().to_string();
+        Command::new("kill").args(["-TERM", &pid]).status().expect("kill");
+        let t0 = Instant::now();
+        loop {
+            if let Some(s) = self.child.try_wait().expect("wait") {
+                return s;
+            }
+            assert!(t0.elapsed() < Duration::from_secs(10), "server did not stop on SIGTERM");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[derive(Debug)]
+pub struct Resp {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Resp {
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+    }
+
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_slice(&self.body).unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.text()))
+    }
+
+    pub fn error_code(&self) -> String {
+        self.json()["error"]["code"].as_str().unwrap_or("").to_string()
+    }
+}
+
+/// Send raw bytes, read the response to EOF (`Connection: close`), de-chunk the body.
+pub fn raw(addr: &str, request: &[u8]) -> Resp {
+    let mut s = TcpStream::connect(addr).expect("connects");
+    s.set_read_timeout(Some(Duration::from_secs(60))).expect("timeout");
+    s.write_all(request).expect("writes");
+    let mut buf = Vec::new();
+    s.read_to_end(&mut buf).expect("reads");
+    parse_response(&buf)
+}
+
+pub fn parse_response(buf: &[u8]) -> Resp {
+    let end = buf.windows(4).position(|w| w == b"\r\n\r\n").expect("header end");
+    let head = String::from_utf8_lossy(&buf[..end]).into_owned();
+    let mut lines = head.split("\r\n");
+    let status: u16 = lines.next().and_then(|l| l.split(' ').nth(1)).and_then(|s| s.parse().ok()).expect("status");
+    let headers: Vec<(String, String)> =
+        lines.filter_map(|l| l.split_once(':').map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))).collect();
+    let mut body = buf[end + 4..].to_vec();
+    let chunked = headers.iter().any(|(k, v)| k.eq_ignore_ascii_case("transfer-encoding") && v.contains("chunked"));
+    if chunked {
+        let mut out = Vec::new();
+        let mut i = 0;
+        loop {
+            let nl = body[i..].windows(2).position(|w| w == b"\r\n").expect("chunk size line") + i;
+            let size = usize::from_str_radix(std::str::from_utf8(&body[i..nl]).expect("hex").trim(), 16).expect("size");
+            if size == 0 {
+                break;
+            }
+            out.extend_from_slice(&body[nl + 2..nl + 2 + size]);
+            i = nl + 2 + size + 2;
+        }
+        body = out;
+    }
+    Resp { status, headers, body }
+}
+
+pub fn request(addr: &str, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Resp {
+    let mut req = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str(&format!("Content-Length: {}\r\n\r\n", body.len()));
+    let mut bytes = req.into_bytes();
+    bytes.extend_from_slice(body);
+    raw(addr, &bytes)
+}
+
+pub fn get(addr: &str, path: &str) -> Resp {
+    request(addr, "GET", path, &[], b"")
+}
+
+pub fn post(addr: &str, path: &str, body: &str) -> Resp {
+    request(addr, "POST", path, &[], body.as_bytes())
+}
+
+pub fn post_key(addr: &str, path: &str, key: &str, body: &str) -> Resp {
+    request(addr, "POST", path, &[("Authorization", &format!("Bearer {key}"))], body.as_bytes())
+}
+
+pub fn sql(addr: &str, q: &str) -> serde_json::Value {
+    let r = post(addr, "/", q);
+    assert_eq!(r.status, 200, "{q}: {}", r.text());
+    r.json()
+}
+
+pub fn enc(s: &str) -> String {
+    s.bytes().map(|b| if b.is_ascii_alphanumeric() { (b as char).to_string() } else { format!("%{b:02X}") }).collect()
+}
