@@ -9,17 +9,18 @@ use std::sync::Arc;
 use std::time::Duration;
 use zepto_durable::{Durable, Options};
 use zepto_sql::Engine;
-use zepto_wal::{DirStorage, SyncMode};
+use zepto_wal::{DirStorage, RecoveryMode, SyncMode};
 
-/// Make `engine` durable in `dir`: recover what is there, then log to it.
+/// Make `engine` durable in `dir`: recover what is there, then log to it. Also returns the
+/// corruption point-in-time recovery cut off, if any.
 pub fn open(
     engine: &Engine,
     dir: &str,
     sync: Option<&str>,
-    repair: bool,
+    recovery: RecoveryMode,
     checkpoint_mb: Option<u64>,
     tiering: Tiering,
-) -> Result<Arc<Durable>, String> {
+) -> Result<(Arc<Durable>, Option<zepto_wal::Corruption>), String> {
     let mode = match sync {
         None => SyncMode::Always,
         Some(s) => SyncMode::parse(s).ok_or_else(|| format!("--sync: '{s}' is not always, interval=<ms> or none"))?,
@@ -32,14 +33,17 @@ pub fn open(
     let (wal, ckpt, history) = (storage("wal")?, storage("checkpoint")?, storage("history")?);
     let opts = Options {
         sync: mode,
-        repair_wal: repair,
+        recovery,
         checkpoint_bytes: checkpoint_mb.unwrap_or(256).saturating_mul(1 << 20),
         tier_after_ns: tiering.after_ns,
         memory_budget: tiering.memory_budget_mb.map(|m| m.saturating_mul(1 << 20)),
     };
     let (durable, rec) = Durable::open(wal, ckpt, history, engine.catalog(), opts, |m| eprintln!("zeptodb: {m} ..."))
         .map_err(|e| {
-        format!("recovery from {dir} failed: {e} (if the WAL is damaged, --repair-wal cuts it there)")
+        format!(
+            "recovery from {dir} failed: {e} (with --wal-recovery point-in-time, the default, a damaged \
+             log is cut at the damage and kept aside)"
+        )
     })?;
     if rec.checkpoint_lsn > 0 {
         eprintln!(
@@ -69,8 +73,8 @@ pub fn open(
             "zeptodb: cut a torn last write in {file} at offset {offset} (never acknowledged with --sync always)"
         );
     }
-    if let Some((file, offset, reason)) = &rec.replay.repaired {
-        eprintln!("zeptodb: --repair-wal cut the log in {file} at offset {offset}: {reason}");
+    if let Some(c) = &rec.replay.corruption {
+        eprintln!("zeptodb: ERROR: {}", corruption_message(c));
     }
     durable
         .spawn_auto_checkpoint(Arc::downgrade(engine.catalog()), Duration::from_millis(500), |r| match r {
@@ -84,7 +88,25 @@ pub fn open(
     if tiering.background {
         spawn_maintenance(&durable, engine)?;
     }
-    Ok(durable)
+    Ok((durable, rec.replay.corruption))
+}
+
+/// What point-in-time recovery dropped, in one line: where, what, how much, and where the
+/// damaged log was kept.
+pub fn corruption_message(c: &zepto_wal::Corruption) -> String {
+    format!(
+        "WAL corruption in {} at offset {}: {}; recovered to the record before it and dropped {} \
+         record(s) ({} bytes of log; {} row(s) in the intact records among them; the damaged \
+         record's own rows cannot be counted). The dropped log is kept as {} (use \
+         --wal-recovery strict to refuse to start instead)",
+        c.file,
+        c.offset,
+        c.reason,
+        c.records_dropped,
+        c.bytes_dropped,
+        c.intact_rows_dropped,
+        c.kept.join(", ")
+    )
 }
 
 /// When rows move to the Parquet history (see `Options`).

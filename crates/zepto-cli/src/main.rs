@@ -112,8 +112,9 @@ fn main() -> ExitCode {
                     let mut engine = Engine::new();
                     if let Some(dir) = a.get_one::<String>("data-dir") {
                         let sync = a.get_one::<String>("sync").map(String::as_str);
-                        match durable::open(&engine, dir, sync, false, None, durable::Tiering::default()) {
-                            Ok(d) => durable = Some(d),
+                        let mode = zepto_wal::RecoveryMode::default();
+                        match durable::open(&engine, dir, sync, mode, None, durable::Tiering::default()) {
+                            Ok((d, _)) => durable = Some(d),
                             Err(e) => return fail(&e),
                         }
                         // COPY never reads or writes the data directory's own files.

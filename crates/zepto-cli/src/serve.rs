@@ -64,10 +64,20 @@ pub fn command() -> Command {
                 .help("With --data-dir: always (fsync before ack, default), interval=<ms>, none"),
         )
         .arg(
+            Arg::new("wal-recovery")
+                .long("wal-recovery")
+                .value_name("MODE")
+                .value_parser(["point-in-time", "strict"])
+                .help(
+                    "On WAL corruption: recover to the record before it and keep the damage aside \
+                       (point-in-time, default), or refuse to start (strict)",
+                ),
+        )
+        .arg(
             Arg::new("repair-wal")
                 .long("repair-wal")
                 .action(ArgAction::SetTrue)
-                .help("Cut the log at mid-log corruption instead of refusing to start"),
+                .help("Same as --wal-recovery point-in-time (kept for old scripts)"),
         )
         .arg(Arg::new("demo").long("demo").action(ArgAction::SetTrue).help("Load the generated trades/quotes data set"))
         .arg(crate::demo::rows_arg())
@@ -209,6 +219,7 @@ const FILE_KEYS: &[&str] = &[
     "tier-after",
     "memory-budget-mb",
     "sync",
+    "wal-recovery",
     "demo",
     "rows",
     "api-key",
@@ -361,7 +372,7 @@ pub fn run(a: &ArgMatches) -> ExitCode {
         Ok(s) => s,
         Err(e) => return fail(&e),
     };
-    let cfg = match config(&settings) {
+    let mut cfg = match config(&settings) {
         Ok(c) => c,
         Err(e) => return fail(&e),
     };
@@ -404,10 +415,27 @@ pub fn run(a: &ArgMatches) -> ExitCode {
         (None, true) => None,
         (dir, false) => {
             let dir = dir.unwrap_or_else(|| DEFAULT_DATA_DIR.to_string());
-            let repair = settings.flag("repair-wal").unwrap_or(false);
+            let mode = match settings.string("wal-recovery") {
+                Ok(None) => zepto_wal::RecoveryMode::default(),
+                Ok(Some(m)) => match zepto_wal::RecoveryMode::parse(&m) {
+                    Some(m) => m,
+                    None => return fail(&format!("--wal-recovery: '{m}' is not point-in-time or strict")),
+                },
+                Err(e) => return fail(&e),
+            };
+            if settings.flag("repair-wal").unwrap_or(false) && mode == zepto_wal::RecoveryMode::Strict {
+                return fail("--repair-wal and --wal-recovery strict contradict each other");
+            }
             protected.push(PathBuf::from(&dir));
-            match crate::durable::open(&engine, &dir, sync.as_deref(), repair, checkpoint_mb, tiering) {
-                Ok(d) => Some(d),
+            match crate::durable::open(&engine, &dir, sync.as_deref(), mode, checkpoint_mb, tiering) {
+                Ok((d, corruption)) => {
+                    cfg.recovery = corruption.map(|c| zepto_server::RecoveryNotice {
+                        message: crate::durable::corruption_message(&c),
+                        records_dropped: c.records_dropped,
+                        intact_rows_dropped: c.intact_rows_dropped,
+                    });
+                    Some(d)
+                }
                 Err(e) => return fail(&e),
             }
         }

@@ -137,3 +137,64 @@ fn deep_and_large_requests_are_refused_not_fatal() {
     // Still up, still right.
     assert_eq!(sql(a, "SELECT sum(a) FROM t")["data"][0][0], 3);
 }
+
+/// One byte flipped in the last, complete, fsynced WAL record: that batch was acknowledged, so
+/// recovery must call it corruption (never "a torn write"), keep the damaged log aside, say
+/// what it dropped (log, /health, /metrics), or refuse to start under `--wal-recovery strict`.
+#[test]
+fn a_damaged_last_record_is_reported_as_corruption() {
+    let d = tmp_dir("wal-corrupt");
+    let data = d.join("data");
+    let data_s = data.to_str().expect("utf8").to_string();
+    {
+        let s = Server::start(&["--data-dir", &data_s]);
+        sql(&s.addr, "CREATE TABLE t (ts TIMESTAMP, v BIGINT)");
+        for i in 0..3 {
+            sql(
+                &s.addr,
+                &format!(
+                    "INSERT INTO t VALUES ('2024-01-0{} 00:00:00', {i}), ('2024-01-0{} 00:00:01', {i})",
+                    i + 1,
+                    i + 1
+                ),
+            );
+        }
+    } // killed (SIGKILL): no checkpoint, the rows live in the log only
+    let wal = data.join("wal");
+    let segment = files_under(&wal).into_iter().find(|p| p.extension().is_some_and(|e| e == "wal")).expect("segment");
+    let mut bytes = std::fs::read(&segment).expect("segment");
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0x10;
+    std::fs::write(&segment, &bytes).expect("damage");
+    let pristine = std::fs::read(&segment).expect("copy");
+
+    // Strict: refuses to start, naming the file and offset; nothing is changed.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_zeptodb"))
+        .args(["serve", "--http", "127.0.0.1:0", "--data-dir", &data_s, "--wal-recovery", "strict"])
+        .output()
+        .expect("runs");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("checksum mismatch in a complete record"), "{err}");
+    assert_eq!(std::fs::read(&segment).expect("segment"), pristine, "strict changes nothing");
+
+    // Point in time (the default): starts, drops exactly the damaged batch, and says so.
+    let s = Server::start(&["--data-dir", &data_s]);
+    let said = s.startup.join("\n");
+    assert!(said.contains("ERROR: WAL corruption"), "{said}");
+    assert!(!said.contains("never acknowledged"), "not a torn write: {said}");
+    assert_eq!(sql(&s.addr, "SELECT count(*) FROM t")["data"][0][0], 4);
+    let health = get(&s.addr, "/health").json();
+    assert_eq!(health["status"], "degraded", "{health}");
+    assert_eq!(health["wal_recovery"]["records_dropped"], 1, "{health}");
+    assert!(get(&s.addr, "/metrics").text().contains("zepto_wal_recovery_dropped_records 1"));
+    let kept = wal.join(format!("{}.damaged", segment.file_name().expect("name").to_string_lossy()));
+    assert_eq!(std::fs::read(&kept).expect("kept aside"), pristine, "the damaged segment is kept whole");
+    // Writes go on after the cut, and a restart is clean.
+    sql(&s.addr, "INSERT INTO t VALUES ('2024-02-01', 9)");
+    drop(s);
+    let s = Server::start(&["--data-dir", &data_s]);
+    assert!(!s.startup.join("\n").contains("ERROR"), "{:?}", s.startup);
+    assert_eq!(sql(&s.addr, "SELECT count(*) FROM t")["data"][0][0], 5);
+    assert_eq!(get(&s.addr, "/health").json()["status"], "ok");
+}

@@ -198,6 +198,23 @@ impl<'a> Cursor<'a> {
     }
 }
 
+/// Rows one record appends (its INSERT/COPY/ingest batches), read without applying it: what
+/// recovery reports when it has to drop an intact record. `None` if the record does not decode.
+pub fn appended_rows(payload: &[u8]) -> Option<u64> {
+    let mut c = Cursor { b: payload, pos: 0 };
+    let mut rows = 0;
+    for _ in 0..c.u32().ok()? {
+        let kind = c.u8().ok()?;
+        let len = c.u32().ok()? as usize;
+        let mut b = Cursor { b: c.take(len).ok()?, pos: 0 };
+        if kind == 4 {
+            b.str().ok()?;
+            rows += zepto_io::ipc::count_ipc_rows(&b.b[b.pos..])?;
+        }
+    }
+    Some(rows)
+}
+
 /// Apply one record's changes to `catalog` (which must not log them again).
 pub fn apply(catalog: &Catalog, payload: &[u8]) -> Result<(), String> {
     let mut c = Cursor { b: payload, pos: 0 };

@@ -18,13 +18,13 @@ use std::time::{Duration, Instant};
 use zepto_history::{sweep, write_history, ParquetHistory, Swept};
 use zepto_storage::history::day_floor;
 use zepto_storage::{Catalog, Change, ChangeLog, HistFile, StorageError};
-use zepto_wal::{replay, Lsn, ReplayOptions, ReplayReport, Storage, SyncMode, Wal, WalError};
+use zepto_wal::{replay, Lsn, RecoveryMode, ReplayOptions, ReplayReport, Storage, SyncMode, Wal, WalError};
 
 #[derive(Debug, Clone, Copy)]
 pub struct Options {
     pub sync: SyncMode,
-    /// Cut the WAL at mid-log corruption instead of refusing to start.
-    pub repair_wal: bool,
+    /// On WAL corruption: refuse to start, or recover to the point before it (the default).
+    pub recovery: RecoveryMode,
     /// Checkpoint automatically once this many WAL bytes were written since the last one
     /// (0: only on request).
     pub checkpoint_bytes: u64,
@@ -38,7 +38,7 @@ impl Default for Options {
     fn default() -> Self {
         Options {
             sync: SyncMode::Always,
-            repair_wal: false,
+            recovery: RecoveryMode::PointInTime,
             checkpoint_bytes: 256 << 20,
             tier_after_ns: None,
             memory_budget: None,
@@ -123,7 +123,11 @@ impl Durable {
         let t1 = Instant::now();
         let mut failure: Option<(Lsn, String)> = None;
         let mut n = 0u64;
-        let ropts = ReplayOptions { repair: opts.repair_wal, after: rec.checkpoint_lsn };
+        let ropts = ReplayOptions {
+            mode: opts.recovery,
+            after: rec.checkpoint_lsn,
+            rows_of: Some(crate::changes::appended_rows),
+        };
         rec.replay = replay(wal.as_ref(), ropts, |lsn, payload| {
             if failure.is_some() {
                 return;

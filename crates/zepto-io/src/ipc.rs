@@ -26,6 +26,12 @@ fn bad(e: impl std::fmt::Display) -> IoError {
 /// Read a whole Arrow IPC stream into columns in `schema` order. Columns are matched by name
 /// (case-insensitively); schema columns the stream lacks read as NULL, and a stream column the
 /// schema lacks is an error (data would otherwise be dropped silently).
+/// Rows in an Arrow IPC stream, without converting them (`None` if it does not decode).
+pub fn count_ipc_rows(data: &[u8]) -> Option<u64> {
+    let reader = StreamReader::try_new(Cursor::new(data), None).ok()?;
+    reader.map(|b| b.ok().map(|b| b.num_rows() as u64)).sum()
+}
+
 pub fn read_ipc_stream(data: &[u8], schema: &[ColumnDef]) -> Result<Vec<Column>, IoError> {
     let reader = StreamReader::try_new(Cursor::new(data), None).map_err(bad)?;
     let fields = reader.schema().fields().clone();

@@ -28,8 +28,21 @@ pub struct Config {
     pub shutdown_grace: Duration,
     /// Time allowed to receive a request's headers (slowloris guard).
     pub header_timeout: Duration,
+    /// What recovery dropped at start (WAL corruption), reported by `/health` and `/metrics`.
+    pub recovery: Option<RecoveryNotice>,
     /// Access log destination: `None` = off, `Some(None)` = stderr, `Some(Some(path))` = file.
     pub access_log: Option<Option<PathBuf>>,
+}
+
+/// WAL corruption that point-in-time recovery cut off when the server started.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RecoveryNotice {
+    /// What was wrong and where (segment, offset), and where the damaged log was kept.
+    pub message: String,
+    /// Log records dropped (the damaged one and every intact one after it).
+    pub records_dropped: u64,
+    /// Rows in the intact records dropped (the damaged record's own rows cannot be known).
+    pub intact_rows_dropped: u64,
 }
 
 #[derive(Debug, Clone)]
@@ -53,6 +66,7 @@ impl Default for Config {
             shutdown_grace: Duration::from_secs(30),
             header_timeout: Duration::from_secs(30),
             access_log: Some(None),
+            recovery: None,
         }
     }
 }

@@ -21,5 +21,5 @@ pub mod server;
 pub mod sql;
 
 pub use auth::{KeyStore, Role};
-pub use config::{Config, TlsFiles};
+pub use config::{Config, RecoveryNotice, TlsFiles};
 pub use server::run;

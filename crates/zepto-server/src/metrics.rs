@@ -62,6 +62,9 @@ pub struct Metrics {
     peak_memory: Gauge<f64, AtomicU64>,
     tables: Gauge,
     table_rows: Gauge,
+    /// WAL records and intact rows dropped by recovery at start (0 when the log was sound).
+    pub recovery_dropped_records: Gauge,
+    pub recovery_dropped_rows: Gauge,
 }
 
 impl Default for Metrics {
@@ -123,6 +126,18 @@ impl Metrics {
         registry.register("zepto_tables", "Tables in the catalog", tables.clone());
         let table_rows = Gauge::default();
         registry.register("zepto_table_rows", "Rows in all tables", table_rows.clone());
+        let recovery_dropped_records = Gauge::default();
+        registry.register(
+            "zepto_wal_recovery_dropped_records",
+            "WAL records dropped at start because of corruption (point-in-time recovery)",
+            recovery_dropped_records.clone(),
+        );
+        let recovery_dropped_rows = Gauge::default();
+        registry.register(
+            "zepto_wal_recovery_dropped_rows",
+            "Rows of intact WAL records dropped at start after a corruption",
+            recovery_dropped_rows.clone(),
+        );
         Metrics {
             registry,
             requests,
@@ -138,6 +153,8 @@ impl Metrics {
             peak_memory,
             tables,
             table_rows,
+            recovery_dropped_records,
+            recovery_dropped_rows,
         }
     }
 

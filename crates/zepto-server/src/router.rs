@@ -45,12 +45,17 @@ impl State {
     pub fn new(engine: Engine, config: Config, log: Option<AccessLog>) -> State {
         // Request ids: a per-process prefix and a counter, unique without coordination.
         let id_prefix = format!("{:x}", (now_ns() as u64 ^ u64::from(std::process::id())) & 0xff_ffff_ffff);
+        let metrics = Metrics::new();
+        if let Some(r) = &config.recovery {
+            metrics.recovery_dropped_records.set(i64::try_from(r.records_dropped).unwrap_or(i64::MAX));
+            metrics.recovery_dropped_rows.set(i64::try_from(r.intact_rows_dropped).unwrap_or(i64::MAX));
+        }
         State {
             query_slots: Arc::new(Semaphore::new(config.query_slots())),
             ingest_slots: Arc::new(Semaphore::new(config.ingest_slots())),
             engine,
             config,
-            metrics: Metrics::new(),
+            metrics,
             log,
             running: Mutex::new(HashMap::new()),
             ready: AtomicBool::new(false),
@@ -374,14 +379,27 @@ async fn read_body(req: Request<Incoming>, max: usize) -> Result<Bytes, ApiError
 fn probe(state: &State, path: &str) -> Result<Outcome, ApiError> {
     match path {
         "/ping" => ok(text(StatusCode::OK, "text/plain; charset=utf-8", "Ok")),
-        "/health" => ok(json(
-            StatusCode::OK,
-            format!(
-                "{{\"status\":\"ok\",\"version\":\"{}\",\"uptime_s\":{:.3}}}\n",
-                env!("CARGO_PKG_VERSION"),
-                state.started.elapsed().as_secs_f64()
-            ),
-        )),
+        "/health" => {
+            // Serving, but with data dropped at start: say so (a probe still gets its 200).
+            let recovery = match &state.config.recovery {
+                None => String::new(),
+                Some(r) => format!(
+                    ",\"wal_recovery\":{{\"corruption\":true,\"records_dropped\":{},\"intact_rows_dropped\":{},\"message\":{}}}",
+                    r.records_dropped,
+                    r.intact_rows_dropped,
+                    serde_json::Value::String(r.message.clone())
+                ),
+            };
+            ok(json(
+                StatusCode::OK,
+                format!(
+                    "{{\"status\":\"{}\",\"version\":\"{}\",\"uptime_s\":{:.3}{recovery}}}\n",
+                    if recovery.is_empty() { "ok" } else { "degraded" },
+                    env!("CARGO_PKG_VERSION"),
+                    state.started.elapsed().as_secs_f64()
+                ),
+            ))
+        }
         _ => {
             if state.ready.load(Ordering::Relaxed) {
                 ok(json(StatusCode::OK, "{\"ready\":true}\n".into()))

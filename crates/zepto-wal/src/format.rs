@@ -96,6 +96,20 @@ pub fn decode(buf: &[u8], pos: usize) -> Decoded<'_> {
     Decoded::Record { lsn, payload, next: pos + end }
 }
 
+/// Is `rest` (a frame the file ends inside, by its length field) a complete record whose length
+/// field alone was damaged? True when the checksum is right taking the rest of the file as the
+/// payload: a crash that cut a write short cannot produce that.
+pub fn complete_with_bad_length(rest: &[u8]) -> bool {
+    if rest.len() < FRAME_LEN {
+        return false;
+    }
+    let sum = u32::from_le_bytes([rest[4], rest[5], rest[6], rest[7]]);
+    let mut lsn_bytes = [0u8; 8];
+    lsn_bytes.copy_from_slice(&rest[8..16]);
+    let payload = &rest[FRAME_LEN..];
+    u32::try_from(payload.len()).is_ok_and(|len| crc(len, u64::from_le_bytes(lsn_bytes), payload) == sum)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

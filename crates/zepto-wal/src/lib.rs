@@ -19,7 +19,7 @@ pub mod reader;
 pub mod storage;
 pub mod writer;
 
-pub use reader::{replay, ReplayOptions, ReplayReport};
+pub use reader::{replay, Corruption, RecoveryMode, ReplayOptions, ReplayReport};
 pub use storage::{DirStorage, MemStorage, Storage};
 pub use writer::{SyncMode, Wal};
 

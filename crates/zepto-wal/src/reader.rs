@@ -1,23 +1,69 @@
 //! Replay: every record of every segment, in LSN order.
 //!
-//! A damaged record at the very end of the last segment is a write the crash cut short: it was
-//! never acknowledged under `--sync always`, so it is cut off (the file truncated there) and
-//! reported. Damage anywhere else (a bad header, a gap in LSNs, a bad checksum with valid
-//! records after it) stops replay with the file and offset, unless the caller asks to repair:
-//! then the log is cut at the damage, later segments removed, and the cut reported.
+//! Two kinds of damage, told apart as RocksDB's WAL recovery modes tell them:
+//! - **A torn tail**: the last record of the last segment cut short by a crash (the file ends
+//!   inside it, or only zero bytes follow). It was never acknowledged under `--sync always`, so
+//!   it is cut off (the file truncated there) and reported as such.
+//! - **Corruption**: a complete record whose checksum fails (even the very last one: it may
+//!   have been acknowledged), a bad header, a gap in LSNs, damage with valid records after it.
+//!   [`RecoveryMode::Strict`] refuses to start, naming the file and offset.
+//!   [`RecoveryMode::PointInTime`] (the default) replays up to the damage, keeps the damaged
+//!   segment aside (a `.damaged` copy) and later segments too (renamed `.dropped`; never
+//!   deleted), cuts the log there, and reports exactly what was dropped.
 
 use crate::format::{decode, parse_segment_name, Decoded, FRAME_LEN, HEADER_LEN, MAGIC, VERSION};
 use crate::storage::Storage;
 use crate::{Lsn, WalError};
 
+/// What replay does on corruption (a torn tail is never corruption).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum RecoveryMode {
+    /// Refuse to start: the operator decides.
+    Strict,
+    /// Recover to the last record before the damage; keep the damaged files aside; report.
+    #[default]
+    PointInTime,
+}
+
+impl RecoveryMode {
+    /// `strict` or `point-in-time`.
+    pub fn parse(s: &str) -> Option<RecoveryMode> {
+        match s {
+            "strict" => Some(RecoveryMode::Strict),
+            "point-in-time" | "point_in_time" => Some(RecoveryMode::PointInTime),
+            _ => None,
+        }
+    }
+}
+
+/// Rows in one record's payload, `None` if it does not decode.
+pub type RowsOf = fn(&[u8]) -> Option<u64>;
+
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ReplayOptions {
-    /// Cut the log at mid-log corruption instead of refusing to start.
-    pub repair: bool,
+    pub mode: RecoveryMode,
     /// Records up to this LSN are already in a checkpoint: they are not applied (segments
     /// wholly before it are not even read), and the log must reach back to `after + 1`
     /// (0: no checkpoint, replay everything).
     pub after: Lsn,
+    /// Rows in a record's payload (the caller's format), to report the rows corruption drops.
+    pub rows_of: Option<RowsOf>,
+}
+
+/// Corruption that point-in-time recovery cut off.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Corruption {
+    pub file: String,
+    pub offset: u64,
+    pub reason: String,
+    /// Records dropped: the damaged one and every intact one after it.
+    pub records_dropped: u64,
+    /// Rows in the intact dropped records (the damaged record's rows cannot be known).
+    pub intact_rows_dropped: u64,
+    /// Bytes of log dropped.
+    pub bytes_dropped: u64,
+    /// Where the dropped log was kept for inspection.
+    pub kept: Vec<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -28,8 +74,8 @@ pub struct ReplayReport {
     pub last_lsn: Lsn,
     /// A torn last write that was cut off: file and offset.
     pub torn: Option<(String, u64)>,
-    /// Corruption cut off on request: file, offset and what was wrong.
-    pub repaired: Option<(String, u64, String)>,
+    /// Corruption cut off by point-in-time recovery.
+    pub corruption: Option<Corruption>,
 }
 
 impl ReplayReport {
@@ -37,6 +83,19 @@ impl ReplayReport {
     pub fn next_lsn(&self) -> Lsn {
         self.last_lsn + 1
     }
+}
+
+/// Is the damage at `pos` (the last segment's `buf`, decoded as `d`) a write the crash cut
+/// short? The file ends inside the frame and no checksum proves it complete, or nothing but
+/// zero bytes follow (space the file system extended but never wrote).
+fn is_torn(buf: &[u8], pos: usize, d: &Decoded<'_>) -> bool {
+    let rest = buf.get(pos..).unwrap_or_default();
+    if rest.iter().all(|&b| b == 0) {
+        return true;
+    }
+    // A complete record whose length field was damaged also looks cut short: it is one if
+    // taking the rest of the file as its payload makes its checksum right.
+    *d == Decoded::Truncated && !crate::format::complete_with_bad_length(rest)
 }
 
 /// Does a valid record with an LSN at or after `expect` start anywhere after `from`? (Tells a
@@ -128,14 +187,19 @@ pub fn replay(
                     pos = next;
                 }
                 d @ (Decoded::Truncated | Decoded::BadChecksum) => {
-                    let torn = last_segment && !valid_record_after(&buf, pos, want);
+                    let torn = last_segment && is_torn(&buf, pos, &d) && !valid_record_after(&buf, pos, want);
                     if torn {
                         storage.truncate(name, pos as u64)?;
                         report.torn = Some((name.clone(), pos as u64));
                         return Ok(report);
                     }
-                    let what = if d == Decoded::Truncated { "record cut short" } else { "checksum mismatch" };
-                    let e = corrupt(pos, format!("{what} with records after it"));
+                    let what = match (d == Decoded::Truncated, valid_record_after(&buf, pos, want)) {
+                        (true, true) => "record cut short with records after it",
+                        (true, false) => "complete record with a damaged length",
+                        (false, true) => "checksum mismatch with records after it",
+                        (false, false) => "checksum mismatch in a complete record",
+                    };
+                    let e = corrupt(pos, what.to_string());
                     return cut(storage, opts, &segments[k..], pos, e, &mut report);
                 }
             }
@@ -147,7 +211,8 @@ pub fn replay(
     Ok(report)
 }
 
-/// Corruption: refuse, or (repair) truncate the damaged segment at `offset` and drop the rest.
+/// Corruption at `offset` of the first of `from`: refuse ([`RecoveryMode::Strict`]), or keep
+/// the damaged log aside, cut it there, and report what was dropped.
 fn cut(
     storage: &dyn Storage,
     opts: ReplayOptions,
@@ -156,14 +221,22 @@ fn cut(
     e: WalError,
     report: &mut ReplayReport,
 ) -> Result<ReplayReport, WalError> {
-    if !opts.repair {
+    if opts.mode == RecoveryMode::Strict {
         return Err(e);
     }
     let (file, reason) = match &e {
         WalError::Corrupt { file, reason, .. } => (file.clone(), reason.clone()),
         other => (String::new(), other.to_string()),
     };
+    let mut c = Corruption { file, offset: offset as u64, reason, ..Corruption::default() };
     if let Some((_, name)) = from.first() {
+        let buf = storage.read(name)?;
+        let tail = buf.get(offset..).unwrap_or_default();
+        count_dropped(tail, true, opts, &mut c);
+        let kept = aside(storage, name, "damaged")?;
+        storage.append(&kept, &buf)?;
+        storage.sync(&kept)?;
+        c.kept.push(kept);
         if offset <= HEADER_LEN {
             storage.remove(name)?;
         } else {
@@ -171,10 +244,47 @@ fn cut(
         }
     }
     for (_, name) in from.iter().skip(1) {
-        storage.remove(name)?;
+        let buf = storage.read(name)?;
+        count_dropped(buf.get(HEADER_LEN..).unwrap_or_default(), false, opts, &mut c);
+        let kept = aside(storage, name, "dropped")?;
+        storage.rename(name, &kept)?;
+        c.kept.push(kept);
     }
-    report.repaired = Some((file, offset as u64, reason));
+    report.corruption = Some(c);
     Ok(report.clone())
+}
+
+/// A name beside `name` for a kept copy that overwrites nothing.
+fn aside(storage: &dyn Storage, name: &str, what: &str) -> Result<String, WalError> {
+    let names = storage.list()?;
+    let mut k = 0;
+    loop {
+        let candidate = if k == 0 { format!("{name}.{what}") } else { format!("{name}.{what}.{k}") };
+        if !names.contains(&candidate) {
+            return Ok(candidate);
+        }
+        k += 1;
+    }
+}
+
+/// Add the records and bytes of `log` (the damaged part of a segment when `damaged`: its first
+/// record counts as one, then intact records are found past it) to `c`.
+fn count_dropped(log: &[u8], damaged: bool, opts: ReplayOptions, c: &mut Corruption) {
+    c.bytes_dropped += log.len() as u64;
+    let mut pos = 0;
+    if damaged && !log.is_empty() {
+        c.records_dropped += 1;
+        // Resynchronise on the next frame that decodes (its checksum vouches for it).
+        match (1..log.len()).find(|&p| matches!(decode(log, p), Decoded::Record { .. })) {
+            Some(p) => pos = p,
+            None => return,
+        }
+    }
+    while let Decoded::Record { payload, next, .. } = decode(log, pos) {
+        c.records_dropped += 1;
+        c.intact_rows_dropped += opts.rows_of.and_then(|f| f(payload)).unwrap_or(0);
+        pos = next;
+    }
 }
 
 #[cfg(test)]
@@ -275,7 +385,9 @@ mod tests {
             pos = next;
         }
         st.corrupt(&name, pos + FRAME_LEN + 1);
-        let e = read_all(&st, ReplayOptions::default()).expect_err("corrupt");
+        let damaged = st.read(&name).expect("read");
+        let strict = ReplayOptions { mode: RecoveryMode::Strict, ..ReplayOptions::default() };
+        let e = read_all(&st, strict).expect_err("corrupt");
         assert_eq!(
             e,
             WalError::Corrupt {
@@ -284,11 +396,54 @@ mod tests {
                 reason: "checksum mismatch with records after it".into()
             }
         );
-        let (recs, rep) = read_all(&st, ReplayOptions { repair: true, after: 0 }).expect("repairs");
+        let (recs, rep) = read_all(&st, ReplayOptions::default()).expect("point in time");
         assert_eq!(recs.len(), 3);
-        assert_eq!(rep.repaired.as_ref().map(|r| r.1), Some(pos as u64));
+        let c = rep.corruption.clone().expect("reported");
+        assert_eq!((c.offset, c.records_dropped, c.bytes_dropped), (pos as u64, 7, (clean.len() - pos) as u64));
+        assert_eq!(c.kept, vec![format!("{name}.damaged")]);
+        assert_eq!(st.read(&c.kept[0]).expect("kept"), damaged, "the damaged segment is kept whole");
         let (_, rep) = read_all(&st, ReplayOptions::default()).expect("clean after the cut");
-        assert_eq!(rep.records, 3);
+        assert_eq!((rep.records, rep.corruption), (3, None));
+    }
+
+    /// One byte flipped in the last, complete record is corruption (it may have been
+    /// acknowledged), whatever byte it is; a tail cut short or never written is a torn write.
+    #[test]
+    fn the_last_record_damaged_is_corruption_not_a_torn_write() {
+        let st = MemStorage::new();
+        {
+            let wal = Wal::open_with(Arc::new(st.clone()), SyncMode::Always, 1, 1 << 20).expect("open");
+            for i in 1..=3 {
+                wal.append(&payload(i + 30)).expect("append");
+            }
+        }
+        let name = st.list().expect("list")[0].clone();
+        let clean = st.read(&name).expect("read");
+        let mut last = HEADER_LEN;
+        while let Decoded::Record { next, .. } = decode(&clean, last) {
+            if next == clean.len() {
+                break;
+            }
+            last = next;
+        }
+        for at in last..clean.len() {
+            let st = MemStorage::new();
+            st.append(&name, &clean).expect("write");
+            st.corrupt(&name, at);
+            let strict = ReplayOptions { mode: RecoveryMode::Strict, ..ReplayOptions::default() };
+            assert!(read_all(&st, strict).is_err(), "byte {at}: strict refuses");
+            let (recs, rep) = read_all(&st, ReplayOptions::default()).expect("point in time");
+            assert_eq!((recs.len(), rep.torn.clone()), (2, None), "byte {at}");
+            assert_eq!(rep.corruption.map(|c| c.records_dropped), Some(1), "byte {at}");
+        }
+        // Cut short, or zeros where the last record should be: torn, never acknowledged.
+        for tail in [&clean[..clean.len() - 3], &[clean[..last].to_vec(), vec![0; clean.len() - last]].concat()[..]] {
+            let st = MemStorage::new();
+            st.append(&name, tail).expect("write");
+            let strict = ReplayOptions { mode: RecoveryMode::Strict, ..ReplayOptions::default() };
+            let (recs, rep) = read_all(&st, strict).expect("a torn tail is not corruption");
+            assert_eq!((recs.len(), rep.torn.map(|t| t.1)), (2, Some(last as u64)));
+        }
     }
 
     #[test]
