@@ -345,7 +345,10 @@ impl ChangeLog for Durable {
 
     fn log(&self, changes: &[Change<'_>]) -> Result<(), StorageError> {
         let payload = encode(changes)?;
-        self.wal.append(&payload).map(|_| ()).map_err(|e| StorageError::Durability(e.to_string()))
+        self.wal.append(&payload).map(|_| ()).map_err(|e| match e {
+            WalError::NoSpace(m) => StorageError::DiskFull(m),
+            e => StorageError::Durability(e.to_string()),
+        })
     }
 
     fn checkpoint(&self, catalog: &Catalog) -> Result<String, StorageError> {
@@ -515,7 +518,20 @@ mod tests {
         let e = live.append("t", vec![col(DataType::Int64, &[Value::Int64(1)])]).expect_err("not durable");
         assert!(matches!(e, StorageError::Durability(_)), "{e:?}");
         assert_eq!(live.snapshot("t").expect("t").row_count(), 0, "nothing applied");
-        assert!(live.drop_table("t", false).is_err(), "the poisoned log refuses everything");
+        assert!(live.drop_table("t", false).is_err(), "refused while fsync fails");
+        wal.fail_sync_after(usize::MAX);
+        // A full disk: refused as such, nothing applied, and writes resume once space is freed.
+        wal.set_disk_full(true);
+        let one = || vec![col(DataType::Int64, &[Value::Int64(7)])];
+        let e = live.append("t", one()).expect_err("disk full");
+        assert!(matches!(e, StorageError::DiskFull(_)), "{e:?}");
+        assert_eq!(live.snapshot("t").expect("t").row_count(), 0, "nothing applied");
+        wal.set_disk_full(false);
+        live.append("t", one()).expect("space again, no restart");
+        let again = Catalog::new();
+        let (_, rec) = open(&wal.crash(|_, _| 0), &ck.crash(|_, _| 0), &again).expect("recovers");
+        assert_eq!((rec.replay.torn, rec.replay.corruption), (None, None));
+        assert_eq!(dump(&again), dump(&live));
     }
 
     #[test]

@@ -96,6 +96,7 @@ impl From<SqlError> for ApiError {
             // nginx's "client closed request": nobody reads it, but the log does.
             SqlError::Cancelled => StatusCode::from_u16(499).unwrap_or(StatusCode::BAD_REQUEST),
             SqlError::NotSupported(_) => StatusCode::NOT_IMPLEMENTED,
+            SqlError::DiskFull(_) => StatusCode::INSUFFICIENT_STORAGE,
             SqlError::Io(_) | SqlError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         };
         let pos = e.pos();

@@ -36,6 +36,10 @@ pub enum SqlError {
     /// A request is larger or deeper than the parser accepts ([`crate::parser::ParseLimits`]).
     #[error("{0}")]
     LimitExceeded(String),
+    /// The disk is full: a write was not logged and not applied (it may be retried once space
+    /// is freed).
+    #[error("{0}")]
+    DiskFull(String),
     /// A limit was hit (memory, result size).
     #[error("{0}")]
     ResourcesExhausted(String),
@@ -88,6 +92,7 @@ impl SqlError {
             SqlError::File { problem: FileProblem::Denied, .. } => "FILE_ACCESS_DENIED",
             SqlError::File { problem: FileProblem::Malformed, .. } => "BAD_FILE",
             SqlError::LimitExceeded(_) => "LIMIT_EXCEEDED",
+            SqlError::DiskFull(_) => "DISK_FULL",
             SqlError::ResourcesExhausted(_) => "RESOURCES_EXHAUSTED",
             SqlError::Timeout(_) => "TIMEOUT",
             SqlError::Cancelled => "CANCELLED",
@@ -128,6 +133,7 @@ impl From<StorageError> for SqlError {
                 SqlError::Plan { message: e.to_string(), pos: None }
             }
             StorageError::Durability(m) => SqlError::Io(format!("not durable, not applied: {m}")),
+            StorageError::DiskFull(_) => SqlError::DiskFull(e.to_string()),
             StorageError::Internal(m) => SqlError::Internal(m),
             StorageError::Conflict(_) => SqlError::Execution(e.to_string()),
             StorageError::History(m) => SqlError::Io(m),

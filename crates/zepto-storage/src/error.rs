@@ -17,6 +17,10 @@ pub enum StorageError {
     /// The change could not be made durable (write-ahead log failure): it was not applied.
     #[error("not durable: {0}")]
     Durability(String),
+    /// The disk is full: the change was not logged and not applied; retrying once space is
+    /// freed succeeds (no restart needed).
+    #[error("the disk is full ({0}): nothing was applied")]
+    DiskFull(String),
     /// A Parquet history file could not be written, read or found.
     #[error("{0}")]
     History(String),

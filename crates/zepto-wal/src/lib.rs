@@ -36,6 +36,14 @@ pub enum WalError {
     /// a record it may not have stored.
     #[error("the WAL is poisoned by an earlier failure ({0}); restart to recover")]
     Poisoned(String),
+    /// The disk is full: the batch was not logged (and nothing of it is left in the log). Later
+    /// appends try again.
+    #[error("the disk is full ({0}): the write was not logged and nothing was applied")]
+    NoSpace(String),
+    /// A write failed and was rolled back (nothing of it is left in the log). Later appends try
+    /// again.
+    #[error("WAL write failed ({0}): the write was not logged and nothing was applied")]
+    WriteFailed(String),
     #[error("WAL record of {0} bytes is larger than the limit")]
     TooLarge(usize),
     /// Damage that is not a torn last write: replay stops here.

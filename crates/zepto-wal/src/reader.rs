@@ -447,18 +447,65 @@ mod tests {
     }
 
     #[test]
-    fn failures_poison_the_log() {
+    fn failures_roll_back_when_everything_earlier_is_durable_else_poison() {
+        // Always: every earlier record is durable, so a failed fsync is rolled back and later
+        // appends try again (reusing the LSNs: no gap in the log).
         let st = MemStorage::new();
         let wal = Wal::open(Arc::new(st.clone()), SyncMode::Always, 1).expect("open");
         wal.append(b"one").expect("append");
         st.fail_sync_after(0);
-        assert!(matches!(wal.append(b"two"), Err(WalError::Poisoned(_))));
-        assert!(matches!(wal.append(b"three"), Err(WalError::Poisoned(_))), "stays poisoned");
+        assert!(matches!(wal.append(b"two"), Err(WalError::WriteFailed(_))));
+        assert!(matches!(wal.append(b"three"), Err(WalError::WriteFailed(_))), "still failing");
+        st.fail_sync_after(usize::MAX);
+        assert_eq!(wal.append(b"four").expect("works again"), 2);
+        drop(wal);
+        let (recs, rep) = read_all(&st, ReplayOptions::default()).expect("replays");
+        assert_eq!(recs, vec![(1, b"one".to_vec()), (2, b"four".to_vec())]);
+        assert_eq!((rep.torn, rep.corruption), (None, None));
+        // None: a record written but never synced may be lost with the failed one: poisoned.
         let st = MemStorage::new();
         let wal = Wal::open(Arc::new(st.clone()), SyncMode::None, 1).expect("open");
+        wal.append(b"unsynced").expect("append");
         st.short_write_next(5);
         assert!(wal.append(b"a record longer than five bytes").is_err());
         assert!(matches!(wal.append(b"x"), Err(WalError::Poisoned(_))));
+    }
+
+    /// A full disk: the batch fails with NoSpace, half-written bytes are cut away, and once
+    /// space is freed appends work again with no restart; nothing partial is ever replayed.
+    #[test]
+    fn a_full_disk_refuses_then_recovers_without_a_restart() {
+        let st = MemStorage::new();
+        let wal = Arc::new(Wal::open_with(Arc::new(st.clone()), SyncMode::Always, 1, 256).expect("open"));
+        for i in 1..=3 {
+            wal.append(&payload(i)).expect("append");
+        }
+        st.set_disk_full(true);
+        let handles: Vec<_> = (0..4)
+            .map(|t| {
+                let w = wal.clone();
+                std::thread::spawn(move || (0..20).map(|i| w.append(&payload(100 + t * 20 + i))).collect::<Vec<_>>())
+            })
+            .collect();
+        for h in handles {
+            for r in h.join().expect("thread") {
+                assert!(matches!(r, Err(WalError::NoSpace(_))), "{r:?}");
+            }
+        }
+        let (recs, rep) = read_all(&st, ReplayOptions::default()).expect("nothing partial on disk");
+        assert_eq!((recs.len(), rep.torn.clone(), rep.corruption.clone()), (3, None, None));
+        // Rotation on a full disk fails the same way.
+        assert!(matches!(wal.rotate(), Ok(3) | Err(WalError::NoSpace(_))));
+        st.set_disk_full(false);
+        for i in 4..=30 {
+            assert_eq!(wal.append(&payload(i)).expect("space again"), i, "LSNs continue with no gap");
+        }
+        drop(wal);
+        let (recs, rep) = read_all(&st, ReplayOptions::default()).expect("replays");
+        assert_eq!((recs.len(), rep.torn, rep.corruption), (30, None, None));
+        for (i, (l, p)) in recs.iter().enumerate() {
+            assert_eq!((*l, p.clone()), (i as u64 + 1, payload(i as u64 + 1)));
+        }
     }
 
     #[test]

@@ -184,6 +184,8 @@ struct MemState {
     syncs_before_failure: Option<usize>,
     /// Write only part of the next append, then fail it.
     short_write: Option<usize>,
+    /// Every append fails part-way, as on a full disk.
+    disk_full: bool,
 }
 
 /// In-memory segments with fault injection; clones share the same files.
@@ -232,6 +234,12 @@ impl MemStorage {
         self.lock().syncs_before_failure = Some(n);
     }
 
+    /// While on, every append writes half its bytes and fails with "no space left on device"
+    /// (`ErrorKind::StorageFull`), as a full disk does; off again, appends succeed.
+    pub fn set_disk_full(&self, full: bool) {
+        self.lock().disk_full = full;
+    }
+
     /// The next append writes only its first `n` bytes and fails.
     pub fn short_write_next(&self, n: usize) {
         self.lock().short_write = Some(n);
@@ -276,7 +284,12 @@ impl Storage for MemStorage {
         self.spend()?;
         let mut s = self.lock();
         let short = s.short_write.take();
+        let full = s.disk_full;
         let f = s.files.entry(name.to_string()).or_default();
+        if full {
+            f.data.extend_from_slice(&data[..data.len() / 2]);
+            return Err(io::Error::new(io::ErrorKind::StorageFull, "injected: no space left on device"));
+        }
         match short {
             Some(n) => {
                 f.data.extend_from_slice(&data[..n.min(data.len())]);

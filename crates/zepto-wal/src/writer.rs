@@ -8,8 +8,16 @@
 //! Honest modes: `Always` returns only after fsync; `Interval(d)` returns after the write and a
 //! background thread fsyncs every `d`, so a machine crash loses at most the last `d` of
 //! acknowledged writes (a process crash loses nothing: the bytes are in the OS); `None` never
-//! fsyncs. Any failed write or fsync poisons the log: that append and every later one fail,
-//! because after a failed fsync the kernel may have dropped the dirty pages.
+//! fsyncs.
+//!
+//! A failed write or fsync fails every append of its batch and of the pending one. When every
+//! earlier record is durable (always so under `Always`), the failure is rolled back: the
+//! segment is cut back to its last good length (a rotation's new segment removed), the LSNs are
+//! handed out again, and later appends simply try again, so a disk that filled up works again
+//! once space is freed, with no restart and no partial record left. Otherwise (records written
+//! but not yet durable, whose dirty pages the kernel may have dropped after a failed fsync), or
+//! when the roll-back itself fails, the log is poisoned: every later append fails until a
+//! restart recovers from what is on disk.
 
 use crate::format::{encode, header, parse_segment_name, segment_name, HEADER_LEN, MAX_PAYLOAD};
 use crate::storage::Storage;
@@ -49,6 +57,10 @@ struct Inner {
     written: Lsn,
     durable: Lsn,
     leader: bool,
+    /// Bumped when a failed batch is rolled back: appenders of an older generation failed.
+    generation: u64,
+    /// Why the last rolled-back batch failed (what its appenders are told).
+    failure: Option<WalError>,
     poisoned: Option<String>,
     closed: bool,
     /// Record bytes written since the log was opened (checkpoint scheduling reads it).
@@ -108,6 +120,8 @@ impl Wal {
             written: next_lsn - 1,
             durable: next_lsn - 1,
             leader: false,
+            generation: 0,
+            failure: None,
             poisoned: None,
             closed: false,
             bytes: 0,
@@ -145,10 +159,15 @@ impl Wal {
         }
         encode(lsn, payload, &mut g.pending);
         g.pending_last = lsn;
+        let generation = g.generation;
         let sync = s.mode == SyncMode::Always;
         loop {
             if let Some(p) = &g.poisoned {
                 return Err(WalError::Poisoned(p.clone()));
+            }
+            if g.generation != generation {
+                // This record's batch failed and was rolled back.
+                return Err(g.failure.clone().unwrap_or_else(|| WalError::WriteFailed("rolled back".into())));
             }
             if (sync && g.durable >= lsn) || (!sync && g.written >= lsn) {
                 return Ok(lsn);
@@ -223,9 +242,14 @@ impl Wal {
                 Ok(last)
             }
             Err(e) => {
-                g.poisoned = Some(e.to_string());
+                // Nothing is pending (the loop above wrote it): only the new segment to undo.
+                let first = g.next_lsn;
+                roll_back(s, &mut g, &e, (first, Some(seg.as_str())));
                 s.cond.notify_all();
-                Err(WalError::Poisoned(e.to_string()))
+                Err(match &g.poisoned {
+                    Some(p) => WalError::Poisoned(p.clone()),
+                    None => g.failure.clone().unwrap_or_else(|| WalError::WriteFailed(e.to_string())),
+                })
             }
         }
     }
@@ -288,10 +312,46 @@ fn lead<'a>(s: &'a Shared, mut g: MutexGuard<'a, Inner>, sync: bool) -> MutexGua
                 g.durable = last;
             }
         }
-        Err(e) => g.poisoned = Some(e.to_string()),
+        Err(e) => roll_back(s, &mut g, &e, (first, rotate.then_some(seg.as_str()))),
     }
     s.cond.notify_all();
     g
+}
+
+/// A batch starting at LSN `first` failed with `e` (`new_segment`: the segment a rotation was
+/// starting). Cut the log back to its state before the batch and hand its LSNs out again, or
+/// poison the log when that cannot be done safely (see the module docs).
+fn roll_back(s: &Shared, g: &mut Inner, e: &std::io::Error, (first, new_segment): (Lsn, Option<&str>)) {
+    let undurable = g.durable < g.written;
+    let undo = || -> std::io::Result<()> {
+        match new_segment {
+            Some(seg) => {
+                if s.storage.list()?.iter().any(|n| n == seg) {
+                    s.storage.remove(seg)?;
+                }
+                Ok(())
+            }
+            None => s.storage.truncate(&g.segment, g.segment_len as u64),
+        }
+    };
+    if undurable {
+        g.poisoned = Some(e.to_string());
+        return;
+    }
+    if let Err(e2) = undo() {
+        g.poisoned = Some(format!("{e}; cutting the failed write back also failed: {e2}"));
+        return;
+    }
+    g.failure = Some(if matches!(e.kind(), std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded) {
+        WalError::NoSpace(e.to_string())
+    } else {
+        WalError::WriteFailed(e.to_string())
+    });
+    g.generation += 1;
+    g.pending.clear();
+    g.next_lsn = first;
+    g.pending_first = first;
+    g.pending_last = first - 1;
 }
 
 fn sync_now(s: &Shared) -> Result<Lsn, WalError> {

@@ -116,7 +116,17 @@ fn storage_error(e: StorageError) -> ApiError {
         StorageError::TableNotFound(n) => {
             ApiError::new(hyper::StatusCode::NOT_FOUND, "TABLE_NOT_FOUND", format!("table '{n}' does not exist"))
         }
-        e => ApiError::new(hyper::StatusCode::CONFLICT, "INGEST", format!("{e} (the table changed; retry)")),
+        StorageError::Conflict(_) => {
+            ApiError::new(hyper::StatusCode::CONFLICT, "INGEST", format!("{e} (the table changed; retry)"))
+        }
+        // Refused whole, applied nowhere: the client may retry once space is freed.
+        StorageError::DiskFull(_) => ApiError::new(hyper::StatusCode::INSUFFICIENT_STORAGE, "DISK_FULL", e.to_string()),
+        StorageError::Durability(_) => ApiError::new(
+            hyper::StatusCode::SERVICE_UNAVAILABLE,
+            "NOT_DURABLE",
+            format!("{e}: the batch was not applied"),
+        ),
+        e => ApiError::ingest(e.to_string()),
     }
 }
 
@@ -360,6 +370,16 @@ fn apply_plans(catalog: &Catalog, plans: Vec<TablePlan>) -> Result<usize, ApiErr
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_full_disk_is_507_and_says_nothing_was_applied() {
+        let e = storage_error(StorageError::DiskFull("no space left on device".into()));
+        assert_eq!((e.status.as_u16(), e.code), (507, "DISK_FULL"));
+        assert!(e.message.contains("nothing was applied"), "{}", e.message);
+        let sql: crate::error::ApiError = zepto_sql::SqlError::from(StorageError::DiskFull("full".into())).into();
+        assert_eq!((sql.status.as_u16(), sql.code), (507, "DISK_FULL"));
+        assert_eq!(storage_error(StorageError::Conflict("moved".into())).status.as_u16(), 409);
+    }
+
     use super::*;
     use crate::auth::Principal;
 
