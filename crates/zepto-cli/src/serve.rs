@@ -148,6 +148,20 @@ pub fn command() -> Command {
                 .help("Per-query memory limit (0 = none)"),
         )
         .arg(
+            Arg::new("max-queries")
+                .long("max-queries")
+                .value_parser(clap::value_parser!(usize))
+                .help("Statements that run at once; more wait (default: 6 per thread, at least 12)"),
+        )
+        .arg(
+            Arg::new("queue-timeout")
+                .long("queue-timeout")
+                .value_name("SECS")
+                .value_parser(clap::value_parser!(f64))
+                .default_value("30")
+                .help("How long a statement waits for a slot before 503 with Retry-After"),
+        )
+        .arg(
             Arg::new("max-connections")
                 .long("max-connections")
                 .value_parser(clap::value_parser!(usize))
@@ -235,6 +249,8 @@ const FILE_KEYS: &[&str] = &[
     "query-timeout",
     "query-memory-mb",
     "max-connections",
+    "max-queries",
+    "queue-timeout",
     "shutdown-grace",
     "access-log",
 ];
@@ -352,6 +368,12 @@ fn config(st: &Settings<'_>) -> Result<Config, String> {
     c.query_timeout = (t > 0.0).then(|| Duration::from_secs_f64(t));
     let mb = st.count("query-memory-mb")?.unwrap_or(0);
     c.query_memory_limit = (mb > 0).then(|| mb.saturating_mul(1 << 20));
+    c.max_queries = st.count("max-queries")?;
+    let q = st.number("queue-timeout")?.unwrap_or(30.0);
+    if !(0.0..=86_400.0).contains(&q) {
+        return Err("--queue-timeout must be between 0 and 86400 seconds".into());
+    }
+    c.queue_timeout = Duration::from_secs_f64(q);
     let g = st.number("shutdown-grace")?.unwrap_or(30.0);
     if !(0.0..=86_400.0).contains(&g) {
         return Err("--shutdown-grace must be between 0 and 86400 seconds".into());

@@ -198,3 +198,37 @@ fn a_damaged_last_record_is_reported_as_corruption() {
     assert_eq!(sql(&s.addr, "SELECT count(*) FROM t")["data"][0][0], 5);
     assert_eq!(get(&s.addr, "/health").json()["status"], "ok");
 }
+
+/// Admission control: statements beyond `--max-queries` wait at most `--queue-timeout`, then
+/// get 503 with Retry-After; ingest has slots and threads of its own and is never held up.
+#[test]
+fn a_query_flood_queues_then_is_refused_and_never_blocks_ingest() {
+    use std::io::Write;
+    const SLOW: &str = "SELECT count(*) FROM trades a JOIN trades b ON a.price < b.price - 1000000 AND a.size > b.size";
+    let s = Server::start(&["--demo", "--rows", "50000", "--max-queries", "1", "--queue-timeout", "0.3"]);
+    let a = s.addr.as_str();
+    let running = |n: usize| get(a, "/metrics").text().contains(&format!("zepto_queries_running {n}"));
+    let mut slow = std::net::TcpStream::connect(a).expect("connects");
+    let req = format!("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n\r\n{SLOW}", SLOW.len());
+    slow.write_all(req.as_bytes()).expect("writes");
+    let t0 = std::time::Instant::now();
+    while !running(1) {
+        assert!(t0.elapsed() < std::time::Duration::from_secs(10), "the slow query never started");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let r = post(a, "/", "CREATE TABLE x (a BIGINT)");
+    assert_eq!((r.status, r.error_code().as_str()), (503, "SERVER_BUSY"), "{}", r.text());
+    assert_eq!(r.header("retry-after"), Some("1"));
+    assert!(r.text().contains("--queue-timeout"), "{}", r.text());
+    // Ingest goes through while every query slot is taken.
+    let r = post(a, "/write", "cpu,host=a usage=0.5 1700000000000000000");
+    assert!(r.status == 204 || r.status == 200, "{}", r.text());
+    drop(slow); // cancels the slow query
+    let t0 = std::time::Instant::now();
+    while !running(0) {
+        assert!(t0.elapsed() < std::time::Duration::from_secs(10), "the slow query kept running");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_eq!(post(a, "/", "CREATE TABLE x (a BIGINT)").status, 200);
+    assert_eq!(sql(a, "SELECT count(*) FROM cpu")["data"][0][0], 1);
+}

@@ -22,6 +22,11 @@ pub struct Config {
     pub query_timeout: Option<Duration>,
     /// Per-query memory limit (bytes the query's thread holds).
     pub query_memory_limit: Option<usize>,
+    /// Statements that may run at once (`None`: [`Config::query_slots`]'s default).
+    pub max_queries: Option<usize>,
+    /// How long a statement may wait for a query slot before it is refused with 503 and
+    /// `Retry-After` (admission control).
+    pub queue_timeout: Duration,
     /// Most open connections; more are closed at accept.
     pub max_connections: usize,
     /// How long shutdown waits for in-flight requests before cancelling them.
@@ -62,6 +67,8 @@ impl Default for Config {
             parse_limits: zepto_sql::parser::ParseLimits::default(),
             query_timeout: Some(Duration::from_secs(300)),
             query_memory_limit: None,
+            max_queries: None,
+            queue_timeout: Duration::from_secs(30),
             max_connections: 16_384,
             shutdown_grace: Duration::from_secs(30),
             header_timeout: Duration::from_secs(30),
@@ -97,7 +104,7 @@ impl Config {
     /// Statements that may run at once (more wait, holding no thread): enough that a few slow
     /// queries never hold up the rest, few enough not to thrash.
     pub fn query_slots(&self) -> usize {
-        (self.threads * 6).max(12)
+        self.max_queries.unwrap_or((self.threads * 6).max(12)).max(1)
     }
 
     /// Ingest batches that may be parsed and applied at once: a separate allowance, so queries
@@ -106,9 +113,10 @@ impl Config {
         (self.threads * 2).max(4)
     }
 
-    /// Threads of the blocking pool: both allowances plus a few for long parses.
+    /// Threads of tokio's blocking pool: ingest's allowance plus a few for the rest (queries
+    /// run on the query pool, [`crate::pool`]).
     pub fn blocking_threads(&self) -> usize {
-        self.query_slots() + self.ingest_slots() + 4
+        self.ingest_slots() + 4
     }
 }
 

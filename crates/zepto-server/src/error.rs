@@ -18,11 +18,22 @@ pub struct ApiError {
     pub row: Option<u64>,
     /// For 405: the methods the resource allows (the `Allow` header).
     pub allow: Option<&'static str>,
+    /// For 503: seconds after which to try again (the `Retry-After` header).
+    pub retry_after: Option<u32>,
 }
 
 impl ApiError {
     pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> ApiError {
-        ApiError { status, code, message: message.into(), line: None, column: None, row: None, allow: None }
+        ApiError {
+            status,
+            code,
+            message: message.into(),
+            line: None,
+            column: None,
+            row: None,
+            allow: None,
+            retry_after: None,
+        }
     }
 
     pub fn bad_request(message: impl Into<String>) -> ApiError {
@@ -108,6 +119,7 @@ impl From<SqlError> for ApiError {
             column: pos.map(|p| u64::from(p.column)),
             row: None,
             allow: None,
+            retry_after: None,
         }
     }
 }

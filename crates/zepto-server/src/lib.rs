@@ -6,6 +6,7 @@
 //! * [`encode`] — results as JSON, JSONL, CSV or an Arrow IPC stream.
 //! * [`ingest`] — `/write`: CSV, JSONL, Arrow IPC and InfluxDB line protocol, all-or-nothing.
 //! * [`auth`] — API keys (stored hashed), roles and table grants.
+//! * [`pool`] — the query threads, apart from ingest's and at a lower CPU priority.
 //! * [`metrics`], [`access_log`] — Prometheus `/metrics` and one JSON log line per request.
 
 pub mod access_log;
@@ -16,6 +17,7 @@ pub mod encode;
 pub mod error;
 pub mod ingest;
 pub mod metrics;
+pub mod pool;
 pub mod router;
 pub mod server;
 pub mod sql;

@@ -35,6 +35,8 @@ pub struct State {
     /// Statements and ingest batches that may run at once (see [`Config::query_slots`]).
     pub query_slots: Arc<Semaphore>,
     pub ingest_slots: Arc<Semaphore>,
+    /// Where statements run (apart from ingest, at a lower CPU priority).
+    pub query_pool: crate::pool::QueryPool,
     pub ready: AtomicBool,
     pub started: Instant,
     next_id: AtomicU64,
@@ -42,7 +44,8 @@ pub struct State {
 }
 
 impl State {
-    pub fn new(engine: Engine, config: Config, log: Option<AccessLog>) -> State {
+    /// The server's shared state; starts the query threads.
+    pub fn new(engine: Engine, config: Config, log: Option<AccessLog>) -> std::io::Result<State> {
         // Request ids: a per-process prefix and a counter, unique without coordination.
         let id_prefix = format!("{:x}", (now_ns() as u64 ^ u64::from(std::process::id())) & 0xff_ffff_ffff);
         let metrics = Metrics::new();
@@ -50,7 +53,8 @@ impl State {
             metrics.recovery_dropped_records.set(i64::try_from(r.records_dropped).unwrap_or(i64::MAX));
             metrics.recovery_dropped_rows.set(i64::try_from(r.intact_rows_dropped).unwrap_or(i64::MAX));
         }
-        State {
+        Ok(State {
+            query_pool: crate::pool::QueryPool::new(config.query_slots())?,
             query_slots: Arc::new(Semaphore::new(config.query_slots())),
             ingest_slots: Arc::new(Semaphore::new(config.ingest_slots())),
             engine,
@@ -62,7 +66,7 @@ impl State {
             started: Instant::now(),
             next_id: AtomicU64::new(1),
             id_prefix,
-        }
+        })
     }
 
     pub fn next_id(&self) -> u64 {
@@ -132,6 +136,9 @@ pub async fn handle(
             }
             if let Some(allow) = e.allow {
                 r.headers_mut().insert(hyper::header::ALLOW, HeaderValue::from_static(allow));
+            }
+            if let Some(secs) = e.retry_after {
+                r.headers_mut().insert(hyper::header::RETRY_AFTER, HeaderValue::from(secs));
             }
             (r, None, Some(e.code))
         }

@@ -88,7 +88,7 @@ async fn serve(config: Config, engine: Engine, on_listening: impl FnOnce(SocketA
     let local = listener.local_addr().map_err(|e| e.to_string())?;
     let grace = config.shutdown_grace;
     let permits = Arc::new(Semaphore::new(config.max_connections));
-    let state = Arc::new(State::new(engine, config, log));
+    let state = Arc::new(State::new(engine, config, log).map_err(|e| format!("starting the query threads: {e}"))?);
     state.ready.store(true, Ordering::Relaxed);
     on_listening(local, tls.is_some());
 

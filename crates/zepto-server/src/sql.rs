@@ -15,7 +15,7 @@ use bytes::Bytes;
 use hyper::{Response, StatusCode};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit};
 use zepto_sql::exec::interrupt::{self, QueryControl};
 use zepto_sql::parser::ast::Statement;
 use zepto_sql::parser::{parse_script, ParamValue};
@@ -231,28 +231,64 @@ impl Drop for CancelOnDrop {
     }
 }
 
+/// SQL up to this size is parsed on the async thread (tens of microseconds); longer scripts
+/// wait for a query slot and are parsed on the query pool.
+const INLINE_PARSE_BYTES: usize = 64 << 10;
+
+/// Wait for a query slot (admission control): at most `--queue-timeout`, then 503 with
+/// `Retry-After`, so a flood of heavy statements queues instead of piling up threads.
+async fn admit(state: &State) -> Result<OwnedSemaphorePermit, ApiError> {
+    let wait = state.config.queue_timeout;
+    match tokio::time::timeout(wait, state.query_slots.clone().acquire_owned()).await {
+        Ok(Ok(p)) => Ok(p),
+        Ok(Err(_)) => Err(ApiError::internal("the server is shutting down")),
+        Err(_) => {
+            let mut e = ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "SERVER_BUSY",
+                format!(
+                    "every query slot stayed busy for {:.1} s (admission control: {} statements at \
+                     once, --queue-timeout); retry later",
+                    wait.as_secs_f64(),
+                    state.config.query_slots()
+                ),
+            );
+            e.retry_after = Some(1);
+            Err(e)
+        }
+    }
+}
+
 /// The request's statements, parsed under the server's [`zepto_sql::parser::ParseLimits`]
 /// and the query's control (deadline, memory limit, cancellation when the client leaves).
-/// Long scripts are parsed on the blocking pool, short ones here (a few microseconds).
-async fn parse(state: &State, req: &SqlRequest, ctl: &Arc<QueryControl>) -> Result<Vec<Statement>, ApiError> {
+/// A long script first takes a query slot (returned, to run the statements under) and is
+/// parsed on the query pool, never on a thread ingest needs.
+async fn parse(
+    state: &State,
+    req: &SqlRequest,
+    ctl: &Arc<QueryControl>,
+) -> Result<(Vec<Statement>, Option<OwnedSemaphorePermit>), ApiError> {
     let limits = state.config.parse_limits;
     if req.sql.len() > limits.max_bytes {
         return Err(query_too_large(Some(req.sql.len()), limits.max_bytes));
     }
-    if req.sql.len() <= (64 << 10) {
+    if req.sql.len() <= INLINE_PARSE_BYTES {
         let _in = ctl.enter();
-        return Ok(parse_script(&req.sql, &req.params, &limits, &interrupt::check)?);
+        return Ok((parse_script(&req.sql, &req.params, &limits, &interrupt::check)?, None));
     }
+    let permit = admit(state).await?;
     let (sql, params, c) = (req.sql.clone(), req.params.clone(), ctl.clone());
+    let (tx, rx) = oneshot::channel();
     let mut armed = CancelOnDrop(Some(ctl.clone()));
-    let stmts = tokio::task::spawn_blocking(move || {
+    if !state.query_pool.spawn(move || {
         let _in = c.enter();
-        parse_script(&sql, &params, &limits, &interrupt::check)
-    })
-    .await
-    .map_err(|e| ApiError::internal(format!("parse task failed: {e}")))??;
+        let _ = tx.send(parse_script(&sql, &params, &limits, &interrupt::check));
+    }) {
+        return Err(ApiError::internal("the server is shutting down"));
+    }
+    let stmts = rx.await.map_err(|_| ApiError::internal("the parse thread ended without an answer"))??;
     armed.0 = None;
-    Ok(stmts)
+    Ok((stmts, Some(permit)))
 }
 
 /// 413 for SQL text over `--max-query-mb` (`len` when known: a body cut off while read is not).
@@ -274,7 +310,7 @@ pub async fn run(
     let cfg = &state.config;
     // One control from the first byte parsed to the last sent: parsing counts too.
     let ctl = QueryControl::new(cfg.query_timeout, cfg.query_memory_limit);
-    let stmts = parse(state, &req, &ctl).await?;
+    let (stmts, permit) = parse(state, &req, &ctl).await?;
     if stmts.is_empty() {
         return Err(ApiError::bad_request("no SQL statement in the request"));
     }
@@ -291,13 +327,11 @@ pub async fn run(
         _ => Work::Statements(stmts),
     };
 
-    // Wait (without holding a thread) for a query slot.
-    let permit = state
-        .query_slots
-        .clone()
-        .acquire_owned()
-        .await
-        .map_err(|_| ApiError::internal("the server is shutting down"))?;
+    // Wait (without holding a thread) for a query slot, unless parsing took one already.
+    let permit = match permit {
+        Some(p) => p,
+        None => admit(state).await?,
+    };
     let id = state.next_id();
     state.running.lock().unwrap_or_else(|e| e.into_inner()).insert(id, ctl.clone());
     state.metrics.queries_running.inc();
@@ -306,7 +340,7 @@ pub async fn run(
     let (head_tx, head_rx) = oneshot::channel::<Result<Head, ApiError>>();
     let (tx, rx) = mpsc::channel::<Result<Bytes, std::io::Error>>(2);
     let st = state.clone();
-    tokio::task::spawn_blocking(move || {
+    let spawned = state.query_pool.spawn(move || {
         let _permit = permit;
         let (r, elapsed_us) = match work {
             Work::Done(r, us) => (r, us),
@@ -395,6 +429,9 @@ pub async fn run(
             }
         }
     });
+    if !spawned {
+        return Err(ApiError::internal("the server is shutting down"));
+    }
 
     let head = match cfg.query_timeout {
         // The engine stops itself at the deadline; this is the backstop for a kernel that runs

@@ -1,0 +1,150 @@
+#!/usr/bin/env python3
+"""Fairness benchmark: does a heavy query load hold up ingestion?
+
+Starts `zeptodb serve --in-memory --demo` (release build), then measures the acknowledgement
+latency of small InfluxDB line-protocol batches (POST /write, 20 rows each, one keep-alive
+connection, one batch after another):
+  * idle: nothing else running;
+  * loaded: while 2 x cores client threads each run heavy statements back to back (an ASOF
+    join over 1M x 1M rows, a 5-minute-bar aggregation, and a 3.4 MB IN list of 400k items),
+    so every core is busy with queries and the query slots stay full.
+The goal (issue "hostile and unlucky users"): p99 under load within 2x of idle. Reports p50,
+p99 and max per phase, the queries completed, and the server's peak RSS.
+
+Usage: bench/ingest_fairness.py [--rows 1000000] [--batches 400] [--bin target/release/zeptodb]
+"""
+import argparse
+import http.client
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def log(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start(binary, rows):
+    port = free_port()
+    p = subprocess.Popen(
+        [binary, "serve", "--in-memory", "--demo", "--rows", str(rows), "--http", f"127.0.0.1:{port}",
+         "--access-log", "off"],
+        stderr=subprocess.PIPE, text=True)
+    for line in p.stderr:
+        if "listening on" in line:
+            break
+    threading.Thread(target=lambda: [None for _ in p.stderr], daemon=True).start()
+    return p, port
+
+
+def heavy_queries(which):
+    in_list = ",".join(str(i) for i in range(400_000))
+    qs = [
+        "SELECT t.sym, count(*), avg(q.bid) FROM trades t ASOF LEFT JOIN quotes q "
+        "ON t.sym = q.sym AND t.ts >= q.ts GROUP BY t.sym",
+        "SELECT sym, xbar(INTERVAL '5 minutes', ts) AS bar, first(price), max(price), min(price), last(price), "
+        "sum(size) FROM trades GROUP BY sym, bar ORDER BY sym, bar",
+        f"SELECT count(*) FROM trades WHERE size IN ({in_list})",
+    ]
+    return [q for k, q in zip(["asof", "bars", "inlist"], qs) if k in which]
+
+
+def query_loop(port, stop, done, k, which):
+    qs = heavy_queries(which)
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    i = k
+    while not stop.is_set():
+        body = qs[i % len(qs)].encode()
+        i += 1
+        try:
+            conn.request("POST", "/", body=body)
+            r = conn.getresponse()
+            r.read()
+            done[r.status] = done.get(r.status, 0) + 1
+        except (OSError, http.client.HTTPException):
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+
+
+def ingest_latencies(port, batches, tag):
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    out = []
+    base = 1_800_000_000_000_000_000
+    for b in range(batches):
+        lines = "\n".join(f"ticks,host=h{j % 4},tag={tag} v={b * 20 + j}i {base + b * 1000 + j}" for j in range(20))
+        t0 = time.perf_counter()
+        conn.request("POST", "/write", body=lines.encode())
+        r = conn.getresponse()
+        r.read()
+        out.append(time.perf_counter() - t0)
+        if r.status >= 300:
+            raise SystemExit(f"ingest failed: {r.status}")
+        if (b + 1) % 100 == 0:
+            log(f"  {tag}: {b + 1}/{batches} batches")
+    return out
+
+
+def pct(xs, p):
+    s = sorted(xs)
+    return s[min(len(s) - 1, int(p / 100 * len(s)))]
+
+
+def peak_rss_mib(port):
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    conn.request("GET", "/metrics")
+    for line in conn.getresponse().read().decode().splitlines():
+        if line.startswith("zepto_memory_peak_resident_bytes"):
+            return float(line.split()[-1]) / (1 << 20)
+    return float("nan")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rows", type=int, default=1_000_000)
+    ap.add_argument("--batches", type=int, default=400)
+    ap.add_argument("--queries", default="asof,bars,inlist", help="heavy statements: asof,bars,inlist")
+    ap.add_argument("--bin", default=os.path.join(ROOT, "target", "release", "zeptodb"))
+    a = ap.parse_args()
+    cores = os.cpu_count() or 2
+    log(f"starting the server with {a.rows} demo rows ...")
+    p, port = start(a.bin, a.rows)
+    try:
+        log("idle ingest ...")
+        idle = ingest_latencies(port, a.batches, "idle")
+        stop, done = threading.Event(), {}
+        threads = [threading.Thread(target=query_loop, args=(port, stop, done, k, a.queries.split(",")),
+                                    daemon=True)
+                   for k in range(2 * cores)]
+        for t in threads:
+            t.start()
+        time.sleep(2.0)  # let the query load build up
+        log(f"ingest under {2 * cores} heavy query clients ...")
+        loaded = ingest_latencies(port, a.batches, "loaded")
+        stop.set()
+        for t in threads:
+            t.join(timeout=120)
+        rss = peak_rss_mib(port)
+    finally:
+        p.terminate()
+        p.wait(timeout=30)
+    print(f"| phase | p50 ms | p99 ms | max ms |")
+    print(f"|---|---|---|---|")
+    for name, xs in [("idle", idle), (f"{2 * cores} heavy query clients", loaded)]:
+        print(f"| {name} | {pct(xs, 50) * 1e3:.2f} | {pct(xs, 99) * 1e3:.2f} | {max(xs) * 1e3:.2f} |")
+    print(f"\np99 under load / idle: {pct(loaded, 99) / pct(idle, 99):.2f}; "
+          f"statements answered during the loaded phase by status: {dict(sorted(done.items()))}; "
+          f"server peak RSS {rss:.0f} MiB")
+
+
+if __name__ == "__main__":
+    main()
