@@ -320,10 +320,14 @@ pub async fn run(
     let format = req.format;
 
     let work = match stmts.as_slice() {
-        [Statement::Query(q)] if binds_cheaply(q) => match run_small_read(state, &engine, q, format, &ctl)? {
-            Ok(done) => return Ok(done),
-            Err(work) => work,
-        },
+        // Only short SQL is bound here: binding a long script (a 400k-item IN list) would hold
+        // an async thread that ingest and every other request need.
+        [Statement::Query(q)] if permit.is_none() && binds_cheaply(q) => {
+            match run_small_read(state, &engine, q, format, &ctl)? {
+                Ok(done) => return Ok(done),
+                Err(work) => work,
+            }
+        }
         _ => Work::Statements(stmts),
     };
 
