@@ -341,7 +341,11 @@ pub fn run_file_with(path: &str, text: &str, tier: bool) -> Report {
                     let width_ok = r.fields.len() == columns || columns == 0;
                     let same =
                         width_ok && got.len() == exp.len() && got.iter().zip(&exp).all(|(a, b)| lines_match(a, b));
-                    if same {
+                    let plans = if same { explain_mismatch(&engine, &sql) } else { None };
+                    if let Some(why) = plans {
+                        rep.failed += 1;
+                        let _ = writeln!(rep.failures, "{path}:{line}: EXPLAIN and the run disagree: {why}\n  {sql}\n");
+                    } else if same {
                         rep.passed += 1;
                     } else {
                         rep.failed += 1;
@@ -365,6 +369,39 @@ pub fn run_file_with(path: &str, text: &str, tier: bool) -> Report {
         }
     }
     rep
+}
+
+/// For a SELECT: where EXPLAIN and EXPLAIN ANALYZE disagree, if they do. The two must print
+/// the same tree of operators (what the physical planner chose, and what the executor reports
+/// it ran), and every node must have run (or run fused into its parent).
+pub fn explain_mismatch(engine: &Engine, sql: &str) -> Option<String> {
+    let head = sql.trim_start().to_ascii_lowercase();
+    if !head.starts_with("select") && !head.starts_with("with") {
+        return None;
+    }
+    let lines = |q: String| -> Result<Vec<String>, String> {
+        let r = engine.execute(&q).map_err(|e| format!("{q}: {e}"))?;
+        let c = r.batch().columns.first().cloned().ok_or("no plan column")?;
+        Ok((0..c.len()).map(|i| cell(&c, i)).collect())
+    };
+    let (plan, ran) = match (lines(format!("EXPLAIN {sql}")), lines(format!("EXPLAIN ANALYZE {sql}"))) {
+        (Ok(p), Ok(r)) => (p, r),
+        (Err(e), _) | (_, Err(e)) => return Some(e),
+    };
+    // The indentation and the operator's name: the first word of a node's line.
+    let op = |l: &str| l.find(|c: char| c != ' ').map(|i| (i, l[i..].split(' ').next().unwrap_or("").to_string()));
+    if plan.len() != ran.len() {
+        return Some(format!("{} plan lines, {} ran", plan.len(), ran.len()));
+    }
+    for (p, r) in plan.iter().zip(&ran).skip(1) {
+        if op(p) != op(r) {
+            return Some(format!("planned `{p}`, ran `{r}`"));
+        }
+        if !r.contains("(rows=") && !r.ends_with("(fused into its parent)") {
+            return Some(format!("node did not run: `{r}`"));
+        }
+    }
+    None
 }
 
 #[cfg(test)]

@@ -86,14 +86,14 @@ fn field(name: &str, t: DataType) -> Field {
 /// A bound, optimized query over the snapshots taken when it was prepared.
 #[derive(Debug, Clone)]
 pub struct Prepared {
-    plan: crate::plan::Plan,
+    plan: crate::plan::PhysicalPlan,
     fields: Vec<Field>,
 }
 
 impl Prepared {
     /// See [`crate::plan::Plan::linear_scan_rows`]: a bound on the work, when there is one.
     pub fn linear_scan_rows(&self) -> Option<usize> {
-        self.plan.linear_scan_rows()
+        self.plan.root().linear_scan_rows()
     }
 }
 
@@ -111,7 +111,7 @@ pub enum Access {
 impl Statement {
     pub fn access(&self) -> Access {
         match self {
-            Statement::Query(_) | Statement::Explain(_) | Statement::ShowTables | Statement::Describe { .. } => {
+            Statement::Query(_) | Statement::Explain { .. } | Statement::ShowTables | Statement::Describe { .. } => {
                 Access::Read
             }
             Statement::Insert { .. }
@@ -210,7 +210,7 @@ impl Engine {
     pub fn prepare(&self, q: &Query) -> Result<Prepared> {
         let mut binder = self.binder();
         let (plan, fields) = binder.bind_query(q)?;
-        Ok(Prepared { plan: crate::plan::prune::prune_plan(plan), fields })
+        Ok(Prepared { plan: crate::plan::physical::plan(plan), fields })
     }
 
     /// Run a prepared query.
@@ -225,10 +225,13 @@ impl Engine {
         }
         match s {
             Statement::Query(q) => self.query(q),
-            Statement::Explain(q) => {
-                let mut binder = self.binder();
-                let (plan, fields) = binder.bind_query(q)?;
-                let text = crate::plan::prune::prune_plan(plan).explain(&fields);
+            Statement::Explain { query, analyze } => {
+                let p = self.prepare(query)?;
+                let text = if *analyze {
+                    exec::explain_analyze(&p.plan, &p.fields)?.0
+                } else {
+                    p.plan.root().explain(&p.fields)
+                };
                 Ok(QueryResult::text_column("plan", text.lines().map(str::to_string).collect()))
             }
             Statement::CreateTable(ct) => {

@@ -15,6 +15,8 @@ use std::cell::Cell;
 
 thread_local! {
     static NET: Cell<isize> = const { Cell::new(0) };
+    /// The highest `NET` since [`reset_thread_peak`] (what EXPLAIN ANALYZE reports per operator).
+    static PEAK: Cell<isize> = const { Cell::new(0) };
 }
 
 /// The system allocator, counting net bytes per thread.
@@ -23,7 +25,13 @@ pub struct CountingAlloc;
 #[inline]
 fn add(delta: isize) {
     // `try_with` so that allocations during thread teardown are simply not counted.
-    let _ = NET.try_with(|c| c.set(c.get().wrapping_add(delta)));
+    let _ = NET.try_with(|c| {
+        let now = c.get().wrapping_add(delta);
+        c.set(now);
+        if delta > 0 {
+            let _ = PEAK.try_with(|p| p.set(p.get().max(now)));
+        }
+    });
 }
 
 // SAFETY: every method forwards to `System` unchanged; the counter is only bookkeeping.
@@ -65,6 +73,18 @@ unsafe impl GlobalAlloc for CountingAlloc {
 /// Net bytes allocated by the calling thread since it started (0 without [`CountingAlloc`]).
 pub fn thread_net_bytes() -> isize {
     NET.try_with(Cell::get).unwrap_or(0)
+}
+
+/// The highest [`thread_net_bytes`] of the calling thread since the last
+/// [`reset_thread_peak`].
+pub fn thread_peak_bytes() -> isize {
+    PEAK.try_with(Cell::get).unwrap_or(0)
+}
+
+/// Start measuring the calling thread's peak again from `to` (a nested measurement saves the
+/// outer peak, resets, and restores the maximum of both when it ends).
+pub fn reset_thread_peak(to: isize) {
+    let _ = PEAK.try_with(|p| p.set(to));
 }
 
 /// Count `bytes` as allocated by the calling thread: memory a helper thread allocated on its

@@ -37,7 +37,9 @@ pub struct AsofSpec<'a> {
 impl<'a> AsofSpec<'a> {
     /// An `AsofJoin` node's inputs and spec (`None` for any other node).
     pub fn of(plan: &'a Plan) -> Option<(&'a Plan, &'a Plan, AsofSpec<'a>)> {
-        let Plan::AsofJoin { left, right, left_keys, right_keys, left_ts, right_ts, op, outer, tolerance, emit } = plan
+        let Plan::AsofJoin {
+            left, right, left_keys, right_keys, left_ts, right_ts, op, outer, tolerance, emit, ..
+        } = plan
         else {
             return None;
         };
@@ -278,19 +280,8 @@ fn advance(rs: &[i64], mut j: usize, t: i64, inclusive: bool) -> usize {
     j
 }
 
-/// Whether both inputs are scans joined on their partition keys and designated timestamps.
-pub fn merge_shape(left: &Plan, right: &Plan, lk: &[BExpr], rk: &[BExpr], lts: &BExpr, rts: &BExpr) -> bool {
-    let (Plan::Scan { table: lt, columns: lc, .. }, Plan::Scan { table: rt, columns: rc, .. }) = (left, right) else {
-        return false;
-    };
-    let is_col = |e: &BExpr, cols: &[usize], want: Option<usize>| matches!(e, BExpr::Col(i, _) if want.is_some() && cols.get(*i).copied() == want);
-    matches!((lk, rk), ([l], [r]) if is_col(l, lc, lt.key_col) && is_col(r, rc, rt.key_col))
-        && is_col(lts, lc, lt.ts_col)
-        && is_col(rts, rc, rt.ts_col)
-}
-
 /// Two scans of keyed, time-sorted tables joined on their partition keys and designated
-/// timestamps, their partitions paired by key (see [`merge_shape`]).
+/// timestamps, their partitions paired by key (see [`crate::plan::physical::merge_shape`]).
 pub(super) struct Paired<'a> {
     pub lt: &'a Table,
     pub lc: &'a [usize],
@@ -315,47 +306,37 @@ impl<'a> Paired<'a> {
     }
 }
 
-/// [`Paired`] when the plan has that shape and every partition involved is time-sorted.
-pub(super) fn paired<'a>(
-    left: &'a Plan,
-    right: &'a Plan,
-    lk: &[BExpr],
-    rk: &[BExpr],
-    lts: &BExpr,
-    rts: &BExpr,
-) -> Option<Paired<'a>> {
-    if !merge_shape(left, right, lk, rk, lts, rts) {
-        return None;
-    }
+/// The partitions of two scans paired by key (the physical planner checked the shape: see
+/// [`crate::plan::physical::merge_shape`]). Partitions are time-sorted: a table keeps them so.
+pub(super) fn paired<'a>(left: &'a Plan, right: &'a Plan) -> Result<Paired<'a>> {
+    let shape = || SqlError::Internal("a partition-pair join over inputs that are not keyed, timed scans".into());
     let (Plan::Scan { table: lt, columns: lc, range: lr }, Plan::Scan { table: rt, columns: rc, range: rr }) =
         (left, right)
     else {
-        return None;
+        return Err(shape());
     };
     let right: HashMap<u32, Piece> = pieces(rt, rr).into_iter().filter_map(|p| p.part.key.map(|k| (k, p))).collect();
     let left = pieces(lt, lr);
-    if left.iter().any(|p| !p.part.sorted) || right.values().any(|p| !p.part.sorted) {
-        return None;
-    }
-    Some(Paired { lt, lc, lr, rt, rc, rr, lts: lt.ts_col?, rts: rt.ts_col?, left, right })
+    debug_assert!(left.iter().all(|p| p.part.sorted) && right.values().all(|p| p.part.sorted));
+    let (Some(lts), Some(rts)) = (lt.ts_col, rt.ts_col) else { return Err(shape()) };
+    Ok(Paired { lt, lc, lr, rt, rc, rr, lts, rts, left, right })
 }
 
 /// Both inputs are scans of partitioned, time-sorted tables joined on their partition keys and
 /// designated timestamps (the shape of `trades ASOF JOIN quotes ON sym = sym AND ts >= ts`):
 /// pair the partitions by key and merge each pair with two pointers — no hashing, no search.
 /// Each left partition's matches go through `finish` on the same helper thread. Returns the
-/// finished partitions in left order and the types of `[left..., right...]`; `None` when the
-/// plan does not have that shape (the general path then runs).
+/// finished partitions in left order and the types of `[left..., right...]`.
 fn partition_wise<R: Send>(
     left: &Plan,
     right: &Plan,
     spec: &AsofSpec,
     finish: impl Fn(Matched) -> Result<R> + Sync,
-) -> Option<Result<(Vec<R>, Vec<DataType>)>> {
+) -> Result<(Vec<R>, Vec<DataType>)> {
     if spec.op == BinaryOp::Eq {
-        return None;
+        return Err(SqlError::Internal("a nearest ASOF JOIN has no partition merge".into()));
     }
-    let pp = paired(left, right, spec.left_keys, spec.right_keys, spec.left_ts, spec.right_ts)?;
+    let pp = paired(left, right)?;
     let Paired { lt, lc, lr, rt, rc, rr, lts, rts, left: lps, .. } = &pp;
     let (lts, rts) = (*lts, *rts);
     // Each left partition merges with its right partition alone: on every core.
@@ -418,17 +399,14 @@ fn partition_wise<R: Send>(
         .map(|&c| lt.schema.columns[c].data_type)
         .chain(rc.iter().map(|&c| rt.schema.columns[c].data_type))
         .collect();
-    Some(par_map(lps, total, one).map(|outs| (outs, types)))
+    par_map(lps, total, one).map(|outs| (outs, types))
 }
 
 /// The partition-wise ASOF ([`partition_wise`]) as one batch, built a column at a time on
 /// every core: left columns concatenated (LEFT) or gathered (inner), right columns gathered
 /// straight from the partitions' columns.
-pub fn try_partitioned(left: &Plan, right: &Plan, spec: &AsofSpec) -> Option<Result<Batch>> {
-    let (outs, types) = match partition_wise(left, right, spec, Ok)? {
-        Ok(r) => r,
-        Err(e) => return Some(Err(e)),
-    };
+pub fn partitioned(left: &Plan, right: &Plan, spec: &AsofSpec) -> Result<Batch> {
+    let (outs, types) = partition_wise(left, right, spec, Ok)?;
     let nl = crate::plan::prune::width(left);
     let rows: usize = outs.iter().map(|m| m.ri.len()).sum();
     let emitted = spec.emitted(nl, types.len() - nl);
@@ -449,15 +427,14 @@ pub fn try_partitioned(left: &Plan, right: &Plan, spec: &AsofSpec) -> Option<Res
         };
         Ok(Arc::new(c))
     };
-    Some(par_map(&emitted, rows, column).map(|cols| Batch::shared(cols, rows)))
+    par_map(&emitted, rows, column).map(|cols| Batch::shared(cols, rows))
 }
 
 /// The partition-wise ASOF ([`partition_wise`]) as one batch per left partition, each built
 /// on the helper thread that merged it: a LEFT join's left columns are the partition's own
-/// (shared, not copied), right columns are gathered from the paired right partition. `None`
-/// when the plan does not have that shape, or no partition matched (the caller then builds one
-/// batch, which carries the column types).
-pub fn try_partitioned_chunks(left: &Plan, right: &Plan, spec: &AsofSpec) -> Option<Result<Vec<Batch>>> {
+/// (shared, not copied), right columns are gathered from the paired right partition. No left
+/// partition: [`partitioned`]'s one empty batch, which carries the column types.
+pub fn partitioned_chunks(left: &Plan, right: &Plan, spec: &AsofSpec) -> Result<Vec<Batch>> {
     let nl = crate::plan::prune::width(left);
     let chunk = |m: Matched| -> Result<Batch> {
         let nr = m.rb.columns.len();
@@ -479,7 +456,11 @@ pub fn try_partitioned_chunks(left: &Plan, right: &Plan, spec: &AsofSpec) -> Opt
             .collect::<Result<Vec<_>>>()?;
         Ok(Batch::shared(cols, rows))
     };
-    super::non_empty(partition_wise(left, right, spec, chunk)?.map(|(chunks, _)| chunks))
+    let (chunks, _) = partition_wise(left, right, spec, chunk)?;
+    if chunks.is_empty() {
+        return Ok(vec![partitioned(left, right, spec)?]);
+    }
+    Ok(chunks)
 }
 
 /// One left partition's ASOF matches: its rows (all of them for LEFT, `li` for inner) and

@@ -52,7 +52,7 @@ pub fn eval_correlated(sub: &Correlated, lhs: Option<&BExpr>, b: &Batch) -> Resu
             let q = substitute(&sub.query, &sub.refs, Some(&vals));
             let mut binder = Binder::with_access(sub.catalog.catalog.clone(), sub.catalog.access.clone());
             let (plan, _) = binder.bind_query(&q)?;
-            let r = execute(&crate::plan::prune::prune_plan(plan))?;
+            let r = execute(&crate::plan::physical::plan(plan))?;
             let first = match sub.kind {
                 SubqueryKind::Exists { .. } => Vec::new(),
                 _ => r.columns.first().map(|c| (0..c.len()).map(|k| c.get(k)).collect()).unwrap_or_default(),

@@ -21,10 +21,7 @@ use std::ops::Range;
 use std::sync::Arc;
 use zepto_storage::{Column, ColumnData, Partition, Schema, Span, Table};
 
-/// Whether `table`'s history has files a scan over `range` must read.
-pub(super) fn reads_history(table: &Table, range: &ScanRange) -> bool {
-    table.history().overlapping(range.ts_lo, range.ts_hi).next().is_some()
-}
+pub(super) use crate::plan::physical::reads_history;
 
 fn any_history(p: &Plan) -> bool {
     match p {
@@ -33,7 +30,8 @@ fn any_history(p: &Plan) -> bool {
     }
 }
 
-/// `plan` with its history scans materialized (borrowed as is when there are none).
+/// `plan` with its history scans materialized (borrowed as is when there are none): the first
+/// step of running a physical plan, so that every operator reads memory.
 pub fn resolve(plan: &Plan) -> Result<Cow<'_, Plan>> {
     if !any_history(plan) {
         return Ok(Cow::Borrowed(plan));
@@ -44,7 +42,7 @@ pub fn resolve(plan: &Plan) -> Result<Cow<'_, Plan>> {
 fn rewrite(p: Plan) -> Result<Plan> {
     match p {
         // Aggregated straight from the files (history_agg), never assembled.
-        Plan::Aggregate { ref input, ref aggs, .. } if super::history_agg::eligible(input, aggs) => Ok(p),
+        Plan::Aggregate { how: crate::plan::AggHow::HistoryPartials { .. }, .. } => Ok(p),
         Plan::Scan { table, columns, range } if reads_history(&table, &range) => {
             let (table, columns) = materialize(&table, &columns, &range)?;
             Ok(Plan::Scan { table, columns, range })

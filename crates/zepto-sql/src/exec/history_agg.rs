@@ -21,66 +21,33 @@
 
 use super::aggregate::{aggregate_grouped, run_agg};
 use super::hash::{group_ids, GroupIds};
-use super::history::{reads_history, ts_cut};
+use super::history::ts_cut;
 use super::interrupt::par_map;
-use super::partitioned::monotonic_in;
-use super::scan::{piece_batch, pieces, scan_shape, ScanShape};
+use super::scan::{piece_batch, pieces};
 use super::Batch;
 use crate::error::{Result, SqlError};
 use crate::plan::functions::AggFunc;
+use crate::plan::physical::{monotonic_in, scan_shape, ScanShape};
 use crate::plan::{AggCall, BExpr, Plan, ScanRange};
 use zepto_storage::column::NULL_INDEX;
 use zepto_storage::{Column, ColumnData, DataType, HistoryChunk, Table};
 
-/// A scan (optionally filtered) that reaches the history.
-fn shape(input: &Plan) -> Option<ScanShape<'_>> {
-    scan_shape(input).filter(|s| reads_history(s.table, s.range) && s.table.history_reader().is_some())
-}
-
-/// The partial aggregates that stand for `a`, or `None` when `a` does not merge exactly.
-fn partials(a: &AggCall) -> Option<Vec<AggCall>> {
-    if a.distinct {
-        return None;
-    }
-    let with = |func: AggFunc, args: Vec<BExpr>, ty: DataType, order: Option<BExpr>| AggCall {
-        func,
-        args,
-        distinct: false,
-        order,
-        ty,
-    };
-    match a.func {
-        AggFunc::CountStar | AggFunc::Count | AggFunc::Min | AggFunc::Max => Some(vec![a.clone()]),
-        AggFunc::Sum if matches!(a.ty, DataType::Int64 | DataType::Float64) => Some(vec![a.clone()]),
-        AggFunc::Avg if a.ty == DataType::Float64 && a.args.len() == 1 => {
-            Some(vec![a.clone(), with(AggFunc::Count, a.args.clone(), DataType::Int64, None)])
-        }
-        AggFunc::First | AggFunc::Last if a.args.len() == 1 => {
-            // The merge compares the times of the rows the partials picked.
-            let o = a.order.clone().filter(|o| matches!(o.data_type(), DataType::Timestamp | DataType::Int64))?;
-            Some(vec![a.clone(), with(a.func, vec![o.clone()], o.data_type(), Some(o))])
-        }
-        _ => None,
-    }
-}
-
-/// Whether [`try_aggregate`] takes this aggregate (the history rewrite then leaves its scan
-/// alone).
-pub(super) fn eligible(input: &Plan, aggs: &[AggCall]) -> bool {
-    shape(input).is_some() && aggs.iter().all(|a| partials(a).is_some())
-}
-
-/// The aggregate's result, when [`eligible`]. A failure of the partial path (a BIGINT partial
-/// sum that overflows while the total would not, say) is retried over the assembled rows, which
-/// either succeeds or fails the way any other path would.
-pub(super) fn try_aggregate(input: &Plan, keys: &[BExpr], aggs: &[AggCall]) -> Option<Result<Batch>> {
-    let s = shape(input)?;
-    let parts: Vec<Vec<AggCall>> = aggs.iter().map(partials).collect::<Option<_>>()?;
-    Some(run(&s, keys, aggs, &parts).or_else(|_| {
-        // `execute` materializes the history scan of a plain (filtered) scan.
-        let b = super::execute(input)?;
-        super::aggregate::aggregate(&b, keys, aggs)
-    }))
+/// The aggregate over a (filtered) scan that reaches the history, from partials (`parts[i]`
+/// stands for `aggs[i]`), as the physical planner chose. A failure of the partial path (a
+/// BIGINT partial sum that overflows while the total would not, say) is retried over the
+/// assembled rows, which either succeeds or fails the way any other path would.
+pub(super) fn aggregate(
+    ctx: &super::ExecContext,
+    input: &Plan,
+    keys: &[BExpr],
+    aggs: &[AggCall],
+    parts: &[Vec<AggCall>],
+) -> Result<Batch> {
+    let s = scan_shape(input).ok_or_else(|| SqlError::Internal("history GROUP BY over a non-scan".into()))?;
+    run(&s, keys, aggs, parts).or_else(|_| {
+        let assembled = super::history::resolve(input)?;
+        super::aggregate::aggregate(&super::run(ctx, &assembled)?, keys, aggs)
+    })
 }
 
 fn run(s: &ScanShape, keys: &[BExpr], aggs: &[AggCall], parts: &[Vec<AggCall>]) -> Result<Batch> {

@@ -10,55 +10,39 @@ use super::eval::eval;
 use super::hash::group_ids;
 use super::scan::{piece_batch, pieces};
 use super::sort::value_cmp;
-use super::{execute, Batch};
-use crate::error::Result;
-use crate::plan::{BExpr, Plan, ScanRange};
+use super::Batch;
+use crate::error::{Result, SqlError};
+use crate::plan::physical::{tail_shape, ScanShape};
+use crate::plan::{BExpr, Plan};
 use std::cmp::Ordering;
-use std::sync::Arc;
 use zepto_storage::{Column, Table};
 
-type Tail<'a> = (&'a Arc<Table>, &'a [usize], &'a ScanRange, Option<&'a BExpr>);
-
-/// The partition-tail shape: a scan (optionally filtered) keyed by its partition key and
-/// ordered by its designated timestamp.
-pub fn tail_shape<'a>(input: &'a Plan, keys: &[BExpr], ts: &BExpr) -> Option<Tail<'a>> {
-    let (scan, pred) = match input {
-        Plan::Filter { input, pred } => (&**input, Some(pred)),
-        p => (p, None),
-    };
-    let Plan::Scan { table, columns, range } = scan else { return None };
-    let (Some(kc), Some(tc)) = (table.key_col, table.ts_col) else { return None };
-    match (keys, ts) {
-        ([BExpr::Col(k, _)], BExpr::Col(t, _)) if columns.get(*k) == Some(&kc) && columns.get(*t) == Some(&tc) => {
-            Some((table, columns, range, pred))
+/// The last row of each partition of a (filtered) scan keyed by its partition key and ordered
+/// by its designated timestamp (the physical planner checked the shape: see
+/// [`crate::plan::physical::tail_shape`]): each partition is searched from its end.
+pub fn tails(input: &Plan, keys: &[BExpr], ts: &BExpr) -> Result<Batch> {
+    let ScanShape { table, columns, range, filter } = tail_shape(input, keys, ts)
+        .ok_or_else(|| SqlError::Internal("LATEST ON from partition tails over another shape".into()))?;
+    let ps = pieces(table, range);
+    debug_assert!(ps.iter().all(|p| p.part.sorted), "a table keeps its partitions time-sorted");
+    let mut picks: Vec<Batch> = Vec::new();
+    for p in &ps {
+        let b = piece_batch(table, p, columns, range);
+        let tcol = eval(ts, &b)?;
+        let mask = filter.map(|e| eval(e, &b)).transpose()?;
+        let hit = (0..b.rows).rev().find(|&i| {
+            tcol.is_valid(i)
+                && mask.as_ref().is_none_or(|m| m.is_valid(i) && matches!(m.get(i), zepto_storage::Value::Bool(true)))
+        });
+        if let Some(i) = hit {
+            picks.push(b.take(&[i as u32]));
         }
-        _ => None,
     }
+    Ok(in_ts_order(concat(picks, columns.len(), table, columns), ts))
 }
 
-pub fn latest(input: &Plan, keys: &[BExpr], ts: &BExpr) -> Result<Batch> {
-    if let Some((table, columns, range, pred)) = tail_shape(input, keys, ts) {
-        let ps = pieces(table, range);
-        if ps.iter().all(|p| p.part.sorted) {
-            let mut picks: Vec<Batch> = Vec::new();
-            for p in &ps {
-                let b = piece_batch(table, p, columns, range);
-                let tcol = eval(ts, &b)?;
-                let mask = pred.map(|e| eval(e, &b)).transpose()?;
-                let hit = (0..b.rows).rev().find(|&i| {
-                    tcol.is_valid(i)
-                        && mask
-                            .as_ref()
-                            .is_none_or(|m| m.is_valid(i) && matches!(m.get(i), zepto_storage::Value::Bool(true)))
-                });
-                if let Some(i) = hit {
-                    picks.push(b.take(&[i as u32]));
-                }
-            }
-            return Ok(in_ts_order(concat(picks, columns.len(), table, columns), ts));
-        }
-    }
-    let b = execute(input)?;
+/// The row with the greatest `ts` of every distinct `keys` tuple of `b`, in `ts` order.
+pub fn by_hash(b: Batch, keys: &[BExpr], ts: &BExpr) -> Result<Batch> {
     let kcols = keys.iter().map(|k| eval(k, &b)).collect::<Result<Vec<_>>>()?;
     let refs: Vec<&Column> = kcols.iter().map(|c| &**c).collect();
     let tcol = eval(ts, &b)?;

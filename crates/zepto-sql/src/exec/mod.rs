@@ -5,6 +5,7 @@
 pub mod aggregate;
 pub mod asof;
 pub mod cast;
+pub mod context;
 mod correlated;
 pub mod eval;
 mod fill;
@@ -25,7 +26,8 @@ mod window_join;
 
 use crate::error::{Result, SqlError};
 use crate::parser::ast::JoinKind;
-use crate::plan::{BExpr, Plan};
+use crate::plan::{AggCall, AggHow, AsofHow, BExpr, LatestHow, PairHow, PhysicalPlan, Plan, WindowHow};
+pub use context::{ExecContext, OpStats};
 use std::sync::Arc;
 use zepto_storage::{Bitmap, Column, ColumnData};
 
@@ -89,12 +91,11 @@ pub fn and_validity(a: Option<&Bitmap>, b: Option<&Bitmap>) -> Option<Bitmap> {
     }
 }
 
-pub fn execute(plan: &Plan) -> Result<Batch> {
-    interrupt::check()?;
-    let plan = history::resolve(plan)?;
-    let b = execute_node(&plan)?;
-    interrupt::check()?;
-    Ok(b)
+/// Run a physical plan to one batch.
+pub fn execute(plan: &PhysicalPlan) -> Result<Batch> {
+    let ctx = ExecContext::new();
+    let plan = history::resolve(plan.root())?;
+    run(&ctx, &plan)
 }
 
 /// Below this many rows per batch on average, a result's batches are made one.
@@ -105,12 +106,34 @@ pub const MIN_CHUNK_ROWS: usize = 64;
 /// way, as the operators whose output is naturally per partition produce it: a scan's whole
 /// partitions and a partition-wise LEFT ASOF JOIN's left columns are the table's own columns,
 /// shared rather than copied into one column. Every other plan gives one batch.
-pub fn execute_chunks(plan: &Plan) -> Result<Vec<Batch>> {
-    interrupt::check()?;
-    let plan = history::resolve(plan)?;
-    let mut out = chunks_node(&plan)?;
-    interrupt::check()?;
-    // Empty batches (a filter's) are dropped, but one is kept: it carries the column types.
+pub fn execute_chunks(plan: &PhysicalPlan) -> Result<Vec<Batch>> {
+    let ctx = ExecContext::new();
+    let plan = history::resolve(plan.root())?;
+    run_chunks(&ctx, &plan).map(tidy_chunks)
+}
+
+/// EXPLAIN ANALYZE: run the plan with a profile, and print the plan that ran (history scans
+/// read into memory) with each node's operator, rows, batches, time and peak memory.
+pub fn explain_analyze(plan: &PhysicalPlan, names: &[crate::plan::Field]) -> Result<(String, Vec<Batch>)> {
+    let ctx = ExecContext::profiling();
+    let plan = history::resolve(plan.root())?;
+    let out = run_chunks(&ctx, &plan).map(tidy_chunks)?;
+    let text = plan.explain_with(names, &|node| ctx.stats(node).map(|s| describe_stats(&s)));
+    Ok((text, out))
+}
+
+fn describe_stats(s: &OpStats) -> String {
+    if s.fused {
+        return "(fused into its parent)".to_string();
+    }
+    let ms = s.elapsed.as_secs_f64() * 1e3;
+    format!("(rows={} batches={} time={ms:.3} ms peak_mem={} bytes)", s.rows, s.batches, s.peak_bytes)
+}
+
+/// Empty batches (a filter's) are dropped, but one is kept: it carries the column types. And
+/// batches of a few rows (a GROUP BY per partition) are not worth keeping apart: below
+/// MIN_CHUNK_ROWS on average, the result is one batch (a cheap copy of few rows).
+fn tidy_chunks(mut out: Vec<Batch>) -> Vec<Batch> {
     if out.len() > 1 {
         let first = out.remove(0);
         out.retain(|b| b.rows > 0);
@@ -118,62 +141,94 @@ pub fn execute_chunks(plan: &Plan) -> Result<Vec<Batch>> {
             out.insert(0, first);
         }
     }
-    // Batches of a few rows (a GROUP BY per partition) are not worth keeping apart: below
-    // MIN_CHUNK_ROWS on average, the result is one batch (a cheap copy of few rows).
     let rows: usize = out.iter().map(|b| b.rows).sum();
     if out.len() > 1 && rows < out.len() * MIN_CHUNK_ROWS {
         out = vec![concat_chunks(out)];
     }
     debug_assert!(!out.is_empty(), "a result has at least one batch");
+    out
+}
+
+/// One node (an operator's input) to one batch.
+pub(crate) fn run(ctx: &ExecContext, plan: &Plan) -> Result<Batch> {
+    interrupt::check()?;
+    let started = ctx.start();
+    let (op, b) = execute_node(ctx, plan)?;
+    ctx.finish(started, plan, op, b.rows, 1);
+    debug_assert_eq!(op, plan.operator(), "the executor runs the operator the planner chose");
+    interrupt::check()?;
+    Ok(b)
+}
+
+/// One node to batches of the same columns (at least one).
+fn run_chunks(ctx: &ExecContext, plan: &Plan) -> Result<Vec<Batch>> {
+    interrupt::check()?;
+    let started = ctx.start();
+    let (op, out) = chunks_node(ctx, plan)?;
+    debug_assert!(!out.is_empty(), "{op} gave no batch");
+    ctx.finish(started, plan, op, out.iter().map(|b| b.rows).sum(), out.len());
+    debug_assert_eq!(op, plan.operator(), "the executor runs the operator the planner chose");
+    interrupt::check()?;
     Ok(out)
 }
 
-fn chunks_node(plan: &Plan) -> Result<Vec<Batch>> {
-    match plan {
+/// The operators whose output is naturally per partition give their batches; every other
+/// node gives one.
+fn chunks_node(ctx: &ExecContext, plan: &Plan) -> Result<(&'static str, Vec<Batch>)> {
+    Ok(match plan {
         Plan::Scan { table, columns, range } => {
             let ps = scan::pieces(table, range);
             if ps.len() < 2 {
-                return Ok(vec![scan::scan(table, columns, range)?]);
+                return Ok(("Scan", vec![scan::scan(table, columns, range)?]));
             }
-            Ok(ps.iter().map(|p| scan::piece_batch(table, p, columns, range)).collect())
+            ("Scan", ps.iter().map(|p| scan::piece_batch(table, p, columns, range)).collect())
         }
         // Row-local expressions are evaluated batch by batch; a column reference shares its
         // input's column.
         Plan::Project { input, exprs } if exprs.iter().all(row_local) => {
-            chunks_node(input)?.iter().map(|b| project(b, exprs)).collect()
+            ("Project", run_chunks(ctx, input)?.iter().map(|b| project(b, exprs)).collect::<Result<_>>()?)
         }
         Plan::Filter { input, pred } if row_local(pred) => {
-            chunks_node(input)?.iter().map(|b| filter(b, pred)).collect()
+            ("Filter", run_chunks(ctx, input)?.iter().map(|b| filter(b, pred)).collect::<Result<_>>()?)
         }
-        Plan::AsofJoin { .. } => {
-            match asof::AsofSpec::of(plan).and_then(|(l, r, s)| asof::try_partitioned_chunks(l, r, &s)) {
-                Some(r) => r,
-                None => Ok(vec![execute_node(plan)?]),
-            }
+        Plan::AsofJoin { left, right, how: AsofHow::PartitionMerge, .. } => {
+            let (_, _, spec) = asof_spec(plan)?;
+            ctx.fused(left);
+            ctx.fused(right);
+            ("AsofMergeJoin", asof::partitioned_chunks(left, right, &spec)?)
         }
-        Plan::WindowJoin { left, right, left_keys, right_keys, left_ts, right_ts, lo, hi, aggs } => {
-            let band = window_join::Band { left_keys, right_keys, left_ts, right_ts, lo: *lo, hi: *hi };
-            match window_join::try_partitioned_chunks(left, right, &band, aggs) {
-                Some(r) => r,
-                None => Ok(vec![execute_node(plan)?]),
-            }
+        Plan::WindowJoin { left, right, aggs, how: PairHow::PartitionWise, .. } => {
+            ctx.fused(left);
+            ctx.fused(right);
+            ("PartitionWindowJoin", window_join::partitioned_chunks(left, right, &band(plan)?, aggs)?)
         }
-        Plan::Aggregate { input, keys, aggs } => {
-            if let Some(r) = history_agg::try_aggregate(input, keys, aggs) {
-                return r.map(|b| vec![b]);
-            }
-            match partitioned::try_aggregate_chunks(input, keys, aggs) {
-                Some(r) => r,
-                // Not partition-wise, or no partition has rows: the general path (not
-                // execute_node, which would try the partition-wise path again).
-                None => Ok(vec![aggregate::aggregate(&execute(input)?, keys, aggs)?]),
-            }
+        Plan::Aggregate { input, keys, aggs, how: AggHow::PartitionWise { runs } } => {
+            ctx.fused(input);
+            ("PartitionAggregate", partitioned::aggregate_chunks(input, keys, aggs, *runs)?)
         }
-        Plan::Window { input, calls } => match window::try_partitioned_chunks(input, calls) {
-            Some(r) => r,
-            None => Ok(vec![execute_node(plan)?]),
-        },
-        _ => Ok(vec![execute_node(plan)?]),
+        Plan::Window { input, calls, how: WindowHow::PartitionWise } => {
+            ctx.fused(input);
+            ("PartitionWindow", window::partitioned_chunks(input, calls)?)
+        }
+        _ => {
+            let (op, b) = execute_node(ctx, plan)?;
+            (op, vec![b])
+        }
+    })
+}
+
+/// An `AsofJoin` node's inputs and spec.
+fn asof_spec(plan: &Plan) -> Result<(&Plan, &Plan, asof::AsofSpec<'_>)> {
+    asof::AsofSpec::of(plan).ok_or_else(|| SqlError::Internal("not an ASOF JOIN node".into()))
+}
+
+/// A `WindowJoin` node's band.
+fn band(plan: &Plan) -> Result<window_join::Band<'_>> {
+    match plan {
+        Plan::WindowJoin { left_keys, right_keys, left_ts, right_ts, lo, hi, .. } => {
+            Ok(window_join::Band { left_keys, right_keys, left_ts, right_ts, lo: *lo, hi: *hi })
+        }
+        _ => Err(SqlError::Internal("not a WINDOW JOIN node".into())),
     }
 }
 
@@ -208,13 +263,13 @@ fn project(b: &Batch, exprs: &[BExpr]) -> Result<Batch> {
     Ok(Batch::shared(cols, b.rows))
 }
 
-/// A partition-wise operator's batches, `None` when there are none (its caller then takes
-/// the general path, whose one batch carries the column types).
-pub(super) fn non_empty(r: Result<Vec<Batch>>) -> Option<Result<Vec<Batch>>> {
-    match r {
-        Ok(outs) if outs.is_empty() => None,
-        r => Some(r),
+/// A partition-wise operator's batches, or one empty batch of `types` when no partition gave
+/// one (a result has at least one batch: it carries the column types).
+pub(super) fn or_empty(outs: Vec<Batch>, types: &[zepto_storage::DataType]) -> Result<Vec<Batch>> {
+    if outs.is_empty() {
+        return Ok(vec![concat_batches(&[], types)?]);
     }
+    Ok(outs)
 }
 
 /// Column `j` of `batches`, one after another.
@@ -243,115 +298,135 @@ pub(crate) fn concat_batches(outs: &[Batch], types: &[zepto_storage::DataType]) 
     Ok(Batch::shared(cols, rows))
 }
 
-fn execute_node(plan: &Plan) -> Result<Batch> {
-    match plan {
-        Plan::Scan { table, columns, range } => scan::scan(table, columns, range),
-        Plan::Values { rows, width } => {
-            let empty = Batch::new(vec![], 1);
-            if *width == 0 {
-                return Ok(Batch::new(vec![], rows.len()));
-            }
-            let mut cols = Vec::with_capacity(*width);
-            for j in 0..*width {
-                let parts = rows
-                    .iter()
-                    .map(|r| eval::eval(&r[j], &empty).map(|c| c.into_owned()))
-                    .collect::<Result<Vec<_>>>()?;
-                let refs: Vec<&Column> = parts.iter().collect();
-                cols.push(Column::concat(&refs));
-            }
-            Ok(Batch::new(cols, rows.len()))
-        }
-        Plan::Filter { input, pred } => filter(&execute(input)?, pred),
-        Plan::Project { input, exprs } => project(&execute(input)?, exprs),
-        Plan::Aggregate { input, keys, aggs } => {
-            if let Some(r) = history_agg::try_aggregate(input, keys, aggs) {
-                return r;
-            }
-            if let Some(r) = partitioned::try_aggregate(input, keys, aggs) {
-                return r;
-            }
-            let b = execute(input)?;
-            aggregate::aggregate(&b, keys, aggs)
-        }
+/// One node to one batch, by the operator the physical planner chose.
+fn execute_node(ctx: &ExecContext, plan: &Plan) -> Result<(&'static str, Batch)> {
+    Ok(match plan {
+        Plan::Scan { table, columns, range } => ("Scan", scan::scan(table, columns, range)?),
+        Plan::Values { rows, width } => ("Values", values(rows, *width)?),
+        Plan::Filter { input, pred } => ("Filter", filter(&run(ctx, input)?, pred)?),
+        Plan::Project { input, exprs } => ("Project", project(&run(ctx, input)?, exprs)?),
+        Plan::Aggregate { input, keys, aggs, how } => aggregate_node(ctx, input, keys, aggs, how)?,
         Plan::Join { kind: JoinKind::Window, .. } => {
-            Err(SqlError::plan("WINDOW JOIN needs aggregates over the right side in the select list", None))
+            return Err(SqlError::plan("WINDOW JOIN needs aggregates over the right side in the select list", None))
         }
         Plan::Join { left, right, kind, left_keys, right_keys, residual } => {
-            let l = execute(left)?;
-            let r = execute(right)?;
-            join::join(&l, &r, *kind, left_keys, right_keys, residual.as_ref())
+            let (l, r) = (run(ctx, left)?, run(ctx, right)?);
+            let op = if left_keys.is_empty() { "NestedLoopJoin" } else { "HashJoin" };
+            (op, join::join(&l, &r, *kind, left_keys, right_keys, residual.as_ref())?)
         }
-        Plan::AsofJoin { .. } => {
-            let Some((left, right, spec)) = asof::AsofSpec::of(plan) else {
-                return Err(SqlError::Internal("not an ASOF JOIN node".into()));
-            };
-            if let Some(r) = asof::try_partitioned(left, right, &spec) {
-                return r;
+        Plan::AsofJoin { left, right, how, .. } => {
+            let (_, _, spec) = asof_spec(plan)?;
+            match how {
+                AsofHow::PartitionMerge => {
+                    ctx.fused(left);
+                    ctx.fused(right);
+                    ("AsofMergeJoin", asof::partitioned(left, right, &spec)?)
+                }
+                AsofHow::KeySearch => ("AsofSearchJoin", asof::asof_join(&run(ctx, left)?, &run(ctx, right)?, spec)?),
             }
-            let l = execute(left)?;
-            let r = execute(right)?;
-            asof::asof_join(&l, &r, spec)
         }
         Plan::Sort { input, keys, limit } => {
-            let b = execute(input)?;
+            let b = run(ctx, input)?;
             let perm = sort::sort_indices(&b, keys, *limit)?;
-            Ok(b.take(&perm))
+            (if limit.is_some() { "TopN" } else { "Sort" }, b.take(&perm))
         }
-        Plan::Limit { input, offset, limit } => {
-            let b = execute(input)?;
-            let start = (*offset).min(b.rows);
-            let end = match limit {
-                Some(l) => start.saturating_add(*l).min(b.rows),
-                None => b.rows,
-            };
-            if start == 0 && end == b.rows {
-                return Ok(b);
+        Plan::Limit { input, offset, limit } => ("Limit", self::limit(run(ctx, input)?, *offset, *limit)),
+        Plan::Latest { input, keys, ts, how } => match how {
+            LatestHow::PartitionTails => {
+                ctx.fused(input);
+                ("LatestTails", latest::tails(input, keys, ts)?)
             }
-            let idx: Vec<u32> = (start as u32..end as u32).collect();
-            Ok(b.take(&idx))
-        }
-        Plan::Latest { input, keys, ts } => latest::latest(input, keys, ts),
+            LatestHow::HashByKey => ("LatestHash", latest::by_hash(run(ctx, input)?, keys, ts)?),
+        },
         Plan::SpliceJoin { left, right, left_keys, right_keys, left_ts, right_ts } => {
-            let l = execute(left)?;
-            let r = execute(right)?;
-            asof::splice_join(&l, &r, left_keys, right_keys, left_ts, right_ts)
+            let (l, r) = (run(ctx, left)?, run(ctx, right)?);
+            ("SpliceJoin", asof::splice_join(&l, &r, left_keys, right_keys, left_ts, right_ts)?)
         }
         Plan::RangeJoin { left, right, left_keys, right_keys, left_ts, right_ts, lo, hi, outer } => {
-            let l = execute(left)?;
-            let r = execute(right)?;
+            let (l, r) = (run(ctx, left)?, run(ctx, right)?);
             let band = window_join::Band { left_keys, right_keys, left_ts, right_ts, lo: *lo, hi: *hi };
-            window_join::range_join(&l, &r, &band, *outer)
+            ("RangeJoin", window_join::range_join(&l, &r, &band, *outer)?)
         }
-        Plan::WindowJoin { left, right, left_keys, right_keys, left_ts, right_ts, lo, hi, aggs } => {
-            let band = window_join::Band { left_keys, right_keys, left_ts, right_ts, lo: *lo, hi: *hi };
-            if let Some(r) = window_join::try_partitioned(left, right, &band, aggs) {
-                return r;
+        Plan::WindowJoin { left, right, aggs, how, .. } => {
+            let band = band(plan)?;
+            match how {
+                PairHow::PartitionWise => {
+                    ctx.fused(left);
+                    ctx.fused(right);
+                    ("PartitionWindowJoin", window_join::partitioned(left, right, &band, aggs)?)
+                }
+                PairHow::Sweep => {
+                    ("WindowJoin", window_join::window_join(run(ctx, left)?, &run(ctx, right)?, &band, aggs)?)
+                }
             }
-            let l = execute(left)?;
-            let r = execute(right)?;
-            window_join::window_join(l, &r, &band, aggs)
         }
-        Plan::Fill { input, spec } => {
-            let b = execute(input)?;
-            fill::fill(b, spec)
-        }
-        Plan::Window { input, calls } => {
-            if let Some(r) = window::try_partitioned(input, calls) {
-                return r;
+        Plan::Fill { input, spec } => ("SampleFill", fill::fill(run(ctx, input)?, spec)?),
+        Plan::Window { input, calls, how } => match how {
+            WindowHow::PartitionWise => {
+                ctx.fused(input);
+                ("PartitionWindow", window::partitioned(input, calls)?)
             }
-            let b = execute(input)?;
-            window::window(b, calls)
-        }
+            WindowHow::Whole => ("Window", window::window(run(ctx, input)?, calls)?),
+        },
         Plan::Distinct { input } => {
-            let b = execute(input)?;
+            let b = run(ctx, input)?;
             let idx = hash::distinct_rows(&b);
-            Ok(b.take(&idx))
+            ("Distinct", b.take(&idx))
         }
         Plan::SetOp { op, all, left, right } => {
-            let l = execute(left)?;
-            let r = execute(right)?;
-            setops::set_op(*op, *all, l, r)
+            let (l, r) = (run(ctx, left)?, run(ctx, right)?);
+            ("SetOp", setops::set_op(*op, *all, l, r)?)
         }
+    })
+}
+
+/// A GROUP BY node, by the strategy the planner chose.
+fn aggregate_node(
+    ctx: &ExecContext,
+    input: &Plan,
+    keys: &[BExpr],
+    aggs: &[AggCall],
+    how: &AggHow,
+) -> Result<(&'static str, Batch)> {
+    Ok(match how {
+        AggHow::Hash => ("HashAggregate", aggregate::aggregate(&run(ctx, input)?, keys, aggs)?),
+        AggHow::PartitionWise { runs } => {
+            ctx.fused(input);
+            ("PartitionAggregate", concat_chunks(partitioned::aggregate_chunks(input, keys, aggs, *runs)?))
+        }
+        AggHow::HistoryPartials { parts } => {
+            ctx.fused(input);
+            ("HistoryAggregate", history_agg::aggregate(ctx, input, keys, aggs, parts)?)
+        }
+    })
+}
+
+/// Literal rows.
+fn values(rows: &[Vec<BExpr>], width: usize) -> Result<Batch> {
+    let empty = Batch::new(vec![], 1);
+    if width == 0 {
+        return Ok(Batch::new(vec![], rows.len()));
     }
+    let mut cols = Vec::with_capacity(width);
+    for j in 0..width {
+        let parts =
+            rows.iter().map(|r| eval::eval(&r[j], &empty).map(|c| c.into_owned())).collect::<Result<Vec<_>>>()?;
+        let refs: Vec<&Column> = parts.iter().collect();
+        cols.push(Column::concat(&refs));
+    }
+    Ok(Batch::new(cols, rows.len()))
+}
+
+/// Rows `offset..offset + limit` of `b`.
+fn limit(b: Batch, offset: usize, limit: Option<usize>) -> Batch {
+    let start = offset.min(b.rows);
+    let end = match limit {
+        Some(l) => start.saturating_add(l).min(b.rows),
+        None => b.rows,
+    };
+    if start == 0 && end == b.rows {
+        return b;
+    }
+    let idx: Vec<u32> = (start as u32..end as u32).collect();
+    b.take(&idx)
 }

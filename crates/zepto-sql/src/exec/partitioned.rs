@@ -5,49 +5,35 @@
 //! `xbar(w, ts)`, `date_trunc(u, ts)`) change only between runs, so groups are found by
 //! comparing neighbours: no hashing at all (kdb+'s `select ... by sym, bar` on a sorted table).
 
-use super::aggregate::{aggregate_grouped, aggregate_runs};
+use super::aggregate::{aggregate, aggregate_grouped, aggregate_runs};
 use super::interrupt::par_map;
-use super::scan::{filtered_piece, pieces, scan_shape, ScanShape};
+use super::scan::{filtered_piece, pieces};
 use super::Batch;
-use crate::error::Result;
+use crate::error::{Result, SqlError};
 use crate::plan::functions::ScalarFunc;
+use crate::plan::physical::{scan_shape, ScanShape};
 use crate::plan::{AggCall, BExpr, Plan};
+use zepto_storage::Column;
 
-/// `Some(result)` when the plan shape allows partition-wise aggregation.
-pub fn try_aggregate(input: &Plan, keys: &[BExpr], aggs: &[AggCall]) -> Option<Result<Batch>> {
-    match partition_groups(input, keys, aggs)? {
-        Ok(outs) if outs.is_empty() => None,
-        Ok(outs) => Some(Ok(super::concat_chunks(outs))),
-        Err(e) => Some(Err(e)),
-    }
-}
-
-/// [`try_aggregate`]'s groups one batch per partition (`None` also when no partition has
-/// rows: the general path then gives the empty or single-group answer).
-pub fn try_aggregate_chunks(input: &Plan, keys: &[BExpr], aggs: &[AggCall]) -> Option<Result<Vec<Batch>>> {
-    super::non_empty(partition_groups(input, keys, aggs)?)
-}
-
-/// Each partition's groups (partitions without rows give none), in scan order.
-fn partition_groups(input: &Plan, keys: &[BExpr], aggs: &[AggCall]) -> Option<Result<Vec<Batch>>> {
-    let shape = scan_shape(input)?;
+/// Each partition's groups, one batch per partition with rows, in scan order (one empty
+/// batch when none has rows). The physical planner chose this path: `input` is a (filtered)
+/// scan and `keys` include its partition key; `runs`: every other key is monotonic in the
+/// designated timestamp, so a time-sorted partition's groups are runs.
+pub fn aggregate_chunks(input: &Plan, keys: &[BExpr], aggs: &[AggCall], runs: bool) -> Result<Vec<Batch>> {
+    let shape =
+        scan_shape(input).ok_or_else(|| SqlError::Internal("partition-wise GROUP BY over a non-scan".into()))?;
     let ScanShape { table, columns, range, .. } = shape;
-    let kp = columns.iter().position(|&c| Some(c) == table.key_col)?;
-    if !keys.iter().any(|k| matches!(k, BExpr::Col(i, _) if *i == kp)) {
-        return None;
-    }
+    let kp = columns.iter().position(|&c| Some(c) == table.key_col);
     let tp = table.ts_col.and_then(|t| columns.iter().position(|&c| c == t));
-    // Keys other than the partition key must all be run keys to skip hashing.
-    let run_keys: Option<Vec<usize>> = keys
-        .iter()
-        .enumerate()
-        .filter(|(_, k)| !matches!(k, BExpr::Col(i, _) if *i == kp))
-        .map(|(j, k)| tp.filter(|&t| monotonic_in(k, t)).map(|_| j))
-        .collect();
+    // The positions of the run keys (every key but the partition key).
+    let run_keys: Option<Vec<usize>> = runs.then(|| {
+        keys.iter()
+            .enumerate()
+            .filter(|(_, k)| !matches!(k, BExpr::Col(i, _) if Some(*i) == kp))
+            .map(|(j, _)| j)
+            .collect()
+    });
     let ps = pieces(table, range);
-    if ps.is_empty() {
-        return None;
-    }
     // Partitions aggregate independently: on every core.
     let one = |p: &super::scan::Piece| -> Result<Option<Batch>> {
         let b = filtered_piece(&shape, p)?;
@@ -61,10 +47,14 @@ fn partition_groups(input: &Plan, keys: &[BExpr], aggs: &[AggCall]) -> Option<Re
         aggregate_grouped(&b, keys, aggs, runs).map(Some)
     };
     let rows = ps.iter().map(|p| p.range.len()).sum();
-    match par_map(&ps, rows, one) {
-        Ok(o) => Some(Ok(o.into_iter().flatten().collect())),
-        Err(e) => Some(Err(e)),
+    let outs: Vec<Batch> = par_map(&ps, rows, one)?.into_iter().flatten().collect();
+    if outs.is_empty() {
+        // No rows: no groups (the keys include the partition key), in the output's types.
+        let empty =
+            Batch::new(columns.iter().map(|&c| Column::nulls(table.schema.columns[c].data_type, 0)).collect(), 0);
+        return Ok(vec![aggregate(&empty, keys, aggs)?]);
     }
+    Ok(outs)
 }
 
 /// The groups of a time-sorted batch whose one run key is `ts` or `xbar(w, ts)` (`t`: the
@@ -149,18 +139,6 @@ fn bucket_end(v: &[i64], from: usize, hi: i64, guess: usize) -> usize {
         }
     }
     lo + v[lo..up].partition_point(|&x| x < hi)
-}
-
-/// Non-decreasing in column `t` (the designated timestamp): `t`, `xbar(const, t)`,
-/// `date_trunc(const, t)`.
-pub(super) fn monotonic_in(k: &BExpr, t: usize) -> bool {
-    match k {
-        BExpr::Col(i, _) => *i == t,
-        BExpr::Func { func: ScalarFunc::Xbar | ScalarFunc::DateTrunc | ScalarFunc::MonthBucket, args, .. } => {
-            matches!(args.as_slice(), [BExpr::Lit(..), BExpr::Col(i, _)] if *i == t)
-        }
-        _ => false,
-    }
 }
 
 #[cfg(test)]

@@ -5,7 +5,8 @@
 
 use super::Batch;
 use crate::error::Result;
-use crate::plan::{BExpr, Plan, ScanRange};
+use crate::plan::physical::ScanShape;
+use crate::plan::ScanRange;
 use std::ops::Range;
 use std::sync::Arc;
 use zepto_storage::{Column, Partition, Table};
@@ -14,23 +15,6 @@ use zepto_storage::{Column, Partition, Table};
 pub struct Piece<'a> {
     pub part: &'a Partition,
     pub range: Range<usize>,
-}
-
-/// A scan, optionally under a filter: the input shape the partition-wise operators take.
-pub struct ScanShape<'a> {
-    pub table: &'a Arc<Table>,
-    pub columns: &'a [usize],
-    pub range: &'a ScanRange,
-    pub filter: Option<&'a BExpr>,
-}
-
-pub fn scan_shape(input: &Plan) -> Option<ScanShape<'_>> {
-    let (scan, filter) = match input {
-        Plan::Filter { input: inner, pred } => (&**inner, Some(pred)),
-        p => (p, None),
-    };
-    let Plan::Scan { table, columns, range } = scan else { return None };
-    Some(ScanShape { table, columns, range, filter })
 }
 
 /// A piece's rows of `columns`, filtered by `filter` when there is one.

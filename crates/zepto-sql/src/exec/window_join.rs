@@ -165,28 +165,25 @@ pub fn window_join(l: Batch, r: &Batch, band: &Band, aggs: &[AggCall]) -> Result
 }
 
 /// Both inputs are scans of partitioned, time-sorted tables joined on their partition keys and
-/// designated timestamps (`trades WINDOW JOIN quotes ON sym = sym AND q.ts BETWEEN ...`): each
-/// left partition sweeps its right partition alone, over the partitions' own columns (no key
-/// hashing, no reordering, no concatenated inputs), partitions on every core. `None` for any
-/// other shape (the general sweep then runs).
-pub fn try_partitioned(left: &Plan, right: &Plan, band: &Band, aggs: &[AggCall]) -> Option<Result<Batch>> {
-    partitioned_parts(left, right, band, aggs).map(|r| r.and_then(|(outs, types)| concat_batches(&outs, &types)))
+/// designated timestamps (`trades WINDOW JOIN quotes ON sym = sym AND q.ts BETWEEN ...`), as
+/// the physical planner checked: each left partition sweeps its right partition alone, over
+/// the partitions' own columns (no key hashing, no reordering, no concatenated inputs),
+/// partitions on every core; the results concatenated.
+pub fn partitioned(left: &Plan, right: &Plan, band: &Band, aggs: &[AggCall]) -> Result<Batch> {
+    let (outs, types) = partitioned_parts(left, right, band, aggs)?;
+    concat_batches(&outs, &types)
 }
 
-/// [`try_partitioned`]'s results one batch per left partition, in scan order (`None` also
+/// [`partitioned`]'s results one batch per left partition, in scan order (one empty batch
 /// when there are none).
-pub fn try_partitioned_chunks(left: &Plan, right: &Plan, band: &Band, aggs: &[AggCall]) -> Option<Result<Vec<Batch>>> {
-    super::non_empty(partitioned_parts(left, right, band, aggs)?.map(|(outs, _)| outs))
+pub fn partitioned_chunks(left: &Plan, right: &Plan, band: &Band, aggs: &[AggCall]) -> Result<Vec<Batch>> {
+    let (outs, types) = partitioned_parts(left, right, band, aggs)?;
+    super::or_empty(outs, &types)
 }
 
 /// Per left partition: its rows with their aggregates, and the output's column types.
-fn partitioned_parts(
-    left: &Plan,
-    right: &Plan,
-    band: &Band,
-    aggs: &[AggCall],
-) -> Option<Result<(Vec<Batch>, Vec<DataType>)>> {
-    let pp = paired(left, right, band.left_keys, band.right_keys, band.left_ts, band.right_ts)?;
+fn partitioned_parts(left: &Plan, right: &Plan, band: &Band, aggs: &[AggCall]) -> Result<(Vec<Batch>, Vec<DataType>)> {
+    let pp = paired(left, right)?;
     let Paired { lt, lc, lr, rt, rc, rr, lts, rts, left: lps, .. } = &pp;
     let (lts, rts) = (*lts, *rts);
     let one = |lp: &Piece| -> Result<Batch> {
@@ -224,12 +221,9 @@ fn partitioned_parts(
         Ok(Batch::shared(cols, n))
     };
     let total = lps.iter().map(|p| p.range.len()).sum();
-    let outs = match par_map(lps, total, one) {
-        Ok(o) => o,
-        Err(e) => return Some(Err(e)),
-    };
+    let outs = par_map(lps, total, one)?;
     let types: Vec<_> = lc.iter().map(|&c| lt.schema.columns[c].data_type).chain(aggs.iter().map(|a| a.ty)).collect();
-    Some(Ok((outs, types)))
+    Ok((outs, types))
 }
 
 /// The band join `l JOIN r ON keys AND r.ts BETWEEN l.ts + lo AND l.ts + hi` (LEFT: unmatched

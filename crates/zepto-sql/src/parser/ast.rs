@@ -77,7 +77,11 @@ pub enum Statement {
         table: String,
         pos: Pos,
     },
-    Explain(Box<Query>),
+    /// `EXPLAIN [ANALYZE] query`: the physical plan (ANALYZE: run, with each operator's stats).
+    Explain {
+        query: Box<Query>,
+        analyze: bool,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -425,7 +425,8 @@ impl Parser {
             return Ok(Statement::Query(Box::new(self.query()?)));
         }
         if self.eat_kw("explain") {
-            return Ok(Statement::Explain(Box::new(self.query()?)));
+            let analyze = self.eat_kw("analyze");
+            return Ok(Statement::Explain { query: Box::new(self.query()?), analyze });
         }
         if self.eat_kw("create") {
             return self.create_table();

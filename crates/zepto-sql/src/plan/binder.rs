@@ -51,7 +51,7 @@ impl SubqueryRunner for Binder {
                         t => t,
                     };
                     if refs.is_empty() {
-                        let batch = exec::execute(&super::prune::prune_plan(plan))?;
+                        let batch = exec::execute(&super::physical::plan(plan))?;
                         let values =
                             batch.columns.first().map(|c| (0..c.len()).map(|i| c.get(i)).collect()).unwrap_or_default();
                         return Ok(SubPlan::Rows { values, ty, width, rows: batch.rows });
@@ -471,7 +471,7 @@ impl Binder {
                 calls.push(c);
             }
             let base = prune::width(&plan);
-            plan = Plan::Window { input: Box::new(plan), calls };
+            plan = Plan::Window { input: Box::new(plan), calls, how: super::WindowHow::Whole };
             win_ctx = WinCtx { base, calls: texts };
             Some(&win_ctx)
         };
@@ -606,7 +606,7 @@ impl Binder {
                 ExprBinder { scope, agg: None, win: None, runner: self }.bind(k)
             })
             .collect::<Result<Vec<_>>>()?;
-        Ok(Plan::Latest { input: Box::new(input), keys, ts })
+        Ok(Plan::Latest { input: Box::new(input), keys, ts, how: super::LatestHow::HashByKey })
     }
 
     /// The kdb-style default window: the FROM table's partition key and designated timestamp.
@@ -685,7 +685,7 @@ impl Binder {
         }
         let ctx = AggCtx { keys: key_info, aggs: calls.iter().map(|(t, c)| (t.clone(), c.ty)).collect() };
         let aggs = calls.into_iter().map(|(_, c)| c).collect();
-        Ok((Plan::Aggregate { input: Box::new(input), keys, aggs }, ctx))
+        Ok((Plan::Aggregate { input: Box::new(input), keys, aggs, how: super::AggHow::Hash }, ctx))
     }
 
     /// Bind an aggregate call. `agg`: the GROUP BY context when the call is a window
@@ -1024,6 +1024,7 @@ fn asof_plan(
         outer,
         tolerance,
         emit: None,
+        how: super::AsofHow::KeySearch,
     })
 }
 

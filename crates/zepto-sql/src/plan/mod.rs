@@ -8,6 +8,7 @@ pub(crate) mod bind_expr;
 pub mod binder;
 mod cost;
 pub mod functions;
+pub mod physical;
 pub mod prune;
 pub(crate) mod pushdown;
 pub mod sample;
@@ -16,6 +17,7 @@ mod window_join;
 
 use crate::parser::ast::{BinaryOp, JoinKind, Query, SetOp};
 use functions::{AggFunc, ScalarFunc};
+pub use physical::{AggHow, AsofHow, LatestHow, PairHow, PhysicalPlan, WindowHow};
 use std::sync::Arc;
 use zepto_storage::{DataType, Table, Value};
 
@@ -291,6 +293,8 @@ pub enum Plan {
         input: Box<Plan>,
         keys: Vec<BExpr>,
         aggs: Vec<AggCall>,
+        /// Chosen by the physical planner.
+        how: AggHow,
     },
     Join {
         left: Box<Plan>,
@@ -318,6 +322,8 @@ pub enum Plan {
         /// The columns of `[left..., right...]` the join outputs, in order (None: all). Set by
         /// column pruning, so key and time columns read only to match are never built.
         emit: Option<Vec<usize>>,
+        /// Chosen by the physical planner.
+        how: AsofHow,
     },
     Sort {
         input: Box<Plan>,
@@ -344,6 +350,8 @@ pub enum Plan {
         lo: i64,
         hi: i64,
         aggs: Vec<AggCall>,
+        /// Chosen by the physical planner.
+        how: PairHow,
     },
     /// Full as-of merge: every left row with the latest right row at or before it, then every
     /// right row with the latest left row strictly before it (ties: right events first), in time
@@ -375,6 +383,8 @@ pub enum Plan {
         input: Box<Plan>,
         keys: Vec<BExpr>,
         ts: BExpr,
+        /// Chosen by the physical planner.
+        how: LatestHow,
     },
     /// SAMPLE BY buckets: the aggregate output ordered by bucket, with missing buckets of
     /// every key filled (FILL modes) over `[lo, hi)`.
@@ -386,6 +396,8 @@ pub enum Plan {
     Window {
         input: Box<Plan>,
         calls: Vec<window::WinCall>,
+        /// Chosen by the physical planner.
+        how: WindowHow,
     },
     SetOp {
         op: SetOp,
@@ -398,103 +410,123 @@ pub enum Plan {
 impl Plan {
     /// Indented tree for EXPLAIN.
     pub fn explain(&self, names: &[Field]) -> String {
+        self.explain_with(names, &|_| None)
+    }
+
+    /// [`Plan::explain`] with a note after each node's line (`note(node)`: EXPLAIN ANALYZE's
+    /// stats of the node's run).
+    pub fn explain_with(&self, names: &[Field], note: &dyn Fn(&Plan) -> Option<String>) -> String {
         let mut out = String::new();
-        self.explain_into(0, &mut out);
+        self.explain_into(0, &mut out, note);
         let cols: Vec<&str> = names.iter().map(|f| f.name.as_str()).collect();
         format!("output: {}\n{out}", cols.join(", "))
     }
 
-    fn explain_into(&self, depth: usize, out: &mut String) {
-        let pad = "  ".repeat(depth);
-        let line = match self {
-            Plan::Scan { table, columns, range } => {
-                let mut s = format!("Scan {} columns={:?}", table.name, columns);
-                if let Some(k) = &range.keys {
-                    s.push_str(&format!(" partitions={k:?}"));
-                } else {
-                    s.push_str(&format!(" partitions=all({})", table.partitions().len()));
-                }
-                if range.ts_lo != i64::MIN || range.ts_hi != i64::MAX {
-                    s.push_str(&format!(" ts=[{}, {}] (binary search)", fmt_ts(range.ts_lo), fmt_ts(range.ts_hi)));
-                }
-                if !table.history().files.is_empty() {
-                    let r =
-                        table.history_reader().map(|h| h.plan(table, range.keys.as_deref(), range.ts_lo, range.ts_hi));
-                    match r {
-                        Some(Ok(h)) => s.push_str(&format!(
-                            " + history parquet files={}/{} row_groups={}/{}",
-                            h.files, h.files_total, h.row_groups, h.row_groups_total
-                        )),
-                        Some(Err(e)) => s.push_str(&format!(" + history (unreadable: {e})")),
-                        None => s.push_str(" + history (no reader)"),
-                    }
-                }
-                s
+    fn explain_into(&self, depth: usize, out: &mut String, note: &dyn Fn(&Plan) -> Option<String>) {
+        out.push_str(&"  ".repeat(depth));
+        out.push_str(self.operator());
+        for part in [Some(self.explain_detail()), note(self)].into_iter().flatten().filter(|s| !s.is_empty()) {
+            out.push(' ');
+            out.push_str(&part);
+        }
+        out.push('\n');
+        for input in self.inputs() {
+            input.explain_into(depth + 1, out, note);
+        }
+    }
+
+    /// The name of the operator that runs this node, as the physical planner chose it: the
+    /// first word of its EXPLAIN line, and the name the executor reports when it runs it.
+    pub fn operator(&self) -> &'static str {
+        match self {
+            Plan::Scan { .. } => "Scan",
+            Plan::Values { .. } => "Values",
+            Plan::Filter { .. } => "Filter",
+            Plan::Project { .. } => "Project",
+            Plan::Aggregate { how: AggHow::Hash, .. } => "HashAggregate",
+            Plan::Aggregate { how: AggHow::PartitionWise { .. }, .. } => "PartitionAggregate",
+            Plan::Aggregate { how: AggHow::HistoryPartials { .. }, .. } => "HistoryAggregate",
+            Plan::Join { kind: JoinKind::Window, .. } => "WindowJoin",
+            Plan::Join { left_keys, .. } if left_keys.is_empty() => "NestedLoopJoin",
+            Plan::Join { .. } => "HashJoin",
+            Plan::AsofJoin { how: AsofHow::PartitionMerge, .. } => "AsofMergeJoin",
+            Plan::AsofJoin { how: AsofHow::KeySearch, .. } => "AsofSearchJoin",
+            Plan::Sort { limit: Some(_), .. } => "TopN",
+            Plan::Sort { .. } => "Sort",
+            Plan::Limit { .. } => "Limit",
+            Plan::Distinct { .. } => "Distinct",
+            Plan::Fill { .. } => "SampleFill",
+            Plan::SpliceJoin { .. } => "SpliceJoin",
+            Plan::RangeJoin { .. } => "RangeJoin",
+            Plan::WindowJoin { how: PairHow::PartitionWise, .. } => "PartitionWindowJoin",
+            Plan::WindowJoin { how: PairHow::Sweep, .. } => "WindowJoin",
+            Plan::Latest { how: LatestHow::PartitionTails, .. } => "LatestTails",
+            Plan::Latest { how: LatestHow::HashByKey, .. } => "LatestHash",
+            Plan::Window { how: WindowHow::PartitionWise, .. } => "PartitionWindow",
+            Plan::Window { how: WindowHow::Whole, .. } => "Window",
+            Plan::SetOp { .. } => "SetOp",
+        }
+    }
+
+    /// What EXPLAIN prints after the operator's name.
+    fn explain_detail(&self) -> String {
+        let agg_names = |aggs: &[AggCall]| -> String {
+            aggs.iter().map(|a| format!("{:?}", a.func).to_lowercase()).collect::<Vec<_>>().join(", ")
+        };
+        match self {
+            Plan::Scan { table, columns, range } => explain_scan(table, columns, range),
+            Plan::Values { rows, .. } => format!("rows={}", rows.len()),
+            Plan::Filter { .. } | Plan::Distinct { .. } => String::new(),
+            Plan::Project { exprs, .. } => format!("exprs={}", exprs.len()),
+            Plan::Aggregate { keys, aggs, how, .. } => {
+                let how = match how {
+                    AggHow::Hash => "",
+                    AggHow::PartitionWise { runs: true } => " (per partition, groups as runs in time)",
+                    AggHow::PartitionWise { runs: false } => " (per partition, hashed)",
+                    AggHow::HistoryPartials { .. } => " (partials per row group and partition, merged)",
+                };
+                format!("keys={} aggs=[{}]{how}", keys.len(), agg_names(aggs))
             }
-            Plan::Values { rows, .. } => format!("Values rows={}", rows.len()),
-            Plan::Filter { .. } => "Filter".to_string(),
-            Plan::Project { exprs, .. } => format!("Project exprs={}", exprs.len()),
-            Plan::Aggregate { keys, aggs, .. } => {
-                let a: Vec<String> = aggs.iter().map(|a| format!("{:?}", a.func).to_lowercase()).collect();
-                format!("HashAggregate keys={} aggs=[{}]", keys.len(), a.join(", "))
-            }
-            Plan::Join { kind, left_keys, .. } => {
-                if left_keys.is_empty() {
-                    format!("NestedLoopJoin {kind:?}")
-                } else {
-                    format!("HashJoin {kind:?} keys={}", left_keys.len())
-                }
-            }
-            Plan::AsofJoin { left, right, left_keys, right_keys, left_ts, right_ts, op, outer, tolerance, .. } => {
-                let how = if crate::exec::asof::merge_shape(left, right, left_keys, right_keys, left_ts, right_ts) {
-                    "partition-pair merge"
-                } else {
-                    "per-key binary search"
+            Plan::Join { kind, left_keys, .. } if left_keys.is_empty() => format!("{kind:?}"),
+            Plan::Join { kind, left_keys, .. } => format!("{kind:?} keys={}", left_keys.len()),
+            Plan::AsofJoin { left_keys, op, outer, tolerance, how, .. } => {
+                let how = match how {
+                    AsofHow::PartitionMerge => "partition-pair merge",
+                    AsofHow::KeySearch => "per-key binary search",
                 };
                 let cond = if *op == BinaryOp::Eq { "nearest".to_string() } else { format!("ts {}", op.sql()) };
                 let tol = tolerance.map(|t| format!(" tolerance={t}")).unwrap_or_default();
-                format!("AsofJoin{} keys={} on {cond}{tol} ({how})", if *outer { " LEFT" } else { "" }, left_keys.len(),)
+                format!("{}keys={} on {cond}{tol} ({how})", if *outer { "LEFT " } else { "" }, left_keys.len())
             }
-            Plan::Sort { keys, limit, .. } => match limit {
-                Some(l) => format!("TopN keys={} limit={l}", keys.len()),
-                None => format!("Sort keys={}", keys.len()),
-            },
-            Plan::Limit { offset, limit, .. } => format!("Limit offset={offset} limit={limit:?}"),
-            Plan::Distinct { .. } => "Distinct".to_string(),
+            Plan::Sort { keys, limit: Some(l), .. } => format!("keys={} limit={l}", keys.len()),
+            Plan::Sort { keys, .. } => format!("keys={}", keys.len()),
+            Plan::Limit { offset, limit, .. } => format!("offset={offset} limit={limit:?}"),
             Plan::Fill { spec, .. } => spec.describe(),
-            Plan::SpliceJoin { left_keys, .. } => format!("SpliceJoin keys={} (two as-of merges)", left_keys.len()),
+            Plan::SpliceJoin { left_keys, .. } => format!("keys={} (two as-of merges)", left_keys.len()),
             Plan::RangeJoin { left_keys, lo, hi, outer, .. } => format!(
-                "RangeJoin{} keys={} band=[{lo:+}, {hi:+}] (sorted sweep)",
-                if *outer { " LEFT" } else { "" },
+                "{}keys={} band=[{lo:+}, {hi:+}] (sorted sweep)",
+                if *outer { "LEFT " } else { "" },
                 left_keys.len()
             ),
-            Plan::WindowJoin { left_keys, lo, hi, aggs, .. } => {
-                let a: Vec<String> = aggs.iter().map(|a| format!("{:?}", a.func).to_lowercase()).collect();
-                format!(
-                    "WindowJoin keys={} window=[{lo:+}, {hi:+}] aggs=[{}] (sorted sweep)",
-                    left_keys.len(),
-                    a.join(", ")
-                )
-            }
-            Plan::Latest { input, keys, ts } => {
-                let how = if crate::exec::latest::tail_shape(input, keys, ts).is_some() {
-                    "partition tails"
-                } else {
-                    "hash by key"
+            Plan::WindowJoin { left_keys, lo, hi, aggs, how, .. } => {
+                let how = match how {
+                    PairHow::PartitionWise => "partition pairs, sorted sweep",
+                    PairHow::Sweep => "sorted sweep",
                 };
-                format!("Latest keys={} ({how})", keys.len())
+                format!("keys={} window=[{lo:+}, {hi:+}] aggs=[{}] ({how})", left_keys.len(), agg_names(aggs))
+            }
+            Plan::Latest { keys, how, .. } => {
+                let how = match how {
+                    LatestHow::PartitionTails => "partition tails",
+                    LatestHow::HashByKey => "hash by key",
+                };
+                format!("keys={} ({how})", keys.len())
             }
             Plan::Window { calls, .. } => {
                 let c: Vec<&str> = calls.iter().map(|c| c.describe.as_str()).collect();
-                format!("Window [{}]", c.join("; "))
+                format!("[{}]", c.join("; "))
             }
             Plan::SetOp { op, all, .. } => format!("{op:?}{}", if *all { " ALL" } else { "" }),
-        };
-        out.push_str(&pad);
-        out.push_str(&line);
-        out.push('\n');
-        for input in self.inputs() {
-            input.explain_into(depth + 1, out);
         }
     }
 
@@ -550,6 +582,31 @@ impl Plan {
         }
         Ok(self)
     }
+}
+
+/// A scan's EXPLAIN detail: its columns, partitions, time range and history files.
+fn explain_scan(table: &Table, columns: &[usize], range: &ScanRange) -> String {
+    let mut s = format!("{} columns={:?}", table.name, columns);
+    if let Some(k) = &range.keys {
+        s.push_str(&format!(" partitions={k:?}"));
+    } else {
+        s.push_str(&format!(" partitions=all({})", table.partitions().len()));
+    }
+    if range.ts_lo != i64::MIN || range.ts_hi != i64::MAX {
+        s.push_str(&format!(" ts=[{}, {}] (binary search)", fmt_ts(range.ts_lo), fmt_ts(range.ts_hi)));
+    }
+    if !table.history().files.is_empty() {
+        let r = table.history_reader().map(|h| h.plan(table, range.keys.as_deref(), range.ts_lo, range.ts_hi));
+        match r {
+            Some(Ok(h)) => s.push_str(&format!(
+                " + history parquet files={}/{} row_groups={}/{}",
+                h.files, h.files_total, h.row_groups, h.row_groups_total
+            )),
+            Some(Err(e)) => s.push_str(&format!(" + history (unreadable: {e})")),
+            None => s.push_str(" + history (no reader)"),
+        }
+    }
+    s
 }
 
 fn fmt_ts(v: i64) -> String {

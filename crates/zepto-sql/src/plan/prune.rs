@@ -34,7 +34,7 @@ pub fn width(p: &Plan) -> usize {
         | Plan::Latest { input, .. }
         | Plan::Fill { input, .. } => width(input),
         Plan::Project { exprs, .. } => exprs.len(),
-        Plan::Window { input, calls } => width(input) + calls.len(),
+        Plan::Window { input, calls, .. } => width(input) + calls.len(),
         Plan::Aggregate { keys, aggs, .. } => keys.len() + aggs.len(),
         Plan::WindowJoin { left, aggs, .. } => width(left) + aggs.len(),
         Plan::AsofJoin { emit: Some(e), .. } => e.len(),
@@ -124,7 +124,7 @@ fn prune(p: Plan, need: &[bool]) -> (Plan, Map) {
             keys.iter_mut().for_each(|k: &mut SortKey| remap(&mut k.expr, &map));
             (Plan::Sort { input: Box::new(input), keys, limit }, map)
         }
-        Plan::Window { input, mut calls } => {
+        Plan::Window { input, mut calls, how } => {
             let w = width(&input);
             let mut n: Vec<bool> = (0..w).map(|i| need.get(i).copied().unwrap_or(true)).collect();
             for c in &calls {
@@ -138,15 +138,15 @@ fn prune(p: Plan, need: &[bool]) -> (Plan, Map) {
             }
             let new_w = width(&input);
             let map: Map = imap.iter().copied().chain((0..calls.len()).map(|k| Some(new_w + k))).collect();
-            (Plan::Window { input: Box::new(input), calls }, map)
+            (Plan::Window { input: Box::new(input), calls, how }, map)
         }
-        Plan::Latest { input, mut keys, mut ts } => {
+        Plan::Latest { input, mut keys, mut ts, how } => {
             let mut n = need.to_vec();
             n.resize(width(&input), false);
             keys.iter().chain(std::iter::once(&ts)).for_each(|k| mark(k, &mut n));
             let (input, map) = prune(*input, &n);
             keys.iter_mut().chain(std::iter::once(&mut ts)).for_each(|k| remap(k, &map));
-            (Plan::Latest { input: Box::new(input), keys, ts }, map)
+            (Plan::Latest { input: Box::new(input), keys, ts, how }, map)
         }
         Plan::Limit { input, offset, limit } => {
             let (input, map) = prune(*input, need);
@@ -167,7 +167,7 @@ fn prune(p: Plan, need: &[bool]) -> (Plan, Map) {
             kept.iter_mut().for_each(|e| remap(e, &imap));
             (Plan::Project { input: Box::new(input), exprs: kept }, map)
         }
-        Plan::Aggregate { input, mut keys, mut aggs } => {
+        Plan::Aggregate { input, mut keys, mut aggs, how } => {
             let w = keys.len() + aggs.len();
             let mut n = vec![false; width(&input)];
             keys.iter().for_each(|k| mark(k, &mut n));
@@ -185,7 +185,7 @@ fn prune(p: Plan, need: &[bool]) -> (Plan, Map) {
                     remap(o, &imap);
                 }
             });
-            (Plan::Aggregate { input: Box::new(input), keys, aggs }, identity(w))
+            (Plan::Aggregate { input: Box::new(input), keys, aggs, how }, identity(w))
         }
         Plan::WindowJoin {
             left,
@@ -197,6 +197,7 @@ fn prune(p: Plan, need: &[bool]) -> (Plan, Map) {
             lo,
             hi,
             mut aggs,
+            how,
         } => {
             let (wl, wr) = (width(&left), width(&right));
             let mut nl: Vec<bool> = (0..wl).map(|i| need.get(i).copied().unwrap_or(true)).collect();
@@ -225,6 +226,7 @@ fn prune(p: Plan, need: &[bool]) -> (Plan, Map) {
                 lo,
                 hi,
                 aggs,
+                how,
             };
             (plan, map)
         }
@@ -270,6 +272,7 @@ fn prune(p: Plan, need: &[bool]) -> (Plan, Map) {
             outer,
             tolerance,
             emit,
+            how,
         } => {
             // `need` is over the emitted columns; the inputs are pruned over `[left, right]`,
             // and the join then emits only what is needed (not the columns read to match).
@@ -305,6 +308,7 @@ fn prune(p: Plan, need: &[bool]) -> (Plan, Map) {
                 outer,
                 tolerance,
                 emit,
+                how,
             };
             (plan, map)
         }

@@ -78,7 +78,7 @@ impl FillPlan {
         } else {
             zepto_storage::time::format_interval(self.width)
         };
-        format!("SampleFill width={} keys={} fill=[{}]", width, self.keys.len(), modes.join(", "))
+        format!("width={} keys={} fill=[{}]", width, self.keys.len(), modes.join(", "))
     }
 }
 

@@ -195,6 +195,7 @@ impl Binder {
             lo,
             hi,
             aggs,
+            how: super::PairHow::Sweep,
         };
         Ok((plan, AggCtx { keys, aggs: texts }))
     }

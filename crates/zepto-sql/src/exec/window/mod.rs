@@ -10,12 +10,13 @@ use super::aggregate::run_agg;
 use super::concat_batches;
 use super::eval::eval;
 use super::interrupt::par_map;
-use super::scan::{filtered_piece, pieces, scan_shape, Piece, ScanShape};
+use super::scan::{filtered_piece, pieces, Piece};
 use super::Batch;
-use crate::error::Result;
+use crate::error::{Result, SqlError};
 use crate::plan::functions::AggFunc;
+use crate::plan::physical::{scan_shape, ScanShape};
 use crate::plan::window::{Frame, WinCall, WinFunc};
-use crate::plan::{AggCall, BExpr, Plan};
+use crate::plan::{AggCall, Plan};
 use layout::Layout;
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -41,40 +42,35 @@ pub fn window(b: Batch, calls: &[WinCall]) -> Result<Batch> {
 }
 
 /// Window calls over a (filtered) scan whose every call partitions by the table's partition key
-/// (`ema(price, 100) OVER (PARTITION BY sym ORDER BY ts)`, and the kdb-style default): no
-/// window partition spans two table partitions, so each table partition runs [`window`] on its
-/// own columns, on every core, and the results are concatenated in scan order. `None` for
-/// other shapes.
-pub fn try_partitioned(input: &Plan, calls: &[WinCall]) -> Option<Result<Batch>> {
-    partitioned_parts(input, calls).map(|r| r.and_then(|(outs, types)| concat_batches(&outs, &types)))
+/// (`ema(price, 100) OVER (PARTITION BY sym ORDER BY ts)`, and the kdb-style default), as the
+/// physical planner checked: no window partition spans two table partitions, so each table
+/// partition runs [`window`] on its own columns, on every core, and the results are
+/// concatenated in scan order.
+pub fn partitioned(input: &Plan, calls: &[WinCall]) -> Result<Batch> {
+    let (outs, types) = partitioned_parts(input, calls)?;
+    concat_batches(&outs, &types)
 }
 
-/// [`try_partitioned`]'s results one batch per table partition, in scan order (`None` also
+/// [`partitioned`]'s results one batch per table partition, in scan order (one empty batch
 /// when there are none).
-pub fn try_partitioned_chunks(input: &Plan, calls: &[WinCall]) -> Option<Result<Vec<Batch>>> {
-    super::non_empty(partitioned_parts(input, calls)?.map(|(outs, _)| outs))
+pub fn partitioned_chunks(input: &Plan, calls: &[WinCall]) -> Result<Vec<Batch>> {
+    let (outs, types) = partitioned_parts(input, calls)?;
+    super::or_empty(outs, &types)
 }
 
 /// Per table partition: the window calls' results beside the scan's columns, and the types
 /// of those columns.
-fn partitioned_parts(input: &Plan, calls: &[WinCall]) -> Option<Result<(Vec<Batch>, Vec<DataType>)>> {
-    let shape = scan_shape(input)?;
+fn partitioned_parts(input: &Plan, calls: &[WinCall]) -> Result<(Vec<Batch>, Vec<DataType>)> {
+    let shape = scan_shape(input)
+        .ok_or_else(|| SqlError::Internal("partition-wise window functions over a non-scan".into()))?;
     let ScanShape { table, columns, range, .. } = shape;
-    let kp = columns.iter().position(|&c| Some(c) == table.key_col)?;
-    if calls.is_empty() || !calls.iter().all(|c| c.partition.iter().any(|e| matches!(e, BExpr::Col(i, _) if *i == kp)))
-    {
-        return None;
-    }
     let ps = pieces(table, range);
     let one = |p: &Piece| -> Result<Batch> { window(filtered_piece(&shape, p)?, calls) };
     let rows = ps.iter().map(|p| p.range.len()).sum();
-    let outs = match par_map(&ps, rows, one) {
-        Ok(o) => o,
-        Err(e) => return Some(Err(e)),
-    };
+    let outs = par_map(&ps, rows, one)?;
     let types: Vec<DataType> =
         columns.iter().map(|&c| table.schema.columns[c].data_type).chain(calls.iter().map(|c| c.ty)).collect();
-    Some(Ok((outs, types)))
+    Ok((outs, types))
 }
 
 fn compute(b: &Batch, l: &mut Layout, c: &WinCall) -> Result<Column> {

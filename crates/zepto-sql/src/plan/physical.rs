@@ -1,0 +1,247 @@
+//! The physical planner: decides, once, how each operator of an optimized plan runs, and
+//! records the choice in the node (its `how`). The executor runs exactly that choice — no
+//! fallback, no re-deciding at run time — and EXPLAIN prints it, so what EXPLAIN shows is what
+//! runs.
+//!
+//! Every choice is a property of the plan's shape and of the tables' snapshots the plan holds,
+//! never of the rows a query reads:
+//! - GROUP BY ([`AggHow`]): straight from the Parquet history's row groups into partial
+//!   aggregates when the input is a (filtered) scan that reaches history and every aggregate
+//!   merges exactly; per partition when the keys include the scan's partition key (no group
+//!   spans two partitions), without hashing when the other keys are runs in time; else hashed.
+//! - ASOF JOIN ([`AsofHow`]): partitions paired by key and merged with two pointers when both
+//!   sides are scans joined on their partition keys and designated timestamps; else each left
+//!   row binary-searches its key's right rows.
+//! - WINDOW JOIN ([`PairHow`]): the same pairing, each left partition sweeping its right one;
+//!   else one sweep over both inputs.
+//! - Window functions ([`WindowHow`]): per partition when every call partitions by the scan's
+//!   partition key; else over the whole input.
+//! - LATEST ON ([`LatestHow`]): from partition tails when the key is the partition key and the
+//!   time the designated timestamp; else by hashing the keys.
+//!
+//! Plans reach the executor only as a [`PhysicalPlan`], which only [`plan`] makes.
+
+use super::{prune, AggCall, BExpr, Plan, ScanRange};
+use crate::plan::functions::{AggFunc, ScalarFunc};
+use std::convert::Infallible;
+use std::sync::Arc;
+use zepto_storage::{DataType, Table};
+
+/// A plan whose every operator's strategy is chosen: what the executor runs.
+#[derive(Debug, Clone)]
+pub struct PhysicalPlan {
+    root: Plan,
+}
+
+impl PhysicalPlan {
+    pub fn root(&self) -> &Plan {
+        &self.root
+    }
+}
+
+/// Optimize (column pruning) and choose how every operator runs.
+pub fn plan(logical: Plan) -> PhysicalPlan {
+    PhysicalPlan { root: choose(prune::prune_plan(logical)) }
+}
+
+/// How a GROUP BY runs.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AggHow {
+    /// Hash the keys of the whole input.
+    Hash,
+    /// Each partition of the scan on its own (the keys include the partition key). `runs`:
+    /// every other key is monotonic in the designated timestamp, so groups are runs of a
+    /// time-sorted partition, found without hashing.
+    PartitionWise { runs: bool },
+    /// Row groups of the Parquet history and in-memory partitions into partial aggregates
+    /// (`parts[i]` stands for aggregate `i`), merged per group.
+    HistoryPartials { parts: Vec<Vec<AggCall>> },
+}
+
+/// How an ASOF JOIN runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AsofHow {
+    /// Right rows bucketed by key and ordered by time; each left row binary-searches.
+    KeySearch,
+    /// Partitions paired by key, each pair merged with two pointers.
+    PartitionMerge,
+}
+
+/// How a WINDOW JOIN runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PairHow {
+    /// One sorted sweep over both inputs.
+    Sweep,
+    /// Partitions paired by key, each left partition sweeping its right one.
+    PartitionWise,
+}
+
+/// How window functions run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WindowHow {
+    /// Over the whole input.
+    Whole,
+    /// Each partition of the scan on its own.
+    PartitionWise,
+}
+
+/// How LATEST ON runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LatestHow {
+    /// The greatest time per hashed key.
+    HashByKey,
+    /// The last row of each partition (searched from its end under a filter).
+    PartitionTails,
+}
+
+fn choose(p: Plan) -> Plan {
+    let p = match p.map_inputs(|c| Ok::<_, Infallible>(choose(c))) {
+        Ok(p) => p,
+        Err(never) => match never {},
+    };
+    match p {
+        Plan::Aggregate { input, keys, aggs, .. } => {
+            let how = agg_how(&input, &keys, &aggs);
+            Plan::Aggregate { input, keys, aggs, how }
+        }
+        Plan::AsofJoin {
+            left, right, left_keys, right_keys, left_ts, right_ts, op, outer, tolerance, emit, ..
+        } => {
+            let merge =
+                op != super::BinaryOp::Eq && merge_shape(&left, &right, &left_keys, &right_keys, &left_ts, &right_ts);
+            let how = if merge { AsofHow::PartitionMerge } else { AsofHow::KeySearch };
+            Plan::AsofJoin { left, right, left_keys, right_keys, left_ts, right_ts, op, outer, tolerance, emit, how }
+        }
+        Plan::WindowJoin { left, right, left_keys, right_keys, left_ts, right_ts, lo, hi, aggs, .. } => {
+            let paired = merge_shape(&left, &right, &left_keys, &right_keys, &left_ts, &right_ts);
+            let how = if paired { PairHow::PartitionWise } else { PairHow::Sweep };
+            Plan::WindowJoin { left, right, left_keys, right_keys, left_ts, right_ts, lo, hi, aggs, how }
+        }
+        Plan::Window { input, calls, .. } => {
+            let by_part = !calls.is_empty()
+                && partition_key_pos(&input)
+                    .is_some_and(|kp| calls.iter().all(|c| c.partition.iter().any(|e| is_col(e, kp))));
+            let how = if by_part { WindowHow::PartitionWise } else { WindowHow::Whole };
+            Plan::Window { input, calls, how }
+        }
+        Plan::Latest { input, keys, ts, .. } => {
+            let how =
+                if tail_shape(&input, &keys, &ts).is_some() { LatestHow::PartitionTails } else { LatestHow::HashByKey };
+            Plan::Latest { input, keys, ts, how }
+        }
+        p => p,
+    }
+}
+
+fn agg_how(input: &Plan, keys: &[BExpr], aggs: &[AggCall]) -> AggHow {
+    if scan_shape(input).is_some_and(|s| reads_history(s.table, s.range) && s.table.history_reader().is_some()) {
+        if let Some(parts) = aggs.iter().map(merge_partials).collect::<Option<Vec<_>>>() {
+            return AggHow::HistoryPartials { parts };
+        }
+    }
+    let Some(kp) = partition_key_pos(input).filter(|&kp| keys.iter().any(|k| is_col(k, kp))) else {
+        return AggHow::Hash;
+    };
+    let tp = scan_shape(input).and_then(|s| s.table.ts_col.and_then(|t| s.columns.iter().position(|&c| c == t)));
+    let runs = keys.iter().filter(|k| !is_col(k, kp)).all(|k| tp.is_some_and(|t| monotonic_in(k, t)));
+    AggHow::PartitionWise { runs }
+}
+
+fn is_col(e: &BExpr, i: usize) -> bool {
+    matches!(e, BExpr::Col(j, _) if *j == i)
+}
+
+/// The position of the table's partition key among the columns of a (filtered) scan.
+fn partition_key_pos(input: &Plan) -> Option<usize> {
+    let s = scan_shape(input)?;
+    s.columns.iter().position(|&c| Some(c) == s.table.key_col)
+}
+
+/// A scan, optionally under a filter: the input shape the partition-wise operators take.
+pub struct ScanShape<'a> {
+    pub table: &'a Arc<Table>,
+    pub columns: &'a [usize],
+    pub range: &'a ScanRange,
+    pub filter: Option<&'a BExpr>,
+}
+
+/// `input` as a (filtered) scan, if it is one.
+pub fn scan_shape(input: &Plan) -> Option<ScanShape<'_>> {
+    let (scan, filter) = match input {
+        Plan::Filter { input: inner, pred } => (&**inner, Some(pred)),
+        p => (p, None),
+    };
+    let Plan::Scan { table, columns, range } = scan else { return None };
+    Some(ScanShape { table, columns, range, filter })
+}
+
+/// Whether `table`'s history has files a scan over `range` must read.
+pub fn reads_history(table: &Table, range: &ScanRange) -> bool {
+    table.history().overlapping(range.ts_lo, range.ts_hi).next().is_some()
+}
+
+/// Both inputs are scans of partitioned tables joined on their partition keys (one key each)
+/// and designated timestamps: partitions pair by key, each pair time-sorted.
+pub fn merge_shape(left: &Plan, right: &Plan, lk: &[BExpr], rk: &[BExpr], lts: &BExpr, rts: &BExpr) -> bool {
+    let (Plan::Scan { table: lt, columns: lc, .. }, Plan::Scan { table: rt, columns: rc, .. }) = (left, right) else {
+        return false;
+    };
+    let is_col = |e: &BExpr, cols: &[usize], want: Option<usize>| matches!(e, BExpr::Col(i, _) if want.is_some() && cols.get(*i).copied() == want);
+    matches!((lk, rk), ([l], [r]) if is_col(l, lc, lt.key_col) && is_col(r, rc, rt.key_col))
+        && is_col(lts, lc, lt.ts_col)
+        && is_col(rts, rc, rt.ts_col)
+}
+
+/// LATEST ON's partition-tail shape: a (filtered) scan keyed by its partition key and ordered
+/// by its designated timestamp.
+pub fn tail_shape<'a>(input: &'a Plan, keys: &[BExpr], ts: &BExpr) -> Option<ScanShape<'a>> {
+    let s = scan_shape(input)?;
+    let (Some(kc), Some(tc)) = (s.table.key_col, s.table.ts_col) else { return None };
+    match (keys, ts) {
+        ([BExpr::Col(k, _)], BExpr::Col(t, _)) if s.columns.get(*k) == Some(&kc) && s.columns.get(*t) == Some(&tc) => {
+            Some(s)
+        }
+        _ => None,
+    }
+}
+
+/// Non-decreasing in column `t` (the designated timestamp): `t`, `xbar(const, t)`,
+/// `date_trunc(const, t)`, `month_bucket(const, t)`.
+pub fn monotonic_in(k: &BExpr, t: usize) -> bool {
+    match k {
+        BExpr::Col(i, _) => *i == t,
+        BExpr::Func { func: ScalarFunc::Xbar | ScalarFunc::DateTrunc | ScalarFunc::MonthBucket, args, .. } => {
+            matches!(args.as_slice(), [BExpr::Lit(..), BExpr::Col(i, _)] if *i == t)
+        }
+        _ => false,
+    }
+}
+
+/// The partial aggregates that stand for `a` when its partials merge exactly, or `None`:
+/// `count`, `sum` (BIGINT, DOUBLE), `min`, `max`, `avg` (kept as average and count), and
+/// `first`/`last` by time (kept with the time of the row they picked).
+pub fn merge_partials(a: &AggCall) -> Option<Vec<AggCall>> {
+    if a.distinct {
+        return None;
+    }
+    let with = |func: AggFunc, args: Vec<BExpr>, ty: DataType, order: Option<BExpr>| AggCall {
+        func,
+        args,
+        distinct: false,
+        order,
+        ty,
+    };
+    match a.func {
+        AggFunc::CountStar | AggFunc::Count | AggFunc::Min | AggFunc::Max => Some(vec![a.clone()]),
+        AggFunc::Sum if matches!(a.ty, DataType::Int64 | DataType::Float64) => Some(vec![a.clone()]),
+        AggFunc::Avg if a.ty == DataType::Float64 && a.args.len() == 1 => {
+            Some(vec![a.clone(), with(AggFunc::Count, a.args.clone(), DataType::Int64, None)])
+        }
+        AggFunc::First | AggFunc::Last if a.args.len() == 1 => {
+            // The merge compares the times of the rows the partials picked.
+            let o = a.order.clone().filter(|o| matches!(o.data_type(), DataType::Timestamp | DataType::Int64))?;
+            Some(vec![a.clone(), with(a.func, vec![o.clone()], o.data_type(), Some(o))])
+        }
+        _ => None,
+    }
+}
