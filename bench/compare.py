@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Run ZeptoDB (in-process, `zepto-bench`) and the peers of shared/bench/peers.py on the same
+"""Run ZeptoDB (in-process, `zepto-bench`) and the peers of bench/harness/peers.py on the same
 data in one run, then print one report: median/p99 per query and engine, peak RSS, and
 ZeptoDB's time as a ratio to the best peer (its `report()`; < 1 means ZeptoDB is faster).
 
@@ -14,9 +14,9 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-SHARED = os.path.join(ROOT, "..", "shared", "bench")
+SHARED = os.path.join(HERE, "harness")
 sys.path.insert(0, SHARED)
-import peers  # noqa: E402  (the shared harness: engines, checksum, compare, report)
+import peers  # noqa: E402  (the peer harness: engines, checksum, compare, report)
 
 
 def main():

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Queries over the Parquet history: ZeptoDB vs DuckDB reading the same files.
 
-Data: the shared generator's trades shape (ts, sym, price, size; Zipf symbols), spread over
+Data: the bench generator's trades shape (bench/harness/gen_data.py) (ts, sym, price, size; Zipf symbols), spread over
 10 trading days. ZeptoDB loads it, moves every row to its history
 (`ALTER TABLE trades CONVERT PARTITION TO PARQUET`), and answers over HTTP; DuckDB (same run,
 same machine) queries the very files ZeptoDB wrote:
@@ -29,7 +29,7 @@ import urllib.request
 import duckdb
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-GEN = os.path.join(HERE, "..", "..", "shared", "bench", "gen_data.py")
+GEN = os.path.join(HERE, "harness", "gen_data.py")
 
 QUERIES = {
     "all days, by symbol": "SELECT sym, count(*) AS n, avg(price) AS px, sum(size) AS vol FROM trades GROUP BY sym ORDER BY sym",

@@ -15,7 +15,7 @@ Measures (loopback only, every run bounded in time):
   * server RSS with 4096 idle keep-alive connections, per connection.
 
 Needs wrk (Debian: apt-get install wrk), oha (cargo install oha) and, for the peer, Java 17+ and Maven
-(../shared/servers/questdb/questdb.sh). Results: a table on stdout, JSON with --json.
+(bench/servers/questdb/questdb.sh). Results: a table on stdout, JSON with --json.
 
 Usage: bench/http_load.py [--rows 1000000] [--duration 10] [--no-questdb]
 """
@@ -32,10 +32,10 @@ import time
 import urllib.parse
 import urllib.request
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SHARED = os.path.normpath(os.path.join(ROOT, "..", "shared"))
-sys.path.insert(0, os.path.join(SHARED, "bench"))
-QUESTDB = os.path.join(SHARED, "servers", "questdb", "questdb.sh")
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(HERE, "harness"))
+QUESTDB = os.path.join(HERE, "servers", "questdb", "questdb.sh")
 POINT_TS = "2024-01-02T12:00:00"
 POINT = ("SELECT * FROM trades WHERE sym = 'S042' AND ts >= '2024-01-02T12:00:00' "
          "AND ts < '2024-01-02T12:00:01'")

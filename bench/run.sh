@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Benchmark ZeptoDB beside DuckDB and Polars on the shared market-data set (ROWS, default 1M).
+# Benchmark ZeptoDB beside DuckDB and Polars on the benchmark market-data set (ROWS, default 1M).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROWS=${ROWS:-1000000}

@@ -1,7 +1,7 @@
 //! `zepto-bench --data DIR [--queries Q1,Q2,Q7] [--iters N] [--budget S] [--json FILE]`
 //!
-//! Loads `trades.parquet` and `quotes.parquet` (from `shared/bench/gen_data.py`) into an
-//! in-process engine and times the benchmark queries the way `shared/bench/peers.py` does
+//! Loads `trades.parquet` and `quotes.parquet` (from `bench/harness/gen_data.py`) into an
+//! in-process engine and times the benchmark queries the way `bench/harness/peers.py` does
 //! (one warm-up, then up to N runs within a time budget; median and p99), printing a JSON
 //! record in the peer harness's format so `bench/compare.py` can report ratios. Results are
 //! summarized as (rows, per-column sums) for cross-checking against the peers.
@@ -19,7 +19,7 @@ const DDL: &[(&str, &str)] = &[
     ),
 ];
 
-/// The same queries as `ZEPTO_SQL` in `shared/bench/peers.py`.
+/// The same queries as `ZEPTO_SQL` in `bench/harness/peers.py`.
 const QUERIES: &[(&str, &str)] = &[
     ("Q1", "SELECT * FROM trades WHERE sym = 'S042' AND ts > TIMESTAMP '2024-01-02 15:00:00'"),
     ("Q2", "SELECT sym, avg(price) AS avg_price, max(size) AS max_size, count(*) AS n FROM trades GROUP BY sym"),

@@ -1,5 +1,5 @@
 //! The demo data set: one trading day of trades and quotes for 100 symbols with Zipf-like
-//! popularity and per-symbol random-walk prices — the same shapes as `shared/bench/gen_data.py`
+//! popularity and per-symbol random-walk prices — the same shapes as `bench/harness/gen_data.py`
 //! (not the same numbers: this generator is a small deterministic xorshift, not NumPy).
 
 use clap::Arg;

@@ -268,7 +268,7 @@ impl Durable {
                     .collect();
                 // The oldest day in memory among tables that hold more than one day.
                 let Some(day) = spans.iter().filter(|(_, lo, hi)| lo < hi).map(|&(_, lo, _)| lo).min() else { break };
-                let before = day + zepto_storage::history::NANOS_PER_DAY;
+                let before = day + zepto_storage::history::NS_PER_DAY;
                 let mut moved = 0;
                 for &(name, _, newest_day) in &spans {
                     if newest_day >= before {

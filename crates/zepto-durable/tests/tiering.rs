@@ -7,11 +7,11 @@
 
 use std::sync::Arc;
 use zepto_durable::{Durable, Options};
-use zepto_storage::history::NANOS_PER_DAY;
+use zepto_storage::history::NS_PER_DAY;
 use zepto_storage::{Catalog, Column, ColumnBuilder, ColumnDef, DataType, Schema, Table, TableOptions, Value};
 use zepto_wal::{MemStorage, SyncMode};
 
-const DAY: i64 = NANOS_PER_DAY;
+const DAY: i64 = NS_PER_DAY;
 
 fn schema() -> Schema {
     let defs = [

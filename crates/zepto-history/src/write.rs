@@ -15,7 +15,7 @@ use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use parquet::schema::types::ColumnPath;
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use zepto_storage::history::{day_floor, NANOS_PER_DAY};
+use zepto_storage::history::{day_floor, NS_PER_DAY};
 use zepto_storage::{Column, DataType, HistFile, StorageError, Table};
 use zepto_wal::Storage;
 
@@ -32,7 +32,7 @@ pub struct Written {
 
 /// A day directory name: `date=YYYY-MM-DD`.
 pub fn day_dir(day_start: i64) -> String {
-    let days = day_start.div_euclid(NANOS_PER_DAY);
+    let days = day_start.div_euclid(NS_PER_DAY);
     format!("date={}", zepto_storage::time::format_date(days as i32))
 }
 
@@ -58,7 +58,7 @@ pub fn write_history(storage: &dyn Storage, snap: &Table, before: i64) -> Result
         let mut i = r.start;
         while i < r.end {
             let day = day_floor(ts[i]);
-            let next = day.saturating_add(NANOS_PER_DAY);
+            let next = day.saturating_add(NS_PER_DAY);
             let j = i + ts[i..r.end].partition_point(|&t| t < next);
             debug_assert!(j > i);
             days.entry(day).or_default().push((s, i, j));

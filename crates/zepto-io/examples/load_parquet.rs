@@ -1,4 +1,4 @@
-//! Time `read_parquet` on a benchmark trades file (see /work/shared/bench/gen_data.py):
+//! Time `read_parquet` on a benchmark trades file (see bench/harness/gen_data.py):
 //!
 //! ```text
 //! cargo run --release -p zepto-io --example load_parquet -- /tmp/zb/trades.parquet [OUT.parquet]

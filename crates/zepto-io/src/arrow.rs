@@ -22,7 +22,7 @@ use arrow_schema::{DataType as ArrowType, Field, TimeUnit};
 use std::sync::Arc;
 use zepto_storage::{Bitmap, Column, ColumnData, ColumnDef, DataType, Dict, StrVec};
 
-const NANOS_PER_DAY: i64 = 86_400_000_000_000;
+use zepto_storage::time::NS_PER_DAY;
 
 /// Which source field feeds each schema column: matched by name, an exact-case match winning
 /// over a case-insensitive one. Errors if none matches (a wrong file or body, surely).
@@ -339,7 +339,7 @@ fn timestamp(arr: &dyn Array, v: &mut Vec<i64>, nulls: Option<&NullBuffer>, row0
         }
         ArrowType::Date32 => {
             let src = arr.as_primitive::<arrow_array::types::Date32Type>().values();
-            convert(src, v, nulls, row0, |d| i64::from(d).checked_mul(NANOS_PER_DAY))
+            convert(src, v, nulls, row0, |d| i64::from(d).checked_mul(NS_PER_DAY))
         }
         ArrowType::Date64 => {
             let src = arr.as_primitive::<arrow_array::types::Date64Type>().values();

@@ -517,7 +517,7 @@ mod tests {
         std::fs::remove_file(&p).expect("cleanup");
     }
 
-    /// The benchmark's trades file, if generated (see /work/shared/bench/gen_data.py):
+    /// The benchmark's trades file, if generated (see bench/harness/gen_data.py):
     /// `ZEPTO_TRADES_PARQUET=/tmp/zb/trades.parquet cargo test -p zepto-io`.
     #[test]
     fn reads_benchmark_trades_if_present() {

@@ -17,7 +17,7 @@ impl Rng {
     }
 }
 
-const DAY: i64 = 86_400_000_000_000;
+const DAY: i64 = zepto_storage::time::NS_PER_DAY;
 const T0: i64 = 1_704_153_600_000_000_000; // 2024-01-02
 
 fn ts_sql(ns: i64) -> String {

@@ -124,9 +124,9 @@ pub trait HistoryReader: Send + Sync + std::fmt::Debug {
     fn plan(&self, table: &Table, keys: Option<&[String]>, lo: i64, hi: i64) -> Result<HistoryPlan, StorageError>;
 }
 
-pub const NANOS_PER_DAY: i64 = 86_400_000_000_000;
+pub use crate::time::NS_PER_DAY;
 
 /// The start of the UTC day holding `ts`.
 pub fn day_floor(ts: i64) -> i64 {
-    ts.div_euclid(NANOS_PER_DAY) * NANOS_PER_DAY
+    ts.div_euclid(NS_PER_DAY) * NS_PER_DAY
 }

@@ -410,11 +410,11 @@ fn range_offset(v: &Value, key: DataType, pos: Pos) -> Result<Offset> {
             Ok(Offset::Int(*ns))
         }
         (DataType::Date, Value::Interval(ns)) => {
-            const DAY: i64 = 86_400_000_000_000;
-            if *ns < 0 || ns % DAY != 0 {
+            use zepto_storage::time::NS_PER_DAY;
+            if *ns < 0 || ns % NS_PER_DAY != 0 {
                 return bad("a RANGE offset on a DATE key must be whole days", pos);
             }
-            Ok(Offset::Int(ns / DAY))
+            Ok(Offset::Int(ns / NS_PER_DAY))
         }
         (k, Value::Int32(_) | Value::Int64(_)) if k.is_integer() || k == DataType::Date => match v.as_i64() {
             Some(n) if n >= 0 => Ok(Offset::Int(n)),
