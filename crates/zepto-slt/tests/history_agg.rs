@@ -102,7 +102,11 @@ fn history_aggregates_match_memory() {
 
     let day = |d: i64| ts_sql(T0 + d * DAY);
     let aggs = "count(*), count(px), sum(qty), sum(px), min(px), max(px), min(qty), max(sym), avg(px), avg(qty), \
-                first(px), last(px), first(qty), last(qty)";
+                first(px), last(px), first(qty), last(qty), vwap(px, qty), stddev(px), var_pop(qty)";
+    // Every one of these merges from partial states: no query assembles the history.
+    let plan = hist.execute(&format!("EXPLAIN SELECT sym, {aggs} FROM t GROUP BY sym")).expect("explain");
+    let text = result_lines(&plan).join("\n");
+    assert!(text.contains("HistoryAggregate"), "{text}");
     let queries = [
         format!("SELECT sym, {aggs} FROM t GROUP BY sym"),
         format!("SELECT {aggs} FROM t"),

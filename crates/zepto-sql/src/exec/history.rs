@@ -42,7 +42,7 @@ pub fn resolve(plan: &Plan) -> Result<Cow<'_, Plan>> {
 fn rewrite(p: Plan) -> Result<Plan> {
     match p {
         // Aggregated straight from the files (history_agg), never assembled.
-        Plan::Aggregate { how: crate::plan::AggHow::HistoryPartials { .. }, .. } => Ok(p),
+        Plan::Aggregate { how: crate::plan::AggHow::HistoryPartials, .. } => Ok(p),
         Plan::Scan { table, columns, range } if reads_history(&table, &range) => {
             let (table, columns) = materialize(&table, &columns, &range)?;
             Ok(Plan::Scan { table, columns, range })

@@ -8,54 +8,46 @@
 //! in-memory partitions are aggregated the same way; and the partials are merged per group.
 //! Memory is one row group per core plus the partials.
 //!
-//! Only aggregates that merge exactly take this path: `count`, `sum` (BIGINT, DOUBLE), `min`,
-//! `max`, `avg` (kept as average and count), and `first`/`last` by time (kept with the time of
-//! the row they picked; ties go to the earlier / later partial, as in a time-sorted partition
-//! assembled file by file then memory). Anything else (DISTINCT, medians, variance, vwap,
-//! twap) takes the assembling path.
+//! The partials are the accumulators' states ([`super::accum`]): every aggregate whose state
+//! merges takes this path ([`AggCall::mergeable`]: all but DISTINCT and the holistic ones,
+//! which assemble). `first`/`last` keep the time of the row they picked; ties go to the
+//! earlier / later partial, as in a time-sorted partition assembled file by file then memory.
 //!
-//! Where results may differ from the same rows in memory, both being right: `avg` is merged
-//! as Σ(avgᵢ·nᵢ)/Σnᵢ, equal up to floating-point rounding; and `first`/`last` of a group that
-//! spans several keys, when rows of different keys tie at the extreme time, pick by file order
-//! rather than by partition order (by-time order does not rank such ties).
+//! Where results may differ from the same rows in memory, both being right: float sums, means
+//! and variances are added in another order, equal up to floating-point rounding; and
+//! `first`/`last` of a group that spans several keys, when rows of different keys tie at the
+//! extreme time, pick by file order rather than by partition order (by-time order does not
+//! rank such ties).
 
-use super::aggregate::{aggregate_grouped, run_agg};
+use super::accum::{self, Mode};
+use super::aggregate::{grouped, Grouped};
 use super::hash::{group_ids, GroupIds};
 use super::history::ts_cut;
 use super::interrupt::par_map;
 use super::scan::{piece_batch, pieces};
 use super::Batch;
 use crate::error::{Result, SqlError};
-use crate::plan::functions::AggFunc;
 use crate::plan::physical::{monotonic_in, scan_shape, ScanShape};
 use crate::plan::{AggCall, BExpr, Plan, ScanRange};
-use zepto_storage::column::NULL_INDEX;
-use zepto_storage::{Column, ColumnData, DataType, HistoryChunk, Table};
+use zepto_storage::{Column, ColumnData, HistoryChunk, Table};
 
-/// The aggregate over a (filtered) scan that reaches the history, from partials (`parts[i]`
-/// stands for `aggs[i]`), as the physical planner chose. A failure of the partial path (a
+/// The aggregate over a (filtered) scan that reaches the history, from partials, as the
+/// physical planner chose. A failure of the partial path (a
 /// BIGINT partial sum that overflows while the total would not, say) is retried over the
 /// assembled rows, which either succeeds or fails the way any other path would.
-pub(super) fn aggregate(
-    ctx: &super::ExecContext,
-    input: &Plan,
-    keys: &[BExpr],
-    aggs: &[AggCall],
-    parts: &[Vec<AggCall>],
-) -> Result<Batch> {
+pub(super) fn aggregate(ctx: &super::ExecContext, input: &Plan, keys: &[BExpr], aggs: &[AggCall]) -> Result<Batch> {
     let s = scan_shape(input).ok_or_else(|| SqlError::Internal("history GROUP BY over a non-scan".into()))?;
-    run(&s, keys, aggs, parts).or_else(|_| {
+    run(&s, keys, aggs).or_else(|_| {
         let assembled = super::history::resolve(input)?;
         super::aggregate::aggregate(&super::run(ctx, &assembled)?, keys, aggs)
     })
 }
 
-fn run(s: &ScanShape, keys: &[BExpr], aggs: &[AggCall], parts: &[Vec<AggCall>]) -> Result<Batch> {
+fn run(s: &ScanShape, keys: &[BExpr], aggs: &[AggCall]) -> Result<Batch> {
     let table = &**s.table;
     let reader = table
         .history_reader()
         .ok_or_else(|| SqlError::Internal(format!("table '{}' has history but no reader", table.name)))?;
-    let flat: Vec<AggCall> = parts.iter().flatten().cloned().collect();
     let range = s.range;
     let bounded = range.ts_lo != i64::MIN || range.ts_hi != i64::MAX;
     let key_filter = range.keys.as_deref().filter(|_| table.key_col.is_some());
@@ -88,30 +80,30 @@ fn run(s: &ScanShape, keys: &[BExpr], aggs: &[AggCall], parts: &[Vec<AggCall>]) 
         })
         .flatten();
 
-    let partial = |b: Batch, sorted: bool| -> Result<Option<Batch>> {
+    let partial = |b: Batch, sorted: bool| -> Result<Option<Grouped>> {
         let b = s.apply_filter(b)?;
         if b.rows == 0 {
             return Ok(None);
         }
-        aggregate_grouped(&b, keys, &flat, run_keys.as_deref().filter(|_| sorted)).map(Some)
+        grouped(&b, keys, aggs, run_keys.as_deref().filter(|_| sorted), Mode::Partial).map(Some)
     };
     let units = reader.units(table, range.keys.as_deref(), range.ts_lo, range.ts_hi)?;
     let rows = units.iter().map(|u| u.rows).sum();
-    let unit_partial = |u: &zepto_storage::HistoryUnit| -> Result<Option<Batch>> {
+    let unit_partial = |u: &zepto_storage::HistoryUnit| -> Result<Option<Grouped>> {
         let chunk = reader.read_unit(table, &need, u)?;
         match cut(chunk, s.columns.len(), key_filter, ts_pos, range) {
             Some(b) => partial(b, true),
             None => Ok(None),
         }
     };
-    let mut outs: Vec<Batch> = par_map(&units, rows, unit_partial)?.into_iter().flatten().collect();
+    let mut outs: Vec<Grouped> = par_map(&units, rows, unit_partial)?.into_iter().flatten().collect();
     for p in pieces(table, range) {
         super::interrupt::check()?;
         if let Some(o) = partial(piece_batch(table, &p, s.columns, range), p.part.sorted)? {
             outs.push(o);
         }
     }
-    merge(outs, keys, aggs, parts, s, table)
+    merge(outs, keys, aggs, s, table)
 }
 
 /// Where `c` is in `need`, appended if missing.
@@ -159,15 +151,8 @@ fn cut(
     Some(b.take(&idx))
 }
 
-/// Merge partial results (key columns, then each aggregate's partial columns) per group.
-fn merge(
-    outs: Vec<Batch>,
-    keys: &[BExpr],
-    aggs: &[AggCall],
-    parts: &[Vec<AggCall>],
-    s: &ScanShape,
-    table: &Table,
-) -> Result<Batch> {
+/// Merge partial results (key columns and each aggregate's state) per group.
+fn merge(outs: Vec<Grouped>, keys: &[BExpr], aggs: &[AggCall], s: &ScanShape, table: &Table) -> Result<Batch> {
     if outs.is_empty() {
         // No rows at all: what the aggregate says over an empty input (one row without
         // GROUP BY, none with).
@@ -178,86 +163,17 @@ fn merge(
             .collect();
         return super::aggregate::aggregate(&Batch::new(empty, 0), keys, aggs);
     }
-    let width = outs[0].columns.len();
-    let rows: usize = outs.iter().map(|b| b.rows).sum();
-    let cols: Vec<Column> =
-        (0..width).map(|j| Column::concat(&outs.iter().map(|b| &*b.columns[j]).collect::<Vec<_>>())).collect();
-    let p = Batch::new(cols, rows);
-    let nk = keys.len();
-    let key_refs: Vec<&Column> = p.columns[..nk].iter().map(|c| &**c).collect();
+    let rows: usize = outs.iter().map(|g| g.groups).sum();
+    let concat = |pick: &dyn Fn(&Grouped) -> &Column| Column::concat(&outs.iter().map(pick).collect::<Vec<_>>());
+    let key_cols: Vec<Column> = (0..keys.len()).map(|j| concat(&|g| &g.keys[j])).collect();
+    let key_refs: Vec<&Column> = key_cols.iter().collect();
     let GroupIds { ids, first } = group_ids(&key_refs, rows);
-    let ng = if nk == 0 { 1 } else { first.len() };
+    let ng = if keys.is_empty() { 1 } else { first.len() };
     let mut out: Vec<Column> = key_refs.iter().map(|c| c.take(&first)).collect();
-    let mut at = nk;
-    for (a, ps) in aggs.iter().zip(parts) {
-        let col = |k: usize| BExpr::Col(at + k, p.columns[at + k].data_type());
-        let combine = |func: AggFunc, ty: DataType| {
-            let call = AggCall { func, args: vec![col(0)], distinct: false, order: None, ty };
-            run_agg(&call, &p, &ids, ng, false)
-        };
-        out.push(match a.func {
-            AggFunc::CountStar | AggFunc::Count => combine(AggFunc::Sum, DataType::Int64)?,
-            AggFunc::Sum => combine(AggFunc::Sum, a.ty)?,
-            AggFunc::Min | AggFunc::Max => combine(a.func, a.ty)?,
-            AggFunc::Avg => merge_avg(&p.columns[at], &p.columns[at + 1], &ids, ng)?,
-            AggFunc::First | AggFunc::Last => {
-                merge_first_last(&p.columns[at], &p.columns[at + 1], &ids, ng, a.func == AggFunc::First)
-            }
-            f => return Err(SqlError::Internal(format!("no partial merge for {f:?}"))),
-        });
-        at += ps.len();
+    for (i, a) in aggs.iter().enumerate() {
+        let width = outs[0].aggs[i].len();
+        let state: Vec<Column> = (0..width).map(|j| concat(&|g| &g.aggs[i][j])).collect();
+        out.push(accum::merge(a, &state.iter().collect::<Vec<_>>(), &ids, ng)?);
     }
     Ok(Batch::new(out, ng))
-}
-
-/// Average of averages weighted by their counts; NULL where no partial saw a value.
-fn merge_avg(avg: &Column, count: &Column, ids: &[u32], ng: usize) -> Result<Column> {
-    let (ColumnData::Float64(a), ColumnData::Int64(c)) = (&avg.data, &count.data) else {
-        return Err(SqlError::Internal("avg partials are not (DOUBLE, BIGINT)".into()));
-    };
-    let mut sum = vec![0.0f64; ng];
-    let mut n = vec![0i64; ng];
-    for (i, &g) in ids.iter().enumerate() {
-        if avg.is_valid(i) && c[i] > 0 {
-            sum[g as usize] += a[i] * c[i] as f64;
-            n[g as usize] += c[i];
-        }
-    }
-    let mut b = zepto_storage::ColumnBuilder::new(DataType::Float64, ng);
-    for (s, &k) in sum.iter().zip(&n) {
-        if k > 0 {
-            b.push_value(&zepto_storage::Value::Float64(s / k as f64));
-        } else {
-            b.push_null();
-        }
-    }
-    Ok(b.finish())
-}
-
-/// Per group, the partial value whose time is smallest (`first`) or largest (`last`); a NULL
-/// time means the partial saw no timed row and never wins. Ties: the earliest partial for
-/// `first`, the latest for `last` (partials come file by file, then memory).
-fn merge_first_last(value: &Column, time: &Column, ids: &[u32], ng: usize, first: bool) -> Column {
-    let Some(t) = time.as_i64_slice() else {
-        return Column::nulls(value.data_type(), ng);
-    };
-    let mut best = vec![NULL_INDEX; ng];
-    for (i, &g) in ids.iter().enumerate() {
-        if !time.is_valid(i) {
-            continue;
-        }
-        let slot = &mut best[g as usize];
-        let better = *slot == NULL_INDEX || {
-            let cur = t[*slot as usize];
-            if first {
-                t[i] < cur
-            } else {
-                t[i] >= cur
-            }
-        };
-        if better {
-            *slot = i as u32;
-        }
-    }
-    value.take_opt(&best)
 }

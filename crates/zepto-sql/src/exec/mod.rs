@@ -2,6 +2,7 @@
 //! (kdb-style column-at-a-time), with typed kernels and no per-row heap allocation on the hot
 //! paths (scans, filters, arithmetic, hash aggregation, hash joins).
 
+pub mod accum;
 pub mod aggregate;
 pub mod asof;
 pub mod cast;
@@ -394,9 +395,9 @@ fn aggregate_node(
             ctx.fused(input);
             ("PartitionAggregate", concat_chunks(partitioned::aggregate_chunks(input, keys, aggs, *runs)?))
         }
-        AggHow::HistoryPartials { parts } => {
+        AggHow::HistoryPartials => {
             ctx.fused(input);
-            ("HistoryAggregate", history_agg::aggregate(ctx, input, keys, aggs, parts)?)
+            ("HistoryAggregate", history_agg::aggregate(ctx, input, keys, aggs)?)
         }
     })
 }

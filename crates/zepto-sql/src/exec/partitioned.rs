@@ -5,7 +5,8 @@
 //! `xbar(w, ts)`, `date_trunc(u, ts)`) change only between runs, so groups are found by
 //! comparing neighbours: no hashing at all (kdb+'s `select ... by sym, bar` on a sorted table).
 
-use super::aggregate::{aggregate, aggregate_grouped, aggregate_runs};
+use super::accum::Mode;
+use super::aggregate::{aggregate, aggregate_runs, grouped};
 use super::interrupt::par_map;
 use super::scan::{filtered_piece, pieces};
 use super::Batch;
@@ -44,7 +45,7 @@ pub fn aggregate_chunks(input: &Plan, keys: &[BExpr], aggs: &[AggCall], runs: bo
         if let Some(starts) = runs.and_then(|r| bucket_starts(&b, keys, r, tp?)) {
             return aggregate_runs(&b, keys, aggs, &starts).map(Some);
         }
-        aggregate_grouped(&b, keys, aggs, runs).map(Some)
+        Ok(Some(grouped(&b, keys, aggs, runs, Mode::Final)?.into_batch()))
     };
     let rows = ps.iter().map(|p| p.range.len()).sum();
     let outs: Vec<Batch> = par_map(&ps, rows, one)?.into_iter().flatten().collect();

@@ -1,6 +1,6 @@
 //! Scalar functions: strings, math, timestamps, COALESCE and friends.
 
-use super::aggregate::to_f64;
+use super::accum::to_f64;
 use super::eval::{eval, eval_opnd, Opnd};
 use super::Batch;
 use crate::error::{Result, SqlError};

@@ -13,7 +13,6 @@ use super::eval::eval;
 use super::hash::{bucket_rows, shared_ids};
 use super::interrupt::par_map;
 use super::scan::{piece_batch, Piece};
-use super::window::frame;
 use super::Batch;
 use crate::error::{Result, SqlError};
 use crate::plan::{AggCall, BExpr, Plan};
@@ -146,7 +145,7 @@ pub fn window_join(l: Batch, r: &Batch, band: &Band, aggs: &[AggCall]) -> Result
     for a in aggs {
         let args: Vec<Cow<Column>> =
             a.args.iter().map(|e| eval(e, r).map(|c| Cow::Owned(c.take(&order)))).collect::<Result<_>>()?;
-        let res = frame::aggregate(a.func, a.distinct, a.ty, &args, &fs, &fe)?;
+        let res = super::accum::frames(a.func, a.distinct, a.ty, &args, &fs, &fe)?;
         let res = if in_order {
             res
         } else {
@@ -216,7 +215,7 @@ fn partitioned_parts(left: &Plan, right: &Plan, band: &Band, aggs: &[AggCall]) -
         let mut cols: Vec<Arc<Column>> = lb.columns.clone();
         for a in aggs {
             let args: Vec<Cow<Column>> = a.args.iter().map(|e| eval(e, &rb)).collect::<Result<_>>()?;
-            cols.push(Arc::new(frame::aggregate(a.func, a.distinct, a.ty, &args, &fs, &fe)?));
+            cols.push(Arc::new(super::accum::frames(a.func, a.distinct, a.ty, &args, &fs, &fe)?));
         }
         Ok(Batch::shared(cols, n))
     };

@@ -64,6 +64,15 @@ pub enum AggFunc {
     Twap,
 }
 
+impl AggFunc {
+    /// Whether partial results of this aggregate merge exactly (its accumulator has a partial
+    /// state): what lets the planner aggregate row groups, partitions or nodes apart and merge.
+    /// The holistic ones (median, quantiles, twap) need whole groups.
+    pub fn mergeable(self) -> bool {
+        !matches!(self, AggFunc::Median | AggFunc::Quantile(_) | AggFunc::PercentileCont(_) | AggFunc::Twap)
+    }
+}
+
 pub fn agg_by_name(name: &str) -> Option<AggFunc> {
     Some(match name {
         "count" => AggFunc::Count,

@@ -246,6 +246,16 @@ pub struct AggCall {
     pub ty: DataType,
 }
 
+impl AggCall {
+    /// Whether this call runs as partial states merged per group: a mergeable function, no
+    /// DISTINCT, and for `first`/`last` a time to merge by (the designated timestamp).
+    pub fn mergeable(&self) -> bool {
+        let timed =
+            || self.order.as_ref().is_some_and(|o| matches!(o.data_type(), DataType::Timestamp | DataType::Int64));
+        !self.distinct && self.func.mergeable() && (!matches!(self.func, AggFunc::First | AggFunc::Last) || timed())
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct SortKey {
     pub expr: BExpr,
@@ -445,7 +455,7 @@ impl Plan {
             Plan::Project { .. } => "Project",
             Plan::Aggregate { how: AggHow::Hash, .. } => "HashAggregate",
             Plan::Aggregate { how: AggHow::PartitionWise { .. }, .. } => "PartitionAggregate",
-            Plan::Aggregate { how: AggHow::HistoryPartials { .. }, .. } => "HistoryAggregate",
+            Plan::Aggregate { how: AggHow::HistoryPartials, .. } => "HistoryAggregate",
             Plan::Join { kind: JoinKind::Window, .. } => "WindowJoin",
             Plan::Join { left_keys, .. } if left_keys.is_empty() => "NestedLoopJoin",
             Plan::Join { .. } => "HashJoin",
@@ -483,7 +493,7 @@ impl Plan {
                     AggHow::Hash => "",
                     AggHow::PartitionWise { runs: true } => " (per partition, groups as runs in time)",
                     AggHow::PartitionWise { runs: false } => " (per partition, hashed)",
-                    AggHow::HistoryPartials { .. } => " (partials per row group and partition, merged)",
+                    AggHow::HistoryPartials => " (partials per row group and partition, merged)",
                 };
                 format!("keys={} aggs=[{}]{how}", keys.len(), agg_names(aggs))
             }

@@ -22,10 +22,10 @@
 //! Plans reach the executor only as a [`PhysicalPlan`], which only [`plan`] makes.
 
 use super::{prune, AggCall, BExpr, Plan, ScanRange};
-use crate::plan::functions::{AggFunc, ScalarFunc};
+use crate::plan::functions::ScalarFunc;
 use std::convert::Infallible;
 use std::sync::Arc;
-use zepto_storage::{DataType, Table};
+use zepto_storage::Table;
 
 /// A plan whose every operator's strategy is chosen: what the executor runs.
 #[derive(Debug, Clone)]
@@ -53,9 +53,9 @@ pub enum AggHow {
     /// every other key is monotonic in the designated timestamp, so groups are runs of a
     /// time-sorted partition, found without hashing.
     PartitionWise { runs: bool },
-    /// Row groups of the Parquet history and in-memory partitions into partial aggregates
-    /// (`parts[i]` stands for aggregate `i`), merged per group.
-    HistoryPartials { parts: Vec<Vec<AggCall>> },
+    /// Row groups of the Parquet history and in-memory partitions into partial aggregate
+    /// states (every aggregate is [`AggCall::mergeable`]), merged per group.
+    HistoryPartials,
 }
 
 /// How an ASOF JOIN runs.
@@ -134,10 +134,10 @@ fn choose(p: Plan) -> Plan {
 }
 
 fn agg_how(input: &Plan, keys: &[BExpr], aggs: &[AggCall]) -> AggHow {
-    if scan_shape(input).is_some_and(|s| reads_history(s.table, s.range) && s.table.history_reader().is_some()) {
-        if let Some(parts) = aggs.iter().map(merge_partials).collect::<Option<Vec<_>>>() {
-            return AggHow::HistoryPartials { parts };
-        }
+    let history =
+        scan_shape(input).is_some_and(|s| reads_history(s.table, s.range) && s.table.history_reader().is_some());
+    if history && aggs.iter().all(AggCall::mergeable) {
+        return AggHow::HistoryPartials;
     }
     let Some(kp) = partition_key_pos(input).filter(|&kp| keys.iter().any(|k| is_col(k, kp))) else {
         return AggHow::Hash;
@@ -214,34 +214,5 @@ pub fn monotonic_in(k: &BExpr, t: usize) -> bool {
             matches!(args.as_slice(), [BExpr::Lit(..), BExpr::Col(i, _)] if *i == t)
         }
         _ => false,
-    }
-}
-
-/// The partial aggregates that stand for `a` when its partials merge exactly, or `None`:
-/// `count`, `sum` (BIGINT, DOUBLE), `min`, `max`, `avg` (kept as average and count), and
-/// `first`/`last` by time (kept with the time of the row they picked).
-pub fn merge_partials(a: &AggCall) -> Option<Vec<AggCall>> {
-    if a.distinct {
-        return None;
-    }
-    let with = |func: AggFunc, args: Vec<BExpr>, ty: DataType, order: Option<BExpr>| AggCall {
-        func,
-        args,
-        distinct: false,
-        order,
-        ty,
-    };
-    match a.func {
-        AggFunc::CountStar | AggFunc::Count | AggFunc::Min | AggFunc::Max => Some(vec![a.clone()]),
-        AggFunc::Sum if matches!(a.ty, DataType::Int64 | DataType::Float64) => Some(vec![a.clone()]),
-        AggFunc::Avg if a.ty == DataType::Float64 && a.args.len() == 1 => {
-            Some(vec![a.clone(), with(AggFunc::Count, a.args.clone(), DataType::Int64, None)])
-        }
-        AggFunc::First | AggFunc::Last if a.args.len() == 1 => {
-            // The merge compares the times of the rows the partials picked.
-            let o = a.order.clone().filter(|o| matches!(o.data_type(), DataType::Timestamp | DataType::Int64))?;
-            Some(vec![a.clone(), with(a.func, vec![o.clone()], o.data_type(), Some(o))])
-        }
-        _ => None,
     }
 }

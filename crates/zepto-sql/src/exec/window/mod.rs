@@ -6,7 +6,7 @@
 pub(super) mod frame;
 mod layout;
 
-use super::aggregate::run_agg;
+use super::accum;
 use super::concat_batches;
 use super::eval::eval;
 use super::interrupt::par_map;
@@ -101,7 +101,7 @@ fn compute(b: &Batch, l: &mut Layout, c: &WinCall) -> Result<Column> {
         WinFunc::Ratios => ratios(l, &args[0])?,
         WinFunc::Agg(func) => {
             let (fs, fe) = frame::bounds(l, &c.frame)?;
-            frame::aggregate(func, c.distinct, c.ty, &args, &fs, &fe)?
+            accum::frames(func, c.distinct, c.ty, &args, &fs, &fe)?
         }
     };
     debug_assert_eq!(res.len(), n);
@@ -112,8 +112,9 @@ fn whole_partition(b: &Batch, l: &mut Layout, c: &WinCall, func: AggFunc) -> Res
     let call = AggCall { func, args: c.args.clone(), distinct: c.distinct, order: None, ty: c.ty };
     let ngroups = l.ngroups.max(1);
     let gid = l.gid();
-    let per_group = run_agg(&call, b, gid, ngroups, false)?;
-    Ok(per_group.take(gid))
+    let per_group = accum::aggregate(&call, b, accum::Rows::Ids(gid), ngroups, false, accum::Mode::Final)?;
+    let [col] = per_group.as_slice() else { return Err(SqlError::Internal("an aggregate gives one column".into())) };
+    Ok(col.take(gid))
 }
 
 /// An Int64 column from a per-position function `(layout, position, partition start, end)`.
@@ -185,7 +186,7 @@ fn lag(l: &Layout, args: &[Cow<Column>], off: i64, ignore_nulls: bool) -> Column
     let x = &args[0];
     let n = l.n;
     let mut idx = vec![NULL_INDEX; n];
-    let pc = if ignore_nulls { frame::prefix_valid(x) } else { vec![] };
+    let pc = if ignore_nulls { accum::prefix_valid(x) } else { vec![] };
     let valid_pos: Vec<u32> =
         if ignore_nulls { (0..n as u32).filter(|&i| x.is_valid(i as usize)).collect() } else { vec![] };
     for (ps, pe) in l.partitions() {
@@ -224,7 +225,7 @@ fn lag(l: &Layout, args: &[Cow<Column>], off: i64, ignore_nulls: bool) -> Column
 /// first_value / last_value / nth_value over each frame.
 fn nth(x: &Column, fs: &[u32], fe: &[u32], f: WinFunc, ignore_nulls: bool) -> Column {
     let n = fs.len();
-    let pc = if ignore_nulls { frame::prefix_valid(x) } else { vec![] };
+    let pc = if ignore_nulls { accum::prefix_valid(x) } else { vec![] };
     let valid_pos: Vec<u32> =
         if ignore_nulls { (0..n as u32).filter(|&i| x.is_valid(i as usize)).collect() } else { vec![] };
     let idx: Vec<u32> = (0..n)
@@ -354,5 +355,5 @@ fn ratios(l: &Layout, x: &Column) -> Result<Column> {
             });
         }
     }
-    Ok(super::aggregate::from_opt_f64(out.into_iter()))
+    Ok(accum::from_opt_f64(out.into_iter()))
 }

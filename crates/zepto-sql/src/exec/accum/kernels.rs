@@ -1,0 +1,214 @@
+//! Loops the accumulators share: multi-lane reductions over a slice (no per-row dependency
+//! chain, so the compiler vectorizes them), value conversions, and the "best row per group"
+//! search behind min/max and first/last.
+
+use crate::error::{Result, SqlError};
+use crate::exec::sort::value_cmp;
+use std::borrow::Cow;
+use std::cmp::Ordering;
+use zepto_storage::column::NULL_INDEX;
+use zepto_storage::{Bitmap, Column, ColumnData};
+
+/// Sum of a slice with 8 independent accumulators.
+pub fn lane_sum(v: &[f64]) -> f64 {
+    let mut acc = [0.0f64; 8];
+    let mut chunks = v.chunks_exact(8);
+    for c in &mut chunks {
+        for k in 0..8 {
+            acc[k] += c[k];
+        }
+    }
+    chunks.remainder().iter().sum::<f64>() + acc.iter().sum::<f64>()
+}
+
+/// Sum of integers known not to overflow, in four independent lanes.
+pub fn lane_sum_i64(v: &[i64]) -> i64 {
+    let mut acc = [0i64; 4];
+    let mut chunks = v.chunks_exact(4);
+    for ch in &mut chunks {
+        for k in 0..4 {
+            acc[k] += ch[k];
+        }
+    }
+    acc.iter().sum::<i64>() + chunks.remainder().iter().sum::<i64>()
+}
+
+/// Whether every run of `v` (at most `longest` rows) sums inside i64: the OR of the
+/// one's-complement magnitudes bounds every |y|, plus one, rounded up to a power of two; one
+/// vectorizable pass with no 64-bit compares.
+pub fn runs_fit_i64(v: &[i64], longest: usize) -> bool {
+    let bits = v.iter().fold(0u64, |m, &y| m | (y ^ (y >> 63)) as u64);
+    let peak = (bits + 1).checked_next_power_of_two().unwrap_or(u64::MAX);
+    peak.checked_mul(longest as u64).is_some_and(|b| b <= i64::MAX as u64)
+}
+
+/// The minimum (`MIN`) or maximum of a non-empty slice, four lanes at a time; `None` if it
+/// holds a NaN (whose place in the order the general path decides).
+pub fn lane_extreme<const MIN: bool>(v: &[f64]) -> Option<f64> {
+    let init = if MIN { f64::INFINITY } else { f64::NEG_INFINITY };
+    let pick = |acc: f64, x: f64| if (MIN && x < acc) || (!MIN && x > acc) { x } else { acc };
+    let (mut m, mut nan) = ([init; 4], false);
+    let mut chunks = v.chunks_exact(4);
+    for ch in &mut chunks {
+        for k in 0..4 {
+            nan |= ch[k].is_nan();
+            m[k] = pick(m[k], ch[k]);
+        }
+    }
+    for &x in chunks.remainder() {
+        nan |= x.is_nan();
+        m[0] = pick(m[0], x);
+    }
+    (!nan).then(|| m.into_iter().fold(init, pick))
+}
+
+/// Σ p·s and Σ s with 8 independent accumulators.
+pub fn lane_dot(p: &[f64], s: &[f64]) -> (f64, f64) {
+    let (mut num, mut den) = ([0.0f64; 8], [0.0f64; 8]);
+    let n = p.len().min(s.len());
+    let full = n / 8 * 8;
+    for base in (0..full).step_by(8) {
+        for k in 0..8 {
+            num[k] += p[base + k] * s[base + k];
+            den[k] += s[base + k];
+        }
+    }
+    let (mut tn, mut td) = (0.0, 0.0);
+    for i in full..n {
+        tn += p[i] * s[i];
+        td += s[i];
+    }
+    (tn + num.iter().sum::<f64>(), td + den.iter().sum::<f64>())
+}
+
+/// A FLOAT64 column from optional values (`None` = NULL).
+pub fn from_opt_f64(it: impl Iterator<Item = Option<f64>>) -> Column {
+    let (lo, _) = it.size_hint();
+    let (mut vals, mut valid) = (Vec::with_capacity(lo), Vec::with_capacity(lo));
+    for v in it {
+        vals.push(v.unwrap_or(0.0));
+        valid.push(v.is_some() as i64);
+    }
+    Column::new(ColumnData::Float64(vals), validity(&valid))
+}
+
+/// A validity bitmap from counts of values (valid where positive), or none when every
+/// count is.
+pub fn validity(counts: &[i64]) -> Option<Bitmap> {
+    (!counts.iter().all(|&c| c > 0)).then(|| Bitmap::from_bools(counts.iter().map(|&c| c > 0)))
+}
+
+/// Values as f64 (NULL slots hold 0).
+pub fn to_f64(c: &Column) -> Result<Cow<'_, [f64]>> {
+    Ok(match &c.data {
+        ColumnData::Float64(v) => Cow::Borrowed(v.as_slice()),
+        ColumnData::Float32(v) => Cow::Owned(v.iter().map(|&x| x as f64).collect()),
+        ColumnData::Int32(v) | ColumnData::Date(v) => Cow::Owned(v.iter().map(|&x| x as f64).collect()),
+        ColumnData::Int64(v) | ColumnData::Timestamp(v) | ColumnData::Interval(v) => {
+            Cow::Owned(v.iter().map(|&x| x as f64).collect())
+        }
+        ColumnData::Bool(v) => Cow::Owned(v.iter().map(|&x| x as u8 as f64).collect()),
+        ColumnData::Null(n) => Cow::Owned(vec![0.0; *n]),
+        d => return Err(SqlError::exec(format!("expected a numeric value, got {}", d.data_type()))),
+    })
+}
+
+/// Integer-like values as i64 (booleans 0/1, NULL slots as stored), or `None` for floats and
+/// non-numbers.
+pub fn int_values(c: &Column) -> Option<Cow<'_, [i64]>> {
+    Some(match &c.data {
+        ColumnData::Int64(v) | ColumnData::Interval(v) => Cow::Borrowed(v.as_slice()),
+        ColumnData::Int32(v) => Cow::Owned(v.iter().map(|&x| x as i64).collect()),
+        ColumnData::Bool(v) => Cow::Owned(v.iter().map(|&x| x as i64).collect()),
+        ColumnData::Null(n) => Cow::Owned(vec![0; *n]),
+        _ => return None,
+    })
+}
+
+/// Number of valid values before each position (length n + 1).
+pub fn prefix_valid(c: &Column) -> Vec<u32> {
+    let mut pc = Vec::with_capacity(c.len() + 1);
+    let mut acc = 0u32;
+    pc.push(0);
+    for i in 0..c.len() {
+        acc += c.is_valid(i) as u32;
+        pc.push(acc);
+    }
+    pc
+}
+
+/// Whether `c` holds a value at every row (no validity, not an untyped NULL column).
+pub fn all_valid(c: &Column) -> bool {
+    c.validity.is_none() && !matches!(c.data, ColumnData::Null(_))
+}
+
+/// Row of each group whose value compares `want` against all others (NULLs skipped); ties keep
+/// the first row when `first_on_tie`, else the last. `NULL_INDEX` for a group with no value.
+pub fn best_rows(c: &Column, ids: &[u32], ng: usize, want: Ordering, first_on_tie: bool) -> Vec<u32> {
+    let mut best = vec![NULL_INDEX; ng];
+    let all_valid = c.validity.is_none();
+    macro_rules! typed {
+        ($v:expr) => {{
+            for (i, &g) in ids.iter().enumerate() {
+                if !all_valid && !c.is_valid(i) {
+                    continue;
+                }
+                let slot = &mut best[g as usize];
+                if *slot == NULL_INDEX {
+                    *slot = i as u32;
+                    continue;
+                }
+                let o = $v[i].partial_cmp(&$v[*slot as usize]).unwrap_or(Ordering::Equal);
+                if o == want || (o == Ordering::Equal && !first_on_tie) {
+                    *slot = i as u32;
+                }
+            }
+            return best;
+        }};
+    }
+    match &c.data {
+        ColumnData::Float64(v) if !v.iter().any(|x| x.is_nan()) => typed!(v),
+        ColumnData::Int64(v) | ColumnData::Timestamp(v) => typed!(v),
+        ColumnData::Int32(v) => typed!(v),
+        _ => {}
+    }
+    let cmp = value_cmp(c);
+    for (i, &g) in ids.iter().enumerate() {
+        if !c.is_valid(i) {
+            continue;
+        }
+        let slot = &mut best[g as usize];
+        if *slot == NULL_INDEX {
+            *slot = i as u32;
+            continue;
+        }
+        let o = cmp(i, *slot as usize);
+        if o == want || (o == Ordering::Equal && !first_on_tie) {
+            *slot = i as u32;
+        }
+    }
+    best
+}
+
+/// `col` padded with NULLs to `n` rows.
+pub fn pad(col: Column, n: usize) -> Column {
+    if col.len() >= n {
+        return col;
+    }
+    let extra = Column::nulls(col.data_type(), n - col.len());
+    Column::concat(&[&col, &extra])
+}
+
+/// Per group, from `a` (group `g` at row `g`) or `b` (at row `g`), whichever `take_b` says.
+pub fn choose(a: &Column, b: &Column, take_b: impl Fn(usize) -> bool) -> Column {
+    debug_assert_eq!(a.len(), b.len());
+    let n = a.len();
+    let both = Column::concat(&[a, b]);
+    let idx: Vec<u32> = (0..n).map(|g| if take_b(g) { (n + g) as u32 } else { g as u32 }).collect();
+    both.take(&idx)
+}
+
+/// The `i128` sums of an exact integer sum as BIGINT, or the overflow error.
+pub fn checked_i64(v: i128) -> Result<i64> {
+    i64::try_from(v).map_err(|_| SqlError::exec("out of range: sum() overflows BIGINT"))
+}

@@ -1,0 +1,246 @@
+//! One accumulator per aggregate: the only place an aggregate's meaning is written.
+//!
+//! Every operator that aggregates drives the same [`Accumulator`]:
+//! - hash GROUP BY: rows go to groups by id ([`Rows::Ids`]);
+//! - groups that are runs of neighbouring rows (one group per partition, time buckets in a
+//!   time-sorted partition): [`Rows::Runs`], which each accumulator reduces slice by slice
+//!   (multi-lane loops the compiler vectorizes, no scatter);
+//! - partial aggregates (history row groups today, cluster nodes next): [`Accumulator::state`]
+//!   gives each group's partial state as columns, and [`Accumulator::merge`] folds such
+//!   columns into groups, so `update`, `state`, `merge`, `finish` is the partial/final split;
+//! - window frames and WINDOW JOIN windows: [`Accumulator::frames`], an aggregate over every
+//!   position's `[start, end)` range. Frame edges only move forward, so most aggregates slide
+//!   (add the rows entering, retract the rows leaving); the default gathers each frame's rows
+//!   and aggregates them as one group, which is right for any aggregate.
+//!
+//! Adding an aggregate: a variant of [`AggFunc`] with its name and types in
+//! `plan::functions` (and whether its partials merge: [`AggFunc::mergeable`]; the planner
+//! asks [`AggCall::mergeable`]), and one type
+//! here implementing [`Accumulator`], returned by [`accumulator`]. GROUP BY, bars, windows,
+//! WINDOW JOIN and the history then all run it; `tests/accumulators.rs` checks it gives one
+//! answer through all of them.
+
+mod count;
+mod first_last;
+mod holistic;
+mod kernels;
+mod min_max;
+mod sum;
+mod variance;
+mod vwap;
+
+use super::eval::eval;
+use super::hash::group_ids;
+use super::Batch;
+use crate::error::{Result, SqlError};
+use crate::plan::functions::AggFunc;
+use crate::plan::AggCall;
+use std::borrow::Cow;
+use zepto_storage::{Column, ColumnData, DataType};
+
+pub use kernels::{from_opt_f64, prefix_valid, to_f64};
+
+/// Which rows feed which group.
+#[derive(Debug, Clone, Copy)]
+pub enum Rows<'a> {
+    /// Row `i` belongs to group `ids[i]`.
+    Ids(&'a [u32]),
+    /// Group `g` is rows `starts[g]..starts[g + 1]` (the last ends at `n`); rows are in
+    /// designated-time order. `starts` is strictly increasing from 0 (empty when `n == 0`).
+    Runs { starts: &'a [u32], n: usize },
+}
+
+impl Rows<'_> {
+    /// The number of input rows.
+    pub fn len(&self) -> usize {
+        match self {
+            Rows::Ids(ids) => ids.len(),
+            Rows::Runs { n, .. } => *n,
+        }
+    }
+
+    /// Whether there are no input rows.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Group id of every row (made from the runs when needed).
+    pub fn ids(&self) -> Cow<'_, [u32]> {
+        match self {
+            Rows::Ids(ids) => Cow::Borrowed(ids),
+            Rows::Runs { starts, n } => {
+                let mut ids = Vec::with_capacity(*n);
+                for (g, (s, e)) in runs(starts, *n).enumerate() {
+                    ids.resize(ids.len() + (e - s), g as u32);
+                }
+                Cow::Owned(ids)
+            }
+        }
+    }
+}
+
+/// The `(start, end)` row range of every run.
+pub fn runs(starts: &[u32], n: usize) -> impl Iterator<Item = (usize, usize)> + '_ {
+    debug_assert!(starts.first().is_none_or(|&s| s == 0) && starts.windows(2).all(|w| w[0] < w[1]));
+    debug_assert!(starts.last().is_none_or(|&s| (s as usize) < n));
+    let ends = starts.iter().skip(1).map(|&s| s as usize).chain(std::iter::once(n));
+    starts.iter().map(|&s| s as usize).zip(ends)
+}
+
+/// An aggregate's input rows: its evaluated arguments and, for `first`/`last`/`twap`, the
+/// column that orders them (the designated timestamp). `sorted`: the rows are already in that
+/// order, so "first by time" is "first by position" (always so for [`Rows::Runs`]).
+pub struct Input<'a> {
+    pub args: Vec<&'a Column>,
+    pub order: Option<&'a Column>,
+    pub sorted: bool,
+}
+
+impl<'a> Input<'a> {
+    /// The first argument (every aggregate but `count(*)` has one).
+    pub fn arg(&self) -> Result<&'a Column> {
+        self.args.first().copied().ok_or_else(|| SqlError::Internal("aggregate without an argument".into()))
+    }
+}
+
+/// The per-group state of one aggregate. Groups are numbered densely from 0; every call says
+/// how many groups there are now (`ngroups`), and state grows to match.
+pub trait Accumulator: Send {
+    /// Fold `rows` of `input` into their groups.
+    fn update(&mut self, input: &Input, rows: Rows, ngroups: usize) -> Result<()>;
+    /// Each group's partial state, one row per group (columns as [`Accumulator::merge`] takes
+    /// them). Errors for aggregates whose partials do not merge ([`AggFunc::mergeable`]).
+    fn state(&mut self) -> Result<Vec<Column>>;
+    /// Fold partial states (rows of [`Accumulator::state`] columns, row `i` into group
+    /// `ids[i]`) into the groups.
+    fn merge(&mut self, state: &[&Column], ids: &[u32], ngroups: usize) -> Result<()>;
+    /// The result of every group.
+    fn finish(&mut self) -> Result<Column>;
+    /// The aggregate over every position's frame `fs[k]..fe[k]` of `input` (a fresh
+    /// accumulator). By default each frame's rows are gathered and aggregated as one group;
+    /// aggregates that slide override it.
+    fn frames(&mut self, input: &Input, fs: &[u32], fe: &[u32]) -> Result<Column> {
+        let (idx, ids) = expand_frames(fs, fe)?;
+        let cols: Vec<Column> = input.args.iter().map(|c| c.take(&idx)).collect();
+        let order = input.order.map(|o| o.take(&idx));
+        let gathered = Input { args: cols.iter().collect(), order: order.as_ref(), sorted: false };
+        self.update(&gathered, Rows::Ids(&ids), fs.len())?;
+        self.finish()
+    }
+}
+
+/// Frame aggregates computed frame by frame touch at most this many (frame, row) pairs.
+const MAX_EXPANDED: usize = 50_000_000;
+
+/// Every frame's rows (`idx`) and the frame each belongs to (`ids`).
+fn expand_frames(fs: &[u32], fe: &[u32]) -> Result<(Vec<u32>, Vec<u32>)> {
+    let total: usize = fs.iter().zip(fe).map(|(&s, &e)| e.saturating_sub(s) as usize).sum();
+    if total > MAX_EXPANDED {
+        return Err(SqlError::ResourcesExhausted(format!(
+            "window frames of this aggregate span {total} rows in total (limit {MAX_EXPANDED}); use a bounded ROWS frame"
+        )));
+    }
+    let (mut idx, mut ids) = (Vec::with_capacity(total), Vec::with_capacity(total));
+    for (k, (&s, &e)) in fs.iter().zip(fe).enumerate() {
+        idx.extend(s..e.max(s));
+        ids.resize(ids.len() + e.saturating_sub(s) as usize, k as u32);
+    }
+    Ok((idx, ids))
+}
+
+/// A fresh accumulator for `func` with result type `ty`.
+pub fn accumulator(func: AggFunc, ty: DataType) -> Box<dyn Accumulator> {
+    match func {
+        AggFunc::CountStar => Box::new(count::Count::new(true)),
+        AggFunc::Count => Box::new(count::Count::new(false)),
+        AggFunc::Sum => Box::new(sum::SumAvg::new(false, ty)),
+        AggFunc::Avg => Box::new(sum::SumAvg::new(true, ty)),
+        AggFunc::Min => Box::new(min_max::MinMax::new(false)),
+        AggFunc::Max => Box::new(min_max::MinMax::new(true)),
+        AggFunc::First => Box::new(first_last::FirstLast::new(true)),
+        AggFunc::Last => Box::new(first_last::FirstLast::new(false)),
+        AggFunc::StddevSamp | AggFunc::StddevPop | AggFunc::VarSamp | AggFunc::VarPop => {
+            Box::new(variance::Variance::new(func))
+        }
+        AggFunc::Vwap => Box::new(vwap::Vwap::default()),
+        AggFunc::Median | AggFunc::Quantile(_) | AggFunc::PercentileCont(_) | AggFunc::Twap => {
+            Box::new(holistic::Holistic::new(func))
+        }
+    }
+}
+
+/// What an aggregate produces: its result, or its partial state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Final,
+    Partial,
+}
+
+/// `a` over the rows of `b` grouped by `rows` (`ngroups` groups): its result column, or its
+/// state columns in [`Mode::Partial`]. DISTINCT keeps the first row of every distinct
+/// (group, value) pair, then aggregates as usual.
+pub fn aggregate(a: &AggCall, b: &Batch, rows: Rows, ngroups: usize, sorted: bool, mode: Mode) -> Result<Vec<Column>> {
+    let args = a.args.iter().map(|e| eval(e, b)).collect::<Result<Vec<_>>>()?;
+    let order = a.order.as_ref().map(|o| eval(o, b)).transpose()?;
+    if a.distinct && !args.is_empty() {
+        let ids = rows.ids();
+        let gid = Column::from_data(ColumnData::Int64(ids.iter().map(|&g| g as i64).collect()));
+        let keep = group_ids(&[&gid, &args[0]], ids.len()).first;
+        let ids2: Vec<u32> = keep.iter().map(|&i| ids[i as usize]).collect();
+        let args2: Vec<Column> = args.iter().map(|c| c.take(&keep)).collect();
+        let order2 = order.as_ref().map(|o| o.take(&keep));
+        let input = Input { args: args2.iter().collect(), order: order2.as_ref(), sorted: false };
+        return run(a, &input, Rows::Ids(&ids2), ngroups, mode);
+    }
+    let input = Input { args: args.iter().map(|c| &**c).collect(), order: order.as_deref(), sorted };
+    run(a, &input, rows, ngroups, mode)
+}
+
+fn run(a: &AggCall, input: &Input, rows: Rows, ngroups: usize, mode: Mode) -> Result<Vec<Column>> {
+    let mut acc = match (a.func, mode) {
+        (AggFunc::First | AggFunc::Last, Mode::Final) => {
+            Box::new(first_last::FirstLast::one_shot(a.func == AggFunc::First))
+        }
+        _ => accumulator(a.func, a.ty),
+    };
+    acc.update(input, rows, ngroups)?;
+    match mode {
+        Mode::Final => Ok(vec![acc.finish()?]),
+        Mode::Partial => acc.state(),
+    }
+}
+
+/// `a`'s result per group from partial states (rows of `state`, row `i` in group `ids[i]`).
+pub fn merge(a: &AggCall, state: &[&Column], ids: &[u32], ngroups: usize) -> Result<Column> {
+    let mut acc = accumulator(a.func, a.ty);
+    acc.merge(state, ids, ngroups)?;
+    acc.finish()
+}
+
+/// `func` over every position's frame `fs[k]..fe[k]` of `args` (in window order; positional
+/// first/last). DISTINCT frames are gathered and deduplicated frame by frame.
+pub fn frames(
+    func: AggFunc,
+    distinct: bool,
+    ty: DataType,
+    args: &[Cow<Column>],
+    fs: &[u32],
+    fe: &[u32],
+) -> Result<Column> {
+    debug_assert_eq!(fs.len(), fe.len());
+    if distinct && !args.is_empty() {
+        let (idx, ids) = expand_frames(fs, fe)?;
+        let gid = Column::from_data(ColumnData::Int64(ids.iter().map(|&g| g as i64).collect()));
+        let arg0 = args[0].take(&idx);
+        let keep = group_ids(&[&gid, &arg0], ids.len()).first;
+        let ids2: Vec<u32> = keep.iter().map(|&i| ids[i as usize]).collect();
+        let kept: Vec<u32> = keep.iter().map(|&i| idx[i as usize]).collect();
+        let cols: Vec<Column> = args.iter().map(|c| c.take(&kept)).collect();
+        let input = Input { args: cols.iter().collect(), order: None, sorted: false };
+        let mut acc = accumulator(func, ty);
+        acc.update(&input, Rows::Ids(&ids2), fs.len())?;
+        return acc.finish();
+    }
+    let input = Input { args: args.iter().map(|c| &**c).collect(), order: None, sorted: true };
+    accumulator(func, ty).frames(&input, fs, fe)
+}

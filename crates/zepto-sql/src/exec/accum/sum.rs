@@ -1,0 +1,255 @@
+//! `sum(x)` and `avg(x)`. Integers (and booleans) sum exactly in i128, so only a final BIGINT
+//! result can overflow (an error, as in DuckDB); floats sum in f64. State: the sum (BIGINT
+//! for integer inputs, DOUBLE for floats) and the count of values; NULL where no value.
+
+use super::kernels::{checked_i64, int_values, lane_sum, lane_sum_i64, prefix_valid, runs_fit_i64, to_f64, validity};
+use super::{runs, Accumulator, Input, Rows};
+use crate::error::{Result, SqlError};
+use zepto_storage::{Bitmap, Column, ColumnData, DataType};
+
+pub struct SumAvg {
+    avg: bool,
+    ty: DataType,
+    /// Whether the input is integer-like (summed in `isum`) rather than floating (`fsum`).
+    ints: bool,
+    isum: Vec<i128>,
+    fsum: Vec<f64>,
+    cnt: Vec<i64>,
+}
+
+impl SumAvg {
+    pub fn new(avg: bool, ty: DataType) -> SumAvg {
+        SumAvg { avg, ty, ints: false, isum: Vec::new(), fsum: Vec::new(), cnt: Vec::new() }
+    }
+
+    fn grow(&mut self, ngroups: usize) {
+        let n = self.cnt.len().max(ngroups);
+        self.cnt.resize(n, 0);
+        if self.ints {
+            self.isum.resize(n, 0);
+        } else {
+            self.fsum.resize(n, 0.0);
+        }
+    }
+
+    fn update_ints(&mut self, x: &Column, v: &[i64], rows: Rows) {
+        let every = x.validity.is_none();
+        match rows {
+            Rows::Runs { starts, n } => {
+                let longest = runs(starts, n).map(|(s, e)| e - s).max().unwrap_or(0);
+                let lanes = every && runs_fit_i64(v, longest);
+                for (g, (s, e)) in runs(starts, n).enumerate() {
+                    let (t, c) = if lanes {
+                        (lane_sum_i64(&v[s..e]) as i128, e - s)
+                    } else {
+                        (s..e)
+                            .filter(|&i| every || x.is_valid(i))
+                            .fold((0i128, 0), |(t, c), i| (t + v[i] as i128, c + 1))
+                    };
+                    self.isum[g] += t;
+                    self.cnt[g] += c as i64;
+                }
+            }
+            Rows::Ids(ids) => {
+                for (i, &g) in ids.iter().enumerate() {
+                    if every || x.is_valid(i) {
+                        self.isum[g as usize] += v[i] as i128;
+                        self.cnt[g as usize] += 1;
+                    }
+                }
+            }
+        }
+    }
+
+    fn update_floats(&mut self, x: &Column, v: &[f64], rows: Rows) {
+        let every = x.validity.is_none();
+        match rows {
+            Rows::Runs { starts, n } => {
+                for (g, (s, e)) in runs(starts, n).enumerate() {
+                    let (t, c) = if every {
+                        (lane_sum(&v[s..e]), e - s)
+                    } else {
+                        (s..e).filter(|&i| x.is_valid(i)).fold((0.0, 0), |(t, c), i| (t + v[i], c + 1))
+                    };
+                    self.fsum[g] += t;
+                    self.cnt[g] += c as i64;
+                }
+            }
+            Rows::Ids(ids) if every => {
+                for (i, &g) in ids.iter().enumerate() {
+                    self.fsum[g as usize] += v[i];
+                    self.cnt[g as usize] += 1;
+                }
+            }
+            Rows::Ids(ids) => {
+                for (i, &g) in ids.iter().enumerate() {
+                    if x.is_valid(i) {
+                        self.fsum[g as usize] += v[i];
+                        self.cnt[g as usize] += 1;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Each group's sum as a double.
+    fn sums_f64(&self) -> impl Iterator<Item = f64> + '_ {
+        (0..self.cnt.len()).map(|g| if self.ints { self.isum[g] as f64 } else { self.fsum[g] })
+    }
+}
+
+impl Accumulator for SumAvg {
+    fn update(&mut self, input: &Input, rows: Rows, ngroups: usize) -> Result<()> {
+        let x = input.arg()?;
+        match int_values(x) {
+            Some(v) => {
+                self.ints = true;
+                self.grow(ngroups);
+                self.update_ints(x, &v, rows);
+            }
+            None => {
+                let v = to_f64(x)?;
+                self.grow(ngroups);
+                self.update_floats(x, &v, rows);
+            }
+        }
+        Ok(())
+    }
+
+    fn state(&mut self) -> Result<Vec<Column>> {
+        let sums = if self.ints {
+            let v = self.isum.iter().map(|&s| checked_i64(s)).collect::<Result<Vec<_>>>()?;
+            Column::from_data(ColumnData::Int64(v))
+        } else {
+            Column::from_data(ColumnData::Float64(std::mem::take(&mut self.fsum)))
+        };
+        Ok(vec![sums, Column::from_data(ColumnData::Int64(std::mem::take(&mut self.cnt)))])
+    }
+
+    fn merge(&mut self, state: &[&Column], ids: &[u32], ngroups: usize) -> Result<()> {
+        let [s, c] = state else { return Err(SqlError::Internal("sum/avg state is two columns".into())) };
+        let ColumnData::Int64(c) = &c.data else { return Err(SqlError::Internal("sum/avg count is BIGINT".into())) };
+        match &s.data {
+            ColumnData::Int64(v) => {
+                self.ints = true;
+                self.grow(ngroups);
+                for (i, &g) in ids.iter().enumerate() {
+                    self.isum[g as usize] += v[i] as i128;
+                    self.cnt[g as usize] += c[i];
+                }
+            }
+            ColumnData::Float64(v) => {
+                self.grow(ngroups);
+                for (i, &g) in ids.iter().enumerate() {
+                    self.fsum[g as usize] += v[i];
+                    self.cnt[g as usize] += c[i];
+                }
+            }
+            d => return Err(SqlError::Internal(format!("sum/avg state of type {}", d.data_type()))),
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self) -> Result<Column> {
+        let valid = validity(&self.cnt);
+        let data = if self.avg {
+            ColumnData::Float64(
+                self.sums_f64().zip(&self.cnt).map(|(s, &c)| if c > 0 { s / c as f64 } else { 0.0 }).collect(),
+            )
+        } else if self.ty == DataType::Float64 {
+            ColumnData::Float64(self.sums_f64().collect())
+        } else {
+            let v = self.isum.iter().zip(&self.cnt).map(|(&s, &c)| if c > 0 { checked_i64(s) } else { Ok(0) });
+            let v = v.collect::<Result<Vec<i64>>>()?;
+            if self.ty == DataType::Interval {
+                ColumnData::Interval(v)
+            } else {
+                ColumnData::Int64(v)
+            }
+        };
+        Ok(Column::new(data, valid))
+    }
+
+    fn frames(&mut self, input: &Input, fs: &[u32], fe: &[u32]) -> Result<Column> {
+        let x = input.arg()?;
+        let pc = prefix_valid(x);
+        let count: Vec<u32> = fs.iter().zip(fe).map(|(&s, &e)| pc[e as usize] - pc[s as usize]).collect();
+        let valid = Some(Bitmap::from_bools(count.iter().map(|&c| c > 0)));
+        if let Some(v) = int_values(x) {
+            return self.int_frames(x, &v, fs, fe, &count, valid);
+        }
+        let v = to_f64(x)?;
+        let sums = float_frames(x, &v, fs, fe);
+        let vals = if self.avg { sums.iter().zip(&count).map(|(s, &c)| s / c.max(1) as f64).collect() } else { sums };
+        Ok(Column::new(ColumnData::Float64(vals), valid))
+    }
+}
+
+impl SumAvg {
+    /// Integer frames: exact prefix sums.
+    fn int_frames(
+        &self,
+        x: &Column,
+        v: &[i64],
+        fs: &[u32],
+        fe: &[u32],
+        count: &[u32],
+        valid: Option<Bitmap>,
+    ) -> Result<Column> {
+        let mut ps = Vec::with_capacity(v.len() + 1);
+        let mut acc = 0i128;
+        ps.push(0i128);
+        for (i, &y) in v.iter().enumerate() {
+            if x.is_valid(i) {
+                acc += y as i128;
+            }
+            ps.push(acc);
+        }
+        let sum = |k: usize| ps[fe[k] as usize] - ps[fs[k] as usize];
+        let n = fs.len();
+        if self.avg || self.ty == DataType::Float64 {
+            let div = |k: usize| if self.avg { count[k].max(1) as f64 } else { 1.0 };
+            return Ok(Column::new(ColumnData::Float64((0..n).map(|k| sum(k) as f64 / div(k)).collect()), valid));
+        }
+        let out = (0..n).map(|k| if count[k] > 0 { checked_i64(sum(k)) } else { Ok(0) }).collect::<Result<Vec<_>>>()?;
+        let data = if self.ty == DataType::Interval { ColumnData::Interval(out) } else { ColumnData::Int64(out) };
+        Ok(Column::new(data, valid))
+    }
+}
+
+/// Float frames: a sliding Neumaier-compensated sum (frames only move forward).
+fn float_frames(x: &Column, v: &[f64], fs: &[u32], fe: &[u32]) -> Vec<f64> {
+    // Neumaier step on register-held state: (sum, compensation) + y.
+    #[inline(always)]
+    fn add(s: f64, comp: f64, y: f64) -> (f64, f64) {
+        let t = s + y;
+        let c = if s.abs() >= y.abs() { (s - t) + y } else { (y - t) + s };
+        (t, comp + c)
+    }
+    let every = x.validity.is_none();
+    let (mut lo, mut hi) = (0usize, 0usize);
+    let (mut s, mut comp) = (0.0f64, 0.0f64);
+    let mut out = Vec::with_capacity(fs.len());
+    for (&a, &b) in fs.iter().zip(fe) {
+        let (a, b) = (a as usize, b as usize);
+        if a >= hi || a < lo {
+            // Disjoint from the previous frame (a new partition): restart.
+            (lo, hi, s, comp) = (a, a, 0.0, 0.0);
+        }
+        while hi < b {
+            if every || x.is_valid(hi) {
+                (s, comp) = add(s, comp, v[hi]);
+            }
+            hi += 1;
+        }
+        // Retract the rows that left the frame.
+        while lo < a {
+            if every || x.is_valid(lo) {
+                (s, comp) = add(s, comp, -v[lo]);
+            }
+            lo += 1;
+        }
+        out.push(s + comp);
+    }
+    out
+}

@@ -1,0 +1,71 @@
+//! `vwap(price, size)`: Σ price·size / Σ size over the rows where both are present; NULL
+//! where the sizes sum to zero. State: the two sums.
+
+use super::kernels::{lane_dot, to_f64};
+use super::{runs, Accumulator, Input, Rows};
+use crate::error::{Result, SqlError};
+use zepto_storage::{Column, ColumnData};
+
+#[derive(Default)]
+pub struct Vwap {
+    num: Vec<f64>,
+    den: Vec<f64>,
+}
+
+impl Vwap {
+    fn grow(&mut self, ngroups: usize) {
+        let n = self.num.len().max(ngroups);
+        self.num.resize(n, 0.0);
+        self.den.resize(n, 0.0);
+    }
+}
+
+impl Accumulator for Vwap {
+    fn update(&mut self, input: &Input, rows: Rows, ngroups: usize) -> Result<()> {
+        let [p, s] = input.args.as_slice() else { return Err(SqlError::Internal("vwap takes two arguments".into())) };
+        let (pv, sv) = (to_f64(p)?, to_f64(s)?);
+        self.grow(ngroups);
+        let every = p.validity.is_none() && s.validity.is_none();
+        match rows {
+            Rows::Runs { starts, n } if every => {
+                for (g, (a, b)) in runs(starts, n).enumerate() {
+                    let (num, den) = lane_dot(&pv[a..b], &sv[a..b]);
+                    self.num[g] += num;
+                    self.den[g] += den;
+                }
+            }
+            rows => {
+                for (i, &g) in rows.ids().iter().enumerate() {
+                    if every || (p.is_valid(i) && s.is_valid(i)) {
+                        self.num[g as usize] += pv[i] * sv[i];
+                        self.den[g as usize] += sv[i];
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn state(&mut self) -> Result<Vec<Column>> {
+        Ok(vec![
+            Column::from_data(ColumnData::Float64(std::mem::take(&mut self.num))),
+            Column::from_data(ColumnData::Float64(std::mem::take(&mut self.den))),
+        ])
+    }
+
+    fn merge(&mut self, state: &[&Column], ids: &[u32], ngroups: usize) -> Result<()> {
+        let bad = || SqlError::Internal("vwap state is two DOUBLE columns".into());
+        let [n, d] = state else { return Err(bad()) };
+        let (ColumnData::Float64(n), ColumnData::Float64(d)) = (&n.data, &d.data) else { return Err(bad()) };
+        self.grow(ngroups);
+        for (i, &g) in ids.iter().enumerate() {
+            self.num[g as usize] += n[i];
+            self.den[g as usize] += d[i];
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self) -> Result<Column> {
+        Ok(super::from_opt_f64(self.num.iter().zip(&self.den).map(|(n, &d)| (d != 0.0).then(|| n / d))))
+    }
+}

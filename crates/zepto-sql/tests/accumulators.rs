@@ -1,0 +1,241 @@
+//! Every aggregate gives one answer whichever way it is driven (`exec::accum`): groups by id
+//! (hash GROUP BY) are the reference; the same groups as runs of time-sorted rows (bars,
+//! partition-wise), window frames (sliding where the aggregate slides, against the same
+//! frames gathered as groups), and partial states of random splits of the input merged per
+//! group (history row groups, cluster nodes) must agree with it. Random inputs with NULLs,
+//! integer and float values, empty groups and empty inputs.
+
+use zepto_sql::exec::accum::{accumulator, Input, Rows};
+use zepto_sql::plan::functions::AggFunc;
+use zepto_storage::{Bitmap, Column, ColumnData, DataType, Value};
+
+mod common;
+use common::Rng;
+
+const FUNCS: [AggFunc; 17] = [
+    AggFunc::CountStar,
+    AggFunc::Count,
+    AggFunc::Sum,
+    AggFunc::Avg,
+    AggFunc::Min,
+    AggFunc::Max,
+    AggFunc::First,
+    AggFunc::Last,
+    AggFunc::VarSamp,
+    AggFunc::VarPop,
+    AggFunc::StddevSamp,
+    AggFunc::StddevPop,
+    AggFunc::Vwap,
+    AggFunc::Median,
+    AggFunc::Quantile(0.3),
+    AggFunc::PercentileCont(0.7),
+    AggFunc::Twap,
+];
+
+/// One random input: values `x` (BIGINT or DOUBLE, ~10% NULL), sizes `w` for vwap, unique
+/// times `t` in random row order, and each row's group.
+struct Case {
+    x: Column,
+    w: Column,
+    t: Column,
+    ids: Vec<u32>,
+    groups: usize,
+}
+
+fn case(rng: &mut Rng, floats: bool) -> Case {
+    let n = [0, 1, 7, 60, 300][rng.next(5) as usize];
+    let groups = 1 + rng.next(8) as usize;
+    let valid: Vec<bool> = (0..n).map(|_| rng.next(10) != 0).collect();
+    let data = if floats {
+        ColumnData::Float64((0..n).map(|_| (rng.next(2000) as f64 - 1000.0) / 8.0).collect())
+    } else {
+        ColumnData::Int64((0..n).map(|_| rng.next(2000) as i64 - 1000).collect())
+    };
+    let x = Column::new(data, Some(Bitmap::from_bools(valid)));
+    let w = Column::from_data(ColumnData::Int64((0..n).map(|_| 1 + rng.next(500) as i64).collect()));
+    // Unique times, shuffled: row order is not time order.
+    let mut times: Vec<i64> = (0..n as i64).map(|i| 1_000 + i * 7).collect();
+    for i in (1..times.len()).rev() {
+        times.swap(i, rng.next(i as u64 + 1) as usize);
+    }
+    let t = Column::from_data(ColumnData::Timestamp(times));
+    let ids = (0..n).map(|_| rng.next(groups as u64) as u32).collect();
+    Case { x, w, t, ids, groups }
+}
+
+fn result_type(f: AggFunc, x: DataType) -> DataType {
+    match f {
+        AggFunc::CountStar | AggFunc::Count => DataType::Int64,
+        AggFunc::Sum | AggFunc::Min | AggFunc::Max | AggFunc::First | AggFunc::Last | AggFunc::Quantile(_) => x,
+        _ => DataType::Float64,
+    }
+}
+
+fn args(f: AggFunc, c: &Case) -> Vec<&Column> {
+    match f {
+        AggFunc::CountStar => vec![],
+        AggFunc::Vwap => vec![&c.x, &c.w],
+        _ => vec![&c.x],
+    }
+}
+
+/// The reference: hash-style groups by id, rows in any order, first/last by time.
+fn by_ids(f: AggFunc, c: &Case) -> Column {
+    let mut acc = accumulator(f, result_type(f, c.x.data_type()));
+    let input = Input { args: args(f, c), order: Some(&c.t), sorted: false };
+    acc.update(&input, Rows::Ids(&c.ids), c.groups).expect("update");
+    acc.finish().expect("finish")
+}
+
+fn same(a: &Column, b: &Column, what: &str) {
+    assert_eq!(a.len(), b.len(), "{what}: lengths");
+    for i in 0..a.len() {
+        let ok = match (a.get(i), b.get(i)) {
+            (Value::Float64(x), Value::Float64(y)) => (x - y).abs() <= 1e-9 * x.abs().max(y.abs()).max(1.0),
+            (x, y) => x == y,
+        };
+        assert!(ok, "{what}: row {i}: {:?} vs {:?}", a.get(i), b.get(i));
+    }
+}
+
+/// Rows reordered by (group, time): each group a run, in time order.
+fn as_runs(c: &Case) -> (Case, Vec<u32>) {
+    let times = c.t.as_i64_slice().expect("times");
+    let mut order: Vec<u32> = (0..c.ids.len() as u32).collect();
+    order.sort_by_key(|&i| (c.ids[i as usize], times[i as usize]));
+    let sorted = Case {
+        x: c.x.take(&order),
+        w: c.w.take(&order),
+        t: c.t.take(&order),
+        ids: order.iter().map(|&i| c.ids[i as usize]).collect(),
+        groups: c.groups,
+    };
+    let starts: Vec<u32> =
+        (0..sorted.ids.len()).filter(|&i| i == 0 || sorted.ids[i] != sorted.ids[i - 1]).map(|i| i as u32).collect();
+    (sorted, starts)
+}
+
+#[test]
+fn runs_give_the_answer_of_ids() {
+    let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+    for round in 0..200 {
+        let c = case(&mut rng, round % 2 == 0);
+        let (s, starts) = as_runs(&c);
+        // Runs cover only the groups that have rows: compare those.
+        let present: Vec<u32> = starts.iter().map(|&i| s.ids[i as usize]).collect();
+        for f in FUNCS {
+            let want = by_ids(f, &c).take(&present);
+            let mut acc = accumulator(f, result_type(f, c.x.data_type()));
+            let input = Input { args: args(f, &s), order: Some(&s.t), sorted: true };
+            acc.update(&input, Rows::Runs { starts: &starts, n: s.ids.len() }, starts.len()).expect("runs");
+            same(&acc.finish().expect("finish"), &want, &format!("round {round} {f:?} runs"));
+        }
+    }
+}
+
+#[test]
+fn merged_partials_give_the_answer_of_ids() {
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    for round in 0..200 {
+        let c = case(&mut rng, round % 2 == 1);
+        let n = c.ids.len();
+        let parts = 1 + rng.next(4) as usize;
+        let part_of: Vec<usize> = (0..n).map(|_| rng.next(parts as u64) as usize).collect();
+        for f in FUNCS.into_iter().filter(|f| f.mergeable()) {
+            let ty = result_type(f, c.x.data_type());
+            let (mut states, mut state_ids): (Vec<Vec<Column>>, Vec<u32>) = (Vec::new(), Vec::new());
+            for p in 0..parts {
+                let rows: Vec<u32> = (0..n as u32).filter(|&i| part_of[i as usize] == p).collect();
+                let sub = Case {
+                    x: c.x.take(&rows),
+                    w: c.w.take(&rows),
+                    t: c.t.take(&rows),
+                    ids: rows.iter().map(|&i| c.ids[i as usize]).collect(),
+                    groups: c.groups,
+                };
+                let mut acc = accumulator(f, ty);
+                let input = Input { args: args(f, &sub), order: Some(&sub.t), sorted: false };
+                acc.update(&input, Rows::Ids(&sub.ids), c.groups).expect("partial");
+                states.push(acc.state().expect("state"));
+                state_ids.extend(0..c.groups as u32);
+            }
+            let width = states[0].len();
+            let cols: Vec<Column> =
+                (0..width).map(|j| Column::concat(&states.iter().map(|s| &s[j]).collect::<Vec<_>>())).collect();
+            let mut acc = accumulator(f, ty);
+            acc.merge(&cols.iter().collect::<Vec<_>>(), &state_ids, c.groups).expect("merge");
+            same(&acc.finish().expect("finish"), &by_ids(f, &c), &format!("round {round} {f:?} in {parts} parts"));
+        }
+    }
+}
+
+#[test]
+fn frames_give_the_answer_of_their_rows_as_groups() {
+    let mut rng = Rng(0xd1b5_4a32_d192_ed03);
+    for round in 0..200 {
+        let c = case(&mut rng, round % 2 == 0);
+        let n = c.ids.len();
+        // Forward-moving frames: ROWS BETWEEN a PRECEDING AND b FOLLOWING inside partitions
+        // of random lengths (a new partition restarts the frames).
+        let (before, after) = (rng.next(4) as usize, rng.next(3) as usize);
+        let mut fs = Vec::with_capacity(n);
+        let mut fe = Vec::with_capacity(n);
+        let mut ps = 0;
+        while ps < n {
+            let pe = (ps + 1 + rng.next(40) as usize).min(n);
+            for k in ps..pe {
+                fs.push(k.saturating_sub(before).max(ps) as u32);
+                fe.push((k + 1 + after).min(pe) as u32);
+            }
+            ps = pe;
+        }
+        let idx: Vec<u32> = fs.iter().zip(&fe).flat_map(|(&s, &e)| s..e).collect();
+        let frame_ids: Vec<u32> =
+            fs.iter().zip(&fe).enumerate().flat_map(|(k, (&s, &e))| (s..e).map(move |_| k as u32)).collect();
+        // Frames are in window order: first/last are positional, so the time is the position.
+        let pos = Column::from_data(ColumnData::Timestamp((0..n as i64).collect()));
+        let gathered = Case { x: c.x.take(&idx), w: c.w.take(&idx), t: pos.take(&idx), ids: frame_ids, groups: n };
+        for f in FUNCS {
+            let ty = result_type(f, c.x.data_type());
+            let want = by_ids(f, &gathered);
+            let input = Input { args: args(f, &c), order: Some(&pos), sorted: true };
+            let got = accumulator(f, ty).frames(&input, &fs, &fe).expect("frames");
+            same(&got, &want, &format!("round {round} {f:?} frames {before}/{after}"));
+        }
+    }
+}
+
+#[test]
+fn updates_batch_by_batch_give_the_answer_of_one() {
+    let mut rng = Rng(0x94d0_49bb_1331_11eb);
+    for round in 0..200 {
+        let c = case(&mut rng, round % 2 == 0);
+        let n = c.ids.len();
+        // Contiguous batches of random lengths, groups numbered across them.
+        let mut cuts = vec![0];
+        while *cuts.last().unwrap_or(&n) < n {
+            cuts.push((cuts[cuts.len() - 1] + 1 + rng.next(80) as usize).min(n));
+        }
+        for f in FUNCS {
+            let mut acc = accumulator(f, result_type(f, c.x.data_type()));
+            for w in cuts.windows(2) {
+                let rows: Vec<u32> = (w[0] as u32..w[1] as u32).collect();
+                let part = Case {
+                    x: c.x.take(&rows),
+                    w: c.w.take(&rows),
+                    t: c.t.take(&rows),
+                    ids: c.ids[w[0]..w[1]].to_vec(),
+                    groups: c.groups,
+                };
+                let input = Input { args: args(f, &part), order: Some(&part.t), sorted: false };
+                acc.update(&input, Rows::Ids(&part.ids), c.groups).expect("update");
+            }
+            if cuts.len() == 1 {
+                // No rows: one update over nothing, as a global aggregate does.
+                let input = Input { args: args(f, &c), order: Some(&c.t), sorted: false };
+                acc.update(&input, Rows::Ids(&[]), c.groups).expect("empty update");
+            }
+            same(&acc.finish().expect("finish"), &by_ids(f, &c), &format!("round {round} {f:?} in batches"));
+        }
+    }
+}
