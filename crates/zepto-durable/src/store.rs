@@ -376,7 +376,9 @@ mod tests {
 
     fn col(dt: DataType, vals: &[Value]) -> Column {
         let mut b = ColumnBuilder::new(dt, vals.len());
-        vals.iter().for_each(|v| b.push_value(v));
+        for v in vals {
+            b.push_value(v).expect("a value of the column type");
+        }
         b.finish()
     }
 

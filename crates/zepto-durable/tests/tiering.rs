@@ -29,15 +29,15 @@ fn batch(day: i64, n: usize, seed: i64) -> Vec<Column> {
     let types = [DataType::Timestamp, DataType::Varchar, DataType::Int64, DataType::Varchar, DataType::Bool];
     let mut b: Vec<ColumnBuilder> = types.iter().map(|&t| ColumnBuilder::new(t, n)).collect();
     for i in 0..n as i64 {
-        b[0].push_value(&Value::Timestamp(day * DAY + (i * 7919 + seed * 104_729) % (2 * DAY)));
-        b[1].push_str(["aa", "b", "ccc"][(i % 3) as usize]);
-        b[2].push_value(&Value::Int64(seed * 1000 + i));
+        b[0].push_value(&Value::Timestamp(day * DAY + (i * 7919 + seed * 104_729) % (2 * DAY))).expect("push");
+        b[1].push_str(["aa", "b", "ccc"][(i % 3) as usize]).expect("push");
+        b[2].push_value(&Value::Int64(seed * 1000 + i)).expect("push");
         if i % 4 == 0 {
             b[3].push_null();
         } else {
-            b[3].push_str(&format!("n{i}-{seed}"));
+            b[3].push_str(&format!("n{i}-{seed}")).expect("push");
         }
-        b[4].push_value(&Value::Bool(i % 2 == 0));
+        b[4].push_value(&Value::Bool(i % 2 == 0)).expect("push");
     }
     b.into_iter().map(ColumnBuilder::finish).collect()
 }

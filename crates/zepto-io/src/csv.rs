@@ -183,7 +183,7 @@ pub fn read_csv(data: &str, schema: &[ColumnDef], opts: &CsvOptions) -> Result<V
                         column: col.name.clone(),
                         message,
                     })?;
-                    builders[j].push_value(&v);
+                    builders[j].push_value(&v)?;
                 }
             }
         }

@@ -148,12 +148,12 @@ mod tests {
         let mut sym = ColumnBuilder::new(DataType::Symbol, n);
         let mut px = ColumnBuilder::new(DataType::Float64, n);
         for i in 0..n {
-            ts.push_value(&Value::Timestamp(i as i64 * 1000));
-            sym.push_value(&Value::Str(["a", "b", "c"][i % 3].into()));
+            ts.push_value(&Value::Timestamp(i as i64 * 1000)).expect("push");
+            sym.push_value(&Value::Str(["a", "b", "c"][i % 3].into())).expect("push");
             if i % 7 == 0 {
                 px.push_null();
             } else {
-                px.push_value(&Value::Float64(i as f64 / 4.0));
+                px.push_value(&Value::Float64(i as f64 / 4.0)).expect("push");
             }
         }
         let cols = [ts.finish(), sym.finish(), px.finish()];

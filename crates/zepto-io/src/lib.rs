@@ -28,6 +28,12 @@ pub enum IoError {
     File { path: String, message: String },
 }
 
+impl From<zepto_storage::StorageError> for IoError {
+    fn from(e: zepto_storage::StorageError) -> IoError {
+        IoError::Invalid(e.to_string())
+    }
+}
+
 impl IoError {
     pub fn row(&self) -> Option<usize> {
         match self {

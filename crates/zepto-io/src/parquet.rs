@@ -236,7 +236,9 @@ mod tests {
 
     fn col(dt: DataType, vals: &[Value]) -> Column {
         let mut b = ColumnBuilder::new(dt, vals.len());
-        vals.iter().for_each(|v| b.push_value(v));
+        for v in vals {
+            b.push_value(v).expect("a value of the column type");
+        }
         b.finish()
     }
 
@@ -331,23 +333,23 @@ mod tests {
         let mut px = ColumnBuilder::new(DataType::Float64, n);
         let mut name = ColumnBuilder::new(DataType::Varchar, n);
         for i in 0..n {
-            ts.push_value(&Value::Timestamp(i as i64 * 1_000));
+            ts.push_value(&Value::Timestamp(i as i64 * 1_000)).expect("push");
             if i % 7 == 3 {
                 sym.push_null();
             } else {
                 // Later row groups meet new symbols.
-                sym.push_str(&format!("S{:03}", i % (50 + i / 1000)));
+                sym.push_str(&format!("S{:03}", i % (50 + i / 1000))).expect("push");
             }
             if i % 13 == 0 || (20_000..30_000).contains(&i) {
                 px.push_null();
             } else {
-                px.push_value(&Value::Float64(i as f64 / 4.0));
+                px.push_value(&Value::Float64(i as f64 / 4.0)).expect("push");
             }
             // NULLs only from row 40000 on: validity starts mid-read.
             if i >= 40_000 && i % 5 == 0 {
                 name.push_null();
             } else {
-                name.push_str(&format!("n{i}"));
+                name.push_str(&format!("n{i}")).expect("push");
             }
         }
         let cols = vec![ts.finish(), sym.finish(), px.finish(), name.finish()];

@@ -4,6 +4,7 @@
 
 use crate::bitmap::Bitmap;
 use crate::dict::Dict;
+use crate::error::StorageError;
 use crate::strings::StrVec;
 use crate::types::DataType;
 use crate::value::Value;
@@ -572,13 +573,13 @@ impl Column {
         Ok(Column::new(data, validity))
     }
 
-    /// Repeat one value `n` times.
-    pub fn repeat(v: &Value, dt: DataType, n: usize) -> Column {
+    /// Repeat one value `n` times (a value of another type than `dt` is refused).
+    pub fn repeat(v: &Value, dt: DataType, n: usize) -> Result<Column, StorageError> {
         let mut b = ColumnBuilder::new(dt, n);
         for _ in 0..n {
-            b.push_value(v);
+            b.push_value(v)?;
         }
-        b.finish()
+        Ok(b.finish())
     }
 
     pub fn as_i64_slice(&self) -> Option<&[i64]> {
@@ -657,8 +658,9 @@ impl ColumnBuilder {
     }
 
     /// Push a value that already has this builder's type (or NULL). Strings go to VARCHAR or
-    /// SYMBOL; other mismatches are a caller bug and push NULL in release builds.
-    pub fn push_value(&mut self, v: &Value) {
+    /// SYMBOL. Any other type is refused (nothing is pushed): callers convert first, so a
+    /// mismatch is a bug, and writing it as NULL would lose data silently.
+    pub fn push_value(&mut self, v: &Value) -> Result<(), StorageError> {
         let ok = match (&mut self.data, v) {
             (_, Value::Null) => false,
             (ColumnData::Bool(d), Value::Bool(x)) => {
@@ -703,8 +705,11 @@ impl ColumnBuilder {
                 true
             }
             (d, other) => {
-                debug_assert!(false, "push_value: {:?} into {:?}", other, d.data_type());
-                false
+                return Err(StorageError::Internal(format!(
+                    "a {} value pushed into a {} column",
+                    other.data_type(),
+                    d.data_type()
+                )))
             }
         };
         if ok {
@@ -712,21 +717,21 @@ impl ColumnBuilder {
         } else {
             self.push_null();
         }
+        Ok(())
     }
 
-    pub fn push_str(&mut self, s: &str) {
+    /// Push a string into a VARCHAR or SYMBOL column; refused (nothing pushed) for any other.
+    pub fn push_str(&mut self, s: &str) -> Result<(), StorageError> {
         match &mut self.data {
             ColumnData::Varchar(d) => d.push(s),
             ColumnData::Symbol { codes, .. } => {
                 let dict = self.dict.get_or_insert_with(Dict::default);
                 codes.push(dict.intern(s));
             }
-            _ => {
-                self.push_null();
-                return;
-            }
+            d => return Err(StorageError::Internal(format!("a string pushed into a {} column", d.data_type()))),
         }
         self.push_valid(true);
+        Ok(())
     }
 
     /// Append all rows of `c` (same type, or an untyped NULL column).
@@ -809,11 +814,25 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_value_of_another_type_is_refused_not_written_as_null() {
+        let mut b = ColumnBuilder::new(DataType::Float64, 2);
+        b.push_value(&Value::Float64(1.5)).expect("same type");
+        let err = b.push_value(&Value::Int64(2)).expect_err("BIGINT into DOUBLE");
+        assert!(err.to_string().contains("BIGINT"), "{err}");
+        assert!(b.push_str("x").is_err());
+        b.push_value(&Value::Null).expect("NULL fits any type");
+        let c = b.finish();
+        assert_eq!(c.len(), 2, "the refused values pushed nothing");
+        assert_eq!((c.get(0), c.get(1)), (Value::Float64(1.5), Value::Null));
+        assert!(Column::repeat(&Value::Bool(true), DataType::Int32, 3).is_err());
+    }
+
+    #[test]
     fn builder_take_concat() {
         let mut b = ColumnBuilder::new(DataType::Int64, 4);
-        b.push_value(&Value::Int64(1));
+        b.push_value(&Value::Int64(1)).expect("push");
         b.push_null();
-        b.push_value(&Value::Int64(3));
+        b.push_value(&Value::Int64(3)).expect("push");
         let c = b.finish();
         assert_eq!(c.len(), 3);
         assert_eq!(c.null_count(), 1);
@@ -829,11 +848,11 @@ mod tests {
     #[test]
     fn symbols_remap_across_dicts() {
         let mut a = ColumnBuilder::new(DataType::Symbol, 2);
-        a.push_str("x");
-        a.push_str("y");
+        a.push_str("x").expect("push");
+        a.push_str("y").expect("push");
         let mut b = ColumnBuilder::new(DataType::Symbol, 2);
-        b.push_str("y");
-        b.push_str("z");
+        b.push_str("y").expect("push");
+        b.push_str("z").expect("push");
         let c = Column::concat(&[&a.finish(), &b.finish()]);
         let got: Vec<_> = (0..4).map(|i| c.get(i)).collect();
         assert_eq!(got, ["x", "y", "y", "z"].map(|s| Value::Str(s.into())));
@@ -879,7 +898,7 @@ mod tests {
                             if r < 15 {
                                 b.push_null();
                             } else {
-                                b.push_value(&value(dt, r));
+                                b.push_value(&value(dt, r)).expect("push");
                             }
                         }
                         b.finish()
@@ -952,12 +971,14 @@ mod tests {
                             let r = rnd(100);
                             match (r < 15, dt) {
                                 (true, _) => b.push_null(),
-                                (_, DataType::Bool) => b.push_value(&Value::Bool(r % 2 == 1)),
-                                (_, DataType::Int32) => b.push_value(&Value::Int32(r as i32)),
-                                (_, DataType::Int64) => b.push_value(&Value::Int64(r as i64 - 40)),
-                                (_, DataType::Float64) => b.push_value(&Value::Float64(r as f64 / 3.0)),
-                                (_, DataType::Timestamp) => b.push_value(&Value::Timestamp(r as i64 * 1000)),
-                                (_, _) => b.push_str(["a", "b", "c", "d"][(r % 4) as usize]),
+                                (_, DataType::Bool) => b.push_value(&Value::Bool(r % 2 == 1)).expect("push"),
+                                (_, DataType::Int32) => b.push_value(&Value::Int32(r as i32)).expect("push"),
+                                (_, DataType::Int64) => b.push_value(&Value::Int64(r as i64 - 40)).expect("push"),
+                                (_, DataType::Float64) => b.push_value(&Value::Float64(r as f64 / 3.0)).expect("push"),
+                                (_, DataType::Timestamp) => {
+                                    b.push_value(&Value::Timestamp(r as i64 * 1000)).expect("push")
+                                }
+                                (_, _) => b.push_str(["a", "b", "c", "d"][(r % 4) as usize]).expect("push"),
                             }
                         }
                         let mut c = b.finish();

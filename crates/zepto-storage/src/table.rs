@@ -885,12 +885,12 @@ mod tests {
             .map(|&t| ColumnBuilder::new(t, rows.len()))
             .collect();
         for (t, s, p) in rows {
-            b[0].push_value(&Value::Timestamp(*t));
+            b[0].push_value(&Value::Timestamp(*t)).expect("push");
             match s {
-                Some(s) => b[1].push_str(s),
+                Some(s) => b[1].push_str(s).expect("push"),
                 None => b[1].push_null(),
             }
-            b[2].push_value(&Value::Float64(*p));
+            b[2].push_value(&Value::Float64(*p)).expect("push");
         }
         b.into_iter().map(ColumnBuilder::finish).collect()
     }

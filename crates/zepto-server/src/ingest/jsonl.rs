@@ -35,7 +35,7 @@ pub fn read_jsonl(body: &str, schema: &[ColumnDef]) -> Result<Vec<Column>, IoErr
                 column: schema[j].name.clone(),
                 message,
             })?;
-            builders[j].push_value(&v);
+            builders[j].push_value(&v)?;
         }
         for (b, s) in builders.iter_mut().zip(&seen) {
             if !*s {

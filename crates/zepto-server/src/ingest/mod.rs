@@ -268,7 +268,7 @@ fn plan_table(catalog: &Catalog, name: &str, pts: &[&Point<'_>], now_ns: i64) ->
                     format!("{what} value for '{key}' does not fit column '{}' of type {dt}", defs[j].name),
                 )
             })?;
-            builders[j].push_value(&v);
+            builders[j].push_value(&v).map_err(|e| ApiError::internal(e.to_string()))?;
             filled[j] = true;
         }
         let j = match by_name.get(&ts_key) {
@@ -286,7 +286,9 @@ fn plan_table(catalog: &Catalog, name: &str, pts: &[&Point<'_>], now_ns: i64) ->
         if defs[j].data_type != DataType::Timestamp {
             return Err(line_err(p.line, format!("column '{}' of table '{name}' is not a TIMESTAMP", defs[j].name)));
         }
-        builders[j].push_value(&Value::Timestamp(p.timestamp.unwrap_or(now_ns)));
+        builders[j]
+            .push_value(&Value::Timestamp(p.timestamp.unwrap_or(now_ns)))
+            .map_err(|e| ApiError::internal(e.to_string()))?;
         filled[j] = true;
         for (b, f) in builders.iter_mut().zip(&filled) {
             if !*f {

@@ -64,7 +64,7 @@ fn f64_to_i64(f: f64) -> Option<i64> {
 
 /// Cast a scalar.
 pub fn cast_value(v: &Value, to: DataType, try_: bool) -> Result<Value> {
-    let c = Column::repeat(v, v.data_type(), 1);
+    let c = Column::repeat(v, v.data_type(), 1)?;
     let out = cast_column(&c, to, try_)?;
     Ok(out.get(0))
 }
@@ -137,7 +137,7 @@ pub fn cast_column(c: &Column, to: DataType, try_: bool) -> Result<Column> {
                 match c.str_at(i) {
                     None => b.push_null(),
                     Some(s) => match parse_value(s, t) {
-                        Some(v) => b.push_value(&v),
+                        Some(v) => b.push_value(&v)?,
                         None if try_ => b.push_null(),
                         None => return Err(conv_err(s, t)),
                     },

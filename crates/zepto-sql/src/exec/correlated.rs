@@ -61,12 +61,12 @@ pub fn eval_correlated(sub: &Correlated, lhs: Option<&BExpr>, b: &Batch) -> Resu
         }
         let o = &cache[&key];
         match sub.kind {
-            SubqueryKind::Exists { negated } => out.push_value(&Value::Bool((o.rows > 0) != negated)),
+            SubqueryKind::Exists { negated } => out.push_value(&Value::Bool((o.rows > 0) != negated))?,
             SubqueryKind::Scalar => {
                 if o.rows > 1 {
                     return Err(SqlError::exec("more than one row returned by a subquery used as an expression"));
                 }
-                out.push_value(o.first.first().unwrap_or(&Value::Null));
+                out.push_value(o.first.first().unwrap_or(&Value::Null))?;
             }
             SubqueryKind::In { negated } => {
                 let x = lhs.as_ref().map_or(Value::Null, |c| c.get(i));
@@ -90,7 +90,7 @@ pub fn eval_correlated(sub: &Correlated, lhs: Option<&BExpr>, b: &Batch) -> Resu
                     };
                 }
                 match res {
-                    Some(v) => out.push_value(&Value::Bool(v != negated)),
+                    Some(v) => out.push_value(&Value::Bool(v != negated))?,
                     None => out.push_null(),
                 }
             }

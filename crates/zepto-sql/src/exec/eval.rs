@@ -32,11 +32,11 @@ impl Opnd<'_> {
         matches!(self, Opnd::Lit(Value::Null)) || matches!(self, Opnd::Col(c) if matches!(c.data, ColumnData::Null(_)))
     }
 
-    pub fn into_column(self, ty: DataType, n: usize) -> Column {
-        match self {
+    pub fn into_column(self, ty: DataType, n: usize) -> Result<Column> {
+        Ok(match self {
             Opnd::Col(c) => c.into_owned(),
-            Opnd::Lit(v) => Column::repeat(v, ty, n),
-        }
+            Opnd::Lit(v) => Column::repeat(v, ty, n)?,
+        })
     }
 }
 
@@ -62,7 +62,7 @@ pub fn eval<'a>(e: &'a BExpr, b: &'a Batch) -> Result<Cow<'a, Column>> {
         BExpr::Col(i, _) => {
             Cow::Borrowed(b.columns.get(*i).ok_or_else(|| SqlError::Internal(format!("column {i} out of range")))?)
         }
-        BExpr::Lit(v, t) => Cow::Owned(Column::repeat(v, *t, n)),
+        BExpr::Lit(v, t) => Cow::Owned(Column::repeat(v, *t, n)?),
         BExpr::Neg(x) => Cow::Owned(negate(&*eval(x, b)?)?),
         BExpr::Not(x) => {
             let c = eval(x, b)?;

@@ -99,8 +99,8 @@ fn fill_column(col: &Column, mode: &FillValue, slot: &[u32], nb: usize, ng: usiz
             let mut b = ColumnBuilder::new(col.data_type(), total);
             for r in 0..total {
                 match src(r) {
-                    NULL_INDEX => b.push_value(v),
-                    s => b.push_value(&col.get(s as usize)),
+                    NULL_INDEX => b.push_value(v)?,
+                    s => b.push_value(&col.get(s as usize))?,
                 }
             }
             Ok(b.finish())
@@ -111,7 +111,7 @@ fn fill_column(col: &Column, mode: &FillValue, slot: &[u32], nb: usize, ng: usiz
                 let (g, k) = (r % ng, r / ng);
                 let s = slot[g * nb + k];
                 if s != NULL_INDEX {
-                    b.push_value(&col.get(s as usize));
+                    b.push_value(&col.get(s as usize))?;
                     continue;
                 }
                 let prev = (0..k).rev().find(|&j| slot[g * nb + j] != NULL_INDEX);
@@ -123,7 +123,7 @@ fn fill_column(col: &Column, mode: &FillValue, slot: &[u32], nb: usize, ng: usiz
                     }
                     _ => Value::Null,
                 };
-                b.push_value(&v);
+                b.push_value(&v)?;
             }
             Ok(b.finish())
         }

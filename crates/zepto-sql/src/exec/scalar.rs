@@ -323,7 +323,7 @@ pub fn call(f: ScalarFunc, args: &[BExpr], ty: DataType, b: &Batch) -> Result<Co
             };
             let eq = super::eval::eval(&eq_expr, b)?;
             drop(r);
-            let base = l.into_column(ty, n);
+            let base = l.into_column(ty, n)?;
             let mut valid = base.validity.clone().unwrap_or_else(|| Bitmap::new_set(n));
             if let ColumnData::Bool(v) = &eq.data {
                 for i in 0..n {
@@ -363,7 +363,7 @@ pub fn call(f: ScalarFunc, args: &[BExpr], ty: DataType, b: &Batch) -> Result<Co
                 .duration_since(std::time::UNIX_EPOCH)
                 .map(|d| d.as_nanos() as i64)
                 .unwrap_or(0);
-            Ok(Column::repeat(&Value::Timestamp(now), DataType::Timestamp, n))
+            Ok(Column::repeat(&Value::Timestamp(now), DataType::Timestamp, n)?)
         }
         F::Xbar => xbar(args, ty, b),
         F::MonthBucket => {
@@ -426,7 +426,7 @@ fn xbar(args: &[BExpr], ty: DataType, b: &Batch) -> Result<Column> {
         (ColumnData::Timestamp(v) | ColumnData::Int64(v), _) if ty == DataType::Timestamp || ty == DataType::Int64 => {
             let widths: Vec<i64> = match &wv {
                 Some(v) => vec![v.as_i64().unwrap_or(0); 1],
-                None => w.into_column(DataType::Int64, n).as_i64_slice().map(<[i64]>::to_vec).unwrap_or_default(),
+                None => w.into_column(DataType::Int64, n)?.as_i64_slice().map(<[i64]>::to_vec).unwrap_or_default(),
             };
             if widths.len() == 1 && widths[0] > 0 {
                 let out = xbar_const(v, widths[0]);
@@ -458,7 +458,7 @@ fn xbar(args: &[BExpr], ty: DataType, b: &Batch) -> Result<Column> {
             Ok(Column::new(ColumnData::Int32(v.iter().map(|&t| t.div_euclid(wd) * wd).collect()), validity))
         }
         _ => {
-            let wc = w.into_column(ty, n);
+            let wc = w.into_column(ty, n)?;
             let (xf, wf) = (to_f64(&x)?, to_f64(&wc)?);
             let out: Vec<f64> =
                 xf.iter().zip(wf.iter()).map(|(&a, &w)| if w > 0.0 { w * (a / w).floor() } else { f64::NAN }).collect();
