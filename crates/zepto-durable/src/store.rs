@@ -459,11 +459,10 @@ mod tests {
         // Corrections: the first row of the first partition goes, the next one gets a new price.
         live.modify("t", |t| {
             let sel = vec![(0u32, vec![0u32])];
-            live.log(&[Change::Delete { table: "t", rows: &sel }])?;
-            t.delete_rows(&sel)?;
+            live.log(&[Change::Delete { table: "t", rows: &sel }])?.apply(|| t.delete_rows(&sel))?;
             let values = vec![col(DataType::Float64, &[Value::Float64(99.5)])];
-            live.log(&[Change::Update { table: "t", rows: &sel, columns: &[2], values: &values }])?;
-            t.update_rows(&sel, &[2], values)
+            live.log(&[Change::Update { table: "t", rows: &sel, columns: &[2], values: &values }])?
+                .apply(|| t.update_rows(&sel, &[2], values))
         })
         .expect("corrections");
 
@@ -588,8 +587,7 @@ mod tests {
                     c.modify("t", |t| {
                         let n = t.partitions()[0].len() as u32;
                         let sel = vec![(0u32, (0..n).step_by(3).collect::<Vec<u32>>())];
-                        c.log(&[Change::Delete { table: "t", rows: &sel }])?;
-                        t.delete_rows(&sel).map(|_| ())
+                        c.log(&[Change::Delete { table: "t", rows: &sel }])?.apply(|| t.delete_rows(&sel).map(|_| ()))
                     })
                 }),
                 9 => Box::new(|c| {
@@ -599,8 +597,8 @@ mod tests {
                             .map(|s| (s, vec![1]))
                             .collect();
                         let values = vec![col(DataType::Int64, &vec![Value::Int64(-7); sel.len()])];
-                        c.log(&[Change::Update { table: "t", rows: &sel, columns: &[2], values: &values }])?;
-                        t.update_rows(&sel, &[2], values).map(|_| ())
+                        c.log(&[Change::Update { table: "t", rows: &sel, columns: &[2], values: &values }])?
+                            .apply(|| t.update_rows(&sel, &[2], values).map(|_| ()))
                     })
                 }),
                 k => Box::new(move |c| {

@@ -21,7 +21,7 @@ use crate::plan::bind_expr::{cast_to, ExprBinder};
 use crate::plan::binder::Binder;
 use crate::plan::{BExpr, Field};
 use std::sync::Arc;
-use zepto_storage::{Catalog, Change, Column, DataType, Table};
+use zepto_storage::{Catalog, Change, Column, DataType, StorageError, Table};
 
 /// Rows chosen per partition slot (only slots with rows).
 type Selection = Vec<(u32, Vec<u32>)>;
@@ -136,8 +136,8 @@ pub fn delete(
         if sel.is_empty() {
             return Ok(0);
         }
-        catalog.log(&[Change::Delete { table: &t.name, rows: &sel }])?;
-        Ok(t.delete_rows(&sel)?)
+        let logged = catalog.log(&[Change::Delete { table: &t.name, rows: &sel }])?;
+        Ok(logged.apply(|| t.delete_rows(&sel))?)
     })
 }
 
@@ -197,8 +197,9 @@ pub fn update(
         let values: Vec<Column> = parts.iter().map(|cs| Column::concat(&cs.iter().collect::<Vec<_>>())).collect();
         let moves = targets.iter().any(|&i| Some(i) == t.key_col || Some(i) == t.ts_col);
         if !moves {
-            catalog.log(&[Change::Update { table: &t.name, rows: &sel, columns: &targets, values: &values }])?;
-            return Ok(t.update_rows(&sel, &targets, values)?);
+            let logged =
+                catalog.log(&[Change::Update { table: &t.name, rows: &sel, columns: &targets, values: &values }])?;
+            return Ok(logged.apply(|| t.update_rows(&sel, &targets, values))?);
         }
         // Rows move: delete them and append their new versions (whole rows, every column).
         let width = t.schema.len();
@@ -213,11 +214,13 @@ pub fn update(
             full[c] = v;
         }
         t.validate(&full)?;
-        catalog
+        let logged = catalog
             .log(&[Change::Delete { table: &t.name, rows: &sel }, Change::Append { table: &t.name, columns: &full }])?;
-        let n = t.delete_rows(&sel)?;
-        t.append(full)?;
-        Ok(n)
+        Ok(logged.apply(|| {
+            let n = t.delete_rows(&sel)?;
+            t.append(full)?;
+            Ok::<_, StorageError>(n)
+        })?)
     })
 }
 

@@ -14,6 +14,7 @@
 use crate::column::Column;
 use crate::error::StorageError;
 use crate::history::{day_floor, HistFile, HistoryReader};
+use crate::logged::Logged;
 use crate::table::{ColumnDef, Schema, Table};
 use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock, RwLock};
@@ -151,11 +152,12 @@ impl Catalog {
         self.changes.set(log).map_err(|_| StorageError::Internal("the change log is already set".into()))
     }
 
-    /// Log `changes` (no-op for an in-memory database). Callers apply them only on success.
-    pub fn log(&self, changes: &[Change<'_>]) -> Result<(), StorageError> {
+    /// Log `changes` (no-op for an in-memory database). Callers apply them only on success,
+    /// under [`Logged::apply`] (the write path's panic policy: `crate::logged`).
+    pub fn log(&self, changes: &[Change<'_>]) -> Result<Logged, StorageError> {
         match self.changes.get() {
-            Some(l) => l.log(changes),
-            None => Ok(()),
+            Some(l) => l.log(changes).map(|()| Logged::durable()),
+            None => Ok(Logged::in_memory()),
         }
     }
 
@@ -211,9 +213,10 @@ impl Catalog {
                     t.name
                 )));
             }
-            self.log(&[Change::Tier { table: &t.name, before, files }])?;
-            t.set_history_reader(self.history.get().cloned());
-            t.tier(before, files)
+            self.log(&[Change::Tier { table: &t.name, before, files }])?.apply(|| {
+                t.set_history_reader(self.history.get().cloned());
+                t.tier(before, files)
+            })
         })
     }
 
@@ -228,8 +231,7 @@ impl Catalog {
             if rows == 0 && t.history().files.iter().all(|f| f.max_ts >= before) {
                 return Ok((0, Vec::new()));
             }
-            self.log(&[Change::Retain { table: &t.name, before }])?;
-            Ok(t.retain(before))
+            self.log(&[Change::Retain { table: &t.name, before }])?.apply(|| Ok(t.retain(before)))
         })
     }
 
@@ -247,18 +249,16 @@ impl Catalog {
 
     /// Apply a logged retention (recovery).
     pub fn retain_before(&self, name: &str, before: i64) -> Result<(usize, Vec<HistFile>), StorageError> {
-        self.write(name, |t| {
-            self.log(&[Change::Retain { table: &t.name, before }])?;
-            Ok(t.retain(before))
-        })
+        self.write(name, |t| self.log(&[Change::Retain { table: &t.name, before }])?.apply(|| Ok(t.retain(before))))
     }
 
     /// Apply a logged tiering (recovery).
     pub fn tier_logged(&self, name: &str, before: i64, files: &[HistFile]) -> Result<usize, StorageError> {
         self.write(name, |t| {
-            self.log(&[Change::Tier { table: &t.name, before, files }])?;
-            t.set_history_reader(self.history.get().cloned());
-            t.tier(before, files)
+            self.log(&[Change::Tier { table: &t.name, before, files }])?.apply(|| {
+                t.set_history_reader(self.history.get().cloned());
+                t.tier(before, files)
+            })
         })
     }
 
@@ -271,9 +271,10 @@ impl Catalog {
             if t.ts_col.is_none() && ttl_ns.is_some() {
                 return Err(StorageError::Invalid(format!("table '{}' has no designated timestamp for a TTL", t.name)));
             }
-            self.log(&[Change::SetTtl { table: &t.name, ttl_ns }])?;
-            t.set_ttl(ttl_ns);
-            Ok(())
+            self.log(&[Change::SetTtl { table: &t.name, ttl_ns }])?.apply(|| {
+                t.set_ttl(ttl_ns);
+                Ok(())
+            })
         })
     }
 
@@ -321,9 +322,11 @@ impl Catalog {
             schema: &table.schema,
             partition_key: col_name(table.key_col),
             timestamp: col_name(table.ts_col),
-        }])?;
-        map.insert(k, new_slot(table));
-        Ok(true)
+        }])?
+        .apply(|| {
+            map.insert(k, new_slot(table));
+            Ok::<_, StorageError>(true)
+        })
     }
 
     pub fn drop_table(&self, name: &str, if_exists: bool) -> Result<bool, StorageError> {
@@ -336,10 +339,12 @@ impl Catalog {
         // Wait for the table's writers in flight: their records precede the drop's.
         if let Some(slot) = map.get(&k).cloned() {
             let _t = slot.table.write().unwrap_or_else(|e| e.into_inner());
-            self.log(&[Change::DropTable { name }])?;
-            slot.dropped.store(true, std::sync::atomic::Ordering::Release);
+            self.log(&[Change::DropTable { name }])?.apply(|| {
+                slot.dropped.store(true, std::sync::atomic::Ordering::Release);
+                map.remove(&k);
+                Ok::<_, StorageError>(())
+            })?;
         }
-        map.remove(&k);
         Ok(true)
     }
 
@@ -347,8 +352,7 @@ impl Catalog {
     pub fn append(&self, name: &str, columns: Vec<Column>) -> Result<usize, StorageError> {
         self.write(name, |t| {
             t.validate(&columns)?;
-            self.log(&[Change::Append { table: &t.name, columns: &columns }])?;
-            t.append(columns)
+            self.log(&[Change::Append { table: &t.name, columns: &columns }])?.apply(|| t.append(columns))
         })
     }
 
@@ -356,8 +360,7 @@ impl Catalog {
     pub fn add_column(&self, name: &str, def: ColumnDef) -> Result<(), StorageError> {
         self.write(name, |t| {
             t.check_new_column(&def)?;
-            self.log(&[Change::AddColumn { table: &t.name, def: &def }])?;
-            t.add_column(def)
+            self.log(&[Change::AddColumn { table: &t.name, def: &def }])?.apply(|| t.add_column(def))
         })
     }
 

@@ -356,16 +356,18 @@ fn apply_plans(catalog: &Catalog, plans: Vec<TablePlan>) -> Result<usize, ApiErr
                 changes.extend(add.iter().map(|def| Change::AddColumn { table: &t.name, def }));
                 changes.push(Change::Append { table: &t.name, columns: batch });
             }
-            catalog.log(&changes)?;
+            let logged = catalog.log(&changes)?;
             drop(changes);
-            let mut total = 0;
-            for ((t, add), batch) in tables.iter_mut().zip(adds).zip(batches) {
-                for d in add {
-                    t.add_column(d)?;
+            logged.apply(|| {
+                let mut total = 0;
+                for ((t, add), batch) in tables.iter_mut().zip(adds).zip(batches) {
+                    for d in add {
+                        t.add_column(d)?;
+                    }
+                    total += t.append(batch)?;
                 }
-                total += t.append(batch)?;
-            }
-            Ok(total)
+                Ok::<_, StorageError>(total)
+            })
         })
         .map_err(storage_error)
 }

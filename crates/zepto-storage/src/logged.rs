@@ -1,0 +1,64 @@
+//! The write path's panic policy: once a change is in the write-ahead log, it is applied to
+//! memory or the process stops.
+//!
+//! Every write validates, logs, then applies (`Catalog::log` returns a [`Logged`] token). After
+//! the log has a change, memory must follow it: a panic or an error while applying would leave
+//! the table half-changed, or unchanged while the log says otherwise, and every later read and
+//! checkpoint would be wrong. So applying runs under [`Logged::apply`]: a panic that unwinds
+//! through it, or an error it returns, aborts the process (one line on stderr says what), and
+//! the restart recovers from the log, where the change is whole. The change was never
+//! acknowledged (its caller got no answer), so nothing acknowledged is lost. Reads and queries
+//! keep the ordinary policy: a panic there is caught and answered as an internal error.
+//!
+//! An in-memory database has no log to recover from: there, [`Logged::apply`] returns an
+//! error as it is and a panic unwinds as any other (aborting would lose every table).
+
+use std::fmt::Display;
+
+/// A change the log holds (or, in memory, would hold): apply it with [`Logged::apply`].
+#[must_use = "a logged change must be applied under Logged::apply"]
+pub struct Logged {
+    durable: bool,
+}
+
+impl Logged {
+    /// A change written to a durable log.
+    pub(crate) fn durable() -> Logged {
+        Logged { durable: true }
+    }
+
+    /// A change with no log behind it (an in-memory database).
+    pub(crate) fn in_memory() -> Logged {
+        Logged { durable: false }
+    }
+
+    /// Apply the logged change: `f`'s result, except that when the change is durable an error
+    /// or a panic from `f` stops the process (see the module docs).
+    pub fn apply<T, E: Display>(self, f: impl FnOnce() -> Result<T, E>) -> Result<T, E> {
+        let guard = AbortOnUnwind { armed: self.durable };
+        let r = f();
+        drop(guard);
+        match r {
+            Err(e) if self.durable => abort(&format!("applying a logged change failed: {e}")),
+            r => r,
+        }
+    }
+}
+
+/// Aborts the process if dropped while a panic unwinds and `armed`.
+struct AbortOnUnwind {
+    armed: bool,
+}
+
+impl Drop for AbortOnUnwind {
+    fn drop(&mut self) {
+        if self.armed && std::thread::panicking() {
+            abort("a panic while applying a logged change");
+        }
+    }
+}
+
+fn abort(what: &str) -> ! {
+    eprintln!("FATAL: {what}; memory may no longer match the write-ahead log, so the process stops here. Restart it: recovery replays the log, where the change is whole.");
+    std::process::abort()
+}
