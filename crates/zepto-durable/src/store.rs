@@ -321,7 +321,7 @@ impl Durable {
 
 /// The newest non-NULL timestamp of a partition (NULLs sort first, so it is the last row's).
 fn last_ts(t: &zepto_storage::Table, p: &zepto_storage::Partition) -> Option<i64> {
-    let c = &p.columns[t.ts_col?];
+    let c = &p.columns()[t.ts_col?];
     let n = p.len();
     (n > 0 && c.is_valid(n - 1)).then(|| c.as_i64_slice().map(|v| v[n - 1])).flatten()
 }
@@ -395,9 +395,9 @@ mod tests {
                 t.row_count()
             ));
             for p in t.partitions() {
-                out.push(format!("partition {:?} sorted={}", p.key.map(|k| t.dict().get(k).to_string()), p.sorted));
+                out.push(format!("partition {:?}", p.key().map(|k| t.dict().get(k).to_string())));
                 for i in 0..p.len() {
-                    let row: Vec<String> = p.columns.iter().map(|c| format!("{:?}", c.get(i))).collect();
+                    let row: Vec<String> = p.columns().iter().map(|c| format!("{:?}", c.get(i))).collect();
                     out.push(row.join("|"));
                 }
             }

@@ -80,7 +80,7 @@ fn a_panic_while_applying_a_logged_change_aborts_and_recovery_has_it() {
     let _durable = open(&dir, &catalog);
     let t = catalog.snapshot("t").expect("table t recovered");
     let mut ts: Vec<i64> =
-        t.partitions().iter().flat_map(|p| p.columns[0].as_i64_slice().unwrap_or(&[]).to_vec()).collect();
+        t.partitions().iter().flat_map(|p| p.columns()[0].as_i64_slice().unwrap_or(&[]).to_vec()).collect();
     ts.sort();
     assert_eq!(ts, vec![1, 2, 3, 4, 5]);
     let _ = std::fs::remove_dir_all(&dir);

@@ -55,7 +55,7 @@ fn dump(c: &Catalog) -> Vec<String> {
             }
         };
         for p in t.partitions() {
-            let cols: Vec<Column> = p.columns.iter().map(|c| Column::clone(c)).collect();
+            let cols: Vec<Column> = p.columns().iter().map(|c| Column::clone(c)).collect();
             push(&cols);
         }
         if !t.history().files.is_empty() {

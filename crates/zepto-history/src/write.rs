@@ -48,13 +48,13 @@ pub fn write_history(storage: &dyn Storage, snap: &Table, before: i64) -> Result
     let dict = snap.dict();
     let mut order: Vec<usize> = (0..counts.len()).filter(|&s| counts[s] > 0).collect();
     let parts = snap.partitions();
-    order.sort_by(|&a, &b| parts[a].key.map(|k| dict.get(k)).cmp(&parts[b].key.map(|k| dict.get(k))));
+    order.sort_by(|&a, &b| parts[a].key().map(|k| dict.get(k)).cmp(&parts[b].key().map(|k| dict.get(k))));
     // Day → pieces (slot, row range) in key order.
     let mut days: BTreeMap<i64, Vec<(usize, usize, usize)>> = BTreeMap::new();
     for &s in &order {
         let p = &parts[s];
         let r = p.ts_range(ts_col, i64::MIN, before.saturating_sub(1));
-        let ts = p.columns[ts_col].as_i64_slice().unwrap_or(&[]);
+        let ts = p.columns()[ts_col].as_i64_slice().unwrap_or(&[]);
         let mut i = r.start;
         while i < r.end {
             let day = day_floor(ts[i]);
@@ -72,7 +72,8 @@ pub fn write_history(storage: &dyn Storage, snap: &Table, before: i64) -> Result
         let rows: usize = pieces.iter().map(|&(_, a, b)| b - a).sum();
         let cols: Vec<Column> = (0..names.len())
             .map(|c| {
-                let slices: Vec<Column> = pieces.iter().map(|&(s, a, b)| parts[s].columns[c].slice(a, b - a)).collect();
+                let slices: Vec<Column> =
+                    pieces.iter().map(|&(s, a, b)| parts[s].columns()[c].slice(a, b - a)).collect();
                 let refs: Vec<&Column> = slices.iter().collect();
                 Column::concat(&refs)
             })

@@ -239,7 +239,7 @@ fn tier_half(engine: &Engine, skip: &[String]) -> Result<(), String> {
             .partitions()
             .iter()
             .flat_map(|p| {
-                let c = &p.columns[tc];
+                let c = &p.columns()[tc];
                 let v = c.as_i64_slice().unwrap_or(&[]);
                 (0..p.len()).filter(|&i| c.is_valid(i)).map(|i| v[i]).collect::<Vec<_>>()
             })

@@ -50,7 +50,7 @@ fn bind_row_expr(binder: &mut Binder, fields: &[Field], e: &Expr, boolean: bool)
 /// referenced).
 fn partition_batch(t: &Table, slot: usize, width: usize) -> Batch {
     let p = &t.partitions()[slot];
-    Batch::shared(p.columns[..width].to_vec(), p.len())
+    Batch::shared(p.columns()[..width].to_vec(), p.len())
 }
 
 /// Under the lock: the table must still start with the columns the statement was bound to.
@@ -206,7 +206,7 @@ pub fn update(
         let mut full: Vec<Column> = (0..width)
             .map(|c| {
                 let pieces: Vec<Column> =
-                    sel.iter().map(|(slot, rows)| t.partitions()[*slot as usize].columns[c].take(rows)).collect();
+                    sel.iter().map(|(slot, rows)| t.partitions()[*slot as usize].columns()[c].take(rows)).collect();
                 Column::concat(&pieces.iter().collect::<Vec<_>>())
             })
             .collect();

@@ -3,9 +3,10 @@
 //! Rows are split by the partition key (by default the first `SYMBOL` column; NULL keys get a
 //! partition of their own) and, when the table has a designated timestamp (by default the first
 //! `TIMESTAMP` column), kept sorted by it inside every partition. Appends that arrive in time
-//! order are plain vector pushes; out-of-order rows are merged in, so the order invariant always
-//! holds and each partition records that it does (`sorted`), which readers check before they
-//! binary-search.
+//! order are plain vector pushes; out-of-order rows are merged in. The order is an invariant of
+//! the type, not a flag: a [`Partition`]'s fields are private, its constructors sort or check
+//! (`Table::from_parts` refuses a stored partition out of order), and only this module mutates
+//! one, so readers binary-search every partition.
 
 use crate::column::{Column, ColumnBuilder, ColumnData};
 use crate::dict::Dict;
@@ -51,25 +52,53 @@ pub struct TableOptions {
 #[derive(Debug, Clone)]
 pub struct Partition {
     /// Shared so scans hand whole columns to queries without copying; writers copy a column
-    /// only while a query still holds it (`Arc::make_mut`).
-    pub columns: Vec<Arc<Column>>,
+    /// only while a query still holds it (`Arc::make_mut`). Equal lengths, rows in
+    /// designated-timestamp order (NULLs first): every constructor makes it so, and only this
+    /// module mutates them.
+    columns: Vec<Arc<Column>>,
     /// Dictionary code of the key, `None` for the NULL-key or the single partition.
-    pub key: Option<u32>,
-    /// True when rows are in non-decreasing designated-timestamp order.
-    pub sorted: bool,
+    key: Option<u32>,
 }
 
 impl Partition {
     /// A partition of `columns` (equal lengths) for key code `key`, put in time order on
     /// `ts_col` (NULLs first) unless it already is: one check when it is, one sort when not.
     pub fn in_time_order(columns: Vec<Arc<Column>>, key: Option<u32>, ts_col: Option<usize>) -> Partition {
-        let mut p = Partition { columns, key, sorted: true };
+        let mut p = Partition::checked(columns, key);
         if let Some(t) = ts_col {
             if !is_sorted_with_nulls_first(&p.columns[t]) {
                 sort_partition(&mut p, t, 0);
             }
         }
         p
+    }
+
+    /// A partition of `columns` the caller has put in time order on `ts_col` (checked in debug
+    /// builds; [`Partition::in_time_order`] checks always).
+    pub fn time_sorted(columns: Vec<Arc<Column>>, key: Option<u32>, ts_col: Option<usize>) -> Partition {
+        let p = Partition::checked(columns, key);
+        debug_assert!(
+            ts_col.is_none_or(|t| is_sorted_with_nulls_first(&p.columns[t])),
+            "a partition out of time order"
+        );
+        p
+    }
+
+    /// Columns of equal length (a broken partition would misplace rows in every scan).
+    fn checked(columns: Vec<Arc<Column>>, key: Option<u32>) -> Partition {
+        let n = columns.first().map_or(0, |c| c.len());
+        assert!(columns.iter().all(|c| c.len() == n), "partition columns of unequal lengths");
+        Partition { columns, key }
+    }
+
+    /// The partition's columns, in schema order.
+    pub fn columns(&self) -> &[Arc<Column>] {
+        &self.columns
+    }
+
+    /// Dictionary code of the key, `None` for the NULL-key or the single partition.
+    pub fn key(&self) -> Option<u32> {
+        self.key
     }
 
     pub fn len(&self) -> usize {
@@ -81,9 +110,8 @@ impl Partition {
     }
 
     /// Rows whose timestamp column `ts_col` lies in `[lo, hi]` (inclusive), by binary search.
-    /// Precondition: the partition is sorted on `ts_col`.
+    /// `ts_col` must be the designated timestamp (the order every partition keeps).
     pub fn ts_range(&self, ts_col: usize, lo: i64, hi: i64) -> Range<usize> {
-        assert!(self.sorted, "ts_range on an unsorted partition");
         let Some(ts) = self.columns[ts_col].as_i64_slice() else {
             return 0..self.len();
         };
@@ -181,17 +209,20 @@ impl Table {
         })
     }
 
-    /// A table as a checkpoint stored it: layout, dictionary and partitions (every SYMBOL
-    /// column coded against `dict`). Everything the append path guarantees is checked here, so
-    /// damaged or mismatched input is an error, not a table that breaks queries later.
+    /// A table as a checkpoint stored it: layout, dictionary and partitions as (key code,
+    /// columns) (every SYMBOL column coded against `dict`). Everything the append path
+    /// guarantees is checked here, so damaged or mismatched input is an error, not a table that
+    /// breaks queries later.
     pub fn from_parts(
         name: &str,
         schema: Schema,
         key_col: Option<usize>,
         ts_col: Option<usize>,
         dict: Arc<Dict>,
-        parts: Vec<Partition>,
+        parts: Vec<(Option<u32>, Vec<Arc<Column>>)>,
     ) -> Result<Table, StorageError> {
+        // Unchecked until build_from_parts checks them (the constructors would panic).
+        let parts = parts.into_iter().map(|(key, columns)| Partition { columns, key }).collect();
         Self::build_from_parts(name, schema, key_col, ts_col, dict, parts, true)
     }
 
@@ -290,10 +321,7 @@ impl Table {
                 }
                 (None, Some(_)) => return Err(bad("a keyed partition in a table without a partition key".into())),
             }
-            if per_row {
-                p.sorted = t.ts_col.is_none_or(|c| is_sorted_with_nulls_first(&p.columns[c]));
-            }
-            if !p.sorted {
+            if per_row && t.ts_col.is_some_and(|c| !is_sorted_with_nulls_first(&p.columns[c])) {
                 return Err(bad("a partition is not in timestamp order".into()));
             }
             t.rows += n;
@@ -610,7 +638,7 @@ impl Table {
 
     fn new_partition(&mut self, key: Option<u32>) -> usize {
         let columns = self.schema.columns.iter().map(|c| Arc::new(self.empty_column(c.data_type))).collect();
-        self.parts.push(Arc::new(Partition { columns, key, sorted: true }));
+        self.parts.push(Arc::new(Partition { columns, key }));
         self.parts.len() - 1
     }
 
@@ -861,7 +889,6 @@ fn sort_partition(p: &mut Partition, ts_col: usize, old_len: usize) {
     for c in &mut p.columns {
         *c = Arc::new(c.take(&perm));
     }
-    p.sorted = true;
 }
 
 #[cfg(test)]
@@ -900,6 +927,20 @@ mod tests {
     /// ties in arrival order), NULL keys; twice, so the second bulk merges out-of-order rows
     /// into existing partitions.
     #[test]
+    fn a_stored_partition_out_of_time_order_or_ragged_is_refused() {
+        let ts = |v: &[i64]| Arc::new(Column::from_data(ColumnData::Timestamp(v.to_vec())));
+        let f = |v: &[f64]| Arc::new(Column::from_data(ColumnData::Float64(v.to_vec())));
+        let sym = |n: usize| Arc::new(Column::nulls(DataType::Symbol, n));
+        let build = |cols: Vec<Arc<Column>>| {
+            Table::from_parts("t", schema(), Some(1), Some(0), Arc::new(Dict::default()), vec![(None, cols)])
+        };
+        assert!(build(vec![ts(&[1, 2, 3]), sym(3), f(&[1.0, 2.0, 3.0])]).is_ok());
+        let e = build(vec![ts(&[1, 3, 2]), sym(3), f(&[1.0, 2.0, 3.0])]).expect_err("out of order");
+        assert!(e.to_string().contains("timestamp order"), "{e}");
+        assert!(build(vec![ts(&[1, 2, 3]), sym(3), f(&[1.0])]).is_err(), "ragged columns");
+    }
+
+    #[test]
     fn bulk_append_matches_small_appends() {
         let mut rnd = crate::test_rng::below(0x9e37_79b9_7f4a_7c15u64);
         let syms: Vec<String> = (0..37).map(|i| format!("s{i}")).collect();
@@ -935,7 +976,7 @@ mod tests {
             parts
         };
         assert_eq!(dump(&bulk), dump(&small));
-        assert!(bulk.partitions().iter().all(|p| p.sorted && is_sorted_with_nulls_first(&p.columns[0])));
+        assert!(bulk.partitions().iter().all(|p| is_sorted_with_nulls_first(&p.columns[0])));
     }
 
     #[test]
@@ -948,7 +989,6 @@ mod tests {
         assert_eq!(t.row_count(), 6);
         let code = t.dict().code("a").expect("a interned");
         let p = t.partition_for_code(code).expect("partition a");
-        assert!(p.sorted);
         assert_eq!(p.columns[0].as_i64_slice(), Some(&[2, 10, 15, 20][..]));
         assert_eq!(p.columns[2].get(0), Value::Float64(5.0));
         assert_eq!(p.ts_range(0, 10, 15), 1..3);

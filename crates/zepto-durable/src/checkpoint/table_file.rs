@@ -24,7 +24,7 @@ use std::collections::HashMap;
 use std::io::{Cursor, Write};
 use std::sync::Arc;
 use zepto_io::arrow::{to_arrow, Acc};
-use zepto_storage::{Column, ColumnData, ColumnDef, DataType, Dict, HistFile, History, Partition, Schema, Table};
+use zepto_storage::{Column, ColumnData, ColumnDef, DataType, Dict, HistFile, History, Schema, Table};
 
 const TABLE: &str = "zepto.table";
 const KEY_COL: &str = "zepto.key_col";
@@ -107,7 +107,7 @@ pub fn write_table<W: Write>(table: &Table, out: W) -> Result<W, DurableError> {
         })
         .collect();
     let keys: Vec<String> =
-        table.partitions().iter().map(|p| p.key.map_or_else(|| "-".to_string(), |k| k.to_string())).collect();
+        table.partitions().iter().map(|p| p.key().map_or_else(|| "-".to_string(), |k| k.to_string())).collect();
     let mut meta = HashMap::from([
         (TABLE.to_string(), table.name.clone()),
         (KEY_COL.to_string(), opt_index(table.key_col)),
@@ -121,7 +121,7 @@ pub fn write_table<W: Write>(table: &Table, out: W) -> Result<W, DurableError> {
     for p in table.partitions() {
         let n = p.len();
         let arrays =
-            p.columns.iter().map(|c| column_array(c, n, &values)).collect::<Result<Vec<ArrayRef>, DurableError>>()?;
+            p.columns().iter().map(|c| column_array(c, n, &values)).collect::<Result<Vec<ArrayRef>, DurableError>>()?;
         let batch = RecordBatch::try_new(schema.clone(), arrays).map_err(arrow_err)?;
         w.write(&batch).map_err(arrow_err)?;
     }
@@ -187,7 +187,7 @@ pub fn read_table(bytes: Vec<u8>) -> Result<Table, DurableError> {
             .map(|(arr, def)| read_column(arr.as_ref(), def, &mut dict).map(Arc::new))
             .collect::<Result<Vec<_>, DurableError>>()
             .map_err(|e| bad(e.to_string()))?;
-        parts.push(Partition { columns: cols, key, sorted: true });
+        parts.push((key, cols));
     }
     if parts.len() != part_keys.len() {
         return Err(bad(format!("{} partitions listed, {} stored", part_keys.len(), parts.len())));

@@ -14,7 +14,7 @@ use super::scan::{piece_batch, pieces, Piece};
 use super::Batch;
 use crate::error::{Result, SqlError};
 use crate::parser::ast::BinaryOp;
-use crate::plan::{BExpr, Plan, ScanRange};
+use crate::plan::{BExpr, Plan};
 use std::collections::HashMap;
 use std::sync::Arc;
 use zepto_storage::column::NULL_INDEX;
@@ -285,10 +285,8 @@ fn advance(rs: &[i64], mut j: usize, t: i64, inclusive: bool) -> usize {
 pub(super) struct Paired<'a> {
     pub lt: &'a Table,
     pub lc: &'a [usize],
-    pub lr: &'a ScanRange,
     pub rt: &'a Table,
     pub rc: &'a [usize],
-    pub rr: &'a ScanRange,
     /// Schema positions of the designated timestamps.
     pub lts: usize,
     pub rts: usize,
@@ -301,7 +299,7 @@ pub(super) struct Paired<'a> {
 impl<'a> Paired<'a> {
     /// The right piece of `lp`'s key, if the right side has one.
     pub fn right_of(&self, lp: &Piece) -> Option<&Piece<'a>> {
-        let k = lp.part.key?;
+        let k = lp.part.key()?;
         self.right.get(&self.rt.dict().code(self.lt.dict().get(k))?)
     }
 }
@@ -315,11 +313,10 @@ pub(super) fn paired<'a>(left: &'a Plan, right: &'a Plan) -> Result<Paired<'a>> 
     else {
         return Err(shape());
     };
-    let right: HashMap<u32, Piece> = pieces(rt, rr).into_iter().filter_map(|p| p.part.key.map(|k| (k, p))).collect();
+    let right: HashMap<u32, Piece> = pieces(rt, rr).into_iter().filter_map(|p| p.part.key().map(|k| (k, p))).collect();
     let left = pieces(lt, lr);
-    debug_assert!(left.iter().all(|p| p.part.sorted) && right.values().all(|p| p.part.sorted));
     let (Some(lts), Some(rts)) = (lt.ts_col, rt.ts_col) else { return Err(shape()) };
-    Ok(Paired { lt, lc, lr, rt, rc, rr, lts, rts, left, right })
+    Ok(Paired { lt, lc, rt, rc, lts, rts, left, right })
 }
 
 /// Both inputs are scans of partitioned, time-sorted tables joined on their partition keys and
@@ -337,15 +334,15 @@ fn partition_wise<R: Send>(
         return Err(SqlError::Internal("a nearest ASOF JOIN has no partition merge".into()));
     }
     let pp = paired(left, right)?;
-    let Paired { lt, lc, lr, rt, rc, rr, lts, rts, left: lps, .. } = &pp;
+    let Paired { lt, lc, rt, rc, lts, rts, left: lps, .. } = &pp;
     let (lts, rts) = (*lts, *rts);
     // Each left partition merges with its right partition alone: on every core.
     let one = |lp: &Piece| -> Result<R> {
-        let lb = piece_batch(lt, lp, lc, lr);
+        let lb = piece_batch(lp, lc);
         let rp = pp.right_of(lp);
         let mut matched = vec![NULL_INDEX; lb.rows];
         if let Some(rp) = rp {
-            let (lcol, rcol) = (&lp.part.columns[lts], &rp.part.columns[rts]);
+            let (lcol, rcol) = (&lp.part.columns()[lts], &rp.part.columns()[rts]);
             let (Some(lv), Some(rv)) = (lcol.as_i64_slice(), rcol.as_i64_slice()) else {
                 return Err(SqlError::Internal("ASOF timestamps are not 64-bit".into()));
             };
@@ -381,7 +378,7 @@ fn partition_wise<R: Send>(
             }
         }
         let rb = match rp {
-            Some(rp) => piece_batch(rt, rp, rc, rr),
+            Some(rp) => piece_batch(rp, rc),
             None => Batch::new(rc.iter().map(|&c| Column::nulls(rt.schema.columns[c].data_type, 0)).collect(), 0),
         };
         let (li, ri): (Option<Vec<u32>>, Vec<u32>) = if spec.outer {

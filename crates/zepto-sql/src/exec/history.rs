@@ -131,7 +131,7 @@ fn materialize(table: &Table, columns: &[usize], range: &ScanRange) -> Result<(A
     }
     let memory = pieces(table, range);
     for (pi, piece) in memory.iter().enumerate() {
-        add(piece.part.key, Src::Memory(pi));
+        add(piece.part.key(), Src::Memory(pi));
     }
     let dict = match fork {
         Some(d) => Arc::new(d),
@@ -142,7 +142,6 @@ fn materialize(table: &Table, columns: &[usize], range: &ScanRange) -> Result<(A
         Src::History(_, run) => run.len(),
         Src::Memory(pi) => memory[*pi].range.len(),
     };
-    let unsorted_memory = |srcs: &[Src]| srcs.iter().any(|s| matches!(s, Src::Memory(pi) if !memory[*pi].part.sorted));
     let build = |(key, srcs): &(Option<u32>, Vec<Src>)| -> Result<Partition> {
         let cols = (0..need.len())
             .map(|j| {
@@ -154,7 +153,7 @@ fn materialize(table: &Table, columns: &[usize], range: &ScanRange) -> Result<(A
                         }
                         Src::Memory(pi) => {
                             let p = &memory[*pi];
-                            Span { col: &p.part.columns[need[j]], rows: p.range.clone(), remap: None }
+                            Span { col: &p.part.columns()[need[j]], rows: p.range.clone(), remap: None }
                         }
                     })
                     .collect();
@@ -166,10 +165,8 @@ fn materialize(table: &Table, columns: &[usize], range: &ScanRange) -> Result<(A
         let key = key.filter(|_| key_pos.is_some());
         // Each source is in time order; so is the whole when every boundary is.
         Ok(match ts_pos {
-            Some(t) if unsorted_memory(srcs) || !ordered(&cols[t], srcs.iter().map(src_len)) => {
-                Partition::in_time_order(cols, key, ts_pos)
-            }
-            _ => Partition { columns: cols, key, sorted: true },
+            Some(t) if !ordered(&cols[t], srcs.iter().map(src_len)) => Partition::in_time_order(cols, key, ts_pos),
+            _ => Partition::time_sorted(cols, key, ts_pos),
         })
     };
     let rows = groups.iter().flat_map(|(_, srcs)| srcs.iter().map(src_len)).sum();

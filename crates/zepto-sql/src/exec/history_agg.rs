@@ -99,7 +99,7 @@ fn run(s: &ScanShape, keys: &[BExpr], aggs: &[AggCall]) -> Result<Batch> {
     let mut outs: Vec<Grouped> = par_map(&units, rows, unit_partial)?.into_iter().flatten().collect();
     for p in pieces(table, range) {
         super::interrupt::check()?;
-        if let Some(o) = partial(piece_batch(table, &p, s.columns, range), p.part.sorted)? {
+        if let Some(o) = partial(piece_batch(&p, s.columns), true)? {
             outs.push(o);
         }
     }

@@ -182,7 +182,7 @@ fn chunks_node(ctx: &ExecContext, plan: &Plan) -> Result<(&'static str, Vec<Batc
             if ps.len() < 2 {
                 return Ok(("Scan", vec![scan::scan(table, columns, range)?]));
             }
-            ("Scan", ps.iter().map(|p| scan::piece_batch(table, p, columns, range)).collect())
+            ("Scan", ps.iter().map(|p| scan::piece_batch(p, columns)).collect())
         }
         // Row-local expressions are evaluated batch by batch; a column reference shares its
         // input's column.

@@ -41,7 +41,7 @@ pub fn aggregate_chunks(input: &Plan, keys: &[BExpr], aggs: &[AggCall], runs: bo
         if b.rows == 0 {
             return Ok(None);
         }
-        let runs = run_keys.as_deref().filter(|_| p.part.sorted);
+        let runs = run_keys.as_deref();
         if let Some(starts) = runs.and_then(|r| bucket_starts(&b, keys, r, tp?)) {
             return aggregate_runs(&b, keys, aggs, &starts).map(Some);
         }

@@ -19,7 +19,7 @@ pub struct Piece<'a> {
 
 /// A piece's rows of `columns`, filtered by `filter` when there is one.
 pub fn filtered_piece(s: &ScanShape, p: &Piece) -> Result<Batch> {
-    s.apply_filter(piece_batch(s.table, p, s.columns, s.range))
+    s.apply_filter(piece_batch(p, s.columns))
 }
 
 impl ScanShape<'_> {
@@ -50,7 +50,7 @@ pub fn pieces<'a>(table: &'a Table, range: &ScanRange) -> Vec<Piece<'a>> {
     let mut out = Vec::with_capacity(parts.len());
     for p in parts {
         let r = match (table.ts_col, bounded) {
-            (Some(t), true) if p.sorted => p.ts_range(t, range.ts_lo, range.ts_hi),
+            (Some(t), true) => p.ts_range(t, range.ts_lo, range.ts_hi),
             _ => 0..p.len(),
         };
         if !r.is_empty() {
@@ -61,34 +61,20 @@ pub fn pieces<'a>(table: &'a Table, range: &ScanRange) -> Vec<Piece<'a>> {
 }
 
 /// The requested columns of one piece (shared when the piece is a whole partition).
-pub fn piece_batch(table: &Table, piece: &Piece, columns: &[usize], range: &ScanRange) -> Batch {
+pub fn piece_batch(piece: &Piece, columns: &[usize]) -> Batch {
     let p = piece.part;
     let r = &piece.range;
     let whole = r.start == 0 && r.end == p.len();
     let cols = columns
         .iter()
-        .map(|&c| if whole { p.columns[c].clone() } else { Arc::new(p.columns[c].slice(r.start, r.len())) })
+        .map(|&c| if whole { p.columns()[c].clone() } else { Arc::new(p.columns()[c].slice(r.start, r.len())) })
         .collect();
-    let batch = Batch::shared(cols, r.len());
-    // An unsorted partition (never produced by our writers, but never assumed) is filtered
-    // exactly instead of binary-searched.
-    match (table.ts_col, p.sorted, ts_bounded(range)) {
-        (Some(t), false, true) => {
-            let ts = &p.columns[t];
-            let v = ts.as_i64_slice().unwrap_or(&[]);
-            let keep: Vec<u32> = (r.start..r.end)
-                .filter(|&i| ts.is_valid(i) && v[i] >= range.ts_lo && v[i] <= range.ts_hi)
-                .map(|i| (i - r.start) as u32)
-                .collect();
-            batch.take(&keep)
-        }
-        _ => batch,
-    }
+    Batch::shared(cols, r.len())
 }
 
 pub fn scan(table: &Table, columns: &[usize], range: &ScanRange) -> Result<Batch> {
     let ps = pieces(table, range);
-    let mut batches: Vec<Batch> = ps.iter().map(|p| piece_batch(table, p, columns, range)).collect();
+    let mut batches: Vec<Batch> = ps.iter().map(|p| piece_batch(p, columns)).collect();
     Ok(match batches.len() {
         0 => Batch::new(columns.iter().map(|&c| Column::nulls(table.schema.columns[c].data_type, 0)).collect(), 0),
         1 => batches.remove(0),

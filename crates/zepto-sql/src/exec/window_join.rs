@@ -183,21 +183,21 @@ pub fn partitioned_chunks(left: &Plan, right: &Plan, band: &Band, aggs: &[AggCal
 /// Per left partition: its rows with their aggregates, and the output's column types.
 fn partitioned_parts(left: &Plan, right: &Plan, band: &Band, aggs: &[AggCall]) -> Result<(Vec<Batch>, Vec<DataType>)> {
     let pp = paired(left, right)?;
-    let Paired { lt, lc, lr, rt, rc, rr, lts, rts, left: lps, .. } = &pp;
+    let Paired { lt, lc, rt, rc, lts, rts, left: lps, .. } = &pp;
     let (lts, rts) = (*lts, *rts);
     let one = |lp: &Piece| -> Result<Batch> {
-        let lb = piece_batch(lt, lp, lc, lr);
+        let lb = piece_batch(lp, lc);
         let n = lb.rows;
         let rp = pp.right_of(lp);
         let rb = match rp {
-            Some(rp) => piece_batch(rt, rp, rc, rr),
+            Some(rp) => piece_batch(rp, rc),
             None => Batch::new(rc.iter().map(|&c| Column::nulls(rt.schema.columns[c].data_type, 0)).collect(), 0),
         };
         // Windows as ranges of the right piece's rows; rows without one get the empty 0..0
         // (NULL timestamps sort first, so the ranges stay non-decreasing).
         let (mut fs, mut fe) = (vec![0u32; n], vec![0u32; n]);
         if let Some(rp) = rp {
-            let (lcol, rcol) = (&lp.part.columns[lts], &rp.part.columns[rts]);
+            let (lcol, rcol) = (&lp.part.columns()[lts], &rp.part.columns()[rts]);
             let (lv, rv) = (times(lcol)?, times(rcol)?);
             let valid_from =
                 |c: &Column, r: &std::ops::Range<usize>| (r.start..r.end).find(|&i| c.is_valid(i)).unwrap_or(r.end);
