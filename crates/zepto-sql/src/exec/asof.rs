@@ -199,23 +199,14 @@ pub fn asof_join(l: &Batch, r: &Batch, spec: AsofSpec) -> Result<Batch> {
             run!(lv, rf, f64)
         }
     }
-    let (li, ri): (Vec<u32>, Vec<u32>) = if spec.outer {
-        ((0..n as u32).collect(), matched)
-    } else {
-        matched.iter().enumerate().filter(|(_, &j)| j != NULL_INDEX).map(|(i, &j)| (i as u32, j)).unzip()
-    };
-    let wl = l.columns.len();
-    let cols: Vec<Arc<Column>> = spec
-        .emitted(wl, r.columns.len())
-        .into_iter()
-        .map(|j| match (l.columns.get(j), j.checked_sub(wl).and_then(|k| r.columns.get(k))) {
-            (Some(c), _) if spec.outer => Ok(c.clone()),
-            (Some(c), _) => Ok(Arc::new(c.take(&li))),
-            (None, Some(c)) => Ok(Arc::new(c.take_opt(&ri))),
-            (None, None) => Err(SqlError::Internal(format!("ASOF output column {j} out of range"))),
-        })
-        .collect::<Result<_>>()?;
-    Ok(Batch::shared(cols, li.len()))
+    let m = Matched::of(l.clone(), r.clone(), matched, spec.outer);
+    let types: Vec<DataType> = l.columns.iter().chain(&r.columns).map(|c| c.data_type()).collect();
+    let cols = spec
+        .emitted(l.columns.len(), r.columns.len())
+        .iter()
+        .map(|&j| assemble(j, l.columns.len(), types[j], std::slice::from_ref(&m)))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(Batch::shared(cols, m.rows()))
 }
 
 /// SPLICE JOIN: every left row with the latest right row at or before it (`l.ts >= r.ts`),
@@ -381,14 +372,7 @@ fn partition_wise<R: Send>(
             Some(rp) => piece_batch(rp, rc),
             None => Batch::new(rc.iter().map(|&c| Column::nulls(rt.schema.columns[c].data_type, 0)).collect(), 0),
         };
-        let (li, ri): (Option<Vec<u32>>, Vec<u32>) = if spec.outer {
-            (None, matched)
-        } else {
-            let (a, b) =
-                matched.iter().enumerate().filter(|(_, &j)| j != NULL_INDEX).map(|(i, &j)| (i as u32, j)).unzip();
-            (Some(a), b)
-        };
-        finish(Matched { lb, rb, li, ri })
+        finish(Matched::of(lb, rb, matched, spec.outer))
     };
     let total = lps.iter().map(|p| p.range.len()).sum();
     let types: Vec<DataType> = lc
@@ -405,26 +389,9 @@ fn partition_wise<R: Send>(
 pub fn partitioned(left: &Plan, right: &Plan, spec: &AsofSpec) -> Result<Batch> {
     let (outs, types) = partition_wise(left, right, spec, Ok)?;
     let nl = crate::plan::prune::width(left);
-    let rows: usize = outs.iter().map(|m| m.ri.len()).sum();
+    let rows: usize = outs.iter().map(Matched::rows).sum();
     let emitted = spec.emitted(nl, types.len() - nl);
-    let column = |&j: &usize| -> Result<Arc<Column>> {
-        let c = if outs.is_empty() {
-            Column::nulls(types[j], 0)
-        } else if j < nl && spec.outer {
-            Column::concat(&outs.iter().map(|m| &*m.lb.columns[j]).collect::<Vec<_>>())
-        } else {
-            let parts: Vec<(&Column, &[u32])> = outs
-                .iter()
-                .map(|m| match (j < nl, &m.li) {
-                    (true, Some(li)) => (&*m.lb.columns[j], li.as_slice()),
-                    _ => (&*m.rb.columns[j - nl], m.ri.as_slice()),
-                })
-                .collect();
-            Column::gather(types[j], &parts).map_err(SqlError::Internal)?
-        };
-        Ok(Arc::new(c))
-    };
-    par_map(&emitted, rows, column).map(|cols| Batch::shared(cols, rows))
+    par_map(&emitted, rows, |&j| assemble(j, nl, types[j], &outs)).map(|cols| Batch::shared(cols, rows))
 }
 
 /// The partition-wise ASOF ([`partition_wise`]) as one batch per left partition, each built
@@ -434,24 +401,16 @@ pub fn partitioned(left: &Plan, right: &Plan, spec: &AsofSpec) -> Result<Batch> 
 pub fn partitioned_chunks(left: &Plan, right: &Plan, spec: &AsofSpec) -> Result<Vec<Batch>> {
     let nl = crate::plan::prune::width(left);
     let chunk = |m: Matched| -> Result<Batch> {
-        let nr = m.rb.columns.len();
-        let rows = m.ri.len();
         let cols = spec
-            .emitted(nl, nr)
-            .into_iter()
-            .map(|j| {
-                let right = j.checked_sub(nl).and_then(|k| m.rb.columns.get(k));
-                Ok(match (m.lb.columns.get(j), &m.li, right) {
-                    (Some(c), None, _) => c.clone(),
-                    (Some(c), Some(li), _) => Arc::new(c.take(li)),
-                    (None, _, Some(c)) => {
-                        Arc::new(Column::gather(c.data_type(), &[(c, &m.ri)]).map_err(SqlError::Internal)?)
-                    }
-                    (None, _, None) => return Err(SqlError::Internal(format!("ASOF output column {j} out of range"))),
-                })
+            .emitted(nl, m.rb.columns.len())
+            .iter()
+            .map(|&j| {
+                let c = m.lb.columns.get(j).or_else(|| j.checked_sub(nl).and_then(|k| m.rb.columns.get(k)));
+                let ty = c.ok_or_else(|| SqlError::Internal(format!("ASOF output column {j} out of range")))?;
+                assemble(j, nl, ty.data_type(), std::slice::from_ref(&m))
             })
             .collect::<Result<Vec<_>>>()?;
-        Ok(Batch::shared(cols, rows))
+        Ok(Batch::shared(cols, m.rows()))
     };
     let (chunks, _) = partition_wise(left, right, spec, chunk)?;
     if chunks.is_empty() {
@@ -460,13 +419,59 @@ pub fn partitioned_chunks(left: &Plan, right: &Plan, spec: &AsofSpec) -> Result<
     Ok(chunks)
 }
 
-/// One left partition's ASOF matches: its rows (all of them for LEFT, `li` for inner) and
-/// their right rows `ri` in the right partition (`NULL_INDEX`: none).
+/// ASOF matches of left rows `lb` in right rows `rb`: the output's left rows (all of them for
+/// LEFT, `li` for inner) and their right rows `ri` (`NULL_INDEX`: none).
 struct Matched {
     lb: Batch,
     rb: Batch,
     li: Option<Vec<u32>>,
     ri: Vec<u32>,
+}
+
+impl Matched {
+    /// From each left row's match (`NULL_INDEX`: none): every left row when `outer`, else the
+    /// matched ones.
+    fn of(lb: Batch, rb: Batch, matched: Vec<u32>, outer: bool) -> Matched {
+        debug_assert_eq!(matched.len(), lb.rows);
+        if outer {
+            return Matched { lb, rb, li: None, ri: matched };
+        }
+        let (li, ri) =
+            matched.iter().enumerate().filter(|(_, &j)| j != NULL_INDEX).map(|(i, &j)| (i as u32, j)).unzip();
+        Matched { lb, rb, li: Some(li), ri }
+    }
+
+    fn rows(&self) -> usize {
+        self.ri.len()
+    }
+}
+
+/// Output column `j` (`[left..., right...]`, `nl` left columns, type `ty`) of the matches
+/// `parts`, one after another: the one place an ASOF result is assembled. A LEFT join's left
+/// columns are shared when there is one part (concatenated otherwise); inner left columns and
+/// right columns are gathered (a right `NULL_INDEX` gives NULL).
+fn assemble(j: usize, nl: usize, ty: DataType, parts: &[Matched]) -> Result<Arc<Column>> {
+    let bad = || SqlError::Internal(format!("ASOF output column {j} out of range"));
+    if let ([m], true, None) = (parts, j < nl, parts.first().and_then(|m| m.li.as_ref())) {
+        return m.lb.columns.get(j).cloned().ok_or_else(bad);
+    }
+    let mut cols = Vec::with_capacity(parts.len());
+    for m in parts {
+        let col = if j < nl { m.lb.columns.get(j) } else { m.rb.columns.get(j - nl) };
+        cols.push(&**col.ok_or_else(bad)?);
+    }
+    if j < nl && parts.iter().all(|m| m.li.is_none()) {
+        return Ok(Arc::new(if cols.is_empty() { Column::nulls(ty, 0) } else { Column::concat(&cols) }));
+    }
+    let gathered: Vec<(&Column, &[u32])> = cols
+        .into_iter()
+        .zip(parts)
+        .map(|(c, m)| match (j < nl, &m.li) {
+            (true, Some(li)) => (c, li.as_slice()),
+            _ => (c, m.ri.as_slice()),
+        })
+        .collect();
+    Column::gather(ty, &gathered).map(Arc::new).map_err(SqlError::Internal)
 }
 
 #[cfg(test)]
