@@ -9,9 +9,8 @@
 
 use super::eval::eval;
 use super::hash::{bucket_rows, shared_ids};
-use super::interrupt::par_map;
 use super::scan::{piece_batch, pieces, Piece};
-use super::Batch;
+use super::{Batch, ExecContext};
 use crate::error::{Result, SqlError};
 use crate::parser::ast::BinaryOp;
 use crate::plan::{BExpr, Plan};
@@ -316,6 +315,7 @@ pub(super) fn paired<'a>(left: &'a Plan, right: &'a Plan) -> Result<Paired<'a>> 
 /// Each left partition's matches go through `finish` on the same helper thread. Returns the
 /// finished partitions in left order and the types of `[left..., right...]`.
 fn partition_wise<R: Send>(
+    ctx: &ExecContext,
     left: &Plan,
     right: &Plan,
     spec: &AsofSpec,
@@ -380,25 +380,25 @@ fn partition_wise<R: Send>(
         .map(|&c| lt.schema.columns[c].data_type)
         .chain(rc.iter().map(|&c| rt.schema.columns[c].data_type))
         .collect();
-    par_map(lps, total, one).map(|outs| (outs, types))
+    ctx.par_map(lps, total, |_, x| one(x)).map(|outs| (outs, types))
 }
 
 /// The partition-wise ASOF ([`partition_wise`]) as one batch, built a column at a time on
 /// every core: left columns concatenated (LEFT) or gathered (inner), right columns gathered
 /// straight from the partitions' columns.
-pub fn partitioned(left: &Plan, right: &Plan, spec: &AsofSpec) -> Result<Batch> {
-    let (outs, types) = partition_wise(left, right, spec, Ok)?;
+pub fn partitioned(ctx: &ExecContext, left: &Plan, right: &Plan, spec: &AsofSpec) -> Result<Batch> {
+    let (outs, types) = partition_wise(ctx, left, right, spec, Ok)?;
     let nl = crate::plan::prune::width(left);
     let rows: usize = outs.iter().map(Matched::rows).sum();
     let emitted = spec.emitted(nl, types.len() - nl);
-    par_map(&emitted, rows, |&j| assemble(j, nl, types[j], &outs)).map(|cols| Batch::shared(cols, rows))
+    ctx.par_map(&emitted, rows, |_, &j| assemble(j, nl, types[j], &outs)).map(|cols| Batch::shared(cols, rows))
 }
 
 /// The partition-wise ASOF ([`partition_wise`]) as one batch per left partition, each built
 /// on the helper thread that merged it: a LEFT join's left columns are the partition's own
 /// (shared, not copied), right columns are gathered from the paired right partition. No left
 /// partition: [`partitioned`]'s one empty batch, which carries the column types.
-pub fn partitioned_chunks(left: &Plan, right: &Plan, spec: &AsofSpec) -> Result<Vec<Batch>> {
+pub fn partitioned_chunks(ctx: &ExecContext, left: &Plan, right: &Plan, spec: &AsofSpec) -> Result<Vec<Batch>> {
     let nl = crate::plan::prune::width(left);
     let chunk = |m: Matched| -> Result<Batch> {
         let cols = spec
@@ -412,9 +412,9 @@ pub fn partitioned_chunks(left: &Plan, right: &Plan, spec: &AsofSpec) -> Result<
             .collect::<Result<Vec<_>>>()?;
         Ok(Batch::shared(cols, m.rows()))
     };
-    let (chunks, _) = partition_wise(left, right, spec, chunk)?;
+    let (chunks, _) = partition_wise(ctx, left, right, spec, chunk)?;
     if chunks.is_empty() {
-        return Ok(vec![partitioned(left, right, spec)?]);
+        return Ok(vec![partitioned(ctx, left, right, spec)?]);
     }
     Ok(chunks)
 }

@@ -6,12 +6,19 @@
 //! read their (filtered) scan input partition by partition run those nodes fused: the input
 //! nodes are recorded as fused into their parent.
 //!
-//! The deadline, memory limit and cancel flag still reach operators through
-//! [`super::interrupt`]'s thread-local control; moving them here is the next step.
+//! It also carries the query's control — cancel flag, deadline, memory limit
+//! ([`QueryControl`]) — with the memory baseline of the thread it runs on, and the
+//! parallelism threshold. Operators check it ([`ExecContext::check`]) and run partition-wise
+//! work through it ([`ExecContext::par_map`]), which gives each helper thread a context of its
+//! own: no operator reads a thread-local. The control comes from the door: today a door
+//! installs it on the query's thread ([`QueryControl::enter`]) and the context takes it from
+//! there once, when the run starts (parsing and binding still read it there).
 
+use super::interrupt::{self, QueryControl};
+use crate::error::Result;
 use crate::plan::Plan;
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use zepto_storage::mem::{reset_thread_peak, thread_net_bytes, thread_peak_bytes};
 
@@ -29,11 +36,24 @@ pub struct OpStats {
     pub fused: bool,
 }
 
-/// The context of one run of a physical plan.
-#[derive(Debug, Default)]
+/// The context of one run of a physical plan (or of one helper thread's share of it).
+#[derive(Debug)]
 pub struct ExecContext {
     /// Per plan node (by address: the plan is borrowed for the whole run), when profiling.
     profile: Option<Mutex<HashMap<usize, OpStats>>>,
+    /// The query's limits and cancel flag, if a door set them.
+    control: Option<Arc<QueryControl>>,
+    /// This thread's net allocation when the query (its share of it) started.
+    base: isize,
+    /// Partition-wise work goes to helper threads from this many input rows on.
+    par_min_rows: usize,
+}
+
+impl Default for ExecContext {
+    fn default() -> Self {
+        let (control, base) = interrupt::current();
+        ExecContext { profile: None, control, base, par_min_rows: interrupt::parallel_min_rows() }
+    }
 }
 
 /// A started operator's clock and memory baseline (see [`ExecContext::start`]).
@@ -44,14 +64,68 @@ pub(crate) struct Started {
 }
 
 impl ExecContext {
-    /// A run that records nothing.
+    /// A run that records nothing, under the control the door installed on this thread.
     pub fn new() -> ExecContext {
         ExecContext::default()
     }
 
     /// A run that records every node's [`OpStats`].
     pub fn profiling() -> ExecContext {
-        ExecContext { profile: Some(Mutex::new(HashMap::new())) }
+        ExecContext { profile: Some(Mutex::new(HashMap::new())), ..ExecContext::default() }
+    }
+
+    /// Fail if the query was cancelled, ran past its deadline or holds more memory than its
+    /// limit (the memory this thread allocated since the query, or its share, started).
+    pub fn check(&self) -> Result<()> {
+        match &self.control {
+            Some(c) => c.check(thread_net_bytes().saturating_sub(self.base)),
+            None => Ok(()),
+        }
+    }
+
+    /// [`ExecContext::check`] every `every` iterations of a loop (`every` a power of two).
+    #[inline]
+    pub fn check_every(&self, i: usize, every: usize) -> Result<()> {
+        debug_assert!(every.is_power_of_two());
+        if i & (every - 1) == 0 {
+            self.check()
+        } else {
+            Ok(())
+        }
+    }
+
+    /// `f` over `items` (`rows` input rows in all) on up to one thread per core
+    /// ([`zepto_storage::par::try_map`]; results in item order), each call with the context
+    /// of the thread it runs on. Helpers share the query's control, so cancellation and the
+    /// deadline reach them, and count against the memory limit from what the query already
+    /// holds plus their own growth (not the other helpers'; the query thread's check after the
+    /// section sees everything, as what they allocated is credited to it when they finish).
+    /// Below the parallelism threshold, or with one item, everything runs here.
+    pub fn par_map<T: Sync, R: Send>(
+        &self,
+        items: &[T],
+        rows: usize,
+        f: impl Fn(&ExecContext, &T) -> Result<R> + Sync,
+    ) -> Result<Vec<R>> {
+        if rows < self.par_min_rows || items.len() < 2 {
+            return items.iter().map(|x| f(self, x)).collect();
+        }
+        let held = thread_net_bytes().saturating_sub(self.base);
+        let caller = std::thread::current().id();
+        zepto_storage::par::try_map(items, |x| {
+            if std::thread::current().id() == caller {
+                self.check()?;
+                return f(self, x);
+            }
+            let helper = ExecContext {
+                profile: None,
+                control: self.control.clone(),
+                base: thread_net_bytes().saturating_sub(held),
+                par_min_rows: self.par_min_rows,
+            };
+            helper.check()?;
+            f(&helper, x)
+        })
     }
 
     /// Whether this run records stats.
@@ -121,4 +195,33 @@ impl ExecContext {
 
 fn key(node: &Plan) -> usize {
     node as *const Plan as usize
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::SqlError;
+
+    /// Helper threads get a context carrying the query's control (not a thread-local): a
+    /// cancel reaches the work they do.
+    #[test]
+    fn helpers_run_under_the_query_control() {
+        let q = QueryControl::new(None, None);
+        let _in = q.enter();
+        let ctx = ExecContext { par_min_rows: 0, ..ExecContext::new() };
+        let items: Vec<usize> = (0..64).collect();
+        let seen = ctx
+            .par_map(&items, usize::MAX, |c, _| {
+                std::thread::sleep(Duration::from_millis(1));
+                Ok((std::thread::current().id(), c.control.is_some()))
+            })
+            .expect("runs");
+        assert!(seen.iter().all(|&(_, has)| has), "every item saw the control");
+        let me = std::thread::current().id();
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        assert!(cores < 2 || seen.iter().any(|&(t, _)| t != me), "helpers took some items");
+        q.cancel();
+        let r = ctx.par_map(&items, usize::MAX, |c, _| c.check());
+        assert_eq!(r.err(), Some(SqlError::Cancelled));
+    }
 }

@@ -11,8 +11,8 @@
 //! A scan whose time range misses the history (the usual real-time query) is left alone and
 //! pays nothing.
 
-use super::interrupt::par_map;
 use super::scan::pieces;
+use super::ExecContext;
 use crate::error::{Result, SqlError};
 use crate::plan::{Plan, ScanRange};
 use std::borrow::Cow;
@@ -32,22 +32,22 @@ fn any_history(p: &Plan) -> bool {
 
 /// `plan` with its history scans materialized (borrowed as is when there are none): the first
 /// step of running a physical plan, so that every operator reads memory.
-pub fn resolve(plan: &Plan) -> Result<Cow<'_, Plan>> {
+pub fn resolve<'a>(ctx: &ExecContext, plan: &'a Plan) -> Result<Cow<'a, Plan>> {
     if !any_history(plan) {
         return Ok(Cow::Borrowed(plan));
     }
-    Ok(Cow::Owned(rewrite(plan.clone())?))
+    Ok(Cow::Owned(rewrite(ctx, plan.clone())?))
 }
 
-fn rewrite(p: Plan) -> Result<Plan> {
+fn rewrite(ctx: &ExecContext, p: Plan) -> Result<Plan> {
     match p {
         // Aggregated straight from the files (history_agg), never assembled.
         Plan::Aggregate { how: crate::plan::AggHow::HistoryPartials, .. } => Ok(p),
         Plan::Scan { table, columns, range } if reads_history(&table, &range) => {
-            let (table, columns) = materialize(&table, &columns, &range)?;
+            let (table, columns) = materialize(ctx, &table, &columns, &range)?;
             Ok(Plan::Scan { table, columns, range })
         }
-        p => p.map_inputs(rewrite),
+        p => p.map_inputs(|i| rewrite(ctx, i)),
     }
 }
 
@@ -58,7 +58,12 @@ fn rewrite(p: Plan) -> Result<Plan> {
 /// in one copy: its runs from every file, cut to the scan's time range, then its in-memory
 /// rows, into exact-size columns. A partition's rows are in time order unless files overlap in
 /// time or late rows reached memory after tiering; those partitions are sorted once.
-fn materialize(table: &Table, columns: &[usize], range: &ScanRange) -> Result<(Arc<Table>, Vec<usize>)> {
+fn materialize(
+    ctx: &ExecContext,
+    table: &Table,
+    columns: &[usize],
+    range: &ScanRange,
+) -> Result<(Arc<Table>, Vec<usize>)> {
     let reader = table
         .history_reader()
         .ok_or_else(|| SqlError::Internal(format!("table '{}' has history but no reader", table.name)))?;
@@ -71,8 +76,8 @@ fn materialize(table: &Table, columns: &[usize], range: &ScanRange) -> Result<(A
     let schema = Schema { columns: need.iter().map(|&c| table.schema.columns[c].clone()).collect() };
     let units = reader.units(table, range.keys.as_deref(), range.ts_lo, range.ts_hi)?;
     let total = units.iter().map(|u| u.rows).sum();
-    let chunks = par_map(&units, total, |u| Ok(reader.read_unit(table, &need, u)?))?;
-    super::interrupt::check()?;
+    let chunks = ctx.par_map(&units, total, |_, u| Ok(reader.read_unit(table, &need, u)?))?;
+    ctx.check()?;
 
     // The result's dictionary: the table's when it already holds every history string (memory
     // rows keep their codes, nothing is copied), else a fork of it under a new lineage (same
@@ -170,7 +175,7 @@ fn materialize(table: &Table, columns: &[usize], range: &ScanRange) -> Result<(A
         })
     };
     let rows = groups.iter().flat_map(|(_, srcs)| srcs.iter().map(src_len)).sum();
-    let parts = super::interrupt::par_map(&groups, rows, build)?;
+    let parts = ctx.par_map(&groups, rows, |_, g| build(g))?;
     let out = Table::assembled(&table.name, schema, key_pos, ts_pos, dict, parts)?;
     let remap = columns
         .iter()

@@ -23,9 +23,8 @@ use super::accum::{self, Mode};
 use super::aggregate::{grouped, Grouped};
 use super::hash::{group_ids, GroupIds};
 use super::history::ts_cut;
-use super::interrupt::par_map;
 use super::scan::{piece_batch, pieces};
-use super::Batch;
+use super::{Batch, ExecContext};
 use crate::error::{Result, SqlError};
 use crate::plan::physical::{monotonic_in, scan_shape, ScanShape};
 use crate::plan::{AggCall, BExpr, Plan, ScanRange};
@@ -35,15 +34,15 @@ use zepto_storage::{Column, ColumnData, HistoryChunk, Table};
 /// physical planner chose. A failure of the partial path (a
 /// BIGINT partial sum that overflows while the total would not, say) is retried over the
 /// assembled rows, which either succeeds or fails the way any other path would.
-pub(super) fn aggregate(ctx: &super::ExecContext, input: &Plan, keys: &[BExpr], aggs: &[AggCall]) -> Result<Batch> {
+pub(super) fn aggregate(ctx: &ExecContext, input: &Plan, keys: &[BExpr], aggs: &[AggCall]) -> Result<Batch> {
     let s = scan_shape(input).ok_or_else(|| SqlError::Internal("history GROUP BY over a non-scan".into()))?;
-    run(&s, keys, aggs).or_else(|_| {
-        let assembled = super::history::resolve(input)?;
+    run(ctx, &s, keys, aggs).or_else(|_| {
+        let assembled = super::history::resolve(ctx, input)?;
         super::aggregate::aggregate(&super::run(ctx, &assembled)?, keys, aggs)
     })
 }
 
-fn run(s: &ScanShape, keys: &[BExpr], aggs: &[AggCall]) -> Result<Batch> {
+fn run(ctx: &ExecContext, s: &ScanShape, keys: &[BExpr], aggs: &[AggCall]) -> Result<Batch> {
     let table = &**s.table;
     let reader = table
         .history_reader()
@@ -96,9 +95,9 @@ fn run(s: &ScanShape, keys: &[BExpr], aggs: &[AggCall]) -> Result<Batch> {
             None => Ok(None),
         }
     };
-    let mut outs: Vec<Grouped> = par_map(&units, rows, unit_partial)?.into_iter().flatten().collect();
+    let mut outs: Vec<Grouped> = ctx.par_map(&units, rows, |_, x| unit_partial(x))?.into_iter().flatten().collect();
     for p in pieces(table, range) {
-        super::interrupt::check()?;
+        ctx.check()?;
         if let Some(o) = partial(piece_batch(&p, s.columns), true)? {
             outs.push(o);
         }

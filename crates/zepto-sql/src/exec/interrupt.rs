@@ -1,10 +1,11 @@
 //! Cooperative interruption of a running query: cancellation, a deadline and a memory limit.
 //!
 //! A door (the HTTP server) creates a [`QueryControl`], installs it on the thread that runs
-//! the query with [`QueryControl::enter`], and may cancel it from any thread. The executor
-//! calls [`check`] before and after every plan node and every so often inside loops whose
-//! length the input decides (join probes, gathers); `check` is a thread-local read and a few
-//! compares, so calling it per node or per 64K rows costs nothing measurable.
+//! the query with [`QueryControl::enter`], and may cancel it from any thread. Parsing and
+//! binding call [`check`]; the executor takes the control into its
+//! [`super::ExecContext`] when a run starts and checks that, before and after every plan node
+//! and every so often inside loops whose length the input decides (join probes, gathers). A
+//! check is a few compares, so calling it per node or per 64K rows costs nothing measurable.
 //!
 //! The memory limit counts the net bytes the query's thread allocated since `enter`
 //! ([`zepto_storage::mem`]); it needs the counting global allocator, which the `zeptodb`
@@ -47,12 +48,7 @@ impl QueryControl {
 
     /// Install on the current thread until the guard drops.
     pub fn enter(self: &Arc<Self>) -> Entered {
-        self.enter_holding(0)
-    }
-
-    /// [`QueryControl::enter`] on a helper thread of a query that already holds `held` bytes.
-    fn enter_holding(self: &Arc<Self>, held: isize) -> Entered {
-        let base = thread_net_bytes().saturating_sub(held);
+        let base = thread_net_bytes();
         let prev = CURRENT.with(|c| c.replace(Some(Active { ctl: self.clone(), base })));
         Entered { prev }
     }
@@ -80,22 +76,20 @@ impl Drop for Entered {
     }
 }
 
-/// Fail if the current query was cancelled, ran past its deadline or holds more memory than
-/// its limit. Outside a controlled query this always succeeds.
-pub fn check() -> Result<()> {
-    CURRENT.with(|c| {
-        let c = c.borrow();
-        let Some(a) = c.as_ref() else { return Ok(()) };
-        if a.ctl.is_cancelled() {
+impl QueryControl {
+    /// Fail if the query was cancelled, ran past its deadline, or `held` bytes exceed its
+    /// memory limit.
+    pub fn check(&self, held: isize) -> Result<()> {
+        if self.is_cancelled() {
             return Err(SqlError::Cancelled);
         }
-        if let (Some(d), Some(t)) = (a.ctl.deadline, a.ctl.timeout) {
+        if let (Some(d), Some(t)) = (self.deadline, self.timeout) {
             if Instant::now() >= d {
                 return Err(SqlError::Timeout(format!("query exceeded its time limit of {}", fmt_duration(t))));
             }
         }
-        if let Some(limit) = a.ctl.mem_limit {
-            let used = thread_net_bytes().saturating_sub(a.base).max(0) as usize;
+        if let Some(limit) = self.mem_limit {
+            let used = held.max(0) as usize;
             if used > limit {
                 return Err(SqlError::ResourcesExhausted(format!(
                     "query memory limit of {} exceeded (it held {})",
@@ -105,6 +99,25 @@ pub fn check() -> Result<()> {
             }
         }
         Ok(())
+    }
+}
+
+/// The control installed on this thread and the thread's memory baseline for it: what an
+/// [`super::ExecContext`] takes when a run starts.
+pub fn current() -> (Option<Arc<QueryControl>>, isize) {
+    CURRENT.with(|c| match c.borrow().as_ref() {
+        Some(a) => (Some(a.ctl.clone()), a.base),
+        None => (None, thread_net_bytes()),
+    })
+}
+
+/// Fail if the query installed on this thread was cancelled, ran past its deadline or holds
+/// more memory than its limit: for parsing and binding, which run before an
+/// [`super::ExecContext`] exists. Outside a controlled query this always succeeds.
+pub fn check() -> Result<()> {
+    CURRENT.with(|c| match c.borrow().as_ref() {
+        Some(a) => a.ctl.check(thread_net_bytes().saturating_sub(a.base)),
+        None => Ok(()),
     })
 }
 
@@ -133,43 +146,15 @@ pub fn reserve(bytes: u64) -> Result<()> {
 /// [`set_parallel_min_rows`]) so small inputs take the parallel path too.
 static PAR_MIN_ROWS: AtomicUsize = AtomicUsize::new(100_000);
 
-/// Run partition-wise work on helper threads from `rows` input rows on (process-wide).
+/// Run partition-wise work on helper threads from `rows` input rows on: the default every
+/// [`super::ExecContext`] starts with (process-wide; tests lower it).
 pub fn set_parallel_min_rows(rows: usize) {
     PAR_MIN_ROWS.store(rows, Ordering::Relaxed);
 }
 
-/// `f` over `items` (`rows` input rows in all) on up to one thread per core
-/// ([`zepto_storage::par::try_map`]; results in item order). Helper threads run under the
-/// caller's query control, so cancellation and the deadline reach them; what they allocate is
-/// credited to the caller when they finish.
-pub fn par_map<T: Sync, R: Send>(items: &[T], rows: usize, f: impl Fn(&T) -> Result<R> + Sync) -> Result<Vec<R>> {
-    if rows < PAR_MIN_ROWS.load(Ordering::Relaxed) || items.len() < 2 {
-        return items.iter().map(f).collect();
-    }
-    // Helpers count against the memory limit from what the query already holds: a helper's
-    // checks see the query's usage when the section started plus its own growth (not the other
-    // helpers'; the query thread's check after the section sees everything).
-    let (ctl, held) = CURRENT.with(|c| match c.borrow().as_ref() {
-        Some(a) => (Some(a.ctl.clone()), thread_net_bytes().saturating_sub(a.base)),
-        None => (None, 0),
-    });
-    let caller = std::thread::current().id();
-    zepto_storage::par::try_map(items, |x| {
-        let _entered = ctl.as_ref().filter(|_| std::thread::current().id() != caller).map(|c| c.enter_holding(held));
-        check()?;
-        f(x)
-    })
-}
-
-/// [`check`] every `every` iterations of a loop (`every` a power of two).
-#[inline]
-pub fn check_every(i: usize, every: usize) -> Result<()> {
-    debug_assert!(every.is_power_of_two());
-    if i & (every - 1) == 0 {
-        check()
-    } else {
-        Ok(())
-    }
+/// The parallelism threshold new runs start with.
+pub fn parallel_min_rows() -> usize {
+    PAR_MIN_ROWS.load(Ordering::Relaxed)
 }
 
 fn fmt_duration(d: Duration) -> String {

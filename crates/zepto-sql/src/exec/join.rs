@@ -5,7 +5,7 @@
 
 use super::eval::eval;
 use super::hash::{eq_at, hash_rows};
-use super::{mask_indices, Batch};
+use super::{mask_indices, Batch, ExecContext};
 use crate::error::{Result, SqlError};
 use crate::parser::ast::JoinKind;
 use crate::plan::BExpr;
@@ -18,6 +18,7 @@ const BLOCK_PAIRS: usize = 1 << 20;
 const MAX_OUTPUT_ROWS: usize = 1 << 31;
 
 pub fn join(
+    ctx: &ExecContext,
     l: &Batch,
     r: &Batch,
     kind: JoinKind,
@@ -26,9 +27,9 @@ pub fn join(
     residual: Option<&BExpr>,
 ) -> Result<Batch> {
     let (mut li, mut ri) = if lk.is_empty() {
-        nested_loop(l, r, residual)?
+        nested_loop(ctx, l, r, residual)?
     } else {
-        let (li, ri) = hash_pairs(l, r, lk, rk)?;
+        let (li, ri) = hash_pairs(ctx, l, r, lk, rk)?;
         filter_pairs(l, r, li, ri, residual)?
     };
     if matches!(kind, JoinKind::Left | JoinKind::Full) {
@@ -60,7 +61,7 @@ fn assemble(l: &Batch, r: &Batch, li: &[u32], ri: &[u32]) -> Batch {
     Batch::new(cols, li.len())
 }
 
-fn hash_pairs(l: &Batch, r: &Batch, lk: &[BExpr], rk: &[BExpr]) -> Result<(Vec<u32>, Vec<u32>)> {
+fn hash_pairs(ctx: &ExecContext, l: &Batch, r: &Batch, lk: &[BExpr], rk: &[BExpr]) -> Result<(Vec<u32>, Vec<u32>)> {
     let lcols = lk.iter().map(|e| eval(e, l)).collect::<Result<Vec<_>>>()?;
     let rcols = rk.iter().map(|e| eval(e, r)).collect::<Result<Vec<_>>>()?;
     let lref: Vec<&Column> = lcols.iter().map(|c| &**c).collect();
@@ -82,7 +83,7 @@ fn hash_pairs(l: &Batch, r: &Batch, lk: &[BExpr], rk: &[BExpr]) -> Result<(Vec<u
     }
     let (mut li, mut ri) = (Vec::new(), Vec::new());
     for i in 0..l.rows {
-        super::interrupt::check_every(i, 1 << 16)?;
+        ctx.check_every(i, 1 << 16)?;
         if lref.iter().any(|c| !c.is_valid(i)) {
             continue;
         }
@@ -120,7 +121,7 @@ fn filter_pairs(
     Ok((keep.iter().map(|&k| li[k as usize]).collect(), keep.iter().map(|&k| ri[k as usize]).collect()))
 }
 
-fn nested_loop(l: &Batch, r: &Batch, residual: Option<&BExpr>) -> Result<(Vec<u32>, Vec<u32>)> {
+fn nested_loop(ctx: &ExecContext, l: &Batch, r: &Batch, residual: Option<&BExpr>) -> Result<(Vec<u32>, Vec<u32>)> {
     if l.rows.saturating_mul(r.rows) > MAX_OUTPUT_ROWS && residual.is_none() {
         return Err(SqlError::ResourcesExhausted(format!("cross join of {} x {} rows is too large", l.rows, r.rows)));
     }
@@ -131,7 +132,7 @@ fn nested_loop(l: &Batch, r: &Batch, residual: Option<&BExpr>) -> Result<(Vec<u3
     let block = (BLOCK_PAIRS / r.rows).max(1);
     let mut start = 0;
     while start < l.rows {
-        super::interrupt::check()?;
+        ctx.check()?;
         let end = (start + block).min(l.rows);
         let mut bl = Vec::with_capacity((end - start) * r.rows);
         let mut br = Vec::with_capacity((end - start) * r.rows);

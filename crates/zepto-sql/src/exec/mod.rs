@@ -95,7 +95,7 @@ pub fn and_validity(a: Option<&Bitmap>, b: Option<&Bitmap>) -> Option<Bitmap> {
 /// Run a physical plan to one batch.
 pub fn execute(plan: &PhysicalPlan) -> Result<Batch> {
     let ctx = ExecContext::new();
-    let plan = history::resolve(plan.root())?;
+    let plan = history::resolve(&ctx, plan.root())?;
     run(&ctx, &plan)
 }
 
@@ -109,7 +109,7 @@ pub const MIN_CHUNK_ROWS: usize = 64;
 /// shared rather than copied into one column. Every other plan gives one batch.
 pub fn execute_chunks(plan: &PhysicalPlan) -> Result<Vec<Batch>> {
     let ctx = ExecContext::new();
-    let plan = history::resolve(plan.root())?;
+    let plan = history::resolve(&ctx, plan.root())?;
     run_chunks(&ctx, &plan).map(tidy_chunks)
 }
 
@@ -117,7 +117,7 @@ pub fn execute_chunks(plan: &PhysicalPlan) -> Result<Vec<Batch>> {
 /// read into memory) with each node's operator, rows, batches, time and peak memory.
 pub fn explain_analyze(plan: &PhysicalPlan, names: &[crate::plan::Field]) -> Result<(String, Vec<Batch>)> {
     let ctx = ExecContext::profiling();
-    let plan = history::resolve(plan.root())?;
+    let plan = history::resolve(&ctx, plan.root())?;
     let out = run_chunks(&ctx, &plan).map(tidy_chunks)?;
     let text = plan.explain_with(names, &|node| ctx.stats(node).map(|s| describe_stats(&s)));
     Ok((text, out))
@@ -152,24 +152,24 @@ fn tidy_chunks(mut out: Vec<Batch>) -> Vec<Batch> {
 
 /// One node (an operator's input) to one batch.
 pub(crate) fn run(ctx: &ExecContext, plan: &Plan) -> Result<Batch> {
-    interrupt::check()?;
+    ctx.check()?;
     let started = ctx.start();
     let (op, b) = execute_node(ctx, plan)?;
     ctx.finish(started, plan, op, b.rows, 1);
     debug_assert_eq!(op, plan.operator(), "the executor runs the operator the planner chose");
-    interrupt::check()?;
+    ctx.check()?;
     Ok(b)
 }
 
 /// One node to batches of the same columns (at least one).
 fn run_chunks(ctx: &ExecContext, plan: &Plan) -> Result<Vec<Batch>> {
-    interrupt::check()?;
+    ctx.check()?;
     let started = ctx.start();
     let (op, out) = chunks_node(ctx, plan)?;
     debug_assert!(!out.is_empty(), "{op} gave no batch");
     ctx.finish(started, plan, op, out.iter().map(|b| b.rows).sum(), out.len());
     debug_assert_eq!(op, plan.operator(), "the executor runs the operator the planner chose");
-    interrupt::check()?;
+    ctx.check()?;
     Ok(out)
 }
 
@@ -196,20 +196,20 @@ fn chunks_node(ctx: &ExecContext, plan: &Plan) -> Result<(&'static str, Vec<Batc
             let (_, _, spec) = asof_spec(plan)?;
             ctx.fused(left);
             ctx.fused(right);
-            ("AsofMergeJoin", asof::partitioned_chunks(left, right, &spec)?)
+            ("AsofMergeJoin", asof::partitioned_chunks(ctx, left, right, &spec)?)
         }
         Plan::WindowJoin { left, right, aggs, how: PairHow::PartitionWise, .. } => {
             ctx.fused(left);
             ctx.fused(right);
-            ("PartitionWindowJoin", window_join::partitioned_chunks(left, right, &band(plan)?, aggs)?)
+            ("PartitionWindowJoin", window_join::partitioned_chunks(ctx, left, right, &band(plan)?, aggs)?)
         }
         Plan::Aggregate { input, keys, aggs, how: AggHow::PartitionWise { runs } } => {
             ctx.fused(input);
-            ("PartitionAggregate", partitioned::aggregate_chunks(input, keys, aggs, *runs)?)
+            ("PartitionAggregate", partitioned::aggregate_chunks(ctx, input, keys, aggs, *runs)?)
         }
         Plan::Window { input, calls, how: WindowHow::PartitionWise } => {
             ctx.fused(input);
-            ("PartitionWindow", window::partitioned_chunks(input, calls)?)
+            ("PartitionWindow", window::partitioned_chunks(ctx, input, calls)?)
         }
         _ => {
             let (op, b) = execute_node(ctx, plan)?;
@@ -268,7 +268,7 @@ fn project(b: &Batch, exprs: &[BExpr]) -> Result<Batch> {
 /// one (a result has at least one batch: it carries the column types).
 pub(super) fn or_empty(outs: Vec<Batch>, types: &[zepto_storage::DataType]) -> Result<Vec<Batch>> {
     if outs.is_empty() {
-        return Ok(vec![concat_batches(&[], types)?]);
+        return Ok(vec![Batch::new(types.iter().map(|&t| Column::nulls(t, 0)).collect(), 0)]);
     }
     Ok(outs)
 }
@@ -289,13 +289,13 @@ pub fn concat_chunks(mut chunks: Vec<Batch>) -> Batch {
 }
 
 /// Partition results one after another inside a query (`types`: the columns' types, for no
-/// partitions): a column per item of [`interrupt::par_map`], so the columns go to every core.
-pub(crate) fn concat_batches(outs: &[Batch], types: &[zepto_storage::DataType]) -> Result<Batch> {
+/// partitions): a column per item of [`ExecContext::par_map`], so the columns go to every core.
+pub(crate) fn concat_batches(ctx: &ExecContext, outs: &[Batch], types: &[zepto_storage::DataType]) -> Result<Batch> {
     let rows = outs.iter().map(|b| b.rows).sum();
     let column = |&j: &usize| -> Result<Arc<Column>> {
         Ok(if outs.is_empty() { Arc::new(Column::nulls(types[j], 0)) } else { concat_column(outs, j) })
     };
-    let cols = interrupt::par_map(&(0..types.len()).collect::<Vec<_>>(), rows, column)?;
+    let cols = ctx.par_map(&(0..types.len()).collect::<Vec<_>>(), rows, |_, j| column(j))?;
     Ok(Batch::shared(cols, rows))
 }
 
@@ -313,7 +313,7 @@ fn execute_node(ctx: &ExecContext, plan: &Plan) -> Result<(&'static str, Batch)>
         Plan::Join { left, right, kind, left_keys, right_keys, residual } => {
             let (l, r) = (run(ctx, left)?, run(ctx, right)?);
             let op = if left_keys.is_empty() { "NestedLoopJoin" } else { "HashJoin" };
-            (op, join::join(&l, &r, *kind, left_keys, right_keys, residual.as_ref())?)
+            (op, join::join(ctx, &l, &r, *kind, left_keys, right_keys, residual.as_ref())?)
         }
         Plan::AsofJoin { left, right, how, .. } => {
             let (_, _, spec) = asof_spec(plan)?;
@@ -321,7 +321,7 @@ fn execute_node(ctx: &ExecContext, plan: &Plan) -> Result<(&'static str, Batch)>
                 AsofHow::PartitionMerge => {
                     ctx.fused(left);
                     ctx.fused(right);
-                    ("AsofMergeJoin", asof::partitioned(left, right, &spec)?)
+                    ("AsofMergeJoin", asof::partitioned(ctx, left, right, &spec)?)
                 }
                 AsofHow::KeySearch => ("AsofSearchJoin", asof::asof_join(&run(ctx, left)?, &run(ctx, right)?, spec)?),
             }
@@ -354,7 +354,7 @@ fn execute_node(ctx: &ExecContext, plan: &Plan) -> Result<(&'static str, Batch)>
                 PairHow::PartitionWise => {
                     ctx.fused(left);
                     ctx.fused(right);
-                    ("PartitionWindowJoin", window_join::partitioned(left, right, &band, aggs)?)
+                    ("PartitionWindowJoin", window_join::partitioned(ctx, left, right, &band, aggs)?)
                 }
                 PairHow::Sweep => {
                     ("WindowJoin", window_join::window_join(run(ctx, left)?, &run(ctx, right)?, &band, aggs)?)
@@ -365,7 +365,7 @@ fn execute_node(ctx: &ExecContext, plan: &Plan) -> Result<(&'static str, Batch)>
         Plan::Window { input, calls, how } => match how {
             WindowHow::PartitionWise => {
                 ctx.fused(input);
-                ("PartitionWindow", window::partitioned(input, calls)?)
+                ("PartitionWindow", window::partitioned(ctx, input, calls)?)
             }
             WindowHow::Whole => ("Window", window::window(run(ctx, input)?, calls)?),
         },
@@ -393,7 +393,7 @@ fn aggregate_node(
         AggHow::Hash => ("HashAggregate", aggregate::aggregate(&run(ctx, input)?, keys, aggs)?),
         AggHow::PartitionWise { runs } => {
             ctx.fused(input);
-            ("PartitionAggregate", concat_chunks(partitioned::aggregate_chunks(input, keys, aggs, *runs)?))
+            ("PartitionAggregate", concat_chunks(partitioned::aggregate_chunks(ctx, input, keys, aggs, *runs)?))
         }
         AggHow::HistoryPartials => {
             ctx.fused(input);

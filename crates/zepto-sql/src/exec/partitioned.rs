@@ -7,9 +7,8 @@
 
 use super::accum::Mode;
 use super::aggregate::{aggregate, aggregate_runs, grouped};
-use super::interrupt::par_map;
 use super::scan::{filtered_piece, pieces};
-use super::Batch;
+use super::{Batch, ExecContext};
 use crate::error::{Result, SqlError};
 use crate::plan::functions::ScalarFunc;
 use crate::plan::physical::{scan_shape, ScanShape};
@@ -20,7 +19,13 @@ use zepto_storage::Column;
 /// batch when none has rows). The physical planner chose this path: `input` is a (filtered)
 /// scan and `keys` include its partition key; `runs`: every other key is monotonic in the
 /// designated timestamp, so a time-sorted partition's groups are runs.
-pub fn aggregate_chunks(input: &Plan, keys: &[BExpr], aggs: &[AggCall], runs: bool) -> Result<Vec<Batch>> {
+pub fn aggregate_chunks(
+    ctx: &ExecContext,
+    input: &Plan,
+    keys: &[BExpr],
+    aggs: &[AggCall],
+    runs: bool,
+) -> Result<Vec<Batch>> {
     let shape =
         scan_shape(input).ok_or_else(|| SqlError::Internal("partition-wise GROUP BY over a non-scan".into()))?;
     let ScanShape { table, columns, range, .. } = shape;
@@ -48,7 +53,7 @@ pub fn aggregate_chunks(input: &Plan, keys: &[BExpr], aggs: &[AggCall], runs: bo
         Ok(Some(grouped(&b, keys, aggs, runs, Mode::Final)?.into_batch()))
     };
     let rows = ps.iter().map(|p| p.range.len()).sum();
-    let outs: Vec<Batch> = par_map(&ps, rows, one)?.into_iter().flatten().collect();
+    let outs: Vec<Batch> = ctx.par_map(&ps, rows, |_, x| one(x))?.into_iter().flatten().collect();
     if outs.is_empty() {
         // No rows: no groups (the keys include the partition key), in the output's types.
         let empty =

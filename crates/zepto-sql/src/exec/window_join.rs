@@ -11,9 +11,8 @@ use super::asof::{paired, Paired};
 use super::concat_batches;
 use super::eval::eval;
 use super::hash::{bucket_rows, shared_ids};
-use super::interrupt::par_map;
 use super::scan::{piece_batch, Piece};
-use super::Batch;
+use super::{Batch, ExecContext};
 use crate::error::{Result, SqlError};
 use crate::plan::{AggCall, BExpr, Plan};
 use std::borrow::Cow;
@@ -168,20 +167,32 @@ pub fn window_join(l: Batch, r: &Batch, band: &Band, aggs: &[AggCall]) -> Result
 /// the physical planner checked: each left partition sweeps its right partition alone, over
 /// the partitions' own columns (no key hashing, no reordering, no concatenated inputs),
 /// partitions on every core; the results concatenated.
-pub fn partitioned(left: &Plan, right: &Plan, band: &Band, aggs: &[AggCall]) -> Result<Batch> {
-    let (outs, types) = partitioned_parts(left, right, band, aggs)?;
-    concat_batches(&outs, &types)
+pub fn partitioned(ctx: &ExecContext, left: &Plan, right: &Plan, band: &Band, aggs: &[AggCall]) -> Result<Batch> {
+    let (outs, types) = partitioned_parts(ctx, left, right, band, aggs)?;
+    concat_batches(ctx, &outs, &types)
 }
 
 /// [`partitioned`]'s results one batch per left partition, in scan order (one empty batch
 /// when there are none).
-pub fn partitioned_chunks(left: &Plan, right: &Plan, band: &Band, aggs: &[AggCall]) -> Result<Vec<Batch>> {
-    let (outs, types) = partitioned_parts(left, right, band, aggs)?;
+pub fn partitioned_chunks(
+    ctx: &ExecContext,
+    left: &Plan,
+    right: &Plan,
+    band: &Band,
+    aggs: &[AggCall],
+) -> Result<Vec<Batch>> {
+    let (outs, types) = partitioned_parts(ctx, left, right, band, aggs)?;
     super::or_empty(outs, &types)
 }
 
 /// Per left partition: its rows with their aggregates, and the output's column types.
-fn partitioned_parts(left: &Plan, right: &Plan, band: &Band, aggs: &[AggCall]) -> Result<(Vec<Batch>, Vec<DataType>)> {
+fn partitioned_parts(
+    ctx: &ExecContext,
+    left: &Plan,
+    right: &Plan,
+    band: &Band,
+    aggs: &[AggCall],
+) -> Result<(Vec<Batch>, Vec<DataType>)> {
     let pp = paired(left, right)?;
     let Paired { lt, lc, rt, rc, lts, rts, left: lps, .. } = &pp;
     let (lts, rts) = (*lts, *rts);
@@ -220,7 +231,7 @@ fn partitioned_parts(left: &Plan, right: &Plan, band: &Band, aggs: &[AggCall]) -
         Ok(Batch::shared(cols, n))
     };
     let total = lps.iter().map(|p| p.range.len()).sum();
-    let outs = par_map(lps, total, one)?;
+    let outs = ctx.par_map(lps, total, |_, x| one(x))?;
     let types: Vec<_> = lc.iter().map(|&c| lt.schema.columns[c].data_type).chain(aggs.iter().map(|a| a.ty)).collect();
     Ok((outs, types))
 }

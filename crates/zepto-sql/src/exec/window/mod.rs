@@ -9,9 +9,8 @@ mod layout;
 use super::accum;
 use super::concat_batches;
 use super::eval::eval;
-use super::interrupt::par_map;
 use super::scan::{filtered_piece, pieces, Piece};
-use super::Batch;
+use super::{Batch, ExecContext};
 use crate::error::{Result, SqlError};
 use crate::plan::functions::AggFunc;
 use crate::plan::physical::{scan_shape, ScanShape};
@@ -46,28 +45,28 @@ pub fn window(b: Batch, calls: &[WinCall]) -> Result<Batch> {
 /// physical planner checked: no window partition spans two table partitions, so each table
 /// partition runs [`window`] on its own columns, on every core, and the results are
 /// concatenated in scan order.
-pub fn partitioned(input: &Plan, calls: &[WinCall]) -> Result<Batch> {
-    let (outs, types) = partitioned_parts(input, calls)?;
-    concat_batches(&outs, &types)
+pub fn partitioned(ctx: &ExecContext, input: &Plan, calls: &[WinCall]) -> Result<Batch> {
+    let (outs, types) = partitioned_parts(ctx, input, calls)?;
+    concat_batches(ctx, &outs, &types)
 }
 
 /// [`partitioned`]'s results one batch per table partition, in scan order (one empty batch
 /// when there are none).
-pub fn partitioned_chunks(input: &Plan, calls: &[WinCall]) -> Result<Vec<Batch>> {
-    let (outs, types) = partitioned_parts(input, calls)?;
+pub fn partitioned_chunks(ctx: &ExecContext, input: &Plan, calls: &[WinCall]) -> Result<Vec<Batch>> {
+    let (outs, types) = partitioned_parts(ctx, input, calls)?;
     super::or_empty(outs, &types)
 }
 
 /// Per table partition: the window calls' results beside the scan's columns, and the types
 /// of those columns.
-fn partitioned_parts(input: &Plan, calls: &[WinCall]) -> Result<(Vec<Batch>, Vec<DataType>)> {
+fn partitioned_parts(ctx: &ExecContext, input: &Plan, calls: &[WinCall]) -> Result<(Vec<Batch>, Vec<DataType>)> {
     let shape = scan_shape(input)
         .ok_or_else(|| SqlError::Internal("partition-wise window functions over a non-scan".into()))?;
     let ScanShape { table, columns, range, .. } = shape;
     let ps = pieces(table, range);
     let one = |p: &Piece| -> Result<Batch> { window(filtered_piece(&shape, p)?, calls) };
     let rows = ps.iter().map(|p| p.range.len()).sum();
-    let outs = par_map(&ps, rows, one)?;
+    let outs = ctx.par_map(&ps, rows, |_, x| one(x))?;
     let types: Vec<DataType> =
         columns.iter().map(|&c| table.schema.columns[c].data_type).chain(calls.iter().map(|c| c.ty)).collect();
     Ok((outs, types))
