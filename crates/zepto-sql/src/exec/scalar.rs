@@ -89,7 +89,32 @@ fn round_half_away(x: f64, digits: i32) -> f64 {
     }
 }
 
+/// A scalar function over the rows of `b` (result type `ty`), by family.
 pub fn call(f: ScalarFunc, args: &[BExpr], ty: DataType, b: &Batch) -> Result<Column> {
+    use ScalarFunc as F;
+    match f {
+        F::Lower
+        | F::Upper
+        | F::Trim
+        | F::LTrim
+        | F::RTrim
+        | F::Replace
+        | F::StartsWith
+        | F::Length
+        | F::Concat
+        | F::Substr => string(f, args, b),
+        F::Abs | F::Floor | F::Ceil | F::Sign | F::Round | F::Sqrt | F::Ln | F::Log10 | F::Exp | F::Power => {
+            math(f, args, ty, b)
+        }
+        F::Coalesce | F::Greatest | F::Least | F::NullIf => conditional(f, args, ty, b),
+        F::DateTrunc | F::DatePart | F::EpochNs | F::Epoch | F::Now | F::Xbar | F::MonthBucket => {
+            temporal(f, args, ty, b)
+        }
+    }
+}
+
+/// String functions.
+fn string(f: ScalarFunc, args: &[BExpr], b: &Batch) -> Result<Column> {
     use ScalarFunc as F;
     let n = b.rows;
     match f {
@@ -183,6 +208,15 @@ pub fn call(f: ScalarFunc, args: &[BExpr], ty: DataType, b: &Batch) -> Result<Co
             }
             Ok(Column::new(ColumnData::Varchar(out), Some(valid)))
         }
+        f => Err(SqlError::Internal(format!("{f:?} is not a string function"))),
+    }
+}
+
+/// Numeric functions.
+fn math(f: ScalarFunc, args: &[BExpr], ty: DataType, b: &Batch) -> Result<Column> {
+    use ScalarFunc as F;
+    let n = b.rows;
+    match f {
         F::Abs | F::Floor | F::Ceil | F::Sign => {
             let c = eval(&args[0], b)?;
             let data = match (&c.data, f) {
@@ -272,6 +306,15 @@ pub fn call(f: ScalarFunc, args: &[BExpr], ty: DataType, b: &Batch) -> Result<Co
             let v = x.iter().zip(y.iter()).map(|(a, b)| a.powf(*b)).collect();
             Ok(Column::new(ColumnData::Float64(v), super::and_validity(c[0].validity.as_ref(), c[1].validity.as_ref())))
         }
+        f => Err(SqlError::Internal(format!("{f:?} is not a math function"))),
+    }
+}
+
+/// COALESCE, NULLIF, GREATEST, LEAST.
+fn conditional(f: ScalarFunc, args: &[BExpr], ty: DataType, b: &Batch) -> Result<Column> {
+    use ScalarFunc as F;
+    let n = b.rows;
+    match f {
         F::Coalesce => {
             let c = args_cols(args, b)?;
             let mut pick = vec![zepto_storage::column::NULL_INDEX; n];
@@ -334,6 +377,15 @@ pub fn call(f: ScalarFunc, args: &[BExpr], ty: DataType, b: &Batch) -> Result<Co
             }
             Ok(Column::new(base.data, Some(valid)))
         }
+        f => Err(SqlError::Internal(format!("{f:?} is not a conditional function"))),
+    }
+}
+
+/// Time functions: date_trunc, date_part, epoch, now, xbar, month_bucket.
+fn temporal(f: ScalarFunc, args: &[BExpr], ty: DataType, b: &Batch) -> Result<Column> {
+    use ScalarFunc as F;
+    let n = b.rows;
+    match f {
         F::DateTrunc | F::DatePart => {
             let unit = lit_str(&args[0])?.to_string();
             let c = eval(&args[1], b)?;
@@ -389,6 +441,7 @@ pub fn call(f: ScalarFunc, args: &[BExpr], ty: DataType, b: &Batch) -> Result<Co
                 .collect();
             Ok(Column::new(ColumnData::Timestamp(out), c.validity.clone()))
         }
+        f => Err(SqlError::Internal(format!("{f:?} is not a temporal function"))),
     }
 }
 

@@ -187,6 +187,18 @@ fn prune(p: Plan, need: &[bool]) -> (Plan, Map) {
             });
             (Plan::Aggregate { input: Box::new(input), keys, aggs, how }, identity(w))
         }
+        p @ (Plan::WindowJoin { .. }
+        | Plan::SpliceJoin { .. }
+        | Plan::RangeJoin { .. }
+        | Plan::AsofJoin { .. }
+        | Plan::Join { .. }) => prune_join(p, need),
+    }
+}
+
+/// [`prune`] for the two-input joins: each side keeps what the output and the join's keys,
+/// times and residual read.
+fn prune_join(p: Plan, need: &[bool]) -> (Plan, Map) {
+    match p {
         Plan::WindowJoin {
             left,
             right,
@@ -337,6 +349,10 @@ fn prune(p: Plan, need: &[bool]) -> (Plan, Map) {
                 remap(r, &map);
             }
             (Plan::Join { left: Box::new(left), right: Box::new(right), kind, left_keys, right_keys, residual }, map)
+        }
+        p => {
+            let w = width(&p);
+            (p, identity(w))
         }
     }
 }
