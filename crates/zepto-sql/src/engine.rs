@@ -2,7 +2,7 @@
 //! changes nothing: inputs are parsed, typed and validated before the table lock is taken.
 
 use crate::access::TableAccess;
-use crate::error::{Result, SqlError};
+use crate::error::{Pos, Result, SqlError};
 use crate::exec::{self, cast::cast_column, Batch};
 use crate::parser::ast::{InsertSource, Query, SetExpr, Statement};
 use crate::parser::{parse_statements_with_params, ParamValue};
@@ -244,46 +244,7 @@ impl Engine {
                 Ok(QueryResult::status("CREATE TABLE".into()))
             }
             Statement::CreateTableAs { name, if_not_exists, query } => {
-                if self.catalog.exists(name) {
-                    if *if_not_exists {
-                        return Ok(QueryResult::status("CREATE TABLE".into()));
-                    }
-                    return Err(SqlError::TableExists(name.clone()));
-                }
-                let r = self.query(query)?;
-                let columns = r
-                    .fields
-                    .iter()
-                    .map(|f| ColumnDef {
-                        name: f.name.clone(),
-                        data_type: match f.data_type {
-                            DataType::Null => DataType::Varchar,
-                            DataType::Interval => DataType::Int64,
-                            t => t,
-                        },
-                    })
-                    .collect::<Vec<_>>();
-                let cols = r
-                    .batch()
-                    .columns
-                    .iter()
-                    .zip(&columns)
-                    .map(|(c, d)| cast_column(c, d.data_type, false))
-                    .collect::<Result<Vec<_>>>()?;
-                let table = Table::new(name, Schema { columns }, &TableOptions::default())?;
-                table.validate(&cols)?;
-                if !self.catalog.create(table, *if_not_exists)? {
-                    return Ok(QueryResult::status("CREATE TABLE".into()));
-                }
-                let n = match self.catalog.append(name, cols) {
-                    Ok(n) => n,
-                    Err(e) => {
-                        // Not durable (or raced by a DROP): do not leave a half-made table.
-                        let _ = self.catalog.drop_table(name, true);
-                        return Err(e.into());
-                    }
-                };
-                Ok(QueryResult::status(format!("CREATE TABLE {n}")))
+                self.create_table_as(name, *if_not_exists, query)
             }
             Statement::DropTable { name, if_exists, pos } => {
                 self.catalog.drop_table(name, *if_exists).map_err(|e| match e {
@@ -344,27 +305,7 @@ impl Engine {
                 };
                 Ok(QueryResult::status(format!("ALTER TABLE: {msg}")))
             }
-            Statement::AlterTier { table, column, before, pos } => {
-                let t = self.catalog.snapshot(table)?;
-                let ts = t.ts_col.map(|i| t.schema.columns[i].name.as_str());
-                match ts {
-                    Some(ts) if ts.eq_ignore_ascii_case(column) => {}
-                    Some(ts) => {
-                        return Err(SqlError::plan(
-                            format!("rows move to history by the designated timestamp '{ts}', not '{column}'"),
-                            Some(*pos),
-                        ))
-                    }
-                    None => {
-                        return Err(SqlError::plan(
-                            format!("table '{table}' has no designated timestamp to move rows by"),
-                            Some(*pos),
-                        ))
-                    }
-                }
-                drop(t);
-                Ok(QueryResult::status(self.catalog.tier(table, *before)?))
-            }
+            Statement::AlterTier { table, column, before, pos } => self.alter_tier(table, column, *before, *pos),
             Statement::Delete { table, filter, pos } => {
                 let n = crate::dml::delete(&self.catalog, &self.access, table, filter.as_ref(), *pos)?;
                 Ok(QueryResult::status(format!("DELETE {n}")))
@@ -378,37 +319,106 @@ impl Engine {
                 names.retain(|n| self.access.allows(n));
                 Ok(QueryResult::text_column("name", names))
             }
-            Statement::Describe { table, pos } => {
-                let t = self
-                    .catalog
-                    .snapshot(table)
-                    .map_err(|_| SqlError::TableNotFound { name: table.clone(), pos: Some(*pos) })?;
-                let mut names = Vec::new();
-                let mut types = Vec::new();
-                let mut roles = Vec::new();
-                for (i, c) in t.schema.columns.iter().enumerate() {
-                    names.push(c.name.as_str());
-                    types.push(c.data_type.sql_name());
-                    roles.push(if t.key_col == Some(i) {
-                        "partition key"
-                    } else if t.ts_col == Some(i) {
-                        "designated timestamp"
-                    } else {
-                        ""
-                    });
-                }
-                let n = names.len();
-                let mk = |v: Vec<&str>| Column::from_data(zepto_storage::ColumnData::Varchar(v.into_iter().collect()));
-                Ok(QueryResult::rows(
-                    vec![
-                        field("column_name", DataType::Varchar),
-                        field("column_type", DataType::Varchar),
-                        field("role", DataType::Varchar),
-                    ],
-                    Batch::new(vec![mk(names), mk(types), mk(roles)], n),
+            Statement::Describe { table, pos } => self.describe(table, *pos),
+        }
+    }
+    /// `CREATE TABLE name AS query`: the table and its rows, or nothing.
+    fn create_table_as(&self, name: &str, if_not_exists: bool, query: &Query) -> Result<QueryResult> {
+        if self.catalog.exists(name) {
+            if if_not_exists {
+                return Ok(QueryResult::status("CREATE TABLE".into()));
+            }
+            return Err(SqlError::TableExists(name.to_string()));
+        }
+        let r = self.query(query)?;
+        let columns = r
+            .fields
+            .iter()
+            .map(|f| ColumnDef {
+                name: f.name.clone(),
+                data_type: match f.data_type {
+                    DataType::Null => DataType::Varchar,
+                    DataType::Interval => DataType::Int64,
+                    t => t,
+                },
+            })
+            .collect::<Vec<_>>();
+        let cols = r
+            .batch()
+            .columns
+            .iter()
+            .zip(&columns)
+            .map(|(c, d)| cast_column(c, d.data_type, false))
+            .collect::<Result<Vec<_>>>()?;
+        let table = Table::new(name, Schema { columns }, &TableOptions::default())?;
+        table.validate(&cols)?;
+        if !self.catalog.create(table, if_not_exists)? {
+            return Ok(QueryResult::status("CREATE TABLE".into()));
+        }
+        let n = match self.catalog.append(name, cols) {
+            Ok(n) => n,
+            Err(e) => {
+                // Not durable (or raced by a DROP): do not leave a half-made table.
+                let _ = self.catalog.drop_table(name, true);
+                return Err(e.into());
+            }
+        };
+        Ok(QueryResult::status(format!("CREATE TABLE {n}")))
+    }
+
+    /// `ALTER TABLE t CONVERT PARTITION TO PARQUET WHERE ts < before`: by the designated timestamp only.
+    fn alter_tier(&self, table: &str, column: &str, before: i64, pos: Pos) -> Result<QueryResult> {
+        let t = self.catalog.snapshot(table)?;
+        let ts = t.ts_col.map(|i| t.schema.columns[i].name.as_str());
+        match ts {
+            Some(ts) if ts.eq_ignore_ascii_case(column) => {}
+            Some(ts) => {
+                return Err(SqlError::plan(
+                    format!("rows move to history by the designated timestamp '{ts}', not '{column}'"),
+                    Some(pos),
+                ))
+            }
+            None => {
+                return Err(SqlError::plan(
+                    format!("table '{table}' has no designated timestamp to move rows by"),
+                    Some(pos),
                 ))
             }
         }
+        drop(t);
+        Ok(QueryResult::status(self.catalog.tier(table, before)?))
+    }
+
+    /// `DESCRIBE t`: each column's name, type and role.
+    fn describe(&self, table: &str, pos: Pos) -> Result<QueryResult> {
+        let t = self
+            .catalog
+            .snapshot(table)
+            .map_err(|_| SqlError::TableNotFound { name: table.to_string(), pos: Some(pos) })?;
+        let mut names = Vec::new();
+        let mut types = Vec::new();
+        let mut roles = Vec::new();
+        for (i, c) in t.schema.columns.iter().enumerate() {
+            names.push(c.name.as_str());
+            types.push(c.data_type.sql_name());
+            roles.push(if t.key_col == Some(i) {
+                "partition key"
+            } else if t.ts_col == Some(i) {
+                "designated timestamp"
+            } else {
+                ""
+            });
+        }
+        let n = names.len();
+        let mk = |v: Vec<&str>| Column::from_data(zepto_storage::ColumnData::Varchar(v.into_iter().collect()));
+        Ok(QueryResult::rows(
+            vec![
+                field("column_name", DataType::Varchar),
+                field("column_type", DataType::Varchar),
+                field("role", DataType::Varchar),
+            ],
+            Batch::new(vec![mk(names), mk(types), mk(roles)], n),
+        ))
     }
 }
 
