@@ -5,6 +5,7 @@
 #   make test   everything CI tests: unit + DuckDB-oracle .slt corpus + randomized differential
 #               test against DuckDB + parser fuzz smoke run
 #   make check  cargo fmt --check and clippy -D warnings
+#   make msrv   cargo check with the declared minimum Rust (rust-version in Cargo.toml)
 #   make bench  benchmark runner beside DuckDB and Polars (see bench/README.md)
 
 CARGO ?= cargo
@@ -12,7 +13,7 @@ VENV  ?= .venv
 PY    := $(VENV)/bin/python
 SEED  ?= $(shell date +%s)
 
-.PHONY: demo serve sql build test check venv difftest fuzz-smoke bench clean
+.PHONY: demo serve sql build test check msrv venv difftest fuzz-smoke bench clean
 
 build:
 	$(CARGO) build --release -p zepto-cli
@@ -59,6 +60,13 @@ fuzz-smoke:
 check:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+# The declared minimum Rust version builds everything (its own target dir: no thrashing of
+# the stable build). Installs that toolchain with rustup if missing.
+MSRV := $(shell sed -n 's/^rust-version = "\(.*\)"/\1/p' Cargo.toml)
+msrv:
+	rustup toolchain list | grep -q '^$(MSRV)' || rustup toolchain install $(MSRV) --profile minimal
+	CARGO_TARGET_DIR=target/msrv $(CARGO) +$(MSRV) check --workspace --all-targets
 
 bench:
 	./bench/run.sh
