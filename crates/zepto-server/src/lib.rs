@@ -21,6 +21,7 @@ pub mod pool;
 pub mod router;
 pub mod server;
 pub mod sql;
+pub mod state;
 
 pub use auth::{KeyStore, Role};
 pub use config::{Config, RecoveryNotice, TlsFiles};

@@ -1,85 +1,24 @@
 //! Request routing (SPEC §2) and the per-request frame around every handler: authentication,
 //! `X-Request-Id`, metrics, the access log, and errors rendered as JSON.
 
-use crate::access_log::{now_ns, AccessLog, Entry};
+use crate::access_log::{now_ns, Entry};
 use crate::auth::{Principal, Role};
 use crate::body::ResponseBody;
-use crate::config::Config;
 use crate::encode::Format;
 use crate::error::ApiError;
 use crate::ingest::{self, ilp::Precision, IngestFormat, WriteRequest};
-use crate::metrics::{Metrics, Route};
+use crate::metrics::Route;
 use crate::sql::{self, SqlRequest};
+use crate::state::State;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
 use hyper::header::{HeaderValue, CONTENT_LENGTH, CONTENT_TYPE};
 use hyper::{Method, Request, Response, StatusCode};
-use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::sync::Semaphore;
-use zepto_sql::exec::interrupt::QueryControl;
-use zepto_sql::Engine;
-
-/// Everything requests share.
-pub struct State {
-    pub engine: Engine,
-    pub config: Config,
-    pub metrics: Metrics,
-    pub log: Option<AccessLog>,
-    /// Queries in flight, so shutdown can cancel them.
-    pub running: Mutex<HashMap<u64, Arc<QueryControl>>>,
-    /// Statements and ingest batches that may run at once (see [`Config::query_slots`]).
-    pub query_slots: Arc<Semaphore>,
-    pub ingest_slots: Arc<Semaphore>,
-    /// Where statements run (apart from ingest, at a lower CPU priority).
-    pub query_pool: crate::pool::QueryPool,
-    pub ready: AtomicBool,
-    pub started: Instant,
-    next_id: AtomicU64,
-    id_prefix: String,
-}
-
-impl State {
-    /// The server's shared state; starts the query threads.
-    pub fn new(engine: Engine, config: Config, log: Option<AccessLog>) -> std::io::Result<State> {
-        // Request ids: a per-process prefix and a counter, unique without coordination.
-        let id_prefix = format!("{:x}", (now_ns() as u64 ^ u64::from(std::process::id())) & 0xff_ffff_ffff);
-        let metrics = Metrics::new();
-        if let Some(r) = &config.recovery {
-            metrics.recovery_dropped_records.set(i64::try_from(r.records_dropped).unwrap_or(i64::MAX));
-            metrics.recovery_dropped_rows.set(i64::try_from(r.intact_rows_dropped).unwrap_or(i64::MAX));
-        }
-        Ok(State {
-            query_pool: crate::pool::QueryPool::new(config.query_slots())?,
-            query_slots: Arc::new(Semaphore::new(config.query_slots())),
-            ingest_slots: Arc::new(Semaphore::new(config.ingest_slots())),
-            engine,
-            config,
-            metrics,
-            log,
-            running: Mutex::new(HashMap::new()),
-            ready: AtomicBool::new(false),
-            started: Instant::now(),
-            next_id: AtomicU64::new(1),
-            id_prefix,
-        })
-    }
-
-    pub fn next_id(&self) -> u64 {
-        self.next_id.fetch_add(1, Ordering::Relaxed)
-    }
-
-    /// Cancel every query in flight (shutdown).
-    pub fn cancel_all(&self) {
-        for q in self.running.lock().unwrap_or_else(|e| e.into_inner()).values() {
-            q.cancel();
-        }
-    }
-}
 
 /// What a handler reports for the log besides its response.
 struct Outcome {
@@ -111,7 +50,7 @@ pub async fn handle(
     let t0 = Instant::now();
     let id =
         req.headers().get("x-request-id").filter(|v| !v.is_empty() && v.len() <= 128).cloned().unwrap_or_else(|| {
-            let s = format!("{}-{}", state.id_prefix, state.next_id());
+            let s = state.request_id();
             HeaderValue::from_str(&s).unwrap_or(HeaderValue::from_static("-"))
         });
     let method = req.method().clone();

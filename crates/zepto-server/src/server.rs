@@ -13,7 +13,8 @@
 
 use crate::access_log::AccessLog;
 use crate::config::{Config, TlsFiles};
-use crate::router::{handle, State};
+use crate::router::handle;
+use crate::state::State;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};

@@ -10,7 +10,7 @@ use crate::auth::Principal;
 use crate::body::ResponseBody;
 use crate::encode::{Encoder, Format};
 use crate::error::ApiError;
-use crate::router::State;
+use crate::state::State;
 use bytes::Bytes;
 use hyper::{Response, StatusCode};
 use std::sync::Arc;

@@ -1,7 +1,7 @@
 //! `COPY table FROM 'file'` and `COPY (query) TO 'file'`: format chosen by the `FORMAT` option
 //! or the file extension.
 
-use crate::engine::QueryResult;
+use crate::result::QueryResult;
 use crate::error::{FileProblem, Result, SqlError};
 use crate::exec::interrupt;
 use crate::files::FilePolicy;

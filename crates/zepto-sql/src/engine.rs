@@ -8,80 +8,10 @@ use crate::parser::ast::{InsertSource, Query, SetExpr, Statement};
 use crate::parser::{parse_statements_with_params, ParamValue};
 use crate::plan::binder::Binder;
 use crate::plan::Field;
+pub use crate::result::{first_value, QueryResult};
+use crate::result::field;
 use std::sync::Arc;
-use zepto_storage::{Catalog, Column, ColumnDef, DataType, Schema, StorageError, Table, TableOptions, Value};
-
-/// What a statement returns: rows (possibly none) with their schema, or a status message.
-///
-/// The rows are a list of batches of the same columns, one after another (at least one): a
-/// result made of whole table partitions shares their columns instead of copying them into
-/// one (see [`exec::execute_chunks`]). [`QueryResult::batch`] gives them as one batch.
-#[derive(Debug, Clone)]
-pub struct QueryResult {
-    pub fields: Vec<Field>,
-    chunks: Vec<Batch>,
-    /// For DDL/DML: what happened (`CREATE TABLE`, `INSERT 3`, ...).
-    pub status: Option<String>,
-}
-
-impl QueryResult {
-    /// A DDL/DML result: a status message, no rows.
-    pub fn status(msg: String) -> QueryResult {
-        QueryResult { fields: vec![], chunks: vec![Batch::default()], status: Some(msg) }
-    }
-
-    /// Rows as one batch.
-    pub fn rows(fields: Vec<Field>, batch: Batch) -> QueryResult {
-        QueryResult { fields, chunks: vec![batch], status: None }
-    }
-
-    fn chunked(fields: Vec<Field>, chunks: Vec<Batch>) -> QueryResult {
-        assert!(!chunks.is_empty(), "a result has at least one batch (it carries the column types)");
-        QueryResult { fields, chunks, status: None }
-    }
-
-    pub fn row_count(&self) -> usize {
-        self.chunks.iter().map(|b| b.rows).sum()
-    }
-
-    /// The rows as batches one after another, as the query produced them.
-    pub fn chunks(&self) -> &[Batch] {
-        &self.chunks
-    }
-
-    /// The rows as one batch (shared when the result is one batch, else concatenated).
-    pub fn batch(&self) -> Batch {
-        exec::concat_chunks(self.chunks.clone())
-    }
-
-    /// The rows as one batch, consuming the result.
-    pub fn into_batch(self) -> Batch {
-        exec::concat_chunks(self.chunks)
-    }
-
-    /// The result with its rows made one batch, as part of the query: call it under the
-    /// query's control (the copy counts against its memory limit, and a limit or deadline it
-    /// crosses fails here). For a consumer that encodes one batch (the HTTP door).
-    pub fn into_one_batch(self) -> Result<QueryResult> {
-        if self.chunks.len() == 1 {
-            return Ok(self);
-        }
-        let QueryResult { fields, chunks, status } = self;
-        let one = exec::concat_chunks(chunks);
-        exec::interrupt::check()?;
-        Ok(QueryResult { fields, chunks: vec![one], status })
-    }
-
-    fn text_column(name: &str, values: Vec<String>) -> QueryResult {
-        let n = values.len();
-        let col = Column::from_data(zepto_storage::ColumnData::Varchar(values.iter().map(String::as_str).collect()));
-        QueryResult::rows(vec![field(name, DataType::Varchar)], Batch::new(vec![col], n))
-    }
-}
-
-fn field(name: &str, t: DataType) -> Field {
-    Field { qualifier: None, name: name.into(), data_type: t, designated_ts: false }
-}
+use zepto_storage::{Catalog, Column, ColumnDef, DataType, Schema, StorageError, Table, TableOptions};
 
 /// A bound, optimized query over the snapshots taken when it was prepared.
 #[derive(Debug, Clone)]
@@ -473,8 +403,3 @@ pub fn shape_for_table(t: &Table, names: &[String], src: Batch) -> Result<Vec<Co
         .collect())
 }
 
-/// Scalar value of the first row/column (convenience for tests and the CLI).
-pub fn first_value(r: &QueryResult) -> Option<Value> {
-    let b = r.chunks.iter().find(|b| b.rows > 0)?;
-    b.columns.first().map(|c| c.get(0))
-}

@@ -10,6 +10,7 @@ pub mod exec;
 pub mod files;
 pub mod parser;
 pub mod plan;
+pub mod result;
 
 pub use access::TableAccess;
 pub use engine::{Access, Engine, Prepared, QueryResult};

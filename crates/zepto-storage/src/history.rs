@@ -7,8 +7,6 @@
 //! [`HistoryReader`] on the catalog, and queries ask it for the rows a scan needs.
 
 use crate::column::Column;
-use crate::error::StorageError;
-use crate::table::Table;
 use std::ops::Range;
 
 /// One Parquet file of a table's history: rows of one UTC day, sorted by (partition key as a
@@ -92,36 +90,6 @@ pub struct HistoryUnit {
     pub file: usize,
     pub row_group: usize,
     pub rows: usize,
-}
-
-/// Reads history files for queries.
-pub trait HistoryReader: Send + Sync + std::fmt::Debug {
-    /// What a scan of `table`'s history over `[lo, hi]` (and, when `keys` is given, a
-    /// partition key among `keys`) must decode, in file then row-group order: files and row
-    /// groups whose statistics exclude the range or the keys are left out.
-    fn units(&self, table: &Table, keys: Option<&[String]>, lo: i64, hi: i64)
-        -> Result<Vec<HistoryUnit>, StorageError>;
-
-    /// Decode schema columns `columns` of one unit. The chunk holds the whole row group: rows
-    /// outside the scan's range or keys too; the caller cuts them.
-    fn read_unit(&self, table: &Table, columns: &[usize], unit: &HistoryUnit) -> Result<HistoryChunk, StorageError>;
-
-    /// Every unit of [`HistoryReader::units`] decoded, on up to one thread per core.
-    fn read(
-        &self,
-        table: &Table,
-        columns: &[usize],
-        keys: Option<&[String]>,
-        lo: i64,
-        hi: i64,
-    ) -> Result<HistoryRows, StorageError> {
-        let units = self.units(table, keys, lo, hi)?;
-        let chunks = crate::par::try_map(&units, |u| self.read_unit(table, columns, u))?;
-        Ok(HistoryRows { chunks })
-    }
-
-    /// What [`HistoryReader::read`] would read, from file metadata only.
-    fn plan(&self, table: &Table, keys: Option<&[String]>, lo: i64, hi: i64) -> Result<HistoryPlan, StorageError>;
 }
 
 pub use crate::time::NS_PER_DAY;

@@ -11,7 +11,10 @@
 use crate::column::{Column, ColumnBuilder, ColumnData};
 use crate::dict::Dict;
 use crate::error::StorageError;
-use crate::history::{HistFile, History, HistoryReader};
+use crate::history::{HistFile, History};
+
+mod history_reader;
+pub use history_reader::HistoryReader;
 use crate::types::DataType;
 use std::ops::Range;
 use std::sync::Arc;

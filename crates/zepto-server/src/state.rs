@@ -1,0 +1,76 @@
+//! The server's shared state: the engine, configuration, metrics, the access log, the
+//! queries in flight and the admission slots every request goes through.
+
+use crate::access_log::{now_ns, AccessLog};
+use crate::config::Config;
+use crate::metrics::Metrics;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+use tokio::sync::Semaphore;
+use zepto_sql::exec::interrupt::QueryControl;
+use zepto_sql::Engine;
+
+/// Everything requests share.
+pub struct State {
+    pub engine: Engine,
+    pub config: Config,
+    pub metrics: Metrics,
+    pub log: Option<AccessLog>,
+    /// Queries in flight, so shutdown can cancel them.
+    pub running: Mutex<HashMap<u64, Arc<QueryControl>>>,
+    /// Statements and ingest batches that may run at once (see [`Config::query_slots`]).
+    pub query_slots: Arc<Semaphore>,
+    pub ingest_slots: Arc<Semaphore>,
+    /// Where statements run (apart from ingest, at a lower CPU priority).
+    pub query_pool: crate::pool::QueryPool,
+    pub ready: AtomicBool,
+    pub started: Instant,
+    next_id: AtomicU64,
+    id_prefix: String,
+}
+
+impl State {
+    /// The server's shared state; starts the query threads.
+    pub fn new(engine: Engine, config: Config, log: Option<AccessLog>) -> std::io::Result<State> {
+        // Request ids: a per-process prefix and a counter, unique without coordination.
+        let id_prefix = format!("{:x}", (now_ns() as u64 ^ u64::from(std::process::id())) & 0xff_ffff_ffff);
+        let metrics = Metrics::new();
+        if let Some(r) = &config.recovery {
+            metrics.recovery_dropped_records.set(i64::try_from(r.records_dropped).unwrap_or(i64::MAX));
+            metrics.recovery_dropped_rows.set(i64::try_from(r.intact_rows_dropped).unwrap_or(i64::MAX));
+        }
+        Ok(State {
+            query_pool: crate::pool::QueryPool::new(config.query_slots())?,
+            query_slots: Arc::new(Semaphore::new(config.query_slots())),
+            ingest_slots: Arc::new(Semaphore::new(config.ingest_slots())),
+            engine,
+            config,
+            metrics,
+            log,
+            running: Mutex::new(HashMap::new()),
+            ready: AtomicBool::new(false),
+            started: Instant::now(),
+            next_id: AtomicU64::new(1),
+            id_prefix,
+        })
+    }
+
+    pub fn next_id(&self) -> u64 {
+        self.next_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// A request id unique in this process and across restarts: `<prefix>-<counter>`.
+    pub fn request_id(&self) -> String {
+        format!("{}-{}", self.id_prefix, self.next_id())
+    }
+
+    /// Cancel every query in flight (shutdown).
+    pub fn cancel_all(&self) {
+        for q in self.running.lock().unwrap_or_else(|e| e.into_inner()).values() {
+            q.cancel();
+        }
+    }
+}
+
