@@ -150,7 +150,7 @@ def main():
             print(f"{'known' if known else 'CYCLE'}: {crate} {where}: {' <-> '.join(sorted(comp))}")
             bad += not known
     if bad:
-        print(f"{bad} import cycle(s) between modules; see tests/arch/cycles.py", file=sys.stderr)
+        print(f"{bad} import cycle(s) between modules; see tests/arch/cycles.py")
         sys.exit(1)
     print("no import cycles between modules (besides the known ones listed above)")
 

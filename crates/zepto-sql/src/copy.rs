@@ -1,10 +1,10 @@
 //! `COPY table FROM 'file'` and `COPY (query) TO 'file'`: format chosen by the `FORMAT` option
 //! or the file extension.
 
-use crate::result::QueryResult;
 use crate::error::{FileProblem, Result, SqlError};
 use crate::exec::interrupt;
 use crate::files::FilePolicy;
+use crate::result::QueryResult;
 use std::io::{Read, Write};
 use zepto_io::csv::{read_csv, write_csv, CsvOptions};
 use zepto_io::parquet::{read_parquet, write_parquet};

@@ -8,8 +8,8 @@ use crate::parser::ast::{InsertSource, Query, SetExpr, Statement};
 use crate::parser::{parse_statements_with_params, ParamValue};
 use crate::plan::binder::Binder;
 use crate::plan::Field;
-pub use crate::result::{first_value, QueryResult};
 use crate::result::field;
+pub use crate::result::{first_value, QueryResult};
 use std::sync::Arc;
 use zepto_storage::{Catalog, Column, ColumnDef, DataType, Schema, StorageError, Table, TableOptions};
 
@@ -402,4 +402,3 @@ pub fn shape_for_table(t: &Table, names: &[String], src: Batch) -> Result<Vec<Co
         .map(|(c, d)| c.unwrap_or_else(|| Column::nulls(d.data_type, n)))
         .collect())
 }
-

@@ -14,8 +14,8 @@
 use crate::column::Column;
 use crate::error::StorageError;
 use crate::history::{day_floor, HistFile};
-use crate::table::HistoryReader;
 use crate::logged::Logged;
+use crate::table::HistoryReader;
 use crate::table::{ColumnDef, Schema, Table};
 use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock, RwLock};

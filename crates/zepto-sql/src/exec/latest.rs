@@ -6,10 +6,10 @@
 //! end). Otherwise rows are grouped by hashing and the greatest `ts` per group is kept.
 //! Rows with a NULL `ts` are never the latest. Output is in `ts` order.
 
+use super::cmp::value_cmp;
 use super::eval::eval;
 use super::hash::group_ids;
 use super::scan::{piece_batch, pieces};
-use super::sort::value_cmp;
 use super::Batch;
 use crate::error::{Result, SqlError};
 use crate::plan::physical::{tail_shape, ScanShape};

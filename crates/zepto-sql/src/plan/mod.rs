@@ -11,9 +11,7 @@ pub mod functions;
 pub mod physical;
 pub mod prune;
 pub(crate) mod pushdown;
-pub mod sample;
-pub mod window;
-mod window_join;
+pub use binder::{sample, window};
 
 use crate::parser::ast::{BinaryOp, JoinKind, Query, SetOp};
 use functions::{AggFunc, ScalarFunc};

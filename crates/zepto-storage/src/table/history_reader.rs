@@ -34,4 +34,3 @@ pub trait HistoryReader: Send + Sync + std::fmt::Debug {
     /// What [`HistoryReader::read`] would read, from file metadata only.
     fn plan(&self, table: &Table, keys: Option<&[String]>, lo: i64, hi: i64) -> Result<HistoryPlan, StorageError>;
 }
-

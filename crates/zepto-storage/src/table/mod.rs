@@ -14,8 +14,8 @@ use crate::error::StorageError;
 use crate::history::{HistFile, History};
 
 mod history_reader;
-pub use history_reader::HistoryReader;
 use crate::types::DataType;
+pub use history_reader::HistoryReader;
 use std::ops::Range;
 use std::sync::Arc;
 

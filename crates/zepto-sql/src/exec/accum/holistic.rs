@@ -7,7 +7,7 @@
 use super::kernels::{from_opt_f64, to_f64};
 use super::{Accumulator, Input, Rows};
 use crate::error::{Result, SqlError};
-use crate::exec::sort::value_cmp;
+use crate::exec::cmp::value_cmp;
 use crate::plan::functions::AggFunc;
 use zepto_storage::column::NULL_INDEX;
 use zepto_storage::{Bitmap, Column, ColumnData, DataType};

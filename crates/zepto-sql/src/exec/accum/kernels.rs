@@ -3,11 +3,12 @@
 //! search behind min/max and first/last.
 
 use crate::error::{Result, SqlError};
-use crate::exec::sort::value_cmp;
+use crate::exec::cmp::value_cmp;
+pub use crate::exec::numeric::{from_opt_f64, to_f64, validity};
 use std::borrow::Cow;
 use std::cmp::Ordering;
 use zepto_storage::column::NULL_INDEX;
-use zepto_storage::{Bitmap, Column, ColumnData};
+use zepto_storage::{Column, ColumnData};
 
 /// Sum of a slice with 8 independent accumulators.
 pub fn lane_sum(v: &[f64]) -> f64 {
@@ -79,38 +80,6 @@ pub fn lane_dot(p: &[f64], s: &[f64]) -> (f64, f64) {
         td += s[i];
     }
     (tn + num.iter().sum::<f64>(), td + den.iter().sum::<f64>())
-}
-
-/// A FLOAT64 column from optional values (`None` = NULL).
-pub fn from_opt_f64(it: impl Iterator<Item = Option<f64>>) -> Column {
-    let (lo, _) = it.size_hint();
-    let (mut vals, mut valid) = (Vec::with_capacity(lo), Vec::with_capacity(lo));
-    for v in it {
-        vals.push(v.unwrap_or(0.0));
-        valid.push(v.is_some() as i64);
-    }
-    Column::new(ColumnData::Float64(vals), validity(&valid))
-}
-
-/// A validity bitmap from counts of values (valid where positive), or none when every
-/// count is.
-pub fn validity(counts: &[i64]) -> Option<Bitmap> {
-    (!counts.iter().all(|&c| c > 0)).then(|| Bitmap::from_bools(counts.iter().map(|&c| c > 0)))
-}
-
-/// Values as f64 (NULL slots hold 0).
-pub fn to_f64(c: &Column) -> Result<Cow<'_, [f64]>> {
-    Ok(match &c.data {
-        ColumnData::Float64(v) => Cow::Borrowed(v.as_slice()),
-        ColumnData::Float32(v) => Cow::Owned(v.iter().map(|&x| x as f64).collect()),
-        ColumnData::Int32(v) | ColumnData::Date(v) => Cow::Owned(v.iter().map(|&x| x as f64).collect()),
-        ColumnData::Int64(v) | ColumnData::Timestamp(v) | ColumnData::Interval(v) => {
-            Cow::Owned(v.iter().map(|&x| x as f64).collect())
-        }
-        ColumnData::Bool(v) => Cow::Owned(v.iter().map(|&x| x as u8 as f64).collect()),
-        ColumnData::Null(n) => Cow::Owned(vec![0.0; *n]),
-        d => return Err(SqlError::exec(format!("expected a numeric value, got {}", d.data_type()))),
-    })
 }
 
 /// Integer-like values as i64 (booleans 0/1, NULL slots as stored), or `None` for floats and

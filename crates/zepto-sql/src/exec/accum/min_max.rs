@@ -5,7 +5,7 @@
 use super::kernels::{best_rows, choose, lane_extreme, pad};
 use super::{runs, Accumulator, Input, Rows};
 use crate::error::{Result, SqlError};
-use crate::exec::sort::value_cmp;
+use crate::exec::cmp::value_cmp;
 use std::cmp::Ordering;
 use std::collections::VecDeque;
 use zepto_storage::column::NULL_INDEX;

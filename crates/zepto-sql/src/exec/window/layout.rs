@@ -7,9 +7,9 @@
 
 use super::super::eval::eval;
 use super::super::hash::{group_ids, rows_equal};
-use super::super::sort::{key_cmp, RowCmp};
 use super::super::Batch;
 use crate::error::Result;
+use crate::exec::cmp::{key_cmp, RowCmp};
 use crate::plan::{BExpr, SortKey};
 use std::borrow::Cow;
 use std::cmp::Ordering;

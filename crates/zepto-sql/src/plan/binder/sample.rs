@@ -11,13 +11,13 @@
 //! row's timestamp; a `FROM` bound aligns them to `FROM`. The range `[lo, hi)` is `FROM`/`TO`
 //! when given, else the first to the last bucket present.
 
-use super::bind_expr::{cast_to, AggCtx, ExprBinder, SubPlan, SubqueryRunner};
-use super::binder::Binder;
-use super::{BExpr, Plan};
+use super::Binder;
 use crate::error::{Result, SqlError};
 use crate::parser::ast::{
     BinaryOp, Expr, FillMode, FuncCall, Literal, OrderItem, Query, SampleBy, Select, SelectItem, SetExpr,
 };
+use crate::plan::bind_expr::{cast_to, AggCtx, ExprBinder, SubPlan, SubqueryRunner};
+use crate::plan::{BExpr, Plan};
 use zepto_storage::{DataType, Value};
 
 /// What the rewritten SELECT's binder needs to place the Fill node.
@@ -219,7 +219,7 @@ impl Binder {
                         });
                         continue;
                     }
-                    if super::bind_expr::contains_aggregate(expr) {
+                    if crate::plan::bind_expr::contains_aggregate(expr) {
                         has_agg = true;
                     } else {
                         group_by.push(expr.clone());

@@ -1,9 +1,9 @@
 //! Correlated subqueries: for each distinct tuple of outer values, substitute them into the
 //! subquery, plan and run it once (results cached per tuple).
 
-use super::eval::eval;
-use super::{execute, Batch};
+use super::eval;
 use crate::error::{Result, SqlError};
+use crate::exec::{execute, Batch};
 use crate::plan::binder::{substitute, Binder};
 use crate::plan::{BExpr, Correlated, SubqueryKind};
 use std::collections::HashMap;

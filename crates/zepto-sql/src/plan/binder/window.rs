@@ -9,12 +9,12 @@
 //! without `OVER` get a default window: PARTITION BY the table's partition key and ORDER BY
 //! its designated timestamp, when those columns are visible; EXPLAIN marks such calls.
 
-use super::bind_expr::{cast_to, common_type, AggCtx, ExprBinder};
-use super::binder::Binder;
-use super::functions::{agg_by_name, AggFunc};
-use super::{BExpr, Field, SortKey};
+use super::Binder;
 use crate::error::{Pos, Result, SqlError};
 use crate::parser::ast::{Expr, FrameBound, FrameUnits, FuncCall, WindowSpec};
+use crate::plan::bind_expr::{cast_to, common_type, AggCtx, ExprBinder};
+use crate::plan::functions::{agg_by_name, AggFunc};
+use crate::plan::{BExpr, Field, SortKey};
 use zepto_storage::{DataType, Value};
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -287,7 +287,7 @@ pub fn bind_window_call(
                         "mdev" => AggFunc::StddevPop,
                         _ => AggFunc::Count,
                     };
-                    let ty = super::functions::agg_type(agg, &[xt], f.pos)?;
+                    let ty = crate::plan::functions::agg_type(agg, &[xt], f.pos)?;
                     frame =
                         Some(Frame { rows: true, start: Edge::Preceding(Offset::Int(n - 1)), end: Edge::CurrentRow });
                     (WinFunc::Agg(agg), vec![x], ty)
@@ -434,7 +434,7 @@ fn range_offset(v: &Value, key: DataType, pos: Pos) -> Result<Offset> {
 pub fn collect_calls<'e>(e: &'e Expr, out: &mut Vec<(String, &'e FuncCall)>) {
     fn go<'e>(e: &'e Expr, out: &mut Vec<(String, &'e FuncCall)>) {
         if let Expr::Func(f) = e {
-            if super::bind_expr::is_window_call(f) {
+            if crate::plan::bind_expr::is_window_call(f) {
                 let text = e.to_string();
                 if !out.iter().any(|(t, _)| *t == text) {
                     out.push((text, f));

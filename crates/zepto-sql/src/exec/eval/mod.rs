@@ -2,7 +2,11 @@
 //! (a comparison with a constant never materializes a column of copies), and SYMBOL columns are
 //! compared through their dictionary: each distinct string is tested once, rows by code.
 
-use super::{and_validity, cast, like, scalar, Batch};
+use super::{and_validity, cast, Batch};
+
+mod correlated;
+mod like;
+mod scalar;
 use crate::error::{Result, SqlError};
 use crate::parser::ast::BinaryOp;
 use crate::plan::BExpr;
@@ -93,7 +97,7 @@ pub fn eval<'a>(e: &'a BExpr, b: &'a Batch) -> Result<Cow<'a, Column>> {
             let p = eval_opnd(pattern, b)?;
             Cow::Owned(like::like(&x, p, *negated, *case_insensitive, n)?)
         }
-        BExpr::Correlated { sub, expr } => Cow::Owned(super::correlated::eval_correlated(sub, expr.as_deref(), b)?),
+        BExpr::Correlated { sub, expr } => Cow::Owned(correlated::eval_correlated(sub, expr.as_deref(), b)?),
     })
 }
 

@@ -1,9 +1,9 @@
 //! Scalar functions: strings, math, timestamps, COALESCE and friends.
 
-use super::accum::to_f64;
-use super::eval::{eval, eval_opnd, Opnd};
-use super::Batch;
+use super::{eval, eval_opnd, Opnd};
 use crate::error::{Result, SqlError};
+use crate::exec::numeric::to_f64;
+use crate::exec::Batch;
 use crate::plan::functions::ScalarFunc;
 use crate::plan::BExpr;
 use std::borrow::Cow;
@@ -264,7 +264,7 @@ fn math(f: ScalarFunc, args: &[BExpr], ty: DataType, b: &Batch) -> Result<Column
                 }
                 _ => {
                     let r = f64_map(&c, |x| Some(round_half_away(x, digits)))?;
-                    return super::cast::cast_column(&r, ty, false);
+                    return crate::exec::cast::cast_column(&r, ty, false);
                 }
             };
             Ok(Column::new(data, c.validity.clone()))
@@ -304,7 +304,10 @@ fn math(f: ScalarFunc, args: &[BExpr], ty: DataType, b: &Batch) -> Result<Column
             let c = args_cols(args, b)?;
             let (x, y) = (to_f64(&c[0])?, to_f64(&c[1])?);
             let v = x.iter().zip(y.iter()).map(|(a, b)| a.powf(*b)).collect();
-            Ok(Column::new(ColumnData::Float64(v), super::and_validity(c[0].validity.as_ref(), c[1].validity.as_ref())))
+            Ok(Column::new(
+                ColumnData::Float64(v),
+                crate::exec::and_validity(c[0].validity.as_ref(), c[1].validity.as_ref()),
+            ))
         }
         f => Err(SqlError::Internal(format!("{f:?} is not a math function"))),
     }
@@ -338,7 +341,7 @@ fn conditional(f: ScalarFunc, args: &[BExpr], ty: DataType, b: &Batch) -> Result
                 .collect();
             let refs: Vec<&Column> = parts.iter().collect();
             let all = Column::concat(&refs);
-            let cmp = super::sort::value_cmp(&all);
+            let cmp = crate::exec::cmp::value_cmp(&all);
             let want = if f == F::Greatest { std::cmp::Ordering::Greater } else { std::cmp::Ordering::Less };
             let mut pick = vec![zepto_storage::column::NULL_INDEX; n];
             for i in 0..n {
@@ -364,7 +367,7 @@ fn conditional(f: ScalarFunc, args: &[BExpr], ty: DataType, b: &Batch) -> Result
                 right: Box::new(args[1].clone()),
                 ty: DataType::Bool,
             };
-            let eq = super::eval::eval(&eq_expr, b)?;
+            let eq = super::eval(&eq_expr, b)?;
             drop(r);
             let base = l.into_column(ty, n)?;
             let mut valid = base.validity.clone().unwrap_or_else(|| Bitmap::new_set(n));
@@ -474,7 +477,7 @@ fn xbar(args: &[BExpr], ty: DataType, b: &Batch) -> Result<Column> {
         Opnd::Lit(v) => Some((*v).clone()),
         Opnd::Col(_) => None,
     };
-    let validity = super::and_validity(x.validity.as_ref(), w.validity(n).as_ref());
+    let validity = crate::exec::and_validity(x.validity.as_ref(), w.validity(n).as_ref());
     match (&x.data, ty) {
         (ColumnData::Timestamp(v) | ColumnData::Int64(v), _) if ty == DataType::Timestamp || ty == DataType::Int64 => {
             let widths: Vec<i64> = match &wv {
@@ -516,7 +519,7 @@ fn xbar(args: &[BExpr], ty: DataType, b: &Batch) -> Result<Column> {
             let out: Vec<f64> =
                 xf.iter().zip(wf.iter()).map(|(&a, &w)| if w > 0.0 { w * (a / w).floor() } else { f64::NAN }).collect();
             let col = Column::new(ColumnData::Float64(out), validity);
-            super::cast::cast_column(&col, ty, false)
+            crate::exec::cast::cast_column(&col, ty, false)
         }
     }
 }

@@ -6,14 +6,14 @@
 //! The SELECT binds like an aggregation whose groups are the left rows: left columns are the
 //! "keys", and the Aggregate node is replaced by a [`Plan::WindowJoin`] sweep.
 
-use super::bind_expr::AggCtx;
-use super::binder::{apply_filter, collect_agg_exprs, split_equi, Binder, Item};
-use super::functions::AggFunc;
-use super::prune::width;
-use super::pushdown::conjuncts;
+use super::{apply_filter, collect_agg_exprs, split_equi, Binder, Item};
 use super::{BExpr, Field, Plan};
 use crate::error::{Result, SqlError};
 use crate::parser::ast::{BinaryOp, Expr, JoinKind, OrderItem, Select};
+use crate::plan::bind_expr::AggCtx;
+use crate::plan::functions::AggFunc;
+use crate::plan::prune::width;
+use crate::plan::pushdown::conjuncts;
 use zepto_storage::{DataType, Value};
 
 /// A `WINDOW JOIN` (possibly under WHERE filters) waiting for its SELECT.
@@ -195,7 +195,7 @@ impl Binder {
             lo,
             hi,
             aggs,
-            how: super::PairHow::Sweep,
+            how: crate::plan::PairHow::Sweep,
         };
         Ok((plan, AggCtx { keys, aggs: texts }))
     }
@@ -253,7 +253,7 @@ pub(super) fn band_join(
         hi,
         outer: kind == JoinKind::Left,
     };
-    Ok(match super::pushdown::and_all(rest) {
+    Ok(match crate::plan::pushdown::and_all(rest) {
         Some(pred) => Plan::Filter { input: Box::new(plan), pred },
         None => plan,
     })

@@ -4,11 +4,15 @@
 //! ORDER BY may use input columns that are not selected (they ride along as hidden columns);
 //! uncorrelated subqueries are planned and run once, here, and become constants.
 
+pub mod sample;
+pub mod window;
+mod window_join;
+
 use super::bind_expr::{
     cast_to, common_type, contains_aggregate, resolve, walk, AggCtx, ExprBinder, SubPlan, SubqueryRunner, WinCtx,
 };
 use super::functions::{self, agg_arity, agg_by_name, agg_type, AggFunc};
-use super::{prune, pushdown, window, window_join};
+use super::{prune, pushdown};
 use super::{AggCall, BExpr, Field, OuterRef, Plan, SortKey};
 use crate::error::{Pos, Result, SqlError};
 use crate::exec;
