@@ -4,7 +4,8 @@
 #   make sql    SQL shell on the demo data
 #   make test   everything CI tests: unit + DuckDB-oracle .slt corpus + randomized differential
 #               test against DuckDB + parser fuzz smoke run
-#   make check  cargo fmt --check, clippy -D warnings, no import cycles between modules
+#   make check  cargo fmt --check, clippy -D warnings, no import cycles between modules,
+#               cargo doc without warnings
 #   make msrv   cargo check with the declared minimum Rust (rust-version in Cargo.toml)
 #   make bench  benchmark runner beside DuckDB and Polars (see bench/README.md)
 
@@ -61,6 +62,7 @@ check:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	python3 tests/arch/cycles.py
+	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --no-deps --quiet
 
 # The declared minimum Rust version builds everything (its own target dir: no thrashing of
 # the stable build). Installs that toolchain with rustup if missing.

@@ -5,11 +5,11 @@
 //! DIR/history/<table>/date=YYYY-MM-DD/part-<seq>.parquet
 //! ```
 //!
-//! * [`write`] — tiering: the rows of a table snapshot before a cut, one file per UTC day,
+//! * [`mod@write`] — tiering: the rows of a table snapshot before a cut, one file per UTC day,
 //!   sorted by (partition key, timestamp) so row-group statistics prune on both.
 //! * [`read`] — [`ParquetHistory`], the catalog's [`zepto_storage::HistoryReader`]: cached
 //!   footers, file pruning by time, row-group pruning by time and key, projection.
-//! * [`sweep`] — startup check: every file the recovered tables name is there with its
+//! * [`mod@sweep`] — startup check: every file the recovered tables name is there with its
 //!   length; files no table names (a tiering cut short by a crash) are deleted.
 //!
 //! Which files belong to a table is table state (`zepto_storage::History`), changed only by

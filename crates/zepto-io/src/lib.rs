@@ -5,7 +5,7 @@
 //! * [`parquet`] — Parquet files in and out through Arrow record batches (zstd/snappy).
 //! * [`arrow`] — engine columns to and from Arrow arrays (Parquet and Arrow IPC share it).
 //! * [`ipc`] — the Arrow IPC stream format (HTTP ingest and results).
-//! * [`format`] — value rendering for CSV, JSON and the terminal table.
+//! * [`mod@format`] — value rendering for CSV, JSON and the terminal table.
 
 pub mod arrow;
 pub mod csv;

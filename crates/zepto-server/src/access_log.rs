@@ -1,6 +1,6 @@
 //! The structured access log: one JSON object per request, written by a background thread so
 //! a slow disk or terminal never holds up a request (lines are dropped, and counted, if the
-//! writer falls more than [`QUEUE`] lines behind).
+//! writer falls more than `QUEUE` lines behind).
 
 use std::io::Write;
 use std::path::Path;

@@ -32,7 +32,7 @@ impl Prepared {
 pub enum Access {
     /// SELECT, EXPLAIN, SHOW TABLES, DESCRIBE.
     Read,
-    /// INSERT, UPDATE, DELETE, CREATE TABLE [AS], ALTER TABLE ADD COLUMN.
+    /// INSERT, UPDATE, DELETE, CREATE TABLE (AS), ALTER TABLE ADD COLUMN.
     Write,
     /// DROP TABLE, COPY (which reads or writes files on the server) and CHECKPOINT.
     Admin,

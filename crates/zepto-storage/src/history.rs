@@ -4,7 +4,7 @@
 //! ([`crate::Change::Tier`] adds files and removes their rows from memory in one step,
 //! [`crate::Change::Retain`] drops old files and rows), is written in checkpoints and replayed
 //! from the log. Reading the files is not this crate's business: the database installs a
-//! [`HistoryReader`] on the catalog, and queries ask it for the rows a scan needs.
+//! [`crate::HistoryReader`] on the catalog, and queries ask it for the rows a scan needs.
 
 use crate::column::Column;
 use std::ops::Range;

@@ -1,7 +1,7 @@
 //! The write-ahead log (issue #5): every write is framed, checksummed and appended to a segment
 //! file before it is acknowledged; replay on startup gives the records back in order.
 //!
-//! * [`format`] — segment header (magic, version, first LSN) and record framing
+//! * [`mod@format`] — segment header (magic, version, first LSN) and record framing
 //!   (length, CRC-32, LSN, payload).
 //! * [`storage`] — where segments live, behind a small trait: real files, or an in-memory
 //!   store that injects short writes, fsync failures and crashes for tests.

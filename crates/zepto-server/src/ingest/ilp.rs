@@ -6,7 +6,7 @@
 //! values: float (`1`, `-1.5e3`), integer (`1i`), unsigned (`1u`), string (`"..."`), boolean
 //! (`t`, `true`, `F`, `FALSE`, ...). The timestamp is an integer in the request's precision.
 //!
-//! This module only parses; [`super::apply_ilp`] maps points onto tables.
+//! This module only parses; `super::apply_ilp` maps points onto tables.
 
 use std::borrow::Cow;
 

@@ -1,6 +1,6 @@
 //! GROUP BY: rows → groups, then every aggregate's accumulator ([`super::accum`]) over them.
 //!
-//! Groups are found by hashing the keys ([`super::hash::group_ids`]; a single SYMBOL key uses
+//! Groups are found by hashing the keys (`hash::group_ids`; a single SYMBOL key uses
 //! the dictionary code directly), or, when the input is ordered so that groups are runs of
 //! neighbouring rows (one partition's rows, time buckets in a time-sorted partition), from
 //! the rows where a key changes: no hashing, and each aggregate reduces run by run.

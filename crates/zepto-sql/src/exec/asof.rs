@@ -383,7 +383,7 @@ fn partition_wise<R: Send>(
     ctx.par_map(lps, total, |_, x| one(x)).map(|outs| (outs, types))
 }
 
-/// The partition-wise ASOF ([`partition_wise`]) as one batch, built a column at a time on
+/// The partition-wise ASOF (`partition_wise`) as one batch, built a column at a time on
 /// every core: left columns concatenated (LEFT) or gathered (inner), right columns gathered
 /// straight from the partitions' columns.
 pub fn partitioned(ctx: &ExecContext, left: &Plan, right: &Plan, spec: &AsofSpec) -> Result<Batch> {
@@ -394,7 +394,7 @@ pub fn partitioned(ctx: &ExecContext, left: &Plan, right: &Plan, spec: &AsofSpec
     ctx.par_map(&emitted, rows, |_, &j| assemble(j, nl, types[j], &outs)).map(|cols| Batch::shared(cols, rows))
 }
 
-/// The partition-wise ASOF ([`partition_wise`]) as one batch per left partition, each built
+/// The partition-wise ASOF (`partition_wise`) as one batch per left partition, each built
 /// on the helper thread that merged it: a LEFT join's left columns are the partition's own
 /// (shared, not copied), right columns are gathered from the paired right partition. No left
 /// partition: [`partitioned`]'s one empty batch, which carries the column types.
