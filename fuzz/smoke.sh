@@ -13,12 +13,17 @@ if ! cargo +nightly fuzz --version >/dev/null 2>&1; then
   cargo install cargo-fuzz --locked --quiet
 fi
 # Seed corpus: every SQL statement of the golden files, one per file.
-mkdir -p corpus/sql corpus/csv
+mkdir -p corpus/sql corpus/csv corpus/ingest
 if [ -z "$(ls -A corpus/sql)" ]; then
   awk 'BEGIN{n=0} /^(statement|query)/{getline; n++; f=sprintf("corpus/sql/slt%05d", n); print > f; close(f)}' ../tests/slt/*.slt
   printf 'ts,sym,px,n,s,b\n2024-01-02 09:30:00,A,1.5,3,"x,y",true\n,,,,"",\n' > corpus/csv/seed1
 fi
-for t in sql csv; do
+if [ -z "$(ls -A corpus/ingest)" ]; then
+  printf 'cpu,host=a usage=0.5,idle=99i,ok=t,name="x y" 1700000000000000000\nmem free=12u\n' > corpus/ingest/ilp1
+  cp corpus/csv/seed1 corpus/ingest/csv1
+  printf '{"ts":"2024-01-02 09:30:00","sym":"A","px":1.5,"n":3,"s":"x","b":true}\n' > corpus/ingest/jsonl1
+fi
+for t in sql csv ingest; do
   echo "== fuzz $t for ${secs}s"
   cargo +nightly fuzz run "$t" "corpus/$t" -- -max_total_time="$secs" -max_len=4096 -timeout=10 -rss_limit_mb=4096 2>&1 | tail -n 4
 done
