@@ -63,21 +63,50 @@ pub fn lane_extreme<const MIN: bool>(v: &[f64]) -> Option<f64> {
     (!nan).then(|| m.into_iter().fold(init, pick))
 }
 
+/// A number a weight column holds, as f64 (exact for integers below 2^53, far beyond any
+/// traded size): lets `lane_dot` read BIGINT and INTEGER sizes in place, no converted copy.
+pub trait AsF64: Copy {
+    fn as_f64(self) -> f64;
+}
+
+impl AsF64 for f64 {
+    #[inline(always)]
+    fn as_f64(self) -> f64 {
+        self
+    }
+}
+
+impl AsF64 for i64 {
+    #[inline(always)]
+    fn as_f64(self) -> f64 {
+        self as f64
+    }
+}
+
+impl AsF64 for i32 {
+    #[inline(always)]
+    fn as_f64(self) -> f64 {
+        f64::from(self)
+    }
+}
+
 /// Σ p·s and Σ s with 8 independent accumulators.
-pub fn lane_dot(p: &[f64], s: &[f64]) -> (f64, f64) {
+pub fn lane_dot<S: AsF64>(p: &[f64], s: &[S]) -> (f64, f64) {
     let (mut num, mut den) = ([0.0f64; 8], [0.0f64; 8]);
     let n = p.len().min(s.len());
     let full = n / 8 * 8;
     for base in (0..full).step_by(8) {
         for k in 0..8 {
-            num[k] += p[base + k] * s[base + k];
-            den[k] += s[base + k];
+            let w = s[base + k].as_f64();
+            num[k] += p[base + k] * w;
+            den[k] += w;
         }
     }
     let (mut tn, mut td) = (0.0, 0.0);
     for i in full..n {
-        tn += p[i] * s[i];
-        td += s[i];
+        let w = s[i].as_f64();
+        tn += p[i] * w;
+        td += w;
     }
     (tn + num.iter().sum::<f64>(), td + den.iter().sum::<f64>())
 }

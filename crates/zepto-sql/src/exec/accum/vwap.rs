@@ -1,7 +1,7 @@
 //! `vwap(price, size)`: Σ price·size / Σ size over the rows where both are present; NULL
 //! where the sizes sum to zero. State: the two sums.
 
-use super::kernels::{lane_dot, to_f64};
+use super::kernels::{lane_dot, to_f64, AsF64};
 use super::{runs, Accumulator, Input, Rows};
 use crate::error::{Result, SqlError};
 use zepto_storage::{Column, ColumnData};
@@ -18,29 +18,37 @@ impl Vwap {
         self.num.resize(n, 0.0);
         self.den.resize(n, 0.0);
     }
+
+    /// NULL-free runs: each run's Σ p·s and Σ s in lanes.
+    fn runs_dot<S: AsF64>(&mut self, pv: &[f64], sv: &[S], starts: &[u32], n: usize) {
+        for (g, (a, b)) in runs(starts, n).enumerate() {
+            let (num, den) = lane_dot(&pv[a..b], &sv[a..b]);
+            self.num[g] += num;
+            self.den[g] += den;
+        }
+    }
 }
 
 impl Accumulator for Vwap {
     fn update(&mut self, input: &Input, rows: Rows, ngroups: usize) -> Result<()> {
         let [p, s] = input.args.as_slice() else { return Err(SqlError::Internal("vwap takes two arguments".into())) };
-        let (pv, sv) = (to_f64(p)?, to_f64(s)?);
+        let pv = to_f64(p)?;
         self.grow(ngroups);
         let every = p.validity.is_none() && s.validity.is_none();
-        match rows {
-            Rows::Runs { starts, n } if every => {
-                for (g, (a, b)) in runs(starts, n).enumerate() {
-                    let (num, den) = lane_dot(&pv[a..b], &sv[a..b]);
-                    self.num[g] += num;
-                    self.den[g] += den;
-                }
+        if let (Rows::Runs { starts, n }, true) = (rows, every) {
+            // Sizes are read in place (no converted copy of an integer column).
+            match &s.data {
+                ColumnData::Int64(sv) => self.runs_dot(&pv, sv, starts, n),
+                ColumnData::Int32(sv) => self.runs_dot(&pv, sv, starts, n),
+                _ => self.runs_dot(&pv, &to_f64(s)?, starts, n),
             }
-            rows => {
-                for (i, &g) in rows.ids().iter().enumerate() {
-                    if every || (p.is_valid(i) && s.is_valid(i)) {
-                        self.num[g as usize] += pv[i] * sv[i];
-                        self.den[g as usize] += sv[i];
-                    }
-                }
+            return Ok(());
+        }
+        let sv = to_f64(s)?;
+        for (i, &g) in rows.ids().iter().enumerate() {
+            if every || (p.is_valid(i) && s.is_valid(i)) {
+                self.num[g as usize] += pv[i] * sv[i];
+                self.den[g as usize] += sv[i];
             }
         }
         Ok(())
