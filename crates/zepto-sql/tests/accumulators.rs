@@ -43,23 +43,23 @@ struct Case {
 }
 
 fn case(rng: &mut Rng, floats: bool) -> Case {
-    let n = [0, 1, 7, 60, 300][rng.next(5) as usize];
-    let groups = 1 + rng.next(8) as usize;
-    let valid: Vec<bool> = (0..n).map(|_| rng.next(10) != 0).collect();
+    let n = [0, 1, 7, 60, 300][rng.below(5) as usize];
+    let groups = 1 + rng.below(8) as usize;
+    let valid: Vec<bool> = (0..n).map(|_| rng.below(10) != 0).collect();
     let data = if floats {
-        ColumnData::Float64((0..n).map(|_| (rng.next(2000) as f64 - 1000.0) / 8.0).collect())
+        ColumnData::Float64((0..n).map(|_| (rng.below(2000) as f64 - 1000.0) / 8.0).collect())
     } else {
-        ColumnData::Int64((0..n).map(|_| rng.next(2000) as i64 - 1000).collect())
+        ColumnData::Int64((0..n).map(|_| rng.below(2000) as i64 - 1000).collect())
     };
     let x = Column::new(data, Some(Bitmap::from_bools(valid)));
-    let w = Column::from_data(ColumnData::Int64((0..n).map(|_| 1 + rng.next(500) as i64).collect()));
+    let w = Column::from_data(ColumnData::Int64((0..n).map(|_| 1 + rng.below(500) as i64).collect()));
     // Unique times, shuffled: row order is not time order.
     let mut times: Vec<i64> = (0..n as i64).map(|i| 1_000 + i * 7).collect();
     for i in (1..times.len()).rev() {
-        times.swap(i, rng.next(i as u64 + 1) as usize);
+        times.swap(i, rng.below(i as u64 + 1) as usize);
     }
     let t = Column::from_data(ColumnData::Timestamp(times));
-    let ids = (0..n).map(|_| rng.next(groups as u64) as u32).collect();
+    let ids = (0..n).map(|_| rng.below(groups as u64) as u32).collect();
     Case { x, w, t, ids, groups }
 }
 
@@ -83,7 +83,7 @@ fn args(f: AggFunc, c: &Case) -> Vec<&Column> {
 fn by_ids(f: AggFunc, c: &Case) -> Column {
     let mut acc = accumulator(f, result_type(f, c.x.data_type()));
     let input = Input { args: args(f, c), order: Some(&c.t), sorted: false };
-    acc.update(&input, Rows::Ids(&c.ids), c.groups).expect("update");
+    acc.update(&input, Rows::sparse(&c.ids), c.groups).expect("update");
     acc.finish().expect("finish")
 }
 
@@ -116,8 +116,37 @@ fn as_runs(c: &Case) -> (Case, Vec<u32>) {
 }
 
 #[test]
+fn dense_ids_give_the_answer_of_sparse_ids() {
+    let mut rng = Rng::new(0x6a09_e667_f3bc_c908);
+    let mut checked = 0;
+    for round in 0..200 {
+        let c = case(&mut rng, round % 2 == 0);
+        // Renumber the groups that have rows densely, so "every group has a row" holds.
+        let mut map = vec![u32::MAX; c.groups];
+        let (mut ids, mut groups) = (Vec::with_capacity(c.ids.len()), 0);
+        for &g in &c.ids {
+            if map[g as usize] == u32::MAX {
+                map[g as usize] = groups;
+                groups += 1;
+            }
+            ids.push(map[g as usize]);
+        }
+        let d = Case { ids, groups: groups as usize, ..c };
+        for f in FUNCS {
+            let want = by_ids(f, &d);
+            let mut acc = accumulator(f, result_type(f, d.x.data_type()));
+            let input = Input { args: args(f, &d), order: Some(&d.t), sorted: false };
+            acc.update(&input, Rows::dense(&d.ids, d.groups), d.groups).expect("dense");
+            same(&acc.finish().expect("finish"), &want, &format!("round {round} {f:?} dense"));
+            checked += 1;
+        }
+    }
+    assert!(checked > 0);
+}
+
+#[test]
 fn runs_give_the_answer_of_ids() {
-    let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+    let mut rng = Rng::new(0x2545_f491_4f6c_dd1d);
     for round in 0..200 {
         let c = case(&mut rng, round % 2 == 0);
         let (s, starts) = as_runs(&c);
@@ -135,12 +164,12 @@ fn runs_give_the_answer_of_ids() {
 
 #[test]
 fn merged_partials_give_the_answer_of_ids() {
-    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut rng = Rng::new(0x9e37_79b9_7f4a_7c15);
     for round in 0..200 {
         let c = case(&mut rng, round % 2 == 1);
         let n = c.ids.len();
-        let parts = 1 + rng.next(4) as usize;
-        let part_of: Vec<usize> = (0..n).map(|_| rng.next(parts as u64) as usize).collect();
+        let parts = 1 + rng.below(4) as usize;
+        let part_of: Vec<usize> = (0..n).map(|_| rng.below(parts as u64) as usize).collect();
         for f in FUNCS.into_iter().filter(|f| f.mergeable()) {
             let ty = result_type(f, c.x.data_type());
             let (mut states, mut state_ids): (Vec<Vec<Column>>, Vec<u32>) = (Vec::new(), Vec::new());
@@ -155,7 +184,7 @@ fn merged_partials_give_the_answer_of_ids() {
                 };
                 let mut acc = accumulator(f, ty);
                 let input = Input { args: args(f, &sub), order: Some(&sub.t), sorted: false };
-                acc.update(&input, Rows::Ids(&sub.ids), c.groups).expect("partial");
+                acc.update(&input, Rows::sparse(&sub.ids), c.groups).expect("partial");
                 states.push(acc.state().expect("state"));
                 state_ids.extend(0..c.groups as u32);
             }
@@ -171,18 +200,18 @@ fn merged_partials_give_the_answer_of_ids() {
 
 #[test]
 fn frames_give_the_answer_of_their_rows_as_groups() {
-    let mut rng = Rng(0xd1b5_4a32_d192_ed03);
+    let mut rng = Rng::new(0xd1b5_4a32_d192_ed03);
     for round in 0..200 {
         let c = case(&mut rng, round % 2 == 0);
         let n = c.ids.len();
         // Forward-moving frames: ROWS BETWEEN a PRECEDING AND b FOLLOWING inside partitions
         // of random lengths (a new partition restarts the frames).
-        let (before, after) = (rng.next(4) as usize, rng.next(3) as usize);
+        let (before, after) = (rng.below(4) as usize, rng.below(3) as usize);
         let mut fs = Vec::with_capacity(n);
         let mut fe = Vec::with_capacity(n);
         let mut ps = 0;
         while ps < n {
-            let pe = (ps + 1 + rng.next(40) as usize).min(n);
+            let pe = (ps + 1 + rng.below(40) as usize).min(n);
             for k in ps..pe {
                 fs.push(k.saturating_sub(before).max(ps) as u32);
                 fe.push((k + 1 + after).min(pe) as u32);
@@ -207,14 +236,14 @@ fn frames_give_the_answer_of_their_rows_as_groups() {
 
 #[test]
 fn updates_batch_by_batch_give_the_answer_of_one() {
-    let mut rng = Rng(0x94d0_49bb_1331_11eb);
+    let mut rng = Rng::new(0x94d0_49bb_1331_11eb);
     for round in 0..200 {
         let c = case(&mut rng, round % 2 == 0);
         let n = c.ids.len();
         // Contiguous batches of random lengths, groups numbered across them.
         let mut cuts = vec![0];
         while *cuts.last().unwrap_or(&n) < n {
-            cuts.push((cuts[cuts.len() - 1] + 1 + rng.next(80) as usize).min(n));
+            cuts.push((cuts[cuts.len() - 1] + 1 + rng.below(80) as usize).min(n));
         }
         for f in FUNCS {
             let mut acc = accumulator(f, result_type(f, c.x.data_type()));
@@ -228,12 +257,12 @@ fn updates_batch_by_batch_give_the_answer_of_one() {
                     groups: c.groups,
                 };
                 let input = Input { args: args(f, &part), order: Some(&part.t), sorted: false };
-                acc.update(&input, Rows::Ids(&part.ids), c.groups).expect("update");
+                acc.update(&input, Rows::sparse(&part.ids), c.groups).expect("update");
             }
             if cuts.len() == 1 {
                 // No rows: one update over nothing, as a global aggregate does.
                 let input = Input { args: args(f, &c), order: Some(&c.t), sorted: false };
-                acc.update(&input, Rows::Ids(&[]), c.groups).expect("empty update");
+                acc.update(&input, Rows::sparse(&[]), c.groups).expect("empty update");
             }
             same(&acc.finish().expect("finish"), &by_ids(f, &c), &format!("round {round} {f:?} in batches"));
         }

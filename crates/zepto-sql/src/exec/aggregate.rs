@@ -61,10 +61,10 @@ pub fn grouped(b: &Batch, keys: &[BExpr], aggs: &[AggCall], runs: Option<&[usize
             // Without GROUP BY there is exactly one group, even over no rows.
             let groups = if keys.is_empty() { 1 } else { first.len() };
             let out: Vec<Column> = key_cols.iter().map(|c| c.take(&first)).collect();
-            let aggs = aggs
-                .iter()
-                .map(|a| accum::aggregate(a, b, Rows::Ids(&ids), groups, false, mode))
-                .collect::<Result<Vec<_>>>()?;
+            // Every group found has a row; the one group of an aggregate without keys may not.
+            let rows = if b.rows == 0 { Rows::sparse(&ids) } else { Rows::dense(&ids, groups) };
+            let aggs =
+                aggs.iter().map(|a| accum::aggregate(a, b, rows, groups, false, mode)).collect::<Result<Vec<_>>>()?;
             Ok(Grouped { keys: out, aggs, groups })
         }
     }

@@ -32,7 +32,7 @@ impl Accumulator for Count {
                     };
                 }
             }
-            Rows::Ids(ids) => match partial {
+            Rows::Ids { ids, .. } => match partial {
                 None => ids.iter().for_each(|&g| self.n[g as usize] += 1),
                 Some(x) => {
                     for (i, &g) in ids.iter().enumerate() {

@@ -5,7 +5,7 @@
 //! states merge by time, ties to the earlier partial for `first`, the later for `last`.
 
 use super::kernels::{best_rows, choose, pad};
-use super::{runs, Accumulator, Input, Rows};
+use super::{runs, Accumulator, Input, Rows, Use};
 use crate::error::{Result, SqlError};
 use std::cmp::Ordering;
 use zepto_storage::column::NULL_INDEX;
@@ -13,21 +13,16 @@ use zepto_storage::{Column, DataType};
 
 pub struct FirstLast {
     first: bool,
-    /// Keep the picked rows' times: false only for a one-shot final aggregate (one update,
-    /// then finish), which never compares them; gathering them costs a cache miss per group.
+    /// Keep the picked rows' times: not for [`Use::Once`] (one update, then finish), which never
+    /// compares them; gathering them costs a cache miss per group.
     timed: bool,
     /// (value, time of its row or `None` without a timestamp, whether a row was picked).
     state: Option<(Column, Option<Column>, Vec<bool>)>,
 }
 
 impl FirstLast {
-    pub fn new(first: bool) -> FirstLast {
-        FirstLast { first, timed: true, state: None }
-    }
-
-    /// For one update then [`Accumulator::finish`]: the times are not kept.
-    pub fn one_shot(first: bool) -> FirstLast {
-        FirstLast { first, timed: false, state: None }
+    pub fn new(first: bool, used: Use) -> FirstLast {
+        FirstLast { first, timed: used == Use::Any, state: None }
     }
 
     /// The row each group picks: by position, or by the order column's value.
@@ -45,7 +40,7 @@ impl FirstLast {
                 }
                 best
             }
-            Rows::Ids(ids) => {
+            Rows::Ids { ids, .. } => {
                 let mut best = vec![NULL_INDEX; ngroups];
                 for (i, &g) in ids.iter().enumerate() {
                     let slot = &mut best[g as usize];
@@ -124,7 +119,7 @@ impl Accumulator for FirstLast {
         if t.as_i64_slice().is_none() {
             return Err(SqlError::Internal(format!("first/last state time of type {}", t.data_type())));
         }
-        let best = self.pick(Some(t), false, Rows::Ids(ids), ngroups);
+        let best = self.pick(Some(t), false, Rows::sparse(ids), ngroups);
         self.add(v, Some(t), &best, ngroups);
         Ok(())
     }

@@ -9,6 +9,7 @@ use super::{Accumulator, Input, Rows};
 use crate::error::{Result, SqlError};
 use crate::exec::cmp::value_cmp;
 use crate::plan::functions::AggFunc;
+use std::borrow::Cow;
 use zepto_storage::column::NULL_INDEX;
 use zepto_storage::{Bitmap, Column, ColumnData, DataType};
 
@@ -27,13 +28,13 @@ impl Holistic {
         Holistic { func, args: Vec::new(), order: Vec::new(), ids: Vec::new(), ngroups: 0, sorted: true }
     }
 
-    /// Column `j` of every part, one after another.
-    fn column(&self, j: usize) -> Result<Column> {
+    /// Column `j` of every part, one after another (the part itself when there is one).
+    fn column(&self, j: usize) -> Result<Cow<'_, Column>> {
         let parts: Vec<&Column> = self.args.iter().filter_map(|a| a.get(j)).collect();
         match parts.as_slice() {
             [] => Err(SqlError::Internal(format!("{:?} has no argument {j}", self.func))),
-            [one] => Ok((*one).clone()),
-            many => Ok(Column::concat(many)),
+            [one] => Ok(Cow::Borrowed(one)),
+            many => Ok(Cow::Owned(Column::concat(many))),
         }
     }
 }
@@ -59,7 +60,7 @@ impl Accumulator for Holistic {
     fn finish(&mut self) -> Result<Column> {
         let (ids, ng) = (&self.ids, self.ngroups);
         if self.func != AggFunc::Twap {
-            return quantile(self.func, &self.column(0)?, ids, ng);
+            return quantile(self.func, &*self.column(0)?, ids, ng);
         }
         let x = self.column(0)?;
         let t = match self.column(1) {
@@ -69,7 +70,7 @@ impl Accumulator for Holistic {
                 if parts.len() != self.order.len() || parts.is_empty() {
                     return Err(SqlError::Internal("twap without a time".into()));
                 }
-                Column::concat(&parts)
+                Cow::Owned(Column::concat(&parts))
             }
         };
         twap(&x, &t, ids, ng, self.sorted)

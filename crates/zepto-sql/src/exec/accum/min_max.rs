@@ -60,10 +60,10 @@ impl MinMax {
                             acc[g] = if max { r.max() } else { r.min() }.copied().unwrap_or(init);
                         }
                     }
-                    Rows::Ids(ids) if max => {
+                    Rows::Ids { ids, .. } if max => {
                         ids.iter().zip($v.iter()).for_each(|(&g, &y)| acc[g as usize] = acc[g as usize].max(y))
                     }
-                    Rows::Ids(ids) => {
+                    Rows::Ids { ids, .. } => {
                         ids.iter().zip($v.iter()).for_each(|(&g, &y)| acc[g as usize] = acc[g as usize].min(y))
                     }
                 }
@@ -78,9 +78,9 @@ impl MinMax {
             ColumnData::Date(v) => reduce!(v, i32, Date),
             _ => return None,
         };
-        // Runs cover every group; ids may leave a group without a row (its value stays the
-        // initial one), which only the row search reports as NULL.
-        if let Rows::Ids(ids) = rows {
+        // Runs and dense ids cover every group; other ids may leave a group without a row (its
+        // value stays the initial one), which only the row search reports as NULL.
+        if let Rows::Ids { ids, dense: false } = rows {
             let mut seen = vec![false; ngroups];
             ids.iter().for_each(|&g| seen[g as usize] = true);
             if !seen.iter().all(|&s| s) {
@@ -99,7 +99,7 @@ impl MinMax {
                 }
                 Some(out)
             }
-            Rows::Ids(ids) => {
+            Rows::Ids { ids, .. } => {
                 if v.iter().any(|f| f.is_nan()) {
                     return None; // NaN's place in the order: the row search
                 }
@@ -143,7 +143,7 @@ impl Accumulator for MinMax {
 
     fn merge(&mut self, state: &[&Column], ids: &[u32], ngroups: usize) -> Result<()> {
         let [x] = state else { return Err(SqlError::Internal("min/max state is one column".into())) };
-        let cand = self.candidates(x, Rows::Ids(ids), ngroups);
+        let cand = self.candidates(x, Rows::sparse(ids), ngroups);
         self.fold(cand, ngroups);
         Ok(())
     }

@@ -43,18 +43,34 @@ pub use kernels::{from_opt_f64, prefix_valid, to_f64};
 /// Which rows feed which group.
 #[derive(Debug, Clone, Copy)]
 pub enum Rows<'a> {
-    /// Row `i` belongs to group `ids[i]`.
-    Ids(&'a [u32]),
+    /// Row `i` belongs to group `ids[i]`. `dense`: every group has at least one row (as hash
+    /// GROUP BY's ids always do), which lets an accumulator skip looking for empty groups.
+    Ids { ids: &'a [u32], dense: bool },
     /// Group `g` is rows `starts[g]..starts[g + 1]` (the last ends at `n`); rows are in
     /// designated-time order. `starts` is strictly increasing from 0 (empty when `n == 0`).
     Runs { starts: &'a [u32], n: usize },
 }
 
-impl Rows<'_> {
+impl<'a> Rows<'a> {
+    /// Rows in groups `ids`, some of which may have no row.
+    pub fn sparse(ids: &'a [u32]) -> Rows<'a> {
+        Rows::Ids { ids, dense: false }
+    }
+
+    /// Rows in groups `ids`, every one of the `ngroups` groups having a row.
+    pub fn dense(ids: &'a [u32], ngroups: usize) -> Rows<'a> {
+        debug_assert!({
+            let mut seen = vec![false; ngroups];
+            ids.iter().for_each(|&g| seen[g as usize] = true);
+            seen.iter().all(|&s| s)
+        });
+        Rows::Ids { ids, dense: true }
+    }
+
     /// The number of input rows.
     pub fn len(&self) -> usize {
         match self {
-            Rows::Ids(ids) => ids.len(),
+            Rows::Ids { ids, .. } => ids.len(),
             Rows::Runs { n, .. } => *n,
         }
     }
@@ -67,7 +83,7 @@ impl Rows<'_> {
     /// Group id of every row (made from the runs when needed).
     pub fn ids(&self) -> Cow<'_, [u32]> {
         match self {
-            Rows::Ids(ids) => Cow::Borrowed(ids),
+            Rows::Ids { ids, .. } => Cow::Borrowed(ids),
             Rows::Runs { starts, n } => {
                 let mut ids = Vec::with_capacity(*n);
                 for (g, (s, e)) in runs(starts, *n).enumerate() {
@@ -124,7 +140,7 @@ pub trait Accumulator: Send {
         let cols: Vec<Column> = input.args.iter().map(|c| c.take(&idx)).collect();
         let order = input.order.map(|o| o.take(&idx));
         let gathered = Input { args: cols.iter().collect(), order: order.as_ref(), sorted: false };
-        self.update(&gathered, Rows::Ids(&ids), fs.len())?;
+        self.update(&gathered, Rows::sparse(&ids), fs.len())?;
         self.finish()
     }
 }
@@ -148,8 +164,24 @@ fn expand_frames(fs: &[u32], fe: &[u32]) -> Result<(Vec<u32>, Vec<u32>)> {
     Ok((idx, ids))
 }
 
-/// A fresh accumulator for `func` with result type `ty`.
+/// How an accumulator will be driven, told when it is built so that it keeps only what that
+/// use reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Use {
+    /// Any sequence of `update`, `merge`, `state` and `finish`.
+    Any,
+    /// One `update`, then `finish`: no partial state is asked for or merged, so state that only
+    /// orders partials (first/last's row times) need not be gathered.
+    Once,
+}
+
+/// A fresh accumulator for `func` with result type `ty`, for any use.
 pub fn accumulator(func: AggFunc, ty: DataType) -> Box<dyn Accumulator> {
+    accumulator_for(func, ty, Use::Any)
+}
+
+/// A fresh accumulator for `func` with result type `ty`, driven as `used` says.
+pub fn accumulator_for(func: AggFunc, ty: DataType, used: Use) -> Box<dyn Accumulator> {
     match func {
         AggFunc::CountStar => Box::new(count::Count::new(true)),
         AggFunc::Count => Box::new(count::Count::new(false)),
@@ -157,8 +189,8 @@ pub fn accumulator(func: AggFunc, ty: DataType) -> Box<dyn Accumulator> {
         AggFunc::Avg => Box::new(sum::SumAvg::new(true, ty)),
         AggFunc::Min => Box::new(min_max::MinMax::new(false)),
         AggFunc::Max => Box::new(min_max::MinMax::new(true)),
-        AggFunc::First => Box::new(first_last::FirstLast::new(true)),
-        AggFunc::Last => Box::new(first_last::FirstLast::new(false)),
+        AggFunc::First => Box::new(first_last::FirstLast::new(true, used)),
+        AggFunc::Last => Box::new(first_last::FirstLast::new(false, used)),
         AggFunc::StddevSamp | AggFunc::StddevPop | AggFunc::VarSamp | AggFunc::VarPop => {
             Box::new(variance::Variance::new(func))
         }
@@ -187,22 +219,23 @@ pub fn aggregate(a: &AggCall, b: &Batch, rows: Rows, ngroups: usize, sorted: boo
         let gid = Column::from_data(ColumnData::Int64(ids.iter().map(|&g| g as i64).collect()));
         let keep = group_ids(&[&gid, &args[0]], ids.len()).first;
         let ids2: Vec<u32> = keep.iter().map(|&i| ids[i as usize]).collect();
+        // Deduplication keeps a row of every group that had one.
+        let dense = !matches!(rows, Rows::Ids { dense: false, .. });
         let args2: Vec<Column> = args.iter().map(|c| c.take(&keep)).collect();
         let order2 = order.as_ref().map(|o| o.take(&keep));
         let input = Input { args: args2.iter().collect(), order: order2.as_ref(), sorted: false };
-        return run(a, &input, Rows::Ids(&ids2), ngroups, mode);
+        return run(a, &input, Rows::Ids { ids: &ids2, dense }, ngroups, mode);
     }
     let input = Input { args: args.iter().map(|c| &**c).collect(), order: order.as_deref(), sorted };
     run(a, &input, rows, ngroups, mode)
 }
 
 fn run(a: &AggCall, input: &Input, rows: Rows, ngroups: usize, mode: Mode) -> Result<Vec<Column>> {
-    let mut acc = match (a.func, mode) {
-        (AggFunc::First | AggFunc::Last, Mode::Final) => {
-            Box::new(first_last::FirstLast::one_shot(a.func == AggFunc::First))
-        }
-        _ => accumulator(a.func, a.ty),
+    let used = match mode {
+        Mode::Final => Use::Once,
+        Mode::Partial => Use::Any,
     };
+    let mut acc = accumulator_for(a.func, a.ty, used);
     acc.update(input, rows, ngroups)?;
     match mode {
         Mode::Final => Ok(vec![acc.finish()?]),
@@ -238,7 +271,7 @@ pub fn frames(
         let cols: Vec<Column> = args.iter().map(|c| c.take(&kept)).collect();
         let input = Input { args: cols.iter().collect(), order: None, sorted: false };
         let mut acc = accumulator(func, ty);
-        acc.update(&input, Rows::Ids(&ids2), fs.len())?;
+        acc.update(&input, Rows::sparse(&ids2), fs.len())?;
         return acc.finish();
     }
     let input = Input { args: args.iter().map(|c| &**c).collect(), order: None, sorted: true };

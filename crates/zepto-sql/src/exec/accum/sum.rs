@@ -50,7 +50,7 @@ impl SumAvg {
                     self.cnt[g] += c as i64;
                 }
             }
-            Rows::Ids(ids) => {
+            Rows::Ids { ids, .. } => {
                 for (i, &g) in ids.iter().enumerate() {
                     if every || x.is_valid(i) {
                         self.isum[g as usize] += v[i] as i128;
@@ -75,13 +75,13 @@ impl SumAvg {
                     self.cnt[g] += c as i64;
                 }
             }
-            Rows::Ids(ids) if every => {
+            Rows::Ids { ids, .. } if every => {
                 for (i, &g) in ids.iter().enumerate() {
                     self.fsum[g as usize] += v[i];
                     self.cnt[g as usize] += 1;
                 }
             }
-            Rows::Ids(ids) => {
+            Rows::Ids { ids, .. } => {
                 for (i, &g) in ids.iter().enumerate() {
                     if x.is_valid(i) {
                         self.fsum[g as usize] += v[i];

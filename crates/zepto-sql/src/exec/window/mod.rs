@@ -111,7 +111,8 @@ fn whole_partition(b: &Batch, l: &mut Layout, c: &WinCall, func: AggFunc) -> Res
     let call = AggCall { func, args: c.args.clone(), distinct: c.distinct, order: None, ty: c.ty };
     let ngroups = l.ngroups.max(1);
     let gid = l.gid();
-    let per_group = accum::aggregate(&call, b, accum::Rows::Ids(gid), ngroups, false, accum::Mode::Final)?;
+    let rows = if gid.is_empty() { accum::Rows::sparse(gid) } else { accum::Rows::dense(gid, ngroups) };
+    let per_group = accum::aggregate(&call, b, rows, ngroups, false, accum::Mode::Final)?;
     let [col] = per_group.as_slice() else { return Err(SqlError::Internal("an aggregate gives one column".into())) };
     Ok(col.take(gid))
 }
