@@ -10,19 +10,7 @@ use zepto_server::auth::Principal;
 use zepto_server::ingest::{self, ilp::Precision, IngestFormat, WriteRequest};
 use zepto_sql::Engine;
 
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-}
+use zepto_storage::rng::XorShift as Rng;
 
 const ILP: &str = "cpu,host=a,region=eu usage=0.5,idle=99i,ok=t,name=\"x y\" 1700000000000000000\n\
 cpu,host=b usage=1.5 1700000000000000001\n\
@@ -60,19 +48,19 @@ const INJECT: &[&str] = &[
 
 fn mutate(rng: &mut Rng, seed: &str) -> Vec<u8> {
     let mut b = seed.as_bytes().to_vec();
-    for _ in 0..1 + rng.below(4) {
-        let at = rng.below(b.len() + 1);
-        match rng.below(6) {
-            0 if at < b.len() => b[at] = rng.next() as u8,
+    for _ in 0..1 + rng.index(4) {
+        let at = rng.index(b.len() + 1);
+        match rng.index(6) {
+            0 if at < b.len() => b[at] = rng.next_u64() as u8,
             1 if at < b.len() => {
                 b.remove(at);
             }
             2 => {
-                let t = INJECT[rng.below(INJECT.len())].as_bytes();
+                let t = INJECT[rng.index(INJECT.len())].as_bytes();
                 b.splice(at..at, t.iter().copied());
             }
             3 if at < b.len() => {
-                let end = (at + rng.below(12)).min(b.len());
+                let end = (at + rng.index(12)).min(b.len());
                 let dup: Vec<u8> = b[at..end].to_vec();
                 b.splice(at..at, dup);
             }
@@ -101,7 +89,7 @@ fn mutated_bodies_never_panic_and_never_half_apply() {
     let e = Engine::new();
     e.execute("CREATE TABLE t (ts TIMESTAMP, sym SYMBOL, px DOUBLE, n BIGINT, s VARCHAR, b BOOLEAN)").expect("t");
     let who = Principal::anonymous_admin();
-    let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+    let mut rng = Rng::new(0x2545_f491_4f6c_dd1d);
     let seeds: [(IngestFormat, &str); 3] =
         [(IngestFormat::Ilp, ILP), (IngestFormat::Csv, CSV), (IngestFormat::Jsonl, JSONL)];
     let (mut ok, mut refused) = (0, 0);

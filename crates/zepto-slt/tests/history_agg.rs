@@ -6,16 +6,7 @@
 use zepto_slt::{result_lines, tiering_engine};
 use zepto_sql::Engine;
 
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n
-    }
-}
+use zepto_storage::rng::XorShift as Rng;
 
 const DAY: i64 = zepto_storage::time::NS_PER_DAY;
 const T0: i64 = 1_704_153_600_000_000_000; // 2024-01-02
@@ -35,12 +26,12 @@ fn rows(
 ) -> String {
     let mut vals = Vec::new();
     while vals.len() < n {
-        let sym = rng.next(6); // 5 = NULL
-        let ts = if rng.next(40) == 0 {
+        let sym = rng.below(6); // 5 = NULL
+        let ts = if rng.below(40) == 0 {
             None
         } else {
-            let day = days.start + rng.next((days.end - days.start) as u64) as i64;
-            Some(T0 + day * DAY + rng.next(86_400) as i64 * 1_000_000_000)
+            let day = days.start + rng.below((days.end - days.start) as u64) as i64;
+            Some(T0 + day * DAY + rng.below(86_400) as i64 * 1_000_000_000)
         };
         if let Some(t) = ts {
             if !used.insert((sym, t)) {
@@ -49,8 +40,8 @@ fn rows(
         }
         let sym = if sym == 5 { "NULL".to_string() } else { format!("'S{sym}'") };
         let px =
-            if rng.next(15) == 0 { "NULL".to_string() } else { format!("{}.{}", 10 + rng.next(90), rng.next(100)) };
-        let qty = if rng.next(20) == 0 { "NULL".to_string() } else { (rng.next(1000) as i64 - 100).to_string() };
+            if rng.below(15) == 0 { "NULL".to_string() } else { format!("{}.{}", 10 + rng.below(90), rng.below(100)) };
+        let qty = if rng.below(20) == 0 { "NULL".to_string() } else { (rng.below(1000) as i64 - 100).to_string() };
         let ts = ts.map_or("NULL".to_string(), ts_sql);
         vals.push(format!("({ts}, {sym}, {px}, {qty})"));
     }
@@ -73,7 +64,7 @@ fn same(a: &str, b: &str) -> bool {
 #[test]
 fn history_aggregates_match_memory() {
     zepto_sql::exec::interrupt::set_parallel_min_rows(0);
-    let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+    let mut rng = Rng::new(0x2545_f491_4f6c_dd1d);
     let mut used = std::collections::HashSet::new();
     let hist = tiering_engine().expect("tiering engine");
     let mem = Engine::new();

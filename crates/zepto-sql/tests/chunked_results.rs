@@ -28,13 +28,13 @@ fn types(r: &QueryResult) -> Vec<Vec<zepto_storage::DataType>> {
 fn values(rng: &mut Rng, n: usize, syms: u64) -> String {
     let mut v = Vec::new();
     for _ in 0..n {
-        let ts = if rng.next(30) == 0 {
+        let ts = if rng.below(30) == 0 {
             "NULL".to_string()
         } else {
-            format!("'2024-01-02 09:{:02}:{:02}.{:03}'", 30 + rng.next(20), rng.next(60), rng.next(1000))
+            format!("'2024-01-02 09:{:02}:{:02}.{:03}'", 30 + rng.below(20), rng.below(60), rng.below(1000))
         };
-        let sym = if rng.next(15) == 0 { "NULL".to_string() } else { format!("'S{}'", rng.next(syms)) };
-        let x = if rng.next(10) == 0 { "NULL".to_string() } else { format!("{}.25", rng.next(100)) };
+        let sym = if rng.below(15) == 0 { "NULL".to_string() } else { format!("'S{}'", rng.below(syms)) };
+        let x = if rng.below(10) == 0 { "NULL".to_string() } else { format!("{}.25", rng.below(100)) };
         v.push(format!("({ts}, {sym}, {x})"));
     }
     v.join(", ")
@@ -43,7 +43,7 @@ fn values(rng: &mut Rng, n: usize, syms: u64) -> String {
 #[test]
 fn chunked_results_equal_one_batch() {
     zepto_sql::exec::interrupt::set_parallel_min_rows(0);
-    let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+    let mut rng = Rng::new(0x2545_f491_4f6c_dd1d);
     for case in 0..6 {
         let e = Engine::new();
         e.execute("CREATE TABLE t (ts TIMESTAMP, sym SYMBOL, x DOUBLE)").expect("t");

@@ -6,19 +6,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
 use zepto_sql::Engine;
 
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-}
+use zepto_storage::rng::XorShift as Rng;
 
 const TOKENS: &[&str] = &[
     "?",
@@ -103,31 +91,31 @@ const TOKENS: &[&str] = &[
 
 fn mutate(s: &str, rng: &mut Rng) -> String {
     let mut c: Vec<char> = s.chars().collect();
-    for _ in 0..1 + rng.below(3) {
+    for _ in 0..1 + rng.index(3) {
         let len = c.len();
-        match rng.below(6) {
+        match rng.index(6) {
             0 if len > 0 => {
-                let a = rng.below(len);
-                let b = (a + 1 + rng.below(8)).min(len);
+                let a = rng.index(len);
+                let b = (a + 1 + rng.index(8)).min(len);
                 c.drain(a..b);
             }
             1 if len > 0 => {
-                let a = rng.below(len);
-                let b = (a + 1 + rng.below(12)).min(len);
+                let a = rng.index(len);
+                let b = (a + 1 + rng.index(12)).min(len);
                 let dup: Vec<char> = c[a..b].to_vec();
-                let at = rng.below(len + 1);
+                let at = rng.index(len + 1);
                 c.splice(at..at, dup);
             }
             2 if len > 1 => {
-                let (a, b) = (rng.below(len), rng.below(len));
+                let (a, b) = (rng.index(len), rng.index(len));
                 c.swap(a, b);
             }
             3 => {
-                let t = TOKENS[rng.below(TOKENS.len())];
-                let at = rng.below(len + 1);
+                let t = TOKENS[rng.index(TOKENS.len())];
+                let at = rng.index(len + 1);
                 c.splice(at..at, format!(" {t} ").chars());
             }
-            4 if len > 0 => c.truncate(rng.below(len)),
+            4 if len > 0 => c.truncate(rng.index(len)),
             _ => {}
         }
     }
@@ -143,7 +131,7 @@ fn mutated_corpus_never_panics() {
         .filter(|p| p.extension().is_some_and(|x| x == "slt"))
         .collect();
     files.sort();
-    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    let mut rng = Rng::new(0x9E37_79B9_7F4A_7C15);
     let mut runs = 0usize;
     for f in files {
         let text = std::fs::read_to_string(&f).expect("readable slt");

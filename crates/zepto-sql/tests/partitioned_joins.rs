@@ -29,17 +29,17 @@ fn rows(e: &Engine, sql: &str) -> Vec<String> {
 fn values(rng: &mut Rng, n: usize, syms: u64, with_id: bool) -> String {
     let mut v = Vec::new();
     for i in 0..n {
-        let ts = if rng.next(25) == 0 {
+        let ts = if rng.below(25) == 0 {
             "NULL".to_string()
         } else {
-            format!("'2024-01-02 09:{:02}:{:02}'", 30 + rng.next(20), rng.next(60))
+            format!("'2024-01-02 09:{:02}:{:02}'", 30 + rng.below(20), rng.below(60))
         };
-        let sym = if rng.next(12) == 0 { "NULL".to_string() } else { format!("'S{}'", rng.next(syms)) };
-        let px = if rng.next(10) == 0 { "NULL".to_string() } else { format!("{}.5", rng.next(100)) };
+        let sym = if rng.below(12) == 0 { "NULL".to_string() } else { format!("'S{}'", rng.below(syms)) };
+        let px = if rng.below(10) == 0 { "NULL".to_string() } else { format!("{}.5", rng.below(100)) };
         v.push(if with_id {
             format!("({i}, {ts}, {sym}, {px})")
         } else {
-            format!("({ts}, {sym}, {px}, {})", rng.next(1000))
+            format!("({ts}, {sym}, {px}, {})", rng.below(1000))
         });
     }
     v.join(", ")
@@ -48,7 +48,7 @@ fn values(rng: &mut Rng, n: usize, syms: u64, with_id: bool) -> String {
 #[test]
 fn partitioned_joins_match_the_general_sweeps() {
     zepto_sql::exec::interrupt::set_parallel_min_rows(0);
-    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut rng = Rng::new(0x9e37_79b9_7f4a_7c15);
     for case in 0..12 {
         let e = Engine::new();
         e.execute("CREATE TABLE w (id INT, ts TIMESTAMP, sym SYMBOL, x DOUBLE)").expect("w");

@@ -863,7 +863,8 @@ mod tests {
     /// span; symbols from two dictionaries translated into a third.
     #[test]
     fn concat_spans_matches_slices() {
-        let mut rnd = crate::test_rng::below(0x9e37_79b9_7f4a_7c15u64);
+        let mut rng = crate::rng::XorShift::new(0x9e37_79b9_7f4a_7c15);
+        let mut rnd = move |n: u64| rng.below(n);
         let value = |dt: DataType, r: u64| match dt {
             DataType::Bool => Value::Bool(r.is_multiple_of(2)),
             DataType::Int32 => Value::Int32(r as i32 - 50),
@@ -946,7 +947,8 @@ mod tests {
     /// sources, NULL_INDEX picks and an untyped NULL part.
     #[test]
     fn gather_matches_take_opt_then_concat() {
-        let mut rnd = crate::test_rng::below(0x2545_f491_4f6c_dd1du64);
+        let mut rng = crate::rng::XorShift::new(0x2545_f491_4f6c_dd1d);
+        let mut rnd = move |n: u64| rng.below(n);
         for dt in [
             DataType::Bool,
             DataType::Int32,

@@ -19,10 +19,9 @@ pub mod history;
 pub mod logged;
 pub mod mem;
 pub mod par;
+pub mod rng;
 pub mod strings;
 pub mod table;
-#[cfg(test)]
-mod test_rng;
 pub mod time;
 pub mod types;
 pub mod value;

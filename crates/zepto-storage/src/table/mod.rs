@@ -945,7 +945,8 @@ mod tests {
 
     #[test]
     fn bulk_append_matches_small_appends() {
-        let mut rnd = crate::test_rng::below(0x9e37_79b9_7f4a_7c15u64);
+        let mut rng = crate::rng::XorShift::new(0x9e37_79b9_7f4a_7c15);
+        let mut rnd = move |n: u64| rng.below(n);
         let syms: Vec<String> = (0..37).map(|i| format!("s{i}")).collect();
         let mut rows: Vec<(i64, Option<&str>, f64)> = Vec::new();
         for i in 0..2 * PARALLEL_APPEND_ROWS {
