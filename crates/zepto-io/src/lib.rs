@@ -4,11 +4,13 @@
 //!   unquoted field (NULL) and `""` (the empty string), and names the bad data row on error.
 //! * [`parquet`] — Parquet files in and out through Arrow record batches (zstd/snappy).
 //! * [`arrow`] — engine columns to and from Arrow arrays (Parquet and Arrow IPC share it).
+//! * [`export`] — engine columns as Arrow arrays sharing their memory (in-process consumers).
 //! * [`ipc`] — the Arrow IPC stream format (HTTP ingest and results).
 //! * [`mod@format`] — value rendering for CSV, JSON and the terminal table.
 
 pub mod arrow;
 pub mod csv;
+pub mod export;
 pub mod format;
 pub mod ipc;
 pub mod parquet;
