@@ -111,10 +111,9 @@ fn main() -> ExitCode {
                 None => {
                     let mut engine = Engine::new();
                     if let Some(dir) = a.get_one::<String>("data-dir") {
-                        let sync = a.get_one::<String>("sync").map(String::as_str);
-                        let mode = zepto_wal::RecoveryMode::default();
-                        match durable::open(&engine, dir, sync, mode, None, durable::Tiering::default()) {
-                            Ok((d, _)) => durable = Some(d),
+                        let sync = a.get_one::<String>("sync").cloned();
+                        match durable::open(&engine, dir, zepto_durable::DirOptions { sync, ..Default::default() }) {
+                            Ok(d) => durable = Some(d),
                             Err(e) => return fail(&e),
                         }
                         // COPY never reads or writes the data directory's own files.
@@ -148,7 +147,7 @@ fn main() -> ExitCode {
                 None => repl::run(&mut backend, format),
             };
             if let (Some(d), backend::Backend::Local(engine)) = (&durable, &backend) {
-                if d.due() {
+                if d.durable().due() {
                     durable::close(d, engine.catalog());
                 }
             }

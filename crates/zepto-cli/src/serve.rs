@@ -449,10 +449,11 @@ pub fn run(a: &ArgMatches) -> ExitCode {
                 return fail("--repair-wal and --wal-recovery strict contradict each other");
             }
             protected.push(PathBuf::from(&dir));
-            match crate::durable::open(&engine, &dir, sync.as_deref(), mode, checkpoint_mb, tiering) {
-                Ok((d, corruption)) => {
-                    cfg.recovery = corruption.map(|c| zepto_server::RecoveryNotice {
-                        message: crate::durable::corruption_message(&c),
+            let opts = zepto_durable::DirOptions { sync, recovery: mode, checkpoint_mb, tiering };
+            match crate::durable::open(&engine, &dir, opts) {
+                Ok(d) => {
+                    cfg.recovery = d.corruption().map(|c| zepto_server::RecoveryNotice {
+                        message: crate::durable::corruption_message(c),
                         records_dropped: c.records_dropped,
                         intact_rows_dropped: c.intact_rows_dropped,
                     });

@@ -3,13 +3,17 @@
 //! * [`changes`] — catalog changes as WAL records, and applying them back.
 //! * [`checkpoint`] — every table as of one LSN in Arrow IPC files, published atomically by a
 //!   manifest; loading verifies every checksum.
+//! * [`dir`] — a data directory as one handle: lock, recovery, background checkpoints and
+//!   maintenance (what every door that keeps tables durable opens).
 //! * [`store`] — the [`Durable`] store: recovery (newest checkpoint + WAL tail), the catalog's
 //!   change log, checkpoints that then drop the WAL segments they cover.
 
 pub mod changes;
 pub mod checkpoint;
+pub mod dir;
 pub mod store;
 
+pub use dir::{DataDir, DirOptions, Tiering};
 pub use store::{Durable, Options, Recovery};
 
 use thiserror::Error;
