@@ -3,7 +3,8 @@
 #   make serve  HTTP server on 127.0.0.1:8123 with the demo data loaded
 #   make sql    SQL shell on the demo data
 #   make test   everything CI tests: unit + DuckDB-oracle .slt corpus + randomized differential
-#               test against DuckDB + parser fuzz smoke run
+#               test against DuckDB + parser fuzz smoke run + the Python package's tests
+#   make python install the Python package (`zeptodb`) into the current Python (release build)
 #   make check  cargo fmt --check, clippy -D warnings, no import cycles between modules,
 #               cargo doc without warnings
 #   make msrv   cargo check with the declared minimum Rust (rust-version in Cargo.toml)
@@ -14,7 +15,7 @@ VENV  ?= .venv
 PY    := $(VENV)/bin/python
 SEED  ?= $(shell date +%s)
 
-.PHONY: demo serve sql build test check msrv venv difftest fuzz-smoke bench clean
+.PHONY: demo serve sql build test check msrv venv difftest fuzz-smoke python python-test bench clean
 
 build:
 	$(CARGO) build --release -p zepto-cli
@@ -28,9 +29,9 @@ serve: build
 sql: build
 	./target/release/zeptodb sql --demo
 
-$(VENV)/.ok: tests/gen/requirements.txt
+$(VENV)/.ok: tests/gen/requirements.txt python/requirements-test.txt
 	python3 -m venv $(VENV)
-	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r tests/gen/requirements.txt
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r tests/gen/requirements.txt -r python/requirements-test.txt
 	touch $@
 
 venv: $(VENV)/.ok
@@ -39,6 +40,7 @@ test: venv
 	$(CARGO) test --workspace
 	$(MAKE) fuzz-smoke
 	$(MAKE) difftest
+	$(MAKE) python-test
 
 # Random tables and queries from a small grammar (and random ASOF joins and window queries),
 # answered by DuckDB (and Polars for ema), replayed on ZeptoDB.
@@ -52,6 +54,16 @@ difftest: venv
 	./target/debug/zepto-slt target/difftest/random.slt target/difftest/asof.slt target/difftest/window.slt target/difftest/dml.slt
 	./target/debug/zepto-slt --tier target/difftest/random.slt target/difftest/asof.slt target/difftest/window.slt target/difftest/dml.slt
 	$(PY) tests/gen/history_roundtrip.py --seed $(SEED) --bin target/debug/zeptodb
+
+# The Python package built into the venv (dev profile: it reuses `cargo test`'s build), then its
+# tests, which also start `zeptodb serve` for the remote mode.
+python-test: venv
+	$(CARGO) build -p zepto-cli
+	VIRTUAL_ENV=$(abspath $(VENV)) $(VENV)/bin/maturin develop --quiet -m python/Cargo.toml
+	$(PY) -m pytest -q python/tests
+
+python:
+	python3 -m pip install ./python
 
 # cargo-fuzz needs a nightly toolchain; without one the stable no-panic test in
 # `cargo test` (crates/zepto-sql/tests/no_panic.rs) is the fuzz coverage.

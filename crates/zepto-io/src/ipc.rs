@@ -11,7 +11,7 @@ use crate::IoError;
 use arrow_array::RecordBatch;
 use arrow_ipc::reader::StreamReader;
 use arrow_ipc::writer::StreamWriter;
-use arrow_schema::{Field, Schema, SchemaRef};
+use arrow_schema::{ArrowError, Field, Fields, Schema, SchemaRef};
 use std::io::Cursor;
 use std::sync::Arc;
 use zepto_storage::{Column, ColumnDef, DataType};
@@ -35,15 +35,25 @@ pub fn count_ipc_rows(data: &[u8]) -> Option<u64> {
 pub fn read_ipc_stream(data: &[u8], schema: &[ColumnDef]) -> Result<Vec<Column>, IoError> {
     let reader = StreamReader::try_new(Cursor::new(data), None).map_err(bad)?;
     let fields = reader.schema().fields().clone();
+    read_batches(&fields, reader, schema)
+}
+
+/// Record batches of `fields` (from an IPC stream, or an Arrow C stream in process) into
+/// columns in `schema` order, by the rules of [`read_ipc_stream`].
+pub fn read_batches(
+    fields: &Fields,
+    batches: impl Iterator<Item = Result<RecordBatch, ArrowError>>,
+    schema: &[ColumnDef],
+) -> Result<Vec<Column>, IoError> {
     for f in fields.iter() {
         if !schema.iter().any(|c| c.name.eq_ignore_ascii_case(f.name())) {
             return Err(IoError::Invalid(format!("stream column '{}' is not a column of the table", f.name())));
         }
     }
-    let source = match_columns(&fields, schema, "Arrow stream")?;
+    let source = match_columns(fields, schema, "Arrow stream")?;
     let mut accs: Vec<Acc> = schema.iter().map(|c| Acc::new(c, 0)).collect();
     let mut rows = 0usize;
-    for batch in reader {
+    for batch in batches {
         let batch = batch.map_err(bad)?;
         append_batch(&mut accs, schema, &source, rows, |k| Ok(batch.column(k).clone()))?;
         rows += batch.num_rows();
@@ -74,9 +84,15 @@ pub fn engine_type(dt: &arrow_schema::DataType) -> Option<DataType> {
 /// definitions, the columns and the row count.
 pub fn read_ipc_stream_any(data: &[u8]) -> Result<(Vec<ColumnDef>, Vec<Column>, usize), IoError> {
     let reader = StreamReader::try_new(Cursor::new(data), None).map_err(bad)?;
-    let defs = reader
-        .schema()
-        .fields()
+    let defs = engine_defs(reader.schema().fields())?;
+    let cols = read_ipc_stream(data, &defs)?;
+    let rows = cols.first().map_or(0, Column::len);
+    Ok((defs, cols, rows))
+}
+
+/// The column definitions `fields` read as (types by [`engine_type`]).
+pub fn engine_defs(fields: &Fields) -> Result<Vec<ColumnDef>, IoError> {
+    fields
         .iter()
         .map(|f| {
             let data_type = engine_type(f.data_type()).ok_or_else(|| {
@@ -84,10 +100,7 @@ pub fn read_ipc_stream_any(data: &[u8]) -> Result<(Vec<ColumnDef>, Vec<Column>, 
             })?;
             Ok(ColumnDef { name: f.name().clone(), data_type })
         })
-        .collect::<Result<Vec<_>, IoError>>()?;
-    let cols = read_ipc_stream(data, &defs)?;
-    let rows = cols.first().map_or(0, Column::len);
-    Ok((defs, cols, rows))
+        .collect()
 }
 
 /// Writes a result as an IPC stream, a chunk at a time: [`IpcResultWriter::next_chunk`] returns

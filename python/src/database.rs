@@ -1,0 +1,194 @@
+//! A database in this process: an engine over a catalog kept in memory, or durable in a data
+//! directory opened exactly as `zeptodb serve --data-dir` opens it (write-ahead log,
+//! checkpoints, Parquet history). Statements and inserts release the GIL while the engine
+//! works, so Python threads run them at once.
+
+use crate::errors::{ingest_error, open_error, sql_error, storage_error};
+use crate::result::NativeResult;
+use arrow_array::ffi_stream::{FFI_ArrowArrayStream, RecordBatchStreamReader};
+use arrow_array::RecordBatchReader;
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyCapsule, PyFloat, PyInt, PyString};
+use std::ffi::CStr;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use zepto_durable::{DataDir, DirOptions};
+use zepto_sql::{Engine, ParamValue};
+use zepto_storage::{Catalog, ColumnDef, DataType, Schema, Table, TableOptions};
+
+const STREAM: &CStr = c"arrow_array_stream";
+
+/// One database: its engine, and its data directory when durable; `None` once closed.
+#[pyclass(frozen, module = "zeptodb._native")]
+pub struct Database {
+    open: Mutex<Option<Arc<Open>>>,
+}
+
+/// An open database. Statements running when it is closed keep it until they end; the
+/// directory's lock goes with the last of them. Fields drop in order: the engine (and with it
+/// the catalog and its change log) before the directory.
+struct Open {
+    engine: Engine,
+    dir: Option<DataDir>,
+}
+
+impl Database {
+    fn open(&self, py: Python<'_>) -> PyResult<Arc<Open>> {
+        let open = self.open.lock().unwrap_or_else(|e| e.into_inner());
+        open.clone().ok_or_else(|| sql_error(py, zepto_sql::SqlError::exec("the database is closed")))
+    }
+}
+
+fn log_line(m: &str) {
+    eprintln!("zeptodb: {m}");
+}
+
+#[pymethods]
+impl Database {
+    /// In memory (`path` None), or durable in the directory `path` (created if missing). `sync`
+    /// is when the log is flushed to disk: `always` (the default: nothing acknowledged is ever
+    /// lost), `interval=<ms>` or `none`.
+    #[new]
+    #[pyo3(signature = (path = None, sync = None))]
+    fn new(py: Python<'_>, path: Option<PathBuf>, sync: Option<String>) -> PyResult<Database> {
+        let engine = Engine::new();
+        let Some(path) = path else {
+            return Ok(Database { open: Mutex::new(Some(Arc::new(Open { engine, dir: None }))) });
+        };
+        let opts = DirOptions { sync, ..DirOptions::default() };
+        let catalog = engine.catalog().clone();
+        let dir =
+            py.detach(|| DataDir::open(&catalog, &path, &opts, Arc::new(log_line))).map_err(|e| open_error(py, e))?;
+        // COPY never reads or writes the data directory's own files.
+        let files = zepto_sql::FilePolicy::new(None, &[path.as_path()]).map_err(|e| open_error(py, e))?;
+        let open = Open { engine: engine.with_files(files), dir: Some(dir) };
+        Ok(Database { open: Mutex::new(Some(Arc::new(open))) })
+    }
+
+    /// Run one statement (or a `;`-separated script: the last statement's result). `params`
+    /// fill `?` / `$n` placeholders: None, bool, int, float or str.
+    #[pyo3(signature = (query, params = None))]
+    fn sql(&self, py: Python<'_>, query: &str, params: Option<Vec<Bound<'_, PyAny>>>) -> PyResult<NativeResult> {
+        let params = params.unwrap_or_default().iter().map(param).collect::<PyResult<Vec<_>>>()?;
+        let open = self.open(py)?;
+        let r = py.detach(|| open.engine.execute_with_params(query, &params)).map_err(|e| sql_error(py, e))?;
+        NativeResult::new(&r).map_err(PyValueError::new_err)
+    }
+
+    /// Append the Arrow C stream of `data` (any object with `__arrow_c_stream__`) to `table`,
+    /// all or nothing; with `create`, a missing table is made from the stream's schema (its
+    /// first timestamp column designated). Returns the rows written.
+    #[pyo3(signature = (table, data, create = false))]
+    fn insert(&self, py: Python<'_>, table: &str, data: &Bound<'_, PyAny>, create: bool) -> PyResult<usize> {
+        let open = self.open(py)?;
+        let reader = import_stream(data)?;
+        let catalog = open.engine.catalog();
+        let fields = reader.schema().fields().clone();
+        let created = if catalog.exists(table) {
+            false
+        } else if create {
+            let defs = zepto_io::ipc::engine_defs(&fields).map_err(|e| ingest_error(py, e.to_string(), None))?;
+            create_table(catalog, table, defs).map_err(|e| storage_error(py, e))?
+        } else {
+            return Err(sql_error(py, zepto_sql::SqlError::TableNotFound { name: table.into(), pos: None }));
+        };
+        let r = write(py, catalog, table, &fields, reader);
+        if r.is_err() && created && catalog.snapshot(table).is_ok_and(|t| t.row_count() == 0) {
+            // Take back the table this insert made, unless someone wrote to it meanwhile.
+            let _ = catalog.drop_table(table, true);
+        }
+        r
+    }
+
+    /// Names of the tables, sorted.
+    fn tables(&self, py: Python<'_>) -> PyResult<Vec<String>> {
+        let mut names = self.open(py)?.engine.catalog().table_names();
+        names.sort();
+        Ok(names)
+    }
+
+    /// Whether the tables are kept in a data directory.
+    #[getter]
+    fn durable(&self, py: Python<'_>) -> PyResult<bool> {
+        Ok(self.open(py)?.dir.is_some())
+    }
+
+    /// Whether `close` was called.
+    #[getter]
+    fn closed(&self) -> bool {
+        self.open.lock().unwrap_or_else(|e| e.into_inner()).is_none()
+    }
+
+    /// Checkpoint a durable database and close it: later calls raise, and the directory is
+    /// free for another process once statements still running end. Closing twice does nothing.
+    fn close(&self, py: Python<'_>) {
+        let open = self.open.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(o) = open {
+            if let Some(d) = &o.dir {
+                py.detach(|| d.close(o.engine.catalog(), &log_line));
+            }
+        }
+    }
+}
+
+/// A Python value as a statement parameter.
+fn param(v: &Bound<'_, PyAny>) -> PyResult<ParamValue> {
+    if v.is_none() {
+        Ok(ParamValue::Null)
+    } else if v.is_instance_of::<PyBool>() {
+        Ok(ParamValue::Bool(v.extract()?))
+    } else if v.is_instance_of::<PyInt>() {
+        Ok(ParamValue::Int(v.extract()?))
+    } else if v.is_instance_of::<PyFloat>() {
+        Ok(ParamValue::Float(v.extract()?))
+    } else if v.is_instance_of::<PyString>() {
+        Ok(ParamValue::Str(v.extract()?))
+    } else {
+        Err(PyTypeError::new_err(format!("a parameter must be None, bool, int, float or str, not {}", v.get_type())))
+    }
+}
+
+/// Take the Arrow C stream out of `data`'s `__arrow_c_stream__` capsule.
+fn import_stream(data: &Bound<'_, PyAny>) -> PyResult<RecordBatchStreamReader> {
+    if !data.hasattr("__arrow_c_stream__")? {
+        return Err(PyTypeError::new_err(format!("{} has no __arrow_c_stream__", data.get_type())));
+    }
+    let capsule = data.call_method0("__arrow_c_stream__")?;
+    let capsule = capsule.cast::<PyCapsule>()?;
+    let ptr = capsule.pointer_checked(Some(STREAM))?;
+    // SAFETY: a capsule named "arrow_array_stream" holds an FFI_ArrowArrayStream (the Arrow
+    // PyCapsule interface); `from_raw` moves it out and leaves a released stream behind, which
+    // the capsule's destructor then leaves alone.
+    unsafe { RecordBatchStreamReader::from_raw(ptr.as_ptr().cast::<FFI_ArrowArrayStream>()) }
+        .map_err(|e| PyValueError::new_err(format!("reading the Arrow stream: {e}")))
+}
+
+/// A new empty table of `defs`, its first TIMESTAMP column designated. False if it was made
+/// meanwhile by someone else.
+fn create_table(catalog: &Catalog, name: &str, defs: Vec<ColumnDef>) -> Result<bool, zepto_storage::StorageError> {
+    let timestamp = defs.iter().find(|d| d.data_type == DataType::Timestamp).map(|d| d.name.clone());
+    let table = Table::new(name, Schema { columns: defs }, &TableOptions { partition_key: None, timestamp })?;
+    catalog.create(table, true)
+}
+
+/// Convert the stream to the table's columns, then append them in one change.
+fn write(
+    py: Python<'_>,
+    catalog: &Arc<Catalog>,
+    table: &str,
+    fields: &arrow_schema::Fields,
+    reader: RecordBatchStreamReader,
+) -> PyResult<usize> {
+    let snap = catalog.snapshot(table).map_err(|e| storage_error(py, e))?;
+    let schema = snap.schema.columns.clone();
+    drop(snap);
+    let cols = zepto_io::ipc::read_batches(fields, reader, &schema).map_err(|e| {
+        let row = match &e {
+            zepto_io::IoError::BadValue { row, .. } | zepto_io::IoError::BadRow { row, .. } => Some(*row),
+            _ => None,
+        };
+        ingest_error(py, e.to_string(), row)
+    })?;
+    py.detach(|| catalog.append(table, cols)).map_err(|e| storage_error(py, e))
+}

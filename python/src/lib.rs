@@ -1,0 +1,19 @@
+//! `zeptodb._native`: the engine inside Python. The pure-Python package `zeptodb` wraps it
+//! (connect, results to pandas/Polars/NumPy, the remote client); this module holds what must
+//! be native: the database ([`database::Database`]), results as Arrow over the engine's own
+//! memory ([`result::NativeResult`]), and the exception classes ([`errors`]).
+
+mod database;
+mod errors;
+mod result;
+
+use pyo3::prelude::*;
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<database::Database>()?;
+    m.add_class::<result::NativeResult>()?;
+    errors::register(m)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

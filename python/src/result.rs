@@ -1,0 +1,113 @@
+//! A query's result on the Python side: its batches as Arrow record batches over the engine's
+//! own column memory ([`zepto_io::export::share_column`]), handed out through the Arrow
+//! PyCapsule interface (`__arrow_c_stream__`, `__arrow_c_schema__`), so that `pyarrow.table`,
+//! `polars.from_arrow` and DuckDB read it without a copy. The batches stay as the engine made
+//! them (a result of whole partitions is one batch per partition). The record batches hold the
+//! engine's columns alive: a view outlives the result, the connection and the table, and later
+//! writes never change it (a shared column is copied before it is written).
+
+use arrow_array::ffi_stream::FFI_ArrowArrayStream;
+use arrow_array::{ArrayRef, RecordBatch, RecordBatchIterator, RecordBatchOptions};
+use arrow_schema::ffi::FFI_ArrowSchema;
+use arrow_schema::{Field, Schema, SchemaRef};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::PyCapsule;
+use std::ffi::CStr;
+use std::sync::Arc;
+use zepto_sql::QueryResult;
+
+const STREAM: &CStr = c"arrow_array_stream";
+const SCHEMA: &CStr = c"arrow_schema";
+
+/// The rows of one statement, as Arrow record batches sharing the engine's memory, or the
+/// status line of a statement that returns none.
+#[pyclass(frozen, module = "zeptodb._native")]
+pub struct NativeResult {
+    schema: SchemaRef,
+    batches: Vec<RecordBatch>,
+    status: Option<String>,
+}
+
+impl NativeResult {
+    /// Share `r`'s columns as Arrow arrays (no copy but BOOLEAN bits and symbol dictionaries).
+    pub fn new(r: &QueryResult) -> Result<NativeResult, String> {
+        let chunks = r.chunks();
+        let first: Vec<ArrayRef> = match chunks.first() {
+            Some(b) => arrays(b)?,
+            None => Vec::new(),
+        };
+        let fields: Vec<Field> =
+            r.fields.iter().zip(&first).map(|(f, a)| Field::new(f.name.clone(), a.data_type().clone(), true)).collect();
+        let schema = Arc::new(Schema::new(fields));
+        let mut batches = Vec::with_capacity(chunks.len());
+        for (k, b) in chunks.iter().enumerate() {
+            let cols = if k == 0 { first.clone() } else { arrays(b)? };
+            let opts = RecordBatchOptions::new().with_row_count(Some(b.rows));
+            let rb = RecordBatch::try_new_with_options(schema.clone(), cols, &opts).map_err(|e| e.to_string())?;
+            batches.push(rb);
+        }
+        Ok(NativeResult { schema, batches, status: r.status.clone() })
+    }
+}
+
+fn arrays(b: &zepto_sql::exec::Batch) -> Result<Vec<ArrayRef>, String> {
+    b.columns.iter().map(|c| zepto_io::export::share_column(c, b.rows)).collect()
+}
+
+#[pymethods]
+impl NativeResult {
+    /// The Arrow C stream of the result's batches (the Arrow PyCapsule interface). A requested
+    /// schema is not honoured (the interface allows that): the types are the engine's.
+    #[pyo3(signature = (requested_schema = None))]
+    fn __arrow_c_stream__<'py>(
+        &self,
+        py: Python<'py>,
+        requested_schema: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyCapsule>> {
+        let _ = requested_schema;
+        let reader = RecordBatchIterator::new(self.batches.clone().into_iter().map(Ok), self.schema.clone());
+        // The capsule owns the stream; a consumer that takes it leaves a released shell, which
+        // dropping does not release twice.
+        PyCapsule::new_with_value(py, FFI_ArrowArrayStream::new(Box::new(reader)), STREAM)
+    }
+
+    /// The result's Arrow schema (the Arrow PyCapsule interface).
+    fn __arrow_c_schema__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyCapsule>> {
+        let s = FFI_ArrowSchema::try_from(self.schema.as_ref()).map_err(|e| PyValueError::new_err(e.to_string()))?;
+        PyCapsule::new_with_value(py, s, SCHEMA)
+    }
+
+    /// Column names, in order.
+    #[getter]
+    fn columns(&self) -> Vec<String> {
+        self.schema.fields().iter().map(|f| f.name().clone()).collect()
+    }
+
+    /// Rows in all batches.
+    #[getter]
+    fn num_rows(&self) -> usize {
+        self.batches.iter().map(RecordBatch::num_rows).sum()
+    }
+
+    /// Batches (chunks) the rows come in.
+    #[getter]
+    fn num_batches(&self) -> usize {
+        self.batches.len()
+    }
+
+    /// What a statement without rows did (`CREATE TABLE`, `INSERT 3`, ...), else None.
+    #[getter]
+    fn status(&self) -> Option<String> {
+        self.status.clone()
+    }
+
+    /// The address of column `i`'s values in batch `batch` (to check that views share memory).
+    fn buffer_address(&self, batch: usize, i: usize) -> PyResult<usize> {
+        let b = self.batches.get(batch).ok_or_else(|| PyValueError::new_err(format!("no batch {batch}")))?;
+        let c = b.columns().get(i).ok_or_else(|| PyValueError::new_err(format!("no column {i}")))?;
+        let data = c.to_data();
+        let buf = data.buffers().first().or_else(|| data.child_data().first().and_then(|d| d.buffers().get(1)));
+        Ok(buf.map_or(0, |b| b.as_ptr() as usize))
+    }
+}

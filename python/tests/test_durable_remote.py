@@ -1,0 +1,121 @@
+"""Durable directories (reopened by another process) and the same API against a server the
+test starts (`zeptodb serve`, built by `cargo test --workspace`; ZEPTO_BIN overrides)."""
+
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+import urllib.request
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import zeptodb
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def frame(n: int, seed: int) -> pa.Table:
+    rng = np.random.default_rng(seed)
+    return pa.table(
+        {
+            "ts": pa.array(np.sort(rng.integers(0, 10**15, n)).astype("datetime64[ns]")),
+            "sym": pa.array(rng.choice(["a", "b", "c"], n)),
+            "px": pa.array(rng.normal(0, 1, n)),
+        }
+    )
+
+
+def test_a_durable_directory_is_reopened_by_another_process(tmp_path):
+    d = zeptodb.connect(tmp_path / "db")
+    assert d.durable
+    d.execute("CREATE TABLE t (ts TIMESTAMP, sym SYMBOL, px DOUBLE) TIMESTAMP(ts) PARTITION BY sym")
+    data = frame(5000, 1)
+    d.insert("t", data)
+    want = d.sql("SELECT sym, count(*), sum(px) FROM t GROUP BY sym ORDER BY sym").fetchall()
+    # One process per directory: a second open is refused while this one holds it.
+    with pytest.raises(zeptodb.StorageError):
+        zeptodb.connect(tmp_path / "db")
+    d.close()
+    script = textwrap.dedent(
+        f"""
+        import numpy as np
+        import zeptodb
+        d = zeptodb.connect({str(tmp_path / "db")!r})
+        print(d.sql("SELECT sym, count(*), sum(px) FROM t GROUP BY sym ORDER BY sym").fetchall())
+        d.insert("t", {{"ts": np.array([1], "datetime64[ns]"), "sym": ["z"], "px": [0.5]}})
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == repr(want)
+    # The other process's acknowledged insert is here too.
+    again = zeptodb.connect(tmp_path / "db")
+    assert again.sql("SELECT count(*) FROM t").fetchone()[0] == 5001
+    again.close()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server():
+    binary = os.environ.get("ZEPTO_BIN") or str(ROOT / "target" / "debug" / "zeptodb")
+    if not os.path.exists(binary):
+        pytest.fail(f"{binary} is missing: run `cargo build -p zepto-cli` (make test does)")
+    port = free_port()
+    proc = subprocess.Popen(
+        [binary, "serve", "--in-memory", "--http", f"127.0.0.1:{port}", "--api-key", "test-key-0123456789abcdef"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(200):
+        try:
+            urllib.request.urlopen(url + "/ping", timeout=1)
+            break
+        except Exception:
+            time.sleep(0.05)
+    else:
+        proc.kill()
+        pytest.fail("the server did not start")
+    yield url
+    proc.terminate()
+    proc.wait(timeout=30)
+
+
+def test_remote_and_in_process_give_the_same_answers(server):
+    remote = zeptodb.connect(server, api_key="test-key-0123456789abcdef")
+    local = zeptodb.connect()
+    data = frame(3000, 2)
+    for db in (remote, local):
+        db.execute("CREATE TABLE t (ts TIMESTAMP, sym SYMBOL, px DOUBLE) TIMESTAMP(ts) PARTITION BY sym")
+        assert db.insert("t", data) == 3000
+        assert db.insert("u", data.to_pandas(), create=True) == 3000
+    q = "SELECT sym, count(*) AS n, avg(px) AS a FROM t WHERE ts > ? GROUP BY sym ORDER BY sym"
+    start = np.datetime64(5 * 10**14, "ns")
+    r, l = remote.sql(q, [start]), local.sql(q, [start])
+    assert r.columns == l.columns == ["sym", "n", "a"]
+    assert r.fetchall() == l.fetchall()
+    assert remote.sql("SELECT count(*), sum(px) FROM u").fetchall() == local.sql("SELECT count(*), sum(px) FROM u").fetchall()
+    assert "t" in remote.tables() and "u" in remote.tables()
+    assert r.to_pandas().equals(l.to_pandas())
+
+
+def test_remote_errors_are_the_same_exceptions(server):
+    remote = zeptodb.connect(server, api_key="test-key-0123456789abcdef")
+    with pytest.raises(zeptodb.SqlError) as e:
+        remote.sql("SELECT nosuch FROM nowhere_at_all")
+    assert e.value.code == "TABLE_NOT_FOUND"
+    with pytest.raises(zeptodb.SqlError) as e:
+        remote.sql("SELEC 1")
+    assert (e.value.code, e.value.line, e.value.column) == ("SQL_PARSE", 1, 1)
+    with pytest.raises(zeptodb.PermissionDenied):
+        zeptodb.connect(server, api_key="wrong").sql("SELECT 1")

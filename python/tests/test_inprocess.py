@@ -1,0 +1,249 @@
+"""The package in process: round trips of every type, zero-copy views and their lifetime,
+parameters, errors, all-or-nothing inserts, threads. DuckDB (from PyPI) is the oracle where an
+answer is computed."""
+
+import datetime as dt
+import gc
+import threading
+
+import duckdb
+import numpy as np
+import pandas as pd
+import polars as pl
+import pyarrow as pa
+import pytest
+
+import zeptodb
+
+RNG = np.random.default_rng(20261125)
+
+
+def trades(n: int, syms=("AAPL", "MSFT", "IBM", "ÉTÉ", "")):
+    ts = np.sort(RNG.integers(1_700_000_000_000_000_000, 1_700_000_100_000_000_000, n)).astype("datetime64[ns]")
+    return pa.table(
+        {
+            "ts": pa.array(ts, pa.timestamp("ns")),
+            "sym": pa.array(RNG.choice(syms, n)),
+            "price": pa.array(RNG.normal(100, 5, n)),
+            "size": pa.array(RNG.integers(-(2**62), 2**62, n)),
+            "note": pa.array([None if i % 7 == 0 else f"n{i}é" for i in range(n)], pa.string()),
+            "ok": pa.array([None if i % 5 == 0 else bool(i % 2) for i in range(n)], pa.bool_()),
+        }
+    )
+
+
+DDL = (
+    "CREATE TABLE trades (ts TIMESTAMP, sym SYMBOL, price DOUBLE, size BIGINT, note VARCHAR, ok BOOLEAN) "
+    "TIMESTAMP(ts) PARTITION BY sym"
+)
+
+
+@pytest.fixture
+def db():
+    d = zeptodb.connect()
+    d.execute(DDL)
+    yield d
+    d.close()
+
+
+def test_every_type_round_trips_against_duckdb(db):
+    data = trades(5000)
+    assert db.insert("trades", data) == 5000
+    got = db.sql("SELECT * FROM trades ORDER BY ts, sym, size").to_arrow()
+    want = duckdb.sql("SELECT * FROM data ORDER BY ts, sym, size").arrow()
+    if isinstance(want, pa.RecordBatchReader):
+        want = want.read_all()
+    assert got.num_rows == want.num_rows == 5000
+    for name in want.column_names:
+        g = got.column(name).to_pylist()
+        w = want.column(name).to_pylist()
+        assert g == w, name
+
+
+def test_extremes_nulls_and_sub_microsecond_times(db):
+    data = pa.table(
+        {
+            "ts": pa.array([1, 999, 1_700_000_000_123_456_789], pa.timestamp("ns")),
+            "sym": pa.array(["a", None, "ü"]),
+            "price": pa.array([None, -0.0, float("inf")]),
+            "size": pa.array([-(2**63), 2**63 - 1, None], pa.int64()),
+            "note": pa.array(["", None, "漢字"]),
+            "ok": pa.array([True, None, False]),
+        }
+    )
+    db.insert("trades", data)
+    rows = db.sql("SELECT ts, sym, price, size, note, ok FROM trades ORDER BY ts").to_arrow().to_pylist()
+    assert [r["ts"].value for r in rows] == [1, 999, 1_700_000_000_123_456_789]
+    assert [r["sym"] for r in rows] == ["a", None, "ü"]
+    assert rows[0]["price"] is None and rows[2]["price"] == float("inf")
+    assert [r["size"] for r in rows] == [-(2**63), 2**63 - 1, None]
+    assert [r["note"] for r in rows] == ["", None, "漢字"]
+    assert [r["ok"] for r in rows] == [True, None, False]
+
+
+def test_fixed_width_columns_are_views_of_engine_memory(db):
+    db.insert("trades", trades(10_000, syms=("A",)))
+    r = db.sql("SELECT ts, price, size FROM trades")
+    a1 = r.to_arrow()
+    a2 = pa.table(r)
+    for i in range(3):
+        addr = r._src.buffer_address(0, i)
+        assert a1.column(i).chunk(0).buffers()[1].address == addr
+        assert a2.column(i).chunk(0).buffers()[1].address == addr
+    # Polars and NumPy read the same memory.
+    prices = r.to_numpy()["price"]
+    assert prices.ctypes.data == r._src.buffer_address(0, 1)
+    assert not prices.flags.owndata
+    assert pl.from_arrow(a1).get_column("price").to_numpy().ctypes.data == r._src.buffer_address(0, 1)
+    # The same engine memory on a second query of the same table (a whole partition is shared).
+    again = db.sql("SELECT ts, price, size FROM trades")
+    assert again._src.buffer_address(0, 1) == r._src.buffer_address(0, 1)
+
+
+def test_symbols_are_dictionary_arrays_and_pandas_categoricals(db):
+    db.insert("trades", trades(1000))
+    t = db.sql("SELECT sym FROM trades").to_arrow()
+    assert pa.types.is_dictionary(t.schema.field("sym").type)
+    df = db.sql("SELECT sym, count(*) AS n FROM trades GROUP BY sym ORDER BY sym").to_pandas()
+    assert isinstance(df["sym"].dtype, pd.CategoricalDtype)
+
+
+def test_views_outlive_result_connection_and_table_and_later_writes():
+    d = zeptodb.connect()
+    d.execute(DDL)
+    d.insert("trades", trades(20_000, syms=("A",)))
+    r = d.sql("SELECT price, size FROM trades")
+    arr = r.to_numpy()["price"]
+    table = r.to_arrow()
+    before = arr.copy()
+    total = float(pa.compute.sum(table.column("price")).as_py())
+    # Later writes and deletes change the table, never the views.
+    d.insert("trades", trades(5000, syms=("A",)))
+    d.execute("DELETE FROM trades WHERE price > 100")
+    d.execute("UPDATE trades SET price = 0")
+    assert np.array_equal(arr, before)
+    d.execute("DROP TABLE trades")
+    d.close()
+    del r, d
+    for _ in range(5):
+        gc.collect()
+        junk = [np.ones(10_000) for _ in range(50)]  # reuse freed memory if anything was freed
+        del junk
+    assert np.array_equal(arr, before)
+    assert float(pa.compute.sum(table.column("price")).as_py()) == total
+
+
+def test_parameters_are_values_never_sql(db):
+    db.insert("trades", trades(2000))
+    start = pd.Timestamp(1_700_000_050_000_000_123)
+    got = db.sql("SELECT count(*) FROM trades WHERE ts > ? AND sym = ?", [start, "AAPL"]).fetchone()[0]
+    data = trades(0)  # schema only
+    want = db.sql(
+        "SELECT count(*) FROM trades WHERE ts > CAST('2023-11-14 22:14:10.000000123' AS TIMESTAMP) AND sym = 'AAPL'"
+    ).fetchone()[0]
+    assert got == want and data.num_rows == 0
+    # numpy datetime64 and datetime give the same answer (datetime at microseconds).
+    n64 = db.sql("SELECT count(*) FROM trades WHERE ts > ?", [np.datetime64(start.value, "ns")]).fetchone()[0]
+    ndt = db.sql("SELECT count(*) FROM trades WHERE ts > ?", [dt.datetime(2023, 11, 14, 22, 14, 10)]).fetchone()[0]
+    assert n64 == db.sql("SELECT count(*) FROM trades WHERE ts > ?", [start]).fetchone()[0]
+    assert ndt >= n64
+    # A string parameter is a value: quotes and SQL inside it change nothing.
+    assert db.sql("SELECT count(*) FROM trades WHERE sym = ?", ["x' OR '1'='1"]).fetchone()[0] == 0
+    with pytest.raises(TypeError):
+        db.sql("SELECT ?", [object()])
+
+
+def test_errors_carry_code_and_position(db):
+    with pytest.raises(zeptodb.SqlError) as e:
+        db.sql("SELECT 1,\n  nosuch FROM trades")
+    assert e.value.code == "COLUMN_NOT_FOUND"
+    assert e.value.line == 2 and e.value.column == 3
+    with pytest.raises(zeptodb.SqlError) as e:
+        db.sql("SELEC 1")
+    assert e.value.code == "SQL_PARSE" and (e.value.line, e.value.column) == (1, 1)
+    assert isinstance(e.value, zeptodb.Error)
+    with pytest.raises(zeptodb.SqlError) as e:
+        db.insert("nosuch", trades(3))
+    assert e.value.code == "TABLE_NOT_FOUND"
+
+
+def test_a_bad_insert_changes_nothing(db):
+    db.insert("trades", trades(100))
+    before = db.sql("SELECT count(*), sum(price), min(size), max(size) FROM trades").fetchone()
+    bad = pa.table({"ts": pa.array([1, 2], pa.timestamp("ns")), "nosuch": pa.array([1, 2])})
+    with pytest.raises(zeptodb.IngestError):
+        db.insert("trades", bad)
+    wrong_type = pa.table({"ts": pa.array([1, 2], pa.timestamp("ns")), "price": pa.array(["x", "y"])})
+    with pytest.raises(zeptodb.Error):
+        db.insert("trades", wrong_type)
+    assert db.sql("SELECT count(*), sum(price), min(size), max(size) FROM trades").fetchone() == before
+    with pytest.raises(TypeError):
+        db.insert("trades", [1, 2, 3])
+
+
+def test_insert_from_every_kind_of_frame():
+    d = zeptodb.connect()
+    data = trades(300)
+    assert d.insert("a", data, create=True) == 300
+    assert d.insert("b", data.to_pandas(), create=True) == 300
+    assert d.insert("c", pl.from_arrow(data), create=True) == 300
+    assert d.insert("e", data.to_batches()[0], create=True) == 300
+    assert d.insert("f", {k: data.column(k).to_numpy() for k in ("price", "size")}, create=True) == 300
+    want = d.sql("SELECT sum(price), min(size), max(size) FROM a").fetchone()
+    for t in "bce":
+        assert d.sql(f"SELECT sum(price), min(size), max(size) FROM {t}").fetchone() == want
+    assert d.sql("SELECT min(size), max(size) FROM f").fetchone() == want[1:]
+    assert d.tables() == ["a", "b", "c", "e", "f"]
+    # A failed create-insert leaves no table behind.
+    with pytest.raises(zeptodb.IngestError):
+        d.insert("g", pa.table({"x": pa.array([[1], [2]])}), create=True)
+    assert "g" not in d.tables()
+
+
+def test_results_speak_the_arrow_pycapsule_protocol(db):
+    db.insert("trades", trades(500))
+    r = db.sql("SELECT sym, count(*) AS n FROM trades GROUP BY sym")
+    got = duckdb.sql("SELECT sum(n) AS total FROM r").fetchone()[0]
+    assert got == 500
+    assert pl.DataFrame(r).height == r.num_rows
+    assert pa.schema(r).names == ["sym", "n"]
+
+
+def test_chunked_results_stay_chunked(db):
+    db.insert("trades", trades(50_000))
+    r = db.sql("SELECT * FROM trades")
+    t = r.to_arrow()
+    assert r._src.num_batches == t.column(0).num_chunks > 1
+    assert t.num_rows == 50_000
+
+
+def test_threads_run_statements_at_once(db):
+    db.insert("trades", trades(20_000))
+    want = db.sql("SELECT sym, count(*), min(size), max(size) FROM trades GROUP BY sym ORDER BY sym").fetchall()
+    errors, results = [], []
+
+    def work():
+        try:
+            for _ in range(20):
+                results.append(db.sql("SELECT sym, count(*), min(size), max(size) FROM trades GROUP BY sym ORDER BY sym").fetchall())
+                db.insert("trades", trades(10, syms=("ZZZ",)))
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert all([row for row in r if row[0] != "ZZZ"] == want for r in results)
+    assert db.sql("SELECT count(*) FROM trades WHERE sym = 'ZZZ'").fetchone()[0] == 4 * 20 * 10
+
+
+def test_a_closed_database_refuses_calls():
+    d = zeptodb.connect()
+    d.close()
+    d.close()
+    assert d.closed
+    with pytest.raises(zeptodb.Error):
+        d.sql("SELECT 1")

@@ -1,0 +1,139 @@
+"""ZeptoDB in Python: the engine in this process (in memory, or durable in a directory), or a
+server over HTTP, behind one API.
+
+    import zeptodb
+    db = zeptodb.connect()                          # in process, in memory
+    db = zeptodb.connect("path/to/dir")             # in process, durable (WAL + checkpoints)
+    db = zeptodb.connect("http://127.0.0.1:8123")   # a server, same API
+    db.execute("CREATE TABLE t (ts TIMESTAMP, sym SYMBOL, px DOUBLE)")
+    db.insert("t", df)                               # pandas, Polars, pyarrow, dict of arrays
+    r = db.sql("SELECT sym, avg(px) FROM t WHERE ts > ? GROUP BY sym", [start])
+    r.to_arrow(); r.to_polars(); r.to_pandas(); r.to_numpy()
+
+In process, results reach Arrow, Polars and NumPy without copying: fixed-width columns and
+timestamps are views of the engine's memory, SYMBOL columns are dictionary arrays over the
+table's codes, and a view stays valid as long as it lives (after the result, the connection
+and the table are gone, and whatever is written later).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Iterable, Optional, Sequence
+
+from . import _native
+from ._convert import to_arrow_stream, to_param
+from ._native import (
+    Cancelled,
+    Error,
+    IngestError,
+    InternalError,
+    PermissionDenied,
+    ResourcesExhausted,
+    SqlError,
+    StorageError,
+    Timeout,
+)
+from ._result import Result
+
+__version__ = _native.__version__
+
+__all__ = [
+    "connect",
+    "Connection",
+    "Result",
+    "Error",
+    "SqlError",
+    "IngestError",
+    "ResourcesExhausted",
+    "Timeout",
+    "Cancelled",
+    "StorageError",
+    "PermissionDenied",
+    "InternalError",
+]
+
+
+def connect(
+    target: Optional[str | os.PathLike] = None,
+    *,
+    api_key: Optional[str] = None,
+    sync: Optional[str] = None,
+    timeout: Optional[float] = None,
+):
+    """Open a database.
+
+    - ``connect()`` or ``connect(":memory:")``: in this process, in memory.
+    - ``connect("dir")``: in this process, durable in ``dir`` (created if missing), with the
+      write-ahead log, checkpoints and Parquet history of ``zeptodb serve --data-dir``.
+      ``sync`` is ``"always"`` (the default: nothing acknowledged is lost), ``"interval=<ms>"``
+      or ``"none"``. One process opens a directory at a time.
+    - ``connect("http://host:8123")``: a server; ``api_key`` is sent as a bearer token and
+      ``timeout`` bounds each request (seconds).
+    """
+    if target is None or target == ":memory:":
+        return Connection(_native.Database())
+    text = os.fspath(target)
+    if isinstance(text, str) and text.startswith(("http://", "https://")):
+        from ._remote import RemoteConnection
+
+        return RemoteConnection(text, api_key=api_key, timeout=timeout)
+    if api_key is not None:
+        raise ValueError("api_key is for a server URL; a directory is opened in this process")
+    return Connection(_native.Database(text, sync))
+
+
+class Connection:
+    """A database in this process. Safe to share between threads: statements release the GIL
+    while the engine runs them."""
+
+    def __init__(self, native: _native.Database):
+        self._db = native
+
+    def sql(self, query: str, params: Optional[Sequence[Any]] = None) -> Result:
+        """Run a statement and return its result. ``params`` fill ``?`` (or ``$1``, ``$2``...)
+        placeholders: None, bool, int, float, str, ``datetime``/``date``, ``numpy.datetime64``
+        and pandas ``Timestamp`` (nanoseconds kept). A parameter is a value, never SQL."""
+        bound = None if params is None else [to_param(p) for p in params]
+        return Result(self._db.sql(query, bound))
+
+    def execute(self, query: str, params: Optional[Sequence[Any]] = None) -> Result:
+        """Run a statement (DDL, DML or a query); the same as :meth:`sql`."""
+        return self.sql(query, params)
+
+    def insert(self, table: str, data: Any, *, create: bool = False) -> int:
+        """Append ``data`` to ``table``, all or nothing, and return the rows written.
+
+        ``data``: a pandas or Polars DataFrame, a pyarrow Table or RecordBatch, anything with
+        ``__arrow_c_stream__``, or a dict of column name to array. Columns are matched by name
+        and cast as ``/write?format=arrow`` casts them; table columns the data lacks are NULL.
+        With ``create=True`` a missing table is made from the data's types (its first
+        timestamp column designated)."""
+        return self._db.insert(table, to_arrow_stream(data), create)
+
+    def tables(self) -> list:
+        """Names of the tables, sorted."""
+        return self._db.tables()
+
+    @property
+    def durable(self) -> bool:
+        """Whether the tables are kept in a data directory."""
+        return self._db.durable
+
+    @property
+    def closed(self) -> bool:
+        return self._db.closed
+
+    def close(self) -> None:
+        """Checkpoint (when durable) and close: later calls raise ``zeptodb.Error``."""
+        self._db.close()
+
+    def __enter__(self) -> "Connection":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else ("durable" if self.durable else "in memory")
+        return f"<zeptodb.Connection {state}>"

@@ -1,0 +1,176 @@
+"""The same API against a ZeptoDB server over HTTP (SPEC §2): statements as JSON with their
+parameters, results as Arrow IPC streams, inserts as Arrow IPC bodies to ``/write``. Only the
+standard library and pyarrow."""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.parse
+import urllib.request
+from typing import Any, Optional, Sequence
+
+from . import _native
+from ._convert import to_arrow_stream, to_param
+from ._result import Result
+
+ARROW = "application/vnd.apache.arrow.stream"
+
+# The server's stable error codes (SPEC §2) and the exception each raises.
+_CLASSES = {
+    "SQL_PARSE": _native.SqlError,
+    "SQL_PLAN": _native.SqlError,
+    "TABLE_NOT_FOUND": _native.SqlError,
+    "TABLE_EXISTS": _native.SqlError,
+    "COLUMN_NOT_FOUND": _native.SqlError,
+    "EXECUTION": _native.SqlError,
+    "NOT_SUPPORTED": _native.SqlError,
+    "INGEST": _native.IngestError,
+    "BAD_REQUEST": _native.IngestError,
+    "LIMIT_EXCEEDED": _native.ResourcesExhausted,
+    "RESOURCES_EXHAUSTED": _native.ResourcesExhausted,
+    "TOO_LARGE": _native.ResourcesExhausted,
+    "TIMEOUT": _native.Timeout,
+    "CANCELLED": _native.Cancelled,
+    "IO": _native.StorageError,
+    "DISK_FULL": _native.StorageError,
+    "NOT_DURABLE": _native.StorageError,
+    "FILE_NOT_FOUND": _native.StorageError,
+    "FILE_ACCESS_DENIED": _native.StorageError,
+    "BAD_FILE": _native.StorageError,
+    "PERMISSION_DENIED": _native.PermissionDenied,
+    "UNAUTHENTICATED": _native.PermissionDenied,
+    "FORBIDDEN": _native.PermissionDenied,
+    "INTERNAL": _native.InternalError,
+}
+
+# pyarrow types → the column types CREATE TABLE takes (for insert(create=True)).
+def _sql_type(t) -> str:
+    import pyarrow as pa
+
+    if pa.types.is_boolean(t):
+        return "BOOLEAN"
+    if pa.types.is_int64(t) or pa.types.is_uint32(t) or pa.types.is_uint64(t):
+        return "BIGINT"
+    if pa.types.is_integer(t):
+        return "INTEGER"
+    if pa.types.is_float32(t) or pa.types.is_float16(t):
+        return "REAL"
+    if pa.types.is_floating(t):
+        return "DOUBLE"
+    if pa.types.is_timestamp(t):
+        return "TIMESTAMP"
+    if pa.types.is_date(t):
+        return "DATE"
+    if pa.types.is_duration(t):
+        return "INTERVAL"
+    if pa.types.is_dictionary(t):
+        return "SYMBOL"
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
+        return "VARCHAR"
+    raise _native.IngestError(f"Arrow type {t} has no ZeptoDB column type")
+
+
+def _quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _raise(status: int, body: bytes):
+    try:
+        err = json.loads(body.decode("utf-8"))["error"]
+    except Exception:
+        raise _native.Error(f"HTTP {status}: {body[:200]!r}") from None
+    cls = _CLASSES.get(err.get("code"), _native.Error)
+    e = cls(err.get("message", f"HTTP {status}"))
+    e.code = err.get("code")
+    e.line = err.get("line")
+    e.column = err.get("column")
+    e.row = err.get("row")
+    raise e
+
+
+class RemoteConnection:
+    """A ZeptoDB server, with the API of :class:`zeptodb.Connection`."""
+
+    def __init__(self, url: str, api_key: Optional[str] = None, timeout: Optional[float] = None):
+        self._url = url.rstrip("/")
+        self._key = api_key
+        self._timeout = timeout
+        self._closed = False
+
+    def _request(self, path: str, body: Optional[bytes], content_type: str, accept: str):
+        if self._closed:
+            raise _native.Error("the connection is closed")
+        req = urllib.request.Request(self._url + path, data=body, method="GET" if body is None else "POST")
+        if body is not None:
+            req.add_header("Content-Type", content_type)
+        req.add_header("Accept", accept)
+        if self._key is not None:
+            req.add_header("Authorization", f"Bearer {self._key}")
+        try:
+            with urllib.request.urlopen(req, timeout=self._timeout) as resp:
+                return resp.headers.get("Content-Type", ""), resp.read()
+        except urllib.error.HTTPError as e:
+            _raise(e.code, e.read())
+
+    def sql(self, query: str, params: Optional[Sequence[Any]] = None) -> Result:
+        """Run a statement on the server; the result arrives as an Arrow IPC stream."""
+        import pyarrow as pa
+
+        payload = {"sql": query}
+        if params is not None:
+            payload["params"] = [to_param(p) for p in params]
+        ctype, body = self._request("/query?format=arrow", json.dumps(payload).encode(), "application/json", ARROW)
+        if ctype.startswith(ARROW):
+            return Result(pa.ipc.open_stream(body).read_all())
+        doc = json.loads(body.decode("utf-8") or "{}")
+        status = doc.get("status") or doc.get("message")
+        return Result(pa.table({}), status=status)
+
+    def execute(self, query: str, params: Optional[Sequence[Any]] = None) -> Result:
+        return self.sql(query, params)
+
+    def insert(self, table: str, data: Any, *, create: bool = False) -> int:
+        """Send ``data`` to ``/write?format=arrow`` as one all-or-nothing batch."""
+        import pyarrow as pa
+
+        reader = pa.RecordBatchReader.from_stream(to_arrow_stream(data))
+        if create and table not in self.tables():
+            ts = [f.name for f in reader.schema if pa.types.is_timestamp(f.type)]
+            cols = ", ".join(f"{_quote(f.name)} {_sql_type(f.type)}" for f in reader.schema)
+            ddl = f"CREATE TABLE IF NOT EXISTS {_quote(table)} ({cols})"
+            if ts:
+                ddl += f" TIMESTAMP({_quote(ts[0])})"
+            self.sql(ddl)
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, reader.schema) as w:
+            for b in reader:
+                w.write_batch(b)
+        path = "/write?" + urllib.parse.urlencode({"table": table, "format": "arrow"})
+        _, body = self._request(path, sink.getvalue().to_pybytes(), ARROW, "application/json")
+        return int(json.loads(body.decode("utf-8")).get("rows_written", 0))
+
+    def tables(self) -> list:
+        """Names of the tables this key may see, sorted."""
+        _, body = self._request("/tables", None, "", "application/json")
+        return sorted(t["name"] for t in json.loads(body.decode("utf-8"))["tables"])
+
+    @property
+    def durable(self) -> bool:
+        return True
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def close(self) -> None:
+        self._closed = True
+
+    def __enter__(self) -> "RemoteConnection":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<zeptodb.RemoteConnection {self._url}{' closed' if self._closed else ''}>"

@@ -1,0 +1,95 @@
+"""A statement's result, the same class in process and over HTTP: rows as Arrow record batches
+(in process over the engine's own memory), or the status line of a statement without rows."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+
+class Result:
+    """Rows of a statement. ``to_arrow`` / ``to_polars`` / ``to_numpy`` share the engine's
+    memory in process; ``to_pandas`` converts (pandas has its own layout). The result also
+    speaks the Arrow PyCapsule protocol, so ``pyarrow.table(r)``, ``polars.from_arrow(r)`` and
+    ``duckdb.sql("FROM r")`` read it directly."""
+
+    def __init__(self, source: Any, status: Optional[str] = None):
+        # `source`: a native result, or (over HTTP) a pyarrow Table.
+        self._src = source
+        self._status = status if status is not None else getattr(source, "status", None)
+        self._table = None
+
+    # The Arrow PyCapsule protocol.
+    def __arrow_c_stream__(self, requested_schema=None):
+        return self._src.__arrow_c_stream__(requested_schema)
+
+    def __arrow_c_schema__(self):
+        return self._src.schema.__arrow_c_schema__() if _is_table(self._src) else self._src.__arrow_c_schema__()
+
+    @property
+    def columns(self) -> list:
+        """Column names, in order."""
+        return list(self._src.column_names) if _is_table(self._src) else self._src.columns
+
+    @property
+    def num_rows(self) -> int:
+        return self._src.num_rows
+
+    def __len__(self) -> int:
+        return self.num_rows
+
+    @property
+    def status(self) -> Optional[str]:
+        """What a statement without rows did (``CREATE TABLE``, ``INSERT 3``...), else None."""
+        return self._status
+
+    def to_arrow(self):
+        """A ``pyarrow.Table`` (one chunk per engine batch), sharing the engine's memory."""
+        if self._table is None:
+            import pyarrow as pa
+
+            self._table = self._src if _is_table(self._src) else pa.RecordBatchReader.from_stream(self._src).read_all()
+        return self._table
+
+    def to_polars(self):
+        """A ``polars.DataFrame`` over the same Arrow memory."""
+        import polars as pl
+
+        return pl.from_arrow(self.to_arrow(), rechunk=False)
+
+    def to_pandas(self, **kwargs):
+        """A ``pandas.DataFrame`` (SYMBOL columns as categoricals, timestamps as
+        ``datetime64[ns]``). Keyword arguments go to ``pyarrow.Table.to_pandas``."""
+        return self.to_arrow().to_pandas(**kwargs)
+
+    def to_numpy(self) -> dict:
+        """Column name → ``numpy.ndarray``. A column of one batch without NULLs is a view of the
+        engine's memory (numbers, timestamps as ``datetime64[ns]``); one with NULLs or several
+        batches is converted (NULL as NaN/NaT/None)."""
+        out = {}
+        table = self.to_arrow()
+        for name, col in zip(table.column_names, table.columns):
+            if col.num_chunks == 1:
+                out[name] = col.chunk(0).to_numpy(zero_copy_only=False)
+            else:
+                out[name] = col.to_numpy()
+        return out
+
+    def fetchall(self) -> list:
+        """The rows as a list of tuples."""
+        table = self.to_arrow()
+        cols = [c.to_pylist() for c in table.columns]
+        return list(zip(*cols))
+
+    def fetchone(self):
+        """The first row as a tuple, or None."""
+        rows = self.fetchall()
+        return rows[0] if rows else None
+
+    def __repr__(self) -> str:
+        if self._status is not None and not self.columns:
+            return f"<zeptodb.Result {self._status}>"
+        return f"<zeptodb.Result {self.num_rows} rows x {len(self.columns)} columns: {', '.join(self.columns)}>"
+
+
+def _is_table(x: Any) -> bool:
+    return type(x).__name__ == "Table" and type(x).__module__.startswith("pyarrow")
