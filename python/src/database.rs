@@ -13,7 +13,9 @@ use pyo3::types::{PyBool, PyCapsule, PyFloat, PyInt, PyString};
 use std::ffi::CStr;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 use zepto_durable::{DataDir, DirOptions};
+use zepto_sql::exec::interrupt::QueryControl;
 use zepto_sql::{Engine, ParamValue};
 use zepto_storage::{Catalog, ColumnDef, DataType, Schema, Table, TableOptions};
 
@@ -31,6 +33,26 @@ pub struct Database {
 struct Open {
     engine: Engine,
     dir: Option<DataDir>,
+    limits: Limits,
+}
+
+/// Per-statement limits, as `serve --query-timeout --query-memory-mb` sets them.
+#[derive(Debug, Clone, Copy, Default)]
+struct Limits {
+    timeout: Option<Duration>,
+    memory: Option<usize>,
+}
+
+impl Open {
+    /// Run `f` under a fresh control with this database's limits, the GIL released.
+    fn run<T: Send>(&self, py: Python<'_>, f: impl FnOnce(&Engine) -> zepto_sql::Result<T> + Send) -> PyResult<T> {
+        let ctl = QueryControl::new(self.limits.timeout, self.limits.memory);
+        py.detach(|| {
+            let _in = ctl.enter();
+            f(&self.engine)
+        })
+        .map_err(|e| sql_error(py, e))
+    }
 }
 
 impl Database {
@@ -49,12 +71,27 @@ impl Database {
     /// In memory (`path` None), or durable in the directory `path` (created if missing). `sync`
     /// is when the log is flushed to disk: `always` (the default: nothing acknowledged is ever
     /// lost), `interval=<ms>` or `none`.
+    ///
+    /// `query_timeout` (seconds) and `query_memory_mb` limit each statement, as the server's
+    /// `--query-timeout` and `--query-memory-mb` do.
     #[new]
-    #[pyo3(signature = (path = None, sync = None))]
-    fn new(py: Python<'_>, path: Option<PathBuf>, sync: Option<String>) -> PyResult<Database> {
+    #[pyo3(signature = (path = None, sync = None, query_timeout = None, query_memory_mb = None))]
+    fn new(
+        py: Python<'_>,
+        path: Option<PathBuf>,
+        sync: Option<String>,
+        query_timeout: Option<f64>,
+        query_memory_mb: Option<usize>,
+    ) -> PyResult<Database> {
+        let timeout = match query_timeout {
+            None => None,
+            Some(s) if s.is_finite() && s > 0.0 => Some(Duration::from_secs_f64(s)),
+            Some(s) => return Err(PyValueError::new_err(format!("query_timeout must be positive seconds, not {s}"))),
+        };
+        let limits = Limits { timeout, memory: query_memory_mb.map(|m| m.saturating_mul(1 << 20)) };
         let engine = Engine::new();
         let Some(path) = path else {
-            return Ok(Database { open: Mutex::new(Some(Arc::new(Open { engine, dir: None }))) });
+            return Ok(Database { open: Mutex::new(Some(Arc::new(Open { engine, dir: None, limits }))) });
         };
         let opts = DirOptions { sync, ..DirOptions::default() };
         let catalog = engine.catalog().clone();
@@ -62,7 +99,7 @@ impl Database {
             py.detach(|| DataDir::open(&catalog, &path, &opts, Arc::new(log_line))).map_err(|e| open_error(py, e))?;
         // COPY never reads or writes the data directory's own files.
         let files = zepto_sql::FilePolicy::new(None, &[path.as_path()]).map_err(|e| open_error(py, e))?;
-        let open = Open { engine: engine.with_files(files), dir: Some(dir) };
+        let open = Open { engine: engine.with_files(files), dir: Some(dir), limits };
         Ok(Database { open: Mutex::new(Some(Arc::new(open))) })
     }
 
@@ -72,7 +109,7 @@ impl Database {
     fn sql(&self, py: Python<'_>, query: &str, params: Option<Vec<Bound<'_, PyAny>>>) -> PyResult<NativeResult> {
         let params = params.unwrap_or_default().iter().map(param).collect::<PyResult<Vec<_>>>()?;
         let open = self.open(py)?;
-        let r = py.detach(|| open.engine.execute_with_params(query, &params)).map_err(|e| sql_error(py, e))?;
+        let r = open.run(py, |engine| engine.execute_with_params(query, &params))?;
         NativeResult::new(&r).map_err(PyValueError::new_err)
     }
 

@@ -9,6 +9,10 @@ mod result;
 
 use pyo3::prelude::*;
 
+/// Count allocations per thread, so that a statement's memory limit holds in process too.
+#[global_allocator]
+static ALLOC: zepto_storage::mem::CountingAlloc = zepto_storage::mem::CountingAlloc;
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<database::Database>()?;

@@ -95,6 +95,8 @@ def test_fixed_width_columns_are_views_of_engine_memory(db):
     assert prices.ctypes.data == r._src.buffer_address(0, 1)
     assert not prices.flags.owndata
     assert pl.from_arrow(a1).get_column("price").to_numpy().ctypes.data == r._src.buffer_address(0, 1)
+    # DLPack (torch.from_dlpack, JAX) through the Arrow arrays: still the engine's memory.
+    assert np.from_dlpack(a1.column("price").chunk(0)).ctypes.data == r._src.buffer_address(0, 1)
     # The same engine memory on a second query of the same table (a whole partition is shared).
     again = db.sql("SELECT ts, price, size FROM trades")
     assert again._src.buffer_address(0, 1) == r._src.buffer_address(0, 1)
@@ -247,3 +249,24 @@ def test_a_closed_database_refuses_calls():
     assert d.closed
     with pytest.raises(zeptodb.Error):
         d.sql("SELECT 1")
+
+
+def test_statement_limits_hold_in_process():
+    slow = "SELECT count(*) FROM trades a CROSS JOIN trades b WHERE a.price + b.price > 250"
+    d = zeptodb.connect(query_timeout=0.2)
+    d.execute(DDL)
+    d.insert("trades", trades(20_000))
+    with pytest.raises(zeptodb.Timeout) as e:
+        d.sql(slow)
+    assert e.value.code == "TIMEOUT"
+    m = zeptodb.connect(query_memory_mb=64)
+    m.execute(DDL)
+    m.insert("trades", trades(20_000))
+    with pytest.raises(zeptodb.ResourcesExhausted) as e:
+        m.sql("SELECT a.price, b.size FROM trades a CROSS JOIN trades b")
+    assert e.value.code == "RESOURCES_EXHAUSTED"
+    # The database still answers after both.
+    assert d.sql("SELECT count(*) FROM trades").fetchone()[0] == 20_000
+    assert m.sql("SELECT count(*) FROM trades").fetchone()[0] == 20_000
+    with pytest.raises(ValueError):
+        zeptodb.connect(query_timeout=-1)

@@ -60,6 +60,8 @@ def connect(
     api_key: Optional[str] = None,
     sync: Optional[str] = None,
     timeout: Optional[float] = None,
+    query_timeout: Optional[float] = None,
+    query_memory_mb: Optional[int] = None,
 ):
     """Open a database.
 
@@ -70,17 +72,23 @@ def connect(
       or ``"none"``. One process opens a directory at a time.
     - ``connect("http://host:8123")``: a server; ``api_key`` is sent as a bearer token and
       ``timeout`` bounds each request (seconds).
+
+    In process, ``query_timeout`` (seconds) and ``query_memory_mb`` limit every statement as
+    ``zeptodb serve --query-timeout --query-memory-mb`` do (``zeptodb.Timeout`` and
+    ``zeptodb.ResourcesExhausted``); a server applies its own.
     """
     if target is None or target == ":memory:":
-        return Connection(_native.Database())
+        return Connection(_native.Database(None, None, query_timeout, query_memory_mb))
     text = os.fspath(target)
     if isinstance(text, str) and text.startswith(("http://", "https://")):
         from ._remote import RemoteConnection
 
+        if query_timeout is not None or query_memory_mb is not None:
+            raise ValueError("query limits of a server are the server's (serve --query-timeout)")
         return RemoteConnection(text, api_key=api_key, timeout=timeout)
     if api_key is not None:
         raise ValueError("api_key is for a server URL; a directory is opened in this process")
-    return Connection(_native.Database(text, sync))
+    return Connection(_native.Database(text, sync, query_timeout, query_memory_mb))
 
 
 class Connection:
