@@ -4,6 +4,7 @@
 //! works, so Python threads run them at once.
 
 use crate::errors::{ingest_error, open_error, sql_error, storage_error};
+use crate::interrupt::OnMain;
 use crate::result::NativeResult;
 use arrow_array::ffi_stream::{FFI_ArrowArrayStream, RecordBatchStreamReader};
 use arrow_array::RecordBatchReader;
@@ -44,14 +45,27 @@ struct Limits {
 }
 
 impl Open {
-    /// Run `f` under a fresh control with this database's limits, the GIL released.
-    fn run<T: Send>(&self, py: Python<'_>, f: impl FnOnce(&Engine) -> zepto_sql::Result<T> + Send) -> PyResult<T> {
+    /// Run `f` under a fresh control with this database's limits, the GIL released. `main`:
+    /// the caller is Python's main thread with the wakeup fd pointed at the interrupt watcher,
+    /// so Ctrl-C cancels the statement (and raises KeyboardInterrupt here).
+    fn run<T: Send>(
+        &self,
+        py: Python<'_>,
+        main: bool,
+        f: impl FnOnce(&Engine) -> zepto_sql::Result<T> + Send,
+    ) -> PyResult<T> {
         let ctl = QueryControl::new(self.limits.timeout, self.limits.memory);
-        py.detach(|| {
+        let on_main = main.then(|| OnMain::register(&ctl));
+        let r = py.detach(|| {
             let _in = ctl.enter();
             f(&self.engine)
-        })
-        .map_err(|e| sql_error(py, e))
+        });
+        drop(on_main);
+        if main {
+            // A Ctrl-C that arrived meanwhile: its KeyboardInterrupt wins over the CANCELLED.
+            py.check_signals()?;
+        }
+        r.map_err(|e| sql_error(py, e))
     }
 }
 
@@ -105,11 +119,18 @@ impl Database {
 
     /// Run one statement (or a `;`-separated script: the last statement's result). `params`
     /// fill `?` / `$n` placeholders: None, bool, int, float or str.
-    #[pyo3(signature = (query, params = None))]
-    fn sql(&self, py: Python<'_>, query: &str, params: Option<Vec<Bound<'_, PyAny>>>) -> PyResult<NativeResult> {
+    /// `main`: called on the main thread with the wakeup fd set (see [`crate::interrupt`]).
+    #[pyo3(signature = (query, params = None, main = false))]
+    fn sql(
+        &self,
+        py: Python<'_>,
+        query: &str,
+        params: Option<Vec<Bound<'_, PyAny>>>,
+        main: bool,
+    ) -> PyResult<NativeResult> {
         let params = params.unwrap_or_default().iter().map(param).collect::<PyResult<Vec<_>>>()?;
         let open = self.open(py)?;
-        let r = open.run(py, |engine| engine.execute_with_params(query, &params))?;
+        let r = open.run(py, main, |engine| engine.execute_with_params(query, &params))?;
         NativeResult::new(&r).map_err(PyValueError::new_err)
     }
 

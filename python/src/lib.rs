@@ -5,6 +5,7 @@
 
 mod database;
 mod errors;
+mod interrupt;
 mod result;
 
 use pyo3::prelude::*;
@@ -17,6 +18,7 @@ static ALLOC: zepto_storage::mem::CountingAlloc = zepto_storage::mem::CountingAl
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<database::Database>()?;
     m.add_class::<result::NativeResult>()?;
+    m.add_function(wrap_pyfunction!(interrupt::wakeup_fd, m)?)?;
     errors::register(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

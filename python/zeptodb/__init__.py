@@ -19,6 +19,8 @@ and the table are gone, and whatever is written later).
 from __future__ import annotations
 
 import os
+import signal
+import threading
 from typing import Any, Iterable, Optional, Sequence
 
 from . import _native
@@ -103,7 +105,19 @@ class Connection:
         placeholders: None, bool, int, float, str, ``datetime``/``date``, ``numpy.datetime64``
         and pandas ``Timestamp`` (nanoseconds kept). A parameter is a value, never SQL."""
         bound = None if params is None else [to_param(p) for p in params]
-        return Result(self._db.sql(query, bound))
+        if threading.current_thread() is not threading.main_thread():
+            return Result(self._db.sql(query, bound))
+        # On the main thread Ctrl-C cancels the statement: Python's signal handler writes to the
+        # wakeup fd even while the engine holds this thread, and a native watcher reading it
+        # cancels the statement (python/src/interrupt.rs).
+        try:
+            old = signal.set_wakeup_fd(_native.wakeup_fd(), warn_on_full_buffer=False)
+        except (ValueError, OSError):  # not the main interpreter, or no socket pair
+            return Result(self._db.sql(query, bound))
+        try:
+            return Result(self._db.sql(query, bound, True))
+        finally:
+            signal.set_wakeup_fd(old)
 
     def execute(self, query: str, params: Optional[Sequence[Any]] = None) -> Result:
         """Run a statement (DDL, DML or a query); the same as :meth:`sql`."""
