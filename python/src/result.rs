@@ -15,6 +15,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
 use std::ffi::CStr;
 use std::sync::Arc;
+use zepto_io::export::Exporter;
 use zepto_sql::QueryResult;
 
 const STREAM: &CStr = c"arrow_array_stream";
@@ -33,8 +34,9 @@ impl NativeResult {
     /// Share `r`'s columns as Arrow arrays (no copy but BOOLEAN bits and symbol dictionaries).
     pub fn new(r: &QueryResult) -> Result<NativeResult, String> {
         let chunks = r.chunks();
+        let mut export = Exporter::default();
         let first: Vec<ArrayRef> = match chunks.first() {
-            Some(b) => arrays(b)?,
+            Some(b) => arrays(&mut export, b)?,
             None => Vec::new(),
         };
         let fields: Vec<Field> =
@@ -42,7 +44,7 @@ impl NativeResult {
         let schema = Arc::new(Schema::new(fields));
         let mut batches = Vec::with_capacity(chunks.len());
         for (k, b) in chunks.iter().enumerate() {
-            let cols = if k == 0 { first.clone() } else { arrays(b)? };
+            let cols = if k == 0 { first.clone() } else { arrays(&mut export, b)? };
             let opts = RecordBatchOptions::new().with_row_count(Some(b.rows));
             let rb = RecordBatch::try_new_with_options(schema.clone(), cols, &opts).map_err(|e| e.to_string())?;
             batches.push(rb);
@@ -51,8 +53,8 @@ impl NativeResult {
     }
 }
 
-fn arrays(b: &zepto_sql::exec::Batch) -> Result<Vec<ArrayRef>, String> {
-    b.columns.iter().map(|c| zepto_io::export::share_column(c, b.rows)).collect()
+fn arrays(export: &mut Exporter, b: &zepto_sql::exec::Batch) -> Result<Vec<ArrayRef>, String> {
+    b.columns.iter().map(|c| export.column(c, b.rows)).collect()
 }
 
 #[pymethods]

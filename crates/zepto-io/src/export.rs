@@ -22,7 +22,7 @@ use arrow_array::{
 use arrow_buffer::{ArrowNativeType, BooleanBuffer, Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
 use std::ptr::NonNull;
 use std::sync::Arc;
-use zepto_storage::{Column, ColumnData};
+use zepto_storage::{Column, ColumnData, Dict};
 
 /// A buffer over `v`, which lives inside `owner` (kept alive by the buffer).
 fn share<T: ArrowNativeType>(owner: &Arc<Column>, v: &[T]) -> Buffer {
@@ -46,36 +46,64 @@ fn nulls(c: &Arc<Column>) -> Option<NullBuffer> {
     Some(NullBuffer::new(bits))
 }
 
-/// `c` (of `rows` rows) as an Arrow array sharing its memory; see the module docs for the
-/// types and for what is copied. Errors only for a SYMBOL dictionary too large for Arrow.
-pub fn share_column(c: &Arc<Column>, rows: usize) -> Result<ArrayRef, String> {
-    let n = nulls(c);
-    Ok(match &c.data {
-        ColumnData::Bool(v) => Arc::new(BooleanArray::new(BooleanBuffer::from(v.as_slice()), n)),
-        ColumnData::Int32(v) => prim::<Int32Type>(c, v, n),
-        ColumnData::Int64(v) | ColumnData::Interval(v) => prim::<Int64Type>(c, v, n),
-        ColumnData::Float32(v) => prim::<Float32Type>(c, v, n),
-        ColumnData::Float64(v) => prim::<Float64Type>(c, v, n),
-        ColumnData::Timestamp(v) => prim::<TimestampNanosecondType>(c, v, n),
-        ColumnData::Date(v) => prim::<Date32Type>(c, v, n),
-        ColumnData::Varchar(s) => {
-            let offsets = OffsetBuffer::new(ScalarBuffer::new(share(c, s.offsets()), 0, s.offsets().len()));
-            let bytes = share(c, s.bytes());
-            debug_assert!(LargeStringArray::try_new(offsets.clone(), bytes.clone(), n.clone()).is_ok());
-            // SAFETY: a StrVec's offsets start at 0, never decrease and end at its byte length,
-            // and its bytes are UTF-8 at every offset (it is only ever built from `&str`s).
-            Arc::new(unsafe { LargeStringArray::new_unchecked(offsets, bytes, n) })
-        }
-        ColumnData::Symbol { codes, dict } => {
-            if u32::try_from(dict.len()).is_err() || i32::try_from(dict.len()).is_err() {
-                return Err(format!("symbol dictionary of {} strings is too large", dict.len()));
+/// Shares the columns of one result as Arrow arrays, building each SYMBOL dictionary's Arrow
+/// values once for all the batches that use it (a table's partitions share one dictionary).
+#[derive(Default)]
+pub struct Exporter {
+    dicts: Vec<(Arc<Dict>, ArrayRef)>,
+}
+
+impl Exporter {
+    /// `c` (of `rows` rows) as an Arrow array sharing its memory; see the module docs for the
+    /// types and for what is copied. Errors only for a SYMBOL dictionary too large for Arrow.
+    pub fn column(&mut self, c: &Arc<Column>, rows: usize) -> Result<ArrayRef, String> {
+        let n = nulls(c);
+        Ok(match &c.data {
+            ColumnData::Bool(v) => Arc::new(BooleanArray::new(BooleanBuffer::from(v.as_slice()), n)),
+            ColumnData::Int32(v) => prim::<Int32Type>(c, v, n),
+            ColumnData::Int64(v) | ColumnData::Interval(v) => prim::<Int64Type>(c, v, n),
+            ColumnData::Float32(v) => prim::<Float32Type>(c, v, n),
+            ColumnData::Float64(v) => prim::<Float64Type>(c, v, n),
+            ColumnData::Timestamp(v) => prim::<TimestampNanosecondType>(c, v, n),
+            ColumnData::Date(v) => prim::<Date32Type>(c, v, n),
+            ColumnData::Varchar(s) => {
+                let offsets = OffsetBuffer::new(ScalarBuffer::new(share(c, s.offsets()), 0, s.offsets().len()));
+                let bytes = share(c, s.bytes());
+                debug_assert!(LargeStringArray::try_new(offsets.clone(), bytes.clone(), n.clone()).is_ok());
+                // SAFETY: a StrVec's offsets start at 0, never decrease and end at its byte
+                // length, and its bytes are UTF-8 at every offset (it is built from `&str`s).
+                Arc::new(unsafe { LargeStringArray::new_unchecked(offsets, bytes, n) })
             }
-            let keys = PrimitiveArray::<UInt32Type>::new(ScalarBuffer::new(share(c, codes), 0, codes.len()), n);
-            let values: StringArray = dict.iter().map(Some).collect();
-            Arc::new(DictionaryArray::try_new(keys, Arc::new(values)).map_err(|e| e.to_string())?)
+            ColumnData::Symbol { codes, dict } => {
+                let values = self.values(dict)?;
+                let keys = PrimitiveArray::<UInt32Type>::new(ScalarBuffer::new(share(c, codes), 0, codes.len()), n);
+                debug_assert!(DictionaryArray::try_new(keys.clone(), values.clone()).is_ok());
+                // SAFETY: the code of every non-NULL row indexes its dictionary (a column
+                // invariant, checked when one is built from outside data); NULL rows' codes are
+                // never read.
+                Arc::new(unsafe { DictionaryArray::new_unchecked(keys, values) })
+            }
+            ColumnData::Null(_) => Arc::new(NullArray::new(rows)),
+        })
+    }
+
+    /// `dict`'s strings as an Arrow array, made on first use.
+    fn values(&mut self, dict: &Arc<Dict>) -> Result<ArrayRef, String> {
+        if let Some((_, v)) = self.dicts.iter().find(|(d, _)| Arc::ptr_eq(d, dict)) {
+            return Ok(v.clone());
         }
-        ColumnData::Null(_) => Arc::new(NullArray::new(rows)),
-    })
+        if i32::try_from(dict.len()).is_err() {
+            return Err(format!("symbol dictionary of {} strings is too large", dict.len()));
+        }
+        let values: ArrayRef = Arc::new(dict.iter().map(Some).collect::<StringArray>());
+        self.dicts.push((dict.clone(), values.clone()));
+        Ok(values)
+    }
+}
+
+/// One column alone as an Arrow array sharing its memory ([`Exporter::column`]).
+pub fn share_column(c: &Arc<Column>, rows: usize) -> Result<ArrayRef, String> {
+    Exporter::default().column(c, rows)
 }
 
 #[cfg(test)]
@@ -134,5 +162,29 @@ mod tests {
         let values = dict.values().as_any().downcast_ref::<StringArray>().expect("values");
         let got: Vec<_> = dict.keys().iter().map(|k| k.map(|k| values.value(k as usize))).collect();
         assert_eq!(got, vec![Some("b"), Some("a"), Some("b")]);
+    }
+
+    #[test]
+    fn batches_of_one_dictionary_share_its_arrow_values() {
+        let mut d = Dict::default();
+        let (a, b) = (d.intern("a"), d.intern("b"));
+        let dict = Arc::new(d);
+        let part = |codes: Vec<u32>| Arc::new(Column::from_data(ColumnData::Symbol { codes, dict: dict.clone() }));
+        let mut ex = Exporter::default();
+        let x = ex.column(&part(vec![a, b]), 2).expect("x");
+        let y = ex.column(&part(vec![b]), 1).expect("y");
+        let values = |arr: &ArrayRef| {
+            arr.as_any().downcast_ref::<DictionaryArray<UInt32Type>>().expect("dictionary").values().clone()
+        };
+        assert!(Arc::ptr_eq(&values(&x), &values(&y)));
+        // An all-NULL column over an empty dictionary is a valid array.
+        let empty = Arc::new(Dict::default());
+        let mut nulls = Bitmap::new_set(2);
+        nulls.set(0, false);
+        nulls.set(1, false);
+        let c = Arc::new(Column::new(ColumnData::Symbol { codes: vec![0, 0], dict: empty }, Some(nulls)));
+        let arr = ex.column(&c, 2).expect("all NULL");
+        assert_eq!(arr.null_count(), 2);
+        arr.to_data().validate_full().expect("valid");
     }
 }
