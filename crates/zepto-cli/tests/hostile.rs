@@ -251,3 +251,49 @@ fn a_huge_in_list_counts_against_the_memory_limit() {
     sql(&s.addr, "INSERT INTO t VALUES (5), (2000000)");
     assert_eq!(sql(&s.addr, &q)["data"][0][0], 1);
 }
+
+/// `VmRSS` or `VmHWM` (peak) of process `pid`, in bytes.
+fn proc_kb(pid: u32, field: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("reads /proc status");
+    let line = status.lines().find(|l| l.starts_with(field)).expect("field in /proc status");
+    line.split_whitespace().nth(1).and_then(|k| k.parse::<u64>().ok()).expect("kB") * 1024
+}
+
+/// Result encoding holds no unbounded buffer: a JSON result several times the query memory
+/// limit leaves as a stream of bounded chunks, so the server's peak RSS while sending it grows
+/// by less than the limit plus a documented constant (`ENCODE_SLACK`), not by the result's
+/// encoded size.
+#[test]
+fn a_result_larger_than_the_limit_streams_within_it() {
+    const LIMIT_MB: u64 = 8;
+    // Allocator and runtime slack beside the query's own budget (docs/http.md, "Limits").
+    const ENCODE_SLACK: u64 = 16 << 20;
+    let s = Server::start(&["--query-memory-mb", &LIMIT_MB.to_string()]);
+    sql(&s.addr, "CREATE TABLE t (ts TIMESTAMP, a BIGINT, b DOUBLE, s VARCHAR)");
+    for part in 0..6 {
+        let mut csv = String::from("ts,a,b,s\n");
+        for i in 0..100_000u64 {
+            let k = part * 100_000 + i;
+            csv.push_str(&format!("{},{},{}.25,row number {k}\n", 1_700_000_000_000_000_000 + k, k * 7, k));
+        }
+        let r = post(&s.addr, "/write?table=t&format=csv", &csv);
+        assert_eq!(r.status, 200, "{}", r.text());
+    }
+    let pid = s.child.id();
+    let before = proc_kb(pid, "VmRSS:");
+    // Reset the peak to the current RSS (Linux clear_refs 5), so VmHWM measures this request.
+    std::fs::write(format!("/proc/{pid}/clear_refs"), "5").expect("resets the peak RSS");
+    let r = post(&s.addr, "/?format=json", "SELECT * FROM t");
+    assert_eq!(r.status, 200, "{}", r.text());
+    let body = r.body.len() as u64;
+    // Buffered whole, the body alone would break the bound below.
+    assert!(body > (LIMIT_MB << 20) + ENCODE_SLACK, "the result ({body} bytes) should dwarf the bound");
+    let grew = proc_kb(pid, "VmHWM:").saturating_sub(before);
+    eprintln!("peak RSS grew by {} KiB sending {} KiB", grew >> 10, body >> 10);
+    assert!(
+        grew < (LIMIT_MB << 20) + ENCODE_SLACK,
+        "peak RSS grew by {} MiB sending a {} MiB result under a {LIMIT_MB} MiB limit",
+        grew >> 20,
+        body >> 20
+    );
+}
