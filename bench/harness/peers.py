@@ -809,7 +809,8 @@ class ZeptoPyEngine:
         import pyarrow.parquet as pq
         for t in ("trades", "quotes"):
             self.db.execute(ZEPTO_DDL[t])
-            self.db.insert(t, _plain_strings(pq.read_table(f"{data_dir}/{t}.parquet")))
+            # The engine's own Parquet reader, as DuckDB and Polars use theirs.
+            self.db.execute(f"COPY {t} FROM '{os.path.abspath(data_dir)}/{t}.parquet'")
 
     def query(self, qid):
         r = self.db.sql(ZEPTO_SQL[qid])
@@ -824,7 +825,7 @@ class ZeptoPyEngine:
 
     def ingest_batches(self, batches):
         for b in batches:
-            self.db.insert("ingest", _plain_strings(b))
+            self.db.insert("ingest", b)  # the batch as it is, as DuckDB gets it
 
     def ingest_rows(self, rows):
         for ts, sym, price, size in rows:
