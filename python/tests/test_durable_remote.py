@@ -119,3 +119,39 @@ def test_remote_errors_are_the_same_exceptions(server):
     assert (e.value.code, e.value.line, e.value.column) == ("SQL_PARSE", 1, 1)
     with pytest.raises(zeptodb.PermissionDenied):
         zeptodb.connect(server, api_key="wrong").sql("SELECT 1")
+
+
+def test_every_type_through_both_doors(server):
+    remote = zeptodb.connect(server, api_key="test-key-0123456789abcdef")
+    local = zeptodb.connect()
+    ddl = (
+        "CREATE TABLE every (ts TIMESTAMP, d DATE, i INTEGER, r REAL, s SYMBOL, v VARCHAR, "
+        "b BOOLEAN, n BIGINT, x DOUBLE) TIMESTAMP(ts)"
+    )
+    data = pa.table(
+        {
+            "ts": pa.array([1, 1_700_000_000_123_456_789, None], pa.timestamp("ns")),
+            "d": pa.array([0, 19_000, None], pa.date32()),
+            "i": pa.array([-(2**31), 2**31 - 1, None], pa.int32()),
+            "r": pa.array([1.5, -0.25, None], pa.float32()),
+            "s": pa.array(["sym", "ü", None]),
+            "v": pa.array(["", "漢字 ok", None]),
+            "b": pa.array([True, False, None]),
+            "n": pa.array([-(2**63), 2**63 - 1, None], pa.int64()),
+            "x": pa.array([float("-inf"), 1e-300, None]),
+        }
+    )
+    got = []
+    for db in (local, remote):
+        db.execute(ddl)
+        assert db.insert("every", data) == 3
+        got.append(db.sql("SELECT * FROM every ORDER BY n").to_arrow())
+    l, r = got
+    assert l.schema == r.schema, (l.schema, r.schema)
+    assert l.to_pylist() == r.to_pylist()
+    rows = l.to_pylist()
+    assert rows[0]["n"] == -(2**63) and rows[1]["n"] == 2**63 - 1 and rows[2]["n"] is None
+    assert rows[1]["ts"].value == 1_700_000_000_123_456_789
+    assert rows[1]["d"] == __import__("datetime").date(2022, 1, 8)
+    assert rows[0]["i"] == -(2**31) and rows[1]["r"] == -0.25
+    assert [x["s"] for x in rows] == ["sym", "ü", None] and rows[1]["v"] == "漢字 ok"

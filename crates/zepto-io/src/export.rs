@@ -5,16 +5,15 @@
 //! to a partition column it shares copies it first), so an Arrow buffer may point straight into
 //! its vector as long as it keeps the `Arc` alive ([`Buffer::from_custom_allocation`]). Every
 //! fixed-width type, validity bitmaps (Arrow's bit layout is ours), VARCHAR (offsets and bytes
-//! are `LargeUtf8`'s layout) and SYMBOL codes (the keys of a `Dictionary(UInt32, Utf8)`) are
+//! are `LargeUtf8`'s layout) and SYMBOL codes (the keys of a `Dictionary(Int32, Utf8)`) are
 //! shared; what is copied is BOOLEAN (one byte per value here, one bit in Arrow) and a SYMBOL
 //! column's dictionary strings (one per distinct value, not per row).
 //!
-//! The types are [`crate::arrow::to_arrow`]'s, but for SYMBOL keys: `UInt32`, the codes as
-//! they are, where `to_arrow` converts them to `Int32` for readers that want signed keys.
+//! The types are [`crate::arrow::to_arrow`]'s (what the HTTP door sends): SYMBOL is
+//! `Dictionary(Int32, Utf8)`, the keys being the `u32` codes' own buffer read as `i32` (the
+//! same bits: a dictionary holds at most `i32::MAX` strings, so no code of a row is negative).
 
-use arrow_array::types::{
-    Date32Type, Float32Type, Float64Type, Int32Type, Int64Type, TimestampNanosecondType, UInt32Type,
-};
+use arrow_array::types::{Date32Type, Float32Type, Float64Type, Int32Type, Int64Type, TimestampNanosecondType};
 use arrow_array::{
     ArrayRef, ArrowPrimitiveType, BooleanArray, DictionaryArray, LargeStringArray, NullArray, PrimitiveArray,
     StringArray,
@@ -76,7 +75,9 @@ impl Exporter {
             }
             ColumnData::Symbol { codes, dict } => {
                 let values = self.values(dict)?;
-                let keys = PrimitiveArray::<UInt32Type>::new(ScalarBuffer::new(share(c, codes), 0, codes.len()), n);
+                // The codes' bytes as i32 keys: every code of a row is below the dictionary's
+                // length, which `values` checked fits in i32.
+                let keys = PrimitiveArray::<Int32Type>::new(ScalarBuffer::new(share(c, codes), 0, codes.len()), n);
                 debug_assert!(DictionaryArray::try_new(keys.clone(), values.clone()).is_ok());
                 // SAFETY: the code of every non-NULL row indexes its dictionary (a column
                 // invariant, checked when one is built from outside data); NULL rows' codes are
@@ -157,7 +158,7 @@ mod tests {
         let c = Arc::new(Column::from_data(ColumnData::Symbol { codes, dict: Arc::new(d) }));
         let a = share_column(&c, 3).expect("share");
         let ColumnData::Symbol { codes, .. } = &c.data else { unreachable!() };
-        let dict = a.as_any().downcast_ref::<DictionaryArray<UInt32Type>>().expect("dictionary");
+        let dict = a.as_any().downcast_ref::<DictionaryArray<Int32Type>>().expect("dictionary");
         assert_eq!(dict.keys().values().as_ptr() as usize, codes.as_ptr() as usize);
         let values = dict.values().as_any().downcast_ref::<StringArray>().expect("values");
         let got: Vec<_> = dict.keys().iter().map(|k| k.map(|k| values.value(k as usize))).collect();
@@ -174,7 +175,7 @@ mod tests {
         let x = ex.column(&part(vec![a, b]), 2).expect("x");
         let y = ex.column(&part(vec![b]), 1).expect("y");
         let values = |arr: &ArrayRef| {
-            arr.as_any().downcast_ref::<DictionaryArray<UInt32Type>>().expect("dictionary").values().clone()
+            arr.as_any().downcast_ref::<DictionaryArray<Int32Type>>().expect("dictionary").values().clone()
         };
         assert!(Arc::ptr_eq(&values(&x), &values(&y)));
         // An all-NULL column over an empty dictionary is a valid array.
