@@ -4,6 +4,7 @@
 //! memory ([`result::NativeResult`]), and the exception classes ([`errors`]).
 
 mod database;
+mod dlpack;
 mod errors;
 mod interrupt;
 mod result;
@@ -18,6 +19,7 @@ static ALLOC: zepto_storage::mem::CountingAlloc = zepto_storage::mem::CountingAl
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<database::Database>()?;
     m.add_class::<result::NativeResult>()?;
+    m.add_class::<dlpack::Tensor>()?;
     m.add_function(wrap_pyfunction!(interrupt::wakeup_fd, m)?)?;
     errors::register(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

@@ -6,6 +6,7 @@
 //! engine's columns alive: a view outlives the result, the connection and the table, and later
 //! writes never change it (a shared column is copied before it is written).
 
+use crate::dlpack::Tensor;
 use arrow_array::ffi_stream::FFI_ArrowArrayStream;
 use arrow_array::{ArrayRef, RecordBatch, RecordBatchIterator, RecordBatchOptions};
 use arrow_schema::ffi::FFI_ArrowSchema;
@@ -104,12 +105,18 @@ impl NativeResult {
         self.status.clone()
     }
 
+    /// Column `i` of batch `batch` as a DLPack tensor over the engine's memory (numbers,
+    /// timestamps as int64 ns, dates as int32 days, SYMBOL codes; no NULLs).
+    fn tensor(&self, batch: usize, i: usize) -> PyResult<Tensor> {
+        let b = self.batches.get(batch).ok_or_else(|| PyValueError::new_err(format!("no batch {batch}")))?;
+        let c = b.columns().get(i).ok_or_else(|| PyValueError::new_err(format!("no column {i}")))?;
+        Tensor::of(c)
+    }
+
     /// The address of column `i`'s values in batch `batch` (to check that views share memory).
     fn buffer_address(&self, batch: usize, i: usize) -> PyResult<usize> {
         let b = self.batches.get(batch).ok_or_else(|| PyValueError::new_err(format!("no batch {batch}")))?;
         let c = b.columns().get(i).ok_or_else(|| PyValueError::new_err(format!("no column {i}")))?;
-        let data = c.to_data();
-        let buf = data.buffers().first().or_else(|| data.child_data().first().and_then(|d| d.buffers().get(1)));
-        Ok(buf.map_or(0, |b| b.as_ptr() as usize))
+        Ok(c.to_data().buffers().first().map_or(0, |b| b.as_ptr() as usize))
     }
 }

@@ -270,3 +270,41 @@ def test_statement_limits_hold_in_process():
     assert m.sql("SELECT count(*) FROM trades").fetchone()[0] == 20_000
     with pytest.raises(ValueError):
         zeptodb.connect(query_timeout=-1)
+
+
+def test_columns_leave_through_dlpack_as_views(db):
+    db.insert("trades", trades(5000, syms=("A",)))
+    r = db.sql("SELECT ts, price, size, sym FROM trades")
+    want = r.to_arrow()
+    for name, dtype in (("price", np.float64), ("size", np.int64), ("ts", np.int64), ("sym", np.int32)):
+        t = r.tensor(name)
+        a = np.from_dlpack(t)
+        assert a.dtype == dtype and len(a) == 5000
+        assert a.ctypes.data == t.address == r._src.buffer_address(0, r.columns.index(name))
+        assert not a.flags.writeable  # a read-only view of engine memory
+        col = want.column(name).chunk(0)
+        if name == "sym":
+            assert a.tolist() == col.indices.to_pylist()
+        elif name == "ts":
+            assert a.tolist() == col.cast(pa.int64()).to_pylist()
+        else:
+            assert a.tolist() == col.to_pylist()
+    # The view outlives the result and the connection.
+    a = np.from_dlpack(r.tensor("price"))
+    before = a.copy()
+    del r, want
+    db.execute("DROP TABLE trades")
+    gc.collect()
+    assert np.array_equal(a, before)
+    # Capsules nobody consumes free their tensor (legacy and versioned).
+    for _ in range(100):
+        t = db.sql("SELECT 1.5 AS x").tensor("x")
+        t.__dlpack__()
+        t.__dlpack__(max_version=(1, 0))
+    gc.collect()
+    # NULLs and strings have no DLPack form.
+    r = db.sql("SELECT CAST(NULL AS DOUBLE) AS x, 'a' AS s")
+    with pytest.raises(ValueError, match="NULL"):
+        r.tensor("x")
+    with pytest.raises(ValueError, match="DLPack"):
+        r.tensor("s")

@@ -74,6 +74,16 @@ class Result:
                 out[name] = col.to_numpy()
         return out
 
+    def tensor(self, column, batch: int = 0):
+        """Column ``column`` (name or index) of batch ``batch`` as a DLPack view:
+        ``numpy.from_dlpack(r.tensor("px"))``, ``torch.from_dlpack(...)``. In process it is the
+        engine's memory, read-only (numbers; timestamps as int64 ns, dates as int32 days,
+        SYMBOL codes as int32); a column with NULLs is refused (DLPack has no validity)."""
+        i = column if isinstance(column, int) else self.columns.index(column)
+        if _is_table(self._src):
+            return self._src.column(i).chunk(batch)
+        return self._src.tensor(batch, i)
+
     def fetchall(self) -> list:
         """The rows as a list of tuples."""
         table = self.to_arrow()
