@@ -3,6 +3,7 @@
 //! Hand-written rather than the `csv` crate because SPEC §2 needs to know whether a field was
 //! quoted (empty unquoted = NULL, `""` = empty string), which that crate does not expose.
 //! A batch is all-or-nothing: the first bad row aborts the whole read with its 1-based number.
+#![cfg_attr(not(test), deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used))]
 
 use crate::format::csv_cell;
 use crate::IoError;
@@ -38,22 +39,23 @@ pub fn parse_records(data: &str, delim: u8) -> Result<Vec<Vec<Field>>, IoError> 
     if b.starts_with(&[0xEF, 0xBB, 0xBF]) {
         i = 3; // UTF-8 byte order mark
     }
+    let at = |i: usize| b.get(i).copied();
     while i < b.len() {
         // One field starting at i.
         let mut f = Field { text: String::new(), quoted: false };
-        if b[i] == b'"' {
+        if at(i) == Some(b'"') {
             f.quoted = true;
             i += 1;
             let start_line = line;
             loop {
-                if i >= b.len() {
+                let Some(c) = at(i) else {
                     return Err(IoError::BadRow {
                         row: data_row(&out),
                         message: format!("unterminated quoted field starting on line {start_line}"),
                     });
-                }
-                if b[i] == b'"' {
-                    if b.get(i + 1) == Some(&b'"') {
+                };
+                if c == b'"' {
+                    if at(i + 1) == Some(b'"') {
                         f.text.push('"');
                         i += 2;
                         continue;
@@ -61,12 +63,12 @@ pub fn parse_records(data: &str, delim: u8) -> Result<Vec<Vec<Field>>, IoError> 
                     i += 1;
                     break;
                 }
-                if b[i] == b'\n' {
+                if c == b'\n' {
                     line += 1;
                 }
                 // Copy a run of ordinary bytes at once (keeps UTF-8 intact).
                 let start = i;
-                while i < b.len() && b[i] != b'"' && b[i] != b'\n' {
+                while at(i).is_some_and(|c| c != b'"' && c != b'\n') {
                     i += 1;
                 }
                 if i == start {
@@ -76,7 +78,7 @@ pub fn parse_records(data: &str, delim: u8) -> Result<Vec<Vec<Field>>, IoError> 
                     f.text.push_str(&data[start..i]);
                 }
             }
-            if i < b.len() && b[i] != delim && b[i] != b'\n' && b[i] != b'\r' {
+            if at(i).is_some_and(|c| c != delim && c != b'\n' && c != b'\r') {
                 return Err(IoError::BadRow {
                     row: data_row(&out) + 1,
                     message: "unexpected character after a closing quote".into(),
@@ -84,23 +86,23 @@ pub fn parse_records(data: &str, delim: u8) -> Result<Vec<Vec<Field>>, IoError> 
             }
         } else {
             let start = i;
-            while i < b.len() && b[i] != delim && b[i] != b'\n' && b[i] != b'\r' {
+            while at(i).is_some_and(|c| c != delim && c != b'\n' && c != b'\r') {
                 i += 1;
             }
             f.text.push_str(&data[start..i]);
         }
         rec.push(f);
-        if i < b.len() && b[i] == delim {
+        if at(i) == Some(delim) {
             i += 1;
             if i == b.len() {
                 rec.push(Field { text: String::new(), quoted: false });
             }
             continue;
         }
-        if i < b.len() && b[i] == b'\r' {
+        if at(i) == Some(b'\r') {
             i += 1;
         }
-        if i < b.len() && b[i] == b'\n' {
+        if at(i) == Some(b'\n') {
             i += 1;
             line += 1;
         }
@@ -110,7 +112,7 @@ pub fn parse_records(data: &str, delim: u8) -> Result<Vec<Vec<Field>>, IoError> 
         out.push(rec);
     }
     // Blank lines are not records.
-    out.retain(|r| !(r.len() == 1 && r[0].text.is_empty() && !r[0].quoted));
+    out.retain(|r| !matches!(r.as_slice(), [only] if only.text.is_empty() && !only.quoted));
     Ok(out)
 }
 
@@ -156,10 +158,11 @@ pub fn read_csv(data: &str, schema: &[ColumnDef], opts: &CsvOptions) -> Result<V
                 .iter()
                 .position(|c| c.name.eq_ignore_ascii_case(name))
                 .ok_or_else(|| IoError::Invalid(format!("CSV header names unknown column '{name}'")))?;
-            if m[i].is_some() {
-                return Err(IoError::Invalid(format!("CSV header names column '{name}' twice")));
+            match m.get_mut(i) {
+                Some(Some(_)) => return Err(IoError::Invalid(format!("CSV header names column '{name}' twice"))),
+                Some(slot) => *slot = Some(k),
+                None => return Err(IoError::Invalid(format!("CSV column {i} is outside the schema"))),
             }
-            m[i] = Some(k);
         }
         m
     } else {
@@ -174,16 +177,16 @@ pub fn read_csv(data: &str, schema: &[ColumnDef], opts: &CsvOptions) -> Result<V
                 message: format!("expected {width} fields, found {}", rec.len()),
             });
         }
-        for (j, col) in schema.iter().enumerate() {
-            match mapping[j] {
-                None => builders[j].push_null(),
-                Some(k) => {
-                    let v = parse_field(&rec[k], col.data_type).map_err(|message| IoError::BadValue {
+        for ((col, source), builder) in schema.iter().zip(&mapping).zip(builders.iter_mut()) {
+            match source.and_then(|k| rec.get(k)) {
+                None => builder.push_null(),
+                Some(field) => {
+                    let v = parse_field(field, col.data_type).map_err(|message| IoError::BadValue {
                         row: r + 1,
                         column: col.name.clone(),
                         message,
                     })?;
-                    builders[j].push_value(&v)?;
+                    builder.push_value(&v)?;
                 }
             }
         }

@@ -7,6 +7,7 @@
 //! ```
 //! The CRC covers the length, the LSN and the payload, so a damaged length or LSN is caught as
 //! surely as a damaged payload.
+#![cfg_attr(not(test), deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used))]
 
 use crate::Lsn;
 
@@ -68,28 +69,30 @@ pub enum Decoded<'a> {
     End,
 }
 
+/// The frame header at the start of `rest`: payload length, checksum and LSN (`None` if
+/// `rest` is shorter than a header).
+fn frame_header(rest: &[u8]) -> Option<(u32, u32, Lsn)> {
+    let len = u32::from_le_bytes(rest.get(0..4)?.try_into().ok()?);
+    let sum = u32::from_le_bytes(rest.get(4..8)?.try_into().ok()?);
+    let lsn = u64::from_le_bytes(rest.get(8..16)?.try_into().ok()?);
+    Some((len, sum, lsn))
+}
+
 pub fn decode(buf: &[u8], pos: usize) -> Decoded<'_> {
-    let rest = &buf[pos.min(buf.len())..];
+    let rest = buf.get(pos..).unwrap_or_default();
     if rest.is_empty() {
         return Decoded::End;
     }
-    if rest.len() < FRAME_LEN {
+    let Some((len, sum, lsn)) = frame_header(rest) else {
         return Decoded::Truncated;
-    }
-    let word = |i: usize| u32::from_le_bytes([rest[i], rest[i + 1], rest[i + 2], rest[i + 3]]);
-    let len = word(0);
-    let sum = word(4);
-    let mut lsn_bytes = [0u8; 8];
-    lsn_bytes.copy_from_slice(&rest[8..16]);
-    let lsn = u64::from_le_bytes(lsn_bytes);
+    };
     let end = FRAME_LEN + len as usize;
     if len as usize > MAX_PAYLOAD {
         return Decoded::BadChecksum;
     }
-    if rest.len() < end {
+    let Some(payload) = rest.get(FRAME_LEN..end) else {
         return Decoded::Truncated;
-    }
-    let payload = &rest[FRAME_LEN..end];
+    };
     if crc(len, lsn, payload) != sum {
         return Decoded::BadChecksum;
     }
@@ -100,14 +103,10 @@ pub fn decode(buf: &[u8], pos: usize) -> Decoded<'_> {
 /// field alone was damaged? True when the checksum is right taking the rest of the file as the
 /// payload: a crash that cut a write short cannot produce that.
 pub fn complete_with_bad_length(rest: &[u8]) -> bool {
-    if rest.len() < FRAME_LEN {
+    let (Some((_, sum, lsn)), Some(payload)) = (frame_header(rest), rest.get(FRAME_LEN..)) else {
         return false;
-    }
-    let sum = u32::from_le_bytes([rest[4], rest[5], rest[6], rest[7]]);
-    let mut lsn_bytes = [0u8; 8];
-    lsn_bytes.copy_from_slice(&rest[8..16]);
-    let payload = &rest[FRAME_LEN..];
-    u32::try_from(payload.len()).is_ok_and(|len| crc(len, u64::from_le_bytes(lsn_bytes), payload) == sum)
+    };
+    u32::try_from(payload.len()).is_ok_and(|len| crc(len, lsn, payload) == sum)
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@
 //!   [`RecoveryMode::PointInTime`] (the default) replays up to the damage, keeps the damaged
 //!   segment aside (a `.damaged` copy) and later segments too (renamed `.dropped`; never
 //!   deleted), cuts the log there, and reports exactly what was dropped.
+#![cfg_attr(not(test), deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used))]
 
 use crate::format::{decode, parse_segment_name, Decoded, FRAME_LEN, HEADER_LEN, MAGIC, VERSION};
 use crate::storage::Storage;
@@ -103,9 +104,9 @@ fn is_torn(buf: &[u8], pos: usize, d: &Decoded<'_>) -> bool {
 /// checksum.)
 fn valid_record_after(buf: &[u8], from: usize, expect: Lsn) -> bool {
     (from + 1..buf.len().saturating_sub(FRAME_LEN - 1)).any(|p| {
-        let mut b = [0u8; 8];
-        b.copy_from_slice(&buf[p + 8..p + 16]);
-        let lsn = u64::from_le_bytes(b);
+        let Some(lsn) = buf.get(p + 8..p + 16).and_then(|b| b.try_into().ok()).map(u64::from_le_bytes) else {
+            return false;
+        };
         lsn >= expect && lsn < expect.saturating_add(1 << 20) && matches!(decode(buf, p), Decoded::Record { .. })
     })
 }
@@ -144,15 +145,17 @@ pub fn replay(
             }
         }
         let buf = storage.read(name)?;
+        let rest = segments.get(k..).unwrap_or_default();
         let corrupt =
             |offset: usize, reason: String| WalError::Corrupt { file: name.clone(), offset: offset as u64, reason };
         // Header.
         let header_ok = buf.len() >= HEADER_LEN
-            && buf[..8] == MAGIC
-            && buf[8..12] == VERSION.to_le_bytes()
-            && buf[12..20] == first.to_le_bytes();
+            && buf.get(..8) == Some(&MAGIC[..])
+            && buf.get(8..12) == Some(&VERSION.to_le_bytes()[..])
+            && buf.get(12..20) == Some(&first.to_le_bytes()[..]);
         if !header_ok {
-            if last_segment && buf.len() < HEADER_LEN && MAGIC.starts_with(&buf[..buf.len().min(8)]) {
+            let start = buf.get(..buf.len().min(8)).unwrap_or_default();
+            if last_segment && buf.len() < HEADER_LEN && MAGIC.starts_with(start) {
                 // The crash cut the header of a brand-new segment.
                 storage.truncate(name, 0)?;
                 storage.remove(name)?;
@@ -160,12 +163,12 @@ pub fn replay(
                 break;
             }
             let e = corrupt(0, "bad segment header (magic, version or first LSN)".into());
-            return cut(storage, opts, &segments[k..], 0, e, &mut report);
+            return cut(storage, opts, rest, 0, e, &mut report);
         }
         if let Some(e) = expect {
             if *first != e {
                 let e = corrupt(0, format!("segment starts at LSN {first}, expected {e}"));
-                return cut(storage, opts, &segments[k..], 0, e, &mut report);
+                return cut(storage, opts, rest, 0, e, &mut report);
             }
         }
         let mut pos = HEADER_LEN;
@@ -176,7 +179,7 @@ pub fn replay(
                 Decoded::Record { lsn, payload, next } => {
                     if lsn != want {
                         let e = corrupt(pos, format!("record has LSN {lsn}, expected {want}"));
-                        return cut(storage, opts, &segments[k..], pos, e, &mut report);
+                        return cut(storage, opts, rest, pos, e, &mut report);
                     }
                     if lsn > opts.after {
                         apply(lsn, payload);
@@ -200,7 +203,7 @@ pub fn replay(
                         (false, false) => "checksum mismatch in a complete record",
                     };
                     let e = corrupt(pos, what.to_string());
-                    return cut(storage, opts, &segments[k..], pos, e, &mut report);
+                    return cut(storage, opts, rest, pos, e, &mut report);
                 }
             }
         }

@@ -7,6 +7,7 @@
 //! (`t`, `true`, `F`, `FALSE`, ...). The timestamp is an integer in the request's precision.
 //!
 //! This module only parses; `super::apply_ilp` maps points onto tables.
+#![cfg_attr(not(test), deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used))]
 
 use std::borrow::Cow;
 
@@ -90,18 +91,18 @@ pub fn parse(body: &str, precision: Precision) -> Result<Vec<Point<'_>>, IlpErro
 /// byte). Returns (end, had_escape).
 fn scan(b: &[u8], mut i: usize, stops: &[u8]) -> (usize, bool) {
     let mut esc = false;
-    while i < b.len() {
-        if b[i] == b'\\' && i + 1 < b.len() {
+    while let Some(&c) = b.get(i) {
+        if c == b'\\' && i + 1 < b.len() {
             esc = true;
             i += 2;
             continue;
         }
-        if stops.contains(&b[i]) {
+        if stops.contains(&c) {
             break;
         }
         i += 1;
     }
-    (i, esc)
+    (i.min(b.len()), esc)
 }
 
 /// Remove escapes of the given characters (`\\` too); other backslashes stay literal.
@@ -113,8 +114,9 @@ fn unescape<'a>(s: &'a str, had_escape: bool, escapable: &[u8]) -> Cow<'a, str> 
     let mut out = String::with_capacity(s.len());
     let mut i = 0;
     let mut seg = 0;
-    while i < b.len() {
-        if b[i] == b'\\' && i + 1 < b.len() && (escapable.contains(&b[i + 1]) || b[i + 1] == b'\\') {
+    while let Some(&c) = b.get(i) {
+        let next = b.get(i + 1).copied();
+        if c == b'\\' && next.is_some_and(|n| escapable.contains(&n) || n == b'\\') {
             out.push_str(&s[seg..i]);
             seg = i + 1; // keep the escaped byte
             i += 2;
@@ -128,6 +130,7 @@ fn unescape<'a>(s: &'a str, had_escape: bool, escapable: &[u8]) -> Cow<'a, str> 
 
 fn parse_line(s: &str, line: usize, precision: Precision) -> Result<Point<'_>, String> {
     let b = s.as_bytes();
+    let at = |i: usize| b.get(i).copied();
     // Measurement.
     let (end, esc) = scan(b, 0, b", ");
     if end == 0 {
@@ -137,10 +140,10 @@ fn parse_line(s: &str, line: usize, precision: Precision) -> Result<Point<'_>, S
     let mut i = end;
     // Tags.
     let mut tags = Vec::new();
-    while i < b.len() && b[i] == b',' {
+    while at(i) == Some(b',') {
         i += 1;
         let (kend, kesc) = scan(b, i, b"=, ");
-        if kend == i || kend >= b.len() || b[kend] != b'=' {
+        if kend == i || at(kend) != Some(b'=') {
             return Err(format!("bad tag at column {}: expected key=value", i + 1));
         }
         let key = unescape(&s[i..kend], kesc, b",= ");
@@ -151,17 +154,17 @@ fn parse_line(s: &str, line: usize, precision: Precision) -> Result<Point<'_>, S
         tags.push((key, unescape(&s[kend + 1..vend], vesc, b",= ")));
         i = vend;
     }
-    if i >= b.len() || b[i] != b' ' {
+    if at(i) != Some(b' ') {
         return Err("expected a space and fields after the measurement and tags".into());
     }
-    while i < b.len() && b[i] == b' ' {
+    while at(i) == Some(b' ') {
         i += 1;
     }
     // Fields.
     let mut fields = Vec::new();
     loop {
         let (kend, kesc) = scan(b, i, b"=, ");
-        if kend == i || kend >= b.len() || b[kend] != b'=' {
+        if kend == i || at(kend) != Some(b'=') {
             return Err(format!("bad field at column {}: expected key=value", i + 1));
         }
         let key = unescape(&s[i..kend], kesc, b",= ");
@@ -169,7 +172,7 @@ fn parse_line(s: &str, line: usize, precision: Precision) -> Result<Point<'_>, S
         let (value, next) = field_value(s, i).map_err(|e| format!("field '{key}': {e}"))?;
         fields.push((key, value));
         i = next;
-        if i < b.len() && b[i] == b',' {
+        if at(i) == Some(b',') {
             i += 1;
             continue;
         }
@@ -177,8 +180,8 @@ fn parse_line(s: &str, line: usize, precision: Precision) -> Result<Point<'_>, S
     }
     // Timestamp.
     let mut timestamp = None;
-    if i < b.len() {
-        if b[i] != b' ' {
+    if let Some(c) = at(i) {
+        if c != b' ' {
             return Err(format!("unexpected '{}' at column {}", &s[i..].chars().next().unwrap_or(' '), i + 1));
         }
         let t = s[i..].trim();
@@ -193,14 +196,17 @@ fn parse_line(s: &str, line: usize, precision: Precision) -> Result<Point<'_>, S
 /// One field value starting at byte `i`; returns it and the index after it.
 fn field_value(s: &str, i: usize) -> Result<(FieldValue<'_>, usize), String> {
     let b = s.as_bytes();
-    if i >= b.len() {
+    let Some(&first) = b.get(i) else {
         return Err("missing value".into());
-    }
-    if b[i] == b'"' {
+    };
+    if first == b'"' {
         let mut j = i + 1;
         let mut esc = false;
-        while j < b.len() && b[j] != b'"' {
-            if b[j] == b'\\' && j + 1 < b.len() {
+        while let Some(&c) = b.get(j) {
+            if c == b'"' {
+                break;
+            }
+            if c == b'\\' && j + 1 < b.len() {
                 esc = true;
                 j += 1;
             }

@@ -1,6 +1,7 @@
 //! JSONL ingest: one JSON object per line, keys matched to the table's columns by name
 //! (case-insensitively); missing keys are NULL, unknown keys are an error. Blank lines are
 //! skipped and not counted: `row` in an error is the 1-based data row, as for CSV.
+#![cfg_attr(not(test), deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used))]
 
 use zepto_io::IoError;
 use zepto_storage::{time, Column, ColumnBuilder, ColumnDef, DataType, Value};
@@ -26,16 +27,19 @@ pub fn read_jsonl(body: &str, schema: &[ColumnDef]) -> Result<Vec<Column>, IoErr
                 .position(|c| c.name == *key)
                 .or_else(|| schema.iter().position(|c| c.name.eq_ignore_ascii_case(key)))
                 .ok_or_else(|| bad_row(format!("'{key}' is not a column of the table")))?;
-            if seen[j] {
-                return Err(bad_row(format!("column '{}' given twice", schema[j].name)));
+            let (Some(col), Some(was), Some(builder)) = (schema.get(j), seen.get_mut(j), builders.get_mut(j)) else {
+                return Err(bad_row(format!("column {j} is outside the schema")));
+            };
+            if *was {
+                return Err(bad_row(format!("column '{}' given twice", col.name)));
             }
-            seen[j] = true;
-            let v = json_value(val, schema[j].data_type).map_err(|message| IoError::BadValue {
+            *was = true;
+            let v = json_value(val, col.data_type).map_err(|message| IoError::BadValue {
                 row,
-                column: schema[j].name.clone(),
+                column: col.name.clone(),
                 message,
             })?;
-            builders[j].push_value(&v)?;
+            builder.push_value(&v)?;
         }
         for (b, s) in builders.iter_mut().zip(&seen) {
             if !*s {

@@ -1,5 +1,6 @@
 //! Tokenizer: identifiers, quoted identifiers, string and number literals, operators. Every
 //! token carries its position so errors can point at line and column.
+#![cfg_attr(not(test), deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used))]
 
 use crate::error::{Pos, Result, SqlError};
 
@@ -74,8 +75,8 @@ pub fn tokenize(sql: &str, interrupt: &dyn Fn() -> Result<()>) -> Result<Vec<Tok
     let mut i = 0usize;
     let mut lines = Lines::new(sql);
     let (mut anonymous, mut numbered) = (0usize, false);
-    while i < b.len() {
-        let c = b[i];
+    let at = |i: usize| b.get(i).copied();
+    while let Some(c) = at(i) {
         if c == b'\n' {
             i += 1;
             lines.newline(i);
@@ -86,23 +87,21 @@ pub fn tokenize(sql: &str, interrupt: &dyn Fn() -> Result<()>) -> Result<Vec<Tok
             continue;
         }
         if c == b'-' && b.get(i + 1) == Some(&b'-') {
-            while i < b.len() && b[i] != b'\n' {
-                i += 1;
-            }
+            i = skip_while(b, i, |c| c != b'\n');
             continue;
         }
         if c == b'/' && b.get(i + 1) == Some(&b'*') {
             let start = lines.pos(i);
             i += 2;
             loop {
-                if i + 1 >= b.len() {
+                let (Some(c), Some(next)) = (at(i), at(i + 1)) else {
                     return Err(SqlError::Parse { message: "unterminated comment".into(), pos: start });
-                }
-                if b[i] == b'*' && b[i + 1] == b'/' {
+                };
+                if c == b'*' && next == b'/' {
                     i += 2;
                     break;
                 }
-                if b[i] == b'\n' {
+                if c == b'\n' {
                     lines.newline(i + 1);
                 }
                 i += 1;
@@ -119,11 +118,11 @@ pub fn tokenize(sql: &str, interrupt: &dyn Fn() -> Result<()>) -> Result<Vec<Tok
             i += 1;
             let mut seg = i;
             loop {
-                if i >= b.len() {
+                let Some(c) = at(i) else {
                     let what = if quote == b'\'' { "string literal" } else { "quoted identifier" };
                     return Err(SqlError::Parse { message: format!("unterminated {what}"), pos });
-                }
-                if b[i] == quote {
+                };
+                if c == quote {
                     s.push_str(&sql[seg..i]);
                     if b.get(i + 1) == Some(&quote) {
                         s.push(quote as char);
@@ -134,7 +133,7 @@ pub fn tokenize(sql: &str, interrupt: &dyn Fn() -> Result<()>) -> Result<Vec<Tok
                     i += 1;
                     break;
                 }
-                if b[i] == b'\n' {
+                if c == b'\n' {
                     lines.newline(i + 1);
                 }
                 i += 1;
@@ -143,34 +142,10 @@ pub fn tokenize(sql: &str, interrupt: &dyn Fn() -> Result<()>) -> Result<Vec<Tok
             continue;
         }
         if c.is_ascii_digit() || (c == b'.' && b.get(i + 1).is_some_and(u8::is_ascii_digit)) {
+            // `1h`, `500ms` style durations are a number immediately followed by a word: the
+            // number ends before the word, and the parser decides.
             let start = i;
-            while i < b.len() && b[i].is_ascii_digit() {
-                i += 1;
-            }
-            if i < b.len() && b[i] == b'.' && b.get(i + 1) != Some(&b'.') {
-                i += 1;
-                while i < b.len() && b[i].is_ascii_digit() {
-                    i += 1;
-                }
-            }
-            if i < b.len() && (b[i] == b'e' || b[i] == b'E') {
-                let save = i;
-                i += 1;
-                if i < b.len() && (b[i] == b'+' || b[i] == b'-') {
-                    i += 1;
-                }
-                if i < b.len() && b[i].is_ascii_digit() {
-                    while i < b.len() && b[i].is_ascii_digit() {
-                        i += 1;
-                    }
-                } else {
-                    i = save;
-                }
-            }
-            if i < b.len() && (b[i].is_ascii_alphabetic() || b[i] == b'_') {
-                // `1h`, `500ms` style durations are a number immediately followed by a word:
-                // keep the number; the parser decides.
-            }
+            i = number_end(b, i);
             out.push(Token { tok: Tok::Num(sql[start..i].to_string()), pos });
             continue;
         }
@@ -181,10 +156,7 @@ pub fn tokenize(sql: &str, interrupt: &dyn Fn() -> Result<()>) -> Result<Vec<Tok
                 anonymous
             } else {
                 let start = i + 1;
-                i = start;
-                while i < b.len() && b[i].is_ascii_digit() {
-                    i += 1;
-                }
+                i = skip_while(b, start, |c| c.is_ascii_digit());
                 numbered = true;
                 match sql[start..i].parse::<usize>() {
                     Ok(n) if n >= 1 => n,
@@ -201,9 +173,7 @@ pub fn tokenize(sql: &str, interrupt: &dyn Fn() -> Result<()>) -> Result<Vec<Tok
         }
         if c.is_ascii_alphabetic() || c == b'_' || c >= 0x80 {
             let start = i;
-            while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_' || b[i] == b'$' || b[i] >= 0x80) {
-                i += 1;
-            }
+            i = skip_while(b, i, |c| c.is_ascii_alphanumeric() || c == b'_' || c == b'$' || c >= 0x80);
             out.push(Token { tok: Tok::Ident(sql[start..i].to_string()), pos });
             continue;
         }
@@ -220,6 +190,28 @@ pub fn tokenize(sql: &str, interrupt: &dyn Fn() -> Result<()>) -> Result<Vec<Tok
     }
     out.push(Token { tok: Tok::Eof, pos: lines.pos(b.len()) });
     Ok(out)
+}
+
+/// The first position from `i` on whose byte fails `keep` (or the end).
+fn skip_while(b: &[u8], i: usize, keep: impl Fn(u8) -> bool) -> usize {
+    i + b.get(i..).unwrap_or_default().iter().take_while(|&&c| keep(c)).count()
+}
+
+/// Where the number starting at `i` ends: digits, an optional fraction (not `..`), and an
+/// optional exponent that has digits (else the `e` is not part of it).
+fn number_end(b: &[u8], i: usize) -> usize {
+    let digits = |i: usize| skip_while(b, i, |c| c.is_ascii_digit());
+    let mut i = digits(i);
+    if b.get(i) == Some(&b'.') && b.get(i + 1) != Some(&b'.') {
+        i = digits(i + 1);
+    }
+    if matches!(b.get(i), Some(b'e' | b'E')) {
+        let sign = usize::from(matches!(b.get(i + 1), Some(b'+' | b'-')));
+        if b.get(i + 1 + sign).is_some_and(u8::is_ascii_digit) {
+            i = digits(i + 1 + sign);
+        }
+    }
+    i
 }
 
 #[cfg(test)]
@@ -239,5 +231,26 @@ mod tests {
         assert!(tokenize("a ? $1", &|| Ok(())).is_err());
         let t = tokenize("x = ? AND y = ?", &|| Ok(())).expect("lexes");
         assert_eq!((t[2].tok.clone(), t[6].tok.clone()), (Tok::Param(1), Tok::Param(2)));
+    }
+
+    #[test]
+    fn numbers_end_where_they_should_and_truncated_input_is_an_error() {
+        for (text, num) in [
+            ("1e", "1"),
+            ("1e+", "1"),
+            ("1e-7x", "1e-7"),
+            ("1.5E3", "1.5E3"),
+            ("1..2", "1"),
+            ("1.", "1."),
+            (".5", ".5"),
+            ("500ms", "500"),
+        ] {
+            let t = tokenize(text, &|| Ok(())).expect("lexes");
+            assert_eq!(t[0].tok, Tok::Num(num.into()), "{text}");
+        }
+        for bad in ["/* open", "/*", "'", "\"x", "$0", "@"] {
+            assert!(tokenize(bad, &|| Ok(())).is_err(), "{bad}");
+        }
+        assert_eq!(tokenize("-- only a comment", &|| Ok(())).expect("lexes").len(), 1);
     }
 }
