@@ -7,6 +7,7 @@ mod dml;
 pub mod engine;
 pub mod error;
 pub mod exec;
+pub mod expr;
 pub mod files;
 pub mod parser;
 pub mod plan;

@@ -6,7 +6,7 @@
 //! integer and float values, empty groups and empty inputs.
 
 use zepto_sql::exec::accum::{accumulator, Input, Rows};
-use zepto_sql::plan::functions::AggFunc;
+use zepto_sql::expr::functions::AggFunc;
 use zepto_storage::{Bitmap, Column, ColumnData, DataType, Value};
 
 mod common;

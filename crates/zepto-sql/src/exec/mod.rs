@@ -237,7 +237,7 @@ fn band(plan: &Plan) -> Result<window_join::Band<'_>> {
 /// distinct outer value of its batch), no `now()` (read once per evaluation: one query must
 /// see one time), and no computed SYMBOL (each batch would code it in a dictionary of its own).
 fn row_local(e: &BExpr) -> bool {
-    use crate::plan::functions::ScalarFunc;
+    use crate::expr::functions::ScalarFunc;
     matches!(e, BExpr::Col(..))
         || (e.data_type() != zepto_storage::DataType::Symbol
             && !e.any(&|x| matches!(x, BExpr::Correlated { .. } | BExpr::Func { func: ScalarFunc::Now, .. })))

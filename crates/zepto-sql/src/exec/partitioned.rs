@@ -10,7 +10,7 @@ use super::aggregate::{aggregate, aggregate_runs, grouped};
 use super::scan::{filtered_piece, pieces};
 use super::{Batch, ExecContext};
 use crate::error::{Result, SqlError};
-use crate::plan::functions::ScalarFunc;
+use crate::expr::functions::ScalarFunc;
 use crate::plan::physical::{scan_shape, ScanShape};
 use crate::plan::{AggCall, BExpr, Plan};
 use zepto_storage::Column;

@@ -3,10 +3,10 @@
 //! sub-expressions are folded here (so `'2024-01-02'::TIMESTAMP` reaches scan pushdown as a value
 //! and a bad constant fails before any row is read).
 
-use super::functions::{self, scalar_arity, scalar_by_name, ScalarFunc};
 use super::{BExpr, Correlated, Field, SubqueryKind};
 use crate::error::{Pos, Result, SqlError};
 use crate::exec::eval::eval_const;
+use crate::expr::functions::{self, scalar_arity, scalar_by_name, ScalarFunc};
 use crate::parser::ast::{BinaryOp, Expr, FuncCall, Literal, Query, UnaryOp};
 use zepto_storage::{time, DataType, Value};
 

@@ -1,66 +1,24 @@
-//! Logical plans and bound expressions.
+//! Logical plans.
 //!
-//! The binder ([`binder`]) turns the AST into a [`Plan`] tree whose expressions ([`BExpr`])
-//! reference input columns by position and carry their result types; every implicit cast is
-//! explicit here, so the executor never guesses a type.
+//! The binder ([`binder`]) turns the AST into a [`Plan`] tree whose expressions ([`BExpr`],
+//! defined in [`crate::expr`] and re-exported here) reference input columns by position and
+//! carry their result types; every implicit cast is explicit here, so the executor never
+//! guesses a type.
 
 pub(crate) mod bind_expr;
 pub mod binder;
 mod cost;
-pub mod functions;
 pub mod physical;
 pub mod prune;
 pub(crate) mod pushdown;
 pub use binder::{sample, window};
 
-use crate::parser::ast::{BinaryOp, JoinKind, Query, SetOp};
-use functions::{AggFunc, ScalarFunc};
+use crate::expr::functions::AggFunc;
+pub use crate::expr::{BExpr, Correlated, OuterRef, SubqueryKind};
+use crate::parser::ast::{BinaryOp, JoinKind, SetOp};
 pub use physical::{AggHow, AsofHow, LatestHow, PairHow, PhysicalPlan, WindowHow};
 use std::sync::Arc;
-use zepto_storage::{DataType, Table, Value};
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SubqueryKind {
-    Scalar,
-    Exists { negated: bool },
-    In { negated: bool },
-}
-
-/// A column of the enclosing row that a correlated subquery reads.
-#[derive(Debug, Clone, PartialEq)]
-pub struct OuterRef {
-    pub table: Option<String>,
-    pub name: String,
-    /// Position in the enclosing scope (the batch the expression is evaluated over).
-    pub col: usize,
-    pub ty: DataType,
-}
-
-/// A subquery that references the enclosing row. Evaluated once per distinct tuple of outer
-/// values (cached), by substituting them as literals and planning the query again: simple and
-/// exact; decorrelation into joins is the faster plan for large inputs (future work).
-#[derive(Clone)]
-pub struct Correlated {
-    pub query: Query,
-    pub kind: SubqueryKind,
-    pub refs: Vec<OuterRef>,
-    /// Type of the subquery's first column.
-    pub sub_ty: DataType,
-    /// Where (and with which table grants) to plan it again.
-    pub catalog: crate::access::CatalogView,
-}
-
-impl std::fmt::Debug for Correlated {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Correlated").field("kind", &self.kind).field("refs", &self.refs).finish()
-    }
-}
-
-impl PartialEq for Correlated {
-    fn eq(&self, o: &Self) -> bool {
-        self.query == o.query && self.kind == o.kind && self.refs == o.refs
-    }
-}
+use zepto_storage::{DataType, Table};
 
 /// An output column of a plan node.
 #[derive(Debug, Clone, PartialEq)]
@@ -71,167 +29,6 @@ pub struct Field {
     pub data_type: DataType,
     /// This column is its table's designated timestamp (first/last order by it).
     pub designated_ts: bool,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub enum BExpr {
-    Col(usize, DataType),
-    Lit(Value, DataType),
-    Neg(Box<BExpr>),
-    Not(Box<BExpr>),
-    Binary {
-        op: BinaryOp,
-        left: Box<BExpr>,
-        right: Box<BExpr>,
-        ty: DataType,
-    },
-    Cast {
-        expr: Box<BExpr>,
-        to: DataType,
-        try_: bool,
-    },
-    Func {
-        func: ScalarFunc,
-        args: Vec<BExpr>,
-        ty: DataType,
-    },
-    Case {
-        whens: Vec<(BExpr, BExpr)>,
-        else_: Option<Box<BExpr>>,
-        ty: DataType,
-    },
-    InList {
-        expr: Box<BExpr>,
-        list: Vec<BExpr>,
-        negated: bool,
-    },
-    IsNull {
-        expr: Box<BExpr>,
-        negated: bool,
-    },
-    Like {
-        expr: Box<BExpr>,
-        pattern: Box<BExpr>,
-        negated: bool,
-        case_insensitive: bool,
-    },
-    /// Correlated subquery; `expr` is the left side of `IN`.
-    Correlated {
-        sub: Box<Correlated>,
-        expr: Option<Box<BExpr>>,
-    },
-}
-
-impl BExpr {
-    pub fn data_type(&self) -> DataType {
-        match self {
-            BExpr::Col(_, t) | BExpr::Lit(_, t) => *t,
-            BExpr::Neg(e) => e.data_type(),
-            BExpr::Not(_) | BExpr::InList { .. } | BExpr::IsNull { .. } | BExpr::Like { .. } => DataType::Bool,
-            BExpr::Binary { ty, .. } | BExpr::Func { ty, .. } | BExpr::Case { ty, .. } => *ty,
-            BExpr::Cast { to, .. } => *to,
-            BExpr::Correlated { sub, .. } => match sub.kind {
-                SubqueryKind::Scalar => sub.sub_ty,
-                _ => DataType::Bool,
-            },
-        }
-    }
-
-    /// Visit every column reference.
-    pub fn for_each_col(&self, f: &mut impl FnMut(usize)) {
-        match self {
-            BExpr::Col(i, _) => f(*i),
-            BExpr::Lit(..) => {}
-            BExpr::Neg(e) | BExpr::Not(e) => e.for_each_col(f),
-            BExpr::Binary { left, right, .. } => {
-                left.for_each_col(f);
-                right.for_each_col(f);
-            }
-            BExpr::Cast { expr, .. } | BExpr::IsNull { expr, .. } => expr.for_each_col(f),
-            BExpr::Func { args, .. } => args.iter().for_each(|a| a.for_each_col(f)),
-            BExpr::Case { whens, else_, .. } => {
-                for (w, t) in whens {
-                    w.for_each_col(f);
-                    t.for_each_col(f);
-                }
-                if let Some(e) = else_ {
-                    e.for_each_col(f);
-                }
-            }
-            BExpr::InList { expr, list, .. } => {
-                expr.for_each_col(f);
-                list.iter().for_each(|a| a.for_each_col(f));
-            }
-            BExpr::Like { expr, pattern, .. } => {
-                expr.for_each_col(f);
-                pattern.for_each_col(f);
-            }
-            BExpr::Correlated { sub, expr } => {
-                sub.refs.iter().for_each(|r| f(r.col));
-                if let Some(e) = expr {
-                    e.for_each_col(f);
-                }
-            }
-        }
-    }
-
-    /// Whether `f` holds for this expression or any expression inside it.
-    pub fn any(&self, f: &impl Fn(&BExpr) -> bool) -> bool {
-        if f(self) {
-            return true;
-        }
-        match self {
-            BExpr::Col(..) | BExpr::Lit(..) => false,
-            BExpr::Neg(e) | BExpr::Not(e) => e.any(f),
-            BExpr::Binary { left, right, .. } => left.any(f) || right.any(f),
-            BExpr::Cast { expr, .. } | BExpr::IsNull { expr, .. } => expr.any(f),
-            BExpr::Func { args, .. } => args.iter().any(|a| a.any(f)),
-            BExpr::Case { whens, else_, .. } => {
-                whens.iter().any(|(w, t)| w.any(f) || t.any(f)) || else_.as_deref().is_some_and(|e| e.any(f))
-            }
-            BExpr::InList { expr, list, .. } => expr.any(f) || list.iter().any(|a| a.any(f)),
-            BExpr::Like { expr, pattern, .. } => expr.any(f) || pattern.any(f),
-            BExpr::Correlated { expr, .. } => expr.as_deref().is_some_and(|e| e.any(f)),
-        }
-    }
-
-    /// Rewrite column indices.
-    pub fn map_cols(&mut self, f: &impl Fn(usize) -> usize) {
-        match self {
-            BExpr::Col(i, _) => *i = f(*i),
-            BExpr::Lit(..) => {}
-            BExpr::Neg(e) | BExpr::Not(e) => e.map_cols(f),
-            BExpr::Binary { left, right, .. } => {
-                left.map_cols(f);
-                right.map_cols(f);
-            }
-            BExpr::Cast { expr, .. } | BExpr::IsNull { expr, .. } => expr.map_cols(f),
-            BExpr::Func { args, .. } => args.iter_mut().for_each(|a| a.map_cols(f)),
-            BExpr::Case { whens, else_, .. } => {
-                for (w, t) in whens {
-                    w.map_cols(f);
-                    t.map_cols(f);
-                }
-                if let Some(e) = else_ {
-                    e.map_cols(f);
-                }
-            }
-            BExpr::InList { expr, list, .. } => {
-                expr.map_cols(f);
-                list.iter_mut().for_each(|a| a.map_cols(f));
-            }
-            BExpr::Like { expr, pattern, .. } => {
-                expr.map_cols(f);
-                pattern.map_cols(f);
-            }
-            BExpr::Correlated { sub, expr } => {
-                sub.refs.iter_mut().for_each(|r| r.col = f(r.col));
-                if let Some(e) = expr {
-                    e.map_cols(f);
-                }
-            }
-        }
-    }
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -22,7 +22,7 @@
 //! Plans reach the executor only as a [`PhysicalPlan`], which only [`plan`] makes.
 
 use super::{prune, AggCall, BExpr, Plan, ScanRange};
-use crate::plan::functions::ScalarFunc;
+use crate::expr::functions::ScalarFunc;
 use std::convert::Infallible;
 use std::sync::Arc;
 use zepto_storage::Table;

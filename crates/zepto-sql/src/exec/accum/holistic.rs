@@ -1,14 +1,14 @@
 //! Holistic aggregates, which need every value of a group at once: `median`, `quantile`
 //! (discrete), `percentile_cont` (interpolated) and `twap` (time-weighted, needs the rows in
 //! time order). The state is the rows themselves, so their partials do not merge
-//! ([`crate::plan::functions::AggFunc::mergeable`] is false): the planner keeps them on paths
+//! ([`crate::expr::functions::AggFunc::mergeable`] is false): the planner keeps them on paths
 //! that see whole groups.
 
 use super::kernels::{from_opt_f64, to_f64};
 use super::{Accumulator, Input, Rows};
 use crate::error::{Result, SqlError};
 use crate::exec::cmp::value_cmp;
-use crate::plan::functions::AggFunc;
+use crate::expr::functions::AggFunc;
 use std::borrow::Cow;
 use zepto_storage::column::NULL_INDEX;
 use zepto_storage::{Bitmap, Column, ColumnData, DataType};

@@ -14,7 +14,7 @@
 //!   and aggregates them as one group, which is right for any aggregate.
 //!
 //! Adding an aggregate: a variant of [`AggFunc`] with its name and types in
-//! `plan::functions` (and whether its partials merge: [`AggFunc::mergeable`]; the planner
+//! `expr::functions` (and whether its partials merge: [`AggFunc::mergeable`]; the planner
 //! asks [`AggCall::mergeable`]), and one type
 //! here implementing [`Accumulator`], returned by [`accumulator`]. GROUP BY, bars, windows,
 //! WINDOW JOIN and the history then all run it; `tests/accumulators.rs` checks it gives one
@@ -33,7 +33,7 @@ use super::eval::eval;
 use super::hash::group_ids;
 use super::Batch;
 use crate::error::{Result, SqlError};
-use crate::plan::functions::AggFunc;
+use crate::expr::functions::AggFunc;
 use crate::plan::AggCall;
 use std::borrow::Cow;
 use zepto_storage::{Column, ColumnData, DataType};

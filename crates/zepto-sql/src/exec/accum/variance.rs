@@ -5,7 +5,7 @@
 use super::kernels::{from_opt_f64, int_values, to_f64};
 use super::{Accumulator, Input, Rows};
 use crate::error::{Result, SqlError};
-use crate::plan::functions::AggFunc;
+use crate::expr::functions::AggFunc;
 use zepto_storage::{Column, ColumnData};
 
 pub struct Variance {

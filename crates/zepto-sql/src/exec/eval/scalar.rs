@@ -4,7 +4,7 @@ use super::{eval, eval_opnd, Opnd};
 use crate::error::{Result, SqlError};
 use crate::exec::numeric::to_f64;
 use crate::exec::Batch;
-use crate::plan::functions::ScalarFunc;
+use crate::expr::functions::ScalarFunc;
 use crate::plan::BExpr;
 use std::borrow::Cow;
 use zepto_storage::time::{self, NS_PER_SEC};

@@ -12,7 +12,7 @@ use super::eval::eval;
 use super::scan::{filtered_piece, pieces, Piece};
 use super::{Batch, ExecContext};
 use crate::error::{Result, SqlError};
-use crate::plan::functions::AggFunc;
+use crate::expr::functions::AggFunc;
 use crate::plan::physical::{scan_shape, ScanShape};
 use crate::plan::window::{Frame, WinCall, WinFunc};
 use crate::plan::{AggCall, Plan};

@@ -11,11 +11,11 @@ mod window_join;
 use super::bind_expr::{
     cast_to, common_type, contains_aggregate, resolve, walk, AggCtx, ExprBinder, SubPlan, SubqueryRunner, WinCtx,
 };
-use super::functions::{self, agg_arity, agg_by_name, agg_type, AggFunc};
 use super::{prune, pushdown};
 use super::{AggCall, BExpr, Field, OuterRef, Plan, SortKey};
 use crate::error::{Pos, Result, SqlError};
 use crate::exec;
+use crate::expr::functions::{self, agg_arity, agg_by_name, agg_type, AggFunc};
 use crate::parser::ast::*;
 use std::sync::Arc;
 use zepto_storage::{Catalog, DataType, Value};

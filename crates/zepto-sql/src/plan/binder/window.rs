@@ -11,9 +11,9 @@
 
 use super::Binder;
 use crate::error::{Pos, Result, SqlError};
+use crate::expr::functions::{agg_by_name, AggFunc};
 use crate::parser::ast::{Expr, FrameBound, FrameUnits, FuncCall, WindowSpec};
 use crate::plan::bind_expr::{cast_to, common_type, AggCtx, ExprBinder};
-use crate::plan::functions::{agg_by_name, AggFunc};
 use crate::plan::{BExpr, Field, SortKey};
 use zepto_storage::{DataType, Value};
 
@@ -287,7 +287,7 @@ pub fn bind_window_call(
                         "mdev" => AggFunc::StddevPop,
                         _ => AggFunc::Count,
                     };
-                    let ty = crate::plan::functions::agg_type(agg, &[xt], f.pos)?;
+                    let ty = crate::expr::functions::agg_type(agg, &[xt], f.pos)?;
                     frame =
                         Some(Frame { rows: true, start: Edge::Preceding(Offset::Int(n - 1)), end: Edge::CurrentRow });
                     (WinFunc::Agg(agg), vec![x], ty)

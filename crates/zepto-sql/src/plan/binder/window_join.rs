@@ -9,9 +9,9 @@
 use super::{apply_filter, collect_agg_exprs, split_equi, Binder, Item};
 use super::{BExpr, Field, Plan};
 use crate::error::{Result, SqlError};
+use crate::expr::functions::AggFunc;
 use crate::parser::ast::{BinaryOp, Expr, JoinKind, OrderItem, Select};
 use crate::plan::bind_expr::AggCtx;
-use crate::plan::functions::AggFunc;
 use crate::plan::prune::width;
 use crate::plan::pushdown::conjuncts;
 use zepto_storage::{DataType, Value};
