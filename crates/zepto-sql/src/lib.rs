@@ -1,11 +1,13 @@
 //! ZeptoDB SQL: text → AST ([`parser`]) → bound logical plan ([`plan`]) → columnar results
-//! ([`exec`]). [`Engine`] ties them to a storage [`zepto_storage::Catalog`].
+//! ([`exec`]). [`Engine`] ties them to a storage [`zepto_storage::Catalog`]. Bound expressions
+//! ([`expr`]) and their evaluator ([`eval`]) sit below both the planner and the executor.
 
 pub mod access;
 mod copy;
 mod dml;
 pub mod engine;
 pub mod error;
+pub mod eval;
 pub mod exec;
 pub mod expr;
 pub mod files;

@@ -5,7 +5,7 @@
 
 use super::{BExpr, Correlated, Field, SubqueryKind};
 use crate::error::{Pos, Result, SqlError};
-use crate::exec::eval::eval_const;
+use crate::eval::eval_const;
 use crate::expr::functions::{self, scalar_arity, scalar_by_name, ScalarFunc};
 use crate::parser::ast::{BinaryOp, Expr, FuncCall, Literal, Query, UnaryOp};
 use zepto_storage::{time, DataType, Value};

@@ -1,9 +1,8 @@
 //! LIKE / ILIKE: `%` matches any run of characters, `_` exactly one; `\` escapes. SYMBOL
 //! columns are matched once per dictionary entry.
 
-use super::Opnd;
+use super::{and_validity, Opnd};
 use crate::error::Result;
-use crate::exec::and_validity;
 use zepto_storage::{Column, ColumnData, Value};
 
 /// Iterative wildcard match with single-star backtracking: O(len(s) * len(p)) worst case.

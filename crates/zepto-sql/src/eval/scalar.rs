@@ -1,17 +1,16 @@
 //! Scalar functions: strings, math, timestamps, COALESCE and friends.
 
-use super::{eval, eval_opnd, Opnd};
+use super::numeric::to_f64;
+use super::{eval, eval_opnd, Batch, Opnd, Subqueries};
 use crate::error::{Result, SqlError};
-use crate::exec::numeric::to_f64;
-use crate::exec::Batch;
 use crate::expr::functions::ScalarFunc;
-use crate::plan::BExpr;
+use crate::expr::BExpr;
 use std::borrow::Cow;
 use zepto_storage::time::{self, NS_PER_SEC};
 use zepto_storage::{Bitmap, Column, ColumnData, DataType, StrVec, Value};
 
-fn args_cols<'a>(args: &'a [BExpr], b: &'a Batch) -> Result<Vec<Cow<'a, Column>>> {
-    args.iter().map(|a| eval(a, b)).collect()
+fn args_cols<'a>(args: &'a [BExpr], b: &'a Batch, sq: &dyn Subqueries) -> Result<Vec<Cow<'a, Column>>> {
+    args.iter().map(|a| eval(a, b, sq)).collect()
 }
 
 fn str_map(c: &Column, f: impl Fn(&str) -> String) -> Column {
@@ -90,7 +89,7 @@ fn round_half_away(x: f64, digits: i32) -> f64 {
 }
 
 /// A scalar function over the rows of `b` (result type `ty`), by family.
-pub fn call(f: ScalarFunc, args: &[BExpr], ty: DataType, b: &Batch) -> Result<Column> {
+pub fn call(f: ScalarFunc, args: &[BExpr], ty: DataType, b: &Batch, sq: &dyn Subqueries) -> Result<Column> {
     use ScalarFunc as F;
     match f {
         F::Lower
@@ -102,26 +101,26 @@ pub fn call(f: ScalarFunc, args: &[BExpr], ty: DataType, b: &Batch) -> Result<Co
         | F::StartsWith
         | F::Length
         | F::Concat
-        | F::Substr => string(f, args, b),
+        | F::Substr => string(f, args, b, sq),
         F::Abs | F::Floor | F::Ceil | F::Sign | F::Round | F::Sqrt | F::Ln | F::Log10 | F::Exp | F::Power => {
-            math(f, args, ty, b)
+            math(f, args, ty, b, sq)
         }
-        F::Coalesce | F::Greatest | F::Least | F::NullIf => conditional(f, args, ty, b),
+        F::Coalesce | F::Greatest | F::Least | F::NullIf => conditional(f, args, ty, b, sq),
         F::DateTrunc | F::DatePart | F::EpochNs | F::Epoch | F::Now | F::Xbar | F::MonthBucket => {
-            temporal(f, args, ty, b)
+            temporal(f, args, ty, b, sq)
         }
     }
 }
 
 /// String functions.
-fn string(f: ScalarFunc, args: &[BExpr], b: &Batch) -> Result<Column> {
+fn string(f: ScalarFunc, args: &[BExpr], b: &Batch, sq: &dyn Subqueries) -> Result<Column> {
     use ScalarFunc as F;
     let n = b.rows;
     match f {
-        F::Lower => Ok(str_map(&*eval(&args[0], b)?, |s| s.to_lowercase())),
-        F::Upper => Ok(str_map(&*eval(&args[0], b)?, |s| s.to_uppercase())),
+        F::Lower => Ok(str_map(&*eval(&args[0], b, sq)?, |s| s.to_lowercase())),
+        F::Upper => Ok(str_map(&*eval(&args[0], b, sq)?, |s| s.to_uppercase())),
         F::Trim | F::LTrim | F::RTrim => {
-            let c = eval(&args[0], b)?;
+            let c = eval(&args[0], b, sq)?;
             let chars: Option<Vec<char>> = match args.get(1) {
                 Some(a) => Some(lit_str(a)?.chars().collect()),
                 None => None,
@@ -137,7 +136,7 @@ fn string(f: ScalarFunc, args: &[BExpr], b: &Batch) -> Result<Column> {
             }))
         }
         F::Replace => {
-            let c = args_cols(args, b)?;
+            let c = args_cols(args, b, sq)?;
             let mut out = StrVec::with_capacity(n, n * 8);
             let mut valid = Bitmap::new_set(n);
             for i in 0..n {
@@ -153,7 +152,7 @@ fn string(f: ScalarFunc, args: &[BExpr], b: &Batch) -> Result<Column> {
             Ok(Column::new(ColumnData::Varchar(out), Some(valid)))
         }
         F::StartsWith => {
-            let c = args_cols(args, b)?;
+            let c = args_cols(args, b, sq)?;
             let mut valid = Bitmap::new_set(n);
             let v = (0..n)
                 .map(|i| match (c[0].str_at(i), c[1].str_at(i)) {
@@ -167,13 +166,13 @@ fn string(f: ScalarFunc, args: &[BExpr], b: &Batch) -> Result<Column> {
             Ok(Column::new(ColumnData::Bool(v), Some(valid)))
         }
         F::Length => {
-            let c = eval(&args[0], b)?;
+            let c = eval(&args[0], b, sq)?;
             let v = (0..n).map(|i| c.str_at(i).map_or(0, |s| s.chars().count() as i64)).collect();
             Ok(Column::new(ColumnData::Int64(v), c.validity.clone()))
         }
         F::Concat => {
             // concat() skips NULL arguments (DuckDB), unlike `||`.
-            let c = args_cols(args, b)?;
+            let c = args_cols(args, b, sq)?;
             let mut out = StrVec::with_capacity(n, n * 16);
             let mut buf = String::new();
             for i in 0..n {
@@ -188,7 +187,7 @@ fn string(f: ScalarFunc, args: &[BExpr], b: &Batch) -> Result<Column> {
             Ok(Column::from_data(ColumnData::Varchar(out)))
         }
         F::Substr => {
-            let c = args_cols(args, b)?;
+            let c = args_cols(args, b, sq)?;
             let start = c[1].as_i64_slice().ok_or_else(|| SqlError::Internal("substr start".into()))?;
             let len = c
                 .get(2)
@@ -213,12 +212,12 @@ fn string(f: ScalarFunc, args: &[BExpr], b: &Batch) -> Result<Column> {
 }
 
 /// Numeric functions.
-fn math(f: ScalarFunc, args: &[BExpr], ty: DataType, b: &Batch) -> Result<Column> {
+fn math(f: ScalarFunc, args: &[BExpr], ty: DataType, b: &Batch, sq: &dyn Subqueries) -> Result<Column> {
     use ScalarFunc as F;
     let n = b.rows;
     match f {
         F::Abs | F::Floor | F::Ceil | F::Sign => {
-            let c = eval(&args[0], b)?;
+            let c = eval(&args[0], b, sq)?;
             let data = match (&c.data, f) {
                 (ColumnData::Int32(v), F::Abs) => ColumnData::Int32(v.iter().map(|x| x.wrapping_abs()).collect()),
                 (ColumnData::Int64(v), F::Abs) => ColumnData::Int64(v.iter().map(|x| x.wrapping_abs()).collect()),
@@ -251,7 +250,7 @@ fn math(f: ScalarFunc, args: &[BExpr], ty: DataType, b: &Batch) -> Result<Column
             Ok(Column::new(data, c.validity.clone()))
         }
         F::Round => {
-            let c = eval(&args[0], b)?;
+            let c = eval(&args[0], b, sq)?;
             let digits = match args.get(1) {
                 Some(BExpr::Lit(v, _)) => v.as_i64().unwrap_or(0) as i32,
                 Some(_) => return Err(SqlError::NotSupported("round() with a non-constant precision".into())),
@@ -264,13 +263,13 @@ fn math(f: ScalarFunc, args: &[BExpr], ty: DataType, b: &Batch) -> Result<Column
                 }
                 _ => {
                     let r = f64_map(&c, |x| Some(round_half_away(x, digits)))?;
-                    return crate::exec::cast::cast_column(&r, ty, false);
+                    return super::cast::cast_column(&r, ty, false);
                 }
             };
             Ok(Column::new(data, c.validity.clone()))
         }
         F::Sqrt | F::Ln | F::Log10 | F::Exp => {
-            let c = eval(&args[0], b)?;
+            let c = eval(&args[0], b, sq)?;
             let name = format!("{f:?}").to_lowercase();
             let mut err = None;
             let out = f64_map(&c, |x| match f {
@@ -301,25 +300,22 @@ fn math(f: ScalarFunc, args: &[BExpr], ty: DataType, b: &Batch) -> Result<Column
             Ok(out)
         }
         F::Power => {
-            let c = args_cols(args, b)?;
+            let c = args_cols(args, b, sq)?;
             let (x, y) = (to_f64(&c[0])?, to_f64(&c[1])?);
             let v = x.iter().zip(y.iter()).map(|(a, b)| a.powf(*b)).collect();
-            Ok(Column::new(
-                ColumnData::Float64(v),
-                crate::exec::and_validity(c[0].validity.as_ref(), c[1].validity.as_ref()),
-            ))
+            Ok(Column::new(ColumnData::Float64(v), super::and_validity(c[0].validity.as_ref(), c[1].validity.as_ref())))
         }
         f => Err(SqlError::Internal(format!("{f:?} is not a math function"))),
     }
 }
 
 /// COALESCE, NULLIF, GREATEST, LEAST.
-fn conditional(f: ScalarFunc, args: &[BExpr], ty: DataType, b: &Batch) -> Result<Column> {
+fn conditional(f: ScalarFunc, args: &[BExpr], ty: DataType, b: &Batch, sq: &dyn Subqueries) -> Result<Column> {
     use ScalarFunc as F;
     let n = b.rows;
     match f {
         F::Coalesce => {
-            let c = args_cols(args, b)?;
+            let c = args_cols(args, b, sq)?;
             let mut pick = vec![zepto_storage::column::NULL_INDEX; n];
             for i in 0..n {
                 if let Some(k) = c.iter().position(|col| col.is_valid(i)) {
@@ -334,14 +330,14 @@ fn conditional(f: ScalarFunc, args: &[BExpr], ty: DataType, b: &Batch) -> Result
             Ok(Column::concat(&refs).take_opt(&pick))
         }
         F::Greatest | F::Least => {
-            let c = args_cols(args, b)?;
+            let c = args_cols(args, b, sq)?;
             let parts: Vec<Column> = c
                 .iter()
                 .map(|x| if x.data_type() == DataType::Null { Column::nulls(ty, n) } else { x.clone().into_owned() })
                 .collect();
             let refs: Vec<&Column> = parts.iter().collect();
             let all = Column::concat(&refs);
-            let cmp = crate::exec::cmp::value_cmp(&all);
+            let cmp = super::cmp::value_cmp(&all);
             let want = if f == F::Greatest { std::cmp::Ordering::Greater } else { std::cmp::Ordering::Less };
             let mut pick = vec![zepto_storage::column::NULL_INDEX; n];
             for i in 0..n {
@@ -359,15 +355,15 @@ fn conditional(f: ScalarFunc, args: &[BExpr], ty: DataType, b: &Batch) -> Result
             Ok(all.take_opt(&pick))
         }
         F::NullIf => {
-            let l = eval_opnd(&args[0], b)?;
-            let r = eval_opnd(&args[1], b)?;
+            let l = eval_opnd(&args[0], b, sq)?;
+            let r = eval_opnd(&args[1], b, sq)?;
             let eq_expr = BExpr::Binary {
                 op: crate::parser::ast::BinaryOp::Eq,
                 left: Box::new(args[0].clone()),
                 right: Box::new(args[1].clone()),
                 ty: DataType::Bool,
             };
-            let eq = super::eval(&eq_expr, b)?;
+            let eq = super::eval(&eq_expr, b, sq)?;
             drop(r);
             let base = l.into_column(ty, n)?;
             let mut valid = base.validity.clone().unwrap_or_else(|| Bitmap::new_set(n));
@@ -385,13 +381,13 @@ fn conditional(f: ScalarFunc, args: &[BExpr], ty: DataType, b: &Batch) -> Result
 }
 
 /// Time functions: date_trunc, date_part, epoch, now, xbar, month_bucket.
-fn temporal(f: ScalarFunc, args: &[BExpr], ty: DataType, b: &Batch) -> Result<Column> {
+fn temporal(f: ScalarFunc, args: &[BExpr], ty: DataType, b: &Batch, sq: &dyn Subqueries) -> Result<Column> {
     use ScalarFunc as F;
     let n = b.rows;
     match f {
         F::DateTrunc | F::DatePart => {
             let unit = lit_str(&args[0])?.to_string();
-            let c = eval(&args[1], b)?;
+            let c = eval(&args[1], b, sq)?;
             let ts = c.as_i64_slice().ok_or_else(|| SqlError::Internal("timestamp arg".into()))?;
             let data = if f == F::DateTrunc {
                 ColumnData::Timestamp(ts.iter().map(|&t| time::trunc_timestamp(&unit, t).unwrap_or(t)).collect())
@@ -401,12 +397,12 @@ fn temporal(f: ScalarFunc, args: &[BExpr], ty: DataType, b: &Batch) -> Result<Co
             Ok(Column::new(data, c.validity.clone()))
         }
         F::EpochNs => {
-            let c = eval(&args[0], b)?;
+            let c = eval(&args[0], b, sq)?;
             let ts = c.as_i64_slice().ok_or_else(|| SqlError::Internal("timestamp arg".into()))?;
             Ok(Column::new(ColumnData::Int64(ts.to_vec()), c.validity.clone()))
         }
         F::Epoch => {
-            let c = eval(&args[0], b)?;
+            let c = eval(&args[0], b, sq)?;
             let ts = c.as_i64_slice().ok_or_else(|| SqlError::Internal("timestamp arg".into()))?;
             Ok(Column::new(
                 ColumnData::Float64(ts.iter().map(|&t| t as f64 / NS_PER_SEC as f64).collect()),
@@ -420,14 +416,14 @@ fn temporal(f: ScalarFunc, args: &[BExpr], ty: DataType, b: &Batch) -> Result<Co
                 .unwrap_or(0);
             Ok(Column::repeat(&Value::Timestamp(now), DataType::Timestamp, n)?)
         }
-        F::Xbar => xbar(args, ty, b),
+        F::Xbar => xbar(args, ty, b, sq),
         F::MonthBucket => {
             let months = match &args[0] {
                 BExpr::Lit(v, _) => v.as_i64().filter(|&m| m >= 1),
                 _ => None,
             }
             .ok_or_else(|| SqlError::Internal("month_bucket width".into()))?;
-            let c = eval(&args[1], b)?;
+            let c = eval(&args[1], b, sq)?;
             let ts = c.as_i64_slice().ok_or_else(|| SqlError::Internal("timestamp arg".into()))?;
             // Recompute only when a value leaves the current bucket (input is usually sorted).
             let (mut lo, mut hi) = (1i64, 0i64);
@@ -469,15 +465,15 @@ fn xbar_const(v: &[i64], w: i64) -> Vec<i64> {
 }
 
 /// `xbar(w, x)` = `w * floor(x / w)`; for timestamps `w` is an interval in ns.
-fn xbar(args: &[BExpr], ty: DataType, b: &Batch) -> Result<Column> {
-    let w = eval_opnd(&args[0], b)?;
-    let x = eval(&args[1], b)?;
+fn xbar(args: &[BExpr], ty: DataType, b: &Batch, sq: &dyn Subqueries) -> Result<Column> {
+    let w = eval_opnd(&args[0], b, sq)?;
+    let x = eval(&args[1], b, sq)?;
     let n = b.rows;
     let wv = match &w {
         Opnd::Lit(v) => Some((*v).clone()),
         Opnd::Col(_) => None,
     };
-    let validity = crate::exec::and_validity(x.validity.as_ref(), w.validity(n).as_ref());
+    let validity = super::and_validity(x.validity.as_ref(), w.validity(n).as_ref());
     match (&x.data, ty) {
         (ColumnData::Timestamp(v) | ColumnData::Int64(v), _) if ty == DataType::Timestamp || ty == DataType::Int64 => {
             let widths: Vec<i64> = match &wv {
@@ -519,7 +515,7 @@ fn xbar(args: &[BExpr], ty: DataType, b: &Batch) -> Result<Column> {
             let out: Vec<f64> =
                 xf.iter().zip(wf.iter()).map(|(&a, &w)| if w > 0.0 { w * (a / w).floor() } else { f64::NAN }).collect();
             let col = Column::new(ColumnData::Float64(out), validity);
-            crate::exec::cast::cast_column(&col, ty, false)
+            super::cast::cast_column(&col, ty, false)
         }
     }
 }
