@@ -15,7 +15,7 @@
 use crate::access::TableAccess;
 use crate::error::{Pos, Result, SqlError};
 use crate::exec::eval::eval;
-use crate::exec::{mask_indices, Batch};
+use crate::exec::{mask_indices, Batch, Executor};
 use crate::parser::ast::{Expr, TableRef};
 use crate::plan::bind_expr::{cast_to, ExprBinder};
 use crate::plan::binder::Binder;
@@ -28,7 +28,7 @@ type Selection = Vec<(u32, Vec<u32>)>;
 
 /// The table's fields (access checked), a binder over them, and the schema width bound.
 fn scope(catalog: &Arc<Catalog>, access: &TableAccess, table: &str, pos: Pos) -> Result<(Binder, Vec<Field>)> {
-    let mut binder = Binder::with_access(catalog.clone(), access.clone());
+    let mut binder = Binder::new(catalog.clone(), access.clone(), Arc::new(Executor));
     let tref = TableRef::Table { name: table.to_string(), alias: None, pos };
     let (_, fields) = binder.bind_from(&tref)?;
     Ok((binder, fields))

@@ -118,7 +118,7 @@ impl Engine {
     }
 
     fn binder(&self) -> Binder {
-        Binder::with_access(self.catalog.clone(), self.access.clone())
+        Binder::new(self.catalog.clone(), self.access.clone(), Arc::new(exec::Executor))
     }
 
     pub fn catalog(&self) -> &Arc<Catalog> {

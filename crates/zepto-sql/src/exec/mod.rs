@@ -36,6 +36,16 @@ pub fn execute(plan: &PhysicalPlan) -> Result<Batch> {
     run(&ctx, &plan)
 }
 
+/// The executor as the binder sees it ([`crate::plan::binder::Execute`]): it runs the
+/// uncorrelated subqueries that binding turns into constants.
+pub struct Executor;
+
+impl crate::plan::binder::Execute for Executor {
+    fn execute(&self, plan: &PhysicalPlan) -> Result<Batch> {
+        execute(plan)
+    }
+}
+
 /// Below this many rows per batch on average, a result's batches are made one.
 pub const MIN_CHUNK_ROWS: usize = 64;
 

@@ -3,10 +3,11 @@
 
 use super::eval;
 use crate::error::{Result, SqlError};
-use crate::exec::{execute, Batch};
+use crate::exec::{execute, Batch, Executor};
 use crate::plan::binder::{substitute, Binder};
 use crate::plan::{BExpr, Correlated, SubqueryKind};
 use std::collections::HashMap;
+use std::sync::Arc;
 use zepto_storage::{Bitmap, Column, ColumnBuilder, ColumnData, DataType, Value};
 
 struct Outcome {
@@ -50,7 +51,7 @@ pub fn eval_correlated(sub: &Correlated, lhs: Option<&BExpr>, b: &Batch) -> Resu
         let key = format!("{vals:?}");
         if !cache.contains_key(&key) {
             let q = substitute(&sub.query, &sub.refs, Some(&vals));
-            let mut binder = Binder::with_access(sub.catalog.catalog.clone(), sub.catalog.access.clone());
+            let mut binder = Binder::new(sub.catalog.catalog.clone(), sub.catalog.access.clone(), Arc::new(Executor));
             let (plan, _) = binder.bind_query(&q)?;
             let r = execute(&crate::plan::physical::plan(plan))?;
             let first = match sub.kind {

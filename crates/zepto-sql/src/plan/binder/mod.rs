@@ -2,7 +2,9 @@
 //!
 //! Scoping rules follow DuckDB: GROUP BY and ORDER BY accept ordinals and select-list aliases;
 //! ORDER BY may use input columns that are not selected (they ride along as hidden columns);
-//! uncorrelated subqueries are planned and run once, here, and become constants.
+//! uncorrelated subqueries are planned and run once, here, and become constants. Running them
+//! is the executor's job, which sits above the planner: the engine hands it to the binder as
+//! [`Execute`].
 
 pub mod sample;
 pub mod window;
@@ -12,13 +14,18 @@ use super::bind_expr::{
     cast_to, common_type, contains_aggregate, resolve, walk, AggCtx, ExprBinder, SubPlan, SubqueryRunner, WinCtx,
 };
 use super::{prune, pushdown};
-use super::{AggCall, BExpr, Field, OuterRef, Plan, SortKey};
+use super::{AggCall, BExpr, Field, OuterRef, PhysicalPlan, Plan, SortKey};
 use crate::error::{Pos, Result, SqlError};
-use crate::exec;
+use crate::eval::Batch;
 use crate::expr::functions::{self, agg_arity, agg_by_name, agg_type, AggFunc};
 use crate::parser::ast::*;
 use std::sync::Arc;
 use zepto_storage::{Catalog, DataType, Value};
+
+/// What binding needs from the executor: running an uncorrelated subquery once, to one batch.
+pub trait Execute: Send + Sync {
+    fn execute(&self, plan: &PhysicalPlan) -> Result<Batch>;
+}
 
 pub struct Binder {
     catalog: Arc<Catalog>,
@@ -28,6 +35,8 @@ pub struct Binder {
     pub(super) pending_fill: Option<super::sample::FillSpec>,
     /// Tables this session may read.
     access: crate::access::TableAccess,
+    /// Runs uncorrelated subqueries.
+    executor: Arc<dyn Execute>,
 }
 
 /// A select-list entry after `*` expansion.
@@ -55,7 +64,7 @@ impl SubqueryRunner for Binder {
                         t => t,
                     };
                     if refs.is_empty() {
-                        let batch = exec::execute(&super::physical::plan(plan))?;
+                        let batch = self.executor.execute(&super::physical::plan(plan))?;
                         let values =
                             batch.columns.first().map(|c| (0..c.len()).map(|i| c.get(i)).collect()).unwrap_or_default();
                         return Ok(SubPlan::Rows { values, ty, width, rows: batch.rows });
@@ -160,13 +169,10 @@ fn const_usize(b: &mut Binder, e: &Expr, what: &str) -> Result<usize> {
 }
 
 impl Binder {
-    pub fn new(catalog: Arc<Catalog>) -> Binder {
-        Binder { catalog, ctes: Vec::new(), pending_fill: None, access: Default::default() }
-    }
-
-    /// A binder that refuses tables outside `access`.
-    pub fn with_access(catalog: Arc<Catalog>, access: crate::access::TableAccess) -> Binder {
-        Binder { access, ..Binder::new(catalog) }
+    /// A binder over `catalog` that refuses tables outside `access` and runs uncorrelated
+    /// subqueries with `executor`.
+    pub fn new(catalog: Arc<Catalog>, access: crate::access::TableAccess, executor: Arc<dyn Execute>) -> Binder {
+        Binder { catalog, ctes: Vec::new(), pending_fill: None, access, executor }
     }
 
     #[recursive::recursive]
