@@ -74,43 +74,63 @@ struct Ctx {
     shape: [i64; 1],
 }
 
-unsafe extern "C" fn delete_legacy(t: *mut DLManagedTensor) {
-    // SAFETY: `t` and its context were made by `Box::into_raw` in `capsule` and are freed once,
-    // here, by the consumer that took the tensor or by the capsule's destructor.
-    let t = unsafe { Box::from_raw(t) };
-    drop(unsafe { Box::from_raw(t.manager_ctx.cast::<Ctx>()) });
+/// A managed tensor of either ABI: what its deleter and context are.
+trait Managed {
+    fn deleter(&self) -> Option<unsafe extern "C" fn(*mut Self)>;
+    fn context(&self) -> *mut c_void;
 }
 
-unsafe extern "C" fn delete_versioned(t: *mut DLManagedTensorVersioned) {
-    // SAFETY: as `delete_legacy`.
+impl Managed for DLManagedTensor {
+    fn deleter(&self) -> Option<unsafe extern "C" fn(*mut Self)> {
+        self.deleter
+    }
+    fn context(&self) -> *mut c_void {
+        self.manager_ctx
+    }
+}
+
+impl Managed for DLManagedTensorVersioned {
+    fn deleter(&self) -> Option<unsafe extern "C" fn(*mut Self)> {
+        self.deleter
+    }
+    fn context(&self) -> *mut c_void {
+        self.manager_ctx
+    }
+}
+
+/// The deleter of every tensor made here.
+unsafe extern "C" fn delete<T: Managed>(t: *mut T) {
+    // SAFETY: `t` and its context were made by `Box::into_raw` in `__dlpack__` and are freed
+    // once, here, by the consumer that took the tensor or by the capsule's destructor.
     let t = unsafe { Box::from_raw(t) };
-    drop(unsafe { Box::from_raw(t.manager_ctx.cast::<Ctx>()) });
+    drop(unsafe { Box::from_raw(t.context().cast::<Ctx>()) });
 }
 
 /// A capsule nobody consumed (its name unchanged) still owns its tensor: free it.
-unsafe extern "C" fn drop_legacy_capsule(cap: *mut pyo3::ffi::PyObject) {
-    // SAFETY: called by Python with the capsule being destroyed; a consumer renames the capsule
-    // ("used_dltensor") when it takes the tensor, and then owns it.
+///
+/// # Safety
+/// `cap` is a capsule being destroyed; if it is still named `name`, it holds a `T`.
+unsafe fn drop_capsule<T: Managed>(cap: *mut pyo3::ffi::PyObject, name: &CStr) {
+    // SAFETY: a consumer renames the capsule ("used_dltensor") when it takes the tensor, and
+    // then owns it; otherwise the pointer is the `T` this module put there.
     unsafe {
-        if pyo3::ffi::PyCapsule_IsValid(cap, LEGACY.as_ptr()) == 1 {
-            let p = pyo3::ffi::PyCapsule_GetPointer(cap, LEGACY.as_ptr()).cast::<DLManagedTensor>();
-            if let Some(d) = (*p).deleter {
+        if pyo3::ffi::PyCapsule_IsValid(cap, name.as_ptr()) == 1 {
+            let p = pyo3::ffi::PyCapsule_GetPointer(cap, name.as_ptr()).cast::<T>();
+            if let Some(d) = (*p).deleter() {
                 d(p);
             }
         }
     }
+}
+
+unsafe extern "C" fn drop_legacy_capsule(cap: *mut pyo3::ffi::PyObject) {
+    // SAFETY: called by Python with the capsule being destroyed.
+    unsafe { drop_capsule::<DLManagedTensor>(cap, LEGACY) }
 }
 
 unsafe extern "C" fn drop_versioned_capsule(cap: *mut pyo3::ffi::PyObject) {
     // SAFETY: as `drop_legacy_capsule`.
-    unsafe {
-        if pyo3::ffi::PyCapsule_IsValid(cap, VERSIONED.as_ptr()) == 1 {
-            let p = pyo3::ffi::PyCapsule_GetPointer(cap, VERSIONED.as_ptr()).cast::<DLManagedTensorVersioned>();
-            if let Some(d) = (*p).deleter {
-                d(p);
-            }
-        }
-    }
+    unsafe { drop_capsule::<DLManagedTensorVersioned>(cap, VERSIONED) }
 }
 
 /// A one-dimensional numeric column of a result, readable in place through DLPack.
@@ -195,7 +215,7 @@ impl Tensor {
                 let m = Box::into_raw(Box::new(DLManagedTensorVersioned {
                     version: DLPackVersion { major: 1, minor: 0 },
                     manager_ctx: ctx.cast(),
-                    deleter: Some(delete_versioned),
+                    deleter: Some(delete::<DLManagedTensorVersioned>),
                     flags: READ_ONLY,
                     dl_tensor: t,
                 }));
@@ -205,7 +225,7 @@ impl Tensor {
                 let m = Box::into_raw(Box::new(DLManagedTensor {
                     dl_tensor: t,
                     manager_ctx: ctx.cast(),
-                    deleter: Some(delete_legacy),
+                    deleter: Some(delete::<DLManagedTensor>),
                 }));
                 let p = NonNull::new_unchecked(m.cast::<c_void>());
                 PyCapsule::new_with_pointer_and_destructor(py, p, LEGACY, Some(drop_legacy_capsule))
