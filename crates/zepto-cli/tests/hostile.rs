@@ -297,3 +297,24 @@ fn a_result_larger_than_the_limit_streams_within_it() {
         body >> 20
     );
 }
+
+/// A multi-statement request draws on one memory budget, parse trees included: 2,000
+/// statements whose trees outgrow a 4 MiB limit are refused with 429 while they are parsed,
+/// nothing of them applied; under the default (no limit) the same script runs.
+#[test]
+fn a_multi_statement_script_counts_against_the_memory_limit() {
+    let row = format!("({})", vec!["1"; 40].join(","));
+    let cols = (0..40).map(|i| format!("c{i} BIGINT")).collect::<Vec<_>>().join(", ");
+    let script = vec![format!("INSERT INTO t VALUES {row}, {row}, {row}, {row}, {row};"); 2_000].concat();
+    assert!(script.len() < 16 << 20, "under --max-query-mb's default");
+    let s = Server::start(&["--query-memory-mb", "4", "--max-statements", "20000"]);
+    sql(&s.addr, &format!("CREATE TABLE t ({cols})"));
+    let r = post(&s.addr, "/", &script);
+    assert_eq!((r.status, r.error_code().as_str()), (429, "RESOURCES_EXHAUSTED"), "{}", r.text());
+    assert_eq!(sql(&s.addr, "SELECT count(*) FROM t")["data"][0][0], 0, "nothing applied");
+    drop(s);
+    let s = Server::start(&["--max-statements", "20000"]);
+    sql(&s.addr, &format!("CREATE TABLE t ({cols})"));
+    assert_eq!(post(&s.addr, "/", &script).status, 200);
+    assert_eq!(sql(&s.addr, "SELECT count(*) FROM t")["data"][0][0], 10_000);
+}
