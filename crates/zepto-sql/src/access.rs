@@ -6,11 +6,14 @@ use crate::error::{Pos, Result, SqlError};
 use std::collections::HashSet;
 use std::sync::Arc;
 
-/// A catalog as one session sees it (kept by plans that bind again at run time).
+/// A catalog as one session sees it, at one statement's time (kept by plans that bind again
+/// at run time: a correlated subquery planned again reads the same `now()` as its statement).
 #[derive(Debug, Clone)]
 pub struct CatalogView {
     pub catalog: Arc<zepto_storage::Catalog>,
     pub access: TableAccess,
+    /// The statement's time, nanoseconds since the epoch.
+    pub now: i64,
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]

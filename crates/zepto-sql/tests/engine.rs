@@ -196,3 +196,33 @@ fn windows_over_out_of_order_input() {
     let m = floats(&e, "SELECT ts, ema(px, 0.5) FROM t WHERE sym = 'A' ORDER BY ts");
     assert_eq!(m, [Some(1.0), Some(1.5), Some(2.25)]);
 }
+
+/// `now()` is the statement's time: one value everywhere in a statement (correlated
+/// subqueries planned again row by row included), and a constant the planner searches time
+/// ranges with (`ts > now() - INTERVAL ...` is a binary search, not a filter over every row).
+#[test]
+fn now_is_the_statements_time_and_a_searchable_bound() {
+    let e = Engine::new();
+    e.execute("CREATE TABLE t (ts TIMESTAMP, sym SYMBOL, x BIGINT) PARTITION BY sym").expect("create");
+    e.execute("INSERT INTO t VALUES (TIMESTAMP '2020-01-01', 'A', 1), (now() - INTERVAL '1 minute', 'A', 2), (TIMESTAMP '2200-01-01', 'A', 3)")
+        .expect("insert");
+    let r = e
+        .execute(
+            "SELECT a.x, now() AS n, (SELECT max(now()) FROM t b WHERE b.x <= a.x) AS m, \
+             now() = (SELECT now()) AS same FROM t a ORDER BY a.x",
+        )
+        .expect("now");
+    let b = r.batch();
+    let n0 = b.columns[1].get(0);
+    for i in 0..b.rows {
+        assert_eq!(b.columns[1].get(i), n0, "row {i}: now() in the select list");
+        assert_eq!(b.columns[2].get(i), n0, "row {i}: now() in a correlated subquery");
+        assert_eq!(b.columns[3].get(i), Value::Bool(true), "row {i}: now() in an uncorrelated subquery");
+    }
+    let q = "SELECT x FROM t WHERE sym = 'A' AND ts > now() - INTERVAL '1 hour' AND ts <= now()";
+    let r = e.execute(q).expect("last hour");
+    assert_eq!((r.row_count(), r.batch().columns[0].get(0)), (1, Value::Int64(2)));
+    let plan = e.execute(&format!("EXPLAIN {q}")).expect("explain");
+    let text: Vec<String> = (0..plan.batch().rows).map(|i| plan.batch().columns[0].get(i).to_string()).collect();
+    assert!(text.join("\n").contains("binary search"), "{}", text.join("\n"));
+}

@@ -182,13 +182,11 @@ fn band(plan: &Plan) -> Result<window_join::Band<'_>> {
 
 /// Whether an expression's value at a row depends on that row alone, and evaluating it batch
 /// by batch gives the same columns as over one batch: no correlated subquery (evaluated per
-/// distinct outer value of its batch), no `now()` (read once per evaluation: one query must
-/// see one time), and no computed SYMBOL (each batch would code it in a dictionary of its own).
+/// distinct outer value of its batch) and no computed SYMBOL (each batch would code it in a
+/// dictionary of its own). `now()` is no obstacle: the binder made it the statement's time.
 fn row_local(e: &BExpr) -> bool {
-    use crate::expr::functions::ScalarFunc;
     matches!(e, BExpr::Col(..))
-        || (e.data_type() != zepto_storage::DataType::Symbol
-            && !e.any(&|x| matches!(x, BExpr::Correlated { .. } | BExpr::Func { func: ScalarFunc::Now, .. })))
+        || (e.data_type() != zepto_storage::DataType::Symbol && !e.any(&|x| matches!(x, BExpr::Correlated { .. })))
 }
 
 /// The rows of `b` where `pred` holds.

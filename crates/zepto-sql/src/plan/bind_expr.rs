@@ -39,6 +39,8 @@ pub trait SubqueryRunner {
     /// Plan `q` in the context of the enclosing scope `outer`; run it now if it does not
     /// reference the enclosing row.
     fn plan_subquery(&mut self, q: &Query, outer: &[Field]) -> Result<SubPlan>;
+    /// The statement's time, which every `now()` in it is.
+    fn statement_time(&self) -> i64;
 }
 
 /// Window function results already computed by a Window node: its output is its input
@@ -219,11 +221,13 @@ pub fn fold(e: BExpr) -> Result<BExpr> {
 fn is_constant(e: &BExpr) -> bool {
     let mut has_col = false;
     e.for_each_col(&mut |_| has_col = true);
-    !has_col && !contains_now(e)
+    !has_col && !reads_rows(e)
 }
 
-fn contains_now(e: &BExpr) -> bool {
-    e.any(&|x| matches!(x, BExpr::Func { func: ScalarFunc::Now, .. } | BExpr::Correlated { .. }))
+/// Whether `e` holds something evaluated against rows though it names no column: a correlated
+/// subquery (`now()` is bound to the statement's time, a constant).
+fn reads_rows(e: &BExpr) -> bool {
+    e.any(&|x| matches!(x, BExpr::Correlated { .. }))
 }
 
 fn is_str_lit(e: &BExpr) -> bool {
@@ -445,7 +449,14 @@ impl ExprBinder<'_> {
                     return Err(SqlError::plan(format!("{}() is not an aggregate function", f.name), Some(f.pos)));
                 }
                 let args = f.args.iter().map(|a| self.bind(a)).collect::<Result<Vec<_>>>()?;
-                bind_function(&f.name, args, f.pos)
+                match bind_function(&f.name, args, f.pos)? {
+                    // One clock per statement: `now()` is its time, a constant the planner can
+                    // fold into time-range searches.
+                    BExpr::Func { func: ScalarFunc::Now, .. } => {
+                        Ok(BExpr::Lit(Value::Timestamp(self.runner.statement_time()), DataType::Timestamp))
+                    }
+                    e => Ok(e),
+                }
             }
         }
     }

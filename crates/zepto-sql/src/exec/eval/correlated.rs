@@ -51,7 +51,8 @@ pub fn eval_correlated(sub: &Correlated, lhs: Option<&BExpr>, b: &Batch) -> Resu
         let key = format!("{vals:?}");
         if !cache.contains_key(&key) {
             let q = substitute(&sub.query, &sub.refs, Some(&vals));
-            let mut binder = Binder::new(sub.catalog.catalog.clone(), sub.catalog.access.clone(), Arc::new(Executor));
+            let mut binder = Binder::new(sub.catalog.catalog.clone(), sub.catalog.access.clone(), Arc::new(Executor))
+                .at(sub.catalog.now);
             let (plan, _) = binder.bind_query(&q)?;
             let r = execute(&crate::plan::physical::plan(plan))?;
             let first = match sub.kind {

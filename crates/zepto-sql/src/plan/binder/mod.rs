@@ -37,6 +37,9 @@ pub struct Binder {
     access: crate::access::TableAccess,
     /// Runs uncorrelated subqueries.
     executor: Arc<dyn Execute>,
+    /// The statement's time: every `now()` in it binds to this one value (as PostgreSQL's
+    /// `now()` is the transaction's start), so the planner can search time ranges with it.
+    now: i64,
 }
 
 /// A select-list entry after `*` expansion.
@@ -50,6 +53,10 @@ pub(super) enum Item {
 }
 
 impl SubqueryRunner for Binder {
+    fn statement_time(&self) -> i64 {
+        self.now
+    }
+
     fn plan_subquery(&mut self, q: &Query, outer: &[Field]) -> Result<SubPlan> {
         // Bind with outer references replaced by typed NULL placeholders; every column the
         // subquery cannot resolve but the enclosing scope can becomes an outer reference.
@@ -82,6 +89,7 @@ impl SubqueryRunner for Binder {
                         catalog: crate::access::CatalogView {
                             catalog: self.catalog.clone(),
                             access: self.access.clone(),
+                            now: self.now,
                         },
                     });
                 }
@@ -172,7 +180,14 @@ impl Binder {
     /// A binder over `catalog` that refuses tables outside `access` and runs uncorrelated
     /// subqueries with `executor`.
     pub fn new(catalog: Arc<Catalog>, access: crate::access::TableAccess, executor: Arc<dyn Execute>) -> Binder {
-        Binder { catalog, ctes: Vec::new(), pending_fill: None, access, executor }
+        let now = zepto_storage::time::now_ns();
+        Binder { catalog, ctes: Vec::new(), pending_fill: None, access, executor, now }
+    }
+
+    /// The same binder for a statement whose time is `now` (a correlated subquery planned
+    /// again, row by row, keeps its statement's time).
+    pub fn at(self, now: i64) -> Binder {
+        Binder { now, ..self }
     }
 
     #[recursive::recursive]
