@@ -155,3 +155,14 @@ def test_every_type_through_both_doors(server):
     assert rows[1]["d"] == __import__("datetime").date(2022, 1, 8)
     assert rows[0]["i"] == -(2**31) and rows[1]["r"] == -0.25
     assert [x["s"] for x in rows] == ["sym", "ü", None] and rows[1]["v"] == "漢字 ok"
+
+
+def test_statements_without_rows_report_the_same_status(server):
+    remote = zeptodb.connect(server, api_key="test-key-0123456789abcdef")
+    local = zeptodb.connect()
+    for db in (remote, local):
+        r = db.execute("CREATE TABLE st (a BIGINT)")
+        assert (r.status, r.columns, r.num_rows) == ("CREATE TABLE", [], 0)
+        r = db.execute("INSERT INTO st VALUES (1), (2)")
+        assert r.status == "INSERT 2", r.status
+        assert db.sql("SELECT status FROM (SELECT 'x' AS status)").fetchall() == [("x",)]

@@ -109,7 +109,7 @@ class RemoteConnection:
             req.add_header("Authorization", f"Bearer {self._key}")
         try:
             with urllib.request.urlopen(req, timeout=self._timeout) as resp:
-                return resp.headers.get("Content-Type", ""), resp.read()
+                return resp.headers, resp.read()
         except urllib.error.HTTPError as e:
             _raise(e.code, e.read())
 
@@ -120,12 +120,12 @@ class RemoteConnection:
         payload = {"sql": query}
         if params is not None:
             payload["params"] = [to_param(p) for p in params]
-        ctype, body = self._request("/query?format=arrow", json.dumps(payload).encode(), "application/json", ARROW)
-        if ctype.startswith(ARROW):
-            return Result(pa.ipc.open_stream(body).read_all())
-        doc = json.loads(body.decode("utf-8") or "{}")
-        status = doc.get("status") or doc.get("message")
-        return Result(pa.table({}), status=status)
+        headers, body = self._request("/query?format=arrow", json.dumps(payload).encode(), "application/json", ARROW)
+        status = headers.get("x-zepto-status")
+        if status is not None:
+            # A statement without rows (DDL, DML): its status line, as in process.
+            return Result(pa.table({}), status=status)
+        return Result(pa.ipc.open_stream(body).read_all())
 
     def execute(self, query: str, params: Optional[Sequence[Any]] = None) -> Result:
         return self.sql(query, params)
