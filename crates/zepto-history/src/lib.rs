@@ -14,6 +14,7 @@
 //!
 //! Which files belong to a table is table state (`zepto_storage::History`), changed only by
 //! logged changes; this crate only writes, reads and deletes the files.
+#![warn(missing_docs)]
 
 pub mod read;
 pub mod sweep;

@@ -76,6 +76,7 @@ fn leaf(meta: &ParquetMetaData, name: &str) -> Option<usize> {
 }
 
 impl ParquetHistory {
+    /// The history kept in `storage` (Parquet footers are cached as files are first read).
     pub fn new(storage: Arc<dyn Storage>) -> ParquetHistory {
         ParquetHistory { storage, footers: Mutex::new(HashMap::new()) }
     }

@@ -11,15 +11,19 @@ use std::collections::HashMap;
 use zepto_storage::{Catalog, StorageError};
 use zepto_wal::Storage;
 
+/// What the startup sweep found.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Swept {
     /// Files named by tables, all present.
     pub files: usize,
+    /// Rows in those files.
     pub rows: u64,
     /// Unnamed files deleted.
     pub removed: Vec<String>,
 }
 
+/// Check the history against the catalog at startup: every file a table names must be there,
+/// and files no table names (a tiering cut short, or dropped data) are deleted.
 pub fn sweep(storage: &dyn Storage, catalog: &Catalog) -> Result<Swept, StorageError> {
     let mut named: HashMap<String, u64> = HashMap::new();
     let mut out = Swept::default();

@@ -11,13 +11,18 @@
 
 use crate::Lsn;
 
+/// The first bytes of every segment.
 pub const MAGIC: [u8; 8] = *b"ZEPTOWAL";
+/// The segment format version, after the magic.
 pub const VERSION: u32 = 1;
+/// Segment header: magic, version, first LSN.
 pub const HEADER_LEN: usize = 20;
+/// Record frame header: payload length, checksum, LSN.
 pub const FRAME_LEN: usize = 16;
 /// Largest payload (a batch bigger than this should be split by the caller).
 pub const MAX_PAYLOAD: usize = 1 << 30;
 
+/// The file name of the segment whose first record is `first` (sorts in LSN order).
 pub fn segment_name(first: Lsn) -> String {
     format!("{first:020}.wal")
 }
@@ -28,6 +33,7 @@ pub fn parse_segment_name(name: &str) -> Option<Lsn> {
     (digits.len() == 20 && digits.bytes().all(|b| b.is_ascii_digit())).then(|| digits.parse().ok()).flatten()
 }
 
+/// The header of a segment starting at LSN `first`.
 pub fn header(first: Lsn) -> [u8; HEADER_LEN] {
     let mut h = [0u8; HEADER_LEN];
     h[..8].copy_from_slice(&MAGIC);
@@ -57,15 +63,20 @@ pub fn encode(lsn: Lsn, payload: &[u8], out: &mut Vec<u8>) {
 /// What is at `buf[pos..]`.
 #[derive(Debug, PartialEq)]
 pub enum Decoded<'a> {
+    /// A whole, checked record.
     Record {
+        /// Its log sequence number.
         lsn: Lsn,
+        /// What the writer logged.
         payload: &'a [u8],
+        /// Where the next frame starts.
         next: usize,
     },
     /// The buffer ends inside a frame (a write cut short).
     Truncated,
     /// A complete frame whose checksum does not match.
     BadChecksum,
+    /// Nothing more: the buffer ends here.
     End,
 }
 
@@ -78,6 +89,7 @@ fn frame_header(rest: &[u8]) -> Option<(u32, u32, Lsn)> {
     Some((len, sum, lsn))
 }
 
+/// The frame at `buf[pos..]`, checked.
 pub fn decode(buf: &[u8], pos: usize) -> Decoded<'_> {
     let rest = buf.get(pos..).unwrap_or_default();
     if rest.is_empty() {

@@ -13,6 +13,7 @@
 //!
 //! The log knows nothing of tables: `zepto-durable` puts the engine's changes in it, writes
 //! checkpoints and drops the segments they cover ([`Wal::rotate`], [`Wal::remove_through`]).
+#![warn(missing_docs)]
 
 pub mod format;
 pub mod reader;
@@ -26,10 +27,13 @@ pub use writer::{SyncMode, Wal};
 use thiserror::Error;
 
 /// Log sequence number: records are numbered 1, 2, 3, ... without gaps.
+/// A log sequence number: records are numbered 1, 2, 3, ... without gaps.
 pub type Lsn = u64;
 
+/// Why the log could not do what it was asked.
 #[derive(Debug, Error, Clone, PartialEq)]
 pub enum WalError {
+    /// The storage failed (read, list, rename, ...).
     #[error("WAL I/O error: {0}")]
     Io(String),
     /// An earlier write or fsync failed: the log refuses writes rather than risk acknowledging
@@ -44,11 +48,19 @@ pub enum WalError {
     /// again.
     #[error("WAL write failed ({0}): the write was not logged and nothing was applied")]
     WriteFailed(String),
+    /// A record over [`format::MAX_PAYLOAD`] bytes: the caller splits its batch.
     #[error("WAL record of {0} bytes is larger than the limit")]
     TooLarge(usize),
     /// Damage that is not a torn last write: replay stops here.
     #[error("WAL corrupt in {file} at offset {offset}: {reason}")]
-    Corrupt { file: String, offset: u64, reason: String },
+    Corrupt {
+        /// The segment.
+        file: String,
+        /// Where in it the damage starts.
+        offset: u64,
+        /// What is wrong there.
+        reason: String,
+    },
 }
 
 impl From<std::io::Error> for WalError {

@@ -40,8 +40,10 @@ impl RecoveryMode {
 /// Rows in one record's payload, `None` if it does not decode.
 pub type RowsOf = fn(&[u8]) -> Option<u64>;
 
+/// How to replay.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ReplayOptions {
+    /// What to do on corruption.
     pub mode: RecoveryMode,
     /// Records up to this LSN are already in a checkpoint: they are not applied (segments
     /// wholly before it are not even read), and the log must reach back to `after + 1`
@@ -54,8 +56,11 @@ pub struct ReplayOptions {
 /// Corruption that point-in-time recovery cut off.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Corruption {
+    /// The damaged segment.
     pub file: String,
+    /// Where in it the damage starts.
     pub offset: u64,
+    /// What is wrong there.
     pub reason: String,
     /// Records dropped: the damaged one and every intact one after it.
     pub records_dropped: u64,
@@ -67,6 +72,7 @@ pub struct Corruption {
     pub kept: Vec<String>,
 }
 
+/// What replay did.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ReplayReport {
     /// Records applied (those after the checkpoint).

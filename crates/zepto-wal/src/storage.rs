@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex};
 pub trait Storage: Send + Sync {
     /// File names, sorted.
     fn list(&self) -> io::Result<Vec<String>>;
+    /// The whole of `name`.
     fn read(&self, name: &str) -> io::Result<Vec<u8>>;
     /// Append to `name` (created if missing).
     fn append(&self, name: &str, data: &[u8]) -> io::Result<()>;
@@ -20,6 +21,7 @@ pub trait Storage: Send + Sync {
     fn sync(&self, name: &str) -> io::Result<()>;
     /// Cut `name` to `len` bytes (replay's explicit repair of a damaged tail) and sync it.
     fn truncate(&self, name: &str, len: u64) -> io::Result<()>;
+    /// Delete `name` (durably: the directory is synced).
     fn remove(&self, name: &str) -> io::Result<()>;
     /// Rename `from` to `to` (replacing it) and make the rename durable: with a synced `from`,
     /// this is the atomic publish step of a file written under a temporary name.
@@ -38,6 +40,7 @@ pub struct DirStorage {
 }
 
 impl DirStorage {
+    /// The files of directory `dir` (created if missing).
     pub fn open(dir: &Path) -> io::Result<DirStorage> {
         std::fs::create_dir_all(dir)?;
         Ok(DirStorage { dir: dir.to_path_buf(), open: Mutex::new(None) })
@@ -198,6 +201,7 @@ pub struct MemStorage {
 }
 
 impl MemStorage {
+    /// No files yet.
     pub fn new() -> MemStorage {
         MemStorage::default()
     }

@@ -25,10 +25,15 @@ use crate::{Lsn, WalError};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
+/// When appended records reach the disk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SyncMode {
+    /// Before an append returns (group commit: one fsync for every append waiting).
     Always,
+    /// Every so often, by a background flusher: a crash loses at most that much.
     Interval(Duration),
+    /// When the operating system writes the pages back: a crash of the machine loses what it
+    /// had not written.
     None,
 }
 
@@ -75,6 +80,7 @@ struct Shared {
     cond: Condvar,
 }
 
+/// The write-ahead log: appends records with consecutive LSNs to rotating segments.
 pub struct Wal {
     shared: Arc<Shared>,
     flusher: Option<std::thread::JoinHandle<()>>,
@@ -96,6 +102,7 @@ impl Wal {
         Wal::open_with(storage, mode, next_lsn, SEGMENT_BYTES)
     }
 
+    /// [`Wal::open`] with segments of `segment_bytes` (tests rotate small ones).
     pub fn open_with(
         storage: Arc<dyn Storage>,
         mode: SyncMode,
