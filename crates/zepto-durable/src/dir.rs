@@ -23,16 +23,20 @@ pub type Log = Arc<dyn Fn(&str) + Send + Sync>;
 pub struct DirOptions {
     /// `always` (the default), `interval=<ms>` or `none`.
     pub sync: Option<String>,
+    /// On WAL corruption: refuse to start, or recover to the point before it (the default).
     pub recovery: RecoveryMode,
     /// Checkpoint once the log holds this many MiB (256 when `None`).
     pub checkpoint_mb: Option<u64>,
+    /// When rows move to the Parquet history.
     pub tiering: Tiering,
 }
 
 /// When rows move to the Parquet history (see [`Options`]).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Tiering {
+    /// Move rows older than this (whole UTC days).
     pub after_ns: Option<i64>,
+    /// Move the oldest days while tables hold more than this many MiB.
     pub memory_budget_mb: Option<u64>,
     /// Run retention and tiering every few seconds (the server; not one-shot `sql`).
     pub background: bool,

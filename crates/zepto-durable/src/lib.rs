@@ -7,6 +7,7 @@
 //!   maintenance (what every door that keeps tables durable opens).
 //! * [`store`] — the [`Durable`] store: recovery (newest checkpoint + WAL tail), the catalog's
 //!   change log, checkpoints that then drop the WAL segments they cover.
+#![warn(missing_docs)]
 
 pub mod changes;
 pub mod checkpoint;
@@ -18,17 +19,27 @@ pub use store::{Durable, Options, Recovery};
 
 use thiserror::Error;
 
+/// Why durability failed: recovery, logging or a checkpoint.
 #[derive(Debug, Error, Clone, PartialEq)]
 pub enum DurableError {
+    /// A file could not be read or written.
     #[error("{0}")]
     Io(String),
+    /// The write-ahead log failed.
     #[error(transparent)]
     Wal(#[from] zepto_wal::WalError),
     /// A checkpoint file that fails its checks: recovery refuses to guess.
     #[error("checkpoint file {file} is damaged: {reason}")]
-    Corrupt { file: String, reason: String },
+    Corrupt {
+        /// The file.
+        file: String,
+        /// Which check it fails.
+        reason: String,
+    },
+    /// A log record or checkpoint this version cannot read.
     #[error("checkpoint format: {0}")]
     Format(String),
+    /// Applying a recovered change to the catalog failed.
     #[error(transparent)]
     Storage(#[from] zepto_storage::StorageError),
 }

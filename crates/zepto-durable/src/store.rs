@@ -20,8 +20,10 @@ use zepto_storage::history::day_floor;
 use zepto_storage::{Catalog, Change, ChangeLog, HistFile, StorageError};
 use zepto_wal::{replay, Lsn, RecoveryMode, ReplayOptions, ReplayReport, Storage, SyncMode, Wal, WalError};
 
+/// How the store logs, recovers, checkpoints and tiers.
 #[derive(Debug, Clone, Copy)]
 pub struct Options {
+    /// When a logged change reaches the disk (before it is acknowledged: `Always`).
     pub sync: SyncMode,
     /// On WAL corruption: refuse to start, or recover to the point before it (the default).
     pub recovery: RecoveryMode,
@@ -51,11 +53,15 @@ impl Default for Options {
 pub struct Recovery {
     /// LSN of the checkpoint loaded (0: none).
     pub checkpoint_lsn: Lsn,
+    /// Tables in that checkpoint.
     pub checkpoint_tables: usize,
+    /// Rows in that checkpoint.
     pub checkpoint_rows: usize,
+    /// Seconds loading it took.
     pub checkpoint_secs: f64,
     /// The WAL replay after the checkpoint.
     pub replay: ReplayReport,
+    /// Seconds the replay took.
     pub replay_secs: f64,
     /// The history files the recovered tables name (all present), and files deleted because
     /// no table names them.
@@ -68,6 +74,8 @@ struct Last {
     wal_bytes: u64,
 }
 
+/// The durable store: the catalog's change log (the WAL), its checkpoints and its Parquet
+/// history.
 pub struct Durable {
     wal: Wal,
     checkpoints: Arc<dyn Storage>,

@@ -81,10 +81,16 @@ pub enum AppendError {
     /// The Arrow type cannot become the column's type.
     Type,
     /// A value does not fit; `row` is 0-based over the whole file.
-    Value { row: usize, message: String },
+    Value {
+        /// The value's row.
+        row: usize,
+        /// What is wrong with it.
+        message: String,
+    },
 }
 
 impl AppendError {
+    /// The error as an [`IoError`] naming column `c` and the Arrow type `dt` it came as.
     pub fn into_io(self, c: &ColumnDef, dt: &ArrowType) -> IoError {
         match self {
             AppendError::Type => IoError::Invalid(format!(
@@ -111,6 +117,7 @@ pub struct Acc {
 }
 
 impl Acc {
+    /// An empty accumulator for column `c`, with room for `capacity` rows.
     pub fn new(c: &ColumnDef, capacity: usize) -> Acc {
         let data = ColumnData::with_capacity(c.data_type, capacity);
         Acc { dt: c.data_type, data, validity: None, len: 0, dict: Dict::default(), remap: None }
@@ -181,6 +188,7 @@ impl Acc {
         }
     }
 
+    /// The column appended so far.
     pub fn finish(self) -> Column {
         let mut data = self.data;
         if let ColumnData::Symbol { dict, .. } = &mut data {

@@ -9,9 +9,12 @@ use crate::format::csv_cell;
 use crate::IoError;
 use zepto_storage::{time, Column, ColumnBuilder, ColumnDef, DataType, Value};
 
+/// How CSV text is laid out.
 #[derive(Debug, Clone)]
 pub struct CsvOptions {
+    /// The first record names the columns (default true).
     pub header: bool,
+    /// The field separator (default `,`).
     pub delimiter: u8,
 }
 
@@ -24,7 +27,9 @@ impl Default for CsvOptions {
 /// One field: its text and whether it was quoted.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Field {
+    /// The text, unquoted and unescaped.
     pub text: String,
+    /// Whether it was quoted (an empty quoted field is the empty string, not NULL).
     pub quoted: bool,
 }
 

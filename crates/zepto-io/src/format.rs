@@ -31,6 +31,8 @@ pub fn display_text(c: &Column, i: usize) -> String {
     }
 }
 
+/// `s` as a CSV field: quoted when it must be (commas, quotes, line breaks, edge spaces, and
+/// the empty string, which unquoted would read as NULL), quotes doubled.
 pub fn csv_escape(s: &str, out: &mut String) {
     if s.is_empty() {
         out.push_str("\"\"");
@@ -52,6 +54,7 @@ pub fn csv_cell(c: &Column, i: usize, out: &mut String) {
     }
 }
 
+/// `s` as a JSON string literal, quotes included.
 pub fn json_escape(s: &str, out: &mut String) {
     out.push('"');
     for ch in s.chars() {

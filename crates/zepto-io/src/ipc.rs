@@ -23,15 +23,15 @@ fn bad(e: impl std::fmt::Display) -> IoError {
     IoError::Invalid(format!("bad Arrow IPC stream: {e}"))
 }
 
-/// Read a whole Arrow IPC stream into columns in `schema` order. Columns are matched by name
-/// (case-insensitively); schema columns the stream lacks read as NULL, and a stream column the
-/// schema lacks is an error (data would otherwise be dropped silently).
 /// Rows in an Arrow IPC stream, without converting them (`None` if it does not decode).
 pub fn count_ipc_rows(data: &[u8]) -> Option<u64> {
     let reader = StreamReader::try_new(Cursor::new(data), None).ok()?;
     reader.map(|b| b.ok().map(|b| b.num_rows() as u64)).sum()
 }
 
+/// Read a whole Arrow IPC stream into columns in `schema` order. Columns are matched by name
+/// (case-insensitively); schema columns the stream lacks read as NULL, and a stream column the
+/// schema lacks is an error (data would otherwise be dropped silently).
 pub fn read_ipc_stream(data: &[u8], schema: &[ColumnDef]) -> Result<Vec<Column>, IoError> {
     let reader = StreamReader::try_new(Cursor::new(data), None).map_err(bad)?;
     let fields = reader.schema().fields().clone();
@@ -113,6 +113,7 @@ pub struct IpcResultWriter {
 }
 
 impl IpcResultWriter {
+    /// A writer of the columns `cols` (named `names`, `rows` rows each).
     pub fn new(names: &[String], cols: &[&Column], rows: usize) -> Result<IpcResultWriter, IoError> {
         let mut fields = Vec::with_capacity(cols.len());
         let mut arrays = Vec::with_capacity(cols.len());

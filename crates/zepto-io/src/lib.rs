@@ -7,6 +7,7 @@
 //! * [`export`] — engine columns as Arrow arrays sharing their memory (in-process consumers).
 //! * [`ipc`] — the Arrow IPC stream format (HTTP ingest and results).
 //! * [`mod@format`] — value rendering for CSV, JSON and the terminal table.
+#![warn(missing_docs)]
 
 pub mod arrow;
 pub mod csv;
@@ -17,17 +18,38 @@ pub mod parquet;
 
 use thiserror::Error;
 
+/// Why data could not be read or written.
 #[derive(Debug, Error, Clone, PartialEq)]
 pub enum IoError {
     /// Bad input data; `row` is the 1-based data row (header not counted).
     #[error("row {row}, column '{column}': {message}")]
-    BadValue { row: usize, column: String, message: String },
+    BadValue {
+        /// The data row.
+        row: usize,
+        /// The column.
+        column: String,
+        /// What is wrong with the value.
+        message: String,
+    },
+    /// A record that is malformed as a whole (wrong field count, bad quoting, not JSON).
     #[error("row {row}: {message}")]
-    BadRow { row: usize, message: String },
+    BadRow {
+        /// The 1-based data row.
+        row: usize,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// Input that is wrong as a whole (a header naming an unknown column, a bad stream).
     #[error("{0}")]
     Invalid(String),
+    /// A file that could not be opened, read or written.
     #[error("{path}: {message}")]
-    File { path: String, message: String },
+    File {
+        /// The file.
+        path: String,
+        /// What went wrong.
+        message: String,
+    },
 }
 
 impl From<zepto_storage::StorageError> for IoError {
@@ -37,6 +59,7 @@ impl From<zepto_storage::StorageError> for IoError {
 }
 
 impl IoError {
+    /// The data row the error is in, when it is in one.
     pub fn row(&self) -> Option<usize> {
         match self {
             IoError::BadValue { row, .. } | IoError::BadRow { row, .. } => Some(*row),

@@ -27,6 +27,7 @@ use zepto_wal::{Lsn, Storage};
 
 const HEADER: &str = "zeptodb-checkpoint 1";
 
+/// The file name of the manifest of the checkpoint at `lsn` (sorts in LSN order).
 pub fn manifest_name(lsn: Lsn) -> String {
     format!("{lsn:020}.manifest")
 }
@@ -66,9 +67,13 @@ impl Write for FileSink<'_> {
 /// What a checkpoint wrote.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Written {
+    /// The LSN it covers: every change up to it is in the checkpoint.
     pub lsn: Lsn,
+    /// Tables written.
     pub tables: usize,
+    /// Rows written.
     pub rows: usize,
+    /// Bytes of files written.
     pub bytes: u64,
 }
 
