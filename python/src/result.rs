@@ -54,6 +54,14 @@ impl NativeResult {
     }
 }
 
+impl NativeResult {
+    /// Column `i` of batch `batch`.
+    fn column(&self, batch: usize, i: usize) -> PyResult<&ArrayRef> {
+        let b = self.batches.get(batch).ok_or_else(|| PyValueError::new_err(format!("no batch {batch}")))?;
+        b.columns().get(i).ok_or_else(|| PyValueError::new_err(format!("no column {i}")))
+    }
+}
+
 fn arrays(export: &mut Exporter, b: &zepto_sql::exec::Batch) -> Result<Vec<ArrayRef>, String> {
     b.columns.iter().map(|c| export.column(c, b.rows)).collect()
 }
@@ -108,15 +116,11 @@ impl NativeResult {
     /// Column `i` of batch `batch` as a DLPack tensor over the engine's memory (numbers,
     /// timestamps as int64 ns, dates as int32 days, SYMBOL codes; no NULLs).
     fn tensor(&self, batch: usize, i: usize) -> PyResult<Tensor> {
-        let b = self.batches.get(batch).ok_or_else(|| PyValueError::new_err(format!("no batch {batch}")))?;
-        let c = b.columns().get(i).ok_or_else(|| PyValueError::new_err(format!("no column {i}")))?;
-        Tensor::of(c)
+        Tensor::of(self.column(batch, i)?)
     }
 
     /// The address of column `i`'s values in batch `batch` (to check that views share memory).
     fn buffer_address(&self, batch: usize, i: usize) -> PyResult<usize> {
-        let b = self.batches.get(batch).ok_or_else(|| PyValueError::new_err(format!("no batch {batch}")))?;
-        let c = b.columns().get(i).ok_or_else(|| PyValueError::new_err(format!("no column {i}")))?;
-        Ok(c.to_data().buffers().first().map_or(0, |b| b.as_ptr() as usize))
+        Ok(self.column(batch, i)?.to_data().buffers().first().map_or(0, |b| b.as_ptr() as usize))
     }
 }
