@@ -96,3 +96,45 @@ fn chains_past_the_limit_are_refused_with_the_limit_named() {
         assert_eq!(r.row_count(), 1);
     });
 }
+
+/// At the highest depth a setting may allow (`--max-expr-depth 10000`), the path a short
+/// request takes on the server's async threads (2 MiB of stack: parse, clone, the visitor that
+/// looks for subqueries, bind, run, drop) neither overflows nor aborts: every operation on a
+/// tree is either iterative or grows its stack on demand.
+#[test]
+fn the_highest_allowed_depth_fits_an_async_thread() {
+    use zepto_sql::parser::limits::HARD_MAX_DEPTH;
+    use zepto_sql::parser::{parse_script, visit, ParseLimits};
+    on_small_stack(2048, || {
+        let e = engine();
+        let limits = ParseLimits { max_depth: HARD_MAX_DEPTH, ..ParseLimits::default() };
+        // Chains a few terms short of the limit, so that each runs rather than is refused.
+        let n = HARD_MAX_DEPTH - 8;
+        let mut queries = deep_queries(n);
+        queries.truncate(8);
+        queries.push(format!("SELECT a{} FROM t", "::BIGINT".repeat(n - 1)));
+        queries.push(format!("SELECT count(*) FROM t WHERE {}", chain("a = 1", " AND ", "a = 1", n - 1)));
+        let mut ran = 0;
+        for q in queries {
+            let stmts = match parse_script(&q, &[], &limits, &|| Ok(())) {
+                Ok(s) => s,
+                Err(err) => {
+                    assert_eq!(err.code(), "LIMIT_EXCEEDED", "{err}");
+                    continue;
+                }
+            };
+            for s in stmts {
+                if let zepto_sql::parser::ast::Statement::Query(query) = &s {
+                    let mut copy = query.clone();
+                    visit::rewrite_query(&mut copy, &mut |_| {});
+                    drop(copy);
+                }
+                match e.execute_statement(&s) {
+                    Ok(_) => ran += 1,
+                    Err(err) => assert_eq!(err.code(), "LIMIT_EXCEEDED", "{err}"),
+                }
+            }
+        }
+        assert!(ran >= 8, "only {ran} of the deepest queries ran");
+    });
+}
