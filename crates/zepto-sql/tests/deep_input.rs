@@ -97,7 +97,7 @@ fn chains_past_the_limit_are_refused_with_the_limit_named() {
     });
 }
 
-/// At the highest depth a setting may allow (`--max-expr-depth 10000`), the path a short
+/// At the highest depth a setting may allow (`--max-expr-depth 2000`), the path a short
 /// request takes on the server's async threads (2 MiB of stack: parse, clone, the visitor that
 /// looks for subqueries, bind, run, drop) neither overflows nor aborts: every operation on a
 /// tree is either iterative or grows its stack on demand.
