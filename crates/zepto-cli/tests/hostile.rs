@@ -318,3 +318,98 @@ fn a_multi_statement_script_counts_against_the_memory_limit() {
     assert_eq!(post(&s.addr, "/", &script).status, 200);
     assert_eq!(sql(&s.addr, "SELECT count(*) FROM t")["data"][0][0], 10_000);
 }
+
+/// A Parquet file whose length on disk bounds nothing: `rows` copies of one BIGINT, written
+/// batch by batch (a few KiB of run-length encoding, `rows` x 8 bytes decoded).
+fn write_repetitive_parquet(path: &Path, rows: usize) {
+    use arrow_array::{Int64Array, RecordBatch};
+    use arrow_schema::{DataType, Field, Schema};
+    use std::sync::Arc;
+    let schema = Arc::new(Schema::new(vec![Field::new("v", DataType::Int64, false)]));
+    let batch =
+        RecordBatch::try_new(schema.clone(), vec![Arc::new(Int64Array::from(vec![7i64; 1 << 20]))]).expect("batch");
+    let file = std::fs::File::create(path).expect("creates the file");
+    let mut w = parquet::arrow::ArrowWriter::try_new(file, schema, None).expect("writer");
+    for _ in 0..rows >> 20 {
+        w.write(&batch).expect("writes a batch");
+    }
+    w.close().expect("closes the file");
+}
+
+/// COPY FROM counts what it decodes, not only the file's size: a 48M-row Parquet file of a
+/// few KiB (384 MiB decoded) under a 64 MiB limit is refused with 429 while it is read, the
+/// server's peak RSS grows by less than the limit plus the documented slack, and nothing is
+/// applied. Before, the file's size was reserved and the decode ran to the end.
+#[test]
+fn a_copy_that_decodes_past_the_limit_stops_while_it_reads() {
+    const LIMIT_MB: u64 = 64;
+    const SLACK: u64 = 16 << 20;
+    let d = tmp_dir("copy-decode");
+    let file = d.join("ones.parquet");
+    write_repetitive_parquet(&file, 48 << 20);
+    let on_disk = std::fs::metadata(&file).expect("file").len();
+    assert!(on_disk < 1 << 20, "the file is small ({on_disk} bytes)");
+    let s = Server::start(&["--copy-root", d.to_str().expect("utf8"), "--query-memory-mb", &LIMIT_MB.to_string()]);
+    sql(&s.addr, "CREATE TABLE t (v BIGINT)");
+    let pid = s.child.id();
+    let before = proc_kb(pid, "VmRSS:");
+    std::fs::write(format!("/proc/{pid}/clear_refs"), "5").expect("resets the peak RSS");
+    let r = post(&s.addr, "/", &format!("COPY t FROM '{}'", file.display()));
+    assert_eq!((r.status, r.error_code().as_str()), (429, "RESOURCES_EXHAUSTED"), "{}", r.text());
+    let grew = proc_kb(pid, "VmHWM:").saturating_sub(before);
+    assert!(grew < (LIMIT_MB << 20) + SLACK, "peak RSS grew by {} MiB under a {LIMIT_MB} MiB limit", grew >> 20);
+    assert_eq!(sql(&s.addr, "SELECT count(*) FROM t")["data"][0][0], 0, "nothing applied");
+    // A CSV file under the limit whose records are not: refused, nothing applied.
+    std::fs::write(d.join("narrow.csv"), "v\n".to_string() + &"1\n".repeat(4 << 20)).expect("file");
+    let r = post(&s.addr, "/", &format!("COPY t FROM '{}'", d.join("narrow.csv").display()));
+    assert_eq!((r.status, r.error_code().as_str()), (429, "RESOURCES_EXHAUSTED"), "{}", r.text());
+    assert_eq!(sql(&s.addr, "SELECT count(*) FROM t")["data"][0][0], 0, "nothing applied");
+}
+
+/// Request bodies draw on one server-wide budget: with `--max-inflight-body-mb 2`, two
+/// clients holding 900 KiB of unfinished bodies each leave no room for a third body, which is
+/// refused at once with 503 and `Retry-After` (nothing written); once they hang up, the same
+/// body is accepted. Before, every connection could hold a whole `--max-body-mb` body, so
+/// memory grew with the number of connections.
+#[test]
+fn request_bodies_share_one_budget() {
+    use std::io::Write;
+    use std::net::TcpStream;
+    let s = Server::start(&["--max-body-mb", "1", "--max-inflight-body-mb", "2"]);
+    let a = s.addr.as_str();
+    sql(a, "CREATE TABLE t (v BIGINT)");
+    let part = "v\n".to_string() + &"1\n".repeat(450 << 10);
+    let mut slow = Vec::new();
+    for _ in 0..2 {
+        let mut c = TcpStream::connect(a).expect("connects");
+        let head = format!("POST /write?table=t&format=csv HTTP/1.1\r\nHost: {a}\r\nContent-Length: 1000000\r\n\r\n");
+        c.write_all(head.as_bytes()).expect("head");
+        c.write_all(part.as_bytes()).expect("most of the body");
+        slow.push(c);
+    }
+    let body = "v\n".to_string() + &"2\n".repeat(300 << 10);
+    let t0 = std::time::Instant::now();
+    let r = loop {
+        // The server reads the slow bodies as they arrive: wait until it holds them.
+        let r = post(a, "/write?table=t&format=csv", &body);
+        if r.status != 200 || t0.elapsed() > std::time::Duration::from_secs(20) {
+            break r;
+        }
+        sql(a, "DELETE FROM t");
+    };
+    assert_eq!((r.status, r.error_code().as_str()), (503, "BODIES_IN_FLIGHT"), "{}", r.text());
+    assert_eq!(r.header("Retry-After"), Some("1"));
+    assert!(r.text().contains("--max-inflight-body-mb"), "{}", r.text());
+    assert_eq!(sql(a, "SELECT count(*) FROM t")["data"][0][0], 0, "nothing written");
+    drop(slow);
+    let t0 = std::time::Instant::now();
+    let r = loop {
+        let r = post(a, "/write?table=t&format=csv", &body);
+        if r.status == 200 || t0.elapsed() > std::time::Duration::from_secs(20) {
+            break r;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(sql(a, "SELECT count(*) FROM t")["data"][0][0], 300 << 10);
+}

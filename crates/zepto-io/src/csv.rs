@@ -6,7 +6,7 @@
 #![cfg_attr(not(test), deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used))]
 
 use crate::format::csv_cell;
-use crate::IoError;
+use crate::{Check, IoError, CHECK_EVERY};
 use zepto_storage::{time, Column, ColumnBuilder, ColumnDef, DataType, Value};
 
 /// How CSV text is laid out.
@@ -35,6 +35,11 @@ pub struct Field {
 
 /// Split CSV text into records. `\r\n` and `\n` end records outside quotes.
 pub fn parse_records(data: &str, delim: u8) -> Result<Vec<Vec<Field>>, IoError> {
+    parse_records_checked(data, delim, &crate::unchecked)
+}
+
+/// [`parse_records`], asking `check` every [`CHECK_EVERY`] records whether to go on.
+pub fn parse_records_checked(data: &str, delim: u8, check: Check) -> Result<Vec<Vec<Field>>, IoError> {
     let b = data.as_bytes();
     let mut out = Vec::new();
     let mut rec: Vec<Field> = Vec::new();
@@ -112,6 +117,9 @@ pub fn parse_records(data: &str, delim: u8) -> Result<Vec<Vec<Field>>, IoError> 
             line += 1;
         }
         out.push(std::mem::take(&mut rec));
+        if out.len() % CHECK_EVERY == 0 {
+            check().map_err(IoError::Stopped)?;
+        }
     }
     if !rec.is_empty() {
         out.push(rec);
@@ -153,7 +161,18 @@ pub fn parse_field(f: &Field, dt: DataType) -> Result<Value, String> {
 /// Read CSV text into columns in `schema` order. With a header, columns are matched by name
 /// (missing ones read NULL, unknown ones are an error); without, by position.
 pub fn read_csv(data: &str, schema: &[ColumnDef], opts: &CsvOptions) -> Result<Vec<Column>, IoError> {
-    let mut recs = parse_records(data, opts.delimiter)?;
+    read_csv_checked(data, schema, opts, &crate::unchecked)
+}
+
+/// [`read_csv`], asking `check` every [`CHECK_EVERY`] records, while splitting them and while
+/// building columns, whether to go on.
+pub fn read_csv_checked(
+    data: &str,
+    schema: &[ColumnDef],
+    opts: &CsvOptions,
+    check: Check,
+) -> Result<Vec<Column>, IoError> {
+    let mut recs = parse_records_checked(data, opts.delimiter, check)?;
     let mapping: Vec<Option<usize>> = if opts.header && !recs.is_empty() {
         let head = recs.remove(0);
         let mut m = vec![None; schema.len()];
@@ -176,6 +195,9 @@ pub fn read_csv(data: &str, schema: &[ColumnDef], opts: &CsvOptions) -> Result<V
     let width = if opts.header { mapping.iter().flatten().count() } else { schema.len() };
     let mut builders: Vec<ColumnBuilder> = schema.iter().map(|c| ColumnBuilder::new(c.data_type, recs.len())).collect();
     for (r, rec) in recs.iter().enumerate() {
+        if r % CHECK_EVERY == CHECK_EVERY - 1 {
+            check().map_err(IoError::Stopped)?;
+        }
         if rec.len() != width {
             return Err(IoError::BadRow {
                 row: r + 1,

@@ -50,6 +50,25 @@ pub enum IoError {
         /// What went wrong.
         message: String,
     },
+    /// The caller's [`Check`] stopped a long read (its memory limit, deadline or
+    /// cancellation); the text is the check's reason.
+    #[error("stopped: {0}")]
+    Stopped(String),
+}
+
+/// Asked now and then during a long read (every [`CHECK_EVERY`] CSV records, every Parquet
+/// batch): an `Err` stops the read with [`IoError::Stopped`] and everything decoded so far is
+/// dropped. The SQL engine passes the query's memory, deadline and cancellation check, so a
+/// `COPY` whose decoded rows outgrow the query's memory limit stops while it decodes, not
+/// after it has taken the memory.
+pub type Check<'a> = &'a dyn Fn() -> Result<(), String>;
+
+/// How many CSV records pass between two calls of a [`Check`].
+pub const CHECK_EVERY: usize = 16_384;
+
+/// The [`Check`] of a read that nothing limits.
+pub fn unchecked() -> Result<(), String> {
+    Ok(())
 }
 
 impl From<zepto_storage::StorageError> for IoError {

@@ -8,7 +8,7 @@
 //! Writing produces one zstd-compressed file, written to `<path>.tmp` and renamed into place.
 
 use crate::arrow::{append_batch, finish_columns, match_columns, to_arrow, Acc};
-use crate::IoError;
+use crate::{Check, IoError};
 use ::parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder};
 use ::parquet::arrow::{ArrowWriter, ProjectionMask};
 use ::parquet::basic::{Compression, ZstdLevel};
@@ -38,13 +38,24 @@ fn file_err(path: &Path, e: impl std::fmt::Display) -> IoError {
 /// NULL, file columns the schema lacks are skipped (not even decoded). It is an error if the
 /// file has none of the schema's columns, or a column whose type cannot become the schema's.
 pub fn read_parquet(path: &Path, schema: &[ColumnDef]) -> Result<Vec<Column>, IoError> {
-    read_batched(path, schema, BATCH_ROWS)
+    read_batched(path, schema, BATCH_ROWS, &crate::unchecked)
 }
 
-fn read_batched(path: &Path, schema: &[ColumnDef], batch_rows: usize) -> Result<Vec<Column>, IoError> {
+/// [`read_parquet`], asking `check` after every decoded batch whether to go on: a small file
+/// can decode to any size (a long run of one repeated value), so its length on disk bounds
+/// nothing.
+pub fn read_parquet_checked(path: &Path, schema: &[ColumnDef], check: Check) -> Result<Vec<Column>, IoError> {
+    read_batched(path, schema, BATCH_ROWS, check)
+}
+
+/// The most rows a read allocates for before it has decoded them (16M: 128 MiB per 8-byte
+/// column); past it, columns grow as batches arrive.
+const MAX_PREALLOC_ROWS: usize = 1 << 24;
+
+fn read_batched(path: &Path, schema: &[ColumnDef], batch_rows: usize, check: Check) -> Result<Vec<Column>, IoError> {
     let file = File::open(path).map_err(|e| file_err(path, e))?;
     let meta = ArrowReaderMetadata::load(&file, ArrowReaderOptions::new()).map_err(|e| file_err(path, e))?;
-    read_with(file, meta, schema, None, batch_rows).map_err(|e| match e {
+    read_with(file, meta, schema, None, batch_rows, check).map_err(|e| match e {
         ReadFail::Io(m) => file_err(path, m),
         ReadFail::Other(e) => e,
     })
@@ -73,7 +84,7 @@ pub fn read_parquet_parts<R: ChunkReader + 'static>(
 ) -> Result<Vec<Column>, IoError> {
     let meta = ArrowReaderMetadata::try_new(meta, ArrowReaderOptions::new())
         .map_err(|e| IoError::File { path: what.to_string(), message: e.to_string() })?;
-    read_with(reader, meta, schema, row_groups, BATCH_ROWS).map_err(|e| match e {
+    read_with(reader, meta, schema, row_groups, BATCH_ROWS, &crate::unchecked).map_err(|e| match e {
         ReadFail::Io(message) => IoError::File { path: what.to_string(), message },
         ReadFail::Other(e) => e,
     })
@@ -85,6 +96,7 @@ fn read_with<R: ChunkReader + 'static>(
     schema: &[ColumnDef],
     row_groups: Option<Vec<usize>>,
     batch_rows: usize,
+    check: Check,
 ) -> Result<Vec<Column>, ReadFail> {
     let fields = meta.schema().fields().clone();
 
@@ -145,7 +157,10 @@ fn read_with<R: ChunkReader + 'static>(
     }
     let reader = builder.build().map_err(|e| ReadFail::Io(e.to_string()))?;
 
-    let mut accs: Vec<Acc> = schema.iter().map(|c| Acc::new(c, total)).collect();
+    // The footer's row count sizes the columns up front, up to a bound: it is the file's word,
+    // and a crafted footer must not make one allocation the machine cannot serve.
+    let capacity = total.min(MAX_PREALLOC_ROWS);
+    let mut accs: Vec<Acc> = schema.iter().map(|c| Acc::new(c, capacity)).collect();
     let mut rows = 0usize;
     for batch in reader {
         let batch = batch.map_err(|e| ReadFail::Io(e.to_string()))?;
@@ -155,6 +170,8 @@ fn read_with<R: ChunkReader + 'static>(
             Ok(batch.column(pos).clone())
         })?;
         rows += batch.num_rows();
+        drop(batch);
+        check().map_err(|m| ReadFail::Other(IoError::Stopped(m)))?;
     }
     Ok(finish_columns(accs, schema, &source, rows))
 }
@@ -367,7 +384,7 @@ mod tests {
             def("name", DataType::Varchar),
         ];
         for batch in [1_237, 4_096, BATCH_ROWS] {
-            let back = read_batched(&p, &defs, batch).expect("reads");
+            let back = read_batched(&p, &defs, batch, &crate::unchecked).expect("reads");
             assert_same(&cols, &back, n);
             assert_eq!(back[2].null_count(), cols[2].null_count());
         }

@@ -6,8 +6,8 @@ use crate::exec::interrupt;
 use crate::files::FilePolicy;
 use crate::result::QueryResult;
 use std::io::{Read, Write};
-use zepto_io::csv::{read_csv, write_csv, CsvOptions};
-use zepto_io::parquet::{read_parquet, write_parquet};
+use zepto_io::csv::{read_csv_checked, write_csv, CsvOptions};
+use zepto_io::parquet::{read_parquet_checked, write_parquet};
 use zepto_io::IoError;
 use zepto_storage::{Column, Schema};
 
@@ -55,8 +55,29 @@ fn csv_options(options: &[(String, String)]) -> Result<CsvOptions> {
     Ok(o)
 }
 
+/// The query's check (memory limit, deadline, cancellation) as a reader's [`zepto_io::Check`],
+/// keeping the typed error that stopped the read.
+#[derive(Default)]
+struct Stop(std::cell::RefCell<Option<SqlError>>);
+
+impl Stop {
+    fn check(&self) -> std::result::Result<(), String> {
+        interrupt::check().map_err(|e| {
+            let reason = e.to_string();
+            *self.0.borrow_mut() = Some(e);
+            reason
+        })
+    }
+
+    /// The error that stopped the read, else the reader's own.
+    fn or(&self, path: &str, e: IoError) -> SqlError {
+        self.0.borrow_mut().take().unwrap_or_else(|| bad_file(path, e))
+    }
+}
+
 /// Load `path` (a file `files` allows) as columns of `schema`. The whole file is held while
-/// it is decoded, so its size is checked against the query's memory limit before reading.
+/// it is decoded, so its size is checked against the query's memory limit before reading, and
+/// the decoded rows are checked as they grow (a small file can decode to any size).
 pub fn read_file(files: &FilePolicy, path: &str, options: &[(String, String)], schema: &Schema) -> Result<Vec<Column>> {
     let format = format_of(path, options);
     let (file, resolved, len) = files.open_read(path)?;
@@ -71,12 +92,14 @@ pub fn read_file(files: &FilePolicy, path: &str, options: &[(String, String)], s
                 let reason = format!("not UTF-8 text (byte offset {})", e.utf8_error().valid_up_to());
                 SqlError::File { path: path.to_string(), problem: FileProblem::Malformed, reason }
             })?;
-            read_csv(&data, &schema.columns, &opts).map_err(|e| bad_file(path, e))
+            let stop = Stop::default();
+            read_csv_checked(&data, &schema.columns, &opts, &|| stop.check()).map_err(|e| stop.or(path, e))
         }
         "parquet" => {
             parquet_options(options)?;
             interrupt::reserve(len)?;
-            read_parquet(&resolved, &schema.columns).map_err(|e| bad_file(path, e))
+            let stop = Stop::default();
+            read_parquet_checked(&resolved, &schema.columns, &|| stop.check()).map_err(|e| stop.or(path, e))
         }
         f => Err(SqlError::NotSupported(format!("COPY FROM format '{f}'"))),
     }
