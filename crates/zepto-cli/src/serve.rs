@@ -99,6 +99,14 @@ pub fn command() -> Command {
                 .help("Largest request body"),
         )
         .arg(
+            Arg::new("max-inflight-body-mb")
+                .long("max-inflight-body-mb")
+                .value_parser(clap::value_parser!(usize))
+                .help(
+                    "Request bodies all connections may hold in memory at once [default: 1024, or twice --max-body-mb]",
+                ),
+        )
+        .arg(
             Arg::new("max-query-mb")
                 .long("max-query-mb")
                 .value_parser(clap::value_parser!(usize))
@@ -241,6 +249,7 @@ const FILE_KEYS: &[&str] = &[
     "tls-cert",
     "tls-key",
     "max-body-mb",
+    "max-inflight-body-mb",
     "max-query-mb",
     "max-statements",
     "max-expr-depth",
@@ -354,6 +363,7 @@ fn config(st: &Settings<'_>) -> Result<Config, String> {
         _ => return Err("TLS needs both a certificate (tls-cert) and a key (tls-key)".into()),
     }
     c.max_body_bytes = st.count("max-body-mb")?.unwrap_or(256).saturating_mul(1 << 20);
+    c.max_inflight_body_bytes = st.count("max-inflight-body-mb")?.map(|m| m.saturating_mul(1 << 20));
     let d = zepto_sql::parser::ParseLimits::default();
     c.parse_limits = zepto_sql::parser::ParseLimits {
         max_bytes: st.count("max-query-mb")?.map_or(d.max_bytes, |m| m.saturating_mul(1 << 20)),

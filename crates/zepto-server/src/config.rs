@@ -15,6 +15,9 @@ pub struct Config {
     pub tls: Option<TlsFiles>,
     /// Largest request body accepted (ingest batches included).
     pub max_body_bytes: usize,
+    /// Bytes of request bodies all requests may hold at once (`--max-inflight-body-mb`);
+    /// `None`: [`Config::inflight_body_bytes`]'s default.
+    pub max_inflight_body_bytes: Option<usize>,
     /// What one SQL request may ask of the parser (size, statements, expression depth and
     /// elements).
     pub parse_limits: zepto_sql::parser::ParseLimits,
@@ -64,6 +67,7 @@ impl Default for Config {
             keys: KeyStore::default(),
             tls: None,
             max_body_bytes: 256 << 20,
+            max_inflight_body_bytes: None,
             parse_limits: zepto_sql::parser::ParseLimits::default(),
             query_timeout: Some(Duration::from_secs(300)),
             query_memory_limit: None,
@@ -97,8 +101,22 @@ impl Config {
         if self.max_body_bytes == 0 {
             return Err("the body size limit must be positive".into());
         }
+        if self.inflight_body_bytes() < self.max_body_bytes.saturating_mul(2) {
+            return Err(format!(
+                "--max-inflight-body-mb ({} MiB) must hold two of the largest bodies (--max-body-mb: \
+                 {} MiB; a gzip body is held compressed and decoded)",
+                self.inflight_body_bytes() >> 20,
+                self.max_body_bytes >> 20
+            ));
+        }
         self.parse_limits.validate()?;
         Ok(())
+    }
+
+    /// Bytes of request bodies all requests may hold at once: the setting, else 1 GiB or two
+    /// of the largest bodies, whichever is more.
+    pub fn inflight_body_bytes(&self) -> usize {
+        self.max_inflight_body_bytes.unwrap_or_else(|| (1usize << 30).max(self.max_body_bytes.saturating_mul(2)))
     }
 
     /// Statements that may run at once (more wait, holding no thread): enough that a few slow

@@ -6,6 +6,7 @@
 //! * [`encode`] — results as JSON, JSONL, CSV or an Arrow IPC stream.
 //! * [`ingest`] — `/write`: CSV, JSONL, Arrow IPC and InfluxDB line protocol, all-or-nothing.
 //! * [`auth`] — API keys (stored hashed), roles and table grants.
+//! * [`inflight`] — one budget for the request bodies held in memory at once.
 //! * [`pool`] — the query threads, apart from ingest's and at a lower CPU priority.
 //! * [`metrics`], [`access_log`] — Prometheus `/metrics` and one JSON log line per request.
 
@@ -15,6 +16,7 @@ mod body;
 pub mod config;
 pub mod encode;
 pub mod error;
+pub mod inflight;
 pub mod ingest;
 pub mod metrics;
 pub mod pool;

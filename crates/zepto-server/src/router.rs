@@ -6,12 +6,13 @@ use crate::auth::{Principal, Role};
 use crate::body::ResponseBody;
 use crate::encode::Format;
 use crate::error::ApiError;
+use crate::inflight::Held;
 use crate::ingest::{self, ilp::Precision, IngestFormat, WriteRequest};
 use crate::metrics::Route;
 use crate::sql::{self, SqlRequest};
 use crate::state::State;
 use bytes::Bytes;
-use http_body_util::{BodyExt, Limited};
+use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper::header::{HeaderValue, CONTENT_LENGTH, CONTENT_TYPE};
 use hyper::{Method, Request, Response, StatusCode};
@@ -160,13 +161,14 @@ async fn dispatch(
             // ingest limit: the text is checked exactly once parsed out.
             let max_sql = state.config.parse_limits.max_bytes;
             let sql_room = max_sql.saturating_mul(2).saturating_add(64 << 10);
-            let body = read_body(req, sql_room.min(state.config.max_body_bytes)).await.map_err(|e| {
-                if e.code == "PAYLOAD_TOO_LARGE" && sql_room < state.config.max_body_bytes {
-                    sql::query_too_large(None, max_sql)
-                } else {
-                    e
-                }
-            })?;
+            let (body, _held) =
+                read_body(state, req, sql_room.min(state.config.max_body_bytes)).await.map_err(|e| {
+                    if e.code == "PAYLOAD_TOO_LARGE" && sql_room < state.config.max_body_bytes {
+                        sql::query_too_large(None, max_sql)
+                    } else {
+                        e
+                    }
+                })?;
             let (sql_text, params) = if is_json {
                 let (s, p, f) = sql::parse_json_body(&body)?;
                 if let Some(f) = f {
@@ -204,7 +206,7 @@ async fn dispatch(
                 })?,
                 None => Precision::NANOS,
             };
-            let body = read_body(req, state.config.max_body_bytes).await?;
+            let (body, held) = read_body(state, req, state.config.max_body_bytes).await?;
             let wr = WriteRequest { format, table, precision, now_ns: now_ns() };
             let engine = state.engine.clone();
             let who2 = who.clone();
@@ -216,6 +218,7 @@ async fn dispatch(
                 .map_err(|_| ApiError::internal("the server is shutting down"))?;
             let n = tokio::task::spawn_blocking(move || {
                 let _permit = permit;
+                let _held = held;
                 ingest::write(&engine, &who2, &wr, &body)
             })
             .await
@@ -268,8 +271,10 @@ fn response_format(param: Option<&str>, req: &Request<Incoming>) -> Result<Forma
 const BODY_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// The whole body, refusing more than the configured limit (413 `PAYLOAD_TOO_LARGE`), decoded
-/// if it came gzip-compressed (Telegraf and InfluxDB clients compress by default).
-async fn read_body(req: Request<Incoming>, max: usize) -> Result<Bytes, ApiError> {
+/// if it came gzip-compressed (Telegraf and InfluxDB clients compress by default), with the
+/// share of the server's body budget it holds (503 `BODIES_IN_FLIGHT` when the budget is spent:
+/// [`crate::inflight`]). Keep the share as long as the body, or what is made of it, lives.
+async fn read_body(state: &State, req: Request<Incoming>, max: usize) -> Result<(Bytes, Held), ApiError> {
     let too_large = || {
         ApiError::new(
             StatusCode::PAYLOAD_TOO_LARGE,
@@ -298,26 +303,56 @@ async fn read_body(req: Request<Incoming>, max: usize) -> Result<Bytes, ApiError
             ))
         }
     };
-    let collected = tokio::time::timeout(BODY_TIMEOUT, Limited::new(req.into_body(), max).collect())
+    let mut held = state.bodies.share();
+    let body = tokio::time::timeout(BODY_TIMEOUT, collect(req.into_body(), max, &mut held))
         .await
-        .map_err(|_| ApiError::new(StatusCode::REQUEST_TIMEOUT, "BODY_TIMEOUT", "the request body took too long"))?;
-    let body = match collected {
-        Ok(b) => b.to_bytes(),
-        Err(e) if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() => return Err(too_large()),
-        Err(e) => return Err(ApiError::bad_request(format!("could not read the request body: {e}"))),
-    };
+        .map_err(|_| ApiError::new(StatusCode::REQUEST_TIMEOUT, "BODY_TIMEOUT", "the request body took too long"))?
+        .map_err(|e| if e.code == "PAYLOAD_TOO_LARGE" { too_large() } else { e })?;
     if !gzip {
-        return Ok(body);
+        return Ok((body, held));
     }
+    let out = gunzip(&body, max, &mut held)?;
+    Ok((out, held))
+}
+
+/// A gzip body decoded, at most `max` bytes (else 413), each piece covered by `held` (which
+/// already holds the compressed body) before it is kept: a gzip bomb draws on the budget as it
+/// expands.
+fn gunzip(body: &[u8], max: usize, held: &mut Held) -> Result<Bytes, ApiError> {
     use std::io::Read;
-    let mut out = Vec::with_capacity(body.len() * 4);
+    let mut out = Vec::with_capacity(body.len().saturating_mul(4).min(max));
     // Read one byte past the limit to tell "exactly at" from "over".
-    let n = flate2::read::MultiGzDecoder::new(&body[..])
-        .take(max as u64 + 1)
-        .read_to_end(&mut out)
-        .map_err(|e| ApiError::bad_request(format!("bad gzip body: {e}")))?;
-    if n > max {
-        return Err(too_large());
+    let mut decoder = flate2::read::MultiGzDecoder::new(body).take(max as u64 + 1);
+    let mut piece = vec![0u8; 64 << 10];
+    loop {
+        let n = decoder.read(&mut piece).map_err(|e| ApiError::bad_request(format!("bad gzip body: {e}")))?;
+        let Some(bytes) = piece.get(..n).filter(|b| !b.is_empty()) else { break };
+        if out.len() + n > max {
+            return Err(ApiError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "PAYLOAD_TOO_LARGE",
+                format!("request body is larger than the limit of {max} bytes once decoded"),
+            ));
+        }
+        held.cover(body.len().saturating_add(out.len()).saturating_add(n))?;
+        out.extend_from_slice(bytes);
+    }
+    Ok(Bytes::from(out))
+}
+
+/// The body's bytes, at most `max` (else an error with code `PAYLOAD_TOO_LARGE`), each frame
+/// covered by `held` before it is kept.
+async fn collect(mut body: Incoming, max: usize, held: &mut Held) -> Result<Bytes, ApiError> {
+    let mut out: Vec<u8> = Vec::new();
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| ApiError::bad_request(format!("could not read the request body: {e}")))?;
+        let Ok(data) = frame.into_data() else { continue };
+        let total = out.len().saturating_add(data.len());
+        if total > max {
+            return Err(ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "PAYLOAD_TOO_LARGE", "too large"));
+        }
+        held.cover(total)?;
+        out.extend_from_slice(&data);
     }
     Ok(Bytes::from(out))
 }

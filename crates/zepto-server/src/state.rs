@@ -23,6 +23,8 @@ pub struct State {
     /// Statements and ingest batches that may run at once (see [`Config::query_slots`]).
     pub query_slots: Arc<Semaphore>,
     pub ingest_slots: Arc<Semaphore>,
+    /// The budget every request body draws on while it is held ([`crate::inflight`]).
+    pub bodies: crate::inflight::BodyBudget,
     /// Where statements run (apart from ingest, at a lower CPU priority).
     pub query_pool: crate::pool::QueryPool,
     pub ready: AtomicBool,
@@ -45,6 +47,7 @@ impl State {
             query_pool: crate::pool::QueryPool::new(config.query_slots())?,
             query_slots: Arc::new(Semaphore::new(config.query_slots())),
             ingest_slots: Arc::new(Semaphore::new(config.ingest_slots())),
+            bodies: crate::inflight::BodyBudget::new(config.inflight_body_bytes()),
             engine,
             config,
             metrics,
