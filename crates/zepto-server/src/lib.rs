@@ -8,6 +8,7 @@
 //! * [`auth`] — API keys (stored hashed), roles and table grants.
 //! * [`pool`] — the query threads, apart from ingest's and at a lower CPU priority.
 //! * [`metrics`], [`access_log`] — Prometheus `/metrics` and one JSON log line per request.
+#![warn(missing_docs)]
 
 pub mod access_log;
 pub mod auth;
