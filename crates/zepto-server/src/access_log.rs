@@ -10,6 +10,8 @@ use std::sync::Arc;
 
 const QUEUE: usize = 65_536;
 
+/// The access log's sending end: [`AccessLog::log`] queues a line for the writer thread and never
+/// blocks.
 pub struct AccessLog {
     tx: SyncSender<String>,
     dropped: Arc<AtomicU64>,
@@ -17,14 +19,23 @@ pub struct AccessLog {
 
 /// One request's entry.
 pub struct Entry<'a> {
+    /// The request id (the client's `x-request-id`, or one the server made).
     pub id: &'a str,
+    /// The client's address.
     pub remote: std::net::SocketAddr,
+    /// HTTP method.
     pub method: &'a str,
+    /// URL path, without the query string.
     pub path: &'a str,
+    /// HTTP status sent.
     pub status: u16,
+    /// Microseconds from the request's arrival to its response headers.
     pub micros: u128,
+    /// Name of the API key used (`-` with authentication off, `?` when it failed), never the key.
     pub key: &'a str,
+    /// Rows returned or ingested, when the request had any.
     pub rows: Option<u64>,
+    /// The error code, for a failed request.
     pub error: Option<&'a str>,
 }
 
@@ -55,6 +66,8 @@ impl AccessLog {
         Ok(AccessLog { tx, dropped: Arc::new(AtomicU64::new(0)) })
     }
 
+    /// Queue `e` as one JSON line; dropped (and counted) if the writer is more than 65,536 lines
+    /// behind.
     pub fn log(&self, e: &Entry<'_>) {
         let mut s = String::with_capacity(192);
         s.push_str("{\"ts\":\"");
@@ -83,6 +96,7 @@ impl AccessLog {
     }
 }
 
+/// The wall-clock time in nanoseconds since the Unix epoch (0 if the clock is before it).
 pub fn now_ns() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

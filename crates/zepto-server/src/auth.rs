@@ -25,14 +25,20 @@ use std::collections::HashMap;
 use std::fmt;
 use zepto_sql::{Access, TableAccess};
 
+/// What a key may do; ordered, each role allowing everything the one below it does (see the module
+/// docs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Role {
+    /// Queries and metadata: SELECT, EXPLAIN, SHOW, DESCRIBE, `/tables`, `/metrics`.
     Reader,
+    /// Reader, plus INSERT, CREATE TABLE, ALTER ... ADD COLUMN and every `/write` format.
     Writer,
+    /// Writer, plus DROP TABLE and COPY (which reads and writes files on the server).
     Admin,
 }
 
 impl Role {
+    /// The role named `reader`, `writer` or `admin` (any case); `None` otherwise.
     pub fn parse(s: &str) -> Option<Role> {
         match s.to_ascii_lowercase().as_str() {
             "reader" => Some(Role::Reader),
@@ -42,6 +48,7 @@ impl Role {
         }
     }
 
+    /// The lower-case name used in keys files and messages.
     pub fn name(self) -> &'static str {
         match self {
             Role::Reader => "reader",
@@ -70,8 +77,12 @@ impl fmt::Display for Role {
 /// Who is calling: the key's name, role and table grants.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Principal {
+    /// The key's name from the keys file or command line (never the key itself); `-` for the
+    /// anonymous admin.
     pub name: String,
+    /// What the key may do.
     pub role: Role,
+    /// The tables the key may see and touch (all, unless the key has grants).
     pub tables: TableAccess,
 }
 
@@ -81,6 +92,7 @@ impl Principal {
         Principal { name: "-".into(), role: Role::Admin, tables: TableAccess::all() }
     }
 
+    /// `Ok` if the caller's role is at least `need`; 403 `PERMISSION_DENIED` otherwise.
     pub fn require(&self, need: Role) -> Result<(), ApiError> {
         if self.role >= need {
             Ok(())
@@ -89,6 +101,7 @@ impl Principal {
         }
     }
 
+    /// `Ok` if the caller's grants include `table`; 403 `PERMISSION_DENIED` otherwise.
     pub fn require_table(&self, table: &str) -> Result<(), ApiError> {
         if self.tables.allows(table) {
             Ok(())
@@ -98,12 +111,15 @@ impl Principal {
     }
 }
 
+/// A SHA-256 digest: how keys are stored and looked up.
 pub type Digest32 = [u8; 32];
 
+/// The SHA-256 digest of a key in clear.
 pub fn digest(key: &str) -> Digest32 {
     Sha256::digest(key.as_bytes()).into()
 }
 
+/// A digest as 64 lower-case hex digits (the keys file's `sha256`).
 pub fn hex(d: &Digest32) -> String {
     d.iter().map(|b| format!("{b:02x}")).collect()
 }
@@ -126,10 +142,12 @@ pub struct KeyStore {
 }
 
 impl KeyStore {
+    /// True when no key is configured: authentication is off (loopback only).
     pub fn is_empty(&self) -> bool {
         self.keys.is_empty()
     }
 
+    /// Number of configured keys.
     pub fn len(&self) -> usize {
         self.keys.len()
     }
@@ -155,6 +173,8 @@ impl KeyStore {
         self.load_json(&text).map_err(|e| format!("{path}: {e}"))
     }
 
+    /// Add the keys of a keys file's text (see the module docs). Fails on malformed JSON, a bad
+    /// role or digest, or a key configured twice.
     pub fn load_json(&mut self, text: &str) -> Result<(), String> {
         let v: serde_json::Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
         let keys = v.get("keys").and_then(|k| k.as_array()).ok_or("expected {\"keys\": [...]}")?;

@@ -5,13 +5,18 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+/// Everything `zeptodb serve` is configured with; [`Config::validate`] checks it before anything
+/// binds.
 #[derive(Debug, Clone)]
 pub struct Config {
+    /// Address to listen on (default 127.0.0.1:8123); a non-loopback one requires API keys.
     pub addr: SocketAddr,
     /// Async worker threads (accepting, parsing HTTP, streaming results). Queries and ingest
     /// run on a blocking pool sized from this.
     pub threads: usize,
+    /// API keys and their roles; empty means no authentication (loopback only).
     pub keys: KeyStore,
+    /// Serve HTTPS with these files; `None` serves plain HTTP.
     pub tls: Option<TlsFiles>,
     /// Largest request body accepted (ingest batches included).
     pub max_body_bytes: usize,
@@ -53,9 +58,12 @@ pub struct RecoveryNotice {
     pub intact_rows_dropped: u64,
 }
 
+/// PEM files for TLS (rustls).
 #[derive(Debug, Clone)]
 pub struct TlsFiles {
+    /// The certificate chain, PEM.
     pub cert: PathBuf,
+    /// The private key, PEM.
     pub key: PathBuf,
 }
 

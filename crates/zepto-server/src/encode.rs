@@ -12,15 +12,22 @@ use zepto_io::ipc::IpcResultWriter;
 use zepto_sql::QueryResult;
 use zepto_storage::{Column, ColumnData, DataType};
 
+/// How a query result is written on the wire.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
+    /// One JSON document: columns, data rows, row count, elapsed time.
     Json,
+    /// One JSON object per row (newline-delimited JSON).
     Jsonl,
+    /// CSV with a header row.
     Csv,
+    /// An Arrow IPC stream.
     Arrow,
 }
 
 impl Format {
+    /// The format a `format=` parameter names (any case; `ndjson`, `ipc` and other aliases
+    /// accepted); `None` if unknown.
     pub fn from_name(s: &str) -> Option<Format> {
         match s.to_ascii_lowercase().as_str() {
             "json" => Some(Format::Json),
@@ -42,6 +49,7 @@ impl Format {
         })
     }
 
+    /// The `Content-Type` of a response in this format.
     pub fn content_type(self) -> &'static str {
         match self {
             Format::Json => "application/json",
@@ -62,6 +70,8 @@ enum Stage {
     Done,
 }
 
+/// Writes one query result in one format, a chunk at a time ([`Encoder::next_chunk`]), so a large
+/// result is streamed, never rendered whole.
 pub struct Encoder {
     format: Format,
     names: Vec<String>,
@@ -81,6 +91,8 @@ fn status_columns(status: &str) -> (Vec<String>, Vec<DataType>, Vec<Arc<Column>>
 }
 
 impl Encoder {
+    /// An encoder of `r` (a statement without rows becomes a one-row `status` column); `elapsed_us`
+    /// is the run time reported in JSON, in microseconds.
     pub fn new(format: Format, r: &QueryResult, elapsed_us: f64) -> Result<Encoder, ApiError> {
         let (names, types, cols, rows) = match &r.status {
             Some(s) if r.fields.is_empty() => status_columns(s),
@@ -104,6 +116,7 @@ impl Encoder {
         Ok(Encoder { format, names, types, cols, rows, next_row: 0, elapsed_us, stage: Stage::Head, ipc })
     }
 
+    /// Rows in the result.
     pub fn rows(&self) -> usize {
         self.rows
     }

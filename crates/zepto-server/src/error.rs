@@ -8,13 +8,21 @@ use hyper::StatusCode;
 use zepto_io::IoError;
 use zepto_sql::SqlError;
 
+/// An error as the HTTP door reports it: the status line plus the JSON body of [`ApiError::body`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct ApiError {
+    /// The HTTP status.
     pub status: StatusCode,
+    /// Stable machine-readable code (`SQL_PARSE`, `TABLE_NOT_FOUND`, `INGEST`, ...); clients switch
+    /// on it.
     pub code: &'static str,
+    /// Human-readable explanation.
     pub message: String,
+    /// 1-based line in the SQL text, or the ILP line of an ingest body.
     pub line: Option<u64>,
+    /// 1-based column in the SQL text.
     pub column: Option<u64>,
+    /// 1-based data row of a CSV, JSONL or Arrow ingest body.
     pub row: Option<u64>,
     /// For 405: the methods the resource allows (the `Allow` header).
     pub allow: Option<&'static str>,
@@ -23,6 +31,7 @@ pub struct ApiError {
 }
 
 impl ApiError {
+    /// An error with this status, code and message and no position.
     pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> ApiError {
         ApiError {
             status,
@@ -36,22 +45,27 @@ impl ApiError {
         }
     }
 
+    /// 400 `BAD_REQUEST`: a malformed request (parameters, headers).
     pub fn bad_request(message: impl Into<String>) -> ApiError {
         ApiError::new(StatusCode::BAD_REQUEST, "BAD_REQUEST", message)
     }
 
+    /// 404 `NOT_FOUND`: no such route or resource.
     pub fn not_found(message: impl Into<String>) -> ApiError {
         ApiError::new(StatusCode::NOT_FOUND, "NOT_FOUND", message)
     }
 
+    /// 401 `UNAUTHENTICATED`: no API key, or an unknown one.
     pub fn unauthenticated(message: impl Into<String>) -> ApiError {
         ApiError::new(StatusCode::UNAUTHORIZED, "UNAUTHENTICATED", message)
     }
 
+    /// 403 `PERMISSION_DENIED`: the key's role or grants do not allow it.
     pub fn forbidden(message: impl Into<String>) -> ApiError {
         ApiError::new(StatusCode::FORBIDDEN, "PERMISSION_DENIED", message)
     }
 
+    /// 500 `INTERNAL`: a failure on the server's side, not the client's.
     pub fn internal(message: impl Into<String>) -> ApiError {
         ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL", message)
     }
@@ -61,11 +75,13 @@ impl ApiError {
         ApiError::new(StatusCode::BAD_REQUEST, "INGEST", message)
     }
 
+    /// Point at a 1-based ingest data row.
     pub fn at_row(mut self, row: Option<usize>) -> ApiError {
         self.row = row.map(|r| r as u64);
         self
     }
 
+    /// Point at a 1-based line (ILP ingest).
     pub fn at_line(mut self, line: usize) -> ApiError {
         self.line = Some(line as u64);
         self

@@ -9,6 +9,7 @@
 //! * [`inflight`] — one budget for the request bodies held in memory at once.
 //! * [`pool`] — the query threads, apart from ingest's and at a lower CPU priority.
 //! * [`metrics`], [`access_log`] — Prometheus `/metrics` and one JSON log line per request.
+#![warn(missing_docs)]
 
 pub mod access_log;
 pub mod auth;

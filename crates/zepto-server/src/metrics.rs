@@ -17,17 +17,24 @@ use zepto_storage::Catalog;
 /// What a request was, for metrics and the access log.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Route {
+    /// `/` and `/query`: SQL statements.
     Query,
+    /// `/write` and `/api/v2/write`: ingest.
     Write,
+    /// `/tables` and `/tables/<name>`.
     Tables,
+    /// `/ping`, `/health` and `/ready` (answered without a key).
     Probe,
+    /// `/metrics`.
     Metrics,
+    /// Any other path (answered 404).
     Other,
 }
 
 impl Route {
     const ALL: [Route; 6] = [Route::Query, Route::Write, Route::Tables, Route::Probe, Route::Metrics, Route::Other];
 
+    /// The `route` label value (`query`, `write`, ...).
     pub fn name(self) -> &'static str {
         match self {
             Route::Query => "query",
@@ -46,24 +53,31 @@ impl Route {
 
 type Labels = Vec<(String, String)>;
 
+/// Every metric the server exports, registered once at start; cheap to update from any thread.
 pub struct Metrics {
     registry: Registry,
     /// [route][status class 2xx/3xx, 4xx, 5xx]
     requests: Vec<[Counter; 3]>,
     latency: Vec<Histogram>,
     errors: Family<Labels, Counter>,
+    /// `zepto_queries`: SQL statements run.
     pub queries: Counter,
+    /// `zepto_rows_returned`: rows in query results.
     pub rows_returned: Counter,
     rows_ingested: Family<Labels, Counter>,
+    /// `zepto_connections`: connections accepted.
     pub connections_total: Counter,
+    /// `zepto_connections_open`: connections open now.
     pub connections_open: Gauge,
+    /// `zepto_queries_running`: statements executing now.
     pub queries_running: Gauge,
     memory: Gauge<f64, AtomicU64>,
     peak_memory: Gauge<f64, AtomicU64>,
     tables: Gauge,
     table_rows: Gauge,
-    /// WAL records and intact rows dropped by recovery at start (0 when the log was sound).
+    /// WAL records recovery dropped at start (0 when the log was sound).
     pub recovery_dropped_records: Gauge,
+    /// Rows of the intact WAL records recovery dropped at start (0 when the log was sound).
     pub recovery_dropped_rows: Gauge,
 }
 
@@ -74,6 +88,7 @@ impl Default for Metrics {
 }
 
 impl Metrics {
+    /// All metrics registered, at zero.
     pub fn new() -> Metrics {
         let mut registry = Registry::default();
         let requests_family = Family::<Labels, Counter>::default();
@@ -158,6 +173,7 @@ impl Metrics {
         }
     }
 
+    /// Count one request of `route` by status class (2xx/3xx, 4xx, 5xx) and observe its latency.
     pub fn record(&self, route: Route, status: u16, elapsed: Duration) {
         let class = match status {
             500.. => 2,
@@ -169,10 +185,12 @@ impl Metrics {
         self.latency[i].observe(elapsed.as_secs_f64());
     }
 
+    /// Count one error response with this error code (`zepto_errors{code}`).
     pub fn error(&self, code: &str) {
         self.errors.get_or_create(&vec![("code".into(), code.into())]).inc();
     }
 
+    /// Count `rows` stored by `/write` in `format` (`zepto_rows_ingested{format}`).
     pub fn ingested(&self, format: &str, rows: u64) {
         self.rows_ingested.get_or_create(&vec![("format".into(), format.into())]).inc_by(rows);
     }

@@ -25,6 +25,7 @@ const QUERY_NICE: i32 = 10;
 /// this only makes that rarer. Virtual memory, committed as used.
 const STACK_BYTES: usize = 16 << 20;
 
+/// The query threads: a fixed set fed from one queue of jobs, at nice +10.
 pub struct QueryPool {
     tx: Mutex<Sender<Job>>,
 }

@@ -30,10 +30,13 @@ const STALL_LIMIT: Duration = Duration::from_secs(60);
 
 /// One SQL request.
 pub struct SqlRequest {
+    /// The SQL text: one statement or a `;`-separated script.
     pub sql: String,
+    /// Values of the parameters (`?` numbered left to right, or `$1`, `$2`, ...).
     pub params: Vec<ParamValue>,
     /// GET requests may only read.
     pub read_only: bool,
+    /// How to write the result.
     pub format: Format,
 }
 

@@ -14,20 +14,27 @@ use zepto_sql::Engine;
 
 /// Everything requests share.
 pub struct State {
+    /// The database every request queries and writes.
     pub engine: Engine,
+    /// The settings the server was started with.
     pub config: Config,
+    /// Counters and gauges served at `/metrics`.
     pub metrics: Metrics,
+    /// The access log, if enabled (one JSON line per request).
     pub log: Option<AccessLog>,
     /// Queries in flight, so shutdown can cancel them.
     pub running: Mutex<HashMap<u64, Arc<QueryControl>>>,
     /// Statements and ingest batches that may run at once (see [`Config::query_slots`]).
     pub query_slots: Arc<Semaphore>,
+    /// Ingest batches that may be parsed and applied at once (see [`Config::ingest_slots`]).
     pub ingest_slots: Arc<Semaphore>,
     /// The budget every request body draws on while it is held ([`crate::inflight`]).
     pub bodies: crate::inflight::BodyBudget,
     /// Where statements run (apart from ingest, at a lower CPU priority).
     pub query_pool: crate::pool::QueryPool,
+    /// What `/ready` reports: set once the server accepts, cleared when shutdown starts.
     pub ready: AtomicBool,
+    /// When the server started (for the uptime `/health` reports).
     pub started: Instant,
     next_id: AtomicU64,
     id_prefix: String,
@@ -60,6 +67,7 @@ impl State {
         })
     }
 
+    /// A fresh number for this process (queries in flight are keyed by it in `running`).
     pub fn next_id(&self) -> u64 {
         self.next_id.fetch_add(1, Ordering::Relaxed)
     }

@@ -15,17 +15,41 @@
 //! Why not the `sqllogictest` crate: its comparison is textual (a float tolerance needs a custom
 //! validator plus a normalizer for sort order), it pulls an async runtime we do not need here,
 //! and this dialect is 200 lines.
+#![warn(missing_docs)]
 
 use std::fmt::Write as _;
 use zepto_sql::{Engine, QueryResult};
 use zepto_storage::{time, Column, ColumnData};
 
+/// One record of an `.slt` file.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Record {
-    Statement { line: usize, sql: String, expect_error: Option<String> },
-    Query { line: usize, sql: String, columns: usize, sort: bool, expected: Vec<String> },
+    /// `statement ok|error [text]` (and `query error`): run the SQL, expect success or an error.
+    Statement {
+        /// 1-based line of the record's header in the file.
+        line: usize,
+        /// The statement text (lines joined with `\n`).
+        sql: String,
+        /// `None` expects success; `Some(text)` an error whose code and message contain `text`
+        /// (ignoring case; empty matches any error).
+        expect_error: Option<String>,
+    },
+    /// `query <types> [rowsort|nosort]`: run the SQL and compare its rows with `expected`.
+    Query {
+        /// 1-based line of the record's header in the file.
+        line: usize,
+        /// The query text (lines joined with `\n`).
+        sql: String,
+        /// Number of result columns (one type letter each); 0 skips the width check.
+        columns: usize,
+        /// `rowsort`: compare rows as sorted multisets instead of in order.
+        sort: bool,
+        /// Expected rows, cells tab-separated, as [`result_lines`] prints them.
+        expected: Vec<String>,
+    },
 }
 
+/// The records of an `.slt` file's text; an unknown record or mode is an error naming its line.
 pub fn parse(text: &str) -> Result<Vec<Record>, String> {
     let lines: Vec<&str> = text.lines().collect();
     let mut out = Vec::new();
@@ -127,6 +151,8 @@ fn escape(s: &str) -> String {
     s.replace('\\', "\\\\").replace('\t', "\\t").replace('\n', "\\n")
 }
 
+/// Row `i` of `c` as an `.slt` cell: `NULL`, Python float spelling, timestamps with nine
+/// fraction digits, strings escaped (`(empty)` for '').
 pub fn cell(c: &Column, i: usize) -> String {
     if !c.is_valid(i) {
         return "NULL".into();
@@ -145,6 +171,7 @@ pub fn cell(c: &Column, i: usize) -> String {
     }
 }
 
+/// A result's rows as `.slt` lines: cells joined by tabs, batch by batch in result order.
 pub fn result_lines(r: &QueryResult) -> Vec<String> {
     // Batch by batch, as the query produced them (a result's batches are never concatenated
     // here, so the corpus checks them as they are).
@@ -189,13 +216,17 @@ fn sort_key(line: &str) -> String {
 /// Outcome of one file.
 #[derive(Debug, Default)]
 pub struct Report {
+    /// Records whose outcome matched.
     pub passed: usize,
+    /// Records whose outcome did not.
     pub failed: usize,
+    /// One `path:line: why` paragraph per failed record, with its SQL.
     pub failures: String,
     /// Tiering mode: queries that ran with some rows in history.
     pub over_history: usize,
 }
 
+/// Run one file (`path` only names it in failures) against a fresh in-memory engine.
 pub fn run_file(path: &str, text: &str) -> Report {
     run_file_with(path, text, false)
 }

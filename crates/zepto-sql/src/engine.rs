@@ -39,6 +39,7 @@ pub enum Access {
 }
 
 impl Statement {
+    /// What the statement needs of the caller's role.
     pub fn access(&self) -> Access {
         match self {
             Statement::Query(_) | Statement::Explain { .. } | Statement::ShowTables | Statement::Describe { .. } => {
@@ -78,6 +79,8 @@ impl Statement {
     }
 }
 
+/// A SQL session over a catalog: parses, plans and runs statements. Cheap to clone; clones share
+/// the catalog.
 #[derive(Debug, Default, Clone)]
 pub struct Engine {
     catalog: Arc<Catalog>,
@@ -87,10 +90,12 @@ pub struct Engine {
 }
 
 impl Engine {
+    /// An engine over a new, empty in-memory catalog, with every table allowed.
     pub fn new() -> Engine {
         Engine::default()
     }
 
+    /// An engine over `catalog`, with every table allowed and COPY under the default file policy.
     pub fn with_catalog(catalog: Arc<Catalog>) -> Engine {
         Engine { catalog, access: TableAccess::all(), files: Arc::default() }
     }
@@ -121,6 +126,7 @@ impl Engine {
         Binder::new(self.catalog.clone(), self.access.clone(), Arc::new(exec::Executor))
     }
 
+    /// The catalog this engine reads and writes.
     pub fn catalog(&self) -> &Arc<Catalog> {
         &self.catalog
     }
@@ -149,6 +155,7 @@ impl Engine {
         Ok(QueryResult::chunked(p.fields.clone(), chunks))
     }
 
+    /// Run one parsed statement (after checking the table it targets against the grants).
     pub fn execute_statement(&self, s: &Statement) -> Result<QueryResult> {
         if let Some((table, pos)) = s.target() {
             self.access.check(table, pos)?;

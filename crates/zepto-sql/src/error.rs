@@ -6,33 +6,73 @@ use zepto_storage::StorageError;
 /// A place in the SQL text: byte offset and 1-based line/column.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Pos {
+    /// Byte offset from the start of the text.
     pub offset: usize,
+    /// 1-based line.
     pub line: u32,
+    /// 1-based column, in characters.
     pub column: u32,
 }
 
+/// Why a statement failed; [`SqlError::code`] gives its stable code name.
 #[derive(Debug, Error, Clone, PartialEq)]
 pub enum SqlError {
     /// The text is not valid SQL.
     #[error("{message} at line {}, column {}", pos.line, pos.column)]
-    Parse { message: String, pos: Pos },
+    Parse {
+        /// What is wrong.
+        message: String,
+        /// Where in the text.
+        pos: Pos,
+    },
     /// Valid syntax that cannot be planned (unknown column, wrong argument types, ...).
     #[error("{}", with_pos(message, pos))]
-    Plan { message: String, pos: Option<Pos> },
+    Plan {
+        /// What is wrong.
+        message: String,
+        /// Where in the text, when known.
+        pos: Option<Pos>,
+    },
+    /// A table named by the statement does not exist.
     #[error("{}", with_pos(&format!("table '{name}' does not exist"), pos))]
-    TableNotFound { name: String, pos: Option<Pos> },
+    TableNotFound {
+        /// The name as written.
+        name: String,
+        /// Where it was named, when known.
+        pos: Option<Pos>,
+    },
+    /// CREATE TABLE named a table that exists (without IF NOT EXISTS).
     #[error("table '{0}' already exists")]
     TableExists(String),
+    /// A column named by the statement does not exist in its scope.
     #[error("{}", with_pos(message, pos))]
-    ColumnNotFound { message: String, pos: Option<Pos>, table: Option<String>, name: String },
+    ColumnNotFound {
+        /// The full message, as displayed.
+        message: String,
+        /// Where it was named, when known.
+        pos: Option<Pos>,
+        /// The qualifier written (`t` in `t.x`), if any.
+        table: Option<String>,
+        /// The column name as written.
+        name: String,
+    },
     /// A value that does not fit (bad cast, overflow, bad literal).
     #[error("{0}")]
     Execution(String),
+    /// Reading or writing a file or the log failed (including a change that could not be made
+    /// durable: it was not applied).
     #[error("{0}")]
     Io(String),
     /// A file named by COPY is missing, refused or not what it claims to be.
     #[error("{path}: {reason}")]
-    File { path: String, problem: FileProblem, reason: String },
+    File {
+        /// The file as named in the statement.
+        path: String,
+        /// Which kind of problem (it picks the error code).
+        problem: FileProblem,
+        /// What exactly is wrong.
+        reason: String,
+    },
     /// A request is larger or deeper than the parser accepts ([`crate::parser::ParseLimits`]).
     #[error("{0}")]
     LimitExceeded(String),
@@ -55,6 +95,7 @@ pub enum SqlError {
     /// Feature recognised but not supported yet.
     #[error("not supported: {0}")]
     NotSupported(String),
+    /// A broken internal invariant: a bug, not a user mistake.
     #[error("internal error (this is a bug): {0}")]
     Internal(String),
 }
@@ -102,6 +143,7 @@ impl SqlError {
         }
     }
 
+    /// Where in the SQL text the error is, for the errors that know.
     pub fn pos(&self) -> Option<Pos> {
         match self {
             SqlError::Parse { pos, .. } => Some(*pos),
@@ -112,10 +154,12 @@ impl SqlError {
         }
     }
 
+    /// A [`SqlError::Plan`] error.
     pub fn plan(message: impl Into<String>, pos: Option<Pos>) -> SqlError {
         SqlError::Plan { message: message.into(), pos }
     }
 
+    /// An [`SqlError::Execution`] error.
     pub fn exec(message: impl Into<String>) -> SqlError {
         SqlError::Execution(message.into())
     }
@@ -141,4 +185,5 @@ impl From<StorageError> for SqlError {
     }
 }
 
+/// A result whose error is a [`SqlError`].
 pub type Result<T> = std::result::Result<T, SqlError>;

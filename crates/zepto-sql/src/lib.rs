@@ -1,6 +1,7 @@
 //! ZeptoDB SQL: text → AST ([`parser`]) → bound logical plan ([`plan`]) → columnar results
 //! ([`exec`]). [`Engine`] ties them to a storage [`zepto_storage::Catalog`]. Bound expressions
 //! ([`expr`]) and their evaluator ([`eval`]) sit below both the planner and the executor.
+#![warn(missing_docs)]
 
 pub mod access;
 mod copy;

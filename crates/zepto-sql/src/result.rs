@@ -12,6 +12,7 @@ use zepto_storage::{Column, DataType, Value};
 /// one (see [`exec::execute_chunks`]). [`QueryResult::batch`] gives them as one batch.
 #[derive(Debug, Clone)]
 pub struct QueryResult {
+    /// The result's columns (names and types); empty for a status result.
     pub fields: Vec<Field>,
     chunks: Vec<Batch>,
     /// For DDL/DML: what happened (`CREATE TABLE`, `INSERT 3`, ...).
@@ -34,6 +35,7 @@ impl QueryResult {
         QueryResult { fields, chunks, status: None }
     }
 
+    /// Rows in all batches.
     pub fn row_count(&self) -> usize {
         self.chunks.iter().map(|b| b.rows).sum()
     }

@@ -1,6 +1,7 @@
 //! Validity bitmap in Arrow's layout: bit `i` of byte `i / 8`, least significant bit first;
 //! a set bit means "valid" (not NULL).
 
+/// A validity bitmap in Arrow's layout (LSB first, set = valid); bits past `len` are kept zero.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Bitmap {
     bits: Vec<u8>,
@@ -8,6 +9,7 @@ pub struct Bitmap {
 }
 
 impl Bitmap {
+    /// `len` bits, all set (every row valid).
     pub fn new_set(len: usize) -> Bitmap {
         let mut bits = vec![0xFFu8; len.div_ceil(8)];
         if !len.is_multiple_of(8) {
@@ -18,10 +20,12 @@ impl Bitmap {
         Bitmap { bits, len }
     }
 
+    /// `len` bits, all clear (every row NULL).
     pub fn new_unset(len: usize) -> Bitmap {
         Bitmap { bits: vec![0u8; len.div_ceil(8)], len }
     }
 
+    /// One bit per item, in order (`true` = valid).
     pub fn from_bools(valid: impl IntoIterator<Item = bool>) -> Bitmap {
         // Whole bytes at a time (no per-bit length bookkeeping).
         let it = valid.into_iter();
@@ -42,22 +46,26 @@ impl Bitmap {
         Bitmap { bits, len }
     }
 
+    /// Number of bits (rows), not bytes.
     #[inline]
     pub fn len(&self) -> usize {
         self.len
     }
 
+    /// True when the bitmap holds no bits.
     #[inline]
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
 
+    /// Bit `i` (`true` = valid). `i` must be below `len` (checked in debug builds only).
     #[inline]
     pub fn get(&self, i: usize) -> bool {
         debug_assert!(i < self.len, "bitmap index {i} out of {}", self.len);
         (self.bits[i >> 3] >> (i & 7)) & 1 == 1
     }
 
+    /// Set bit `i` to `v`. Panics if `i >= len`.
     #[inline]
     pub fn set(&mut self, i: usize, v: bool) {
         assert!(i < self.len, "bitmap index {i} out of {}", self.len);
@@ -68,6 +76,7 @@ impl Bitmap {
         }
     }
 
+    /// Append one bit.
     #[inline]
     pub fn push(&mut self, v: bool) {
         if self.len.is_multiple_of(8) {
@@ -80,6 +89,7 @@ impl Bitmap {
         }
     }
 
+    /// Append `n` set bits (rows known valid), whole bytes at a time.
     pub fn extend_set(&mut self, n: usize) {
         // Finish the partial byte, then whole 0xFF bytes.
         let mut n = n;
@@ -142,6 +152,7 @@ impl Bitmap {
         }
     }
 
+    /// Number of set bits (valid rows).
     pub fn count_set(&self) -> usize {
         let full = self.len / 8;
         let mut n: usize = self.bits[..full].iter().map(|b| b.count_ones() as usize).sum();
@@ -151,6 +162,7 @@ impl Bitmap {
         n
     }
 
+    /// True when every bit is set (no NULLs); also true when empty.
     pub fn all_set(&self) -> bool {
         self.count_set() == self.len
     }
@@ -160,11 +172,13 @@ impl Bitmap {
         &self.bits
     }
 
+    /// Bitwise AND (valid only where both are valid). Panics if the lengths differ.
     pub fn and(&self, other: &Bitmap) -> Bitmap {
         assert_eq!(self.len, other.len, "bitmap lengths differ");
         Bitmap { bits: self.bits.iter().zip(&other.bits).map(|(a, b)| a & b).collect(), len: self.len }
     }
 
+    /// The bits in order, one `bool` per row.
     pub fn iter(&self) -> impl Iterator<Item = bool> + '_ {
         (0..self.len).map(|i| self.get(i))
     }

@@ -39,50 +39,75 @@ fn new_slot(t: Table) -> Slot {
 pub enum Change<'a> {
     /// An empty table with its layout (the columns chosen as partition key and timestamp).
     CreateTable {
+        /// The new table's name.
         name: &'a str,
+        /// Its columns, in order.
         schema: &'a Schema,
+        /// The column partitioning its rows, if any.
         partition_key: Option<&'a str>,
+        /// The designated timestamp column, if any (rows are kept sorted by it).
         timestamp: Option<&'a str>,
     },
+    /// A table dropped with its rows and history.
     DropTable {
+        /// The table dropped.
         name: &'a str,
     },
+    /// A column added at the end of a table's schema (NULL in existing rows).
     AddColumn {
+        /// The table altered.
         table: &'a str,
+        /// The new column.
         def: &'a ColumnDef,
     },
     /// A validated batch, in schema order.
     Append {
+        /// The table appended to.
         table: &'a str,
+        /// One column per schema column, all of one length.
         columns: &'a [Column],
     },
     /// Rows removed: per partition slot, its row positions (ascending).
     Delete {
+        /// The table deleted from.
         table: &'a str,
+        /// Per partition slot, the row positions removed (ascending).
         rows: &'a [(u32, Vec<u32>)],
     },
     /// Values replaced in place: `values[k]` holds column `columns[k]`'s new values for the
     /// selected rows, in selection order (never the partition key or designated timestamp,
     /// whose changes move rows: those are a `Delete` and an `Append`).
     Update {
+        /// The table updated.
         table: &'a str,
+        /// Per partition slot, the row positions updated (ascending).
         rows: &'a [(u32, Vec<u32>)],
+        /// Schema positions of the updated columns.
         columns: &'a [usize],
+        /// New values, one column per entry of `columns`, one value per selected row.
         values: &'a [Column],
     },
     /// Rows before `before` moved to the history `files` (already durable when this is logged).
     Tier {
+        /// The table tiered.
         table: &'a str,
+        /// Cut-off, nanoseconds since the epoch: rows with an earlier timestamp moved.
         before: i64,
+        /// The history files that now hold them.
         files: &'a [HistFile],
     },
     /// Retention: rows before `before` dropped, and the history files wholly before it.
     Retain {
+        /// The table whose retention ran.
         table: &'a str,
+        /// Cut-off, nanoseconds since the epoch: rows and files wholly before it dropped.
         before: i64,
     },
+    /// A table's retention (TTL) set or cleared.
     SetTtl {
+        /// The table.
         table: &'a str,
+        /// How long rows are kept, in nanoseconds; `None` keeps them forever.
         ttl_ns: Option<i64>,
     },
 }
@@ -90,6 +115,8 @@ pub enum Change<'a> {
 /// Where changes go before they are applied. `log` returns only once the changes are as
 /// durable as the log promises; an error means they must not be applied.
 pub trait ChangeLog: Send + Sync {
+    /// Make `changes` durable (as one unit, in order) before the caller applies them. On error
+    /// nothing may be applied.
     fn log(&self, changes: &[Change<'_>]) -> Result<(), StorageError>;
 
     /// Write a checkpoint of `catalog` (the `CHECKPOINT` statement); a one-line summary.
@@ -103,6 +130,8 @@ pub trait ChangeLog: Send + Sync {
     fn retain(&self, catalog: &Catalog, table: &str, now: i64) -> Result<String, StorageError>;
 }
 
+/// The database's tables by name (case-insensitive), with snapshot reads and logged writes (see the
+/// module docs).
 #[derive(Default)]
 pub struct Catalog {
     tables: RwLock<BTreeMap<String, Slot>>,
@@ -128,6 +157,7 @@ fn key(name: &str) -> String {
 }
 
 impl Catalog {
+    /// An empty, in-memory catalog (no change log, no history reader).
     pub fn new() -> Catalog {
         Catalog::default()
     }
@@ -144,6 +174,7 @@ impl Catalog {
         Ok(t.clone())
     }
 
+    /// True if a table of this name (case-insensitive) exists.
     pub fn exists(&self, name: &str) -> bool {
         self.tables.read().unwrap_or_else(|e| e.into_inner()).contains_key(&key(name))
     }
@@ -177,6 +208,7 @@ impl Catalog {
         self.history.set(r).map_err(|_| StorageError::Internal("the history reader is already set".into()))
     }
 
+    /// The reader of Parquet history files, if a durable database installed one.
     pub fn history_reader(&self) -> Option<&Arc<dyn HistoryReader>> {
         self.history.get()
     }
@@ -330,6 +362,8 @@ impl Catalog {
         })
     }
 
+    /// Drop a table (logged). `Ok(false)` if it does not exist and `if_exists`; `TableNotFound` if
+    /// it does not exist otherwise.
     pub fn drop_table(&self, name: &str, if_exists: bool) -> Result<bool, StorageError> {
         let _gate = self.gate.read().unwrap_or_else(|e| e.into_inner());
         let mut map = self.tables.write().unwrap_or_else(|e| e.into_inner());

@@ -13,28 +13,44 @@ use std::sync::Arc;
 /// Index meaning "no row" in [`Column::take_opt`] (outer-join padding).
 pub const NULL_INDEX: u32 = u32::MAX;
 
+/// A column's values, one vector per type (a NULL slot holds the type's zero value).
 #[derive(Debug, Clone)]
 pub enum ColumnData {
+    /// BOOLEAN values.
     Bool(Vec<bool>),
+    /// INTEGER values.
     Int32(Vec<i32>),
+    /// BIGINT values.
     Int64(Vec<i64>),
+    /// REAL values.
     Float32(Vec<f32>),
+    /// DOUBLE values.
     Float64(Vec<f64>),
+    /// TIMESTAMP values: nanoseconds since the Unix epoch, UTC.
     Timestamp(Vec<i64>),
+    /// DATE values: days since the Unix epoch.
     Date(Vec<i32>),
+    /// INTERVAL values: durations in nanoseconds.
     Interval(Vec<i64>),
+    /// VARCHAR values in Arrow `LargeUtf8` layout.
     Varchar(StrVec),
+    /// SYMBOL values: dictionary codes.
     Symbol {
+        /// One code per row, each below `dict.len()` (0 in a NULL slot).
         codes: Vec<u32>,
+        /// The dictionary the codes index (shared; append-only, so it may be a later version).
         dict: Arc<Dict>,
     },
     /// An untyped all-NULL column of the given length.
     Null(usize),
 }
 
+/// A typed column: values plus an optional validity bitmap (`None` = no NULLs); both of one length.
 #[derive(Debug, Clone)]
 pub struct Column {
+    /// The values (NULL slots hold the type's zero value).
     pub data: ColumnData,
+    /// Which rows are valid; `None` when none is NULL. Same length as `data` when present.
     pub validity: Option<Bitmap>,
 }
 
@@ -75,6 +91,7 @@ macro_rules! fixed_width_match {
 }
 
 impl ColumnData {
+    /// Number of rows.
     pub fn len(&self) -> usize {
         match self {
             ColumnData::Bool(v) => v.len(),
@@ -88,10 +105,12 @@ impl ColumnData {
         }
     }
 
+    /// True when there are no rows.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
+    /// The SQL type the values have.
     pub fn data_type(&self) -> DataType {
         match self {
             ColumnData::Bool(_) => DataType::Bool,
@@ -174,6 +193,8 @@ impl Column {
         }
     }
 
+    /// A column from values and validity. Panics if their lengths differ; an all-valid bitmap is
+    /// dropped (stored as `None`).
     pub fn new(data: ColumnData, validity: Option<Bitmap>) -> Column {
         if let Some(v) = &validity {
             assert_eq!(v.len(), data.len(), "validity length must match data length");
@@ -182,6 +203,7 @@ impl Column {
         Column { data, validity }
     }
 
+    /// A column with no NULLs.
     pub fn from_data(data: ColumnData) -> Column {
         Column { data, validity: None }
     }
@@ -193,6 +215,7 @@ impl Column {
         Column { data, validity }
     }
 
+    /// Number of rows.
     #[inline]
     pub fn len(&self) -> usize {
         self.data.len()
@@ -213,14 +236,17 @@ impl Column {
         v + self.validity.as_ref().map_or(0, |b| b.as_bytes().len())
     }
 
+    /// True when there are no rows.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
+    /// The column's SQL type.
     pub fn data_type(&self) -> DataType {
         self.data.data_type()
     }
 
+    /// True if row `i` is not NULL (always false for an untyped NULL column).
     #[inline]
     pub fn is_valid(&self, i: usize) -> bool {
         match (&self.data, &self.validity) {
@@ -230,6 +256,7 @@ impl Column {
         }
     }
 
+    /// Number of NULL rows.
     pub fn null_count(&self) -> usize {
         match (&self.data, &self.validity) {
             (ColumnData::Null(n), _) => *n,
@@ -582,6 +609,8 @@ impl Column {
         Ok(b.finish())
     }
 
+    /// The values as `i64`s for BIGINT, TIMESTAMP and INTERVAL (nanoseconds) columns; `None` for
+    /// other types. NULL slots read 0.
     pub fn as_i64_slice(&self) -> Option<&[i64]> {
         match &self.data {
             ColumnData::Int64(v) | ColumnData::Timestamp(v) | ColumnData::Interval(v) => Some(v),
@@ -599,8 +628,12 @@ fn pack_bits(idx: &[u32], valid: impl Fn(u32) -> bool) -> Vec<u8> {
 /// one input of [`Column::concat_spans`].
 #[derive(Debug, Clone)]
 pub struct Span<'a> {
+    /// The column read.
     pub col: &'a Column,
+    /// Its rows taken, in order.
     pub rows: std::ops::Range<usize>,
+    /// Old symbol code → new code, for symbol columns joined into another dictionary; `None` keeps
+    /// codes.
     pub remap: Option<&'a [u32]>,
 }
 
@@ -615,12 +648,15 @@ pub struct ColumnBuilder {
 }
 
 impl ColumnBuilder {
+    /// An empty builder of type `dt` with room for `capacity` rows (a SYMBOL builder starts its own
+    /// dictionary).
     pub fn new(dt: DataType, capacity: usize) -> ColumnBuilder {
         let data = ColumnData::with_capacity(dt, capacity);
         let dict = (dt == DataType::Symbol).then(Dict::default);
         ColumnBuilder { data, validity: None, len: 0, dict }
     }
 
+    /// Rows pushed so far.
     pub fn len(&self) -> usize {
         self.len
     }
@@ -639,10 +675,12 @@ impl ColumnBuilder {
         self.len += 1;
     }
 
+    /// True when nothing has been pushed.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
+    /// Append a NULL (the type's zero value, marked invalid).
     pub fn push_null(&mut self) {
         match &mut self.data {
             ColumnData::Bool(v) => v.push(false),
@@ -799,6 +837,8 @@ impl ColumnBuilder {
         self.len += c.len();
     }
 
+    /// The built column (its dictionary frozen for SYMBOL; the bitmap dropped if no NULL was
+    /// pushed).
     pub fn finish(self) -> Column {
         let mut data = self.data;
         if let (ColumnData::Symbol { dict, .. }, Some(d)) = (&mut data, self.dict) {

@@ -23,14 +23,18 @@ impl Default for Dict {
 }
 
 impl Dict {
+    /// Identity shared by this dictionary and every later version of it (see [`Dict`]); equal
+    /// lineages mean codes can be mixed without remapping.
     pub fn lineage(&self) -> u64 {
         self.lineage
     }
 
+    /// Number of distinct strings (the next code to be handed out).
     pub fn len(&self) -> usize {
         self.strings.len()
     }
 
+    /// True when no string has been interned.
     pub fn is_empty(&self) -> bool {
         self.strings.is_empty()
     }
@@ -52,15 +56,19 @@ impl Dict {
         code
     }
 
+    /// The code of `s`, or `None` if it was never interned (never adds).
     pub fn code(&self, s: &str) -> Option<u32> {
         self.index.get(s).copied()
     }
 
+    /// The string of `code`. Panics if `code` was not handed out by this dictionary's lineage up to
+    /// its length.
     #[inline]
     pub fn get(&self, code: u32) -> &str {
         &self.strings[code as usize]
     }
 
+    /// Every string, in code order (the `i`-th is code `i`).
     pub fn iter(&self) -> impl Iterator<Item = &str> + '_ {
         self.strings.iter().map(|s| &**s)
     }

@@ -15,11 +15,13 @@ use std::ops::Range;
 pub struct HistFile {
     /// Path under the history root, Hive style: `<table>/date=YYYY-MM-DD/part-<seq>.parquet`.
     pub path: String,
+    /// Rows in the file.
     pub rows: u64,
     /// File length, checked at startup.
     pub bytes: u64,
-    /// Smallest and largest designated timestamp in the file.
+    /// Smallest designated timestamp in the file, nanoseconds since the epoch.
     pub min_ts: i64,
+    /// Largest designated timestamp in the file, nanoseconds since the epoch.
     pub max_ts: i64,
 }
 
@@ -35,6 +37,7 @@ pub struct History {
 }
 
 impl History {
+    /// Rows in all history files (not counting rows still in memory).
     pub fn rows(&self) -> u64 {
         self.files.iter().map(|f| f.rows).sum()
     }
@@ -48,6 +51,7 @@ impl History {
 /// Rows of a table's history that one scan needs: one chunk per row group read.
 #[derive(Debug, Default)]
 pub struct HistoryRows {
+    /// One chunk per row group read, in the order the units were given.
     pub chunks: Vec<HistoryChunk>,
 }
 
@@ -64,10 +68,12 @@ pub struct HistoryChunk {
 }
 
 impl HistoryChunk {
+    /// Number of rows in the chunk.
     pub fn len(&self) -> usize {
         self.columns.first().map_or(0, |c| c.len())
     }
 
+    /// True when the chunk has no rows.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -76,9 +82,13 @@ impl HistoryChunk {
 /// What a scan of a table's history reads, after pruning (for `EXPLAIN`).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct HistoryPlan {
+    /// Files with at least one row group left after pruning.
     pub files: usize,
+    /// Files the table's history holds.
     pub files_total: usize,
+    /// Row groups left to read after pruning.
     pub row_groups: usize,
+    /// Row groups in all the table's history files.
     pub row_groups_total: usize,
 }
 
@@ -88,7 +98,9 @@ pub struct HistoryPlan {
 pub struct HistoryUnit {
     /// Index into the table's [`History::files`].
     pub file: usize,
+    /// Row group index within the file.
     pub row_group: usize,
+    /// Rows in that row group.
     pub rows: usize,
 }
 

@@ -9,6 +9,7 @@
 //! * [`Catalog`] — named tables behind snapshot isolation: readers clone an `Arc<Table>` and never
 //!   block a writer for longer than the pointer copy; writers validate a whole batch before they
 //!   take the lock, so a bad batch changes nothing.
+#![warn(missing_docs)]
 
 pub mod bitmap;
 pub mod catalog;

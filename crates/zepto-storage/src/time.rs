@@ -3,15 +3,19 @@
 //!
 //! Days ↔ civil date conversions follow Howard Hinnant's `days_from_civil` algorithm.
 
+/// Nanoseconds in a microsecond.
 pub const NS_PER_US: i64 = 1_000;
+/// Nanoseconds in a millisecond.
 pub const NS_PER_MS: i64 = 1_000_000;
+/// Nanoseconds in a second.
 pub const NS_PER_SEC: i64 = 1_000_000_000;
+/// Nanoseconds in a minute.
 pub const NS_PER_MIN: i64 = 60 * NS_PER_SEC;
+/// Nanoseconds in an hour.
 pub const NS_PER_HOUR: i64 = 60 * NS_PER_MIN;
+/// Nanoseconds in a day (UTC days have no leap seconds here).
 pub const NS_PER_DAY: i64 = 24 * NS_PER_HOUR;
 
-/// Days since 1970-01-01 of a civil date.
-/// Calendar months since 1970-01 of a timestamp (floor).
 /// The current time in nanoseconds since the Unix epoch (0 before it, saturating far after).
 pub fn now_ns() -> i64 {
     std::time::SystemTime::now()
@@ -19,6 +23,7 @@ pub fn now_ns() -> i64 {
         .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
 }
 
+/// Calendar months since 1970-01 of a timestamp (floor).
 pub fn month_index(ns: i64) -> i64 {
     let (y, m, _) = civil_from_days(ns.div_euclid(NS_PER_DAY));
     (y - 1970) * 12 + (m as i64 - 1)
@@ -36,6 +41,7 @@ pub fn month_bucket(n: i64, ns: i64) -> i64 {
     month_start(month_index(ns).div_euclid(n) * n)
 }
 
+/// Days since 1970-01-01 of a civil date (year, month 1-12, day 1-31); negative before it.
 pub fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
     let y = if m <= 2 { y - 1 } else { y };
     let era = if y >= 0 { y } else { y - 399 } / 400;
@@ -177,6 +183,7 @@ pub fn format_timestamp_iso(ns: i64) -> String {
     s
 }
 
+/// `YYYY-MM-DD` of a DATE (days since 1970-01-01).
 pub fn format_date(days: i32) -> String {
     let (y, m, d) = civil_from_days(days as i64);
     format!("{y:04}-{m:02}-{d:02}")

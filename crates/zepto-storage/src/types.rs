@@ -5,10 +5,15 @@ use std::fmt;
 /// A column or expression type. `Interval` and `Null` only occur in expressions, never in tables.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum DataType {
+    /// BOOLEAN.
     Bool,
+    /// INTEGER: 32-bit signed.
     Int32,
+    /// BIGINT: 64-bit signed.
     Int64,
+    /// REAL: 32-bit float.
     Float32,
+    /// DOUBLE: 64-bit float.
     Float64,
     /// Nanoseconds since the Unix epoch, UTC.
     Timestamp,
@@ -43,6 +48,7 @@ impl DataType {
         Some(t)
     }
 
+    /// The canonical SQL spelling (`INTEGER`, `DOUBLE`, ...), as shown in schemas and errors.
     pub fn sql_name(self) -> &'static str {
         match self {
             DataType::Bool => "BOOLEAN",
@@ -59,18 +65,22 @@ impl DataType {
         }
     }
 
+    /// INTEGER or BIGINT.
     pub fn is_integer(self) -> bool {
         matches!(self, DataType::Int32 | DataType::Int64)
     }
 
+    /// REAL or DOUBLE.
     pub fn is_float(self) -> bool {
         matches!(self, DataType::Float32 | DataType::Float64)
     }
 
+    /// An integer or float type (not timestamps, dates or intervals).
     pub fn is_numeric(self) -> bool {
         self.is_integer() || self.is_float()
     }
 
+    /// VARCHAR or SYMBOL.
     pub fn is_string(self) -> bool {
         matches!(self, DataType::Varchar | DataType::Symbol)
     }

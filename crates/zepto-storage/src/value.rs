@@ -4,21 +4,34 @@ use crate::time;
 use crate::types::DataType;
 use std::fmt;
 
+/// A single scalar: a literal or one cell, for row-at-a-time paths (INSERT VALUES, output
+/// formatting). SYMBOL cells are carried as `Str`.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Value {
+    /// SQL NULL (untyped).
     Null,
+    /// BOOLEAN.
     Bool(bool),
+    /// INTEGER.
     Int32(i32),
+    /// BIGINT.
     Int64(i64),
+    /// REAL.
     Float32(f32),
+    /// DOUBLE.
     Float64(f64),
+    /// TIMESTAMP: nanoseconds since the Unix epoch, UTC.
     Timestamp(i64),
+    /// DATE: days since the Unix epoch.
     Date(i32),
+    /// INTERVAL: a duration in nanoseconds.
     Interval(i64),
+    /// VARCHAR or SYMBOL text.
     Str(String),
 }
 
 impl Value {
+    /// The type of this value (`Str` is VARCHAR, `Null` is the NULL type).
     pub fn data_type(&self) -> DataType {
         match self {
             Value::Null => DataType::Null,
@@ -34,10 +47,13 @@ impl Value {
         }
     }
 
+    /// True for `Value::Null`.
     pub fn is_null(&self) -> bool {
         matches!(self, Value::Null)
     }
 
+    /// The value as a float, for the numeric variants only (`None` for NULL, text, times,
+    /// booleans).
     pub fn as_f64(&self) -> Option<f64> {
         match *self {
             Value::Int32(v) => Some(v as f64),
@@ -48,6 +64,8 @@ impl Value {
         }
     }
 
+    /// The value as an integer: integers, timestamps and intervals (nanoseconds), dates (days),
+    /// booleans (0 or 1); `None` otherwise (floats are not truncated).
     pub fn as_i64(&self) -> Option<i64> {
         match *self {
             Value::Int32(v) => Some(v as i64),

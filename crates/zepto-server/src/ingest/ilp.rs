@@ -14,14 +14,20 @@ use std::borrow::Cow;
 /// One field value as written.
 #[derive(Debug, Clone, PartialEq)]
 pub enum FieldValue<'a> {
+    /// A float: a number without a suffix (`1`, `-1.5e3`).
     Float(f64),
+    /// A signed integer (`1i`).
     Int(i64),
+    /// An unsigned integer (`1u`).
     UInt(u64),
+    /// A string (`"..."`), unescaped.
     Str(Cow<'a, str>),
+    /// A boolean (`t`, `true`, `F`, `FALSE`, ...).
     Bool(bool),
 }
 
 impl FieldValue<'_> {
+    /// The type's name for error messages (`float`, `integer`, `unsigned integer`, ...).
     pub fn kind(&self) -> &'static str {
         match self {
             FieldValue::Float(_) => "float",
@@ -36,9 +42,13 @@ impl FieldValue<'_> {
 /// One point; `line` is its 1-based line number in the body.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Point<'a> {
+    /// 1-based line number in the body.
     pub line: usize,
+    /// The measurement: the table the point goes to.
     pub measurement: Cow<'a, str>,
+    /// Tag keys and values, in line order (stored as SYMBOL columns).
     pub tags: Vec<(Cow<'a, str>, Cow<'a, str>)>,
+    /// Field keys and values, in line order; at least one.
     pub fields: Vec<(Cow<'a, str>, FieldValue<'a>)>,
     /// In nanoseconds (already scaled by the precision).
     pub timestamp: Option<i64>,
@@ -49,6 +59,7 @@ pub struct Point<'a> {
 pub struct Precision(pub i64);
 
 impl Precision {
+    /// Timestamps in nanoseconds (the default).
     pub const NANOS: Precision = Precision(1);
 
     /// InfluxDB v1 (`n`, `u`, `ms`, `s`, `m`, `h`) and v2 (`ns`, `us`, `ms`, `s`) spellings.
@@ -68,7 +79,9 @@ impl Precision {
 /// A syntax error: the 1-based line and what is wrong.
 #[derive(Debug, Clone, PartialEq)]
 pub struct IlpError {
+    /// 1-based line number of the bad line.
     pub line: usize,
+    /// What is wrong with it.
     pub message: String,
 }
 

@@ -21,15 +21,22 @@ use zepto_storage::{
     Catalog, Change, Column, ColumnBuilder, ColumnDef, DataType, Schema, StorageError, Table, TableOptions, Value,
 };
 
+/// The body format of a `/write` request (`format=`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum IngestFormat {
+    /// CSV with a header row, into an existing table.
     Csv,
+    /// One JSON object per line, into an existing table.
     Jsonl,
+    /// An Arrow IPC stream, into an existing table.
     Arrow,
+    /// InfluxDB line protocol, into tables it creates and widens as needed.
     Ilp,
 }
 
 impl IngestFormat {
+    /// The format a `format=` parameter names (any case; aliases such as `ndjson` and `influx`
+    /// accepted); `None` if unknown.
     pub fn from_name(s: &str) -> Option<IngestFormat> {
         match s.to_ascii_lowercase().as_str() {
             "csv" => Some(IngestFormat::Csv),
@@ -40,6 +47,7 @@ impl IngestFormat {
         }
     }
 
+    /// The canonical name (`csv`, `jsonl`, `arrow`, `ilp`), as in metrics and messages.
     pub fn name(self) -> &'static str {
         match self {
             IngestFormat::Csv => "csv",
@@ -53,8 +61,12 @@ impl IngestFormat {
 /// What one `/write` asks for.
 #[derive(Debug, Clone)]
 pub struct WriteRequest {
+    /// How the body is written.
     pub format: IngestFormat,
+    /// The target table (`table=`): required for CSV, JSONL and Arrow; ILP names tables by
+    /// measurement.
     pub table: Option<String>,
+    /// Unit of ILP timestamps (`precision=`).
     pub precision: Precision,
     /// Server time for ILP points without a timestamp.
     pub now_ns: i64,

@@ -10,24 +10,30 @@ use zepto_storage::{Bitmap, Column, ColumnData};
 /// and a batch clone copy no data.
 #[derive(Debug, Clone, Default)]
 pub struct Batch {
+    /// The columns, all `rows` long.
     pub columns: Vec<Arc<Column>>,
+    /// Number of rows (meaningful even with no columns).
     pub rows: usize,
 }
 
 impl Batch {
+    /// A batch of owned columns, all `rows` long (checked in debug builds).
     pub fn new(columns: Vec<Column>, rows: usize) -> Batch {
         Batch::shared(columns.into_iter().map(Arc::new).collect(), rows)
     }
 
+    /// A batch of shared columns, all `rows` long (checked in debug builds).
     pub fn shared(columns: Vec<Arc<Column>>, rows: usize) -> Batch {
         debug_assert!(columns.iter().all(|c| c.len() == rows), "batch columns must have {rows} rows");
         Batch { columns, rows }
     }
 
+    /// The columns as plain references.
     pub fn col_refs(&self) -> Vec<&Column> {
         self.columns.iter().map(|c| &**c).collect()
     }
 
+    /// The rows at `idx`, in that order (repeats allowed).
     pub fn take(&self, idx: &[u32]) -> Batch {
         Batch { columns: self.columns.iter().map(|c| Arc::new(c.take(idx))).collect(), rows: idx.len() }
     }

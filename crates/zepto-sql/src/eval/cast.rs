@@ -10,6 +10,8 @@ fn conv_err(v: &str, to: DataType) -> SqlError {
     SqlError::exec(format!("conversion error: could not convert '{v}' to {to}"))
 }
 
+/// A boolean from text as CAST accepts it (`true`/`t`/`1`/`yes`/`y`/`on` and their opposites, any
+/// case, trimmed); `None` otherwise.
 pub fn parse_bool(s: &str) -> Option<bool> {
     match s.trim().to_ascii_lowercase().as_str() {
         "true" | "t" | "1" | "yes" | "y" | "on" => Some(true),
@@ -69,6 +71,8 @@ pub fn cast_value(v: &Value, to: DataType, try_: bool) -> Result<Value> {
     Ok(out.get(0))
 }
 
+/// `c` converted to type `to`. A value that does not convert is an error, or NULL when `try_`
+/// (TRY_CAST).
 pub fn cast_column(c: &Column, to: DataType, try_: bool) -> Result<Column> {
     let from = c.data_type();
     if from == to {

@@ -5,6 +5,7 @@
 use std::cmp::Ordering;
 use zepto_storage::{Column, ColumnData};
 
+/// A comparator of two row indexes of a column or sort key.
 pub type RowCmp<'a> = Box<dyn Fn(usize, usize) -> Ordering + 'a>;
 
 /// Ascending comparison of two valid rows of one column (floats: NaN greatest).

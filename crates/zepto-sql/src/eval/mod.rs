@@ -24,11 +24,15 @@ use zepto_storage::{Bitmap, Column, ColumnData, DataType, Value};
 
 /// An evaluated operand: a column, or one value standing for every row.
 pub enum Opnd<'a> {
+    /// A column (borrowed when the expression is a plain column reference).
     Col(Cow<'a, Column>),
+    /// One constant for every row.
     Lit(&'a Value),
 }
 
 impl Opnd<'_> {
+    /// The rows' validity: `None` when none is NULL (a NULL literal or untyped NULL column is all
+    /// invalid).
     pub fn validity(&self, n: usize) -> Option<Bitmap> {
         match self {
             Opnd::Col(c) => match c.data {
@@ -44,6 +48,7 @@ impl Opnd<'_> {
         matches!(self, Opnd::Lit(Value::Null)) || matches!(self, Opnd::Col(c) if matches!(c.data, ColumnData::Null(_)))
     }
 
+    /// The operand as a column of `n` rows of type `ty` (a literal is repeated).
     pub fn into_column(self, ty: DataType, n: usize) -> Result<Column> {
         Ok(match self {
             Opnd::Col(c) => c.into_owned(),
@@ -52,6 +57,7 @@ impl Opnd<'_> {
     }
 }
 
+/// Evaluate `e` over `b`, keeping a literal as one value instead of a repeated column.
 pub fn eval_opnd<'a>(e: &'a BExpr, b: &'a Batch, sq: &dyn Subqueries) -> Result<Opnd<'a>> {
     match e {
         BExpr::Lit(v, _) => Ok(Opnd::Lit(v)),
@@ -153,10 +159,13 @@ fn checked_map<T: Copy + Default>(v: &[T], c: &Column, f: impl Fn(T) -> Option<T
 /// A typed operand view: a slice or one constant.
 #[derive(Clone, Copy)]
 pub enum Src<'a, T> {
+    /// A slice with one value per row.
     S(&'a [T]),
+    /// One value for every row.
     C(T),
 }
 
+/// `f` applied row by row to two operand views, giving `n` results.
 pub fn zip_map<T: Copy, U: Copy, R: Clone>(a: Src<T>, b: Src<U>, n: usize, mut f: impl FnMut(T, U) -> R) -> Vec<R> {
     match (a, b) {
         (Src::S(x), Src::S(y)) => x.iter().zip(y).map(|(&p, &q)| f(p, q)).collect(),
@@ -168,6 +177,8 @@ pub fn zip_map<T: Copy, U: Copy, R: Clone>(a: Src<T>, b: Src<U>, n: usize, mut f
 
 macro_rules! src_fn {
     ($name:ident, $t:ty, [$($var:ident),+], [$($val:ident),+]) => {
+        /// The operand as a typed view, if its type is one of the macro's; a NULL literal reads as
+        /// the zero value (the caller masks it).
         pub fn $name<'a>(o: &'a Opnd<'a>) -> Option<Src<'a, $t>> {
             match o {
                 Opnd::Col(c) => match &c.data {
@@ -253,6 +264,8 @@ fn cmp_vec<T: Copy + PartialOrd>(op: BinaryOp, a: Src<T>, b: Src<T>, n: usize) -
     }
 }
 
+/// Whether an ordering satisfies a comparison operator (`Eq`, `NotEq`, `Lt`, `LtEq`, `Gt`, `GtEq`;
+/// anything else is treated as `>=`).
 pub fn ord_matches(op: BinaryOp, o: Ordering) -> bool {
     match op {
         BinaryOp::Eq => o == Ordering::Equal,

@@ -15,8 +15,11 @@ use zepto_storage::{Column, ColumnData, DataType};
 
 /// Groups and what each aggregate made of them: its result, or its partial state columns.
 pub struct Grouped {
+    /// The group keys, one column per key expression, one row per group.
     pub keys: Vec<Column>,
+    /// Per aggregate, its result column (or its state columns when partial), one row per group.
     pub aggs: Vec<Vec<Column>>,
+    /// Number of groups.
     pub groups: usize,
 }
 

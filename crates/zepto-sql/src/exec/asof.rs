@@ -19,13 +19,19 @@ use std::sync::Arc;
 use zepto_storage::column::NULL_INDEX;
 use zepto_storage::{Column, ColumnData, DataType, Table};
 
+/// The parameters of an as-of join, borrowed from its plan node ([`Plan::AsofJoin`]).
 pub struct AsofSpec<'a> {
+    /// Equality keys over the left batch.
     pub left_keys: &'a [BExpr],
+    /// Equality keys over the right batch.
     pub right_keys: &'a [BExpr],
+    /// The left time (nanoseconds).
     pub left_ts: &'a BExpr,
+    /// The right time (nanoseconds).
     pub right_ts: &'a BExpr,
     /// `>=`, `>`, `<=`, `<`, or `=` for nearest.
     pub op: BinaryOp,
+    /// Keep unmatched left rows with NULLs (ASOF LEFT JOIN).
     pub outer: bool,
     /// Maximum distance (inclusive) between matched times.
     pub tolerance: Option<i64>,
@@ -139,6 +145,7 @@ fn search<T: Time>(bucket: &[T], x: T, op: BinaryOp) -> Option<usize> {
     }
 }
 
+/// Join whole batches `l` and `r` as `spec` says: each left row with its as-of match in `r`.
 pub fn asof_join(l: &Batch, r: &Batch, spec: AsofSpec) -> Result<Batch> {
     let (n, m) = (l.rows, r.rows);
     let lk = spec.left_keys.iter().map(|e| eval(e, l)).collect::<Result<Vec<_>>>()?;

@@ -27,8 +27,11 @@ use zepto_storage::mem::{reset_thread_peak, thread_net_bytes, thread_peak_bytes}
 pub struct OpStats {
     /// The operator that ran the node (see [`Plan::operator`]).
     pub operator: &'static str,
+    /// Rows the node produced.
     pub rows: usize,
+    /// Batches the node produced.
     pub batches: usize,
+    /// Wall-clock time spent in the node, its inputs included.
     pub elapsed: Duration,
     /// Peak bytes the query thread held above what it held when the operator started.
     pub peak_bytes: usize,

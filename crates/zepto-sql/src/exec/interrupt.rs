@@ -28,6 +28,8 @@ pub struct QueryControl {
 }
 
 impl QueryControl {
+    /// A control for one query: `timeout` from now (wall clock) and `mem_limit` bytes the query's
+    /// thread may hold; `None` is unlimited.
     pub fn new(timeout: Option<Duration>, mem_limit: Option<usize>) -> Arc<QueryControl> {
         Arc::new(QueryControl {
             cancelled: AtomicBool::new(false),
@@ -42,6 +44,7 @@ impl QueryControl {
         self.cancelled.store(true, Ordering::Relaxed);
     }
 
+    /// True once [`QueryControl::cancel`] was called.
     pub fn is_cancelled(&self) -> bool {
         self.cancelled.load(Ordering::Relaxed)
     }

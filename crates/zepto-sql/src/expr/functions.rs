@@ -4,61 +4,108 @@
 use crate::error::{Pos, Result, SqlError};
 use zepto_storage::DataType;
 
+/// A built-in scalar function (names and aliases: [`scalar_by_name`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ScalarFunc {
+    /// `lower(s)`: lower case.
     Lower,
+    /// `upper(s)`: upper case.
     Upper,
+    /// `length(s)`: length in characters.
     Length,
+    /// `substr(s, start[, len])`: 1-based substring.
     Substr,
+    /// `concat(a, ...)`: strings joined, NULL arguments skipped (unlike `||`).
     Concat,
+    /// `trim(s)`: whitespace removed from both ends.
     Trim,
+    /// `ltrim(s)`: leading whitespace removed.
     LTrim,
+    /// `rtrim(s)`: trailing whitespace removed.
     RTrim,
+    /// `replace(s, from, to)`: every occurrence replaced.
     Replace,
+    /// `starts_with(s, prefix)`.
     StartsWith,
+    /// `abs(x)`.
     Abs,
+    /// `round(x[, digits])`.
     Round,
+    /// `floor(x)`.
     Floor,
+    /// `ceil(x)`.
     Ceil,
+    /// `sqrt(x)`.
     Sqrt,
+    /// `ln(x)`: natural logarithm.
     Ln,
+    /// `log10(x)` (also `log`).
     Log10,
+    /// `exp(x)`.
     Exp,
+    /// `power(x, y)`.
     Power,
+    /// `sign(x)`: -1, 0 or 1.
     Sign,
+    /// `coalesce(a, ...)`: the first non-NULL argument.
     Coalesce,
+    /// `nullif(a, b)`: NULL if `a = b`, else `a`.
     NullIf,
+    /// `greatest(a, ...)`: the largest non-NULL argument.
     Greatest,
+    /// `least(a, ...)`: the smallest non-NULL argument.
     Least,
+    /// `date_trunc(unit, ts)`: the timestamp truncated to the unit.
     DateTrunc,
+    /// `date_part(unit, ts)`: one field of the timestamp.
     DatePart,
+    /// `epoch_ns(ts)`: nanoseconds since the epoch, as BIGINT.
     EpochNs,
+    /// `epoch(ts)`: seconds since the epoch, as DOUBLE.
     Epoch,
+    /// `now()` / `current_timestamp`: the statement's time (one value per statement).
     Now,
+    /// `xbar(width, x)` / `time_bucket`: `x` rounded down to a multiple of `width` (nanoseconds for
+    /// timestamps).
     Xbar,
     /// `month_bucket(n, ts)`: start of the calendar `n`-month bucket (SAMPLE BY nM / ny).
     MonthBucket,
 }
 
+/// A built-in aggregate function (names and aliases: [`agg_by_name`]).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum AggFunc {
+    /// `count(*)`: rows.
     CountStar,
+    /// `count(x)`: non-NULL values.
     Count,
+    /// `sum(x)`.
     Sum,
+    /// `avg(x)`.
     Avg,
+    /// `min(x)`.
     Min,
+    /// `max(x)`.
     Max,
+    /// `first(x)`: the value at the earliest designated timestamp (input order without one).
     First,
+    /// `last(x)`: the value at the latest designated timestamp (input order without one).
     Last,
+    /// `stddev_samp(x)` (also `stddev`).
     StddevSamp,
+    /// `stddev_pop(x)`.
     StddevPop,
+    /// `var_samp(x)` (also `variance`).
     VarSamp,
+    /// `var_pop(x)`.
     VarPop,
+    /// `median(x)`.
     Median,
     /// Discrete quantile at the given fraction.
     Quantile(f64),
     /// Interpolated percentile at the given fraction.
     PercentileCont(f64),
+    /// `vwap(price, volume)`: volume-weighted average price.
     Vwap,
     /// Time-weighted average: each value weighted by the time until the next one.
     Twap,
@@ -73,6 +120,8 @@ impl AggFunc {
     }
 }
 
+/// The aggregate named `name` (lower case; aliases included), if any. Quantiles start at 0.5 and
+/// get their fraction from the call.
 pub fn agg_by_name(name: &str) -> Option<AggFunc> {
     Some(match name {
         "count" => AggFunc::Count,
@@ -96,6 +145,7 @@ pub fn agg_by_name(name: &str) -> Option<AggFunc> {
     })
 }
 
+/// Whether `name` (lower case) is an aggregate function.
 pub fn is_aggregate(name: &str) -> bool {
     agg_by_name(name).is_some()
 }
@@ -168,6 +218,7 @@ pub fn agg_type(f: AggFunc, args: &[DataType], pos: Pos) -> Result<DataType> {
     })
 }
 
+/// The canonical name of an aggregate (`count_star` for `count(*)`).
 pub fn agg_name(f: AggFunc) -> &'static str {
     match f {
         AggFunc::CountStar => "count_star",
@@ -201,6 +252,7 @@ pub fn agg_arity(f: AggFunc) -> (usize, usize) {
     }
 }
 
+/// The scalar function named `name` (lower case; aliases included), if any.
 pub fn scalar_by_name(name: &str) -> Option<ScalarFunc> {
     Some(match name {
         "lower" | "lcase" => ScalarFunc::Lower,

@@ -10,20 +10,33 @@ use crate::parser::ast::{BinaryOp, Query};
 use functions::ScalarFunc;
 use zepto_storage::{DataType, Value};
 
+/// How a subquery's rows become a value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SubqueryKind {
+    /// A scalar subquery: its single value (NULL without rows; more than one row is an error).
     Scalar,
-    Exists { negated: bool },
-    In { negated: bool },
+    /// `[NOT] EXISTS`: whether it has rows.
+    Exists {
+        /// `NOT EXISTS`.
+        negated: bool,
+    },
+    /// `[NOT] IN`: whether its first column holds the left value (three-valued, as SQL's IN).
+    In {
+        /// `NOT IN`.
+        negated: bool,
+    },
 }
 
 /// A column of the enclosing row that a correlated subquery reads.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OuterRef {
+    /// The qualifier as written, if any.
     pub table: Option<String>,
+    /// The column name.
     pub name: String,
     /// Position in the enclosing scope (the batch the expression is evaluated over).
     pub col: usize,
+    /// The column's type.
     pub ty: DataType,
 }
 
@@ -32,8 +45,11 @@ pub struct OuterRef {
 /// exact; decorrelation into joins is the faster plan for large inputs (future work).
 #[derive(Clone)]
 pub struct Correlated {
+    /// The subquery as written, planned again per distinct tuple of outer values.
     pub query: Query,
+    /// What the subquery's rows become.
     pub kind: SubqueryKind,
+    /// The outer columns it reads.
     pub refs: Vec<OuterRef>,
     /// Type of the subquery's first column.
     pub sub_ty: DataType,
@@ -53,56 +69,94 @@ impl PartialEq for Correlated {
     }
 }
 
+/// A bound expression: columns by position in the input batch, every type resolved, every cast
+/// explicit.
 #[derive(Debug, Clone, PartialEq)]
 pub enum BExpr {
+    /// Input column at this position, and its type.
     Col(usize, DataType),
+    /// A constant and its type (a NULL literal carries the type it was cast or coerced to).
     Lit(Value, DataType),
+    /// Arithmetic negation.
     Neg(Box<BExpr>),
+    /// Logical NOT (three-valued).
     Not(Box<BExpr>),
+    /// A binary operation on operands already cast to a common type where needed.
     Binary {
+        /// The operator.
         op: BinaryOp,
+        /// The left operand.
         left: Box<BExpr>,
+        /// The right operand.
         right: Box<BExpr>,
+        /// The result type.
         ty: DataType,
     },
+    /// A type conversion.
     Cast {
+        /// The value converted.
         expr: Box<BExpr>,
+        /// The target type.
         to: DataType,
+        /// `TRY_CAST`: NULL where the conversion fails, instead of an error.
         try_: bool,
     },
+    /// A scalar function call.
     Func {
+        /// The function.
         func: ScalarFunc,
+        /// Arguments, coerced to the types the function takes.
         args: Vec<BExpr>,
+        /// The result type.
         ty: DataType,
     },
+    /// A searched CASE (a simple CASE is bound into this form).
     Case {
+        /// Conditions and results, in order: the first true condition wins.
         whens: Vec<(BExpr, BExpr)>,
+        /// The result when none is true; `None` is NULL.
         else_: Option<Box<BExpr>>,
+        /// The result type.
         ty: DataType,
     },
+    /// `expr [NOT] IN (list)`, three-valued.
     InList {
+        /// The value looked for.
         expr: Box<BExpr>,
+        /// The candidates, of the value's type.
         list: Vec<BExpr>,
+        /// `NOT IN`.
         negated: bool,
     },
+    /// `expr IS [NOT] NULL`.
     IsNull {
+        /// The value tested.
         expr: Box<BExpr>,
+        /// `IS NOT NULL`.
         negated: bool,
     },
+    /// `expr [NOT] LIKE | ILIKE pattern`.
     Like {
+        /// The string tested.
         expr: Box<BExpr>,
+        /// The pattern (`%` any run, `_` one character).
         pattern: Box<BExpr>,
+        /// `NOT LIKE`.
         negated: bool,
+        /// `ILIKE`: ignore case.
         case_insensitive: bool,
     },
     /// Correlated subquery; `expr` is the left side of `IN`.
     Correlated {
+        /// The subquery, with the outer columns it reads.
         sub: Box<Correlated>,
+        /// The left side of `IN`; `None` for the other kinds.
         expr: Option<Box<BExpr>>,
     },
 }
 
 impl BExpr {
+    /// The type of the expression's value.
     pub fn data_type(&self) -> DataType {
         match self {
             BExpr::Col(_, t) | BExpr::Lit(_, t) => *t,

@@ -5,131 +5,223 @@ use crate::error::Pos;
 use std::fmt;
 use zepto_storage::DataType;
 
+/// One SQL statement as parsed.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Statement {
+    /// A query (SELECT, VALUES, set operations, WITH).
     Query(Box<Query>),
+    /// `CREATE TABLE [IF NOT EXISTS] name (columns) [TIMESTAMP(col)] [PARTITION BY col]`.
     CreateTable(CreateTable),
+    /// `CREATE TABLE [IF NOT EXISTS] name AS query`.
     CreateTableAs {
+        /// The new table's name.
         name: String,
+        /// Succeed without change if the table exists.
         if_not_exists: bool,
+        /// The query whose result fills the table.
         query: Box<Query>,
     },
+    /// `DROP TABLE [IF EXISTS] name`.
     DropTable {
+        /// The table to drop.
         name: String,
+        /// Succeed without change if it does not exist.
         if_exists: bool,
+        /// Where the statement starts.
         pos: Pos,
     },
+    /// `ALTER TABLE t ADD [COLUMN] [IF NOT EXISTS] name type`.
     AlterAddColumn {
+        /// The table altered.
         table: String,
+        /// The new column's name.
         column: String,
+        /// The new column's type.
         data_type: DataType,
+        /// Succeed without change if the column exists.
         if_not_exists: bool,
+        /// Where the statement starts.
         pos: Pos,
     },
     /// `ALTER TABLE t SET TTL 30 DAYS | '12 hours' | NONE`: retention (whole UTC days).
     AlterSetTtl {
+        /// The table altered.
         table: String,
+        /// How long rows are kept, in nanoseconds; `None` for `NONE` (keep forever).
         ttl_ns: Option<i64>,
+        /// Where the statement starts.
         pos: Pos,
     },
     /// `ALTER TABLE t CONVERT PARTITION TO PARQUET WHERE ts < '2024-01-02'` (QuestDB's
     /// spelling): rows before `before` move to the Parquet history.
     AlterTier {
+        /// The table tiered.
         table: String,
+        /// The timestamp column named in the `WHERE`.
         column: String,
+        /// Cut-off, nanoseconds since the epoch: rows before it move (`<=` is made exclusive).
         before: i64,
+        /// Where the column is named.
         pos: Pos,
     },
+    /// `INSERT INTO t [(columns)] VALUES ... | query`.
     Insert {
+        /// The target table.
         table: String,
+        /// The target columns as listed; empty means every column in schema order.
         columns: Vec<String>,
+        /// The rows to insert.
         source: InsertSource,
+        /// Where the statement starts.
         pos: Pos,
     },
+    /// `COPY t FROM 'path' [WITH (options)]`: load a file into a table.
     CopyFrom {
+        /// The target table.
         table: String,
+        /// The file to read (checked against the engine's file policy).
         path: String,
+        /// `WITH (key value, ...)` pairs, keys lower-cased; a key alone has the value `true`.
         options: Vec<(String, String)>,
+        /// Where the statement starts.
         pos: Pos,
     },
+    /// `COPY (query) | t TO 'path' [WITH (options)]`: write a query's result to a file.
     CopyTo {
+        /// The rows to write (a table name is read as `SELECT * FROM t`).
         query: Box<Query>,
+        /// The file to write (checked against the engine's file policy).
         path: String,
+        /// `WITH (key value, ...)` pairs, keys lower-cased; a key alone has the value `true`.
         options: Vec<(String, String)>,
     },
     /// `DELETE FROM t [WHERE ...]`.
     Delete {
+        /// The table deleted from.
         table: String,
+        /// Which rows; `None` deletes every row.
         filter: Option<Expr>,
+        /// Where the table is named.
         pos: Pos,
     },
     /// `UPDATE t SET col = expr, ... [WHERE ...]`.
     Update {
+        /// The table updated.
         table: String,
+        /// `col = expr` assignments, each with the position of its column name.
         sets: Vec<(String, Expr, Pos)>,
+        /// Which rows; `None` updates every row.
         filter: Option<Expr>,
+        /// Where the table is named.
         pos: Pos,
     },
+    /// `SHOW TABLES`: the tables this session may see.
     ShowTables,
     /// Write a checkpoint now (durable databases).
     Checkpoint,
+    /// `DESCRIBE t`: the table's columns and types.
     Describe {
+        /// The table described.
         table: String,
+        /// Where the table is named.
         pos: Pos,
     },
     /// `EXPLAIN [ANALYZE] query`: the physical plan (ANALYZE: run, with each operator's stats).
     Explain {
+        /// The query explained.
         query: Box<Query>,
+        /// `EXPLAIN ANALYZE`: run the query and report what each operator did.
         analyze: bool,
     },
 }
 
+/// `CREATE TABLE`: a new table's name, columns and layout.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CreateTable {
+    /// The table's name.
     pub name: String,
+    /// Succeed without change if the table exists.
     pub if_not_exists: bool,
+    /// Column names and types, in order.
     pub columns: Vec<(String, DataType)>,
+    /// The designated timestamp column from `TIMESTAMP(col)`; `None` picks the first TIMESTAMP
+    /// column.
     pub timestamp: Option<String>,
+    /// The partition key column from `PARTITION BY col`; `None` picks the first SYMBOL column.
     pub partition_by: Option<String>,
 }
 
+/// Where INSERT's rows come from.
 #[derive(Debug, Clone, PartialEq)]
 pub enum InsertSource {
+    /// `VALUES (...), (...)`: rows of expressions.
     Values(Vec<Vec<Expr>>),
+    /// A query's result.
     Query(Box<Query>),
 }
 
+/// A full query: `[WITH ctes] body [ORDER BY ...] [LIMIT n] [OFFSET m]`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Query {
+    /// Common table expressions, in order: each may use the earlier ones.
     pub ctes: Vec<(String, Query)>,
+    /// The SELECT, VALUES or set operation.
     pub body: SetExpr,
+    /// Output ordering; empty leaves the order unspecified.
     pub order_by: Vec<OrderItem>,
+    /// Most rows to return (a constant expression).
     pub limit: Option<Expr>,
+    /// Rows to skip first (a constant expression).
     pub offset: Option<Expr>,
 }
 
+/// A set operation between two query bodies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SetOp {
+    /// `UNION`: rows of either side.
     Union,
+    /// `INTERSECT`: rows on both sides.
     Intersect,
+    /// `EXCEPT`: rows of the left side not on the right.
     Except,
 }
 
+/// The body of a query.
 #[derive(Debug, Clone, PartialEq)]
 pub enum SetExpr {
+    /// A SELECT.
     Select(Box<Select>),
+    /// `VALUES (...), (...)` as a query.
     Values(Vec<Vec<Expr>>),
-    SetOp { op: SetOp, all: bool, left: Box<SetExpr>, right: Box<SetExpr> },
+    /// `left op [ALL] right`.
+    SetOp {
+        /// Which set operation.
+        op: SetOp,
+        /// `ALL`: keep duplicates (bag semantics).
+        all: bool,
+        /// The left operand.
+        left: Box<SetExpr>,
+        /// The right operand.
+        right: Box<SetExpr>,
+    },
+    /// A parenthesised query used as a body (with its own ORDER BY, LIMIT or WITH).
     Query(Box<Query>),
 }
 
+/// A SELECT and its clauses.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Select {
+    /// `SELECT DISTINCT`: duplicate rows removed.
     pub distinct: bool,
+    /// The select list.
     pub items: Vec<SelectItem>,
+    /// The FROM clause; `None` for a SELECT without one (one row).
     pub from: Option<TableRef>,
+    /// The WHERE predicate.
     pub where_: Option<Expr>,
+    /// GROUP BY expressions (select-list positions and aliases are resolved by the binder).
     pub group_by: Vec<Expr>,
+    /// The HAVING predicate.
     pub having: Option<Expr>,
     /// `QUALIFY pred`: a filter over window function results.
     pub qualify: Option<Expr>,
@@ -139,59 +231,87 @@ pub struct Select {
     pub sample_by: Option<SampleBy>,
 }
 
+/// `LATEST ON ts PARTITION BY keys` / `LATEST BY keys`: keep the last row per key.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Latest {
     /// `None`: the designated timestamp (`LATEST BY`).
     pub ts: Option<Expr>,
+    /// The partition keys.
     pub keys: Vec<Expr>,
+    /// Where the clause starts.
     pub pos: Pos,
 }
 
+/// How SAMPLE BY fills buckets that have no rows.
 #[derive(Debug, Clone, PartialEq)]
 pub enum FillMode {
+    /// Leave empty buckets out.
     None,
+    /// Emit empty buckets with NULL aggregates.
     Null,
+    /// Repeat the previous bucket's value.
     Prev,
+    /// Interpolate linearly between the neighbouring buckets.
     Linear,
+    /// Emit this constant.
     Value(Expr),
 }
 
+/// `SAMPLE BY`: fixed-width or calendar-month time buckets over the designated timestamp.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SampleBy {
     /// Bucket width in nanoseconds (0 for calendar months).
     pub width: i64,
     /// Bucket width in calendar months (`1M`, `3M`, `1y` = 12), 0 for fixed widths.
     pub months: i64,
+    /// `FROM`: start of the range of buckets (a constant timestamp), also their alignment; `None`
+    /// starts at the first bucket present.
     pub from: Option<Expr>,
+    /// `TO`: end of the range of buckets (exclusive, a constant timestamp); `None` ends with the
+    /// last bucket present.
     pub to: Option<Expr>,
     /// One mode for every aggregate, or one per aggregate column in select-list order.
     pub fill: Vec<FillMode>,
     /// `ALIGN TO CALENDAR [WITH OFFSET '..']` (the default; offset in ns) or `ALIGN TO FIRST
     /// OBSERVATION` (`None`).
     pub calendar_offset: Option<i64>,
+    /// Where the clause starts.
     pub pos: Pos,
 }
 
+/// One entry of the select list.
 #[derive(Debug, Clone, PartialEq)]
 pub enum SelectItem {
+    /// An expression, optionally named with `AS`.
     Expr {
+        /// The expression.
         expr: Expr,
+        /// Its output name, if given.
         alias: Option<String>,
     },
     /// `*` or `t.*`, with optional `EXCLUDE (a, b)`.
     Wildcard {
+        /// The qualifier of `t.*`; `None` for `*`.
         table: Option<String>,
+        /// Columns left out (`EXCLUDE`).
         exclude: Vec<String>,
+        /// Where the `*` is.
         pos: Pos,
     },
 }
 
+/// The kind of a join.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum JoinKind {
+    /// `[INNER] JOIN`: matching pairs only.
     Inner,
+    /// `LEFT [OUTER] JOIN`: unmatched left rows kept with NULLs.
     Left,
+    /// `RIGHT [OUTER] JOIN`: unmatched right rows kept with NULLs.
     Right,
+    /// `FULL [OUTER] JOIN`: unmatched rows of both sides kept with NULLs.
     Full,
+    /// `CROSS JOIN` (or a comma): every pair.
     Cross,
     /// `ASOF JOIN`: each left row with the nearest right row satisfying the inequality.
     Asof,
@@ -203,62 +323,99 @@ pub enum JoinKind {
     Splice,
 }
 
+/// What FROM reads.
 #[derive(Debug, Clone, PartialEq)]
 pub enum TableRef {
+    /// A table or CTE by name.
     Table {
+        /// The table or CTE name.
         name: String,
+        /// `AS alias`, if given.
         alias: Option<String>,
+        /// Where the name is.
         pos: Pos,
     },
     /// `(query) AS t(a, b)`: `columns` renames the first output columns.
     Subquery {
+        /// The subquery.
         query: Box<Query>,
+        /// Its alias, if given.
         alias: Option<String>,
+        /// Column renames (`t(a, b)`), possibly fewer than its columns.
         columns: Vec<String>,
     },
+    /// `left JOIN right [ON expr | USING (cols)]`.
     Join {
+        /// The left input.
         left: Box<TableRef>,
+        /// The right input.
         right: Box<TableRef>,
+        /// The kind of join.
         kind: JoinKind,
+        /// The ON condition, if given.
         on: Option<Expr>,
+        /// The USING columns; empty if none.
         using: Vec<String>,
     },
 }
 
+/// One ORDER BY key.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OrderItem {
+    /// The expression (select-list positions and aliases are resolved by the binder).
     pub expr: Expr,
+    /// `DESC`: descending.
     pub desc: bool,
     /// `Some(true)` = NULLS FIRST, `Some(false)` = NULLS LAST, `None` = default (last).
     pub nulls_first: Option<bool>,
 }
 
+/// A unary operator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum UnaryOp {
+    /// Arithmetic negation (`-x`).
     Neg,
+    /// Logical negation (`NOT x`).
     Not,
 }
 
+/// A binary operator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BinaryOp {
+    /// `+`.
     Add,
+    /// `-`.
     Sub,
+    /// `*`.
     Mul,
+    /// `/`: division, always in DOUBLE.
     Div,
+    /// `//`: integer division.
     IntDiv,
+    /// `%`: remainder.
     Mod,
+    /// `||`: string concatenation.
     Concat,
+    /// `=`.
     Eq,
+    /// `<>` or `!=`.
     NotEq,
+    /// `<`.
     Lt,
+    /// `<=`.
     LtEq,
+    /// `>`.
     Gt,
+    /// `>=`.
     GtEq,
+    /// `AND` (three-valued).
     And,
+    /// `OR` (three-valued).
     Or,
 }
 
 impl BinaryOp {
+    /// The operator as SQL text (`<>` for not-equal, `//` for integer division).
     pub fn sql(self) -> &'static str {
         match self {
             BinaryOp::Add => "+",
@@ -279,6 +436,7 @@ impl BinaryOp {
         }
     }
 
+    /// True for `=`, `<>`, `<`, `<=`, `>`, `>=`.
     pub fn is_comparison(self) -> bool {
         matches!(self, BinaryOp::Eq | BinaryOp::NotEq | BinaryOp::Lt | BinaryOp::LtEq | BinaryOp::Gt | BinaryOp::GtEq)
     }
@@ -295,12 +453,18 @@ impl BinaryOp {
     }
 }
 
+/// A literal as written.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Literal {
+    /// `NULL`.
     Null,
+    /// `TRUE` or `FALSE`.
     Bool(bool),
+    /// An integer literal (digits only, within `i64`).
     Int(i64),
+    /// A number with a fraction or exponent, or an integer too large for `i64`.
     Float(f64),
+    /// A string literal, unescaped.
     Str(String),
     /// Nanoseconds.
     Interval(i64),
@@ -313,26 +477,123 @@ pub enum Literal {
 /// `AND`s deep overflows a small thread stack.
 #[derive(Debug, PartialEq)]
 pub enum Expr {
-    Column { table: Option<String>, name: String, pos: Pos },
+    /// A column reference, `name` or `table.name`.
+    Column {
+        /// The qualifier (table or alias), if written.
+        table: Option<String>,
+        /// The column name.
+        name: String,
+        /// Where the reference is.
+        pos: Pos,
+    },
+    /// A literal and its position.
     Lit(Literal, Pos),
-    Unary { op: UnaryOp, expr: Box<Expr> },
-    Binary { op: BinaryOp, left: Box<Expr>, right: Box<Expr>, pos: Pos },
+    /// A unary operation.
+    Unary {
+        /// The operator.
+        op: UnaryOp,
+        /// The operand.
+        expr: Box<Expr>,
+    },
+    /// A binary operation.
+    Binary {
+        /// The operator.
+        op: BinaryOp,
+        /// The left operand.
+        left: Box<Expr>,
+        /// The right operand.
+        right: Box<Expr>,
+        /// Where the operator is.
+        pos: Pos,
+    },
+    /// A function call (aggregate, scalar or window).
     Func(Box<FuncCall>),
-    Case { operand: Option<Box<Expr>>, whens: Vec<(Expr, Expr)>, else_: Option<Box<Expr>> },
-    Cast { expr: Box<Expr>, to: DataType, try_: bool, pos: Pos },
-    InList { expr: Box<Expr>, list: Vec<Expr>, negated: bool },
-    InSubquery { expr: Box<Expr>, query: Box<Query>, negated: bool },
-    Exists { query: Box<Query>, negated: bool },
+    /// `CASE [operand] WHEN ... THEN ... [ELSE ...] END`.
+    Case {
+        /// `CASE x WHEN v ...`: compared with each WHEN value; `None` for `CASE WHEN cond ...`.
+        operand: Option<Box<Expr>>,
+        /// `WHEN ... THEN ...` pairs, in order.
+        whens: Vec<(Expr, Expr)>,
+        /// The ELSE result; `None` is NULL.
+        else_: Option<Box<Expr>>,
+    },
+    /// `CAST(expr AS type)`, `expr::type` or `TRY_CAST` (NULL instead of an error).
+    Cast {
+        /// The value cast.
+        expr: Box<Expr>,
+        /// The target type.
+        to: DataType,
+        /// `TRY_CAST`: NULL where the cast fails, instead of an error.
+        try_: bool,
+        /// Where the cast is.
+        pos: Pos,
+    },
+    /// `expr [NOT] IN (list)`.
+    InList {
+        /// The value looked for.
+        expr: Box<Expr>,
+        /// The candidates.
+        list: Vec<Expr>,
+        /// `NOT IN`.
+        negated: bool,
+    },
+    /// `expr [NOT] IN (query)`.
+    InSubquery {
+        /// The value looked for.
+        expr: Box<Expr>,
+        /// The one-column query whose rows are the candidates.
+        query: Box<Query>,
+        /// `NOT IN`.
+        negated: bool,
+    },
+    /// `[NOT] EXISTS (query)`.
+    Exists {
+        /// The query tested for rows.
+        query: Box<Query>,
+        /// `NOT EXISTS`.
+        negated: bool,
+    },
+    /// A scalar subquery (one column, at most one row).
     Subquery(Box<Query>),
-    Between { expr: Box<Expr>, lo: Box<Expr>, hi: Box<Expr>, negated: bool },
-    Like { expr: Box<Expr>, pattern: Box<Expr>, negated: bool, case_insensitive: bool },
-    IsNull { expr: Box<Expr>, negated: bool },
+    /// `expr [NOT] BETWEEN lo AND hi` (inclusive).
+    Between {
+        /// The value tested.
+        expr: Box<Expr>,
+        /// The lower bound (inclusive).
+        lo: Box<Expr>,
+        /// The upper bound (inclusive).
+        hi: Box<Expr>,
+        /// `NOT BETWEEN`.
+        negated: bool,
+    },
+    /// `expr [NOT] LIKE | ILIKE pattern`.
+    Like {
+        /// The string tested.
+        expr: Box<Expr>,
+        /// The pattern (`%` any run, `_` one character).
+        pattern: Box<Expr>,
+        /// `NOT LIKE`.
+        negated: bool,
+        /// `ILIKE`: ignore case.
+        case_insensitive: bool,
+    },
+    /// `expr IS [NOT] NULL`.
+    IsNull {
+        /// The value tested.
+        expr: Box<Expr>,
+        /// `IS NOT NULL`.
+        negated: bool,
+    },
 }
 
+/// A function call as written.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FuncCall {
+    /// The function name as written.
     pub name: String,
+    /// The arguments.
     pub args: Vec<Expr>,
+    /// `f(DISTINCT ...)`.
     pub distinct: bool,
     /// `count(*)`.
     pub star: bool,
@@ -342,6 +603,7 @@ pub struct FuncCall {
     pub ignore_nulls: bool,
     /// `OVER (...)`: a window function call.
     pub over: Option<Box<WindowSpec>>,
+    /// Where the call starts.
     pub pos: Pos,
 }
 
@@ -367,31 +629,48 @@ pub struct WindowSpec {
     /// `OVER w` / `OVER (w ORDER BY ...)`: a window named in the `WINDOW` clause (resolved away
     /// by the parser).
     pub base: Option<String>,
+    /// Window partition keys.
     pub partition_by: Vec<Expr>,
+    /// Window ordering.
     pub order_by: Vec<OrderItem>,
+    /// The frame; `None` is the default frame.
     pub frame: Option<WindowFrame>,
 }
 
+/// The unit of a window frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FrameUnits {
+    /// `ROWS`: offsets count rows.
     Rows,
+    /// `RANGE`: offsets are distances on the ORDER BY value (nanoseconds for timestamps).
     Range,
 }
 
+/// One end of a window frame.
 #[derive(Debug, Clone, PartialEq)]
 pub enum FrameBound {
+    /// `UNBOUNDED PRECEDING`.
     UnboundedPreceding,
+    /// `n PRECEDING`.
     Preceding(Box<Expr>),
+    /// `CURRENT ROW`.
     CurrentRow,
+    /// `n FOLLOWING`.
     Following(Box<Expr>),
+    /// `UNBOUNDED FOLLOWING`.
     UnboundedFollowing,
 }
 
+/// `ROWS|RANGE BETWEEN start AND end`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct WindowFrame {
+    /// Rows or range.
     pub units: FrameUnits,
+    /// The frame's start.
     pub start: FrameBound,
+    /// The frame's end.
     pub end: FrameBound,
+    /// Where the frame starts.
     pub pos: Pos,
 }
 
@@ -471,6 +750,7 @@ impl Clone for Expr {
 }
 
 impl Expr {
+    /// Where the expression is in the text, for the kinds that record it.
     pub fn pos(&self) -> Option<Pos> {
         match self {
             Expr::Column { pos, .. } | Expr::Lit(_, pos) | Expr::Binary { pos, .. } | Expr::Cast { pos, .. } => {

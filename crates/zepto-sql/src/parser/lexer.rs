@@ -4,6 +4,7 @@
 
 use crate::error::{Pos, Result, SqlError};
 
+/// One token's kind and text.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Tok {
     /// Bare word as written (keywords are matched case-insensitively by the parser).
@@ -18,12 +19,16 @@ pub enum Tok {
     Op(&'static str),
     /// A query parameter: `$n` (n as written) or `?` (numbered left to right from 1).
     Param(usize),
+    /// End of input (always the last token).
     Eof,
 }
 
+/// A token and where it starts.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Token {
+    /// The token.
     pub tok: Tok,
+    /// Where it starts in the text.
     pub pos: Pos,
 }
 

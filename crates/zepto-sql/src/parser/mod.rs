@@ -79,6 +79,8 @@ const RESERVED: &[&str] = &[
     "exclude",
 ];
 
+/// A recursive-descent parser over a token list, held to [`ParseLimits`]; entry points are the
+/// `parse_*` functions.
 pub struct Parser {
     toks: Vec<Token>,
     i: usize,
@@ -98,10 +100,15 @@ const MAX_DEPTH: usize = 200;
 /// A value bound to a query parameter (`?` or `$n`).
 #[derive(Debug, Clone, PartialEq)]
 pub enum ParamValue {
+    /// SQL NULL.
     Null,
+    /// A boolean.
     Bool(bool),
+    /// An integer (BIGINT).
     Int(i64),
+    /// A float (DOUBLE).
     Float(f64),
+    /// A string (VARCHAR, or whatever the context casts it to).
     Str(String),
 }
 

@@ -65,6 +65,8 @@ fn rewrite_from(t: &mut TableRef, f: &mut dyn FnMut(&mut Expr)) {
     }
 }
 
+/// Calls `f` on `e` and every expression inside it (subqueries included), children first; `f` may
+/// replace the expression.
 pub fn rewrite_expr(e: &mut Expr, f: &mut dyn FnMut(&mut Expr)) {
     match e {
         Expr::Column { .. } | Expr::Lit(..) => {}

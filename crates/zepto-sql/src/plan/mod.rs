@@ -25,19 +25,26 @@ use zepto_storage::{DataType, Table};
 pub struct Field {
     /// Table name or alias the column can be qualified with.
     pub qualifier: Option<String>,
+    /// Column name, as output (alias or canonical SQL of the expression).
     pub name: String,
+    /// The column's type.
     pub data_type: DataType,
     /// This column is its table's designated timestamp (first/last order by it).
     pub designated_ts: bool,
 }
 
+/// A bound aggregate call: function, argument expressions over the input and result type.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AggCall {
+    /// The aggregate function.
     pub func: AggFunc,
+    /// Arguments, bound against the aggregate's input.
     pub args: Vec<BExpr>,
+    /// `f(DISTINCT ...)`: duplicates of the arguments ignored.
     pub distinct: bool,
     /// Order column for first/last (the designated timestamp), if known.
     pub order: Option<BExpr>,
+    /// The result type.
     pub ty: DataType,
 }
 
@@ -51,10 +58,14 @@ impl AggCall {
     }
 }
 
+/// One bound sort key.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SortKey {
+    /// The value sorted by, over the input.
     pub expr: BExpr,
+    /// Descending.
     pub desc: bool,
+    /// NULLs before non-NULLs (resolved from NULLS FIRST/LAST and the default, NULLs last).
     pub nulls_first: bool,
 }
 
@@ -65,6 +76,7 @@ pub struct ScanRange {
     pub keys: Option<Vec<String>>,
     /// Inclusive designated-timestamp bounds.
     pub ts_lo: i64,
+    /// Inclusive upper designated-timestamp bound, nanoseconds since the epoch.
     pub ts_hi: i64,
 }
 
@@ -74,51 +86,83 @@ impl Default for ScanRange {
     }
 }
 
+/// A bound logical plan node; each node's output columns are referenced by position.
 #[derive(Debug, Clone)]
 pub enum Plan {
+    /// Read a table snapshot: the chosen columns, in the chosen partitions and time range.
     Scan {
+        /// The snapshot read (taken when the query was bound).
         table: Arc<Table>,
+        /// Schema positions of the columns read, in output order.
         columns: Vec<usize>,
+        /// Partitions and time range to read.
         range: ScanRange,
     },
     /// Literal rows (VALUES, or one empty row for a FROM-less SELECT).
     Values {
+        /// One expression per column of each row.
         rows: Vec<Vec<BExpr>>,
+        /// Columns per row.
         width: usize,
     },
+    /// Keep the rows where `pred` is true (NULL drops the row).
     Filter {
+        /// The rows filtered.
         input: Box<Plan>,
+        /// A BOOLEAN predicate over the input.
         pred: BExpr,
     },
+    /// Compute one output column per expression.
     Project {
+        /// The rows projected.
         input: Box<Plan>,
+        /// Output expressions over the input.
         exprs: Vec<BExpr>,
     },
+    /// GROUP BY: one row per distinct key tuple (one row in all if there are no keys), keys then
+    /// aggregates.
     Aggregate {
+        /// The rows grouped.
         input: Box<Plan>,
+        /// Grouping expressions (output first, in order).
         keys: Vec<BExpr>,
+        /// Aggregate calls (output after the keys).
         aggs: Vec<AggCall>,
         /// Chosen by the physical planner.
         how: AggHow,
     },
+    /// A relational join; output `[left..., right...]`.
     Join {
+        /// The left input.
         left: Box<Plan>,
+        /// The right input.
         right: Box<Plan>,
+        /// Which pairs and unmatched rows it keeps (inner, outer, cross, ...).
         kind: JoinKind,
+        /// Equality keys over the left input (hash join; empty means nested loops).
         left_keys: Vec<BExpr>,
+        /// Equality keys over the right input, pairing with `left_keys`.
         right_keys: Vec<BExpr>,
+        /// A further condition over `[left..., right...]` a pair must meet.
         residual: Option<BExpr>,
     },
     /// Equality keys plus one inequality `left_ts op right_ts` (op is `>=`, `>`, `<=` or `<`):
     /// every left row meets the nearest right row on the right side of the inequality. `=`
     /// stands for `nearest(l, r)`: the closest right row on either side (ties: the later).
     AsofJoin {
+        /// The left input (every row is kept or matched once).
         left: Box<Plan>,
+        /// The right input searched.
         right: Box<Plan>,
+        /// Equality keys over the left input.
         left_keys: Vec<BExpr>,
+        /// Equality keys over the right input.
         right_keys: Vec<BExpr>,
+        /// The left time, nanoseconds.
         left_ts: BExpr,
+        /// The right time, nanoseconds.
         right_ts: BExpr,
+        /// The inequality (`>=`, `>`, `<=`, `<`) or `=` for nearest.
         op: BinaryOp,
         /// Keep unmatched left rows (ASOF LEFT JOIN).
         outer: bool,
@@ -130,30 +174,49 @@ pub enum Plan {
         /// Chosen by the physical planner.
         how: AsofHow,
     },
+    /// Order the rows (stable for equal keys).
     Sort {
+        /// The rows sorted.
         input: Box<Plan>,
+        /// Sort keys, most significant first.
         keys: Vec<SortKey>,
+        /// TopN: only the first `limit` rows are needed.
         limit: Option<usize>,
     },
+    /// Skip `offset` rows, then keep at most `limit`.
     Limit {
+        /// The rows limited.
         input: Box<Plan>,
+        /// Rows skipped first.
         offset: usize,
+        /// Most rows kept; `None` keeps all.
         limit: Option<usize>,
     },
+    /// Duplicate rows removed (NULLs equal).
     Distinct {
+        /// The rows deduplicated.
         input: Box<Plan>,
     },
     /// One row per left row: the left columns, then `aggs` over the right rows with equal keys
     /// and `right_ts` in `[left_ts + lo, left_ts + hi]`; `aggs` read right columns.
     WindowJoin {
+        /// The left input (one output row each).
         left: Box<Plan>,
+        /// The right input aggregated.
         right: Box<Plan>,
+        /// Equality keys over the left input.
         left_keys: Vec<BExpr>,
+        /// Equality keys over the right input.
         right_keys: Vec<BExpr>,
+        /// The left time, nanoseconds.
         left_ts: BExpr,
+        /// The right time, nanoseconds.
         right_ts: BExpr,
+        /// Window start relative to the left time (nanoseconds, may be negative).
         lo: i64,
+        /// Window end relative to the left time (nanoseconds, inclusive).
         hi: i64,
+        /// Aggregates over the right rows in the window.
         aggs: Vec<AggCall>,
         /// Chosen by the physical planner.
         how: PairHow,
@@ -162,31 +225,49 @@ pub enum Plan {
     /// right row with the latest left row strictly before it (ties: right events first), in time
     /// order; output `[left..., right...]`.
     SpliceJoin {
+        /// The left series.
         left: Box<Plan>,
+        /// The right series.
         right: Box<Plan>,
+        /// Equality keys over the left input.
         left_keys: Vec<BExpr>,
+        /// Equality keys over the right input.
         right_keys: Vec<BExpr>,
+        /// The left time, nanoseconds.
         left_ts: BExpr,
+        /// The right time, nanoseconds.
         right_ts: BExpr,
     },
     /// Band join: pairs with equal keys and `right_ts` in `[left_ts + lo, left_ts + hi]`
     /// (`outer`: LEFT JOIN), output `[left..., right...]`.
     RangeJoin {
+        /// The left input.
         left: Box<Plan>,
+        /// The right input.
         right: Box<Plan>,
+        /// Equality keys over the left input.
         left_keys: Vec<BExpr>,
+        /// Equality keys over the right input.
         right_keys: Vec<BExpr>,
+        /// The left time, nanoseconds.
         left_ts: BExpr,
+        /// The right time, nanoseconds.
         right_ts: BExpr,
+        /// Band start relative to the left time (nanoseconds, may be negative).
         lo: i64,
+        /// Band end relative to the left time (nanoseconds, inclusive).
         hi: i64,
+        /// Keep unmatched left rows with NULLs (LEFT JOIN).
         outer: bool,
     },
     /// The last row (greatest `ts`; NULL `ts` never) of every distinct `keys` tuple, in `ts`
     /// order.
     Latest {
+        /// The rows searched.
         input: Box<Plan>,
+        /// The key expressions.
         keys: Vec<BExpr>,
+        /// The time (nanoseconds) that decides the last row.
         ts: BExpr,
         /// Chosen by the physical planner.
         how: LatestHow,
@@ -194,20 +275,29 @@ pub enum Plan {
     /// SAMPLE BY buckets: the aggregate output ordered by bucket, with missing buckets of
     /// every key filled (FILL modes) over `[lo, hi)`.
     Fill {
+        /// The aggregate output, one row per (bucket, key).
         input: Box<Plan>,
+        /// Buckets, range and FILL modes.
         spec: sample::FillPlan,
     },
     /// The input's columns followed by one column per window call.
     Window {
+        /// The rows the window functions run over.
         input: Box<Plan>,
+        /// The window calls, in output order.
         calls: Vec<window::WinCall>,
         /// Chosen by the physical planner.
         how: WindowHow,
     },
+    /// UNION, INTERSECT or EXCEPT of two inputs of the same width and types.
     SetOp {
+        /// Which set operation.
         op: SetOp,
+        /// `ALL`: keep duplicates (bag semantics); otherwise the output is distinct.
         all: bool,
+        /// The left input.
         left: Box<Plan>,
+        /// The right input.
         right: Box<Plan>,
     },
 }

@@ -34,6 +34,7 @@ pub struct PhysicalPlan {
 }
 
 impl PhysicalPlan {
+    /// The root of the chosen plan.
     pub fn root(&self) -> &Plan {
         &self.root
     }
@@ -52,7 +53,10 @@ pub enum AggHow {
     /// Each partition of the scan on its own (the keys include the partition key). `runs`:
     /// every other key is monotonic in the designated timestamp, so groups are runs of a
     /// time-sorted partition, found without hashing.
-    PartitionWise { runs: bool },
+    PartitionWise {
+        /// Groups are runs of time-sorted rows (no hashing).
+        runs: bool,
+    },
     /// Row groups of the Parquet history and in-memory partitions into partial aggregate
     /// states (every aggregate is [`AggCall::mergeable`]), merged per group.
     HistoryPartials,
@@ -159,9 +163,13 @@ fn partition_key_pos(input: &Plan) -> Option<usize> {
 
 /// A scan, optionally under a filter: the input shape the partition-wise operators take.
 pub struct ScanShape<'a> {
+    /// The scanned table snapshot.
     pub table: &'a Arc<Table>,
+    /// Schema positions of the columns read.
     pub columns: &'a [usize],
+    /// Partitions and time range read.
     pub range: &'a ScanRange,
+    /// The filter above the scan, if any.
     pub filter: Option<&'a BExpr>,
 }
 

@@ -19,26 +19,34 @@ pub use history_reader::HistoryReader;
 use std::ops::Range;
 use std::sync::Arc;
 
+/// One column of a schema.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ColumnDef {
+    /// Column name as written in CREATE TABLE; unique in its table, ignoring ASCII case.
     pub name: String,
+    /// The column's type (a storable one: never NULL or INTERVAL).
     pub data_type: DataType,
 }
 
+/// A table's columns, in order.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Schema {
+    /// The columns; names unique ignoring ASCII case.
     pub columns: Vec<ColumnDef>,
 }
 
 impl Schema {
+    /// Position of the column `name` (ASCII case-insensitive), or `None`.
     pub fn index_of(&self, name: &str) -> Option<usize> {
         self.columns.iter().position(|c| c.name.eq_ignore_ascii_case(name))
     }
 
+    /// Number of columns.
     pub fn len(&self) -> usize {
         self.columns.len()
     }
 
+    /// True when there are no columns (a table always has at least one).
     pub fn is_empty(&self) -> bool {
         self.columns.is_empty()
     }
@@ -47,7 +55,10 @@ impl Schema {
 /// Layout choices of a table; `None` fields are derived from the schema by [`Table::new`].
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct TableOptions {
+    /// The partition key column (a SYMBOL column); `None` picks the first SYMBOL column.
     pub partition_key: Option<String>,
+    /// The designated timestamp column (a TIMESTAMP column); `None` picks the first TIMESTAMP
+    /// column.
     pub timestamp: Option<String>,
 }
 
@@ -104,10 +115,12 @@ impl Partition {
         self.key
     }
 
+    /// Number of rows.
     pub fn len(&self) -> usize {
         self.columns.first().map_or(0, |c| c.len())
     }
 
+    /// True when the partition holds no rows.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -142,9 +155,14 @@ impl Partition {
     }
 }
 
+/// A table's current state: schema, layout, symbol dictionary, in-memory partitions and history.
+/// Readers share it as an `Arc<Table>` snapshot; changes go through the [`crate::Catalog`],
+/// which logs them before they are applied.
 #[derive(Debug, Clone)]
 pub struct Table {
+    /// Table name as written in CREATE TABLE; unique in the catalog ignoring ASCII case.
     pub name: String,
+    /// The columns, in order (every partition holds one column per entry).
     pub schema: Schema,
     /// Index of the partition-key column (a SYMBOL column).
     pub key_col: Option<usize>,
@@ -168,6 +186,8 @@ pub struct Table {
 const NO_SLOT: u32 = u32::MAX;
 
 impl Table {
+    /// An empty table. Fails if the schema is empty or repeats a name, a column has a type tables
+    /// cannot store, or a chosen partition key (timestamp) is missing or not SYMBOL (TIMESTAMP).
     pub fn new(name: &str, schema: Schema, opts: &TableOptions) -> Result<Table, StorageError> {
         if schema.is_empty() {
             return Err(StorageError::Invalid(format!("table '{name}' needs at least one column")));
@@ -333,14 +353,19 @@ impl Table {
         Ok(t)
     }
 
+    /// Rows in memory (history rows not included).
     pub fn row_count(&self) -> usize {
         self.rows
     }
 
+    /// The table's symbol dictionary: every SYMBOL column codes against it, including the partition
+    /// key.
     pub fn dict(&self) -> &Arc<Dict> {
         &self.dict
     }
 
+    /// The in-memory partitions, one per key value seen (plus one for NULL keys); indexes are the
+    /// stable slots used by [`Change::Delete`](crate::Change::Delete) and friends.
     pub fn partitions(&self) -> &[Arc<Partition>] {
         &self.parts
     }
@@ -351,10 +376,12 @@ impl Table {
         (slot != NO_SLOT).then(|| &self.parts[slot as usize])
     }
 
+    /// The partition of rows with a NULL key (or of every row of an unkeyed table), if any.
     pub fn null_key_partition(&self) -> Option<&Arc<Partition>> {
         self.null_slot.map(|s| &self.parts[s])
     }
 
+    /// The history: Parquet files of older rows, and the retention setting.
     pub fn history(&self) -> &Arc<History> {
         &self.history
     }
@@ -364,10 +391,12 @@ impl Table {
         self.history = Arc::new(h);
     }
 
+    /// The reader of history files, if the catalog installed one.
     pub fn history_reader(&self) -> Option<&Arc<dyn HistoryReader>> {
         self.reader.as_ref()
     }
 
+    /// Install (or with `None` remove) the reader of history files.
     pub fn set_history_reader(&mut self, r: Option<Arc<dyn HistoryReader>>) {
         self.reader = r;
     }
@@ -461,6 +490,8 @@ impl Table {
         (n, gone)
     }
 
+    /// Set (or with `None` clear) the retention, in nanoseconds (no checks:
+    /// [`crate::Catalog::set_ttl`] checks).
     pub fn set_ttl(&mut self, ttl_ns: Option<i64>) {
         Arc::make_mut(&mut self.history).ttl_ns = ttl_ns;
     }
@@ -758,7 +789,6 @@ impl Table {
         Ok(n)
     }
 
-    /// Add a column; existing rows read NULL.
     /// Whether [`Table::add_column`] would accept `def`.
     pub fn check_new_column(&self, def: &ColumnDef) -> Result<(), StorageError> {
         if self.schema.index_of(&def.name).is_some() {
@@ -770,6 +800,8 @@ impl Table {
         Ok(())
     }
 
+    /// Add a column at the end of the schema; existing rows read NULL. May make it the partition
+    /// key or designated timestamp of a table that has none yet.
     pub fn add_column(&mut self, def: ColumnDef) -> Result<(), StorageError> {
         self.check_new_column(&def)?;
         let dt = def.data_type;

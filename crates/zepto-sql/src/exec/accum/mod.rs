@@ -45,10 +45,20 @@ pub use kernels::{from_opt_f64, prefix_valid, to_f64};
 pub enum Rows<'a> {
     /// Row `i` belongs to group `ids[i]`. `dense`: every group has at least one row (as hash
     /// GROUP BY's ids always do), which lets an accumulator skip looking for empty groups.
-    Ids { ids: &'a [u32], dense: bool },
+    Ids {
+        /// The group of each row.
+        ids: &'a [u32],
+        /// Every group has at least one row.
+        dense: bool,
+    },
     /// Group `g` is rows `starts[g]..starts[g + 1]` (the last ends at `n`); rows are in
     /// designated-time order. `starts` is strictly increasing from 0 (empty when `n == 0`).
-    Runs { starts: &'a [u32], n: usize },
+    Runs {
+        /// First row of each group.
+        starts: &'a [u32],
+        /// Rows in all.
+        n: usize,
+    },
 }
 
 impl<'a> Rows<'a> {
@@ -107,8 +117,11 @@ pub fn runs(starts: &[u32], n: usize) -> impl Iterator<Item = (usize, usize)> + 
 /// column that orders them (the designated timestamp). `sorted`: the rows are already in that
 /// order, so "first by time" is "first by position" (always so for [`Rows::Runs`]).
 pub struct Input<'a> {
+    /// The evaluated arguments, one column each, all of the input's length.
     pub args: Vec<&'a Column>,
+    /// The ordering column (designated timestamp) for `first`/`last`/`twap`, if any.
     pub order: Option<&'a Column>,
+    /// The rows are already in `order`'s order.
     pub sorted: bool,
 }
 
@@ -204,7 +217,9 @@ pub fn accumulator_for(func: AggFunc, ty: DataType, used: Use) -> Box<dyn Accumu
 /// What an aggregate produces: its result, or its partial state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
+    /// The result value per group.
     Final,
+    /// The partial state columns per group, to be merged later.
     Partial,
 }
 

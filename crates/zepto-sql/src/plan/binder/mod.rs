@@ -24,9 +24,12 @@ use zepto_storage::{Catalog, DataType, Value};
 
 /// What binding needs from the executor: running an uncorrelated subquery once, to one batch.
 pub trait Execute: Send + Sync {
+    /// Run `plan` to completion and return its rows as one batch.
     fn execute(&self, plan: &PhysicalPlan) -> Result<Batch>;
 }
 
+/// Turns parsed queries into logical plans: resolves names against the catalog (within the
+/// session's grants), types every expression and fixes the statement's time.
 pub struct Binder {
     catalog: Arc<Catalog>,
     /// Visible CTEs: name, plan, fields, and the AST (for correlated subqueries re-planned later).
@@ -190,6 +193,7 @@ impl Binder {
         Binder { now, ..self }
     }
 
+    /// Bind a query (its CTEs visible only inside it): the logical plan and its output columns.
     #[recursive::recursive]
     pub fn bind_query(&mut self, q: &Query) -> Result<(Plan, Vec<Field>)> {
         let saved = self.ctes.len();
@@ -288,6 +292,8 @@ impl Binder {
         Ok((Plan::Values { rows, width }, fields))
     }
 
+    /// Bind a FROM item (table, CTE, subquery or join): its plan and the columns it brings into
+    /// scope.
     pub fn bind_from(&mut self, t: &TableRef) -> Result<(Plan, Vec<Field>)> {
         match t {
             TableRef::Table { name, alias, pos } => {

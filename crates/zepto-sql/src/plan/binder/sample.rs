@@ -30,28 +30,39 @@ pub struct FillSpec {
     modes: Vec<FillMode>,
 }
 
+/// How the Fill node fills one aggregate column of a missing bucket.
 #[derive(Debug, Clone, PartialEq)]
 pub enum FillValue {
     /// No row for a missing bucket.
     None,
+    /// NULL.
     Null,
     /// The key's previous bucket value.
     Prev,
     /// Interpolated between the key's neighbouring buckets.
     Linear,
+    /// This constant (of the column's type).
     Value(Value),
 }
 
 /// The Fill node's parameters; positions refer to the Aggregate output `[keys..., aggs...]`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FillPlan {
+    /// Position of the bucket column.
     pub bucket: usize,
+    /// Positions of the key columns (each key gets every bucket).
     pub keys: Vec<usize>,
+    /// Each aggregate column's position and fill.
     pub aggs: Vec<(usize, FillValue)>,
+    /// Bucket width in nanoseconds (fixed-width buckets).
     pub width: i64,
     /// Calendar-month buckets (`width` is then unused).
     pub months: i64,
+    /// Start of the range of buckets, nanoseconds since the epoch; `None` starts at the first
+    /// bucket present.
     pub lo: Option<i64>,
+    /// End of the range (exclusive), nanoseconds since the epoch; `None` ends with the last bucket
+    /// present.
     pub hi: Option<i64>,
 }
 
@@ -61,6 +72,7 @@ impl FillPlan {
         self.aggs.iter().any(|(_, v)| *v != FillValue::None)
     }
 
+    /// The parameters as EXPLAIN prints them.
     pub fn describe(&self) -> String {
         let modes: Vec<String> = self
             .aggs

@@ -17,18 +17,28 @@ use crate::plan::bind_expr::{cast_to, common_type, AggCtx, ExprBinder};
 use crate::plan::{BExpr, Field, SortKey};
 use zepto_storage::{DataType, Value};
 
+/// What a window call computes for each row.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum WinFunc {
+    /// `row_number()`: 1, 2, ... in partition order.
     RowNumber,
+    /// `rank()`: 1 + rows before the peer group (gaps after ties).
     Rank,
+    /// `dense_rank()`: 1 + distinct peer groups before (no gaps).
     DenseRank,
+    /// `percent_rank()`: `(rank - 1) / (rows - 1)`, 0 for a single row.
     PercentRank,
+    /// `cume_dist()`: rows up to and including the peer group, over the partition's rows.
     CumeDist,
+    /// `ntile(n)`: the row's bucket, 1 to `n`, in partition order.
     Ntile(i64),
     /// Rows back (negative: forward). Args: `[x]` or `[x, default]`.
     Lag(i64),
+    /// `first_value(x)`: the frame's first value.
     FirstValue,
+    /// `last_value(x)`: the frame's last value.
     LastValue,
+    /// `nth_value(x, n)`: the frame's `n`-th value (1-based), NULL if the frame is shorter.
     NthValue(i64),
     /// Smoothing factor alpha; `s = alpha * x + (1 - alpha) * s_prev`, seeded with the first
     /// non-NULL value; NULL inputs give NULL and leave the state alone.
@@ -45,40 +55,63 @@ pub enum WinFunc {
 /// timestamps, days for dates).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Offset {
+    /// An integer offset (rows, or integer, timestamp and date order keys).
     Int(i64),
+    /// A fractional offset (float order keys).
     Float(f64),
 }
 
+/// One end of a bound window frame.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Edge {
+    /// The partition's first row.
     UnboundedPreceding,
+    /// This far before the current row (or its order value).
     Preceding(Offset),
+    /// The current row (RANGE: its whole peer group).
     CurrentRow,
+    /// This far after the current row (or its order value).
     Following(Offset),
+    /// The partition's last row.
     UnboundedFollowing,
 }
 
+/// A bound window frame with constant offsets.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Frame {
+    /// ROWS frame (offsets count rows); `false` is RANGE (offsets on the order key).
     pub rows: bool,
+    /// The frame's start.
     pub start: Edge,
+    /// The frame's end.
     pub end: Edge,
 }
 
 impl Frame {
+    /// The whole partition (the default without ORDER BY).
     pub const WHOLE: Frame = Frame { rows: true, start: Edge::UnboundedPreceding, end: Edge::UnboundedFollowing };
+    /// From the partition start to the current row's peers (the default with ORDER BY).
     pub const RUNNING: Frame = Frame { rows: false, start: Edge::UnboundedPreceding, end: Edge::CurrentRow };
 }
 
+/// A bound window function call: everything the executor needs to compute it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct WinCall {
+    /// The function.
     pub func: WinFunc,
+    /// Arguments, bound against the window's input.
     pub args: Vec<BExpr>,
+    /// `f(DISTINCT ...)` for aggregates over the frame.
     pub distinct: bool,
+    /// `IGNORE NULLS`: NULL inputs are skipped when picking a value.
     pub ignore_nulls: bool,
+    /// PARTITION BY expressions; empty means one partition.
     pub partition: Vec<BExpr>,
+    /// ORDER BY keys within a partition.
     pub order: Vec<SortKey>,
+    /// The frame, defaults applied.
     pub frame: Frame,
+    /// The result type.
     pub ty: DataType,
     /// How EXPLAIN shows the call (notes a kdb-style default window).
     pub describe: String,
@@ -87,7 +120,9 @@ pub struct WinCall {
 /// The default window of kdb-style calls (no `OVER`): expressions to try, each dropped when it
 /// does not bind in the query's scope.
 pub struct WinDefaults {
+    /// Partition key to try (the table's partition key), if any.
     pub partition: Option<Expr>,
+    /// Order to try (the designated timestamp), if any.
     pub order: Option<Expr>,
 }
 
