@@ -24,7 +24,6 @@ pub const ROW_GROUP_ROWS: usize = 128 * 1024;
 
 /// What tiering wrote: the files, and per partition slot the rows they took (the check the
 /// commit repeats under the table lock).
-/// What a tiering write produced.
 #[derive(Debug, Clone, Default)]
 pub struct Written {
     /// Rows written per input partition, in input order.
