@@ -6,7 +6,7 @@
 #               test against DuckDB + parser fuzz smoke run + the Python package's tests
 #   make python install the Python package (`zeptodb`) into the current Python (release build)
 #   make check  cargo fmt --check, clippy -D warnings, no import cycles between modules,
-#               cargo doc without warnings
+#               dependency licenses and bans (cargo deny's checks, offline), cargo doc without warnings
 #   make msrv   cargo check with the declared minimum Rust (rust-version in Cargo.toml)
 #   make bench  benchmark runner beside DuckDB and Polars (see bench/README.md)
 
@@ -74,6 +74,7 @@ check:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	python3 tests/arch/cycles.py
+	python3 tests/arch/deps.py
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --no-deps --quiet
 
 # The declared minimum Rust version builds everything (its own target dir: no thrashing of
