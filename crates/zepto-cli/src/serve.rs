@@ -99,6 +99,14 @@ pub fn command() -> Command {
                 .help("Largest request body"),
         )
         .arg(
+            Arg::new("max-server-memory-mb")
+                .long("max-server-memory-mb")
+                .value_parser(clap::value_parser!(usize))
+                .help(
+                "Resident memory past which the query holding the most is stopped; 0 = no guard [default: 90% of RAM]",
+            ),
+        )
+        .arg(
             Arg::new("max-inflight-body-mb")
                 .long("max-inflight-body-mb")
                 .value_parser(clap::value_parser!(usize))
@@ -250,6 +258,7 @@ const FILE_KEYS: &[&str] = &[
     "tls-key",
     "max-body-mb",
     "max-inflight-body-mb",
+    "max-server-memory-mb",
     "max-query-mb",
     "max-statements",
     "max-expr-depth",
@@ -364,6 +373,11 @@ fn config(st: &Settings<'_>) -> Result<Config, String> {
     }
     c.max_body_bytes = st.count("max-body-mb")?.unwrap_or(256).saturating_mul(1 << 20);
     c.max_inflight_body_bytes = st.count("max-inflight-body-mb")?.map(|m| m.saturating_mul(1 << 20));
+    c.max_server_memory = match st.count("max-server-memory-mb")? {
+        Some(0) => None,
+        Some(m) => Some(m.saturating_mul(1 << 20)),
+        None => zepto_server::memory_guard::default_limit(),
+    };
     let d = zepto_sql::parser::ParseLimits::default();
     c.parse_limits = zepto_sql::parser::ParseLimits {
         max_bytes: st.count("max-query-mb")?.map_or(d.max_bytes, |m| m.saturating_mul(1 << 20)),

@@ -413,3 +413,27 @@ fn request_bodies_share_one_budget() {
     assert_eq!(r.status, 200, "{}", r.text());
     assert_eq!(sql(a, "SELECT count(*) FROM t")["data"][0][0], 300 << 10);
 }
+
+/// The server-wide memory guard: with no per-query limit, a cross join that would hold
+/// hundreds of MiB is stopped with 429 once the process passes `--max-server-memory-mb`
+/// (its message names the flag), the metric counts it, and the server goes on answering.
+/// Before, nothing bounded the process but the machine (the kernel's OOM killer).
+#[test]
+fn the_memory_guard_stops_the_heaviest_query() {
+    let s = Server::start(&[]);
+    let base = proc_kb(s.child.id(), "VmRSS:");
+    drop(s);
+    let limit_mb = (base >> 20) + 96;
+    let s = Server::start(&["--max-server-memory-mb", &limit_mb.to_string()]);
+    let a = s.addr.as_str();
+    sql(a, "CREATE TABLE t (v BIGINT)");
+    let csv = "v\n".to_string() + &(0..6000).map(|i| format!("{i}\n")).collect::<String>();
+    assert_eq!(post(a, "/write?table=t&format=csv", &csv).status, 200);
+    // 36M rows: about 600 MiB of join indexes and sums if it ran to the end.
+    let r = post(a, "/", "SELECT count(*), sum(s) FROM (SELECT x.v + y.v AS s FROM t x, t y) j");
+    assert_eq!((r.status, r.error_code().as_str()), (429, "RESOURCES_EXHAUSTED"), "{}", r.text());
+    assert!(r.text().contains("--max-server-memory-mb"), "{}", r.text());
+    let metrics = get(a, "/metrics").text();
+    assert!(metrics.contains("zepto_queries_stopped_for_memory_total 1"), "{metrics}");
+    assert_eq!(sql(a, "SELECT count(*) FROM t")["data"][0][0], 6000, "the server goes on");
+}

@@ -23,6 +23,9 @@ pub struct Config {
     /// Bytes of request bodies all requests may hold at once (`--max-inflight-body-mb`);
     /// `None`: [`Config::inflight_body_bytes`]'s default.
     pub max_inflight_body_bytes: Option<usize>,
+    /// Resident memory of the whole process past which the query holding the most is stopped
+    /// (`--max-server-memory-mb`; [`crate::memory_guard`]); `None`: no guard.
+    pub max_server_memory: Option<usize>,
     /// What one SQL request may ask of the parser (size, statements, expression depth and
     /// elements).
     pub parse_limits: zepto_sql::parser::ParseLimits,
@@ -76,6 +79,7 @@ impl Default for Config {
             tls: None,
             max_body_bytes: 256 << 20,
             max_inflight_body_bytes: None,
+            max_server_memory: None,
             parse_limits: zepto_sql::parser::ParseLimits::default(),
             query_timeout: Some(Duration::from_secs(300)),
             query_memory_limit: None,

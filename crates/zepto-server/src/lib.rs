@@ -7,6 +7,7 @@
 //! * [`ingest`] — `/write`: CSV, JSONL, Arrow IPC and InfluxDB line protocol, all-or-nothing.
 //! * [`auth`] — API keys (stored hashed), roles and table grants.
 //! * [`inflight`] — one budget for the request bodies held in memory at once.
+//! * [`memory_guard`] — stops the heaviest query when the process holds too much.
 //! * [`pool`] — the query threads, apart from ingest's and at a lower CPU priority.
 //! * [`metrics`], [`access_log`] — Prometheus `/metrics` and one JSON log line per request.
 #![warn(missing_docs)]
@@ -19,6 +20,7 @@ pub mod encode;
 pub mod error;
 pub mod inflight;
 pub mod ingest;
+pub mod memory_guard;
 pub mod metrics;
 pub mod pool;
 pub mod router;

@@ -71,6 +71,9 @@ pub struct Metrics {
     pub connections_open: Gauge,
     /// `zepto_queries_running`: statements executing now.
     pub queries_running: Gauge,
+    /// `zepto_queries_stopped_for_memory_total`: queries the memory guard stopped because the
+    /// process held more than `--max-server-memory-mb`.
+    pub queries_stopped_for_memory: Counter,
     memory: Gauge<f64, AtomicU64>,
     peak_memory: Gauge<f64, AtomicU64>,
     tables: Gauge,
@@ -129,6 +132,12 @@ impl Metrics {
         registry.register("zepto_connections_open", "Connections open now", connections_open.clone());
         let queries_running = Gauge::default();
         registry.register("zepto_queries_running", "Statements executing now", queries_running.clone());
+        let queries_stopped_for_memory = Counter::default();
+        registry.register(
+            "zepto_queries_stopped_for_memory",
+            "Queries stopped because the server held more than --max-server-memory-mb",
+            queries_stopped_for_memory.clone(),
+        );
         let memory = Gauge::<f64, AtomicU64>::default();
         registry.register("zepto_memory_resident_bytes", "Resident memory of the process", memory.clone());
         let peak_memory = Gauge::<f64, AtomicU64>::default();
@@ -164,6 +173,7 @@ impl Metrics {
             connections_total,
             connections_open,
             queries_running,
+            queries_stopped_for_memory,
             memory,
             peak_memory,
             tables,

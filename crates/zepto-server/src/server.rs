@@ -90,6 +90,9 @@ async fn serve(config: Config, engine: Engine, on_listening: impl FnOnce(SocketA
     let grace = config.shutdown_grace;
     let permits = Arc::new(Semaphore::new(config.max_connections));
     let state = Arc::new(State::new(engine, config, log).map_err(|e| format!("starting the query threads: {e}"))?);
+    if let Some(limit) = state.config.max_server_memory {
+        crate::memory_guard::start(&state, limit).map_err(|e| format!("starting the memory guard: {e}"))?;
+    }
     state.ready.store(true, Ordering::Relaxed);
     on_listening(local, tls.is_some());
 

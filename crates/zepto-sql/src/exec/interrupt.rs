@@ -14,7 +14,7 @@
 use crate::error::{Result, SqlError};
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 use zepto_storage::mem::thread_net_bytes;
 
@@ -25,6 +25,11 @@ pub struct QueryControl {
     deadline: Option<Instant>,
     timeout: Option<Duration>,
     mem_limit: Option<usize>,
+    /// The most bytes one thread of the query was seen holding at a check: what a server-wide
+    /// memory guard compares to choose which query to stop.
+    held: AtomicUsize,
+    /// Why the query was stopped for memory from outside ([`QueryControl::exhaust`]).
+    exhausted: OnceLock<String>,
 }
 
 impl QueryControl {
@@ -36,7 +41,21 @@ impl QueryControl {
             deadline: timeout.and_then(|t| Instant::now().checked_add(t)),
             timeout,
             mem_limit,
+            held: AtomicUsize::new(0),
+            exhausted: OnceLock::new(),
         })
+    }
+
+    /// Stop the query at its next check with `RESOURCES_EXHAUSTED` and `reason` (a server's
+    /// memory guard, when the process as a whole holds too much).
+    pub fn exhaust(&self, reason: String) {
+        let _ = self.exhausted.set(reason);
+        self.cancel();
+    }
+
+    /// The most bytes one of the query's threads was seen holding at a check.
+    pub fn held(&self) -> usize {
+        self.held.load(Ordering::Relaxed)
     }
 
     /// Ask the query to stop at its next check (it then fails with `CANCELLED`).
@@ -83,8 +102,12 @@ impl QueryControl {
     /// Fail if the query was cancelled, ran past its deadline, or `held` bytes exceed its
     /// memory limit.
     pub fn check(&self, held: isize) -> Result<()> {
+        self.held.fetch_max(held.max(0) as usize, Ordering::Relaxed);
         if self.is_cancelled() {
-            return Err(SqlError::Cancelled);
+            return Err(match self.exhausted.get() {
+                Some(reason) => SqlError::ResourcesExhausted(reason.clone()),
+                None => SqlError::Cancelled,
+            });
         }
         if let (Some(d), Some(t)) = (self.deadline, self.timeout) {
             if Instant::now() >= d {
