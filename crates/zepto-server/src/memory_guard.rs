@@ -25,7 +25,7 @@ use zepto_sql::exec::interrupt::QueryControl;
 pub const PERIOD: Duration = Duration::from_millis(10);
 
 /// How long after stopping a query the guard waits before it stops another.
-const SETTLE: Duration = Duration::from_millis(200);
+pub const SETTLE: Duration = Duration::from_millis(200);
 
 /// Queries holding less than this are never stopped by the guard.
 pub const MIN_VICTIM: usize = 8 << 20;

@@ -27,57 +27,7 @@ impl Prepared {
     }
 }
 
-/// What a statement needs: the roles of the server map onto these.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Access {
-    /// SELECT, EXPLAIN, SHOW TABLES, DESCRIBE.
-    Read,
-    /// INSERT, UPDATE, DELETE, CREATE TABLE (AS), ALTER TABLE ADD COLUMN.
-    Write,
-    /// DROP TABLE, COPY (which reads or writes files on the server) and CHECKPOINT.
-    Admin,
-}
-
-impl Statement {
-    /// What the statement needs of the caller's role.
-    pub fn access(&self) -> Access {
-        match self {
-            Statement::Query(_) | Statement::Explain { .. } | Statement::ShowTables | Statement::Describe { .. } => {
-                Access::Read
-            }
-            Statement::Insert { .. }
-            | Statement::Delete { .. }
-            | Statement::Update { .. }
-            | Statement::CreateTable(_)
-            | Statement::CreateTableAs { .. }
-            | Statement::AlterAddColumn { .. } => Access::Write,
-            Statement::DropTable { .. }
-            | Statement::CopyFrom { .. }
-            | Statement::CopyTo { .. }
-            | Statement::AlterSetTtl { .. }
-            | Statement::AlterTier { .. }
-            | Statement::Checkpoint => Access::Admin,
-        }
-    }
-
-    /// The table a writing statement changes, with its position if known.
-    fn target(&self) -> Option<(&str, Option<crate::error::Pos>)> {
-        match self {
-            Statement::CreateTable(ct) => Some((&ct.name, None)),
-            Statement::CreateTableAs { name, .. } => Some((name, None)),
-            Statement::DropTable { name, pos, .. } => Some((name, Some(*pos))),
-            Statement::AlterAddColumn { table, pos, .. }
-            | Statement::AlterSetTtl { table, pos, .. }
-            | Statement::AlterTier { table, pos, .. }
-            | Statement::Insert { table, pos, .. }
-            | Statement::Delete { table, pos, .. }
-            | Statement::Update { table, pos, .. }
-            | Statement::CopyFrom { table, pos, .. }
-            | Statement::Describe { table, pos } => Some((table, Some(*pos))),
-            _ => None,
-        }
-    }
-}
+pub use crate::parser::access::Access;
 
 /// A SQL session over a catalog: parses, plans and runs statements. Cheap to clone; clones share
 /// the catalog.

@@ -1,5 +1,5 @@
-//! ZeptoDB SQL: text → AST ([`parser`]) → bound logical plan ([`plan`]) → columnar results
-//! ([`exec`]). [`Engine`] ties them to a storage [`zepto_storage::Catalog`]. Bound expressions
+//! ZeptoDB SQL: text → AST ([`parser`], the `zepto-parser` crate, re-exported here with its
+//! [`error`] type) → bound logical plan ([`plan`]) → columnar results ([`exec`]). [`Engine`] ties them to a storage [`zepto_storage::Catalog`]. Bound expressions
 //! ([`expr`]) and their evaluator ([`eval`]) sit below both the planner and the executor.
 #![warn(missing_docs)]
 
@@ -7,12 +7,12 @@ pub mod access;
 mod copy;
 mod dml;
 pub mod engine;
-pub mod error;
+pub use zepto_parser::error;
 pub mod eval;
 pub mod exec;
 pub mod expr;
 pub mod files;
-pub mod parser;
+pub use zepto_parser as parser;
 pub mod plan;
 pub mod result;
 

@@ -123,7 +123,7 @@ pub fn measure(e: &Expr) -> (usize, usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::parser::{parse_script, parse_statements};
+    use crate::{parse_script, parse_statements};
 
     fn chain(op: &str, n: usize) -> String {
         let mut s = String::from("SELECT 1 WHERE 1 = 1");

@@ -1,13 +1,20 @@
-//! Hand-written recursive-descent SQL parser producing our own AST ([`ast`]).
+//! ZeptoDB's hand-written recursive-descent SQL parser, producing our own AST ([`ast`]), and
+//! the error type every SQL layer reports ([`error::SqlError`], with line/column positions):
+//! the first stage of the query's path (parser → binder → optimizer → physical planner →
+//! executor, in `zepto-sql`). It depends on nothing of the engine but its column types.
 //!
 //! Why not `sqlparser`: see ARCHITECTURE.md — in short, our time-series clauses (`ASOF JOIN ...
 //! ON`, `WINDOW JOIN`, `SAMPLE BY`, `LATEST ON`) are first-class here, errors carry the exact
 //! line/column, and a point query's parse costs ~1-2 µs instead of ~10 µs.
 //!
 //! Layout: `lexer` (tokens with positions), `expr` (Pratt expression parser), `query`
-//! (SELECT / set operations / FROM), this file (statements and the token cursor).
+//! (SELECT / set operations / FROM), `limits` (request size and expression depth), `visit`
+//! (walking the tree), this file (statements and the token cursor).
+#![warn(missing_docs)]
 
+pub mod access;
 pub mod ast;
+pub mod error;
 mod expr;
 pub mod lexer;
 pub mod limits;

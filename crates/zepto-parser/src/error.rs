@@ -73,7 +73,7 @@ pub enum SqlError {
         /// What exactly is wrong.
         reason: String,
     },
-    /// A request is larger or deeper than the parser accepts ([`crate::parser::ParseLimits`]).
+    /// A request is larger or deeper than the parser accepts ([`crate::ParseLimits`]).
     #[error("{0}")]
     LimitExceeded(String),
     /// The disk is full: a write was not logged and not applied (it may be retried once space
