@@ -456,7 +456,7 @@ mod tests {
     }
 
     #[test]
-    fn failures_roll_back_when_everything_earlier_is_durable_else_poison() {
+    fn failed_writes_roll_back_and_failed_syncs_of_undurable_records_poison() {
         // Always: every earlier record is durable, so a failed fsync is rolled back and later
         // appends try again (reusing the LSNs: no gap in the log).
         let st = MemStorage::new();
@@ -471,12 +471,29 @@ mod tests {
         let (recs, rep) = read_all(&st, ReplayOptions::default()).expect("replays");
         assert_eq!(recs, vec![(1, b"one".to_vec()), (2, b"four".to_vec())]);
         assert_eq!((rep.torn, rep.corruption), (None, None));
-        // None: a record written but never synced may be lost with the failed one: poisoned.
+        // None, a failed write (a full disk): only its own bytes are cut back; the record
+        // written before it, not yet synced, stays, and later appends work with no restart.
         let st = MemStorage::new();
         let wal = Wal::open(Arc::new(st.clone()), SyncMode::None, 1).expect("open");
         wal.append(b"unsynced").expect("append");
         st.short_write_next(5);
         assert!(wal.append(b"a record longer than five bytes").is_err());
+        assert_eq!(wal.append(b"x").expect("a failed write does not poison"), 2);
+        st.set_disk_full(true);
+        assert!(matches!(wal.append(b"full"), Err(WalError::NoSpace(_))));
+        st.set_disk_full(false);
+        assert_eq!(wal.append(b"y").expect("space again"), 3);
+        drop(wal);
+        let (recs, rep) = read_all(&st, ReplayOptions::default()).expect("replays");
+        assert_eq!(recs, vec![(1, b"unsynced".to_vec()), (2, b"x".to_vec()), (3, b"y".to_vec())]);
+        assert_eq!((rep.torn, rep.corruption), (None, None));
+        // None, a failed fsync while a record is written but not durable: the kernel may have
+        // dropped it, so the log is poisoned.
+        let st = MemStorage::new();
+        let wal = Wal::open(Arc::new(st.clone()), SyncMode::None, 1).expect("open");
+        wal.append(b"unsynced").expect("append");
+        st.fail_sync_after(0);
+        assert!(wal.sync().is_err());
         assert!(matches!(wal.append(b"x"), Err(WalError::Poisoned(_))));
     }
 

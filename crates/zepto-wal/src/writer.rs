@@ -10,14 +10,15 @@
 //! acknowledged writes (a process crash loses nothing: the bytes are in the OS); `None` never
 //! fsyncs.
 //!
-//! A failed write or fsync fails every append of its batch and of the pending one. When every
-//! earlier record is durable (always so under `Always`), the failure is rolled back: the
-//! segment is cut back to its last good length (a rotation's new segment removed), the LSNs are
-//! handed out again, and later appends simply try again, so a disk that filled up works again
-//! once space is freed, with no restart and no partial record left. Otherwise (records written
-//! but not yet durable, whose dirty pages the kernel may have dropped after a failed fsync), or
-//! when the roll-back itself fails, the log is poisoned: every later append fails until a
-//! restart recovers from what is on disk.
+//! A failed write or fsync fails every append of its batch and of the pending one. The failure
+//! is rolled back: the segment is cut back to its last good length (a rotation's new segment
+//! removed), the LSNs are handed out again, and later appends simply try again, so a disk that
+//! filled up works again once space is freed, with no restart and no partial record left,
+//! whatever the sync mode (a failed write touches only its own bytes; records written before
+//! it stay in the page cache for the next fsync). Only a failed fsync while records are
+//! written but not yet durable (`Interval`, `None`: the kernel may have dropped their dirty
+//! pages), or a roll-back that itself fails, poisons the log: every later append fails until
+//! a restart recovers from what is on disk.
 
 use crate::format::{encode, header, parse_segment_name, segment_name, HEADER_LEN, MAX_PAYLOAD};
 use crate::storage::Storage;
@@ -251,11 +252,13 @@ impl Wal {
             Err(e) => {
                 // Nothing is pending (the loop above wrote it): only the new segment to undo.
                 let first = g.next_lsn;
-                roll_back(s, &mut g, &e, (first, Some(seg.as_str())));
+                // Counted as an fsync's failure: the steps include two.
+                let f = Failure { error: e, in_sync: true };
+                roll_back(s, &mut g, &f, (first, Some(seg.as_str())));
                 s.cond.notify_all();
                 Err(match &g.poisoned {
                     Some(p) => WalError::Poisoned(p.clone()),
-                    None => g.failure.clone().unwrap_or_else(|| WalError::WriteFailed(e.to_string())),
+                    None => g.failure.clone().unwrap_or_else(|| WalError::WriteFailed(f.error.to_string())),
                 })
             }
         }
@@ -292,14 +295,18 @@ fn lead<'a>(s: &'a Shared, mut g: MutexGuard<'a, Inner>, sync: bool) -> MutexGua
     let old = g.segment.clone();
     drop(g);
     let seg = if rotate { segment_name(first) } else { old.clone() };
-    let r = (|| -> std::io::Result<()> {
+    // Which step failed matters to the roll-back: a failed fsync may have lost earlier
+    // written records, a failed write only its own bytes.
+    let synced = |e| Failure { error: e, in_sync: true };
+    let written = |e| Failure { error: e, in_sync: false };
+    let r = (|| -> Result<(), Failure> {
         if rotate {
-            s.storage.sync(&old)?;
-            s.storage.append(&seg, &header(first))?;
+            s.storage.sync(&old).map_err(synced)?;
+            s.storage.append(&seg, &header(first)).map_err(written)?;
         }
-        s.storage.append(&seg, &batch)?;
+        s.storage.append(&seg, &batch).map_err(written)?;
         if sync || rotate {
-            s.storage.sync(&seg)?;
+            s.storage.sync(&seg).map_err(synced)?;
         }
         Ok(())
     })();
@@ -325,11 +332,21 @@ fn lead<'a>(s: &'a Shared, mut g: MutexGuard<'a, Inner>, sync: bool) -> MutexGua
     g
 }
 
-/// A batch starting at LSN `first` failed with `e` (`new_segment`: the segment a rotation was
+/// A failed step of a leader's batch.
+struct Failure {
+    error: std::io::Error,
+    /// An fsync failed (else a write): the kernel may have dropped earlier written pages.
+    in_sync: bool,
+}
+
+/// A batch starting at LSN `first` failed (`new_segment`: the segment a rotation was
 /// starting). Cut the log back to its state before the batch and hand its LSNs out again, or
 /// poison the log when that cannot be done safely (see the module docs).
-fn roll_back(s: &Shared, g: &mut Inner, e: &std::io::Error, (first, new_segment): (Lsn, Option<&str>)) {
-    let undurable = g.durable < g.written;
+fn roll_back(s: &Shared, g: &mut Inner, f: &Failure, (first, new_segment): (Lsn, Option<&str>)) {
+    let e = &f.error;
+    // Records written but not yet durable survive a failed write (ENOSPC leaves other dirty
+    // pages alone), but maybe not a failed fsync.
+    let undurable = f.in_sync && g.durable < g.written;
     let undo = || -> std::io::Result<()> {
         match new_segment {
             Some(seg) => {
