@@ -140,7 +140,7 @@ impl Engine {
     pub fn prepare(&self, q: &Query) -> Result<Prepared> {
         let mut binder = self.binder();
         let (plan, fields) = binder.bind_query(q)?;
-        Ok(Prepared { plan: crate::plan::physical::plan(plan), fields })
+        Ok(Prepared { plan: crate::plan::physical::plan(crate::plan::optimizer::optimize(plan)), fields })
     }
 
     /// Run a prepared query.

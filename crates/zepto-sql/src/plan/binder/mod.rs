@@ -5,6 +5,12 @@
 //! uncorrelated subqueries are planned and run once, here, and become constants. Running them
 //! is the executor's job, which sits above the planner: the engine hands it to the binder as
 //! [`Execute`].
+//!
+//! The binder builds the plan the statement says, without optimizing it: a WHERE is a `Filter`
+//! over what FROM gives, and the optimizer ([`super::optimizer`]) later pushes it into the
+//! scan. Two things that look like optimizations stay here because later binding needs them:
+//! constant folding (`bind_expr::fold`, as each expression is bound: LIMIT, TOLERANCE, window
+//! offsets and join bounds must be values) and running uncorrelated subqueries.
 
 pub mod sample;
 pub mod window;
@@ -13,7 +19,6 @@ mod window_join;
 use super::bind_expr::{
     cast_to, common_type, contains_aggregate, resolve, walk, AggCtx, ExprBinder, SubPlan, SubqueryRunner, WinCtx,
 };
-use super::{prune, pushdown};
 use super::{AggCall, BExpr, Field, OuterRef, PhysicalPlan, Plan, SortKey};
 use crate::error::{Pos, Result, SqlError};
 use crate::eval::Batch;
@@ -71,7 +76,7 @@ impl SubqueryRunner for Binder {
                         t => t,
                     };
                     if refs.is_empty() {
-                        let batch = self.executor.execute(&super::physical::plan(plan))?;
+                        let batch = self.executor.execute(&super::physical::plan(super::optimizer::optimize(plan)))?;
                         let values =
                             batch.columns.first().map(|c| (0..c.len()).map(|i| c.get(i)).collect()).unwrap_or_default();
                         return Ok(SubPlan::Rows { values, ty, width, rows: batch.rows });
@@ -349,7 +354,7 @@ impl Binder {
                 };
                 if let Some(on) = &on {
                     let b = ExprBinder { scope: &scope, agg: None, win: None, runner: self }.bind_bool(on)?;
-                    pushdown::conjuncts(b, &mut conds);
+                    b.conjuncts(&mut conds);
                 }
                 let tolerance = match tolerance {
                     None => None,
@@ -366,7 +371,7 @@ impl Binder {
                         kind: JoinKind::Window,
                         left_keys: vec![],
                         right_keys: vec![],
-                        residual: pushdown::and_all(conds),
+                        residual: BExpr::and_all(conds),
                     };
                     return Ok((plan, scope));
                 }
@@ -396,7 +401,7 @@ impl Binder {
                     kind: *kind,
                     left_keys: lk,
                     right_keys: rk,
-                    residual: pushdown::and_all(residual),
+                    residual: BExpr::and_all(residual),
                 };
                 Ok((plan, scope))
             }
@@ -418,7 +423,7 @@ impl Binder {
                 return Err(SqlError::plan("aggregates are not allowed in WHERE", w.pos()));
             }
             let pred = ExprBinder { scope: &scope, agg: None, win: None, runner: self }.bind_bool(w)?;
-            plan = apply_filter(plan, pred);
+            plan = Plan::Filter { input: Box::new(plan), pred };
         }
         if let Some(lt) = &s.latest {
             plan = self.bind_latest(plan, lt, &scope)?;
@@ -495,7 +500,7 @@ impl Binder {
                 texts.push((text.clone(), c.ty));
                 calls.push(c);
             }
-            let base = prune::width(&plan);
+            let base = plan.width();
             plan = Plan::Window { input: Box::new(plan), calls, how: super::WindowHow::Whole };
             win_ctx = WinCtx { base, calls: texts };
             Some(&win_ctx)
@@ -1072,25 +1077,6 @@ pub(super) fn split_equi(c: &BExpr, nl: usize) -> Option<(BExpr, BExpr)> {
         ((true, false), (false, true)) => Some(((**left).clone(), shift(right))),
         ((false, true), (true, false)) => Some(((**right).clone(), shift(left))),
         _ => None,
-    }
-}
-
-/// A filter over a scan becomes partition selection + time range + residual.
-pub(super) fn apply_filter(plan: Plan, pred: BExpr) -> Plan {
-    match plan {
-        Plan::Scan { table, columns, range } if range == Default::default() => {
-            let mut conj = Vec::new();
-            pushdown::conjuncts(pred, &mut conj);
-            let key = table.key_col.and_then(|k| columns.iter().position(|&c| c == k));
-            let ts = table.ts_col.and_then(|k| columns.iter().position(|&c| c == k));
-            let (range, rest) = pushdown::extract(conj, key, ts);
-            let scan = Plan::Scan { table, columns, range };
-            match pushdown::and_all(rest) {
-                Some(p) => Plan::Filter { input: Box::new(scan), pred: p },
-                None => scan,
-            }
-        }
-        plan => Plan::Filter { input: Box::new(plan), pred },
     }
 }
 

@@ -1,7 +1,23 @@
-//! Column pruning: after binding, push "which columns are needed" down the plan so scans copy
-//! only the columns a query reads (`count(*)` reads none).
+//! Rule `prune_columns`: "which columns are needed" flows down the plan from its output, so
+//! scans copy only the columns a query reads (`count(*)` reads none), every expression above
+//! is renumbered to the narrower inputs, and an ASOF JOIN emits only what its parent reads
+//! (the key and time columns it reads to match are never gathered into its output).
 
-use super::{AggCall, BExpr, Plan, SortKey};
+use super::Rule;
+use crate::plan::{AggCall, BExpr, Plan, SortKey};
+
+/// The rule (see the module doc).
+pub struct PruneColumns;
+
+impl Rule for PruneColumns {
+    fn name(&self) -> &'static str {
+        "prune_columns"
+    }
+
+    fn rewrite(&self, plan: Plan) -> Plan {
+        prune_plan(plan)
+    }
+}
 
 /// Old column position → new position (None: column dropped).
 type Map = Vec<Option<usize>>;
@@ -22,30 +38,6 @@ fn identity(n: usize) -> Map {
     (0..n).map(Some).collect()
 }
 
-/// Width of a plan's output.
-pub fn width(p: &Plan) -> usize {
-    match p {
-        Plan::Scan { columns, .. } => columns.len(),
-        Plan::Values { width, .. } => *width,
-        Plan::Filter { input, .. }
-        | Plan::Sort { input, .. }
-        | Plan::Limit { input, .. }
-        | Plan::Distinct { input }
-        | Plan::Latest { input, .. }
-        | Plan::Fill { input, .. } => width(input),
-        Plan::Project { exprs, .. } => exprs.len(),
-        Plan::Window { input, calls, .. } => width(input) + calls.len(),
-        Plan::Aggregate { keys, aggs, .. } => keys.len() + aggs.len(),
-        Plan::WindowJoin { left, aggs, .. } => width(left) + aggs.len(),
-        Plan::AsofJoin { emit: Some(e), .. } => e.len(),
-        Plan::Join { left, right, .. }
-        | Plan::AsofJoin { left, right, .. }
-        | Plan::RangeJoin { left, right, .. }
-        | Plan::SpliceJoin { left, right, .. } => width(left) + width(right),
-        Plan::SetOp { left, .. } => width(left),
-    }
-}
-
 /// Prune both inputs of a join-like node whose output is `[left..., right...]`, keeping what
 /// `need` asks for plus what the `lx` (left) and `rx` (right) expressions read, which are
 /// remapped in place. Returns the pruned inputs and the output column map.
@@ -56,7 +48,7 @@ fn prune_pair(
     lx: &mut [&mut BExpr],
     rx: &mut [&mut BExpr],
 ) -> (Plan, Plan, Map) {
-    let (wl, wr) = (width(&left), width(&right));
+    let (wl, wr) = (left.width(), right.width());
     let mut nl: Vec<bool> = (0..wl).map(|i| need.get(i).copied().unwrap_or(true)).collect();
     let mut nr: Vec<bool> = (0..wr).map(|i| need.get(wl + i).copied().unwrap_or(true)).collect();
     lx.iter().for_each(|k| mark(k, &mut nl));
@@ -65,14 +57,14 @@ fn prune_pair(
     let (right, mr) = prune(right, &nr);
     lx.iter_mut().for_each(|k| remap(k, &ml));
     rx.iter_mut().for_each(|k| remap(k, &mr));
-    let new_wl = width(&left);
+    let new_wl = left.width();
     let map: Map = ml.iter().copied().chain(mr.iter().map(|m| m.map(|j| new_wl + j))).collect();
     (left, right, map)
 }
 
 /// Prune the whole plan: every output column is needed.
-pub fn prune_plan(p: Plan) -> Plan {
-    let need = vec![true; width(&p)];
+fn prune_plan(p: Plan) -> Plan {
+    let need = vec![true; p.width()];
     prune(p, &need).0
 }
 
@@ -90,18 +82,18 @@ fn prune(p: Plan, need: &[bool]) -> (Plan, Map) {
             (Plan::Scan { table, columns: kept, range }, map)
         }
         Plan::Values { .. } | Plan::Distinct { .. } | Plan::SetOp { .. } | Plan::Fill { .. } => {
-            let w = width(&p);
+            let w = p.width();
             let p = match p {
                 Plan::Fill { input, spec } => {
-                    let n = vec![true; width(&input)];
+                    let n = vec![true; input.width()];
                     Plan::Fill { input: Box::new(prune(*input, &n).0), spec }
                 }
                 Plan::Distinct { input } => {
-                    let n = vec![true; width(&input)];
+                    let n = vec![true; input.width()];
                     Plan::Distinct { input: Box::new(prune(*input, &n).0) }
                 }
                 Plan::SetOp { op, all, left, right } => {
-                    let (nl, nr) = (vec![true; width(&left)], vec![true; width(&right)]);
+                    let (nl, nr) = (vec![true; left.width()], vec![true; right.width()]);
                     Plan::SetOp { op, all, left: Box::new(prune(*left, &nl).0), right: Box::new(prune(*right, &nr).0) }
                 }
                 p => p,
@@ -110,7 +102,7 @@ fn prune(p: Plan, need: &[bool]) -> (Plan, Map) {
         }
         Plan::Filter { input, mut pred } => {
             let mut n = need.to_vec();
-            n.resize(width(&input), false);
+            n.resize(input.width(), false);
             mark(&pred, &mut n);
             let (input, map) = prune(*input, &n);
             remap(&mut pred, &map);
@@ -118,14 +110,14 @@ fn prune(p: Plan, need: &[bool]) -> (Plan, Map) {
         }
         Plan::Sort { input, mut keys, limit } => {
             let mut n = need.to_vec();
-            n.resize(width(&input), false);
+            n.resize(input.width(), false);
             keys.iter().for_each(|k| mark(&k.expr, &mut n));
             let (input, map) = prune(*input, &n);
             keys.iter_mut().for_each(|k: &mut SortKey| remap(&mut k.expr, &map));
             (Plan::Sort { input: Box::new(input), keys, limit }, map)
         }
         Plan::Window { input, mut calls, how } => {
-            let w = width(&input);
+            let w = input.width();
             let mut n: Vec<bool> = (0..w).map(|i| need.get(i).copied().unwrap_or(true)).collect();
             for c in &calls {
                 c.args.iter().chain(&c.partition).for_each(|x| mark(x, &mut n));
@@ -136,13 +128,13 @@ fn prune(p: Plan, need: &[bool]) -> (Plan, Map) {
                 c.args.iter_mut().chain(c.partition.iter_mut()).for_each(|x| remap(x, &imap));
                 c.order.iter_mut().for_each(|k| remap(&mut k.expr, &imap));
             }
-            let new_w = width(&input);
+            let new_w = input.width();
             let map: Map = imap.iter().copied().chain((0..calls.len()).map(|k| Some(new_w + k))).collect();
             (Plan::Window { input: Box::new(input), calls, how }, map)
         }
         Plan::Latest { input, mut keys, mut ts, how } => {
             let mut n = need.to_vec();
-            n.resize(width(&input), false);
+            n.resize(input.width(), false);
             keys.iter().chain(std::iter::once(&ts)).for_each(|k| mark(k, &mut n));
             let (input, map) = prune(*input, &n);
             keys.iter_mut().chain(std::iter::once(&mut ts)).for_each(|k| remap(k, &map));
@@ -161,7 +153,7 @@ fn prune(p: Plan, need: &[bool]) -> (Plan, Map) {
                     kept.push(e);
                 }
             }
-            let mut n = vec![false; width(&input)];
+            let mut n = vec![false; input.width()];
             kept.iter().for_each(|e| mark(e, &mut n));
             let (input, imap) = prune(*input, &n);
             kept.iter_mut().for_each(|e| remap(e, &imap));
@@ -169,7 +161,7 @@ fn prune(p: Plan, need: &[bool]) -> (Plan, Map) {
         }
         Plan::Aggregate { input, mut keys, mut aggs, how } => {
             let w = keys.len() + aggs.len();
-            let mut n = vec![false; width(&input)];
+            let mut n = vec![false; input.width()];
             keys.iter().for_each(|k| mark(k, &mut n));
             for a in &aggs {
                 a.args.iter().for_each(|x| mark(x, &mut n));
@@ -211,7 +203,7 @@ fn prune_join(p: Plan, need: &[bool]) -> (Plan, Map) {
             mut aggs,
             how,
         } => {
-            let (wl, wr) = (width(&left), width(&right));
+            let (wl, wr) = (left.width(), right.width());
             let mut nl: Vec<bool> = (0..wl).map(|i| need.get(i).copied().unwrap_or(true)).collect();
             let mut nr = vec![false; wr];
             left_keys.iter().chain(std::iter::once(&left_ts)).for_each(|k| mark(k, &mut nl));
@@ -226,7 +218,7 @@ fn prune_join(p: Plan, need: &[bool]) -> (Plan, Map) {
             for a in &mut aggs {
                 a.args.iter_mut().chain(a.order.iter_mut()).for_each(|x| remap(x, &mr));
             }
-            let new_wl = width(&left);
+            let new_wl = left.width();
             let map: Map = ml.iter().copied().chain((0..aggs.len()).map(|k| Some(new_wl + k))).collect();
             let plan = Plan::WindowJoin {
                 left: Box::new(left),
@@ -288,8 +280,8 @@ fn prune_join(p: Plan, need: &[bool]) -> (Plan, Map) {
         } => {
             // `need` is over the emitted columns; the inputs are pruned over `[left, right]`,
             // and the join then emits only what is needed (not the columns read to match).
-            let emit = emit.unwrap_or_else(|| (0..width(&left) + width(&right)).collect());
-            let mut need_pair = vec![false; width(&left) + width(&right)];
+            let emit = emit.unwrap_or_else(|| (0..left.width() + right.width()).collect());
+            let mut need_pair = vec![false; left.width() + right.width()];
             for (k, &c) in emit.iter().enumerate() {
                 need_pair[c] |= need.get(k).copied().unwrap_or(true);
             }
@@ -325,7 +317,7 @@ fn prune_join(p: Plan, need: &[bool]) -> (Plan, Map) {
             (plan, map)
         }
         Plan::Join { left, right, kind, mut left_keys, mut right_keys, mut residual } => {
-            let (wl, wr) = (width(&left), width(&right));
+            let (wl, wr) = (left.width(), right.width());
             let mut nl: Vec<bool> = (0..wl).map(|i| need.get(i).copied().unwrap_or(true)).collect();
             let mut nr: Vec<bool> = (0..wr).map(|i| need.get(wl + i).copied().unwrap_or(true)).collect();
             left_keys.iter().for_each(|k| mark(k, &mut nl));
@@ -341,7 +333,7 @@ fn prune_join(p: Plan, need: &[bool]) -> (Plan, Map) {
             }
             let (left, ml) = prune(*left, &nl);
             let (right, mr) = prune(*right, &nr);
-            let new_wl = width(&left);
+            let new_wl = left.width();
             left_keys.iter_mut().for_each(|k| remap(k, &ml));
             right_keys.iter_mut().for_each(|k| remap(k, &mr));
             let map: Map = ml.iter().copied().chain(mr.iter().map(|m| m.map(|j| new_wl + j))).collect();
@@ -351,8 +343,116 @@ fn prune_join(p: Plan, need: &[bool]) -> (Plan, Map) {
             (Plan::Join { left: Box::new(left), right: Box::new(right), kind, left_keys, right_keys, residual }, map)
         }
         p => {
-            let w = width(&p);
+            let w = p.width();
             (p, identity(w))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::expr::functions::AggFunc;
+    use crate::parser::ast::BinaryOp;
+    use crate::plan::{AggHow, ScanRange};
+    use std::sync::Arc;
+    use zepto_storage::{ColumnDef, DataType, Schema, Table, TableOptions, Value};
+
+    /// `t(ts TIMESTAMP, sym SYMBOL, x DOUBLE, y DOUBLE)`.
+    fn scan() -> Plan {
+        let col = |name: &str, data_type| ColumnDef { name: name.into(), data_type };
+        let schema = Schema {
+            columns: vec![
+                col("ts", DataType::Timestamp),
+                col("sym", DataType::Symbol),
+                col("x", DataType::Float64),
+                col("y", DataType::Float64),
+            ],
+        };
+        let table = Arc::new(Table::new("t", schema, &TableOptions::default()).expect("table"));
+        Plan::Scan { table, columns: vec![0, 1, 2, 3], range: ScanRange::default() }
+    }
+
+    fn x() -> BExpr {
+        BExpr::Col(2, DataType::Float64)
+    }
+
+    fn scan_columns(p: &Plan) -> Vec<usize> {
+        match p {
+            Plan::Scan { columns, .. } => columns.clone(),
+            p => scan_columns(p.inputs()[0]),
+        }
+    }
+
+    #[test]
+    fn a_projection_reads_only_its_columns_renumbered() {
+        let p = Plan::Project { input: Box::new(scan()), exprs: vec![BExpr::Col(3, DataType::Float64), x()] };
+        let p = PruneColumns.rewrite(p);
+        assert_eq!(scan_columns(&p), [2, 3]);
+        let Plan::Project { exprs, .. } = p else { panic!("project on top") };
+        assert_eq!(exprs, [BExpr::Col(1, DataType::Float64), BExpr::Col(0, DataType::Float64)]);
+    }
+
+    #[test]
+    fn a_filter_keeps_the_columns_its_predicate_reads() {
+        let pred = BExpr::Binary {
+            op: BinaryOp::Gt,
+            left: Box::new(BExpr::Col(3, DataType::Float64)),
+            right: Box::new(BExpr::Lit(Value::Float64(1.0), DataType::Float64)),
+            ty: DataType::Bool,
+        };
+        let filtered = Plan::Filter { input: Box::new(scan()), pred };
+        let p = PruneColumns.rewrite(Plan::Project { input: Box::new(filtered), exprs: vec![x()] });
+        assert_eq!(scan_columns(&p), [2, 3]);
+        let Plan::Project { input, exprs } = p else { panic!("project on top") };
+        assert_eq!(exprs, [BExpr::Col(0, DataType::Float64)]);
+        assert!(
+            matches!(*input, Plan::Filter { pred: BExpr::Binary { left, .. }, .. } if *left == BExpr::Col(1, DataType::Float64))
+        );
+    }
+
+    #[test]
+    fn count_star_reads_no_column() {
+        let count =
+            AggCall { func: AggFunc::CountStar, args: vec![], distinct: false, order: None, ty: DataType::Int64 };
+        let p = Plan::Aggregate { input: Box::new(scan()), keys: vec![], aggs: vec![count], how: AggHow::Hash };
+        assert_eq!(scan_columns(&PruneColumns.rewrite(p)), Vec::<usize>::new());
+    }
+
+    #[test]
+    fn leaves_alone_what_needs_every_column() {
+        // The plan's own output is all needed.
+        assert_eq!(scan_columns(&PruneColumns.rewrite(scan())), [0, 1, 2, 3]);
+        // DISTINCT compares whole rows: its input keeps every column even under a projection.
+        let distinct = Plan::Distinct { input: Box::new(scan()) };
+        let p = PruneColumns.rewrite(Plan::Project { input: Box::new(distinct), exprs: vec![x()] });
+        assert_eq!(scan_columns(&p), [0, 1, 2, 3]);
+    }
+
+    #[test]
+    fn an_asof_join_emits_only_what_its_parent_reads() {
+        // Both sides joined on sym and ts; the parent reads the left x and the right y.
+        let asof = Plan::AsofJoin {
+            left: Box::new(scan()),
+            right: Box::new(scan()),
+            left_keys: vec![BExpr::Col(1, DataType::Symbol)],
+            right_keys: vec![BExpr::Col(1, DataType::Symbol)],
+            left_ts: BExpr::Col(0, DataType::Timestamp),
+            right_ts: BExpr::Col(0, DataType::Timestamp),
+            op: BinaryOp::GtEq,
+            outer: false,
+            tolerance: None,
+            emit: None,
+            how: crate::plan::AsofHow::KeySearch,
+        };
+        let exprs = vec![x(), BExpr::Col(7, DataType::Float64)];
+        let p = PruneColumns.rewrite(Plan::Project { input: Box::new(asof), exprs });
+        let Plan::Project { input, exprs } = p else { panic!("project on top") };
+        let Plan::AsofJoin { left, right, emit, .. } = *input else { panic!("asof under it") };
+        // Each side reads its key and time to match, plus the column the parent wants ...
+        assert_eq!((scan_columns(&left), scan_columns(&right)), (vec![0, 1, 2], vec![0, 1, 3]));
+        // ... and the join emits only those two (left x, right y of the pruned [left, right]).
+        assert_eq!(emit, Some(vec![2, 5]));
+        assert_eq!(exprs, [BExpr::Col(0, DataType::Float64), BExpr::Col(1, DataType::Float64)]);
     }
 }
