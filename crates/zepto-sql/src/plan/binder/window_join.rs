@@ -93,6 +93,39 @@ pub(super) fn time_type(t: DataType) -> bool {
     matches!(t, DataType::Timestamp | DataType::Int64 | DataType::Int32 | DataType::Date)
 }
 
+/// A WINDOW JOIN under its WHERE filters, taken apart: each WHERE conjunct filters the one
+/// side it reads (right-side ones before the windows are formed), and the ON condition is
+/// returned for the SELECT to split into keys and the window.
+fn where_by_side(plan: Plan) -> Result<(Plan, Plan, Option<BExpr>)> {
+    let mut filters = Vec::new();
+    let mut p = plan;
+    while let Plan::Filter { input, pred } = p {
+        pred.conjuncts(&mut filters);
+        p = *input;
+    }
+    let Plan::Join { left, right, residual, .. } = p else {
+        return Err(SqlError::Internal("window join shape".into()));
+    };
+    let nl = left.width();
+    let (mut lp, mut rp) = (*left, *right);
+    for f in filters {
+        match sides(&f, nl) {
+            (_, false) => lp = Plan::Filter { input: Box::new(lp), pred: f },
+            (false, true) => {
+                let mut f = f;
+                f.map_cols(&|c| c - nl);
+                rp = Plan::Filter { input: Box::new(rp), pred: f };
+            }
+            (true, true) => {
+                return err(
+                    "a WHERE condition of a WINDOW JOIN must read only one side; put the other in ON or a subquery",
+                )
+            }
+        }
+    }
+    Ok((lp, rp, residual))
+}
+
 impl Binder {
     pub(super) fn bind_window_join(
         &mut self,
@@ -107,33 +140,8 @@ impl Binder {
                 "WINDOW JOIN gives one row per left row: GROUP BY is not allowed (aggregate in an outer query)",
             );
         }
-        let mut filters = Vec::new();
-        let mut p = plan;
-        while let Plan::Filter { input, pred } = p {
-            pred.conjuncts(&mut filters);
-            p = *input;
-        }
-        let Plan::Join { left, right, residual, .. } = p else {
-            return Err(SqlError::Internal("window join shape".into()));
-        };
-        let nl = left.width();
-        let (mut lp, mut rp) = (*left, *right);
-        // WHERE conditions filter one side each (right-side ones before the windows are formed).
-        for f in filters {
-            match sides(&f, nl) {
-                (_, false) => lp = Plan::Filter { input: Box::new(lp), pred: f },
-                (false, true) => {
-                    let mut f = f;
-                    f.map_cols(&|c| c - nl);
-                    rp = Plan::Filter { input: Box::new(rp), pred: f };
-                }
-                (true, true) => {
-                    return err(
-                        "a WHERE condition of a WINDOW JOIN must read only one side; put the other in ON or a subquery",
-                    )
-                }
-            }
-        }
+        let (lp, rp, residual) = where_by_side(plan)?;
+        let nl = lp.width();
         let mut conds = Vec::new();
         if let Some(r) = residual {
             r.conjuncts(&mut conds);
