@@ -27,8 +27,9 @@
 //!   rules here see `ts > (SELECT max(ts) ...)` as `ts > <literal>`.
 //! - **WINDOW JOIN's WHERE** is split by side in the binder (`binder/window_join.rs`): a
 //!   right-side condition chooses the rows the windows are formed from, so that split is what
-//!   the statement means, not an optimization. Each side's filter is then pushed into its scan
-//!   here like any other.
+//!   the statement means, not an optimization. Each conjunct becomes a filter over its side,
+//!   and the rule pushes the innermost one into the side's scan (as the binder did: later
+//!   ones find the scan with a range already and stay filters).
 //! - **Band joins** (`JOIN ... ON r.ts BETWEEN l.ts - a AND l.ts + b` run as a `RangeJoin`) are
 //!   recognized by the binder while it splits the ON condition into keys and the rest.
 
@@ -58,6 +59,7 @@ pub const RULES: &[&dyn Rule] = &[&PushFilterIntoScan, &PruneColumns];
 pub struct Optimized(Plan);
 
 impl Optimized {
+    /// The rewritten plan, for the physical planner (and tests) to take apart.
     pub fn into_plan(self) -> Plan {
         self.0
     }
