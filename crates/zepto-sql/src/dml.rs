@@ -92,9 +92,7 @@ fn refuse_history(t: &Table, pred: Option<&BExpr>, what: &str) -> Result<()> {
     let (lo, hi) = match pred {
         None => (i64::MIN, i64::MAX),
         Some(p) => {
-            let mut conj = Vec::new();
-            crate::plan::pushdown::conjuncts(p.clone(), &mut conj);
-            let (r, _) = crate::plan::pushdown::extract(conj, None, t.ts_col);
+            let (r, _) = crate::plan::optimizer::scan_range(p.clone(), None, t.ts_col);
             (r.ts_lo, r.ts_hi)
         }
     };

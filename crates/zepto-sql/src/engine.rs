@@ -4,7 +4,7 @@
 use crate::access::TableAccess;
 use crate::error::{Pos, Result, SqlError};
 use crate::exec::{self, cast::cast_column, Batch};
-use crate::parser::ast::{InsertSource, Query, SetExpr, Statement};
+use crate::parser::ast::{CreateTable, InsertSource, Query, SetExpr, Statement};
 use crate::parser::{parse_statements_with_params, ParamValue};
 use crate::plan::binder::Binder;
 use crate::plan::Field;
@@ -96,7 +96,7 @@ impl Engine {
     pub fn prepare(&self, q: &Query) -> Result<Prepared> {
         let mut binder = self.binder();
         let (plan, fields) = binder.bind_query(q)?;
-        Ok(Prepared { plan: crate::plan::physical::plan(plan), fields })
+        Ok(Prepared { plan: crate::plan::physical::plan(crate::plan::optimizer::optimize(plan)), fields })
     }
 
     /// Run a prepared query.
@@ -112,24 +112,8 @@ impl Engine {
         }
         match s {
             Statement::Query(q) => self.query(q),
-            Statement::Explain { query, analyze } => {
-                let p = self.prepare(query)?;
-                let text = if *analyze {
-                    exec::explain_analyze(&p.plan, &p.fields)?.0
-                } else {
-                    p.plan.root().explain(&p.fields)
-                };
-                Ok(QueryResult::text_column("plan", text.lines().map(str::to_string).collect()))
-            }
-            Statement::CreateTable(ct) => {
-                let schema = Schema {
-                    columns: ct.columns.iter().map(|(n, t)| ColumnDef { name: n.clone(), data_type: *t }).collect(),
-                };
-                let opts = TableOptions { partition_key: ct.partition_by.clone(), timestamp: ct.timestamp.clone() };
-                let table = Table::new(&ct.name, schema, &opts)?;
-                self.catalog.create(table, ct.if_not_exists)?;
-                Ok(QueryResult::status("CREATE TABLE".into()))
-            }
+            Statement::Explain { query, analyze } => self.explain(query, *analyze),
+            Statement::CreateTable(ct) => self.create_table(ct),
             Statement::CreateTableAs { name, if_not_exists, query } => {
                 self.create_table_as(name, *if_not_exists, query)
             }
@@ -149,26 +133,7 @@ impl Engine {
                 }
                 Ok(QueryResult::status("ALTER TABLE".into()))
             }
-            Statement::Insert { table, columns, source, pos } => {
-                let snap = self
-                    .catalog
-                    .snapshot(table)
-                    .map_err(|_| SqlError::TableNotFound { name: table.clone(), pos: Some(*pos) })?;
-                let q = match source {
-                    InsertSource::Values(rows) => Query {
-                        ctes: vec![],
-                        body: SetExpr::Values(rows.clone()),
-                        order_by: vec![],
-                        limit: None,
-                        offset: None,
-                    },
-                    InsertSource::Query(q) => (**q).clone(),
-                };
-                let src = self.query(&q)?;
-                let cols = shape_for_table(&snap, columns, src.into_batch())?;
-                let n = self.catalog.append(table, cols)?;
-                Ok(QueryResult::status(format!("INSERT {n}")))
-            }
+            Statement::Insert { table, columns, source, pos } => self.insert(table, columns, source, *pos),
             Statement::CopyFrom { table, path, options, pos } => {
                 let snap = self
                     .catalog
@@ -208,6 +173,43 @@ impl Engine {
             }
             Statement::Describe { table, pos } => self.describe(table, *pos),
         }
+    }
+
+    /// `EXPLAIN [ANALYZE] query`: the physical plan, one line per row (with ANALYZE, after
+    /// running it, each node's rows, batches, time and memory).
+    fn explain(&self, query: &Query, analyze: bool) -> Result<QueryResult> {
+        let p = self.prepare(query)?;
+        let text =
+            if analyze { exec::explain_analyze(&p.plan, &p.fields)?.0 } else { p.plan.root().explain(&p.fields) };
+        Ok(QueryResult::text_column("plan", text.lines().map(str::to_string).collect()))
+    }
+
+    fn create_table(&self, ct: &CreateTable) -> Result<QueryResult> {
+        let schema =
+            Schema { columns: ct.columns.iter().map(|(n, t)| ColumnDef { name: n.clone(), data_type: *t }).collect() };
+        let opts = TableOptions { partition_key: ct.partition_by.clone(), timestamp: ct.timestamp.clone() };
+        let table = Table::new(&ct.name, schema, &opts)?;
+        self.catalog.create(table, ct.if_not_exists)?;
+        Ok(QueryResult::status("CREATE TABLE".into()))
+    }
+
+    /// `INSERT INTO table [(columns)] VALUES ... | query`: the source run like any query,
+    /// shaped for the table, then appended whole.
+    fn insert(&self, table: &str, columns: &[String], source: &InsertSource, pos: Pos) -> Result<QueryResult> {
+        let snap = self
+            .catalog
+            .snapshot(table)
+            .map_err(|_| SqlError::TableNotFound { name: table.to_string(), pos: Some(pos) })?;
+        let q = match source {
+            InsertSource::Values(rows) => {
+                Query { ctes: vec![], body: SetExpr::Values(rows.clone()), order_by: vec![], limit: None, offset: None }
+            }
+            InsertSource::Query(q) => (**q).clone(),
+        };
+        let src = self.query(&q)?;
+        let cols = shape_for_table(&snap, columns, src.into_batch())?;
+        let n = self.catalog.append(table, cols)?;
+        Ok(QueryResult::status(format!("INSERT {n}")))
     }
     /// `CREATE TABLE name AS query`: the table and its rows, or nothing.
     fn create_table_as(&self, name: &str, if_not_exists: bool, query: &Query) -> Result<QueryResult> {

@@ -395,7 +395,7 @@ fn partition_wise<R: Send>(
 /// straight from the partitions' columns.
 pub fn partitioned(ctx: &ExecContext, left: &Plan, right: &Plan, spec: &AsofSpec) -> Result<Batch> {
     let (outs, types) = partition_wise(ctx, left, right, spec, Ok)?;
-    let nl = crate::plan::prune::width(left);
+    let nl = left.width();
     let rows: usize = outs.iter().map(Matched::rows).sum();
     let emitted = spec.emitted(nl, types.len() - nl);
     ctx.par_map(&emitted, rows, |_, &j| assemble(j, nl, types[j], &outs)).map(|cols| Batch::shared(cols, rows))
@@ -406,7 +406,7 @@ pub fn partitioned(ctx: &ExecContext, left: &Plan, right: &Plan, spec: &AsofSpec
 /// (shared, not copied), right columns are gathered from the paired right partition. No left
 /// partition: [`partitioned`]'s one empty batch, which carries the column types.
 pub fn partitioned_chunks(ctx: &ExecContext, left: &Plan, right: &Plan, spec: &AsofSpec) -> Result<Vec<Batch>> {
-    let nl = crate::plan::prune::width(left);
+    let nl = left.width();
     let chunk = |m: Matched| -> Result<Batch> {
         let cols = spec
             .emitted(nl, m.rb.columns.len())

@@ -19,7 +19,7 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::Arc;
-use zepto_storage::{Column, ColumnData, Partition, Schema, Span, Table};
+use zepto_storage::{Column, ColumnData, Dict, HistoryChunk, Partition, Schema, Span, Table};
 
 pub(super) use crate::plan::physical::reads_history;
 
@@ -84,34 +84,14 @@ fn materialize(
     // codes for the table's strings) that takes the others: codes it adds must never meet the
     // table's lineage, where they could mean other strings.
     let table_dict = table.dict();
-    let known = |s: &str| table_dict.code(s).is_some();
-    let all_known = chunks.iter().all(|ch| {
-        ch.runs.iter().all(|(k, _)| k.as_deref().is_none_or(known))
-            && ch.columns.iter().all(|c| match &c.data {
-                ColumnData::Symbol { dict: fd, .. } => fd.iter().all(known),
-                _ => true,
-            })
-    });
-    let mut fork = (!all_known).then(|| table_dict.fork());
+    let mut fork = (!dict_covers(table_dict, &chunks)).then(|| table_dict.fork());
     let mut code_of = |s: &str| -> Result<u32> {
         match &mut fork {
             Some(d) => Ok(d.intern(s)),
             None => table_dict.code(s).ok_or_else(|| SqlError::Internal(format!("symbol '{s}' went missing"))),
         }
     };
-    // Per chunk, per needed column: file code -> result code (SYMBOL columns only).
-    let remaps: Vec<Vec<Option<Vec<u32>>>> = chunks
-        .iter()
-        .map(|ch| {
-            ch.columns
-                .iter()
-                .map(|c| match &c.data {
-                    ColumnData::Symbol { dict: fd, .. } => fd.iter().map(&mut code_of).collect::<Result<_>>().map(Some),
-                    _ => Ok(None),
-                })
-                .collect::<Result<_>>()
-        })
-        .collect::<Result<_>>()?;
+    let remaps = symbol_remaps(&chunks, &mut code_of)?;
     // Sources per partition key (result code; `None`: NULL key or unkeyed), first seen first.
     let mut slot_of: HashMap<Option<u32>, usize> = HashMap::new();
     let mut groups: Vec<(Option<u32>, Vec<Src>)> = Vec::new();
@@ -183,6 +163,39 @@ fn materialize(
         .collect::<Option<Vec<usize>>>()
         .ok_or_else(|| SqlError::Internal("a scan column went missing".into()))?;
     Ok((Arc::new(out), remap))
+}
+
+/// Whether `dict` already holds every string of the chunks (their SYMBOL columns and run keys).
+fn dict_covers(dict: &Dict, chunks: &[HistoryChunk]) -> bool {
+    let known = |s: &str| dict.code(s).is_some();
+    chunks.iter().all(|ch| {
+        ch.runs.iter().all(|(k, _)| k.as_deref().is_none_or(known))
+            && ch.columns.iter().all(|c| match &c.data {
+                ColumnData::Symbol { dict: fd, .. } => fd.iter().all(known),
+                _ => true,
+            })
+    })
+}
+
+/// Per chunk, per needed column: file code -> result code (SYMBOL columns only).
+fn symbol_remaps(
+    chunks: &[HistoryChunk],
+    code_of: &mut impl FnMut(&str) -> Result<u32>,
+) -> Result<Vec<Vec<Option<Vec<u32>>>>> {
+    chunks
+        .iter()
+        .map(|ch| {
+            ch.columns
+                .iter()
+                .map(|c| match &c.data {
+                    ColumnData::Symbol { dict: fd, .. } => {
+                        fd.iter().map(&mut *code_of).collect::<Result<_>>().map(Some)
+                    }
+                    _ => Ok(None),
+                })
+                .collect::<Result<_>>()
+        })
+        .collect()
 }
 
 /// Where a partition's rows come from: a run of a history chunk, or an in-memory piece.

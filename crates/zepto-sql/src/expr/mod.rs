@@ -229,6 +229,28 @@ impl BExpr {
         }
     }
 
+    /// The AND-ed conjuncts of a predicate, appended to `out` (left before right).
+    pub fn conjuncts(self, out: &mut Vec<BExpr>) {
+        match self {
+            BExpr::Binary { op: BinaryOp::And, left, right, .. } => {
+                left.conjuncts(out);
+                right.conjuncts(out);
+            }
+            e => out.push(e),
+        }
+    }
+
+    /// The conjunction of `v` (right-nested, in order); `None` for no conjuncts.
+    pub fn and_all(mut v: Vec<BExpr>) -> Option<BExpr> {
+        let first = v.pop()?;
+        Some(v.into_iter().rev().fold(first, |acc, e| BExpr::Binary {
+            op: BinaryOp::And,
+            left: Box::new(e),
+            right: Box::new(acc),
+            ty: DataType::Bool,
+        }))
+    }
+
     /// Rewrite column indices.
     pub fn map_cols(&mut self, f: &impl Fn(usize) -> usize) {
         match self {

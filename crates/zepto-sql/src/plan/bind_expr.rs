@@ -335,93 +335,10 @@ impl ExprBinder<'_> {
                 Ok(BExpr::Cast { expr: Box::new(x), to: *to, try_: *try_ })
             }
             Expr::Case { operand, whens, else_ } => self.bind_case(operand.as_deref(), whens, else_.as_deref()),
-            Expr::InList { expr, list, negated } => {
-                let x = self.bind(expr)?;
-                let mut items = Vec::with_capacity(list.len());
-                for item in list {
-                    let b = self.bind(item)?;
-                    let (_, b) = coerce_pair(x.clone(), b, item.pos().unwrap_or_default())?;
-                    items.push(b);
-                }
-                let target = items.iter().try_fold(x.data_type(), |t, i| common_type(t, i.data_type()));
-                let x = match target {
-                    Some(t) if !(t.is_string() && x.data_type().is_string()) => cast_to(x, t)?,
-                    _ => x,
-                };
-                let items = items
-                    .into_iter()
-                    .map(|i| {
-                        if i.data_type() == x.data_type() || (i.data_type().is_string() && x.data_type().is_string()) {
-                            Ok(i)
-                        } else {
-                            cast_to(i, x.data_type())
-                        }
-                    })
-                    .collect::<Result<Vec<_>>>()?;
-                Ok(BExpr::InList { expr: Box::new(x), list: items, negated: *negated })
-            }
-            Expr::InSubquery { expr, query, negated } => {
-                let x = self.bind(expr)?;
-                let (values, ty) = match self.runner.plan_subquery(query, self.scope)? {
-                    SubPlan::Rows { values, ty, width, .. } => {
-                        one_column(width)?;
-                        (values, ty)
-                    }
-                    SubPlan::Correlated { query, refs, ty, width, catalog } => {
-                        one_column(width)?;
-                        let sub = Correlated {
-                            query: *query,
-                            kind: SubqueryKind::In { negated: *negated },
-                            refs,
-                            sub_ty: ty,
-                            catalog,
-                        };
-                        return Ok(BExpr::Correlated { sub: Box::new(sub), expr: Some(Box::new(x)) });
-                    }
-                };
-                let pos = expr.pos().unwrap_or_default();
-                let mut seen = std::collections::HashSet::new();
-                let mut items = Vec::with_capacity(values.len());
-                for v in values {
-                    if !seen.insert(format!("{v:?}")) {
-                        continue;
-                    }
-                    let (_, b) = coerce_pair(x.clone(), BExpr::Lit(v, ty), pos)?;
-                    items.push(b);
-                }
-                let x = match items.first().map(|i| i.data_type()) {
-                    Some(t) if t != x.data_type() && !(t.is_string() && x.data_type().is_string()) => cast_to(x, t)?,
-                    _ => x,
-                };
-                Ok(BExpr::InList { expr: Box::new(x), list: items, negated: *negated })
-            }
-            Expr::Exists { query, negated } => match self.runner.plan_subquery(query, self.scope)? {
-                SubPlan::Rows { rows, .. } => Ok(lit(Value::Bool((rows == 0) == *negated))),
-                SubPlan::Correlated { query, refs, ty, catalog, .. } => {
-                    let sub = Correlated {
-                        query: *query,
-                        kind: SubqueryKind::Exists { negated: *negated },
-                        refs,
-                        sub_ty: ty,
-                        catalog,
-                    };
-                    Ok(BExpr::Correlated { sub: Box::new(sub), expr: None })
-                }
-            },
-            Expr::Subquery(q) => match self.runner.plan_subquery(q, self.scope)? {
-                SubPlan::Rows { mut values, ty, width, .. } => {
-                    one_column(width)?;
-                    if values.len() > 1 {
-                        return Err(SqlError::exec("more than one row returned by a subquery used as an expression"));
-                    }
-                    Ok(BExpr::Lit(values.pop().unwrap_or(Value::Null), ty))
-                }
-                SubPlan::Correlated { query, refs, ty, width, catalog } => {
-                    one_column(width)?;
-                    let sub = Correlated { query: *query, kind: SubqueryKind::Scalar, refs, sub_ty: ty, catalog };
-                    Ok(BExpr::Correlated { sub: Box::new(sub), expr: None })
-                }
-            },
+            Expr::InList { expr, list, negated } => self.bind_in_list(expr, list, *negated),
+            Expr::InSubquery { expr, query, negated } => self.bind_in_subquery(expr, query, *negated),
+            Expr::Exists { query, negated } => self.bind_exists(query, *negated),
+            Expr::Subquery(q) => self.bind_scalar_subquery(q),
             Expr::Between { expr, lo, hi, negated } => {
                 let pos = expr.pos().unwrap_or_default();
                 let x = self.bind(expr)?;
@@ -444,20 +361,112 @@ impl ExprBinder<'_> {
                 })
             }
             Expr::IsNull { expr, negated } => Ok(BExpr::IsNull { expr: Box::new(self.bind(expr)?), negated: *negated }),
-            Expr::Func(f) => {
-                if f.within_group.is_some() || f.distinct || f.star {
-                    return Err(SqlError::plan(format!("{}() is not an aggregate function", f.name), Some(f.pos)));
+            Expr::Func(f) => self.bind_call(f),
+        }
+    }
+
+    /// `x [NOT] IN (list)`: the list items and `x` coerced to one type.
+    fn bind_in_list(&mut self, expr: &Expr, list: &[Expr], negated: bool) -> Result<BExpr> {
+        let x = self.bind(expr)?;
+        let mut items = Vec::with_capacity(list.len());
+        for item in list {
+            let b = self.bind(item)?;
+            let (_, b) = coerce_pair(x.clone(), b, item.pos().unwrap_or_default())?;
+            items.push(b);
+        }
+        let target = items.iter().try_fold(x.data_type(), |t, i| common_type(t, i.data_type()));
+        let x = match target {
+            Some(t) if !(t.is_string() && x.data_type().is_string()) => cast_to(x, t)?,
+            _ => x,
+        };
+        let items = items
+            .into_iter()
+            .map(|i| {
+                if i.data_type() == x.data_type() || (i.data_type().is_string() && x.data_type().is_string()) {
+                    Ok(i)
+                } else {
+                    cast_to(i, x.data_type())
                 }
-                let args = f.args.iter().map(|a| self.bind(a)).collect::<Result<Vec<_>>>()?;
-                match bind_function(&f.name, args, f.pos)? {
-                    // One clock per statement: `now()` is its time, a constant the planner can
-                    // fold into time-range searches.
-                    BExpr::Func { func: ScalarFunc::Now, .. } => {
-                        Ok(BExpr::Lit(Value::Timestamp(self.runner.statement_time()), DataType::Timestamp))
-                    }
-                    e => Ok(e),
-                }
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(BExpr::InList { expr: Box::new(x), list: items, negated })
+    }
+
+    /// `x [NOT] IN (subquery)`: an uncorrelated subquery's distinct values become a list;
+    /// a correlated one is evaluated per row.
+    fn bind_in_subquery(&mut self, expr: &Expr, query: &Query, negated: bool) -> Result<BExpr> {
+        let x = self.bind(expr)?;
+        let (values, ty) = match self.runner.plan_subquery(query, self.scope)? {
+            SubPlan::Rows { values, ty, width, .. } => {
+                one_column(width)?;
+                (values, ty)
             }
+            SubPlan::Correlated { query, refs, ty, width, catalog } => {
+                one_column(width)?;
+                let sub = Correlated { query: *query, kind: SubqueryKind::In { negated }, refs, sub_ty: ty, catalog };
+                return Ok(BExpr::Correlated { sub: Box::new(sub), expr: Some(Box::new(x)) });
+            }
+        };
+        let pos = expr.pos().unwrap_or_default();
+        let mut seen = std::collections::HashSet::new();
+        let mut items = Vec::with_capacity(values.len());
+        for v in values {
+            if !seen.insert(format!("{v:?}")) {
+                continue;
+            }
+            let (_, b) = coerce_pair(x.clone(), BExpr::Lit(v, ty), pos)?;
+            items.push(b);
+        }
+        let x = match items.first().map(|i| i.data_type()) {
+            Some(t) if t != x.data_type() && !(t.is_string() && x.data_type().is_string()) => cast_to(x, t)?,
+            _ => x,
+        };
+        Ok(BExpr::InList { expr: Box::new(x), list: items, negated })
+    }
+
+    /// `[NOT] EXISTS (subquery)`: a constant when uncorrelated.
+    fn bind_exists(&mut self, query: &Query, negated: bool) -> Result<BExpr> {
+        match self.runner.plan_subquery(query, self.scope)? {
+            SubPlan::Rows { rows, .. } => Ok(lit(Value::Bool((rows == 0) == negated))),
+            SubPlan::Correlated { query, refs, ty, catalog, .. } => {
+                let sub =
+                    Correlated { query: *query, kind: SubqueryKind::Exists { negated }, refs, sub_ty: ty, catalog };
+                Ok(BExpr::Correlated { sub: Box::new(sub), expr: None })
+            }
+        }
+    }
+
+    /// A scalar subquery: its one value when uncorrelated (no row: NULL).
+    fn bind_scalar_subquery(&mut self, q: &Query) -> Result<BExpr> {
+        match self.runner.plan_subquery(q, self.scope)? {
+            SubPlan::Rows { mut values, ty, width, .. } => {
+                one_column(width)?;
+                if values.len() > 1 {
+                    return Err(SqlError::exec("more than one row returned by a subquery used as an expression"));
+                }
+                Ok(BExpr::Lit(values.pop().unwrap_or(Value::Null), ty))
+            }
+            SubPlan::Correlated { query, refs, ty, width, catalog } => {
+                one_column(width)?;
+                let sub = Correlated { query: *query, kind: SubqueryKind::Scalar, refs, sub_ty: ty, catalog };
+                Ok(BExpr::Correlated { sub: Box::new(sub), expr: None })
+            }
+        }
+    }
+
+    /// A scalar function call; `now()` binds to the statement's time.
+    fn bind_call(&mut self, f: &FuncCall) -> Result<BExpr> {
+        if f.within_group.is_some() || f.distinct || f.star {
+            return Err(SqlError::plan(format!("{}() is not an aggregate function", f.name), Some(f.pos)));
+        }
+        let args = f.args.iter().map(|a| self.bind(a)).collect::<Result<Vec<_>>>()?;
+        match bind_function(&f.name, args, f.pos)? {
+            // One clock per statement: `now()` is its time, a constant the planner can
+            // fold into time-range searches.
+            BExpr::Func { func: ScalarFunc::Now, .. } => {
+                Ok(BExpr::Lit(Value::Timestamp(self.runner.statement_time()), DataType::Timestamp))
+            }
+            e => Ok(e),
         }
     }
 
@@ -656,16 +665,40 @@ fn num_arg(a: BExpr, name: &str, pos: Pos) -> Result<BExpr> {
     }
 }
 
+/// Bind a scalar function call: its argument coercions and result type, by family.
 pub fn bind_function(name: &str, args: Vec<BExpr>, pos: Pos) -> Result<BExpr> {
-    use DataType::*;
     use ScalarFunc as F;
     let func = scalar_by_name(name).ok_or_else(|| SqlError::plan(format!("unknown function {name}()"), Some(pos)))?;
     let (lo, hi) = scalar_arity(func);
     if args.len() < lo || args.len() > hi {
         return Err(SqlError::plan(format!("wrong number of arguments to {name}(): {}", args.len()), Some(pos)));
     }
+    match func {
+        F::Lower
+        | F::Upper
+        | F::Trim
+        | F::LTrim
+        | F::RTrim
+        | F::Replace
+        | F::StartsWith
+        | F::Length
+        | F::Concat
+        | F::Substr => string_call(func, name, args, pos),
+        F::Abs | F::Floor | F::Ceil | F::Sign | F::Round | F::Sqrt | F::Ln | F::Log10 | F::Exp | F::Power => {
+            math_call(func, name, args, pos)
+        }
+        F::Coalesce | F::Greatest | F::Least | F::NullIf => conditional_call(func, name, args, pos),
+        F::DateTrunc | F::DatePart | F::EpochNs | F::MonthBucket | F::Epoch | F::Now | F::Xbar => {
+            time_call(func, name, args, pos)
+        }
+    }
+}
+
+/// String functions: arguments are strings.
+fn string_call(func: ScalarFunc, name: &str, mut args: Vec<BExpr>, pos: Pos) -> Result<BExpr> {
+    use DataType::*;
+    use ScalarFunc as F;
     let mk = |args: Vec<BExpr>, ty| Ok(BExpr::Func { func, args, ty });
-    let mut args = args;
     match func {
         F::Lower | F::Upper | F::Trim | F::LTrim | F::RTrim | F::Replace => {
             let a = args.into_iter().map(str_arg).collect::<Result<Vec<_>>>()?;
@@ -689,6 +722,16 @@ pub fn bind_function(name: &str, args: Vec<BExpr>, pos: Pos) -> Result<BExpr> {
             }
             mk(a, Varchar)
         }
+        _ => Err(SqlError::Internal(format!("{name}() is not a string function"))),
+    }
+}
+
+/// Math functions: numeric arguments.
+fn math_call(func: ScalarFunc, name: &str, mut args: Vec<BExpr>, pos: Pos) -> Result<BExpr> {
+    use DataType::*;
+    use ScalarFunc as F;
+    let mk = |args: Vec<BExpr>, ty| Ok(BExpr::Func { func, args, ty });
+    match func {
         F::Abs | F::Floor | F::Ceil => {
             let a = num_arg(args.remove(0), name, pos)?;
             let t = a.data_type();
@@ -711,6 +754,15 @@ pub fn bind_function(name: &str, args: Vec<BExpr>, pos: Pos) -> Result<BExpr> {
                 .collect::<Result<Vec<_>>>()?;
             mk(a, Float64)
         }
+        _ => Err(SqlError::Internal(format!("{name}() is not a math function"))),
+    }
+}
+
+/// COALESCE, GREATEST, LEAST, NULLIF: arguments of one common type.
+fn conditional_call(func: ScalarFunc, name: &str, mut args: Vec<BExpr>, pos: Pos) -> Result<BExpr> {
+    use ScalarFunc as F;
+    let mk = |args: Vec<BExpr>, ty| Ok(BExpr::Func { func, args, ty });
+    match func {
         F::Coalesce | F::Greatest | F::Least => {
             let (a, t) = unify_all(args, name, pos)?;
             mk(a, t)
@@ -722,6 +774,16 @@ pub fn bind_function(name: &str, args: Vec<BExpr>, pos: Pos) -> Result<BExpr> {
             let t = l.data_type();
             mk(vec![l, r], t)
         }
+        _ => Err(SqlError::Internal(format!("{name}() is not a conditional function"))),
+    }
+}
+
+/// Temporal functions: timestamps, units and bucket widths.
+fn time_call(func: ScalarFunc, name: &str, mut args: Vec<BExpr>, pos: Pos) -> Result<BExpr> {
+    use DataType::*;
+    use ScalarFunc as F;
+    let mk = |args: Vec<BExpr>, ty| Ok(BExpr::Func { func, args, ty });
+    match func {
         F::DateTrunc | F::DatePart => {
             let unit = match &args[0] {
                 BExpr::Lit(Value::Str(s), _) => s.to_ascii_lowercase(),
@@ -778,5 +840,6 @@ pub fn bind_function(name: &str, args: Vec<BExpr>, pos: Pos) -> Result<BExpr> {
                 t => Err(SqlError::plan(format!("xbar() needs a numeric or TIMESTAMP value, got {t}"), Some(pos))),
             }
         }
+        _ => Err(SqlError::Internal(format!("{name}() is not a temporal function"))),
     }
 }

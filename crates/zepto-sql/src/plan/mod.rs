@@ -1,16 +1,17 @@
-//! Logical plans.
+//! Logical plans, and the steps that make one runnable.
 //!
 //! The binder ([`binder`]) turns the AST into a [`Plan`] tree whose expressions ([`BExpr`],
 //! defined in [`crate::expr`] and re-exported here) reference input columns by position and
 //! carry their result types; every implicit cast is explicit here, so the executor never
-//! guesses a type.
+//! guesses a type. The optimizer ([`optimizer`]) rewrites it with named rules (filters into
+//! scans, column pruning), and the physical planner ([`physical`]) chooses how each operator
+//! of the optimized plan runs: binder → optimizer → physical planner → executor.
 
 pub(crate) mod bind_expr;
 pub mod binder;
 mod cost;
+pub mod optimizer;
 pub mod physical;
-pub mod prune;
-pub(crate) mod pushdown;
 pub use binder::{sample, window};
 
 use crate::expr::functions::AggFunc;
@@ -422,6 +423,30 @@ impl Plan {
                 format!("[{}]", c.join("; "))
             }
             Plan::SetOp { op, all, .. } => format!("{op:?}{}", if *all { " ALL" } else { "" }),
+        }
+    }
+
+    /// The number of columns the plan outputs.
+    pub fn width(&self) -> usize {
+        match self {
+            Plan::Scan { columns, .. } => columns.len(),
+            Plan::Values { width, .. } => *width,
+            Plan::Filter { input, .. }
+            | Plan::Sort { input, .. }
+            | Plan::Limit { input, .. }
+            | Plan::Distinct { input }
+            | Plan::Latest { input, .. }
+            | Plan::Fill { input, .. } => input.width(),
+            Plan::Project { exprs, .. } => exprs.len(),
+            Plan::Window { input, calls, .. } => input.width() + calls.len(),
+            Plan::Aggregate { keys, aggs, .. } => keys.len() + aggs.len(),
+            Plan::WindowJoin { left, aggs, .. } => left.width() + aggs.len(),
+            Plan::AsofJoin { emit: Some(e), .. } => e.len(),
+            Plan::Join { left, right, .. }
+            | Plan::AsofJoin { left, right, .. }
+            | Plan::RangeJoin { left, right, .. }
+            | Plan::SpliceJoin { left, right, .. } => left.width() + right.width(),
+            Plan::SetOp { left, .. } => left.width(),
         }
     }
 

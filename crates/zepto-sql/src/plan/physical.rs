@@ -21,7 +21,8 @@
 //!
 //! Plans reach the executor only as a [`PhysicalPlan`], which only [`plan`] makes.
 
-use super::{prune, AggCall, BExpr, Plan, ScanRange};
+use super::optimizer::Optimized;
+use super::{AggCall, BExpr, Plan, ScanRange};
 use crate::expr::functions::ScalarFunc;
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -40,9 +41,9 @@ impl PhysicalPlan {
     }
 }
 
-/// Optimize (column pruning) and choose how every operator runs.
-pub fn plan(logical: Plan) -> PhysicalPlan {
-    PhysicalPlan { root: choose(prune::prune_plan(logical)) }
+/// Choose how every operator of an optimized plan runs.
+pub fn plan(optimized: Optimized) -> PhysicalPlan {
+    PhysicalPlan { root: choose(optimized.into_plan()) }
 }
 
 /// How a GROUP BY runs.

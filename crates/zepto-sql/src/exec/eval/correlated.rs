@@ -54,7 +54,7 @@ pub fn eval_correlated(sub: &Correlated, lhs: Option<&BExpr>, b: &Batch) -> Resu
             let mut binder = Binder::new(sub.catalog.catalog.clone(), sub.catalog.access.clone(), Arc::new(Executor))
                 .at(sub.catalog.now);
             let (plan, _) = binder.bind_query(&q)?;
-            let r = execute(&crate::plan::physical::plan(plan))?;
+            let r = execute(&crate::plan::physical::plan(crate::plan::optimizer::optimize(plan)))?;
             let first = match sub.kind {
                 SubqueryKind::Exists { .. } => Vec::new(),
                 _ => r.columns.first().map(|c| (0..c.len()).map(|k| c.get(k)).collect()).unwrap_or_default(),

@@ -5,6 +5,12 @@
 //! uncorrelated subqueries are planned and run once, here, and become constants. Running them
 //! is the executor's job, which sits above the planner: the engine hands it to the binder as
 //! [`Execute`].
+//!
+//! The binder builds the plan the statement says, without optimizing it: a WHERE is a `Filter`
+//! over what FROM gives, and the optimizer ([`super::optimizer`]) later pushes it into the
+//! scan. Two things that look like optimizations stay here because later binding needs them:
+//! constant folding (`bind_expr::fold`, as each expression is bound: LIMIT, TOLERANCE, window
+//! offsets and join bounds must be values) and running uncorrelated subqueries.
 
 pub mod sample;
 pub mod window;
@@ -13,7 +19,6 @@ mod window_join;
 use super::bind_expr::{
     cast_to, common_type, contains_aggregate, resolve, walk, AggCtx, ExprBinder, SubPlan, SubqueryRunner, WinCtx,
 };
-use super::{prune, pushdown};
 use super::{AggCall, BExpr, Field, OuterRef, PhysicalPlan, Plan, SortKey};
 use crate::error::{Pos, Result, SqlError};
 use crate::eval::Batch;
@@ -74,7 +79,7 @@ impl SubqueryRunner for Binder {
                         t => t,
                     };
                     if refs.is_empty() {
-                        let batch = self.executor.execute(&super::physical::plan(plan))?;
+                        let batch = self.executor.execute(&super::physical::plan(super::optimizer::optimize(plan)))?;
                         let values =
                             batch.columns.first().map(|c| (0..c.len()).map(|i| c.get(i)).collect()).unwrap_or_default();
                         return Ok(SubPlan::Rows { values, ty, width, rows: batch.rows });
@@ -296,31 +301,7 @@ impl Binder {
     /// scope.
     pub fn bind_from(&mut self, t: &TableRef) -> Result<(Plan, Vec<Field>)> {
         match t {
-            TableRef::Table { name, alias, pos } => {
-                let q = alias.as_deref().unwrap_or(name);
-                if let Some((_, p, f, _)) = self.ctes.iter().rev().find(|c| c.0.eq_ignore_ascii_case(name)) {
-                    return Ok((p.clone(), requalify(f.clone(), Some(q))));
-                }
-                self.access.check(name, Some(*pos))?;
-                let table = self
-                    .catalog
-                    .snapshot(name)
-                    .map_err(|_| SqlError::TableNotFound { name: name.clone(), pos: Some(*pos) })?;
-                let fields = table
-                    .schema
-                    .columns
-                    .iter()
-                    .enumerate()
-                    .map(|(i, c)| Field {
-                        qualifier: Some(q.to_string()),
-                        name: c.name.clone(),
-                        data_type: c.data_type,
-                        designated_ts: table.ts_col == Some(i),
-                    })
-                    .collect();
-                let columns = (0..table.schema.len()).collect();
-                Ok((Plan::Scan { table, columns, range: Default::default() }, fields))
-            }
+            TableRef::Table { name, alias, pos } => self.bind_table(name, alias.as_deref(), *pos),
             TableRef::Subquery { query, alias, columns } => {
                 let (p, mut f) = self.bind_query(query)?;
                 if columns.len() > f.len() {
@@ -334,79 +315,117 @@ impl Binder {
                 }
                 Ok((p, requalify(f, alias.as_deref())))
             }
-            TableRef::Join { left, right, kind, on, using } => {
-                let (lp, lf) = self.bind_from(left)?;
-                let (rp, rf) = self.bind_from(right)?;
-                let nl = lf.len();
-                let mut scope = lf.clone();
-                scope.extend(rf.iter().cloned());
-                let mut conds = Vec::new();
-                for u in using {
-                    let p = Pos::default();
-                    let li = resolve(&lf, None, u, p)?;
-                    let ri = resolve(&rf, None, u, p)?;
-                    let (l, r) = (BExpr::Col(li, lf[li].data_type), BExpr::Col(nl + ri, rf[ri].data_type));
-                    conds.push(super::bind_expr::bind_binary(BinaryOp::Eq, l, r, p)?);
+            TableRef::Join { left, right, kind, on, using } => self.bind_join(left, right, *kind, on.as_ref(), using),
+        }
+    }
+
+    /// A table name in FROM: a visible CTE, else a scan of the table's snapshot.
+    fn bind_table(&mut self, name: &str, alias: Option<&str>, pos: Pos) -> Result<(Plan, Vec<Field>)> {
+        let q = alias.unwrap_or(name);
+        if let Some((_, p, f, _)) = self.ctes.iter().rev().find(|c| c.0.eq_ignore_ascii_case(name)) {
+            return Ok((p.clone(), requalify(f.clone(), Some(q))));
+        }
+        self.access.check(name, Some(pos))?;
+        let table = self
+            .catalog
+            .snapshot(name)
+            .map_err(|_| SqlError::TableNotFound { name: name.to_string(), pos: Some(pos) })?;
+        let fields = table
+            .schema
+            .columns
+            .iter()
+            .enumerate()
+            .map(|(i, c)| Field {
+                qualifier: Some(q.to_string()),
+                name: c.name.clone(),
+                data_type: c.data_type,
+                designated_ts: table.ts_col == Some(i),
+            })
+            .collect();
+        let columns = (0..table.schema.len()).collect();
+        Ok((Plan::Scan { table, columns, range: Default::default() }, fields))
+    }
+
+    /// `left JOIN right ON ... / USING (...)`: the ON condition split into equality keys and
+    /// the rest, into the join node its kind and shape call for (ASOF, SPLICE, WINDOW, a band
+    /// join, or a hash / nested-loop join).
+    fn bind_join(
+        &mut self,
+        left: &TableRef,
+        right: &TableRef,
+        kind: JoinKind,
+        on: Option<&Expr>,
+        using: &[String],
+    ) -> Result<(Plan, Vec<Field>)> {
+        let (lp, lf) = self.bind_from(left)?;
+        let (rp, rf) = self.bind_from(right)?;
+        let nl = lf.len();
+        let mut scope = lf.clone();
+        scope.extend(rf.iter().cloned());
+        let mut conds = Vec::new();
+        for u in using {
+            let p = Pos::default();
+            let li = resolve(&lf, None, u, p)?;
+            let ri = resolve(&rf, None, u, p)?;
+            let (l, r) = (BExpr::Col(li, lf[li].data_type), BExpr::Col(nl + ri, rf[ri].data_type));
+            conds.push(super::bind_expr::bind_binary(BinaryOp::Eq, l, r, p)?);
+        }
+        let asof = matches!(kind, JoinKind::Asof | JoinKind::AsofLeft);
+        let (on, nearest, tolerance) = match on {
+            Some(on) if asof => split_asof_on(on),
+            on => (on.cloned(), false, None),
+        };
+        if let Some(on) = &on {
+            let b = ExprBinder { scope: &scope, agg: None, win: None, runner: self }.bind_bool(on)?;
+            b.conjuncts(&mut conds);
+        }
+        let tolerance = match tolerance {
+            None => None,
+            Some(e) => Some(self.asof_tolerance(&e)?),
+        };
+        if kind == JoinKind::Splice {
+            return Ok((splice_plan(lp, rp, conds, &lf, &rf)?, scope));
+        }
+        if kind == JoinKind::Window {
+            // Turned into a WindowJoin by the SELECT that aggregates over it.
+            let plan = Plan::Join {
+                left: Box::new(lp),
+                right: Box::new(rp),
+                kind: JoinKind::Window,
+                left_keys: vec![],
+                right_keys: vec![],
+                residual: BExpr::and_all(conds),
+            };
+            return Ok((plan, scope));
+        }
+        if asof {
+            let plan = asof_plan(lp, rp, conds, nl, kind == JoinKind::AsofLeft, nearest, tolerance)?;
+            return Ok((plan, scope));
+        }
+        let (mut lk, mut rk, mut residual) = (Vec::new(), Vec::new(), Vec::new());
+        for c in conds {
+            match split_equi(&c, nl) {
+                Some((l, r)) => {
+                    lk.push(l);
+                    rk.push(r);
                 }
-                let asof = matches!(kind, JoinKind::Asof | JoinKind::AsofLeft);
-                let (on, nearest, tolerance) = match on {
-                    Some(on) if asof => split_asof_on(on),
-                    on => (on.clone(), false, None),
-                };
-                if let Some(on) = &on {
-                    let b = ExprBinder { scope: &scope, agg: None, win: None, runner: self }.bind_bool(on)?;
-                    pushdown::conjuncts(b, &mut conds);
-                }
-                let tolerance = match tolerance {
-                    None => None,
-                    Some(e) => Some(self.asof_tolerance(&e)?),
-                };
-                if *kind == JoinKind::Splice {
-                    return Ok((splice_plan(lp, rp, conds, &lf, &rf)?, scope));
-                }
-                if *kind == JoinKind::Window {
-                    // Turned into a WindowJoin by the SELECT that aggregates over it.
-                    let plan = Plan::Join {
-                        left: Box::new(lp),
-                        right: Box::new(rp),
-                        kind: JoinKind::Window,
-                        left_keys: vec![],
-                        right_keys: vec![],
-                        residual: pushdown::and_all(conds),
-                    };
-                    return Ok((plan, scope));
-                }
-                if asof {
-                    let plan = asof_plan(lp, rp, conds, nl, *kind == JoinKind::AsofLeft, nearest, tolerance)?;
-                    return Ok((plan, scope));
-                }
-                let (mut lk, mut rk, mut residual) = (Vec::new(), Vec::new(), Vec::new());
-                for c in conds {
-                    match split_equi(&c, nl) {
-                        Some((l, r)) => {
-                            lk.push(l);
-                            rk.push(r);
-                        }
-                        None => residual.push(c),
-                    }
-                }
-                let parts = window_join::JoinParts { lp, rp, lk, rk, residual };
-                let window_join::JoinParts { lp, rp, lk, rk, residual } =
-                    match window_join::band_join(parts, &scope, *kind) {
-                        Ok(plan) => return Ok((plan, scope)),
-                        Err(parts) => *parts,
-                    };
-                let plan = Plan::Join {
-                    left: Box::new(lp),
-                    right: Box::new(rp),
-                    kind: *kind,
-                    left_keys: lk,
-                    right_keys: rk,
-                    residual: pushdown::and_all(residual),
-                };
-                Ok((plan, scope))
+                None => residual.push(c),
             }
         }
+        let parts = window_join::JoinParts { lp, rp, lk, rk, residual };
+        let window_join::JoinParts { lp, rp, lk, rk, residual } = match window_join::band_join(parts, &scope, kind) {
+            Ok(plan) => return Ok((plan, scope)),
+            Err(parts) => *parts,
+        };
+        let plan = Plan::Join {
+            left: Box::new(lp),
+            right: Box::new(rp),
+            kind,
+            left_keys: lk,
+            right_keys: rk,
+            residual: BExpr::and_all(residual),
+        };
+        Ok((plan, scope))
     }
 
     pub(super) fn bind_select(&mut self, s: &Select, order_by: &[OrderItem]) -> Result<(Plan, Vec<Field>)> {
@@ -424,7 +443,7 @@ impl Binder {
                 return Err(SqlError::plan("aggregates are not allowed in WHERE", w.pos()));
             }
             let pred = ExprBinder { scope: &scope, agg: None, win: None, runner: self }.bind_bool(w)?;
-            plan = apply_filter(plan, pred);
+            plan = Plan::Filter { input: Box::new(plan), pred };
         }
         if let Some(lt) = &s.latest {
             plan = self.bind_latest(plan, lt, &scope)?;
@@ -434,12 +453,11 @@ impl Binder {
             || s.having.is_some()
             || items.iter().any(|i| matches!(i, Item::Ast { expr, .. } if contains_aggregate(expr)));
         let agg_ctx;
-        let window_join = window_join::is_window_join(&plan);
-        let (pre_scope, agg): (&[Field], Option<&AggCtx>) = if window_join {
+        let agg = if window_join::is_window_join(&plan) {
             let (p, ctx) = self.bind_window_join(plan, s, &items, order_by, &scope)?;
             plan = p;
             agg_ctx = ctx;
-            (&scope, Some(&agg_ctx))
+            Some(&agg_ctx)
         } else if is_agg {
             let (p, ctx) = self.bind_aggregate(plan, s, &items, order_by, &scope)?;
             plan = match &fill {
@@ -447,45 +465,17 @@ impl Binder {
                 None => p,
             };
             agg_ctx = ctx;
-            (&scope, Some(&agg_ctx))
+            Some(&agg_ctx)
         } else {
-            (&scope, None)
+            None
         };
         if let Some(h) = &s.having {
-            let pred = ExprBinder { scope: pre_scope, agg, win: None, runner: self }.bind_bool(h)?;
+            let pred = ExprBinder { scope: &scope, agg, win: None, runner: self }.bind_bool(h)?;
             plan = Plan::Filter { input: Box::new(plan), pred };
         }
         // Window functions run after GROUP BY/HAVING and before DISTINCT/ORDER BY/LIMIT.
-        // QUALIFY may name select-list aliases (as in DuckDB): substitute their expressions.
-        let qualify = s.qualify.as_ref().map(|q| {
-            let mut q = q.clone();
-            crate::parser::visit::rewrite_expr(&mut q, &mut |e| {
-                if let Expr::Column { table: None, name, pos } = e {
-                    if resolve(&scope, None, name, *pos).is_err() {
-                        let hit = items.iter().find_map(|it| match it {
-                            Item::Ast { expr, alias: Some(a) } if a.eq_ignore_ascii_case(name) => Some(expr.clone()),
-                            _ => None,
-                        });
-                        if let Some(x) = hit {
-                            *e = x;
-                        }
-                    }
-                }
-            });
-            q
-        });
-        let mut found = Vec::new();
-        for it in &items {
-            if let Item::Ast { expr, .. } = it {
-                window::collect_calls(expr, &mut found);
-            }
-        }
-        if let Some(q) = &qualify {
-            window::collect_calls(q, &mut found);
-        }
-        for o in order_by {
-            window::collect_calls(&o.expr, &mut found);
-        }
+        let qualify = s.qualify.as_ref().map(|q| qualify_with_aliases(q, &scope, &items));
+        let found = window_calls(&items, qualify.as_ref(), order_by);
         let win_ctx;
         let win = if found.is_empty() {
             if let Some(q) = &qualify {
@@ -493,107 +483,19 @@ impl Binder {
             }
             None
         } else {
-            let defaults = self.window_defaults(s, pre_scope);
-            let mut calls = Vec::with_capacity(found.len());
-            let mut texts = Vec::with_capacity(found.len());
-            for (text, f) in &found {
-                let c = window::bind_window_call(self, f, pre_scope, agg, &defaults)?;
-                texts.push((text.clone(), c.ty));
-                calls.push(c);
-            }
-            let base = prune::width(&plan);
-            plan = Plan::Window { input: Box::new(plan), calls, how: super::WindowHow::Whole };
-            win_ctx = WinCtx { base, calls: texts };
+            let (p, ctx) = self.bind_windows(plan, s, &found, &scope, agg)?;
+            plan = p;
+            win_ctx = ctx;
             Some(&win_ctx)
         };
+        let sc = Scopes { scope: &scope, agg, win };
         if let Some(q) = &qualify {
-            let pred = ExprBinder { scope: pre_scope, agg, win, runner: self }.bind_bool(q)?;
+            let pred = sc.binder(self).bind_bool(q)?;
             plan = Plan::Filter { input: Box::new(plan), pred };
         }
-        // Projection.
-        let mut exprs = Vec::with_capacity(items.len());
-        let mut fields = Vec::with_capacity(items.len());
-        for item in &items {
-            let (e, name, designated) = match item {
-                Item::Ast { expr, alias } => {
-                    let b = ExprBinder { scope: pre_scope, agg, win, runner: self }.bind(expr)?;
-                    let name = alias.clone().unwrap_or_else(|| match expr {
-                        Expr::Column { name, .. } => name.clone(),
-                        e => e.to_string(),
-                    });
-                    let designated = matches!(expr, Expr::Column { .. })
-                        && agg.is_none()
-                        && matches!(b, BExpr::Col(i, _) if pre_scope[i].designated_ts);
-                    (b, name, designated)
-                }
-                Item::Input(i) => {
-                    let f = &pre_scope[*i];
-                    let b = match agg {
-                        None => BExpr::Col(*i, f.data_type),
-                        Some(ctx) => match ctx.keys.iter().position(|(_, c, _)| *c == Some(*i)) {
-                            Some(k) => BExpr::Col(k, ctx.keys[k].2),
-                            None => {
-                                return Err(SqlError::plan(
-                                    format!("column '{}' must appear in the GROUP BY clause or be used in an aggregate function", f.name),
-                                    None,
-                                ))
-                            }
-                        },
-                    };
-                    (b, f.name.clone(), agg.is_none() && f.designated_ts)
-                }
-            };
-            fields.push(Field { qualifier: None, name, data_type: e.data_type(), designated_ts: designated });
-            exprs.push(e);
-        }
-        // ORDER BY: ordinals, output names, select-list expressions, or hidden input expressions.
+        let (mut exprs, fields) = self.project_items(&items, &sc)?;
         let n_out = exprs.len();
-        let mut keys = Vec::new();
-        for o in order_by {
-            let col = match &o.expr {
-                Expr::Lit(Literal::Int(k), pos) => {
-                    if *k < 1 || *k as usize > n_out {
-                        return Err(SqlError::plan(
-                            format!("ORDER BY position {k} is not in the select list"),
-                            Some(*pos),
-                        ));
-                    }
-                    *k as usize - 1
-                }
-                e => {
-                    let by_name = match e {
-                        Expr::Column { table: None, name, .. } => {
-                            let hits: Vec<usize> =
-                                (0..n_out).filter(|&i| fields[i].name.eq_ignore_ascii_case(name)).collect();
-                            match hits.as_slice() {
-                                [i] => Some(*i),
-                                _ => None,
-                            }
-                        }
-                        _ => None,
-                    };
-                    let text = e.to_string();
-                    let by_text =
-                        items.iter().position(|it| matches!(it, Item::Ast { expr, .. } if expr.to_string() == text));
-                    match by_name.or(by_text) {
-                        Some(i) => i,
-                        None => {
-                            if s.distinct {
-                                return Err(SqlError::plan(
-                                    "ORDER BY expressions must appear in the select list when DISTINCT is used",
-                                    e.pos(),
-                                ));
-                            }
-                            let b = ExprBinder { scope: pre_scope, agg, win, runner: self }.bind(e)?;
-                            exprs.push(b);
-                            exprs.len() - 1
-                        }
-                    }
-                }
-            };
-            let ty = exprs[col].data_type();
-            keys.push(SortKey { expr: BExpr::Col(col, ty), desc: o.desc, nulls_first: o.nulls_first.unwrap_or(false) });
-        }
+        let keys = self.order_keys(s, order_by, &items, &fields, &mut exprs, &sc)?;
         let hidden = exprs.len() > n_out;
         plan = Plan::Project { input: Box::new(plan), exprs };
         if s.distinct {
@@ -607,6 +509,114 @@ impl Binder {
             plan = wrap_project_keep_sort(plan, exprs);
         }
         Ok((plan, fields))
+    }
+
+    /// The Window node over `plan` for the window calls `found` (each bound once), and the
+    /// context that maps each call's text to its column.
+    fn bind_windows(
+        &mut self,
+        plan: Plan,
+        s: &Select,
+        found: &[(String, &FuncCall)],
+        scope: &[Field],
+        agg: Option<&AggCtx>,
+    ) -> Result<(Plan, WinCtx)> {
+        let defaults = self.window_defaults(s, scope);
+        let mut calls = Vec::with_capacity(found.len());
+        let mut texts = Vec::with_capacity(found.len());
+        for (text, f) in found {
+            let c = window::bind_window_call(self, f, scope, agg, &defaults)?;
+            texts.push((text.clone(), c.ty));
+            calls.push(c);
+        }
+        let base = plan.width();
+        let plan = Plan::Window { input: Box::new(plan), calls, how: super::WindowHow::Whole };
+        Ok((plan, WinCtx { base, calls: texts }))
+    }
+
+    /// The select list bound over the input (and GROUP BY and window contexts): its
+    /// expressions and output fields.
+    fn project_items(&mut self, items: &[Item], sc: &Scopes) -> Result<(Vec<BExpr>, Vec<Field>)> {
+        let mut exprs = Vec::with_capacity(items.len());
+        let mut fields = Vec::with_capacity(items.len());
+        for item in items {
+            let (e, name, designated) = match item {
+                Item::Ast { expr, alias } => {
+                    let b = sc.binder(self).bind(expr)?;
+                    let name = alias.clone().unwrap_or_else(|| match expr {
+                        Expr::Column { name, .. } => name.clone(),
+                        e => e.to_string(),
+                    });
+                    let designated = matches!(expr, Expr::Column { .. })
+                        && sc.agg.is_none()
+                        && matches!(b, BExpr::Col(i, _) if sc.scope[i].designated_ts);
+                    (b, name, designated)
+                }
+                Item::Input(i) => {
+                    let f = &sc.scope[*i];
+                    let b = match sc.agg {
+                        None => BExpr::Col(*i, f.data_type),
+                        Some(ctx) => match ctx.keys.iter().position(|(_, c, _)| *c == Some(*i)) {
+                            Some(k) => BExpr::Col(k, ctx.keys[k].2),
+                            None => {
+                                return Err(SqlError::plan(
+                                    format!("column '{}' must appear in the GROUP BY clause or be used in an aggregate function", f.name),
+                                    None,
+                                ))
+                            }
+                        },
+                    };
+                    (b, f.name.clone(), sc.agg.is_none() && f.designated_ts)
+                }
+            };
+            fields.push(Field { qualifier: None, name, data_type: e.data_type(), designated_ts: designated });
+            exprs.push(e);
+        }
+        Ok((exprs, fields))
+    }
+
+    /// ORDER BY keys over the projection: ordinals, output names, select-list expressions, or
+    /// input expressions appended to `exprs` as hidden columns.
+    fn order_keys(
+        &mut self,
+        s: &Select,
+        order_by: &[OrderItem],
+        items: &[Item],
+        fields: &[Field],
+        exprs: &mut Vec<BExpr>,
+        sc: &Scopes,
+    ) -> Result<Vec<SortKey>> {
+        let n_out = exprs.len();
+        let mut keys = Vec::new();
+        for o in order_by {
+            let col = match &o.expr {
+                Expr::Lit(Literal::Int(k), pos) => {
+                    if *k < 1 || *k as usize > n_out {
+                        return Err(SqlError::plan(
+                            format!("ORDER BY position {k} is not in the select list"),
+                            Some(*pos),
+                        ));
+                    }
+                    *k as usize - 1
+                }
+                e => match select_list_position(e, items, fields) {
+                    Some(i) => i,
+                    None => {
+                        if s.distinct {
+                            return Err(SqlError::plan(
+                                "ORDER BY expressions must appear in the select list when DISTINCT is used",
+                                e.pos(),
+                            ));
+                        }
+                        exprs.push(sc.binder(self).bind(e)?);
+                        exprs.len() - 1
+                    }
+                },
+            };
+            let ty = exprs[col].data_type();
+            keys.push(SortKey { expr: BExpr::Col(col, ty), desc: o.desc, nulls_first: o.nulls_first.unwrap_or(false) });
+        }
+        Ok(keys)
     }
 
     /// `LATEST ON ts PARTITION BY keys`: the last row (by `ts`) of every key.
@@ -1081,23 +1091,76 @@ pub(super) fn split_equi(c: &BExpr, nl: usize) -> Option<(BExpr, BExpr)> {
     }
 }
 
-/// A filter over a scan becomes partition selection + time range + residual.
-pub(super) fn apply_filter(plan: Plan, pred: BExpr) -> Plan {
-    match plan {
-        Plan::Scan { table, columns, range } if range == Default::default() => {
-            let mut conj = Vec::new();
-            pushdown::conjuncts(pred, &mut conj);
-            let key = table.key_col.and_then(|k| columns.iter().position(|&c| c == k));
-            let ts = table.ts_col.and_then(|k| columns.iter().position(|&c| c == k));
-            let (range, rest) = pushdown::extract(conj, key, ts);
-            let scan = Plan::Scan { table, columns, range };
-            match pushdown::and_all(rest) {
-                Some(p) => Plan::Filter { input: Box::new(scan), pred: p },
-                None => scan,
+/// The scopes an expression above the input binds in: the input's fields, and the GROUP BY
+/// and window contexts when there are such nodes.
+struct Scopes<'a> {
+    scope: &'a [Field],
+    agg: Option<&'a AggCtx>,
+    win: Option<&'a WinCtx>,
+}
+
+impl Scopes<'_> {
+    fn binder<'b>(&'b self, runner: &'b mut Binder) -> ExprBinder<'b> {
+        ExprBinder { scope: self.scope, agg: self.agg, win: self.win, runner }
+    }
+}
+
+/// QUALIFY may name select-list aliases (as in DuckDB): their expressions substituted.
+fn qualify_with_aliases(q: &Expr, scope: &[Field], items: &[Item]) -> Expr {
+    let mut q = q.clone();
+    crate::parser::visit::rewrite_expr(&mut q, &mut |e| {
+        if let Expr::Column { table: None, name, pos } = e {
+            if resolve(scope, None, name, *pos).is_err() {
+                let hit = items.iter().find_map(|it| match it {
+                    Item::Ast { expr, alias: Some(a) } if a.eq_ignore_ascii_case(name) => Some(expr.clone()),
+                    _ => None,
+                });
+                if let Some(x) = hit {
+                    *e = x;
+                }
             }
         }
-        plan => Plan::Filter { input: Box::new(plan), pred },
+    });
+    q
+}
+
+/// The window calls of the select list, QUALIFY and ORDER BY (deduplicated by text, in
+/// first-seen order).
+fn window_calls<'e>(
+    items: &'e [Item],
+    qualify: Option<&'e Expr>,
+    order_by: &'e [OrderItem],
+) -> Vec<(String, &'e FuncCall)> {
+    let mut found = Vec::new();
+    for it in items {
+        if let Item::Ast { expr, .. } = it {
+            window::collect_calls(expr, &mut found);
+        }
     }
+    if let Some(q) = qualify {
+        window::collect_calls(q, &mut found);
+    }
+    for o in order_by {
+        window::collect_calls(&o.expr, &mut found);
+    }
+    found
+}
+
+/// An ORDER BY expression that names an output column (its name, if unique) or repeats a
+/// select-list expression: that column's position.
+fn select_list_position(e: &Expr, items: &[Item], fields: &[Field]) -> Option<usize> {
+    let by_name = match e {
+        Expr::Column { table: None, name, .. } => {
+            let hits: Vec<usize> = (0..fields.len()).filter(|&i| fields[i].name.eq_ignore_ascii_case(name)).collect();
+            match hits.as_slice() {
+                [i] => Some(*i),
+                _ => None,
+            }
+        }
+        _ => None,
+    };
+    let text = e.to_string();
+    by_name.or_else(|| items.iter().position(|it| matches!(it, Item::Ast { expr, .. } if expr.to_string() == text)))
 }
 
 fn expand_items(items: &[SelectItem], scope: &[Field]) -> Result<Vec<Item>> {

@@ -167,6 +167,56 @@ impl FillSpec {
     }
 }
 
+/// The bucket of `ts`: `origin + xbar(width, ts - origin)`, or `month_bucket(months, ts)`
+/// for calendar months.
+fn bucket_expr(ts: &Expr, origin: i64, sb: &SampleBy) -> Expr {
+    let shifted = if origin == 0 { ts.clone() } else { binary(BinaryOp::Sub, ts.clone(), interval(origin), sb) };
+    let (fname, farg) = if sb.months > 0 {
+        ("month_bucket", Expr::Lit(Literal::Int(sb.months), sb.pos))
+    } else {
+        ("xbar", interval(sb.width))
+    };
+    let bucket = Expr::Func(Box::new(FuncCall::new(fname, vec![farg, shifted], sb.pos)));
+    if origin == 0 {
+        bucket
+    } else {
+        binary(BinaryOp::Add, bucket, interval(origin), sb)
+    }
+}
+
+/// `where_` AND `ts >= lo` AND `ts < hi` (the bounds given): SAMPLE BY's FROM/TO as a time
+/// filter the scan answers by binary search.
+fn time_range_filter(
+    mut where_: Option<Expr>,
+    ts: &Expr,
+    lo: Option<i64>,
+    hi: Option<i64>,
+    sb: &SampleBy,
+) -> Option<Expr> {
+    let mut add = |op: BinaryOp, v: i64| {
+        let c = Expr::Binary {
+            op,
+            left: Box::new(ts.clone()),
+            right: Box::new(Expr::Lit(
+                Literal::Typed(DataType::Timestamp, zepto_storage::time::format_timestamp(v)),
+                sb.pos,
+            )),
+            pos: sb.pos,
+        };
+        where_ = Some(match where_.take() {
+            Some(w) => binary(BinaryOp::And, w, c, sb),
+            None => c,
+        });
+    };
+    if let Some(v) = lo {
+        add(BinaryOp::GtEq, v);
+    }
+    if let Some(v) = hi {
+        add(BinaryOp::Lt, v);
+    }
+    where_
+}
+
 impl Binder {
     /// Rewrite SAMPLE BY into GROUP BY + Fill and bind that.
     pub(super) fn bind_sample_by(
@@ -202,16 +252,7 @@ impl Binder {
             (None, Some(off)) => off,
             (None, None) => self.first_observation(s, &ts)?,
         };
-        let shifted = if origin == 0 { ts.clone() } else { binary(BinaryOp::Sub, ts.clone(), interval(origin), sb) };
-        let (fname, farg) = if sb.months > 0 {
-            ("month_bucket", Expr::Lit(Literal::Int(sb.months), sb.pos))
-        } else {
-            ("xbar", interval(sb.width))
-        };
-        let mut bucket = Expr::Func(Box::new(FuncCall::new(fname, vec![farg, shifted], sb.pos)));
-        if origin != 0 {
-            bucket = binary(BinaryOp::Add, bucket, interval(origin), sb);
-        }
+        let bucket = bucket_expr(&ts, origin, sb);
         let mut items = Vec::with_capacity(s.items.len());
         let mut group_by = vec![bucket.clone()];
         let mut has_agg = false;
@@ -243,28 +284,7 @@ impl Binder {
         if !has_agg {
             return plan_err("SAMPLE BY needs at least one aggregate in the select list", sb);
         }
-        let mut where_ = s.where_.clone();
-        let mut add = |op: BinaryOp, v: i64| {
-            let c = Expr::Binary {
-                op,
-                left: Box::new(ts.clone()),
-                right: Box::new(Expr::Lit(
-                    Literal::Typed(DataType::Timestamp, zepto_storage::time::format_timestamp(v)),
-                    sb.pos,
-                )),
-                pos: sb.pos,
-            };
-            where_ = Some(match where_.take() {
-                Some(w) => binary(BinaryOp::And, w, c, sb),
-                None => c,
-            });
-        };
-        if let Some(v) = lo {
-            add(BinaryOp::GtEq, v);
-        }
-        if let Some(v) = hi {
-            add(BinaryOp::Lt, v);
-        }
+        let where_ = time_range_filter(s.where_.clone(), &ts, lo, hi, sb);
         let rewritten = Select { items, where_, group_by, sample_by: None, ..s.clone() };
         self.pending_fill = Some(FillSpec {
             bucket_text: bucket.to_string(),

@@ -157,7 +157,6 @@ pub fn bind_window_call(
     agg: Option<&AggCtx>,
     defaults: &WinDefaults,
 ) -> Result<WinCall> {
-    let kdb = f.over.is_none();
     let spec: WindowSpec = match &f.over {
         Some(s) => (**s).clone(),
         None => WindowSpec::default(),
@@ -165,182 +164,9 @@ pub fn bind_window_call(
     if let Some(name) = &spec.base {
         return bad(format!("window '{name}' is not defined (no WINDOW clause names it)"), f.pos);
     }
-    let mut partition = Vec::new();
-    let mut order = Vec::new();
-    let mut notes = Vec::new();
-    if kdb {
-        if let Some(p) = &defaults.partition {
-            if let Ok(x) = (ExprBinder { scope, agg, win: None, runner: b }).bind(p) {
-                partition.push(x);
-                notes.push(format!("PARTITION BY {p}"));
-            }
-        }
-        if let Some(o) = &defaults.order {
-            if let Ok(x) = (ExprBinder { scope, agg, win: None, runner: b }).bind(o) {
-                order.push(SortKey { expr: x, desc: false, nulls_first: false });
-                notes.push(format!("ORDER BY {o}"));
-            }
-        }
-    }
-    for p in &spec.partition_by {
-        partition.push(ExprBinder { scope, agg, win: None, runner: b }.bind(p)?);
-    }
-    for o in &spec.order_by {
-        let x = ExprBinder { scope, agg, win: None, runner: b }.bind(&o.expr)?;
-        order.push(SortKey { expr: x, desc: o.desc, nulls_first: o.nulls_first.unwrap_or(false) });
-    }
-    let text = Expr::Func(Box::new(f.clone())).to_string();
-    let describe = if kdb {
-        let w = if notes.is_empty() { "whole input in input order".to_string() } else { notes.join(" ") };
-        format!("{text} [kdb default: {w}]")
-    } else {
-        text
-    };
-    let mut arg = |i: usize| -> Result<BExpr> {
-        match f.args.get(i) {
-            Some(a) => ExprBinder { scope, agg, win: None, runner: b }.bind(a),
-            None => Err(SqlError::Internal("window argument".into())),
-        }
-    };
-    let nargs = f.args.len();
-    let arity = |lo: usize, hi: usize| -> Result<()> {
-        if nargs < lo || nargs > hi || f.star {
-            return bad(format!("wrong number of arguments to {}()", f.name), f.pos);
-        }
-        Ok(())
-    };
-    let mut frame = None;
-    let (func, args, ty) = match f.name.as_str() {
-        "row_number" | "rank" | "dense_rank" | "percent_rank" | "cume_dist" => {
-            arity(0, 0)?;
-            let (func, ty) = match f.name.as_str() {
-                "row_number" => (WinFunc::RowNumber, DataType::Int64),
-                "rank" => (WinFunc::Rank, DataType::Int64),
-                "dense_rank" => (WinFunc::DenseRank, DataType::Int64),
-                "percent_rank" => (WinFunc::PercentRank, DataType::Float64),
-                _ => (WinFunc::CumeDist, DataType::Float64),
-            };
-            (func, vec![], ty)
-        }
-        "ntile" => {
-            arity(1, 1)?;
-            let n = const_int(b, &f.args[0], "the ntile bucket count", 1)?;
-            (WinFunc::Ntile(n), vec![], DataType::Int64)
-        }
-        "lag" | "lead" => {
-            arity(1, 3)?;
-            let x = arg(0)?;
-            let k = match f.args.get(1) {
-                Some(e) => const_int(b, e, "the lag/lead offset", i64::MIN + 1)?,
-                None => 1,
-            };
-            let k = if f.name == "lead" { -k } else { k };
-            let mut args = vec![x];
-            let mut ty = args[0].data_type();
-            if nargs == 3 {
-                let d = ExprBinder { scope, agg, win: None, runner: b }.bind(&f.args[2])?;
-                ty = common_type(ty, d.data_type()).ok_or_else(|| {
-                    SqlError::plan(
-                        format!("{}() default of type {} does not match {ty}", f.name, d.data_type()),
-                        Some(f.pos),
-                    )
-                })?;
-                args.push(d);
-            }
-            let args = unify(args, ty)?;
-            (WinFunc::Lag(k), args, ty)
-        }
-        "first_value" | "last_value" | "first" | "last" => {
-            arity(1, 1)?;
-            let x = arg(0)?;
-            let ty = x.data_type();
-            let func = if f.name.starts_with("first") { WinFunc::FirstValue } else { WinFunc::LastValue };
-            (func, vec![x], ty)
-        }
-        "nth_value" => {
-            arity(2, 2)?;
-            let x = arg(0)?;
-            let n = const_int(b, &f.args[1], "the nth_value position", 1)?;
-            let ty = x.data_type();
-            (WinFunc::NthValue(n), vec![x], ty)
-        }
-        "ema" | "deltas" | "ratios" | "mavg" | "msum" | "mmin" | "mmax" | "mdev" | "mcount" => {
-            let windowed = f.name != "deltas" && f.name != "ratios";
-            arity(if windowed { 2 } else { 1 }, if windowed { 2 } else { 1 })?;
-            if spec.frame.is_some() {
-                return bad(format!("{}() takes no frame clause (its window is fixed)", f.name), f.pos);
-            }
-            // SPEC order is f(x, n); kdb's `n mavg x` order f(n, x) is accepted too.
-            let (xi, ni) = if windowed && matches!(f.args[0], Expr::Lit(..)) && !matches!(f.args[1], Expr::Lit(..)) {
-                (1, 0)
-            } else {
-                (0, 1)
-            };
-            let x = arg(xi)?;
-            let xt = x.data_type();
-            let numeric = xt.is_numeric() || xt == DataType::Null || xt == DataType::Bool;
-            match f.name.as_str() {
-                "ema" => {
-                    if !numeric {
-                        return bad(format!("ema() needs a numeric argument, got {xt}"), f.pos);
-                    }
-                    let v = constant(b, &f.args[ni])?;
-                    let alpha =
-                        match v.as_f64() {
-                            Some(n) if n > 0.0 && n < 1.0 => n,
-                            Some(n) if n >= 1.0 && n.fract() == 0.0 => 2.0 / (n + 1.0),
-                            _ => return bad(
-                                "ema(x, n): n must be a whole number of periods >= 1 or a smoothing factor in (0, 1)",
-                                f.pos,
-                            ),
-                        };
-                    (WinFunc::Ema(alpha), vec![cast_to(x, DataType::Float64)?], DataType::Float64)
-                }
-                "deltas" => {
-                    let ty = match xt {
-                        t if t.is_integer() || t == DataType::Bool || t == DataType::Null => DataType::Int64,
-                        t if t.is_float() => DataType::Float64,
-                        DataType::Timestamp | DataType::Interval => DataType::Interval,
-                        t => return bad(format!("deltas() needs a numeric or timestamp argument, got {t}"), f.pos),
-                    };
-                    let x = if ty == DataType::Interval { x } else { cast_to(x, ty)? };
-                    (WinFunc::Deltas, vec![x], ty)
-                }
-                "ratios" => {
-                    if !numeric {
-                        return bad(format!("ratios() needs a numeric argument, got {xt}"), f.pos);
-                    }
-                    (WinFunc::Ratios, vec![cast_to(x, DataType::Float64)?], DataType::Float64)
-                }
-                name => {
-                    let n = const_int(b, &f.args[ni], &format!("the {name}() window length"), 1)?;
-                    let agg = match name {
-                        "mavg" => AggFunc::Avg,
-                        "msum" => AggFunc::Sum,
-                        "mmin" => AggFunc::Min,
-                        "mmax" => AggFunc::Max,
-                        "mdev" => AggFunc::StddevPop,
-                        _ => AggFunc::Count,
-                    };
-                    let ty = crate::expr::functions::agg_type(agg, &[xt], f.pos)?;
-                    frame =
-                        Some(Frame { rows: true, start: Edge::Preceding(Offset::Int(n - 1)), end: Edge::CurrentRow });
-                    (WinFunc::Agg(agg), vec![x], ty)
-                }
-            }
-        }
-        name => {
-            if agg_by_name(name).is_none() {
-                return bad(format!("{name}() is not a window function or aggregate"), f.pos);
-            }
-            let mut call = b.bind_agg_call(f, scope, agg)?;
-            if call.func == AggFunc::Twap && call.args.len() == 1 {
-                // twap(x): weighted by the designated timestamp.
-                call.args.extend(call.order.take());
-            }
-            (WinFunc::Agg(call.func), call.args, call.ty)
-        }
-    };
+    let cx = CallCx { f, scope, agg };
+    let (partition, order, describe) = cx.window(b, &spec, defaults)?;
+    let (func, args, ty, frame) = cx.function(b, &spec)?;
     if f.distinct && !matches!(func, WinFunc::Agg(_)) {
         return bad(format!("DISTINCT is not valid for {}()", f.name), f.pos);
     }
@@ -364,6 +190,235 @@ pub fn bind_window_call(
         ty,
         describe,
     })
+}
+
+/// A window call being bound: the call and the scope its expressions bind in.
+struct CallCx<'a> {
+    f: &'a FuncCall,
+    scope: &'a [Field],
+    agg: Option<&'a AggCtx>,
+}
+
+/// A bound window function: what it computes, its arguments, its type, and the fixed frame
+/// of the kdb moving functions (others take the query's frame).
+type BoundFunc = (WinFunc, Vec<BExpr>, DataType, Option<Frame>);
+
+impl CallCx<'_> {
+    fn bind(&self, b: &mut Binder, e: &Expr) -> Result<BExpr> {
+        ExprBinder { scope: self.scope, agg: self.agg, win: None, runner: b }.bind(e)
+    }
+
+    /// The call's `i`th argument, bound.
+    fn arg(&self, b: &mut Binder, i: usize) -> Result<BExpr> {
+        match self.f.args.get(i) {
+            Some(a) => self.bind(b, a),
+            None => Err(SqlError::Internal("window argument".into())),
+        }
+    }
+
+    fn arity(&self, lo: usize, hi: usize) -> Result<()> {
+        let n = self.f.args.len();
+        if n < lo || n > hi || self.f.star {
+            return bad(format!("wrong number of arguments to {}()", self.f.name), self.f.pos);
+        }
+        Ok(())
+    }
+
+    /// PARTITION BY and ORDER BY (for a kdb-style call without OVER, its default window
+    /// first), and how EXPLAIN shows the call.
+    fn window(
+        &self,
+        b: &mut Binder,
+        spec: &WindowSpec,
+        defaults: &WinDefaults,
+    ) -> Result<(Vec<BExpr>, Vec<SortKey>, String)> {
+        let f = self.f;
+        let kdb = f.over.is_none();
+        let mut partition = Vec::new();
+        let mut order = Vec::new();
+        let mut notes = Vec::new();
+        if kdb {
+            if let Some(p) = &defaults.partition {
+                if let Ok(x) = self.bind(b, p) {
+                    partition.push(x);
+                    notes.push(format!("PARTITION BY {p}"));
+                }
+            }
+            if let Some(o) = &defaults.order {
+                if let Ok(x) = self.bind(b, o) {
+                    order.push(SortKey { expr: x, desc: false, nulls_first: false });
+                    notes.push(format!("ORDER BY {o}"));
+                }
+            }
+        }
+        for p in &spec.partition_by {
+            partition.push(self.bind(b, p)?);
+        }
+        for o in &spec.order_by {
+            let x = self.bind(b, &o.expr)?;
+            order.push(SortKey { expr: x, desc: o.desc, nulls_first: o.nulls_first.unwrap_or(false) });
+        }
+        let text = Expr::Func(Box::new(f.clone())).to_string();
+        let describe = if kdb {
+            let w = if notes.is_empty() { "whole input in input order".to_string() } else { notes.join(" ") };
+            format!("{text} [kdb default: {w}]")
+        } else {
+            text
+        };
+        Ok((partition, order, describe))
+    }
+
+    /// The function by name: ranking, offset and value functions, the kdb moving functions,
+    /// or an aggregate over the frame.
+    fn function(&self, b: &mut Binder, spec: &WindowSpec) -> Result<BoundFunc> {
+        let f = self.f;
+        let (func, args, ty) = match f.name.as_str() {
+            "row_number" | "rank" | "dense_rank" | "percent_rank" | "cume_dist" => {
+                self.arity(0, 0)?;
+                let (func, ty) = match f.name.as_str() {
+                    "row_number" => (WinFunc::RowNumber, DataType::Int64),
+                    "rank" => (WinFunc::Rank, DataType::Int64),
+                    "dense_rank" => (WinFunc::DenseRank, DataType::Int64),
+                    "percent_rank" => (WinFunc::PercentRank, DataType::Float64),
+                    _ => (WinFunc::CumeDist, DataType::Float64),
+                };
+                (func, vec![], ty)
+            }
+            "ntile" => {
+                self.arity(1, 1)?;
+                let n = const_int(b, &f.args[0], "the ntile bucket count", 1)?;
+                (WinFunc::Ntile(n), vec![], DataType::Int64)
+            }
+            "lag" | "lead" => self.lag(b)?,
+            "first_value" | "last_value" | "first" | "last" => {
+                self.arity(1, 1)?;
+                let x = self.arg(b, 0)?;
+                let ty = x.data_type();
+                let func = if f.name.starts_with("first") { WinFunc::FirstValue } else { WinFunc::LastValue };
+                (func, vec![x], ty)
+            }
+            "nth_value" => {
+                self.arity(2, 2)?;
+                let x = self.arg(b, 0)?;
+                let n = const_int(b, &f.args[1], "the nth_value position", 1)?;
+                let ty = x.data_type();
+                (WinFunc::NthValue(n), vec![x], ty)
+            }
+            "ema" | "deltas" | "ratios" | "mavg" | "msum" | "mmin" | "mmax" | "mdev" | "mcount" => {
+                return self.kdb(b, spec);
+            }
+            name => {
+                if agg_by_name(name).is_none() {
+                    return bad(format!("{name}() is not a window function or aggregate"), f.pos);
+                }
+                let mut call = b.bind_agg_call(f, self.scope, self.agg)?;
+                if call.func == AggFunc::Twap && call.args.len() == 1 {
+                    // twap(x): weighted by the designated timestamp.
+                    call.args.extend(call.order.take());
+                }
+                (WinFunc::Agg(call.func), call.args, call.ty)
+            }
+        };
+        Ok((func, args, ty, None))
+    }
+
+    /// `lag(x [, k [, default]])`, `lead(...)`: `lead` is a negative lag.
+    fn lag(&self, b: &mut Binder) -> Result<(WinFunc, Vec<BExpr>, DataType)> {
+        let f = self.f;
+        let nargs = f.args.len();
+        self.arity(1, 3)?;
+        let x = self.arg(b, 0)?;
+        let k = match f.args.get(1) {
+            Some(e) => const_int(b, e, "the lag/lead offset", i64::MIN + 1)?,
+            None => 1,
+        };
+        let k = if f.name == "lead" { -k } else { k };
+        let mut args = vec![x];
+        let mut ty = args[0].data_type();
+        if nargs == 3 {
+            let d = self.bind(b, &f.args[2])?;
+            ty = common_type(ty, d.data_type()).ok_or_else(|| {
+                SqlError::plan(
+                    format!("{}() default of type {} does not match {ty}", f.name, d.data_type()),
+                    Some(f.pos),
+                )
+            })?;
+            args.push(d);
+        }
+        let args = unify(args, ty)?;
+        Ok((WinFunc::Lag(k), args, ty))
+    }
+
+    /// The kdb-style functions: `ema`, `deltas`, `ratios`, and the moving aggregates
+    /// (`mavg`, `msum`, `mmin`, `mmax`, `mdev`, `mcount`) over a fixed ROWS frame.
+    fn kdb(&self, b: &mut Binder, spec: &WindowSpec) -> Result<BoundFunc> {
+        let f = self.f;
+        let mut frame = None;
+        let windowed = f.name != "deltas" && f.name != "ratios";
+        self.arity(if windowed { 2 } else { 1 }, if windowed { 2 } else { 1 })?;
+        if spec.frame.is_some() {
+            return bad(format!("{}() takes no frame clause (its window is fixed)", f.name), f.pos);
+        }
+        // SPEC order is f(x, n); kdb's `n mavg x` order f(n, x) is accepted too.
+        let (xi, ni) = if windowed && matches!(f.args[0], Expr::Lit(..)) && !matches!(f.args[1], Expr::Lit(..)) {
+            (1, 0)
+        } else {
+            (0, 1)
+        };
+        let x = self.arg(b, xi)?;
+        let xt = x.data_type();
+        let numeric = xt.is_numeric() || xt == DataType::Null || xt == DataType::Bool;
+        let (func, args, ty) = match f.name.as_str() {
+            "ema" => {
+                if !numeric {
+                    return bad(format!("ema() needs a numeric argument, got {xt}"), f.pos);
+                }
+                let v = constant(b, &f.args[ni])?;
+                let alpha = match v.as_f64() {
+                    Some(n) if n > 0.0 && n < 1.0 => n,
+                    Some(n) if n >= 1.0 && n.fract() == 0.0 => 2.0 / (n + 1.0),
+                    _ => {
+                        return bad(
+                            "ema(x, n): n must be a whole number of periods >= 1 or a smoothing factor in (0, 1)",
+                            f.pos,
+                        )
+                    }
+                };
+                (WinFunc::Ema(alpha), vec![cast_to(x, DataType::Float64)?], DataType::Float64)
+            }
+            "deltas" => {
+                let ty = match xt {
+                    t if t.is_integer() || t == DataType::Bool || t == DataType::Null => DataType::Int64,
+                    t if t.is_float() => DataType::Float64,
+                    DataType::Timestamp | DataType::Interval => DataType::Interval,
+                    t => return bad(format!("deltas() needs a numeric or timestamp argument, got {t}"), f.pos),
+                };
+                let x = if ty == DataType::Interval { x } else { cast_to(x, ty)? };
+                (WinFunc::Deltas, vec![x], ty)
+            }
+            "ratios" => {
+                if !numeric {
+                    return bad(format!("ratios() needs a numeric argument, got {xt}"), f.pos);
+                }
+                (WinFunc::Ratios, vec![cast_to(x, DataType::Float64)?], DataType::Float64)
+            }
+            name => {
+                let n = const_int(b, &f.args[ni], &format!("the {name}() window length"), 1)?;
+                let agg = match name {
+                    "mavg" => AggFunc::Avg,
+                    "msum" => AggFunc::Sum,
+                    "mmin" => AggFunc::Min,
+                    "mmax" => AggFunc::Max,
+                    "mdev" => AggFunc::StddevPop,
+                    _ => AggFunc::Count,
+                };
+                let ty = crate::expr::functions::agg_type(agg, &[xt], f.pos)?;
+                frame = Some(Frame { rows: true, start: Edge::Preceding(Offset::Int(n - 1)), end: Edge::CurrentRow });
+                (WinFunc::Agg(agg), vec![x], ty)
+            }
+        };
+        Ok((func, args, ty, frame))
+    }
 }
 
 fn unify(args: Vec<BExpr>, ty: DataType) -> Result<Vec<BExpr>> {

@@ -6,14 +6,12 @@
 //! The SELECT binds like an aggregation whose groups are the left rows: left columns are the
 //! "keys", and the Aggregate node is replaced by a [`Plan::WindowJoin`] sweep.
 
-use super::{apply_filter, collect_agg_exprs, split_equi, Binder, Item};
+use super::{collect_agg_exprs, split_equi, Binder, Item};
 use super::{BExpr, Field, Plan};
 use crate::error::{Result, SqlError};
 use crate::expr::functions::AggFunc;
 use crate::parser::ast::{BinaryOp, Expr, JoinKind, OrderItem, Select};
 use crate::plan::bind_expr::AggCtx;
-use crate::plan::prune::width;
-use crate::plan::pushdown::conjuncts;
 use zepto_storage::{DataType, Value};
 
 /// A `WINDOW JOIN` (possibly under WHERE filters) waiting for its SELECT.
@@ -95,6 +93,39 @@ pub(super) fn time_type(t: DataType) -> bool {
     matches!(t, DataType::Timestamp | DataType::Int64 | DataType::Int32 | DataType::Date)
 }
 
+/// A WINDOW JOIN under its WHERE filters, taken apart: each WHERE conjunct filters the one
+/// side it reads (right-side ones before the windows are formed), and the ON condition is
+/// returned for the SELECT to split into keys and the window.
+fn where_by_side(plan: Plan) -> Result<(Plan, Plan, Option<BExpr>)> {
+    let mut filters = Vec::new();
+    let mut p = plan;
+    while let Plan::Filter { input, pred } = p {
+        pred.conjuncts(&mut filters);
+        p = *input;
+    }
+    let Plan::Join { left, right, residual, .. } = p else {
+        return Err(SqlError::Internal("window join shape".into()));
+    };
+    let nl = left.width();
+    let (mut lp, mut rp) = (*left, *right);
+    for f in filters {
+        match sides(&f, nl) {
+            (_, false) => lp = Plan::Filter { input: Box::new(lp), pred: f },
+            (false, true) => {
+                let mut f = f;
+                f.map_cols(&|c| c - nl);
+                rp = Plan::Filter { input: Box::new(rp), pred: f };
+            }
+            (true, true) => {
+                return err(
+                    "a WHERE condition of a WINDOW JOIN must read only one side; put the other in ON or a subquery",
+                )
+            }
+        }
+    }
+    Ok((lp, rp, residual))
+}
+
 impl Binder {
     pub(super) fn bind_window_join(
         &mut self,
@@ -109,36 +140,11 @@ impl Binder {
                 "WINDOW JOIN gives one row per left row: GROUP BY is not allowed (aggregate in an outer query)",
             );
         }
-        let mut filters = Vec::new();
-        let mut p = plan;
-        while let Plan::Filter { input, pred } = p {
-            conjuncts(pred, &mut filters);
-            p = *input;
-        }
-        let Plan::Join { left, right, residual, .. } = p else {
-            return Err(SqlError::Internal("window join shape".into()));
-        };
-        let nl = width(&left);
-        let (mut lp, mut rp) = (*left, *right);
-        // WHERE conditions filter one side each (right-side ones before the windows are formed).
-        for f in filters {
-            match sides(&f, nl) {
-                (_, false) => lp = apply_filter(lp, f),
-                (false, true) => {
-                    let mut f = f;
-                    f.map_cols(&|c| c - nl);
-                    rp = apply_filter(rp, f);
-                }
-                (true, true) => {
-                    return err(
-                        "a WHERE condition of a WINDOW JOIN must read only one side; put the other in ON or a subquery",
-                    )
-                }
-            }
-        }
+        let (lp, rp, residual) = where_by_side(plan)?;
+        let nl = lp.width();
         let mut conds = Vec::new();
         if let Some(r) = residual {
-            conjuncts(r, &mut conds);
+            r.conjuncts(&mut conds);
         }
         let (mut lk, mut rk) = (Vec::new(), Vec::new());
         let (mut lower, mut upper) = (None, None);
@@ -220,7 +226,7 @@ pub(super) fn band_join(
     kind: JoinKind,
 ) -> std::result::Result<Plan, Box<JoinParts>> {
     let JoinParts { lp, rp, lk, rk, residual } = parts;
-    let nl = width(&lp);
+    let nl = lp.width();
     let (mut lower, mut upper, mut rest) = (None, None, Vec::new());
     for c in &residual {
         match window_bound(c, nl) {
@@ -253,7 +259,7 @@ pub(super) fn band_join(
         hi,
         outer: kind == JoinKind::Left,
     };
-    Ok(match crate::plan::pushdown::and_all(rest) {
+    Ok(match BExpr::and_all(rest) {
         Some(pred) => Plan::Filter { input: Box::new(plan), pred },
         None => plan,
     })
