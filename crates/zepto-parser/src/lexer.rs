@@ -96,21 +96,7 @@ pub fn tokenize(sql: &str, interrupt: &dyn Fn() -> Result<()>) -> Result<Vec<Tok
             continue;
         }
         if c == b'/' && b.get(i + 1) == Some(&b'*') {
-            let start = lines.pos(i);
-            i += 2;
-            loop {
-                let (Some(c), Some(next)) = (at(i), at(i + 1)) else {
-                    return Err(SqlError::Parse { message: "unterminated comment".into(), pos: start });
-                };
-                if c == b'*' && next == b'/' {
-                    i += 2;
-                    break;
-                }
-                if c == b'\n' {
-                    lines.newline(i + 1);
-                }
-                i += 1;
-            }
+            i = block_comment(b, i, &mut lines)?;
             continue;
         }
         if out.len() % CHECK_EVERY_TOKENS == CHECK_EVERY_TOKENS - 1 {
@@ -118,32 +104,9 @@ pub fn tokenize(sql: &str, interrupt: &dyn Fn() -> Result<()>) -> Result<Vec<Tok
         }
         let pos = lines.pos(i);
         if c == b'\'' || c == b'"' {
-            let quote = c;
-            let mut s = String::new();
-            i += 1;
-            let mut seg = i;
-            loop {
-                let Some(c) = at(i) else {
-                    let what = if quote == b'\'' { "string literal" } else { "quoted identifier" };
-                    return Err(SqlError::Parse { message: format!("unterminated {what}"), pos });
-                };
-                if c == quote {
-                    s.push_str(&sql[seg..i]);
-                    if b.get(i + 1) == Some(&quote) {
-                        s.push(quote as char);
-                        i += 2;
-                        seg = i;
-                        continue;
-                    }
-                    i += 1;
-                    break;
-                }
-                if c == b'\n' {
-                    lines.newline(i + 1);
-                }
-                i += 1;
-            }
-            out.push(Token { tok: if quote == b'\'' { Tok::Str(s) } else { Tok::QIdent(s) }, pos });
+            let (tok, end) = quoted(sql, i, &mut lines, pos)?;
+            out.push(Token { tok, pos });
+            i = end;
             continue;
         }
         if c.is_ascii_digit() || (c == b'.' && b.get(i + 1).is_some_and(u8::is_ascii_digit)) {
@@ -195,6 +158,58 @@ pub fn tokenize(sql: &str, interrupt: &dyn Fn() -> Result<()>) -> Result<Vec<Tok
     }
     out.push(Token { tok: Tok::Eof, pos: lines.pos(b.len()) });
     Ok(out)
+}
+
+/// The end of the block comment starting at `i` (`/*`), counting its lines.
+fn block_comment(b: &[u8], mut i: usize, lines: &mut Lines) -> Result<usize> {
+    let at = |i: usize| b.get(i).copied();
+    let start = lines.pos(i);
+    i += 2;
+    loop {
+        let (Some(c), Some(next)) = (at(i), at(i + 1)) else {
+            return Err(SqlError::Parse { message: "unterminated comment".into(), pos: start });
+        };
+        if c == b'*' && next == b'/' {
+            return Ok(i + 2);
+        }
+        if c == b'\n' {
+            lines.newline(i + 1);
+        }
+        i += 1;
+    }
+}
+
+/// The string literal (`'`) or quoted identifier (`"`) starting at `i`, doubled quotes
+/// unescaped, and where it ends.
+fn quoted(sql: &str, mut i: usize, lines: &mut Lines, pos: Pos) -> Result<(Tok, usize)> {
+    let b = sql.as_bytes();
+    let at = |i: usize| b.get(i).copied();
+    let quote = at(i).unwrap_or(b'\'');
+    let mut s = String::new();
+    i += 1;
+    let mut seg = i;
+    loop {
+        let Some(c) = at(i) else {
+            let what = if quote == b'\'' { "string literal" } else { "quoted identifier" };
+            return Err(SqlError::Parse { message: format!("unterminated {what}"), pos });
+        };
+        if c == quote {
+            s.push_str(&sql[seg..i]);
+            if b.get(i + 1) == Some(&quote) {
+                s.push(quote as char);
+                i += 2;
+                seg = i;
+                continue;
+            }
+            i += 1;
+            break;
+        }
+        if c == b'\n' {
+            lines.newline(i + 1);
+        }
+        i += 1;
+    }
+    Ok((if quote == b'\'' { Tok::Str(s) } else { Tok::QIdent(s) }, i))
 }
 
 /// The first position from `i` on whose byte fails `keep` (or the end).

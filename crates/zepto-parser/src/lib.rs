@@ -11,6 +11,8 @@
 //! (SELECT / set operations / FROM), `limits` (request size and expression depth), `visit`
 //! (walking the tree), this file (statements and the token cursor).
 #![warn(missing_docs)]
+// Functions short enough to read: clippy's default limit of 100 lines.
+#![warn(clippy::too_many_lines)]
 
 pub mod access;
 pub mod ast;
@@ -446,49 +448,10 @@ impl Parser {
             return self.create_table();
         }
         if self.eat_kw("drop") {
-            self.expect_kw("table")?;
-            let if_exists = self.eat_kw("if") && {
-                self.expect_kw("exists")?;
-                true
-            };
-            let name = self.ident()?;
-            return Ok(Statement::DropTable { name, if_exists, pos });
+            return self.drop_table(pos);
         }
         if self.eat_kw("alter") {
-            self.expect_kw("table")?;
-            let table = self.ident()?;
-            if self.eat_kw("set") {
-                self.expect_kw("ttl")?;
-                let ttl_ns = self.ttl()?;
-                return Ok(Statement::AlterSetTtl { table, ttl_ns, pos });
-            }
-            if self.eat_kw("convert") {
-                for kw in ["partition", "to", "parquet", "where"] {
-                    self.expect_kw(kw)?;
-                }
-                let cpos = self.pos();
-                let column = self.ident()?;
-                let inclusive = if self.eat_op("<") {
-                    false
-                } else if self.eat_op("<=") {
-                    true
-                } else {
-                    return Err(self.unexpected("'<' or '<=' (rows before a time move)"));
-                };
-                let at = self.timestamp_lit()?;
-                let before = if inclusive { at.saturating_add(1) } else { at };
-                return Ok(Statement::AlterTier { table, column, before, pos: cpos });
-            }
-            self.expect_kw("add")?;
-            self.eat_kw("column");
-            let if_not_exists = self.eat_kw("if") && {
-                self.expect_kw("not")?;
-                self.expect_kw("exists")?;
-                true
-            };
-            let column = self.ident()?;
-            let data_type = self.data_type()?;
-            return Ok(Statement::AlterAddColumn { table, column, data_type, if_not_exists, pos });
+            return self.alter_table(pos);
         }
         if self.eat_kw("insert") {
             return self.insert(pos);
@@ -501,28 +464,10 @@ impl Parser {
             return Ok(Statement::ShowTables);
         }
         if self.eat_kw("delete") {
-            self.expect_kw("from")?;
-            let pos = self.pos();
-            let table = self.ident()?;
-            let filter = if self.eat_kw("where") { Some(self.expr()?) } else { None };
-            return Ok(Statement::Delete { table, filter, pos });
+            return self.delete();
         }
         if self.eat_kw("update") {
-            let pos = self.pos();
-            let table = self.ident()?;
-            self.expect_kw("set")?;
-            let mut sets = Vec::new();
-            loop {
-                let cpos = self.pos();
-                let column = self.ident()?;
-                self.expect_op("=")?;
-                sets.push((column, self.expr()?, cpos));
-                if !self.eat_op(",") {
-                    break;
-                }
-            }
-            let filter = if self.eat_kw("where") { Some(self.expr()?) } else { None };
-            return Ok(Statement::Update { table, sets, filter, pos });
+            return self.update();
         }
         if self.eat_kw("checkpoint") {
             return Ok(Statement::Checkpoint);
@@ -535,6 +480,88 @@ impl Parser {
         Err(self.unexpected(
             "a statement (SELECT, WITH, INSERT, UPDATE, DELETE, CREATE, DROP, ALTER, COPY, SHOW, DESCRIBE, EXPLAIN, CHECKPOINT)",
         ))
+    }
+
+    /// `DROP TABLE [IF EXISTS] name`, after `DROP`.
+    fn drop_table(&mut self, pos: Pos) -> Result<Statement> {
+        self.expect_kw("table")?;
+        let if_exists = self.eat_kw("if") && {
+            self.expect_kw("exists")?;
+            true
+        };
+        let name = self.ident()?;
+        Ok(Statement::DropTable { name, if_exists, pos })
+    }
+
+    /// `ALTER TABLE t SET TTL ... | CONVERT PARTITION ... | ADD [COLUMN] ...`, after `ALTER`.
+    fn alter_table(&mut self, pos: Pos) -> Result<Statement> {
+        self.expect_kw("table")?;
+        let table = self.ident()?;
+        if self.eat_kw("set") {
+            self.expect_kw("ttl")?;
+            let ttl_ns = self.ttl()?;
+            return Ok(Statement::AlterSetTtl { table, ttl_ns, pos });
+        }
+        if self.eat_kw("convert") {
+            return self.alter_tier(table);
+        }
+        self.expect_kw("add")?;
+        self.eat_kw("column");
+        let if_not_exists = self.eat_kw("if") && {
+            self.expect_kw("not")?;
+            self.expect_kw("exists")?;
+            true
+        };
+        let column = self.ident()?;
+        let data_type = self.data_type()?;
+        Ok(Statement::AlterAddColumn { table, column, data_type, if_not_exists, pos })
+    }
+
+    /// `PARTITION TO PARQUET WHERE ts < | <= time`, after `ALTER TABLE t CONVERT`.
+    fn alter_tier(&mut self, table: String) -> Result<Statement> {
+        for kw in ["partition", "to", "parquet", "where"] {
+            self.expect_kw(kw)?;
+        }
+        let cpos = self.pos();
+        let column = self.ident()?;
+        let inclusive = if self.eat_op("<") {
+            false
+        } else if self.eat_op("<=") {
+            true
+        } else {
+            return Err(self.unexpected("'<' or '<=' (rows before a time move)"));
+        };
+        let at = self.timestamp_lit()?;
+        let before = if inclusive { at.saturating_add(1) } else { at };
+        Ok(Statement::AlterTier { table, column, before, pos: cpos })
+    }
+
+    /// `FROM t [WHERE ...]`, after `DELETE`.
+    fn delete(&mut self) -> Result<Statement> {
+        self.expect_kw("from")?;
+        let pos = self.pos();
+        let table = self.ident()?;
+        let filter = if self.eat_kw("where") { Some(self.expr()?) } else { None };
+        Ok(Statement::Delete { table, filter, pos })
+    }
+
+    /// `t SET c = e, ... [WHERE ...]`, after `UPDATE`.
+    fn update(&mut self) -> Result<Statement> {
+        let pos = self.pos();
+        let table = self.ident()?;
+        self.expect_kw("set")?;
+        let mut sets = Vec::new();
+        loop {
+            let cpos = self.pos();
+            let column = self.ident()?;
+            self.expect_op("=")?;
+            sets.push((column, self.expr()?, cpos));
+            if !self.eat_op(",") {
+                break;
+            }
+        }
+        let filter = if self.eat_kw("where") { Some(self.expr()?) } else { None };
+        Ok(Statement::Update { table, sets, filter, pos })
     }
 
     fn create_table(&mut self) -> Result<Statement> {
