@@ -245,6 +245,7 @@ fn a_huge_in_list_counts_against_the_memory_limit() {
     sql(&s.addr, "INSERT INTO t VALUES (5), (2000000)");
     let r = post(&s.addr, "/", &q);
     assert_eq!((r.status, r.error_code().as_str()), (429, "RESOURCES_EXHAUSTED"), "{}", r.text());
+    assert!(r.text().contains("--query-memory-mb"), "the error names the flag: {}", r.text());
     drop(s);
     let s = Server::start(&[]);
     sql(&s.addr, "CREATE TABLE t (a BIGINT)");
@@ -387,16 +388,19 @@ fn request_bodies_share_one_budget() {
         c.write_all(part.as_bytes()).expect("most of the body");
         slow.push(c);
     }
-    let body = "v\n".to_string() + &"2\n".repeat(300 << 10);
+    // The server reads the slow bodies as they arrive: wait until it holds them.
     let t0 = std::time::Instant::now();
-    let r = loop {
-        // The server reads the slow bodies as they arrive: wait until it holds them.
-        let r = post(a, "/write?table=t&format=csv", &body);
-        if r.status != 200 || t0.elapsed() > std::time::Duration::from_secs(20) {
-            break r;
-        }
-        sql(a, "DELETE FROM t");
+    let held = || {
+        let m = get(a, "/metrics").text();
+        let line = m.lines().find(|l| l.starts_with("zepto_request_body_bytes_in_flight ")).map(str::to_string);
+        line.and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse::<u64>().ok())).expect("the gauge")
     };
+    while held() < 2 * (900 << 10) {
+        assert!(t0.elapsed() < std::time::Duration::from_secs(60), "the server never held the bodies: {}", held());
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let body = "v\n".to_string() + &"2\n".repeat(300 << 10);
+    let r = post(a, "/write?table=t&format=csv", &body);
     assert_eq!((r.status, r.error_code().as_str()), (503, "BODIES_IN_FLIGHT"), "{}", r.text());
     assert_eq!(r.header("Retry-After"), Some("1"));
     assert!(r.text().contains("--max-inflight-body-mb"), "{}", r.text());

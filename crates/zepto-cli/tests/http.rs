@@ -269,6 +269,7 @@ fn limits_timeouts_and_disconnects() {
     // the body, so the answer cannot be lost to a reset while the client is still writing.
     let r = raw(a, format!("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n\r\n", 2 << 20).as_bytes());
     assert_eq!((r.status, r.error_code().as_str()), (413, "PAYLOAD_TOO_LARGE"));
+    assert!(r.text().contains("--max-body-mb"), "the error names the flag: {}", r.text());
     // Without a length (chunked), the limit applies while reading.
     let chunk = "x".repeat(64 << 10);
     let mut req = String::from("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n");
@@ -292,6 +293,7 @@ fn limits_timeouts_and_disconnects() {
     let t0 = Instant::now();
     let r = post(a, "/", SLOW);
     assert_eq!((r.status, r.error_code().as_str()), (504, "TIMEOUT"), "{}", r.text());
+    assert!(r.text().contains("--query-timeout"), "the error names the flag: {}", r.text());
     assert!(t0.elapsed() < Duration::from_secs(5));
     assert_eq!(sql(a, "SELECT count(*) FROM trades")["data"][0][0], 50000, "the server is fine afterwards");
     drop(s);

@@ -74,6 +74,9 @@ pub struct Metrics {
     /// `zepto_queries_stopped_for_memory_total`: queries the memory guard stopped because the
     /// process held more than `--max-server-memory-mb`.
     pub queries_stopped_for_memory: Counter,
+    /// `zepto_request_body_bytes_in_flight`: bytes of request bodies held now (of
+    /// `--max-inflight-body-mb`; set when metrics are read).
+    pub body_bytes_in_flight: Gauge,
     memory: Gauge<f64, AtomicU64>,
     peak_memory: Gauge<f64, AtomicU64>,
     tables: Gauge,
@@ -132,6 +135,12 @@ impl Metrics {
         registry.register("zepto_connections_open", "Connections open now", connections_open.clone());
         let queries_running = Gauge::default();
         registry.register("zepto_queries_running", "Statements executing now", queries_running.clone());
+        let body_bytes_in_flight = Gauge::default();
+        registry.register(
+            "zepto_request_body_bytes_in_flight",
+            "Bytes of request bodies held now (of --max-inflight-body-mb)",
+            body_bytes_in_flight.clone(),
+        );
         let queries_stopped_for_memory = Counter::default();
         registry.register(
             "zepto_queries_stopped_for_memory",
@@ -174,6 +183,7 @@ impl Metrics {
             connections_open,
             queries_running,
             queries_stopped_for_memory,
+            body_bytes_in_flight,
             memory,
             peak_memory,
             tables,

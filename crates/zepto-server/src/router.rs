@@ -136,6 +136,8 @@ async fn dispatch(
                     who.name
                 )));
             }
+            let held = state.config.inflight_body_bytes().saturating_sub(state.bodies.available());
+            state.metrics.body_bytes_in_flight.set(i64::try_from(held).unwrap_or(i64::MAX));
             ok(text(
                 StatusCode::OK,
                 "application/openmetrics-text; version=1.0.0; charset=utf-8",
@@ -279,7 +281,7 @@ async fn read_body(state: &State, req: Request<Incoming>, max: usize) -> Result<
         ApiError::new(
             StatusCode::PAYLOAD_TOO_LARGE,
             "PAYLOAD_TOO_LARGE",
-            format!("request body is larger than the limit of {max} bytes"),
+            format!("request body is larger than the limit of {max} bytes (--max-body-mb raises it)"),
         )
     };
     if let Some(n) = req.headers().get(CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok()) {
@@ -331,7 +333,7 @@ fn gunzip(body: &[u8], max: usize, held: &mut Held) -> Result<Bytes, ApiError> {
             return Err(ApiError::new(
                 StatusCode::PAYLOAD_TOO_LARGE,
                 "PAYLOAD_TOO_LARGE",
-                format!("request body is larger than the limit of {max} bytes once decoded"),
+                format!("request body is larger than the limit of {max} bytes once decoded (--max-body-mb raises it)"),
             ));
         }
         held.cover(body.len().saturating_add(out.len()).saturating_add(n))?;

@@ -447,7 +447,11 @@ pub async fn run(
             Ok(h) => h,
             Err(_) => {
                 guard.ctl.cancel();
-                return Err(SqlError::Timeout(format!("query exceeded its time limit of {} ms", t.as_millis())).into());
+                return Err(SqlError::Timeout(format!(
+                    "query exceeded its time limit of {} ms (--query-timeout raises it)",
+                    t.as_millis()
+                ))
+                .into());
             }
         },
         _ => head_rx.await,

@@ -18,6 +18,13 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 use zepto_storage::mem::thread_net_bytes;
 
+/// How a user raises the memory limit, said in every error it causes (the server's flag, the
+/// Python keyword).
+const RAISE_MEMORY: &str = " (--query-memory-mb, or connect(query_memory_mb=) in Python, raises it)";
+
+/// How a user raises the time limit, said in every error it causes.
+const RAISE_TIMEOUT: &str = " (--query-timeout, or connect(query_timeout=) in Python, raises it)";
+
 /// Limits and the cancel flag of one query.
 #[derive(Debug)]
 pub struct QueryControl {
@@ -111,14 +118,17 @@ impl QueryControl {
         }
         if let (Some(d), Some(t)) = (self.deadline, self.timeout) {
             if Instant::now() >= d {
-                return Err(SqlError::Timeout(format!("query exceeded its time limit of {}", fmt_duration(t))));
+                return Err(SqlError::Timeout(format!(
+                    "query exceeded its time limit of {}{RAISE_TIMEOUT}",
+                    fmt_duration(t)
+                )));
             }
         }
         if let Some(limit) = self.mem_limit {
             let used = held.max(0) as usize;
             if used > limit {
                 return Err(SqlError::ResourcesExhausted(format!(
-                    "query memory limit of {} exceeded (it held {})",
+                    "query memory limit of {} exceeded (it held {}){RAISE_MEMORY}",
                     fmt_bytes(limit),
                     fmt_bytes(used)
                 )));
@@ -157,7 +167,7 @@ pub fn reserve(bytes: u64) -> Result<()> {
         let used = thread_net_bytes().saturating_sub(a.base).max(0) as u64;
         if used.saturating_add(bytes) > limit as u64 {
             return Err(SqlError::ResourcesExhausted(format!(
-                "query memory limit of {} would be exceeded: it holds {} and needs {} more",
+                "query memory limit of {} would be exceeded: it holds {} and needs {} more{RAISE_MEMORY}",
                 fmt_bytes(limit),
                 fmt_bytes(used as usize),
                 fmt_bytes(usize::try_from(bytes).unwrap_or(usize::MAX))
