@@ -239,7 +239,7 @@ fn write(
     reader: RecordBatchStreamReader,
 ) -> PyResult<usize> {
     let snap = catalog.snapshot(table).map_err(|e| storage_error(py, e))?;
-    let schema = snap.schema.columns.clone();
+    let schema = snap.schema().columns.clone();
     drop(snap);
     let cols = zepto_io::ipc::read_batches(fields, reader, &schema).map_err(|e| {
         let row = match &e {

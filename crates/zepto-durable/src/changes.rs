@@ -252,7 +252,7 @@ pub fn apply(catalog: &Catalog, payload: &[u8]) -> Result<(), String> {
                 let table = b.str()?;
                 let snap = catalog.snapshot(table).map_err(err)?;
                 let defs: Vec<ColumnDef> = snap
-                    .schema
+                    .schema()
                     .columns
                     .iter()
                     .enumerate()
@@ -278,7 +278,7 @@ pub fn apply(catalog: &Catalog, payload: &[u8]) -> Result<(), String> {
                     .enumerate()
                     .map(|(k, &c)| {
                         let d =
-                            snap.schema.columns.get(c).ok_or_else(|| format!("table '{table}' has no column {c}"))?;
+                            snap.schema().columns.get(c).ok_or_else(|| format!("table '{table}' has no column {c}"))?;
                         Ok(ColumnDef { name: format!("c{k}"), data_type: d.data_type })
                     })
                     .collect::<Result<Vec<_>, String>>()?;

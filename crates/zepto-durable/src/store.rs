@@ -271,7 +271,7 @@ impl Durable {
                     .iter()
                     .filter_map(|t| {
                         let newest = t.partitions().iter().filter_map(|p| last_ts(t, p)).max()?;
-                        Some((t.name.as_str(), day_floor(t.min_ts()?), day_floor(newest)))
+                        Some((t.name(), day_floor(t.min_ts()?), day_floor(newest)))
                     })
                     .collect();
                 // The oldest day in memory among tables that hold more than one day.
@@ -329,7 +329,7 @@ impl Durable {
 
 /// The newest non-NULL timestamp of a partition (NULLs sort first, so it is the last row's).
 fn last_ts(t: &zepto_storage::Table, p: &zepto_storage::Partition) -> Option<i64> {
-    let c = &p.columns()[t.ts_col?];
+    let c = &p.columns()[t.ts_col()?];
     let n = p.len();
     (n > 0 && c.is_valid(n - 1)).then(|| c.as_i64_slice().map(|v| v[n - 1])).flatten()
 }
@@ -397,9 +397,9 @@ mod tests {
             let t = c.snapshot(&name).expect("table");
             out.push(format!(
                 "{name} {:?} key={:?} ts={:?} rows={}",
-                t.schema.columns,
-                t.key_col,
-                t.ts_col,
+                t.schema().columns,
+                t.key_col(),
+                t.ts_col(),
                 t.row_count()
             ));
             for p in t.partitions() {
@@ -494,7 +494,7 @@ mod tests {
         let more = |c: &Catalog, ts: i64| {
             let t = c.snapshot("t").expect("t");
             let cols = t
-                .schema
+                .schema()
                 .columns
                 .iter()
                 .map(|d| match d.data_type {
@@ -613,7 +613,7 @@ mod tests {
                     let t = c.snapshot("t")?;
                     let n = 3 + k as usize;
                     let cols = t
-                        .schema
+                        .schema()
                         .columns
                         .iter()
                         .map(|d| match d.data_type {

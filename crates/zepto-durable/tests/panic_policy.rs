@@ -45,7 +45,7 @@ fn child(dir: &Path) {
     catalog.append("t", batch(&[1, 2, 3])).expect("acknowledged");
     let logged_rows = batch(&[4, 5]);
     let _ = catalog.modify("t", |t| {
-        let logged = catalog.log(&[Change::Append { table: &t.name, columns: &logged_rows }])?;
+        let logged = catalog.log(&[Change::Append { table: t.name(), columns: &logged_rows }])?;
         logged.apply(|| -> Result<(), zepto_storage::StorageError> { panic!("injected fault after the WAL write") })
     });
     eprintln!("the process survived a panic after logging");
@@ -93,7 +93,7 @@ fn in_memory_a_panic_while_applying_unwinds_to_the_caller() {
     let rows = batch(&[1]);
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         catalog.modify("t", |t| {
-            let logged = catalog.log(&[Change::Append { table: &t.name, columns: &rows }])?;
+            let logged = catalog.log(&[Change::Append { table: t.name(), columns: &rows }])?;
             logged.apply(|| -> Result<(), zepto_storage::StorageError> { panic!("injected") })
         })
     }));
@@ -101,7 +101,7 @@ fn in_memory_a_panic_while_applying_unwinds_to_the_caller() {
     // An error from applying is returned as it is.
     let e = catalog
         .modify("t", |t| {
-            let logged = catalog.log(&[Change::Append { table: &t.name, columns: &rows }])?;
+            let logged = catalog.log(&[Change::Append { table: t.name(), columns: &rows }])?;
             logged.apply(|| Err::<(), _>(zepto_storage::StorageError::Invalid("refused".into())))
         })
         .expect_err("the error comes back");

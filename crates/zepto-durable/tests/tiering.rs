@@ -60,7 +60,7 @@ fn dump(c: &Catalog) -> Vec<String> {
         }
         if !t.history().files.is_empty() {
             let reader = c.history_reader().expect("a durable catalog has a history reader");
-            let all: Vec<usize> = (0..t.schema.len()).collect();
+            let all: Vec<usize> = (0..t.schema().len()).collect();
             let h = reader.read(&t, &all, None, i64::MIN, i64::MAX).expect("history readable");
             for ch in h.chunks {
                 push(&ch.columns);

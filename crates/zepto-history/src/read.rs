@@ -112,9 +112,9 @@ impl ParquetHistory {
 
     /// Row groups of `meta` that may hold rows in `[lo, hi]` with a key among `keys`.
     fn row_groups(table: &Table, meta: &ParquetMetaData, keys: Option<&[String]>, lo: i64, hi: i64) -> Vec<usize> {
-        let col_name = |c: Option<usize>| c.and_then(|i| table.schema.columns.get(i)).map(|d| d.name.as_str());
-        let ts = col_name(table.ts_col).and_then(|n| leaf(meta, n));
-        let key = col_name(table.key_col).and_then(|n| leaf(meta, n));
+        let col_name = |c: Option<usize>| c.and_then(|i| table.schema().columns.get(i)).map(|d| d.name.as_str());
+        let ts = col_name(table.ts_col()).and_then(|n| leaf(meta, n));
+        let key = col_name(table.key_col()).and_then(|n| leaf(meta, n));
         let mut keep = Vec::new();
         for (i, rg) in meta.row_groups().iter().enumerate() {
             if let Some(Statistics::Int64(s)) = ts.and_then(|c| rg.column(c).statistics()) {
@@ -161,14 +161,14 @@ impl HistoryReader for ParquetHistory {
     }
 
     fn read_unit(&self, table: &Table, columns: &[usize], unit: &HistoryUnit) -> Result<HistoryChunk, StorageError> {
-        let internal = |m: String| StorageError::Internal(format!("table '{}': {m}", table.name));
+        let internal = |m: String| StorageError::Internal(format!("table '{}': {m}", table.name()));
         let f =
             table.history().files.get(unit.file).ok_or_else(|| internal(format!("no history file {}", unit.file)))?;
         let defs: Vec<ColumnDef> = columns
             .iter()
-            .map(|&c| table.schema.columns.get(c).cloned().ok_or_else(|| internal(format!("no column {c}"))))
+            .map(|&c| table.schema().columns.get(c).cloned().ok_or_else(|| internal(format!("no column {c}"))))
             .collect::<Result<_, _>>()?;
-        let key_pos = table.key_col.and_then(|k| columns.iter().position(|&c| c == k));
+        let key_pos = table.key_col().and_then(|k| columns.iter().position(|&c| c == k));
         let src = self.open(&f.path)?;
         let meta = self.footer(&f.path, Some(&src))?;
         if unit.row_group >= meta.num_row_groups() {

@@ -42,8 +42,8 @@ pub fn day_dir(day_start: i64) -> String {
 /// its history's next sequence number. Nothing in the catalog changes: the caller commits the
 /// files ([`zepto_storage::Catalog::commit_tier`]) or leaves them for the startup sweep.
 pub fn write_history(storage: &dyn Storage, snap: &Table, before: i64) -> Result<Written, StorageError> {
-    let ts_col = snap.ts_col.ok_or_else(|| {
-        StorageError::Invalid(format!("table '{}' has no designated timestamp to tier by", snap.name))
+    let ts_col = snap.ts_col().ok_or_else(|| {
+        StorageError::Invalid(format!("table '{}' has no designated timestamp to tier by", snap.name()))
     })?;
     let counts = snap.count_before(before);
     // Partitions with rows to move, in key order (NULL key first, then by string).
@@ -67,8 +67,8 @@ pub fn write_history(storage: &dyn Storage, snap: &Table, before: i64) -> Result
             i = j;
         }
     }
-    let table_dir = snap.name.to_ascii_lowercase();
-    let names: Vec<String> = snap.schema.columns.iter().map(|c| c.name.clone()).collect();
+    let table_dir = snap.name().to_ascii_lowercase();
+    let names: Vec<String> = snap.schema().columns.iter().map(|c| c.name.clone()).collect();
     let mut files = Vec::with_capacity(days.len());
     for (k, (day, pieces)) in days.into_iter().enumerate() {
         let rows: usize = pieces.iter().map(|&(_, a, b)| b - a).sum();

@@ -400,18 +400,18 @@ fn tables(state: &State, who: &Principal, path: &str) -> Result<Outcome, ApiErro
     let describe = |name: &str| -> Option<String> {
         let t = catalog.snapshot(name).ok()?;
         let mut s = String::from("{\"name\":");
-        zepto_io::format::json_escape(&t.name, &mut s);
+        zepto_io::format::json_escape(t.name(), &mut s);
         s.push_str(&format!(",\"rows\":{},\"partitions\":{},\"columns\":[", t.row_count(), t.partitions().len()));
-        for (i, c) in t.schema.columns.iter().enumerate() {
+        for (i, c) in t.schema().columns.iter().enumerate() {
             if i > 0 {
                 s.push(',');
             }
             s.push_str("{\"name\":");
             zepto_io::format::json_escape(&c.name, &mut s);
             s.push_str(&format!(",\"type\":\"{}\"", c.data_type.sql_name()));
-            if t.key_col == Some(i) {
+            if t.key_col() == Some(i) {
                 s.push_str(",\"role\":\"partition key\"");
-            } else if t.ts_col == Some(i) {
+            } else if t.ts_col() == Some(i) {
                 s.push_str(",\"role\":\"designated timestamp\"");
             }
             s.push('}');

@@ -76,7 +76,7 @@ fn state(e: &Engine) -> Vec<(String, usize, usize)> {
     let c = e.catalog();
     c.table_names()
         .into_iter()
-        .filter_map(|n| c.snapshot(&n).ok().map(|t| (n, t.schema.len(), t.row_count())))
+        .filter_map(|n| c.snapshot(&n).ok().map(|t| (n, t.schema().len(), t.row_count())))
         .collect()
 }
 

@@ -265,7 +265,7 @@ fn tier_half(engine: &Engine, skip: &[String]) -> Result<(), String> {
             continue;
         }
         let t = cat.snapshot(&name).map_err(|e| e.to_string())?;
-        let Some(tc) = t.ts_col else { continue };
+        let Some(tc) = t.ts_col() else { continue };
         let mut ts: Vec<i64> = t
             .partitions()
             .iter()

@@ -55,12 +55,12 @@ fn partition_batch(t: &Table, slot: usize, width: usize) -> Batch {
 
 /// Under the lock: the table must still start with the columns the statement was bound to.
 fn same_layout(t: &Table, fields: &[Field]) -> Result<()> {
-    let same = t.schema.columns.len() >= fields.len()
-        && t.schema.columns.iter().zip(fields).all(|(c, f)| c.name == f.name && c.data_type == f.data_type);
+    let same = t.schema().columns.len() >= fields.len()
+        && t.schema().columns.iter().zip(fields).all(|(c, f)| c.name == f.name && c.data_type == f.data_type);
     if same {
         Ok(())
     } else {
-        Err(SqlError::exec(format!("table '{}' was changed while the statement was prepared; run it again", t.name)))
+        Err(SqlError::exec(format!("table '{}' was changed while the statement was prepared; run it again", t.name())))
     }
 }
 
@@ -92,17 +92,17 @@ fn refuse_history(t: &Table, pred: Option<&BExpr>, what: &str) -> Result<()> {
     let (lo, hi) = match pred {
         None => (i64::MIN, i64::MAX),
         Some(p) => {
-            let (r, _) = crate::plan::optimizer::scan_range(p.clone(), None, t.ts_col);
+            let (r, _) = crate::plan::optimizer::scan_range(p.clone(), None, t.ts_col());
             (r.ts_lo, r.ts_hi)
         }
     };
     match h.overlapping(lo, hi).map(|f| f.max_ts).max() {
         None => Ok(()),
         Some(max) => {
-            let ts = t.ts_col.map_or("ts", |c| t.schema.columns[c].name.as_str());
+            let ts = t.ts_col().map_or("ts", |c| t.schema().columns[c].name.as_str());
             Err(SqlError::exec(format!(
                 "{what} cannot change rows in the Parquet history of table '{}' (up to {}); restrict it with {ts} > '{}', or drop whole days with ALTER TABLE ... SET TTL",
-                t.name,
+                t.name(),
                 zepto_storage::time::format_timestamp(max),
                 zepto_storage::time::format_timestamp(max)
             )))
@@ -134,7 +134,7 @@ pub fn delete(
         if sel.is_empty() {
             return Ok(0);
         }
-        let logged = catalog.log(&[Change::Delete { table: &t.name, rows: &sel }])?;
+        let logged = catalog.log(&[Change::Delete { table: t.name(), rows: &sel }])?;
         Ok(logged.apply(|| t.delete_rows(&sel))?)
     })
 }
@@ -193,14 +193,14 @@ pub fn update(
             }
         }
         let values: Vec<Column> = parts.iter().map(|cs| Column::concat(&cs.iter().collect::<Vec<_>>())).collect();
-        let moves = targets.iter().any(|&i| Some(i) == t.key_col || Some(i) == t.ts_col);
+        let moves = targets.iter().any(|&i| Some(i) == t.key_col() || Some(i) == t.ts_col());
         if !moves {
             let logged =
-                catalog.log(&[Change::Update { table: &t.name, rows: &sel, columns: &targets, values: &values }])?;
+                catalog.log(&[Change::Update { table: t.name(), rows: &sel, columns: &targets, values: &values }])?;
             return Ok(logged.apply(|| t.update_rows(&sel, &targets, values))?);
         }
         // Rows move: delete them and append their new versions (whole rows, every column).
-        let width = t.schema.len();
+        let width = t.schema().len();
         let mut full: Vec<Column> = (0..width)
             .map(|c| {
                 let pieces: Vec<Column> =
@@ -212,8 +212,10 @@ pub fn update(
             full[c] = v;
         }
         t.validate(&full)?;
-        let logged = catalog
-            .log(&[Change::Delete { table: &t.name, rows: &sel }, Change::Append { table: &t.name, columns: &full }])?;
+        let logged = catalog.log(&[
+            Change::Delete { table: t.name(), rows: &sel },
+            Change::Append { table: t.name(), columns: &full },
+        ])?;
         Ok(logged.apply(|| {
             let n = t.delete_rows(&sel)?;
             t.append(full)?;

@@ -139,7 +139,7 @@ impl Engine {
                     .catalog
                     .snapshot(table)
                     .map_err(|_| SqlError::TableNotFound { name: table.clone(), pos: Some(*pos) })?;
-                let cols = crate::copy::read_file(&self.files, path, options, &snap.schema)?;
+                let cols = crate::copy::read_file(&self.files, path, options, snap.schema())?;
                 let n = self.catalog.append(table, cols)?;
                 Ok(QueryResult::status(format!("COPY {n}")))
             }
@@ -258,7 +258,7 @@ impl Engine {
     /// `ALTER TABLE t CONVERT PARTITION TO PARQUET WHERE ts < before`: by the designated timestamp only.
     fn alter_tier(&self, table: &str, column: &str, before: i64, pos: Pos) -> Result<QueryResult> {
         let t = self.catalog.snapshot(table)?;
-        let ts = t.ts_col.map(|i| t.schema.columns[i].name.as_str());
+        let ts = t.ts_col().map(|i| t.schema().columns[i].name.as_str());
         match ts {
             Some(ts) if ts.eq_ignore_ascii_case(column) => {}
             Some(ts) => {
@@ -287,12 +287,12 @@ impl Engine {
         let mut names = Vec::new();
         let mut types = Vec::new();
         let mut roles = Vec::new();
-        for (i, c) in t.schema.columns.iter().enumerate() {
+        for (i, c) in t.schema().columns.iter().enumerate() {
             names.push(c.name.as_str());
             types.push(c.data_type.sql_name());
-            roles.push(if t.key_col == Some(i) {
+            roles.push(if t.key_col() == Some(i) {
                 "partition key"
-            } else if t.ts_col == Some(i) {
+            } else if t.ts_col() == Some(i) {
                 "designated timestamp"
             } else {
                 ""
@@ -316,13 +316,13 @@ impl Engine {
 pub fn shape_for_table(t: &Table, names: &[String], src: Batch) -> Result<Vec<Column>> {
     let n = src.rows;
     let targets: Vec<usize> = if names.is_empty() {
-        (0..t.schema.len()).collect()
+        (0..t.schema().len()).collect()
     } else {
         names
             .iter()
             .map(|c| {
-                t.schema.index_of(c).ok_or_else(|| SqlError::ColumnNotFound {
-                    message: format!("column '{c}' does not exist in table '{}'", t.name),
+                t.schema().index_of(c).ok_or_else(|| SqlError::ColumnNotFound {
+                    message: format!("column '{c}' does not exist in table '{}'", t.name()),
                     pos: None,
                     table: None,
                     name: c.clone(),
@@ -332,32 +332,32 @@ pub fn shape_for_table(t: &Table, names: &[String], src: Batch) -> Result<Vec<Co
     };
     if src.columns.len() != targets.len() {
         return Err(SqlError::plan(
-            format!("table '{}' expects {} values per row, got {}", t.name, targets.len(), src.columns.len()),
+            format!("table '{}' expects {} values per row, got {}", t.name(), targets.len(), src.columns.len()),
             None,
         ));
     }
     for (k, i) in targets.iter().enumerate() {
         if targets[..k].contains(i) {
-            return Err(SqlError::plan(format!("column '{}' is listed twice", t.schema.columns[*i].name), None));
+            return Err(SqlError::plan(format!("column '{}' is listed twice", t.schema().columns[*i].name), None));
         }
     }
-    let mut out: Vec<Option<Column>> = vec![None; t.schema.len()];
+    let mut out: Vec<Option<Column>> = vec![None; t.schema().len()];
     for (c, &i) in src.columns.into_iter().zip(&targets) {
         let c = std::sync::Arc::unwrap_or_clone(c);
-        let want = t.schema.columns[i].data_type;
+        let want = t.schema().columns[i].data_type;
         let c = if want == DataType::Symbol && c.data_type().is_string() {
             c
         } else if want == DataType::Symbol {
             cast_column(&c, DataType::Varchar, false)?
         } else {
             cast_column(&c, want, false)
-                .map_err(|e| SqlError::exec(format!("column '{}': {e}", t.schema.columns[i].name)))?
+                .map_err(|e| SqlError::exec(format!("column '{}': {e}", t.schema().columns[i].name)))?
         };
         out[i] = Some(c);
     }
     Ok(out
         .into_iter()
-        .zip(&t.schema.columns)
+        .zip(&t.schema().columns)
         .map(|(c, d)| c.unwrap_or_else(|| Column::nulls(d.data_type, n)))
         .collect())
 }

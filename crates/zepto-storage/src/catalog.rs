@@ -235,18 +235,18 @@ impl Catalog {
         counts: &[usize],
         files: &[HistFile],
     ) -> Result<usize, StorageError> {
-        self.write(&snap.name, |t| {
+        self.write(snap.name(), |t| {
             if t.mutations() != snap.mutations()
                 || t.history().next_seq != snap.history().next_seq
-                || t.schema.len() != snap.schema.len()
+                || t.schema().len() != snap.schema().len()
                 || t.count_before(before) != counts
             {
                 return Err(StorageError::Conflict(format!(
                     "table '{}' changed while its history was written",
-                    t.name
+                    t.name()
                 )));
             }
-            self.log(&[Change::Tier { table: &t.name, before, files }])?.apply(|| {
+            self.log(&[Change::Tier { table: t.name(), before, files }])?.apply(|| {
                 t.set_history_reader(self.history.get().cloned());
                 t.tier(before, files)
             })
@@ -264,7 +264,7 @@ impl Catalog {
             if rows == 0 && t.history().files.iter().all(|f| f.max_ts >= before) {
                 return Ok((0, Vec::new()));
             }
-            self.log(&[Change::Retain { table: &t.name, before }])?.apply(|| Ok(t.retain(before)))
+            self.log(&[Change::Retain { table: t.name(), before }])?.apply(|| Ok(t.retain(before)))
         })
     }
 
@@ -282,13 +282,13 @@ impl Catalog {
 
     /// Apply a logged retention (recovery).
     pub fn retain_before(&self, name: &str, before: i64) -> Result<(usize, Vec<HistFile>), StorageError> {
-        self.write(name, |t| self.log(&[Change::Retain { table: &t.name, before }])?.apply(|| Ok(t.retain(before))))
+        self.write(name, |t| self.log(&[Change::Retain { table: t.name(), before }])?.apply(|| Ok(t.retain(before))))
     }
 
     /// Apply a logged tiering (recovery).
     pub fn tier_logged(&self, name: &str, before: i64, files: &[HistFile]) -> Result<usize, StorageError> {
         self.write(name, |t| {
-            self.log(&[Change::Tier { table: &t.name, before, files }])?.apply(|| {
+            self.log(&[Change::Tier { table: t.name(), before, files }])?.apply(|| {
                 t.set_history_reader(self.history.get().cloned());
                 t.tier(before, files)
             })
@@ -301,10 +301,13 @@ impl Catalog {
             return Err(StorageError::Invalid("a TTL must be positive".into()));
         }
         self.write(name, |t| {
-            if t.ts_col.is_none() && ttl_ns.is_some() {
-                return Err(StorageError::Invalid(format!("table '{}' has no designated timestamp for a TTL", t.name)));
+            if t.ts_col().is_none() && ttl_ns.is_some() {
+                return Err(StorageError::Invalid(format!(
+                    "table '{}' has no designated timestamp for a TTL",
+                    t.name()
+                )));
             }
-            self.log(&[Change::SetTtl { table: &t.name, ttl_ns }])?.apply(|| {
+            self.log(&[Change::SetTtl { table: t.name(), ttl_ns }])?.apply(|| {
                 t.set_ttl(ttl_ns);
                 Ok(())
             })
@@ -330,9 +333,9 @@ impl Catalog {
             return Err(StorageError::Internal("restore() after the change log is set".into()));
         }
         let mut map = self.tables.write().unwrap_or_else(|e| e.into_inner());
-        let k = key(&table.name);
+        let k = key(table.name());
         if map.contains_key(&k) {
-            return Err(StorageError::TableExists(table.name));
+            return Err(StorageError::TableExists(table.name().to_string()));
         }
         map.insert(k, new_slot(table));
         Ok(())
@@ -345,16 +348,16 @@ impl Catalog {
         }
         let _gate = self.gate.read().unwrap_or_else(|e| e.into_inner());
         let mut map = self.tables.write().unwrap_or_else(|e| e.into_inner());
-        let k = key(&table.name);
+        let k = key(table.name());
         if map.contains_key(&k) {
-            return if if_not_exists { Ok(false) } else { Err(StorageError::TableExists(table.name)) };
+            return if if_not_exists { Ok(false) } else { Err(StorageError::TableExists(table.name().to_string())) };
         }
-        let col_name = |i: Option<usize>| i.map(|i| table.schema.columns[i].name.as_str());
+        let col_name = |i: Option<usize>| i.map(|i| table.schema().columns[i].name.as_str());
         self.log(&[Change::CreateTable {
-            name: &table.name,
-            schema: &table.schema,
-            partition_key: col_name(table.key_col),
-            timestamp: col_name(table.ts_col),
+            name: table.name(),
+            schema: table.schema(),
+            partition_key: col_name(table.key_col()),
+            timestamp: col_name(table.ts_col()),
         }])?
         .apply(|| {
             map.insert(k, new_slot(table));
@@ -387,7 +390,7 @@ impl Catalog {
     pub fn append(&self, name: &str, columns: Vec<Column>) -> Result<usize, StorageError> {
         self.write(name, |t| {
             t.validate(&columns)?;
-            self.log(&[Change::Append { table: &t.name, columns: &columns }])?.apply(|| t.append(columns))
+            self.log(&[Change::Append { table: t.name(), columns: &columns }])?.apply(|| t.append(columns))
         })
     }
 
@@ -395,7 +398,7 @@ impl Catalog {
     pub fn add_column(&self, name: &str, def: ColumnDef) -> Result<(), StorageError> {
         self.write(name, |t| {
             t.check_new_column(&def)?;
-            self.log(&[Change::AddColumn { table: &t.name, def: &def }])?.apply(|| t.add_column(def))
+            self.log(&[Change::AddColumn { table: t.name(), def: &def }])?.apply(|| t.add_column(def))
         })
     }
 
@@ -453,6 +456,6 @@ impl Catalog {
     /// Table names in sorted order (as created).
     pub fn table_names(&self) -> Vec<String> {
         let map = self.tables.read().unwrap_or_else(|e| e.into_inner());
-        map.values().map(|s| s.table.read().unwrap_or_else(|e| e.into_inner()).name.clone()).collect()
+        map.values().map(|s| s.table.read().unwrap_or_else(|e| e.into_inner()).name().to_string()).collect()
     }
 }

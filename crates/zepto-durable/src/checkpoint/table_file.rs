@@ -98,7 +98,7 @@ fn opt_index(i: Option<usize>) -> String {
 /// Write `table` to `out` as an Arrow IPC file.
 pub fn write_table<W: Write>(table: &Table, out: W) -> Result<W, DurableError> {
     let fields: Vec<Field> = table
-        .schema
+        .schema()
         .columns
         .iter()
         .map(|c| {
@@ -109,9 +109,9 @@ pub fn write_table<W: Write>(table: &Table, out: W) -> Result<W, DurableError> {
     let keys: Vec<String> =
         table.partitions().iter().map(|p| p.key().map_or_else(|| "-".to_string(), |k| k.to_string())).collect();
     let mut meta = HashMap::from([
-        (TABLE.to_string(), table.name.clone()),
-        (KEY_COL.to_string(), opt_index(table.key_col)),
-        (TS_COL.to_string(), opt_index(table.ts_col)),
+        (TABLE.to_string(), table.name().to_string()),
+        (KEY_COL.to_string(), opt_index(table.key_col())),
+        (TS_COL.to_string(), opt_index(table.ts_col())),
         (PARTITIONS.to_string(), keys.join(",")),
     ]);
     meta.extend(history_meta(table.history()));

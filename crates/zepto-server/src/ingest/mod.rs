@@ -98,7 +98,7 @@ fn write_table(
     let snap = catalog.snapshot(table).map_err(|_| {
         ApiError::new(hyper::StatusCode::NOT_FOUND, "TABLE_NOT_FOUND", format!("table '{table}' does not exist"))
     })?;
-    let schema = &snap.schema.columns;
+    let schema = &snap.schema().columns;
     let cols = match format {
         IngestFormat::Csv => read_csv(utf8(body, format)?, schema, &CsvOptions::default())?,
         IngestFormat::Jsonl => jsonl::read_jsonl(utf8(body, format)?, schema)?,
@@ -231,10 +231,10 @@ fn new_type(v: &FieldValue<'_>) -> DataType {
 
 fn plan_table(catalog: &Catalog, name: &str, pts: &[&Point<'_>], now_ns: i64) -> Result<TablePlan, ApiError> {
     let existing = catalog.snapshot(name).ok();
-    let mut defs: Vec<ColumnDef> = existing.as_ref().map(|t| t.schema.columns.clone()).unwrap_or_default();
+    let mut defs: Vec<ColumnDef> = existing.as_ref().map(|t| t.schema().columns.clone()).unwrap_or_default();
     let ts_name = existing
         .as_ref()
-        .and_then(|t| t.ts_col.map(|i| t.schema.columns[i].name.clone()))
+        .and_then(|t| t.ts_col().map(|i| t.schema().columns[i].name.clone()))
         .unwrap_or_else(|| "timestamp".to_string());
     let mut by_name: HashMap<String, usize> =
         defs.iter().enumerate().map(|(i, d)| (d.name.to_ascii_lowercase(), i)).collect();
@@ -328,13 +328,15 @@ fn apply_plans(catalog: &Catalog, plans: Vec<TablePlan>) -> Result<usize, ApiErr
             for (t, p) in tables.iter().zip(&plans) {
                 let mut add = Vec::new();
                 for d in &p.defs {
-                    match t.schema.index_of(&d.name) {
+                    match t.schema().index_of(&d.name) {
                         Some(i) => {
-                            let have = t.schema.columns[i].data_type;
+                            let have = t.schema().columns[i].data_type;
                             if have != d.data_type && !(have.is_string() && d.data_type.is_string()) {
                                 return Err(StorageError::Invalid(format!(
                                     "column '{}' of table '{}' is now {have}, not {}",
-                                    d.name, t.name, d.data_type
+                                    d.name,
+                                    t.name(),
+                                    d.data_type
                                 )));
                             }
                         }
@@ -348,25 +350,25 @@ fn apply_plans(catalog: &Catalog, plans: Vec<TablePlan>) -> Result<usize, ApiErr
             let mut batches = Vec::with_capacity(plans.len());
             for ((t, p), add) in tables.iter().zip(plans).zip(&adds) {
                 let rows = p.cols.first().map_or(0, Column::len);
-                let width = t.schema.len() + add.len();
+                let width = t.schema().len() + add.len();
                 let mut slots: Vec<Option<Column>> = vec![None; width];
                 for (d, c) in p.defs.iter().zip(p.cols) {
-                    let i = t.schema.index_of(&d.name).or_else(|| {
-                        add.iter().position(|a| a.name.eq_ignore_ascii_case(&d.name)).map(|k| t.schema.len() + k)
+                    let i = t.schema().index_of(&d.name).or_else(|| {
+                        add.iter().position(|a| a.name.eq_ignore_ascii_case(&d.name)).map(|k| t.schema().len() + k)
                     });
                     if let Some(i) = i {
                         slots[i] = Some(c);
                     }
                 }
-                let types = t.schema.columns.iter().chain(add.iter()).map(|d| d.data_type);
+                let types = t.schema().columns.iter().chain(add.iter()).map(|d| d.data_type);
                 let batch: Vec<Column> =
                     slots.into_iter().zip(types).map(|(c, dt)| c.unwrap_or_else(|| Column::nulls(dt, rows))).collect();
                 batches.push(batch);
             }
             let mut changes = Vec::new();
             for ((t, add), batch) in tables.iter().zip(&adds).zip(&batches) {
-                changes.extend(add.iter().map(|def| Change::AddColumn { table: &t.name, def }));
-                changes.push(Change::Append { table: &t.name, columns: batch });
+                changes.extend(add.iter().map(|def| Change::AddColumn { table: t.name(), def }));
+                changes.push(Change::Append { table: t.name(), columns: batch });
             }
             let logged = catalog.log(&changes)?;
             drop(changes);

@@ -312,7 +312,7 @@ pub(super) fn paired<'a>(left: &'a Plan, right: &'a Plan) -> Result<Paired<'a>> 
     };
     let right: HashMap<u32, Piece> = pieces(rt, rr).into_iter().filter_map(|p| p.part.key().map(|k| (k, p))).collect();
     let left = pieces(lt, lr);
-    let (Some(lts), Some(rts)) = (lt.ts_col, rt.ts_col) else { return Err(shape()) };
+    let (Some(lts), Some(rts)) = (lt.ts_col(), rt.ts_col()) else { return Err(shape()) };
     Ok(Paired { lt, lc, rt, rc, lts, rts, left, right })
 }
 
@@ -377,15 +377,15 @@ fn partition_wise<R: Send>(
         }
         let rb = match rp {
             Some(rp) => piece_batch(rp, rc),
-            None => Batch::new(rc.iter().map(|&c| Column::nulls(rt.schema.columns[c].data_type, 0)).collect(), 0),
+            None => Batch::new(rc.iter().map(|&c| Column::nulls(rt.schema().columns[c].data_type, 0)).collect(), 0),
         };
         finish(Matched::of(lb, rb, matched, spec.outer))
     };
     let total = lps.iter().map(|p| p.range.len()).sum();
     let types: Vec<DataType> = lc
         .iter()
-        .map(|&c| lt.schema.columns[c].data_type)
-        .chain(rc.iter().map(|&c| rt.schema.columns[c].data_type))
+        .map(|&c| lt.schema().columns[c].data_type)
+        .chain(rc.iter().map(|&c| rt.schema().columns[c].data_type))
         .collect();
     ctx.par_map(lps, total, |_, x| one(x)).map(|outs| (outs, types))
 }

@@ -66,14 +66,14 @@ fn materialize(
 ) -> Result<(Arc<Table>, Vec<usize>)> {
     let reader = table
         .history_reader()
-        .ok_or_else(|| SqlError::Internal(format!("table '{}' has history but no reader", table.name)))?;
+        .ok_or_else(|| SqlError::Internal(format!("table '{}' has history but no reader", table.name())))?;
     // The scan's columns plus the layout columns, in schema order.
-    let mut need: Vec<usize> = columns.iter().copied().chain(table.key_col).chain(table.ts_col).collect();
+    let mut need: Vec<usize> = columns.iter().copied().chain(table.key_col()).chain(table.ts_col()).collect();
     need.sort_unstable();
     need.dedup();
     let pos = |c: Option<usize>| c.and_then(|c| need.iter().position(|&n| n == c));
-    let (key_pos, ts_pos) = (pos(table.key_col), pos(table.ts_col));
-    let schema = Schema { columns: need.iter().map(|&c| table.schema.columns[c].clone()).collect() };
+    let (key_pos, ts_pos) = (pos(table.key_col()), pos(table.ts_col()));
+    let schema = Schema { columns: need.iter().map(|&c| table.schema().columns[c].clone()).collect() };
     let units = reader.units(table, range.keys.as_deref(), range.ts_lo, range.ts_hi)?;
     let total = units.iter().map(|u| u.rows).sum();
     let chunks = ctx.par_map(&units, total, |_, u| Ok(reader.read_unit(table, &need, u)?))?;
@@ -156,7 +156,7 @@ fn materialize(
     };
     let rows = groups.iter().flat_map(|(_, srcs)| srcs.iter().map(src_len)).sum();
     let parts = ctx.par_map(&groups, rows, |_, g| build(g))?;
-    let out = Table::assembled(&table.name, schema, key_pos, ts_pos, dict, parts)?;
+    let out = Table::assembled(table.name(), schema, key_pos, ts_pos, dict, parts)?;
     let remap = columns
         .iter()
         .map(|c| need.iter().position(|n| n == c))

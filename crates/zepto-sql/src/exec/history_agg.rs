@@ -46,26 +46,26 @@ fn run(ctx: &ExecContext, s: &ScanShape, keys: &[BExpr], aggs: &[AggCall]) -> Re
     let table = &**s.table;
     let reader = table
         .history_reader()
-        .ok_or_else(|| SqlError::Internal(format!("table '{}' has history but no reader", table.name)))?;
+        .ok_or_else(|| SqlError::Internal(format!("table '{}' has history but no reader", table.name())))?;
     let range = s.range;
     let bounded = range.ts_lo != i64::MIN || range.ts_hi != i64::MAX;
-    let key_filter = range.keys.as_deref().filter(|_| table.key_col.is_some());
+    let key_filter = range.keys.as_deref().filter(|_| table.key_col().is_some());
     // Decode the scan's columns, plus what cutting rows needs: the timestamp for a bounded
     // range, the key for a bounded range or a key list.
     let mut need: Vec<usize> = s.columns.to_vec();
-    let ts_pos = table.ts_col.filter(|_| bounded).map(|c| position_or_push(&mut need, c));
+    let ts_pos = table.ts_col().filter(|_| bounded).map(|c| position_or_push(&mut need, c));
     // Chunks are sorted by key, then time: the key's runs are what a time cut searches in.
-    let key_pos = table.key_col.filter(|_| key_filter.is_some() || bounded).map(|c| position_or_push(&mut need, c));
+    let key_pos = table.key_col().filter(|_| key_filter.is_some() || bounded).map(|c| position_or_push(&mut need, c));
     if need.is_empty() {
         // A chunk knows its length from its columns: `count(*)` still decodes one.
-        position_or_push(&mut need, table.ts_col.or(table.key_col).unwrap_or(0));
+        position_or_push(&mut need, table.ts_col().or(table.key_col()).unwrap_or(0));
     }
     debug_assert!(key_filter.is_none() || key_pos.is_some());
     // Group keys that are runs in a (key, time)-sorted chunk: the partition key plus keys
     // monotonic in time. Splitting a group in two only costs a merge; positional first/last
     // is all that needs the order, and the aggregate checks the timestamps have no NULLs.
-    let kp = table.key_col.and_then(|k| s.columns.iter().position(|&c| c == k));
-    let tp = table.ts_col.and_then(|t| s.columns.iter().position(|&c| c == t));
+    let kp = table.key_col().and_then(|k| s.columns.iter().position(|&c| c == k));
+    let tp = table.ts_col().and_then(|t| s.columns.iter().position(|&c| c == t));
     let has_key = kp.is_some_and(|kp| keys.iter().any(|k| matches!(k, BExpr::Col(i, _) if *i == kp)));
     let run_keys: Option<Vec<usize>> = has_key
         .then(|| {
@@ -158,7 +158,7 @@ fn merge(outs: Vec<Grouped>, keys: &[BExpr], aggs: &[AggCall], s: &ScanShape, ta
         let empty: Vec<Column> = s
             .columns
             .iter()
-            .map(|&c| Column::from_data(ColumnData::empty(table.schema.columns[c].data_type)))
+            .map(|&c| Column::from_data(ColumnData::empty(table.schema().columns[c].data_type)))
             .collect();
         return super::aggregate::aggregate(&Batch::new(empty, 0), keys, aggs);
     }

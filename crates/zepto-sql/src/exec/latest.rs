@@ -66,7 +66,7 @@ fn concat(parts: Vec<Batch>, width: usize, table: &Table, columns: &[usize]) -> 
     let cols = (0..width)
         .map(|j| {
             if parts.is_empty() {
-                return Column::nulls(table.schema.columns[columns[j]].data_type, 0);
+                return Column::nulls(table.schema().columns[columns[j]].data_type, 0);
             }
             let refs: Vec<&Column> = parts.iter().map(|b| &*b.columns[j]).collect();
             Column::concat(&refs)

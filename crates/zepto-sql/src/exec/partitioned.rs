@@ -29,8 +29,8 @@ pub fn aggregate_chunks(
     let shape =
         scan_shape(input).ok_or_else(|| SqlError::Internal("partition-wise GROUP BY over a non-scan".into()))?;
     let ScanShape { table, columns, range, .. } = shape;
-    let kp = columns.iter().position(|&c| Some(c) == table.key_col);
-    let tp = table.ts_col.and_then(|t| columns.iter().position(|&c| c == t));
+    let kp = columns.iter().position(|&c| Some(c) == table.key_col());
+    let tp = table.ts_col().and_then(|t| columns.iter().position(|&c| c == t));
     // The positions of the run keys (every key but the partition key).
     let run_keys: Option<Vec<usize>> = runs.then(|| {
         keys.iter()
@@ -57,7 +57,7 @@ pub fn aggregate_chunks(
     if outs.is_empty() {
         // No rows: no groups (the keys include the partition key), in the output's types.
         let empty =
-            Batch::new(columns.iter().map(|&c| Column::nulls(table.schema.columns[c].data_type, 0)).collect(), 0);
+            Batch::new(columns.iter().map(|&c| Column::nulls(table.schema().columns[c].data_type, 0)).collect(), 0);
         return Ok(vec![aggregate(&empty, keys, aggs)?]);
     }
     Ok(outs)

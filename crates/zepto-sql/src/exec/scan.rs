@@ -40,7 +40,7 @@ fn ts_bounded(range: &ScanRange) -> bool {
 }
 
 pub fn pieces<'a>(table: &'a Table, range: &ScanRange) -> Vec<Piece<'a>> {
-    let parts: Vec<&Arc<Partition>> = match (&range.keys, table.key_col) {
+    let parts: Vec<&Arc<Partition>> = match (&range.keys, table.key_col()) {
         (Some(keys), Some(_)) => {
             keys.iter().filter_map(|k| table.dict().code(k)).filter_map(|c| table.partition_for_code(c)).collect()
         }
@@ -49,7 +49,7 @@ pub fn pieces<'a>(table: &'a Table, range: &ScanRange) -> Vec<Piece<'a>> {
     let bounded = ts_bounded(range);
     let mut out = Vec::with_capacity(parts.len());
     for p in parts {
-        let r = match (table.ts_col, bounded) {
+        let r = match (table.ts_col(), bounded) {
             (Some(t), true) => p.ts_range(t, range.ts_lo, range.ts_hi),
             _ => 0..p.len(),
         };
@@ -76,7 +76,7 @@ pub fn scan(table: &Table, columns: &[usize], range: &ScanRange) -> Result<Batch
     let ps = pieces(table, range);
     let mut batches: Vec<Batch> = ps.iter().map(|p| piece_batch(p, columns)).collect();
     Ok(match batches.len() {
-        0 => Batch::new(columns.iter().map(|&c| Column::nulls(table.schema.columns[c].data_type, 0)).collect(), 0),
+        0 => Batch::new(columns.iter().map(|&c| Column::nulls(table.schema().columns[c].data_type, 0)).collect(), 0),
         1 => batches.remove(0),
         _ => {
             let rows = batches.iter().map(|b| b.rows).sum();

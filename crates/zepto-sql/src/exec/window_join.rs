@@ -202,7 +202,7 @@ fn partitioned_parts(
         let rp = pp.right_of(lp);
         let rb = match rp {
             Some(rp) => piece_batch(rp, rc),
-            None => Batch::new(rc.iter().map(|&c| Column::nulls(rt.schema.columns[c].data_type, 0)).collect(), 0),
+            None => Batch::new(rc.iter().map(|&c| Column::nulls(rt.schema().columns[c].data_type, 0)).collect(), 0),
         };
         // Windows as ranges of the right piece's rows; rows without one get the empty 0..0
         // (NULL timestamps sort first, so the ranges stay non-decreasing).
@@ -232,7 +232,7 @@ fn partitioned_parts(
     };
     let total = lps.iter().map(|p| p.range.len()).sum();
     let outs = ctx.par_map(lps, total, |_, x| one(x))?;
-    let types: Vec<_> = lc.iter().map(|&c| lt.schema.columns[c].data_type).chain(aggs.iter().map(|a| a.ty)).collect();
+    let types: Vec<_> = lc.iter().map(|&c| lt.schema().columns[c].data_type).chain(aggs.iter().map(|a| a.ty)).collect();
     Ok((outs, types))
 }
 

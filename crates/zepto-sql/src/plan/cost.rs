@@ -18,7 +18,7 @@ impl Plan {
                 None
             }
             Plan::Scan { table, range, .. } => {
-                let part_rows = |p: &zepto_storage::Partition| match table.ts_col {
+                let part_rows = |p: &zepto_storage::Partition| match table.ts_col() {
                     Some(ts) if range.ts_lo != i64::MIN || range.ts_hi != i64::MAX => {
                         p.ts_range(ts, range.ts_lo, range.ts_hi).len()
                     }

@@ -506,7 +506,7 @@ impl Plan {
 
 /// A scan's EXPLAIN detail: its columns, partitions, time range and history files.
 fn explain_scan(table: &Table, columns: &[usize], range: &ScanRange) -> String {
-    let mut s = format!("{} columns={:?}", table.name, columns);
+    let mut s = format!("{} columns={:?}", table.name(), columns);
     if let Some(k) = &range.keys {
         s.push_str(&format!(" partitions={k:?}"));
     } else {

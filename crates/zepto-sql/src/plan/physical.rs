@@ -147,7 +147,7 @@ fn agg_how(input: &Plan, keys: &[BExpr], aggs: &[AggCall]) -> AggHow {
     let Some(kp) = partition_key_pos(input).filter(|&kp| keys.iter().any(|k| is_col(k, kp))) else {
         return AggHow::Hash;
     };
-    let tp = scan_shape(input).and_then(|s| s.table.ts_col.and_then(|t| s.columns.iter().position(|&c| c == t)));
+    let tp = scan_shape(input).and_then(|s| s.table.ts_col().and_then(|t| s.columns.iter().position(|&c| c == t)));
     let runs = keys.iter().filter(|k| !is_col(k, kp)).all(|k| tp.is_some_and(|t| monotonic_in(k, t)));
     AggHow::PartitionWise { runs }
 }
@@ -159,7 +159,7 @@ fn is_col(e: &BExpr, i: usize) -> bool {
 /// The position of the table's partition key among the columns of a (filtered) scan.
 fn partition_key_pos(input: &Plan) -> Option<usize> {
     let s = scan_shape(input)?;
-    s.columns.iter().position(|&c| Some(c) == s.table.key_col)
+    s.columns.iter().position(|&c| Some(c) == s.table.key_col())
 }
 
 /// A scan, optionally under a filter: the input shape the partition-wise operators take.
@@ -196,16 +196,16 @@ pub fn merge_shape(left: &Plan, right: &Plan, lk: &[BExpr], rk: &[BExpr], lts: &
         return false;
     };
     let is_col = |e: &BExpr, cols: &[usize], want: Option<usize>| matches!(e, BExpr::Col(i, _) if want.is_some() && cols.get(*i).copied() == want);
-    matches!((lk, rk), ([l], [r]) if is_col(l, lc, lt.key_col) && is_col(r, rc, rt.key_col))
-        && is_col(lts, lc, lt.ts_col)
-        && is_col(rts, rc, rt.ts_col)
+    matches!((lk, rk), ([l], [r]) if is_col(l, lc, lt.key_col()) && is_col(r, rc, rt.key_col()))
+        && is_col(lts, lc, lt.ts_col())
+        && is_col(rts, rc, rt.ts_col())
 }
 
 /// LATEST ON's partition-tail shape: a (filtered) scan keyed by its partition key and ordered
 /// by its designated timestamp.
 pub fn tail_shape<'a>(input: &'a Plan, keys: &[BExpr], ts: &BExpr) -> Option<ScanShape<'a>> {
     let s = scan_shape(input)?;
-    let (Some(kc), Some(tc)) = (s.table.key_col, s.table.ts_col) else { return None };
+    let (Some(kc), Some(tc)) = (s.table.key_col(), s.table.ts_col()) else { return None };
     match (keys, ts) {
         ([BExpr::Col(k, _)], BExpr::Col(t, _)) if s.columns.get(*k) == Some(&kc) && s.columns.get(*t) == Some(&tc) => {
             Some(s)

@@ -161,13 +161,13 @@ impl Partition {
 #[derive(Debug, Clone)]
 pub struct Table {
     /// Table name as written in CREATE TABLE; unique in the catalog ignoring ASCII case.
-    pub name: String,
+    name: String,
     /// The columns, in order (every partition holds one column per entry).
-    pub schema: Schema,
+    schema: Schema,
     /// Index of the partition-key column (a SYMBOL column).
-    pub key_col: Option<usize>,
+    key_col: Option<usize>,
     /// Index of the designated timestamp column.
-    pub ts_col: Option<usize>,
+    ts_col: Option<usize>,
     dict: Arc<Dict>,
     parts: Vec<Arc<Partition>>,
     /// Dictionary code → index into `parts`.
@@ -186,6 +186,27 @@ pub struct Table {
 const NO_SLOT: u32 = u32::MAX;
 
 impl Table {
+    /// Table name as written in CREATE TABLE; unique in the catalog ignoring ASCII case.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The columns, in order (every partition holds one column per entry). Changed only
+    /// through the table's own operations (ADD COLUMN), which keep partitions in step.
+    pub fn schema(&self) -> &Schema {
+        &self.schema
+    }
+
+    /// Index of the partition-key column (a SYMBOL column), if the table is partitioned.
+    pub fn key_col(&self) -> Option<usize> {
+        self.key_col
+    }
+
+    /// Index of the designated timestamp column (partitions are sorted by it), if any.
+    pub fn ts_col(&self) -> Option<usize> {
+        self.ts_col
+    }
+
     /// An empty table. Fails if the schema is empty or repeats a name, a column has a type tables
     /// cannot store, or a chosen partition key (timestamp) is missing or not SYMBOL (TIMESTAMP).
     pub fn new(name: &str, schema: Schema, opts: &TableOptions) -> Result<Table, StorageError> {

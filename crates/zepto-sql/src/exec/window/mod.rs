@@ -68,7 +68,7 @@ fn partitioned_parts(ctx: &ExecContext, input: &Plan, calls: &[WinCall]) -> Resu
     let rows = ps.iter().map(|p| p.range.len()).sum();
     let outs = ctx.par_map(&ps, rows, |_, x| one(x))?;
     let types: Vec<DataType> =
-        columns.iter().map(|&c| table.schema.columns[c].data_type).chain(calls.iter().map(|c| c.ty)).collect();
+        columns.iter().map(|&c| table.schema().columns[c].data_type).chain(calls.iter().map(|c| c.ty)).collect();
     Ok((outs, types))
 }
 

@@ -331,7 +331,7 @@ impl Binder {
             .snapshot(name)
             .map_err(|_| SqlError::TableNotFound { name: name.to_string(), pos: Some(pos) })?;
         let fields = table
-            .schema
+            .schema()
             .columns
             .iter()
             .enumerate()
@@ -339,10 +339,10 @@ impl Binder {
                 qualifier: Some(q.to_string()),
                 name: c.name.clone(),
                 data_type: c.data_type,
-                designated_ts: table.ts_col == Some(i),
+                designated_ts: table.ts_col() == Some(i),
             })
             .collect();
-        let columns = (0..table.schema.len()).collect();
+        let columns = (0..table.schema().len()).collect();
         Ok((Plan::Scan { table, columns, range: Default::default() }, fields))
     }
 
@@ -655,8 +655,8 @@ impl Binder {
         let partition = match &s.from {
             Some(TableRef::Table { name, pos, .. }) if !self.ctes.iter().any(|c| c.0.eq_ignore_ascii_case(name)) => {
                 self.catalog.snapshot(name).ok().and_then(|t| {
-                    let k = t.key_col?;
-                    Some(Expr::Column { table: None, name: t.schema.columns[k].name.clone(), pos: *pos })
+                    let k = t.key_col()?;
+                    Some(Expr::Column { table: None, name: t.schema().columns[k].name.clone(), pos: *pos })
                 })
             }
             _ => None,

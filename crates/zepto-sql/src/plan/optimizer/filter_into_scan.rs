@@ -32,8 +32,8 @@ fn push(plan: Plan) -> Plan {
     let Plan::Filter { input, pred } = plan else { return plan };
     match *input {
         Plan::Scan { table, columns, range } if range == ScanRange::default() => {
-            let key = table.key_col.and_then(|k| columns.iter().position(|&c| c == k));
-            let ts = table.ts_col.and_then(|k| columns.iter().position(|&c| c == k));
+            let key = table.key_col().and_then(|k| columns.iter().position(|&c| c == k));
+            let ts = table.ts_col().and_then(|k| columns.iter().position(|&c| c == k));
             let (range, rest) = scan_range(pred, key, ts);
             let scan = Plan::Scan { table, columns, range };
             match rest {
