@@ -118,7 +118,7 @@ impl Database {
     }
 
     /// Run one statement (or a `;`-separated script: the last statement's result). `params`
-    /// fill `?` / `$n` placeholders: None, bool, int, float or str.
+    /// fill `?` / `$n` placeholders: None, bool, int, float, str or [`TimestampParam`].
     /// `main`: called on the main thread with the wakeup fd set (see [`crate::interrupt`]).
     #[pyo3(signature = (query, params = None, main = false))]
     fn sql(
@@ -190,9 +190,34 @@ impl Database {
     }
 }
 
+/// A TIMESTAMP statement parameter: nanoseconds since the epoch, UTC. `zeptodb` makes one of
+/// every `datetime`, `numpy.datetime64` and pandas `Timestamp`, so that it binds as a
+/// TIMESTAMP (not as text) with its nanoseconds.
+#[pyclass(frozen, module = "zeptodb._native")]
+pub struct TimestampParam {
+    /// Nanoseconds since 1970-01-01 00:00:00 UTC.
+    #[pyo3(get)]
+    ns: i64,
+}
+
+#[pymethods]
+impl TimestampParam {
+    /// The timestamp `ns` nanoseconds after the epoch (UTC).
+    #[new]
+    fn new(ns: i64) -> TimestampParam {
+        TimestampParam { ns }
+    }
+
+    fn __repr__(&self) -> String {
+        format!("TimestampParam({})", self.ns)
+    }
+}
+
 /// A Python value as a statement parameter.
 fn param(v: &Bound<'_, PyAny>) -> PyResult<ParamValue> {
-    if v.is_none() {
+    if let Ok(t) = v.cast::<TimestampParam>() {
+        Ok(ParamValue::Timestamp(t.get().ns))
+    } else if v.is_none() {
         Ok(ParamValue::Null)
     } else if v.is_instance_of::<PyBool>() {
         Ok(ParamValue::Bool(v.extract()?))
@@ -203,7 +228,10 @@ fn param(v: &Bound<'_, PyAny>) -> PyResult<ParamValue> {
     } else if v.is_instance_of::<PyString>() {
         Ok(ParamValue::Str(v.extract()?))
     } else {
-        Err(PyTypeError::new_err(format!("a parameter must be None, bool, int, float or str, not {}", v.get_type())))
+        Err(PyTypeError::new_err(format!(
+            "a parameter must be None, bool, int, float, str or TimestampParam, not {}",
+            v.get_type()
+        )))
     }
 }
 

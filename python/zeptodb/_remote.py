@@ -11,7 +11,7 @@ import urllib.request
 from typing import Any, Optional, Sequence
 
 from . import _native
-from ._convert import to_arrow_stream, to_param
+from ._convert import iso_ns, to_arrow_stream, to_param
 from ._result import Result
 
 ARROW = "application/vnd.apache.arrow.stream"
@@ -75,7 +75,78 @@ def _quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def _raise(status: int, body: bytes):
+def _placeholders(query: str):
+    """``(start, end, number)`` of each ``?`` / ``$n`` placeholder in ``query``, found as the
+    server's lexer finds them: not inside strings, quoted identifiers, comments or identifiers
+    (``a$1`` is a name)."""
+    out, i, n, anonymous = [], 0, len(query), 0
+    while i < n:
+        c = query[i]
+        if query.startswith("--", i):
+            j = query.find("\n", i)
+            i = n if j < 0 else j
+        elif query.startswith("/*", i):
+            j = query.find("*/", i + 2)
+            i = n if j < 0 else j + 2
+        elif c in "'\"":
+            i += 1
+            while i < n:
+                if query[i] == c:
+                    if query.startswith(c, i + 1):
+                        i += 2
+                        continue
+                    break
+                i += 1
+            i += 1
+        elif c.isascii() and (c.isalpha() or c == "_") or ord(c) >= 0x80:
+            while i < n and (query[i].isascii() and (query[i].isalnum() or query[i] in "_$") or ord(query[i]) >= 0x80):
+                i += 1
+        elif c == "?":
+            anonymous += 1
+            out.append((i, i + 1, anonymous))
+            i += 1
+        elif c == "$" and i + 1 < n and query[i + 1].isascii() and query[i + 1].isdigit():
+            j = i + 1
+            while j < n and query[j].isascii() and query[j].isdigit():
+                j += 1
+            out.append((i, j, int(query[i + 1 : j])))
+            i = j
+        else:
+            i += 1
+    return out
+
+
+# Written before a timestamp parameter's placeholder, so the server binds it as in process.
+_TYPED = "TIMESTAMP "
+
+
+def _bind_timestamps(query: str, params: list):
+    """JSON parameters carry no TIMESTAMP type (SPEC §2: null, bool, number, string), so a
+    timestamp parameter is sent as its text with nine fractional digits and its placeholder
+    written ``TIMESTAMP ?``: the server binds that as the literal ``TIMESTAMP '...'``, exactly
+    the tokens a :class:`_native.TimestampParam` binds to in process. Returns the query, the JSON
+    parameters, and where text was inserted (to put error columns back)."""
+    stamps = {k + 1 for k, p in enumerate(params) if isinstance(p, _native.TimestampParam)}
+    json_params = [iso_ns(p.ns) if isinstance(p, _native.TimestampParam) else p for p in params]
+    if not stamps:
+        return query, json_params, []
+    parts, inserted, last = [], [], 0
+    for start, _end, number in _placeholders(query):
+        if number in stamps:
+            parts.append(query[last:start])
+            parts.append(_TYPED)
+            inserted.append(start)
+            last = start
+    parts.append(query[last:])
+    return "".join(parts), json_params, inserted
+
+
+def _line_column(query: str, offset: int):
+    line = query.count("\n", 0, offset) + 1
+    return line, offset - (query.rfind("\n", 0, offset) + 1) + 1
+
+
+def _raise(status: int, body: bytes, fix=None):
     try:
         err = json.loads(body.decode("utf-8"))["error"]
     except Exception:
@@ -86,7 +157,32 @@ def _raise(status: int, body: bytes):
     e.line = err.get("line")
     e.column = err.get("column")
     e.row = err.get("row")
+    if fix is not None:
+        fix(e)
     raise e
+
+
+def _unshift(query: str, sent: str, inserted: list):
+    """An error's line and column in ``sent`` put back into ``query`` (the text the caller
+    wrote), taking out the ``TIMESTAMP `` words :func:`_bind_timestamps` inserted."""
+
+    def fix(e):
+        if e.line is None or e.column is None:
+            return
+        # The error's offset in `sent`, then in `query`.
+        lines = sent.split("\n")
+        if not 1 <= e.line <= len(lines):
+            return
+        offset = sum(len(x) + 1 for x in lines[: e.line - 1]) + e.column - 1
+        shift = 0
+        for k, at in enumerate(inserted):
+            if at + (k + 1) * len(_TYPED) <= offset:
+                shift += len(_TYPED)
+            elif at + k * len(_TYPED) <= offset:
+                offset = at + k * len(_TYPED)  # inside an inserted word: its placeholder
+        e.line, e.column = _line_column(query, offset - shift)
+
+    return fix
 
 
 class RemoteConnection:
@@ -98,7 +194,7 @@ class RemoteConnection:
         self._timeout = timeout
         self._closed = False
 
-    def _request(self, path: str, body: Optional[bytes], content_type: str, accept: str):
+    def _request(self, path: str, body: Optional[bytes], content_type: str, accept: str, fix=None):
         if self._closed:
             raise _native.Error("the connection is closed")
         req = urllib.request.Request(self._url + path, data=body, method="GET" if body is None else "POST")
@@ -111,16 +207,22 @@ class RemoteConnection:
             with urllib.request.urlopen(req, timeout=self._timeout) as resp:
                 return resp.headers, resp.read()
         except urllib.error.HTTPError as e:
-            _raise(e.code, e.read())
+            _raise(e.code, e.read(), fix)
 
     def sql(self, query: str, params: Optional[Sequence[Any]] = None) -> Result:
         """Run a statement on the server; the result arrives as an Arrow IPC stream."""
         import pyarrow as pa
 
         payload = {"sql": query}
+        fix = None
         if params is not None:
-            payload["params"] = [to_param(p) for p in params]
-        headers, body = self._request("/query?format=arrow", json.dumps(payload).encode(), "application/json", ARROW)
+            sent, payload["params"], inserted = _bind_timestamps(query, [to_param(p) for p in params])
+            payload["sql"] = sent
+            if inserted:
+                fix = _unshift(query, sent, inserted)
+        headers, body = self._request(
+            "/query?format=arrow", json.dumps(payload).encode(), "application/json", ARROW, fix
+        )
         status = headers.get("x-zepto-status")
         if status is not None:
             # A statement without rows (DDL, DML): its status line, as in process.
