@@ -7,7 +7,7 @@ use crate::errors::{ingest_error, open_error, sql_error, storage_error};
 use crate::interrupt::OnMain;
 use crate::result::NativeResult;
 use arrow_array::ffi_stream::{FFI_ArrowArrayStream, RecordBatchStreamReader};
-use arrow_array::RecordBatchReader;
+use arrow_array::{RecordBatch, RecordBatchReader};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyCapsule, PyFloat, PyInt, PyString};
@@ -136,7 +136,8 @@ impl Database {
 
     /// Append the Arrow C stream of `data` (any object with `__arrow_c_stream__`) to `table`,
     /// all or nothing; with `create`, a missing table is made from the stream's schema (its
-    /// first timestamp column designated). Returns the rows written.
+    /// first timestamp column designated). Returns the rows written. The stream is read with
+    /// the GIL held; converting it to engine columns and appending run without it.
     #[pyo3(signature = (table, data, create = false))]
     fn insert(&self, py: Python<'_>, table: &str, data: &Bound<'_, PyAny>, create: bool) -> PyResult<usize> {
         let open = self.open(py)?;
@@ -258,7 +259,16 @@ fn create_table(catalog: &Catalog, name: &str, defs: Vec<ColumnDef>) -> Result<b
     catalog.create(table, true)
 }
 
-/// Convert the stream to the table's columns, then append them in one change.
+/// Why [`write`] failed, kept until the GIL is back to raise it.
+enum WriteError {
+    Io(zepto_io::IoError),
+    Storage(zepto_storage::StorageError),
+}
+
+/// Read the whole stream (with the GIL: its producer may be Python code), then convert it to
+/// the table's columns and append them in one change with the GIL released. The batches are
+/// Arrow memory owned on the Rust side by then (a producer's buffers are released, taking the
+/// GIL themselves if they need it, when the conversion drops them).
 fn write(
     py: Python<'_>,
     catalog: &Arc<Catalog>,
@@ -266,15 +276,24 @@ fn write(
     fields: &arrow_schema::Fields,
     reader: RecordBatchStreamReader,
 ) -> PyResult<usize> {
+    let batches = reader
+        .collect::<Result<Vec<RecordBatch>, _>>()
+        .map_err(|e| ingest_error(py, format!("reading the Arrow stream: {e}"), None))?;
     let snap = catalog.snapshot(table).map_err(|e| storage_error(py, e))?;
     let schema = snap.schema.columns.clone();
     drop(snap);
-    let cols = zepto_io::ipc::read_batches(fields, reader, &schema).map_err(|e| {
-        let row = match &e {
-            zepto_io::IoError::BadValue { row, .. } | zepto_io::IoError::BadRow { row, .. } => Some(*row),
-            _ => None,
-        };
-        ingest_error(py, e.to_string(), row)
-    })?;
-    py.detach(|| catalog.append(table, cols)).map_err(|e| storage_error(py, e))
+    let r = py.detach(|| {
+        let cols = zepto_io::ipc::read_batches(fields, batches.into_iter().map(Ok), &schema).map_err(WriteError::Io)?;
+        catalog.append(table, cols).map_err(WriteError::Storage)
+    });
+    r.map_err(|e| match e {
+        WriteError::Io(e) => {
+            let row = match &e {
+                zepto_io::IoError::BadValue { row, .. } | zepto_io::IoError::BadRow { row, .. } => Some(*row),
+                _ => None,
+            };
+            ingest_error(py, e.to_string(), row)
+        }
+        WriteError::Storage(e) => storage_error(py, e),
+    })
 }
