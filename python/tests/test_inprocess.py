@@ -348,3 +348,23 @@ def test_insert_converts_without_the_gil():
     # Measured: the longest gap 16-32 ms of a 250 ms insert; 90 ms of 180 ms with the GIL held
     # through the conversion.
     assert max(gaps) < took / 4, (max(gaps), took)
+
+
+def test_column_chunks_are_views_of_every_batch(db):
+    db.insert("trades", trades(30_000))
+    r = db.sql("SELECT ts, price, size, sym FROM trades")
+    nb = r._src.num_batches
+    assert nb > 1
+    for i, name in enumerate(("ts", "price", "size")):
+        chunks = r.column_chunks(name)
+        assert len(chunks) == nb
+        assert [c.ctypes.data for c in r.column_chunks(i)] == [c.ctypes.data for c in chunks]
+        for k, c in enumerate(chunks):
+            assert c.ctypes.data == r._src.buffer_address(k, i), (name, k)
+            assert not c.flags.writeable and not c.flags.owndata
+        # to_numpy gathers them into one new array: the same values.
+        whole = r.to_numpy()[name]
+        assert np.array_equal(np.concatenate(chunks), whole)
+        assert not any(np.shares_memory(whole, c) for c in chunks)
+    assert sum(len(c) for c in r.column_chunks("sym")) == 30_000
+    assert sum(len(c) for c in db.sql("SELECT price FROM trades WHERE price > 1e9").column_chunks("price")) == 0

@@ -62,9 +62,16 @@ class Result:
         return self.to_arrow().to_pandas(**kwargs)
 
     def to_numpy(self) -> dict:
-        """Column name → ``numpy.ndarray``. A column of one batch without NULLs is a view of the
-        engine's memory (numbers, timestamps as ``datetime64[ns]``); one with NULLs or several
-        batches is converted (NULL as NaN/NaT/None)."""
+        """Column name → one contiguous ``numpy.ndarray``.
+
+        In process, a numeric, TIMESTAMP (``datetime64[ns]``) or INTERVAL (int64 ns) column that
+        comes in one batch and has no NULLs is a read-only view of the engine's memory: nothing
+        is copied. Every other column is copied into a new array: one of several batches (a
+        contiguous array has to gather them: :meth:`column_chunks` gives a view per batch), one
+        with NULLs (NULL as NaN, NaT or None, so integers become float64 and booleans object),
+        DATE (int32 days widened to ``datetime64[D]``; :meth:`tensor` is a view of the days),
+        BOOLEAN (Arrow packs it in bits), VARCHAR and SYMBOL (Python strings, object dtype).
+        A result of a partitioned table has one batch per partition it reads."""
         out = {}
         table = self.to_arrow()
         for name, col in zip(table.column_names, table.columns):
@@ -73,6 +80,15 @@ class Result:
             else:
                 out[name] = col.to_numpy()
         return out
+
+    def column_chunks(self, column) -> list:
+        """Column ``column`` (name or index) as one ``numpy.ndarray`` per batch, in order, each
+        converted as :meth:`to_numpy` converts a one-batch column: a numeric, TIMESTAMP or
+        INTERVAL batch without NULLs is a read-only view of the engine's memory, whatever the
+        number of batches (``numpy.concatenate`` of the list equals :meth:`to_numpy`'s array)."""
+        table = self.to_arrow()
+        col = table.column(column)
+        return [c.to_numpy(zero_copy_only=False) for c in col.chunks]
 
     def tensor(self, column, batch: int = 0):
         """Column ``column`` (name or index) of batch ``batch`` as a DLPack view:
