@@ -198,3 +198,31 @@ def test_a_timestamp_parameter_is_a_timestamp_through_both_doors(server):
         with pytest.raises(zeptodb.SqlError) as e:
             db.sql("SELECT ?, nosuch", [pd.Timestamp(0)])
         assert (e.value.line, e.value.column) == (1, 11), (db, e.value.line, e.value.column)
+
+
+def test_a_failed_create_insert_leaves_no_table_through_both_doors(server):
+    remote = zeptodb.connect(server, api_key="test-key-0123456789abcdef")
+    local = zeptodb.connect()
+    # The table can be made from these types; the second row's value cannot be written.
+    bad = pa.table({"ts": pa.array([1, 2], pa.timestamp("ns")), "a": pa.array([1, 2**63 + 5], pa.uint64())})
+    for db in (local, remote):
+        with pytest.raises(zeptodb.IngestError) as e:
+            db.insert("made_then_failed", bad, create=True)
+        assert e.value.row == 2, (db, e.value.row)
+        assert "made_then_failed" not in db.tables(), db
+        # A table that was there before stays, even empty.
+        db.execute("CREATE TABLE kept (ts TIMESTAMP, a BIGINT)")
+        with pytest.raises(zeptodb.IngestError):
+            db.insert("kept", bad, create=True)
+        assert "kept" in db.tables()
+
+
+def test_remote_durable_is_unknown_and_close_refuses_calls(server):
+    remote = zeptodb.connect(server, api_key="test-key-0123456789abcdef")
+    assert remote.durable is None
+    assert not remote.closed
+    remote.close()
+    remote.close()
+    assert remote.closed
+    with pytest.raises(zeptodb.Error):
+        remote.sql("SELECT 1")

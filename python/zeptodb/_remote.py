@@ -45,7 +45,7 @@ _CLASSES = {
 }
 
 # pyarrow types → the column types CREATE TABLE takes (for insert(create=True)).
-def _sql_type(t) -> str:
+def _sql_type(t: Any) -> str:
     import pyarrow as pa
 
     if pa.types.is_boolean(t):
@@ -75,7 +75,7 @@ def _quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def _placeholders(query: str):
+def _placeholders(query: str) -> list:
     """``(start, end, number)`` of each ``?`` / ``$n`` placeholder in ``query``, found as the
     server's lexer finds them: not inside strings, quoted identifiers, comments or identifiers
     (``a$1`` is a name)."""
@@ -186,9 +186,12 @@ def _unshift(query: str, sent: str, inserted: list):
 
 
 class RemoteConnection:
-    """A ZeptoDB server, with the API of :class:`zeptodb.Connection`."""
+    """A ZeptoDB server, with the API of :class:`zeptodb.Connection` (made by
+    ``zeptodb.connect("http://...")``). Each call is one HTTP request; nothing is held open."""
 
-    def __init__(self, url: str, api_key: Optional[str] = None, timeout: Optional[float] = None):
+    def __init__(self, url: str, api_key: Optional[str] = None, timeout: Optional[float] = None) -> None:
+        """``url``: the server (``http://host:8123``); ``api_key``: sent as a bearer token;
+        ``timeout``: seconds each request may take (None: no limit)."""
         self._url = url.rstrip("/")
         self._key = api_key
         self._timeout = timeout
@@ -230,48 +233,77 @@ class RemoteConnection:
         return Result(pa.ipc.open_stream(body).read_all())
 
     def execute(self, query: str, params: Optional[Sequence[Any]] = None) -> Result:
+        """Run a statement (DDL, DML or a query); the same as :meth:`sql`."""
         return self.sql(query, params)
 
     def insert(self, table: str, data: Any, *, create: bool = False) -> int:
-        """Send ``data`` to ``/write?format=arrow`` as one all-or-nothing batch."""
+        """Send ``data`` to ``/write?format=arrow`` as one all-or-nothing batch and return the
+        rows written. With ``create=True`` a missing table is made first (``CREATE TABLE`` from
+        the data's types, its first timestamp column designated), and removed again if the
+        write fails while it is still empty."""
         import pyarrow as pa
 
         reader = pa.RecordBatchReader.from_stream(to_arrow_stream(data))
+        created = False
         if create and table not in self.tables():
             ts = [f.name for f in reader.schema if pa.types.is_timestamp(f.type)]
             cols = ", ".join(f"{_quote(f.name)} {_sql_type(f.type)}" for f in reader.schema)
-            ddl = f"CREATE TABLE IF NOT EXISTS {_quote(table)} ({cols})"
+            ddl = f"CREATE TABLE {_quote(table)} ({cols})"
             if ts:
                 ddl += f" TIMESTAMP({_quote(ts[0])})"
-            self.sql(ddl)
-        sink = pa.BufferOutputStream()
-        with pa.ipc.new_stream(sink, reader.schema) as w:
-            for b in reader:
-                w.write_batch(b)
-        path = "/write?" + urllib.parse.urlencode({"table": table, "format": "arrow"})
-        _, body = self._request(path, sink.getvalue().to_pybytes(), ARROW, "application/json")
+            try:
+                self.sql(ddl)
+                created = True
+            except _native.SqlError as e:
+                if e.code != "TABLE_EXISTS":  # made meanwhile by someone else: write to it
+                    raise
+        try:
+            sink = pa.BufferOutputStream()
+            with pa.ipc.new_stream(sink, reader.schema) as w:
+                for b in reader:
+                    w.write_batch(b)
+            path = "/write?" + urllib.parse.urlencode({"table": table, "format": "arrow"})
+            _, body = self._request(path, sink.getvalue().to_pybytes(), ARROW, "application/json")
+        except BaseException:
+            if created:
+                self._drop_if_empty(table)
+            raise
         return int(json.loads(body.decode("utf-8")).get("rows_written", 0))
 
-    def tables(self) -> list:
+    def _drop_if_empty(self, table: str) -> None:
+        """Take back a table an insert made, as in process: unless someone wrote to it
+        meanwhile, and never masking the insert's own error."""
+        try:
+            if self.sql(f"SELECT count(*) FROM {_quote(table)}").fetchone() == (0,):
+                self.sql(f"DROP TABLE IF EXISTS {_quote(table)}")
+        except Exception:
+            pass
+
+    def tables(self) -> list[str]:
         """Names of the tables this key may see, sorted."""
         _, body = self._request("/tables", None, "", "application/json")
         return sorted(t["name"] for t in json.loads(body.decode("utf-8"))["tables"])
 
     @property
-    def durable(self) -> bool:
-        return True
+    def durable(self) -> Optional[bool]:
+        """None: unknown. The server does not say over HTTP whether it keeps its tables in a
+        data directory (``serve --data-dir``) or in memory (``--in-memory``)."""
+        return None
 
     @property
     def closed(self) -> bool:
+        """Whether :meth:`close` was called (later calls raise ``zeptodb.Error``)."""
         return self._closed
 
     def close(self) -> None:
+        """Refuse later calls. There is no connection to shut (each call is one request), and
+        the server's tables are not touched; closing twice does nothing."""
         self._closed = True
 
     def __enter__(self) -> "RemoteConnection":
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: Any) -> None:
         self.close()
 
     def __repr__(self) -> str:
