@@ -325,29 +325,42 @@ def test_insert_converts_without_the_gil():
             "x": pa.array(np.arange(n, dtype="float64")),
         }
     )
-    stop, gaps = threading.Event(), []
 
-    def spin():
-        last = time.perf_counter()
-        while not stop.is_set():
-            now = time.perf_counter()
-            gaps.append(now - last)
-            last = now
+    def longest_gap():
+        """(the spinning thread's longest pause, the insert's time) over one insert."""
+        stop, gaps = threading.Event(), []
 
-    t = threading.Thread(target=spin)
-    t.start()
-    time.sleep(0.05)
-    gaps.clear()
-    start = time.perf_counter()
-    d.insert("g", data)
-    took = time.perf_counter() - start
-    stop.set()
-    t.join()
-    assert d.sql("SELECT count(*) FROM g").fetchone()[0] == n
-    assert took > 0.05, took  # long enough to tell
+        def spin():
+            last = time.perf_counter()
+            while not stop.is_set():
+                now = time.perf_counter()
+                gaps.append(now - last)
+                last = now
+
+        t = threading.Thread(target=spin)
+        t.start()
+        time.sleep(0.05)
+        gaps.clear()
+        start = time.perf_counter()
+        d.insert("g", data)
+        took = time.perf_counter() - start
+        stop.set()
+        t.join()
+        return max(gaps), took
+
     # Measured: the longest gap 16-32 ms of a 250 ms insert; 90 ms of 180 ms with the GIL held
-    # through the conversion.
-    assert max(gaps) < took / 4, (max(gaps), took)
+    # through the conversion. Up to three tries, so that a busy machine pausing the spinning
+    # thread does not fail it (the GIL held would fail every try).
+    tries = []
+    for _ in range(3):
+        gap, took = longest_gap()
+        tries.append((gap, took))
+        assert took > 0.05, took  # long enough to tell
+        if gap < took / 4:
+            break
+    else:
+        pytest.fail(f"another thread stalled during every insert (longest gap, insert): {tries}")
+    assert d.sql("SELECT count(*) FROM g").fetchone()[0] == n * len(tries)
 
 
 def test_column_chunks_are_views_of_every_batch(db):

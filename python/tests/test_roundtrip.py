@@ -348,7 +348,7 @@ def test_views_keep_their_values_under_writes_deletes_and_collections():
     kept = []
     try:
         deadline = time.monotonic() + 3
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline or len(kept) < 10:
             r = d.sql("SELECT x, n FROM live")
             views = {
                 "numpy": r.to_numpy()["x"],
@@ -373,7 +373,6 @@ def test_views_keep_their_values_under_writes_deletes_and_collections():
         for t in threads:
             t.join()
     assert not errors, errors
-    assert len(kept) > 10
     d.execute("DROP TABLE live")
     d.close()
     del d
