@@ -7,7 +7,7 @@ use crate::errors::{ingest_error, open_error, sql_error, storage_error};
 use crate::interrupt::OnMain;
 use crate::result::NativeResult;
 use arrow_array::ffi_stream::{FFI_ArrowArrayStream, RecordBatchStreamReader};
-use arrow_array::RecordBatchReader;
+use arrow_array::{RecordBatch, RecordBatchReader};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyCapsule, PyFloat, PyInt, PyString};
@@ -118,7 +118,7 @@ impl Database {
     }
 
     /// Run one statement (or a `;`-separated script: the last statement's result). `params`
-    /// fill `?` / `$n` placeholders: None, bool, int, float or str.
+    /// fill `?` / `$n` placeholders: None, bool, int, float, str or [`TimestampParam`].
     /// `main`: called on the main thread with the wakeup fd set (see [`crate::interrupt`]).
     #[pyo3(signature = (query, params = None, main = false))]
     fn sql(
@@ -136,7 +136,8 @@ impl Database {
 
     /// Append the Arrow C stream of `data` (any object with `__arrow_c_stream__`) to `table`,
     /// all or nothing; with `create`, a missing table is made from the stream's schema (its
-    /// first timestamp column designated). Returns the rows written.
+    /// first timestamp column designated). Returns the rows written. The stream is read with
+    /// the GIL held; converting it to engine columns and appending run without it.
     #[pyo3(signature = (table, data, create = false))]
     fn insert(&self, py: Python<'_>, table: &str, data: &Bound<'_, PyAny>, create: bool) -> PyResult<usize> {
         let open = self.open(py)?;
@@ -190,9 +191,34 @@ impl Database {
     }
 }
 
+/// A TIMESTAMP statement parameter: nanoseconds since the epoch, UTC. `zeptodb` makes one of
+/// every `datetime`, `numpy.datetime64` and pandas `Timestamp`, so that it binds as a
+/// TIMESTAMP (not as text) with its nanoseconds.
+#[pyclass(frozen, module = "zeptodb._native")]
+pub struct TimestampParam {
+    /// Nanoseconds since 1970-01-01 00:00:00 UTC.
+    #[pyo3(get)]
+    ns: i64,
+}
+
+#[pymethods]
+impl TimestampParam {
+    /// The timestamp `ns` nanoseconds after the epoch (UTC).
+    #[new]
+    fn new(ns: i64) -> TimestampParam {
+        TimestampParam { ns }
+    }
+
+    fn __repr__(&self) -> String {
+        format!("TimestampParam({})", self.ns)
+    }
+}
+
 /// A Python value as a statement parameter.
 fn param(v: &Bound<'_, PyAny>) -> PyResult<ParamValue> {
-    if v.is_none() {
+    if let Ok(t) = v.cast::<TimestampParam>() {
+        Ok(ParamValue::Timestamp(t.get().ns))
+    } else if v.is_none() {
         Ok(ParamValue::Null)
     } else if v.is_instance_of::<PyBool>() {
         Ok(ParamValue::Bool(v.extract()?))
@@ -203,7 +229,10 @@ fn param(v: &Bound<'_, PyAny>) -> PyResult<ParamValue> {
     } else if v.is_instance_of::<PyString>() {
         Ok(ParamValue::Str(v.extract()?))
     } else {
-        Err(PyTypeError::new_err(format!("a parameter must be None, bool, int, float or str, not {}", v.get_type())))
+        Err(PyTypeError::new_err(format!(
+            "a parameter must be None, bool, int, float, str or TimestampParam, not {}",
+            v.get_type()
+        )))
     }
 }
 
@@ -230,7 +259,16 @@ fn create_table(catalog: &Catalog, name: &str, defs: Vec<ColumnDef>) -> Result<b
     catalog.create(table, true)
 }
 
-/// Convert the stream to the table's columns, then append them in one change.
+/// Why [`write`] failed, kept until the GIL is back to raise it.
+enum WriteError {
+    Io(zepto_io::IoError),
+    Storage(zepto_storage::StorageError),
+}
+
+/// Read the whole stream (with the GIL: its producer may be Python code), then convert it to
+/// the table's columns and append them in one change with the GIL released. The batches are
+/// Arrow memory owned on the Rust side by then (a producer's buffers are released, taking the
+/// GIL themselves if they need it, when the conversion drops them).
 fn write(
     py: Python<'_>,
     catalog: &Arc<Catalog>,
@@ -238,15 +276,24 @@ fn write(
     fields: &arrow_schema::Fields,
     reader: RecordBatchStreamReader,
 ) -> PyResult<usize> {
+    let batches = reader
+        .collect::<Result<Vec<RecordBatch>, _>>()
+        .map_err(|e| ingest_error(py, format!("reading the Arrow stream: {e}"), None))?;
     let snap = catalog.snapshot(table).map_err(|e| storage_error(py, e))?;
     let schema = snap.schema().columns.clone();
     drop(snap);
-    let cols = zepto_io::ipc::read_batches(fields, reader, &schema).map_err(|e| {
-        let row = match &e {
-            zepto_io::IoError::BadValue { row, .. } | zepto_io::IoError::BadRow { row, .. } => Some(*row),
-            _ => None,
-        };
-        ingest_error(py, e.to_string(), row)
-    })?;
-    py.detach(|| catalog.append(table, cols)).map_err(|e| storage_error(py, e))
+    let r = py.detach(|| {
+        let cols = zepto_io::ipc::read_batches(fields, batches.into_iter().map(Ok), &schema).map_err(WriteError::Io)?;
+        catalog.append(table, cols).map_err(WriteError::Storage)
+    });
+    r.map_err(|e| match e {
+        WriteError::Io(e) => {
+            let row = match &e {
+                zepto_io::IoError::BadValue { row, .. } | zepto_io::IoError::BadRow { row, .. } => Some(*row),
+                _ => None,
+            };
+            ingest_error(py, e.to_string(), row)
+        }
+        WriteError::Storage(e) => storage_error(py, e),
+    })
 }

@@ -181,6 +181,7 @@ impl Tensor {
 
 #[pymethods]
 impl Tensor {
+    /// Where the data is, as DLPack's `(device_type, device_id)`: `(1, 0)`, the CPU.
     fn __dlpack_device__(&self) -> (i32, i32) {
         (CPU.device_type, CPU.device_id)
     }
@@ -233,6 +234,7 @@ impl Tensor {
         }
     }
 
+    /// Values in the column (the tensor's one dimension).
     fn __len__(&self) -> usize {
         self.len
     }

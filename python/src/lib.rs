@@ -18,6 +18,7 @@ static ALLOC: zepto_storage::mem::CountingAlloc = zepto_storage::mem::CountingAl
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<database::Database>()?;
+    m.add_class::<database::TimestampParam>()?;
     m.add_class::<result::NativeResult>()?;
     m.add_class::<dlpack::Tensor>()?;
     m.add_function(wrap_pyfunction!(interrupt::wakeup_fd, m)?)?;

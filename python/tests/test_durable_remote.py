@@ -166,3 +166,63 @@ def test_statements_without_rows_report_the_same_status(server):
         r = db.execute("INSERT INTO st VALUES (1), (2)")
         assert r.status == "INSERT 2", r.status
         assert db.sql("SELECT status FROM (SELECT 'x' AS status)").fetchall() == [("x",)]
+
+
+def test_a_timestamp_parameter_is_a_timestamp_through_both_doors(server):
+    import datetime as dt
+
+    import pandas as pd
+
+    remote = zeptodb.connect(server, api_key="test-key-0123456789abcdef")
+    local = zeptodb.connect()
+    ns = 1_700_000_000_123_456_789
+    values = [
+        (pd.Timestamp(ns), ns),
+        (pd.Timestamp(ns, tz="UTC").tz_convert("Asia/Tokyo"), ns),  # aware: converted to UTC
+        (np.datetime64(ns, "ns"), ns),
+        (np.datetime64(ns // 1000, "us"), ns // 1000 * 1000),
+        (dt.datetime(2023, 11, 14, 22, 13, 20, 123456), ns // 1000 * 1000),  # naive: UTC
+        (dt.datetime(2023, 11, 15, 7, 13, 20, 123456, tzinfo=dt.timezone(dt.timedelta(hours=9))), ns // 1000 * 1000),
+        (np.datetime64(-1, "ns"), -1),
+    ]
+    for db in (local, remote):
+        for v, want in values:
+            t = db.sql("SELECT ? AS t", [v]).to_arrow()
+            assert t.schema.field("t").type == pa.timestamp("ns"), (db, v, t.schema)
+            assert t.column("t").cast(pa.int64()).to_pylist() == [want], (db, v)
+        # Several placeholders, numbered, beside other types, and not inside strings or names.
+        t = db.sql("SELECT $2 AS a, '$1 ?' AS b, $1 AS c", [np.datetime64(5, "ns"), "x"]).to_arrow()
+        assert t.to_pylist() == [{"a": "x", "b": "$1 ?", "c": pd.Timestamp(5)}]
+        assert db.sql("SELECT ?", [np.datetime64("NaT")]).fetchone() == (None,)
+        # An error after a timestamp placeholder points where the caller wrote it.
+        with pytest.raises(zeptodb.SqlError) as e:
+            db.sql("SELECT ?, nosuch", [pd.Timestamp(0)])
+        assert (e.value.line, e.value.column) == (1, 11), (db, e.value.line, e.value.column)
+
+
+def test_a_failed_create_insert_leaves_no_table_through_both_doors(server):
+    remote = zeptodb.connect(server, api_key="test-key-0123456789abcdef")
+    local = zeptodb.connect()
+    # The table can be made from these types; the second row's value cannot be written.
+    bad = pa.table({"ts": pa.array([1, 2], pa.timestamp("ns")), "a": pa.array([1, 2**63 + 5], pa.uint64())})
+    for db in (local, remote):
+        with pytest.raises(zeptodb.IngestError) as e:
+            db.insert("made_then_failed", bad, create=True)
+        assert e.value.row == 2, (db, e.value.row)
+        assert "made_then_failed" not in db.tables(), db
+        # A table that was there before stays, even empty.
+        db.execute("CREATE TABLE kept (ts TIMESTAMP, a BIGINT)")
+        with pytest.raises(zeptodb.IngestError):
+            db.insert("kept", bad, create=True)
+        assert "kept" in db.tables()
+
+
+def test_remote_durable_is_unknown_and_close_refuses_calls(server):
+    remote = zeptodb.connect(server, api_key="test-key-0123456789abcdef")
+    assert remote.durable is None
+    assert not remote.closed
+    remote.close()
+    remote.close()
+    assert remote.closed
+    with pytest.raises(zeptodb.Error):
+        remote.sql("SELECT 1")

@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 import signal
 import threading
-from typing import Any, Iterable, Optional, Sequence
+from typing import Any, Optional, Sequence, Union
 
 from . import _native
 from ._convert import to_arrow_stream, to_param
@@ -36,13 +36,15 @@ from ._native import (
     StorageError,
     Timeout,
 )
+from ._remote import RemoteConnection
 from ._result import Result
 
-__version__ = _native.__version__
+__version__: str = _native.__version__
 
 __all__ = [
     "connect",
     "Connection",
+    "RemoteConnection",
     "Result",
     "Error",
     "SqlError",
@@ -57,14 +59,14 @@ __all__ = [
 
 
 def connect(
-    target: Optional[str | os.PathLike] = None,
+    target: Optional[Union[str, os.PathLike]] = None,
     *,
     api_key: Optional[str] = None,
     sync: Optional[str] = None,
     timeout: Optional[float] = None,
     query_timeout: Optional[float] = None,
     query_memory_mb: Optional[int] = None,
-):
+) -> Union[Connection, RemoteConnection]:
     """Open a database.
 
     - ``connect()`` or ``connect(":memory:")``: in this process, in memory.
@@ -83,8 +85,6 @@ def connect(
         return Connection(_native.Database(None, None, query_timeout, query_memory_mb))
     text = os.fspath(target)
     if isinstance(text, str) and text.startswith(("http://", "https://")):
-        from ._remote import RemoteConnection
-
         if query_timeout is not None or query_memory_mb is not None:
             raise ValueError("query limits of a server are the server's (serve --query-timeout)")
         return RemoteConnection(text, api_key=api_key, timeout=timeout)
@@ -97,7 +97,8 @@ class Connection:
     """A database in this process. Safe to share between threads: statements release the GIL
     while the engine runs them."""
 
-    def __init__(self, native: _native.Database):
+    def __init__(self, native: _native.Database) -> None:
+        """Wrap an open native database (use :func:`connect`)."""
         self._db = native
 
     def sql(self, query: str, params: Optional[Sequence[Any]] = None) -> Result:
@@ -133,7 +134,7 @@ class Connection:
         timestamp column designated)."""
         return self._db.insert(table, to_arrow_stream(data), create)
 
-    def tables(self) -> list:
+    def tables(self) -> list[str]:
         """Names of the tables, sorted."""
         return self._db.tables()
 
@@ -144,6 +145,7 @@ class Connection:
 
     @property
     def closed(self) -> bool:
+        """Whether :meth:`close` was called (later calls raise ``zeptodb.Error``)."""
         return self._db.closed
 
     def close(self) -> None:
@@ -153,7 +155,7 @@ class Connection:
     def __enter__(self) -> "Connection":
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: Any) -> None:
         self.close()
 
     def __repr__(self) -> str:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import datetime as _dt
 from typing import Any
 
+from . import _native
+
 _EPOCH = _dt.datetime(1970, 1, 1)
 
 
@@ -25,16 +27,22 @@ def _datetime_ns(v: _dt.datetime) -> int:
 
 def to_param(v: Any):
     """A statement parameter: None, bool, int, float and str as they are; timestamps (datetime,
-    pandas Timestamp, numpy datetime64) as a timestamp literal with nanoseconds; dates as
-    ``YYYY-MM-DD``; NumPy scalars as their Python value."""
+    pandas Timestamp, numpy datetime64) as a :class:`_native.TimestampParam` of nanoseconds
+    since the epoch, which binds as a TIMESTAMP with its nanoseconds (naive values are UTC,
+    aware ones converted to UTC; NaT is NULL); dates as ``YYYY-MM-DD``; NumPy scalars as their
+    Python value."""
     if v is None or isinstance(v, (bool, int, float, str)):
         return v
+    if isinstance(v, _native.TimestampParam):
+        return v
     mod = type(v).__module__
+    if mod.startswith("pandas") and type(v).__name__ == "NaTType":
+        return None
     if mod.startswith("pandas") and hasattr(v, "value") and type(v).__name__ == "Timestamp":
-        ns = v.value if v.tzinfo is None else v.tz_convert("UTC").value
-        return iso_ns(ns)
+        # `value` is nanoseconds since the epoch in UTC, aware or not.
+        return _native.TimestampParam(int(v.value))
     if isinstance(v, _dt.datetime):
-        return iso_ns(_datetime_ns(v))
+        return _native.TimestampParam(_datetime_ns(v))
     if isinstance(v, _dt.date):
         return v.isoformat()
     if mod == "numpy":
@@ -43,7 +51,10 @@ def to_param(v: Any):
         if isinstance(v, np.datetime64):
             if np.isnat(v):
                 return None
-            return iso_ns(int(v.astype("datetime64[ns]").astype("int64")))
+            ns = v.astype("datetime64[ns]")
+            if ns.astype(v.dtype) != v:  # outside 1677-2262, or finer than a nanosecond
+                raise ValueError(f"{v!r} is not a timestamp in nanoseconds (1677-09-21 to 2262-04-11)")
+            return _native.TimestampParam(int(ns.astype("int64")))
         if isinstance(v, np.generic):
             return v.item()
     raise TypeError(f"cannot bind a {type(v).__name__} as a parameter")

@@ -11,7 +11,7 @@ import urllib.request
 from typing import Any, Optional, Sequence
 
 from . import _native
-from ._convert import to_arrow_stream, to_param
+from ._convert import iso_ns, to_arrow_stream, to_param
 from ._result import Result
 
 ARROW = "application/vnd.apache.arrow.stream"
@@ -45,7 +45,7 @@ _CLASSES = {
 }
 
 # pyarrow types → the column types CREATE TABLE takes (for insert(create=True)).
-def _sql_type(t) -> str:
+def _sql_type(t: Any) -> str:
     import pyarrow as pa
 
     if pa.types.is_boolean(t):
@@ -75,7 +75,78 @@ def _quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def _raise(status: int, body: bytes):
+def _placeholders(query: str) -> list:
+    """``(start, end, number)`` of each ``?`` / ``$n`` placeholder in ``query``, found as the
+    server's lexer finds them: not inside strings, quoted identifiers, comments or identifiers
+    (``a$1`` is a name)."""
+    out, i, n, anonymous = [], 0, len(query), 0
+    while i < n:
+        c = query[i]
+        if query.startswith("--", i):
+            j = query.find("\n", i)
+            i = n if j < 0 else j
+        elif query.startswith("/*", i):
+            j = query.find("*/", i + 2)
+            i = n if j < 0 else j + 2
+        elif c in "'\"":
+            i += 1
+            while i < n:
+                if query[i] == c:
+                    if query.startswith(c, i + 1):
+                        i += 2
+                        continue
+                    break
+                i += 1
+            i += 1
+        elif c.isascii() and (c.isalpha() or c == "_") or ord(c) >= 0x80:
+            while i < n and (query[i].isascii() and (query[i].isalnum() or query[i] in "_$") or ord(query[i]) >= 0x80):
+                i += 1
+        elif c == "?":
+            anonymous += 1
+            out.append((i, i + 1, anonymous))
+            i += 1
+        elif c == "$" and i + 1 < n and query[i + 1].isascii() and query[i + 1].isdigit():
+            j = i + 1
+            while j < n and query[j].isascii() and query[j].isdigit():
+                j += 1
+            out.append((i, j, int(query[i + 1 : j])))
+            i = j
+        else:
+            i += 1
+    return out
+
+
+# Written before a timestamp parameter's placeholder, so the server binds it as in process.
+_TYPED = "TIMESTAMP "
+
+
+def _bind_timestamps(query: str, params: list):
+    """JSON parameters carry no TIMESTAMP type (SPEC §2: null, bool, number, string), so a
+    timestamp parameter is sent as its text with nine fractional digits and its placeholder
+    written ``TIMESTAMP ?``: the server binds that as the literal ``TIMESTAMP '...'``, exactly
+    the tokens a :class:`_native.TimestampParam` binds to in process. Returns the query, the JSON
+    parameters, and where text was inserted (to put error columns back)."""
+    stamps = {k + 1 for k, p in enumerate(params) if isinstance(p, _native.TimestampParam)}
+    json_params = [iso_ns(p.ns) if isinstance(p, _native.TimestampParam) else p for p in params]
+    if not stamps:
+        return query, json_params, []
+    parts, inserted, last = [], [], 0
+    for start, _end, number in _placeholders(query):
+        if number in stamps:
+            parts.append(query[last:start])
+            parts.append(_TYPED)
+            inserted.append(start)
+            last = start
+    parts.append(query[last:])
+    return "".join(parts), json_params, inserted
+
+
+def _line_column(query: str, offset: int):
+    line = query.count("\n", 0, offset) + 1
+    return line, offset - (query.rfind("\n", 0, offset) + 1) + 1
+
+
+def _raise(status: int, body: bytes, fix=None):
     try:
         err = json.loads(body.decode("utf-8"))["error"]
     except Exception:
@@ -86,19 +157,47 @@ def _raise(status: int, body: bytes):
     e.line = err.get("line")
     e.column = err.get("column")
     e.row = err.get("row")
+    if fix is not None:
+        fix(e)
     raise e
 
 
-class RemoteConnection:
-    """A ZeptoDB server, with the API of :class:`zeptodb.Connection`."""
+def _unshift(query: str, sent: str, inserted: list):
+    """An error's line and column in ``sent`` put back into ``query`` (the text the caller
+    wrote), taking out the ``TIMESTAMP `` words :func:`_bind_timestamps` inserted."""
 
-    def __init__(self, url: str, api_key: Optional[str] = None, timeout: Optional[float] = None):
+    def fix(e):
+        if e.line is None or e.column is None:
+            return
+        # The error's offset in `sent`, then in `query`.
+        lines = sent.split("\n")
+        if not 1 <= e.line <= len(lines):
+            return
+        offset = sum(len(x) + 1 for x in lines[: e.line - 1]) + e.column - 1
+        shift = 0
+        for k, at in enumerate(inserted):
+            if at + (k + 1) * len(_TYPED) <= offset:
+                shift += len(_TYPED)
+            elif at + k * len(_TYPED) <= offset:
+                offset = at + k * len(_TYPED)  # inside an inserted word: its placeholder
+        e.line, e.column = _line_column(query, offset - shift)
+
+    return fix
+
+
+class RemoteConnection:
+    """A ZeptoDB server, with the API of :class:`zeptodb.Connection` (made by
+    ``zeptodb.connect("http://...")``). Each call is one HTTP request; nothing is held open."""
+
+    def __init__(self, url: str, api_key: Optional[str] = None, timeout: Optional[float] = None) -> None:
+        """``url``: the server (``http://host:8123``); ``api_key``: sent as a bearer token;
+        ``timeout``: seconds each request may take (None: no limit)."""
         self._url = url.rstrip("/")
         self._key = api_key
         self._timeout = timeout
         self._closed = False
 
-    def _request(self, path: str, body: Optional[bytes], content_type: str, accept: str):
+    def _request(self, path: str, body: Optional[bytes], content_type: str, accept: str, fix=None):
         if self._closed:
             raise _native.Error("the connection is closed")
         req = urllib.request.Request(self._url + path, data=body, method="GET" if body is None else "POST")
@@ -111,16 +210,22 @@ class RemoteConnection:
             with urllib.request.urlopen(req, timeout=self._timeout) as resp:
                 return resp.headers, resp.read()
         except urllib.error.HTTPError as e:
-            _raise(e.code, e.read())
+            _raise(e.code, e.read(), fix)
 
     def sql(self, query: str, params: Optional[Sequence[Any]] = None) -> Result:
         """Run a statement on the server; the result arrives as an Arrow IPC stream."""
         import pyarrow as pa
 
         payload = {"sql": query}
+        fix = None
         if params is not None:
-            payload["params"] = [to_param(p) for p in params]
-        headers, body = self._request("/query?format=arrow", json.dumps(payload).encode(), "application/json", ARROW)
+            sent, payload["params"], inserted = _bind_timestamps(query, [to_param(p) for p in params])
+            payload["sql"] = sent
+            if inserted:
+                fix = _unshift(query, sent, inserted)
+        headers, body = self._request(
+            "/query?format=arrow", json.dumps(payload).encode(), "application/json", ARROW, fix
+        )
         status = headers.get("x-zepto-status")
         if status is not None:
             # A statement without rows (DDL, DML): its status line, as in process.
@@ -128,48 +233,77 @@ class RemoteConnection:
         return Result(pa.ipc.open_stream(body).read_all())
 
     def execute(self, query: str, params: Optional[Sequence[Any]] = None) -> Result:
+        """Run a statement (DDL, DML or a query); the same as :meth:`sql`."""
         return self.sql(query, params)
 
     def insert(self, table: str, data: Any, *, create: bool = False) -> int:
-        """Send ``data`` to ``/write?format=arrow`` as one all-or-nothing batch."""
+        """Send ``data`` to ``/write?format=arrow`` as one all-or-nothing batch and return the
+        rows written. With ``create=True`` a missing table is made first (``CREATE TABLE`` from
+        the data's types, its first timestamp column designated), and removed again if the
+        write fails while it is still empty."""
         import pyarrow as pa
 
         reader = pa.RecordBatchReader.from_stream(to_arrow_stream(data))
+        created = False
         if create and table not in self.tables():
             ts = [f.name for f in reader.schema if pa.types.is_timestamp(f.type)]
             cols = ", ".join(f"{_quote(f.name)} {_sql_type(f.type)}" for f in reader.schema)
-            ddl = f"CREATE TABLE IF NOT EXISTS {_quote(table)} ({cols})"
+            ddl = f"CREATE TABLE {_quote(table)} ({cols})"
             if ts:
                 ddl += f" TIMESTAMP({_quote(ts[0])})"
-            self.sql(ddl)
-        sink = pa.BufferOutputStream()
-        with pa.ipc.new_stream(sink, reader.schema) as w:
-            for b in reader:
-                w.write_batch(b)
-        path = "/write?" + urllib.parse.urlencode({"table": table, "format": "arrow"})
-        _, body = self._request(path, sink.getvalue().to_pybytes(), ARROW, "application/json")
+            try:
+                self.sql(ddl)
+                created = True
+            except _native.SqlError as e:
+                if e.code != "TABLE_EXISTS":  # made meanwhile by someone else: write to it
+                    raise
+        try:
+            sink = pa.BufferOutputStream()
+            with pa.ipc.new_stream(sink, reader.schema) as w:
+                for b in reader:
+                    w.write_batch(b)
+            path = "/write?" + urllib.parse.urlencode({"table": table, "format": "arrow"})
+            _, body = self._request(path, sink.getvalue().to_pybytes(), ARROW, "application/json")
+        except BaseException:
+            if created:
+                self._drop_if_empty(table)
+            raise
         return int(json.loads(body.decode("utf-8")).get("rows_written", 0))
 
-    def tables(self) -> list:
+    def _drop_if_empty(self, table: str) -> None:
+        """Take back a table an insert made, as in process: unless someone wrote to it
+        meanwhile, and never masking the insert's own error."""
+        try:
+            if self.sql(f"SELECT count(*) FROM {_quote(table)}").fetchone() == (0,):
+                self.sql(f"DROP TABLE IF EXISTS {_quote(table)}")
+        except Exception:
+            pass
+
+    def tables(self) -> list[str]:
         """Names of the tables this key may see, sorted."""
         _, body = self._request("/tables", None, "", "application/json")
         return sorted(t["name"] for t in json.loads(body.decode("utf-8"))["tables"])
 
     @property
-    def durable(self) -> bool:
-        return True
+    def durable(self) -> Optional[bool]:
+        """None: unknown. The server does not say over HTTP whether it keeps its tables in a
+        data directory (``serve --data-dir``) or in memory (``--in-memory``)."""
+        return None
 
     @property
     def closed(self) -> bool:
+        """Whether :meth:`close` was called (later calls raise ``zeptodb.Error``)."""
         return self._closed
 
     def close(self) -> None:
+        """Refuse later calls. There is no connection to shut (each call is one request), and
+        the server's tables are not touched; closing twice does nothing."""
         self._closed = True
 
     def __enter__(self) -> "RemoteConnection":
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: Any) -> None:
         self.close()
 
     def __repr__(self) -> str:

@@ -3,38 +3,54 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional, Union
+
+if TYPE_CHECKING:
+    import numpy
+    import pandas
+    import polars
+    import pyarrow
+
+    from ._native import Tensor
 
 
 class Result:
-    """Rows of a statement. ``to_arrow`` / ``to_polars`` / ``to_numpy`` share the engine's
-    memory in process; ``to_pandas`` converts (pandas has its own layout). The result also
-    speaks the Arrow PyCapsule protocol, so ``pyarrow.table(r)``, ``polars.from_arrow(r)`` and
-    ``duckdb.sql("FROM r")`` read it directly."""
+    """Rows of a statement. In process, ``to_arrow`` shares the engine's memory; ``to_polars``
+    shares fixed-width columns (strings and symbols are re-encoded by Polars); ``to_numpy`` and
+    ``column_chunks`` share numeric and timestamp batches without NULLs; ``to_pandas``
+    converts (pandas has its own layout). The result also speaks the Arrow PyCapsule protocol,
+    so ``pyarrow.table(r)``, ``polars.from_arrow(r)`` and ``duckdb.sql("FROM r")`` read it
+    directly."""
 
-    def __init__(self, source: Any, status: Optional[str] = None):
+    def __init__(self, source: Any, status: Optional[str] = None) -> None:
+        """``source``: a native result, or (over HTTP) a ``pyarrow.Table``; ``status``: what a
+        statement without rows did (else the source's own)."""
         # `source`: a native result, or (over HTTP) a pyarrow Table.
         self._src = source
         self._status = status if status is not None else getattr(source, "status", None)
         self._table = None
 
     # The Arrow PyCapsule protocol.
-    def __arrow_c_stream__(self, requested_schema=None):
+    def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
+        """The rows as an Arrow C stream PyCapsule (the engine's own types)."""
         return self._src.__arrow_c_stream__(requested_schema)
 
-    def __arrow_c_schema__(self):
+    def __arrow_c_schema__(self) -> Any:
+        """The Arrow schema as a PyCapsule."""
         return self._src.schema.__arrow_c_schema__() if _is_table(self._src) else self._src.__arrow_c_schema__()
 
     @property
-    def columns(self) -> list:
+    def columns(self) -> list[str]:
         """Column names, in order."""
         return list(self._src.column_names) if _is_table(self._src) else self._src.columns
 
     @property
     def num_rows(self) -> int:
+        """Rows in the result, over all its batches (0 for a statement without rows)."""
         return self._src.num_rows
 
     def __len__(self) -> int:
+        """:attr:`num_rows`."""
         return self.num_rows
 
     @property
@@ -42,7 +58,7 @@ class Result:
         """What a statement without rows did (``CREATE TABLE``, ``INSERT 3``...), else None."""
         return self._status
 
-    def to_arrow(self):
+    def to_arrow(self) -> pyarrow.Table:
         """A ``pyarrow.Table`` (one chunk per engine batch), sharing the engine's memory."""
         if self._table is None:
             import pyarrow as pa
@@ -50,21 +66,31 @@ class Result:
             self._table = self._src if _is_table(self._src) else pa.RecordBatchReader.from_stream(self._src).read_all()
         return self._table
 
-    def to_polars(self):
-        """A ``polars.DataFrame`` over the same Arrow memory."""
+    def to_polars(self) -> polars.DataFrame:
+        """A ``polars.DataFrame``, one chunk per batch. Fixed-width columns (numbers,
+        TIMESTAMP, DATE, INTERVAL) and their validity are the same Arrow memory; Polars
+        re-encodes strings into its own string views and SYMBOL into a Categorical, which
+        copies them."""
         import polars as pl
 
         return pl.from_arrow(self.to_arrow(), rechunk=False)
 
-    def to_pandas(self, **kwargs):
+    def to_pandas(self, **kwargs: Any) -> pandas.DataFrame:
         """A ``pandas.DataFrame`` (SYMBOL columns as categoricals, timestamps as
         ``datetime64[ns]``). Keyword arguments go to ``pyarrow.Table.to_pandas``."""
         return self.to_arrow().to_pandas(**kwargs)
 
-    def to_numpy(self) -> dict:
-        """Column name → ``numpy.ndarray``. A column of one batch without NULLs is a view of the
-        engine's memory (numbers, timestamps as ``datetime64[ns]``); one with NULLs or several
-        batches is converted (NULL as NaN/NaT/None)."""
+    def to_numpy(self) -> dict[str, numpy.ndarray]:
+        """Column name → one contiguous ``numpy.ndarray``.
+
+        In process, a numeric, TIMESTAMP (``datetime64[ns]``) or INTERVAL (int64 ns) column that
+        comes in one batch and has no NULLs is a read-only view of the engine's memory: nothing
+        is copied. Every other column is copied into a new array: one of several batches (a
+        contiguous array has to gather them: :meth:`column_chunks` gives a view per batch), one
+        with NULLs (NULL as NaN, NaT or None, so integers become float64 and booleans object),
+        DATE (int32 days widened to ``datetime64[D]``; :meth:`tensor` is a view of the days),
+        BOOLEAN (Arrow packs it in bits), VARCHAR and SYMBOL (Python strings, object dtype).
+        A result of a partitioned table has one batch per partition it reads."""
         out = {}
         table = self.to_arrow()
         for name, col in zip(table.column_names, table.columns):
@@ -74,23 +100,33 @@ class Result:
                 out[name] = col.to_numpy()
         return out
 
-    def tensor(self, column, batch: int = 0):
+    def column_chunks(self, column: Union[str, int]) -> list[numpy.ndarray]:
+        """Column ``column`` (name or index) as one ``numpy.ndarray`` per batch, in order, each
+        converted as :meth:`to_numpy` converts a one-batch column: a numeric, TIMESTAMP or
+        INTERVAL batch without NULLs is a read-only view of the engine's memory, whatever the
+        number of batches (``numpy.concatenate`` of the list equals :meth:`to_numpy`'s array)."""
+        table = self.to_arrow()
+        col = table.column(column)
+        return [c.to_numpy(zero_copy_only=False) for c in col.chunks]
+
+    def tensor(self, column: Union[str, int], batch: int = 0) -> Union[Tensor, pyarrow.Array]:
         """Column ``column`` (name or index) of batch ``batch`` as a DLPack view:
         ``numpy.from_dlpack(r.tensor("px"))``, ``torch.from_dlpack(...)``. In process it is the
         engine's memory, read-only (numbers; timestamps as int64 ns, dates as int32 days,
-        SYMBOL codes as int32); a column with NULLs is refused (DLPack has no validity)."""
+        SYMBOL codes as int32); a column with NULLs is refused (DLPack has no validity). Over
+        HTTP it is the received ``pyarrow.Array``, which speaks DLPack itself."""
         i = column if isinstance(column, int) else self.columns.index(column)
         if _is_table(self._src):
             return self._src.column(i).chunk(batch)
         return self._src.tensor(batch, i)
 
-    def fetchall(self) -> list:
+    def fetchall(self) -> list[tuple]:
         """The rows as a list of tuples."""
         table = self.to_arrow()
         cols = [c.to_pylist() for c in table.columns]
         return list(zip(*cols))
 
-    def fetchone(self):
+    def fetchone(self) -> Optional[tuple]:
         """The first row as a tuple, or None."""
         rows = self.fetchall()
         return rows[0] if rows else None

@@ -74,7 +74,7 @@ pub fn engine_type(dt: &arrow_schema::DataType) -> Option<DataType> {
         A::Date32 | A::Date64 => DataType::Date,
         A::Duration(_) => DataType::Interval,
         A::Utf8 | A::LargeUtf8 | A::Utf8View => DataType::Varchar,
-        A::Dictionary(_, v) if matches!(**v, A::Utf8 | A::LargeUtf8) => DataType::Symbol,
+        A::Dictionary(_, v) if matches!(**v, A::Utf8 | A::LargeUtf8 | A::Utf8View) => DataType::Symbol,
         A::Null => DataType::Null,
         _ => return None,
     })
@@ -202,6 +202,16 @@ mod tests {
         let err = read_ipc_stream(&bytes, &defs[..2]).expect_err("px is not in the table");
         assert!(err.to_string().contains("'px'"), "{err}");
         assert!(read_ipc_stream(b"not arrow", &defs).is_err());
+    }
+
+    #[test]
+    fn dictionaries_of_any_string_layout_are_symbols() {
+        use arrow_schema::DataType as A;
+        // Polars sends its categoricals as Dictionary(UInt32, Utf8View).
+        for (k, v) in [(A::Int32, A::Utf8), (A::Int8, A::LargeUtf8), (A::UInt32, A::Utf8View)] {
+            assert_eq!(engine_type(&A::Dictionary(Box::new(k), Box::new(v))), Some(DataType::Symbol));
+        }
+        assert_eq!(engine_type(&A::Dictionary(Box::new(A::Int32), Box::new(A::Int64))), None);
     }
 
     #[test]

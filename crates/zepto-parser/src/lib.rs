@@ -119,6 +119,9 @@ pub enum ParamValue {
     Float(f64),
     /// A string (VARCHAR, or whatever the context casts it to).
     Str(String),
+    /// Nanoseconds since the epoch (UTC), bound as a `TIMESTAMP '...'` literal with all nine
+    /// fractional digits: a TIMESTAMP value, not text.
+    Timestamp(i64),
 }
 
 /// Parse a script of `;`-separated statements.
@@ -181,6 +184,10 @@ fn bind_params(toks: Vec<Token>, params: &[ParamValue]) -> Result<Vec<Token>> {
             ParamValue::Null => out.push(one(Tok::Ident("NULL".into()))),
             ParamValue::Bool(b) => out.push(one(Tok::Ident(if *b { "TRUE" } else { "FALSE" }.into()))),
             ParamValue::Str(s) => out.push(one(Tok::Str(s.clone()))),
+            ParamValue::Timestamp(ns) => {
+                out.push(one(Tok::Ident("TIMESTAMP".into())));
+                out.push(one(Tok::Str(zepto_storage::time::format_timestamp(*ns))));
+            }
             ParamValue::Int(i) if *i >= 0 => out.push(one(Tok::Num(i.to_string()))),
             ParamValue::Float(f) if f.is_finite() && *f >= 0.0 => out.push(one(Tok::Num(format!("{f:?}")))),
             ParamValue::Float(f) if !f.is_finite() => {

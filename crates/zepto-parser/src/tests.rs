@@ -91,3 +91,20 @@ fn window_clauses_round_trip() {
         assert!(parse_statement(bad).is_err(), "{bad}");
     }
 }
+
+#[test]
+fn a_timestamp_parameter_is_a_typed_literal() {
+    for (ns, text) in [
+        (1_700_000_000_123_456_789, "2023-11-14 22:13:20.123456789"),
+        (-1, "1969-12-31 23:59:59.999999999"),
+        (i64::MIN, "1677-09-21 00:12:43.145224192"),
+        (i64::MAX, "2262-04-11 23:47:16.854775807"),
+    ] {
+        let stmts = parse_statements_with_params("SELECT ?", &[ParamValue::Timestamp(ns)]).expect("parses");
+        let Statement::Query(q) = &stmts[0] else { panic!("query") };
+        let SetExpr::Select(s) = &q.body else { panic!("select") };
+        let SelectItem::Expr { expr: Expr::Lit(lit, _), .. } = &s.items[0] else { panic!("a literal") };
+        assert_eq!(lit, &Literal::Typed(DataType::Timestamp, text.into()));
+        assert_eq!(zepto_storage::time::parse_timestamp(text), Some(ns));
+    }
+}

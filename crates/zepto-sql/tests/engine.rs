@@ -225,3 +225,17 @@ fn now_is_the_statements_time_and_a_searchable_bound() {
     let plan = explain(&e, q);
     assert!(plan.contains("binary search"), "{plan}");
 }
+
+#[test]
+fn a_timestamp_parameter_is_a_timestamp_with_its_nanoseconds() {
+    use zepto_sql::ParamValue;
+    let e = Engine::new();
+    let ns = 1_700_000_000_123_456_789;
+    let r = e.execute_with_params("SELECT ?", &[ParamValue::Timestamp(ns)]).expect("query");
+    assert_eq!(first_value(&r), Some(Value::Timestamp(ns)));
+    // It compares as a TIMESTAMP, not as text.
+    e.execute("CREATE TABLE t (ts TIMESTAMP)").expect("create");
+    e.execute("INSERT INTO t VALUES (1700000000123456788), (1700000000123456789)").expect("insert");
+    let r = e.execute_with_params("SELECT count(*) FROM t WHERE ts >= ?", &[ParamValue::Timestamp(ns)]).expect("query");
+    assert_eq!(first_value(&r), Some(Value::Int64(1)));
+}

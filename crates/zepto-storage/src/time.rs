@@ -128,7 +128,9 @@ pub fn parse_timestamp(s: &str) -> Option<i64> {
     let s = s.trim();
     let b = s.as_bytes();
     let (y, m, d, mut i) = parse_ymd(b)?;
-    let mut ns = days_from_civil(y, m, d).checked_mul(NS_PER_DAY)?;
+    // In i128 until the end: the earliest i64 timestamp (1677-09-21 00:12:43.145224192) is
+    // its day's start, outside i64, plus the time of day.
+    let mut ns = i128::from(days_from_civil(y, m, d)) * i128::from(NS_PER_DAY);
     if i < b.len() && (b[i] == b' ' || b[i] == b'T') {
         i += 1;
         let hh = digits(&b[i..], 2)?;
@@ -155,11 +157,11 @@ pub fn parse_timestamp(s: &str) -> Option<i64> {
             frac = digits(&b[i..], n)? * 10i64.pow(9 - n as u32);
             i += n;
         }
-        ns = ns.checked_add(hh * NS_PER_HOUR + mm * NS_PER_MIN + ss * NS_PER_SEC + frac)?;
+        ns += i128::from(hh * NS_PER_HOUR + mm * NS_PER_MIN + ss * NS_PER_SEC + frac);
     }
     let tail = &s[i..];
     match tail {
-        "" | "Z" | "z" | "+00" | "+00:00" | "+0000" => Some(ns),
+        "" | "Z" | "z" | "+00" | "+00:00" | "+0000" => i64::try_from(ns).ok(),
         _ => None,
     }
 }
@@ -382,6 +384,12 @@ mod tests {
         assert_eq!(parse_timestamp("2024-01-02 25:00:00"), None);
         assert_eq!(format_timestamp(-1), "1969-12-31 23:59:59.999999999");
         assert_eq!(format_timestamp_iso(0), "1970-01-01T00:00:00.000000000Z");
+        // Every i64 reads back from its text, the earliest too; one past either end does not.
+        for ns in [i64::MIN, i64::MAX] {
+            assert_eq!(parse_timestamp(&format_timestamp(ns)), Some(ns));
+        }
+        assert_eq!(parse_timestamp("1677-09-21 00:12:43.145224191"), None);
+        assert_eq!(parse_timestamp("2262-04-11 23:47:16.854775808"), None);
     }
 
     #[test]
