@@ -49,7 +49,7 @@ fn checksum(r: &QueryResult) -> String {
     let mut sums = Vec::new();
     let b = r.batch();
     for (f, c) in r.fields.iter().zip(&b.columns) {
-        let v = match &c.data {
+        let v = match &c.data() {
             ColumnData::Float64(v) => {
                 format!("{:?}", (0..v.len()).filter(|&i| c.is_valid(i)).map(|i| v[i]).sum::<f64>())
             }

@@ -201,8 +201,8 @@ impl HistoryReader for ParquetHistory {
 fn key_runs(columns: Vec<zepto_storage::Column>, key_pos: Option<usize>) -> HistoryChunk {
     let n = columns.first().map_or(0, |c| c.len());
     let mut runs = Vec::new();
-    match key_pos.map(|k| &columns[k]) {
-        Some(kc @ zepto_storage::Column { data: ColumnData::Symbol { codes, dict }, .. }) => {
+    match key_pos.map(|k| (&columns[k], columns[k].data())) {
+        Some((kc, ColumnData::Symbol { codes, dict })) => {
             let key_of = |i: usize| kc.is_valid(i).then(|| codes[i]);
             let mut start = 0;
             while start < n {

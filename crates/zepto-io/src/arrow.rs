@@ -475,7 +475,7 @@ fn symbol(
 }
 
 fn null_buffer(c: &Column) -> Option<NullBuffer> {
-    let v = c.validity.as_ref()?;
+    let v = c.validity().as_ref()?;
     let bits = BooleanBuffer::new(Buffer::from_slice_ref(v.as_bytes()), 0, v.len());
     Some(NullBuffer::new(bits))
 }
@@ -489,7 +489,7 @@ pub fn to_arrow(c: &Column, rows: usize) -> Result<ArrayRef, String> {
     fn prim<T: ArrowPrimitiveType>(v: &[T::Native], nulls: Option<NullBuffer>) -> ArrayRef {
         Arc::new(PrimitiveArray::<T>::new(ScalarBuffer::from(v.to_vec()), nulls))
     }
-    Ok(match &c.data {
+    Ok(match &c.data() {
         ColumnData::Bool(v) => Arc::new(BooleanArray::new(BooleanBuffer::from(v.as_slice()), nulls)),
         ColumnData::Int32(v) => prim::<Int32Type>(v, nulls),
         ColumnData::Int64(v) => prim::<Int64Type>(v, nulls),

@@ -40,7 +40,7 @@ fn prim<T: ArrowPrimitiveType>(owner: &Arc<Column>, v: &[T::Native], nulls: Opti
 
 /// `c`'s validity as Arrow nulls, sharing the bitmap.
 fn nulls(c: &Arc<Column>) -> Option<NullBuffer> {
-    let v = c.validity.as_ref()?;
+    let v = c.validity().as_ref()?;
     let bits = BooleanBuffer::new(share(c, v.as_bytes()), 0, v.len());
     Some(NullBuffer::new(bits))
 }
@@ -57,7 +57,7 @@ impl Exporter {
     /// types and for what is copied. Errors only for a SYMBOL dictionary too large for Arrow.
     pub fn column(&mut self, c: &Arc<Column>, rows: usize) -> Result<ArrayRef, String> {
         let n = nulls(c);
-        Ok(match &c.data {
+        Ok(match &c.data() {
             ColumnData::Bool(v) => Arc::new(BooleanArray::new(BooleanBuffer::from(v.as_slice()), n)),
             ColumnData::Int32(v) => prim::<Int32Type>(c, v, n),
             ColumnData::Int64(v) | ColumnData::Interval(v) => prim::<Int64Type>(c, v, n),
@@ -123,11 +123,11 @@ mod tests {
         valid.set(1, false);
         let c = Arc::new(Column::new(ColumnData::Int64(vec![1, i64::MIN, 3]), Some(valid)));
         let a = share_column(&c, 3).expect("share");
-        let ColumnData::Int64(v) = &c.data else { unreachable!() };
+        let ColumnData::Int64(v) = &c.data() else { unreachable!() };
         assert_eq!(values_ptr(&a, 0), v.as_ptr() as usize);
         assert_eq!(
             a.nulls().map(|b| b.buffer().as_ptr() as usize),
-            c.validity.as_ref().map(|b| b.as_bytes().as_ptr() as usize)
+            c.validity().as_ref().map(|b| b.as_bytes().as_ptr() as usize)
         );
         assert_eq!(a.null_count(), 1);
         assert_eq!(a.as_any().downcast_ref::<arrow_array::Int64Array>().map(|x| x.value(2)), Some(3));
@@ -148,7 +148,7 @@ mod tests {
         }
         let c = Arc::new(Column::from_data(ColumnData::Varchar(s)));
         let a = share_column(&c, 3).expect("share");
-        let ColumnData::Varchar(sv) = &c.data else { unreachable!() };
+        let ColumnData::Varchar(sv) = &c.data() else { unreachable!() };
         assert_eq!(values_ptr(&a, 1), sv.bytes().as_ptr() as usize);
         let got: Vec<_> = a.as_any().downcast_ref::<LargeStringArray>().expect("utf8").iter().collect();
         assert_eq!(got, vec![Some(""), Some("é"), Some("abc")]);
@@ -157,7 +157,7 @@ mod tests {
         let codes = vec![d.intern("b"), d.intern("a"), d.intern("b")];
         let c = Arc::new(Column::from_data(ColumnData::Symbol { codes, dict: Arc::new(d) }));
         let a = share_column(&c, 3).expect("share");
-        let ColumnData::Symbol { codes, .. } = &c.data else { unreachable!() };
+        let ColumnData::Symbol { codes, .. } = &c.data() else { unreachable!() };
         let dict = a.as_any().downcast_ref::<DictionaryArray<Int32Type>>().expect("dictionary");
         assert_eq!(dict.keys().values().as_ptr() as usize, codes.as_ptr() as usize);
         let values = dict.values().as_any().downcast_ref::<StringArray>().expect("values");

@@ -9,7 +9,7 @@ pub fn cell_text(c: &Column, i: usize) -> Option<String> {
     if !c.is_valid(i) {
         return None;
     }
-    Some(match &c.data {
+    Some(match &c.data() {
         ColumnData::Bool(v) => v[i].to_string(),
         ColumnData::Int32(v) => v[i].to_string(),
         ColumnData::Int64(v) => v[i].to_string(),
@@ -25,7 +25,7 @@ pub fn cell_text(c: &Column, i: usize) -> Option<String> {
 
 /// Text of a cell for the terminal (timestamps with a space, NULL shown as `NULL`).
 pub fn display_text(c: &Column, i: usize) -> String {
-    match &c.data {
+    match &c.data() {
         ColumnData::Timestamp(v) if c.is_valid(i) => time::format_timestamp(v[i]),
         _ => cell_text(c, i).unwrap_or_else(|| "NULL".to_string()),
     }

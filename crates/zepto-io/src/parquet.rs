@@ -319,7 +319,7 @@ mod tests {
         let back = read_parquet(&p, &defs).expect("reads");
         assert_same(&cols, &back, 5);
         // Symbols come back dictionary-encoded with one code per distinct string.
-        if let ColumnData::Symbol { dict, codes } = &back[9].data {
+        if let ColumnData::Symbol { dict, codes } = &back[9].data() {
             assert_eq!(dict.len(), 3);
             assert_eq!(codes[0], codes[3]);
             assert_eq!(codes[2], 0, "NULL slot holds code 0");
@@ -511,7 +511,7 @@ mod tests {
         let got: Vec<Value> = (0..c.len()).map(|i| c.get(i)).collect();
         let s = |x: &str| Value::Str(x.into());
         assert_eq!(got, vec![s("x"), s("y"), Value::Null, s("x"), s("é"), Value::Null]);
-        match &c.data {
+        match &c.data() {
             ColumnData::Symbol { dict, codes } => {
                 assert_eq!(dict.len(), 3);
                 assert_eq!((codes[0], codes[3]), (0, 0));
@@ -556,7 +556,7 @@ mod tests {
         assert_eq!(ts[0], 1_704_187_800_000_000_000, "first trade at 2024-01-02 09:30:00");
         assert!(ts.windows(2).all(|w| w[0] < w[1]), "strictly increasing");
         assert!(ts[n - 1] < ts[0] + 23_400_000_000_000, "within the trading day");
-        match &c[1].data {
+        match &c[1].data() {
             ColumnData::Symbol { dict, .. } => {
                 assert!(dict.len() <= 100 && dict.iter().all(|s| s.starts_with('S')))
             }

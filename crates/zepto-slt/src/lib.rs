@@ -157,7 +157,7 @@ pub fn cell(c: &Column, i: usize) -> String {
     if !c.is_valid(i) {
         return "NULL".into();
     }
-    match &c.data {
+    match &c.data() {
         ColumnData::Bool(v) => v[i].to_string(),
         ColumnData::Int32(v) => v[i].to_string(),
         ColumnData::Int64(v) => v[i].to_string(),

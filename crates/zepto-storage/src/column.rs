@@ -49,9 +49,9 @@ pub enum ColumnData {
 #[derive(Debug, Clone)]
 pub struct Column {
     /// The values (NULL slots hold the type's zero value).
-    pub data: ColumnData,
+    data: ColumnData,
     /// Which rows are valid; `None` when none is NULL. Same length as `data` when present.
-    pub validity: Option<Bitmap>,
+    validity: Option<Bitmap>,
 }
 
 macro_rules! map_vec {
@@ -201,6 +201,32 @@ impl Column {
         }
         let validity = validity.filter(|v| !v.all_set());
         Column { data, validity }
+    }
+
+    /// The values (NULL slots hold the type's zero value).
+    pub fn data(&self) -> &ColumnData {
+        &self.data
+    }
+
+    /// Which rows are valid; `None` when none is NULL. Same length as the values when present.
+    pub fn validity(&self) -> &Option<Bitmap> {
+        &self.validity
+    }
+
+    /// The values, to change in place: for the storage layer's own appends, which keep the
+    /// validity's length in step.
+    pub(crate) fn data_mut(&mut self) -> &mut ColumnData {
+        &mut self.data
+    }
+
+    /// The validity, to change in place (the storage layer's own appends).
+    pub(crate) fn validity_mut(&mut self) -> &mut Option<Bitmap> {
+        &mut self.validity
+    }
+
+    /// The values and the validity, taken apart (put back together with [`Column::new`]).
+    pub fn into_parts(self) -> (ColumnData, Option<Bitmap>) {
+        (self.data, self.validity)
     }
 
     /// A column with no NULLs.

@@ -130,10 +130,10 @@ pub fn write_table<W: Write>(table: &Table, out: W) -> Result<W, DurableError> {
 }
 
 fn column_array(c: &Column, rows: usize, values: &ArrayRef) -> Result<ArrayRef, DurableError> {
-    match &c.data {
+    match &c.data() {
         ColumnData::Symbol { codes, .. } => {
             let nulls = c
-                .validity
+                .validity()
                 .as_ref()
                 .map(|v| NullBuffer::new(BooleanBuffer::new(Buffer::from_slice_ref(v.as_bytes()), 0, v.len())));
             let keys = UInt32Array::new(ScalarBuffer::from(codes.clone()), nulls);

@@ -82,10 +82,10 @@ pub fn cast_column(c: &Column, to: DataType, try_: bool) -> Result<Column> {
     if from == DataType::Null {
         return Ok(Column::nulls(to, n));
     }
-    let validity = c.validity.clone();
+    let validity = c.validity().clone();
     let num = |data: ColumnData| Ok(Column::new(data, validity.clone()));
     use ColumnData as D;
-    match (&c.data, to) {
+    match (&c.data(), to) {
         (D::Int32(v), DataType::Int64) => num(D::Int64(v.iter().map(|&x| x as i64).collect())),
         (D::Int32(v), DataType::Float32) => num(D::Float32(v.iter().map(|&x| x as f32).collect())),
         (D::Int32(v), DataType::Float64) => num(D::Float64(v.iter().map(|&x| x as f64).collect())),
@@ -109,7 +109,7 @@ pub fn cast_column(c: &Column, to: DataType, try_: bool) -> Result<Column> {
         }
         (D::Int32(_) | D::Int64(_) | D::Float32(_) | D::Float64(_), DataType::Bool) => {
             let f = cast_column(c, DataType::Float64, try_)?;
-            let D::Float64(v) = &f.data else {
+            let D::Float64(v) = &f.data() else {
                 return Err(SqlError::Internal("cast to f64".into()));
             };
             num(D::Bool(v.iter().map(|&x| x != 0.0).collect()))
@@ -164,7 +164,7 @@ fn cast_to_int(c: &Column, to: DataType, try_: bool) -> Result<Column> {
     let mut vals: Vec<i64> = Vec::with_capacity(n);
     let mut valid = Bitmap::new_set(n);
     for i in 0..n {
-        let v = match &c.data {
+        let v = match &c.data() {
             ColumnData::Float32(v) => f64_to_i64(v[i] as f64),
             ColumnData::Float64(v) => f64_to_i64(v[i]),
             ColumnData::Int64(v) => Some(v[i]),

@@ -10,7 +10,7 @@ pub type RowCmp<'a> = Box<dyn Fn(usize, usize) -> Ordering + 'a>;
 
 /// Ascending comparison of two valid rows of one column (floats: NaN greatest).
 pub fn value_cmp(c: &Column) -> RowCmp<'_> {
-    match &c.data {
+    match &c.data() {
         ColumnData::Bool(v) => Box::new(move |i, j| v[i].cmp(&v[j])),
         ColumnData::Int32(v) | ColumnData::Date(v) => Box::new(move |i, j| v[i].cmp(&v[j])),
         ColumnData::Int64(v) | ColumnData::Timestamp(v) | ColumnData::Interval(v) => {
@@ -40,7 +40,7 @@ pub fn value_cmp(c: &Column) -> RowCmp<'_> {
 /// Full comparator for one sort key.
 pub fn key_cmp<'a>(c: &'a Column, desc: bool, nulls_first: bool) -> RowCmp<'a> {
     let vc = value_cmp(c);
-    if c.validity.is_none() && !matches!(c.data, ColumnData::Null(_)) {
+    if c.validity().is_none() && !matches!(c.data(), ColumnData::Null(_)) {
         return if desc { Box::new(move |i, j| vc(j, i)) } else { vc };
     }
     Box::new(move |i, j| match (c.is_valid(i), c.is_valid(j)) {

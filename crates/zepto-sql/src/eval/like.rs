@@ -67,9 +67,9 @@ pub fn like_match(s: &str, p: &str, ci: bool) -> bool {
 }
 
 pub fn like(x: &Column, p: Opnd, negated: bool, ci: bool, n: usize) -> Result<Column> {
-    let validity = and_validity(x.validity.as_ref(), p.validity(n).as_ref());
+    let validity = and_validity(x.validity().as_ref(), p.validity(n).as_ref());
     let v: Vec<bool> = match &p {
-        Opnd::Lit(Value::Str(pat)) => match &x.data {
+        Opnd::Lit(Value::Str(pat)) => match &x.data() {
             ColumnData::Symbol { codes, dict } => {
                 let table: Vec<bool> = dict.iter().map(|s| like_match(s, pat, ci) != negated).collect();
                 codes.iter().map(|&c| table.get(c as usize).copied().unwrap_or(false)).collect()

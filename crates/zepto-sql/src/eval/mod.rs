@@ -35,9 +35,9 @@ impl Opnd<'_> {
     /// invalid).
     pub fn validity(&self, n: usize) -> Option<Bitmap> {
         match self {
-            Opnd::Col(c) => match c.data {
+            Opnd::Col(c) => match c.data() {
                 ColumnData::Null(_) => Some(Bitmap::new_unset(n)),
-                _ => c.validity.clone(),
+                _ => c.validity().clone(),
             },
             Opnd::Lit(Value::Null) => Some(Bitmap::new_unset(n)),
             Opnd::Lit(_) => None,
@@ -45,7 +45,8 @@ impl Opnd<'_> {
     }
 
     fn is_null_lit(&self) -> bool {
-        matches!(self, Opnd::Lit(Value::Null)) || matches!(self, Opnd::Col(c) if matches!(c.data, ColumnData::Null(_)))
+        matches!(self, Opnd::Lit(Value::Null))
+            || matches!(self, Opnd::Col(c) if matches!(c.data(), ColumnData::Null(_)))
     }
 
     /// The operand as a column of `n` rows of type `ty` (a literal is repeated).
@@ -101,10 +102,10 @@ pub fn eval<'a>(e: &'a BExpr, b: &'a Batch, sq: &dyn Subqueries) -> Result<Cow<'
         BExpr::Neg(x) => Cow::Owned(negate(&*eval(x, b, sq)?)?),
         BExpr::Not(x) => {
             let c = eval(x, b, sq)?;
-            let ColumnData::Bool(v) = &c.data else {
+            let ColumnData::Bool(v) = &c.data() else {
                 return Ok(Cow::Owned(Column::nulls(DataType::Bool, n)));
             };
-            Cow::Owned(Column::new(ColumnData::Bool(v.iter().map(|x| !x).collect()), c.validity.clone()))
+            Cow::Owned(Column::new(ColumnData::Bool(v.iter().map(|x| !x).collect()), c.validity().clone()))
         }
         BExpr::Binary { op, left, right, ty } => {
             let l = eval_opnd(left, b, sq)?;
@@ -133,7 +134,7 @@ pub fn eval<'a>(e: &'a BExpr, b: &'a Batch, sq: &dyn Subqueries) -> Result<Cow<'
 }
 
 fn negate(c: &Column) -> Result<Column> {
-    let data = match &c.data {
+    let data = match &c.data() {
         ColumnData::Int32(v) => ColumnData::Int32(checked_map(v, c, |x: i32| x.checked_neg())?),
         ColumnData::Int64(v) => ColumnData::Int64(checked_map(v, c, |x: i64| x.checked_neg())?),
         ColumnData::Interval(v) => ColumnData::Interval(checked_map(v, c, |x: i64| x.checked_neg())?),
@@ -142,7 +143,7 @@ fn negate(c: &Column) -> Result<Column> {
         ColumnData::Null(n) => ColumnData::Null(*n),
         d => return Err(SqlError::exec(format!("cannot negate {}", d.data_type()))),
     };
-    Ok(Column::new(data, c.validity.clone()))
+    Ok(Column::new(data, c.validity().clone()))
 }
 
 fn checked_map<T: Copy + Default>(v: &[T], c: &Column, f: impl Fn(T) -> Option<T>) -> Result<Vec<T>> {
@@ -181,7 +182,7 @@ macro_rules! src_fn {
         /// the zero value (the caller masks it).
         pub fn $name<'a>(o: &'a Opnd<'a>) -> Option<Src<'a, $t>> {
             match o {
-                Opnd::Col(c) => match &c.data {
+                Opnd::Col(c) => match &c.data() {
                     $(ColumnData::$var(v) => Some(Src::S(v)),)+
                     _ => None,
                 },
@@ -303,7 +304,7 @@ fn compare(op: BinaryOp, l: &Opnd, r: &Opnd, lt: DataType, n: usize) -> Result<C
 fn compare_strings(op: BinaryOp, l: &Opnd, r: &Opnd, n: usize) -> Result<Vec<bool>> {
     // Symbol vs constant: decide once per dictionary entry, then map codes.
     let sym_vs_lit = |c: &Column, s: &str, op: BinaryOp| -> Option<Vec<bool>> {
-        let ColumnData::Symbol { codes, dict } = &c.data else {
+        let ColumnData::Symbol { codes, dict } = &c.data() else {
             return None;
         };
         if matches!(op, BinaryOp::Eq | BinaryOp::NotEq) {
@@ -332,7 +333,7 @@ fn compare_strings(op: BinaryOp, l: &Opnd, r: &Opnd, n: usize) -> Result<Vec<boo
         }
         (Opnd::Col(a), Opnd::Col(b)) => {
             if let (ColumnData::Symbol { codes: x, dict: dx }, ColumnData::Symbol { codes: y, dict: dy }) =
-                (&a.data, &b.data)
+                (&a.data(), &b.data())
             {
                 if dx.lineage() == dy.lineage() && matches!(op, BinaryOp::Eq | BinaryOp::NotEq) {
                     let eq = op == BinaryOp::Eq;
@@ -525,7 +526,7 @@ fn case(
     let mut decided = vec![false; n];
     for (j, (w, _)) in whens.iter().enumerate() {
         let c = eval(w, b, sq)?;
-        let ColumnData::Bool(v) = &c.data else {
+        let ColumnData::Bool(v) = &c.data() else {
             continue;
         };
         for i in 0..n {
@@ -562,7 +563,7 @@ fn in_list(expr: &BExpr, list: &[BExpr], negated: bool, b: &Batch, sq: &dyn Subq
     for item in list {
         let io = eval_opnd(item, b, sq)?;
         let eq = compare(BinaryOp::Eq, &xo, &io, expr.data_type(), n)?;
-        let ColumnData::Bool(v) = &eq.data else {
+        let ColumnData::Bool(v) = &eq.data() else {
             continue;
         };
         for i in 0..n {

@@ -18,7 +18,7 @@ pub fn from_opt_f64(it: impl Iterator<Item = Option<f64>>) -> Column {
 
 /// Values as f64 (NULL slots hold 0).
 pub fn to_f64(c: &Column) -> Result<Cow<'_, [f64]>> {
-    Ok(match &c.data {
+    Ok(match &c.data() {
         ColumnData::Float64(v) => Cow::Borrowed(v.as_slice()),
         ColumnData::Float32(v) => Cow::Owned(v.iter().map(|&x| x as f64).collect()),
         ColumnData::Int32(v) | ColumnData::Date(v) => Cow::Owned(v.iter().map(|&x| x as f64).collect()),

@@ -22,12 +22,12 @@ fn str_map(c: &Column, f: impl Fn(&str) -> String) -> Column {
             None => out.push(""),
         }
     }
-    Column::new(ColumnData::Varchar(out), c.validity.clone())
+    Column::new(ColumnData::Varchar(out), c.validity().clone())
 }
 
 fn f64_map(c: &Column, mut f: impl FnMut(f64) -> Option<f64>) -> Result<Column> {
     let v = to_f64(c)?;
-    let mut valid = c.validity.clone().unwrap_or_else(|| Bitmap::new_set(c.len()));
+    let mut valid = c.validity().clone().unwrap_or_else(|| Bitmap::new_set(c.len()));
     let out: Vec<f64> = v
         .iter()
         .enumerate()
@@ -168,7 +168,7 @@ fn string(f: ScalarFunc, args: &[BExpr], b: &Batch, sq: &dyn Subqueries) -> Resu
         F::Length => {
             let c = eval(&args[0], b, sq)?;
             let v = (0..n).map(|i| c.str_at(i).map_or(0, |s| s.chars().count() as i64)).collect();
-            Ok(Column::new(ColumnData::Int64(v), c.validity.clone()))
+            Ok(Column::new(ColumnData::Int64(v), c.validity().clone()))
         }
         F::Concat => {
             // concat() skips NULL arguments (DuckDB), unlike `||`.
@@ -218,10 +218,10 @@ fn math(f: ScalarFunc, args: &[BExpr], ty: DataType, b: &Batch, sq: &dyn Subquer
     match f {
         F::Abs | F::Floor | F::Ceil | F::Sign => {
             let c = eval(&args[0], b, sq)?;
-            let data = match (&c.data, f) {
+            let data = match (&c.data(), f) {
                 (ColumnData::Int32(v), F::Abs) => ColumnData::Int32(v.iter().map(|x| x.wrapping_abs()).collect()),
                 (ColumnData::Int64(v), F::Abs) => ColumnData::Int64(v.iter().map(|x| x.wrapping_abs()).collect()),
-                (ColumnData::Int32(_) | ColumnData::Int64(_), F::Floor | F::Ceil) => c.data.clone(),
+                (ColumnData::Int32(_) | ColumnData::Int64(_), F::Floor | F::Ceil) => c.data().clone(),
                 (ColumnData::Float32(v), F::Abs) => ColumnData::Float32(v.iter().map(|x| x.abs()).collect()),
                 (ColumnData::Float32(v), F::Floor) => ColumnData::Float32(v.iter().map(|x| x.floor()).collect()),
                 (ColumnData::Float32(v), F::Ceil) => ColumnData::Float32(v.iter().map(|x| x.ceil()).collect()),
@@ -247,7 +247,7 @@ fn math(f: ScalarFunc, args: &[BExpr], ty: DataType, b: &Batch, sq: &dyn Subquer
                 (ColumnData::Null(k), _) => ColumnData::Null(*k),
                 (d, _) => return Err(SqlError::exec(format!("{f:?} is not defined for {}", d.data_type()))),
             };
-            Ok(Column::new(data, c.validity.clone()))
+            Ok(Column::new(data, c.validity().clone()))
         }
         F::Round => {
             let c = eval(&args[0], b, sq)?;
@@ -256,8 +256,8 @@ fn math(f: ScalarFunc, args: &[BExpr], ty: DataType, b: &Batch, sq: &dyn Subquer
                 Some(_) => return Err(SqlError::NotSupported("round() with a non-constant precision".into())),
                 None => 0,
             };
-            let data = match &c.data {
-                ColumnData::Int32(_) | ColumnData::Int64(_) if digits >= 0 => c.data.clone(),
+            let data = match &c.data() {
+                ColumnData::Int32(_) | ColumnData::Int64(_) if digits >= 0 => c.data().clone(),
                 ColumnData::Float32(v) => {
                     ColumnData::Float32(v.iter().map(|&x| round_half_away(x as f64, digits) as f32).collect())
                 }
@@ -266,7 +266,7 @@ fn math(f: ScalarFunc, args: &[BExpr], ty: DataType, b: &Batch, sq: &dyn Subquer
                     return super::cast::cast_column(&r, ty, false);
                 }
             };
-            Ok(Column::new(data, c.validity.clone()))
+            Ok(Column::new(data, c.validity().clone()))
         }
         F::Sqrt | F::Ln | F::Log10 | F::Exp => {
             let c = eval(&args[0], b, sq)?;
@@ -303,7 +303,10 @@ fn math(f: ScalarFunc, args: &[BExpr], ty: DataType, b: &Batch, sq: &dyn Subquer
             let c = args_cols(args, b, sq)?;
             let (x, y) = (to_f64(&c[0])?, to_f64(&c[1])?);
             let v = x.iter().zip(y.iter()).map(|(a, b)| a.powf(*b)).collect();
-            Ok(Column::new(ColumnData::Float64(v), super::and_validity(c[0].validity.as_ref(), c[1].validity.as_ref())))
+            Ok(Column::new(
+                ColumnData::Float64(v),
+                super::and_validity(c[0].validity().as_ref(), c[1].validity().as_ref()),
+            ))
         }
         f => Err(SqlError::Internal(format!("{f:?} is not a math function"))),
     }
@@ -366,15 +369,15 @@ fn conditional(f: ScalarFunc, args: &[BExpr], ty: DataType, b: &Batch, sq: &dyn 
             let eq = super::eval(&eq_expr, b, sq)?;
             drop(r);
             let base = l.into_column(ty, n)?;
-            let mut valid = base.validity.clone().unwrap_or_else(|| Bitmap::new_set(n));
-            if let ColumnData::Bool(v) = &eq.data {
+            let mut valid = base.validity().clone().unwrap_or_else(|| Bitmap::new_set(n));
+            if let ColumnData::Bool(v) = &eq.data() {
                 for i in 0..n {
                     if v[i] && eq.is_valid(i) {
                         valid.set(i, false);
                     }
                 }
             }
-            Ok(Column::new(base.data, Some(valid)))
+            Ok(Column::new(base.into_parts().0, Some(valid)))
         }
         f => Err(SqlError::Internal(format!("{f:?} is not a conditional function"))),
     }
@@ -394,19 +397,19 @@ fn temporal(f: ScalarFunc, args: &[BExpr], ty: DataType, b: &Batch, sq: &dyn Sub
             } else {
                 ColumnData::Int64(ts.iter().map(|&t| time::extract_field(&unit, t).unwrap_or(0)).collect())
             };
-            Ok(Column::new(data, c.validity.clone()))
+            Ok(Column::new(data, c.validity().clone()))
         }
         F::EpochNs => {
             let c = eval(&args[0], b, sq)?;
             let ts = c.as_i64_slice().ok_or_else(|| SqlError::Internal("timestamp arg".into()))?;
-            Ok(Column::new(ColumnData::Int64(ts.to_vec()), c.validity.clone()))
+            Ok(Column::new(ColumnData::Int64(ts.to_vec()), c.validity().clone()))
         }
         F::Epoch => {
             let c = eval(&args[0], b, sq)?;
             let ts = c.as_i64_slice().ok_or_else(|| SqlError::Internal("timestamp arg".into()))?;
             Ok(Column::new(
                 ColumnData::Float64(ts.iter().map(|&t| t as f64 / NS_PER_SEC as f64).collect()),
-                c.validity.clone(),
+                c.validity().clone(),
             ))
         }
         F::Now => {
@@ -438,7 +441,7 @@ fn temporal(f: ScalarFunc, args: &[BExpr], ty: DataType, b: &Batch, sq: &dyn Sub
                     lo
                 })
                 .collect();
-            Ok(Column::new(ColumnData::Timestamp(out), c.validity.clone()))
+            Ok(Column::new(ColumnData::Timestamp(out), c.validity().clone()))
         }
         f => Err(SqlError::Internal(format!("{f:?} is not a temporal function"))),
     }
@@ -473,8 +476,8 @@ fn xbar(args: &[BExpr], ty: DataType, b: &Batch, sq: &dyn Subqueries) -> Result<
         Opnd::Lit(v) => Some((*v).clone()),
         Opnd::Col(_) => None,
     };
-    let validity = super::and_validity(x.validity.as_ref(), w.validity(n).as_ref());
-    match (&x.data, ty) {
+    let validity = super::and_validity(x.validity().as_ref(), w.validity(n).as_ref());
+    match (&x.data(), ty) {
         (ColumnData::Timestamp(v) | ColumnData::Int64(v), _) if ty == DataType::Timestamp || ty == DataType::Int64 => {
             let widths: Vec<i64> = match &wv {
                 Some(v) => vec![v.as_i64().unwrap_or(0); 1],

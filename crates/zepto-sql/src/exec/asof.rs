@@ -75,7 +75,7 @@ enum Times<'a> {
 
 fn times(c: &Column) -> Result<Times<'_>> {
     use std::borrow::Cow;
-    Ok(match &c.data {
+    Ok(match &c.data() {
         ColumnData::Int64(v) | ColumnData::Timestamp(v) | ColumnData::Interval(v) => Times::I(Cow::Borrowed(v)),
         ColumnData::Int32(v) | ColumnData::Date(v) => Times::I(Cow::Owned(v.iter().map(|&x| x as i64).collect())),
         ColumnData::Float64(v) => Times::F(Cow::Borrowed(v)),

@@ -49,7 +49,7 @@ fn f64_bits(v: f64) -> u64 {
 /// Fold one column into per-row hashes. A NULL hashes the same whatever its value slot holds
 /// (computed columns and outer-join padding leave arbitrary values under NULLs).
 pub fn hash_column_into(c: &Column, hashes: &mut [u64]) {
-    if let Some(v) = &c.validity {
+    if let Some(v) = &c.validity() {
         let saved: Vec<u64> = hashes.to_vec();
         hash_values_into(c, hashes);
         for (i, h) in hashes.iter_mut().enumerate() {
@@ -64,7 +64,7 @@ pub fn hash_column_into(c: &Column, hashes: &mut [u64]) {
 
 fn hash_values_into(c: &Column, hashes: &mut [u64]) {
     let combine = |h: &mut u64, v: u64| *h = mix(h.wrapping_add(v).wrapping_add(SEED));
-    match &c.data {
+    match &c.data() {
         ColumnData::Bool(v) => v.iter().zip(hashes.iter_mut()).for_each(|(&x, h)| combine(h, x as u64)),
         ColumnData::Int32(v) | ColumnData::Date(v) => {
             v.iter().zip(hashes.iter_mut()).for_each(|(&x, h)| combine(h, x as i64 as u64))
@@ -98,7 +98,7 @@ pub fn hash_rows(cols: &[&Column], n: usize) -> Vec<u64> {
 #[inline]
 pub fn eq_at(a: &Column, i: usize, b: &Column, j: usize) -> bool {
     use ColumnData as D;
-    match (&a.data, &b.data) {
+    match (&a.data(), &b.data()) {
         (D::Bool(x), D::Bool(y)) => x[i] == y[j],
         (D::Int32(x), D::Int32(y)) | (D::Date(x), D::Date(y)) => x[i] == y[j],
         (D::Int64(x), D::Int64(y)) | (D::Timestamp(x), D::Timestamp(y)) | (D::Interval(x), D::Interval(y)) => {
@@ -139,7 +139,7 @@ pub fn group_ids(cols: &[&Column], n: usize) -> GroupIds {
         return GroupIds { ids: vec![0; n], first: if n > 0 { vec![0] } else { vec![] } };
     }
     if cols.len() == 1 {
-        if let ColumnData::Symbol { codes, dict } = &cols[0].data {
+        if let ColumnData::Symbol { codes, dict } = &cols[0].data() {
             return symbol_groups(cols[0], codes, dict.len());
         }
     }
@@ -192,7 +192,7 @@ fn symbol_groups(c: &Column, codes: &[u32], dict_len: usize) -> GroupIds {
     let mut map = vec![u32::MAX; dict_len + 1];
     let mut first = Vec::new();
     let mut ids = Vec::with_capacity(codes.len());
-    if c.validity.is_none() {
+    if c.validity().is_none() {
         for (i, &k) in codes.iter().enumerate() {
             let g = &mut map[k as usize];
             if *g == u32::MAX {
@@ -233,7 +233,7 @@ pub fn shared_ids(lk: &[&Column], rk: &[&Column], n: usize, m: usize) -> (Vec<u3
     }
     if let ([l], [r]) = (lk, rk) {
         if let (ColumnData::Symbol { codes: lc, dict: ld }, ColumnData::Symbol { codes: rc, dict: rd }) =
-            (&l.data, &r.data)
+            (&l.data(), &r.data())
         {
             // Right codes are the ids; left codes map through the strings (one lookup per
             // left dictionary entry). `rd.len()` stands for "no right row has this key".

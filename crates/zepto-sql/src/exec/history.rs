@@ -170,7 +170,7 @@ fn dict_covers(dict: &Dict, chunks: &[HistoryChunk]) -> bool {
     let known = |s: &str| dict.code(s).is_some();
     chunks.iter().all(|ch| {
         ch.runs.iter().all(|(k, _)| k.as_deref().is_none_or(known))
-            && ch.columns.iter().all(|c| match &c.data {
+            && ch.columns.iter().all(|c| match &c.data() {
                 ColumnData::Symbol { dict: fd, .. } => fd.iter().all(known),
                 _ => true,
             })
@@ -187,7 +187,7 @@ fn symbol_remaps(
         .map(|ch| {
             ch.columns
                 .iter()
-                .map(|c| match &c.data {
+                .map(|c| match &c.data() {
                     ColumnData::Symbol { dict: fd, .. } => {
                         fd.iter().map(&mut *code_of).collect::<Result<_>>().map(Some)
                     }

@@ -78,7 +78,7 @@ fn bucket_starts(b: &Batch, keys: &[BExpr], runs: &[usize], t: usize) -> Option<
         _ => return None,
     };
     let ts = b.columns.get(t)?;
-    if ts.validity.is_some() {
+    if ts.validity().is_some() {
         return None;
     }
     let v = ts.as_i64_slice()?;

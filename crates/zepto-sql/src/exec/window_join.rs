@@ -41,7 +41,7 @@ struct Sweep {
 }
 
 fn times(c: &Column) -> Result<Cow<'_, [i64]>> {
-    Ok(match &c.data {
+    Ok(match &c.data() {
         ColumnData::Int64(v) | ColumnData::Timestamp(v) | ColumnData::Interval(v) => Cow::Borrowed(v),
         ColumnData::Int32(v) | ColumnData::Date(v) => Cow::Owned(v.iter().map(|&x| x as i64).collect()),
         ColumnData::Null(n) => Cow::Owned(vec![0; *n]),

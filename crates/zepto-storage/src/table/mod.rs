@@ -133,7 +133,7 @@ impl Partition {
         };
         // NULL timestamps sort first and never satisfy a range: skip them.
         let col = &self.columns[ts_col];
-        let nulls = match &col.validity {
+        let nulls = match &col.validity() {
             None => 0,
             Some(v) => {
                 let (mut l, mut r) = (0usize, ts.len());
@@ -312,10 +312,10 @@ impl Table {
                 if c.len() != n || c.data_type() != def.data_type {
                     return Err(bad(format!("column '{}' of a partition has the wrong type or length", def.name)));
                 }
-                if c.validity.as_ref().is_some_and(|v| v.len() != n) {
+                if c.validity().as_ref().is_some_and(|v| v.len() != n) {
                     return Err(bad(format!("column '{}' has a validity bitmap of the wrong length", def.name)));
                 }
-                if let ColumnData::Symbol { codes, .. } = &c.data {
+                if let ColumnData::Symbol { codes, .. } = &c.data() {
                     // Valid rows code into the dictionary; NULL rows hold 0 (the zero value).
                     let ok = !per_row
                         || codes.iter().enumerate().all(|(i, &k)| {
@@ -328,7 +328,7 @@ impl Table {
                     if !ok {
                         return Err(bad(format!("column '{}' has codes outside the dictionary", def.name)));
                     }
-                    if let ColumnData::Symbol { dict, .. } = &mut Arc::make_mut(c).data {
+                    if let ColumnData::Symbol { dict, .. } = Arc::make_mut(c).data_mut() {
                         *dict = t.dict.clone();
                     }
                 }
@@ -343,7 +343,7 @@ impl Table {
                     let col = &p.columns[k];
                     let ok = !per_row
                         || (col.null_count() == 0
-                            && matches!(&col.data, ColumnData::Symbol { codes, .. } if codes.iter().all(|&x| x == code)));
+                            && matches!(&col.data(), ColumnData::Symbol { codes, .. } if codes.iter().all(|&x| x == code)));
                     if !ok {
                         return Err(bad(format!("a row of partition '{}' has another key", t.dict.get(code))));
                     }
@@ -615,19 +615,18 @@ impl Table {
     }
 
     fn encode_symbols(&mut self, c: &Column) -> Column {
-        if let ColumnData::Symbol { dict, .. } = &c.data {
+        if let ColumnData::Symbol { dict, .. } = &c.data() {
             if dict.lineage() == self.dict.lineage() && dict.len() <= self.dict.len() {
                 let mut c = c.clone();
-                c.data = match c.data {
-                    ColumnData::Symbol { codes, .. } => ColumnData::Symbol { codes, dict: self.dict.clone() },
-                    d => d,
-                };
+                if let ColumnData::Symbol { dict, .. } = c.data_mut() {
+                    *dict = self.dict.clone();
+                }
                 return c;
             }
         }
         let dict = Arc::make_mut(&mut self.dict);
         let mut codes = Vec::with_capacity(c.len());
-        match &c.data {
+        match &c.data() {
             ColumnData::Symbol { codes: k, dict: src } => {
                 let mut remap = vec![u32::MAX; src.len()];
                 for (i, &code) in k.iter().enumerate() {
@@ -649,7 +648,7 @@ impl Table {
             }
             _ => codes.resize(c.len(), 0),
         }
-        Column::new(ColumnData::Symbol { codes, dict: self.dict.clone() }, c.validity.clone())
+        Column::new(ColumnData::Symbol { codes, dict: self.dict.clone() }, c.validity().clone())
     }
 
     /// The partition slot of every row, creating partitions for new keys.
@@ -662,7 +661,7 @@ impl Table {
             return vec![0; n];
         };
         let key = &batch[k];
-        let ColumnData::Symbol { codes, .. } = &key.data else {
+        let ColumnData::Symbol { codes, .. } = &key.data() else {
             unreachable!("normalize() encodes the key column as SYMBOL");
         };
         let mut slots = Vec::with_capacity(n);
@@ -830,7 +829,7 @@ impl Table {
         for p in &mut self.parts {
             let p = Arc::make_mut(p);
             let mut c = Column::nulls(dt, p.len());
-            if let ColumnData::Symbol { dict: d, .. } = &mut c.data {
+            if let ColumnData::Symbol { dict: d, .. } = c.data_mut() {
                 *d = dict.clone();
             }
             p.columns.push(Arc::new(c));
@@ -849,9 +848,9 @@ impl Table {
 }
 
 fn append_column(dst: &mut Column, src: &Column) {
-    let had_nulls = dst.validity.is_some() || src.validity.is_some();
+    let had_nulls = dst.validity().is_some() || src.validity().is_some();
     let old_len = dst.len();
-    match (&mut dst.data, &src.data) {
+    match (dst.data_mut(), src.data()) {
         (ColumnData::Bool(a), ColumnData::Bool(b)) => a.extend_from_slice(b),
         (ColumnData::Int32(a), ColumnData::Int32(b)) | (ColumnData::Date(a), ColumnData::Date(b)) => {
             a.extend_from_slice(b)
@@ -866,12 +865,12 @@ fn append_column(dst: &mut Column, src: &Column) {
         (a, b) => panic!("append_column: {:?} into {:?} (validate() must reject this)", b.data_type(), a.data_type()),
     }
     if had_nulls {
-        let mut v = dst.validity.take().unwrap_or_else(|| crate::Bitmap::new_set(old_len));
-        match &src.validity {
+        let mut v = dst.validity_mut().take().unwrap_or_else(|| crate::Bitmap::new_set(old_len));
+        match &src.validity() {
             Some(s) => s.iter().for_each(|b| v.push(b)),
             None => v.extend_set(src.len()),
         }
-        *dst = Column::new(std::mem::replace(&mut dst.data, ColumnData::Null(0)), Some(v));
+        *dst = Column::new(std::mem::replace(dst.data_mut(), ColumnData::Null(0)), Some(v));
     }
 }
 
@@ -897,7 +896,7 @@ fn append_rows(p: &mut Partition, cols: Vec<Column>, ts_col: Option<usize>, dict
     for (dst, src) in p.columns.iter_mut().zip(&cols) {
         let dst = Arc::make_mut(dst);
         append_column(dst, src);
-        if let ColumnData::Symbol { dict: d, .. } = &mut dst.data {
+        if let ColumnData::Symbol { dict: d, .. } = dst.data_mut() {
             *d = dict.clone();
         }
     }

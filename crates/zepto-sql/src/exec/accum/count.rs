@@ -50,7 +50,7 @@ impl Accumulator for Count {
 
     fn merge(&mut self, state: &[&Column], ids: &[u32], ngroups: usize) -> Result<()> {
         let [c] = state else { return Err(SqlError::Internal("count state is one column".into())) };
-        let ColumnData::Int64(v) = &c.data else { return Err(SqlError::Internal("count state is BIGINT".into())) };
+        let ColumnData::Int64(v) = &c.data() else { return Err(SqlError::Internal("count state is BIGINT".into())) };
         self.n.resize(self.n.len().max(ngroups), 0);
         for (i, &g) in ids.iter().enumerate() {
             self.n[g as usize] += v[i];

@@ -102,7 +102,7 @@ impl Accumulator for FirstLast {
     fn update(&mut self, input: &Input, rows: Rows, ngroups: usize) -> Result<()> {
         let x = input.arg()?;
         let sorted = input.sorted || matches!(rows, Rows::Runs { .. });
-        let positional = input.order.is_none_or(|o| sorted && o.validity.is_none());
+        let positional = input.order.is_none_or(|o| sorted && o.validity().is_none());
         let best = self.pick(input.order, positional, rows, ngroups);
         self.add(x, input.order, &best, ngroups);
         Ok(())

@@ -82,7 +82,7 @@ impl Accumulator for Holistic {
 /// a group spanning no time gives the plain average.
 pub(super) fn twap(x: &Column, t: &Column, ids: &[u32], ng: usize, sorted: bool) -> Result<Column> {
     let xv = to_f64(x)?;
-    let tv: Vec<i64> = match &t.data {
+    let tv: Vec<i64> = match &t.data() {
         ColumnData::Int64(v) | ColumnData::Timestamp(v) => v.clone(),
         ColumnData::Int32(v) | ColumnData::Date(v) => v.iter().map(|&y| y as i64).collect(),
         d => return Err(SqlError::exec(format!("twap() needs timestamps, got {}", d.data_type()))),

@@ -114,7 +114,7 @@ pub fn lane_dot<S: AsF64>(p: &[f64], s: &[S]) -> (f64, f64) {
 /// Integer-like values as i64 (booleans 0/1, NULL slots as stored), or `None` for floats and
 /// non-numbers.
 pub fn int_values(c: &Column) -> Option<Cow<'_, [i64]>> {
-    Some(match &c.data {
+    Some(match &c.data() {
         ColumnData::Int64(v) | ColumnData::Interval(v) => Cow::Borrowed(v.as_slice()),
         ColumnData::Int32(v) => Cow::Owned(v.iter().map(|&x| x as i64).collect()),
         ColumnData::Bool(v) => Cow::Owned(v.iter().map(|&x| x as i64).collect()),
@@ -137,14 +137,14 @@ pub fn prefix_valid(c: &Column) -> Vec<u32> {
 
 /// Whether `c` holds a value at every row (no validity, not an untyped NULL column).
 pub fn all_valid(c: &Column) -> bool {
-    c.validity.is_none() && !matches!(c.data, ColumnData::Null(_))
+    c.validity().is_none() && !matches!(c.data(), ColumnData::Null(_))
 }
 
 /// Row of each group whose value compares `want` against all others (NULLs skipped); ties keep
 /// the first row when `first_on_tie`, else the last. `NULL_INDEX` for a group with no value.
 pub fn best_rows(c: &Column, ids: &[u32], ng: usize, want: Ordering, first_on_tie: bool) -> Vec<u32> {
     let mut best = vec![NULL_INDEX; ng];
-    let all_valid = c.validity.is_none();
+    let all_valid = c.validity().is_none();
     macro_rules! typed {
         ($v:expr) => {{
             for (i, &g) in ids.iter().enumerate() {
@@ -164,7 +164,7 @@ pub fn best_rows(c: &Column, ids: &[u32], ng: usize, want: Ordering, first_on_ti
             return best;
         }};
     }
-    match &c.data {
+    match &c.data() {
         ColumnData::Float64(v) if !v.iter().any(|x| x.is_nan()) => typed!(v),
         ColumnData::Int64(v) | ColumnData::Timestamp(v) => typed!(v),
         ColumnData::Int32(v) => typed!(v),

@@ -42,7 +42,7 @@ impl MinMax {
     /// The extremes as values, for NULL-free numbers where every group has a row; `None`
     /// otherwise (strings, NULLs, NaN, empty groups: the row search).
     fn by_value(&self, x: &Column, rows: Rows, ngroups: usize) -> Option<Column> {
-        if x.validity.is_some() || rows.is_empty() {
+        if x.validity().is_some() || rows.is_empty() {
             return None;
         }
         let max = self.max;
@@ -70,7 +70,7 @@ impl MinMax {
                 ColumnData::$variant(acc)
             }};
         }
-        let data = match &x.data {
+        let data = match &x.data() {
             ColumnData::Float64(v) => ColumnData::Float64(self.float_extremes(v, rows, ngroups)?),
             ColumnData::Int64(v) => reduce!(v, i64, Int64),
             ColumnData::Timestamp(v) => reduce!(v, i64, Timestamp),

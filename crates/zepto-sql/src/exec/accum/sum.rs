@@ -33,7 +33,7 @@ impl SumAvg {
     }
 
     fn update_ints(&mut self, x: &Column, v: &[i64], rows: Rows) {
-        let every = x.validity.is_none();
+        let every = x.validity().is_none();
         match rows {
             Rows::Runs { starts, n } => {
                 let longest = runs(starts, n).map(|(s, e)| e - s).max().unwrap_or(0);
@@ -62,7 +62,7 @@ impl SumAvg {
     }
 
     fn update_floats(&mut self, x: &Column, v: &[f64], rows: Rows) {
-        let every = x.validity.is_none();
+        let every = x.validity().is_none();
         match rows {
             Rows::Runs { starts, n } => {
                 for (g, (s, e)) in runs(starts, n).enumerate() {
@@ -128,8 +128,8 @@ impl Accumulator for SumAvg {
 
     fn merge(&mut self, state: &[&Column], ids: &[u32], ngroups: usize) -> Result<()> {
         let [s, c] = state else { return Err(SqlError::Internal("sum/avg state is two columns".into())) };
-        let ColumnData::Int64(c) = &c.data else { return Err(SqlError::Internal("sum/avg count is BIGINT".into())) };
-        match &s.data {
+        let ColumnData::Int64(c) = &c.data() else { return Err(SqlError::Internal("sum/avg count is BIGINT".into())) };
+        match &s.data() {
             ColumnData::Int64(v) => {
                 self.ints = true;
                 self.grow(ngroups);
@@ -226,7 +226,7 @@ fn float_frames(x: &Column, v: &[f64], fs: &[u32], fe: &[u32]) -> Vec<f64> {
         let c = if s.abs() >= y.abs() { (s - t) + y } else { (y - t) + s };
         (t, comp + c)
     }
-    let every = x.validity.is_none();
+    let every = x.validity().is_none();
     let (mut lo, mut hi) = (0usize, 0usize);
     let (mut s, mut comp) = (0.0f64, 0.0f64);
     let mut out = Vec::with_capacity(fs.len());

@@ -114,7 +114,8 @@ impl Accumulator for Variance {
     fn merge(&mut self, state: &[&Column], ids: &[u32], ngroups: usize) -> Result<()> {
         let bad = || SqlError::Internal("variance state is (BIGINT, DOUBLE, DOUBLE)".into());
         let [n, m, q] = state else { return Err(bad()) };
-        let (ColumnData::Int64(n), ColumnData::Float64(m), ColumnData::Float64(q)) = (&n.data, &m.data, &q.data) else {
+        let (ColumnData::Int64(n), ColumnData::Float64(m), ColumnData::Float64(q)) = (&n.data(), &m.data(), &q.data())
+        else {
             return Err(bad());
         };
         self.grow(ngroups);

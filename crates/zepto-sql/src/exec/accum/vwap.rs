@@ -34,10 +34,10 @@ impl Accumulator for Vwap {
         let [p, s] = input.args.as_slice() else { return Err(SqlError::Internal("vwap takes two arguments".into())) };
         let pv = to_f64(p)?;
         self.grow(ngroups);
-        let every = p.validity.is_none() && s.validity.is_none();
+        let every = p.validity().is_none() && s.validity().is_none();
         if let (Rows::Runs { starts, n }, true) = (rows, every) {
             // Sizes are read in place (no converted copy of an integer column).
-            match &s.data {
+            match &s.data() {
                 ColumnData::Int64(sv) => self.runs_dot(&pv, sv, starts, n),
                 ColumnData::Int32(sv) => self.runs_dot(&pv, sv, starts, n),
                 _ => self.runs_dot(&pv, &to_f64(s)?, starts, n),
@@ -64,7 +64,7 @@ impl Accumulator for Vwap {
     fn merge(&mut self, state: &[&Column], ids: &[u32], ngroups: usize) -> Result<()> {
         let bad = || SqlError::Internal("vwap state is two DOUBLE columns".into());
         let [n, d] = state else { return Err(bad()) };
-        let (ColumnData::Float64(n), ColumnData::Float64(d)) = (&n.data, &d.data) else { return Err(bad()) };
+        let (ColumnData::Float64(n), ColumnData::Float64(d)) = (&n.data(), &d.data()) else { return Err(bad()) };
         self.grow(ngroups);
         for (i, &g) in ids.iter().enumerate() {
             self.num[g as usize] += n[i];

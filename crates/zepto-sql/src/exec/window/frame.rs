@@ -79,7 +79,7 @@ impl RangeKeys {
         let sign = if key.desc { -1 } else { 1 };
         let valid: Vec<bool> = (0..c.len()).map(|i| c.is_valid(i)).collect();
         let (mut ints, mut floats) = (None, None);
-        match &c.data {
+        match &c.data() {
             ColumnData::Float32(_) | ColumnData::Float64(_) => {
                 floats = Some(to_f64(&c)?.iter().map(|&x| x * sign as f64).collect());
             }

@@ -123,7 +123,7 @@ impl<'a> Layout<'a> {
         }
         // Fast path: one NULL-free ascending i64-backed key (a timestamp) in input order.
         if let ([(c, k)], None) = (self.order.as_slice(), &self.perm) {
-            if let (Some(v), None, false) = (c.as_i64_slice(), &c.validity, k.desc) {
+            if let (Some(v), None, false) = (c.as_i64_slice(), &c.validity(), k.desc) {
                 let sorted = self.bounds.windows(2).all(|w| v[w[0]..w[1]].windows(2).all(|p| p[0] <= p[1]));
                 if sorted {
                     return;
@@ -223,7 +223,7 @@ fn contiguous_bounds(keys: &[&Column], n: usize) -> Option<Vec<usize>> {
     match keys {
         [] => Some(if n == 0 { vec![] } else { vec![0] }),
         [c] => {
-            let ColumnData::Symbol { codes, dict } = &c.data else { return None };
+            let ColumnData::Symbol { codes, dict } = &c.data() else { return None };
             let null = dict.len();
             let code = |i: usize| if c.is_valid(i) { codes[i] as usize } else { null };
             let mut seen = vec![false; null + 1];

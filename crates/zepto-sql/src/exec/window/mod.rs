@@ -268,7 +268,7 @@ fn nth(x: &Column, fs: &[u32], fe: &[u32], f: WinFunc, ignore_nulls: bool) -> Co
 
 /// A running state per partition over the non-NULL values (NULL rows give NULL).
 fn sequential(l: &Layout, x: &Column, step: impl Fn(f64, Option<f64>) -> f64) -> Column {
-    let v = match &x.data {
+    let v = match &x.data() {
         ColumnData::Float64(v) => v.as_slice(),
         _ => &[],
     };
@@ -276,14 +276,14 @@ fn sequential(l: &Layout, x: &Column, step: impl Fn(f64, Option<f64>) -> f64) ->
     for (ps, pe) in l.partitions() {
         let mut s = None;
         for k in ps..pe {
-            if x.validity.is_none() || x.is_valid(k) {
+            if x.validity().is_none() || x.is_valid(k) {
                 let y = step(v.get(k).copied().unwrap_or(0.0), s);
                 s = Some(y);
                 out[k] = y;
             }
         }
     }
-    let validity = x.validity.clone();
+    let validity = x.validity().clone();
     Column::new(ColumnData::Float64(out), validity)
 }
 
@@ -295,7 +295,7 @@ fn deltas(l: &Layout, x: &Column) -> Result<Column> {
             valid.set(k, false);
         }
     };
-    let data = match &x.data {
+    let data = match &x.data() {
         ColumnData::Float64(v) => {
             let mut out = vec![0f64; l.n];
             for (ps, pe) in l.partitions() {
@@ -308,7 +308,7 @@ fn deltas(l: &Layout, x: &Column) -> Result<Column> {
             ColumnData::Float64(out)
         }
         ColumnData::Int64(v) | ColumnData::Timestamp(v) | ColumnData::Interval(v) => {
-            let timestamps = matches!(x.data, ColumnData::Timestamp(_));
+            let timestamps = matches!(x.data(), ColumnData::Timestamp(_));
             let mut out = vec![0i64; l.n];
             for (ps, pe) in l.partitions() {
                 for k in ps..pe {
@@ -323,7 +323,7 @@ fn deltas(l: &Layout, x: &Column) -> Result<Column> {
                     flag(k, prev, &mut valid);
                 }
             }
-            if timestamps || matches!(x.data, ColumnData::Interval(_)) {
+            if timestamps || matches!(x.data(), ColumnData::Interval(_)) {
                 ColumnData::Interval(out)
             } else {
                 ColumnData::Int64(out)
@@ -336,7 +336,7 @@ fn deltas(l: &Layout, x: &Column) -> Result<Column> {
 }
 
 fn ratios(l: &Layout, x: &Column) -> Result<Column> {
-    let v = match &x.data {
+    let v = match &x.data() {
         ColumnData::Float64(v) => v.as_slice(),
         _ => &[],
     };
