@@ -5,9 +5,6 @@
 //! the executor.
 #![warn(missing_docs)]
 
-// Functions short enough to read: clippy's default limit of 100 lines.
-#![warn(clippy::too_many_lines)]
-
 pub mod access;
 mod copy;
 mod dml;
