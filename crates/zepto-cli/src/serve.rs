@@ -11,193 +11,183 @@ use zepto_sql::{Engine, TableAccess};
 pub fn command() -> Command {
     Command::new("serve")
         .about("Run the HTTP server (SQL, ingest, metrics) on 127.0.0.1:8123")
-        .arg(Arg::new("http").long("http").value_name("ADDR").default_value("127.0.0.1:8123").help("Listen address"))
-        .arg(
-            Arg::new("threads")
-                .long("threads")
-                .value_name("N")
-                .value_parser(clap::value_parser!(usize))
-                .help("Async worker threads [default: cores]"),
-        )
-        .arg(
-            Arg::new("config")
-                .long("config")
-                .value_name("FILE")
-                .help("Settings file (JSON; keys are these flags' names; flags win)"),
-        )
-        .arg(
-            Arg::new("data-dir")
-                .long("data-dir")
-                .value_name("DIR")
-                .help("Keep the tables durable here (write-ahead log and checkpoints) [default: ./zepto-data]"),
-        )
-        .arg(
-            Arg::new("in-memory")
-                .long("in-memory")
-                .action(ArgAction::SetTrue)
-                .help("Keep nothing on disk (no --data-dir): every table is lost at exit"),
-        )
-        .arg(
-            Arg::new("checkpoint-mb")
-                .long("checkpoint-mb")
-                .value_name("MB")
-                .value_parser(clap::value_parser!(usize))
-                .help("Checkpoint after this much log (0: only on CHECKPOINT and at exit) [default: 256]"),
-        )
-        .arg(
-            Arg::new("tier-after")
-                .long("tier-after")
-                .value_name("AGE")
-                .help("Move rows older than AGE (e.g. 7d, '30 days'; whole UTC days) to Parquet history files"),
-        )
-        .arg(
-            Arg::new("memory-budget-mb")
-                .long("memory-budget-mb")
-                .value_name("MB")
-                .value_parser(clap::value_parser!(usize))
-                .help("Move the oldest days to Parquet history while tables hold more than MB in memory"),
-        )
-        .arg(
-            Arg::new("sync")
-                .long("sync")
-                .value_name("MODE")
-                .help("With --data-dir: always (fsync before ack, default), interval=<ms>, none"),
-        )
-        .arg(
-            Arg::new("wal-recovery")
-                .long("wal-recovery")
-                .value_name("MODE")
-                .value_parser(["point-in-time", "strict"])
-                .help(
-                    "On WAL corruption: recover to the record before it and keep the damage aside \
-                       (point-in-time, default), or refuse to start (strict)",
-                ),
-        )
-        .arg(
-            Arg::new("repair-wal")
-                .long("repair-wal")
-                .action(ArgAction::SetTrue)
-                .help("Same as --wal-recovery point-in-time (kept for old scripts)"),
-        )
+        .args(network_args())
+        .args(durability_args())
         .arg(Arg::new("demo").long("demo").action(ArgAction::SetTrue).help("Load the generated trades/quotes data set"))
         .arg(crate::demo::rows_arg())
-        .arg(
-            Arg::new("api-key")
-                .long("api-key")
-                .value_name("KEY")
-                .action(ArgAction::Append)
-                .help("An admin API key (repeatable; also $ZEPTO_API_KEY)"),
-        )
-        .arg(Arg::new("keys-file").long("keys-file").value_name("FILE").help("API keys with roles and grants (JSON)"))
-        .arg(Arg::new("tls-cert").long("tls-cert").value_name("PEM").help("TLS certificate chain"))
-        .arg(Arg::new("tls-key").long("tls-key").value_name("PEM").help("TLS private key"))
-        .arg(
-            Arg::new("max-body-mb")
-                .long("max-body-mb")
-                .value_parser(clap::value_parser!(usize))
-                .default_value("256")
-                .help("Largest request body"),
-        )
-        .arg(
-            Arg::new("max-server-memory-mb")
-                .long("max-server-memory-mb")
-                .value_parser(clap::value_parser!(usize))
-                .help(
-                "Resident memory past which the query holding the most is stopped; 0 = no guard [default: 90% of RAM]",
-            ),
-        )
-        .arg(
-            Arg::new("max-inflight-body-mb")
-                .long("max-inflight-body-mb")
-                .value_parser(clap::value_parser!(usize))
-                .help(
-                    "Request bodies all connections may hold in memory at once [default: 1024, or twice --max-body-mb]",
-                ),
-        )
-        .arg(
-            Arg::new("max-query-mb")
-                .long("max-query-mb")
-                .value_parser(clap::value_parser!(usize))
-                .default_value("16")
-                .help("Largest SQL text in one request"),
-        )
-        .arg(
-            Arg::new("max-statements")
-                .long("max-statements")
-                .value_parser(clap::value_parser!(usize))
-                .default_value("10000")
-                .help("Most statements in one request"),
-        )
-        .arg(
-            Arg::new("max-expr-depth")
-                .long("max-expr-depth")
-                .value_parser(clap::value_parser!(usize))
-                .default_value("1000")
-                .help("Deepest expression (a chain of n ANDs is n deep; at most 10000)"),
-        )
-        .arg(
-            Arg::new("max-expr-elements")
-                .long("max-expr-elements")
-                .value_parser(clap::value_parser!(usize))
-                .default_value("2000000")
-                .help("Most expression nodes in one statement (an IN list of n items is about n)"),
-        )
+        .args(auth_args())
+        .args(request_limit_args())
         .arg(
             Arg::new("copy-root")
                 .long("copy-root")
                 .value_name("DIR")
                 .help("COPY reads and writes only under DIR (never inside the data directory)"),
         )
-        .arg(
-            Arg::new("query-timeout")
-                .long("query-timeout")
-                .value_name("SECS")
-                .value_parser(clap::value_parser!(f64))
-                .default_value("300")
-                .help("Per-query time limit (0 = none)"),
-        )
-        .arg(
-            Arg::new("query-memory-mb")
-                .long("query-memory-mb")
-                .value_parser(clap::value_parser!(usize))
-                .default_value("0")
-                .help("Per-query memory limit (0 = none)"),
-        )
-        .arg(
-            Arg::new("max-queries")
-                .long("max-queries")
-                .value_parser(clap::value_parser!(usize))
-                .help("Statements that run at once; more wait (default: 6 per thread, at least 12)"),
-        )
-        .arg(
-            Arg::new("queue-timeout")
-                .long("queue-timeout")
-                .value_name("SECS")
-                .value_parser(clap::value_parser!(f64))
-                .default_value("30")
-                .help("How long a statement waits for a slot before 503 with Retry-After"),
-        )
-        .arg(
-            Arg::new("max-connections")
-                .long("max-connections")
-                .value_parser(clap::value_parser!(usize))
-                .default_value("16384"),
-        )
-        .arg(
-            Arg::new("shutdown-grace")
-                .long("shutdown-grace")
-                .value_name("SECS")
-                .value_parser(clap::value_parser!(f64))
-                .default_value("30")
-                .help("On SIGTERM/SIGINT, how long requests in flight may finish before cancellation"),
-        )
-        .arg(
-            Arg::new("access-log")
-                .long("access-log")
-                .value_name("PATH|-|off")
-                .default_value("-")
-                .help("Access log: a file, '-' for stderr, or 'off'"),
-        )
+        .args(query_limit_args())
+        .args(connection_args())
+}
+
+/// `serve` flags: where the server listens, how many threads it runs, and its settings file.
+fn network_args() -> Vec<Arg> {
+    vec![
+        Arg::new("http").long("http").value_name("ADDR").default_value("127.0.0.1:8123").help("Listen address"),
+        Arg::new("threads")
+            .long("threads")
+            .value_name("N")
+            .value_parser(clap::value_parser!(usize))
+            .help("Async worker threads [default: cores]"),
+        Arg::new("config")
+            .long("config")
+            .value_name("FILE")
+            .help("Settings file (JSON; keys are these flags' names; flags win)"),
+    ]
+}
+
+/// `serve` flags: where and how the tables are kept (data directory, checkpoints, history
+/// tiering, WAL sync and recovery).
+fn durability_args() -> Vec<Arg> {
+    vec![
+        Arg::new("data-dir")
+            .long("data-dir")
+            .value_name("DIR")
+            .help("Keep the tables durable here (write-ahead log and checkpoints) [default: ./zepto-data]"),
+        Arg::new("in-memory")
+            .long("in-memory")
+            .action(ArgAction::SetTrue)
+            .help("Keep nothing on disk (no --data-dir): every table is lost at exit"),
+        Arg::new("checkpoint-mb")
+            .long("checkpoint-mb")
+            .value_name("MB")
+            .value_parser(clap::value_parser!(usize))
+            .help("Checkpoint after this much log (0: only on CHECKPOINT and at exit) [default: 256]"),
+        Arg::new("tier-after")
+            .long("tier-after")
+            .value_name("AGE")
+            .help("Move rows older than AGE (e.g. 7d, '30 days'; whole UTC days) to Parquet history files"),
+        Arg::new("memory-budget-mb")
+            .long("memory-budget-mb")
+            .value_name("MB")
+            .value_parser(clap::value_parser!(usize))
+            .help("Move the oldest days to Parquet history while tables hold more than MB in memory"),
+        Arg::new("sync")
+            .long("sync")
+            .value_name("MODE")
+            .help("With --data-dir: always (fsync before ack, default), interval=<ms>, none"),
+        Arg::new("wal-recovery")
+            .long("wal-recovery")
+            .value_name("MODE")
+            .value_parser(["point-in-time", "strict"])
+            .help(
+                "On WAL corruption: recover to the record before it and keep the damage aside \
+                   (point-in-time, default), or refuse to start (strict)",
+            ),
+        Arg::new("repair-wal")
+            .long("repair-wal")
+            .action(ArgAction::SetTrue)
+            .help("Same as --wal-recovery point-in-time (kept for old scripts)"),
+    ]
+}
+
+/// `serve` flags: who may connect, and how (API keys, TLS).
+fn auth_args() -> Vec<Arg> {
+    vec![
+        Arg::new("api-key")
+            .long("api-key")
+            .value_name("KEY")
+            .action(ArgAction::Append)
+            .help("An admin API key (repeatable; also $ZEPTO_API_KEY)"),
+        Arg::new("keys-file").long("keys-file").value_name("FILE").help("API keys with roles and grants (JSON)"),
+        Arg::new("tls-cert").long("tls-cert").value_name("PEM").help("TLS certificate chain"),
+        Arg::new("tls-key").long("tls-key").value_name("PEM").help("TLS private key"),
+    ]
+}
+
+/// `serve` flags: limits on one request (body, SQL text, statements, expressions) and on the
+/// memory all of them hold.
+fn request_limit_args() -> Vec<Arg> {
+    vec![
+        Arg::new("max-body-mb")
+            .long("max-body-mb")
+            .value_parser(clap::value_parser!(usize))
+            .default_value("256")
+            .help("Largest request body"),
+        Arg::new("max-server-memory-mb").long("max-server-memory-mb").value_parser(clap::value_parser!(usize)).help(
+            "Resident memory past which the query holding the most is stopped; 0 = no guard [default: 90% of RAM]",
+        ),
+        Arg::new("max-inflight-body-mb")
+            .long("max-inflight-body-mb")
+            .value_parser(clap::value_parser!(usize))
+            .help("Request bodies all connections may hold in memory at once [default: 1024, or twice --max-body-mb]"),
+        Arg::new("max-query-mb")
+            .long("max-query-mb")
+            .value_parser(clap::value_parser!(usize))
+            .default_value("16")
+            .help("Largest SQL text in one request"),
+        Arg::new("max-statements")
+            .long("max-statements")
+            .value_parser(clap::value_parser!(usize))
+            .default_value("10000")
+            .help("Most statements in one request"),
+        Arg::new("max-expr-depth")
+            .long("max-expr-depth")
+            .value_parser(clap::value_parser!(usize))
+            .default_value("1000")
+            .help("Deepest expression (a chain of n ANDs is n deep; at most 10000)"),
+        Arg::new("max-expr-elements")
+            .long("max-expr-elements")
+            .value_parser(clap::value_parser!(usize))
+            .default_value("2000000")
+            .help("Most expression nodes in one statement (an IN list of n items is about n)"),
+    ]
+}
+
+/// `serve` flags: limits on running statements (time, memory, how many at once, how long one
+/// waits for a slot).
+fn query_limit_args() -> Vec<Arg> {
+    vec![
+        Arg::new("query-timeout")
+            .long("query-timeout")
+            .value_name("SECS")
+            .value_parser(clap::value_parser!(f64))
+            .default_value("300")
+            .help("Per-query time limit (0 = none)"),
+        Arg::new("query-memory-mb")
+            .long("query-memory-mb")
+            .value_parser(clap::value_parser!(usize))
+            .default_value("0")
+            .help("Per-query memory limit (0 = none)"),
+        Arg::new("max-queries")
+            .long("max-queries")
+            .value_parser(clap::value_parser!(usize))
+            .help("Statements that run at once; more wait (default: 6 per thread, at least 12)"),
+        Arg::new("queue-timeout")
+            .long("queue-timeout")
+            .value_name("SECS")
+            .value_parser(clap::value_parser!(f64))
+            .default_value("30")
+            .help("How long a statement waits for a slot before 503 with Retry-After"),
+    ]
+}
+
+/// `serve` flags: connections, shutdown and the access log.
+fn connection_args() -> Vec<Arg> {
+    vec![
+        Arg::new("max-connections")
+            .long("max-connections")
+            .value_parser(clap::value_parser!(usize))
+            .default_value("16384"),
+        Arg::new("shutdown-grace")
+            .long("shutdown-grace")
+            .value_name("SECS")
+            .value_parser(clap::value_parser!(f64))
+            .default_value("30")
+            .help("On SIGTERM/SIGINT, how long requests in flight may finish before cancellation"),
+        Arg::new("access-log")
+            .long("access-log")
+            .value_name("PATH|-|off")
+            .default_value("-")
+            .help("Access log: a file, '-' for stderr, or 'off'"),
+    ]
 }
 
 pub fn keygen_command() -> Command {

@@ -457,6 +457,62 @@ fn config_file_with_flags_taking_precedence() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A thread that writes ILP batches of 100 rows (batch `b` holds ids `b*100..b*100+100`) from
+/// batch `first` on, one connection each, and sends on `acked` every batch answered 200; it
+/// stops at the first that is not.
+fn spawn_batch_writer(a: String, first: u64, acked: std::sync::mpsc::Sender<u64>) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        for b in first.. {
+            let mut body = String::new();
+            for i in 0..100u64 {
+                let id = b * 100 + i;
+                body.push_str(&format!(
+                    "ticks,sym=S{} id={id}i,px={}.5 {}\n",
+                    id % 7,
+                    id % 100,
+                    1_700_000_000_000_000_000 + id
+                ));
+            }
+            let mut c = match TcpStream::connect(&a) {
+                Ok(c) => c,
+                Err(_) => return,
+            };
+            let req = format!(
+                "POST /write HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
+                body.len()
+            );
+            if c.write_all(req.as_bytes()).is_err() {
+                return;
+            }
+            let mut buf = Vec::new();
+            if c.read_to_end(&mut buf).is_err() || !buf.starts_with(b"HTTP/1.1 200") {
+                return;
+            }
+            if acked.send(b).is_err() {
+                return;
+            }
+        }
+    })
+}
+
+/// A thread that asks for a CHECKPOINT every 20 ms until `stop`.
+fn spawn_checkpointer(a: String, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        while !stop.load(Ordering::Relaxed) {
+            let body = "CHECKPOINT";
+            let req = format!(
+                "POST / HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
+                body.len()
+            );
+            if let Ok(mut c) = TcpStream::connect(&a) {
+                let _ = c.write_all(req.as_bytes());
+                let _ = c.read_to_end(&mut Vec::new());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    })
+}
+
 #[test]
 fn kill_9_keeps_every_acknowledged_row_exactly_once() {
     let dir = std::env::temp_dir().join(format!("zepto-http-crash-{}", std::process::id()));
@@ -472,56 +528,10 @@ fn kill_9_keeps_every_acknowledged_row_exactly_once() {
         }
         // Batches of 100 rows over one connection until the kill; remember what was answered 200.
         let (tx, rx) = std::sync::mpsc::channel::<u64>();
-        let first = next_batch;
-        let writer = std::thread::spawn(move || {
-            for b in first.. {
-                let mut body = String::new();
-                for i in 0..100u64 {
-                    let id = b * 100 + i;
-                    body.push_str(&format!(
-                        "ticks,sym=S{} id={id}i,px={}.5 {}\n",
-                        id % 7,
-                        id % 100,
-                        1_700_000_000_000_000_000 + id
-                    ));
-                }
-                let mut c = match TcpStream::connect(&a) {
-                    Ok(c) => c,
-                    Err(_) => return,
-                };
-                let req = format!(
-                    "POST /write HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
-                    body.len()
-                );
-                if c.write_all(req.as_bytes()).is_err() {
-                    return;
-                }
-                let mut buf = Vec::new();
-                if c.read_to_end(&mut buf).is_err() || !buf.starts_with(b"HTTP/1.1 200") {
-                    return;
-                }
-                if tx.send(b).is_err() {
-                    return;
-                }
-            }
-        });
+        let writer = spawn_batch_writer(a, next_batch, tx);
         // Checkpoints while the writes go on, so some kills land in the middle of one.
-        let (a2, stop) = (s.addr.clone(), Arc::new(AtomicBool::new(false)));
-        let stop2 = stop.clone();
-        let checkpointer = std::thread::spawn(move || {
-            while !stop2.load(Ordering::Relaxed) {
-                let body = "CHECKPOINT";
-                let req = format!(
-                    "POST / HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
-                    body.len()
-                );
-                if let Ok(mut c) = TcpStream::connect(&a2) {
-                    let _ = c.write_all(req.as_bytes());
-                    let _ = c.read_to_end(&mut Vec::new());
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
-        });
+        let stop = Arc::new(AtomicBool::new(false));
+        let checkpointer = spawn_checkpointer(s.addr.clone(), stop.clone());
         std::thread::sleep(Duration::from_millis(150 + 100 * round));
         let mut s = s;
         s.child.kill().expect("kill -9");

@@ -122,119 +122,18 @@ async fn dispatch(
 ) -> Result<Outcome, ApiError> {
     let method = req.method().clone();
     let params = query_params(req.uri().query().unwrap_or(""))?;
-    let param = |k: &str| params.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
     let path = req.uri().path();
     // HEAD is GET without the body (hyper drops it).
     let get = method == Method::GET || method == Method::HEAD;
     match (route, &method) {
         (Route::Probe, _) if get => probe(state, path),
-        (Route::Metrics, _) if get => {
-            who.require(Role::Reader)?;
-            if !who.tables.is_all() {
-                return Err(ApiError::forbidden(format!(
-                    "key '{}' is limited to some tables; /metrics covers all of them",
-                    who.name
-                )));
-            }
-            let held = state.config.inflight_body_bytes().saturating_sub(state.bodies.available());
-            state.metrics.body_bytes_in_flight.set(i64::try_from(held).unwrap_or(i64::MAX));
-            ok(text(
-                StatusCode::OK,
-                "application/openmetrics-text; version=1.0.0; charset=utf-8",
-                state.metrics.render(state.engine.catalog()),
-            ))
-        }
+        (Route::Metrics, _) if get => metrics(state, who),
         (Route::Tables, _) if get => tables(state, who, path),
-        (Route::Query, _) if get => {
-            let Some(sql) = param("query").or_else(|| param("sql")) else {
-                // `GET /` with no query: a friendly probe (ClickHouse answers the same way).
-                return ok(text(StatusCode::OK, "text/plain; charset=utf-8", "Ok.\n"));
-            };
-            let format = response_format(param("format"), &req)?;
-            let r = SqlRequest { sql: sql.to_string(), params: Vec::new(), read_only: true, format };
-            let (resp, rows) = sql::run(state, who, r).await?;
-            Ok(Outcome { resp, rows: Some(rows) })
-        }
-        (Route::Query, &Method::POST) => {
-            let mut format = response_format(param("format"), &req)?;
-            let is_json = content_type(&req).is_some_and(|c| c.starts_with("application/json"));
-            let url_sql = param("query").or_else(|| param("sql")).map(str::to_string);
-            // SQL bodies are held to --max-query-mb (with room for JSON escapes), not to the
-            // ingest limit: the text is checked exactly once parsed out.
-            let max_sql = state.config.parse_limits.max_bytes;
-            let sql_room = max_sql.saturating_mul(2).saturating_add(64 << 10);
-            let (body, _held) =
-                read_body(state, req, sql_room.min(state.config.max_body_bytes)).await.map_err(|e| {
-                    if e.code == "PAYLOAD_TOO_LARGE" && sql_room < state.config.max_body_bytes {
-                        sql::query_too_large(None, max_sql)
-                    } else {
-                        e
-                    }
-                })?;
-            let (sql_text, params) = if is_json {
-                let (s, p, f) = sql::parse_json_body(&body)?;
-                if let Some(f) = f {
-                    format = Format::from_name(&f).ok_or_else(|| unknown_format(&f))?;
-                }
-                (s, p)
-            } else if let Some(s) = url_sql {
-                (s, Vec::new())
-            } else {
-                let s = std::str::from_utf8(&body).map_err(|_| ApiError::bad_request("SQL body is not UTF-8"))?;
-                (s.to_string(), Vec::new())
-            };
-            let r = SqlRequest { sql: sql_text, params, read_only: false, format };
-            let (resp, rows) = sql::run(state, who, r).await?;
-            Ok(Outcome { resp, rows: Some(rows) })
-        }
+        (Route::Query, _) if get => query_get(state, who, &params, req).await,
+        (Route::Query, &Method::POST) => query_post(state, who, &params, req).await,
         (Route::Write, &Method::POST) => {
-            who.require(Role::Writer)?;
             let influx_v2 = path == "/api/v2/write";
-            let table = param("table").map(str::to_string);
-            let format = match param("format") {
-                Some(f) => IngestFormat::from_name(f).ok_or_else(|| unknown_format(f))?,
-                None if influx_v2 || table.is_none() => IngestFormat::Ilp,
-                None => match content_type(&req) {
-                    Some(c) if c.starts_with("application/vnd.apache.arrow") => IngestFormat::Arrow,
-                    Some(c) if c.contains("ndjson") || c.contains("jsonl") || c.starts_with("application/json") => {
-                        IngestFormat::Jsonl
-                    }
-                    _ => IngestFormat::Csv,
-                },
-            };
-            let precision = match param("precision") {
-                Some(p) => Precision::parse(p).ok_or_else(|| {
-                    ApiError::bad_request(format!("precision '{p}' is not one of ns, us, ms, s, m, h"))
-                })?,
-                None => Precision::NANOS,
-            };
-            let (body, held) = read_body(state, req, state.config.max_body_bytes).await?;
-            let wr = WriteRequest { format, table, precision, now_ns: now_ns() };
-            let engine = state.engine.clone();
-            let who2 = who.clone();
-            let permit = state
-                .ingest_slots
-                .clone()
-                .acquire_owned()
-                .await
-                .map_err(|_| ApiError::internal("the server is shutting down"))?;
-            let n = tokio::task::spawn_blocking(move || {
-                let _permit = permit;
-                let _held = held;
-                ingest::write(&engine, &who2, &wr, &body)
-            })
-            .await
-            .map_err(|e| ApiError::internal(format!("ingest task failed: {e}")))??;
-            state.metrics.ingested(format.name(), n as u64);
-            let resp = if influx_v2 {
-                // InfluxDB clients expect 204 No Content.
-                let mut r = Response::new(ResponseBody::empty());
-                *r.status_mut() = StatusCode::NO_CONTENT;
-                r
-            } else {
-                json(StatusCode::OK, format!("{{\"rows_written\":{n}}}\n"))
-            };
-            Ok(Outcome { resp, rows: Some(n as u64) })
+            write_rows(state, who, &params, influx_v2, req).await
         }
         (Route::Other, _) => Err(ApiError::not_found(format!("no such endpoint: {method} {path}"))),
         _ => {
@@ -251,6 +150,149 @@ async fn dispatch(
             Err(e)
         }
     }
+}
+
+/// The value of URL parameter `k`, if given.
+fn param<'a>(params: &'a [(String, String)], k: &str) -> Option<&'a str> {
+    params.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str())
+}
+
+/// `GET /metrics`: for keys that may read every table.
+fn metrics(state: &State, who: &Principal) -> Result<Outcome, ApiError> {
+    who.require(Role::Reader)?;
+    if !who.tables.is_all() {
+        return Err(ApiError::forbidden(format!(
+            "key '{}' is limited to some tables; /metrics covers all of them",
+            who.name
+        )));
+    }
+    let held = state.config.inflight_body_bytes().saturating_sub(state.bodies.available());
+    state.metrics.body_bytes_in_flight.set(i64::try_from(held).unwrap_or(i64::MAX));
+    ok(text(
+        StatusCode::OK,
+        "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        state.metrics.render(state.engine.catalog()),
+    ))
+}
+
+/// `GET /query?query=...`: read-only SQL from the URL.
+async fn query_get(
+    state: &Arc<State>,
+    who: &Principal,
+    params: &[(String, String)],
+    req: Request<Incoming>,
+) -> Result<Outcome, ApiError> {
+    let Some(sql) = param(params, "query").or_else(|| param(params, "sql")) else {
+        // `GET /` with no query: a friendly probe (ClickHouse answers the same way).
+        return ok(text(StatusCode::OK, "text/plain; charset=utf-8", "Ok.\n"));
+    };
+    let format = response_format(param(params, "format"), &req)?;
+    let r = SqlRequest { sql: sql.to_string(), params: Vec::new(), read_only: true, format };
+    let (resp, rows) = sql::run(state, who, r).await?;
+    Ok(Outcome { resp, rows: Some(rows) })
+}
+
+/// `POST /query`: SQL from the URL or the body, or a JSON body with parameters and a format.
+async fn query_post(
+    state: &Arc<State>,
+    who: &Principal,
+    params: &[(String, String)],
+    req: Request<Incoming>,
+) -> Result<Outcome, ApiError> {
+    let mut format = response_format(param(params, "format"), &req)?;
+    let is_json = content_type(&req).is_some_and(|c| c.starts_with("application/json"));
+    let url_sql = param(params, "query").or_else(|| param(params, "sql")).map(str::to_string);
+    // SQL bodies are held to --max-query-mb (with room for JSON escapes), not to the
+    // ingest limit: the text is checked exactly once parsed out.
+    let max_sql = state.config.parse_limits.max_bytes;
+    let sql_room = max_sql.saturating_mul(2).saturating_add(64 << 10);
+    let (body, _held) = read_body(state, req, sql_room.min(state.config.max_body_bytes)).await.map_err(|e| {
+        if e.code == "PAYLOAD_TOO_LARGE" && sql_room < state.config.max_body_bytes {
+            sql::query_too_large(None, max_sql)
+        } else {
+            e
+        }
+    })?;
+    let (sql_text, params) = if is_json {
+        let (s, p, f) = sql::parse_json_body(&body)?;
+        if let Some(f) = f {
+            format = Format::from_name(&f).ok_or_else(|| unknown_format(&f))?;
+        }
+        (s, p)
+    } else if let Some(s) = url_sql {
+        (s, Vec::new())
+    } else {
+        let s = std::str::from_utf8(&body).map_err(|_| ApiError::bad_request("SQL body is not UTF-8"))?;
+        (s.to_string(), Vec::new())
+    };
+    let r = SqlRequest { sql: sql_text, params, read_only: false, format };
+    let (resp, rows) = sql::run(state, who, r).await?;
+    Ok(Outcome { resp, rows: Some(rows) })
+}
+
+/// The ingest format of a write: `format=`, else line protocol for InfluxDB's path or without
+/// `table=`, else what the content type says (CSV by default).
+fn ingest_format(
+    params: &[(String, String)],
+    influx_v2: bool,
+    req: &Request<Incoming>,
+) -> Result<IngestFormat, ApiError> {
+    Ok(match param(params, "format") {
+        Some(f) => IngestFormat::from_name(f).ok_or_else(|| unknown_format(f))?,
+        None if influx_v2 || param(params, "table").is_none() => IngestFormat::Ilp,
+        None => match content_type(req) {
+            Some(c) if c.starts_with("application/vnd.apache.arrow") => IngestFormat::Arrow,
+            Some(c) if c.contains("ndjson") || c.contains("jsonl") || c.starts_with("application/json") => {
+                IngestFormat::Jsonl
+            }
+            _ => IngestFormat::Csv,
+        },
+    })
+}
+
+/// `POST /write` and `POST /api/v2/write`: rows in one of the ingest formats.
+async fn write_rows(
+    state: &Arc<State>,
+    who: &Principal,
+    params: &[(String, String)],
+    influx_v2: bool,
+    req: Request<Incoming>,
+) -> Result<Outcome, ApiError> {
+    who.require(Role::Writer)?;
+    let table = param(params, "table").map(str::to_string);
+    let format = ingest_format(params, influx_v2, &req)?;
+    let precision = match param(params, "precision") {
+        Some(p) => Precision::parse(p)
+            .ok_or_else(|| ApiError::bad_request(format!("precision '{p}' is not one of ns, us, ms, s, m, h")))?,
+        None => Precision::NANOS,
+    };
+    let (body, held) = read_body(state, req, state.config.max_body_bytes).await?;
+    let wr = WriteRequest { format, table, precision, now_ns: now_ns() };
+    let engine = state.engine.clone();
+    let who2 = who.clone();
+    let permit = state
+        .ingest_slots
+        .clone()
+        .acquire_owned()
+        .await
+        .map_err(|_| ApiError::internal("the server is shutting down"))?;
+    let n = tokio::task::spawn_blocking(move || {
+        let _permit = permit;
+        let _held = held;
+        ingest::write(&engine, &who2, &wr, &body)
+    })
+    .await
+    .map_err(|e| ApiError::internal(format!("ingest task failed: {e}")))??;
+    state.metrics.ingested(format.name(), n as u64);
+    let resp = if influx_v2 {
+        // InfluxDB clients expect 204 No Content.
+        let mut r = Response::new(ResponseBody::empty());
+        *r.status_mut() = StatusCode::NO_CONTENT;
+        r
+    } else {
+        json(StatusCode::OK, format!("{{\"rows_written\":{n}}}\n"))
+    };
+    Ok(Outcome { resp, rows: Some(n as u64) })
 }
 
 fn unknown_format(f: &str) -> ApiError {

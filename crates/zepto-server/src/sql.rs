@@ -304,6 +304,101 @@ pub fn query_too_large(len: Option<usize>, max: usize) -> ApiError {
     )
 }
 
+/// Where the query thread sends the head of its answer: an error, a whole body, or the start of a stream.
+type HeadTx = oneshot::Sender<Result<Head, ApiError>>;
+/// Where the query thread sends a streamed body, chunk by chunk.
+type ChunkTx = mpsc::Sender<Result<Bytes, std::io::Error>>;
+
+/// Run what the query thread was handed: the last result and the microseconds it took (`None`
+/// when there is nothing to send). A failing statement of a script says which it was.
+fn execute_work(
+    st: &State,
+    engine: &zepto_sql::Engine,
+    work: Work,
+    ctl: &Arc<QueryControl>,
+) -> Result<Option<(QueryResult, f64)>, ApiError> {
+    match work {
+        Work::Done(r, us) => Ok(Some((r, us))),
+        Work::Prepared(p) => {
+            let entered = ctl.enter();
+            let t0 = Instant::now();
+            st.metrics.queries.inc();
+            let r = engine.run_prepared(&p).and_then(QueryResult::into_one_batch);
+            drop(entered);
+            Ok(Some((r?, t0.elapsed().as_secs_f64() * 1e6)))
+        }
+        Work::Statements(stmts) => {
+            let entered = ctl.enter();
+            let t0 = Instant::now();
+            let mut last = None;
+            let n = stmts.len();
+            for (k, s) in stmts.iter().enumerate() {
+                st.metrics.queries.inc();
+                match engine.execute_statement(s).and_then(QueryResult::into_one_batch) {
+                    Ok(r) => last = Some(r),
+                    Err(e) => {
+                        let mut e = ApiError::from(e);
+                        if n > 1 {
+                            // Earlier statements stay applied (each commits on its own).
+                            e.message =
+                                format!("statement {} of {n}: {} ({k} earlier statement(s) applied)", k + 1, e.message);
+                        }
+                        return Err(e);
+                    }
+                }
+            }
+            drop(entered);
+            Ok(last.map(|r| (r, t0.elapsed().as_secs_f64() * 1e6)))
+        }
+    }
+}
+
+/// Encode a result and hand it to the async side: whole through `head_tx` when it is under
+/// [`STREAM_THRESHOLD`], else the head there and the body through `tx` in chunks.
+fn send_result(format: Format, r: &QueryResult, elapsed_us: f64, ctl: &QueryControl, head_tx: HeadTx, tx: &ChunkTx) {
+    let mut enc = match Encoder::new(format, r, elapsed_us) {
+        Ok(e) => e,
+        Err(e) => {
+            let _ = head_tx.send(Err(e));
+            return;
+        }
+    };
+    let rows = enc.rows();
+    let mut buf = Vec::new();
+    let mut more = true;
+    while more && buf.len() < STREAM_THRESHOLD {
+        match enc.next_chunk(&mut buf) {
+            Ok(m) => more = m,
+            Err(e) => {
+                let _ = head_tx.send(Err(e));
+                return;
+            }
+        }
+    }
+    if !more {
+        let _ = head_tx.send(Ok(Head::Full(buf, rows, r.status.clone())));
+        return;
+    }
+    if head_tx.send(Ok(Head::Stream(rows))).is_err() || !send_chunk(tx, ctl, Bytes::from(buf)) {
+        return;
+    }
+    while more {
+        let mut chunk = Vec::with_capacity(CHUNK_BYTES + (CHUNK_BYTES >> 2));
+        while more && chunk.len() < CHUNK_BYTES {
+            match enc.next_chunk(&mut chunk) {
+                Ok(m) => more = m,
+                Err(e) => {
+                    let _ = tx.try_send(Err(std::io::Error::other(e.message)));
+                    return;
+                }
+            }
+        }
+        if !chunk.is_empty() && !send_chunk(tx, ctl, Bytes::from(chunk)) {
+            return;
+        }
+    }
+}
+
 /// Run a request; on success the response and the number of result rows.
 pub async fn run(
     state: &Arc<State>,
@@ -349,90 +444,11 @@ pub async fn run(
     let st = state.clone();
     let spawned = state.query_pool.spawn(move || {
         let _permit = permit;
-        let (r, elapsed_us) = match work {
-            Work::Done(r, us) => (r, us),
-            Work::Prepared(p) => {
-                let entered = ctl.enter();
-                let t0 = Instant::now();
-                st.metrics.queries.inc();
-                let r = engine.run_prepared(&p).and_then(QueryResult::into_one_batch);
-                drop(entered);
-                match r {
-                    Ok(r) => (r, t0.elapsed().as_secs_f64() * 1e6),
-                    Err(e) => {
-                        let _ = head_tx.send(Err(e.into()));
-                        return;
-                    }
-                }
-            }
-            Work::Statements(stmts) => {
-                let entered = ctl.enter();
-                let t0 = Instant::now();
-                let mut last = None;
-                let n = stmts.len();
-                for (k, s) in stmts.iter().enumerate() {
-                    st.metrics.queries.inc();
-                    match engine.execute_statement(s).and_then(QueryResult::into_one_batch) {
-                        Ok(r) => last = Some(r),
-                        Err(e) => {
-                            let mut e = ApiError::from(e);
-                            if n > 1 {
-                                // Earlier statements stay applied (each commits on its own).
-                                e.message = format!(
-                                    "statement {} of {n}: {} ({k} earlier statement(s) applied)",
-                                    k + 1,
-                                    e.message
-                                );
-                            }
-                            let _ = head_tx.send(Err(e));
-                            return;
-                        }
-                    }
-                }
-                drop(entered);
-                let Some(r) = last else { return };
-                (r, t0.elapsed().as_secs_f64() * 1e6)
-            }
-        };
-        let mut enc = match Encoder::new(format, &r, elapsed_us) {
-            Ok(e) => e,
+        match execute_work(&st, &engine, work, &ctl) {
+            Ok(Some((r, elapsed_us))) => send_result(format, &r, elapsed_us, &ctl, head_tx, &tx),
+            Ok(None) => {}
             Err(e) => {
                 let _ = head_tx.send(Err(e));
-                return;
-            }
-        };
-        let rows = enc.rows();
-        let mut buf = Vec::new();
-        let mut more = true;
-        while more && buf.len() < STREAM_THRESHOLD {
-            match enc.next_chunk(&mut buf) {
-                Ok(m) => more = m,
-                Err(e) => {
-                    let _ = head_tx.send(Err(e));
-                    return;
-                }
-            }
-        }
-        if !more {
-            let _ = head_tx.send(Ok(Head::Full(buf, rows, r.status.clone())));
-            return;
-        }
-        if head_tx.send(Ok(Head::Stream(rows))).is_err() || !send_chunk(&tx, &ctl, Bytes::from(buf)) {
-            return;
-        }
-        while more {
-            let mut chunk = Vec::with_capacity(CHUNK_BYTES + (CHUNK_BYTES >> 2));
-            while more && chunk.len() < CHUNK_BYTES {
-                match enc.next_chunk(&mut chunk) {
-                    Ok(m) => more = m,
-                    Err(e) => {
-                        let _ = tx.try_send(Err(std::io::Error::other(e.message)));
-                        return;
-                    }
-                }
-            }
-            if !chunk.is_empty() && !send_chunk(&tx, &ctl, Bytes::from(chunk)) {
-                return;
             }
         }
     });

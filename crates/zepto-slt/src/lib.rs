@@ -329,77 +329,67 @@ pub fn run_file_with(path: &str, text: &str, tier: bool) -> Report {
                 rep.over_history += 1;
             }
         }
-        match rec {
-            Record::Statement { line, sql, expect_error } => {
-                let r = engine.execute(&sql);
-                match (r, expect_error) {
-                    (Ok(_), None) => rep.passed += 1,
-                    (Err(e), Some(want)) => {
-                        let msg = format!("{} {}", e.code(), e).to_lowercase();
-                        if want.is_empty() || msg.contains(&want.to_lowercase()) {
-                            rep.passed += 1;
-                        } else {
-                            rep.failed += 1;
-                            let _ = writeln!(
-                                rep.failures,
-                                "{path}:{line}: error '{e}' does not contain '{want}'\n  {sql}\n"
-                            );
-                        }
-                    }
-                    (Ok(_), Some(_)) => {
-                        rep.failed += 1;
-                        let _ =
-                            writeln!(rep.failures, "{path}:{line}: expected an error, statement succeeded\n  {sql}\n");
-                    }
-                    (Err(e), None) => {
-                        rep.failed += 1;
-                        let _ = writeln!(rep.failures, "{path}:{line}: [{}] {e}\n  {sql}\n", e.code());
-                    }
-                }
+        let (line, outcome) = match rec {
+            Record::Statement { line, sql, expect_error } => (line, check_statement(&engine, &sql, expect_error)),
+            Record::Query { line, sql, columns, sort, expected } => {
+                (line, check_query(&engine, &sql, columns, sort, expected))
             }
-            Record::Query { line, sql, columns, sort, expected } => match engine.execute(&sql) {
-                Err(e) => {
-                    rep.failed += 1;
-                    let _ = writeln!(rep.failures, "{path}:{line}: [{}] {e}\n  {sql}\n", e.code());
-                }
-                Ok(r) => {
-                    let mut got = result_lines(&r);
-                    let mut exp = expected.clone();
-                    if sort {
-                        got.sort_by_key(|l| sort_key(l));
-                        exp.sort_by_key(|l| sort_key(l));
-                    }
-                    let width_ok = r.fields.len() == columns || columns == 0;
-                    let same =
-                        width_ok && got.len() == exp.len() && got.iter().zip(&exp).all(|(a, b)| lines_match(a, b));
-                    let plans = if same { explain_mismatch(&engine, &sql) } else { None };
-                    if let Some(why) = plans {
-                        rep.failed += 1;
-                        let _ = writeln!(rep.failures, "{path}:{line}: EXPLAIN and the run disagree: {why}\n  {sql}\n");
-                    } else if same {
-                        rep.passed += 1;
-                    } else {
-                        rep.failed += 1;
-                        let first = got
-                            .iter()
-                            .zip(&exp)
-                            .position(|(a, b)| !lines_match(a, b))
-                            .unwrap_or(got.len().min(exp.len()));
-                        let _ = writeln!(
-                            rep.failures,
-                            "{path}:{line}: wrong result ({} rows, expected {}; {} columns, expected {columns})\n  {sql}\n  first difference at row {first}:\n    got:      {}\n    expected: {}\n",
-                            got.len(),
-                            exp.len(),
-                            r.fields.len(),
-                            got.get(first).map_or("<none>", String::as_str),
-                            exp.get(first).map_or("<none>", String::as_str),
-                        );
-                    }
-                }
-            },
+        };
+        match outcome {
+            Ok(()) => rep.passed += 1,
+            Err(why) => {
+                rep.failed += 1;
+                let _ = writeln!(rep.failures, "{path}:{line}: {why}");
+            }
         }
     }
     rep
+}
+
+/// One `statement` record: `Err` says how its outcome differs from the expected one (with its SQL).
+fn check_statement(engine: &Engine, sql: &str, expect_error: Option<String>) -> Result<(), String> {
+    match (engine.execute(sql), expect_error) {
+        (Ok(_), None) => Ok(()),
+        (Err(e), Some(want)) => {
+            let msg = format!("{} {}", e.code(), e).to_lowercase();
+            if want.is_empty() || msg.contains(&want.to_lowercase()) {
+                Ok(())
+            } else {
+                Err(format!("error '{e}' does not contain '{want}'\n  {sql}\n"))
+            }
+        }
+        (Ok(_), Some(_)) => Err(format!("expected an error, statement succeeded\n  {sql}\n")),
+        (Err(e), None) => Err(format!("[{}] {e}\n  {sql}\n", e.code())),
+    }
+}
+
+/// One `query` record: `Err` says how its rows differ from `expected`, or where EXPLAIN and
+/// EXPLAIN ANALYZE disagree when they are the same (with its SQL).
+fn check_query(engine: &Engine, sql: &str, columns: usize, sort: bool, expected: Vec<String>) -> Result<(), String> {
+    let r = engine.execute(sql).map_err(|e| format!("[{}] {e}\n  {sql}\n", e.code()))?;
+    let mut got = result_lines(&r);
+    let mut exp = expected;
+    if sort {
+        got.sort_by_key(|l| sort_key(l));
+        exp.sort_by_key(|l| sort_key(l));
+    }
+    let width_ok = r.fields.len() == columns || columns == 0;
+    let same = width_ok && got.len() == exp.len() && got.iter().zip(&exp).all(|(a, b)| lines_match(a, b));
+    if !same {
+        let first = got.iter().zip(&exp).position(|(a, b)| !lines_match(a, b)).unwrap_or(got.len().min(exp.len()));
+        return Err(format!(
+            "wrong result ({} rows, expected {}; {} columns, expected {columns})\n  {sql}\n  first difference at row {first}:\n    got:      {}\n    expected: {}\n",
+            got.len(),
+            exp.len(),
+            r.fields.len(),
+            got.get(first).map_or("<none>", String::as_str),
+            exp.get(first).map_or("<none>", String::as_str),
+        ));
+    }
+    match explain_mismatch(engine, sql) {
+        Some(why) => Err(format!("EXPLAIN and the run disagree: {why}\n  {sql}\n")),
+        None => Ok(()),
+    }
 }
 
 /// For a SELECT: where EXPLAIN and EXPLAIN ANALYZE disagree, if they do. The two must print

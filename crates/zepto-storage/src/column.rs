@@ -526,28 +526,12 @@ impl Column {
         // one that is not NULL_INDEX is an error.
         let mut picks_null = vec![false; parts.len()];
         let mut bad: Option<(u32, usize)> = None;
-        fn pick<T: Copy>(src: &[T], idx: &[u32], zero: T, out: &mut Vec<T>, bad: &mut Option<(u32, usize)>) -> bool {
-            let mut miss = false;
-            out.extend(idx.iter().map(|&i| match src.get(i as usize) {
-                Some(&v) => v,
-                None => {
-                    miss = true;
-                    zero
-                }
-            }));
-            if miss {
-                if let Some(&i) = idx.iter().find(|&&i| i != NULL_INDEX && i as usize >= src.len()) {
-                    *bad = Some((i, src.len()));
-                }
-            }
-            miss
-        }
         macro_rules! prim {
             ($variant:ident, $zero:expr) => {{
                 let mut v = Vec::with_capacity(total);
                 for ((c, idx), nulls) in parts.iter().zip(&mut picks_null) {
                     match &c.data {
-                        ColumnData::$variant(src) => *nulls = pick(src, idx, $zero, &mut v, &mut bad),
+                        ColumnData::$variant(src) => *nulls = gather_pick(src, idx, $zero, &mut v, &mut bad),
                         _ => v.resize(v.len() + idx.len(), $zero),
                     }
                 }
@@ -555,45 +539,8 @@ impl Column {
             }};
         }
         let data = fixed_width_match!(dt, prim, {
-            DataType::Varchar => {
-                let mut out = StrVec::with_capacity(total, 0);
-                for ((c, idx), nulls) in parts.iter().zip(&mut picks_null) {
-                    for &i in *idx {
-                        if (i as usize) < c.len() {
-                            out.push(c.str_at(i as usize).unwrap_or(""));
-                        } else {
-                            *nulls = true;
-                            if i != NULL_INDEX {
-                                bad = Some((i, c.len()));
-                            }
-                            out.push("");
-                        }
-                    }
-                }
-                ColumnData::Varchar(out)
-            }
-            DataType::Symbol => {
-                let mut dict: Option<&Arc<Dict>> = None;
-                // An empty part contributes no codes (only NULL rows): its dictionary is moot.
-                for (c, _) in parts.iter().filter(|(c, _)| !c.is_empty()) {
-                    if let ColumnData::Symbol { dict: d, .. } = &c.data {
-                        match dict {
-                            Some(b) if b.lineage() != d.lineage() => return Err("symbols of two dictionaries".into()),
-                            Some(b) if b.len() >= d.len() => {}
-                            _ => dict = Some(d),
-                        }
-                    }
-                }
-                let dict = dict.cloned().unwrap_or_default();
-                let mut codes = Vec::with_capacity(total);
-                for ((c, idx), nulls) in parts.iter().zip(&mut picks_null) {
-                    match &c.data {
-                        ColumnData::Symbol { codes: src, .. } => *nulls = pick(src, idx, 0, &mut codes, &mut bad),
-                        _ => codes.resize(codes.len() + idx.len(), 0),
-                    }
-                }
-                ColumnData::Symbol { codes, dict }
-            }
+            DataType::Varchar => gather_varchar(parts, total, &mut picks_null, &mut bad),
+            DataType::Symbol => gather_symbol(parts, total, &mut picks_null, &mut bad)?,
             DataType::Null => ColumnData::Null(total),
         });
         if let Some((i, len)) = bad {
@@ -608,22 +555,7 @@ impl Column {
                 *nulls |= !idx.is_empty();
             }
         }
-        let any_null = parts.iter().zip(&picks_null).any(|((c, _), &n)| n || c.validity.is_some());
-        let validity = any_null.then(|| {
-            let mut v = Bitmap::default();
-            for ((c, idx), &nulls) in parts.iter().zip(&picks_null) {
-                match (&c.validity, nulls, c.data_type() == DataType::Null) {
-                    (_, _, true) => v.append_bits(&vec![0u8; idx.len().div_ceil(8)], 0, idx.len()),
-                    (None, false, _) => v.extend_set(idx.len()),
-                    (None, true, _) => v.append_bits(&pack_bits(idx, |i| i != NULL_INDEX), 0, idx.len()),
-                    (Some(b), _, _) => {
-                        v.append_bits(&pack_bits(idx, |i| i != NULL_INDEX && b.get(i as usize)), 0, idx.len())
-                    }
-                }
-            }
-            v
-        });
-        Ok(Column::new(data, validity))
+        Ok(Column::new(data, gather_validity(parts, &picks_null)))
     }
 
     /// Repeat one value `n` times (a value of another type than `dt` is refused).
@@ -648,6 +580,98 @@ impl Column {
 /// One bit per index (LSB first), eight at a time.
 fn pack_bits(idx: &[u32], valid: impl Fn(u32) -> bool) -> Vec<u8> {
     idx.chunks(8).map(|ch| ch.iter().enumerate().fold(0u8, |b, (k, &i)| b | ((valid(i) as u8) << k))).collect()
+}
+
+/// [`Column::gather`]'s copy of one part's fixed-width values: `idx` rows of `src` appended to
+/// `out`, an index past `src` giving `zero` (a NULL row). Whether any row missed; an index
+/// past `src` that is not [`NULL_INDEX`] is recorded in `bad`.
+fn gather_pick<T: Copy>(src: &[T], idx: &[u32], zero: T, out: &mut Vec<T>, bad: &mut Option<(u32, usize)>) -> bool {
+    let mut miss = false;
+    out.extend(idx.iter().map(|&i| match src.get(i as usize) {
+        Some(&v) => v,
+        None => {
+            miss = true;
+            zero
+        }
+    }));
+    if miss {
+        if let Some(&i) = idx.iter().find(|&&i| i != NULL_INDEX && i as usize >= src.len()) {
+            *bad = Some((i, src.len()));
+        }
+    }
+    miss
+}
+
+/// [`Column::gather`] of VARCHAR parts (an untyped NULL part gives empty strings).
+fn gather_varchar(
+    parts: &[(&Column, &[u32])],
+    total: usize,
+    picks_null: &mut [bool],
+    bad: &mut Option<(u32, usize)>,
+) -> ColumnData {
+    let mut out = StrVec::with_capacity(total, 0);
+    for ((c, idx), nulls) in parts.iter().zip(picks_null) {
+        for &i in *idx {
+            if (i as usize) < c.len() {
+                out.push(c.str_at(i as usize).unwrap_or(""));
+            } else {
+                *nulls = true;
+                if i != NULL_INDEX {
+                    *bad = Some((i, c.len()));
+                }
+                out.push("");
+            }
+        }
+    }
+    ColumnData::Varchar(out)
+}
+
+/// [`Column::gather`] of SYMBOL parts: coded by the largest dictionary of their one lineage.
+fn gather_symbol(
+    parts: &[(&Column, &[u32])],
+    total: usize,
+    picks_null: &mut [bool],
+    bad: &mut Option<(u32, usize)>,
+) -> Result<ColumnData, String> {
+    let mut dict: Option<&Arc<Dict>> = None;
+    // An empty part contributes no codes (only NULL rows): its dictionary is moot.
+    for (c, _) in parts.iter().filter(|(c, _)| !c.is_empty()) {
+        if let ColumnData::Symbol { dict: d, .. } = &c.data {
+            match dict {
+                Some(b) if b.lineage() != d.lineage() => return Err("symbols of two dictionaries".into()),
+                Some(b) if b.len() >= d.len() => {}
+                _ => dict = Some(d),
+            }
+        }
+    }
+    let dict = dict.cloned().unwrap_or_default();
+    let mut codes = Vec::with_capacity(total);
+    for ((c, idx), nulls) in parts.iter().zip(picks_null) {
+        match &c.data {
+            ColumnData::Symbol { codes: src, .. } => *nulls = gather_pick(src, idx, 0, &mut codes, bad),
+            _ => codes.resize(codes.len() + idx.len(), 0),
+        }
+    }
+    Ok(ColumnData::Symbol { codes, dict })
+}
+
+/// [`Column::gather`]'s validity: none when no part has NULL rows or picked any.
+fn gather_validity(parts: &[(&Column, &[u32])], picks_null: &[bool]) -> Option<Bitmap> {
+    let any_null = parts.iter().zip(picks_null).any(|((c, _), &n)| n || c.validity.is_some());
+    any_null.then(|| {
+        let mut v = Bitmap::default();
+        for ((c, idx), &nulls) in parts.iter().zip(picks_null) {
+            match (&c.validity, nulls, c.data_type() == DataType::Null) {
+                (_, _, true) => v.append_bits(&vec![0u8; idx.len().div_ceil(8)], 0, idx.len()),
+                (None, false, _) => v.extend_set(idx.len()),
+                (None, true, _) => v.append_bits(&pack_bits(idx, |i| i != NULL_INDEX), 0, idx.len()),
+                (Some(b), _, _) => {
+                    v.append_bits(&pack_bits(idx, |i| i != NULL_INDEX && b.get(i as usize)), 0, idx.len())
+                }
+            }
+        }
+        v
+    })
 }
 
 /// Rows `rows` of `col`, symbol codes translated through `remap` (old code → new) if given:
