@@ -3,7 +3,7 @@
 use super::numeric::to_f64;
 use super::{eval, eval_opnd, Batch, Opnd, Subqueries};
 use crate::error::{Result, SqlError};
-use crate::expr::functions::ScalarFunc;
+use crate::expr::functions::{Family, ScalarFunc};
 use crate::expr::BExpr;
 use std::borrow::Cow;
 use zepto_storage::time::{self, NS_PER_SEC};
@@ -90,25 +90,11 @@ fn round_half_away(x: f64, digits: i32) -> f64 {
 
 /// A scalar function over the rows of `b` (result type `ty`), by family.
 pub fn call(f: ScalarFunc, args: &[BExpr], ty: DataType, b: &Batch, sq: &dyn Subqueries) -> Result<Column> {
-    use ScalarFunc as F;
-    match f {
-        F::Lower
-        | F::Upper
-        | F::Trim
-        | F::LTrim
-        | F::RTrim
-        | F::Replace
-        | F::StartsWith
-        | F::Length
-        | F::Concat
-        | F::Substr => string(f, args, b, sq),
-        F::Abs | F::Floor | F::Ceil | F::Sign | F::Round | F::Sqrt | F::Ln | F::Log10 | F::Exp | F::Power => {
-            math(f, args, ty, b, sq)
-        }
-        F::Coalesce | F::Greatest | F::Least | F::NullIf => conditional(f, args, ty, b, sq),
-        F::DateTrunc | F::DatePart | F::EpochNs | F::Epoch | F::Now | F::Xbar | F::MonthBucket => {
-            temporal(f, args, ty, b, sq)
-        }
+    match f.family() {
+        Family::String => string(f, args, b, sq),
+        Family::Math => math(f, args, ty, b, sq),
+        Family::Conditional => conditional(f, args, ty, b, sq),
+        Family::Temporal => temporal(f, args, ty, b, sq),
     }
 }
 

@@ -290,6 +290,44 @@ pub fn scalar_by_name(name: &str) -> Option<ScalarFunc> {
     })
 }
 
+/// The families scalar functions are bound and evaluated by (one function per family in the
+/// binder and one in the evaluator).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Family {
+    /// Strings in (`lower`, `substr`, `concat`, ...).
+    String,
+    /// Numbers in (`abs`, `round`, `sqrt`, `power`, ...).
+    Math,
+    /// Any type in, chosen among (`coalesce`, `greatest`, `least`, `nullif`).
+    Conditional,
+    /// Times and dates (`date_trunc`, `date_part`, `epoch`, `now`, `xbar`, ...).
+    Temporal,
+}
+
+impl ScalarFunc {
+    /// The family that binds and evaluates this function.
+    pub fn family(self) -> Family {
+        use ScalarFunc as F;
+        match self {
+            F::Lower
+            | F::Upper
+            | F::Trim
+            | F::LTrim
+            | F::RTrim
+            | F::Replace
+            | F::StartsWith
+            | F::Length
+            | F::Concat
+            | F::Substr => Family::String,
+            F::Abs | F::Floor | F::Ceil | F::Sign | F::Round | F::Sqrt | F::Ln | F::Log10 | F::Exp | F::Power => {
+                Family::Math
+            }
+            F::Coalesce | F::Greatest | F::Least | F::NullIf => Family::Conditional,
+            F::DateTrunc | F::DatePart | F::EpochNs | F::MonthBucket | F::Epoch | F::Now | F::Xbar => Family::Temporal,
+        }
+    }
+}
+
 /// Arity bounds of a scalar function.
 pub fn scalar_arity(f: ScalarFunc) -> (usize, usize) {
     use ScalarFunc::*;

@@ -6,7 +6,7 @@
 use super::{BExpr, Correlated, Field, SubqueryKind};
 use crate::error::{Pos, Result, SqlError};
 use crate::eval::eval_const;
-use crate::expr::functions::{self, scalar_arity, scalar_by_name, ScalarFunc};
+use crate::expr::functions::{self, scalar_arity, scalar_by_name, Family, ScalarFunc};
 use crate::parser::ast::{BinaryOp, Expr, FuncCall, Literal, Query, UnaryOp};
 use zepto_storage::{time, DataType, Value};
 
@@ -667,30 +667,16 @@ fn num_arg(a: BExpr, name: &str, pos: Pos) -> Result<BExpr> {
 
 /// Bind a scalar function call: its argument coercions and result type, by family.
 pub fn bind_function(name: &str, args: Vec<BExpr>, pos: Pos) -> Result<BExpr> {
-    use ScalarFunc as F;
     let func = scalar_by_name(name).ok_or_else(|| SqlError::plan(format!("unknown function {name}()"), Some(pos)))?;
     let (lo, hi) = scalar_arity(func);
     if args.len() < lo || args.len() > hi {
         return Err(SqlError::plan(format!("wrong number of arguments to {name}(): {}", args.len()), Some(pos)));
     }
-    match func {
-        F::Lower
-        | F::Upper
-        | F::Trim
-        | F::LTrim
-        | F::RTrim
-        | F::Replace
-        | F::StartsWith
-        | F::Length
-        | F::Concat
-        | F::Substr => string_call(func, name, args, pos),
-        F::Abs | F::Floor | F::Ceil | F::Sign | F::Round | F::Sqrt | F::Ln | F::Log10 | F::Exp | F::Power => {
-            math_call(func, name, args, pos)
-        }
-        F::Coalesce | F::Greatest | F::Least | F::NullIf => conditional_call(func, name, args, pos),
-        F::DateTrunc | F::DatePart | F::EpochNs | F::MonthBucket | F::Epoch | F::Now | F::Xbar => {
-            time_call(func, name, args, pos)
-        }
+    match func.family() {
+        Family::String => string_call(func, name, args, pos),
+        Family::Math => math_call(func, name, args, pos),
+        Family::Conditional => conditional_call(func, name, args, pos),
+        Family::Temporal => time_call(func, name, args, pos),
     }
 }
 
