@@ -2,6 +2,7 @@
 //! truncation and field extraction. Proleptic Gregorian, UTC, no time zones.
 //!
 //! Days ↔ civil date conversions follow Howard Hinnant's `days_from_civil` algorithm.
+#![cfg_attr(not(test), deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used))]
 
 /// Nanoseconds in a microsecond.
 pub const NS_PER_US: i64 = 1_000;
@@ -75,38 +76,39 @@ fn days_in_month(y: i64, m: u32) -> u32 {
     }
 }
 
+/// The number written by the first `n` bytes of `s` (at most 18, so it fits), if all digits.
 fn digits(s: &[u8], n: usize) -> Option<i64> {
-    if s.len() < n || !s[..n].iter().all(u8::is_ascii_digit) {
+    let d = s.get(..n)?;
+    if n > 18 || !d.iter().all(u8::is_ascii_digit) {
         return None;
     }
-    Some(s[..n].iter().fold(0i64, |a, &c| a * 10 + (c - b'0') as i64))
+    Some(d.iter().fold(0i64, |a, &c| a * 10 + i64::from(c - b'0')))
+}
+
+/// How many ASCII digits `s` starts with.
+fn digit_run(s: &[u8]) -> usize {
+    s.iter().take_while(|c| c.is_ascii_digit()).count()
 }
 
 fn parse_ymd(b: &[u8]) -> Option<(i64, u32, u32, usize)> {
     // YYYY-MM-DD (year may have more digits, no sign support needed here)
-    let ylen = b.iter().take_while(|c| c.is_ascii_digit()).count();
+    let ylen = digit_run(b);
     if !(4..=6).contains(&ylen) {
         return None;
     }
     let y = digits(b, ylen)?;
-    let rest = &b[ylen..];
-    if rest.first() != Some(&b'-') {
-        return None;
-    }
-    let mlen = rest[1..].iter().take_while(|c| c.is_ascii_digit()).count();
+    let month = b.get(ylen..)?.strip_prefix(b"-")?;
+    let mlen = digit_run(month);
     if !(1..=2).contains(&mlen) {
         return None;
     }
-    let m = digits(&rest[1..], mlen)? as u32;
-    let rest2 = &rest[1 + mlen..];
-    if rest2.first() != Some(&b'-') {
-        return None;
-    }
-    let dlen = rest2[1..].iter().take_while(|c| c.is_ascii_digit()).count();
+    let m = digits(month, mlen)? as u32;
+    let day = month.get(mlen..)?.strip_prefix(b"-")?;
+    let dlen = digit_run(day);
     if !(1..=2).contains(&dlen) {
         return None;
     }
-    let d = digits(&rest2[1..], dlen)? as u32;
+    let d = digits(day, dlen)? as u32;
     if !(1..=12).contains(&m) || d == 0 || d > days_in_month(y, m) {
         return None;
     }
@@ -131,17 +133,17 @@ pub fn parse_timestamp(s: &str) -> Option<i64> {
     // In i128 until the end: the earliest i64 timestamp (1677-09-21 00:12:43.145224192) is
     // its day's start, outside i64, plus the time of day.
     let mut ns = i128::from(days_from_civil(y, m, d)) * i128::from(NS_PER_DAY);
-    if i < b.len() && (b[i] == b' ' || b[i] == b'T') {
+    if matches!(b.get(i), Some(b' ' | b'T')) {
         i += 1;
-        let hh = digits(&b[i..], 2)?;
+        let hh = digits(b.get(i..)?, 2)?;
         if b.get(i + 2) != Some(&b':') {
             return None;
         }
-        let mm = digits(&b[i + 3..], 2)?;
+        let mm = digits(b.get(i + 3..)?, 2)?;
         i += 5;
         let mut ss = 0;
         if b.get(i) == Some(&b':') {
-            ss = digits(&b[i + 1..], 2)?;
+            ss = digits(b.get(i + 1..)?, 2)?;
             i += 3;
         }
         if hh > 23 || mm > 59 || ss > 59 {
@@ -150,17 +152,16 @@ pub fn parse_timestamp(s: &str) -> Option<i64> {
         let mut frac = 0i64;
         if b.get(i) == Some(&b'.') {
             i += 1;
-            let n = b[i..].iter().take_while(|c| c.is_ascii_digit()).count();
+            let n = digit_run(b.get(i..)?);
             if n == 0 || n > 9 {
                 return None;
             }
-            frac = digits(&b[i..], n)? * 10i64.pow(9 - n as u32);
+            frac = digits(b.get(i..)?, n)? * 10i64.pow(9 - n as u32);
             i += n;
         }
         ns += i128::from(hh * NS_PER_HOUR + mm * NS_PER_MIN + ss * NS_PER_SEC + frac);
     }
-    let tail = &s[i..];
-    match tail {
+    match s.get(i..)? {
         "" | "Z" | "z" | "+00" | "+00:00" | "+0000" => i64::try_from(ns).ok(),
         _ => None,
     }
@@ -244,29 +245,28 @@ pub fn parse_interval(s: &str) -> Option<i64> {
     let mut i = 0;
     let mut total: i64 = 0;
     let mut any = false;
-    while i < b.len() {
-        while i < b.len() && b[i].is_ascii_whitespace() {
+    // Every index below stops at an ASCII byte, so every slice is on a character boundary.
+    let skip = |mut i: usize, keep: fn(&u8) -> bool| {
+        while b.get(i).is_some_and(keep) {
             i += 1;
         }
+        i
+    };
+    while i < b.len() {
+        i = skip(i, u8::is_ascii_whitespace);
         if i >= b.len() {
             break;
         }
         let start = i;
-        if b[i] == b'-' || b[i] == b'+' {
+        if matches!(b.get(i), Some(b'-' | b'+')) {
             i += 1;
         }
-        while i < b.len() && (b[i].is_ascii_digit() || b[i] == b'.') {
-            i += 1;
-        }
-        let num: f64 = s[start..i].parse().ok()?;
-        while i < b.len() && b[i].is_ascii_whitespace() {
-            i += 1;
-        }
+        i = skip(i, |c| c.is_ascii_digit() || *c == b'.');
+        let num: f64 = s.get(start..i)?.parse().ok()?;
+        i = skip(i, u8::is_ascii_whitespace);
         let ustart = i;
-        while i < b.len() && b[i].is_ascii_alphabetic() {
-            i += 1;
-        }
-        let unit = unit_ns(&s[ustart..i])?;
+        i = skip(i, u8::is_ascii_alphabetic);
+        let unit = unit_ns(s.get(ustart..i)?)?;
         let part = num * unit as f64;
         if !part.is_finite() || part.abs() > 9.2e18 {
             return None;
@@ -283,13 +283,17 @@ fn parse_hms(s: &str) -> Option<i64> {
         None => (false, s),
     };
     let parts: Vec<&str> = body.split(':').collect();
-    if parts.len() != 3 {
+    let [h, m, sec] = parts.as_slice() else { return None };
+    let h: i64 = h.parse().ok()?;
+    let m: i64 = m.parse().ok()?;
+    let sec: f64 = sec.parse().ok()?;
+    let sec_ns = sec * NS_PER_SEC as f64;
+    if !sec_ns.is_finite() || sec_ns.abs() > 9.2e18 {
         return None;
     }
-    let h: i64 = parts[0].parse().ok()?;
-    let m: i64 = parts[1].parse().ok()?;
-    let sec: f64 = parts[2].parse().ok()?;
-    let v = h * NS_PER_HOUR + m * NS_PER_MIN + (sec * NS_PER_SEC as f64).round() as i64;
+    // Checked: `1000000000000:00:00` is out of range, not a wrapped (or, in debug, a panicking)
+    // product.
+    let v = h.checked_mul(NS_PER_HOUR)?.checked_add(m.checked_mul(NS_PER_MIN)?)?.checked_add(sec_ns.round() as i64)?;
     Some(if neg { -v } else { v })
 }
 
@@ -352,6 +356,32 @@ pub fn extract_field(field: &str, ns: i64) -> Option<i64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Text of any shape, valid or not, gives a value or `None`, never a panic (debug builds
+    /// check arithmetic overflow too): mutations of valid timestamps, dates and intervals.
+    #[test]
+    fn parsers_never_panic() {
+        assert_eq!(parse_interval("1000000000000:00:00"), None, "out of range, not wrapped");
+        assert_eq!(parse_interval("-01:30:00"), Some(-(NS_PER_HOUR + 30 * NS_PER_MIN)));
+        let seeds = ["2024-01-02 09:30:00.123456789Z", "2024-1-2T9:30", "00:01:30", "2 hours 30 minutes", "-1.5 s"];
+        let alphabet = b"0123456789-:. TZz+eE_\xc3\xa9hsm";
+        let mut rng = crate::rng::XorShift::new(7);
+        for _ in 0..50_000 {
+            let mut b = seeds[rng.index(seeds.len())].as_bytes().to_vec();
+            for _ in 0..1 + rng.index(4) {
+                let at = rng.index(b.len() + 1);
+                match rng.index(3) {
+                    0 if at < b.len() => {
+                        b.remove(at);
+                    }
+                    1 if at < b.len() => b[at] = alphabet[rng.index(alphabet.len())],
+                    _ => b.insert(at, alphabet[rng.index(alphabet.len())]),
+                }
+            }
+            let text = String::from_utf8_lossy(&b);
+            let _ = (parse_timestamp(&text), parse_date(&text), parse_interval(&text));
+        }
+    }
 
     #[test]
     fn month_buckets() {
