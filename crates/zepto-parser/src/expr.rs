@@ -89,8 +89,9 @@ impl Parser {
                 let negated = self.eat_kw("not");
                 if self.eat_kw("null") {
                     l = Expr::IsNull { expr: Box::new(l), negated };
-                } else if self.eat_kw("true") || self.eat_kw("false") {
-                    let v = matches!(&self.toks[self.i - 1].tok, Tok::Ident(s) if s.eq_ignore_ascii_case("true"));
+                } else if self.is_kw("true") || self.is_kw("false") {
+                    let v = self.eat_kw("true");
+                    self.eat_kw("false");
                     // x IS TRUE  ⇔  coalesce(x = true, false)
                     let cmp = Expr::Binary {
                         op: BinaryOp::Eq,

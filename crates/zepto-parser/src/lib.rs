@@ -11,6 +11,8 @@
 //! (SELECT / set operations / FROM), `limits` (request size and expression depth), `visit`
 //! (walking the tree), this file (statements and the token cursor).
 #![warn(missing_docs)]
+// The parser reads outside text: no panicking index, unwrap or expect outside tests.
+#![cfg_attr(not(test), deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used))]
 
 pub mod access;
 pub mod ast;
@@ -224,21 +226,25 @@ pub fn parse_statement(sql: &str) -> Result<Statement> {
     }
 }
 
+/// What the cursor reads past the end (never reached: the lexer ends every list with `Eof`,
+/// and the cursor stops on it).
+const PAST_END: &Tok = &Tok::Eof;
+
 impl Parser {
     fn peek(&self) -> &Tok {
-        &self.toks[self.i].tok
+        self.toks.get(self.i).map_or(PAST_END, |t| &t.tok)
     }
 
     fn peek_at(&self, k: usize) -> &Tok {
-        &self.toks[(self.i + k).min(self.toks.len() - 1)].tok
+        self.toks.get(self.i + k).or(self.toks.last()).map_or(PAST_END, |t| &t.tok)
     }
 
     fn pos(&self) -> Pos {
-        self.toks[self.i].pos
+        self.toks.get(self.i).or(self.toks.last()).map_or(Pos { offset: 0, line: 1, column: 1 }, |t| t.pos)
     }
 
     fn advance(&mut self) -> Tok {
-        let t = self.toks[self.i].tok.clone();
+        let t = self.peek().clone();
         if self.i + 1 < self.toks.len() {
             self.i += 1;
         }
