@@ -5,6 +5,7 @@
 //! values are copied a buffer at a time, validity bitmaps are appended byte-wise (Arrow's layout
 //! is ours), and a `SYMBOL` target interns each distinct string of an Arrow dictionary once.
 //! Writing ([`to_arrow`]) maps each engine type to one Arrow type (see [`to_arrow`]).
+#![cfg_attr(not(test), deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used))]
 
 use crate::IoError;
 use arrow_array::cast::AsArray;
@@ -201,8 +202,8 @@ impl Acc {
 /// Set the NULL slots appended since `start` to the type's zero value (the engine's invariant;
 /// Parquet decoding can leave stale values there).
 fn zero_nulls(data: &mut ColumnData, start: usize, nulls: Option<&NullBuffer>) {
-    fn z<T: Copy>(v: &mut [T], nulls: &NullBuffer, zero: T) {
-        for (slot, valid) in v.iter_mut().zip(nulls.iter()) {
+    fn z<T: Copy>(v: &mut [T], start: usize, nulls: &NullBuffer, zero: T) {
+        for (slot, valid) in v.iter_mut().skip(start).zip(nulls.iter()) {
             if !valid {
                 *slot = zero;
             }
@@ -210,12 +211,12 @@ fn zero_nulls(data: &mut ColumnData, start: usize, nulls: Option<&NullBuffer>) {
     }
     let Some(nulls) = nulls else { return };
     match data {
-        ColumnData::Bool(v) => z(&mut v[start..], nulls, false),
-        ColumnData::Int32(v) | ColumnData::Date(v) => z(&mut v[start..], nulls, 0),
-        ColumnData::Int64(v) | ColumnData::Timestamp(v) | ColumnData::Interval(v) => z(&mut v[start..], nulls, 0),
-        ColumnData::Float32(v) => z(&mut v[start..], nulls, 0.0),
-        ColumnData::Float64(v) => z(&mut v[start..], nulls, 0.0),
-        ColumnData::Symbol { codes, .. } => z(&mut codes[start..], nulls, 0),
+        ColumnData::Bool(v) => z(v, start, nulls, false),
+        ColumnData::Int32(v) | ColumnData::Date(v) => z(v, start, nulls, 0),
+        ColumnData::Int64(v) | ColumnData::Timestamp(v) | ColumnData::Interval(v) => z(v, start, nulls, 0),
+        ColumnData::Float32(v) => z(v, start, nulls, 0.0),
+        ColumnData::Float64(v) => z(v, start, nulls, 0.0),
+        ColumnData::Symbol { codes, .. } => z(codes, start, nulls, 0),
         // Strings are pushed as "" for NULL rows already.
         ColumnData::Varchar(_) | ColumnData::Null(_) => {}
     }

@@ -5,6 +5,7 @@
 //! reader accepts is accepted here too (any integer width, any timestamp unit, dictionary or
 //! plain strings, ...). Writing slices the result into batches of [`BATCH_ROWS`] rows so a
 //! large result leaves the server as a sequence of bounded messages.
+#![cfg_attr(not(test), deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used))]
 
 use crate::arrow::{append_batch, finish_columns, match_columns, to_arrow, Acc};
 use crate::IoError;

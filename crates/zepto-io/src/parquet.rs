@@ -6,6 +6,7 @@
 //! read as an Arrow dictionary so each distinct string is interned once, not once per row.
 //!
 //! Writing produces one zstd-compressed file, written to `<path>.tmp` and renamed into place.
+#![cfg_attr(not(test), deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used))]
 
 use crate::arrow::{append_batch, finish_columns, match_columns, to_arrow, Acc};
 use crate::{Check, IoError};
@@ -108,8 +109,7 @@ fn read_with<R: ChunkReader + 'static>(
     let mut hinted: Vec<Field> = fields.iter().map(|f| f.as_ref().clone()).collect();
     let mut any_hint = false;
     for (c, s) in schema.iter().zip(&source) {
-        if let (DataType::Symbol, Some(k)) = (c.data_type, *s) {
-            let f = &mut hinted[k];
+        if let (DataType::Symbol, Some(f)) = (c.data_type, s.and_then(|k| hinted.get_mut(k))) {
             let values = match f.data_type() {
                 ArrowType::Utf8 | ArrowType::Utf8View => Some(ArrowType::Utf8),
                 ArrowType::LargeUtf8 => Some(ArrowType::LargeUtf8),

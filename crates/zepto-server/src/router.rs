@@ -1,5 +1,6 @@
 //! Request routing (SPEC §2) and the per-request frame around every handler: authentication,
 //! `X-Request-Id`, metrics, the access log, and errors rendered as JSON.
+#![cfg_attr(not(test), deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used))]
 
 use crate::access_log::{now_ns, Entry};
 use crate::auth::{Principal, Role};
@@ -501,8 +502,8 @@ fn percent_decode(s: &str) -> Result<String, ApiError> {
     let b = s.as_bytes();
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'%' {
+    while let Some(&c) = b.get(i) {
+        if c == b'%' {
             let hex = b.get(i + 1..i + 3).and_then(|h| std::str::from_utf8(h).ok());
             let v = hex
                 .and_then(|h| u8::from_str_radix(h, 16).ok())
@@ -510,7 +511,7 @@ fn percent_decode(s: &str) -> Result<String, ApiError> {
             out.push(v);
             i += 3;
         } else {
-            out.push(b[i]);
+            out.push(c);
             i += 1;
         }
     }

@@ -7,6 +7,7 @@
 //! body touches before any is created, widened or appended to; the final schema changes and
 //! appends then happen under each table's write lock, re-checked there against concurrent
 //! writers.
+#![cfg_attr(not(test), deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used))]
 
 pub mod ilp;
 mod jsonl;
@@ -112,7 +113,7 @@ fn write_table(
 /// before the data: 1 for CSV) where the bad byte is.
 fn utf8(body: &[u8], format: IngestFormat) -> Result<&str, ApiError> {
     std::str::from_utf8(body).map_err(|e| {
-        let upto = &body[..e.valid_up_to()];
+        let upto = body.get(..e.valid_up_to()).unwrap_or(body);
         let line = upto.iter().filter(|&&b| b == b'\n').count() + 1;
         let msg = format!("body is not UTF-8 (line {line}, byte {})", e.valid_up_to());
         match format {
@@ -164,7 +165,9 @@ fn apply_ilp(catalog: &Catalog, who: &Principal, points: &[Point<'_>], now_ns: i
             order.push((p.measurement.to_string(), Vec::new()));
             order.len() - 1
         });
-        order[i].1.push(p);
+        if let Some((_, group)) = order.get_mut(i) {
+            group.push(p);
+        }
     }
     for (name, _) in &order {
         who.require_table(name)?;
@@ -231,18 +234,15 @@ fn new_type(v: &FieldValue<'_>) -> DataType {
 
 fn plan_table(catalog: &Catalog, name: &str, pts: &[&Point<'_>], now_ns: i64) -> Result<TablePlan, ApiError> {
     let existing = catalog.snapshot(name).ok();
-    let mut defs: Vec<ColumnDef> = existing.as_ref().map(|t| t.schema().columns.clone()).unwrap_or_default();
     let ts_name = existing
         .as_ref()
-        .and_then(|t| t.ts_col().map(|i| t.schema().columns[i].name.clone()))
+        .and_then(|t| t.ts_col().and_then(|i| t.schema().columns.get(i)).map(|c| c.name.clone()))
         .unwrap_or_else(|| "timestamp".to_string());
-    let mut by_name: HashMap<String, usize> =
-        defs.iter().enumerate().map(|(i, d)| (d.name.to_ascii_lowercase(), i)).collect();
-    let mut builders: Vec<ColumnBuilder> = defs.iter().map(|d| ColumnBuilder::new(d.data_type, pts.len())).collect();
-    let mut filled: Vec<bool> = vec![false; defs.len()];
+    let defs: Vec<ColumnDef> = existing.as_ref().map(|t| t.schema().columns.clone()).unwrap_or_default();
+    let mut cols = IlpColumns::new(defs, pts.len());
     let ts_key = ts_name.to_ascii_lowercase();
     for (row, p) in pts.iter().enumerate() {
-        filled.iter_mut().for_each(|f| *f = false);
+        cols.start_row();
         let tags = p.tags.iter().map(|(k, v)| (k, true, FieldValue::Str(v.clone())));
         let fields = p.fields.iter().map(|(k, v)| (k, false, v.clone()));
         for (key, is_tag, value) in tags.chain(fields) {
@@ -250,71 +250,104 @@ fn plan_table(catalog: &Catalog, name: &str, pts: &[&Point<'_>], now_ns: i64) ->
             if lk == ts_key {
                 return Err(line_err(p.line, format!("'{key}' is the table's timestamp column, not a tag or field")));
             }
-            let j = match by_name.get(&lk) {
-                Some(&j) => j,
-                None => {
-                    if defs.len() >= MAX_COLUMNS {
-                        return Err(line_err(
-                            p.line,
-                            format!("table '{name}' would have more than {MAX_COLUMNS} columns ('{key}')"),
-                        ));
-                    }
-                    let dt = if is_tag { DataType::Symbol } else { new_type(&value) };
-                    defs.push(ColumnDef { name: key.to_string(), data_type: dt });
-                    let mut b = ColumnBuilder::new(dt, pts.len());
-                    (0..row).for_each(|_| b.push_null());
-                    builders.push(b);
-                    filled.push(false);
-                    by_name.insert(lk, defs.len() - 1);
-                    defs.len() - 1
-                }
-            };
-            if filled[j] {
+            let dt = if is_tag { DataType::Symbol } else { new_type(&value) };
+            let c = cols.slot(&lk, key, dt, row).map_err(|m| line_err(p.line, format!("table '{name}' {m}")))?;
+            if c.filled {
                 return Err(line_err(p.line, format!("'{key}' is given twice")));
             }
-            let dt = defs[j].data_type;
+            let dt = c.def.data_type;
             let v = convert(&value, dt).ok_or_else(|| {
                 let what = if is_tag { "tag" } else { value.kind() };
-                line_err(
-                    p.line,
-                    format!("{what} value for '{key}' does not fit column '{}' of type {dt}", defs[j].name),
-                )
+                let column = &c.def.name;
+                line_err(p.line, format!("{what} value for '{key}' does not fit column '{column}' of type {dt}"))
             })?;
-            builders[j].push_value(&v).map_err(|e| ApiError::internal(e.to_string()))?;
-            filled[j] = true;
+            c.push(&v)?;
         }
-        let j = match by_name.get(&ts_key) {
+        let c = cols
+            .slot(&ts_key, &ts_name, DataType::Timestamp, row)
+            .map_err(|m| line_err(p.line, format!("table '{name}' {m}")))?;
+        if c.def.data_type != DataType::Timestamp {
+            let column = &c.def.name;
+            return Err(line_err(p.line, format!("column '{column}' of table '{name}' is not a TIMESTAMP")));
+        }
+        c.push(&Value::Timestamp(p.timestamp.unwrap_or(now_ns)))?;
+        cols.end_row();
+    }
+    let (defs, cols) = cols.finish();
+    Ok(TablePlan { name: name.to_string(), exists: existing.is_some(), defs, cols, ts_name })
+}
+
+/// The columns an ILP batch builds for one table: the table's own, then those its lines add,
+/// each with whether the current line gave it a value.
+struct IlpColumns {
+    slots: Vec<IlpColumn>,
+    /// Lower-cased name → index into `slots`.
+    by_name: HashMap<String, usize>,
+    /// Rows the batch will have (the builders' capacity).
+    rows: usize,
+}
+
+/// One column of [`IlpColumns`].
+struct IlpColumn {
+    def: ColumnDef,
+    builder: ColumnBuilder,
+    /// The current line gave it a value.
+    filled: bool,
+}
+
+impl IlpColumn {
+    fn push(&mut self, v: &Value) -> Result<(), ApiError> {
+        self.builder.push_value(v).map_err(|e| ApiError::internal(e.to_string()))?;
+        self.filled = true;
+        Ok(())
+    }
+}
+
+impl IlpColumns {
+    fn new(defs: Vec<ColumnDef>, rows: usize) -> IlpColumns {
+        let by_name = defs.iter().enumerate().map(|(i, d)| (d.name.to_ascii_lowercase(), i)).collect();
+        let slots = defs
+            .into_iter()
+            .map(|def| IlpColumn { builder: ColumnBuilder::new(def.data_type, rows), def, filled: false })
+            .collect();
+        IlpColumns { slots, by_name, rows }
+    }
+
+    fn start_row(&mut self) {
+        self.slots.iter_mut().for_each(|c| c.filled = false);
+    }
+
+    /// The column `lower` (named `name` as written), added as `dt` with NULLs for the `row`
+    /// lines before this one when the table has no such column yet; an error past
+    /// [`MAX_COLUMNS`].
+    fn slot(&mut self, lower: &str, name: &str, dt: DataType, row: usize) -> Result<&mut IlpColumn, String> {
+        let j = match self.by_name.get(lower) {
             Some(&j) => j,
             None => {
-                defs.push(ColumnDef { name: ts_name.clone(), data_type: DataType::Timestamp });
-                let mut b = ColumnBuilder::new(DataType::Timestamp, pts.len());
-                (0..row).for_each(|_| b.push_null());
-                builders.push(b);
-                filled.push(false);
-                by_name.insert(ts_key.clone(), defs.len() - 1);
-                defs.len() - 1
+                if self.slots.len() >= MAX_COLUMNS {
+                    return Err(format!("would have more than {MAX_COLUMNS} columns ('{name}')"));
+                }
+                let mut builder = ColumnBuilder::new(dt, self.rows);
+                (0..row).for_each(|_| builder.push_null());
+                let def = ColumnDef { name: name.to_string(), data_type: dt };
+                self.slots.push(IlpColumn { def, builder, filled: false });
+                self.by_name.insert(lower.to_string(), self.slots.len() - 1);
+                self.slots.len() - 1
             }
         };
-        if defs[j].data_type != DataType::Timestamp {
-            return Err(line_err(p.line, format!("column '{}' of table '{name}' is not a TIMESTAMP", defs[j].name)));
-        }
-        builders[j]
-            .push_value(&Value::Timestamp(p.timestamp.unwrap_or(now_ns)))
-            .map_err(|e| ApiError::internal(e.to_string()))?;
-        filled[j] = true;
-        for (b, f) in builders.iter_mut().zip(&filled) {
-            if !*f {
-                b.push_null();
-            }
+        self.slots.get_mut(j).ok_or_else(|| format!("lost track of column '{name}'"))
+    }
+
+    /// NULL in every column the line did not give.
+    fn end_row(&mut self) {
+        for c in self.slots.iter_mut().filter(|c| !c.filled) {
+            c.builder.push_null();
         }
     }
-    Ok(TablePlan {
-        name: name.to_string(),
-        exists: existing.is_some(),
-        defs,
-        cols: builders.into_iter().map(ColumnBuilder::finish).collect(),
-        ts_name,
-    })
+
+    fn finish(self) -> (Vec<ColumnDef>, Vec<Column>) {
+        self.slots.into_iter().map(|c| (c.def, c.builder.finish())).unzip()
+    }
 }
 
 /// Apply every table's rows under all their locks: first re-check each plan against the
@@ -328,9 +361,9 @@ fn apply_plans(catalog: &Catalog, plans: Vec<TablePlan>) -> Result<usize, ApiErr
             for (t, p) in tables.iter().zip(&plans) {
                 let mut add = Vec::new();
                 for d in &p.defs {
-                    match t.schema().index_of(&d.name) {
-                        Some(i) => {
-                            let have = t.schema().columns[i].data_type;
+                    match t.schema().index_of(&d.name).and_then(|i| t.schema().columns.get(i)) {
+                        Some(col) => {
+                            let have = col.data_type;
                             if have != d.data_type && !(have.is_string() && d.data_type.is_string()) {
                                 return Err(StorageError::Invalid(format!(
                                     "column '{}' of table '{}' is now {have}, not {}",
@@ -356,8 +389,8 @@ fn apply_plans(catalog: &Catalog, plans: Vec<TablePlan>) -> Result<usize, ApiErr
                     let i = t.schema().index_of(&d.name).or_else(|| {
                         add.iter().position(|a| a.name.eq_ignore_ascii_case(&d.name)).map(|k| t.schema().len() + k)
                     });
-                    if let Some(i) = i {
-                        slots[i] = Some(c);
+                    if let Some(slot) = i.and_then(|i| slots.get_mut(i)) {
+                        *slot = Some(c);
                     }
                 }
                 let types = t.schema().columns.iter().chain(add.iter()).map(|d| d.data_type);
