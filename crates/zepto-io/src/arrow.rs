@@ -476,7 +476,7 @@ fn symbol(
 }
 
 fn null_buffer(c: &Column) -> Option<NullBuffer> {
-    let v = c.validity().as_ref()?;
+    let v = c.validity()?;
     let bits = BooleanBuffer::new(Buffer::from_slice_ref(v.as_bytes()), 0, v.len());
     Some(NullBuffer::new(bits))
 }

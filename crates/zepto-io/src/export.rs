@@ -40,7 +40,7 @@ fn prim<T: ArrowPrimitiveType>(owner: &Arc<Column>, v: &[T::Native], nulls: Opti
 
 /// `c`'s validity as Arrow nulls, sharing the bitmap.
 fn nulls(c: &Arc<Column>) -> Option<NullBuffer> {
-    let v = c.validity().as_ref()?;
+    let v = c.validity()?;
     let bits = BooleanBuffer::new(share(c, v.as_bytes()), 0, v.len());
     Some(NullBuffer::new(bits))
 }
@@ -127,7 +127,7 @@ mod tests {
         assert_eq!(values_ptr(&a, 0), v.as_ptr() as usize);
         assert_eq!(
             a.nulls().map(|b| b.buffer().as_ptr() as usize),
-            c.validity().as_ref().map(|b| b.as_bytes().as_ptr() as usize)
+            c.validity().map(|b| b.as_bytes().as_ptr() as usize)
         );
         assert_eq!(a.null_count(), 1);
         assert_eq!(a.as_any().downcast_ref::<arrow_array::Int64Array>().map(|x| x.value(2)), Some(3));

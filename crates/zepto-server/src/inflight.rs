@@ -42,6 +42,16 @@ impl BodyBudget {
     pub fn available(&self) -> usize {
         self.sem.available_permits().saturating_mul(UNIT)
     }
+
+    /// Bytes held by bodies now (what the `zepto_request_body_bytes_in_flight` gauge shows).
+    pub fn held(&self) -> usize {
+        self.capacity().saturating_sub(self.available())
+    }
+
+    /// The whole budget in bytes, as a whole number of permits.
+    fn capacity(&self) -> usize {
+        self.bytes.div_ceil(UNIT).clamp(1, Semaphore::MAX_PERMITS).saturating_mul(UNIT)
+    }
 }
 
 /// The part of the budget one request holds; given back when dropped.
@@ -69,7 +79,8 @@ impl Held {
     }
 
     /// Bytes held.
-    pub fn bytes(&self) -> usize {
+    #[cfg(test)]
+    fn bytes(&self) -> usize {
         self.units * UNIT
     }
 
@@ -107,8 +118,8 @@ mod tests {
         assert_eq!(two.bytes(), 6 * UNIT, "a refusal takes nothing");
         drop(one);
         two.cover(10 * UNIT).expect("the first body's share came back");
-        assert_eq!(b.available(), 0);
+        assert_eq!((b.available(), b.held()), (0, 10 * UNIT));
         drop(two);
-        assert_eq!(b.available(), 10 * UNIT);
+        assert_eq!((b.available(), b.held()), (10 * UNIT, 0));
     }
 }

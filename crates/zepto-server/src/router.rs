@@ -167,7 +167,7 @@ fn metrics(state: &State, who: &Principal) -> Result<Outcome, ApiError> {
             who.name
         )));
     }
-    let held = state.config.inflight_body_bytes().saturating_sub(state.bodies.available());
+    let held = state.bodies.held();
     state.metrics.body_bytes_in_flight.set(i64::try_from(held).unwrap_or(i64::MAX));
     ok(text(
         StatusCode::OK,

@@ -209,8 +209,8 @@ impl Column {
     }
 
     /// Which rows are valid; `None` when none is NULL. Same length as the values when present.
-    pub fn validity(&self) -> &Option<Bitmap> {
-        &self.validity
+    pub fn validity(&self) -> Option<&Bitmap> {
+        self.validity.as_ref()
     }
 
     /// The values, to change in place: for the storage layer's own appends, which keep the

@@ -54,7 +54,7 @@ pub fn mask_indices(mask: &Column) -> Vec<u32> {
         return Vec::new();
     };
     let mut out = Vec::with_capacity(v.len() / 4);
-    match &mask.validity() {
+    match mask.validity() {
         None => out.extend(v.iter().enumerate().filter(|(_, b)| **b).map(|(i, _)| i as u32)),
         Some(bm) => out.extend((0..v.len()).filter(|&i| v[i] && bm.get(i)).map(|i| i as u32)),
     }

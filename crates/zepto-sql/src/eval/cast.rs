@@ -82,7 +82,7 @@ pub fn cast_column(c: &Column, to: DataType, try_: bool) -> Result<Column> {
     if from == DataType::Null {
         return Ok(Column::nulls(to, n));
     }
-    let validity = c.validity().clone();
+    let validity = c.validity().cloned();
     let num = |data: ColumnData| Ok(Column::new(data, validity.clone()));
     use ColumnData as D;
     match (&c.data(), to) {

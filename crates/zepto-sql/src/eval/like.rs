@@ -67,7 +67,7 @@ pub fn like_match(s: &str, p: &str, ci: bool) -> bool {
 }
 
 pub fn like(x: &Column, p: Opnd, negated: bool, ci: bool, n: usize) -> Result<Column> {
-    let validity = and_validity(x.validity().as_ref(), p.validity(n).as_ref());
+    let validity = and_validity(x.validity(), p.validity(n).as_ref());
     let v: Vec<bool> = match &p {
         Opnd::Lit(Value::Str(pat)) => match &x.data() {
             ColumnData::Symbol { codes, dict } => {

@@ -37,7 +37,7 @@ impl Opnd<'_> {
         match self {
             Opnd::Col(c) => match c.data() {
                 ColumnData::Null(_) => Some(Bitmap::new_unset(n)),
-                _ => c.validity().clone(),
+                _ => c.validity().cloned(),
             },
             Opnd::Lit(Value::Null) => Some(Bitmap::new_unset(n)),
             Opnd::Lit(_) => None,
@@ -105,7 +105,7 @@ pub fn eval<'a>(e: &'a BExpr, b: &'a Batch, sq: &dyn Subqueries) -> Result<Cow<'
             let ColumnData::Bool(v) = &c.data() else {
                 return Ok(Cow::Owned(Column::nulls(DataType::Bool, n)));
             };
-            Cow::Owned(Column::new(ColumnData::Bool(v.iter().map(|x| !x).collect()), c.validity().clone()))
+            Cow::Owned(Column::new(ColumnData::Bool(v.iter().map(|x| !x).collect()), c.validity().cloned()))
         }
         BExpr::Binary { op, left, right, ty } => {
             let l = eval_opnd(left, b, sq)?;
@@ -143,7 +143,7 @@ fn negate(c: &Column) -> Result<Column> {
         ColumnData::Null(n) => ColumnData::Null(*n),
         d => return Err(SqlError::exec(format!("cannot negate {}", d.data_type()))),
     };
-    Ok(Column::new(data, c.validity().clone()))
+    Ok(Column::new(data, c.validity().cloned()))
 }
 
 fn checked_map<T: Copy + Default>(v: &[T], c: &Column, f: impl Fn(T) -> Option<T>) -> Result<Vec<T>> {

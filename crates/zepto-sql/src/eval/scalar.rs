@@ -22,12 +22,12 @@ fn str_map(c: &Column, f: impl Fn(&str) -> String) -> Column {
             None => out.push(""),
         }
     }
-    Column::new(ColumnData::Varchar(out), c.validity().clone())
+    Column::new(ColumnData::Varchar(out), c.validity().cloned())
 }
 
 fn f64_map(c: &Column, mut f: impl FnMut(f64) -> Option<f64>) -> Result<Column> {
     let v = to_f64(c)?;
-    let mut valid = c.validity().clone().unwrap_or_else(|| Bitmap::new_set(c.len()));
+    let mut valid = c.validity().cloned().unwrap_or_else(|| Bitmap::new_set(c.len()));
     let out: Vec<f64> = v
         .iter()
         .enumerate()
@@ -154,7 +154,7 @@ fn string(f: ScalarFunc, args: &[BExpr], b: &Batch, sq: &dyn Subqueries) -> Resu
         F::Length => {
             let c = eval(&args[0], b, sq)?;
             let v = (0..n).map(|i| c.str_at(i).map_or(0, |s| s.chars().count() as i64)).collect();
-            Ok(Column::new(ColumnData::Int64(v), c.validity().clone()))
+            Ok(Column::new(ColumnData::Int64(v), c.validity().cloned()))
         }
         F::Concat => {
             // concat() skips NULL arguments (DuckDB), unlike `||`.
@@ -233,7 +233,7 @@ fn math(f: ScalarFunc, args: &[BExpr], ty: DataType, b: &Batch, sq: &dyn Subquer
                 (ColumnData::Null(k), _) => ColumnData::Null(*k),
                 (d, _) => return Err(SqlError::exec(format!("{f:?} is not defined for {}", d.data_type()))),
             };
-            Ok(Column::new(data, c.validity().clone()))
+            Ok(Column::new(data, c.validity().cloned()))
         }
         F::Round => {
             let c = eval(&args[0], b, sq)?;
@@ -252,7 +252,7 @@ fn math(f: ScalarFunc, args: &[BExpr], ty: DataType, b: &Batch, sq: &dyn Subquer
                     return super::cast::cast_column(&r, ty, false);
                 }
             };
-            Ok(Column::new(data, c.validity().clone()))
+            Ok(Column::new(data, c.validity().cloned()))
         }
         F::Sqrt | F::Ln | F::Log10 | F::Exp => {
             let c = eval(&args[0], b, sq)?;
@@ -289,10 +289,7 @@ fn math(f: ScalarFunc, args: &[BExpr], ty: DataType, b: &Batch, sq: &dyn Subquer
             let c = args_cols(args, b, sq)?;
             let (x, y) = (to_f64(&c[0])?, to_f64(&c[1])?);
             let v = x.iter().zip(y.iter()).map(|(a, b)| a.powf(*b)).collect();
-            Ok(Column::new(
-                ColumnData::Float64(v),
-                super::and_validity(c[0].validity().as_ref(), c[1].validity().as_ref()),
-            ))
+            Ok(Column::new(ColumnData::Float64(v), super::and_validity(c[0].validity(), c[1].validity())))
         }
         f => Err(SqlError::Internal(format!("{f:?} is not a math function"))),
     }
@@ -355,7 +352,7 @@ fn conditional(f: ScalarFunc, args: &[BExpr], ty: DataType, b: &Batch, sq: &dyn 
             let eq = super::eval(&eq_expr, b, sq)?;
             drop(r);
             let base = l.into_column(ty, n)?;
-            let mut valid = base.validity().clone().unwrap_or_else(|| Bitmap::new_set(n));
+            let mut valid = base.validity().cloned().unwrap_or_else(|| Bitmap::new_set(n));
             if let ColumnData::Bool(v) = &eq.data() {
                 for i in 0..n {
                     if v[i] && eq.is_valid(i) {
@@ -383,19 +380,19 @@ fn temporal(f: ScalarFunc, args: &[BExpr], ty: DataType, b: &Batch, sq: &dyn Sub
             } else {
                 ColumnData::Int64(ts.iter().map(|&t| time::extract_field(&unit, t).unwrap_or(0)).collect())
             };
-            Ok(Column::new(data, c.validity().clone()))
+            Ok(Column::new(data, c.validity().cloned()))
         }
         F::EpochNs => {
             let c = eval(&args[0], b, sq)?;
             let ts = c.as_i64_slice().ok_or_else(|| SqlError::Internal("timestamp arg".into()))?;
-            Ok(Column::new(ColumnData::Int64(ts.to_vec()), c.validity().clone()))
+            Ok(Column::new(ColumnData::Int64(ts.to_vec()), c.validity().cloned()))
         }
         F::Epoch => {
             let c = eval(&args[0], b, sq)?;
             let ts = c.as_i64_slice().ok_or_else(|| SqlError::Internal("timestamp arg".into()))?;
             Ok(Column::new(
                 ColumnData::Float64(ts.iter().map(|&t| t as f64 / NS_PER_SEC as f64).collect()),
-                c.validity().clone(),
+                c.validity().cloned(),
             ))
         }
         F::Now => {
@@ -427,7 +424,7 @@ fn temporal(f: ScalarFunc, args: &[BExpr], ty: DataType, b: &Batch, sq: &dyn Sub
                     lo
                 })
                 .collect();
-            Ok(Column::new(ColumnData::Timestamp(out), c.validity().clone()))
+            Ok(Column::new(ColumnData::Timestamp(out), c.validity().cloned()))
         }
         f => Err(SqlError::Internal(format!("{f:?} is not a temporal function"))),
     }
@@ -462,7 +459,7 @@ fn xbar(args: &[BExpr], ty: DataType, b: &Batch, sq: &dyn Subqueries) -> Result<
         Opnd::Lit(v) => Some((*v).clone()),
         Opnd::Col(_) => None,
     };
-    let validity = super::and_validity(x.validity().as_ref(), w.validity(n).as_ref());
+    let validity = super::and_validity(x.validity(), w.validity(n).as_ref());
     match (&x.data(), ty) {
         (ColumnData::Timestamp(v) | ColumnData::Int64(v), _) if ty == DataType::Timestamp || ty == DataType::Int64 => {
             let widths: Vec<i64> = match &wv {

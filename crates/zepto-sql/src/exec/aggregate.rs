@@ -120,7 +120,7 @@ fn run_starts(cols: &[&Column], n: usize) -> Vec<u32> {
                 changed[i + 1] |= w[0] != w[1];
             }
         }
-        match (&c.data(), &c.validity()) {
+        match (&c.data(), c.validity()) {
             (ColumnData::Symbol { codes, .. }, None) => mark(codes, &mut changed),
             (ColumnData::Int32(v) | ColumnData::Date(v), None) => mark(v, &mut changed),
             (ColumnData::Int64(v) | ColumnData::Timestamp(v) | ColumnData::Interval(v), None) => mark(v, &mut changed),

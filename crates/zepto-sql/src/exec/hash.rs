@@ -49,7 +49,7 @@ fn f64_bits(v: f64) -> u64 {
 /// Fold one column into per-row hashes. A NULL hashes the same whatever its value slot holds
 /// (computed columns and outer-join padding leave arbitrary values under NULLs).
 pub fn hash_column_into(c: &Column, hashes: &mut [u64]) {
-    if let Some(v) = &c.validity() {
+    if let Some(v) = c.validity() {
         let saved: Vec<u64> = hashes.to_vec();
         hash_values_into(c, hashes);
         for (i, h) in hashes.iter_mut().enumerate() {

@@ -133,7 +133,7 @@ impl Partition {
         };
         // NULL timestamps sort first and never satisfy a range: skip them.
         let col = &self.columns[ts_col];
-        let nulls = match &col.validity() {
+        let nulls = match col.validity() {
             None => 0,
             Some(v) => {
                 let (mut l, mut r) = (0usize, ts.len());
@@ -312,7 +312,7 @@ impl Table {
                 if c.len() != n || c.data_type() != def.data_type {
                     return Err(bad(format!("column '{}' of a partition has the wrong type or length", def.name)));
                 }
-                if c.validity().as_ref().is_some_and(|v| v.len() != n) {
+                if c.validity().is_some_and(|v| v.len() != n) {
                     return Err(bad(format!("column '{}' has a validity bitmap of the wrong length", def.name)));
                 }
                 if let ColumnData::Symbol { codes, .. } = &c.data() {
@@ -648,7 +648,7 @@ impl Table {
             }
             _ => codes.resize(c.len(), 0),
         }
-        Column::new(ColumnData::Symbol { codes, dict: self.dict.clone() }, c.validity().clone())
+        Column::new(ColumnData::Symbol { codes, dict: self.dict.clone() }, c.validity().cloned())
     }
 
     /// The partition slot of every row, creating partitions for new keys.
@@ -866,7 +866,7 @@ fn append_column(dst: &mut Column, src: &Column) {
     }
     if had_nulls {
         let mut v = dst.validity_mut().take().unwrap_or_else(|| crate::Bitmap::new_set(old_len));
-        match &src.validity() {
+        match src.validity() {
             Some(s) => s.iter().for_each(|b| v.push(b)),
             None => v.extend_set(src.len()),
         }

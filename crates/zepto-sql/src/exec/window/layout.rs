@@ -123,7 +123,7 @@ impl<'a> Layout<'a> {
         }
         // Fast path: one NULL-free ascending i64-backed key (a timestamp) in input order.
         if let ([(c, k)], None) = (self.order.as_slice(), &self.perm) {
-            if let (Some(v), None, false) = (c.as_i64_slice(), &c.validity(), k.desc) {
+            if let (Some(v), None, false) = (c.as_i64_slice(), c.validity(), k.desc) {
                 let sorted = self.bounds.windows(2).all(|w| v[w[0]..w[1]].windows(2).all(|p| p[0] <= p[1]));
                 if sorted {
                     return;

@@ -283,7 +283,7 @@ fn sequential(l: &Layout, x: &Column, step: impl Fn(f64, Option<f64>) -> f64) ->
             }
         }
     }
-    let validity = x.validity().clone();
+    let validity = x.validity().cloned();
     Column::new(ColumnData::Float64(out), validity)
 }
 

@@ -208,9 +208,8 @@ fn prune_join(p: Plan, need: &[bool]) -> (Plan, Map) {
     match p {
         Plan::WindowJoin { .. } => prune_window_join(p, need),
         Plan::SpliceJoin { left, right, mut left_keys, mut right_keys, mut left_ts, mut right_ts } => {
-            let mut lx: Vec<&mut BExpr> = left_keys.iter_mut().chain(std::iter::once(&mut left_ts)).collect();
-            let mut rx: Vec<&mut BExpr> = right_keys.iter_mut().chain(std::iter::once(&mut right_ts)).collect();
-            let (left, right, map) = prune_pair(*left, *right, need, &mut lx, &mut rx);
+            let sides = [(&mut left_keys, &mut left_ts), (&mut right_keys, &mut right_ts)];
+            let (left, right, map) = prune_timed_pair(*left, *right, need, sides);
             let plan = Plan::SpliceJoin {
                 left: Box::new(left),
                 right: Box::new(right),
@@ -222,9 +221,8 @@ fn prune_join(p: Plan, need: &[bool]) -> (Plan, Map) {
             (plan, map)
         }
         Plan::RangeJoin { left, right, mut left_keys, mut right_keys, mut left_ts, mut right_ts, lo, hi, outer } => {
-            let mut lx: Vec<&mut BExpr> = left_keys.iter_mut().chain(std::iter::once(&mut left_ts)).collect();
-            let mut rx: Vec<&mut BExpr> = right_keys.iter_mut().chain(std::iter::once(&mut right_ts)).collect();
-            let (left, right, map) = prune_pair(*left, *right, need, &mut lx, &mut rx);
+            let sides = [(&mut left_keys, &mut left_ts), (&mut right_keys, &mut right_ts)];
+            let (left, right, map) = prune_timed_pair(*left, *right, need, sides);
             let plan = Plan::RangeJoin {
                 left: Box::new(left),
                 right: Box::new(right),
@@ -245,6 +243,20 @@ fn prune_join(p: Plan, need: &[bool]) -> (Plan, Map) {
             (p, identity(w))
         }
     }
+}
+
+/// [`prune_pair`] for the joins that match each side's keys and time (SPLICE and range joins):
+/// `sides` are the left and right (keys, time) expressions, remapped in place.
+fn prune_timed_pair(
+    left: Plan,
+    right: Plan,
+    need: &[bool],
+    sides: [(&mut Vec<BExpr>, &mut BExpr); 2],
+) -> (Plan, Plan, Map) {
+    let [(lk, lt), (rk, rt)] = sides;
+    let mut lx: Vec<&mut BExpr> = lk.iter_mut().chain(std::iter::once(lt)).collect();
+    let mut rx: Vec<&mut BExpr> = rk.iter_mut().chain(std::iter::once(rt)).collect();
+    prune_pair(left, right, need, &mut lx, &mut rx)
 }
 
 /// A WINDOW JOIN outputs its left columns and one column per aggregate: the left side keeps
