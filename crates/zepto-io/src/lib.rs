@@ -50,6 +50,14 @@ pub enum IoError {
         /// What went wrong.
         message: String,
     },
+    /// A write found the disk (or the user's quota) full; the partial file was removed.
+    #[error("{path}: the disk is full ({message}); nothing was written")]
+    DiskFull {
+        /// The file.
+        path: String,
+        /// The system's message.
+        message: String,
+    },
     /// The caller's [`Check`] stopped a long read (its memory limit, deadline or
     /// cancellation); the text is the check's reason.
     #[error("stopped: {0}")]
@@ -62,6 +70,21 @@ pub enum IoError {
 /// `COPY` whose decoded rows outgrow the query's memory limit stops while it decodes, not
 /// after it has taken the memory.
 pub type Check<'a> = &'a dyn Fn() -> Result<(), String>;
+
+/// True when `e`, or an error it wraps, says the disk or a quota is full (`ENOSPC`, `EDQUOT`):
+/// what a writer reports as [`IoError::DiskFull`] rather than as a failure of its own.
+pub fn is_disk_full(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cur = Some(e);
+    while let Some(err) = cur {
+        if let Some(io) = err.downcast_ref::<std::io::Error>() {
+            if matches!(io.kind(), std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded) {
+                return true;
+            }
+        }
+        cur = err.source();
+    }
+    false
+}
 
 /// How many CSV records pass between two calls of a [`Check`].
 pub const CHECK_EVERY: usize = 16_384;

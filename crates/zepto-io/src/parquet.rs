@@ -215,18 +215,27 @@ fn write_with(
     let batch = RecordBatch::try_new(schema.clone(), arrays).map_err(|e| IoError::Invalid(e.to_string()))?;
 
     let tmp = tmp_path(path);
-    let write = || -> Result<(), String> {
-        let file = File::create(&tmp).map_err(|e| e.to_string())?;
-        let mut w = ArrowWriter::try_new(file, batch.schema(), Some(props)).map_err(|e| e.to_string())?;
-        w.write(&batch).map_err(|e| e.to_string())?;
-        let file = w.into_inner().map_err(|e| e.to_string())?;
-        file.sync_all().map_err(|e| e.to_string())?;
-        std::fs::rename(&tmp, path).map_err(|e| e.to_string())
+    let write = || -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+        let file = File::create(&tmp)?;
+        let mut w = ArrowWriter::try_new(file, batch.schema(), Some(props))?;
+        w.write(&batch)?;
+        let file = w.into_inner()?;
+        file.sync_all()?;
+        Ok(std::fs::rename(&tmp, path)?)
     };
-    write().map_err(|message| {
+    write().map_err(|e| {
         let _ = std::fs::remove_file(&tmp);
-        file_err(path, message)
+        write_failure(path, &*e)
     })
+}
+
+/// A failed write as an [`IoError`]: [`IoError::DiskFull`] when the disk is full, so callers
+/// can say so (HTTP 507) instead of reporting an internal error.
+pub(crate) fn write_failure(path: &Path, e: &(dyn std::error::Error + 'static)) -> IoError {
+    if crate::is_disk_full(e) {
+        return IoError::DiskFull { path: path.display().to_string(), message: e.to_string() };
+    }
+    file_err(path, e)
 }
 
 fn tmp_path(path: &Path) -> PathBuf {
@@ -566,5 +575,14 @@ mod tests {
             let (Value::Float64(px), Value::Int64(sz)) = (c[2].get(i), c[3].get(i)) else { panic!("types") };
             assert!(px > 0.0 && px < 10_000.0 && (1..=100_000).contains(&sz), "row {i}: {px} {sz}");
         }
+    }
+
+    #[test]
+    fn a_full_disk_wrapped_by_the_parquet_writer_is_disk_full() {
+        let wrapped = parquet::errors::ParquetError::External(Box::new(std::io::Error::from_raw_os_error(28)));
+        let e = write_failure(Path::new("/t/x.parquet"), &wrapped);
+        assert!(matches!(&e, IoError::DiskFull { path, .. } if path == "/t/x.parquet"), "{e:?}");
+        let other = parquet::errors::ParquetError::General("bad".into());
+        assert!(matches!(write_failure(Path::new("x"), &other), IoError::File { .. }));
     }
 }

@@ -20,6 +20,36 @@ fn bad_file(path: &str, e: IoError) -> SqlError {
     SqlError::File { path: path.to_string(), problem: FileProblem::Malformed, reason }
 }
 
+/// A failed COPY TO: a full disk is [`SqlError::DiskFull`] (507: free space and retry), anything
+/// else an IO error.
+fn write_error(path: &str, e: IoError) -> SqlError {
+    match e {
+        IoError::DiskFull { message, .. } => {
+            SqlError::DiskFull(format!("COPY TO '{path}': the disk is full ({message}); no file was written"))
+        }
+        IoError::File { message, .. } => SqlError::Io(format!("{path}: {message}")),
+        e => SqlError::Io(format!("{path}: {e}")),
+    }
+}
+
+/// Write `bytes` to `path` whole or not at all: through `<path>.tmp` (which `files` must also
+/// allow), synced, then renamed over `path`; a failure removes the temporary file, so a full
+/// disk leaves neither a truncated file nor an old one half overwritten.
+fn write_whole(files: &FilePolicy, path: &str, bytes: &[u8]) -> Result<()> {
+    let resolved = files.resolve_write(path)?;
+    let (mut file, tmp) = files.open_write(&format!("{}.tmp", resolved.display()))?;
+    let written = file.write_all(bytes).and_then(|()| file.sync_all()).and_then(|()| std::fs::rename(&tmp, &resolved));
+    written.map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        let e = if zepto_io::is_disk_full(&e) {
+            IoError::DiskFull { path: path.to_string(), message: e.to_string() }
+        } else {
+            IoError::File { path: path.to_string(), message: e.to_string() }
+        };
+        write_error(path, e)
+    })
+}
+
 /// Parquet takes no options besides `FORMAT`: types and compression come from the file.
 fn parquet_options(options: &[(String, String)]) -> Result<()> {
     match options.iter().find(|(k, _)| k != "format") {
@@ -113,8 +143,7 @@ pub fn write_file(files: &FilePolicy, path: &str, options: &[(String, String)], 
             let names: Vec<String> = r.fields.iter().map(|f| f.name.clone()).collect();
             let (mut out, b) = (String::new(), r.batch());
             write_csv(&names, &b.col_refs(), b.rows, &mut out);
-            let (mut file, _) = files.open_write(path)?;
-            file.write_all(out.as_bytes()).map_err(|e| SqlError::Io(format!("{path}: {e}")))?;
+            write_whole(files, path, out.as_bytes())?;
             Ok(b.rows)
         }
         "parquet" => {
@@ -124,10 +153,43 @@ pub fn write_file(files: &FilePolicy, path: &str, options: &[(String, String)], 
             files.resolve_write(&format!("{}.tmp", resolved.display()))?;
             let names: Vec<String> = r.fields.iter().map(|f| f.name.clone()).collect();
             let b = r.batch();
-            write_parquet(&resolved, &names, &b.col_refs(), b.rows)
-                .map_err(|e| SqlError::Io(format!("{path}: {e}")))?;
+            write_parquet(&resolved, &names, &b.col_refs(), b.rows).map_err(|e| write_error(path, e))?;
             Ok(b.rows)
         }
         f => Err(SqlError::NotSupported(format!("COPY TO format '{f}'"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_full_disk_is_disk_full_and_anything_else_an_io_error() {
+        let full = std::io::Error::from_raw_os_error(28); // ENOSPC
+        assert!(zepto_io::is_disk_full(&full));
+        let e = write_error("out.csv", IoError::DiskFull { path: "out.csv".into(), message: full.to_string() });
+        assert!(
+            matches!(&e, SqlError::DiskFull(m) if m.contains("out.csv") && m.contains("no file was written")),
+            "{e:?}"
+        );
+        assert_eq!(e.code(), "DISK_FULL");
+        let denied = std::io::Error::from_raw_os_error(13); // EACCES
+        assert!(!zepto_io::is_disk_full(&denied));
+        let e = write_error("out.csv", IoError::File { path: "/x/out.csv".into(), message: denied.to_string() });
+        assert!(matches!(&e, SqlError::Io(m) if m.starts_with("out.csv: ") && !m.contains("/x/")), "{e:?}");
+    }
+
+    #[test]
+    fn a_csv_copy_writes_whole_files_and_leaves_no_temporary() {
+        let dir = std::env::temp_dir().join(format!("zepto-copy-whole-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let path = dir.join("out.csv");
+        std::fs::write(&path, "old contents").expect("an old file");
+        let files = FilePolicy::new(None, &[]).expect("a policy");
+        write_whole(&files, &path.display().to_string(), b"a,b\n1,2\n").expect("written");
+        assert_eq!(std::fs::read_to_string(&path).expect("read back"), "a,b\n1,2\n");
+        assert!(!dir.join("out.csv.tmp").exists(), "the temporary file was renamed");
+        std::fs::remove_dir_all(&dir).expect("cleaned up");
     }
 }
