@@ -1,0 +1,167 @@
+#!/usr/bin/env python3
+"""ANN benchmark: ZeptoDB's HNSW graph beside hnswlib, faiss-cpu and usearch (PyPI).
+
+    cargo build --release -p zepto-bench --bin ann_graph
+    .venv-bench/bin/pip install hnswlib faiss-cpu usearch numpy
+    .venv-bench/bin/python bench/ann.py --sizes 10000,100000 [--dim 384] [--queries 200]
+
+Every engine gets the same random unit vectors (float32, fixed seed), the same HNSW parameters
+(M=16, ef_construction=128, ef_search=64, cosine), the same number of threads to build (2)
+and one query at a time to search, k=10. Recall@10 is against exact search (NumPy). Filtered
+search keeps every 100th row (1%) or every 10th (10%); hnswlib takes a Python filter
+callable, faiss an ID selector; usearch's Python package has no filtered search. Memory is
+the growth of the process's RSS while building (ours: the Rust process's). Prints a Markdown
+table, and JSON with --json FILE.
+"""
+import argparse, json, os, resource, subprocess, sys, tempfile, time
+
+import numpy as np
+
+M, EFC, EFS, K = 16, 128, 64, 10
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def rss_mib():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def unit(rng, n, dim):
+    v = rng.standard_normal((n, dim), dtype=np.float32)
+    v /= np.linalg.norm(v, axis=1, keepdims=True)
+    return v
+
+
+def truth(data, queries, every=None):
+    """Exact top-K by cosine (unit vectors: by inner product), optionally among every-th rows."""
+    ids = np.arange(len(data)) if every is None else np.arange(0, len(data), every)
+    sims = queries @ data[ids].T
+    top = np.argpartition(-sims, K, axis=1)[:, :K]
+    return [set(ids[row].tolist()) for row in top]
+
+
+def recall(found, exact):
+    return float(np.mean([len(set(f) & e) / K for f, e in zip(found, exact)]))
+
+
+def timed_search(fn, queries):
+    lat, found = [], []
+    for q in queries:
+        t = time.perf_counter()
+        found.append(fn(q))
+        lat.append((time.perf_counter() - t) * 1e6)
+    return float(np.percentile(lat, 50)), float(np.percentile(lat, 95)), found
+
+
+def run_hnswlib(data, queries, everies):
+    import hnswlib
+    before = rss_mib()
+    t = time.perf_counter()
+    idx = hnswlib.Index(space="cosine", dim=data.shape[1])
+    idx.init_index(max_elements=len(data), M=M, ef_construction=EFC)
+    idx.set_num_threads(2)
+    idx.add_items(data, np.arange(len(data)))
+    build = time.perf_counter() - t
+    mem = rss_mib() - before
+    idx.set_ef(EFS)
+    idx.set_num_threads(1)
+    out = {"build_s": build, "mem_mib": mem, "searches": {}}
+    out["searches"]["all"] = timed_search(lambda q: idx.knn_query(q, k=K)[0][0].tolist(), queries)
+    for n in everies:
+        out["searches"][f"every_{n}"] = timed_search(
+            lambda q: idx.knn_query(q, k=K, filter=lambda i: i % n == 0)[0][0].tolist(), queries)
+    return out
+
+
+def run_faiss(data, queries, everies):
+    import faiss
+    faiss.omp_set_num_threads(2)
+    before = rss_mib()
+    t = time.perf_counter()
+    idx = faiss.IndexHNSWFlat(data.shape[1], M, faiss.METRIC_INNER_PRODUCT)
+    idx.hnsw.efConstruction = EFC
+    idx.add(data)
+    build = time.perf_counter() - t
+    mem = rss_mib() - before
+    faiss.omp_set_num_threads(1)
+    out = {"build_s": build, "mem_mib": mem, "searches": {}}
+    params = faiss.SearchParametersHNSW(efSearch=EFS)
+    out["searches"]["all"] = timed_search(lambda q: idx.search(q[None, :], K, params=params)[1][0].tolist(), queries)
+    for n in everies:
+        sel = faiss.IDSelectorBatch(np.arange(0, len(data), n, dtype=np.int64))
+        p = faiss.SearchParametersHNSW(efSearch=EFS, sel=sel)
+        out["searches"][f"every_{n}"] = timed_search(lambda q: idx.search(q[None, :], K, params=p)[1][0].tolist(), queries)
+    return out
+
+
+def run_usearch(data, queries, everies):
+    from usearch.index import Index
+    before = rss_mib()
+    t = time.perf_counter()
+    idx = Index(ndim=data.shape[1], metric="cos", dtype="f32", connectivity=M, expansion_add=EFC, expansion_search=EFS)
+    idx.add(np.arange(len(data)), data, threads=2)
+    build = time.perf_counter() - t
+    mem = rss_mib() - before
+    out = {"build_s": build, "mem_mib": mem, "searches": {}}
+    out["searches"]["all"] = timed_search(lambda q: idx.search(q, K, threads=1).keys.tolist(), queries)
+    return out
+
+
+def run_zeptodb(data, queries, everies, binary):
+    with tempfile.TemporaryDirectory() as d:
+        vf, qf = os.path.join(d, "v.f32"), os.path.join(d, "q.f32")
+        data.tofile(vf)
+        queries.tofile(qf)
+        cmd = [binary, "--vectors", vf, "--queries", qf, "--dim", str(data.shape[1]), "--k", str(K),
+               "--threads", "2", "--m", str(M), "--ef-construction", str(EFC), "--ef-search", str(EFS)]
+        for n in everies:
+            cmd += ["--every", str(n)]
+        r = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
+    out = {"build_s": r["build_s"], "mem_mib": r["rss_mib"], "searches": {}}
+    for name, s in r["searches"].items():
+        out["searches"][name] = (s["p50_us"], s["p95_us"], s["keys"])
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", default="10000,100000")
+    ap.add_argument("--dim", type=int, default=384)
+    ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument("--engines", default="zeptodb,usearch,hnswlib,faiss")
+    ap.add_argument("--binary", default=os.path.join(ROOT, "target", "release", "ann_graph"))
+    ap.add_argument("--json")
+    a = ap.parse_args()
+    everies = [100, 10]
+    rows, report = [], []
+    for n in [int(s) for s in a.sizes.split(",")]:
+        rng = np.random.default_rng(42)
+        data, queries = unit(rng, n, a.dim), unit(rng, a.queries, a.dim)
+        exact = {"all": truth(data, queries)}
+        exact.update({f"every_{e}": truth(data, queries, e) for e in everies})
+        for eng in a.engines.split(","):
+            print(f"[{n} x {a.dim}] {eng} ...", file=sys.stderr, flush=True)
+            fn = {"hnswlib": run_hnswlib, "faiss": run_faiss, "usearch": run_usearch}.get(eng)
+            r = run_zeptodb(data, queries, everies, a.binary) if eng == "zeptodb" else fn(data, queries, everies)
+            rec = {"n": n, "engine": eng, "build_s": round(r["build_s"], 3), "mem_mib": round(r["mem_mib"], 1)}
+            for name, (p50, p95, found) in r["searches"].items():
+                rec[name] = {"p50_us": round(p50, 1), "p95_us": round(p95, 1), "recall": round(recall(found, exact[name]), 4)}
+            report.append(rec)
+    print("| n | engine | build s | mem MiB | p50 us | p95 us | recall@10 | 1% p50 us | 1% recall | 10% p50 us | 10% recall |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for r in report:
+        cells = [r["n"], r["engine"], r["build_s"], r["mem_mib"]]
+        for name in ["all", "every_100", "every_10"]:
+            s = r.get(name)
+            cells += ([s["p50_us"]] + ([s["p95_us"]] if name == "all" else []) + [s["recall"]]) if s else (["-", "-", "-"] if name == "all" else ["-", "-"])
+        print("| " + " | ".join(str(c) for c in cells) + " |")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(report, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

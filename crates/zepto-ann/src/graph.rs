@@ -1,0 +1,253 @@
+//! One HNSW graph: usearch's index behind a small API keyed by row position.
+
+use crate::{AnnError, HnswParams, Metric};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use usearch::ffi::{IndexOptions, MetricKind, ScalarKind};
+
+/// A row a search found: its key (the row's position in the partition) and its distance as the
+/// graph measured it (cosine distance, squared L2, or 1 - inner product).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Hit {
+    /// The row's key.
+    pub key: u64,
+    /// The graph's distance to the query (smaller is nearer).
+    pub distance: f32,
+}
+
+/// An HNSW graph over vectors of one dimension. Adds and searches may run from many threads at
+/// once (usearch locks per node); keys are added once each.
+pub struct Graph {
+    index: usearch::Index,
+    dim: usize,
+    metric: Metric,
+    params: HnswParams,
+}
+
+impl std::fmt::Debug for Graph {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Graph")
+            .field("dim", &self.dim)
+            .field("metric", &self.metric)
+            .field("params", &self.params)
+            .field("len", &self.len())
+            .finish()
+    }
+}
+
+/// Threads that may add or search at once: usearch keeps one search context per thread and
+/// makes a caller wait for a free one beyond that.
+fn contexts() -> usize {
+    std::thread::available_parallelism().map_or(4, |n| n.get()).max(4) * 2
+}
+
+fn library(e: impl std::fmt::Display) -> AnnError {
+    AnnError::Library(e.to_string())
+}
+
+impl Graph {
+    /// An empty graph for vectors of `dim` values (1..=65535).
+    pub fn new(dim: usize, metric: Metric, params: HnswParams) -> Result<Graph, AnnError> {
+        if !(1..=65_535).contains(&dim) {
+            return Err(AnnError::Invalid(format!("dimension {dim}: it must be between 1 and 65535")));
+        }
+        let options = IndexOptions {
+            dimensions: dim,
+            metric: match metric {
+                Metric::Cosine => MetricKind::Cos,
+                Metric::L2 => MetricKind::L2sq,
+                Metric::InnerProduct => MetricKind::IP,
+            },
+            quantization: ScalarKind::F32,
+            connectivity: params.m(),
+            expansion_add: params.ef_construction(),
+            expansion_search: params.ef_search(),
+            multi: false,
+        };
+        let index = usearch::Index::new(&options).map_err(library)?;
+        index.reserve_capacity_and_threads(0, contexts()).map_err(library)?;
+        Ok(Graph { index, dim, metric, params })
+    }
+
+    /// The vectors' dimension.
+    pub fn dim(&self) -> usize {
+        self.dim
+    }
+
+    /// The metric it ranks by.
+    pub fn metric(&self) -> Metric {
+        self.metric
+    }
+
+    /// Its parameters.
+    pub fn params(&self) -> HnswParams {
+        self.params
+    }
+
+    /// Vectors in the graph.
+    pub fn len(&self) -> usize {
+        self.index.size()
+    }
+
+    /// True when no vector was added.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Bytes the graph holds (its vectors and edges).
+    pub fn memory_bytes(&self) -> usize {
+        self.index.memory_usage()
+    }
+
+    /// Add `vectors` (rows of [`Graph::dim`] values, laid end to end) under keys `first_key`,
+    /// `first_key + 1`, ..., on up to `threads` threads. Capacity grows by doubling, so adding
+    /// rows a few at a time costs amortized O(1) reallocation per row.
+    pub fn add(&self, first_key: u64, vectors: &[f32], threads: usize) -> Result<(), AnnError> {
+        if !vectors.len().is_multiple_of(self.dim) {
+            return Err(AnnError::Dimension { want: self.dim, got: vectors.len() % self.dim });
+        }
+        let rows = vectors.len() / self.dim;
+        let want = self.len() + rows;
+        if want > self.index.capacity() {
+            let grown = want.max(self.index.capacity().saturating_mul(2)).max(1024);
+            self.index.reserve_capacity_and_threads(grown, contexts()).map_err(library)?;
+        }
+        let next = AtomicUsize::new(0);
+        let work = || -> Result<(), AnnError> {
+            loop {
+                let row = next.fetch_add(1, Ordering::Relaxed);
+                let Some(v) = vectors.get(row * self.dim..(row + 1) * self.dim) else { return Ok(()) };
+                self.index.add(first_key + row as u64, v).map_err(library)?;
+            }
+        };
+        let threads = threads.clamp(1, contexts()).min(rows.max(1));
+        std::thread::scope(|s| {
+            let helpers: Vec<_> = (1..threads).map(|_| s.spawn(work)).collect();
+            let mine = work();
+            helpers
+                .into_iter()
+                .try_for_each(|h| h.join().unwrap_or_else(|_| Err(library("a graph builder panicked"))))?;
+            mine
+        })
+    }
+
+    /// The `k` keys nearest to `query`, nearest first, among those `keep` accepts (`keep` is
+    /// called inside the walk, on the keys the walk meets).
+    pub fn search(
+        &self,
+        query: &[f32],
+        k: usize,
+        keep: Option<&(dyn Fn(u64) -> bool + Sync)>,
+    ) -> Result<Vec<Hit>, AnnError> {
+        if query.len() != self.dim {
+            return Err(AnnError::Dimension { want: self.dim, got: query.len() });
+        }
+        if k == 0 || self.is_empty() {
+            return Ok(Vec::new());
+        }
+        let found = match keep {
+            Some(keep) => self.index.filtered_search(query, k, keep),
+            None => self.index.search(query, k),
+        }
+        .map_err(library)?;
+        Ok(found.keys.iter().zip(&found.distances).map(|(&key, &distance)| Hit { key, distance }).collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Deterministic pseudo-random vectors (xorshift), `rows` x `dim`.
+    fn vectors(rows: usize, dim: usize, seed: u64) -> Vec<f32> {
+        let mut s = seed | 1;
+        (0..rows * dim)
+            .map(|_| {
+                s ^= s << 13;
+                s ^= s >> 7;
+                s ^= s << 17;
+                (s >> 40) as f32 / (1u64 << 24) as f32 - 0.5
+            })
+            .collect()
+    }
+
+    fn cosine_distance(a: &[f32], b: &[f32]) -> f64 {
+        let (mut ab, mut aa, mut bb) = (0f64, 0f64, 0f64);
+        for (x, y) in a.iter().zip(b) {
+            ab += f64::from(*x) * f64::from(*y);
+            aa += f64::from(*x) * f64::from(*x);
+            bb += f64::from(*y) * f64::from(*y);
+        }
+        1.0 - ab / (aa.sqrt() * bb.sqrt())
+    }
+
+    /// The exact top k by cosine distance among rows `keep` accepts.
+    fn exact(data: &[f32], dim: usize, q: &[f32], k: usize, keep: &dyn Fn(u64) -> bool) -> Vec<u64> {
+        let mut d: Vec<(f64, u64)> = data
+            .chunks(dim)
+            .enumerate()
+            .filter(|(i, _)| keep(*i as u64))
+            .map(|(i, v)| (cosine_distance(v, q), i as u64))
+            .collect();
+        d.sort_by(|a, b| a.0.total_cmp(&b.0));
+        d.into_iter().take(k).map(|(_, i)| i).collect()
+    }
+
+    fn recall(found: &[Hit], truth: &[u64]) -> f64 {
+        let hit = found.iter().filter(|h| truth.contains(&h.key)).count();
+        hit as f64 / truth.len() as f64
+    }
+
+    #[test]
+    fn parameters_out_of_range_are_refused() {
+        assert!(HnswParams::new(1, 128, 64).is_err());
+        assert!(HnswParams::new(16, 8, 64).is_err());
+        assert!(HnswParams::new(16, 128, 0).is_err());
+        assert!(Graph::new(0, Metric::Cosine, HnswParams::default()).is_err());
+        assert_eq!(Metric::parse("COSINE"), Some(Metric::Cosine));
+        assert_eq!(Metric::parse("hamming"), None);
+    }
+
+    #[test]
+    fn a_graph_finds_the_exact_neighbours_with_high_recall_and_grows_by_appends() {
+        let (dim, rows) = (32, 4000);
+        let data = vectors(rows, dim, 7);
+        let g = Graph::new(dim, Metric::Cosine, HnswParams::default()).expect("a graph");
+        let half = rows / 2 * dim;
+        g.add(0, &data[..half], 2).expect("first half");
+        g.add((rows / 2) as u64, &data[half..], 1).expect("second half, appended");
+        assert_eq!(g.len(), rows);
+        let queries = vectors(50, dim, 99);
+        let mut total = 0.0;
+        for q in queries.chunks(dim) {
+            let found = g.search(q, 10, None).expect("a search");
+            assert_eq!(found.len(), 10);
+            assert!(found.windows(2).all(|w| w[0].distance <= w[1].distance), "nearest first");
+            total += recall(&found, &exact(&data, dim, q, 10, &|_| true));
+        }
+        assert!(total / 50.0 >= 0.95, "recall@10 {}", total / 50.0);
+    }
+
+    #[test]
+    fn a_filtered_search_returns_only_rows_the_filter_keeps() {
+        let (dim, rows) = (16, 3000);
+        let data = vectors(rows, dim, 3);
+        let g = Graph::new(dim, Metric::Cosine, HnswParams::default()).expect("a graph");
+        g.add(0, &data, 2).expect("built");
+        let keep = |k: u64| k % 10 == 3;
+        let mut total = 0.0;
+        for q in vectors(20, dim, 5).chunks(dim) {
+            let found = g.search(q, 10, Some(&keep)).expect("a search");
+            assert!(found.iter().all(|h| keep(h.key)), "{found:?}");
+            total += recall(&found, &exact(&data, dim, q, 10, &keep));
+        }
+        assert!(total / 20.0 >= 0.9, "filtered recall@10 {}", total / 20.0);
+    }
+
+    #[test]
+    fn wrong_dimensions_are_errors() {
+        let g = Graph::new(4, Metric::L2, HnswParams::default()).expect("a graph");
+        assert_eq!(g.add(0, &[1.0; 6], 1), Err(AnnError::Dimension { want: 4, got: 2 }));
+        assert_eq!(g.search(&[1.0; 3], 1, None), Err(AnnError::Dimension { want: 4, got: 3 }));
+        assert_eq!(g.search(&[1.0; 4], 3, None), Ok(Vec::new()), "an empty graph finds nothing");
+    }
+}
