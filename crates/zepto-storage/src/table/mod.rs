@@ -17,6 +17,7 @@ mod history_reader;
 use crate::types::DataType;
 pub use history_reader::HistoryReader;
 use std::ops::Range;
+use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 use std::sync::Arc;
 
 /// One column of a schema.
@@ -72,6 +73,18 @@ pub struct Partition {
     columns: Vec<Arc<Column>>,
     /// Dictionary code of the key, `None` for the NULL-key or the single partition.
     key: Option<u32>,
+    /// Identity of the row layout: row `i` of two partitions with the same lineage is the same
+    /// row with the same values, as far as the shorter one reaches. Appending rows in time order
+    /// at the end keeps it; anything that moves rows, removes rows or rewrites a vector value
+    /// takes a new one ([`Partition::lineage`]).
+    lineage: u64,
+}
+
+/// Lineages handed out so far.
+static NEXT_PARTITION_LINEAGE: AtomicU64 = AtomicU64::new(1);
+
+fn new_lineage() -> u64 {
+    NEXT_PARTITION_LINEAGE.fetch_add(1, AtomicOrdering::Relaxed)
 }
 
 impl Partition {
@@ -102,7 +115,16 @@ impl Partition {
     fn checked(columns: Vec<Arc<Column>>, key: Option<u32>) -> Partition {
         let n = columns.first().map_or(0, |c| c.len());
         assert!(columns.iter().all(|c| c.len() == n), "partition columns of unequal lengths");
-        Partition { columns, key }
+        Partition { columns, key, lineage: new_lineage() }
+    }
+
+    /// The layout identity: equal for two versions of a partition when one only appended rows
+    /// in time order to the other, so a structure keyed by row position (a vector index) built
+    /// on one version is valid for the other's first rows. Any other change (an out-of-order
+    /// append that merges, a DELETE, dropping old rows, an UPDATE of a vector column) gives a
+    /// new lineage.
+    pub fn lineage(&self) -> u64 {
+        self.lineage
     }
 
     /// The partition's columns, in schema order.
@@ -266,7 +288,8 @@ impl Table {
         parts: Vec<(Option<u32>, Vec<Arc<Column>>)>,
     ) -> Result<Table, StorageError> {
         // Unchecked until build_from_parts checks them (the constructors would panic).
-        let parts = parts.into_iter().map(|(key, columns)| Partition { columns, key }).collect();
+        let parts =
+            parts.into_iter().map(|(key, columns)| Partition { columns, key, lineage: new_lineage() }).collect();
         Self::build_from_parts(name, schema, key_col, ts_col, dict, parts, true)
     }
 
@@ -469,6 +492,7 @@ impl Table {
                 // A fresh allocation, so the memory of the removed rows is returned.
                 *c = Arc::new(c.take(&keep));
             }
+            p.lineage = new_lineage();
             removed += r.len();
         }
         self.rows -= removed;
@@ -692,7 +716,7 @@ impl Table {
 
     fn new_partition(&mut self, key: Option<u32>) -> usize {
         let columns = self.schema.columns.iter().map(|c| Arc::new(self.empty_column(c.data_type))).collect();
-        self.parts.push(Arc::new(Partition { columns, key }));
+        self.parts.push(Arc::new(Partition { columns, key, lineage: new_lineage() }));
         self.parts.len() - 1
     }
 
@@ -746,6 +770,7 @@ impl Table {
             for c in &mut p.columns {
                 *c = Arc::new(c.take(&keep));
             }
+            p.lineage = new_lineage();
         }
         self.rows -= n;
         self.mutations += 1;
@@ -803,6 +828,8 @@ impl Table {
                 let merged = Column::concat(&[&p.columns[c], &new]).take(&perm);
                 p.columns[c] = Arc::new(merged);
             }
+            // Rows stay in place, but an index over a rewritten column no longer matches it.
+            p.lineage = new_lineage();
             offset += rows.len();
         }
         self.mutations += 1;
@@ -918,6 +945,7 @@ fn is_sorted_with_nulls_first(c: &Column) -> bool {
 /// Restore time order after appending rows `old_len..` that broke it: sort the new rows
 /// (stable) and merge them with the sorted prefix. NULL timestamps sort first.
 fn sort_partition(p: &mut Partition, ts_col: usize, old_len: usize) {
+    p.lineage = new_lineage();
     let col = &p.columns[ts_col];
     let ts = col.as_i64_slice().unwrap_or(&[]);
     let key = |i: usize| {
@@ -1033,6 +1061,35 @@ mod tests {
         };
         assert_eq!(dump(&bulk), dump(&small));
         assert!(bulk.partitions().iter().all(|p| is_sorted_with_nulls_first(&p.columns[0])));
+    }
+
+    /// A partition's lineage survives appends in time order (row i stays row i, so an index
+    /// keyed by position stays valid) and changes with anything that moves, removes or
+    /// rewrites rows.
+    #[test]
+    fn a_partition_keeps_its_lineage_only_while_rows_keep_their_positions() {
+        let mut t = Table::new("t", schema(), &TableOptions::default()).expect("table");
+        t.append(batch(&[(10, Some("a"), 1.0), (20, Some("a"), 2.0)])).expect("append");
+        let code = t.dict().code("a").expect("a interned");
+        let lineage = |t: &Table| t.partition_for_code(code).expect("partition a").lineage();
+        let first = lineage(&t);
+        let snapshot = t.clone();
+        t.append(batch(&[(20, Some("a"), 3.0), (30, Some("a"), 4.0)])).expect("in order");
+        assert_eq!(lineage(&t), first, "appended at the end in time order");
+        assert_eq!(lineage(&snapshot), first, "the reader's older version shares it");
+        t.append(batch(&[(15, Some("a"), 5.0)])).expect("out of order");
+        let merged = lineage(&t);
+        assert_ne!(merged, first, "a merge moved rows");
+        let slot = t.partitions().iter().position(|p| p.key() == Some(code)).expect("slot") as u32;
+        t.delete_rows(&[(slot, vec![0])]).expect("delete");
+        let deleted = lineage(&t);
+        assert_ne!(deleted, merged, "a delete moved rows");
+        t.update_rows(&[(slot, vec![1])], &[2], vec![Column::from_data(ColumnData::Float64(vec![9.0]))])
+            .expect("update");
+        let updated = lineage(&t);
+        assert_ne!(updated, deleted, "an update rewrote values");
+        assert_eq!(t.remove_before(16), 1);
+        assert_ne!(lineage(&t), updated, "dropping old rows moved the rest");
     }
 
     #[test]
