@@ -13,6 +13,8 @@
 //! 7 tier:   table | before i64 | nfiles u32 | (path | rows i64 | bytes i64 | min_ts i64 | max_ts i64)*
 //! 8 retain: table | before i64
 //! 9 ttl:    table | ttl ns i64 (0: none)
+//! 10 index: table | definition line (`IndexDef::to_line`)
+//! 11 drop index: table | index name
 //! selection = nparts u32 | (slot u32 | nrows u32 | row u32*)*
 //! ```
 //! Strings are u32 length + UTF-8; types are their SQL names; an optional name is a u8 flag and
@@ -20,7 +22,7 @@
 //! type with its NULLs, and its reader already converts into engine columns.
 
 use zepto_storage::{
-    Catalog, Change, Column, ColumnDef, DataType, HistFile, Schema, StorageError, Table, TableOptions,
+    Catalog, Change, Column, ColumnDef, DataType, HistFile, IndexDef, Schema, StorageError, Table, TableOptions,
 };
 
 fn put_str(out: &mut Vec<u8>, s: &str) {
@@ -131,6 +133,16 @@ pub fn encode(changes: &[Change<'_>]) -> Result<Vec<u8>, StorageError> {
                 put_str(&mut body, table);
                 body.extend_from_slice(&ttl_ns.unwrap_or(0).to_le_bytes());
                 9
+            }
+            Change::CreateIndex { table, def } => {
+                put_str(&mut body, table);
+                put_str(&mut body, &def.to_line());
+                10
+            }
+            Change::DropIndex { table, name } => {
+                put_str(&mut body, table);
+                put_str(&mut body, name);
+                11
             }
         };
         out.push(kind);
@@ -306,6 +318,15 @@ pub fn apply(catalog: &Catalog, payload: &[u8]) -> Result<(), String> {
                 let table = b.str()?;
                 let ttl = b.i64()?;
                 catalog.set_ttl(table, (ttl > 0).then_some(ttl)).map_err(err)?;
+            }
+            10 => {
+                let table = b.str()?;
+                let def = IndexDef::from_line(b.str()?).map_err(err)?;
+                catalog.create_index(table, def, false).map_err(err)?;
+            }
+            11 => {
+                b.str()?;
+                catalog.drop_index(b.str()?, false).map_err(err)?;
             }
             k => return Err(format!("unknown change kind {k}")),
         }

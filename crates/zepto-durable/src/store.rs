@@ -396,11 +396,12 @@ mod tests {
         for name in c.table_names() {
             let t = c.snapshot(&name).expect("table");
             out.push(format!(
-                "{name} {:?} key={:?} ts={:?} rows={}",
+                "{name} {:?} key={:?} ts={:?} rows={} indexes={:?}",
                 t.schema().columns,
                 t.key_col(),
                 t.ts_col(),
-                t.row_count()
+                t.row_count(),
+                t.indexes()
             ));
             for p in t.partitions() {
                 out.push(format!("partition {:?}", p.key().map(|k| t.dict().get(k).to_string())));
@@ -460,6 +461,16 @@ mod tests {
         let (d, _) = open(&wal, &ck, &live).expect("open");
         every_type_table(&live);
         live.add_column("t", ColumnDef { name: "extra".into(), data_type: DataType::Symbol }).expect("add");
+        let index = |name: &str| {
+            let opts = vec![("metric".to_string(), "cosine".to_string()), ("m".to_string(), "8".to_string())];
+            zepto_storage::IndexDef::new(name, "extra", "hnsw", opts).expect("an index")
+        };
+        assert!(live.create_index("t", index("kept"), false).expect("created"));
+        live.create_index("t", index("dropped"), false).expect("created");
+        assert!(live.create_index("t", index("KEPT"), false).is_err(), "names are unique");
+        assert!(!live.create_index("t", index("kept"), true).expect("if not exists"));
+        assert!(live.drop_index("Dropped", false).expect("dropped"));
+        assert!(!live.drop_index("dropped", true).expect("if exists"));
         let empty = schema(&[("x", DataType::Int64)]);
         live.create(Table::new("gone", empty.clone(), &TableOptions::default()).expect("t"), false).expect("create");
         live.drop_table("gone", false).expect("drop");
@@ -477,17 +488,18 @@ mod tests {
         // 1. From the log alone.
         let r1 = Catalog::new();
         let (_, rec) = open(&wal.crash(|_, _| 0), &ck.crash(|_, _| 0), &r1).expect("recovers");
-        assert_eq!((rec.checkpoint_lsn, rec.replay.records), (0, 8));
+        assert_eq!((rec.checkpoint_lsn, rec.replay.records), (0, 11));
         assert_eq!(dump(&r1), dump(&live));
 
         // 2. From a checkpoint: the log it covers is gone.
         let w = d.checkpoint(&live).expect("checkpoint").expect("something to write");
-        assert_eq!((w.lsn, w.tables, w.rows), (8, 2, 3));
+        assert_eq!((w.lsn, w.tables, w.rows), (11, 2, 3));
         assert_eq!(wal.list().expect("list").len(), 1, "only the fresh segment is left");
         assert!(d.checkpoint(&live).expect("again").is_none(), "nothing new");
         let r2 = Catalog::new();
         let (_, rec) = open(&wal.crash(|_, _| 0), &ck.crash(|_, _| 0), &r2).expect("recovers");
-        assert_eq!((rec.checkpoint_lsn, rec.checkpoint_rows, rec.replay.records), (8, 3, 0));
+        assert_eq!((rec.checkpoint_lsn, rec.checkpoint_rows, rec.replay.records), (11, 3, 0));
+        assert_eq!(r2.indexes().len(), 1, "the kept index came back from the checkpoint");
         assert_eq!(dump(&r2), dump(&live));
 
         // 3. Checkpoint plus a log tail, twice over.
@@ -511,7 +523,7 @@ mod tests {
         more(&live, 0);
         let r3 = Catalog::new();
         let (_, rec) = open(&wal.crash(|_, _| 0), &ck.crash(|_, _| 0), &r3).expect("recovers");
-        assert_eq!((rec.checkpoint_lsn, rec.replay.records), (10, 1));
+        assert_eq!((rec.checkpoint_lsn, rec.replay.records), (13, 1));
         assert_eq!(dump(&r3), dump(&live));
         assert_eq!(ck.list().expect("list").iter().filter(|n| n.ends_with(".manifest")).count(), 1);
     }

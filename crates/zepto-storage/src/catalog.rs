@@ -14,6 +14,7 @@
 use crate::column::Column;
 use crate::error::StorageError;
 use crate::history::{day_floor, HistFile};
+use crate::index::IndexDef;
 use crate::logged::Logged;
 use crate::table::HistoryReader;
 use crate::table::{ColumnDef, Schema, Table};
@@ -102,6 +103,20 @@ pub enum Change<'a> {
         table: &'a str,
         /// Cut-off, nanoseconds since the epoch: rows and files wholly before it dropped.
         before: i64,
+    },
+    /// A secondary index recorded (`CREATE INDEX`); its structure is built from the rows.
+    CreateIndex {
+        /// The table indexed.
+        table: &'a str,
+        /// The index.
+        def: &'a IndexDef,
+    },
+    /// A secondary index forgotten (`DROP INDEX`).
+    DropIndex {
+        /// The table that held it.
+        table: &'a str,
+        /// The index's name.
+        name: &'a str,
     },
     /// A table's retention (TTL) set or cleared.
     SetTtl {
@@ -402,6 +417,47 @@ impl Catalog {
         })
     }
 
+    /// Record index `def` on `table` (logged). Index names are unique in the catalog
+    /// (ignoring ASCII case): `Ok(false)` if one of that name exists and `if_not_exists`.
+    pub fn create_index(&self, table: &str, def: IndexDef, if_not_exists: bool) -> Result<bool, StorageError> {
+        let _gate = self.gate.read().unwrap_or_else(|e| e.into_inner());
+        // Held so no other index of the same name is created meanwhile.
+        let map = self.tables.write().unwrap_or_else(|e| e.into_inner());
+        if let Some(owner) = index_owner(&map, def.name()) {
+            return if if_not_exists {
+                Ok(false)
+            } else {
+                Err(StorageError::Invalid(format!("index '{}' already exists (on table '{owner}')", def.name())))
+            };
+        }
+        let slot = map.get(&key(table)).cloned().ok_or_else(|| StorageError::TableNotFound(table.to_string()))?;
+        let mut guard = slot.table.write().unwrap_or_else(|e| e.into_inner());
+        let t = Arc::make_mut(&mut guard);
+        t.check_new_index(&def)?;
+        self.log(&[Change::CreateIndex { table: t.name(), def: &def }])?.apply(|| t.add_index(def))?;
+        Ok(true)
+    }
+
+    /// Forget index `name` (logged), whichever table holds it. `Ok(false)` if there is none
+    /// and `if_exists`.
+    pub fn drop_index(&self, name: &str, if_exists: bool) -> Result<bool, StorageError> {
+        let _gate = self.gate.read().unwrap_or_else(|e| e.into_inner());
+        let map = self.tables.write().unwrap_or_else(|e| e.into_inner());
+        let Some(owner) = index_owner(&map, name) else {
+            return if if_exists {
+                Ok(false)
+            } else {
+                Err(StorageError::Invalid(format!("index '{name}' does not exist")))
+            };
+        };
+        let slot = map.get(&key(&owner)).cloned().ok_or_else(|| StorageError::TableNotFound(owner.clone()))?;
+        let mut guard = slot.table.write().unwrap_or_else(|e| e.into_inner());
+        let t = Arc::make_mut(&mut guard);
+        self.log(&[Change::DropIndex { table: t.name(), name }])?
+            .apply(|| Ok::<_, StorageError>(t.drop_index(name)))?;
+        Ok(true)
+    }
+
     /// Run `f` with exclusive access to the table (DELETE and UPDATE decide their rows under
     /// it). Like [`Catalog::write_many`], `f` must check everything, [`Catalog::log`] its
     /// changes as one call, then apply them, leaving the table unchanged on any error.
@@ -453,9 +509,28 @@ impl Catalog {
         f(&mut tables)
     }
 
+    /// Every index as (table name, definition), in table order.
+    pub fn indexes(&self) -> Vec<(String, IndexDef)> {
+        let map = self.tables.read().unwrap_or_else(|e| e.into_inner());
+        let mut out = Vec::new();
+        for slot in map.values() {
+            let t = slot.table.read().unwrap_or_else(|e| e.into_inner());
+            out.extend(t.indexes().iter().map(|d| (t.name().to_string(), d.clone())));
+        }
+        out
+    }
+
     /// Table names in sorted order (as created).
     pub fn table_names(&self) -> Vec<String> {
         let map = self.tables.read().unwrap_or_else(|e| e.into_inner());
         map.values().map(|s| s.table.read().unwrap_or_else(|e| e.into_inner()).name().to_string()).collect()
     }
+}
+
+/// The table holding index `name` (ignoring ASCII case), if any.
+fn index_owner(map: &BTreeMap<String, Slot>, name: &str) -> Option<String> {
+    map.values().find_map(|slot| {
+        let t = slot.table.read().unwrap_or_else(|e| e.into_inner());
+        t.indexes().iter().any(|i| i.name().eq_ignore_ascii_case(name)).then(|| t.name().to_string())
+    })
 }

@@ -4,6 +4,7 @@
 //! * Schema metadata: `zepto.table` (name), `zepto.key_col` / `zepto.ts_col` (column index or
 //!   empty), `zepto.partitions` (each batch's partition key code, `-` for the NULL-key or the
 //!   single partition).
+//! * `zepto.indexes`: the table's index definitions, one per line (absent when none).
 //! * Field metadata `zepto.type`: the engine type (so INTERVAL, stored as Int64, comes back as
 //!   INTERVAL).
 //! * SYMBOL columns are `Dictionary(UInt32, Utf8)` whose keys are the table's dictionary codes
@@ -24,7 +25,7 @@ use std::collections::HashMap;
 use std::io::{Cursor, Write};
 use std::sync::Arc;
 use zepto_io::arrow::{to_arrow, Acc};
-use zepto_storage::{Column, ColumnData, ColumnDef, DataType, Dict, HistFile, History, Schema, Table};
+use zepto_storage::{Column, ColumnData, ColumnDef, DataType, Dict, HistFile, History, IndexDef, Schema, Table};
 
 const TABLE: &str = "zepto.table";
 const KEY_COL: &str = "zepto.key_col";
@@ -36,6 +37,9 @@ const HISTORY: &str = "zepto.history";
 const HISTORY_SEQ: &str = "zepto.history_seq";
 /// Retention in nanoseconds, empty for none.
 const TTL: &str = "zepto.ttl";
+/// The table's indexes, one `IndexDef::to_line` per line (absent when it has none, and in
+/// checkpoints older than indexes).
+const INDEXES: &str = "zepto.indexes";
 
 fn history_meta(h: &History) -> [(String, String); 3] {
     let files: Vec<String> =
@@ -115,6 +119,10 @@ pub fn write_table<W: Write>(table: &Table, out: W) -> Result<W, DurableError> {
         (PARTITIONS.to_string(), keys.join(",")),
     ]);
     meta.extend(history_meta(table.history()));
+    if !table.indexes().is_empty() {
+        let lines: Vec<String> = table.indexes().iter().map(IndexDef::to_line).collect();
+        meta.insert(INDEXES.to_string(), lines.join("\n"));
+    }
     let schema = Arc::new(ArrowSchema::new(fields).with_metadata(meta));
     let values: ArrayRef = Arc::new(table.dict().iter().map(Some).collect::<StringArray>());
     let mut w = FileWriter::try_new(out, &schema).map_err(arrow_err)?;
@@ -196,6 +204,9 @@ pub fn read_table(bytes: Vec<u8>) -> Result<Table, DurableError> {
     let history = read_history(|k| meta.get(k)).map_err(bad)?;
     let mut t = Table::from_parts(&name, Schema { columns }, key_col, ts_col, dict, parts)?;
     t.set_history(history);
+    for line in meta.get(INDEXES).map(String::as_str).unwrap_or("").lines() {
+        t.add_index(IndexDef::from_line(line)?)?;
+    }
     Ok(t)
 }
 

@@ -12,6 +12,7 @@ use crate::column::{Column, ColumnBuilder, ColumnData};
 use crate::dict::Dict;
 use crate::error::StorageError;
 use crate::history::{HistFile, History};
+use crate::index::IndexDef;
 
 mod history_reader;
 use crate::types::DataType;
@@ -203,6 +204,8 @@ pub struct Table {
     mutations: u64,
     /// Reads the history files (installed by the catalog on tables that have history).
     reader: Option<Arc<dyn HistoryReader>>,
+    /// Secondary indexes (`CREATE INDEX`), each on a column of the schema.
+    indexes: Vec<IndexDef>,
 }
 
 const NO_SLOT: u32 = u32::MAX;
@@ -272,6 +275,7 @@ impl Table {
             history: Arc::default(),
             mutations: 0,
             reader: None,
+            indexes: Vec::new(),
         })
     }
 
@@ -845,6 +849,38 @@ impl Table {
             return Err(StorageError::Invalid(format!("column '{}' cannot have type {}", def.name, def.data_type)));
         }
         Ok(())
+    }
+
+    /// The table's secondary indexes.
+    pub fn indexes(&self) -> &[IndexDef] {
+        &self.indexes
+    }
+
+    /// Whether [`Table::add_index`] would accept `def`: its column exists and no index of this
+    /// table has its name (the catalog checks the other tables).
+    pub fn check_new_index(&self, def: &IndexDef) -> Result<(), StorageError> {
+        if self.schema.index_of(def.column()).is_none() {
+            return Err(StorageError::ColumnNotFound { table: self.name.clone(), column: def.column().to_string() });
+        }
+        if self.indexes.iter().any(|i| i.name().eq_ignore_ascii_case(def.name())) {
+            return Err(StorageError::Invalid(format!("index '{}' already exists", def.name())));
+        }
+        Ok(())
+    }
+
+    /// Record an index (checked as [`Table::check_new_index`]). Rows are untouched: the index's
+    /// structure is built by the engine from them.
+    pub fn add_index(&mut self, def: IndexDef) -> Result<(), StorageError> {
+        self.check_new_index(&def)?;
+        self.indexes.push(def);
+        Ok(())
+    }
+
+    /// Forget index `name`; false if the table has none of that name.
+    pub fn drop_index(&mut self, name: &str) -> bool {
+        let before = self.indexes.len();
+        self.indexes.retain(|i| !i.name().eq_ignore_ascii_case(name));
+        self.indexes.len() != before
     }
 
     /// Add a column at the end of the schema; existing rows read NULL. May make it the partition
