@@ -227,6 +227,27 @@ pub fn appended_rows(payload: &[u8]) -> Option<u64> {
     Some(rows)
 }
 
+/// Change 6: values replaced in place (their types come from the table's schema).
+fn replay_update(catalog: &Catalog, b: &mut Cursor<'_>) -> Result<(), String> {
+    let table = b.str()?;
+    let sel = b.selection()?;
+    let n = b.u32()? as usize;
+    let columns = (0..n).map(|_| b.u32().map(|c| c as usize)).collect::<Result<Vec<_>, _>>()?;
+    let snap = catalog.snapshot(table).map_err(|e| e.to_string())?;
+    let defs = columns
+        .iter()
+        .enumerate()
+        .map(|(k, &c)| {
+            let d = snap.schema().columns.get(c).ok_or_else(|| format!("table '{table}' has no column {c}"))?;
+            Ok(ColumnDef { name: format!("c{k}"), data_type: d.data_type })
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    drop(snap);
+    let values = zepto_io::ipc::read_ipc_stream(&b.b[b.pos..], &defs).map_err(|e| e.to_string())?;
+    catalog.modify(table, |t| t.update_rows(&sel, &columns, values)).map_err(|e| e.to_string())?;
+    Ok(())
+}
+
 /// Apply one record's changes to `catalog` (which must not log them again).
 pub fn apply(catalog: &Catalog, payload: &[u8]) -> Result<(), String> {
     let mut c = Cursor { b: payload, pos: 0 };
@@ -279,25 +300,7 @@ pub fn apply(catalog: &Catalog, payload: &[u8]) -> Result<(), String> {
                 let sel = b.selection()?;
                 catalog.modify(table, |t| t.delete_rows(&sel)).map_err(err)?;
             }
-            6 => {
-                let table = b.str()?;
-                let sel = b.selection()?;
-                let n = b.u32()? as usize;
-                let columns = (0..n).map(|_| b.u32().map(|c| c as usize)).collect::<Result<Vec<_>, _>>()?;
-                let snap = catalog.snapshot(table).map_err(err)?;
-                let defs = columns
-                    .iter()
-                    .enumerate()
-                    .map(|(k, &c)| {
-                        let d =
-                            snap.schema().columns.get(c).ok_or_else(|| format!("table '{table}' has no column {c}"))?;
-                        Ok(ColumnDef { name: format!("c{k}"), data_type: d.data_type })
-                    })
-                    .collect::<Result<Vec<_>, String>>()?;
-                drop(snap);
-                let values = zepto_io::ipc::read_ipc_stream(&b.b[b.pos..], &defs).map_err(|e| e.to_string())?;
-                catalog.modify(table, |t| t.update_rows(&sel, &columns, values)).map_err(err)?;
-            }
+            6 => replay_update(catalog, &mut b)?,
             7 => {
                 let table = b.str()?;
                 let before = b.i64()?;
