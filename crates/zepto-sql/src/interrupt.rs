@@ -188,7 +188,7 @@ impl RunContext {
 
     /// The same query with partition-wise work going to helper threads from `rows` input rows
     /// on (the engine sets its own threshold on every context it is handed).
-    pub fn with_parallel_min_rows(&self, rows: usize) -> RunContext {
+    pub(crate) fn with_parallel_min_rows(&self, rows: usize) -> RunContext {
         RunContext { par_min_rows: rows, ..self.clone() }
     }
 

@@ -3,6 +3,8 @@
 //! columnar results ([`exec`]). [`Engine`] ties them to a storage [`zepto_storage::Catalog`].
 //! Bound expressions ([`expr`]) and their evaluator ([`eval`]) sit below both the planner and
 //! the executor.
+//! Every stage is handed the query's [`RunContext`] ([`interrupt`]: its cancel flag,
+//! deadline and memory limit) explicitly, through the `Engine::*_in` methods.
 #![warn(missing_docs)]
 
 pub mod access;

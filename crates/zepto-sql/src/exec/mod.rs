@@ -22,7 +22,7 @@ mod window_join;
 
 use crate::error::{Result, SqlError};
 pub use crate::eval::{and_validity, cast, cmp, mask_indices, numeric, Batch};
-pub use crate::interrupt::RunContext;
+use crate::interrupt::RunContext;
 use crate::parser::ast::JoinKind;
 use crate::plan::{AggCall, AggHow, AsofHow, BExpr, LatestHow, PairHow, PhysicalPlan, Plan, WindowHow};
 pub use context::{ExecContext, OpStats};
