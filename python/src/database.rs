@@ -16,7 +16,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use zepto_durable::{DataDir, DirOptions};
-use zepto_sql::exec::interrupt::QueryControl;
+use zepto_sql::interrupt::{QueryControl, RunContext};
 use zepto_sql::{Engine, ParamValue};
 use zepto_storage::{Catalog, ColumnDef, DataType, Schema, Table, TableOptions};
 
@@ -52,14 +52,12 @@ impl Open {
         &self,
         py: Python<'_>,
         main: bool,
-        f: impl FnOnce(&Engine) -> zepto_sql::Result<T> + Send,
+        f: impl FnOnce(&Engine, &RunContext) -> zepto_sql::Result<T> + Send,
     ) -> PyResult<T> {
         let ctl = QueryControl::new(self.limits.timeout, self.limits.memory);
         let on_main = main.then(|| OnMain::register(&ctl));
-        let r = py.detach(|| {
-            let _in = ctl.enter();
-            f(&self.engine)
-        });
+        // The context is made on the thread that runs the statement: its memory counts from here.
+        let r = py.detach(|| f(&self.engine, &RunContext::new(Some(ctl.clone()))));
         drop(on_main);
         if main {
             // A Ctrl-C that arrived meanwhile: its KeyboardInterrupt wins over the CANCELLED.
@@ -130,7 +128,7 @@ impl Database {
     ) -> PyResult<NativeResult> {
         let params = params.unwrap_or_default().iter().map(param).collect::<PyResult<Vec<_>>>()?;
         let open = self.open(py)?;
-        let r = open.run(py, main, |engine| engine.execute_with_params(query, &params))?;
+        let r = open.run(py, main, |engine, run| engine.execute_with_params_in(run, query, &params))?;
         NativeResult::new(&r).map_err(PyValueError::new_err)
     }
 

@@ -16,7 +16,7 @@ use std::io::Read;
 use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
 use std::sync::{Arc, Mutex, OnceLock};
-use zepto_sql::exec::interrupt::QueryControl;
+use zepto_sql::interrupt::QueryControl;
 
 /// The statement running on the main thread, if any (only the main thread sees signals).
 static MAIN: Mutex<Option<Arc<QueryControl>>> = Mutex::new(None);

@@ -441,3 +441,48 @@ fn the_memory_guard_stops_the_heaviest_query() {
     assert!(metrics.contains("zepto_queries_stopped_for_memory_total 1"), "{metrics}");
     assert_eq!(sql(a, "SELECT count(*) FROM t")["data"][0][0], 6000, "the server goes on");
 }
+
+/// A client that leaves while the server binds its statement stops the binding, and its query
+/// slot frees at once: binding checks the query's control, which the server cancels when the
+/// connection closes. The statement parses in milliseconds but binds for seconds (each of its
+/// IN items is coerced against its 300-term left side). It is first run to the end, to learn
+/// how long it holds the slot; then a client sends it again and disconnects as soon as the
+/// server hands it to a query thread (`zepto_queries_running 1`: parsing is over), and a
+/// statement that needs the only slot must get it in a fraction of that time. Before, binding
+/// never checked, and the slot stayed taken until binding finished.
+#[test]
+fn a_client_that_leaves_while_its_statement_binds_frees_the_query_slot() {
+    use std::io::Write;
+    use std::time::{Duration, Instant};
+    let lhs = vec!["a"; 300].join(" + ");
+    let list = (0..150_000).map(|i| i.to_string()).collect::<Vec<_>>().join(",");
+    let q = format!("SELECT count(*) FROM t WHERE {lhs} IN ({list})");
+    let s = Server::start(&["--max-queries", "1", "--queue-timeout", "300"]);
+    let a = s.addr.as_str();
+    sql(a, "CREATE TABLE t (a BIGINT)");
+    sql(a, "INSERT INTO t VALUES (1), (1000)");
+    let t0 = Instant::now();
+    assert_eq!(sql(a, &q)["data"][0][0], 1, "a = 1 gives 300, in the list; a = 1000 does not");
+    let full = t0.elapsed();
+    assert!(full > Duration::from_millis(800), "the statement must bind for long enough to test: {full:?}");
+
+    let running = |n: usize| get(a, "/metrics").text().contains(&format!("zepto_queries_running {n}"));
+    let mut client = std::net::TcpStream::connect(a).expect("connects");
+    let req = format!("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n\r\n{q}", q.len());
+    client.write_all(req.as_bytes()).expect("writes");
+    let t0 = Instant::now();
+    while !running(1) {
+        assert!(t0.elapsed() < full, "the statement never reached a query thread");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let left = Instant::now();
+    drop(client);
+    let r = post(a, "/", "CREATE TABLE u (a BIGINT)");
+    let freed = left.elapsed();
+    eprintln!("the statement runs {full:?}; its slot freed {freed:?} after its client left");
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert!(
+        freed * 4 < full,
+        "the query slot stayed taken {freed:?} after the client left (the statement runs {full:?})"
+    );
+}

@@ -18,7 +18,7 @@
 use crate::state::State;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
-use zepto_sql::exec::interrupt::QueryControl;
+use zepto_sql::interrupt::QueryControl;
 
 /// How often resident memory is sampled: a query allocating 1 GiB/s overshoots the limit by
 /// about 10 MiB before it is asked to stop.

@@ -4,7 +4,10 @@
 //! Statements are parsed and checked against the caller's role on the async thread (a few
 //! microseconds), then run on the blocking pool under a [`QueryControl`]: the query stops at
 //! its next check when it passes its deadline or memory limit, when the client disconnects
-//! (the response body's guard cancels it on drop), or when the server shuts down.
+//! (the response body's guard cancels it on drop), or when the server shuts down. The control
+//! goes to the engine explicitly, in a [`RunContext`] made on each thread that works on the
+//! request (the parse thread, then the query thread: memory is counted per thread), so
+//! parsing, binding, execution and the final copy of the result all stop at their next check.
 
 use crate::auth::Principal;
 use crate::body::ResponseBody;
@@ -16,7 +19,7 @@ use hyper::{Response, StatusCode};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit};
-use zepto_sql::exec::interrupt::{self, QueryControl};
+use zepto_sql::interrupt::{QueryControl, RunContext};
 use zepto_sql::parser::ast::Statement;
 use zepto_sql::parser::{parse_script, ParamValue};
 use zepto_sql::{Access, QueryResult, SqlError};
@@ -194,17 +197,15 @@ fn run_small_read(
     format: Format,
     ctl: &Arc<QueryControl>,
 ) -> Result<Result<(Response<ResponseBody>, u64), Work>, ApiError> {
-    let p = engine.prepare(q)?;
+    let run = RunContext::new(Some(ctl.clone()));
+    let p = engine.prepare_in(&run, q)?;
     if p.linear_scan_rows().is_none_or(|n| n > INLINE_ROWS) {
         return Ok(Err(Work::Prepared(p)));
     }
     state.metrics.queries.inc();
     let t0 = Instant::now();
-    let r = {
-        let _in = ctl.enter();
-        // The encoder reads one batch: made here, under the query's limits.
-        engine.run_prepared(&p)?.into_one_batch()?
-    };
+    // The encoder reads one batch: made here, under the query's limits.
+    let r = engine.run_prepared_in(&run, &p)?.into_one_batch(&run)?;
     let elapsed_us = t0.elapsed().as_secs_f64() * 1e6;
     if r.row_count() > INLINE_ENCODE_ROWS {
         return Ok(Err(Work::Done(r, elapsed_us)));
@@ -276,16 +277,16 @@ async fn parse(
         return Err(query_too_large(Some(req.sql.len()), limits.max_bytes));
     }
     if req.sql.len() <= INLINE_PARSE_BYTES {
-        let _in = ctl.enter();
-        return Ok((parse_script(&req.sql, &req.params, &limits, &interrupt::check)?, None));
+        let run = RunContext::new(Some(ctl.clone()));
+        return Ok((parse_script(&req.sql, &req.params, &limits, &|| run.check())?, None));
     }
     let permit = admit(state).await?;
     let (sql, params, c) = (req.sql.clone(), req.params.clone(), ctl.clone());
     let (tx, rx) = oneshot::channel();
     let mut armed = CancelOnDrop(Some(ctl.clone()));
     if !state.query_pool.spawn(move || {
-        let _in = c.enter();
-        let _ = tx.send(parse_script(&sql, &params, &limits, &interrupt::check));
+        let run = RunContext::new(Some(c));
+        let _ = tx.send(parse_script(&sql, &params, &limits, &|| run.check()));
     }) {
         return Err(ApiError::internal("the server is shutting down"));
     }
@@ -309,32 +310,31 @@ type HeadTx = oneshot::Sender<Result<Head, ApiError>>;
 /// Where the query thread sends a streamed body, chunk by chunk.
 type ChunkTx = mpsc::Sender<Result<Bytes, std::io::Error>>;
 
-/// Run what the query thread was handed: the last result and the microseconds it took (`None`
-/// when there is nothing to send). A failing statement of a script says which it was.
+/// Run what the query thread was handed (on that thread, under `ctl`): the last result and
+/// the microseconds it took (`None` when there is nothing to send). A failing statement of a
+/// script says which it was.
 fn execute_work(
     st: &State,
     engine: &zepto_sql::Engine,
     work: Work,
     ctl: &Arc<QueryControl>,
 ) -> Result<Option<(QueryResult, f64)>, ApiError> {
+    let run = RunContext::new(Some(ctl.clone()));
     match work {
         Work::Done(r, us) => Ok(Some((r, us))),
         Work::Prepared(p) => {
-            let entered = ctl.enter();
             let t0 = Instant::now();
             st.metrics.queries.inc();
-            let r = engine.run_prepared(&p).and_then(QueryResult::into_one_batch);
-            drop(entered);
+            let r = engine.run_prepared_in(&run, &p).and_then(|r| r.into_one_batch(&run));
             Ok(Some((r?, t0.elapsed().as_secs_f64() * 1e6)))
         }
         Work::Statements(stmts) => {
-            let entered = ctl.enter();
             let t0 = Instant::now();
             let mut last = None;
             let n = stmts.len();
             for (k, s) in stmts.iter().enumerate() {
                 st.metrics.queries.inc();
-                match engine.execute_statement(s).and_then(QueryResult::into_one_batch) {
+                match engine.execute_statement_in(&run, s).and_then(|r| r.into_one_batch(&run)) {
                     Ok(r) => last = Some(r),
                     Err(e) => {
                         let mut e = ApiError::from(e);
@@ -347,7 +347,6 @@ fn execute_work(
                     }
                 }
             }
-            drop(entered);
             Ok(last.map(|r| (r, t0.elapsed().as_secs_f64() * 1e6)))
         }
     }

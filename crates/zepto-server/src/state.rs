@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 use tokio::sync::Semaphore;
-use zepto_sql::exec::interrupt::QueryControl;
+use zepto_sql::interrupt::QueryControl;
 use zepto_sql::Engine;
 
 /// Everything requests share.

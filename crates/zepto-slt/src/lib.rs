@@ -290,11 +290,8 @@ fn tier_half(engine: &Engine, skip: &[String]) -> Result<(), String> {
 /// the Parquet history (tables the file corrects with DELETE/UPDATE stay in memory), so the
 /// same expectations check queries across both tiers. `tier` also sends partition-wise work of
 /// any size to helper threads (normally only inputs of 100K rows and more), so the parallel
-/// paths meet the same expectations (for the whole process: results never depend on it).
+/// paths meet the same expectations (`Engine::with_parallel_min_rows`).
 pub fn run_file_with(path: &str, text: &str, tier: bool) -> Report {
-    if tier {
-        zepto_sql::exec::interrupt::set_parallel_min_rows(0);
-    }
     let mut rep = Report::default();
     let records = match parse(text) {
         Ok(r) => r,
@@ -306,7 +303,7 @@ pub fn run_file_with(path: &str, text: &str, tier: bool) -> Report {
     };
     let engine = if tier {
         match tiering_engine() {
-            Ok(e) => e,
+            Ok(e) => e.with_parallel_min_rows(0),
             Err(e) => {
                 rep.failed += 1;
                 let _ = writeln!(rep.failures, "{path}: {e}");

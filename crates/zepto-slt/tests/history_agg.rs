@@ -63,11 +63,11 @@ fn same(a: &str, b: &str) -> bool {
 
 #[test]
 fn history_aggregates_match_memory() {
-    zepto_sql::exec::interrupt::set_parallel_min_rows(0);
     let mut rng = Rng::new(0x2545_f491_4f6c_dd1d);
     let mut used = std::collections::HashSet::new();
-    let hist = tiering_engine().expect("tiering engine");
-    let mem = Engine::new();
+    // Partition-wise work of any size on helper threads: the parallel paths too.
+    let hist = tiering_engine().expect("tiering engine").with_parallel_min_rows(0);
+    let mem = Engine::new().with_parallel_min_rows(0);
     let both = |sql: &str| {
         for e in [&hist, &mem] {
             e.execute(sql).unwrap_or_else(|err| panic!("{sql}: {err}"));

@@ -2,8 +2,8 @@
 //! or the file extension.
 
 use crate::error::{FileProblem, Result, SqlError};
-use crate::exec::interrupt;
 use crate::files::FilePolicy;
+use crate::interrupt::RunContext;
 use crate::result::QueryResult;
 use std::io::{Read, Write};
 use zepto_io::csv::{read_csv_checked, write_csv, CsvOptions};
@@ -87,34 +87,47 @@ fn csv_options(options: &[(String, String)]) -> Result<CsvOptions> {
 
 /// The query's check (memory limit, deadline, cancellation) as a reader's [`zepto_io::Check`],
 /// keeping the typed error that stopped the read.
-#[derive(Default)]
-struct Stop(std::cell::RefCell<Option<SqlError>>);
+struct Stop<'r> {
+    run: &'r RunContext,
+    error: std::cell::RefCell<Option<SqlError>>,
+}
 
-impl Stop {
+impl<'r> Stop<'r> {
+    fn new(run: &'r RunContext) -> Stop<'r> {
+        Stop { run, error: std::cell::RefCell::new(None) }
+    }
+
     fn check(&self) -> std::result::Result<(), String> {
-        interrupt::check().map_err(|e| {
+        self.run.check().map_err(|e| {
             let reason = e.to_string();
-            *self.0.borrow_mut() = Some(e);
+            *self.error.borrow_mut() = Some(e);
             reason
         })
     }
 
     /// The error that stopped the read, else the reader's own.
     fn or(&self, path: &str, e: IoError) -> SqlError {
-        self.0.borrow_mut().take().unwrap_or_else(|| bad_file(path, e))
+        self.error.borrow_mut().take().unwrap_or_else(|| bad_file(path, e))
     }
 }
 
 /// Load `path` (a file `files` allows) as columns of `schema`. The whole file is held while
 /// it is decoded, so its size is checked against the query's memory limit before reading, and
-/// the decoded rows are checked as they grow (a small file can decode to any size).
-pub fn read_file(files: &FilePolicy, path: &str, options: &[(String, String)], schema: &Schema) -> Result<Vec<Column>> {
+/// the decoded rows are checked as they grow (a small file can decode to any size), all under
+/// the query `run`.
+pub fn read_file(
+    run: &RunContext,
+    files: &FilePolicy,
+    path: &str,
+    options: &[(String, String)],
+    schema: &Schema,
+) -> Result<Vec<Column>> {
     let format = format_of(path, options);
     let (file, resolved, len) = files.open_read(path)?;
     match format.as_str() {
         "csv" | "tsv" | "txt" => {
             let opts = csv_options(options)?;
-            interrupt::reserve(len)?;
+            run.reserve(len)?;
             let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
             // At most the length seen at open: a file that grows meanwhile cannot outrun the check.
             file.take(len).read_to_end(&mut bytes).map_err(|e| SqlError::Io(format!("{path}: {e}")))?;
@@ -122,13 +135,13 @@ pub fn read_file(files: &FilePolicy, path: &str, options: &[(String, String)], s
                 let reason = format!("not UTF-8 text (byte offset {})", e.utf8_error().valid_up_to());
                 SqlError::File { path: path.to_string(), problem: FileProblem::Malformed, reason }
             })?;
-            let stop = Stop::default();
+            let stop = Stop::new(run);
             read_csv_checked(&data, &schema.columns, &opts, &|| stop.check()).map_err(|e| stop.or(path, e))
         }
         "parquet" => {
             parquet_options(options)?;
-            interrupt::reserve(len)?;
-            let stop = Stop::default();
+            run.reserve(len)?;
+            let stop = Stop::new(run);
             read_parquet_checked(&resolved, &schema.columns, &|| stop.check()).map_err(|e| stop.or(path, e))
         }
         f => Err(SqlError::NotSupported(format!("COPY FROM format '{f}'"))),

@@ -15,7 +15,8 @@
 use crate::access::TableAccess;
 use crate::error::{Pos, Result, SqlError};
 use crate::exec::eval::eval;
-use crate::exec::{mask_indices, Batch, Executor};
+use crate::exec::{mask_indices, Batch, ExecContext, Executor};
+use crate::interrupt::RunContext;
 use crate::parser::ast::{Expr, TableRef};
 use crate::plan::bind_expr::{cast_to, ExprBinder};
 use crate::plan::binder::Binder;
@@ -27,8 +28,14 @@ use zepto_storage::{Catalog, Change, Column, DataType, StorageError, Table};
 type Selection = Vec<(u32, Vec<u32>)>;
 
 /// The table's fields (access checked), a binder over them, and the schema width bound.
-fn scope(catalog: &Arc<Catalog>, access: &TableAccess, table: &str, pos: Pos) -> Result<(Binder, Vec<Field>)> {
-    let mut binder = Binder::new(catalog.clone(), access.clone(), Arc::new(Executor));
+fn scope(
+    run: &RunContext,
+    catalog: &Arc<Catalog>,
+    access: &TableAccess,
+    table: &str,
+    pos: Pos,
+) -> Result<(Binder, Vec<Field>)> {
+    let mut binder = Binder::new(catalog.clone(), access.clone(), Arc::new(Executor), run);
     let tref = TableRef::Table { name: table.to_string(), alias: None, pos };
     let (_, fields) = binder.bind_from(&tref)?;
     Ok((binder, fields))
@@ -64,7 +71,7 @@ fn same_layout(t: &Table, fields: &[Field]) -> Result<()> {
     }
 }
 
-fn select(t: &Table, width: usize, pred: Option<&BExpr>) -> Result<Selection> {
+fn select(ctx: &ExecContext, t: &Table, width: usize, pred: Option<&BExpr>) -> Result<Selection> {
     let mut sel = Vec::new();
     for (slot, p) in t.partitions().iter().enumerate() {
         if p.is_empty() {
@@ -72,7 +79,7 @@ fn select(t: &Table, width: usize, pred: Option<&BExpr>) -> Result<Selection> {
         }
         let rows = match pred {
             None => (0..p.len() as u32).collect(),
-            Some(e) => mask_indices(eval(e, &partition_batch(t, slot, width))?.as_ref()),
+            Some(e) => mask_indices(eval(ctx, e, &partition_batch(t, slot, width))?.as_ref()),
         };
         if !rows.is_empty() {
             sel.push((slot as u32, rows));
@@ -119,18 +126,20 @@ fn locked<R>(catalog: &Catalog, table: &str, pos: Pos, f: impl FnOnce(&mut Table
 }
 
 pub fn delete(
+    run: &RunContext,
     catalog: &Arc<Catalog>,
     access: &TableAccess,
     table: &str,
     filter: Option<&Expr>,
     pos: Pos,
 ) -> Result<usize> {
-    let (mut binder, fields) = scope(catalog, access, table, pos)?;
+    let (mut binder, fields) = scope(run, catalog, access, table, pos)?;
     let pred = filter.map(|f| bind_row_expr(&mut binder, &fields, f, true)).transpose()?;
     locked(catalog, table, pos, |t| {
         same_layout(t, &fields)?;
         refuse_history(t, pred.as_ref(), "DELETE")?;
-        let sel = select(t, fields.len(), pred.as_ref())?;
+        let ctx = ExecContext::new(run);
+        let sel = select(&ctx, t, fields.len(), pred.as_ref())?;
         if sel.is_empty() {
             return Ok(0);
         }
@@ -140,6 +149,7 @@ pub fn delete(
 }
 
 pub fn update(
+    run: &RunContext,
     catalog: &Arc<Catalog>,
     access: &TableAccess,
     table: &str,
@@ -147,7 +157,7 @@ pub fn update(
     filter: Option<&Expr>,
     pos: Pos,
 ) -> Result<usize> {
-    let (mut binder, fields) = scope(catalog, access, table, pos)?;
+    let (mut binder, fields) = scope(run, catalog, access, table, pos)?;
     let pred = filter.map(|f| bind_row_expr(&mut binder, &fields, f, true)).transpose()?;
     let mut targets: Vec<usize> = Vec::with_capacity(sets.len());
     let mut exprs = Vec::with_capacity(sets.len());
@@ -176,7 +186,8 @@ pub fn update(
     locked(catalog, table, pos, |t| {
         same_layout(t, &fields)?;
         refuse_history(t, pred.as_ref(), "UPDATE")?;
-        let sel = select(t, fields.len(), pred.as_ref())?;
+        let ctx = ExecContext::new(run);
+        let sel = select(&ctx, t, fields.len(), pred.as_ref())?;
         if sel.is_empty() {
             return Ok(0);
         }
@@ -185,7 +196,7 @@ pub fn update(
         for (slot, rows) in &sel {
             let batch = partition_batch(t, *slot as usize, fields.len()).take(rows);
             for (k, e) in exprs.iter().enumerate() {
-                let c = eval(e, &batch)?.into_owned();
+                let c = eval(&ctx, e, &batch)?.into_owned();
                 if c.len() != rows.len() {
                     return Err(SqlError::exec("UPDATE: a SET expression gave the wrong number of values"));
                 }

@@ -1,11 +1,19 @@
 //! The engine: runs statements against a catalog. Every statement either fully applies or
 //! changes nothing: inputs are parsed, typed and validated before the table lock is taken.
+//!
+//! Every entry point comes in two forms: `*_in`, which takes the query's [`RunContext`] (its
+//! control — cancel flag, deadline, memory limit — made by a door on the thread that runs the
+//! query) and passes it down explicitly to parsing, binding, planning, execution, COPY and the
+//! result's final copy; and the plain form, a thin wrapper running without limits. The
+//! engine's parallelism threshold ([`Engine::with_parallel_min_rows`]) is set on every
+//! context it is handed.
 
 use crate::access::TableAccess;
 use crate::error::{Pos, Result, SqlError};
 use crate::exec::{self, cast::cast_column, Batch};
+use crate::interrupt::{RunContext, DEFAULT_PARALLEL_MIN_ROWS};
 use crate::parser::ast::{CreateTable, InsertSource, Query, SetExpr, Statement};
-use crate::parser::{parse_statements_with_params, ParamValue};
+use crate::parser::{parse_script, ParamValue, ParseLimits};
 use crate::plan::binder::Binder;
 use crate::plan::Field;
 use crate::result::field;
@@ -31,12 +39,20 @@ pub use crate::parser::access::Access;
 
 /// A SQL session over a catalog: parses, plans and runs statements. Cheap to clone; clones share
 /// the catalog.
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Clone)]
 pub struct Engine {
     catalog: Arc<Catalog>,
     access: TableAccess,
     /// Where COPY may read and write.
     files: Arc<crate::files::FilePolicy>,
+    /// Partition-wise work of a query goes to helper threads from this many input rows on.
+    par_min_rows: usize,
+}
+
+impl Default for Engine {
+    fn default() -> Self {
+        Engine::with_catalog(Arc::default())
+    }
 }
 
 impl Engine {
@@ -47,33 +63,52 @@ impl Engine {
 
     /// An engine over `catalog`, with every table allowed and COPY under the default file policy.
     pub fn with_catalog(catalog: Arc<Catalog>) -> Engine {
-        Engine { catalog, access: TableAccess::all(), files: Arc::default() }
+        Engine { catalog, access: TableAccess::all(), files: Arc::default(), par_min_rows: DEFAULT_PARALLEL_MIN_ROWS }
     }
 
     /// The same database, seen through table grants: statements naming other tables fail
     /// with `PERMISSION_DENIED`, and `SHOW TABLES` lists only granted ones.
     pub fn with_access(&self, access: TableAccess) -> Engine {
-        Engine { catalog: self.catalog.clone(), access, files: self.files.clone() }
+        Engine { access, ..self.clone() }
     }
 
     /// The same database, with COPY confined by `files` (the server protects its data
     /// directory, and may set a root).
     pub fn with_files(&self, files: crate::files::FilePolicy) -> Engine {
-        Engine { catalog: self.catalog.clone(), access: self.access.clone(), files: Arc::new(files) }
+        Engine { files: Arc::new(files), ..self.clone() }
+    }
+
+    /// The same database, its queries running partition-wise work on helper threads from
+    /// `rows` input rows on (default 100,000: below it starting helpers costs more than it
+    /// saves; tests set 0 so small inputs take the parallel paths too).
+    pub fn with_parallel_min_rows(&self, rows: usize) -> Engine {
+        Engine { par_min_rows: rows, ..self.clone() }
+    }
+
+    /// `run` with this engine's parallelism threshold: what every stage of the query gets.
+    fn context(&self, run: &RunContext) -> RunContext {
+        run.with_parallel_min_rows(self.par_min_rows)
     }
 
     /// Run a script with `?`/`$n` parameters (see [`crate::parser::parse_statements_with_params`]).
     pub fn execute_with_params(&self, sql: &str, params: &[ParamValue]) -> Result<QueryResult> {
-        let stmts = parse_statements_with_params(sql, params)?;
+        self.execute_with_params_in(&RunContext::unlimited(), sql, params)
+    }
+
+    /// [`Engine::execute_with_params`] as part of the query `run`: parsing, binding and every
+    /// statement's run check its control.
+    pub fn execute_with_params_in(&self, run: &RunContext, sql: &str, params: &[ParamValue]) -> Result<QueryResult> {
+        let run = self.context(run);
+        let stmts = parse_script(sql, params, &ParseLimits::default(), &|| run.check())?;
         let mut last = QueryResult::status("OK".into());
         for s in &stmts {
-            last = self.execute_statement(s)?;
+            last = self.execute_statement_in(&run, s)?;
         }
         Ok(last)
     }
 
-    fn binder(&self) -> Binder {
-        Binder::new(self.catalog.clone(), self.access.clone(), Arc::new(exec::Executor))
+    fn binder(&self, run: &RunContext) -> Binder {
+        Binder::new(self.catalog.clone(), self.access.clone(), Arc::new(exec::Executor), run)
     }
 
     /// The catalog this engine reads and writes.
@@ -87,35 +122,64 @@ impl Engine {
         self.execute_with_params(sql, &[])
     }
 
+    /// [`Engine::execute`] as part of the query `run`.
+    pub fn execute_in(&self, run: &RunContext, sql: &str) -> Result<QueryResult> {
+        self.execute_with_params_in(run, sql, &[])
+    }
+
     /// Plan and run a query.
     pub fn query(&self, q: &Query) -> Result<QueryResult> {
-        self.run_prepared(&self.prepare(q)?)
+        self.query_in(&RunContext::unlimited(), q)
+    }
+
+    /// [`Engine::query`] as part of the query `run`.
+    pub fn query_in(&self, run: &RunContext, q: &Query) -> Result<QueryResult> {
+        let run = self.context(run);
+        self.run_prepared_in(&run, &self.prepare_in(&run, q)?)
     }
 
     /// Bind and optimize a query against the current snapshots, without running it.
     pub fn prepare(&self, q: &Query) -> Result<Prepared> {
-        let mut binder = self.binder();
+        self.prepare_in(&RunContext::unlimited(), q)
+    }
+
+    /// [`Engine::prepare`] as part of the query `run`: binding checks its control, and the
+    /// uncorrelated subqueries binding runs run under it.
+    pub fn prepare_in(&self, run: &RunContext, q: &Query) -> Result<Prepared> {
+        let mut binder = self.binder(&self.context(run));
         let (plan, fields) = binder.bind_query(q)?;
         Ok(Prepared { plan: crate::plan::physical::plan(crate::plan::optimizer::optimize(plan)), fields })
     }
 
     /// Run a prepared query.
     pub fn run_prepared(&self, p: &Prepared) -> Result<QueryResult> {
-        let chunks = exec::execute_chunks(&p.plan)?;
+        self.run_prepared_in(&RunContext::unlimited(), p)
+    }
+
+    /// [`Engine::run_prepared`] as part of the query `run`.
+    pub fn run_prepared_in(&self, run: &RunContext, p: &Prepared) -> Result<QueryResult> {
+        let chunks = exec::execute_chunks(&self.context(run), &p.plan)?;
         Ok(QueryResult::chunked(p.fields.clone(), chunks))
     }
 
     /// Run one parsed statement (after checking the table it targets against the grants).
     pub fn execute_statement(&self, s: &Statement) -> Result<QueryResult> {
+        self.execute_statement_in(&RunContext::unlimited(), s)
+    }
+
+    /// [`Engine::execute_statement`] as part of the query `run`.
+    pub fn execute_statement_in(&self, run: &RunContext, s: &Statement) -> Result<QueryResult> {
         if let Some((table, pos)) = s.target() {
             self.access.check(table, pos)?;
         }
+        let run = &self.context(run);
+        run.check()?;
         match s {
-            Statement::Query(q) => self.query(q),
-            Statement::Explain { query, analyze } => self.explain(query, *analyze),
+            Statement::Query(q) => self.query_in(run, q),
+            Statement::Explain { query, analyze } => self.explain(run, query, *analyze),
             Statement::CreateTable(ct) => self.create_table(ct),
             Statement::CreateTableAs { name, if_not_exists, query } => {
-                self.create_table_as(name, *if_not_exists, query)
+                self.create_table_as(run, name, *if_not_exists, query)
             }
             Statement::DropTable { name, if_exists, pos } => {
                 self.catalog.drop_table(name, *if_exists).map_err(|e| match e {
@@ -133,18 +197,18 @@ impl Engine {
                 }
                 Ok(QueryResult::status("ALTER TABLE".into()))
             }
-            Statement::Insert { table, columns, source, pos } => self.insert(table, columns, source, *pos),
+            Statement::Insert { table, columns, source, pos } => self.insert(run, table, columns, source, *pos),
             Statement::CopyFrom { table, path, options, pos } => {
                 let snap = self
                     .catalog
                     .snapshot(table)
                     .map_err(|_| SqlError::TableNotFound { name: table.clone(), pos: Some(*pos) })?;
-                let cols = crate::copy::read_file(&self.files, path, options, snap.schema())?;
+                let cols = crate::copy::read_file(run, &self.files, path, options, snap.schema())?;
                 let n = self.catalog.append(table, cols)?;
                 Ok(QueryResult::status(format!("COPY {n}")))
             }
             Statement::CopyTo { query, path, options } => {
-                let r = self.query(query)?;
+                let r = self.query_in(run, query)?;
                 let n = crate::copy::write_file(&self.files, path, options, &r)?;
                 Ok(QueryResult::status(format!("COPY {n}")))
             }
@@ -159,11 +223,11 @@ impl Engine {
             }
             Statement::AlterTier { table, column, before, pos } => self.alter_tier(table, column, *before, *pos),
             Statement::Delete { table, filter, pos } => {
-                let n = crate::dml::delete(&self.catalog, &self.access, table, filter.as_ref(), *pos)?;
+                let n = crate::dml::delete(run, &self.catalog, &self.access, table, filter.as_ref(), *pos)?;
                 Ok(QueryResult::status(format!("DELETE {n}")))
             }
             Statement::Update { table, sets, filter, pos } => {
-                let n = crate::dml::update(&self.catalog, &self.access, table, sets, filter.as_ref(), *pos)?;
+                let n = crate::dml::update(run, &self.catalog, &self.access, table, sets, filter.as_ref(), *pos)?;
                 Ok(QueryResult::status(format!("UPDATE {n}")))
             }
             Statement::ShowTables => {
@@ -177,10 +241,10 @@ impl Engine {
 
     /// `EXPLAIN [ANALYZE] query`: the physical plan, one line per row (with ANALYZE, after
     /// running it, each node's rows, batches, time and memory).
-    fn explain(&self, query: &Query, analyze: bool) -> Result<QueryResult> {
-        let p = self.prepare(query)?;
+    fn explain(&self, run: &RunContext, query: &Query, analyze: bool) -> Result<QueryResult> {
+        let p = self.prepare_in(run, query)?;
         let text =
-            if analyze { exec::explain_analyze(&p.plan, &p.fields)?.0 } else { p.plan.root().explain(&p.fields) };
+            if analyze { exec::explain_analyze(run, &p.plan, &p.fields)?.0 } else { p.plan.root().explain(&p.fields) };
         Ok(QueryResult::text_column("plan", text.lines().map(str::to_string).collect()))
     }
 
@@ -195,7 +259,14 @@ impl Engine {
 
     /// `INSERT INTO table [(columns)] VALUES ... | query`: the source run like any query,
     /// shaped for the table, then appended whole.
-    fn insert(&self, table: &str, columns: &[String], source: &InsertSource, pos: Pos) -> Result<QueryResult> {
+    fn insert(
+        &self,
+        run: &RunContext,
+        table: &str,
+        columns: &[String],
+        source: &InsertSource,
+        pos: Pos,
+    ) -> Result<QueryResult> {
         let snap = self
             .catalog
             .snapshot(table)
@@ -206,20 +277,20 @@ impl Engine {
             }
             InsertSource::Query(q) => (**q).clone(),
         };
-        let src = self.query(&q)?;
+        let src = self.query_in(run, &q)?;
         let cols = shape_for_table(&snap, columns, src.into_batch())?;
         let n = self.catalog.append(table, cols)?;
         Ok(QueryResult::status(format!("INSERT {n}")))
     }
     /// `CREATE TABLE name AS query`: the table and its rows, or nothing.
-    fn create_table_as(&self, name: &str, if_not_exists: bool, query: &Query) -> Result<QueryResult> {
+    fn create_table_as(&self, run: &RunContext, name: &str, if_not_exists: bool, query: &Query) -> Result<QueryResult> {
         if self.catalog.exists(name) {
             if if_not_exists {
                 return Ok(QueryResult::status("CREATE TABLE".into()));
             }
             return Err(SqlError::TableExists(name.to_string()));
         }
-        let r = self.query(query)?;
+        let r = self.query_in(run, query)?;
         let columns = r
             .fields
             .iter()

@@ -3,6 +3,8 @@
 //! columnar results ([`exec`]). [`Engine`] ties them to a storage [`zepto_storage::Catalog`].
 //! Bound expressions ([`expr`]) and their evaluator ([`eval`]) sit below both the planner and
 //! the executor.
+//! Every stage is handed the query's [`RunContext`] ([`interrupt`]: its cancel flag,
+//! deadline and memory limit) explicitly, through the `Engine::*_in` methods.
 #![warn(missing_docs)]
 
 pub mod access;
@@ -14,6 +16,7 @@ pub mod eval;
 pub mod exec;
 pub mod expr;
 pub mod files;
+pub mod interrupt;
 pub use zepto_parser as parser;
 pub mod plan;
 pub mod result;
@@ -22,4 +25,5 @@ pub use access::TableAccess;
 pub use engine::{Access, Engine, Prepared, QueryResult};
 pub use error::{FileProblem, Pos, Result, SqlError};
 pub use files::FilePolicy;
+pub use interrupt::{QueryControl, RunContext};
 pub use parser::ParamValue;

@@ -2,6 +2,7 @@
 
 use crate::error::Result;
 use crate::exec::{self, Batch};
+use crate::interrupt::RunContext;
 use crate::plan::Field;
 use zepto_storage::{Column, DataType, Value};
 
@@ -55,16 +56,16 @@ impl QueryResult {
         exec::concat_chunks(self.chunks)
     }
 
-    /// The result with its rows made one batch, as part of the query: call it under the
-    /// query's control (the copy counts against its memory limit, and a limit or deadline it
-    /// crosses fails here). For a consumer that encodes one batch (the HTTP door).
-    pub fn into_one_batch(self) -> Result<QueryResult> {
+    /// The result with its rows made one batch, as part of the query `run` (the copy counts
+    /// against its memory limit, and a limit or deadline it crosses fails here). For a
+    /// consumer that encodes one batch (the HTTP door).
+    pub fn into_one_batch(self, run: &RunContext) -> Result<QueryResult> {
         if self.chunks.len() == 1 {
             return Ok(self);
         }
         let QueryResult { fields, chunks, status } = self;
         let one = exec::concat_chunks(chunks);
-        exec::interrupt::check()?;
+        run.check()?;
         Ok(QueryResult { fields, chunks: vec![one], status })
     }
 

@@ -42,10 +42,10 @@ fn values(rng: &mut Rng, n: usize, syms: u64) -> String {
 
 #[test]
 fn chunked_results_equal_one_batch() {
-    zepto_sql::exec::interrupt::set_parallel_min_rows(0);
     let mut rng = Rng::new(0x2545_f491_4f6c_dd1d);
     for case in 0..6 {
-        let e = Engine::new();
+        // Partition-wise work of any size on helper threads: the parallel paths too.
+        let e = Engine::new().with_parallel_min_rows(0);
         e.execute("CREATE TABLE t (ts TIMESTAMP, sym SYMBOL, x DOUBLE)").expect("t");
         e.execute("CREATE TABLE q (ts TIMESTAMP, sym SYMBOL, bid DOUBLE)").expect("q");
         for _ in 0..3 {

@@ -47,10 +47,10 @@ fn values(rng: &mut Rng, n: usize, syms: u64, with_id: bool) -> String {
 
 #[test]
 fn partitioned_joins_match_the_general_sweeps() {
-    zepto_sql::exec::interrupt::set_parallel_min_rows(0);
     let mut rng = Rng::new(0x9e37_79b9_7f4a_7c15);
     for case in 0..12 {
-        let e = Engine::new();
+        // Partition-wise work of any size on helper threads: the parallel paths too.
+        let e = Engine::new().with_parallel_min_rows(0);
         e.execute("CREATE TABLE w (id INT, ts TIMESTAMP, sym SYMBOL, x DOUBLE)").expect("w");
         e.execute("CREATE TABLE qs (ts TIMESTAMP, sym SYMBOL, bid DOUBLE, n BIGINT)").expect("qs");
         e.execute("CREATE TABLE qv (ts TIMESTAMP, sym VARCHAR, bid DOUBLE, n BIGINT)").expect("qv");

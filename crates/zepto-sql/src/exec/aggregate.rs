@@ -8,7 +8,7 @@
 use super::accum::{self, Mode, Rows};
 use super::eval::eval;
 use super::hash::{group_ids, GroupIds};
-use super::Batch;
+use super::{Batch, ExecContext};
 use crate::error::Result;
 use crate::plan::{AggCall, BExpr};
 use zepto_storage::{Column, ColumnData, DataType};
@@ -32,15 +32,22 @@ impl Grouped {
 }
 
 /// GROUP BY `keys` over a batch, by hashing.
-pub fn aggregate(b: &Batch, keys: &[BExpr], aggs: &[AggCall]) -> Result<Batch> {
-    Ok(grouped(b, keys, aggs, None, Mode::Final)?.into_batch())
+pub fn aggregate(ctx: &ExecContext, b: &Batch, keys: &[BExpr], aggs: &[AggCall]) -> Result<Batch> {
+    Ok(grouped(ctx, b, keys, aggs, None, Mode::Final)?.into_batch())
 }
 
 /// Aggregate one batch. `runs`: key positions whose values only change between runs of rows
 /// (time buckets inside a time-sorted partition); when every key is constant or such a run
 /// key, groups are found by comparing neighbours instead of hashing.
-pub fn grouped(b: &Batch, keys: &[BExpr], aggs: &[AggCall], runs: Option<&[usize]>, mode: Mode) -> Result<Grouped> {
-    let key_cols = keys.iter().map(|k| eval(k, b)).collect::<Result<Vec<_>>>()?;
+pub fn grouped(
+    ctx: &ExecContext,
+    b: &Batch,
+    keys: &[BExpr],
+    aggs: &[AggCall],
+    runs: Option<&[usize]>,
+    mode: Mode,
+) -> Result<Grouped> {
+    let key_cols = keys.iter().map(|k| eval(ctx, k, b)).collect::<Result<Vec<_>>>()?;
     let refs: Vec<&Column> = key_cols.iter().map(|c| &**c).collect();
     match runs {
         // Run groups need only their start rows.
@@ -57,7 +64,7 @@ pub fn grouped(b: &Batch, keys: &[BExpr], aggs: &[AggCall], runs: Option<&[usize
                 r => run_starts(&r.iter().map(|&k| refs[k]).collect::<Vec<_>>(), b.rows),
             };
             let out: Vec<Column> = key_cols.iter().map(|c| c.take(&first)).collect();
-            over_runs(b, out, aggs, &first, mode)
+            over_runs(ctx, b, out, aggs, &first, mode)
         }
         None => {
             let GroupIds { ids, first } = group_ids(&refs, b.rows);
@@ -66,8 +73,10 @@ pub fn grouped(b: &Batch, keys: &[BExpr], aggs: &[AggCall], runs: Option<&[usize
             let out: Vec<Column> = key_cols.iter().map(|c| c.take(&first)).collect();
             // Every group found has a row; the one group of an aggregate without keys may not.
             let rows = if b.rows == 0 { Rows::sparse(&ids) } else { Rows::dense(&ids, groups) };
-            let aggs =
-                aggs.iter().map(|a| accum::aggregate(a, b, rows, groups, false, mode)).collect::<Result<Vec<_>>>()?;
+            let aggs = aggs
+                .iter()
+                .map(|a| accum::aggregate(ctx, a, b, rows, groups, false, mode))
+                .collect::<Result<Vec<_>>>()?;
             Ok(Grouped { keys: out, aggs, groups })
         }
     }
@@ -76,7 +85,7 @@ pub fn grouped(b: &Batch, keys: &[BExpr], aggs: &[AggCall], runs: Option<&[usize
 /// Aggregate a batch in designated time order whose groups are the runs of rows starting at
 /// `starts` (the first is 0; none for no rows): keys evaluated at the start rows only, then
 /// each aggregate. For groups found without evaluating a key on every row.
-pub fn aggregate_runs(b: &Batch, keys: &[BExpr], aggs: &[AggCall], starts: &[u32]) -> Result<Batch> {
+pub fn aggregate_runs(ctx: &ExecContext, b: &Batch, keys: &[BExpr], aggs: &[AggCall], starts: &[u32]) -> Result<Batch> {
     debug_assert!(starts.first().is_none_or(|&s| s == 0) && starts.windows(2).all(|w| w[0] < w[1]));
     // The start rows of the columns the keys read (the others stand in as untyped NULLs).
     let mut read = vec![false; b.columns.len()];
@@ -91,15 +100,23 @@ pub fn aggregate_runs(b: &Batch, keys: &[BExpr], aggs: &[AggCall], starts: &[u32
             .collect(),
         starts.len(),
     );
-    let out = keys.iter().map(|k| eval(k, &heads).map(|c| c.into_owned())).collect::<Result<Vec<_>>>()?;
-    Ok(over_runs(b, out, aggs, starts, Mode::Final)?.into_batch())
+    let out = keys.iter().map(|k| eval(ctx, k, &heads).map(|c| c.into_owned())).collect::<Result<Vec<_>>>()?;
+    Ok(over_runs(ctx, b, out, aggs, starts, Mode::Final)?.into_batch())
 }
 
 /// `aggs` over the runs starting at `starts`, after the key columns `keys`.
-fn over_runs(b: &Batch, keys: Vec<Column>, aggs: &[AggCall], starts: &[u32], mode: Mode) -> Result<Grouped> {
+fn over_runs(
+    ctx: &ExecContext,
+    b: &Batch,
+    keys: Vec<Column>,
+    aggs: &[AggCall],
+    starts: &[u32],
+    mode: Mode,
+) -> Result<Grouped> {
     let rows = Rows::Runs { starts, n: b.rows };
     let groups = starts.len();
-    let aggs = aggs.iter().map(|a| accum::aggregate(a, b, rows, groups, true, mode)).collect::<Result<Vec<_>>>()?;
+    let aggs =
+        aggs.iter().map(|a| accum::aggregate(ctx, a, b, rows, groups, true, mode)).collect::<Result<Vec<_>>>()?;
     Ok(Grouped { keys, aggs, groups })
 }
 

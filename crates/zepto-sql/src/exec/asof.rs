@@ -146,12 +146,12 @@ fn search<T: Time>(bucket: &[T], x: T, op: BinaryOp) -> Option<usize> {
 }
 
 /// Join whole batches `l` and `r` as `spec` says: each left row with its as-of match in `r`.
-pub fn asof_join(l: &Batch, r: &Batch, spec: AsofSpec) -> Result<Batch> {
+pub fn asof_join(ctx: &ExecContext, l: &Batch, r: &Batch, spec: AsofSpec) -> Result<Batch> {
     let (n, m) = (l.rows, r.rows);
-    let lk = spec.left_keys.iter().map(|e| eval(e, l)).collect::<Result<Vec<_>>>()?;
-    let rk = spec.right_keys.iter().map(|e| eval(e, r)).collect::<Result<Vec<_>>>()?;
-    let lt = eval(spec.left_ts, l)?;
-    let rt = eval(spec.right_ts, r)?;
+    let lk = spec.left_keys.iter().map(|e| eval(ctx, e, l)).collect::<Result<Vec<_>>>()?;
+    let rk = spec.right_keys.iter().map(|e| eval(ctx, e, r)).collect::<Result<Vec<_>>>()?;
+    let lt = eval(ctx, spec.left_ts, l)?;
+    let rt = eval(ctx, spec.right_ts, r)?;
     let (lid, rid, ngroups) = {
         let (lr, rr): (Vec<&Column>, Vec<&Column>) =
             (lk.iter().map(|c| &**c).collect(), rk.iter().map(|c| &**c).collect());
@@ -219,7 +219,15 @@ pub fn asof_join(l: &Batch, r: &Batch, spec: AsofSpec) -> Result<Batch> {
 /// and every right row with the latest left row strictly before it (`r.ts > l.ts`), merged in
 /// time order (at equal times right rows come first, so each left row sees them). Rows with
 /// NULL keys or times appear once with the other side NULL.
-pub fn splice_join(l: &Batch, r: &Batch, lk: &[BExpr], rk: &[BExpr], lts: &BExpr, rts: &BExpr) -> Result<Batch> {
+pub fn splice_join(
+    ctx: &ExecContext,
+    l: &Batch,
+    r: &Batch,
+    lk: &[BExpr],
+    rk: &[BExpr],
+    lts: &BExpr,
+    rts: &BExpr,
+) -> Result<Batch> {
     let spec = |a, b, c, d, op| AsofSpec {
         left_keys: a,
         right_keys: b,
@@ -230,8 +238,8 @@ pub fn splice_join(l: &Batch, r: &Batch, lk: &[BExpr], rk: &[BExpr], lts: &BExpr
         tolerance: None,
         emit: None,
     };
-    let left_rows = asof_join(l, r, spec(lk, rk, lts, rts, BinaryOp::GtEq))?;
-    let right_rows = asof_join(r, l, spec(rk, lk, rts, lts, BinaryOp::Gt))?;
+    let left_rows = asof_join(ctx, l, r, spec(lk, rk, lts, rts, BinaryOp::GtEq))?;
+    let right_rows = asof_join(ctx, r, l, spec(rk, lk, rts, lts, BinaryOp::Gt))?;
     let (wl, wr) = (l.columns.len(), r.columns.len());
     // right_rows is [right..., left...]: put the left columns first.
     let mut cols = Vec::with_capacity(wl + wr);
@@ -244,7 +252,7 @@ pub fn splice_join(l: &Batch, r: &Batch, lk: &[BExpr], rk: &[BExpr], lts: &BExpr
         cols.push(Column::concat(&[&**a, &**b]));
     }
     // Event times: a left row's own time, a right row's own time; NULL times first.
-    let (lt, rt) = (eval(lts, l)?, eval(rts, r)?);
+    let (lt, rt) = (eval(ctx, lts, l)?, eval(ctx, rts, r)?);
     let event = Column::concat(&[&*lt, &*rt]);
     let n = l.rows + r.rows;
     let times: Vec<i64> = (0..n).map(|i| event.get(i).as_i64().unwrap_or(i64::MIN)).collect();

@@ -1,24 +1,24 @@
 //! What one run of a physical plan carries down to every operator, passed explicitly.
 //!
-//! Today that is the profile EXPLAIN ANALYZE prints: per plan node, the operator that ran it,
-//! its output rows and batches, its time (inclusive of its inputs, as PostgreSQL reports it)
-//! and the peak memory the query's thread held above its start while it ran. Operators that
-//! read their (filtered) scan input partition by partition run those nodes fused: the input
-//! nodes are recorded as fused into their parent.
+//! An [`ExecContext`] is the query's [`RunContext`] (its control — cancel flag, deadline,
+//! memory limit — with the memory baseline of the thread it runs on, and the parallelism
+//! threshold) plus the profile EXPLAIN ANALYZE prints: per plan node, the operator that ran
+//! it, its output rows and batches, its time (inclusive of its inputs, as PostgreSQL reports
+//! it) and the peak memory the query's thread held above its start while it ran. Operators
+//! that read their (filtered) scan input partition by partition run those nodes fused: the
+//! input nodes are recorded as fused into their parent.
 //!
-//! It also carries the query's control — cancel flag, deadline, memory limit
-//! ([`QueryControl`]) — with the memory baseline of the thread it runs on, and the
-//! parallelism threshold. Operators check it ([`ExecContext::check`]) and run partition-wise
-//! work through it ([`ExecContext::par_map`]), which gives each helper thread a context of its
-//! own: no operator reads a thread-local. The control comes from the door: today a door
-//! installs it on the query's thread ([`QueryControl::enter`]) and the context takes it from
-//! there once, when the run starts (parsing and binding still read it there).
+//! Operators check it ([`ExecContext::check`]) and run partition-wise work through it
+//! ([`ExecContext::par_map`]), which gives each helper thread a context of its own, its
+//! baseline set so that it counts from what the query already held: no operator reads a
+//! thread-local. What one run starts on its thread (a correlated subquery's binding and run)
+//! gets the run's [`RunContext`] ([`ExecContext::run_context`]).
 
-use super::interrupt::{self, QueryControl};
 use crate::error::Result;
+use crate::interrupt::RunContext;
 use crate::plan::Plan;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 use zepto_storage::mem::{reset_thread_peak, thread_net_bytes, thread_peak_bytes};
 
@@ -44,19 +44,8 @@ pub struct OpStats {
 pub struct ExecContext {
     /// Per plan node (by address: the plan is borrowed for the whole run), when profiling.
     profile: Option<Mutex<HashMap<usize, OpStats>>>,
-    /// The query's limits and cancel flag, if a door set them.
-    control: Option<Arc<QueryControl>>,
-    /// This thread's net allocation when the query (its share of it) started.
-    base: isize,
-    /// Partition-wise work goes to helper threads from this many input rows on.
-    par_min_rows: usize,
-}
-
-impl Default for ExecContext {
-    fn default() -> Self {
-        let (control, base) = interrupt::current();
-        ExecContext { profile: None, control, base, par_min_rows: interrupt::parallel_min_rows() }
-    }
+    /// The query's control, memory baseline (this thread's) and parallelism threshold.
+    run: RunContext,
 }
 
 /// A started operator's clock and memory baseline (see [`ExecContext::start`]).
@@ -67,23 +56,26 @@ pub(crate) struct Started {
 }
 
 impl ExecContext {
-    /// A run that records nothing, under the control the door installed on this thread.
-    pub fn new() -> ExecContext {
-        ExecContext::default()
+    /// A run of a plan as part of the query `run`, recording nothing.
+    pub fn new(run: &RunContext) -> ExecContext {
+        ExecContext { profile: None, run: run.clone() }
     }
 
-    /// A run that records every node's [`OpStats`].
-    pub fn profiling() -> ExecContext {
-        ExecContext { profile: Some(Mutex::new(HashMap::new())), ..ExecContext::default() }
+    /// A run of a plan as part of the query `run` that records every node's [`OpStats`].
+    pub fn profiling(run: &RunContext) -> ExecContext {
+        ExecContext { profile: Some(Mutex::new(HashMap::new())), run: run.clone() }
+    }
+
+    /// The query this run belongs to, as a context for what the run starts on this thread
+    /// (a correlated subquery's binding and run).
+    pub fn run_context(&self) -> &RunContext {
+        &self.run
     }
 
     /// Fail if the query was cancelled, ran past its deadline or holds more memory than its
     /// limit (the memory this thread allocated since the query, or its share, started).
     pub fn check(&self) -> Result<()> {
-        match &self.control {
-            Some(c) => c.check(thread_net_bytes().saturating_sub(self.base)),
-            None => Ok(()),
-        }
+        self.run.check()
     }
 
     /// [`ExecContext::check`] every `every` iterations of a loop (`every` a power of two).
@@ -110,22 +102,18 @@ impl ExecContext {
         rows: usize,
         f: impl Fn(&ExecContext, &T) -> Result<R> + Sync,
     ) -> Result<Vec<R>> {
-        if rows < self.par_min_rows || items.len() < 2 {
+        if rows < self.run.parallel_min_rows() || items.len() < 2 {
             return items.iter().map(|x| f(self, x)).collect();
         }
-        let held = thread_net_bytes().saturating_sub(self.base);
+        let held = self.run.held();
         let caller = std::thread::current().id();
         zepto_storage::par::try_map(items, |x| {
             if std::thread::current().id() == caller {
                 self.check()?;
                 return f(self, x);
             }
-            let helper = ExecContext {
-                profile: None,
-                control: self.control.clone(),
-                base: thread_net_bytes().saturating_sub(held),
-                par_min_rows: self.par_min_rows,
-            };
+            let base = thread_net_bytes().saturating_sub(held);
+            let helper = ExecContext::new(&self.run.on_helper(base));
             helper.check()?;
             f(&helper, x)
         })
@@ -204,19 +192,19 @@ fn key(node: &Plan) -> usize {
 mod tests {
     use super::*;
     use crate::error::SqlError;
+    use crate::interrupt::QueryControl;
 
     /// Helper threads get a context carrying the query's control (not a thread-local): a
     /// cancel reaches the work they do.
     #[test]
     fn helpers_run_under_the_query_control() {
         let q = QueryControl::new(None, None);
-        let _in = q.enter();
-        let ctx = ExecContext { par_min_rows: 0, ..ExecContext::new() };
+        let ctx = ExecContext::new(&RunContext::new(Some(q.clone())).with_parallel_min_rows(0));
         let items: Vec<usize> = (0..64).collect();
         let seen = ctx
             .par_map(&items, usize::MAX, |c, _| {
                 std::thread::sleep(Duration::from_millis(1));
-                Ok((std::thread::current().id(), c.control.is_some()))
+                Ok((std::thread::current().id(), c.run.control().is_some()))
             })
             .expect("runs");
         assert!(seen.iter().all(|&(_, has)| has), "every item saw the control");

@@ -38,7 +38,7 @@ pub(super) fn aggregate(ctx: &ExecContext, input: &Plan, keys: &[BExpr], aggs: &
     let s = scan_shape(input).ok_or_else(|| SqlError::Internal("history GROUP BY over a non-scan".into()))?;
     run(ctx, &s, keys, aggs).or_else(|_| {
         let assembled = super::history::resolve(ctx, input)?;
-        super::aggregate::aggregate(&super::run(ctx, &assembled)?, keys, aggs)
+        super::aggregate::aggregate(ctx, &super::run(ctx, &assembled)?, keys, aggs)
     })
 }
 
@@ -79,30 +79,30 @@ fn run(ctx: &ExecContext, s: &ScanShape, keys: &[BExpr], aggs: &[AggCall]) -> Re
         })
         .flatten();
 
-    let partial = |b: Batch, sorted: bool| -> Result<Option<Grouped>> {
-        let b = s.apply_filter(b)?;
+    let partial = |c: &ExecContext, b: Batch, sorted: bool| -> Result<Option<Grouped>> {
+        let b = s.apply_filter(c, b)?;
         if b.rows == 0 {
             return Ok(None);
         }
-        grouped(&b, keys, aggs, run_keys.as_deref().filter(|_| sorted), Mode::Partial).map(Some)
+        grouped(c, &b, keys, aggs, run_keys.as_deref().filter(|_| sorted), Mode::Partial).map(Some)
     };
     let units = reader.units(table, range.keys.as_deref(), range.ts_lo, range.ts_hi)?;
     let rows = units.iter().map(|u| u.rows).sum();
-    let unit_partial = |u: &zepto_storage::HistoryUnit| -> Result<Option<Grouped>> {
+    let unit_partial = |c: &ExecContext, u: &zepto_storage::HistoryUnit| -> Result<Option<Grouped>> {
         let chunk = reader.read_unit(table, &need, u)?;
         match cut(chunk, s.columns.len(), key_filter, ts_pos, range) {
-            Some(b) => partial(b, true),
+            Some(b) => partial(c, b, true),
             None => Ok(None),
         }
     };
-    let mut outs: Vec<Grouped> = ctx.par_map(&units, rows, |_, x| unit_partial(x))?.into_iter().flatten().collect();
+    let mut outs: Vec<Grouped> = ctx.par_map(&units, rows, unit_partial)?.into_iter().flatten().collect();
     for p in pieces(table, range) {
         ctx.check()?;
-        if let Some(o) = partial(piece_batch(&p, s.columns), true)? {
+        if let Some(o) = partial(ctx, piece_batch(&p, s.columns), true)? {
             outs.push(o);
         }
     }
-    merge(outs, keys, aggs, s, table)
+    merge(ctx, outs, keys, aggs, s, table)
 }
 
 /// Where `c` is in `need`, appended if missing.
@@ -151,7 +151,14 @@ fn cut(
 }
 
 /// Merge partial results (key columns and each aggregate's state) per group.
-fn merge(outs: Vec<Grouped>, keys: &[BExpr], aggs: &[AggCall], s: &ScanShape, table: &Table) -> Result<Batch> {
+fn merge(
+    ctx: &ExecContext,
+    outs: Vec<Grouped>,
+    keys: &[BExpr],
+    aggs: &[AggCall],
+    s: &ScanShape,
+    table: &Table,
+) -> Result<Batch> {
     if outs.is_empty() {
         // No rows at all: what the aggregate says over an empty input (one row without
         // GROUP BY, none with).
@@ -160,7 +167,7 @@ fn merge(outs: Vec<Grouped>, keys: &[BExpr], aggs: &[AggCall], s: &ScanShape, ta
             .iter()
             .map(|&c| Column::from_data(ColumnData::empty(table.schema().columns[c].data_type)))
             .collect();
-        return super::aggregate::aggregate(&Batch::new(empty, 0), keys, aggs);
+        return super::aggregate::aggregate(ctx, &Batch::new(empty, 0), keys, aggs);
     }
     let rows: usize = outs.iter().map(|g| g.groups).sum();
     let concat = |pick: &dyn Fn(&Grouped) -> &Column| Column::concat(&outs.iter().map(pick).collect::<Vec<_>>());

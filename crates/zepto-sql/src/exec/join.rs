@@ -30,7 +30,7 @@ pub fn join(
         nested_loop(ctx, l, r, residual)?
     } else {
         let (li, ri) = hash_pairs(ctx, l, r, lk, rk)?;
-        filter_pairs(l, r, li, ri, residual)?
+        filter_pairs(ctx, l, r, li, ri, residual)?
     };
     if matches!(kind, JoinKind::Left | JoinKind::Full) {
         let mut hit = vec![false; l.rows];
@@ -62,8 +62,8 @@ fn assemble(l: &Batch, r: &Batch, li: &[u32], ri: &[u32]) -> Batch {
 }
 
 fn hash_pairs(ctx: &ExecContext, l: &Batch, r: &Batch, lk: &[BExpr], rk: &[BExpr]) -> Result<(Vec<u32>, Vec<u32>)> {
-    let lcols = lk.iter().map(|e| eval(e, l)).collect::<Result<Vec<_>>>()?;
-    let rcols = rk.iter().map(|e| eval(e, r)).collect::<Result<Vec<_>>>()?;
+    let lcols = lk.iter().map(|e| eval(ctx, e, l)).collect::<Result<Vec<_>>>()?;
+    let rcols = rk.iter().map(|e| eval(ctx, e, r)).collect::<Result<Vec<_>>>()?;
     let lref: Vec<&Column> = lcols.iter().map(|c| &**c).collect();
     let rref: Vec<&Column> = rcols.iter().map(|c| &**c).collect();
     let lh = hash_rows(&lref, l.rows);
@@ -106,6 +106,7 @@ fn hash_pairs(ctx: &ExecContext, l: &Batch, r: &Batch, lk: &[BExpr], rk: &[BExpr
 }
 
 fn filter_pairs(
+    ctx: &ExecContext,
     l: &Batch,
     r: &Batch,
     li: Vec<u32>,
@@ -116,7 +117,7 @@ fn filter_pairs(
         return Ok((li, ri));
     };
     let joined = assemble(l, r, &li, &ri);
-    let m = eval(pred, &joined)?;
+    let m = eval(ctx, pred, &joined)?;
     let keep = mask_indices(&m);
     Ok((keep.iter().map(|&k| li[k as usize]).collect(), keep.iter().map(|&k| ri[k as usize]).collect()))
 }
@@ -142,7 +143,7 @@ fn nested_loop(ctx: &ExecContext, l: &Batch, r: &Batch, residual: Option<&BExpr>
                 br.push(j as u32);
             }
         }
-        let (fl, fr) = filter_pairs(l, r, bl, br, residual)?;
+        let (fl, fr) = filter_pairs(ctx, l, r, bl, br, residual)?;
         li.extend(fl);
         ri.extend(fr);
         if li.len() > MAX_OUTPUT_ROWS {

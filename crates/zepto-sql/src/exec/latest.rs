@@ -10,7 +10,7 @@ use super::cmp::value_cmp;
 use super::eval::eval;
 use super::hash::group_ids;
 use super::scan::{piece_batch, pieces};
-use super::Batch;
+use super::{Batch, ExecContext};
 use crate::error::{Result, SqlError};
 use crate::plan::physical::{tail_shape, ScanShape};
 use crate::plan::{BExpr, Plan};
@@ -20,15 +20,15 @@ use zepto_storage::{Column, Table};
 /// The last row of each partition of a (filtered) scan keyed by its partition key and ordered
 /// by its designated timestamp (the physical planner checked the shape: see
 /// [`crate::plan::physical::tail_shape`]): each partition is searched from its end.
-pub fn tails(input: &Plan, keys: &[BExpr], ts: &BExpr) -> Result<Batch> {
+pub fn tails(ctx: &ExecContext, input: &Plan, keys: &[BExpr], ts: &BExpr) -> Result<Batch> {
     let ScanShape { table, columns, range, filter } = tail_shape(input, keys, ts)
         .ok_or_else(|| SqlError::Internal("LATEST ON from partition tails over another shape".into()))?;
     let ps = pieces(table, range);
     let mut picks: Vec<Batch> = Vec::new();
     for p in &ps {
         let b = piece_batch(p, columns);
-        let tcol = eval(ts, &b)?;
-        let mask = filter.map(|e| eval(e, &b)).transpose()?;
+        let tcol = eval(ctx, ts, &b)?;
+        let mask = filter.map(|e| eval(ctx, e, &b)).transpose()?;
         let hit = (0..b.rows).rev().find(|&i| {
             tcol.is_valid(i)
                 && mask.as_ref().is_none_or(|m| m.is_valid(i) && matches!(m.get(i), zepto_storage::Value::Bool(true)))
@@ -37,14 +37,14 @@ pub fn tails(input: &Plan, keys: &[BExpr], ts: &BExpr) -> Result<Batch> {
             picks.push(b.take(&[i as u32]));
         }
     }
-    Ok(in_ts_order(concat(picks, columns.len(), table, columns), ts))
+    Ok(in_ts_order(ctx, concat(picks, columns.len(), table, columns), ts))
 }
 
 /// The row with the greatest `ts` of every distinct `keys` tuple of `b`, in `ts` order.
-pub fn by_hash(b: Batch, keys: &[BExpr], ts: &BExpr) -> Result<Batch> {
-    let kcols = keys.iter().map(|k| eval(k, &b)).collect::<Result<Vec<_>>>()?;
+pub fn by_hash(ctx: &ExecContext, b: Batch, keys: &[BExpr], ts: &BExpr) -> Result<Batch> {
+    let kcols = keys.iter().map(|k| eval(ctx, k, &b)).collect::<Result<Vec<_>>>()?;
     let refs: Vec<&Column> = kcols.iter().map(|c| &**c).collect();
-    let tcol = eval(ts, &b)?;
+    let tcol = eval(ctx, ts, &b)?;
     let cmp = value_cmp(&tcol);
     let groups = group_ids(&refs, b.rows);
     let mut best: Vec<Option<usize>> = vec![None; groups.first.len()];
@@ -58,7 +58,7 @@ pub fn by_hash(b: Batch, keys: &[BExpr], ts: &BExpr) -> Result<Batch> {
         }
     }
     let idx: Vec<u32> = best.into_iter().flatten().map(|i| i as u32).collect();
-    Ok(in_ts_order(b.take(&idx), ts))
+    Ok(in_ts_order(ctx, b.take(&idx), ts))
 }
 
 fn concat(parts: Vec<Batch>, width: usize, table: &Table, columns: &[usize]) -> Batch {
@@ -76,9 +76,9 @@ fn concat(parts: Vec<Batch>, width: usize, table: &Table, columns: &[usize]) -> 
 }
 
 /// Stable sort of the (few) latest rows by `ts`.
-fn in_ts_order(b: Batch, ts: &BExpr) -> Batch {
+fn in_ts_order(ctx: &ExecContext, b: Batch, ts: &BExpr) -> Batch {
     let idx = {
-        let Ok(t) = eval(ts, &b) else { return b };
+        let Ok(t) = eval(ctx, ts, &b) else { return b };
         let cmp = value_cmp(&t);
         let mut idx: Vec<u32> = (0..b.rows as u32).collect();
         idx.sort_by(|&x, &y| cmp(x as usize, y as usize));

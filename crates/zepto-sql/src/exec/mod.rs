@@ -11,7 +11,6 @@ mod fill;
 mod hash;
 pub mod history;
 mod history_agg;
-pub mod interrupt;
 mod join;
 pub mod latest;
 mod partitioned;
@@ -23,15 +22,16 @@ mod window_join;
 
 use crate::error::{Result, SqlError};
 pub use crate::eval::{and_validity, cast, cmp, mask_indices, numeric, Batch};
+use crate::interrupt::RunContext;
 use crate::parser::ast::JoinKind;
 use crate::plan::{AggCall, AggHow, AsofHow, BExpr, LatestHow, PairHow, PhysicalPlan, Plan, WindowHow};
 pub use context::{ExecContext, OpStats};
 use std::sync::Arc;
 use zepto_storage::Column;
 
-/// Run a physical plan to one batch.
-pub fn execute(plan: &PhysicalPlan) -> Result<Batch> {
-    let ctx = ExecContext::new();
+/// Run a physical plan to one batch, as part of `query`.
+pub fn execute(query: &RunContext, plan: &PhysicalPlan) -> Result<Batch> {
+    let ctx = ExecContext::new(query);
     let plan = history::resolve(&ctx, plan.root())?;
     run(&ctx, &plan)
 }
@@ -41,8 +41,8 @@ pub fn execute(plan: &PhysicalPlan) -> Result<Batch> {
 pub struct Executor;
 
 impl crate::plan::binder::Execute for Executor {
-    fn execute(&self, plan: &PhysicalPlan) -> Result<Batch> {
-        execute(plan)
+    fn execute(&self, run: &RunContext, plan: &PhysicalPlan) -> Result<Batch> {
+        execute(run, plan)
     }
 }
 
@@ -54,16 +54,20 @@ pub const MIN_CHUNK_ROWS: usize = 64;
 /// way, as the operators whose output is naturally per partition produce it: a scan's whole
 /// partitions and a partition-wise LEFT ASOF JOIN's left columns are the table's own columns,
 /// shared rather than copied into one column. Every other plan gives one batch.
-pub fn execute_chunks(plan: &PhysicalPlan) -> Result<Vec<Batch>> {
-    let ctx = ExecContext::new();
+pub fn execute_chunks(query: &RunContext, plan: &PhysicalPlan) -> Result<Vec<Batch>> {
+    let ctx = ExecContext::new(query);
     let plan = history::resolve(&ctx, plan.root())?;
     run_chunks(&ctx, &plan).map(tidy_chunks)
 }
 
 /// EXPLAIN ANALYZE: run the plan with a profile, and print the plan that ran (history scans
 /// read into memory) with each node's operator, rows, batches, time and peak memory.
-pub fn explain_analyze(plan: &PhysicalPlan, names: &[crate::plan::Field]) -> Result<(String, Vec<Batch>)> {
-    let ctx = ExecContext::profiling();
+pub fn explain_analyze(
+    query: &RunContext,
+    plan: &PhysicalPlan,
+    names: &[crate::plan::Field],
+) -> Result<(String, Vec<Batch>)> {
+    let ctx = ExecContext::profiling(query);
     let plan = history::resolve(&ctx, plan.root())?;
     let out = run_chunks(&ctx, &plan).map(tidy_chunks)?;
     let text = plan.explain_with(names, &|node| ctx.stats(node).map(|s| describe_stats(&s)));
@@ -134,10 +138,10 @@ fn chunks_node(ctx: &ExecContext, plan: &Plan) -> Result<(&'static str, Vec<Batc
         // Row-local expressions are evaluated batch by batch; a column reference shares its
         // input's column.
         Plan::Project { input, exprs } if exprs.iter().all(row_local) => {
-            ("Project", run_chunks(ctx, input)?.iter().map(|b| project(b, exprs)).collect::<Result<_>>()?)
+            ("Project", run_chunks(ctx, input)?.iter().map(|b| project(ctx, b, exprs)).collect::<Result<_>>()?)
         }
         Plan::Filter { input, pred } if row_local(pred) => {
-            ("Filter", run_chunks(ctx, input)?.iter().map(|b| filter(b, pred)).collect::<Result<_>>()?)
+            ("Filter", run_chunks(ctx, input)?.iter().map(|b| filter(ctx, b, pred)).collect::<Result<_>>()?)
         }
         Plan::AsofJoin { left, right, how: AsofHow::PartitionMerge, .. } => {
             let (_, _, spec) = asof_spec(plan)?;
@@ -190,20 +194,20 @@ fn row_local(e: &BExpr) -> bool {
 }
 
 /// The rows of `b` where `pred` holds.
-fn filter(b: &Batch, pred: &BExpr) -> Result<Batch> {
-    let m = eval::eval(pred, b)?;
+fn filter(ctx: &ExecContext, b: &Batch, pred: &BExpr) -> Result<Batch> {
+    let m = eval::eval(ctx, pred, b)?;
     Ok(b.filter(&m))
 }
 
 /// `exprs` over `b`; a plain column reference shares the input column.
-fn project(b: &Batch, exprs: &[BExpr]) -> Result<Batch> {
+fn project(ctx: &ExecContext, b: &Batch, exprs: &[BExpr]) -> Result<Batch> {
     let cols = exprs
         .iter()
         .map(|e| match e {
             BExpr::Col(i, _) => {
                 b.columns.get(*i).cloned().ok_or_else(|| SqlError::Internal(format!("column {i} out of range")))
             }
-            e => eval::eval(e, b).map(|c| Arc::new(c.into_owned())),
+            e => eval::eval(ctx, e, b).map(|c| Arc::new(c.into_owned())),
         })
         .collect::<Result<Vec<_>>>()?;
     Ok(Batch::shared(cols, b.rows))
@@ -248,9 +252,9 @@ pub(crate) fn concat_batches(ctx: &ExecContext, outs: &[Batch], types: &[zepto_s
 fn execute_node(ctx: &ExecContext, plan: &Plan) -> Result<(&'static str, Batch)> {
     Ok(match plan {
         Plan::Scan { table, columns, range } => ("Scan", scan::scan(table, columns, range)?),
-        Plan::Values { rows, width } => ("Values", values(rows, *width)?),
-        Plan::Filter { input, pred } => ("Filter", filter(&run(ctx, input)?, pred)?),
-        Plan::Project { input, exprs } => ("Project", project(&run(ctx, input)?, exprs)?),
+        Plan::Values { rows, width } => ("Values", values(ctx, rows, *width)?),
+        Plan::Filter { input, pred } => ("Filter", filter(ctx, &run(ctx, input)?, pred)?),
+        Plan::Project { input, exprs } => ("Project", project(ctx, &run(ctx, input)?, exprs)?),
         Plan::Aggregate { input, keys, aggs, how } => aggregate_node(ctx, input, keys, aggs, how)?,
         Plan::Join { kind: JoinKind::Window, .. } => {
             return Err(SqlError::plan("WINDOW JOIN needs aggregates over the right side in the select list", None))
@@ -268,30 +272,32 @@ fn execute_node(ctx: &ExecContext, plan: &Plan) -> Result<(&'static str, Batch)>
                     ctx.fused(right);
                     ("AsofMergeJoin", asof::partitioned(ctx, left, right, &spec)?)
                 }
-                AsofHow::KeySearch => ("AsofSearchJoin", asof::asof_join(&run(ctx, left)?, &run(ctx, right)?, spec)?),
+                AsofHow::KeySearch => {
+                    ("AsofSearchJoin", asof::asof_join(ctx, &run(ctx, left)?, &run(ctx, right)?, spec)?)
+                }
             }
         }
         Plan::Sort { input, keys, limit } => {
             let b = run(ctx, input)?;
-            let perm = sort::sort_indices(&b, keys, *limit)?;
+            let perm = sort::sort_indices(ctx, &b, keys, *limit)?;
             (if limit.is_some() { "TopN" } else { "Sort" }, b.take(&perm))
         }
         Plan::Limit { input, offset, limit } => ("Limit", self::limit(run(ctx, input)?, *offset, *limit)),
         Plan::Latest { input, keys, ts, how } => match how {
             LatestHow::PartitionTails => {
                 ctx.fused(input);
-                ("LatestTails", latest::tails(input, keys, ts)?)
+                ("LatestTails", latest::tails(ctx, input, keys, ts)?)
             }
-            LatestHow::HashByKey => ("LatestHash", latest::by_hash(run(ctx, input)?, keys, ts)?),
+            LatestHow::HashByKey => ("LatestHash", latest::by_hash(ctx, run(ctx, input)?, keys, ts)?),
         },
         Plan::SpliceJoin { left, right, left_keys, right_keys, left_ts, right_ts } => {
             let (l, r) = (run(ctx, left)?, run(ctx, right)?);
-            ("SpliceJoin", asof::splice_join(&l, &r, left_keys, right_keys, left_ts, right_ts)?)
+            ("SpliceJoin", asof::splice_join(ctx, &l, &r, left_keys, right_keys, left_ts, right_ts)?)
         }
         Plan::RangeJoin { left, right, left_keys, right_keys, left_ts, right_ts, lo, hi, outer } => {
             let (l, r) = (run(ctx, left)?, run(ctx, right)?);
             let band = window_join::Band { left_keys, right_keys, left_ts, right_ts, lo: *lo, hi: *hi };
-            ("RangeJoin", window_join::range_join(&l, &r, &band, *outer)?)
+            ("RangeJoin", window_join::range_join(ctx, &l, &r, &band, *outer)?)
         }
         Plan::WindowJoin { left, right, aggs, how, .. } => {
             let band = band(plan)?;
@@ -302,7 +308,7 @@ fn execute_node(ctx: &ExecContext, plan: &Plan) -> Result<(&'static str, Batch)>
                     ("PartitionWindowJoin", window_join::partitioned(ctx, left, right, &band, aggs)?)
                 }
                 PairHow::Sweep => {
-                    ("WindowJoin", window_join::window_join(run(ctx, left)?, &run(ctx, right)?, &band, aggs)?)
+                    ("WindowJoin", window_join::window_join(ctx, run(ctx, left)?, &run(ctx, right)?, &band, aggs)?)
                 }
             }
         }
@@ -312,7 +318,7 @@ fn execute_node(ctx: &ExecContext, plan: &Plan) -> Result<(&'static str, Batch)>
                 ctx.fused(input);
                 ("PartitionWindow", window::partitioned(ctx, input, calls)?)
             }
-            WindowHow::Whole => ("Window", window::window(run(ctx, input)?, calls)?),
+            WindowHow::Whole => ("Window", window::window(ctx, run(ctx, input)?, calls)?),
         },
         Plan::Distinct { input } => {
             let b = run(ctx, input)?;
@@ -335,7 +341,7 @@ fn aggregate_node(
     how: &AggHow,
 ) -> Result<(&'static str, Batch)> {
     Ok(match how {
-        AggHow::Hash => ("HashAggregate", aggregate::aggregate(&run(ctx, input)?, keys, aggs)?),
+        AggHow::Hash => ("HashAggregate", aggregate::aggregate(ctx, &run(ctx, input)?, keys, aggs)?),
         AggHow::PartitionWise { runs } => {
             ctx.fused(input);
             ("PartitionAggregate", concat_chunks(partitioned::aggregate_chunks(ctx, input, keys, aggs, *runs)?))
@@ -348,7 +354,7 @@ fn aggregate_node(
 }
 
 /// Literal rows.
-fn values(rows: &[Vec<BExpr>], width: usize) -> Result<Batch> {
+fn values(ctx: &ExecContext, rows: &[Vec<BExpr>], width: usize) -> Result<Batch> {
     let empty = Batch::new(vec![], 1);
     if width == 0 {
         return Ok(Batch::new(vec![], rows.len()));
@@ -356,7 +362,7 @@ fn values(rows: &[Vec<BExpr>], width: usize) -> Result<Batch> {
     let mut cols = Vec::with_capacity(width);
     for j in 0..width {
         let parts =
-            rows.iter().map(|r| eval::eval(&r[j], &empty).map(|c| c.into_owned())).collect::<Result<Vec<_>>>()?;
+            rows.iter().map(|r| eval::eval(ctx, &r[j], &empty).map(|c| c.into_owned())).collect::<Result<Vec<_>>>()?;
         let refs: Vec<&Column> = parts.iter().collect();
         cols.push(Column::concat(&refs));
     }

@@ -41,24 +41,24 @@ pub fn aggregate_chunks(
     });
     let ps = pieces(table, range);
     // Partitions aggregate independently: on every core.
-    let one = |p: &super::scan::Piece| -> Result<Option<Batch>> {
-        let b = filtered_piece(&shape, p)?;
+    let one = |c: &ExecContext, p: &super::scan::Piece| -> Result<Option<Batch>> {
+        let b = filtered_piece(c, &shape, p)?;
         if b.rows == 0 {
             return Ok(None);
         }
         let runs = run_keys.as_deref();
         if let Some(starts) = runs.and_then(|r| bucket_starts(&b, keys, r, tp?)) {
-            return aggregate_runs(&b, keys, aggs, &starts).map(Some);
+            return aggregate_runs(c, &b, keys, aggs, &starts).map(Some);
         }
-        Ok(Some(grouped(&b, keys, aggs, runs, Mode::Final)?.into_batch()))
+        Ok(Some(grouped(c, &b, keys, aggs, runs, Mode::Final)?.into_batch()))
     };
     let rows = ps.iter().map(|p| p.range.len()).sum();
-    let outs: Vec<Batch> = ctx.par_map(&ps, rows, |_, x| one(x))?.into_iter().flatten().collect();
+    let outs: Vec<Batch> = ctx.par_map(&ps, rows, one)?.into_iter().flatten().collect();
     if outs.is_empty() {
         // No rows: no groups (the keys include the partition key), in the output's types.
         let empty =
             Batch::new(columns.iter().map(|&c| Column::nulls(table.schema().columns[c].data_type, 0)).collect(), 0);
-        return Ok(vec![aggregate(&empty, keys, aggs)?]);
+        return Ok(vec![aggregate(ctx, &empty, keys, aggs)?]);
     }
     Ok(outs)
 }

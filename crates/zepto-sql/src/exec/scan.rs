@@ -3,7 +3,7 @@
 //! is copied once; several partitions are concatenated — unless the consumer works piece by
 //! piece ([`pieces`] + [`piece_batch`], used by partition-wise aggregation).
 
-use super::Batch;
+use super::{Batch, ExecContext};
 use crate::error::Result;
 use crate::plan::physical::ScanShape;
 use crate::plan::ScanRange;
@@ -18,16 +18,16 @@ pub struct Piece<'a> {
 }
 
 /// A piece's rows of `columns`, filtered by `filter` when there is one.
-pub fn filtered_piece(s: &ScanShape, p: &Piece) -> Result<Batch> {
-    s.apply_filter(piece_batch(p, s.columns))
+pub fn filtered_piece(ctx: &ExecContext, s: &ScanShape, p: &Piece) -> Result<Batch> {
+    s.apply_filter(ctx, piece_batch(p, s.columns))
 }
 
 impl ScanShape<'_> {
     /// The rows of `b` (the scan's columns) that pass the filter, if there is one.
-    pub fn apply_filter(&self, b: Batch) -> Result<Batch> {
+    pub fn apply_filter(&self, ctx: &ExecContext, b: Batch) -> Result<Batch> {
         match self.filter {
             Some(pred) => {
-                let m = super::eval::eval(pred, &b)?;
+                let m = super::eval::eval(ctx, pred, &b)?;
                 Ok(b.filter(&m))
             }
             None => Ok(b),

@@ -3,14 +3,14 @@
 
 use super::cmp::{key_cmp, RowCmp};
 use super::eval::eval;
-use super::Batch;
+use super::{Batch, ExecContext};
 use crate::error::Result;
 use crate::plan::SortKey;
 use std::cmp::Ordering;
 
 /// The row order of `b` by `keys` (stable): all rows, or only the first `limit` in order (top-N).
-pub fn sort_indices(b: &Batch, keys: &[SortKey], limit: Option<usize>) -> Result<Vec<u32>> {
-    let cols = keys.iter().map(|k| eval(&k.expr, b)).collect::<Result<Vec<_>>>()?;
+pub fn sort_indices(ctx: &ExecContext, b: &Batch, keys: &[SortKey], limit: Option<usize>) -> Result<Vec<u32>> {
+    let cols = keys.iter().map(|k| eval(ctx, &k.expr, b)).collect::<Result<Vec<_>>>()?;
     let cmps: Vec<RowCmp> = cols.iter().zip(keys).map(|(c, k)| key_cmp(c, k.desc, k.nulls_first)).collect();
     let cmp = |a: &u32, b: &u32| {
         for c in &cmps {

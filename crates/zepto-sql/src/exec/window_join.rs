@@ -49,12 +49,12 @@ fn times(c: &Column) -> Result<Cow<'_, [i64]>> {
     })
 }
 
-fn sweep(l: &Batch, r: &Batch, spec: &Band) -> Result<Sweep> {
+fn sweep(ctx: &ExecContext, l: &Batch, r: &Batch, spec: &Band) -> Result<Sweep> {
     let (n, m) = (l.rows, r.rows);
-    let lk = spec.left_keys.iter().map(|e| eval(e, l)).collect::<Result<Vec<_>>>()?;
-    let rk = spec.right_keys.iter().map(|e| eval(e, r)).collect::<Result<Vec<_>>>()?;
-    let lt_col = eval(spec.left_ts, l)?;
-    let rt_col = eval(spec.right_ts, r)?;
+    let lk = spec.left_keys.iter().map(|e| eval(ctx, e, l)).collect::<Result<Vec<_>>>()?;
+    let rk = spec.right_keys.iter().map(|e| eval(ctx, e, r)).collect::<Result<Vec<_>>>()?;
+    let lt_col = eval(ctx, spec.left_ts, l)?;
+    let rt_col = eval(ctx, spec.right_ts, r)?;
     let (lt, rt) = (times(&lt_col)?, times(&rt_col)?);
     let (lid, rid, ng) = {
         let (lr, rr): (Vec<&Column>, Vec<&Column>) =
@@ -136,14 +136,14 @@ fn advance(v: &[i64], mut j: usize, before: impl Fn(i64) -> bool) -> usize {
 }
 
 /// WINDOW JOIN: the left columns and one aggregate column per call.
-pub fn window_join(l: Batch, r: &Batch, band: &Band, aggs: &[AggCall]) -> Result<Batch> {
+pub fn window_join(ctx: &ExecContext, l: Batch, r: &Batch, band: &Band, aggs: &[AggCall]) -> Result<Batch> {
     let n = l.rows;
-    let Sweep { order, lperm, in_order, fs, fe } = sweep(&l, r, band)?;
+    let Sweep { order, lperm, in_order, fs, fe } = sweep(ctx, &l, r, band)?;
     let mut inv = None;
     let mut cols: Vec<Arc<Column>> = l.columns.clone();
     for a in aggs {
         let args: Vec<Cow<Column>> =
-            a.args.iter().map(|e| eval(e, r).map(|c| Cow::Owned(c.take(&order)))).collect::<Result<_>>()?;
+            a.args.iter().map(|e| eval(ctx, e, r).map(|c| Cow::Owned(c.take(&order)))).collect::<Result<_>>()?;
         let res = super::accum::frames(a.func, a.distinct, a.ty, &args, &fs, &fe)?;
         let res = if in_order {
             res
@@ -196,7 +196,7 @@ fn partitioned_parts(
     let pp = paired(left, right)?;
     let Paired { lt, lc, rt, rc, lts, rts, left: lps, .. } = &pp;
     let (lts, rts) = (*lts, *rts);
-    let one = |lp: &Piece| -> Result<Batch> {
+    let one = |c: &ExecContext, lp: &Piece| -> Result<Batch> {
         let lb = piece_batch(lp, lc);
         let n = lb.rows;
         let rp = pp.right_of(lp);
@@ -225,21 +225,21 @@ fn partitioned_parts(
         }
         let mut cols: Vec<Arc<Column>> = lb.columns.clone();
         for a in aggs {
-            let args: Vec<Cow<Column>> = a.args.iter().map(|e| eval(e, &rb)).collect::<Result<_>>()?;
+            let args: Vec<Cow<Column>> = a.args.iter().map(|e| eval(c, e, &rb)).collect::<Result<_>>()?;
             cols.push(Arc::new(super::accum::frames(a.func, a.distinct, a.ty, &args, &fs, &fe)?));
         }
         Ok(Batch::shared(cols, n))
     };
     let total = lps.iter().map(|p| p.range.len()).sum();
-    let outs = ctx.par_map(lps, total, |_, x| one(x))?;
+    let outs = ctx.par_map(lps, total, one)?;
     let types: Vec<_> = lc.iter().map(|&c| lt.schema().columns[c].data_type).chain(aggs.iter().map(|a| a.ty)).collect();
     Ok((outs, types))
 }
 
 /// The band join `l JOIN r ON keys AND r.ts BETWEEN l.ts + lo AND l.ts + hi` (LEFT: unmatched
 /// left rows once, with NULLs): the same sweep, emitting the pairs.
-pub fn range_join(l: &Batch, r: &Batch, band: &Band, outer: bool) -> Result<Batch> {
-    let Sweep { order, lperm, fs, fe, .. } = sweep(l, r, band)?;
+pub fn range_join(ctx: &ExecContext, l: &Batch, r: &Batch, band: &Band, outer: bool) -> Result<Batch> {
+    let Sweep { order, lperm, fs, fe, .. } = sweep(ctx, l, r, band)?;
     let total: usize = fs.iter().zip(&fe).map(|(a, b)| (b - a) as usize).sum();
     let mut li = Vec::with_capacity(total);
     let mut ri = Vec::with_capacity(total);

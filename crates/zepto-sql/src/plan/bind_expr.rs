@@ -41,6 +41,10 @@ pub trait SubqueryRunner {
     fn plan_subquery(&mut self, q: &Query, outer: &[Field]) -> Result<SubPlan>;
     /// The statement's time, which every `now()` in it is.
     fn statement_time(&self) -> i64;
+    /// Count one bound expression node (or IN-list value), and every so often check the
+    /// query's control: binding a statement of millions of nodes stops when the query is
+    /// cancelled, passes its deadline or holds too much memory.
+    fn tick(&mut self) -> Result<()>;
 }
 
 /// Window function results already computed by a Window node: its output is its input
@@ -256,6 +260,7 @@ pub fn coerce_pair(l: BExpr, r: BExpr, pos: Pos) -> Result<(BExpr, BExpr)> {
 impl ExprBinder<'_> {
     #[recursive::recursive]
     pub fn bind(&mut self, e: &Expr) -> Result<BExpr> {
+        self.runner.tick()?;
         if let Expr::Func(f) = e {
             if is_window_call(f) {
                 let key = e.to_string();
@@ -411,6 +416,7 @@ impl ExprBinder<'_> {
         let mut seen = std::collections::HashSet::new();
         let mut items = Vec::with_capacity(values.len());
         for v in values {
+            self.runner.tick()?;
             if !seen.insert(format!("{v:?}")) {
                 continue;
             }

@@ -31,7 +31,7 @@ mod vwap;
 
 use super::eval::eval;
 use super::hash::group_ids;
-use super::Batch;
+use super::{Batch, ExecContext};
 use crate::error::{Result, SqlError};
 use crate::expr::functions::AggFunc;
 use crate::plan::AggCall;
@@ -226,9 +226,17 @@ pub enum Mode {
 /// `a` over the rows of `b` grouped by `rows` (`ngroups` groups): its result column, or its
 /// state columns in [`Mode::Partial`]. DISTINCT keeps the first row of every distinct
 /// (group, value) pair, then aggregates as usual.
-pub fn aggregate(a: &AggCall, b: &Batch, rows: Rows, ngroups: usize, sorted: bool, mode: Mode) -> Result<Vec<Column>> {
-    let args = a.args.iter().map(|e| eval(e, b)).collect::<Result<Vec<_>>>()?;
-    let order = a.order.as_ref().map(|o| eval(o, b)).transpose()?;
+pub fn aggregate(
+    ctx: &ExecContext,
+    a: &AggCall,
+    b: &Batch,
+    rows: Rows,
+    ngroups: usize,
+    sorted: bool,
+    mode: Mode,
+) -> Result<Vec<Column>> {
+    let args = a.args.iter().map(|e| eval(ctx, e, b)).collect::<Result<Vec<_>>>()?;
+    let order = a.order.as_ref().map(|o| eval(ctx, o, b)).transpose()?;
     if a.distinct && !args.is_empty() {
         let ids = rows.ids();
         let gid = Column::from_data(ColumnData::Int64(ids.iter().map(|&g| g as i64).collect()));

@@ -3,7 +3,7 @@
 
 use super::eval;
 use crate::error::{Result, SqlError};
-use crate::exec::{execute, Batch, Executor};
+use crate::exec::{execute, Batch, ExecContext, Executor};
 use crate::plan::binder::{substitute, Binder};
 use crate::plan::{BExpr, Correlated, SubqueryKind};
 use std::collections::HashMap;
@@ -30,7 +30,7 @@ fn value_eq(a: &Value, b: &Value) -> Option<bool> {
     })
 }
 
-pub fn eval_correlated(sub: &Correlated, lhs: Option<&BExpr>, b: &Batch) -> Result<Column> {
+pub fn eval_correlated(ctx: &ExecContext, sub: &Correlated, lhs: Option<&BExpr>, b: &Batch) -> Result<Column> {
     let n = b.rows;
     let cols: Vec<&Column> = sub
         .refs
@@ -39,7 +39,8 @@ pub fn eval_correlated(sub: &Correlated, lhs: Option<&BExpr>, b: &Batch) -> Resu
             b.columns.get(r.col).map(|c| &**c).ok_or_else(|| SqlError::Internal("outer reference out of range".into()))
         })
         .collect::<Result<_>>()?;
-    let lhs = lhs.map(|e| eval(e, b)).transpose()?;
+    let lhs = lhs.map(|e| eval(ctx, e, b)).transpose()?;
+    let run = ctx.run_context();
     let mut cache: HashMap<String, Outcome> = HashMap::new();
     let ty = match sub.kind {
         SubqueryKind::Scalar => sub.sub_ty,
@@ -51,10 +52,11 @@ pub fn eval_correlated(sub: &Correlated, lhs: Option<&BExpr>, b: &Batch) -> Resu
         let key = format!("{vals:?}");
         if !cache.contains_key(&key) {
             let q = substitute(&sub.query, &sub.refs, Some(&vals));
-            let mut binder = Binder::new(sub.catalog.catalog.clone(), sub.catalog.access.clone(), Arc::new(Executor))
-                .at(sub.catalog.now);
+            let mut binder =
+                Binder::new(sub.catalog.catalog.clone(), sub.catalog.access.clone(), Arc::new(Executor), run)
+                    .at(sub.catalog.now);
             let (plan, _) = binder.bind_query(&q)?;
-            let r = execute(&crate::plan::physical::plan(crate::plan::optimizer::optimize(plan)))?;
+            let r = execute(run, &crate::plan::physical::plan(crate::plan::optimizer::optimize(plan)))?;
             let first = match sub.kind {
                 SubqueryKind::Exists { .. } => Vec::new(),
                 _ => r.columns.first().map(|c| (0..c.len()).map(|k| c.get(k)).collect()).unwrap_or_default(),

@@ -7,7 +7,7 @@
 
 use super::super::eval::eval;
 use super::super::hash::{group_ids, rows_equal};
-use super::super::Batch;
+use super::super::{Batch, ExecContext};
 use crate::error::Result;
 use crate::exec::cmp::{key_cmp, RowCmp};
 use crate::plan::{BExpr, SortKey};
@@ -31,11 +31,11 @@ pub struct Layout<'a> {
 }
 
 impl<'a> Layout<'a> {
-    pub fn build(b: &'a Batch, partition: &'a [BExpr], order: &'a [SortKey]) -> Result<Layout<'a>> {
+    pub fn build(ctx: &ExecContext, b: &'a Batch, partition: &'a [BExpr], order: &'a [SortKey]) -> Result<Layout<'a>> {
         let n = b.rows;
-        let pcols = partition.iter().map(|e| eval(e, b)).collect::<Result<Vec<_>>>()?;
+        let pcols = partition.iter().map(|e| eval(ctx, e, b)).collect::<Result<Vec<_>>>()?;
         let prefs: Vec<&Column> = pcols.iter().map(|c| &**c).collect();
-        let ocols = order.iter().map(|k| eval(&k.expr, b)).collect::<Result<Vec<_>>>()?;
+        let ocols = order.iter().map(|k| eval(ctx, &k.expr, b)).collect::<Result<Vec<_>>>()?;
         let order: Vec<(Cow<Column>, &SortKey)> = ocols.into_iter().zip(order).collect();
         // No PARTITION BY, or one SYMBOL key whose values come in runs (a scan of a table
         // partitioned by it): partition bounds straight from the codes, no per-row ids.

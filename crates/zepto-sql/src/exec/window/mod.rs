@@ -22,16 +22,16 @@ use std::sync::Arc;
 use zepto_storage::column::NULL_INDEX;
 use zepto_storage::{Bitmap, Column, ColumnData, DataType};
 
-pub fn window(b: Batch, calls: &[WinCall]) -> Result<Batch> {
+pub fn window(ctx: &ExecContext, b: Batch, calls: &[WinCall]) -> Result<Batch> {
     let mut out: Vec<Option<Column>> = vec![None; calls.len()];
     for i in 0..calls.len() {
         if out[i].is_some() {
             continue;
         }
-        let mut layout = Layout::build(&b, &calls[i].partition, &calls[i].order)?;
+        let mut layout = Layout::build(ctx, &b, &calls[i].partition, &calls[i].order)?;
         for j in i..calls.len() {
             if out[j].is_none() && calls[j].partition == calls[i].partition && calls[j].order == calls[i].order {
-                out[j] = Some(compute(&b, &mut layout, &calls[j])?);
+                out[j] = Some(compute(ctx, &b, &mut layout, &calls[j])?);
             }
         }
     }
@@ -64,24 +64,24 @@ fn partitioned_parts(ctx: &ExecContext, input: &Plan, calls: &[WinCall]) -> Resu
         .ok_or_else(|| SqlError::Internal("partition-wise window functions over a non-scan".into()))?;
     let ScanShape { table, columns, range, .. } = shape;
     let ps = pieces(table, range);
-    let one = |p: &Piece| -> Result<Batch> { window(filtered_piece(&shape, p)?, calls) };
+    let one = |c: &ExecContext, p: &Piece| -> Result<Batch> { window(c, filtered_piece(c, &shape, p)?, calls) };
     let rows = ps.iter().map(|p| p.range.len()).sum();
-    let outs = ctx.par_map(&ps, rows, |_, x| one(x))?;
+    let outs = ctx.par_map(&ps, rows, one)?;
     let types: Vec<DataType> =
         columns.iter().map(|&c| table.schema().columns[c].data_type).chain(calls.iter().map(|c| c.ty)).collect();
     Ok((outs, types))
 }
 
-fn compute(b: &Batch, l: &mut Layout, c: &WinCall) -> Result<Column> {
+fn compute(ctx: &ExecContext, b: &Batch, l: &mut Layout, c: &WinCall) -> Result<Column> {
     let n = l.n;
     // Whole-partition aggregates need no ordering at all: aggregate by partition id and
     // broadcast.
     if let WinFunc::Agg(func) = c.func {
         if c.frame == Frame::WHOLE || (c.order.is_empty() && c.frame.start == Frame::WHOLE.start && !c.frame.rows) {
-            return whole_partition(b, l, c, func);
+            return whole_partition(ctx, b, l, c, func);
         }
     }
-    let evaluated = c.args.iter().map(|e| eval(e, b)).collect::<Result<Vec<_>>>()?;
+    let evaluated = c.args.iter().map(|e| eval(ctx, e, b)).collect::<Result<Vec<_>>>()?;
     let args: Vec<Cow<Column>> = evaluated.iter().map(|x| l.gather(x)).collect();
     let res = match c.func {
         WinFunc::RowNumber => ints_per_row(l, |_, k, ps, _| (k - ps + 1) as i64),
@@ -107,12 +107,12 @@ fn compute(b: &Batch, l: &mut Layout, c: &WinCall) -> Result<Column> {
     Ok(l.scatter(res))
 }
 
-fn whole_partition(b: &Batch, l: &mut Layout, c: &WinCall, func: AggFunc) -> Result<Column> {
+fn whole_partition(ctx: &ExecContext, b: &Batch, l: &mut Layout, c: &WinCall, func: AggFunc) -> Result<Column> {
     let call = AggCall { func, args: c.args.clone(), distinct: c.distinct, order: None, ty: c.ty };
     let ngroups = l.ngroups.max(1);
     let gid = l.gid();
     let rows = if gid.is_empty() { accum::Rows::sparse(gid) } else { accum::Rows::dense(gid, ngroups) };
-    let per_group = accum::aggregate(&call, b, rows, ngroups, false, accum::Mode::Final)?;
+    let per_group = accum::aggregate(ctx, &call, b, rows, ngroups, false, accum::Mode::Final)?;
     let [col] = per_group.as_slice() else { return Err(SqlError::Internal("an aggregate gives one column".into())) };
     Ok(col.take(gid))
 }

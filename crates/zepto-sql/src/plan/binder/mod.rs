@@ -11,6 +11,10 @@
 //! scan. Two things that look like optimizations stay here because later binding needs them:
 //! constant folding (`bind_expr::fold`, as each expression is bound: LIMIT, TOLERANCE, window
 //! offsets and join bounds must be values) and running uncorrelated subqueries.
+//!
+//! Binding counts against the query: the binder holds the query's [`RunContext`], checks its
+//! control (cancel flag, deadline, memory limit) per query and every 1,024 (`CHECK_EVERY_NODES`)
+//! expression nodes, and runs uncorrelated subqueries under it.
 
 pub mod sample;
 pub mod window;
@@ -23,15 +27,22 @@ use super::{AggCall, BExpr, Field, OuterRef, PhysicalPlan, Plan, SortKey};
 use crate::error::{Pos, Result, SqlError};
 use crate::eval::Batch;
 use crate::expr::functions::{self, agg_arity, agg_by_name, agg_type, AggFunc};
+use crate::interrupt::RunContext;
 use crate::parser::ast::*;
 use std::sync::Arc;
 use zepto_storage::{Catalog, DataType, Value};
 
 /// What binding needs from the executor: running an uncorrelated subquery once, to one batch.
 pub trait Execute: Send + Sync {
-    /// Run `plan` to completion and return its rows as one batch.
-    fn execute(&self, plan: &PhysicalPlan) -> Result<Batch>;
+    /// Run `plan` to completion, as part of the query `run`, and return its rows as one batch.
+    fn execute(&self, run: &RunContext, plan: &PhysicalPlan) -> Result<Batch>;
 }
+
+/// Bound expression nodes between two checks of the query's control: a check reads the clock
+/// and the thread's allocation count, so once per this many nodes costs nothing measurable,
+/// while a statement of millions of nodes (a huge IN list) still stops promptly (ordinary
+/// binding goes through this many nodes in well under a millisecond).
+const CHECK_EVERY_NODES: usize = 1024;
 
 /// Turns parsed queries into logical plans: resolves names against the catalog (within the
 /// session's grants), types every expression and fixes the statement's time.
@@ -48,6 +59,12 @@ pub struct Binder {
     /// The statement's time: every `now()` in it binds to this one value (as PostgreSQL's
     /// `now()` is the transaction's start), so the planner can search time ranges with it.
     now: i64,
+    /// The query being bound: its control is checked as binding goes (parsing and binding
+    /// count against its deadline and memory, and stop when it is cancelled), and the
+    /// subqueries binding runs run under it.
+    run: RunContext,
+    /// Expression nodes bound so far (a check every [`CHECK_EVERY_NODES`]).
+    nodes: usize,
 }
 
 /// A select-list entry after `*` expansion.
@@ -65,6 +82,15 @@ impl SubqueryRunner for Binder {
         self.now
     }
 
+    fn tick(&mut self) -> Result<()> {
+        self.nodes = self.nodes.wrapping_add(1);
+        if self.nodes.is_multiple_of(CHECK_EVERY_NODES) {
+            self.run.check()
+        } else {
+            Ok(())
+        }
+    }
+
     fn plan_subquery(&mut self, q: &Query, outer: &[Field]) -> Result<SubPlan> {
         // Bind with outer references replaced by typed NULL placeholders; every column the
         // subquery cannot resolve but the enclosing scope can becomes an outer reference.
@@ -79,7 +105,8 @@ impl SubqueryRunner for Binder {
                         t => t,
                     };
                     if refs.is_empty() {
-                        let batch = self.executor.execute(&super::physical::plan(super::optimizer::optimize(plan)))?;
+                        let physical = super::physical::plan(super::optimizer::optimize(plan));
+                        let batch = self.executor.execute(&self.run, &physical)?;
                         let values =
                             batch.columns.first().map(|c| (0..c.len()).map(|i| c.get(i)).collect()).unwrap_or_default();
                         return Ok(SubPlan::Rows { values, ty, width, rows: batch.rows });
@@ -187,9 +214,19 @@ fn const_usize(b: &mut Binder, e: &Expr, what: &str) -> Result<usize> {
 impl Binder {
     /// A binder over `catalog` that refuses tables outside `access` and runs uncorrelated
     /// subqueries with `executor`.
-    pub fn new(catalog: Arc<Catalog>, access: crate::access::TableAccess, executor: Arc<dyn Execute>) -> Binder {
+    pub fn new(
+        catalog: Arc<Catalog>,
+        access: crate::access::TableAccess,
+        executor: Arc<dyn Execute>,
+        run: &RunContext,
+    ) -> Binder {
         let now = zepto_storage::time::now_ns();
-        Binder { catalog, ctes: Vec::new(), pending_fill: None, access, executor, now }
+        Binder { catalog, ctes: Vec::new(), pending_fill: None, access, executor, now, run: run.clone(), nodes: 0 }
+    }
+
+    /// The query this binder binds for (and runs subqueries under).
+    pub fn run_context(&self) -> &RunContext {
+        &self.run
     }
 
     /// The same binder for a statement whose time is `now` (a correlated subquery planned
@@ -201,6 +238,7 @@ impl Binder {
     /// Bind a query (its CTEs visible only inside it): the logical plan and its output columns.
     #[recursive::recursive]
     pub fn bind_query(&mut self, q: &Query) -> Result<(Plan, Vec<Field>)> {
+        self.run.check()?;
         let saved = self.ctes.len();
         let r = self.bind_query_inner(q);
         self.ctes.truncate(saved);

@@ -102,6 +102,7 @@ mod tests {
             engine.catalog().clone(),
             crate::access::TableAccess::all(),
             std::sync::Arc::new(crate::exec::Executor),
+            &crate::RunContext::unlimited(),
         );
         let (bound, fields) = binder.bind_query(q).expect("binds");
         let explain = |p: &Plan| p.explain(&fields);
