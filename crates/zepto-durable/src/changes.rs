@@ -76,7 +76,7 @@ pub fn encode(changes: &[Change<'_>]) -> Result<Vec<u8>, StorageError> {
                 body.extend_from_slice(&(schema.columns.len() as u32).to_le_bytes());
                 for d in &schema.columns {
                     put_str(&mut body, &d.name);
-                    put_str(&mut body, d.data_type.sql_name());
+                    put_str(&mut body, &d.data_type.sql_name());
                 }
                 put_opt(&mut body, *partition_key);
                 put_opt(&mut body, *timestamp);
@@ -89,7 +89,7 @@ pub fn encode(changes: &[Change<'_>]) -> Result<Vec<u8>, StorageError> {
             Change::AddColumn { table, def } => {
                 put_str(&mut body, table);
                 put_str(&mut body, &def.name);
-                put_str(&mut body, def.data_type.sql_name());
+                put_str(&mut body, &def.data_type.sql_name());
                 3
             }
             Change::Append { table, columns } => {

@@ -157,6 +157,11 @@ impl Acc {
                 ColumnData::Interval(v) => interval(arr, v, nulls, row0)?,
                 ColumnData::Varchar(s) => varchar(arr, s, nulls)?,
                 ColumnData::Symbol { codes, .. } => symbol(arr, codes, nulls, &mut self.dict, &mut self.remap)?,
+                ColumnData::Vector { dim, values } => crate::arrow_vector::append(arr, *dim, values, nulls, row0)
+                    .map_err(|e| match e {
+                        crate::arrow_vector::Refused::Type => AppendError::Type,
+                        crate::arrow_vector::Refused::Row(row, message) => AppendError::Value { row, message },
+                    })?,
                 ColumnData::Null(k) => *k += n,
             }
             zero_nulls(&mut self.data, start, nulls);
@@ -185,6 +190,7 @@ impl Acc {
             ColumnData::Float64(v) => v.resize(v.len() + n, 0.0),
             ColumnData::Varchar(s) => (0..n).for_each(|_| s.push("")),
             ColumnData::Symbol { codes, .. } => codes.resize(codes.len() + n, 0),
+            ColumnData::Vector { dim, values } => values.resize(values.len() + n * *dim as usize, 0.0),
             ColumnData::Null(k) => *k += n,
         }
     }
@@ -217,8 +223,8 @@ fn zero_nulls(data: &mut ColumnData, start: usize, nulls: Option<&NullBuffer>) {
         ColumnData::Float32(v) => z(v, start, nulls, 0.0),
         ColumnData::Float64(v) => z(v, start, nulls, 0.0),
         ColumnData::Symbol { codes, .. } => z(codes, start, nulls, 0),
-        // Strings are pushed as "" for NULL rows already.
-        ColumnData::Varchar(_) | ColumnData::Null(_) => {}
+        // Strings are pushed as "" for NULL rows already, vectors as zeros.
+        ColumnData::Varchar(_) | ColumnData::Vector { .. } | ColumnData::Null(_) => {}
     }
 }
 
@@ -483,7 +489,7 @@ fn null_buffer(c: &Column) -> Option<NullBuffer> {
 
 /// One column as an Arrow array. Types: TIMESTAMP → `Timestamp(Nanosecond)` (no time zone),
 /// DATE → `Date32`, SYMBOL → `Dictionary(Int32, Utf8)`, VARCHAR → `LargeUtf8`, INTERVAL →
-/// `Int64` nanoseconds, untyped NULL → Arrow `Null`.
+/// `Int64` nanoseconds, `FLOAT[n]` → `FixedSizeList<Float32, n>`, untyped NULL → Arrow `Null`.
 pub fn to_arrow(c: &Column, rows: usize) -> Result<ArrayRef, String> {
     let nulls = null_buffer(c);
     let e = |e: arrow_schema::ArrowError| e.to_string();
@@ -513,6 +519,7 @@ pub fn to_arrow(c: &Column, rows: usize) -> Result<ArrayRef, String> {
             let values: StringArray = dict.iter().map(Some).collect();
             Arc::new(DictionaryArray::try_new(keys, Arc::new(values)).map_err(e)?)
         }
+        ColumnData::Vector { dim, values } => crate::arrow_vector::to_arrow(*dim, values, nulls)?,
         ColumnData::Null(_) => Arc::new(NullArray::new(rows)),
     })
 }

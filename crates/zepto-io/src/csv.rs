@@ -154,6 +154,9 @@ pub fn parse_field(f: &Field, dt: DataType) -> Result<Value, String> {
         },
         DataType::Date => Value::Date(time::parse_date(t).ok_or_else(bad)?),
         DataType::Interval => Value::Interval(time::parse_interval(t).ok_or_else(bad)?),
+        DataType::Vector(d) => {
+            Value::Vector(zepto_storage::vector::parse_vector(t, Some(d as usize)).map_err(|e| e.to_string())?)
+        }
         DataType::Null => Value::Null,
     })
 }

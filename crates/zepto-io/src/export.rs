@@ -84,6 +84,14 @@ impl Exporter {
                 // never read.
                 Arc::new(unsafe { DictionaryArray::new_unchecked(keys, values) })
             }
+            ColumnData::Vector { dim, values } => {
+                let child = prim::<Float32Type>(c, values, None);
+                let field = Arc::new(arrow_schema::Field::new("item", arrow_schema::DataType::Float32, true));
+                Arc::new(
+                    arrow_array::FixedSizeListArray::try_new(field, i32::from(*dim), child, n)
+                        .map_err(|e| e.to_string())?,
+                )
+            }
             ColumnData::Null(_) => Arc::new(NullArray::new(rows)),
         })
     }

@@ -19,6 +19,7 @@ pub fn cell_text(c: &Column, i: usize) -> Option<String> {
         ColumnData::Date(v) => time::format_date(v[i]),
         ColumnData::Interval(v) => time::format_interval(v[i]),
         ColumnData::Varchar(_) | ColumnData::Symbol { .. } => c.str_at(i).unwrap_or("").to_string(),
+        ColumnData::Vector { .. } => zepto_storage::value::format_vector(c.vector_at(i)?),
         ColumnData::Null(_) => return None,
     })
 }
@@ -49,7 +50,7 @@ pub fn csv_escape(s: &str, out: &mut String) {
 pub fn csv_cell(c: &Column, i: usize, out: &mut String) {
     match cell_text(c, i) {
         None => {}
-        Some(s) if c.data_type().is_string() => csv_escape(&s, out),
+        Some(s) if c.data_type().is_string() || c.data_type().vector_dim().is_some() => csv_escape(&s, out),
         Some(s) => out.push_str(&s),
     }
 }
@@ -78,6 +79,8 @@ pub fn json_cell(c: &Column, i: usize, out: &mut String) {
         Some(s) => match c.data_type() {
             DataType::Bool | DataType::Int32 | DataType::Int64 => out.push_str(&s),
             DataType::Float32 | DataType::Float64 if !s.contains(['N', 'i']) => out.push_str(&s),
+            // Elements are finite (a column invariant): the text is a JSON array of numbers.
+            DataType::Vector(_) => out.push_str(&s),
             _ => json_escape(&s, out),
         },
     }

@@ -10,6 +10,7 @@
 #![warn(missing_docs)]
 
 pub mod arrow;
+pub mod arrow_vector;
 pub mod csv;
 pub mod export;
 pub mod format;

@@ -470,6 +470,9 @@ pub enum Literal {
     Interval(i64),
     /// `TIMESTAMP '...'` / `DATE '...'`: text checked by the binder.
     Typed(DataType, String),
+    /// `[0.1, -2, 3e4]`: a list of numbers, a `FLOAT[n]` vector (elements checked by the
+    /// binder).
+    Vector(Vec<f64>),
 }
 
 /// An expression as written. `Clone` is written out (not derived) so that it can grow the
@@ -787,6 +790,16 @@ impl fmt::Display for Literal {
             Literal::Str(s) => write!(f, "'{}'", s.replace('\'', "''")),
             Literal::Interval(ns) => write!(f, "INTERVAL '{}'", zepto_storage::time::format_interval(*ns)),
             Literal::Typed(t, s) => write!(f, "{t} '{}'", s.replace('\'', "''")),
+            Literal::Vector(v) => {
+                f.write_str("[")?;
+                for (i, x) in v.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    write!(f, "{x:?}")?;
+                }
+                f.write_str("]")
+            }
         }
     }
 }

@@ -274,7 +274,50 @@ impl Parser {
             }
             Tok::QIdent(_) => self.column_ref(),
             Tok::Ident(word) => self.word(&word, pos),
+            Tok::Op("[") => {
+                self.advance();
+                self.vector_literal(pos)
+            }
             _ => Err(self.unexpected("an expression")),
+        }
+    }
+
+    /// `[x, y, ...]` after its `[`: signed number literals only (a vector constant).
+    fn vector_literal(&mut self, pos: crate::error::Pos) -> Result<Expr> {
+        let mut items = Vec::new();
+        if self.eat_op("]") {
+            return Err(SqlError::Parse { message: "an empty list is not a vector".into(), pos });
+        }
+        loop {
+            let neg = if self.eat_op("-") {
+                true
+            } else {
+                self.eat_op("+");
+                false
+            };
+            let at = self.pos();
+            let x = match self.advance() {
+                Tok::Num(n) => n
+                    .parse::<f64>()
+                    .map_err(|_| SqlError::Parse { message: format!("invalid number '{n}'"), pos: at })?,
+                _ => {
+                    return Err(SqlError::Parse {
+                        message: "a list literal holds numbers only (a FLOAT[n] vector)".into(),
+                        pos: at,
+                    })
+                }
+            };
+            items.push(if neg { -x } else { x });
+            if items.len() > zepto_storage::types::MAX_VECTOR_DIM {
+                return Err(SqlError::Parse {
+                    message: format!("a vector has at most {} elements", zepto_storage::types::MAX_VECTOR_DIM),
+                    pos,
+                });
+            }
+            if self.eat_op("]") {
+                return Ok(Expr::Lit(Literal::Vector(items), pos));
+            }
+            self.expect_op(",")?;
         }
     }
 

@@ -443,7 +443,30 @@ impl Parser {
                 self.advance();
             }
         }
+        if matches!(self.peek(), Tok::Op("[")) {
+            return self.vector_type(dt, pos);
+        }
         Ok(dt)
+    }
+
+    /// `FLOAT[n]` (also `REAL[n]`, `FLOAT4[n]`): the element type read, the `[n]` next.
+    fn vector_type(&mut self, elem: DataType, pos: Pos) -> Result<DataType> {
+        self.advance();
+        let dim = match self.advance() {
+            Tok::Num(n) => n,
+            _ => return Err(SqlError::Parse { message: "a vector type needs its dimension: FLOAT[n]".into(), pos }),
+        };
+        self.expect_op("]")?;
+        if elem != DataType::Float32 {
+            return Err(SqlError::Parse {
+                message: format!("arrays of {elem} are not supported; vectors are FLOAT[n]"),
+                pos,
+            });
+        }
+        dim.parse::<usize>().ok().and_then(DataType::vector).ok_or_else(|| SqlError::Parse {
+            message: format!("FLOAT[{dim}]: a vector's dimension is 1 to {}", zepto_storage::types::MAX_VECTOR_DIM),
+            pos,
+        })
     }
 
     fn statement(&mut self) -> Result<Statement> {

@@ -172,7 +172,7 @@ impl Encoder {
                     s.push_str("{\"name\":");
                     json_escape(n, s);
                     s.push_str(",\"type\":\"");
-                    s.push_str(t.sql_name());
+                    s.push_str(&t.sql_name());
                     s.push_str("\"}");
                 }
                 s.push_str("],\"data\":[");

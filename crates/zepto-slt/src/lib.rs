@@ -40,8 +40,10 @@ pub enum Record {
         line: usize,
         /// The query text (lines joined with `\n`).
         sql: String,
-        /// Number of result columns (one type letter each); 0 skips the width check.
-        columns: usize,
+        /// One type letter per result column (empty skips the width check): `I` integer, `R`
+        /// float, `T` text, `F` a REAL-precision float (vector distances: DuckDB computes them
+        /// in `f32`, we accumulate in another order), compared with a relative tolerance of 1e-5.
+        types: String,
         /// `rowsort`: compare rows as sorted multisets instead of in order.
         sort: bool,
         /// Expected rows, cells tab-separated, as [`result_lines`] prints them.
@@ -110,7 +112,7 @@ pub fn parse(text: &str) -> Result<Vec<Record>, String> {
                         i += 1;
                     }
                 }
-                out.push(Record::Query { line: start, sql: sql.join("\n"), columns: types.len(), sort, expected });
+                out.push(Record::Query { line: start, sql: sql.join("\n"), types: types.to_string(), sort, expected });
             }
             Some(w) => return Err(format!("line {start}: unknown record '{w}'")),
             None => i += 1,
@@ -167,6 +169,10 @@ pub fn cell(c: &Column, i: usize) -> String {
         ColumnData::Date(v) => time::format_date(v[i]),
         ColumnData::Interval(v) => time::format_interval(v[i]),
         ColumnData::Varchar(_) | ColumnData::Symbol { .. } => escape(c.str_at(i).unwrap_or("")),
+        ColumnData::Vector { .. } => {
+            let v = c.vector_at(i).unwrap_or(&[]);
+            format!("[{}]", v.iter().map(|&x| py_float(x as f64)).collect::<Vec<_>>().join(", "))
+        }
         ColumnData::Null(_) => "NULL".into(),
     }
 }
@@ -181,7 +187,9 @@ pub fn result_lines(r: &QueryResult) -> Vec<String> {
         .collect()
 }
 
-fn cells_match(a: &str, b: &str) -> bool {
+/// Two cells alike: equal text, or floats within `(rel, abs)` of each other (relative, with an
+/// absolute floor for values near zero).
+fn cells_match(a: &str, b: &str, (rel, abs): (f64, f64)) -> bool {
     if a == b {
         return true;
     }
@@ -190,16 +198,25 @@ fn cells_match(a: &str, b: &str) -> bool {
             if x.is_nan() && y.is_nan() {
                 return true;
             }
-            let tol = 1e-9 * x.abs().max(y.abs());
-            (x - y).abs() <= tol.max(1e-12) || x == y
+            let tol = rel * x.abs().max(y.abs());
+            (x - y).abs() <= tol.max(abs) || x == y
         }
         _ => false,
     }
 }
 
-fn lines_match(a: &str, b: &str) -> bool {
+/// The relative and absolute tolerance of a column by its type letter (`F`: REAL precision).
+fn tolerance(types: &[u8], col: usize) -> (f64, f64) {
+    if types.get(col) == Some(&b'F') {
+        (1e-5, 1e-6)
+    } else {
+        (1e-9, 1e-12)
+    }
+}
+
+fn lines_match(a: &str, b: &str, types: &[u8]) -> bool {
     let (x, y): (Vec<&str>, Vec<&str>) = (a.split('\t').collect(), b.split('\t').collect());
-    x.len() == y.len() && x.iter().zip(&y).all(|(p, q)| cells_match(p, q))
+    x.len() == y.len() && x.iter().zip(&y).enumerate().all(|(k, (p, q))| cells_match(p, q, tolerance(types, k)))
 }
 
 /// Sort key that makes float spellings agree (so rowsort orders both sides alike).
@@ -328,8 +345,8 @@ pub fn run_file_with(path: &str, text: &str, tier: bool) -> Report {
         }
         let (line, outcome) = match rec {
             Record::Statement { line, sql, expect_error } => (line, check_statement(&engine, &sql, expect_error)),
-            Record::Query { line, sql, columns, sort, expected } => {
-                (line, check_query(&engine, &sql, columns, sort, expected))
+            Record::Query { line, sql, types, sort, expected } => {
+                (line, check_query(&engine, &sql, &types, sort, expected))
             }
         };
         match outcome {
@@ -362,7 +379,9 @@ fn check_statement(engine: &Engine, sql: &str, expect_error: Option<String>) -> 
 
 /// One `query` record: `Err` says how its rows differ from `expected`, or where EXPLAIN and
 /// EXPLAIN ANALYZE disagree when they are the same (with its SQL).
-fn check_query(engine: &Engine, sql: &str, columns: usize, sort: bool, expected: Vec<String>) -> Result<(), String> {
+fn check_query(engine: &Engine, sql: &str, types: &str, sort: bool, expected: Vec<String>) -> Result<(), String> {
+    let columns = types.len();
+    let types = types.as_bytes();
     let r = engine.execute(sql).map_err(|e| format!("[{}] {e}\n  {sql}\n", e.code()))?;
     let mut got = result_lines(&r);
     let mut exp = expected;
@@ -371,9 +390,10 @@ fn check_query(engine: &Engine, sql: &str, columns: usize, sort: bool, expected:
         exp.sort_by_key(|l| sort_key(l));
     }
     let width_ok = r.fields.len() == columns || columns == 0;
-    let same = width_ok && got.len() == exp.len() && got.iter().zip(&exp).all(|(a, b)| lines_match(a, b));
+    let same = width_ok && got.len() == exp.len() && got.iter().zip(&exp).all(|(a, b)| lines_match(a, b, types));
     if !same {
-        let first = got.iter().zip(&exp).position(|(a, b)| !lines_match(a, b)).unwrap_or(got.len().min(exp.len()));
+        let first =
+            got.iter().zip(&exp).position(|(a, b)| !lines_match(a, b, types)).unwrap_or(got.len().min(exp.len()));
         return Err(format!(
             "wrong result ({} rows, expected {}; {} columns, expected {columns})\n  {sql}\n  first difference at row {first}:\n    got:      {}\n    expected: {}\n",
             got.len(),

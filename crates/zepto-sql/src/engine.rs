@@ -360,7 +360,7 @@ impl Engine {
         let mut roles = Vec::new();
         for (i, c) in t.schema().columns.iter().enumerate() {
             names.push(c.name.as_str());
-            types.push(c.data_type.sql_name());
+            types.push(c.data_type.sql_name().into_owned());
             roles.push(if t.key_col() == Some(i) {
                 "partition key"
             } else if t.ts_col() == Some(i) {
@@ -371,6 +371,7 @@ impl Engine {
         }
         let n = names.len();
         let mk = |v: Vec<&str>| Column::from_data(zepto_storage::ColumnData::Varchar(v.into_iter().collect()));
+        let types: Vec<&str> = types.iter().map(String::as_str).collect();
         Ok(QueryResult::rows(
             vec![
                 field("column_name", DataType::Varchar),

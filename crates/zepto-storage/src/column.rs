@@ -41,6 +41,14 @@ pub enum ColumnData {
         /// The dictionary the codes index (shared; append-only, so it may be a later version).
         dict: Arc<Dict>,
     },
+    /// `FLOAT[dim]` values: row `i` is `values[i * dim..(i + 1) * dim]` (zeros in a NULL row),
+    /// the layout of Arrow's `FixedSizeList<Float32, dim>` child.
+    Vector {
+        /// Elements per row (1..=65535).
+        dim: u16,
+        /// `len * dim` elements, row after row.
+        values: Vec<f32>,
+    },
     /// An untyped all-NULL column of the given length.
     Null(usize),
 }
@@ -55,8 +63,9 @@ pub struct Column {
 }
 
 macro_rules! map_vec {
-    ($data:expr, $v:ident => $e:expr, $s:ident => $se:expr, $c:ident, $d:ident => $sym:expr, $n:ident => $nul:expr) => {
+    ($data:expr, $v:ident => $e:expr, $s:ident => $se:expr, $c:ident, $d:ident => $sym:expr, $vd:ident, $vv:ident => $vec:expr, $n:ident => $nul:expr) => {
         match $data {
+            ColumnData::Vector { dim: $vd, values: $vv } => $vec,
             ColumnData::Bool($v) => ColumnData::Bool($e),
             ColumnData::Int32($v) => ColumnData::Int32($e),
             ColumnData::Int64($v) => ColumnData::Int64($e),
@@ -101,6 +110,7 @@ impl ColumnData {
             ColumnData::Float64(v) => v.len(),
             ColumnData::Varchar(s) => s.len(),
             ColumnData::Symbol { codes, .. } => codes.len(),
+            ColumnData::Vector { dim, values } => values.len() / (*dim).max(1) as usize,
             ColumnData::Null(n) => *n,
         }
     }
@@ -123,6 +133,7 @@ impl ColumnData {
             ColumnData::Interval(_) => DataType::Interval,
             ColumnData::Varchar(_) => DataType::Varchar,
             ColumnData::Symbol { .. } => DataType::Symbol,
+            ColumnData::Vector { dim, .. } => DataType::Vector(*dim),
             ColumnData::Null(_) => DataType::Null,
         }
     }
@@ -141,6 +152,9 @@ impl ColumnData {
             DataType::Varchar => ColumnData::Varchar(StrVec::with_capacity(capacity, capacity * 8)),
             DataType::Symbol => {
                 ColumnData::Symbol { codes: Vec::with_capacity(capacity), dict: Arc::new(Dict::default()) }
+            }
+            DataType::Vector(dim) => {
+                ColumnData::Vector { dim, values: Vec::with_capacity(capacity.saturating_mul(dim as usize)) }
             }
             DataType::Null => ColumnData::Null(0),
         }
@@ -164,6 +178,7 @@ impl ColumnData {
             DataType::Interval => ColumnData::Interval(vec![0; n]),
             DataType::Varchar => ColumnData::Varchar((0..n).map(|_| "").collect()),
             DataType::Symbol => ColumnData::Symbol { codes: vec![0; n], dict: Arc::new(Dict::default()) },
+            DataType::Vector(dim) => ColumnData::Vector { dim, values: vec![0.0; n * dim as usize] },
             DataType::Null => ColumnData::Null(n),
         }
     }
@@ -189,6 +204,13 @@ impl Column {
             ColumnData::Float32(v) => z(v, valid, 0.0),
             ColumnData::Float64(v) => z(v, valid, 0.0),
             ColumnData::Symbol { codes, .. } => z(codes, valid, 0),
+            ColumnData::Vector { dim, values } => {
+                for (i, row) in values.chunks_exact_mut((*dim).max(1) as usize).enumerate() {
+                    if !valid.get(i) {
+                        row.fill(0.0);
+                    }
+                }
+            }
             ColumnData::Varchar(_) | ColumnData::Null(_) => {}
         }
     }
@@ -257,6 +279,7 @@ impl Column {
             ColumnData::Float64(v) => v.len() * 8,
             ColumnData::Varchar(s) => s.bytes().len() + s.offsets().len() * 8,
             ColumnData::Symbol { codes, .. } => codes.len() * 4,
+            ColumnData::Vector { values, .. } => values.len() * 4,
             ColumnData::Null(_) => 0,
         };
         v + self.validity.as_ref().map_or(0, |b| b.as_bytes().len())
@@ -307,6 +330,7 @@ impl Column {
             ColumnData::Interval(v) => Value::Interval(v[i]),
             ColumnData::Varchar(s) => Value::Str(s.get(i).to_string()),
             ColumnData::Symbol { codes, dict } => Value::Str(dict.get(codes[i]).to_string()),
+            ColumnData::Vector { .. } => self.vector_at(i).map_or(Value::Null, |v| Value::Vector(v.to_vec())),
             ColumnData::Null(_) => Value::Null,
         }
     }
@@ -324,6 +348,22 @@ impl Column {
         }
     }
 
+    /// The elements of row `i` of a `FLOAT[n]` column (`None` if NULL, out of range or not a
+    /// vector column).
+    #[inline]
+    pub fn vector_at(&self, i: usize) -> Option<&[f32]> {
+        if !self.is_valid(i) {
+            return None;
+        }
+        match &self.data {
+            ColumnData::Vector { dim, values } => {
+                let d = *dim as usize;
+                values.get(i * d..(i + 1) * d)
+            }
+            _ => None,
+        }
+    }
+
     /// Gather rows by index.
     pub fn take(&self, idx: &[u32]) -> Column {
         fn g<T: Copy>(v: &[T], idx: &[u32]) -> Vec<T> {
@@ -333,6 +373,7 @@ impl Column {
             v => g(v, idx),
             s => s.take(idx),
             codes, dict => ColumnData::Symbol { codes: g(codes, idx), dict: dict.clone() },
+            dim, values => ColumnData::Vector { dim: *dim, values: take_rows(values, *dim as usize, idx) },
             _n => idx.len());
         let validity = self.validity.as_ref().map(|b| Bitmap::from_bools(idx.iter().map(|&i| b.get(i as usize))));
         Column::new(data, validity)
@@ -368,6 +409,7 @@ impl Column {
             v => v[start..end].to_vec(),
             s => (start..end).map(|i| s.get(i)).collect(),
             codes, dict => ColumnData::Symbol { codes: codes[start..end].to_vec(), dict: dict.clone() },
+            dim, values => ColumnData::Vector { dim: *dim, values: values[start * *dim as usize..end * *dim as usize].to_vec() },
             _n => len);
         let validity = self.validity.as_ref().map(|b| {
             let mut out = Bitmap::default();
@@ -492,6 +534,19 @@ impl Column {
                 }
                 ColumnData::Symbol { codes, dict }
             }
+            DataType::Vector(dim) => {
+                let d = dim as usize;
+                let mut values = Vec::with_capacity(total * d);
+                for s in spans {
+                    match &s.col.data {
+                        ColumnData::Vector { values: src, .. } => {
+                            values.extend_from_slice(&src[s.rows.start * d..s.rows.end * d])
+                        }
+                        _ => values.resize(values.len() + s.rows.len() * d, 0.0),
+                    }
+                }
+                ColumnData::Vector { dim, values }
+            }
             DataType::Null => ColumnData::Null(total),
         });
         let validity =
@@ -541,6 +596,7 @@ impl Column {
         let data = fixed_width_match!(dt, prim, {
             DataType::Varchar => gather_varchar(parts, total, &mut picks_null, &mut bad),
             DataType::Symbol => gather_symbol(parts, total, &mut picks_null, &mut bad)?,
+            DataType::Vector(dim) => gather_vector(dim, parts, total, &mut picks_null, &mut bad),
             DataType::Null => ColumnData::Null(total),
         });
         if let Some((i, len)) = bad {
@@ -624,6 +680,48 @@ fn gather_varchar(
         }
     }
     ColumnData::Varchar(out)
+}
+
+/// Rows `idx` of a flat vector buffer of `dim` elements per row ([`NULL_INDEX`] or an index past
+/// the end gives a row of zeros).
+fn take_rows(values: &[f32], dim: usize, idx: &[u32]) -> Vec<f32> {
+    let mut out = Vec::with_capacity(idx.len() * dim);
+    for &i in idx {
+        let start = i as usize * dim;
+        match values.get(start..start + dim) {
+            Some(row) => out.extend_from_slice(row),
+            None => out.resize(out.len() + dim, 0.0),
+        }
+    }
+    out
+}
+
+/// [`Column::gather`] of `FLOAT[dim]` parts (an untyped NULL part gives rows of zeros).
+fn gather_vector(
+    dim: u16,
+    parts: &[(&Column, &[u32])],
+    total: usize,
+    picks_null: &mut [bool],
+    bad: &mut Option<(u32, usize)>,
+) -> ColumnData {
+    let d = dim as usize;
+    let mut values = Vec::with_capacity(total * d);
+    for ((c, idx), nulls) in parts.iter().zip(picks_null) {
+        match &c.data {
+            ColumnData::Vector { values: src, .. } => {
+                let n = c.len();
+                if idx.iter().any(|&i| i as usize >= n) {
+                    *nulls = true;
+                    if let Some(&b) = idx.iter().find(|&&i| i != NULL_INDEX && i as usize >= n) {
+                        *bad = Some((b, n));
+                    }
+                }
+                values.extend_from_slice(&take_rows(src, d, idx));
+            }
+            _ => values.resize(values.len() + idx.len() * d, 0.0),
+        }
+    }
+    ColumnData::Vector { dim, values }
 }
 
 /// [`Column::gather`] of SYMBOL parts: coded by the largest dictionary of their one lineage.
@@ -740,6 +838,7 @@ impl ColumnBuilder {
             ColumnData::Float64(v) => v.push(0.0),
             ColumnData::Varchar(s) => s.push(""),
             ColumnData::Symbol { codes, .. } => codes.push(0),
+            ColumnData::Vector { dim, values } => values.resize(values.len() + *dim as usize, 0.0),
             ColumnData::Null(n) => *n += 1,
         }
         self.push_valid(false);
@@ -792,6 +891,10 @@ impl ColumnBuilder {
                 codes.push(dict.intern(s));
                 true
             }
+            (ColumnData::Vector { dim, values }, Value::Vector(x)) if x.len() == *dim as usize => {
+                values.extend_from_slice(x);
+                true
+            }
             (d, other) => {
                 return Err(StorageError::Internal(format!(
                     "a {} value pushed into a {} column",
@@ -840,6 +943,9 @@ impl ColumnBuilder {
             | (ColumnData::Interval(a), ColumnData::Interval(b)) => a.extend_from_slice(b),
             (ColumnData::Float32(a), ColumnData::Float32(b)) => a.extend_from_slice(b),
             (ColumnData::Float64(a), ColumnData::Float64(b)) => a.extend_from_slice(b),
+            (ColumnData::Vector { dim: da, values: a }, ColumnData::Vector { dim: db, values: b }) if da == db => {
+                a.extend_from_slice(b)
+            }
             (ColumnData::Varchar(a), ColumnData::Varchar(b)) => a.extend(b),
             (ColumnData::Varchar(a), ColumnData::Symbol { codes, dict }) => {
                 for (i, &k) in codes.iter().enumerate() {

@@ -27,6 +27,7 @@ pub mod table;
 pub mod time;
 pub mod types;
 pub mod value;
+pub mod vector;
 
 pub use bitmap::Bitmap;
 pub use catalog::{Catalog, Change, ChangeLog};

@@ -28,6 +28,8 @@ pub enum Value {
     Interval(i64),
     /// VARCHAR or SYMBOL text.
     Str(String),
+    /// `FLOAT[n]`: a vector of finite REALs (`n` is its length, 1..=65535).
+    Vector(Vec<f32>),
 }
 
 impl Value {
@@ -44,6 +46,7 @@ impl Value {
             Value::Date(_) => DataType::Date,
             Value::Interval(_) => DataType::Interval,
             Value::Str(_) => DataType::Varchar,
+            Value::Vector(v) => DataType::vector(v.len()).unwrap_or(DataType::Null),
         }
     }
 
@@ -105,6 +108,20 @@ pub fn format_f32(v: f32) -> String {
     }
 }
 
+/// A vector as DuckDB prints it: `[0.1, 0.2, 0.3]` (each element's shortest REAL text).
+pub fn format_vector(v: &[f32]) -> String {
+    let mut s = String::with_capacity(2 + v.len() * 8);
+    s.push('[');
+    for (i, x) in v.iter().enumerate() {
+        if i > 0 {
+            s.push_str(", ");
+        }
+        s.push_str(&format_f32(*x));
+    }
+    s.push(']');
+    s
+}
+
 impl fmt::Display for Value {
     /// Text form used by CSV output, CAST to VARCHAR and the table printer.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -119,6 +136,7 @@ impl fmt::Display for Value {
             Value::Date(v) => f.write_str(&time::format_date(*v)),
             Value::Interval(v) => f.write_str(&time::format_interval(*v)),
             Value::Str(s) => f.write_str(s),
+            Value::Vector(v) => f.write_str(&format_vector(v)),
         }
     }
 }

@@ -91,6 +91,7 @@ fn arrow_type(dt: DataType) -> ArrowType {
         DataType::Timestamp => ArrowType::Timestamp(arrow_schema::TimeUnit::Nanosecond, None),
         DataType::Date => ArrowType::Date32,
         DataType::Varchar => ArrowType::LargeUtf8,
+        DataType::Vector(d) => zepto_io::arrow_vector::arrow_type(d),
         DataType::Null => ArrowType::Null,
     }
 }

@@ -36,6 +36,7 @@ pub fn parse_value(s: &str, to: DataType) -> Option<Value> {
         DataType::Date => Value::Date(time::parse_date(t)?),
         DataType::Interval => Value::Interval(time::parse_interval(t)?),
         DataType::Varchar | DataType::Symbol => Value::Str(s.to_string()),
+        DataType::Vector(d) => Value::Vector(zepto_storage::vector::parse_vector(t, Some(d as usize)).ok()?),
         DataType::Null => Value::Null,
     })
 }
@@ -135,6 +136,10 @@ pub fn cast_column(c: &Column, to: DataType, try_: bool) -> Result<Column> {
             }
             num(D::Varchar(out))
         }
+        (D::Vector { dim, .. }, DataType::Vector(want)) => {
+            Err(SqlError::exec(format!("cannot cast FLOAT[{dim}] to FLOAT[{want}]: vectors differ in dimension")))
+        }
+        (D::Varchar(_) | D::Symbol { .. }, DataType::Vector(d)) => text_to_vector(c, d, try_),
         (D::Varchar(_) | D::Symbol { .. }, t) => {
             let mut b = ColumnBuilder::new(t, n);
             for i in 0..n {
@@ -157,6 +162,29 @@ pub fn cast_column(c: &Column, to: DataType, try_: bool) -> Result<Column> {
             }
         }
     }
+}
+
+/// Text like `[0.1, 0.2]` as `FLOAT[dim]`: an error names the row and what is wrong (wrong
+/// dimension, NaN or infinite element, not a list of numbers), or NULL with `try_`.
+fn text_to_vector(c: &Column, dim: u16, try_: bool) -> Result<Column> {
+    let n = c.len();
+    let mut b = ColumnBuilder::new(DataType::Vector(dim), n);
+    for i in 0..n {
+        match c.str_at(i) {
+            None => b.push_null(),
+            Some(s) => match zepto_storage::vector::parse_vector(s, Some(dim as usize)) {
+                Ok(v) => b.push_value(&Value::Vector(v))?,
+                Err(_) if try_ => b.push_null(),
+                Err(e) => {
+                    return Err(SqlError::exec(format!(
+                        "conversion error: could not convert row {} to FLOAT[{dim}]: {e}",
+                        i + 1
+                    )))
+                }
+            },
+        }
+    }
+    Ok(b.finish())
 }
 
 fn cast_to_int(c: &Column, to: DataType, try_: bool) -> Result<Column> {

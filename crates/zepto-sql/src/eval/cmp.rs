@@ -33,6 +33,14 @@ pub fn value_cmp(c: &Column) -> RowCmp<'_> {
             }
             Box::new(move |i, j| rank[codes[i] as usize].cmp(&rank[codes[j] as usize]))
         }
+        ColumnData::Vector { dim, values } => {
+            // Lexicographic by element, as DuckDB orders arrays (elements are finite).
+            let d = *dim as usize;
+            Box::new(move |i, j| {
+                let (a, b) = (values.get(i * d..(i + 1) * d), values.get(j * d..(j + 1) * d));
+                a.partial_cmp(&b).unwrap_or(Ordering::Equal)
+            })
+        }
         ColumnData::Null(_) => Box::new(|_, _| Ordering::Equal),
     }
 }

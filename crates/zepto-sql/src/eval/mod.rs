@@ -13,6 +13,7 @@ pub mod cmp;
 mod like;
 pub mod numeric;
 mod scalar;
+mod vector;
 
 use crate::error::{Result, SqlError};
 use crate::expr::{BExpr, Correlated};

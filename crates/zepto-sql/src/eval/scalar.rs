@@ -95,6 +95,7 @@ pub fn call(f: ScalarFunc, args: &[BExpr], ty: DataType, b: &Batch, sq: &dyn Sub
         Family::Math => math(f, args, ty, b, sq),
         Family::Conditional => conditional(f, args, ty, b, sq),
         Family::Temporal => temporal(f, args, ty, b, sq),
+        Family::Vector => super::vector::call(f, args, b, sq),
     }
 }
 

@@ -82,6 +82,11 @@ fn hash_values_into(c: &Column, hashes: &mut [u64]) {
                 .zip(hashes.iter_mut())
                 .for_each(|(&k, h)| combine(h, per_code.get(k as usize).copied().unwrap_or(0)))
         }
+        ColumnData::Vector { dim, values } => {
+            for (row, h) in values.chunks_exact((*dim).max(1) as usize).zip(hashes.iter_mut()) {
+                row.iter().for_each(|&x| combine(h, f64_bits(x as f64)));
+            }
+        }
         ColumnData::Null(_) => hashes.iter_mut().for_each(|h| *h = mix(h.wrapping_add(NULL_HASH))),
     }
 }
@@ -109,6 +114,7 @@ pub fn eq_at(a: &Column, i: usize, b: &Column, j: usize) -> bool {
         (D::Symbol { codes: x, dict: dx }, D::Symbol { codes: y, dict: dy }) if dx.lineage() == dy.lineage() => {
             x[i] == y[j]
         }
+        (D::Vector { .. }, D::Vector { .. }) => a.vector_at(i) == b.vector_at(j),
         _ => match (a.str_at(i), b.str_at(j)) {
             (Some(s), Some(t)) => s == t,
             _ => false,

@@ -2,6 +2,7 @@
 //! result types. Semantics follow DuckDB unless SPEC §3 says otherwise.
 
 use crate::error::{Pos, Result, SqlError};
+use zepto_storage::vector::Metric;
 use zepto_storage::DataType;
 
 /// A built-in scalar function (names and aliases: [`scalar_by_name`]).
@@ -70,6 +71,10 @@ pub enum ScalarFunc {
     Xbar,
     /// `month_bucket(n, ts)`: start of the calendar `n`-month bucket (SAMPLE BY nM / ny).
     MonthBucket,
+    /// `array_cosine_similarity(a, b)` and the other distances between two `FLOAT[n]` vectors.
+    ArrayDistance(zepto_storage::vector::Metric),
+    /// `array_length(v)` (also `len(v)` of a vector): its dimension.
+    ArrayLength,
 }
 
 /// A built-in aggregate function (names and aliases: [`agg_by_name`]).
@@ -286,6 +291,14 @@ pub fn scalar_by_name(name: &str) -> Option<ScalarFunc> {
         "now" | "current_timestamp" => ScalarFunc::Now,
         "xbar" | "time_bucket" => ScalarFunc::Xbar,
         "month_bucket" => ScalarFunc::MonthBucket,
+        "array_cosine_similarity" => ScalarFunc::ArrayDistance(Metric::CosineSimilarity),
+        "array_cosine_distance" => ScalarFunc::ArrayDistance(Metric::CosineDistance),
+        "array_distance" => ScalarFunc::ArrayDistance(Metric::L2),
+        "array_inner_product" | "array_dot_product" => ScalarFunc::ArrayDistance(Metric::InnerProduct),
+        "array_negative_inner_product" | "array_negative_dot_product" => {
+            ScalarFunc::ArrayDistance(Metric::NegativeInnerProduct)
+        }
+        "array_length" => ScalarFunc::ArrayLength,
         _ => return None,
     })
 }
@@ -302,6 +315,8 @@ pub enum Family {
     Conditional,
     /// Times and dates (`date_trunc`, `date_part`, `epoch`, `now`, `xbar`, ...).
     Temporal,
+    /// `FLOAT[n]` vectors in (`array_distance`, `array_cosine_similarity`, ...).
+    Vector,
 }
 
 impl ScalarFunc {
@@ -324,6 +339,7 @@ impl ScalarFunc {
             }
             F::Coalesce | F::Greatest | F::Least | F::NullIf => Family::Conditional,
             F::DateTrunc | F::DatePart | F::EpochNs | F::MonthBucket | F::Epoch | F::Now | F::Xbar => Family::Temporal,
+            F::ArrayDistance(_) | F::ArrayLength => Family::Vector,
         }
     }
 }
@@ -333,7 +349,9 @@ pub fn scalar_arity(f: ScalarFunc) -> (usize, usize) {
     use ScalarFunc::*;
     match f {
         Now => (0, 0),
-        Lower | Upper | Length | Abs | Floor | Ceil | Sqrt | Ln | Log10 | Exp | Sign | EpochNs | Epoch => (1, 1),
+        Lower | Upper | Length | Abs | Floor | Ceil | Sqrt | Ln | Log10 | Exp | Sign | EpochNs | Epoch
+        | ArrayLength => (1, 1),
+        ArrayDistance(_) => (2, 2),
         Trim | LTrim | RTrim => (1, 2),
         Round => (1, 2),
         Substr => (2, 3),

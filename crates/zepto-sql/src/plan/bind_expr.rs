@@ -199,6 +199,8 @@ pub fn common_type(a: DataType, b: DataType) -> Option<DataType> {
         }
         (x, y) if x.is_string() && y.is_string() => Varchar,
         (Timestamp, Date) | (Date, Timestamp) => Timestamp,
+        // Text beside a vector is read as one (a '[1, 2]' literal in VALUES, CASE, UNION).
+        (Vector(d), Varchar) | (Varchar, Vector(d)) => Vector(d),
         _ => return None,
     })
 }
@@ -542,6 +544,11 @@ pub fn bind_literal(l: &Literal, pos: Pos) -> Result<BExpr> {
                 .ok_or_else(|| SqlError::Parse { message: format!("invalid TIMESTAMP '{s}'"), pos })?;
             lit(Value::Timestamp(t))
         }
+        Literal::Vector(v) => {
+            let v = zepto_storage::vector::check_vector(v, None)
+                .map_err(|e| SqlError::Parse { message: format!("invalid vector: {e}"), pos })?;
+            lit(Value::Vector(v))
+        }
     })
 }
 
@@ -683,7 +690,45 @@ pub fn bind_function(name: &str, args: Vec<BExpr>, pos: Pos) -> Result<BExpr> {
         Family::Math => math_call(func, name, args, pos),
         Family::Conditional => conditional_call(func, name, args, pos),
         Family::Temporal => time_call(func, name, args, pos),
+        Family::Vector => vector_call(func, name, args, pos),
     }
+}
+
+/// A `FLOAT[n]` argument: a vector, or a string literal or NULL read as the vector type `want`
+/// (the other argument's). `None` when neither says the dimension.
+fn vector_arg(a: BExpr, want: Option<DataType>, name: &str, pos: Pos) -> Result<BExpr> {
+    match (a.data_type(), want) {
+        (DataType::Vector(_), _) => Ok(a),
+        (DataType::Null, Some(t)) => cast_to(a, t),
+        (DataType::Varchar, Some(t)) if is_str_lit(&a) => cast_to(a, t),
+        (t, _) => Err(SqlError::plan(format!("{name}() needs FLOAT[n] vector arguments, got {t}"), Some(pos))),
+    }
+}
+
+/// Vector functions: distances between two vectors of one dimension (DOUBLE), and the
+/// dimension of one.
+fn vector_call(func: ScalarFunc, name: &str, args: Vec<BExpr>, pos: Pos) -> Result<BExpr> {
+    if func == ScalarFunc::ArrayLength {
+        let a: Vec<BExpr> = args.into_iter().map(|a| vector_arg(a, None, name, pos)).collect::<Result<_>>()?;
+        return Ok(BExpr::Func { func, args: a, ty: DataType::Int64 });
+    }
+    let mut it = args.into_iter();
+    let (Some(a), Some(b)) = (it.next(), it.next()) else {
+        return Err(SqlError::Internal(format!("{name}() arity")));
+    };
+    let want = [a.data_type(), b.data_type()].into_iter().find(|t| t.vector_dim().is_some());
+    let (a, b) = (vector_arg(a, want, name, pos)?, vector_arg(b, want, name, pos)?);
+    if a.data_type() != b.data_type() {
+        return Err(SqlError::plan(
+            format!(
+                "{name}(): the vectors differ in dimension ({} and {}); both must be FLOAT[n] of one n",
+                a.data_type(),
+                b.data_type()
+            ),
+            Some(pos),
+        ));
+    }
+    Ok(BExpr::Func { func, args: vec![a, b], ty: DataType::Float64 })
 }
 
 /// String functions: arguments are strings.
@@ -699,6 +744,9 @@ fn string_call(func: ScalarFunc, name: &str, mut args: Vec<BExpr>, pos: Pos) -> 
         F::StartsWith => {
             let a = args.into_iter().map(str_arg).collect::<Result<Vec<_>>>()?;
             mk(a, Bool)
+        }
+        F::Length if args.first().is_some_and(|a| a.data_type().vector_dim().is_some()) => {
+            vector_call(F::ArrayLength, name, args, pos)
         }
         F::Length => mk(vec![str_arg(args.remove(0))?], Int64),
         F::Concat => {

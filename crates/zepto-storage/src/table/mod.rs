@@ -569,6 +569,7 @@ impl Table {
                     def.name, def.data_type, dt
                 )));
             }
+            check_vector_elements(&def.name, c)?;
         }
         Ok(n)
     }
@@ -910,6 +911,21 @@ impl Table {
     }
 }
 
+/// A `FLOAT[n]` column's elements are all finite (every door checks this; the table re-checks
+/// so that no path can store a NaN the distance functions would then spread).
+fn check_vector_elements(name: &str, c: &Column) -> Result<(), StorageError> {
+    if let ColumnData::Vector { dim, values } = c.data() {
+        if let Err(crate::vector::VectorError::NotFinite(i)) = crate::vector::check_finite(values) {
+            let row = i / (*dim).max(1) as usize;
+            return Err(StorageError::Invalid(format!(
+                "column '{name}' row {}: a FLOAT[{dim}] element is NaN or infinite",
+                row + 1
+            )));
+        }
+    }
+    Ok(())
+}
+
 fn append_column(dst: &mut Column, src: &Column) {
     let had_nulls = dst.validity().is_some() || src.validity().is_some();
     let old_len = dst.len();
@@ -925,6 +941,9 @@ fn append_column(dst: &mut Column, src: &Column) {
         (ColumnData::Float64(a), ColumnData::Float64(b)) => a.extend_from_slice(b),
         (ColumnData::Varchar(a), ColumnData::Varchar(b)) => a.extend(b),
         (ColumnData::Symbol { codes: a, .. }, ColumnData::Symbol { codes: b, .. }) => a.extend_from_slice(b),
+        (ColumnData::Vector { dim: da, values: a }, ColumnData::Vector { dim: db, values: b }) if da == db => {
+            a.extend_from_slice(b)
+        }
         (a, b) => panic!("append_column: {:?} into {:?} (validate() must reject this)", b.data_type(), a.data_type()),
     }
     if had_nulls {

@@ -164,6 +164,7 @@ fn value_expr(v: Option<&Value>, ty: DataType) -> Expr {
         Some(Value::Date(x)) => Literal::Typed(DataType::Date, zepto_storage::time::format_date(*x)),
         Some(Value::Interval(x)) => Literal::Interval(*x),
         Some(Value::Str(s)) => Literal::Str(s.clone()),
+        Some(Value::Vector(v)) => Literal::Vector(v.iter().map(|&x| x as f64).collect()),
     };
     if ty == DataType::Interval {
         return Expr::Lit(lit, pos);
@@ -325,7 +326,15 @@ impl Binder {
         }
         let rows = bound
             .into_iter()
-            .map(|r| r.into_iter().zip(&types).map(|(e, t)| cast_to(e, *t)).collect::<Result<Vec<_>>>())
+            .enumerate()
+            .map(|(i, r)| {
+                r.into_iter().zip(&types).map(|(e, t)| cast_to(e, *t)).collect::<Result<Vec<_>>>().map_err(
+                    |e| match e {
+                        SqlError::Execution(m) => SqlError::Execution(format!("VALUES row {}: {m}", i + 1)),
+                        e => e,
+                    },
+                )
+            })
             .collect::<Result<Vec<_>>>()?;
         let fields = types
             .iter()
