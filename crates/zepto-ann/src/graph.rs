@@ -2,6 +2,7 @@
 
 use crate::{AnnError, HnswParams, Metric};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::RwLock;
 use usearch::ffi::{IndexOptions, MetricKind, ScalarKind};
 
 /// A row a search found: its key (the row's position in the partition) and its distance as the
@@ -15,9 +16,11 @@ pub struct Hit {
 }
 
 /// An HNSW graph over vectors of one dimension. Adds and searches may run from many threads at
-/// once (usearch locks per node); keys are added once each.
+/// once (usearch locks per node); keys are added once each. Growing the capacity reallocates,
+/// which usearch does not allow beside a search: `grow` is taken exclusively for that only.
 pub struct Graph {
     index: usearch::Index,
+    grow: RwLock<()>,
     dim: usize,
     metric: Metric,
     params: HnswParams,
@@ -65,7 +68,7 @@ impl Graph {
         };
         let index = usearch::Index::new(&options).map_err(library)?;
         index.reserve_capacity_and_threads(0, contexts()).map_err(library)?;
-        Ok(Graph { index, dim, metric, params })
+        Ok(Graph { index, grow: RwLock::new(()), dim, metric, params })
     }
 
     /// The vectors' dimension.
@@ -108,9 +111,11 @@ impl Graph {
         let rows = vectors.len() / self.dim;
         let want = self.len() + rows;
         if want > self.index.capacity() {
+            let _alone = self.grow.write().unwrap_or_else(|e| e.into_inner());
             let grown = want.max(self.index.capacity().saturating_mul(2)).max(1024);
             self.index.reserve_capacity_and_threads(grown, contexts()).map_err(library)?;
         }
+        let _shared = self.grow.read().unwrap_or_else(|e| e.into_inner());
         let next = AtomicUsize::new(0);
         let work = || -> Result<(), AnnError> {
             loop {
@@ -144,6 +149,7 @@ impl Graph {
         if k == 0 || self.is_empty() {
             return Ok(Vec::new());
         }
+        let _shared = self.grow.read().unwrap_or_else(|e| e.into_inner());
         let found = match keep {
             Some(keep) => self.index.filtered_search(query, k, keep),
             None => self.index.search(query, k),

@@ -14,8 +14,10 @@
 //! (the documented recall).
 
 mod graph;
+mod registry;
 
 pub use graph::{Graph, Hit};
+pub use registry::{IndexSpec, PartGraph, Refreshed, Registry};
 
 use thiserror::Error;
 

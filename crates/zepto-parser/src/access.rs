@@ -10,9 +10,9 @@ use crate::error::Pos;
 pub enum Access {
     /// SELECT, EXPLAIN, SHOW TABLES, DESCRIBE.
     Read,
-    /// INSERT, UPDATE, DELETE, CREATE TABLE (AS), ALTER TABLE ADD COLUMN.
+    /// INSERT, UPDATE, DELETE, CREATE TABLE (AS), CREATE INDEX, ALTER TABLE ADD COLUMN.
     Write,
-    /// DROP TABLE, COPY (which reads or writes files on the server) and CHECKPOINT.
+    /// DROP TABLE, DROP INDEX, COPY (which reads or writes files on the server) and CHECKPOINT.
     Admin,
 }
 
@@ -28,8 +28,10 @@ impl Statement {
             | Statement::Update { .. }
             | Statement::CreateTable(_)
             | Statement::CreateTableAs { .. }
+            | Statement::CreateIndex { .. }
             | Statement::AlterAddColumn { .. } => Access::Write,
             Statement::DropTable { .. }
+            | Statement::DropIndex { .. }
             | Statement::CopyFrom { .. }
             | Statement::CopyTo { .. }
             | Statement::AlterSetTtl { .. }
@@ -45,6 +47,7 @@ impl Statement {
             Statement::CreateTableAs { name, .. } => Some((name, None)),
             Statement::DropTable { name, pos, .. } => Some((name, Some(*pos))),
             Statement::AlterAddColumn { table, pos, .. }
+            | Statement::CreateIndex { table, pos, .. }
             | Statement::AlterSetTtl { table, pos, .. }
             | Statement::AlterTier { table, pos, .. }
             | Statement::Insert { table, pos, .. }

@@ -21,6 +21,32 @@ pub enum Statement {
         /// The query whose result fills the table.
         query: Box<Query>,
     },
+    /// `CREATE INDEX [IF NOT EXISTS] name ON t [USING method] (column) [WITH (k = v, ...)]`.
+    CreateIndex {
+        /// The index's name.
+        name: String,
+        /// The table indexed.
+        table: String,
+        /// The column indexed.
+        column: String,
+        /// The method (`hnsw`), lower-cased; `None` when `USING` is left out.
+        method: Option<String>,
+        /// The `WITH` options, keys lower-cased, values as written (strings unquoted).
+        options: Vec<(String, String)>,
+        /// Succeed without change if an index of that name exists.
+        if_not_exists: bool,
+        /// Where the table is named.
+        pos: Pos,
+    },
+    /// `DROP INDEX [IF EXISTS] name`.
+    DropIndex {
+        /// The index to drop.
+        name: String,
+        /// Succeed without change if it does not exist.
+        if_exists: bool,
+        /// Where the statement starts.
+        pos: Pos,
+    },
     /// `DROP TABLE [IF EXISTS] name`.
     DropTable {
         /// The table to drop.

@@ -479,9 +479,15 @@ impl Parser {
             return Ok(Statement::Explain { query: Box::new(self.query()?), analyze });
         }
         if self.eat_kw("create") {
+            if self.eat_kw("index") {
+                return self.create_index();
+            }
             return self.create_table();
         }
         if self.eat_kw("drop") {
+            if self.eat_kw("index") {
+                return self.drop_index(pos);
+            }
             return self.drop_table(pos);
         }
         if self.eat_kw("alter") {
@@ -525,6 +531,60 @@ impl Parser {
         };
         let name = self.ident()?;
         Ok(Statement::DropTable { name, if_exists, pos })
+    }
+
+    /// `[IF NOT EXISTS] name ON t [USING method] (column) [WITH (k = v, ...)]`, after
+    /// `CREATE INDEX` (DuckDB vss's spelling: `USING HNSW (emb) WITH (metric = 'cosine')`).
+    fn create_index(&mut self) -> Result<Statement> {
+        let if_not_exists = self.eat_kw("if") && {
+            self.expect_kw("not")?;
+            self.expect_kw("exists")?;
+            true
+        };
+        let name = self.ident()?;
+        self.expect_kw("on")?;
+        let pos = self.pos();
+        let table = self.ident()?;
+        let method = if self.eat_kw("using") { Some(self.any_ident()?.to_ascii_lowercase()) } else { None };
+        self.expect_op("(")?;
+        let column = self.ident()?;
+        if !self.eat_op(")") {
+            return Err(self.unexpected("')': an index covers one column"));
+        }
+        let options = if self.eat_kw("with") { self.index_options()? } else { Vec::new() };
+        Ok(Statement::CreateIndex { name, table, column, method, options, if_not_exists, pos })
+    }
+
+    /// `(k = v, ...)` after `WITH` in `CREATE INDEX`; a value is a string, number or word.
+    fn index_options(&mut self) -> Result<Vec<(String, String)>> {
+        self.expect_op("(")?;
+        let mut out = Vec::new();
+        loop {
+            let k = self.any_ident()?.to_ascii_lowercase();
+            self.expect_op("=")?;
+            let v = match self.peek().clone() {
+                Tok::Str(s) | Tok::Ident(s) | Tok::Num(s) => {
+                    self.advance();
+                    s
+                }
+                _ => return Err(self.unexpected("an option value (a string, a number or a word)")),
+            };
+            out.push((k, v));
+            if self.eat_op(")") {
+                return Ok(out);
+            }
+            self.expect_op(",")?;
+        }
+    }
+
+    /// `[IF EXISTS] name`, after `DROP INDEX`.
+    fn drop_index(&mut self, pos: Pos) -> Result<Statement> {
+        let if_exists = self.eat_kw("if") && {
+            self.expect_kw("exists")?;
+            true
+        };
+        let name = self.ident()?;
+        Ok(Statement::DropIndex { name, if_exists, pos })
     }
 
     /// `ALTER TABLE t SET TTL ... | CONVERT PARTITION ... | ADD [COLUMN] ...`, after `ALTER`.

@@ -47,6 +47,8 @@ pub struct Engine {
     files: Arc<crate::files::FilePolicy>,
     /// Partition-wise work of a query goes to helper threads from this many input rows on.
     par_min_rows: usize,
+    /// The graphs of the catalog's vector indexes, kept in step by a maintainer thread.
+    indexes: Arc<zepto_ann::Registry>,
 }
 
 impl Default for Engine {
@@ -63,7 +65,18 @@ impl Engine {
 
     /// An engine over `catalog`, with every table allowed and COPY under the default file policy.
     pub fn with_catalog(catalog: Arc<Catalog>) -> Engine {
-        Engine { catalog, access: TableAccess::all(), files: Arc::default(), par_min_rows: DEFAULT_PARALLEL_MIN_ROWS }
+        let e = Engine {
+            catalog,
+            access: TableAccess::all(),
+            files: Arc::default(),
+            par_min_rows: DEFAULT_PARALLEL_MIN_ROWS,
+            indexes: zepto_ann::Registry::new(),
+        };
+        if !e.catalog.indexes().is_empty() {
+            // Indexes recovered with the tables: their graphs are built in the background.
+            crate::index::start_maintainer(&e.indexes, &e.catalog);
+        }
+        e
     }
 
     /// The same database, seen through table grants: statements naming other tables fail
@@ -87,7 +100,19 @@ impl Engine {
 
     /// `run` with this engine's parallelism threshold: what every stage of the query gets.
     fn context(&self, run: &RunContext) -> RunContext {
-        run.with_parallel_min_rows(self.par_min_rows)
+        run.with_parallel_min_rows(self.par_min_rows).with_indexes(&self.indexes)
+    }
+
+    /// The graphs of the catalog's vector indexes (what a search reads; see `zepto_ann`).
+    pub fn indexes(&self) -> &Arc<zepto_ann::Registry> {
+        &self.indexes
+    }
+
+    /// Bring every vector index's graphs up to date with the tables now, instead of waiting
+    /// for the maintainer thread (tests, benchmarks, and before a burst of searches). Returns
+    /// the rows added.
+    pub fn refresh_indexes(&self) -> Result<usize> {
+        crate::index::refresh(&self.indexes, &self.catalog)
     }
 
     /// Run a script with `?`/`$n` parameters (see [`crate::parser::parse_statements_with_params`]).
@@ -180,6 +205,15 @@ impl Engine {
             Statement::CreateTable(ct) => self.create_table(ct),
             Statement::CreateTableAs { name, if_not_exists, query } => {
                 self.create_table_as(run, name, *if_not_exists, query)
+            }
+            Statement::CreateIndex { name, table, column, method, options, if_not_exists, pos } => {
+                let def = crate::index::IndexRequest { name, table, column, method, options, pos: *pos };
+                crate::index::create_index(&self.indexes, &self.catalog, &def, *if_not_exists)?;
+                Ok(QueryResult::status("CREATE INDEX".into()))
+            }
+            Statement::DropIndex { name, if_exists, pos } => {
+                crate::index::drop_index(&self.indexes, &self.catalog, name, *if_exists, *pos)?;
+                Ok(QueryResult::status("DROP INDEX".into()))
             }
             Statement::DropTable { name, if_exists, pos } => {
                 self.catalog.drop_table(name, *if_exists).map_err(|e| match e {

@@ -160,6 +160,9 @@ pub struct RunContext {
     base: isize,
     /// Partition-wise work goes to helper threads from this many input rows on.
     par_min_rows: usize,
+    /// The graphs of the catalog's vector indexes (set by the engine; without it every vector
+    /// search scans exactly).
+    indexes: Option<Arc<zepto_ann::Registry>>,
     /// The baseline is this thread's: not `Send` (a `MutexGuard` is `Sync` but not `Send`).
     _thread: PhantomData<MutexGuard<'static, ()>>,
 }
@@ -183,13 +186,24 @@ impl RunContext {
     }
 
     fn with_base(control: Option<Arc<QueryControl>>, base: isize, par_min_rows: usize) -> RunContext {
-        RunContext { control, base, par_min_rows, _thread: PhantomData }
+        RunContext { control, base, par_min_rows, indexes: None, _thread: PhantomData }
     }
 
     /// The same query with partition-wise work going to helper threads from `rows` input rows
     /// on (the engine sets its own threshold on every context it is handed).
     pub(crate) fn with_parallel_min_rows(&self, rows: usize) -> RunContext {
         RunContext { par_min_rows: rows, ..self.clone() }
+    }
+
+    /// The same query searching the vector index graphs of `indexes` (the engine sets its
+    /// registry on every context it is handed).
+    pub(crate) fn with_indexes(&self, indexes: &Arc<zepto_ann::Registry>) -> RunContext {
+        RunContext { indexes: Some(indexes.clone()), ..self.clone() }
+    }
+
+    /// The vector index graphs this query may search, if the engine gave any.
+    pub fn indexes(&self) -> Option<&Arc<zepto_ann::Registry>> {
+        self.indexes.as_ref()
     }
 
     /// The query's control, if it has one.
@@ -229,7 +243,7 @@ impl RunContext {
     /// The same query on a helper thread whose net allocation is `base` when it holds what
     /// the query held when the helpers started (see `ExecContext::par_map`).
     pub(crate) fn on_helper(&self, base: isize) -> RunContext {
-        RunContext::with_base(self.control.clone(), base, self.par_min_rows)
+        RunContext { base, ..self.clone() }
     }
 }
 

@@ -11,6 +11,7 @@ pub mod access;
 mod copy;
 mod dml;
 pub mod engine;
+mod index;
 pub use zepto_parser::error;
 pub mod eval;
 pub mod exec;
