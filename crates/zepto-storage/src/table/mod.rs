@@ -123,7 +123,7 @@ impl Partition {
     /// in time order to the other, so a structure keyed by row position (a vector index) built
     /// on one version is valid for the other's first rows. Any other change (an out-of-order
     /// append that merges, a DELETE, dropping old rows, an UPDATE of a vector column) gives a
-    /// new lineage.
+    /// new lineage; an UPDATE of other columns keeps it.
     pub fn lineage(&self) -> u64 {
         self.lineage
     }
@@ -816,6 +816,7 @@ impl Table {
             full[c] = v;
         }
         let full = self.normalize(full);
+        let rewrites_vectors = columns.iter().any(|&c| matches!(self.schema.columns[c].data_type, DataType::Vector(_)));
         let mut offset = 0usize;
         for (slot, rows) in sel {
             if rows.is_empty() {
@@ -833,8 +834,11 @@ impl Table {
                 let merged = Column::concat(&[&p.columns[c], &new]).take(&perm);
                 p.columns[c] = Arc::new(merged);
             }
-            // Rows stay in place, but an index over a rewritten column no longer matches it.
-            p.lineage = new_lineage();
+            // Rows stay in place: only an index over a rewritten vector column no longer
+            // matches it (an UPDATE of other columns, such as an access count, keeps graphs).
+            if rewrites_vectors {
+                p.lineage = new_lineage();
+            }
             offset += rows.len();
         }
         self.mutations += 1;
@@ -1141,8 +1145,12 @@ mod tests {
         assert_ne!(deleted, merged, "a delete moved rows");
         t.update_rows(&[(slot, vec![1])], &[2], vec![Column::from_data(ColumnData::Float64(vec![9.0]))])
             .expect("update");
+        assert_eq!(lineage(&t), deleted, "an update of a scalar column moves nothing");
+        t.add_column(ColumnDef { name: "v".into(), data_type: DataType::Vector(2) }).expect("a vector column");
+        let v = Column::from_data(ColumnData::Vector { dim: 2, values: vec![1.0, 2.0] });
+        t.update_rows(&[(slot, vec![1])], &[3], vec![v]).expect("update a vector");
         let updated = lineage(&t);
-        assert_ne!(updated, deleted, "an update rewrote values");
+        assert_ne!(updated, deleted, "an update rewrote a vector");
         assert_eq!(t.remove_before(16), 1);
         assert_ne!(lineage(&t), updated, "dropping old rows moved the rest");
     }
