@@ -78,3 +78,96 @@ fn graphs_follow_appends_deletes_and_drops() {
     assert!(t.partitions().iter().all(|p| e.indexes().graph("m", "mi", p.lineage()).is_none()), "graphs freed");
     assert_eq!(e.indexes().memory_bytes(), 0);
 }
+
+/// Deterministic pseudo-random numbers in [-1, 1) (xorshift).
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> f32 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        ((self.0 >> 40) as f32 / (1u64 << 23) as f32) - 1.0
+    }
+
+    fn vector(&mut self, dim: usize) -> String {
+        let v: Vec<String> = (0..dim).map(|_| format!("{:.4}", self.next())).collect();
+        format!("[{}]", v.join(", "))
+    }
+}
+
+const DIM: usize = 16;
+
+/// Two engines with the same 12,000 rows in three partitions; only the first has an index.
+fn indexed_and_plain() -> (Engine, Engine) {
+    let (a, b) = (Engine::new(), Engine::new());
+    let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+    let rows: Vec<String> = (0..12_000).map(|i| format!("({i}, 't{}', {i}, {})", i % 3, rng.vector(DIM))).collect();
+    for e in [&a, &b] {
+        ok(e, &format!("CREATE TABLE m (ts TIMESTAMP, tenant SYMBOL, id INT, emb FLOAT[{DIM}])"));
+        for chunk in rows.chunks(2000) {
+            ok(e, &format!("INSERT INTO m VALUES {}", chunk.join(", ")));
+        }
+    }
+    ok(&a, "CREATE INDEX mi ON m USING HNSW (emb) WITH (metric = 'cosine')");
+    (a, b)
+}
+
+fn ids(e: &Engine, sql: &str) -> Vec<i64> {
+    let r = e.execute(sql).unwrap_or_else(|err| panic!("{sql}: {err}"));
+    let b = r.batch();
+    (0..b.rows).map(|i| b.columns[0].get(i).as_i64().expect("an id")).collect()
+}
+
+fn explain(e: &Engine, sql: &str) -> String {
+    let r = e.execute(&format!("EXPLAIN {sql}")).expect("explain");
+    let b = r.batch();
+    (0..b.rows).map(|i| format!("{:?}", b.columns[0].get(i))).collect::<Vec<_>>().join("\n")
+}
+
+/// Searches through the index agree with exact search on the same rows (recall@10 over 20
+/// queries, unfiltered and with a filter evaluated inside the walk), return only rows the
+/// filter keeps, and EXPLAIN says which ran.
+#[test]
+fn index_searches_agree_with_exact_search() {
+    let (indexed, plain) = indexed_and_plain();
+    let mut rng = Rng(77);
+    let (mut found, mut total) = (0, 0);
+    for n in 0..20 {
+        let q = rng.vector(DIM);
+        let filter = ["", "WHERE id % 5 <> 0", "WHERE tenant = 't1'", "WHERE id % 7 = 0"][n % 4];
+        let sql = format!("SELECT id, array_cosine_distance(emb, {q}) AS d FROM m {filter} ORDER BY d LIMIT 10");
+        if n == 0 {
+            assert!(explain(&indexed, &sql).contains("AnnTopN"), "{}", explain(&indexed, &sql));
+            assert!(!explain(&plain, &sql).contains("AnnTopN"));
+        }
+        let (got, want) = (ids(&indexed, &sql), ids(&plain, &sql));
+        assert_eq!(got.len(), 10, "{sql}");
+        if filter.contains("% 5") {
+            assert!(got.iter().all(|i| i % 5 != 0), "only rows the filter keeps: {got:?}");
+        }
+        if filter.contains("% 7") {
+            assert_eq!(got, want, "a filter that keeps few rows is answered exactly");
+        }
+        found += got.iter().filter(|i| want.contains(i)).count();
+        total += want.len();
+    }
+    let recall = found as f64 / total as f64;
+    assert!(recall >= 0.9, "recall@10 {recall}");
+}
+
+/// Only the direction that puts the nearest first uses the index, and rows appended after the
+/// graphs were built are found before the maintainer adds them (they are scanned exactly).
+#[test]
+fn directions_and_rows_the_graph_does_not_hold_yet() {
+    let (indexed, _) = indexed_and_plain();
+    let q = Rng(5).vector(DIM);
+    let desc = format!("SELECT id FROM m ORDER BY array_cosine_similarity(emb, {q}) DESC LIMIT 3");
+    assert!(explain(&indexed, &desc).contains("AnnTopN"));
+    let asc = format!("SELECT id FROM m ORDER BY array_cosine_similarity(emb, {q}) LIMIT 3");
+    assert!(!explain(&indexed, &asc).contains("AnnTopN"), "farthest first is a plain TopN");
+    let l2 = format!("SELECT id FROM m ORDER BY array_distance(emb, {q}) LIMIT 3");
+    assert!(!explain(&indexed, &l2).contains("AnnTopN"), "no L2 index");
+    ok(&indexed, &format!("INSERT INTO m VALUES (99999, 't2', 99999, {q})"));
+    assert_eq!(ids(&indexed, &desc).first(), Some(&99_999), "the new row is the nearest");
+}

@@ -172,6 +172,7 @@ impl ExecContext {
             let operator = match at {
                 Plan::Scan { .. } => "Scan",
                 Plan::Filter { .. } => "Filter",
+                Plan::Project { .. } => "Project",
                 _ => "?",
             };
             let stats = OpStats { operator, rows: 0, batches: 0, elapsed: Duration::ZERO, peak_bytes: 0, fused: true };

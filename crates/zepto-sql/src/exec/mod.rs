@@ -4,6 +4,7 @@
 
 pub mod accum;
 pub mod aggregate;
+mod ann;
 pub mod asof;
 pub mod context;
 pub mod eval;
@@ -24,7 +25,7 @@ use crate::error::{Result, SqlError};
 pub use crate::eval::{and_validity, cast, cmp, mask_indices, numeric, Batch};
 use crate::interrupt::RunContext;
 use crate::parser::ast::JoinKind;
-use crate::plan::{AggCall, AggHow, AsofHow, BExpr, LatestHow, PairHow, PhysicalPlan, Plan, WindowHow};
+use crate::plan::{AggCall, AggHow, AsofHow, BExpr, LatestHow, PairHow, PhysicalPlan, Plan, SortHow, WindowHow};
 pub use context::{ExecContext, OpStats};
 use std::sync::Arc;
 use zepto_storage::Column;
@@ -200,6 +201,16 @@ fn filter(ctx: &ExecContext, b: &Batch, pred: &BExpr) -> Result<Batch> {
 }
 
 /// `exprs` over `b`; a plain column reference shares the input column.
+/// The input of an index-backed TopN: the projection (its sort key a vector distance) of the
+/// candidate rows the index finds in the (filtered) scan under it, run fused.
+fn ann_input(ctx: &ExecContext, input: &Plan, a: &crate::plan::AnnSearch) -> Result<Batch> {
+    let internal = || SqlError::Internal("an index TopN over something other than a projected scan".into());
+    let Plan::Project { input: scanned, exprs } = input else { return Err(internal()) };
+    let s = crate::plan::physical::scan_shape(scanned).ok_or_else(internal)?;
+    ctx.fused(input);
+    project(ctx, &ann::candidates(ctx, &s, a)?, exprs)
+}
+
 fn project(ctx: &ExecContext, b: &Batch, exprs: &[BExpr]) -> Result<Batch> {
     let cols = exprs
         .iter()
@@ -277,7 +288,12 @@ fn execute_node(ctx: &ExecContext, plan: &Plan) -> Result<(&'static str, Batch)>
                 }
             }
         }
-        Plan::Sort { input, keys, limit } => {
+        Plan::Sort { input, keys, limit, how: SortHow::Ann(a) } => {
+            let b = ann_input(ctx, input, a)?;
+            let perm = sort::sort_indices(ctx, &b, keys, *limit)?;
+            ("AnnTopN", b.take(&perm))
+        }
+        Plan::Sort { input, keys, limit, how: SortHow::Full } => {
             let b = run(ctx, input)?;
             let perm = sort::sort_indices(ctx, &b, keys, *limit)?;
             (if limit.is_some() { "TopN" } else { "Sort" }, b.take(&perm))

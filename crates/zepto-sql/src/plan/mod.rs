@@ -7,6 +7,7 @@
 //! scans, column pruning), and the physical planner ([`physical`]) chooses how each operator
 //! of the optimized plan runs: binder → optimizer → physical planner → executor.
 
+mod ann;
 pub(crate) mod bind_expr;
 pub mod binder;
 mod cost;
@@ -17,6 +18,7 @@ pub use binder::{sample, window};
 use crate::expr::functions::AggFunc;
 pub use crate::expr::{BExpr, Correlated, OuterRef, SubqueryKind};
 use crate::parser::ast::{BinaryOp, JoinKind, SetOp};
+pub use ann::{AnnSearch, SortHow};
 pub use physical::{AggHow, AsofHow, LatestHow, PairHow, PhysicalPlan, WindowHow};
 use std::sync::Arc;
 use zepto_storage::{DataType, Table};
@@ -183,6 +185,8 @@ pub enum Plan {
         keys: Vec<SortKey>,
         /// TopN: only the first `limit` rows are needed.
         limit: Option<usize>,
+        /// Chosen by the physical planner.
+        how: SortHow,
     },
     /// Skip `offset` rows, then keep at most `limit`.
     Limit {
@@ -347,6 +351,7 @@ impl Plan {
             Plan::Join { .. } => "HashJoin",
             Plan::AsofJoin { how: AsofHow::PartitionMerge, .. } => "AsofMergeJoin",
             Plan::AsofJoin { how: AsofHow::KeySearch, .. } => "AsofSearchJoin",
+            Plan::Sort { how: SortHow::Ann(_), .. } => "AnnTopN",
             Plan::Sort { limit: Some(_), .. } => "TopN",
             Plan::Sort { .. } => "Sort",
             Plan::Limit { .. } => "Limit",
@@ -394,6 +399,7 @@ impl Plan {
                 let tol = tolerance.map(|t| format!(" tolerance={t}")).unwrap_or_default();
                 format!("{}keys={} on {cond}{tol} ({how})", if *outer { "LEFT " } else { "" }, left_keys.len())
             }
+            Plan::Sort { how: SortHow::Ann(a), limit: Some(l), .. } => format!("{} limit={l}", a.describe()),
             Plan::Sort { keys, limit: Some(l), .. } => format!("keys={} limit={l}", keys.len()),
             Plan::Sort { keys, .. } => format!("keys={}", keys.len()),
             Plan::Limit { offset, limit, .. } => format!("offset={offset} limit={limit:?}"),

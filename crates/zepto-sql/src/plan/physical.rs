@@ -18,6 +18,9 @@
 //!   partition key; else over the whole input.
 //! - LATEST ON ([`LatestHow`]): from partition tails when the key is the partition key and the
 //!   time the designated timestamp; else by hashing the keys.
+//! - ORDER BY a vector distance to a constant with a LIMIT ([`super::SortHow`]): from the
+//!   candidates an HNSW index of the scanned column finds, when its metric is the distance's;
+//!   else a sort of the whole input.
 //!
 //! Plans reach the executor only as a [`PhysicalPlan`], which only [`plan`] makes.
 
@@ -128,6 +131,10 @@ fn choose(p: Plan) -> Plan {
                     .is_some_and(|kp| calls.iter().all(|c| c.partition.iter().any(|e| is_col(e, kp))));
             let how = if by_part { WindowHow::PartitionWise } else { WindowHow::Whole };
             Plan::Window { input, calls, how }
+        }
+        Plan::Sort { input, keys, limit, .. } => {
+            let how = super::ann::choose(&input, &keys, limit).map_or(super::SortHow::Full, super::SortHow::Ann);
+            Plan::Sort { input, keys, limit, how }
         }
         Plan::Latest { input, keys, ts, .. } => {
             let how =

@@ -23,7 +23,7 @@ mod window_join;
 use super::bind_expr::{
     cast_to, common_type, contains_aggregate, resolve, walk, AggCtx, ExprBinder, SubPlan, SubqueryRunner, WinCtx,
 };
-use super::{AggCall, BExpr, Field, OuterRef, PhysicalPlan, Plan, SortKey};
+use super::{AggCall, BExpr, Field, OuterRef, PhysicalPlan, Plan, SortHow, SortKey};
 use crate::error::{Pos, Result, SqlError};
 use crate::eval::Batch;
 use crate::expr::functions::{self, agg_arity, agg_by_name, agg_type, AggFunc};
@@ -263,7 +263,13 @@ impl Binder {
         let offset = if offset == usize::MAX { 0 } else { offset };
         let limit = q.limit.as_ref().map(|e| const_usize(self, e, "LIMIT")).transpose()?.filter(|&l| l != usize::MAX);
         if limit.is_some() || offset > 0 {
-            if let (Plan::Sort { limit: sl, .. }, Some(l)) = (&mut plan, limit) {
+            // A TopN: the Sort, or the one under the projection that drops hidden sort keys
+            // (it keeps rows and their order).
+            let sort = match &mut plan {
+                Plan::Project { input, .. } if matches!(**input, Plan::Sort { .. }) => &mut **input,
+                p => p,
+            };
+            if let (Plan::Sort { limit: sl, .. }, Some(l)) = (sort, limit) {
                 *sl = Some(l.saturating_add(offset));
             }
             plan = Plan::Limit { input: Box::new(plan), offset, limit };
@@ -549,7 +555,7 @@ impl Binder {
             plan = Plan::Distinct { input: Box::new(plan) };
         }
         if !keys.is_empty() {
-            plan = Plan::Sort { input: Box::new(plan), keys, limit: None };
+            plan = Plan::Sort { input: Box::new(plan), keys, limit: None, how: SortHow::Full };
         }
         if hidden {
             let exprs = fields.iter().enumerate().map(|(i, f)| BExpr::Col(i, f.data_type)).collect();
@@ -876,7 +882,7 @@ impl Binder {
             };
             keys.push(SortKey { expr: e, desc: o.desc, nulls_first: o.nulls_first.unwrap_or(false) });
         }
-        Ok((Plan::Sort { input: Box::new(plan), keys, limit: None }, fields))
+        Ok((Plan::Sort { input: Box::new(plan), keys, limit: None, how: SortHow::Full }, fields))
     }
 }
 

@@ -84,13 +84,13 @@ fn prune(p: Plan, need: &[bool]) -> (Plan, Map) {
             remap(&mut pred, &map);
             (Plan::Filter { input: Box::new(input), pred }, map)
         }
-        Plan::Sort { input, mut keys, limit } => {
+        Plan::Sort { input, mut keys, limit, how } => {
             let mut n = need.to_vec();
             n.resize(input.width(), false);
             keys.iter().for_each(|k| mark(&k.expr, &mut n));
             let (input, map) = prune(*input, &n);
             keys.iter_mut().for_each(|k: &mut SortKey| remap(&mut k.expr, &map));
-            (Plan::Sort { input: Box::new(input), keys, limit }, map)
+            (Plan::Sort { input: Box::new(input), keys, limit, how }, map)
         }
         Plan::Window { input, calls, how } => prune_window(*input, calls, how, need),
         Plan::Latest { input, mut keys, mut ts, how } => {

@@ -1,0 +1,96 @@
+//! The candidates of an index-backed TopN ([`crate::plan::SortHow::Ann`]): per partition of
+//! the scan, the rows an HNSW graph finds nearest (the filter applied inside the walk), plus
+//! the rows the graph does not hold yet; or, when the filter keeps few rows or the graph cannot
+//! find enough, every row the filter keeps. The caller projects and ranks them exactly.
+
+use super::context::ExecContext;
+use super::scan::{piece_batch, pieces, Piece};
+use super::Batch;
+use crate::error::{Result, SqlError};
+use crate::eval::mask_indices;
+use crate::plan::physical::ScanShape;
+use crate::plan::AnnSearch;
+use std::sync::Arc;
+use zepto_ann::Registry;
+use zepto_storage::Column;
+
+/// A partition whose filter keeps at most this many rows is scanned exactly: computing that
+/// many distances costs less than a graph walk that rejects most of the nodes it meets.
+pub const EXACT_ROWS: usize = 2048;
+
+/// The candidate rows of `s` for search `a`, as a batch of the scan's columns.
+pub fn candidates(ctx: &ExecContext, s: &ScanShape, a: &AnnSearch) -> Result<Batch> {
+    let registry = ctx.run_context().indexes().cloned();
+    let mut parts = Vec::new();
+    for piece in pieces(s.table, s.range) {
+        ctx.check()?;
+        let b = piece_batch(&piece, s.columns);
+        let keep = match s.filter {
+            Some(pred) => Some(mask_indices(&*super::eval::eval(ctx, pred, &b)?)),
+            None => None,
+        };
+        let rows = piece_rows(registry.as_ref(), a, &piece, keep)?;
+        parts.push(b.take(&rows));
+    }
+    Ok(concat(parts, || s.columns.iter().map(|&c| Column::nulls(s.table.schema().columns[c].data_type, 0)).collect()))
+}
+
+/// The pieces' batches one after another (`empty` when there are none).
+fn concat(mut parts: Vec<Batch>, empty: impl FnOnce() -> Vec<Column>) -> Batch {
+    match parts.len() {
+        0 => Batch::new(empty(), 0),
+        1 => parts.remove(0),
+        _ => {
+            let rows = parts.iter().map(|b| b.rows).sum();
+            let width = parts.first().map_or(0, |b| b.columns.len());
+            let cols = (0..width)
+                .map(|j| Arc::new(Column::concat(&parts.iter().map(|b| &*b.columns[j]).collect::<Vec<_>>())))
+                .collect();
+            Batch::shared(cols, rows)
+        }
+    }
+}
+
+/// The candidate rows of one piece, relative to its start, ascending. `keep`: the rows the
+/// filter keeps (relative, ascending), `None` without a filter.
+fn piece_rows(
+    registry: Option<&Arc<Registry>>,
+    a: &AnnSearch,
+    piece: &Piece,
+    keep: Option<Vec<u32>>,
+) -> Result<Vec<u32>> {
+    let n = piece.range.len();
+    let every = || keep.clone().unwrap_or_else(|| (0..n as u32).collect());
+    let kept = keep.as_ref().map_or(n, Vec::len);
+    let graph = registry.and_then(|r| r.graph(&a.table, &a.index, piece.part.lineage()));
+    let Some(graph) = graph.filter(|_| kept > EXACT_ROWS.max(a.k)) else { return Ok(every()) };
+    let start = piece.range.start;
+    // Rows of the piece the graph may return: those it holds, within the scan's time range.
+    let visible = graph.covered().min(piece.range.end).max(start);
+    let passes = keep.as_ref().map(|k| {
+        let mut bits = vec![false; n];
+        k.iter().for_each(|&r| bits[r as usize] = true);
+        bits
+    });
+    let accept = |key: u64| {
+        let Some(r) = (key as usize).checked_sub(start) else { return false };
+        r < n && passes.as_ref().is_none_or(|p| p[r])
+    };
+    let hits = graph.search(&a.query, a.k, visible, Some(&accept)).map_err(|e| SqlError::Execution(e.to_string()))?;
+    let in_graph = match &keep {
+        Some(k) => k.iter().filter(|&&r| start + (r as usize) < visible).count(),
+        None => visible - start,
+    };
+    if hits.len() < a.k.min(in_graph) {
+        // The walk could not reach enough rows the filter keeps: look at all of them.
+        return Ok(every());
+    }
+    let mut rows: Vec<u32> = hits.iter().map(|h| (h.key as usize - start) as u32).collect();
+    let tail = (visible - start) as u32;
+    match &keep {
+        Some(k) => rows.extend(k.iter().filter(|&&r| r >= tail)),
+        None => rows.extend(tail..n as u32),
+    }
+    rows.sort_unstable();
+    Ok(rows)
+}
