@@ -405,7 +405,7 @@ def test_vectors_round_trip_and_compare_with_duckdb():
     assert [i for i, _ in ours] == [i for i, _ in want]
     for (_, a), (_, b) in zip(ours, want):
         assert abs(a - b) < 1e-5
-    with pytest.raises(zeptodb.SqlError):
+    with pytest.raises(zeptodb.IngestError, match="FLOAT\\[4\\]"):
         d.insert("emb", {"ts": ts[:1], "id": [99], "v": np.ones((1, 3), np.float32)})
     assert d.sql("SELECT count(*) FROM emb").fetchone() == (52,)
     d.close()
