@@ -51,8 +51,9 @@ difftest: venv
 	$(PY) tests/gen/asof_diff.py --seed $(SEED) --cases 40 --out target/difftest/asof.slt
 	$(PY) tests/gen/window_diff.py --seed $(SEED) --cases 40 --out target/difftest/window.slt
 	$(PY) tests/gen/dml_diff.py --seed $(SEED) --cases 40 --out target/difftest/dml.slt
-	./target/debug/zepto-slt target/difftest/random.slt target/difftest/asof.slt target/difftest/window.slt target/difftest/dml.slt
-	./target/debug/zepto-slt --tier target/difftest/random.slt target/difftest/asof.slt target/difftest/window.slt target/difftest/dml.slt
+	$(PY) tests/gen/vector_diff.py --seed $(SEED) --cases 30 --out target/difftest/vector.slt
+	./target/debug/zepto-slt target/difftest/random.slt target/difftest/asof.slt target/difftest/window.slt target/difftest/dml.slt target/difftest/vector.slt
+	./target/debug/zepto-slt --tier target/difftest/random.slt target/difftest/asof.slt target/difftest/window.slt target/difftest/dml.slt target/difftest/vector.slt
 	$(PY) tests/gen/history_roundtrip.py --seed $(SEED) --bin target/debug/zeptodb
 
 # The Python package built into the venv (dev profile: it reuses `cargo test`'s build), then its

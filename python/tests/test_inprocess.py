@@ -381,3 +381,31 @@ def test_column_chunks_are_views_of_every_batch(db):
         assert not any(np.shares_memory(whole, c) for c in chunks)
     assert sum(len(c) for c in r.column_chunks("sym")) == 30_000
     assert sum(len(c) for c in db.sql("SELECT price FROM trades WHERE price > 1e9").column_chunks("price")) == 0
+
+
+def test_vectors_round_trip_and_compare_with_duckdb():
+    d = zeptodb.connect()
+    d.execute("CREATE TABLE emb (ts TIMESTAMP, id BIGINT, v FLOAT[4])")
+    m = RNG.normal(0, 1, (50, 4)).astype(np.float32)
+    ts = np.arange(50).astype("datetime64[ns]")
+    assert d.insert("emb", {"ts": ts, "id": np.arange(50), "v": m}) == 50
+    assert d.insert("emb", {"ts": ts[:2], "id": [50, 51], "v": [[1.0, 2.0, 3.0, 4.0], None]}) == 2
+    r = d.sql("SELECT id, v FROM emb WHERE id < 50 ORDER BY id")
+    assert r.to_arrow().schema.field("v").type == pa.list_(pa.float32(), 4)
+    got = r.to_numpy()["v"]
+    assert got.shape == (50, 4) and got.dtype == np.float32
+    np.testing.assert_array_equal(got, m)
+    with_null = d.sql("SELECT v FROM emb WHERE id >= 50 ORDER BY id").to_numpy()["v"]
+    assert with_null[1] is None and list(with_null[0]) == [1.0, 2.0, 3.0, 4.0]
+    q = "[0.5, -1, 2, 0.25]::FLOAT[4]"
+    sql = f"SELECT id, array_cosine_distance(v, {q}) AS d FROM emb WHERE id < 50 ORDER BY d, id LIMIT 5"
+    data = d.sql("SELECT id, v FROM emb WHERE id < 50").to_arrow()
+    want = duckdb.sql(sql.replace("FROM emb", "FROM data")).fetchall()
+    ours = d.sql(sql).fetchall()
+    assert [i for i, _ in ours] == [i for i, _ in want]
+    for (_, a), (_, b) in zip(ours, want):
+        assert abs(a - b) < 1e-5
+    with pytest.raises(zeptodb.IngestError, match="FLOAT\\[4\\]"):
+        d.insert("emb", {"ts": ts[:1], "id": [99], "v": np.ones((1, 3), np.float32)})
+    assert d.sql("SELECT count(*) FROM emb").fetchone() == (52,)
+    d.close()

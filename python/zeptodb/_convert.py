@@ -73,7 +73,7 @@ def to_arrow_stream(data: Any):
     if isinstance(data, dict):
         import pyarrow as pa
 
-        return pa.table(data)
+        return pa.table({k: _vectors_arrow(v) for k, v in data.items()})
     if mod.startswith("pyarrow") and type(data).__name__ == "RecordBatch":
         import pyarrow as pa
 
@@ -86,3 +86,16 @@ def to_arrow_stream(data: Any):
         f"cannot insert a {type(data).__name__}: give a pandas or Polars DataFrame, a pyarrow "
         "Table or RecordBatch, an object with __arrow_c_stream__, or a dict of arrays"
     )
+
+
+def _vectors_arrow(v: Any) -> Any:
+    """A 2-D NumPy array (rows x n) as a ``FixedSizeList<Float32, n>`` array: what a FLOAT[n]
+    column reads. Anything else is returned as it is (lists of lists already read as
+    vectors)."""
+    if type(v).__module__ == "numpy" and getattr(v, "ndim", 1) == 2:
+        import numpy
+        import pyarrow as pa
+
+        flat = pa.array(numpy.ascontiguousarray(v, dtype=numpy.float32).reshape(-1))
+        return pa.FixedSizeListArray.from_arrays(flat, v.shape[1])
+    return v

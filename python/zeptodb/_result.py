@@ -94,7 +94,9 @@ class Result:
         out = {}
         table = self.to_arrow()
         for name, col in zip(table.column_names, table.columns):
-            if col.num_chunks == 1:
+            if _is_vector(col.type):
+                out[name] = _vectors_numpy(col)
+            elif col.num_chunks == 1:
                 out[name] = col.chunk(0).to_numpy(zero_copy_only=False)
             else:
                 out[name] = col.to_numpy()
@@ -139,3 +141,25 @@ class Result:
 
 def _is_table(x: Any) -> bool:
     return type(x).__name__ == "Table" and type(x).__module__.startswith("pyarrow")
+
+
+def _is_vector(t: Any) -> bool:
+    """A FLOAT[n] column: Arrow ``FixedSizeList<Float32, n>``."""
+    import pyarrow
+
+    return pyarrow.types.is_fixed_size_list(t)
+
+
+def _vectors_numpy(col: Any) -> Any:
+    """A FLOAT[n] column as a 2-D ``float32`` array of shape (rows, n) (copied); with NULL
+    vectors, a 1-D object array holding one ``float32`` array or ``None`` per row."""
+    import numpy
+
+    arr = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
+    n = arr.type.list_size
+    if arr.null_count == 0:
+        return arr.flatten().to_numpy(zero_copy_only=False).reshape(len(arr), n)
+    out = numpy.empty(len(arr), dtype=object)
+    for i, v in enumerate(arr.to_pylist()):
+        out[i] = None if v is None else numpy.asarray(v, dtype=numpy.float32)
+    return out

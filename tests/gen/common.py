@@ -98,6 +98,8 @@ def type_letter(t):
         return "R"
     if pa.types.is_null(t):
         raise UnsupportedResult("untyped NULL column")
+    if pa.types.is_fixed_size_list(t) and pa.types.is_floating(t.value_type):
+        return "T"  # a FLOAT[n] vector, printed as a Python list
     if (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_timestamp(t)
             or pa.types.is_date(t) or getattr(pa.types, "is_string_view", lambda _: False)(t)):
         return "T"
@@ -128,6 +130,8 @@ def format_column(col):
         return [fmt_float(v) for v in vals]
     if pa.types.is_null(t):
         return ["NULL" for _ in vals]
+    if pa.types.is_fixed_size_list(t) and pa.types.is_floating(t.value_type):
+        return ["NULL" if v is None else "[" + ", ".join(fmt_float(x) for x in v) + "]" for v in vals]
     if pa.types.is_string(t) or pa.types.is_large_string(t) or \
             getattr(pa.types, "is_string_view", lambda _: False)(t):
         return ["NULL" if v is None else fmt_str(v) for v in vals]

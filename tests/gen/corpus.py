@@ -1298,6 +1298,41 @@ def s16_asof(f):
     f.err("SELECT * FROM ta t SPLICE JOIN qa q ON t.ts >= q.ts", duck="SELECT 1 FROM nonexistent_table")
 
 
+# --------------------------------------------------------------------------------------
+def s19_vectors(f):
+    f.comment("FLOAT[n] vectors and the distance functions (docs/vectors.md)")
+    f.ok("CREATE TABLE emb (ts TIMESTAMP, sym SYMBOL, id INT, v FLOAT[3])")
+    f.ok("INSERT INTO emb VALUES ('2024-01-02 09:30:00', 'A', 1, [1, 0, 0]), "
+         "('2024-01-02 09:31:00', 'A', 2, [0.5, -0.25, 2]), ('2024-01-02 09:32:00', 'B', 3, NULL), "
+         "('2024-01-02 09:33:00', 'B', 4, '[3, 4, 0]'), ('2024-01-02 09:34:00', 'C', 5, [0, 0, 0]), "
+         "('2024-01-02 09:35:00', 'C', 6, [0.1, 0.2, 0.3])")
+    f.q("SELECT id, v FROM emb")
+    f.q("SELECT id FROM emb WHERE v IS NULL")
+    f.q("SELECT id, array_length(v) FROM emb")
+    f.q("SELECT [1.5, -2, 3]::FLOAT[3], '[1, 2]'::FLOAT[2], CAST([0.1] AS REAL[1])")
+    for fn in ("array_cosine_similarity", "array_cosine_distance", "array_distance", "array_inner_product",
+               "array_negative_inner_product"):
+        q = "[1, 2, 2]::FLOAT[3]"
+        f.q("SELECT id, round(%s(v, %s), 4) FROM emb" % (fn, q),
+            duck="SELECT id, round(%s(v, %s)::DOUBLE, 4) FROM emb" % (fn, q))
+        f.q("SELECT a.id, round(%s(a.v, b.v), 4) FROM emb a JOIN emb b ON a.id = b.id + 1" % fn,
+            duck="SELECT a.id, round(%s(a.v, b.v)::DOUBLE, 4) FROM emb a JOIN emb b ON a.id = b.id + 1" % fn)
+    f.q("SELECT id FROM emb WHERE v IS NOT NULL ORDER BY array_distance(v, [1, 1, 1]::FLOAT[3]), id LIMIT 3",
+        sort="nosort")
+    f.q("SELECT id FROM emb WHERE v IS NOT NULL ORDER BY array_cosine_distance(v, [3, 4, 0.5]::FLOAT[3]), id LIMIT 2",
+        sort="nosort")
+    f.comment("errors: wrong dimensions, vectors where numbers belong (DuckDB rejects them too)")
+    f.err("INSERT INTO emb VALUES ('2024-01-02 10:00:00', 'A', 9, [1, 2])")
+    f.err("INSERT INTO emb VALUES ('2024-01-02 10:00:00', 'A', 9, '[1, 2, 3, 4]')")
+    f.err("SELECT [1, 2]::FLOAT[3]")
+    f.err("SELECT '[1, 2]'::FLOAT[3]")
+    f.err("SELECT array_distance(v, [1, 2]::FLOAT[2]) FROM emb")
+    f.err("SELECT array_cosine_similarity(v, 3) FROM emb")
+    f.err("SELECT v + 1 FROM emb")
+    f.comment("the failed statements changed nothing")
+    f.q("SELECT count(*), count(v) FROM emb")
+
+
 ALL_SECTIONS = [
     ("01_select_arith", "Projections, literals and arithmetic", ["nums", "trades", "one_row", "empty_t"], s01_select_arith),
     ("02_where", "WHERE: comparisons, three-valued logic, BETWEEN, IN, LIKE, IS NULL",
@@ -1324,4 +1359,5 @@ ALL_SECTIONS = [
     ("16_asof", "ASOF JOIN", ["ta", "qa", "tv", "t_empty", "q_empty", "t_one", "q_one"], s16_asof),
     ("17_window", "Window functions", ["trades", "people", "nums", "empty_t", "one_row"], s17_window),
     ("18_sample_latest", "SAMPLE BY with FILL, LATEST ON", ["trades", "people"], s18_sample_latest),
+    ("19_vectors", "FLOAT[n] vectors and distance functions", [], s19_vectors),
 ]

@@ -76,6 +76,9 @@ pub fn engine_type(dt: &arrow_schema::DataType) -> Option<DataType> {
         A::Duration(_) => DataType::Interval,
         A::Utf8 | A::LargeUtf8 | A::Utf8View => DataType::Varchar,
         A::Dictionary(_, v) if matches!(**v, A::Utf8 | A::LargeUtf8 | A::Utf8View) => DataType::Symbol,
+        A::FixedSizeList(f, n) if matches!(f.data_type(), A::Float32 | A::Float64) => {
+            DataType::vector(usize::try_from(*n).ok()?)?
+        }
         A::Null => DataType::Null,
         _ => return None,
     })

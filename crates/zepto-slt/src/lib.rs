@@ -193,6 +193,12 @@ fn cells_match(a: &str, b: &str, (rel, abs): (f64, f64)) -> bool {
     if a == b {
         return true;
     }
+    // Vectors element by element (two spellings of one float may differ in the 17th digit).
+    if let (Some(x), Some(y)) = (a.strip_prefix('['), b.strip_prefix('[')) {
+        let (x, y): (Vec<&str>, Vec<&str>) =
+            (x.trim_end_matches(']').split(", ").collect(), y.trim_end_matches(']').split(", ").collect());
+        return x.len() == y.len() && x.iter().zip(&y).all(|(p, q)| cells_match(p, q, (rel, abs)));
+    }
     match (a.parse::<f64>(), b.parse::<f64>()) {
         (Ok(x), Ok(y)) => {
             if x.is_nan() && y.is_nan() {
@@ -205,18 +211,36 @@ fn cells_match(a: &str, b: &str, (rel, abs): (f64, f64)) -> bool {
     }
 }
 
-/// The relative and absolute tolerance of a column by its type letter (`F`: REAL precision).
-fn tolerance(types: &[u8], col: usize) -> (f64, f64) {
+/// The relative and absolute tolerance of column `col` by its type letter. `F` (REAL
+/// precision: sums of f32 products whose order differs) is 1e-5 relative to the largest
+/// magnitude in the expected column, since a sum that cancels to near zero carries the
+/// rounding of its large terms.
+fn tolerance(types: &[u8], col: usize, scale: &[f64]) -> (f64, f64) {
     if types.get(col) == Some(&b'F') {
-        (1e-5, 1e-6)
+        (1e-5, 1e-6f64.max(1e-5 * scale.get(col).copied().unwrap_or(0.0)))
     } else {
         (1e-9, 1e-12)
     }
 }
 
-fn lines_match(a: &str, b: &str, types: &[u8]) -> bool {
+/// The largest finite magnitude of each column of `lines` (for `F` tolerances).
+fn column_scales(lines: &[String]) -> Vec<f64> {
+    let mut out: Vec<f64> = Vec::new();
+    for l in lines {
+        for (k, c) in l.split('\t').enumerate() {
+            let v = c.parse::<f64>().ok().filter(|v| v.is_finite()).map_or(0.0, f64::abs);
+            match out.get_mut(k) {
+                Some(m) => *m = m.max(v),
+                None => out.push(v),
+            }
+        }
+    }
+    out
+}
+
+fn lines_match(a: &str, b: &str, types: &[u8], scale: &[f64]) -> bool {
     let (x, y): (Vec<&str>, Vec<&str>) = (a.split('\t').collect(), b.split('\t').collect());
-    x.len() == y.len() && x.iter().zip(&y).enumerate().all(|(k, (p, q))| cells_match(p, q, tolerance(types, k)))
+    x.len() == y.len() && x.iter().zip(&y).enumerate().all(|(k, (p, q))| cells_match(p, q, tolerance(types, k, scale)))
 }
 
 /// Sort key that makes float spellings agree (so rowsort orders both sides alike).
@@ -390,10 +414,15 @@ fn check_query(engine: &Engine, sql: &str, types: &str, sort: bool, expected: Ve
         exp.sort_by_key(|l| sort_key(l));
     }
     let width_ok = r.fields.len() == columns || columns == 0;
-    let same = width_ok && got.len() == exp.len() && got.iter().zip(&exp).all(|(a, b)| lines_match(a, b, types));
+    let scale = column_scales(&exp);
+    let same =
+        width_ok && got.len() == exp.len() && got.iter().zip(&exp).all(|(a, b)| lines_match(a, b, types, &scale));
     if !same {
-        let first =
-            got.iter().zip(&exp).position(|(a, b)| !lines_match(a, b, types)).unwrap_or(got.len().min(exp.len()));
+        let first = got
+            .iter()
+            .zip(&exp)
+            .position(|(a, b)| !lines_match(a, b, types, &scale))
+            .unwrap_or(got.len().min(exp.len()));
         return Err(format!(
             "wrong result ({} rows, expected {}; {} columns, expected {columns})\n  {sql}\n  first difference at row {first}:\n    got:      {}\n    expected: {}\n",
             got.len(),

@@ -69,6 +69,16 @@ pub fn json_value(v: &serde_json::Value, dt: DataType) -> Result<Value, String> 
         (J::String(s), DataType::Date) => Value::Date(time::parse_date(s).ok_or_else(bad)?),
         (J::String(s), DataType::Interval) => Value::Interval(time::parse_interval(s).ok_or_else(bad)?),
         (J::String(s), DataType::Varchar | DataType::Symbol) => Value::Str(s.clone()),
+        (J::Array(a), DataType::Vector(d)) => {
+            let xs = a
+                .iter()
+                .map(|x| x.as_f64().ok_or_else(|| format!("{x} in a vector is not a number")))
+                .collect::<Result<Vec<f64>, String>>()?;
+            Value::Vector(zepto_storage::vector::check_vector(&xs, Some(d as usize)).map_err(|e| e.to_string())?)
+        }
+        (J::String(s), DataType::Vector(d)) => {
+            Value::Vector(zepto_storage::vector::parse_vector(s, Some(d as usize)).map_err(|e| e.to_string())?)
+        }
         _ => return Err(bad()),
     })
 }
@@ -99,5 +109,29 @@ mod tests {
         assert_eq!(read_jsonl("{\"zz\":1}", &schema()).expect_err("unknown").row(), Some(1));
         assert_eq!(read_jsonl("{\"ts\":1,", &schema()).expect_err("truncated").row(), Some(1));
         assert_eq!(read_jsonl("{\"n\":3000000000}", &schema()).expect_err("range").row(), Some(1));
+    }
+
+    #[test]
+    fn vectors_are_json_arrays_or_their_text() {
+        let schema = vec![
+            ColumnDef { name: "ts".into(), data_type: DataType::Timestamp },
+            ColumnDef { name: "v".into(), data_type: DataType::Vector(3) },
+        ];
+        let body = "{\"ts\":1,\"v\":[0.5,-1,2e3]}\n{\"ts\":2,\"v\":\"[1,2,3]\"}\n{\"ts\":3,\"v\":null}\n";
+        let cols = read_jsonl(body, &schema).expect("reads");
+        assert_eq!(cols[1].get(0), Value::Vector(vec![0.5, -1.0, 2000.0]));
+        assert_eq!(cols[1].get(1), Value::Vector(vec![1.0, 2.0, 3.0]));
+        assert_eq!(cols[1].get(2), Value::Null);
+        for (bad, want) in [
+            ("{\"v\":[1,2]}", "FLOAT[3]"),
+            ("{\"v\":[1,\"x\",3]}", "not a number"),
+            ("{\"v\":[1,2,1e39]}", "infinite"),
+            ("{\"v\":\"[1,nan,3]\"}", "NaN"),
+            ("{\"v\":7}", "FLOAT[3]"),
+        ] {
+            let e = read_jsonl(&format!("{{\"ts\":1}}\n{bad}\n"), &schema).expect_err(bad);
+            assert_eq!(e.row(), Some(2), "{bad}");
+            assert!(e.to_string().contains(want) && e.to_string().contains("'v'"), "{bad}: {e}");
+        }
     }
 }

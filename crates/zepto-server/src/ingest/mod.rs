@@ -259,6 +259,13 @@ fn plan_table(catalog: &Catalog, name: &str, pts: &[&Point<'_>], now_ns: i64) ->
             let v = convert(&value, dt).ok_or_else(|| {
                 let what = if is_tag { "tag" } else { value.kind() };
                 let column = &c.def.name;
+                if dt.vector_dim().is_some() {
+                    // ILP has no array type: vectors come by JSON lines, CSV, Arrow or SQL.
+                    return line_err(
+                        p.line,
+                        format!("column '{column}' is {dt}: ILP has no array type; write vectors with JSON lines, CSV, Arrow or SQL"),
+                    );
+                }
                 line_err(p.line, format!("{what} value for '{key}' does not fit column '{column}' of type {dt}"))
             })?;
             c.push(&v)?;
@@ -479,6 +486,53 @@ mod tests {
         let err = ilp(&e, "trades,sym=A timestamp=1 1").expect_err("timestamp field");
         assert!(err.message.contains("timestamp column"), "{}", err.message);
         assert_eq!(q(&e, "SELECT count(*) FROM trades"), "3\n");
+    }
+
+    /// FLOAT[n] through every ingest door (CSV text, JSON arrays, Arrow FixedSizeList) and
+    /// back out as JSON and Arrow results; ILP, which has no array type, is refused by name.
+    #[test]
+    fn vectors_through_the_doors() {
+        let e = Engine::new();
+        e.execute("CREATE TABLE t (ts TIMESTAMP, sym SYMBOL, v FLOAT[3])").expect("ddl");
+        e.execute("CREATE TABLE u (ts TIMESTAMP, sym SYMBOL, v FLOAT[3])").expect("ddl");
+        let who = Principal::anonymous_admin();
+        let req =
+            |format, t: &str| WriteRequest { format, table: Some(t.into()), precision: Precision::NANOS, now_ns: 0 };
+        let csv = "ts,sym,v\n1,A,\"[1, 2, 3]\"\n2,B,\n";
+        assert_eq!(write(&e, &who, &req(IngestFormat::Csv, "t"), csv.as_bytes()).expect("csv"), 2);
+        let bad = "ts,sym,v\n1,A,\"[1,2,3]\"\n2,B,\"[1,2]\"\n";
+        let err = write(&e, &who, &req(IngestFormat::Csv, "t"), bad.as_bytes()).expect_err("dimension");
+        assert!(err.message.contains("FLOAT[3]") && err.message.contains("'v'"), "{}", err.message);
+        let jsonl = "{\"ts\":3,\"sym\":\"A\",\"v\":[0.5,-1,4]}\n";
+        assert_eq!(write(&e, &who, &req(IngestFormat::Jsonl, "t"), jsonl.as_bytes()).expect("jsonl"), 1);
+        let err = ilp(&e, "t,sym=A v=1 9").expect_err("ILP into a vector column");
+        assert!(err.message.contains("ILP has no array type"), "{}", err.message);
+        assert_eq!(q(&e, "SELECT count(*) FROM t"), "3\n");
+        // Arrow out of t, into u: the same rows.
+        let r = e.execute("SELECT ts, sym, v FROM t").expect("select");
+        let b = r.batch();
+        let names: Vec<String> = r.fields.iter().map(|f| f.name.clone()).collect();
+        let cols: Vec<&zepto_storage::Column> = b.columns.iter().map(|c| c.as_ref()).collect();
+        let mut w = zepto_io::ipc::IpcResultWriter::new(&names, &cols, b.rows).expect("ipc");
+        let mut ipc = Vec::new();
+        while let Some(chunk) = w.next_chunk().expect("chunk") {
+            ipc.extend_from_slice(&chunk);
+        }
+        assert_eq!(write(&e, &who, &req(IngestFormat::Arrow, "u"), &ipc).expect("arrow"), 3);
+        let want = "1970-01-01 00:00:00.000000001|A|[1.0, 2.0, 3.0]\n1970-01-01 00:00:00.000000002|B|NULL\n1970-01-01 00:00:00.000000003|A|[0.5, -1.0, 4.0]\n";
+        assert_eq!(q(&e, "SELECT ts, sym, v FROM u ORDER BY ts"), want);
+        // JSON results: a vector is an array of numbers.
+        let r = e.execute("SELECT v FROM u ORDER BY ts").expect("select");
+        let mut enc = crate::encode::Encoder::new(crate::encode::Format::Json, &r, 0.0).expect("encoder");
+        let mut out = Vec::new();
+        while enc.next_chunk(&mut out).expect("chunk") {}
+        let text = String::from_utf8(out).expect("utf-8");
+        assert!(
+            text.contains("[[1.0, 2.0, 3.0]],[null],[[0.5, -1.0, 4.0]]") || text.contains("[1.0, 2.0, 3.0]"),
+            "{text}"
+        );
+        let json: serde_json::Value = serde_json::from_str(&text).expect("valid JSON");
+        assert!(json.to_string().contains("[1.0,2.0,3.0]"), "{json}");
     }
 
     #[test]
