@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """ANN benchmark: ZeptoDB's HNSW graph beside hnswlib, faiss-cpu and usearch (PyPI).
 
-    cargo build --release -p zepto-bench --bin ann_graph
+    cargo build --release -p zepto-bench --bin ann_graph --bin ann_sql
     .venv-bench/bin/pip install hnswlib faiss-cpu usearch numpy
     .venv-bench/bin/python bench/ann.py --sizes 10000,100000 [--dim 384] [--queries 200]
 
+Engines: `zeptodb-sql` (SQL through bench/zepto-bench's ann_sql: exact search, CREATE INDEX, then
+searches planned onto the index), `zeptodb` (the graph alone, ann_graph), and the peers.
 Every engine gets the same random unit vectors (float32, fixed seed), the same HNSW parameters
 (M=16, ef_construction=128, ef_search=64, cosine), the same number of threads to build (2)
 and one query at a time to search, k=10. Recall@10 is against exact search (NumPy). Filtered
@@ -110,6 +112,24 @@ def run_usearch(data, queries, everies):
     return out
 
 
+def run_zeptodb_sql(data, queries, everies, binary):
+    """Through SQL (bench/zepto-bench's ann_sql): exact search first, CREATE INDEX, then searches."""
+    binary = binary.replace("ann_graph", "ann_sql")
+    with tempfile.TemporaryDirectory() as d:
+        vf, qf = os.path.join(d, "v.f32"), os.path.join(d, "q.f32")
+        data.tofile(vf)
+        queries.tofile(qf)
+        cmd = [binary, "--vectors", vf, "--queries", qf, "--dim", str(data.shape[1]), "--k", str(K),
+               "--m", str(M), "--ef-construction", str(EFC), "--ef-search", str(EFS)]
+        for n in everies:
+            cmd += ["--every", str(n)]
+        r = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
+    out = {"build_s": r["build_s"], "mem_mib": r["graph_mib"], "searches": {}}
+    for name, s in r["searches"].items():
+        out["searches"][name] = (s["p50_us"], s["p95_us"], s["keys"])
+    return out
+
+
 def run_zeptodb(data, queries, everies, binary):
     with tempfile.TemporaryDirectory() as d:
         vf, qf = os.path.join(d, "v.f32"), os.path.join(d, "q.f32")
@@ -131,7 +151,7 @@ def main():
     ap.add_argument("--sizes", default="10000,100000")
     ap.add_argument("--dim", type=int, default=384)
     ap.add_argument("--queries", type=int, default=200)
-    ap.add_argument("--engines", default="zeptodb,usearch,hnswlib,faiss")
+    ap.add_argument("--engines", default="zeptodb-sql,zeptodb,usearch,hnswlib,faiss")
     ap.add_argument("--binary", default=os.path.join(ROOT, "target", "release", "ann_graph"))
     ap.add_argument("--json")
     a = ap.parse_args()
@@ -140,23 +160,29 @@ def main():
     for n in [int(s) for s in a.sizes.split(",")]:
         rng = np.random.default_rng(42)
         data, queries = unit(rng, n, a.dim), unit(rng, a.queries, a.dim)
-        exact = {"all": truth(data, queries)}
+        exact = {"all": truth(data, queries), "exact_all": truth(data, queries)}
         exact.update({f"every_{e}": truth(data, queries, e) for e in everies})
         for eng in a.engines.split(","):
             print(f"[{n} x {a.dim}] {eng} ...", file=sys.stderr, flush=True)
             fn = {"hnswlib": run_hnswlib, "faiss": run_faiss, "usearch": run_usearch}.get(eng)
-            r = run_zeptodb(data, queries, everies, a.binary) if eng == "zeptodb" else fn(data, queries, everies)
+            if eng == "zeptodb":
+                r = run_zeptodb(data, queries, everies, a.binary)
+            elif eng == "zeptodb-sql":
+                r = run_zeptodb_sql(data, queries, everies, a.binary)
+            else:
+                r = fn(data, queries, everies)
             rec = {"n": n, "engine": eng, "build_s": round(r["build_s"], 3), "mem_mib": round(r["mem_mib"], 1)}
             for name, (p50, p95, found) in r["searches"].items():
                 rec[name] = {"p50_us": round(p50, 1), "p95_us": round(p95, 1), "recall": round(recall(found, exact[name]), 4)}
             report.append(rec)
-    print("| n | engine | build s | mem MiB | p50 us | p95 us | recall@10 | 1% p50 us | 1% recall | 10% p50 us | 10% recall |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| n | engine | build s | mem MiB | p50 us | p95 us | recall@10 | 1% p50 us | 1% recall | 10% p50 us | 10% recall | exact p50 us |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in report:
         cells = [r["n"], r["engine"], r["build_s"], r["mem_mib"]]
         for name in ["all", "every_100", "every_10"]:
             s = r.get(name)
             cells += ([s["p50_us"]] + ([s["p95_us"]] if name == "all" else []) + [s["recall"]]) if s else (["-", "-", "-"] if name == "all" else ["-", "-"])
+        cells.append(r["exact_all"]["p50_us"] if "exact_all" in r else "-")
         print("| " + " | ".join(str(c) for c in cells) + " |")
     if a.json:
         with open(a.json, "w") as f:
