@@ -111,6 +111,7 @@ impl Database {
             py.detach(|| DataDir::open(&catalog, &path, &opts, Arc::new(log_line))).map_err(|e| open_error(py, e))?;
         // COPY never reads or writes the data directory's own files.
         let files = zepto_sql::FilePolicy::new(None, &[path.as_path()]).map_err(|e| open_error(py, e))?;
+        engine.start_index_maintainer();
         let open = Open { engine: engine.with_files(files), dir: Some(dir), limits };
         Ok(Database { open: Mutex::new(Some(Arc::new(open))) })
     }

@@ -16,7 +16,10 @@ fn stderr_log() -> zepto_durable::dir::Log {
 
 /// Make `engine` durable in `dir`: recover what is there, then log to it.
 pub fn open(engine: &Engine, dir: &str, opts: DirOptions) -> Result<DataDir, String> {
-    DataDir::open(engine.catalog(), Path::new(dir), &opts, stderr_log())
+    let d = DataDir::open(engine.catalog(), Path::new(dir), &opts, stderr_log())?;
+    // Recovered tables may have vector indexes: their graphs are built in the background.
+    engine.start_index_maintainer();
+    Ok(d)
 }
 
 /// At a clean exit: checkpoint what changed, so the next start loads it instead of replaying.

@@ -72,11 +72,17 @@ impl Engine {
             par_min_rows: DEFAULT_PARALLEL_MIN_ROWS,
             indexes: zepto_ann::Registry::new(),
         };
-        if !e.catalog.indexes().is_empty() {
-            // Indexes recovered with the tables: their graphs are built in the background.
-            crate::index::start_maintainer(&e.indexes, &e.catalog);
-        }
+        e.start_index_maintainer();
         e
+    }
+
+    /// Start building the graphs of the catalog's vector indexes in the background, if it has
+    /// any (and the maintainer does not run yet): for a door that restored tables into the
+    /// catalog after making the engine. Until a graph is built, searches scan exactly.
+    pub fn start_index_maintainer(&self) {
+        if !self.catalog.indexes().is_empty() {
+            crate::index::start_maintainer(&self.indexes, &self.catalog);
+        }
     }
 
     /// The same database, seen through table grants: statements naming other tables fail
