@@ -12,7 +12,7 @@
 //! TopN rank them with distances computed from the column: the index decides which rows are
 //! looked at, never their order or their values.
 
-use super::physical::{reads_history, scan_shape};
+use super::shape::{reads_history, scan_shape};
 use super::{BExpr, Plan, SortKey};
 use crate::expr::functions::ScalarFunc;
 use zepto_ann::{IndexSpec, Metric};

@@ -13,6 +13,7 @@ pub mod binder;
 mod cost;
 pub mod optimizer;
 pub mod physical;
+mod shape;
 pub use binder::{sample, window};
 
 use crate::expr::functions::AggFunc;

@@ -25,11 +25,10 @@
 //! Plans reach the executor only as a [`PhysicalPlan`], which only [`plan`] makes.
 
 use super::optimizer::Optimized;
-use super::{AggCall, BExpr, Plan, ScanRange};
+pub use super::shape::{reads_history, scan_shape, ScanShape};
+use super::{AggCall, BExpr, Plan};
 use crate::expr::functions::ScalarFunc;
 use std::convert::Infallible;
-use std::sync::Arc;
-use zepto_storage::Table;
 
 /// A plan whose every operator's strategy is chosen: what the executor runs.
 #[derive(Debug, Clone)]
@@ -167,33 +166,6 @@ fn is_col(e: &BExpr, i: usize) -> bool {
 fn partition_key_pos(input: &Plan) -> Option<usize> {
     let s = scan_shape(input)?;
     s.columns.iter().position(|&c| Some(c) == s.table.key_col())
-}
-
-/// A scan, optionally under a filter: the input shape the partition-wise operators take.
-pub struct ScanShape<'a> {
-    /// The scanned table snapshot.
-    pub table: &'a Arc<Table>,
-    /// Schema positions of the columns read.
-    pub columns: &'a [usize],
-    /// Partitions and time range read.
-    pub range: &'a ScanRange,
-    /// The filter above the scan, if any.
-    pub filter: Option<&'a BExpr>,
-}
-
-/// `input` as a (filtered) scan, if it is one.
-pub fn scan_shape(input: &Plan) -> Option<ScanShape<'_>> {
-    let (scan, filter) = match input {
-        Plan::Filter { input: inner, pred } => (&**inner, Some(pred)),
-        p => (p, None),
-    };
-    let Plan::Scan { table, columns, range } = scan else { return None };
-    Some(ScanShape { table, columns, range, filter })
-}
-
-/// Whether `table`'s history has files a scan over `range` must read.
-pub fn reads_history(table: &Table, range: &ScanRange) -> bool {
-    table.history().overlapping(range.ts_lo, range.ts_hi).next().is_some()
 }
 
 /// Both inputs are scans of partitioned tables joined on their partition keys (one key each)
