@@ -11,6 +11,8 @@
 pub mod encode;
 pub mod map;
 pub mod parse;
+pub mod server;
+pub mod session;
 pub mod time;
 
 pub use encode::Encoder;
