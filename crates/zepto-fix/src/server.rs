@@ -91,3 +91,52 @@ async fn connection(
     }
     Ok(())
 }
+
+/// A running acceptor (its own small runtime on its own thread); [`Acceptor::stop`] ends it.
+pub struct Acceptor {
+    stop: tokio::sync::watch::Sender<bool>,
+    thread: std::thread::JoinHandle<()>,
+    addr: std::net::SocketAddr,
+}
+
+impl Acceptor {
+    /// Listen on `addr` and accept sessions into `catalog`, on a thread of its own.
+    pub fn start(addr: &str, catalog: Arc<Catalog>, cfg: SessionConfig) -> Result<Acceptor, String> {
+        let listener = std::net::TcpListener::bind(addr).map_err(|e| format!("--fix {addr}: {e}"))?;
+        listener.set_nonblocking(true).map_err(|e| format!("--fix {addr}: {e}"))?;
+        let local = listener.local_addr().map_err(|e| format!("--fix {addr}: {e}"))?;
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("zepto-fix")
+            .enable_all()
+            .build()
+            .map_err(|e| format!("cannot start the FIX runtime: {e}"))?;
+        let (stop, rx) = tokio::sync::watch::channel(false);
+        let cfg = Arc::new(cfg);
+        let thread = std::thread::Builder::new()
+            .name("zepto-fix-accept".into())
+            .spawn(move || {
+                rt.block_on(async move {
+                    match TcpListener::from_std(listener) {
+                        Ok(l) => serve(l, catalog, cfg, rx).await,
+                        Err(e) => eprintln!("zeptodb: fix listener: {e}"),
+                    }
+                });
+                // Sessions stop at their next await: a batch is stored whole or not at all.
+                rt.shutdown_timeout(Duration::from_secs(5));
+            })
+            .map_err(|e| format!("cannot start the FIX thread: {e}"))?;
+        Ok(Acceptor { stop, thread, addr: local })
+    }
+
+    /// The address listened on.
+    pub fn addr(&self) -> std::net::SocketAddr {
+        self.addr
+    }
+
+    /// Stop accepting, end the sessions, and wait for them.
+    pub fn stop(self) {
+        let _ = self.stop.send(true);
+        let _ = self.thread.join();
+    }
+}
