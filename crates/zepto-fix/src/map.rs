@@ -8,7 +8,8 @@
 //!   designated timestamp: MDEntryDate 272 + MDEntryTime 273, a time alone on SendingTime's
 //!   day, else SendingTime), `side` (`bid`/`offer`; for trades Side 54 as `buy`/`sell` if
 //!   given), `price` (270), `size` (271), `action` (MDUpdateAction 279 of `X`:
-//!   `new`/`change`/`delete`), `sending_time` (52), `md_req_id` (262) and `seq` (34).
+//!   `new`/`change`/`delete`), `sending_time` (52; OrigSendingTime 122 of a resent message),
+//!   `md_req_id` (262) and `seq` (34).
 //! - ExecutionReport (`8`) is one row of `executions`: `sym` (55), `timestamp` (TransactTime
 //!   60, else SendingTime), `cl_ord_id` (11), `order_id` (37), `exec_id` (17), `exec_type`
 //!   (150) and `ord_status` (39) as sent, `side` (54), `last_px` (31), `last_qty` (32),
@@ -402,7 +403,14 @@ impl Batch {
     }
 }
 
+/// When the message was first sent: OrigSendingTime (122) of a resent message (PossDupFlag),
+/// else SendingTime (52).
 fn sending_time(m: &Message<'_>) -> Result<i64, FixError> {
+    if m.header.poss_dup {
+        if let Some(f) = m.field(122) {
+            return parse_timestamp(f.value).ok_or(f.bad("OrigSendingTime is a UTCTimestamp"));
+        }
+    }
     let f = m.require(52)?;
     parse_timestamp(f.value).ok_or(f.bad("SendingTime is a UTCTimestamp"))
 }
