@@ -4,6 +4,7 @@
 #   make sql    SQL shell on the demo data
 #   make test   everything CI tests: unit + DuckDB-oracle .slt corpus + randomized differential
 #               test against DuckDB + parser fuzz smoke run + the Python package's tests
+#               (with QuickFIX/J from Maven Central as the FIX door's counterparty: make fix-engine)
 #   make python install the Python package (`zeptodb`) into the current Python (release build)
 #   make check  cargo fmt --check, clippy -D warnings, no import cycles between modules,
 #               dependency licenses and bans (cargo deny's checks, offline), cargo doc without warnings
@@ -15,7 +16,7 @@ VENV  ?= .venv
 PY    := $(VENV)/bin/python
 SEED  ?= $(shell date +%s)
 
-.PHONY: demo serve sql build test check msrv venv difftest fuzz-smoke python python-test bench clean
+.PHONY: demo serve sql build test check msrv venv difftest fuzz-smoke python python-test bench clean fix-engine
 
 build:
 	$(CARGO) build --release -p zepto-cli
@@ -36,8 +37,8 @@ $(VENV)/.ok: tests/gen/requirements.txt python/requirements-test.txt
 
 venv: $(VENV)/.ok
 
-test: venv
-	$(CARGO) test --workspace
+test: venv fix-engine
+	ZEPTO_REQUIRE_FIX_ENGINE=1 $(CARGO) test --workspace
 	$(MAKE) fuzz-smoke
 	$(MAKE) difftest
 	$(MAKE) python-test
@@ -55,6 +56,13 @@ difftest: venv
 	./target/debug/zepto-slt target/difftest/random.slt target/difftest/asof.slt target/difftest/window.slt target/difftest/dml.slt target/difftest/vector.slt
 	./target/debug/zepto-slt --tier target/difftest/random.slt target/difftest/asof.slt target/difftest/window.slt target/difftest/dml.slt target/difftest/vector.slt
 	$(PY) tests/gen/history_roundtrip.py --seed $(SEED) --bin target/debug/zeptodb
+
+# QuickFIX/J (Maven Central, into ~/.m2), the real FIX engine of the FIX door's test
+# (crates/zepto-cli/tests/fix_quickfixj.rs), which `make test` requires; a plain `cargo test`
+# without Maven says that test is skipped.
+fix-engine:
+	mvn -q -B dependency:get -Dartifact=org.quickfixj:quickfixj-core:2.3.1 \
+	  && mvn -q -B dependency:get -Dartifact=org.quickfixj:quickfixj-messages-fix44:2.3.1
 
 # The Python package built into the venv (dev profile: it reuses `cargo test`'s build), then its
 # tests, which also start `zeptodb serve` for the remote mode.

@@ -5,6 +5,8 @@ use clap::{Arg, ArgAction, ArgMatches, Command};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
+use zepto_fix::server::Acceptor;
+use zepto_fix::session::SessionConfig;
 use zepto_server::{Config, Role, TlsFiles};
 use zepto_sql::{Engine, TableAccess};
 
@@ -25,6 +27,68 @@ pub fn command() -> Command {
         )
         .args(query_limit_args())
         .args(connection_args())
+        .args(fix_args())
+}
+
+/// `serve` flags: the FIX door (docs/fix.md).
+fn fix_args() -> Vec<Arg> {
+    vec![
+        Arg::new("fix")
+            .long("fix")
+            .value_name("ADDR")
+            .help("Also accept FIX 4.4 sessions here (e.g. 127.0.0.1:9878): market data and executions into tables"),
+        Arg::new("fix-config")
+            .long("fix-config")
+            .value_name("FILE")
+            .help("FIX settings (JSON): sender_comp_id (default ZEPTO), target_comp_ids (default any), heartbeat_secs"),
+    ]
+}
+
+/// The FIX acceptor, if `--fix` asks for one.
+fn start_fix(st: &Settings<'_>, catalog: &std::sync::Arc<zepto_storage::Catalog>) -> Result<Option<Acceptor>, String> {
+    let Some(addr) = st.string("fix")? else {
+        return Ok(None);
+    };
+    let cfg = fix_config(st.string("fix-config")?.as_deref())?;
+    let sender = cfg.sender.clone();
+    let a = Acceptor::start(&addr, catalog.clone(), cfg)?;
+    eprintln!("zeptodb: accepting FIX sessions on {} (our CompID {sender})", a.addr());
+    Ok(Some(a))
+}
+
+/// The `--fix-config` file: `{"sender_comp_id": "ZEPTO", "target_comp_ids": ["FEED"],
+/// "heartbeat_secs": 30}` (every key optional; an unknown key is an error).
+fn fix_config(path: Option<&str>) -> Result<SessionConfig, String> {
+    let mut c = SessionConfig::default();
+    let Some(path) = path else {
+        return Ok(c);
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| format!("--fix-config {path}: {e}"))?;
+    let v: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| format!("--fix-config {path}: not JSON: {e}"))?;
+    let serde_json::Value::Object(map) = v else {
+        return Err(format!("--fix-config {path}: expected a JSON object"));
+    };
+    let bad = |k: &str, want: &str| format!("--fix-config {path}: '{k}' must be {want}");
+    for (k, v) in &map {
+        match k.as_str() {
+            "sender_comp_id" => {
+                c.sender = v.as_str().filter(|s| !s.is_empty()).ok_or_else(|| bad(k, "a CompID"))?.into()
+            }
+            "target_comp_ids" => {
+                let list = v.as_array().ok_or_else(|| bad(k, "a list of CompIDs"))?;
+                c.targets = list
+                    .iter()
+                    .map(|t| t.as_str().map(str::to_string).ok_or_else(|| bad(k, "a list of CompIDs")))
+                    .collect::<Result<_, _>>()?;
+            }
+            "heartbeat_secs" => {
+                c.heartbeat_secs = v.as_u64().filter(|n| (1..=3600).contains(n)).ok_or_else(|| bad(k, "1 to 3600"))?
+            }
+            _ => return Err(format!("--fix-config {path}: unknown setting '{k}'")),
+        }
+    }
+    Ok(c)
 }
 
 /// `serve` flags: where the server listens, how many threads it runs, and its settings file.
@@ -261,6 +325,8 @@ const FILE_KEYS: &[&str] = &[
     "queue-timeout",
     "shutdown-grace",
     "access-log",
+    "fix",
+    "fix-config",
 ];
 
 impl<'a> Settings<'a> {
@@ -430,16 +496,9 @@ pub fn run(a: &ArgMatches) -> ExitCode {
         Ok(n) => n.map(|n| n as u64),
         Err(e) => return fail(&e),
     };
-    let tiering = match (settings.string("tier-after"), settings.count("memory-budget-mb")) {
-        (Ok(age), Ok(mb)) => {
-            let after_ns = match age.as_deref().map(|a| (a, zepto_storage::time::parse_interval(a))) {
-                None => None,
-                Some((_, Some(ns))) if ns > 0 => Some(ns),
-                Some((a, _)) => return fail(&format!("--tier-after: '{a}' is not a positive duration (e.g. 7d)")),
-            };
-            crate::durable::Tiering { after_ns, memory_budget_mb: mb.map(|m| m as u64), background: true }
-        }
-        (Err(e), _) | (_, Err(e)) => return fail(&e),
+    let tiering = match tiering(&settings) {
+        Ok(t) => t,
+        Err(e) => return fail(&e),
     };
     if in_memory && (tiering.after_ns.is_some() || tiering.memory_budget_mb.is_some()) {
         return fail("--tier-after and --memory-budget-mb need a data directory (--in-memory keeps nothing)");
@@ -491,6 +550,10 @@ pub fn run(a: &ArgMatches) -> ExitCode {
     };
     let engine = engine.with_files(files);
     let catalog = engine.catalog().clone();
+    let fix = match start_fix(&settings, &catalog) {
+        Ok(f) => f,
+        Err(e) => return fail(&e),
+    };
     let threads = cfg.threads;
     let auth =
         if cfg.keys.is_empty() { "off (loopback only)".to_string() } else { format!("{} key(s)", cfg.keys.len()) };
@@ -498,6 +561,9 @@ pub fn run(a: &ArgMatches) -> ExitCode {
         let scheme = if tls { "https" } else { "http" };
         eprintln!("zeptodb: listening on {scheme}://{addr} ({threads} threads, auth {auth})");
     });
+    if let Some(f) = fix {
+        f.stop();
+    }
     if let Some(d) = &durable {
         crate::durable::close(d, &catalog);
     }
@@ -505,6 +571,19 @@ pub fn run(a: &ArgMatches) -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => fail(&e),
     }
+}
+
+/// History tiering from `tier-after` and `memory-budget-mb`.
+fn tiering(st: &Settings<'_>) -> Result<crate::durable::Tiering, String> {
+    let after_ns = match st.string("tier-after")? {
+        None => None,
+        Some(a) => match zepto_storage::time::parse_interval(&a) {
+            Some(ns) if ns > 0 => Some(ns),
+            _ => return Err(format!("--tier-after: '{a}' is not a positive duration (e.g. 7d)")),
+        },
+    };
+    let mb = st.count("memory-budget-mb")?;
+    Ok(crate::durable::Tiering { after_ns, memory_budget_mb: mb.map(|m| m as u64), background: true })
 }
 
 /// Where `zeptodb serve` keeps its tables unless told otherwise (SPEC §1).

@@ -1,0 +1,418 @@
+//! The acceptor side of a FIX session, as a state machine over received bytes: Logon,
+//! Heartbeat and TestRequest, sequence-number checks (a gap asks for a resend, a too-low
+//! number without PossDupFlag ends the session, a PossDup already seen is dropped), the
+//! counterparty's ResendRequest answered with a gap fill (we send no application messages),
+//! SequenceReset, Reject of a malformed message (nothing of it applied) and Logout.
+//!
+//! Exactly once: received messages are only read into a [`Batch`]; [`Session::commit`]
+//! then stores their rows and the session's sequence numbers as one logged change, and only
+//! after that are the responses handed out to be sent. A crash before the commit loses
+//! neither: the counterparty's messages are still unacknowledged, and after the restart the
+//! stored sequence number asks for exactly what is missing. No network here ([`crate::server`]
+//! drives it), so it is tested message by message.
+#![cfg_attr(not(test), deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used))]
+
+use crate::encode::{Encoder, Reject};
+use crate::map::{last_state, Batch, MapError, SessionState, TableNames};
+use crate::parse::{frame, parse, Fields, FixError, Message};
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+use zepto_storage::{Catalog, StorageError};
+
+/// Who we are and whom we accept.
+#[derive(Debug, Clone)]
+pub struct SessionConfig {
+    /// Our CompID: SenderCompID (49) of what we send, TargetCompID (56) we accept.
+    pub sender: String,
+    /// CompIDs accepted as counterparties (empty: any).
+    pub targets: Vec<String>,
+    /// Heartbeat interval when the Logon does not give one (HeartBtInt 108), seconds.
+    pub heartbeat_secs: u64,
+    /// The tables written.
+    pub names: TableNames,
+}
+
+impl Default for SessionConfig {
+    fn default() -> SessionConfig {
+        SessionConfig { sender: "ZEPTO".into(), targets: Vec::new(), heartbeat_secs: 30, names: TableNames::default() }
+    }
+}
+
+/// The sessions logged on now, so a session cannot be logged on twice at once.
+#[derive(Debug, Default)]
+pub struct Registry(Mutex<HashSet<String>>);
+
+impl Registry {
+    fn claim(&self, name: &str) -> bool {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).insert(name.to_string())
+    }
+
+    fn release(&self, name: &str) {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).remove(name);
+    }
+}
+
+/// What a session has done, for the log and metrics.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Messages processed in sequence.
+    pub messages: u64,
+    /// Rows stored.
+    pub rows: u64,
+    /// Gaps detected (a ResendRequest sent).
+    pub gaps: u64,
+    /// Messages rejected (Reject sent) or ignored as garbled.
+    pub rejects: u64,
+}
+
+/// One connection's session.
+pub struct Session {
+    cfg: Arc<SessionConfig>,
+    registry: Arc<Registry>,
+    /// Set by the Logon.
+    enc: Option<Encoder>,
+    name: String,
+    heartbeat_secs: u64,
+    /// The next incoming MsgSeqNum expected.
+    expected: u64,
+    /// The last outgoing MsgSeqNum used.
+    out_seq: u64,
+    /// (expected, out_seq) as last stored.
+    saved: (u64, u64),
+    /// A ResendRequest is out, for messages up to this one.
+    resend_until: Option<u64>,
+    batch: Batch,
+    /// Responses waiting for the commit.
+    out: Vec<u8>,
+    idle: u32,
+    closed: bool,
+    /// Counters.
+    pub stats: Stats,
+}
+
+fn log(name: &str, msg: &str) {
+    let who = if name.is_empty() { "(not logged on)" } else { name };
+    eprintln!("zeptodb: fix {who}: {msg}");
+}
+
+/// SessionRejectReason (373) for a parse or mapping error.
+fn reject_reason(e: &FixError) -> u32 {
+    match e {
+        FixError::MissingTag { .. } => 1,
+        FixError::GroupCount { .. } => 16,
+        _ => 6,
+    }
+}
+
+impl Session {
+    /// A session not logged on yet.
+    pub fn new(cfg: Arc<SessionConfig>, registry: Arc<Registry>) -> Session {
+        let batch = Batch::new(cfg.names.clone());
+        let heartbeat_secs = cfg.heartbeat_secs;
+        Session {
+            cfg,
+            registry,
+            enc: None,
+            name: String::new(),
+            heartbeat_secs,
+            expected: 1,
+            out_seq: 0,
+            saved: (0, 0),
+            resend_until: None,
+            batch,
+            out: Vec::new(),
+            idle: 0,
+            closed: false,
+            stats: Stats::default(),
+        }
+    }
+
+    /// `OURS-THEIRS` once logged on, else empty.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The heartbeat interval agreed at Logon, seconds.
+    pub fn heartbeat_secs(&self) -> u64 {
+        self.heartbeat_secs.max(1)
+    }
+
+    /// The session is over: send what [`Session::commit`] returns, then close.
+    pub fn closed(&self) -> bool {
+        self.closed
+    }
+
+    /// The next incoming sequence number expected.
+    pub fn expected(&self) -> u64 {
+        self.expected
+    }
+
+    /// Read the complete messages at the start of `buf`; returns the bytes used (the rest is
+    /// the start of a message still arriving). Nothing is stored or sent before
+    /// [`Session::commit`].
+    pub fn receive(&mut self, buf: &[u8], catalog: &Catalog, now_ns: i64) -> usize {
+        self.idle = 0;
+        let mut at = 0;
+        while !self.closed {
+            let rest = buf.get(at..).unwrap_or_default();
+            if rest.is_empty() {
+                break;
+            }
+            match parse(rest) {
+                Ok(m) => {
+                    at += m.len();
+                    self.on_message(&m, catalog, now_ns);
+                }
+                Err(FixError::Incomplete) => break,
+                Err(e) => at += self.on_bad(rest, &e, now_ns),
+            }
+        }
+        at
+    }
+
+    /// Store the rows read and the sequence numbers, then hand out the responses to send. On
+    /// a storage error nothing read since the last commit counts as received (the session
+    /// closes; the counterparty resends after its next Logon).
+    pub fn commit(&mut self, catalog: &Catalog, now_ns: i64) -> Result<Vec<u8>, StorageError> {
+        let state = (self.expected, self.out_seq);
+        if !self.name.is_empty() && (self.batch.rows() > 0 || state != self.saved) {
+            let st = SessionState {
+                name: self.name.clone(),
+                in_seq: self.expected.saturating_sub(1),
+                out_seq: self.out_seq,
+            };
+            match self.batch.apply(catalog, Some(&st), now_ns) {
+                Ok(n) => {
+                    self.stats.rows += n as u64;
+                    self.saved = state;
+                }
+                Err(e) => {
+                    (self.expected, self.out_seq) = self.saved;
+                    self.out.clear();
+                    self.closed = true;
+                    log(&self.name, &format!("not stored, closing (the counterparty resends): {e}"));
+                    return Err(e);
+                }
+            }
+        }
+        Ok(std::mem::take(&mut self.out))
+    }
+
+    /// Nothing received for a heartbeat interval: send a Heartbeat, then a TestRequest, then
+    /// give up.
+    pub fn on_idle(&mut self, now_ns: i64) {
+        if self.enc.is_none() {
+            self.closed = true;
+            return;
+        }
+        self.idle += 1;
+        match self.idle {
+            1 => self.send(now_ns, |e, out, seq, now| e.heartbeat(out, seq, now, None)),
+            2 => self.send(now_ns, |e, out, seq, now| e.test_request(out, seq, now, b"ZEPTO-IDLE")),
+            _ => self.logout(now_ns, "no heartbeat from the counterparty"),
+        }
+    }
+
+    fn send(&mut self, now_ns: i64, f: impl FnOnce(&mut Encoder, &mut Vec<u8>, u64, i64)) {
+        if let Some(e) = self.enc.as_mut() {
+            self.out_seq += 1;
+            f(e, &mut self.out, self.out_seq, now_ns);
+        }
+    }
+
+    fn logout(&mut self, now_ns: i64, text: &str) {
+        log(&self.name, &format!("logout: {text}"));
+        self.send(now_ns, |e, out, seq, now| e.logout(out, seq, now, Some(text)));
+        self.closed = true;
+    }
+
+    fn reject(&mut self, now_ns: i64, ref_seq: u64, e: &FixError) {
+        self.stats.rejects += 1;
+        let text = e.to_string();
+        log(&self.name, &format!("reject of message {ref_seq}: {text}"));
+        let why = Reject { ref_seq, ref_tag: e.tag(), reason: reject_reason(e), text: &text };
+        self.send(now_ns, |enc, out, seq, now| enc.reject(out, seq, now, &why));
+    }
+
+    /// A message that failed to parse: skip it (returns the bytes to skip), rejecting it if
+    /// its frame and sequence number are readable.
+    fn on_bad(&mut self, rest: &[u8], e: &FixError, now_ns: i64) -> usize {
+        if let FixError::Garbled { .. } = e {
+            self.stats.rejects += 1;
+            log(&self.name, &format!("garbled input skipped to the next 8=FIX: {e}"));
+            let next = rest.get(1..).and_then(|r| r.windows(5).position(|w| w == b"8=FIX")).map(|p| p + 1);
+            return next.unwrap_or_else(|| rest.len().saturating_sub(4).max(1));
+        }
+        let len = frame(rest).unwrap_or(rest.len()).max(1);
+        if let FixError::Checksum { .. } = e {
+            self.stats.rejects += 1;
+            log(&self.name, &format!("message ignored: {e}"));
+            return len;
+        }
+        let seq = Fields::new(rest.get(..len).unwrap_or_default(), 0)
+            .map_while(Result::ok)
+            .find(|f| f.tag == 34)
+            .and_then(|f| f.as_u64().ok());
+        match seq {
+            _ if self.enc.is_none() => {
+                log("", &format!("the first message is not a valid Logon: {e}"));
+                self.closed = true;
+            }
+            None => self.logout(now_ns, &format!("a message without a valid MsgSeqNum: {e}")),
+            Some(seq) => {
+                if self.in_sequence(seq, false, now_ns) {
+                    self.reject(now_ns, seq, e);
+                }
+            }
+        }
+        len
+    }
+
+    /// Whether message `seq` is the next: if so it counts as received; a gap sends a
+    /// ResendRequest, a number too low ends the session unless PossDup.
+    fn in_sequence(&mut self, seq: u64, poss_dup: bool, now_ns: i64) -> bool {
+        if seq == self.expected {
+            self.expected += 1;
+            self.stats.messages += 1;
+            if self.resend_until.is_some_and(|u| self.expected > u) {
+                self.resend_until = None;
+            }
+            return true;
+        }
+        if seq > self.expected {
+            if self.resend_until.is_none() {
+                self.stats.gaps += 1;
+                log(&self.name, &format!("gap: expected {}, received {seq}; asking for a resend", self.expected));
+                let begin = self.expected;
+                self.send(now_ns, |e, out, s, now| e.resend_request(out, s, now, begin, 0));
+                self.resend_until = Some(seq);
+            }
+            return false;
+        }
+        if !poss_dup {
+            let text = format!("MsgSeqNum too low, expecting {} but received {seq}", self.expected);
+            self.logout(now_ns, &text);
+        }
+        false
+    }
+
+    fn on_message(&mut self, m: &Message<'_>, catalog: &Catalog, now_ns: i64) {
+        let Some(enc) = self.enc.as_ref() else {
+            return self.on_logon(m, catalog, now_ns);
+        };
+        let h = &m.header;
+        if h.sender != enc.target.as_bytes() || h.target != enc.sender.as_bytes() {
+            let e = FixError::BadField { offset: 0, tag: 49, reason: "CompID problem" };
+            self.reject(now_ns, h.seq, &e);
+            return self.logout(now_ns, "wrong SenderCompID or TargetCompID");
+        }
+        if h.msg_type == b"4" && m.get(123) != Some(b"Y") {
+            // SequenceReset-Reset: the next number is NewSeqNo, whatever this one's.
+            return self.sequence_reset(m, now_ns);
+        }
+        if !self.in_sequence(h.seq, h.poss_dup, now_ns) {
+            return;
+        }
+        match h.msg_type {
+            b"0" | b"A" => {}
+            b"1" => {
+                let id = m.get(112).unwrap_or(b"?");
+                self.send(now_ns, |e, out, seq, now| e.heartbeat(out, seq, now, Some(id)));
+            }
+            b"2" => self.answer_resend(m, now_ns),
+            b"3" => log(&self.name, &format!("the counterparty rejected our message {:?}", m.get(45))),
+            b"4" => self.sequence_reset(m, now_ns),
+            b"5" => {
+                log(&self.name, "logout by the counterparty");
+                self.send(now_ns, |e, out, seq, now| e.logout(out, seq, now, None));
+                self.closed = true;
+            }
+            _ => match self.batch.add(m) {
+                Ok(_) => {}
+                Err(MapError::Fix(e)) => self.reject(now_ns, h.seq, &e),
+                Err(MapError::Storage(e)) => {
+                    log(&self.name, &format!("message {} cannot be stored: {e}", h.seq));
+                    let e = FixError::BadField { offset: 0, tag: 35, reason: "cannot be stored" };
+                    self.reject(now_ns, h.seq, &e);
+                }
+            },
+        }
+    }
+
+    fn sequence_reset(&mut self, m: &Message<'_>, now_ns: i64) {
+        match m.field(36).map(|f| f.as_u64()) {
+            Some(Ok(n)) if n >= self.expected => {
+                self.expected = n;
+                if self.resend_until.is_some_and(|u| n > u) {
+                    self.resend_until = None;
+                }
+            }
+            Some(Ok(n)) => {
+                let e = FixError::BadField { offset: 0, tag: 36, reason: "NewSeqNo would go back" };
+                self.reject(now_ns, m.header.seq, &e);
+                log(&self.name, &format!("SequenceReset to {n} ignored: below {}", self.expected));
+            }
+            Some(Err(e)) => self.reject(now_ns, m.header.seq, &e),
+            None => self.reject(now_ns, m.header.seq, &FixError::MissingTag { offset: 0, tag: 36 }),
+        }
+    }
+
+    /// We keep no application messages to resend: the whole range is a gap fill.
+    fn answer_resend(&mut self, m: &Message<'_>, now_ns: i64) {
+        let begin = m.get(7).and_then(crate::parse::parse_u64).unwrap_or(1).max(1);
+        let next = self.out_seq + 1;
+        if let Some(e) = self.enc.as_mut() {
+            // Numbered `begin` (PossDup), it fills up to our next number without taking one.
+            e.sequence_reset(&mut self.out, begin.min(next), now_ns, next, true);
+        }
+    }
+
+    fn on_logon(&mut self, m: &Message<'_>, catalog: &Catalog, now_ns: i64) {
+        let h = &m.header;
+        if h.msg_type != b"A" {
+            log("", "the first message is not a Logon: closing");
+            self.closed = true;
+            return;
+        }
+        let (Ok(theirs), Ok(ours)) = (std::str::from_utf8(h.sender), std::str::from_utf8(h.target)) else {
+            self.closed = true;
+            return;
+        };
+        let begin = std::str::from_utf8(h.begin_string).unwrap_or("FIX.4.4");
+        self.enc = Some(Encoder::new(begin, &self.cfg.sender, theirs));
+        let accepted =
+            ours == self.cfg.sender && (self.cfg.targets.is_empty() || self.cfg.targets.iter().any(|t| t == theirs));
+        if !accepted {
+            return self.logout(now_ns, &format!("CompIDs {theirs} -> {ours} are not configured here"));
+        }
+        let name = format!("{}-{theirs}", self.cfg.sender);
+        if !self.registry.claim(&name) {
+            return self.logout(now_ns, "this session is already logged on");
+        }
+        self.name = name;
+        if let Some(st) = last_state(catalog, &self.cfg.names, &self.name) {
+            (self.expected, self.out_seq) = (st.in_seq + 1, st.out_seq);
+        }
+        let reset = m.get(141) == Some(b"Y");
+        if reset {
+            (self.expected, self.out_seq) = (1, 0);
+        }
+        self.heartbeat_secs = m.get(108).and_then(crate::parse::parse_u64).unwrap_or(self.cfg.heartbeat_secs);
+        let hb = self.heartbeat_secs;
+        log(
+            &self.name,
+            &format!("logon, expecting {} (received {}), next out {}", self.expected, h.seq, self.out_seq + 1),
+        );
+        self.send(now_ns, |e, out, seq, now| e.logon(out, seq, now, hb, reset));
+        self.saved = (0, 0);
+        self.in_sequence(h.seq, h.poss_dup, now_ns);
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        if !self.name.is_empty() {
+            self.registry.release(&self.name);
+        }
+    }
+}
