@@ -30,7 +30,8 @@ pub fn candidates(ctx: &ExecContext, s: &ScanShape, a: &AnnSearch) -> Result<Bat
             None => None,
         };
         let rows = piece_rows(registry.as_ref(), a, &piece, keep)?;
-        parts.push(b.take(&rows));
+        // Every row (no graph yet, or a filter that keeps all): share the columns, no copy.
+        parts.push(if rows.len() == b.rows { b } else { b.take(&rows) });
     }
     Ok(concat(parts, || s.columns.iter().map(|&c| Column::nulls(s.table.schema().columns[c].data_type, 0)).collect()))
 }
