@@ -4,7 +4,7 @@
 //! find enough, every row the filter keeps. The caller projects and ranks them exactly.
 
 use super::context::ExecContext;
-use super::scan::{piece_batch, pieces, Piece};
+use super::scan::{concat_pieces, piece_batch, pieces, Piece};
 use super::Batch;
 use crate::error::{Result, SqlError};
 use crate::eval::mask_indices;
@@ -12,7 +12,6 @@ use crate::plan::physical::ScanShape;
 use crate::plan::AnnSearch;
 use std::sync::Arc;
 use zepto_ann::Registry;
-use zepto_storage::Column;
 
 /// A partition whose filter keeps at most this many rows is scanned exactly: computing that
 /// many distances costs less than a graph walk that rejects most of the nodes it meets.
@@ -33,23 +32,7 @@ pub fn candidates(ctx: &ExecContext, s: &ScanShape, a: &AnnSearch) -> Result<Bat
         // Every row (no graph yet, or a filter that keeps all): share the columns, no copy.
         parts.push(if rows.len() == b.rows { b } else { b.take(&rows) });
     }
-    Ok(concat(parts, || s.columns.iter().map(|&c| Column::nulls(s.table.schema().columns[c].data_type, 0)).collect()))
-}
-
-/// The pieces' batches one after another (`empty` when there are none).
-fn concat(mut parts: Vec<Batch>, empty: impl FnOnce() -> Vec<Column>) -> Batch {
-    match parts.len() {
-        0 => Batch::new(empty(), 0),
-        1 => parts.remove(0),
-        _ => {
-            let rows = parts.iter().map(|b| b.rows).sum();
-            let width = parts.first().map_or(0, |b| b.columns.len());
-            let cols = (0..width)
-                .map(|j| Arc::new(Column::concat(&parts.iter().map(|b| &*b.columns[j]).collect::<Vec<_>>())))
-                .collect();
-            Batch::shared(cols, rows)
-        }
-    }
+    Ok(concat_pieces(s.table, s.columns, parts))
 }
 
 /// The candidate rows of one piece, relative to its start, ascending. `keep`: the rows the

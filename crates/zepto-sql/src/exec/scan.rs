@@ -73,9 +73,14 @@ pub fn piece_batch(piece: &Piece, columns: &[usize]) -> Batch {
 }
 
 pub fn scan(table: &Table, columns: &[usize], range: &ScanRange) -> Result<Batch> {
-    let ps = pieces(table, range);
-    let mut batches: Vec<Batch> = ps.iter().map(|p| piece_batch(p, columns)).collect();
-    Ok(match batches.len() {
+    let batches: Vec<Batch> = pieces(table, range).iter().map(|p| piece_batch(p, columns)).collect();
+    Ok(concat_pieces(table, columns, batches))
+}
+
+/// The batches of a scan's pieces one after another (`columns` of `table`, empty when there
+/// are none): a single piece is shared as it is.
+pub fn concat_pieces(table: &Table, columns: &[usize], mut batches: Vec<Batch>) -> Batch {
+    match batches.len() {
         0 => Batch::new(columns.iter().map(|&c| Column::nulls(table.schema().columns[c].data_type, 0)).collect(), 0),
         1 => batches.remove(0),
         _ => {
@@ -88,5 +93,5 @@ pub fn scan(table: &Table, columns: &[usize], range: &ScanRange) -> Result<Batch
                 .collect();
             Batch::shared(cols, rows)
         }
-    })
+    }
 }
