@@ -1,6 +1,6 @@
 //! One HNSW graph: usearch's index behind a small API keyed by row position.
 
-use crate::{AnnError, HnswParams, Metric};
+use crate::{AnnError, HnswParams, IndexSpec, Metric};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::RwLock;
 use usearch::ffi::{IndexOptions, MetricKind, ScalarKind};
@@ -22,19 +22,12 @@ pub struct Hit {
 pub struct Graph {
     index: usearch::Index,
     grow: RwLock<()>,
-    dim: usize,
-    metric: Metric,
-    params: HnswParams,
+    spec: IndexSpec,
 }
 
 impl std::fmt::Debug for Graph {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Graph")
-            .field("dim", &self.dim)
-            .field("metric", &self.metric)
-            .field("params", &self.params)
-            .field("len", &self.len())
-            .finish()
+        f.debug_struct("Graph").field("spec", &self.spec).field("len", &self.len()).finish()
     }
 }
 
@@ -96,22 +89,12 @@ impl Graph {
         let mut index = usearch::Index::new(&options).map_err(library)?;
         index.change_metric::<f32>(kernel(metric, dim));
         index.reserve_capacity_and_threads(0, contexts()).map_err(library)?;
-        Ok(Graph { index, grow: RwLock::new(()), dim, metric, params })
+        Ok(Graph { index, grow: RwLock::new(()), spec: IndexSpec::new(dim, metric, params) })
     }
 
-    /// The vectors' dimension.
-    pub fn dim(&self) -> usize {
-        self.dim
-    }
-
-    /// The metric it ranks by.
-    pub fn metric(&self) -> Metric {
-        self.metric
-    }
-
-    /// Its parameters.
-    pub fn params(&self) -> HnswParams {
-        self.params
+    /// Its dimension, metric and parameters.
+    pub fn spec(&self) -> IndexSpec {
+        self.spec
     }
 
     /// Vectors in the graph.
@@ -133,10 +116,10 @@ impl Graph {
     /// `first_key + 1`, ..., on up to `threads` threads. Capacity grows by doubling, so adding
     /// rows a few at a time costs amortized O(1) reallocation per row.
     pub fn add(&self, first_key: u64, vectors: &[f32], threads: usize) -> Result<(), AnnError> {
-        if !vectors.len().is_multiple_of(self.dim) {
-            return Err(AnnError::Dimension { want: self.dim, got: vectors.len() % self.dim });
+        if !vectors.len().is_multiple_of(self.spec.dim()) {
+            return Err(AnnError::Dimension { want: self.spec.dim(), got: vectors.len() % self.spec.dim() });
         }
-        let rows = vectors.len() / self.dim;
+        let rows = vectors.len() / self.spec.dim();
         let want = self.len() + rows;
         if want > self.index.capacity() {
             let _alone = self.grow.write().unwrap_or_else(|e| e.into_inner());
@@ -148,7 +131,7 @@ impl Graph {
         let work = || -> Result<(), AnnError> {
             loop {
                 let row = next.fetch_add(1, Ordering::Relaxed);
-                let Some(v) = vectors.get(row * self.dim..(row + 1) * self.dim) else { return Ok(()) };
+                let Some(v) = vectors.get(row * self.spec.dim()..(row + 1) * self.spec.dim()) else { return Ok(()) };
                 self.index.add(first_key + row as u64, v).map_err(library)?;
             }
         };
@@ -171,8 +154,8 @@ impl Graph {
         k: usize,
         keep: Option<&(dyn Fn(u64) -> bool + Sync)>,
     ) -> Result<Vec<Hit>, AnnError> {
-        if query.len() != self.dim {
-            return Err(AnnError::Dimension { want: self.dim, got: query.len() });
+        if query.len() != self.spec.dim() {
+            return Err(AnnError::Dimension { want: self.spec.dim(), got: query.len() });
         }
         if k == 0 || self.is_empty() {
             return Ok(Vec::new());

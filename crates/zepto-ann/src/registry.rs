@@ -71,6 +71,11 @@ impl IndexSpec {
         Ok(IndexSpec { dim: usize::from(dim), metric, params })
     }
 
+    /// A spec of parts already checked (a graph's own).
+    pub(crate) fn new(dim: usize, metric: Metric, params: HnswParams) -> IndexSpec {
+        IndexSpec { dim, metric, params }
+    }
+
     /// The vectors' dimension.
     pub fn dim(&self) -> usize {
         self.dim
