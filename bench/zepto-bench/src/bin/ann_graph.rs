@@ -7,6 +7,10 @@
 //! object with the build time, latencies, memory and, for each search, the keys found per
 //! query (the script computes recall against exact search).
 
+#[path = "../ann_io.rs"]
+mod ann_io;
+
+use ann_io::{percentile, read_f32};
 use std::time::Instant;
 use zepto_ann::{Graph, HnswParams, Metric};
 
@@ -52,11 +56,6 @@ fn parse_args() -> Result<Args, String> {
     Ok(a)
 }
 
-fn read_f32(path: &str) -> Result<Vec<f32>, String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("{path}: {e}"))?;
-    Ok(bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect())
-}
-
 fn rss_kib() -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
@@ -64,10 +63,6 @@ fn rss_kib() -> u64 {
             s.lines().find(|l| l.starts_with("VmRSS:")).and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
         })
         .unwrap_or(0)
-}
-
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    sorted.get(((sorted.len() as f64 - 1.0) * p).round() as usize).copied().unwrap_or(0.0)
 }
 
 /// One timed pass over the queries: `"name": {"p50_us", "p95_us", "keys": [[...], ...]}`.

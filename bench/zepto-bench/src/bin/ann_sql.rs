@@ -12,6 +12,10 @@
 //! recall). Vectors are raw little-endian f32 files (NumPy's `tofile`).
 
 use std::sync::Arc;
+#[path = "../ann_io.rs"]
+mod ann_io;
+
+use ann_io::{percentile, read_f32};
 use std::time::Instant;
 use zepto_sql::Engine;
 use zepto_storage::{Column, ColumnData};
@@ -47,15 +51,6 @@ fn parse_args() -> Result<Args, String> {
     }
     a.hnsw = format!("metric = 'cosine', m = {m}, ef_construction = {efc}, ef_search = {efs}");
     Ok(a)
-}
-
-fn read_f32(path: &str) -> Result<Vec<f32>, String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("{path}: {e}"))?;
-    Ok(bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect())
-}
-
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    sorted.get(((sorted.len() as f64 - 1.0) * p).round() as usize).copied().unwrap_or(0.0)
 }
 
 fn load(e: &Engine, data: Vec<f32>, dim: usize) -> Result<(), String> {
