@@ -112,7 +112,7 @@ impl Graph {
         self.index.memory_usage()
     }
 
-    /// Add `vectors` (rows of [`Graph::dim`] values, laid end to end) under keys `first_key`,
+    /// Add `vectors` (rows of the graph's dimension, [`IndexSpec::dim`] values, laid end to end) under keys `first_key`,
     /// `first_key + 1`, ..., on up to `threads` threads. Capacity grows by doubling, so adding
     /// rows a few at a time costs amortized O(1) reallocation per row.
     pub fn add(&self, first_key: u64, vectors: &[f32], threads: usize) -> Result<(), AnnError> {
