@@ -122,6 +122,9 @@ pub enum ParamValue {
     /// Nanoseconds since the epoch (UTC), bound as a `TIMESTAMP '...'` literal with all nine
     /// fractional digits: a TIMESTAMP value, not text.
     Timestamp(i64),
+    /// A vector of finite REALs, bound as an array literal `[x, y, ...]` (a `FLOAT[n]` where a
+    /// vector is expected, e.g. in the distance functions).
+    Vector(Vec<f32>),
 }
 
 /// Parse a script of `;`-separated statements.
@@ -195,6 +198,10 @@ fn bind_params(toks: Vec<Token>, params: &[ParamValue]) -> Result<Vec<Token>> {
             }
             ParamValue::Int(i) => push_negative(&mut out, i.unsigned_abs().to_string(), pos),
             ParamValue::Float(f) => push_negative(&mut out, format!("{:?}", -f), pos),
+            ParamValue::Vector(v) => push_vector(&mut out, v, pos).map_err(|()| SqlError::Parse {
+                message: format!("parameter ${n} holds a value that is not a finite number"),
+                pos,
+            })?,
         }
     }
     if used < params.len() {
@@ -204,6 +211,27 @@ fn bind_params(toks: Vec<Token>, params: &[ParamValue]) -> Result<Vec<Token>> {
         });
     }
     Ok(out)
+}
+
+/// A vector as the tokens of an array literal: `[`, the numbers (a negative one as `-`, `n`)
+/// separated by `,`, `]`. Each `f32` is written in its shortest form that reads back exactly.
+fn push_vector(out: &mut Vec<Token>, v: &[f32], pos: Pos) -> std::result::Result<(), ()> {
+    out.reserve(v.len() * 3 + 2);
+    out.push(Token { tok: Tok::Op("["), pos });
+    for (i, x) in v.iter().enumerate() {
+        if !x.is_finite() {
+            return Err(());
+        }
+        if i > 0 {
+            out.push(Token { tok: Tok::Op(","), pos });
+        }
+        if x.is_sign_negative() && *x != 0.0 {
+            out.push(Token { tok: Tok::Op("-"), pos });
+        }
+        out.push(Token { tok: Tok::Num(format!("{:?}", x.abs())), pos });
+    }
+    out.push(Token { tok: Tok::Op("]"), pos });
+    Ok(())
 }
 
 /// A negative number, parenthesized so it binds as one operand: `( - n )`.

@@ -48,6 +48,10 @@ pub struct Config {
     pub recovery: Option<RecoveryNotice>,
     /// Access log destination: `None` = off, `Some(None)` = stderr, `Some(Some(path))` = file.
     pub access_log: Option<Option<PathBuf>>,
+    /// Agent-memory quotas and limits (`/api/ai/*`).
+    pub ai: zepto_memory::Config,
+    /// Largest `/api/ai/*` request body (a batch of records with their embeddings).
+    pub ai_max_body_bytes: usize,
 }
 
 /// WAL corruption that point-in-time recovery cut off when the server started.
@@ -90,6 +94,8 @@ impl Default for Config {
             header_timeout: Duration::from_secs(30),
             access_log: Some(None),
             recovery: None,
+            ai: zepto_memory::Config::default(),
+            ai_max_body_bytes: 16 << 20,
         }
     }
 }

@@ -140,6 +140,20 @@ impl From<SqlError> for ApiError {
     }
 }
 
+impl From<zepto_memory::MemoryError> for ApiError {
+    fn from(e: zepto_memory::MemoryError) -> ApiError {
+        use zepto_memory::MemoryError as M;
+        match e {
+            M::BadRequest { .. } => ApiError::bad_request(e.to_string()),
+            M::Forbidden(m) => ApiError::forbidden(m),
+            M::NotFound(m) => ApiError::not_found(m),
+            M::Quota(m) => ApiError::new(StatusCode::TOO_MANY_REQUESTS, "QUOTA_EXCEEDED", m),
+            M::Sql(e) => e.into(),
+            M::Storage(e) => crate::ingest::storage_error(e),
+        }
+    }
+}
+
 impl From<IoError> for ApiError {
     fn from(e: IoError) -> ApiError {
         let row = e.row();

@@ -1,10 +1,11 @@
-//! ZeptoDB's HTTP door (SPEC §2): `zeptodb serve`.
+//! ZeptoDB's HTTP door (SPEC §2 and §5): `zeptodb serve`.
 //!
 //! * [`server`] — runtime, accept loop, TLS (rustls), graceful shutdown.
 //! * [`router`] — routes, authentication, request ids, metrics and the access log per request.
 //! * [`sql`] — the SQL endpoint: parameters, role checks, cancellation, streamed results.
 //! * [`encode`] — results as JSON, JSONL, CSV or an Arrow IPC stream.
 //! * [`ingest`] — `/write`: CSV, JSONL, Arrow IPC and InfluxDB line protocol, all-or-nothing.
+//! * [`ai`] — `/api/ai/*`: agent memory and answer caches, tenant-scoped.
 //! * [`auth`] — API keys (stored hashed), roles and table grants.
 //! * [`inflight`] — one budget for the request bodies held in memory at once.
 //! * [`memory_guard`] — stops the heaviest query when the process holds too much.
@@ -13,6 +14,7 @@
 #![warn(missing_docs)]
 
 pub mod access_log;
+pub mod ai;
 pub mod auth;
 mod body;
 pub mod config;

@@ -27,12 +27,15 @@ pub enum Route {
     Probe,
     /// `/metrics`.
     Metrics,
+    /// `/api/ai/*`: agent memory and caches.
+    Ai,
     /// Any other path (answered 404).
     Other,
 }
 
 impl Route {
-    const ALL: [Route; 6] = [Route::Query, Route::Write, Route::Tables, Route::Probe, Route::Metrics, Route::Other];
+    const ALL: [Route; 7] =
+        [Route::Query, Route::Write, Route::Tables, Route::Probe, Route::Metrics, Route::Ai, Route::Other];
 
     /// The `route` label value (`query`, `write`, ...).
     pub fn name(self) -> &'static str {
@@ -42,6 +45,7 @@ impl Route {
             Route::Tables => "tables",
             Route::Probe => "probe",
             Route::Metrics => "metrics",
+            Route::Ai => "ai",
             Route::Other => "other",
         }
     }

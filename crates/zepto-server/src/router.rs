@@ -111,6 +111,7 @@ fn route_of(path: &str) -> Route {
         "/ping" | "/health" | "/ready" => Route::Probe,
         "/metrics" => Route::Metrics,
         p if p == "/tables" || p.starts_with("/tables/") => Route::Tables,
+        p if p.starts_with("/api/ai/") => Route::Ai,
         _ => Route::Other,
     }
 }
@@ -135,6 +136,10 @@ async fn dispatch(
         (Route::Write, &Method::POST) => {
             let influx_v2 = path == "/api/v2/write";
             write_rows(state, who, &params, influx_v2, req).await
+        }
+        (Route::Ai, _) => {
+            let (status, body) = crate::ai::handle(state, req, who, &params).await?;
+            ok(json(status, body))
         }
         (Route::Other, _) => Err(ApiError::not_found(format!("no such endpoint: {method} {path}"))),
         _ => {
@@ -319,7 +324,7 @@ const BODY_TIMEOUT: Duration = Duration::from_secs(300);
 /// if it came gzip-compressed (Telegraf and InfluxDB clients compress by default), with the
 /// share of the server's body budget it holds (503 `BODIES_IN_FLIGHT` when the budget is spent:
 /// [`crate::inflight`]). Keep the share as long as the body, or what is made of it, lives.
-async fn read_body(state: &State, req: Request<Incoming>, max: usize) -> Result<(Bytes, Held), ApiError> {
+pub(crate) async fn read_body(state: &State, req: Request<Incoming>, max: usize) -> Result<(Bytes, Held), ApiError> {
     let too_large = || {
         ApiError::new(
             StatusCode::PAYLOAD_TOO_LARGE,

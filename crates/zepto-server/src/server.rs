@@ -93,6 +93,7 @@ async fn serve(config: Config, engine: Engine, on_listening: impl FnOnce(SocketA
     if let Some(limit) = state.config.max_server_memory {
         crate::memory_guard::start(&state, limit).map_err(|e| format!("starting the memory guard: {e}"))?;
     }
+    state.memory.start_sweeper().map_err(|e| format!("starting the agent-memory sweeper: {e}"))?;
     state.ready.store(true, Ordering::Relaxed);
     on_listening(local, tls.is_some());
 

@@ -36,6 +36,8 @@ pub struct State {
     pub ready: AtomicBool,
     /// When the server started (for the uptime `/health` reports).
     pub started: Instant,
+    /// Agent memory and caches over the engine's tables (`/api/ai/*`).
+    pub memory: Arc<zepto_memory::AgentMemory>,
     next_id: AtomicU64,
     id_prefix: String,
 }
@@ -52,6 +54,7 @@ impl State {
         }
         Ok(State {
             query_pool: crate::pool::QueryPool::new(config.query_slots())?,
+            memory: Arc::new(zepto_memory::AgentMemory::new(engine.clone(), config.ai.clone())),
             query_slots: Arc::new(Semaphore::new(config.query_slots())),
             ingest_slots: Arc::new(Semaphore::new(config.ingest_slots())),
             bodies: crate::inflight::BodyBudget::new(config.inflight_body_bytes()),

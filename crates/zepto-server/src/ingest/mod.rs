@@ -124,7 +124,7 @@ fn utf8(body: &[u8], format: IngestFormat) -> Result<&str, ApiError> {
     })
 }
 
-fn storage_error(e: StorageError) -> ApiError {
+pub(crate) fn storage_error(e: StorageError) -> ApiError {
     match e {
         StorageError::TableNotFound(n) => {
             ApiError::new(hyper::StatusCode::NOT_FOUND, "TABLE_NOT_FOUND", format!("table '{n}' does not exist"))

@@ -1,0 +1,90 @@
+//! A WHERE clause and its parameters, built up condition by condition, so no request value is
+//! ever spliced into SQL text.
+
+use crate::api::Filters;
+use crate::error::Result;
+use crate::validate;
+use zepto_sql::ParamValue;
+
+/// Conditions joined by AND, with their `$n` parameters.
+#[derive(Debug, Default)]
+pub struct Where {
+    conds: Vec<String>,
+    params: Vec<ParamValue>,
+}
+
+impl Where {
+    /// Only the rows of `tenant`.
+    pub fn tenant(tenant: &str) -> Where {
+        let mut w = Where::default();
+        w.cmp("tenant_id", "=", ParamValue::Str(tenant.to_string()));
+        w
+    }
+
+    /// A parameter; returns its `$n`.
+    pub fn param(&mut self, v: ParamValue) -> String {
+        self.params.push(v);
+        format!("${}", self.params.len())
+    }
+
+    /// `col op $n`.
+    pub fn cmp(&mut self, col: &str, op: &str, v: ParamValue) {
+        let p = self.param(v);
+        self.conds.push(format!("{col} {op} {p}"));
+    }
+
+    /// A condition without parameters.
+    pub fn raw(&mut self, cond: &str) {
+        self.conds.push(cond.to_string());
+    }
+
+    /// Records that have not expired at `now`.
+    pub fn live(&mut self, now: i64) {
+        let p = self.param(ParamValue::Timestamp(now));
+        self.conds.push(format!("(expires_at IS NULL OR expires_at > {p})"));
+    }
+
+    /// `col IN ($a, $b, ...)`.
+    pub fn one_of(&mut self, col: &str, vals: impl IntoIterator<Item = ParamValue>) {
+        let ps: Vec<String> = vals.into_iter().map(|v| self.param(v)).collect();
+        self.conds.push(format!("{col} IN ({})", ps.join(", ")));
+    }
+
+    /// The filters of a search or context (the tenant is added by [`Where::tenant`]).
+    pub fn filters(&mut self, f: &Filters) -> Result<()> {
+        let names = [
+            ("namespace", &f.namespace),
+            ("user_id", &f.user_id),
+            ("session_id", &f.session_id),
+            ("agent_id", &f.agent_id),
+            ("type", &f.kind),
+        ];
+        for (col, v) in names {
+            if let Some(v) = v {
+                validate::name(col, v)?;
+                self.cmp(col, "=", ParamValue::Str(v.clone()));
+            }
+        }
+        if let Some(t) = &f.created_before {
+            self.cmp("created_at", "<", ParamValue::Timestamp(validate::time("created_before", t)?));
+        }
+        if let Some(t) = &f.created_after {
+            self.cmp("created_at", ">=", ParamValue::Timestamp(validate::time("created_after", t)?));
+        }
+        Ok(())
+    }
+
+    /// `cond AND cond ...` (`TRUE` when there is none).
+    pub fn sql(&self) -> String {
+        if self.conds.is_empty() {
+            "TRUE".into()
+        } else {
+            self.conds.join(" AND ")
+        }
+    }
+
+    /// The parameters, in `$n` order.
+    pub fn params(&self) -> &[ParamValue] {
+        &self.params
+    }
+}
