@@ -7,7 +7,7 @@ Each case builds a table d<k> (0..200 rows in shuffled time order, NULLs in ever
 `id`; a SYMBOL partition key and a designated timestamp), then applies a random sequence of
 corrections, each followed by a full comparison of the table (and of one aggregate over it):
 
-* DELETE with random predicates (comparisons, IN lists, IS NULL, BETWEEN on the timestamp,
+* DELETE with random predicates (comparisons, IN lists, IS NULL, BETWEEN, = and IN lists on the timestamp,
   AND/OR/NOT, an uncorrelated subquery over another table, no WHERE at all);
 * UPDATE of value columns in place (arithmetic on the old values, CASE, NULL, strings into
   VARCHAR and SYMBOL), and of the partition key and the designated timestamp, which move rows
@@ -65,6 +65,9 @@ def predicate(rng, k, depth=0):
         lambda: f"{rng.choice(['px', 'qty', 'sym', 'ts', 'note', 'venue'])} IS {rng.choice(['', 'NOT '])}NULL",
         lambda: f"ts BETWEEN {ts_lit(rng)} AND {ts_lit(rng)}",
         lambda: f"ts < {ts_lit(rng)}",
+        # Point lookups on the designated timestamp (found by binary search, not by a scan).
+        lambda: f"ts = {ts_lit(rng)}",
+        lambda: f"ts IN ({', '.join(ts_lit(rng) for _ in range(rng.randrange(1, 30)))}{', NULL' if rng.random() < 0.2 else ''})",
         lambda: f"note {rng.choice(['=', '<>'])} '{rng.choice(['x', 'yy', ''])}'",
         lambda: f"venue = '{rng.choice(['N', 'Q'])}'",
         lambda: f"id % {rng.randrange(2, 6)} = {rng.randrange(2)}",

@@ -230,6 +230,16 @@ fn query_limit_args() -> Vec<Arg> {
             .value_parser(clap::value_parser!(f64))
             .default_value("30")
             .help("How long a statement waits for a slot before 503 with Retry-After"),
+        Arg::new("ai-max-memories")
+            .long("ai-max-memories")
+            .value_name("N")
+            .value_parser(clap::value_parser!(usize))
+            .help("Agent memories one tenant keeps before puts evict (default 1000000)"),
+        Arg::new("ai-max-cache-entries")
+            .long("ai-max-cache-entries")
+            .value_name("N")
+            .value_parser(clap::value_parser!(usize))
+            .help("Answer-cache entries one tenant keeps before stores evict (default 100000)"),
     ]
 }
 
@@ -323,6 +333,8 @@ const FILE_KEYS: &[&str] = &[
     "max-connections",
     "max-queries",
     "queue-timeout",
+    "ai-max-memories",
+    "ai-max-cache-entries",
     "shutdown-grace",
     "access-log",
     "fix",
@@ -449,6 +461,10 @@ fn config(st: &Settings<'_>) -> Result<Config, String> {
     let mb = st.count("query-memory-mb")?.unwrap_or(0);
     c.query_memory_limit = (mb > 0).then(|| mb.saturating_mul(1 << 20));
     c.max_queries = st.count("max-queries")?;
+    let d = zepto_memory::Config::default();
+    c.ai.max_memories_per_tenant = st.count("ai-max-memories")?.unwrap_or(d.max_memories_per_tenant).max(1);
+    c.ai.max_cache_entries_per_tenant =
+        st.count("ai-max-cache-entries")?.unwrap_or(d.max_cache_entries_per_tenant).max(1);
     let q = st.number("queue-timeout")?.unwrap_or(30.0);
     if !(0.0..=86_400.0).contains(&q) {
         return Err("--queue-timeout must be between 0 and 86400 seconds".into());

@@ -165,3 +165,36 @@ fn memories_and_cache_survive_kill_9() {
     drop(s);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn the_quota_flag_bounds_each_tenant() {
+    let s = Server::start(&["--ai-max-memories", "2"]);
+    let a = &s.addr;
+    for i in 0..3 {
+        ok(
+            a,
+            "POST",
+            "/api/ai/memories",
+            Some("q"),
+            json!({"content": format!("m{i}"), "embedding": emb(i), "importance": i as f64 / 2.0}),
+        );
+    }
+    ok(a, "POST", "/api/ai/memories", Some("r"), json!({"content": "other", "embedding": emb(0)}));
+    let st = ok(a, "GET", "/api/ai/stats", Some("q"), json!(null));
+    assert_eq!((st["memories"].clone(), st["quota_memories"].clone()), (json!(2), json!(2)));
+    let left = ok(a, "POST", "/api/ai/memories/search", Some("q"), json!({"limit": 10}));
+    let mut names: Vec<String> =
+        left["matches"].as_array().expect("list").iter().map(|m| m["content"].to_string()).collect();
+    names.sort();
+    assert_eq!(names, ["\"m1\"", "\"m2\""], "the least important went");
+    let pinned = call(
+        a,
+        "POST",
+        "/api/ai/memories",
+        Some("p"),
+        json!({"memories": [
+        {"content": "a", "embedding": emb(1), "pinned": true}, {"content": "b", "embedding": emb(2), "pinned": true},
+        {"content": "c", "embedding": emb(3), "pinned": true}]}),
+    );
+    assert_eq!((pinned.status, pinned.error_code().as_str()), (429, "QUOTA_EXCEEDED"), "{}", pinned.text());
+}

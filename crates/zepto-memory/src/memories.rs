@@ -157,8 +157,10 @@ impl AgentMemory {
             &p[..1],
         )?;
         let v = Rows::new(&victims);
+        let ids: Vec<String> = (0..v.len()).filter_map(|i| v.text(0, i)).collect();
         let mut w = Where::tenant(tenant);
-        w.one_of("memory_id", (0..v.len()).filter_map(|i| v.text(0, i)).map(ParamValue::Str));
+        w.one_of("created_at", ids.iter().filter_map(|id| id_time('m', id)).map(ParamValue::Timestamp));
+        w.one_of("memory_id", ids.into_iter().map(ParamValue::Str));
         self.sql(run, &format!("DELETE FROM ai_memories WHERE {}", w.sql()), w.params())?;
         Ok(())
     }

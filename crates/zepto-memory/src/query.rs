@@ -44,10 +44,14 @@ impl Where {
         self.conds.push(format!("(expires_at IS NULL OR expires_at > {p})"));
     }
 
-    /// `col IN ($a, $b, ...)`.
+    /// `col IN ($a, $b, ...)` (`FALSE` for no values).
     pub fn one_of(&mut self, col: &str, vals: impl IntoIterator<Item = ParamValue>) {
         let ps: Vec<String> = vals.into_iter().map(|v| self.param(v)).collect();
-        self.conds.push(format!("{col} IN ({})", ps.join(", ")));
+        if ps.is_empty() {
+            self.conds.push("FALSE".into());
+        } else {
+            self.conds.push(format!("{col} IN ({})", ps.join(", ")));
+        }
     }
 
     /// The filters of a search or context (the tenant is added by [`Where::tenant`]).

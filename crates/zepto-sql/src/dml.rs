@@ -20,9 +20,11 @@ use crate::interrupt::RunContext;
 use crate::parser::ast::{Expr, TableRef};
 use crate::plan::bind_expr::{cast_to, ExprBinder};
 use crate::plan::binder::Binder;
-use crate::plan::{BExpr, Field};
+use crate::plan::optimizer::scan_range;
+use crate::plan::{BExpr, Field, ScanRange};
+use std::collections::HashSet;
 use std::sync::Arc;
-use zepto_storage::{Catalog, Change, Column, DataType, StorageError, Table};
+use zepto_storage::{Catalog, Change, Column, DataType, Partition, StorageError, Table, Value};
 
 /// Rows chosen per partition slot (only slots with rows).
 type Selection = Vec<(u32, Vec<u32>)>;
@@ -71,21 +73,96 @@ fn same_layout(t: &Table, fields: &[Field]) -> Result<()> {
     }
 }
 
+/// The rows `pred` keeps, per partition: only the partitions and time span its key and
+/// designated-timestamp conjuncts allow (as a scan would), only the rows at the given times
+/// for `ts IN (...)`, and the rest of it evaluated over those rows alone.
 fn select(ctx: &ExecContext, t: &Table, width: usize, pred: Option<&BExpr>) -> Result<Selection> {
+    let (range, rest) = match pred {
+        None => (ScanRange::default(), None),
+        Some(p) => scan_range(p.clone(), t.key_col(), t.ts_col()),
+    };
+    let (points, rest) = split_points(rest, t.ts_col());
+    let codes: Option<HashSet<u32>> = match (&range.keys, t.key_col()) {
+        (Some(keys), Some(_)) => Some(keys.iter().filter_map(|k| t.dict().code(k)).collect()),
+        _ => None,
+    };
     let mut sel = Vec::new();
     for (slot, p) in t.partitions().iter().enumerate() {
-        if p.is_empty() {
+        if p.is_empty() || codes.as_ref().is_some_and(|c| !p.key().is_some_and(|k| c.contains(&k))) {
             continue;
         }
-        let rows = match pred {
-            None => (0..p.len() as u32).collect(),
-            Some(e) => mask_indices(eval(ctx, e, &partition_batch(t, slot, width))?.as_ref()),
+        let cand = candidates(p, t.ts_col(), &range, points.as_deref());
+        if cand.is_empty() {
+            continue;
+        }
+        let rows = match &rest {
+            None => cand,
+            Some(e) => {
+                let all = partition_batch(t, slot, width);
+                let batch = if cand.len() == p.len() { all } else { all.take(&cand) };
+                let keep = mask_indices(eval(ctx, e, &batch)?.as_ref());
+                keep.into_iter().filter_map(|i| cand.get(i as usize).copied()).collect()
+            }
         };
         if !rows.is_empty() {
             sel.push((slot as u32, rows));
         }
     }
     Ok(sel)
+}
+
+/// The rows of partition `p` within the time range (binary searches on the designated
+/// timestamp), and at one of `points` when given.
+fn candidates(p: &Partition, ts: Option<usize>, range: &ScanRange, points: Option<&[i64]>) -> Vec<u32> {
+    let Some(ts) = ts else {
+        return (0..p.len() as u32).collect();
+    };
+    // Unbounded: every row, those with a NULL timestamp too (a time range never holds them).
+    let bounded = range.ts_lo != i64::MIN || range.ts_hi != i64::MAX;
+    let span = if bounded { p.ts_range(ts, range.ts_lo, range.ts_hi) } else { 0..p.len() };
+    match points {
+        None => (span.start as u32..span.end as u32).collect(),
+        Some(pts) => pts
+            .iter()
+            .flat_map(|&x| {
+                let r = p.ts_range(ts, x, x);
+                r.start.max(span.start) as u32..r.end.min(span.end) as u32
+            })
+            .collect(),
+    }
+}
+
+/// Take `ts IN (timestamp, ...)` out of `pred` (the first such conjunct): its times, sorted and
+/// without repeats, which [`candidates`] finds by binary search.
+fn split_points(pred: Option<BExpr>, ts: Option<usize>) -> (Option<Vec<i64>>, Option<BExpr>) {
+    let Some(ts) = ts else {
+        return (None, pred);
+    };
+    let Some(pred) = pred else {
+        return (None, None);
+    };
+    let mut conj = Vec::new();
+    pred.conjuncts(&mut conj);
+    let times = |e: &BExpr| -> Option<Vec<i64>> {
+        let BExpr::InList { expr, list, negated: false } = e else { return None };
+        if !matches!(**expr, BExpr::Col(c, _) if c == ts) {
+            return None;
+        }
+        list.iter()
+            .filter(|x| !matches!(x, BExpr::Lit(Value::Null, _)))
+            .map(|x| match x {
+                BExpr::Lit(Value::Timestamp(t), _) => Some(*t),
+                _ => None,
+            })
+            .collect()
+    };
+    let Some(i) = conj.iter().position(|e| times(e).is_some()) else {
+        return (None, BExpr::and_all(conj));
+    };
+    let mut pts = times(&conj.remove(i)).unwrap_or_default();
+    pts.sort_unstable();
+    pts.dedup();
+    (Some(pts), BExpr::and_all(conj))
 }
 
 /// DELETE and UPDATE change rows in memory only: the Parquet history is immutable (whole
