@@ -239,7 +239,7 @@ pub struct ContextRequest {
     pub query_embedding: Option<Vec<f64>>,
     /// Most tokens the assembled context may hold (required).
     pub token_budget: Option<i64>,
-    /// Ranked records considered for the budget (default 200, at most 1,000).
+    /// Ranked records considered for the budget (default 100, at most 1,000).
     pub candidates: Option<usize>,
     /// Drop matches less similar than this.
     pub min_similarity: Option<f64>,

@@ -65,7 +65,7 @@ impl AgentMemory {
         let ranked = Ranked {
             filters: &req.filters,
             query: req.query_embedding.as_deref(),
-            limit: validate::count("candidates", req.candidates, 200, MAX_LIMIT)?,
+            limit: validate::count("candidates", req.candidates, 100, MAX_LIMIT)?,
             min_similarity: req
                 .min_similarity
                 .map(|s| validate::in_range("min_similarity", s, -1.0, 1.0))

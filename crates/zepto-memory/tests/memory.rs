@@ -336,3 +336,85 @@ fn cache_exact_then_semantic() {
     std::thread::sleep(std::time::Duration::from_millis(200));
     assert!(!lookup("a", serde_json::json!({"prompt": "short"})).hit);
 }
+
+/// Generated records, filters and weights: search returns what an oracle computed here gives
+/// (filter, the nearest `max(4·limit, 100)` by cosine, then the score), with the same scores.
+#[test]
+fn search_agrees_with_an_oracle_on_generated_data() {
+    let m = mem(Config::default());
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    let mut rnd = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed >> 11) as f64 / (1u64 << 53) as f64
+    };
+    let now = zepto_storage::time::now_ns();
+    let dim = 8;
+    let mut puts = Vec::new();
+    for i in 0..1500 {
+        let e: Vec<f64> = (0..dim).map(|_| rnd() - 0.5).collect();
+        puts.push(
+            from_value::<PutRequest>(serde_json::json!({"content": format!("r{i}"), "embedding": e,
+                "namespace": format!("n{}", (rnd() * 3.0) as u32), "user_id": format!("u{}", (rnd() * 10.0) as u32),
+                "importance": (rnd() * 100.0).round() / 100.0, "pinned": rnd() < 0.1,
+                "created_at": now - (rnd() * 30.0 * 86_400e9) as i64}))
+            .expect("put"),
+        );
+    }
+    for chunk in puts.chunks(500) {
+        m.put(&run(), &t("a"), chunk).expect("stored");
+    }
+    // Every record, a namespace at a time (a search returns at most 1,000).
+    let all: Vec<MemoryRecord> = (0..3)
+        .flat_map(|n| {
+            search(&m, "a", serde_json::json!({"limit": 1000, "update_access": false, "namespace": format!("n{n}")}))
+        })
+        .collect();
+    assert_eq!(all.len(), 1500);
+    let embs: std::collections::HashMap<String, Vec<f64>> =
+        puts.iter().map(|p| (p.content.clone().expect("content"), p.embedding.clone().expect("embedding"))).collect();
+    let mut records: std::collections::HashMap<String, MemoryRecord> = std::collections::HashMap::new();
+    for r in all {
+        records.insert(r.memory_id.clone(), r);
+    }
+    for case in 0..40 {
+        let q: Vec<f64> = (0..dim).map(|_| rnd() - 0.5).collect();
+        let limit = [1usize, 5, 10, 40][case % 4];
+        let ws = [rnd(), rnd(), rnd(), 0.0, rnd()];
+        let ns = (case % 3 == 0).then(|| format!("n{}", case % 3));
+        let mut req = serde_json::json!({"query_embedding": q, "limit": limit, "update_access": false,
+            "weights": {"similarity": ws[0], "importance": ws[1], "recency": ws[2], "access": ws[3], "pinned": ws[4]}});
+        if let Some(n) = &ns {
+            req["namespace"] = serde_json::json!(n);
+        }
+        let got = search(&m, "a", req);
+        let after = zepto_storage::time::now_ns();
+        // The oracle.
+        let mut pool: Vec<(f64, &MemoryRecord)> = records
+            .values()
+            .filter(|r| ns.as_ref().is_none_or(|n| r.namespace.as_deref() == Some(n.as_str())))
+            .map(|r| (cos(&q, &embs[&r.content]), r))
+            .collect();
+        pool.sort_by(|a, b| b.0.total_cmp(&a.0));
+        pool.truncate((4 * limit).max(100));
+        let mut scored: Vec<(f64, &MemoryRecord)> = pool
+            .iter()
+            .map(|(s, r)| {
+                let with = MemoryRecord { similarity: Some(*s), access_count: 1, ..(*r).clone() };
+                (expected_score(&with, after, ws, 7.0 * 86_400.0), *r)
+            })
+            .collect();
+        scored.sort_by(|a, b| b.0.total_cmp(&a.0));
+        assert_eq!(got.len(), limit.min(scored.len()), "case {case}");
+        let boundary = scored[got.len() - 1].0;
+        for (i, g) in got.iter().enumerate() {
+            let want = scored.iter().find(|(_, r)| r.memory_id == g.memory_id).map(|(s, _)| *s);
+            let want =
+                want.unwrap_or_else(|| panic!("case {case}: {} is not among the oracle's candidates", g.content));
+            assert!((g.score.expect("score") - want).abs() < 1e-3, "case {case}: score of {}", g.content);
+            assert!(want >= boundary - 1e-3, "case {case}: {} ranks below the oracle's top {limit}", g.content);
+            assert!((scored[i].0 - want).abs() < 1e-3, "case {case}: place {i}");
+        }
+    }
+}
