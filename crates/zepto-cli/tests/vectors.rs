@@ -39,6 +39,9 @@ fn a_vector_index_survives_kill_9_and_a_clean_restart() {
     let s = Server::start(&["--data-dir", &data]);
     assert!(explain(&s.addr, q).contains("index=mi metric=l2sq"), "and from the checkpoint");
     assert_eq!(sql(&s.addr, q)["data"], want);
+    let exact = sql(&s.addr, &format!("SET ann = off; EXPLAIN {q}"))["data"].to_string();
+    assert!(!exact.contains("AnnTopN"), "SET ann = off holds for the rest of the request: {exact}");
+    assert_eq!(sql(&s.addr, &format!("SET ann = off; {q}"))["data"], want);
     sql(&s.addr, "DROP INDEX mi");
     assert!(!explain(&s.addr, q).contains("AnnTopN"));
     drop(s);

@@ -20,9 +20,11 @@ impl Statement {
     /// What the statement needs of the caller's role.
     pub fn access(&self) -> Access {
         match self {
-            Statement::Query(_) | Statement::Explain { .. } | Statement::ShowTables | Statement::Describe { .. } => {
-                Access::Read
-            }
+            Statement::Query(_)
+            | Statement::Explain { .. }
+            | Statement::ShowTables
+            | Statement::Describe { .. }
+            | Statement::Set { .. } => Access::Read,
             Statement::Insert { .. }
             | Statement::Delete { .. }
             | Statement::Update { .. }

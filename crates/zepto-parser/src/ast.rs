@@ -143,6 +143,17 @@ pub enum Statement {
     },
     /// `SHOW TABLES`: the tables this session may see.
     ShowTables,
+    /// `SET name = value` (or `TO`): a setting for the statements after it in the same
+    /// script (a session's, for doors that keep sessions).
+    Set {
+        /// The setting's name, lower-cased.
+        name: String,
+        /// The value as written (an identifier, keyword, number or string), lower-cased unless
+        /// it was a quoted string.
+        value: String,
+        /// Where the name is.
+        pos: Pos,
+    },
     /// Write a checkpoint now (durable databases).
     Checkpoint,
     /// `DESCRIBE t`: the table's columns and types.

@@ -497,6 +497,22 @@ impl Parser {
         })
     }
 
+    /// `SET name = value` / `SET name TO value` (after `SET`).
+    fn set(&mut self) -> Result<Statement> {
+        let pos = self.pos();
+        let name = self.ident()?.to_ascii_lowercase();
+        if !self.eat_op("=") && !self.eat_kw("to") {
+            return Err(self.unexpected("'=' or TO"));
+        }
+        let value = match self.peek().clone() {
+            Tok::Str(s) => s,
+            Tok::Ident(s) | Tok::Num(s) => s.to_ascii_lowercase(),
+            _ => return Err(self.unexpected("a value")),
+        };
+        self.advance();
+        Ok(Statement::Set { name, value, pos })
+    }
+
     fn statement(&mut self) -> Result<Statement> {
         let pos = self.pos();
         if self.is_kw("select") || self.is_kw("with") || self.is_kw("values") || matches!(self.peek(), Tok::Op("(")) {
@@ -530,6 +546,9 @@ impl Parser {
         if self.eat_kw("show") {
             self.expect_kw("tables")?;
             return Ok(Statement::ShowTables);
+        }
+        if self.eat_kw("set") {
+            return self.set();
         }
         if self.eat_kw("delete") {
             return self.delete();

@@ -332,10 +332,16 @@ fn execute_work(
             let t0 = Instant::now();
             let mut last = None;
             let n = stmts.len();
+            // A SET changes the engine the statements after it run on.
+            let mut engine = engine.clone();
             for (k, s) in stmts.iter().enumerate() {
                 st.metrics.queries.inc();
-                match engine.execute_statement_in(&run, s).and_then(|r| r.into_one_batch(&run)) {
-                    Ok(r) => last = Some(r),
+                let r = engine.execute_statement_in(&run, s).and_then(|r| r.into_one_batch(&run));
+                match r.and_then(|r| Ok((r, engine.after(s)?))) {
+                    Ok((r, next)) => {
+                        last = Some(r);
+                        engine = next;
+                    }
                     Err(e) => {
                         let mut e = ApiError::from(e);
                         if n > 1 {

@@ -49,6 +49,8 @@ pub struct Engine {
     par_min_rows: usize,
     /// The graphs of the catalog's vector indexes, kept in step by a maintainer thread.
     indexes: Arc<zepto_ann::Registry>,
+    /// What `SET` changed (see [`crate::settings`]).
+    settings: crate::settings::Settings,
 }
 
 impl Default for Engine {
@@ -71,6 +73,7 @@ impl Engine {
             files: Arc::default(),
             par_min_rows: DEFAULT_PARALLEL_MIN_ROWS,
             indexes: zepto_ann::Registry::new(),
+            settings: Default::default(),
         };
         e.start_index_maintainer();
         e
@@ -104,9 +107,30 @@ impl Engine {
         Engine { par_min_rows: rows, ..self.clone() }
     }
 
-    /// `run` with this engine's parallelism threshold: what every stage of the query gets.
+    /// `run` with this engine's parallelism threshold, index graphs and settings: what every
+    /// stage of the query gets.
     fn context(&self, run: &RunContext) -> RunContext {
-        run.with_parallel_min_rows(self.par_min_rows).with_indexes(&self.indexes)
+        run.with_parallel_min_rows(self.par_min_rows).with_indexes(&self.indexes).with_settings(self.settings)
+    }
+
+    /// The session settings statements run with.
+    pub fn settings(&self) -> &crate::settings::Settings {
+        &self.settings
+    }
+
+    /// The same database under other session settings.
+    pub fn with_settings(&self, settings: crate::settings::Settings) -> Engine {
+        Engine { settings, ..self.clone() }
+    }
+
+    /// The engine the statements after `s` in the same script run on: with the setting `s`
+    /// changes when it is a `SET`, else this one. A door that runs a script statement by
+    /// statement calls it after each.
+    pub fn after(&self, s: &Statement) -> Result<Engine> {
+        match s {
+            Statement::Set { name, value, pos } => Ok(self.with_settings(self.settings.with(name, value, *pos)?)),
+            _ => Ok(self.clone()),
+        }
     }
 
     /// The graphs of the catalog's vector indexes (what a search reads; see `zepto_ann`).
@@ -132,8 +156,10 @@ impl Engine {
         let run = self.context(run);
         let stmts = parse_script(sql, params, &ParseLimits::default(), &|| run.check())?;
         let mut last = QueryResult::status("OK".into());
+        let mut engine = self.clone();
         for s in &stmts {
-            last = self.execute_statement_in(&run, s)?;
+            last = engine.execute_statement_in(&run, s)?;
+            engine = engine.after(s)?;
         }
         Ok(last)
     }
@@ -179,7 +205,11 @@ impl Engine {
     pub fn prepare_in(&self, run: &RunContext, q: &Query) -> Result<Prepared> {
         let mut binder = self.binder(&self.context(run));
         let (plan, fields) = binder.bind_query(q)?;
-        Ok(Prepared { plan: crate::plan::physical::plan(crate::plan::optimizer::optimize(plan)), fields })
+        let run = self.context(run);
+        Ok(Prepared {
+            plan: crate::plan::physical::plan(crate::plan::optimizer::optimize(plan), run.settings()),
+            fields,
+        })
     }
 
     /// Run a prepared query.
@@ -276,6 +306,10 @@ impl Engine {
                 Ok(QueryResult::text_column("name", names))
             }
             Statement::Describe { table, pos } => self.describe(table, *pos),
+            Statement::Set { name, value, pos } => {
+                self.settings.with(name, value, *pos)?;
+                Ok(QueryResult::status("SET".into()))
+            }
         }
     }
 

@@ -163,6 +163,8 @@ pub struct RunContext {
     /// The graphs of the catalog's vector indexes (set by the engine; without it every vector
     /// search scans exactly).
     indexes: Option<Arc<zepto_ann::Registry>>,
+    /// The session's settings (the planner reads them).
+    settings: crate::settings::Settings,
     /// The baseline is this thread's: not `Send` (a `MutexGuard` is `Sync` but not `Send`).
     _thread: PhantomData<MutexGuard<'static, ()>>,
 }
@@ -186,7 +188,7 @@ impl RunContext {
     }
 
     fn with_base(control: Option<Arc<QueryControl>>, base: isize, par_min_rows: usize) -> RunContext {
-        RunContext { control, base, par_min_rows, indexes: None, _thread: PhantomData }
+        RunContext { control, base, par_min_rows, indexes: None, settings: Default::default(), _thread: PhantomData }
     }
 
     /// The same query with partition-wise work going to helper threads from `rows` input rows
@@ -199,6 +201,17 @@ impl RunContext {
     /// registry on every context it is handed).
     pub(crate) fn with_indexes(&self, indexes: &Arc<zepto_ann::Registry>) -> RunContext {
         RunContext { indexes: Some(indexes.clone()), ..self.clone() }
+    }
+
+    /// The same query under the session's `settings` (the engine sets its own on every
+    /// context it is handed).
+    pub(crate) fn with_settings(&self, settings: crate::settings::Settings) -> RunContext {
+        RunContext { settings, ..self.clone() }
+    }
+
+    /// The settings the query is planned and run with.
+    pub fn settings(&self) -> &crate::settings::Settings {
+        &self.settings
     }
 
     /// The vector index graphs this query may search, if the engine gave any.

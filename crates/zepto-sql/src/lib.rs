@@ -21,6 +21,7 @@ pub mod interrupt;
 pub use zepto_parser as parser;
 pub mod plan;
 pub mod result;
+pub mod settings;
 
 pub use access::TableAccess;
 pub use engine::{Access, Engine, Prepared, QueryResult};
@@ -28,3 +29,4 @@ pub use error::{FileProblem, Pos, Result, SqlError};
 pub use files::FilePolicy;
 pub use interrupt::{QueryControl, RunContext};
 pub use parser::ParamValue;
+pub use settings::Settings;

@@ -171,3 +171,24 @@ fn directions_and_rows_the_graph_does_not_hold_yet() {
     ok(&indexed, &format!("INSERT INTO m VALUES (99999, 't2', 99999, {q})"));
     assert_eq!(ids(&indexed, &desc).first(), Some(&99_999), "the new row is the nearest");
 }
+
+/// `SET ann = off` makes the statements after it in the script search exactly (EXPLAIN says
+/// so); the setting ends with the script. Unknown settings and values are refused.
+#[test]
+fn set_ann_off_searches_exactly() {
+    let (indexed, plain) = indexed_and_plain();
+    let q = Rng(11).vector(DIM);
+    let sql = format!("SELECT id, array_cosine_distance(emb, {q}) AS d FROM m WHERE id % 3 = 0 ORDER BY d LIMIT 10");
+    assert!(explain(&indexed, &sql).contains("AnnTopN"));
+    let plan = indexed.execute(&format!("SET ann = off; EXPLAIN {sql}")).expect("explain");
+    let b = plan.batch();
+    let text: Vec<String> = (0..b.rows).map(|i| format!("{:?}", b.columns[0].get(i))).collect();
+    assert!(!text.join("\n").contains("AnnTopN"), "{text:?}");
+    let r = indexed.execute(&format!("SET ann TO 'off'; {sql}")).expect("exact");
+    let got: Vec<i64> = (0..r.batch().rows).map(|i| r.batch().columns[0].get(i).as_i64().expect("id")).collect();
+    assert_eq!(got, ids(&plain, &sql), "exactly the rows an exact search finds");
+    assert!(explain(&indexed, &sql).contains("AnnTopN"), "the setting ended with its script");
+    for bad in ["SET ann = maybe", "SET nothing = on", "SET ann"] {
+        assert!(indexed.execute(bad).is_err(), "{bad}");
+    }
+}

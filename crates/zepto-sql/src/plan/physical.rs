@@ -19,8 +19,8 @@
 //! - LATEST ON ([`LatestHow`]): from partition tails when the key is the partition key and the
 //!   time the designated timestamp; else by hashing the keys.
 //! - ORDER BY a vector distance to a constant with a LIMIT ([`super::SortHow`]): from the
-//!   candidates an HNSW index of the scanned column finds, when its metric is the distance's;
-//!   else a sort of the whole input.
+//!   candidates an HNSW index of the scanned column finds, when its metric is the distance's
+//!   and the session allows it (`SET ann = off` does not); else a sort of the whole input.
 //!
 //! Plans reach the executor only as a [`PhysicalPlan`], which only [`plan`] makes.
 
@@ -43,9 +43,9 @@ impl PhysicalPlan {
     }
 }
 
-/// Choose how every operator of an optimized plan runs.
-pub fn plan(optimized: Optimized) -> PhysicalPlan {
-    PhysicalPlan { root: choose(optimized.into_plan()) }
+/// Choose how every operator of an optimized plan runs, under the session's `settings`.
+pub fn plan(optimized: Optimized, settings: &crate::settings::Settings) -> PhysicalPlan {
+    PhysicalPlan { root: choose(optimized.into_plan(), settings) }
 }
 
 /// How a GROUP BY runs.
@@ -101,8 +101,8 @@ pub enum LatestHow {
     PartitionTails,
 }
 
-fn choose(p: Plan) -> Plan {
-    let p = match p.map_inputs(|c| Ok::<_, Infallible>(choose(c))) {
+fn choose(p: Plan, settings: &crate::settings::Settings) -> Plan {
+    let p = match p.map_inputs(|c| Ok::<_, Infallible>(choose(c, settings))) {
         Ok(p) => p,
         Err(never) => match never {},
     };
@@ -132,7 +132,8 @@ fn choose(p: Plan) -> Plan {
             Plan::Window { input, calls, how }
         }
         Plan::Sort { input, keys, limit, .. } => {
-            let how = super::ann::choose(&input, &keys, limit).map_or(super::SortHow::Full, super::SortHow::Ann);
+            let ann = if settings.ann() { super::ann::choose(&input, &keys, limit) } else { None };
+            let how = ann.map_or(super::SortHow::Full, super::SortHow::Ann);
             Plan::Sort { input, keys, limit, how }
         }
         Plan::Latest { input, keys, ts, .. } => {

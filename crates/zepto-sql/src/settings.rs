@@ -1,0 +1,63 @@
+//! Settings a session may change with `SET name = value`, for the statements after the `SET`
+//! in the same script (and, in doors that keep sessions, for the rest of the session).
+//!
+//! | name | values | default | what |
+//! |---|---|---|---|
+//! | `ann` | `on` / `off` (also `true`/`false`, `1`/`0`) | `on` | whether the planner may answer `ORDER BY <distance> LIMIT k` from an HNSW index; `off` searches exactly |
+
+use crate::error::{Pos, Result, SqlError};
+
+/// The settings a query is planned and run with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Settings {
+    ann: bool,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings { ann: true }
+    }
+}
+
+/// The settings `SET` knows, for error messages.
+const KNOWN: &str = "ann";
+
+fn on_off(name: &str, value: &str, pos: Pos) -> Result<bool> {
+    match value {
+        "on" | "true" | "1" => Ok(true),
+        "off" | "false" | "0" => Ok(false),
+        v => Err(SqlError::plan(format!("SET {name}: '{v}' is not on or off"), Some(pos))),
+    }
+}
+
+impl Settings {
+    /// Whether vector searches may use an index.
+    pub fn ann(&self) -> bool {
+        self.ann
+    }
+
+    /// These settings with `name` set to `value` (both lower-case, as the parser gives them).
+    pub fn with(mut self, name: &str, value: &str, pos: Pos) -> Result<Settings> {
+        match name {
+            "ann" => self.ann = on_off(name, value, pos)?,
+            _ => return Err(SqlError::plan(format!("unknown setting '{name}' (known: {KNOWN})"), Some(pos))),
+        }
+        Ok(self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn set_checks_names_and_values() {
+        let p = Pos::default();
+        let s = Settings::default();
+        assert!(s.ann());
+        assert!(!s.with("ann", "off", p).expect("off").ann());
+        assert!(s.with("ann", "0", p).expect("0").with("ann", "on", p).expect("on").ann());
+        assert!(s.with("ann", "maybe", p).is_err());
+        assert!(s.with("nope", "on", p).expect_err("unknown").to_string().contains("known: ann"));
+    }
+}
