@@ -185,6 +185,12 @@ impl Registry {
         entries.values().flat_map(|e| e.parts.values()).map(|g| g.memory_bytes()).sum()
     }
 
+    /// Rows all graphs hold.
+    pub fn covered_rows(&self) -> usize {
+        let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        entries.values().flat_map(|e| e.parts.values()).map(|g| g.covered()).sum()
+    }
+
     /// Bring every index of `catalog` up to date with its tables' current snapshots, building
     /// on up to `threads` threads.
     pub fn refresh(&self, catalog: &Catalog, threads: usize) -> Result<Refreshed, AnnError> {

@@ -31,6 +31,10 @@ fn a_vector_index_survives_kill_9_and_a_clean_restart() {
     let q = "SELECT id, array_distance(emb, [0.5, 0.5, 1]) AS d FROM m ORDER BY d LIMIT 5";
     assert!(explain(&s.addr, q).contains("AnnTopN"), "{}", explain(&s.addr, q));
     let want = sql(&s.addr, q)["data"].clone();
+    let metrics = get(&s.addr, "/metrics").text();
+    assert!(metrics.contains("zepto_vector_index_rows 300"), "the graph's rows are reported");
+    let bytes = metrics.lines().find_map(|l| l.strip_prefix("zepto_vector_index_bytes ")).expect("graph bytes");
+    assert!(bytes.parse::<u64>().is_ok_and(|b| b > 300 * 12), "at least the vectors: {bytes}");
     drop(s); // SIGKILL: the index definition is only in the WAL
     let s = Server::start(&["--data-dir", &data]);
     assert!(explain(&s.addr, q).contains("AnnTopN"), "the definition came back from the WAL");

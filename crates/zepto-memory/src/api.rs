@@ -217,6 +217,10 @@ pub struct SearchRequest {
     pub query_embedding: Option<Vec<f64>>,
     /// How many to return (default 10, at most 1,000).
     pub limit: Option<usize>,
+    /// How many records nearest to the query embedding the score ranks (default
+    /// `max(3 · limit, 30)`, at most 10,000): more finds important records that are less
+    /// similar, at the cost of time.
+    pub candidates: Option<usize>,
     /// Drop matches less similar than this.
     pub min_similarity: Option<f64>,
     /// Ranking weights.
@@ -239,7 +243,8 @@ pub struct ContextRequest {
     pub query_embedding: Option<Vec<f64>>,
     /// Most tokens the assembled context may hold (required).
     pub token_budget: Option<i64>,
-    /// Ranked records considered for the budget (default 100, at most 1,000).
+    /// Records nearest to the query embedding that are ranked and offered to the budget
+    /// (default 100, at most 1,000).
     pub candidates: Option<usize>,
     /// Drop matches less similar than this.
     pub min_similarity: Option<f64>,
@@ -391,6 +396,7 @@ impl Request for SearchRequest {
     const FIELDS: &'static [&'static str] = &[
         "query_embedding",
         "limit",
+        "candidates",
         "min_similarity",
         "weights",
         "half_life_seconds",

@@ -1,9 +1,10 @@
 //! Search and context assembly: filter, rank (see [`crate::rank`]), take the best.
 //!
 //! With a query embedding the candidates are the records nearest to it (the HNSW index answers
-//! when it can, with the filters inside the walk), `max(4 · limit, 100)` of them, which the
-//! score then orders; a record outside them is not returned however important. Without one,
-//! every record that passes the filters is scored and the best are kept.
+//! when it can, with the filters inside the walk): `candidates` of them (search: default
+//! `max(3 · limit, 30)`; context: default 100), which the score then orders. A record outside
+//! them is not returned however important. Without one, every record that passes the filters
+//! is scored and the best are kept.
 
 use crate::api::{Context, ContextRequest, Filters, MemoryRecord, SearchRequest};
 use crate::error::{MemoryError, Result};
@@ -27,6 +28,7 @@ struct Ranked<'a> {
     filters: &'a Filters,
     query: Option<&'a [f64]>,
     limit: usize,
+    candidates: usize,
     min_similarity: Option<f64>,
     weights: Weights,
     embedding: bool,
@@ -36,10 +38,12 @@ impl AgentMemory {
     /// `POST /api/ai/memories/search`: the best `limit` records, access statistics updated.
     pub fn search(&self, run: &RunContext, src: &TenantSources<'_>, req: &SearchRequest) -> Result<Vec<MemoryRecord>> {
         let tenant = src.resolve(req.filters.tenant_id.as_deref())?;
+        let limit = validate::count("limit", req.limit, 10, MAX_LIMIT)?;
         let ranked = Ranked {
             filters: &req.filters,
             query: req.query_embedding.as_deref(),
-            limit: validate::count("limit", req.limit, 10, MAX_LIMIT)?,
+            limit,
+            candidates: validate::count("candidates", req.candidates, (3 * limit).max(30), 10 * MAX_LIMIT)?.max(limit),
             min_similarity: req
                 .min_similarity
                 .map(|s| validate::in_range("min_similarity", s, -1.0, 1.0))
@@ -62,10 +66,12 @@ impl AgentMemory {
         if !(1..=100_000_000).contains(&budget) {
             return Err(MemoryError::bad("token_budget", format!("{budget} is not between 1 and 100000000")));
         }
+        let candidates = validate::count("candidates", req.candidates, 100, MAX_LIMIT)?;
         let ranked = Ranked {
             filters: &req.filters,
             query: req.query_embedding.as_deref(),
-            limit: validate::count("candidates", req.candidates, 100, MAX_LIMIT)?,
+            limit: candidates,
+            candidates,
             min_similarity: req
                 .min_similarity
                 .map(|s| validate::in_range("min_similarity", s, -1.0, 1.0))
@@ -104,7 +110,7 @@ impl AgentMemory {
                 let q = validate::embedding_of("query_embedding", q, dim, MEMORIES.name)?;
                 w.raw("embedding IS NOT NULL");
                 let qp = w.param(ParamValue::Vector(q));
-                let candidates = (4 * r.limit).max(100);
+                let candidates = r.candidates;
                 let keep = r.min_similarity.map_or(String::new(), |s| format!("WHERE similarity >= {s:?}"));
                 let sql = format!(
                     "SELECT {list}, similarity, {score} AS score FROM (\

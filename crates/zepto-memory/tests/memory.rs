@@ -338,7 +338,7 @@ fn cache_exact_then_semantic() {
 }
 
 /// Generated records, filters and weights: search returns what an oracle computed here gives
-/// (filter, the nearest `max(4·limit, 100)` by cosine, then the score), with the same scores.
+/// (filter, the nearest `candidates` by cosine, then the score), with the same scores.
 #[test]
 fn search_agrees_with_an_oracle_on_generated_data() {
     let m = mem(Config::default());
@@ -381,12 +381,16 @@ fn search_agrees_with_an_oracle_on_generated_data() {
     for case in 0..40 {
         let q: Vec<f64> = (0..dim).map(|_| rnd() - 0.5).collect();
         let limit = [1usize, 5, 10, 40][case % 4];
+        let candidates = [None, Some(200), None, Some(40)][(case / 4) % 4];
         let ws = [rnd(), rnd(), rnd(), 0.0, rnd()];
         let ns = (case % 3 == 0).then(|| format!("n{}", case % 3));
         let mut req = serde_json::json!({"query_embedding": q, "limit": limit, "update_access": false,
             "weights": {"similarity": ws[0], "importance": ws[1], "recency": ws[2], "access": ws[3], "pinned": ws[4]}});
         if let Some(n) = &ns {
             req["namespace"] = serde_json::json!(n);
+        }
+        if let Some(c) = candidates {
+            req["candidates"] = serde_json::json!(c);
         }
         let got = search(&m, "a", req);
         let after = zepto_storage::time::now_ns();
@@ -397,7 +401,7 @@ fn search_agrees_with_an_oracle_on_generated_data() {
             .map(|r| (cos(&q, &embs[&r.content]), r))
             .collect();
         pool.sort_by(|a, b| b.0.total_cmp(&a.0));
-        pool.truncate((4 * limit).max(100));
+        pool.truncate(candidates.unwrap_or((3 * limit).max(30)).max(limit));
         let mut scored: Vec<(f64, &MemoryRecord)> = pool
             .iter()
             .map(|(s, r)| {

@@ -85,6 +85,8 @@ pub struct Metrics {
     peak_memory: Gauge<f64, AtomicU64>,
     tables: Gauge,
     table_rows: Gauge,
+    index_bytes: Gauge,
+    index_rows: Gauge,
     /// WAL records recovery dropped at start (0 when the log was sound).
     pub recovery_dropped_records: Gauge,
     /// Rows of the intact WAL records recovery dropped at start (0 when the log was sound).
@@ -163,6 +165,14 @@ impl Metrics {
         registry.register("zepto_tables", "Tables in the catalog", tables.clone());
         let table_rows = Gauge::default();
         registry.register("zepto_table_rows", "Rows in all tables", table_rows.clone());
+        let index_bytes = Gauge::default();
+        registry.register(
+            "zepto_vector_index_bytes",
+            "Memory the HNSW graphs of vector indexes hold",
+            index_bytes.clone(),
+        );
+        let index_rows = Gauge::default();
+        registry.register("zepto_vector_index_rows", "Rows the HNSW graphs of vector indexes hold", index_rows.clone());
         let recovery_dropped_records = Gauge::default();
         registry.register(
             "zepto_wal_recovery_dropped_records",
@@ -192,6 +202,8 @@ impl Metrics {
             peak_memory,
             tables,
             table_rows,
+            index_bytes,
+            index_rows,
             recovery_dropped_records,
             recovery_dropped_rows,
         }
@@ -220,7 +232,9 @@ impl Metrics {
     }
 
     /// The exposition text, with the gauges read now.
-    pub fn render(&self, catalog: &Catalog) -> String {
+    pub fn render(&self, catalog: &Catalog, index: IndexUsage) -> String {
+        self.index_bytes.set(i64::try_from(index.bytes).unwrap_or(i64::MAX));
+        self.index_rows.set(i64::try_from(index.rows).unwrap_or(i64::MAX));
         if let Some(rss) = zepto_storage::mem::process_rss_bytes() {
             self.memory.set(rss as f64);
         }
@@ -236,6 +250,15 @@ impl Metrics {
         let _ = encode(&mut out, &self.registry);
         out
     }
+}
+
+/// What the vector indexes' graphs hold, for `/metrics`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct IndexUsage {
+    /// Bytes of all graphs.
+    pub bytes: usize,
+    /// Rows in all graphs.
+    pub rows: usize,
 }
 
 /// Peak resident memory (Linux `VmHWM`).
@@ -257,7 +280,7 @@ mod tests {
         m.record(Route::Write, 400, Duration::from_millis(3));
         m.error("SQL_PARSE");
         m.ingested("ilp", 42);
-        let text = m.render(&Catalog::new());
+        let text = m.render(&Catalog::new(), IndexUsage::default());
         for want in [
             "zepto_http_requests_total{route=\"query\",class=\"2xx\"} 1",
             "zepto_http_requests_total{route=\"write\",class=\"4xx\"} 1",

@@ -177,7 +177,13 @@ fn metrics(state: &State, who: &Principal) -> Result<Outcome, ApiError> {
     ok(text(
         StatusCode::OK,
         "application/openmetrics-text; version=1.0.0; charset=utf-8",
-        state.metrics.render(state.engine.catalog()),
+        state.metrics.render(
+            state.engine.catalog(),
+            crate::metrics::IndexUsage {
+                bytes: state.engine.indexes().memory_bytes(),
+                rows: state.engine.indexes().covered_rows(),
+            },
+        ),
     ))
 }
 

@@ -143,6 +143,24 @@ fn main() {
         };
         m.cache_lookup(&run, &src, &r).expect("lookup");
     });
+    // The planner's walk-or-scan choice under a 10% filter, by k: the graph walk (ann on)
+    // against the exact scan of the rows the filter keeps (ann off).
+    let mut walk = Vec::new();
+    for k in [10, 30, 100] {
+        for ann in ["on", "off"] {
+            let t = time(queries.min(50), |q| {
+                let v: Vec<String> = qs[q].iter().map(|x| format!("{x:?}")).collect();
+                let sql = format!(
+                    "SET ann = {ann}; SELECT memory_id FROM ai_memories WHERE tenant_id = 'bench' AND namespace = 'ns3' \
+                     ORDER BY array_cosine_distance(embedding, [{}]) LIMIT {k}",
+                    v.join(", ")
+                );
+                engine.execute(&sql).expect("search");
+            });
+            walk.push(format!("\"k{k}_ann_{ann}\": {{\"p50_us\": {:.0}}}", t.0));
+        }
+    }
+    eprintln!("filtered 10%: {{{}}}", walk.join(", "));
     let us = |(p50, p95): (f64, f64)| format!("{{\"p50_us\": {p50:.0}, \"p95_us\": {p95:.0}}}");
     println!(
         "{{\"records\": {n}, \"dim\": {dim}, \"put_per_s\": {:.0}, \"graph_build_s\": {build_s:.2}, \
