@@ -99,12 +99,19 @@ impl Default for Metrics {
     }
 }
 
+/// A new metric of type `M`, registered under `name`.
+fn register<M: prometheus_client::registry::Metric + Clone + Default>(r: &mut Registry, name: &str, help: &str) -> M {
+    let m = M::default();
+    r.register(name, help, m.clone());
+    m
+}
+
 impl Metrics {
     /// All metrics registered, at zero.
     pub fn new() -> Metrics {
         let mut registry = Registry::default();
-        let requests_family = Family::<Labels, Counter>::default();
-        registry.register("zepto_http_requests", "HTTP requests by route and status class", requests_family.clone());
+        let requests_family: Family<Labels, Counter> =
+            register(&mut registry, "zepto_http_requests", "HTTP requests by route and status class");
         let latency_family = Family::<Labels, Histogram>::new_with_constructor(|| {
             // 50 µs .. ~52 s
             Histogram::new(exponential_buckets(0.000_05, 2.0, 21))
@@ -127,63 +134,43 @@ impl Metrics {
             .iter()
             .map(|r| latency_family.get_or_create_owned(&vec![("route".into(), r.name().into())]))
             .collect();
-        let errors = Family::<Labels, Counter>::default();
-        registry.register("zepto_errors", "Error responses by error code", errors.clone());
-        let queries = Counter::default();
-        registry.register("zepto_queries", "SQL statements run", queries.clone());
-        let rows_returned = Counter::default();
-        registry.register("zepto_rows_returned", "Rows in query results", rows_returned.clone());
-        let rows_ingested = Family::<Labels, Counter>::default();
-        registry.register("zepto_rows_ingested", "Rows stored by /write, by format", rows_ingested.clone());
-        let connections_total = Counter::default();
-        registry.register("zepto_connections", "Connections accepted", connections_total.clone());
-        let connections_open = Gauge::default();
-        registry.register("zepto_connections_open", "Connections open now", connections_open.clone());
-        let queries_running = Gauge::default();
-        registry.register("zepto_queries_running", "Statements executing now", queries_running.clone());
-        let body_bytes_in_flight = Gauge::default();
-        registry.register(
+        let errors: Family<Labels, Counter> = register(&mut registry, "zepto_errors", "Error responses by error code");
+        let queries: Counter = register(&mut registry, "zepto_queries", "SQL statements run");
+        let rows_returned: Counter = register(&mut registry, "zepto_rows_returned", "Rows in query results");
+        let rows_ingested: Family<Labels, Counter> =
+            register(&mut registry, "zepto_rows_ingested", "Rows stored by /write, by format");
+        let connections_total: Counter = register(&mut registry, "zepto_connections", "Connections accepted");
+        let connections_open: Gauge = register(&mut registry, "zepto_connections_open", "Connections open now");
+        let queries_running: Gauge = register(&mut registry, "zepto_queries_running", "Statements executing now");
+        let body_bytes_in_flight: Gauge = register(
+            &mut registry,
             "zepto_request_body_bytes_in_flight",
             "Bytes of request bodies held now (of --max-inflight-body-mb)",
-            body_bytes_in_flight.clone(),
         );
-        let queries_stopped_for_memory = Counter::default();
-        registry.register(
+        let queries_stopped_for_memory: Counter = register(
+            &mut registry,
             "zepto_queries_stopped_for_memory",
             "Queries stopped because the server held more than --max-server-memory-mb",
-            queries_stopped_for_memory.clone(),
         );
-        let memory = Gauge::<f64, AtomicU64>::default();
-        registry.register("zepto_memory_resident_bytes", "Resident memory of the process", memory.clone());
-        let peak_memory = Gauge::<f64, AtomicU64>::default();
-        registry.register(
-            "zepto_memory_peak_resident_bytes",
-            "Peak resident memory of the process",
-            peak_memory.clone(),
-        );
-        let tables = Gauge::default();
-        registry.register("zepto_tables", "Tables in the catalog", tables.clone());
-        let table_rows = Gauge::default();
-        registry.register("zepto_table_rows", "Rows in all tables", table_rows.clone());
-        let index_bytes = Gauge::default();
-        registry.register(
-            "zepto_vector_index_bytes",
-            "Memory the HNSW graphs of vector indexes hold",
-            index_bytes.clone(),
-        );
-        let index_rows = Gauge::default();
-        registry.register("zepto_vector_index_rows", "Rows the HNSW graphs of vector indexes hold", index_rows.clone());
-        let recovery_dropped_records = Gauge::default();
-        registry.register(
+        let memory: Gauge<f64, AtomicU64> =
+            register(&mut registry, "zepto_memory_resident_bytes", "Resident memory of the process");
+        let peak_memory: Gauge<f64, AtomicU64> =
+            register(&mut registry, "zepto_memory_peak_resident_bytes", "Peak resident memory of the process");
+        let tables: Gauge = register(&mut registry, "zepto_tables", "Tables in the catalog");
+        let table_rows: Gauge = register(&mut registry, "zepto_table_rows", "Rows in all tables");
+        let index_bytes: Gauge =
+            register(&mut registry, "zepto_vector_index_bytes", "Memory the HNSW graphs of vector indexes hold");
+        let index_rows: Gauge =
+            register(&mut registry, "zepto_vector_index_rows", "Rows the HNSW graphs of vector indexes hold");
+        let recovery_dropped_records: Gauge = register(
+            &mut registry,
             "zepto_wal_recovery_dropped_records",
             "WAL records dropped at start because of corruption (point-in-time recovery)",
-            recovery_dropped_records.clone(),
         );
-        let recovery_dropped_rows = Gauge::default();
-        registry.register(
+        let recovery_dropped_rows: Gauge = register(
+            &mut registry,
             "zepto_wal_recovery_dropped_rows",
             "Rows of intact WAL records dropped at start after a corruption",
-            recovery_dropped_rows.clone(),
         );
         Metrics {
             registry,
