@@ -43,6 +43,20 @@ fn a_vector_index_survives_kill_9_and_a_clean_restart() {
     let s = Server::start(&["--data-dir", &data]);
     assert!(explain(&s.addr, q).contains("index=mi metric=l2sq"), "and from the checkpoint");
     assert_eq!(sql(&s.addr, q)["data"], want);
+    // The query vector as a parameter: a JSON list binds as FLOAT[n].
+    let body =
+        r#"{"sql": "SELECT id, array_distance(emb, $1) AS d FROM m ORDER BY d LIMIT 5", "params": [[0.5, 0.5, 1]]}"#;
+    let post_json =
+        |body: &str| request(&s.addr, "POST", "/query", &[("Content-Type", "application/json")], body.as_bytes());
+    let r = post_json(body);
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()["data"], want);
+    for bad in [r#"[[0.5, "x", 1]]"#, "[[]]", "[[1e39, 0, 0]]"] {
+        let body = format!(r#"{{"sql": "SELECT array_distance(emb, $1) FROM m", "params": {bad}}}"#);
+        assert_eq!(post_json(&body).status, 400, "{bad}");
+    }
+    let r = post_json(r#"{"sql": "SELECT array_distance(emb, $1) FROM m", "params": [[1, 2]]}"#);
+    assert_eq!(r.status, 400, "a vector of the wrong dimension: {}", r.text());
     let exact = sql(&s.addr, &format!("SET ann = off; EXPLAIN {q}"))["data"].to_string();
     assert!(!exact.contains("AnnTopN"), "SET ann = off holds for the rest of the request: {exact}");
     assert_eq!(sql(&s.addr, &format!("SET ann = off; {q}"))["data"], want);

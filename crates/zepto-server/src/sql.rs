@@ -60,7 +60,11 @@ pub fn parse_json_body(body: &[u8]) -> Result<(String, Vec<ParamValue>, Option<S
             .iter()
             .enumerate()
             .map(|(i, p)| {
-                json_param(p).ok_or_else(|| ApiError::bad_request(format!("params[{i}]: {p} is not a scalar")))
+                json_param(p).ok_or_else(|| {
+                    ApiError::bad_request(format!(
+                        "params[{i}]: {p} is neither a scalar nor a vector (a list of finite numbers)"
+                    ))
+                })
             })
             .collect::<Result<_, _>>()?,
         Some(_) => return Err(ApiError::bad_request("\"params\" must be a list")),
@@ -79,6 +83,12 @@ fn json_param(v: &serde_json::Value) -> Option<ParamValue> {
             None => ParamValue::Float(n.as_f64()?),
         },
         J::String(s) => ParamValue::Str(s.clone()),
+        // A list of numbers: a vector (FLOAT[n]), e.g. the query of a nearest-neighbour search.
+        J::Array(a) if !a.is_empty() => ParamValue::Vector(
+            a.iter()
+                .map(|x| x.as_f64().filter(|f| f.abs() <= f64::from(f32::MAX)).map(|f| f as f32))
+                .collect::<Option<Vec<f32>>>()?,
+        ),
         _ => return None,
     })
 }
