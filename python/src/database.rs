@@ -1,10 +1,12 @@
 //! A database in this process: an engine over a catalog kept in memory, or durable in a data
 //! directory opened exactly as `zeptodb serve --data-dir` opens it (write-ahead log,
 //! checkpoints, Parquet history). Statements and inserts release the GIL while the engine
-//! works, so Python threads run them at once.
+//! works, so Python threads run them at once. Each database also holds the agent-memory layer
+//! over its engine (`db.memory`, `db.cache`: see [`crate::memory`]).
 
-use crate::errors::{ingest_error, open_error, sql_error, storage_error};
+use crate::errors::{ingest_error, memory_error, open_error, sql_error, storage_error};
 use crate::interrupt::OnMain;
+use crate::memory::{Call, Failure, Op};
 use crate::result::NativeResult;
 use arrow_array::ffi_stream::{FFI_ArrowArrayStream, RecordBatchStreamReader};
 use arrow_array::{RecordBatch, RecordBatchReader};
@@ -13,9 +15,11 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyCapsule, PyFloat, PyInt, PyString};
 use std::ffi::CStr;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Once, Weak};
 use std::time::Duration;
 use zepto_durable::{DataDir, DirOptions};
+use zepto_memory::tables::{CACHE, MEMORIES};
+use zepto_memory::{AgentMemory, Config};
 use zepto_sql::interrupt::{QueryControl, RunContext};
 use zepto_sql::{Engine, ParamValue};
 use zepto_storage::{Catalog, ColumnDef, DataType, Schema, Table, TableOptions};
@@ -29,12 +33,15 @@ pub struct Database {
 }
 
 /// An open database. Statements running when it is closed keep it until they end; the
-/// directory's lock goes with the last of them. Fields drop in order: the engine (and with it
-/// the catalog and its change log) before the directory.
+/// directory's lock goes with the last of them. Fields drop in order: the memory layer and the
+/// engine (and with them the catalog and its change log) before the directory.
 struct Open {
+    memory: AgentMemory,
     engine: Engine,
     dir: Option<DataDir>,
     limits: Limits,
+    /// Whether the sweeper of expired memories was started (see [`Open::start_sweeper`]).
+    sweeper: Once,
 }
 
 /// Per-statement limits, as `serve --query-timeout --query-memory-mb` sets them.
@@ -45,25 +52,65 @@ struct Limits {
 }
 
 impl Open {
+    fn new(engine: Engine, dir: Option<DataDir>, limits: Limits) -> Open {
+        let memory = AgentMemory::new(engine.clone(), Config::default());
+        Open { memory, engine, dir, limits, sweeper: Once::new() }
+    }
+
     /// Run `f` under a fresh control with this database's limits, the GIL released. `main`:
     /// the caller is Python's main thread with the wakeup fd pointed at the interrupt watcher,
-    /// so Ctrl-C cancels the statement (and raises KeyboardInterrupt here).
+    /// so Ctrl-C cancels the statement (and raises KeyboardInterrupt here, the outer error;
+    /// `f`'s own error is the inner one).
+    fn control<T: Send, E: Send>(
+        &self,
+        py: Python<'_>,
+        main: bool,
+        f: impl FnOnce(&Open, &RunContext) -> Result<T, E> + Send,
+    ) -> PyResult<Result<T, E>> {
+        let ctl = QueryControl::new(self.limits.timeout, self.limits.memory);
+        let on_main = main.then(|| OnMain::register(&ctl));
+        // The context is made on the thread that runs the statement: its memory counts from here.
+        let r = py.detach(|| f(self, &RunContext::new(Some(ctl.clone()))));
+        drop(on_main);
+        if main {
+            // A Ctrl-C that arrived meanwhile: its KeyboardInterrupt wins over the CANCELLED.
+            py.check_signals()?;
+        }
+        Ok(r)
+    }
+
+    /// A statement (see [`Open::control`]).
     fn run<T: Send>(
         &self,
         py: Python<'_>,
         main: bool,
         f: impl FnOnce(&Engine, &RunContext) -> zepto_sql::Result<T> + Send,
     ) -> PyResult<T> {
-        let ctl = QueryControl::new(self.limits.timeout, self.limits.memory);
-        let on_main = main.then(|| OnMain::register(&ctl));
-        // The context is made on the thread that runs the statement: its memory counts from here.
-        let r = py.detach(|| f(&self.engine, &RunContext::new(Some(ctl.clone()))));
-        drop(on_main);
-        if main {
-            // A Ctrl-C that arrived meanwhile: its KeyboardInterrupt wins over the CANCELLED.
-            py.check_signals()?;
-        }
-        r.map_err(|e| sql_error(py, e))
+        self.control(py, main, |o, run| f(&o.engine, run))?.map_err(|e| sql_error(py, e))
+    }
+
+    /// Delete expired memories and cache entries every [`Config::sweep_every`], as the server
+    /// does, from the first agent-memory call on (or from the open of a directory that holds
+    /// the layer's tables). Not `AgentMemory::start_sweeper`: that thread keeps only the layer
+    /// alive during a sweep, and a sweep of a closed durable database would then log changes
+    /// after the directory's lock was let go; this one holds the whole database, directory
+    /// included, as a running statement does. It ends at the first wake after the close.
+    fn start_sweeper(self: &Arc<Open>) {
+        self.sweeper.call_once(|| {
+            let weak: Weak<Open> = Arc::downgrade(self);
+            let every = self.memory.config().sweep_every;
+            let spawned = std::thread::Builder::new().name("zepto-ai-sweep".into()).spawn(move || loop {
+                std::thread::sleep(every);
+                let Some(open) = weak.upgrade() else { return };
+                if let Err(e) = open.memory.sweep(&RunContext::unlimited()) {
+                    log_line(&format!("sweeping expired agent memories failed: {e}"));
+                }
+            });
+            if let Err(e) = spawned {
+                // Reads skip expired records and puts evict them first: only memory is lost.
+                log_line(&format!("could not start the agent-memory sweeper: {e}"));
+            }
+        });
     }
 }
 
@@ -103,7 +150,7 @@ impl Database {
         let limits = Limits { timeout, memory: query_memory_mb.map(|m| m.saturating_mul(1 << 20)) };
         let engine = Engine::new();
         let Some(path) = path else {
-            return Ok(Database { open: Mutex::new(Some(Arc::new(Open { engine, dir: None, limits }))) });
+            return Ok(Database { open: Mutex::new(Some(Arc::new(Open::new(engine, None, limits)))) });
         };
         let opts = DirOptions { sync, ..DirOptions::default() };
         let catalog = engine.catalog().clone();
@@ -111,9 +158,13 @@ impl Database {
             py.detach(|| DataDir::open(&catalog, &path, &opts, Arc::new(log_line))).map_err(|e| open_error(py, e))?;
         // COPY never reads or writes the data directory's own files.
         let files = zepto_sql::FilePolicy::new(None, &[path.as_path()]).map_err(|e| open_error(py, e))?;
+        // The recovered tables' vector indexes (the memory layer's among them) are built again.
         engine.start_index_maintainer();
-        let open = Open { engine: engine.with_files(files), dir: Some(dir), limits };
-        Ok(Database { open: Mutex::new(Some(Arc::new(open))) })
+        let open = Arc::new(Open::new(engine.with_files(files), Some(dir), limits));
+        if catalog.exists(MEMORIES.name) || catalog.exists(CACHE.name) {
+            open.start_sweeper();
+        }
+        Ok(Database { open: Mutex::new(Some(open)) })
     }
 
     /// Run one statement (or a `;`-separated script: the last statement's result). `params`
@@ -157,6 +208,37 @@ impl Database {
             let _ = catalog.drop_table(table, true);
         }
         r
+    }
+
+    /// One agent-memory operation, as the server's `/api/ai/*` does it, with the same JSON
+    /// bodies: `op` is `put`, `get`, `delete`, `search`, `context`, `cache_store`,
+    /// `cache_lookup` or `stats`; `tenant` is what the `X-Zepto-Tenant-Id` header would say;
+    /// `body` the request body (operations with one), `id` the record (get, delete),
+    /// `include_embedding` the get's query parameter. Returns the answer as JSON text. Runs
+    /// without the GIL under the database's statement limits; `main` as for [`Database::sql`].
+    #[pyo3(signature = (op, tenant = None, body = None, id = None, include_embedding = false, main = false))]
+    // The parts of the HTTP request it stands for (route, tenant header, body, id, query flag),
+    // and `main` as for `sql`.
+    #[allow(clippy::too_many_arguments)]
+    fn ai(
+        &self,
+        py: Python<'_>,
+        op: &str,
+        tenant: Option<&str>,
+        body: Option<&str>,
+        id: Option<&str>,
+        include_embedding: bool,
+        main: bool,
+    ) -> PyResult<String> {
+        let op = Op::parse(op).ok_or_else(|| PyValueError::new_err(format!("no agent-memory operation '{op}'")))?;
+        let open = self.open(py)?;
+        open.start_sweeper();
+        let call = Call { op, tenant, body, id, include_embedding };
+        match open.control(py, main, |o, run| crate::memory::serve(&o.memory, run, &call))? {
+            Ok(answer) => Ok(answer),
+            Err(Failure::Memory(e)) => Err(memory_error(py, e)),
+            Err(Failure::Render(m)) => Err(sql_error(py, zepto_sql::SqlError::Internal(m))),
+        }
     }
 
     /// Names of the tables, sorted.

@@ -1,22 +1,15 @@
 """Durable directories (reopened by another process) and the same API against a server the
-test starts (`zeptodb serve`, built by `cargo test --workspace`; ZEPTO_BIN overrides)."""
+test starts (`zeptodb serve`: the `server` fixture of conftest.py)."""
 
-import os
-import socket
 import subprocess
 import sys
 import textwrap
-import time
-import urllib.request
-from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pytest
 
 import zeptodb
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def frame(n: int, seed: int) -> pa.Table:
@@ -57,38 +50,6 @@ def test_a_durable_directory_is_reopened_by_another_process(tmp_path):
     again = zeptodb.connect(tmp_path / "db")
     assert again.sql("SELECT count(*) FROM t").fetchone()[0] == 5001
     again.close()
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def server():
-    binary = os.environ.get("ZEPTO_BIN") or str(ROOT / "target" / "debug" / "zeptodb")
-    if not os.path.exists(binary):
-        pytest.fail(f"{binary} is missing: run `cargo build -p zepto-cli` (make test does)")
-    port = free_port()
-    proc = subprocess.Popen(
-        [binary, "serve", "--in-memory", "--http", f"127.0.0.1:{port}", "--api-key", "test-key-0123456789abcdef"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    url = f"http://127.0.0.1:{port}"
-    for _ in range(200):
-        try:
-            urllib.request.urlopen(url + "/ping", timeout=1)
-            break
-        except Exception:
-            time.sleep(0.05)
-    else:
-        proc.kill()
-        pytest.fail("the server did not start")
-    yield url
-    proc.terminate()
-    proc.wait(timeout=30)
 
 
 def test_remote_and_in_process_give_the_same_answers(server):

@@ -9,6 +9,9 @@ server over HTTP, behind one API.
     db.insert("t", df)                               # pandas, Polars, pyarrow, dict of arrays
     r = db.sql("SELECT sym, avg(px) FROM t WHERE ts > ? GROUP BY sym", [start])
     r.to_arrow(); r.to_polars(); r.to_pandas(); r.to_numpy()
+    mid = db.memory.put("likes tea", embedding=vec, user_id="u1")   # agent memory
+    db.memory.search(query_vec, user_id="u1", limit=5)
+    db.cache.lookup("What is VWAP?", embedding=prompt_vec)           # LLM answer cache
 
 In process, results reach Arrow, Polars and NumPy without copying: fixed-width columns and
 timestamps are views of the engine's memory, SYMBOL columns are dictionary arrays over the
@@ -21,16 +24,20 @@ from __future__ import annotations
 import os
 import signal
 import threading
-from typing import Any, Optional, Sequence, Union
+from typing import Any, Callable, Optional, Sequence, TypeVar, Union
 
 from . import _native
 from ._convert import to_arrow_stream, to_param
+from ._memory import Cache, Memory
 from ._native import (
+    BadRequest,
     Cancelled,
     Error,
     IngestError,
     InternalError,
+    NotFound,
     PermissionDenied,
+    QuotaExceeded,
     ResourcesExhausted,
     SqlError,
     StorageError,
@@ -46,6 +53,8 @@ __all__ = [
     "Connection",
     "RemoteConnection",
     "Result",
+    "Memory",
+    "Cache",
     "Error",
     "SqlError",
     "IngestError",
@@ -55,7 +64,28 @@ __all__ = [
     "StorageError",
     "PermissionDenied",
     "InternalError",
+    "BadRequest",
+    "NotFound",
+    "QuotaExceeded",
 ]
+
+T = TypeVar("T")
+
+
+def _interruptible(call: Callable[[bool], T]) -> T:
+    """``call(main)`` where Ctrl-C cancels it: on the main thread, Python's signal handler
+    writes to the wakeup fd even while the engine holds this thread, and a native watcher
+    reading it cancels the work (python/src/interrupt.rs); ``main`` says that fd is set."""
+    if threading.current_thread() is not threading.main_thread():
+        return call(False)
+    try:
+        old = signal.set_wakeup_fd(_native.wakeup_fd(), warn_on_full_buffer=False)
+    except (ValueError, OSError):  # not the main interpreter, or no socket pair
+        return call(False)
+    try:
+        return call(True)
+    finally:
+        signal.set_wakeup_fd(old)
 
 
 def connect(
@@ -100,25 +130,15 @@ class Connection:
     def __init__(self, native: _native.Database) -> None:
         """Wrap an open native database (use :func:`connect`)."""
         self._db = native
+        self._memory = Memory(self._ai)
+        self._cache = Cache(self._ai)
 
     def sql(self, query: str, params: Optional[Sequence[Any]] = None) -> Result:
         """Run a statement and return its result. ``params`` fill ``?`` (or ``$1``, ``$2``...)
         placeholders: None, bool, int, float, str, ``datetime``/``date``, ``numpy.datetime64``
         and pandas ``Timestamp`` (nanoseconds kept). A parameter is a value, never SQL."""
         bound = None if params is None else [to_param(p) for p in params]
-        if threading.current_thread() is not threading.main_thread():
-            return Result(self._db.sql(query, bound))
-        # On the main thread Ctrl-C cancels the statement: Python's signal handler writes to the
-        # wakeup fd even while the engine holds this thread, and a native watcher reading it
-        # cancels the statement (python/src/interrupt.rs).
-        try:
-            old = signal.set_wakeup_fd(_native.wakeup_fd(), warn_on_full_buffer=False)
-        except (ValueError, OSError):  # not the main interpreter, or no socket pair
-            return Result(self._db.sql(query, bound))
-        try:
-            return Result(self._db.sql(query, bound, True))
-        finally:
-            signal.set_wakeup_fd(old)
+        return Result(_interruptible(lambda main: self._db.sql(query, bound, main)))
 
     def execute(self, query: str, params: Optional[Sequence[Any]] = None) -> Result:
         """Run a statement (DDL, DML or a query); the same as :meth:`sql`."""
@@ -137,6 +157,24 @@ class Connection:
     def tables(self) -> list[str]:
         """Names of the tables, sorted."""
         return self._db.tables()
+
+    @property
+    def memory(self) -> Memory:
+        """Agent memory over this database (table ``ai_memories``): put, get, delete, search,
+        context, stats. See :class:`zeptodb.Memory`."""
+        return self._memory
+
+    @property
+    def cache(self) -> Cache:
+        """The LLM answer cache over this database (table ``ai_cache``): store, lookup. See
+        :class:`zeptodb.Cache`."""
+        return self._cache
+
+    def _ai(
+        self, op: str, tenant: Optional[str], body: Optional[str], memory_id: Optional[str], include_embedding: bool
+    ) -> str:
+        """The memory layer's transport in process: the native layer takes the server's JSON."""
+        return _interruptible(lambda main: self._db.ai(op, tenant, body, memory_id, include_embedding, main))
 
     @property
     def durable(self) -> bool:

@@ -1,6 +1,7 @@
 """The same API against a ZeptoDB server over HTTP (SPEC §2): statements as JSON with their
-parameters, results as Arrow IPC streams, inserts as Arrow IPC bodies to ``/write``. Only the
-standard library and pyarrow."""
+parameters, results as Arrow IPC streams, inserts as Arrow IPC bodies to ``/write``, agent
+memory and the answer cache as the JSON of ``/api/ai/*``. Only the standard library and
+pyarrow."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import Any, Optional, Sequence
 
 from . import _native
 from ._convert import iso_ns, to_arrow_stream, to_param
+from ._memory import Cache, Memory, bad_request
 from ._result import Result
 
 ARROW = "application/vnd.apache.arrow.stream"
@@ -42,6 +44,22 @@ _CLASSES = {
     "UNAUTHENTICATED": _native.PermissionDenied,
     "FORBIDDEN": _native.PermissionDenied,
     "INTERNAL": _native.InternalError,
+    "NOT_FOUND": _native.NotFound,
+    "QUOTA_EXCEEDED": _native.QuotaExceeded,
+}
+
+# `/api/ai/*` answers a malformed request with BAD_REQUEST, raised as in process (elsewhere it
+# stays an IngestError, as before the memory layer).
+_AI_CLASSES = {**_CLASSES, "BAD_REQUEST": _native.BadRequest}
+
+# The agent-memory operations with a fixed route: method and path.
+_AI_ROUTES = {
+    "put": ("POST", "/api/ai/memories"),
+    "search": ("POST", "/api/ai/memories/search"),
+    "context": ("POST", "/api/ai/context"),
+    "cache_store": ("POST", "/api/ai/cache/store"),
+    "cache_lookup": ("POST", "/api/ai/cache/lookup"),
+    "stats": ("GET", "/api/ai/stats"),
 }
 
 # pyarrow types → the column types CREATE TABLE takes (for insert(create=True)).
@@ -146,12 +164,12 @@ def _line_column(query: str, offset: int):
     return line, offset - (query.rfind("\n", 0, offset) + 1) + 1
 
 
-def _raise(status: int, body: bytes, fix=None):
+def _raise(status: int, body: bytes, fix=None, classes=None):
     try:
         err = json.loads(body.decode("utf-8"))["error"]
     except Exception:
         raise _native.Error(f"HTTP {status}: {body[:200]!r}") from None
-    cls = _CLASSES.get(err.get("code"), _native.Error)
+    cls = (classes or _CLASSES).get(err.get("code"), _native.Error)
     e = cls(err.get("message", f"HTTP {status}"))
     e.code = err.get("code")
     e.line = err.get("line")
@@ -196,21 +214,61 @@ class RemoteConnection:
         self._key = api_key
         self._timeout = timeout
         self._closed = False
+        self._memory = Memory(self._ai)
+        self._cache = Cache(self._ai)
 
-    def _request(self, path: str, body: Optional[bytes], content_type: str, accept: str, fix=None):
+    def _request(
+        self,
+        path: str,
+        body: Optional[bytes],
+        content_type: str,
+        accept: str,
+        fix=None,
+        *,
+        method: Optional[str] = None,
+        headers: Optional[dict] = None,
+        classes: Optional[dict] = None,
+    ):
         if self._closed:
             raise _native.Error("the connection is closed")
-        req = urllib.request.Request(self._url + path, data=body, method="GET" if body is None else "POST")
+        method = method or ("GET" if body is None else "POST")
+        req = urllib.request.Request(self._url + path, data=body, method=method)
         if body is not None:
             req.add_header("Content-Type", content_type)
         req.add_header("Accept", accept)
         if self._key is not None:
             req.add_header("Authorization", f"Bearer {self._key}")
+        for k, v in (headers or {}).items():
+            req.add_header(k, v)
         try:
             with urllib.request.urlopen(req, timeout=self._timeout) as resp:
                 return resp.headers, resp.read()
         except urllib.error.HTTPError as e:
-            _raise(e.code, e.read(), fix)
+            _raise(e.code, e.read(), fix, classes)
+
+    def _ai(
+        self, op: str, tenant: Optional[str], body: Optional[str], memory_id: Optional[str], include_embedding: bool
+    ) -> str:
+        """The memory layer's transport over HTTP: ``/api/ai/*``, the tenant of a request
+        without a body in the ``X-Zepto-Tenant-Id`` header."""
+        if op in ("get", "delete"):
+            method = "GET" if op == "get" else "DELETE"
+            path = "/api/ai/memories/" + urllib.parse.quote(memory_id or "", safe="")
+            if include_embedding:
+                path += "?include_embedding=true"
+        else:
+            method, path = _AI_ROUTES[op]
+        headers = {}
+        if tenant is not None:
+            if not (tenant.isascii() and tenant.isprintable()):
+                # An HTTP header carries printable ASCII only (the server says the same).
+                raise bad_request(f"X-Zepto-Tenant-Id: tenant {tenant!r} is not printable ASCII (over HTTP)")
+            headers["X-Zepto-Tenant-Id"] = tenant
+        data = None if body is None else body.encode("utf-8")
+        _, answer = self._request(
+            path, data, "application/json", "application/json", method=method, headers=headers, classes=_AI_CLASSES
+        )
+        return answer.decode("utf-8")
 
     def sql(self, query: str, params: Optional[Sequence[Any]] = None) -> Result:
         """Run a statement on the server; the result arrives as an Arrow IPC stream."""
@@ -283,6 +341,18 @@ class RemoteConnection:
         """Names of the tables this key may see, sorted."""
         _, body = self._request("/tables", None, "", "application/json")
         return sorted(t["name"] for t in json.loads(body.decode("utf-8"))["tables"])
+
+    @property
+    def memory(self) -> Memory:
+        """Agent memory on the server (``/api/ai/memories``...): the API of
+        :attr:`zeptodb.Connection.memory`. See :class:`zeptodb.Memory`."""
+        return self._memory
+
+    @property
+    def cache(self) -> Cache:
+        """The server's LLM answer cache (``/api/ai/cache/*``): the API of
+        :attr:`zeptodb.Connection.cache`. See :class:`zeptodb.Cache`."""
+        return self._cache
 
     @property
     def durable(self) -> Optional[bool]:

@@ -1,0 +1,49 @@
+"""What several test files share: a real `zeptodb serve` to test the remote mode against (built
+by `cargo build -p zepto-cli`, which `make python-test` runs; ZEPTO_BIN overrides the binary)."""
+
+import os
+import socket
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# The server's one API key (admin).
+API_KEY = "test-key-0123456789abcdef"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def server():
+    """The URL of a server in memory, started once for the session and stopped after it."""
+    binary = os.environ.get("ZEPTO_BIN") or str(ROOT / "target" / "debug" / "zeptodb")
+    if not os.path.exists(binary):
+        pytest.fail(f"{binary} is missing: run `cargo build -p zepto-cli` (make test does)")
+    port = free_port()
+    proc = subprocess.Popen(
+        [binary, "serve", "--in-memory", "--http", f"127.0.0.1:{port}", "--api-key", API_KEY],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(200):
+        try:
+            urllib.request.urlopen(url + "/ping", timeout=1)
+            break
+        except Exception:
+            time.sleep(0.05)
+    else:
+        proc.kill()
+        pytest.fail("the server did not start")
+    yield url
+    proc.terminate()
+    proc.wait(timeout=30)
