@@ -6,7 +6,6 @@
 
 use crate::errors::{ingest_error, memory_error, open_error, sql_error, storage_error};
 use crate::interrupt::OnMain;
-use crate::memory::{Call, Failure, Op};
 use crate::result::NativeResult;
 use arrow_array::ffi_stream::{FFI_ArrowArrayStream, RecordBatchStreamReader};
 use arrow_array::{RecordBatch, RecordBatchReader};
@@ -230,15 +229,14 @@ impl Database {
         include_embedding: bool,
         main: bool,
     ) -> PyResult<String> {
-        let op = Op::parse(op).ok_or_else(|| PyValueError::new_err(format!("no agent-memory operation '{op}'")))?;
+        let op = zepto_memory::Op::parse(op)
+            .ok_or_else(|| PyValueError::new_err(format!("no agent-memory operation '{op}'")))?;
         let open = self.open(py)?;
         open.start_sweeper();
-        let call = Call { op, tenant, body, id, include_embedding };
-        match open.control(py, main, |o, run| crate::memory::serve(&o.memory, run, &call))? {
-            Ok(answer) => Ok(answer),
-            Err(Failure::Memory(e)) => Err(memory_error(py, e)),
-            Err(Failure::Render(m)) => Err(sql_error(py, zepto_sql::SqlError::Internal(m))),
-        }
+        // In process there is no API key: the tenant comes as the header would.
+        let tenant = zepto_memory::TenantSources { key: None, header: tenant };
+        let call = zepto_memory::Call { op, tenant, body: body.map(str::as_bytes), id, include_embedding };
+        open.control(py, main, |o, run| o.memory.call(run, &call))?.map_err(|e| memory_error(py, e))
     }
 
     /// Names of the tables, sorted.

@@ -121,6 +121,7 @@ pub fn memory_error(py: Python<'_>, e: AiError) -> PyErr {
         AiError::NotFound(m) => raise::<NotFound>(py, m, "NOT_FOUND", none),
         AiError::Quota(m) => raise::<QuotaExceeded>(py, m, "QUOTA_EXCEEDED", none),
         AiError::Sql(e) => sql_error(py, e),
+        AiError::Internal(m) => sql_error(py, EngineError::Internal(m)),
         AiError::Storage(e) => match e {
             StoreError::TableNotFound(n) => {
                 raise::<SqlError>(py, format!("table '{n}' does not exist"), "TABLE_NOT_FOUND", none)

@@ -1,14 +1,13 @@
 //! `zeptodb._native`: the engine inside Python. The pure-Python package `zeptodb` wraps it
 //! (connect, results to pandas/Polars/NumPy, the remote client); this module holds what must
 //! be native: the database (`database::Database`), results as Arrow over the engine's own
-//! memory (`result::NativeResult`), the agent-memory operations (`memory`), and the exception
+//! memory (`result::NativeResult`), and the exception
 //! classes (`errors`).
 
 mod database;
 mod dlpack;
 mod errors;
 mod interrupt;
-mod memory;
 mod result;
 
 use pyo3::prelude::*;

@@ -26,6 +26,9 @@ pub enum MemoryError {
     /// The tenant is at its quota and nothing can be evicted (every record is pinned).
     #[error("{0}")]
     Quota(String),
+    /// A failure of the layer itself (a bug), not of the request.
+    #[error("internal error: {0}")]
+    Internal(String),
     /// The engine refused a statement.
     #[error(transparent)]
     Sql(#[from] SqlError),

@@ -5,6 +5,7 @@
 //! * [`AgentMemory`] — put, get, delete, search and context assembly for memories; store and
 //!   lookup for the cache; per-tenant quotas with eviction; TTLs swept in the background.
 //! * [`api`] — the request and response bodies every door shares.
+//! * [`serve`] — one operation as JSON in, JSON out: what the HTTP and Python doors both call.
 //! * [`tenant`] — whose rows a request touches (API key, header, field).
 //! * [`rank`] — the documented ranking score, written once, as SQL.
 //!
@@ -21,6 +22,7 @@ mod memories;
 mod query;
 pub mod rank;
 mod search;
+pub mod serve;
 mod store;
 pub mod tables;
 pub mod tenant;
@@ -30,5 +32,6 @@ pub mod validate;
 pub use cache::DEFAULT_SEMANTIC_THRESHOLD;
 pub use error::{MemoryError, Result};
 pub use search::MAX_LIMIT;
+pub use serve::{Call, Op};
 pub use store::{AgentMemory, Config};
 pub use tenant::{TenantSources, DEFAULT_TENANT};

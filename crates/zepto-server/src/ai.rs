@@ -19,59 +19,30 @@
 
 use crate::auth::{Principal, Role};
 use crate::error::ApiError;
+use crate::inflight::Held;
 use crate::state::State;
 use bytes::Bytes;
 use hyper::body::Incoming;
-use hyper::{Method, Request, StatusCode};
+use hyper::{Method, StatusCode};
 use std::sync::Arc;
-use zepto_memory::api::{self, CacheLookupRequest, CacheStoreRequest, ContextRequest, SearchRequest};
-use zepto_memory::{AgentMemory, TenantSources};
+use zepto_memory::{Call, Op, TenantSources};
 use zepto_sql::interrupt::{QueryControl, RunContext};
-
-/// One agent-memory operation, parsed from the method and path.
-#[derive(Debug, Clone, PartialEq)]
-enum Op {
-    Put,
-    Get(String),
-    Delete(String),
-    Search,
-    Context,
-    CacheStore,
-    CacheLookup,
-    Stats,
-}
-
-impl Op {
-    /// The table the operation reads or writes, and the role it needs.
-    fn needs(&self) -> (&'static str, Role) {
-        match self {
-            Op::Put | Op::Delete(_) => ("ai_memories", Role::Writer),
-            Op::Get(_) | Op::Search | Op::Context | Op::Stats => ("ai_memories", Role::Reader),
-            Op::CacheStore => ("ai_cache", Role::Writer),
-            Op::CacheLookup => ("ai_cache", Role::Reader),
-        }
-    }
-
-    fn has_body(&self) -> bool {
-        !matches!(self, Op::Get(_) | Op::Delete(_) | Op::Stats)
-    }
-}
 
 /// The operation at `path` (under `/api/ai`) for `method`; 404 for an unknown path, 405 (with
 /// `Allow`) for a known path and another method.
-fn route(method: &Method, path: &str) -> Result<Op, ApiError> {
+fn route(method: &Method, path: &str) -> Result<(Op, Option<String>), ApiError> {
     let rest = path.strip_prefix("/api/ai").unwrap_or(path);
     let get = method == Method::GET || method == Method::HEAD;
     let (op, allow) = match rest {
-        "/memories" => (matches!(*method, Method::POST).then_some(Op::Put), "POST"),
-        "/memories/search" => (matches!(*method, Method::POST).then_some(Op::Search), "POST"),
-        "/context" => (matches!(*method, Method::POST).then_some(Op::Context), "POST"),
-        "/cache/store" => (matches!(*method, Method::POST).then_some(Op::CacheStore), "POST"),
-        "/cache/lookup" => (matches!(*method, Method::POST).then_some(Op::CacheLookup), "POST"),
-        "/stats" => (get.then_some(Op::Stats), "GET, HEAD"),
+        "/memories" => (matches!(*method, Method::POST).then_some((Op::Put, None)), "POST"),
+        "/memories/search" => (matches!(*method, Method::POST).then_some((Op::Search, None)), "POST"),
+        "/context" => (matches!(*method, Method::POST).then_some((Op::Context, None)), "POST"),
+        "/cache/store" => (matches!(*method, Method::POST).then_some((Op::CacheStore, None)), "POST"),
+        "/cache/lookup" => (matches!(*method, Method::POST).then_some((Op::CacheLookup, None)), "POST"),
+        "/stats" => (get.then_some((Op::Stats, None)), "GET, HEAD"),
         r => match r.strip_prefix("/memories/").filter(|id| !id.is_empty() && !id.contains('/')) {
-            Some(id) if get => (Some(Op::Get(id.to_string())), ""),
-            Some(id) if method == Method::DELETE => (Some(Op::Delete(id.to_string())), ""),
+            Some(id) if get => (Some((Op::Get, Some(id.to_string()))), ""),
+            Some(id) if method == Method::DELETE => (Some((Op::Delete, Some(id.to_string()))), ""),
             Some(_) => (None, "GET, HEAD, DELETE"),
             None => return Err(ApiError::not_found(format!("no such endpoint: {method} {path}"))),
         },
@@ -95,13 +66,13 @@ fn key_tenant(_who: &Principal) -> Option<&str> {
 /// Serve one `/api/ai/*` request: the status and JSON body.
 pub(crate) async fn handle(
     state: &Arc<State>,
-    req: Request<Incoming>,
+    req: hyper::Request<Incoming>,
     who: &Principal,
     params: &[(String, String)],
 ) -> Result<(StatusCode, String), ApiError> {
-    let op = route(req.method(), req.uri().path())?;
-    let (table, role) = op.needs();
-    who.require(role)?;
+    let (op, id) = route(req.method(), req.uri().path())?;
+    let (table, writes) = op.target();
+    who.require(if writes { Role::Writer } else { Role::Reader })?;
     who.require_table(table)?;
     let header = match req.headers().get("x-zepto-tenant-id") {
         None => None,
@@ -111,11 +82,27 @@ pub(crate) async fn handle(
     };
     let include_embedding = params.iter().any(|(k, v)| k == "include_embedding" && (v == "true" || v == "1"));
     let (body, held) = if op.has_body() {
-        let (b, h) = crate::router::read_body(state, req, state.config.ai_max_body_bytes).await?;
+        let (b, h) = crate::request_body::read_body(state, req, state.config.ai_max_body_bytes).await?;
         (b, Some(h))
     } else {
         (Bytes::new(), None)
     };
+    let request = Request { op, id, header, include_embedding, body, key: key_tenant(who).map(str::to_string) };
+    run(state, request, held).await
+}
+
+/// An `/api/ai/*` request, read and checked, ready to run.
+struct Request {
+    op: Op,
+    id: Option<String>,
+    header: Option<String>,
+    include_embedding: bool,
+    body: Bytes,
+    key: Option<String>,
+}
+
+/// Run a request on a query slot under the server's limits (cancelled at shutdown).
+async fn run(state: &Arc<State>, r: Request, held: Option<Held>) -> Result<(StatusCode, String), ApiError> {
     let permit = state
         .query_slots
         .clone()
@@ -123,64 +110,26 @@ pub(crate) async fn handle(
         .await
         .map_err(|_| ApiError::internal("the server is shutting down"))?;
     let ctl = QueryControl::new(state.config.query_timeout, state.config.query_memory_limit);
-    let id = state.next_id();
-    state.running.lock().unwrap_or_else(|e| e.into_inner()).insert(id, ctl.clone());
+    let slot = state.next_id();
+    state.running.lock().unwrap_or_else(|e| e.into_inner()).insert(slot, ctl.clone());
     let memory = state.memory.clone();
-    let key = key_tenant(who).map(str::to_string);
     let result = tokio::task::spawn_blocking(move || {
         let (_permit, _held) = (permit, held);
         let run = RunContext::new(Some(ctl));
-        let src = TenantSources { key: key.as_deref(), header: header.as_deref() };
-        serve(&memory, &run, &src, op, &body, include_embedding)
+        let call = Call {
+            op: r.op,
+            tenant: TenantSources { key: r.key.as_deref(), header: r.header.as_deref() },
+            body: r.op.has_body().then_some(&r.body[..]),
+            id: r.id.as_deref(),
+            include_embedding: r.include_embedding,
+        };
+        let mut answer = memory.call(&run, &call)?;
+        answer.push('\n');
+        Ok((StatusCode::OK, answer))
     })
     .await;
-    state.running.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
+    state.running.lock().unwrap_or_else(|e| e.into_inner()).remove(&slot);
     result.map_err(|e| ApiError::internal(format!("agent-memory task failed: {e}")))?
-}
-
-/// Run one operation and render its answer.
-fn serve(
-    m: &AgentMemory,
-    run: &RunContext,
-    src: &TenantSources<'_>,
-    op: Op,
-    body: &[u8],
-    include_embedding: bool,
-) -> Result<(StatusCode, String), ApiError> {
-    let v = match op {
-        Op::Put => {
-            let (reqs, batch) = api::parse_put(body)?;
-            let ids = m.put(run, src, &reqs)?;
-            if batch {
-                serde_json::json!({ "memory_ids": ids })
-            } else {
-                serde_json::json!({ "memory_id": ids.first() })
-            }
-        }
-        Op::Get(id) => serde_json::to_value(m.get(run, src, &id, include_embedding)?).map_err(render)?,
-        Op::Delete(id) => {
-            m.delete(run, src, &id)?;
-            serde_json::json!({ "deleted": id })
-        }
-        Op::Search => serde_json::json!({ "matches": m.search(run, src, &api::parse::<SearchRequest>(body)?)? }),
-        Op::Context => {
-            serde_json::to_value(m.context(run, src, &api::parse::<ContextRequest>(body)?)?).map_err(render)?
-        }
-        Op::CacheStore => {
-            serde_json::json!({ "entry_id": m.cache_store(run, src, &api::parse::<CacheStoreRequest>(body)?)? })
-        }
-        Op::CacheLookup => {
-            serde_json::to_value(m.cache_lookup(run, src, &api::parse::<CacheLookupRequest>(body)?)?).map_err(render)?
-        }
-        Op::Stats => serde_json::to_value(m.stats(run, src)?).map_err(render)?,
-    };
-    let mut s = serde_json::to_string(&v).map_err(render)?;
-    s.push('\n');
-    Ok((StatusCode::OK, s))
-}
-
-fn render(e: serde_json::Error) -> ApiError {
-    ApiError::internal(format!("rendering the answer: {e}"))
 }
 
 #[cfg(test)]
@@ -189,11 +138,11 @@ mod tests {
 
     #[test]
     fn routes() {
-        assert_eq!(route(&Method::POST, "/api/ai/memories").expect("put"), Op::Put);
-        assert_eq!(route(&Method::GET, "/api/ai/memories/m1").expect("get"), Op::Get("m1".into()));
-        assert_eq!(route(&Method::DELETE, "/api/ai/memories/m1").expect("delete"), Op::Delete("m1".into()));
-        assert_eq!(route(&Method::POST, "/api/ai/memories/search").expect("search"), Op::Search);
-        assert_eq!(route(&Method::GET, "/api/ai/stats").expect("stats"), Op::Stats);
+        assert_eq!(route(&Method::POST, "/api/ai/memories").expect("put"), (Op::Put, None));
+        assert_eq!(route(&Method::GET, "/api/ai/memories/m1").expect("get"), (Op::Get, Some("m1".into())));
+        assert_eq!(route(&Method::DELETE, "/api/ai/memories/m1").expect("delete"), (Op::Delete, Some("m1".into())));
+        assert_eq!(route(&Method::POST, "/api/ai/memories/search").expect("search"), (Op::Search, None));
+        assert_eq!(route(&Method::GET, "/api/ai/stats").expect("stats"), (Op::Stats, None));
         let e = route(&Method::GET, "/api/ai/context").expect_err("405");
         assert_eq!((e.status, e.allow), (StatusCode::METHOD_NOT_ALLOWED, Some("POST")));
         assert_eq!(route(&Method::POST, "/api/ai/memories/m1").expect_err("405").allow, Some("GET, HEAD, DELETE"));

@@ -7,6 +7,7 @@
 use hyper::StatusCode;
 use zepto_io::IoError;
 use zepto_sql::SqlError;
+use zepto_storage::StorageError;
 
 /// An error as the HTTP door reports it: the status line plus the JSON body of [`ApiError::body`].
 #[derive(Debug, Clone, PartialEq)]
@@ -149,7 +150,8 @@ impl From<zepto_memory::MemoryError> for ApiError {
             M::NotFound(m) => ApiError::not_found(m),
             M::Quota(m) => ApiError::new(StatusCode::TOO_MANY_REQUESTS, "QUOTA_EXCEEDED", m),
             M::Sql(e) => e.into(),
-            M::Storage(e) => crate::ingest::storage_error(e),
+            M::Storage(e) => storage_error(e),
+            M::Internal(m) => ApiError::internal(m),
         }
     }
 }
@@ -158,6 +160,24 @@ impl From<IoError> for ApiError {
     fn from(e: IoError) -> ApiError {
         let row = e.row();
         ApiError::ingest(e.to_string()).at_row(row)
+    }
+}
+
+/// A storage refusal as the ingest and agent-memory endpoints report it.
+pub fn storage_error(e: StorageError) -> ApiError {
+    match e {
+        StorageError::TableNotFound(n) => {
+            ApiError::new(StatusCode::NOT_FOUND, "TABLE_NOT_FOUND", format!("table '{n}' does not exist"))
+        }
+        StorageError::Conflict(_) => {
+            ApiError::new(StatusCode::CONFLICT, "INGEST", format!("{e} (the table changed; retry)"))
+        }
+        // Refused whole, applied nowhere: the client may retry once space is freed.
+        StorageError::DiskFull(_) => ApiError::new(StatusCode::INSUFFICIENT_STORAGE, "DISK_FULL", e.to_string()),
+        StorageError::Durability(_) => {
+            ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "NOT_DURABLE", format!("{e}: the batch was not applied"))
+        }
+        e => ApiError::ingest(e.to_string()),
     }
 }
 

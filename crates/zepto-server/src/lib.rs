@@ -7,6 +7,7 @@
 //! * [`ingest`] — `/write`: CSV, JSONL, Arrow IPC and InfluxDB line protocol, all-or-nothing.
 //! * [`ai`] — `/api/ai/*`: agent memory and answer caches, tenant-scoped.
 //! * [`auth`] — API keys (stored hashed), roles and table grants.
+//! * [`request_body`] — request bodies read under size and time limits, gunzipped.
 //! * [`inflight`] — one budget for the request bodies held in memory at once.
 //! * [`memory_guard`] — stops the heaviest query when the process holds too much.
 //! * [`pool`] — the query threads, apart from ingest's and at a lower CPU priority.
@@ -25,6 +26,7 @@ pub mod ingest;
 pub mod memory_guard;
 pub mod metrics;
 pub mod pool;
+pub mod request_body;
 pub mod router;
 pub mod server;
 pub mod sql;

@@ -7,20 +7,19 @@ use crate::auth::{Principal, Role};
 use crate::body::ResponseBody;
 use crate::encode::Format;
 use crate::error::ApiError;
-use crate::inflight::Held;
 use crate::ingest::{self, ilp::Precision, IngestFormat, WriteRequest};
 use crate::metrics::Route;
+use crate::request_body::read_body;
 use crate::sql::{self, SqlRequest};
 use crate::state::State;
 use bytes::Bytes;
-use http_body_util::BodyExt;
 use hyper::body::Incoming;
-use hyper::header::{HeaderValue, CONTENT_LENGTH, CONTENT_TYPE};
+use hyper::header::{HeaderValue, CONTENT_TYPE};
 use hyper::{Method, Request, Response, StatusCode};
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// What a handler reports for the log besides its response.
 struct Outcome {
@@ -321,96 +320,6 @@ fn response_format(param: Option<&str>, req: &Request<Incoming>) -> Result<Forma
     }
     let accept = req.headers().get(hyper::header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("");
     Ok(Format::from_accept(accept).unwrap_or(Format::Json))
-}
-
-/// How long a client may take to send a request body.
-const BODY_TIMEOUT: Duration = Duration::from_secs(300);
-
-/// The whole body, refusing more than the configured limit (413 `PAYLOAD_TOO_LARGE`), decoded
-/// if it came gzip-compressed (Telegraf and InfluxDB clients compress by default), with the
-/// share of the server's body budget it holds (503 `BODIES_IN_FLIGHT` when the budget is spent:
-/// [`crate::inflight`]). Keep the share as long as the body, or what is made of it, lives.
-pub(crate) async fn read_body(state: &State, req: Request<Incoming>, max: usize) -> Result<(Bytes, Held), ApiError> {
-    let too_large = || {
-        ApiError::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "PAYLOAD_TOO_LARGE",
-            format!("request body is larger than the limit of {max} bytes (--max-body-mb raises it)"),
-        )
-    };
-    if let Some(n) = req.headers().get(CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok()) {
-        if n > max as u64 {
-            return Err(too_large());
-        }
-    }
-    let encoding = req
-        .headers()
-        .get(hyper::header::CONTENT_ENCODING)
-        .and_then(|v| v.to_str().ok())
-        .map(|s| s.trim().to_ascii_lowercase());
-    let gzip = match encoding.as_deref() {
-        None | Some("") | Some("identity") => false,
-        Some("gzip") | Some("x-gzip") => true,
-        Some(other) => {
-            return Err(ApiError::new(
-                StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                "UNSUPPORTED_ENCODING",
-                format!("Content-Encoding '{other}' is not supported (use gzip or none)"),
-            ))
-        }
-    };
-    let mut held = state.bodies.share();
-    let body = tokio::time::timeout(BODY_TIMEOUT, collect(req.into_body(), max, &mut held))
-        .await
-        .map_err(|_| ApiError::new(StatusCode::REQUEST_TIMEOUT, "BODY_TIMEOUT", "the request body took too long"))?
-        .map_err(|e| if e.code == "PAYLOAD_TOO_LARGE" { too_large() } else { e })?;
-    if !gzip {
-        return Ok((body, held));
-    }
-    let out = gunzip(&body, max, &mut held)?;
-    Ok((out, held))
-}
-
-/// A gzip body decoded, at most `max` bytes (else 413), each piece covered by `held` (which
-/// already holds the compressed body) before it is kept: a gzip bomb draws on the budget as it
-/// expands.
-fn gunzip(body: &[u8], max: usize, held: &mut Held) -> Result<Bytes, ApiError> {
-    use std::io::Read;
-    let mut out = Vec::with_capacity(body.len().saturating_mul(4).min(max));
-    // Read one byte past the limit to tell "exactly at" from "over".
-    let mut decoder = flate2::read::MultiGzDecoder::new(body).take(max as u64 + 1);
-    let mut piece = vec![0u8; 64 << 10];
-    loop {
-        let n = decoder.read(&mut piece).map_err(|e| ApiError::bad_request(format!("bad gzip body: {e}")))?;
-        let Some(bytes) = piece.get(..n).filter(|b| !b.is_empty()) else { break };
-        if out.len() + n > max {
-            return Err(ApiError::new(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "PAYLOAD_TOO_LARGE",
-                format!("request body is larger than the limit of {max} bytes once decoded (--max-body-mb raises it)"),
-            ));
-        }
-        held.cover(body.len().saturating_add(out.len()).saturating_add(n))?;
-        out.extend_from_slice(bytes);
-    }
-    Ok(Bytes::from(out))
-}
-
-/// The body's bytes, at most `max` (else an error with code `PAYLOAD_TOO_LARGE`), each frame
-/// covered by `held` before it is kept.
-async fn collect(mut body: Incoming, max: usize, held: &mut Held) -> Result<Bytes, ApiError> {
-    let mut out: Vec<u8> = Vec::new();
-    while let Some(frame) = body.frame().await {
-        let frame = frame.map_err(|e| ApiError::bad_request(format!("could not read the request body: {e}")))?;
-        let Ok(data) = frame.into_data() else { continue };
-        let total = out.len().saturating_add(data.len());
-        if total > max {
-            return Err(ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "PAYLOAD_TOO_LARGE", "too large"));
-        }
-        held.cover(total)?;
-        out.extend_from_slice(&data);
-    }
-    Ok(Bytes::from(out))
 }
 
 fn probe(state: &State, path: &str) -> Result<Outcome, ApiError> {

@@ -13,7 +13,7 @@ pub mod ilp;
 mod jsonl;
 
 use crate::auth::Principal;
-use crate::error::ApiError;
+use crate::error::{storage_error, ApiError};
 use ilp::{FieldValue, Point, Precision};
 use std::collections::HashMap;
 use zepto_io::csv::{read_csv, CsvOptions};
@@ -122,25 +122,6 @@ fn utf8(body: &[u8], format: IngestFormat) -> Result<&str, ApiError> {
             _ => ApiError::ingest(msg).at_row(Some(line)),
         }
     })
-}
-
-pub(crate) fn storage_error(e: StorageError) -> ApiError {
-    match e {
-        StorageError::TableNotFound(n) => {
-            ApiError::new(hyper::StatusCode::NOT_FOUND, "TABLE_NOT_FOUND", format!("table '{n}' does not exist"))
-        }
-        StorageError::Conflict(_) => {
-            ApiError::new(hyper::StatusCode::CONFLICT, "INGEST", format!("{e} (the table changed; retry)"))
-        }
-        // Refused whole, applied nowhere: the client may retry once space is freed.
-        StorageError::DiskFull(_) => ApiError::new(hyper::StatusCode::INSUFFICIENT_STORAGE, "DISK_FULL", e.to_string()),
-        StorageError::Durability(_) => ApiError::new(
-            hyper::StatusCode::SERVICE_UNAVAILABLE,
-            "NOT_DURABLE",
-            format!("{e}: the batch was not applied"),
-        ),
-        e => ApiError::ingest(e.to_string()),
-    }
 }
 
 /// Most columns an ILP batch may give a table (each new column costs a NULL per earlier row).
