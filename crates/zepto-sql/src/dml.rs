@@ -8,6 +8,11 @@
 //! cannot make a replay differ. Then it is applied. Writers of that table wait meanwhile;
 //! readers keep their snapshots.
 //!
+//! In a session scoped to a tenant ([`crate::access`]), a table with a `tenant_id` column
+//! shows the statement only the tenant's rows: the scope's predicate chooses rows first, and
+//! the WHERE (and SET expressions) are evaluated over those alone. An UPDATE may not SET
+//! `tenant_id` there.
+//!
 //! UPDATE of the partition key or the designated timestamp moves rows (to another partition,
 //! or to another place in time order): it is logged and applied as the deletion of the rows
 //! and the append of their new versions, in one record. Other columns change in place.
@@ -15,30 +20,50 @@
 use crate::access::TableAccess;
 use crate::error::{Pos, Result, SqlError};
 use crate::exec::eval::eval;
-use crate::exec::{mask_indices, Batch, ExecContext, Executor};
+use crate::exec::{rows_passing, Batch, ExecContext, Executor};
 use crate::interrupt::RunContext;
 use crate::parser::ast::{Expr, TableRef};
 use crate::plan::bind_expr::{cast_to, ExprBinder};
-use crate::plan::binder::Binder;
+use crate::plan::binder::{tenant, Binder};
 use crate::plan::{BExpr, Field};
 use std::sync::Arc;
-use zepto_storage::{Catalog, Change, Column, DataType, StorageError, Table};
+use zepto_storage::{Catalog, Change, Column, ColumnDef, DataType, Schema, StorageError, Table};
 
 /// Rows chosen per partition slot (only slots with rows).
 type Selection = Vec<(u32, Vec<u32>)>;
 
-/// The table's fields (access checked), a binder over them, and the schema width bound.
-fn scope(
-    run: &RunContext,
-    catalog: &Arc<Catalog>,
-    access: &TableAccess,
-    table: &str,
-    pos: Pos,
-) -> Result<(Binder, Vec<Field>)> {
+/// What a statement binds against: a binder, the table's fields (access checked) and the
+/// tenant scope's predicate over them, if the session is scoped and the table has `tenant_id`.
+struct Bound {
+    binder: Binder,
+    fields: Vec<Field>,
+    /// The scope's predicate, and the position of `tenant_id` among the fields.
+    scope: Option<(BExpr, usize)>,
+}
+
+fn bind_target(run: &RunContext, catalog: &Arc<Catalog>, access: &TableAccess, table: &str, pos: Pos) -> Result<Bound> {
     let mut binder = Binder::new(catalog.clone(), access.clone(), Arc::new(Executor), run);
     let tref = TableRef::Table { name: table.to_string(), alias: None, pos };
     let (_, fields) = binder.bind_from(&tref)?;
-    Ok((binder, fields))
+    let schema = fields_schema(&fields);
+    let scope = match tenant::scope_filter(access, &schema)? {
+        Some(pred) => access.scope_of(&schema).map(|(_, i)| (pred, i)),
+        None => None,
+    };
+    Ok(Bound { binder, fields, scope })
+}
+
+fn fields_schema(fields: &[Field]) -> Schema {
+    Schema { columns: fields.iter().map(|f| ColumnDef { name: f.name.clone(), data_type: f.data_type }).collect() }
+}
+
+/// Under the lock: the table is scoped for this session exactly as it was when the statement
+/// was bound (a `tenant_id` column added meanwhile would leave the statement unscoped).
+fn same_scope(t: &Table, access: &TableAccess, scope: Option<&(BExpr, usize)>) -> Result<()> {
+    if access.scope_of(t.schema()).map(|(_, i)| i) == scope.map(|(_, i)| *i) {
+        return Ok(());
+    }
+    Err(SqlError::exec(format!("table '{}' was changed while the statement was prepared; run it again", t.name())))
 }
 
 fn bind_row_expr(binder: &mut Binder, fields: &[Field], e: &Expr, boolean: bool) -> Result<BExpr> {
@@ -71,15 +96,17 @@ fn same_layout(t: &Table, fields: &[Field]) -> Result<()> {
     }
 }
 
-fn select(ctx: &ExecContext, t: &Table, width: usize, pred: Option<&BExpr>) -> Result<Selection> {
+/// The rows `preds` keep, per partition: each predicate is evaluated over the rows the ones
+/// before it kept (the tenant scope's comes first).
+fn select(ctx: &ExecContext, t: &Table, width: usize, preds: &[&BExpr]) -> Result<Selection> {
     let mut sel = Vec::new();
     for (slot, p) in t.partitions().iter().enumerate() {
         if p.is_empty() {
             continue;
         }
-        let rows = match pred {
+        let rows = match rows_passing(ctx, &partition_batch(t, slot, width), preds)? {
             None => (0..p.len() as u32).collect(),
-            Some(e) => mask_indices(eval(ctx, e, &partition_batch(t, slot, width))?.as_ref()),
+            Some(rows) => rows,
         };
         if !rows.is_empty() {
             sel.push((slot as u32, rows));
@@ -133,13 +160,15 @@ pub fn delete(
     filter: Option<&Expr>,
     pos: Pos,
 ) -> Result<usize> {
-    let (mut binder, fields) = scope(run, catalog, access, table, pos)?;
+    let Bound { mut binder, fields, scope } = bind_target(run, catalog, access, table, pos)?;
     let pred = filter.map(|f| bind_row_expr(&mut binder, &fields, f, true)).transpose()?;
+    let preds: Vec<&BExpr> = scope.as_ref().map(|(p, _)| p).into_iter().chain(pred.as_ref()).collect();
     locked(catalog, table, pos, |t| {
         same_layout(t, &fields)?;
+        same_scope(t, access, scope.as_ref())?;
         refuse_history(t, pred.as_ref(), "DELETE")?;
         let ctx = ExecContext::new(run);
-        let sel = select(&ctx, t, fields.len(), pred.as_ref())?;
+        let sel = select(&ctx, t, fields.len(), &preds)?;
         if sel.is_empty() {
             return Ok(0);
         }
@@ -157,8 +186,9 @@ pub fn update(
     filter: Option<&Expr>,
     pos: Pos,
 ) -> Result<usize> {
-    let (mut binder, fields) = scope(run, catalog, access, table, pos)?;
+    let Bound { mut binder, fields, scope } = bind_target(run, catalog, access, table, pos)?;
     let pred = filter.map(|f| bind_row_expr(&mut binder, &fields, f, true)).transpose()?;
+    let preds: Vec<&BExpr> = scope.as_ref().map(|(p, _)| p).into_iter().chain(pred.as_ref()).collect();
     let mut targets: Vec<usize> = Vec::with_capacity(sets.len());
     let mut exprs = Vec::with_capacity(sets.len());
     for (name, e, cpos) in sets {
@@ -171,6 +201,13 @@ pub fn update(
             })?;
         if targets.contains(&i) {
             return Err(SqlError::plan(format!("column '{name}' is set twice"), Some(*cpos)));
+        }
+        if let (Some((_, tc)), Some(tenant)) = (&scope, access.tenant()) {
+            if *tc == i {
+                return Err(SqlError::PermissionDenied(format!(
+                    "UPDATE may not SET column '{name}' of table '{table}' in a session scoped to tenant '{tenant}'"
+                )));
+            }
         }
         let bound = bind_row_expr(&mut binder, &fields, e, false)?;
         let want = fields[i].data_type;
@@ -185,9 +222,10 @@ pub fn update(
     }
     locked(catalog, table, pos, |t| {
         same_layout(t, &fields)?;
+        same_scope(t, access, scope.as_ref())?;
         refuse_history(t, pred.as_ref(), "UPDATE")?;
         let ctx = ExecContext::new(run);
-        let sel = select(&ctx, t, fields.len(), pred.as_ref())?;
+        let sel = select(&ctx, t, fields.len(), &preds)?;
         if sel.is_empty() {
             return Ok(0);
         }
