@@ -270,6 +270,12 @@ pub fn keygen_command() -> Command {
         .arg(Arg::new("name").long("name").required(true))
         .arg(Arg::new("role").long("role").value_parser(["reader", "writer", "admin"]).default_value("reader"))
         .arg(Arg::new("tables").long("tables").value_name("T1,T2").help("Grant only these tables"))
+        .arg(
+            Arg::new("tenant")
+                .long("tenant")
+                .value_name("NAME")
+                .help("Bind the key to a tenant: tables with a tenant_id column show it only that tenant's rows"),
+        )
 }
 
 fn fail(msg: &str) -> ExitCode {
@@ -284,7 +290,13 @@ pub fn keygen(a: &ArgMatches) -> ExitCode {
         .get_one::<String>("tables")
         .map(|t| t.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect())
         .unwrap_or_default();
-    match zepto_server::auth::keygen(name, role, &tables) {
+    let tenant = a.get_one::<String>("tenant").map(String::as_str);
+    if let Some(t) = tenant {
+        if let Err(e) = zepto_server::auth::check_tenant(t) {
+            return fail(&format!("--tenant: {e}"));
+        }
+    }
+    match zepto_server::auth::keygen(name, role, &tables, tenant) {
         Ok((key, entry)) => {
             eprintln!("API key (shown once; store it safely): {key}");
             println!("{entry}");

@@ -198,3 +198,66 @@ fn the_quota_flag_bounds_each_tenant() {
     );
     assert_eq!((pinned.status, pinned.error_code().as_str()), (429, "QUOTA_EXCEEDED"), "{}", pinned.text());
 }
+
+/// A key bound to a tenant acts for that tenant alone: naming another is refused (403), its
+/// records are its tenant's, and through SQL it sees no other tenant's memories.
+#[test]
+fn a_tenant_bound_key_is_its_tenant() {
+    let keygen = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_zeptodb"))
+            .arg("keygen")
+            .args(args)
+            .output()
+            .expect("keygen");
+        assert!(out.status.success());
+        let err = String::from_utf8(out.stderr).expect("utf8");
+        (
+            err.rsplit(' ').next().expect("key").trim().to_string(),
+            String::from_utf8(out.stdout).expect("utf8").trim().to_string(),
+        )
+    };
+    let (acme, acme_entry) = keygen(&["--name", "acme-agent", "--role", "writer", "--tenant", "acme"]);
+    let (ops, ops_entry) = keygen(&["--name", "ops", "--role", "admin"]);
+    let dir = tmp_dir("keys");
+    let file = dir.join("keys.json");
+    std::fs::write(&file, format!("{{\"keys\": [{acme_entry}, {ops_entry}]}}")).expect("keys");
+    let s = Server::start(&["--keys-file", file.to_str().expect("path")]);
+    let a = &s.addr;
+    let as_key = |key: &str, method: &str, path: &str, tenant: Option<&str>, body: serde_json::Value| {
+        let auth = format!("Bearer {key}");
+        let mut h = vec![("Authorization", auth.as_str()), ("Content-Type", "application/json")];
+        if let Some(t) = tenant {
+            h.push(("X-Zepto-Tenant-Id", t));
+        }
+        let body = if body.is_null() { String::new() } else { body.to_string() };
+        request(a, method, path, &h, body.as_bytes())
+    };
+    let r = as_key(
+        &ops,
+        "POST",
+        "/api/ai/memories",
+        Some("globex"),
+        json!({"content": "globex secret", "embedding": emb(1)}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    let r = as_key(&acme, "POST", "/api/ai/memories", None, json!({"content": "acme note", "embedding": emb(1)}));
+    assert_eq!(r.status, 200, "{}", r.text());
+    let id = r.json()["memory_id"].as_str().expect("id").to_string();
+    assert_eq!(
+        as_key(&ops, "GET", &format!("/api/ai/memories/{id}"), Some("acme"), json!(null)).status,
+        200,
+        "stored as acme's"
+    );
+    for (tenant, body) in [(Some("globex"), json!({"query_embedding": emb(1)})), (None, json!({"tenant_id": "globex"}))]
+    {
+        let r = as_key(&acme, "POST", "/api/ai/memories/search", tenant, body);
+        assert_eq!((r.status, r.error_code().as_str()), (403, "PERMISSION_DENIED"), "{}", r.text());
+    }
+    let found = as_key(&acme, "POST", "/api/ai/memories/search", None, json!({"query_embedding": emb(1)})).json();
+    let contents: Vec<&str> =
+        found["matches"].as_array().expect("list").iter().filter_map(|m| m["content"].as_str()).collect();
+    assert_eq!(contents, ["acme note"]);
+    let r = post_key(a, "/", &acme, "SELECT content FROM ai_memories");
+    assert_eq!(r.json()["data"], json!([["acme note"]]), "{}", r.text());
+    let _ = std::fs::remove_dir_all(&dir);
+}

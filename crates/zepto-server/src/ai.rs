@@ -59,8 +59,8 @@ fn route(method: &Method, path: &str) -> Result<(Op, Option<String>), ApiError> 
 }
 
 /// The tenant a key is bound to, if any.
-fn key_tenant(_who: &Principal) -> Option<&str> {
-    None
+fn key_tenant(who: &Principal) -> Option<&str> {
+    who.tables.tenant()
 }
 
 /// Serve one `/api/ai/*` request: the status and JSON body.

@@ -10,13 +10,21 @@
 //! TABLE and COPY, which reads and writes files on the server). A key may also carry table
 //! grants: it then sees and touches only those tables.
 //!
+//! A key may be bound to a tenant: then every table with a `tenant_id` column holds, for it,
+//! only the rows of that tenant, through SQL of every kind (the rule and what is refused are
+//! in `zepto_sql::access`); `/write` into such a table (or ILP that would give a table a
+//! `tenant_id` column) is refused, since ingest does not check rows one by one; and `/metrics`,
+//! which counts every table's rows, is refused as for keys with grants.
+//!
 //! Keys file (JSON):
 //! ```json
 //! {"keys": [
 //!   {"name": "ops",  "role": "admin",  "sha256": "<64 hex digits>"},
-//!   {"name": "feed", "role": "writer", "sha256": "<64 hex digits>", "tables": ["trades"]}
+//!   {"name": "feed", "role": "writer", "sha256": "<64 hex digits>", "tables": ["trades"]},
+//!   {"name": "acme-agent", "role": "writer", "sha256": "<64 hex digits>", "tenant": "acme"}
 //! ]}
 //! ```
+//! A tenant is 1 to [`TENANT_MAX_BYTES`] bytes without control characters.
 //! `zeptodb keygen` makes a random key and prints its entry.
 
 use crate::error::ApiError;
@@ -74,7 +82,25 @@ impl fmt::Display for Role {
     }
 }
 
-/// Who is calling: the key's name, role and table grants.
+/// Longest tenant name a key may carry, in bytes.
+pub const TENANT_MAX_BYTES: usize = 128;
+
+/// `Ok` if `tenant` may name a key's tenant: 1 to [`TENANT_MAX_BYTES`] bytes, no control
+/// characters; otherwise what is wrong with it.
+pub fn check_tenant(tenant: &str) -> Result<(), String> {
+    if tenant.is_empty() {
+        return Err("a tenant must not be empty".into());
+    }
+    if tenant.len() > TENANT_MAX_BYTES {
+        return Err(format!("a tenant is at most {TENANT_MAX_BYTES} bytes, not {}", tenant.len()));
+    }
+    if tenant.chars().any(char::is_control) {
+        return Err("a tenant must not contain control characters".into());
+    }
+    Ok(())
+}
+
+/// Who is calling: the key's name, role, table grants and tenant.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Principal {
     /// The key's name from the keys file or command line (never the key itself); `-` for the
@@ -82,7 +108,8 @@ pub struct Principal {
     pub name: String,
     /// What the key may do.
     pub role: Role,
-    /// The tables the key may see and touch (all, unless the key has grants).
+    /// The tables the key may see and touch (all, unless the key has grants), and the tenant
+    /// whose rows it sees (none, unless the key is bound to one).
     pub tables: TableAccess,
 }
 
@@ -107,6 +134,20 @@ impl Principal {
             Ok(())
         } else {
             Err(ApiError::forbidden(format!("key '{}' has no grant for table '{table}'", self.name)))
+        }
+    }
+
+    /// `Ok` unless the caller is bound to a tenant and `table` has a `tenant_id` column (or,
+    /// with `adds_tenant_id`, is about to get one): then 403 `PERMISSION_DENIED`, as `/write`
+    /// does not check the tenant of each row.
+    pub fn require_unscoped_write(&self, table: &str, has_tenant_id: bool) -> Result<(), ApiError> {
+        match self.tables.tenant() {
+            Some(tenant) if has_tenant_id => Err(ApiError::forbidden(format!(
+                "key '{}' is bound to tenant '{tenant}' and table '{table}' has a {} column: write its rows through /api/ai (or SQL INSERT)",
+                self.name,
+                zepto_sql::access::TENANT_COLUMN
+            ))),
+            _ => Ok(()),
         }
     }
 }
@@ -195,6 +236,14 @@ impl KeyStore {
                 }
                 Some(_) => return Err(format!("key '{name}': \"tables\" must be a list of table names")),
             };
+            let tables = match k.get("tenant") {
+                None | Some(serde_json::Value::Null) => tables,
+                Some(serde_json::Value::String(t)) => {
+                    check_tenant(t).map_err(|e| format!("key '{name}': \"tenant\": {e}"))?;
+                    tables.with_tenant(t)
+                }
+                Some(_) => return Err(format!("key '{name}': \"tenant\" must be a string")),
+            };
             self.insert(d, Principal { name: name.into(), role, tables })?;
         }
         Ok(())
@@ -217,8 +266,9 @@ impl KeyStore {
     }
 }
 
-/// A new random key (32 bytes from the OS, hex) and its keys-file entry.
-pub fn keygen(name: &str, role: Role, tables: &[String]) -> std::io::Result<(String, String)> {
+/// A new random key (32 bytes from the OS, hex) and its keys-file entry, with table grants
+/// and a tenant if given (the caller checks the tenant with [`check_tenant`]).
+pub fn keygen(name: &str, role: Role, tables: &[String], tenant: Option<&str>) -> std::io::Result<(String, String)> {
     use std::io::Read;
     let mut raw = [0u8; 32];
     std::fs::File::open("/dev/urandom")?.read_exact(&mut raw)?;
@@ -236,6 +286,10 @@ pub fn keygen(name: &str, role: Role, tables: &[String]) -> std::io::Result<(Str
         }
         entry.push(']');
     }
+    if let Some(t) = tenant {
+        entry.push_str(", \"tenant\": ");
+        zepto_io::format::json_escape(t, &mut entry);
+    }
     entry.push('}');
     Ok((key, entry))
 }
@@ -249,7 +303,7 @@ mod tests {
         let mut ks = KeyStore::default();
         assert_eq!(ks.authenticate(None).expect("open").role, Role::Admin);
         ks.add_plain("ops", "0123456789abcdef-admin", Role::Admin, TableAccess::all()).expect("adds");
-        let (key, entry) = keygen("feed", Role::Writer, &["trades".into()]).expect("keygen");
+        let (key, entry) = keygen("feed", Role::Writer, &["trades".into()], None).expect("keygen");
         ks.load_json(&format!("{{\"keys\": [{entry}]}}")).expect("loads");
         assert_eq!(ks.authenticate(None).expect_err("no header").code, "UNAUTHENTICATED");
         assert_eq!(ks.authenticate(Some("Bearer wrong")).expect_err("bad").code, "UNAUTHENTICATED");
@@ -263,5 +317,38 @@ mod tests {
         assert_eq!(admin.role, Role::Admin);
         assert!(ks.add_plain("short", "abc", Role::Reader, TableAccess::all()).is_err());
         assert!(ks.load_json("{\"keys\": [{\"name\": \"x\", \"role\": \"root\", \"sha256\": \"00\"}]}").is_err());
+    }
+
+    #[test]
+    fn tenant_bound_keys() {
+        let mut ks = KeyStore::default();
+        let (key, entry) = keygen("agent", Role::Writer, &[], Some("ac\"me")).expect("keygen");
+        assert!(entry.contains("\"tenant\": \"ac\\\"me\""), "{entry}");
+        ks.load_json(&format!("{{\"keys\": [{entry}]}}")).expect("loads");
+        let p = ks.authenticate(Some(&format!("Bearer {key}"))).expect("agent");
+        assert_eq!(p.tables.tenant(), Some("ac\"me"));
+        assert!(p.tables.is_all() && !p.tables.is_unrestricted());
+        assert_eq!(p.require_unscoped_write("m", true).expect_err("scoped").code, "PERMISSION_DENIED");
+        assert!(p.require_unscoped_write("m", false).is_ok());
+        assert!(Principal::anonymous_admin().require_unscoped_write("m", true).is_ok());
+        let d = "0".repeat(64);
+        for (tenant, why) in [
+            ("\"\"", "empty"),
+            (&format!("\"{}\"", "x".repeat(129)), "at most 128"),
+            ("\"a\\u0007b\"", "control"),
+            ("\"a\\nb\"", "control"),
+            ("7", "string"),
+        ] {
+            let json = format!(
+                "{{\"keys\": [{{\"name\": \"t\", \"role\": \"reader\", \"sha256\": \"{d}\", \"tenant\": {tenant}}}]}}"
+            );
+            let err = KeyStore::default().load_json(&json).expect_err(tenant);
+            assert!(err.contains(why), "{tenant}: {err}");
+        }
+        let json = format!(
+            "{{\"keys\": [{{\"name\": \"t\", \"role\": \"reader\", \"sha256\": \"{d}\", \"tenant\": \"{}\"}}]}}",
+            "é".repeat(64)
+        );
+        assert!(KeyStore::default().load_json(&json).is_ok(), "128 bytes is the limit");
     }
 }

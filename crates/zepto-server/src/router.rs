@@ -162,12 +162,19 @@ fn param<'a>(params: &'a [(String, String)], k: &str) -> Option<&'a str> {
     params.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str())
 }
 
-/// `GET /metrics`: for keys that may read every table.
+/// `GET /metrics`: for keys that may read every table and every row (it counts the rows of
+/// every table: not for keys with grants or bound to a tenant).
 fn metrics(state: &State, who: &Principal) -> Result<Outcome, ApiError> {
     who.require(Role::Reader)?;
     if !who.tables.is_all() {
         return Err(ApiError::forbidden(format!(
             "key '{}' is limited to some tables; /metrics covers all of them",
+            who.name
+        )));
+    }
+    if let Some(tenant) = who.tables.tenant() {
+        return Err(ApiError::forbidden(format!(
+            "key '{}' is bound to tenant '{tenant}'; /metrics counts every tenant's rows",
             who.name
         )));
     }

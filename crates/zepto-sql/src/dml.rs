@@ -8,6 +8,11 @@
 //! cannot make a replay differ. Then it is applied. Writers of that table wait meanwhile;
 //! readers keep their snapshots.
 //!
+//! In a session scoped to a tenant ([`crate::access`]), a table with a `tenant_id` column
+//! shows the statement only the tenant's rows: the scope's predicate chooses rows first, and
+//! the WHERE (and SET expressions) are evaluated over those alone. An UPDATE may not SET
+//! `tenant_id` there.
+//!
 //! UPDATE of the partition key or the designated timestamp moves rows (to another partition,
 //! or to another place in time order): it is logged and applied as the deletion of the rows
 //! and the append of their new versions, in one record. Other columns change in place.
@@ -15,32 +20,52 @@
 use crate::access::TableAccess;
 use crate::error::{Pos, Result, SqlError};
 use crate::exec::eval::eval;
-use crate::exec::{mask_indices, Batch, ExecContext, Executor};
+use crate::exec::{rows_passing, Batch, ExecContext, Executor};
 use crate::interrupt::RunContext;
 use crate::parser::ast::{Expr, TableRef};
 use crate::plan::bind_expr::{cast_to, ExprBinder};
-use crate::plan::binder::Binder;
+use crate::plan::binder::{tenant, Binder};
 use crate::plan::optimizer::scan_range;
 use crate::plan::{BExpr, Field, ScanRange};
 use std::collections::HashSet;
 use std::sync::Arc;
-use zepto_storage::{Catalog, Change, Column, DataType, Partition, StorageError, Table, Value};
+use zepto_storage::{Catalog, Change, Column, ColumnDef, DataType, Partition, Schema, StorageError, Table, Value};
 
 /// Rows chosen per partition slot (only slots with rows).
 type Selection = Vec<(u32, Vec<u32>)>;
 
-/// The table's fields (access checked), a binder over them, and the schema width bound.
-fn scope(
-    run: &RunContext,
-    catalog: &Arc<Catalog>,
-    access: &TableAccess,
-    table: &str,
-    pos: Pos,
-) -> Result<(Binder, Vec<Field>)> {
+/// What a statement binds against: a binder, the table's fields (access checked) and the
+/// tenant scope's predicate over them, if the session is scoped and the table has `tenant_id`.
+struct Bound {
+    binder: Binder,
+    fields: Vec<Field>,
+    /// The scope's predicate, and the position of `tenant_id` among the fields.
+    scope: Option<(BExpr, usize)>,
+}
+
+fn bind_target(run: &RunContext, catalog: &Arc<Catalog>, access: &TableAccess, table: &str, pos: Pos) -> Result<Bound> {
     let mut binder = Binder::new(catalog.clone(), access.clone(), Arc::new(Executor), run);
     let tref = TableRef::Table { name: table.to_string(), alias: None, pos };
     let (_, fields) = binder.bind_from(&tref)?;
-    Ok((binder, fields))
+    let schema = fields_schema(&fields);
+    let scope = match tenant::scope_filter(access, &schema)? {
+        Some(pred) => access.scope_of(&schema).map(|(_, i)| (pred, i)),
+        None => None,
+    };
+    Ok(Bound { binder, fields, scope })
+}
+
+fn fields_schema(fields: &[Field]) -> Schema {
+    Schema { columns: fields.iter().map(|f| ColumnDef { name: f.name.clone(), data_type: f.data_type }).collect() }
+}
+
+/// Under the lock: the table is scoped for this session exactly as it was when the statement
+/// was bound (a `tenant_id` column added meanwhile would leave the statement unscoped).
+fn same_scope(t: &Table, access: &TableAccess, scope: Option<&(BExpr, usize)>) -> Result<()> {
+    if access.scope_of(t.schema()).map(|(_, i)| i) == scope.map(|(_, i)| *i) {
+        return Ok(());
+    }
+    Err(SqlError::exec(format!("table '{}' was changed while the statement was prepared; run it again", t.name())))
 }
 
 fn bind_row_expr(binder: &mut Binder, fields: &[Field], e: &Expr, boolean: bool) -> Result<BExpr> {
@@ -73,15 +98,23 @@ fn same_layout(t: &Table, fields: &[Field]) -> Result<()> {
     }
 }
 
-/// The rows `pred` keeps, per partition: only the partitions and time span its key and
-/// designated-timestamp conjuncts allow (as a scan would), only the rows at the given times
-/// for `ts IN (...)`, and the rest of it evaluated over those rows alone.
-fn select(ctx: &ExecContext, t: &Table, width: usize, pred: Option<&BExpr>) -> Result<Selection> {
-    let (range, rest) = match pred {
+/// The rows `preds` keep, per partition, each predicate evaluated over the rows the ones
+/// before it kept (the tenant scope's comes first). The last one (the statement's WHERE) also
+/// narrows the rows looked at, as a scan would: its conjuncts on the partition key and the
+/// designated timestamp choose partitions and a time span by binary search, and `ts IN (...)`
+/// the rows at those times; the rest of it is evaluated over those rows alone.
+fn select(ctx: &ExecContext, t: &Table, width: usize, preds: &[&BExpr]) -> Result<Selection> {
+    let (scopes, last) = match preds.split_last() {
+        Some((last, scopes)) => (scopes, Some(*last)),
+        None => (preds, None),
+    };
+    let (range, rest) = match last {
         None => (ScanRange::default(), None),
         Some(p) => scan_range(p.clone(), t.key_col(), t.ts_col()),
     };
     let (points, rest) = split_points(rest, t.ts_col());
+    let mut stack: Vec<&BExpr> = scopes.to_vec();
+    stack.extend(rest.as_ref());
     let codes: Option<HashSet<u32>> = match (&range.keys, t.key_col()) {
         (Some(keys), Some(_)) => Some(keys.iter().filter_map(|k| t.dict().code(k)).collect()),
         _ => None,
@@ -95,14 +128,11 @@ fn select(ctx: &ExecContext, t: &Table, width: usize, pred: Option<&BExpr>) -> R
         if cand.is_empty() {
             continue;
         }
-        let rows = match &rest {
+        let all = partition_batch(t, slot, width);
+        let batch = if cand.len() == p.len() { all } else { all.take(&cand) };
+        let rows = match rows_passing(ctx, &batch, &stack)? {
             None => cand,
-            Some(e) => {
-                let all = partition_batch(t, slot, width);
-                let batch = if cand.len() == p.len() { all } else { all.take(&cand) };
-                let keep = mask_indices(eval(ctx, e, &batch)?.as_ref());
-                keep.into_iter().filter_map(|i| cand.get(i as usize).copied()).collect()
-            }
+            Some(kept) => kept.into_iter().filter_map(|i| cand.get(i as usize).copied()).collect(),
         };
         if !rows.is_empty() {
             sel.push((slot as u32, rows));
@@ -210,13 +240,15 @@ pub fn delete(
     filter: Option<&Expr>,
     pos: Pos,
 ) -> Result<usize> {
-    let (mut binder, fields) = scope(run, catalog, access, table, pos)?;
+    let Bound { mut binder, fields, scope } = bind_target(run, catalog, access, table, pos)?;
     let pred = filter.map(|f| bind_row_expr(&mut binder, &fields, f, true)).transpose()?;
+    let preds: Vec<&BExpr> = scope.as_ref().map(|(p, _)| p).into_iter().chain(pred.as_ref()).collect();
     locked(catalog, table, pos, |t| {
         same_layout(t, &fields)?;
+        same_scope(t, access, scope.as_ref())?;
         refuse_history(t, pred.as_ref(), "DELETE")?;
         let ctx = ExecContext::new(run);
-        let sel = select(&ctx, t, fields.len(), pred.as_ref())?;
+        let sel = select(&ctx, t, fields.len(), &preds)?;
         if sel.is_empty() {
             return Ok(0);
         }
@@ -234,8 +266,9 @@ pub fn update(
     filter: Option<&Expr>,
     pos: Pos,
 ) -> Result<usize> {
-    let (mut binder, fields) = scope(run, catalog, access, table, pos)?;
+    let Bound { mut binder, fields, scope } = bind_target(run, catalog, access, table, pos)?;
     let pred = filter.map(|f| bind_row_expr(&mut binder, &fields, f, true)).transpose()?;
+    let preds: Vec<&BExpr> = scope.as_ref().map(|(p, _)| p).into_iter().chain(pred.as_ref()).collect();
     let mut targets: Vec<usize> = Vec::with_capacity(sets.len());
     let mut exprs = Vec::with_capacity(sets.len());
     for (name, e, cpos) in sets {
@@ -248,6 +281,13 @@ pub fn update(
             })?;
         if targets.contains(&i) {
             return Err(SqlError::plan(format!("column '{name}' is set twice"), Some(*cpos)));
+        }
+        if let (Some((_, tc)), Some(tenant)) = (&scope, access.tenant()) {
+            if *tc == i {
+                return Err(SqlError::PermissionDenied(format!(
+                    "UPDATE may not SET column '{name}' of table '{table}' in a session scoped to tenant '{tenant}'"
+                )));
+            }
         }
         let bound = bind_row_expr(&mut binder, &fields, e, false)?;
         let want = fields[i].data_type;
@@ -262,9 +302,10 @@ pub fn update(
     }
     locked(catalog, table, pos, |t| {
         same_layout(t, &fields)?;
+        same_scope(t, access, scope.as_ref())?;
         refuse_history(t, pred.as_ref(), "UPDATE")?;
         let ctx = ExecContext::new(run);
-        let sel = select(&ctx, t, fields.len(), pred.as_ref())?;
+        let sel = select(&ctx, t, fields.len(), &preds)?;
         if sel.is_empty() {
             return Ok(0);
         }

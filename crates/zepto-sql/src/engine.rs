@@ -8,7 +8,7 @@
 //! engine's parallelism threshold ([`Engine::with_parallel_min_rows`]) is set on every
 //! context it is handed.
 
-use crate::access::TableAccess;
+use crate::access::{TableAccess, TENANT_COLUMN};
 use crate::error::{Pos, Result, SqlError};
 use crate::exec::{self, cast::cast_column, Batch};
 use crate::interrupt::{RunContext, DEFAULT_PARALLEL_MIN_ROWS};
@@ -19,7 +19,7 @@ use crate::plan::Field;
 use crate::result::field;
 pub use crate::result::{first_value, QueryResult};
 use std::sync::Arc;
-use zepto_storage::{Catalog, Column, ColumnDef, DataType, Schema, StorageError, Table, TableOptions};
+use zepto_storage::{Catalog, Change, Column, ColumnDef, DataType, Schema, StorageError, Table, TableOptions, Value};
 
 /// A bound, optimized query over the snapshots taken when it was prepared.
 #[derive(Debug, Clone)]
@@ -89,7 +89,9 @@ impl Engine {
     }
 
     /// The same database, seen through table grants: statements naming other tables fail
-    /// with `PERMISSION_DENIED`, and `SHOW TABLES` lists only granted ones.
+    /// with `PERMISSION_DENIED`, and `SHOW TABLES` lists only granted ones. With a tenant
+    /// ([`TableAccess::with_tenant`]), tables with a `tenant_id` column hold only that
+    /// tenant's rows for every statement (see [`crate::access`]).
     pub fn with_access(&self, access: TableAccess) -> Engine {
         Engine { access, ..self.clone() }
     }
@@ -233,6 +235,7 @@ impl Engine {
         if let Some((table, pos)) = s.target() {
             self.access.check(table, pos)?;
         }
+        self.refuse_out_of_scope(s)?;
         let run = &self.context(run);
         run.check()?;
         match s {
@@ -274,7 +277,7 @@ impl Engine {
                     .snapshot(table)
                     .map_err(|_| SqlError::TableNotFound { name: table.clone(), pos: Some(*pos) })?;
                 let cols = crate::copy::read_file(run, &self.files, path, options, snap.schema())?;
-                let n = self.catalog.append(table, cols)?;
+                let n = self.append_rows(table, cols)?;
                 Ok(QueryResult::status(format!("COPY {n}")))
             }
             Statement::CopyTo { query, path, options } => {
@@ -353,8 +356,74 @@ impl Engine {
         };
         let src = self.query_in(run, &q)?;
         let cols = shape_for_table(&snap, columns, src.into_batch())?;
-        let n = self.catalog.append(table, cols)?;
+        let n = self.append_rows(table, cols)?;
         Ok(QueryResult::status(format!("INSERT {n}")))
+    }
+
+    /// Append rows to `table`. In a session scoped to a tenant, every row's `tenant_id` must
+    /// be the tenant, checked under the table's write lock against its schema then (so a
+    /// `tenant_id` column added meanwhile is seen): otherwise nothing is stored.
+    fn append_rows(&self, table: &str, cols: Vec<Column>) -> Result<usize> {
+        if self.access.tenant().is_none() {
+            return Ok(self.catalog.append(table, cols)?);
+        }
+        self.catalog.modify(table, |t| {
+            check_tenant_rows(&self.access, t, &cols)?;
+            t.validate(&cols)?;
+            let logged = self.catalog.log(&[Change::Append { table: t.name(), columns: &cols }])?;
+            Ok(logged.apply(|| t.append(cols))?)
+        })
+    }
+
+    /// The tenant scope's refusals (see [`crate::access`]): in a scoped session, statements
+    /// that change the structure of a table with `tenant_id` or its other tenants' rows
+    /// wholesale, ALTER TABLE ADD COLUMN `tenant_id`, and EXPLAIN ANALYZE (its row counts
+    /// include what the scope filters out). A table that does not exist is left to the
+    /// statement to report.
+    fn refuse_out_of_scope(&self, s: &Statement) -> Result<()> {
+        let Some(tenant) = self.access.tenant() else {
+            if let Statement::DropIndex { name, pos, .. } = s {
+                if let Some(owner) = self.index_owner(name) {
+                    self.access.check(&owner, Some(*pos))?;
+                }
+            }
+            return Ok(());
+        };
+        let (table, what) = match s {
+            Statement::DropTable { name, .. } => (name.clone(), "DROP TABLE"),
+            Statement::AlterAddColumn { column, .. } if column.eq_ignore_ascii_case(TENANT_COLUMN) => {
+                return Err(SqlError::PermissionDenied(format!(
+                    "ALTER TABLE ADD COLUMN {TENANT_COLUMN} is not allowed for a session scoped to tenant '{tenant}'"
+                )))
+            }
+            Statement::AlterAddColumn { table, .. }
+            | Statement::AlterSetTtl { table, .. }
+            | Statement::AlterTier { table, .. } => (table.clone(), "ALTER TABLE"),
+            Statement::CopyFrom { table, .. } => (table.clone(), "COPY ... FROM"),
+            Statement::CreateIndex { table, .. } => (table.clone(), "CREATE INDEX"),
+            Statement::DropIndex { name, pos, .. } => match self.index_owner(name) {
+                Some(owner) => {
+                    self.access.check(&owner, Some(*pos))?;
+                    (owner, "DROP INDEX")
+                }
+                None => return Ok(()),
+            },
+            Statement::Explain { analyze: true, .. } => {
+                return Err(SqlError::PermissionDenied(format!(
+                    "EXPLAIN ANALYZE is not allowed for a session scoped to tenant '{tenant}' (its row counts include other tenants' rows); use EXPLAIN"
+                )))
+            }
+            _ => return Ok(()),
+        };
+        match self.catalog.snapshot(&table) {
+            Ok(t) => self.access.refuse_scoped(&table, t.schema(), what),
+            Err(_) => Ok(()),
+        }
+    }
+
+    /// The table that holds index `name` (ASCII case-insensitive), if there is one.
+    fn index_owner(&self, name: &str) -> Option<String> {
+        self.catalog.indexes().into_iter().find(|(_, d)| d.name().eq_ignore_ascii_case(name)).map(|(t, _)| t)
     }
     /// `CREATE TABLE name AS query`: the table and its rows, or nothing.
     fn create_table_as(&self, run: &RunContext, name: &str, if_not_exists: bool, query: &Query) -> Result<QueryResult> {
@@ -386,6 +455,7 @@ impl Engine {
             .collect::<Result<Vec<_>>>()?;
         let table = Table::new(name, Schema { columns }, &TableOptions::default())?;
         table.validate(&cols)?;
+        check_tenant_rows(&self.access, &table, &cols)?;
         if !self.catalog.create(table, if_not_exists)? {
             return Ok(QueryResult::status("CREATE TABLE".into()));
         }
@@ -454,6 +524,28 @@ impl Engine {
             ],
             Batch::new(vec![mk(names), mk(types), mk(roles)], n),
         ))
+    }
+}
+
+/// In a session scoped to a tenant, when `table` has a `tenant_id` column: `Ok` only if every
+/// row of `cols` (the table's columns, in schema order) has the tenant there (compared as text,
+/// as the scope's filter reads it); `PERMISSION_DENIED` naming the first other row otherwise.
+fn check_tenant_rows(access: &TableAccess, table: &Table, cols: &[Column]) -> Result<()> {
+    let Some((tenant, i)) = access.scope_of(table.schema()) else { return Ok(()) };
+    let col = cols.get(i).ok_or_else(|| SqlError::Internal(format!("no column {i} to check the tenant of")))?;
+    let text = if col.data_type().is_string() {
+        std::borrow::Cow::Borrowed(col)
+    } else {
+        std::borrow::Cow::Owned(cast_column(col, DataType::Varchar, false)?)
+    };
+    let other = (0..text.len()).map(|r| (r, text.get(r))).find(|(_, v)| !matches!(v, Value::Str(s) if s == tenant));
+    match other {
+        None => Ok(()),
+        Some((r, v)) => Err(SqlError::PermissionDenied(format!(
+            "row {} has {TENANT_COLUMN} {}: a session scoped to tenant '{tenant}' writes only rows of its own tenant; nothing was stored",
+            r + 1,
+            if v.is_null() { "NULL".to_string() } else { format!("'{v}'") }
+        ))),
     }
 }
 

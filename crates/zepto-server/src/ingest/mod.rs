@@ -7,6 +7,11 @@
 //! body touches before any is created, widened or appended to; the final schema changes and
 //! appends then happen under each table's write lock, re-checked there against concurrent
 //! writers.
+//!
+//! A key bound to a tenant may not write here to a table with a `tenant_id` column, nor give
+//! a table one through ILP (403, nothing stored): ingest stores rows as they come, without
+//! the per-row tenant check SQL INSERT makes (see `zepto_sql::access`). The check is made
+//! again under the tables' write locks, against their schemas then.
 #![cfg_attr(not(test), deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used))]
 
 pub mod ilp;
@@ -17,6 +22,7 @@ use crate::error::{storage_error, ApiError};
 use ilp::{FieldValue, Point, Precision};
 use std::collections::HashMap;
 use zepto_io::csv::{read_csv, CsvOptions};
+use zepto_sql::access::tenant_column;
 use zepto_sql::Engine;
 use zepto_storage::{
     Catalog, Change, Column, ColumnBuilder, ColumnDef, DataType, Schema, StorageError, Table, TableOptions, Value,
@@ -99,6 +105,7 @@ fn write_table(
     let snap = catalog.snapshot(table).map_err(|_| {
         ApiError::new(hyper::StatusCode::NOT_FOUND, "TABLE_NOT_FOUND", format!("table '{table}' does not exist"))
     })?;
+    who.require_unscoped_write(table, tenant_column(snap.schema()).is_some())?;
     let schema = &snap.schema().columns;
     let cols = match format {
         IngestFormat::Csv => read_csv(utf8(body, format)?, schema, &CsvOptions::default())?,
@@ -106,7 +113,44 @@ fn write_table(
         _ => zepto_io::ipc::read_ipc_stream(body, schema)?,
     };
     drop(snap);
-    catalog.append(table, cols).map_err(storage_error)
+    if who.tables.tenant().is_none() {
+        return catalog.append(table, cols).map_err(storage_error);
+    }
+    // Appended as `Catalog::append` does, with the check again under the lock.
+    catalog
+        .modify(table, |t| {
+            if tenant_column(t.schema()).is_some() {
+                return Err(TenantWriteError::Tenant(t.name().to_string()));
+            }
+            t.validate(&cols)?;
+            Ok(catalog.log(&[Change::Append { table: t.name(), columns: &cols }])?.apply(|| t.append(cols))?)
+        })
+        .map_err(|e| e.into_api(who))
+}
+
+/// Why a tenant-bound key's write failed under the table's lock: the table has (or would
+/// get) a `tenant_id` column meanwhile, or what storage said.
+enum TenantWriteError {
+    Tenant(String),
+    Storage(StorageError),
+}
+
+impl From<StorageError> for TenantWriteError {
+    fn from(e: StorageError) -> Self {
+        TenantWriteError::Storage(e)
+    }
+}
+
+impl TenantWriteError {
+    fn into_api(self, who: &Principal) -> ApiError {
+        match self {
+            TenantWriteError::Tenant(t) => match who.require_unscoped_write(&t, true) {
+                Err(e) => e,
+                Ok(()) => ApiError::internal("a tenant check failed for a key without a tenant"),
+            },
+            TenantWriteError::Storage(e) => storage_error(e),
+        }
+    }
 }
 
 /// The body as text; a non-UTF-8 body names the line (ILP) or data row (`header_rows` lines
@@ -156,6 +200,11 @@ fn apply_ilp(catalog: &Catalog, who: &Principal, points: &[Point<'_>], now_ns: i
     // Check and type everything before changing anything.
     let plans =
         order.iter().map(|(name, pts)| plan_table(catalog, name, pts, now_ns)).collect::<Result<Vec<_>, ApiError>>()?;
+    for p in &plans {
+        let has_tenant_id = p.defs.iter().any(|d| d.name.eq_ignore_ascii_case(zepto_sql::access::TENANT_COLUMN));
+        who.require_unscoped_write(&p.name, has_tenant_id)?;
+    }
+    let scoped = who.tables.tenant().is_some();
     // Create the missing tables, then lock every table of the batch and apply all or nothing.
     let mut created = Vec::new();
     for p in plans.iter().filter(|p| !p.exists) {
@@ -167,7 +216,7 @@ fn apply_ilp(catalog: &Catalog, who: &Principal, points: &[Point<'_>], now_ns: i
             created.push(p.name.clone());
         }
     }
-    let r = apply_plans(catalog, plans);
+    let r = apply_plans(catalog, plans, scoped);
     if r.is_err() {
         // Take back the tables this batch created, unless someone wrote to them meanwhile.
         for name in created {
@@ -339,14 +388,22 @@ impl IlpColumns {
 }
 
 /// Apply every table's rows under all their locks: first re-check each plan against the
-/// schema as it is now (a concurrent writer may have changed it), then widen and append.
-fn apply_plans(catalog: &Catalog, plans: Vec<TablePlan>) -> Result<usize, ApiError> {
+/// schema as it is now (a concurrent writer may have changed it; for a tenant-bound key,
+/// `scoped`, it may have given the table a `tenant_id` column), then widen and append.
+fn apply_plans(catalog: &Catalog, plans: Vec<TablePlan>, scoped: bool) -> Result<usize, ApiError> {
     let names: Vec<String> = plans.iter().map(|p| p.name.clone()).collect();
     let refs: Vec<&str> = names.iter().map(String::as_str).collect();
     catalog
         .write_many(&refs, move |tables| {
             let mut adds = Vec::with_capacity(plans.len());
             for (t, p) in tables.iter().zip(&plans) {
+                if scoped && tenant_column(t.schema()).is_some() {
+                    return Err(StorageError::Invalid(format!(
+                        "table '{}' got a {} column meanwhile; a tenant-bound key may not write to it here",
+                        t.name(),
+                        zepto_sql::access::TENANT_COLUMN
+                    )));
+                }
                 let mut add = Vec::new();
                 for d in &p.defs {
                     match t.schema().index_of(&d.name).and_then(|i| t.schema().columns.get(i)) {
@@ -537,6 +594,48 @@ mod tests {
         assert_eq!(
             write(&e, &reader, &req(IngestFormat::Csv), csv.as_bytes()).expect_err("grant").code,
             "PERMISSION_DENIED"
+        );
+    }
+
+    #[test]
+    fn tenant_bound_keys_do_not_write_tables_with_tenant_id() {
+        let e = Engine::new();
+        e.execute("CREATE TABLE mem (ts TIMESTAMP, tenant_id SYMBOL, body VARCHAR)").expect("ddl");
+        e.execute("CREATE TABLE t (ts TIMESTAMP, sym SYMBOL)").expect("ddl");
+        let agent =
+            Principal { tables: zepto_sql::TableAccess::all().with_tenant("a"), ..Principal::anonymous_admin() };
+        let req = |format, table: &str| WriteRequest {
+            format,
+            table: Some(table.into()),
+            precision: Precision::NANOS,
+            now_ns: 0,
+        };
+        let csv = "ts,tenant_id,body
+1,a,x
+";
+        let err = write(&e, &agent, &req(IngestFormat::Csv, "mem"), csv.as_bytes()).expect_err("scoped table");
+        assert_eq!((err.status.as_u16(), err.code), (403, "PERMISSION_DENIED"));
+        let jl = "{\"ts\":1,\"tenant_id\":\"a\",\"body\":\"x\"}";
+        let err = write(&e, &agent, &req(IngestFormat::Jsonl, "mem"), jl.as_bytes()).expect_err("scoped table");
+        assert_eq!(err.code, "PERMISSION_DENIED");
+        let ilp_req = WriteRequest { format: IngestFormat::Ilp, table: None, precision: Precision::NANOS, now_ns: 1 };
+        for body in
+            ["mem,tenant_id=a body=\"x\" 1", "t,sym=A v=1 1\nnewt,TENANT_ID=a v=1 2", "t,sym=A tenant_id=\"a\" 1"]
+        {
+            let err = write(&e, &agent, &ilp_req, body.as_bytes()).expect_err(body);
+            assert_eq!((err.status.as_u16(), err.code), (403, "PERMISSION_DENIED"), "{body}");
+        }
+        assert_eq!(q(&e, "SELECT count(*) FROM mem"), "0\n");
+        assert_eq!(q(&e, "SELECT count(*) FROM t"), "0\n");
+        assert!(!e.catalog().exists("newt"), "no table created");
+        assert!(e.catalog().snapshot("t").expect("t").schema().index_of("tenant_id").is_none(), "not widened");
+        // Tables without tenant_id take the key's writes; an unbound key writes anywhere.
+        assert_eq!(write(&e, &agent, &ilp_req, b"t,sym=A v=1 1").expect("unscoped table"), 1);
+        let csv_t = "ts,sym\n2,B\n";
+        assert_eq!(write(&e, &agent, &req(IngestFormat::Csv, "t"), csv_t.as_bytes()).expect("unscoped table"), 1);
+        assert_eq!(
+            write(&e, &Principal::anonymous_admin(), &req(IngestFormat::Csv, "mem"), csv.as_bytes()).expect("admin"),
+            1
         );
     }
 }

@@ -1,5 +1,6 @@
 //! The candidates of an index-backed TopN ([`crate::plan::SortHow::Ann`]): per partition of
-//! the scan, the rows an HNSW graph finds nearest (the filter applied inside the walk), plus
+//! the scan, the rows an HNSW graph finds nearest (the filters applied inside the walk: only
+//! rows they keep are accepted, so a tenant scope's filter holds here too), plus
 //! the rows the graph does not hold yet; or, when the filter keeps few rows or the graph cannot
 //! find enough, every row the filter keeps. The caller projects and ranks them exactly.
 
@@ -7,7 +8,6 @@ use super::context::ExecContext;
 use super::scan::{concat_pieces, piece_batch, pieces, Piece};
 use super::Batch;
 use crate::error::{Result, SqlError};
-use crate::eval::mask_indices;
 use crate::plan::physical::ScanShape;
 use crate::plan::AnnSearch;
 use std::sync::Arc;
@@ -29,10 +29,7 @@ pub fn candidates(ctx: &ExecContext, s: &ScanShape, a: &AnnSearch) -> Result<Bat
     for piece in pieces(s.table, s.range) {
         ctx.check()?;
         let b = piece_batch(&piece, s.columns);
-        let keep = match s.filter {
-            Some(pred) => Some(mask_indices(&*super::eval::eval(ctx, pred, &b)?)),
-            None => None,
-        };
+        let keep = s.kept_rows(ctx, &b)?;
         let rows = piece_rows(registry.as_ref(), a, &piece, keep)?;
         // Every row (no graph yet, or a filter that keeps all): share the columns, no copy.
         parts.push(if rows.len() == b.rows { b } else { b.take(&rows) });

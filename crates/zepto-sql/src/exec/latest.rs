@@ -21,18 +21,18 @@ use zepto_storage::{Column, Table};
 /// by its designated timestamp (the physical planner checked the shape: see
 /// [`crate::plan::physical::tail_shape`]): each partition is searched from its end.
 pub fn tails(ctx: &ExecContext, input: &Plan, keys: &[BExpr], ts: &BExpr) -> Result<Batch> {
-    let ScanShape { table, columns, range, filter } = tail_shape(input, keys, ts)
+    let shape = tail_shape(input, keys, ts)
         .ok_or_else(|| SqlError::Internal("LATEST ON from partition tails over another shape".into()))?;
+    let ScanShape { table, columns, range, .. } = &shape;
     let ps = pieces(table, range);
     let mut picks: Vec<Batch> = Vec::new();
     for p in &ps {
         let b = piece_batch(p, columns);
         let tcol = eval(ctx, ts, &b)?;
-        let mask = filter.map(|e| eval(ctx, e, &b)).transpose()?;
-        let hit = (0..b.rows).rev().find(|&i| {
-            tcol.is_valid(i)
-                && mask.as_ref().is_none_or(|m| m.is_valid(i) && matches!(m.get(i), zepto_storage::Value::Bool(true)))
-        });
+        let hit = match shape.kept_rows(ctx, &b)? {
+            None => (0..b.rows).rev().find(|&i| tcol.is_valid(i)),
+            Some(kept) => kept.iter().rev().map(|&i| i as usize).find(|&i| tcol.is_valid(i)),
+        };
         if let Some(i) = hit {
             picks.push(b.take(&[i as u32]));
         }

@@ -194,6 +194,27 @@ fn row_local(e: &BExpr) -> bool {
         || (e.data_type() != zepto_storage::DataType::Symbol && !e.any(&|x| matches!(x, BExpr::Correlated { .. })))
 }
 
+/// The positions of the rows of `b` that every predicate of `preds` keeps, each evaluated
+/// only over the rows the ones before it kept: a later predicate never sees a row an earlier
+/// one dropped, not even to fail on it (a tenant scope's filter comes first, see
+/// [`crate::access`]). `None` without predicates (every row).
+pub(crate) fn rows_passing(ctx: &ExecContext, b: &Batch, preds: &[&BExpr]) -> Result<Option<Vec<u32>>> {
+    let mut kept: Option<Vec<u32>> = None;
+    for pred in preds {
+        let rows = match &kept {
+            None => mask_indices(&*eval::eval(ctx, pred, b)?),
+            Some(prev) if prev.is_empty() => break,
+            Some(prev) => {
+                let sub = b.take(prev);
+                let hit = mask_indices(&*eval::eval(ctx, pred, &sub)?);
+                hit.iter().filter_map(|&j| prev.get(j as usize).copied()).collect()
+            }
+        };
+        kept = Some(rows);
+    }
+    Ok(kept)
+}
+
 /// The rows of `b` where `pred` holds.
 fn filter(ctx: &ExecContext, b: &Batch, pred: &BExpr) -> Result<Batch> {
     let m = eval::eval(ctx, pred, b)?;

@@ -17,21 +17,28 @@ pub struct Piece<'a> {
     pub range: Range<usize>,
 }
 
-/// A piece's rows of `columns`, filtered by `filter` when there is one.
+/// A piece's rows of `columns`, filtered by the shape's filters when there are any.
 pub fn filtered_piece(ctx: &ExecContext, s: &ScanShape, p: &Piece) -> Result<Batch> {
     s.apply_filter(ctx, piece_batch(p, s.columns))
 }
 
 impl ScanShape<'_> {
-    /// The rows of `b` (the scan's columns) that pass the filter, if there is one.
-    pub fn apply_filter(&self, ctx: &ExecContext, b: Batch) -> Result<Batch> {
-        match self.filter {
-            Some(pred) => {
+    /// The rows of `b` (the scan's columns) that pass the filters, applied nearest first.
+    pub fn apply_filter(&self, ctx: &ExecContext, mut b: Batch) -> Result<Batch> {
+        for pred in &self.filters {
+            let kept = {
                 let m = super::eval::eval(ctx, pred, &b)?;
-                Ok(b.filter(&m))
-            }
-            None => Ok(b),
+                b.filter(&m)
+            };
+            b = kept;
         }
+        Ok(b)
+    }
+
+    /// The positions of the rows of `b` (the scan's columns) that pass the filters, each
+    /// evaluated over the rows the ones before it keep; `None` without filters (every row).
+    pub fn kept_rows(&self, ctx: &ExecContext, b: &Batch) -> Result<Option<Vec<u32>>> {
+        super::rows_passing(ctx, b, &self.filters)
     }
 }
 

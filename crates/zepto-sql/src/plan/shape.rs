@@ -1,5 +1,5 @@
 //! The shapes the physical planner and the executor recognize in a plan: a scan, optionally
-//! under a filter, and whether a scan reaches the Parquet history. Kept apart from the
+//! under filters, and whether a scan reaches the Parquet history. Kept apart from the
 //! planner's choices so that each choice module (`physical`, `ann`) reads shapes without
 //! importing the other.
 
@@ -7,7 +7,7 @@ use super::{BExpr, Plan, ScanRange};
 use std::sync::Arc;
 use zepto_storage::Table;
 
-/// A scan, optionally under a filter: the input shape the partition-wise operators take.
+/// A scan, optionally under filters: the input shape the partition-wise operators take.
 pub struct ScanShape<'a> {
     /// The scanned table snapshot.
     pub table: &'a Arc<Table>,
@@ -15,18 +15,23 @@ pub struct ScanShape<'a> {
     pub columns: &'a [usize],
     /// Partitions and time range read.
     pub range: &'a ScanRange,
-    /// The filter above the scan, if any.
-    pub filter: Option<&'a BExpr>,
+    /// The filters above the scan, the nearest to it first: each sees only the rows the ones
+    /// before it keep (a tenant scope's filter sits nearest, see [`crate::access`]). Usually
+    /// none or one.
+    pub filters: Vec<&'a BExpr>,
 }
 
-/// `input` as a (filtered) scan, if it is one.
+/// `input` as a scan under zero or more filters, if it is one.
 pub fn scan_shape(input: &Plan) -> Option<ScanShape<'_>> {
-    let (scan, filter) = match input {
-        Plan::Filter { input: inner, pred } => (&**inner, Some(pred)),
-        p => (p, None),
-    };
-    let Plan::Scan { table, columns, range } = scan else { return None };
-    Some(ScanShape { table, columns, range, filter })
+    let mut filters = Vec::new();
+    let mut p = input;
+    while let Plan::Filter { input: inner, pred } = p {
+        filters.push(pred);
+        p = inner;
+    }
+    let Plan::Scan { table, columns, range } = p else { return None };
+    filters.reverse();
+    Some(ScanShape { table, columns, range, filters })
 }
 
 /// Whether `table`'s history has files a scan over `range` must read.

@@ -12,11 +12,16 @@
 //! constant folding (`bind_expr::fold`, as each expression is bound: LIMIT, TOLERANCE, window
 //! offsets and join bounds must be values) and running uncorrelated subqueries.
 //!
+//! A session scoped to a tenant reads a table with a `tenant_id` column through the scope's
+//! filter, put directly over the table's scan by `bind_table` (see `tenant` and
+//! [`crate::access`]); every FROM item, join side, subquery and CTE reaches tables there.
+//!
 //! Binding counts against the query: the binder holds the query's [`RunContext`], checks its
 //! control (cancel flag, deadline, memory limit) per query and every 1,024 (`CHECK_EVERY_NODES`)
 //! expression nodes, and runs uncorrelated subqueries under it.
 
 pub mod sample;
+pub(crate) mod tenant;
 pub mod window;
 mod window_join;
 
@@ -372,7 +377,9 @@ impl Binder {
         }
     }
 
-    /// A table name in FROM: a visible CTE, else a scan of the table's snapshot.
+    /// A table name in FROM: a visible CTE, else a scan of the table's snapshot — under the
+    /// tenant scope's filter when the session is scoped and the table has `tenant_id` (see
+    /// [`crate::access`]): every read of a table comes through here.
     fn bind_table(&mut self, name: &str, alias: Option<&str>, pos: Pos) -> Result<(Plan, Vec<Field>)> {
         let q = alias.unwrap_or(name);
         if let Some((_, p, f, _)) = self.ctes.iter().rev().find(|c| c.0.eq_ignore_ascii_case(name)) {
@@ -396,7 +403,13 @@ impl Binder {
             })
             .collect();
         let columns = (0..table.schema().len()).collect();
-        Ok((Plan::Scan { table, columns, range: Default::default() }, fields))
+        let scope = tenant::scope_filter(&self.access, table.schema())?;
+        let scan = Plan::Scan { table, columns, range: Default::default() };
+        let plan = match scope {
+            Some(pred) => Plan::Filter { input: Box::new(scan), pred },
+            None => scan,
+        };
+        Ok((plan, fields))
     }
 
     /// `left JOIN right ON ... / USING (...)`: the ON condition split into equality keys and

@@ -1,12 +1,15 @@
-//! Rule `push_filter_into_scan`: a filter directly over a scan hands the scan what it can
-//! enforce exactly. `key = 'X'` / `key IN (...)` on the table's partition key select
-//! partitions; comparisons of the designated timestamp with constants become an inclusive
-//! time range each partition binary-searches. Those conjuncts leave the filter; the rest stay
-//! above the scan (no filter at all when none is left).
+//! Rule `push_filter_into_scan`: a filter over a scan hands the scan what it can enforce
+//! exactly. `key = 'X'` / `key IN (...)` on the table's partition key select partitions;
+//! comparisons of the designated timestamp with constants become an inclusive time range each
+//! partition binary-searches. Those conjuncts leave the filter; the rest stay above the scan
+//! (no filter at all when none is left).
 //!
-//! It fires only on a scan that has no range yet, as the binder's pushdown did before it became
-//! a rule: a filter over a scan that already has one (a second WHERE conjunct a WINDOW JOIN put
-//! on one side) stays a filter.
+//! The filter may sit directly on the scan or on other filters over it (a WHERE over the
+//! tenant scope's filter, see [`crate::access`]; a WINDOW JOIN's WHERE conjuncts, one filter
+//! each): the range goes to the scan below them all, and a scan that has a range already
+//! (from a filter nearer to it) has it narrowed. A range is enforced by cutting partitions,
+//! which evaluates no expression, so moving a conjunct below another filter changes nothing
+//! but the work; the filters that stay keep their order.
 
 use super::{transform_up, Rule};
 use crate::parser::ast::BinaryOp;
@@ -26,38 +29,58 @@ impl Rule for PushFilterIntoScan {
     }
 }
 
-/// One node: `Filter` over a range-less `Scan` becomes a scan with a range, under what is left
-/// of the filter.
+/// One node: a `Filter` over a scan (directly or through other filters) narrows the scan's
+/// range by what it can enforce, and keeps what is left of its predicate.
 fn push(plan: Plan) -> Plan {
-    let Plan::Filter { input, pred } = plan else { return plan };
-    match *input {
-        Plan::Scan { table, columns, range } if range == ScanRange::default() => {
-            let key = table.key_col().and_then(|k| columns.iter().position(|&c| c == k));
-            let ts = table.ts_col().and_then(|k| columns.iter().position(|&c| c == k));
-            let (range, rest) = scan_range(pred, key, ts);
-            let scan = Plan::Scan { table, columns, range };
-            match rest {
-                Some(pred) => Plan::Filter { input: Box::new(scan), pred },
-                None => scan,
-            }
-        }
-        input => Plan::Filter { input: Box::new(input), pred },
+    let Plan::Filter { mut input, pred } = plan else { return plan };
+    let Some(Plan::Scan { table, columns, range }) = scan_below_filters(&mut input) else {
+        return Plan::Filter { input, pred };
+    };
+    let key = table.key_col().and_then(|k| columns.iter().position(|&c| c == k));
+    let ts = table.ts_col().and_then(|k| columns.iter().position(|&c| c == k));
+    let (narrowed, rest) = narrow(range.clone(), pred, key, ts);
+    *range = narrowed;
+    match rest {
+        Some(pred) => Plan::Filter { input, pred },
+        None => *input,
+    }
+}
+
+/// The scan at the bottom of a stack of filters (`p` itself when it is one), if that is
+/// what `p` is. Filters keep their input's columns, so a predicate of any of them reads the
+/// scan's column positions.
+fn scan_below_filters(p: &mut Plan) -> Option<&mut Plan> {
+    if matches!(p, Plan::Scan { .. }) {
+        return Some(p);
+    }
+    match p {
+        Plan::Filter { input, .. } => scan_below_filters(input),
+        _ => None,
     }
 }
 
 /// What a scan can enforce of `pred` (`key_col`, `ts_col` are positions in the scan's
 /// output): its range, and the conjuncts left over (`None`: nothing is).
 pub(crate) fn scan_range(pred: BExpr, key_col: Option<usize>, ts_col: Option<usize>) -> (ScanRange, Option<BExpr>) {
+    narrow(ScanRange::default(), pred, key_col, ts_col)
+}
+
+/// `range` narrowed by what a scan can enforce of `pred`, and the conjuncts left over.
+fn narrow(range: ScanRange, pred: BExpr, key_col: Option<usize>, ts_col: Option<usize>) -> (ScanRange, Option<BExpr>) {
     let mut conj = Vec::new();
     pred.conjuncts(&mut conj);
-    let (range, rest) = extract(conj, key_col, ts_col);
+    let (range, rest) = extract(range, conj, key_col, ts_col);
     (range, BExpr::and_all(rest))
 }
 
-/// Take the conjuncts a scan can enforce (`key_col`, `ts_col` are scan output positions).
-/// Returns the range and the remaining conjuncts.
-fn extract(preds: Vec<BExpr>, key_col: Option<usize>, ts_col: Option<usize>) -> (ScanRange, Vec<BExpr>) {
-    let mut range = ScanRange::default();
+/// Take the conjuncts a scan can enforce (`key_col`, `ts_col` are scan output positions) into
+/// `range`. Returns the range and the remaining conjuncts.
+fn extract(
+    mut range: ScanRange,
+    preds: Vec<BExpr>,
+    key_col: Option<usize>,
+    ts_col: Option<usize>,
+) -> (ScanRange, Vec<BExpr>) {
     let mut rest = Vec::new();
     for p in preds {
         if !absorb(&p, key_col, ts_col, &mut range) {
@@ -249,40 +272,45 @@ mod tests {
     }
 
     #[test]
-    fn leaves_filters_not_directly_over_a_range_less_scan() {
-        // Over a projection: the scan is not the filter's input.
+    fn leaves_filters_not_over_a_scan() {
+        // Over a projection: the scan is not below the filter (through filters only).
         let project =
             Plan::Project { input: Box::new(scan(vec![0, 1, 2])), exprs: vec![BExpr::Col(1, DataType::Symbol)] };
         let p = rewrite(filter(project, sym_is(0, "A")));
         let Plan::Filter { input, .. } = p else { panic!("still a filter") };
         assert!(matches!(*input, Plan::Project { .. }));
-        // Over a scan that already has a range: unchanged, the scan keeps its range.
-        let ranged = Plan::Scan {
-            table: table(),
-            columns: vec![0, 1, 2],
-            range: ScanRange { keys: Some(vec!["B".into()]), ..ScanRange::default() },
-        };
-        let p = rewrite(filter(ranged, ts_from(0, 5)));
-        let Plan::Filter { input, pred } = p else { panic!("still a filter") };
-        assert_eq!(pred, ts_from(0, 5));
-        assert!(
-            matches!(*input, Plan::Scan { range, .. } if range.keys == Some(vec!["B".into()]) && range.ts_lo == i64::MIN)
-        );
         // Nothing the scan can enforce: the filter stays as it was.
         let p = rewrite(filter(scan(vec![0, 1, 2]), x_over(2, 0.5)));
         assert!(matches!(p, Plan::Filter { pred, .. } if pred == x_over(2, 0.5)));
     }
 
     #[test]
-    fn stacked_filters_push_only_into_the_scan_below_them() {
-        // The inner filter's key conjunct moves into the scan; the outer filter then sits over
-        // a scan with a range and stays (the binder's behaviour for WINDOW JOIN sides).
+    fn a_scan_with_a_range_has_it_narrowed() {
+        let ranged = Plan::Scan {
+            table: table(),
+            columns: vec![0, 1, 2],
+            range: ScanRange { keys: Some(vec!["A".into(), "B".into()]), ..ScanRange::default() },
+        };
+        let p = rewrite(filter(ranged, and(ts_from(0, 5), sym_is(1, "B"))));
+        let Plan::Scan { range, .. } = p else { panic!("pushed whole: {p:?}") };
+        assert_eq!(range, ScanRange { keys: Some(vec!["B".into()]), ts_lo: 5, ts_hi: i64::MAX });
+    }
+
+    #[test]
+    fn stacked_filters_push_into_the_scan_below_them_all_and_keep_their_order() {
+        // The inner filter's key conjunct moves into the scan; the outer filter then narrows
+        // the scan's range by its time conjunct.
         let p = rewrite(filter(filter(scan(vec![0, 1, 2]), sym_is(1, "A")), ts_from(0, 9)));
-        let Plan::Filter { input, pred } = p else { panic!("outer filter stays") };
-        assert_eq!(pred, ts_from(0, 9));
-        assert!(
-            matches!(*input, Plan::Scan { range, .. } if range.keys == Some(vec!["A".into()]) && range.ts_lo == i64::MIN)
-        );
+        let Plan::Scan { range, .. } = p else { panic!("both pushed: {p:?}") };
+        assert_eq!(range, ScanRange { keys: Some(vec!["A".into()]), ts_lo: 9, ts_hi: i64::MAX });
+        // An inner filter the scan cannot enforce stays next to the scan, under what is left of
+        // the outer one, whose time conjunct goes past it into the scan.
+        let p = rewrite(filter(filter(scan(vec![0, 1, 2]), x_over(2, 1.0)), and(ts_from(0, 9), x_over(2, 2.0))));
+        let Plan::Filter { input: outer_in, pred: outer } = p else { panic!("outer filter stays") };
+        assert_eq!(outer, x_over(2, 2.0));
+        let Plan::Filter { input, pred: inner } = *outer_in else { panic!("inner filter stays") };
+        assert_eq!(inner, x_over(2, 1.0));
+        assert!(matches!(*input, Plan::Scan { range, .. } if range.ts_lo == 9 && range.keys.is_none()));
     }
 
     #[test]

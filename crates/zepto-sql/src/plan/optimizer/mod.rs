@@ -12,8 +12,9 @@
 //! and the subqueries the binder and correlated evaluation run) has been through every rule.
 //!
 //! The rules:
-//! 1. [`PushFilterIntoScan`]: a filter directly over a scan gives the scan the partitions and
-//!    time range its conjuncts select; what the scan then enforces exactly leaves the filter.
+//! 1. [`PushFilterIntoScan`]: a filter over a scan (directly, or over other filters over it,
+//!    such as a tenant scope's) gives the scan the partitions and time range its conjuncts
+//!    select; what the scan then enforces exactly leaves the filter.
 //! 2. [`PruneColumns`]: the columns each node needs flow down the plan, so scans read only
 //!    those. Last, because it sees the plan's final shape (a pushed-down conjunct no longer
 //!    needs its column above the scan).
@@ -28,8 +29,7 @@
 //! - **WINDOW JOIN's WHERE** is split by side in the binder (`binder/window_join.rs`): a
 //!   right-side condition chooses the rows the windows are formed from, so that split is what
 //!   the statement means, not an optimization. Each conjunct becomes a filter over its side,
-//!   and the rule pushes the innermost one into the side's scan (as the binder did: later
-//!   ones find the scan with a range already and stay filters).
+//!   and the rule pushes what each of them can enforce into the side's scan.
 //! - **Band joins** (`JOIN ... ON r.ts BETWEEN l.ts - a AND l.ts + b` run as a `RangeJoin`) are
 //!   recognized by the binder while it splits the ON condition into keys and the rest.
 
