@@ -75,25 +75,7 @@ fn main() {
     let (run, src) = (RunContext::unlimited(), TenantSources { key: None, header: Some("bench") });
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     let centres: Vec<Vec<f64>> = (0..(n / 100).max(1)).map(|_| rng.unit(dim)).collect();
-    let t0 = Instant::now();
-    let mut i = 0;
-    while i < n {
-        let reqs: Vec<PutRequest> = (i..(i + batch).min(n))
-            .map(|j| PutRequest {
-                content: Some(format!("memory {j}: a note an agent kept about something it saw")),
-                embedding: Some(near(&mut rng, &centres[j % centres.len()])),
-                namespace: Some(format!("ns{}", j % 10)),
-                session_id: Some(format!("s{}", j % 100)),
-                ..Default::default()
-            })
-            .collect();
-        i += reqs.len();
-        m.put(&run, &src, &reqs).expect("put");
-        if i % (n / 10).max(batch) == 0 {
-            eprintln!("put {i}/{n} ({:.0}/s)", i as f64 / t0.elapsed().as_secs_f64());
-        }
-    }
-    let put_s = t0.elapsed().as_secs_f64();
+    let put_s = load(&m, &mut rng, &centres, n, batch);
     let t1 = Instant::now();
     engine.refresh_indexes().expect("graphs");
     let build_s = t1.elapsed().as_secs_f64();
@@ -176,4 +158,28 @@ fn main() {
         us(semantic),
         peak_rss_mb()
     );
+}
+
+/// Put `n` records in batches of `batch`; returns the seconds it took.
+fn load(m: &AgentMemory, rng: &mut Rng, centres: &[Vec<f64>], n: usize, batch: usize) -> f64 {
+    let (run, src) = (RunContext::unlimited(), TenantSources { key: None, header: Some("bench") });
+    let t0 = Instant::now();
+    let mut i = 0;
+    while i < n {
+        let reqs: Vec<PutRequest> = (i..(i + batch).min(n))
+            .map(|j| PutRequest {
+                content: Some(format!("memory {j}: a note an agent kept about something it saw")),
+                embedding: Some(near(rng, &centres[j % centres.len()])),
+                namespace: Some(format!("ns{}", j % 10)),
+                session_id: Some(format!("s{}", j % 100)),
+                ..Default::default()
+            })
+            .collect();
+        i += reqs.len();
+        m.put(&run, &src, &reqs).expect("put");
+        if i % (n / 10).max(batch) == 0 {
+            eprintln!("put {i}/{n} ({:.0}/s)", i as f64 / t0.elapsed().as_secs_f64());
+        }
+    }
+    t0.elapsed().as_secs_f64()
 }
