@@ -9,7 +9,7 @@ use crate::query::Where;
 use crate::store::AgentMemory;
 use crate::tables::{metadata_json, Rows, CACHE};
 use crate::tenant::TenantSources;
-use crate::text::{id_time, normalize_prompt};
+use crate::text::normalize_prompt;
 use crate::validate;
 use zepto_sql::interrupt::RunContext;
 use zepto_sql::ParamValue;
@@ -168,8 +168,7 @@ impl AgentMemory {
     ) -> Result<CacheLookup> {
         let mut w = Where::tenant(tenant);
         let at = w.param(ParamValue::Timestamp(zepto_storage::time::now_ns()));
-        w.one_of("created_at", id_time('c', &e.entry_id).map(ParamValue::Timestamp));
-        w.one_of("entry_id", [ParamValue::Str(e.entry_id.clone())]);
+        w.records('c', "entry_id", [e.entry_id.clone()]);
         self.sql(
             run,
             &format!("UPDATE ai_cache SET hits = hits + 1, last_hit_at = {at} WHERE {}", w.sql()),

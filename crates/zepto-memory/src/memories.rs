@@ -159,23 +159,27 @@ impl AgentMemory {
         let v = Rows::new(&victims);
         let ids: Vec<String> = (0..v.len()).filter_map(|i| v.text(0, i)).collect();
         let mut w = Where::tenant(tenant);
-        w.one_of("created_at", ids.iter().filter_map(|id| id_time('m', id)).map(ParamValue::Timestamp));
-        w.one_of("memory_id", ids.into_iter().map(ParamValue::Str));
+        w.records('m', "memory_id", ids);
         self.sql(run, &format!("DELETE FROM ai_memories WHERE {}", w.sql()), w.params())?;
         Ok(())
     }
 
-    /// `GET /api/ai/memories/{id}`: one unexpired record of the caller's tenant.
-    pub fn get(&self, run: &RunContext, src: &TenantSources<'_>, id: &str, embedding: bool) -> Result<MemoryRecord> {
+    /// The record `id` of the caller's tenant, as conditions (a binary search on the time the
+    /// id carries); `None` when no such record can exist (a malformed id, no table yet).
+    fn one_record(&self, src: &TenantSources<'_>, id: &str) -> Result<Option<Where>> {
         let tenant = src.resolve(None)?;
-        let missing = || MemoryError::NotFound(format!("no memory '{id}'"));
-        let at = id_time('m', id).ok_or_else(missing)?;
-        if MEMORIES.dim(&self.engine)?.is_none() {
-            return Err(missing());
+        if id_time('m', id).is_none() || MEMORIES.dim(&self.engine)?.is_none() {
+            return Ok(None);
         }
         let mut w = Where::tenant(&tenant);
-        w.cmp("created_at", "=", ParamValue::Timestamp(at));
-        w.cmp("memory_id", "=", ParamValue::Str(id.to_string()));
+        w.records('m', "memory_id", [id.to_string()]);
+        Ok(Some(w))
+    }
+
+    /// `GET /api/ai/memories/{id}`: one unexpired record of the caller's tenant.
+    pub fn get(&self, run: &RunContext, src: &TenantSources<'_>, id: &str, embedding: bool) -> Result<MemoryRecord> {
+        let missing = || MemoryError::NotFound(format!("no memory '{id}'"));
+        let mut w = self.one_record(src, id)?.ok_or_else(missing)?;
         w.live(zepto_storage::time::now_ns());
         let list = MEMORIES.select_list(embedding);
         let r = self.sql(run, &format!("SELECT {list} FROM ai_memories WHERE {}", w.sql()), w.params())?;
@@ -186,15 +190,8 @@ impl AgentMemory {
 
     /// `DELETE /api/ai/memories/{id}`.
     pub fn delete(&self, run: &RunContext, src: &TenantSources<'_>, id: &str) -> Result<()> {
-        let tenant = src.resolve(None)?;
         let missing = || MemoryError::NotFound(format!("no memory '{id}'"));
-        let at = id_time('m', id).ok_or_else(missing)?;
-        if MEMORIES.dim(&self.engine)?.is_none() {
-            return Err(missing());
-        }
-        let mut w = Where::tenant(&tenant);
-        w.cmp("created_at", "=", ParamValue::Timestamp(at));
-        w.cmp("memory_id", "=", ParamValue::Str(id.to_string()));
+        let w = self.one_record(src, id)?.ok_or_else(missing)?;
         let _w = self.write_lock();
         let r = self.sql(run, &format!("DELETE FROM ai_memories WHERE {}", w.sql()), w.params())?;
         if affected(&r) == 0 {

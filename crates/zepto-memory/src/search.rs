@@ -14,7 +14,7 @@ use crate::rank::Weights;
 use crate::store::AgentMemory;
 use crate::tables::{Rows, MEMORIES};
 use crate::tenant::TenantSources;
-use crate::text::{content_key, id_time};
+use crate::text::content_key;
 use crate::validate;
 use std::collections::HashSet;
 use zepto_sql::interrupt::RunContext;
@@ -148,9 +148,7 @@ impl AgentMemory {
         let now = zepto_storage::time::now_ns();
         let mut w = Where::tenant(tenant);
         let at = w.param(ParamValue::Timestamp(now));
-        // The times inside the ids make the update a binary search per record, not a scan.
-        w.one_of("created_at", found.iter().filter_map(|m| id_time('m', &m.memory_id)).map(ParamValue::Timestamp));
-        w.one_of("memory_id", found.iter().map(|m| ParamValue::Str(m.memory_id.clone())));
+        w.records('m', "memory_id", found.iter().map(|m| m.memory_id.clone()));
         let sql = format!(
             "UPDATE ai_memories SET access_count = access_count + 1, last_accessed_at = {at} WHERE {}",
             w.sql()
