@@ -1,8 +1,9 @@
 //! One HNSW graph: usearch's index behind a small API keyed by row position.
 
-use crate::{AnnError, HnswParams, IndexSpec, Metric};
+use crate::{half, AnnError, HnswParams, IndexSpec, Metric};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::RwLock;
+use usearch::f16;
 use usearch::ffi::{IndexOptions, MetricKind, ScalarKind};
 use zepto_storage::vector;
 
@@ -37,29 +38,57 @@ fn contexts() -> usize {
     std::thread::available_parallelism().map_or(4, |n| n.get()).max(4) * 2
 }
 
-/// The distance the graph ranks by, computed by the engine's own kernels
-/// (`zepto_storage::vector`: AVX2 + FMA chosen at run time), the same arithmetic as the SQL
-/// functions. usearch's built-in kernels, without its SIMD feature, are compiled for baseline
-/// x86-64 only; a build with ours takes about half the time.
-fn kernel(metric: Metric, dim: usize) -> Box<dyn Fn(*const f32, *const f32) -> f32 + Send + Sync> {
-    // SAFETY: usearch calls the metric with two pointers to vectors of the index's dimension
-    // (`dim`), valid for the call.
-    let rows = move |a: *const f32, b: *const f32| unsafe {
-        (std::slice::from_raw_parts(a, dim), std::slice::from_raw_parts(b, dim))
-    };
+/// The distance the graph ranks by, computed by our own kernels (AVX2 + FMA chosen at run
+/// time): usearch's built-in ones, without its SIMD feature, are compiled for baseline x86-64.
+/// A cosine graph holds unit vectors in half precision ([`Scratch::prepare`], [`crate::half`]),
+/// so its distance is one dot product of 16-bit values, not three sums and a square root over
+/// 32-bit ones: the build and the walk read half the memory. L2 and inner-product graphs keep
+/// f32, whose range their values may need.
+fn set_kernel(index: &mut usearch::Index, metric: Metric, dim: usize) {
+    // SAFETY (both closures): usearch calls the metric with two pointers to vectors of the
+    // index's dimension (`dim`) and scalar kind, valid for the call.
     match metric {
-        Metric::Cosine => Box::new(move |a, b| {
-            let (a, b) = rows(a, b);
-            (1.0 - vector::cosine_similarity(a, b)) as f32
-        }),
-        Metric::L2 => Box::new(move |a, b| {
-            let (a, b) = rows(a, b);
-            vector::l2_squared(a, b) as f32
-        }),
-        Metric::InnerProduct => Box::new(move |a, b| {
-            let (a, b) = rows(a, b);
-            (1.0 - vector::dot(a, b)) as f32
-        }),
+        Metric::Cosine => index.change_metric::<f16>(Box::new(move |a, b| {
+            let (a, b) =
+                unsafe { (std::slice::from_raw_parts(a.cast(), dim), std::slice::from_raw_parts(b.cast(), dim)) };
+            1.0 - half::dot(a, b)
+        })),
+        Metric::L2 | Metric::InnerProduct => index.change_metric::<f32>(Box::new(move |a, b| {
+            let (a, b) = unsafe { (std::slice::from_raw_parts(a, dim), std::slice::from_raw_parts(b, dim)) };
+            match metric {
+                Metric::L2 => vector::l2_squared(a, b) as f32,
+                _ => (1.0 - vector::dot(a, b)) as f32,
+            }
+        })),
+    }
+}
+
+/// A vector as the graph stores and compares it.
+enum Prepared<'a> {
+    Single(&'a [f32]),
+    Half(&'a [f16]),
+}
+
+/// Per-thread buffers that turn a row into what the graph holds, without allocating per row.
+#[derive(Default)]
+struct Scratch {
+    unit: Vec<f32>,
+    half: Vec<i16>,
+}
+
+impl Scratch {
+    /// `v` as the graph holds it: for cosine scaled to unit length (a zero vector stays zero:
+    /// its distance to anything is 1) and in half precision; as is otherwise.
+    fn prepare<'a>(&'a mut self, metric: Metric, v: &'a [f32]) -> Prepared<'a> {
+        if metric != Metric::Cosine {
+            return Prepared::Single(v);
+        }
+        let norm = vector::dot(v, v).sqrt();
+        let inv = if norm > 0.0 && norm.is_finite() { (1.0 / norm) as f32 } else { 1.0 };
+        self.unit.clear();
+        self.unit.extend(v.iter().map(|x| x * inv));
+        half::encode(&self.unit, &mut self.half);
+        Prepared::Half(f16::from_i16s(&self.half))
     }
 }
 
@@ -80,14 +109,14 @@ impl Graph {
                 Metric::L2 => MetricKind::L2sq,
                 Metric::InnerProduct => MetricKind::IP,
             },
-            quantization: ScalarKind::F32,
+            quantization: if metric == Metric::Cosine { ScalarKind::F16 } else { ScalarKind::F32 },
             connectivity: params.m(),
             expansion_add: params.ef_construction(),
             expansion_search: params.ef_search(),
             multi: false,
         };
         let mut index = usearch::Index::new(&options).map_err(library)?;
-        index.change_metric::<f32>(kernel(metric, dim));
+        set_kernel(&mut index, metric, dim);
         index.reserve_capacity_and_threads(0, contexts()).map_err(library)?;
         Ok(Graph { index, grow: RwLock::new(()), spec: IndexSpec::new(dim, metric, params) })
     }
@@ -129,10 +158,16 @@ impl Graph {
         let _shared = self.grow.read().unwrap_or_else(|e| e.into_inner());
         let next = AtomicUsize::new(0);
         let work = || -> Result<(), AnnError> {
+            let mut scratch = Scratch::default();
             loop {
                 let row = next.fetch_add(1, Ordering::Relaxed);
                 let Some(v) = vectors.get(row * self.spec.dim()..(row + 1) * self.spec.dim()) else { return Ok(()) };
-                self.index.add(first_key + row as u64, v).map_err(library)?;
+                let key = first_key + row as u64;
+                match scratch.prepare(self.spec.metric(), v) {
+                    Prepared::Single(v) => self.index.add(key, v),
+                    Prepared::Half(v) => self.index.add(key, v),
+                }
+                .map_err(library)?;
             }
         };
         let threads = threads.clamp(1, contexts()).min(rows.max(1));
@@ -160,10 +195,13 @@ impl Graph {
         if k == 0 || self.is_empty() {
             return Ok(Vec::new());
         }
+        let mut scratch = Scratch::default();
         let _shared = self.grow.read().unwrap_or_else(|e| e.into_inner());
-        let found = match keep {
-            Some(keep) => self.index.filtered_search(query, k, keep),
-            None => self.index.search(query, k),
+        let found = match (scratch.prepare(self.spec.metric(), query), keep) {
+            (Prepared::Single(q), Some(keep)) => self.index.filtered_search(q, k, keep),
+            (Prepared::Single(q), None) => self.index.search(q, k),
+            (Prepared::Half(q), Some(keep)) => self.index.filtered_search(q, k, keep),
+            (Prepared::Half(q), None) => self.index.search(q, k),
         }
         .map_err(library)?;
         Ok(found.keys.iter().zip(&found.distances).map(|(&key, &distance)| Hit { key, distance }).collect())

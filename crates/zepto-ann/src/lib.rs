@@ -14,6 +14,7 @@
 //! (the documented recall).
 
 mod graph;
+pub mod half;
 mod registry;
 
 pub use graph::{Graph, Hit};

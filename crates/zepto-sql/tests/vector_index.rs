@@ -192,3 +192,41 @@ fn set_ann_off_searches_exactly() {
         assert!(indexed.execute(bad).is_err(), "{bad}");
     }
 }
+
+/// The rows a partition's exact candidates are cut down to keep every row tied with the k-th
+/// nearest, so an index-backed TopN over many equal vectors (under a filter the planner scans
+/// exactly) answers what a plain TopN answers, ties, NULL vectors and directions included.
+#[test]
+fn exact_candidates_keep_every_tie() {
+    let (a, b) = (Engine::new(), Engine::new());
+    let mut rng = Rng(0x5eed);
+    let bases: Vec<String> = (0..4).map(|_| rng.vector(DIM)).collect();
+    let rows: Vec<String> = (0..9_000)
+        .map(|i| {
+            let emb = if i % 97 == 0 { "NULL".to_string() } else { bases[i % 4].clone() };
+            format!("({i}, 't{}', {i}, {emb})", i % 3)
+        })
+        .collect();
+    for e in [&a, &b] {
+        ok(e, &format!("CREATE TABLE m (ts TIMESTAMP, tenant SYMBOL, id INT, emb FLOAT[{DIM}])"));
+        for chunk in rows.chunks(3000) {
+            ok(e, &format!("INSERT INTO m VALUES {}", chunk.join(", ")));
+        }
+    }
+    ok(&a, "CREATE INDEX mi ON m USING HNSW (emb) WITH (metric = 'cosine')");
+    let q = rng.vector(DIM);
+    for (filter, order) in [
+        ("WHERE id % 11 = 0", "array_cosine_distance(emb, {q})"),
+        ("WHERE id % 11 = 0 AND emb IS NOT NULL", "array_cosine_similarity(emb, {q}) DESC"),
+        ("WHERE id % 13 = 1 AND emb IS NOT NULL", "array_cosine_distance({q}, emb)"),
+    ] {
+        let order = order.replace("{q}", &q);
+        for k in [1, 7, 40] {
+            let sql = format!("SELECT id FROM m {filter} ORDER BY {order}, id LIMIT {k}");
+            let plain_order = format!("SELECT id FROM m {filter} ORDER BY {order} LIMIT {k}");
+            assert!(explain(&a, &plain_order).contains("AnnTopN"), "{}", explain(&a, &plain_order));
+            assert_eq!(ids(&a, &plain_order), ids(&b, &plain_order), "{plain_order}");
+            assert_eq!(ids(&a, &sql), ids(&b, &sql), "{sql}");
+        }
+    }
+}

@@ -226,7 +226,7 @@ pub mod scalar {
     }
 }
 
-/// AVX2 + FMA kernels: 8-wide lanes, two accumulators per sum to hide the FMA latency.
+/// AVX2 + FMA kernels: 8-wide lanes, several accumulators per sum to hide the FMA latency.
 #[cfg(target_arch = "x86_64")]
 #[allow(unsafe_code)]
 mod avx2 {
@@ -259,18 +259,21 @@ mod avx2 {
     pub unsafe fn dot(a: &[f32], b: &[f32]) -> f32 {
         let n = a.len().min(b.len());
         let (pa, pb) = (a.as_ptr(), b.as_ptr());
-        let (mut s0, mut s1) = (_mm256_setzero_ps(), _mm256_setzero_ps());
+        let (mut s0, mut s1, mut s2, mut s3) =
+            (_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps());
         let mut i = 0;
-        while i + 16 <= n {
+        while i + 32 <= n {
             s0 = _mm256_fmadd_ps(_mm256_loadu_ps(pa.add(i)), _mm256_loadu_ps(pb.add(i)), s0);
             s1 = _mm256_fmadd_ps(_mm256_loadu_ps(pa.add(i + 8)), _mm256_loadu_ps(pb.add(i + 8)), s1);
-            i += 16;
+            s2 = _mm256_fmadd_ps(_mm256_loadu_ps(pa.add(i + 16)), _mm256_loadu_ps(pb.add(i + 16)), s2);
+            s3 = _mm256_fmadd_ps(_mm256_loadu_ps(pa.add(i + 24)), _mm256_loadu_ps(pb.add(i + 24)), s3);
+            i += 32;
         }
-        if i + 8 <= n {
+        while i + 8 <= n {
             s0 = _mm256_fmadd_ps(_mm256_loadu_ps(pa.add(i)), _mm256_loadu_ps(pb.add(i)), s0);
             i += 8;
         }
-        let mut sum = hsum(_mm256_add_ps(s0, s1));
+        let mut sum = hsum(_mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
         while i < n {
             sum += *pa.add(i) * *pb.add(i);
             i += 1;
@@ -317,17 +320,30 @@ mod avx2 {
     pub unsafe fn cosine_parts(a: &[f32], b: &[f32]) -> (f32, f32, f32) {
         let n = a.len().min(b.len());
         let (pa, pb) = (a.as_ptr(), b.as_ptr());
-        let (mut ab, mut aa, mut bb) = (_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps());
+        // Two sets of three sums: one set alone waits on the FMA latency every step.
+        let z = _mm256_setzero_ps();
+        let (mut ab0, mut aa0, mut bb0, mut ab1, mut aa1, mut bb1) = (z, z, z, z, z, z);
         let mut i = 0;
-        while i + 8 <= n {
-            let x = _mm256_loadu_ps(pa.add(i));
-            let y = _mm256_loadu_ps(pb.add(i));
-            ab = _mm256_fmadd_ps(x, y, ab);
-            aa = _mm256_fmadd_ps(x, x, aa);
-            bb = _mm256_fmadd_ps(y, y, bb);
+        while i + 16 <= n {
+            let (x0, y0) = (_mm256_loadu_ps(pa.add(i)), _mm256_loadu_ps(pb.add(i)));
+            let (x1, y1) = (_mm256_loadu_ps(pa.add(i + 8)), _mm256_loadu_ps(pb.add(i + 8)));
+            ab0 = _mm256_fmadd_ps(x0, y0, ab0);
+            aa0 = _mm256_fmadd_ps(x0, x0, aa0);
+            bb0 = _mm256_fmadd_ps(y0, y0, bb0);
+            ab1 = _mm256_fmadd_ps(x1, y1, ab1);
+            aa1 = _mm256_fmadd_ps(x1, x1, aa1);
+            bb1 = _mm256_fmadd_ps(y1, y1, bb1);
+            i += 16;
+        }
+        if i + 8 <= n {
+            let (x, y) = (_mm256_loadu_ps(pa.add(i)), _mm256_loadu_ps(pb.add(i)));
+            ab0 = _mm256_fmadd_ps(x, y, ab0);
+            aa0 = _mm256_fmadd_ps(x, x, aa0);
+            bb0 = _mm256_fmadd_ps(y, y, bb0);
             i += 8;
         }
-        let (mut sab, mut saa, mut sbb) = (hsum(ab), hsum(aa), hsum(bb));
+        let (mut sab, mut saa, mut sbb) =
+            (hsum(_mm256_add_ps(ab0, ab1)), hsum(_mm256_add_ps(aa0, aa1)), hsum(_mm256_add_ps(bb0, bb1)));
         while i < n {
             let (x, y) = (*pa.add(i), *pb.add(i));
             sab += x * y;

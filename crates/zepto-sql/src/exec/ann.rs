@@ -2,9 +2,11 @@
 //! the scan, the rows an HNSW graph finds nearest (the filters applied inside the walk: only
 //! rows they keep are accepted, so a tenant scope's filter holds here too), plus
 //! the rows the graph does not hold yet; or, when the filter keeps few rows or the graph cannot
-//! find enough, every row the filter keeps. The caller projects and ranks them exactly.
+//! find enough, every row the filter keeps; of those, the exact nearest ([`super::nearest`]).
+//! The caller projects and ranks them exactly.
 
 use super::context::ExecContext;
+use super::nearest::nearest;
 use super::scan::{concat_pieces, piece_batch, pieces, Piece};
 use super::Batch;
 use crate::error::{Result, SqlError};
@@ -30,7 +32,7 @@ pub fn candidates(ctx: &ExecContext, s: &ScanShape, a: &AnnSearch) -> Result<Bat
         ctx.check()?;
         let b = piece_batch(&piece, s.columns);
         let keep = s.kept_rows(ctx, &b)?;
-        let rows = piece_rows(registry.as_ref(), a, &piece, keep)?;
+        let rows = nearest(&b, a, piece_rows(registry.as_ref(), a, &piece, keep)?);
         // Every row (no graph yet, or a filter that keeps all): share the columns, no copy.
         parts.push(if rows.len() == b.rows { b } else { b.take(&rows) });
     }

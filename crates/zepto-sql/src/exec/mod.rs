@@ -14,6 +14,7 @@ pub mod history;
 mod history_agg;
 mod join;
 pub mod latest;
+mod nearest;
 mod partitioned;
 mod scan;
 mod setops;

@@ -43,6 +43,11 @@ pub struct AnnSearch {
     pub k: usize,
     /// The index's metric.
     pub metric: Metric,
+    /// The sort key's distance function, as SQL named it, and its direction: how candidates
+    /// are ranked exactly.
+    pub distance: Distance,
+    /// True when the key sorts descending (a similarity: larger is nearer).
+    pub desc: bool,
 }
 
 impl AnnSearch {
@@ -102,5 +107,7 @@ pub fn choose(input: &Plan, keys: &[SortKey], limit: Option<usize>) -> Option<An
         query: query.to_vec(),
         k,
         metric,
+        distance,
+        desc: key.desc,
     })
 }
