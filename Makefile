@@ -16,7 +16,7 @@ VENV  ?= .venv
 PY    := $(VENV)/bin/python
 SEED  ?= $(shell date +%s)
 
-.PHONY: demo serve sql build test check msrv venv difftest fuzz-smoke python python-test bench clean fix-engine
+.PHONY: demo serve sql build test check msrv venv difftest fuzz-smoke python python-test bench clean fix-engine kafka
 
 build:
 	$(CARGO) build --release -p zepto-cli
@@ -37,8 +37,8 @@ $(VENV)/.ok: tests/gen/requirements.txt python/requirements-test.txt
 
 venv: $(VENV)/.ok
 
-test: venv fix-engine
-	ZEPTO_REQUIRE_FIX_ENGINE=1 $(CARGO) test --workspace
+test: venv fix-engine kafka
+	ZEPTO_REQUIRE_FIX_ENGINE=1 ZEPTO_REQUIRE_KAFKA=1 $(CARGO) test --workspace
 	$(MAKE) fuzz-smoke
 	$(MAKE) difftest
 	$(MAKE) python-test
@@ -63,6 +63,12 @@ difftest: venv
 fix-engine:
 	mvn -q -B dependency:get -Dartifact=org.quickfixj:quickfixj-core:2.3.1 \
 	  && mvn -q -B dependency:get -Dartifact=org.quickfixj:quickfixj-messages-fix44:2.3.1
+
+# A real Apache Kafka broker's jars (Maven Central, into target/kafka/lib) for the cluster
+# tests (crates/zepto-cli/tests/cluster_kafka.rs), which `make test` requires; a plain
+# `cargo test` without them says those tests are skipped. tests/kafka/broker.sh runs them.
+kafka:
+	tests/kafka/broker.sh install
 
 # The Python package built into the venv (dev profile: it reuses `cargo test`'s build), then its
 # tests, which also start `zeptodb serve` for the remote mode.

@@ -1,6 +1,8 @@
 //! `zeptodb serve` (SPEC §1): flags → [`zepto_server::Config`], optional demo data, then the
 //! server runs until SIGTERM/SIGINT. `zeptodb keygen` makes an API key and its keys-file entry.
 
+mod cluster;
+
 use clap::{Arg, ArgAction, ArgMatches, Command};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -28,6 +30,7 @@ pub fn command() -> Command {
         .args(query_limit_args())
         .args(connection_args())
         .args(fix_args())
+        .args(cluster::args())
 }
 
 /// `serve` flags: the FIX door (docs/fix.md).
@@ -351,6 +354,10 @@ const FILE_KEYS: &[&str] = &[
     "access-log",
     "fix",
     "fix-config",
+    "cluster",
+    "cluster-topic",
+    "cluster-group",
+    "node-id",
 ];
 
 impl<'a> Settings<'a> {
@@ -578,10 +585,22 @@ pub fn run(a: &ArgMatches) -> ExitCode {
     };
     let engine = engine.with_files(files);
     let catalog = engine.catalog().clone();
-    let fix = match start_fix(&settings, &catalog) {
-        Ok(f) => f,
-        Err(e) => return fail(&e),
-    };
+    let result = run_doors(&settings, cfg, engine);
+    if let Some(d) = &durable {
+        crate::durable::close(d, &catalog);
+    }
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => fail(&e),
+    }
+}
+
+/// The HTTP server until shutdown, with the FIX and cluster doors beside it if asked for
+/// (stopped after it).
+fn run_doors(settings: &Settings<'_>, mut cfg: Config, engine: Engine) -> Result<(), String> {
+    let fix = start_fix(settings, engine.catalog())?;
+    let node = cluster::start(settings, &engine, cfg.addr)?;
+    cfg.cluster = node.as_ref().map(|n| zepto_server::cluster::ClusterHandle::new(n.view()));
     let threads = cfg.threads;
     let auth =
         if cfg.keys.is_empty() { "off (loopback only)".to_string() } else { format!("{} key(s)", cfg.keys.len()) };
@@ -592,13 +611,10 @@ pub fn run(a: &ArgMatches) -> ExitCode {
     if let Some(f) = fix {
         f.stop();
     }
-    if let Some(d) = &durable {
-        crate::durable::close(d, &catalog);
+    if let Some(n) = node {
+        n.stop();
     }
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => fail(&e),
-    }
+    result
 }
 
 /// History tiering from `tier-after` and `memory-budget-mb`.

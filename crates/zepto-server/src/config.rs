@@ -52,6 +52,8 @@ pub struct Config {
     pub ai: zepto_memory::Config,
     /// Largest `/api/ai/*` request body (a batch of records with their embeddings).
     pub ai_max_body_bytes: usize,
+    /// The cluster node this server is part of (`GET /cluster`), if any.
+    pub cluster: Option<crate::cluster::ClusterHandle>,
 }
 
 /// WAL corruption that point-in-time recovery cut off when the server started.
@@ -96,6 +98,7 @@ impl Default for Config {
             recovery: None,
             ai: zepto_memory::Config::default(),
             ai_max_body_bytes: 16 << 20,
+            cluster: None,
         }
     }
 }

@@ -18,6 +18,7 @@ pub mod access_log;
 pub mod ai;
 pub mod auth;
 mod body;
+pub mod cluster;
 pub mod config;
 pub mod encode;
 pub mod error;

@@ -29,13 +29,23 @@ pub enum Route {
     Metrics,
     /// `/api/ai/*`: agent memory and caches.
     Ai,
+    /// `/cluster`: the cluster node's state.
+    Cluster,
     /// Any other path (answered 404).
     Other,
 }
 
 impl Route {
-    const ALL: [Route; 7] =
-        [Route::Query, Route::Write, Route::Tables, Route::Probe, Route::Metrics, Route::Ai, Route::Other];
+    const ALL: [Route; 8] = [
+        Route::Query,
+        Route::Write,
+        Route::Tables,
+        Route::Probe,
+        Route::Metrics,
+        Route::Ai,
+        Route::Cluster,
+        Route::Other,
+    ];
 
     /// The `route` label value (`query`, `write`, ...).
     pub fn name(self) -> &'static str {
@@ -46,6 +56,7 @@ impl Route {
             Route::Probe => "probe",
             Route::Metrics => "metrics",
             Route::Ai => "ai",
+            Route::Cluster => "cluster",
             Route::Other => "other",
         }
     }

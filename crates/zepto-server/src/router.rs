@@ -109,6 +109,7 @@ fn route_of(path: &str) -> Route {
         "/write" | "/api/v2/write" => Route::Write,
         "/ping" | "/health" | "/ready" => Route::Probe,
         "/metrics" => Route::Metrics,
+        "/cluster" => Route::Cluster,
         p if p == "/tables" || p.starts_with("/tables/") => Route::Tables,
         p if p.starts_with("/api/ai/") => Route::Ai,
         _ => Route::Other,
@@ -129,6 +130,7 @@ async fn dispatch(
     match (route, &method) {
         (Route::Probe, _) if get => probe(state, path),
         (Route::Metrics, _) if get => metrics(state, who),
+        (Route::Cluster, _) if get => cluster(state, who),
         (Route::Tables, _) if get => tables(state, who, path),
         (Route::Query, _) if get => query_get(state, who, &params, req).await,
         (Route::Query, &Method::POST) => query_post(state, who, &params, req).await,
@@ -154,6 +156,15 @@ async fn dispatch(
             });
             Err(e)
         }
+    }
+}
+
+/// `GET /cluster`: the node's membership, partition ownership, offsets and lag (readers).
+fn cluster(state: &State, who: &Principal) -> Result<Outcome, ApiError> {
+    who.require(Role::Reader)?;
+    match &state.config.cluster {
+        Some(c) => ok(json(StatusCode::OK, c.status().to_string())),
+        None => Err(ApiError::not_found("this server is not a cluster node (zeptodb serve --cluster BROKERS)")),
     }
 }
 

@@ -81,14 +81,69 @@ pub struct WriteRequest {
 
 /// Store one batch; returns the rows written.
 pub fn write(engine: &Engine, who: &Principal, req: &WriteRequest, body: &[u8]) -> Result<usize, ApiError> {
+    write_marked(engine, who, req, body, None)
+}
+
+/// Store one batch together with `mark`'s row, in one logged change: after a crash both are
+/// there or neither (the cluster's consumer records each Kafka record's offset so). Returns
+/// the rows of the batch written, the mark's not counted. A bad batch stores nothing, mark
+/// included.
+pub fn write_marked(
+    engine: &Engine,
+    who: &Principal,
+    req: &WriteRequest,
+    body: &[u8],
+    mark: Option<&Mark>,
+) -> Result<usize, ApiError> {
     let catalog = engine.catalog();
     match req.format {
         IngestFormat::Ilp => {
             let points = ilp::parse(utf8(body, IngestFormat::Ilp)?, req.precision)
                 .map_err(|e| ApiError::ingest(format!("line {}: {}", e.line, e.message)).at_line(e.line))?;
-            apply_ilp(catalog, who, &points, req.now_ns)
+            apply_ilp(catalog, who, &points, req.now_ns, mark)
         }
-        format => write_table(catalog, who, format, req.table.as_deref(), body),
+        format => write_table(catalog, who, format, req.table.as_deref(), body, mark),
+    }
+}
+
+/// One row of bookkeeping stored atomically with a batch ([`write_marked`]), in a table
+/// created on first use with the mark's columns (the first is its designated timestamp).
+#[derive(Debug, Clone)]
+pub struct Mark {
+    table: String,
+    defs: Vec<ColumnDef>,
+    row: Vec<Value>,
+}
+
+impl Mark {
+    /// A row of `table`: one value per column of `defs`, of its type; the first column is a
+    /// TIMESTAMP.
+    pub fn new(table: &str, defs: Vec<ColumnDef>, row: Vec<Value>) -> Result<Mark, String> {
+        if defs.first().map(|d| d.data_type) != Some(DataType::Timestamp) {
+            return Err(format!("mark table '{table}': the first column must be a TIMESTAMP"));
+        }
+        if defs.len() != row.len() {
+            return Err(format!("mark table '{table}': {} columns but {} values", defs.len(), row.len()));
+        }
+        Ok(Mark { table: table.to_string(), defs, row })
+    }
+
+    /// The mark as a one-row plan, checked against the table if it exists.
+    fn plan(&self, catalog: &Catalog) -> Result<TablePlan, ApiError> {
+        let mut cols = Vec::with_capacity(self.defs.len());
+        for (d, v) in self.defs.iter().zip(&self.row) {
+            let mut b = ColumnBuilder::new(d.data_type, 1);
+            b.push_value(v).map_err(|e| ApiError::internal(format!("mark table '{}': {e}", self.table)))?;
+            cols.push(b.finish());
+        }
+        let ts_name = self.defs.first().map(|d| d.name.clone()).unwrap_or_default();
+        Ok(TablePlan {
+            name: self.table.clone(),
+            exists: catalog.exists(&self.table),
+            defs: self.defs.clone(),
+            cols,
+            ts_name,
+        })
     }
 }
 
@@ -99,6 +154,7 @@ fn write_table(
     format: IngestFormat,
     table: Option<&str>,
     body: &[u8],
+    mark: Option<&Mark>,
 ) -> Result<usize, ApiError> {
     let table = table.ok_or_else(|| ApiError::bad_request(format!("format={} needs ?table=NAME", format.name())))?;
     who.require_table(table)?;
@@ -112,6 +168,14 @@ fn write_table(
         IngestFormat::Jsonl => jsonl::read_jsonl(utf8(body, format)?, schema)?,
         _ => zepto_io::ipc::read_ipc_stream(body, schema)?,
     };
+    if let Some(mark) = mark {
+        let rows = cols.first().map_or(0, Column::len);
+        let ts_name = snap.ts_col().and_then(|i| schema.get(i)).map(|c| c.name.clone()).unwrap_or_default();
+        let plan = TablePlan { name: table.to_string(), exists: true, defs: schema.clone(), cols, ts_name };
+        drop(snap);
+        let scoped = who.tables.tenant().is_some();
+        return create_and_apply(catalog, vec![plan, mark.plan(catalog)?], scoped).map(|_| rows);
+    }
     drop(snap);
     if who.tables.tenant().is_none() {
         return catalog.append(table, cols).map_err(storage_error);
@@ -180,7 +244,13 @@ struct TablePlan {
     ts_name: String,
 }
 
-fn apply_ilp(catalog: &Catalog, who: &Principal, points: &[Point<'_>], now_ns: i64) -> Result<usize, ApiError> {
+fn apply_ilp(
+    catalog: &Catalog,
+    who: &Principal,
+    points: &[Point<'_>],
+    now_ns: i64,
+    mark: Option<&Mark>,
+) -> Result<usize, ApiError> {
     // Group points by table, in order of first appearance.
     let mut order: Vec<(String, Vec<&Point<'_>>)> = Vec::new();
     let mut index: HashMap<String, usize> = HashMap::new();
@@ -205,7 +275,18 @@ fn apply_ilp(catalog: &Catalog, who: &Principal, points: &[Point<'_>], now_ns: i
         who.require_unscoped_write(&p.name, has_tenant_id)?;
     }
     let scoped = who.tables.tenant().is_some();
-    // Create the missing tables, then lock every table of the batch and apply all or nothing.
+    let mut plans = plans;
+    let rows = points.len();
+    if let Some(mark) = mark {
+        plans.push(mark.plan(catalog)?);
+    }
+    create_and_apply(catalog, plans, scoped).map(|_| rows)
+}
+
+/// Create the plans' missing tables, then lock every table of the batch and apply all or
+/// nothing; on failure, drop again the tables this batch created (unless someone wrote to
+/// them meanwhile). Returns the rows appended.
+fn create_and_apply(catalog: &Catalog, plans: Vec<TablePlan>, scoped: bool) -> Result<usize, ApiError> {
     let mut created = Vec::new();
     for p in plans.iter().filter(|p| !p.exists) {
         let opts = TableOptions { partition_key: None, timestamp: Some(p.ts_name.clone()) };
@@ -218,7 +299,6 @@ fn apply_ilp(catalog: &Catalog, who: &Principal, points: &[Point<'_>], now_ns: i
     }
     let r = apply_plans(catalog, plans, scoped);
     if r.is_err() {
-        // Take back the tables this batch created, unless someone wrote to them meanwhile.
         for name in created {
             if catalog.snapshot(&name).is_ok_and(|t| t.row_count() == 0) {
                 let _ = catalog.drop_table(&name, true);
@@ -637,5 +717,52 @@ mod tests {
             write(&e, &Principal::anonymous_admin(), &req(IngestFormat::Csv, "mem"), csv.as_bytes()).expect("admin"),
             1
         );
+    }
+}
+
+#[cfg(test)]
+mod mark_tests {
+    use super::*;
+    use crate::auth::Principal;
+
+    fn mark(n: i64) -> Mark {
+        let defs = vec![
+            ColumnDef { name: "ts".into(), data_type: DataType::Timestamp },
+            ColumnDef { name: "n".into(), data_type: DataType::Int64 },
+        ];
+        Mark::new("marks", defs, vec![Value::Timestamp(n), Value::Int64(n)]).expect("a mark")
+    }
+
+    fn count(e: &Engine, table: &str) -> String {
+        let r = e.execute(&format!("SELECT count(*) FROM {table}")).expect("count");
+        r.batch().columns[0].get(0).to_string()
+    }
+
+    /// A batch and its mark are stored together (the mark's table created on first use), in
+    /// every format; a bad batch stores neither.
+    #[test]
+    fn a_mark_is_stored_with_its_batch_or_not_at_all() {
+        let e = Engine::new();
+        let who = Principal::anonymous_admin();
+        let ilp = WriteRequest { format: IngestFormat::Ilp, table: None, precision: Precision::NANOS, now_ns: 7 };
+        let err = write_marked(&e, &who, &ilp, b"t,sym=A x=1 1\nbroken", Some(&mark(1))).expect_err("bad line");
+        assert_eq!(err.line, Some(2));
+        assert!(!e.catalog().exists("marks") && !e.catalog().exists("t"), "nothing created");
+        assert_eq!(write_marked(&e, &who, &ilp, b"t,sym=A x=1 1\nt,sym=B x=2 2", Some(&mark(2))).expect("ok"), 2);
+        assert_eq!((count(&e, "t"), count(&e, "marks")), ("2".into(), "1".into()));
+        assert_eq!(write_marked(&e, &who, &ilp, b"", Some(&mark(3))).expect("a mark alone"), 0);
+        let jsonl = WriteRequest { format: IngestFormat::Jsonl, table: Some("t".into()), ..ilp.clone() };
+        let body = b"{\"sym\": \"C\", \"x\": 3, \"timestamp\": 3}\n{\"sym\": \"D\", \"x\": \"no\", \"timestamp\": 4}";
+        assert!(write_marked(&e, &who, &jsonl, body, Some(&mark(4))).is_err(), "a bad row");
+        assert_eq!((count(&e, "t"), count(&e, "marks")), ("2".into(), "2".into()));
+        let body = b"{\"sym\": \"C\", \"x\": 3, \"timestamp\": 3}";
+        assert_eq!(write_marked(&e, &who, &jsonl, body, Some(&mark(5))).expect("jsonl"), 1);
+        assert_eq!((count(&e, "t"), count(&e, "marks")), ("3".into(), "3".into()));
+        assert!(Mark::new(
+            "m",
+            vec![ColumnDef { name: "n".into(), data_type: DataType::Int64 }],
+            vec![Value::Int64(1)]
+        )
+        .is_err());
     }
 }

@@ -1,0 +1,231 @@
+//! Cluster nodes against a real Kafka broker (tests/kafka/broker.sh, jars from Maven Central
+//! by `make kafka`): records produced with Kafka's own client become rows exactly once,
+//! through a `kill -9` and a restart, with a malformed record refused and counted; two nodes
+//! of one group split the partitions and hold disjoint rows. Without the jars or `java` the
+//! test says so and passes without running, except under `make test`
+//! (ZEPTO_REQUIRE_KAFKA=1), where that is a failure.
+
+mod common;
+
+use common::{get, post, sql, Server};
+use rdkafka::message::{Header, OwnedHeaders};
+use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+use rdkafka::ClientConfig;
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+const PARTITIONS: usize = 4;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// A broker of its own for one test, stopped when dropped.
+struct Broker {
+    dir: PathBuf,
+    addr: String,
+}
+
+impl Broker {
+    /// A fresh broker, or `None` (test skipped) when Kafka's jars or java are missing.
+    fn start(name: &str) -> Option<Broker> {
+        let required = std::env::var_os("ZEPTO_REQUIRE_KAFKA").is_some();
+        let lib = root().join("target/kafka/lib");
+        let java = Command::new("java").arg("-version").output().is_ok();
+        if !lib.is_dir() || !java {
+            assert!(!required, "no Kafka broker: make kafka (Maven and java)");
+            eprintln!("skipped: no Kafka jars in target/kafka/lib (make kafka) or no java");
+            return None;
+        }
+        let port = free_port_pair();
+        let dir = std::env::temp_dir().join(format!("zepto-kafka-{name}-{}", std::process::id()));
+        let out = Command::new(root().join("tests/kafka/broker.sh"))
+            .args(["start", &dir.to_string_lossy(), &port.to_string()])
+            .env("KAFKA_PARTITIONS", PARTITIONS.to_string())
+            .output()
+            .expect("runs broker.sh");
+        assert!(out.status.success(), "broker did not start: {}", String::from_utf8_lossy(&out.stderr));
+        Some(Broker { dir, addr: format!("127.0.0.1:{port}") })
+    }
+
+    fn producer(&self) -> BaseProducer {
+        ClientConfig::new()
+            .set("bootstrap.servers", &self.addr)
+            .set("enable.idempotence", "true")
+            .set("acks", "all")
+            .set("linger.ms", "5")
+            .create()
+            .expect("a producer")
+    }
+}
+
+impl Drop for Broker {
+    fn drop(&mut self) {
+        let _ = Command::new(root().join("tests/kafka/broker.sh")).args(["stop", &self.dir.to_string_lossy()]).output();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// A port whose successor is free too (the broker's controller listens there).
+fn free_port_pair() -> u16 {
+    loop {
+        let a = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
+        let p = a.local_addr().expect("addr").port();
+        if p < u16::MAX && std::net::TcpListener::bind(("127.0.0.1", p + 1)).is_ok() {
+            return p;
+        }
+    }
+}
+
+/// Send one record to `topic`, keyed (so Kafka's partitioner places it), with headers.
+fn send(p: &BaseProducer, topic: &str, key: &str, body: &[u8], headers: &[(&str, &str)]) {
+    let mut h = OwnedHeaders::new();
+    for (k, v) in headers {
+        h = h.insert(Header { key: k, value: Some(*v) });
+    }
+    let mut rec = BaseRecord::to(topic).key(key).payload(body).headers(h);
+    loop {
+        match p.send(rec) {
+            Ok(()) => return,
+            Err((e, back)) => {
+                assert!(format!("{e}").contains("Queue full"), "send: {e}");
+                p.poll(Duration::from_millis(50));
+                rec = back;
+            }
+        }
+    }
+}
+
+fn flush(p: &BaseProducer) {
+    p.flush(Duration::from_secs(30)).expect("every record acknowledged by the broker");
+}
+
+/// The first cell of a one-row answer, as an integer (0 while the table does not exist).
+fn count(addr: &str, q: &str) -> i64 {
+    let r = post(addr, "/", q);
+    match r.status {
+        200 => r.json()["data"][0][0].as_i64().unwrap_or(0),
+        404 if r.error_code() == "TABLE_NOT_FOUND" => 0,
+        s => panic!("{q}: {s} {}", r.text()),
+    }
+}
+
+fn wait_for(what: &str, secs: u64, mut f: impl FnMut() -> bool) {
+    let t0 = Instant::now();
+    while !f() {
+        assert!(t0.elapsed() < Duration::from_secs(secs), "timed out after {secs} s waiting for {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn node(brokers: &str, topic: &str, id: &str, data: &str) -> Server {
+    Server::start(&["--data-dir", data, "--cluster", brokers, "--cluster-topic", topic, "--node-id", id])
+}
+
+fn status(s: &Server) -> serde_json::Value {
+    get(&s.addr, "/cluster").json()
+}
+
+/// ILP records of 10 rows each: trades of 8 symbols, ids `first..first + 10 * records`.
+fn trades(p: &BaseProducer, topic: &str, first: usize, records: usize) {
+    for r in 0..records {
+        let sym = format!("S{}", r % 8);
+        let lines: Vec<String> = (0..10)
+            .map(|i| {
+                let id = first + r * 10 + i;
+                format!("trades,sym={sym} id={id}i,price={}.5 {}", id % 97, 1_700_000_000_000_000_000i64 + id as i64)
+            })
+            .collect();
+        send(p, topic, &sym, lines.join("\n").as_bytes(), &[]);
+    }
+}
+
+#[test]
+fn records_become_rows_once_each_through_kill_9_and_a_restart() {
+    let Some(broker) = Broker::start("once") else { return };
+    let dir = std::env::temp_dir().join(format!("zepto-cluster-once-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let data = dir.to_string_lossy().to_string();
+    let p = broker.producer();
+    trades(&p, "ticks", 0, 200);
+    send(&p, "ticks", "S1", b"trades,sym=S1 price=oops 1\n", &[]);
+    send(
+        &p,
+        "ticks",
+        "q",
+        b"{\"sym\": \"S0\", \"ts\": 5, \"bid\": 1.5}\n",
+        &[("zepto-format", "jsonl"), ("zepto-table", "quotes")],
+    );
+    flush(&p);
+
+    let a = node(&broker.addr, "ticks", "a", &data);
+    let s = status(&a);
+    assert_eq!(s["node_id"], "a");
+    wait_for("2,000 rows", 60, || count(&a.addr, "SELECT count(*) FROM trades") == 2000);
+    wait_for("the refused records counted", 30, || status(&a)["records_rejected"].as_i64() == Some(2));
+    let s = status(&a);
+    assert_eq!(s["partitions"].as_array().map(Vec::len), Some(PARTITIONS), "{s}");
+    assert!(s["last_error"].as_str().is_some_and(|e| e.contains("record ticks[")), "{s}");
+    // The JSON record names a table that does not exist: refused, like the bad ILP line.
+    assert_eq!(count(&a.addr, "SELECT count(*) FROM zepto_kafka_offsets"), 202);
+
+    // More records while the node runs, then kill -9 part-way and restart on the same data.
+    trades(&p, "ticks", 2000, 300);
+    flush(&p);
+    wait_for("some of the new rows", 60, || count(&a.addr, "SELECT count(*) FROM trades") > 2000);
+    drop(a); // kill -9
+    trades(&p, "ticks", 5000, 100);
+    flush(&p);
+    let b = node(&broker.addr, "ticks", "a", &data);
+    wait_for("all 6,000 rows", 60, || count(&b.addr, "SELECT count(*) FROM trades") >= 6000);
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(count(&b.addr, "SELECT count(*) FROM trades"), 6000);
+    assert_eq!(count(&b.addr, "SELECT count(DISTINCT id) FROM trades"), 6000, "no row twice");
+    wait_for("no lag", 30, || {
+        let s = status(&b);
+        s["partitions"].as_array().is_some_and(|ps| ps.iter().all(|p| p["lag"].as_i64() == Some(0)))
+    });
+    let _ = b.stop();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn two_nodes_of_one_group_split_the_partitions() {
+    let Some(broker) = Broker::start("split") else { return };
+    let p = broker.producer();
+    // Make the topic exist with its partitions before the nodes join.
+    trades(&p, "split", 0, 8);
+    flush(&p);
+    let dirs: Vec<PathBuf> = ["x", "y"]
+        .iter()
+        .map(|n| std::env::temp_dir().join(format!("zepto-cluster-{n}-{}", std::process::id())))
+        .collect();
+    dirs.iter().for_each(|d| drop(std::fs::remove_dir_all(d)));
+    let x = node(&broker.addr, "split", "x", &dirs[0].to_string_lossy());
+    let y = node(&broker.addr, "split", "y", &dirs[1].to_string_lossy());
+    let owned = |s: &Server| -> Vec<i64> {
+        status(s)["partitions"]
+            .as_array()
+            .map(|ps| ps.iter().filter_map(|p| p["partition"].as_i64()).collect())
+            .unwrap_or_default()
+    };
+    wait_for("both nodes to own partitions", 60, || {
+        let (a, b) = (owned(&x), owned(&y));
+        !a.is_empty() && !b.is_empty() && a.len() + b.len() == PARTITIONS && a.iter().all(|p| !b.contains(p))
+    });
+    trades(&p, "split", 80, 400);
+    flush(&p);
+    let ids = |s: &Server| -> Vec<i64> {
+        let v = sql(&s.addr, "SELECT id FROM trades WHERE id >= 80 ORDER BY id");
+        v["data"].as_array().map(|r| r.iter().filter_map(|c| c[0].as_i64()).collect()).unwrap_or_default()
+    };
+    wait_for("every new row on one node or the other", 60, || ids(&x).len() + ids(&y).len() >= 4000);
+    let (a, b) = (ids(&x), ids(&y));
+    assert_eq!(a.len() + b.len(), 4000, "each row on exactly one node");
+    assert!(a.iter().all(|i| b.binary_search(i).is_err()), "no row on both nodes");
+    assert!(!a.is_empty() && !b.is_empty(), "both nodes hold rows");
+    let _ = x.stop();
+    let _ = y.stop();
+    dirs.iter().for_each(|d| drop(std::fs::remove_dir_all(d)));
+}

@@ -1,0 +1,120 @@
+//! ZeptoDB past one machine, on Kafka (issue "Scale-out"; design in ARCHITECTURE.md).
+//!
+//! What: a cluster node is an ordinary `zeptodb serve` that is also a member of one Kafka
+//! consumer group. Kafka's group protocol (cooperative-sticky) assigns the topic's partitions
+//! to the members; a node applies the records of the partitions it owns to its own tables,
+//! each record exactly once: a record's rows and its offset (a row of
+//! [`offsets::TABLE`]) are one write-ahead-log record, and when Kafka assigns a partition the
+//! node resumes after the last offset its tables hold, not where the group last committed.
+//!
+//! Why Kafka: it is the replicated, partitioned log that orders, stores and hands out the data,
+//! and it decides who owns what. ZeptoDB adds no consensus, replication or membership protocol
+//! of its own.
+//!
+//! Records are InfluxDB line protocol by default (what Telegraf's Kafka output writes); the
+//! headers `zepto-format` (`ilp`, `jsonl`, `csv`, `arrow`), `zepto-table` and
+//! `zepto-precision` say otherwise ([`record`]).
+
+mod consumer;
+pub mod offsets;
+pub mod record;
+mod status;
+
+pub use consumer::Node;
+pub use status::{PartitionState, Status};
+
+use thiserror::Error;
+
+/// Why a node could not start or run.
+#[derive(Debug, Error)]
+pub enum ClusterError {
+    /// A setting out of its range.
+    #[error("cluster: {0}")]
+    Config(String),
+    /// What the Kafka client said.
+    #[error("kafka: {0}")]
+    Kafka(String),
+    /// Reading the node's own tables failed.
+    #[error("cluster: {0}")]
+    Storage(String),
+}
+
+/// Where a node finds its cluster: the brokers, the topic carrying the rows, the consumer
+/// group whose members the nodes are, and this node's name in it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    brokers: String,
+    topic: String,
+    group: String,
+    node_id: String,
+}
+
+impl Config {
+    /// Checked settings: `brokers` a comma-separated `host:port` list, `topic` and `group`
+    /// Kafka names (letters, digits, `.`, `_`, `-`; at most 249), `node_id` any non-empty name.
+    pub fn new(brokers: &str, topic: &str, group: &str, node_id: &str) -> Result<Config, ClusterError> {
+        if brokers.split(',').any(|b| !b.trim().contains(':')) {
+            return Err(ClusterError::Config(format!("brokers '{brokers}': expected host:port[,host:port...]")));
+        }
+        for (what, name) in [("topic", topic), ("group", group)] {
+            let legal = name.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c));
+            if name.is_empty() || name.len() > 249 || !legal || name == "." || name == ".." {
+                return Err(ClusterError::Config(format!(
+                    "{what} '{name}': use 1 to 249 letters, digits, '.', '_' or '-'"
+                )));
+            }
+        }
+        if node_id.trim().is_empty() {
+            return Err(ClusterError::Config("the node id is empty".into()));
+        }
+        Ok(Config {
+            brokers: brokers.to_string(),
+            topic: topic.to_string(),
+            group: group.to_string(),
+            node_id: node_id.to_string(),
+        })
+    }
+
+    /// The bootstrap brokers.
+    pub fn brokers(&self) -> &str {
+        &self.brokers
+    }
+
+    /// The topic carrying the rows.
+    pub fn topic(&self) -> &str {
+        &self.topic
+    }
+
+    /// The consumer group whose members the nodes are.
+    pub fn group(&self) -> &str {
+        &self.group
+    }
+
+    /// This node's name (its Kafka client id and group instance id).
+    pub fn node_id(&self) -> &str {
+        &self.node_id
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settings_out_of_range_are_refused() {
+        assert!(Config::new("127.0.0.1:9092", "zepto", "zepto", "n1").is_ok());
+        assert!(Config::new("a:1,b:2", "t.1_x-y", "g", "n").is_ok());
+        for (b, t, g, n) in [
+            ("localhost", "t", "g", "n"),
+            ("a:1,", "t", "g", "n"),
+            ("a:1", "", "g", "n"),
+            ("a:1", "t'; DROP", "g", "n"),
+            ("a:1", "..", "g", "n"),
+            ("a:1", "t", "g/h", "n"),
+            ("a:1", "t", "g", " "),
+        ] {
+            assert!(Config::new(b, t, g, n).is_err(), "{b} {t} {g} {n}");
+        }
+        assert!(Config::new("a:1", &"x".repeat(250), "g", "n").is_err());
+    }
+}
