@@ -1,7 +1,8 @@
 //! Cluster nodes against a real Kafka broker (tests/kafka/broker.sh, jars from Maven Central
 //! by `make kafka`): records produced with Kafka's own client become rows exactly once,
-//! through a `kill -9` and a restart, with a malformed record refused and counted; two nodes
-//! of one group split the partitions and hold disjoint rows. Without the jars or `java` the
+//! through a `kill -9` and a restart, with a malformed record refused and counted; `/write` on
+//! a node goes through Kafka; two nodes of one group split the partitions and hold disjoint
+//! rows. Without the jars or `java` the
 //! test says so and passes without running, except under `make test`
 //! (ZEPTO_REQUIRE_KAFKA=1), where that is a failure.
 
@@ -214,8 +215,12 @@ fn two_nodes_of_one_group_split_the_partitions() {
         let (a, b) = (owned(&x), owned(&y));
         !a.is_empty() && !b.is_empty() && a.len() + b.len() == PARTITIONS && a.iter().all(|p| !b.contains(p))
     });
-    trades(&p, "split", 80, 400);
-    flush(&p);
+    // Written through one node's door: the rows land on whichever node owns their partition.
+    let lines: Vec<String> = (80..4080)
+        .map(|id| format!("trades,sym=S{} id={id}i,price={}.5 {}", id % 8, id % 97, 1_700_000_000_000_000_000i64 + id))
+        .collect();
+    let r = post(&x.addr, "/write", &lines.join("\n"));
+    assert_eq!(r.status, 200, "{}", r.text());
     let ids = |s: &Server| -> Vec<i64> {
         let v = sql(&s.addr, "SELECT id FROM trades WHERE id >= 80 ORDER BY id");
         v["data"].as_array().map(|r| r.iter().filter_map(|c| c[0].as_i64()).collect()).unwrap_or_default()
@@ -228,4 +233,49 @@ fn two_nodes_of_one_group_split_the_partitions() {
     let _ = x.stop();
     let _ = y.stop();
     dirs.iter().for_each(|d| drop(std::fs::remove_dir_all(d)));
+}
+
+/// `/write` on a node goes through Kafka: checked first (a bad batch is refused whole and
+/// produces nothing), acknowledged once Kafka has it, then stored by the nodes owning its
+/// partitions; lines without a timestamp are stamped once, by the node that took them; JSON
+/// lines reach Kafka as Arrow records of the decoded rows.
+#[test]
+fn write_on_a_node_goes_through_kafka() {
+    let Some(broker) = Broker::start("write") else { return };
+    let dir = std::env::temp_dir().join(format!("zepto-cluster-write-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let n = node(&broker.addr, "w", "n", &dir.to_string_lossy());
+    let body: Vec<String> =
+        (0..300).map(|i| format!("ticks,sym=S{} id={i}i,px={}.25 {}", i % 7, i, 1_000 + i)).collect();
+    let r = post(&n.addr, "/write", &body.join("\n"));
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()["rows_written"], 300);
+    let r = post(&n.addr, "/write?precision=s", "ticks,sym=S1 id=300i,px=1\nticks,sym=S2 id=301i,px=2 5");
+    assert_eq!(r.status, 200, "{}", r.text());
+    wait_for("302 rows", 60, || count(&n.addr, "SELECT count(*) FROM ticks") == 302);
+    // Stamped by the node that took the batch (now, in whole seconds), the other as sent.
+    let now_s = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).expect("clock").as_secs() as i64;
+    let stamped = count(&n.addr, "SELECT epoch_ns(timestamp) FROM ticks WHERE id = 300");
+    assert!((stamped / 1_000_000_000 - now_s).abs() < 120 && stamped % 1_000_000_000 == 0, "{stamped}");
+    assert_eq!(count(&n.addr, "SELECT epoch_ns(timestamp) FROM ticks WHERE id = 301"), 5_000_000_000);
+    let records = status(&n)["records_applied"].as_i64().expect("records");
+    assert!(records >= 7, "one record per symbol at least: {records}");
+
+    // A bad batch: refused whole, nothing produced.
+    let r = post(&n.addr, "/write", "ticks,sym=S1 id=400i 1\nticks,sym=S2 id=\"text\" 2");
+    assert_eq!(r.status, 400, "{}", r.text());
+    assert_eq!(r.json()["error"]["line"], 2);
+    // JSON lines into a table made with SQL (every node needs it): Arrow records in Kafka.
+    sql(&n.addr, "CREATE TABLE q (sym SYMBOL, ts TIMESTAMP, bid DOUBLE) TIMESTAMP(ts) PARTITION BY sym");
+    let lines: Vec<String> =
+        (0..50).map(|i| format!("{{\"sym\": \"Q{}\", \"ts\": {i}, \"bid\": {i}.5}}", i % 3)).collect();
+    let r = post(&n.addr, "/write?format=jsonl&table=q", &lines.join("\n"));
+    assert_eq!(r.status, 200, "{}", r.text());
+    wait_for("50 quotes", 60, || count(&n.addr, "SELECT count(*) FROM q") == 50);
+    assert_eq!(count(&n.addr, "SELECT CAST(sum(bid) * 10 AS BIGINT) FROM q"), 12500);
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(count(&n.addr, "SELECT count(*) FROM ticks"), 302, "the bad batch stored nothing");
+    assert_eq!(status(&n)["records_rejected"], 0);
+    let _ = n.stop();
+    let _ = std::fs::remove_dir_all(&dir);
 }

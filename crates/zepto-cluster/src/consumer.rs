@@ -16,7 +16,7 @@
 
 use crate::offsets;
 use crate::record;
-use crate::status::{PartitionState, Shared, Status};
+use crate::status::{PartitionState, Shared};
 use crate::{ClusterError, Config};
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext, RebalanceProtocol};
 use rdkafka::error::KafkaError;
@@ -28,19 +28,11 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use zepto_server::auth::Principal;
-use zepto_server::cluster::ClusterView;
 use zepto_server::ingest::{self, IngestFormat, WriteRequest};
 use zepto_sql::Engine;
 
 /// How often the partitions' high watermarks are asked for and the applied offsets committed.
 const REFRESH: Duration = Duration::from_secs(1);
-
-/// A running cluster node's consumer. Stops (and leaves the group) when stopped or dropped.
-pub struct Node {
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
-    shared: Shared,
-}
 
 fn kafka(e: KafkaError) -> ClusterError {
     ClusterError::Kafka(e.to_string())
@@ -50,69 +42,35 @@ fn now_ns() -> i64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
 }
 
-impl Node {
-    /// Join `config`'s group and start applying the records of the partitions Kafka assigns.
-    /// Fails when the client cannot be made (bad settings); an unreachable broker is not an
-    /// error here: the consumer keeps trying, and `/cluster` shows the last error.
-    pub fn start(engine: Engine, config: &Config) -> Result<Node, ClusterError> {
-        let shared = Shared::default();
-        shared.update(|s| {
-            s.node_id = config.node_id().to_string();
-            s.group = config.group().to_string();
-            s.topic = config.topic().to_string();
-            s.brokers = config.brokers().to_string();
-        });
-        let context = Context { engine: engine.clone(), topic: config.topic().to_string(), shared: shared.clone() };
-        let consumer: BaseConsumer<Context> = ClientConfig::new()
-            .set("bootstrap.servers", config.brokers())
-            .set("group.id", config.group())
-            .set("client.id", config.node_id())
-            .set("enable.auto.commit", "false")
-            .set("enable.auto.offset.store", "false")
-            .set("auto.offset.reset", "earliest")
-            .set("partition.assignment.strategy", "cooperative-sticky")
-            .set("session.timeout.ms", "6000")
-            .set("heartbeat.interval.ms", "1000")
-            .create_with_context(context)
-            .map_err(kafka)?;
-        consumer.subscribe(&[config.topic()]).map_err(kafka)?;
-        let stop = Arc::new(AtomicBool::new(false));
-        let worker = Worker { consumer, engine, topic: config.topic().to_string(), shared: shared.clone() };
-        let flag = stop.clone();
-        let thread = std::thread::Builder::new()
-            .name("zepto-kafka".into())
-            .spawn(move || worker.run(&flag))
-            .map_err(|e| ClusterError::Config(format!("cannot start the consumer thread: {e}")))?;
-        Ok(Node { stop, thread: Some(thread), shared })
-    }
-
-    /// The node's state now.
-    pub fn status(&self) -> Status {
-        self.shared.get()
-    }
-
-    /// The node's state for the HTTP door's `GET /cluster`.
-    pub fn view(&self) -> Arc<dyn ClusterView> {
-        Arc::new(self.shared.clone())
-    }
-
-    /// Stop consuming and leave the group (the partitions move to the other members).
-    pub fn stop(mut self) {
-        self.halt();
-    }
-
-    fn halt(&mut self) {
-        self.stop.store(true, Ordering::Release);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
-impl Drop for Node {
-    fn drop(&mut self) {
-        self.halt();
-    }
+/// Join `config`'s group and start the thread applying the records of the partitions Kafka
+/// assigns, until `stop` is set. Fails when the client cannot be made (bad settings); an
+/// unreachable broker is not an error here: the consumer keeps trying, and the status shows
+/// the last error.
+pub(crate) fn spawn(
+    engine: Engine,
+    config: &Config,
+    shared: Shared,
+    stop: Arc<AtomicBool>,
+) -> Result<JoinHandle<()>, ClusterError> {
+    let context = Context { engine: engine.clone(), topic: config.topic().to_string(), shared: shared.clone() };
+    let consumer: BaseConsumer<Context> = ClientConfig::new()
+        .set("bootstrap.servers", config.brokers())
+        .set("group.id", config.group())
+        .set("client.id", config.node_id())
+        .set("enable.auto.commit", "false")
+        .set("enable.auto.offset.store", "false")
+        .set("auto.offset.reset", "earliest")
+        .set("partition.assignment.strategy", "cooperative-sticky")
+        .set("session.timeout.ms", "6000")
+        .set("heartbeat.interval.ms", "1000")
+        .create_with_context(context)
+        .map_err(kafka)?;
+    consumer.subscribe(&[config.topic()]).map_err(kafka)?;
+    let worker = Worker { consumer, engine, topic: config.topic().to_string(), shared };
+    std::thread::Builder::new()
+        .name("zepto-kafka".into())
+        .spawn(move || worker.run(&stop))
+        .map_err(|e| ClusterError::Config(format!("cannot start the consumer thread: {e}")))
 }
 
 /// The consumer thread's state.

@@ -16,11 +16,14 @@
 //! `zepto-precision` say otherwise ([`record`]).
 
 mod consumer;
+mod node;
 pub mod offsets;
+mod produce;
 pub mod record;
 mod status;
 
-pub use consumer::Node;
+pub use node::Node;
+pub use produce::RECORD_BYTES;
 pub use status::{PartitionState, Status};
 
 use thiserror::Error;

@@ -90,9 +90,3 @@ impl Shared {
         self.update(|s| s.clone())
     }
 }
-
-impl zepto_server::cluster::ClusterView for Shared {
-    fn status(&self) -> serde_json::Value {
-        self.get().to_json()
-    }
-}

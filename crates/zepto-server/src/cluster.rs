@@ -4,12 +4,20 @@
 //! depends on this one for ingest; the server sees it only through [`ClusterView`], handed in
 //! by whoever starts both (`zeptodb serve --cluster`).
 
+use crate::auth::Principal;
+use crate::error::ApiError;
+use crate::ingest::WriteRequest;
 use std::sync::Arc;
+use zepto_sql::Engine;
 
-/// A cluster node's state as JSON (members, partition ownership, offsets and lag).
+/// A cluster node as the HTTP door sees it.
 pub trait ClusterView: Send + Sync {
-    /// The state now.
+    /// The node's state as JSON (partition ownership, offsets and lag).
     fn status(&self) -> serde_json::Value;
+
+    /// Store a `/write` batch through the cluster (checked here for `who`, then handed to the
+    /// cluster's log); the rows once the log has them all.
+    fn write(&self, engine: &Engine, who: &Principal, req: &WriteRequest, body: &[u8]) -> Result<usize, ApiError>;
 }
 
 /// A shared [`ClusterView`] in the server's [`crate::Config`].
@@ -25,6 +33,11 @@ impl ClusterHandle {
     /// The node's state now.
     pub fn status(&self) -> serde_json::Value {
         self.0.status()
+    }
+
+    /// See [`ClusterView::write`].
+    pub fn write(&self, engine: &Engine, who: &Principal, req: &WriteRequest, body: &[u8]) -> Result<usize, ApiError> {
+        self.0.write(engine, who, req, body)
     }
 }
 

@@ -305,10 +305,15 @@ async fn write_rows(
         .acquire_owned()
         .await
         .map_err(|_| ApiError::internal("the server is shutting down"))?;
+    let cluster = state.config.cluster.clone();
     let n = tokio::task::spawn_blocking(move || {
         let _permit = permit;
         let _held = held;
-        ingest::write(&engine, &who2, &wr, &body)
+        match cluster {
+            // A cluster node's batches go through Kafka to the nodes owning their partitions.
+            Some(c) => c.write(&engine, &who2, &wr, &body),
+            None => ingest::write(&engine, &who2, &wr, &body),
+        }
     })
     .await
     .map_err(|e| ApiError::internal(format!("ingest task failed: {e}")))??;

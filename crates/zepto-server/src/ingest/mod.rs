@@ -14,8 +14,11 @@
 //! again under the tables' write locks, against their schemas then.
 #![cfg_attr(not(test), deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used))]
 
+mod check;
 pub mod ilp;
 mod jsonl;
+
+pub use check::{check, Checked, CheckedLine};
 
 use crate::auth::Principal;
 use crate::error::{storage_error, ApiError};
@@ -156,18 +159,9 @@ fn write_table(
     body: &[u8],
     mark: Option<&Mark>,
 ) -> Result<usize, ApiError> {
-    let table = table.ok_or_else(|| ApiError::bad_request(format!("format={} needs ?table=NAME", format.name())))?;
-    who.require_table(table)?;
-    let snap = catalog.snapshot(table).map_err(|_| {
-        ApiError::new(hyper::StatusCode::NOT_FOUND, "TABLE_NOT_FOUND", format!("table '{table}' does not exist"))
-    })?;
-    who.require_unscoped_write(table, tenant_column(snap.schema()).is_some())?;
+    let (table, snap, cols) = decode_table(catalog, who, format, table, body)?;
+    let table = table.as_str();
     let schema = &snap.schema().columns;
-    let cols = match format {
-        IngestFormat::Csv => read_csv(utf8(body, format)?, schema, &CsvOptions::default())?,
-        IngestFormat::Jsonl => jsonl::read_jsonl(utf8(body, format)?, schema)?,
-        _ => zepto_io::ipc::read_ipc_stream(body, schema)?,
-    };
     if let Some(mark) = mark {
         let rows = cols.first().map_or(0, Column::len);
         let ts_name = snap.ts_col().and_then(|i| schema.get(i)).map(|c| c.name.clone()).unwrap_or_default();
@@ -190,6 +184,30 @@ fn write_table(
             Ok(catalog.log(&[Change::Append { table: t.name(), columns: &cols }])?.apply(|| t.append(cols))?)
         })
         .map_err(|e| e.into_api(who))
+}
+
+/// The rows of a CSV, JSONL or Arrow body, decoded against the schema of the table it names
+/// (which must exist, and which `who` may write), with that table's snapshot.
+fn decode_table(
+    catalog: &Catalog,
+    who: &Principal,
+    format: IngestFormat,
+    table: Option<&str>,
+    body: &[u8],
+) -> Result<(String, std::sync::Arc<Table>, Vec<Column>), ApiError> {
+    let table = table.ok_or_else(|| ApiError::bad_request(format!("format={} needs ?table=NAME", format.name())))?;
+    who.require_table(table)?;
+    let snap = catalog.snapshot(table).map_err(|_| {
+        ApiError::new(hyper::StatusCode::NOT_FOUND, "TABLE_NOT_FOUND", format!("table '{table}' does not exist"))
+    })?;
+    who.require_unscoped_write(table, tenant_column(snap.schema()).is_some())?;
+    let schema = &snap.schema().columns;
+    let cols = match format {
+        IngestFormat::Csv => read_csv(utf8(body, format)?, schema, &CsvOptions::default())?,
+        IngestFormat::Jsonl => jsonl::read_jsonl(utf8(body, format)?, schema)?,
+        _ => zepto_io::ipc::read_ipc_stream(body, schema)?,
+    };
+    Ok((table.to_string(), snap, cols))
 }
 
 /// Why a tenant-bound key's write failed under the table's lock: the table has (or would
@@ -251,7 +269,24 @@ fn apply_ilp(
     now_ns: i64,
     mark: Option<&Mark>,
 ) -> Result<usize, ApiError> {
-    // Group points by table, in order of first appearance.
+    let plans: Vec<TablePlan> = ilp_plans(catalog, who, points, now_ns)?.into_iter().map(|(p, _)| p).collect();
+    let scoped = who.tables.tenant().is_some();
+    let mut plans = plans;
+    let rows = points.len();
+    if let Some(mark) = mark {
+        plans.push(mark.plan(catalog)?);
+    }
+    create_and_apply(catalog, plans, scoped).map(|_| rows)
+}
+
+/// The checked, typed rows of every table an ILP batch touches, in order of first appearance,
+/// each with its points: nothing is changed yet.
+fn ilp_plans<'b, 'a>(
+    catalog: &Catalog,
+    who: &Principal,
+    points: &'b [Point<'a>],
+    now_ns: i64,
+) -> Result<Vec<(TablePlan, Vec<&'b Point<'a>>)>, ApiError> {
     let mut order: Vec<(String, Vec<&Point<'_>>)> = Vec::new();
     let mut index: HashMap<String, usize> = HashMap::new();
     for p in points {
@@ -267,20 +302,14 @@ fn apply_ilp(
     for (name, _) in &order {
         who.require_table(name)?;
     }
-    // Check and type everything before changing anything.
-    let plans =
-        order.iter().map(|(name, pts)| plan_table(catalog, name, pts, now_ns)).collect::<Result<Vec<_>, ApiError>>()?;
-    for p in &plans {
-        let has_tenant_id = p.defs.iter().any(|d| d.name.eq_ignore_ascii_case(zepto_sql::access::TENANT_COLUMN));
-        who.require_unscoped_write(&p.name, has_tenant_id)?;
+    let mut out = Vec::with_capacity(order.len());
+    for (name, pts) in order {
+        let plan = plan_table(catalog, &name, &pts, now_ns)?;
+        let has_tenant_id = plan.defs.iter().any(|d| d.name.eq_ignore_ascii_case(zepto_sql::access::TENANT_COLUMN));
+        who.require_unscoped_write(&plan.name, has_tenant_id)?;
+        out.push((plan, pts));
     }
-    let scoped = who.tables.tenant().is_some();
-    let mut plans = plans;
-    let rows = points.len();
-    if let Some(mark) = mark {
-        plans.push(mark.plan(catalog)?);
-    }
-    create_and_apply(catalog, plans, scoped).map(|_| rows)
+    Ok(out)
 }
 
 /// Create the plans' missing tables, then lock every table of the batch and apply all or

@@ -1,0 +1,85 @@
+//! A cluster node: its consumer thread ([`crate::consumer`]), its producer
+//! ([`crate::produce`]) and its status, as the HTTP door sees them ([`ClusterView`]).
+
+use crate::consumer;
+use crate::produce::Producer;
+use crate::status::{Shared, Status};
+use crate::{ClusterError, Config};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use zepto_server::auth::Principal;
+use zepto_server::cluster::ClusterView;
+use zepto_server::error::ApiError;
+use zepto_server::ingest::WriteRequest;
+use zepto_sql::Engine;
+
+/// A running cluster node. Stops consuming (and leaves the group) when stopped or dropped.
+pub struct Node {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+    view: Arc<View>,
+}
+
+/// What the HTTP door calls: the status, and `/write` through Kafka.
+struct View {
+    shared: Shared,
+    producer: Producer,
+}
+
+impl ClusterView for View {
+    fn status(&self) -> serde_json::Value {
+        self.shared.get().to_json()
+    }
+
+    fn write(&self, engine: &Engine, who: &Principal, req: &WriteRequest, body: &[u8]) -> Result<usize, ApiError> {
+        self.producer.write(engine, who, req, body)
+    }
+}
+
+impl Node {
+    /// Join `config`'s group, start applying the records of the partitions Kafka assigns,
+    /// and be ready to produce `/write` batches. Fails on bad settings; an unreachable broker
+    /// is not an error here (the node keeps trying; the status shows the last error).
+    pub fn start(engine: Engine, config: &Config) -> Result<Node, ClusterError> {
+        let shared = Shared::default();
+        shared.update(|s| {
+            s.node_id = config.node_id().to_string();
+            s.group = config.group().to_string();
+            s.topic = config.topic().to_string();
+            s.brokers = config.brokers().to_string();
+        });
+        let producer = Producer::new(config)?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let thread = consumer::spawn(engine, config, shared.clone(), stop.clone())?;
+        Ok(Node { stop, thread: Some(thread), view: Arc::new(View { shared, producer }) })
+    }
+
+    /// The node's state now.
+    pub fn status(&self) -> Status {
+        self.view.shared.get()
+    }
+
+    /// The node as the HTTP door sees it (`GET /cluster`, `/write`).
+    pub fn view(&self) -> Arc<dyn ClusterView> {
+        self.view.clone()
+    }
+
+    /// Stop consuming and leave the group (the partitions move to the other members).
+    pub fn stop(mut self) {
+        self.halt();
+    }
+
+    fn halt(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        self.halt();
+    }
+}

@@ -1,0 +1,219 @@
+//! `/write` on a cluster node: the batch is checked here as if it were stored
+//! (`zepto_server::ingest::check`), cut into records by partition key, produced to Kafka, and
+//! acknowledged once Kafka has every record (`acks=all`, idempotent producer: a retry inside
+//! the client never writes a record twice). The nodes owning the partitions then store them,
+//! exactly once ([`crate::consumer`]).
+//!
+//! Records are keyed by the rows' partition key and placed by Kafka's own default partitioner
+//! (murmur2, as the Java client does), so a producer in any language that keys its records the
+//! same way lands in the same partitions. Each record holds the rows of one key, at most
+//! [`RECORD_BYTES`] of them: each record is stored all or nothing, a batch as a whole once
+//! every record is. Line protocol keeps its lines, stamped with this node's clock where they
+//! had no timestamp, so every node stores the same time; CSV, JSON lines and Arrow become
+//! Arrow IPC records of the decoded rows.
+
+use crate::{ClusterError, Config};
+use rdkafka::message::{Header, OwnedHeaders};
+use rdkafka::producer::{BaseRecord, DeliveryResult, ProducerContext, ThreadedProducer};
+use rdkafka::{ClientConfig, ClientContext};
+use std::collections::HashMap;
+use std::sync::mpsc::{sync_channel, SyncSender};
+use std::time::{Duration, Instant};
+use zepto_server::auth::Principal;
+use zepto_server::error::ApiError;
+use zepto_server::ingest::{self, Checked, WriteRequest};
+use zepto_sql::Engine;
+use zepto_storage::Column;
+
+/// Most bytes of rows a record holds (Kafka's default largest message is 1 MB).
+pub const RECORD_BYTES: usize = 512 << 10;
+
+/// How long a batch may wait for Kafka's acknowledgements.
+const ACK_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The node's producer.
+pub struct Producer {
+    inner: ThreadedProducer<Deliveries>,
+    topic: String,
+}
+
+/// Reports each record's delivery to the request waiting for it.
+struct Deliveries;
+
+impl ClientContext for Deliveries {}
+
+impl ProducerContext for Deliveries {
+    type DeliveryOpaque = Box<SyncSender<Result<(), String>>>;
+
+    fn delivery(&self, result: &DeliveryResult<'_>, to: Self::DeliveryOpaque) {
+        let _ = to.send(result.as_ref().map(|_| ()).map_err(|(e, _)| e.to_string()));
+    }
+}
+
+/// One record to produce.
+struct Record {
+    key: String,
+    body: Vec<u8>,
+    headers: Vec<(&'static str, String)>,
+}
+
+impl Producer {
+    /// A producer for `config`'s topic.
+    pub fn new(config: &Config) -> Result<Producer, ClusterError> {
+        let inner = ClientConfig::new()
+            .set("bootstrap.servers", config.brokers())
+            .set("client.id", config.node_id())
+            .set("enable.idempotence", "true")
+            .set("acks", "all")
+            .set("partitioner", "murmur2_random")
+            .set("linger.ms", "2")
+            .set("message.timeout.ms", ACK_TIMEOUT.as_millis().to_string())
+            .create_with_context(Deliveries)
+            .map_err(|e| ClusterError::Kafka(e.to_string()))?;
+        Ok(Producer { inner, topic: config.topic().to_string() })
+    }
+
+    /// Check `body` for `who`, produce it, and return its rows once Kafka has every record.
+    pub fn write(&self, engine: &Engine, who: &Principal, req: &WriteRequest, body: &[u8]) -> Result<usize, ApiError> {
+        let (rows, records) = match ingest::check(engine, who, req, body)? {
+            Checked::Lines(lines) => (lines.len(), line_records(&lines, req, body)),
+            Checked::Rows { table, names, columns, keys } => {
+                (keys.len(), row_records(&table, &names, &columns, &keys)?)
+            }
+        };
+        let (tx, rx) = sync_channel(records.len());
+        let deadline = Instant::now() + ACK_TIMEOUT;
+        let mut failed = Vec::new();
+        let mut sent = 0;
+        for r in &records {
+            match self.send(r, &tx, deadline) {
+                Ok(()) => sent += 1,
+                Err(e) => failed.push(e),
+            }
+        }
+        for _ in 0..sent {
+            match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => failed.push(e),
+                Err(_) => failed.push("no acknowledgement in time".into()),
+            }
+        }
+        if let Some(first) = failed.first() {
+            let msg = format!(
+                "{} of {} Kafka records not acknowledged ({first}); the others were, and will be stored",
+                failed.len(),
+                records.len()
+            );
+            return Err(ApiError::new(hyper::StatusCode::SERVICE_UNAVAILABLE, "KAFKA", msg));
+        }
+        Ok(rows)
+    }
+
+    /// Queue one record, waiting while the client's queue is full.
+    fn send(&self, r: &Record, tx: &SyncSender<Result<(), String>>, deadline: Instant) -> Result<(), String> {
+        let mut headers = OwnedHeaders::new();
+        for (k, v) in &r.headers {
+            headers = headers.insert(Header { key: k, value: Some(v.as_str()) });
+        }
+        let mut record = BaseRecord::with_opaque_to(&self.topic, Box::new(tx.clone()))
+            .key(r.key.as_str())
+            .payload(r.body.as_slice())
+            .headers(headers);
+        loop {
+            match self.inner.send(record) {
+                Ok(()) => return Ok(()),
+                Err((e, back)) if Instant::now() < deadline && e.to_string().contains("Queue full") => {
+                    self.inner.poll(Duration::from_millis(10));
+                    record = back;
+                }
+                Err((e, _)) => return Err(e.to_string()),
+            }
+        }
+    }
+}
+
+/// The unit name of a precision, as the consumer's header takes it.
+fn unit(p: i64) -> &'static str {
+    match p {
+        1_000 => "u",
+        1_000_000 => "ms",
+        1_000_000_000 => "s",
+        60_000_000_000 => "m",
+        3_600_000_000_000 => "h",
+        _ => "n",
+    }
+}
+
+/// Line-protocol records: the checked lines grouped by key, in order, stamped where needed.
+fn line_records(lines: &[ingest::CheckedLine], req: &WriteRequest, body: &[u8]) -> Vec<Record> {
+    let text = String::from_utf8_lossy(body);
+    let raw: Vec<&str> = text.split('\n').collect();
+    let stamp = req.now_ns / req.precision.0.max(1);
+    let mut groups: Vec<(String, Vec<String>)> = Vec::new();
+    let mut at: HashMap<&str, usize> = HashMap::new();
+    for l in lines {
+        let Some(src) = raw.get(l.line - 1) else { continue };
+        let src = src.strip_suffix('\r').unwrap_or(src).trim();
+        let line = if l.timestamped { src.to_string() } else { format!("{src} {stamp}") };
+        let i = *at.entry(l.key.as_str()).or_insert_with(|| {
+            groups.push((l.key.clone(), Vec::new()));
+            groups.len() - 1
+        });
+        if let Some((_, g)) = groups.get_mut(i) {
+            g.push(line);
+        }
+    }
+    let headers = vec![(crate::record::PRECISION, unit(req.precision.0).to_string())];
+    let mut out = Vec::new();
+    for (key, group) in groups {
+        let mut body = String::new();
+        for line in group {
+            if !body.is_empty() && body.len() + line.len() + 1 > RECORD_BYTES {
+                out.push(Record {
+                    key: key.clone(),
+                    body: std::mem::take(&mut body).into_bytes(),
+                    headers: headers.clone(),
+                });
+            }
+            if !body.is_empty() {
+                body.push('\n');
+            }
+            body.push_str(&line);
+        }
+        out.push(Record { key, body: body.into_bytes(), headers: headers.clone() });
+    }
+    out
+}
+
+/// Arrow IPC records of the decoded rows, grouped by key.
+fn row_records(table: &str, names: &[String], columns: &[Column], keys: &[String]) -> Result<Vec<Record>, ApiError> {
+    let mut groups: Vec<(String, Vec<u32>)> = Vec::new();
+    let mut at: HashMap<&str, usize> = HashMap::new();
+    for (row, key) in keys.iter().enumerate() {
+        let i = *at.entry(key.as_str()).or_insert_with(|| {
+            groups.push((key.clone(), Vec::new()));
+            groups.len() - 1
+        });
+        if let Some((_, g)) = groups.get_mut(i) {
+            g.push(row as u32);
+        }
+    }
+    let row_bytes = columns.iter().map(Column::data_bytes).sum::<usize>() / keys.len().max(1);
+    let per_record = (RECORD_BYTES / row_bytes.max(1)).max(1);
+    let headers = vec![(crate::record::FORMAT, "arrow".to_string()), (crate::record::TABLE, table.to_string())];
+    let mut out = Vec::new();
+    for (key, rows) in groups {
+        for chunk in rows.chunks(per_record) {
+            let cols: Vec<Column> = columns.iter().map(|c| c.take(chunk)).collect();
+            let refs: Vec<&Column> = cols.iter().collect();
+            let bad = |e: zepto_io::IoError| ApiError::internal(format!("encoding rows for Kafka: {e}"));
+            let mut w = zepto_io::ipc::IpcResultWriter::new(names, &refs, chunk.len()).map_err(bad)?;
+            let mut body = Vec::new();
+            while let Some(piece) = w.next_chunk().map_err(bad)? {
+                body.extend(piece);
+            }
+            out.push(Record { key: key.clone(), body, headers: headers.clone() });
+        }
+    }
+    Ok(out)
+}

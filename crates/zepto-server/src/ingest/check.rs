@@ -1,0 +1,82 @@
+//! A `/write` batch checked as if it were stored, without storing anything: a cluster node
+//! checks a batch against its schemas and the caller's rights before it produces the batch
+//! to Kafka, so a batch Kafka acknowledged is one the nodes will store (`zepto-cluster`).
+//! The check also says how to route the rows: each row's partition key.
+
+use super::{decode_table, ilp, ilp_plans, utf8, IngestFormat, WriteRequest};
+use crate::auth::Principal;
+use crate::error::ApiError;
+use zepto_sql::Engine;
+use zepto_storage::{Column, DataType};
+
+/// One line of a line-protocol batch that passed the check.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckedLine {
+    /// Its 1-based line number in the body.
+    pub line: usize,
+    /// The value of its table's partition key (empty when the line has none).
+    pub key: String,
+    /// Whether the line carries its own timestamp (a line without one is stamped with the
+    /// server's clock when stored).
+    pub timestamped: bool,
+}
+
+/// What a batch would store.
+#[derive(Debug)]
+pub enum Checked {
+    /// Line protocol: every point, in line order.
+    Lines(Vec<CheckedLine>),
+    /// CSV, JSONL or Arrow: the table, its columns' names, the decoded columns, and each row's
+    /// partition key (the table's name for every row of a table without one).
+    Rows {
+        /// The table written.
+        table: String,
+        /// Its columns' names, in order.
+        names: Vec<String>,
+        /// The rows, one column per name.
+        columns: Vec<Column>,
+        /// Each row's partition key.
+        keys: Vec<String>,
+    },
+}
+
+/// `body` checked as [`super::write`] would store it for `who`, with nothing stored.
+pub fn check(engine: &Engine, who: &Principal, req: &WriteRequest, body: &[u8]) -> Result<Checked, ApiError> {
+    let catalog = engine.catalog();
+    if req.format != IngestFormat::Ilp {
+        let (table, snap, columns) = decode_table(catalog, who, req.format, req.table.as_deref(), body)?;
+        let rows = columns.first().map_or(0, Column::len);
+        let keys = match snap.key_col().and_then(|k| columns.get(k)) {
+            Some(c) => (0..rows)
+                .map(|i| match c.get(i) {
+                    zepto_storage::Value::Str(s) => s,
+                    _ => String::new(),
+                })
+                .collect(),
+            None => vec![table.clone(); rows],
+        };
+        let names = snap.schema().columns.iter().map(|c| c.name.clone()).collect();
+        return Ok(Checked::Rows { table, names, columns, keys });
+    }
+    let points = ilp::parse(utf8(body, IngestFormat::Ilp)?, req.precision)
+        .map_err(|e| ApiError::ingest(format!("line {}: {}", e.line, e.message)).at_line(e.line))?;
+    let mut lines = Vec::with_capacity(points.len());
+    for (plan, pts) in ilp_plans(catalog, who, &points, req.now_ns)? {
+        // The partition key: the table's, or for a table the batch creates, its first SYMBOL
+        // column (the first tag), as `Table::new` chooses.
+        let key = match catalog.snapshot(&plan.name) {
+            Ok(t) => t.key_col().and_then(|k| t.schema().columns.get(k)).map(|c| c.name.clone()),
+            Err(_) => plan.defs.iter().find(|d| d.data_type == DataType::Symbol).map(|d| d.name.clone()),
+        };
+        for p in pts {
+            let value = key.as_ref().and_then(|k| p.tags.iter().find(|(t, _)| t.eq_ignore_ascii_case(k)));
+            lines.push(CheckedLine {
+                line: p.line,
+                key: value.map(|(_, v)| v.to_string()).unwrap_or_default(),
+                timestamped: p.timestamp.is_some(),
+            });
+        }
+    }
+    lines.sort_by_key(|l| l.line);
+    Ok(Checked::Lines(lines))
+}
