@@ -7,10 +7,15 @@
 //!   offsets are written too, for Kafka's tools and lag monitors, but never read back.
 //! - **Applying.** A record's rows and its offset are one logged change
 //!   (`zepto_server::ingest::write_marked`); a record at or below the partition's applied
-//!   offset is skipped. A malformed record is refused whole: its offset alone is recorded (so
+//!   offset is skipped. What one poll brings (up to 1,000 records) is applied in order, runs
+//!   of line-protocol records as one change with one offset row per partition: one log write
+//!   for many small records. A malformed record is refused whole: its offset alone is recorded (so
 //!   it is not retried forever), the error is logged and counted. A storage failure (a full
 //!   disk) records nothing: the consumer goes back to that offset and tries again a second
 //!   later.
+//! - **Static membership.** The node's id is its group instance id: a node restarted within
+//!   the session timeout (6 s) gets its partitions back at once, without a rebalance; a node
+//!   that stays away loses them to the others after it.
 //! - **Revocation** forgets the partition. Its rows stay in this node's tables for now: moving
 //!   them, and answering only for owned partitions, come with distributed queries.
 
@@ -23,6 +28,7 @@ use rdkafka::error::KafkaError;
 use rdkafka::message::{BorrowedMessage, Message};
 use rdkafka::types::RDKafkaRespErr;
 use rdkafka::{ClientConfig, ClientContext, Offset, TopicPartitionList};
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -33,6 +39,29 @@ use zepto_sql::Engine;
 
 /// How often the partitions' high watermarks are asked for and the applied offsets committed.
 const REFRESH: Duration = Duration::from_secs(1);
+
+/// Most records applied as one batch.
+const BATCH_RECORDS: usize = 1000;
+
+/// Most bytes of records applied as one batch.
+const BATCH_BYTES: usize = 16 << 20;
+
+/// The records of `batch` in runs applied together: consecutive line-protocol records of one
+/// precision form a run; any other record is a run of its own.
+fn runs<'m, 'a>(batch: &[&'m BorrowedMessage<'a>], now: i64) -> Vec<Vec<&'m BorrowedMessage<'a>>> {
+    let mut out: Vec<Vec<&BorrowedMessage<'_>>> = Vec::new();
+    let mut open: Option<i64> = None;
+    for &m in batch {
+        let ilp =
+            record::request(m.headers(), now).ok().filter(|r| r.format == IngestFormat::Ilp).map(|r| r.precision.0);
+        match (ilp, open, out.last_mut()) {
+            (Some(p), Some(q), Some(run)) if p == q => run.push(m),
+            _ => out.push(vec![m]),
+        }
+        open = ilp;
+    }
+    out
+}
 
 fn kafka(e: KafkaError) -> ClusterError {
     ClusterError::Kafka(e.to_string())
@@ -61,6 +90,7 @@ pub(crate) fn spawn(
         .set("enable.auto.offset.store", "false")
         .set("auto.offset.reset", "earliest")
         .set("partition.assignment.strategy", "cooperative-sticky")
+        .set("group.instance.id", config.node_id())
         .set("session.timeout.ms", "6000")
         .set("heartbeat.interval.ms", "1000")
         .create_with_context(context)
@@ -85,53 +115,128 @@ impl Worker {
     fn run(self, stop: &AtomicBool) {
         let mut refreshed = Instant::now();
         while !stop.load(Ordering::Acquire) {
-            match self.consumer.poll(Duration::from_millis(100)) {
-                None => {}
-                Some(Err(e)) => self.shared.update(|s| s.last_error = Some(e.to_string())),
-                Some(Ok(m)) => self.apply(&m),
-            }
+            let batch = self.gather();
+            self.apply_batch(&batch);
+            drop(batch);
             if refreshed.elapsed() >= REFRESH {
                 self.refresh();
                 refreshed = Instant::now();
             }
         }
         self.refresh();
-        // Dropping the consumer closes it: it leaves the group, whose other members then get
-        // this node's partitions.
+        // Dropping the consumer closes it (a static member keeps its partitions for the
+        // session timeout, so a quick restart takes them back without a rebalance).
+    }
+
+    /// What one poll waits for (at most 100 ms), with every record already fetched behind
+    /// it, up to [`BATCH_RECORDS`] records or [`BATCH_BYTES`] bytes.
+    fn gather(&self) -> Vec<BorrowedMessage<'_>> {
+        let (mut out, mut bytes, mut wait) = (Vec::new(), 0, Duration::from_millis(100));
+        while out.len() < BATCH_RECORDS && bytes < BATCH_BYTES {
+            match self.consumer.poll(wait) {
+                None => break,
+                Some(Err(e)) => {
+                    self.shared.update(|s| s.last_error = Some(e.to_string()));
+                    break;
+                }
+                Some(Ok(m)) => {
+                    bytes += m.payload_len();
+                    out.push(m);
+                    wait = Duration::ZERO;
+                }
+            }
+        }
+        out
+    }
+
+    /// A record of a partition this node still owns, past the last offset applied.
+    fn wanted(&self, m: &BorrowedMessage<'_>) -> bool {
+        self.shared
+            .update(|s| s.partitions.get(&m.partition()).is_some_and(|p| p.applied.is_none_or(|a| m.offset() > a)))
+    }
+
+    /// Apply a batch in order: runs of line-protocol records as one logged change (their
+    /// bodies joined, one offset row per partition), every other record alone. A run with a
+    /// malformed record is applied again record by record, so only that one is refused. After
+    /// a storage failure a partition's later records wait for the retry.
+    fn apply_batch(&self, batch: &[BorrowedMessage<'_>]) {
+        let fresh: Vec<&BorrowedMessage<'_>> = batch.iter().filter(|m| self.wanted(m)).collect();
+        let mut stalled: HashSet<i32> = HashSet::new();
+        for run in runs(&fresh, now_ns()) {
+            let run: Vec<&BorrowedMessage<'_>> =
+                run.into_iter().filter(|m| !stalled.contains(&m.partition())).collect();
+            if run.len() > 1 {
+                // On an error the run is applied again record by record below, so that a bad
+                // record is refused alone.
+                if let Ok(rows) = self.apply_run(&run) {
+                    for (i, m) in run.iter().enumerate() {
+                        self.settle(m, Ok(Applied::Rows(if i == 0 { rows } else { 0 })));
+                    }
+                    continue;
+                }
+            }
+            for m in run {
+                if stalled.contains(&m.partition()) {
+                    continue;
+                }
+                let outcome = self.apply(m);
+                if outcome.is_err() {
+                    stalled.insert(m.partition());
+                }
+                self.settle(m, outcome);
+            }
+        }
+    }
+
+    /// Several line-protocol records (one precision) as one batch, with the last offset of
+    /// each partition among them. Any error leaves everything unchanged.
+    fn apply_run(&self, run: &[&BorrowedMessage<'_>]) -> Result<usize, ClusterError> {
+        let now = now_ns();
+        let req = record::request(run.first().and_then(|m| m.headers()), now).map_err(ClusterError::Storage)?;
+        let mut last: Vec<(i32, i64)> = Vec::new();
+        let mut body = Vec::new();
+        for m in run {
+            match last.iter_mut().find(|(p, _)| *p == m.partition()) {
+                Some(l) => l.1 = l.1.max(m.offset()),
+                None => last.push((m.partition(), m.offset())),
+            }
+            body.extend_from_slice(m.payload().unwrap_or_default());
+            body.push(b'\n');
+        }
+        let marks = last
+            .iter()
+            .map(|&(p, o)| offsets::mark(&self.topic, p, o, now))
+            .collect::<Result<Vec<_>, ClusterError>>()?;
+        ingest::write_marked(&self.engine, &Principal::anonymous_admin(), &req, &body, &marks)
+            .map_err(|e| ClusterError::Storage(e.message))
     }
 
     /// Apply one record (see the module docs).
-    fn apply(&self, m: &BorrowedMessage<'_>) {
-        let (partition, offset) = (m.partition(), m.offset());
-        let applied = self.shared.update(|s| s.partitions.get(&partition).and_then(|p| p.applied));
-        if applied.is_some_and(|a| offset <= a) {
-            return;
-        }
+    fn apply(&self, m: &BorrowedMessage<'_>) -> Result<Applied, ClusterError> {
         let now = now_ns();
-        let outcome = offsets::mark(m.topic(), partition, offset, now).and_then(|mark| {
-            let body = m.payload().unwrap_or_default();
-            let write = |req: &WriteRequest, body: &[u8]| {
-                ingest::write_marked(&self.engine, &Principal::anonymous_admin(), req, body, Some(&mark))
-            };
-            match record::request(m.headers(), now)
-                .map_err(|e| (400, e))
-                .and_then(|req| write(&req, body).map_err(|e| (e.status.as_u16(), e.message)))
-            {
-                Ok(rows) => Ok(Applied::Rows(rows)),
-                Err((status, why)) if status < 500 => {
-                    let empty = WriteRequest {
-                        format: IngestFormat::Ilp,
-                        table: None,
-                        precision: zepto_server::ingest::ilp::Precision::NANOS,
-                        now_ns: now,
-                    };
-                    write(&empty, b"").map_err(|e| ClusterError::Storage(e.message))?;
-                    Ok(Applied::Refused(why))
-                }
-                Err((_, why)) => Err(ClusterError::Storage(why)),
+        let mark = offsets::mark(m.topic(), m.partition(), m.offset(), now)?;
+        let marks = std::slice::from_ref(&mark);
+        let body = m.payload().unwrap_or_default();
+        let write = |req: &WriteRequest, body: &[u8]| {
+            ingest::write_marked(&self.engine, &Principal::anonymous_admin(), req, body, marks)
+        };
+        match record::request(m.headers(), now)
+            .map_err(|e| (400, e))
+            .and_then(|req| write(&req, body).map_err(|e| (e.status.as_u16(), e.message)))
+        {
+            Ok(rows) => Ok(Applied::Rows(rows)),
+            Err((status, why)) if status < 500 => {
+                let empty = WriteRequest {
+                    format: IngestFormat::Ilp,
+                    table: None,
+                    precision: zepto_server::ingest::ilp::Precision::NANOS,
+                    now_ns: now,
+                };
+                write(&empty, b"").map_err(|e| ClusterError::Storage(e.message))?;
+                Ok(Applied::Refused(why))
             }
-        });
-        self.settle(m, outcome);
+            Err((_, why)) => Err(ClusterError::Storage(why)),
+        }
     }
 
     /// Account for one record's outcome; after a storage failure, go back to it.

@@ -84,28 +84,28 @@ pub struct WriteRequest {
 
 /// Store one batch; returns the rows written.
 pub fn write(engine: &Engine, who: &Principal, req: &WriteRequest, body: &[u8]) -> Result<usize, ApiError> {
-    write_marked(engine, who, req, body, None)
+    write_marked(engine, who, req, body, &[])
 }
 
-/// Store one batch together with `mark`'s row, in one logged change: after a crash both are
-/// there or neither (the cluster's consumer records each Kafka record's offset so). Returns
-/// the rows of the batch written, the mark's not counted. A bad batch stores nothing, mark
-/// included.
+/// Store one batch together with the rows of `marks` (all of one mark table), in one logged
+/// change: after a crash both are there or neither (the cluster's consumer records the Kafka
+/// offsets a batch holds so). Returns the rows of the batch written, the marks' not counted.
+/// A bad batch stores nothing, marks included.
 pub fn write_marked(
     engine: &Engine,
     who: &Principal,
     req: &WriteRequest,
     body: &[u8],
-    mark: Option<&Mark>,
+    marks: &[Mark],
 ) -> Result<usize, ApiError> {
     let catalog = engine.catalog();
     match req.format {
         IngestFormat::Ilp => {
             let points = ilp::parse(utf8(body, IngestFormat::Ilp)?, req.precision)
                 .map_err(|e| ApiError::ingest(format!("line {}: {}", e.line, e.message)).at_line(e.line))?;
-            apply_ilp(catalog, who, &points, req.now_ns, mark)
+            apply_ilp(catalog, who, &points, req.now_ns, marks)
         }
-        format => write_table(catalog, who, format, req.table.as_deref(), body, mark),
+        format => write_table(catalog, who, format, req.table.as_deref(), body, marks),
     }
 }
 
@@ -131,22 +131,29 @@ impl Mark {
         Ok(Mark { table: table.to_string(), defs, row })
     }
 
-    /// The mark as a one-row plan, checked against the table if it exists.
-    fn plan(&self, catalog: &Catalog) -> Result<TablePlan, ApiError> {
-        let mut cols = Vec::with_capacity(self.defs.len());
-        for (d, v) in self.defs.iter().zip(&self.row) {
-            let mut b = ColumnBuilder::new(d.data_type, 1);
-            b.push_value(v).map_err(|e| ApiError::internal(format!("mark table '{}': {e}", self.table)))?;
-            cols.push(b.finish());
+    /// The rows of `marks` (all of one table with the same columns) as one plan.
+    fn plan(catalog: &Catalog, marks: &[Mark]) -> Result<Option<TablePlan>, ApiError> {
+        let Some(first) = marks.first() else { return Ok(None) };
+        let mut builders: Vec<ColumnBuilder> =
+            first.defs.iter().map(|d| ColumnBuilder::new(d.data_type, marks.len())).collect();
+        for m in marks {
+            if m.table != first.table || m.defs != first.defs {
+                return Err(ApiError::internal(format!(
+                    "marks of tables '{}' and '{}' in one batch",
+                    first.table, m.table
+                )));
+            }
+            for (b, v) in builders.iter_mut().zip(&m.row) {
+                b.push_value(v).map_err(|e| ApiError::internal(format!("mark table '{}': {e}", m.table)))?;
+            }
         }
-        let ts_name = self.defs.first().map(|d| d.name.clone()).unwrap_or_default();
-        Ok(TablePlan {
-            name: self.table.clone(),
-            exists: catalog.exists(&self.table),
-            defs: self.defs.clone(),
-            cols,
-            ts_name,
-        })
+        Ok(Some(TablePlan {
+            name: first.table.clone(),
+            exists: catalog.exists(&first.table),
+            defs: first.defs.clone(),
+            cols: builders.into_iter().map(ColumnBuilder::finish).collect(),
+            ts_name: first.defs.first().map(|d| d.name.clone()).unwrap_or_default(),
+        }))
     }
 }
 
@@ -157,18 +164,18 @@ fn write_table(
     format: IngestFormat,
     table: Option<&str>,
     body: &[u8],
-    mark: Option<&Mark>,
+    marks: &[Mark],
 ) -> Result<usize, ApiError> {
     let (table, snap, cols) = decode_table(catalog, who, format, table, body)?;
     let table = table.as_str();
     let schema = &snap.schema().columns;
-    if let Some(mark) = mark {
+    if let Some(marked) = Mark::plan(catalog, marks)? {
         let rows = cols.first().map_or(0, Column::len);
         let ts_name = snap.ts_col().and_then(|i| schema.get(i)).map(|c| c.name.clone()).unwrap_or_default();
         let plan = TablePlan { name: table.to_string(), exists: true, defs: schema.clone(), cols, ts_name };
         drop(snap);
         let scoped = who.tables.tenant().is_some();
-        return create_and_apply(catalog, vec![plan, mark.plan(catalog)?], scoped).map(|_| rows);
+        return create_and_apply(catalog, vec![plan, marked], scoped).map(|_| rows);
     }
     drop(snap);
     if who.tables.tenant().is_none() {
@@ -267,15 +274,13 @@ fn apply_ilp(
     who: &Principal,
     points: &[Point<'_>],
     now_ns: i64,
-    mark: Option<&Mark>,
+    marks: &[Mark],
 ) -> Result<usize, ApiError> {
     let plans: Vec<TablePlan> = ilp_plans(catalog, who, points, now_ns)?.into_iter().map(|(p, _)| p).collect();
     let scoped = who.tables.tenant().is_some();
     let mut plans = plans;
     let rows = points.len();
-    if let Some(mark) = mark {
-        plans.push(mark.plan(catalog)?);
-    }
+    plans.extend(Mark::plan(catalog, marks)?);
     create_and_apply(catalog, plans, scoped).map(|_| rows)
 }
 
@@ -774,19 +779,19 @@ mod mark_tests {
         let e = Engine::new();
         let who = Principal::anonymous_admin();
         let ilp = WriteRequest { format: IngestFormat::Ilp, table: None, precision: Precision::NANOS, now_ns: 7 };
-        let err = write_marked(&e, &who, &ilp, b"t,sym=A x=1 1\nbroken", Some(&mark(1))).expect_err("bad line");
+        let err = write_marked(&e, &who, &ilp, b"t,sym=A x=1 1\nbroken", &[mark(1)]).expect_err("bad line");
         assert_eq!(err.line, Some(2));
         assert!(!e.catalog().exists("marks") && !e.catalog().exists("t"), "nothing created");
-        assert_eq!(write_marked(&e, &who, &ilp, b"t,sym=A x=1 1\nt,sym=B x=2 2", Some(&mark(2))).expect("ok"), 2);
+        assert_eq!(write_marked(&e, &who, &ilp, b"t,sym=A x=1 1\nt,sym=B x=2 2", &[mark(2)]).expect("ok"), 2);
         assert_eq!((count(&e, "t"), count(&e, "marks")), ("2".into(), "1".into()));
-        assert_eq!(write_marked(&e, &who, &ilp, b"", Some(&mark(3))).expect("a mark alone"), 0);
+        assert_eq!(write_marked(&e, &who, &ilp, b"", &[mark(3), mark(33)]).expect("a mark alone"), 0);
         let jsonl = WriteRequest { format: IngestFormat::Jsonl, table: Some("t".into()), ..ilp.clone() };
         let body = b"{\"sym\": \"C\", \"x\": 3, \"timestamp\": 3}\n{\"sym\": \"D\", \"x\": \"no\", \"timestamp\": 4}";
-        assert!(write_marked(&e, &who, &jsonl, body, Some(&mark(4))).is_err(), "a bad row");
-        assert_eq!((count(&e, "t"), count(&e, "marks")), ("2".into(), "2".into()));
+        assert!(write_marked(&e, &who, &jsonl, body, &[mark(4)]).is_err(), "a bad row");
+        assert_eq!((count(&e, "t"), count(&e, "marks")), ("2".into(), "3".into()));
         let body = b"{\"sym\": \"C\", \"x\": 3, \"timestamp\": 3}";
-        assert_eq!(write_marked(&e, &who, &jsonl, body, Some(&mark(5))).expect("jsonl"), 1);
-        assert_eq!((count(&e, "t"), count(&e, "marks")), ("3".into(), "3".into()));
+        assert_eq!(write_marked(&e, &who, &jsonl, body, &[mark(5)]).expect("jsonl"), 1);
+        assert_eq!((count(&e, "t"), count(&e, "marks")), ("3".into(), "4".into()));
         assert!(Mark::new(
             "m",
             vec![ColumnDef { name: "n".into(), data_type: DataType::Int64 }],

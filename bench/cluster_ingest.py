@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+"""Ingest through Kafka: a real broker and a cluster node, against the same node without Kafka.
+
+    make kafka && cargo build --release -p zepto-cli
+    python3 bench/cluster_ingest.py [--rows 2000000] [--batch 10000] [--symbols 100] [--partitions 6]
+
+1. Local: `zeptodb serve --data-dir` without a cluster; POST /write line-protocol batches of
+   `--batch` rows (trades of `--symbols` symbols), one at a time; rows/s.
+2. Through Kafka: the same batches to `zeptodb serve --cluster` (tests/kafka/broker.sh starts
+   the broker, `--partitions` partitions): rows/s until every batch is acknowledged (Kafka has
+   it) and until every row is queryable (the node applied it), and the node's RSS.
+3. Recovery: another `--rows / 4` rows, `kill -9` right after the last acknowledgement,
+   restart on the same data directory: seconds until every row is queryable again.
+
+Standard library only. Prints progress to stderr and one JSON object to stdout.
+"""
+import argparse, http.client, json, os, signal, socket, subprocess, sys, tempfile, time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BIN = os.path.join(ROOT, "target", "release", "zeptodb")
+BROKER = os.path.join(ROOT, "tests", "kafka", "broker.sh")
+
+
+def free_port_pair():
+    while True:
+        s = socket.socket(); s.bind(("127.0.0.1", 0)); p = s.getsockname()[1]; s.close()
+        try:
+            t = socket.socket(); t.bind(("127.0.0.1", p + 1)); t.close(); return p
+        except OSError:
+            continue
+
+
+class Node:
+    def __init__(self, data, *extra):
+        self.proc = subprocess.Popen([BIN, "serve", "--data-dir", data, "--http", "127.0.0.1:0", "--access-log", "off", *extra],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        self.addr = None
+        for line in self.proc.stderr:
+            if "listening on http://" in line:
+                self.addr = line.split("listening on http://")[1].split()[0]
+                break
+        if self.addr is None:
+            sys.exit("the server did not start")
+        self.host, self.port = self.addr.rsplit(":", 1)
+
+    def call(self, method, path, body=None):
+        c = http.client.HTTPConnection(self.host, int(self.port), timeout=600)
+        c.request(method, path, body=body)
+        r = c.getresponse(); out = r.read(); c.close()
+        return r.status, out
+
+    def count(self):
+        st, out = self.call("POST", "/", "SELECT count(*) FROM trades")
+        return json.loads(out)["data"][0][0] if st == 200 else 0
+
+    def rss_mib(self):
+        with open(f"/proc/{self.proc.pid}/status") as f:
+            return next(int(l.split()[1]) for l in f if l.startswith("VmRSS:")) / 1024
+
+    def kill(self):
+        self.proc.send_signal(signal.SIGKILL); self.proc.wait()
+
+    def stop(self):
+        self.proc.terminate(); self.proc.wait()
+
+
+def batches(first, rows, batch, symbols):
+    for start in range(first, first + rows, batch):
+        n = min(batch, first + rows - start)
+        yield "\n".join(f"trades,sym=S{i % symbols} price={100 + i % 97}.25,size={i % 1000}i {1_700_000_000_000_000_000 + i}"
+                        for i in range(start, start + n)).encode()
+
+
+def post_all(node, bodies, label):
+    t0 = time.time(); sent = 0
+    for b in bodies:
+        st, out = node.call("POST", "/write", b)
+        if st != 200:
+            sys.exit(f"{label}: /write {st} {out[:200]!r}")
+        sent += 1
+        if sent % 50 == 0:
+            print(f"  {label}: {sent} batches", file=sys.stderr, flush=True)
+    return time.time() - t0
+
+
+def wait_rows(node, want, timeout=600):
+    t0 = time.time()
+    while node.count() < want:
+        if time.time() - t0 > timeout:
+            sys.exit(f"only {node.count()} of {want} rows after {timeout} s")
+        time.sleep(0.02)
+    return time.time() - t0
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rows", type=int, default=2_000_000)
+    ap.add_argument("--batch", type=int, default=10_000)
+    ap.add_argument("--symbols", type=int, default=100)
+    ap.add_argument("--partitions", type=int, default=6)
+    a = ap.parse_args()
+    out = {"rows": a.rows, "batch": a.batch, "symbols": a.symbols, "partitions": a.partitions}
+    with tempfile.TemporaryDirectory() as tmp:
+        print("local /write ...", file=sys.stderr, flush=True)
+        local = Node(os.path.join(tmp, "local"))
+        secs = post_all(local, batches(0, a.rows, a.batch, a.symbols), "local")
+        out["local_rows_per_s"] = round(a.rows / secs)
+        out["local_rss_mib"] = round(local.rss_mib(), 1)
+        local.stop()
+
+        port = free_port_pair(); kdir = os.path.join(tmp, "kafka")
+        env = dict(os.environ, KAFKA_PARTITIONS=str(a.partitions))
+        subprocess.run([BROKER, "start", kdir, str(port)], check=True, env=env, stdout=subprocess.DEVNULL)
+        try:
+            data = os.path.join(tmp, "node")
+            args = ["--cluster", f"127.0.0.1:{port}", "--cluster-topic", "bench", "--node-id", "bench"]
+            node = Node(data, *args)
+            print("through Kafka ...", file=sys.stderr, flush=True)
+            t0 = time.time()
+            acked = post_all(node, batches(0, a.rows, a.batch, a.symbols), "kafka")
+            wait_rows(node, a.rows)
+            total = time.time() - t0
+            out["kafka_acked_rows_per_s"] = round(a.rows / acked)
+            out["kafka_queryable_rows_per_s"] = round(a.rows / total)
+            out["kafka_node_rss_mib"] = round(node.rss_mib(), 1)
+            st, body = node.call("GET", "/cluster")
+            out["records_applied"] = json.loads(body)["records_applied"]
+
+            print("kill -9 and catch up ...", file=sys.stderr, flush=True)
+            more = a.rows // 4
+            post_all(node, batches(a.rows, more, a.batch, a.symbols), "more")
+            node.kill()
+            t0 = time.time()
+            node = Node(data, *args)
+            out["restart_ready_s"] = round(time.time() - t0, 2)
+            wait_rows(node, a.rows + more)
+            out["restart_all_rows_s"] = round(time.time() - t0, 2)
+            if node.count() != a.rows + more:
+                sys.exit(f"{node.count()} rows after the restart, want {a.rows + more}")
+            node.stop()
+        finally:
+            subprocess.run([BROKER, "stop", kdir], check=False)
+    print(json.dumps(out, indent=1))
+
+
+if __name__ == "__main__":
+    main()
