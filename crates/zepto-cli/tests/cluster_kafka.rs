@@ -186,7 +186,7 @@ fn records_become_rows_once_each_through_kill_9_and_a_restart() {
     std::thread::sleep(Duration::from_millis(500));
     assert_eq!(count(&b.addr, "SELECT count(*) FROM trades"), 6000);
     assert_eq!(count(&b.addr, "SELECT count(DISTINCT id) FROM trades"), 6000, "no row twice");
-    wait_for("no lag", 30, || {
+    wait_for("no lag", 60, || {
         let s = status(&b);
         s["partitions"].as_array().is_some_and(|ps| ps.iter().all(|p| p["lag"].as_i64() == Some(0)))
     });

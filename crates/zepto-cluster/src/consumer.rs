@@ -27,7 +27,7 @@ use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext, Reb
 use rdkafka::error::KafkaError;
 use rdkafka::message::{BorrowedMessage, Message};
 use rdkafka::types::RDKafkaRespErr;
-use rdkafka::{ClientConfig, ClientContext, Offset, TopicPartitionList};
+use rdkafka::{ClientContext, Offset, TopicPartitionList};
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -37,8 +37,11 @@ use zepto_server::auth::Principal;
 use zepto_server::ingest::{self, IngestFormat, WriteRequest};
 use zepto_sql::Engine;
 
-/// How often the partitions' high watermarks are asked for and the applied offsets committed.
+/// How often the applied offsets are committed to the group.
 const REFRESH: Duration = Duration::from_secs(1);
+
+/// How often the rows of the offsets table below each partition's last are deleted.
+const COMPACT: Duration = Duration::from_secs(60);
 
 /// Most records applied as one batch.
 const BATCH_RECORDS: usize = 1000;
@@ -82,10 +85,9 @@ pub(crate) fn spawn(
     stop: Arc<AtomicBool>,
 ) -> Result<JoinHandle<()>, ClusterError> {
     let context = Context { engine: engine.clone(), topic: config.topic().to_string(), shared: shared.clone() };
-    let consumer: BaseConsumer<Context> = ClientConfig::new()
-        .set("bootstrap.servers", config.brokers())
+    let consumer: BaseConsumer<Context> = config
+        .client()
         .set("group.id", config.group())
-        .set("client.id", config.node_id())
         .set("enable.auto.commit", "false")
         .set("enable.auto.offset.store", "false")
         .set("auto.offset.reset", "earliest")
@@ -113,7 +115,7 @@ struct Worker {
 
 impl Worker {
     fn run(self, stop: &AtomicBool) {
-        let mut refreshed = Instant::now();
+        let (mut refreshed, mut compacted) = (Instant::now(), Instant::now());
         while !stop.load(Ordering::Acquire) {
             let batch = self.gather();
             self.apply_batch(&batch);
@@ -121,6 +123,12 @@ impl Worker {
             if refreshed.elapsed() >= REFRESH {
                 self.refresh();
                 refreshed = Instant::now();
+            }
+            if compacted.elapsed() >= COMPACT {
+                if let Err(e) = offsets::compact(&self.engine, &self.topic) {
+                    self.shared.update(|s| s.last_error = Some(e.to_string()));
+                }
+                compacted = Instant::now();
             }
         }
         self.refresh();
@@ -272,19 +280,9 @@ impl Worker {
         }
     }
 
-    /// Ask for the owned partitions' high watermarks, and commit the applied offsets to the
-    /// group (for Kafka's tools; the node itself resumes from its tables).
+    /// Commit the applied offsets to the group (for Kafka's tools; the node itself resumes
+    /// from its tables).
     fn refresh(&self) {
-        let owned: Vec<i32> = self.shared.update(|s| s.partitions.keys().copied().collect());
-        for p in owned {
-            if let Ok((_, high)) = self.consumer.fetch_watermarks(&self.topic, p, Duration::from_millis(500)) {
-                self.shared.update(|s| {
-                    if let Some(st) = s.partitions.get_mut(&p) {
-                        st.high_watermark = Some(high);
-                    }
-                });
-            }
-        }
         let _ = self.consumer.commit_consumer_state(CommitMode::Async);
     }
 }

@@ -16,6 +16,7 @@
 //! `zepto-precision` say otherwise ([`record`]).
 
 mod consumer;
+mod lag;
 mod node;
 pub mod offsets;
 mod produce;
@@ -53,6 +54,13 @@ pub struct Config {
 }
 
 impl Config {
+    /// A Kafka client's settings for this node: the brokers, and the node's id as client id.
+    fn client(&self) -> rdkafka::ClientConfig {
+        let mut c = rdkafka::ClientConfig::new();
+        c.set("bootstrap.servers", &self.brokers).set("client.id", &self.node_id);
+        c
+    }
+
     /// Checked settings: `brokers` a comma-separated `host:port` list, `topic` and `group`
     /// Kafka names (letters, digits, `.`, `_`, `-`; at most 249), `node_id` any non-empty name.
     pub fn new(brokers: &str, topic: &str, group: &str, node_id: &str) -> Result<Config, ClusterError> {

@@ -17,7 +17,7 @@ use zepto_sql::Engine;
 /// A running cluster node. Stops consuming (and leaves the group) when stopped or dropped.
 pub struct Node {
     stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
+    threads: Vec<JoinHandle<()>>,
     view: Arc<View>,
 }
 
@@ -51,8 +51,11 @@ impl Node {
         });
         let producer = Producer::new(config)?;
         let stop = Arc::new(AtomicBool::new(false));
-        let thread = consumer::spawn(engine, config, shared.clone(), stop.clone())?;
-        Ok(Node { stop, thread: Some(thread), view: Arc::new(View { shared, producer }) })
+        let lag = crate::lag::spawn(config, shared.clone(), stop.clone())?;
+        let mut node = Node { stop, threads: vec![lag], view: Arc::new(View { shared: shared.clone(), producer }) };
+        // On an error here, dropping `node` stops the lag thread.
+        node.threads.push(consumer::spawn(engine, config, shared, node.stop.clone())?);
+        Ok(node)
     }
 
     /// The node's state now.
@@ -72,7 +75,7 @@ impl Node {
 
     fn halt(&mut self) {
         self.stop.store(true, Ordering::Release);
-        if let Some(t) = self.thread.take() {
+        for t in self.threads.drain(..) {
             let _ = t.join();
         }
     }

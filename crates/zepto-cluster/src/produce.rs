@@ -15,7 +15,7 @@
 use crate::{ClusterError, Config};
 use rdkafka::message::{Header, OwnedHeaders};
 use rdkafka::producer::{BaseRecord, DeliveryResult, ProducerContext, ThreadedProducer};
-use rdkafka::{ClientConfig, ClientContext};
+use rdkafka::ClientContext;
 use std::collections::HashMap;
 use std::sync::mpsc::{sync_channel, SyncSender};
 use std::time::{Duration, Instant};
@@ -60,9 +60,8 @@ struct Record {
 impl Producer {
     /// A producer for `config`'s topic.
     pub fn new(config: &Config) -> Result<Producer, ClusterError> {
-        let inner = ClientConfig::new()
-            .set("bootstrap.servers", config.brokers())
-            .set("client.id", config.node_id())
+        let inner = config
+            .client()
             .set("enable.idempotence", "true")
             .set("acks", "all")
             .set("partitioner", "murmur2_random")

@@ -1,0 +1,44 @@
+//! How far behind the broker a node is: a thread of its own that asks Kafka, every second, for
+//! the high watermark of each partition the node owns (the offset the next record will get),
+//! with a client of its own, so that a slow broker answer never holds up applying records.
+
+use crate::status::Shared;
+use crate::{ClusterError, Config};
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// How often the watermarks are asked for.
+const EVERY: Duration = Duration::from_secs(1);
+
+/// Start the thread; it ends when `stop` is set.
+pub(crate) fn spawn(config: &Config, shared: Shared, stop: Arc<AtomicBool>) -> Result<JoinHandle<()>, ClusterError> {
+    let client: BaseConsumer = config.client().create().map_err(|e| ClusterError::Kafka(e.to_string()))?;
+    let topic = config.topic().to_string();
+    std::thread::Builder::new()
+        .name("zepto-kafka-lag".into())
+        .spawn(move || {
+            while !stop.load(Ordering::Acquire) {
+                let owned: Vec<i32> = shared.update(|s| s.partitions.keys().copied().collect());
+                for p in owned {
+                    if let Ok((_, high)) = client.fetch_watermarks(&topic, p, Duration::from_secs(5)) {
+                        shared.update(|s| {
+                            if let Some(st) = s.partitions.get_mut(&p) {
+                                st.high_watermark = Some(high);
+                            }
+                        });
+                    }
+                }
+                // Sleep in small steps so that stopping is quick.
+                for _ in 0..10 {
+                    if stop.load(Ordering::Acquire) {
+                        return;
+                    }
+                    std::thread::sleep(EVERY / 10);
+                }
+            }
+        })
+        .map_err(|e| ClusterError::Config(format!("cannot start the lag thread: {e}")))
+}
