@@ -190,6 +190,11 @@ fn records_become_rows_once_each_through_kill_9_and_a_restart() {
         let s = status(&b);
         s["partitions"].as_array().is_some_and(|ps| ps.iter().all(|p| p["lag"].as_i64() == Some(0)))
     });
+    let metrics = get(&b.addr, "/metrics").text();
+    let lags: Vec<&str> = metrics.lines().filter(|l| l.starts_with("zepto_cluster_partition_lag{")).collect();
+    assert_eq!(lags.len(), PARTITIONS, "{metrics}");
+    assert!(lags.iter().all(|l| l.ends_with(" 0")), "{lags:?}");
+    assert!(metrics.contains("zepto_cluster_records{outcome=\"applied\"}"), "{metrics}");
     let _ = b.stop();
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -102,6 +102,8 @@ pub struct Metrics {
     pub recovery_dropped_records: Gauge,
     /// Rows of the intact WAL records recovery dropped at start (0 when the log was sound).
     pub recovery_dropped_rows: Gauge,
+    cluster_lag: Family<Labels, Gauge>,
+    cluster_records: Family<Labels, Gauge>,
 }
 
 impl Default for Metrics {
@@ -183,8 +185,20 @@ impl Metrics {
             "zepto_wal_recovery_dropped_rows",
             "Rows of intact WAL records dropped at start after a corruption",
         );
+        let cluster_lag: Family<Labels, Gauge> = register(
+            &mut registry,
+            "zepto_cluster_partition_lag",
+            "Records of a Kafka partition this cluster node owns that it has not applied yet",
+        );
+        let cluster_records: Family<Labels, Gauge> = register(
+            &mut registry,
+            "zepto_cluster_records",
+            "Kafka records this cluster node applied or refused since it started",
+        );
         Metrics {
             registry,
+            cluster_lag,
+            cluster_records,
             requests,
             latency,
             errors,
@@ -227,6 +241,23 @@ impl Metrics {
     /// Count `rows` stored by `/write` in `format` (`zepto_rows_ingested{format}`).
     pub fn ingested(&self, format: &str, rows: u64) {
         self.rows_ingested.get_or_create(&vec![("format".into(), format.into())]).inc_by(rows);
+    }
+
+    /// Set the cluster gauges from a node's `/cluster` status: lag per owned partition, records
+    /// applied and refused.
+    pub fn cluster(&self, status: &serde_json::Value) {
+        self.cluster_lag.clear();
+        let topic = status["topic"].as_str().unwrap_or_default().to_string();
+        for p in status["partitions"].as_array().into_iter().flatten() {
+            if let (Some(partition), Some(lag)) = (p["partition"].as_i64(), p["lag"].as_i64()) {
+                let labels = vec![("topic".into(), topic.clone()), ("partition".into(), partition.to_string())];
+                self.cluster_lag.get_or_create(&labels).set(lag);
+            }
+        }
+        for (outcome, key) in [("applied", "records_applied"), ("refused", "records_rejected")] {
+            let n = status[key].as_i64().unwrap_or(0);
+            self.cluster_records.get_or_create(&vec![("outcome".into(), outcome.into())]).set(n);
+        }
     }
 
     /// The exposition text, with the gauges read now.

@@ -191,6 +191,9 @@ fn metrics(state: &State, who: &Principal) -> Result<Outcome, ApiError> {
     }
     let held = state.bodies.held();
     state.metrics.body_bytes_in_flight.set(i64::try_from(held).unwrap_or(i64::MAX));
+    if let Some(c) = &state.config.cluster {
+        state.metrics.cluster(&c.status());
+    }
     ok(text(
         StatusCode::OK,
         "application/openmetrics-text; version=1.0.0; charset=utf-8",
