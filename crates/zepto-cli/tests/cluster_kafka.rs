@@ -223,6 +223,19 @@ fn two_nodes_of_one_group_split_the_partitions() {
         let (a, b) = (owned(&x), owned(&y));
         !a.is_empty() && !b.is_empty() && a.len() + b.len() == PARTITIONS && a.iter().all(|p| !b.contains(p))
     });
+    // Either node lists both members and what each owns, as the group coordinator says.
+    wait_for("the members seen from x", 30, || {
+        let members = status(&x)["members"].as_array().cloned().unwrap_or_default();
+        let mut ids: Vec<String> = members.iter().filter_map(|m| m["node_id"].as_str().map(str::to_string)).collect();
+        ids.sort();
+        let mut parts: Vec<i64> = members
+            .iter()
+            .flat_map(|m| m["partitions"].as_array().cloned().unwrap_or_default())
+            .filter_map(|p| p.as_i64())
+            .collect();
+        parts.sort();
+        ids == ["x", "y"] && parts == (0..PARTITIONS as i64).collect::<Vec<_>>()
+    });
     // Written through one node's door: the rows land on whichever node owns their partition.
     let lines: Vec<String> = (80..4080)
         .map(|id| format!("trades,sym=S{} id={id}i,price={}.5 {}", id % 8, id % 97, 1_700_000_000_000_000_000i64 + id))

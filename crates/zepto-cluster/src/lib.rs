@@ -16,12 +16,13 @@
 //! `zepto-precision` say otherwise ([`record`]).
 
 mod consumer;
-mod lag;
+pub mod members;
 mod node;
 pub mod offsets;
 mod produce;
 pub mod record;
 mod status;
+mod watch;
 
 pub use node::Node;
 pub use produce::RECORD_BYTES;

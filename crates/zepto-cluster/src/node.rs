@@ -51,9 +51,9 @@ impl Node {
         });
         let producer = Producer::new(config)?;
         let stop = Arc::new(AtomicBool::new(false));
-        let lag = crate::lag::spawn(config, shared.clone(), stop.clone())?;
-        let mut node = Node { stop, threads: vec![lag], view: Arc::new(View { shared: shared.clone(), producer }) };
-        // On an error here, dropping `node` stops the lag thread.
+        let watch = crate::watch::spawn(config, shared.clone(), stop.clone())?;
+        let mut node = Node { stop, threads: vec![watch], view: Arc::new(View { shared: shared.clone(), producer }) };
+        // On an error here, dropping `node` stops the watch thread.
         node.threads.push(consumer::spawn(engine, config, shared, node.stop.clone())?);
         Ok(node)
     }

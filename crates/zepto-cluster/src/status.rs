@@ -43,6 +43,8 @@ pub struct Status {
     pub rebalances: u64,
     /// The last error (a refused record, or the client's), if any.
     pub last_error: Option<String>,
+    /// The group's members and their partitions, as the coordinator last said.
+    pub members: Vec<crate::members::Member>,
 }
 
 impl Status {
@@ -60,8 +62,14 @@ impl Status {
                 })
             })
             .collect();
+        let members: Vec<serde_json::Value> = self
+            .members
+            .iter()
+            .map(|m| serde_json::json!({"node_id": m.client_id, "host": m.host, "partitions": m.partitions}))
+            .collect();
         serde_json::json!({
             "node_id": self.node_id,
+            "members": members,
             "group": self.group,
             "topic": self.topic,
             "brokers": self.brokers,

@@ -1,7 +1,9 @@
-//! How far behind the broker a node is: a thread of its own that asks Kafka, every second, for
-//! the high watermark of each partition the node owns (the offset the next record will get),
-//! with a client of its own, so that a slow broker answer never holds up applying records.
+//! What the broker says of the cluster, asked every second by a thread with a Kafka client of
+//! its own (so that a slow answer never holds up applying records): the high watermark of each
+//! partition the node owns (the offset the next record will get: the lag), and the group's
+//! members with the partitions assigned to each.
 
+use crate::members::{assignment, Member};
 use crate::status::Shared;
 use crate::{ClusterError, Config};
 use rdkafka::consumer::{BaseConsumer, Consumer};
@@ -16,9 +18,9 @@ const EVERY: Duration = Duration::from_secs(1);
 /// Start the thread; it ends when `stop` is set.
 pub(crate) fn spawn(config: &Config, shared: Shared, stop: Arc<AtomicBool>) -> Result<JoinHandle<()>, ClusterError> {
     let client: BaseConsumer = config.client().create().map_err(|e| ClusterError::Kafka(e.to_string()))?;
-    let topic = config.topic().to_string();
+    let (topic, group) = (config.topic().to_string(), config.group().to_string());
     std::thread::Builder::new()
-        .name("zepto-kafka-lag".into())
+        .name("zepto-kafka-watch".into())
         .spawn(move || {
             while !stop.load(Ordering::Acquire) {
                 let owned: Vec<i32> = shared.update(|s| s.partitions.keys().copied().collect());
@@ -31,6 +33,19 @@ pub(crate) fn spawn(config: &Config, shared: Shared, stop: Arc<AtomicBool>) -> R
                         });
                     }
                 }
+                if let Ok(groups) = client.fetch_group_list(Some(group.as_str()), Duration::from_secs(5)) {
+                    let members: Vec<Member> = groups
+                        .groups()
+                        .iter()
+                        .flat_map(|g| g.members())
+                        .map(|m| Member {
+                            client_id: m.client_id().to_string(),
+                            host: m.client_host().trim_start_matches('/').to_string(),
+                            partitions: m.assignment().and_then(|a| assignment(a, &topic)).unwrap_or_default(),
+                        })
+                        .collect();
+                    shared.update(|s| s.members = members);
+                }
                 // Sleep in small steps so that stopping is quick.
                 for _ in 0..10 {
                     if stop.load(Ordering::Acquire) {
@@ -40,5 +55,5 @@ pub(crate) fn spawn(config: &Config, shared: Shared, stop: Arc<AtomicBool>) -> R
                 }
             }
         })
-        .map_err(|e| ClusterError::Config(format!("cannot start the lag thread: {e}")))
+        .map_err(|e| ClusterError::Config(format!("cannot start the watch thread: {e}")))
 }
