@@ -16,7 +16,7 @@ VENV  ?= .venv
 PY    := $(VENV)/bin/python
 SEED  ?= $(shell date +%s)
 
-.PHONY: demo serve sql build test check msrv venv difftest fuzz-smoke python python-test bench clean fix-engine kafka
+.PHONY: demo serve sql build test check msrv venv difftest fuzz-smoke python python-test bench clean fix-engine kafka cluster
 
 build:
 	$(CARGO) build --release -p zepto-cli
@@ -69,6 +69,11 @@ fix-engine:
 # `cargo test` without them says those tests are skipped. tests/kafka/broker.sh runs them.
 kafka:
 	tests/kafka/broker.sh install
+
+# A 3-node cluster on this machine (a Kafka broker and three nodes; docs/cluster.md):
+# `tests/kafka/cluster.sh stop` ends it.
+cluster: build kafka
+	tests/kafka/cluster.sh start
 
 # The Python package built into the venv (dev profile: it reuses `cargo test`'s build), then its
 # tests, which also start `zeptodb serve` for the remote mode.

@@ -50,6 +50,9 @@ impl Node {
             s.brokers = config.brokers().to_string();
         });
         let producer = Producer::new(config)?;
+        if let Err(e) = producer.ensure_topic() {
+            shared.update(|s| s.last_error = Some(format!("topic {}: {e}", config.topic())));
+        }
         let stop = Arc::new(AtomicBool::new(false));
         let watch = crate::watch::spawn(config, shared.clone(), stop.clone())?;
         let mut node = Node { stop, threads: vec![watch], view: Arc::new(View { shared: shared.clone(), producer }) };

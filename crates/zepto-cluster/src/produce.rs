@@ -72,6 +72,20 @@ impl Producer {
         Ok(Producer { inner, topic: config.topic().to_string() })
     }
 
+    /// Ask the brokers for the topic, which creates it (with the broker's default partition
+    /// count) when it does not exist yet, so that the first node finds partitions to own
+    /// before anything was produced. An error (no broker yet) is only returned: the consumer
+    /// keeps trying, and the first `/write` creates the topic too.
+    pub fn ensure_topic(&self) -> Result<usize, ClusterError> {
+        use rdkafka::producer::Producer as _;
+        let md = self
+            .inner
+            .client()
+            .fetch_metadata(Some(&self.topic), Duration::from_secs(5))
+            .map_err(|e| ClusterError::Kafka(e.to_string()))?;
+        Ok(md.topics().iter().map(|t| t.partitions().len()).sum())
+    }
+
     /// Check `body` for `who`, produce it, and return its rows once Kafka has every record.
     pub fn write(&self, engine: &Engine, who: &Principal, req: &WriteRequest, body: &[u8]) -> Result<usize, ApiError> {
         let (rows, records) = match ingest::check(engine, who, req, body)? {
