@@ -251,6 +251,15 @@ fn two_nodes_of_one_group_split_the_partitions() {
     assert_eq!(a.len() + b.len(), 4000, "each row on exactly one node");
     assert!(a.iter().all(|i| b.binary_search(i).is_err()), "no row on both nodes");
     assert!(!a.is_empty() && !b.is_empty(), "both nodes hold rows");
+    // Each node holds exactly the symbols Kafka's partitioner sends to its partitions, which
+    // kafka_partition() computes in SQL.
+    for s in [&x, &y] {
+        let mine = owned(s);
+        let v = sql(&s.addr, &format!("SELECT DISTINCT kafka_partition(sym, {PARTITIONS}) FROM trades WHERE id >= 80"));
+        let parts: Vec<i64> =
+            v["data"].as_array().map(|r| r.iter().filter_map(|c| c[0].as_i64()).collect()).unwrap_or_default();
+        assert!(!parts.is_empty() && parts.iter().all(|p| mine.contains(p)), "{parts:?} not all in {mine:?}");
+    }
     let _ = x.stop();
     let _ = y.stop();
     dirs.iter().for_each(|d| drop(std::fs::remove_dir_all(d)));

@@ -12,6 +12,7 @@ pub mod cast;
 pub mod cmp;
 mod like;
 pub mod numeric;
+pub mod partitioner;
 mod scalar;
 mod vector;
 

@@ -99,6 +99,33 @@ pub fn call(f: ScalarFunc, args: &[BExpr], ty: DataType, b: &Batch, sq: &dyn Sub
     }
 }
 
+/// `kafka_partition(key, partitions)` over columns `[key, partitions]`.
+fn kafka_partition(c: &[Cow<'_, Column>]) -> Result<Column> {
+    let (key, n) = match c {
+        [k, n] => (k, n),
+        _ => return Err(SqlError::Internal("kafka_partition arity".into())),
+    };
+    let counts = n.as_i64_slice().ok_or_else(|| SqlError::Internal("kafka_partition count".into()))?;
+    let rows = key.len();
+    let mut valid = Bitmap::new_set(rows);
+    let mut out = Vec::with_capacity(rows);
+    for (i, &parts) in counts.iter().enumerate().take(rows) {
+        match (key.str_at(i), n.is_valid(i)) {
+            (Some(k), true) => {
+                if parts < 1 {
+                    return Err(SqlError::exec(format!("kafka_partition: {parts} partitions (it must be at least 1)")));
+                }
+                out.push(super::partitioner::kafka_partition(k.as_bytes(), parts));
+            }
+            _ => {
+                out.push(0);
+                valid.set(i, false);
+            }
+        }
+    }
+    Ok(Column::new(ColumnData::Int64(out), Some(valid)))
+}
+
 /// String functions.
 fn string(f: ScalarFunc, args: &[BExpr], b: &Batch, sq: &dyn Subqueries) -> Result<Column> {
     use ScalarFunc as F;
@@ -157,6 +184,7 @@ fn string(f: ScalarFunc, args: &[BExpr], b: &Batch, sq: &dyn Subqueries) -> Resu
             let v = (0..n).map(|i| c.str_at(i).map_or(0, |s| s.chars().count() as i64)).collect();
             Ok(Column::new(ColumnData::Int64(v), c.validity().cloned()))
         }
+        F::KafkaPartition => kafka_partition(&args_cols(args, b, sq)?),
         F::Concat => {
             // concat() skips NULL arguments (DuckDB), unlike `||`.
             let c = args_cols(args, b, sq)?;

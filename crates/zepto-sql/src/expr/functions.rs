@@ -28,6 +28,10 @@ pub enum ScalarFunc {
     Replace,
     /// `starts_with(s, prefix)`.
     StartsWith,
+    /// `kafka_partition(key, partitions)`: the partition Kafka's default partitioner (murmur2,
+    /// as the Java client and librdkafka's `murmur2_random` compute it) gives a record keyed
+    /// `key` in a topic of `partitions` partitions; NULL for a NULL key.
+    KafkaPartition,
     /// `abs(x)`.
     Abs,
     /// `round(x[, digits])`.
@@ -299,6 +303,7 @@ pub fn scalar_by_name(name: &str) -> Option<ScalarFunc> {
             ScalarFunc::ArrayDistance(Metric::NegativeInnerProduct)
         }
         "array_length" => ScalarFunc::ArrayLength,
+        "kafka_partition" => ScalarFunc::KafkaPartition,
         _ => return None,
     })
 }
@@ -331,6 +336,7 @@ impl ScalarFunc {
             | F::RTrim
             | F::Replace
             | F::StartsWith
+            | F::KafkaPartition
             | F::Length
             | F::Concat
             | F::Substr => Family::String,
@@ -356,7 +362,7 @@ pub fn scalar_arity(f: ScalarFunc) -> (usize, usize) {
         Round => (1, 2),
         Substr => (2, 3),
         Replace => (3, 3),
-        StartsWith | Power | NullIf | DateTrunc | DatePart | Xbar | MonthBucket => (2, 2),
+        StartsWith | Power | NullIf | DateTrunc | DatePart | Xbar | MonthBucket | KafkaPartition => (2, 2),
         Concat | Coalesce | Greatest | Least => (1, usize::MAX),
     }
 }

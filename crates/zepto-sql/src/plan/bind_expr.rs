@@ -749,6 +749,11 @@ fn string_call(func: ScalarFunc, name: &str, mut args: Vec<BExpr>, pos: Pos) -> 
             vector_call(F::ArrayLength, name, args, pos)
         }
         F::Length => mk(vec![str_arg(args.remove(0))?], Int64),
+        F::KafkaPartition => {
+            let key = str_arg(args.remove(0))?;
+            let n = cast_to(num_arg(args.remove(0), name, pos)?, Int64)?;
+            mk(vec![key, n], Int64)
+        }
         F::Concat => {
             let a = args.into_iter().map(str_arg).collect::<Result<Vec<_>>>()?;
             mk(a, Varchar)
