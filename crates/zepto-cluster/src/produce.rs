@@ -165,7 +165,7 @@ fn line_records(lines: &[ingest::CheckedLine], req: &WriteRequest, body: &[u8]) 
     let mut groups: Vec<(String, Vec<String>)> = Vec::new();
     let mut at: HashMap<&str, usize> = HashMap::new();
     for l in lines {
-        let Some(src) = raw.get(l.line - 1) else { continue };
+        let Some(src) = l.line.checked_sub(1).and_then(|i| raw.get(i)) else { continue };
         let src = src.strip_suffix('\r').unwrap_or(src).trim();
         let line = if l.timestamped { src.to_string() } else { format!("{src} {stamp}") };
         let i = *at.entry(l.key.as_str()).or_insert_with(|| {
