@@ -251,6 +251,13 @@ fn two_nodes_of_one_group_split_the_partitions() {
     assert_eq!(a.len() + b.len(), 4000, "each row on exactly one node");
     assert!(a.iter().all(|i| b.binary_search(i).is_err()), "no row on both nodes");
     assert!(!a.is_empty() && !b.is_empty(), "both nodes hold rows");
+    // A node says which partition a symbol's rows go to, and whether it owns it: the node
+    // that does holds the rows.
+    let where_is = get(&y.addr, "/cluster?key=S3").json();
+    let p3 = where_is["key"]["partition"].as_i64().expect("a partition");
+    let on_y = owned(&y).contains(&p3);
+    assert_eq!(where_is["key"]["here"], on_y, "{where_is}");
+    assert_eq!(b.iter().any(|i| i % 8 == 3), on_y, "S3's rows are where its partition is owned");
     // Each node holds exactly the symbols Kafka's partitioner sends to its partitions, which
     // kafka_partition() computes in SQL.
     for s in [&x, &y] {

@@ -45,6 +45,8 @@ pub struct Status {
     pub last_error: Option<String>,
     /// The group's members and their partitions, as the coordinator last said.
     pub members: Vec<crate::members::Member>,
+    /// The topic's partitions, as the brokers last said (0 before they answered).
+    pub partition_count: usize,
 }
 
 impl Status {
@@ -70,6 +72,7 @@ impl Status {
         serde_json::json!({
             "node_id": self.node_id,
             "members": members,
+            "partition_count": self.partition_count,
             "group": self.group,
             "topic": self.topic,
             "brokers": self.brokers,

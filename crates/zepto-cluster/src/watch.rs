@@ -1,7 +1,7 @@
 //! What the broker says of the cluster, asked every second by a thread with a Kafka client of
 //! its own (so that a slow answer never holds up applying records): the high watermark of each
-//! partition the node owns (the offset the next record will get: the lag), and the group's
-//! members with the partitions assigned to each.
+//! partition the node owns (the offset the next record will get: the lag), the topic's
+//! partition count, and the group's members with the partitions assigned to each.
 
 use crate::members::{assignment, Member};
 use crate::status::Shared;
@@ -32,6 +32,10 @@ pub(crate) fn spawn(config: &Config, shared: Shared, stop: Arc<AtomicBool>) -> R
                             }
                         });
                     }
+                }
+                if let Ok(md) = client.fetch_metadata(Some(topic.as_str()), Duration::from_secs(5)) {
+                    let count = md.topics().iter().map(|t| t.partitions().len()).sum::<usize>();
+                    shared.update(|s| s.partition_count = count);
                 }
                 if let Ok(groups) = client.fetch_group_list(Some(group.as_str()), Duration::from_secs(5)) {
                     let members: Vec<Member> = groups

@@ -130,7 +130,7 @@ async fn dispatch(
     match (route, &method) {
         (Route::Probe, _) if get => probe(state, path),
         (Route::Metrics, _) if get => metrics(state, who),
-        (Route::Cluster, _) if get => cluster(state, who),
+        (Route::Cluster, _) if get => cluster(state, who, param(&params, "key")),
         (Route::Tables, _) if get => tables(state, who, path),
         (Route::Query, _) if get => query_get(state, who, &params, req).await,
         (Route::Query, &Method::POST) => query_post(state, who, &params, req).await,
@@ -159,13 +159,31 @@ async fn dispatch(
     }
 }
 
-/// `GET /cluster`: the node's membership, partition ownership, offsets and lag (readers).
-fn cluster(state: &State, who: &Principal) -> Result<Outcome, ApiError> {
+/// `GET /cluster[?key=K]`: the node's membership, partition ownership, offsets and lag
+/// (readers); with a key, also the partition Kafka's partitioner gives it and whether this
+/// node owns that partition now.
+fn cluster(state: &State, who: &Principal, key: Option<&str>) -> Result<Outcome, ApiError> {
     who.require(Role::Reader)?;
-    match &state.config.cluster {
-        Some(c) => ok(json(StatusCode::OK, c.status().to_string())),
-        None => Err(ApiError::not_found("this server is not a cluster node (zeptodb serve --cluster BROKERS)")),
+    let Some(c) = &state.config.cluster else {
+        return Err(ApiError::not_found("this server is not a cluster node (zeptodb serve --cluster BROKERS)"));
+    };
+    let mut status = c.status();
+    if let (Some(key), serde_json::Value::Object(fields)) = (key, &mut status) {
+        let count = fields.get("partition_count").and_then(serde_json::Value::as_i64).unwrap_or(0);
+        if count < 1 {
+            return Err(ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "KAFKA",
+                "the topic's partitions are not known yet",
+            ));
+        }
+        let partition = zepto_sql::eval::partitioner::kafka_partition(key.as_bytes(), count);
+        let here = fields.get("partitions").and_then(serde_json::Value::as_array).is_some_and(|ps| {
+            ps.iter().any(|p| p.get("partition").and_then(serde_json::Value::as_i64) == Some(partition))
+        });
+        fields.insert("key".into(), serde_json::json!({"key": key, "partition": partition, "here": here}));
     }
+    ok(json(StatusCode::OK, status.to_string()))
 }
 
 /// The value of URL parameter `k`, if given.
