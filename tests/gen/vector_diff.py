@@ -13,7 +13,9 @@ a random rate, occasional zero and repeated vectors, elements of a random scale)
 * exact top-k: ORDER BY a distance, id LIMIT k.
 
 Distance results are FLOAT in DuckDB (f32 sums) and DOUBLE here (f32 lanes summed in another
-order): their columns get the slt type letter F, compared to a relative 1e-5.
+order): their columns get the slt type letter F, compared to a relative 1e-5 of the larger of
+the column's magnitude and the query's `scale=` (the largest sum of the products' magnitudes:
+a sum that cancels keeps the rounding of its large terms).
 """
 import argparse
 import os
@@ -61,7 +63,49 @@ def make_table(rng, k):
                                                   "NULL" if v is None else "[" + ", ".join(repr(x) for x in v) + "]")
                          for ts, s, i_, v in rows[i:i + 50])
         ddl.append(f"INSERT INTO v{k} VALUES {vals}")
-    return ddl, dim, scale
+    return ddl, dim, scale, {i_: v for _, _, i_, v in rows}
+
+
+def magnitude(f, pairs):
+    """The largest sum of |x_i * y_i| over the vector pairs a distance `f` is computed on (for
+    the cosine functions divided by the norms): how far an f32 sum of those products may round,
+    times epsilon, however much it cancels. 0 for array_distance, whose terms never cancel."""
+    if f == "array_distance":
+        return 0.0
+    out = 0.0
+    for x, y in pairs:
+        if x is None or y is None:
+            continue
+        m = sum(abs(a * b) for a, b in zip(x, y))
+        if f.startswith("array_cosine"):
+            nx, ny = sum(a * a for a in x) ** 0.5, sum(b * b for b in y) ** 0.5
+            m = m / (nx * ny) if nx > 0 and ny > 0 else 0.0
+        out = max(out, m)
+    return out
+
+
+def exact(f, x, y):
+    """`f(x, y)` in float64, as DuckDB defines it (a zero vector's cosine similarity is -1)."""
+    dot = sum(a * b for a, b in zip(x, y))
+    if f == "array_distance":
+        return sum((a - b) ** 2 for a, b in zip(x, y)) ** 0.5
+    if f == "array_inner_product":
+        return dot
+    if f == "array_negative_inner_product":
+        return -dot
+    nx, ny = sum(a * a for a in x) ** 0.5, sum(b * b for b in y) ** 0.5
+    sim = max(-1.0, min(1.0, dot / (nx * ny))) if nx > 0 and ny > 0 else -1.0
+    return sim if f == "array_cosine_similarity" else 1.0 - sim
+
+
+def near_tie(f, by_id, q, lim, scale):
+    """True when the first `lim` rows of ORDER BY f(v, q), id are not settled by the distances:
+    two different values within f32 rounding of each other around the cut, so that either
+    engine may rank them either way."""
+    ds = sorted((exact(f, v, q), i) for i, v in by_id.items() if v is not None)
+    tol = 1e-5 * max(scale, max((abs(d) for d, _ in ds), default=0.0), 1e-6)
+    head = ds[:lim + 1]
+    return any(0 < abs(b[0] - a[0]) <= tol for a, b in zip(head, head[1:]))
 
 
 def main():
@@ -79,30 +123,37 @@ def main():
         con.execute(common.to_duck(sql))
         out.append(common.slt_statement(sql))
 
-    def check(q, sort, f_cols=()):
+    def check(q, sort, f_cols=(), scale=0.0):
         nonlocal nq
         tbl = common.run_arrow(con, common.to_duck(q))
         letters, rows = common.format_table(tbl)
         letters = "".join("F" if i in f_cols else c for i, c in enumerate(letters))
-        out.append(common.slt_query(q, letters, sort, common.result_lines(rows, sort)))
+        mode = sort + (" scale=%.6g" % scale if scale > 0 else "")
+        out.append(common.slt_query(q, letters, mode, common.result_lines(rows, sort)))
         nq += 1
 
     for k in range(a.cases):
-        ddl, dim, scale = make_table(rng, k)
+        ddl, dim, scale, by_id = make_table(rng, k)
         for s in ddl:
             emit(s)
         check(f"SELECT id, v FROM v{k}", "rowsort")
         check(f"SELECT count(*), count(v), sum(array_length(v)) FROM v{k} WHERE v IS NOT NULL OR id % 2 = 0", "nosort")
-        q = vec_lit(vec(rng, dim, scale), dim)
+        qv = vec(rng, dim, scale)
+        q = vec_lit(qv, dim)
+        to_q = [(v, qv) for v in by_id.values()]
+        to_prev = [(v, by_id[i - 1]) for i, v in by_id.items() if i - 1 in by_id]
         for f in FUNCS:
-            check(f"SELECT id, {f}(v, {q}) FROM v{k}", "rowsort", f_cols=(1,))
-            check(f"SELECT a.id, {f}(a.v, b.v) FROM v{k} a JOIN v{k} b ON a.id = b.id + 1", "rowsort", f_cols=(1,))
+            check(f"SELECT id, {f}(v, {q}) FROM v{k}", "rowsort", f_cols=(1,), scale=magnitude(f, to_q))
+            check(f"SELECT a.id, {f}(a.v, b.v) FROM v{k} a JOIN v{k} b ON a.id = b.id + 1", "rowsort", f_cols=(1,),
+                  scale=magnitude(f, to_prev))
         if dim < 3:
             continue  # collinear vectors: cosine distances that tie within f32 rounding
         f = rng.choice(FUNCS)
         lim = rng.choice([1, 5, 10])
+        if near_tie(f, by_id, qv, lim, magnitude(f, to_q)):
+            continue
         check(f"SELECT id, {f}(v, {q}) AS d FROM v{k} WHERE v IS NOT NULL ORDER BY d, id LIMIT {lim}", "nosort",
-              f_cols=(1,))
+              f_cols=(1,), scale=magnitude(f, to_q))
     with open(a.out, "w") as fh:
         fh.write("\n".join(out))
     print(f"wrote {nq} vector queries over {a.cases} tables to {a.out}")

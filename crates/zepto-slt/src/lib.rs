@@ -46,6 +46,10 @@ pub enum Record {
         types: String,
         /// `rowsort`: compare rows as sorted multisets instead of in order.
         sort: bool,
+        /// `scale=X` after the sort mode: the magnitude `F` tolerances are relative to, when
+        /// larger than the column's own (a sum of f32 products that cancels carries the rounding
+        /// of its terms: the generator gives the largest sum of their magnitudes).
+        scale: f64,
         /// Expected rows, cells tab-separated, as [`result_lines`] prints them.
         expected: Vec<String>,
     },
@@ -98,6 +102,14 @@ pub fn parse(text: &str) -> Result<Vec<Record>, String> {
                     Some("rowsort") => true,
                     Some(m) => return Err(format!("line {start}: unsupported sort mode '{m}'")),
                 };
+                let scale = match words.next() {
+                    None => 0.0,
+                    Some(w) => w
+                        .strip_prefix("scale=")
+                        .and_then(|x| x.parse::<f64>().ok())
+                        .filter(|x| x.is_finite() && *x >= 0.0)
+                        .ok_or_else(|| format!("line {start}: expected scale=<number>, got '{w}'"))?,
+                };
                 i += 1;
                 let mut sql = Vec::new();
                 while i < lines.len() && lines[i].trim_end() != "----" && !lines[i].trim().is_empty() {
@@ -112,7 +124,14 @@ pub fn parse(text: &str) -> Result<Vec<Record>, String> {
                         i += 1;
                     }
                 }
-                out.push(Record::Query { line: start, sql: sql.join("\n"), types: types.to_string(), sort, expected });
+                out.push(Record::Query {
+                    line: start,
+                    sql: sql.join("\n"),
+                    types: types.to_string(),
+                    sort,
+                    scale,
+                    expected,
+                });
             }
             Some(w) => return Err(format!("line {start}: unknown record '{w}'")),
             None => i += 1,
@@ -369,8 +388,8 @@ pub fn run_file_with(path: &str, text: &str, tier: bool) -> Report {
         }
         let (line, outcome) = match rec {
             Record::Statement { line, sql, expect_error } => (line, check_statement(&engine, &sql, expect_error)),
-            Record::Query { line, sql, types, sort, expected } => {
-                (line, check_query(&engine, &sql, &types, sort, expected))
+            Record::Query { line, sql, types, sort, scale, expected } => {
+                (line, check_query(&engine, &sql, &types, (sort, scale), expected))
             }
         };
         match outcome {
@@ -403,7 +422,13 @@ fn check_statement(engine: &Engine, sql: &str, expect_error: Option<String>) -> 
 
 /// One `query` record: `Err` says how its rows differ from `expected`, or where EXPLAIN and
 /// EXPLAIN ANALYZE disagree when they are the same (with its SQL).
-fn check_query(engine: &Engine, sql: &str, types: &str, sort: bool, expected: Vec<String>) -> Result<(), String> {
+fn check_query(
+    engine: &Engine,
+    sql: &str,
+    types: &str,
+    (sort, at_least): (bool, f64),
+    expected: Vec<String>,
+) -> Result<(), String> {
     let columns = types.len();
     let types = types.as_bytes();
     let r = engine.execute(sql).map_err(|e| format!("[{}] {e}\n  {sql}\n", e.code()))?;
@@ -414,7 +439,7 @@ fn check_query(engine: &Engine, sql: &str, types: &str, sort: bool, expected: Ve
         exp.sort_by_key(|l| sort_key(l));
     }
     let width_ok = r.fields.len() == columns || columns == 0;
-    let scale = column_scales(&exp);
+    let scale: Vec<f64> = column_scales(&exp).into_iter().map(|s| s.max(at_least)).collect();
     let same =
         width_ok && got.len() == exp.len() && got.iter().zip(&exp).all(|(a, b)| lines_match(a, b, types, &scale));
     if !same {
