@@ -162,20 +162,13 @@ fn line_records(lines: &[ingest::CheckedLine], req: &WriteRequest, body: &[u8]) 
     let text = String::from_utf8_lossy(body);
     let raw: Vec<&str> = text.split('\n').collect();
     let stamp = req.now_ns / req.precision.0.max(1);
-    let mut groups: Vec<(String, Vec<String>)> = Vec::new();
-    let mut at: HashMap<&str, usize> = HashMap::new();
-    for l in lines {
-        let Some(src) = l.line.checked_sub(1).and_then(|i| raw.get(i)) else { continue };
+    let stamped = lines.iter().filter_map(|l| {
+        let src = l.line.checked_sub(1).and_then(|i| raw.get(i))?;
         let src = src.strip_suffix('\r').unwrap_or(src).trim();
         let line = if l.timestamped { src.to_string() } else { format!("{src} {stamp}") };
-        let i = *at.entry(l.key.as_str()).or_insert_with(|| {
-            groups.push((l.key.clone(), Vec::new()));
-            groups.len() - 1
-        });
-        if let Some((_, g)) = groups.get_mut(i) {
-            g.push(line);
-        }
-    }
+        Some((l.key.as_str(), line))
+    });
+    let groups = group_by_key(stamped);
     let headers = vec![(crate::record::PRECISION, unit(req.precision.0).to_string())];
     let mut out = Vec::new();
     for (key, group) in groups {
@@ -200,17 +193,7 @@ fn line_records(lines: &[ingest::CheckedLine], req: &WriteRequest, body: &[u8]) 
 
 /// Arrow IPC records of the decoded rows, grouped by key.
 fn row_records(table: &str, names: &[String], columns: &[Column], keys: &[String]) -> Result<Vec<Record>, ApiError> {
-    let mut groups: Vec<(String, Vec<u32>)> = Vec::new();
-    let mut at: HashMap<&str, usize> = HashMap::new();
-    for (row, key) in keys.iter().enumerate() {
-        let i = *at.entry(key.as_str()).or_insert_with(|| {
-            groups.push((key.clone(), Vec::new()));
-            groups.len() - 1
-        });
-        if let Some((_, g)) = groups.get_mut(i) {
-            g.push(row as u32);
-        }
-    }
+    let groups = group_by_key(keys.iter().enumerate().map(|(row, key)| (key.as_str(), row as u32)));
     let row_bytes = columns.iter().map(Column::data_bytes).sum::<usize>() / keys.len().max(1);
     let per_record = (RECORD_BYTES / row_bytes.max(1)).max(1);
     let headers = vec![(crate::record::FORMAT, "arrow".to_string()), (crate::record::TABLE, table.to_string())];
@@ -229,4 +212,31 @@ fn row_records(table: &str, names: &[String], columns: &[Column], keys: &[String
         }
     }
     Ok(out)
+}
+
+/// The items grouped by key, groups in the order their keys first appear, items in input order.
+fn group_by_key<'k, T>(items: impl Iterator<Item = (&'k str, T)>) -> Vec<(String, Vec<T>)> {
+    let mut groups: Vec<(String, Vec<T>)> = Vec::new();
+    let mut at: HashMap<&str, usize> = HashMap::new();
+    for (key, item) in items {
+        let i = *at.entry(key).or_insert_with(|| {
+            groups.push((key.to_string(), Vec::new()));
+            groups.len() - 1
+        });
+        if let Some((_, g)) = groups.get_mut(i) {
+            g.push(item);
+        }
+    }
+    groups
+}
+
+#[cfg(test)]
+mod tests {
+    use super::group_by_key;
+
+    #[test]
+    fn groups_keep_first_seen_order() {
+        let g = group_by_key([("b", 1), ("a", 2), ("b", 3), ("c", 4), ("a", 5)].into_iter());
+        assert_eq!(g, vec![("b".to_string(), vec![1, 3]), ("a".to_string(), vec![2, 5]), ("c".to_string(), vec![4])]);
+    }
 }
