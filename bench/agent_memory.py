@@ -15,15 +15,14 @@
 Standard library only (no client package). Prints one JSON object.
 """
 import argparse
-import http.client
 import json
 import os
 import random
-import signal
-import subprocess
 import sys
 import tempfile
 import time
+
+from served import Server
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -33,42 +32,15 @@ def unit(v):
     return [round(x / n, 6) for x in v]
 
 
-class Server:
-    def __init__(self, binary, data):
-        self.proc = subprocess.Popen(
-            [binary, "serve", "--data-dir", data, "--http", "127.0.0.1:0", "--access-log", "off"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        self.addr = None
-        for line in self.proc.stderr:
-            if "listening on http://" in line:
-                self.addr = line.split("listening on http://")[1].split()[0]
-                break
-        if self.addr is None:
-            sys.exit("the server did not start")
-        host, port = self.addr.rsplit(":", 1)
-        self.host, self.port = host, int(port)
+class Tenant(Server):
+    """The server, called as tenant `bench`; any status but 200 ends the benchmark."""
 
     def call(self, method, path, body=None, tenant="bench"):
-        c = http.client.HTTPConnection(self.host, self.port, timeout=600)
         data = body if body is None or isinstance(body, str) else json.dumps(body)
-        c.request(method, path, body=data, headers={"X-Zepto-Tenant-Id": tenant, "Content-Type": "application/json"})
-        r = c.getresponse()
-        out = r.read()
-        c.close()
-        if r.status != 200:
-            sys.exit(f"{method} {path}: {r.status} {out[:300]!r}")
+        status, out = self.request(method, path, data, {"X-Zepto-Tenant-Id": tenant, "Content-Type": "application/json"})
+        if status != 200:
+            sys.exit(f"{method} {path}: {status} {out[:300]!r}")
         return json.loads(out) if out.startswith(b"{") else out.decode()
-
-    def rss_mib(self):
-        with open(f"/proc/{self.proc.pid}/status") as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) / 1024
-        return 0.0
-
-    def kill(self):
-        self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait()
 
 
 def wait_for_graphs(s, rows):
@@ -112,7 +84,7 @@ def main():
                                 for j in range(start, min(a.records, start + a.batch))]}
                   for start in range(0, a.records, a.batch)]
         bodies = [json.dumps(b) for b in bodies]
-        s = Server(a.bin, data)
+        s = Tenant(a.bin, data)
         t0, first_id = time.perf_counter(), None
         for k, body in enumerate(bodies):
             start = k * a.batch
@@ -139,7 +111,7 @@ def main():
         out["rss_mib"] = round(s.rss_mib())
         s.kill()
         t0 = time.perf_counter()
-        s = Server(a.bin, data)
+        s = Tenant(a.bin, data)
         while True:
             try:
                 if s.call("GET", "/ready").get("ready"):

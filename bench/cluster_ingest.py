@@ -14,7 +14,9 @@
 
 Standard library only. Prints progress to stderr and one JSON object to stdout.
 """
-import argparse, http.client, json, os, signal, socket, subprocess, sys, tempfile, time
+import argparse, json, os, socket, subprocess, sys, tempfile, time
+
+from served import Server
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.path.join(ROOT, "target", "release", "zeptodb")
@@ -30,38 +32,15 @@ def free_port_pair():
             continue
 
 
-class Node:
+class Node(Server):
     def __init__(self, data, *extra):
-        self.proc = subprocess.Popen([BIN, "serve", "--data-dir", data, "--http", "127.0.0.1:0", "--access-log", "off", *extra],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        self.addr = None
-        for line in self.proc.stderr:
-            if "listening on http://" in line:
-                self.addr = line.split("listening on http://")[1].split()[0]
-                break
-        if self.addr is None:
-            sys.exit("the server did not start")
-        self.host, self.port = self.addr.rsplit(":", 1)
+        super().__init__(BIN, data, *extra)
 
     def call(self, method, path, body=None):
-        c = http.client.HTTPConnection(self.host, int(self.port), timeout=600)
-        c.request(method, path, body=body)
-        r = c.getresponse(); out = r.read(); c.close()
-        return r.status, out
+        return self.request(method, path, body)
 
     def count(self):
-        st, out = self.call("POST", "/", "SELECT count(*) FROM trades")
-        return json.loads(out)["data"][0][0] if st == 200 else 0
-
-    def rss_mib(self):
-        with open(f"/proc/{self.proc.pid}/status") as f:
-            return next(int(l.split()[1]) for l in f if l.startswith("VmRSS:")) / 1024
-
-    def kill(self):
-        self.proc.send_signal(signal.SIGKILL); self.proc.wait()
-
-    def stop(self):
-        self.proc.terminate(); self.proc.wait()
+        return super().count("trades")
 
 
 def batches(first, rows, batch, symbols):
