@@ -7,7 +7,7 @@ use super::{decode_table, ilp, ilp_plans, utf8, IngestFormat, WriteRequest};
 use crate::auth::Principal;
 use crate::error::ApiError;
 use zepto_sql::Engine;
-use zepto_storage::{Column, DataType};
+use zepto_storage::Column;
 
 /// One line of a line-protocol batch that passed the check.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -62,11 +62,12 @@ pub fn check(engine: &Engine, who: &Principal, req: &WriteRequest, body: &[u8]) 
         .map_err(|e| ApiError::ingest(format!("line {}: {}", e.line, e.message)).at_line(e.line))?;
     let mut lines = Vec::with_capacity(points.len());
     for (plan, pts) in ilp_plans(catalog, who, &points, req.now_ns)? {
-        // The partition key: the table's, or for a table the batch creates, its first SYMBOL
-        // column (the first tag), as `Table::new` chooses.
+        // The partition key: the table's, or for a table the batch creates, the one it will get.
         let key = match catalog.snapshot(&plan.name) {
             Ok(t) => t.key_col().and_then(|k| t.schema().columns.get(k)).map(|c| c.name.clone()),
-            Err(_) => plan.defs.iter().find(|d| d.data_type == DataType::Symbol).map(|d| d.name.clone()),
+            Err(_) => zepto_storage::table::default_partition_key(&plan.defs)
+                .and_then(|k| plan.defs.get(k))
+                .map(|d| d.name.clone()),
         };
         for p in pts {
             let value = key.as_ref().and_then(|k| p.tags.iter().find(|(t, _)| t.eq_ignore_ascii_case(k)));

@@ -37,6 +37,13 @@ pub struct Schema {
     pub columns: Vec<ColumnDef>,
 }
 
+/// The partition key a table over `columns` gets when none is chosen: its first SYMBOL
+/// column. Whoever routes rows before the table exists (a cluster node producing to Kafka)
+/// asks this, so that it agrees with [`Table::new`].
+pub fn default_partition_key(columns: &[ColumnDef]) -> Option<usize> {
+    columns.iter().position(|c| c.data_type == DataType::Symbol)
+}
+
 impl Schema {
     /// Position of the column `name` (ASCII case-insensitive), or `None`.
     pub fn index_of(&self, name: &str) -> Option<usize> {
@@ -260,7 +267,10 @@ impl Table {
                 None => Ok(schema.columns.iter().position(|c| c.data_type == dt)),
             }
         };
-        let key_col = pick(&opts.partition_key, DataType::Symbol, "partition key")?;
+        let key_col = match opts.partition_key {
+            Some(_) => pick(&opts.partition_key, DataType::Symbol, "partition key")?,
+            None => default_partition_key(&schema.columns),
+        };
         let ts_col = pick(&opts.timestamp, DataType::Timestamp, "designated timestamp")?;
         Ok(Table {
             name: name.to_string(),
