@@ -26,7 +26,7 @@ mod watch;
 
 pub use node::Node;
 pub use produce::RECORD_BYTES;
-pub use status::{PartitionState, Status};
+pub use zepto_server::cluster::{PartitionState, Status};
 
 use thiserror::Error;
 

@@ -6,16 +6,7 @@
 //! then user data, all big-endian); [`assignment`] reads the partitions of one topic from it,
 //! refusing (never panicking on) bytes that do not follow it.
 
-/// One member of the group.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Member {
-    /// The member's client id (a node's id).
-    pub client_id: String,
-    /// The host it connects from.
-    pub host: String,
-    /// The partitions of the cluster's topic assigned to it, ascending.
-    pub partitions: Vec<i32>,
-}
+pub use zepto_server::cluster::Member;
 
 /// Reads big-endian fields from a byte slice, failing at its end.
 struct Reader<'a>(&'a [u8]);

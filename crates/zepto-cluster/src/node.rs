@@ -3,13 +3,14 @@
 
 use crate::consumer;
 use crate::produce::Producer;
-use crate::status::{Shared, Status};
+use crate::status::Shared;
 use crate::{ClusterError, Config};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use zepto_server::auth::Principal;
 use zepto_server::cluster::ClusterView;
+use zepto_server::cluster::Status;
 use zepto_server::error::ApiError;
 use zepto_server::ingest::WriteRequest;
 use zepto_sql::Engine;
@@ -28,8 +29,8 @@ struct View {
 }
 
 impl ClusterView for View {
-    fn status(&self) -> serde_json::Value {
-        self.shared.get().to_json()
+    fn status(&self) -> Status {
+        self.shared.get()
     }
 
     fn write(&self, engine: &Engine, who: &Principal, req: &WriteRequest, body: &[u8]) -> Result<usize, ApiError> {

@@ -245,17 +245,16 @@ impl Metrics {
 
     /// Set the cluster gauges from a node's `/cluster` status: lag per owned partition, records
     /// applied and refused.
-    pub fn cluster(&self, status: &serde_json::Value) {
+    pub fn cluster(&self, status: &crate::cluster::Status) {
         self.cluster_lag.clear();
-        let topic = status["topic"].as_str().unwrap_or_default().to_string();
-        for p in status["partitions"].as_array().into_iter().flatten() {
-            if let (Some(partition), Some(lag)) = (p["partition"].as_i64(), p["lag"].as_i64()) {
-                let labels = vec![("topic".into(), topic.clone()), ("partition".into(), partition.to_string())];
+        for (partition, p) in &status.partitions {
+            if let Some(lag) = p.lag() {
+                let labels = vec![("topic".into(), status.topic.clone()), ("partition".into(), partition.to_string())];
                 self.cluster_lag.get_or_create(&labels).set(lag);
             }
         }
-        for (outcome, key) in [("applied", "records_applied"), ("refused", "records_rejected")] {
-            let n = status[key].as_i64().unwrap_or(0);
+        for (outcome, n) in [("applied", status.records_applied), ("refused", status.records_rejected)] {
+            let n = i64::try_from(n).unwrap_or(i64::MAX);
             self.cluster_records.get_or_create(&vec![("outcome".into(), outcome.into())]).set(n);
         }
     }

@@ -167,23 +167,19 @@ fn cluster(state: &State, who: &Principal, key: Option<&str>) -> Result<Outcome,
     let Some(c) = &state.config.cluster else {
         return Err(ApiError::not_found("this server is not a cluster node (zeptodb serve --cluster BROKERS)"));
     };
-    let mut status = c.status();
-    if let (Some(key), serde_json::Value::Object(fields)) = (key, &mut status) {
-        let count = fields.get("partition_count").and_then(serde_json::Value::as_i64).unwrap_or(0);
-        if count < 1 {
+    let status = c.status();
+    let mut out = crate::cluster::to_json(&status);
+    if let (Some(key), serde_json::Value::Object(fields)) = (key, &mut out) {
+        let Some(at) = status.locate(key) else {
             return Err(ApiError::new(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "KAFKA",
                 "the topic's partitions are not known yet",
             ));
-        }
-        let partition = zepto_sql::eval::partitioner::kafka_partition(key.as_bytes(), count);
-        let here = fields.get("partitions").and_then(serde_json::Value::as_array).is_some_and(|ps| {
-            ps.iter().any(|p| p.get("partition").and_then(serde_json::Value::as_i64) == Some(partition))
-        });
-        fields.insert("key".into(), serde_json::json!({"key": key, "partition": partition, "here": here}));
+        };
+        fields.insert("key".into(), serde_json::json!({"key": key, "partition": at.partition, "here": at.here}));
     }
-    ok(json(StatusCode::OK, status.to_string()))
+    ok(json(StatusCode::OK, out.to_string()))
 }
 
 /// The value of URL parameter `k`, if given.

@@ -4,6 +4,12 @@
 //! depends on this one for ingest; the server sees it only through [`ClusterView`], handed in
 //! by whoever starts both (`zeptodb serve --cluster`).
 
+mod json;
+mod status;
+
+pub use json::to_json;
+pub use status::{Member, PartitionState, Placement, Status};
+
 use crate::auth::Principal;
 use crate::error::ApiError;
 use crate::ingest::WriteRequest;
@@ -12,8 +18,8 @@ use zepto_sql::Engine;
 
 /// A cluster node as the HTTP door sees it.
 pub trait ClusterView: Send + Sync {
-    /// The node's state as JSON (partition ownership, offsets and lag).
-    fn status(&self) -> serde_json::Value;
+    /// The node's state now (partition ownership, offsets and lag).
+    fn status(&self) -> Status;
 
     /// Store a `/write` batch through the cluster (checked here for `who`, then handed to the
     /// cluster's log); the rows once the log has them all.
@@ -31,7 +37,7 @@ impl ClusterHandle {
     }
 
     /// The node's state now.
-    pub fn status(&self) -> serde_json::Value {
+    pub fn status(&self) -> Status {
         self.0.status()
     }
 
