@@ -21,7 +21,7 @@
 
 use crate::offsets;
 use crate::record;
-use crate::status::{PartitionState, Shared};
+use crate::status::Shared;
 use crate::{ClusterError, Config};
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext, RebalanceProtocol};
 use rdkafka::error::KafkaError;
@@ -34,6 +34,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use zepto_server::auth::Principal;
+use zepto_server::cluster::PartitionState;
 use zepto_server::ingest::{self, IngestFormat, WriteRequest};
 use zepto_sql::Engine;
 
@@ -49,17 +50,29 @@ const BATCH_RECORDS: usize = 1000;
 /// Most bytes of records applied as one batch.
 const BATCH_BYTES: usize = 16 << 20;
 
+/// A record and the write request its headers stand for (or why they stand for none), read once.
+struct Parsed<'m, 'a> {
+    m: &'m BorrowedMessage<'a>,
+    req: Result<WriteRequest, String>,
+}
+
+impl Parsed<'_, '_> {
+    /// The precision of a line-protocol record; `None` for any other (or malformed) one.
+    fn ilp(&self) -> Option<i64> {
+        self.req.as_ref().ok().filter(|r| r.format == IngestFormat::Ilp).map(|r| r.precision.0)
+    }
+}
+
 /// The records of `batch` in runs applied together: consecutive line-protocol records of one
 /// precision form a run; any other record is a run of its own.
-fn runs<'m, 'a>(batch: &[&'m BorrowedMessage<'a>], now: i64) -> Vec<Vec<&'m BorrowedMessage<'a>>> {
-    let mut out: Vec<Vec<&BorrowedMessage<'_>>> = Vec::new();
+fn runs<'p, 'm, 'a>(batch: &'p [Parsed<'m, 'a>]) -> Vec<Vec<&'p Parsed<'m, 'a>>> {
+    let mut out: Vec<Vec<&Parsed<'_, '_>>> = Vec::new();
     let mut open: Option<i64> = None;
-    for &m in batch {
-        let ilp =
-            record::request(m.headers(), now).ok().filter(|r| r.format == IngestFormat::Ilp).map(|r| r.precision.0);
+    for p in batch {
+        let ilp = p.ilp();
         match (ilp, open, out.last_mut()) {
-            (Some(p), Some(q), Some(run)) if p == q => run.push(m),
-            _ => out.push(vec![m]),
+            (Some(x), Some(y), Some(run)) if x == y => run.push(p),
+            _ => out.push(vec![p]),
         }
         open = ilp;
     }
@@ -168,42 +181,44 @@ impl Worker {
     /// malformed record is applied again record by record, so only that one is refused. After
     /// a storage failure a partition's later records wait for the retry.
     fn apply_batch(&self, batch: &[BorrowedMessage<'_>]) {
-        let fresh: Vec<&BorrowedMessage<'_>> = batch.iter().filter(|m| self.wanted(m)).collect();
+        let now = now_ns();
+        let fresh: Vec<Parsed<'_, '_>> = batch
+            .iter()
+            .filter(|m| self.wanted(m))
+            .map(|m| Parsed { m, req: record::request(m.headers(), now) })
+            .collect();
         let mut stalled: HashSet<i32> = HashSet::new();
-        for run in runs(&fresh, now_ns()) {
-            let run: Vec<&BorrowedMessage<'_>> =
-                run.into_iter().filter(|m| !stalled.contains(&m.partition())).collect();
-            if run.len() > 1 {
+        for run in runs(&fresh) {
+            let run: Vec<&Parsed<'_, '_>> = run.into_iter().filter(|p| !stalled.contains(&p.m.partition())).collect();
+            if let (true, Some(Ok(req))) = (run.len() > 1, run.first().map(|p| &p.req)) {
                 // On an error the run is applied again record by record below, so that a bad
                 // record is refused alone.
-                if let Ok(rows) = self.apply_run(&run) {
-                    for (i, m) in run.iter().enumerate() {
-                        self.settle(m, Ok(Applied::Rows(if i == 0 { rows } else { 0 })));
+                if let Ok(rows) = self.apply_run(req, &run) {
+                    for (i, p) in run.iter().enumerate() {
+                        self.settle(p.m, Ok(Applied::Rows(if i == 0 { rows } else { 0 })));
                     }
                     continue;
                 }
             }
-            for m in run {
-                if stalled.contains(&m.partition()) {
+            for p in run {
+                if stalled.contains(&p.m.partition()) {
                     continue;
                 }
-                let outcome = self.apply(m);
+                let outcome = self.apply(p);
                 if outcome.is_err() {
-                    stalled.insert(m.partition());
+                    stalled.insert(p.m.partition());
                 }
-                self.settle(m, outcome);
+                self.settle(p.m, outcome);
             }
         }
     }
 
-    /// Several line-protocol records (one precision) as one batch, with the last offset of
-    /// each partition among them. Any error leaves everything unchanged.
-    fn apply_run(&self, run: &[&BorrowedMessage<'_>]) -> Result<usize, ClusterError> {
-        let now = now_ns();
-        let req = record::request(run.first().and_then(|m| m.headers()), now).map_err(ClusterError::Storage)?;
+    /// Several line-protocol records of one precision (`req`) as one batch, with the last
+    /// offset of each partition among them. Any error leaves everything unchanged.
+    fn apply_run(&self, req: &WriteRequest, run: &[&Parsed<'_, '_>]) -> Result<usize, ClusterError> {
         let mut last: Vec<(i32, i64)> = Vec::new();
         let mut body = Vec::new();
-        for m in run {
+        for Parsed { m, .. } in run {
             match last.iter_mut().find(|(p, _)| *p == m.partition()) {
                 Some(l) => l.1 = l.1.max(m.offset()),
                 None => last.push((m.partition(), m.offset())),
@@ -213,22 +228,24 @@ impl Worker {
         }
         let marks = last
             .iter()
-            .map(|&(p, o)| offsets::mark(&self.topic, p, o, now))
+            .map(|&(p, o)| offsets::mark(&self.topic, p, o, req.now_ns))
             .collect::<Result<Vec<_>, ClusterError>>()?;
-        ingest::write_marked(&self.engine, &Principal::anonymous_admin(), &req, &body, &marks)
+        ingest::write_marked(&self.engine, &Principal::anonymous_admin(), req, &body, &marks)
             .map_err(|e| ClusterError::Storage(e.message))
     }
 
     /// Apply one record (see the module docs).
-    fn apply(&self, m: &BorrowedMessage<'_>) -> Result<Applied, ClusterError> {
-        let now = now_ns();
+    fn apply(&self, p: &Parsed<'_, '_>) -> Result<Applied, ClusterError> {
+        let (m, now) = (p.m, now_ns());
         let mark = offsets::mark(m.topic(), m.partition(), m.offset(), now)?;
         let marks = std::slice::from_ref(&mark);
         let body = m.payload().unwrap_or_default();
         let write = |req: &WriteRequest, body: &[u8]| {
             ingest::write_marked(&self.engine, &Principal::anonymous_admin(), req, body, marks)
         };
-        match record::request(m.headers(), now)
+        match p
+            .req
+            .clone()
             .map_err(|e| (400, e))
             .and_then(|req| write(&req, body).map_err(|e| (e.status.as_u16(), e.message)))
         {
