@@ -92,6 +92,34 @@ impl Scratch {
     }
 }
 
+/// A query vector prepared once for every graph of one metric it is searched in (a search
+/// over many partitions' graphs scales and converts it once, not per graph).
+#[derive(Debug, Clone)]
+pub struct Query {
+    metric: Metric,
+    dim: usize,
+    held: Held,
+}
+
+/// A prepared query's values.
+#[derive(Debug, Clone)]
+enum Held {
+    Single(Vec<f32>),
+    Half(Vec<i16>),
+}
+
+impl Query {
+    /// `v` as a graph of `metric` compares it.
+    pub fn new(metric: Metric, v: &[f32]) -> Query {
+        let mut scratch = Scratch::default();
+        let held = match scratch.prepare(metric, v) {
+            Prepared::Single(_) => Held::Single(v.to_vec()),
+            Prepared::Half(_) => Held::Half(scratch.half),
+        };
+        Query { metric, dim: v.len(), held }
+    }
+}
+
 fn library(e: impl std::fmt::Display) -> AnnError {
     AnnError::Library(e.to_string())
 }
@@ -185,23 +213,29 @@ impl Graph {
     /// called inside the walk, on the keys the walk meets).
     pub fn search(
         &self,
-        query: &[f32],
+        query: &Query,
         k: usize,
         keep: Option<&(dyn Fn(u64) -> bool + Sync)>,
     ) -> Result<Vec<Hit>, AnnError> {
-        if query.len() != self.spec.dim() {
-            return Err(AnnError::Dimension { want: self.spec.dim(), got: query.len() });
+        if query.dim != self.spec.dim() {
+            return Err(AnnError::Dimension { want: self.spec.dim(), got: query.dim });
+        }
+        if query.metric != self.spec.metric() {
+            return Err(AnnError::Invalid(format!(
+                "a query prepared for {:?} searched in a {:?} graph",
+                query.metric,
+                self.spec.metric()
+            )));
         }
         if k == 0 || self.is_empty() {
             return Ok(Vec::new());
         }
-        let mut scratch = Scratch::default();
         let _shared = self.grow.read().unwrap_or_else(|e| e.into_inner());
-        let found = match (scratch.prepare(self.spec.metric(), query), keep) {
-            (Prepared::Single(q), Some(keep)) => self.index.filtered_search(q, k, keep),
-            (Prepared::Single(q), None) => self.index.search(q, k),
-            (Prepared::Half(q), Some(keep)) => self.index.filtered_search(q, k, keep),
-            (Prepared::Half(q), None) => self.index.search(q, k),
+        let found = match (&query.held, keep) {
+            (Held::Single(q), Some(keep)) => self.index.filtered_search(q, k, keep),
+            (Held::Single(q), None) => self.index.search(q, k),
+            (Held::Half(q), Some(keep)) => self.index.filtered_search(f16::from_i16s(q), k, keep),
+            (Held::Half(q), None) => self.index.search(f16::from_i16s(q), k),
         }
         .map_err(library)?;
         Ok(found.keys.iter().zip(&found.distances).map(|(&key, &distance)| Hit { key, distance }).collect())
@@ -274,7 +308,7 @@ mod tests {
         let queries = vectors(50, dim, 99);
         let mut total = 0.0;
         for q in queries.chunks(dim) {
-            let found = g.search(q, 10, None).expect("a search");
+            let found = g.search(&Query::new(g.spec().metric(), q), 10, None).expect("a search");
             assert_eq!(found.len(), 10);
             assert!(found.windows(2).all(|w| w[0].distance <= w[1].distance), "nearest first");
             total += recall(&found, &exact(&data, dim, q, 10, &|_| true));
@@ -291,7 +325,7 @@ mod tests {
         let keep = |k: u64| k % 10 == 3;
         let mut total = 0.0;
         for q in vectors(20, dim, 5).chunks(dim) {
-            let found = g.search(q, 10, Some(&keep)).expect("a search");
+            let found = g.search(&Query::new(g.spec().metric(), q), 10, Some(&keep)).expect("a search");
             assert!(found.iter().all(|h| keep(h.key)), "{found:?}");
             total += recall(&found, &exact(&data, dim, q, 10, &keep));
         }
@@ -302,7 +336,15 @@ mod tests {
     fn wrong_dimensions_are_errors() {
         let g = Graph::new(4, Metric::L2, HnswParams::default()).expect("a graph");
         assert_eq!(g.add(0, &[1.0; 6], 1), Err(AnnError::Dimension { want: 4, got: 2 }));
-        assert_eq!(g.search(&[1.0; 3], 1, None), Err(AnnError::Dimension { want: 4, got: 3 }));
-        assert_eq!(g.search(&[1.0; 4], 3, None), Ok(Vec::new()), "an empty graph finds nothing");
+        assert_eq!(g.search(&Query::new(Metric::L2, &[1.0; 3]), 1, None), Err(AnnError::Dimension { want: 4, got: 3 }));
+        assert_eq!(
+            g.search(&Query::new(Metric::L2, &[1.0; 4]), 3, None),
+            Ok(Vec::new()),
+            "an empty graph finds nothing"
+        );
+        assert!(
+            matches!(g.search(&Query::new(Metric::Cosine, &[1.0; 4]), 3, None), Err(AnnError::Invalid(_))),
+            "a query prepared for another metric is refused"
+        );
     }
 }

@@ -17,7 +17,7 @@ mod graph;
 pub mod half;
 mod registry;
 
-pub use graph::{Graph, Hit};
+pub use graph::{Graph, Hit, Query};
 pub use registry::{IndexSpec, PartGraph, Refreshed, Registry};
 
 use thiserror::Error;

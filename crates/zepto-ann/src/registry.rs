@@ -14,7 +14,7 @@
 //! ([`Registry::spawn`]), off the write path: an insert is acknowledged as fast with an index
 //! as without. Tests and `CREATE INDEX` call [`Registry::refresh`] to catch up at once.
 
-use crate::{AnnError, Graph, Hit, HnswParams, Metric};
+use crate::{AnnError, Graph, Hit, HnswParams, Metric, Query};
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
@@ -105,6 +105,11 @@ impl PartGraph {
         self.covered.load(Ordering::Acquire)
     }
 
+    /// `v` prepared for searching this graph (and every other of its index).
+    pub fn query(&self, v: &[f32]) -> Query {
+        Query::new(self.graph.spec().metric(), v)
+    }
+
     /// Bytes the graph holds.
     pub fn memory_bytes(&self) -> usize {
         self.graph.memory_bytes()
@@ -114,7 +119,7 @@ impl PartGraph {
     /// at most [`PartGraph::covered`]: the caller scans rows past it exactly).
     pub fn search(
         &self,
-        query: &[f32],
+        query: &Query,
         k: usize,
         visible: usize,
         keep: Option<&(dyn Fn(u64) -> bool + Sync)>,

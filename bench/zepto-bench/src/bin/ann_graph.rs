@@ -12,7 +12,7 @@ mod ann_io;
 
 use ann_io::{percentile, read_f32};
 use std::time::Instant;
-use zepto_ann::{Graph, HnswParams, Metric};
+use zepto_ann::{Graph, HnswParams, Metric, Query};
 
 struct Args {
     vectors: String,
@@ -72,7 +72,7 @@ fn timed(g: &Graph, queries: &[f32], dim: usize, k: usize, every: Option<u64>) -
     let (mut lat, mut keys) = (Vec::new(), Vec::new());
     for q in queries.chunks(dim) {
         let t = Instant::now();
-        let hits = g.search(q, k, filter).map_err(|e| e.to_string())?;
+        let hits = g.search(&Query::new(g.spec().metric(), q), k, filter).map_err(|e| e.to_string())?;
         lat.push(t.elapsed().as_secs_f64() * 1e6);
         keys.push(format!("[{}]", hits.iter().map(|h| h.key.to_string()).collect::<Vec<_>>().join(",")));
     }

@@ -32,11 +32,13 @@ const WALK_FLOATS: usize = 800_000;
 pub fn candidates(ctx: &ExecContext, s: &ScanShape, a: &AnnSearch) -> Result<Batch> {
     let registry = ctx.run_context().indexes().cloned();
     let mut parts = Vec::new();
+    // The query as the index's graphs compare it, prepared at the first graph searched.
+    let mut query = None;
     for piece in pieces(s.table, s.range) {
         ctx.check()?;
         let b = piece_batch(&piece, s.columns);
         let keep = s.kept_rows(ctx, &b)?;
-        let rows = nearest(&b, a, piece_rows(registry.as_ref(), a, &piece, keep)?);
+        let rows = nearest(&b, a, piece_rows(registry.as_ref(), a, &piece, keep, &mut query)?);
         // Every row (no graph yet, or a filter that keeps all): share the columns, no copy.
         parts.push(if rows.len() == b.rows { b } else { b.take(&rows) });
     }
@@ -50,6 +52,7 @@ fn piece_rows(
     a: &AnnSearch,
     piece: &Piece,
     keep: Option<Vec<u32>>,
+    query: &mut Option<zepto_ann::Query>,
 ) -> Result<Vec<u32>> {
     let n = piece.range.len();
     let every = || keep.clone().unwrap_or_else(|| (0..n as u32).collect());
@@ -70,7 +73,8 @@ fn piece_rows(
         let Some(r) = (key as usize).checked_sub(start) else { return false };
         r < n && passes.as_ref().is_none_or(|p| p[r])
     };
-    let hits = graph.search(&a.query, a.k, visible, Some(&accept)).map_err(|e| SqlError::Execution(e.to_string()))?;
+    let query = query.get_or_insert_with(|| graph.query(&a.query));
+    let hits = graph.search(query, a.k, visible, Some(&accept)).map_err(|e| SqlError::Execution(e.to_string()))?;
     let in_graph = match &keep {
         Some(k) => k.iter().filter(|&&r| start + (r as usize) < visible).count(),
         None => visible - start,
