@@ -203,11 +203,7 @@ fn row_records(table: &str, names: &[String], columns: &[Column], keys: &[String
             let cols: Vec<Column> = columns.iter().map(|c| c.take(chunk)).collect();
             let refs: Vec<&Column> = cols.iter().collect();
             let bad = |e: zepto_io::IoError| ApiError::internal(format!("encoding rows for Kafka: {e}"));
-            let mut w = zepto_io::ipc::IpcResultWriter::new(names, &refs, chunk.len()).map_err(bad)?;
-            let mut body = Vec::new();
-            while let Some(piece) = w.next_chunk().map_err(bad)? {
-                body.extend(piece);
-            }
+            let body = zepto_io::ipc::write_ipc_stream(names, &refs, chunk.len()).map_err(bad)?;
             out.push(Record { key: key.clone(), body, headers: headers.clone() });
         }
     }

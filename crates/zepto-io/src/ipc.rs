@@ -90,7 +90,11 @@ pub fn read_ipc_stream_any(data: &[u8]) -> Result<(Vec<ColumnDef>, Vec<Column>, 
     let reader = StreamReader::try_new(Cursor::new(data), None).map_err(bad)?;
     let defs = engine_defs(reader.schema().fields())?;
     let cols = read_ipc_stream(data, &defs)?;
-    let rows = cols.first().map_or(0, Column::len);
+    let rows = match cols.first() {
+        Some(c) => c.len(),
+        // Batches without columns still say how many rows they have.
+        None => count_ipc_rows(data).and_then(|n| usize::try_from(n).ok()).unwrap_or(0),
+    };
     Ok((defs, cols, rows))
 }
 
@@ -128,7 +132,9 @@ impl IpcResultWriter {
         }
         let schema: SchemaRef = Arc::new(Schema::new(fields));
         let batch = if arrays.is_empty() {
-            RecordBatch::new_empty(schema.clone())
+            // No columns, but still `rows` rows (a count over a scan that reads no column).
+            let opts = arrow_array::RecordBatchOptions::new().with_row_count(Some(rows));
+            RecordBatch::try_new_with_options(schema.clone(), Vec::new(), &opts).map_err(bad)?
         } else {
             RecordBatch::try_new(schema.clone(), arrays).map_err(bad)?
         };
@@ -152,6 +158,16 @@ impl IpcResultWriter {
         w.finish().map_err(bad)?;
         Ok(Some(w.into_inner().map_err(bad)?))
     }
+}
+
+/// The columns `cols` (named `names`, `rows` rows each) as one whole IPC stream.
+pub fn write_ipc_stream(names: &[String], cols: &[&Column], rows: usize) -> Result<Vec<u8>, IoError> {
+    let mut w = IpcResultWriter::new(names, cols, rows)?;
+    let mut out = Vec::new();
+    while let Some(piece) = w.next_chunk()? {
+        out.extend(piece);
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -216,6 +232,14 @@ mod tests {
             assert_eq!(engine_type(&A::Dictionary(Box::new(k), Box::new(v))), Some(DataType::Symbol));
         }
         assert_eq!(engine_type(&A::Dictionary(Box::new(A::Int32), Box::new(A::Int64))), None);
+    }
+
+    #[test]
+    fn rows_without_columns_keep_their_count() {
+        let bytes = write_ipc_stream(&[], &[], 70_000).expect("written");
+        let (defs, cols, rows) = read_ipc_stream_any(&bytes).expect("read");
+        assert!(defs.is_empty() && cols.is_empty());
+        assert_eq!(rows, 70_000);
     }
 
     #[test]
