@@ -55,6 +55,8 @@ difftest: venv
 	$(PY) tests/gen/vector_diff.py --seed $(SEED) --cases 30 --out target/difftest/vector.slt
 	./target/debug/zepto-slt target/difftest/random.slt target/difftest/asof.slt target/difftest/window.slt target/difftest/dml.slt target/difftest/vector.slt
 	./target/debug/zepto-slt --tier target/difftest/random.slt target/difftest/asof.slt target/difftest/window.slt target/difftest/dml.slt target/difftest/vector.slt
+	# The same expectations on 3 in-process cluster nodes (each query gathered from every owner).
+	./target/debug/zepto-slt --cluster 3 target/difftest/random.slt target/difftest/asof.slt target/difftest/window.slt target/difftest/dml.slt target/difftest/vector.slt tests/slt/*.slt
 	$(PY) tests/gen/history_roundtrip.py --seed $(SEED) --bin target/debug/zeptodb
 
 # QuickFIX/J (Maven Central, into ~/.m2), the real FIX engine of the FIX door's test

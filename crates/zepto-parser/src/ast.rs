@@ -417,7 +417,7 @@ pub enum UnaryOp {
 }
 
 /// A binary operator.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum BinaryOp {
     /// `+`.
     Add,

@@ -284,6 +284,8 @@ pub struct Report {
     pub failures: String,
     /// Tiering mode: queries that ran with some rows in history.
     pub over_history: usize,
+    /// Cluster mode: queries whose plan gathered rows from other nodes (an Exchange).
+    pub exchanged: usize,
 }
 
 /// Run one file (`path` only names it in failures) against a fresh in-memory engine.
@@ -346,12 +348,37 @@ fn tier_half(engine: &Engine, skip: &[String]) -> Result<(), String> {
     Ok(())
 }
 
+/// How a file runs: on one engine, with half of every table tiered to the Parquet history
+/// before each query, or on an in-process cluster of `n` engines (see [`Mode::Cluster`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// One in-memory engine.
+    Plain,
+    /// One engine; before each query the older half of every table moves to the history.
+    Tier,
+    /// `n` engines in an in-process cluster (`zepto_sql::local_cluster::LocalCluster`) of 8 Kafka
+    /// partitions dealt round-robin. Statements run on every engine alone, so each holds every
+    /// row (as a node keeps rows of partitions a rebalance took away); query `i` runs on
+    /// engine `i % n` as a member, which gathers each partition's rows from its one owner:
+    /// every row must count once for the expectations to hold.
+    Cluster(usize),
+}
+
 /// Run one file; with `tier`, every query first moves the older half of each table's rows to
 /// the Parquet history (tables the file corrects with DELETE/UPDATE stay in memory), so the
 /// same expectations check queries across both tiers. `tier` also sends partition-wise work of
 /// any size to helper threads (normally only inputs of 100K rows and more), so the parallel
 /// paths meet the same expectations (`Engine::with_parallel_min_rows`).
 pub fn run_file_with(path: &str, text: &str, tier: bool) -> Report {
+    run_file_in(path, text, if tier { Mode::Tier } else { Mode::Plain })
+}
+
+/// Run one file in `mode` (see [`Mode`]).
+pub fn run_file_in(path: &str, text: &str, mode: Mode) -> Report {
+    if let Mode::Cluster(n) = mode {
+        return run_on_cluster(path, text, n);
+    }
+    let tier = mode == Mode::Tier;
     let mut rep = Report::default();
     let records = match parse(text) {
         Ok(r) => r,
@@ -401,6 +428,75 @@ pub fn run_file_with(path: &str, text: &str, tier: bool) -> Report {
         }
     }
     rep
+}
+
+/// Partitions of the in-process cluster's topic.
+const CLUSTER_PARTITIONS: i32 = 8;
+
+/// [`Mode::Cluster`]: `n` (at least 1) engines of one in-process cluster.
+fn run_on_cluster(path: &str, text: &str, n: usize) -> Report {
+    let mut rep = Report::default();
+    let records = match parse(text) {
+        Ok(r) => r,
+        Err(e) => {
+            rep.failed += 1;
+            let _ = writeln!(rep.failures, "{path}: {e}");
+            return rep;
+        }
+    };
+    let n = n.max(1);
+    let cluster = zepto_sql::local_cluster::LocalCluster::new(CLUSTER_PARTITIONS, |_| true);
+    // Statements change each node's own copy, as each node applies the same log (a DELETE
+    // whose subquery reads its own table must see the rows as they were, not a cluster-wide
+    // view half the nodes already changed); queries run on the nodes as members.
+    let own: Vec<Engine> = (0..n).map(|_| Engine::new()).collect();
+    let engines: Vec<Engine> = own
+        .iter()
+        .enumerate()
+        .map(|(i, e)| {
+            let mine: Vec<i32> = (0..CLUSTER_PARTITIONS).filter(|p| *p as usize % n == i).collect();
+            cluster.join(&format!("node{i}"), e, &mine)
+        })
+        .collect();
+    let mut queries = 0usize;
+    for rec in records {
+        let (line, outcome) = match rec {
+            Record::Statement { line, sql, expect_error } => {
+                let all: Vec<Result<(), String>> =
+                    own.iter().map(|e| check_statement(e, &sql, expect_error.clone())).collect();
+                (line, all.into_iter().collect::<Result<Vec<()>, String>>().map(|_| ()))
+            }
+            Record::Query { line, sql, types, sort, scale, expected } => {
+                queries += 1;
+                let on = &engines[queries % n];
+                if plans_exchange(on, &sql) {
+                    rep.exchanged += 1;
+                }
+                (
+                    line,
+                    check_query(on, &sql, &types, (sort, scale), expected)
+                        .map_err(|e| format!("node{}: {e}", queries % n)),
+                )
+            }
+        };
+        match outcome {
+            Ok(()) => rep.passed += 1,
+            Err(why) => {
+                rep.failed += 1;
+                let _ = writeln!(rep.failures, "{path}:{line}: {why}");
+            }
+        }
+    }
+    rep
+}
+
+/// Whether `sql` (a SELECT) plans an Exchange on `engine`.
+fn plans_exchange(engine: &Engine, sql: &str) -> bool {
+    let select = sql.trim_start().get(..6).is_some_and(|w| w.eq_ignore_ascii_case("select"));
+    select
+        && engine
+            .execute(&format!("EXPLAIN {sql}"))
+            .is_ok_and(|r| result_lines(&r).iter().any(|l| l.trim_start().starts_with("Exchange")))
 }
 
 /// One `statement` record: `Err` says how its outcome differs from the expected one (with its SQL).

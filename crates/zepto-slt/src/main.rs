@@ -1,17 +1,32 @@
-//! `zepto-slt [--tier] FILE...`: run sqllogictest files, print failures and a closing
-//! `N passed, M failed` line; exit non-zero on any failure. `--tier` moves the older half of
-//! every table to the Parquet history before each query.
+//! `zepto-slt [--tier | --cluster N] FILE...`: run sqllogictest files, print failures and a
+//! closing `N passed, M failed` line; exit non-zero on any failure. `--tier` moves the older
+//! half of every table to the Parquet history before each query; `--cluster N` runs every
+//! file on an in-process cluster of N engines (see `zepto_slt::Mode::Cluster`).
 
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
     let mut files: Vec<String> = std::env::args().skip(1).collect();
-    let tier = files.first().is_some_and(|a| a == "--tier");
-    if tier {
-        files.remove(0);
-    }
+    let mode = match files.first().map(String::as_str) {
+        Some("--tier") => {
+            files.remove(0);
+            zepto_slt::Mode::Tier
+        }
+        Some("--cluster") => {
+            files.remove(0);
+            match (!files.is_empty()).then(|| files.remove(0).parse::<usize>()) {
+                Some(Ok(n)) if n > 0 => zepto_slt::Mode::Cluster(n),
+                _ => {
+                    eprintln!("--cluster takes a node count (1 or more)");
+                    return ExitCode::from(2);
+                }
+            }
+        }
+        _ => zepto_slt::Mode::Plain,
+    };
+    let tier = mode == zepto_slt::Mode::Tier;
     if files.is_empty() {
-        eprintln!("usage: zepto-slt [--tier] FILE.slt...");
+        eprintln!("usage: zepto-slt [--tier | --cluster N] FILE.slt...");
         return ExitCode::from(2);
     }
     let (mut passed, mut failed) = (0, 0);
@@ -24,9 +39,14 @@ fn main() -> ExitCode {
                 continue;
             }
         };
-        let r = zepto_slt::run_file_with(f, &text, tier);
+        let r = zepto_slt::run_file_in(f, &text, mode);
         print!("{}", r.failures);
-        if tier {
+        if let zepto_slt::Mode::Cluster(n) = mode {
+            eprintln!(
+                "{f}: {} passed, {} failed ({} queries gathered from {n} nodes)",
+                r.passed, r.failed, r.exchanged
+            );
+        } else if tier {
             eprintln!("{f}: {} passed, {} failed ({} queries over history)", r.passed, r.failed, r.over_history);
         } else {
             eprintln!("{f}: {} passed, {} failed", r.passed, r.failed);

@@ -51,6 +51,8 @@ pub struct Engine {
     indexes: Arc<zepto_ann::Registry>,
     /// What `SET` changed (see [`crate::settings`]).
     settings: crate::settings::Settings,
+    /// The cluster this node is a member of, if any (see [`crate::plan::dist`]).
+    cluster: Option<crate::cluster::ClusterRef>,
 }
 
 impl Default for Engine {
@@ -74,6 +76,7 @@ impl Engine {
             par_min_rows: DEFAULT_PARALLEL_MIN_ROWS,
             indexes: zepto_ann::Registry::new(),
             settings: Default::default(),
+            cluster: None,
         };
         e.start_index_maintainer();
         e
@@ -112,7 +115,37 @@ impl Engine {
     /// `run` with this engine's parallelism threshold, index graphs and settings: what every
     /// stage of the query gets.
     fn context(&self, run: &RunContext) -> RunContext {
-        run.with_parallel_min_rows(self.par_min_rows).with_indexes(&self.indexes).with_settings(self.settings)
+        run.with_parallel_min_rows(self.par_min_rows)
+            .with_indexes(&self.indexes)
+            .with_settings(self.settings)
+            .with_cluster(self.cluster.as_ref())
+    }
+
+    /// The same database as a member of `cluster`: queries over the tables it spreads are
+    /// answered by every node, each over the partitions it owns (see [`crate::plan::dist`]).
+    pub fn with_cluster(&self, cluster: crate::cluster::ClusterRef) -> Engine {
+        Engine { cluster: Some(cluster), ..self.clone() }
+    }
+
+    /// The cluster this node is a member of, if any.
+    pub fn cluster(&self) -> Option<&crate::cluster::ClusterRef> {
+        self.cluster.as_ref()
+    }
+
+    /// Run an encoded fragment request another node sent ([`crate::plan::dist::fragment::Request`])
+    /// over the partitions it names, which must be among `mine` (those this node owns now:
+    /// asked for others, it refuses rather than answer from rows it may not hold whole).
+    pub fn run_fragment(&self, run: &RunContext, request: &[u8], mine: &[i32]) -> Result<exec::Batch> {
+        let req = crate::plan::dist::fragment::Request::decode(request)?;
+        let stray: Vec<i32> = req.partitions.iter().copied().filter(|p| !mine.contains(p)).collect();
+        if !stray.is_empty() {
+            return Err(SqlError::Execution(format!(
+                "this node does not own partitions {stray:?} now (the cluster is rebalancing): retry"
+            )));
+        }
+        let scope = crate::plan::dist::Scope::new(req.count, &req.partitions);
+        let plan = req.fragment.plan_in(&self.catalog, &scope)?;
+        exec::execute(&self.context(run), &crate::plan::physical::PhysicalPlan::of_fragment(plan))
     }
 
     /// The session settings statements run with.
@@ -208,10 +241,7 @@ impl Engine {
         let mut binder = self.binder(&self.context(run));
         let (plan, fields) = binder.bind_query(q)?;
         let run = self.context(run);
-        Ok(Prepared {
-            plan: crate::plan::physical::plan(crate::plan::optimizer::optimize(plan), run.settings()),
-            fields,
-        })
+        Ok(Prepared { plan: crate::plan::physical::plan(crate::plan::optimizer::optimize(plan), &run)?, fields })
     }
 
     /// Run a prepared query.

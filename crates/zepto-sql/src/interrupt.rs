@@ -165,6 +165,9 @@ pub struct RunContext {
     indexes: Option<Arc<zepto_ann::Registry>>,
     /// The session's settings (the planner reads them).
     settings: crate::settings::Settings,
+    /// The cluster the query spans, if the node is one's member (the planner distributes
+    /// scans of its tables, see [`crate::plan::dist`]).
+    cluster: Option<crate::cluster::ClusterRef>,
     /// The baseline is this thread's: not `Send` (a `MutexGuard` is `Sync` but not `Send`).
     _thread: PhantomData<MutexGuard<'static, ()>>,
 }
@@ -188,7 +191,15 @@ impl RunContext {
     }
 
     fn with_base(control: Option<Arc<QueryControl>>, base: isize, par_min_rows: usize) -> RunContext {
-        RunContext { control, base, par_min_rows, indexes: None, settings: Default::default(), _thread: PhantomData }
+        RunContext {
+            control,
+            base,
+            par_min_rows,
+            indexes: None,
+            settings: Default::default(),
+            cluster: None,
+            _thread: PhantomData,
+        }
     }
 
     /// The same query with partition-wise work going to helper threads from `rows` input rows
@@ -207,6 +218,17 @@ impl RunContext {
     /// context it is handed).
     pub(crate) fn with_settings(&self, settings: crate::settings::Settings) -> RunContext {
         RunContext { settings, ..self.clone() }
+    }
+
+    /// The same query spanning `cluster` (the engine sets its own on every context it is
+    /// handed).
+    pub(crate) fn with_cluster(&self, cluster: Option<&crate::cluster::ClusterRef>) -> RunContext {
+        RunContext { cluster: cluster.cloned(), ..self.clone() }
+    }
+
+    /// The cluster the query spans, if any.
+    pub fn cluster(&self) -> Option<&crate::cluster::ClusterRef> {
+        self.cluster.as_ref()
     }
 
     /// The settings the query is planned and run with.

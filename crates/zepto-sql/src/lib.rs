@@ -8,6 +8,7 @@
 #![warn(missing_docs)]
 
 pub mod access;
+pub mod cluster;
 mod copy;
 mod dml;
 pub mod engine;
@@ -18,6 +19,7 @@ pub mod exec;
 pub mod expr;
 pub mod files;
 pub mod interrupt;
+pub mod local_cluster;
 pub use zepto_parser as parser;
 pub mod plan;
 pub mod result;

@@ -11,7 +11,7 @@ use std::fmt;
 pub const MAX_VECTOR_DIM: usize = u16::MAX as usize;
 
 /// A column or expression type. `Interval` and `Null` only occur in expressions, never in tables.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum DataType {
     /// BOOLEAN.
     Bool,

@@ -6,7 +6,7 @@ use std::fmt;
 
 /// A single scalar: a literal or one cell, for row-at-a-time paths (INSERT VALUES, output
 /// formatting). SYMBOL cells are carried as `Str`.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum Value {
     /// SQL NULL (untyped).
     Null,

@@ -104,7 +104,7 @@ fn short(s: &str) -> String {
 }
 
 /// A distance or similarity between two vectors, as DuckDB names them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum Metric {
     /// `array_cosine_similarity`: `a·b / (|a| |b|)`.
     CosineSimilarity,

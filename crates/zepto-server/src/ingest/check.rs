@@ -27,7 +27,7 @@ pub enum Checked {
     /// Line protocol: every point, in line order.
     Lines(Vec<CheckedLine>),
     /// CSV, JSONL or Arrow: the table, its columns' names, the decoded columns, and each row's
-    /// partition key (the table's name for every row of a table without one).
+    /// routing key ([`zepto_sql::plan::dist::routing_key`]: its partition key, `""` without one).
     Rows {
         /// The table written.
         table: String,
@@ -50,10 +50,10 @@ pub fn check(engine: &Engine, who: &Principal, req: &WriteRequest, body: &[u8]) 
             Some(c) => (0..rows)
                 .map(|i| match c.get(i) {
                     zepto_storage::Value::Str(s) => s,
-                    _ => String::new(),
+                    _ => zepto_sql::plan::dist::routing_key(None).to_string(),
                 })
                 .collect(),
-            None => vec![table.clone(); rows],
+            None => vec![zepto_sql::plan::dist::routing_key(None).to_string(); rows],
         };
         let names = snap.schema().columns.iter().map(|c| c.name.clone()).collect();
         return Ok(Checked::Rows { table, names, columns, keys });
@@ -73,7 +73,7 @@ pub fn check(engine: &Engine, who: &Principal, req: &WriteRequest, body: &[u8]) 
             let value = key.as_ref().and_then(|k| p.tags.iter().find(|(t, _)| t.eq_ignore_ascii_case(k)));
             lines.push(CheckedLine {
                 line: p.line,
-                key: value.map(|(_, v)| v.to_string()).unwrap_or_default(),
+                key: zepto_sql::plan::dist::routing_key(value.map(|(_, v)| v.as_ref())).to_string(),
                 timestamped: p.timestamp.is_some(),
             });
         }

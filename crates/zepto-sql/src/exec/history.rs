@@ -74,7 +74,10 @@ fn materialize(
     let pos = |c: Option<usize>| c.and_then(|c| need.iter().position(|&n| n == c));
     let (key_pos, ts_pos) = (pos(table.key_col()), pos(table.ts_col()));
     let schema = Schema { columns: need.iter().map(|&c| table.schema().columns[c].clone()).collect() };
-    let units = reader.units(table, range.keys.as_deref(), range.ts_lo, range.ts_hi)?;
+    let units = match super::scan::history_keys(table, range) {
+        Some(keys) => reader.units(table, keys, range.ts_lo, range.ts_hi)?,
+        None => Vec::new(),
+    };
     let total = units.iter().map(|u| u.rows).sum();
     let chunks = ctx.par_map(&units, total, |_, u| Ok(reader.read_unit(table, &need, u)?))?;
     ctx.check()?;

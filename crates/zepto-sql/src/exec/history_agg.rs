@@ -19,9 +19,8 @@
 //! extreme time, pick by file order rather than by partition order (by-time order does not
 //! rank such ties).
 
-use super::accum::{self, Mode};
+use super::accum::Mode;
 use super::aggregate::{grouped, Grouped};
-use super::hash::{group_ids, GroupIds};
 use super::history::ts_cut;
 use super::scan::{piece_batch, pieces};
 use super::{Batch, ExecContext};
@@ -86,7 +85,10 @@ fn run(ctx: &ExecContext, s: &ScanShape, keys: &[BExpr], aggs: &[AggCall]) -> Re
         }
         grouped(c, &b, keys, aggs, run_keys.as_deref().filter(|_| sorted), Mode::Partial).map(Some)
     };
-    let units = reader.units(table, range.keys.as_deref(), range.ts_lo, range.ts_hi)?;
+    let units = match super::scan::history_keys(table, range) {
+        Some(keys) => reader.units(table, keys, range.ts_lo, range.ts_hi)?,
+        None => Vec::new(),
+    };
     let rows = units.iter().map(|u| u.rows).sum();
     let unit_partial = |c: &ExecContext, u: &zepto_storage::HistoryUnit| -> Result<Option<Grouped>> {
         let chunk = reader.read_unit(table, &need, u)?;
@@ -173,13 +175,8 @@ fn merge(
     let concat = |pick: &dyn Fn(&Grouped) -> &Column| Column::concat(&outs.iter().map(pick).collect::<Vec<_>>());
     let key_cols: Vec<Column> = (0..keys.len()).map(|j| concat(&|g| &g.keys[j])).collect();
     let key_refs: Vec<&Column> = key_cols.iter().collect();
-    let GroupIds { ids, first } = group_ids(&key_refs, rows);
-    let ng = if keys.is_empty() { 1 } else { first.len() };
-    let mut out: Vec<Column> = key_refs.iter().map(|c| c.take(&first)).collect();
-    for (i, a) in aggs.iter().enumerate() {
-        let width = outs[0].aggs[i].len();
-        let state: Vec<Column> = (0..width).map(|j| concat(&|g| &g.aggs[i][j])).collect();
-        out.push(accum::merge(a, &state.iter().collect::<Vec<_>>(), &ids, ng)?);
-    }
-    Ok(Batch::new(out, ng))
+    let states: Vec<Vec<Column>> =
+        (0..aggs.len()).map(|i| (0..outs[0].aggs[i].len()).map(|j| concat(&|g| &g.aggs[i][j])).collect()).collect();
+    let state_refs: Vec<Vec<&Column>> = states.iter().map(|s| s.iter().collect()).collect();
+    super::exchange::merge_states(&key_refs, &state_refs, aggs, rows)
 }

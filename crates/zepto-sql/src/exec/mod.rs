@@ -8,6 +8,7 @@ mod ann;
 pub mod asof;
 pub mod context;
 pub mod eval;
+mod exchange;
 mod fill;
 mod hash;
 pub mod history;
@@ -351,6 +352,15 @@ fn execute_node(ctx: &ExecContext, plan: &Plan) -> Result<(&'static str, Batch)>
             }
         }
         Plan::Fill { input, spec } => ("SampleFill", fill::fill(run(ctx, input)?, spec)?),
+        Plan::Exchange { input, remotes, cluster, .. } => {
+            ("Exchange", exchange::exchange(ctx, input, remotes, cluster)?)
+        }
+        Plan::PartialAggregate { input, keys, aggs } => {
+            ("PartialAggregate", exchange::partial_aggregate(ctx, &run(ctx, input)?, keys, aggs)?)
+        }
+        Plan::MergeAggregate { input, nkeys, aggs, empty } => {
+            ("MergeAggregate", exchange::merge_aggregate(ctx, &run(ctx, input)?, *nkeys, aggs, empty)?)
+        }
         Plan::Window { input, calls, how } => match how {
             WindowHow::PartitionWise => {
                 ctx.fused(input);

@@ -46,12 +46,16 @@ fn ts_bounded(range: &ScanRange) -> bool {
     range.ts_lo != i64::MIN || range.ts_hi != i64::MAX
 }
 
+/// The pieces of `table` a scan over `range` reads: the partitions of its keys (all without a
+/// key list), each cut to its time range.
 pub fn pieces<'a>(table: &'a Table, range: &ScanRange) -> Vec<Piece<'a>> {
-    let parts: Vec<&Arc<Partition>> = match (&range.keys, table.key_col()) {
-        (Some(keys), Some(_)) => {
-            keys.iter().filter_map(|k| table.dict().code(k)).filter_map(|c| table.partition_for_code(c)).collect()
+    let parts: Vec<&Arc<Partition>> = match &range.keys {
+        Some(keys) => {
+            let keyed = keys.iter().filter_map(|k| table.dict().code(k)).filter_map(|c| table.partition_for_code(c));
+            let null = table.null_key_partition().filter(|_| range.null_key);
+            keyed.filter(|_| table.key_col().is_some()).chain(null).collect()
         }
-        _ => table.partitions().iter().collect(),
+        None => table.partitions().iter().collect(),
     };
     let bounded = ts_bounded(range);
     let mut out = Vec::with_capacity(parts.len());
@@ -65,6 +69,18 @@ pub fn pieces<'a>(table: &'a Table, range: &ScanRange) -> Vec<Piece<'a>> {
         }
     }
     out
+}
+
+/// The keys a scan over `range` reads in `table`'s history: `Some(None)` every key,
+/// `Some(Some(keys))` those, `None` nothing. A table without a partition key reads its history
+/// whole when the range takes its NULL-key partition ([`ScanRange::null_key`]); history rows
+/// whose key is NULL are read only without a key list.
+pub fn history_keys<'r>(table: &Table, range: &'r ScanRange) -> Option<Option<&'r [String]>> {
+    match (&range.keys, table.key_col()) {
+        (Some(keys), Some(_)) => Some(Some(keys)),
+        (Some(_), None) => range.null_key.then_some(None),
+        (None, _) => Some(None),
+    }
 }
 
 /// The requested columns of one piece (shared when the piece is a whole partition).

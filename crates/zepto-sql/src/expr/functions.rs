@@ -6,7 +6,7 @@ use zepto_storage::vector::Metric;
 use zepto_storage::DataType;
 
 /// A built-in scalar function (names and aliases: [`scalar_by_name`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum ScalarFunc {
     /// `lower(s)`: lower case.
     Lower,
@@ -82,7 +82,7 @@ pub enum ScalarFunc {
 }
 
 /// A built-in aggregate function (names and aliases: [`agg_by_name`]).
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum AggFunc {
     /// `count(*)`: rows.
     CountStar,
@@ -126,6 +126,17 @@ impl AggFunc {
     /// The holistic ones (median, quantiles, twap) need whole groups.
     pub fn mergeable(self) -> bool {
         !matches!(self, AggFunc::Median | AggFunc::Quantile(_) | AggFunc::PercentileCont(_) | AggFunc::Twap)
+    }
+
+    /// How many columns its partial state has (0 when it has none): the layout partial
+    /// aggregates send and merges read. Every partial run checks its accumulator agrees.
+    pub fn state_width(self) -> usize {
+        match self {
+            AggFunc::CountStar | AggFunc::Count | AggFunc::Min | AggFunc::Max => 1,
+            AggFunc::Sum | AggFunc::Avg | AggFunc::First | AggFunc::Last | AggFunc::Vwap => 2,
+            AggFunc::StddevSamp | AggFunc::StddevPop | AggFunc::VarSamp | AggFunc::VarPop => 3,
+            AggFunc::Median | AggFunc::Quantile(_) | AggFunc::PercentileCont(_) | AggFunc::Twap => 0,
+        }
     }
 }
 

@@ -71,7 +71,7 @@ impl PartialEq for Correlated {
 
 /// A bound expression: columns by position in the input batch, every type resolved, every cast
 /// explicit.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum BExpr {
     /// Input column at this position, and its type.
     Col(usize, DataType),
@@ -146,7 +146,9 @@ pub enum BExpr {
         /// `ILIKE`: ignore case.
         case_insensitive: bool,
     },
-    /// Correlated subquery; `expr` is the left side of `IN`.
+    /// Correlated subquery; `expr` is the left side of `IN`. Never sent to another node (a
+    /// plan fragment holding one fails to encode).
+    #[serde(skip)]
     Correlated {
         /// The subquery, with the outer columns it reads.
         sub: Box<Correlated>,

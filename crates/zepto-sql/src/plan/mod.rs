@@ -11,6 +11,7 @@ mod ann;
 pub(crate) mod bind_expr;
 pub mod binder;
 mod cost;
+pub mod dist;
 pub mod optimizer;
 pub mod physical;
 mod shape;
@@ -38,7 +39,7 @@ pub struct Field {
 }
 
 /// A bound aggregate call: function, argument expressions over the input and result type.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct AggCall {
     /// The aggregate function.
     pub func: AggFunc,
@@ -74,7 +75,7 @@ pub struct SortKey {
 }
 
 /// Which partitions and time range a scan reads; enforced exactly by the scan.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ScanRange {
     /// `None` = all partitions; otherwise these key values (strings; NULL never matches `=`).
     pub keys: Option<Vec<String>>,
@@ -82,11 +83,15 @@ pub struct ScanRange {
     pub ts_lo: i64,
     /// Inclusive upper designated-timestamp bound, nanoseconds since the epoch.
     pub ts_hi: i64,
+    /// With `keys`, also the partition of rows whose key is NULL (for a table without a
+    /// partition key: its rows). Only a cluster node's ownership scope sets it
+    /// ([`dist`]); `keys: None` reads that partition anyway.
+    pub null_key: bool,
 }
 
 impl Default for ScanRange {
     fn default() -> Self {
-        ScanRange { keys: None, ts_lo: i64::MIN, ts_hi: i64::MAX }
+        ScanRange { keys: None, ts_lo: i64::MIN, ts_hi: i64::MAX, null_key: false }
     }
 }
 
@@ -306,6 +311,42 @@ pub enum Plan {
         /// The right input.
         right: Box<Plan>,
     },
+    /// A fragment's rows from every owner of the cluster's partitions (see [`dist`]):
+    /// this node's (`input`, the fragment over the partitions `mine`), then each remote's.
+    Exchange {
+        /// The fragment over this node's partitions.
+        input: Box<Plan>,
+        /// The other nodes, their partitions and the request each runs.
+        remotes: Vec<crate::cluster::Remote>,
+        /// The partitions this node answers for.
+        mine: Vec<i32>,
+        /// Carries the requests.
+        cluster: crate::cluster::ClusterRef,
+    },
+    /// GROUP BY into partial states: the keys, then each aggregate's state columns (one
+    /// group per distinct key tuple; no rows, no groups).
+    PartialAggregate {
+        /// The rows grouped.
+        input: Box<Plan>,
+        /// Grouping expressions.
+        keys: Vec<BExpr>,
+        /// Aggregates (every one [`AggCall::mergeable`]).
+        aggs: Vec<AggCall>,
+    },
+    /// Partial states merged per group: the input is `nkeys` key columns then each
+    /// aggregate's state columns; the output is the keys then each aggregate's result, as
+    /// the GROUP BY over the rows the states came from.
+    MergeAggregate {
+        /// The partial states (of [`Plan::PartialAggregate`]s).
+        input: Box<Plan>,
+        /// Key columns first in the input.
+        nkeys: usize,
+        /// The aggregates.
+        aggs: Vec<AggCall>,
+        /// The types of the columns the partial aggregates read: the aggregate over no rows
+        /// (no key, no state) is computed over an empty input of them.
+        empty: Vec<DataType>,
+    },
 }
 
 impl Plan {
@@ -367,6 +408,9 @@ impl Plan {
             Plan::Window { how: WindowHow::PartitionWise, .. } => "PartitionWindow",
             Plan::Window { how: WindowHow::Whole, .. } => "Window",
             Plan::SetOp { .. } => "SetOp",
+            Plan::Exchange { .. } => "Exchange",
+            Plan::PartialAggregate { .. } => "PartialAggregate",
+            Plan::MergeAggregate { .. } => "MergeAggregate",
         }
     }
 
@@ -430,6 +474,19 @@ impl Plan {
                 format!("[{}]", c.join("; "))
             }
             Plan::SetOp { op, all, .. } => format!("{op:?}{}", if *all { " ALL" } else { "" }),
+            Plan::Exchange { remotes, mine, .. } => {
+                let others: Vec<String> = remotes.iter().map(|r| format!("{} {:?}", r.node, r.partitions)).collect();
+                format!(
+                    "partitions: here {mine:?}; {}",
+                    if others.is_empty() { "no other node".into() } else { others.join("; ") }
+                )
+            }
+            Plan::PartialAggregate { keys, aggs, .. } => {
+                format!("keys={} aggs=[{}] (partial states, on every node)", keys.len(), agg_names(aggs))
+            }
+            Plan::MergeAggregate { nkeys, aggs, .. } => {
+                format!("keys={nkeys} aggs=[{}] (states merged per group)", agg_names(aggs))
+            }
         }
     }
 
@@ -454,7 +511,17 @@ impl Plan {
             | Plan::RangeJoin { left, right, .. }
             | Plan::SpliceJoin { left, right, .. } => left.width() + right.width(),
             Plan::SetOp { left, .. } => left.width(),
+            Plan::Exchange { input, .. } => input.width(),
+            Plan::PartialAggregate { keys, aggs, .. } => {
+                keys.len() + aggs.iter().map(|a| a.func.state_width()).sum::<usize>()
+            }
+            Plan::MergeAggregate { nkeys, aggs, .. } => nkeys + aggs.len(),
         }
+    }
+
+    /// Whether `f` holds for this node or any node below it.
+    pub fn any_node(&self, f: &dyn Fn(&Plan) -> bool) -> bool {
+        f(self) || self.inputs().iter().any(|i| i.any_node(f))
     }
 
     /// The plan's direct inputs (left before right).
@@ -469,7 +536,10 @@ impl Plan {
             | Plan::Distinct { input }
             | Plan::Window { input, .. }
             | Plan::Latest { input, .. }
-            | Plan::Fill { input, .. } => vec![input],
+            | Plan::Fill { input, .. }
+            | Plan::Exchange { input, .. }
+            | Plan::PartialAggregate { input, .. }
+            | Plan::MergeAggregate { input, .. } => vec![input],
             Plan::Join { left, right, .. }
             | Plan::SetOp { left, right, .. }
             | Plan::AsofJoin { left, right, .. }
@@ -496,7 +566,10 @@ impl Plan {
             | Plan::Distinct { input }
             | Plan::Window { input, .. }
             | Plan::Latest { input, .. }
-            | Plan::Fill { input, .. } => apply(input)?,
+            | Plan::Fill { input, .. }
+            | Plan::Exchange { input, .. }
+            | Plan::PartialAggregate { input, .. }
+            | Plan::MergeAggregate { input, .. } => apply(input)?,
             Plan::Join { left, right, .. }
             | Plan::SetOp { left, right, .. }
             | Plan::AsofJoin { left, right, .. }
@@ -515,7 +588,7 @@ impl Plan {
 fn explain_scan(table: &Table, columns: &[usize], range: &ScanRange) -> String {
     let mut s = format!("{} columns={:?}", table.name(), columns);
     if let Some(k) = &range.keys {
-        s.push_str(&format!(" partitions={k:?}"));
+        s.push_str(&format!(" partitions={k:?}{}", if range.null_key { " + NULL key" } else { "" }));
     } else {
         s.push_str(&format!(" partitions=all({})", table.partitions().len()));
     }

@@ -37,15 +37,29 @@ pub struct PhysicalPlan {
 }
 
 impl PhysicalPlan {
+    /// A fragment another node sent, as its node plans it ([`super::dist::fragment`]): a
+    /// scan, filters and a partial GROUP BY, whose operators have no strategy to choose.
+    pub(crate) fn of_fragment(root: Plan) -> PhysicalPlan {
+        debug_assert!(!root.any_node(&|p| matches!(p, Plan::Exchange { .. })), "a fragment never exchanges again");
+        PhysicalPlan { root }
+    }
+
     /// The root of the chosen plan.
     pub fn root(&self) -> &Plan {
         &self.root
     }
 }
 
-/// Choose how every operator of an optimized plan runs, under the session's `settings`.
-pub fn plan(optimized: Optimized, settings: &crate::settings::Settings) -> PhysicalPlan {
-    PhysicalPlan { root: choose(optimized.into_plan(), settings) }
+/// Choose how every operator of an optimized plan runs, under the session's settings; on a
+/// cluster node, first spread the scans of the cluster's tables over their owners
+/// ([`super::dist`]). Fails when the cluster's partitions are not all owned now.
+pub fn plan(optimized: Optimized, run: &crate::interrupt::RunContext) -> crate::error::Result<PhysicalPlan> {
+    let p = optimized.into_plan();
+    let p = match run.cluster() {
+        Some(c) => super::dist::distribute::distribute(p, &super::dist::distribute::Dist::new(c))?,
+        None => p,
+    };
+    Ok(PhysicalPlan { root: choose(p, run.settings()) })
 }
 
 /// How a GROUP BY runs.

@@ -262,8 +262,17 @@ fn run(a: &AggCall, input: &Input, rows: Rows, ngroups: usize, mode: Mode) -> Re
     acc.update(input, rows, ngroups)?;
     match mode {
         Mode::Final => Ok(vec![acc.finish()?]),
-        Mode::Partial => acc.state(),
+        Mode::Partial => {
+            let state = acc.state()?;
+            debug_assert_eq!(state.len(), a.func.state_width(), "{:?} declares its state's width", a.func);
+            Ok(state)
+        }
     }
+}
+
+/// How many state columns `a`'s partial state has (0 for aggregates without one).
+pub fn state_width(a: &AggCall) -> usize {
+    a.func.state_width()
 }
 
 /// `a`'s result per group from partial states (rows of `state`, row `i` in group `ids[i]`).

@@ -56,7 +56,7 @@ pub fn eval_correlated(ctx: &ExecContext, sub: &Correlated, lhs: Option<&BExpr>,
                 Binder::new(sub.catalog.catalog.clone(), sub.catalog.access.clone(), Arc::new(Executor), run)
                     .at(sub.catalog.now);
             let (plan, _) = binder.bind_query(&q)?;
-            let r = execute(run, &crate::plan::physical::plan(crate::plan::optimizer::optimize(plan), run.settings()))?;
+            let r = execute(run, &crate::plan::physical::plan(crate::plan::optimizer::optimize(plan), run)?)?;
             let first = match sub.kind {
                 SubqueryKind::Exists { .. } => Vec::new(),
                 _ => r.columns.first().map(|c| (0..c.len()).map(|k| c.get(k)).collect()).unwrap_or_default(),

@@ -110,7 +110,7 @@ impl SubqueryRunner for Binder {
                         t => t,
                     };
                     if refs.is_empty() {
-                        let physical = super::physical::plan(super::optimizer::optimize(plan), self.run.settings());
+                        let physical = super::physical::plan(super::optimizer::optimize(plan), &self.run)?;
                         let batch = self.executor.execute(&self.run, &physical)?;
                         let values =
                             batch.columns.first().map(|c| (0..c.len()).map(|i| c.get(i)).collect()).unwrap_or_default();

@@ -230,14 +230,14 @@ mod tests {
         let Plan::Filter { input, pred } = p else { panic!("the x conjunct stays a filter") };
         assert_eq!(pred, x_over(2, 1.0));
         let Plan::Scan { range, .. } = *input else { panic!("a scan under the filter") };
-        assert_eq!(range, ScanRange { keys: Some(vec!["A".into()]), ts_lo: 100, ts_hi: i64::MAX });
+        assert_eq!(range, ScanRange { keys: Some(vec!["A".into()]), ts_lo: 100, ts_hi: i64::MAX, null_key: false });
     }
 
     #[test]
     fn a_filter_the_scan_enforces_whole_disappears() {
         let p = rewrite(filter(scan(vec![0, 1, 2]), and(sym_is(1, "B"), ts_from(0, 5))));
         let Plan::Scan { range, .. } = p else { panic!("no filter left: {p:?}") };
-        assert_eq!(range, ScanRange { keys: Some(vec!["B".into()]), ts_lo: 5, ts_hi: i64::MAX });
+        assert_eq!(range, ScanRange { keys: Some(vec!["B".into()]), ts_lo: 5, ts_hi: i64::MAX, null_key: false });
     }
 
     #[test]
@@ -245,7 +245,7 @@ mod tests {
         // The scan reads x, sym, ts: the key is its column 1, the time its column 2.
         let p = rewrite(filter(scan(vec![2, 1, 0]), and(sym_is(1, "A"), ts_from(2, 7))));
         let Plan::Scan { range, .. } = p else { panic!("pushed whole: {p:?}") };
-        assert_eq!(range, ScanRange { keys: Some(vec!["A".into()]), ts_lo: 7, ts_hi: i64::MAX });
+        assert_eq!(range, ScanRange { keys: Some(vec!["A".into()]), ts_lo: 7, ts_hi: i64::MAX, null_key: false });
         // A scan that reads neither has nothing to select by: its column 0 is x here.
         let p = rewrite(filter(scan(vec![2]), x_over(0, 1.0)));
         assert!(
@@ -293,7 +293,7 @@ mod tests {
         };
         let p = rewrite(filter(ranged, and(ts_from(0, 5), sym_is(1, "B"))));
         let Plan::Scan { range, .. } = p else { panic!("pushed whole: {p:?}") };
-        assert_eq!(range, ScanRange { keys: Some(vec!["B".into()]), ts_lo: 5, ts_hi: i64::MAX });
+        assert_eq!(range, ScanRange { keys: Some(vec!["B".into()]), ts_lo: 5, ts_hi: i64::MAX, null_key: false });
     }
 
     #[test]
@@ -302,7 +302,7 @@ mod tests {
         // the scan's range by its time conjunct.
         let p = rewrite(filter(filter(scan(vec![0, 1, 2]), sym_is(1, "A")), ts_from(0, 9)));
         let Plan::Scan { range, .. } = p else { panic!("both pushed: {p:?}") };
-        assert_eq!(range, ScanRange { keys: Some(vec!["A".into()]), ts_lo: 9, ts_hi: i64::MAX });
+        assert_eq!(range, ScanRange { keys: Some(vec!["A".into()]), ts_lo: 9, ts_hi: i64::MAX, null_key: false });
         // An inner filter the scan cannot enforce stays next to the scan, under what is left of
         // the outer one, whose time conjunct goes past it into the scan.
         let p = rewrite(filter(filter(scan(vec![0, 1, 2]), x_over(2, 1.0)), and(ts_from(0, 9), x_over(2, 2.0))));

@@ -75,7 +75,14 @@ fn prune(p: Plan, need: &[bool]) -> (Plan, Map) {
             let (columns, map) = keep_needed(columns, need);
             (Plan::Scan { table, columns, range }, map)
         }
-        Plan::Values { .. } | Plan::Distinct { .. } | Plan::SetOp { .. } | Plan::Fill { .. } => prune_whole_rows(p),
+        // The distributed operators appear only after optimizing (see `crate::plan::dist`).
+        Plan::Values { .. }
+        | Plan::Distinct { .. }
+        | Plan::SetOp { .. }
+        | Plan::Fill { .. }
+        | Plan::Exchange { .. }
+        | Plan::PartialAggregate { .. }
+        | Plan::MergeAggregate { .. } => prune_whole_rows(p),
         Plan::Filter { input, mut pred } => {
             let mut n = need.to_vec();
             n.resize(input.width(), false);

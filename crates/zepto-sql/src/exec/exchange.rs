@@ -1,0 +1,124 @@
+//! The distributed operators (see [`crate::plan::dist`]): an exchange gathers a fragment's rows
+//! from every owner; a partial aggregate makes states, a merge aggregate finishes them.
+//!
+//! The other nodes are asked all at once, on threads of their own, while this node runs its
+//! own share; any node's failure fails the query, naming the node.
+
+use super::accum::{self, Mode};
+use super::aggregate::grouped;
+use super::hash::{group_ids, GroupIds};
+use super::{Batch, ExecContext};
+use crate::cluster::{ClusterRef, Remote};
+use crate::error::{Result, SqlError};
+use crate::plan::{AggCall, BExpr, Plan};
+use std::sync::Arc;
+use zepto_storage::{Column, DataType};
+
+/// This node's share (`input`) then every remote's, as one batch. Shares with no rows are
+/// left out (a partial state's column types depend on the rows it saw: an empty one may
+/// differ); with no rows anywhere, this node's empty share is the result.
+pub(super) fn exchange(ctx: &ExecContext, input: &Plan, remotes: &[Remote], cluster: &ClusterRef) -> Result<Batch> {
+    let fetched: Vec<Result<Batch>> = std::thread::scope(|s| {
+        let threads: Vec<_> = remotes.iter().map(|r| s.spawn(move || fetch(cluster, r))).collect();
+        let local = super::run(ctx, input);
+        let mut out = vec![local];
+        out.extend(threads.into_iter().map(|t| {
+            t.join().unwrap_or_else(|_| Err(SqlError::Internal("a thread fetching from a node panicked".into())))
+        }));
+        out
+    });
+    let batches = fetched.into_iter().collect::<Result<Vec<Batch>>>()?;
+    let local_types: Vec<DataType> =
+        batches.first().map(|b| b.columns.iter().map(|c| c.data_type()).collect()).unwrap_or_default();
+    let mut full: Vec<Batch> = batches.iter().filter(|b| b.rows > 0).cloned().collect();
+    if full.is_empty() {
+        return batches
+            .into_iter()
+            .next()
+            .ok_or_else(|| SqlError::Internal("an exchange without its own share".into()));
+    }
+    for b in &full {
+        if b.columns.len() != local_types.len() {
+            return Err(SqlError::Execution(format!(
+                "a node answered an exchange with {} columns, this node has {}",
+                b.columns.len(),
+                local_types.len()
+            )));
+        }
+    }
+    Ok(if full.len() == 1 { full.remove(0) } else { super::concat_chunks(full) })
+}
+
+/// One remote's share.
+fn fetch(cluster: &ClusterRef, r: &Remote) -> Result<Batch> {
+    let (cols, rows) = cluster
+        .get()
+        .fetch(&r.node, &r.request)
+        .map_err(|e| SqlError::Execution(format!("node {} (partitions {:?}): {e}", r.node, r.partitions)))?;
+    if cols.iter().any(|c| c.len() != rows) {
+        return Err(SqlError::Execution(format!("node {} answered columns of unequal lengths", r.node)));
+    }
+    Ok(Batch::shared(cols.into_iter().map(Arc::new).collect(), rows))
+}
+
+/// GROUP BY `keys` into partial states: key columns then every aggregate's state columns.
+/// No rows make no groups (the merge computes the aggregate over no rows itself).
+pub(super) fn partial_aggregate(ctx: &ExecContext, b: &Batch, keys: &[BExpr], aggs: &[AggCall]) -> Result<Batch> {
+    if b.rows == 0 {
+        let types = keys.iter().map(BExpr::data_type);
+        // States of no rows: the merge never reads them (see `merge_aggregate`).
+        let states = aggs.iter().flat_map(|a| (0..accum::state_width(a)).map(|_| Column::nulls(DataType::Null, 0)));
+        let cols = types.map(|t| Column::nulls(t, 0)).chain(states);
+        return Ok(Batch::new(cols.collect(), 0));
+    }
+    Ok(grouped(ctx, b, keys, aggs, None, Mode::Partial)?.into_batch())
+}
+
+/// Partial states (`nkeys` key columns, then each aggregate's states) merged per group.
+pub(super) fn merge_aggregate(
+    ctx: &ExecContext,
+    b: &Batch,
+    nkeys: usize,
+    aggs: &[AggCall],
+    empty: &[DataType],
+) -> Result<Batch> {
+    if b.rows == 0 {
+        // The aggregate over no rows: one row without keys, none with.
+        let none = Batch::new(empty.iter().map(|&t| Column::nulls(t, 0)).collect(), 0);
+        let keys: Vec<BExpr> = Vec::new();
+        if nkeys == 0 {
+            return super::aggregate::aggregate(ctx, &none, &keys, aggs);
+        }
+        let cols =
+            b.columns.iter().take(nkeys).map(|c| (**c).clone()).chain(aggs.iter().map(|a| Column::nulls(a.ty, 0)));
+        return Ok(Batch::new(cols.collect(), 0));
+    }
+    let mut at = nkeys;
+    let mut states: Vec<Vec<&Column>> = Vec::with_capacity(aggs.len());
+    for a in aggs {
+        let w = accum::state_width(a);
+        let Some(cols) = b.columns.get(at..at + w) else {
+            return Err(SqlError::Internal(format!(
+                "partial states of {} columns, {} expected",
+                b.columns.len(),
+                at + w
+            )));
+        };
+        states.push(cols.iter().map(|c| &**c).collect());
+        at += w;
+    }
+    let keys: Vec<&Column> = b.columns.iter().take(nkeys).map(|c| &**c).collect();
+    merge_states(&keys, &states, aggs, b.rows)
+}
+
+/// Partial results merged per group: `keys` (one column per key, `rows` rows) and, per
+/// aggregate, its state columns of the same rows. Without keys, all rows are one group.
+pub(super) fn merge_states(keys: &[&Column], states: &[Vec<&Column>], aggs: &[AggCall], rows: usize) -> Result<Batch> {
+    let GroupIds { ids, first } = group_ids(keys, rows);
+    let ng = if keys.is_empty() { 1 } else { first.len() };
+    let mut out: Vec<Column> = keys.iter().map(|c| c.take(&first)).collect();
+    for (a, state) in aggs.iter().zip(states) {
+        out.push(accum::merge(a, state, &ids, ng)?);
+    }
+    Ok(Batch::new(out, ng))
+}

@@ -1,0 +1,109 @@
+//! The distribution pass: scans of the cluster's tables become exchanges, GROUP BYs over them
+//! partial states merged here (see the module docs of [`super`]).
+
+use super::fragment::{Fragment, Partial, Request};
+use super::scope::Scope;
+use crate::cluster::{ClusterRef, Layout, Remote};
+use crate::error::{Result, SqlError};
+use crate::plan::shape::scan_shape;
+use crate::plan::{AggCall, BExpr, Plan};
+use std::cell::OnceCell;
+
+/// The cluster a query is planned over, its layout read once, when a scan first needs it.
+pub(crate) struct Dist<'c> {
+    cluster: &'c ClusterRef,
+    layout: OnceCell<Layout>,
+}
+
+impl<'c> Dist<'c> {
+    pub(crate) fn new(cluster: &'c ClusterRef) -> Dist<'c> {
+        Dist { cluster, layout: OnceCell::new() }
+    }
+
+    /// The layout, with every partition owned (else the query cannot be answered whole).
+    fn layout(&self) -> Result<&Layout> {
+        if let Some(l) = self.layout.get() {
+            return Ok(l);
+        }
+        let l = self.cluster.get().layout()?;
+        let missing = l.missing();
+        if !missing.is_empty() {
+            return Err(SqlError::Execution(format!(
+                "partitions {missing:?} of the cluster's {} have no owner now (a node left, and Kafka \
+                 has not given its partitions to another yet): retry in a few seconds",
+                l.count()
+            )));
+        }
+        Ok(self.layout.get_or_init(|| l))
+    }
+
+    /// An exchange of `fragment`, this node's share planned over `table`.
+    fn exchange(&self, fragment: &Fragment, table: &std::sync::Arc<zepto_storage::Table>) -> Result<Plan> {
+        let layout = self.layout()?;
+        let input = fragment.plan_over(table.clone(), &Scope::new(layout.count(), layout.mine()))?;
+        let remotes = layout
+            .others()
+            .iter()
+            .map(|(node, partitions)| {
+                let r = Request { fragment: fragment.clone(), count: layout.count(), partitions: partitions.clone() };
+                Ok(Remote { node: node.clone(), partitions: partitions.clone(), request: r.encode()?.into() })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Plan::Exchange {
+            input: Box::new(input),
+            remotes,
+            mine: layout.mine().to_vec(),
+            cluster: self.cluster.clone(),
+        })
+    }
+
+    /// `input` (a scan shape) gathered from every owner, if its table is the cluster's.
+    fn gather(&self, input: &Plan) -> Result<Option<Plan>> {
+        let Some(s) = scan_shape(input) else { return Ok(None) };
+        if !self.cluster.get().distributes(s.table.name()) {
+            return Ok(None);
+        }
+        if let Some(f) = Fragment::of(&s, None) {
+            return self.exchange(&f, s.table).map(Some);
+        }
+        // Filters that cannot travel run here, over the gathered scan.
+        let bare = crate::plan::shape::ScanShape { filters: Vec::new(), ..s };
+        let Some(f) = Fragment::of(&bare, None) else { return Ok(None) };
+        let mut plan = self.exchange(&f, bare.table)?;
+        for pred in scan_shape(input).map(|s| s.filters).unwrap_or_default() {
+            plan = Plan::Filter { input: Box::new(plan), pred: pred.clone() };
+        }
+        Ok(Some(plan))
+    }
+
+    /// A GROUP BY over a scan shape of the cluster's, split into partial states on every owner
+    /// and their merge here, if every aggregate merges.
+    fn split_aggregate(&self, input: &Plan, keys: &[BExpr], aggs: &[AggCall]) -> Result<Option<Plan>> {
+        let Some(s) = scan_shape(input) else { return Ok(None) };
+        if !aggs.iter().all(AggCall::mergeable) || !self.cluster.get().distributes(s.table.name()) {
+            return Ok(None);
+        }
+        let partial = Partial { keys: keys.to_vec(), aggs: aggs.to_vec() };
+        let Some(f) = Fragment::of(&s, Some(partial)) else { return Ok(None) };
+        let exchange = self.exchange(&f, s.table)?;
+        Ok(Some(Plan::MergeAggregate {
+            input: Box::new(exchange),
+            nkeys: keys.len(),
+            aggs: aggs.to_vec(),
+            empty: f.column_types(),
+        }))
+    }
+}
+
+/// `p` with every scan of the cluster's tables an exchange (see the module docs).
+pub(crate) fn distribute(p: Plan, d: &Dist) -> Result<Plan> {
+    if let Plan::Aggregate { input, keys, aggs, .. } = &p {
+        if let Some(split) = d.split_aggregate(input, keys, aggs)? {
+            return Ok(split);
+        }
+    }
+    if scan_shape(&p).is_some() {
+        return Ok(d.gather(&p)?.unwrap_or(p));
+    }
+    p.map_inputs(|c| distribute(c, d))
+}

@@ -1,0 +1,162 @@
+//! Distributed queries (`zepto_sql::plan::dist`) against one node holding every row: two engines
+//! each hold *all* rows (as nodes keep rows of partitions a rebalance took away), own half of
+//! 4 Kafka partitions, and carry fragments to each other through encoded requests and Arrow
+//! IPC results ([`LocalCluster`]), as the Flight door does. Every query must answer as the single node does:
+//! each row counted once, by its owner only. Data: random trades (NULL keys, NULL prices,
+//! distinct times), quotes for ASOF, and a table without a partition key.
+
+use std::sync::Arc;
+use zepto_sql::local_cluster::LocalCluster;
+use zepto_sql::Engine;
+use zepto_storage::column::Column;
+
+mod common;
+use common::Rng;
+
+fn cell(c: &Column, i: usize) -> String {
+    match c.get(i) {
+        zepto_storage::Value::Float64(f) => format!("{f:.6e}"),
+        zepto_storage::Value::Float32(f) => format!("{f:.5e}"),
+        v => format!("{v:?}"),
+    }
+}
+
+fn rows(e: &Engine, sql: &str) -> Vec<String> {
+    let r = e.execute(sql).unwrap_or_else(|err| panic!("{sql}: {err}"));
+    let b = &r.batch();
+    let mut out: Vec<String> =
+        (0..b.rows).map(|i| b.columns.iter().map(|c| cell(c, i)).collect::<Vec<_>>().join("|")).collect();
+    out.sort();
+    out
+}
+
+fn load(e: &Engine, seed: u64) {
+    let mut rng = Rng::new(seed);
+    for ddl in [
+        "CREATE TABLE trades (ts TIMESTAMP, sym SYMBOL, price DOUBLE, size BIGINT, venue VARCHAR)",
+        "CREATE TABLE quotes (ts TIMESTAMP, sym SYMBOL, bid DOUBLE)",
+        "CREATE TABLE events (ts TIMESTAMP, kind VARCHAR, v DOUBLE)",
+        "CREATE TABLE local_notes (ts TIMESTAMP, sym SYMBOL, n BIGINT)",
+    ] {
+        e.execute(ddl).expect("ddl");
+    }
+    let mut t = Vec::new();
+    for i in 0..3000 {
+        let sym = if rng.below(15) == 0 { "NULL".to_string() } else { format!("'S{}'", rng.below(23)) };
+        let px = if rng.below(20) == 0 { "NULL".to_string() } else { format!("{}.5", rng.below(200)) };
+        let venue = ["'X'", "'Y'", "NULL"][rng.below(3) as usize];
+        t.push(format!(
+            "({} , {sym}, {px}, {}, {venue})",
+            1_700_000_000_000_000_000i64 + i * 1_000_003,
+            rng.below(500)
+        ));
+    }
+    e.execute(&format!("INSERT INTO trades VALUES {}", t.join(", "))).expect("trades");
+    let q: Vec<String> = (0..1500)
+        .map(|i| {
+            format!("({}, 'S{}', {}.25)", 1_700_000_000_000_000_000i64 + i * 2_000_011, rng.below(23), rng.below(100))
+        })
+        .collect();
+    e.execute(&format!("INSERT INTO quotes VALUES {}", q.join(", "))).expect("quotes");
+    let ev: Vec<String> = (0..400)
+        .map(|i| format!("({}, 'k{}', {}.0)", 1_700_000_000_000_000_000i64 + i, i % 7, rng.below(50)))
+        .collect();
+    e.execute(&format!("INSERT INTO events VALUES {}", ev.join(", "))).expect("events");
+    e.execute("INSERT INTO local_notes VALUES (1, 'S1', 7)").expect("notes");
+}
+
+/// The single node, and two cluster nodes `a` (partitions 0, 1) and `b` (2, 3) of 4.
+fn setup() -> (Engine, Engine, Engine, Arc<LocalCluster>) {
+    let single = Engine::new();
+    load(&single, 7);
+    let cluster = LocalCluster::new(4, |t| !t.starts_with("local_"));
+    let mut members = Vec::new();
+    for (id, mine) in [("a", [0, 1]), ("b", [2, 3])] {
+        let e = Engine::new();
+        load(&e, 7);
+        members.push(cluster.join(id, &e, &mine));
+    }
+    let b = members.pop().expect("b");
+    let a = members.pop().expect("a");
+    (single, a, b, cluster)
+}
+
+const QUERIES: &[&str] = &[
+    "SELECT count(*) FROM trades",
+    "SELECT sym, count(*), count(price), sum(size), avg(price), min(price), max(price) FROM trades GROUP BY sym",
+    "SELECT sym, first(price), last(price), vwap(price, size) FROM trades GROUP BY sym",
+    "SELECT xbar(INTERVAL '1 second', ts) AS b, sym, sum(size), max(price) FROM trades GROUP BY b, sym",
+    "SELECT venue, count(*), sum(price) FROM trades WHERE size > 100 GROUP BY venue",
+    "SELECT count(*), sum(price) FROM trades WHERE sym = 'S1'",
+    "SELECT count(*) FROM trades WHERE sym IS NULL",
+    "SELECT stddev_samp(price), var_pop(price) FROM trades",
+    "SELECT sym, median(price) FROM trades GROUP BY sym",
+    "SELECT count(DISTINCT sym) FROM trades",
+    "SELECT * FROM trades WHERE price > 150",
+    "SELECT ts, sym, price FROM trades ORDER BY ts DESC LIMIT 7",
+    "SELECT sym, ts, row_number() OVER (PARTITION BY sym ORDER BY ts) FROM trades WHERE price < 20",
+    "SELECT t.ts, t.sym, t.price, q.bid FROM trades t ASOF JOIN quotes q ON t.sym = q.sym AND t.ts >= q.ts",
+    "SELECT * FROM trades LATEST ON ts PARTITION BY sym",
+    "SELECT sym, count(*) FROM trades WHERE price > (SELECT avg(price) FROM trades) GROUP BY sym",
+    "SELECT kind, count(*), sum(v) FROM events GROUP BY kind",
+    "SELECT count(*) FROM events",
+    "SELECT count(*), sum(size) FROM trades WHERE sym = 'nowhere'",
+    "SELECT sym, count(*) FROM trades WHERE sym = 'nowhere' GROUP BY sym",
+];
+
+#[test]
+fn every_node_answers_as_one_node_does() {
+    let (single, a, b, _cluster) = setup();
+    for sql in QUERIES {
+        let want = rows(&single, sql);
+        assert_eq!(rows(&a, sql), want, "node a: {sql}");
+        assert_eq!(rows(&b, sql), want, "node b: {sql}");
+    }
+    // A table the cluster does not spread is each node's own.
+    assert_eq!(rows(&a, "SELECT count(*) FROM local_notes"), vec!["Int64(1)".to_string()]);
+}
+
+#[test]
+fn explain_shows_the_split() {
+    let (_, a, _, _cluster) = setup();
+    let plan = rows(&a, "EXPLAIN SELECT sym, sum(size) FROM trades GROUP BY sym").join("\n");
+    assert!(plan.contains("MergeAggregate"), "{plan}");
+    assert!(plan.contains("Exchange") && plan.contains("b [2, 3]"), "{plan}");
+    assert!(plan.contains("PartialAggregate"), "{plan}");
+    let plan = rows(&a, "EXPLAIN SELECT * FROM trades WHERE price > 1").join("\n");
+    assert!(plan.contains("Exchange") && !plan.contains("MergeAggregate"), "{plan}");
+}
+
+#[test]
+fn a_partition_without_owner_fails_the_query() {
+    let (_, a, _, cluster) = setup();
+    cluster.assign("b", &[2], &[2]);
+    let err = a.execute("SELECT count(*) FROM trades").expect_err("partition 3 has no owner").to_string();
+    assert!(err.contains("[3]") && err.contains("no owner"), "{err}");
+    // Tables the cluster does not spread still answer.
+    assert!(a.execute("SELECT count(*) FROM local_notes").is_ok());
+}
+
+#[test]
+fn a_node_refuses_partitions_it_no_longer_owns() {
+    let (single, a, _, cluster) = setup();
+    // Partition 3 is leaving `b` for `a`: `b` gave it up, `a` has not got it yet and still
+    // sees `b` owning it. `b` refuses to answer for it.
+    cluster.assign("b", &[2], &[2, 3]);
+    let err = a.execute("SELECT count(*) FROM trades").expect_err("a stale view").to_string();
+    assert!(err.contains("node b") && err.contains("does not own partitions [3]"), "{err}");
+    // Once `a` has it, the answer is whole again.
+    cluster.assign("a", &[0, 1, 3], &[0, 1, 3]);
+    cluster.assign("b", &[2], &[2]);
+    let sql = "SELECT sym, count(*) FROM trades GROUP BY sym";
+    assert_eq!(rows(&a, sql), rows(&single, sql));
+    assert!(zepto_sql::plan::dist::fragment::Request::decode(&[]).is_err(), "empty bytes are no request");
+}
+
+#[test]
+fn a_member_of_a_cluster_that_is_gone_answers_nothing() {
+    let (_, a, _, cluster) = setup();
+    drop(cluster);
+    let err = a.execute("SELECT count(*) FROM trades").expect_err("no cluster, no answer").to_string();
+    assert!(err.contains("gone"), "{err}");
+}
