@@ -357,6 +357,7 @@ const FILE_KEYS: &[&str] = &[
     "cluster",
     "cluster-topic",
     "cluster-group",
+    "flight",
     "node-id",
 ];
 
@@ -599,7 +600,10 @@ pub fn run(a: &ArgMatches) -> ExitCode {
 /// (stopped after it).
 fn run_doors(settings: &Settings<'_>, mut cfg: Config, engine: Engine) -> Result<(), String> {
     let fix = start_fix(settings, engine.catalog())?;
-    let node = cluster::start(settings, &engine, cfg.addr)?;
+    let (node, engine) = match cluster::start(settings, &engine, cfg.addr, &cfg.keys)? {
+        Some((node, member)) => (Some(node), member),
+        None => (None, engine),
+    };
     cfg.cluster = node.as_ref().map(|n| zepto_server::cluster::ClusterHandle::new(n.view()));
     let threads = cfg.threads;
     let auth =

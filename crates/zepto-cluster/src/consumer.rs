@@ -16,8 +16,13 @@
 //! - **Static membership.** The node's id is its group instance id: a node restarted within
 //!   the session timeout (6 s) gets its partitions back at once, without a rebalance; a node
 //!   that stays away loses them to the others after it.
-//! - **Revocation** forgets the partition. Its rows stay in this node's tables for now: moving
-//!   them, and answering only for owned partitions, come with distributed queries.
+//! - **Placement.** Queries find a row's owner by its routing key (its partition key's value,
+//!   `""` without one) under Kafka's default partitioner (murmur2, as the Java client and
+//!   `partitioner=murmur2_random` in librdkafka place keys). A record whose key that
+//!   partitioner puts elsewhere, or without a key, is refused like a malformed one: its rows
+//!   would be answered by no node, or by the wrong one.
+//! - **Revocation** forgets the partition. Its rows stay in this node's tables, out of its
+//!   answers (queries read only the partitions a node owns).
 
 use crate::offsets;
 use crate::record;
@@ -61,6 +66,25 @@ impl Parsed<'_, '_> {
     fn ilp(&self) -> Option<i64> {
         self.req.as_ref().ok().filter(|r| r.format == IngestFormat::Ilp).map(|r| r.precision.0)
     }
+}
+
+/// Whether record `m` sits where Kafka's default partitioner puts its key among `count`
+/// partitions (see the module docs); why not, if it does not.
+fn placed(m: &BorrowedMessage<'_>, count: usize) -> Result<(), String> {
+    let Some(key) = m.key() else {
+        return Err("a record without a key: key records by their rows' partition key ('' for none)".into());
+    };
+    let n = i64::try_from(count).unwrap_or(i64::MAX);
+    let want = zepto_sql::eval::partitioner::kafka_partition(key, n);
+    if want == i64::from(m.partition()) {
+        return Ok(());
+    }
+    Err(format!(
+        "record key '{}' belongs to partition {want} under Kafka's default partitioner (murmur2), it came on \
+         partition {}: produce with that partitioner (partitioner=murmur2_random in librdkafka clients)",
+        String::from_utf8_lossy(key),
+        m.partition()
+    ))
 }
 
 /// The records of `batch` in runs applied together: consecutive line-protocol records of one
@@ -170,6 +194,19 @@ impl Worker {
         out
     }
 
+    /// The topic's partition count: what the watch thread last saw, else asked now (0 when
+    /// the brokers cannot say: the batch is then applied later).
+    fn partition_count(&self) -> usize {
+        let known = self.shared.update(|s| s.partition_count);
+        if known > 0 {
+            return known;
+        }
+        let asked = self.consumer.fetch_metadata(Some(&self.topic), Duration::from_secs(5));
+        let n = asked.map_or(0, |md| md.topics().iter().map(|t| t.partitions().len()).sum::<usize>());
+        self.shared.update(|s| s.partition_count = s.partition_count.max(n));
+        n
+    }
+
     /// A record of a partition this node still owns, past the last offset applied.
     fn wanted(&self, m: &BorrowedMessage<'_>) -> bool {
         self.shared
@@ -182,10 +219,24 @@ impl Worker {
     /// a storage failure a partition's later records wait for the retry.
     fn apply_batch(&self, batch: &[BorrowedMessage<'_>]) {
         let now = now_ns();
+        let count = self.partition_count();
+        if count == 0 {
+            // Where keys belong is unknown: apply nothing, come back to these records.
+            let mut firsts: Vec<&BorrowedMessage<'_>> = Vec::new();
+            for m in batch.iter().filter(|m| self.wanted(m)) {
+                if !firsts.iter().any(|f| f.partition() == m.partition()) {
+                    firsts.push(m);
+                }
+            }
+            for m in firsts {
+                self.settle(m, Err(ClusterError::Kafka("the topic's partition count is not known yet".into())));
+            }
+            return;
+        }
         let fresh: Vec<Parsed<'_, '_>> = batch
             .iter()
             .filter(|m| self.wanted(m))
-            .map(|m| Parsed { m, req: record::request(m.headers(), now) })
+            .map(|m| Parsed { m, req: placed(m, count).and_then(|()| record::request(m.headers(), now)) })
             .collect();
         let mut stalled: HashSet<i32> = HashSet::new();
         for run in runs(&fresh) {
@@ -376,7 +427,10 @@ impl Context {
         }
         self.shared.update(|s| {
             for (_, p) in &parts {
-                s.partitions.insert(*p, PartitionState { applied: applied.get(p).copied(), high_watermark: None });
+                s.partitions.insert(
+                    *p,
+                    PartitionState { applied: applied.get(p).copied(), high_watermark: None, replay_to: None },
+                );
             }
         });
         Ok(())

@@ -16,9 +16,11 @@
 //! `zepto-precision` say otherwise ([`record`]).
 
 mod consumer;
+mod flight;
 pub mod members;
 mod node;
 pub mod offsets;
+mod peers;
 mod produce;
 pub mod record;
 mod status;
@@ -52,13 +54,32 @@ pub struct Config {
     topic: String,
     group: String,
     node_id: String,
+    flight: Option<String>,
+}
+
+/// Separates a node's id from its Flight address in its Kafka client id.
+const FLIGHT_SEP: char = '|';
+
+/// A member's node id and Flight address from its Kafka client id (`ID|HOST:PORT`, or just
+/// `ID` for a node without a Flight door).
+pub(crate) fn node_of(client_id: &str) -> (&str, Option<&str>) {
+    match client_id.split_once(FLIGHT_SEP) {
+        Some((id, flight)) if !flight.is_empty() => (id, Some(flight)),
+        _ => (client_id.trim_end_matches(FLIGHT_SEP), None),
+    }
 }
 
 impl Config {
     /// A Kafka client's settings for this node: the brokers, and the node's id as client id.
     fn client(&self) -> rdkafka::ClientConfig {
         let mut c = rdkafka::ClientConfig::new();
-        c.set("bootstrap.servers", &self.brokers).set("client.id", &self.node_id);
+        // The group coordinator tells every member the others' client ids: how nodes find
+        // each other's Flight doors.
+        let id = match &self.flight {
+            Some(f) => format!("{}{FLIGHT_SEP}{f}", self.node_id),
+            None => self.node_id.clone(),
+        };
+        c.set("bootstrap.servers", &self.brokers).set("client.id", id);
         c
     }
 
@@ -76,15 +97,28 @@ impl Config {
                 )));
             }
         }
-        if node_id.trim().is_empty() {
-            return Err(ClusterError::Config("the node id is empty".into()));
+        if node_id.trim().is_empty() || node_id.contains(FLIGHT_SEP) {
+            return Err(ClusterError::Config(format!("node id '{node_id}': non-empty, without '{FLIGHT_SEP}'")));
         }
         Ok(Config {
             brokers: brokers.to_string(),
             topic: topic.to_string(),
             group: group.to_string(),
             node_id: node_id.to_string(),
+            flight: None,
         })
+    }
+
+    /// These settings, the node answering queries of the others on the Arrow Flight door at
+    /// `addr` (host:port, as the others reach it).
+    pub fn with_flight(mut self, addr: &str) -> Config {
+        self.flight = Some(addr.to_string());
+        self
+    }
+
+    /// The address of this node's Flight door, if it has one.
+    pub fn flight(&self) -> Option<&str> {
+        self.flight.as_deref()
     }
 
     /// The bootstrap brokers.
@@ -124,9 +158,17 @@ mod tests {
             ("a:1", "..", "g", "n"),
             ("a:1", "t", "g/h", "n"),
             ("a:1", "t", "g", " "),
+            ("a:1", "t", "g", "a|b"),
         ] {
             assert!(Config::new(b, t, g, n).is_err(), "{b} {t} {g} {n}");
         }
         assert!(Config::new("a:1", &"x".repeat(250), "g", "n").is_err());
+    }
+
+    #[test]
+    fn client_ids_carry_the_flight_address() {
+        assert_eq!(node_of("n1|127.0.0.1:9000"), ("n1", Some("127.0.0.1:9000")));
+        assert_eq!(node_of("n1"), ("n1", None));
+        assert_eq!(node_of("n1|"), ("n1", None));
     }
 }

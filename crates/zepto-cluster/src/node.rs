@@ -8,11 +8,12 @@ use crate::{ClusterError, Config};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use zepto_server::auth::Principal;
+use zepto_server::auth::{KeyStore, Principal};
 use zepto_server::cluster::ClusterView;
 use zepto_server::cluster::Status;
 use zepto_server::error::ApiError;
 use zepto_server::ingest::WriteRequest;
+use zepto_sql::cluster::ClusterRef;
 use zepto_sql::Engine;
 
 /// A running cluster node. Stops consuming (and leaves the group) when stopped or dropped.
@@ -20,6 +21,8 @@ pub struct Node {
     stop: Arc<AtomicBool>,
     threads: Vec<JoinHandle<()>>,
     view: Arc<View>,
+    engine: Engine,
+    node_id: String,
 }
 
 /// What the HTTP door calls: the status, and `/write` through Kafka.
@@ -56,10 +59,28 @@ impl Node {
         }
         let stop = Arc::new(AtomicBool::new(false));
         let watch = crate::watch::spawn(config, shared.clone(), stop.clone())?;
-        let mut node = Node { stop, threads: vec![watch], view: Arc::new(View { shared: shared.clone(), producer }) };
+        let view = Arc::new(View { shared: shared.clone(), producer });
+        let node_id = config.node_id().to_string();
+        let mut node = Node { stop, threads: vec![watch], view, engine: engine.clone(), node_id };
         // On an error here, dropping `node` stops the watch thread.
         node.threads.push(consumer::spawn(engine, config, shared, node.stop.clone())?);
         Ok(node)
+    }
+
+    /// Answer the other nodes' query fragments on `listener` (the Flight door whose address
+    /// the node's config advertises), accepting only admin keys of `keys` when it has any.
+    pub fn serve_flight(&mut self, listener: std::net::TcpListener, keys: Arc<KeyStore>) -> Result<(), ClusterError> {
+        let door =
+            crate::flight::spawn(listener, self.engine.clone(), self.view.shared.clone(), keys, self.stop.clone())?;
+        self.threads.push(door);
+        Ok(())
+    }
+
+    /// The cluster as this node's queries see it: the partitions' owners, and the other
+    /// nodes' Flight doors (sending `key`, an admin key, when given).
+    pub fn cluster(&self, key: Option<String>) -> Result<ClusterRef, ClusterError> {
+        let peers = crate::peers::Peers::new(&self.node_id, self.view.shared.clone(), key)?;
+        Ok(ClusterRef::new(Arc::new(peers)))
     }
 
     /// The node's state now.

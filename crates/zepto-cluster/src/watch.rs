@@ -25,10 +25,14 @@ pub(crate) fn spawn(config: &Config, shared: Shared, stop: Arc<AtomicBool>) -> R
             while !stop.load(Ordering::Acquire) {
                 let owned: Vec<i32> = shared.update(|s| s.partitions.keys().copied().collect());
                 for p in owned {
-                    if let Ok((_, high)) = client.fetch_watermarks(&topic, p, Duration::from_secs(5)) {
+                    if let Ok((low, high)) = client.fetch_watermarks(&topic, p, Duration::from_secs(5)) {
                         shared.update(|s| {
                             if let Some(st) = s.partitions.get_mut(&p) {
                                 st.high_watermark = Some(high);
+                                // First look since the assignment: replay up to here before
+                                // answering for it (nothing to replay when the log is empty).
+                                let empty = st.applied.is_none() && low >= high;
+                                st.replay_to.get_or_insert(if empty { 0 } else { high });
                             }
                         });
                     }
@@ -43,7 +47,8 @@ pub(crate) fn spawn(config: &Config, shared: Shared, stop: Arc<AtomicBool>) -> R
                         .iter()
                         .flat_map(|g| g.members())
                         .map(|m| Member {
-                            client_id: m.client_id().to_string(),
+                            node_id: crate::node_of(m.client_id()).0.to_string(),
+                            flight: crate::node_of(m.client_id()).1.map(str::to_string),
                             host: m.client_host().trim_start_matches('/').to_string(),
                             partitions: m.assignment().and_then(|a| assignment(a, &topic)).unwrap_or_default(),
                         })

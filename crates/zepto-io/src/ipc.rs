@@ -123,22 +123,8 @@ pub struct IpcResultWriter {
 impl IpcResultWriter {
     /// A writer of the columns `cols` (named `names`, `rows` rows each).
     pub fn new(names: &[String], cols: &[&Column], rows: usize) -> Result<IpcResultWriter, IoError> {
-        let mut fields = Vec::with_capacity(cols.len());
-        let mut arrays = Vec::with_capacity(cols.len());
-        for (name, c) in names.iter().zip(cols) {
-            let a = to_arrow(c, rows).map_err(|e| IoError::Invalid(format!("column '{name}': {e}")))?;
-            fields.push(Field::new(name.clone(), a.data_type().clone(), true));
-            arrays.push(a);
-        }
-        let schema: SchemaRef = Arc::new(Schema::new(fields));
-        let batch = if arrays.is_empty() {
-            // No columns, but still `rows` rows (a count over a scan that reads no column).
-            let opts = arrow_array::RecordBatchOptions::new().with_row_count(Some(rows));
-            RecordBatch::try_new_with_options(schema.clone(), Vec::new(), &opts).map_err(bad)?
-        } else {
-            RecordBatch::try_new(schema.clone(), arrays).map_err(bad)?
-        };
-        let writer = StreamWriter::try_new(Vec::new(), &schema).map_err(bad)?;
+        let batch = record_batch(names, cols, rows)?;
+        let writer = StreamWriter::try_new(Vec::new(), &batch.schema()).map_err(bad)?;
         Ok(IpcResultWriter { batch, writer: Some(writer), offset: 0 })
     }
 
@@ -158,6 +144,31 @@ impl IpcResultWriter {
         w.finish().map_err(bad)?;
         Ok(Some(w.into_inner().map_err(bad)?))
     }
+}
+
+/// The columns `cols` (named `names`, `rows` rows each) as one Arrow record batch (SYMBOL as
+/// a dictionary). Without columns it still has `rows` rows (a count over a scan that reads no
+/// column).
+pub fn record_batch(names: &[String], cols: &[&Column], rows: usize) -> Result<RecordBatch, IoError> {
+    let mut fields = Vec::with_capacity(cols.len());
+    let mut arrays = Vec::with_capacity(cols.len());
+    for (name, c) in names.iter().zip(cols) {
+        let a = to_arrow(c, rows).map_err(|e| IoError::Invalid(format!("column '{name}': {e}")))?;
+        fields.push(Field::new(name.clone(), a.data_type().clone(), true));
+        arrays.push(a);
+    }
+    let schema: SchemaRef = Arc::new(Schema::new(fields));
+    let opts = arrow_array::RecordBatchOptions::new().with_row_count(Some(rows));
+    RecordBatch::try_new_with_options(schema, arrays, &opts).map_err(bad)
+}
+
+/// Record batches of one schema (`fields`) as engine columns with the types they declare
+/// ([`engine_type`]) and the row count (which batches without columns carry too).
+pub fn from_record_batches(fields: &Fields, batches: Vec<RecordBatch>) -> Result<(Vec<Column>, usize), IoError> {
+    let defs = engine_defs(fields)?;
+    let rows = batches.iter().map(RecordBatch::num_rows).sum();
+    let cols = read_batches(fields, batches.into_iter().map(Ok), &defs)?;
+    Ok((cols, rows))
 }
 
 /// The columns `cols` (named `names`, `rows` rows each) as one whole IPC stream.

@@ -140,7 +140,7 @@ impl Engine {
         let stray: Vec<i32> = req.partitions.iter().copied().filter(|p| !mine.contains(p)).collect();
         if !stray.is_empty() {
             return Err(SqlError::Execution(format!(
-                "this node does not own partitions {stray:?} now (the cluster is rebalancing): retry"
+                "this node does not own partitions {stray:?} now, or is still replaying them (the cluster is rebalancing): retry"
             )));
         }
         let scope = crate::plan::dist::Scope::new(req.count, &req.partitions);

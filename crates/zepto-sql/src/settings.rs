@@ -4,6 +4,7 @@
 //! | name | values | default | what |
 //! |---|---|---|---|
 //! | `ann` | `on` / `off` (also `true`/`false`, `1`/`0`) | `on` | whether the planner may answer `ORDER BY <distance> LIMIT k` from an HNSW index; `off` searches exactly |
+//! | `cluster_scope` | `all` / `local` | `all` | on a cluster node: answer from every node's partitions, or only from this node's (to see where rows are; other nodes are not asked) |
 
 use crate::error::{Pos, Result, SqlError};
 
@@ -11,16 +12,17 @@ use crate::error::{Pos, Result, SqlError};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Settings {
     ann: bool,
+    cluster_local: bool,
 }
 
 impl Default for Settings {
     fn default() -> Self {
-        Settings { ann: true }
+        Settings { ann: true, cluster_local: false }
     }
 }
 
 /// The settings `SET` knows, for error messages.
-const KNOWN: &str = "ann";
+const KNOWN: &str = "ann, cluster_scope";
 
 fn on_off(name: &str, value: &str, pos: Pos) -> Result<bool> {
     match value {
@@ -36,10 +38,24 @@ impl Settings {
         self.ann
     }
 
+    /// Whether a cluster node answers from its own partitions only (`cluster_scope = local`).
+    pub fn cluster_local(&self) -> bool {
+        self.cluster_local
+    }
+
     /// These settings with `name` set to `value` (both lower-case, as the parser gives them).
     pub fn with(mut self, name: &str, value: &str, pos: Pos) -> Result<Settings> {
         match name {
             "ann" => self.ann = on_off(name, value, pos)?,
+            "cluster_scope" => {
+                self.cluster_local = match value {
+                    "all" => false,
+                    "local" => true,
+                    v => {
+                        return Err(SqlError::plan(format!("SET cluster_scope: '{v}' is not all or local"), Some(pos)))
+                    }
+                }
+            }
             _ => return Err(SqlError::plan(format!("unknown setting '{name}' (known: {KNOWN})"), Some(pos))),
         }
         Ok(self)
@@ -59,5 +75,8 @@ mod tests {
         assert!(s.with("ann", "0", p).expect("0").with("ann", "on", p).expect("on").ann());
         assert!(s.with("ann", "maybe", p).is_err());
         assert!(s.with("nope", "on", p).expect_err("unknown").to_string().contains("known: ann"));
+        assert!(s.with("cluster_scope", "local", p).expect("local").cluster_local());
+        assert!(!s.with("cluster_scope", "all", p).expect("all").cluster_local());
+        assert!(s.with("cluster_scope", "some", p).is_err());
     }
 }

@@ -112,6 +112,17 @@ fn every_node_answers_as_one_node_does() {
         assert_eq!(rows(&a, sql), want, "node a: {sql}");
         assert_eq!(rows(&b, sql), want, "node b: {sql}");
     }
+    // SET cluster_scope = local: each node's own partitions, which together are every row.
+    let local = |e: &Engine| {
+        let s = e.settings().with("cluster_scope", "local", Default::default()).expect("setting");
+        let r = e.with_settings(s).execute("SELECT count(*) FROM trades").expect("count");
+        match zepto_sql::result::first_value(&r) {
+            Some(zepto_storage::Value::Int64(n)) => n,
+            v => panic!("count {v:?}"),
+        }
+    };
+    let (ca, cb) = (local(&a), local(&b));
+    assert!(ca > 0 && cb > 0 && ca + cb == 3000, "{ca} + {cb}");
     // A table the cluster does not spread is each node's own.
     assert_eq!(rows(&a, "SELECT count(*) FROM local_notes"), vec!["Int64(1)".to_string()]);
 }

@@ -1,9 +1,13 @@
-//! `serve` flags for a cluster node (docs/cluster.md): join a Kafka consumer group and apply
-//! the records of the topic partitions Kafka assigns this node.
+//! `serve` flags for a cluster node (docs/cluster.md): join a Kafka consumer group, apply the
+//! records of the topic partitions Kafka assigns this node, and answer the other nodes' query
+//! fragments on an Arrow Flight door.
 
 use super::Settings;
 use clap::Arg;
+use std::net::TcpListener;
+use std::sync::Arc;
 use zepto_cluster::{Config, Node};
+use zepto_server::auth::KeyStore;
 use zepto_sql::Engine;
 
 /// The cluster flags.
@@ -25,14 +29,27 @@ pub(super) fn args() -> Vec<Arg> {
             .long("node-id")
             .value_name("NAME")
             .help("This node's name in the group (default host:port of the HTTP door)"),
+        Arg::new("flight").long("flight").value_name("ADDR").help(
+            "Where the other nodes reach this one's Arrow Flight door (default: the HTTP door's host, any free port)",
+        ),
     ]
 }
 
 /// The setting names the config file may give.
-pub(super) const KEYS: [&str; 4] = ["cluster", "cluster-topic", "cluster-group", "node-id"];
+pub(super) const KEYS: [&str; 5] = ["cluster", "cluster-topic", "cluster-group", "node-id", "flight"];
 
-/// The cluster node, if `--cluster` asks for one; `http` names the node by default.
-pub(super) fn start(st: &Settings<'_>, engine: &Engine, http: std::net::SocketAddr) -> Result<Option<Node>, String> {
+/// The environment variable holding the admin key a node sends the others' Flight doors when
+/// the servers have API keys.
+const CLUSTER_KEY_ENV: &str = "ZEPTO_CLUSTER_KEY";
+
+/// The cluster node, if `--cluster` asks for one (`http` names the node by default; `keys`
+/// guard its Flight door), and the engine its queries run on: a member of the cluster.
+pub(super) fn start(
+    st: &Settings<'_>,
+    engine: &Engine,
+    http: std::net::SocketAddr,
+    keys: &KeyStore,
+) -> Result<Option<(Node, Engine)>, String> {
     let Some(brokers) = st.string("cluster")? else {
         for k in &KEYS[1..] {
             if st.string(k)?.is_some() {
@@ -46,8 +63,38 @@ pub(super) fn start(st: &Settings<'_>, engine: &Engine, http: std::net::SocketAd
     let node_id = st.string("node-id")?.unwrap_or_else(|| format!("{host}:{}", http.port()));
     let topic = st.string("cluster-topic")?.unwrap_or_else(|| "zepto".into());
     let group = st.string("cluster-group")?.unwrap_or_else(|| "zepto".into());
-    let config = Config::new(&brokers, &topic, &group, &node_id).map_err(|e| e.to_string())?;
-    let node = Node::start(engine.clone(), &config).map_err(|e| e.to_string())?;
-    eprintln!("zeptodb: cluster node {node_id}: group {group}, topic {topic}, brokers {brokers}");
-    Ok(Some(node))
+    let key = std::env::var(CLUSTER_KEY_ENV).ok().filter(|k| !k.is_empty());
+    if !keys.is_empty() && key.is_none() {
+        return Err(format!(
+            "a cluster node with API keys needs {CLUSTER_KEY_ENV}: an admin key every node accepts, for queries between nodes"
+        ));
+    }
+    let (listener, flight) = flight_door(st, http, keys)?;
+    let config = Config::new(&brokers, &topic, &group, &node_id).map_err(|e| e.to_string())?.with_flight(&flight);
+    let mut node = Node::start(engine.clone(), &config).map_err(|e| e.to_string())?;
+    node.serve_flight(listener, Arc::new(keys.clone())).map_err(|e| e.to_string())?;
+    let member = engine.with_cluster(node.cluster(key).map_err(|e| e.to_string())?);
+    eprintln!("zeptodb: cluster node {node_id}: group {group}, topic {topic}, brokers {brokers}, Flight {flight}");
+    Ok(Some((node, member)))
+}
+
+/// The Flight door's listener and the address the other nodes reach it at: `--flight`, or
+/// the HTTP door's host on a free port. A door off loopback needs API keys, as HTTP does.
+fn flight_door(
+    st: &Settings<'_>,
+    http: std::net::SocketAddr,
+    keys: &KeyStore,
+) -> Result<(TcpListener, String), String> {
+    let want = st.string("flight")?.unwrap_or_else(|| format!("{}:0", http.ip()));
+    let listener = TcpListener::bind(&want).map_err(|e| format!("--flight {want}: {e}"))?;
+    let bound = listener.local_addr().map_err(|e| format!("--flight {want}: {e}"))?;
+    if !bound.ip().is_loopback() && keys.is_empty() {
+        return Err(format!("refusing a Flight door on {bound} without authentication: configure API keys"));
+    }
+    let host = if bound.ip().is_unspecified() {
+        std::fs::read_to_string("/etc/hostname").map(|h| h.trim().to_string()).unwrap_or_default()
+    } else {
+        bound.ip().to_string()
+    };
+    Ok((listener, format!("{host}:{}", bound.port())))
 }

@@ -13,13 +13,14 @@ pub fn to_json(status: &Status) -> serde_json::Value {
                 "applied_offset": s.applied,
                 "high_watermark": s.high_watermark,
                 "lag": s.lag(),
+                "ready": s.ready(),
             })
         })
         .collect();
     let members: Vec<serde_json::Value> = status
         .members
         .iter()
-        .map(|m| serde_json::json!({"node_id": m.client_id, "host": m.host, "partitions": m.partitions}))
+        .map(|m| serde_json::json!({"node_id": m.node_id, "flight": m.flight, "host": m.host, "partitions": m.partitions}))
         .collect();
     serde_json::json!({
         "node_id": status.node_id,

@@ -6,8 +6,10 @@ use std::collections::BTreeMap;
 /// One member of the cluster's consumer group.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Member {
-    /// The member's client id (a node's id).
-    pub client_id: String,
+    /// The node's id.
+    pub node_id: String,
+    /// The address of its Arrow Flight door (queries between nodes), if it has one.
+    pub flight: Option<String>,
     /// The host it connects from.
     pub host: String,
     /// The partitions of the cluster's topic assigned to it, ascending.
@@ -21,9 +23,19 @@ pub struct PartitionState {
     pub applied: Option<i64>,
     /// The partition's high watermark (the offset the next record will get) when last asked.
     pub high_watermark: Option<i64>,
+    /// Where the partition's log ended when this node first asked after being assigned it
+    /// (0 for a partition with nothing to replay). Until the node has applied up to there,
+    /// its rows of the partition are not whole, and it answers no query for it.
+    pub replay_to: Option<i64>,
 }
 
 impl PartitionState {
+    /// The node has replayed the partition up to where its log ended when it got it: its
+    /// answers for the partition hold every row acknowledged before then.
+    pub fn ready(&self) -> bool {
+        self.replay_to.is_some_and(|t| self.applied.map_or(0, |a| a + 1) >= t)
+    }
+
     /// Records the broker holds that this node has not applied yet.
     pub fn lag(&self) -> Option<i64> {
         let next = self.applied.map_or(0, |a| a + 1);

@@ -13,11 +13,14 @@ use std::cell::OnceCell;
 pub(crate) struct Dist<'c> {
     cluster: &'c ClusterRef,
     layout: OnceCell<Layout>,
+    local: bool,
 }
 
 impl<'c> Dist<'c> {
-    pub(crate) fn new(cluster: &'c ClusterRef) -> Dist<'c> {
-        Dist { cluster, layout: OnceCell::new() }
+    /// Planning over `cluster`; `local`: from this node's partitions only (no other node is
+    /// asked: `SET cluster_scope = local`).
+    pub(crate) fn new(cluster: &'c ClusterRef, local: bool) -> Dist<'c> {
+        Dist { cluster, layout: OnceCell::new(), local }
     }
 
     /// The layout, with every partition owned (else the query cannot be answered whole).
@@ -26,11 +29,15 @@ impl<'c> Dist<'c> {
             return Ok(l);
         }
         let l = self.cluster.get().layout()?;
+        if self.local {
+            return Ok(self.layout.get_or_init(|| Layout::new(l.count(), l.mine(), &[])));
+        }
         let missing = l.missing();
         if !missing.is_empty() {
             return Err(SqlError::Execution(format!(
-                "partitions {missing:?} of the cluster's {} have no owner now (a node left, and Kafka \
-                 has not given its partitions to another yet): retry in a few seconds",
+                "partitions {missing:?} of the cluster's {} have no owner that can answer now (a node \
+                 left and Kafka has not moved its partitions yet, or their new owner is still \
+                 replaying them): retry in a few seconds",
                 l.count()
             )));
         }

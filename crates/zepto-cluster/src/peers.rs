@@ -1,0 +1,116 @@
+//! The cluster as this node's engine sees it ([`zepto_sql::cluster::Cluster`]): the layout
+//! from the consumer group (this node's own assignment, the coordinator's for the others),
+//! and fragments sent to the other nodes' Flight doors ([`crate::flight`]).
+//!
+//! Calls block the query's thread (each remote is asked on a thread of its own by the
+//! exchange) on a small runtime of their own; connections are kept per node and reused.
+
+use crate::status::Shared;
+use crate::ClusterError;
+use arrow_flight::{FlightClient, Ticket};
+use futures::TryStreamExt;
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Duration;
+use tonic::transport::{Channel, Endpoint};
+use zepto_sql::cluster::{Cluster, Layout};
+use zepto_sql::error::SqlError;
+use zepto_storage::Column;
+
+/// Tables every node keeps for itself (the offsets it applied, ...), never spread.
+fn is_system(table: &str) -> bool {
+    table.len() >= 6 && table[..6].eq_ignore_ascii_case("zepto_")
+}
+
+/// See the module docs.
+pub(crate) struct Peers {
+    node_id: String,
+    shared: Shared,
+    rt: tokio::runtime::Runtime,
+    channels: Mutex<HashMap<String, Channel>>,
+    key: Option<String>,
+}
+
+impl Peers {
+    /// The cluster of node `node_id`; `key` (an admin key) is sent to the other nodes' doors.
+    pub(crate) fn new(node_id: &str, shared: Shared, key: Option<String>) -> Result<Peers, ClusterError> {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("zepto-peers")
+            .enable_all()
+            .build()
+            .map_err(|e| ClusterError::Config(format!("the Flight client's runtime: {e}")))?;
+        Ok(Peers { node_id: node_id.to_string(), shared, rt, channels: Mutex::default(), key })
+    }
+
+    /// A channel to the Flight door at `addr` (connected on first use, then reused).
+    fn channel(&self, addr: &str) -> Result<Channel, String> {
+        let mut channels = self.channels.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(c) = channels.get(addr) {
+            return Ok(c.clone());
+        }
+        let endpoint = Endpoint::from_shared(format!("http://{addr}"))
+            .map_err(|e| format!("Flight address '{addr}': {e}"))?
+            .connect_timeout(Duration::from_secs(3))
+            .tcp_nodelay(true);
+        let c = {
+            let _entered = self.rt.enter();
+            endpoint.connect_lazy()
+        };
+        channels.insert(addr.to_string(), c.clone());
+        Ok(c)
+    }
+
+    /// The Flight address node `node` advertises.
+    fn address(&self, node: &str) -> Result<String, String> {
+        self.shared.update(|s| {
+            s.members
+                .iter()
+                .find(|m| m.node_id == node)
+                .and_then(|m| m.flight.clone())
+                .ok_or_else(|| format!("node {node} has no Flight address in the group (is it a ZeptoDB node?)"))
+        })
+    }
+}
+
+impl Cluster for Peers {
+    fn layout(&self) -> zepto_sql::error::Result<Layout> {
+        let (count, mine, members) = self.shared.update(|s| {
+            let others: Vec<(String, Vec<i32>)> = s
+                .members
+                .iter()
+                .filter(|m| m.node_id != self.node_id)
+                .map(|m| (m.node_id.clone(), m.partitions.clone()))
+                .collect();
+            let ready = s.partitions.iter().filter(|(_, p)| p.ready()).map(|(&n, _)| n).collect::<Vec<i32>>();
+            (s.partition_count, ready, others)
+        });
+        let count = i32::try_from(count).unwrap_or(0);
+        if count == 0 {
+            return Err(SqlError::Execution(
+                "the cluster's topic has no known partitions yet (are the brokers reachable?)".into(),
+            ));
+        }
+        Ok(Layout::new(count, &mine, &members))
+    }
+
+    fn distributes(&self, table: &str) -> bool {
+        !is_system(table)
+    }
+
+    fn fetch(&self, node: &str, request: &[u8]) -> Result<(Vec<Column>, usize), String> {
+        let addr = self.address(node)?;
+        let mut client = FlightClient::new(self.channel(&addr)?);
+        if let Some(k) = &self.key {
+            client.add_header("authorization", &format!("Bearer {k}")).map_err(|e| e.to_string())?;
+        }
+        let ticket = Ticket { ticket: request.to_vec().into() };
+        let batches = self.rt.block_on(async {
+            let stream = client.do_get(ticket).await.map_err(|e| format!("{addr}: {e}"))?;
+            stream.try_collect::<Vec<_>>().await.map_err(|e| format!("{addr}: {e}"))
+        })?;
+        let Some(first) = batches.first() else { return Ok((Vec::new(), 0)) };
+        let fields = first.schema().fields().clone();
+        zepto_io::ipc::from_record_batches(&fields, batches).map_err(|e| e.to_string())
+    }
+}
