@@ -135,8 +135,17 @@ fn binds_cheaply(q: &zepto_sql::parser::ast::Query) -> bool {
 
 enum Head {
     /// The whole body, its row count, and the DDL/DML status if the result is one.
-    Full(Vec<u8>, usize, Option<String>),
-    Stream(usize),
+    Full(Vec<u8>, usize, Option<String>, Partial),
+    Stream(usize, Partial),
+}
+
+/// The partitions a cluster answer lacks (`SET allow_partial = on`), as the
+/// `x-zepto-partial` header says them (`2,5`); `None` for a whole answer.
+type Partial = Option<String>;
+
+fn partial(r: &QueryResult) -> Partial {
+    let m = &r.missing_partitions;
+    (!m.is_empty()).then(|| m.iter().map(i32::to_string).collect::<Vec<_>>().join(","))
 }
 
 /// Check every statement against the request: GET may only read, and the key's role must
@@ -391,10 +400,10 @@ fn send_result(format: Format, r: &QueryResult, elapsed_us: f64, ctl: &QueryCont
         }
     }
     if !more {
-        let _ = head_tx.send(Ok(Head::Full(buf, rows, r.status.clone())));
+        let _ = head_tx.send(Ok(Head::Full(buf, rows, r.status.clone(), partial(r))));
         return;
     }
-    if head_tx.send(Ok(Head::Stream(rows))).is_err() || !send_chunk(tx, ctl, Bytes::from(buf)) {
+    if head_tx.send(Ok(Head::Stream(rows, partial(r)))).is_err() || !send_chunk(tx, ctl, Bytes::from(buf)) {
         return;
     }
     while more {
@@ -489,8 +498,16 @@ pub async fn run(
     };
     let head = head.map_err(|_| ApiError::internal("the query thread ended without an answer"))??;
     let builder = Response::builder().status(StatusCode::OK).header("content-type", format.content_type());
+    // A cluster answer without some partitions' rows says which (SET allow_partial = on).
+    let lacking = match &head {
+        Head::Full(.., p) | Head::Stream(_, p) => p.clone(),
+    };
+    let builder = match lacking {
+        Some(p) => builder.header("x-zepto-partial", p),
+        None => builder,
+    };
     let (resp, rows) = match head {
-        Head::Full(bytes, rows, status) => {
+        Head::Full(bytes, rows, status, _) => {
             // DDL/DML say what they did in a header too (the CLI's --url mode reads it).
             let builder = match status.as_deref().map(hyper::header::HeaderValue::from_str) {
                 Some(Ok(v)) => builder.header("x-zepto-status", v),
@@ -498,7 +515,7 @@ pub async fn run(
             };
             (builder.body(ResponseBody::full(bytes)), rows)
         }
-        Head::Stream(rows) => (builder.body(ResponseBody::Stream { rx, _guard: Box::new(guard) }), rows),
+        Head::Stream(rows, _) => (builder.body(ResponseBody::Stream { rx, _guard: Box::new(guard) }), rows),
     };
     state.metrics.rows_returned.inc_by(rows as u64);
     Ok((resp.map_err(|e| ApiError::internal(e.to_string()))?, rows as u64))

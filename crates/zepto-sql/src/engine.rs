@@ -251,8 +251,9 @@ impl Engine {
 
     /// [`Engine::run_prepared`] as part of the query `run`.
     pub fn run_prepared_in(&self, run: &RunContext, p: &Prepared) -> Result<QueryResult> {
-        let chunks = exec::execute_chunks(&self.context(run), &p.plan)?;
-        Ok(QueryResult::chunked(p.fields.clone(), chunks))
+        let run = self.context(run);
+        let chunks = exec::execute_chunks(&run, &p.plan)?;
+        Ok(QueryResult::chunked(p.fields.clone(), chunks).lacking(run.missing_partitions()))
     }
 
     /// Run one parsed statement (after checking the table it targets against the grants).

@@ -24,7 +24,7 @@
 use crate::error::{Result, SqlError};
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 use zepto_storage::mem::thread_net_bytes;
 
@@ -168,6 +168,9 @@ pub struct RunContext {
     /// The cluster the query spans, if the node is one's member (the planner distributes
     /// scans of its tables, see [`crate::plan::dist`]).
     cluster: Option<crate::cluster::ClusterRef>,
+    /// Partitions the query answered without (`allow_partial`), shared by every context of
+    /// the query.
+    missing: Arc<Mutex<Vec<i32>>>,
     /// The baseline is this thread's: not `Send` (a `MutexGuard` is `Sync` but not `Send`).
     _thread: PhantomData<MutexGuard<'static, ()>>,
 }
@@ -198,6 +201,7 @@ impl RunContext {
             indexes: None,
             settings: Default::default(),
             cluster: None,
+            missing: Arc::default(),
             _thread: PhantomData,
         }
     }
@@ -224,6 +228,19 @@ impl RunContext {
     /// handed).
     pub(crate) fn with_cluster(&self, cluster: Option<&crate::cluster::ClusterRef>) -> RunContext {
         RunContext { cluster: cluster.cloned(), ..self.clone() }
+    }
+
+    /// Note that the query answers without `partitions` (`SET allow_partial = on`).
+    pub(crate) fn note_missing(&self, partitions: &[i32]) {
+        let mut m = self.missing.lock().unwrap_or_else(|e| e.into_inner());
+        m.extend_from_slice(partitions);
+        m.sort_unstable();
+        m.dedup();
+    }
+
+    /// The partitions the query answered without, ascending (empty: a whole answer).
+    pub fn missing_partitions(&self) -> Vec<i32> {
+        self.missing.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     /// The cluster the query spans, if any.

@@ -18,22 +18,36 @@ pub struct QueryResult {
     chunks: Vec<Batch>,
     /// For DDL/DML: what happened (`CREATE TABLE`, `INSERT 3`, ...).
     pub status: Option<String>,
+    /// On a cluster node under `allow_partial`: the partitions whose rows the answer lacks
+    /// (empty for a whole answer).
+    pub missing_partitions: Vec<i32>,
 }
 
 impl QueryResult {
     /// A DDL/DML result: a status message, no rows.
     pub fn status(msg: String) -> QueryResult {
-        QueryResult { fields: vec![], chunks: vec![Batch::default()], status: Some(msg) }
+        QueryResult {
+            fields: vec![],
+            chunks: vec![Batch::default()],
+            status: Some(msg),
+            missing_partitions: Vec::new(),
+        }
     }
 
     /// Rows as one batch.
     pub fn rows(fields: Vec<Field>, batch: Batch) -> QueryResult {
-        QueryResult { fields, chunks: vec![batch], status: None }
+        QueryResult { fields, chunks: vec![batch], status: None, missing_partitions: Vec::new() }
     }
 
     pub(crate) fn chunked(fields: Vec<Field>, chunks: Vec<Batch>) -> QueryResult {
         assert!(!chunks.is_empty(), "a result has at least one batch (it carries the column types)");
-        QueryResult { fields, chunks, status: None }
+        QueryResult { fields, chunks, status: None, missing_partitions: Vec::new() }
+    }
+
+    /// The result, lacking the rows of partitions `missing` (see [`QueryResult::missing_partitions`]).
+    pub(crate) fn lacking(mut self, missing: Vec<i32>) -> QueryResult {
+        self.missing_partitions = missing;
+        self
     }
 
     /// Rows in all batches.
@@ -63,10 +77,10 @@ impl QueryResult {
         if self.chunks.len() == 1 {
             return Ok(self);
         }
-        let QueryResult { fields, chunks, status } = self;
+        let QueryResult { fields, chunks, status, missing_partitions } = self;
         let one = exec::concat_chunks(chunks);
         run.check()?;
-        Ok(QueryResult { fields, chunks: vec![one], status })
+        Ok(QueryResult { fields, chunks: vec![one], status, missing_partitions })
     }
 
     pub(crate) fn text_column(name: &str, values: Vec<String>) -> QueryResult {

@@ -4,6 +4,7 @@
 //! | name | values | default | what |
 //! |---|---|---|---|
 //! | `ann` | `on` / `off` (also `true`/`false`, `1`/`0`) | `on` | whether the planner may answer `ORDER BY <distance> LIMIT k` from an HNSW index; `off` searches exactly |
+//! | `allow_partial` | `on` / `off` | `off` | on a cluster node: answer from the partitions that can answer when some cannot (a node died), the result marked with the missing ones, instead of failing |
 //! | `cluster_scope` | `all` / `local` | `all` | on a cluster node: answer from every node's partitions, or only from this node's (to see where rows are; other nodes are not asked) |
 
 use crate::error::{Pos, Result, SqlError};
@@ -13,16 +14,17 @@ use crate::error::{Pos, Result, SqlError};
 pub struct Settings {
     ann: bool,
     cluster_local: bool,
+    allow_partial: bool,
 }
 
 impl Default for Settings {
     fn default() -> Self {
-        Settings { ann: true, cluster_local: false }
+        Settings { ann: true, cluster_local: false, allow_partial: false }
     }
 }
 
 /// The settings `SET` knows, for error messages.
-const KNOWN: &str = "ann, cluster_scope";
+const KNOWN: &str = "allow_partial, ann, cluster_scope";
 
 fn on_off(name: &str, value: &str, pos: Pos) -> Result<bool> {
     match value {
@@ -38,6 +40,11 @@ impl Settings {
         self.ann
     }
 
+    /// Whether a cluster query answers from the partitions that can when some cannot.
+    pub fn allow_partial(&self) -> bool {
+        self.allow_partial
+    }
+
     /// Whether a cluster node answers from its own partitions only (`cluster_scope = local`).
     pub fn cluster_local(&self) -> bool {
         self.cluster_local
@@ -47,6 +54,7 @@ impl Settings {
     pub fn with(mut self, name: &str, value: &str, pos: Pos) -> Result<Settings> {
         match name {
             "ann" => self.ann = on_off(name, value, pos)?,
+            "allow_partial" => self.allow_partial = on_off(name, value, pos)?,
             "cluster_scope" => {
                 self.cluster_local = match value {
                     "all" => false,

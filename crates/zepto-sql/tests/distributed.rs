@@ -136,6 +136,14 @@ fn explain_shows_the_split() {
     assert!(plan.contains("PartialAggregate"), "{plan}");
     let plan = rows(&a, "EXPLAIN SELECT * FROM trades WHERE price > 1").join("\n");
     assert!(plan.contains("Exchange") && !plan.contains("MergeAggregate"), "{plan}");
+    // One key: only the node owning its partition is asked.
+    let p = match zepto_sql::result::first_value(&a.execute("SELECT kafka_partition('S1', 4)").expect("p")) {
+        Some(zepto_storage::Value::Int64(p)) => p,
+        v => panic!("{v:?}"),
+    };
+    let plan = rows(&a, "EXPLAIN SELECT count(*) FROM trades WHERE sym = 'S1'").join("\n");
+    let want = if p < 2 { "no other node".to_string() } else { format!("b [{p}]") };
+    assert!(plan.contains(&want), "{want}: {plan}");
 }
 
 #[test]
@@ -170,4 +178,31 @@ fn a_member_of_a_cluster_that_is_gone_answers_nothing() {
     drop(cluster);
     let err = a.execute("SELECT count(*) FROM trades").expect_err("no cluster, no answer").to_string();
     assert!(err.contains("gone"), "{err}");
+}
+
+#[test]
+fn allow_partial_answers_without_the_missing_partitions_and_says_so() {
+    let (single, a, _, cluster) = setup();
+    let partial = |e: &Engine| {
+        let s = e.settings().with("allow_partial", "on", Default::default()).expect("setting");
+        e.with_settings(s)
+    };
+    let sql = "SELECT count(*) FROM trades";
+    let all = rows(&single, sql);
+    // Partition 3 has no owner: without it, and marked.
+    cluster.assign("b", &[2], &[2]);
+    let r = partial(&a).execute(sql).expect("a partial answer");
+    assert_eq!(r.missing_partitions, vec![3]);
+    let local3 = "SELECT count(*) FROM trades WHERE kafka_partition(coalesce(CAST(sym AS VARCHAR), ''), 4) <> 3";
+    assert_eq!(rows(&single, local3), rows(&partial(&a), sql), "every row but partition 3's");
+    // A node that refuses (it gave partition 3 up, `a` still sees it there): its partitions
+    // are left out.
+    cluster.assign("b", &[2], &[2, 3]);
+    let r = partial(&a).execute(sql).expect("a partial answer");
+    assert_eq!(r.missing_partitions, vec![2, 3]);
+    // Whole again: nothing missing.
+    cluster.assign("b", &[2, 3], &[2, 3]);
+    let r = partial(&a).execute(sql).expect("whole");
+    assert!(r.missing_partitions.is_empty());
+    assert_eq!(rows(&partial(&a), sql), all);
 }

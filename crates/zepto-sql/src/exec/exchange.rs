@@ -2,7 +2,8 @@
 //! from every owner; a partial aggregate makes states, a merge aggregate finishes them.
 //!
 //! The other nodes are asked all at once, on threads of their own, while this node runs its
-//! own share; any node's failure fails the query, naming the node.
+//! own share; any node's failure fails the query, naming the node (under `allow_partial`,
+//! the query goes on without that node's partitions and says so).
 
 use super::accum::{self, Mode};
 use super::aggregate::grouped;
@@ -27,7 +28,17 @@ pub(super) fn exchange(ctx: &ExecContext, input: &Plan, remotes: &[Remote], clus
         }));
         out
     });
-    let batches = fetched.into_iter().collect::<Result<Vec<Batch>>>()?;
+    let run = ctx.run_context();
+    let mut batches = Vec::with_capacity(fetched.len());
+    for (i, b) in fetched.into_iter().enumerate() {
+        match (b, i.checked_sub(1).and_then(|r| remotes.get(r))) {
+            (Ok(b), _) => batches.push(b),
+            // A node that fails (it died, or gave its partitions up) is left out when the
+            // query allows a partial answer; the result says which partitions are missing.
+            (Err(_), Some(r)) if run.settings().allow_partial() => run.note_missing(&r.partitions),
+            (Err(e), _) => return Err(e),
+        }
+    }
     let local_types: Vec<DataType> =
         batches.first().map(|b| b.columns.iter().map(|c| c.data_type()).collect()).unwrap_or_default();
     let mut full: Vec<Batch> = batches.iter().filter(|b| b.rows > 0).cloned().collect();

@@ -56,10 +56,7 @@ impl PhysicalPlan {
 pub fn plan(optimized: Optimized, run: &crate::interrupt::RunContext) -> crate::error::Result<PhysicalPlan> {
     let p = optimized.into_plan();
     let p = match run.cluster() {
-        Some(c) => super::dist::distribute::distribute(
-            p,
-            &super::dist::distribute::Dist::new(c, run.settings().cluster_local()),
-        )?,
+        Some(c) => super::dist::distribute::distribute(p, &super::dist::distribute::Dist::new(c, run))?,
         None => p,
     };
     Ok(PhysicalPlan { root: choose(p, run.settings()) })

@@ -5,6 +5,7 @@ use super::fragment::{Fragment, Partial, Request};
 use super::scope::Scope;
 use crate::cluster::{ClusterRef, Layout, Remote};
 use crate::error::{Result, SqlError};
+use crate::interrupt::RunContext;
 use crate::plan::shape::scan_shape;
 use crate::plan::{AggCall, BExpr, Plan};
 use std::cell::OnceCell;
@@ -13,14 +14,15 @@ use std::cell::OnceCell;
 pub(crate) struct Dist<'c> {
     cluster: &'c ClusterRef,
     layout: OnceCell<Layout>,
-    local: bool,
+    run: &'c RunContext,
 }
 
 impl<'c> Dist<'c> {
-    /// Planning over `cluster`; `local`: from this node's partitions only (no other node is
-    /// asked: `SET cluster_scope = local`).
-    pub(crate) fn new(cluster: &'c ClusterRef, local: bool) -> Dist<'c> {
-        Dist { cluster, layout: OnceCell::new(), local }
+    /// Planning the query `run` over `cluster`, under its settings: `cluster_scope = local`
+    /// asks no other node; `allow_partial` plans without the partitions nobody can answer
+    /// for (noted in `run`) instead of failing.
+    pub(crate) fn new(cluster: &'c ClusterRef, run: &'c RunContext) -> Dist<'c> {
+        Dist { cluster, layout: OnceCell::new(), run }
     }
 
     /// The layout, with every partition owned (else the query cannot be answered whole).
@@ -29,15 +31,17 @@ impl<'c> Dist<'c> {
             return Ok(l);
         }
         let l = self.cluster.get().layout()?;
-        if self.local {
+        if self.run.settings().cluster_local() {
             return Ok(self.layout.get_or_init(|| Layout::new(l.count(), l.mine(), &[])));
         }
         let missing = l.missing();
-        if !missing.is_empty() {
+        if !missing.is_empty() && self.run.settings().allow_partial() {
+            self.run.note_missing(&missing);
+        } else if !missing.is_empty() {
             return Err(SqlError::Execution(format!(
                 "partitions {missing:?} of the cluster's {} have no owner that can answer now (a node \
                  left and Kafka has not moved its partitions yet, or their new owner is still \
-                 replaying them): retry in a few seconds",
+                 replaying them): retry in a few seconds, or SET allow_partial = on",
                 l.count()
             )));
         }
@@ -48,12 +52,20 @@ impl<'c> Dist<'c> {
     fn exchange(&self, fragment: &Fragment, table: &std::sync::Arc<zepto_storage::Table>) -> Result<Plan> {
         let layout = self.layout()?;
         let input = fragment.plan_over(table.clone(), &Scope::new(layout.count(), layout.mine()))?;
+        // Nodes none of whose partitions can hold the scan's keys are not asked.
+        let touched = fragment.key_partitions(layout.count());
         let remotes = layout
             .others()
             .iter()
+            .map(|(node, ps)| {
+                let ps: Vec<i32> =
+                    ps.iter().copied().filter(|p| touched.as_ref().is_none_or(|t| t.contains(p))).collect();
+                (node, ps)
+            })
+            .filter(|(_, ps)| !ps.is_empty())
             .map(|(node, partitions)| {
                 let r = Request { fragment: fragment.clone(), count: layout.count(), partitions: partitions.clone() };
-                Ok(Remote { node: node.clone(), partitions: partitions.clone(), request: r.encode()?.into() })
+                Ok(Remote { node: node.clone(), partitions, request: r.encode()?.into() })
             })
             .collect::<Result<Vec<_>>>()?;
         Ok(Plan::Exchange {

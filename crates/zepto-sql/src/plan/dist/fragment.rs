@@ -10,6 +10,7 @@
 
 use super::scope::Scope;
 use crate::error::{Result, SqlError};
+use crate::eval::partitioner::kafka_partition;
 use crate::plan::shape::ScanShape;
 use crate::plan::{AggCall, BExpr, Plan, ScanRange};
 use serde::{Deserialize, Serialize};
@@ -83,6 +84,17 @@ impl Fragment {
     /// The table it reads.
     pub fn table(&self) -> &str {
         &self.table
+    }
+
+    /// The partitions (of `count`) its rows can be in, when its scan reads a key list
+    /// (`sym = 'X'`, `sym IN (...)`): a query for one key goes to one node. `None`: any.
+    pub fn key_partitions(&self, count: i32) -> Option<Vec<i32>> {
+        let keys = self.range.keys.as_ref()?;
+        let mut ps: Vec<i32> =
+            keys.iter().filter_map(|k| i32::try_from(kafka_partition(k.as_bytes(), i64::from(count))).ok()).collect();
+        ps.sort_unstable();
+        ps.dedup();
+        Some(ps)
     }
 
     /// The types of the scan's columns.
