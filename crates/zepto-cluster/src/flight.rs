@@ -59,7 +59,8 @@ pub(crate) fn spawn(
                     Ok(l) => l,
                     Err(e) => return eprintln!("zeptodb: cluster: Flight door: {e}"),
                 };
-                let incoming = tonic::transport::server::TcpIncoming::from(listener);
+                // No Nagle: a small answer must not wait out the asking node's delayed ACK.
+                let incoming = tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
                 let stopped = async move {
                     while !stop.load(Ordering::Acquire) {
                         tokio::time::sleep(Duration::from_millis(100)).await;
