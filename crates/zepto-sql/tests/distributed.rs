@@ -136,6 +136,20 @@ fn explain_shows_the_split() {
     assert!(plan.contains("PartialAggregate"), "{plan}");
     let plan = rows(&a, "EXPLAIN SELECT * FROM trades WHERE price > 1").join("\n");
     assert!(plan.contains("Exchange") && !plan.contains("MergeAggregate"), "{plan}");
+    // Joins and windows on the partition key run whole on every node, under the exchange.
+    for (sql, op) in [
+        (
+            "EXPLAIN SELECT t.sym, t.price, q.bid FROM trades t ASOF JOIN quotes q ON t.sym = q.sym AND t.ts >= q.ts",
+            "Asof",
+        ),
+        ("EXPLAIN SELECT sym, ts, row_number() OVER (PARTITION BY sym ORDER BY ts) FROM trades", "PartitionWindow"),
+    ] {
+        let r = a.execute(sql).expect("explain");
+        let b = r.batch();
+        let plan: Vec<String> = (0..b.rows).map(|i| cell(&b.columns[0], i)).collect();
+        let at = |word: &str| plan.iter().position(|l| l.contains(word));
+        assert!(at("Exchange").is_some() && at("Exchange") < at(op), "{op} under the exchange: {plan:#?}");
+    }
     // One key: only the node owning its partition is asked.
     let p = match zepto_sql::result::first_value(&a.execute("SELECT kafka_partition('S1', 4)").expect("p")) {
         Some(zepto_storage::Value::Int64(p)) => p,

@@ -8,9 +8,11 @@
 use super::accum::{self, Mode};
 use super::aggregate::grouped;
 use super::hash::{group_ids, GroupIds};
+use super::scan::{filtered_piece, pieces};
 use super::{Batch, ExecContext};
 use crate::cluster::{ClusterRef, Remote};
 use crate::error::{Result, SqlError};
+use crate::plan::physical::scan_shape;
 use crate::plan::{AggCall, BExpr, Plan};
 use std::sync::Arc;
 use zepto_storage::{Column, DataType};
@@ -72,9 +74,33 @@ fn fetch(cluster: &ClusterRef, r: &Remote) -> Result<Batch> {
     Ok(Batch::shared(cols.into_iter().map(Arc::new).collect(), rows))
 }
 
+/// GROUP BY `keys` over `input` into partial states: key columns then every aggregate's
+/// state columns. Over a (filtered) scan, each partition makes its own states, on every core
+/// and without copying the scan into one batch; the merge folds a group's states wherever
+/// they came from.
+pub(super) fn partial_node(ctx: &ExecContext, input: &Plan, keys: &[BExpr], aggs: &[AggCall]) -> Result<Batch> {
+    let Some(shape) = scan_shape(input) else { return partial_aggregate(ctx, &super::run(ctx, input)?, keys, aggs) };
+    ctx.fused(input);
+    let ps = pieces(shape.table, shape.range);
+    let one = |c: &ExecContext, p: &super::scan::Piece| -> Result<Option<Batch>> {
+        let b = filtered_piece(c, &shape, p)?;
+        if b.rows == 0 {
+            return Ok(None);
+        }
+        Ok(Some(grouped(c, &b, keys, aggs, None, Mode::Partial)?.into_batch()))
+    };
+    let rows = ps.iter().map(|p| p.range.len()).sum();
+    let outs: Vec<Batch> = ctx.par_map(&ps, rows, one)?.into_iter().flatten().collect();
+    if outs.is_empty() {
+        let empty = shape.columns.iter().map(|&c| Column::nulls(shape.table.schema().columns[c].data_type, 0));
+        return partial_aggregate(ctx, &Batch::new(empty.collect(), 0), keys, aggs);
+    }
+    Ok(super::concat_chunks(outs))
+}
+
 /// GROUP BY `keys` into partial states: key columns then every aggregate's state columns.
 /// No rows make no groups (the merge computes the aggregate over no rows itself).
-pub(super) fn partial_aggregate(ctx: &ExecContext, b: &Batch, keys: &[BExpr], aggs: &[AggCall]) -> Result<Batch> {
+fn partial_aggregate(ctx: &ExecContext, b: &Batch, keys: &[BExpr], aggs: &[AggCall]) -> Result<Batch> {
     if b.rows == 0 {
         let types = keys.iter().map(BExpr::data_type);
         // States of no rows: the merge never reads them (see `merge_aggregate`).

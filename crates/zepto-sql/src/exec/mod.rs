@@ -356,7 +356,7 @@ fn execute_node(ctx: &ExecContext, plan: &Plan) -> Result<(&'static str, Batch)>
             ("Exchange", exchange::exchange(ctx, input, remotes, cluster)?)
         }
         Plan::PartialAggregate { input, keys, aggs } => {
-            ("PartialAggregate", exchange::partial_aggregate(ctx, &run(ctx, input)?, keys, aggs)?)
+            ("PartialAggregate", exchange::partial_node(ctx, input, keys, aggs)?)
         }
         Plan::MergeAggregate { input, nkeys, aggs, empty } => {
             ("MergeAggregate", exchange::merge_aggregate(ctx, &run(ctx, input)?, *nkeys, aggs, empty)?)

@@ -64,7 +64,7 @@ impl AggCall {
 }
 
 /// One bound sort key.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct SortKey {
     /// The value sorted by, over the input.
     pub expr: BExpr,

@@ -37,11 +37,11 @@ pub struct PhysicalPlan {
 }
 
 impl PhysicalPlan {
-    /// A fragment another node sent, as its node plans it ([`super::dist::fragment`]): a
-    /// scan, filters and a partial GROUP BY, whose operators have no strategy to choose.
+    /// A fragment another node sent, as this node plans it ([`super::dist::fragment`]): its
+    /// operators' strategies chosen here, over this node's snapshots.
     pub(crate) fn of_fragment(root: Plan) -> PhysicalPlan {
         debug_assert!(!root.any_node(&|p| matches!(p, Plan::Exchange { .. })), "a fragment never exchanges again");
-        PhysicalPlan { root }
+        PhysicalPlan { root: choose(root, &crate::settings::Settings::default()) }
     }
 
     /// The root of the chosen plan.

@@ -18,7 +18,7 @@ use crate::plan::{BExpr, Field, SortKey};
 use zepto_storage::{DataType, Value};
 
 /// What a window call computes for each row.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum WinFunc {
     /// `row_number()`: 1, 2, ... in partition order.
     RowNumber,
@@ -53,7 +53,7 @@ pub enum WinFunc {
 
 /// A frame offset: rows for ROWS frames, order-key units for RANGE (nanoseconds for
 /// timestamps, days for dates).
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum Offset {
     /// An integer offset (rows, or integer, timestamp and date order keys).
     Int(i64),
@@ -62,7 +62,7 @@ pub enum Offset {
 }
 
 /// One end of a bound window frame.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum Edge {
     /// The partition's first row.
     UnboundedPreceding,
@@ -77,7 +77,7 @@ pub enum Edge {
 }
 
 /// A bound window frame with constant offsets.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Frame {
     /// ROWS frame (offsets count rows); `false` is RANGE (offsets on the order key).
     pub rows: bool,
@@ -95,7 +95,7 @@ impl Frame {
 }
 
 /// A bound window function call: everything the executor needs to compute it.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct WinCall {
     /// The function.
     pub func: WinFunc,

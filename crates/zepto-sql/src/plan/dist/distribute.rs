@@ -7,8 +7,11 @@ use crate::cluster::{ClusterRef, Layout, Remote};
 use crate::error::{Result, SqlError};
 use crate::interrupt::RunContext;
 use crate::plan::shape::scan_shape;
+use crate::plan::window::WinCall;
 use crate::plan::{AggCall, BExpr, Plan};
 use std::cell::OnceCell;
+use std::sync::Arc;
+use zepto_storage::Table;
 
 /// The cluster a query is planned over, its layout read once, when a scan first needs it.
 pub(crate) struct Dist<'c> {
@@ -48,10 +51,12 @@ impl<'c> Dist<'c> {
         Ok(self.layout.get_or_init(|| l))
     }
 
-    /// An exchange of `fragment`, this node's share planned over `table`.
-    fn exchange(&self, fragment: &Fragment, table: &std::sync::Arc<zepto_storage::Table>) -> Result<Plan> {
+    /// An exchange of `fragment`, this node's share planned over the snapshots the query was
+    /// bound to (the scans of `from`, the subtree the fragment stands for).
+    fn exchange(&self, fragment: &Fragment, from: &Plan) -> Result<Plan> {
         let layout = self.layout()?;
-        let input = fragment.plan_over(table.clone(), &Scope::new(layout.count(), layout.mine()))?;
+        let bound = |name: &str| snapshot_in(from, name);
+        let input = fragment.plan_with(&bound, &Scope::new(layout.count(), layout.mine()))?;
         // Nodes none of whose partitions can hold the scan's keys are not asked.
         let touched = fragment.key_partitions(layout.count());
         let remotes = layout
@@ -83,12 +88,12 @@ impl<'c> Dist<'c> {
             return Ok(None);
         }
         if let Some(f) = Fragment::of(&s, None) {
-            return self.exchange(&f, s.table).map(Some);
+            return self.exchange(&f, input).map(Some);
         }
         // Filters that cannot travel run here, over the gathered scan.
         let bare = crate::plan::shape::ScanShape { filters: Vec::new(), ..s };
         let Some(f) = Fragment::of(&bare, None) else { return Ok(None) };
-        let mut plan = self.exchange(&f, bare.table)?;
+        let mut plan = self.exchange(&f, input)?;
         for pred in scan_shape(input).map(|s| s.filters).unwrap_or_default() {
             plan = Plan::Filter { input: Box::new(plan), pred: pred.clone() };
         }
@@ -104,7 +109,7 @@ impl<'c> Dist<'c> {
         }
         let partial = Partial { keys: keys.to_vec(), aggs: aggs.to_vec() };
         let Some(f) = Fragment::of(&s, Some(partial)) else { return Ok(None) };
-        let exchange = self.exchange(&f, s.table)?;
+        let exchange = self.exchange(&f, input)?;
         Ok(Some(Plan::MergeAggregate {
             input: Box::new(exchange),
             nkeys: keys.len(),
@@ -114,12 +119,59 @@ impl<'c> Dist<'c> {
     }
 }
 
+/// The snapshot of table `name` a scan of `p` reads.
+fn snapshot_in(p: &Plan, name: &str) -> Option<Arc<Table>> {
+    match p {
+        Plan::Scan { table, .. } if table.name() == name => Some(table.clone()),
+        p => p.inputs().into_iter().find_map(|i| snapshot_in(i, name)),
+    }
+}
+
+impl Dist<'_> {
+    /// `input` is a (filtered) scan of a table the cluster spreads, and `keys` are exactly its
+    /// partition key: rows that meet on these keys live on one node.
+    fn keyed(&self, input: &Plan, keys: &[BExpr]) -> bool {
+        let Some(s) = scan_shape(input) else { return false };
+        let is_key = matches!(keys, [BExpr::Col(i, _)] if s.table.key_col().is_some() && s.columns.get(*i).copied() == s.table.key_col());
+        is_key && self.cluster.get().distributes(s.table.name())
+    }
+
+    /// Window calls that all partition by `input`'s partition key (a scan the cluster spreads).
+    fn by_key(&self, input: &Plan, calls: &[WinCall]) -> bool {
+        let Some(s) = scan_shape(input) else { return false };
+        let Some(kp) = s.columns.iter().position(|&c| Some(c) == s.table.key_col()) else { return false };
+        let by_key = |c: &WinCall| c.partition.iter().any(|e| matches!(e, BExpr::Col(i, _) if *i == kp));
+        !calls.is_empty() && calls.iter().all(by_key) && self.cluster.get().distributes(s.table.name())
+    }
+
+    /// An ASOF or WINDOW JOIN of two scans on their partition keys, or window functions
+    /// partitioned by the partition key, run whole on every owner (a key's rows never meet
+    /// another node's), if `p` is one.
+    fn key_local(&self, p: &Plan) -> Result<Option<Plan>> {
+        let local = match p {
+            Plan::AsofJoin { left, right, left_keys, right_keys, .. }
+            | Plan::WindowJoin { left, right, left_keys, right_keys, .. } => {
+                self.keyed(left, left_keys) && self.keyed(right, right_keys)
+            }
+            Plan::Window { input, calls, .. } => self.by_key(input, calls),
+            _ => false,
+        };
+        match local.then(|| Fragment::of_key_local(p)).flatten() {
+            Some(f) => self.exchange(&f, p).map(Some),
+            None => Ok(None),
+        }
+    }
+}
+
 /// `p` with every scan of the cluster's tables an exchange (see the module docs).
 pub(crate) fn distribute(p: Plan, d: &Dist) -> Result<Plan> {
     if let Plan::Aggregate { input, keys, aggs, .. } = &p {
         if let Some(split) = d.split_aggregate(input, keys, aggs)? {
             return Ok(split);
         }
+    }
+    if let Some(local) = d.key_local(&p)? {
+        return Ok(local);
     }
     if scan_shape(&p).is_some() {
         return Ok(d.gather(&p)?.unwrap_or(p));
