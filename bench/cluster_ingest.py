@@ -11,10 +11,14 @@
    it) and until every row is queryable (the node applied it), and the node's RSS.
 3. Recovery: another `--rows / 4` rows, `kill -9` right after the last acknowledgement,
    restart on the same data directory: seconds until every row is queryable again.
+4. Scale: for each count in `--nodes` (default 2,3), that many nodes on a topic of their own,
+   one poster thread per node's door sending its share of the batches: rows/s until every
+   batch is acknowledged and until every row is queryable (counted through the first node,
+   which asks the others), and each node's RSS. On this 2-core machine judge it per core.
 
 Standard library only. Prints progress to stderr and one JSON object to stdout.
 """
-import argparse, json, os, socket, subprocess, sys, tempfile, time
+import argparse, json, os, socket, subprocess, sys, tempfile, threading, time
 
 from served import Server
 
@@ -71,12 +75,46 @@ def wait_rows(node, want, timeout=600):
     return time.time() - t0
 
 
+def scale(n, port, tmp, a):
+    """Ingest through `n` nodes at once (see the module docs, step 4)."""
+    args = lambda i: ["--cluster", f"127.0.0.1:{port}", "--cluster-topic", f"bench-n{n}", "--node-id", f"n{n}-{i}"]
+    nodes = [Node(os.path.join(tmp, f"scale{n}-{i}"), *args(i)) for i in range(n)]
+    try:
+        # Timed from a settled group: every partition owned and replayed, every node seen.
+        def settled():
+            views = [json.loads(x.call("GET", "/cluster")[1]) for x in nodes]
+            ready = sum(1 for v in views for p in v["partitions"] if p.get("ready"))
+            return ready == a.partitions and all(len(v["members"]) == n for v in views)
+        t0 = time.time()
+        while not settled():
+            if time.time() - t0 > 120:
+                sys.exit(f"{n} nodes did not settle in 120 s")
+            time.sleep(0.2)
+        bodies = list(batches(0, a.rows, a.batch, a.symbols))
+        done = [0.0] * n
+        def post(i):
+            done[i] = post_all(nodes[i], bodies[i::n], f"{n} nodes, door {i}")
+        t0 = time.time()
+        threads = [threading.Thread(target=post, args=(i,)) for i in range(n)]
+        [t.start() for t in threads]
+        [t.join() for t in threads]
+        acked = time.time() - t0
+        wait_rows(nodes[0], a.rows)
+        total = time.time() - t0
+        return {"acked_rows_per_s": round(a.rows / acked), "queryable_rows_per_s": round(a.rows / total),
+                "rss_mib": [round(x.rss_mib(), 1) for x in nodes]}
+    finally:
+        for x in nodes:
+            x.stop()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", type=int, default=2_000_000)
     ap.add_argument("--batch", type=int, default=10_000)
     ap.add_argument("--symbols", type=int, default=100)
     ap.add_argument("--partitions", type=int, default=6)
+    ap.add_argument("--nodes", default="2,3", help="node counts for the scale step (comma-separated)")
     a = ap.parse_args()
     out = {"rows": a.rows, "batch": a.batch, "symbols": a.symbols, "partitions": a.partitions}
     with tempfile.TemporaryDirectory() as tmp:
@@ -117,6 +155,10 @@ def main():
             if node.count() != a.rows + more:
                 sys.exit(f"{node.count()} rows after the restart, want {a.rows + more}")
             node.stop()
+
+            for n in [int(x) for x in a.nodes.split(",") if x.strip()]:
+                print(f"{n} nodes ...", file=sys.stderr, flush=True)
+                out[f"nodes_{n}"] = scale(n, port, tmp, a)
         finally:
             subprocess.run([BROKER, "stop", kdir], check=False)
     print(json.dumps(out, indent=1))
