@@ -18,22 +18,13 @@
 
 Standard library only. Prints progress to stderr and one JSON object to stdout.
 """
-import argparse, json, os, socket, subprocess, sys, tempfile, threading, time
+import argparse, json, os, subprocess, sys, tempfile, threading, time
 
-from served import Server
+from served import Server, free_port_pair
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.path.join(ROOT, "target", "release", "zeptodb")
 BROKER = os.path.join(ROOT, "tests", "kafka", "broker.sh")
-
-
-def free_port_pair():
-    while True:
-        s = socket.socket(); s.bind(("127.0.0.1", 0)); p = s.getsockname()[1]; s.close()
-        try:
-            t = socket.socket(); t.bind(("127.0.0.1", p + 1)); t.close(); return p
-        except OSError:
-            continue
 
 
 class Node(Server):

@@ -15,7 +15,7 @@ RSS. Both sides' answers are checked to have the same row count.
 
 Prints progress to stderr and one JSON object to stdout.
 """
-import argparse, json, os, socket, statistics, subprocess, sys, tempfile, time
+import argparse, json, os, statistics, subprocess, sys, tempfile, time
 
 import pyarrow as pa
 
@@ -23,21 +23,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "harness"))
 import gen_data  # noqa: E402  (the peer benchmark's data generator)
 from peers import ZEPTO_DDL, ZEPTO_SQL  # noqa: E402  (the peer benchmark's queries)
-from served import Server  # noqa: E402
+from served import Server, free_port_pair  # noqa: E402
 
 ROOT = os.path.dirname(HERE)
 BIN = os.path.join(ROOT, "target", "release", "zeptodb")
 BROKER = os.path.join(ROOT, "tests", "kafka", "broker.sh")
 QUERIES = ["Q1", "Q2", "Q3a", "Q3b", "Q4", "Q5", "Q6", "Q7"]
-
-
-def free_port_pair():
-    while True:
-        s = socket.socket(); s.bind(("127.0.0.1", 0)); p = s.getsockname()[1]; s.close()
-        try:
-            t = socket.socket(); t.bind(("127.0.0.1", p + 1)); t.close(); return p
-        except OSError:
-            continue
 
 
 def ipc_chunks(table, rows_per_chunk=100_000):

@@ -6,8 +6,25 @@ share this one class instead of each keeping its own.
 import http.client
 import json
 import signal
+import socket
 import subprocess
 import sys
+
+
+def free_port_pair():
+    """A free loopback port whose next one is free too (a Kafka broker takes both)."""
+    while True:
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        p = s.getsockname()[1]
+        s.close()
+        try:
+            t = socket.socket()
+            t.bind(("127.0.0.1", p + 1))
+            t.close()
+            return p
+        except OSError:
+            continue
 
 
 class Server:

@@ -288,6 +288,23 @@ pub struct Report {
     pub exchanged: usize,
 }
 
+impl Report {
+    /// Count one record's outcome (`line` 0: the file as a whole).
+    fn count(&mut self, path: &str, line: usize, outcome: Result<(), String>) {
+        match (outcome, line) {
+            (Ok(()), _) => self.passed += 1,
+            (Err(why), 0) => {
+                self.failed += 1;
+                let _ = writeln!(self.failures, "{path}: {why}");
+            }
+            (Err(why), _) => {
+                self.failed += 1;
+                let _ = writeln!(self.failures, "{path}:{line}: {why}");
+            }
+        }
+    }
+}
+
 /// Run one file (`path` only names it in failures) against a fresh in-memory engine.
 pub fn run_file(path: &str, text: &str) -> Report {
     run_file_with(path, text, false)
@@ -383,8 +400,7 @@ pub fn run_file_in(path: &str, text: &str, mode: Mode) -> Report {
     let records = match parse(text) {
         Ok(r) => r,
         Err(e) => {
-            rep.failed += 1;
-            let _ = writeln!(rep.failures, "{path}: {e}");
+            rep.count(path, 0, Err(e));
             return rep;
         }
     };
@@ -419,13 +435,7 @@ pub fn run_file_in(path: &str, text: &str, mode: Mode) -> Report {
                 (line, check_query(&engine, &sql, &types, (sort, scale), expected))
             }
         };
-        match outcome {
-            Ok(()) => rep.passed += 1,
-            Err(why) => {
-                rep.failed += 1;
-                let _ = writeln!(rep.failures, "{path}:{line}: {why}");
-            }
-        }
+        rep.count(path, line, outcome);
     }
     rep
 }
@@ -439,8 +449,7 @@ fn run_on_cluster(path: &str, text: &str, n: usize) -> Report {
     let records = match parse(text) {
         Ok(r) => r,
         Err(e) => {
-            rep.failed += 1;
-            let _ = writeln!(rep.failures, "{path}: {e}");
+            rep.count(path, 0, Err(e));
             return rep;
         }
     };
@@ -479,13 +488,7 @@ fn run_on_cluster(path: &str, text: &str, n: usize) -> Report {
                 )
             }
         };
-        match outcome {
-            Ok(()) => rep.passed += 1,
-            Err(why) => {
-                rep.failed += 1;
-                let _ = writeln!(rep.failures, "{path}:{line}: {why}");
-            }
-        }
+        rep.count(path, line, outcome);
     }
     rep
 }

@@ -8,26 +8,12 @@
 use std::sync::Arc;
 use zepto_sql::local_cluster::LocalCluster;
 use zepto_sql::Engine;
-use zepto_storage::column::Column;
 
 mod common;
 use common::Rng;
 
-fn cell(c: &Column, i: usize) -> String {
-    match c.get(i) {
-        zepto_storage::Value::Float64(f) => format!("{f:.6e}"),
-        zepto_storage::Value::Float32(f) => format!("{f:.5e}"),
-        v => format!("{v:?}"),
-    }
-}
-
 fn rows(e: &Engine, sql: &str) -> Vec<String> {
-    let r = e.execute(sql).unwrap_or_else(|err| panic!("{sql}: {err}"));
-    let b = &r.batch();
-    let mut out: Vec<String> =
-        (0..b.rows).map(|i| b.columns.iter().map(|c| cell(c, i)).collect::<Vec<_>>().join("|")).collect();
-    out.sort();
-    out
+    common::sorted_rows(e, sql, 6)
 }
 
 fn load(e: &Engine, seed: u64) {
@@ -146,7 +132,7 @@ fn explain_shows_the_split() {
     ] {
         let r = a.execute(sql).expect("explain");
         let b = r.batch();
-        let plan: Vec<String> = (0..b.rows).map(|i| cell(&b.columns[0], i)).collect();
+        let plan: Vec<String> = (0..b.rows).map(|i| common::cell(&b.columns[0], i, 6)).collect();
         let at = |word: &str| plan.iter().position(|l| l.contains(word));
         assert!(at("Exchange").is_some() && at("Exchange") < at(op), "{op} under the exchange: {plan:#?}");
     }

@@ -5,25 +5,12 @@
 //! rows; NULL keys and times, symbols on one side only, rows inserted out of order.
 
 use zepto_sql::Engine;
-use zepto_storage::column::Column;
 
 mod common;
 use common::Rng;
 
-fn cell(c: &Column, i: usize) -> String {
-    match c.get(i) {
-        zepto_storage::Value::Float64(f) => format!("{:.9e}", f),
-        v => format!("{v:?}"),
-    }
-}
-
 fn rows(e: &Engine, sql: &str) -> Vec<String> {
-    let r = e.execute(sql).unwrap_or_else(|err| panic!("{sql}: {err}"));
-    let b = &r.batch();
-    let mut out: Vec<String> =
-        (0..b.rows).map(|i| b.columns.iter().map(|c| cell(c, i)).collect::<Vec<_>>().join("|")).collect();
-    out.sort();
-    out
+    common::sorted_rows(e, sql, 9)
 }
 
 fn values(rng: &mut Rng, n: usize, syms: u64, with_id: bool) -> String {

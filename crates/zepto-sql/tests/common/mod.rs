@@ -1,4 +1,28 @@
-//! Helpers shared by this crate's integration tests.
+//! Helpers shared by this crate's integration tests (each test uses some of them).
+#![allow(dead_code)]
+
+use zepto_sql::Engine;
+use zepto_storage::column::Column;
 
 /// The shared deterministic generator of test data.
 pub use zepto_storage::rng::XorShift as Rng;
+
+/// One cell as text, floats to `digits` significant digits (sums merged in another order
+/// differ in their last bits).
+pub fn cell(c: &Column, i: usize, digits: usize) -> String {
+    match c.get(i) {
+        zepto_storage::Value::Float64(f) => format!("{f:.digits$e}"),
+        zepto_storage::Value::Float32(f) => format!("{f:.digits$e}"),
+        v => format!("{v:?}"),
+    }
+}
+
+/// The rows of `sql`'s answer on `e`, each as `|`-separated cells, sorted.
+pub fn sorted_rows(e: &Engine, sql: &str, digits: usize) -> Vec<String> {
+    let r = e.execute(sql).unwrap_or_else(|err| panic!("{sql}: {err}"));
+    let b = &r.batch();
+    let mut out: Vec<String> =
+        (0..b.rows).map(|i| b.columns.iter().map(|c| cell(c, i, digits)).collect::<Vec<_>>().join("|")).collect();
+    out.sort();
+    out
+}
