@@ -82,9 +82,15 @@ mod tests {
         assert!(!s.with("ann", "off", p).expect("off").ann());
         assert!(s.with("ann", "0", p).expect("0").with("ann", "on", p).expect("on").ann());
         assert!(s.with("ann", "maybe", p).is_err());
-        assert!(s.with("nope", "on", p).expect_err("unknown").to_string().contains("known: ann"));
+        assert!(s
+            .with("nope", "on", p)
+            .expect_err("unknown")
+            .to_string()
+            .contains("known: allow_partial, ann, cluster_scope"));
         assert!(s.with("cluster_scope", "local", p).expect("local").cluster_local());
         assert!(!s.with("cluster_scope", "all", p).expect("all").cluster_local());
         assert!(s.with("cluster_scope", "some", p).is_err());
+        assert!(s.with("allow_partial", "on", p).expect("on").allow_partial());
+        assert!(!s.allow_partial(), "off by default");
     }
 }
