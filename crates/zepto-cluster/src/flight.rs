@@ -91,8 +91,7 @@ impl Door {
     async fn run(&self, ticket: Vec<u8>) -> Result<arrow_array::RecordBatch, Status> {
         let door = self.clone();
         let work = move || -> Result<arrow_array::RecordBatch, String> {
-            let mine: Vec<i32> =
-                door.shared.update(|s| s.partitions.iter().filter(|(_, p)| p.ready()).map(|(&n, _)| n).collect());
+            let mine = door.shared.update(|s| s.ready_partitions());
             let b = door.engine.run_fragment(&RunContext::new(None), &ticket, &mine).map_err(|e| e.to_string())?;
             let names: Vec<String> = (0..b.columns.len()).map(|i| format!("c{i}")).collect();
             let cols: Vec<&zepto_storage::Column> = b.columns.iter().map(|c| &**c).collect();

@@ -82,8 +82,7 @@ impl Cluster for Peers {
                 .filter(|m| m.node_id != self.node_id)
                 .map(|m| (m.node_id.clone(), m.partitions.clone()))
                 .collect();
-            let ready = s.partitions.iter().filter(|(_, p)| p.ready()).map(|(&n, _)| n).collect::<Vec<i32>>();
-            (s.partition_count, ready, others)
+            (s.partition_count, s.ready_partitions(), others)
         });
         let count = i32::try_from(count).unwrap_or(0);
         if count == 0 {

@@ -46,11 +46,14 @@ pub(crate) fn spawn(config: &Config, shared: Shared, stop: Arc<AtomicBool>) -> R
                         .groups()
                         .iter()
                         .flat_map(|g| g.members())
-                        .map(|m| Member {
-                            node_id: crate::node_of(m.client_id()).0.to_string(),
-                            flight: crate::node_of(m.client_id()).1.map(str::to_string),
-                            host: m.client_host().trim_start_matches('/').to_string(),
-                            partitions: m.assignment().and_then(|a| assignment(a, &topic)).unwrap_or_default(),
+                        .map(|m| {
+                            let (node_id, flight) = crate::node_of(m.client_id());
+                            Member {
+                                node_id: node_id.to_string(),
+                                flight: flight.map(str::to_string),
+                                host: m.client_host().trim_start_matches('/').to_string(),
+                                partitions: m.assignment().and_then(|a| assignment(a, &topic)).unwrap_or_default(),
+                            }
                         })
                         .collect();
                     shared.update(|s| s.members = members);

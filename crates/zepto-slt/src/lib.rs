@@ -392,18 +392,23 @@ pub fn run_file_with(path: &str, text: &str, tier: bool) -> Report {
 
 /// Run one file in `mode` (see [`Mode`]).
 pub fn run_file_in(path: &str, text: &str, mode: Mode) -> Report {
-    if let Mode::Cluster(n) = mode {
-        return run_on_cluster(path, text, n);
-    }
-    let tier = mode == Mode::Tier;
-    let mut rep = Report::default();
     let records = match parse(text) {
         Ok(r) => r,
         Err(e) => {
+            let mut rep = Report::default();
             rep.count(path, 0, Err(e));
             return rep;
         }
     };
+    match mode {
+        Mode::Cluster(n) => run_on_cluster(path, records, n),
+        Mode::Plain | Mode::Tier => run_on_one(path, records, mode == Mode::Tier),
+    }
+}
+
+/// [`Mode::Plain`] and [`Mode::Tier`]: one engine.
+fn run_on_one(path: &str, records: Vec<Record>, tier: bool) -> Report {
+    let mut rep = Report::default();
     let engine = if tier {
         match tiering_engine() {
             Ok(e) => e.with_parallel_min_rows(0),
@@ -444,15 +449,8 @@ pub fn run_file_in(path: &str, text: &str, mode: Mode) -> Report {
 const CLUSTER_PARTITIONS: i32 = 8;
 
 /// [`Mode::Cluster`]: `n` (at least 1) engines of one in-process cluster.
-fn run_on_cluster(path: &str, text: &str, n: usize) -> Report {
+fn run_on_cluster(path: &str, records: Vec<Record>, n: usize) -> Report {
     let mut rep = Report::default();
-    let records = match parse(text) {
-        Ok(r) => r,
-        Err(e) => {
-            rep.count(path, 0, Err(e));
-            return rep;
-        }
-    };
     let n = n.max(1);
     let cluster = zepto_sql::local_cluster::LocalCluster::new(CLUSTER_PARTITIONS, |_| true);
     // Statements change each node's own copy, as each node applies the same log (a DELETE

@@ -73,6 +73,12 @@ pub struct Status {
 }
 
 impl Status {
+    /// The partitions this node answers queries for: those it owns and has replayed
+    /// ([`PartitionState::ready`]), ascending.
+    pub fn ready_partitions(&self) -> Vec<i32> {
+        self.partitions.iter().filter(|(_, p)| p.ready()).map(|(&n, _)| n).collect()
+    }
+
     /// Where Kafka's default partitioner puts `key`'s records, and whether this node owns that
     /// partition now; `None` while the topic's partition count is unknown.
     pub fn locate(&self, key: &str) -> Option<Placement> {

@@ -41,25 +41,20 @@ pub(super) fn exchange(ctx: &ExecContext, input: &Plan, remotes: &[Remote], clus
             (Err(e), _) => return Err(e),
         }
     }
-    let local_types: Vec<DataType> =
-        batches.first().map(|b| b.columns.iter().map(|c| c.data_type()).collect()).unwrap_or_default();
-    let mut full: Vec<Batch> = batches.iter().filter(|b| b.rows > 0).cloned().collect();
-    if full.is_empty() {
-        return batches
-            .into_iter()
-            .next()
-            .ok_or_else(|| SqlError::Internal("an exchange without its own share".into()));
+    // This node's share comes first: when no share has rows, it is the (typed) result.
+    let (mut full, empty): (Vec<Batch>, Vec<Batch>) = batches.into_iter().partition(|b| b.rows > 0);
+    if let Some(b) = full.iter().find(|b| b.columns.len() != input.width()) {
+        return Err(SqlError::Execution(format!(
+            "a node answered an exchange with {} columns, this node has {}",
+            b.columns.len(),
+            input.width()
+        )));
     }
-    for b in &full {
-        if b.columns.len() != local_types.len() {
-            return Err(SqlError::Execution(format!(
-                "a node answered an exchange with {} columns, this node has {}",
-                b.columns.len(),
-                local_types.len()
-            )));
-        }
+    match full.len() {
+        0 => empty.into_iter().next().ok_or_else(|| SqlError::Internal("an exchange without its own share".into())),
+        1 => Ok(full.remove(0)),
+        _ => Ok(super::concat_chunks(full)),
     }
-    Ok(if full.len() == 1 { full.remove(0) } else { super::concat_chunks(full) })
 }
 
 /// One remote's share.

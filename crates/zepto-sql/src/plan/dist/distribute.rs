@@ -83,7 +83,7 @@ impl<'c> Dist<'c> {
 
     /// `input` (a scan shape) gathered from every owner, if its table is the cluster's.
     fn gather(&self, input: &Plan) -> Result<Option<Plan>> {
-        let Some(s) = scan_shape(input) else { return Ok(None) };
+        let Some(mut s) = scan_shape(input) else { return Ok(None) };
         if !self.cluster.get().distributes(s.table.name()) {
             return Ok(None);
         }
@@ -91,10 +91,10 @@ impl<'c> Dist<'c> {
             return self.exchange(&f, input).map(Some);
         }
         // Filters that cannot travel run here, over the gathered scan.
-        let bare = crate::plan::shape::ScanShape { filters: Vec::new(), ..s };
-        let Some(f) = Fragment::of(&bare, None) else { return Ok(None) };
+        let filters = std::mem::take(&mut s.filters);
+        let Some(f) = Fragment::of(&s, None) else { return Ok(None) };
         let mut plan = self.exchange(&f, input)?;
-        for pred in scan_shape(input).map(|s| s.filters).unwrap_or_default() {
+        for pred in filters {
             plan = Plan::Filter { input: Box::new(plan), pred: pred.clone() };
         }
         Ok(Some(plan))
