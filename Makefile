@@ -10,13 +10,14 @@
 #               dependency licenses and bans (cargo deny's checks, offline), cargo doc without warnings
 #   make msrv   cargo check with the declared minimum Rust (rust-version in Cargo.toml)
 #   make bench  benchmark runner beside DuckDB and Polars (see bench/README.md)
+#   make soak   many rounds of the cluster's fault test (3 hosts in network namespaces, root)
 
 CARGO ?= cargo
 VENV  ?= .venv
 PY    := $(VENV)/bin/python
 SEED  ?= $(shell date +%s)
 
-.PHONY: demo serve sql build test check msrv venv difftest fuzz-smoke python python-test bench clean fix-engine kafka cluster
+.PHONY: demo serve sql build test check msrv venv difftest fuzz-smoke python python-test bench clean fix-engine kafka cluster soak
 
 build:
 	$(CARGO) build --release -p zepto-cli
@@ -38,7 +39,7 @@ $(VENV)/.ok: tests/gen/requirements.txt python/requirements-test.txt
 venv: $(VENV)/.ok
 
 test: venv fix-engine kafka
-	ZEPTO_REQUIRE_FIX_ENGINE=1 ZEPTO_REQUIRE_KAFKA=1 $(CARGO) test --workspace
+	ZEPTO_REQUIRE_FIX_ENGINE=1 ZEPTO_REQUIRE_KAFKA=1 ZEPTO_REQUIRE_NETNS=1 $(CARGO) test --workspace
 	$(MAKE) fuzz-smoke
 	$(MAKE) difftest
 	$(MAKE) python-test
@@ -71,6 +72,13 @@ fix-engine:
 # `cargo test` without them says those tests are skipped. tests/kafka/broker.sh runs them.
 kafka:
 	tests/kafka/broker.sh install
+
+# The 3-host fault test (crates/zepto-cli/tests/cluster_netns.rs: nodes in network
+# namespaces, kill -9 and network cuts; needs root and iproute2) for ROUNDS rounds.
+ROUNDS ?= 20
+soak: kafka
+	ZEPTO_SOAK_ROUNDS=$(ROUNDS) ZEPTO_REQUIRE_NETNS=1 ZEPTO_REQUIRE_KAFKA=1 \
+	  $(CARGO) test -p zepto-cli --test cluster_netns -- --nocapture
 
 # A 3-node cluster on this machine (a Kafka broker and three nodes; docs/cluster.md):
 # `tests/kafka/cluster.sh stop` ends it.

@@ -3,23 +3,25 @@
 # cluster tests and the README's local cluster.
 #
 #   tests/kafka/broker.sh install          jars from Maven Central into $KAFKA_LIB (make kafka)
-#   tests/kafka/broker.sh start DIR PORT   fresh storage under DIR, serve 127.0.0.1:PORT, wait
+#   tests/kafka/broker.sh start DIR PORT   fresh storage under DIR, serve KAFKA_HOST:PORT, wait
 #   tests/kafka/broker.sh stop DIR         stop the broker started with DIR
 #
-# The controller listens on PORT+1. Needs java 17+ (and mvn for install). KAFKA_LIB defaults
+# The broker listens on KAFKA_HOST (default 127.0.0.1), the controller on PORT+1.
+# Needs java 17+ (and mvn for install). KAFKA_LIB defaults
 # to target/kafka/lib of this repository. Topics are created on first use, with
 # KAFKA_PARTITIONS partitions (default 6).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 LIB=${KAFKA_LIB:-$HERE/../../target/kafka/lib}
+HOST=${KAFKA_HOST:-127.0.0.1}
 
 properties() { # DIR PORT
   cat <<P
 process.roles=broker,controller
 node.id=1
-controller.quorum.voters=1@127.0.0.1:$(($2 + 1))
-listeners=PLAINTEXT://127.0.0.1:$2,CONTROLLER://127.0.0.1:$(($2 + 1))
-advertised.listeners=PLAINTEXT://127.0.0.1:$2
+controller.quorum.voters=1@$HOST:$(($2 + 1))
+listeners=PLAINTEXT://$HOST:$2,CONTROLLER://$HOST:$(($2 + 1))
+advertised.listeners=PLAINTEXT://$HOST:$2
 controller.listener.names=CONTROLLER
 inter.broker.listener.name=PLAINTEXT
 listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
@@ -67,7 +69,7 @@ case "${1:-}" in
       -cp "$CP" kafka.Kafka "$DIR/server.properties" > "$DIR/stdout.log" 2>&1 &
     echo $! > "$DIR/kafka.pid"
     for _ in $(seq 1 600); do
-      grep -q "Kafka Server started" "$DIR/server.log" 2>/dev/null && { echo "kafka ready on 127.0.0.1:$PORT"; exit 0; }
+      grep -q "Kafka Server started" "$DIR/server.log" 2>/dev/null && { echo "kafka ready on $HOST:$PORT"; exit 0; }
       kill -0 "$(cat "$DIR/kafka.pid")" 2>/dev/null || break
       sleep 0.1
     done

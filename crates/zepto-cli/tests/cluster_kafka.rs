@@ -10,101 +10,13 @@
 
 mod common;
 
+use common::kafka::{flush, send, wait_for, Broker};
 use common::{get, post, sql, Server};
-use rdkafka::message::{Header, OwnedHeaders};
-use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
-use rdkafka::ClientConfig;
+use rdkafka::producer::BaseProducer;
 use std::path::PathBuf;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 const PARTITIONS: usize = 4;
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// A broker of its own for one test, stopped when dropped.
-struct Broker {
-    dir: PathBuf,
-    addr: String,
-}
-
-impl Broker {
-    /// A fresh broker, or `None` (test skipped) when Kafka's jars or java are missing.
-    fn start(name: &str) -> Option<Broker> {
-        let required = std::env::var_os("ZEPTO_REQUIRE_KAFKA").is_some();
-        let lib = root().join("target/kafka/lib");
-        let java = Command::new("java").arg("-version").output().is_ok();
-        if !lib.is_dir() || !java {
-            assert!(!required, "no Kafka broker: make kafka (Maven and java)");
-            eprintln!("skipped: no Kafka jars in target/kafka/lib (make kafka) or no java");
-            return None;
-        }
-        let port = free_port_pair();
-        let dir = std::env::temp_dir().join(format!("zepto-kafka-{name}-{}", std::process::id()));
-        let out = Command::new(root().join("tests/kafka/broker.sh"))
-            .args(["start", &dir.to_string_lossy(), &port.to_string()])
-            .env("KAFKA_PARTITIONS", PARTITIONS.to_string())
-            .output()
-            .expect("runs broker.sh");
-        assert!(out.status.success(), "broker did not start: {}", String::from_utf8_lossy(&out.stderr));
-        Some(Broker { dir, addr: format!("127.0.0.1:{port}") })
-    }
-
-    fn producer(&self) -> BaseProducer {
-        ClientConfig::new()
-            .set("bootstrap.servers", &self.addr)
-            .set("enable.idempotence", "true")
-            // Kafka's default (Java) partitioner, which nodes expect records to be placed by.
-            .set("partitioner", "murmur2_random")
-            .set("acks", "all")
-            .set("linger.ms", "5")
-            .create()
-            .expect("a producer")
-    }
-}
-
-impl Drop for Broker {
-    fn drop(&mut self) {
-        let _ = Command::new(root().join("tests/kafka/broker.sh")).args(["stop", &self.dir.to_string_lossy()]).output();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-/// A port whose successor is free too (the broker's controller listens there).
-fn free_port_pair() -> u16 {
-    loop {
-        let a = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
-        let p = a.local_addr().expect("addr").port();
-        if p < u16::MAX && std::net::TcpListener::bind(("127.0.0.1", p + 1)).is_ok() {
-            return p;
-        }
-    }
-}
-
-/// Send one record to `topic`, keyed (so Kafka's partitioner places it), with headers.
-fn send(p: &BaseProducer, topic: &str, key: &str, body: &[u8], headers: &[(&str, &str)]) {
-    let mut h = OwnedHeaders::new();
-    for (k, v) in headers {
-        h = h.insert(Header { key: k, value: Some(*v) });
-    }
-    let mut rec = BaseRecord::to(topic).key(key).payload(body).headers(h);
-    loop {
-        match p.send(rec) {
-            Ok(()) => return,
-            Err((e, back)) => {
-                assert!(format!("{e}").contains("Queue full"), "send: {e}");
-                p.poll(Duration::from_millis(50));
-                rec = back;
-            }
-        }
-    }
-}
-
-fn flush(p: &BaseProducer) {
-    p.flush(Duration::from_secs(30)).expect("every record acknowledged by the broker");
-}
 
 /// The first cell of a one-row answer, as an integer (0 while the table does not exist, or
 /// while the node does not know the topic's partitions and their owners yet).
@@ -116,14 +28,6 @@ fn count(addr: &str, q: &str) -> i64 {
         404 if r.error_code() == "TABLE_NOT_FOUND" => 0,
         400 if starting(&r.text()) => 0,
         s => panic!("{q}: {s} {}", r.text()),
-    }
-}
-
-fn wait_for(what: &str, secs: u64, mut f: impl FnMut() -> bool) {
-    let t0 = Instant::now();
-    while !f() {
-        assert!(t0.elapsed() < Duration::from_secs(secs), "timed out after {secs} s waiting for {what}");
-        std::thread::sleep(Duration::from_millis(100));
     }
 }
 
@@ -151,7 +55,7 @@ fn trades(p: &BaseProducer, topic: &str, first: usize, records: usize) {
 
 #[test]
 fn records_become_rows_once_each_through_kill_9_and_a_restart() {
-    let Some(broker) = Broker::start("once") else { return };
+    let Some(broker) = Broker::start("once", "127.0.0.1", PARTITIONS) else { return };
     let dir = std::env::temp_dir().join(format!("zepto-cluster-once-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let data = dir.to_string_lossy().to_string();
@@ -208,7 +112,7 @@ fn records_become_rows_once_each_through_kill_9_and_a_restart() {
 
 #[test]
 fn two_nodes_of_one_group_split_the_partitions() {
-    let Some(broker) = Broker::start("split") else { return };
+    let Some(broker) = Broker::start("split", "127.0.0.1", PARTITIONS) else { return };
     let p = broker.producer();
     // Make the topic exist with its partitions before the nodes join.
     trades(&p, "split", 0, 8);
@@ -302,7 +206,7 @@ fn two_nodes_of_one_group_split_the_partitions() {
 /// lines reach Kafka as Arrow records of the decoded rows.
 #[test]
 fn write_on_a_node_goes_through_kafka() {
-    let Some(broker) = Broker::start("write") else { return };
+    let Some(broker) = Broker::start("write", "127.0.0.1", PARTITIONS) else { return };
     let dir = std::env::temp_dir().join(format!("zepto-cluster-write-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let n = node(&broker.addr, "w", "n", &dir.to_string_lossy());
@@ -355,7 +259,7 @@ fn try_count(addr: &str, q: &str) -> Result<i64, String> {
 /// answer is whole (each acknowledged row once), and whole answers are back within seconds.
 #[test]
 fn answers_stay_whole_while_a_killed_nodes_partitions_move() {
-    let Some(broker) = Broker::start("kill3") else { return };
+    let Some(broker) = Broker::start("kill3", "127.0.0.1", PARTITIONS) else { return };
     let p = broker.producer();
     trades(&p, "kill3", 0, 8);
     flush(&p);

@@ -17,6 +17,9 @@ use zepto_sql::cluster::{Cluster, Layout};
 use zepto_sql::error::SqlError;
 use zepto_storage::Column;
 
+/// The longest a fragment may take on another node (its rows included).
+const FETCH_LIMIT: Duration = Duration::from_secs(300);
+
 /// Tables every node keeps for itself (the offsets it applied, ...), never spread.
 fn is_system(table: &str) -> bool {
     table.len() >= 6 && table[..6].eq_ignore_ascii_case("zepto_")
@@ -52,6 +55,11 @@ impl Peers {
         let endpoint = Endpoint::from_shared(format!("http://{addr}"))
             .map_err(|e| format!("Flight address '{addr}': {e}"))?
             .connect_timeout(Duration::from_secs(3))
+            // A node cut off the network answers nothing, not even a reset: HTTP/2 pings
+            // notice within seconds and fail the call instead of leaving the query waiting.
+            .http2_keep_alive_interval(Duration::from_secs(1))
+            .keep_alive_timeout(Duration::from_secs(2))
+            .keep_alive_while_idle(true)
             .tcp_nodelay(true);
         let c = {
             let _entered = self.rt.enter();
@@ -105,8 +113,13 @@ impl Cluster for Peers {
         }
         let ticket = Ticket { ticket: request.to_vec().into() };
         let batches = self.rt.block_on(async {
-            let stream = client.do_get(ticket).await.map_err(|e| format!("{addr}: {e}"))?;
-            stream.try_collect::<Vec<_>>().await.map_err(|e| format!("{addr}: {e}"))
+            let call = async {
+                let stream = client.do_get(ticket).await.map_err(|e| format!("{addr}: {e}"))?;
+                stream.try_collect::<Vec<_>>().await.map_err(|e| format!("{addr}: {e}"))
+            };
+            tokio::time::timeout(FETCH_LIMIT, call)
+                .await
+                .map_err(|_| format!("{addr}: no answer within {} s", FETCH_LIMIT.as_secs()))?
         })?;
         let Some(first) = batches.first() else { return Ok((Vec::new(), 0)) };
         let fields = first.schema().fields().clone();

@@ -2,6 +2,8 @@
 //! port, spoken to over raw TCP (so malformed HTTP can be sent too).
 #![allow(dead_code)] // each test file uses its own part of it
 
+pub mod kafka;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
@@ -29,12 +31,18 @@ impl Server {
         for (k, v) in env {
             cmd.env(k, v);
         }
+        Server::spawn(cmd)
+    }
+
+    /// Start `cmd` (a `zeptodb serve`, however launched) and wait until it listens.
+    pub fn spawn(mut cmd: Command) -> Server {
         let mut child = cmd.stdout(Stdio::null()).stderr(Stdio::piped()).spawn().expect("starts zeptodb serve");
         let stderr = child.stderr.take().expect("stderr");
         let mut lines = BufReader::new(stderr).lines();
         let mut startup = Vec::new();
         let addr = loop {
-            let line = lines.next().expect("server printed its address").expect("reads stderr");
+            let Some(line) = lines.next() else { panic!("the server ended before it listened: {startup:?}") };
+            let line = line.expect("reads stderr");
             if let Some(rest) = line.split("listening on http://").nth(1) {
                 break rest.split_whitespace().next().expect("address").to_string();
             }
