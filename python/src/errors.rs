@@ -83,7 +83,7 @@ pub fn sql_error(py: Python<'_>, e: EngineError) -> PyErr {
         }
         EngineError::Timeout(_) => raise::<Timeout>(py, msg, code, at),
         EngineError::Cancelled => raise::<Cancelled>(py, msg, code, at),
-        EngineError::Io(_) | EngineError::DiskFull(_) | EngineError::File { .. } => {
+        EngineError::Io(_) | EngineError::DiskFull(_) | EngineError::File { .. } | EngineError::Unavailable(_) => {
             raise::<StorageError>(py, msg, code, at)
         }
         EngineError::PermissionDenied(_) => raise::<PermissionDenied>(py, msg, code, at),

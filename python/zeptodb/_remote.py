@@ -37,6 +37,7 @@ _CLASSES = {
     "IO": _native.StorageError,
     "DISK_FULL": _native.StorageError,
     "NOT_DURABLE": _native.StorageError,
+    "UNAVAILABLE": _native.StorageError,
     "FILE_NOT_FOUND": _native.StorageError,
     "FILE_ACCESS_DENIED": _native.StorageError,
     "BAD_FILE": _native.StorageError,

@@ -322,3 +322,45 @@ fn answers_stay_whole_while_a_killed_nodes_partitions_move() {
     }
     dirs.iter().for_each(|d| drop(std::fs::remove_dir_all(d)));
 }
+
+/// Statements on a node go through Kafka: CREATE TABLE reaches the other node (a statement
+/// record on every partition), INSERT and COPY store their rows on the nodes owning them,
+/// statements Kafka cannot carry are refused, and a statement record that is not a CREATE
+/// TABLE is refused and counted.
+#[test]
+fn statements_on_a_node_reach_every_node() {
+    let Some(broker) = Broker::start("ddl", "127.0.0.1", PARTITIONS) else { return };
+    let p = broker.producer();
+    trades(&p, "ddl", 0, 8);
+    flush(&p);
+    let dirs: Vec<PathBuf> =
+        ["x", "y"].iter().map(|n| std::env::temp_dir().join(format!("zepto-ddl-{n}-{}", std::process::id()))).collect();
+    dirs.iter().for_each(|d| drop(std::fs::remove_dir_all(d)));
+    let x = node(&broker.addr, "ddl", "x", &dirs[0].to_string_lossy());
+    let y = node(&broker.addr, "ddl", "y", &dirs[1].to_string_lossy());
+    let total = "SELECT count(*) FROM trades";
+    wait_for("80 rows seen from both", 60, || count(&x.addr, total) == 80 && count(&y.addr, total) == 80);
+    sql(&x.addr, "CREATE TABLE fills (ts TIMESTAMP, sym SYMBOL, qty BIGINT)");
+    let known = |s: &Server| post(&s.addr, "/", "SELECT count(*) FROM fills").status == 200;
+    wait_for("y to learn the table from Kafka", 30, || known(&y));
+    let values: Vec<String> = (0..120).map(|i| format!("({i}, 'F{}', {i})", i % 9)).collect();
+    let r = sql(&y.addr, &format!("INSERT INTO fills VALUES {}", values.join(", ")));
+    assert_eq!(r["data"][0][0], "INSERT 120", "{r}");
+    let csv: String = (120..150).map(|i| format!("{i},F{},{i}\n", i % 9)).collect();
+    let r = post(&x.addr, "/write?format=csv&table=fills", &format!("ts,sym,qty\n{csv}"));
+    assert_eq!(r.status, 200, "{}", r.text());
+    let q = "SELECT count(*) * 1000000 + sum(qty) FROM fills";
+    let want = 150 * 1_000_000 + (0..150).sum::<i64>();
+    wait_for("150 fills from both", 60, || count(&x.addr, q) == want && count(&y.addr, q) == want);
+    let r = post(&x.addr, "/", "DELETE FROM fills WHERE qty > 3");
+    assert_eq!((r.status, r.error_code().as_str()), (501, "NOT_SUPPORTED"), "{}", r.text());
+    // A statement record from another producer that is not CREATE TABLE: refused, counted.
+    let refused = |s: &Server| status(s)["records_rejected"].as_i64().unwrap_or(0);
+    let before = refused(&x) + refused(&y);
+    send(&p, "ddl", "", b"DROP TABLE fills", &[("zepto-format", "sql")]);
+    flush(&p);
+    wait_for("the DROP record refused", 30, || refused(&x) + refused(&y) == before + 1);
+    assert_eq!(count(&x.addr, q), want, "nothing dropped");
+    let _ = (x.stop(), y.stop());
+    dirs.iter().for_each(|d| drop(std::fs::remove_dir_all(d)));
+}

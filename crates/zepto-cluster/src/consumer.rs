@@ -21,11 +21,16 @@
 //!   `partitioner=murmur2_random` in librdkafka place keys). A record whose key that
 //!   partitioner puts elsewhere, or without a key, is refused like a malformed one: its rows
 //!   would be answered by no node, or by the wrong one.
+//! - **Statements.** A record of format `sql` on every partition (a node published it) is a
+//!   `CREATE TABLE IF NOT EXISTS` every node runs when it meets it in any of its partitions,
+//!   so that each partition's later records find the table; anything else is refused.
+//! - **Fencing.** A node cut off long enough is fenced by the group (a fatal error of its
+//!   client); it gives up its partitions and joins again with a new client.
 //! - **Revocation** forgets the partition. Its rows stay in this node's tables, out of its
 //!   answers (queries read only the partitions a node owns).
 
 use crate::offsets;
-use crate::record;
+use crate::record::{self, Body};
 use crate::status::Shared;
 use crate::{ClusterError, Config};
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext, RebalanceProtocol};
@@ -40,6 +45,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use zepto_server::auth::Principal;
 use zepto_server::cluster::PartitionState;
+use zepto_server::error::ApiError;
 use zepto_server::ingest::{self, IngestFormat, WriteRequest};
 use zepto_sql::Engine;
 
@@ -55,16 +61,27 @@ const BATCH_RECORDS: usize = 1000;
 /// Most bytes of records applied as one batch.
 const BATCH_BYTES: usize = 16 << 20;
 
-/// A record and the write request its headers stand for (or why they stand for none), read once.
+/// A record and what its headers say it holds (or why they say nothing), read once.
 struct Parsed<'m, 'a> {
     m: &'m BorrowedMessage<'a>,
-    req: Result<WriteRequest, String>,
+    req: Result<Body, String>,
 }
 
 impl Parsed<'_, '_> {
     /// The precision of a line-protocol record; `None` for any other (or malformed) one.
     fn ilp(&self) -> Option<i64> {
-        self.req.as_ref().ok().filter(|r| r.format == IngestFormat::Ilp).map(|r| r.precision.0)
+        match &self.req {
+            Ok(Body::Write(r)) if r.format == IngestFormat::Ilp => Some(r.precision.0),
+            _ => None,
+        }
+    }
+}
+
+/// What a record says, its placement checked (a statement, on every partition, is exempt).
+fn parse(m: &BorrowedMessage<'_>, count: usize, now: i64) -> Result<Body, String> {
+    match record::body(m.headers(), now)? {
+        Body::Statement => Ok(Body::Statement),
+        write => placed(m, count).map(|()| write),
     }
 }
 
@@ -121,6 +138,16 @@ pub(crate) fn spawn(
     shared: Shared,
     stop: Arc<AtomicBool>,
 ) -> Result<JoinHandle<()>, ClusterError> {
+    let consumer = join(&engine, config, &shared)?;
+    let worker = Worker { consumer, engine, config: config.clone(), topic: config.topic().to_string(), shared };
+    std::thread::Builder::new()
+        .name("zepto-kafka".into())
+        .spawn(move || worker.run(&stop))
+        .map_err(|e| ClusterError::Config(format!("cannot start the consumer thread: {e}")))
+}
+
+/// A consumer of `config`'s group, subscribed to its topic.
+fn join(engine: &Engine, config: &Config, shared: &Shared) -> Result<BaseConsumer<Context>, ClusterError> {
     let context = Context { engine: engine.clone(), topic: config.topic().to_string(), shared: shared.clone() };
     let consumer: BaseConsumer<Context> = config
         .client()
@@ -135,23 +162,20 @@ pub(crate) fn spawn(
         .create_with_context(context)
         .map_err(kafka)?;
     consumer.subscribe(&[config.topic()]).map_err(kafka)?;
-    let worker = Worker { consumer, engine, topic: config.topic().to_string(), shared };
-    std::thread::Builder::new()
-        .name("zepto-kafka".into())
-        .spawn(move || worker.run(&stop))
-        .map_err(|e| ClusterError::Config(format!("cannot start the consumer thread: {e}")))
+    Ok(consumer)
 }
 
 /// The consumer thread's state.
 struct Worker {
     consumer: BaseConsumer<Context>,
     engine: Engine,
+    config: Config,
     topic: String,
     shared: Shared,
 }
 
 impl Worker {
-    fn run(self, stop: &AtomicBool) {
+    fn run(mut self, stop: &AtomicBool) {
         let (mut refreshed, mut compacted) = (Instant::now(), Instant::now());
         while !stop.load(Ordering::Acquire) {
             let batch = self.gather();
@@ -167,10 +191,32 @@ impl Worker {
                 }
                 compacted = Instant::now();
             }
+            if let Some((code, why)) = self.consumer.client().fatal_error() {
+                self.rejoin(&format!("{code:?}: {why}"));
+            }
         }
         self.refresh();
         // Dropping the consumer closes it (a static member keeps its partitions for the
         // session timeout, so a quick restart takes them back without a rebalance).
+    }
+
+    /// After a fatal client error (Kafka fenced this member: it was cut off long enough for
+    /// the group to move on), give up every partition and join the group again with a new
+    /// client: Kafka then gives the node a share, each partition resumed from the node's own
+    /// offsets. A client that cannot be made is tried again a second later.
+    fn rejoin(&mut self, why: &str) {
+        eprintln!("zeptodb: cluster: the Kafka client failed ({why}): joining the group again");
+        self.shared.update(|s| {
+            s.partitions.clear();
+            s.last_error = Some(format!("rejoining the group after: {why}"));
+        });
+        match join(&self.engine, &self.config, &self.shared) {
+            Ok(c) => self.consumer = c,
+            Err(e) => {
+                self.shared.update(|s| s.last_error = Some(format!("rejoining the group: {e}")));
+                std::thread::sleep(Duration::from_secs(1));
+            }
+        }
     }
 
     /// What one poll waits for (at most 100 ms), with every record already fetched behind
@@ -233,15 +279,12 @@ impl Worker {
             }
             return;
         }
-        let fresh: Vec<Parsed<'_, '_>> = batch
-            .iter()
-            .filter(|m| self.wanted(m))
-            .map(|m| Parsed { m, req: placed(m, count).and_then(|()| record::request(m.headers(), now)) })
-            .collect();
+        let fresh: Vec<Parsed<'_, '_>> =
+            batch.iter().filter(|m| self.wanted(m)).map(|m| Parsed { m, req: parse(m, count, now) }).collect();
         let mut stalled: HashSet<i32> = HashSet::new();
         for run in runs(&fresh) {
             let run: Vec<&Parsed<'_, '_>> = run.into_iter().filter(|p| !stalled.contains(&p.m.partition())).collect();
-            if let (true, Some(Ok(req))) = (run.len() > 1, run.first().map(|p| &p.req)) {
+            if let (true, Some(Ok(Body::Write(req)))) = (run.len() > 1, run.first().map(|p| &p.req)) {
                 // On an error the run is applied again record by record below, so that a bad
                 // record is refused alone.
                 if let Ok(rows) = self.apply_run(req, &run) {
@@ -294,25 +337,44 @@ impl Worker {
         let write = |req: &WriteRequest, body: &[u8]| {
             ingest::write_marked(&self.engine, &Principal::anonymous_admin(), req, body, marks)
         };
-        match p
-            .req
-            .clone()
-            .map_err(|e| (400, e))
-            .and_then(|req| write(&req, body).map_err(|e| (e.status.as_u16(), e.message)))
-        {
+        let empty = WriteRequest {
+            format: IngestFormat::Ilp,
+            table: None,
+            precision: zepto_server::ingest::ilp::Precision::NANOS,
+            now_ns: now,
+        };
+        let outcome = match &p.req {
+            Err(e) => Err((400, e.clone())),
+            Ok(Body::Write(req)) => write(req, body).map_err(|e| (e.status.as_u16(), e.message)),
+            // The statement, then its offset alone: running it again after a crash between
+            // the two changes nothing (it creates a table only if none exists).
+            Ok(Body::Statement) => {
+                self.run_statement(body).and_then(|()| write(&empty, b"").map_err(|e| (e.status.as_u16(), e.message)))
+            }
+        };
+        match outcome {
             Ok(rows) => Ok(Applied::Rows(rows)),
             Err((status, why)) if status < 500 => {
-                let empty = WriteRequest {
-                    format: IngestFormat::Ilp,
-                    table: None,
-                    precision: zepto_server::ingest::ilp::Precision::NANOS,
-                    now_ns: now,
-                };
                 write(&empty, b"").map_err(|e| ClusterError::Storage(e.message))?;
                 Ok(Applied::Refused(why))
             }
             Err((_, why)) => Err(ClusterError::Storage(why)),
         }
+    }
+
+    /// Run a statement record on this node's own engine: a `CREATE TABLE IF NOT EXISTS`,
+    /// nothing else. An error as an HTTP status (below 500: the record is refused) and why.
+    fn run_statement(&self, body: &[u8]) -> Result<(), (u16, String)> {
+        let sql = std::str::from_utf8(body).map_err(|e| (400, format!("a statement record is not UTF-8: {e}")))?;
+        let stmt = zepto_sql::parser::parse_statement(sql).map_err(|e| (400, e.to_string()))?;
+        match &stmt {
+            zepto_sql::parser::ast::Statement::CreateTable(ct) if ct.if_not_exists => {}
+            _ => return Err((400, "a statement record may only be CREATE TABLE IF NOT EXISTS".into())),
+        }
+        self.engine.execute_statement(&stmt).map(drop).map_err(|e| {
+            let e = ApiError::from(e);
+            (e.status.as_u16(), e.message)
+        })
     }
 
     /// Account for one record's outcome; after a storage failure, go back to it.

@@ -28,7 +28,7 @@ pub struct Node {
 /// What the HTTP door calls: the status, and `/write` through Kafka.
 struct View {
     shared: Shared,
-    producer: Producer,
+    producer: Arc<Producer>,
 }
 
 impl ClusterView for View {
@@ -59,7 +59,7 @@ impl Node {
         }
         let stop = Arc::new(AtomicBool::new(false));
         let watch = crate::watch::spawn(config, shared.clone(), stop.clone())?;
-        let view = Arc::new(View { shared: shared.clone(), producer });
+        let view = Arc::new(View { shared: shared.clone(), producer: Arc::new(producer) });
         let node_id = config.node_id().to_string();
         let mut node = Node { stop, threads: vec![watch], view, engine: engine.clone(), node_id };
         // On an error here, dropping `node` stops the watch thread.
@@ -76,10 +76,11 @@ impl Node {
         Ok(())
     }
 
-    /// The cluster as this node's queries see it: the partitions' owners, and the other
-    /// nodes' Flight doors (sending `key`, an admin key, when given).
+    /// The cluster as this node's queries see it: the partitions' owners, the other nodes'
+    /// Flight doors (sending `key`, an admin key, when given), and the producer its
+    /// statements publish through.
     pub fn cluster(&self, key: Option<String>) -> Result<ClusterRef, ClusterError> {
-        let peers = crate::peers::Peers::new(&self.node_id, self.view.shared.clone(), key)?;
+        let peers = crate::peers::Peers::new(&self.node_id, self.view.shared.clone(), self.view.producer.clone(), key)?;
         Ok(ClusterRef::new(Arc::new(peers)))
     }
 

@@ -1,19 +1,21 @@
 //! The cluster as this node's engine sees it ([`zepto_sql::cluster::Cluster`]): the layout
 //! from the consumer group (this node's own assignment, the coordinator's for the others),
-//! and fragments sent to the other nodes' Flight doors ([`crate::flight`]).
+//! fragments sent to the other nodes' Flight doors ([`crate::flight`]), and statements
+//! published through the node's producer ([`crate::produce`]).
 //!
 //! Calls block the query's thread (each remote is asked on a thread of its own by the
 //! exchange) on a small runtime of their own; connections are kept per node and reused.
 
+use crate::produce::Producer;
 use crate::status::Shared;
 use crate::ClusterError;
 use arrow_flight::{FlightClient, Ticket};
 use futures::TryStreamExt;
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tonic::transport::{Channel, Endpoint};
-use zepto_sql::cluster::{Cluster, Layout};
+use zepto_sql::cluster::{Cluster, Layout, Publish};
 use zepto_sql::error::SqlError;
 use zepto_storage::Column;
 
@@ -31,19 +33,25 @@ pub(crate) struct Peers {
     shared: Shared,
     rt: tokio::runtime::Runtime,
     channels: Mutex<HashMap<String, Channel>>,
+    producer: Arc<Producer>,
     key: Option<String>,
 }
 
 impl Peers {
     /// The cluster of node `node_id`; `key` (an admin key) is sent to the other nodes' doors.
-    pub(crate) fn new(node_id: &str, shared: Shared, key: Option<String>) -> Result<Peers, ClusterError> {
+    pub(crate) fn new(
+        node_id: &str,
+        shared: Shared,
+        producer: Arc<Producer>,
+        key: Option<String>,
+    ) -> Result<Peers, ClusterError> {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .thread_name("zepto-peers")
             .enable_all()
             .build()
             .map_err(|e| ClusterError::Config(format!("the Flight client's runtime: {e}")))?;
-        Ok(Peers { node_id: node_id.to_string(), shared, rt, channels: Mutex::default(), key })
+        Ok(Peers { node_id: node_id.to_string(), shared, rt, channels: Mutex::default(), producer, key })
     }
 
     /// A channel to the Flight door at `addr` (connected on first use, then reused).
@@ -124,5 +132,12 @@ impl Cluster for Peers {
         let Some(first) = batches.first() else { return Ok((Vec::new(), 0)) };
         let fields = first.schema().fields().clone();
         zepto_io::ipc::from_record_batches(&fields, batches).map_err(|e| e.to_string())
+    }
+
+    fn publish(&self, change: Publish<'_>) -> Result<(), String> {
+        match change {
+            Publish::CreateTable(sql) => self.producer.publish_statement(sql),
+            Publish::Rows { table, names, columns, keys } => self.producer.publish_rows(table, names, columns, keys),
+        }
     }
 }

@@ -50,9 +50,10 @@ impl ProducerContext for Deliveries {
     }
 }
 
-/// One record to produce.
+/// One record to produce: placed by its key, or on `partition` when given.
 struct Record {
     key: String,
+    partition: Option<i32>,
     body: Vec<u8>,
     headers: Vec<(&'static str, String)>,
 }
@@ -91,14 +92,55 @@ impl Producer {
         let (rows, records) = match ingest::check(engine, who, req, body)? {
             Checked::Lines(lines) => (lines.len(), line_records(&lines, req, body)),
             Checked::Rows { table, names, columns, keys } => {
-                (keys.len(), row_records(&table, &names, &columns, &keys)?)
+                let bad = |e: zepto_io::IoError| ApiError::internal(format!("encoding rows for Kafka: {e}"));
+                (keys.len(), row_records(&table, &names, &columns, &keys).map_err(bad)?)
             }
         };
+        self.produce_all(&records)
+            .map_err(|msg| ApiError::new(hyper::StatusCode::SERVICE_UNAVAILABLE, "KAFKA", msg))?;
+        Ok(rows)
+    }
+
+    /// Rows of `table` (columns `names`), each with its routing key, as Arrow records; once
+    /// Kafka has every record.
+    pub fn publish_rows(
+        &self,
+        table: &str,
+        names: &[String],
+        columns: &[Column],
+        keys: &[String],
+    ) -> Result<(), String> {
+        let records = row_records(table, names, columns, keys).map_err(|e| format!("encoding rows for Kafka: {e}"))?;
+        self.produce_all(&records)
+    }
+
+    /// A statement every node runs ([`crate::record::STATEMENT`]), one record on every
+    /// partition, so that each partition's owner meets it before any later record of its
+    /// partition; once Kafka has every one.
+    pub fn publish_statement(&self, sql: &str) -> Result<(), String> {
+        let partitions = self.ensure_topic().map_err(|e| e.to_string())?;
+        if partitions == 0 {
+            return Err(format!("the topic {} has no partitions yet", self.topic));
+        }
+        let headers = vec![(crate::record::FORMAT, crate::record::STATEMENT.to_string())];
+        let records: Vec<Record> = (0..partitions)
+            .map(|p| Record {
+                key: String::new(),
+                partition: i32::try_from(p).ok(),
+                body: sql.as_bytes().to_vec(),
+                headers: headers.clone(),
+            })
+            .collect();
+        self.produce_all(&records)
+    }
+
+    /// Produce `records` and wait for Kafka's acknowledgements; an error says how many were not.
+    fn produce_all(&self, records: &[Record]) -> Result<(), String> {
         let (tx, rx) = sync_channel(records.len());
         let deadline = Instant::now() + ACK_TIMEOUT;
         let mut failed = Vec::new();
         let mut sent = 0;
-        for r in &records {
+        for r in records {
             match self.send(r, &tx, deadline) {
                 Ok(()) => sent += 1,
                 Err(e) => failed.push(e),
@@ -111,15 +153,14 @@ impl Producer {
                 Err(_) => failed.push("no acknowledgement in time".into()),
             }
         }
-        if let Some(first) = failed.first() {
-            let msg = format!(
+        match failed.first() {
+            None => Ok(()),
+            Some(first) => Err(format!(
                 "{} of {} Kafka records not acknowledged ({first}); the others were, and will be stored",
                 failed.len(),
                 records.len()
-            );
-            return Err(ApiError::new(hyper::StatusCode::SERVICE_UNAVAILABLE, "KAFKA", msg));
+            )),
         }
-        Ok(rows)
     }
 
     /// Queue one record, waiting while the client's queue is full.
@@ -132,6 +173,9 @@ impl Producer {
             .key(r.key.as_str())
             .payload(r.body.as_slice())
             .headers(headers);
+        if let Some(p) = r.partition {
+            record = record.partition(p);
+        }
         loop {
             match self.inner.send(record) {
                 Ok(()) => return Ok(()),
@@ -177,6 +221,7 @@ fn line_records(lines: &[ingest::CheckedLine], req: &WriteRequest, body: &[u8]) 
             if !body.is_empty() && body.len() + line.len() + 1 > RECORD_BYTES {
                 out.push(Record {
                     key: key.clone(),
+                    partition: None,
                     body: std::mem::take(&mut body).into_bytes(),
                     headers: headers.clone(),
                 });
@@ -186,13 +231,18 @@ fn line_records(lines: &[ingest::CheckedLine], req: &WriteRequest, body: &[u8]) 
             }
             body.push_str(&line);
         }
-        out.push(Record { key, body: body.into_bytes(), headers: headers.clone() });
+        out.push(Record { key, partition: None, body: body.into_bytes(), headers: headers.clone() });
     }
     out
 }
 
 /// Arrow IPC records of the decoded rows, grouped by key.
-fn row_records(table: &str, names: &[String], columns: &[Column], keys: &[String]) -> Result<Vec<Record>, ApiError> {
+fn row_records(
+    table: &str,
+    names: &[String],
+    columns: &[Column],
+    keys: &[String],
+) -> Result<Vec<Record>, zepto_io::IoError> {
     let groups = group_by_key(keys.iter().enumerate().map(|(row, key)| (key.as_str(), row as u32)));
     let row_bytes = columns.iter().map(Column::data_bytes).sum::<usize>() / keys.len().max(1);
     let per_record = (RECORD_BYTES / row_bytes.max(1)).max(1);
@@ -202,9 +252,8 @@ fn row_records(table: &str, names: &[String], columns: &[Column], keys: &[String
         for chunk in rows.chunks(per_record) {
             let cols: Vec<Column> = columns.iter().map(|c| c.take(chunk)).collect();
             let refs: Vec<&Column> = cols.iter().collect();
-            let bad = |e: zepto_io::IoError| ApiError::internal(format!("encoding rows for Kafka: {e}"));
-            let body = zepto_io::ipc::write_ipc_stream(names, &refs, chunk.len()).map_err(bad)?;
-            out.push(Record { key: key.clone(), body, headers: headers.clone() });
+            let body = zepto_io::ipc::write_ipc_stream(names, &refs, chunk.len())?;
+            out.push(Record { key: key.clone(), partition: None, body, headers: headers.clone() });
         }
     }
     Ok(out)

@@ -3,7 +3,8 @@
 //! A record without headers is InfluxDB line protocol with nanosecond timestamps, as
 //! Telegraf's Kafka output and most producers write it. Headers say otherwise:
 //! - `zepto-format`: `ilp` (default), `jsonl`, `csv` or `arrow` (an Arrow IPC stream), the
-//!   names `/write?format=` takes;
+//!   names `/write?format=` takes; or `sql`: a statement every node runs (a `CREATE TABLE`
+//!   a node published on every partition), whatever its key;
 //! - `zepto-table`: the table of a `jsonl`, `csv` or `arrow` record (required for those);
 //! - `zepto-precision`: the unit of ILP timestamps (`n`, `u`, `ms`, `s`, ...), as `/write`'s
 //!   `precision=`.
@@ -18,6 +19,28 @@ pub const FORMAT: &str = "zepto-format";
 pub const TABLE: &str = "zepto-table";
 /// Header naming the unit of ILP timestamps.
 pub const PRECISION: &str = "zepto-precision";
+/// The format of a record holding a statement every node runs (`CREATE TABLE`).
+pub const STATEMENT: &str = "sql";
+
+/// What a record holds.
+#[derive(Debug, Clone)]
+pub enum Body {
+    /// Rows, as the write request stands for.
+    Write(WriteRequest),
+    /// A statement every node runs (a `CREATE TABLE IF NOT EXISTS`), on every partition.
+    Statement,
+}
+
+/// What a record with `headers` holds ([`request`] for rows); an error naming the header
+/// that is wrong.
+pub fn body(headers: Option<&BorrowedHeaders>, now_ns: i64) -> Result<Body, String> {
+    let statement =
+        headers.into_iter().flat_map(|hs| hs.iter()).any(|h| h.key == FORMAT && h.value == Some(STATEMENT.as_bytes()));
+    if statement {
+        return Ok(Body::Statement);
+    }
+    request(headers, now_ns).map(Body::Write)
+}
 
 /// The write request a record with `headers` stands for, its ILP points without a timestamp
 /// stamped `now_ns`; an error naming the header that is wrong.

@@ -188,6 +188,38 @@ pub struct CreateTable {
     pub partition_by: Option<String>,
 }
 
+/// An identifier as a quoted one (`"a""b"`), which reads back exactly as it was.
+fn quoted(f: &mut fmt::Formatter<'_>, ident: &str) -> fmt::Result {
+    write!(f, "\"{}\"", ident.replace('"', "\"\""))
+}
+
+impl fmt::Display for CreateTable {
+    /// Canonical SQL that parses back to the same statement, identifiers quoted.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(if self.if_not_exists { "CREATE TABLE IF NOT EXISTS " } else { "CREATE TABLE " })?;
+        quoted(f, &self.name)?;
+        f.write_str(" (")?;
+        for (i, (name, ty)) in self.columns.iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            quoted(f, name)?;
+            write!(f, " {}", ty.sql_name())?;
+        }
+        f.write_str(")")?;
+        if let Some(ts) = &self.timestamp {
+            f.write_str(" TIMESTAMP(")?;
+            quoted(f, ts)?;
+            f.write_str(")")?;
+        }
+        if let Some(key) = &self.partition_by {
+            f.write_str(" PARTITION BY ")?;
+            quoted(f, key)?;
+        }
+        Ok(())
+    }
+}
+
 /// Where INSERT's rows come from.
 #[derive(Debug, Clone, PartialEq)]
 pub enum InsertSource {

@@ -95,6 +95,10 @@ pub enum SqlError {
     /// Feature recognised but not supported yet.
     #[error("not supported: {0}")]
     NotSupported(String),
+    /// A service the statement needs did not answer (a cluster's log): nothing was changed,
+    /// and the statement may be retried.
+    #[error("{0}")]
+    Unavailable(String),
     /// A broken internal invariant: a bug, not a user mistake.
     #[error("internal error (this is a bug): {0}")]
     Internal(String),
@@ -139,6 +143,7 @@ impl SqlError {
             SqlError::Cancelled => "CANCELLED",
             SqlError::PermissionDenied(_) => "PERMISSION_DENIED",
             SqlError::NotSupported(_) => "NOT_SUPPORTED",
+            SqlError::Unavailable(_) => "UNAVAILABLE",
             SqlError::Internal(_) => "INTERNAL",
         }
     }

@@ -108,3 +108,18 @@ fn a_timestamp_parameter_is_a_typed_literal() {
         assert_eq!(zepto_storage::time::parse_timestamp(text), Some(ns));
     }
 }
+
+#[test]
+fn create_table_prints_sql_that_reads_back_the_same() {
+    for sql in [
+        "CREATE TABLE t (ts TIMESTAMP, sym SYMBOL, px DOUBLE, n BIGINT)",
+        "CREATE TABLE IF NOT EXISTS \"we\"\"ird\" (\"a b\" VARCHAR, e FLOAT[3], ok BOOLEAN, d DATE, i INTEGER, r REAL) \
+         TIMESTAMP(t2) PARTITION BY k",
+        "create table Mixed (\"Ts\" timestamp, k symbol) partition by k timestamp(\"Ts\")",
+    ] {
+        let Statement::CreateTable(ct) = one(sql) else { panic!("{sql}: not a CREATE TABLE") };
+        let printed = ct.to_string();
+        let Statement::CreateTable(back) = one(&printed) else { panic!("{printed}: not a CREATE TABLE") };
+        assert_eq!(back, ct, "{sql} printed as {printed}");
+    }
+}

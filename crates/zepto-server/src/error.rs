@@ -125,6 +125,7 @@ impl From<SqlError> for ApiError {
             SqlError::Cancelled => StatusCode::from_u16(499).unwrap_or(StatusCode::BAD_REQUEST),
             SqlError::NotSupported(_) => StatusCode::NOT_IMPLEMENTED,
             SqlError::DiskFull(_) => StatusCode::INSUFFICIENT_STORAGE,
+            SqlError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             SqlError::Io(_) | SqlError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         };
         let pos = e.pos();

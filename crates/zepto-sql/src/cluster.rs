@@ -22,6 +22,32 @@ pub trait Cluster: Send + Sync {
 
     /// Run an encoded [`crate::plan::dist::fragment::Request`] on `node`: its result's columns and row count.
     fn fetch(&self, node: &str, request: &[u8]) -> std::result::Result<(Vec<Column>, usize), String>;
+
+    /// Send `change` through the cluster's log to the nodes that store it; returns once the
+    /// log holds all of it (an error: not all of it, see [`Publish`]).
+    fn publish(&self, change: Publish<'_>) -> std::result::Result<(), String>;
+}
+
+/// A change to a table the cluster spreads, as the log carries it (a member engine sends
+/// CREATE TABLE, INSERT and COPY FROM on such tables through it).
+#[derive(Debug, Clone, Copy)]
+pub enum Publish<'a> {
+    /// A `CREATE TABLE IF NOT EXISTS` statement (canonical SQL) every node runs.
+    CreateTable(&'a str),
+    /// Rows of `table` (columns named `names`), each row's routing key in `keys`
+    /// ([`crate::plan::dist::routing_key`]): every row reaches the node owning its key's
+    /// partition. Rows of one key are stored all or none; a failure may leave other keys' rows
+    /// in the log (the error says how many records were not taken).
+    Rows {
+        /// The table.
+        table: &'a str,
+        /// Its columns' names, in order.
+        names: &'a [String],
+        /// The rows, one column per name.
+        columns: &'a [Column],
+        /// Each row's routing key.
+        keys: &'a [String],
+    },
 }
 
 /// A shared [`Cluster`], as plans and run contexts hold it.

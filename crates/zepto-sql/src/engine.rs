@@ -9,6 +9,7 @@
 //! context it is handed.
 
 use crate::access::{TableAccess, TENANT_COLUMN};
+use crate::cluster::ClusterRef;
 use crate::error::{Pos, Result, SqlError};
 use crate::exec::{self, cast::cast_column, Batch};
 use crate::interrupt::{RunContext, DEFAULT_PARALLEL_MIN_ROWS};
@@ -269,6 +270,9 @@ impl Engine {
         self.refuse_out_of_scope(s)?;
         let run = &self.context(run);
         run.check()?;
+        if let Some(cluster) = crate::spread::through_log(self.cluster.as_ref(), run, s) {
+            return self.through_log(run, cluster, s);
+        }
         match s {
             Statement::Query(q) => self.query_in(run, q),
             Statement::Explain { query, analyze } => self.explain(run, query, *analyze),
@@ -303,11 +307,7 @@ impl Engine {
             }
             Statement::Insert { table, columns, source, pos } => self.insert(run, table, columns, source, *pos),
             Statement::CopyFrom { table, path, options, pos } => {
-                let snap = self
-                    .catalog
-                    .snapshot(table)
-                    .map_err(|_| SqlError::TableNotFound { name: table.clone(), pos: Some(*pos) })?;
-                let cols = crate::copy::read_file(run, &self.files, path, options, snap.schema())?;
+                let cols = self.copy_columns(run, table, path, options, *pos)?.1;
                 let n = self.append_rows(table, cols)?;
                 Ok(QueryResult::status(format!("COPY {n}")))
             }
@@ -356,6 +356,26 @@ impl Engine {
         Ok(QueryResult::text_column("plan", text.lines().map(str::to_string).collect()))
     }
 
+    /// Run `s`, which changes a table `cluster` spreads, through its log ([`crate::spread`]).
+    fn through_log(&self, run: &RunContext, cluster: &ClusterRef, s: &Statement) -> Result<QueryResult> {
+        let (snap, cols, verb) = match s {
+            Statement::CreateTable(ct) if self.catalog.exists(&ct.name) => return self.create_table(ct),
+            Statement::CreateTable(ct) => return self.create_table(&crate::spread::publish_create(cluster, ct)?),
+            Statement::Insert { table, columns, source, pos } => {
+                let (snap, cols) = self.insert_columns(run, table, columns, source, *pos)?;
+                (snap, cols, "INSERT")
+            }
+            Statement::CopyFrom { table, path, options, pos } => {
+                let (snap, cols) = self.copy_columns(run, table, path, options, *pos)?;
+                (snap, cols, "COPY")
+            }
+            other => return Err(crate::spread::refused(other)),
+        };
+        check_tenant_rows(&self.access, &snap, &cols)?;
+        let n = crate::spread::publish_rows(cluster, &snap, &cols)?;
+        Ok(QueryResult::status(format!("{verb} {n}")))
+    }
+
     fn create_table(&self, ct: &CreateTable) -> Result<QueryResult> {
         let schema =
             Schema { columns: ct.columns.iter().map(|(n, t)| ColumnDef { name: n.clone(), data_type: *t }).collect() };
@@ -375,6 +395,20 @@ impl Engine {
         source: &InsertSource,
         pos: Pos,
     ) -> Result<QueryResult> {
+        let cols = self.insert_columns(run, table, columns, source, pos)?.1;
+        let n = self.append_rows(table, cols)?;
+        Ok(QueryResult::status(format!("INSERT {n}")))
+    }
+
+    /// The rows an INSERT's `source` gives, shaped for `table` (its snapshot with them).
+    fn insert_columns(
+        &self,
+        run: &RunContext,
+        table: &str,
+        columns: &[String],
+        source: &InsertSource,
+        pos: Pos,
+    ) -> Result<(Arc<Table>, Vec<Column>)> {
         let snap = self
             .catalog
             .snapshot(table)
@@ -387,8 +421,24 @@ impl Engine {
         };
         let src = self.query_in(run, &q)?;
         let cols = shape_for_table(&snap, columns, src.into_batch())?;
-        let n = self.append_rows(table, cols)?;
-        Ok(QueryResult::status(format!("INSERT {n}")))
+        Ok((snap, cols))
+    }
+
+    /// The rows `COPY table FROM path` reads, as columns of `table` (its snapshot with them).
+    fn copy_columns(
+        &self,
+        run: &RunContext,
+        table: &str,
+        path: &str,
+        options: &[(String, String)],
+        pos: Pos,
+    ) -> Result<(Arc<Table>, Vec<Column>)> {
+        let snap = self
+            .catalog
+            .snapshot(table)
+            .map_err(|_| SqlError::TableNotFound { name: table.to_string(), pos: Some(pos) })?;
+        let cols = crate::copy::read_file(run, &self.files, path, options, snap.schema())?;
+        Ok((snap, cols))
     }
 
     /// Append rows to `table`. In a session scoped to a tenant, every row's `tenant_id` must

@@ -24,6 +24,7 @@ pub use zepto_parser as parser;
 pub mod plan;
 pub mod result;
 pub mod settings;
+mod spread;
 
 pub use access::TableAccess;
 pub use engine::{Access, Engine, Prepared, QueryResult};

@@ -1,9 +1,11 @@
 //! A cluster of engines in one process: every node's fragments travel as encoded requests
-//! and come back through Arrow IPC bytes, as between machines, without a network. The
+//! and come back through Arrow IPC bytes, as between machines, without a network. What a
+//! member publishes every node applies to its own engine, whole, as every node of a real
+//! cluster would if it owned every partition: each answers for the partitions it owns. The
 //! differential tests run the SQL corpus on such a cluster (`zepto-slt --cluster N`), and
 //! an embedding program may use it to split one database over several engines.
 
-use crate::cluster::{Cluster, ClusterRef, Layout};
+use crate::cluster::{Cluster, ClusterRef, Layout, Publish};
 use crate::engine::Engine;
 use crate::error::{Result, SqlError};
 use crate::interrupt::RunContext;
@@ -11,11 +13,13 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, Weak};
 use zepto_storage::Column;
 
-/// One node: its engine, the partitions it owns, and those the others see it owning (the
-/// group coordinator's view, which may lag during a rebalance).
+/// One node: its engine as a member and its own (which applies what is published), the
+/// partitions it owns, and those the others see it owning (the group coordinator's view,
+/// which may lag during a rebalance).
 #[derive(Clone)]
 struct Node {
     engine: Engine,
+    own: Engine,
     owns: Vec<i32>,
     seen_owning: Vec<i32>,
 }
@@ -41,7 +45,8 @@ impl LocalCluster {
     pub fn join(self: &Arc<Self>, id: &str, engine: &Engine, owns: &[i32]) -> Engine {
         let view = View { me: id.to_string(), cluster: Arc::downgrade(self) };
         let member = engine.with_cluster(ClusterRef::new(Arc::new(view)));
-        let node = Node { engine: member.clone(), owns: owns.to_vec(), seen_owning: owns.to_vec() };
+        let node =
+            Node { engine: member.clone(), own: engine.clone(), owns: owns.to_vec(), seen_owning: owns.to_vec() };
         self.nodes().insert(id.to_string(), node);
         member
     }
@@ -92,5 +97,19 @@ impl Cluster for View {
         let bytes = zepto_io::ipc::write_ipc_stream(&names, &cols, b.rows).map_err(|e| e.to_string())?;
         let (_, cols, rows) = zepto_io::ipc::read_ipc_stream_any(&bytes).map_err(|e| e.to_string())?;
         Ok((cols, rows))
+    }
+
+    fn publish(&self, change: Publish<'_>) -> std::result::Result<(), String> {
+        let c = self.cluster().map_err(|e| e.to_string())?;
+        let nodes: Vec<Node> = c.nodes().values().cloned().collect();
+        for n in nodes {
+            match change {
+                Publish::CreateTable(sql) => n.own.execute(sql).map(drop).map_err(|e| e.to_string())?,
+                Publish::Rows { table, columns, .. } => {
+                    n.own.catalog().append(table, columns.to_vec()).map(drop).map_err(|e| e.to_string())?;
+                }
+            }
+        }
+        Ok(())
     }
 }

@@ -206,3 +206,52 @@ fn allow_partial_answers_without_the_missing_partitions_and_says_so() {
     assert!(r.missing_partitions.is_empty());
     assert_eq!(rows(&partial(&a), sql), all);
 }
+
+/// Statements on a member go through the cluster's log: CREATE TABLE reaches every node,
+/// INSERT's rows are stored by every node and answered once (by their owners), statements the
+/// log cannot carry are refused naming the escape, which runs them on this node alone.
+#[test]
+fn statements_on_a_member_go_through_the_log() {
+    let (single, a, b, _cluster) = setup();
+    let ddl = "CREATE TABLE fills (ts TIMESTAMP, sym SYMBOL, qty BIGINT)";
+    a.execute(ddl).expect("create through a");
+    single.execute(ddl).expect("create on the single node");
+    assert!(b.catalog().exists("fills"), "b learned the table from the log");
+    let again = a.execute(ddl).expect_err("a table that exists");
+    assert_eq!(again.code(), "TABLE_EXISTS");
+    a.execute("CREATE TABLE IF NOT EXISTS fills (ts TIMESTAMP, sym SYMBOL, qty BIGINT)").expect("if not exists");
+    let values: Vec<String> = (0..200).map(|i| format!("({i}, 'S{}', {i})", i % 13)).collect();
+    let insert = format!("INSERT INTO fills VALUES {}", values.join(", "));
+    let r = b.execute(&insert).expect("insert through b");
+    assert_eq!(r.status.as_deref(), Some("INSERT 200"));
+    single.execute(&insert).expect("insert on the single node");
+    let from_select = "INSERT INTO fills SELECT ts, sym, size FROM trades WHERE size < 50";
+    a.execute(from_select).expect("insert ... select through a");
+    single.execute(from_select).expect("insert ... select on the single node");
+    for q in
+        ["SELECT sym, count(*), sum(qty) FROM fills GROUP BY sym", "SELECT count(*), count(DISTINCT ts) FROM fills"]
+    {
+        let want = rows(&single, q);
+        assert_eq!(rows(&a, q), want, "{q} on a");
+        assert_eq!(rows(&b, q), want, "{q} on b");
+    }
+    for s in [
+        "DELETE FROM fills WHERE qty > 5",
+        "UPDATE fills SET qty = 0",
+        "DROP TABLE fills",
+        "ALTER TABLE fills ADD COLUMN note VARCHAR",
+        "CREATE TABLE copy AS SELECT * FROM fills",
+    ] {
+        let e = a.execute(s).expect_err(s);
+        assert_eq!(e.code(), "NOT_SUPPORTED", "{s}: {e}");
+        assert!(e.to_string().contains("cluster_scope = local"), "{s}: {e}");
+    }
+    assert!(!a.catalog().exists("copy"), "a refused CREATE TABLE AS creates nothing");
+    // A table the cluster does not spread is this node's own.
+    a.execute("CREATE TABLE local_scratch (ts TIMESTAMP, n BIGINT)").expect("a local table");
+    assert!(!b.catalog().exists("local_scratch"), "a node's own table stays its own");
+    a.execute("DELETE FROM local_scratch").expect("statements on a node's own table run");
+    // The escape: this node's copy only.
+    let r = a.execute("SET cluster_scope = local; DELETE FROM fills WHERE qty > 5");
+    assert!(r.is_ok(), "{:?}", r.err());
+}

@@ -45,16 +45,7 @@ pub fn check(engine: &Engine, who: &Principal, req: &WriteRequest, body: &[u8]) 
     let catalog = engine.catalog();
     if req.format != IngestFormat::Ilp {
         let (table, snap, columns) = decode_table(catalog, who, req.format, req.table.as_deref(), body)?;
-        let rows = columns.first().map_or(0, Column::len);
-        let keys = match snap.key_col().and_then(|k| columns.get(k)) {
-            Some(c) => (0..rows)
-                .map(|i| match c.get(i) {
-                    zepto_storage::Value::Str(s) => s,
-                    _ => zepto_sql::plan::dist::routing_key(None).to_string(),
-                })
-                .collect(),
-            None => vec![zepto_sql::plan::dist::routing_key(None).to_string(); rows],
-        };
+        let keys = zepto_sql::plan::dist::routing_keys(&snap, &columns);
         let names = snap.schema().columns.iter().map(|c| c.name.clone()).collect();
         return Ok(Checked::Rows { table, names, columns, keys });
     }

@@ -18,4 +18,4 @@ pub(crate) mod distribute;
 pub mod fragment;
 pub mod scope;
 
-pub use scope::{routing_key, Scope};
+pub use scope::{routing_key, routing_keys, Scope};

@@ -16,6 +16,21 @@ pub fn routing_key(key: Option<&str>) -> &str {
     key.unwrap_or("")
 }
 
+/// The routing key of every row of `columns` (rows shaped for `table`, one column per
+/// column of its schema): the partition key's text, `""` where it is NULL or the table has none.
+pub fn routing_keys(table: &Table, columns: &[zepto_storage::Column]) -> Vec<String> {
+    let rows = columns.first().map_or(0, zepto_storage::Column::len);
+    match table.key_col().and_then(|k| columns.get(k)) {
+        Some(c) => (0..rows)
+            .map(|i| match c.get(i) {
+                zepto_storage::Value::Str(s) => s,
+                _ => routing_key(None).to_string(),
+            })
+            .collect(),
+        None => vec![routing_key(None).to_string(); rows],
+    }
+}
+
 /// The partitions one node answers for: what it restricts its scans to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Scope {
