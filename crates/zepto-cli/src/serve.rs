@@ -2,6 +2,7 @@
 //! server runs until SIGTERM/SIGINT. `zeptodb keygen` makes an API key and its keys-file entry.
 
 mod cluster;
+mod flight_sql;
 
 use clap::{Arg, ArgAction, ArgMatches, Command};
 use std::path::{Path, PathBuf};
@@ -31,6 +32,7 @@ pub fn command() -> Command {
         .args(connection_args())
         .args(fix_args())
         .args(cluster::args())
+        .args(flight_sql::args())
 }
 
 /// `serve` flags: the FIX door (docs/fix.md).
@@ -359,6 +361,7 @@ const FILE_KEYS: &[&str] = &[
     "cluster-group",
     "flight",
     "node-id",
+    "flight-sql",
 ];
 
 impl<'a> Settings<'a> {
@@ -596,8 +599,8 @@ pub fn run(a: &ArgMatches) -> ExitCode {
     }
 }
 
-/// The HTTP server until shutdown, with the FIX and cluster doors beside it if asked for
-/// (stopped after it).
+/// The HTTP server until shutdown, with the FIX, cluster and Flight SQL doors beside it if
+/// asked for (stopped after it).
 fn run_doors(settings: &Settings<'_>, mut cfg: Config, engine: Engine) -> Result<(), String> {
     let fix = start_fix(settings, engine.catalog())?;
     let (node, engine) = match cluster::start(settings, &engine, cfg.addr, &cfg.keys)? {
@@ -605,6 +608,7 @@ fn run_doors(settings: &Settings<'_>, mut cfg: Config, engine: Engine) -> Result
         None => (None, engine),
     };
     cfg.cluster = node.as_ref().map(|n| zepto_server::cluster::ClusterHandle::new(n.view()));
+    let flight_sql = flight_sql::start(settings, &cfg, &engine)?;
     let threads = cfg.threads;
     let auth =
         if cfg.keys.is_empty() { "off (loopback only)".to_string() } else { format!("{} key(s)", cfg.keys.len()) };
@@ -613,6 +617,9 @@ fn run_doors(settings: &Settings<'_>, mut cfg: Config, engine: Engine) -> Result
         eprintln!("zeptodb: listening on {scheme}://{addr} ({threads} threads, auth {auth})");
     });
     if let Some(f) = fix {
+        f.stop();
+    }
+    if let Some(f) = flight_sql {
         f.stop();
     }
     if let Some(n) = node {

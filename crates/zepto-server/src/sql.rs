@@ -150,7 +150,7 @@ fn partial(r: &QueryResult) -> Partial {
 
 /// Check every statement against the request: GET may only read, and the key's role must
 /// allow what each statement needs.
-fn check_statements(stmts: &[Statement], who: &Principal, read_only: bool) -> Result<(), ApiError> {
+pub fn check_statements(stmts: &[Statement], who: &Principal, read_only: bool) -> Result<(), ApiError> {
     for s in stmts {
         let need = s.access();
         if read_only && need != Access::Read {

@@ -30,6 +30,13 @@ pub struct Prepared {
 }
 
 impl Prepared {
+    /// The columns the query answers with.
+    pub fn fields(&self) -> &[Field] {
+        &self.fields
+    }
+}
+
+impl Prepared {
     /// See [`crate::plan::Plan::linear_scan_rows`]: a bound on the work, when there is one.
     pub fn linear_scan_rows(&self) -> Option<usize> {
         self.plan.root().linear_scan_rows()

@@ -1,0 +1,387 @@
+//! The Flight SQL service: what each command does.
+//!
+//! - `GetFlightInfo(CommandStatementQuery)` checks the SQL for the caller, binds a read to
+//!   learn its schema, and answers one endpoint whose ticket carries the SQL
+//!   (`TicketStatementQuery`): the door keeps no state between calls, so any client (and any
+//!   cluster node) can redeem it. `DoGet` runs it and streams one record batch per result
+//!   chunk, dictionary columns sent as their values. SQL that changes data runs at once,
+//!   its ticket holding the outcome (clients need not redeem it for the change to happen).
+//! - `DoPut(CommandStatementUpdate)` runs DDL and DML and answers the rows changed.
+//! - Prepared statements hold the SQL as their handle (no parameters yet): create answers the
+//!   dataset schema, query and update run as above, close has nothing to free.
+//! - `GetSqlInfo` names the server; `GetTables`, `GetTableTypes`, `GetCatalogs` and
+//!   `GetDbSchemas` list the tables the caller may see (one unnamed catalog and schema).
+//!
+//! Every call authenticates its `authorization` header (`Bearer KEY`, as `/` takes it); a
+//! handshake with `Basic user:KEY` answers the key back as the bearer token.
+
+use crate::run::{self, Limits};
+use arrow_array::RecordBatch;
+use arrow_flight::encode::{DictionaryHandling, FlightDataEncoderBuilder};
+use arrow_flight::flight_service_server::FlightService;
+use arrow_flight::sql::metadata::{SqlInfoData, SqlInfoDataBuilder};
+use arrow_flight::sql::server::{FlightSqlService, PeekableFlightDataStream};
+use arrow_flight::sql::{
+    ActionClosePreparedStatementRequest, ActionCreatePreparedStatementRequest, ActionCreatePreparedStatementResult,
+    Any, CommandGetCatalogs, CommandGetDbSchemas, CommandGetSqlInfo, CommandGetTableTypes, CommandGetTables,
+    CommandPreparedStatementQuery, CommandPreparedStatementUpdate, CommandStatementQuery, CommandStatementUpdate,
+    ProstMessageExt, SqlInfo, TicketStatementQuery,
+};
+use arrow_flight::{
+    FlightDescriptor, FlightEndpoint, FlightInfo, HandshakeRequest, HandshakeResponse, IpcMessage, SchemaAsIpc, Ticket,
+};
+use arrow_schema::SchemaRef;
+use base64::Engine as _;
+use futures::stream::{self, BoxStream, StreamExt};
+use prost::Message;
+use std::sync::{Arc, LazyLock};
+use tonic::metadata::MetadataMap;
+use tonic::{Request, Response, Status, Streaming};
+use zepto_server::auth::{KeyStore, Principal};
+use zepto_sql::Engine;
+
+/// The service: the engine every caller's queries run on, the keys, the limits.
+#[derive(Clone)]
+pub struct Door {
+    engine: Engine,
+    keys: Arc<KeyStore>,
+    limits: Limits,
+}
+
+impl Door {
+    /// A door onto `engine`, for the callers `keys` admits (everyone when it has none), every
+    /// statement under `limits`.
+    pub fn new(engine: Engine, keys: Arc<KeyStore>, limits: Limits) -> Door {
+        Door { engine, keys, limits }
+    }
+
+    /// The caller of a request, from its `authorization` header.
+    fn caller(&self, meta: &MetadataMap) -> Result<Principal, Status> {
+        let header = meta.get("authorization").and_then(|v| v.to_str().ok());
+        self.keys.authenticate(header).map_err(|e| Status::unauthenticated(e.message))
+    }
+
+    /// Run `sql` for the caller of `meta` on a blocking thread: its last statement's result.
+    async fn run(&self, meta: &MetadataMap, sql: String) -> Result<zepto_sql::QueryResult, Status> {
+        let who = self.caller(meta)?;
+        let (engine, limits) = (self.engine.with_access(who.tables.clone()), self.limits);
+        let work = move || run::execute(&engine, &run::statements(&sql, &who)?, limits);
+        tokio::task::spawn_blocking(work).await.map_err(|e| Status::internal(format!("the query's thread: {e}")))?
+    }
+
+    /// The schema `sql` answers with, for the caller of `meta`, without running anything.
+    async fn schema(&self, meta: &MetadataMap, sql: String) -> Result<SchemaRef, Status> {
+        let who = self.caller(meta)?;
+        let (engine, limits) = (self.engine.with_access(who.tables.clone()), self.limits);
+        let work = move || run::schema(&engine, &run::statements(&sql, &who)?, limits);
+        tokio::task::spawn_blocking(work).await.map_err(|e| Status::internal(format!("the query's thread: {e}")))?
+    }
+
+    /// What a ticket for `sql` holds, for the caller of `meta`, with the schema its rows will
+    /// have and how many rows statements that changed data changed: a read is only bound
+    /// (it runs when the ticket is redeemed), anything else runs now.
+    async fn prepare(&self, meta: &MetadataMap, sql: String) -> Result<(run::Handle, SchemaRef, Option<i64>), Status> {
+        let who = self.caller(meta)?;
+        let (engine, limits) = (self.engine.with_access(who.tables.clone()), self.limits);
+        let work = move || {
+            let stmts = run::statements(&sql, &who)?;
+            if run::reads_only(&stmts) {
+                return Ok((run::Handle::Read(sql), run::schema(&engine, &stmts, limits)?, None));
+            }
+            let r = run::execute(&engine, &stmts, limits)?;
+            let text = r.status.clone().unwrap_or_default();
+            Ok((run::Handle::Done(text), run::status_schema(), Some(run::changed(&r))))
+        };
+        tokio::task::spawn_blocking(work).await.map_err(|e| Status::internal(format!("the query's thread: {e}")))?
+    }
+
+    /// A FlightInfo for `sql`: its schema, one endpoint whose ticket carries the SQL (or the
+    /// outcome of statements that changed data, run now).
+    async fn info(&self, meta: &MetadataMap, sql: Vec<u8>, descriptor: FlightDescriptor) -> Result<FlightInfo, Status> {
+        let text = String::from_utf8(sql).map_err(|_| Status::invalid_argument("the SQL is not UTF-8"))?;
+        let (handle, schema, changed) = self.prepare(meta, text).await?;
+        let ticket = TicketStatementQuery { statement_handle: handle.encode().into() };
+        let endpoint = FlightEndpoint::new().with_ticket(Ticket::new(ticket.as_any().encode_to_vec()));
+        let info = FlightInfo::new()
+            .try_with_schema(&schema)
+            .map(|i| i.with_endpoint(endpoint).with_descriptor(descriptor).with_ordered(true))
+            .map_err(|e| Status::internal(format!("encoding the schema: {e}")))?;
+        Ok(match changed {
+            Some(n) => info.with_total_records(n),
+            None => info,
+        })
+    }
+}
+
+type DoGetStream = <Door as FlightService>::DoGetStream;
+
+/// Record batches (all of `schema`) as a DoGet stream, dictionaries sent as their values.
+fn send(schema: SchemaRef, batches: Vec<RecordBatch>) -> Response<DoGetStream> {
+    let stream = FlightDataEncoderBuilder::new()
+        .with_dictionary_handling(DictionaryHandling::Hydrate)
+        .with_schema(schema)
+        .build(stream::iter(batches.into_iter().map(Ok)))
+        .map(|r| r.map_err(|e| Status::internal(e.to_string())));
+    Response::new(stream.boxed())
+}
+
+/// What `GetSqlInfo` answers.
+static SQL_INFO: LazyLock<Result<SqlInfoData, String>> = LazyLock::new(|| {
+    let mut b = SqlInfoDataBuilder::new();
+    b.append(SqlInfo::FlightSqlServerName, "ZeptoDB");
+    b.append(SqlInfo::FlightSqlServerVersion, env!("CARGO_PKG_VERSION"));
+    b.append(SqlInfo::FlightSqlServerArrowVersion, "60");
+    b.append(SqlInfo::FlightSqlServerReadOnly, false);
+    b.append(SqlInfo::FlightSqlServerSql, true);
+    b.append(SqlInfo::FlightSqlServerSubstrait, false);
+    b.append(SqlInfo::FlightSqlServerTransaction, 0i32);
+    b.build().map_err(|e| e.to_string())
+});
+
+fn sql_info() -> Result<&'static SqlInfoData, Status> {
+    SQL_INFO.as_ref().map_err(|e| Status::internal(e.clone()))
+}
+
+fn ticket_info<T: ProstMessageExt>(
+    cmd: T,
+    schema: &arrow_schema::Schema,
+    d: FlightDescriptor,
+) -> Result<FlightInfo, Status> {
+    let endpoint = FlightEndpoint::new().with_ticket(Ticket::new(cmd.as_any().encode_to_vec()));
+    FlightInfo::new()
+        .try_with_schema(schema)
+        .map(|i| i.with_endpoint(endpoint).with_descriptor(d))
+        .map_err(|e| Status::internal(format!("encoding the schema: {e}")))
+}
+
+#[tonic::async_trait]
+impl FlightSqlService for Door {
+    type FlightService = Door;
+
+    async fn do_handshake(
+        &self,
+        request: Request<Streaming<HandshakeRequest>>,
+    ) -> Result<Response<BoxStream<'static, Result<HandshakeResponse, Status>>>, Status> {
+        let header = request.metadata().get("authorization").and_then(|v| v.to_str().ok()).unwrap_or("");
+        let key = match header.strip_prefix("Basic ") {
+            Some(b64) => {
+                // Padded or not: Go's Flight client sends it unpadded.
+                let config = base64::engine::GeneralPurposeConfig::new()
+                    .with_decode_padding_mode(base64::engine::DecodePaddingMode::Indifferent);
+                let raw = base64::engine::GeneralPurpose::new(&base64::alphabet::STANDARD, config)
+                    .decode(b64.trim())
+                    .map_err(|_| Status::unauthenticated("authorization: Basic needs base64 of user:key"))?;
+                let text = String::from_utf8(raw).map_err(|_| Status::unauthenticated("user:key is not UTF-8"))?;
+                text.split_once(':').map(|(_, k)| k.to_string()).unwrap_or(text)
+            }
+            None => header.strip_prefix("Bearer ").unwrap_or("").to_string(),
+        };
+        let bearer = format!("Bearer {key}");
+        self.keys.authenticate(Some(&bearer)).map_err(|e| Status::unauthenticated(e.message))?;
+        let reply = HandshakeResponse { protocol_version: 0, payload: key.clone().into_bytes().into() };
+        let mut resp = Response::new(stream::iter([Ok(reply)]).boxed());
+        if let Ok(v) = bearer.parse() {
+            resp.metadata_mut().insert("authorization", v);
+        }
+        Ok(resp)
+    }
+
+    async fn get_flight_info_statement(
+        &self,
+        query: CommandStatementQuery,
+        request: Request<FlightDescriptor>,
+    ) -> Result<Response<FlightInfo>, Status> {
+        let d = request.get_ref().clone();
+        Ok(Response::new(self.info(request.metadata(), query.query.into_bytes(), d).await?))
+    }
+
+    async fn get_flight_info_prepared_statement(
+        &self,
+        query: CommandPreparedStatementQuery,
+        request: Request<FlightDescriptor>,
+    ) -> Result<Response<FlightInfo>, Status> {
+        let d = request.get_ref().clone();
+        Ok(Response::new(self.info(request.metadata(), query.prepared_statement_handle.to_vec(), d).await?))
+    }
+
+    async fn do_get_statement(
+        &self,
+        ticket: TicketStatementQuery,
+        request: Request<Ticket>,
+    ) -> Result<Response<DoGetStream>, Status> {
+        let batches = match run::Handle::decode(&ticket.statement_handle)? {
+            run::Handle::Read(sql) => run::batches(&self.run(request.metadata(), sql).await?)?,
+            run::Handle::Done(status) => {
+                self.caller(request.metadata())?;
+                run::status_result(&status)?
+            }
+        };
+        let schema =
+            batches.first().map(RecordBatch::schema).ok_or_else(|| Status::internal("a result without a batch"))?;
+        Ok(send(schema, batches))
+    }
+
+    async fn do_get_prepared_statement(
+        &self,
+        query: CommandPreparedStatementQuery,
+        request: Request<Ticket>,
+    ) -> Result<Response<DoGetStream>, Status> {
+        let sql = String::from_utf8(query.prepared_statement_handle.to_vec())
+            .map_err(|_| Status::invalid_argument("the prepared statement's SQL is not UTF-8"))?;
+        let handle = run::Handle::Read(sql).encode();
+        self.do_get_statement(TicketStatementQuery { statement_handle: handle.into() }, request).await
+    }
+
+    async fn do_put_statement_update(
+        &self,
+        cmd: CommandStatementUpdate,
+        request: Request<PeekableFlightDataStream>,
+    ) -> Result<i64, Status> {
+        Ok(run::changed(&self.run(request.metadata(), cmd.query).await?))
+    }
+
+    async fn do_put_prepared_statement_update(
+        &self,
+        cmd: CommandPreparedStatementUpdate,
+        request: Request<PeekableFlightDataStream>,
+    ) -> Result<i64, Status> {
+        let sql = String::from_utf8(cmd.prepared_statement_handle.to_vec())
+            .map_err(|_| Status::invalid_argument("the prepared statement's SQL is not UTF-8"))?;
+        Ok(run::changed(&self.run(request.metadata(), sql).await?))
+    }
+
+    async fn do_action_create_prepared_statement(
+        &self,
+        query: ActionCreatePreparedStatementRequest,
+        request: Request<arrow_flight::Action>,
+    ) -> Result<ActionCreatePreparedStatementResult, Status> {
+        let schema = self.schema(request.metadata(), query.query.clone()).await?;
+        let IpcMessage(dataset_schema) = SchemaAsIpc::new(&schema, &Default::default())
+            .try_into()
+            .map_err(|e: arrow_schema::ArrowError| Status::internal(format!("encoding the schema: {e}")))?;
+        Ok(ActionCreatePreparedStatementResult {
+            prepared_statement_handle: query.query.into_bytes().into(),
+            dataset_schema,
+            parameter_schema: Default::default(),
+        })
+    }
+
+    async fn do_action_close_prepared_statement(
+        &self,
+        _query: ActionClosePreparedStatementRequest,
+        request: Request<arrow_flight::Action>,
+    ) -> Result<(), Status> {
+        self.caller(request.metadata()).map(drop)
+    }
+
+    async fn get_flight_info_sql_info(
+        &self,
+        query: CommandGetSqlInfo,
+        request: Request<FlightDescriptor>,
+    ) -> Result<Response<FlightInfo>, Status> {
+        self.caller(request.metadata())?;
+        let schema = query.clone().into_builder(sql_info()?).schema();
+        Ok(Response::new(ticket_info(query, &schema, request.into_inner())?))
+    }
+
+    async fn do_get_sql_info(
+        &self,
+        query: CommandGetSqlInfo,
+        request: Request<Ticket>,
+    ) -> Result<Response<DoGetStream>, Status> {
+        self.caller(request.metadata())?;
+        let builder = query.into_builder(sql_info()?);
+        let batch = builder.build().map_err(|e| Status::internal(e.to_string()))?;
+        Ok(send(batch.schema(), vec![batch]))
+    }
+
+    async fn get_flight_info_tables(
+        &self,
+        query: CommandGetTables,
+        request: Request<FlightDescriptor>,
+    ) -> Result<Response<FlightInfo>, Status> {
+        self.caller(request.metadata())?;
+        let schema = query.clone().into_builder().schema();
+        Ok(Response::new(ticket_info(query, &schema, request.into_inner())?))
+    }
+
+    async fn do_get_tables(
+        &self,
+        query: CommandGetTables,
+        request: Request<Ticket>,
+    ) -> Result<Response<DoGetStream>, Status> {
+        let who = self.caller(request.metadata())?;
+        let batch = crate::catalog::tables(&self.engine.with_access(who.tables), query)?;
+        Ok(send(batch.schema(), vec![batch]))
+    }
+
+    async fn get_flight_info_table_types(
+        &self,
+        query: CommandGetTableTypes,
+        request: Request<FlightDescriptor>,
+    ) -> Result<Response<FlightInfo>, Status> {
+        self.caller(request.metadata())?;
+        let batch = crate::catalog::table_types()?;
+        Ok(Response::new(ticket_info(query, &batch.schema(), request.into_inner())?))
+    }
+
+    async fn do_get_table_types(
+        &self,
+        _query: CommandGetTableTypes,
+        request: Request<Ticket>,
+    ) -> Result<Response<DoGetStream>, Status> {
+        self.caller(request.metadata())?;
+        let batch = crate::catalog::table_types()?;
+        Ok(send(batch.schema(), vec![batch]))
+    }
+
+    async fn get_flight_info_catalogs(
+        &self,
+        query: CommandGetCatalogs,
+        request: Request<FlightDescriptor>,
+    ) -> Result<Response<FlightInfo>, Status> {
+        self.caller(request.metadata())?;
+        let schema = query.into_builder().schema();
+        Ok(Response::new(ticket_info(query, &schema, request.into_inner())?))
+    }
+
+    async fn do_get_catalogs(
+        &self,
+        query: CommandGetCatalogs,
+        request: Request<Ticket>,
+    ) -> Result<Response<DoGetStream>, Status> {
+        self.caller(request.metadata())?;
+        let mut builder = query.into_builder();
+        builder.append("");
+        let batch = builder.build().map_err(|e| Status::internal(e.to_string()))?;
+        Ok(send(batch.schema(), vec![batch]))
+    }
+
+    async fn get_flight_info_schemas(
+        &self,
+        query: CommandGetDbSchemas,
+        request: Request<FlightDescriptor>,
+    ) -> Result<Response<FlightInfo>, Status> {
+        self.caller(request.metadata())?;
+        let schema = query.clone().into_builder().schema();
+        Ok(Response::new(ticket_info(query, &schema, request.into_inner())?))
+    }
+
+    async fn do_get_schemas(
+        &self,
+        query: CommandGetDbSchemas,
+        request: Request<Ticket>,
+    ) -> Result<Response<DoGetStream>, Status> {
+        self.caller(request.metadata())?;
+        let mut builder = query.into_builder();
+        builder.append("", "");
+        let batch = builder.build().map_err(|e| Status::internal(e.to_string()))?;
+        Ok(send(batch.schema(), vec![batch]))
+    }
+
+    async fn do_get_fallback(&self, _request: Request<Ticket>, message: Any) -> Result<Response<DoGetStream>, Status> {
+        Err(Status::unimplemented(format!("DoGet of {}: not served", message.type_url)))
+    }
+
+    async fn register_sql_info(&self, _id: i32, _result: &SqlInfo) {}
+}
