@@ -152,6 +152,15 @@ impl Engine {
             )));
         }
         let scope = crate::plan::dist::Scope::new(req.count, &req.partitions);
+        // The asking query's deadline and memory limit, unless the door gave limits of its own.
+        let limited;
+        let run = match run.control() {
+            Some(_) => run,
+            None => {
+                limited = req.limits.run_context();
+                &limited
+            }
+        };
         let plan = req.fragment.plan_in(&self.catalog, &scope)?;
         exec::execute(&self.context(run), &crate::plan::physical::PhysicalPlan::of_fragment(plan))
     }

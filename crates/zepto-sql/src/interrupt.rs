@@ -84,6 +84,16 @@ impl QueryControl {
     pub fn is_cancelled(&self) -> bool {
         self.cancelled.load(Ordering::Relaxed)
     }
+
+    /// The time left before the deadline (zero once past it); `None` without one.
+    pub fn time_left(&self) -> Option<Duration> {
+        self.deadline.map(|d| d.saturating_duration_since(Instant::now()))
+    }
+
+    /// The bytes one thread of the query may hold; `None` when unlimited.
+    pub fn mem_limit(&self) -> Option<usize> {
+        self.mem_limit
+    }
 }
 
 impl QueryControl {

@@ -1,7 +1,7 @@
 //! The distribution pass: scans of the cluster's tables become exchanges, GROUP BYs over them
 //! partial states merged here (see the module docs of [`super`]).
 
-use super::fragment::{Fragment, Partial, Request};
+use super::fragment::{Fragment, Limits, Partial, Request};
 use super::scope::Scope;
 use crate::cluster::{ClusterRef, Layout, Remote};
 use crate::error::{Result, SqlError};
@@ -69,7 +69,13 @@ impl<'c> Dist<'c> {
             })
             .filter(|(_, ps)| !ps.is_empty())
             .map(|(node, partitions)| {
-                let r = Request { fragment: fragment.clone(), count: layout.count(), partitions: partitions.clone() };
+                let limits = Limits::of(self.run);
+                let r = Request {
+                    fragment: fragment.clone(),
+                    count: layout.count(),
+                    partitions: partitions.clone(),
+                    limits,
+                };
                 Ok(Remote { node: node.clone(), partitions, request: r.encode()?.into() })
             })
             .collect::<Result<Vec<_>>>()?;

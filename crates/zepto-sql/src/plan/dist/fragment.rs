@@ -77,6 +77,38 @@ pub struct Request {
     pub count: i32,
     /// The partitions the node answers for.
     pub partitions: Vec<i32>,
+    /// The asking query's limits, which the fragment runs under too.
+    pub limits: Limits,
+}
+
+/// The limits of the query a fragment is part of, as the asking node planned it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Limits {
+    /// Milliseconds left before the query's deadline; `None` without one.
+    pub time_left_ms: Option<u64>,
+    /// The bytes one thread of the query may hold; `None` when unlimited.
+    pub memory: Option<u64>,
+}
+
+impl Limits {
+    /// The limits of the query `run`.
+    pub fn of(run: &crate::interrupt::RunContext) -> Limits {
+        let Some(c) = run.control() else { return Limits::default() };
+        Limits {
+            time_left_ms: c.time_left().map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX)),
+            memory: c.mem_limit().map(|m| m as u64),
+        }
+    }
+
+    /// A run context under these limits (unlimited when there are none).
+    pub fn run_context(&self) -> crate::interrupt::RunContext {
+        if *self == Limits::default() {
+            return crate::interrupt::RunContext::unlimited();
+        }
+        let timeout = self.time_left_ms.map(std::time::Duration::from_millis);
+        let memory = self.memory.map(|m| usize::try_from(m).unwrap_or(usize::MAX));
+        crate::interrupt::RunContext::new(Some(crate::interrupt::QueryControl::new(timeout, memory)))
+    }
 }
 
 impl Request {
@@ -216,7 +248,7 @@ impl Fragment {
 
     /// The fragment, if it encodes (what does not, a correlated subquery, stays here).
     fn encodable(self) -> Option<Fragment> {
-        let probe = Request { fragment: self, count: 0, partitions: Vec::new() };
+        let probe = Request { fragment: self, count: 0, partitions: Vec::new(), limits: Limits::default() };
         probe.encode().ok().map(|_| probe.fragment)
     }
 
@@ -293,5 +325,31 @@ impl Fragment {
     /// The fragment bound against `catalog` (its tables now), cut to `scope`.
     pub fn plan_in(&self, catalog: &Catalog, scope: &Scope) -> Result<Plan> {
         self.plan_with(&|name| catalog.snapshot(name).ok(), scope)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Limits;
+    use crate::error::SqlError;
+    use crate::interrupt::{QueryControl, RunContext};
+    use std::time::Duration;
+
+    #[test]
+    fn a_fragment_runs_under_the_asking_querys_limits() {
+        assert_eq!(Limits::of(&RunContext::unlimited()), Limits::default());
+        assert!(Limits::default().run_context().control().is_none(), "no limits, no control");
+        let asking = RunContext::new(Some(QueryControl::new(Some(Duration::from_secs(30)), Some(1 << 20))));
+        let l = Limits::of(&asking);
+        assert_eq!(l.memory, Some(1 << 20));
+        assert!(l.time_left_ms.is_some_and(|ms| ms > 25_000 && ms <= 30_000), "{l:?}");
+        let back: Limits = postcard::from_bytes(&postcard::to_stdvec(&l).expect("encodes")).expect("decodes");
+        assert_eq!(back, l);
+        let remote = back.run_context();
+        assert_eq!(remote.control().and_then(|c| c.mem_limit()), Some(1 << 20));
+        assert!(remote.reserve(2 << 20).is_err(), "the memory limit holds on the remote node");
+        let late = Limits { time_left_ms: Some(0), memory: None }.run_context();
+        std::thread::sleep(Duration::from_millis(2));
+        assert!(matches!(late.check(), Err(SqlError::Timeout(_))), "a deadline already passed stops the fragment");
     }
 }
