@@ -18,17 +18,36 @@ use std::time::{Duration, Instant};
 
 const PARTITIONS: usize = 4;
 
-/// The first cell of a one-row answer, as an integer (0 while the table does not exist, or
-/// while the node does not know the topic's partitions and their owners yet).
-fn count(addr: &str, q: &str) -> i64 {
+/// The first cell of a one-row answer, as an integer (0 while the table does not exist);
+/// `None` while the node cannot answer yet (it does not know the topic's partitions and their
+/// owners, or they are moving).
+fn answer(addr: &str, q: &str) -> Option<i64> {
     let r = post(addr, "/", q);
-    let starting = |t: &str| t.contains("no known partitions") || t.contains("no owner");
+    let starting = |t: &str| {
+        t.contains("no known partitions") || t.contains("no owner") || t.contains("(the cluster is rebalancing)")
+    };
     match r.status {
-        200 => r.json()["data"][0][0].as_i64().unwrap_or(0),
-        404 if r.error_code() == "TABLE_NOT_FOUND" => 0,
-        400 if starting(&r.text()) => 0,
+        200 => Some(r.json()["data"][0][0].as_i64().unwrap_or(0)),
+        404 if r.error_code() == "TABLE_NOT_FOUND" => Some(0),
+        400 if starting(&r.text()) => None,
         s => panic!("{q}: {s} {}", r.text()),
     }
+}
+
+/// [`answer`], 0 while the node cannot answer yet (for polling).
+fn count(addr: &str, q: &str) -> i64 {
+    answer(addr, q).unwrap_or(0)
+}
+
+/// [`answer`] once the node can answer (partitions move under load: a query may be refused,
+/// naming them, for a few seconds).
+fn settled(addr: &str, q: &str) -> i64 {
+    let mut got = None;
+    wait_for(q, 30, || {
+        got = answer(addr, q);
+        got.is_some()
+    });
+    got.unwrap_or_default()
 }
 
 fn node(brokers: &str, topic: &str, id: &str, data: &str) -> Server {
@@ -83,7 +102,20 @@ fn records_become_rows_once_each_through_kill_9_and_a_restart() {
     // Every record's offset is recorded (the last of each partition says where to resume).
     let resume =
         "SELECT sum(m) FROM (SELECT max(kafka_offset) + 1 AS m FROM zepto_kafka_offsets GROUP BY kafka_partition)";
-    assert_eq!(count(&a.addr, resume), 202);
+    // 202 records produced, and the statement records telling the table `trades` to other
+    // nodes: every record of every partition is applied, up to the high watermarks.
+    let caught_up = || {
+        let s = status(&a);
+        let parts = s["partitions"].as_array().cloned().unwrap_or_default();
+        let all = parts.len() == PARTITIONS && parts.iter().all(|p| p["lag"].as_i64() == Some(0));
+        all.then(|| parts.iter().filter_map(|p| p["high_watermark"].as_i64()).sum::<i64>())
+    };
+    let mut high = 0;
+    wait_for("every record applied and its offset recorded", 30, || {
+        high = caught_up().unwrap_or(-1);
+        answer(&a.addr, resume) == Some(high)
+    });
+    assert!(high >= 202, "{high}");
 
     // More records while the node runs, then kill -9 part-way and restart on the same data.
     trades(&p, "ticks", 2000, 300);
@@ -95,8 +127,8 @@ fn records_become_rows_once_each_through_kill_9_and_a_restart() {
     let b = node(&broker.addr, "ticks", "a", &data);
     wait_for("all 6,000 rows", 60, || count(&b.addr, "SELECT count(*) FROM trades") >= 6000);
     std::thread::sleep(Duration::from_millis(500));
-    assert_eq!(count(&b.addr, "SELECT count(*) FROM trades"), 6000);
-    assert_eq!(count(&b.addr, "SELECT count(DISTINCT id) FROM trades"), 6000, "no row twice");
+    assert_eq!(settled(&b.addr, "SELECT count(*) FROM trades"), 6000);
+    assert_eq!(settled(&b.addr, "SELECT count(DISTINCT id) FROM trades"), 6000, "no row twice");
     wait_for("no lag", 60, || {
         let s = status(&b);
         s["partitions"].as_array().is_some_and(|ps| ps.iter().all(|p| p["lag"].as_i64() == Some(0)))
@@ -183,8 +215,8 @@ fn two_nodes_of_one_group_split_the_partitions() {
     // Asked as a whole, either node answers for every row, each once: its own partitions
     // here, the other's over Arrow Flight, a GROUP BY as partial states merged.
     for s in [&x, &y] {
-        assert_eq!(count(&s.addr, "SELECT count(*) FROM trades WHERE id >= 80"), 4000);
-        assert_eq!(count(&s.addr, "SELECT count(DISTINCT id) FROM trades WHERE id >= 80"), 4000);
+        assert_eq!(settled(&s.addr, "SELECT count(*) FROM trades WHERE id >= 80"), 4000);
+        assert_eq!(settled(&s.addr, "SELECT count(DISTINCT id) FROM trades WHERE id >= 80"), 4000);
         let v = sql(&s.addr, "SELECT sym, count(*), sum(id) FROM trades WHERE id >= 80 GROUP BY sym ORDER BY sym");
         let rows = v["data"].as_array().cloned().unwrap_or_default();
         assert_eq!(rows.len(), 8, "{v}");
@@ -222,7 +254,7 @@ fn write_on_a_node_goes_through_kafka() {
     let now_s = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).expect("clock").as_secs() as i64;
     let stamped = count(&n.addr, "SELECT epoch_ns(timestamp) FROM ticks WHERE id = 300");
     assert!((stamped / 1_000_000_000 - now_s).abs() < 120 && stamped % 1_000_000_000 == 0, "{stamped}");
-    assert_eq!(count(&n.addr, "SELECT epoch_ns(timestamp) FROM ticks WHERE id = 301"), 5_000_000_000);
+    assert_eq!(settled(&n.addr, "SELECT epoch_ns(timestamp) FROM ticks WHERE id = 301"), 5_000_000_000);
     let records = status(&n)["records_applied"].as_i64().expect("records");
     assert!(records >= 7, "one record per symbol at least: {records}");
 
@@ -237,9 +269,9 @@ fn write_on_a_node_goes_through_kafka() {
     let r = post(&n.addr, "/write?format=jsonl&table=q", &lines.join("\n"));
     assert_eq!(r.status, 200, "{}", r.text());
     wait_for("50 quotes", 60, || count(&n.addr, "SELECT count(*) FROM q") == 50);
-    assert_eq!(count(&n.addr, "SELECT CAST(sum(bid) * 10 AS BIGINT) FROM q"), 12500);
+    assert_eq!(settled(&n.addr, "SELECT CAST(sum(bid) * 10 AS BIGINT) FROM q"), 12500);
     std::thread::sleep(Duration::from_millis(300));
-    assert_eq!(count(&n.addr, "SELECT count(*) FROM ticks"), 302, "the bad batch stored nothing");
+    assert_eq!(settled(&n.addr, "SELECT count(*) FROM ticks"), 302, "the bad batch stored nothing");
     assert_eq!(status(&n)["records_rejected"], 0);
     let _ = n.stop();
     let _ = std::fs::remove_dir_all(&dir);
@@ -360,7 +392,57 @@ fn statements_on_a_node_reach_every_node() {
     send(&p, "ddl", "", b"DROP TABLE fills", &[("zepto-format", "sql")]);
     flush(&p);
     wait_for("the DROP record refused", 30, || refused(&x) + refused(&y) == before + 1);
-    assert_eq!(count(&x.addr, q), want, "nothing dropped");
+    assert_eq!(settled(&x.addr, q), want, "nothing dropped");
+    let _ = (x.stop(), y.stop());
+    dirs.iter().for_each(|d| drop(std::fs::remove_dir_all(d)));
+}
+
+/// A table line protocol creates on the node storing its rows (and a field it adds later) is
+/// told to the other node, which then answers for it (asking the owner for the rows) instead
+/// of saying the table does not exist.
+#[test]
+fn tables_line_protocol_creates_are_known_on_every_node() {
+    let Some(broker) = Broker::start("told", "127.0.0.1", PARTITIONS) else { return };
+    let p = broker.producer();
+    trades(&p, "told", 0, 8);
+    flush(&p);
+    let dirs: Vec<PathBuf> = ["x", "y"]
+        .iter()
+        .map(|n| std::env::temp_dir().join(format!("zepto-told-{n}-{}", std::process::id())))
+        .collect();
+    dirs.iter().for_each(|d| drop(std::fs::remove_dir_all(d)));
+    let x = node(&broker.addr, "told", "x", &dirs[0].to_string_lossy());
+    let y = node(&broker.addr, "told", "y", &dirs[1].to_string_lossy());
+    let total = "SELECT count(*) FROM trades";
+    wait_for("80 rows seen from both", 60, || count(&x.addr, total) == 80 && count(&y.addr, total) == 80);
+    let mine = |s: &Server| -> Vec<i64> {
+        status(s)["partitions"]
+            .as_array()
+            .map(|ps| ps.iter().filter_map(|p| p["partition"].as_i64()).collect())
+            .unwrap_or_default()
+    };
+    let xs = mine(&x);
+    // Keys whose partitions x owns: their rows are stored on x only.
+    let keys: Vec<String> = (0..200)
+        .map(|i| format!("K{i}"))
+        .filter(|k| xs.contains(&count(&x.addr, &format!("SELECT kafka_partition('{k}', {PARTITIONS})"))))
+        .take(3)
+        .collect();
+    assert_eq!(keys.len(), 3, "x owns {xs:?}");
+    for (i, k) in keys.iter().enumerate() {
+        send(&p, "told", k, format!("fresh,sym={k} v={i}i {}", 1000 + i).as_bytes(), &[]);
+    }
+    flush(&p);
+    wait_for("y to answer for a table only x stores", 60, || count(&y.addr, "SELECT count(*) FROM fresh") == 3);
+    send(&p, "told", &keys[0], format!("fresh,sym={} v=7i,w=2.5 2000", keys[0]).as_bytes(), &[]);
+    flush(&p);
+    let widened = || {
+        let r = post(&y.addr, "/", "SELECT CAST(sum(w) * 10 AS BIGINT) FROM fresh");
+        r.status == 200 && r.json()["data"][0][0].as_i64() == Some(25)
+    };
+    wait_for("y to know the new field", 60, widened);
+    assert_eq!(status(&x)["records_rejected"], 0);
+    assert_eq!(status(&y)["records_rejected"], 0);
     let _ = (x.stop(), y.stop());
     dirs.iter().for_each(|d| drop(std::fs::remove_dir_all(d)));
 }

@@ -22,15 +22,19 @@
 //!   partitioner puts elsewhere, or without a key, is refused like a malformed one: its rows
 //!   would be answered by no node, or by the wrong one.
 //! - **Statements.** A record of format `sql` on every partition (a node published it) is a
-//!   `CREATE TABLE IF NOT EXISTS` every node runs when it meets it in any of its partitions,
-//!   so that each partition's later records find the table; anything else is refused.
+//!   `CREATE TABLE IF NOT EXISTS` (or `ALTER TABLE ... ADD COLUMN IF NOT EXISTS`) every node
+//!   runs when it meets it in any of its partitions, so that each partition's later records
+//!   find the table; anything else is refused. Tables line protocol creates or widens here
+//!   are told to the other nodes so ([`crate::schemas`]).
 //! - **Fencing.** A node cut off long enough is fenced by the group (a fatal error of its
 //!   client); it gives up its partitions and joins again with a new client.
 //! - **Revocation** forgets the partition. Its rows stay in this node's tables, out of its
 //!   answers (queries read only the partitions a node owns).
 
 use crate::offsets;
+use crate::produce::Producer;
 use crate::record::{self, Body};
+use crate::schemas;
 use crate::status::Shared;
 use crate::{ClusterError, Config};
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext, RebalanceProtocol};
@@ -136,10 +140,12 @@ pub(crate) fn spawn(
     engine: Engine,
     config: &Config,
     shared: Shared,
+    producer: Arc<Producer>,
     stop: Arc<AtomicBool>,
 ) -> Result<JoinHandle<()>, ClusterError> {
     let consumer = join(&engine, config, &shared)?;
-    let worker = Worker { consumer, engine, config: config.clone(), topic: config.topic().to_string(), shared };
+    let topic = config.topic().to_string();
+    let worker = Worker { consumer, engine, config: config.clone(), topic, shared, producer };
     std::thread::Builder::new()
         .name("zepto-kafka".into())
         .spawn(move || worker.run(&stop))
@@ -172,6 +178,7 @@ struct Worker {
     config: Config,
     topic: String,
     shared: Shared,
+    producer: Arc<Producer>,
 }
 
 impl Worker {
@@ -310,6 +317,34 @@ impl Worker {
     /// Several line-protocol records of one precision (`req`) as one batch, with the last
     /// offset of each partition among them. Any error leaves everything unchanged.
     fn apply_run(&self, req: &WriteRequest, run: &[&Parsed<'_, '_>]) -> Result<usize, ClusterError> {
+        let before = schemas::shapes(&self.engine);
+        let applied = self.apply_run_as_one(req, run);
+        self.tell_schema_changes(&before);
+        applied
+    }
+
+    /// After line protocol: tell every node the tables it created or widened here
+    /// ([`crate::schemas`]), on a thread of its own (the consumer does not wait for Kafka).
+    fn tell_schema_changes(&self, before: &schemas::Shapes) {
+        let stmts = schemas::changes(&self.engine, before);
+        if stmts.is_empty() {
+            return;
+        }
+        let producer = self.producer.clone();
+        let spawned = std::thread::Builder::new().name("zepto-schemas".into()).spawn(move || {
+            for s in stmts {
+                if let Err(e) = producer.publish_statement(&s) {
+                    eprintln!("zeptodb: cluster: telling the other nodes '{s}' failed: {e}");
+                }
+            }
+        });
+        if let Err(e) = spawned {
+            eprintln!("zeptodb: cluster: cannot start the thread telling schema changes: {e}");
+        }
+    }
+
+    /// [`Worker::apply_run`]'s records as one logged change.
+    fn apply_run_as_one(&self, req: &WriteRequest, run: &[&Parsed<'_, '_>]) -> Result<usize, ClusterError> {
         let mut last: Vec<(i32, i64)> = Vec::new();
         let mut body = Vec::new();
         for Parsed { m, .. } in run {
@@ -345,6 +380,12 @@ impl Worker {
         };
         let outcome = match &p.req {
             Err(e) => Err((400, e.clone())),
+            Ok(Body::Write(req)) if req.format == IngestFormat::Ilp => {
+                let before = schemas::shapes(&self.engine);
+                let r = write(req, body).map_err(|e| (e.status.as_u16(), e.message));
+                self.tell_schema_changes(&before);
+                r
+            }
             Ok(Body::Write(req)) => write(req, body).map_err(|e| (e.status.as_u16(), e.message)),
             // The statement, then its offset alone: running it again after a crash between
             // the two changes nothing (it creates a table only if none exists).
@@ -369,7 +410,12 @@ impl Worker {
         let stmt = zepto_sql::parser::parse_statement(sql).map_err(|e| (400, e.to_string()))?;
         match &stmt {
             zepto_sql::parser::ast::Statement::CreateTable(ct) if ct.if_not_exists => {}
-            _ => return Err((400, "a statement record may only be CREATE TABLE IF NOT EXISTS".into())),
+            zepto_sql::parser::ast::Statement::AlterAddColumn { if_not_exists: true, .. } => {}
+            _ => {
+                let why =
+                    "a statement record may only be CREATE TABLE IF NOT EXISTS or ALTER TABLE ADD COLUMN IF NOT EXISTS";
+                return Err((400, why.into()));
+            }
         }
         self.engine.execute_statement(&stmt).map(drop).map_err(|e| {
             let e = ApiError::from(e);

@@ -23,6 +23,7 @@ pub mod offsets;
 mod peers;
 mod produce;
 pub mod record;
+mod schemas;
 mod status;
 mod watch;
 
@@ -55,6 +56,11 @@ pub struct Config {
     group: String,
     node_id: String,
     flight: Option<String>,
+}
+
+/// Tables every node keeps for itself (the offsets it applied, ...), never spread.
+pub(crate) fn is_system(table: &str) -> bool {
+    table.len() >= 6 && table[..6].eq_ignore_ascii_case("zepto_")
 }
 
 /// Separates a node's id from its Flight address in its Kafka client id.

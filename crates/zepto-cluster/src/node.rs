@@ -63,7 +63,7 @@ impl Node {
         let node_id = config.node_id().to_string();
         let mut node = Node { stop, threads: vec![watch], view, engine: engine.clone(), node_id };
         // On an error here, dropping `node` stops the watch thread.
-        node.threads.push(consumer::spawn(engine, config, shared, node.stop.clone())?);
+        node.threads.push(consumer::spawn(engine, config, shared, node.view.producer.clone(), node.stop.clone())?);
         Ok(node)
     }
 

@@ -22,11 +22,6 @@ use zepto_storage::Column;
 /// The longest a fragment may take on another node (its rows included).
 const FETCH_LIMIT: Duration = Duration::from_secs(300);
 
-/// Tables every node keeps for itself (the offsets it applied, ...), never spread.
-fn is_system(table: &str) -> bool {
-    table.len() >= 6 && table[..6].eq_ignore_ascii_case("zepto_")
-}
-
 /// See the module docs.
 pub(crate) struct Peers {
     node_id: String,
@@ -110,7 +105,7 @@ impl Cluster for Peers {
     }
 
     fn distributes(&self, table: &str) -> bool {
-        !is_system(table)
+        !crate::is_system(table)
     }
 
     fn fetch(&self, node: &str, request: &[u8]) -> Result<(Vec<Column>, usize), String> {
