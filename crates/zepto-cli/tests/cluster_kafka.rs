@@ -355,6 +355,23 @@ fn answers_stay_whole_while_a_killed_nodes_partitions_move() {
     dirs.iter().for_each(|d| drop(std::fs::remove_dir_all(d)));
 }
 
+/// Nodes `x` and `y` of one group on `topic` (data under `dirs`), once both answer for the
+/// first 80 trades.
+fn two_nodes(broker: &Broker, p: &BaseProducer, topic: &str) -> (Server, Server, Vec<PathBuf>) {
+    trades(p, topic, 0, 8);
+    flush(p);
+    let dirs: Vec<PathBuf> = ["x", "y"]
+        .iter()
+        .map(|n| std::env::temp_dir().join(format!("zepto-{topic}-{n}-{}", std::process::id())))
+        .collect();
+    dirs.iter().for_each(|d| drop(std::fs::remove_dir_all(d)));
+    let x = node(&broker.addr, topic, "x", &dirs[0].to_string_lossy());
+    let y = node(&broker.addr, topic, "y", &dirs[1].to_string_lossy());
+    let total = "SELECT count(*) FROM trades";
+    wait_for("80 rows seen from both", 60, || count(&x.addr, total) == 80 && count(&y.addr, total) == 80);
+    (x, y, dirs)
+}
+
 /// Statements on a node go through Kafka: CREATE TABLE reaches the other node (a statement
 /// record on every partition), INSERT and COPY store their rows on the nodes owning them,
 /// statements Kafka cannot carry are refused, and a statement record that is not a CREATE
@@ -363,15 +380,7 @@ fn answers_stay_whole_while_a_killed_nodes_partitions_move() {
 fn statements_on_a_node_reach_every_node() {
     let Some(broker) = Broker::start("ddl", "127.0.0.1", PARTITIONS) else { return };
     let p = broker.producer();
-    trades(&p, "ddl", 0, 8);
-    flush(&p);
-    let dirs: Vec<PathBuf> =
-        ["x", "y"].iter().map(|n| std::env::temp_dir().join(format!("zepto-ddl-{n}-{}", std::process::id()))).collect();
-    dirs.iter().for_each(|d| drop(std::fs::remove_dir_all(d)));
-    let x = node(&broker.addr, "ddl", "x", &dirs[0].to_string_lossy());
-    let y = node(&broker.addr, "ddl", "y", &dirs[1].to_string_lossy());
-    let total = "SELECT count(*) FROM trades";
-    wait_for("80 rows seen from both", 60, || count(&x.addr, total) == 80 && count(&y.addr, total) == 80);
+    let (x, y, dirs) = two_nodes(&broker, &p, "ddl");
     sql(&x.addr, "CREATE TABLE fills (ts TIMESTAMP, sym SYMBOL, qty BIGINT)");
     let known = |s: &Server| post(&s.addr, "/", "SELECT count(*) FROM fills").status == 200;
     wait_for("y to learn the table from Kafka", 30, || known(&y));
@@ -404,17 +413,7 @@ fn statements_on_a_node_reach_every_node() {
 fn tables_line_protocol_creates_are_known_on_every_node() {
     let Some(broker) = Broker::start("told", "127.0.0.1", PARTITIONS) else { return };
     let p = broker.producer();
-    trades(&p, "told", 0, 8);
-    flush(&p);
-    let dirs: Vec<PathBuf> = ["x", "y"]
-        .iter()
-        .map(|n| std::env::temp_dir().join(format!("zepto-told-{n}-{}", std::process::id())))
-        .collect();
-    dirs.iter().for_each(|d| drop(std::fs::remove_dir_all(d)));
-    let x = node(&broker.addr, "told", "x", &dirs[0].to_string_lossy());
-    let y = node(&broker.addr, "told", "y", &dirs[1].to_string_lossy());
-    let total = "SELECT count(*) FROM trades";
-    wait_for("80 rows seen from both", 60, || count(&x.addr, total) == 80 && count(&y.addr, total) == 80);
+    let (x, y, dirs) = two_nodes(&broker, &p, "told");
     let mine = |s: &Server| -> Vec<i64> {
         status(s)["partitions"]
             .as_array()

@@ -10,7 +10,7 @@
 //! between nodes; queries name columns, so answers do not.
 
 use std::collections::HashMap;
-use zepto_sql::parser::ast::CreateTable;
+use zepto_sql::parser::ast::{quote_ident as quoted, CreateTable};
 use zepto_sql::Engine;
 use zepto_storage::Table;
 
@@ -62,11 +62,6 @@ fn create(t: &Table) -> String {
         partition_by: name_of(t.key_col()),
     }
     .to_string()
-}
-
-/// An identifier quoted, as SQL reads it back exactly.
-fn quoted(ident: &str) -> String {
-    format!("\"{}\"", ident.replace('"', "\"\""))
 }
 
 #[cfg(test)]

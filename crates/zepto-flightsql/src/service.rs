@@ -69,6 +69,28 @@ impl Door {
         tokio::task::spawn_blocking(work).await.map_err(|e| Status::internal(format!("the query's thread: {e}")))?
     }
 
+    /// A metadata command's FlightInfo, for a caller: one endpoint whose ticket is the command.
+    fn listing<T: ProstMessageExt>(
+        &self,
+        request: Request<FlightDescriptor>,
+        cmd: T,
+        schema: &arrow_schema::Schema,
+    ) -> Result<Response<FlightInfo>, Status> {
+        self.caller(request.metadata())?;
+        Ok(Response::new(ticket_info(cmd, schema, request.into_inner())?))
+    }
+
+    /// A metadata command's rows, for a caller.
+    fn listed(
+        &self,
+        request: &Request<Ticket>,
+        batch: Result<RecordBatch, Status>,
+    ) -> Result<Response<DoGetStream>, Status> {
+        self.caller(request.metadata())?;
+        let batch = batch?;
+        Ok(send(batch.schema(), vec![batch]))
+    }
+
     /// The schema `sql` answers with, for the caller of `meta`, without running anything.
     async fn schema(&self, meta: &MetadataMap, sql: String) -> Result<SchemaRef, Status> {
         let who = self.caller(meta)?;
@@ -137,6 +159,10 @@ static SQL_INFO: LazyLock<Result<SqlInfoData, String>> = LazyLock::new(|| {
     b.append(SqlInfo::FlightSqlServerTransaction, 0i32);
     b.build().map_err(|e| e.to_string())
 });
+
+fn internal(e: impl std::fmt::Display) -> Status {
+    Status::internal(e.to_string())
+}
 
 fn sql_info() -> Result<&'static SqlInfoData, Status> {
     SQL_INFO.as_ref().map_err(|e| Status::internal(e.clone()))
@@ -279,9 +305,8 @@ impl FlightSqlService for Door {
         query: CommandGetSqlInfo,
         request: Request<FlightDescriptor>,
     ) -> Result<Response<FlightInfo>, Status> {
-        self.caller(request.metadata())?;
         let schema = query.clone().into_builder(sql_info()?).schema();
-        Ok(Response::new(ticket_info(query, &schema, request.into_inner())?))
+        self.listing(request, query, &schema)
     }
 
     async fn do_get_sql_info(
@@ -289,10 +314,8 @@ impl FlightSqlService for Door {
         query: CommandGetSqlInfo,
         request: Request<Ticket>,
     ) -> Result<Response<DoGetStream>, Status> {
-        self.caller(request.metadata())?;
-        let builder = query.into_builder(sql_info()?);
-        let batch = builder.build().map_err(|e| Status::internal(e.to_string()))?;
-        Ok(send(batch.schema(), vec![batch]))
+        let batch = sql_info().and_then(|i| query.into_builder(i).build().map_err(internal));
+        self.listed(&request, batch)
     }
 
     async fn get_flight_info_tables(
@@ -300,9 +323,8 @@ impl FlightSqlService for Door {
         query: CommandGetTables,
         request: Request<FlightDescriptor>,
     ) -> Result<Response<FlightInfo>, Status> {
-        self.caller(request.metadata())?;
         let schema = query.clone().into_builder().schema();
-        Ok(Response::new(ticket_info(query, &schema, request.into_inner())?))
+        self.listing(request, query, &schema)
     }
 
     async fn do_get_tables(
@@ -311,8 +333,8 @@ impl FlightSqlService for Door {
         request: Request<Ticket>,
     ) -> Result<Response<DoGetStream>, Status> {
         let who = self.caller(request.metadata())?;
-        let batch = crate::catalog::tables(&self.engine.with_access(who.tables), query)?;
-        Ok(send(batch.schema(), vec![batch]))
+        let batch = crate::catalog::tables(&self.engine.with_access(who.tables), query);
+        self.listed(&request, batch)
     }
 
     async fn get_flight_info_table_types(
@@ -320,19 +342,16 @@ impl FlightSqlService for Door {
         query: CommandGetTableTypes,
         request: Request<FlightDescriptor>,
     ) -> Result<Response<FlightInfo>, Status> {
-        self.caller(request.metadata())?;
-        let batch = crate::catalog::table_types()?;
-        Ok(Response::new(ticket_info(query, &batch.schema(), request.into_inner())?))
+        let schema = crate::catalog::table_types()?.schema();
+        self.listing(request, query, &schema)
     }
 
     async fn do_get_table_types(
         &self,
-        _query: CommandGetTableTypes,
+        _: CommandGetTableTypes,
         request: Request<Ticket>,
     ) -> Result<Response<DoGetStream>, Status> {
-        self.caller(request.metadata())?;
-        let batch = crate::catalog::table_types()?;
-        Ok(send(batch.schema(), vec![batch]))
+        self.listed(&request, crate::catalog::table_types())
     }
 
     async fn get_flight_info_catalogs(
@@ -340,9 +359,8 @@ impl FlightSqlService for Door {
         query: CommandGetCatalogs,
         request: Request<FlightDescriptor>,
     ) -> Result<Response<FlightInfo>, Status> {
-        self.caller(request.metadata())?;
         let schema = query.into_builder().schema();
-        Ok(Response::new(ticket_info(query, &schema, request.into_inner())?))
+        self.listing(request, query, &schema)
     }
 
     async fn do_get_catalogs(
@@ -350,11 +368,9 @@ impl FlightSqlService for Door {
         query: CommandGetCatalogs,
         request: Request<Ticket>,
     ) -> Result<Response<DoGetStream>, Status> {
-        self.caller(request.metadata())?;
         let mut builder = query.into_builder();
         builder.append("");
-        let batch = builder.build().map_err(|e| Status::internal(e.to_string()))?;
-        Ok(send(batch.schema(), vec![batch]))
+        self.listed(&request, builder.build().map_err(internal))
     }
 
     async fn get_flight_info_schemas(
@@ -362,9 +378,8 @@ impl FlightSqlService for Door {
         query: CommandGetDbSchemas,
         request: Request<FlightDescriptor>,
     ) -> Result<Response<FlightInfo>, Status> {
-        self.caller(request.metadata())?;
         let schema = query.clone().into_builder().schema();
-        Ok(Response::new(ticket_info(query, &schema, request.into_inner())?))
+        self.listing(request, query, &schema)
     }
 
     async fn do_get_schemas(
@@ -372,11 +387,9 @@ impl FlightSqlService for Door {
         query: CommandGetDbSchemas,
         request: Request<Ticket>,
     ) -> Result<Response<DoGetStream>, Status> {
-        self.caller(request.metadata())?;
         let mut builder = query.into_builder();
         builder.append("", "");
-        let batch = builder.build().map_err(|e| Status::internal(e.to_string()))?;
-        Ok(send(batch.schema(), vec![batch]))
+        self.listed(&request, builder.build().map_err(internal))
     }
 
     async fn do_get_fallback(&self, _request: Request<Ticket>, message: Any) -> Result<Response<DoGetStream>, Status> {

@@ -189,8 +189,12 @@ pub struct CreateTable {
 }
 
 /// An identifier as a quoted one (`"a""b"`), which reads back exactly as it was.
+pub fn quote_ident(ident: &str) -> String {
+    format!("\"{}\"", ident.replace('"', "\"\""))
+}
+
 fn quoted(f: &mut fmt::Formatter<'_>, ident: &str) -> fmt::Result {
-    write!(f, "\"{}\"", ident.replace('"', "\"\""))
+    f.write_str(&quote_ident(ident))
 }
 
 impl fmt::Display for CreateTable {

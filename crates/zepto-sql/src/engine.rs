@@ -416,6 +416,11 @@ impl Engine {
         Ok(QueryResult::status(format!("INSERT {n}")))
     }
 
+    /// `table`'s snapshot; a missing table is reported at `pos`.
+    fn snapshot_at(&self, table: &str, pos: Pos) -> Result<Arc<Table>> {
+        self.catalog.snapshot(table).map_err(|_| SqlError::TableNotFound { name: table.to_string(), pos: Some(pos) })
+    }
+
     /// The rows an INSERT's `source` gives, shaped for `table` (its snapshot with them).
     fn insert_columns(
         &self,
@@ -425,10 +430,7 @@ impl Engine {
         source: &InsertSource,
         pos: Pos,
     ) -> Result<(Arc<Table>, Vec<Column>)> {
-        let snap = self
-            .catalog
-            .snapshot(table)
-            .map_err(|_| SqlError::TableNotFound { name: table.to_string(), pos: Some(pos) })?;
+        let snap = self.snapshot_at(table, pos)?;
         let q = match source {
             InsertSource::Values(rows) => {
                 Query { ctes: vec![], body: SetExpr::Values(rows.clone()), order_by: vec![], limit: None, offset: None }
@@ -449,10 +451,7 @@ impl Engine {
         options: &[(String, String)],
         pos: Pos,
     ) -> Result<(Arc<Table>, Vec<Column>)> {
-        let snap = self
-            .catalog
-            .snapshot(table)
-            .map_err(|_| SqlError::TableNotFound { name: table.to_string(), pos: Some(pos) })?;
+        let snap = self.snapshot_at(table, pos)?;
         let cols = crate::copy::read_file(run, &self.files, path, options, snap.schema())?;
         Ok((snap, cols))
     }
