@@ -38,6 +38,7 @@ use std::sync::{Arc, LazyLock};
 use tonic::metadata::MetadataMap;
 use tonic::{Request, Response, Status, Streaming};
 use zepto_server::auth::{KeyStore, Principal};
+use zepto_sql::parser::ast::Statement;
 use zepto_sql::Engine;
 
 /// The service: the engine every caller's queries run on, the keys, the limits.
@@ -61,12 +62,26 @@ impl Door {
         self.keys.authenticate(header).map_err(|e| Status::unauthenticated(e.message))
     }
 
-    /// Run `sql` for the caller of `meta` on a blocking thread: its last statement's result.
-    async fn run(&self, meta: &MetadataMap, sql: String) -> Result<zepto_sql::QueryResult, Status> {
+    /// `work` on `sql`'s statements (parsed and checked for the caller of `meta`), on the
+    /// caller's engine and the door's limits, on a blocking thread.
+    async fn on_statements<T: Send + 'static>(
+        &self,
+        meta: &MetadataMap,
+        sql: String,
+        work: impl FnOnce(&Engine, String, Vec<Statement>, Limits) -> Result<T, Status> + Send + 'static,
+    ) -> Result<T, Status> {
         let who = self.caller(meta)?;
         let (engine, limits) = (self.engine.with_access(who.tables.clone()), self.limits);
-        let work = move || run::execute(&engine, &run::statements(&sql, &who)?, limits);
-        tokio::task::spawn_blocking(work).await.map_err(|e| Status::internal(format!("the query's thread: {e}")))?
+        let job = move || {
+            let stmts = run::statements(&sql, &who)?;
+            work(&engine, sql, stmts, limits)
+        };
+        tokio::task::spawn_blocking(job).await.map_err(|e| Status::internal(format!("the query's thread: {e}")))?
+    }
+
+    /// Run `sql` for the caller of `meta`: its last statement's result.
+    async fn run(&self, meta: &MetadataMap, sql: String) -> Result<zepto_sql::QueryResult, Status> {
+        self.on_statements(meta, sql, |engine, _, stmts, limits| run::execute(engine, &stmts, limits)).await
     }
 
     /// A metadata command's FlightInfo, for a caller: one endpoint whose ticket is the command.
@@ -93,28 +108,22 @@ impl Door {
 
     /// The schema `sql` answers with, for the caller of `meta`, without running anything.
     async fn schema(&self, meta: &MetadataMap, sql: String) -> Result<SchemaRef, Status> {
-        let who = self.caller(meta)?;
-        let (engine, limits) = (self.engine.with_access(who.tables.clone()), self.limits);
-        let work = move || run::schema(&engine, &run::statements(&sql, &who)?, limits);
-        tokio::task::spawn_blocking(work).await.map_err(|e| Status::internal(format!("the query's thread: {e}")))?
+        self.on_statements(meta, sql, |engine, _, stmts, limits| run::schema(engine, &stmts, limits)).await
     }
 
     /// What a ticket for `sql` holds, for the caller of `meta`, with the schema its rows will
     /// have and how many rows statements that changed data changed: a read is only bound
     /// (it runs when the ticket is redeemed), anything else runs now.
     async fn prepare(&self, meta: &MetadataMap, sql: String) -> Result<(run::Handle, SchemaRef, Option<i64>), Status> {
-        let who = self.caller(meta)?;
-        let (engine, limits) = (self.engine.with_access(who.tables.clone()), self.limits);
-        let work = move || {
-            let stmts = run::statements(&sql, &who)?;
+        self.on_statements(meta, sql, |engine, sql, stmts, limits| {
             if run::reads_only(&stmts) {
-                return Ok((run::Handle::Read(sql), run::schema(&engine, &stmts, limits)?, None));
+                return Ok((run::Handle::Read(sql), run::schema(engine, &stmts, limits)?, None));
             }
-            let r = run::execute(&engine, &stmts, limits)?;
+            let r = run::execute(engine, &stmts, limits)?;
             let text = r.status.clone().unwrap_or_default();
             Ok((run::Handle::Done(text), run::status_schema(), Some(run::changed(&r))))
-        };
-        tokio::task::spawn_blocking(work).await.map_err(|e| Status::internal(format!("the query's thread: {e}")))?
+        })
+        .await
     }
 
     /// A FlightInfo for `sql`: its schema, one endpoint whose ticket carries the SQL (or the
