@@ -542,6 +542,15 @@ pub fn run(a: &ArgMatches) -> ExitCode {
     if in_memory && (tiering.after_ns.is_some() || tiering.memory_budget_mb.is_some()) {
         return fail("--tier-after and --memory-budget-mb need a data directory (--in-memory keeps nothing)");
     }
+    let shared = match shared_history_dir(&settings, in_memory, &tiering) {
+        Ok(s) => s,
+        Err(e) => return fail(&e),
+    };
+    // With shared history, cluster tables tier through it (sealing), never to local files.
+    let tiering = match &shared {
+        Some(_) => crate::durable::Tiering { after_ns: None, ..tiering },
+        None => tiering,
+    };
     let mut protected: Vec<PathBuf> = Vec::new();
     let durable = match (data_dir, in_memory) {
         (Some(_), true) => return fail("--in-memory and --data-dir contradict each other"),
@@ -561,7 +570,7 @@ pub fn run(a: &ArgMatches) -> ExitCode {
                 return fail("--repair-wal and --wal-recovery strict contradict each other");
             }
             protected.push(PathBuf::from(&dir));
-            let opts = zepto_durable::DirOptions { sync, recovery: mode, checkpoint_mb, tiering };
+            let opts = zepto_durable::DirOptions { sync, recovery: mode, checkpoint_mb, tiering, shared };
             match crate::durable::open(&engine, &dir, opts) {
                 Ok(d) => {
                     cfg.recovery = d.corruption().map(|c| zepto_server::RecoveryNotice {
@@ -626,6 +635,25 @@ fn run_doors(settings: &Settings<'_>, mut cfg: Config, engine: Engine) -> Result
         n.stop();
     }
     result
+}
+
+/// The shared store of `--shared-history`, checked against the other settings.
+fn shared_history_dir(
+    st: &Settings<'_>,
+    in_memory: bool,
+    tiering: &crate::durable::Tiering,
+) -> Result<Option<zepto_history::SharedStore>, String> {
+    let Some(store) = cluster::shared_store(st)? else { return Ok(None) };
+    if st.string("cluster")?.is_none() {
+        return Err("--shared-history needs --cluster BROKERS".into());
+    }
+    if in_memory {
+        return Err("--shared-history needs a data directory (--in-memory keeps nothing)".into());
+    }
+    if tiering.memory_budget_mb.is_some() {
+        return Err("--memory-budget-mb with --shared-history: cluster tables tier by age only (--tier-after)".into());
+    }
+    Ok(Some(store))
 }
 
 /// History tiering from `tier-after` and `memory-budget-mb`.

@@ -17,6 +17,7 @@
 
 mod consumer;
 mod flight;
+pub mod history;
 pub mod members;
 mod node;
 pub mod offsets;
@@ -49,13 +50,14 @@ pub enum ClusterError {
 
 /// Where a node finds its cluster: the brokers, the topic carrying the rows, the consumer
 /// group whose members the nodes are, and this node's name in it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct Config {
     brokers: String,
     topic: String,
     group: String,
     node_id: String,
     flight: Option<String>,
+    history: Option<history::SharedHistory>,
 }
 
 /// Tables every node keeps for itself (the offsets it applied, ...), never spread.
@@ -112,6 +114,7 @@ impl Config {
             group: group.to_string(),
             node_id: node_id.to_string(),
             flight: None,
+            history: None,
         })
     }
 
@@ -120,6 +123,18 @@ impl Config {
     pub fn with_flight(mut self, addr: &str) -> Config {
         self.flight = Some(addr.to_string());
         self
+    }
+
+    /// These settings, the node keeping its partitions' rows in shared storage
+    /// ([`history`]).
+    pub fn with_shared_history(mut self, history: history::SharedHistory) -> Config {
+        self.history = Some(history);
+        self
+    }
+
+    /// The shared-history settings, if the node keeps shared history.
+    pub fn shared_history(&self) -> Option<&history::SharedHistory> {
+        self.history.as_ref()
     }
 
     /// The address of this node's Flight door, if it has one.

@@ -52,6 +52,7 @@ impl Node {
             s.group = config.group().to_string();
             s.topic = config.topic().to_string();
             s.brokers = config.brokers().to_string();
+            s.shared_history = config.shared_history().map(|h| h.store().location().to_string());
         });
         let producer = Producer::new(config)?;
         if let Err(e) = producer.ensure_topic() {

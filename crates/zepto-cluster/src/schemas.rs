@@ -51,7 +51,7 @@ pub(crate) fn changes(engine: &Engine, before: &Shapes) -> Vec<String> {
 }
 
 /// `CREATE TABLE IF NOT EXISTS` for `t` as it is, its key and timestamp spelled out.
-fn create(t: &Table) -> String {
+pub(crate) fn create(t: &Table) -> String {
     let cols = &t.schema().columns;
     let name_of = |i: Option<usize>| i.and_then(|i| cols.get(i)).map(|c| c.name.clone());
     CreateTable {

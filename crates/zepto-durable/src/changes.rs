@@ -10,19 +10,23 @@
 //! 4 append: table | Arrow IPC stream of the batch (columns named c0, c1, ...)
 //! 5 delete: table | selection
 //! 6 update: table | selection | ncols u32 | column index u32* | Arrow IPC stream of the values
-//! 7 tier:   table | before i64 | nfiles u32 | (path | rows i64 | bytes i64 | min_ts i64 | max_ts i64)*
+//! 7 tier:   table | before i64 | files
 //! 8 retain: table | before i64
 //! 9 ttl:    table | ttl ns i64 (0: none)
 //! 10 index: table | definition line (`IndexDef::to_line`)
 //! 11 drop index: table | index name
+//! 12 tier shard: table | shard | before i64 | files
+//! 13 adopt shard: table | shard | path prefix | files
 //! selection = nparts u32 | (slot u32 | nrows u32 | row u32*)*
+//! files = nfiles u32 | (path | rows i64 | bytes i64 | min_ts i64 | max_ts i64)*
+//! shard = null key u8 | nkeys u32 | key*
 //! ```
 //! Strings are u32 length + UTF-8; types are their SQL names; an optional name is a u8 flag and
 //! the name. Batches travel as Arrow IPC because that format already carries every column
 //! type with its NULLs, and its reader already converts into engine columns.
 
 use zepto_storage::{
-    Catalog, Change, Column, ColumnDef, DataType, HistFile, IndexDef, Schema, StorageError, Table, TableOptions,
+    Catalog, Change, Column, ColumnDef, DataType, HistFile, IndexDef, Schema, Shard, StorageError, Table, TableOptions,
 };
 
 fn put_str(out: &mut Vec<u8>, s: &str) {
@@ -48,6 +52,24 @@ fn put_selection(out: &mut Vec<u8>, sel: &[(u32, Vec<u32>)]) {
         for r in rows {
             out.extend_from_slice(&r.to_le_bytes());
         }
+    }
+}
+
+fn put_files(out: &mut Vec<u8>, files: &[HistFile]) {
+    out.extend_from_slice(&(files.len() as u32).to_le_bytes());
+    for f in files {
+        put_str(out, &f.path);
+        for v in [f.rows as i64, f.bytes as i64, f.min_ts, f.max_ts] {
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+    }
+}
+
+fn put_shard(out: &mut Vec<u8>, shard: &Shard<'_>) {
+    out.push(u8::from(shard.null_key));
+    out.extend_from_slice(&(shard.keys.len() as u32).to_le_bytes());
+    for k in shard.keys {
+        put_str(out, k);
     }
 }
 
@@ -115,14 +137,22 @@ pub fn encode(changes: &[Change<'_>]) -> Result<Vec<u8>, StorageError> {
             Change::Tier { table, before, files } => {
                 put_str(&mut body, table);
                 body.extend_from_slice(&before.to_le_bytes());
-                body.extend_from_slice(&(files.len() as u32).to_le_bytes());
-                for f in *files {
-                    put_str(&mut body, &f.path);
-                    for v in [f.rows as i64, f.bytes as i64, f.min_ts, f.max_ts] {
-                        body.extend_from_slice(&v.to_le_bytes());
-                    }
-                }
+                put_files(&mut body, files);
                 7
+            }
+            Change::TierShard { table, shard, before, files } => {
+                put_str(&mut body, table);
+                put_shard(&mut body, shard);
+                body.extend_from_slice(&before.to_le_bytes());
+                put_files(&mut body, files);
+                12
+            }
+            Change::AdoptShard { table, shard, prefix, files } => {
+                put_str(&mut body, table);
+                put_shard(&mut body, shard);
+                put_str(&mut body, prefix);
+                put_files(&mut body, files);
+                13
             }
             Change::Retain { table, before } => {
                 put_str(&mut body, table);
@@ -202,6 +232,25 @@ impl<'a> Cursor<'a> {
             sel.push((slot, rows));
         }
         Ok(sel)
+    }
+
+    fn files(&mut self) -> Result<Vec<HistFile>, String> {
+        let n = self.u32()? as usize;
+        let mut files = Vec::with_capacity(n.min(1 << 16));
+        for _ in 0..n {
+            let path = self.str()?.to_string();
+            let (rows, bytes, min_ts, max_ts) = (self.i64()?, self.i64()?, self.i64()?, self.i64()?);
+            files.push(HistFile { path, rows: rows as u64, bytes: bytes as u64, min_ts, max_ts });
+        }
+        Ok(files)
+    }
+
+    /// A shard: whether it holds the NULL key, and its keys.
+    fn shard(&mut self) -> Result<(bool, Vec<String>), String> {
+        let null_key = self.u8()? != 0;
+        let n = self.u32()? as usize;
+        let keys = (0..n).map(|_| self.str().map(str::to_string)).collect::<Result<Vec<_>, _>>()?;
+        Ok((null_key, keys))
     }
 
     fn data_type(&mut self) -> Result<DataType, String> {
@@ -304,14 +353,22 @@ pub fn apply(catalog: &Catalog, payload: &[u8]) -> Result<(), String> {
             7 => {
                 let table = b.str()?;
                 let before = b.i64()?;
-                let n = b.u32()? as usize;
-                let mut files = Vec::with_capacity(n.min(1 << 16));
-                for _ in 0..n {
-                    let path = b.str()?.to_string();
-                    let (rows, bytes, min_ts, max_ts) = (b.i64()?, b.i64()?, b.i64()?, b.i64()?);
-                    files.push(HistFile { path, rows: rows as u64, bytes: bytes as u64, min_ts, max_ts });
-                }
+                let files = b.files()?;
                 catalog.tier_logged(table, before, &files).map_err(err)?;
+            }
+            12 => {
+                let table = b.str()?;
+                let (null_key, keys) = b.shard()?;
+                let before = b.i64()?;
+                let files = b.files()?;
+                catalog.tier_shard_logged(table, Shard { keys: &keys, null_key }, before, &files).map_err(err)?;
+            }
+            13 => {
+                let table = b.str()?;
+                let (null_key, keys) = b.shard()?;
+                let prefix = b.str()?;
+                let files = b.files()?;
+                catalog.adopt_shard(table, Shard { keys: &keys, null_key }, prefix, &files).map_err(err)?;
             }
             8 => {
                 let table = b.str()?;

@@ -29,6 +29,8 @@ pub struct DirOptions {
     pub checkpoint_mb: Option<u64>,
     /// When rows move to the Parquet history.
     pub tiering: Tiering,
+    /// The cluster's shared storage, where history files named `shared:...` are read.
+    pub shared: Option<zepto_history::SharedStore>,
 }
 
 /// When rows move to the Parquet history (see [`Options`]).
@@ -72,6 +74,7 @@ impl DataDir {
             checkpoint_bytes: opts.checkpoint_mb.unwrap_or(256).saturating_mul(1 << 20),
             tier_after_ns: opts.tiering.after_ns,
             memory_budget: opts.tiering.memory_budget_mb.map(|m| m.saturating_mul(1 << 20)),
+            shared: opts.shared.clone(),
         };
         let progress = log.clone();
         let (durable, rec) =

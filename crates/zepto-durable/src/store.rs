@@ -15,13 +15,13 @@ use crate::checkpoint::{self, Written};
 use crate::DurableError;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
-use zepto_history::{sweep, write_history, ParquetHistory, Swept};
+use zepto_history::{sweep, write_history, ParquetHistory, SharedStore, Swept};
 use zepto_storage::history::day_floor;
 use zepto_storage::{Catalog, Change, ChangeLog, HistFile, StorageError};
 use zepto_wal::{replay, Lsn, RecoveryMode, ReplayOptions, ReplayReport, Storage, SyncMode, Wal, WalError};
 
 /// How the store logs, recovers, checkpoints and tiers.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Options {
     /// When a logged change reaches the disk (before it is acknowledged: `Always`).
     pub sync: SyncMode,
@@ -34,6 +34,8 @@ pub struct Options {
     pub tier_after_ns: Option<i64>,
     /// Move the oldest days to the Parquet history while tables hold more than this many bytes.
     pub memory_budget: Option<u64>,
+    /// The cluster's shared storage, where history files named `shared:...` are read.
+    pub shared: Option<SharedStore>,
 }
 
 impl Default for Options {
@@ -44,6 +46,7 @@ impl Default for Options {
             checkpoint_bytes: 256 << 20,
             tier_after_ns: None,
             memory_budget: None,
+            shared: None,
         }
     }
 }
@@ -108,7 +111,11 @@ impl Durable {
         mut progress: impl FnMut(&str),
     ) -> Result<(Arc<Durable>, Recovery), DurableError> {
         let mut rec = Recovery::default();
-        let reader = Arc::new(ParquetHistory::new(history.clone()));
+        let mut reader = ParquetHistory::new(history.clone());
+        if let Some(s) = opts.shared.clone() {
+            reader = reader.with_shared(Arc::new(s));
+        }
+        let reader = Arc::new(reader);
         catalog.set_history_reader(reader.clone())?;
         let t0 = Instant::now();
         if let Some((lsn, _)) = checkpoint::newest(checkpoints.as_ref())? {
@@ -226,7 +233,8 @@ impl Durable {
         if !files.is_empty() {
             // The record must be on disk before the files go, whatever the sync mode.
             self.wal.sync().map_err(|e| StorageError::Durability(e.to_string()))?;
-            for f in &files {
+            // Files in the cluster's shared storage are not this node's to delete.
+            for f in files.iter().filter(|f| f.shared_path().is_none()) {
                 self.reader.forget(&f.path);
                 // A file that cannot be deleted now is deleted by the next start's sweep.
                 let _ = self.history.remove(&f.path);

@@ -9,6 +9,8 @@
 //!   sorted by (partition key, timestamp) so row-group statistics prune on both.
 //! * [`read`] — [`ParquetHistory`], the catalog's [`zepto_storage::HistoryReader`]: cached
 //!   footers, file pruning by time, row-group pruning by time and key, projection.
+//! * [`shared`] — [`SharedStore`], the cluster's shared storage (`object_store`), where the
+//!   owner of a Kafka partition keeps its history; paths starting `shared:` are read there.
 //! * [`mod@sweep`] — startup check: every file the recovered tables name is there with its
 //!   length; files no table names (a tiering cut short by a crash) are deleted.
 //!
@@ -17,12 +19,14 @@
 #![warn(missing_docs)]
 
 pub mod read;
+pub mod shared;
 pub mod sweep;
 pub mod write;
 
-pub use read::ParquetHistory;
+pub use read::{read_file, ParquetHistory};
+pub use shared::SharedStore;
 pub use sweep::{sweep, Swept};
-pub use write::{write_history, Written};
+pub use write::{encode_rows, write_history, Encoded, Rows, Written};
 
 use zepto_storage::StorageError;
 

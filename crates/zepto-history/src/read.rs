@@ -28,6 +28,8 @@ use zepto_wal::Storage;
 /// The catalog's reader of history files in one storage (the data directory's `history/`).
 pub struct ParquetHistory {
     storage: Arc<dyn Storage>,
+    /// The cluster's shared storage, for files named `shared:...`.
+    shared: Option<Arc<dyn Storage>>,
     footers: Mutex<HashMap<String, Arc<ParquetMetaData>>>,
 }
 
@@ -78,13 +80,29 @@ fn leaf(meta: &ParquetMetaData, name: &str) -> Option<usize> {
 impl ParquetHistory {
     /// The history kept in `storage` (Parquet footers are cached as files are first read).
     pub fn new(storage: Arc<dyn Storage>) -> ParquetHistory {
-        ParquetHistory { storage, footers: Mutex::new(HashMap::new()) }
+        ParquetHistory { storage, shared: None, footers: Mutex::new(HashMap::new()) }
+    }
+
+    /// This reader, reading files named `shared:<path>` from `shared` (the cluster's shared
+    /// storage; see [`zepto_storage::history::SHARED`]).
+    pub fn with_shared(mut self, shared: Arc<dyn Storage>) -> ParquetHistory {
+        self.shared = Some(shared);
+        self
     }
 
     fn open(&self, path: &str) -> Result<Source, StorageError> {
-        match self.storage.path(path) {
+        let (storage, name) = match path.strip_prefix(zepto_storage::history::SHARED) {
+            Some(name) => match &self.shared {
+                Some(s) => (s, name),
+                None => {
+                    return Err(io_err(path, "the file is in the cluster's shared storage, and this node has none"))
+                }
+            },
+            None => (&self.storage, path),
+        };
+        match storage.path(name) {
             Some(p) => File::open(&p).map(Source::File).map_err(|e| io_err(path, e)),
-            None => self.storage.read(path).map(|b| Source::Mem(Bytes::from(b))).map_err(|e| io_err(path, e)),
+            None => storage.read(name).map(|b| Source::Mem(Bytes::from(b))).map_err(|e| io_err(path, e)),
         }
     }
 
@@ -217,4 +235,12 @@ fn key_runs(columns: Vec<zepto_storage::Column>, key_pos: Option<usize>) -> Hist
         _ => {}
     }
     HistoryChunk { columns, runs }
+}
+
+/// Every row of a whole Parquet file in memory, as columns `defs` (matched by name; a column
+/// the file lacks reads as NULL): how a node loads the recent rows of a shared snapshot.
+pub fn read_file(bytes: Vec<u8>, defs: &[ColumnDef], what: &str) -> Result<Vec<zepto_storage::Column>, StorageError> {
+    let src = Bytes::from(bytes);
+    let meta = Arc::new(ParquetMetaDataReader::new().parse_and_finish(&src).map_err(|e| io_err(what, e))?);
+    zepto_io::parquet::read_parquet_parts(src, meta, defs, None, what).map_err(|e| io_err(what, e))
 }

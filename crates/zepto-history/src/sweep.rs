@@ -30,9 +30,12 @@ pub fn sweep(storage: &dyn Storage, catalog: &Catalog) -> Result<Swept, StorageE
     for name in catalog.table_names() {
         let t = catalog.snapshot(&name)?;
         for f in &t.history().files {
-            named.insert(f.path.clone(), f.bytes);
             out.files += 1;
             out.rows += f.rows;
+            // Files in the cluster's shared storage are not this directory's to check or delete.
+            if f.shared_path().is_none() {
+                named.insert(f.path.clone(), f.bytes);
+            }
         }
     }
     let present = storage.list().map_err(|e| io_err("directory", e))?;

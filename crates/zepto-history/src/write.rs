@@ -38,24 +38,110 @@ pub fn day_dir(day_start: i64) -> String {
     format!("date={}", zepto_storage::time::format_date(days as i32))
 }
 
+/// One history file encoded in memory, not yet published: its description and bytes.
+#[derive(Debug)]
+pub struct Encoded {
+    /// The file as a table's history names it (`path` as the caller's naming gave it).
+    pub file: HistFile,
+    /// The Parquet bytes.
+    pub bytes: Vec<u8>,
+}
+
 /// Write `snap`'s rows with a timestamp before `before` as history files of `snap`, named from
 /// its history's next sequence number. Nothing in the catalog changes: the caller commits the
 /// files ([`zepto_storage::Catalog::commit_tier`]) or leaves them for the startup sweep.
 pub fn write_history(storage: &dyn Storage, snap: &Table, before: i64) -> Result<Written, StorageError> {
-    let ts_col = snap.ts_col().ok_or_else(|| {
-        StorageError::Invalid(format!("table '{}' has no designated timestamp to tier by", snap.name()))
-    })?;
+    if snap.ts_col().is_none() {
+        return Err(StorageError::Invalid(format!("table '{}' has no designated timestamp to tier by", snap.name())));
+    }
     let counts = snap.count_before(before);
-    // Partitions with rows to move, in key order (NULL key first, then by string).
-    let dict = snap.dict();
-    let mut order: Vec<usize> = (0..counts.len()).filter(|&s| counts[s] > 0).collect();
+    let slots: Vec<usize> = (0..counts.len()).filter(|&s| counts[s] > 0).collect();
+    let table_dir = snap.name().to_ascii_lowercase();
+    let next = snap.history().next_seq;
+    let name = |day: i64, k: usize| format!("{table_dir}/{}/part-{:06}.parquet", day_dir(day), next + k as u64);
+    let mut files = Vec::new();
+    for e in encode_rows(snap, &slots, Rows::Before(before), name)? {
+        publish(storage, &e.file.path, &e.bytes)?;
+        files.push(e.file);
+    }
+    Ok(Written { counts, files })
+}
+
+/// Which rows of a partition [`encode_rows`] takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rows {
+    /// Those with a timestamp before the cut (one file per UTC day).
+    Before(i64),
+    /// All the others: a timestamp at or after the cut, or NULL; every row of a table without
+    /// a designated timestamp (one file, named for day 0).
+    From(i64),
+}
+
+/// The `rows` of partition slots `slots` of `snap` as Parquet files (`name(day start, k)`
+/// names the `k`-th), rows in (key, time) order. A file's time span is the whole range when
+/// the table has no designated timestamp.
+pub fn encode_rows(
+    snap: &Table,
+    slots: &[usize],
+    rows: Rows,
+    name: impl Fn(i64, usize) -> String,
+) -> Result<Vec<Encoded>, StorageError> {
+    let days = day_pieces(snap, slots, rows);
+    let names: Vec<String> = snap.schema().columns.iter().map(|c| c.name.clone()).collect();
     let parts = snap.partitions();
+    let mut out = Vec::with_capacity(days.len());
+    for (k, (day, pieces)) in days.into_iter().enumerate() {
+        let n: usize = pieces.iter().map(|&(_, a, b)| b - a).sum();
+        let cols: Vec<Column> = (0..names.len())
+            .map(|c| {
+                let slices: Vec<Column> =
+                    pieces.iter().map(|&(s, a, b)| parts[s].columns()[c].slice(a, b - a)).collect();
+                let refs: Vec<&Column> = slices.iter().collect();
+                Column::concat(&refs)
+            })
+            .collect();
+        let (min_ts, max_ts) = match snap.ts_col() {
+            Some(t) => (0..n)
+                .filter(|&i| cols[t].is_valid(i))
+                .filter_map(|i| cols[t].as_i64_slice().map(|ts| ts[i]))
+                .fold((i64::MAX, i64::MIN), |(lo, hi), t| (lo.min(t), hi.max(t))),
+            None => (i64::MIN, i64::MAX),
+        };
+        let path = name(day, k);
+        let bytes = encode(&names, &cols, n).map_err(|e| io_err(&path, e))?;
+        let file = HistFile { path, rows: n as u64, bytes: bytes.len() as u64, min_ts, max_ts };
+        out.push(Encoded { file, bytes });
+    }
+    Ok(out)
+}
+
+/// Day start → pieces (slot, row range) of `slots`, slots in key order (NULL key first, then
+/// by string). [`Rows::From`] puts every piece under day 0.
+fn day_pieces(snap: &Table, slots: &[usize], rows: Rows) -> BTreeMap<i64, Vec<(usize, usize, usize)>> {
+    let dict = snap.dict();
+    let parts = snap.partitions();
+    let mut order: Vec<usize> = slots.to_vec();
     order.sort_by(|&a, &b| parts[a].key().map(|k| dict.get(k)).cmp(&parts[b].key().map(|k| dict.get(k))));
-    // Day → pieces (slot, row range) in key order.
     let mut days: BTreeMap<i64, Vec<(usize, usize, usize)>> = BTreeMap::new();
     for &s in &order {
         let p = &parts[s];
-        let r = p.ts_range(ts_col, i64::MIN, before.saturating_sub(1));
+        // The rows before the cut (none without a designated timestamp).
+        let (cut, before) = match rows {
+            Rows::Before(t) | Rows::From(t) => (t, matches!(rows, Rows::Before(_))),
+        };
+        let r = match snap.ts_col() {
+            Some(t) => p.ts_range(t, i64::MIN, cut.saturating_sub(1)),
+            None => 0..0,
+        };
+        if !before {
+            for (a, b) in [(0, r.start), (r.end, p.len())] {
+                if b > a {
+                    days.entry(0).or_default().push((s, a, b));
+                }
+            }
+            continue;
+        }
+        let Some(ts_col) = snap.ts_col() else { continue };
         let ts = p.columns()[ts_col].as_i64_slice().unwrap_or(&[]);
         let mut i = r.start;
         while i < r.end {
@@ -67,28 +153,7 @@ pub fn write_history(storage: &dyn Storage, snap: &Table, before: i64) -> Result
             i = j;
         }
     }
-    let table_dir = snap.name().to_ascii_lowercase();
-    let names: Vec<String> = snap.schema().columns.iter().map(|c| c.name.clone()).collect();
-    let mut files = Vec::with_capacity(days.len());
-    for (k, (day, pieces)) in days.into_iter().enumerate() {
-        let rows: usize = pieces.iter().map(|&(_, a, b)| b - a).sum();
-        let cols: Vec<Column> = (0..names.len())
-            .map(|c| {
-                let slices: Vec<Column> =
-                    pieces.iter().map(|&(s, a, b)| parts[s].columns()[c].slice(a, b - a)).collect();
-                let refs: Vec<&Column> = slices.iter().collect();
-                Column::concat(&refs)
-            })
-            .collect();
-        let ts = cols[ts_col].as_i64_slice().unwrap_or(&[]);
-        let (min_ts, max_ts) = ts.iter().fold((i64::MAX, i64::MIN), |(lo, hi), &t| (lo.min(t), hi.max(t)));
-        let seq = snap.history().next_seq + k as u64;
-        let path = format!("{table_dir}/{}/part-{seq:06}.parquet", day_dir(day));
-        let bytes = encode(&names, &cols, rows).map_err(|e| io_err(&path, e))?;
-        publish(storage, &path, &bytes)?;
-        files.push(HistFile { path, rows: rows as u64, bytes: bytes.len() as u64, min_ts, max_ts });
-    }
-    Ok(Written { counts, files })
+    days
 }
 
 /// One Parquet file in memory.

@@ -17,7 +17,7 @@ use crate::history::{day_floor, HistFile};
 use crate::index::IndexDef;
 use crate::logged::Logged;
 use crate::table::HistoryReader;
-use crate::table::{ColumnDef, Schema, Table};
+use crate::table::{ColumnDef, Schema, Shard, Table};
 use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock, RwLock};
 
@@ -95,6 +95,29 @@ pub enum Change<'a> {
         /// Cut-off, nanoseconds since the epoch: rows with an earlier timestamp moved.
         before: i64,
         /// The history files that now hold them.
+        files: &'a [HistFile],
+    },
+    /// One shard's rows before `before` moved to history `files` in shared storage (already
+    /// durable there when this is logged): see [`crate::Table::tier_shard`].
+    TierShard {
+        /// The table tiered.
+        table: &'a str,
+        /// The shard's keys.
+        shard: Shard<'a>,
+        /// Cut-off, nanoseconds since the epoch.
+        before: i64,
+        /// The history files that now hold the rows.
+        files: &'a [HistFile],
+    },
+    /// A shard taken over from a snapshot in shared storage: see [`crate::Table::adopt_shard`].
+    AdoptShard {
+        /// The table.
+        table: &'a str,
+        /// The shard's keys.
+        shard: Shard<'a>,
+        /// History files with this path prefix (the shard's earlier ones) are forgotten.
+        prefix: &'a str,
+        /// The snapshot's history files of the shard.
         files: &'a [HistFile],
     },
     /// Retention: rows before `before` dropped, and the history files wholly before it.
@@ -264,6 +287,77 @@ impl Catalog {
             self.log(&[Change::Tier { table: t.name(), before, files }])?.apply(|| {
                 t.set_history_reader(self.history.get().cloned());
                 t.tier(before, files)
+            })
+        })
+    }
+
+    /// Move the rows of `shard` in `snap` before `before` to the history `files` (written from
+    /// `snap`, holding `rows` rows), unless the table changed meanwhile (a conflict error).
+    pub fn commit_tier_shard(
+        &self,
+        snap: &Table,
+        shard: Shard<'_>,
+        before: i64,
+        files: &[HistFile],
+    ) -> Result<usize, StorageError> {
+        self.write(snap.name(), |t| {
+            if t.mutations() != snap.mutations()
+                || t.schema().len() != snap.schema().len()
+                || t.shard_count_before(shard, before) != snap.shard_count_before(shard, before)
+            {
+                return Err(StorageError::Conflict(format!(
+                    "table '{}' changed while its shard's history was written",
+                    t.name()
+                )));
+            }
+            self.tier_shard_in(t, shard, before, files)
+        })
+    }
+
+    /// Apply a logged shard tiering (recovery).
+    pub fn tier_shard_logged(
+        &self,
+        name: &str,
+        shard: Shard<'_>,
+        before: i64,
+        files: &[HistFile],
+    ) -> Result<usize, StorageError> {
+        self.write(name, |t| self.tier_shard_in(t, shard, before, files))
+    }
+
+    fn tier_shard_in(
+        &self,
+        t: &mut Table,
+        shard: Shard<'_>,
+        before: i64,
+        files: &[HistFile],
+    ) -> Result<usize, StorageError> {
+        let want: u64 = files.iter().map(|f| f.rows).sum();
+        if want != t.shard_count_before(shard, before) as u64 {
+            return Err(StorageError::Invalid(format!(
+                "table '{}': shard history files hold {want} rows, not its rows before the cut",
+                t.name()
+            )));
+        }
+        self.log(&[Change::TierShard { table: t.name(), shard, before, files }])?.apply(|| {
+            t.set_history_reader(self.history.get().cloned());
+            t.tier_shard(shard, before, files)
+        })
+    }
+
+    /// Take `shard` of table `name` over from a snapshot (see [`Table::adopt_shard`]). Returns
+    /// the rows removed from memory.
+    pub fn adopt_shard(
+        &self,
+        name: &str,
+        shard: Shard<'_>,
+        prefix: &str,
+        files: &[HistFile],
+    ) -> Result<usize, StorageError> {
+        self.write(name, |t| {
+            self.log(&[Change::AdoptShard { table: t.name(), shard, prefix, files }])?.apply(|| {
+                t.set_history_reader(self.history.get().cloned());
+                Ok(t.adopt_shard(shard, prefix, files))
             })
         })
     }

@@ -13,7 +13,8 @@ use std::ops::Range;
 /// string, NULL first; designated timestamp).
 #[derive(Debug, Clone, PartialEq)]
 pub struct HistFile {
-    /// Path under the history root, Hive style: `<table>/date=YYYY-MM-DD/part-<seq>.parquet`.
+    /// Path under the history root, Hive style: `<table>/date=YYYY-MM-DD/part-<seq>.parquet`;
+    /// or, for a file in the cluster's shared storage, [`SHARED`] and its path there.
     pub path: String,
     /// Rows in the file.
     pub rows: u64,
@@ -23,6 +24,18 @@ pub struct HistFile {
     pub min_ts: i64,
     /// Largest designated timestamp in the file, nanoseconds since the epoch.
     pub max_ts: i64,
+}
+
+/// The path prefix of a history file in the cluster's shared storage (written by the node
+/// that owned its Kafka partition then): `shared:<path in the shared store>`. Any other path is
+/// under the node's own `history/` directory.
+pub const SHARED: &str = "shared:";
+
+impl HistFile {
+    /// The file's path in the shared store, if it lives there (see [`SHARED`]).
+    pub fn shared_path(&self) -> Option<&str> {
+        self.path.strip_prefix(SHARED)
+    }
 }
 
 /// The history part of a table's state.

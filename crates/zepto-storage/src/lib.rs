@@ -38,6 +38,6 @@ pub use history::{HistFile, History, HistoryChunk, HistoryPlan, HistoryRows, His
 pub use index::IndexDef;
 pub use logged::Logged;
 pub use strings::StrVec;
-pub use table::{ColumnDef, HistoryReader, Partition, Schema, Table, TableOptions};
+pub use table::{ColumnDef, HistoryReader, Partition, Schema, Shard, Table, TableOptions};
 pub use types::DataType;
 pub use value::Value;

@@ -6,7 +6,10 @@ use super::Settings;
 use clap::Arg;
 use std::net::TcpListener;
 use std::sync::Arc;
+use std::time::Duration;
+use zepto_cluster::history::SharedHistory;
 use zepto_cluster::{Config, Node};
+use zepto_history::SharedStore;
 use zepto_server::auth::KeyStore;
 use zepto_sql::Engine;
 
@@ -32,11 +35,47 @@ pub(super) fn args() -> Vec<Arg> {
         Arg::new("flight").long("flight").value_name("ADDR").help(
             "Where the other nodes reach this one's Arrow Flight door (default: the HTTP door's host, any free port)",
         ),
+        Arg::new("shared-history").long("shared-history").value_name("DIR").help(
+            "Keep the owned partitions' rows in storage every node reads (a directory or file:// URL), so a node \
+             taking a partition over loads them from there",
+        ),
+        Arg::new("seal-every")
+            .long("seal-every")
+            .value_name("AGE")
+            .help("With --shared-history: how often each owned partition is written there (default 60s)"),
     ]
 }
 
 /// The setting names the config file may give.
-pub(super) const KEYS: [&str; 5] = ["cluster", "cluster-topic", "cluster-group", "node-id", "flight"];
+pub(super) const KEYS: [&str; 7] =
+    ["cluster", "cluster-topic", "cluster-group", "node-id", "flight", "shared-history", "seal-every"];
+
+/// The shared store `--shared-history` names, if it names one.
+pub(super) fn shared_store(st: &Settings<'_>) -> Result<Option<SharedStore>, String> {
+    match st.string("shared-history")? {
+        None => Ok(None),
+        Some(loc) => SharedStore::open(&loc).map(Some).map_err(|e| format!("--shared-history {loc}: {e}")),
+    }
+}
+
+/// The shared-history settings, if `--shared-history` asks for them (rows older than
+/// `tier_after_ns` are sealed as history).
+fn shared_history(st: &Settings<'_>, tier_after_ns: Option<i64>) -> Result<Option<SharedHistory>, String> {
+    let Some(store) = shared_store(st)? else {
+        return match st.string("seal-every")? {
+            Some(_) => Err("--seal-every needs --shared-history".into()),
+            None => Ok(None),
+        };
+    };
+    let every = match st.string("seal-every")? {
+        None => Duration::from_secs(60),
+        Some(a) => match zepto_storage::time::parse_interval(&a) {
+            Some(ns) if ns > 0 => Duration::from_nanos(ns.unsigned_abs()),
+            _ => return Err(format!("--seal-every: '{a}' is not a positive duration (e.g. 60s)")),
+        },
+    };
+    SharedHistory::new(store, every, tier_after_ns).map(Some).map_err(|e| e.to_string())
+}
 
 /// The environment variable holding the admin key a node sends the others' Flight doors when
 /// the servers have API keys.
@@ -70,7 +109,10 @@ pub(super) fn start(
         ));
     }
     let (listener, flight) = flight_door(st, http, keys)?;
-    let config = Config::new(&brokers, &topic, &group, &node_id).map_err(|e| e.to_string())?.with_flight(&flight);
+    let mut config = Config::new(&brokers, &topic, &group, &node_id).map_err(|e| e.to_string())?.with_flight(&flight);
+    if let Some(sh) = shared_history(st, super::tiering(st)?.after_ns)? {
+        config = config.with_shared_history(sh);
+    }
     let mut node = Node::start(engine.clone(), &config).map_err(|e| e.to_string())?;
     node.serve_flight(listener, Arc::new(keys.clone())).map_err(|e| e.to_string())?;
     let member = engine.with_cluster(node.cluster(key).map_err(|e| e.to_string())?);

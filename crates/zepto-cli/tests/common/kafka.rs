@@ -44,6 +44,24 @@ impl Broker {
         Some(Broker { dir, addr: format!("{host}:{port}") })
     }
 
+    /// Delete the records of `topic` before each `(partition, offset)` (what retention does).
+    #[allow(dead_code)]
+    pub fn delete_records_before(&self, topic: &str, offsets: &[(i32, i64)]) {
+        use rdkafka::admin::{AdminClient, AdminOptions};
+        use rdkafka::client::DefaultClientContext;
+        let admin: AdminClient<DefaultClientContext> =
+            ClientConfig::new().set("bootstrap.servers", &self.addr).create().expect("an admin client");
+        let mut tpl = rdkafka::TopicPartitionList::new();
+        for &(p, o) in offsets {
+            tpl.add_partition_offset(topic, p, rdkafka::Offset::Offset(o)).expect("an offset");
+        }
+        let opts = AdminOptions::new().operation_timeout(Some(Duration::from_secs(30)));
+        let done = futures::executor::block_on(admin.delete_records(&tpl, &opts)).expect("records deleted");
+        for e in done.elements() {
+            assert!(e.error().is_ok(), "deleting records of {topic}[{}]: {:?}", e.partition(), e.error());
+        }
+    }
+
     pub fn producer(&self) -> BaseProducer {
         ClientConfig::new()
             .set("bootstrap.servers", &self.addr)

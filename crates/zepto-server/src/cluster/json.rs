@@ -14,6 +14,7 @@ pub fn to_json(status: &Status) -> serde_json::Value {
                 "high_watermark": s.high_watermark,
                 "lag": s.lag(),
                 "ready": s.ready(),
+                "sealed_offset": s.sealed,
             })
         })
         .collect();
@@ -35,5 +36,6 @@ pub fn to_json(status: &Status) -> serde_json::Value {
         "records_rejected": status.records_rejected,
         "rebalances": status.rebalances,
         "last_error": status.last_error,
+        "shared_history": status.shared_history,
     })
 }

@@ -27,6 +27,9 @@ pub struct PartitionState {
     /// (0 for a partition with nothing to replay). Until the node has applied up to there,
     /// its rows of the partition are not whole, and it answers no query for it.
     pub replay_to: Option<i64>,
+    /// With shared history: the offset of the newest manifest of the partition this node
+    /// sealed or took over (its rows up to there are in shared storage).
+    pub sealed: Option<i64>,
 }
 
 impl PartitionState {
@@ -70,6 +73,8 @@ pub struct Status {
     pub members: Vec<Member>,
     /// The topic's partitions, as the brokers last said (0 before they answered).
     pub partition_count: usize,
+    /// Where the node keeps shared history, if it does.
+    pub shared_history: Option<String>,
 }
 
 impl Status {

@@ -15,8 +15,10 @@ use crate::history::{HistFile, History};
 use crate::index::IndexDef;
 
 mod history_reader;
+mod shard;
 use crate::types::DataType;
 pub use history_reader::HistoryReader;
+pub use shard::Shard;
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 use std::sync::Arc;

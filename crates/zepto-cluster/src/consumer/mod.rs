@@ -31,6 +31,9 @@
 //! - **Revocation** forgets the partition. Its rows stay in this node's tables, out of its
 //!   answers (queries read only the partitions a node owns).
 
+mod keep;
+
+use crate::history::SharedHistory;
 use crate::offsets;
 use crate::produce::Producer;
 use crate::record::{self, Body};
@@ -42,13 +45,12 @@ use rdkafka::error::KafkaError;
 use rdkafka::message::{BorrowedMessage, Message};
 use rdkafka::types::RDKafkaRespErr;
 use rdkafka::{ClientContext, Offset, TopicPartitionList};
-use std::collections::HashSet;
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use zepto_server::auth::Principal;
-use zepto_server::cluster::PartitionState;
 use zepto_server::error::ApiError;
 use zepto_server::ingest::{self, IngestFormat, WriteRequest};
 use zepto_sql::Engine;
@@ -143,9 +145,21 @@ pub(crate) fn spawn(
     producer: Arc<Producer>,
     stop: Arc<AtomicBool>,
 ) -> Result<JoinHandle<()>, ClusterError> {
-    let consumer = join(&engine, config, &shared)?;
+    let pending = Pending::default();
+    let consumer = join(&engine, config, &shared, &pending)?;
     let topic = config.topic().to_string();
-    let worker = Worker { consumer, engine, config: config.clone(), topic, shared, producer };
+    let worker = Worker {
+        consumer,
+        engine,
+        config: config.clone(),
+        topic,
+        shared,
+        producer,
+        pending,
+        sealed: HashMap::new(),
+        last_seal: Instant::now(),
+        last_retry: Instant::now(),
+    };
     std::thread::Builder::new()
         .name("zepto-kafka".into())
         .spawn(move || worker.run(&stop))
@@ -153,8 +167,19 @@ pub(crate) fn spawn(
 }
 
 /// A consumer of `config`'s group, subscribed to its topic.
-fn join(engine: &Engine, config: &Config, shared: &Shared) -> Result<BaseConsumer<Context>, ClusterError> {
-    let context = Context { engine: engine.clone(), topic: config.topic().to_string(), shared: shared.clone() };
+fn join(
+    engine: &Engine,
+    config: &Config,
+    shared: &Shared,
+    pending: &Pending,
+) -> Result<BaseConsumer<Context>, ClusterError> {
+    let context = Context {
+        engine: engine.clone(),
+        topic: config.topic().to_string(),
+        shared: shared.clone(),
+        history: config.shared_history().cloned(),
+        pending: pending.clone(),
+    };
     let consumer: BaseConsumer<Context> = config
         .client()
         .set("group.id", config.group())
@@ -179,6 +204,24 @@ struct Worker {
     topic: String,
     shared: Shared,
     producer: Arc<Producer>,
+    /// Partitions assigned but not yet taken (their take-over failed; retried).
+    pending: Pending,
+    /// Per partition, the offset this node last sealed it at.
+    sealed: HashMap<i32, i64>,
+    last_seal: Instant,
+    last_retry: Instant,
+}
+
+/// Partitions Kafka assigned that the node could not take yet (shared history unreachable,
+/// the partition count unknown): the consumer tries again every few seconds.
+type Pending = Arc<Mutex<BTreeSet<i32>>>;
+
+/// How often pending partitions are tried again.
+const RETRY: Duration = Duration::from_secs(2);
+
+/// The set of waiting partitions (a poisoned lock still holds a good set).
+fn lock(p: &Pending) -> MutexGuard<'_, BTreeSet<i32>> {
+    p.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl Worker {
@@ -201,6 +244,7 @@ impl Worker {
             if let Some((code, why)) = self.consumer.client().fatal_error() {
                 self.rejoin(&format!("{code:?}: {why}"));
             }
+            self.keep_history();
         }
         self.refresh();
         // Dropping the consumer closes it (a static member keeps its partitions for the
@@ -217,7 +261,8 @@ impl Worker {
             s.partitions.clear();
             s.last_error = Some(format!("rejoining the group after: {why}"));
         });
-        match join(&self.engine, &self.config, &self.shared) {
+        lock(&self.pending).clear();
+        match join(&self.engine, &self.config, &self.shared, &self.pending) {
             Ok(c) => self.consumer = c,
             Err(e) => {
                 self.shared.update(|s| s.last_error = Some(format!("rejoining the group: {e}")));
@@ -476,6 +521,8 @@ struct Context {
     engine: Engine,
     topic: String,
     shared: Shared,
+    history: Option<SharedHistory>,
+    pending: Pending,
 }
 
 impl ClientContext for Context {}
@@ -504,7 +551,9 @@ impl ConsumerContext for Context {
 }
 
 impl Context {
-    /// Take the partitions of `tpl`, each from right after its last applied offset.
+    /// Take the partitions of `tpl`, each from right after its last applied offset (or after
+    /// its shared history, taken over first, when that is further). A partition that cannot
+    /// be taken now waits in `pending`.
     fn assign(
         &self,
         consumer: &BaseConsumer<Context>,
@@ -520,28 +569,46 @@ impl Context {
                 return Ok(());
             }
         };
-        let parts: Vec<(String, i32)> = tpl.elements().iter().map(|e| (e.topic().to_string(), e.partition())).collect();
-        for (topic, p) in &parts {
-            let start = match (topic == &self.topic).then(|| applied.get(p)).flatten() {
-                Some(&o) => Offset::Offset(o + 1),
-                None => Offset::Beginning,
-            };
-            tpl.set_partition_offset(topic, *p, start)?;
+        let count = self.shared.update(|s| s.partition_count);
+        let mut taken = TopicPartitionList::new();
+        let mut states = Vec::new();
+        for e in tpl.elements() {
+            let p = e.partition();
+            if e.topic() != self.topic {
+                taken.add_partition_offset(e.topic(), p, Offset::Beginning)?;
+                continue;
+            }
+            match keep::start(&self.engine, self.history.as_ref(), &self.topic, p, count, applied.get(&p).copied()) {
+                Ok(from) => {
+                    taken.add_partition_offset(
+                        &self.topic,
+                        p,
+                        from.map_or(Offset::Beginning, |o| Offset::Offset(o + 1)),
+                    )?;
+                    states.push((p, from));
+                }
+                Err(e) => self.wait(p, &e),
+            }
         }
         if cooperative {
-            consumer.incremental_assign(tpl)?;
+            consumer.incremental_assign(&taken)?;
         } else {
-            consumer.assign(tpl)?;
+            consumer.assign(&taken)?;
         }
+        let shared_history = self.history.is_some();
         self.shared.update(|s| {
-            for (_, p) in &parts {
-                s.partitions.insert(
-                    *p,
-                    PartitionState { applied: applied.get(p).copied(), high_watermark: None, replay_to: None },
-                );
+            for (p, from) in states {
+                s.partitions.insert(p, keep::owned(from, shared_history));
             }
         });
         Ok(())
+    }
+
+    /// Partition `p` cannot be taken now (why): it waits for the consumer's next try.
+    fn wait(&self, p: i32, why: &ClusterError) {
+        eprintln!("zeptodb: cluster: partition {p} not taken yet, trying again in {RETRY:?}: {why}");
+        lock(&self.pending).insert(p);
+        self.shared.update(|s| s.last_error = Some(format!("partition {p}: {why}")));
     }
 
     /// Give up the partitions of `tpl`.
@@ -552,6 +619,7 @@ impl Context {
         cooperative: bool,
     ) -> Result<(), KafkaError> {
         let parts: Vec<i32> = tpl.elements().iter().map(|e| e.partition()).collect();
+        lock(&self.pending).retain(|p| !parts.contains(p));
         self.shared.update(|s| s.partitions.retain(|p, _| !parts.contains(p)));
         if cooperative {
             consumer.incremental_unassign(tpl)
