@@ -17,7 +17,7 @@ VENV  ?= .venv
 PY    := $(VENV)/bin/python
 SEED  ?= $(shell date +%s)
 
-.PHONY: demo serve sql build test check msrv venv difftest fuzz-smoke python python-test bench clean fix-engine kafka cluster soak
+.PHONY: demo serve sql build test check msrv venv difftest fuzz-smoke python python-test bench clean fix-engine kafka s3 cluster soak
 
 build:
 	$(CARGO) build --release -p zepto-cli
@@ -38,8 +38,8 @@ $(VENV)/.ok: tests/gen/requirements.txt python/requirements-test.txt
 
 venv: $(VENV)/.ok
 
-test: venv fix-engine kafka
-	ZEPTO_REQUIRE_FIX_ENGINE=1 ZEPTO_REQUIRE_KAFKA=1 ZEPTO_REQUIRE_NETNS=1 $(CARGO) test --workspace
+test: venv fix-engine kafka s3
+	ZEPTO_REQUIRE_FIX_ENGINE=1 ZEPTO_REQUIRE_KAFKA=1 ZEPTO_REQUIRE_NETNS=1 ZEPTO_REQUIRE_S3=1 $(CARGO) test --workspace
 	$(MAKE) fuzz-smoke
 	$(MAKE) difftest
 	$(MAKE) python-test
@@ -72,6 +72,11 @@ fix-engine:
 # `cargo test` without them says those tests are skipped. tests/kafka/broker.sh runs them.
 kafka:
 	tests/kafka/broker.sh install
+
+# An in-memory S3-compatible server (gofakes3, from the Go module proxy; needs Go) for the
+# shared-history tests over S3: target/s3/fakes3.
+s3:
+	cd tests/s3 && go build -o ../../target/s3/fakes3 .
 
 # The 3-host fault test (crates/zepto-cli/tests/cluster_netns.rs: nodes in network
 # namespaces, kill -9 and network cuts; needs root and iproute2) for ROUNDS rounds.

@@ -1,9 +1,10 @@
-//! Shared history against a real Kafka broker: a node seals its partitions to a shared
-//! directory; Kafka then deletes those records (as retention would) and the node is killed;
+//! Shared history against a real Kafka broker: a node seals its partitions to shared storage
+//! (a directory, and an S3-compatible server: gofakes3, built by `make s3`); Kafka then deletes those records (as retention would) and the node is killed;
 //! a new node with an empty data directory takes every partition over from shared storage and
 //! the log after it, and answers every row exactly once, old rows from shared Parquet files.
-//! Without Kafka's jars or `java` the test says so and passes without running, except under
-//! `make test` (ZEPTO_REQUIRE_KAFKA=1), where that is a failure.
+//! Without Kafka's jars or `java` (or the S3 server) a test says so and passes without
+//! running, except under `make test` (ZEPTO_REQUIRE_KAFKA=1, ZEPTO_REQUIRE_S3=1), where that is
+//! a failure.
 
 mod common;
 
@@ -31,24 +32,34 @@ fn answer(addr: &str, q: &str) -> Option<i64> {
     }
 }
 
-fn node(brokers: &str, id: &str, data: &Path, shared: &Path) -> Server {
-    let (data, shared) = (data.to_string_lossy(), shared.to_string_lossy());
-    Server::start(&[
-        "--data-dir",
-        &data,
-        "--cluster",
-        brokers,
-        "--cluster-topic",
-        TOPIC,
-        "--node-id",
-        id,
-        "--shared-history",
-        &shared,
-        "--seal-every",
-        "1s",
-        "--tier-after",
-        "1d",
-    ])
+/// Where shared history goes, and the environment that reaches it.
+struct Store {
+    location: String,
+    env: Vec<(String, String)>,
+}
+
+fn node(brokers: &str, id: &str, data: &Path, store: &Store) -> Server {
+    let data = data.to_string_lossy();
+    let env: Vec<(&str, &str)> = store.env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    Server::start_env(
+        &[
+            "--data-dir",
+            &data,
+            "--cluster",
+            brokers,
+            "--cluster-topic",
+            TOPIC,
+            "--node-id",
+            id,
+            "--shared-history",
+            &store.location,
+            "--seal-every",
+            "1s",
+            "--tier-after",
+            "1d",
+        ],
+        &env,
+    )
 }
 
 /// Records of 10 rows, ids `first..first + 10 * records`: every other record three days old
@@ -79,17 +90,41 @@ fn sealed(s: &Server) -> Option<Vec<(i32, i64)>> {
 }
 
 #[test]
-fn a_node_takes_partitions_over_from_shared_history_after_kafka_deleted_them() {
+fn a_node_takes_partitions_over_from_a_shared_directory_after_kafka_deleted_them() {
     let Some(broker) = Broker::start("shared", "127.0.0.1", PARTITIONS) else { return };
     let root = std::env::temp_dir().join(format!("zepto-cluster-shared-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&root);
-    let shared = root.join("shared");
+    let store = Store { location: root.join("shared").to_string_lossy().into_owned(), env: Vec::new() };
+    take_over_after_kafka_forgot(&broker, &root, &store);
+}
+
+#[test]
+fn a_node_takes_partitions_over_from_s3_after_kafka_deleted_them() {
+    let Some(s3) = common::s3::FakeS3::start() else { return };
+    let Some(broker) = Broker::start("shared-s3", "127.0.0.1", PARTITIONS) else { return };
+    let root = std::env::temp_dir().join(format!("zepto-cluster-shared-s3-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    let env = [
+        ("AWS_ENDPOINT", format!("http://{}", s3.addr)),
+        ("AWS_ALLOW_HTTP", "true".into()),
+        ("AWS_ACCESS_KEY_ID", "test".into()),
+        ("AWS_SECRET_ACCESS_KEY", "test".into()),
+        ("AWS_REGION", "us-east-1".into()),
+    ];
+    let env = env.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+    let store = Store { location: "s3://zepto/cluster".into(), env };
+    take_over_after_kafka_forgot(&broker, &root, &store);
+}
+
+/// 1,000 rows through a node that seals them; Kafka deletes the sealed records and the node
+/// is killed; 500 more rows; a new node with an empty data directory answers all 1,500.
+fn take_over_after_kafka_forgot(broker: &Broker, root: &Path, store: &Store) {
     let now = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos() as i64).expect("a clock");
     let p = broker.producer();
     trades(&p, 0, 100, now);
     flush(&p);
 
-    let a = node(&broker.addr, "a", &root.join("a"), &shared);
+    let a = node(&broker.addr, "a", &root.join("a"), store);
     wait_for("1,000 rows on a", 60, || answer(&a.addr, "SELECT count(*) FROM trades") == Some(1000));
     let mut seals = Vec::new();
     wait_for("every partition sealed", 60, || {
@@ -106,7 +141,7 @@ fn a_node_takes_partitions_over_from_shared_history_after_kafka_deleted_them() {
     flush(&p);
 
     // A new node with nothing of its own.
-    let b = node(&broker.addr, "b", &root.join("b"), &shared);
+    let b = node(&broker.addr, "b", &root.join("b"), store);
     wait_for("1,500 rows on b", 90, || answer(&b.addr, "SELECT count(*) FROM trades") == Some(1500));
     assert_eq!(answer(&b.addr, "SELECT count(DISTINCT id) FROM trades"), Some(1500), "no row twice");
     assert_eq!(answer(&b.addr, "SELECT sum(id) FROM trades"), Some((0..1500).sum()));
@@ -114,5 +149,5 @@ fn a_node_takes_partitions_over_from_shared_history_after_kafka_deleted_them() {
     let local = std::fs::read_dir(root.join("b/history")).map(|d| d.count()).unwrap_or(0);
     assert_eq!(local, 0, "the new node's history is the shared one");
     drop(b);
-    let _ = std::fs::remove_dir_all(&root);
+    let _ = std::fs::remove_dir_all(root);
 }

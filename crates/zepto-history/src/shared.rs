@@ -1,20 +1,27 @@
 //! The cluster's shared storage: where the owner of a Kafka partition keeps that partition's
 //! history and snapshots, so that any node taking the partition over reads them (issue
 //! "Scale-out"). Reached through `object_store`, the interface the Arrow ecosystem uses for
-//! local directories and S3-compatible stores alike; this build links its local-filesystem
-//! store (a directory every node mounts: NFS, a shared volume, or one machine's disk in tests).
+//! local directories and object stores alike: a directory every node mounts (a path or
+//! `file://` URL: NFS, a shared volume, or one machine's disk in tests), or an S3-compatible
+//! bucket (`s3://bucket/prefix`, configured by the usual `AWS_*` environment variables:
+//! `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_REGION`, `AWS_ENDPOINT` for stores other
+//! than AWS, `AWS_ALLOW_HTTP=true` for one without TLS).
 //!
-//! Writes are whole objects, published atomically (the store writes a staging file and renames
-//! it into place), so a reader never sees half a file. The history reader reads shared files
-//! through the [`Storage`] interface like local ones; the calls block on the store's futures
-//! (local files need no runtime).
+//! Writes are whole objects, published atomically (a staging file renamed into place, or one
+//! PUT), so a reader never sees half a file. The history reader reads shared files through
+//! the [`Storage`] interface like local ones: a directory's files through their paths, an
+//! object store's whole. The calls block: a directory's on the calling thread (local files
+//! need no runtime), an object store's on a runtime of the store's own.
 
 use crate::io_err;
 use futures::executor::block_on;
 use futures::TryStreamExt;
+use object_store::aws::AmazonS3Builder;
 use object_store::local::LocalFileSystem;
 use object_store::path::Path as ObjectPath;
+use object_store::prefix::PrefixStore;
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
+use std::future::Future;
 use std::io;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -25,9 +32,23 @@ use zepto_wal::Storage;
 #[derive(Clone)]
 pub struct SharedStore {
     store: Arc<dyn ObjectStore>,
-    /// The directory, for readers that open files themselves.
-    root: PathBuf,
+    /// The directory, for readers that open files themselves (`None`: an object store).
+    root: Option<PathBuf>,
+    /// The runtime an object store's client runs on (`None`: a directory).
+    runtime: Option<Arc<Runtime>>,
     location: String,
+}
+
+/// A runtime shut down without waiting when the last store using it goes (never blocking,
+/// whatever thread drops it).
+struct Runtime(Option<tokio::runtime::Runtime>);
+
+impl Drop for Runtime {
+    fn drop(&mut self) {
+        if let Some(rt) = self.0.take() {
+            rt.shutdown_background();
+        }
+    }
 }
 
 impl std::fmt::Debug for SharedStore {
@@ -42,24 +63,74 @@ fn object_path(path: &str) -> Result<ObjectPath, StorageError> {
 
 impl SharedStore {
     /// The store at `location`: a directory (created if missing), as a path or a `file://`
-    /// URL. Other schemes (`s3://`, ...) are refused by this build.
+    /// URL, or an S3-compatible bucket, `s3://bucket[/prefix]` (see the module docs).
     pub fn open(location: &str) -> Result<SharedStore, StorageError> {
-        let dir = match location.split_once("://") {
-            None => location,
-            Some(("file", rest)) => rest,
-            Some((scheme, _)) => {
-                return Err(StorageError::Invalid(format!(
-                    "shared storage '{location}': this build reaches directories (a path or file://), not {scheme}://"
-                )))
-            }
-        };
+        Self::open_with(location, &[])
+    }
+
+    /// [`SharedStore::open`], an S3 store's settings from the environment overridden by
+    /// `options` (`object_store`'s keys: `aws_endpoint`, `aws_access_key_id`, ...).
+    pub fn open_with(location: &str, options: &[(&str, &str)]) -> Result<SharedStore, StorageError> {
+        match location.split_once("://") {
+            None => Self::directory(location, location),
+            Some(("file", dir)) => Self::directory(dir, location),
+            Some(("s3", rest)) => Self::s3(rest, location, options),
+            Some((scheme, _)) => Err(StorageError::Invalid(format!(
+                "shared storage '{location}': a directory (a path or file://) or s3://, not {scheme}://"
+            ))),
+        }
+    }
+
+    fn directory(dir: &str, location: &str) -> Result<SharedStore, StorageError> {
         if dir.is_empty() {
             return Err(StorageError::Invalid("shared storage: an empty path".into()));
         }
         std::fs::create_dir_all(dir).map_err(|e| io_err(dir, e))?;
         let root = std::fs::canonicalize(dir).map_err(|e| io_err(dir, e))?;
         let store = LocalFileSystem::new_with_prefix(&root).map_err(|e| io_err(dir, e))?;
-        Ok(SharedStore { store: Arc::new(store), root, location: location.to_string() })
+        Ok(SharedStore { store: Arc::new(store), root: Some(root), runtime: None, location: location.to_string() })
+    }
+
+    fn s3(rest: &str, location: &str, options: &[(&str, &str)]) -> Result<SharedStore, StorageError> {
+        let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
+        if bucket.is_empty() {
+            return Err(StorageError::Invalid(format!("shared storage '{location}': no bucket")));
+        }
+        // HTTPS through rustls with ring, as the server's own TLS (a second install is a no-op).
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let mut builder = AmazonS3Builder::from_env().with_bucket_name(bucket);
+        for (k, v) in options {
+            let key = k.parse().map_err(|e| io_err(location, e))?;
+            builder = builder.with_config(key, *v);
+        }
+        let s3 = builder.build().map_err(|e| io_err(location, e))?;
+        let prefix = prefix.trim_matches('/');
+        let store: Arc<dyn ObjectStore> = match prefix {
+            "" => Arc::new(s3),
+            p => Arc::new(PrefixStore::new(s3, p)),
+        };
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("zepto-shared")
+            .enable_all()
+            .build()
+            .map_err(|e| io_err(location, e))?;
+        let runtime = Some(Arc::new(Runtime(Some(rt))));
+        Ok(SharedStore { store, root: None, runtime, location: location.to_string() })
+    }
+
+    /// Run `f` on the store's client to its end: on the store's runtime if it has one, else
+    /// here.
+    fn block<T: Send + 'static>(
+        &self,
+        what: &str,
+        f: impl FnOnce(Arc<dyn ObjectStore>) -> std::pin::Pin<Box<dyn Future<Output = T> + Send>>,
+    ) -> Result<T, StorageError> {
+        let fut = f(self.store.clone());
+        match self.runtime.as_ref().and_then(|r| r.0.as_ref()) {
+            None => Ok(block_on(fut)),
+            Some(rt) => block_on(rt.spawn(fut)).map_err(|e| io_err(what, e)),
+        }
     }
 
     /// Where the store is, as given.
@@ -70,28 +141,33 @@ impl SharedStore {
     /// Publish `bytes` as `path` (replacing it), atomically.
     pub fn put(&self, path: &str, bytes: Vec<u8>) -> Result<(), StorageError> {
         let p = object_path(path)?;
-        block_on(self.store.put(&p, PutPayload::from(bytes))).map(drop).map_err(|e| io_err(path, e))
+        let put = self.block(path, |s| Box::pin(async move { s.put(&p, PutPayload::from(bytes)).await.map(drop) }))?;
+        put.map_err(|e| io_err(path, e))
     }
 
     /// The whole of `path`; `None` when there is no such object.
     pub fn get(&self, path: &str) -> Result<Option<Vec<u8>>, StorageError> {
         let p = object_path(path)?;
-        let got = block_on(async {
-            match self.store.get(&p).await {
-                Ok(r) => r.bytes().await.map(Some),
-                Err(object_store::Error::NotFound { .. }) => Ok(None),
-                Err(e) => Err(e),
-            }
-        });
-        got.map(|b| b.map(|b| b.to_vec())).map_err(|e| io_err(path, e))
+        let got = self.block(path, |s| {
+            Box::pin(async move {
+                match s.get(&p).await {
+                    Ok(r) => r.bytes().await.map(|b| Some(b.to_vec())),
+                    Err(object_store::Error::NotFound { .. }) => Ok(None),
+                    Err(e) => Err(e),
+                }
+            })
+        })?;
+        got.map_err(|e| io_err(path, e))
     }
 
     /// The paths of every object under `prefix` (a directory-like prefix), sorted.
     pub fn list(&self, prefix: &str) -> Result<Vec<String>, StorageError> {
         let p = object_path(prefix)?;
-        let metas: Vec<object_store::ObjectMeta> =
-            block_on(self.store.list(Some(&p)).try_collect()).map_err(|e| io_err(prefix, e))?;
-        let mut out: Vec<String> = metas.into_iter().map(|m| m.location.to_string()).collect();
+        let listed = self.block(prefix, |s| {
+            Box::pin(async move { s.list(Some(&p)).try_collect::<Vec<object_store::ObjectMeta>>().await })
+        })?;
+        let mut out: Vec<String> =
+            listed.map_err(|e| io_err(prefix, e))?.into_iter().map(|m| m.location.to_string()).collect();
         out.sort();
         Ok(out)
     }
@@ -99,7 +175,7 @@ impl SharedStore {
     /// Delete `path` (no error when it is gone already).
     pub fn delete(&self, path: &str) -> Result<(), StorageError> {
         let p = object_path(path)?;
-        match block_on(self.store.delete(&p)) {
+        match self.block(path, |s| Box::pin(async move { s.delete(&p).await }))? {
             Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
             Err(e) => Err(io_err(path, e)),
         }
@@ -145,7 +221,7 @@ impl Storage for SharedStore {
     }
 
     fn path(&self, name: &str) -> Option<PathBuf> {
-        Some(self.root.join(name))
+        self.root.as_ref().map(|r| r.join(name))
     }
 }
 
@@ -166,7 +242,8 @@ mod tests {
         s.delete("t/p0/b.json").expect("deleted");
         s.delete("t/p0/b.json").expect("deleting twice is no error");
         assert_eq!(s.list("t/p0").expect("listed"), vec!["t/p0/a.json"]);
-        assert!(SharedStore::open("s3://bucket/x").is_err());
+        assert!(SharedStore::open("gs://bucket/x").is_err());
+        assert!(SharedStore::open("s3:///x").is_err(), "no bucket");
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -3,6 +3,7 @@
 #![allow(dead_code)] // each test file uses its own part of it
 
 pub mod kafka;
+pub mod s3;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
