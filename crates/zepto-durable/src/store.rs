@@ -113,7 +113,7 @@ impl Durable {
         let mut rec = Recovery::default();
         let mut reader = ParquetHistory::new(history.clone());
         if let Some(s) = opts.shared.clone() {
-            reader = reader.with_shared(Arc::new(s));
+            reader = reader.with_shared(s);
         }
         let reader = Arc::new(reader);
         catalog.set_history_reader(reader.clone())?;

@@ -12,6 +12,7 @@
 //! through its bytes.
 
 use crate::io_err;
+use crate::SharedStore;
 use bytes::Bytes;
 use parquet::file::metadata::{ParquetMetaData, ParquetMetaDataReader};
 use parquet::file::reader::{ChunkReader, Length};
@@ -29,7 +30,7 @@ use zepto_wal::Storage;
 pub struct ParquetHistory {
     storage: Arc<dyn Storage>,
     /// The cluster's shared storage, for files named `shared:...`.
-    shared: Option<Arc<dyn Storage>>,
+    shared: Option<SharedStore>,
     footers: Mutex<HashMap<String, Arc<ParquetMetaData>>>,
 }
 
@@ -39,9 +40,11 @@ impl std::fmt::Debug for ParquetHistory {
     }
 }
 
-/// A file's bytes: the open file, or a copy for storage that is not a directory.
+/// A file's bytes: the open file, an object in the shared store read by ranges (the footer,
+/// then only the column chunks a read needs), or a copy for other storage (tests' memory).
 enum Source {
     File(File),
+    Remote { store: SharedStore, path: String, len: u64 },
     Mem(Bytes),
 }
 
@@ -49,6 +52,7 @@ impl Length for Source {
     fn len(&self) -> u64 {
         match self {
             Source::File(f) => f.len(),
+            Source::Remote { len, .. } => *len,
             Source::Mem(b) => b.len() as u64,
         }
     }
@@ -60,6 +64,10 @@ impl ChunkReader for Source {
     fn get_read(&self, start: u64) -> parquet::errors::Result<Self::T> {
         Ok(match self {
             Source::File(f) => Box::new(f.get_read(start)?),
+            Source::Remote { len, .. } => {
+                let rest = usize::try_from(len.saturating_sub(start)).unwrap_or(usize::MAX);
+                Box::new(std::io::Cursor::new(self.get_bytes(start, rest)?))
+            }
             Source::Mem(b) => Box::new(b.get_read(start)?),
         })
     }
@@ -67,6 +75,9 @@ impl ChunkReader for Source {
     fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<Bytes> {
         match self {
             Source::File(f) => f.get_bytes(start, length),
+            Source::Remote { store, path, .. } => store
+                .get_range(path, start..start.saturating_add(length as u64))
+                .map_err(|e| parquet::errors::ParquetError::External(Box::new(e))),
             Source::Mem(b) => b.get_bytes(start, length),
         }
     }
@@ -85,28 +96,29 @@ impl ParquetHistory {
 
     /// This reader, reading files named `shared:<path>` from `shared` (the cluster's shared
     /// storage; see [`zepto_storage::history::SHARED`]).
-    pub fn with_shared(mut self, shared: Arc<dyn Storage>) -> ParquetHistory {
+    pub fn with_shared(mut self, shared: SharedStore) -> ParquetHistory {
         self.shared = Some(shared);
         self
     }
 
-    fn open(&self, path: &str) -> Result<Source, StorageError> {
-        let (storage, name) = match path.strip_prefix(zepto_storage::history::SHARED) {
-            Some(name) => match &self.shared {
-                Some(s) => (s, name),
-                None => {
-                    return Err(io_err(path, "the file is in the cluster's shared storage, and this node has none"))
-                }
-            },
-            None => (&self.storage, path),
+    /// `path`, whose length is `len` (as the table recorded it).
+    fn open(&self, path: &str, len: u64) -> Result<Source, StorageError> {
+        let Some(name) = path.strip_prefix(zepto_storage::history::SHARED) else {
+            return match self.storage.path(path) {
+                Some(p) => File::open(&p).map(Source::File).map_err(|e| io_err(path, e)),
+                None => self.storage.read(path).map(|b| Source::Mem(Bytes::from(b))).map_err(|e| io_err(path, e)),
+            };
         };
-        match storage.path(name) {
+        let Some(store) = &self.shared else {
+            return Err(io_err(path, "the file is in the cluster's shared storage, and this node has none"));
+        };
+        match store.local_path(name) {
             Some(p) => File::open(&p).map(Source::File).map_err(|e| io_err(path, e)),
-            None => storage.read(name).map(|b| Source::Mem(Bytes::from(b))).map_err(|e| io_err(path, e)),
+            None => Ok(Source::Remote { store: store.clone(), path: name.to_string(), len }),
         }
     }
 
-    fn footer(&self, path: &str, src: Option<&Source>) -> Result<Arc<ParquetMetaData>, StorageError> {
+    fn footer(&self, path: &str, len: u64, src: Option<&Source>) -> Result<Arc<ParquetMetaData>, StorageError> {
         if let Some(m) = self.footers.lock().unwrap_or_else(|e| e.into_inner()).get(path) {
             return Ok(m.clone());
         }
@@ -114,7 +126,7 @@ impl ParquetHistory {
         let src = match src {
             Some(s) => s,
             None => {
-                opened = self.open(path)?;
+                opened = self.open(path, len)?;
                 &opened
             }
         };
@@ -169,7 +181,7 @@ impl HistoryReader for ParquetHistory {
             if f.max_ts < lo || f.min_ts > hi {
                 continue;
             }
-            let meta = self.footer(&f.path, None)?;
+            let meta = self.footer(&f.path, f.bytes, None)?;
             for g in Self::row_groups(table, &meta, keys, lo, hi) {
                 let rows = usize::try_from(meta.row_group(g).num_rows()).unwrap_or(0);
                 units.push(HistoryUnit { file: i, row_group: g, rows });
@@ -187,8 +199,8 @@ impl HistoryReader for ParquetHistory {
             .map(|&c| table.schema().columns.get(c).cloned().ok_or_else(|| internal(format!("no column {c}"))))
             .collect::<Result<_, _>>()?;
         let key_pos = table.key_col().and_then(|k| columns.iter().position(|&c| c == k));
-        let src = self.open(&f.path)?;
-        let meta = self.footer(&f.path, Some(&src))?;
+        let src = self.open(&f.path, f.bytes)?;
+        let meta = self.footer(&f.path, f.bytes, Some(&src))?;
         if unit.row_group >= meta.num_row_groups() {
             return Err(internal(format!("{} has no row group {}", f.path, unit.row_group)));
         }
@@ -200,7 +212,7 @@ impl HistoryReader for ParquetHistory {
     fn plan(&self, table: &Table, keys: Option<&[String]>, lo: i64, hi: i64) -> Result<HistoryPlan, StorageError> {
         let mut p = HistoryPlan { files_total: table.history().files.len(), ..Default::default() };
         for f in &table.history().files {
-            let meta = self.footer(&f.path, None)?;
+            let meta = self.footer(&f.path, f.bytes, None)?;
             p.row_groups_total += meta.num_row_groups();
             if f.max_ts < lo || f.min_ts > hi {
                 continue;

@@ -8,9 +8,9 @@
 //! than AWS, `AWS_ALLOW_HTTP=true` for one without TLS).
 //!
 //! Writes are whole objects, published atomically (a staging file renamed into place, or one
-//! PUT), so a reader never sees half a file. The history reader reads shared files through
-//! the [`Storage`] interface like local ones: a directory's files through their paths, an
-//! object store's whole. The calls block: a directory's on the calling thread (local files
+//! PUT), so a reader never sees half a file. The history reader opens a directory's files
+//! through their paths, and reads an object store's by ranges ([`SharedStore::get_range`]:
+//! the footer, then only the column chunks a query needs). The calls block: a directory's on the calling thread (local files
 //! need no runtime), an object store's on a runtime of the store's own.
 
 use crate::io_err;
@@ -22,11 +22,9 @@ use object_store::path::Path as ObjectPath;
 use object_store::prefix::PrefixStore;
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 use std::future::Future;
-use std::io;
 use std::path::PathBuf;
 use std::sync::Arc;
 use zepto_storage::StorageError;
-use zepto_wal::Storage;
 
 /// A shared store (cheap to clone: clones share the client).
 #[derive(Clone)]
@@ -160,6 +158,19 @@ impl SharedStore {
         got.map_err(|e| io_err(path, e))
     }
 
+    /// Where `name` lives on this machine's disk, for readers that open files themselves
+    /// (`None` for an object store).
+    pub fn local_path(&self, name: &str) -> Option<PathBuf> {
+        self.root.as_ref().map(|r| r.join(name))
+    }
+
+    /// Bytes `range` of `path`.
+    pub fn get_range(&self, path: &str, range: std::ops::Range<u64>) -> Result<bytes::Bytes, StorageError> {
+        let p = object_path(path)?;
+        let got = self.block(path, |s| Box::pin(async move { s.get_range(&p, range).await }))?;
+        got.map_err(|e| io_err(path, e))
+    }
+
     /// The paths of every object under `prefix` (a directory-like prefix), sorted.
     pub fn list(&self, prefix: &str) -> Result<Vec<String>, StorageError> {
         let p = object_path(prefix)?;
@@ -179,49 +190,6 @@ impl SharedStore {
             Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
             Err(e) => Err(io_err(path, e)),
         }
-    }
-}
-
-fn unsupported(what: &str) -> io::Error {
-    io::Error::new(io::ErrorKind::Unsupported, format!("shared storage is written whole ({what} is not offered)"))
-}
-
-/// Reading for the history reader; writes go through [`SharedStore::put`].
-impl Storage for SharedStore {
-    fn list(&self) -> io::Result<Vec<String>> {
-        SharedStore::list(self, "").map_err(|e| io::Error::other(e.to_string()))
-    }
-
-    fn read(&self, name: &str) -> io::Result<Vec<u8>> {
-        match self.get(name) {
-            Ok(Some(b)) => Ok(b),
-            Ok(None) => Err(io::Error::new(io::ErrorKind::NotFound, format!("{name}: not in shared storage"))),
-            Err(e) => Err(io::Error::other(e.to_string())),
-        }
-    }
-
-    fn append(&self, _name: &str, _data: &[u8]) -> io::Result<()> {
-        Err(unsupported("append"))
-    }
-
-    fn sync(&self, _name: &str) -> io::Result<()> {
-        Err(unsupported("sync"))
-    }
-
-    fn truncate(&self, _name: &str, _len: u64) -> io::Result<()> {
-        Err(unsupported("truncate"))
-    }
-
-    fn remove(&self, name: &str) -> io::Result<()> {
-        self.delete(name).map_err(|e| io::Error::other(e.to_string()))
-    }
-
-    fn rename(&self, _from: &str, _to: &str) -> io::Result<()> {
-        Err(unsupported("rename"))
-    }
-
-    fn path(&self, name: &str) -> Option<PathBuf> {
-        self.root.as_ref().map(|r| r.join(name))
     }
 }
 
