@@ -5,7 +5,9 @@
 //! link taken down, so its peers see silence, not resets) and mended. Through every fault,
 //! every answer holds each acknowledged row at most once and never lacks a row acknowledged
 //! before the fault (an error naming the missing partitions instead); after each fault, whole
-//! answers are back, and the time that took is printed.
+//! answers are back, and the time that took is printed. The nodes keep shared history (a
+//! directory of the host's), sealing every second: partitions move through it, and old rows
+//! are answered from its Parquet files.
 //!
 //! Needs root and iproute2 (and the Kafka broker of `common::kafka`); without them the test
 //! says so and passes without running, except under `make test` (ZEPTO_REQUIRE_NETNS=1),
@@ -157,6 +159,8 @@ struct Cluster<'a> {
     producer: BaseProducer,
     nodes: Vec<Option<Server>>,
     dirs: Vec<PathBuf>,
+    /// Shared history, every node's: seals every second, rows older than a day as history.
+    shared: PathBuf,
     acked: Ledger,
     next_id: usize,
 }
@@ -169,6 +173,7 @@ impl Cluster<'_> {
             .args(["--http", &format!("{host}:8123"), "--flight", &format!("{host}:8124"), "--access-log", "off"])
             .args(["--data-dir", &dir, "--cluster", &self.broker.addr, "--cluster-topic", TOPIC])
             .args(["--node-id", NODES[i]])
+            .args(["--shared-history", &self.shared.to_string_lossy(), "--seal-every", "1s", "--tier-after", "1d"])
             .env("ZEPTO_API_KEY", KEY)
             .env("ZEPTO_CLUSTER_KEY", KEY);
         self.nodes[i] = Some(Server::spawn(cmd));
@@ -274,6 +279,8 @@ fn every_acknowledged_row_once_through_a_kill_and_a_network_cut() {
     let dirs: Vec<PathBuf> =
         NODES.iter().map(|n| std::env::temp_dir().join(format!("zepto-netns-{n}-{}", std::process::id()))).collect();
     dirs.iter().for_each(|d| drop(std::fs::remove_dir_all(d)));
+    let shared = std::env::temp_dir().join(format!("zepto-netns-shared-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&shared);
     let producer = broker.producer();
     let mut c = Cluster {
         net: &net,
@@ -281,6 +288,7 @@ fn every_acknowledged_row_once_through_a_kill_and_a_network_cut() {
         producer,
         nodes: vec![None, None, None],
         dirs,
+        shared,
         acked: Ledger::default(),
         next_id: 0,
     };
@@ -327,4 +335,5 @@ fn every_acknowledged_row_once_through_a_kill_and_a_network_cut() {
     }
     c.nodes.clear();
     c.dirs.iter().for_each(|d| drop(std::fs::remove_dir_all(d)));
+    let _ = std::fs::remove_dir_all(&c.shared);
 }
