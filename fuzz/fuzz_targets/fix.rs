@@ -22,5 +22,5 @@ fuzz_target!(|data: &[u8]| {
             Err(_) => assert_eq!(batch.rows(), before),
         }
     }
-    let _ = batch.apply(&zepto_storage::Catalog::new(), None, 0);
+    let _ = batch.apply(&zepto_storage::Catalog::new(), None);
 });

@@ -103,6 +103,9 @@ pub struct SessionState {
     pub in_seq: u64,
     /// The last outgoing MsgSeqNum used.
     pub out_seq: u64,
+    /// When the state was stored, nanoseconds since the epoch: the newest row is the state
+    /// (each session's are increasing, even if the clock steps back).
+    pub at: i64,
 }
 
 /// Why a batch could not be stored.
@@ -351,12 +354,7 @@ impl Batch {
     /// Store the batch's rows, and `session`'s row if given, as one logged change: all or
     /// nothing. Creates missing tables first (each empty). The batch is empty afterwards
     /// either way. Returns the data rows stored.
-    pub fn apply(
-        &mut self,
-        catalog: &Catalog,
-        session: Option<&SessionState>,
-        now_ns: i64,
-    ) -> Result<usize, StorageError> {
+    pub fn apply(&mut self, catalog: &Catalog, session: Option<&SessionState>) -> Result<usize, StorageError> {
         let mut parts: Vec<Part<'_>> = Vec::new();
         let rows = self.rows();
         for (name, cols, types) in [
@@ -369,7 +367,7 @@ impl Batch {
             }
         }
         if let Some(s) = session {
-            parts.push((self.names.sessions.clone(), &SESSION_COLUMNS[..], session_row(s, now_ns)?));
+            parts.push((self.names.sessions.clone(), &SESSION_COLUMNS[..], session_row(s)?));
         }
         if parts.is_empty() {
             return Ok(0);
@@ -464,10 +462,10 @@ fn md_row<'a>(
     Ok(Some(row))
 }
 
-fn session_row(s: &SessionState, now_ns: i64) -> Result<Vec<Column>, StorageError> {
+fn session_row(s: &SessionState) -> Result<Vec<Column>, StorageError> {
     let mut c = Cols::new(&SESSION_COLUMNS);
     let int = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
-    c.push(&[Cell::Str(Some(&s.name)), Cell::Ts(now_ns), Cell::I64(int(s.in_seq)), Cell::I64(int(s.out_seq))])?;
+    c.push(&[Cell::Str(Some(&s.name)), Cell::Ts(s.at), Cell::I64(int(s.in_seq)), Cell::I64(int(s.out_seq))])?;
     Ok(c.take(&SESSION_COLUMNS))
 }
 
@@ -504,17 +502,45 @@ fn check_schema(t: &Table, types: &[(&str, DataType)]) -> Result<(), StorageErro
 /// The last sequence numbers stored for session `name` (the highest of each), if any.
 pub fn last_state(catalog: &Catalog, names: &TableNames, name: &str) -> Option<SessionState> {
     let t = catalog.snapshot(&names.sessions).ok()?;
-    let mut best: Option<(u64, u64)> = None;
+    let mut best: Option<SessionState> = None;
     for p in t.partitions() {
-        let [sess, _, ins, outs] = p.columns() else { continue };
+        let [sess, ts, ins, outs] = p.columns() else { continue };
         for i in 0..p.len() {
             if sess.str_at(i) != Some(name) {
                 continue;
             }
-            let (Value::Int64(a), Value::Int64(b)) = (ins.get(i), outs.get(i)) else { continue };
-            let (a, b) = (u64::try_from(a).unwrap_or(0), u64::try_from(b).unwrap_or(0));
-            best = Some(best.map_or((a, b), |(x, y)| (x.max(a), y.max(b))));
+            let (Value::Timestamp(at), Value::Int64(a), Value::Int64(b)) = (ts.get(i), ins.get(i), outs.get(i)) else {
+                continue;
+            };
+            // The newest row (rows of one time keep their order: the later one wins).
+            if best.as_ref().is_none_or(|s| at >= s.at) {
+                let (in_seq, out_seq) = (u64::try_from(a).unwrap_or(0), u64::try_from(b).unwrap_or(0));
+                best = Some(SessionState { name: name.to_string(), in_seq, out_seq, at });
+            }
         }
     }
-    best.map(|(in_seq, out_seq)| SessionState { name: name.to_string(), in_seq, out_seq })
+    best
+}
+
+/// Delete every row of the sessions table but each session's newest (the one
+/// [`last_state`] reads): the table gains a row per stored batch, and only the last says
+/// where a session resumes. Returns the rows deleted.
+pub fn compact_sessions(catalog: &Catalog, names: &TableNames) -> Result<usize, StorageError> {
+    if !catalog.exists(&names.sessions) {
+        return Ok(0);
+    }
+    catalog.modify(&names.sessions, |t| {
+        // A partition is one session's rows in time order (its key is the session's name).
+        let sel: Vec<(u32, Vec<u32>)> = t
+            .partitions()
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| p.len() > 1)
+            .map(|(s, p)| (s as u32, (0..p.len() as u32 - 1).collect()))
+            .collect();
+        if sel.is_empty() {
+            return Ok(0);
+        }
+        catalog.log(&[zepto_storage::Change::Delete { table: t.name(), rows: &sel }])?.apply(|| t.delete_rows(&sel))
+    })
 }

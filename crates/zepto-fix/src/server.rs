@@ -3,6 +3,7 @@
 //! session's sequence numbers) before the responses go out. The store is written on the
 //! connection's task: a WAL fsync holds only that session.
 
+use crate::map::compact_sessions;
 use crate::session::{Registry, Session, SessionConfig};
 use crate::time::now_ns;
 use std::sync::Arc;
@@ -10,6 +11,9 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use zepto_storage::Catalog;
+
+/// How often the session table is cut to each session's newest row.
+const COMPACT: Duration = Duration::from_secs(60);
 
 /// Most bytes buffered for one message still arriving (a larger BodyLength is garbage).
 const MAX_PENDING: usize = crate::parse::MAX_BODY + 64;
@@ -22,8 +26,16 @@ pub async fn serve(
     mut shutdown: tokio::sync::watch::Receiver<bool>,
 ) {
     let registry = Arc::new(Registry::default());
+    let mut compact = tokio::time::interval(COMPACT);
     loop {
         tokio::select! {
+            _ = compact.tick() => {
+                let (catalog, names) = (catalog.clone(), cfg.names.clone());
+                let done = tokio::task::spawn_blocking(move || compact_sessions(&catalog, &names)).await;
+                if let Ok(Err(e)) = done {
+                    eprintln!("zeptodb: fix: compacting the session table: {e}");
+                }
+            }
             r = listener.accept() => match r {
                 Ok((stream, peer)) => {
                     let _ = stream.set_nodelay(true);

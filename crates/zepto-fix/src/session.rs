@@ -79,6 +79,8 @@ pub struct Session {
     out_seq: u64,
     /// (expected, out_seq) as last stored.
     saved: (u64, u64),
+    /// When the state was last stored (the next is stored later, whatever the clock says).
+    saved_at: i64,
     /// A ResendRequest is out, for messages up to this one.
     resend_until: Option<u64>,
     batch: Batch,
@@ -118,6 +120,7 @@ impl Session {
             expected: 1,
             out_seq: 0,
             saved: (0, 0),
+            saved_at: 0,
             resend_until: None,
             batch,
             out: Vec::new(),
@@ -180,11 +183,13 @@ impl Session {
                 name: self.name.clone(),
                 in_seq: self.expected.saturating_sub(1),
                 out_seq: self.out_seq,
+                at: now_ns.max(self.saved_at.saturating_add(1)),
             };
-            match self.batch.apply(catalog, Some(&st), now_ns) {
+            match self.batch.apply(catalog, Some(&st)) {
                 Ok(n) => {
                     self.stats.rows += n as u64;
                     self.saved = state;
+                    self.saved_at = st.at;
                 }
                 Err(e) => {
                     (self.expected, self.out_seq) = self.saved;
@@ -391,7 +396,7 @@ impl Session {
         }
         self.name = name;
         if let Some(st) = last_state(catalog, &self.cfg.names, &self.name) {
-            (self.expected, self.out_seq) = (st.in_seq + 1, st.out_seq);
+            (self.expected, self.out_seq, self.saved_at) = (st.in_seq + 1, st.out_seq, st.at);
         }
         let reset = m.get(141) == Some(b"Y");
         if reset {

@@ -54,8 +54,8 @@ fn market_data_and_executions_become_rows() {
     let no_sym = fix("35=8|49=FEED|56=ZEPTO|34=16|52=20240102-09:30:03|37=O|17=E|150=0|39=0|54=1|");
     assert!(batch.add(&parse(&no_sym).expect("frame")).expect_err("no 55").to_string().contains("tag 55"));
     assert_eq!(batch.rows(), 5);
-    let state = SessionState { name: "ZEPTO-FEED".into(), in_seq: 16, out_seq: 3 };
-    assert_eq!(batch.apply(&catalog, Some(&state), 7).expect("apply"), 5);
+    let state = SessionState { name: "ZEPTO-FEED".into(), in_seq: 16, out_seq: 3, at: 1 };
+    assert_eq!(batch.apply(&catalog, Some(&state)).expect("apply"), 5);
     assert_eq!(batch.rows(), 0);
     let q = catalog.snapshot("quotes").expect("quotes");
     assert_eq!(
@@ -100,6 +100,6 @@ fn market_data_and_executions_become_rows() {
         )
         .expect("create");
     b2.add(&parse(&w).expect("W")).expect("maps");
-    assert!(b2.apply(&catalog, None, 8).expect_err("schema").to_string().contains("other columns"));
+    assert!(b2.apply(&catalog, None).expect_err("schema").to_string().contains("other columns"));
     assert_eq!(rows(&catalog.snapshot("quotes").expect("quotes")).len(), 3, "no quote of the refused batch");
 }

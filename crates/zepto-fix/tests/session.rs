@@ -129,3 +129,32 @@ fn a_session_stores_each_message_once_through_gaps_rejects_and_restarts() {
     let t = c.snapshot("fix_sessions").expect("fix_sessions");
     assert_eq!(t.dict().len(), 1);
 }
+
+/// Rows of the session table, and where a new session resumes.
+fn session_rows(c: &Catalog) -> usize {
+    c.snapshot("fix_sessions").map_or(0, |t| t.row_count())
+}
+
+#[test]
+fn a_reset_logon_is_where_a_restart_resumes_and_compaction_keeps_it() {
+    let c = Catalog::new();
+    let (cfg, reg) = (Arc::new(SessionConfig::default()), Arc::new(Registry::default()));
+    let mut s = Session::new(cfg.clone(), reg.clone());
+    assert_eq!(step(&mut s, &c, &msg("A", 1, false, "98=0|108=30|")), ["A#1"]);
+    for seq in 2..=40 {
+        step(&mut s, &c, &quote(seq, "1"));
+    }
+    drop(s);
+    // The next day: the counterparty resets sequence numbers at logon (141=Y).
+    let mut s = Session::new(cfg.clone(), reg.clone());
+    assert_eq!(step(&mut s, &c, &msg("A", 1, false, "98=0|108=30|141=Y|")), ["A#1"]);
+    step(&mut s, &c, &quote(2, "2"));
+    drop(s);
+    assert!(session_rows(&c) > 2);
+    let deleted = zepto_fix::map::compact_sessions(&c, &SessionConfig::default().names).expect("compacted");
+    assert_eq!(session_rows(&c), 1, "one row per session left ({deleted} deleted)");
+    // A crash after the reset resumes after the reset's numbers, not the day before's.
+    let mut s = Session::new(cfg, reg);
+    assert_eq!(step(&mut s, &c, &msg("A", 3, false, "98=0|108=30|")), ["A#2"]);
+    assert_eq!(s.expected(), 4, "after the reset day's 2, not the day before's 40");
+}
