@@ -61,6 +61,27 @@ fn start_fix(st: &Settings<'_>, catalog: &std::sync::Arc<zepto_storage::Catalog>
     Ok(Some(a))
 }
 
+/// The FIX door's sessions as `/metrics` reads them.
+struct FixMetrics(std::sync::Arc<zepto_fix::registry::Registry>);
+
+impl zepto_server::fix::FixSessions for FixMetrics {
+    fn reports(&self) -> Vec<zepto_server::fix::FixSessionReport> {
+        self.0
+            .reports()
+            .into_iter()
+            .map(|r| zepto_server::fix::FixSessionReport {
+                session: r.session,
+                connected: r.connected,
+                messages: r.stats.messages,
+                rows: r.stats.rows,
+                gaps: r.stats.gaps,
+                rejects: r.stats.rejects,
+                lag_ns: r.lag_ns,
+            })
+            .collect()
+    }
+}
+
 /// The `--fix-config` file: `{"sender_comp_id": "ZEPTO", "target_comp_ids": ["FEED"],
 /// "heartbeat_secs": 30}` (every key optional; an unknown key is an error).
 fn fix_config(path: Option<&str>) -> Result<SessionConfig, String> {
@@ -612,6 +633,7 @@ pub fn run(a: &ArgMatches) -> ExitCode {
 /// asked for (stopped after it).
 fn run_doors(settings: &Settings<'_>, mut cfg: Config, engine: Engine) -> Result<(), String> {
     let fix = start_fix(settings, engine.catalog())?;
+    cfg.fix = fix.as_ref().map(|f| zepto_server::fix::FixHandle::new(std::sync::Arc::new(FixMetrics(f.sessions()))));
     let (node, engine) = match cluster::start(settings, &engine, cfg.addr, &cfg.keys)? {
         Some((node, member)) => (Some(node), member),
         None => (None, engine),

@@ -154,6 +154,18 @@ fn fix_messages_become_rows_exactly_once_through_gaps_bad_input_and_kill_9() {
         rows(&a, "SELECT sym, cl_ord_id, order_id, exec_id, exec_type, ord_status, side, last_px, last_qty, cum_qty, avg_px, seq FROM executions"),
         ["IBM|C1|O1|E1|F|2|buy|101.5|100.0|100.0|101.5|3"]
     );
+    // Per-session metrics: 6 rows, the gap, the two rejects, the lag of the last batch.
+    let m = common::get(&a, "/metrics").text();
+    let metric = |name: &str| {
+        let at = format!("{name}{{session=\"ZEPTO-FEED\"}} ");
+        m.lines().find_map(|l| l.strip_prefix(&at)).map(str::to_string)
+    };
+    assert_eq!(metric("zepto_fix_rows").as_deref(), Some("6"), "{m}");
+    assert_eq!(metric("zepto_fix_gaps").as_deref(), Some("1"));
+    assert_eq!(metric("zepto_fix_rejects").as_deref(), Some("2"));
+    assert_eq!(metric("zepto_fix_session_connected").as_deref(), Some("1"));
+    assert!(metric("zepto_fix_messages").is_some_and(|n| n.parse::<u64>().is_ok_and(|n| n >= 7)), "{m}");
+    assert!(metric("zepto_fix_lag_seconds").is_some_and(|s| s.parse::<f64>().is_ok()), "{m}");
     // kill -9 mid-session, after two more quotes were acknowledged (the sync below).
     quote(&mut c, 9, false, "1.40");
     quote(&mut c, 10, false, "1.50");

@@ -1,8 +1,8 @@
 //! The FIX door's protocol half: a hand-written FIX tag=value parser ([`mod@parse`]), the encoder
 //! of the session messages ZeptoDB sends ([`encode`]), and the default mapping of market data
 //! (`W`, `X`) and execution reports (`8`) to rows of `quotes`, `trades` and `executions`
-//! ([`map`]), the acceptor's session state machine ([`session`]) and its network loop
-//! ([`server`], tokio), which `zeptodb serve --fix` starts (`docs/fix.md`).
+//! ([`map`]), the acceptor's session state machine ([`session`]), its sessions and their
+//! counters ([`registry`]) and its network loop ([`server`], tokio), which `zeptodb serve --fix` starts (`docs/fix.md`).
 //!
 //! Why hand-written: the parser is the hot path of FIX ingest, and the known crate (`fefix`)
 //! has stayed at 0.7.0 for years, with no maintained successor on crates.io; a tag=value
@@ -13,6 +13,7 @@
 pub mod encode;
 pub mod map;
 pub mod parse;
+pub mod registry;
 pub mod server;
 pub mod session;
 pub mod time;

@@ -23,9 +23,9 @@ pub async fn serve(
     listener: TcpListener,
     catalog: Arc<Catalog>,
     cfg: Arc<SessionConfig>,
+    registry: Arc<Registry>,
     mut shutdown: tokio::sync::watch::Receiver<bool>,
 ) {
-    let registry = Arc::new(Registry::default());
     let mut compact = tokio::time::interval(COMPACT);
     loop {
         tokio::select! {
@@ -107,6 +107,7 @@ async fn connection(
 /// A running acceptor (its own small runtime on its own thread); [`Acceptor::stop`] ends it.
 pub struct Acceptor {
     stop: tokio::sync::watch::Sender<bool>,
+    sessions: Arc<Registry>,
     thread: std::thread::JoinHandle<()>,
     addr: std::net::SocketAddr,
 }
@@ -125,12 +126,14 @@ impl Acceptor {
             .map_err(|e| format!("cannot start the FIX runtime: {e}"))?;
         let (stop, rx) = tokio::sync::watch::channel(false);
         let cfg = Arc::new(cfg);
+        let sessions = Arc::new(Registry::default());
+        let registry = sessions.clone();
         let thread = std::thread::Builder::new()
             .name("zepto-fix-accept".into())
             .spawn(move || {
                 rt.block_on(async move {
                     match TcpListener::from_std(listener) {
-                        Ok(l) => serve(l, catalog, cfg, rx).await,
+                        Ok(l) => serve(l, catalog, cfg, registry, rx).await,
                         Err(e) => eprintln!("zeptodb: fix listener: {e}"),
                     }
                 });
@@ -138,12 +141,17 @@ impl Acceptor {
                 rt.shutdown_timeout(Duration::from_secs(5));
             })
             .map_err(|e| format!("cannot start the FIX thread: {e}"))?;
-        Ok(Acceptor { stop, thread, addr: local })
+        Ok(Acceptor { stop, sessions, thread, addr: local })
     }
 
     /// The address listened on.
     pub fn addr(&self) -> std::net::SocketAddr {
         self.addr
+    }
+
+    /// The sessions and their counters (`/metrics`).
+    pub fn sessions(&self) -> Arc<Registry> {
+        self.sessions.clone()
     }
 
     /// Stop accepting, end the sessions, and wait for them.

@@ -15,8 +15,7 @@
 use crate::encode::{Encoder, Reject};
 use crate::map::{last_state, Batch, MapError, SessionState, TableNames};
 use crate::parse::{frame, parse, Fields, FixError, Message};
-use std::collections::HashSet;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use zepto_storage::{Catalog, StorageError};
 
 /// Who we are and whom we accept.
@@ -38,19 +37,7 @@ impl Default for SessionConfig {
     }
 }
 
-/// The sessions logged on now, so a session cannot be logged on twice at once.
-#[derive(Debug, Default)]
-pub struct Registry(Mutex<HashSet<String>>);
-
-impl Registry {
-    fn claim(&self, name: &str) -> bool {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).insert(name.to_string())
-    }
-
-    fn release(&self, name: &str) {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).remove(name);
-    }
-}
+pub use crate::registry::Registry;
 
 /// What a session has done, for the log and metrics.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -63,6 +50,18 @@ pub struct Stats {
     pub gaps: u64,
     /// Messages rejected (Reject sent) or ignored as garbled.
     pub rejects: u64,
+}
+
+impl Stats {
+    /// Both counts added.
+    pub fn plus(&self, o: &Stats) -> Stats {
+        Stats {
+            messages: self.messages + o.messages,
+            rows: self.rows + o.rows,
+            gaps: self.gaps + o.gaps,
+            rejects: self.rejects + o.rejects,
+        }
+    }
 }
 
 /// One connection's session.
@@ -90,6 +89,8 @@ pub struct Session {
     closed: bool,
     /// Counters.
     pub stats: Stats,
+    /// The SendingTime of the newest message in the batch, for the lag to stored.
+    newest_sent: Option<i64>,
 }
 
 fn log(name: &str, msg: &str) {
@@ -121,6 +122,7 @@ impl Session {
             out_seq: 0,
             saved: (0, 0),
             saved_at: 0,
+            newest_sent: None,
             resend_until: None,
             batch,
             out: Vec::new(),
@@ -190,6 +192,8 @@ impl Session {
                     self.stats.rows += n as u64;
                     self.saved = state;
                     self.saved_at = st.at;
+                    let lag = self.newest_sent.take().filter(|_| n > 0).map(|t| now_ns.saturating_sub(t));
+                    self.registry.publish(&self.name, self.stats, lag);
                 }
                 Err(e) => {
                     (self.expected, self.out_seq) = self.saved;
@@ -333,7 +337,10 @@ impl Session {
                 self.closed = true;
             }
             _ => match self.batch.add(m) {
-                Ok(_) => {}
+                Ok(_) => {
+                    let sent = crate::time::parse_timestamp(h.sending_time);
+                    self.newest_sent = self.newest_sent.max(sent);
+                }
                 Err(MapError::Fix(e)) => self.reject(now_ns, h.seq, &e),
                 Err(MapError::Storage(e)) => {
                     log(&self.name, &format!("message {} cannot be stored: {e}", h.seq));

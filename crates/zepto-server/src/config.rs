@@ -54,6 +54,8 @@ pub struct Config {
     pub ai_max_body_bytes: usize,
     /// The cluster node this server is part of (`GET /cluster`), if any.
     pub cluster: Option<crate::cluster::ClusterHandle>,
+    /// The FIX door's sessions (`/metrics`), if the server accepts FIX sessions.
+    pub fix: Option<crate::fix::FixHandle>,
 }
 
 /// WAL corruption that point-in-time recovery cut off when the server started.
@@ -99,6 +101,7 @@ impl Default for Config {
             ai: zepto_memory::Config::default(),
             ai_max_body_bytes: 16 << 20,
             cluster: None,
+            fix: None,
         }
     }
 }

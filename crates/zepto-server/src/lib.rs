@@ -22,6 +22,7 @@ pub mod cluster;
 pub mod config;
 pub mod encode;
 pub mod error;
+pub mod fix;
 pub mod inflight;
 pub mod ingest;
 pub mod memory_guard;

@@ -208,6 +208,9 @@ fn metrics(state: &State, who: &Principal) -> Result<Outcome, ApiError> {
     if let Some(c) = &state.config.cluster {
         state.metrics.cluster(&c.status());
     }
+    if let Some(f) = &state.config.fix {
+        state.metrics.fix(&f.reports());
+    }
     ok(text(
         StatusCode::OK,
         "application/openmetrics-text; version=1.0.0; charset=utf-8",
