@@ -66,7 +66,7 @@ impl Route {
     }
 }
 
-type Labels = Vec<(String, String)>;
+pub(crate) type Labels = Vec<(String, String)>;
 
 /// Every metric the server exports, registered once at start; cheap to update from any thread.
 pub struct Metrics {
@@ -104,9 +104,7 @@ pub struct Metrics {
     pub recovery_dropped_rows: Gauge,
     cluster_lag: Family<Labels, Gauge>,
     cluster_records: Family<Labels, Gauge>,
-    fix_counts: [Family<Labels, Gauge>; 4],
-    fix_connected: Family<Labels, Gauge>,
-    fix_lag: Family<Labels, Gauge<f64, AtomicU64>>,
+    fix: crate::fix::FixGauges,
 }
 
 impl Default for Metrics {
@@ -116,7 +114,11 @@ impl Default for Metrics {
 }
 
 /// A new metric of type `M`, registered under `name`.
-fn register<M: prometheus_client::registry::Metric + Clone + Default>(r: &mut Registry, name: &str, help: &str) -> M {
+pub(crate) fn register<M: prometheus_client::registry::Metric + Clone + Default>(
+    r: &mut Registry,
+    name: &str,
+    help: &str,
+) -> M {
     let m = M::default();
     r.register(name, help, m.clone());
     m
@@ -198,27 +200,12 @@ impl Metrics {
             "zepto_cluster_records",
             "Kafka records this cluster node applied or refused since it started",
         );
-        let fix_counts = [
-            ("zepto_fix_messages", "FIX messages processed in sequence, per session, since start"),
-            ("zepto_fix_rows", "Rows FIX messages stored, per session, since start"),
-            ("zepto_fix_gaps", "Sequence gaps a FIX session asked to be resent, since start"),
-            ("zepto_fix_rejects", "FIX messages rejected or ignored as garbled, per session, since start"),
-        ]
-        .map(|(name, help)| register(&mut registry, name, help));
-        let fix_connected: Family<Labels, Gauge> =
-            register(&mut registry, "zepto_fix_session_connected", "1 while the FIX session is logged on");
-        let fix_lag: Family<Labels, Gauge<f64, AtomicU64>> = register(
-            &mut registry,
-            "zepto_fix_lag_seconds",
-            "Of a FIX session's last stored batch: from its newest message's SendingTime to stored",
-        );
+        let fix = crate::fix::FixGauges::register(&mut registry);
         Metrics {
             registry,
             cluster_lag,
             cluster_records,
-            fix_counts,
-            fix_connected,
-            fix_lag,
+            fix,
             requests,
             latency,
             errors,
@@ -281,17 +268,7 @@ impl Metrics {
 
     /// Set the FIX gauges from the door's session reports.
     pub fn fix(&self, reports: &[crate::fix::FixSessionReport]) {
-        let int = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
-        for r in reports {
-            let labels = vec![("session".into(), r.session.clone())];
-            for (family, n) in self.fix_counts.iter().zip([r.messages, r.rows, r.gaps, r.rejects]) {
-                family.get_or_create(&labels).set(int(n));
-            }
-            self.fix_connected.get_or_create(&labels).set(i64::from(r.connected));
-            if let Some(lag) = r.lag_ns {
-                self.fix_lag.get_or_create(&labels).set(lag as f64 / 1e9);
-            }
-        }
+        self.fix.set(reports);
     }
 
     /// The exposition text, with the gauges read now.
