@@ -1,0 +1,122 @@
+//! The FIX door from the socket to queryable (issue "A FIX door": its benchmark): an acceptor
+//! on loopback storing into an in-memory catalog (no write-ahead log: parse, map and store,
+//! not fsync), a client sending MarketDataIncrementalRefresh messages of 1, 10 and 100
+//! entries.
+//!
+//! - Throughput: `--messages` messages written as fast as the socket takes them, timed until
+//!   the last row is queryable (the catalog holds it).
+//! - Latency: `--samples` messages one at a time, each timed from the end of its `write` to
+//!   its row being queryable (the client spins on the catalog); p50, p99 and the worst.
+//!
+//! `cargo run --release -p zepto-fix --example socket_bench [-- --messages 1000000 --samples 20000]`
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use zepto_fix::encode::Value;
+use zepto_fix::server::Acceptor;
+use zepto_fix::session::SessionConfig;
+use zepto_fix::Encoder;
+use zepto_storage::Catalog;
+
+const NOW: i64 = 1_704_187_800_000_000_000;
+
+/// Message `seq`, of `entries` bids and offers.
+fn message(e: &mut Encoder, out: &mut Vec<u8>, seq: u64, entries: usize) {
+    let n = entries.to_string();
+    let mut f: Vec<(u32, Value<'_>)> = vec![(262, Value::Bytes(b"R1")), (268, Value::Bytes(n.as_bytes()))];
+    for i in 0..entries {
+        f.extend([
+            (279, Value::Bytes(b"0")),
+            (269, Value::Bytes(if i % 2 == 0 { b"0" } else { b"1" })),
+            (55, Value::Bytes(b"EURUSD")),
+            (270, Value::Bytes(b"1.08415")),
+            (271, Value::Bytes(b"1000000")),
+        ]);
+    }
+    e.message(out, "X", seq, NOW, false, &f);
+}
+
+fn rows(c: &Catalog) -> usize {
+    c.snapshot("quotes").map_or(0, |t| t.row_count())
+}
+
+/// A logged-on client of a fresh acceptor (its own catalog), and the next sequence number.
+fn session() -> (Acceptor, Arc<Catalog>, TcpStream, Encoder) {
+    let catalog = Arc::new(Catalog::new());
+    let cfg = SessionConfig { heartbeat_secs: 300, ..SessionConfig::default() };
+    let a = Acceptor::start("127.0.0.1:0", catalog.clone(), cfg).expect("an acceptor");
+    let mut s = TcpStream::connect(a.addr()).expect("connects");
+    s.set_nodelay(true).expect("nodelay");
+    let mut e = Encoder::new("FIX.4.4", "FEED", "ZEPTO");
+    let mut out = Vec::new();
+    e.logon(&mut out, 1, NOW, 300, true);
+    s.write_all(&out).expect("logon sent");
+    let mut buf = [0u8; 512];
+    let n = s.read(&mut buf).expect("logon answered");
+    assert!(n > 0 && buf[..n].windows(5).any(|w| w == b"35=A\x01"), "no Logon back");
+    (a, catalog, s, e)
+}
+
+fn throughput(entries: usize, messages: usize) -> f64 {
+    let (a, catalog, mut s, mut e) = session();
+    let mut out = Vec::with_capacity(messages * (60 + 40 * entries));
+    for seq in 0..messages as u64 {
+        message(&mut e, &mut out, seq + 2, entries);
+    }
+    let want = messages * entries;
+    let t = Instant::now();
+    s.write_all(&out).expect("sent");
+    while rows(&catalog) < want {
+        std::hint::spin_loop();
+    }
+    let secs = t.elapsed().as_secs_f64();
+    drop(s);
+    a.stop();
+    messages as f64 / secs
+}
+
+fn latency(entries: usize, samples: usize) -> Vec<Duration> {
+    let (a, catalog, mut s, mut e) = session();
+    let mut took = Vec::with_capacity(samples);
+    let mut out = Vec::new();
+    for seq in 0..samples as u64 {
+        out.clear();
+        message(&mut e, &mut out, seq + 2, entries);
+        let want = (seq as usize + 1) * entries;
+        s.write_all(&out).expect("sent");
+        let t = Instant::now();
+        while rows(&catalog) < want {
+            std::hint::spin_loop();
+        }
+        took.push(t.elapsed());
+    }
+    drop(s);
+    a.stop();
+    took.sort();
+    took
+}
+
+fn arg(name: &str, default: usize) -> usize {
+    let args: Vec<String> = std::env::args().collect();
+    args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+fn main() {
+    let (messages, samples) = (arg("--messages", 1_000_000), arg("--samples", 20_000));
+    for entries in [1, 10, 100] {
+        let n = (messages / entries).max(1000);
+        let rate = throughput(entries, n);
+        let l = latency(entries, (samples / entries.min(10)).max(100));
+        let at = |q: f64| l[((l.len() as f64 * q) as usize).min(l.len() - 1)].as_secs_f64() * 1e6;
+        println!(
+            "{entries:>3} entries/msg: {rate:>10.0} msg/s ({:>6.0} ns/msg, {n} msgs) socket to queryable; latency p50 {:.1} us, p99 {:.1} us, max {:.1} us ({} samples)",
+            1e9 / rate,
+            at(0.5),
+            at(0.99),
+            at(1.0),
+            l.len()
+        );
+    }
+}
