@@ -45,7 +45,7 @@ fn fix_args() -> Vec<Arg> {
         Arg::new("fix-config")
             .long("fix-config")
             .value_name("FILE")
-            .help("FIX settings (JSON): sender_comp_id (default ZEPTO), target_comp_ids (default any), heartbeat_secs"),
+            .help("FIX settings (JSON): sender_comp_id (default ZEPTO), target_comp_ids (default any), heartbeat_secs, tables and columns (renames)"),
     ]
 }
 
@@ -111,10 +111,36 @@ fn fix_config(path: Option<&str>) -> Result<SessionConfig, String> {
             "heartbeat_secs" => {
                 c.heartbeat_secs = v.as_u64().filter(|n| (1..=3600).contains(n)).ok_or_else(|| bad(k, "1 to 3600"))?
             }
+            "tables" => fix_tables(&mut c.names, v).map_err(|e| format!("--fix-config {path}: tables: {e}"))?,
+            "columns" => c.names.columns = renames(v).map_err(|e| format!("--fix-config {path}: columns: {e}"))?,
             _ => return Err(format!("--fix-config {path}: unknown setting '{k}'")),
         }
     }
+    c.names.check().map_err(|e| format!("--fix-config {path}: {e}"))?;
     Ok(c)
+}
+
+/// `"tables": {"quotes": "fx_quotes", ...}`: the tables the FIX mapping writes, renamed.
+fn fix_tables(names: &mut zepto_fix::map::TableNames, v: &serde_json::Value) -> Result<(), String> {
+    for (k, name) in renames(v)? {
+        let slot = match k.as_str() {
+            "quotes" => &mut names.quotes,
+            "trades" => &mut names.trades,
+            "executions" => &mut names.executions,
+            "sessions" => &mut names.sessions,
+            _ => return Err(format!("'{k}' is not quotes, trades, executions or sessions")),
+        };
+        *slot = name;
+    }
+    Ok(())
+}
+
+/// A JSON object of strings, as `(key, value)` pairs.
+fn renames(v: &serde_json::Value) -> Result<Vec<(String, String)>, String> {
+    let map = v.as_object().ok_or("expected an object of names")?;
+    map.iter()
+        .map(|(k, v)| v.as_str().map(|s| (k.clone(), s.to_string())).ok_or_else(|| format!("'{k}': expected a name")))
+        .collect()
 }
 
 /// `serve` flags: where the server listens, how many threads it runs, and its settings file.

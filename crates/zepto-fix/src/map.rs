@@ -81,6 +81,8 @@ pub struct TableNames {
     pub executions: String,
     /// Session sequence numbers (default `fix_sessions`).
     pub sessions: String,
+    /// Columns renamed (`sym` → `symbol`, ...), in every table the mapping writes.
+    pub columns: Vec<(String, String)>,
 }
 
 impl Default for TableNames {
@@ -90,7 +92,48 @@ impl Default for TableNames {
             trades: "trades".into(),
             executions: "executions".into(),
             sessions: "fix_sessions".into(),
+            columns: Vec::new(),
         }
+    }
+}
+
+impl TableNames {
+    /// The name the mapping's column `name` has in the tables (renamed, or as is).
+    pub fn column<'a>(&'a self, name: &'a str) -> &'a str {
+        self.columns.iter().find(|(from, _)| from == name).map_or(name, |(_, to)| to.as_str())
+    }
+
+    /// Check the renames: each of a known column, once, to a name no other column has.
+    pub fn check(&self) -> Result<(), String> {
+        let known: Vec<&str> =
+            MD_COLUMNS.iter().chain(&EXEC_COLUMNS).chain(&SESSION_COLUMNS).map(|(n, _)| *n).collect();
+        for (i, (from, to)) in self.columns.iter().enumerate() {
+            if !known.contains(&from.as_str()) {
+                return Err(format!("column '{from}' is not one the FIX mapping writes"));
+            }
+            if to.is_empty() || self.columns[..i].iter().any(|(f, _)| f == from) {
+                return Err(format!("column '{from}' renamed twice, or to an empty name"));
+            }
+        }
+        for types in [&MD_COLUMNS[..], &EXEC_COLUMNS[..], &SESSION_COLUMNS[..]] {
+            let mut names: Vec<String> = types.iter().map(|(n, _)| self.column(n).to_ascii_lowercase()).collect();
+            names.sort();
+            if let Some(w) = names.windows(2).find(|w| w[0] == w[1]) {
+                return Err(format!("two columns of one table would be named '{}'", w[0]));
+            }
+        }
+        let mut tables: Vec<String> = [&self.quotes, &self.trades, &self.executions, &self.sessions]
+            .iter()
+            .map(|t| t.to_ascii_lowercase())
+            .collect();
+        if tables.iter().any(String::is_empty) {
+            return Err("a table name is empty".into());
+        }
+        tables.sort();
+        if let Some(w) = tables.windows(2).find(|w| w[0] == w[1]) {
+            return Err(format!("two of the tables would be '{}' (each is written apart)", w[0]));
+        }
+        Ok(())
     }
 }
 
@@ -373,13 +416,13 @@ impl Batch {
             return Ok(0);
         }
         for (name, types, _) in &parts {
-            ensure_table(catalog, name, types)?;
+            ensure_table(catalog, name, types, &self.names)?;
         }
         let owned: Vec<String> = parts.iter().map(|(n, _, _)| n.clone()).collect();
         let names: Vec<&str> = owned.iter().map(String::as_str).collect();
         catalog.write_many(&names, |tables| {
             for (t, (_, types, cols)) in tables.iter().zip(&parts) {
-                check_schema(t, types)?;
+                check_schema(t, types, &self.names)?;
                 t.validate(cols)?;
             }
             let changes: Vec<Change<'_>> = tables
@@ -469,32 +512,41 @@ fn session_row(s: &SessionState) -> Result<Vec<Column>, StorageError> {
     Ok(c.take(&SESSION_COLUMNS))
 }
 
-fn schema_of(types: &[(&str, DataType)]) -> Schema {
-    Schema { columns: types.iter().map(|(n, dt)| ColumnDef { name: (*n).to_string(), data_type: *dt }).collect() }
+fn schema_of(types: &[(&str, DataType)], names: &TableNames) -> Schema {
+    let def = |(n, dt): &(&str, DataType)| ColumnDef { name: names.column(n).to_string(), data_type: *dt };
+    Schema { columns: types.iter().map(def).collect() }
 }
 
 /// Create `name` with the mapping's columns unless it exists.
-fn ensure_table(catalog: &Catalog, name: &str, types: &[(&str, DataType)]) -> Result<(), StorageError> {
+fn ensure_table(
+    catalog: &Catalog,
+    name: &str,
+    types: &[(&str, DataType)],
+    names: &TableNames,
+) -> Result<(), StorageError> {
     if catalog.exists(name) {
         return Ok(());
     }
-    let key = types.first().map(|(n, _)| (*n).to_string());
-    let opts = TableOptions { partition_key: key, timestamp: Some("timestamp".into()) };
-    catalog.create(Table::new(name, schema_of(types), &opts)?, true).map(|_| ())
+    let key = types.first().map(|(n, _)| names.column(n).to_string());
+    let opts = TableOptions { partition_key: key, timestamp: Some(names.column("timestamp").to_string()) };
+    catalog.create(Table::new(name, schema_of(types, names), &opts)?, true).map(|_| ())
 }
 
 /// The table has the mapping's columns, in order.
-fn check_schema(t: &Table, types: &[(&str, DataType)]) -> Result<(), StorageError> {
+fn check_schema(t: &Table, types: &[(&str, DataType)], names: &TableNames) -> Result<(), StorageError> {
     let cols = &t.schema().columns;
     let same = cols.len() == types.len()
-        && cols.iter().zip(types).all(|(c, (n, dt))| c.name.eq_ignore_ascii_case(n) && c.data_type == *dt);
+        && cols
+            .iter()
+            .zip(types)
+            .all(|(c, (n, dt))| c.name.eq_ignore_ascii_case(names.column(n)) && c.data_type == *dt);
     if same {
         Ok(())
     } else {
         Err(StorageError::Invalid(format!(
             "table '{}' exists with other columns than the FIX mapping's ({})",
             t.name(),
-            types.iter().map(|(n, dt)| format!("{n} {dt}")).collect::<Vec<_>>().join(", ")
+            types.iter().map(|(n, dt)| format!("{} {dt}", names.column(n))).collect::<Vec<_>>().join(", ")
         )))
     }
 }

@@ -103,3 +103,35 @@ fn market_data_and_executions_become_rows() {
     assert!(b2.apply(&catalog, None).expect_err("schema").to_string().contains("other columns"));
     assert_eq!(rows(&catalog.snapshot("quotes").expect("quotes")).len(), 3, "no quote of the refused batch");
 }
+
+#[test]
+fn tables_and_columns_can_be_renamed() {
+    let catalog = Catalog::new();
+    let names = TableNames {
+        quotes: "fx_quotes".into(),
+        sessions: "fix_state".into(),
+        columns: vec![("sym".into(), "symbol".into()), ("timestamp".into(), "ts".into())],
+        ..TableNames::default()
+    };
+    names.check().expect("good renames");
+    let mut batch = Batch::new(names.clone());
+    let x = fix("35=X|49=FEED|56=ZEPTO|34=2|52=20240102-09:30:01|268=1|279=0|269=0|55=GBPUSD|270=2|271=7|");
+    assert_eq!(batch.add(&parse(&x).expect("X")).expect("X maps"), 1);
+    let state = SessionState { name: "ZEPTO-FEED".into(), in_seq: 2, out_seq: 1, at: 5 };
+    assert_eq!(batch.apply(&catalog, Some(&state)).expect("apply"), 1);
+    let q = catalog.snapshot("fx_quotes").expect("renamed table");
+    assert_eq!(q.schema().columns[0].name, "symbol");
+    assert_eq!(q.key_col(), Some(0), "the renamed symbol is the partition key");
+    assert_eq!(q.ts_col().map(|c| q.schema().columns[c].name.as_str()), Some("ts"));
+    assert!(!catalog.exists("quotes"));
+    assert_eq!(last_state(&catalog, &names, "ZEPTO-FEED").map(|s| s.in_seq), Some(2));
+
+    for bad in [
+        TableNames { columns: vec![("nope".into(), "x".into())], ..TableNames::default() },
+        TableNames { columns: vec![("price".into(), "size".into())], ..TableNames::default() },
+        TableNames { trades: "QUOTES".into(), ..TableNames::default() },
+        TableNames { columns: vec![("sym".into(), String::new())], ..TableNames::default() },
+    ] {
+        assert!(bad.check().is_err(), "{bad:?}");
+    }
+}
