@@ -111,30 +111,34 @@ impl TableNames {
             if !known.contains(&from.as_str()) {
                 return Err(format!("column '{from}' is not one the FIX mapping writes"));
             }
-            if to.is_empty() || self.columns[..i].iter().any(|(f, _)| f == from) {
+            if to.is_empty() || self.columns.iter().take(i).any(|(f, _)| f == from) {
                 return Err(format!("column '{from}' renamed twice, or to an empty name"));
             }
         }
         for types in [&MD_COLUMNS[..], &EXEC_COLUMNS[..], &SESSION_COLUMNS[..]] {
-            let mut names: Vec<String> = types.iter().map(|(n, _)| self.column(n).to_ascii_lowercase()).collect();
-            names.sort();
-            if let Some(w) = names.windows(2).find(|w| w[0] == w[1]) {
-                return Err(format!("two columns of one table would be named '{}'", w[0]));
+            let names: Vec<String> = types.iter().map(|(n, _)| self.column(n).to_ascii_lowercase()).collect();
+            if let Some(d) = first_duplicate(names) {
+                return Err(format!("two columns of one table would be named '{d}'"));
             }
         }
-        let mut tables: Vec<String> = [&self.quotes, &self.trades, &self.executions, &self.sessions]
+        let tables: Vec<String> = [&self.quotes, &self.trades, &self.executions, &self.sessions]
             .iter()
             .map(|t| t.to_ascii_lowercase())
             .collect();
         if tables.iter().any(String::is_empty) {
             return Err("a table name is empty".into());
         }
-        tables.sort();
-        if let Some(w) = tables.windows(2).find(|w| w[0] == w[1]) {
-            return Err(format!("two of the tables would be '{}' (each is written apart)", w[0]));
+        match first_duplicate(tables) {
+            Some(d) => Err(format!("two of the tables would be '{d}' (each is written apart)")),
+            None => Ok(()),
         }
-        Ok(())
     }
+}
+
+/// A name `names` holds twice, if any.
+fn first_duplicate(mut names: Vec<String>) -> Option<String> {
+    names.sort();
+    names.iter().zip(names.iter().skip(1)).find(|(a, b)| a == b).map(|(a, _)| a.clone())
 }
 
 /// Where a session stands: the row [`Batch::apply`] writes with the data.
