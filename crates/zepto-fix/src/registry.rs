@@ -2,9 +2,33 @@
 //! once), and each one's counters since the server started, over all its connections, for
 //! `/metrics` ([`Registry::reports`]).
 
-use crate::session::Stats;
 use std::collections::BTreeMap;
 use std::sync::{Mutex, MutexGuard};
+
+/// What a session has done, for the log and metrics.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Messages processed in sequence.
+    pub messages: u64,
+    /// Rows stored.
+    pub rows: u64,
+    /// Gaps detected (a ResendRequest sent).
+    pub gaps: u64,
+    /// Messages rejected (Reject sent) or ignored as garbled.
+    pub rejects: u64,
+}
+
+impl Stats {
+    /// Both counts added.
+    pub fn plus(&self, o: &Stats) -> Stats {
+        Stats {
+            messages: self.messages + o.messages,
+            rows: self.rows + o.rows,
+            gaps: self.gaps + o.gaps,
+            rejects: self.rejects + o.rejects,
+        }
+    }
+}
 
 /// Every session the acceptor has seen.
 #[derive(Debug, Default)]

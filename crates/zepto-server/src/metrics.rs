@@ -66,7 +66,7 @@ impl Route {
     }
 }
 
-pub(crate) type Labels = Vec<(String, String)>;
+type Labels = Vec<(String, String)>;
 
 /// Every metric the server exports, registered once at start; cheap to update from any thread.
 pub struct Metrics {
@@ -104,7 +104,7 @@ pub struct Metrics {
     pub recovery_dropped_rows: Gauge,
     cluster_lag: Family<Labels, Gauge>,
     cluster_records: Family<Labels, Gauge>,
-    fix: crate::fix::FixGauges,
+    fix: FixGauges,
 }
 
 impl Default for Metrics {
@@ -114,11 +114,7 @@ impl Default for Metrics {
 }
 
 /// A new metric of type `M`, registered under `name`.
-pub(crate) fn register<M: prometheus_client::registry::Metric + Clone + Default>(
-    r: &mut Registry,
-    name: &str,
-    help: &str,
-) -> M {
+fn register<M: prometheus_client::registry::Metric + Clone + Default>(r: &mut Registry, name: &str, help: &str) -> M {
     let m = M::default();
     r.register(name, help, m.clone());
     m
@@ -200,7 +196,7 @@ impl Metrics {
             "zepto_cluster_records",
             "Kafka records this cluster node applied or refused since it started",
         );
-        let fix = crate::fix::FixGauges::register(&mut registry);
+        let fix = FixGauges::register(&mut registry);
         Metrics {
             registry,
             cluster_lag,
@@ -307,6 +303,49 @@ pub fn peak_rss_bytes() -> Option<u64> {
     let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
     let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kib * 1024)
+}
+
+/// The FIX gauges of `/metrics`, per session.
+#[derive(Debug)]
+struct FixGauges {
+    counts: [Family<Labels, Gauge>; 4],
+    connected: Family<Labels, Gauge>,
+    lag: Family<Labels, Gauge<f64, AtomicU64>>,
+}
+
+impl FixGauges {
+    /// The gauges, registered in `registry`.
+    fn register(registry: &mut Registry) -> FixGauges {
+        let counts = [
+            ("zepto_fix_messages", "FIX messages processed in sequence, per session, since start"),
+            ("zepto_fix_rows", "Rows FIX messages stored, per session, since start"),
+            ("zepto_fix_gaps", "Sequence gaps a FIX session asked to be resent, since start"),
+            ("zepto_fix_rejects", "FIX messages rejected or ignored as garbled, per session, since start"),
+        ]
+        .map(|(name, help)| register(registry, name, help));
+        let connected = register(registry, "zepto_fix_session_connected", "1 while the FIX session is logged on");
+        let lag = register(
+            registry,
+            "zepto_fix_lag_seconds",
+            "Of a FIX session's last stored batch: from its newest message's SendingTime to stored",
+        );
+        FixGauges { counts, connected, lag }
+    }
+
+    /// Set them from the door's reports.
+    fn set(&self, reports: &[crate::fix::FixSessionReport]) {
+        let int = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+        for r in reports {
+            let labels = vec![("session".into(), r.session.clone())];
+            for (family, n) in self.counts.iter().zip([r.messages, r.rows, r.gaps, r.rejects]) {
+                family.get_or_create(&labels).set(int(n));
+            }
+            self.connected.get_or_create(&labels).set(i64::from(r.connected));
+            if let Some(lag) = r.lag_ns {
+                self.lag.get_or_create(&labels).set(lag as f64 / 1e9);
+            }
+        }
+    }
 }
 
 #[cfg(test)]
