@@ -617,7 +617,8 @@ pub fn run(a: &ArgMatches) -> ExitCode {
                 return fail("--repair-wal and --wal-recovery strict contradict each other");
             }
             protected.push(PathBuf::from(&dir));
-            let opts = zepto_durable::DirOptions { sync, recovery: mode, checkpoint_mb, tiering, shared };
+            let opts =
+                zepto_durable::DirOptions { sync, recovery: mode, checkpoint_mb, tiering, shared: shared.clone() };
             match crate::durable::open(&engine, &dir, opts) {
                 Ok(d) => {
                     cfg.recovery = d.corruption().map(|c| zepto_server::RecoveryNotice {
@@ -645,7 +646,7 @@ pub fn run(a: &ArgMatches) -> ExitCode {
     };
     let engine = engine.with_files(files);
     let catalog = engine.catalog().clone();
-    let result = run_doors(&settings, cfg, engine);
+    let result = run_doors(&settings, cfg, engine, shared);
     if let Some(d) = &durable {
         crate::durable::close(d, &catalog);
     }
@@ -656,11 +657,16 @@ pub fn run(a: &ArgMatches) -> ExitCode {
 }
 
 /// The HTTP server until shutdown, with the FIX, cluster and Flight SQL doors beside it if
-/// asked for (stopped after it).
-fn run_doors(settings: &Settings<'_>, mut cfg: Config, engine: Engine) -> Result<(), String> {
+/// asked for (stopped after it). `shared` is the store of `--shared-history`, opened once.
+fn run_doors(
+    settings: &Settings<'_>,
+    mut cfg: Config,
+    engine: Engine,
+    shared: Option<zepto_history::SharedStore>,
+) -> Result<(), String> {
     let fix = start_fix(settings, engine.catalog())?;
     cfg.fix = fix.as_ref().map(|f| zepto_server::fix::FixHandle::new(std::sync::Arc::new(FixMetrics(f.sessions()))));
-    let (node, engine) = match cluster::start(settings, &engine, cfg.addr, &cfg.keys)? {
+    let (node, engine) = match cluster::start(settings, &engine, cfg.addr, &cfg.keys, shared)? {
         Some((node, member)) => (Some(node), member),
         None => (None, engine),
     };

@@ -332,13 +332,7 @@ impl Catalog {
         before: i64,
         files: &[HistFile],
     ) -> Result<usize, StorageError> {
-        let want: u64 = files.iter().map(|f| f.rows).sum();
-        if want != t.shard_count_before(shard, before) as u64 {
-            return Err(StorageError::Invalid(format!(
-                "table '{}': shard history files hold {want} rows, not its rows before the cut",
-                t.name()
-            )));
-        }
+        t.check_tier_shard(shard, before, files)?;
         self.log(&[Change::TierShard { table: t.name(), shard, before, files }])?.apply(|| {
             t.set_history_reader(self.history.get().cloned());
             t.tier_shard(shard, before, files)

@@ -58,10 +58,14 @@ pub(super) fn shared_store(st: &Settings<'_>) -> Result<Option<SharedStore>, Str
     }
 }
 
-/// The shared-history settings, if `--shared-history` asks for them (rows older than
+/// The shared-history settings, if `--shared-history` opened `store` (rows older than
 /// `tier_after_ns` are sealed as history).
-fn shared_history(st: &Settings<'_>, tier_after_ns: Option<i64>) -> Result<Option<SharedHistory>, String> {
-    let Some(store) = shared_store(st)? else {
+fn shared_history(
+    st: &Settings<'_>,
+    store: Option<SharedStore>,
+    tier_after_ns: Option<i64>,
+) -> Result<Option<SharedHistory>, String> {
+    let Some(store) = store else {
         return match st.string("seal-every")? {
             Some(_) => Err("--seal-every needs --shared-history".into()),
             None => Ok(None),
@@ -82,12 +86,14 @@ fn shared_history(st: &Settings<'_>, tier_after_ns: Option<i64>) -> Result<Optio
 const CLUSTER_KEY_ENV: &str = "ZEPTO_CLUSTER_KEY";
 
 /// The cluster node, if `--cluster` asks for one (`http` names the node by default; `keys`
-/// guard its Flight door), and the engine its queries run on: a member of the cluster.
+/// guard its Flight door; `shared` is the store `--shared-history` opened), and the engine its
+/// queries run on: a member of the cluster.
 pub(super) fn start(
     st: &Settings<'_>,
     engine: &Engine,
     http: std::net::SocketAddr,
     keys: &KeyStore,
+    shared: Option<SharedStore>,
 ) -> Result<Option<(Node, Engine)>, String> {
     let Some(brokers) = st.string("cluster")? else {
         for k in &KEYS[1..] {
@@ -110,7 +116,7 @@ pub(super) fn start(
     }
     let (listener, flight) = flight_door(st, http, keys)?;
     let mut config = Config::new(&brokers, &topic, &group, &node_id).map_err(|e| e.to_string())?.with_flight(&flight);
-    if let Some(sh) = shared_history(st, super::tiering(st)?.after_ns)? {
+    if let Some(sh) = shared_history(st, shared, super::tiering(st)?.after_ns)? {
         config = config.with_shared_history(sh);
     }
     let mut node = Node::start(engine.clone(), &config).map_err(|e| e.to_string())?;

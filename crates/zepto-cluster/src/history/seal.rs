@@ -28,7 +28,7 @@ struct Sealed {
     snap: Arc<Table>,
     keys: Vec<String>,
     null_key: bool,
-    history: Vec<Encoded>,
+    history: Vec<HistFile>,
 }
 
 /// Seal partition `p` (of `count`) of `topic` as of `offset`, the last record applied: write
@@ -63,7 +63,7 @@ pub(crate) fn seal(
     manifest.publish(&sh.store)?;
     for s in sealed.into_iter().filter(|s| !s.history.is_empty()) {
         let shard = Shard { keys: &s.keys, null_key: s.null_key };
-        let files: Vec<_> = s.history.iter().map(|e| shared_file(&e.file)).collect();
+        let files: Vec<_> = s.history.iter().map(shared_file).collect();
         // A table changed meanwhile (a statement run on this node alone) keeps its rows in
         // memory: the manifest published stays true, and the next seal writes them again.
         match engine.catalog().commit_tier_shard(&s.snap, shard, before, &files) {
@@ -94,14 +94,13 @@ fn seal_table(
     };
     let recent = encode_rows(&snap, &slots, Rows::From(before), |_, k| format!("{dir}/recent/r-{tag}-{k}.parquet"))
         .map_err(storage)?;
-    for e in history.iter().chain(&recent) {
-        sh.store.put(&e.file.path, e.bytes.clone()).map_err(storage)?;
-    }
+    let history = put_all(sh, history)?;
+    let recent = put_all(sh, recent)?;
     // The shard's files of earlier seals (the table's history holds every partition's).
     let mine = format!("{}/", at.dir);
     let mut files: Vec<FileEntry> =
         snap.history().files.iter().filter_map(FileEntry::of).filter(|f| f.path.starts_with(&mine)).collect();
-    files.extend(history.iter().map(|e| entry(&e.file)));
+    files.extend(history.iter().map(entry));
     let cols = &snap.schema().columns;
     let table = TableEntry {
         name: snap.name().to_string(),
@@ -110,9 +109,15 @@ fn seal_table(
         keys: keys.clone(),
         null_key,
         history: files,
-        recent: recent.iter().map(|e| entry(&e.file)).collect(),
+        recent: recent.iter().map(entry).collect(),
     };
     Ok((table, Sealed { snap, keys, null_key, history }))
+}
+
+/// Write each encoded file to the store (its bytes moved, not copied); returns the files.
+fn put_all(sh: &SharedHistory, encoded: Vec<Encoded>) -> Result<Vec<HistFile>, ClusterError> {
+    let storage = |e: StorageError| ClusterError::Storage(e.to_string());
+    encoded.into_iter().map(|e| sh.store.put(&e.file.path, e.bytes).map(|()| e.file).map_err(storage)).collect()
 }
 
 /// A file written to the store, as a manifest lists it.

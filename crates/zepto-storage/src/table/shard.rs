@@ -55,9 +55,9 @@ impl Table {
         self.shard_slots(shard).iter().map(|&s| self.parts[s].ts_range(t, i64::MIN, hi).len()).sum()
     }
 
-    /// The shard's rows before `before` leave memory; `files` (holding exactly those rows)
-    /// join the history. Checked before anything changes.
-    pub fn tier_shard(&mut self, shard: Shard<'_>, before: i64, files: &[HistFile]) -> Result<usize, StorageError> {
+    /// `files` hold exactly the shard's rows before `before`, the condition of
+    /// [`Table::tier_shard`] (checked before the change is logged, and again when it applies).
+    pub fn check_tier_shard(&self, shard: Shard<'_>, before: i64, files: &[HistFile]) -> Result<(), StorageError> {
         let want: u64 = files.iter().map(|f| f.rows).sum();
         let have = self.shard_count_before(shard, before);
         if want != have as u64 {
@@ -66,6 +66,13 @@ impl Table {
                 self.name
             )));
         }
+        Ok(())
+    }
+
+    /// The shard's rows before `before` leave memory; `files` (holding exactly those rows)
+    /// join the history. Checked before anything changes.
+    pub fn tier_shard(&mut self, shard: Shard<'_>, before: i64, files: &[HistFile]) -> Result<usize, StorageError> {
+        self.check_tier_shard(shard, before, files)?;
         let removed = match self.ts_col {
             Some(t) => {
                 let hi = before.saturating_sub(1);
