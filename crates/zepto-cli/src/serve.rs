@@ -2,14 +2,13 @@
 //! server runs until SIGTERM/SIGINT. `zeptodb keygen` makes an API key and its keys-file entry.
 
 mod cluster;
+mod fix;
 mod flight_sql;
 
 use clap::{Arg, ArgAction, ArgMatches, Command};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
-use zepto_fix::server::Acceptor;
-use zepto_fix::session::SessionConfig;
 use zepto_server::{Config, Role, TlsFiles};
 use zepto_sql::{Engine, TableAccess};
 
@@ -30,117 +29,9 @@ pub fn command() -> Command {
         )
         .args(query_limit_args())
         .args(connection_args())
-        .args(fix_args())
+        .args(fix::args())
         .args(cluster::args())
         .args(flight_sql::args())
-}
-
-/// `serve` flags: the FIX door (docs/fix.md).
-fn fix_args() -> Vec<Arg> {
-    vec![
-        Arg::new("fix")
-            .long("fix")
-            .value_name("ADDR")
-            .help("Also accept FIX 4.4 sessions here (e.g. 127.0.0.1:9878): market data and executions into tables"),
-        Arg::new("fix-config")
-            .long("fix-config")
-            .value_name("FILE")
-            .help("FIX settings (JSON): sender_comp_id (default ZEPTO), target_comp_ids (default any), heartbeat_secs, tables and columns (renames)"),
-    ]
-}
-
-/// The FIX acceptor, if `--fix` asks for one.
-fn start_fix(st: &Settings<'_>, catalog: &std::sync::Arc<zepto_storage::Catalog>) -> Result<Option<Acceptor>, String> {
-    let Some(addr) = st.string("fix")? else {
-        return Ok(None);
-    };
-    let cfg = fix_config(st.string("fix-config")?.as_deref())?;
-    let sender = cfg.sender.clone();
-    let a = Acceptor::start(&addr, catalog.clone(), cfg)?;
-    eprintln!("zeptodb: accepting FIX sessions on {} (our CompID {sender})", a.addr());
-    Ok(Some(a))
-}
-
-/// The FIX door's sessions as `/metrics` reads them.
-struct FixMetrics(std::sync::Arc<zepto_fix::registry::Registry>);
-
-impl zepto_server::fix::FixSessions for FixMetrics {
-    fn reports(&self) -> Vec<zepto_server::fix::FixSessionReport> {
-        self.0
-            .reports()
-            .into_iter()
-            .map(|r| zepto_server::fix::FixSessionReport {
-                session: r.session,
-                connected: r.connected,
-                messages: r.stats.messages,
-                rows: r.stats.rows,
-                gaps: r.stats.gaps,
-                rejects: r.stats.rejects,
-                lag_ns: r.lag_ns,
-            })
-            .collect()
-    }
-}
-
-/// The `--fix-config` file: `{"sender_comp_id": "ZEPTO", "target_comp_ids": ["FEED"],
-/// "heartbeat_secs": 30}` (every key optional; an unknown key is an error).
-fn fix_config(path: Option<&str>) -> Result<SessionConfig, String> {
-    let mut c = SessionConfig::default();
-    let Some(path) = path else {
-        return Ok(c);
-    };
-    let text = std::fs::read_to_string(path).map_err(|e| format!("--fix-config {path}: {e}"))?;
-    let v: serde_json::Value =
-        serde_json::from_str(&text).map_err(|e| format!("--fix-config {path}: not JSON: {e}"))?;
-    let serde_json::Value::Object(map) = v else {
-        return Err(format!("--fix-config {path}: expected a JSON object"));
-    };
-    let bad = |k: &str, want: &str| format!("--fix-config {path}: '{k}' must be {want}");
-    for (k, v) in &map {
-        match k.as_str() {
-            "sender_comp_id" => {
-                c.sender = v.as_str().filter(|s| !s.is_empty()).ok_or_else(|| bad(k, "a CompID"))?.into()
-            }
-            "target_comp_ids" => {
-                let list = v.as_array().ok_or_else(|| bad(k, "a list of CompIDs"))?;
-                c.targets = list
-                    .iter()
-                    .map(|t| t.as_str().map(str::to_string).ok_or_else(|| bad(k, "a list of CompIDs")))
-                    .collect::<Result<_, _>>()?;
-            }
-            "heartbeat_secs" => {
-                c.heartbeat_secs = v.as_u64().filter(|n| (1..=3600).contains(n)).ok_or_else(|| bad(k, "1 to 3600"))?
-            }
-            "tables" => fix_tables(&mut c.names, v).map_err(|e| format!("--fix-config {path}: tables: {e}"))?,
-            "columns" => c.names.columns = renames(v).map_err(|e| format!("--fix-config {path}: columns: {e}"))?,
-            _ => return Err(format!("--fix-config {path}: unknown setting '{k}'")),
-        }
-    }
-    c.names.check().map_err(|e| format!("--fix-config {path}: {e}"))?;
-    Ok(c)
-}
-
-/// `"tables": {"quotes": "fx_quotes", ...}`: the tables the FIX mapping writes, renamed.
-fn fix_tables(names: &mut zepto_fix::map::TableNames, v: &serde_json::Value) -> Result<(), String> {
-    for (k, name) in renames(v)? {
-        let slot = match k.as_str() {
-            "quotes" => &mut names.quotes,
-            "trades" => &mut names.trades,
-            "executions" => &mut names.executions,
-            "sessions" => &mut names.sessions,
-            _ => return Err(format!("'{k}' is not quotes, trades, executions or sessions")),
-        };
-        *slot = name;
-    }
-    Ok(())
-}
-
-/// A JSON object of strings, as `(key, value)` pairs.
-fn renames(v: &serde_json::Value) -> Result<Vec<(String, String)>, String> {
-    let map = v.as_object().ok_or("expected an object of names")?;
-    map.iter()
-        .map(|(k, v)| v.as_str().map(|s| (k.clone(), s.to_string())).ok_or_else(|| format!("'{k}': expected a name")))
-        .collect()
 }
 
 /// `serve` flags: where the server listens, how many threads it runs, and its settings file.
@@ -664,8 +555,9 @@ fn run_doors(
     engine: Engine,
     shared: Option<zepto_history::SharedStore>,
 ) -> Result<(), String> {
-    let fix = start_fix(settings, engine.catalog())?;
-    cfg.fix = fix.as_ref().map(|f| zepto_server::fix::FixHandle::new(std::sync::Arc::new(FixMetrics(f.sessions()))));
+    let fix = fix::start(settings, engine.catalog())?;
+    cfg.fix =
+        fix.as_ref().map(|f| zepto_server::fix::FixHandle::new(std::sync::Arc::new(fix::FixMetrics(f.sessions()))));
     let (node, engine) = match cluster::start(settings, &engine, cfg.addr, &cfg.keys, shared)? {
         Some((node, member)) => (Some(node), member),
         None => (None, engine),

@@ -1,8 +1,12 @@
-//! The FIX door against a real FIX engine: QuickFIX/J (tests/fix/QfjFeed.java, run by `java`
-//! as a single source file) logs on, sends W, X and 8 messages and forces a gap; the rows read
-//! back over HTTP SQL are what it sent, once each. The jars come from Maven Central (`make
-//! fix-engine`, into ~/.m2; or $ZEPTO_QFJ_CLASSPATH): without them or without `java` the test
-//! says so and passes without running.
+//! The FIX door against a real FIX engine, QuickFIX/J (run by `java` as single source files):
+//! - as acceptor: tests/fix/QfjFeed.java logs on, sends W, X and 8 messages and forces a gap;
+//!   the rows read back over HTTP SQL are what it sent, once each;
+//! - as initiator: ZeptoDB connects to tests/fix/QfjVenue.java, subscribes, is killed with
+//!   `kill -9` mid-stream and restarted; every message is stored once, a bad one rejected.
+//!
+//! The jars come from Maven Central (`make fix-engine`, into ~/.m2; or $ZEPTO_QFJ_CLASSPATH):
+//! without them or without `java` a test says so and passes without running, except under
+//! `make test` (ZEPTO_REQUIRE_FIX_ENGINE=1), where that is a failure.
 
 mod common;
 
@@ -43,21 +47,27 @@ fn rows(addr: &str, q: &str) -> Vec<String> {
         .collect()
 }
 
-#[test]
-fn quickfixj_messages_become_rows_once_each_through_a_forced_gap() {
-    // `make test` (and so CI) fetches the engine and requires it: there a missing engine is a
-    // failure, not a skip. A plain `cargo test` without Java or Maven says it skipped.
+/// The class path to run QuickFIX/J with, or `None` (the test skips) without the jars or
+/// `java`. `make test` (and so CI) fetches the engine and requires it: there a missing engine
+/// is a failure, not a skip.
+fn engine() -> Option<String> {
     let required = std::env::var_os("ZEPTO_REQUIRE_FIX_ENGINE").is_some();
     let Some(cp) = classpath() else {
         assert!(!required, "no QuickFIX/J jars: make fix-engine (Maven) or set ZEPTO_QFJ_CLASSPATH");
         eprintln!("skipped: no QuickFIX/J jars (make fix-engine, or set ZEPTO_QFJ_CLASSPATH)");
-        return;
+        return None;
     };
     if Command::new("java").arg("-version").output().is_err() {
         assert!(!required, "no java on PATH, which the FIX door's engine test needs");
         eprintln!("skipped: no java");
-        return;
+        return None;
     }
+    Some(cp)
+}
+
+#[test]
+fn quickfixj_messages_become_rows_once_each_through_a_forced_gap() {
+    let Some(cp) = engine() else { return };
     let s = Server::start(&["--fix", "127.0.0.1:0"]);
     let line = s.startup.iter().find(|l| l.contains("accepting FIX sessions on")).expect("FIX address printed");
     let addr = line.split("accepting FIX sessions on ").nth(1).and_then(|r| r.split_whitespace().next()).expect("addr");
@@ -113,4 +123,126 @@ fn quickfixj_messages_become_rows_once_each_through_a_forced_gap() {
         ["IBM|1704187801000000000|C1|O1|E1|F|2|buy|101.5|100.0|100.0|101.5|4"]
     );
     assert_eq!(rows(a, "SELECT max(in_seq), max(out_seq) FROM fix_sessions"), ["7|3"]);
+}
+
+/// QuickFIX/J as the venue (tests/fix/QfjVenue.java): its stdout lines arrive on a channel.
+struct Venue {
+    child: std::process::Child,
+    lines: std::sync::mpsc::Receiver<String>,
+    seen: Vec<String>,
+}
+
+impl Venue {
+    fn start(cp: &str, port: u16, count: u32) -> Venue {
+        use std::io::BufRead;
+        let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let mut child = Command::new("java")
+            .current_dir(&root)
+            .args(["-cp", cp, "tests/fix/QfjVenue.java", &port.to_string(), &count.to_string()])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("runs java");
+        let out = child.stdout.take().expect("stdout");
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for l in std::io::BufReader::new(out).lines().map_while(Result::ok) {
+                let _ = tx.send(l);
+            }
+        });
+        let mut v = Venue { child, lines, seen: Vec::new() };
+        v.wait_for("listening", 60);
+        v
+    }
+
+    /// Wait until the venue printed a line starting with `what`.
+    fn wait_for(&mut self, what: &str, secs: u64) -> String {
+        let end = Instant::now() + Duration::from_secs(secs);
+        loop {
+            if let Some(l) = self.seen.iter().find(|l| l.starts_with(what)) {
+                return l.clone();
+            }
+            let left = end.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(l) => self.seen.push(l),
+                Err(_) => panic!("QuickFIX/J never printed '{what}': {:?}", self.seen),
+            }
+        }
+    }
+}
+
+impl Drop for Venue {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Rows of `quotes` (0 before the table is made).
+fn count_quotes(addr: &str) -> i64 {
+    let r = common::post(addr, "/", "SELECT count(*) FROM quotes");
+    match r.status {
+        200 => r.json()["data"][0][0].as_i64().unwrap_or(0),
+        _ => 0,
+    }
+}
+
+#[test]
+fn an_initiator_session_stores_every_message_once_through_kill_9() {
+    let Some(cp) = engine() else { return };
+    let port = std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free port").port();
+    let count = 400;
+    let mut venue = Venue::start(&cp, port, count);
+    let dir = std::env::temp_dir().join(format!("zepto-fix-initiator-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("dir");
+    let cfg = dir.join("fix.json");
+    let session = format!(
+        r#"{{"initiators": [{{"connect": "127.0.0.1:{port}", "target_comp_id": "FEED", "heartbeat_secs": 5,
+             "subscribe": {{"symbols": ["GBPUSD"], "entry_types": ["0"], "md_req_id": "Z1"}}}}]}}"#
+    );
+    std::fs::write(&cfg, session).expect("config");
+    let (data, cfg) = (dir.join("data").to_string_lossy().into_owned(), cfg.to_string_lossy().into_owned());
+    let args = ["--data-dir", &data, "--fix-config", &cfg];
+    let s = Server::start(&args);
+    assert!(
+        s.startup.iter().any(|l| l.contains("starting FIX sessions as ZEPTO with FEED at 127.0.0.1")),
+        "{:?}",
+        s.startup
+    );
+    assert_eq!(venue.wait_for("subscribed", 30), "subscribed GBPUSD");
+    let t0 = Instant::now();
+    while count_quotes(&s.addr) < 100 {
+        assert!(t0.elapsed() < Duration::from_secs(60), "the first 100 quotes never arrived");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    venue.seen.extend(venue.lines.try_iter());
+    assert!(!venue.seen.iter().any(|l| l.starts_with("sent")), "killed mid-stream: {:?}", venue.seen);
+    drop(s); // kill -9 mid-stream: the venue keeps numbering what it sends meanwhile
+    std::thread::sleep(Duration::from_millis(300));
+    let s = Server::start(&args);
+    venue.wait_for(&format!("sent {count}"), 60);
+    let want = i64::from(count) - 1; // message 10 is rejected
+    let t0 = Instant::now();
+    while count_quotes(&s.addr) < want {
+        assert!(t0.elapsed() < Duration::from_secs(60), "only {} of {want} quotes", count_quotes(&s.addr));
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let a = s.addr.as_str();
+    let q =
+        "SELECT count(*), count(DISTINCT seq), min(price), max(price), sum(price) FROM quotes WHERE md_req_id = 'Z1'";
+    let n = i64::from(count);
+    let sum = n * (n + 1) / 2 - 10;
+    assert_eq!(rows(a, q), [format!("{want}|{want}|1.0|{n}.0|{sum}.0")], "every message once, none twice");
+    assert_eq!(rows(a, "SELECT count(*) FROM quotes WHERE price = 10"), ["0"]);
+    // The bad message was rejected back to QuickFIX/J (its sequence number is that message's).
+    let reject = venue.wait_for("reject", 10);
+    assert!(reject.strip_prefix("reject ").and_then(|n| n.parse::<u64>().ok()).is_some_and(|n| n > 1), "{reject}");
+    let m = common::get(a, "/metrics").text();
+    assert!(m.contains("zepto_fix_session_connected{session=\"ZEPTO-FEED\"} 1"), "{m}");
+    // What the venue sent while ZeptoDB was down came back through a ResendRequest.
+    let gaps = m.lines().find_map(|l| l.strip_prefix("zepto_fix_gaps{session=\"ZEPTO-FEED\"} "));
+    assert!(gaps.and_then(|g| g.parse::<u64>().ok()).is_some_and(|g| g >= 1), "{m}");
+    drop(s);
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -15,7 +15,7 @@ use std::net::TcpStream;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use zepto_fix::encode::Value;
-use zepto_fix::server::Acceptor;
+use zepto_fix::server::FixDoor;
 use zepto_fix::session::SessionConfig;
 use zepto_fix::Encoder;
 use zepto_storage::Catalog;
@@ -43,11 +43,11 @@ fn rows(c: &Catalog) -> usize {
 }
 
 /// A logged-on client of a fresh acceptor (its own catalog), and the next sequence number.
-fn session() -> (Acceptor, Arc<Catalog>, TcpStream, Encoder) {
+fn session() -> (FixDoor, Arc<Catalog>, TcpStream, Encoder) {
     let catalog = Arc::new(Catalog::new());
     let cfg = SessionConfig { heartbeat_secs: 300, ..SessionConfig::default() };
-    let a = Acceptor::start("127.0.0.1:0", catalog.clone(), cfg).expect("an acceptor");
-    let mut s = TcpStream::connect(a.addr()).expect("connects");
+    let a = FixDoor::start(Some("127.0.0.1:0"), catalog.clone(), cfg).expect("an acceptor");
+    let mut s = TcpStream::connect(a.addr().expect("it listens")).expect("connects");
     s.set_nodelay(true).expect("nodelay");
     let mut e = Encoder::new("FIX.4.4", "FEED", "ZEPTO");
     let mut out = Vec::new();

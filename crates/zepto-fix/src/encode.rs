@@ -1,7 +1,9 @@
-//! The encoder of the session messages ZeptoDB sends: Logon (A), Heartbeat (0), TestRequest
-//! (1), ResendRequest (2), Reject (3), SequenceReset (4) and Logout (5), with BodyLength and
+//! The encoder of the messages ZeptoDB sends: Logon (A), Heartbeat (0), TestRequest (1),
+//! ResendRequest (2), Reject (3), SequenceReset (4), Logout (5) and, as initiator,
+//! MarketDataRequest (V), with BodyLength and
 //! CheckSum computed. It reuses one body buffer, so encoding allocates nothing once warm.
 
+use crate::config::Subscription;
 use crate::parse::{checksum, SOH};
 use crate::time::write_timestamp;
 use std::io::Write;
@@ -129,6 +131,21 @@ impl Encoder {
     pub fn sequence_reset(&mut self, out: &mut Vec<u8>, seq: u64, now_ns: i64, new_seq: u64, gap_fill: bool) {
         let flag = if gap_fill { &b"Y"[..] } else { b"N" };
         self.message(out, "4", seq, now_ns, gap_fill, &[(123, Value::Bytes(flag)), (36, Value::Int(new_seq))]);
+    }
+
+    /// MarketDataRequest (V) for `sub`: snapshot plus updates, as incremental refreshes.
+    pub fn market_data_request(&mut self, out: &mut Vec<u8>, seq: u64, now_ns: i64, sub: &Subscription) {
+        let mut f = vec![
+            (262, Value::Bytes(sub.md_req_id.as_bytes())),
+            (263, Value::Bytes(b"1")),
+            (264, Value::Int(sub.depth)),
+            (265, Value::Bytes(b"1")),
+            (267, Value::Int(sub.entry_types.len() as u64)),
+        ];
+        f.extend(sub.entry_types.iter().map(|t| (269, Value::Bytes(t.as_bytes()))));
+        f.push((146, Value::Int(sub.symbols.len() as u64)));
+        f.extend(sub.symbols.iter().map(|s| (55, Value::Bytes(s.as_bytes()))));
+        self.message(out, "V", seq, now_ns, false, &f);
     }
 
     /// Logout (5), with Text if given.

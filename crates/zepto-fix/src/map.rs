@@ -14,7 +14,8 @@
 //!   60, else SendingTime), `cl_ord_id` (11), `order_id` (37), `exec_id` (17), `exec_type`
 //!   (150) and `ord_status` (39) as sent, `side` (54), `last_px` (31), `last_qty` (32),
 //!   `cum_qty` (14), `avg_px` (6), `sending_time` and `seq`.
-//! - Unknown tags are ignored. A message with a required tag missing or a value of the wrong
+//! - Tags named in `--fix-config` "tags" are added as columns after these ([`crate::extra`]).
+//! - Other tags are ignored. A message with a required tag missing or a value of the wrong
 //!   type adds no row at all ([`Batch::add`] fails and leaves the batch as it was).
 //!
 //! [`Batch::apply`] appends every table's rows and the session's sequence numbers (a row of
@@ -22,6 +23,7 @@
 //! neither, so a message is never lost nor stored twice.
 #![cfg_attr(not(test), deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used))]
 
+use crate::extra::{self, Extra, ExtraTag, Role, Slots};
 use crate::parse::{Field, FixError, Message};
 use crate::time::{parse_date, parse_time, parse_timestamp};
 use zepto_storage::{
@@ -83,6 +85,8 @@ pub struct TableNames {
     pub sessions: String,
     /// Columns renamed (`sym` → `symbol`, ...), in every table the mapping writes.
     pub columns: Vec<(String, String)>,
+    /// Tags added as columns, after the mapping's own, in this order.
+    pub tags: Vec<ExtraTag>,
 }
 
 impl Default for TableNames {
@@ -93,6 +97,7 @@ impl Default for TableNames {
             executions: "executions".into(),
             sessions: "fix_sessions".into(),
             columns: Vec::new(),
+            tags: Vec::new(),
         }
     }
 }
@@ -103,7 +108,14 @@ impl TableNames {
         self.columns.iter().find(|(from, _)| from == name).map_or(name, |(_, to)| to.as_str())
     }
 
-    /// Check the renames: each of a known column, once, to a name no other column has.
+    /// The columns the tags of `role` add, in order.
+    pub fn extra_columns(&self, role: Role) -> Vec<ColumnDef> {
+        let def = |t: &ExtraTag| ColumnDef { name: t.column.clone(), data_type: t.data_type };
+        self.tags.iter().filter(|t| t.role == role).map(def).collect()
+    }
+
+    /// Check the renames (each of a known column, once, to a name no other column has) and
+    /// the added tags (of a type [`extra::TYPES`] holds, named apart from a table's columns).
     pub fn check(&self) -> Result<(), String> {
         let known: Vec<&str> =
             MD_COLUMNS.iter().chain(&EXEC_COLUMNS).chain(&SESSION_COLUMNS).map(|(n, _)| *n).collect();
@@ -115,8 +127,26 @@ impl TableNames {
                 return Err(format!("column '{from}' renamed twice, or to an empty name"));
             }
         }
-        for types in [&MD_COLUMNS[..], &EXEC_COLUMNS[..], &SESSION_COLUMNS[..]] {
-            let names: Vec<String> = types.iter().map(|(n, _)| self.column(n).to_ascii_lowercase()).collect();
+        for t in &self.tags {
+            if t.tag == 0 || t.column.is_empty() || !extra::TYPES.contains(&t.data_type) {
+                let types: Vec<_> = extra::TYPES.iter().map(|d| d.sql_name()).collect();
+                return Err(format!(
+                    "tag {} as '{}': needs a tag number, a name, a type of {}",
+                    t.tag,
+                    t.column,
+                    types.join(", ")
+                ));
+            }
+        }
+        let tables = [
+            (&MD_COLUMNS[..], Some(Role::Quotes)),
+            (&MD_COLUMNS[..], Some(Role::Trades)),
+            (&EXEC_COLUMNS[..], Some(Role::Executions)),
+            (&SESSION_COLUMNS[..], None),
+        ];
+        for (types, role) in tables {
+            let mut names: Vec<String> = types.iter().map(|(n, _)| self.column(n).to_ascii_lowercase()).collect();
+            names.extend(role.into_iter().flat_map(|r| self.extra_columns(r)).map(|c| c.name.to_ascii_lowercase()));
             if let Some(d) = first_duplicate(names) {
                 return Err(format!("two columns of one table would be named '{d}'"));
             }
@@ -166,23 +196,39 @@ pub enum MapError {
     Storage(#[from] StorageError),
 }
 
-/// One table's share of a batch: its name, the mapping's columns, the rows.
-type Part<'a> = (String, &'a [(&'a str, DataType)], Vec<Column>);
+/// One table's share of a batch: its name, the mapping's columns, the added ones, the rows.
+struct Part<'a> {
+    name: String,
+    types: &'a [(&'a str, DataType)],
+    extra: Vec<ColumnDef>,
+    columns: Vec<Column>,
+}
 
-/// Builders of one table's columns.
+/// Builders of one table's columns: the mapping's, then the added tags'.
 struct Cols {
     builders: Vec<ColumnBuilder>,
+    extra: Vec<ColumnBuilder>,
     rows: usize,
 }
 
 impl Cols {
-    fn new(types: &[(&str, DataType)]) -> Cols {
-        Cols { builders: types.iter().map(|(_, dt)| ColumnBuilder::new(*dt, 64)).collect(), rows: 0 }
+    fn new(types: &[(&str, DataType)], extra: &[(u32, DataType)]) -> Cols {
+        Cols {
+            builders: types.iter().map(|(_, dt)| ColumnBuilder::new(*dt, 64)).collect(),
+            extra: extra.iter().map(|(_, dt)| ColumnBuilder::new(*dt, 64)).collect(),
+            rows: 0,
+        }
     }
 
-    fn take(&mut self, types: &[(&str, DataType)]) -> Vec<Column> {
-        self.rows = 0;
-        std::mem::replace(self, Cols::new(types)).builders.into_iter().map(ColumnBuilder::finish).collect()
+    fn take(&mut self, types: &[(&str, DataType)], extra: &[(u32, DataType)]) -> Vec<Column> {
+        let old = std::mem::replace(self, Cols::new(types, extra));
+        old.builders.into_iter().chain(old.extra).map(ColumnBuilder::finish).collect()
+    }
+
+    /// Push one row: `vals` in column order, then the added tags' values (text of `raw`).
+    fn push_row(&mut self, vals: &[Cell<'_>], raw: &[u8], extras: &[Extra]) -> Result<(), StorageError> {
+        extra::push(raw, &mut self.extra, extras)?;
+        self.push(vals)
     }
 
     /// Push one row: `vals` in column order.
@@ -231,6 +277,16 @@ pub struct Batch {
     trades: Cols,
     executions: Cols,
     scratch: Vec<MdRow>,
+    /// The added tags of quotes, then of trades (read from each MDEntry and its message).
+    md_slots: Slots,
+    /// How many of `md_slots` are the quotes'.
+    quote_slots: usize,
+    exec_slots: Slots,
+    /// Added values: of the message being read (parallel to `md_slots`), of each scratch row
+    /// (`md_slots.len()` a row), of the execution report being read.
+    msg_vals: Vec<Extra>,
+    md_vals: Vec<Extra>,
+    exec_vals: Vec<Extra>,
 }
 
 impl Default for Batch {
@@ -268,12 +324,20 @@ fn side_name(v: &[u8]) -> Option<&'static str> {
 impl Batch {
     /// An empty batch writing to `names`.
     pub fn new(names: TableNames) -> Batch {
+        let (q, t) = (extra::slots(&names.tags, Role::Quotes), extra::slots(&names.tags, Role::Trades));
+        let exec_slots = extra::slots(&names.tags, Role::Executions);
         Batch {
-            names,
-            quotes: Cols::new(&MD_COLUMNS),
-            trades: Cols::new(&MD_COLUMNS),
-            executions: Cols::new(&EXEC_COLUMNS),
+            quotes: Cols::new(&MD_COLUMNS, &q),
+            trades: Cols::new(&MD_COLUMNS, &t),
+            executions: Cols::new(&EXEC_COLUMNS, &exec_slots),
             scratch: Vec::new(),
+            quote_slots: q.len(),
+            md_slots: q.into_iter().chain(t).collect(),
+            exec_slots,
+            msg_vals: Vec::new(),
+            md_vals: Vec::new(),
+            exec_vals: Vec::new(),
+            names,
         }
     }
 
@@ -296,8 +360,11 @@ impl Batch {
     fn add_md(&mut self, m: &Message<'_>, incremental: bool) -> Result<usize, MapError> {
         let sending = sending_time(m)?;
         let (mut msg_sym, mut md_req_id) = (None, None);
+        self.msg_vals.clear();
+        self.msg_vals.resize(self.md_slots.len(), Extra::Null);
         for f in m.fields() {
             let f = f?;
+            extra::read(m.raw, &f, &self.md_slots, &mut self.msg_vals)?;
             match f.tag {
                 55 if msg_sym.is_none() => msg_sym = Some(span(m.raw, text(&f)?.as_bytes())),
                 262 if md_req_id.is_none() => md_req_id = Some(text(&f)?),
@@ -308,27 +375,40 @@ impl Batch {
         let first = if incremental { 279 } else { 269 };
         let groups = m.group(268, first, md_member)?.ok_or(m.require(268).err().unwrap_or(FixError::Incomplete))?;
         self.scratch.clear();
+        self.md_vals.clear();
         for e in groups {
             let e = e?;
-            if let Some(row) = md_row(m.raw, e.fields(), e.offset(), msg_sym, sending)? {
-                self.scratch.push(row);
+            let base = self.md_vals.len();
+            self.md_vals.extend_from_slice(&self.msg_vals);
+            let vals = self.md_vals.get_mut(base..).unwrap_or_default();
+            let entry = Entry { raw: m.raw, offset: e.offset(), slots: &self.md_slots, vals };
+            match md_row(entry, e.fields(), msg_sym, sending)? {
+                Some(row) => self.scratch.push(row),
+                None => self.md_vals.truncate(base),
             }
         }
         let seq = i64::try_from(m.header.seq).unwrap_or(i64::MAX);
-        for r in &self.scratch {
+        let k = self.md_slots.len();
+        for (i, r) in self.scratch.iter().enumerate() {
             let sym = m.raw.get(r.sym.0..r.sym.1).and_then(|s| std::str::from_utf8(s).ok());
-            let cols = if r.quote { &mut self.quotes } else { &mut self.trades };
-            cols.push(&[
-                Cell::Str(sym),
-                Cell::Ts(r.ts),
-                Cell::Str(r.side),
-                Cell::F64(r.price),
-                Cell::F64(r.size),
-                Cell::Str(r.action),
-                Cell::Ts(sending),
-                Cell::Str(md_req_id),
-                Cell::I64(seq),
-            ])?;
+            let vals = self.md_vals.get(i * k..(i + 1) * k).unwrap_or_default();
+            let (qv, tv) = vals.split_at(self.quote_slots.min(vals.len()));
+            let (cols, extras) = if r.quote { (&mut self.quotes, qv) } else { (&mut self.trades, tv) };
+            cols.push_row(
+                &[
+                    Cell::Str(sym),
+                    Cell::Ts(r.ts),
+                    Cell::Str(r.side),
+                    Cell::F64(r.price),
+                    Cell::F64(r.size),
+                    Cell::Str(r.action),
+                    Cell::Ts(sending),
+                    Cell::Str(md_req_id),
+                    Cell::I64(seq),
+                ],
+                m.raw,
+                extras,
+            )?;
         }
         Ok(self.scratch.len())
     }
@@ -338,8 +418,11 @@ impl Batch {
         let mut s: [Option<&str>; 7] = [None; 7]; // 55 11 37 17 150 39 54
         let mut x: [Option<f64>; 4] = [None; 4]; // 31 32 14 6
         let mut transact = None;
+        self.exec_vals.clear();
+        self.exec_vals.resize(self.exec_slots.len(), Extra::Null);
         for f in m.fields() {
             let f = f?;
+            extra::read(m.raw, &f, &self.exec_slots, &mut self.exec_vals)?;
             let slot = match f.tag {
                 55 => s.get_mut(0),
                 11 => s.get_mut(1),
@@ -379,22 +462,26 @@ impl Batch {
         let side = side.map(|v| side_name(v.as_bytes()).unwrap_or(v));
         let [last_px, last_qty, cum_qty, avg_px] = x;
         let seq = i64::try_from(m.header.seq).unwrap_or(i64::MAX);
-        self.executions.push(&[
-            Cell::Str(sym),
-            Cell::Ts(transact.unwrap_or(sending)),
-            Cell::Str(cl_ord_id),
-            Cell::Str(order_id),
-            Cell::Str(exec_id),
-            Cell::Str(exec_type),
-            Cell::Str(ord_status),
-            Cell::Str(side),
-            Cell::F64(last_px),
-            Cell::F64(last_qty),
-            Cell::F64(cum_qty),
-            Cell::F64(avg_px),
-            Cell::Ts(sending),
-            Cell::I64(seq),
-        ])?;
+        self.executions.push_row(
+            &[
+                Cell::Str(sym),
+                Cell::Ts(transact.unwrap_or(sending)),
+                Cell::Str(cl_ord_id),
+                Cell::Str(order_id),
+                Cell::Str(exec_id),
+                Cell::Str(exec_type),
+                Cell::Str(ord_status),
+                Cell::Str(side),
+                Cell::F64(last_px),
+                Cell::F64(last_qty),
+                Cell::F64(cum_qty),
+                Cell::F64(avg_px),
+                Cell::Ts(sending),
+                Cell::I64(seq),
+            ],
+            m.raw,
+            &self.exec_vals,
+        )?;
         Ok(())
     }
 
@@ -402,41 +489,29 @@ impl Batch {
     /// nothing. Creates missing tables first (each empty). The batch is empty afterwards
     /// either way. Returns the data rows stored.
     pub fn apply(&mut self, catalog: &Catalog, session: Option<&SessionState>) -> Result<usize, StorageError> {
-        let mut parts: Vec<Part<'_>> = Vec::new();
         let rows = self.rows();
-        for (name, cols, types) in [
-            (&self.names.quotes, &mut self.quotes, &MD_COLUMNS[..]),
-            (&self.names.trades, &mut self.trades, &MD_COLUMNS[..]),
-            (&self.names.executions, &mut self.executions, &EXEC_COLUMNS[..]),
-        ] {
-            if cols.rows > 0 {
-                parts.push((name.clone(), types, cols.take(types)));
-            }
-        }
-        if let Some(s) = session {
-            parts.push((self.names.sessions.clone(), &SESSION_COLUMNS[..], session_row(s)?));
-        }
+        let parts = self.parts(session)?;
         if parts.is_empty() {
             return Ok(0);
         }
-        for (name, types, _) in &parts {
-            ensure_table(catalog, name, types, &self.names)?;
+        for p in &parts {
+            ensure_table(catalog, p, &self.names)?;
         }
-        let owned: Vec<String> = parts.iter().map(|(n, _, _)| n.clone()).collect();
+        let owned: Vec<String> = parts.iter().map(|p| p.name.clone()).collect();
         let names: Vec<&str> = owned.iter().map(String::as_str).collect();
         catalog.write_many(&names, |tables| {
-            for (t, (_, types, cols)) in tables.iter().zip(&parts) {
-                check_schema(t, types, &self.names)?;
-                t.validate(cols)?;
+            for (t, p) in tables.iter().zip(&parts) {
+                check_schema(t, p, &self.names)?;
+                t.validate(&p.columns)?;
             }
             let changes: Vec<Change<'_>> = tables
                 .iter()
                 .zip(&parts)
-                .map(|(t, (_, _, cols))| Change::Append { table: t.name(), columns: cols })
+                .map(|(t, p)| Change::Append { table: t.name(), columns: &p.columns })
                 .collect();
             let logged = catalog.log(&changes)?;
             drop(changes);
-            let batches: Vec<Vec<Column>> = parts.into_iter().map(|(_, _, c)| c).collect();
+            let batches: Vec<Vec<Column>> = parts.into_iter().map(|p| p.columns).collect();
             logged.apply(|| {
                 for (t, cols) in tables.iter_mut().zip(batches) {
                     t.append(cols)?;
@@ -445,6 +520,27 @@ impl Batch {
             })
         })?;
         Ok(rows)
+    }
+
+    /// The batch's rows by table, and `session`'s row; the batch is empty afterwards.
+    fn parts(&mut self, session: Option<&SessionState>) -> Result<Vec<Part<'static>>, StorageError> {
+        let mut parts = Vec::new();
+        let (q, t) = self.md_slots.split_at(self.quote_slots.min(self.md_slots.len()));
+        for (name, cols, types, slots, role) in [
+            (&self.names.quotes, &mut self.quotes, &MD_COLUMNS[..], q, Role::Quotes),
+            (&self.names.trades, &mut self.trades, &MD_COLUMNS[..], t, Role::Trades),
+            (&self.names.executions, &mut self.executions, &EXEC_COLUMNS[..], &self.exec_slots[..], Role::Executions),
+        ] {
+            if cols.rows > 0 {
+                let (extra, columns) = (self.names.extra_columns(role), cols.take(types, slots));
+                parts.push(Part { name: name.clone(), types, extra, columns });
+            }
+        }
+        if let Some(s) = session {
+            let (name, columns) = (self.names.sessions.clone(), session_row(s)?);
+            parts.push(Part { name, types: &SESSION_COLUMNS[..], extra: Vec::new(), columns });
+        }
+        Ok(parts)
     }
 }
 
@@ -460,18 +556,28 @@ fn sending_time(m: &Message<'_>) -> Result<i64, FixError> {
     parse_timestamp(f.value).ok_or(f.bad("SendingTime is a UTCTimestamp"))
 }
 
+/// One MDEntry being read: its message, where it starts, and the added tags' slots and
+/// values (those of its message until the entry's own replace them).
+struct Entry<'e> {
+    raw: &'e [u8],
+    offset: usize,
+    slots: &'e [(u32, DataType)],
+    vals: &'e mut [Extra],
+}
+
 /// The row of one MDEntry (`None` for an entry type not mapped).
 fn md_row<'a>(
-    raw: &[u8],
+    entry: Entry<'_>,
     fields: impl Iterator<Item = Field<'a>>,
-    offset: usize,
     msg_sym: Option<(usize, usize)>,
     sending: i64,
 ) -> Result<Option<MdRow>, FixError> {
+    let Entry { raw, offset, slots, vals } = entry;
     let (mut kind, mut date, mut time, mut trade_side) = (None, None, None, None);
     let mut row = MdRow { quote: true, side: None, action: None, sym: (0, 0), price: None, size: None, ts: sending };
     let mut sym = msg_sym;
     for f in fields {
+        extra::read(raw, &f, slots, vals)?;
         match f.tag {
             269 => kind = Some(f.value),
             279 => {
@@ -510,47 +616,52 @@ fn md_row<'a>(
 }
 
 fn session_row(s: &SessionState) -> Result<Vec<Column>, StorageError> {
-    let mut c = Cols::new(&SESSION_COLUMNS);
+    let mut c = Cols::new(&SESSION_COLUMNS, &[]);
     let int = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
     c.push(&[Cell::Str(Some(&s.name)), Cell::Ts(s.at), Cell::I64(int(s.in_seq)), Cell::I64(int(s.out_seq))])?;
-    Ok(c.take(&SESSION_COLUMNS))
+    Ok(c.take(&SESSION_COLUMNS, &[]))
 }
 
-fn schema_of(types: &[(&str, DataType)], names: &TableNames) -> Schema {
+/// The columns a part's table has: the mapping's (renamed), then the added tags'.
+fn schema_of(p: &Part<'_>, names: &TableNames) -> Schema {
     let def = |(n, dt): &(&str, DataType)| ColumnDef { name: names.column(n).to_string(), data_type: *dt };
-    Schema { columns: types.iter().map(def).collect() }
+    Schema { columns: p.types.iter().map(def).chain(p.extra.iter().cloned()).collect() }
 }
 
-/// Create `name` with the mapping's columns unless it exists.
-fn ensure_table(
-    catalog: &Catalog,
-    name: &str,
-    types: &[(&str, DataType)],
-    names: &TableNames,
-) -> Result<(), StorageError> {
-    if catalog.exists(name) {
-        return Ok(());
+/// Create the part's table unless it exists. A table made before tags were added gets their
+/// columns (added at the end, NULL in its earlier rows).
+fn ensure_table(catalog: &Catalog, p: &Part<'_>, names: &TableNames) -> Result<(), StorageError> {
+    let want = schema_of(p, names);
+    let Ok(t) = catalog.snapshot(&p.name) else {
+        let key = p.types.first().map(|(n, _)| names.column(n).to_string());
+        let opts = TableOptions { partition_key: key, timestamp: Some(names.column("timestamp").to_string()) };
+        return catalog.create(Table::new(&p.name, want, &opts)?, true).map(|_| ());
+    };
+    let have = &t.schema().columns;
+    let prefix = have.len() < want.columns.len() && have.iter().zip(&want.columns).all(|(a, b)| same(a, b));
+    if prefix {
+        for def in want.columns.iter().skip(have.len()) {
+            catalog.add_column(&p.name, def.clone())?;
+        }
     }
-    let key = types.first().map(|(n, _)| names.column(n).to_string());
-    let opts = TableOptions { partition_key: key, timestamp: Some(names.column("timestamp").to_string()) };
-    catalog.create(Table::new(name, schema_of(types, names), &opts)?, true).map(|_| ())
+    Ok(())
 }
 
-/// The table has the mapping's columns, in order.
-fn check_schema(t: &Table, types: &[(&str, DataType)], names: &TableNames) -> Result<(), StorageError> {
+fn same(a: &ColumnDef, b: &ColumnDef) -> bool {
+    a.name.eq_ignore_ascii_case(&b.name) && a.data_type == b.data_type
+}
+
+/// The table has the part's columns, in order.
+fn check_schema(t: &Table, p: &Part<'_>, names: &TableNames) -> Result<(), StorageError> {
+    let want = schema_of(p, names).columns;
     let cols = &t.schema().columns;
-    let same = cols.len() == types.len()
-        && cols
-            .iter()
-            .zip(types)
-            .all(|(c, (n, dt))| c.name.eq_ignore_ascii_case(names.column(n)) && c.data_type == *dt);
-    if same {
+    if cols.len() == want.len() && cols.iter().zip(&want).all(|(a, b)| same(a, b)) {
         Ok(())
     } else {
         Err(StorageError::Invalid(format!(
             "table '{}' exists with other columns than the FIX mapping's ({})",
             t.name(),
-            types.iter().map(|(n, dt)| format!("{} {dt}", names.column(n))).collect::<Vec<_>>().join(", ")
+            want.iter().map(|c| format!("{} {}", c.name, c.data_type)).collect::<Vec<_>>().join(", ")
         )))
     }
 }

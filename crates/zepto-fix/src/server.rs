@@ -1,10 +1,12 @@
-//! The FIX acceptor's network loop (tokio): one task per connection, each a [`Session`] fed
-//! with what the socket reads. A read's complete messages are stored as one batch (with the
-//! session's sequence numbers) before the responses go out. The store is written on the
-//! connection's task: a WAL fsync holds only that session.
+//! The FIX door's network loops (tokio): the acceptor's, and one per initiator session (which
+//! connects, logs on, and reconnects after a growing pause when the connection ends). Each
+//! connection is a task driving a [`Session`] with what the socket reads. A read's complete
+//! messages are stored as one batch (with the session's sequence numbers) before the
+//! responses go out. The store is written on the connection's task: a WAL fsync holds only
+//! that session.
 
 use crate::map::compact_sessions;
-use crate::session::{Registry, Session, SessionConfig};
+use crate::session::{InitiatorConfig, Registry, Session, SessionConfig};
 use crate::time::now_ns;
 use std::sync::Arc;
 use std::time::Duration;
@@ -29,13 +31,7 @@ pub async fn serve(
     let mut compact = tokio::time::interval(COMPACT);
     loop {
         tokio::select! {
-            _ = compact.tick() => {
-                let (catalog, names) = (catalog.clone(), cfg.names.clone());
-                let done = tokio::task::spawn_blocking(move || compact_sessions(&catalog, &names)).await;
-                if let Ok(Err(e)) = done {
-                    eprintln!("zeptodb: fix: compacting the session table: {e}");
-                }
-            }
+            _ = compact.tick() => compact_now(&catalog, &cfg).await,
             r = listener.accept() => match r {
                 Ok((stream, peer)) => {
                     let _ = stream.set_nodelay(true);
@@ -56,14 +52,80 @@ pub async fn serve(
     }
 }
 
+/// Without an acceptor: compact the session table now and then until `shutdown`.
+async fn wait_compacting(
+    catalog: Arc<Catalog>,
+    cfg: Arc<SessionConfig>,
+    mut shutdown: tokio::sync::watch::Receiver<bool>,
+) {
+    let mut compact = tokio::time::interval(COMPACT);
+    loop {
+        tokio::select! {
+            _ = compact.tick() => compact_now(&catalog, &cfg).await,
+            _ = shutdown.changed() => break,
+        }
+    }
+}
+
+/// Cut the session table to each session's newest row (off the async threads).
+async fn compact_now(catalog: &Arc<Catalog>, cfg: &SessionConfig) {
+    let (catalog, names) = (catalog.clone(), cfg.names.clone());
+    let done = tokio::task::spawn_blocking(move || compact_sessions(&catalog, &names)).await;
+    if let Ok(Err(e)) = done {
+        eprintln!("zeptodb: fix: compacting the session table: {e}");
+    }
+}
+
 async fn connection(
-    mut stream: TcpStream,
+    stream: TcpStream,
     catalog: &Catalog,
     cfg: Arc<SessionConfig>,
     registry: Arc<Registry>,
 ) -> std::io::Result<()> {
     let mut s = Session::new(cfg, registry);
+    let r = drive(stream, &mut s, catalog).await;
+    disconnected(&s);
+    r
+}
+
+/// Start initiator session `init` and keep it up until the runtime stops: connect, log on,
+/// drive the session; after it ends, wait (1 s, doubling to 30 s while no Logon succeeds) and
+/// connect again.
+async fn initiate(catalog: Arc<Catalog>, cfg: Arc<SessionConfig>, registry: Arc<Registry>, init: Arc<InitiatorConfig>) {
+    let mut pause = Duration::from_secs(1);
+    loop {
+        let who = format!("{}-{}", cfg.sender, init.target);
+        match tokio::time::timeout(Duration::from_secs(10), TcpStream::connect(&init.connect)).await {
+            Ok(Ok(stream)) => {
+                let _ = stream.set_nodelay(true);
+                let now = now_ns();
+                match Session::initiate(cfg.clone(), registry.clone(), init.clone(), &catalog, now) {
+                    Some(mut s) => {
+                        if let Err(e) = drive(stream, &mut s, &catalog).await {
+                            eprintln!("zeptodb: fix {who}: connection to {}: {e}", init.connect);
+                        }
+                        if s.logged_on() {
+                            pause = Duration::from_secs(1);
+                        }
+                        disconnected(&s);
+                    }
+                    None => eprintln!("zeptodb: fix {who}: already logged on; not connecting"),
+                }
+            }
+            Ok(Err(e)) => eprintln!("zeptodb: fix {who}: cannot connect to {}: {e}", init.connect),
+            Err(_) => eprintln!("zeptodb: fix {who}: no connection to {} in 10 s", init.connect),
+        }
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(Duration::from_secs(30));
+    }
+}
+
+/// Feed `s` what `stream` reads and send what it answers, until either side ends it. A
+/// session started by [`Session::initiate`] sends its Logon first.
+async fn drive(mut stream: TcpStream, s: &mut Session, catalog: &Catalog) -> std::io::Result<()> {
     let mut buf: Vec<u8> = Vec::with_capacity(64 * 1024);
+    let first = s.commit(catalog, now_ns()).map_err(|e| std::io::Error::other(e.to_string()))?;
+    stream.write_all(&first).await?;
     loop {
         let wait = Duration::from_secs(s.heartbeat_secs());
         match tokio::time::timeout(wait, stream.read_buf(&mut buf)).await {
@@ -89,6 +151,11 @@ async fn connection(
             break;
         }
     }
+    Ok(())
+}
+
+/// Say how a session's connection ended.
+fn disconnected(s: &Session) {
     let st = s.stats;
     if !s.name().is_empty() {
         eprintln!(
@@ -101,23 +168,31 @@ async fn connection(
             s.expected()
         );
     }
-    Ok(())
 }
 
-/// A running acceptor (its own small runtime on its own thread); [`Acceptor::stop`] ends it.
-pub struct Acceptor {
+/// A running FIX door (its own small runtime on its own thread): an acceptor if asked for,
+/// and the initiator sessions of its settings. [`FixDoor::stop`] ends it.
+pub struct FixDoor {
     stop: tokio::sync::watch::Sender<bool>,
     sessions: Arc<Registry>,
     thread: std::thread::JoinHandle<()>,
-    addr: std::net::SocketAddr,
+    addr: Option<std::net::SocketAddr>,
 }
 
-impl Acceptor {
-    /// Listen on `addr` and accept sessions into `catalog`, on a thread of its own.
-    pub fn start(addr: &str, catalog: Arc<Catalog>, cfg: SessionConfig) -> Result<Acceptor, String> {
-        let listener = std::net::TcpListener::bind(addr).map_err(|e| format!("--fix {addr}: {e}"))?;
-        listener.set_nonblocking(true).map_err(|e| format!("--fix {addr}: {e}"))?;
-        let local = listener.local_addr().map_err(|e| format!("--fix {addr}: {e}"))?;
+/// A listener bound to `addr`, and the address it has.
+fn bind(addr: &str) -> Result<(std::net::TcpListener, std::net::SocketAddr), String> {
+    let listener = std::net::TcpListener::bind(addr).map_err(|e| format!("--fix {addr}: {e}"))?;
+    listener.set_nonblocking(true).map_err(|e| format!("--fix {addr}: {e}"))?;
+    let local = listener.local_addr().map_err(|e| format!("--fix {addr}: {e}"))?;
+    Ok((listener, local))
+}
+
+impl FixDoor {
+    /// Accept sessions on `listen` (if given) and start `cfg`'s initiator sessions, writing
+    /// into `catalog`, on a thread of its own.
+    pub fn start(listen: Option<&str>, catalog: Arc<Catalog>, cfg: SessionConfig) -> Result<FixDoor, String> {
+        let bound = listen.map(bind).transpose()?;
+        let local = bound.as_ref().map(|(_, a)| *a);
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .thread_name("zepto-fix")
@@ -132,20 +207,25 @@ impl Acceptor {
             .name("zepto-fix-accept".into())
             .spawn(move || {
                 rt.block_on(async move {
-                    match TcpListener::from_std(listener) {
-                        Ok(l) => serve(l, catalog, cfg, registry, rx).await,
-                        Err(e) => eprintln!("zeptodb: fix listener: {e}"),
+                    for init in &cfg.initiators {
+                        let (c, r, i) = (catalog.clone(), registry.clone(), Arc::new(init.clone()));
+                        tokio::spawn(initiate(c, cfg.clone(), r, i));
+                    }
+                    match bound.map(|(l, _)| TcpListener::from_std(l)) {
+                        Some(Ok(l)) => serve(l, catalog, cfg, registry, rx).await,
+                        Some(Err(e)) => eprintln!("zeptodb: fix listener: {e}"),
+                        None => wait_compacting(catalog, cfg, rx).await,
                     }
                 });
                 // Sessions stop at their next await: a batch is stored whole or not at all.
                 rt.shutdown_timeout(Duration::from_secs(5));
             })
             .map_err(|e| format!("cannot start the FIX thread: {e}"))?;
-        Ok(Acceptor { stop, sessions, thread, addr: local })
+        Ok(FixDoor { stop, sessions, thread, addr: local })
     }
 
-    /// The address listened on.
-    pub fn addr(&self) -> std::net::SocketAddr {
+    /// The address the acceptor listens on (`None`: initiators only).
+    pub fn addr(&self) -> Option<std::net::SocketAddr> {
         self.addr
     }
 
@@ -154,7 +234,7 @@ impl Acceptor {
         self.sessions.clone()
     }
 
-    /// Stop accepting, end the sessions, and wait for them.
+    /// Stop the acceptor and the initiators, end the sessions, and wait for them.
     pub fn stop(self) {
         let _ = self.stop.send(true);
         let _ = self.thread.join();

@@ -1,4 +1,5 @@
-//! The acceptor side of a FIX session, as a state machine over received bytes: Logon,
+//! A FIX session, as a state machine over received bytes: Logon (received as acceptor, or sent
+//! first as initiator, [`Session::initiate`], then a MarketDataRequest once logged on),
 //! Heartbeat and TestRequest, sequence-number checks (a gap asks for a resend, a too-low
 //! number without PossDupFlag ends the session, a PossDup already seen is dropped), the
 //! counterparty's ResendRequest answered with a gap fill (we send no application messages),
@@ -13,30 +14,12 @@
 #![cfg_attr(not(test), deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used))]
 
 use crate::encode::{Encoder, Reject};
-use crate::map::{last_state, Batch, MapError, SessionState, TableNames};
+use crate::map::{last_state, Batch, MapError, SessionState};
 use crate::parse::{frame, parse, Fields, FixError, Message};
 use std::sync::Arc;
 use zepto_storage::{Catalog, StorageError};
 
-/// Who we are and whom we accept.
-#[derive(Debug, Clone)]
-pub struct SessionConfig {
-    /// Our CompID: SenderCompID (49) of what we send, TargetCompID (56) we accept.
-    pub sender: String,
-    /// CompIDs accepted as counterparties (empty: any).
-    pub targets: Vec<String>,
-    /// Heartbeat interval when the Logon does not give one (HeartBtInt 108), seconds.
-    pub heartbeat_secs: u64,
-    /// The tables written.
-    pub names: TableNames,
-}
-
-impl Default for SessionConfig {
-    fn default() -> SessionConfig {
-        SessionConfig { sender: "ZEPTO".into(), targets: Vec::new(), heartbeat_secs: 30, names: TableNames::default() }
-    }
-}
-
+pub use crate::config::{InitiatorConfig, SessionConfig, Subscription};
 pub use crate::registry::{Registry, Stats};
 
 /// One connection's session.
@@ -66,6 +49,9 @@ pub struct Session {
     pub stats: Stats,
     /// The SendingTime of the newest message in the batch, for the lag to stored.
     newest_sent: Option<i64>,
+    /// As initiator: what to ask for once logged on, and whether the Logon reply is awaited.
+    initiator: Option<Arc<InitiatorConfig>>,
+    logon_pending: bool,
 }
 
 fn log(name: &str, msg: &str) {
@@ -104,7 +90,47 @@ impl Session {
             idle: 0,
             closed: false,
             stats: Stats::default(),
+            initiator: None,
+            logon_pending: false,
         }
+    }
+
+    /// A session started from this side: its Logon (with the stored sequence numbers, or
+    /// reset ones) is the first thing [`Session::commit`] hands out. `None` if the session is
+    /// logged on already (through the acceptor, or another connection).
+    pub fn initiate(
+        cfg: Arc<SessionConfig>,
+        registry: Arc<Registry>,
+        init: Arc<InitiatorConfig>,
+        catalog: &Catalog,
+        now_ns: i64,
+    ) -> Option<Session> {
+        let mut s = Session::new(cfg, registry);
+        let name = format!("{}-{}", s.cfg.sender, init.target);
+        if !s.registry.claim(&name) {
+            return None;
+        }
+        s.name = name;
+        s.enc = Some(Encoder::new("FIX.4.4", &s.cfg.sender, &init.target));
+        if let Some(st) = last_state(catalog, &s.cfg.names, &s.name) {
+            (s.expected, s.out_seq, s.saved_at) = (st.in_seq + 1, st.out_seq, st.at);
+        }
+        if init.reset_on_logon {
+            (s.expected, s.out_seq) = (1, 0);
+        }
+        s.heartbeat_secs = init.heartbeat_secs;
+        let (hb, reset) = (init.heartbeat_secs, init.reset_on_logon);
+        log(&s.name, &format!("logon to {}, expecting {}, next out {}", init.connect, s.expected, s.out_seq + 1));
+        s.send(now_ns, |e, out, seq, now| e.logon(out, seq, now, hb, reset));
+        s.saved = (0, 0);
+        s.initiator = Some(init);
+        s.logon_pending = true;
+        Some(s)
+    }
+
+    /// Whether the session got as far as a Logon from the counterparty.
+    pub fn logged_on(&self) -> bool {
+        self.enc.is_some() && !self.logon_pending
     }
 
     /// `OURS-THEIRS` once logged on, else empty.
@@ -185,7 +211,8 @@ impl Session {
     /// Nothing received for a heartbeat interval: send a Heartbeat, then a TestRequest, then
     /// give up.
     pub fn on_idle(&mut self, now_ns: i64) {
-        if self.enc.is_none() {
+        if self.enc.is_none() || self.logon_pending {
+            log(&self.name, "no Logon in a heartbeat interval: closing");
             self.closed = true;
             return;
         }
@@ -290,6 +317,9 @@ impl Session {
             self.reject(now_ns, h.seq, &e);
             return self.logout(now_ns, "wrong SenderCompID or TargetCompID");
         }
+        if self.logon_pending {
+            return self.on_logon_reply(m, now_ns);
+        }
         if h.msg_type == b"4" && m.get(123) != Some(b"Y") {
             // SequenceReset-Reset: the next number is NewSeqNo, whatever this one's.
             return self.sequence_reset(m, now_ns);
@@ -351,6 +381,30 @@ impl Session {
         if let Some(e) = self.enc.as_mut() {
             // Numbered `begin` (PossDup), it fills up to our next number without taking one.
             e.sequence_reset(&mut self.out, begin.min(next), now_ns, next, true);
+        }
+    }
+
+    /// As initiator: the counterparty's answer to our Logon.
+    fn on_logon_reply(&mut self, m: &Message<'_>, now_ns: i64) {
+        let h = &m.header;
+        match h.msg_type {
+            b"A" => {}
+            b"5" => {
+                let text = m.get(58).map(String::from_utf8_lossy).unwrap_or_default();
+                log(&self.name, &format!("logon refused by the counterparty: {text}"));
+                self.closed = true;
+                return;
+            }
+            _ => return self.logout(now_ns, "the answer to our Logon is not a Logon"),
+        }
+        self.logon_pending = false;
+        if m.get(141) == Some(b"Y") {
+            self.expected = 1;
+        }
+        log(&self.name, &format!("logged on, expecting {} (received {})", self.expected, h.seq));
+        self.in_sequence(h.seq, h.poss_dup, now_ns);
+        if let Some(sub) = self.initiator.as_ref().and_then(|i| i.subscribe.clone()) {
+            self.send(now_ns, |e, out, seq, now| e.market_data_request(out, seq, now, &sub));
         }
     }
 

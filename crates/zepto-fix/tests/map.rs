@@ -135,3 +135,76 @@ fn tables_and_columns_can_be_renamed() {
         assert!(bad.check().is_err(), "{bad:?}");
     }
 }
+
+#[test]
+fn tags_added_as_columns_are_read_from_the_entry_else_the_message() {
+    use zepto_fix::extra::{ExtraTag, Role};
+    use zepto_storage::DataType;
+    let tag = |role, tag, column: &str, data_type| ExtraTag { role, tag, column: column.into(), data_type };
+    let names = TableNames {
+        tags: vec![
+            tag(Role::Quotes, 276, "quote_condition", DataType::Symbol),
+            tag(Role::Quotes, 336, "session_id", DataType::Varchar),
+            tag(Role::Trades, 346, "orders", DataType::Int64),
+            tag(Role::Executions, 1, "account", DataType::Varchar),
+            tag(Role::Executions, 60, "transact_time", DataType::Timestamp),
+            tag(Role::Executions, 1057, "aggressor", DataType::Bool),
+        ],
+        ..TableNames::default()
+    };
+    names.check().expect("valid tags");
+    let catalog = Catalog::new();
+    let mut batch = Batch::new(names.clone());
+    // 336 at message level applies to every entry; 276 is the entry's own; 346 is a trade's.
+    let w = fix("35=W|49=FEED|56=ZEPTO|34=2|52=20240102-09:30:00|336=DAY|55=EURUSD|268=3|\
+                 269=0|270=1.25|276=A|269=1|270=1.5|269=2|270=1.375|346=7|");
+    let e = fix("35=8|49=FEED|56=ZEPTO|34=3|52=20240102-09:30:02|1=ACC1|37=O1|17=E1|150=F|39=2|55=IBM|54=1|\
+                 60=20240102-09:30:01.5|1057=Y|");
+    assert_eq!(batch.add(&parse(&w).expect("W")).expect("W maps"), 3);
+    assert_eq!(batch.add(&parse(&e).expect("8")).expect("8 maps"), 1);
+    // A value of the wrong type rejects the whole message.
+    let bad = fix("35=W|49=FEED|56=ZEPTO|34=4|52=20240102-09:30:00|55=X|268=2|269=2|270=1|346=7|269=2|270=2|346=x|");
+    let err = batch.add(&parse(&bad).expect("frame")).expect_err("bad 346");
+    assert!(err.to_string().contains("tag 346: not an integer"), "{err}");
+    assert_eq!(batch.rows(), 4);
+    batch.apply(&catalog, None).expect("apply");
+    let q = catalog.snapshot("quotes").expect("quotes");
+    let cols: Vec<&str> = q.schema().columns.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(cols[9..], ["quote_condition", "session_id"]);
+    let quotes = rows(&q);
+    assert!(quotes[0].ends_with("|A|DAY") && quotes[1].ends_with("|NULL|DAY"), "{quotes:?}");
+    let trades = rows(&catalog.snapshot("trades").expect("trades"));
+    assert!(trades.len() == 1 && trades[0].ends_with("|7"), "{trades:?}");
+    let ex = rows(&catalog.snapshot("executions").expect("executions"));
+    assert!(ex[0].ends_with("|ACC1|2024-01-02 09:30:01.500000000|true"), "{ex:?}");
+
+    // A table made before a tag was added gains its column; the earlier rows read NULL.
+    let more = TableNames {
+        tags: [names.tags.clone(), vec![tag(Role::Trades, 277, "cond", DataType::Symbol)]].concat(),
+        ..names
+    };
+    let mut batch = Batch::new(more);
+    let w = fix("35=W|49=FEED|56=ZEPTO|34=5|52=20240102-09:30:05|55=EURUSD|268=1|269=2|270=2|277=X|");
+    batch.add(&parse(&w).expect("W")).expect("maps");
+    batch.apply(&catalog, None).expect("apply");
+    let trades = rows(&catalog.snapshot("trades").expect("trades"));
+    assert_eq!(trades.len(), 2);
+    assert!(
+        trades.iter().any(|r| r.ends_with("|NULL|X")) && trades.iter().any(|r| r.ends_with("|7|NULL")),
+        "{trades:?}"
+    );
+}
+
+#[test]
+fn added_tags_are_checked() {
+    use zepto_fix::extra::{ExtraTag, Role};
+    use zepto_storage::DataType;
+    let with = |column: &str, data_type| TableNames {
+        tags: vec![ExtraTag { role: Role::Quotes, tag: 276, column: column.into(), data_type }],
+        ..TableNames::default()
+    };
+    assert!(with("cond", DataType::Symbol).check().is_ok());
+    assert!(with("price", DataType::Symbol).check().expect_err("clash").contains("'price'"));
+    assert!(with("cond", DataType::Date).check().expect_err("type").contains("a type of"));
+    assert!(with("", DataType::Symbol).check().is_err());
+}

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use zepto_fix::encode::Value as V;
 use zepto_fix::parse::parse;
-use zepto_fix::session::{Registry, Session, SessionConfig};
+use zepto_fix::session::{InitiatorConfig, Registry, Session, SessionConfig, Subscription};
 use zepto_fix::Encoder;
 use zepto_storage::Catalog;
 
@@ -48,6 +48,8 @@ fn step(s: &mut Session, c: &Catalog, bytes: &[u8]) -> Vec<String> {
             "2" => format!(" {}-{}", text(m.get(7)), text(m.get(16))),
             "3" => format!(" ref {} tag {}", text(m.get(45)), text(m.get(371))),
             "4" => format!(" to {}", text(m.get(36))),
+            "A" => (if m.get(141) == Some(b"Y") { " reset" } else { "" }).to_string(),
+            "V" => format!(" {} {}", text(m.get(262)), text(m.get(55))),
             _ => String::new(),
         };
         seen.push(format!("{}#{}{extra}", m.msg_type(), m.header.seq));
@@ -147,7 +149,7 @@ fn a_reset_logon_is_where_a_restart_resumes_and_compaction_keeps_it() {
     drop(s);
     // The next day: the counterparty resets sequence numbers at logon (141=Y).
     let mut s = Session::new(cfg.clone(), reg.clone());
-    assert_eq!(step(&mut s, &c, &msg("A", 1, false, "98=0|108=30|141=Y|")), ["A#1"]);
+    assert_eq!(step(&mut s, &c, &msg("A", 1, false, "98=0|108=30|141=Y|")), ["A#1 reset"]);
     step(&mut s, &c, &quote(2, "2"));
     drop(s);
     assert!(session_rows(&c) > 2);
@@ -157,4 +159,51 @@ fn a_reset_logon_is_where_a_restart_resumes_and_compaction_keeps_it() {
     let mut s = Session::new(cfg, reg);
     assert_eq!(step(&mut s, &c, &msg("A", 3, false, "98=0|108=30|")), ["A#2"]);
     assert_eq!(s.expected(), 4, "after the reset day's 2, not the day before's 40");
+}
+
+#[test]
+fn an_initiator_logs_on_subscribes_and_resumes_where_it_stopped() {
+    let c = Catalog::new();
+    let (cfg, reg) = (Arc::new(SessionConfig::default()), Arc::new(Registry::default()));
+    let sub =
+        Subscription { md_req_id: "Z1".into(), symbols: vec!["AAA".into()], entry_types: vec!["0".into()], depth: 1 };
+    let init = Arc::new(InitiatorConfig {
+        connect: "127.0.0.1:1".into(),
+        target: "FEED".into(),
+        heartbeat_secs: 30,
+        reset_on_logon: false,
+        subscribe: Some(sub),
+    });
+    let mut s = Session::initiate(cfg.clone(), reg.clone(), init.clone(), &c, NOW).expect("not logged on yet");
+    assert_eq!(step(&mut s, &c, b""), ["A#1"], "our Logon goes first");
+    assert!(!s.logged_on());
+    assert!(Session::initiate(cfg.clone(), reg.clone(), init.clone(), &c, NOW).is_none(), "one connection a session");
+    // Their Logon: then our MarketDataRequest; their market data is stored.
+    assert_eq!(step(&mut s, &c, &msg("A", 1, false, "98=0|108=30|")), ["V#2 Z1 AAA"]);
+    assert!(s.logged_on());
+    assert!(step(&mut s, &c, &quote(2, "1")).is_empty());
+    drop(s);
+    // A restart: our Logon carries the next number; their Logon shows a gap: a ResendRequest
+    // first, then the subscription again.
+    let mut s = Session::initiate(cfg.clone(), reg.clone(), init.clone(), &c, NOW).expect("free again");
+    assert_eq!(step(&mut s, &c, b""), ["A#3"]);
+    assert_eq!(step(&mut s, &c, &msg("A", 5, false, "98=0|108=30|")), ["2#4 3-0", "V#5 Z1 AAA"]);
+    let mut resent = msg("X", 3, true, "268=1|279=0|269=0|55=AAA|270=2|271=1|");
+    resent.extend(msg("X", 4, true, "268=1|279=0|269=0|55=AAA|270=3|271=1|"));
+    resent.extend(msg("A", 5, true, "98=0|108=30|"));
+    assert!(step(&mut s, &c, &resent).is_empty());
+    assert_eq!(prices(&c), ["2:1.0", "3:2.0", "4:3.0"]);
+    assert_eq!(s.expected(), 6);
+    drop(s);
+    // A Logout in answer to our Logon ends the attempt; anything else is not a Logon reply.
+    let mut s = Session::initiate(cfg.clone(), reg.clone(), init.clone(), &c, NOW).expect("free");
+    step(&mut s, &c, b"");
+    assert!(step(&mut s, &c, &msg("5", 6, false, "58=not today|")).is_empty());
+    assert!(s.closed() && !s.logged_on());
+    drop(s);
+    let mut s = Session::initiate(cfg, reg, init, &c, NOW).expect("free");
+    step(&mut s, &c, b"");
+    assert_eq!(step(&mut s, &c, &quote(6, "9")), ["5#8"]);
+    assert!(s.closed());
+    assert_eq!(prices(&c), ["2:1.0", "3:2.0", "4:3.0"], "nothing stored before the Logon reply");
 }
