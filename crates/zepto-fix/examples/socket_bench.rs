@@ -1,14 +1,17 @@
 //! The FIX door from the socket to queryable (issue "A FIX door": its benchmark): an acceptor
-//! on loopback storing into an in-memory catalog (no write-ahead log: parse, map and store,
-//! not fsync), a client sending MarketDataIncrementalRefresh messages of 1, 10 and 100
-//! entries.
+//! on loopback storing into a catalog, a client sending MarketDataIncrementalRefresh messages
+//! of 1, 10 and 100 entries. By default the catalog is in memory (parse, map and store, no
+//! write-ahead log); with `--wal DIR` it is durable in a fresh directory under `DIR`, logged
+//! with `--sync` (`always`, the server's default: fsync before a batch counts as stored;
+//! `interval=<ms>`; `none`).
 //!
 //! - Throughput: `--messages` messages written as fast as the socket takes them, timed until
 //!   the last row is queryable (the catalog holds it).
 //! - Latency: `--samples` messages one at a time, each timed from the end of its `write` to
 //!   its row being queryable (the client spins on the catalog); p50, p99 and the worst.
 //!
-//! `cargo run --release -p zepto-fix --example socket_bench [-- --messages 1000000 --samples 20000]`
+//! `cargo run --release -p zepto-fix --example socket_bench [-- --messages 1000000 --samples 20000
+//! --wal /tmp/fixbench --sync always]`
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -42,9 +45,22 @@ fn rows(c: &Catalog) -> usize {
     c.snapshot("quotes").map_or(0, |t| t.row_count())
 }
 
-/// A logged-on client of a fresh acceptor (its own catalog), and the next sequence number.
-fn session() -> (FixDoor, Arc<Catalog>, TcpStream, Encoder) {
+/// Where the catalog is kept: `--wal DIR` and `--sync MODE`, if given.
+fn durable(catalog: &Arc<Catalog>, run: &str) -> Option<zepto_durable::DataDir> {
+    let args: Vec<String> = std::env::args().collect();
+    let value = |name: &str| args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned();
+    let dir = std::path::PathBuf::from(value("--wal")?).join(run);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("the WAL directory");
+    let opts = zepto_durable::DirOptions { sync: value("--sync"), ..Default::default() };
+    Some(zepto_durable::DataDir::open(catalog, &dir, &opts, Arc::new(|m: &str| eprintln!("{m}"))).expect("durable"))
+}
+
+/// A logged-on client of a fresh acceptor (its own catalog, durable in `run` under `--wal`),
+/// and the next sequence number.
+fn session(run: &str) -> (FixDoor, Arc<Catalog>, TcpStream, Encoder, Option<zepto_durable::DataDir>) {
     let catalog = Arc::new(Catalog::new());
+    let dir = durable(&catalog, run);
     let cfg = SessionConfig { heartbeat_secs: 300, ..SessionConfig::default() };
     let a = FixDoor::start(Some("127.0.0.1:0"), catalog.clone(), cfg).expect("an acceptor");
     let mut s = TcpStream::connect(a.addr().expect("it listens")).expect("connects");
@@ -56,11 +72,11 @@ fn session() -> (FixDoor, Arc<Catalog>, TcpStream, Encoder) {
     let mut buf = [0u8; 512];
     let n = s.read(&mut buf).expect("logon answered");
     assert!(n > 0 && buf[..n].windows(5).any(|w| w == b"35=A\x01"), "no Logon back");
-    (a, catalog, s, e)
+    (a, catalog, s, e, dir)
 }
 
 fn throughput(entries: usize, messages: usize) -> f64 {
-    let (a, catalog, mut s, mut e) = session();
+    let (a, catalog, mut s, mut e, _dir) = session(&format!("throughput-{entries}"));
     let mut out = Vec::with_capacity(messages * (60 + 40 * entries));
     for seq in 0..messages as u64 {
         message(&mut e, &mut out, seq + 2, entries);
@@ -78,7 +94,7 @@ fn throughput(entries: usize, messages: usize) -> f64 {
 }
 
 fn latency(entries: usize, samples: usize) -> Vec<Duration> {
-    let (a, catalog, mut s, mut e) = session();
+    let (a, catalog, mut s, mut e, _dir) = session(&format!("latency-{entries}"));
     let mut took = Vec::with_capacity(samples);
     let mut out = Vec::new();
     for seq in 0..samples as u64 {
