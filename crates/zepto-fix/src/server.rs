@@ -20,9 +20,10 @@ const COMPACT: Duration = Duration::from_secs(60);
 /// Most bytes buffered for one message still arriving (a larger BodyLength is garbage).
 const MAX_PENDING: usize = crate::parse::MAX_BODY + 64;
 
-/// Accept FIX sessions on `listener` until `shutdown` turns true.
+/// Accept FIX sessions on `listener` (if any) and compact the session table now and then,
+/// until `shutdown` turns true.
 pub async fn serve(
-    listener: TcpListener,
+    listener: Option<TcpListener>,
     catalog: Arc<Catalog>,
     cfg: Arc<SessionConfig>,
     registry: Arc<Registry>,
@@ -32,7 +33,7 @@ pub async fn serve(
     loop {
         tokio::select! {
             _ = compact.tick() => compact_now(&catalog, &cfg).await,
-            r = listener.accept() => match r {
+            r = accept(listener.as_ref()) => match r {
                 Ok((stream, peer)) => {
                     let _ = stream.set_nodelay(true);
                     let (catalog, cfg, registry) = (catalog.clone(), cfg.clone(), registry.clone());
@@ -52,18 +53,11 @@ pub async fn serve(
     }
 }
 
-/// Without an acceptor: compact the session table now and then until `shutdown`.
-async fn wait_compacting(
-    catalog: Arc<Catalog>,
-    cfg: Arc<SessionConfig>,
-    mut shutdown: tokio::sync::watch::Receiver<bool>,
-) {
-    let mut compact = tokio::time::interval(COMPACT);
-    loop {
-        tokio::select! {
-            _ = compact.tick() => compact_now(&catalog, &cfg).await,
-            _ = shutdown.changed() => break,
-        }
+/// The next connection on `listener`; without one, never.
+async fn accept(listener: Option<&TcpListener>) -> std::io::Result<(TcpStream, std::net::SocketAddr)> {
+    match listener {
+        Some(l) => l.accept().await,
+        None => std::future::pending().await,
     }
 }
 
@@ -211,10 +205,9 @@ impl FixDoor {
                         let (c, r, i) = (catalog.clone(), registry.clone(), Arc::new(init.clone()));
                         tokio::spawn(initiate(c, cfg.clone(), r, i));
                     }
-                    match bound.map(|(l, _)| TcpListener::from_std(l)) {
-                        Some(Ok(l)) => serve(l, catalog, cfg, registry, rx).await,
-                        Some(Err(e)) => eprintln!("zeptodb: fix listener: {e}"),
-                        None => wait_compacting(catalog, cfg, rx).await,
+                    match bound.map(|(l, _)| TcpListener::from_std(l)).transpose() {
+                        Ok(l) => serve(l, catalog, cfg, registry, rx).await,
+                        Err(e) => eprintln!("zeptodb: fix listener: {e}"),
                     }
                 });
                 // Sessions stop at their next await: a batch is stored whole or not at all.
