@@ -39,7 +39,7 @@ $(VENV)/.ok: tests/gen/requirements.txt python/requirements-test.txt
 venv: $(VENV)/.ok
 
 test: venv fix-engine kafka s3
-	ZEPTO_REQUIRE_FIX_ENGINE=1 ZEPTO_REQUIRE_KAFKA=1 ZEPTO_REQUIRE_NETNS=1 ZEPTO_REQUIRE_S3=1 $(CARGO) test --workspace
+	ZEPTO_REQUIRE_FIX_ENGINE=1 ZEPTO_REQUIRE_KAFKA=1 ZEPTO_REQUIRE_NETNS=1 ZEPTO_REQUIRE_S3=1 ZEPTO_REQUIRE_PSQL=1 $(CARGO) test --workspace
 	$(MAKE) fuzz-smoke
 	$(MAKE) difftest
 	$(MAKE) python-test

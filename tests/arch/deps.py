@@ -25,6 +25,9 @@ ALLOWED = {
     # The Community Data License Agreement (permissive): Mozilla's root certificates as data
     # (webpki-root-certs, behind the S3 client's certificate verifier).
     "CDLA-Permissive-2.0",
+    # Mozilla Public License 2.0: file-level copyleft, fine to link unmodified (x509-certificate,
+    # behind pgwire's TLS support).
+    "MPL-2.0",
 }
 
 # Crate name prefix -> why it must not be a dependency.

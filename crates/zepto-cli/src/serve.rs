@@ -4,6 +4,7 @@
 mod cluster;
 mod fix;
 mod flight_sql;
+mod pg;
 
 use clap::{Arg, ArgAction, ArgMatches, Command};
 use std::path::{Path, PathBuf};
@@ -32,6 +33,7 @@ pub fn command() -> Command {
         .args(fix::args())
         .args(cluster::args())
         .args(flight_sql::args())
+        .args(pg::args())
 }
 
 /// `serve` flags: where the server listens, how many threads it runs, and its settings file.
@@ -300,6 +302,7 @@ const FILE_KEYS: &[&str] = &[
     "flight",
     "node-id",
     "flight-sql",
+    "pg",
 ];
 
 impl<'a> Settings<'a> {
@@ -564,6 +567,7 @@ fn run_doors(
     };
     cfg.cluster = node.as_ref().map(|n| zepto_server::cluster::ClusterHandle::new(n.view()));
     let flight_sql = flight_sql::start(settings, &cfg, &engine)?;
+    let pg = pg::start(settings, &cfg, &engine)?;
     let threads = cfg.threads;
     let auth =
         if cfg.keys.is_empty() { "off (loopback only)".to_string() } else { format!("{} key(s)", cfg.keys.len()) };
@@ -576,6 +580,9 @@ fn run_doors(
     }
     if let Some(f) = flight_sql {
         f.stop();
+    }
+    if let Some(p) = pg {
+        p.stop();
     }
     if let Some(n) = node {
         n.stop();

@@ -127,6 +127,14 @@ pub enum ParamValue {
     Vector(Vec<f32>),
 }
 
+/// How many parameters `sql` takes: its highest `$n` (each `?` counts as the next number);
+/// 0 when it has none. A door that prepares statements (PostgreSQL's Parse) asks this before
+/// any value is bound.
+pub fn param_count(sql: &str) -> Result<usize> {
+    let toks = lexer::tokenize(sql, &|| Ok(()))?;
+    Ok(toks.iter().filter_map(|t| if let lexer::Tok::Param(n) = t.tok { Some(n) } else { None }).max().unwrap_or(0))
+}
+
 /// Parse a script of `;`-separated statements.
 pub fn parse_statements(sql: &str) -> Result<Vec<Statement>> {
     parse_statements_with_params(sql, &[])

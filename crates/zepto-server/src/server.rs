@@ -44,6 +44,12 @@ pub fn run(config: Config, engine: Engine, on_listening: impl FnOnce(SocketAddr,
 }
 
 fn load_tls(files: &TlsFiles) -> Result<TlsAcceptor, String> {
+    Ok(TlsAcceptor::from(tls_config(files, b"http/1.1")?))
+}
+
+/// The rustls server configuration of `files` (ring provider), offering the ALPN protocol
+/// `alpn` (`http/1.1` here; `postgresql` for the PostgreSQL door).
+pub fn tls_config(files: &TlsFiles, alpn: &[u8]) -> Result<Arc<rustls::ServerConfig>, String> {
     use rustls_pki_types::pem::PemObject;
     use rustls_pki_types::{CertificateDer, PrivateKeyDer};
     let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(&files.cert)
@@ -61,8 +67,8 @@ fn load_tls(files: &TlsFiles) -> Result<TlsAcceptor, String> {
         .with_no_client_auth()
         .with_single_cert(certs, key)
         .map_err(|e| format!("TLS certificate/key: {e}"))?;
-    cfg.alpn_protocols = vec![b"http/1.1".to_vec()];
-    Ok(TlsAcceptor::from(Arc::new(cfg)))
+    cfg.alpn_protocols = vec![alpn.to_vec()];
+    Ok(Arc::new(cfg))
 }
 
 async fn shutdown_signal() {

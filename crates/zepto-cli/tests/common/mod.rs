@@ -28,6 +28,10 @@ impl Server {
         if !args.contains(&"--data-dir") {
             cmd.arg("--in-memory");
         }
+        // The PostgreSQL door's default port would be shared by servers started in parallel.
+        if !args.contains(&"--pg") {
+            cmd.args(["--pg", "127.0.0.1:0"]);
+        }
         cmd.env_remove("ZEPTO_API_KEY");
         for (k, v) in env {
             cmd.env(k, v);
@@ -44,7 +48,9 @@ impl Server {
         let addr = loop {
             let Some(line) = lines.next() else { panic!("the server ended before it listened: {startup:?}") };
             let line = line.expect("reads stderr");
-            if let Some(rest) = line.split("listening on http://").nth(1) {
+            if let Some(rest) =
+                line.split("listening on http://").nth(1).or_else(|| line.split("listening on https://").nth(1))
+            {
                 break rest.split_whitespace().next().expect("address").to_string();
             }
             startup.push(line);

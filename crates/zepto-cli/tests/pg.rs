@@ -1,0 +1,174 @@
+//! The PostgreSQL door (`zeptodb serve --pg`) through `psql` (Debian's postgresql-client): the
+//! same answers as the HTTP door on the same rows, `\dt` and `\d` from the catalog, errors
+//! with SQLSTATE and a caret at their position, keys and roles as passwords, TLS. Without
+//! `psql` a test says so and passes without running, except under `make test`
+//! (ZEPTO_REQUIRE_PSQL=1), where that is a failure.
+
+mod common;
+
+use common::{post_key, Server};
+use std::process::{Command, Output};
+
+const ADMIN: &str = "pg-admin-key-0123456789";
+
+/// Whether `psql` runs here (or the test must fail, under `make test`).
+fn have_psql() -> bool {
+    if Command::new("psql").arg("--version").output().is_ok() {
+        return true;
+    }
+    assert!(std::env::var_os("ZEPTO_REQUIRE_PSQL").is_none(), "no psql: apt-get install postgresql-client");
+    eprintln!("skipped: no psql (apt-get install postgresql-client)");
+    false
+}
+
+/// The PostgreSQL address the server printed.
+fn pg_port(s: &Server) -> String {
+    let line =
+        s.startup.iter().find(|l| l.contains("PostgreSQL wire protocol on")).expect("PostgreSQL address printed");
+    let addr =
+        line.split("PostgreSQL wire protocol on ").nth(1).and_then(|r| r.split([' ', ',']).next()).expect("addr");
+    addr.rsplit(':').next().expect("port").to_string()
+}
+
+/// Run psql with `password` and `extra` connection settings on `commands` (unaligned,
+/// tuples only, `|` between fields).
+fn psql(port: &str, password: &str, extra: &str, commands: &[&str]) -> Output {
+    let conn = format!("host=127.0.0.1 port={port} user=quant dbname=zepto {extra}");
+    let mut cmd = Command::new("psql");
+    cmd.args([conn.as_str(), "-X", "-A", "-t", "-F", "|", "-v", "VERBOSITY=verbose"]);
+    for c in commands {
+        cmd.args(["-c", c]);
+    }
+    cmd.env("PGPASSWORD", password).env("PGCONNECT_TIMEOUT", "10").output().expect("runs psql")
+}
+
+fn out(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn err(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// The HTTP door's answer to `q` as psql prints it unaligned.
+fn http_rows(addr: &str, q: &str) -> String {
+    let r = post_key(addr, "/", ADMIN, q);
+    assert_eq!(r.status, 200, "{}", r.text());
+    let data = r.json()["data"].as_array().expect("rows").clone();
+    let cell = |v: &serde_json::Value| match v {
+        serde_json::Value::Null => String::new(),
+        serde_json::Value::String(s) => s.clone(),
+        v => v.to_string(),
+    };
+    data.iter().map(|row| row.as_array().expect("row").iter().map(cell).collect::<Vec<_>>().join("|") + "\n").collect()
+}
+
+/// Generated trades, written through the HTTP door.
+fn load(addr: &str) {
+    let r =
+        post_key(addr, "/", ADMIN, "CREATE TABLE t (ts TIMESTAMP, sym SYMBOL, price DOUBLE, size BIGINT, ok BOOLEAN)");
+    assert_eq!(r.status, 200, "{}", r.text());
+    let mut rows = Vec::new();
+    let mut x: u64 = 7;
+    for i in 0..2000u64 {
+        x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        let price = if x.is_multiple_of(17) {
+            "NULL".to_string()
+        } else {
+            format!("{}.{:02}", 1 + (x >> 40) % 500, (x >> 20) % 100)
+        };
+        let ts = 1_704_187_800_000_000_000u64 + i * 1_000_003_001;
+        rows.push(format!("({ts}, 'S{}', {price}, {}, {})", (x >> 33) % 5, 1 + (x >> 12) % 900, x.is_multiple_of(3)));
+    }
+    let r = post_key(addr, "/", ADMIN, &format!("INSERT INTO t VALUES {}", rows.join(", ")));
+    assert_eq!(r.status, 200, "{}", r.text());
+}
+
+#[test]
+fn psql_reads_what_http_reads_and_lists_tables() {
+    if !have_psql() {
+        return;
+    }
+    let s = Server::start(&["--api-key", ADMIN]);
+    let port = pg_port(&s);
+    load(&s.addr);
+    for q in [
+        "SELECT sym, count(*), sum(size), min(price), max(price), count(price) FROM t GROUP BY sym ORDER BY sym",
+        "SELECT epoch_ns(ts), sym, price, size, ok FROM t WHERE size > 880 ORDER BY ts",
+        "SELECT sym, last(price) FROM t GROUP BY sym ORDER BY sym",
+    ] {
+        let o = psql(&port, ADMIN, "", &[q]);
+        assert!(o.status.success(), "{q}: {}", err(&o));
+        let want = http_rows(&s.addr, q).replace("true", "t").replace("false", "f");
+        assert_eq!(out(&o), want, "{q}");
+    }
+    // Timestamps as PostgreSQL prints them (microseconds).
+    let o = psql(&port, ADMIN, "", &["SELECT ts FROM t ORDER BY ts LIMIT 2"]);
+    assert_eq!(out(&o), "2024-01-02 09:30:00\n2024-01-02 09:30:01.000003\n");
+    let o = psql(&port, ADMIN, "", &["\\dt"]);
+    assert_eq!(out(&o), "public|t|table|quant\n");
+    let o = psql(&port, ADMIN, "", &["\\d t"]);
+    let d = out(&o);
+    for col in ["ts|timestamp without time zone", "sym|text", "price|double precision", "size|bigint", "ok|boolean"] {
+        assert!(d.contains(col), "{col} in {d}");
+    }
+}
+
+#[test]
+fn psql_errors_have_sqlstates_and_positions_and_keys_are_passwords() {
+    if !have_psql() {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("zepto-pg-keys-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let out_k = Command::new(env!("CARGO_BIN_EXE_zeptodb"))
+        .args(["keygen", "--name", "viewer", "--role", "reader"])
+        .output()
+        .expect("keygen");
+    let entry = String::from_utf8(out_k.stdout).expect("utf8").trim().to_string();
+    let reader = String::from_utf8(out_k.stderr).expect("utf8").rsplit(' ').next().expect("key").trim().to_string();
+    let file = dir.join("keys.json");
+    std::fs::write(&file, format!("{{\"keys\": [{entry}]}}")).expect("keys file");
+    let s = Server::start_env(&["--keys-file", file.to_str().expect("path")], &[("ZEPTO_API_KEY", ADMIN)]);
+    let port = pg_port(&s);
+    load(&s.addr);
+    let o = psql(&port, ADMIN, "", &["SELECT nosuch FROM t"]);
+    assert!(!o.status.success());
+    let e = err(&o);
+    assert!(e.contains("ERROR:  42703: column 'nosuch' does not exist"), "{e}");
+    assert!(e.contains("LINE 1: SELECT nosuch FROM t\n               ^"), "the caret under the column: {e}");
+    let o = psql(&port, ADMIN, "", &["SELECT * FROM nowhere"]);
+    assert!(err(&o).contains("ERROR:  42P01"), "{}", err(&o));
+    // A reader may read, not write; a wrong key does not get in.
+    let o = psql(&port, &reader, "", &["SELECT count(*) FROM t"]);
+    assert_eq!(out(&o), "2000\n", "{}", err(&o));
+    let o = psql(&port, &reader, "", &["INSERT INTO t VALUES (1, 'X', 1.0, 1, true)"]);
+    assert!(err(&o).contains("ERROR:  42501"), "{}", err(&o));
+    let o = psql(&port, "wrong-key", "", &["SELECT 1"]);
+    assert!(!o.status.success() && err(&o).to_lowercase().contains("password authentication failed"), "{}", err(&o));
+    // The server is unharmed.
+    assert_eq!(out(&psql(&port, ADMIN, "", &["SELECT count(*) FROM t"])), "2000\n");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn psql_over_tls() {
+    if !have_psql() {
+        return;
+    }
+    let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).expect("self-signed cert");
+    let dir = std::env::temp_dir().join(format!("zepto-pg-tls-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let (cert_path, key_path) = (dir.join("cert.pem"), dir.join("key.pem"));
+    std::fs::write(&cert_path, cert.cert.pem()).expect("cert");
+    std::fs::write(&key_path, cert.signing_key.serialize_pem()).expect("key");
+    let (c, k) = (cert_path.to_str().expect("path"), key_path.to_str().expect("path"));
+    let s = Server::start_env(&["--tls-cert", c, "--tls-key", k], &[("ZEPTO_API_KEY", ADMIN)]);
+    let port = pg_port(&s);
+    let o = psql(&port, ADMIN, "sslmode=require", &["SELECT 41 + 1"]);
+    assert_eq!(out(&o), "42\n", "{}", err(&o));
+    // sslmode=require fails unless the server speaks TLS; plain connections still work.
+    let o = psql(&port, ADMIN, "sslmode=disable", &["SELECT 1"]);
+    assert_eq!(out(&o), "1\n", "{}", err(&o));
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,0 +1,328 @@
+//! The query handlers pgwire drives: the simple protocol (a script of statements, text
+//! results) and the extended one (Parse, Bind with typed parameters, Describe, Execute into a
+//! portal that pgwire pages by the client's row limit). Session statements are answered by
+//! [`crate::session`]; everything else runs through [`crate::run`].
+//!
+//! Describe takes a statement's columns from the engine's physical plan ([`Engine::prepare`]),
+//! never by running it: a portal's with its bound parameters, a statement's with NULL (or a
+//! value of the declared type) in each parameter's place.
+
+use crate::auth::principal;
+use crate::catalog::Rows;
+use crate::run::{execute, response, schema, statements, ConnEngine, Limits};
+use crate::session::{self, Answer, Params};
+use async_trait::async_trait;
+use futures::stream;
+use pgwire::api::portal::{Format, Portal};
+use pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler};
+use pgwire::api::results::{
+    DataRowEncoder, DescribePortalResponse, DescribeStatementResponse, FieldInfo, QueryResponse, Response, Tag,
+};
+use pgwire::api::stmt::{QueryParser, StoredStatement};
+use pgwire::api::store::PortalStore;
+use pgwire::api::{ClientInfo, ClientPortalStore};
+use pgwire::error::PgWireResult;
+use postgres_types::Type;
+use std::sync::{Arc, Mutex};
+use zepto_sql::parser::ast::Statement;
+use zepto_sql::parser::ParamValue;
+use zepto_sql::Engine;
+
+/// A statement the client prepared (Parse): its text and how many parameters it takes.
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    sql: Arc<str>,
+    params: usize,
+}
+
+/// Parse: count the parameters; the statement is parsed again at Bind, with their values.
+#[derive(Debug, Default)]
+pub struct Parser;
+
+#[async_trait]
+impl QueryParser for Parser {
+    type Statement = Prepared;
+
+    async fn parse_sql<C>(&self, _: &C, sql: &str, _: &[Option<Type>]) -> PgWireResult<Option<Prepared>>
+    where
+        C: ClientInfo + Unpin + Send + Sync,
+    {
+        let params = zepto_sql::parser::param_count(sql).map_err(|e| crate::error::pg_error(&e, sql))?;
+        Ok(Some(Prepared { sql: sql.into(), params }))
+    }
+
+    fn get_parameter_types(&self, stmt: &Prepared) -> PgWireResult<Vec<Type>> {
+        Ok(vec![Type::TEXT; stmt.params])
+    }
+
+    fn get_result_schema(&self, _: &Prepared, _: Option<&Format>) -> PgWireResult<Vec<FieldInfo>> {
+        // Unused: the describes below plan the statement on the connection's engine.
+        Ok(Vec::new())
+    }
+}
+
+/// The door's handlers, shared by every connection.
+pub struct Backend {
+    engine: Engine,
+    limits: Limits,
+    parser: Arc<Parser>,
+}
+
+impl Backend {
+    /// Run statements on `engine` (each connection with its key's access) under `limits`.
+    pub fn new(engine: Engine, limits: Limits) -> Backend {
+        Backend { engine, limits, parser: Arc::new(Parser) }
+    }
+
+    /// The connection's engine, made at its first statement.
+    fn conn<C: ClientInfo + ?Sized>(&self, client: &C) -> PgWireResult<Arc<ConnEngine>> {
+        let who = principal(client)?;
+        let ext = client.session_extensions();
+        Ok(ext.get_or_insert_with(|| ConnEngine(Mutex::new(self.engine.with_access(who.tables.clone())))))
+    }
+
+    /// Run `sql` with `params`: its responses, one per statement (the first error ends it).
+    async fn run<C>(
+        &self,
+        client: &C,
+        sql: &str,
+        params: &[ParamValue],
+        formats: &Format,
+    ) -> PgWireResult<Vec<Response>>
+    where
+        C: ClientInfo + Unpin + Send + Sync,
+    {
+        if let Some(a) = self.local(client, sql, params)? {
+            return Ok(vec![local_response(a, formats)?]);
+        }
+        let who = principal(client)?;
+        let conn = self.conn(client)?;
+        let mut out = Vec::new();
+        for s in statements(sql, params, &who)? {
+            let r = execute(&conn, s, sql, self.limits).await?;
+            out.push(response(r, formats));
+        }
+        Ok(out)
+    }
+
+    /// The columns `sql` answers with when run with `params`, from its plan.
+    async fn describe<C>(
+        &self,
+        client: &C,
+        sql: &str,
+        params: &[ParamValue],
+        formats: &Format,
+    ) -> PgWireResult<Vec<FieldInfo>>
+    where
+        C: ClientInfo + Unpin + Send + Sync,
+    {
+        if let Some(a) = self.local(client, sql, params)? {
+            return Ok(match a {
+                Local::Session(_) => Vec::new(),
+                Local::Rows(rows) => fields_of(&rows, formats),
+            });
+        }
+        let who = principal(client)?;
+        let stmts = statements(sql, params, &who)?;
+        let Some(Statement::Query(q)) = stmts.last() else { return Ok(Vec::new()) };
+        let engine = self
+            .conn(client)?
+            .0
+            .lock()
+            .map(|e| e.clone())
+            .map_err(|_| crate::error::user_error("XX000", "engine lock"))?;
+        let (q, sql2) = (q.clone(), sql.to_string());
+        let prepared =
+            tokio::task::spawn_blocking(move || engine.prepare(&q).map_err(|e| crate::error::pg_error(&e, &sql2)))
+                .await
+                .map_err(|e| pgwire::error::PgWireError::ApiError(Box::new(e)))??;
+        Ok(schema(prepared.fields(), formats))
+    }
+}
+
+/// What the door answers itself: a session statement, or rows (a session value, a catalog
+/// query's answer).
+enum Local {
+    Session(Answer),
+    Rows(Rows),
+}
+
+impl Backend {
+    /// The door's own answer to `sql` (with `params`), if it has one.
+    fn local<C: ClientInfo + ?Sized>(
+        &self,
+        client: &C,
+        sql: &str,
+        params: &[ParamValue],
+    ) -> PgWireResult<Option<Local>> {
+        let user = client.metadata().get("user").cloned().unwrap_or_default();
+        let session = client.session_extensions().get_or_insert_with(Params::default);
+        match session::answer(sql, &session, &user) {
+            Some(Answer::Value { column, value }) => {
+                let mut rows = Rows { columns: vec![(column, Type::TEXT)], rows: Vec::new() };
+                rows.rows.push(vec![Some(value)]);
+                return Ok(Some(Local::Rows(rows)));
+            }
+            Some(a) => return Ok(Some(Local::Session(a))),
+            None => {}
+        }
+        let folded = session::fold(sql);
+        if !folded.contains("pg_") {
+            return Ok(None);
+        }
+        let who = principal(client)?;
+        let engine = self
+            .conn(client)?
+            .0
+            .lock()
+            .map(|e| e.clone())
+            .map_err(|_| crate::error::user_error("XX000", "engine lock"))?;
+        let names = engine.catalog().table_names();
+        let tables: Vec<_> =
+            names.iter().filter(|n| who.tables.allows(n)).filter_map(|n| engine.catalog().snapshot(n).ok()).collect();
+        let texts: Vec<String> = params.iter().map(param_text).collect();
+        Ok(crate::catalog::answer(&folded, &texts, &tables, &user).map(Local::Rows))
+    }
+}
+
+/// A parameter as the text a catalog query compares.
+fn param_text(p: &ParamValue) -> String {
+    match p {
+        ParamValue::Str(s) => s.clone(),
+        ParamValue::Int(i) => i.to_string(),
+        ParamValue::Float(f) => f.to_string(),
+        ParamValue::Bool(b) => b.to_string(),
+        ParamValue::Timestamp(t) => t.to_string(),
+        ParamValue::Null | ParamValue::Vector(_) => String::new(),
+    }
+}
+
+/// The row description of the door's own rows.
+fn fields_of(rows: &Rows, formats: &Format) -> Vec<FieldInfo> {
+    let field = |(i, (name, ty)): (usize, &(String, Type))| {
+        FieldInfo::new(name.clone(), None, None, ty.clone(), crate::run::field_format(formats, i))
+    };
+    rows.columns.iter().enumerate().map(field).collect()
+}
+
+/// The door's own answer as a response.
+fn local_response(a: Local, formats: &Format) -> PgWireResult<Response> {
+    let rows = match a {
+        Local::Session(Answer::Begin) => return Ok(Response::TransactionStart(Tag::new("BEGIN"))),
+        Local::Session(Answer::End(t)) => return Ok(Response::TransactionEnd(Tag::new(&t))),
+        Local::Session(Answer::Done(t)) => return Ok(Response::Execution(Tag::new(&t))),
+        Local::Session(Answer::Value { .. }) => return Ok(Response::Execution(Tag::new("SHOW"))),
+        Local::Rows(rows) => rows,
+    };
+    let fields = Arc::new(fields_of(&rows, formats));
+    let mut enc = DataRowEncoder::new(fields.clone());
+    let mut out = Vec::with_capacity(rows.rows.len());
+    for row in &rows.rows {
+        for (v, (_, ty)) in row.iter().zip(&rows.columns) {
+            encode_text_value(&mut enc, v.as_deref(), ty)?;
+        }
+        out.push(Ok(enc.take_row()));
+    }
+    Ok(Response::Query(QueryResponse::new(fields, stream::iter(out))))
+}
+
+/// One value given as PostgreSQL's text, encoded as a value of `ty`.
+fn encode_text_value(enc: &mut DataRowEncoder, v: Option<&str>, ty: &Type) -> PgWireResult<()> {
+    match *ty {
+        Type::OID => enc.encode_field(&v.and_then(|v| v.parse::<u32>().ok())),
+        Type::INT2 => enc.encode_field(&v.and_then(|v| v.parse::<i16>().ok())),
+        Type::INT4 => enc.encode_field(&v.and_then(|v| v.parse::<i32>().ok())),
+        Type::BOOL => enc.encode_field(&v.map(|v| v == "t")),
+        _ => enc.encode_field(&v),
+    }
+}
+
+/// The Bind's parameters as values.
+fn bound(portal: &Portal<Prepared>) -> PgWireResult<Vec<ParamValue>> {
+    (0..portal.parameter_len())
+        .map(|i| {
+            let ty = portal.statement.parameter_types.get(i).cloned().flatten().unwrap_or(Type::UNKNOWN);
+            let binary = crate::params::is_binary(&portal.parameter_format, i);
+            crate::params::decode(i, &ty, portal.parameters.get(i).and_then(|v| v.as_deref()), binary)
+        })
+        .collect()
+}
+
+/// Stand-ins for a statement's parameters before Bind: a value of each declared type, else NULL.
+fn stand_ins(stmt: &StoredStatement<Prepared>) -> Vec<ParamValue> {
+    (0..stmt.statement.params)
+        .map(|i| match stmt.parameter_types.get(i).cloned().flatten() {
+            Some(Type::INT2 | Type::INT4 | Type::INT8) => ParamValue::Int(0),
+            Some(Type::FLOAT4 | Type::FLOAT8) => ParamValue::Float(0.0),
+            Some(Type::BOOL) => ParamValue::Bool(false),
+            Some(Type::TIMESTAMP | Type::TIMESTAMPTZ) => ParamValue::Timestamp(0),
+            Some(Type::TEXT | Type::VARCHAR) => ParamValue::Str(String::new()),
+            _ => ParamValue::Null,
+        })
+        .collect()
+}
+
+#[async_trait]
+impl SimpleQueryHandler for Backend {
+    async fn do_query<C>(&self, client: &mut C, query: &str) -> PgWireResult<Vec<Response>>
+    where
+        C: ClientInfo + ClientPortalStore + Unpin + Send + Sync,
+        C::PortalStore: PortalStore,
+    {
+        match self.run(client, query, &[], &Format::UnifiedText).await {
+            Ok(r) => Ok(r),
+            Err(e) => Ok(vec![Response::Error(Box::new(e.into()))]),
+        }
+    }
+}
+
+#[async_trait]
+impl ExtendedQueryHandler for Backend {
+    type Statement = Prepared;
+    type QueryParser = Parser;
+
+    fn query_parser(&self) -> Arc<Parser> {
+        self.parser.clone()
+    }
+
+    async fn do_describe_statement<C>(
+        &self,
+        client: &mut C,
+        target: &StoredStatement<Prepared>,
+    ) -> PgWireResult<DescribeStatementResponse>
+    where
+        C: ClientInfo + ClientPortalStore + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Prepared>,
+    {
+        let fields = self.describe(client, &target.statement.sql, &stand_ins(target), &Format::UnifiedText).await?;
+        let types = (0..target.statement.params)
+            .map(|i| target.parameter_types.get(i).cloned().flatten().unwrap_or(Type::TEXT))
+            .collect();
+        Ok(DescribeStatementResponse::new(types, fields))
+    }
+
+    async fn do_describe_portal<C>(
+        &self,
+        client: &mut C,
+        portal: &Portal<Prepared>,
+    ) -> PgWireResult<DescribePortalResponse>
+    where
+        C: ClientInfo + ClientPortalStore + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Prepared>,
+    {
+        let params = bound(portal)?;
+        let fields =
+            self.describe(client, &portal.statement.statement.sql, &params, &portal.result_column_format).await?;
+        Ok(DescribePortalResponse::new(fields))
+    }
+
+    async fn do_query<C>(&self, client: &mut C, portal: &Portal<Prepared>, _max_rows: usize) -> PgWireResult<Response>
+    where
+        C: ClientInfo + ClientPortalStore + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Prepared>,
+    {
+        let params = bound(portal)?;
+        let mut out = self.run(client, &portal.statement.statement.sql, &params, &portal.result_column_format).await?;
+        Ok(out.pop().unwrap_or(Response::EmptyQuery))
+    }
+}

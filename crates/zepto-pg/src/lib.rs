@@ -1,0 +1,152 @@
+//! ZeptoDB's PostgreSQL wire protocol door (`zeptodb serve --pg ADDR`, on by default on
+//! 127.0.0.1:8812): the protocol `psql`, `psycopg`, JDBC, SQLAlchemy, pandas and Grafana's
+//! PostgreSQL data source speak. The protocol itself (startup, simple and extended query,
+//! portals with row limits, cancel requests, TLS) is the `pgwire` crate's; this crate is what
+//! ZeptoDB answers:
+//!
+//! - [`auth`]: the password is an API key (the same keys, roles, grants and tenants as HTTP);
+//! - [`session`]: statements about the session (transactions, `SET`/`SHOW`, `version()`);
+//! - [`catalog`]: the catalog queries of psql, SQLAlchemy, psycopg and pgjdbc, answered from
+//!   ZeptoDB's tables;
+//! - [`handler`]: the simple and extended protocol, Describe from the plan;
+//! - [`run`]: statements run under the server's limits, results streamed;
+//! - [`types`], [`params`]: ZeptoDB's types as PostgreSQL's, in text and binary;
+//! - [`error`]: our errors as SQLSTATEs with positions.
+//!
+//! A query runs on the server's engine: on a cluster node it answers for the whole cluster.
+
+pub mod auth;
+pub mod catalog;
+pub mod error;
+pub mod handler;
+pub mod params;
+pub mod run;
+pub mod session;
+pub mod types;
+
+pub use run::Limits;
+
+use pgwire::api::auth::StartupHandler;
+use pgwire::api::cancel::{CancelHandler, DefaultCancelHandler};
+use pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler};
+use pgwire::api::{ConnectionManager, PgWireServerHandlers};
+use pgwire::tokio::TlsAcceptor;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+use zepto_server::auth::KeyStore;
+use zepto_sql::Engine;
+
+/// Every connection's handlers.
+struct Handlers {
+    backend: Arc<handler::Backend>,
+    startup: Arc<auth::Startup>,
+    cancel: Arc<DefaultCancelHandler>,
+}
+
+impl PgWireServerHandlers for Handlers {
+    fn simple_query_handler(&self) -> Arc<impl SimpleQueryHandler> {
+        self.backend.clone()
+    }
+
+    fn extended_query_handler(&self) -> Arc<impl ExtendedQueryHandler> {
+        self.backend.clone()
+    }
+
+    fn startup_handler(&self) -> Arc<impl StartupHandler> {
+        self.startup.clone()
+    }
+
+    fn cancel_handler(&self) -> Arc<impl CancelHandler> {
+        self.cancel.clone()
+    }
+}
+
+/// What the door serves: the engine, the keys that may connect, the limits statements run
+/// under, and TLS if configured.
+pub struct Door {
+    /// The server's engine.
+    pub engine: Engine,
+    /// The API keys (empty: no authentication, loopback only).
+    pub keys: Arc<KeyStore>,
+    /// The statement limits.
+    pub limits: Limits,
+    /// TLS, offered to clients that ask for it (`sslmode=require`).
+    pub tls: Option<TlsAcceptor>,
+}
+
+/// A running door (its own runtime on its own thread); [`Server::stop`] ends it.
+pub struct Server {
+    stop: tokio::sync::watch::Sender<bool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Server {
+    /// Serve `door` on `listener` (bound), on a runtime of its own.
+    pub fn start(listener: std::net::TcpListener, door: Door) -> Result<Server, String> {
+        listener.set_nonblocking(true).map_err(|e| format!("PostgreSQL door: {e}"))?;
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("zepto-pg")
+            .enable_all()
+            .build()
+            .map_err(|e| format!("PostgreSQL door: cannot start its runtime: {e}"))?;
+        let manager = Arc::new(ConnectionManager::new());
+        let handlers = Arc::new(Handlers {
+            backend: Arc::new(handler::Backend::new(door.engine, door.limits)),
+            startup: Arc::new(auth::Startup::new(door.keys, manager.clone())),
+            cancel: Arc::new(DefaultCancelHandler::new(manager)),
+        });
+        let (stop, rx) = tokio::sync::watch::channel(false);
+        let tls = door.tls;
+        let thread = std::thread::Builder::new()
+            .name("zepto-pg-accept".into())
+            .spawn(move || {
+                rt.block_on(async move {
+                    match tokio::net::TcpListener::from_std(listener) {
+                        Ok(l) => accept(l, handlers, tls, rx).await,
+                        Err(e) => eprintln!("zeptodb: pg listener: {e}"),
+                    }
+                });
+                rt.shutdown_timeout(Duration::from_secs(5));
+            })
+            .map_err(|e| format!("PostgreSQL door: cannot start its thread: {e}"))?;
+        Ok(Server { stop, thread: Some(thread) })
+    }
+
+    /// Stop accepting, end the connections, and wait.
+    pub fn stop(mut self) {
+        let _ = self.stop.send(true);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+async fn accept(
+    listener: tokio::net::TcpListener,
+    handlers: Arc<Handlers>,
+    tls: Option<TlsAcceptor>,
+    mut shutdown: tokio::sync::watch::Receiver<bool>,
+) {
+    loop {
+        tokio::select! {
+            r = listener.accept() => match r {
+                Ok((socket, _)) => {
+                    let _ = socket.set_nodelay(true);
+                    let (h, tls) = (handlers.clone(), tls.clone());
+                    tokio::spawn(async move {
+                        if let Err(e) = pgwire::tokio::process_socket(socket, tls, h).await {
+                            eprintln!("zeptodb: pg connection: {e}");
+                        }
+                    });
+                }
+                Err(e) => {
+                    eprintln!("zeptodb: pg accept: {e}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            },
+            _ = shutdown.changed() => break,
+        }
+    }
+}

@@ -1,0 +1,160 @@
+//! Statements run for one connection: parsed (with the Bind's parameters), checked against the
+//! key's role as the HTTP door checks them, run one by one on the connection's engine (a `SET`
+//! of an engine setting lasts for the connection) under the server's time and memory limits,
+//! off the async threads. Dropping the run (the client's CancelRequest drops it) cancels the
+//! statement running.
+//!
+//! Results stream to the client as rows are encoded, one chunk at a time, in the text or
+//! binary format asked for each column.
+
+use crate::error::{pg_error, user_error};
+use crate::types::{encode_cell, pg_type};
+use futures::stream;
+use pgwire::api::portal::Format;
+use pgwire::api::results::{DataRowEncoder, FieldFormat, FieldInfo, QueryResponse, Response, Tag};
+use pgwire::error::{PgWireError, PgWireResult};
+use pgwire::messages::data::DataRow;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use zepto_server::auth::Principal;
+use zepto_sql::interrupt::{QueryControl, RunContext};
+use zepto_sql::parser::ast::Statement;
+use zepto_sql::parser::{parse_script, ParamValue, ParseLimits};
+use zepto_sql::result::QueryResult;
+use zepto_sql::Engine;
+
+/// The limits every statement runs under (the server's `--query-timeout` and
+/// `--query-memory-mb`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Limits {
+    /// The longest a statement may run.
+    pub timeout: Option<Duration>,
+    /// The most memory a statement may hold.
+    pub memory: Option<usize>,
+}
+
+/// The engine a connection's statements run on (its key's table access, and the engine
+/// settings its `SET`s changed).
+pub struct ConnEngine(pub Mutex<Engine>);
+
+/// Cancels its statement when dropped before the statement finished.
+struct CancelOnDrop(Arc<QueryControl>);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.0.cancel();
+    }
+}
+
+/// `sql`'s statements with `params` bound, each one `who` may run.
+pub fn statements(sql: &str, params: &[ParamValue], who: &Principal) -> PgWireResult<Vec<Statement>> {
+    let stmts = parse_script(sql, params, &ParseLimits::default(), &|| Ok(())).map_err(|e| pg_error(&e, sql))?;
+    zepto_server::sql::check_statements(&stmts, who, false).map_err(|e| user_error("42501", e.message))?;
+    Ok(stmts)
+}
+
+/// Run `s` on `conn`'s engine under `limits`, off the async threads; the engine moves past a
+/// `SET`. `sql` is the text, for error positions.
+pub async fn execute(conn: &Arc<ConnEngine>, s: Statement, sql: &str, limits: Limits) -> PgWireResult<QueryResult> {
+    let ctl = QueryControl::new(limits.timeout, limits.memory);
+    let _cancel = CancelOnDrop(ctl.clone());
+    let conn = conn.clone();
+    let job = move || {
+        let engine =
+            conn.0.lock().map(|e| e.clone()).map_err(|_| zepto_sql::SqlError::Internal("engine lock".into()))?;
+        let r = engine.execute_statement_in(&RunContext::new(Some(ctl)), &s)?;
+        if let Statement::Set { .. } = s {
+            let next = engine.after(&s)?;
+            if let Ok(mut e) = conn.0.lock() {
+                *e = next;
+            }
+        }
+        Ok::<_, zepto_sql::SqlError>(r)
+    };
+    match tokio::task::spawn_blocking(job).await {
+        Ok(r) => r.map_err(|e| pg_error(&e, sql)),
+        Err(e) => Err(PgWireError::ApiError(Box::new(e))),
+    }
+}
+
+/// The format of column `i` under the client's format codes (a missing code: text).
+pub fn field_format(f: &Format, i: usize) -> FieldFormat {
+    if crate::params::is_binary(f, i) {
+        FieldFormat::Binary
+    } else {
+        FieldFormat::Text
+    }
+}
+
+/// The row description of `fields` in `formats`.
+pub fn schema(fields: &[zepto_sql::plan::Field], formats: &Format) -> Vec<FieldInfo> {
+    let info = |(i, f): (usize, &zepto_sql::plan::Field)| {
+        FieldInfo::new(f.name.clone(), None, None, pg_type(f.data_type), field_format(formats, i))
+    };
+    fields.iter().enumerate().map(info).collect()
+}
+
+/// A statement's result as the client reads it: rows (streamed) or a command tag.
+pub fn response(r: QueryResult, formats: &Format) -> Response {
+    if r.fields.is_empty() {
+        return Response::Execution(tag(r.status.as_deref().unwrap_or("OK")));
+    }
+    let fields = Arc::new(schema(&r.fields, formats));
+    let rows = Rows { enc: DataRowEncoder::new(fields.clone()), result: r, chunk: 0, row: 0 };
+    Response::Query(QueryResponse::new(fields, stream::iter(rows)))
+}
+
+/// Our status (`INSERT 3`, `CREATE TABLE`, ...) as PostgreSQL's command tag.
+fn tag(status: &str) -> Tag {
+    let (word, n) = match status.rsplit_once(' ') {
+        Some((w, n)) => (w, n.parse::<usize>().ok()),
+        None => (status, None),
+    };
+    match (word, n) {
+        ("INSERT", Some(n)) => Tag::new("INSERT").with_oid(0).with_rows(n),
+        (w, Some(n)) if matches!(w, "UPDATE" | "DELETE" | "COPY" | "SELECT") => Tag::new(w).with_rows(n),
+        _ => Tag::new(status),
+    }
+}
+
+/// A result's rows, encoded one at a time as the client reads them.
+struct Rows {
+    enc: DataRowEncoder,
+    result: QueryResult,
+    chunk: usize,
+    row: usize,
+}
+
+impl Iterator for Rows {
+    type Item = PgWireResult<DataRow>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            let batch = self.result.chunks().get(self.chunk)?;
+            if self.row < batch.rows {
+                let i = self.row;
+                self.row += 1;
+                for c in &batch.columns {
+                    if let Err(e) = encode_cell(&mut self.enc, c, i) {
+                        return Some(Err(e));
+                    }
+                }
+                return Some(Ok(self.enc.take_row()));
+            }
+            (self.chunk, self.row) = (self.chunk + 1, 0);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn our_statuses_are_postgres_command_tags() {
+        let t = |s: &str| format!("{:?}", tag(s));
+        assert_eq!(t("INSERT 3"), format!("{:?}", Tag::new("INSERT").with_oid(0).with_rows(3)));
+        assert_eq!(t("DELETE 2"), format!("{:?}", Tag::new("DELETE").with_rows(2)));
+        assert_eq!(t("CREATE TABLE"), format!("{:?}", Tag::new("CREATE TABLE")));
+    }
+}

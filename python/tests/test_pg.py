@@ -1,0 +1,166 @@
+"""The PostgreSQL wire protocol door (`zeptodb serve --pg`) through real clients: psycopg 3
+(simple and extended protocol, text and binary results, typed parameters), SQLAlchemy's
+`postgresql+psycopg` dialect and pandas `read_sql`. Rows written through the door are read back
+and compared with DuckDB's answers over the same generated rows and with the HTTP door's
+answers; errors carry SQLSTATEs and positions; keys are checked."""
+
+import datetime as dt
+import json
+import os
+import random
+import subprocess
+import urllib.request
+
+import duckdb
+import pandas as pd
+import psycopg
+import pytest
+import sqlalchemy
+
+from conftest import API_KEY, ROOT, free_port
+
+SYMS = [f"S{i}" for i in range(7)]
+T0 = dt.datetime(2024, 1, 2, 9, 30)
+
+
+@pytest.fixture(scope="module")
+def door():
+    """(PostgreSQL port, HTTP URL) of a server in memory with one admin key."""
+    binary = os.environ.get("ZEPTO_BIN") or str(ROOT / "target" / "debug" / "zeptodb")
+    pg, http = free_port(), free_port()
+    proc = subprocess.Popen(
+        [binary, "serve", "--in-memory", "--http", f"127.0.0.1:{http}", "--api-key", API_KEY,
+         "--pg", f"127.0.0.1:{pg}"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    for line in proc.stderr:
+        if "listening on" in line:
+            break
+    else:
+        pytest.fail("the server did not start")
+    yield pg, f"http://127.0.0.1:{http}"
+    proc.terminate()
+    proc.wait(timeout=30)
+
+
+def connect(port, password=API_KEY, **kw):
+    return psycopg.connect(host="127.0.0.1", port=port, user="quant", password=password, dbname="zepto",
+                           autocommit=True, **kw)
+
+
+def generated(n, seed):
+    rnd = random.Random(seed)
+    rows = []
+    for i in range(n):
+        px = None if rnd.random() < 0.05 else round(rnd.uniform(1, 500), 2)
+        rows.append((T0 + dt.timedelta(microseconds=i * 1_003), rnd.choice(SYMS), px, rnd.randrange(1, 900)))
+    return rows
+
+
+@pytest.fixture(scope="module")
+def trades(door):
+    """3,000 generated trades written through the door (extended protocol, typed parameters)."""
+    data = generated(3000, 7)
+    with connect(door[0]) as conn:
+        conn.execute("CREATE TABLE pg_trades (ts TIMESTAMP, sym SYMBOL, price DOUBLE, size BIGINT)")
+        with conn.cursor() as cur:
+            for i in range(0, len(data), 500):
+                chunk = data[i:i + 500]
+                values = ", ".join(["(%s, %s, %s, %s)"] * len(chunk))
+                cur.execute(f"INSERT INTO pg_trades VALUES {values}", [v for r in chunk for v in r])
+                assert cur.rowcount == len(chunk)
+    return data
+
+
+def oracle(data, sql):
+    con = duckdb.connect()
+    con.execute("CREATE TABLE pg_trades (ts TIMESTAMP, sym VARCHAR, price DOUBLE, size BIGINT)")
+    con.executemany("INSERT INTO pg_trades VALUES (?, ?, ?, ?)", data)
+    return con.execute(sql).fetchall()
+
+
+QUERIES = [
+    "SELECT sym, count(*), sum(size), min(price), max(price) FROM pg_trades GROUP BY sym ORDER BY sym",
+    "SELECT ts, sym, price, size FROM pg_trades WHERE size > 850 ORDER BY ts",
+    "SELECT count(*) FROM pg_trades WHERE price IS NULL",
+]
+
+
+@pytest.mark.parametrize("binary", [False, True])
+@pytest.mark.parametrize("sql", QUERIES)
+def test_answers_match_duckdb_in_text_and_binary(door, trades, sql, binary):
+    with connect(door[0]) as conn, conn.cursor(binary=binary) as cur:
+        cur.execute(sql)
+        got = cur.fetchall()
+    assert [tuple(r) for r in got] == oracle(trades, sql)
+
+
+def test_the_simple_protocol_answers_like_the_http_door(door, trades):
+    sql = "SELECT sym, count(*) AS n, avg(size) AS a FROM pg_trades GROUP BY sym ORDER BY sym"
+    with connect(door[0]) as conn:
+        # No parameters and a text cursor: psycopg sends a simple Query.
+        got = conn.execute(psycopg.sql.SQL(sql)).fetchall()
+    req = urllib.request.Request(door[1] + "/", data=sql.encode(), headers={"Authorization": f"Bearer {API_KEY}"})
+    http = json.loads(urllib.request.urlopen(req, timeout=30).read())["data"]
+    assert [list(r) for r in got] == http
+
+
+def test_parameters_of_every_type(door, trades):
+    with connect(door[0]) as conn:
+        conn.execute("CREATE TABLE pg_params (ts TIMESTAMP, s VARCHAR, i BIGINT, f DOUBLE, b BOOLEAN)")
+        ts = dt.datetime(2024, 3, 1, 12, 0, 0, 123456)
+        conn.execute("INSERT INTO pg_params VALUES (%s, %s, %s, %s, %s)", (ts, "it's", 2**40, 2.5, True))
+        conn.execute("INSERT INTO pg_params VALUES (%s, %s, %s, %s, %s)", (None, None, None, None, None))
+        row = conn.execute("SELECT ts, s, i, f, b FROM pg_params WHERE i = %s AND s = %s AND b = %s AND ts = %s",
+                           (2**40, "it's", True, ts)).fetchone()
+        assert row == (ts, "it's", 2**40, 2.5, True)
+        assert conn.execute("SELECT count(*) FROM pg_params WHERE i IS NULL").fetchone() == (1,)
+        # Small ints go as int2, floats as float8, text as unknown: the context types them.
+        n = conn.execute("SELECT count(*) FROM pg_trades WHERE size < %s AND price > %s AND sym = %s",
+                         (100, 250.0, "S3")).fetchone()[0]
+        want = sum(1 for _, s, p, q in trades if q < 100 and p is not None and p > 250.0 and s == "S3")
+        assert n == want
+
+
+def test_errors_carry_sqlstate_and_position(door, trades):
+    with connect(door[0]) as conn:
+        with pytest.raises(psycopg.errors.SyntaxError) as e:
+            conn.execute("SELECT FROM WHERE")
+        assert e.value.sqlstate == "42601" and e.value.diag.statement_position == "8"
+        with pytest.raises(psycopg.errors.UndefinedTable) as e:
+            conn.execute("SELECT * FROM no_such_table")
+        assert "no_such_table" in str(e.value)
+        with pytest.raises(psycopg.errors.UndefinedColumn):
+            conn.execute("SELECT nope FROM pg_trades WHERE size > %s", (1,))
+        # The connection is still good after errors in either protocol.
+        assert conn.execute("SELECT count(*) FROM pg_trades").fetchone() == (3000,)
+
+
+def test_a_wrong_key_is_refused(door):
+    with pytest.raises(psycopg.OperationalError) as e:
+        connect(door[0], password="not-a-key")
+    assert "password authentication failed" in str(e.value).lower()
+
+
+def test_transactions_set_and_show_are_accepted(door, trades):
+    with psycopg.connect(host="127.0.0.1", port=door[0], user="quant", password=API_KEY) as conn:
+        # autocommit off: psycopg sends BEGIN first, COMMIT at the end.
+        assert conn.execute("SELECT count(*) FROM pg_trades").fetchone() == (3000,)
+        conn.execute("SET application_name = 'notebook'")
+        assert conn.execute("SHOW application_name").fetchone() == ("notebook",)
+        conn.commit()
+
+
+def test_sqlalchemy_and_pandas_read_sql(door, trades):
+    url = f"postgresql+psycopg://quant:{API_KEY}@127.0.0.1:{door[0]}/zepto"
+    engine = sqlalchemy.create_engine(url)
+    sql = "SELECT sym, count(*) AS n FROM pg_trades GROUP BY sym ORDER BY sym"
+    df = pd.read_sql(sql, engine)
+    assert list(df.columns) == ["sym", "n"]
+    assert [tuple(r) for r in df.itertuples(index=False)] == oracle(trades, sql)
+    with engine.connect() as c:
+        got = c.execute(sqlalchemy.text("SELECT max(size) FROM pg_trades WHERE sym = :s"), {"s": "S1"}).scalar()
+    assert got == max(q for _, s, _, q in trades if s == "S1")
+    engine.dispose()
