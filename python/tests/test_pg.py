@@ -9,6 +9,8 @@ import json
 import os
 import random
 import subprocess
+import threading
+import time
 import urllib.request
 
 import duckdb
@@ -164,3 +166,19 @@ def test_sqlalchemy_and_pandas_read_sql(door, trades):
         got = c.execute(sqlalchemy.text("SELECT max(size) FROM pg_trades WHERE sym = :s"), {"s": "S1"}).scalar()
     assert got == max(q for _, s, _, q in trades if s == "S1")
     engine.dispose()
+
+
+def test_cancel_stops_a_running_statement(door):
+    with connect(door[0]) as conn:
+        conn.execute("CREATE TABLE pg_slow (x DOUBLE)")
+        for i in range(0, 200_000, 20_000):
+            conn.execute("INSERT INTO pg_slow VALUES " + ", ".join(f"({x}.0)" for x in range(i, i + 20_000)))
+        timer = threading.Timer(0.5, conn.cancel)
+        timer.start()
+        t0 = time.monotonic()
+        # 200,000 correlated subqueries would take minutes.
+        with pytest.raises(psycopg.errors.QueryCanceled) as e:
+            conn.execute("SELECT count(*) FROM pg_slow a WHERE a.x > (SELECT avg(b.x) FROM pg_slow b WHERE b.x < a.x)")
+        assert e.value.sqlstate == "57014"
+        assert time.monotonic() - t0 < 10
+        assert conn.execute("SELECT count(*) FROM pg_slow").fetchone() == (200_000,)
