@@ -17,7 +17,7 @@ VENV  ?= .venv
 PY    := $(VENV)/bin/python
 SEED  ?= $(shell date +%s)
 
-.PHONY: demo serve sql build test check msrv venv difftest fuzz-smoke python python-test bench clean fix-engine kafka s3 cluster soak
+.PHONY: demo serve sql build test check msrv venv difftest fuzz-smoke python python-test bench clean fix-engine pg-driver kafka s3 cluster soak
 
 build:
 	$(CARGO) build --release -p zepto-cli
@@ -38,8 +38,8 @@ $(VENV)/.ok: tests/gen/requirements.txt python/requirements-test.txt
 
 venv: $(VENV)/.ok
 
-test: venv fix-engine kafka s3
-	ZEPTO_REQUIRE_FIX_ENGINE=1 ZEPTO_REQUIRE_KAFKA=1 ZEPTO_REQUIRE_NETNS=1 ZEPTO_REQUIRE_S3=1 ZEPTO_REQUIRE_PSQL=1 $(CARGO) test --workspace
+test: venv fix-engine pg-driver kafka s3
+	ZEPTO_REQUIRE_FIX_ENGINE=1 ZEPTO_REQUIRE_KAFKA=1 ZEPTO_REQUIRE_NETNS=1 ZEPTO_REQUIRE_S3=1 ZEPTO_REQUIRE_PG_CLIENTS=1 $(CARGO) test --workspace
 	$(MAKE) fuzz-smoke
 	$(MAKE) difftest
 	$(MAKE) python-test
@@ -66,6 +66,11 @@ difftest: venv
 fix-engine:
 	mvn -q -B dependency:get -Dartifact=org.quickfixj:quickfixj-core:2.3.1 \
 	  && mvn -q -B dependency:get -Dartifact=org.quickfixj:quickfixj-messages-fix44:2.3.1
+
+# The PostgreSQL JDBC driver (Maven Central, into ~/.m2) for the PostgreSQL door's JDBC test
+# (crates/zepto-cli/tests/pg.rs), which `make test` requires.
+pg-driver:
+	mvn -q -B dependency:get -Dartifact=org.postgresql:postgresql:42.7.8
 
 # A real Apache Kafka broker's jars (Maven Central, into target/kafka/lib) for the cluster
 # tests (crates/zepto-cli/tests/cluster_kafka.rs), which `make test` requires; a plain

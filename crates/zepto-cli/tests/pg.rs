@@ -1,8 +1,13 @@
-//! The PostgreSQL door (`zeptodb serve --pg`) through `psql` (Debian's postgresql-client): the
-//! same answers as the HTTP door on the same rows, `\dt` and `\d` from the catalog, errors
-//! with SQLSTATE and a caret at their position, keys and roles as passwords, TLS. Without
-//! `psql` a test says so and passes without running, except under `make test`
-//! (ZEPTO_REQUIRE_PSQL=1), where that is a failure.
+//! The PostgreSQL door (`zeptodb serve --pg`) through real clients:
+//! - `psql` (Debian's postgresql-client): the same answers as the HTTP door on the same rows,
+//!   `\dt` and `\d` from the catalog, errors with SQLSTATE and a caret at their position,
+//!   keys and roles as passwords, TLS;
+//! - the PostgreSQL JDBC driver (`tests/pg/PgJdbc.java`, pgjdbc from Maven Central by `make
+//!   pg-driver`): prepared statements with typed parameters, the named server-side statement
+//!   and binary results pgjdbc switches to, a portal paged by a fetch size, a SQLSTATE.
+//!
+//! Without a client a test says so and passes without running, except under `make test`
+//! (ZEPTO_REQUIRE_PG_CLIENTS=1), where that is a failure.
 
 mod common;
 
@@ -16,7 +21,7 @@ fn have_psql() -> bool {
     if Command::new("psql").arg("--version").output().is_ok() {
         return true;
     }
-    assert!(std::env::var_os("ZEPTO_REQUIRE_PSQL").is_none(), "no psql: apt-get install postgresql-client");
+    assert!(std::env::var_os("ZEPTO_REQUIRE_PG_CLIENTS").is_none(), "no psql: apt-get install postgresql-client");
     eprintln!("skipped: no psql (apt-get install postgresql-client)");
     false
 }
@@ -171,4 +176,43 @@ fn psql_over_tls() {
     let o = psql(&port, ADMIN, "sslmode=disable", &["SELECT 1"]);
     assert_eq!(out(&o), "1\n", "{}", err(&o));
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// pgjdbc's jar, if Maven fetched it (`make pg-driver`), and `java`.
+fn pgjdbc() -> Option<std::path::PathBuf> {
+    let required = std::env::var_os("ZEPTO_REQUIRE_PG_CLIENTS").is_some();
+    let home = std::path::PathBuf::from(std::env::var("HOME").unwrap_or_default());
+    let jar = home.join(".m2/repository/org/postgresql/postgresql/42.7.8/postgresql-42.7.8.jar");
+    if !jar.exists() || Command::new("java").arg("-version").output().is_err() {
+        assert!(!required, "no pgjdbc jar or no java: make pg-driver (Maven)");
+        eprintln!("skipped: no pgjdbc jar or no java (make pg-driver)");
+        return None;
+    }
+    Some(jar)
+}
+
+#[test]
+fn jdbc_prepares_binds_pages_and_reports_sqlstates() {
+    let Some(jar) = pgjdbc() else { return };
+    let s = Server::start(&["--api-key", ADMIN]);
+    let port = pg_port(&s);
+    let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let o = Command::new("java")
+        .current_dir(&root)
+        .args(["-Duser.timezone=UTC", "-cp", jar.to_str().expect("path"), "tests/pg/PgJdbc.java", &port, ADMIN])
+        .output()
+        .expect("runs java");
+    assert!(o.status.success(), "{}{}", out(&o), err(&o));
+    assert_eq!(
+        out(&o),
+        "product PostgreSQL 16\n\
+         row 2024-01-02 09:30:06.25|S0|106.5|60\n\
+         row 2024-01-02 09:30:07.25|S1|107.5|70\n\
+         row 2024-01-02 09:30:08.25|S2|108.5|80\n\
+         row 2024-01-02 09:30:09.25|S0|109.5|90\n\
+         paged 10 450\n\
+         error 42703\n"
+    );
+    let q = "SELECT count(*), sum(size), min(epoch_ns(ts)) FROM jd";
+    assert_eq!(http_rows(&s.addr, q), "10|450|1704187800250000000\n", "what JDBC wrote, as HTTP reads it");
 }

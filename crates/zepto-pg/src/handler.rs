@@ -13,16 +13,25 @@ use crate::run::{execute, response, schema, statements, ConnEngine, Limits};
 use crate::session::{self, Answer, Params};
 use async_trait::async_trait;
 use futures::stream;
+use futures::Sink;
 use pgwire::api::portal::{Format, Portal};
+use pgwire::api::query::send_describe_response;
 use pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler};
 use pgwire::api::results::{
-    DataRowEncoder, DescribePortalResponse, DescribeStatementResponse, FieldInfo, QueryResponse, Response, Tag,
+    DataRowEncoder, DescribePortalResponse, DescribeResponse, DescribeStatementResponse, FieldInfo, QueryResponse,
+    Response, Tag,
 };
 use pgwire::api::stmt::{QueryParser, StoredStatement};
+use pgwire::api::store::Entry;
 use pgwire::api::store::PortalStore;
+use pgwire::api::DEFAULT_NAME;
 use pgwire::api::{ClientInfo, ClientPortalStore};
+use pgwire::error::PgWireError;
 use pgwire::error::PgWireResult;
+use pgwire::messages::extendedquery::{Describe, TARGET_TYPE_BYTE_STATEMENT};
+use pgwire::messages::PgWireBackendMessage;
 use postgres_types::Type;
+use std::fmt::Debug;
 use std::sync::{Arc, Mutex};
 use zepto_sql::parser::ast::Statement;
 use zepto_sql::parser::ParamValue;
@@ -237,6 +246,30 @@ fn encode_text_value(enc: &mut DataRowEncoder, v: Option<&str>, ty: &Type) -> Pg
     }
 }
 
+/// A statement's description: no data when it has no columns, whatever its parameters.
+struct StatementDescription {
+    parameters: Vec<Type>,
+    fields: Vec<FieldInfo>,
+}
+
+impl DescribeResponse for StatementDescription {
+    fn parameters(&self) -> Option<&[Type]> {
+        Some(&self.parameters)
+    }
+
+    fn fields(&self) -> &[FieldInfo] {
+        &self.fields
+    }
+
+    fn no_data() -> Self {
+        StatementDescription { parameters: Vec::new(), fields: Vec::new() }
+    }
+
+    fn is_no_data(&self) -> bool {
+        self.fields.is_empty()
+    }
+}
+
 /// The Bind's parameters as values.
 fn bound(portal: &Portal<Prepared>) -> PgWireResult<Vec<ParamValue>> {
     (0..portal.parameter_len())
@@ -299,6 +332,27 @@ impl ExtendedQueryHandler for Backend {
             .map(|i| target.parameter_types.get(i).cloned().flatten().unwrap_or(Type::TEXT))
             .collect();
         Ok(DescribeStatementResponse::new(types, fields))
+    }
+
+    /// Describe of a statement as PostgreSQL answers it: ParameterDescription, then NoData
+    /// when the statement returns no rows (pgwire's default sends an empty RowDescription
+    /// when there are parameters, which JDBC reads as a result where none is expected).
+    async fn on_describe<C>(&self, client: &mut C, message: Describe) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Prepared>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        if message.target_type != TARGET_TYPE_BYTE_STATEMENT {
+            return self._on_describe(client, message).await;
+        }
+        let name = message.name.as_deref().unwrap_or(DEFAULT_NAME);
+        let Some(Entry::Value(stmt)) = client.portal_store().get_statement(name) else {
+            return self._on_describe(client, message).await;
+        };
+        let d = self.do_describe_statement(client, &stmt).await?;
+        send_describe_response(client, &StatementDescription { parameters: d.parameters, fields: d.fields }).await
     }
 
     async fn do_describe_portal<C>(

@@ -1,0 +1,67 @@
+// The PostgreSQL JDBC driver (pgjdbc, Maven Central) against ZeptoDB's PostgreSQL door, in
+// crates/zepto-cli/tests/pg.rs. Run as a single source file:
+//   java -Duser.timezone=UTC -cp postgresql.jar tests/pg/PgJdbc.java PORT PASSWORD
+// It prints what it read, one line each, for the test to compare with the HTTP door's answers:
+// the product name and version; rows inserted through a PreparedStatement (setTimestamp,
+// setString, setDouble, setLong) and read back through one executed six times (pgjdbc then
+// switches to a named server-side statement and binary results); a sum read with a fetch size
+// of 3 (a portal paged by row limits); the SQLSTATE of an error.
+
+import java.sql.*;
+
+public class PgJdbc {
+    public static void main(String[] args) throws Exception {
+        String url = "jdbc:postgresql://127.0.0.1:" + args[0] + "/zepto";
+        try (Connection c = DriverManager.getConnection(url, "quant", args[1])) {
+            DatabaseMetaData md = c.getMetaData();
+            System.out.println("product " + md.getDatabaseProductName() + " " + md.getDatabaseMajorVersion());
+            try (Statement s = c.createStatement()) {
+                s.execute("CREATE TABLE jd (ts TIMESTAMP, sym SYMBOL, price DOUBLE, size BIGINT)");
+            }
+            try (PreparedStatement p = c.prepareStatement("INSERT INTO jd VALUES (?, ?, ?, ?)")) {
+                for (int i = 0; i < 10; i++) {
+                    p.setTimestamp(1, Timestamp.valueOf("2024-01-02 09:30:0" + i + ".25"));
+                    p.setString(2, "S" + (i % 3));
+                    p.setDouble(3, 100.5 + i);
+                    p.setLong(4, 10L * i);
+                    if (p.executeUpdate() != 1) {
+                        throw new IllegalStateException("one row per INSERT");
+                    }
+                }
+            }
+            try (PreparedStatement p = c.prepareStatement("SELECT ts, sym, price, size FROM jd WHERE size >= ? ORDER BY ts")) {
+                for (int round = 1; round <= 6; round++) {
+                    p.setLong(1, 60);
+                    try (ResultSet r = p.executeQuery()) {
+                        while (r.next()) {
+                            if (round == 6) {
+                                System.out.println("row " + r.getTimestamp(1) + "|" + r.getString(2) + "|" + r.getDouble(3) + "|" + r.getLong(4));
+                            }
+                        }
+                    }
+                }
+            }
+            c.setAutoCommit(false);
+            try (Statement s = c.createStatement()) {
+                s.setFetchSize(3);
+                long sum = 0;
+                int n = 0;
+                try (ResultSet r = s.executeQuery("SELECT size FROM jd ORDER BY size")) {
+                    while (r.next()) {
+                        sum += r.getLong(1);
+                        n++;
+                    }
+                }
+                System.out.println("paged " + n + " " + sum);
+            }
+            c.commit();
+            c.setAutoCommit(true);
+            try (Statement s = c.createStatement()) {
+                s.executeQuery("SELECT nosuch FROM jd");
+                System.out.println("error none");
+            } catch (SQLException e) {
+                System.out.println("error " + e.getSQLState());
+            }
+        }
+    }
+}
