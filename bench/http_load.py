@@ -62,10 +62,10 @@ def free_port():
 class Zepto:
     name = "zeptodb"
 
-    def __init__(self, binary, threads=None):
+    def __init__(self, binary, threads=None, extra=()):
         self.port = free_port()
         cmd = [binary, "serve", "--http", f"127.0.0.1:{self.port}", "--access-log", "off",
-               "--max-body-mb", "1024", "--in-memory"]
+               "--max-body-mb", "1024", "--in-memory", *extra]
         if threads:
             cmd += ["--threads", str(threads)]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

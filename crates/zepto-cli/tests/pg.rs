@@ -142,17 +142,26 @@ fn psql_errors_have_sqlstates_and_positions_and_keys_are_passwords() {
     let e = err(&o);
     assert!(e.contains("ERROR:  42703: column 'nosuch' does not exist"), "{e}");
     assert!(e.contains("LINE 1: SELECT nosuch FROM t\n               ^"), "the caret under the column: {e}");
+    // A script: session statements between others, each applied; an error's position counts
+    // from the start of the script.
+    let script = "BEGIN; INSERT INTO t VALUES (1, 'X', 1.0, 1, true); COMMIT; SELECT count(*) FROM t; SELECT zz FROM t";
+    let o = psql(&port, ADMIN, "", &[script]);
+    assert_eq!(out(&o), "BEGIN\nINSERT 0 1\nCOMMIT\n2001\n", "{}", err(&o));
+    let e = err(&o);
+    let line = e.lines().find(|l| l.starts_with("LINE 1:")).expect("the statement quoted");
+    let caret = e.lines().skip_while(|l| !l.starts_with("LINE 1:")).nth(1).expect("a caret line");
+    assert_eq!(caret.find('^'), line.find("zz"), "the caret under zz: {e}");
     let o = psql(&port, ADMIN, "", &["SELECT * FROM nowhere"]);
     assert!(err(&o).contains("ERROR:  42P01"), "{}", err(&o));
     // A reader may read, not write; a wrong key does not get in.
     let o = psql(&port, &reader, "", &["SELECT count(*) FROM t"]);
-    assert_eq!(out(&o), "2000\n", "{}", err(&o));
+    assert_eq!(out(&o), "2001\n", "{}", err(&o));
     let o = psql(&port, &reader, "", &["INSERT INTO t VALUES (1, 'X', 1.0, 1, true)"]);
     assert!(err(&o).contains("ERROR:  42501"), "{}", err(&o));
     let o = psql(&port, "wrong-key", "", &["SELECT 1"]);
     assert!(!o.status.success() && err(&o).to_lowercase().contains("password authentication failed"), "{}", err(&o));
     // The server is unharmed.
-    assert_eq!(out(&psql(&port, ADMIN, "", &["SELECT count(*) FROM t"])), "2000\n");
+    assert_eq!(out(&psql(&port, ADMIN, "", &["SELECT count(*) FROM t"])), "2001\n");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

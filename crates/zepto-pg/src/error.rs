@@ -40,6 +40,19 @@ pub fn pg_error(e: &SqlError, sql: &str) -> PgWireError {
     PgWireError::UserError(Box::new(info))
 }
 
+/// `e`, raised by the piece of `sql` that starts at byte `base`, with its position counted
+/// from the start of `sql`.
+pub fn shifted(e: PgWireError, sql: &str, base: usize) -> PgWireError {
+    match e {
+        PgWireError::UserError(mut info) => {
+            let before = position(sql, base) - 1;
+            info.position = info.position.and_then(|p| p.parse::<usize>().ok()).map(|p| (p + before).to_string());
+            PgWireError::UserError(info)
+        }
+        e => e,
+    }
+}
+
 /// An error of our own with `code` (a SQLSTATE).
 pub fn user_error(code: &str, message: impl Into<String>) -> PgWireError {
     PgWireError::UserError(Box::new(ErrorInfo::new(SEVERITY_ERROR.to_owned(), code.to_owned(), message.into())))

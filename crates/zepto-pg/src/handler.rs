@@ -91,27 +91,54 @@ impl Backend {
     }
 
     /// Run `sql` with `params`: its responses, one per statement (the first error ends it).
+    /// Run `sql` with `params`, pushing a response per statement onto `out` (the first error
+    /// ends it; what ran before it stays applied and answered). A script is cut at its
+    /// top-level `;`s, so session statements (`BEGIN`, `SET`) may sit between others.
     async fn run<C>(
         &self,
         client: &C,
         sql: &str,
         params: &[ParamValue],
         formats: &Format,
-    ) -> PgWireResult<Vec<Response>>
+        out: &mut Vec<Response>,
+    ) -> PgWireResult<()>
+    where
+        C: ClientInfo + Unpin + Send + Sync,
+    {
+        let pieces = session::split(sql);
+        if pieces.len() <= 1 {
+            return self.run_one(client, sql, params, formats, out).await;
+        }
+        for (base, piece) in pieces {
+            let r = self.run_one(client, piece, params, formats, out).await;
+            r.map_err(|e| crate::error::shifted(e, sql, base))?;
+        }
+        Ok(())
+    }
+
+    /// [`Backend::run`] of one piece of a script (one statement, or several the engine reads).
+    async fn run_one<C>(
+        &self,
+        client: &C,
+        sql: &str,
+        params: &[ParamValue],
+        formats: &Format,
+        out: &mut Vec<Response>,
+    ) -> PgWireResult<()>
     where
         C: ClientInfo + Unpin + Send + Sync,
     {
         if let Some(a) = self.local(client, sql, params)? {
-            return Ok(vec![local_response(a, formats)?]);
+            out.push(local_response(a, formats)?);
+            return Ok(());
         }
         let who = principal(client)?;
         let conn = self.conn(client)?;
-        let mut out = Vec::new();
         for s in statements(sql, params, &who)? {
             let r = execute(&conn, s, sql, self.limits).await?;
             out.push(response(r, formats));
         }
-        Ok(out)
+        Ok(())
     }
 
     /// The columns `sql` answers with when run with `params`, from its plan.
@@ -302,10 +329,14 @@ impl SimpleQueryHandler for Backend {
         C: ClientInfo + ClientPortalStore + Unpin + Send + Sync,
         C::PortalStore: PortalStore,
     {
-        match self.run(client, query, &[], &Format::UnifiedText).await {
-            Ok(r) => Ok(r),
-            Err(e) => Ok(vec![Response::Error(Box::new(e.into()))]),
+        let mut out = Vec::new();
+        if let Err(e) = self.run(client, query, &[], &Format::UnifiedText, &mut out).await {
+            out.push(Response::Error(Box::new(e.into())));
         }
+        if out.is_empty() {
+            out.push(Response::EmptyQuery);
+        }
+        Ok(out)
     }
 }
 
@@ -376,7 +407,8 @@ impl ExtendedQueryHandler for Backend {
         C::PortalStore: PortalStore<Statement = Prepared>,
     {
         let params = bound(portal)?;
-        let mut out = self.run(client, &portal.statement.statement.sql, &params, &portal.result_column_format).await?;
+        let mut out = Vec::new();
+        self.run(client, &portal.statement.statement.sql, &params, &portal.result_column_format, &mut out).await?;
         Ok(out.pop().unwrap_or(Response::EmptyQuery))
     }
 }

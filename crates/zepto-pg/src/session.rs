@@ -77,6 +77,50 @@ pub enum Answer {
     },
 }
 
+/// The statements of a script: `(byte offset, text)` of each piece between top-level `;`s
+/// (not inside quotes or comments), empty pieces left out.
+pub fn split(sql: &str) -> Vec<(usize, &str)> {
+    fn push<'a>(sql: &'a str, from: usize, to: usize, out: &mut Vec<(usize, &'a str)>) {
+        if let Some(piece) = sql.get(from..to).filter(|p| !p.trim().is_empty()) {
+            out.push((from, piece));
+        }
+    }
+    let b = sql.as_bytes();
+    let (mut out, mut start, mut i) = (Vec::new(), 0, 0);
+    while let Some(&c) = b.get(i) {
+        i += 1;
+        match c {
+            b'\'' | b'"' => {
+                while let Some(&d) = b.get(i) {
+                    i += 1;
+                    if d == c {
+                        break;
+                    }
+                }
+            }
+            b'-' if b.get(i) == Some(&b'-') => {
+                while b.get(i).is_some_and(|&d| d != b'\n') {
+                    i += 1;
+                }
+            }
+            b'/' if b.get(i) == Some(&b'*') => {
+                i += 1;
+                while i < b.len() && !(b.get(i) == Some(&b'*') && b.get(i + 1) == Some(&b'/')) {
+                    i += 1;
+                }
+                i += 2;
+            }
+            b';' => {
+                push(sql, start, i - 1, &mut out);
+                start = i;
+            }
+            _ => {}
+        }
+    }
+    push(sql, start, b.len(), &mut out);
+    out
+}
+
 /// `sql` folded for matching: lower case, runs of white space as one space, no trailing `;`.
 pub fn fold(sql: &str) -> String {
     let lower = sql.trim().trim_end_matches(';').trim().to_lowercase();
@@ -154,6 +198,18 @@ fn show(q: &str, params: &Params) -> Option<Answer> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn scripts_split_at_top_level_semicolons() {
+        let pieces: Vec<&str> = split("BEGIN; INSERT INTO t VALUES ('a;b'); -- c;\nSELECT \"x;\" /* ; */ ;;")
+            .into_iter()
+            .map(|(_, p)| p)
+            .collect();
+        assert_eq!(pieces, ["BEGIN", " INSERT INTO t VALUES ('a;b')", " -- c;\nSELECT \"x;\" /* ; */ "]);
+        assert_eq!(split("SELECT 1")[0], (0, "SELECT 1"));
+        assert_eq!(split("SELECT 1; SELECT 2")[1], (9, " SELECT 2"));
+        assert!(split(" ; ").is_empty());
+    }
 
     #[test]
     fn session_statements_are_answered_here_and_the_rest_is_not() {

@@ -1,0 +1,124 @@
+#!/usr/bin/env python3
+"""The PostgreSQL door beside QuestDB's PG wire, in one run, through psycopg 3 (issue "The doors
+people already use"): the generated trades (bench/harness/gen_data.py, 1M rows by default)
+loaded into both over ILP, then
+
+- point queries: one symbol over a one-second window, parameters bound (extended protocol),
+  `--points` of them one after another on one connection; p50 and p99 in milliseconds;
+- `SELECT * FROM trades` (every row) through a binary cursor, median of `--reps`; rows/s;
+
+with the ZeptoDB server's peak RSS. Prints a table and the ratios (ZeptoDB over QuestDB).
+
+    python bench/pg_wire.py [--rows 1000000] [--points 2000] [--reps 3] [--no-questdb]
+
+Needs psycopg (python/requirements-test.txt), Java and Maven for QuestDB
+(bench/servers/questdb/questdb.sh).
+"""
+import argparse
+import datetime as dt
+import os
+import random
+import statistics
+import sys
+import time
+
+import psycopg
+
+import http_load
+from http_load import QuestDB, Zepto, ilp_batches, ingest, log, rss_mib
+
+QUERY = "SELECT * FROM trades WHERE sym = %s AND ts >= %s AND ts < %s"
+
+
+class ZeptoPg(Zepto):
+    """`zeptodb serve` in memory with its PostgreSQL door on a free port."""
+
+    def __init__(self, binary):
+        self.pg_port = http_load.free_port()
+        super().__init__(binary, extra=("--pg", f"127.0.0.1:{self.pg_port}"))
+
+    def connect(self):
+        return psycopg.connect(host="127.0.0.1", port=self.pg_port, user="bench", dbname="zepto", autocommit=True)
+
+
+class QuestPg(QuestDB):
+    def connect(self):
+        return psycopg.connect(host="127.0.0.1", port=8812, user="admin", password="quest", dbname="qdb",
+                               autocommit=True)
+
+
+def points(eng, syms, t0, n, seed):
+    """Latencies (ms) of n point queries, each a random symbol over a random second."""
+    rnd = random.Random(seed)
+    out = []
+    with eng.connect() as conn, conn.cursor() as cur:
+        for i in range(n + 50):
+            start = t0 + dt.timedelta(seconds=rnd.randrange(0, 6 * 3600))
+            args = (rnd.choice(syms), start, start + dt.timedelta(seconds=1))
+            t = time.perf_counter()
+            cur.execute(QUERY, args)
+            cur.fetchall()
+            if i >= 50:  # after a warm-up
+                out.append((time.perf_counter() - t) * 1e3)
+    return sorted(out)
+
+
+def scan(eng, reps):
+    """(median seconds, rows) of reading every row through a binary cursor."""
+    times, rows = [], 0
+    with eng.connect() as conn:
+        for _ in range(reps):
+            t = time.perf_counter()
+            with conn.cursor(binary=True) as cur:
+                cur.execute("SELECT * FROM trades")
+                rows = len(cur.fetchall())
+            times.append(time.perf_counter() - t)
+    return statistics.median(times), rows
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rows", type=int, default=1_000_000)
+    ap.add_argument("--points", type=int, default=2000)
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--no-questdb", action="store_true")
+    ap.add_argument("--bin", default=os.path.join(http_load.ROOT, "target", "release", "zeptodb"))
+    a = ap.parse_args()
+
+    import gen_data
+    import pyarrow.parquet as pq
+    data = os.path.join(http_load.ROOT, "target", "bench-data", str(a.rows))
+    if not os.path.exists(f"{data}/trades.parquet"):
+        log(f"generating {a.rows:,} rows into {data}")
+        gen_data.write(data, *gen_data.generate(a.rows))
+    trades = pq.read_table(f"{data}/trades.parquet")
+    syms = sorted(set(trades.column("sym").cast("string").to_pylist()))
+    t0 = trades.column("ts").to_pylist()[0].replace(tzinfo=None)
+    ilp = ilp_batches(trades, 50_000)
+    engines = [ZeptoPg(a.bin)] + ([] if a.no_questdb else [QuestPg()])
+    res = {}
+    try:
+        for eng in engines:
+            log(f"== {eng.name}: loading {trades.num_rows:,} rows over ILP")
+            ingest(eng, eng.ilp_path(), ilp, trades.num_rows, "text/plain")
+            log(f"== {eng.name}: {a.points} point queries")
+            lat = points(eng, syms, t0, a.points, 7)
+            log(f"== {eng.name}: SELECT * through a binary cursor, {a.reps} times")
+            secs, rows = scan(eng, a.reps)
+            assert rows == trades.num_rows, (eng.name, rows)
+            res[eng.name] = {"p50": lat[len(lat) // 2], "p99": lat[int(len(lat) * 0.99)], "rows_s": rows / secs,
+                             "rss": rss_mib(eng.pid)}
+    finally:
+        for eng in engines:
+            eng.stop()
+    print(f"\n{trades.num_rows:,} rows | point query p50 ms | p99 ms | SELECT * rows/s | server RSS MiB")
+    for name, r in res.items():
+        print(f"{name:>8} | {r['p50']:.3f} | {r['p99']:.3f} | {r['rows_s']:,.0f} | {r['rss']:.0f}")
+    if "questdb" in res:
+        z, q = res["zeptodb"], res["questdb"]
+        print(f"ratios zeptodb/questdb: p99 {z['p99'] / q['p99']:.2f}, rows/s {z['rows_s'] / q['rows_s']:.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
