@@ -47,3 +47,19 @@ def server():
     yield url
     proc.terminate()
     proc.wait(timeout=30)
+
+
+def serve(*args, http="127.0.0.1:0"):
+    """A `zeptodb serve --in-memory --http HTTP --api-key API_KEY *args` process, once it
+    listens (the caller terminates it)."""
+    binary = os.environ.get("ZEPTO_BIN") or str(ROOT / "target" / "debug" / "zeptodb")
+    proc = subprocess.Popen(
+        [binary, "serve", "--in-memory", "--http", http, "--api-key", API_KEY, *args],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    for line in proc.stderr:
+        if "listening on" in line:
+            return proc
+    pytest.fail("the server did not start")

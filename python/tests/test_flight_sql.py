@@ -3,9 +3,7 @@ driver, as pandas, Polars and DBeaver users reach databases. Rows written throug
 read back through it and compared with DuckDB's answers over the same generated rows; DDL and
 DML report what they changed; keys are checked; metadata lists the tables."""
 
-import os
 import random
-import subprocess
 import time
 
 import adbc_driver_flightsql.dbapi as flight_sql
@@ -14,7 +12,7 @@ import duckdb
 import pyarrow as pa
 import pytest
 
-from conftest import API_KEY, ROOT, free_port
+from conftest import API_KEY, free_port, serve
 
 SYMS = [f"S{i}" for i in range(7)]
 
@@ -22,20 +20,8 @@ SYMS = [f"S{i}" for i in range(7)]
 @pytest.fixture(scope="module")
 def door():
     """grpc:// address of a server in memory with a Flight SQL door and one admin key."""
-    binary = os.environ.get("ZEPTO_BIN") or str(ROOT / "target" / "debug" / "zeptodb")
     port = free_port()
-    proc = subprocess.Popen(
-        [binary, "serve", "--in-memory", "--http", "127.0.0.1:0", "--api-key", API_KEY,
-         "--flight-sql", f"127.0.0.1:{port}"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    for line in proc.stderr:
-        if "listening on" in line:
-            break
-    else:
-        pytest.fail("the server did not start")
+    proc = serve("--flight-sql", f"127.0.0.1:{port}")
     yield f"grpc://127.0.0.1:{port}"
     proc.terminate()
     proc.wait(timeout=30)

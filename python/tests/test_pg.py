@@ -6,9 +6,7 @@ answers; errors carry SQLSTATEs and positions; keys are checked."""
 
 import datetime as dt
 import json
-import os
 import random
-import subprocess
 import threading
 import time
 import urllib.request
@@ -19,7 +17,7 @@ import psycopg
 import pytest
 import sqlalchemy
 
-from conftest import API_KEY, ROOT, free_port
+from conftest import API_KEY, free_port, serve
 
 SYMS = [f"S{i}" for i in range(7)]
 T0 = dt.datetime(2024, 1, 2, 9, 30)
@@ -28,20 +26,8 @@ T0 = dt.datetime(2024, 1, 2, 9, 30)
 @pytest.fixture(scope="module")
 def door():
     """(PostgreSQL port, HTTP URL) of a server in memory with one admin key."""
-    binary = os.environ.get("ZEPTO_BIN") or str(ROOT / "target" / "debug" / "zeptodb")
     pg, http = free_port(), free_port()
-    proc = subprocess.Popen(
-        [binary, "serve", "--in-memory", "--http", f"127.0.0.1:{http}", "--api-key", API_KEY,
-         "--pg", f"127.0.0.1:{pg}"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    for line in proc.stderr:
-        if "listening on" in line:
-            break
-    else:
-        pytest.fail("the server did not start")
+    proc = serve("--pg", f"127.0.0.1:{pg}", http=f"127.0.0.1:{http}")
     yield pg, f"http://127.0.0.1:{http}"
     proc.terminate()
     proc.wait(timeout=30)
