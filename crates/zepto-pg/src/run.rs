@@ -8,10 +8,10 @@
 //! binary format asked for each column.
 
 use crate::error::{pg_error, user_error};
-use crate::types::{encode_cell, pg_type};
+use crate::types::{pg_type, RowWriter};
 use futures::stream;
 use pgwire::api::portal::Format;
-use pgwire::api::results::{DataRowEncoder, FieldFormat, FieldInfo, QueryResponse, Response, Tag};
+use pgwire::api::results::{FieldFormat, FieldInfo, QueryResponse, Response, Tag};
 use pgwire::error::{PgWireError, PgWireResult};
 use pgwire::messages::data::DataRow;
 use std::sync::{Arc, Mutex};
@@ -100,7 +100,7 @@ pub fn response(r: QueryResult, formats: &Format) -> Response {
         return Response::Execution(tag(r.status.as_deref().unwrap_or("OK")));
     }
     let fields = Arc::new(schema(&r.fields, formats));
-    let rows = Rows { enc: DataRowEncoder::new(fields.clone()), result: r, chunk: 0, row: 0 };
+    let rows = Rows { writer: RowWriter::new(&fields), result: r, chunk: 0, row: 0 };
     Response::Query(QueryResponse::new(fields, stream::iter(rows)))
 }
 
@@ -119,7 +119,7 @@ fn tag(status: &str) -> Tag {
 
 /// A result's rows, encoded one at a time as the client reads them.
 struct Rows {
-    enc: DataRowEncoder,
+    writer: RowWriter,
     result: QueryResult,
     chunk: usize,
     row: usize,
@@ -134,12 +134,7 @@ impl Iterator for Rows {
             if self.row < batch.rows {
                 let i = self.row;
                 self.row += 1;
-                for c in &batch.columns {
-                    if let Err(e) = encode_cell(&mut self.enc, c, i) {
-                        return Some(Err(e));
-                    }
-                }
-                return Some(Ok(self.enc.take_row()));
+                return Some(self.writer.row(&batch.columns, i));
             }
             (self.chunk, self.row) = (self.chunk + 1, 0);
         }

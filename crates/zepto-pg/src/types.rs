@@ -17,8 +17,8 @@
 //! Binary timestamps and dates count from 2000-01-01, PostgreSQL's epoch.
 
 use bytes::{BufMut, BytesMut};
-use pgwire::api::results::DataRowEncoder;
 use pgwire::error::PgWireResult;
+use pgwire::messages::data::DataRow;
 use pgwire::types::format::FormatOptions;
 use pgwire::types::ToSqlText;
 use postgres_types::{to_sql_checked, IsNull, ToSql, Type};
@@ -149,23 +149,116 @@ impl ToSqlText for Span {
     }
 }
 
-/// Encode row `i` of `col` as the next field of `enc` (NULL when the row is).
-pub fn encode_cell(enc: &mut DataRowEncoder, col: &Column, i: usize) -> PgWireResult<()> {
-    if !col.is_valid(i) {
-        return enc.encode_field(&None::<i64>);
+/// Encodes result rows as DataRow messages, each field in the text or binary format asked
+/// for its column. Rows are cut from one large buffer (a fresh one every 64 KiB), so a row
+/// costs no allocation of its own; binary values are written directly.
+pub struct RowWriter {
+    buf: BytesMut,
+    columns: Vec<(Type, bool)>,
+    opts: FormatOptions,
+}
+
+/// Room a row may need before the buffer is renewed.
+const ROW_ROOM: usize = 4 * 1024;
+
+impl RowWriter {
+    /// A writer for rows described by `fields`.
+    pub fn new(fields: &[pgwire::api::results::FieldInfo]) -> RowWriter {
+        let columns = fields
+            .iter()
+            .map(|f| (f.datatype().clone(), f.format() == pgwire::api::results::FieldFormat::Binary))
+            .collect();
+        RowWriter { buf: BytesMut::new(), columns, opts: FormatOptions::default() }
     }
-    match col.data() {
-        ColumnData::Bool(v) => enc.encode_field(&v.get(i).copied()),
-        ColumnData::Int32(v) => enc.encode_field(&v.get(i).copied()),
-        ColumnData::Int64(v) => enc.encode_field(&v.get(i).copied()),
-        ColumnData::Float32(v) => enc.encode_field(&v.get(i).copied()),
-        ColumnData::Float64(v) => enc.encode_field(&v.get(i).copied()),
-        ColumnData::Timestamp(v) => enc.encode_field(&v.get(i).map(|&t| Ts(t))),
-        ColumnData::Date(v) => enc.encode_field(&v.get(i).map(|&d| Day(d))),
-        ColumnData::Interval(v) => enc.encode_field(&v.get(i).map(|&d| Span(d))),
-        ColumnData::Vector { .. } => enc.encode_field(&col.vector_at(i).map(<[f32]>::to_vec)),
-        ColumnData::Varchar(_) | ColumnData::Symbol { .. } => enc.encode_field(&col.str_at(i)),
-        ColumnData::Null(_) => enc.encode_field(&None::<i64>),
+
+    /// Row `i` of `columns` (one per field).
+    pub fn row(&mut self, columns: &[std::sync::Arc<Column>], i: usize) -> PgWireResult<DataRow> {
+        if self.buf.capacity() - self.buf.len() < ROW_ROOM {
+            self.buf.reserve(64 * 1024);
+        }
+        for (k, c) in columns.iter().enumerate() {
+            let (ty, binary) = self.columns.get(k).map_or((&Type::TEXT, false), |(t, b)| (t, *b));
+            let at = self.buf.len();
+            self.buf.put_i32(-1);
+            let written = if !c.is_valid(i) {
+                false
+            } else if binary {
+                binary_value(&mut self.buf, c, i)
+            } else {
+                text_value(&mut self.buf, c, i, ty, &self.opts)?
+            };
+            if written {
+                let len = i32::try_from(self.buf.len() - at - 4).unwrap_or(i32::MAX);
+                if let Some(mut slot) = self.buf.get_mut(at..at + 4) {
+                    slot.put_i32(len);
+                }
+            }
+        }
+        let n = i16::try_from(columns.len()).unwrap_or(i16::MAX);
+        Ok(DataRow::new(self.buf.split(), n))
+    }
+}
+
+/// Write value `i` of `c` in binary; false for NULL.
+fn binary_value(buf: &mut BytesMut, c: &Column, i: usize) -> bool {
+    match c.data() {
+        ColumnData::Bool(v) => v.get(i).map(|&b| buf.put_u8(u8::from(b))).is_some(),
+        ColumnData::Int32(v) => v.get(i).map(|&x| buf.put_i32(x)).is_some(),
+        ColumnData::Int64(v) => v.get(i).map(|&x| buf.put_i64(x)).is_some(),
+        ColumnData::Float32(v) => v.get(i).map(|&x| buf.put_f32(x)).is_some(),
+        ColumnData::Float64(v) => v.get(i).map(|&x| buf.put_f64(x)).is_some(),
+        ColumnData::Timestamp(v) => v.get(i).map(|&t| buf.put_i64(pg_micros(t))).is_some(),
+        ColumnData::Date(v) => v.get(i).map(|&d| buf.put_i32(d.saturating_sub(PG_EPOCH_DAYS))).is_some(),
+        ColumnData::Interval(v) => v
+            .get(i)
+            .map(|&d| {
+                buf.put_i64(d.div_euclid(1000));
+                buf.put_i64(0);
+            })
+            .is_some(),
+        ColumnData::Vector { .. } => c.vector_at(i).map(|v| vector_binary(buf, v)).is_some(),
+        ColumnData::Varchar(_) | ColumnData::Symbol { .. } => {
+            c.str_at(i).map(|s| buf.put_slice(s.as_bytes())).is_some()
+        }
+        ColumnData::Null(_) => false,
+    }
+}
+
+/// A one-dimensional `float4[]` in binary: dimensions, no NULLs, element type, then each
+/// element with its length.
+fn vector_binary(buf: &mut BytesMut, v: &[f32]) {
+    buf.put_i32(1);
+    buf.put_i32(0);
+    buf.put_u32(700);
+    buf.put_i32(i32::try_from(v.len()).unwrap_or(i32::MAX));
+    buf.put_i32(1);
+    for x in v {
+        buf.put_i32(4);
+        buf.put_f32(*x);
+    }
+}
+
+/// Write value `i` of `c` as PostgreSQL's text; false for NULL.
+fn text_value(buf: &mut BytesMut, c: &Column, i: usize, ty: &Type, opts: &FormatOptions) -> PgWireResult<bool> {
+    let is = |r: Result<IsNull, BoxError>| -> PgWireResult<bool> {
+        r.map(|n| matches!(n, IsNull::No)).map_err(pgwire::error::PgWireError::ApiError)
+    };
+    match c.data() {
+        ColumnData::Bool(v) => is(v.get(i).map_or(Ok(IsNull::Yes), |x| x.to_sql_text(ty, buf, opts))),
+        ColumnData::Int32(v) => is(v.get(i).map_or(Ok(IsNull::Yes), |x| x.to_sql_text(ty, buf, opts))),
+        ColumnData::Int64(v) => is(v.get(i).map_or(Ok(IsNull::Yes), |x| x.to_sql_text(ty, buf, opts))),
+        ColumnData::Float32(v) => is(v.get(i).map_or(Ok(IsNull::Yes), |x| x.to_sql_text(ty, buf, opts))),
+        ColumnData::Float64(v) => is(v.get(i).map_or(Ok(IsNull::Yes), |x| x.to_sql_text(ty, buf, opts))),
+        ColumnData::Timestamp(v) => is(v.get(i).map_or(Ok(IsNull::Yes), |&x| Ts(x).to_sql_text(ty, buf, opts))),
+        ColumnData::Date(v) => is(v.get(i).map_or(Ok(IsNull::Yes), |&x| Day(x).to_sql_text(ty, buf, opts))),
+        ColumnData::Interval(v) => is(v.get(i).map_or(Ok(IsNull::Yes), |&x| Span(x).to_sql_text(ty, buf, opts))),
+        ColumnData::Vector { .. } => {
+            is(c.vector_at(i).map_or(Ok(IsNull::Yes), |v| v.to_vec().to_sql_text(ty, buf, opts)))
+        }
+        ColumnData::Varchar(_) | ColumnData::Symbol { .. } => {
+            Ok(c.str_at(i).map(|s| buf.put_slice(s.as_bytes())).is_some())
+        }
+        ColumnData::Null(_) => Ok(false),
     }
 }
 
@@ -192,5 +285,36 @@ mod tests {
         let mut out = BytesMut::new();
         Day(10_957).to_sql(&Type::DATE, &mut out).expect("binary");
         assert_eq!(&out[..], &[0, 0, 0, 0]);
+    }
+
+    #[test]
+    fn rows_are_written_in_each_columns_format() {
+        use pgwire::api::results::{FieldFormat, FieldInfo};
+        use std::sync::Arc;
+        let f = |t: Type, fmt| FieldInfo::new("c".into(), None, None, t, fmt);
+        let fields = [
+            f(Type::TIMESTAMP, FieldFormat::Binary),
+            f(Type::FLOAT4_ARRAY, FieldFormat::Binary),
+            f(Type::INT8, FieldFormat::Text),
+        ];
+        let mut w = RowWriter::new(&fields);
+        let ts = Column::new(ColumnData::Timestamp(vec![946_684_800_000_001_999]), None);
+        let v = Column::new(ColumnData::Vector { dim: 2, values: vec![1.0, -2.5] }, None);
+        let n = Column::new(ColumnData::Int64(vec![0]), Some(zepto_storage::Bitmap::new_unset(1)));
+        let row = w.row(&[Arc::new(ts), Arc::new(v), Arc::new(n)], 0).expect("a row");
+        assert_eq!(row.field_count, 3);
+        let mut want = Vec::new();
+        want.extend(8i32.to_be_bytes());
+        want.extend(1i64.to_be_bytes()); // one microsecond after 2000-01-01 (the nanoseconds cut)
+        want.extend(36i32.to_be_bytes());
+        for w4 in [1i32, 0, 700, 2, 1] {
+            want.extend(w4.to_be_bytes());
+        }
+        for x in [1.0f32, -2.5] {
+            want.extend(4i32.to_be_bytes());
+            want.extend(x.to_be_bytes());
+        }
+        want.extend((-1i32).to_be_bytes()); // NULL
+        assert_eq!(&row.data[..], &want[..]);
     }
 }
