@@ -9,7 +9,7 @@
 
 use crate::auth::principal;
 use crate::catalog::Rows;
-use crate::run::{execute, response, schema, statements, ConnEngine, Limits};
+use crate::run::{execute, response, schema, statements, ConnEngine, LastPlan, Limits};
 use crate::session::{self, Answer, Params};
 use async_trait::async_trait;
 use futures::stream;
@@ -141,13 +141,15 @@ impl Backend {
         Ok(())
     }
 
-    /// The columns `sql` answers with when run with `params`, from its plan.
+    /// The columns `sql` answers with when run with `params`, from its plan (kept for the
+    /// portal's Execute when `keep`).
     async fn describe<C>(
         &self,
         client: &C,
-        sql: &str,
+        sql: &Arc<str>,
         params: &[ParamValue],
         formats: &Format,
+        keep: bool,
     ) -> PgWireResult<Vec<FieldInfo>>
     where
         C: ClientInfo + Unpin + Send + Sync,
@@ -160,19 +162,15 @@ impl Backend {
         }
         let who = principal(client)?;
         let stmts = statements(sql, params, &who)?;
-        let Some(Statement::Query(q)) = stmts.last() else { return Ok(Vec::new()) };
-        let engine = self
-            .conn(client)?
-            .0
-            .lock()
-            .map(|e| e.clone())
-            .map_err(|_| crate::error::user_error("XX000", "engine lock"))?;
-        let (q, sql2) = (q.clone(), sql.to_string());
-        let prepared =
-            tokio::task::spawn_blocking(move || engine.prepare(&q).map_err(|e| crate::error::pg_error(&e, &sql2)))
-                .await
-                .map_err(|e| pgwire::error::PgWireError::ApiError(Box::new(e)))??;
-        Ok(schema(prepared.fields(), formats))
+        let (1, Some(Statement::Query(q))) = (stmts.len(), stmts.into_iter().next()) else {
+            return Ok(Vec::new());
+        };
+        let plan = crate::run::prepare(&self.conn(client)?, *q, sql, self.limits).await?;
+        let fields = schema(plan.fields(), formats);
+        if keep {
+            client.session_extensions().get_or_insert_with(LastPlan::default).keep(sql, params, plan);
+        }
+        Ok(fields)
     }
 }
 
@@ -358,7 +356,8 @@ impl ExtendedQueryHandler for Backend {
         C: ClientInfo + ClientPortalStore + Unpin + Send + Sync,
         C::PortalStore: PortalStore<Statement = Prepared>,
     {
-        let fields = self.describe(client, &target.statement.sql, &stand_ins(target), &Format::UnifiedText).await?;
+        let fields =
+            self.describe(client, &target.statement.sql, &stand_ins(target), &Format::UnifiedText, false).await?;
         let types = (0..target.statement.params)
             .map(|i| target.parameter_types.get(i).cloned().flatten().unwrap_or(Type::TEXT))
             .collect();
@@ -397,7 +396,7 @@ impl ExtendedQueryHandler for Backend {
     {
         let params = bound(portal)?;
         let fields =
-            self.describe(client, &portal.statement.statement.sql, &params, &portal.result_column_format).await?;
+            self.describe(client, &portal.statement.statement.sql, &params, &portal.result_column_format, true).await?;
         Ok(DescribePortalResponse::new(fields))
     }
 
@@ -407,6 +406,12 @@ impl ExtendedQueryHandler for Backend {
         C::PortalStore: PortalStore<Statement = Prepared>,
     {
         let params = bound(portal)?;
+        let (sql, formats) = (&portal.statement.statement.sql, &portal.result_column_format);
+        let planned = client.session_extensions().get::<LastPlan>().and_then(|l| l.take(sql, &params));
+        if let Some(plan) = planned {
+            let r = crate::run::run_prepared(&self.conn(client)?, plan, sql, self.limits).await?;
+            return Ok(response(r, formats));
+        }
         let mut out = Vec::new();
         self.run(client, &portal.statement.statement.sql, &params, &portal.result_column_format, &mut out).await?;
         Ok(out.pop().unwrap_or(Response::EmptyQuery))

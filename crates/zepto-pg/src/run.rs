@@ -18,10 +18,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use zepto_server::auth::Principal;
 use zepto_sql::interrupt::{QueryControl, RunContext};
-use zepto_sql::parser::ast::Statement;
+use zepto_sql::parser::ast::{Query, Statement};
 use zepto_sql::parser::{parse_script, ParamValue, ParseLimits};
 use zepto_sql::result::QueryResult;
-use zepto_sql::Engine;
+use zepto_sql::{Engine, Prepared};
 
 /// The limits every statement runs under (the server's `--query-timeout` and
 /// `--query-memory-mb`).
@@ -43,6 +43,38 @@ struct CancelOnDrop(Arc<QueryControl>);
 impl Drop for CancelOnDrop {
     fn drop(&mut self) {
         self.0.cancel();
+    }
+}
+
+/// The plan a portal's Describe made, kept for its Execute (which follows at once, with the
+/// same statement and parameters), so a query is planned once.
+pub struct Planned {
+    sql: Arc<str>,
+    params: Vec<ParamValue>,
+    plan: Prepared,
+}
+
+/// The connection's last plan made by a Describe.
+#[derive(Default)]
+pub struct LastPlan(Mutex<Option<Planned>>);
+
+impl LastPlan {
+    /// Keep `plan` of `sql` with `params`.
+    pub fn keep(&self, sql: &Arc<str>, params: &[ParamValue], plan: Prepared) {
+        if let Ok(mut slot) = self.0.lock() {
+            *slot = Some(Planned { sql: sql.clone(), params: params.to_vec(), plan });
+        }
+    }
+
+    /// The plan kept for `sql` with `params`, if it is that one (taken: a plan runs once).
+    pub fn take(&self, sql: &str, params: &[ParamValue]) -> Option<Prepared> {
+        let mut slot = self.0.lock().ok()?;
+        let same = slot.as_ref().is_some_and(|p| &*p.sql == sql && p.params == params);
+        if same {
+            slot.take().map(|p| p.plan)
+        } else {
+            None
+        }
     }
 }
 
@@ -71,6 +103,43 @@ pub async fn execute(conn: &Arc<ConnEngine>, s: Statement, sql: &str, limits: Li
         }
         Ok::<_, zepto_sql::SqlError>(r)
     };
+    match tokio::task::spawn_blocking(job).await {
+        Ok(r) => r.map_err(|e| pg_error(&e, sql)),
+        Err(e) => Err(PgWireError::ApiError(Box::new(e))),
+    }
+}
+
+/// Plan query `q` on `conn`'s engine under `limits`: here when binding is cheap (no
+/// subqueries to run), else off the async threads (cancelled if the future is dropped).
+pub async fn prepare(conn: &Arc<ConnEngine>, q: Query, sql: &str, limits: Limits) -> PgWireResult<Prepared> {
+    let ctl = QueryControl::new(limits.timeout, limits.memory);
+    let _cancel = CancelOnDrop(ctl.clone());
+    let engine = conn.0.lock().map(|e| e.clone()).map_err(|_| user_error("XX000", "engine lock"))?;
+    if zepto_server::sql::binds_cheaply(&q) {
+        return engine.prepare_in(&RunContext::new(Some(ctl)), &q).map_err(|e| pg_error(&e, sql));
+    }
+    let job = move || engine.prepare_in(&RunContext::new(Some(ctl)), &q);
+    match tokio::task::spawn_blocking(job).await {
+        Ok(r) => r.map_err(|e| pg_error(&e, sql)),
+        Err(e) => Err(PgWireError::ApiError(Box::new(e))),
+    }
+}
+
+/// Run a plan made by [`prepare`] under `limits`: here when its scans are small (as the HTTP
+/// door decides), else off the async threads.
+pub async fn run_prepared(
+    conn: &Arc<ConnEngine>,
+    plan: Prepared,
+    sql: &str,
+    limits: Limits,
+) -> PgWireResult<QueryResult> {
+    let ctl = QueryControl::new(limits.timeout, limits.memory);
+    let _cancel = CancelOnDrop(ctl.clone());
+    let engine = conn.0.lock().map(|e| e.clone()).map_err(|_| user_error("XX000", "engine lock"))?;
+    if plan.linear_scan_rows().is_some_and(|n| n <= zepto_server::sql::INLINE_ROWS) {
+        return engine.run_prepared_in(&RunContext::new(Some(ctl)), &plan).map_err(|e| pg_error(&e, sql));
+    }
+    let job = move || engine.run_prepared_in(&RunContext::new(Some(ctl)), &plan);
     match tokio::task::spawn_blocking(job).await {
         Ok(r) => r.map_err(|e| pg_error(&e, sql)),
         Err(e) => Err(PgWireError::ApiError(Box::new(e))),

@@ -116,14 +116,15 @@ enum Work {
     Done(zepto_sql::QueryResult, f64),
 }
 
-/// Reads whose scans cover at most this many rows run on the async thread.
-const INLINE_ROWS: usize = 32 << 10;
+/// Reads whose scans cover at most this many rows run on the async thread (here and in the
+/// PostgreSQL door).
+pub const INLINE_ROWS: usize = 32 << 10;
 /// ... and are encoded there too when their result has at most this many rows.
 const INLINE_ENCODE_ROWS: usize = 4096;
 
 /// Binding a query runs its uncorrelated subqueries; only queries without any bind in
 /// microseconds, so only those are considered for the inline path.
-fn binds_cheaply(q: &zepto_sql::parser::ast::Query) -> bool {
+pub fn binds_cheaply(q: &zepto_sql::parser::ast::Query) -> bool {
     use zepto_sql::parser::ast::Expr;
     let mut q = q.clone();
     let mut found = false;
