@@ -101,6 +101,10 @@ fn psql_reads_what_http_reads_and_lists_tables() {
         "SELECT sym, count(*), sum(size), min(price), max(price), count(price) FROM t GROUP BY sym ORDER BY sym",
         "SELECT epoch_ns(ts), sym, price, size, ok FROM t WHERE size > 880 ORDER BY ts",
         "SELECT sym, last(price) FROM t GROUP BY sym ORDER BY sym",
+        // What Grafana's PostgreSQL data source sends after expanding $__timeGroupAlias(ts, '1m')
+        // and $__timeFilter(ts).
+        "SELECT floor(extract(epoch from ts)/60)*60 AS \"time\", round(avg(price), 6) AS price FROM t \
+         WHERE ts BETWEEN '2024-01-02T09:35:00Z' AND '2024-01-02T09:50:00Z' GROUP BY 1 ORDER BY 1",
     ] {
         let o = psql(&port, ADMIN, "", &[q]);
         assert!(o.status.success(), "{q}: {}", err(&o));
