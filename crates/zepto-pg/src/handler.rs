@@ -90,7 +90,6 @@ impl Backend {
         Ok(ext.get_or_insert_with(|| ConnEngine(Mutex::new(self.engine.with_access(who.tables.clone())))))
     }
 
-    /// Run `sql` with `params`: its responses, one per statement (the first error ends it).
     /// Run `sql` with `params`, pushing a response per statement onto `out` (the first error
     /// ends it; what ran before it stays applied and answered). A script is cut at its
     /// top-level `;`s, so session statements (`BEGIN`, `SET`) may sit between others.
