@@ -168,3 +168,23 @@ def test_cancel_stops_a_running_statement(door):
         assert e.value.sqlstate == "57014"
         assert time.monotonic() - t0 < 10
         assert conn.execute("SELECT count(*) FROM pg_slow").fetchone() == (200_000,)
+
+
+def test_dates_intervals_vectors_and_infinities_as_psycopg_sends_them(door):
+    with connect(door[0]) as conn:
+        conn.execute("CREATE TABLE pg_kinds (d DATE, v FLOAT[3], x DOUBLE)")
+        conn.execute("INSERT INTO pg_kinds VALUES ('2024-01-01', [1, 0, 0], 'inf'::DOUBLE)")
+        conn.execute("INSERT INTO pg_kinds VALUES ('2024-02-01', [0, 1, 0], 1.5)")
+        # psycopg sends date and timedelta in binary, a list of floats as float8[].
+        assert conn.execute("SELECT count(*) FROM pg_kinds WHERE d = %s", (dt.date(2024, 1, 1),)).fetchone() == (1,)
+        assert conn.execute("SELECT %s > INTERVAL '1 minute'", (dt.timedelta(minutes=2),)).fetchone() == (True,)
+        row = conn.execute("SELECT d FROM pg_kinds ORDER BY array_distance(v, %s) LIMIT 1", ([0.0, 0.9, 0.1],)).fetchone()
+        assert row == (dt.date(2024, 2, 1),)
+        for binary in (False, True):
+            with conn.cursor(binary=binary) as cur:
+                cur.execute("SELECT x, d, INTERVAL '90 seconds' AS span FROM pg_kinds ORDER BY d")
+                assert cur.fetchall() == [(float("inf"), dt.date(2024, 1, 1), dt.timedelta(seconds=90)),
+                                          (1.5, dt.date(2024, 2, 1), dt.timedelta(seconds=90))]
+        # A prepared statement holds one command.
+        with pytest.raises(psycopg.errors.SyntaxError):
+            conn.execute("SELECT 1; SELECT %s", (2,))

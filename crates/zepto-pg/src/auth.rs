@@ -48,7 +48,9 @@ impl Startup {
         match outcome {
             AuthOutcome::InProgress => Ok(()),
             AuthOutcome::Authenticated { identity, final_message } => {
-                let who = identity.unwrap_or_else(Principal::anonymous_admin);
+                // No identity, no entry: a mechanism that names nobody never means "admin".
+                let user = client.metadata().get("user").cloned().unwrap_or_default();
+                let who = identity.ok_or(PgWireError::InvalidPassword(user))?;
                 client.session_extensions().insert(who);
                 self.driver.complete_authentication(client, final_message).await
             }

@@ -136,18 +136,57 @@ fn psql_lookup(q: &str, tables: &[std::sync::Arc<Table>]) -> Rows {
     r
 }
 
-/// Whether `name` matches psql's translation of a name pattern (literal text, `.*`, `.`).
+/// The longest name pattern matched (a longer one matches nothing).
+const MAX_PATTERN: usize = 1024;
+
+/// Whether `name` matches psql's translation of a name pattern: literal text, `.` (any one
+/// character) and `.*` (any run). Iterative, remembering only the last `.*` to back up to:
+/// time proportional to the pattern's length times the name's, never recursion.
 fn matches(pattern: &str, name: &str) -> bool {
-    fn go(p: &[char], s: &[char]) -> bool {
-        match p {
-            [] => s.is_empty(),
-            ['.', '*', rest @ ..] => (0..=s.len()).any(|i| s.get(i..).is_some_and(|t| go(rest, t))),
-            ['.', rest @ ..] => s.get(1..).is_some_and(|t| go(rest, t)),
-            [c, rest @ ..] => s.first() == Some(c) && s.get(1..).is_some_and(|t| go(rest, t)),
+    if pattern.len() > MAX_PATTERN {
+        return false;
+    }
+    #[derive(PartialEq)]
+    enum Tok {
+        Any,
+        One,
+        Char(char),
+    }
+    let mut toks: Vec<Tok> = Vec::new();
+    let mut chars = pattern.chars().peekable();
+    while let Some(c) = chars.next() {
+        let t = match c {
+            '.' if chars.peek() == Some(&'*') => {
+                chars.next();
+                Tok::Any
+            }
+            '.' => Tok::One,
+            c => Tok::Char(c),
+        };
+        if !(t == Tok::Any && toks.last() == Some(&Tok::Any)) {
+            toks.push(t);
         }
     }
-    let (p, s): (Vec<char>, Vec<char>) = (pattern.chars().collect(), name.chars().collect());
-    go(&p, &s)
+    let s: Vec<char> = name.chars().collect();
+    let (mut p, mut i, mut star): (usize, usize, Option<(usize, usize)>) = (0, 0, None);
+    while i < s.len() {
+        match toks.get(p) {
+            Some(Tok::Any) => {
+                star = Some((p, i));
+                p += 1;
+            }
+            Some(Tok::One) => (p, i) = (p + 1, i + 1),
+            Some(Tok::Char(c)) if s.get(i) == Some(c) => (p, i) = (p + 1, i + 1),
+            _ => match star {
+                Some((sp, si)) => {
+                    (p, i) = (sp + 1, si + 1);
+                    star = Some((sp, si + 1));
+                }
+                None => return false,
+            },
+        }
+    }
+    toks.get(p..).is_some_and(|rest| rest.iter().all(|t| *t == Tok::Any))
 }
 
 /// psql's queries about one table (`WHERE c.oid = '16385'` and the like): its flags, its
@@ -198,6 +237,14 @@ mod tests {
         assert!(!matches("trades", "trades2"));
         assert!(matches("tr.*", "trades") && matches(".*des", "trades") && matches("t.ades", "trades"));
         assert!(!matches("q.*", "trades"));
+        assert!(matches(".*a.*e.*", "trades") && !matches(".*a.*z.*", "trades"));
+        assert!(matches("", "") && !matches("", "t") && matches(".*", ""));
+        // A hostile pattern: no backtracking blow-up, no recursion, a long one refused.
+        let hostile = format!("{}x", ".*".repeat(400));
+        let t0 = std::time::Instant::now();
+        assert!(!matches(&hostile, &"trades".repeat(20)));
+        assert!(t0.elapsed() < std::time::Duration::from_secs(1));
+        assert!(!matches(&".*".repeat(100_000), "trades"), "over MAX_PATTERN");
         assert_ne!(table_oid("trades"), table_oid("quotes"));
         assert_eq!(table_oid("Trades"), table_oid("trades"));
     }

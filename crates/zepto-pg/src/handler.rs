@@ -44,9 +44,12 @@ pub struct Prepared {
     params: usize,
 }
 
-/// Parse: count the parameters; the statement is parsed again at Bind, with their values.
+/// Parse: check the text's size, that it is one statement, and count its parameters; the
+/// statement is parsed again at Bind, with their values.
 #[derive(Debug, Default)]
-pub struct Parser;
+pub struct Parser {
+    limits: zepto_sql::parser::ParseLimits,
+}
 
 #[async_trait]
 impl QueryParser for Parser {
@@ -56,6 +59,10 @@ impl QueryParser for Parser {
     where
         C: ClientInfo + Unpin + Send + Sync,
     {
+        self.limits.check_size(sql).map_err(|e| crate::error::pg_error(&e, sql))?;
+        if session::split(sql).len() > 1 {
+            return Err(crate::error::user_error("42601", "cannot insert multiple commands into a prepared statement"));
+        }
         let params = zepto_sql::parser::param_count(sql).map_err(|e| crate::error::pg_error(&e, sql))?;
         Ok(Some(Prepared { sql: sql.into(), params }))
     }
@@ -80,7 +87,7 @@ pub struct Backend {
 impl Backend {
     /// Run statements on `engine` (each connection with its key's access) under `limits`.
     pub fn new(engine: Engine, limits: Limits) -> Backend {
-        Backend { engine, limits, parser: Arc::new(Parser) }
+        Backend { engine, limits, parser: Arc::new(Parser { limits: limits.parse }) }
     }
 
     /// The connection's engine, made at its first statement.
@@ -104,6 +111,7 @@ impl Backend {
     where
         C: ClientInfo + Unpin + Send + Sync,
     {
+        self.limits.parse.check_size(sql).map_err(|e| crate::error::pg_error(&e, sql))?;
         let pieces = session::split(sql);
         if pieces.len() <= 1 {
             return self.run_one(client, sql, params, formats, out).await;
@@ -133,7 +141,7 @@ impl Backend {
         }
         let who = principal(client)?;
         let conn = self.conn(client)?;
-        for s in statements(sql, params, &who)? {
+        for s in statements(sql, params, &who, &self.limits.parse)? {
             let r = execute(&conn, s, sql, self.limits).await?;
             out.push(response(r, formats));
         }
@@ -153,6 +161,7 @@ impl Backend {
     where
         C: ClientInfo + Unpin + Send + Sync,
     {
+        self.limits.parse.check_size(sql).map_err(|e| crate::error::pg_error(&e, sql))?;
         if let Some(a) = self.local(client, sql, params)? {
             return Ok(match a {
                 Local::Session(_) => Vec::new(),
@@ -160,7 +169,7 @@ impl Backend {
             });
         }
         let who = principal(client)?;
-        let stmts = statements(sql, params, &who)?;
+        let stmts = statements(sql, params, &who, &self.limits.parse)?;
         let (1, Some(Statement::Query(q))) = (stmts.len(), stmts.into_iter().next()) else {
             return Ok(Vec::new());
         };

@@ -6,6 +6,9 @@
 
 use crate::error::user_error;
 use crate::types::unix_nanos;
+
+/// Days from the Unix epoch to PostgreSQL's.
+const PG_EPOCH_DAYS: i32 = 10_957;
 use pgwire::api::portal::Format;
 use pgwire::error::PgWireResult;
 use postgres_types::Type;
@@ -38,8 +41,22 @@ pub fn decode(i: usize, ty: &Type, value: Option<&[u8]>, binary: bool) -> PgWire
                 let us = i64::from_be_bytes(fixed(v).ok_or_else(|| bad("timestamp"))?);
                 Ok(ParamValue::Timestamp(unix_nanos(us).ok_or_else(|| bad("timestamp in range"))?))
             }
-            Type::FLOAT4_ARRAY => binary_vector(v).map(ParamValue::Vector).ok_or_else(|| bad("float4[] without NULLs")),
-            _ => text_of(v).map(ParamValue::Str).ok_or_else(|| bad("UTF-8 text")),
+            Type::DATE => {
+                let days = i32::from_be_bytes(fixed(v).ok_or_else(|| bad("date"))?);
+                let date = zepto_storage::time::format_date(days.saturating_add(PG_EPOCH_DAYS));
+                Ok(ParamValue::Str(date))
+            }
+            Type::INTERVAL => binary_interval(v).map(ParamValue::Str).ok_or_else(|| bad("interval without months")),
+            Type::FLOAT4_ARRAY | Type::FLOAT8_ARRAY => {
+                binary_vector(v).map(ParamValue::Vector).ok_or_else(|| bad("float array without NULLs"))
+            }
+            Type::TEXT | Type::VARCHAR | Type::BPCHAR | Type::NAME | Type::UNKNOWN | Type::JSON => {
+                text_of(v).map(ParamValue::Str).ok_or_else(|| bad("UTF-8 text"))
+            }
+            _ => Err(user_error(
+                "0A000",
+                format!("parameter ${}: binary values of type {} are not supported; send it as text", i + 1, ty.name()),
+            )),
         };
     }
     let s = std::str::from_utf8(v).map_err(|_| bad("UTF-8 text"))?;
@@ -54,7 +71,9 @@ pub fn decode(i: usize, ty: &Type, value: Option<&[u8]>, binary: bool) -> PgWire
         Type::TIMESTAMP | Type::TIMESTAMPTZ => {
             text_timestamp(s).map(ParamValue::Timestamp).ok_or_else(|| bad("timestamp"))
         }
-        Type::FLOAT4_ARRAY => text_vector(s).map(ParamValue::Vector).ok_or_else(|| bad("float4[]")),
+        Type::FLOAT4_ARRAY | Type::FLOAT8_ARRAY | Type::INT4_ARRAY | Type::INT8_ARRAY | Type::NUMERIC_ARRAY => {
+            text_vector(s).map(ParamValue::Vector).ok_or_else(|| bad("array of numbers"))
+        }
         _ => Ok(ParamValue::Str(s.to_string())),
     }
 }
@@ -96,7 +115,7 @@ fn text_vector(s: &str) -> Option<Vec<f32>> {
     inner.split(',').map(|x| x.trim().parse::<f32>().ok().filter(|f| f.is_finite())).collect()
 }
 
-/// A binary one-dimensional `float4[]` without NULLs.
+/// A binary one-dimensional `float4[]` or `float8[]` without NULLs.
 fn binary_vector(v: &[u8]) -> Option<Vec<f32>> {
     let word = |at: usize| v.get(at..at + 4).and_then(|b| b.try_into().ok()).map(i32::from_be_bytes);
     let (ndim, elem) = (word(0)?, word(8)?);
@@ -104,19 +123,41 @@ fn binary_vector(v: &[u8]) -> Option<Vec<f32>> {
         return Some(Vec::new());
     }
     let len = usize::try_from(word(12)?).ok()?;
-    if ndim != 1 || elem != 700 {
+    let width = match elem {
+        700 => 4,
+        701 => 8,
+        _ => return None,
+    };
+    if ndim != 1 {
         return None;
     }
     let mut out = Vec::with_capacity(len.min(65_535));
-    let mut at = 20;
+    let mut at = 20usize;
     for _ in 0..len {
-        if word(at)? != 4 {
+        if word(at)? != width {
             return None;
         }
-        out.push(f32::from_be_bytes(v.get(at + 4..at + 8)?.try_into().ok()?));
-        at += 8;
+        let bytes = v.get(at + 4..at + 4 + width as usize)?;
+        out.push(match width {
+            4 => f32::from_be_bytes(bytes.try_into().ok()?),
+            _ => f64::from_be_bytes(bytes.try_into().ok()?) as f32,
+        });
+        at += 4 + width as usize;
     }
     Some(out)
+}
+
+/// A binary `interval` (microseconds, days, months) as interval text; `None` with months
+/// (whose length in time depends on the date).
+fn binary_interval(v: &[u8]) -> Option<String> {
+    let us = i64::from_be_bytes(v.get(..8)?.try_into().ok()?);
+    let days = i32::from_be_bytes(v.get(8..12)?.try_into().ok()?);
+    let months = i32::from_be_bytes(v.get(12..16)?.try_into().ok()?);
+    if months != 0 || v.len() != 16 {
+        return None;
+    }
+    let total = i64::from(days).checked_mul(86_400_000_000)?.checked_add(us)?;
+    Some(format!("{total} microseconds"))
 }
 
 #[cfg(test)]

@@ -23,14 +23,16 @@ use zepto_sql::parser::{parse_script, ParamValue, ParseLimits};
 use zepto_sql::result::QueryResult;
 use zepto_sql::{Engine, Prepared};
 
-/// The limits every statement runs under (the server's `--query-timeout` and
-/// `--query-memory-mb`).
+/// The limits every statement runs under (the server's `--query-timeout`,
+/// `--query-memory-mb` and SQL text limits).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Limits {
     /// The longest a statement may run.
     pub timeout: Option<Duration>,
     /// The most memory a statement may hold.
     pub memory: Option<usize>,
+    /// How much SQL text, how many statements, how deep an expression.
+    pub parse: ParseLimits,
 }
 
 /// The engine a connection's statements run on (its key's table access, and the engine
@@ -67,20 +69,22 @@ impl LastPlan {
     }
 
     /// The plan kept for `sql` with `params`, if it is that one (taken: a plan runs once).
+    /// The slot is emptied either way: a plan is only good for the Execute right after its
+    /// Describe.
     pub fn take(&self, sql: &str, params: &[ParamValue]) -> Option<Prepared> {
-        let mut slot = self.0.lock().ok()?;
-        let same = slot.as_ref().is_some_and(|p| &*p.sql == sql && p.params == params);
-        if same {
-            slot.take().map(|p| p.plan)
-        } else {
-            None
-        }
+        let kept = self.0.lock().ok()?.take()?;
+        (&*kept.sql == sql && kept.params == params).then_some(kept.plan)
     }
 }
 
-/// `sql`'s statements with `params` bound, each one `who` may run.
-pub fn statements(sql: &str, params: &[ParamValue], who: &Principal) -> PgWireResult<Vec<Statement>> {
-    let stmts = parse_script(sql, params, &ParseLimits::default(), &|| Ok(())).map_err(|e| pg_error(&e, sql))?;
+/// `sql`'s statements with `params` bound (within `limits`), each one `who` may run.
+pub fn statements(
+    sql: &str,
+    params: &[ParamValue],
+    who: &Principal,
+    limits: &ParseLimits,
+) -> PgWireResult<Vec<Statement>> {
+    let stmts = parse_script(sql, params, limits, &|| Ok(())).map_err(|e| pg_error(&e, sql))?;
     zepto_server::sql::check_statements(&stmts, who, false).map_err(|e| user_error("42501", e.message))?;
     Ok(stmts)
 }

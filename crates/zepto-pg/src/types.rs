@@ -238,6 +238,12 @@ fn vector_binary(buf: &mut BytesMut, v: &[f32]) {
     }
 }
 
+/// PostgreSQL's text of an infinite float (clients parse `Infinity`, not Rust's `inf`).
+fn infinity(buf: &mut BytesMut, negative: bool) -> bool {
+    buf.put_slice(if negative { b"-Infinity" } else { b"Infinity" });
+    true
+}
+
 /// Write value `i` of `c` as PostgreSQL's text; false for NULL.
 fn text_value(buf: &mut BytesMut, c: &Column, i: usize, ty: &Type, opts: &FormatOptions) -> PgWireResult<bool> {
     let is = |r: Result<IsNull, BoxError>| -> PgWireResult<bool> {
@@ -247,8 +253,14 @@ fn text_value(buf: &mut BytesMut, c: &Column, i: usize, ty: &Type, opts: &Format
         ColumnData::Bool(v) => is(v.get(i).map_or(Ok(IsNull::Yes), |x| x.to_sql_text(ty, buf, opts))),
         ColumnData::Int32(v) => is(v.get(i).map_or(Ok(IsNull::Yes), |x| x.to_sql_text(ty, buf, opts))),
         ColumnData::Int64(v) => is(v.get(i).map_or(Ok(IsNull::Yes), |x| x.to_sql_text(ty, buf, opts))),
-        ColumnData::Float32(v) => is(v.get(i).map_or(Ok(IsNull::Yes), |x| x.to_sql_text(ty, buf, opts))),
-        ColumnData::Float64(v) => is(v.get(i).map_or(Ok(IsNull::Yes), |x| x.to_sql_text(ty, buf, opts))),
+        ColumnData::Float32(v) => match v.get(i) {
+            Some(x) if x.is_infinite() => Ok(infinity(buf, *x < 0.0)),
+            x => is(x.map_or(Ok(IsNull::Yes), |x| x.to_sql_text(ty, buf, opts))),
+        },
+        ColumnData::Float64(v) => match v.get(i) {
+            Some(x) if x.is_infinite() => Ok(infinity(buf, *x < 0.0)),
+            x => is(x.map_or(Ok(IsNull::Yes), |x| x.to_sql_text(ty, buf, opts))),
+        },
         ColumnData::Timestamp(v) => is(v.get(i).map_or(Ok(IsNull::Yes), |&x| Ts(x).to_sql_text(ty, buf, opts))),
         ColumnData::Date(v) => is(v.get(i).map_or(Ok(IsNull::Yes), |&x| Day(x).to_sql_text(ty, buf, opts))),
         ColumnData::Interval(v) => is(v.get(i).map_or(Ok(IsNull::Yes), |&x| Span(x).to_sql_text(ty, buf, opts))),

@@ -44,7 +44,7 @@ pub(super) fn start(st: &Settings<'_>, cfg: &Config, engine: &Engine) -> Result<
         Some(files) => Some(zepto_server::server::tls_config(files, b"postgresql")?.into()),
         None => None,
     };
-    let limits = Limits { timeout: cfg.query_timeout, memory: cfg.query_memory_limit };
+    let limits = Limits { timeout: cfg.query_timeout, memory: cfg.query_memory_limit, parse: cfg.parse_limits };
     let secure = if tls.is_some() { ", TLS offered" } else { "" };
     let door = Door { engine: engine.clone(), keys: Arc::new(cfg.keys.clone()), limits, tls };
     let server = Server::start(listener, door)?;
