@@ -17,7 +17,7 @@ VENV  ?= .venv
 PY    := $(VENV)/bin/python
 SEED  ?= $(shell date +%s)
 
-.PHONY: demo serve sql build test check msrv venv difftest fuzz-smoke python python-test bench clean fix-engine pg-driver kafka s3 cluster soak
+.PHONY: demo serve sql build test check msrv venv difftest fuzz-smoke python python-test bench clean fix-engine pg-driver kafka s3 cluster soak browser console-vendor
 
 build:
 	$(CARGO) build --release -p zepto-cli
@@ -38,11 +38,11 @@ $(VENV)/.ok: tests/gen/requirements.txt python/requirements-test.txt
 
 venv: $(VENV)/.ok
 
-test: venv fix-engine pg-driver kafka s3
+test: venv fix-engine pg-driver kafka s3 browser
 	ZEPTO_REQUIRE_FIX_ENGINE=1 ZEPTO_REQUIRE_KAFKA=1 ZEPTO_REQUIRE_NETNS=1 ZEPTO_REQUIRE_S3=1 ZEPTO_REQUIRE_PG_CLIENTS=1 $(CARGO) test --workspace
 	$(MAKE) fuzz-smoke
 	$(MAKE) difftest
-	$(MAKE) python-test
+	ZEPTO_REQUIRE_BROWSER=1 $(MAKE) python-test
 
 # Random tables and queries from a small grammar (and random ASOF joins and window queries),
 # answered by DuckDB (and Polars for ema), replayed on ZeptoDB.
@@ -71,6 +71,19 @@ fix-engine:
 # (crates/zepto-cli/tests/pg.rs), which `make test` requires.
 pg-driver:
 	mvn -q -B dependency:get -Dartifact=org.postgresql:postgresql:42.7.8
+
+# Debian's Chromium and its driver for the web console's browser tests
+# (python/tests/test_console.py, Selenium), which `make test` requires; installed from
+# Debian's packages when missing (as root).
+browser:
+	@if [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ]; then :; else \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver > /dev/null; fi
+
+# Rebuild the console's prebuilt editor and chart bundle (CodeMirror 6 and uPlot, exact
+# versions in crates/zepto-server/console/vendor/package.json) with npm and esbuild; the
+# output is committed, so building the server needs neither.
+console-vendor:
+	crates/zepto-server/console/vendor/build.sh
 
 # A real Apache Kafka broker's jars (Maven Central, into target/kafka/lib) for the cluster
 # tests (crates/zepto-cli/tests/cluster_kafka.rs), which `make test` requires; a plain

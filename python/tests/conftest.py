@@ -4,6 +4,7 @@ by `cargo build -p zepto-cli`, which `make python-test` runs; ZEPTO_BIN override
 import os
 import socket
 import subprocess
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -61,5 +62,7 @@ def serve(*args, http="127.0.0.1:0"):
     )
     for line in proc.stderr:
         if "listening on" in line:
+            # Keep reading what it logs, so a full pipe never blocks the server.
+            threading.Thread(target=proc.stderr.read, daemon=True).start()
             return proc
     pytest.fail("the server did not start")

@@ -49,6 +49,15 @@ fn network_args() -> Vec<Arg> {
             .long("config")
             .value_name("FILE")
             .help("Settings file (JSON; keys are these flags' names; flags win)"),
+        Arg::new("console")
+            .long("console")
+            .value_name("on|off")
+            .value_parser(["on", "off"])
+            .help("The web console at /console [default: on]"),
+        Arg::new("console-results-mb")
+            .long("console-results-mb")
+            .value_parser(clap::value_parser!(usize))
+            .help("Query results the server keeps for paging (the console) [default: 512]"),
     ]
 }
 
@@ -303,6 +312,8 @@ const FILE_KEYS: &[&str] = &[
     "node-id",
     "flight-sql",
     "pg",
+    "console",
+    "console-results-mb",
 ];
 
 impl<'a> Settings<'a> {
@@ -405,6 +416,12 @@ fn config(st: &Settings<'_>) -> Result<Config, String> {
     }
     c.max_body_bytes = st.count("max-body-mb")?.unwrap_or(256).saturating_mul(1 << 20);
     c.max_inflight_body_bytes = st.count("max-inflight-body-mb")?.map(|m| m.saturating_mul(1 << 20));
+    c.console = match st.string("console")?.as_deref() {
+        None | Some("on") => true,
+        Some("off") => false,
+        Some(other) => return Err(format!("console: '{other}' is not on or off")),
+    };
+    c.kept_result_bytes = st.count("console-results-mb")?.unwrap_or(512).saturating_mul(1 << 20);
     c.max_server_memory = match st.count("max-server-memory-mb")? {
         Some(0) => None,
         Some(m) => Some(m.saturating_mul(1 << 20)),

@@ -56,6 +56,10 @@ pub struct Config {
     pub cluster: Option<crate::cluster::ClusterHandle>,
     /// The FIX door's sessions (`/metrics`), if the server accepts FIX sessions.
     pub fix: Option<crate::fix::FixHandle>,
+    /// Bytes of query results kept for paging (the console; `--console-results-mb`).
+    pub kept_result_bytes: usize,
+    /// Serve the web console at `/console` (`--console off` turns it off).
+    pub console: bool,
 }
 
 /// WAL corruption that point-in-time recovery cut off when the server started.
@@ -102,6 +106,8 @@ impl Default for Config {
             ai_max_body_bytes: 16 << 20,
             cluster: None,
             fix: None,
+            kept_result_bytes: 512 << 20,
+            console: true,
         }
     }
 }

@@ -77,11 +77,16 @@ pub struct Encoder {
     names: Vec<String>,
     types: Vec<DataType>,
     cols: Vec<Arc<Column>>,
-    rows: usize,
+    /// One past the last row to write.
+    end_row: usize,
+    /// The first row to write.
+    first_row: usize,
     next_row: usize,
     elapsed_us: f64,
     stage: Stage,
     ipc: Option<IpcResultWriter>,
+    /// JSON members written after `elapsed_us` (a kept result's page: `"result":{...}`).
+    tail: String,
 }
 
 /// A DDL/DML status (`INSERT 3`) as a one-row, one-column result.
@@ -113,12 +118,42 @@ impl Encoder {
             }
             _ => None,
         };
-        Ok(Encoder { format, names, types, cols, rows, next_row: 0, elapsed_us, stage: Stage::Head, ipc })
+        Ok(Encoder {
+            format,
+            names,
+            types,
+            cols,
+            end_row: rows,
+            first_row: 0,
+            next_row: 0,
+            elapsed_us,
+            stage: Stage::Head,
+            ipc,
+            tail: String::new(),
+        })
     }
 
-    /// Rows in the result.
+    /// A JSON encoder of rows `offset .. offset + limit` of `r` (clamped to its rows), with
+    /// `tail` (JSON members, starting with a comma) written after `elapsed_us`: one page of
+    /// a kept result.
+    pub fn page(
+        r: &QueryResult,
+        elapsed_us: f64,
+        offset: usize,
+        limit: usize,
+        tail: String,
+    ) -> Result<Encoder, ApiError> {
+        let mut e = Encoder::new(Format::Json, r, elapsed_us)?;
+        e.first_row = offset.min(e.end_row);
+        e.next_row = e.first_row;
+        e.end_row = e.first_row.saturating_add(limit).min(e.end_row);
+        e.tail = tail;
+        Ok(e)
+    }
+
+    /// Rows this encoder writes.
     pub fn rows(&self) -> usize {
-        self.rows
+        self.end_row - self.first_row
     }
 
     /// Append the next piece of the body to `out`; `false` once everything was written.
@@ -139,19 +174,21 @@ impl Encoder {
                 self.stage = Stage::Rows;
             }
             Stage::Rows => {
-                let end = (self.next_row + TEXT_CHUNK_ROWS).min(self.rows);
+                let end = (self.next_row + TEXT_CHUNK_ROWS).min(self.end_row);
                 s.reserve((end - self.next_row) * self.cols.len() * 12);
                 for i in self.next_row..end {
                     self.row(i, &mut s);
                 }
                 self.next_row = end;
-                if end == self.rows {
+                if end == self.end_row {
                     self.stage = Stage::Tail;
                 }
             }
             Stage::Tail => {
                 if self.format == Format::Json {
-                    s.push_str(&format!("],\"rows\":{},\"elapsed_us\":{:.1}}}\n", self.rows, self.elapsed_us));
+                    s.push_str(&format!("],\"rows\":{},\"elapsed_us\":{:.1}", self.rows(), self.elapsed_us));
+                    s.push_str(&self.tail);
+                    s.push_str("}\n");
                 }
                 self.stage = Stage::Done;
             }
@@ -193,7 +230,7 @@ impl Encoder {
     fn row(&self, i: usize, s: &mut String) {
         match self.format {
             Format::Json => {
-                if i > 0 {
+                if i > self.first_row {
                     s.push(',');
                 }
                 s.push('[');

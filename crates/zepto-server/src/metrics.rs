@@ -31,12 +31,16 @@ pub enum Route {
     Ai,
     /// `/cluster`: the cluster node's state.
     Cluster,
+    /// `/results/<id>`: pages of a kept result.
+    Results,
+    /// `/console` and its assets (answered without a key: they hold no data).
+    Console,
     /// Any other path (answered 404).
     Other,
 }
 
 impl Route {
-    const ALL: [Route; 8] = [
+    const ALL: [Route; 10] = [
         Route::Query,
         Route::Write,
         Route::Tables,
@@ -44,6 +48,8 @@ impl Route {
         Route::Metrics,
         Route::Ai,
         Route::Cluster,
+        Route::Results,
+        Route::Console,
         Route::Other,
     ];
 
@@ -57,6 +63,8 @@ impl Route {
             Route::Metrics => "metrics",
             Route::Ai => "ai",
             Route::Cluster => "cluster",
+            Route::Results => "results",
+            Route::Console => "console",
             Route::Other => "other",
         }
     }

@@ -62,7 +62,9 @@ pub async fn handle(
     let key_name = who.as_ref().map(|p| p.name.clone()).unwrap_or_else(|_| "?".into());
     // Probes answer without a key (load balancers and orchestrators do not carry one).
     let result = match who {
-        _ if route == Route::Probe => dispatch(&state, req, &Principal::anonymous_admin(), route).await,
+        _ if route == Route::Probe || route == Route::Console => {
+            dispatch(&state, req, &Principal::anonymous_admin(), route).await
+        }
         Ok(who) => dispatch(&state, req, &who, route).await,
         Err(e) => Err(e),
     };
@@ -110,6 +112,8 @@ fn route_of(path: &str) -> Route {
         "/ping" | "/health" | "/ready" => Route::Probe,
         "/metrics" => Route::Metrics,
         "/cluster" => Route::Cluster,
+        p if p.starts_with("/results/") => Route::Results,
+        p if p == "/console" || p.starts_with("/console/") => Route::Console,
         p if p == "/tables" || p.starts_with("/tables/") => Route::Tables,
         p if p.starts_with("/api/ai/") => Route::Ai,
         _ => Route::Other,
@@ -132,6 +136,17 @@ async fn dispatch(
         (Route::Metrics, _) if get => metrics(state, who),
         (Route::Cluster, _) if get => cluster(state, who, param(&params, "key")),
         (Route::Tables, _) if get => tables(state, who, path),
+        (Route::Console, _) if get && state.config.console => {
+            let enc = req.headers().get(hyper::header::ACCEPT_ENCODING).and_then(|v| v.to_str().ok());
+            let tag = req.headers().get(hyper::header::IF_NONE_MATCH).and_then(|v| v.to_str().ok());
+            ok(crate::console::serve(path, enc.unwrap_or(""), tag)?)
+        }
+        (Route::Results, _) if get => page(state, who, path, &params),
+        (Route::Results, &Method::DELETE) => {
+            who.require(Role::Reader)?;
+            state.results.forget(&who.name, result_id(path))?;
+            ok(json(StatusCode::OK, "{\"freed\":true}\n".into()))
+        }
         (Route::Query, _) if get => query_get(state, who, &params, req).await,
         (Route::Query, &Method::POST) => query_post(state, who, &params, req).await,
         (Route::Write, &Method::POST) => {
@@ -142,7 +157,7 @@ async fn dispatch(
             let (status, body) = crate::ai::handle(state, req, who, &params).await?;
             ok(json(status, body))
         }
-        (Route::Other, _) => Err(ApiError::not_found(format!("no such endpoint: {method} {path}"))),
+        (Route::Other | Route::Console, _) => Err(ApiError::not_found(format!("no such endpoint: {method} {path}"))),
         _ => {
             let mut e = ApiError::new(
                 StatusCode::METHOD_NOT_ALLOWED,
@@ -152,6 +167,7 @@ async fn dispatch(
             e.allow = Some(match route {
                 Route::Query => "GET, HEAD, POST",
                 Route::Write => "POST",
+                Route::Results => "GET, HEAD, DELETE",
                 _ => "GET, HEAD",
             });
             Err(e)
@@ -236,7 +252,8 @@ async fn query_get(
         return ok(text(StatusCode::OK, "text/plain; charset=utf-8", "Ok.\n"));
     };
     let format = response_format(param(params, "format"), &req)?;
-    let r = SqlRequest { sql: sql.to_string(), params: Vec::new(), read_only: true, format };
+    let keep = keep_param(params, format)?;
+    let r = SqlRequest { sql: sql.to_string(), params: Vec::new(), read_only: true, format, keep };
     let (resp, rows) = sql::run(state, who, r).await?;
     Ok(Outcome { resp, rows: Some(rows) })
 }
@@ -248,6 +265,7 @@ async fn query_post(
     params: &[(String, String)],
     req: Request<Incoming>,
 ) -> Result<Outcome, ApiError> {
+    let url_params = params;
     let mut format = response_format(param(params, "format"), &req)?;
     let is_json = content_type(&req).is_some_and(|c| c.starts_with("application/json"));
     let url_sql = param(params, "query").or_else(|| param(params, "sql")).map(str::to_string);
@@ -274,9 +292,63 @@ async fn query_post(
         let s = std::str::from_utf8(&body).map_err(|_| ApiError::bad_request("SQL body is not UTF-8"))?;
         (s.to_string(), Vec::new())
     };
-    let r = SqlRequest { sql: sql_text, params, read_only: false, format };
+    let keep = keep_param(url_params, format)?;
+    let r = SqlRequest { sql: sql_text, params, read_only: false, format, keep };
     let (resp, rows) = sql::run(state, who, r).await?;
     Ok(Outcome { resp, rows: Some(rows) })
+}
+
+/// Rows of a page when `limit=` is not given.
+const PAGE_ROWS: usize = 1000;
+/// The most rows one page may ask for.
+const MAX_PAGE_ROWS: usize = 100_000;
+
+/// `keep=1` (with `limit=N`, default [`PAGE_ROWS`]): keep the result for paging and answer
+/// its first page (JSON only).
+fn keep_param(params: &[(String, String)], format: Format) -> Result<Option<usize>, ApiError> {
+    match param(params, "keep") {
+        None | Some("0" | "false") => Ok(None),
+        Some("1" | "true") if format == Format::Json => Ok(Some(page_limit(params)?)),
+        Some("1" | "true") => Err(ApiError::bad_request("keep=1 answers pages in JSON only (format=json)")),
+        Some(v) => Err(ApiError::bad_request(format!("keep={v}: expected 1 or 0"))),
+    }
+}
+
+/// The `limit=` of a page: 1 to [`MAX_PAGE_ROWS`] rows.
+fn page_limit(params: &[(String, String)]) -> Result<usize, ApiError> {
+    match param(params, "limit") {
+        None => Ok(PAGE_ROWS),
+        Some(v) => match v.parse::<usize>() {
+            Ok(n) if (1..=MAX_PAGE_ROWS).contains(&n) => Ok(n),
+            _ => Err(ApiError::bad_request(format!("limit={v}: expected 1 to {MAX_PAGE_ROWS} rows"))),
+        },
+    }
+}
+
+/// The id in `/results/{id}`.
+fn result_id(path: &str) -> &str {
+    path.strip_prefix("/results/").unwrap_or("")
+}
+
+/// `GET /results/{id}?offset=N&limit=M`: rows N .. N+M of a result kept by `keep=1`, in the
+/// JSON of `/query` with `"result":{"id","total_rows","offset"}`.
+fn page(state: &State, who: &Principal, path: &str, params: &[(String, String)]) -> Result<Outcome, ApiError> {
+    who.require(Role::Reader)?;
+    let id = result_id(path);
+    let offset = match param(params, "offset") {
+        None => 0,
+        Some(v) => {
+            v.parse::<usize>().map_err(|_| ApiError::bad_request(format!("offset={v}: expected a row number")))?
+        }
+    };
+    let limit = page_limit(params)?;
+    let kept = state.results.get(&who.name, id)?;
+    let total = kept.result.row_count();
+    let id = serde_json::Value::String(id.to_string());
+    let tail = format!(",\"result\":{{\"id\":{id},\"total_rows\":{total},\"offset\":{}}}", offset.min(total));
+    let body = sql::page_body(&kept.result, kept.elapsed_us, offset, limit, tail)?;
+    let rows = total.saturating_sub(offset).min(limit) as u64;
+    Ok(Outcome { resp: text(StatusCode::OK, "application/json", body), rows: Some(rows) })
 }
 
 /// The ingest format of a write: `format=`, else line protocol for InfluxDB's path or without

@@ -41,6 +41,9 @@ pub struct SqlRequest {
     pub read_only: bool,
     /// How to write the result.
     pub format: Format,
+    /// Keep the result on the server and answer its first page of this many rows (JSON; the
+    /// console's paging, [`crate::results`]).
+    pub keep: Option<usize>,
 }
 
 /// `{"sql": "...", "params": [...]}` (params optional; `format` optional too).
@@ -378,6 +381,33 @@ fn execute_work(
     }
 }
 
+/// Keep `r` for `owner` and answer its first `limit` rows, with the kept result's id (or,
+/// when it is too large to keep, why not) and total rows.
+fn first_page(st: &State, owner: &str, r: QueryResult, elapsed_us: f64, limit: usize) -> Result<Head, ApiError> {
+    let r = Arc::new(r);
+    let kept = match st.results.keep(owner, r.clone(), elapsed_us) {
+        Ok(id) => format!("\"id\":\"{id}\""),
+        Err(why) => format!("\"id\":null,\"not_kept\":{}", serde_json::Value::String(why)),
+    };
+    let tail = format!(",\"result\":{{{kept},\"total_rows\":{},\"offset\":0}}", r.row_count());
+    let body = page_body(&r, elapsed_us, 0, limit, tail)?;
+    Ok(Head::Full(body, r.row_count().min(limit), None, partial(&r)))
+}
+
+/// Rows `offset .. offset + limit` of a kept result as a JSON document with `tail` members.
+pub fn page_body(
+    r: &QueryResult,
+    elapsed_us: f64,
+    offset: usize,
+    limit: usize,
+    tail: String,
+) -> Result<Vec<u8>, ApiError> {
+    let mut enc = Encoder::page(r, elapsed_us, offset, limit, tail)?;
+    let mut buf = Vec::new();
+    while enc.next_chunk(&mut buf)? {}
+    Ok(buf)
+}
+
 /// Encode a result and hand it to the async side: whole through `head_tx` when it is under
 /// [`STREAM_THRESHOLD`], else the head there and the body through `tx` in chunks.
 fn send_result(format: Format, r: &QueryResult, elapsed_us: f64, ctl: &QueryControl, head_tx: HeadTx, tx: &ChunkTx) {
@@ -442,10 +472,11 @@ pub async fn run(
     let engine = state.engine.with_access(who.tables.clone());
     let format = req.format;
 
+    let keep = req.keep.map(|limit| (who.name.clone(), limit));
     let work = match stmts.as_slice() {
         // Only short SQL is bound here: binding a long script (a 400k-item IN list) would hold
         // an async thread that ingest and every other request need.
-        [Statement::Query(q)] if permit.is_none() && binds_cheaply(q) => {
+        [Statement::Query(q)] if keep.is_none() && permit.is_none() && binds_cheaply(q) => {
             match run_small_read(state, &engine, q, format, &ctl)? {
                 Ok(done) => return Ok(done),
                 Err(work) => work,
@@ -470,7 +501,12 @@ pub async fn run(
     let spawned = state.query_pool.spawn(move || {
         let _permit = permit;
         match execute_work(&st, &engine, work, &ctl) {
-            Ok(Some((r, elapsed_us))) => send_result(format, &r, elapsed_us, &ctl, head_tx, &tx),
+            Ok(Some((r, elapsed_us))) => match keep {
+                Some((owner, limit)) if !r.fields.is_empty() => {
+                    let _ = head_tx.send(first_page(&st, &owner, r, elapsed_us, limit));
+                }
+                _ => send_result(format, &r, elapsed_us, &ctl, head_tx, &tx),
+            },
             Ok(None) => {}
             Err(e) => {
                 let _ = head_tx.send(Err(e));

@@ -38,6 +38,8 @@ pub struct State {
     pub started: Instant,
     /// Agent memory and caches over the engine's tables (`/api/ai/*`).
     pub memory: Arc<zepto_memory::AgentMemory>,
+    /// Results kept for paging (`POST /query?keep=1`, `GET /results/{id}`).
+    pub results: crate::results::KeptResults,
     next_id: AtomicU64,
     id_prefix: String,
 }
@@ -58,6 +60,7 @@ impl State {
             query_slots: Arc::new(Semaphore::new(config.query_slots())),
             ingest_slots: Arc::new(Semaphore::new(config.ingest_slots())),
             bodies: crate::inflight::BodyBudget::new(config.inflight_body_bytes()),
+            results: crate::results::KeptResults::new(config.kept_result_bytes),
             engine,
             config,
             metrics,
