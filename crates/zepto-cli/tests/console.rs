@@ -95,11 +95,36 @@ fn a_result_over_the_kept_budget_answers_its_first_page_and_says_why() {
     // Results that fit push the oldest out, never past the budget.
     let mut ids = Vec::new();
     for _ in 0..3 {
-        let r = post(a, "/query?keep=1&limit=1", "SELECT ts, price FROM trades LIMIT 40000").json();
+        let r = post(a, "/query?keep=1&limit=1", "SELECT ts, price FROM trades LIMIT 20000").json();
         ids.push(r["result"]["id"].as_str().expect("kept").to_string());
     }
     assert_eq!(get(a, &format!("/results/{}", ids[0])).status, 404, "the oldest went first");
     assert_eq!(get(a, &format!("/results/{}", ids[2])).status, 200);
+    // A first page that holds the whole answer keeps nothing.
+    let whole = post(a, "/query?keep=1&limit=10", "SELECT 1 AS x").json();
+    assert!(whole["result"]["id"].is_null() && whole["result"].get("not_kept").is_none(), "{whole}");
+}
+
+#[test]
+fn a_page_stops_at_its_byte_cap() {
+    let s = Server::start(&[]);
+    let a = s.addr.as_str();
+    let big = "x".repeat(400 << 10);
+    assert_eq!(post(a, "/query", "CREATE TABLE s (k VARCHAR)").status, 200);
+    assert_eq!(post(a, "/query", &format!("INSERT INTO s VALUES ('{big}')")).status, 200);
+    for _ in 0..6 {
+        assert_eq!(post(a, "/query", "INSERT INTO s SELECT k FROM s").status, 200);
+    }
+    // 64 rows of 400 KiB: a page of 100 rows stops after 16 MiB, and says how many it holds.
+    let r = post(a, "/query?keep=1&limit=100", "SELECT k FROM s").json();
+    let first = r["rows"].as_u64().expect("rows") as usize;
+    assert_eq!(
+        (first, r["data"].as_array().map(Vec::len), r["result"]["total_rows"].as_u64()),
+        (41, Some(41), Some(64))
+    );
+    let id = r["result"]["id"].as_str().expect("kept");
+    let rest = get(a, &format!("/results/{id}?offset={first}&limit=100")).json();
+    assert_eq!(rest["rows"].as_u64(), Some(23));
 }
 
 #[test]

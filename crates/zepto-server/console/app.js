@@ -9,8 +9,9 @@
   const PAGE = 1000;          // rows per grid page
   const CHART_ROWS = 100000;  // rows a chart reads at most
   const POLL_MS = 2000;       // live view refresh
-  const NUMERIC = /^(TINYINT|SMALLINT|INT|INTEGER|BIGINT|REAL|FLOAT|DOUBLE|DECIMAL)/;
-  const TEMPORAL = /^(TIMESTAMP|DATE)/;
+  const NUMERIC = /^(TINYINT|SMALLINT|INT|INTEGER|BIGINT|REAL|FLOAT|DOUBLE|DECIMAL(\(.*\))?)$/;
+  const TEMPORAL = /^(TIMESTAMP|DATE)$/;
+  const MAX_SERIES = 16;      // lines one chart draws at most
   const KEYWORDS = 'asof window splice sample latest fill xbar partition over rows range preceding following ' +
     'unbounded current row within tolerance using natural semi anti explain analyze copy checkpoint show ' +
     'describe tables settings vector symbol';
@@ -19,7 +20,7 @@
     'cosine_similarity l2_distance';
 
   const ui = {
-    key: localStorage.getItem('zepto.key') || '',
+    key: sessionStorage.getItem('zepto.key') || localStorage.getItem('zepto.key') || '',
     result: null,     // {id, columns, total, offset, data, elapsedUs, notKept}
     tables: [],
     prevRows: new Map(),
@@ -47,7 +48,9 @@
   const exactInts = (k, v, ctx) =>
     (typeof v === 'number' && !Number.isSafeInteger(v) && ctx && /^-?\d+$/.test(ctx.source)) ? ctx.source : v;
 
-  async function api(path, opts = {}, reviver) {
+  /// A request with the key; a refused key opens the key dialog unless `quiet` (the
+  /// background polls: the user asked for nothing).
+  async function api(path, opts = {}, reviver, quiet) {
     const headers = Object.assign({}, opts.headers || {});
     if (ui.key) headers.Authorization = 'Bearer ' + ui.key;
     const resp = await fetch(path, Object.assign({}, opts, { headers }));
@@ -55,7 +58,7 @@
     if (!resp.ok) {
       let body;
       try { body = JSON.parse(text).error || {}; } catch (_) { body = { message: text || resp.statusText }; }
-      if (resp.status === 401) openKeyDialog();
+      if (resp.status === 401 && !quiet) openKeyDialog();
       throw new ApiError(resp.status, body);
     }
     const type = resp.headers.get('content-type') || '';
@@ -110,8 +113,10 @@
     const start = doc.lineAt(sent.from);
     const lineNo = Math.min(doc.lines, start.number + line - 1);
     const l = doc.line(lineNo);
-    const col0 = (line === 1 ? sent.from - start.from : 0) + column - 1;
-    return Math.min(l.to, l.from + Math.max(0, col0));
+    // The server counts characters; the editor counts UTF-16 units (an emoji is two).
+    const head = line === 1 ? sent.from - start.from : 0;
+    const units = [...l.text.slice(head)].slice(0, Math.max(0, column - 1)).join('').length;
+    return Math.min(l.to, l.from + head + units);
   }
 
   function markError(sent, err) {
@@ -154,6 +159,7 @@
     setStatus('running…');
     const t0 = performance.now();
     forgetResult();
+    pageTurn++;
     try {
       const r = await api(`/query?keep=1&limit=${PAGE}`, {
         method: 'POST',
@@ -169,7 +175,7 @@
       };
       setStatus(`${fmtInt(kept.total_rows)} row${kept.total_rows === 1 ? '' : 's'} · ${fmtMs(r.elapsed_us)} on the server · ${fmtMs(wall)} in all`, 'ok');
       renderGrid();
-      if (activeTab() === 'chart') renderChart();
+      if (activeTab() === 'chart') renderChart().catch(showError);
       if (/^\s*(create|drop|insert|alter|copy)/i.test(sent.text)) loadTables();
     } catch (err) {
       if (!(err instanceof ApiError)) err = new ApiError(0, { code: 'NETWORK', message: String(err.message || err) });
@@ -188,16 +194,21 @@
     if (ui.result && ui.result.id) api('/results/' + ui.result.id, { method: 'DELETE' }).catch(() => {});
   }
 
+  let pageTurn = 0; // the latest page asked for; an older answer arriving late is dropped
+
   async function goToPage(offset) {
     const r = ui.result;
     if (!r || !r.id) return;
     const off = Math.max(0, Math.min(offset, Math.max(0, r.total - 1)));
+    const turn = ++pageTurn;
     try {
       const page = await api(`/results/${r.id}?offset=${off}&limit=${PAGE}`, {}, exactInts);
+      if (turn !== pageTurn || ui.result !== r) return;
       Object.assign(r, { offset: page.result.offset, data: page.data });
+      $('error').hidden = true;
       renderGrid();
     } catch (err) {
-      showError(err);
+      if (turn === pageTurn && ui.result === r) showError(err);
     }
   }
 
@@ -300,7 +311,10 @@
     const candle = ohlc(r.columns);
     $('chart-kind').value = candle ? 'candle' : 'line';
     fillSelect($('chart-x'), xs, [xs[0]], false);
-    fillSelect($('chart-by'), k.cat, k.cat.slice(0, 1), true);
+    // Series by the first text column, unless it has too many values to draw one line each.
+    const byIdx = k.cat.length ? r.columns.findIndex((c) => c.name === k.cat[0]) : -1;
+    const distinct = byIdx < 0 ? 0 : new Set(r.data.map((row) => row[byIdx])).size;
+    fillSelect($('chart-by'), k.cat, distinct && distinct <= MAX_SERIES ? [k.cat[0]] : [], true);
     const ys = k.num.filter((n) => n !== xs[0]);
     fillSelect($('chart-y'), ys, ys.slice(0, 1), false);
     $('chart-y').size = Math.min(4, Math.max(1, ys.length));
@@ -310,10 +324,8 @@
   async function chartRows(r) {
     if (r.offset === 0 && r.data.length >= Math.min(r.total, CHART_ROWS)) return r.data;
     if (!r.id) return r.data;
-    if (!r.chartData) {
-      const page = await api(`/results/${r.id}?offset=0&limit=${CHART_ROWS}`);
-      r.chartData = page.data;
-    }
+    // One request however many renders ask while it runs.
+    if (!r.chartData) r.chartData = api(`/results/${r.id}?offset=0&limit=${CHART_ROWS}`).then((p) => p.data);
     return r.chartData;
   }
 
@@ -340,19 +352,24 @@
     const idx = (n) => r.columns.findIndex((c) => c.name === n);
     const xi = idx(xName), bi = $('chart-by').value ? idx($('chart-by').value) : -1;
     const groups = new Map();
+    let dropped = 0;
     for (const row of rows) {
       const g = bi < 0 ? '' : String(row[bi]);
-      if (!groups.has(g)) groups.set(g, []);
+      if (!groups.has(g)) {
+        if (groups.size >= MAX_SERIES) { dropped++; continue; }
+        groups.set(g, []);
+      }
       groups.get(g).push(row);
     }
-    note.textContent = `${fmtInt(rows.length)} rows` + (r.total > rows.length ? ` (the first ${fmtInt(rows.length)} of ${fmtInt(r.total)})` : '');
+    note.textContent = `${fmtInt(rows.length)} rows` + (r.total > rows.length ? ` (the first ${fmtInt(rows.length)} of ${fmtInt(r.total)})` : '') +
+      (dropped ? ` · the first ${MAX_SERIES} series (${fmtInt(dropped)} rows of others left out)` : '');
     const timeX = TEMPORAL.test(r.columns[xi].type);
     if ($('chart-kind').value === 'candle') {
       const names = ohlc(r.columns);
       if (!names) { note.textContent = 'A candlestick needs open, high, low and close columns (xbar bars).'; return; }
       let n = 0;
       for (const [g, gr] of groups) {
-        if (n++ >= 8) { note.textContent += ' · the first 8 series'; break; }
+        if (n++ >= 8) { note.textContent += ' · candlesticks of the first 8'; break; }
         candleChart(g, gr, xi, names.map(idx), timeX);
       }
     } else {
@@ -419,6 +436,7 @@
   function drawCandles(u) {
     const [xs, o, h, l, c] = u.data;
     const ctx = u.ctx;
+    const up = css('--up'), down = css('--down');
     const [i0, i1] = [u.series[0].idxs ? u.series[0].idxs[0] : 0, u.series[0].idxs ? u.series[0].idxs[1] : xs.length - 1];
     const step = xs.length > 1 ? (u.valToPos(xs[Math.min(i0 + 1, xs.length - 1)], 'x', true) - u.valToPos(xs[i0], 'x', true)) : 10;
     const w = Math.max(1, Math.min(24, Math.abs(step) * 0.7));
@@ -430,7 +448,7 @@
       if (o[i] === null || c[i] === null || h[i] === null || l[i] === null) continue;
       const x = u.valToPos(xs[i], 'x', true);
       const [yo, yc, yh, yl] = [o[i], c[i], h[i], l[i]].map((v) => u.valToPos(v, 'y', true));
-      ctx.strokeStyle = ctx.fillStyle = c[i] >= o[i] ? css('--up') : css('--down');
+      ctx.strokeStyle = ctx.fillStyle = c[i] >= o[i] ? up : down;
       ctx.beginPath();
       ctx.moveTo(Math.round(x) + 0.5, yh);
       ctx.lineTo(Math.round(x) + 0.5, yl);
@@ -503,8 +521,15 @@
   }
 
   /// Rows/s per table from two readings of /tables; the server-wide numbers from /metrics.
+  let polling = false;
+
   async function poll() {
-    if (document.hidden) return;
+    if (document.hidden || polling) return;
+    polling = true;
+    try { await pollOnce(); } finally { polling = false; }
+  }
+
+  async function pollOnce() {
     const now = performance.now() / 1e3;
     const tables = await loadTablesQuietly();
     if (tables) {
@@ -521,7 +546,12 @@
         const known = ui.tables.find((x) => x.name === t.name);
         if (known) known.rows = t.rows;
       }
-      if (tables.length !== ui.tables.length) { ui.tables = tables; renderTables(); }
+      const names = (ts) => ts.map((t) => t.name).join('\n');
+      if (names(tables) !== names(ui.tables)) {
+        ui.tables = tables;
+        editor.dispatch({ effects: language.reconfigure(sqlFor(ui.tables)) });
+        renderTables();
+      }
       for (const li of $('tables').children) {
         const t = tables.find((x) => x.name === li.dataset.table);
         const rows = li.querySelector('.rows');
@@ -536,7 +566,7 @@
   }
 
   async function loadTablesQuietly() {
-    try { return (await api('/tables')).tables; } catch (_) { return null; }
+    try { return (await api('/tables', {}, undefined, true)).tables; } catch (_) { return null; }
   }
 
   function pushLive(t, rate) {
@@ -573,7 +603,7 @@
     const dl = $('live');
     let m;
     try {
-      m = parseMetrics(await api('/metrics'));
+      m = parseMetrics(await api('/metrics', {}, undefined, true));
     } catch (err) {
       dl.replaceChildren(el('dt', null, 'metrics'), el('dd', 'muted', err.status === 403 ? 'need a key for all tables' : 'unavailable'));
       return;
@@ -602,12 +632,17 @@
     const d = $('key-dialog');
     if (d.open) return;
     $('key-input').value = ui.key;
+    $('key-remember').checked = !!localStorage.getItem('zepto.key');
     d.showModal();
   }
 
   function saveKey() {
     ui.key = $('key-input').value.trim();
-    if (ui.key) localStorage.setItem('zepto.key', ui.key); else localStorage.removeItem('zepto.key');
+    // The key lives as long as the tab, unless the user asks this browser to remember it.
+    const keep = $('key-remember').checked;
+    sessionStorage.removeItem('zepto.key');
+    localStorage.removeItem('zepto.key');
+    if (ui.key) (keep ? localStorage : sessionStorage).setItem('zepto.key', ui.key);
     $('key-dialog').close();
     loadTables();
     poll();
@@ -618,7 +653,7 @@
     localStorage.setItem('zepto.theme', t);
     editor.dispatch({ effects: theme.reconfigure(t === 'dark' ? Z.oneDark : []) });
     if (ui.liveChart) { ui.liveChart.destroy(); ui.liveChart = null; }
-    if (activeTab() === 'chart') renderChart();
+    if (activeTab() === 'chart') renderChart().catch(showError);
   }
 
   const activeTab = () => document.querySelector('.tab.active').dataset.tab;
@@ -634,7 +669,7 @@
     $('run').addEventListener('click', runQuery);
     $('first').addEventListener('click', () => goToPage(0));
     $('prev').addEventListener('click', () => goToPage(ui.result.offset - PAGE));
-    $('next').addEventListener('click', () => goToPage(ui.result.offset + PAGE));
+    $('next').addEventListener('click', () => goToPage(ui.result.offset + Math.max(1, ui.result.data.length)));
     $('last').addEventListener('click', () => goToPage(Math.floor((ui.result.total - 1) / PAGE) * PAGE));
     for (const b of document.querySelectorAll('.tab')) b.addEventListener('click', () => showTab(b.dataset.tab));
     for (const id of ['chart-kind', 'chart-x', 'chart-by', 'chart-y']) {
@@ -646,7 +681,14 @@
     $('key-input').addEventListener('keydown', (e) => { if (e.key === 'Enter') saveKey(); });
     $('theme').addEventListener('click', () => applyTheme(document.documentElement.dataset.theme === 'dark' ? 'light' : 'dark'));
     $('refresh').addEventListener('click', loadTables);
-    window.addEventListener('resize', () => { if (activeTab() === 'chart') renderChart(); });
+    window.addEventListener('resize', () => { if (activeTab() === 'chart') renderChart().catch(showError); });
+    // A closed tab frees its kept result (keepalive lets the request outlive the page).
+    window.addEventListener('pagehide', () => {
+      if (ui.result && ui.result.id) {
+        fetch('/results/' + ui.result.id, { method: 'DELETE', keepalive: true,
+          headers: ui.key ? { Authorization: 'Bearer ' + ui.key } : {} }).catch(() => {});
+      }
+    });
   }
 
   async function start() {

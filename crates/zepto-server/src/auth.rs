@@ -160,8 +160,8 @@ pub fn digest(key: &str) -> Digest32 {
     Sha256::digest(key.as_bytes()).into()
 }
 
-/// A digest as 64 lower-case hex digits (the keys file's `sha256`).
-pub fn hex(d: &Digest32) -> String {
+/// Bytes (a digest: the keys file's `sha256`) as lower-case hex digits.
+pub fn hex(d: &[u8]) -> String {
     d.iter().map(|b| format!("{b:02x}")).collect()
 }
 
@@ -202,9 +202,14 @@ impl KeyStore {
     }
 
     fn insert(&mut self, d: Digest32, p: Principal) -> Result<(), String> {
-        if self.keys.insert(d, p.clone()).is_some() {
+        if self.keys.contains_key(&d) {
             return Err(format!("API key '{}' is configured twice", p.name));
         }
+        // A name identifies its key (in the access log, and as the owner of kept results).
+        if self.keys.values().any(|q| q.name == p.name) {
+            return Err(format!("two API keys are named '{}': give each key its own name", p.name));
+        }
+        self.keys.insert(d, p);
         Ok(())
     }
 
@@ -266,13 +271,18 @@ impl KeyStore {
     }
 }
 
+/// `N` random bytes from the OS, as hex.
+pub fn random_hex<const N: usize>() -> std::io::Result<String> {
+    use std::io::Read;
+    let mut raw = [0u8; N];
+    std::fs::File::open("/dev/urandom")?.read_exact(&mut raw)?;
+    Ok(hex(&raw))
+}
+
 /// A new random key (32 bytes from the OS, hex) and its keys-file entry, with table grants
 /// and a tenant if given (the caller checks the tenant with [`check_tenant`]).
 pub fn keygen(name: &str, role: Role, tables: &[String], tenant: Option<&str>) -> std::io::Result<(String, String)> {
-    use std::io::Read;
-    let mut raw = [0u8; 32];
-    std::fs::File::open("/dev/urandom")?.read_exact(&mut raw)?;
-    let key = format!("zk_{}", hex(&raw));
+    let key = format!("zk_{}", random_hex::<32>()?);
     let mut entry = String::from("{\"name\": ");
     zepto_io::format::json_escape(name, &mut entry);
     entry.push_str(&format!(", \"role\": \"{role}\", \"sha256\": \"{}\"", hex(&digest(&key))));

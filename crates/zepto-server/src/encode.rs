@@ -85,8 +85,10 @@ pub struct Encoder {
     elapsed_us: f64,
     stage: Stage,
     ipc: Option<IpcResultWriter>,
-    /// JSON members written after `elapsed_us` (a kept result's page: `"result":{...}`).
-    tail: String,
+    /// Stop after the row that takes the rows written past this many bytes.
+    byte_cap: usize,
+    /// Bytes of rows written so far.
+    written: usize,
 }
 
 /// A DDL/DML status (`INSERT 3`) as a one-row, one-column result.
@@ -129,25 +131,25 @@ impl Encoder {
             elapsed_us,
             stage: Stage::Head,
             ipc,
-            tail: String::new(),
+            byte_cap: usize::MAX,
+            written: 0,
         })
     }
 
-    /// A JSON encoder of rows `offset .. offset + limit` of `r` (clamped to its rows), with
-    /// `tail` (JSON members, starting with a comma) written after `elapsed_us`: one page of
-    /// a kept result.
+    /// A JSON encoder of rows `offset .. offset + limit` of `r` (clamped to its rows, and
+    /// ending with the row that takes the rows past `byte_cap` bytes): one page of a kept result.
     pub fn page(
         r: &QueryResult,
         elapsed_us: f64,
         offset: usize,
         limit: usize,
-        tail: String,
+        byte_cap: usize,
     ) -> Result<Encoder, ApiError> {
         let mut e = Encoder::new(Format::Json, r, elapsed_us)?;
         e.first_row = offset.min(e.end_row);
         e.next_row = e.first_row;
         e.end_row = e.first_row.saturating_add(limit).min(e.end_row);
-        e.tail = tail;
+        e.byte_cap = byte_cap;
         Ok(e)
     }
 
@@ -174,11 +176,18 @@ impl Encoder {
                 self.stage = Stage::Rows;
             }
             Stage::Rows => {
-                let end = (self.next_row + TEXT_CHUNK_ROWS).min(self.end_row);
-                s.reserve((end - self.next_row) * self.cols.len() * 12);
-                for i in self.next_row..end {
-                    self.row(i, &mut s);
+                let last = (self.next_row + TEXT_CHUNK_ROWS).min(self.end_row);
+                s.reserve((last - self.next_row) * self.cols.len() * 12);
+                let mut end = self.next_row;
+                while end < last {
+                    self.row(end, &mut s);
+                    end += 1;
+                    if self.written + s.len() > self.byte_cap {
+                        self.end_row = end; // the page ends with this row
+                        break;
+                    }
                 }
+                self.written += s.len();
                 self.next_row = end;
                 if end == self.end_row {
                     self.stage = Stage::Tail;
@@ -186,9 +195,7 @@ impl Encoder {
             }
             Stage::Tail => {
                 if self.format == Format::Json {
-                    s.push_str(&format!("],\"rows\":{},\"elapsed_us\":{:.1}", self.rows(), self.elapsed_us));
-                    s.push_str(&self.tail);
-                    s.push_str("}\n");
+                    s.push_str(&format!("],\"rows\":{},\"elapsed_us\":{:.1}}}\n", self.rows(), self.elapsed_us));
                 }
                 self.stage = Stage::Done;
             }

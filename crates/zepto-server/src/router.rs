@@ -87,6 +87,8 @@ pub async fn handle(
     };
     let status = resp.status().as_u16();
     resp.headers_mut().insert("x-request-id", id.clone());
+    // No response of ours is to be sniffed into something else (the console trusts this origin).
+    resp.headers_mut().insert("x-content-type-options", HeaderValue::from_static("nosniff"));
     let elapsed = t0.elapsed();
     state.metrics.record(route, status, elapsed);
     if let Some(log) = &state.log {
@@ -109,7 +111,7 @@ fn route_of(path: &str) -> Route {
     match path {
         "/" | "/query" => Route::Query,
         "/write" | "/api/v2/write" => Route::Write,
-        "/ping" | "/health" | "/ready" => Route::Probe,
+        "/ping" | "/health" | "/ready" | "/settings" => Route::Probe,
         "/metrics" => Route::Metrics,
         "/cluster" => Route::Cluster,
         p if p.starts_with("/results/") => Route::Results,
@@ -141,7 +143,7 @@ async fn dispatch(
             let tag = req.headers().get(hyper::header::IF_NONE_MATCH).and_then(|v| v.to_str().ok());
             ok(crate::console::serve(path, enc.unwrap_or(""), tag)?)
         }
-        (Route::Results, _) if get => page(state, who, path, &params),
+        (Route::Results, _) if get => page(state, who, path, &params).await,
         (Route::Results, &Method::DELETE) => {
             who.require(Role::Reader)?;
             state.results.forget(&who.name, result_id(path))?;
@@ -332,7 +334,12 @@ fn result_id(path: &str) -> &str {
 
 /// `GET /results/{id}?offset=N&limit=M`: rows N .. N+M of a result kept by `keep=1`, in the
 /// JSON of `/query` with `"result":{"id","total_rows","offset"}`.
-fn page(state: &State, who: &Principal, path: &str, params: &[(String, String)]) -> Result<Outcome, ApiError> {
+async fn page(
+    state: &Arc<State>,
+    who: &Principal,
+    path: &str,
+    params: &[(String, String)],
+) -> Result<Outcome, ApiError> {
     who.require(Role::Reader)?;
     let id = result_id(path);
     let offset = match param(params, "offset") {
@@ -346,9 +353,8 @@ fn page(state: &State, who: &Principal, path: &str, params: &[(String, String)])
     let total = kept.result.row_count();
     let id = serde_json::Value::String(id.to_string());
     let tail = format!(",\"result\":{{\"id\":{id},\"total_rows\":{total},\"offset\":{}}}", offset.min(total));
-    let body = sql::page_body(&kept.result, kept.elapsed_us, offset, limit, tail)?;
-    let rows = total.saturating_sub(offset).min(limit) as u64;
-    Ok(Outcome { resp: text(StatusCode::OK, "application/json", body), rows: Some(rows) })
+    let (body, rows) = sql::encode_page(state, kept, offset, limit, tail).await?;
+    Ok(Outcome { resp: text(StatusCode::OK, "application/json", body), rows: Some(rows as u64) })
 }
 
 /// The ingest format of a write: `format=`, else line protocol for InfluxDB's path or without
@@ -437,9 +443,24 @@ fn response_format(param: Option<&str>, req: &Request<Incoming>) -> Result<Forma
     Ok(Format::from_accept(accept).unwrap_or(Format::Json))
 }
 
+/// `GET /settings` as QuestDB's ILP clients read it to pick a line-protocol version: at the
+/// top level (older clients) and under `config` (newer ones). Version 1 (text) is what we
+/// take; the clients then send floats as text, `NaN`/`Infinity` included.
+fn settings(state: &State) -> String {
+    let config = format!(
+        "\"release.type\":\"OSS\",\"release.version\":\"zeptodb {}\",\"acl.enabled\":{},\
+         \"line.proto.support.versions\":[1],\"line.proto.default.version\":1,\
+         \"ilp.proto.transports\":[\"http\"],\"cairo.max.file.name.length\":127",
+        env!("CARGO_PKG_VERSION"),
+        !state.config.keys.is_empty()
+    );
+    format!("{{{config},\"config\":{{{config}}}}}\n")
+}
+
 fn probe(state: &State, path: &str) -> Result<Outcome, ApiError> {
     match path {
         "/ping" => ok(text(StatusCode::OK, "text/plain; charset=utf-8", "Ok")),
+        "/settings" => ok(json(StatusCode::OK, settings(state))),
         "/health" => {
             // Serving, but with data dropped at start: say so (a probe still gets its 200).
             let recovery = match &state.config.recovery {

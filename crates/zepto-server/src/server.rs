@@ -100,6 +100,17 @@ async fn serve(config: Config, engine: Engine, on_listening: impl FnOnce(SocketA
         crate::memory_guard::start(&state, limit).map_err(|e| format!("starting the memory guard: {e}"))?;
     }
     state.memory.start_sweeper().map_err(|e| format!("starting the agent-memory sweeper: {e}"))?;
+    // Kept results nobody reads are freed within a minute of their idle limit, traffic or not.
+    let kept = Arc::downgrade(&state);
+    tokio::spawn(async move {
+        let mut every = tokio::time::interval(std::time::Duration::from_secs(60));
+        while let Some(st) = {
+            every.tick().await;
+            kept.upgrade()
+        } {
+            st.results.sweep();
+        }
+    });
     state.ready.store(true, Ordering::Relaxed);
     on_listening(local, tls.is_some());
 

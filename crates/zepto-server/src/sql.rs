@@ -383,29 +383,75 @@ fn execute_work(
 
 /// Keep `r` for `owner` and answer its first `limit` rows, with the kept result's id (or,
 /// when it is too large to keep, why not) and total rows.
-fn first_page(st: &State, owner: &str, r: QueryResult, elapsed_us: f64, limit: usize) -> Result<Head, ApiError> {
+/// Keep `r` for `owner` (unless the first page holds all of it) and answer the page, sending
+/// it through `head_tx`; a result whose client left is freed at once.
+fn send_first_page(st: &State, owner: &str, r: QueryResult, elapsed_us: f64, limit: usize, head_tx: HeadTx) {
     let r = Arc::new(r);
-    let kept = match st.results.keep(owner, r.clone(), elapsed_us) {
-        Ok(id) => format!("\"id\":\"{id}\""),
-        Err(why) => format!("\"id\":null,\"not_kept\":{}", serde_json::Value::String(why)),
+    let page = page_body(&r, elapsed_us, 0, limit);
+    let (head, id) = match page {
+        Err(e) => (Err(e), None),
+        Ok((body, rows)) => {
+            let (kept, id) = if rows == r.row_count() {
+                ("\"id\":null".to_string(), None)
+            } else {
+                match st.results.keep(owner, r.clone(), elapsed_us) {
+                    Ok(id) => (format!("\"id\":\"{id}\""), Some(id)),
+                    Err(why) => (format!("\"id\":null,\"not_kept\":{}", serde_json::Value::String(why)), None),
+                }
+            };
+            let tail = format!(",\"result\":{{{kept},\"total_rows\":{},\"offset\":0}}", r.row_count());
+            (Ok(Head::Full(with_tail(body, &tail), rows, None, partial(&r))), id)
+        }
     };
-    let tail = format!(",\"result\":{{{kept},\"total_rows\":{},\"offset\":0}}", r.row_count());
-    let body = page_body(&r, elapsed_us, 0, limit, tail)?;
-    Ok(Head::Full(body, r.row_count().min(limit), None, partial(&r)))
+    if head_tx.send(head).is_err() {
+        if let Some(id) = id {
+            let _ = st.results.forget(owner, &id);
+        }
+    }
 }
 
-/// Rows `offset .. offset + limit` of a kept result as a JSON document with `tail` members.
-pub fn page_body(
-    r: &QueryResult,
-    elapsed_us: f64,
+/// A page of a kept result, encoded on the query pool under admission control (a page of
+/// 100,000 rows takes milliseconds: not for the async threads ingest and every request need).
+pub async fn encode_page(
+    state: &Arc<State>,
+    kept: crate::results::Page,
     offset: usize,
     limit: usize,
     tail: String,
-) -> Result<Vec<u8>, ApiError> {
-    let mut enc = Encoder::page(r, elapsed_us, offset, limit, tail)?;
+) -> Result<(Vec<u8>, usize), ApiError> {
+    // The tail is added once the rows are written.
+    let permit = admit(state).await?;
+    let (tx, rx) = oneshot::channel();
+    if !state.query_pool.spawn(move || {
+        let _permit = permit;
+        let page = page_body(&kept.result, kept.elapsed_us, offset, limit);
+        let _ = tx.send(page.map(|(body, rows)| (with_tail(body, &tail), rows)));
+    }) {
+        return Err(ApiError::internal("the server is shutting down"));
+    }
+    rx.await.map_err(|_| ApiError::internal("the page thread ended without an answer"))?
+}
+
+/// A page stops after the row that takes it past this many bytes (the row limit bounds rows,
+/// not their size: 100,000 rows of megabyte strings would not fit in memory).
+pub const PAGE_BYTES: usize = 16 << 20;
+
+/// Rows `offset .. offset + limit` of a kept result (fewer if they pass [`PAGE_BYTES`]) as a
+/// JSON document; the rows written.
+pub fn page_body(r: &QueryResult, elapsed_us: f64, offset: usize, limit: usize) -> Result<(Vec<u8>, usize), ApiError> {
+    let mut enc = Encoder::page(r, elapsed_us, offset, limit, PAGE_BYTES)?;
     let mut buf = Vec::new();
     while enc.next_chunk(&mut buf)? {}
-    Ok(buf)
+    Ok((buf, enc.rows()))
+}
+
+/// A JSON document (`{...}\n`) with `tail` (members, starting with a comma) added at its end.
+pub fn with_tail(mut body: Vec<u8>, tail: &str) -> Vec<u8> {
+    debug_assert!(body.ends_with(b"}\n"), "a JSON result ends its object and line");
+    body.truncate(body.len().saturating_sub(2));
+    body.extend_from_slice(tail.as_bytes());
+    body.extend_from_slice(b"}\n");
+    body
 }
 
 /// Encode a result and hand it to the async side: whole through `head_tx` when it is under
@@ -503,7 +549,7 @@ pub async fn run(
         match execute_work(&st, &engine, work, &ctl) {
             Ok(Some((r, elapsed_us))) => match keep {
                 Some((owner, limit)) if !r.fields.is_empty() => {
-                    let _ = head_tx.send(first_page(&st, &owner, r, elapsed_us, limit));
+                    send_first_page(&st, &owner, r, elapsed_us, limit, head_tx)
                 }
                 _ => send_result(format, &r, elapsed_us, &ctl, head_tx, &tx),
             },
