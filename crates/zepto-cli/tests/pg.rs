@@ -191,6 +191,33 @@ fn psql_over_tls() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+#[test]
+fn connections_past_the_limit_are_refused_as_postgresql_does_and_slots_come_back() {
+    if !have_psql() {
+        return;
+    }
+    let s = Server::start(&["--api-key", ADMIN, "--max-connections", "2"]);
+    let port = pg_port(&s);
+    // Two clients that connect and say nothing hold both slots.
+    let held: Vec<std::net::TcpStream> =
+        (0..2).map(|_| std::net::TcpStream::connect(format!("127.0.0.1:{port}")).expect("connects")).collect();
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let o = psql(&port, ADMIN, "sslmode=disable", &["SELECT 1"]);
+    assert!(!o.status.success());
+    // psql prints a connection's FATAL without its SQLSTATE (53300, too_many_connections).
+    assert!(err(&o).contains("FATAL:  too many connections"), "{}", err(&o));
+    drop(held);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let o = psql(&port, ADMIN, "sslmode=disable", &["SELECT 1"]);
+        if out(&o) == "1\n" {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "a slot came back: {}", err(&o));
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
 /// pgjdbc's jar, if Maven fetched it (`make pg-driver`), and `java`.
 fn pgjdbc() -> Option<std::path::PathBuf> {
     let required = std::env::var_os("ZEPTO_REQUIRE_PG_CLIENTS").is_some();

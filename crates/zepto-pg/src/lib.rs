@@ -73,6 +73,9 @@ pub struct Door {
     pub limits: Limits,
     /// TLS, offered to clients that ask for it (`sslmode=require`).
     pub tls: Option<TlsAcceptor>,
+    /// Connections open at once; one more is refused with SQLSTATE 53300, as PostgreSQL
+    /// refuses past `max_connections`.
+    pub max_connections: usize,
 }
 
 /// A running door (its own runtime on its own thread); [`Server::stop`] ends it.
@@ -99,12 +102,16 @@ impl Server {
         });
         let (stop, rx) = tokio::sync::watch::channel(false);
         let tls = door.tls;
+        let slots = Slots {
+            free: Arc::new(tokio::sync::Semaphore::new(door.max_connections.max(1))),
+            max: door.max_connections.max(1),
+        };
         let thread = std::thread::Builder::new()
             .name("zepto-pg-accept".into())
             .spawn(move || {
                 rt.block_on(async move {
                     match tokio::net::TcpListener::from_std(listener) {
-                        Ok(l) => accept(l, handlers, tls, rx).await,
+                        Ok(l) => accept(l, handlers, tls, slots, rx).await,
                         Err(e) => eprintln!("zeptodb: pg listener: {e}"),
                     }
                 });
@@ -123,19 +130,32 @@ impl Server {
     }
 }
 
+/// The connections the door may hold: `max`, of which `free` are not taken.
+struct Slots {
+    free: Arc<tokio::sync::Semaphore>,
+    max: usize,
+}
+
 async fn accept(
     listener: tokio::net::TcpListener,
     handlers: Arc<Handlers>,
     tls: Option<TlsAcceptor>,
+    slots: Slots,
     mut shutdown: tokio::sync::watch::Receiver<bool>,
 ) {
     loop {
         tokio::select! {
             r = listener.accept() => match r {
-                Ok((socket, _)) => {
+                Ok((socket, peer)) => {
                     let _ = socket.set_nodelay(true);
+                    let Ok(slot) = slots.free.clone().try_acquire_owned() else {
+                        eprintln!("zeptodb: pg connection from {peer} refused: {} connections are open", slots.max);
+                        tokio::spawn(refuse(socket));
+                        continue;
+                    };
                     let (h, tls) = (handlers.clone(), tls.clone());
                     tokio::spawn(async move {
+                        let _slot = slot;
                         if let Err(e) = pgwire::tokio::process_socket(socket, tls, h).await {
                             eprintln!("zeptodb: pg connection: {e}");
                         }
@@ -149,4 +169,30 @@ async fn accept(
             _ = shutdown.changed() => break,
         }
     }
+}
+
+/// Refuse a connection over the limit as PostgreSQL does: a FATAL ErrorResponse with SQLSTATE
+/// 53300 (too_many_connections), whatever the client sent first, then close.
+async fn refuse(mut socket: tokio::net::TcpStream) {
+    use tokio::io::AsyncWriteExt;
+    let mut fields = Vec::new();
+    for (tag, value) in [
+        (b'S', "FATAL"),
+        (b'V', "FATAL"),
+        (b'C', "53300"),
+        (b'M', "too many connections to ZeptoDB's PostgreSQL door (the server's --max-connections)"),
+    ] {
+        fields.push(tag);
+        fields.extend_from_slice(value.as_bytes());
+        fields.push(0);
+    }
+    fields.push(0);
+    let mut msg = vec![b'E'];
+    msg.extend_from_slice(&(fields.len() as u32 + 4).to_be_bytes());
+    msg.extend_from_slice(&fields);
+    let _ = tokio::time::timeout(Duration::from_secs(2), async {
+        let _ = socket.write_all(&msg).await;
+        let _ = socket.shutdown().await;
+    })
+    .await;
 }

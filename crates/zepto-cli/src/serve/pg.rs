@@ -46,7 +46,13 @@ pub(super) fn start(st: &Settings<'_>, cfg: &Config, engine: &Engine) -> Result<
     };
     let limits = Limits { timeout: cfg.query_timeout, memory: cfg.query_memory_limit, parse: cfg.parse_limits };
     let secure = if tls.is_some() { ", TLS offered" } else { "" };
-    let door = Door { engine: engine.clone(), keys: Arc::new(cfg.keys.clone()), limits, tls };
+    let door = Door {
+        engine: engine.clone(),
+        keys: Arc::new(cfg.keys.clone()),
+        limits,
+        tls,
+        max_connections: cfg.max_connections,
+    };
     let server = Server::start(listener, door)?;
     eprintln!("zeptodb: PostgreSQL wire protocol on {bound}{secure}");
     Ok(Some(server))
