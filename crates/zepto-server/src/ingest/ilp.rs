@@ -24,6 +24,9 @@ pub enum FieldValue<'a> {
     Str(Cow<'a, str>),
     /// A boolean (`t`, `true`, `F`, `FALSE`, ...).
     Bool(bool),
+    /// A timestamp field in nanoseconds, written in microseconds (`1700000000123456t`, as
+    /// QuestDB's clients send them) or nanoseconds (`...n`).
+    Timestamp(i64),
 }
 
 impl FieldValue<'_> {
@@ -35,6 +38,7 @@ impl FieldValue<'_> {
             FieldValue::UInt(_) => "unsigned integer",
             FieldValue::Str(_) => "string",
             FieldValue::Bool(_) => "boolean",
+            FieldValue::Timestamp(_) => "timestamp",
         }
     }
 }
@@ -235,6 +239,11 @@ fn field_value(s: &str, i: usize) -> Result<(FieldValue<'_>, usize), String> {
     let v = match t {
         "t" | "T" | "true" | "True" | "TRUE" => FieldValue::Bool(true),
         "f" | "F" | "false" | "False" | "FALSE" => FieldValue::Bool(false),
+        // IEEE specials as QuestDB's clients write them (InfluxDB has none).
+        "NaN" => FieldValue::Float(f64::NAN),
+        "Infinity" | "+Infinity" => FieldValue::Float(f64::INFINITY),
+        "-Infinity" => FieldValue::Float(f64::NEG_INFINITY),
+        _ if is_field_timestamp(t) => FieldValue::Timestamp(field_timestamp(t)?),
         _ if t.ends_with('i') => FieldValue::Int(t[..t.len() - 1].parse().map_err(|_| format!("bad integer '{t}'"))?),
         _ if t.ends_with('u') => {
             FieldValue::UInt(t[..t.len() - 1].parse().map_err(|_| format!("bad unsigned integer '{t}'"))?)
@@ -249,6 +258,24 @@ fn field_value(s: &str, i: usize) -> Result<(FieldValue<'_>, usize), String> {
         }
     };
     Ok((v, end))
+}
+
+/// Whether `t` is written as a timestamp field: digits (maybe after `-`) then `t` or `n`.
+fn is_field_timestamp(t: &str) -> bool {
+    let Some(digits) = t.strip_suffix('t').or_else(|| t.strip_suffix('n')) else { return false };
+    let digits = digits.strip_prefix('-').unwrap_or(digits);
+    !digits.is_empty() && digits.bytes().all(|c| c.is_ascii_digit())
+}
+
+/// A timestamp field (`<digits>t` in microseconds, `<digits>n` in nanoseconds) in nanoseconds.
+fn field_timestamp(t: &str) -> Result<i64, String> {
+    let (digits, scale) = match (t.strip_suffix('t'), t.strip_suffix('n')) {
+        (Some(d), _) => (d, 1_000),
+        (_, Some(d)) => (d, 1),
+        _ => return Err(format!("bad timestamp '{t}'")),
+    };
+    let v: i64 = digits.parse().map_err(|_| format!("bad timestamp '{t}'"))?;
+    v.checked_mul(scale).ok_or_else(|| format!("timestamp '{t}' is out of range"))
 }
 
 #[cfg(test)]
@@ -276,6 +303,15 @@ mod tests {
         assert_eq!((p.line, p.measurement.as_ref()), (4, "cpu,x"));
         assert_eq!(p.tags, vec![("host".into(), "a b=c".into())]);
         assert_eq!(p.timestamp, None);
+        let specials = parse("q ts=1700000000123456t,tn=-5n,a=NaN,b=-Infinity,c=Infinity 1", Precision::NANOS)
+            .expect("QuestDB's client's values");
+        let f: Vec<&FieldValue<'_>> = specials[0].fields.iter().map(|(_, v)| v).collect();
+        assert_eq!((f[0], f[1]), (&FieldValue::Timestamp(1_700_000_000_123_456_000), &FieldValue::Timestamp(-5)));
+        assert!(matches!(f[2], FieldValue::Float(x) if x.is_nan()));
+        assert_eq!((f[3], f[4]), (&FieldValue::Float(f64::NEG_INFINITY), &FieldValue::Float(f64::INFINITY)));
+        for bad in ["q x=9223372036854775807t", "q x=12.5t", "q x=nan", "q x=inf", "q x=tt", "q x=-t"] {
+            assert!(parse(bad, Precision::NANOS).is_err(), "{bad}");
+        }
         let p = &pts[2];
         assert_eq!(p.fields[0].1, FieldValue::Float(-1500.0));
         assert_eq!(p.fields[1].1, FieldValue::UInt(7));

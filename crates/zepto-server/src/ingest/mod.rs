@@ -362,6 +362,7 @@ fn convert(v: &FieldValue<'_>, dt: DataType) -> Option<Value> {
         (FieldValue::UInt(u), DataType::Float32) => Value::Float32(*u as f32),
         (FieldValue::Str(s), DataType::Varchar | DataType::Symbol) => Value::Str(s.to_string()),
         (FieldValue::Bool(b), DataType::Bool) => Value::Bool(*b),
+        (FieldValue::Timestamp(t), DataType::Timestamp) => Value::Timestamp(*t),
         _ => return None,
     })
 }
@@ -373,6 +374,7 @@ fn new_type(v: &FieldValue<'_>) -> DataType {
         FieldValue::Int(_) | FieldValue::UInt(_) => DataType::Int64,
         FieldValue::Str(_) => DataType::Varchar,
         FieldValue::Bool(_) => DataType::Bool,
+        FieldValue::Timestamp(_) => DataType::Timestamp,
     }
 }
 

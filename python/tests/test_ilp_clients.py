@@ -1,0 +1,113 @@
+"""Line protocol as real clients write it: QuestDB's official Python client (`questdb`, ILP over
+HTTP, its defaults: it reads /settings to pick the protocol version, sends timestamp fields with
+the `t`/`n` suffixes and floats NaN/Infinity) and InfluxDB's (`influxdb-client`, /api/v2/write).
+Every ZeptoDB type they can carry is written, and the rows read back over HTTP equal what was
+sent."""
+
+import datetime as dt
+import json
+import math
+import random
+import urllib.request
+
+import pytest
+
+from conftest import API_KEY, free_port, serve
+
+questdb = pytest.importorskip("questdb.ingress")
+influx = pytest.importorskip("influxdb_client")
+
+
+@pytest.fixture(scope="module")
+def port():
+    p = free_port()
+    proc = serve("--pg", "off", http=f"127.0.0.1:{p}")
+    yield p
+    proc.terminate()
+    proc.wait(timeout=30)
+
+
+def query(port, sql):
+    req = urllib.request.Request(f"http://127.0.0.1:{port}/query", data=sql.encode(), method="POST")
+    req.add_header("Authorization", f"Bearer {API_KEY}")
+    with urllib.request.urlopen(req) as r:
+        return json.loads(r.read())
+
+
+def iso(ns):
+    """ns since the epoch as the HTTP door writes a TIMESTAMP."""
+    s, frac = divmod(ns, 1_000_000_000)
+    return dt.datetime.fromtimestamp(s, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S") + f".{frac:09d}Z"
+
+
+def same_float(got, sent):
+    if isinstance(sent, float) and math.isnan(sent):
+        return got == "NaN"
+    if isinstance(sent, float) and math.isinf(sent):
+        return got == ("inf" if sent > 0 else "-inf")
+    return got == sent
+
+
+def test_questdb_client_writes_every_type_with_its_defaults(port):
+    rnd = random.Random(11)
+    base = 1_700_000_000_000_000_000
+    specials = [float("nan"), float("inf"), float("-inf")]
+    sent = []
+    with questdb.Sender.from_conf(f"http::addr=127.0.0.1:{port};token={API_KEY};") as sender:
+        for i in range(300):
+            row = {
+                "sym": rnd.choice(["AAPL", "MSFT", "ES"]),
+                "px": specials[i % 3] if i % 50 == 0 else round(rnd.uniform(1, 500), 6),
+                "qty": rnd.randint(-2**40, 2**40),
+                "ok": rnd.random() < 0.5,
+                "note": rnd.choice(["a b", "x,y=z", 'q"uote', "é"]),
+                "exch_us": base + i * 1_000_000 + rnd.randint(0, 999) * 1000,
+                "exch_ns": base + i * 1_000_000 + rnd.randint(0, 999_999),
+                "ts": base + i * 1_000_000,
+            }
+            sent.append(row)
+            sender.row(
+                "qd",
+                symbols={"sym": row["sym"]},
+                columns={
+                    "px": row["px"], "qty": row["qty"], "ok": row["ok"], "note": row["note"],
+                    "exch_us": questdb.TimestampMicros(row["exch_us"] // 1000),
+                    "exch_ns": questdb.TimestampNanos(row["exch_ns"]),
+                },
+                at=questdb.TimestampNanos(row["ts"]),
+            )
+    r = query(port, "SELECT sym, px, qty, ok, note, exch_us, exch_ns, timestamp FROM qd ORDER BY timestamp")
+    types = {c["name"]: c["type"] for c in r["columns"]}
+    assert (types["exch_us"], types["exch_ns"], types["px"]) == ("TIMESTAMP", "TIMESTAMP", "DOUBLE")
+    assert len(r["data"]) == len(sent)
+    for got, want in zip(r["data"], sent):
+        assert got[0] == want["sym"] and got[2:5] == [want["qty"], want["ok"], want["note"]]
+        assert same_float(got[1], want["px"]), (got[1], want["px"])
+        # Protocol version 1 (what /settings offers) carries timestamp fields in microseconds:
+        # the client sends a nanosecond one as `<us>t`; the designated timestamp keeps its ns.
+        assert got[5:] == [iso(want["exch_us"]), iso(want["exch_ns"] // 1000 * 1000), iso(want["ts"])]
+
+
+def test_influxdb_client_writes_points(port):
+    from influxdb_client import InfluxDBClient, Point, WritePrecision
+    from influxdb_client.client.write_api import SYNCHRONOUS
+
+    rnd = random.Random(5)
+    base = 1_700_000_000_000_000_000
+    points, sent = [], []
+    for i in range(200):
+        row = (rnd.choice(["h1", "h2"]), rnd.uniform(0, 100), rnd.randint(0, 10**12), rnd.random() < 0.5,
+               rnd.choice(["idle", "busy load"]), base + i * 1000)
+        sent.append(row)
+        points.append(Point("cpu").tag("host", row[0]).field("usage", row[1]).field("ticks", row[2])
+                      .field("up", row[3]).field("state", row[4]).time(row[5], WritePrecision.NS))
+    with InfluxDBClient(url=f"http://127.0.0.1:{port}", token=API_KEY, org="zepto") as c:
+        c.write_api(write_options=SYNCHRONOUS).write(bucket="zepto", record=points)
+    r = query(port, "SELECT host, usage, ticks, up, state, timestamp FROM cpu ORDER BY timestamp")
+    assert [tuple(x) for x in r["data"]] == [(h, u, t, b, s, iso(ts)) for h, u, t, b, s, ts in sent]
+
+
+def test_settings_name_the_protocol_versions(port):
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/settings") as r:
+        s = json.loads(r.read())
+    assert s["line.proto.support.versions"] == [1] == s["config"]["line.proto.support.versions"]
