@@ -5,7 +5,11 @@ loaded into both over ILP, then
 
 - point queries: one symbol over a one-second window, parameters bound (extended protocol),
   `--points` of them one after another on one connection; p50 and p99 in milliseconds;
-- `SELECT * FROM trades` (every row) through a binary cursor, median of `--reps`; rows/s;
+- `SELECT * FROM trades` (every row) through a binary cursor, median of `--reps`; rows/s,
+  with the CPU seconds the client (psycopg making Python rows) and the server spent on it: the
+  client's share caps what any server can reach through psycopg on this machine;
+- the same `SELECT *` through `psql` (libpq, text format, rows discarded): a light C client, so
+  this measures the server and the protocol;
 
 with the ZeptoDB server's peak RSS. Prints a table and the ratios (ZeptoDB over QuestDB).
 
@@ -19,6 +23,7 @@ import datetime as dt
 import os
 import random
 import statistics
+import subprocess
 import sys
 import time
 
@@ -63,17 +68,42 @@ def points(eng, syms, t0, n, seed):
     return sorted(out)
 
 
+def cpu_seconds(pid):
+    """User + system CPU seconds of process `pid` so far."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def scan(eng, reps):
-    """(median seconds, rows) of reading every row through a binary cursor."""
-    times, rows = [], 0
+    """(median seconds, rows, median client CPU s, median server CPU s) of reading every row
+    through a binary cursor."""
+    times, client, server, rows = [], [], [], 0
     with eng.connect() as conn:
         for _ in range(reps):
-            t = time.perf_counter()
+            s0, c0, t = cpu_seconds(eng.pid), time.process_time(), time.perf_counter()
             with conn.cursor(binary=True) as cur:
                 cur.execute("SELECT * FROM trades")
                 rows = len(cur.fetchall())
             times.append(time.perf_counter() - t)
-    return statistics.median(times), rows
+            client.append(time.process_time() - c0)
+            server.append(cpu_seconds(eng.pid) - s0)
+    return statistics.median(times), rows, statistics.median(client), statistics.median(server)
+
+
+def psql_scan(eng, reps):
+    """Median seconds of `SELECT * FROM trades` through psql, rows discarded."""
+    with eng.connect() as conn:
+        i = conn.info
+        host, port, user, db, password = i.host, i.port, i.user, i.dbname, i.password
+    env = dict(os.environ, PGPASSWORD=password or "")
+    cmd = ["psql", "-h", host, "-p", str(port), "-U", user, "-d", db, "-At", "-o", "/dev/null", "-c", "SELECT * FROM trades"]
+    times = []
+    for _ in range(reps):
+        t = time.perf_counter()
+        subprocess.run(cmd, env=env, check=True)
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
 
 
 def main():
@@ -104,19 +134,25 @@ def main():
             log(f"== {eng.name}: {a.points} point queries")
             lat = points(eng, syms, t0, a.points, 7)
             log(f"== {eng.name}: SELECT * through a binary cursor, {a.reps} times")
-            secs, rows = scan(eng, a.reps)
+            secs, rows, ccpu, scpu = scan(eng, a.reps)
             assert rows == trades.num_rows, (eng.name, rows)
+            log(f"== {eng.name}: SELECT * through psql, {a.reps} times")
+            psql = psql_scan(eng, a.reps)
             res[eng.name] = {"p50": lat[len(lat) // 2], "p99": lat[int(len(lat) * 0.99)], "rows_s": rows / secs,
+                             "client_cpu": ccpu, "server_cpu": scpu, "psql_rows_s": rows / psql,
                              "rss": rss_mib(eng.pid)}
     finally:
         for eng in engines:
             eng.stop()
-    print(f"\n{trades.num_rows:,} rows | point query p50 ms | p99 ms | SELECT * rows/s | server RSS MiB")
+    print(f"\n{trades.num_rows:,} rows | point query p50 ms | p99 ms | psycopg SELECT * rows/s "
+          "| client CPU s | server CPU s | psql SELECT * rows/s | server RSS MiB")
     for name, r in res.items():
-        print(f"{name:>8} | {r['p50']:.3f} | {r['p99']:.3f} | {r['rows_s']:,.0f} | {r['rss']:.0f}")
+        print(f"{name:>8} | {r['p50']:.3f} | {r['p99']:.3f} | {r['rows_s']:,.0f} | {r['client_cpu']:.3f} "
+              f"| {r['server_cpu']:.3f} | {r['psql_rows_s']:,.0f} | {r['rss']:.0f}")
     if "questdb" in res:
         z, q = res["zeptodb"], res["questdb"]
-        print(f"ratios zeptodb/questdb: p99 {z['p99'] / q['p99']:.2f}, rows/s {z['rows_s'] / q['rows_s']:.2f}x")
+        print(f"ratios zeptodb/questdb: p99 {z['p99'] / q['p99']:.2f}, psycopg rows/s {z['rows_s'] / q['rows_s']:.2f}x, "
+              f"psql rows/s {z['psql_rows_s'] / q['psql_rows_s']:.2f}x, server CPU {z['server_cpu'] / q['server_cpu']:.2f}")
     return 0
 
 
