@@ -426,7 +426,12 @@
     const col = (j) => sorted.map((v) => (v[j] === null ? null : Number(v[j])));
     const data = [Float64Array.from(sorted.map((v) => v[0])), col(1), col(2), col(3), col(4)];
     const hidden = (label) => ({ label, paths: () => null, points: { show: false }, stroke: css('--muted') });
-    const opts = Object.assign(baseOpts(g, timeX), {
+    // Half a bar of room at each end, so the first and last candles are whole.
+    const xs = data[0];
+    const pad = xs.length > 1 ? (xs[xs.length - 1] - xs[0]) / (xs.length - 1) / 2 : 30;
+    const base = baseOpts(g, timeX);
+    base.scales.x.range = (u, mn, mx) => [mn - pad, mx + pad];
+    const opts = Object.assign(base, {
       series: [{}, hidden('open'), hidden('high'), hidden('low'), hidden('close')],
       plugins: [{ hooks: { draw: [drawCandles] } }],
     });
