@@ -1333,6 +1333,24 @@ def s19_vectors(f):
     f.q("SELECT count(*), count(v) FROM emb")
 
 
+def s20_duckdb_style(f):
+    f.comment("FROM-first (FROM t [SELECT ...]) and trailing commas, as DuckDB takes them")
+    f.q("FROM people", "rowsort")
+    f.q("FROM people SELECT id, name", "rowsort")
+    f.q("FROM people SELECT id, name, WHERE age > 30", "rowsort")
+    f.q("FROM people WHERE dept = 'eng'", "rowsort")
+    f.q("FROM people SELECT dept, count(*) AS n GROUP BY dept ORDER BY dept", "nosort")
+    f.q("FROM people SELECT DISTINCT dept ORDER BY dept", "nosort")
+    f.q("FROM trades SELECT sym, max(price) AS hi, GROUP BY sym ORDER BY sym", "nosort")
+    f.q("FROM people ORDER BY id LIMIT 3", "nosort")
+    f.q("FROM people p JOIN depts d ON p.dept = d.dept SELECT p.id, d.dept ORDER BY p.id", "nosort")
+    f.q("SELECT * FROM (FROM people SELECT id, age WHERE age IS NOT NULL) ORDER BY id", "nosort")
+    f.q("WITH e AS (FROM people WHERE dept = 'eng') FROM e SELECT count(*)", "rowsort")
+    f.q("SELECT id FROM people WHERE id IN (FROM people SELECT id WHERE age > 40) ORDER BY id", "nosort")
+    f.q("FROM people SELECT id UNION ALL FROM depts SELECT 0 ORDER BY 1", "nosort")
+    f.q("SELECT id, name, FROM people ORDER BY id", "nosort")
+
+
 ALL_SECTIONS = [
     ("01_select_arith", "Projections, literals and arithmetic", ["nums", "trades", "one_row", "empty_t"], s01_select_arith),
     ("02_where", "WHERE: comparisons, three-valued logic, BETWEEN, IN, LIKE, IS NULL",
@@ -1360,4 +1378,6 @@ ALL_SECTIONS = [
     ("17_window", "Window functions", ["trades", "people", "nums", "empty_t", "one_row"], s17_window),
     ("18_sample_latest", "SAMPLE BY with FILL, LATEST ON", ["trades", "people"], s18_sample_latest),
     ("19_vectors", "FLOAT[n] vectors and distance functions", [], s19_vectors),
+    ("20_duckdb_style", "DuckDB-style SQL: FROM-first, trailing commas", ["people", "depts", "trades"],
+     s20_duckdb_style),
 ]

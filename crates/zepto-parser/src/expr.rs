@@ -120,7 +120,7 @@ impl Parser {
             }
             if self.eat_kw("in") {
                 self.expect_op("(")?;
-                if self.is_kw("select") || self.is_kw("with") {
+                if self.is_kw("select") || self.is_kw("with") || self.is_kw("from") {
                     let q = self.query()?;
                     self.expect_op(")")?;
                     l = Expr::InSubquery { expr: Box::new(l), query: Box::new(q), negated };
@@ -263,7 +263,7 @@ impl Parser {
             }
             Tok::Op("(") => {
                 self.advance();
-                if self.is_kw("select") || self.is_kw("with") {
+                if self.is_kw("select") || self.is_kw("with") || self.is_kw("from") {
                     let q = self.query()?;
                     self.expect_op(")")?;
                     return Ok(Expr::Subquery(Box::new(q)));

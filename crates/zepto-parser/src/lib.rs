@@ -310,6 +310,11 @@ impl Parser {
         matches!(self.peek(), Tok::Ident(s) if s.eq_ignore_ascii_case(kw))
     }
 
+    /// Whether a query starts here: SELECT, WITH, VALUES, DuckDB's FROM-first, or `(`.
+    fn starts_query(&self) -> bool {
+        ["select", "with", "values", "from"].iter().any(|k| self.is_kw(k)) || matches!(self.peek(), Tok::Op("("))
+    }
+
     fn is_kw_at(&self, k: usize, kw: &str) -> bool {
         matches!(self.peek_at(k), Tok::Ident(s) if s.eq_ignore_ascii_case(kw))
     }
@@ -523,7 +528,7 @@ impl Parser {
 
     fn statement(&mut self) -> Result<Statement> {
         let pos = self.pos();
-        if self.is_kw("select") || self.is_kw("with") || self.is_kw("values") || matches!(self.peek(), Tok::Op("(")) {
+        if self.starts_query() {
             return Ok(Statement::Query(Box::new(self.query()?)));
         }
         if self.eat_kw("explain") {
@@ -573,7 +578,7 @@ impl Parser {
             return Ok(Statement::Describe { table, pos });
         }
         Err(self.unexpected(
-            "a statement (SELECT, WITH, INSERT, UPDATE, DELETE, CREATE, DROP, ALTER, COPY, SHOW, DESCRIBE, EXPLAIN, CHECKPOINT)",
+            "a statement (SELECT, FROM, WITH, INSERT, UPDATE, DELETE, CREATE, DROP, ALTER, COPY, SHOW, DESCRIBE, EXPLAIN, CHECKPOINT)",
         ))
     }
 
@@ -770,7 +775,9 @@ impl Parser {
         self.expect_kw("into")?;
         let table = self.ident()?;
         let mut columns = Vec::new();
-        if matches!(self.peek(), Tok::Op("(")) && !(self.is_kw_at(1, "select") || self.is_kw_at(1, "with")) {
+        if matches!(self.peek(), Tok::Op("("))
+            && !(self.is_kw_at(1, "select") || self.is_kw_at(1, "with") || self.is_kw_at(1, "from"))
+        {
             self.advance();
             loop {
                 columns.push(self.ident()?);

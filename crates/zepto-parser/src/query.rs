@@ -119,25 +119,23 @@ impl Parser {
         if self.eat_kw("values") {
             return Ok(SetExpr::Values(self.values_rows()?));
         }
-        self.expect_kw("select")?;
-        let distinct = if self.eat_kw("distinct") {
-            true
+        let (distinct, mut items, from) = if self.is_kw("from") {
+            // DuckDB's FROM-first: `FROM t [SELECT items] ...`; without SELECT, every column.
+            let pos = self.pos();
+            self.advance();
+            let from = self.parse_from()?;
+            let (distinct, items) = if self.eat_kw("select") {
+                self.select_list()?
+            } else {
+                (false, vec![SelectItem::Wildcard { table: None, exclude: Vec::new(), pos }])
+            };
+            (distinct, items, Some(from))
         } else {
-            self.eat_kw("all");
-            false
+            self.expect_kw("select")?;
+            let (distinct, items) = self.select_list()?;
+            let from = if self.eat_kw("from") { Some(self.parse_from()?) } else { None };
+            (distinct, items, from)
         };
-        let mut items = Vec::new();
-        loop {
-            items.push(self.select_item()?);
-            if !self.eat_op(",") {
-                break;
-            }
-            // DuckDB allows a trailing comma before FROM.
-            if self.is_kw("from") {
-                break;
-            }
-        }
-        let from = if self.eat_kw("from") { Some(self.parse_from()?) } else { None };
         let mut latest = self.latest_clause()?;
         let where_ = if self.eat_kw("where") { Some(self.expr()?) } else { None };
         if latest.is_none() {
@@ -202,6 +200,48 @@ impl Parser {
             latest,
             sample_by,
         })))
+    }
+
+    /// `[DISTINCT | ALL] item, ...` after SELECT (a trailing comma allowed, as DuckDB does).
+    fn select_list(&mut self) -> Result<(bool, Vec<SelectItem>)> {
+        let distinct = if self.eat_kw("distinct") {
+            true
+        } else {
+            self.eat_kw("all");
+            false
+        };
+        let mut items = Vec::new();
+        loop {
+            items.push(self.select_item()?);
+            if !self.eat_op(",") {
+                break;
+            }
+            if self.is_kw("from") || self.at_clause_end() {
+                break;
+            }
+        }
+        Ok((distinct, items))
+    }
+
+    /// Whether the next token ends a select list that has no FROM after it (FROM-first, or a
+    /// trailing comma before WHERE and the like).
+    fn at_clause_end(&self) -> bool {
+        matches!(self.peek(), Tok::Eof | Tok::Op(";") | Tok::Op(")"))
+            || [
+                "where",
+                "group",
+                "having",
+                "order",
+                "limit",
+                "offset",
+                "window",
+                "qualify",
+                "union",
+                "except",
+                "intersect",
+            ]
+            .iter()
+            .any(|k| self.is_kw(k))
     }
 
     fn select_item(&mut self) -> Result<SelectItem> {
@@ -342,8 +382,7 @@ impl Parser {
     fn table_primary(&mut self) -> Result<TableRef> {
         let pos = self.pos();
         if self.eat_op("(") {
-            if self.is_kw("select") || self.is_kw("with") || self.is_kw("values") || matches!(self.peek(), Tok::Op("("))
-            {
+            if self.starts_query() {
                 let query = Box::new(self.query()?);
                 self.expect_op(")")?;
                 let alias = self.alias()?;
