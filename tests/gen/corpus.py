@@ -1349,6 +1349,11 @@ def s20_duckdb_style(f):
     f.q("SELECT id FROM people WHERE id IN (FROM people SELECT id WHERE age > 40) ORDER BY id", "nosort")
     f.q("FROM people SELECT id UNION ALL FROM depts SELECT 0 ORDER BY 1", "nosort")
     f.q("SELECT id, name, FROM people ORDER BY id", "nosort")
+    f.comment("INTERVAL (n) unit: n of the unit, n any expression")
+    f.q("SELECT count(*) FROM trades WHERE ts < TIMESTAMP '2024-01-02 10:00:00' + INTERVAL (30) MINUTE", "rowsort")
+    f.q("SELECT sym, count(*) FROM trades WHERE ts + INTERVAL (2 * 3) HOUR < TIMESTAMP '2024-01-02 16:00:00' GROUP BY sym", "rowsort")
+    f.q("SELECT count(*) FROM trades WHERE ts >= TIMESTAMP '2024-01-03 00:00:00' - INTERVAL (size % 3) DAY", "rowsort")
+    f.q("SELECT count(*) FROM trades WHERE ts - INTERVAL 90 SECOND > TIMESTAMP '2024-01-04 15:00:00'", "rowsort")
 
 
 ALL_SECTIONS = [
@@ -1378,6 +1383,6 @@ ALL_SECTIONS = [
     ("17_window", "Window functions", ["trades", "people", "nums", "empty_t", "one_row"], s17_window),
     ("18_sample_latest", "SAMPLE BY with FILL, LATEST ON", ["trades", "people"], s18_sample_latest),
     ("19_vectors", "FLOAT[n] vectors and distance functions", [], s19_vectors),
-    ("20_duckdb_style", "DuckDB-style SQL: FROM-first, trailing commas", ["people", "depts", "trades"],
+    ("20_duckdb_style", "DuckDB-style SQL: FROM-first, trailing commas, INTERVAL (n) unit", ["people", "depts", "trades"],
      s20_duckdb_style),
 ]

@@ -357,6 +357,20 @@ impl Parser {
                 self.advance();
                 return self.interval(pos);
             }
+            // DuckDB's `INTERVAL (n) MINUTE`: n (any expression) times one unit.
+            "interval" if matches!(self.peek_at(1), Tok::Op("(")) => {
+                self.advance();
+                self.advance();
+                let n = self.expr()?;
+                self.expect_op(")")?;
+                let unit = self.any_ident()?;
+                let ns = time::unit_ns(&unit).ok_or_else(|| SqlError::Parse {
+                    message: format!("'{unit}' is not an interval unit (second, minute, hour, day, ...)"),
+                    pos,
+                })?;
+                let one = Expr::Lit(Literal::Interval(ns), pos);
+                return Ok(Expr::Binary { op: BinaryOp::Mul, left: Box::new(n), right: Box::new(one), pos });
+            }
             "timestamp" | "date" | "timestamp_ns" if matches!(self.peek_at(1), Tok::Str(_)) => {
                 self.advance();
                 let Tok::Str(s) = self.advance() else { unreachable!("peeked a string") };
