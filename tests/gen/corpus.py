@@ -1349,6 +1349,12 @@ def s20_duckdb_style(f):
     f.q("SELECT id FROM people WHERE id IN (FROM people SELECT id WHERE age > 40) ORDER BY id", "nosort")
     f.q("FROM people SELECT id UNION ALL FROM depts SELECT 0 ORDER BY 1", "nosort")
     f.q("SELECT id, name, FROM people ORDER BY id", "nosort")
+    f.comment("SELECT aliases in WHERE (a column of the same name wins)")
+    f.q("SELECT id, age * 2 AS dbl FROM people WHERE dbl > 60", "rowsort")
+    f.q("SELECT id AS age, name FROM people WHERE age > 40", "rowsort")
+    f.q("SELECT sym, price * size AS notional FROM trades WHERE notional > 500000 AND sym IS NOT NULL", "rowsort")
+    f.q("FROM trades SELECT sym, price - 100 AS p WHERE p > 200 AND p < 268", "rowsort")
+    f.q("SELECT upper(name) AS u FROM people WHERE u LIKE 'A%' OR u IS NULL", "rowsort")
     f.comment("INTERVAL (n) unit: n of the unit, n any expression")
     f.q("SELECT count(*) FROM trades WHERE ts < TIMESTAMP '2024-01-02 10:00:00' + INTERVAL (30) MINUTE", "rowsort")
     f.q("SELECT sym, count(*) FROM trades WHERE ts + INTERVAL (2 * 3) HOUR < TIMESTAMP '2024-01-02 16:00:00' GROUP BY sym", "rowsort")
@@ -1383,6 +1389,6 @@ ALL_SECTIONS = [
     ("17_window", "Window functions", ["trades", "people", "nums", "empty_t", "one_row"], s17_window),
     ("18_sample_latest", "SAMPLE BY with FILL, LATEST ON", ["trades", "people"], s18_sample_latest),
     ("19_vectors", "FLOAT[n] vectors and distance functions", [], s19_vectors),
-    ("20_duckdb_style", "DuckDB-style SQL: FROM-first, trailing commas, INTERVAL (n) unit", ["people", "depts", "trades"],
+    ("20_duckdb_style", "DuckDB-style SQL: FROM-first, trailing commas, aliases in WHERE, INTERVAL (n) unit", ["people", "depts", "trades"],
      s20_duckdb_style),
 ]

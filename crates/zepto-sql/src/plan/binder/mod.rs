@@ -20,6 +20,7 @@
 //! control (cancel flag, deadline, memory limit) per query and every 1,024 (`CHECK_EVERY_NODES`)
 //! expression nodes, and runs uncorrelated subqueries under it.
 
+mod alias;
 pub mod sample;
 pub(crate) mod tenant;
 pub mod window;
@@ -508,6 +509,7 @@ impl Binder {
             if contains_aggregate(w) {
                 return Err(SqlError::plan("aggregates are not allowed in WHERE", w.pos()));
             }
+            let w = &alias::with_select_aliases(w, &s.items, &scope);
             let pred = ExprBinder { scope: &scope, agg: None, win: None, runner: self }.bind_bool(w)?;
             plan = Plan::Filter { input: Box::new(plan), pred };
         }
