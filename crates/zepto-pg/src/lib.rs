@@ -174,22 +174,14 @@ async fn accept(
 /// Refuse a connection over the limit as PostgreSQL does: a FATAL ErrorResponse with SQLSTATE
 /// 53300 (too_many_connections), whatever the client sent first, then close.
 async fn refuse(mut socket: tokio::net::TcpStream) {
+    use pgwire::messages::Message;
     use tokio::io::AsyncWriteExt;
-    let mut fields = Vec::new();
-    for (tag, value) in [
-        (b'S', "FATAL"),
-        (b'V', "FATAL"),
-        (b'C', "53300"),
-        (b'M', "too many connections to ZeptoDB's PostgreSQL door (the server's --max-connections)"),
-    ] {
-        fields.push(tag);
-        fields.extend_from_slice(value.as_bytes());
-        fields.push(0);
+    let message = "too many connections to ZeptoDB's PostgreSQL door (the server's --max-connections)";
+    let info = pgwire::error::ErrorInfo::new("FATAL".into(), "53300".into(), message.into());
+    let mut msg = bytes::BytesMut::new();
+    if pgwire::messages::response::ErrorResponse::from(info).encode(&mut msg).is_err() {
+        return;
     }
-    fields.push(0);
-    let mut msg = vec![b'E'];
-    msg.extend_from_slice(&(fields.len() as u32 + 4).to_be_bytes());
-    msg.extend_from_slice(&fields);
     let _ = tokio::time::timeout(Duration::from_secs(2), async {
         let _ = socket.write_all(&msg).await;
         let _ = socket.shutdown().await;

@@ -133,25 +133,19 @@ fn ts_text_fast(ns: i64, out: &mut BytesMut) -> bool {
             *slot = c;
         }
     }
-    let len = if micros == 0 { 19 } else { 26 - (micros.trailing_zeros_decimal()) };
+    let len = if micros == 0 { 19 } else { 26 - trailing_decimal_zeros(micros) };
     out.put_slice(text.get(..len).unwrap_or(&text));
     true
 }
 
 /// Trailing decimal zeros of a number of microseconds (1 to 999,999): at most 5.
-trait TrailingZerosDecimal {
-    fn trailing_zeros_decimal(self) -> usize;
-}
-
-impl TrailingZerosDecimal for i64 {
-    fn trailing_zeros_decimal(self) -> usize {
-        let (mut v, mut n) = (self, 0);
-        while v % 10 == 0 && n < 5 {
-            v /= 10;
-            n += 1;
-        }
-        n
+fn trailing_decimal_zeros(mut us: i64) -> usize {
+    let mut n = 0;
+    while us % 10 == 0 && n < 5 {
+        us /= 10;
+        n += 1;
     }
+    n
 }
 
 /// A DATE value: days since the Unix epoch.

@@ -190,8 +190,10 @@
     }
   }
 
-  function forgetResult() {
-    if (ui.result && ui.result.id) api('/results/' + ui.result.id, { method: 'DELETE' }).catch(() => {});
+  function forgetResult(opts = {}) {
+    if (ui.result && ui.result.id) {
+      api('/results/' + ui.result.id, Object.assign({ method: 'DELETE' }, opts), undefined, true).catch(() => {});
+    }
   }
 
   let pageTurn = 0; // the latest page asked for; an older answer arriving late is dropped
@@ -688,12 +690,7 @@
     $('refresh').addEventListener('click', loadTables);
     window.addEventListener('resize', () => { if (activeTab() === 'chart') renderChart().catch(showError); });
     // A closed tab frees its kept result (keepalive lets the request outlive the page).
-    window.addEventListener('pagehide', () => {
-      if (ui.result && ui.result.id) {
-        fetch('/results/' + ui.result.id, { method: 'DELETE', keepalive: true,
-          headers: ui.key ? { Authorization: 'Bearer ' + ui.key } : {} }).catch(() => {});
-      }
-    });
+    window.addEventListener('pagehide', () => forgetResult({ keepalive: true }));
   }
 
   async function start() {

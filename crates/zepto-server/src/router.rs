@@ -351,8 +351,7 @@ async fn page(
     let limit = page_limit(params)?;
     let kept = state.results.get(&who.name, id)?;
     let total = kept.result.row_count();
-    let id = serde_json::Value::String(id.to_string());
-    let tail = format!(",\"result\":{{\"id\":{id},\"total_rows\":{total},\"offset\":{}}}", offset.min(total));
+    let tail = sql::result_member(Some(id), None, total, offset.min(total));
     let (body, rows) = sql::encode_page(state, kept, offset, limit, tail).await?;
     Ok(Outcome { resp: text(StatusCode::OK, "application/json", body), rows: Some(rows as u64) })
 }

@@ -381,8 +381,6 @@ fn execute_work(
     }
 }
 
-/// Keep `r` for `owner` and answer its first `limit` rows, with the kept result's id (or,
-/// when it is too large to keep, why not) and total rows.
 /// Keep `r` for `owner` (unless the first page holds all of it) and answer the page, sending
 /// it through `head_tx`; a result whose client left is freed at once.
 fn send_first_page(st: &State, owner: &str, r: QueryResult, elapsed_us: f64, limit: usize, head_tx: HeadTx) {
@@ -391,15 +389,15 @@ fn send_first_page(st: &State, owner: &str, r: QueryResult, elapsed_us: f64, lim
     let (head, id) = match page {
         Err(e) => (Err(e), None),
         Ok((body, rows)) => {
-            let (kept, id) = if rows == r.row_count() {
-                ("\"id\":null".to_string(), None)
+            let (id, why) = if rows == r.row_count() {
+                (None, None)
             } else {
                 match st.results.keep(owner, r.clone(), elapsed_us) {
-                    Ok(id) => (format!("\"id\":\"{id}\""), Some(id)),
-                    Err(why) => (format!("\"id\":null,\"not_kept\":{}", serde_json::Value::String(why)), None),
+                    Ok(id) => (Some(id), None),
+                    Err(why) => (None, Some(why)),
                 }
             };
-            let tail = format!(",\"result\":{{{kept},\"total_rows\":{},\"offset\":0}}", r.row_count());
+            let tail = result_member(id.as_deref(), why.as_deref(), r.row_count(), 0);
             (Ok(Head::Full(with_tail(body, &tail), rows, None, partial(&r))), id)
         }
     };
@@ -443,6 +441,14 @@ pub fn page_body(r: &QueryResult, elapsed_us: f64, offset: usize, limit: usize) 
     let mut buf = Vec::new();
     while enc.next_chunk(&mut buf)? {}
     Ok((buf, enc.rows()))
+}
+
+/// The `"result"` member of a page (starting with a comma): the kept result's id (null when
+/// nothing is kept, with why when it could not be), its rows in all, and the page's offset.
+pub fn result_member(id: Option<&str>, not_kept: Option<&str>, total: usize, offset: usize) -> String {
+    let id = id.map_or(serde_json::Value::Null, |i| serde_json::Value::String(i.to_string()));
+    let why = not_kept.map(|w| format!(",\"not_kept\":{}", serde_json::Value::String(w.to_string())));
+    format!(",\"result\":{{\"id\":{id}{},\"total_rows\":{total},\"offset\":{offset}}}", why.unwrap_or_default())
 }
 
 /// A JSON document (`{...}\n`) with `tail` (members, starting with a comma) added at its end.
