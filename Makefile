@@ -3,12 +3,13 @@
 #   make serve  HTTP server on 127.0.0.1:8123 with the demo data loaded
 #   make sql    SQL shell on the demo data
 #   make test   everything CI tests: unit + DuckDB-oracle .slt corpus + randomized differential
-#               test against DuckDB + parser fuzz smoke run + the Python package's tests
+#               test against DuckDB + every decoder fuzzed on stable + the Python package's tests
 #               (with QuickFIX/J from Maven Central as the FIX door's counterparty: make fix-engine)
 #   make python install the Python package (`zeptodb`) into the current Python (release build)
 #   make check  cargo fmt --check, clippy -D warnings, no import cycles between modules,
 #               dependency licenses and bans (cargo deny's checks, offline), cargo doc without warnings
 #   make msrv   cargo check with the declared minimum Rust (rust-version in Cargo.toml)
+#   make fuzz   long cargo-fuzz runs of every decoder (nightly; FUZZ_SECS per target)
 #   make bench  benchmark runner beside DuckDB and Polars (see bench/README.md)
 #   make soak   many rounds of the cluster's fault test (3 hosts in network namespaces, root)
 
@@ -17,7 +18,7 @@ VENV  ?= .venv
 PY    := $(VENV)/bin/python
 SEED  ?= $(shell date +%s)
 
-.PHONY: demo serve sql build test check msrv venv difftest fuzz-smoke python python-test bench clean fix-engine pg-driver kafka s3 cluster soak browser console-vendor
+.PHONY: demo serve sql build test check msrv venv difftest fuzz python python-test bench clean fix-engine pg-driver kafka s3 cluster soak browser console-vendor
 
 build:
 	$(CARGO) build --release -p zepto-cli
@@ -38,11 +39,15 @@ $(VENV)/.ok: tests/gen/requirements.txt python/requirements-test.txt
 
 venv: $(VENV)/.ok
 
+# Each step prints the time it starts, so a slow CI run shows where the minutes went.
 test: venv fix-engine pg-driver kafka s3 browser
+	@echo "== cargo test ($$(date +%T))"
 	ZEPTO_REQUIRE_FIX_ENGINE=1 ZEPTO_REQUIRE_KAFKA=1 ZEPTO_REQUIRE_NETNS=1 ZEPTO_REQUIRE_S3=1 ZEPTO_REQUIRE_PG_CLIENTS=1 $(CARGO) test --workspace
-	$(MAKE) fuzz-smoke
+	@echo "== difftest ($$(date +%T))"
 	$(MAKE) difftest
+	@echo "== python tests ($$(date +%T))"
 	ZEPTO_REQUIRE_BROWSER=1 $(MAKE) python-test
+	@echo "== tests done ($$(date +%T))"
 
 # Random tables and queries from a small grammar (and random ASOF joins and window queries),
 # answered by DuckDB (and Polars for ema), replayed on ZeptoDB.
@@ -118,10 +123,12 @@ python-test: venv
 python:
 	python3 -m pip install ./python
 
-# cargo-fuzz needs a nightly toolchain; without one the stable no-panic test in
-# `cargo test` (crates/zepto-sql/tests/no_panic.rs) is the fuzz coverage.
-fuzz-smoke:
-	./fuzz/smoke.sh 30
+# Long libFuzzer runs of every decoder (FUZZ_SECS per target; FUZZ_TARGETS to pick some).
+# Needs nightly and cargo-fuzz (installed when missing). `make test` runs the same targets on
+# stable, over their seeds, kept regressions and mutations (crates/zepto-fuzz/tests/).
+FUZZ_SECS ?= 300
+fuzz:
+	./fuzz/run.sh $(FUZZ_SECS) $(FUZZ_TARGETS)
 
 check:
 	$(CARGO) fmt --all -- --check

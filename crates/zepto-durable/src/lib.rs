@@ -43,3 +43,9 @@ pub enum DurableError {
     #[error(transparent)]
     Storage(#[from] zepto_storage::StorageError),
 }
+
+impl From<zepto_io::IoError> for DurableError {
+    fn from(e: zepto_io::IoError) -> DurableError {
+        DurableError::Format(e.to_string())
+    }
+}

@@ -8,6 +8,7 @@
 #![cfg_attr(not(test), deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used))]
 
 use crate::arrow::{append_batch, finish_columns, match_columns, to_arrow, Acc};
+use crate::ipc_check::{check_stream, guard};
 use crate::IoError;
 use arrow_array::RecordBatch;
 use arrow_ipc::reader::StreamReader;
@@ -26,17 +27,24 @@ fn bad(e: impl std::fmt::Display) -> IoError {
 
 /// Rows in an Arrow IPC stream, without converting them (`None` if it does not decode).
 pub fn count_ipc_rows(data: &[u8]) -> Option<u64> {
-    let reader = StreamReader::try_new(Cursor::new(data), None).ok()?;
-    reader.map(|b| b.ok().map(|b| b.num_rows() as u64)).sum()
+    check_stream(data).ok()?;
+    guard("stream", || {
+        let reader = StreamReader::try_new(Cursor::new(data), None).map_err(bad)?;
+        reader.map(|b| b.map(|b| b.num_rows() as u64)).sum::<Result<u64, ArrowError>>().map_err(bad)
+    })
+    .ok()
 }
 
 /// Read a whole Arrow IPC stream into columns in `schema` order. Columns are matched by name
 /// (case-insensitively); schema columns the stream lacks read as NULL, and a stream column the
 /// schema lacks is an error (data would otherwise be dropped silently).
 pub fn read_ipc_stream(data: &[u8], schema: &[ColumnDef]) -> Result<Vec<Column>, IoError> {
-    let reader = StreamReader::try_new(Cursor::new(data), None).map_err(bad)?;
-    let fields = reader.schema().fields().clone();
-    read_batches(&fields, reader, schema)
+    check_stream(data)?;
+    guard("stream", || {
+        let reader = StreamReader::try_new(Cursor::new(data), None).map_err(bad)?;
+        let fields = reader.schema().fields().clone();
+        read_batches(&fields, reader, schema)
+    })
 }
 
 /// Record batches of `fields` (from an IPC stream, or an Arrow C stream in process) into
@@ -87,8 +95,9 @@ pub fn engine_type(dt: &arrow_schema::DataType) -> Option<DataType> {
 /// Read a whole stream with the types it declares (mapped by [`engine_type`]): the column
 /// definitions, the columns and the row count.
 pub fn read_ipc_stream_any(data: &[u8]) -> Result<(Vec<ColumnDef>, Vec<Column>, usize), IoError> {
-    let reader = StreamReader::try_new(Cursor::new(data), None).map_err(bad)?;
-    let defs = engine_defs(reader.schema().fields())?;
+    check_stream(data)?;
+    let schema = guard("stream", || StreamReader::try_new(Cursor::new(data), None).map(|r| r.schema()).map_err(bad))?;
+    let defs = engine_defs(schema.fields())?;
     let cols = read_ipc_stream(data, &defs)?;
     let rows = match cols.first() {
         Some(c) => c.len(),

@@ -15,6 +15,7 @@ pub mod csv;
 pub mod export;
 pub mod format;
 pub mod ipc;
+pub mod ipc_check;
 pub mod parquet;
 
 use thiserror::Error;

@@ -154,6 +154,12 @@ fn column_array(c: &Column, rows: usize, values: &ArrayRef) -> Result<ArrayRef, 
 
 /// Read a table written by [`write_table`].
 pub fn read_table(bytes: Vec<u8>) -> Result<Table, DurableError> {
+    zepto_io::ipc_check::check_file(&bytes)?;
+    zepto_io::ipc_check::guard("file", || decode_table(bytes))
+}
+
+/// [`read_table`] past the bounds checks.
+fn decode_table(bytes: Vec<u8>) -> Result<Table, DurableError> {
     let reader = FileReader::try_new(Cursor::new(bytes), None).map_err(arrow_err)?;
     let schema = reader.schema();
     let meta = schema.metadata();

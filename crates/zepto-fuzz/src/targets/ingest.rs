@@ -1,0 +1,72 @@
+//! Rows from outside: every `/write` format onto an in-memory engine, and CSV into a schema.
+
+use std::sync::OnceLock;
+use zepto_io::csv::{read_csv, CsvOptions};
+use zepto_server::auth::Principal;
+use zepto_server::ingest::{self, ilp::Precision, IngestFormat, WriteRequest};
+use zepto_sql::Engine;
+use zepto_storage::{ColumnDef, DataType};
+
+/// The table the CSV, JSON-lines and Arrow formats write to.
+pub const TABLE: &str = "CREATE TABLE t (ts TIMESTAMP, sym SYMBOL, px DOUBLE, n BIGINT, s VARCHAR, b BOOLEAN)";
+
+fn engine() -> &'static Engine {
+    static E: OnceLock<Engine> = OnceLock::new();
+    E.get_or_init(|| {
+        let e = Engine::new();
+        e.execute(TABLE).expect("the fuzz table is created");
+        e
+    })
+}
+
+/// Rows in every table, and how many tables.
+fn size(e: &Engine) -> (usize, usize) {
+    let c = e.catalog();
+    let names = c.table_names();
+    let rows = names.iter().filter_map(|n| c.snapshot(n).ok()).map(|t| t.row_count()).sum();
+    (rows, names.len())
+}
+
+/// `data` as a `/write` body in each format: a batch is applied whole (its rows all counted)
+/// or refused with nothing changed, not a row and not a table.
+pub fn write(data: &[u8]) {
+    let e = engine();
+    let who = Principal::anonymous_admin();
+    for format in [IngestFormat::Ilp, IngestFormat::Csv, IngestFormat::Jsonl, IngestFormat::Arrow] {
+        let req = WriteRequest {
+            format,
+            table: (format != IngestFormat::Ilp).then(|| "t".to_string()),
+            precision: Precision::NANOS,
+            now_ns: 1_700_000_000_000_000_000,
+        };
+        let before = size(e);
+        let r = ingest::write(e, &who, &req, data);
+        let after = size(e);
+        match r {
+            Ok(n) => assert_eq!(after.0, before.0 + n, "{format:?} wrote {n} rows"),
+            Err(err) => assert_eq!(after, before, "{format:?} refused the batch ({err:?}) yet changed the catalog"),
+        }
+    }
+}
+
+/// `data` as CSV (with and without a header) into the columns of [`TABLE`].
+pub fn csv(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else { return };
+    let schema: Vec<ColumnDef> = [
+        ("ts", DataType::Timestamp),
+        ("sym", DataType::Symbol),
+        ("px", DataType::Float64),
+        ("n", DataType::Int64),
+        ("s", DataType::Varchar),
+        ("b", DataType::Bool),
+    ]
+    .iter()
+    .map(|(n, t)| ColumnDef { name: n.to_string(), data_type: *t })
+    .collect();
+    for header in [true, false] {
+        if let Ok(cols) = read_csv(text, &schema, &CsvOptions { header, delimiter: b',' }) {
+            let n = cols.first().map_or(0, |c| c.len());
+            assert!(cols.iter().all(|c| c.len() == n), "CSV columns of different lengths");
+        }
+    }
+}

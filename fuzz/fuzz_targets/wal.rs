@@ -1,0 +1,4 @@
+//! libFuzzer entry for the `wal` target (see `zepto_fuzz::targets`).
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| zepto_fuzz::targets::run("wal", data));
