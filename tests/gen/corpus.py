@@ -1360,6 +1360,40 @@ def s20_duckdb_style(f):
     f.q("SELECT sym, count(*) FROM trades WHERE ts + INTERVAL (2 * 3) HOUR < TIMESTAMP '2024-01-02 16:00:00' GROUP BY sym", "rowsort")
     f.q("SELECT count(*) FROM trades WHERE ts >= TIMESTAMP '2024-01-03 00:00:00' - INTERVAL (size % 3) DAY", "rowsort")
     f.q("SELECT count(*) FROM trades WHERE ts - INTERVAL 90 SECOND > TIMESTAMP '2024-01-04 15:00:00'", "rowsort")
+    f.comment("ORDER BY ALL: every output column, left to right")
+    f.q("SELECT dept, name, id FROM people ORDER BY ALL", "nosort")
+    f.q("SELECT dept, age FROM people ORDER BY ALL DESC", "nosort")
+    f.q("SELECT age, dept FROM people ORDER BY ALL NULLS FIRST", "nosort")
+    f.q("FROM people SELECT dept, count(*) AS n GROUP BY dept ORDER BY ALL", "nosort")
+    f.q("SELECT sym, price, size FROM trades ORDER BY ALL LIMIT 7", "nosort")
+    f.q("SELECT DISTINCT dept FROM people ORDER BY ALL DESC NULLS LAST", "nosort")
+    f.q("SELECT id FROM people UNION SELECT 0 ORDER BY ALL DESC", "nosort")
+    f.q("SELECT * FROM depts ORDER BY ALL", "nosort")
+    f.comment("range() and generate_series() as table functions")
+    f.q("SELECT * FROM range(5)", "nosort")
+    f.q("SELECT * FROM generate_series(5)", "nosort")
+    f.q("SELECT * FROM range(2, 9, 3)", "nosort")
+    f.q("SELECT * FROM generate_series(10, 1, -3)", "nosort")
+    f.q("SELECT * FROM range(10, 0, -4)", "nosort")
+    f.q("SELECT * FROM range(3, 1)", "nosort")
+    f.q("SELECT * FROM range(NULL)", "nosort")
+    f.q("SELECT count(*), sum(range), min(range), max(range) FROM range(1000000)", "nosort")
+    f.q("SELECT i * 2 AS d FROM range(4) t(i) WHERE t.i > 0 ORDER BY d", "nosort")
+    f.q("SELECT a.range AS x, b.range AS y FROM range(0, 5, 2) a, range(2) b ORDER BY ALL", "nosort")
+    f.q("SELECT p.id, g.generate_series FROM people p JOIN generate_series(1, 3) g ON p.id = g.generate_series ORDER BY 1", "nosort")
+    f.q("SELECT * FROM range(TIMESTAMP '2024-01-01 00:00:00', TIMESTAMP '2024-01-02 00:00:00', INTERVAL '6 hours')",
+        "nosort", us_ok=True)
+    f.q("SELECT * FROM generate_series(TIMESTAMP '2024-01-01 00:00:00', TIMESTAMP '2024-01-02 00:00:00', INTERVAL '6 hours')",
+        "nosort", us_ok=True)
+    f.q("SELECT * FROM range(TIMESTAMP '2024-01-02 00:00:00', TIMESTAMP '2024-01-01 00:00:00', INTERVAL '-7 hours')",
+        "nosort", us_ok=True)
+    f.q("SELECT * FROM range(DATE '2024-01-01', DATE '2024-01-04', INTERVAL 1 DAY)", "nosort", us_ok=True)
+    f.q("SELECT b.range AS bucket, count(t.ts) AS n FROM range(TIMESTAMP '2024-01-02 09:00:00', TIMESTAMP '2024-01-02 17:00:00', "
+        "INTERVAL '2 hours') b LEFT JOIN trades t ON t.ts >= b.range AND t.ts < b.range + INTERVAL '2 hours' GROUP BY 1 ORDER BY 1",
+        "nosort", us_ok=True)
+    f.err("SELECT * FROM range(0, 10, 0)")
+    f.err("SELECT * FROM range(1.5)")
+    f.err("SELECT * FROM range(TIMESTAMP '2024-01-01 00:00:00', TIMESTAMP '2024-01-02 00:00:00')")
 
 
 ALL_SECTIONS = [
@@ -1389,6 +1423,6 @@ ALL_SECTIONS = [
     ("17_window", "Window functions", ["trades", "people", "nums", "empty_t", "one_row"], s17_window),
     ("18_sample_latest", "SAMPLE BY with FILL, LATEST ON", ["trades", "people"], s18_sample_latest),
     ("19_vectors", "FLOAT[n] vectors and distance functions", [], s19_vectors),
-    ("20_duckdb_style", "DuckDB-style SQL: FROM-first, trailing commas, aliases in WHERE, INTERVAL (n) unit", ["people", "depts", "trades"],
+    ("20_duckdb_style", "DuckDB-style SQL: FROM-first, trailing commas, aliases in WHERE, INTERVAL (n) unit, ORDER BY ALL, range/generate_series", ["people", "depts", "trades"],
      s20_duckdb_style),
 ]

@@ -417,6 +417,19 @@ pub enum TableRef {
         /// Column renames (`t(a, b)`), possibly fewer than its columns.
         columns: Vec<String>,
     },
+    /// A table function: `range(...)` or `generate_series(...) AS t(a)`.
+    Function {
+        /// The function's name as written.
+        name: String,
+        /// Its arguments (constant expressions).
+        args: Vec<Expr>,
+        /// Its alias, if given.
+        alias: Option<String>,
+        /// Column renames (`t(a)`).
+        columns: Vec<String>,
+        /// Where the name is.
+        pos: Pos,
+    },
     /// `left JOIN right [ON expr | USING (cols)]`.
     Join {
         /// The left input.
@@ -441,6 +454,9 @@ pub struct OrderItem {
     pub desc: bool,
     /// `Some(true)` = NULLS FIRST, `Some(false)` = NULLS LAST, `None` = default (last).
     pub nulls_first: Option<bool>,
+    /// DuckDB's `ORDER BY ALL`: every output column, left to right (the only item of a
+    /// query's ORDER BY; `expr` is then a NULL literal, unused).
+    pub all: bool,
 }
 
 /// A unary operator.
@@ -879,7 +895,11 @@ impl fmt::Display for Literal {
 
 impl fmt::Display for OrderItem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.expr)?;
+        if self.all {
+            f.write_str("ALL")?;
+        } else {
+            write!(f, "{}", self.expr)?;
+        }
         if self.desc {
             f.write_str(" DESC")?;
         }

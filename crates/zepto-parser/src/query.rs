@@ -3,7 +3,7 @@
 use super::ast::*;
 use super::lexer::Tok;
 use super::Parser;
-use crate::error::Result;
+use crate::error::{Result, SqlError};
 
 impl Parser {
     /// A query; its expressions are measured against the limits on their own (a subquery
@@ -39,7 +39,7 @@ impl Parser {
         if self.is_kw("order") {
             self.advance();
             self.expect_kw("by")?;
-            order_by = self.order_items()?;
+            order_by = if self.at_order_all() { vec![self.order_all()?] } else { self.order_items()? };
         }
         let (mut limit, mut offset) = (None, None);
         loop {
@@ -60,27 +60,50 @@ impl Parser {
         let mut items = Vec::new();
         loop {
             let expr = self.expr()?;
-            let desc = if self.eat_kw("desc") {
-                true
-            } else {
-                self.eat_kw("asc");
-                false
-            };
-            let nulls_first = if self.eat_kw("nulls") {
-                if self.eat_kw("first") {
-                    Some(true)
-                } else {
-                    self.expect_kw("last")?;
-                    Some(false)
-                }
-            } else {
-                None
-            };
-            items.push(OrderItem { expr, desc, nulls_first });
+            let (desc, nulls_first) = self.order_direction()?;
+            items.push(OrderItem { expr, desc, nulls_first, all: false });
             if !self.eat_op(",") {
                 return Ok(items);
             }
         }
+    }
+
+    /// `[ASC | DESC] [NULLS FIRST | NULLS LAST]`.
+    fn order_direction(&mut self) -> Result<(bool, Option<bool>)> {
+        let desc = if self.eat_kw("desc") {
+            true
+        } else {
+            self.eat_kw("asc");
+            false
+        };
+        let nulls_first = if self.eat_kw("nulls") {
+            if self.eat_kw("first") {
+                Some(true)
+            } else {
+                self.expect_kw("last")?;
+                Some(false)
+            }
+        } else {
+            None
+        };
+        Ok((desc, nulls_first))
+    }
+
+    /// Whether a query's ORDER BY is DuckDB's `ALL` (the bare word, not a column `"all"`, and
+    /// not the start of an expression such as `all(...)`).
+    fn at_order_all(&self) -> bool {
+        self.is_kw("all") && !matches!(self.peek_at(1), Tok::Op(o) if !matches!(*o, ";" | ")" | ","))
+    }
+
+    /// `ALL [ASC | DESC] [NULLS ...]`, alone: every output column.
+    fn order_all(&mut self) -> Result<OrderItem> {
+        let pos = self.pos();
+        self.expect_kw("all")?;
+        let (desc, nulls_first) = self.order_direction()?;
+        if matches!(self.peek(), Tok::Op(",")) {
+            return Err(SqlError::Parse { message: "ORDER BY ALL takes no other keys".into(), pos: self.pos() });
+        }
+        Ok(OrderItem { expr: Expr::Lit(Literal::Null, pos), desc, nulls_first, all: true })
     }
 
     /// Set operations; INTERSECT binds tighter than UNION/EXCEPT.
@@ -385,17 +408,7 @@ impl Parser {
             if self.starts_query() {
                 let query = Box::new(self.query()?);
                 self.expect_op(")")?;
-                let alias = self.alias()?;
-                let mut columns = Vec::new();
-                if alias.is_some() && self.eat_op("(") {
-                    loop {
-                        columns.push(self.any_ident()?);
-                        if self.eat_op(")") {
-                            break;
-                        }
-                        self.expect_op(",")?;
-                    }
-                }
+                let (alias, columns) = self.alias_with_columns()?;
                 return Ok(TableRef::Subquery { query, alias, columns });
             }
             let inner = self.parse_from()?;
@@ -403,8 +416,35 @@ impl Parser {
             return Ok(inner);
         }
         let name = self.ident()?;
+        if self.eat_op("(") {
+            let mut args = Vec::new();
+            while !self.eat_op(")") {
+                if !args.is_empty() {
+                    self.expect_op(",")?;
+                }
+                args.push(self.expr()?);
+            }
+            let (alias, columns) = self.alias_with_columns()?;
+            return Ok(TableRef::Function { name, args, alias, columns, pos });
+        }
         let alias = self.table_alias()?;
         Ok(TableRef::Table { name, alias, pos })
+    }
+
+    /// `[AS] alias [(a, b, ...)]`: a subquery's or table function's name and column renames.
+    fn alias_with_columns(&mut self) -> Result<(Option<String>, Vec<String>)> {
+        let alias = self.alias()?;
+        let mut columns = Vec::new();
+        if alias.is_some() && self.eat_op("(") {
+            loop {
+                columns.push(self.any_ident()?);
+                if self.eat_op(")") {
+                    break;
+                }
+                self.expect_op(",")?;
+            }
+        }
+        Ok((alias, columns))
     }
 
     fn table_alias(&mut self) -> Result<Option<String>> {
@@ -412,7 +452,7 @@ impl Parser {
         // Column aliases `t(a, b)` are supported on subqueries only; say so clearly.
         if a.is_some() && matches!(self.peek(), Tok::Op("(")) {
             return Err(
-                self.unexpected("a join, WHERE or end of FROM (column alias lists are only supported on subqueries)")
+                self.unexpected("a join, WHERE or end of FROM (column alias lists are only supported on subqueries and table functions)")
             );
         }
         Ok(a)

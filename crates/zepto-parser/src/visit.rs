@@ -55,6 +55,7 @@ fn rewrite_from(t: &mut TableRef, f: &mut dyn FnMut(&mut Expr)) {
     match t {
         TableRef::Table { .. } => {}
         TableRef::Subquery { query, .. } => rewrite_query(query, f),
+        TableRef::Function { args, .. } => args.iter_mut().for_each(|e| rewrite_expr(e, f)),
         TableRef::Join { left, right, on, .. } => {
             rewrite_from(left, f);
             rewrite_from(right, f);

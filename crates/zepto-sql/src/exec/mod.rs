@@ -30,7 +30,7 @@ use crate::parser::ast::JoinKind;
 use crate::plan::{AggCall, AggHow, AsofHow, BExpr, LatestHow, PairHow, PhysicalPlan, Plan, SortHow, WindowHow};
 pub use context::{ExecContext, OpStats};
 use std::sync::Arc;
-use zepto_storage::Column;
+use zepto_storage::{Column, ColumnData, DataType};
 
 /// Run a physical plan to one batch, as part of `query`.
 pub fn execute(query: &RunContext, plan: &PhysicalPlan) -> Result<Batch> {
@@ -287,6 +287,7 @@ fn execute_node(ctx: &ExecContext, plan: &Plan) -> Result<(&'static str, Batch)>
     Ok(match plan {
         Plan::Scan { table, columns, range } => ("Scan", scan::scan(table, columns, range)?),
         Plan::Values { rows, width } => ("Values", values(ctx, rows, *width)?),
+        Plan::Series { start, step, count, data_type } => ("Series", series(ctx, *start, *step, *count, *data_type)?),
         Plan::Filter { input, pred } => ("Filter", filter(ctx, &run(ctx, input)?, pred)?),
         Plan::Project { input, exprs } => ("Project", project(ctx, &run(ctx, input)?, exprs)?),
         Plan::Aggregate { input, keys, aggs, how } => aggregate_node(ctx, input, keys, aggs, how)?,
@@ -415,6 +416,26 @@ fn values(ctx: &ExecContext, rows: &[Vec<BExpr>], width: usize) -> Result<Batch>
         cols.push(Column::concat(&refs));
     }
     Ok(Batch::new(cols, rows.len()))
+}
+
+/// `count` values `start, start + step, ...` of `data_type` (BIGINT or TIMESTAMP; the binder
+/// made sure they stay in range). The memory is reserved against the query's limit first.
+fn series(ctx: &ExecContext, start: i64, step: i64, count: u64, data_type: DataType) -> Result<Batch> {
+    let too_big = || SqlError::plan(format!("a series of {count} rows is too large"), None);
+    let n = usize::try_from(count).map_err(|_| too_big())?;
+    ctx.run_context().reserve(count.checked_mul(8).ok_or_else(too_big)?)?;
+    let mut v: Vec<i64> = Vec::new();
+    v.try_reserve_exact(n).map_err(|_| too_big())?;
+    for chunk in 0..n.div_ceil(1 << 16) {
+        ctx.check()?;
+        let from = chunk << 16;
+        v.extend((from..n.min(from + (1 << 16))).map(|i| start.wrapping_add((i as i64).wrapping_mul(step))));
+    }
+    let data = match data_type {
+        DataType::Timestamp => ColumnData::Timestamp(v),
+        _ => ColumnData::Int64(v),
+    };
+    Ok(Batch::new(vec![Column::from_data(data)], n))
 }
 
 /// Rows `offset..offset + limit` of `b`.

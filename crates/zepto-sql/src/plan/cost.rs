@@ -35,6 +35,7 @@ impl Plan {
                 })
             }
             Plan::Values { rows, .. } => Some(rows.len()),
+            Plan::Series { count, .. } => usize::try_from(*count).ok(),
             Plan::Filter { input, pred } => plain(pred).then(|| input.linear_scan_rows()).flatten(),
             Plan::Project { input, exprs } => exprs.iter().all(plain).then(|| input.linear_scan_rows()).flatten(),
             Plan::Aggregate { input, keys, .. } => keys.iter().all(plain).then(|| input.linear_scan_rows()).flatten(),

@@ -114,6 +114,18 @@ pub enum Plan {
         /// Columns per row.
         width: usize,
     },
+    /// `start, start + step, ...`: `count` values of one column (BIGINT or TIMESTAMP), from
+    /// the table functions `range` and `generate_series`.
+    Series {
+        /// The first value.
+        start: i64,
+        /// The difference between neighbours (never 0).
+        step: i64,
+        /// How many values.
+        count: u64,
+        /// The column's type.
+        data_type: DataType,
+    },
     /// Keep the rows where `pred` is true (NULL drops the row).
     Filter {
         /// The rows filtered.
@@ -383,6 +395,7 @@ impl Plan {
         match self {
             Plan::Scan { .. } => "Scan",
             Plan::Values { .. } => "Values",
+            Plan::Series { .. } => "Series",
             Plan::Filter { .. } => "Filter",
             Plan::Project { .. } => "Project",
             Plan::Aggregate { how: AggHow::Hash, .. } => "HashAggregate",
@@ -422,6 +435,7 @@ impl Plan {
         match self {
             Plan::Scan { table, columns, range } => explain_scan(table, columns, range),
             Plan::Values { rows, .. } => format!("rows={}", rows.len()),
+            Plan::Series { start, step, count, .. } => format!("start={start} step={step} rows={count}"),
             Plan::Filter { .. } | Plan::Distinct { .. } => String::new(),
             Plan::Project { exprs, .. } => format!("exprs={}", exprs.len()),
             Plan::Aggregate { keys, aggs, how, .. } => {
@@ -495,6 +509,7 @@ impl Plan {
         match self {
             Plan::Scan { columns, .. } => columns.len(),
             Plan::Values { width, .. } => *width,
+            Plan::Series { .. } => 1,
             Plan::Filter { input, .. }
             | Plan::Sort { input, .. }
             | Plan::Limit { input, .. }
@@ -527,7 +542,7 @@ impl Plan {
     /// The plan's direct inputs (left before right).
     pub fn inputs(&self) -> Vec<&Plan> {
         match self {
-            Plan::Scan { .. } | Plan::Values { .. } => Vec::new(),
+            Plan::Scan { .. } | Plan::Values { .. } | Plan::Series { .. } => Vec::new(),
             Plan::Filter { input, .. }
             | Plan::Project { input, .. }
             | Plan::Aggregate { input, .. }
@@ -557,7 +572,7 @@ impl Plan {
             Ok(())
         };
         match &mut self {
-            Plan::Scan { .. } | Plan::Values { .. } => {}
+            Plan::Scan { .. } | Plan::Values { .. } | Plan::Series { .. } => {}
             Plan::Filter { input, .. }
             | Plan::Project { input, .. }
             | Plan::Aggregate { input, .. }

@@ -22,6 +22,7 @@
 
 mod alias;
 pub mod sample;
+mod series;
 pub(crate) mod tenant;
 pub mod window;
 mod window_join;
@@ -259,6 +260,11 @@ impl Binder {
             self.ctes.push((name.clone(), p, f, cq.clone()));
         }
         let (mut plan, fields) = match &q.body {
+            // ORDER BY ALL sorts the outputs, whatever the select list computes.
+            SetExpr::Select(s) if q.order_by.iter().any(|o| o.all) => {
+                let (p, f) = self.bind_select(s, &[])?;
+                self.order_outputs(p, f, &q.order_by)?
+            }
             SetExpr::Select(s) => self.bind_select(s, &q.order_by)?,
             body => {
                 let (p, f) = self.bind_set_expr(body)?;
@@ -373,6 +379,10 @@ impl Binder {
                     field.name = name.clone();
                 }
                 Ok((p, requalify(f, alias.as_deref())))
+            }
+            TableRef::Function { name, args, alias, columns, pos } => {
+                let call = series::Call { name, args, alias: alias.as_deref(), columns, pos: *pos };
+                self.bind_table_function(&call)
             }
             TableRef::Join { left, right, kind, on, using } => self.bind_join(left, right, *kind, on.as_ref(), using),
         }
@@ -880,6 +890,12 @@ impl Binder {
         }
         let mut keys = Vec::new();
         for o in order_by {
+            if o.all {
+                let nulls_first = o.nulls_first.unwrap_or(false);
+                let all = fields.iter().enumerate().map(|(i, f)| BExpr::Col(i, f.data_type));
+                keys.extend(all.map(|expr| SortKey { expr, desc: o.desc, nulls_first }));
+                continue;
+            }
             let e = match &o.expr {
                 Expr::Lit(Literal::Int(k), pos) => {
                     if *k < 1 || *k as usize > fields.len() {

@@ -77,6 +77,7 @@ fn prune(p: Plan, need: &[bool]) -> (Plan, Map) {
         }
         // The distributed operators appear only after optimizing (see `crate::plan::dist`).
         Plan::Values { .. }
+        | Plan::Series { .. }
         | Plan::Distinct { .. }
         | Plan::SetOp { .. }
         | Plan::Fill { .. }
