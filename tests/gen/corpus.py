@@ -1391,6 +1391,19 @@ def s20_duckdb_style(f):
     f.q("SELECT b.range AS bucket, count(t.ts) AS n FROM range(TIMESTAMP '2024-01-02 09:00:00', TIMESTAMP '2024-01-02 17:00:00', "
         "INTERVAL '2 hours') b LEFT JOIN trades t ON t.ts >= b.range AND t.ts < b.range + INTERVAL '2 hours' GROUP BY 1 ORDER BY 1",
         "nosort", us_ok=True)
+    f.comment("'infinity' and '-infinity' timestamps: after and before every other; fields NULL")
+    f.q("SELECT TIMESTAMP 'infinity' > TIMESTAMP '2262-01-01 00:00:00', TIMESTAMP '-infinity' < TIMESTAMP '1678-01-01 00:00:00'",
+        "rowsort")
+    f.q("SELECT CAST('Infinity' AS TIMESTAMP) = TIMESTAMP 'infinity', CAST('-infinity' AS TIMESTAMP) = TIMESTAMP '-infinity'",
+        "rowsort")
+    f.q("SELECT CAST(TIMESTAMP 'infinity' AS VARCHAR), CAST(TIMESTAMP '-infinity' AS VARCHAR)", "rowsort")
+    f.q("SELECT count(*) FROM trades WHERE ts < TIMESTAMP 'infinity' AND ts > TIMESTAMP '-infinity'", "rowsort")
+    f.q("SELECT (TIMESTAMP 'infinity' + INTERVAL '1 day') = TIMESTAMP 'infinity', "
+        "(TIMESTAMP '-infinity' - INTERVAL '1 day') = TIMESTAMP '-infinity'", "rowsort")
+    f.q("SELECT extract(year FROM TIMESTAMP 'infinity') IS NULL, date_trunc('day', TIMESTAMP '-infinity') = TIMESTAMP '-infinity'",
+        "rowsort")
+    f.q("SELECT sym, max(coalesce(ts, TIMESTAMP 'infinity')) = TIMESTAMP 'infinity' AS has_null_ts FROM trades GROUP BY sym",
+        "rowsort")
     f.err("SELECT * FROM range(0, 10, 0)")
     f.err("SELECT * FROM range(1.5)")
     f.err("SELECT * FROM range(TIMESTAMP '2024-01-01 00:00:00', TIMESTAMP '2024-01-02 00:00:00')")
@@ -1423,6 +1436,6 @@ ALL_SECTIONS = [
     ("17_window", "Window functions", ["trades", "people", "nums", "empty_t", "one_row"], s17_window),
     ("18_sample_latest", "SAMPLE BY with FILL, LATEST ON", ["trades", "people"], s18_sample_latest),
     ("19_vectors", "FLOAT[n] vectors and distance functions", [], s19_vectors),
-    ("20_duckdb_style", "DuckDB-style SQL: FROM-first, trailing commas, aliases in WHERE, INTERVAL (n) unit, ORDER BY ALL, range/generate_series", ["people", "depts", "trades"],
+    ("20_duckdb_style", "DuckDB-style SQL: FROM-first, trailing commas, aliases in WHERE, INTERVAL (n) unit, ORDER BY ALL, range/generate_series, infinite timestamps", ["people", "depts", "trades"],
      s20_duckdb_style),
 ]

@@ -472,6 +472,14 @@ impl Parser {
         if name.eq_ignore_ascii_case("character") && self.eat_kw("varying") {
             full = "VARCHAR".into();
         }
+        if ["decimal", "numeric", "dec"].iter().any(|d| name.eq_ignore_ascii_case(d)) {
+            let message = format!(
+                "{} is not supported (ZeptoDB has no exact decimal type): use DOUBLE, or BIGINT holding \
+                 the value in its smallest unit (cents, ticks)",
+                name.to_ascii_uppercase()
+            );
+            return Err(SqlError::Parse { message, pos });
+        }
         let dt = DataType::from_sql(&full)
             .filter(|t| *t != DataType::Interval || name.eq_ignore_ascii_case("interval"))
             .ok_or_else(|| SqlError::Parse { message: format!("unknown type '{name}'"), pos })?;

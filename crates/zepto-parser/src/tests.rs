@@ -98,7 +98,9 @@ fn a_timestamp_parameter_is_a_typed_literal() {
         (1_700_000_000_123_456_789, "2023-11-14 22:13:20.123456789"),
         (-1, "1969-12-31 23:59:59.999999999"),
         (i64::MIN, "1677-09-21 00:12:43.145224192"),
-        (i64::MAX, "2262-04-11 23:47:16.854775807"),
+        (i64::MAX - 1, "2262-04-11 23:47:16.854775806"),
+        (i64::MAX, "infinity"),
+        (-i64::MAX, "-infinity"),
     ] {
         let stmts = parse_statements_with_params("SELECT ?", &[ParamValue::Timestamp(ns)]).expect("parses");
         let Statement::Query(q) = &stmts[0] else { panic!("query") };
@@ -121,5 +123,13 @@ fn create_table_prints_sql_that_reads_back_the_same() {
         let printed = ct.to_string();
         let Statement::CreateTable(back) = one(&printed) else { panic!("{printed}: not a CREATE TABLE") };
         assert_eq!(back, ct, "{sql} printed as {printed}");
+    }
+}
+
+#[test]
+fn decimal_says_what_to_write_instead() {
+    for sql in ["CREATE TABLE d (p DECIMAL(10, 2))", "SELECT CAST(1.5 AS NUMERIC)", "SELECT 1.5::decimal"] {
+        let e = parse_statement(sql).expect_err("DECIMAL is refused");
+        assert!(e.to_string().contains("use DOUBLE, or BIGINT"), "{sql}: {e}");
     }
 }

@@ -50,13 +50,22 @@ pub fn pg_type(dt: DataType) -> Type {
 
 /// Nanoseconds since the Unix epoch as microseconds since PostgreSQL's (cut toward the past).
 pub fn pg_micros(ns: i64) -> i64 {
-    ns.div_euclid(1000).saturating_sub(PG_EPOCH_US)
+    match ns {
+        // PostgreSQL's own infinities (DT_NOEND, DT_NOBEGIN).
+        zepto_storage::time::TS_INFINITY => i64::MAX,
+        zepto_storage::time::TS_NEG_INFINITY => i64::MIN,
+        _ => ns.div_euclid(1000).saturating_sub(PG_EPOCH_US),
+    }
 }
 
 /// Microseconds since PostgreSQL's epoch as nanoseconds since the Unix epoch (`None` when out
 /// of ZeptoDB's range).
 pub fn unix_nanos(pg_us: i64) -> Option<i64> {
-    pg_us.checked_add(PG_EPOCH_US)?.checked_mul(1000)
+    match pg_us {
+        i64::MAX => Some(zepto_storage::time::TS_INFINITY),
+        i64::MIN => Some(zepto_storage::time::TS_NEG_INFINITY),
+        _ => pg_us.checked_add(PG_EPOCH_US)?.checked_mul(1000),
+    }
 }
 
 /// A TIMESTAMP value: nanoseconds since the Unix epoch.
@@ -76,6 +85,10 @@ impl ToSql for Ts {
 
 impl ToSqlText for Ts {
     fn to_sql_text(&self, _: &Type, out: &mut BytesMut, _: &FormatOptions) -> Result<IsNull, BoxError> {
+        if let Some(t) = zepto_storage::time::infinite_text(self.0) {
+            out.put_slice(t.as_bytes());
+            return Ok(IsNull::No);
+        }
         if ts_text_fast(self.0, out) {
             return Ok(IsNull::No);
         }
@@ -369,6 +382,10 @@ mod tests {
         assert_eq!(text(&Span(-1_000_000_000), &Type::INTERVAL), "-00:00:01");
         assert_eq!(pg_micros(946_684_800_000_000_000), 0);
         assert_eq!(unix_nanos(0), Some(946_684_800_000_000_000));
+        // PostgreSQL's infinities both ways.
+        use zepto_storage::time::{TS_INFINITY, TS_NEG_INFINITY};
+        assert_eq!((pg_micros(TS_INFINITY), pg_micros(TS_NEG_INFINITY)), (i64::MAX, i64::MIN));
+        assert_eq!((unix_nanos(i64::MAX), unix_nanos(i64::MIN)), (Some(TS_INFINITY), Some(TS_NEG_INFINITY)));
         let mut out = BytesMut::new();
         Day(10_957).to_sql(&Type::DATE, &mut out).expect("binary");
         assert_eq!(&out[..], &[0, 0, 0, 0]);

@@ -125,9 +125,23 @@ pub fn parse_date(s: &str) -> Option<i32> {
     i32::try_from(days_from_civil(y, m, d)).ok()
 }
 
-/// Parse `YYYY-MM-DD[( |T)HH:MM[:SS[.fffffffff]]][Z|+00[:00]]` into ns since the epoch.
+/// The timestamp `'infinity'`: later than every other (PostgreSQL's and DuckDB's spelling).
+pub const TS_INFINITY: i64 = i64::MAX;
+/// The timestamp `'-infinity'`: earlier than every other. Not `i64::MIN`, which NumPy and
+/// pandas read as NaT (DuckDB likewise keeps it one above the type's minimum).
+pub const TS_NEG_INFINITY: i64 = -i64::MAX;
+
+/// Parse `YYYY-MM-DD[( |T)HH:MM[:SS[.fffffffff]]][Z|+00[:00]]` into ns since the epoch, or
+/// `[+|-]infinity` (any case) into [`TS_INFINITY`] / [`TS_NEG_INFINITY`].
 pub fn parse_timestamp(s: &str) -> Option<i64> {
     let s = s.trim();
+    if s.len() <= 9 {
+        match s.to_ascii_lowercase().as_str() {
+            "infinity" | "+infinity" => return Some(TS_INFINITY),
+            "-infinity" => return Some(TS_NEG_INFINITY),
+            _ => {}
+        }
+    }
     let b = s.as_bytes();
     let (y, m, d, mut i) = parse_ymd(b)?;
     // In i128 until the end: the earliest i64 timestamp (1677-09-21 00:12:43.145224192) is
@@ -167,8 +181,21 @@ pub fn parse_timestamp(s: &str) -> Option<i64> {
     }
 }
 
-/// `YYYY-MM-DD HH:MM:SS.fffffffff` — always nine fractional digits.
+/// `infinity` / `-infinity` for the two infinite timestamps.
+pub fn infinite_text(ns: i64) -> Option<&'static str> {
+    match ns {
+        TS_INFINITY => Some("infinity"),
+        TS_NEG_INFINITY => Some("-infinity"),
+        _ => None,
+    }
+}
+
+/// `YYYY-MM-DD HH:MM:SS.fffffffff` — always nine fractional digits (`infinity`/`-infinity`
+/// for the infinite timestamps).
 pub fn format_timestamp(ns: i64) -> String {
+    if let Some(t) = infinite_text(ns) {
+        return t.to_string();
+    }
     let days = ns.div_euclid(NS_PER_DAY);
     let rem = ns.rem_euclid(NS_PER_DAY);
     let (y, m, d) = civil_from_days(days);
@@ -180,6 +207,9 @@ pub fn format_timestamp(ns: i64) -> String {
 
 /// ISO-8601 with `T` and `Z`, as the HTTP and JSON formats print timestamps.
 pub fn format_timestamp_iso(ns: i64) -> String {
+    if let Some(t) = infinite_text(ns) {
+        return t.to_string();
+    }
     let mut s = format_timestamp(ns);
     s.replace_range(10..11, "T");
     s.push('Z');

@@ -374,8 +374,9 @@ fn concat(l: &Opnd, r: &Opnd, n: usize) -> Result<Column> {
     Ok(Column::new(ColumnData::Varchar(out), validity))
 }
 
-/// `validity` with rows where `ok` is false turned NULL (division by zero).
-fn null_where_false(validity: Option<Bitmap>, ok: &[bool]) -> Option<Bitmap> {
+/// `validity` with rows where `ok` is false turned NULL (division by zero, fields of an infinite
+/// timestamp).
+pub(crate) fn null_where_false(validity: Option<Bitmap>, ok: &[bool]) -> Option<Bitmap> {
     if ok.iter().all(|&b| b) {
         return validity;
     }
@@ -465,6 +466,38 @@ macro_rules! float_arith {
     }};
 }
 
+/// A timestamp plus or minus an interval (`lt`: the left operand's type). An infinite
+/// timestamp stays what it is, as in DuckDB; the finite ones overflow into an error.
+fn timestamp_arith(
+    op: BinaryOp,
+    a: Src<i64>,
+    b: Src<i64>,
+    lt: DataType,
+    n: usize,
+    validity: Option<Bitmap>,
+) -> Result<(Vec<i64>, Option<Bitmap>)> {
+    use zepto_storage::time::{TS_INFINITY, TS_NEG_INFINITY};
+    let infinite = |t: i64| t == TS_INFINITY || t == TS_NEG_INFINITY;
+    let ts = if lt == DataType::Timestamp { a } else { b };
+    let any = match ts {
+        Src::S(v) => v.iter().any(|&t| infinite(t)),
+        Src::C(t) => infinite(t),
+    };
+    if !any {
+        return Ok(int_arith!(op, a, b, n, i64, validity));
+    }
+    // Compute with the infinite rows at the epoch (they cannot overflow), then put them back.
+    let finite: Vec<i64> = zip_map(ts, Src::C(0i64), n, |t, _| if infinite(t) { 0 } else { t });
+    let (a2, b2) = if lt == DataType::Timestamp { (Src::S(&finite[..]), b) } else { (a, Src::S(&finite[..])) };
+    let (mut v, va) = int_arith!(op, a2, b2, n, i64, validity);
+    for (out, t) in v.iter_mut().zip(zip_map(ts, Src::C(0i64), n, |t, _| t)) {
+        if infinite(t) {
+            *out = t;
+        }
+    }
+    Ok((v, va))
+}
+
 fn arith(op: BinaryOp, l: &Opnd, r: &Opnd, ty: DataType, lt: DataType, n: usize) -> Result<Column> {
     let validity = and_validity(l.validity(n).as_ref(), r.validity(n).as_ref());
     let miss = || type_err(op, ty);
@@ -479,10 +512,15 @@ fn arith(op: BinaryOp, l: &Opnd, r: &Opnd, ty: DataType, lt: DataType, n: usize)
             let (v, va) = int_arith!(op, a, b, n, i32, validity);
             (ColumnData::Date(v), va)
         }
-        DataType::Int64 | DataType::Timestamp => {
+        DataType::Timestamp => {
+            let (a, b) = (src_i64(l).ok_or_else(miss)?, src_i64(r).ok_or_else(miss)?);
+            let (v, va) = timestamp_arith(op, a, b, lt, n, validity)?;
+            (ColumnData::Timestamp(v), va)
+        }
+        DataType::Int64 => {
             let (a, b) = (src_i64(l).ok_or_else(miss)?, src_i64(r).ok_or_else(miss)?);
             let (v, va) = int_arith!(op, a, b, n, i64, validity);
-            (if ty == DataType::Int64 { ColumnData::Int64(v) } else { ColumnData::Timestamp(v) }, va)
+            (ColumnData::Int64(v), va)
         }
         DataType::Interval if lt == DataType::Interval && matches!(op, BinaryOp::Mul | BinaryOp::Div) => {
             let (a, b) = (src_i64(l).ok_or_else(miss)?, src_f64(r).ok_or_else(miss)?);

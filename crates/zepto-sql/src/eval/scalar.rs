@@ -404,12 +404,19 @@ fn temporal(f: ScalarFunc, args: &[BExpr], ty: DataType, b: &Batch, sq: &dyn Sub
             let unit = lit_str(&args[0])?.to_string();
             let c = eval(&args[1], b, sq)?;
             let ts = c.as_i64_slice().ok_or_else(|| SqlError::Internal("timestamp arg".into()))?;
-            let data = if f == F::DateTrunc {
-                ColumnData::Timestamp(ts.iter().map(|&t| time::trunc_timestamp(&unit, t).unwrap_or(t)).collect())
-            } else {
-                ColumnData::Int64(ts.iter().map(|&t| time::extract_field(&unit, t).unwrap_or(0)).collect())
-            };
-            Ok(Column::new(data, c.validity().cloned()))
+            // An infinite timestamp truncates to itself and has no fields (NULL), as in DuckDB.
+            let finite = |t: i64| time::infinite_text(t).is_none();
+            if f == F::DateTrunc {
+                let trunc = |t: i64| if finite(t) { time::trunc_timestamp(&unit, t).unwrap_or(t) } else { t };
+                return Ok(Column::new(
+                    ColumnData::Timestamp(ts.iter().map(|&t| trunc(t)).collect()),
+                    c.validity().cloned(),
+                ));
+            }
+            let data = ColumnData::Int64(ts.iter().map(|&t| time::extract_field(&unit, t).unwrap_or(0)).collect());
+            let ok: Vec<bool> = ts.iter().map(|&t| finite(t)).collect();
+            let validity = super::null_where_false(c.validity().cloned(), &ok);
+            Ok(Column::new(data, validity))
         }
         F::EpochNs => {
             let c = eval(&args[0], b, sq)?;
