@@ -1274,6 +1274,21 @@ def s16_asof(f):
     f.err("SELECT t.id FROM ta t ASOF LEFT JOIN qa q ON t.sym = q.sym OR t.ts >= q.ts")
     f.err("SELECT t.id FROM ta t ASOF JOIN qa q ON t.sym = q.sym AND t.ts <> q.ts")
     f.err("SELECT t.id FROM ta t ASOF JOIN qa q")
+    f.comment("DuckDB's forms: USING (keys..., time), the last column meaning t.time >= q.time and SELECT *\n"
+              "showing each USING column once; conditions on one side (on the right they filter the rows\n"
+              "searched; a left row failing its own condition finds no match); string ordering columns")
+    f.q("SELECT t.id, t.ts, sym, q.ts, q.bid FROM ta t ASOF JOIN qa q USING (sym, ts)")
+    f.q("SELECT t.id, ts, sym, q.bid FROM ta t ASOF LEFT JOIN qa q USING (sym, ts)")
+    f.q("SELECT * FROM ta t ASOF LEFT JOIN qa q USING (sym, venue, ts)")
+    f.q("%s FROM ta t ASOF LEFT JOIN qa q ON t.sym = q.sym AND t.ts >= q.ts AND q.bid > 100" % ASOF_SEL)
+    f.q("%s FROM ta t ASOF JOIN qa q ON t.sym = q.sym AND t.ts >= q.ts AND q.venue = 1" % ASOF_SEL)
+    f.q("%s FROM ta t ASOF LEFT JOIN qa q ON t.sym = q.sym AND t.ts >= q.ts AND t.venue = 1" % ASOF_SEL)
+    f.q("%s FROM ta t ASOF JOIN qa q ON t.sym = q.sym AND t.ts <= q.ts AND t.px > 100 AND q.ask IS NOT NULL" % ASOF_SEL)
+    f.q("%s FROM ta t ASOF LEFT JOIN qa q ON t.ts >= q.ts AND t.sym = 'AAPL'" % ASOF_SEL)
+    f.q("SELECT t.id, q.sym FROM tv t ASOF LEFT JOIN (SELECT DISTINCT sym FROM qa WHERE sym IS NOT NULL) q "
+        "ON t.sym >= q.sym")
+    f.q("SELECT t.id, q.sym FROM tv t ASOF JOIN (SELECT DISTINCT CAST(sym AS VARCHAR) AS sym FROM qa) q ON t.sym < q.sym")
+    f.err("SELECT t.id FROM tv t ASOF JOIN qa q ON nearest(t.sym, q.sym)", duck="SELECT 1 FROM nonexistent_table")
     f.comment("SPLICE JOIN: every row of both sides once; a left row with the latest right row at or before\n"
               "it, a right row with the latest left row strictly before it (ties: right first). Checked as\n"
               "the union of the two ASOF LEFT JOINs in DuckDB.")
@@ -1360,6 +1375,12 @@ def s20_duckdb_style(f):
     f.q("SELECT sym, count(*) FROM trades WHERE ts + INTERVAL (2 * 3) HOUR < TIMESTAMP '2024-01-02 16:00:00' GROUP BY sym", "rowsort")
     f.q("SELECT count(*) FROM trades WHERE ts >= TIMESTAMP '2024-01-03 00:00:00' - INTERVAL (size % 3) DAY", "rowsort")
     f.q("SELECT count(*) FROM trades WHERE ts - INTERVAL 90 SECOND > TIMESTAMP '2024-01-04 15:00:00'", "rowsort")
+    f.comment("JOIN ... USING: SELECT * shows each USING column once (COALESCE of both sides for RIGHT and FULL)")
+    f.q("SELECT * FROM people JOIN depts USING (dept)", "rowsort")
+    f.q("SELECT * FROM people LEFT JOIN depts USING (dept)", "rowsort")
+    f.q("SELECT * FROM people p RIGHT JOIN depts d USING (dept)", "rowsort")
+    f.q("SELECT dept, count(p.id) AS n FROM people p FULL JOIN depts d USING (dept) GROUP BY dept", "rowsort")
+    f.q("SELECT dept, d.dept, p.id FROM people p JOIN depts d USING (dept)", "rowsort")
     f.comment("ORDER BY ALL: every output column, left to right")
     f.q("SELECT dept, name, id FROM people ORDER BY ALL", "nosort")
     f.q("SELECT dept, age FROM people ORDER BY ALL DESC", "nosort")

@@ -99,10 +99,7 @@ impl Remote {
             return Ok(QueryResult::status(st));
         }
         let (defs, cols, rows) = zepto_io::ipc::read_ipc_stream_any(&body).map_err(io_err)?;
-        let fields = defs
-            .into_iter()
-            .map(|d| Field { qualifier: None, name: d.name, data_type: d.data_type, designated_ts: false })
-            .collect();
+        let fields = defs.into_iter().map(|d| Field::new(d.name, d.data_type)).collect();
         Ok(QueryResult::rows(fields, Batch::new(cols, rows)))
     }
 }

@@ -91,7 +91,7 @@ impl QueryResult {
 }
 
 pub(crate) fn field(name: &str, t: DataType) -> Field {
-    Field { qualifier: None, name: name.into(), data_type: t, designated_ts: false }
+    Field::new(name, t)
 }
 
 /// Scalar value of the first row/column (convenience for tests and the CLI).

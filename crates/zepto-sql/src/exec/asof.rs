@@ -85,6 +85,21 @@ fn times(c: &Column) -> Result<Times<'_>> {
     })
 }
 
+/// Both sides' ordering values in one numeric domain: strings (VARCHAR or SYMBOL, which DuckDB
+/// also orders ASOF joins by) become their ranks among the values of both sides, which keeps
+/// their order exactly (no TOLERANCE or nearest applies to them: the binder refuses those).
+fn time_pair<'a>(l: &'a Column, r: &'a Column) -> Result<(Times<'a>, Times<'a>)> {
+    if !(l.data_type().is_string() && r.data_type().is_string()) {
+        return Ok((times(l)?, times(r)?));
+    }
+    let text = |c: &'a Column| (0..c.len()).map(move |i| c.str_at(i).unwrap_or(""));
+    let mut all: Vec<&str> = text(l).chain(text(r)).collect();
+    all.sort_unstable();
+    all.dedup();
+    let rank = |c: &'a Column| -> Vec<i64> { text(c).map(|s| all.binary_search(&s).map_or(0, |k| k as i64)).collect() };
+    Ok((Times::I(std::borrow::Cow::Owned(rank(l))), Times::I(std::borrow::Cow::Owned(rank(r)))))
+}
+
 /// A time value: ordered, with exact distances.
 trait Time: Copy + PartialOrd {
     type Gap: PartialOrd;
@@ -160,8 +175,7 @@ pub fn asof_join(ctx: &ExecContext, l: &Batch, r: &Batch, spec: AsofSpec) -> Res
     let key_ok = |cols: &[std::borrow::Cow<Column>], i: usize| cols.iter().all(|c| c.is_valid(i));
     // Bucket right rows by key (input order kept), skipping NULL keys/times.
     let (start, mut order) = bucket_rows(&rid, |j| rt.is_valid(j) && key_ok(&rk, j), ngroups);
-    let lt_vals = times(&lt)?;
-    let rt_vals = times(&rt)?;
+    let (lt_vals, rt_vals) = time_pair(&lt, &rt)?;
     let mut matched = vec![NULL_INDEX; n];
     macro_rules! run {
         ($lv:expr, $rv:expr, $t:ty) => {{

@@ -79,7 +79,7 @@ pub fn resolve(scope: &[Field], table: Option<&str>, name: &str, pos: Pos) -> Re
     for (i, f) in scope.iter().enumerate() {
         let qual_ok = match table {
             Some(t) => f.qualifier.as_deref().is_some_and(|q| q.eq_ignore_ascii_case(t)),
-            None => true,
+            None => !f.using_copy,
         };
         if qual_ok && f.name.eq_ignore_ascii_case(name) {
             if found.is_some() {

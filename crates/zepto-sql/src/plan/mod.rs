@@ -36,6 +36,17 @@ pub struct Field {
     pub data_type: DataType,
     /// This column is its table's designated timestamp (first/last order by it).
     pub designated_ts: bool,
+    /// The other side's copy of a `JOIN ... USING` column: reachable qualified (`r.k`), but
+    /// not by its bare name and not in `*` (the kept copy stands for both).
+    pub using_copy: bool,
+}
+
+impl Field {
+    /// An unqualified output column of `data_type` (not a designated timestamp, not a USING
+    /// copy).
+    pub fn new(name: impl Into<String>, data_type: DataType) -> Field {
+        Field { qualifier: None, name: name.into(), data_type, designated_ts: false, using_copy: false }
+    }
 }
 
 /// A bound aggregate call: function, argument expressions over the input and result type.

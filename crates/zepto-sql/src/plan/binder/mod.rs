@@ -315,11 +315,7 @@ impl Binder {
                 }
                 let lp = cast_plan(lp, &lf, &types)?;
                 let rp = cast_plan(rp, &rf, &types)?;
-                let fields = lf
-                    .iter()
-                    .zip(&types)
-                    .map(|(f, t)| Field { qualifier: None, name: f.name.clone(), data_type: *t, designated_ts: false })
-                    .collect();
+                let fields = lf.iter().zip(&types).map(|(f, t)| Field::new(f.name.clone(), *t)).collect();
                 Ok((Plan::SetOp { op: *op, all: *all, left: Box::new(lp), right: Box::new(rp) }, fields))
             }
         }
@@ -354,11 +350,7 @@ impl Binder {
                 )
             })
             .collect::<Result<Vec<_>>>()?;
-        let fields = types
-            .iter()
-            .enumerate()
-            .map(|(i, t)| Field { qualifier: None, name: format!("col{i}"), data_type: *t, designated_ts: false })
-            .collect();
+        let fields = types.iter().enumerate().map(|(i, t)| Field::new(format!("col{i}"), *t)).collect();
         Ok((Plan::Values { rows, width }, fields))
     }
 
@@ -411,6 +403,7 @@ impl Binder {
                 name: c.name.clone(),
                 data_type: c.data_type,
                 designated_ts: table.ts_col() == Some(i),
+                using_copy: false,
             })
             .collect();
         let columns = (0..table.schema().len()).collect();
@@ -439,15 +432,21 @@ impl Binder {
         let nl = lf.len();
         let mut scope = lf.clone();
         scope.extend(rf.iter().cloned());
+        let asof = matches!(kind, JoinKind::Asof | JoinKind::AsofLeft);
         let mut conds = Vec::new();
-        for u in using {
+        let mut merged = Vec::new();
+        for (k, u) in using.iter().enumerate() {
             let p = Pos::default();
             let li = resolve(&lf, None, u, p)?;
             let ri = resolve(&rf, None, u, p)?;
             let (l, r) = (BExpr::Col(li, lf[li].data_type), BExpr::Col(nl + ri, rf[ri].data_type));
-            conds.push(super::bind_expr::bind_binary(BinaryOp::Eq, l, r, p)?);
+            // DuckDB's ASOF ... USING (keys..., t): the last column is `l.t >= r.t`.
+            let op = if asof && k + 1 == using.len() { BinaryOp::GtEq } else { BinaryOp::Eq };
+            conds.push(super::bind_expr::bind_binary(op, l, r, p)?);
+            // The bare name means the left copy; the right one is reached qualified only.
+            scope[nl + ri].using_copy = true;
+            merged.push((li, nl + ri));
         }
-        let asof = matches!(kind, JoinKind::Asof | JoinKind::AsofLeft);
         let (on, nearest, tolerance) = match on {
             Some(on) if asof => split_asof_on(on),
             on => (on.cloned(), false, None),
@@ -502,6 +501,9 @@ impl Binder {
             right_keys: rk,
             residual: BExpr::and_all(residual),
         };
+        if matches!(kind, JoinKind::Right | JoinKind::Full) && !merged.is_empty() {
+            return Ok((merge_using(plan, &scope, &merged), scope));
+        }
         Ok((plan, scope))
     }
 
@@ -647,7 +649,13 @@ impl Binder {
                     (b, f.name.clone(), sc.agg.is_none() && f.designated_ts)
                 }
             };
-            fields.push(Field { qualifier: None, name, data_type: e.data_type(), designated_ts: designated });
+            fields.push(Field {
+                qualifier: None,
+                name,
+                data_type: e.data_type(),
+                designated_ts: designated,
+                using_copy: false,
+            });
             exprs.push(e);
         }
         Ok((exprs, fields))
@@ -1069,9 +1077,32 @@ impl Binder {
     }
 }
 
+/// A RIGHT or FULL JOIN ... USING: each left USING column becomes `COALESCE(left, right)`,
+/// so the bare name is the key of every row, as in DuckDB (`merged`: left and right positions).
+fn merge_using(plan: Plan, scope: &[Field], merged: &[(usize, usize)]) -> Plan {
+    let exprs = scope
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            let left = BExpr::Col(i, f.data_type);
+            let Some(&(_, r)) = merged.iter().find(|m| m.0 == i) else { return left };
+            // The right copy in the left one's type (keys of two string kinds stay as they are).
+            let right = match scope[r].data_type {
+                t if t == f.data_type => BExpr::Col(r, t),
+                t => match cast_to(BExpr::Col(r, t), f.data_type) {
+                    Ok(e) if e.data_type() == f.data_type => e,
+                    _ => return left,
+                },
+            };
+            BExpr::Func { func: functions::ScalarFunc::Coalesce, args: vec![left, right], ty: f.data_type }
+        })
+        .collect();
+    Plan::Project { input: Box::new(plan), exprs }
+}
+
 fn asof_plan(
     lp: Plan,
-    rp: Plan,
+    mut rp: Plan,
     conds: Vec<BExpr>,
     nl: usize,
     outer: bool,
@@ -1092,15 +1123,32 @@ fn asof_plan(
     };
     let bad = || {
         SqlError::plan(
-            "ASOF JOIN conditions must be equalities between the two sides plus one inequality (>=, >, <=, <) between a left and a right expression",
+            "ASOF JOIN conditions must be equalities between the two sides, one inequality (>=, >, <=, <) between a left and a right expression, and conditions on one side only",
             None,
         )
     };
+    let mut right_only = Vec::new();
     for c in conds {
         if let Some((l, r)) = split_equi(&c, nl) {
             lk.push(l);
             rk.push(r);
             continue;
+        }
+        // A condition on one side, as DuckDB takes it: on the right, it filters the rows
+        // searched; on the left (or on neither), a row failing it finds no match (kept with
+        // NULLs by ASOF LEFT JOIN): a key that is NULL for it, TRUE for every right row.
+        match sides(&c) {
+            (false, true) => {
+                right_only.push(shift(&c));
+                continue;
+            }
+            (_, false) => {
+                let t = BExpr::Lit(Value::Bool(true), DataType::Bool);
+                lk.push(BExpr::Case { whens: vec![(c, t.clone())], else_: None, ty: DataType::Bool });
+                rk.push(t);
+                continue;
+            }
+            _ => {}
         }
         let BExpr::Binary { op, left, right, .. } = &c else { return Err(bad()) };
         if !matches!(op, BinaryOp::Lt | BinaryOp::LtEq | BinaryOp::Gt | BinaryOp::GtEq) {
@@ -1117,9 +1165,15 @@ fn asof_plan(
                 None,
             ));
         }
-        if !(l.data_type().is_numeric() || matches!(l.data_type(), DataType::Timestamp | DataType::Date)) {
+        let ordered =
+            |t: DataType| t.is_numeric() || t.is_string() || matches!(t, DataType::Timestamp | DataType::Date);
+        if !ordered(l.data_type()) || l.data_type().is_string() != r.data_type().is_string() {
             return Err(SqlError::plan(
-                format!("ASOF JOIN inequality needs ordered numeric or time values, got {}", l.data_type()),
+                format!(
+                    "ASOF JOIN inequality needs ordered numeric, time or string values on both sides, got {} and {}",
+                    l.data_type(),
+                    r.data_type()
+                ),
                 None,
             ));
         }
@@ -1131,7 +1185,13 @@ fn asof_plan(
             None,
         )
     })?;
+    if nearest && left_ts.data_type().is_string() {
+        return Err(SqlError::plan("nearest() needs numeric or time values (strings have no distance)", None));
+    }
     let op = if nearest { BinaryOp::Eq } else { op };
+    if let Some(pred) = BExpr::and_all(right_only) {
+        rp = Plan::Filter { input: Box::new(rp), pred };
+    }
     if tolerance.is_some()
         && !matches!(left_ts.data_type(), DataType::Timestamp | DataType::Date)
         && !left_ts.data_type().is_integer()
@@ -1255,9 +1315,10 @@ fn expand_items(items: &[SelectItem], scope: &[Field]) -> Result<Vec<Item>> {
             SelectItem::Wildcard { table, exclude, pos } => {
                 let mut any = false;
                 for (i, f) in scope.iter().enumerate() {
-                    let q_ok = table
-                        .as_deref()
-                        .is_none_or(|t| f.qualifier.as_deref().is_some_and(|q| q.eq_ignore_ascii_case(t)));
+                    let q_ok = match table.as_deref() {
+                        None => !f.using_copy,
+                        Some(t) => f.qualifier.as_deref().is_some_and(|q| q.eq_ignore_ascii_case(t)),
+                    };
                     if q_ok && !exclude.iter().any(|x| x.eq_ignore_ascii_case(&f.name)) {
                         out.push(Item::Input(i));
                         any = true;

@@ -48,7 +48,7 @@ impl Binder {
             ));
         }
         let name = c.columns.first().cloned().unwrap_or(lower);
-        let field = Field { qualifier: None, name, data_type, designated_ts: false };
+        let field = Field::new(name, data_type);
         Ok((plan, requalify(vec![field], c.alias)))
     }
 
