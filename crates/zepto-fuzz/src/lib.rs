@@ -6,8 +6,10 @@
 //! - `cargo test` (stable, in `make test`, nothing to download) runs each target over its
 //!   seeds and thousands of deterministic mutations of them (`tests/decoders.rs`).
 //!
-//! A target takes any bytes. Errors are the expected answer to garbage; a panic, or a refused
-//! input that changed something, is a bug (targets assert that themselves).
+//! A target takes any bytes. Errors are the expected answer to garbage; a panic is a bug, and so
+//! is an ingest batch or FIX message that was refused yet changed something (those targets
+//! assert it). The ingest target keeps one engine across inputs (line protocol creates tables
+//! as it goes), so a crash may need the inputs before it to reproduce.
 
 pub mod mutate;
 pub mod seeds;

@@ -65,6 +65,11 @@ pub fn sql() -> Vec<Vec<u8>> {
         "WITH w AS (SELECT sym, max(n) m FROM t GROUP BY sym) SELECT * FROM w WHERE m IN (SELECT id FROM u)",
         "INSERT INTO t VALUES ('2024-01-03', 'C', 3.5, 1, 'q', true); DELETE FROM t WHERE n < 0",
         "SELECT ts, sym FROM t LATEST ON ts PARTITION BY sym",
+        "FROM t SELECT sym, px, ORDER BY ALL DESC",
+        "SELECT r.range, t.n FROM range(0, 10, 3) r LEFT JOIN t ON r.range = t.n",
+        "SELECT * FROM generate_series(TIMESTAMP '2024-01-02', TIMESTAMP '2024-01-03', INTERVAL '6 hours') g(ts)",
+        "SELECT ts < TIMESTAMP 'infinity', xbar(INTERVAL '1 hour', TIMESTAMP '-infinity') FROM t",
+        "SELECT * FROM t ASOF LEFT JOIN u USING (sym) WHERE t.ts >= TIMESTAMP '-infinity'",
     ])
 }
 

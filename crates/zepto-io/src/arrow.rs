@@ -321,13 +321,19 @@ fn float32(arr: &dyn Array, v: &mut Vec<f32>) -> Result<(), AppendError> {
     Ok(())
 }
 
-/// Multiply by `k` (a unit conversion to nanoseconds), copying outright when `k` is 1.
+/// Multiply by `k` (a unit conversion to nanoseconds), copying outright when `k` is 1. The
+/// largest and smallest-but-one values of any unit are the infinite timestamps (DuckDB writes
+/// `'infinity'` as `i64::MAX` microseconds).
 fn scale(src: &[i64], v: &mut Vec<i64>, k: i64, nulls: Option<&NullBuffer>, row0: usize) -> Result<(), AppendError> {
+    use zepto_storage::time::{TS_INFINITY, TS_NEG_INFINITY};
     if k == 1 {
         v.extend_from_slice(src);
         Ok(())
     } else {
-        convert(src, v, nulls, row0, |x| x.checked_mul(k))
+        convert(src, v, nulls, row0, |x| match x {
+            TS_INFINITY | TS_NEG_INFINITY => Some(x),
+            _ => x.checked_mul(k),
+        })
     }
 }
 

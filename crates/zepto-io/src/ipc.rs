@@ -8,7 +8,7 @@
 #![cfg_attr(not(test), deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used))]
 
 use crate::arrow::{append_batch, finish_columns, match_columns, to_arrow, Acc};
-use crate::ipc_check::{check_stream, guard};
+use crate::ipc_check::{check_stream, guard, Guarded};
 use crate::IoError;
 use arrow_array::RecordBatch;
 use arrow_ipc::reader::StreamReader;
@@ -40,11 +40,9 @@ pub fn count_ipc_rows(data: &[u8]) -> Option<u64> {
 /// schema lacks is an error (data would otherwise be dropped silently).
 pub fn read_ipc_stream(data: &[u8], schema: &[ColumnDef]) -> Result<Vec<Column>, IoError> {
     check_stream(data)?;
-    guard("stream", || {
-        let reader = StreamReader::try_new(Cursor::new(data), None).map_err(bad)?;
-        let fields = reader.schema().fields().clone();
-        read_batches(&fields, reader, schema)
-    })
+    let reader = guard("stream", || StreamReader::try_new(Cursor::new(data), None).map_err(bad))?;
+    let fields = reader.schema().fields().clone();
+    read_batches(&fields, Guarded(reader), schema)
 }
 
 /// Record batches of `fields` (from an IPC stream, or an Arrow C stream in process) into

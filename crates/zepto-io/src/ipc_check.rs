@@ -42,7 +42,7 @@ fn check_batch(b: &RecordBatch<'_>, body_len: usize) -> Result<(), String> {
             .ok()
             .zip(usize::try_from(buf.length()).ok())
             .and_then(|(o, l)| o.checked_add(l));
-        if buf.offset() % 8 != 0 {
+        if buf.offset() % 8 != 0 && buf.length() != 0 {
             return Err(format!("buffer {k} at offset {}, not a multiple of 8", buf.offset()));
         }
         if end.is_none_or(|e| e > body_len) {
@@ -133,8 +133,22 @@ pub fn check_file(data: &[u8]) -> Result<(), IoError> {
     Ok(())
 }
 
-/// Run `decode` (which must only read shared data and build its own result), turning a panic
-/// of the Arrow reader into an error about `what`.
+/// Record batches from an arrow-ipc reader, each read under [`guard`]: what the caller does
+/// with a batch runs outside it, so a panic of ours is never taken for bad input.
+pub struct Guarded<I>(pub I);
+
+impl<I: Iterator<Item = Result<arrow_array::RecordBatch, arrow_schema::ArrowError>>> Iterator for Guarded<I> {
+    type Item = Result<arrow_array::RecordBatch, arrow_schema::ArrowError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let inner = &mut self.0;
+        guard("message", || Ok::<_, IoError>(inner.next()))
+            .unwrap_or_else(|e| Some(Err(arrow_schema::ArrowError::IpcError(e.to_string()))))
+    }
+}
+
+/// Run `decode` (a call into arrow-ipc's reader, which only reads its input), turning a panic
+/// of the reader into an error about `what`. Keep it to the reader's own calls.
 pub fn guard<T, E: From<IoError>>(what: &str, decode: impl FnOnce() -> Result<T, E>) -> Result<T, E> {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(decode)).unwrap_or_else(|p| {
         let why = p

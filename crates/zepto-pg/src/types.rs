@@ -93,7 +93,7 @@ impl ToSqlText for Ts {
             return Ok(IsNull::No);
         }
         // PostgreSQL prints microseconds, without trailing zeros.
-        let text = zepto_storage::time::format_timestamp(self.0.div_euclid(1000) * 1000);
+        let text = zepto_storage::time::format_timestamp(self.0.div_euclid(1000).saturating_mul(1000));
         let text = match text.split_once('.') {
             Some((whole, frac)) => {
                 let frac = frac.get(..6).unwrap_or(frac).trim_end_matches('0');
@@ -115,7 +115,7 @@ impl ToSqlText for Ts {
 /// is mostly timestamps; formatting them through `format!` took most of the door's time.
 fn ts_text_fast(ns: i64, out: &mut BytesMut) -> bool {
     use zepto_storage::time::{civil_from_days, NS_PER_DAY, NS_PER_SEC};
-    let us = ns.div_euclid(1000) * 1000;
+    let us = ns.div_euclid(1000).saturating_mul(1000);
     let (days, rem) = (us.div_euclid(NS_PER_DAY), us.rem_euclid(NS_PER_DAY));
     let (y, m, d) = civil_from_days(days);
     if !(0..=9999).contains(&y) {

@@ -121,5 +121,6 @@ pub use crate::time::NS_PER_DAY;
 
 /// The start of the UTC day holding `ts`.
 pub fn day_floor(ts: i64) -> i64 {
-    ts.div_euclid(NS_PER_DAY) * NS_PER_DAY
+    // The day of '-infinity' starts before i64::MIN: it saturates there.
+    ts.div_euclid(NS_PER_DAY).saturating_mul(NS_PER_DAY)
 }

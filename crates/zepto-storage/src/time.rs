@@ -181,6 +181,11 @@ pub fn parse_timestamp(s: &str) -> Option<i64> {
     }
 }
 
+/// Whether `ns` is `'infinity'` or `'-infinity'`.
+pub fn is_infinite(ns: i64) -> bool {
+    ns == TS_INFINITY || ns == TS_NEG_INFINITY
+}
+
 /// `infinity` / `-infinity` for the two infinite timestamps.
 pub fn infinite_text(ns: i64) -> Option<&'static str> {
     match ns {
@@ -340,7 +345,7 @@ pub fn trunc_timestamp(unit: &str, ns: i64) -> Option<i64> {
         _ => None,
     };
     if let Some(w) = fixed {
-        return Some(ns.div_euclid(w) * w);
+        return ns.div_euclid(w).checked_mul(w);
     }
     let days = ns.div_euclid(NS_PER_DAY);
     let (y, m, _) = civil_from_days(days);
@@ -353,7 +358,7 @@ pub fn trunc_timestamp(unit: &str, ns: i64) -> Option<i64> {
         "century" | "centuries" => days_from_civil((y - 1).div_euclid(100) * 100 + 1, 1, 1),
         _ => return None,
     };
-    Some(d * NS_PER_DAY)
+    d.checked_mul(NS_PER_DAY)
 }
 
 /// A date/time field of a timestamp, as `extract(field FROM ts)` returns it.

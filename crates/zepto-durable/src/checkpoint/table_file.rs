@@ -155,12 +155,8 @@ fn column_array(c: &Column, rows: usize, values: &ArrayRef) -> Result<ArrayRef, 
 /// Read a table written by [`write_table`].
 pub fn read_table(bytes: Vec<u8>) -> Result<Table, DurableError> {
     zepto_io::ipc_check::check_file(&bytes)?;
-    zepto_io::ipc_check::guard("file", || decode_table(bytes))
-}
-
-/// [`read_table`] past the bounds checks.
-fn decode_table(bytes: Vec<u8>) -> Result<Table, DurableError> {
-    let reader = FileReader::try_new(Cursor::new(bytes), None).map_err(arrow_err)?;
+    let reader =
+        zepto_io::ipc_check::guard("file", || FileReader::try_new(Cursor::new(bytes), None).map_err(arrow_err))?;
     let schema = reader.schema();
     let meta = schema.metadata();
     let get = |k: &str| meta.get(k).ok_or_else(|| DurableError::Format(format!("checkpoint file lacks {k}")));
@@ -192,7 +188,7 @@ fn decode_table(bytes: Vec<u8>) -> Result<Table, DurableError> {
         .collect::<Result<Vec<_>, DurableError>>()?;
     let mut dict: Option<Arc<Dict>> = None;
     let mut parts = Vec::with_capacity(part_keys.len());
-    for (i, batch) in reader.enumerate() {
+    for (i, batch) in zepto_io::ipc_check::Guarded(reader).enumerate() {
         let batch = batch.map_err(arrow_err)?;
         let key = *part_keys.get(i).ok_or_else(|| bad("more partitions than listed".into()))?;
         let cols = batch

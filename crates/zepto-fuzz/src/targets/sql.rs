@@ -1,6 +1,8 @@
 //! Any text through the whole SQL front end and executor over small tables.
 
 use std::sync::OnceLock;
+use std::time::Duration;
+use zepto_sql::interrupt::{QueryControl, RunContext};
 use zepto_sql::Engine;
 
 /// The tables every SQL input runs against.
@@ -19,6 +21,12 @@ fn base() -> &'static Engine {
     })
 }
 
+/// Each input runs under a 256 MiB memory limit and a 10 s deadline, as a server's queries
+/// do: `range(1e10)` is an error to return, not a machine to fill.
+fn limits() -> RunContext {
+    RunContext::new(Some(QueryControl::new(Some(Duration::from_secs(10)), Some(256 << 20))))
+}
+
 /// Parse, bind and run `data` (if UTF-8 and at most 4 KiB). Inputs that could write run on a
 /// fresh engine, so no input changes what the next one sees.
 pub fn run(data: &[u8]) {
@@ -31,8 +39,8 @@ pub fn run(data: &[u8]) {
     {
         let e = Engine::new();
         e.execute(SETUP).expect("the fuzz tables are created");
-        let _ = e.execute(sql);
+        let _ = e.execute_in(&limits(), sql);
     } else {
-        let _ = base().execute(sql);
+        let _ = base().execute_in(&limits(), sql);
     }
 }

@@ -466,6 +466,14 @@ macro_rules! float_arith {
     }};
 }
 
+/// Whether a timestamp operand holds `'infinity'` or `'-infinity'` (NULL rows read as 0).
+fn any_infinite(v: Src<i64>, n: usize) -> bool {
+    match v {
+        Src::S(v) => v.iter().take(n).any(|&t| zepto_storage::time::is_infinite(t)),
+        Src::C(t) => n > 0 && zepto_storage::time::is_infinite(t),
+    }
+}
+
 /// A timestamp plus or minus an interval (`lt`: the left operand's type). An infinite
 /// timestamp stays what it is, as in DuckDB; the finite ones overflow into an error.
 fn timestamp_arith(
@@ -476,14 +484,9 @@ fn timestamp_arith(
     n: usize,
     validity: Option<Bitmap>,
 ) -> Result<(Vec<i64>, Option<Bitmap>)> {
-    use zepto_storage::time::{TS_INFINITY, TS_NEG_INFINITY};
-    let infinite = |t: i64| t == TS_INFINITY || t == TS_NEG_INFINITY;
+    let infinite = zepto_storage::time::is_infinite;
     let ts = if lt == DataType::Timestamp { a } else { b };
-    let any = match ts {
-        Src::S(v) => v.iter().any(|&t| infinite(t)),
-        Src::C(t) => infinite(t),
-    };
-    if !any {
+    if !any_infinite(ts, n) {
         return Ok(int_arith!(op, a, b, n, i64, validity));
     }
     // Compute with the infinite rows at the epoch (they cannot overflow), then put them back.
@@ -533,6 +536,10 @@ fn arith(op: BinaryOp, l: &Opnd, r: &Opnd, ty: DataType, lt: DataType, n: usize)
         }
         DataType::Interval => {
             let (a, b) = (src_i64(l).ok_or_else(miss)?, src_i64(r).ok_or_else(miss)?);
+            if lt == DataType::Timestamp && any_infinite(a, n) | any_infinite(b, n) {
+                // ts - ts: DuckDB refuses it too (no interval is infinite).
+                return Err(SqlError::exec("cannot subtract infinite timestamps"));
+            }
             let (v, va) = int_arith!(op, a, b, n, i64, validity);
             (ColumnData::Interval(v), va)
         }

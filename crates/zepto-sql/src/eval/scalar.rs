@@ -405,7 +405,7 @@ fn temporal(f: ScalarFunc, args: &[BExpr], ty: DataType, b: &Batch, sq: &dyn Sub
             let c = eval(&args[1], b, sq)?;
             let ts = c.as_i64_slice().ok_or_else(|| SqlError::Internal("timestamp arg".into()))?;
             // An infinite timestamp truncates to itself and has no fields (NULL), as in DuckDB.
-            let finite = |t: i64| time::infinite_text(t).is_none();
+            let finite = |t: i64| !time::is_infinite(t);
             if f == F::DateTrunc {
                 let trunc = |t: i64| if finite(t) { time::trunc_timestamp(&unit, t).unwrap_or(t) } else { t };
                 return Ok(Column::new(
@@ -486,6 +486,15 @@ fn xbar_const(v: &[i64], w: i64) -> Vec<i64> {
     out
 }
 
+/// An infinite timestamp is its own bucket (as DuckDB's time_bucket leaves it).
+fn keep_infinite(src: &[i64], out: &mut [i64]) {
+    for (o, &t) in out.iter_mut().zip(src) {
+        if time::is_infinite(t) {
+            *o = t;
+        }
+    }
+}
+
 /// `xbar(w, x)` = `w * floor(x / w)`; for timestamps `w` is an interval in ns.
 fn xbar(args: &[BExpr], ty: DataType, b: &Batch, sq: &dyn Subqueries) -> Result<Column> {
     let w = eval_opnd(&args[0], b, sq)?;
@@ -503,8 +512,13 @@ fn xbar(args: &[BExpr], ty: DataType, b: &Batch, sq: &dyn Subqueries) -> Result<
                 None => w.into_column(DataType::Int64, n)?.as_i64_slice().map(<[i64]>::to_vec).unwrap_or_default(),
             };
             if widths.len() == 1 && widths[0] > 0 {
-                let out = xbar_const(v, widths[0]);
-                let data = if ty == DataType::Timestamp { ColumnData::Timestamp(out) } else { ColumnData::Int64(out) };
+                let mut out = xbar_const(v, widths[0]);
+                let data = if ty == DataType::Timestamp {
+                    keep_infinite(v, &mut out);
+                    ColumnData::Timestamp(out)
+                } else {
+                    ColumnData::Int64(out)
+                };
                 return Ok(Column::new(data, validity));
             }
             let mut valid = validity.unwrap_or_else(|| Bitmap::new_set(n));
@@ -521,7 +535,13 @@ fn xbar(args: &[BExpr], ty: DataType, b: &Batch, sq: &dyn Subqueries) -> Result<
                     }
                 })
                 .collect();
-            let data = if ty == DataType::Timestamp { ColumnData::Timestamp(out) } else { ColumnData::Int64(out) };
+            let data = if ty == DataType::Timestamp {
+                let mut out = out;
+                keep_infinite(v, &mut out);
+                ColumnData::Timestamp(out)
+            } else {
+                ColumnData::Int64(out)
+            };
             Ok(Column::new(data, Some(valid)))
         }
         (ColumnData::Int32(v), DataType::Int32) => {

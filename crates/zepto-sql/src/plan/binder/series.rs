@@ -13,9 +13,6 @@ use crate::plan::bind_expr::fold;
 use crate::plan::{BExpr, Field, Plan};
 use zepto_storage::{DataType, Value};
 
-/// Nanoseconds in a day (a DATE argument counts from midnight).
-const DAY_NS: i64 = 86_400_000_000_000;
-
 /// A table function call in FROM.
 pub(super) struct Call<'a> {
     pub name: &'a str,
@@ -80,7 +77,7 @@ fn series(func: &str, args: &[Value], inclusive: bool, pos: Pos) -> Result<(Plan
         let p = read(v);
         if p.is_none() && !v.is_null() {
             let t = v.data_type().sql_name();
-            return Err(bad(format!("argument {} of {func}() is {t}; it takes {wants}", k + 1)));
+            return Err(bad(format!("argument {} of {func}() is {t} {v}; it takes a finite {wants}", k + 1)));
         }
         parsed.push(p);
     }
@@ -88,7 +85,7 @@ fn series(func: &str, args: &[Value], inclusive: bool, pos: Pos) -> Result<(Plan
         [stop] => (Some(0), stop, Some(1)),
         [start, stop] => (start, stop, Some(1)),
         [start, stop, step] => (start, stop, step),
-        _ => unreachable!("one to three arguments"),
+        _ => return Err(bad(format!("{func}() takes one to three arguments"))),
     };
     let (Some(start), Some(stop), Some(step)) = (start, stop, step) else {
         return Ok((Plan::Series { start: 0, step: 1, count: 0, data_type: ty }, ty));
@@ -114,10 +111,12 @@ fn int(v: &Value) -> Option<i64> {
     matches!(v, Value::Int32(_) | Value::Int64(_)).then(|| v.as_i64()).flatten()
 }
 
+/// A finite DATE or TIMESTAMP (a series to or from infinity has no end).
 fn ts(v: &Value) -> Option<i64> {
     match *v {
+        Value::Timestamp(t) if zepto_storage::time::is_infinite(t) => None,
         Value::Timestamp(t) => Some(t),
-        Value::Date(d) => i64::from(d).checked_mul(DAY_NS),
+        Value::Date(d) => i64::from(d).checked_mul(zepto_storage::time::NS_PER_DAY),
         _ => None,
     }
 }

@@ -119,19 +119,23 @@ fn absorb(p: &BExpr, key_col: Option<usize>, ts_col: Option<usize>, r: &mut Scan
                     }
                     _ => return false,
                 };
+                // A bound at the end of the range (`ts <= TIMESTAMP 'infinity'`) would leave it
+                // looking unbounded, and an unbounded scan also yields NULL times: keep such a
+                // predicate as a filter. Past the end (`ts > 'infinity'`): no row at all.
                 match op {
                     BinaryOp::Eq => {
                         r.ts_lo = r.ts_lo.max(t);
                         r.ts_hi = r.ts_hi.min(t);
                     }
+                    BinaryOp::GtEq | BinaryOp::LtEq if t == i64::MIN || t == i64::MAX => return false,
                     BinaryOp::Gt => match t.checked_add(1) {
                         Some(t1) => r.ts_lo = r.ts_lo.max(t1),
-                        None => r.ts_lo = i64::MAX,
+                        None => (r.ts_lo, r.ts_hi) = (i64::MAX, i64::MIN),
                     },
                     BinaryOp::GtEq => r.ts_lo = r.ts_lo.max(t),
                     BinaryOp::Lt => match t.checked_sub(1) {
                         Some(t1) => r.ts_hi = r.ts_hi.min(t1),
-                        None => r.ts_hi = i64::MIN,
+                        None => (r.ts_lo, r.ts_hi) = (i64::MAX, i64::MIN),
                     },
                     BinaryOp::LtEq => r.ts_hi = r.ts_hi.min(t),
                     _ => return false,
