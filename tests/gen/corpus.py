@@ -1289,6 +1289,8 @@ def s16_asof(f):
         "ON t.sym >= q.sym")
     f.q("SELECT t.id, q.sym FROM tv t ASOF JOIN (SELECT DISTINCT CAST(sym AS VARCHAR) AS sym FROM qa) q ON t.sym < q.sym")
     f.err("SELECT t.id FROM tv t ASOF JOIN qa q ON nearest(t.sym, q.sym)", duck="SELECT 1 FROM nonexistent_table")
+    f.err("SELECT t.id FROM ta t ASOF RIGHT JOIN qa q ON t.sym = q.sym AND t.ts >= q.ts",
+          duck="SELECT 1 FROM nonexistent_table")
     f.comment("SPLICE JOIN: every row of both sides once; a left row with the latest right row at or before\n"
               "it, a right row with the latest left row strictly before it (ties: right first). Checked as\n"
               "the union of the two ASOF LEFT JOINs in DuckDB.")

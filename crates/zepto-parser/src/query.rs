@@ -339,6 +339,16 @@ impl Parser {
                 self.expect_kw("join")?;
                 JoinKind::Inner
             } else if self.eat_kw("asof") {
+                let instead = [
+                    ("semi", "write ASOF JOIN and select the left columns (a left row matches at most once)"),
+                    ("anti", "write ASOF LEFT JOIN ... WHERE <a right key> IS NULL"),
+                    ("right", "only ASOF JOIN and ASOF LEFT JOIN are"),
+                    ("full", "only ASOF JOIN and ASOF LEFT JOIN are"),
+                ];
+                if let Some((w, hint)) = instead.into_iter().find(|(w, _)| self.is_kw(w)) {
+                    let message = format!("ASOF {} JOIN is not supported yet: {hint}", w.to_ascii_uppercase());
+                    return Err(SqlError::Parse { message, pos: self.pos() });
+                }
                 let k = if self.eat_kw("left") { JoinKind::AsofLeft } else { JoinKind::Asof };
                 self.eat_kw("outer");
                 self.expect_kw("join")?;
