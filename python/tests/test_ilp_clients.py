@@ -111,3 +111,35 @@ def test_settings_name_the_protocol_versions(port):
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/settings") as r:
         s = json.loads(r.read())
     assert s["line.proto.support.versions"] == [1] == s["config"]["line.proto.support.versions"]
+
+
+def test_a_refused_flush_names_its_line_applies_nothing_and_the_next_applies_once(port):
+    """The questdb client's flush after a bad row: the server refuses the whole batch (HTTP 400,
+    so the client does not retry it), names the line, and changes nothing; the client drops the
+    batch and its next flush lands exactly once."""
+    ts = 1_700_000_000_000_000_000
+    with questdb.Sender.from_conf(f"http::addr=127.0.0.1:{port};token={API_KEY};auto_flush=off;") as sender:
+        sender.row("ilp_refused", symbols={"sym": "A"}, columns={"n": 1}, at=questdb.TimestampNanos(ts))
+        sender.flush()
+        sender.row("ilp_refused", symbols={"sym": "B"}, columns={"n": 2}, at=questdb.TimestampNanos(ts + 1))
+        sender.row("ilp_refused", symbols={"sym": "C"}, columns={"n": "two"}, at=questdb.TimestampNanos(ts + 2))
+        with pytest.raises(questdb.IngressError) as refused:
+            sender.flush()
+        assert '"line":2' in str(refused.value) and "does not fit column 'n'" in str(refused.value)
+        assert len(sender) == 0, "the client dropped the refused batch"
+        sender.row("ilp_refused", symbols={"sym": "D"}, columns={"n": 3}, at=questdb.TimestampNanos(ts + 3))
+    got = query(port, "SELECT sym, n FROM ilp_refused ORDER BY n")["data"]
+    assert got == [["A", 1], ["D", 3]]
+
+
+def test_influxdb_client_gets_the_line_of_a_refused_batch(port):
+    from influxdb_client.client.write_api import SYNCHRONOUS
+    from influxdb_client.rest import ApiException
+
+    with influx.InfluxDBClient(url=f"http://127.0.0.1:{port}", token=API_KEY, org="zepto") as client:
+        api = client.write_api(write_options=SYNCHRONOUS)
+        api.write("zepto", "zepto", "influx_refused,host=a v=1i 1700000000000000000")
+        with pytest.raises(ApiException) as refused:
+            api.write("zepto", "zepto", "influx_refused,host=b v=2i 1700000000000000001\ninflux_refused,host=c v=oops")
+        assert refused.value.status == 400 and '"line":2' in refused.value.body
+    assert query(port, "SELECT host, v FROM influx_refused")["data"] == [["a", 1]]
