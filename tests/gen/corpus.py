@@ -1289,6 +1289,14 @@ def s16_asof(f):
         "ON t.sym >= q.sym")
     f.q("SELECT t.id, q.sym FROM tv t ASOF JOIN (SELECT DISTINCT CAST(sym AS VARCHAR) AS sym FROM qa) q ON t.sym < q.sym")
     f.err("SELECT t.id FROM tv t ASOF JOIN qa q ON nearest(t.sym, q.sym)", duck="SELECT 1 FROM nonexistent_table")
+    f.comment("IS NOT DISTINCT FROM keys: NULL matches NULL (DuckDB 1.5.6's ASOF does not match NULL keys\n"
+              "even so; its answer is taken from the same join on keys with NULL spelled out)")
+    nd_duck = ("SELECT t.id, t.ts, t.sym, t.px, q.ts, q.bid FROM ta t ASOF LEFT JOIN qa q "
+               "ON coalesce(t.sym, '<null>') = coalesce(q.sym, '<null>') AND t.ts >= q.ts")
+    f.q("%s FROM ta t ASOF LEFT JOIN qa q ON t.sym IS NOT DISTINCT FROM q.sym AND t.ts >= q.ts" % ASOF_SEL,
+        duck=nd_duck)
+    f.q("SELECT t.id, q.venue FROM ta t JOIN (SELECT DISTINCT sym, venue FROM qa) q ON t.sym IS NOT DISTINCT FROM q.sym")
+    f.q("SELECT id, sym IS DISTINCT FROM 'AAPL', venue IS NOT DISTINCT FROM NULL FROM ta")
     f.err("SELECT t.id FROM ta t ASOF RIGHT JOIN qa q ON t.sym = q.sym AND t.ts >= q.ts",
           duck="SELECT 1 FROM nonexistent_table")
     f.comment("SPLICE JOIN: every row of both sides once; a left row with the latest right row at or before\n"

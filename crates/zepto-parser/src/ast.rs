@@ -445,6 +445,11 @@ pub enum TableRef {
     },
 }
 
+/// The function `x IS NOT DISTINCT FROM y` is parsed into (`IS DISTINCT FROM` is its NOT): the
+/// binder turns it into `COALESCE(x = y, x IS NULL AND y IS NULL)`, and joins take it as a key
+/// on which NULL matches NULL.
+pub const NOT_DISTINCT: &str = "is_not_distinct_from";
+
 /// One ORDER BY key.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OrderItem {
@@ -918,8 +923,16 @@ impl fmt::Display for Expr {
             Expr::Column { table: None, name, .. } => f.write_str(name),
             Expr::Lit(l, _) => write!(f, "{l}"),
             Expr::Unary { op: UnaryOp::Neg, expr } => write!(f, "-{expr}"),
-            Expr::Unary { op: UnaryOp::Not, expr } => write!(f, "(NOT {expr})"),
+            Expr::Unary { op: UnaryOp::Not, expr } => match &**expr {
+                Expr::Func(fc) if fc.name == NOT_DISTINCT && fc.args.len() == 2 => {
+                    write!(f, "({} IS DISTINCT FROM {})", fc.args[0], fc.args[1])
+                }
+                _ => write!(f, "(NOT {expr})"),
+            },
             Expr::Binary { op, left, right, .. } => write!(f, "({left} {} {right})", op.sql()),
+            Expr::Func(fc) if fc.name == NOT_DISTINCT && fc.args.len() == 2 => {
+                write!(f, "({} IS NOT DISTINCT FROM {})", fc.args[0], fc.args[1])
+            }
             Expr::Func(fc) => {
                 write!(f, "{}(", fc.name)?;
                 if fc.distinct {

@@ -89,6 +89,12 @@ impl Parser {
                 let negated = self.eat_kw("not");
                 if self.eat_kw("null") {
                     l = Expr::IsNull { expr: Box::new(l), negated };
+                } else if self.eat_kw("distinct") {
+                    // x IS [NOT] DISTINCT FROM y: equality where NULL equals NULL (never NULL).
+                    self.expect_kw("from")?;
+                    let r = self.concat_expr()?;
+                    let same = Expr::Func(Box::new(FuncCall::new(NOT_DISTINCT, vec![l, r], pos)));
+                    l = if negated { same } else { Expr::Unary { op: UnaryOp::Not, expr: Box::new(same) } };
                 } else if self.is_kw("true") || self.is_kw("false") {
                     let v = self.eat_kw("true");
                     self.eat_kw("false");
@@ -106,7 +112,7 @@ impl Parser {
                     )));
                     l = if negated { Expr::Unary { op: UnaryOp::Not, expr: Box::new(is) } } else { is };
                 } else {
-                    return Err(self.unexpected("NULL, TRUE or FALSE after IS"));
+                    return Err(self.unexpected("NULL, TRUE, FALSE or DISTINCT FROM after IS"));
                 }
                 continue;
             }

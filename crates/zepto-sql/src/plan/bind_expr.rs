@@ -7,7 +7,7 @@ use super::{BExpr, Correlated, Field, SubqueryKind};
 use crate::error::{Pos, Result, SqlError};
 use crate::eval::eval_const;
 use crate::expr::functions::{self, scalar_arity, scalar_by_name, Family, ScalarFunc};
-use crate::parser::ast::{BinaryOp, Expr, FuncCall, Literal, Query, UnaryOp};
+use crate::parser::ast::{BinaryOp, Expr, FuncCall, Literal, Query, UnaryOp, NOT_DISTINCT};
 use zepto_storage::{time, DataType, Value};
 
 /// Group keys and aggregates already computed by an Aggregate node: expressions above it are
@@ -212,6 +212,54 @@ pub fn cast_to(e: BExpr, to: DataType) -> Result<BExpr> {
     }
     let c = BExpr::Cast { expr: Box::new(e), to, try_: false };
     fold(c)
+}
+
+/// `COALESCE(x = y, x IS NULL AND y IS NULL)`: `x IS NOT DISTINCT FROM y`.
+fn not_distinct(args: Vec<BExpr>, pos: Pos) -> Result<BExpr> {
+    let [x, y]: [BExpr; 2] =
+        args.try_into().map_err(|_| SqlError::plan("IS DISTINCT FROM takes two values", Some(pos)))?;
+    let null = |e: &BExpr| BExpr::IsNull { expr: Box::new(e.clone()), negated: false };
+    let both_null =
+        BExpr::Binary { op: BinaryOp::And, left: Box::new(null(&x)), right: Box::new(null(&y)), ty: DataType::Bool };
+    let eq = bind_binary(BinaryOp::Eq, x, y, pos)?;
+    Ok(BExpr::Func { func: ScalarFunc::Coalesce, args: vec![eq, both_null], ty: DataType::Bool })
+}
+
+/// `x IS NOT DISTINCT FROM y` as bound by [`not_distinct`]: its two sides.
+pub fn as_not_distinct(e: &BExpr) -> Option<(&BExpr, &BExpr)> {
+    let BExpr::Func { func: ScalarFunc::Coalesce, args, .. } = e else { return None };
+    let [BExpr::Binary { op: BinaryOp::Eq, left, right, .. }, BExpr::Binary { op: BinaryOp::And, left: nl, right: nr, .. }] =
+        args.as_slice()
+    else {
+        return None;
+    };
+    let is_null_of = |n: &BExpr, x: &BExpr| matches!(n, BExpr::IsNull { expr, negated: false } if **expr == *x);
+    (is_null_of(nl, left) && is_null_of(nr, right)).then_some((&**left, &**right))
+}
+
+/// Two keys that are never NULL and equal exactly when `e`'s values are not distinct (NULL
+/// equals NULL): whether it is NULL, and its value with NULL read as a zero of its type.
+pub fn null_safe_keys(e: &BExpr) -> Option<[BExpr; 2]> {
+    let e = match e.data_type() {
+        t if t.is_string() => cast_to(e.clone(), DataType::Varchar).ok()?,
+        _ => e.clone(),
+    };
+    let ty = e.data_type();
+    let zero = match ty {
+        DataType::Bool => Value::Bool(false),
+        DataType::Int32 => Value::Int32(0),
+        DataType::Int64 => Value::Int64(0),
+        DataType::Float32 => Value::Float32(0.0),
+        DataType::Float64 => Value::Float64(0.0),
+        DataType::Timestamp => Value::Timestamp(0),
+        DataType::Date => Value::Date(0),
+        DataType::Interval => Value::Interval(0),
+        DataType::Varchar => Value::Str(String::new()),
+        _ => return None,
+    };
+    let is_null = BExpr::IsNull { expr: Box::new(e.clone()), negated: false };
+    let value = BExpr::Func { func: ScalarFunc::Coalesce, args: vec![e, BExpr::Lit(zero, ty)], ty };
+    Some([is_null, value])
 }
 
 /// Evaluate an expression without column references now.
@@ -468,6 +516,9 @@ impl ExprBinder<'_> {
             return Err(SqlError::plan(format!("{}() is not an aggregate function", f.name), Some(f.pos)));
         }
         let args = f.args.iter().map(|a| self.bind(a)).collect::<Result<Vec<_>>>()?;
+        if f.name == NOT_DISTINCT {
+            return not_distinct(args, f.pos);
+        }
         match bind_function(&f.name, args, f.pos)? {
             // One clock per statement: `now()` is its time, a constant the planner can
             // fold into time-range searches.

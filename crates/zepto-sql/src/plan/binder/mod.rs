@@ -480,12 +480,14 @@ impl Binder {
         }
         let (mut lk, mut rk, mut residual) = (Vec::new(), Vec::new(), Vec::new());
         for c in conds {
-            match split_equi(&c, nl) {
-                Some((l, r)) => {
-                    lk.push(l);
-                    rk.push(r);
-                }
-                None => residual.push(c),
+            if let Some((l, r)) = split_equi(&c, nl) {
+                lk.push(l);
+                rk.push(r);
+            } else if let Some((l, r)) = split_not_distinct(&c, nl) {
+                lk.extend(l);
+                rk.extend(r);
+            } else {
+                residual.push(c);
             }
         }
         let parts = window_join::JoinParts { lp, rp, lk, rk, residual };
@@ -1134,6 +1136,11 @@ fn asof_plan(
             rk.push(r);
             continue;
         }
+        if let Some((l, r)) = split_not_distinct(&c, nl) {
+            lk.extend(l);
+            rk.extend(r);
+            continue;
+        }
         // A condition on one side, as DuckDB takes it: on the right, it filters the rows
         // searched; on the left (or on neither), a row failing it finds no match (kept with
         // NULLs by ASOF LEFT JOIN): a key that is NULL for it, TRUE for every right row.
@@ -1218,6 +1225,20 @@ pub(super) fn split_equi(c: &BExpr, nl: usize) -> Option<(BExpr, BExpr)> {
     let BExpr::Binary { op: BinaryOp::Eq, left, right, .. } = c else {
         return None;
     };
+    split_sides(left, right, nl)
+}
+
+/// `l IS NOT DISTINCT FROM r` between the two sides as join keys on which NULL matches NULL:
+/// two never-NULL keys per side (see [`super::bind_expr::null_safe_keys`]).
+pub(super) fn split_not_distinct(c: &BExpr, nl: usize) -> Option<([BExpr; 2], [BExpr; 2])> {
+    let (left, right) = super::bind_expr::as_not_distinct(c)?;
+    let (l, r) = split_sides(left, right, nl)?;
+    Some((super::bind_expr::null_safe_keys(&l)?, super::bind_expr::null_safe_keys(&r)?))
+}
+
+/// `left` and `right` as a (left input, right input) pair of expressions, the right one over
+/// the right input's columns; `None` unless each reads one side only.
+fn split_sides(left: &BExpr, right: &BExpr, nl: usize) -> Option<(BExpr, BExpr)> {
     let side = |e: &BExpr| {
         let (mut l, mut r) = (false, false);
         e.for_each_col(&mut |i| if i < nl { l = true } else { r = true });
@@ -1229,8 +1250,8 @@ pub(super) fn split_equi(c: &BExpr, nl: usize) -> Option<(BExpr, BExpr)> {
         e
     };
     match (side(left), side(right)) {
-        ((true, false), (false, true)) => Some(((**left).clone(), shift(right))),
-        ((false, true), (true, false)) => Some(((**right).clone(), shift(left))),
+        ((true, false), (false, true)) => Some((left.clone(), shift(right))),
+        ((false, true), (true, false)) => Some((right.clone(), shift(left))),
         _ => None,
     }
 }
