@@ -450,6 +450,17 @@ pub enum TableRef {
 /// on which NULL matches NULL.
 pub const NOT_DISTINCT: &str = "is_not_distinct_from";
 
+/// The two sides of an `x IS NOT DISTINCT FROM y` call.
+fn not_distinct_args(e: &Expr) -> Option<(&Expr, &Expr)> {
+    match e {
+        Expr::Func(fc) if fc.name == NOT_DISTINCT => match fc.args.as_slice() {
+            [a, b] => Some((a, b)),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
 /// One ORDER BY key.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OrderItem {
@@ -923,16 +934,15 @@ impl fmt::Display for Expr {
             Expr::Column { table: None, name, .. } => f.write_str(name),
             Expr::Lit(l, _) => write!(f, "{l}"),
             Expr::Unary { op: UnaryOp::Neg, expr } => write!(f, "-{expr}"),
-            Expr::Unary { op: UnaryOp::Not, expr } => match &**expr {
-                Expr::Func(fc) if fc.name == NOT_DISTINCT && fc.args.len() == 2 => {
-                    write!(f, "({} IS DISTINCT FROM {})", fc.args[0], fc.args[1])
-                }
-                _ => write!(f, "(NOT {expr})"),
+            Expr::Unary { op: UnaryOp::Not, expr } => match not_distinct_args(expr) {
+                Some((a, b)) => write!(f, "({a} IS DISTINCT FROM {b})"),
+                None => write!(f, "(NOT {expr})"),
             },
             Expr::Binary { op, left, right, .. } => write!(f, "({left} {} {right})", op.sql()),
-            Expr::Func(fc) if fc.name == NOT_DISTINCT && fc.args.len() == 2 => {
-                write!(f, "({} IS NOT DISTINCT FROM {})", fc.args[0], fc.args[1])
-            }
+            e @ Expr::Func(_) if not_distinct_args(e).is_some() => match not_distinct_args(e) {
+                Some((a, b)) => write!(f, "({a} IS NOT DISTINCT FROM {b})"),
+                None => Ok(()),
+            },
             Expr::Func(fc) => {
                 write!(f, "{}(", fc.name)?;
                 if fc.distinct {

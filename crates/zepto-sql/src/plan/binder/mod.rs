@@ -1102,6 +1102,38 @@ fn merge_using(plan: Plan, scope: &[Field], merged: &[(usize, usize)]) -> Plan {
     Plan::Project { input: Box::new(plan), exprs }
 }
 
+/// An ASOF condition that reads both sides and is no equality: it must be the inequality,
+/// as (left time, right time over the right input, operator with the left time first).
+fn asof_inequality(c: &BExpr, nl: usize) -> Result<(BExpr, BExpr, BinaryOp)> {
+    let bad = || {
+        SqlError::plan(
+            "ASOF JOIN conditions must be equalities between the two sides, one inequality (>=, >, <=, <) between a left and a right expression, and conditions on one side only",
+            None,
+        )
+    };
+    let BExpr::Binary { op, left, right, .. } = c else { return Err(bad()) };
+    if !matches!(op, BinaryOp::Lt | BinaryOp::LtEq | BinaryOp::Gt | BinaryOp::GtEq) {
+        return Err(bad());
+    }
+    let (l, r, op) = match split_sides(left, right, nl) {
+        Some((l, r)) if l == **left => (l, r, *op),
+        Some((l, r)) => (l, r, op.flip()),
+        None => return Err(bad()),
+    };
+    let ordered = |t: DataType| t.is_numeric() || t.is_string() || matches!(t, DataType::Timestamp | DataType::Date);
+    if !ordered(l.data_type()) || l.data_type().is_string() != r.data_type().is_string() {
+        return Err(SqlError::plan(
+            format!(
+                "ASOF JOIN inequality needs ordered numeric, time or string values on both sides, got {} and {}",
+                l.data_type(),
+                r.data_type()
+            ),
+            None,
+        ));
+    }
+    Ok((l, r, op))
+}
+
 fn asof_plan(
     lp: Plan,
     mut rp: Plan,
@@ -1122,12 +1154,6 @@ fn asof_plan(
         let (mut l, mut r) = (false, false);
         e.for_each_col(&mut |i| if i < nl { l = true } else { r = true });
         (l, r)
-    };
-    let bad = || {
-        SqlError::plan(
-            "ASOF JOIN conditions must be equalities between the two sides, one inequality (>=, >, <=, <) between a left and a right expression, and conditions on one side only",
-            None,
-        )
     };
     let mut right_only = Vec::new();
     for c in conds {
@@ -1157,34 +1183,14 @@ fn asof_plan(
             }
             _ => {}
         }
-        let BExpr::Binary { op, left, right, .. } = &c else { return Err(bad()) };
-        if !matches!(op, BinaryOp::Lt | BinaryOp::LtEq | BinaryOp::Gt | BinaryOp::GtEq) {
-            return Err(bad());
-        }
-        let (l, r, op) = match (sides(left), sides(right)) {
-            ((true, false), (false, true)) => ((**left).clone(), shift(right), *op),
-            ((false, true), (true, false)) => ((**right).clone(), shift(left), op.flip()),
-            _ => return Err(bad()),
-        };
+        let found = asof_inequality(&c, nl)?;
         if ineq.is_some() {
             return Err(SqlError::plan(
                 "ASOF JOIN takes exactly one inequality condition (use TOLERANCE for a maximum distance)",
                 None,
             ));
         }
-        let ordered =
-            |t: DataType| t.is_numeric() || t.is_string() || matches!(t, DataType::Timestamp | DataType::Date);
-        if !ordered(l.data_type()) || l.data_type().is_string() != r.data_type().is_string() {
-            return Err(SqlError::plan(
-                format!(
-                    "ASOF JOIN inequality needs ordered numeric, time or string values on both sides, got {} and {}",
-                    l.data_type(),
-                    r.data_type()
-                ),
-                None,
-            ));
-        }
-        ineq = Some((l, r, op));
+        ineq = Some(found);
     }
     let (left_ts, right_ts, op) = ineq.ok_or_else(|| {
         SqlError::plan(
