@@ -328,6 +328,14 @@ impl Parser {
         }
     }
 
+    /// An optional choice of two keywords: true after `yes`, false after `no` or neither.
+    fn either_kw(&mut self, yes: &str, no: &str) -> bool {
+        self.eat_kw(yes) || {
+            self.eat_kw(no);
+            false
+        }
+    }
+
     fn expect_kw(&mut self, kw: &str) -> Result<()> {
         if self.eat_kw(kw) {
             Ok(())

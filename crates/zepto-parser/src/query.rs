@@ -70,12 +70,7 @@ impl Parser {
 
     /// `[ASC | DESC] [NULLS FIRST | NULLS LAST]`.
     fn order_direction(&mut self) -> Result<(bool, Option<bool>)> {
-        let desc = if self.eat_kw("desc") {
-            true
-        } else {
-            self.eat_kw("asc");
-            false
-        };
+        let desc = self.either_kw("desc", "asc");
         let nulls_first = if self.eat_kw("nulls") {
             if self.eat_kw("first") {
                 Some(true)
@@ -227,12 +222,7 @@ impl Parser {
 
     /// `[DISTINCT | ALL] item, ...` after SELECT (a trailing comma allowed, as DuckDB does).
     fn select_list(&mut self) -> Result<(bool, Vec<SelectItem>)> {
-        let distinct = if self.eat_kw("distinct") {
-            true
-        } else {
-            self.eat_kw("all");
-            false
-        };
+        let distinct = self.either_kw("distinct", "all");
         let mut items = Vec::new();
         loop {
             items.push(self.select_item()?);
