@@ -48,3 +48,12 @@ fn arithmetic_keeps_or_refuses_infinities() {
     let err = e.execute("SELECT * FROM range(TIMESTAMP '2024-01-01', TIMESTAMP 'infinity', INTERVAL 1 DAY)");
     assert!(err.is_err(), "a series to infinity has no end");
 }
+
+#[test]
+fn casts_between_date_and_timestamp_refuse_what_does_not_fit() {
+    let e = engine();
+    assert!(e.execute("SELECT CAST(ts AS DATE) FROM t").is_err(), "an infinite timestamp has no date");
+    assert_eq!(count(&e, "SELECT count(TRY_CAST(ts AS DATE)) FROM t"), 2, "the finite ones cast; the rest are NULL");
+    let err = e.execute("SELECT CAST(DATE '3000-01-01' AS TIMESTAMP)").expect_err("past 2262");
+    assert!(err.to_string().contains("out of TIMESTAMP's range"), "{err}");
+}

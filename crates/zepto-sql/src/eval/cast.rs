@@ -102,8 +102,17 @@ pub fn cast_column(c: &Column, to: DataType, try_: bool) -> Result<Column> {
             num(if to == DataType::Timestamp { D::Timestamp(w) } else { D::Interval(w) })
         }
         (D::Timestamp(v) | D::Interval(v), DataType::Int64) => num(D::Int64(v.clone())),
-        (D::Timestamp(v), DataType::Date) => num(D::Date(v.iter().map(|&x| x.div_euclid(NS_PER_DAY) as i32).collect())),
-        (D::Date(v), DataType::Timestamp) => num(D::Timestamp(v.iter().map(|&d| d as i64 * NS_PER_DAY).collect())),
+        (D::Timestamp(v), DataType::Date) => {
+            // An infinite timestamp has no date (DATE has no infinities here).
+            let day = |x: i64| (!zepto_storage::time::is_infinite(x)).then(|| x.div_euclid(NS_PER_DAY) as i32);
+            let (days, validity) = per_row(v, c, try_, day, "TIMESTAMP", to)?;
+            Ok(Column::new(D::Date(days), validity))
+        }
+        (D::Date(v), DataType::Timestamp) => {
+            let ns = |d: i32| i64::from(d).checked_mul(NS_PER_DAY);
+            let (ts, validity) = per_row(v, c, try_, ns, "DATE", to)?;
+            Ok(Column::new(D::Timestamp(ts), validity))
+        }
         (D::Bool(v), t) if t.is_numeric() => {
             let ints = Column::new(D::Int32(v.iter().map(|&b| b as i32).collect()), validity.clone());
             cast_column(&ints, t, try_)
@@ -162,6 +171,32 @@ pub fn cast_column(c: &Column, to: DataType, try_: bool) -> Result<Column> {
             }
         }
     }
+}
+
+/// `f` over every value of `c` (`v`, of type `from`): a valid row it cannot convert is an
+/// error naming the row, or NULL with `try_`. The values and the validity of the result.
+fn per_row<T: Copy, R: Default>(
+    v: &[T],
+    c: &Column,
+    try_: bool,
+    f: impl Fn(T) -> Option<R>,
+    from: &str,
+    to: DataType,
+) -> Result<(Vec<R>, Option<zepto_storage::Bitmap>)> {
+    let mut validity = c.validity().cloned();
+    let mut out = Vec::with_capacity(v.len());
+    for (i, &x) in v.iter().enumerate() {
+        match f(x) {
+            Some(r) => out.push(r),
+            None if !c.is_valid(i) => out.push(R::default()),
+            None if try_ => {
+                validity.get_or_insert_with(|| zepto_storage::Bitmap::new_set(v.len())).set(i, false);
+                out.push(R::default());
+            }
+            None => return Err(SqlError::exec(format!("row {}: this {from} is out of {to}'s range", i + 1))),
+        }
+    }
+    Ok((out, validity))
 }
 
 /// Text like `[0.1, 0.2]` as `FLOAT[dim]`: an error names the row and what is wrong (wrong
