@@ -1297,6 +1297,12 @@ def s16_asof(f):
         duck=nd_duck)
     f.q("SELECT t.id, q.venue FROM ta t JOIN (SELECT DISTINCT sym, venue FROM qa) q ON t.sym IS NOT DISTINCT FROM q.sym")
     f.q("SELECT id, sym IS DISTINCT FROM 'AAPL', venue IS NOT DISTINCT FROM NULL FROM ta")
+    f.comment("ASOF SEMI / ANTI JOIN: the left rows with / without a match, left columns only")
+    f.q("SELECT * FROM ta t ASOF SEMI JOIN qa q ON t.sym = q.sym AND t.ts >= q.ts")
+    f.q("SELECT * FROM ta t ASOF ANTI JOIN qa q ON t.sym = q.sym AND t.ts >= q.ts")
+    f.q("SELECT t.id FROM ta t ASOF ANTI JOIN qa q ON t.sym = q.sym AND t.venue = q.venue AND t.ts < q.ts")
+    f.q("SELECT id, px FROM ta t ASOF SEMI JOIN qa q ON t.sym = q.sym AND t.ts >= q.ts AND q.bid > 100")
+    f.q("SELECT count(*) FROM ta t ASOF ANTI JOIN qa q ON t.ts >= q.ts")
     f.err("SELECT t.id FROM ta t ASOF RIGHT JOIN qa q ON t.sym = q.sym AND t.ts >= q.ts",
           duck="SELECT 1 FROM nonexistent_table")
     f.comment("SPLICE JOIN: every row of both sides once; a left row with the latest right row at or before\n"

@@ -390,10 +390,21 @@ pub enum JoinKind {
     Asof,
     /// `ASOF LEFT JOIN` / `LEFT ASOF JOIN`: unmatched left rows kept with NULLs.
     AsofLeft,
+    /// `ASOF SEMI JOIN`: the left rows that have a match, left columns only.
+    AsofSemi,
+    /// `ASOF ANTI JOIN`: the left rows that have no match, left columns only.
+    AsofAnti,
     /// `WINDOW JOIN`: aggregates over the right rows in a time window around each left row.
     Window,
     /// `SPLICE JOIN`: a full as-of merge of two time series (every row of both sides).
     Splice,
+}
+
+impl JoinKind {
+    /// The ASOF kinds (inner, LEFT, SEMI, ANTI).
+    pub fn is_asof(self) -> bool {
+        matches!(self, JoinKind::Asof | JoinKind::AsofLeft | JoinKind::AsofSemi | JoinKind::AsofAnti)
+    }
 }
 
 /// What FROM reads.

@@ -329,17 +329,22 @@ impl Parser {
                 self.expect_kw("join")?;
                 JoinKind::Inner
             } else if self.eat_kw("asof") {
-                let instead = [
-                    ("semi", "write ASOF JOIN and select the left columns (a left row matches at most once)"),
-                    ("anti", "write ASOF LEFT JOIN ... WHERE <a right key> IS NULL"),
-                    ("right", "only ASOF JOIN and ASOF LEFT JOIN are"),
-                    ("full", "only ASOF JOIN and ASOF LEFT JOIN are"),
-                ];
-                if let Some((w, hint)) = instead.into_iter().find(|(w, _)| self.is_kw(w)) {
-                    let message = format!("ASOF {} JOIN is not supported yet: {hint}", w.to_ascii_uppercase());
+                if let Some(w) = ["right", "full"].into_iter().find(|w| self.is_kw(w)) {
+                    let message = format!(
+                        "ASOF {} JOIN is not supported yet: ASOF [LEFT | SEMI | ANTI] JOIN are",
+                        w.to_ascii_uppercase()
+                    );
                     return Err(SqlError::Parse { message, pos: self.pos() });
                 }
-                let k = if self.eat_kw("left") { JoinKind::AsofLeft } else { JoinKind::Asof };
+                let k = if self.eat_kw("left") {
+                    JoinKind::AsofLeft
+                } else if self.eat_kw("semi") {
+                    JoinKind::AsofSemi
+                } else if self.eat_kw("anti") {
+                    JoinKind::AsofAnti
+                } else {
+                    JoinKind::Asof
+                };
                 self.eat_kw("outer");
                 self.expect_kw("join")?;
                 k
@@ -375,7 +380,7 @@ impl Parser {
                     let cond = self.expr()?;
                     // `ASOF JOIN ... ON ... TOLERANCE <distance>`: carried inside the condition
                     // as a marker call the binder takes apart again.
-                    on = Some(if matches!(kind, JoinKind::Asof | JoinKind::AsofLeft) && self.is_kw("tolerance") {
+                    on = Some(if kind.is_asof() && self.is_kw("tolerance") {
                         let pos = self.pos();
                         self.advance();
                         let tol = self.expr()?;

@@ -432,7 +432,7 @@ impl Binder {
         let nl = lf.len();
         let mut scope = lf.clone();
         scope.extend(rf.iter().cloned());
-        let asof = matches!(kind, JoinKind::Asof | JoinKind::AsofLeft);
+        let asof = kind.is_asof();
         let mut conds = Vec::new();
         let mut merged = Vec::new();
         for (k, u) in using.iter().enumerate() {
@@ -475,8 +475,12 @@ impl Binder {
             return Ok((plan, scope));
         }
         if asof {
-            let plan = asof_plan(lp, rp, conds, nl, kind == JoinKind::AsofLeft, nearest, tolerance)?;
-            return Ok((plan, scope));
+            let outer = matches!(kind, JoinKind::AsofLeft | JoinKind::AsofAnti);
+            let plan = asof_plan(lp, rp, conds, nl, outer, nearest, tolerance)?;
+            return Ok(match kind {
+                JoinKind::AsofSemi | JoinKind::AsofAnti => (asof_semi(plan, kind, &lf), lf),
+                _ => (plan, scope),
+            });
         }
         let (mut lk, mut rk, mut residual) = (Vec::new(), Vec::new(), Vec::new());
         for c in conds {
@@ -1132,6 +1136,23 @@ fn asof_inequality(c: &BExpr, nl: usize) -> Result<(BExpr, BExpr, BinaryOp)> {
         ));
     }
     Ok((l, r, op))
+}
+
+/// ASOF SEMI (`plan` an inner ASOF join) and ANTI (`plan` an ASOF LEFT join) JOIN: the left
+/// columns of the rows with a match, or of those without (a matched row's right time is
+/// never NULL: NULL times never match).
+fn asof_semi(plan: Plan, kind: JoinKind, lf: &[Field]) -> Plan {
+    let keep = lf.iter().enumerate().map(|(i, f)| BExpr::Col(i, f.data_type)).collect();
+    let plan = match (&plan, kind) {
+        (Plan::AsofJoin { right_ts, .. }, JoinKind::AsofAnti) => {
+            let mut unmatched = right_ts.clone();
+            unmatched.map_cols(&|i| i + lf.len());
+            let pred = BExpr::IsNull { expr: Box::new(unmatched), negated: false };
+            Plan::Filter { input: Box::new(plan), pred }
+        }
+        _ => plan,
+    };
+    Plan::Project { input: Box::new(plan), exprs: keep }
 }
 
 fn asof_plan(
