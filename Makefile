@@ -49,10 +49,12 @@ test: venv fix-engine pg-driver kafka s3 browser
 	ZEPTO_REQUIRE_BROWSER=1 $(MAKE) python-test
 	@echo "== tests done ($$(date +%T))"
 
+# (`cargo build --workspace`, not `-p zepto-slt -p zepto-cli`: the same features as `cargo test
+# --workspace`, so nothing is compiled twice.)
 # Random tables and queries from a small grammar (and random ASOF joins and window queries),
 # answered by DuckDB (and Polars for ema), replayed on ZeptoDB.
 difftest: venv
-	$(CARGO) build -p zepto-slt -p zepto-cli
+	$(CARGO) build --workspace
 	mkdir -p target/difftest
 	$(PY) tests/gen/random_diff.py --seed $(SEED) --count 300 --out target/difftest/random.slt
 	$(PY) tests/gen/asof_diff.py --seed $(SEED) --cases 40 --out target/difftest/asof.slt
@@ -113,12 +115,15 @@ soak: kafka
 cluster: build kafka
 	tests/kafka/cluster.sh start
 
-# The Python package built into the venv (dev profile: it reuses `cargo test`'s build), then its
-# tests, which also start `zeptodb serve` for the remote mode.
+# The Python package's tests (they also start `zeptodb serve` for the remote mode), on the
+# extension module that `cargo build --workspace` links (dev profile), placed where an editable
+# install puts it. One build for every step: a build of some packages only (`-p`, or `maturin
+# develop`, which builds the Python crate alone) resolves the dependencies' features for those
+# packages only, and so compiles Arrow, tokio and the whole engine a second time.
 python-test: venv
-	$(CARGO) build -p zepto-cli
-	VIRTUAL_ENV=$(abspath $(VENV)) $(VENV)/bin/maturin develop --quiet -m python/Cargo.toml
-	$(PY) -m pytest -q python/tests
+	$(CARGO) build --workspace
+	cp target/debug/lib_native.so python/zeptodb/_native.abi3.so
+	PYTHONPATH=$(abspath python) $(PY) -m pytest -q python/tests
 
 python:
 	python3 -m pip install ./python
