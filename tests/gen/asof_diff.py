@@ -4,13 +4,14 @@
     .venv/bin/python tests/gen/asof_diff.py --seed 123 --cases 40 --out /tmp/asof_123.slt
 
 Each case builds a fresh pair of tables t<k> (left) and q<k> (right) — 0..120 rows, NULL
-keys and NULL timestamps at random rates, symbols present on one side only, right rows
-inserted in shuffled time order, the right key column SYMBOL or VARCHAR — and asks several
-ASOF [LEFT] JOIN queries: 0, 1 or 2 equality keys, each of >=, >, <=, < (sometimes written
-with the sides swapped), plain projections, `t.*`, and aggregates over the join. About a third
-of the queries use `nearest(t.ts, q.ts)` and/or `TOLERANCE`, which DuckDB lacks: Polars
-`join_asof(strategy=..., tolerance=...)` answers those. Right-side
-timestamps are unique, so every match is unambiguous. Writes the slt format of tests/slt.
+keys and NULL right timestamps at random rates, symbols present on one side only, right rows
+inserted in shuffled time order, the right key column SYMBOL or VARCHAR, right times unique or
+(a third of the cases) tied — and asks several ASOF [LEFT | RIGHT | FULL | SEMI | ANTI] JOIN
+queries: 0, 1 or 2 equality keys (the first sometimes IS NOT DISTINCT FROM), each of >=, >, <=,
+< (sometimes written with the sides swapped, sometimes as USING (keys, ts)), plain
+projections, `t.*`, and aggregates over the join. About a third of the queries of untied
+cases use `nearest(t.ts, q.ts)` and/or `TOLERANCE`, which DuckDB lacks: Polars
+`join_asof(strategy=..., tolerance=...)` answers those. Writes the slt format of tests/slt.
 """
 import argparse
 import os
@@ -46,7 +47,10 @@ def make_case(rng, k):
         # multi-key ASOF on larger inputs (not on small ones). NULL `sym` keys stay in.
         t_rows.append((TS(BASE_NS + rng.randrange(span) * 1000), maybe(rng.choice(left_syms)),
                        rng.randrange(3), float(i) + 0.25))
-    q_times = rng.sample(range(span), nq)  # unique right times: every match is unambiguous
+    # Unique right times make every match unambiguous; with ties (a third of the cases) the
+    # queries show only what any tied row gives alike (see make_query).
+    ties = rng.random() < 0.33
+    q_times = [rng.randrange(span // 16) * 16 for _ in range(nq)] if ties else rng.sample(range(span), nq)
     q_rows = [(maybe(TS(BASE_NS + q_times[j] * 1000 + 1)), maybe(rng.choice(right_syms)),
                rng.randrange(3), float(j) + 0.5) for j in range(nq)]
     rng.shuffle(q_rows)
@@ -56,25 +60,54 @@ def make_case(rng, k):
         f"CREATE TABLE q{k} (ts TIMESTAMP, sym {q_sym_type}, v INT, bid DOUBLE)",
     ]
     ddl += common.insert_sql(f"t{k}", t_rows) + common.insert_sql(f"q{k}", q_rows)
-    return ddl
+    return ddl, ties
 
 
-def make_query(rng, k):
+JOINS = ["ASOF JOIN", "ASOF LEFT JOIN", "ASOF RIGHT JOIN", "ASOF FULL JOIN", "ASOF SEMI JOIN", "ASOF ANTI JOIN"]
+
+
+def make_query(rng, k, ties):
+    """One ASOF query of any kind over case k, and DuckDB's spelling of it. With tied right
+    times only the left columns, the right time and counts are shown: which of the tied rows
+    matches (and so, for RIGHT and FULL, which stays unmatched) is the engine's choice."""
     op = rng.choice([">=", ">", "<=", "<"])
     keys = rng.choice([0, 1, 1, 2])
     conds = ["t.sym = q.sym", "t.v = q.v"][:keys]
+    if keys and rng.random() < 0.2:
+        conds[0] = "t.sym IS NOT DISTINCT FROM q.sym"
     ineq = f"t.ts {op} q.ts" if rng.random() < 0.8 else f"q.ts {FLIP[op]} t.ts"
+    join = rng.choice(JOINS)
+    kind = join.split()[1]
     on = " AND ".join(conds + [ineq])
-    join = rng.choice(["ASOF JOIN", "ASOF LEFT JOIN"])
-    frm = f"FROM t{k} t {join} q{k} q ON {on}"
-    shape = rng.choice(["plain", "plain", "star", "agg", "where"])
-    if shape == "plain":
-        return f"SELECT t.px, t.sym, q.bid, q.ts {frm}"
-    if shape == "star":
-        return f"SELECT t.*, q.bid {frm}"
-    if shape == "where":
-        return f"SELECT t.px, q.bid {frm} WHERE q.bid IS NULL OR q.bid > 10"
-    return f"SELECT t.sym, count(*), count(q.bid), sum(q.bid), min(q.ts) {frm} GROUP BY t.sym"
+    # DuckDB 1.5.6's ASOF matches no NULL key even under IS NOT DISTINCT FROM.
+    don = on.replace("t.sym IS NOT DISTINCT FROM q.sym", "coalesce(t.sym, '<null>') = coalesce(q.sym, '<null>')")
+    using = kind not in ("RIGHT", "FULL") and op == ">=" and conds[:1] == ["t.sym = q.sym"] and rng.random() < 0.15
+    if using:
+        on_sql = "USING (" + ", ".join(c.split(" = ")[0][2:] for c in conds) + ", ts)"
+    else:
+        on_sql = "ON " + on
+    frm = f"FROM t{k} t {join} q{k} q {on_sql}"
+    if kind in ("SEMI", "ANTI"):
+        sel, tail = rng.choice([("SELECT *", ""), ("SELECT t.sym, count(*), sum(t.px)", "GROUP BY t.sym")])
+    elif ties:
+        sel, tail = rng.choice([
+            ("SELECT t.px, t.sym, q.ts", ""),
+            ("SELECT t.*, q.ts", ""),
+            ("SELECT t.px, q.ts", "WHERE q.ts IS NULL OR t.px > 10"),
+            ("SELECT t.sym, count(*), count(q.ts), min(q.ts), max(q.ts)", "GROUP BY t.sym"),
+        ])
+    else:
+        sel, tail = rng.choice([
+            ("SELECT t.px, t.sym, q.bid, q.ts, q.sym", ""),
+            ("SELECT t.px, t.sym, q.bid, q.ts, q.sym", ""),
+            ("SELECT t.*, q.bid", ""),
+            ("SELECT t.px, q.bid", "WHERE q.bid IS NULL OR q.bid > 10"),
+            ("SELECT t.sym, q.sym, count(*), count(q.bid), sum(q.bid), min(q.ts)", "GROUP BY t.sym, q.sym"),
+        ])
+    sql = f"{sel} {frm} {tail}".rstrip()
+    if kind in ("RIGHT", "FULL"):
+        return sql, common.duck_asof_outer(kind, sel, f"t{k}", f"q{k}", don, tail)
+    return sql, sql.replace(on, don)
 
 
 def polars_case(con, rng, k):
@@ -119,15 +152,16 @@ def main():
     out = [f"# generated by tests/gen/asof_diff.py --seed {a.seed} --cases {a.cases}\n"]
     n = 0
     for k in range(a.cases):
-        for stmt in make_case(rng, k):
+        ddl, ties = make_case(rng, k)
+        for stmt in ddl:
             con.execute(common.to_duck(stmt))
             out.append(common.slt_statement(stmt))
         for _ in range(a.queries):
-            if rng.random() < 0.3:
+            if rng.random() < 0.3 and not ties:
                 sql, tbl = polars_case(con, rng, k)
             else:
-                sql = make_query(rng, k)
-                tbl = common.run_arrow(con, common.to_duck(sql))
+                sql, duck = make_query(rng, k, ties)
+                tbl = common.run_arrow(con, common.to_duck(duck))
             letters, rows = common.format_table(tbl)
             out.append(common.slt_query(sql, letters, "rowsort", common.result_lines(rows, "rowsort")))
             n += 1

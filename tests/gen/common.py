@@ -33,6 +33,24 @@ def to_duck(sql):
     return sql
 
 
+def duck_asof_outer(kind, sel, left, right, on, tail=""):
+    """DuckDB SQL for `SELECT sel FROM left t ASOF {kind} JOIN right q ON on tail` with kind
+    RIGHT or FULL, without DuckDB's RIGHT and FULL ASOF joins (1.5.6 hangs on keyed ones):
+    the pairs of an inner (RIGHT) or LEFT (FULL) ASOF join of numbered rows, then every right
+    row no left row matched, each pair joined back to its rows under the aliases t and q.
+    `sel` may use t.*, q.* or *; `on` and `tail` (WHERE, GROUP BY, ...) use t. and q."""
+    assert kind in ("RIGHT", "FULL"), kind
+    sel = sel.replace("t.*", "t.* EXCLUDE (_lr)").replace("q.*", "q.* EXCLUDE (_rr)")
+    sel = re.sub(r"^SELECT \*", "SELECT t.* EXCLUDE (_lr), q.* EXCLUDE (_rr)", sel)
+    inner = "LEFT " if kind == "FULL" else ""
+    return (f"WITH l AS MATERIALIZED (SELECT row_number() OVER () AS _lr, * FROM {left}), "
+            f"r AS MATERIALIZED (SELECT row_number() OVER () AS _rr, * FROM {right}), "
+            f"m AS MATERIALIZED (SELECT t._lr, q._rr FROM l t ASOF {inner}JOIN r q ON {on}), "
+            f"p AS (SELECT _lr, _rr FROM m UNION ALL SELECT NULL, _rr FROM r "
+            f"WHERE _rr NOT IN (SELECT _rr FROM m WHERE _rr IS NOT NULL)) "
+            f"{sel} FROM p LEFT JOIN l t ON t._lr = p._lr LEFT JOIN r q ON q._rr = p._rr {tail}").rstrip()
+
+
 def connect():
     con = duckdb.connect(":memory:")
     # SPEC §3: division (and modulo) by zero gives NULL.  DuckDB >= 1.1 defaults to IEEE

@@ -390,6 +390,12 @@ pub enum JoinKind {
     Asof,
     /// `ASOF LEFT JOIN` / `LEFT ASOF JOIN`: unmatched left rows kept with NULLs.
     AsofLeft,
+    /// `ASOF RIGHT JOIN` / `RIGHT ASOF JOIN`: the matches, and every right row no left row
+    /// matched, with NULLs.
+    AsofRight,
+    /// `ASOF FULL JOIN` / `FULL ASOF JOIN`: the matches, unmatched left rows and right rows no
+    /// left row matched, with NULLs.
+    AsofFull,
     /// `ASOF SEMI JOIN`: the left rows that have a match, left columns only.
     AsofSemi,
     /// `ASOF ANTI JOIN`: the left rows that have no match, left columns only.
@@ -401,9 +407,17 @@ pub enum JoinKind {
 }
 
 impl JoinKind {
-    /// The ASOF kinds (inner, LEFT, SEMI, ANTI).
+    /// The ASOF kinds (inner, LEFT, RIGHT, FULL, SEMI, ANTI).
     pub fn is_asof(self) -> bool {
-        matches!(self, JoinKind::Asof | JoinKind::AsofLeft | JoinKind::AsofSemi | JoinKind::AsofAnti)
+        matches!(
+            self,
+            JoinKind::Asof
+                | JoinKind::AsofLeft
+                | JoinKind::AsofRight
+                | JoinKind::AsofFull
+                | JoinKind::AsofSemi
+                | JoinKind::AsofAnti
+        )
     }
 }
 

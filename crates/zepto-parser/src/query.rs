@@ -329,15 +329,12 @@ impl Parser {
                 self.expect_kw("join")?;
                 JoinKind::Inner
             } else if self.eat_kw("asof") {
-                if let Some(w) = ["right", "full"].into_iter().find(|w| self.is_kw(w)) {
-                    let message = format!(
-                        "ASOF {} JOIN is not supported yet: ASOF [LEFT | SEMI | ANTI] JOIN are",
-                        w.to_ascii_uppercase()
-                    );
-                    return Err(SqlError::Parse { message, pos: self.pos() });
-                }
                 let k = if self.eat_kw("left") {
                     JoinKind::AsofLeft
+                } else if self.eat_kw("right") {
+                    JoinKind::AsofRight
+                } else if self.eat_kw("full") {
+                    JoinKind::AsofFull
                 } else if self.eat_kw("semi") {
                     JoinKind::AsofSemi
                 } else if self.eat_kw("anti") {
@@ -356,11 +353,11 @@ impl Parser {
                 self.advance();
                 self.advance();
                 JoinKind::Window
-            } else if self.is_kw("left") && self.is_kw_at(1, "asof") {
+            } else if let Some(k) = self.side_asof() {
                 self.advance();
                 self.advance();
                 self.expect_kw("join")?;
-                JoinKind::AsofLeft
+                k
             } else if self.is_kw("left") || self.is_kw("right") || self.is_kw("full") {
                 let k = match self.advance() {
                     Tok::Ident(s) if s.eq_ignore_ascii_case("left") => JoinKind::Left,
@@ -405,6 +402,17 @@ impl Parser {
             left = TableRef::Join { left: Box::new(left), right: Box::new(right), kind, on, using };
         }
         Ok(left)
+    }
+
+    /// `LEFT ASOF`, `RIGHT ASOF` or `FULL ASOF` ahead (the side first: DuckDB's order is
+    /// `ASOF LEFT`, both are taken): that ASOF kind, nothing consumed.
+    fn side_asof(&self) -> Option<JoinKind> {
+        if !self.is_kw_at(1, "asof") {
+            return None;
+        }
+        [("left", JoinKind::AsofLeft), ("right", JoinKind::AsofRight), ("full", JoinKind::AsofFull)]
+            .into_iter()
+            .find_map(|(w, k)| self.is_kw(w).then_some(k))
     }
 
     fn table_primary(&mut self) -> Result<TableRef> {

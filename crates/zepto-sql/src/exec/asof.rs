@@ -13,7 +13,7 @@ use super::scan::{piece_batch, pieces, Piece};
 use super::{Batch, ExecContext};
 use crate::error::{Result, SqlError};
 use crate::parser::ast::BinaryOp;
-use crate::plan::{BExpr, Plan};
+use crate::plan::{AsofOuter, BExpr, Plan};
 use std::collections::HashMap;
 use std::sync::Arc;
 use zepto_storage::column::NULL_INDEX;
@@ -31,8 +31,8 @@ pub struct AsofSpec<'a> {
     pub right_ts: &'a BExpr,
     /// `>=`, `>`, `<=`, `<`, or `=` for nearest.
     pub op: BinaryOp,
-    /// Keep unmatched left rows with NULLs (ASOF LEFT JOIN).
-    pub outer: bool,
+    /// The unmatched rows kept with NULLs (LEFT: left rows; RIGHT: right rows; FULL: both).
+    pub outer: AsofOuter,
     /// Maximum distance (inclusive) between matched times.
     pub tolerance: Option<i64>,
     /// The output columns of `[left..., right...]` (None: all).
@@ -248,7 +248,7 @@ pub fn splice_join(
         left_ts: c,
         right_ts: d,
         op,
-        outer: true,
+        outer: AsofOuter::Left,
         tolerance: None,
         emit: None,
     };
@@ -350,8 +350,8 @@ fn partition_wise<R: Send>(
     spec: &AsofSpec,
     finish: impl Fn(Matched) -> Result<R> + Sync,
 ) -> Result<(Vec<R>, Vec<DataType>)> {
-    if spec.op == BinaryOp::Eq {
-        return Err(SqlError::Internal("a nearest ASOF JOIN has no partition merge".into()));
+    if spec.op == BinaryOp::Eq || spec.outer.keeps_right() {
+        return Err(SqlError::Internal("a nearest, RIGHT or FULL ASOF JOIN has no partition merge".into()));
     }
     let pp = paired(left, right)?;
     let Paired { lt, lc, rt, rc, lts, rts, left: lps, .. } = &pp;
@@ -448,8 +448,9 @@ pub fn partitioned_chunks(ctx: &ExecContext, left: &Plan, right: &Plan, spec: &A
     Ok(chunks)
 }
 
-/// ASOF matches of left rows `lb` in right rows `rb`: the output's left rows (all of them for
-/// LEFT, `li` for inner) and their right rows `ri` (`NULL_INDEX`: none).
+/// ASOF matches of left rows `lb` in right rows `rb`: the output's left rows (all of them in
+/// order for LEFT, else `li`) and their right rows `ri` (`NULL_INDEX`: none). RIGHT and FULL
+/// end with the right rows no left row matched, their left row `NULL_INDEX`.
 struct Matched {
     lb: Batch,
     rb: Batch,
@@ -458,15 +459,29 @@ struct Matched {
 }
 
 impl Matched {
-    /// From each left row's match (`NULL_INDEX`: none): every left row when `outer`, else the
-    /// matched ones.
-    fn of(lb: Batch, rb: Batch, matched: Vec<u32>, outer: bool) -> Matched {
+    /// From each left row's match (`NULL_INDEX`: none): every left row (LEFT, FULL) or the
+    /// matched ones, then (RIGHT, FULL) the right rows no left row matched.
+    fn of(lb: Batch, rb: Batch, matched: Vec<u32>, outer: AsofOuter) -> Matched {
         debug_assert_eq!(matched.len(), lb.rows);
-        if outer {
-            return Matched { lb, rb, li: None, ri: matched };
+        let unmatched = outer.keeps_right().then(|| {
+            let mut hit = vec![false; rb.rows];
+            for &j in matched.iter().filter(|&&j| j != NULL_INDEX) {
+                hit[j as usize] = true;
+            }
+            (0..rb.rows as u32).filter(|&j| !hit[j as usize]).collect::<Vec<u32>>()
+        });
+        let (mut li, mut ri): (Vec<u32>, Vec<u32>) = match (outer.keeps_left(), &unmatched) {
+            (true, None) => return Matched { lb, rb, li: None, ri: matched },
+            (true, Some(_)) => ((0..lb.rows as u32).collect(), matched),
+            (false, _) => {
+                matched.iter().enumerate().filter(|(_, &j)| j != NULL_INDEX).map(|(i, &j)| (i as u32, j)).unzip()
+            }
+        };
+        if let Some(extra) = unmatched {
+            li.resize(li.len() + extra.len(), NULL_INDEX);
+            ri.extend(extra);
         }
-        let (li, ri) =
-            matched.iter().enumerate().filter(|(_, &j)| j != NULL_INDEX).map(|(i, &j)| (i as u32, j)).unzip();
+        debug_assert_eq!(li.len(), ri.len());
         Matched { lb, rb, li: Some(li), ri }
     }
 

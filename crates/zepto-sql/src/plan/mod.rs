@@ -49,6 +49,42 @@ impl Field {
     }
 }
 
+/// The rows an as-of join keeps beyond its matches (each with NULLs for the other side): the
+/// left rows without a match, and the right rows no left row matched.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum AsofOuter {
+    /// Matches only (ASOF JOIN).
+    Inner,
+    /// And unmatched left rows (ASOF LEFT JOIN).
+    Left,
+    /// And unmatched right rows (ASOF RIGHT JOIN).
+    Right,
+    /// And both (ASOF FULL JOIN).
+    Full,
+}
+
+impl AsofOuter {
+    /// Whether left rows without a match are kept.
+    pub fn keeps_left(self) -> bool {
+        matches!(self, AsofOuter::Left | AsofOuter::Full)
+    }
+
+    /// Whether right rows that no left row matched are kept.
+    pub fn keeps_right(self) -> bool {
+        matches!(self, AsofOuter::Right | AsofOuter::Full)
+    }
+
+    /// The keyword before `JOIN` after `ASOF`, with a space (`""` for inner).
+    pub fn sql(self) -> &'static str {
+        match self {
+            AsofOuter::Inner => "",
+            AsofOuter::Left => "LEFT ",
+            AsofOuter::Right => "RIGHT ",
+            AsofOuter::Full => "FULL ",
+        }
+    }
+}
+
 /// A bound aggregate call: function, argument expressions over the input and result type.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct AggCall {
@@ -196,8 +232,8 @@ pub enum Plan {
         right_ts: BExpr,
         /// The inequality (`>=`, `>`, `<=`, `<`) or `=` for nearest.
         op: BinaryOp,
-        /// Keep unmatched left rows (ASOF LEFT JOIN).
-        outer: bool,
+        /// Which unmatched rows are kept, with NULLs for the other side.
+        outer: AsofOuter,
         /// Maximum distance between the two times (inclusive).
         tolerance: Option<i64>,
         /// The columns of `[left..., right...]` the join outputs, in order (None: all). Set by
@@ -467,7 +503,7 @@ impl Plan {
                 };
                 let cond = if *op == BinaryOp::Eq { "nearest".to_string() } else { format!("ts {}", op.sql()) };
                 let tol = tolerance.map(|t| format!(" tolerance={t}")).unwrap_or_default();
-                format!("{}keys={} on {cond}{tol} ({how})", if *outer { "LEFT " } else { "" }, left_keys.len())
+                format!("{}keys={} on {cond}{tol} ({how})", outer.sql(), left_keys.len())
             }
             Plan::Sort { how: SortHow::Ann(a), limit: Some(l), .. } => format!("{} limit={l}", a.describe()),
             Plan::Sort { keys, limit: Some(l), .. } => format!("keys={} limit={l}", keys.len()),

@@ -128,8 +128,11 @@ fn choose(p: Plan, settings: &crate::settings::Settings) -> Plan {
         Plan::AsofJoin {
             left, right, left_keys, right_keys, left_ts, right_ts, op, outer, tolerance, emit, ..
         } => {
-            let merge =
-                op != super::BinaryOp::Eq && merge_shape(&left, &right, &left_keys, &right_keys, &left_ts, &right_ts);
+            // The partition-pair merge walks left partitions: right rows no left row matched
+            // (RIGHT, FULL) are the search's to find.
+            let merge = op != super::BinaryOp::Eq
+                && !outer.keeps_right()
+                && merge_shape(&left, &right, &left_keys, &right_keys, &left_ts, &right_ts);
             let how = if merge { AsofHow::PartitionMerge } else { AsofHow::KeySearch };
             Plan::AsofJoin { left, right, left_keys, right_keys, left_ts, right_ts, op, outer, tolerance, emit, how }
         }

@@ -30,7 +30,7 @@ mod window_join;
 use super::bind_expr::{
     cast_to, common_type, contains_aggregate, resolve, walk, AggCtx, ExprBinder, SubPlan, SubqueryRunner, WinCtx,
 };
-use super::{AggCall, BExpr, Field, OuterRef, PhysicalPlan, Plan, SortHow, SortKey};
+use super::{AggCall, AsofOuter, BExpr, Field, OuterRef, PhysicalPlan, Plan, SortHow, SortKey};
 use crate::error::{Pos, Result, SqlError};
 use crate::eval::Batch;
 use crate::expr::functions::{self, agg_arity, agg_by_name, agg_type, AggFunc};
@@ -475,10 +475,18 @@ impl Binder {
             return Ok((plan, scope));
         }
         if asof {
-            let outer = matches!(kind, JoinKind::AsofLeft | JoinKind::AsofAnti);
+            let outer = match kind {
+                JoinKind::AsofLeft | JoinKind::AsofAnti => AsofOuter::Left,
+                JoinKind::AsofRight => AsofOuter::Right,
+                JoinKind::AsofFull => AsofOuter::Full,
+                _ => AsofOuter::Inner,
+            };
             let plan = asof_plan(lp, rp, conds, nl, outer, nearest, tolerance)?;
             return Ok(match kind {
                 JoinKind::AsofSemi | JoinKind::AsofAnti => (asof_semi(plan, kind, &lf), lf),
+                _ if outer.keeps_right() && !merged.is_empty() => {
+                    (merge_using(plan, &mut scope, &merged, outer == AsofOuter::Right), scope)
+                }
                 _ => (plan, scope),
             });
         }
@@ -508,7 +516,7 @@ impl Binder {
             residual: BExpr::and_all(residual),
         };
         if matches!(kind, JoinKind::Right | JoinKind::Full) && !merged.is_empty() {
-            return Ok((merge_using(plan, &scope, &merged), scope));
+            return Ok((merge_using(plan, &mut scope, &merged, false), scope));
         }
         Ok((plan, scope))
     }
@@ -1083,26 +1091,31 @@ impl Binder {
     }
 }
 
-/// A RIGHT or FULL JOIN ... USING: each left USING column becomes `COALESCE(left, right)`,
-/// so the bare name is the key of every row, as in DuckDB (`merged`: left and right positions).
-fn merge_using(plan: Plan, scope: &[Field], merged: &[(usize, usize)]) -> Plan {
-    let exprs = scope
-        .iter()
-        .enumerate()
-        .map(|(i, f)| {
-            let left = BExpr::Col(i, f.data_type);
-            let Some(&(_, r)) = merged.iter().find(|m| m.0 == i) else { return left };
-            // The right copy in the left one's type (keys of two string kinds stay as they are).
-            let right = match scope[r].data_type {
-                t if t == f.data_type => BExpr::Col(r, t),
-                t => match cast_to(BExpr::Col(r, t), f.data_type) {
-                    Ok(e) if e.data_type() == f.data_type => e,
-                    _ => return left,
-                },
-            };
-            BExpr::Func { func: functions::ScalarFunc::Coalesce, args: vec![left, right], ty: f.data_type }
-        })
-        .collect();
+/// RIGHT and FULL JOIN ... USING: each USING column's bare name (and `*`) gives the value of
+/// whichever side has the row, `COALESCE(l, r)` (`COALESCE(r, l)` when `right_first`: an ASOF
+/// RIGHT JOIN's time column is the right row's, as in DuckDB). The merged value takes the
+/// left column's place and answers to no table name; each side's own value stays reachable
+/// qualified (`l.k`, `r.k`): the left one as an extra column after the others.
+fn merge_using(plan: Plan, scope: &mut Vec<Field>, merged: &[(usize, usize)], right_first: bool) -> Plan {
+    let mut exprs: Vec<BExpr> = (0..scope.len()).map(|i| BExpr::Col(i, scope[i].data_type)).collect();
+    for &(l, r) in merged {
+        let ty = scope[l].data_type;
+        // The right copy in the left one's type (keys of two string kinds stay as they are).
+        let right = match scope[r].data_type {
+            t if t == ty => BExpr::Col(r, t),
+            t => match cast_to(BExpr::Col(r, t), ty) {
+                Ok(e) if e.data_type() == ty => e,
+                _ => continue,
+            },
+        };
+        let left = BExpr::Col(l, ty);
+        let args = if right_first { vec![right, left.clone()] } else { vec![left.clone(), right] };
+        exprs[l] = BExpr::Func { func: functions::ScalarFunc::Coalesce, args, ty };
+        exprs.push(left);
+        let own = Field { using_copy: true, ..scope[l].clone() };
+        scope[l].qualifier = None;
+        scope.push(own);
+    }
     Plan::Project { input: Box::new(plan), exprs }
 }
 
@@ -1160,7 +1173,7 @@ fn asof_plan(
     mut rp: Plan,
     conds: Vec<BExpr>,
     nl: usize,
-    outer: bool,
+    outer: AsofOuter,
     nearest: bool,
     tolerance: Option<i64>,
 ) -> Result<Plan> {
@@ -1190,16 +1203,27 @@ fn asof_plan(
         }
         // A condition on one side, as DuckDB takes it: on the right, it filters the rows
         // searched; on the left (or on neither), a row failing it finds no match (kept with
-        // NULLs by ASOF LEFT JOIN): a key that is NULL for it, TRUE for every right row.
+        // NULLs by ASOF LEFT JOIN): a key that is NULL for it, TRUE for every right row. A
+        // right row failing one is still kept by RIGHT and FULL: there it is such a key too.
+        let gate = |c: BExpr| {
+            let t = BExpr::Lit(Value::Bool(true), DataType::Bool);
+            (BExpr::Case { whens: vec![(c, t.clone())], else_: None, ty: DataType::Bool }, t)
+        };
         match sides(&c) {
+            (false, true) if outer.keeps_right() => {
+                let (r, l) = gate(shift(&c));
+                lk.push(l);
+                rk.push(r);
+                continue;
+            }
             (false, true) => {
                 right_only.push(shift(&c));
                 continue;
             }
             (_, false) => {
-                let t = BExpr::Lit(Value::Bool(true), DataType::Bool);
-                lk.push(BExpr::Case { whens: vec![(c, t.clone())], else_: None, ty: DataType::Bool });
-                rk.push(t);
+                let (l, r) = gate(c);
+                lk.push(l);
+                rk.push(r);
                 continue;
             }
             _ => {}

@@ -17,7 +17,7 @@ use crate::eval::partitioner::kafka_partition;
 use crate::parser::ast::BinaryOp;
 use crate::plan::shape::ScanShape;
 use crate::plan::window::WinCall;
-use crate::plan::{AggCall, AsofHow, BExpr, PairHow, Plan, ScanRange, WindowHow};
+use crate::plan::{AggCall, AsofHow, AsofOuter, BExpr, PairHow, Plan, ScanRange, WindowHow};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use zepto_storage::{Catalog, ColumnDef, DataType, Schema, Table, TableOptions};
@@ -57,7 +57,7 @@ struct Sides {
 enum Part {
     Scan(ScanPart),
     Partial(ScanPart, Partial),
-    Asof { sides: Sides, op: BinaryOp, outer: bool, tolerance: Option<i64>, emit: Option<Vec<usize>> },
+    Asof { sides: Sides, op: BinaryOp, outer: AsofOuter, tolerance: Option<i64>, emit: Option<Vec<usize>> },
     WindowJoin { sides: Sides, lo: i64, hi: i64, aggs: Vec<AggCall> },
     Window(ScanPart, Vec<WinCall>),
 }

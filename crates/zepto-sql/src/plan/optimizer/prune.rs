@@ -501,7 +501,7 @@ mod tests {
             left_ts: BExpr::Col(0, DataType::Timestamp),
             right_ts: BExpr::Col(0, DataType::Timestamp),
             op: BinaryOp::GtEq,
-            outer: false,
+            outer: crate::plan::AsofOuter::Inner,
             tolerance: None,
             emit: None,
             how: crate::plan::AsofHow::KeySearch,
