@@ -1,8 +1,8 @@
 """Line protocol as real clients write it: QuestDB's official Python client (`questdb`, ILP over
-HTTP, its defaults: it reads /settings to pick the protocol version, sends timestamp fields with
-the `t`/`n` suffixes and floats NaN/Infinity) and InfluxDB's (`influxdb-client`, /api/v2/write).
-Every ZeptoDB type they can carry is written, and the rows read back over HTTP equal what was
-sent."""
+HTTP, its defaults: it reads /settings to pick the protocol version, version 2 here, sending
+doubles and arrays in binary; and with protocol_version=1, text floats NaN/Infinity and timestamp
+fields in microseconds) and InfluxDB's (`influxdb-client`, /api/v2/write). Every ZeptoDB type
+they can carry is written, and the rows read back over HTTP equal what was sent."""
 
 import datetime as dt
 import json
@@ -48,12 +48,15 @@ def same_float(got, sent):
     return got == sent
 
 
-def test_questdb_client_writes_every_type_with_its_defaults(port):
+@pytest.mark.parametrize("version", ["auto", "1"])
+def test_questdb_client_writes_every_type_with_its_defaults(port, version):
     rnd = random.Random(11)
+    table = f"qd_{version}"
     base = 1_700_000_000_000_000_000
     specials = [float("nan"), float("inf"), float("-inf")]
     sent = []
-    with questdb.Sender.from_conf(f"http::addr=127.0.0.1:{port};token={API_KEY};") as sender:
+    conf = f"http::addr=127.0.0.1:{port};token={API_KEY};" + ("" if version == "auto" else f"protocol_version={version};")
+    with questdb.Sender.from_conf(conf) as sender:
         for i in range(300):
             row = {
                 "sym": rnd.choice(["AAPL", "MSFT", "ES"]),
@@ -67,7 +70,7 @@ def test_questdb_client_writes_every_type_with_its_defaults(port):
             }
             sent.append(row)
             sender.row(
-                "qd",
+                table,
                 symbols={"sym": row["sym"]},
                 columns={
                     "px": row["px"], "qty": row["qty"], "ok": row["ok"], "note": row["note"],
@@ -76,16 +79,43 @@ def test_questdb_client_writes_every_type_with_its_defaults(port):
                 },
                 at=questdb.TimestampNanos(row["ts"]),
             )
-    r = query(port, "SELECT sym, px, qty, ok, note, exch_us, exch_ns, timestamp FROM qd ORDER BY timestamp")
+    r = query(port, f"SELECT sym, px, qty, ok, note, exch_us, exch_ns, timestamp FROM {table} ORDER BY timestamp")
     types = {c["name"]: c["type"] for c in r["columns"]}
     assert (types["exch_us"], types["exch_ns"], types["px"]) == ("TIMESTAMP", "TIMESTAMP", "DOUBLE")
     assert len(r["data"]) == len(sent)
     for got, want in zip(r["data"], sent):
         assert got[0] == want["sym"] and got[2:5] == [want["qty"], want["ok"], want["note"]]
         assert same_float(got[1], want["px"]), (got[1], want["px"])
-        # Protocol version 1 (what /settings offers) carries timestamp fields in microseconds:
-        # the client sends a nanosecond one as `<us>t`; the designated timestamp keeps its ns.
-        assert got[5:] == [iso(want["exch_us"]), iso(want["exch_ns"] // 1000 * 1000), iso(want["ts"])]
+        # Protocol version 1 carries timestamp fields in microseconds: the client sends a
+        # nanosecond one as `<us>t`; version 2 sends it as `<ns>n`. The designated timestamp
+        # keeps its ns in both.
+        ns = want["exch_ns"] if version == "auto" else want["exch_ns"] // 1000 * 1000
+        assert got[5:] == [iso(want["exch_us"]), iso(ns), iso(want["ts"])]
+
+
+def test_questdb_client_arrays_fill_vector_columns(port):
+    """Protocol version 2's double arrays: a 1-dimensional one creates and fills a vector
+    column (FLOAT[n], 32-bit floats); a 2-dimensional one is refused by line, nothing applied."""
+    np = pytest.importorskip("numpy")
+    rnd = np.random.default_rng(3)
+    vecs = rnd.standard_normal((50, 8))
+    base = 1_700_000_000_000_000_000
+    with questdb.Sender.from_conf(f"http::addr=127.0.0.1:{port};token={API_KEY};") as sender:
+        for i, v in enumerate(vecs):
+            sender.row("emb", symbols={"doc": f"d{i % 5}"}, columns={"v": v, "n": i},
+                       at=questdb.TimestampNanos(base + i))
+    r = query(port, "SELECT doc, v, n FROM emb ORDER BY n")
+    assert {c["name"]: c["type"] for c in r["columns"]}["v"] == "FLOAT[8]"
+    assert [row[2] for row in r["data"]] == list(range(50))
+    got = np.array([row[1] for row in r["data"]], dtype=np.float32)
+    assert np.array_equal(got, vecs.astype(np.float32))
+    with pytest.raises(Exception) as e:
+        with questdb.Sender.from_conf(f"http::addr=127.0.0.1:{port};token={API_KEY};") as sender:
+            sender.row("emb", symbols={"doc": "x"}, columns={"v": vecs[0], "n": 100}, at=questdb.TimestampNanos(base + 100))
+            sender.row("emb", symbols={"doc": "y"}, columns={"v": np.ones((2, 4)), "n": 101},
+                       at=questdb.TimestampNanos(base + 101))
+    assert "2-dimensional" in str(e.value) and "line 2" in str(e.value), str(e.value)
+    assert query(port, "SELECT count(*) FROM emb")["data"] == [[50]]
 
 
 def test_influxdb_client_writes_points(port):
@@ -110,7 +140,7 @@ def test_influxdb_client_writes_points(port):
 def test_settings_name_the_protocol_versions(port):
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/settings") as r:
         s = json.loads(r.read())
-    assert s["line.proto.support.versions"] == [1] == s["config"]["line.proto.support.versions"]
+    assert s["line.proto.support.versions"] == [1, 2] == s["config"]["line.proto.support.versions"]
 
 
 def test_a_refused_flush_names_its_line_applies_nothing_and_the_next_applies_once(port):

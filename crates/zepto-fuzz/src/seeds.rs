@@ -90,6 +90,20 @@ pub fn ingest() -> Vec<Vec<u8>> {
         "{\"ts\":\"2024-01-02 09:30:00\",\"sym\":\"A\",\"px\":1.5,\"n\":3,\"s\":\"x\",\"b\":true}\n{\"sym\":null}\n",
     ]);
     v.push(arrow_stream());
+    // QuestDB's protocol version 2: binary doubles and a double array (a vector), as its
+    // Python client writes them (the array header holds a newline byte).
+    let mut v2 = b"emb,doc=a px==\x10".to_vec();
+    v2.extend_from_slice(&1.5f64.to_le_bytes());
+    v2.extend_from_slice(b",v==\x0e\x0a\x01");
+    v2.extend_from_slice(&3u32.to_le_bytes());
+    for x in [1.0f64, -2.0, 0.5] {
+        v2.extend_from_slice(&x.to_le_bytes());
+    }
+    v2.extend_from_slice(b" 1700000000000000000n\nemb,doc=b px=NaN,v==\x0e\x0a\x01");
+    v2.extend_from_slice(&3u32.to_le_bytes());
+    v2.extend_from_slice(&[0u8; 24]);
+    v2.push(b'\n');
+    v.push(v2);
     v
 }
 

@@ -443,12 +443,12 @@ fn response_format(param: Option<&str>, req: &Request<Incoming>) -> Result<Forma
 }
 
 /// `GET /settings` as QuestDB's ILP clients read it to pick a line-protocol version: at the
-/// top level (older clients) and under `config` (newer ones). Version 1 (text) is what we
-/// take; the clients then send floats as text, `NaN`/`Infinity` included.
+/// top level (older clients) and under `config` (newer ones). Versions 1 (text) and 2 (binary
+/// doubles and double arrays) are what we take; the clients pick 2.
 fn settings(state: &State) -> String {
     let config = format!(
         "\"release.type\":\"OSS\",\"release.version\":\"zeptodb {}\",\"acl.enabled\":{},\
-         \"line.proto.support.versions\":[1],\"line.proto.default.version\":1,\
+         \"line.proto.support.versions\":[1,2],\"line.proto.default.version\":2,\
          \"ilp.proto.transports\":[\"http\"],\"cairo.max.file.name.length\":127",
         env!("CARGO_PKG_VERSION"),
         !state.config.keys.is_empty()

@@ -3,7 +3,7 @@
 //! to Kafka, so a batch Kafka acknowledged is one the nodes will store (`zepto-cluster`).
 //! The check also says how to route the rows: each row's partition key.
 
-use super::{decode_table, ilp, ilp_plans, utf8, IngestFormat, WriteRequest};
+use super::{decode_table, ilp, ilp_plans, IngestFormat, WriteRequest};
 use crate::auth::Principal;
 use crate::error::ApiError;
 use zepto_sql::Engine;
@@ -49,7 +49,7 @@ pub fn check(engine: &Engine, who: &Principal, req: &WriteRequest, body: &[u8]) 
         let names = snap.schema().columns.iter().map(|c| c.name.clone()).collect();
         return Ok(Checked::Rows { table, names, columns, keys });
     }
-    let points = ilp::parse(utf8(body, IngestFormat::Ilp)?, req.precision)
+    let points = ilp::parse(body, req.precision)
         .map_err(|e| ApiError::ingest(format!("line {}: {}", e.line, e.message)).at_line(e.line))?;
     let mut lines = Vec::with_capacity(points.len());
     for (plan, pts) in ilp_plans(catalog, who, &points, req.now_ns)? {

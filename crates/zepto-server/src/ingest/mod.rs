@@ -101,7 +101,7 @@ pub fn write_marked(
     let catalog = engine.catalog();
     match req.format {
         IngestFormat::Ilp => {
-            let points = ilp::parse(utf8(body, IngestFormat::Ilp)?, req.precision)
+            let points = ilp::parse(body, req.precision)
                 .map_err(|e| ApiError::ingest(format!("line {}: {}", e.line, e.message)).at_line(e.line))?;
             apply_ilp(catalog, who, &points, req.now_ns, marks)
         }
@@ -363,6 +363,7 @@ fn convert(v: &FieldValue<'_>, dt: DataType) -> Option<Value> {
         (FieldValue::Str(s), DataType::Varchar | DataType::Symbol) => Value::Str(s.to_string()),
         (FieldValue::Bool(b), DataType::Bool) => Value::Bool(*b),
         (FieldValue::Timestamp(t), DataType::Timestamp) => Value::Timestamp(*t),
+        (FieldValue::Vector(v), DataType::Vector(d)) if v.len() == usize::from(d) => Value::Vector(v.clone()),
         _ => return None,
     })
 }
@@ -375,6 +376,8 @@ fn new_type(v: &FieldValue<'_>) -> DataType {
         FieldValue::Str(_) => DataType::Varchar,
         FieldValue::Bool(_) => DataType::Bool,
         FieldValue::Timestamp(_) => DataType::Timestamp,
+        // The parser takes 1 to 65,535 values, each a vector's width.
+        FieldValue::Vector(v) => DataType::vector(v.len()).unwrap_or(DataType::Null),
     }
 }
 
