@@ -304,6 +304,7 @@ const FILE_KEYS: &[&str] = &[
     "shutdown-grace",
     "access-log",
     "fix",
+    "fix-tls",
     "fix-config",
     "cluster",
     "cluster-topic",
@@ -575,7 +576,7 @@ fn run_doors(
     engine: Engine,
     shared: Option<zepto_history::SharedStore>,
 ) -> Result<(), String> {
-    let fix = fix::start(settings, engine.catalog())?;
+    let fix = fix::start(settings, engine.catalog(), cfg.tls.as_ref())?;
     cfg.fix =
         fix.as_ref().map(|f| zepto_server::fix::FixHandle::new(std::sync::Arc::new(fix::FixMetrics(f.sessions()))));
     let (node, engine) = match cluster::start(settings, &engine, cfg.addr, &cfg.keys, shared)? {

@@ -1,30 +1,51 @@
 //! The FIX door end to end: `zeptodb serve --fix` with a durable data directory, a FIX
 //! initiator over TCP (messages built by hand with zepto-fix's encoder: no FIX engine is
 //! installed here), the rows read back over HTTP SQL, a forced gap filled by a resend, a bad
-//! message rejected, and a `kill -9` after which the session resumes with every message once.
+//! message rejected, and a `kill -9` after which the session resumes with every message once;
+//! and the same session over TLS (`--fix-tls`).
 
 mod common;
 
 use common::{sql, Server};
 use std::io::{Read, Write};
 use std::net::TcpStream;
+use std::sync::Arc;
 use std::time::Duration;
 use zepto_fix::encode::Value as V;
 use zepto_fix::parse::parse;
 use zepto_fix::Encoder;
 
+/// A byte stream both ways: TCP, or TLS over it.
+trait Wire: Read + Write {}
+impl<T: Read + Write> Wire for T {}
+
 /// A FIX initiator: FEED → ZEPTO, FIX 4.4.
 struct Client {
-    stream: TcpStream,
+    stream: Box<dyn Wire>,
     enc: Encoder,
     buf: Vec<u8>,
 }
 
 impl Client {
-    fn connect(addr: &str) -> Client {
+    fn tcp(addr: &str) -> TcpStream {
         let stream = TcpStream::connect(addr).expect("connects to the FIX port");
         stream.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
+        stream
+    }
+
+    fn over(stream: Box<dyn Wire>) -> Client {
         Client { stream, enc: Encoder::new("FIX.4.4", "FEED", "ZEPTO"), buf: Vec::new() }
+    }
+
+    fn connect(addr: &str) -> Client {
+        Client::over(Box::new(Client::tcp(addr)))
+    }
+
+    /// Over TLS, trusting `cfg`'s roots, as `localhost`.
+    fn connect_tls(addr: &str, cfg: &Arc<rustls::ClientConfig>) -> Client {
+        let name = rustls::pki_types::ServerName::try_from("localhost").expect("name");
+        let conn = rustls::ClientConnection::new(cfg.clone(), name).expect("client");
+        Client::over(Box::new(rustls::StreamOwned::new(conn, Client::tcp(addr))))
     }
 
     /// Send message `t` numbered `seq`; `body` as `tag=value|…`.
@@ -194,6 +215,69 @@ fn fix_messages_become_rows_exactly_once_through_gaps_bad_input_and_kill_9() {
     junk.write_all(b"GET / HTTP/1.1\r\n\r\n").expect("junk");
     drop(junk);
     assert_eq!(rows(&a, "SELECT count(*) FROM trades"), ["1"]);
+    drop(s);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A TLS client configuration trusting only `cert`.
+fn trusting(cert: &rcgen::Certificate) -> Arc<rustls::ClientConfig> {
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(cert.der().clone()).expect("trust the test cert");
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let cfg = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .expect("versions")
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    Arc::new(cfg)
+}
+
+/// `q` over HTTPS (the server's HTTP door has the certificate too).
+fn https_sql(addr: &str, cfg: &Arc<rustls::ClientConfig>, q: &str) -> serde_json::Value {
+    let name = rustls::pki_types::ServerName::try_from("localhost").expect("name");
+    let conn = rustls::ClientConnection::new(cfg.clone(), name).expect("client");
+    let mut tls = rustls::StreamOwned::new(conn, TcpStream::connect(addr).expect("connects"));
+    let req =
+        format!("POST / HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{q}", q.len());
+    tls.write_all(req.as_bytes()).expect("writes over TLS");
+    let mut buf = Vec::new();
+    // rustls reports the peer's close without close_notify as an error after the data.
+    let _ = tls.read_to_end(&mut buf);
+    let r = common::parse_response(&buf);
+    assert_eq!(r.status, 200, "{q}: {}", r.text());
+    r.json()
+}
+
+#[test]
+fn a_session_over_tls_stores_its_messages_and_plain_tcp_gets_nothing() {
+    let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).expect("self-signed cert");
+    let dir = std::env::temp_dir().join(format!("zepto-fix-tls-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let (cert_path, key_path) = (dir.join("cert.pem"), dir.join("key.pem"));
+    std::fs::write(&cert_path, cert.cert.pem()).expect("cert");
+    std::fs::write(&key_path, cert.signing_key.serialize_pem()).expect("key");
+    let (c, k) = (cert_path.to_str().expect("path"), key_path.to_str().expect("path"));
+    let s = Server::start(&["--fix", "127.0.0.1:0", "--fix-tls", "--tls-cert", c, "--tls-key", k]);
+    let line = s.startup.iter().find(|l| l.contains("accepting FIX sessions on")).expect("FIX address printed");
+    assert!(line.contains("over TLS"), "{line}");
+    let addr = fix_addr(&s);
+    let cfg = trusting(&cert.cert);
+    let mut c = Client::connect_tls(&addr, &cfg);
+    c.send("A", 1, false, "98=0|108=30|");
+    assert_eq!(c.recv(&[108]), "A#1 108=30");
+    quote(&mut c, 2, false, "1.25");
+    quote(&mut c, 3, false, "1.5");
+    c.sync(4, "T1");
+    let j = https_sql(&s.addr, &cfg, "SELECT count(*), sum(price) FROM quotes");
+    assert_eq!(j["data"], serde_json::json!([[2, 2.75]]), "{j}");
+    // Plain FIX to the TLS port: no Logon comes back, and nothing is stored.
+    let mut plain = Client::connect(&addr);
+    plain.send("A", 1, false, "98=0|108=30|");
+    let mut out = Vec::new();
+    let _ = plain.stream.read_to_end(&mut out);
+    assert!(parse(&out).is_err(), "a plain FIX Logon got an answer: {out:?}");
+    let j = https_sql(&s.addr, &cfg, "SELECT count(*) FROM quotes");
+    assert_eq!(j["data"], serde_json::json!([[2]]), "{j}");
     drop(s);
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -62,7 +62,7 @@ fn session(run: &str) -> (FixDoor, Arc<Catalog>, TcpStream, Encoder, Option<zept
     let catalog = Arc::new(Catalog::new());
     let dir = durable(&catalog, run);
     let cfg = SessionConfig { heartbeat_secs: 300, ..SessionConfig::default() };
-    let a = FixDoor::start(Some("127.0.0.1:0"), catalog.clone(), cfg).expect("an acceptor");
+    let a = FixDoor::start(Some("127.0.0.1:0"), None, catalog.clone(), cfg).expect("an acceptor");
     let mut s = TcpStream::connect(a.addr().expect("it listens")).expect("connects");
     s.set_nodelay(true).expect("nodelay");
     let mut e = Encoder::new("FIX.4.4", "FEED", "ZEPTO");

@@ -1,4 +1,5 @@
-//! The FIX door's network loops (tokio): the acceptor's, and one per initiator session (which
+//! The FIX door's network loops (tokio): the acceptor's (plain TCP, or TLS only when it has a
+//! TLS configuration: FIX has no in-band upgrade), and one per initiator session (which
 //! connects, logs on, and reconnects after a growing pause when the connection ends). Each
 //! connection is a task driving a [`Session`] with what the socket reads. A read's complete
 //! messages are stored as one batch (with the session's sequence numbers) before the
@@ -10,9 +11,14 @@ use crate::session::{InitiatorConfig, Registry, Session, SessionConfig};
 use crate::time::now_ns;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
+use tokio_rustls::rustls::ServerConfig;
+use tokio_rustls::TlsAcceptor;
 use zepto_storage::Catalog;
+
+/// Longest a TLS client may take to finish its handshake.
+const TLS_HANDSHAKE: Duration = Duration::from_secs(10);
 
 /// How often the session table is cut to each session's newest row.
 const COMPACT: Duration = Duration::from_secs(60);
@@ -20,10 +26,11 @@ const COMPACT: Duration = Duration::from_secs(60);
 /// Most bytes buffered for one message still arriving (a larger BodyLength is garbage).
 const MAX_PENDING: usize = crate::parse::MAX_BODY + 64;
 
-/// Accept FIX sessions on `listener` (if any) and compact the session table now and then,
-/// until `shutdown` turns true.
+/// Accept FIX sessions on `listener` (if any; over TLS with `tls`) and compact the session
+/// table now and then, until `shutdown` turns true.
 pub async fn serve(
     listener: Option<TcpListener>,
+    tls: Option<TlsAcceptor>,
     catalog: Arc<Catalog>,
     cfg: Arc<SessionConfig>,
     registry: Arc<Registry>,
@@ -36,9 +43,17 @@ pub async fn serve(
             r = accept(listener.as_ref()) => match r {
                 Ok((stream, peer)) => {
                     let _ = stream.set_nodelay(true);
-                    let (catalog, cfg, registry) = (catalog.clone(), cfg.clone(), registry.clone());
+                    let (catalog, cfg, registry, tls) = (catalog.clone(), cfg.clone(), registry.clone(), tls.clone());
                     tokio::spawn(async move {
-                        if let Err(e) = connection(stream, &catalog, cfg, registry).await {
+                        let r = match tls {
+                            None => connection(stream, &catalog, cfg, registry).await,
+                            Some(tls) => match tokio::time::timeout(TLS_HANDSHAKE, tls.accept(stream)).await {
+                                Ok(Ok(s)) => connection(s, &catalog, cfg, registry).await,
+                                Ok(Err(e)) => Err(std::io::Error::other(format!("TLS handshake: {e}"))),
+                                Err(_) => Err(std::io::Error::other("no TLS handshake in 10 s")),
+                            },
+                        };
+                        if let Err(e) = r {
                             eprintln!("zeptodb: fix connection from {peer}: {e}");
                         }
                     });
@@ -70,8 +85,8 @@ async fn compact_now(catalog: &Arc<Catalog>, cfg: &SessionConfig) {
     }
 }
 
-async fn connection(
-    stream: TcpStream,
+async fn connection<S: AsyncRead + AsyncWrite + Unpin>(
+    stream: S,
     catalog: &Catalog,
     cfg: Arc<SessionConfig>,
     registry: Arc<Registry>,
@@ -116,7 +131,11 @@ async fn initiate(catalog: Arc<Catalog>, cfg: Arc<SessionConfig>, registry: Arc<
 
 /// Feed `s` what `stream` reads and send what it answers, until either side ends it. A
 /// session started by [`Session::initiate`] sends its Logon first.
-async fn drive(mut stream: TcpStream, s: &mut Session, catalog: &Catalog) -> std::io::Result<()> {
+async fn drive<S: AsyncRead + AsyncWrite + Unpin>(
+    mut stream: S,
+    s: &mut Session,
+    catalog: &Catalog,
+) -> std::io::Result<()> {
     let mut buf: Vec<u8> = Vec::with_capacity(64 * 1024);
     let first = s.commit(catalog, now_ns()).map_err(|e| std::io::Error::other(e.to_string()))?;
     stream.write_all(&first).await?;
@@ -182,10 +201,16 @@ fn bind(addr: &str) -> Result<(std::net::TcpListener, std::net::SocketAddr), Str
 }
 
 impl FixDoor {
-    /// Accept sessions on `listen` (if given) and start `cfg`'s initiator sessions, writing
-    /// into `catalog`, on a thread of its own.
-    pub fn start(listen: Option<&str>, catalog: Arc<Catalog>, cfg: SessionConfig) -> Result<FixDoor, String> {
+    /// Accept sessions on `listen` (if given; TLS only with `tls`) and start `cfg`'s initiator
+    /// sessions, writing into `catalog`, on a thread of its own.
+    pub fn start(
+        listen: Option<&str>,
+        tls: Option<Arc<ServerConfig>>,
+        catalog: Arc<Catalog>,
+        cfg: SessionConfig,
+    ) -> Result<FixDoor, String> {
         let bound = listen.map(bind).transpose()?;
+        let tls = tls.map(TlsAcceptor::from);
         let local = bound.as_ref().map(|(_, a)| *a);
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
@@ -206,7 +231,7 @@ impl FixDoor {
                         tokio::spawn(initiate(c, cfg.clone(), r, i));
                     }
                     match bound.map(|(l, _)| TcpListener::from_std(l)).transpose() {
-                        Ok(l) => serve(l, catalog, cfg, registry, rx).await,
+                        Ok(l) => serve(l, tls, catalog, cfg, registry, rx).await,
                         Err(e) => eprintln!("zeptodb: fix listener: {e}"),
                     }
                 });

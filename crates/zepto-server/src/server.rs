@@ -48,7 +48,7 @@ fn load_tls(files: &TlsFiles) -> Result<TlsAcceptor, String> {
 }
 
 /// The rustls server configuration of `files` (ring provider), offering the ALPN protocol
-/// `alpn` (`http/1.1` here; `postgresql` for the PostgreSQL door).
+/// `alpn` (`http/1.1` here; `postgresql` for the PostgreSQL door; none when empty, for FIX).
 pub fn tls_config(files: &TlsFiles, alpn: &[u8]) -> Result<Arc<rustls::ServerConfig>, String> {
     use rustls_pki_types::pem::PemObject;
     use rustls_pki_types::{CertificateDer, PrivateKeyDer};
@@ -67,7 +67,9 @@ pub fn tls_config(files: &TlsFiles, alpn: &[u8]) -> Result<Arc<rustls::ServerCon
         .with_no_client_auth()
         .with_single_cert(certs, key)
         .map_err(|e| format!("TLS certificate/key: {e}"))?;
-    cfg.alpn_protocols = vec![alpn.to_vec()];
+    if !alpn.is_empty() {
+        cfg.alpn_protocols = vec![alpn.to_vec()];
+    }
     Ok(Arc::new(cfg))
 }
 

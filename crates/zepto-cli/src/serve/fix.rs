@@ -19,6 +19,9 @@ pub(super) fn args() -> Vec<Arg> {
             .long("fix")
             .value_name("ADDR")
             .help("Also accept FIX 4.4 sessions here (e.g. 127.0.0.1:9878): market data and executions into tables"),
+        Arg::new("fix-tls").long("fix-tls").action(clap::ArgAction::SetTrue).help(
+            "Accept FIX sessions over TLS only, with the --tls-cert/--tls-key certificate (FIX has no in-band upgrade)",
+        ),
         Arg::new("fix-config").long("fix-config").value_name("FILE").help(
             "FIX settings (JSON): sender_comp_id (default ZEPTO), target_comp_ids (default any), heartbeat_secs, \
              tables and columns (renames), tags (added as columns), initiators (sessions to start)",
@@ -26,18 +29,30 @@ pub(super) fn args() -> Vec<Arg> {
     ]
 }
 
-/// The FIX door, if `--fix` asks for an acceptor or `--fix-config` names initiators.
-pub(super) fn start(st: &Settings<'_>, catalog: &Arc<Catalog>) -> Result<Option<FixDoor>, String> {
+/// The FIX door, if `--fix` asks for an acceptor or `--fix-config` names initiators; its
+/// acceptor over TLS with `tls` (the HTTP door's certificate) when `--fix-tls` asks.
+pub(super) fn start(
+    st: &Settings<'_>,
+    catalog: &Arc<Catalog>,
+    tls: Option<&zepto_server::TlsFiles>,
+) -> Result<Option<FixDoor>, String> {
     let listen = st.string("fix")?;
     let cfg = config(st.string("fix-config")?.as_deref())?;
     if listen.is_none() && cfg.initiators.is_empty() {
         return Ok(None);
     }
+    let tls = match (st.flag("fix-tls")?, tls, &listen) {
+        (false, _, _) => None,
+        (true, _, None) => return Err("--fix-tls needs --fix (the address to accept FIX sessions on)".into()),
+        (true, None, _) => return Err("--fix-tls needs --tls-cert and --tls-key".into()),
+        (true, Some(files), _) => Some(zepto_server::server::tls_config(files, b"")?),
+    };
+    let secure = if tls.is_some() { " over TLS" } else { "" };
     let sender = cfg.sender.clone();
     let targets: Vec<String> = cfg.initiators.iter().map(|i| format!("{} at {}", i.target, i.connect)).collect();
-    let door = FixDoor::start(listen.as_deref(), catalog.clone(), cfg)?;
+    let door = FixDoor::start(listen.as_deref(), tls, catalog.clone(), cfg)?;
     if let Some(a) = door.addr() {
-        eprintln!("zeptodb: accepting FIX sessions on {a} (our CompID {sender})");
+        eprintln!("zeptodb: accepting FIX sessions on {a}{secure} (our CompID {sender})");
     }
     if !targets.is_empty() {
         eprintln!("zeptodb: starting FIX sessions as {sender} with {}", targets.join(", "));
