@@ -122,7 +122,7 @@ cluster: build kafka
 # packages only, and so compiles Arrow, tokio and the whole engine a second time.
 python-test: venv
 	$(CARGO) build --workspace
-	cp target/debug/lib_native.so python/zeptodb/_native.abi3.so
+	cp $(or $(CARGO_TARGET_DIR),target)/debug/lib_native.so python/zeptodb/_native.abi3.so
 	PYTHONPATH=$(abspath python) $(PY) -m pytest -q python/tests
 
 python:

@@ -1275,6 +1275,8 @@ def s16_asof(f):
     f.err("SELECT t.id FROM ta t ASOF LEFT JOIN qa q ON t.sym = q.sym OR t.ts >= q.ts")
     f.err("SELECT t.id FROM ta t ASOF JOIN qa q ON t.sym = q.sym AND t.ts <> q.ts")
     f.err("SELECT t.id FROM ta t ASOF JOIN qa q")
+    f.err("SELECT t.id FROM ta t ASOF OUTER JOIN qa q ON t.ts >= q.ts")
+    f.err("SELECT t.id FROM ta t ASOF SEMI OUTER JOIN qa q ON t.ts >= q.ts")
     f.comment("DuckDB's forms: USING (keys..., time), the last column meaning t.time >= q.time and SELECT *\n"
               "showing each USING column once; conditions on one side (on the right they filter the rows\n"
               "searched; a left row failing its own condition finds no match); string ordering columns")
@@ -1343,6 +1345,11 @@ def s16_asof(f):
                                     "t.ts, q.ts, t.id, q.bid", tt, "qa", using["don"]))
     f.q("SELECT sym, t.sym, q.sym, t.id, q.venue FROM %s t FULL JOIN (SELECT DISTINCT sym, venue FROM qa) q "
         "USING (sym)" % tt)
+    f.comment("t.* and q.* list each side's own columns in the table's order")
+    f.q("SELECT t.*, q.* FROM %s t FULL JOIN (SELECT DISTINCT sym, venue FROM qa) q USING (sym)" % tt)
+    f.q("SELECT q.*, t.* FROM %s t RIGHT JOIN (SELECT DISTINCT sym, venue FROM qa) q USING (sym, venue)" % tt)
+    f.q("SELECT t.*, q.ts FROM %s t ASOF RIGHT JOIN qa q USING (sym, ts)" % tt,
+        duck=common.duck_asof_outer("RIGHT", "SELECT t.*, q.ts", tt, "qa", using["don"]))
     f.comment("empty sides")
     outer("RIGHT", "SELECT t.id, q.ts", "t.ts >= q.ts", left="ta", right="q_empty")
     outer("RIGHT", "SELECT t.id, q.ts, q.bid", "t.sym = q.sym AND t.ts >= q.ts", left="t_empty")

@@ -202,36 +202,35 @@ fn unit(p: i64) -> &'static str {
 }
 
 /// Line-protocol records: the checked lines grouped by key, in order, stamped where needed.
+/// Each line is copied by its byte span: binary values (protocol version 2) hold any byte,
+/// newlines included.
 fn line_records(lines: &[ingest::CheckedLine], req: &WriteRequest, body: &[u8]) -> Vec<Record> {
-    let text = String::from_utf8_lossy(body);
-    let raw: Vec<&str> = text.split('\n').collect();
-    let stamp = req.now_ns / req.precision.0.max(1);
+    let stamp = format!(" {}", req.now_ns / req.precision.0.max(1));
     let stamped = lines.iter().filter_map(|l| {
-        let src = l.line.checked_sub(1).and_then(|i| raw.get(i))?;
-        let src = src.strip_suffix('\r').unwrap_or(src).trim();
-        let line = if l.timestamped { src.to_string() } else { format!("{src} {stamp}") };
+        let src = body.get(l.span.clone())?;
+        let line = if l.timestamped { src.to_vec() } else { [src, stamp.as_bytes()].concat() };
         Some((l.key.as_str(), line))
     });
     let groups = group_by_key(stamped);
     let headers = vec![(crate::record::PRECISION, unit(req.precision.0).to_string())];
     let mut out = Vec::new();
     for (key, group) in groups {
-        let mut body = String::new();
+        let mut body: Vec<u8> = Vec::new();
         for line in group {
             if !body.is_empty() && body.len() + line.len() + 1 > RECORD_BYTES {
                 out.push(Record {
                     key: key.clone(),
                     partition: None,
-                    body: std::mem::take(&mut body).into_bytes(),
+                    body: std::mem::take(&mut body),
                     headers: headers.clone(),
                 });
             }
             if !body.is_empty() {
-                body.push('\n');
+                body.push(b'\n');
             }
-            body.push_str(&line);
+            body.extend_from_slice(&line);
         }
-        out.push(Record { key, partition: None, body: body.into_bytes(), headers: headers.clone() });
+        out.push(Record { key, partition: None, body, headers: headers.clone() });
     }
     out
 }
@@ -277,7 +276,40 @@ fn group_by_key<'k, T>(items: impl Iterator<Item = (&'k str, T)>) -> Vec<(String
 
 #[cfg(test)]
 mod tests {
-    use super::group_by_key;
+    use super::{group_by_key, line_records};
+    use zepto_server::auth::Principal;
+    use zepto_server::ingest::ilp::{parse, Precision};
+    use zepto_server::ingest::{self, Checked, IngestFormat, WriteRequest};
+
+    /// Line-protocol lines reach Kafka as their bytes: a protocol version 2 array holds a
+    /// newline byte and doubles hold any byte; a line without a timestamp gets the request's.
+    #[test]
+    fn line_records_copy_binary_values_whole() {
+        let mut body = b"emb,doc=a px==\x10".to_vec();
+        body.extend_from_slice(&1.5f64.to_le_bytes());
+        body.extend_from_slice(b",v==\x0e\x0a\x01\x02\0\0\0");
+        body.extend_from_slice(&[2.0f64.to_le_bytes(), 0.25f64.to_le_bytes()].concat());
+        body.extend_from_slice(b" 5n\r\nemb,doc=b px==\x10");
+        body.extend_from_slice(&f64::from_bits(0x0a20_0a20_0a20_0a20).to_le_bytes());
+        body.extend_from_slice(b"\n");
+        let req = WriteRequest { format: IngestFormat::Ilp, table: None, precision: Precision::NANOS, now_ns: 9 };
+        let engine = zepto_sql::Engine::new();
+        let Ok(Checked::Lines(lines)) = ingest::check(&engine, &Principal::anonymous_admin(), &req, &body) else {
+            panic!("a valid batch")
+        };
+        let records = line_records(&lines, &req, &body);
+        let sent: Vec<_> =
+            parse(&body, Precision::NANOS).expect("parses").into_iter().map(|p| (p.fields, p.timestamp)).collect();
+        let mut got = Vec::new();
+        for r in &records {
+            got.extend(
+                parse(&r.body, Precision::NANOS).expect("a record parses").into_iter().map(|p| (p.fields, p.timestamp)),
+            );
+        }
+        assert_eq!(got.len(), 2);
+        assert_eq!((&got[0], &got[1].0), (&sent[0], &sent[1].0));
+        assert_eq!(got[1].1, Some(9));
+    }
 
     #[test]
     fn groups_keep_first_seen_order() {

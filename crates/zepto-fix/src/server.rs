@@ -139,6 +139,8 @@ async fn drive<S: AsyncRead + AsyncWrite + Unpin>(
     let mut buf: Vec<u8> = Vec::with_capacity(64 * 1024);
     let first = s.commit(catalog, now_ns()).map_err(|e| std::io::Error::other(e.to_string()))?;
     stream.write_all(&first).await?;
+    // A TLS stream may hold written bytes until flushed (a no-op on plain TCP).
+    stream.flush().await?;
     loop {
         let wait = Duration::from_secs(s.heartbeat_secs());
         match tokio::time::timeout(wait, stream.read_buf(&mut buf)).await {
@@ -159,11 +161,14 @@ async fn drive<S: AsyncRead + AsyncWrite + Unpin>(
         };
         if !out.is_empty() {
             stream.write_all(&out).await?;
+            stream.flush().await?;
         }
         if s.closed() {
             break;
         }
     }
+    // Ends the write side (a TLS close_notify first), so a last Logout is not cut off.
+    let _ = stream.shutdown().await;
     Ok(())
 }
 

@@ -342,7 +342,10 @@ impl Parser {
                 } else {
                     JoinKind::Asof
                 };
-                self.eat_kw("outer");
+                // OUTER only after a side: `ASOF OUTER JOIN` names no side.
+                if matches!(k, JoinKind::AsofLeft | JoinKind::AsofRight | JoinKind::AsofFull) {
+                    self.eat_kw("outer");
+                }
                 self.expect_kw("join")?;
                 k
             } else if self.is_kw("splice") && self.is_kw_at(1, "join") {

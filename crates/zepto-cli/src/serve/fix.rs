@@ -38,15 +38,15 @@ pub(super) fn start(
 ) -> Result<Option<FixDoor>, String> {
     let listen = st.string("fix")?;
     let cfg = config(st.string("fix-config")?.as_deref())?;
-    if listen.is_none() && cfg.initiators.is_empty() {
-        return Ok(None);
-    }
     let tls = match (st.flag("fix-tls")?, tls, &listen) {
         (false, _, _) => None,
         (true, _, None) => return Err("--fix-tls needs --fix (the address to accept FIX sessions on)".into()),
         (true, None, _) => return Err("--fix-tls needs --tls-cert and --tls-key".into()),
         (true, Some(files), _) => Some(zepto_server::server::tls_config(files, b"")?),
     };
+    if listen.is_none() && cfg.initiators.is_empty() {
+        return Ok(None);
+    }
     let secure = if tls.is_some() { " over TLS" } else { "" };
     let sender = cfg.sender.clone();
     let targets: Vec<String> = cfg.initiators.iter().map(|i| format!("{} at {}", i.target, i.connect)).collect();

@@ -19,6 +19,8 @@ pub struct CheckedLine {
     /// Whether the line carries its own timestamp (a line without one is stamped with the
     /// server's clock when stored).
     pub timestamped: bool,
+    /// Its bytes in the body (its text without the line end; binary values whole).
+    pub span: std::ops::Range<usize>,
 }
 
 /// What a batch would store.
@@ -66,6 +68,7 @@ pub fn check(engine: &Engine, who: &Principal, req: &WriteRequest, body: &[u8]) 
                 line: p.line,
                 key: zepto_sql::plan::dist::routing_key(value.map(|(_, v)| v.as_ref())).to_string(),
                 timestamped: p.timestamp.is_some(),
+                span: p.span.clone(),
             });
         }
     }

@@ -62,6 +62,9 @@ pub struct Point<'a> {
     pub fields: Vec<(Cow<'a, str>, FieldValue<'a>)>,
     /// In nanoseconds (already scaled by the precision).
     pub timestamp: Option<i64>,
+    /// Where the point's text is in the body: from its measurement to the end of its last
+    /// field or its timestamp (no line end, no trailing blanks; binary values included).
+    pub span: std::ops::Range<usize>,
 }
 
 /// Timestamp unit of a request (`precision=`).
@@ -147,7 +150,7 @@ fn line_end(b: &[u8], i: usize) -> Option<usize> {
 /// Bytes `a..e` of the body as text.
 fn text(b: &[u8], a: usize, e: usize) -> Result<&str, String> {
     let bytes = b.get(a..e).ok_or("a token past the end of the body")?;
-    std::str::from_utf8(bytes).map_err(|_| format!("bytes {}..{} of the line are not UTF-8", a + 1, e + 1))
+    std::str::from_utf8(bytes).map_err(|_| format!("bytes {}..{} of the body are not UTF-8", a + 1, e))
 }
 
 /// Where a token ends: the first unescaped byte among `stops` or a line end (a backslash
@@ -226,7 +229,7 @@ fn parse_line(b: &[u8], l0: usize, line: usize, precision: Precision) -> Result<
     let (fields, i) = fields(b, i, l0)?;
     // Timestamp, then the line's end.
     if let Some(next) = line_end(b, i) {
-        return Ok((Point { line, measurement, tags, fields, timestamp: None }, next));
+        return Ok((Point { line, measurement, tags, fields, timestamp: None, span: l0..i }, next));
     }
     if at(i) != Some(b' ') {
         let c = text(b, i, i + 1).unwrap_or("?");
@@ -243,7 +246,7 @@ fn parse_line(b: &[u8], l0: usize, line: usize, precision: Precision) -> Result<
         let v: i64 = t.parse().map_err(|_| format!("bad timestamp '{t}'"))?;
         v.checked_mul(precision.0).ok_or_else(|| format!("timestamp {v} is out of range"))?
     };
-    Ok((Point { line, measurement, tags, fields, timestamp: Some(timestamp) }, next))
+    Ok((Point { line, measurement, tags, fields, timestamp: Some(timestamp), span: l0..tend }, next))
 }
 
 /// The fields from byte `i` (`key=value[,key=value...]`): them and the index after them.
@@ -464,6 +467,10 @@ mod tests {
         assert_eq!(pts[0].timestamp, Some(1_700_000_000_000_000_000));
         assert!(matches!(pts[1].fields[0].1, FieldValue::Float(x) if x.is_nan()));
         assert_eq!((pts[1].line, pts[1].timestamp), (2, Some(17_000)));
+        // Each point's span is its own text, binary values whole, without the line end.
+        assert_eq!(pts[0].span, 0..84);
+        assert!(body[..84].ends_with(b" 1700000000000000000n"));
+        assert_eq!(&body[pts[1].span.clone()], &b"t px==\x10\0\0\0\0\0\0\xf8\x7f 17t"[..]);
         for (bad, want) in [
             (&b"m a==\x0e\n\x02\x01\0\0\0\x01\0\0\0\0\0\0\0\0\0\xf0?"[..], "2-dimensional"),
             (b"m a==\x0e\x05\x01\x01\0\0\0\x01", "element type 5"),

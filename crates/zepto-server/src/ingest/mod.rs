@@ -242,15 +242,14 @@ impl TenantWriteError {
     }
 }
 
-/// The body as text; a non-UTF-8 body names the line (ILP) or data row (`header_rows` lines
-/// before the data: 1 for CSV) where the bad byte is.
+/// A CSV or JSON-lines body as text; a non-UTF-8 body names the data row where the bad byte
+/// is (CSV counts the header line out). Line protocol checks its text token by token.
 fn utf8(body: &[u8], format: IngestFormat) -> Result<&str, ApiError> {
     std::str::from_utf8(body).map_err(|e| {
         let upto = body.get(..e.valid_up_to()).unwrap_or(body);
         let line = upto.iter().filter(|&&b| b == b'\n').count() + 1;
         let msg = format!("body is not UTF-8 (line {line}, byte {})", e.valid_up_to());
         match format {
-            IngestFormat::Ilp => ApiError::ingest(msg).at_line(line),
             IngestFormat::Csv => ApiError::ingest(msg).at_row(line.checked_sub(1)),
             _ => ApiError::ingest(msg).at_row(Some(line)),
         }

@@ -39,13 +39,25 @@ pub struct Field {
     /// The other side's copy of a `JOIN ... USING` column: reachable qualified (`r.k`), but
     /// not by its bare name and not in `*` (the kept copy stands for both).
     pub using_copy: bool,
+    /// Where `t.*` lists this column, relative to its own position (a RIGHT or FULL JOIN
+    /// USING moves the left table's own copy of a merged column after the others; `t.*`
+    /// still lists it in the table's order). Relative, so it survives the scope being
+    /// appended to another.
+    pub star_offset: Option<isize>,
 }
 
 impl Field {
     /// An unqualified output column of `data_type` (not a designated timestamp, not a USING
     /// copy).
     pub fn new(name: impl Into<String>, data_type: DataType) -> Field {
-        Field { qualifier: None, name: name.into(), data_type, designated_ts: false, using_copy: false }
+        Field {
+            qualifier: None,
+            name: name.into(),
+            data_type,
+            designated_ts: false,
+            using_copy: false,
+            star_offset: None,
+        }
     }
 }
 

@@ -404,6 +404,7 @@ impl Binder {
                 data_type: c.data_type,
                 designated_ts: table.ts_col() == Some(i),
                 using_copy: false,
+                star_offset: None,
             })
             .collect();
         let columns = (0..table.schema().len()).collect();
@@ -669,6 +670,7 @@ impl Binder {
                 data_type: e.data_type(),
                 designated_ts: designated,
                 using_copy: false,
+                star_offset: None,
             });
             exprs.push(e);
         }
@@ -1112,7 +1114,8 @@ fn merge_using(plan: Plan, scope: &mut Vec<Field>, merged: &[(usize, usize)], ri
         let args = if right_first { vec![right, left.clone()] } else { vec![left.clone(), right] };
         exprs[l] = BExpr::Func { func: functions::ScalarFunc::Coalesce, args, ty };
         exprs.push(left);
-        let own = Field { using_copy: true, ..scope[l].clone() };
+        let offset = l as isize - scope.len() as isize;
+        let own = Field { using_copy: true, star_offset: Some(offset), ..scope[l].clone() };
         scope[l].qualifier = None;
         scope.push(own);
     }
@@ -1385,17 +1388,23 @@ fn expand_items(items: &[SelectItem], scope: &[Field]) -> Result<Vec<Item>> {
         match it {
             SelectItem::Expr { expr, alias } => out.push(Item::Ast { expr: expr.clone(), alias: alias.clone() }),
             SelectItem::Wildcard { table, exclude, pos } => {
-                let mut any = false;
+                // (place in the listing, column): a table's columns in its order (star_offset).
+                let mut cols: Vec<(isize, usize)> = Vec::new();
                 for (i, f) in scope.iter().enumerate() {
-                    let q_ok = match table.as_deref() {
-                        None => !f.using_copy,
-                        Some(t) => f.qualifier.as_deref().is_some_and(|q| q.eq_ignore_ascii_case(t)),
+                    let (q_ok, at) = match table.as_deref() {
+                        None => (!f.using_copy, i as isize),
+                        Some(t) => (
+                            f.qualifier.as_deref().is_some_and(|q| q.eq_ignore_ascii_case(t)),
+                            i as isize + f.star_offset.unwrap_or(0),
+                        ),
                     };
                     if q_ok && !exclude.iter().any(|x| x.eq_ignore_ascii_case(&f.name)) {
-                        out.push(Item::Input(i));
-                        any = true;
+                        cols.push((at, i));
                     }
                 }
+                cols.sort_by_key(|&(at, _)| at);
+                let any = !cols.is_empty();
+                out.extend(cols.into_iter().map(|(_, i)| Item::Input(i)));
                 if let (Some(t), false) = (table, any) {
                     return Err(SqlError::plan(format!("no table named '{t}' in FROM"), Some(*pos)));
                 }
