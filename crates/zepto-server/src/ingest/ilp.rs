@@ -103,6 +103,7 @@ pub struct IlpError {
 /// scanned; text must be UTF-8.
 pub fn parse(body: &[u8], precision: Precision) -> Result<Vec<Point<'_>>, IlpError> {
     let mut out = Vec::new();
+    let src = Body { b: body, text: std::str::from_utf8(body).ok() };
     let (mut pos, mut line) = (0, 0);
     while pos < body.len() {
         line += 1;
@@ -118,7 +119,7 @@ pub fn parse(body: &[u8], precision: Precision) -> Result<Vec<Point<'_>>, IlpErr
                 .map_or(body.len(), |k| start + k + 1);
             continue;
         }
-        let (p, next) = parse_line(body, start, line, precision).map_err(|message| IlpError { line, message })?;
+        let (p, next) = parse_line(&src, start, line, precision).map_err(|message| IlpError { line, message })?;
         out.push(p);
         pos = next;
     }
@@ -147,9 +148,26 @@ fn line_end(b: &[u8], i: usize) -> Option<usize> {
     }
 }
 
-/// Bytes `a..e` of the body as text.
-fn text(b: &[u8], a: usize, e: usize) -> Result<&str, String> {
-    let bytes = b.get(a..e).ok_or("a token past the end of the body")?;
+/// A body's bytes, and the same as text when the whole body is UTF-8 (a text body, as
+/// protocol version 1 always is): then a token is a slice of it, checked once for all.
+struct Body<'a> {
+    b: &'a [u8],
+    text: Option<&'a str>,
+}
+
+impl std::ops::Deref for Body<'_> {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        self.b
+    }
+}
+
+/// Bytes `a..e` of the body as text (tokens end at ASCII bytes: at char boundaries).
+fn text<'a>(b: &Body<'a>, a: usize, e: usize) -> Result<&'a str, String> {
+    if let Some(t) = b.text {
+        return t.get(a..e).ok_or_else(|| format!("bytes {}..{} of the body are no text", a + 1, e));
+    }
+    let bytes = b.b.get(a..e).ok_or("a token past the end of the body")?;
     std::str::from_utf8(bytes).map_err(|_| format!("bytes {}..{} of the body are not UTF-8", a + 1, e))
 }
 
@@ -196,7 +214,7 @@ fn unescape<'a>(s: &'a str, had_escape: bool, escapable: &[u8]) -> Cow<'a, str> 
 
 /// The point of the line starting at `l0` (not blank, no comment) and where the next line
 /// starts. Columns in messages count from `l0`.
-fn parse_line(b: &[u8], l0: usize, line: usize, precision: Precision) -> Result<(Point<'_>, usize), String> {
+fn parse_line<'a>(b: &Body<'a>, l0: usize, line: usize, precision: Precision) -> Result<(Point<'a>, usize), String> {
     let at = |i: usize| b.get(i).copied();
     let col = |i: usize| i - l0 + 1;
     // Measurement.
@@ -251,7 +269,7 @@ fn parse_line(b: &[u8], l0: usize, line: usize, precision: Precision) -> Result<
 
 /// The fields from byte `i` (`key=value[,key=value...]`): them and the index after them.
 #[allow(clippy::type_complexity)]
-fn fields(b: &[u8], mut i: usize, l0: usize) -> Result<(Vec<(Cow<'_, str>, FieldValue<'_>)>, usize), String> {
+fn fields<'a>(b: &Body<'a>, mut i: usize, l0: usize) -> Result<(Vec<(Cow<'a, str>, FieldValue<'a>)>, usize), String> {
     let mut fields = Vec::new();
     loop {
         let (kend, kesc) = scan(b, i, b"=, ");
@@ -270,7 +288,7 @@ fn fields(b: &[u8], mut i: usize, l0: usize) -> Result<(Vec<(Cow<'_, str>, Field
 }
 
 /// One field value starting at byte `i`; returns it and the index after it.
-fn field_value(b: &[u8], i: usize) -> Result<(FieldValue<'_>, usize), String> {
+fn field_value<'a>(b: &Body<'a>, i: usize) -> Result<(FieldValue<'a>, usize), String> {
     let Some(&first) = b.get(i) else {
         return Err("missing value".into());
     };
