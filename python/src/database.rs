@@ -334,7 +334,7 @@ fn import_stream(data: &Bound<'_, PyAny>) -> PyResult<RecordBatchStreamReader> {
 /// meanwhile by someone else.
 fn create_table(catalog: &Catalog, name: &str, defs: Vec<ColumnDef>) -> Result<bool, zepto_storage::StorageError> {
     let timestamp = defs.iter().find(|d| d.data_type == DataType::Timestamp).map(|d| d.name.clone());
-    let table = Table::new(name, Schema { columns: defs }, &TableOptions { partition_key: None, timestamp })?;
+    let table = Table::new(name, Schema { columns: defs }, &TableOptions { timestamp, ..Default::default() })?;
     catalog.create(table, true)
 }
 

@@ -173,3 +173,86 @@ def test_influxdb_client_gets_the_line_of_a_refused_batch(port):
             api.write("zepto", "zepto", "influx_refused,host=b v=2i 1700000000000000001\ninflux_refused,host=c v=oops")
         assert refused.value.status == 400 and '"line":2' in refused.value.body
     assert query(port, "SELECT host, v FROM influx_refused")["data"] == [["a", 1]]
+
+
+class LosingProxy:
+    """A TCP proxy to the server that loses the answer to the first request it forwards: the
+    server applies the request, and its answer never reaches the client (a network failure
+    after the commit), whose request times out. Later connections are relayed."""
+
+    def __init__(self, upstream_port):
+        import socket
+        import threading
+
+        self.upstream_port = upstream_port
+        self.lost = 0
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        import threading
+
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(client,), daemon=True).start()
+
+    def _serve(self, client):
+        import socket
+        import threading
+
+        upstream = socket.create_connection(("127.0.0.1", self.upstream_port))
+        lose = self.lost == 0
+        self.lost += int(lose)
+
+        def up():
+            try:
+                while data := client.recv(65536):
+                    upstream.sendall(data)
+            except OSError:
+                pass
+
+        threading.Thread(target=up, daemon=True).start()
+        try:
+            while data := upstream.recv(65536):
+                if not lose:  # else the request was applied and its answer goes nowhere
+                    client.sendall(data)
+        except OSError:
+            pass
+        for s in (client, upstream):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            s.close()
+
+    def close(self):
+        self.listener.close()
+
+
+@pytest.mark.parametrize("dedup", [True, False])
+def test_a_lost_answer_retried_by_the_client_applies_once_on_a_deduplicating_table(port, dedup):
+    """The questdb client's default retry (a request that times out is sent again, for up to
+    10 s) after the server applied a batch whose answer was lost: on a table with DEDUP UPSERT
+    KEYS the retried rows replace themselves, so they are stored once; without it they are
+    stored twice, which is what DEDUP is for. (request_timeout is shortened from 10 s to keep
+    the test short.)"""
+    table = f"ilp_retry_{int(dedup)}"
+    clause = " DEDUP UPSERT KEYS(ts, sym)" if dedup else ""
+    query(port, f"CREATE TABLE {table} (ts TIMESTAMP, sym SYMBOL, px DOUBLE) TIMESTAMP(ts){clause}")
+    proxy = LosingProxy(port)
+    ts = 1_700_000_000_000_000_000
+    try:
+        conf = f"http::addr=127.0.0.1:{proxy.port};token={API_KEY};auto_flush=off;protocol_version=1;request_timeout=500;"
+        with questdb.Sender.from_conf(conf) as sender:
+            for i in range(100):
+                sender.row(table, symbols={"sym": "AB"[i % 2]}, columns={"px": float(i)}, at=questdb.TimestampNanos(ts + i))
+            sender.flush()
+    finally:
+        proxy.close()
+    assert proxy.lost == 1, "the first answer was lost and the client connected again"
+    got = query(port, f"SELECT count(*), count(DISTINCT ts), sum(px) FROM {table}")["data"]
+    assert got == ([[100, 100, 4950.0]] if dedup else [[200, 100, 9900.0]])

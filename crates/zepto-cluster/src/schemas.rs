@@ -60,6 +60,7 @@ pub(crate) fn create(t: &Table) -> String {
         columns: cols.iter().map(|c| (c.name.clone(), c.data_type)).collect(),
         timestamp: name_of(t.ts_col()),
         partition_by: name_of(t.key_col()),
+        dedup_keys: t.dedup_keys().iter().filter_map(|&i| name_of(Some(i))).collect(),
     }
     .to_string()
 }

@@ -17,6 +17,7 @@
 //! 11 drop index: table | index name
 //! 12 tier shard: table | shard | before i64 | files
 //! 13 adopt shard: table | shard | path prefix | files
+//! 14 dedup: table | nkeys u32 | key column name* (none: deduplication off)
 //! selection = nparts u32 | (slot u32 | nrows u32 | row u32*)*
 //! files = nfiles u32 | (path | rows i64 | bytes i64 | min_ts i64 | max_ts i64)*
 //! shard = null key u8 | nkeys u32 | key*
@@ -174,6 +175,12 @@ pub fn encode(changes: &[Change<'_>]) -> Result<Vec<u8>, StorageError> {
                 put_str(&mut body, name);
                 11
             }
+            Change::SetDedup { table, keys } => {
+                put_str(&mut body, table);
+                body.extend_from_slice(&(keys.len() as u32).to_le_bytes());
+                keys.iter().for_each(|k| put_str(&mut body, k));
+                14
+            }
         };
         out.push(kind);
         out.extend_from_slice(&(body.len() as u32).to_le_bytes());
@@ -318,6 +325,7 @@ pub fn apply(catalog: &Catalog, payload: &[u8]) -> Result<(), String> {
                 let opts = TableOptions {
                     partition_key: b.opt()?.map(str::to_string),
                     timestamp: b.opt()?.map(str::to_string),
+                    dedup_keys: Vec::new(),
                 };
                 let t = Table::new(name, Schema { columns }, &opts).map_err(err)?;
                 catalog.create(t, false).map_err(err)?;
@@ -387,6 +395,12 @@ pub fn apply(catalog: &Catalog, payload: &[u8]) -> Result<(), String> {
             11 => {
                 b.str()?;
                 catalog.drop_index(b.str()?, false).map_err(err)?;
+            }
+            14 => {
+                let table = b.str()?;
+                let n = b.u32()? as usize;
+                let keys = (0..n).map(|_| b.str().map(str::to_string)).collect::<Result<Vec<_>, _>>()?;
+                catalog.set_dedup(table, &keys).map_err(err)?;
             }
             k => return Err(format!("unknown change kind {k}")),
         }

@@ -634,7 +634,11 @@ fn ensure_table(catalog: &Catalog, p: &Part<'_>, names: &TableNames) -> Result<(
     let want = schema_of(p, names);
     let Ok(t) = catalog.snapshot(&p.name) else {
         let key = p.types.first().map(|(n, _)| names.column(n).to_string());
-        let opts = TableOptions { partition_key: key, timestamp: Some(names.column("timestamp").to_string()) };
+        let opts = TableOptions {
+            partition_key: key,
+            timestamp: Some(names.column("timestamp").to_string()),
+            ..Default::default()
+        };
         return catalog.create(Table::new(&p.name, want, &opts)?, true).map(|_| ());
     };
     let have = &t.schema().columns;

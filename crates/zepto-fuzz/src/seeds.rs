@@ -141,11 +141,13 @@ pub fn changes() -> Vec<Vec<u8>> {
     let schema = Schema { columns: defs };
     let extra = ColumnDef { name: "extra".into(), data_type: DataType::Int32 };
     let rows = vec![(0u32, vec![0u32, 1])];
+    let keys = ["ts".to_string(), "sym".to_string()];
     let sets: Vec<Vec<Change<'_>>> = vec![
         vec![Change::CreateTable { name: "t2", schema: &schema, partition_key: Some("sym"), timestamp: Some("ts") }],
         vec![Change::Append { table: "t", columns: &cols }],
         vec![Change::AddColumn { table: "t", def: &extra }, Change::Delete { table: "t", rows: &rows }],
         vec![Change::DropTable { name: "t" }],
+        vec![Change::SetDedup { table: "t", keys: &keys }, Change::Append { table: "t", columns: &cols }],
     ];
     sets.iter().map(|c| changes::encode(c).expect("the changes encode")).collect()
 }
@@ -161,11 +163,15 @@ pub fn wal() -> Vec<Vec<u8>> {
     vec![storage.read(&segment_name(1)).expect("the segment is there")]
 }
 
-/// Checkpoint table files: the sample table, and an empty one.
+/// Checkpoint table files: the sample table, an empty one, and a deduplicating one.
 pub fn table_file() -> Vec<Vec<u8>> {
     let e = sample_engine();
     e.execute("CREATE TABLE empty (k INT)").expect("created");
-    ["t", "empty"]
+    e.execute(
+        "CREATE TABLE d (ts TIMESTAMP, sym SYMBOL, v INT) DEDUP UPSERT KEYS(ts, sym); INSERT INTO d VALUES (1, 'a', 2)",
+    )
+    .expect("created");
+    ["t", "empty", "d"]
         .iter()
         .map(|n| {
             let t = e.catalog().snapshot(n).expect("the table exists");

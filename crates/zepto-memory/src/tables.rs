@@ -118,7 +118,11 @@ impl Spec {
             .iter()
             .map(|(n, dt)| ColumnDef { name: (*n).to_string(), data_type: if *dt == V { vector } else { *dt } })
             .collect();
-        let opts = TableOptions { partition_key: Some("tenant_id".into()), timestamp: Some("created_at".into()) };
+        let opts = TableOptions {
+            partition_key: Some("tenant_id".into()),
+            timestamp: Some("created_at".into()),
+            ..Default::default()
+        };
         let table = Table::new(self.name, Schema { columns }, &opts)?;
         engine.catalog().create(table, true)?;
         let sql = format!(

@@ -37,6 +37,7 @@ impl Statement {
             | Statement::CopyFrom { .. }
             | Statement::CopyTo { .. }
             | Statement::AlterSetTtl { .. }
+            | Statement::AlterDedup { .. }
             | Statement::AlterTier { .. }
             | Statement::Checkpoint => Access::Admin,
         }
@@ -51,6 +52,7 @@ impl Statement {
             Statement::AlterAddColumn { table, pos, .. }
             | Statement::CreateIndex { table, pos, .. }
             | Statement::AlterSetTtl { table, pos, .. }
+            | Statement::AlterDedup { table, pos, .. }
             | Statement::AlterTier { table, pos, .. }
             | Statement::Insert { table, pos, .. }
             | Statement::Delete { table, pos, .. }

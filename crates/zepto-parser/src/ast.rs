@@ -78,6 +78,15 @@ pub enum Statement {
         /// Where the statement starts.
         pos: Pos,
     },
+    /// `ALTER TABLE t DEDUP ENABLE UPSERT KEYS (cols) | DEDUP DISABLE` (QuestDB's spelling).
+    AlterDedup {
+        /// The table altered.
+        table: String,
+        /// The key columns; empty for `DISABLE`.
+        keys: Vec<String>,
+        /// Where the statement starts.
+        pos: Pos,
+    },
     /// `ALTER TABLE t CONVERT PARTITION TO PARQUET WHERE ts < '2024-01-02'` (QuestDB's
     /// spelling): rows before `before` move to the Parquet history.
     AlterTier {
@@ -186,6 +195,9 @@ pub struct CreateTable {
     pub timestamp: Option<String>,
     /// The partition key column from `PARTITION BY col`; `None` picks the first SYMBOL column.
     pub partition_by: Option<String>,
+    /// `DEDUP UPSERT KEYS (cols)`: an append replaces the stored row with equal values in these
+    /// columns (empty: no deduplication).
+    pub dedup_keys: Vec<String>,
 }
 
 /// An identifier as a quoted one (`"a""b"`), which reads back exactly as it was.
@@ -219,6 +231,16 @@ impl fmt::Display for CreateTable {
         if let Some(key) = &self.partition_by {
             f.write_str(" PARTITION BY ")?;
             quoted(f, key)?;
+        }
+        if !self.dedup_keys.is_empty() {
+            f.write_str(" DEDUP UPSERT KEYS (")?;
+            for (i, k) in self.dedup_keys.iter().enumerate() {
+                if i > 0 {
+                    f.write_str(", ")?;
+                }
+                quoted(f, k)?;
+            }
+            f.write_str(")")?;
         }
         Ok(())
     }

@@ -663,7 +663,21 @@ impl Parser {
         Ok(Statement::DropIndex { name, if_exists, pos })
     }
 
-    /// `ALTER TABLE t SET TTL ... | CONVERT PARTITION ... | ADD [COLUMN] ...`, after `ALTER`.
+    /// `UPSERT KEYS (col, ...)`, after `DEDUP` (CREATE TABLE) or `DEDUP ENABLE` (ALTER TABLE).
+    fn dedup_keys(&mut self) -> Result<Vec<String>> {
+        self.expect_kw("upsert")?;
+        self.expect_kw("keys")?;
+        self.expect_op("(")?;
+        let mut keys = vec![self.ident()?];
+        while self.eat_op(",") {
+            keys.push(self.ident()?);
+        }
+        self.expect_op(")")?;
+        Ok(keys)
+    }
+
+    /// `ALTER TABLE t SET TTL ... | CONVERT PARTITION ... | DEDUP ... | ADD [COLUMN] ...`, after
+    /// `ALTER`.
     fn alter_table(&mut self, pos: Pos) -> Result<Statement> {
         self.expect_kw("table")?;
         let table = self.ident()?;
@@ -674,6 +688,14 @@ impl Parser {
         }
         if self.eat_kw("convert") {
             return self.alter_tier(table);
+        }
+        if self.eat_kw("dedup") {
+            if self.eat_kw("disable") {
+                return Ok(Statement::AlterDedup { table, keys: Vec::new(), pos });
+            }
+            self.expect_kw("enable")?;
+            let keys = self.dedup_keys()?;
+            return Ok(Statement::AlterDedup { table, keys, pos });
         }
         self.expect_kw("add")?;
         self.eat_kw("column");
@@ -771,7 +793,7 @@ impl Parser {
             }
             self.expect_op(",")?;
         }
-        let (mut timestamp, mut partition_by) = (None, None);
+        let (mut timestamp, mut partition_by, mut dedup_keys) = (None, None, Vec::new());
         loop {
             if self.eat_kw("timestamp") {
                 self.expect_op("(")?;
@@ -779,12 +801,25 @@ impl Parser {
                 self.expect_op(")")?;
             } else if self.eat_kw("partition") {
                 self.expect_kw("by")?;
-                partition_by = Some(self.ident()?);
+                let key = self.ident()?;
+                // QuestDB's time partitioning (PARTITION BY DAY) unless a column has that name:
+                // rows are kept in time order in every partition here, so it needs no column.
+                let time_unit =
+                    ["none", "hour", "day", "week", "month", "year"].iter().any(|u| key.eq_ignore_ascii_case(u));
+                if !time_unit || columns.iter().any(|(c, _)| c.eq_ignore_ascii_case(&key)) {
+                    partition_by = Some(key);
+                }
+            } else if self.eat_kw("bypass") {
+                self.expect_kw("wal")?;
+            } else if self.eat_kw("wal") {
+                // QuestDB's WAL tables: every table here is logged.
+            } else if self.eat_kw("dedup") {
+                dedup_keys = self.dedup_keys()?;
             } else {
                 break;
             }
         }
-        Ok(Statement::CreateTable(CreateTable { name, if_not_exists, columns, timestamp, partition_by }))
+        Ok(Statement::CreateTable(CreateTable { name, if_not_exists, columns, timestamp, partition_by, dedup_keys }))
     }
 
     fn insert(&mut self, pos: Pos) -> Result<Statement> {

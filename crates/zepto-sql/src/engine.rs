@@ -341,6 +341,11 @@ impl Engine {
                 };
                 Ok(QueryResult::status(format!("ALTER TABLE: {msg}")))
             }
+            Statement::AlterDedup { table, keys, .. } => {
+                self.catalog.set_dedup(table, keys)?;
+                let msg = if keys.is_empty() { "deduplication off" } else { "deduplication on" };
+                Ok(QueryResult::status(format!("ALTER TABLE: {msg} for '{table}'")))
+            }
             Statement::AlterTier { table, column, before, pos } => self.alter_tier(table, column, *before, *pos),
             Statement::Delete { table, filter, pos } => {
                 let n = crate::dml::delete(run, &self.catalog, &self.access, table, filter.as_ref(), *pos)?;
@@ -395,7 +400,11 @@ impl Engine {
     fn create_table(&self, ct: &CreateTable) -> Result<QueryResult> {
         let schema =
             Schema { columns: ct.columns.iter().map(|(n, t)| ColumnDef { name: n.clone(), data_type: *t }).collect() };
-        let opts = TableOptions { partition_key: ct.partition_by.clone(), timestamp: ct.timestamp.clone() };
+        let opts = TableOptions {
+            partition_key: ct.partition_by.clone(),
+            timestamp: ct.timestamp.clone(),
+            dedup_keys: ct.dedup_keys.clone(),
+        };
         let table = Table::new(&ct.name, schema, &opts)?;
         self.catalog.create(table, ct.if_not_exists)?;
         Ok(QueryResult::status("CREATE TABLE".into()))
@@ -494,6 +503,7 @@ impl Engine {
             }
             Statement::AlterAddColumn { table, .. }
             | Statement::AlterSetTtl { table, .. }
+            | Statement::AlterDedup { table, .. }
             | Statement::AlterTier { table, .. } => (table.clone(), "ALTER TABLE"),
             Statement::CopyFrom { table, .. } => (table.clone(), "COPY ... FROM"),
             Statement::CreateIndex { table, .. } => (table.clone(), "CREATE INDEX"),
@@ -601,17 +611,17 @@ impl Engine {
         for (i, c) in t.schema().columns.iter().enumerate() {
             names.push(c.name.as_str());
             types.push(c.data_type.sql_name().into_owned());
-            roles.push(if t.key_col() == Some(i) {
-                "partition key"
-            } else if t.ts_col() == Some(i) {
-                "designated timestamp"
-            } else {
-                ""
-            });
+            let role = [
+                (t.key_col() == Some(i), "partition key"),
+                (t.ts_col() == Some(i), "designated timestamp"),
+                (t.dedup_keys().contains(&i), "dedup key"),
+            ];
+            roles.push(role.iter().filter(|r| r.0).map(|r| r.1).collect::<Vec<_>>().join(", "));
         }
         let n = names.len();
         let mk = |v: Vec<&str>| Column::from_data(zepto_storage::ColumnData::Varchar(v.into_iter().collect()));
         let types: Vec<&str> = types.iter().map(String::as_str).collect();
+        let roles: Vec<&str> = roles.iter().map(String::as_str).collect();
         Ok(QueryResult::rows(
             vec![
                 field("column_name", DataType::Varchar),

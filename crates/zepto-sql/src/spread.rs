@@ -9,7 +9,9 @@
 //!   the rows go to the log keyed by their partition key, and the answer comes once the log
 //!   holds them all. The owners store them as they consume them, as they do `/write`'s.
 //! - Statements that change rows or a schema in place (UPDATE, DELETE, DROP TABLE, ALTER
-//!   TABLE ADD COLUMN, CREATE TABLE AS) are refused: the log has no record for them yet.
+//!   TABLE ADD COLUMN or DEDUP, CREATE TABLE AS) are refused: the log has no record for them
+//!   yet. A table created with `DEDUP UPSERT KEYS` carries them in its CREATE TABLE to every
+//!   node, so every owner deduplicates alike.
 //!   `SET cluster_scope = local` runs any statement on this node alone, on its own copy.
 //!
 //! Indexes, TTLs and tiering are each node's own, over its own rows: they run here.
@@ -39,6 +41,7 @@ pub(crate) fn through_log<'c>(
             | Statement::Update { .. }
             | Statement::DropTable { .. }
             | Statement::AlterAddColumn { .. }
+            | Statement::AlterDedup { .. }
     );
     let (table, _) = s.target()?;
     (changes && !run.settings().cluster_local() && cluster.get().distributes(table)).then_some(cluster)
@@ -54,6 +57,7 @@ pub(crate) fn refused(s: &Statement) -> SqlError {
         Statement::Update { table, .. } => (table.as_str(), "UPDATE"),
         Statement::DropTable { name, .. } => (name.as_str(), "DROP TABLE"),
         Statement::AlterAddColumn { table, .. } => (table.as_str(), "ALTER TABLE ... ADD COLUMN"),
+        Statement::AlterDedup { table, .. } => (table.as_str(), "ALTER TABLE ... DEDUP"),
         _ => ("", "this statement"),
     };
     SqlError::NotSupported(format!(
@@ -67,7 +71,11 @@ pub(crate) fn refused(s: &Statement) -> SqlError {
 /// so every node makes the same table: the statement to run here too.
 pub(crate) fn publish_create(cluster: &ClusterRef, ct: &CreateTable) -> Result<CreateTable> {
     let columns = ct.columns.iter().map(|(n, t)| ColumnDef { name: n.clone(), data_type: *t }).collect();
-    let opts = TableOptions { partition_key: ct.partition_by.clone(), timestamp: ct.timestamp.clone() };
+    let opts = TableOptions {
+        partition_key: ct.partition_by.clone(),
+        timestamp: ct.timestamp.clone(),
+        dedup_keys: ct.dedup_keys.clone(),
+    };
     let table = Table::new(&ct.name, Schema { columns }, &opts)?;
     let name_of = |i: Option<usize>| i.and_then(|i| table.schema().columns.get(i)).map(|c| c.name.clone());
     let everywhere = CreateTable {

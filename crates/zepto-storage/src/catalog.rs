@@ -148,6 +148,13 @@ pub enum Change<'a> {
         /// How long rows are kept, in nanoseconds; `None` keeps them forever.
         ttl_ns: Option<i64>,
     },
+    /// A table's `DEDUP UPSERT KEYS` set (or, empty, cleared): see [`Table::set_dedup`].
+    SetDedup {
+        /// The table.
+        table: &'a str,
+        /// The key columns' names; empty turns deduplication off.
+        keys: &'a [String],
+    },
 }
 
 /// Where changes go before they are applied. `log` returns only once the changes are as
@@ -417,6 +424,14 @@ impl Catalog {
         })
     }
 
+    /// Set (with `[]` clear) `name`'s dedup keys (logged; checked as [`Table::check_dedup`]).
+    pub fn set_dedup(&self, name: &str, keys: &[String]) -> Result<(), StorageError> {
+        self.write(name, |t| {
+            t.check_dedup(keys)?;
+            self.log(&[Change::SetDedup { table: t.name(), keys }])?.apply(|| t.set_dedup(keys))
+        })
+    }
+
     /// Every table as of one instant between changes, with `at()`'s result taken at that same
     /// instant (the checkpoint passes the WAL's rotation, so the snapshots hold exactly the
     /// records up to the LSN it returns). Writers wait only for the `Arc` clones and `at()`.
@@ -456,13 +471,17 @@ impl Catalog {
             return if if_not_exists { Ok(false) } else { Err(StorageError::TableExists(table.name().to_string())) };
         }
         let col_name = |i: Option<usize>| i.map(|i| table.schema().columns[i].name.as_str());
-        self.log(&[Change::CreateTable {
+        let dedup: Vec<String> = table.dedup_keys().iter().map(|&i| table.schema().columns[i].name.clone()).collect();
+        let mut changes = vec![Change::CreateTable {
             name: table.name(),
             schema: table.schema(),
             partition_key: col_name(table.key_col()),
             timestamp: col_name(table.ts_col()),
-        }])?
-        .apply(|| {
+        }];
+        if !dedup.is_empty() {
+            changes.push(Change::SetDedup { table: table.name(), keys: &dedup });
+        }
+        self.log(&changes)?.apply(|| {
             map.insert(k, new_slot(table));
             Ok::<_, StorageError>(true)
         })

@@ -5,6 +5,7 @@
 //!   empty), `zepto.partitions` (each batch's partition key code, `-` for the NULL-key or the
 //!   single partition).
 //! * `zepto.indexes`: the table's index definitions, one per line (absent when none).
+//! * `zepto.dedup`: the `DEDUP UPSERT KEYS` column positions, comma-separated (absent when none).
 //! * Field metadata `zepto.type`: the engine type (so INTERVAL, stored as Int64, comes back as
 //!   INTERVAL).
 //! * SYMBOL columns are `Dictionary(UInt32, Utf8)` whose keys are the table's dictionary codes
@@ -40,6 +41,9 @@ const TTL: &str = "zepto.ttl";
 /// The table's indexes, one `IndexDef::to_line` per line (absent when it has none, and in
 /// checkpoints older than indexes).
 const INDEXES: &str = "zepto.indexes";
+/// The dedup key columns' schema positions, comma-separated (absent when none, and in checkpoints
+/// older than deduplication).
+const DEDUP: &str = "zepto.dedup";
 
 fn history_meta(h: &History) -> [(String, String); 3] {
     let files: Vec<String> =
@@ -123,6 +127,10 @@ pub fn write_table<W: Write>(table: &Table, out: W) -> Result<W, DurableError> {
     if !table.indexes().is_empty() {
         let lines: Vec<String> = table.indexes().iter().map(IndexDef::to_line).collect();
         meta.insert(INDEXES.to_string(), lines.join("\n"));
+    }
+    if !table.dedup_keys().is_empty() {
+        let keys: Vec<String> = table.dedup_keys().iter().map(usize::to_string).collect();
+        meta.insert(DEDUP.to_string(), keys.join(","));
     }
     let schema = Arc::new(ArrowSchema::new(fields).with_metadata(meta));
     let values: ArrayRef = Arc::new(table.dict().iter().map(Some).collect::<StringArray>());
@@ -210,6 +218,12 @@ pub fn read_table(bytes: Vec<u8>) -> Result<Table, DurableError> {
     for line in meta.get(INDEXES).map(String::as_str).unwrap_or("").lines() {
         t.add_index(IndexDef::from_line(line)?)?;
     }
+    let mut dedup = Vec::new();
+    for k in meta.get(DEDUP).map(String::as_str).unwrap_or("").split(',').filter(|k| !k.is_empty()) {
+        let def = k.parse::<usize>().ok().and_then(|i| t.schema().columns.get(i));
+        dedup.push(def.ok_or_else(|| bad(format!("dedup key column '{k}'")))?.name.clone());
+    }
+    t.set_dedup(&dedup)?;
     Ok(t)
 }
 

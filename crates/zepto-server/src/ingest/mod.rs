@@ -322,7 +322,7 @@ fn ilp_plans<'b, 'a>(
 fn create_and_apply(catalog: &Catalog, plans: Vec<TablePlan>, scoped: bool) -> Result<usize, ApiError> {
     let mut created = Vec::new();
     for p in plans.iter().filter(|p| !p.exists) {
-        let opts = TableOptions { partition_key: None, timestamp: Some(p.ts_name.clone()) };
+        let opts = TableOptions { timestamp: Some(p.ts_name.clone()), ..Default::default() };
         let table = Table::new(&p.name, Schema { columns: p.defs.clone() }, &opts)
             .map_err(|e| ApiError::ingest(format!("table '{}': {e}", p.name)))?;
         // Someone may have created it meanwhile: then the write below widens it as needed.

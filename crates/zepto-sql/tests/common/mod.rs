@@ -1,5 +1,5 @@
 //! Helpers shared by this crate's integration tests (each test uses some of them).
-#![allow(dead_code)]
+#![allow(dead_code, unused_imports)]
 
 use zepto_sql::Engine;
 use zepto_storage::column::Column;

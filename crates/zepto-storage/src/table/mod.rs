@@ -14,13 +14,14 @@ use crate::error::StorageError;
 use crate::history::{HistFile, History};
 use crate::index::IndexDef;
 
+mod dedup;
 mod history_reader;
 mod shard;
 use crate::types::DataType;
 pub use history_reader::HistoryReader;
 pub use shard::Shard;
 use std::ops::Range;
-use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering as AtomicOrdering};
 use std::sync::Arc;
 
 /// One column of a schema.
@@ -71,6 +72,9 @@ pub struct TableOptions {
     /// The designated timestamp column (a TIMESTAMP column); `None` picks the first TIMESTAMP
     /// column.
     pub timestamp: Option<String>,
+    /// `DEDUP UPSERT KEYS`: the columns whose values identify a row (empty: no deduplication).
+    /// See [`Table::set_dedup`].
+    pub dedup_keys: Vec<String>,
 }
 
 /// Rows of one partition key value, sorted by the designated timestamp (if any).
@@ -157,6 +161,23 @@ impl Partition {
         self.len() == 0
     }
 
+    /// Remove rows `rows` (ascending positions inside the partition); a new lineage.
+    fn remove_rows(&mut self, rows: &[u32]) {
+        let mut keep = Vec::with_capacity(self.len() - rows.len());
+        let mut it = rows.iter().peekable();
+        for i in 0..self.len() as u32 {
+            if it.peek() == Some(&&i) {
+                it.next();
+            } else {
+                keep.push(i);
+            }
+        }
+        for c in &mut self.columns {
+            *c = Arc::new(c.take(&keep));
+        }
+        self.lineage = new_lineage();
+    }
+
     /// Rows whose timestamp column `ts_col` lies in `[lo, hi]` (inclusive), by binary search.
     /// `ts_col` must be the designated timestamp (the order every partition keeps).
     pub fn ts_range(&self, ts_col: usize, lo: i64, hi: i64) -> Range<usize> {
@@ -215,6 +236,9 @@ pub struct Table {
     reader: Option<Arc<dyn HistoryReader>>,
     /// Secondary indexes (`CREATE INDEX`), each on a column of the schema.
     indexes: Vec<IndexDef>,
+    /// `DEDUP UPSERT KEYS` as schema positions, ascending (empty: appends keep every row).
+    /// Always holds the designated timestamp and the partition key when not empty.
+    dedup: Vec<usize>,
 }
 
 const NO_SLOT: u32 = u32::MAX;
@@ -288,6 +312,11 @@ impl Table {
             mutations: 0,
             reader: None,
             indexes: Vec::new(),
+            dedup: Vec::new(),
+        })
+        .and_then(|mut t| {
+            t.set_dedup(&opts.dedup_keys)?;
+            Ok(t)
         })
     }
 
@@ -583,7 +612,29 @@ impl Table {
             }
             check_vector_elements(&def.name, c)?;
         }
+        self.check_dedup_history(batch)?;
         Ok(n)
+    }
+
+    /// A deduplicating table compares new rows with the rows in memory only: one at or before
+    /// the newest row moved to the history (Parquet) could duplicate a row there, so it is
+    /// refused (the batch whole) rather than stored twice.
+    fn check_dedup_history(&self, batch: &[Column]) -> Result<(), StorageError> {
+        let (Some(t), false) = (self.ts_col, self.dedup.is_empty()) else { return Ok(()) };
+        let Some(newest) = self.history.files.iter().map(|f| f.max_ts).max() else { return Ok(()) };
+        let Some((c, ts)) = batch.get(t).and_then(|c| Some((c, c.as_i64_slice()?))) else { return Ok(()) };
+        match (0..ts.len()).find(|&i| c.is_valid(i) && ts[i] <= newest) {
+            None => Ok(()),
+            Some(i) => Err(StorageError::Invalid(format!(
+                "table '{}' deduplicates rows (DEDUP UPSERT KEYS) but row {} is at or before the newest row of its \
+                 history ({} <= {newest} ns): rows moved to Parquet are not compared, so it could store a duplicate; \
+                 ALTER TABLE {} DEDUP DISABLE to write it as it is",
+                self.name,
+                i + 1,
+                ts[i],
+                self.name
+            ))),
+        }
     }
 
     /// Append a validated batch (call [`Table::validate`] first: this step cannot fail half-way).
@@ -610,7 +661,7 @@ impl Table {
             next[s as usize] += 1;
         }
         // Partitions take their rows independently: a bulk load fills them on every core.
-        let (ts_col, dict) = (self.ts_col, self.dict.clone());
+        let (ts_col, dict, dedup) = (self.ts_col, self.dict.clone(), &self.dedup);
         let work: Vec<(&[u32], &mut Arc<Partition>)> = self
             .parts
             .iter_mut()
@@ -618,9 +669,22 @@ impl Table {
             .map(|(slot, p)| (&order[counts[slot]..counts[slot + 1]], p))
             .filter(|(rows, _)| !rows.is_empty())
             .collect();
+        // Rows added and rows replaced, summed over partitions.
+        let (added, replaced) = (AtomicUsize::new(0), AtomicUsize::new(0));
         let fill = |(rows, p): (&[u32], &mut Arc<Partition>)| {
-            let cols: Vec<Column> =
+            let mut cols: Vec<Column> =
                 if rows.len() == n { batch.clone() } else { batch.iter().map(|c| c.take(rows)).collect() };
+            if let (Some(t), false) = (ts_col, dedup.is_empty()) {
+                let up = dedup::plan(p, &cols, dedup, t);
+                if let Some(keep) = &up.keep {
+                    cols = cols.iter().map(|c| c.take(keep)).collect();
+                }
+                if !up.replaced.is_empty() {
+                    Arc::make_mut(p).remove_rows(&up.replaced);
+                    replaced.fetch_add(up.replaced.len(), AtomicOrdering::Relaxed);
+                }
+            }
+            added.fetch_add(cols.first().map_or(0, Column::len), AtomicOrdering::Relaxed);
             append_rows(Arc::make_mut(p), cols, ts_col, &dict);
         };
         if n >= PARALLEL_APPEND_ROWS {
@@ -628,7 +692,12 @@ impl Table {
         } else {
             work.into_iter().for_each(fill);
         }
-        self.rows += n;
+        let (added, replaced) = (added.into_inner(), replaced.into_inner());
+        self.rows = self.rows + added - replaced;
+        if replaced > 0 {
+            // Rows moved: a tiering step that read the table before must not commit.
+            self.mutations += 1;
+        }
         Ok(n)
     }
 
@@ -774,20 +843,7 @@ impl Table {
             if rows.is_empty() {
                 continue;
             }
-            let p = Arc::make_mut(&mut self.parts[*slot as usize]);
-            let mut keep = Vec::with_capacity(p.len() - rows.len());
-            let mut it = rows.iter().peekable();
-            for i in 0..p.len() as u32 {
-                if it.peek() == Some(&&i) {
-                    it.next();
-                } else {
-                    keep.push(i);
-                }
-            }
-            for c in &mut p.columns {
-                *c = Arc::new(c.take(&keep));
-            }
-            p.lineage = new_lineage();
+            Arc::make_mut(&mut self.parts[*slot as usize]).remove_rows(rows);
         }
         self.rows -= n;
         self.mutations += 1;
@@ -855,6 +911,58 @@ impl Table {
         }
         self.mutations += 1;
         Ok(n)
+    }
+
+    /// `DEDUP UPSERT KEYS` as schema positions, ascending; empty when appends keep every row.
+    pub fn dedup_keys(&self) -> &[usize] {
+        &self.dedup
+    }
+
+    /// The schema positions of dedup key columns `keys` (empty: none), checked: known
+    /// columns, each once, of comparable types, holding the designated timestamp and the
+    /// partition key (a row then collides only inside its own partition and timestamp).
+    pub fn check_dedup(&self, keys: &[String]) -> Result<Vec<usize>, StorageError> {
+        let bad = |m: String| StorageError::Invalid(format!("DEDUP UPSERT KEYS on table '{}': {m}", self.name));
+        let mut out = Vec::with_capacity(keys.len());
+        for k in keys {
+            let i = self
+                .schema
+                .index_of(k)
+                .ok_or_else(|| StorageError::ColumnNotFound { table: self.name.clone(), column: k.clone() })?;
+            if out.contains(&i) {
+                return Err(bad(format!("column '{k}' is named twice")));
+            }
+            if matches!(self.schema.columns[i].data_type, DataType::Vector(_)) {
+                return Err(bad(format!("column '{k}' is a vector, which cannot be a key")));
+            }
+            out.push(i);
+        }
+        if out.is_empty() {
+            return Ok(out);
+        }
+        let name = |i: usize| self.schema.columns[i].name.clone();
+        match self.ts_col {
+            None => return Err(bad("the table has no designated timestamp (name one with TIMESTAMP(col))".into())),
+            Some(t) if !out.contains(&t) => {
+                return Err(bad(format!("the keys must include the designated timestamp '{}'", name(t))))
+            }
+            Some(_) => {}
+        }
+        if let Some(k) = self.key_col.filter(|k| !out.contains(k)) {
+            return Err(bad(format!(
+                "the keys must include the partition key '{}' (rows are deduplicated within their partition)",
+                name(k)
+            )));
+        }
+        out.sort_unstable();
+        Ok(out)
+    }
+
+    /// Set (with `[]` clear) the dedup keys, checked as [`Table::check_dedup`]. Rows already
+    /// stored stay as they are; later appends replace rows with equal keys.
+    pub fn set_dedup(&mut self, keys: &[String]) -> Result<(), StorageError> {
+        self.dedup = self.check_dedup(keys)?;
+        Ok(())
     }
 
     /// Whether [`Table::add_column`] would accept `def`.
