@@ -281,3 +281,69 @@ fn a_session_over_tls_stores_its_messages_and_plain_tcp_gets_nothing() {
     drop(s);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A venue's TLS acceptor on a free port presenting `cert`: it takes one connection, answers
+/// the initiator's Logon, waits for its MarketDataRequest and sends one snapshot. The thread
+/// returns what happened: the subscription's symbol, or the TLS error.
+fn tls_venue(cert: &rcgen::CertifiedKey<rcgen::KeyPair>) -> (u16, std::thread::JoinHandle<Result<String, String>>) {
+    let key = rustls::pki_types::PrivateKeyDer::try_from(cert.signing_key.serialize_der()).expect("key");
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let cfg = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .expect("versions")
+        .with_no_client_auth()
+        .with_single_cert(vec![cert.cert.der().clone()], key)
+        .expect("server config");
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    let venue = std::thread::spawn(move || {
+        let (tcp, _) = listener.accept().map_err(|e| e.to_string())?;
+        tcp.set_read_timeout(Some(Duration::from_secs(20))).map_err(|e| e.to_string())?;
+        let mut tls = rustls::StreamOwned::new(rustls::ServerConnection::new(Arc::new(cfg)).expect("conn"), tcp);
+        // The handshake runs on the first read: an initiator that refuses the certificate ends it.
+        let mut first = [0u8; 1];
+        tls.read_exact(&mut first).map_err(|e| format!("TLS: {e}"))?;
+        let mut venue = Client::over(Box::new(tls));
+        venue.buf.push(first[0]);
+        let logon = venue.recv(&[98, 108]);
+        if !logon.starts_with("A#") {
+            return Err(format!("expected a Logon, got {logon}"));
+        }
+        venue.send("A", 1, false, "98=0|108=30|");
+        let sub = venue.recv(&[55]);
+        venue.send("W", 2, false, "55=EURUSD|262=Z1|268=1|269=0|270=1.0825|271=3|");
+        venue.sync(3, "V1");
+        Ok(sub)
+    });
+    (port, venue)
+}
+
+#[test]
+fn an_initiator_connects_over_tls_and_checks_the_venues_certificate() {
+    let trusted = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).expect("cert");
+    let stranger = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).expect("cert");
+    let dir = std::env::temp_dir().join(format!("zepto-fix-init-tls-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let ca = dir.join("ca.pem");
+    std::fs::write(&ca, trusted.cert.pem()).expect("ca");
+    let (good_port, good) = tls_venue(&trusted);
+    let (bad_port, bad) = tls_venue(&stranger);
+    let cfg = dir.join("fix.json");
+    let session = |port: u16, id: &str| {
+        format!(
+            r#"{{"connect": "127.0.0.1:{port}", "target_comp_id": "FEED", "tls": {{"ca_file": {ca:?},
+                "server_name": "localhost"}}, "subscribe": {{"symbols": ["EURUSD"], "md_req_id": "{id}"}}}}"#
+        )
+    };
+    let good_session = session(good_port, "Z1");
+    // Two sessions with one counterparty CompID are one session: the untrusted venue is FEED2.
+    let bad_session = session(bad_port, "Z2").replace("\"FEED\"", "\"FEED2\"");
+    std::fs::write(&cfg, format!(r#"{{"initiators": [{good_session}, {bad_session}]}}"#)).expect("config");
+    let s = Server::start(&["--fix-config", cfg.to_str().expect("path")]);
+    assert_eq!(good.join().expect("venue thread"), Ok("V#2 55=EURUSD".to_string()));
+    assert_eq!(rows(&s.addr, "SELECT sym, price, size, md_req_id FROM quotes"), ["EURUSD|1.0825|3.0|Z1"]);
+    let refused = bad.join().expect("venue thread").expect_err("the stranger's certificate is refused");
+    assert!(refused.starts_with("TLS: ") && refused.contains("alert"), "{refused}");
+    drop(s);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -2,6 +2,7 @@
 //! and the tables written.
 
 use crate::map::TableNames;
+use crate::tls::InitiatorTls;
 
 /// Who we are and whom we accept.
 #[derive(Debug, Clone)]
@@ -45,6 +46,8 @@ pub struct InitiatorConfig {
     pub reset_on_logon: bool,
     /// The MarketDataRequest (V) sent after each Logon, if any.
     pub subscribe: Option<Subscription>,
+    /// Connect over TLS with these settings (`None`: plain TCP).
+    pub tls: Option<InitiatorTls>,
 }
 
 /// A MarketDataRequest (V): snapshot plus updates (SubscriptionRequestType 1), incremental

@@ -19,6 +19,7 @@ pub mod registry;
 pub mod server;
 pub mod session;
 pub mod time;
+pub mod tls;
 
 pub use encode::Encoder;
 pub use parse::{frame, parse, Entry, Field, Fields, FixError, Groups, Header, Message};

@@ -107,18 +107,25 @@ async fn initiate(catalog: Arc<Catalog>, cfg: Arc<SessionConfig>, registry: Arc<
         match tokio::time::timeout(Duration::from_secs(10), TcpStream::connect(&init.connect)).await {
             Ok(Ok(stream)) => {
                 let _ = stream.set_nodelay(true);
-                let now = now_ns();
-                match Session::initiate(cfg.clone(), registry.clone(), init.clone(), &catalog, now) {
-                    Some(mut s) => {
-                        if let Err(e) = drive(stream, &mut s, &catalog).await {
-                            eprintln!("zeptodb: fix {who}: connection to {}: {e}", init.connect);
+                let logged_on = match &init.tls {
+                    None => run_initiator(stream, &catalog, &cfg, &registry, &init).await,
+                    Some(tls) => {
+                        let (connector, name) = tls.connector();
+                        match tokio::time::timeout(TLS_HANDSHAKE, connector.connect(name, stream)).await {
+                            Ok(Ok(s)) => run_initiator(s, &catalog, &cfg, &registry, &init).await,
+                            Ok(Err(e)) => {
+                                eprintln!("zeptodb: fix {who}: TLS handshake with {}: {e}", init.connect);
+                                false
+                            }
+                            Err(_) => {
+                                eprintln!("zeptodb: fix {who}: no TLS handshake with {} in 10 s", init.connect);
+                                false
+                            }
                         }
-                        if s.logged_on() {
-                            pause = Duration::from_secs(1);
-                        }
-                        disconnected(&s);
                     }
-                    None => eprintln!("zeptodb: fix {who}: already logged on; not connecting"),
+                };
+                if logged_on {
+                    pause = Duration::from_secs(1);
                 }
             }
             Ok(Err(e)) => eprintln!("zeptodb: fix {who}: cannot connect to {}: {e}", init.connect),
@@ -127,6 +134,26 @@ async fn initiate(catalog: Arc<Catalog>, cfg: Arc<SessionConfig>, registry: Arc<
         tokio::time::sleep(pause).await;
         pause = (pause * 2).min(Duration::from_secs(30));
     }
+}
+
+/// One connection of initiator session `init` over `stream`: log on and drive it until it
+/// ends (errors are logged). True when the Logon succeeded.
+async fn run_initiator<S: AsyncRead + AsyncWrite + Unpin>(
+    stream: S,
+    catalog: &Catalog,
+    cfg: &Arc<SessionConfig>,
+    registry: &Arc<Registry>,
+    init: &Arc<InitiatorConfig>,
+) -> bool {
+    let Some(mut s) = Session::initiate(cfg.clone(), registry.clone(), init.clone(), catalog, now_ns()) else {
+        eprintln!("zeptodb: fix {}-{}: already logged on; not connecting", cfg.sender, init.target);
+        return false;
+    };
+    if let Err(e) = drive(stream, &mut s, catalog).await {
+        eprintln!("zeptodb: fix {}-{}: connection to {}: {e}", cfg.sender, init.target, init.connect);
+    }
+    disconnected(&s);
+    s.logged_on()
 }
 
 /// Feed `s` what `stream` reads and send what it answers, until either side ends it. A

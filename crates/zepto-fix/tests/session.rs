@@ -173,6 +173,7 @@ fn an_initiator_logs_on_subscribes_and_resumes_where_it_stopped() {
         heartbeat_secs: 30,
         reset_on_logon: false,
         subscribe: Some(sub),
+        tls: None,
     });
     let mut s = Session::initiate(cfg.clone(), reg.clone(), init.clone(), &c, NOW).expect("not logged on yet");
     assert_eq!(step(&mut s, &c, b""), ["A#1"], "our Logon goes first");

@@ -10,6 +10,7 @@ use zepto_fix::extra::{ExtraTag, Role};
 use zepto_fix::map::TableNames;
 use zepto_fix::server::FixDoor;
 use zepto_fix::session::{InitiatorConfig, SessionConfig, Subscription};
+use zepto_fix::tls::{InitiatorTls, TlsFiles};
 use zepto_storage::{Catalog, DataType};
 
 /// The FIX flags.
@@ -181,9 +182,9 @@ fn tag(role: Role, v: &Value) -> Result<ExtraTag, String> {
 }
 
 /// One of `"initiators"`: `{"connect": "host:port", "target_comp_id": "FEED",
-/// "heartbeat_secs": 30, "reset_on_logon": false, "subscribe": {...}}`.
+/// "heartbeat_secs": 30, "reset_on_logon": false, "subscribe": {...}, "tls": ...}`.
 fn initiator(v: &Value) -> Result<InitiatorConfig, String> {
-    let o = object(v, &["connect", "target_comp_id", "heartbeat_secs", "reset_on_logon", "subscribe"])?;
+    let o = object(v, &["connect", "target_comp_id", "heartbeat_secs", "reset_on_logon", "subscribe", "tls"])?;
     let connect = o.get("connect").and_then(Value::as_str).filter(|s| s.contains(':'));
     let connect = connect.ok_or("'connect' must be host:port")?.to_string();
     let target = comp_id(o.get("target_comp_id").unwrap_or(&Value::Null)).map_err(|e| format!("target_comp_id {e}"))?;
@@ -194,7 +195,31 @@ fn initiator(v: &Value) -> Result<InitiatorConfig, String> {
         Some(b) => b.as_bool().ok_or("'reset_on_logon' must be true or false")?,
     };
     let subscribe = o.get("subscribe").map(subscription).transpose().map_err(|e| format!("subscribe: {e}"))?;
-    Ok(InitiatorConfig { connect, target, heartbeat_secs, reset_on_logon, subscribe })
+    let tls = match o.get("tls") {
+        None | Some(Value::Bool(false)) => None,
+        Some(v) => Some(initiator_tls(&connect, v).map_err(|e| format!("tls: {e}"))?),
+    };
+    Ok(InitiatorConfig { connect, target, heartbeat_secs, reset_on_logon, subscribe, tls })
+}
+
+/// An initiator's `"tls"`: `true` (the system's roots, the connect host's name) or
+/// `{"ca_file": "ca.pem", "server_name": "feed.example.com", "cert_file": "me.pem",
+/// "key_file": "me.key"}` (each optional; a client certificate needs both files).
+fn initiator_tls(connect: &str, v: &Value) -> Result<InitiatorTls, String> {
+    if v.as_bool() == Some(true) {
+        return InitiatorTls::load(connect, None, &TlsFiles::default());
+    }
+    let o = object(v, &["ca_file", "server_name", "cert_file", "key_file"])?;
+    let text = |k: &str| -> Result<Option<&str>, String> {
+        o.get(k).map(|v| v.as_str().ok_or_else(|| format!("'{k}' must be a string"))).transpose()
+    };
+    let client = match (text("cert_file")?, text("key_file")?) {
+        (None, None) => None,
+        (Some(c), Some(k)) => Some((c.into(), k.into())),
+        _ => return Err("a client certificate needs both 'cert_file' and 'key_file'".into()),
+    };
+    let files = TlsFiles { ca_file: text("ca_file")?.map(Into::into), client };
+    InitiatorTls::load(connect, text("server_name")?, &files)
 }
 
 /// `{"symbols": ["EUR/USD"], "entry_types": ["0", "1", "2"], "depth": 1, "md_req_id": "Z1"}`.
