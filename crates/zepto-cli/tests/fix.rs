@@ -328,6 +328,7 @@ fn an_initiator_connects_over_tls_and_checks_the_venues_certificate() {
     std::fs::write(&ca, trusted.cert.pem()).expect("ca");
     let (good_port, good) = tls_venue(&trusted);
     let (bad_port, bad) = tls_venue(&stranger);
+    let (misnamed_port, misnamed) = tls_venue(&trusted);
     let cfg = dir.join("fix.json");
     let session = |port: u16, id: &str| {
         format!(
@@ -338,11 +339,18 @@ fn an_initiator_connects_over_tls_and_checks_the_venues_certificate() {
     let good_session = session(good_port, "Z1");
     // Two sessions with one counterparty CompID are one session: the untrusted venue is FEED2.
     let bad_session = session(bad_port, "Z2").replace("\"FEED\"", "\"FEED2\"");
-    std::fs::write(&cfg, format!(r#"{{"initiators": [{good_session}, {bad_session}]}}"#)).expect("config");
+    // A trusted certificate for another name than the one checked.
+    let misnamed_session =
+        session(misnamed_port, "Z3").replace("\"FEED\"", "\"FEED3\"").replace("\"localhost\"", "\"feed.example\"");
+    let list = format!(r#"{{"initiators": [{good_session}, {bad_session}, {misnamed_session}]}}"#);
+    std::fs::write(&cfg, list).expect("config");
     let s = Server::start(&["--fix-config", cfg.to_str().expect("path")]);
     assert_eq!(good.join().expect("venue thread"), Ok("V#2 55=EURUSD".to_string()));
     assert_eq!(rows(&s.addr, "SELECT sym, price, size, md_req_id FROM quotes"), ["EURUSD|1.0825|3.0|Z1"]);
     let refused = bad.join().expect("venue thread").expect_err("the stranger's certificate is refused");
+    assert!(refused.starts_with("TLS: ") && refused.contains("alert"), "{refused}");
+    let refused =
+        misnamed.join().expect("venue thread").expect_err("a certificate for localhost is not feed.example's");
     assert!(refused.starts_with("TLS: ") && refused.contains("alert"), "{refused}");
     drop(s);
     let _ = std::fs::remove_dir_all(&dir);

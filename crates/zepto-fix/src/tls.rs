@@ -22,7 +22,8 @@ impl std::fmt::Debug for InitiatorTls {
 }
 
 impl PartialEq for InitiatorTls {
-    /// Equal when they check the same name with the same configuration.
+    /// Equal when they check the same name with the same loaded configuration (one loaded
+    /// twice from the same files is two configurations: rustls's have no equality).
     fn eq(&self, other: &InitiatorTls) -> bool {
         self.server_name == other.server_name && Arc::ptr_eq(&self.config, &other.config)
     }

@@ -68,6 +68,14 @@ fn bad_keys_say_what_to_write() {
     assert!(err("ALTER TABLE q DEDUP ENABLE UPSERT KEYS(ts, sym, nope)").contains("nope"));
     assert!(err("ALTER TABLE q DEDUP ENABLE KEYS(ts)").contains("UPSERT"));
     assert!(err("CREATE TABLE v (id INT, e FLOAT[3]) DEDUP UPSERT KEYS(id)").contains("no designated timestamp"));
+    // QuestDB's DEDUP UPSERT KEYS(ts) on a table with a SYMBOL column: one partition.
+    e.execute("CREATE TABLE k (ts TIMESTAMP, sym SYMBOL, px DOUBLE) TIMESTAMP(ts) DEDUP UPSERT KEYS(ts)").expect("ts");
+    e.execute("INSERT INTO k VALUES (1, 'a', 1.0), (1, 'b', 2.0), (2, 'a', 3.0)").expect("insert");
+    assert_eq!(sorted_rows(&e, "SELECT sym, px FROM k", 3), [r#"Str("a")|3.000e0"#, r#"Str("b")|2.000e0"#]);
+    e.execute("CREATE TABLE k2 (ts TIMESTAMP, a SYMBOL, b SYMBOL) DEDUP UPSERT KEYS(ts, b)").expect("b");
+    let roles = e.execute("DESCRIBE k2").expect("describe").batch();
+    assert_eq!(format!("{:?}", roles.columns[2].get(2)), r#"Str("partition key, dedup key")"#);
+    assert!(err("ALTER TABLE k2 DEDUP DISABLE").is_empty());
     // A column named like a QuestDB time unit is still a partition key.
     e.execute("CREATE TABLE d (ts TIMESTAMP, day SYMBOL, s SYMBOL) PARTITION BY day").expect("column day");
     let b = e.execute("DESCRIBE d").expect("describe").batch();

@@ -196,7 +196,7 @@ fn initiator(v: &Value) -> Result<InitiatorConfig, String> {
     };
     let subscribe = o.get("subscribe").map(subscription).transpose().map_err(|e| format!("subscribe: {e}"))?;
     let tls = match o.get("tls") {
-        None | Some(Value::Bool(false)) => None,
+        None | Some(Value::Bool(false) | Value::Null) => None,
         Some(v) => Some(initiator_tls(&connect, v).map_err(|e| format!("tls: {e}"))?),
     };
     Ok(InitiatorConfig { connect, target, heartbeat_secs, reset_on_logon, subscribe, tls })

@@ -67,7 +67,8 @@ impl Schema {
 /// Layout choices of a table; `None` fields are derived from the schema by [`Table::new`].
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct TableOptions {
-    /// The partition key column (a SYMBOL column); `None` picks the first SYMBOL column.
+    /// The partition key column (a SYMBOL column); `None` picks the first SYMBOL column, or
+    /// with `dedup_keys` the first SYMBOL column among them (none: one partition).
     pub partition_key: Option<String>,
     /// The designated timestamp column (a TIMESTAMP column); `None` picks the first TIMESTAMP
     /// column.
@@ -178,6 +179,22 @@ impl Partition {
         self.lineage = new_lineage();
     }
 
+    /// How many rows lead with a NULL in `ts_col` (the designated timestamp: NULLs sort first),
+    /// by binary search.
+    pub fn null_prefix(&self, ts_col: usize) -> usize {
+        let Some(v) = self.columns[ts_col].validity() else { return 0 };
+        let (mut l, mut r) = (0usize, self.len());
+        while l < r {
+            let m = (l + r) / 2;
+            if v.get(m) {
+                r = m;
+            } else {
+                l = m + 1;
+            }
+        }
+        l
+    }
+
     /// Rows whose timestamp column `ts_col` lies in `[lo, hi]` (inclusive), by binary search.
     /// `ts_col` must be the designated timestamp (the order every partition keeps).
     pub fn ts_range(&self, ts_col: usize, lo: i64, hi: i64) -> Range<usize> {
@@ -185,22 +202,7 @@ impl Partition {
             return 0..self.len();
         };
         // NULL timestamps sort first and never satisfy a range: skip them.
-        let col = &self.columns[ts_col];
-        let nulls = match col.validity() {
-            None => 0,
-            Some(v) => {
-                let (mut l, mut r) = (0usize, ts.len());
-                while l < r {
-                    let m = (l + r) / 2;
-                    if v.get(m) {
-                        r = m;
-                    } else {
-                        l = m + 1;
-                    }
-                }
-                l
-            }
-        };
+        let nulls = self.null_prefix(ts_col);
         let ts = &ts[nulls..];
         let a = ts.partition_point(|&t| t < lo);
         let b = ts.partition_point(|&t| t <= hi);
@@ -229,8 +231,9 @@ pub struct Table {
     rows: usize,
     /// Older rows moved to Parquet files, and the retention setting.
     history: Arc<History>,
-    /// Bumped by every change other than an append (delete, update, add column, tier,
-    /// retain): tiering checks it did not move under it while its files were written.
+    /// Bumped by every change other than a plain append (delete, update, add column, tier,
+    /// retain, an append that replaced rows under `DEDUP UPSERT KEYS`): tiering checks it did
+    /// not move under it while its files were written.
     mutations: u64,
     /// Reads the history files (installed by the catalog on tables that have history).
     reader: Option<Arc<dyn HistoryReader>>,
@@ -293,9 +296,15 @@ impl Table {
                 None => Ok(schema.columns.iter().position(|c| c.data_type == dt)),
             }
         };
-        let key_col = match opts.partition_key {
-            Some(_) => pick(&opts.partition_key, DataType::Symbol, "partition key")?,
-            None => default_partition_key(&schema.columns),
+        let key_col = match (&opts.partition_key, opts.dedup_keys.is_empty()) {
+            (Some(_), _) => pick(&opts.partition_key, DataType::Symbol, "partition key")?,
+            (None, true) => default_partition_key(&schema.columns),
+            // Deduplicated tables partition by their first SYMBOL key, else not at all, so
+            // that QuestDB's DEDUP UPSERT KEYS(ts) holds on a table with a SYMBOL column.
+            (None, false) => opts
+                .dedup_keys
+                .iter()
+                .find_map(|k| schema.index_of(k).filter(|&i| schema.columns[i].data_type == DataType::Symbol)),
         };
         let ts_col = pick(&opts.timestamp, DataType::Timestamp, "designated timestamp")?;
         Ok(Table {
@@ -612,29 +621,7 @@ impl Table {
             }
             check_vector_elements(&def.name, c)?;
         }
-        self.check_dedup_history(batch)?;
         Ok(n)
-    }
-
-    /// A deduplicating table compares new rows with the rows in memory only: one at or before
-    /// the newest row moved to the history (Parquet) could duplicate a row there, so it is
-    /// refused (the batch whole) rather than stored twice.
-    fn check_dedup_history(&self, batch: &[Column]) -> Result<(), StorageError> {
-        let (Some(t), false) = (self.ts_col, self.dedup.is_empty()) else { return Ok(()) };
-        let Some(newest) = self.history.files.iter().map(|f| f.max_ts).max() else { return Ok(()) };
-        let Some((c, ts)) = batch.get(t).and_then(|c| Some((c, c.as_i64_slice()?))) else { return Ok(()) };
-        match (0..ts.len()).find(|&i| c.is_valid(i) && ts[i] <= newest) {
-            None => Ok(()),
-            Some(i) => Err(StorageError::Invalid(format!(
-                "table '{}' deduplicates rows (DEDUP UPSERT KEYS) but row {} is at or before the newest row of its \
-                 history ({} <= {newest} ns): rows moved to Parquet are not compared, so it could store a duplicate; \
-                 ALTER TABLE {} DEDUP DISABLE to write it as it is",
-                self.name,
-                i + 1,
-                ts[i],
-                self.name
-            ))),
-        }
     }
 
     /// Append a validated batch (call [`Table::validate`] first: this step cannot fail half-way).
