@@ -32,6 +32,12 @@ fn check_batch(b: &RecordBatch<'_>, body_len: usize) -> Result<(), String> {
     if b.length() < 0 {
         return Err(format!("a record batch of {} rows", b.length()));
     }
+    if b.compression().is_some() {
+        // A compressed buffer states its own decoded size, which nothing here bounds.
+        return Err("compressed record batches (LZ4/ZSTD buffers) are not taken: send the stream \
+                    uncompressed, or the whole body with Content-Encoding: gzip"
+            .into());
+    }
     for n in b.nodes().iter().flatten() {
         if n.length() < 0 || n.null_count() < 0 || n.null_count() > n.length() {
             return Err(format!("a field of {} values with {} nulls", n.length(), n.null_count()));

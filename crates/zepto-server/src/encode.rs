@@ -8,7 +8,7 @@
 use crate::error::ApiError;
 use std::sync::Arc;
 use zepto_io::format::{csv_cell, csv_escape, json_cell, json_escape};
-use zepto_io::ipc::IpcResultWriter;
+use zepto_io::ipc::{IpcCodec, IpcResultWriter};
 use zepto_sql::QueryResult;
 use zepto_storage::{Column, ColumnData, DataType};
 
@@ -21,8 +21,17 @@ pub enum Format {
     Jsonl,
     /// CSV with a header row.
     Csv,
-    /// An Arrow IPC stream.
-    Arrow,
+    /// An Arrow IPC stream, its buffers compressed with the codec if one was asked for.
+    Arrow(Option<IpcCodec>),
+}
+
+/// The first codec we have in an Accept part's `codecs="..."` parameter.
+fn accept_codec(part: &str) -> Option<IpcCodec> {
+    let list = part.split(';').skip(1).find_map(|p| {
+        let (k, v) = p.split_once('=')?;
+        k.trim().eq_ignore_ascii_case("codecs").then(|| v.trim().trim_matches('"').to_string())
+    })?;
+    list.split(',').find_map(IpcCodec::from_name)
 }
 
 impl Format {
@@ -33,15 +42,28 @@ impl Format {
             "json" => Some(Format::Json),
             "jsonl" | "ndjson" | "jsonlines" => Some(Format::Jsonl),
             "csv" => Some(Format::Csv),
-            "arrow" | "arrows" | "ipc" => Some(Format::Arrow),
+            "arrow" | "arrows" | "ipc" => Some(Format::Arrow(None)),
             _ => None,
         }
     }
 
-    /// The format an `Accept` header asks for, if it names one we make.
+    /// The format an `Accept` header asks for, if it names one we make. Arrow's may list
+    /// buffer codecs in order of preference (`application/vnd.apache.arrow.stream;
+    /// codecs="zstd, lz4"`): the first we have is used.
     pub fn from_accept(accept: &str) -> Option<Format> {
-        accept.split(',').find_map(|part| match part.split(';').next().unwrap_or("").trim() {
-            "application/vnd.apache.arrow.stream" => Some(Format::Arrow),
+        let mut parts = accept.split(',').peekable();
+        std::iter::from_fn(|| {
+            // A quoted codec list holds commas: join a part with the ones that close its quote.
+            let mut part = parts.next()?.to_string();
+            while part.matches('"').count() % 2 == 1 {
+                let Some(next) = parts.next() else { break };
+                part.push(',');
+                part.push_str(next);
+            }
+            Some(part)
+        })
+        .find_map(|part| match part.split(';').next().unwrap_or("").trim() {
+            "application/vnd.apache.arrow.stream" => Some(Format::Arrow(accept_codec(&part))),
             "text/csv" => Some(Format::Csv),
             "application/x-ndjson" | "application/jsonl" | "application/jsonlines" => Some(Format::Jsonl),
             "application/json" => Some(Format::Json),
@@ -55,7 +77,7 @@ impl Format {
             Format::Json => "application/json",
             Format::Jsonl => "application/x-ndjson",
             Format::Csv => "text/csv; charset=utf-8",
-            Format::Arrow => "application/vnd.apache.arrow.stream",
+            Format::Arrow(_) => "application/vnd.apache.arrow.stream",
         }
     }
 }
@@ -114,9 +136,10 @@ impl Encoder {
             }
         };
         let ipc = match format {
-            Format::Arrow => {
+            Format::Arrow(codec) => {
                 let refs: Vec<&Column> = cols.iter().map(|c| &**c).collect();
-                Some(IpcResultWriter::new(&names, &refs, rows).map_err(|e| ApiError::internal(e.to_string()))?)
+                let w = IpcResultWriter::compressed(&names, &refs, rows, codec);
+                Some(w.map_err(|e| ApiError::internal(e.to_string()))?)
             }
             _ => None,
         };
@@ -230,7 +253,7 @@ impl Encoder {
                 }
                 s.push('\n');
             }
-            Format::Jsonl | Format::Arrow => {}
+            Format::Jsonl | Format::Arrow(_) => {}
         }
     }
 
@@ -270,7 +293,7 @@ impl Encoder {
                 }
                 s.push('\n');
             }
-            Format::Arrow => {}
+            Format::Arrow(_) => {}
         }
     }
 }
@@ -310,7 +333,18 @@ mod tests {
             "{\"sym\":\"A\",\"px\":1.5}\n{\"sym\":\"B\",\"px\":null}\n"
         );
         assert!(render(Format::Json, "INSERT INTO t VALUES (2, 'C', 1, 'x')").contains("[[\"INSERT 1\"]]"));
-        assert_eq!(Format::from_accept("text/html, application/vnd.apache.arrow.stream;q=0.9"), Some(Format::Arrow));
+        assert_eq!(
+            Format::from_accept("text/html, application/vnd.apache.arrow.stream;q=0.9"),
+            Some(Format::Arrow(None))
+        );
+        assert_eq!(
+            Format::from_accept(r#"application/vnd.apache.arrow.stream; codecs="brotli, zstd, lz4", */*"#),
+            Some(Format::Arrow(Some(IpcCodec::Zstd)))
+        );
+        assert_eq!(
+            Format::from_accept("application/vnd.apache.arrow.stream;codecs=lz4"),
+            Some(Format::Arrow(Some(IpcCodec::Lz4)))
+        );
         assert_eq!(Format::from_accept("*/*"), None);
     }
 }

@@ -20,6 +20,7 @@ use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
+use zepto_io::ipc::IpcCodec;
 
 /// What a handler reports for the log besides its response.
 struct Outcome {
@@ -253,7 +254,7 @@ async fn query_get(
         // `GET /` with no query: a friendly probe (ClickHouse answers the same way).
         return ok(text(StatusCode::OK, "text/plain; charset=utf-8", "Ok.\n"));
     };
-    let format = response_format(param(params, "format"), &req)?;
+    let format = with_compression(response_format(param(params, "format"), &req)?, params)?;
     let keep = keep_param(params, format)?;
     let r = SqlRequest { sql: sql.to_string(), params: Vec::new(), read_only: true, format, keep };
     let (resp, rows) = sql::run(state, who, r).await?;
@@ -294,6 +295,7 @@ async fn query_post(
         let s = std::str::from_utf8(&body).map_err(|_| ApiError::bad_request("SQL body is not UTF-8"))?;
         (s.to_string(), Vec::new())
     };
+    let format = with_compression(format, url_params)?;
     let keep = keep_param(url_params, format)?;
     let r = SqlRequest { sql: sql_text, params, read_only: false, format, keep };
     let (resp, rows) = sql::run(state, who, r).await?;
@@ -440,6 +442,23 @@ fn response_format(param: Option<&str>, req: &Request<Incoming>) -> Result<Forma
     }
     let accept = req.headers().get(hyper::header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("");
     Ok(Format::from_accept(accept).unwrap_or(Format::Json))
+}
+
+/// `compression=lz4|zstd|none` on an Arrow answer: its buffers compressed (the IPC format's
+/// own compression, which every Arrow reader decodes); any other format refuses it.
+fn with_compression(format: Format, params: &[(String, String)]) -> Result<Format, ApiError> {
+    let Some(c) = param(params, "compression") else { return Ok(format) };
+    let codec = match c.to_ascii_lowercase().as_str() {
+        "none" | "" => None,
+        name => Some(
+            IpcCodec::from_name(name)
+                .ok_or_else(|| ApiError::bad_request(format!("compression={c}: expected lz4, zstd or none")))?,
+        ),
+    };
+    match format {
+        Format::Arrow(_) => Ok(Format::Arrow(codec)),
+        _ => Err(ApiError::bad_request(format!("compression={c} compresses Arrow answers (format=arrow) only"))),
+    }
 }
 
 /// `GET /settings` as QuestDB's ILP clients read it to pick a line-protocol version: at the
