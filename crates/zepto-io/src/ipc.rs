@@ -10,10 +10,10 @@
 
 use crate::arrow::{append_batch, finish_columns, match_columns, to_arrow, Acc};
 use crate::ipc_check::{check_stream, guard, Guarded};
+pub use crate::ipc_writer::IpcResultWriter;
 use crate::IoError;
 use arrow_array::RecordBatch;
 use arrow_ipc::reader::StreamReader;
-use arrow_ipc::writer::{IpcWriteOptions, StreamWriter};
 use arrow_ipc::CompressionType;
 use arrow_schema::{ArrowError, Field, Fields, Schema, SchemaRef};
 use std::io::Cursor;
@@ -43,7 +43,7 @@ impl IpcCodec {
         }
     }
 
-    fn compression(self) -> CompressionType {
+    pub(crate) fn compression(self) -> CompressionType {
         match self {
             IpcCodec::Lz4 => CompressionType::LZ4_FRAME,
             IpcCodec::Zstd => CompressionType::ZSTD,
@@ -146,52 +146,6 @@ pub fn engine_defs(fields: &Fields) -> Result<Vec<ColumnDef>, IoError> {
             Ok(ColumnDef { name: f.name().clone(), data_type })
         })
         .collect()
-}
-
-/// Writes a result as an IPC stream, a chunk at a time: [`IpcResultWriter::next_chunk`] returns
-/// the bytes of the next record batch (the first chunk also carries the schema), and `None`
-/// after the end-of-stream marker.
-pub struct IpcResultWriter {
-    batch: RecordBatch,
-    writer: Option<StreamWriter<Vec<u8>>>,
-    offset: usize,
-}
-
-impl IpcResultWriter {
-    /// A writer of the columns `cols` (named `names`, `rows` rows each).
-    pub fn new(names: &[String], cols: &[&Column], rows: usize) -> Result<IpcResultWriter, IoError> {
-        IpcResultWriter::compressed(names, cols, rows, None)
-    }
-
-    /// [`IpcResultWriter::new`] with the record batches' buffers compressed by `codec`.
-    pub fn compressed(
-        names: &[String],
-        cols: &[&Column],
-        rows: usize,
-        codec: Option<IpcCodec>,
-    ) -> Result<IpcResultWriter, IoError> {
-        let batch = record_batch(names, cols, rows)?;
-        let opts = IpcWriteOptions::default().try_with_compression(codec.map(IpcCodec::compression)).map_err(bad)?;
-        let writer = StreamWriter::try_new_with_options(Vec::new(), &batch.schema(), opts).map_err(bad)?;
-        Ok(IpcResultWriter { batch, writer: Some(writer), offset: 0 })
-    }
-
-    /// The next piece of the stream, or `None` when it is complete.
-    pub fn next_chunk(&mut self) -> Result<Option<Vec<u8>>, IoError> {
-        let Some(w) = self.writer.as_mut() else { return Ok(None) };
-        let n = self.batch.num_rows();
-        if self.offset < n || (n == 0 && self.offset == 0) {
-            let len = BATCH_ROWS.min(n - self.offset);
-            if len > 0 {
-                w.write(&self.batch.slice(self.offset, len)).map_err(bad)?;
-            }
-            self.offset += len.max(1);
-            return Ok(Some(std::mem::take(w.get_mut())));
-        }
-        let mut w = self.writer.take().ok_or_else(|| bad("writer already finished"))?;
-        w.finish().map_err(bad)?;
-        Ok(Some(w.into_inner().map_err(bad)?))
-    }
 }
 
 /// The columns `cols` (named `names`, `rows` rows each) as one Arrow record batch (SYMBOL as

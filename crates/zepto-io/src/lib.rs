@@ -16,6 +16,7 @@ pub mod export;
 pub mod format;
 pub mod ipc;
 pub mod ipc_check;
+mod ipc_writer;
 pub mod parquet;
 
 use thiserror::Error;

@@ -1,5 +1,7 @@
 //! Query results on the wire: JSON, JSONL, CSV and the Arrow IPC stream, produced a chunk at a
-//! time so a large result is streamed, never rendered whole.
+//! time so a large result is streamed, never rendered whole. The encoder walks the result's
+//! batches as the query made them (one per partition, say): it never concatenates them, so a
+//! result costs no second copy on its way out.
 //!
 //! JSON is SPEC §2's `{"columns":[{"name":..,"type":..}],"data":[[..]],"rows":N,
 //! "elapsed_us":F}`; JSONL is one object per row; CSV has a header row. Values are rendered
@@ -9,6 +11,7 @@ use crate::error::ApiError;
 use std::sync::Arc;
 use zepto_io::format::{csv_cell, csv_escape, json_cell, json_escape};
 use zepto_io::ipc::{IpcCodec, IpcResultWriter};
+use zepto_sql::exec::Batch;
 use zepto_sql::QueryResult;
 use zepto_storage::{Column, ColumnData, DataType};
 
@@ -98,7 +101,10 @@ pub struct Encoder {
     format: Format,
     names: Vec<String>,
     types: Vec<DataType>,
-    cols: Vec<Arc<Column>>,
+    /// The result's batches with rows (at least one), in order.
+    chunks: Vec<Batch>,
+    /// The row number of each chunk's first row, over the whole result.
+    starts: Vec<usize>,
     /// One past the last row to write.
     end_row: usize,
     /// The first row to write.
@@ -114,40 +120,47 @@ pub struct Encoder {
 }
 
 /// A DDL/DML status (`INSERT 3`) as a one-row, one-column result.
-fn status_columns(status: &str) -> (Vec<String>, Vec<DataType>, Vec<Arc<Column>>, usize) {
+fn status_columns(status: &str) -> (Vec<String>, Vec<DataType>, Vec<Batch>) {
     let col = Column::from_data(ColumnData::Varchar([status].into_iter().collect()));
-    (vec!["status".into()], vec![DataType::Varchar], vec![Arc::new(col)], 1)
+    (vec!["status".into()], vec![DataType::Varchar], vec![Batch { columns: vec![Arc::new(col)], rows: 1 }])
 }
 
 impl Encoder {
     /// An encoder of `r` (a statement without rows becomes a one-row `status` column); `elapsed_us`
     /// is the run time reported in JSON, in microseconds.
     pub fn new(format: Format, r: &QueryResult, elapsed_us: f64) -> Result<Encoder, ApiError> {
-        let (names, types, cols, rows) = match &r.status {
+        let (names, types, chunks) = match &r.status {
             Some(s) if r.fields.is_empty() => status_columns(s),
-            _ => {
-                let b = r.batch();
-                (
-                    r.fields.iter().map(|f| f.name.clone()).collect(),
-                    r.fields.iter().map(|f| f.data_type).collect(),
-                    b.columns,
-                    b.rows,
-                )
-            }
+            _ => (
+                r.fields.iter().map(|f| f.name.clone()).collect(),
+                r.fields.iter().map(|f| f.data_type).collect(),
+                r.chunks().to_vec(),
+            ),
         };
         let ipc = match format {
             Format::Arrow(codec) => {
-                let refs: Vec<&Column> = cols.iter().map(|c| &**c).collect();
-                let w = IpcResultWriter::compressed(&names, &refs, rows, codec);
+                let parts = chunks.iter().map(|b| (b.columns.clone(), b.rows)).collect();
+                let w = IpcResultWriter::chunked(&names, parts, codec);
                 Some(w.map_err(|e| ApiError::internal(e.to_string()))?)
             }
             _ => None,
         };
+        let rows = chunks.iter().map(|b| b.rows).sum();
+        let chunks: Vec<Batch> = chunks.into_iter().filter(|b| b.rows > 0).collect();
+        let starts = chunks
+            .iter()
+            .scan(0, |at, b| {
+                let start = *at;
+                *at += b.rows;
+                Some(start)
+            })
+            .collect();
         Ok(Encoder {
             format,
             names,
             types,
-            cols,
+            chunks,
+            starts,
             end_row: rows,
             first_row: 0,
             next_row: 0,
@@ -200,7 +213,7 @@ impl Encoder {
             }
             Stage::Rows => {
                 let last = (self.next_row + TEXT_CHUNK_ROWS).min(self.end_row);
-                s.reserve((last - self.next_row) * self.cols.len() * 12);
+                s.reserve((last - self.next_row) * self.names.len() * 12);
                 let mut end = self.next_row;
                 while end < last {
                     self.row(end, &mut s);
@@ -257,14 +270,24 @@ impl Encoder {
         }
     }
 
-    fn row(&self, i: usize, s: &mut String) {
+    /// The columns holding row `g` of the result, and its position in them.
+    fn locate(&self, g: usize) -> (&[Arc<Column>], usize) {
+        let k = self.starts.partition_point(|&start| start <= g).saturating_sub(1);
+        match (self.chunks.get(k), self.starts.get(k)) {
+            (Some(b), Some(&start)) => (&b.columns, g - start),
+            _ => (&[], 0),
+        }
+    }
+
+    fn row(&self, g: usize, s: &mut String) {
+        let (cols, i) = self.locate(g);
         match self.format {
             Format::Json => {
-                if i > self.first_row {
+                if g > self.first_row {
                     s.push(',');
                 }
                 s.push('[');
-                for (j, c) in self.cols.iter().enumerate() {
+                for (j, c) in cols.iter().enumerate() {
                     if j > 0 {
                         s.push(',');
                     }
@@ -274,7 +297,7 @@ impl Encoder {
             }
             Format::Jsonl => {
                 s.push('{');
-                for (j, (c, n)) in self.cols.iter().zip(&self.names).enumerate() {
+                for (j, (c, n)) in cols.iter().zip(&self.names).enumerate() {
                     if j > 0 {
                         s.push(',');
                     }
@@ -285,7 +308,7 @@ impl Encoder {
                 s.push_str("}\n");
             }
             Format::Csv => {
-                for (j, c) in self.cols.iter().enumerate() {
+                for (j, c) in cols.iter().enumerate() {
                     if j > 0 {
                         s.push(',');
                     }
@@ -312,6 +335,47 @@ mod tests {
         let mut out = Vec::new();
         while enc.next_chunk(&mut out).expect("chunk") {}
         String::from_utf8(out).expect("utf8")
+    }
+
+    fn encode(format: Format, r: &QueryResult) -> Vec<u8> {
+        let mut enc = Encoder::new(format, r, 1.0).expect("encoder");
+        let mut out = Vec::new();
+        while enc.next_chunk(&mut out).expect("chunk") {}
+        out
+    }
+
+    /// A result of many batches (one per partition, some empty, a symbol column coded against
+    /// the table's dictionary) encodes exactly as the same rows in one batch, in every format;
+    /// the Arrow stream carries the dictionary once.
+    #[test]
+    fn batches_encode_as_their_concatenation() {
+        let e = Engine::new();
+        e.execute("CREATE TABLE t (ts TIMESTAMP, sym SYMBOL, px DOUBLE, note VARCHAR)").expect("ddl");
+        e.execute(
+            "INSERT INTO t SELECT i, CASE WHEN i % 7 = 6 THEN NULL ELSE 'symbol-value-' || (i % 7) END, i * 0.5, \
+             CASE WHEN i % 3 = 0 THEN NULL ELSE 'n' || i END FROM range(70000) AS r(i)",
+        )
+        .expect("dml");
+        let r = e.execute("SELECT * FROM t WHERE px > 10").expect("query");
+        assert!(r.chunks().len() > 2, "one batch per partition: {}", r.chunks().len());
+        let one = QueryResult::rows(r.fields.clone(), r.batch());
+        for f in [Format::Json, Format::Jsonl, Format::Csv] {
+            assert_eq!(encode(f, &r), encode(f, &one), "{f:?}");
+        }
+        let (arrow, arrow_one) = (encode(Format::Arrow(None), &r), encode(Format::Arrow(None), &one));
+        let (defs, cols, rows) = zepto_io::ipc::read_ipc_stream_any(&arrow).expect("a valid stream");
+        let (defs1, cols1, rows1) = zepto_io::ipc::read_ipc_stream_any(&arrow_one).expect("a valid stream");
+        assert_eq!((defs, rows), (defs1, rows1));
+        for (c, c1) in cols.iter().zip(&cols1) {
+            assert!((0..rows).all(|i| c.get(i) == c1.get(i)), "a column differs");
+        }
+        let dict_value = b"symbol-value-3";
+        let times = |b: &[u8]| b.windows(dict_value.len()).filter(|w| w == dict_value).count();
+        assert_eq!(times(&arrow), 1, "the dictionary is sent once");
+        let empty = e.execute("SELECT * FROM t WHERE px < 0").expect("no rows");
+        assert_eq!(encode(Format::Csv, &empty), b"ts,sym,px,note\n");
+        let (defs, _, rows) = zepto_io::ipc::read_ipc_stream_any(&encode(Format::Arrow(None), &empty)).expect("schema");
+        assert_eq!((defs.len(), rows), (4, 0));
     }
 
     #[test]

@@ -227,8 +227,8 @@ fn run_small_read(
     }
     state.metrics.queries.inc();
     let t0 = Instant::now();
-    // The encoder reads one batch: made here, under the query's limits.
-    let r = engine.run_prepared_in(&run, &p)?.into_one_batch(&run)?;
+    // The encoder walks the result's batches as they are: no concatenated copy.
+    let r = engine.run_prepared_in(&run, &p)?;
     let elapsed_us = t0.elapsed().as_secs_f64() * 1e6;
     if r.row_count() > INLINE_ENCODE_ROWS {
         return Ok(Err(Work::Done(r, elapsed_us)));
@@ -348,7 +348,7 @@ fn execute_work(
         Work::Prepared(p) => {
             let t0 = Instant::now();
             st.metrics.queries.inc();
-            let r = engine.run_prepared_in(&run, &p).and_then(|r| r.into_one_batch(&run));
+            let r = engine.run_prepared_in(&run, &p);
             Ok(Some((r?, t0.elapsed().as_secs_f64() * 1e6)))
         }
         Work::Statements(stmts) => {
@@ -359,7 +359,7 @@ fn execute_work(
             let mut engine = engine.clone();
             for (k, s) in stmts.iter().enumerate() {
                 st.metrics.queries.inc();
-                let r = engine.execute_statement_in(&run, s).and_then(|r| r.into_one_batch(&run));
+                let r = engine.execute_statement_in(&run, s);
                 match r.and_then(|r| Ok((r, engine.after(s)?))) {
                     Ok((r, next)) => {
                         last = Some(r);

@@ -1,8 +1,6 @@
 //! What a statement returns: rows as batches with their schema, or a status line.
 
-use crate::error::Result;
 use crate::exec::{self, Batch};
-use crate::interrupt::RunContext;
 use crate::plan::Field;
 use zepto_storage::{Column, DataType, Value};
 
@@ -68,19 +66,6 @@ impl QueryResult {
     /// The rows as one batch, consuming the result.
     pub fn into_batch(self) -> Batch {
         exec::concat_chunks(self.chunks)
-    }
-
-    /// The result with its rows made one batch, as part of the query `run` (the copy counts
-    /// against its memory limit, and a limit or deadline it crosses fails here). For a
-    /// consumer that encodes one batch (the HTTP door).
-    pub fn into_one_batch(self, run: &RunContext) -> Result<QueryResult> {
-        if self.chunks.len() == 1 {
-            return Ok(self);
-        }
-        let QueryResult { fields, chunks, status, missing_partitions } = self;
-        let one = exec::concat_chunks(chunks);
-        run.check()?;
-        Ok(QueryResult { fields, chunks: vec![one], status, missing_partitions })
     }
 
     pub(crate) fn text_column(name: &str, values: Vec<String>) -> QueryResult {
