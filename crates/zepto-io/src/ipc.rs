@@ -1,11 +1,12 @@
-//! The Arrow IPC stream format: reading an ingest body into typed columns, and writing query
-//! results as a stream of record batches (the HTTP server's `format=arrow`).
+//! The Arrow IPC stream format: reading an ingest body into typed columns; writing query
+//! results as a stream of record batches (the HTTP server's `format=arrow`) is
+//! [`IpcResultWriter`]'s (`ipc_writer.rs`).
 //!
 //! Reading converts each batch through [`crate::arrow::Acc`], so every Arrow type the Parquet
 //! reader accepts is accepted here too (any integer width, any timestamp unit, dictionary or
-//! plain strings, ...). Writing slices the result into batches of [`BATCH_ROWS`] rows so a
-//! large result leaves the server as a sequence of bounded messages, their buffers compressed
-//! with LZ4 or ZSTD when the reader asked for it ([`IpcCodec`]; every Arrow reader takes both).
+//! plain strings, ...). Written streams are record batches of at most [`BATCH_ROWS`] rows,
+//! their buffers compressed with LZ4 or ZSTD when the reader asked for it ([`IpcCodec`];
+//! pyarrow, arrow-rs, Polars and DuckDB decode both).
 #![cfg_attr(not(test), deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used))]
 
 use crate::arrow::{append_batch, finish_columns, match_columns, to_arrow, Acc};
@@ -29,7 +30,7 @@ pub const BATCH_ROWS: usize = 1 << 16;
 pub enum IpcCodec {
     /// LZ4 frames: fast to write and read, about half the bytes of typical market data.
     Lz4,
-    /// Zstandard (level 1): fewer bytes than LZ4 for some more CPU.
+    /// Zstandard (arrow-ipc's default level): fewer bytes than LZ4 for more CPU.
     Zstd,
 }
 

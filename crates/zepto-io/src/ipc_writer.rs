@@ -1,17 +1,21 @@
 //! Writing a result as an Arrow IPC stream, a record batch at a time: either one set of
 //! columns, or the result's chunks as the query made them, never concatenated whole.
 //!
-//! Chunks are written in order. Small neighbours are joined into batches of up to
-//! [`BATCH_ROWS`] rows (a result of many small partitions would otherwise be many tiny
-//! messages); a large chunk is sliced. Each chunk is converted to Arrow when it is reached, so
-//! the writer holds one chunk's Arrow copy at a time. SYMBOL columns coded against one
-//! dictionary share one Arrow dictionary array, sent once.
+//! Chunks are written in order, in record batches of at most [`BATCH_ROWS`] rows: a large
+//! chunk is read a window at a time, and small neighbours are joined (a result of many small
+//! partitions would otherwise be many tiny messages). Only the window being written exists in
+//! Arrow form, so an answer costs the result plus one window, however large it is.
+//!
+//! SYMBOL columns carry their dictionary. The chunks of one table hold versions of one
+//! dictionary (a partition keeps the version it last appended with); a dictionary only grows,
+//! so the largest version of each lineage serves every chunk coded against it: it is
+//! converted once and every batch shares that array, which the stream writer sends once.
 #![cfg_attr(not(test), deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used))]
 
 use crate::ipc::{record_batch, IpcCodec, BATCH_ROWS};
 use crate::IoError;
 use arrow_array::types::Int32Type;
-use arrow_array::{Array, ArrayRef, DictionaryArray, RecordBatch, RecordBatchOptions};
+use arrow_array::{Array, ArrayRef, DictionaryArray, RecordBatch, RecordBatchOptions, StringArray};
 use arrow_ipc::writer::{IpcWriteOptions, StreamWriter};
 use arrow_schema::SchemaRef;
 use std::collections::VecDeque;
@@ -25,6 +29,14 @@ fn bad(e: impl std::fmt::Display) -> IoError {
 /// One chunk of a result: its columns and rows.
 type Chunk = (Vec<Arc<Column>>, usize);
 
+/// The chunks still to write: the front one from row `offset` on.
+struct Pending {
+    chunks: VecDeque<Chunk>,
+    offset: usize,
+    /// Per dictionary lineage, the Arrow values of its largest version among the chunks.
+    dicts: Vec<(u64, ArrayRef)>,
+}
+
 /// Writes a result as an IPC stream, a piece at a time: [`IpcResultWriter::next_chunk`] returns
 /// the bytes of the next record batch (the first piece also carries the schema), and `None`
 /// after the end-of-stream marker.
@@ -34,10 +46,7 @@ pub struct IpcResultWriter {
     /// The batch being written and the rows of it written so far.
     current: RecordBatch,
     offset: usize,
-    /// Chunks not yet converted, in order.
-    rest: VecDeque<Chunk>,
-    /// The Arrow values of each dictionary met, shared by the batches coded against it.
-    dicts: Vec<(Arc<Dict>, ArrayRef)>,
+    rest: Pending,
     writer: Option<StreamWriter<Vec<u8>>>,
 }
 
@@ -55,49 +64,42 @@ impl IpcResultWriter {
         codec: Option<IpcCodec>,
     ) -> Result<IpcResultWriter, IoError> {
         let batch = record_batch(names, cols, rows)?;
-        IpcResultWriter::start(names, batch, VecDeque::new(), codec)
+        let rest = Pending { chunks: VecDeque::new(), offset: 0, dicts: Vec::new() };
+        IpcResultWriter::start(names, batch, rest, codec)
     }
 
     /// A writer of a result's `chunks` (columns named `names`; each chunk's columns of one
-    /// length, its `rows`), compressed by `codec` if given. Chunks whose columns differ in
-    /// type from the first's (an all-NULL column of no type) are joined into one batch first.
+    /// length, its `rows`), compressed by `codec` if given. An untyped all-NULL column takes
+    /// the type the other chunks give it; chunks whose types still differ are joined first.
     pub fn chunked(names: &[String], chunks: Vec<Chunk>, codec: Option<IpcCodec>) -> Result<IpcResultWriter, IoError> {
         // A result without rows still has its columns' types: its first (empty) chunk.
         let empty = chunks.first().cloned().unwrap_or_default();
-        let mut rest: VecDeque<Chunk> = chunks.into_iter().filter(|c| c.1 > 0).collect();
-        if !uniform(&rest) {
-            rest = VecDeque::from([join(rest.make_contiguous())]);
+        let mut chunks: VecDeque<Chunk> = chunks.into_iter().filter(|c| c.1 > 0).collect();
+        type_nulls(&mut chunks);
+        if !uniform(&chunks) {
+            chunks = VecDeque::from([join(chunks.make_contiguous())]);
         }
-        if rest.is_empty() {
-            rest.push_back(empty);
+        if chunks.is_empty() {
+            chunks.push_back(empty);
         }
-        let mut dicts = Vec::new();
-        let first = next_batch(names, &mut rest, &mut dicts, None)?;
+        let dicts = largest_dicts(&chunks);
+        let mut rest = Pending { chunks, offset: 0, dicts };
+        let first = rest.next_batch(names, None)?;
         let first = first.unwrap_or_else(|| RecordBatch::new_empty(Arc::new(arrow_schema::Schema::empty())));
-        let mut w = IpcResultWriter::start(names, first, rest, codec)?;
-        w.dicts = dicts;
-        Ok(w)
+        IpcResultWriter::start(names, first, rest, codec)
     }
 
     /// The writer of `first`, then `rest`, in `first`'s schema.
     fn start(
         names: &[String],
         first: RecordBatch,
-        rest: VecDeque<Chunk>,
+        rest: Pending,
         codec: Option<IpcCodec>,
     ) -> Result<IpcResultWriter, IoError> {
         let schema = first.schema();
         let opts = IpcWriteOptions::default().try_with_compression(codec.map(IpcCodec::compression)).map_err(bad)?;
         let writer = StreamWriter::try_new_with_options(Vec::new(), &schema, opts).map_err(bad)?;
-        Ok(IpcResultWriter {
-            names: names.to_vec(),
-            schema,
-            current: first,
-            offset: 0,
-            rest,
-            dicts: Vec::new(),
-            writer: Some(writer),
-        })
+        Ok(IpcResultWriter { names: names.to_vec(), schema, current: first, offset: 0, rest, writer: Some(writer) })
     }
 
     /// The next piece of the stream, or `None` when it is complete.
@@ -115,7 +117,7 @@ impl IpcResultWriter {
                 w.write(&piece).map_err(bad)?;
                 return Ok(Some(std::mem::take(w.get_mut())));
             }
-            match next_batch(&self.names, &mut self.rest, &mut self.dicts, Some(&self.schema))? {
+            match self.rest.next_batch(&self.names, Some(&self.schema))? {
                 Some(b) => (self.current, self.offset) = (b, 0),
                 None => break,
             }
@@ -126,46 +128,88 @@ impl IpcResultWriter {
     }
 }
 
-/// The front chunks of `rest` as one record batch (in `schema` if given): the front chunk,
-/// with the small ones after it joined while the rows stay within [`BATCH_ROWS`].
-fn next_batch(
-    names: &[String],
-    rest: &mut VecDeque<Chunk>,
-    dicts: &mut Vec<(Arc<Dict>, ArrayRef)>,
-    schema: Option<&SchemaRef>,
-) -> Result<Option<RecordBatch>, IoError> {
-    let Some(first) = rest.pop_front() else { return Ok(None) };
-    let mut group = vec![first];
-    let mut rows = group.iter().map(|c| c.1).sum::<usize>();
-    while let Some(next) = rest.front().filter(|c| rows + c.1 <= BATCH_ROWS) {
-        rows += next.1;
-        group.extend(rest.pop_front());
+impl Pending {
+    /// The next rows as one record batch (in `schema` if given): a window of at most
+    /// [`BATCH_ROWS`] rows of the front chunk, or whole small chunks joined up to that.
+    fn next_batch(&mut self, names: &[String], schema: Option<&SchemaRef>) -> Result<Option<RecordBatch>, IoError> {
+        let Some(front) = self.chunks.front() else { return Ok(None) };
+        let (cols, rows) = if self.offset > 0 || front.1 > BATCH_ROWS {
+            let len = BATCH_ROWS.min(front.1 - self.offset);
+            let cols: Vec<Arc<Column>> = front.0.iter().map(|c| Arc::new(c.slice(self.offset, len))).collect();
+            self.offset += len;
+            if self.offset >= front.1 {
+                self.chunks.pop_front();
+                self.offset = 0;
+            }
+            (cols, len)
+        } else {
+            let mut group = Vec::new();
+            let mut rows = 0;
+            while let Some(next) = self.chunks.front().filter(|c| group.is_empty() || rows + c.1 <= BATCH_ROWS) {
+                rows += next.1;
+                group.extend(self.chunks.pop_front());
+            }
+            if group.len() == 1 {
+                group.swap_remove(0)
+            } else {
+                join(&group)
+            }
+        };
+        let refs: Vec<&Column> = cols.iter().map(|c| &**c).collect();
+        let batch = record_batch(names, &refs, rows)?;
+        let schema = schema.cloned().unwrap_or_else(|| batch.schema());
+        let arrays = batch.columns().iter().zip(&cols).map(|(a, c)| self.shared_dict(a, c)).collect::<Vec<_>>();
+        let opts = RecordBatchOptions::new().with_row_count(Some(rows));
+        RecordBatch::try_new_with_options(schema, arrays, &opts).map(Some).map_err(bad)
     }
-    let (cols, rows) = if group.len() == 1 { group.swap_remove(0) } else { join(&group) };
-    let refs: Vec<&Column> = cols.iter().map(|c| &**c).collect();
-    let batch = record_batch(names, &refs, rows)?;
-    let schema = schema.cloned().unwrap_or_else(|| batch.schema());
-    let arrays = batch.columns().iter().zip(&cols).map(|(a, c)| shared_dict(dicts, a, c)).collect::<Vec<_>>();
-    let opts = RecordBatchOptions::new().with_row_count(Some(rows));
-    RecordBatch::try_new_with_options(schema, arrays, &opts).map(Some).map_err(bad)
+
+    /// `a` (column `c` in Arrow) with the dictionary values of its lineage's largest version:
+    /// the same array for every batch, so the stream writer sends it once.
+    fn shared_dict(&self, a: &ArrayRef, c: &Column) -> ArrayRef {
+        let (ColumnData::Symbol { dict, .. }, Some(d)) =
+            (c.data(), a.as_any().downcast_ref::<DictionaryArray<Int32Type>>())
+        else {
+            return a.clone();
+        };
+        let Some((_, values)) = self.dicts.iter().find(|(l, _)| *l == dict.lineage()) else { return a.clone() };
+        match DictionaryArray::try_new(d.keys().clone(), values.clone()) {
+            Ok(shared) => Arc::new(shared),
+            Err(_) => a.clone(),
+        }
+    }
 }
 
-/// `a` (column `c` in Arrow), its dictionary values replaced by the ones sent before for the
-/// same dictionary: the stream writer sends a dictionary again when it differs from the last
-/// one sent, which sharing the array makes a pointer comparison instead of a value by value one.
-fn shared_dict(dicts: &mut Vec<(Arc<Dict>, ArrayRef)>, a: &ArrayRef, c: &Column) -> ArrayRef {
-    let (ColumnData::Symbol { dict, .. }, Some(d)) =
-        (c.data(), a.as_any().downcast_ref::<DictionaryArray<Int32Type>>())
-    else {
-        return a.clone();
-    };
-    let Some(values) = dicts.iter().find(|(k, _)| Arc::ptr_eq(k, dict)).map(|(_, v)| v.clone()) else {
-        dicts.push((dict.clone(), d.values().clone()));
-        return a.clone();
-    };
-    match DictionaryArray::try_new(d.keys().clone(), values) {
-        Ok(shared) => Arc::new(shared),
-        Err(_) => a.clone(),
+/// Per dictionary lineage among the chunks' SYMBOL columns, its largest version in Arrow (a
+/// dictionary only grows: every smaller version is a prefix of it).
+fn largest_dicts(chunks: &VecDeque<Chunk>) -> Vec<(u64, ArrayRef)> {
+    let mut largest: Vec<&Arc<Dict>> = Vec::new();
+    for c in chunks.iter().flat_map(|(cols, _)| cols) {
+        if let ColumnData::Symbol { dict, .. } = c.data() {
+            match largest.iter_mut().find(|d| d.lineage() == dict.lineage()) {
+                Some(d) if d.len() < dict.len() => *d = dict,
+                Some(_) => {}
+                None => largest.push(dict),
+            }
+        }
+    }
+    largest
+        .into_iter()
+        .map(|d| (d.lineage(), Arc::new(d.iter().map(Some).collect::<StringArray>()) as ArrayRef))
+        .collect()
+}
+
+/// Untyped all-NULL columns (a NULL literal in one branch of a union) take the type the
+/// other chunks give that column.
+fn type_nulls(chunks: &mut VecDeque<Chunk>) {
+    let ncols = chunks.front().map_or(0, |c| c.0.len());
+    for j in 0..ncols {
+        let typed = chunks.iter().filter_map(|c| c.0.get(j)).map(|c| c.data_type()).find(|t| *t != DataType::Null);
+        let Some(t) = typed else { continue };
+        for (cols, _) in chunks.iter_mut() {
+            if let Some(c) = cols.get_mut(j).filter(|c| c.data_type() == DataType::Null) {
+                *c = Arc::new(Column::nulls(t, c.len()));
+            }
+        }
     }
 }
 

@@ -1,7 +1,8 @@
 //! Query results on the wire: JSON, JSONL, CSV and the Arrow IPC stream, produced a chunk at a
 //! time so a large result is streamed, never rendered whole. The encoder walks the result's
-//! batches as the query made them (one per partition, say): it never concatenates them, so a
-//! result costs no second copy on its way out.
+//! batches as the query made them (one per partition, say) and never concatenates them: text
+//! is rendered a few thousand rows at a time, Arrow converted a window of at most 65,536 rows
+//! at a time.
 //!
 //! JSON is SPEC §2's `{"columns":[{"name":..,"type":..}],"data":[[..]],"rows":N,
 //! "elapsed_us":F}`; JSONL is one object per row; CSV has a header row. Values are rendered
@@ -356,6 +357,9 @@ mod tests {
              CASE WHEN i % 3 = 0 THEN NULL ELSE 'n' || i END FROM range(70000) AS r(i)",
         )
         .expect("dml");
+        // A new symbol later: its partition holds a larger version of the table's dictionary
+        // than the older partitions keep.
+        e.execute("INSERT INTO t VALUES (80000, 'symbol-value-9', 1e6, 'late')").expect("dml");
         let r = e.execute("SELECT * FROM t WHERE px > 10").expect("query");
         assert!(r.chunks().len() > 2, "one batch per partition: {}", r.chunks().len());
         let one = QueryResult::rows(r.fields.clone(), r.batch());
@@ -372,6 +376,14 @@ mod tests {
         let dict_value = b"symbol-value-3";
         let times = |b: &[u8]| b.windows(dict_value.len()).filter(|w| w == dict_value).count();
         assert_eq!(times(&arrow), 1, "the dictionary is sent once");
+        // A chunk with an untyped NULL column beside typed ones.
+        let u = e.execute("SELECT sym, px FROM t WHERE px > 34990 UNION ALL SELECT NULL, 2.5").expect("union");
+        let one = QueryResult::rows(u.fields.clone(), u.batch());
+        assert_eq!(encode(Format::Csv, &u), encode(Format::Csv, &one));
+        let (_, cols, rows) = zepto_io::ipc::read_ipc_stream_any(&encode(Format::Arrow(None), &u)).expect("stream");
+        let (_, cols1, rows1) = zepto_io::ipc::read_ipc_stream_any(&encode(Format::Arrow(None), &one)).expect("stream");
+        assert_eq!(rows, rows1);
+        assert!(cols.iter().zip(&cols1).all(|(c, c1)| (0..rows).all(|i| c.get(i) == c1.get(i))));
         let empty = e.execute("SELECT * FROM t WHERE px < 0").expect("no rows");
         assert_eq!(encode(Format::Csv, &empty), b"ts,sym,px,note\n");
         let (defs, _, rows) = zepto_io::ipc::read_ipc_stream_any(&encode(Format::Arrow(None), &empty)).expect("schema");

@@ -46,7 +46,7 @@ struct Inner {
 
 /// A kept result as read back: the rows and the time the query took.
 pub struct Page {
-    /// The whole result (one batch).
+    /// The whole result, in the batches the query made.
     pub result: Arc<QueryResult>,
     /// How long the query ran, in microseconds.
     pub elapsed_us: f64,

@@ -445,11 +445,12 @@ fn response_format(param: Option<&str>, req: &Request<Incoming>) -> Result<Forma
 }
 
 /// `compression=lz4|zstd|none` on an Arrow answer: its buffers compressed (the IPC format's
-/// own compression, which every Arrow reader decodes); any other format refuses it.
+/// own compression); any other format takes `none` only.
 fn with_compression(format: Format, params: &[(String, String)]) -> Result<Format, ApiError> {
     let Some(c) = param(params, "compression") else { return Ok(format) };
     let codec = match c.to_ascii_lowercase().as_str() {
-        "none" | "" => None,
+        "none" | "" if matches!(format, Format::Arrow(_)) => return Ok(Format::Arrow(None)),
+        "none" | "" => return Ok(format),
         name => Some(
             IpcCodec::from_name(name)
                 .ok_or_else(|| ApiError::bad_request(format!("compression={c}: expected lz4, zstd or none")))?,
