@@ -9,48 +9,15 @@
 //! pyarrow, arrow-rs, Polars and DuckDB decode both).
 #![cfg_attr(not(test), deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used))]
 
-use crate::arrow::{append_batch, finish_columns, match_columns, to_arrow, Acc};
+use crate::arrow::{append_batch, finish_columns, match_columns, Acc};
 use crate::ipc_check::{check_stream, guard, Guarded};
-pub use crate::ipc_writer::IpcResultWriter;
+pub use crate::ipc_writer::{record_batch, IpcCodec, IpcResultWriter, BATCH_ROWS};
 use crate::IoError;
 use arrow_array::RecordBatch;
 use arrow_ipc::reader::StreamReader;
-use arrow_ipc::CompressionType;
-use arrow_schema::{ArrowError, Field, Fields, Schema, SchemaRef};
+use arrow_schema::{ArrowError, Fields};
 use std::io::Cursor;
-use std::sync::Arc;
 use zepto_storage::{Column, ColumnDef, DataType};
-
-/// Rows per record batch of a written stream.
-pub const BATCH_ROWS: usize = 1 << 16;
-
-/// Buffer compression of a written stream (the IPC format's own: each buffer of a record
-/// batch compressed on its own, so readers decode batch by batch).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum IpcCodec {
-    /// LZ4 frames: fast to write and read, about half the bytes of typical market data.
-    Lz4,
-    /// Zstandard (arrow-ipc's default level): fewer bytes than LZ4 for more CPU.
-    Zstd,
-}
-
-impl IpcCodec {
-    /// The codec named `s` (`lz4`, `lz4_frame`, `zstd`; any case).
-    pub fn from_name(s: &str) -> Option<IpcCodec> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "lz4" | "lz4_frame" => Some(IpcCodec::Lz4),
-            "zstd" => Some(IpcCodec::Zstd),
-            _ => None,
-        }
-    }
-
-    pub(crate) fn compression(self) -> CompressionType {
-        match self {
-            IpcCodec::Lz4 => CompressionType::LZ4_FRAME,
-            IpcCodec::Zstd => CompressionType::ZSTD,
-        }
-    }
-}
 
 fn bad(e: impl std::fmt::Display) -> IoError {
     IoError::Invalid(format!("bad Arrow IPC stream: {e}"))
@@ -147,22 +114,6 @@ pub fn engine_defs(fields: &Fields) -> Result<Vec<ColumnDef>, IoError> {
             Ok(ColumnDef { name: f.name().clone(), data_type })
         })
         .collect()
-}
-
-/// The columns `cols` (named `names`, `rows` rows each) as one Arrow record batch (SYMBOL as
-/// a dictionary). Without columns it still has `rows` rows (a count over a scan that reads no
-/// column).
-pub fn record_batch(names: &[String], cols: &[&Column], rows: usize) -> Result<RecordBatch, IoError> {
-    let mut fields = Vec::with_capacity(cols.len());
-    let mut arrays = Vec::with_capacity(cols.len());
-    for (name, c) in names.iter().zip(cols) {
-        let a = to_arrow(c, rows).map_err(|e| IoError::Invalid(format!("column '{name}': {e}")))?;
-        fields.push(Field::new(name.clone(), a.data_type().clone(), true));
-        arrays.push(a);
-    }
-    let schema: SchemaRef = Arc::new(Schema::new(fields));
-    let opts = arrow_array::RecordBatchOptions::new().with_row_count(Some(rows));
-    RecordBatch::try_new_with_options(schema, arrays, &opts).map_err(bad)
 }
 
 /// Record batches of one schema (`fields`) as engine columns with the types they declare

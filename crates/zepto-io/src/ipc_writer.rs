@@ -12,15 +12,47 @@
 //! converted once and every batch shares that array, which the stream writer sends once.
 #![cfg_attr(not(test), deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used))]
 
-use crate::ipc::{record_batch, IpcCodec, BATCH_ROWS};
+use crate::arrow::to_arrow;
 use crate::IoError;
 use arrow_array::types::Int32Type;
 use arrow_array::{Array, ArrayRef, DictionaryArray, RecordBatch, RecordBatchOptions, StringArray};
 use arrow_ipc::writer::{IpcWriteOptions, StreamWriter};
-use arrow_schema::SchemaRef;
+use arrow_ipc::CompressionType;
+use arrow_schema::{Field, Schema, SchemaRef};
 use std::collections::VecDeque;
 use std::sync::Arc;
 use zepto_storage::{Column, ColumnData, DataType, Dict};
+
+/// Rows per record batch of a written stream.
+pub const BATCH_ROWS: usize = 1 << 16;
+
+/// Buffer compression of a written stream (the IPC format's own: each buffer of a record
+/// batch compressed on its own, so readers decode batch by batch).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IpcCodec {
+    /// LZ4 frames: fast to write and read, about half the bytes of typical market data.
+    Lz4,
+    /// Zstandard (arrow-ipc's default level): fewer bytes than LZ4 for more CPU.
+    Zstd,
+}
+
+impl IpcCodec {
+    /// The codec named `s` (`lz4`, `lz4_frame`, `zstd`; any case).
+    pub fn from_name(s: &str) -> Option<IpcCodec> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "lz4" | "lz4_frame" => Some(IpcCodec::Lz4),
+            "zstd" => Some(IpcCodec::Zstd),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn compression(self) -> CompressionType {
+        match self {
+            IpcCodec::Lz4 => CompressionType::LZ4_FRAME,
+            IpcCodec::Zstd => CompressionType::ZSTD,
+        }
+    }
+}
 
 fn bad(e: impl std::fmt::Display) -> IoError {
     IoError::Invalid(format!("bad Arrow IPC stream: {e}"))
@@ -177,6 +209,22 @@ impl Pending {
             Err(_) => a.clone(),
         }
     }
+}
+
+/// The columns `cols` (named `names`, `rows` rows each) as one Arrow record batch (SYMBOL as
+/// a dictionary). Without columns it still has `rows` rows (a count over a scan that reads no
+/// column).
+pub fn record_batch(names: &[String], cols: &[&Column], rows: usize) -> Result<RecordBatch, IoError> {
+    let mut fields = Vec::with_capacity(cols.len());
+    let mut arrays = Vec::with_capacity(cols.len());
+    for (name, c) in names.iter().zip(cols) {
+        let a = to_arrow(c, rows).map_err(|e| IoError::Invalid(format!("column '{name}': {e}")))?;
+        fields.push(Field::new(name.clone(), a.data_type().clone(), true));
+        arrays.push(a);
+    }
+    let schema: SchemaRef = Arc::new(Schema::new(fields));
+    let opts = arrow_array::RecordBatchOptions::new().with_row_count(Some(rows));
+    RecordBatch::try_new_with_options(schema, arrays, &opts).map_err(bad)
 }
 
 /// Per dictionary lineage among the chunks' SYMBOL columns, its largest version in Arrow (a
