@@ -305,6 +305,7 @@ const FILE_KEYS: &[&str] = &[
     "access-log",
     "fix",
     "fix-tls",
+    "fix-busy-poll",
     "fix-config",
     "cluster",
     "cluster-topic",

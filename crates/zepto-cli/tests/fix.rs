@@ -2,7 +2,7 @@
 //! initiator over TCP (messages built by hand with zepto-fix's encoder: no FIX engine is
 //! installed here), the rows read back over HTTP SQL, a forced gap filled by a resend, a bad
 //! message rejected, and a `kill -9` after which the session resumes with every message once;
-//! and the same session over TLS (`--fix-tls`).
+//! and the same session over TLS (`--fix-tls`), busy-polled (`--fix-busy-poll`).
 
 mod common;
 
@@ -249,7 +249,7 @@ fn https_sql(addr: &str, cfg: &Arc<rustls::ClientConfig>, q: &str) -> serde_json
 }
 
 #[test]
-fn a_session_over_tls_stores_its_messages_and_plain_tcp_gets_nothing() {
+fn a_busy_polled_session_over_tls_stores_its_messages_and_plain_tcp_gets_nothing() {
     let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).expect("self-signed cert");
     let dir = std::env::temp_dir().join(format!("zepto-fix-tls-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("dir");
@@ -257,7 +257,8 @@ fn a_session_over_tls_stores_its_messages_and_plain_tcp_gets_nothing() {
     std::fs::write(&cert_path, cert.cert.pem()).expect("cert");
     std::fs::write(&key_path, cert.signing_key.serialize_pem()).expect("key");
     let (c, k) = (cert_path.to_str().expect("path"), key_path.to_str().expect("path"));
-    let s = Server::start(&["--fix", "127.0.0.1:0", "--fix-tls", "--tls-cert", c, "--tls-key", k]);
+    // Busy-polling too: each connection (its TLS handshake included) on a thread of its own.
+    let s = Server::start(&["--fix", "127.0.0.1:0", "--fix-tls", "--fix-busy-poll", "--tls-cert", c, "--tls-key", k]);
     let line = s.startup.iter().find(|l| l.contains("accepting FIX sessions on")).expect("FIX address printed");
     assert!(line.contains("over TLS"), "{line}");
     let addr = fix_addr(&s);

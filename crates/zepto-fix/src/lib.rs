@@ -10,6 +10,7 @@
 //! value from the input buffer and allocates nothing per field or per repeating-group entry.
 #![warn(missing_docs)]
 
+mod busy;
 pub mod config;
 pub mod encode;
 pub mod extra;

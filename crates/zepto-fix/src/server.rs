@@ -1,17 +1,19 @@
 //! The FIX door's network loops (tokio): the acceptor's (plain TCP, or TLS only when it has a
 //! TLS configuration: FIX has no in-band upgrade), and one per initiator session (which
 //! connects, logs on, and reconnects after a growing pause when the connection ends). Each
-//! connection is a task driving a [`Session`] with what the socket reads. A read's complete
+//! connection drives a [`Session`] with what the socket reads, as a task of the door's runtime
+//! or busy-polling on a thread of its own (`busy.rs`). A read's complete
 //! messages are stored as one batch (with the session's sequence numbers) before the
 //! responses go out. The store is written on the connection's task: a WAL fsync holds only
 //! that session.
 
+use crate::busy::Spawner;
 use crate::map::compact_sessions;
 use crate::session::{InitiatorConfig, Registry, Session, SessionConfig};
 use crate::time::now_ns;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_rustls::rustls::ServerConfig;
 use tokio_rustls::TlsAcceptor;
@@ -26,34 +28,26 @@ const COMPACT: Duration = Duration::from_secs(60);
 /// Most bytes buffered for one message still arriving (a larger BodyLength is garbage).
 const MAX_PENDING: usize = crate::parse::MAX_BODY + 64;
 
-/// Accept FIX sessions on `listener` (if any; over TLS with `tls`) and compact the session
-/// table now and then, until `shutdown` turns true.
-pub async fn serve(
+/// Accept FIX sessions on `listener` (if any; over TLS with `tls`), each run by `spawn`, and
+/// compact the session table now and then, until `shutdown` turns true.
+pub(crate) async fn serve(
     listener: Option<TcpListener>,
     tls: Option<TlsAcceptor>,
     catalog: Arc<Catalog>,
     cfg: Arc<SessionConfig>,
     registry: Arc<Registry>,
+    spawn: &Spawner,
     mut shutdown: tokio::sync::watch::Receiver<bool>,
 ) {
     let mut compact = tokio::time::interval(COMPACT);
     loop {
         tokio::select! {
             _ = compact.tick() => compact_now(&catalog, &cfg).await,
-            r = accept(listener.as_ref()) => match r {
+            r = accept(listener.as_ref()) => match r.and_then(|(s, peer)| Ok((s.into_std()?, peer))) {
                 Ok((stream, peer)) => {
-                    let _ = stream.set_nodelay(true);
                     let (catalog, cfg, registry, tls) = (catalog.clone(), cfg.clone(), registry.clone(), tls.clone());
-                    tokio::spawn(async move {
-                        let r = match tls {
-                            None => connection(stream, &catalog, cfg, registry).await,
-                            Some(tls) => match tokio::time::timeout(TLS_HANDSHAKE, tls.accept(stream)).await {
-                                Ok(Ok(s)) => connection(s, &catalog, cfg, registry).await,
-                                Ok(Err(e)) => Err(std::io::Error::other(format!("TLS handshake: {e}"))),
-                                Err(_) => Err(std::io::Error::other("no TLS handshake in 10 s")),
-                            },
-                        };
-                        if let Err(e) = r {
+                    spawn.run(&peer.to_string(), move || async move {
+                        if let Err(e) = accepted(stream, tls, &catalog, cfg, registry).await {
                             eprintln!("zeptodb: fix connection from {peer}: {e}");
                         }
                     });
@@ -65,6 +59,27 @@ pub async fn serve(
             },
             _ = shutdown.changed() => break,
         }
+    }
+}
+
+/// A connection accepted (its socket handed over to the runtime it runs on): a TLS handshake
+/// first with `tls`, then the session.
+async fn accepted(
+    stream: std::net::TcpStream,
+    tls: Option<TlsAcceptor>,
+    catalog: &Catalog,
+    cfg: Arc<SessionConfig>,
+    registry: Arc<Registry>,
+) -> std::io::Result<()> {
+    let stream = TcpStream::from_std(stream)?;
+    let _ = stream.set_nodelay(true);
+    match tls {
+        None => connection(stream, catalog, cfg, registry).await,
+        Some(tls) => match tokio::time::timeout(TLS_HANDSHAKE, tls.accept(stream)).await {
+            Ok(Ok(s)) => connection(s, catalog, cfg, registry).await,
+            Ok(Err(e)) => Err(std::io::Error::other(format!("TLS handshake: {e}"))),
+            Err(_) => Err(std::io::Error::other("no TLS handshake in 10 s")),
+        },
     }
 }
 
@@ -164,13 +179,14 @@ async fn drive<S: AsyncRead + AsyncWrite + Unpin>(
     catalog: &Catalog,
 ) -> std::io::Result<()> {
     let mut buf: Vec<u8> = Vec::with_capacity(64 * 1024);
+    let busy = s.busy_poll();
     let first = s.commit(catalog, now_ns()).map_err(|e| std::io::Error::other(e.to_string()))?;
     stream.write_all(&first).await?;
     // A TLS stream may hold written bytes until flushed (a no-op on plain TCP).
     stream.flush().await?;
     loop {
         let wait = Duration::from_secs(s.heartbeat_secs());
-        match tokio::time::timeout(wait, stream.read_buf(&mut buf)).await {
+        match tokio::time::timeout(wait, crate::busy::read(&mut stream, &mut buf, busy)).await {
             Err(_) => s.on_idle(now_ns()),
             Ok(Ok(0)) => break,
             Ok(Ok(_)) => {
@@ -257,18 +273,20 @@ impl FixDoor {
         let thread = std::thread::Builder::new()
             .name("zepto-fix-accept".into())
             .spawn(move || {
-                rt.block_on(async move {
+                let spawn = Spawner::new(cfg.busy_poll, rx.clone());
+                rt.block_on(async {
                     for init in &cfg.initiators {
-                        let (c, r, i) = (catalog.clone(), registry.clone(), Arc::new(init.clone()));
-                        tokio::spawn(initiate(c, cfg.clone(), r, i));
+                        let (c, r, i, cfg) = (catalog.clone(), registry.clone(), Arc::new(init.clone()), cfg.clone());
+                        spawn.run(&init.target, move || initiate(c, cfg, r, i));
                     }
                     match bound.map(|(l, _)| TcpListener::from_std(l)).transpose() {
-                        Ok(l) => serve(l, tls, catalog, cfg, registry, rx).await,
+                        Ok(l) => serve(l, tls, catalog, cfg, registry, &spawn, rx).await,
                         Err(e) => eprintln!("zeptodb: fix listener: {e}"),
                     }
                 });
                 // Sessions stop at their next await: a batch is stored whole or not at all.
                 rt.shutdown_timeout(Duration::from_secs(5));
+                spawn.join();
             })
             .map_err(|e| format!("cannot start the FIX thread: {e}"))?;
         Ok(FixDoor { stop, sessions, thread, addr: local })

@@ -219,6 +219,19 @@ impl Catalog {
         Ok(t.clone())
     }
 
+    /// [`Catalog::snapshot`] without waiting: `None` while a writer holds the table, or if
+    /// there is no such table. For observers that must never sleep on the lock, such as a
+    /// latency probe (waking a sleeping reader costs more than the write it waited for).
+    pub fn try_snapshot(&self, name: &str) -> Option<Arc<Table>> {
+        let slot = self.slot(name).ok()?;
+        let t = match slot.table.try_read() {
+            Ok(t) => t,
+            Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => return None,
+        };
+        Some(t.clone())
+    }
+
     /// True if a table of this name (case-insensitive) exists.
     pub fn exists(&self, name: &str) -> bool {
         self.tables.read().unwrap_or_else(|e| e.into_inner()).contains_key(&key(name))
