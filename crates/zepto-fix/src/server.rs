@@ -117,17 +117,17 @@ async fn connection<S: AsyncRead + AsyncWrite + Unpin>(
 /// connect again.
 async fn initiate(catalog: Arc<Catalog>, cfg: Arc<SessionConfig>, registry: Arc<Registry>, init: Arc<InitiatorConfig>) {
     let mut pause = Duration::from_secs(1);
+    let who = format!("{}-{}", cfg.sender, init.target);
     loop {
-        let who = format!("{}-{}", cfg.sender, init.target);
         match tokio::time::timeout(Duration::from_secs(10), TcpStream::connect(&init.connect)).await {
             Ok(Ok(stream)) => {
                 let _ = stream.set_nodelay(true);
                 let logged_on = match &init.tls {
-                    None => run_initiator(stream, &catalog, &cfg, &registry, &init).await,
+                    None => run_initiator(stream, &who, &catalog, &cfg, &registry, &init).await,
                     Some(tls) => {
                         let (connector, name) = tls.connector();
                         match tokio::time::timeout(TLS_HANDSHAKE, connector.connect(name, stream)).await {
-                            Ok(Ok(s)) => run_initiator(s, &catalog, &cfg, &registry, &init).await,
+                            Ok(Ok(s)) => run_initiator(s, &who, &catalog, &cfg, &registry, &init).await,
                             Ok(Err(e)) => {
                                 eprintln!("zeptodb: fix {who}: TLS handshake with {}: {e}", init.connect);
                                 false
@@ -151,21 +151,22 @@ async fn initiate(catalog: Arc<Catalog>, cfg: Arc<SessionConfig>, registry: Arc<
     }
 }
 
-/// One connection of initiator session `init` over `stream`: log on and drive it until it
-/// ends (errors are logged). True when the Logon succeeded.
+/// One connection of initiator session `init` (`who` in the log) over `stream`: log on and
+/// drive it until it ends (errors are logged). True when the Logon succeeded.
 async fn run_initiator<S: AsyncRead + AsyncWrite + Unpin>(
     stream: S,
+    who: &str,
     catalog: &Catalog,
     cfg: &Arc<SessionConfig>,
     registry: &Arc<Registry>,
     init: &Arc<InitiatorConfig>,
 ) -> bool {
     let Some(mut s) = Session::initiate(cfg.clone(), registry.clone(), init.clone(), catalog, now_ns()) else {
-        eprintln!("zeptodb: fix {}-{}: already logged on; not connecting", cfg.sender, init.target);
+        eprintln!("zeptodb: fix {who}: already logged on; not connecting");
         return false;
     };
     if let Err(e) = drive(stream, &mut s, catalog).await {
-        eprintln!("zeptodb: fix {}-{}: connection to {}: {e}", cfg.sender, init.target, init.connect);
+        eprintln!("zeptodb: fix {who}: connection to {}: {e}", init.connect);
     }
     disconnected(&s);
     s.logged_on()

@@ -55,7 +55,7 @@ impl Format {
     /// buffer codecs in order of preference (`application/vnd.apache.arrow.stream;
     /// codecs="zstd, lz4"`): the first we have is used.
     pub fn from_accept(accept: &str) -> Option<Format> {
-        let mut parts = accept.split(',').peekable();
+        let mut parts = accept.split(',');
         std::iter::from_fn(|| {
             // A quoted codec list holds commas: join a part with the ones that close its quote.
             let mut part = parts.next()?.to_string();
@@ -102,8 +102,10 @@ pub struct Encoder {
     format: Format,
     names: Vec<String>,
     types: Vec<DataType>,
-    /// The result's batches with rows (at least one), in order.
+    /// The result's batches that have rows, in order (none for an empty result).
     chunks: Vec<Batch>,
+    /// The batch holding the next row to write (rows are written in order).
+    chunk: usize,
     /// The row number of each chunk's first row, over the whole result.
     starts: Vec<usize>,
     /// One past the last row to write.
@@ -161,6 +163,7 @@ impl Encoder {
             names,
             types,
             chunks,
+            chunk: 0,
             starts,
             end_row: rows,
             first_row: 0,
@@ -217,6 +220,7 @@ impl Encoder {
                 s.reserve((last - self.next_row) * self.names.len() * 12);
                 let mut end = self.next_row;
                 while end < last {
+                    self.seek(end);
                     self.row(end, &mut s);
                     end += 1;
                     if self.written + s.len() > self.byte_cap {
@@ -271,17 +275,20 @@ impl Encoder {
         }
     }
 
-    /// The columns holding row `g` of the result, and its position in them.
-    fn locate(&self, g: usize) -> (&[Arc<Column>], usize) {
-        let k = self.starts.partition_point(|&start| start <= g).saturating_sub(1);
-        match (self.chunks.get(k), self.starts.get(k)) {
-            (Some(b), Some(&start)) => (&b.columns, g - start),
-            _ => (&[], 0),
+    /// Move to the batch holding row `g` of the result (rows are asked for in order, so
+    /// from the batch of the last row on).
+    fn seek(&mut self, g: usize) {
+        while self.starts.get(self.chunk + 1).is_some_and(|&start| start <= g) {
+            self.chunk += 1;
         }
     }
 
+    /// Write row `g` of the result, which [`Encoder::seek`] moved to.
     fn row(&self, g: usize, s: &mut String) {
-        let (cols, i) = self.locate(g);
+        let (cols, i): (&[Arc<Column>], usize) = match (self.chunks.get(self.chunk), self.starts.get(self.chunk)) {
+            (Some(b), Some(&start)) => (&b.columns, g - start),
+            _ => (&[], 0),
+        };
         match self.format {
             Format::Json => {
                 if g > self.first_row {
@@ -372,6 +379,18 @@ mod tests {
         assert_eq!((defs, rows), (defs1, rows1));
         for (c, c1) in cols.iter().zip(&cols1) {
             assert!((0..rows).all(|i| c.get(i) == c1.get(i)), "a column differs");
+        }
+        // Pages starting inside later batches hold the same rows as pages of the one batch.
+        for (offset, limit) in [(0, 5), (9_000, 20_000), (34_000, 5_000), (60_000, 10)] {
+            let page = |r: &QueryResult| {
+                let mut enc = Encoder::page(r, 1.0, offset, limit, usize::MAX).expect("page");
+                let mut out = Vec::new();
+                while enc.next_chunk(&mut out).expect("chunk") {}
+                out
+            };
+            let (many, one) = (page(&r), page(&one));
+            assert!(many.len() > 100, "rows in page {offset}: {}", many.len());
+            assert_eq!(many, one, "page {offset}+{limit}");
         }
         let dict_value = b"symbol-value-3";
         let times = |b: &[u8]| b.windows(dict_value.len()).filter(|w| w == dict_value).count();
