@@ -13,6 +13,7 @@
 #![cfg_attr(not(test), deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used))]
 
 use crate::arrow::to_arrow;
+use crate::chunks::{join, of_one_type, Chunk};
 use crate::IoError;
 use arrow_array::types::Int32Type;
 use arrow_array::{Array, ArrayRef, DictionaryArray, RecordBatch, RecordBatchOptions, StringArray};
@@ -21,7 +22,7 @@ use arrow_ipc::CompressionType;
 use arrow_schema::{Field, Schema, SchemaRef};
 use std::collections::VecDeque;
 use std::sync::Arc;
-use zepto_storage::{Column, ColumnData, DataType, Dict};
+use zepto_storage::{Column, ColumnData, Dict};
 
 /// Rows per record batch of a written stream.
 pub const BATCH_ROWS: usize = 1 << 16;
@@ -57,9 +58,6 @@ impl IpcCodec {
 fn bad(e: impl std::fmt::Display) -> IoError {
     IoError::Invalid(format!("bad Arrow IPC stream: {e}"))
 }
-
-/// One chunk of a result: its columns and rows.
-type Chunk = (Vec<Arc<Column>>, usize);
 
 /// The chunks still to write: the front one from row `offset` on.
 struct Pending {
@@ -104,16 +102,7 @@ impl IpcResultWriter {
     /// length, its `rows`), compressed by `codec` if given. An untyped all-NULL column takes
     /// the type the other chunks give it; chunks whose types still differ are joined first.
     pub fn chunked(names: &[String], chunks: Vec<Chunk>, codec: Option<IpcCodec>) -> Result<IpcResultWriter, IoError> {
-        // A result without rows still has its columns' types: its first (empty) chunk.
-        let empty = chunks.first().cloned().unwrap_or_default();
-        let mut chunks: VecDeque<Chunk> = chunks.into_iter().filter(|c| c.1 > 0).collect();
-        type_nulls(&mut chunks);
-        if !uniform(&chunks) {
-            chunks = VecDeque::from([join(chunks.make_contiguous())]);
-        }
-        if chunks.is_empty() {
-            chunks.push_back(empty);
-        }
+        let chunks = of_one_type(chunks);
         let dicts = largest_dicts(&chunks);
         let mut rest = Pending { chunks, offset: 0, dicts };
         let first = rest.next_batch(names, None)?;
@@ -244,41 +233,4 @@ fn largest_dicts(chunks: &VecDeque<Chunk>) -> Vec<(u64, ArrayRef)> {
         .into_iter()
         .map(|d| (d.lineage(), Arc::new(d.iter().map(Some).collect::<StringArray>()) as ArrayRef))
         .collect()
-}
-
-/// Untyped all-NULL columns (a NULL literal in one branch of a union) take the type the
-/// other chunks give that column.
-fn type_nulls(chunks: &mut VecDeque<Chunk>) {
-    let ncols = chunks.front().map_or(0, |c| c.0.len());
-    for j in 0..ncols {
-        let typed = chunks.iter().filter_map(|c| c.0.get(j)).map(|c| c.data_type()).find(|t| *t != DataType::Null);
-        let Some(t) = typed else { continue };
-        for (cols, _) in chunks.iter_mut() {
-            if let Some(c) = cols.get_mut(j).filter(|c| c.data_type() == DataType::Null) {
-                *c = Arc::new(Column::nulls(t, c.len()));
-            }
-        }
-    }
-}
-
-/// Every chunk's columns have the first chunk's types.
-fn uniform(chunks: &VecDeque<Chunk>) -> bool {
-    let Some((first, _)) = chunks.front() else { return true };
-    let types: Vec<DataType> = first.iter().map(|c| c.data_type()).collect();
-    chunks
-        .iter()
-        .all(|(cols, _)| cols.len() == types.len() && cols.iter().zip(&types).all(|(c, t)| c.data_type() == *t))
-}
-
-/// Chunks joined into one (columns concatenated; every chunk has the same number of columns).
-fn join(chunks: &[Chunk]) -> Chunk {
-    let rows = chunks.iter().map(|c| c.1).sum();
-    let ncols = chunks.first().map_or(0, |c| c.0.len());
-    let cols = (0..ncols)
-        .map(|j| {
-            let parts: Vec<&Column> = chunks.iter().filter_map(|c| c.0.get(j).map(|c| &**c)).collect();
-            Arc::new(Column::concat(&parts))
-        })
-        .collect();
-    (cols, rows)
 }

@@ -11,6 +11,7 @@
 
 pub mod arrow;
 pub mod arrow_vector;
+mod chunks;
 pub mod csv;
 pub mod export;
 pub mod format;
@@ -18,6 +19,7 @@ pub mod ipc;
 pub mod ipc_check;
 mod ipc_writer;
 pub mod parquet;
+mod parquet_writer;
 
 use thiserror::Error;
 

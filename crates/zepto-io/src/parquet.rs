@@ -5,21 +5,21 @@
 //! validity bitmaps are appended byte-wise (Arrow's layout is ours), and a `SYMBOL` target is
 //! read as an Arrow dictionary so each distinct string is interned once, not once per row.
 //!
-//! Writing produces one zstd-compressed file, written to `<path>.tmp` and renamed into place.
+//! Writing (on every core) is `parquet_writer.rs`, re-exported here.
 #![cfg_attr(not(test), deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used))]
 
-use crate::arrow::{append_batch, finish_columns, match_columns, to_arrow, Acc};
+use crate::arrow::{append_batch, finish_columns, match_columns, Acc};
+#[cfg(test)]
+use crate::parquet_writer::{tmp_path, write_failure};
+pub use crate::parquet_writer::{write_parquet, write_parquet_on};
 use crate::{Check, IoError};
 use ::parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder};
-use ::parquet::arrow::{ArrowWriter, ProjectionMask};
-use ::parquet::basic::{Compression, ZstdLevel};
+use ::parquet::arrow::ProjectionMask;
 use ::parquet::file::metadata::ParquetMetaData;
-use ::parquet::file::properties::WriterProperties;
 use ::parquet::file::reader::ChunkReader;
-use arrow_array::RecordBatch;
 use arrow_schema::{DataType as ArrowType, Field, Schema};
 use std::fs::File;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use zepto_storage::{Column, ColumnDef, DataType};
 
@@ -176,83 +176,22 @@ fn read_with<R: ChunkReader + 'static>(
     Ok(finish_columns(accs, schema, &source, rows))
 }
 
-/// Write `rows` rows of `cols` (named `names`) as one zstd-compressed Parquet file.
-///
-/// Types: TIMESTAMP → `Timestamp(Nanosecond)` (no time zone), DATE → `Date32`, SYMBOL →
-/// `Dictionary(Int32, Utf8)` (plain strings to readers without Arrow metadata, e.g. DuckDB),
-/// VARCHAR → `LargeUtf8`, INTERVAL → `Int64` nanoseconds (Parquet has no duration type, so it
-/// reads back as a BIGINT elsewhere), untyped NULL → Arrow `Null`.
-/// The file is written to `<path>.tmp` and renamed over `path` only when complete.
-pub fn write_parquet(path: &Path, names: &[String], cols: &[&Column], rows: usize) -> Result<(), IoError> {
-    let props = WriterProperties::builder().set_compression(Compression::ZSTD(ZstdLevel::default())).build();
-    write_with(path, names, cols, rows, props)
-}
-
-fn write_with(
-    path: &Path,
-    names: &[String],
-    cols: &[&Column],
-    rows: usize,
-    props: WriterProperties,
-) -> Result<(), IoError> {
-    if names.len() != cols.len() {
-        return Err(IoError::Invalid(format!("{} column names for {} columns", names.len(), cols.len())));
-    }
-    if cols.is_empty() {
-        return Err(IoError::Invalid("cannot write a Parquet file with no columns".into()));
-    }
-    let mut fields = Vec::with_capacity(cols.len());
-    let mut arrays = Vec::with_capacity(cols.len());
-    for (name, c) in names.iter().zip(cols) {
-        if c.data_type() != DataType::Null && c.len() != rows {
-            return Err(IoError::Invalid(format!("column '{name}' has {} rows, expected {rows}", c.len())));
-        }
-        let a = to_arrow(c, rows).map_err(|e| IoError::Invalid(format!("column '{name}': {e}")))?;
-        fields.push(Field::new(name.clone(), a.data_type().clone(), true));
-        arrays.push(a);
-    }
-    let schema = Arc::new(Schema::new(fields));
-    let batch = RecordBatch::try_new(schema.clone(), arrays).map_err(|e| IoError::Invalid(e.to_string()))?;
-
-    let tmp = tmp_path(path);
-    let write = || -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-        let file = File::create(&tmp)?;
-        let mut w = ArrowWriter::try_new(file, batch.schema(), Some(props))?;
-        w.write(&batch)?;
-        let file = w.into_inner()?;
-        file.sync_all()?;
-        Ok(std::fs::rename(&tmp, path)?)
-    };
-    write().map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        write_failure(path, &*e)
-    })
-}
-
-/// A failed write as an [`IoError`]: [`IoError::DiskFull`] when the disk is full, so callers
-/// can say so (HTTP 507) instead of reporting an internal error.
-pub(crate) fn write_failure(path: &Path, e: &(dyn std::error::Error + 'static)) -> IoError {
-    if crate::is_disk_full(e) {
-        return IoError::DiskFull { path: path.display().to_string(), message: e.to_string() };
-    }
-    file_err(path, e)
-}
-
-fn tmp_path(path: &Path) -> PathBuf {
-    let mut s = path.as_os_str().to_owned();
-    s.push(".tmp");
-    PathBuf::from(s)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ::parquet::arrow::ArrowWriter;
     use arrow_array::types::Int8Type;
+    use arrow_array::RecordBatch;
     use arrow_array::{ArrayRef, DictionaryArray, NullArray, PrimitiveArray, StringArray};
     use zepto_storage::ColumnData;
     use zepto_storage::{ColumnBuilder, Value};
 
-    fn tmp(name: &str) -> PathBuf {
+    /// `cols` as a result of one chunk of `rows` rows.
+    fn one(cols: &[Column], rows: usize) -> Vec<crate::chunks::Chunk> {
+        vec![(cols.iter().cloned().map(Arc::new).collect(), rows)]
+    }
+
+    fn tmp(name: &str) -> std::path::PathBuf {
         std::env::temp_dir().join(format!("zepto-io-{}-{name}.parquet", std::process::id()))
     }
 
@@ -323,7 +262,7 @@ mod tests {
         let (defs, cols) = every_type();
         let names: Vec<String> = defs.iter().map(|d| d.name.clone()).collect();
         let p = tmp("every");
-        write_parquet(&p, &names, &cols.iter().collect::<Vec<_>>(), 5).expect("writes");
+        write_parquet(&p, &names, one(&cols, 5)).expect("writes");
         assert!(!tmp_path(&p).exists(), "temporary file renamed away");
         let back = read_parquet(&p, &defs).expect("reads");
         assert_same(&cols, &back, 5);
@@ -381,11 +320,8 @@ mod tests {
         let cols = vec![ts.finish(), sym.finish(), px.finish(), name.finish()];
         let names: Vec<String> = ["ts", "sym", "px", "name"].map(String::from).to_vec();
         let p = tmp("many");
-        let props = WriterProperties::builder()
-            .set_compression(Compression::SNAPPY)
-            .set_max_row_group_row_count(Some(9_999))
-            .build();
-        write_with(&p, &names, &cols.iter().collect::<Vec<_>>(), n, props).expect("writes");
+        // Row groups of 9,999 rows, written on 3 threads.
+        crate::parquet_writer::write_groups(&p, &names, one(&cols, n), 3, 9_999).expect("writes");
         let defs = vec![
             def("TS", DataType::Timestamp),
             def("Sym", DataType::Symbol),
@@ -397,7 +333,7 @@ mod tests {
             assert_same(&cols, &back, n);
             assert_eq!(back[2].null_count(), cols[2].null_count());
         }
-        write_parquet(&p, &names, &cols.iter().collect::<Vec<_>>(), n).expect("writes zstd");
+        write_parquet(&p, &names, one(&cols, n)).expect("writes zstd");
         assert_same(&cols, &read_parquet(&p, &defs).expect("reads"), n);
         std::fs::remove_file(&p).expect("cleanup");
     }
@@ -407,7 +343,7 @@ mod tests {
         let (defs, cols) = every_type();
         let names: Vec<String> = defs.iter().map(|d| d.name.clone()).collect();
         let p = tmp("match");
-        write_parquet(&p, &names, &cols.iter().collect::<Vec<_>>(), 5).expect("writes");
+        write_parquet(&p, &names, one(&cols, 5)).expect("writes");
         let want = vec![def("SYM", DataType::Symbol), def("missing", DataType::Int64), def("L", DataType::Int64)];
         let back = read_parquet(&p, &want).expect("reads");
         assert_eq!(back[1].null_count(), 5);
@@ -534,12 +470,12 @@ mod tests {
         let names = vec!["n".to_string(), "x".to_string()];
         let cols = [Column::from_data(ColumnData::Null(3)), Column::nulls(DataType::Varchar, 3)];
         let p = tmp("nulls");
-        write_parquet(&p, &names, &cols.iter().collect::<Vec<_>>(), 3).expect("writes");
+        write_parquet(&p, &names, one(&cols, 3)).expect("writes");
         let back = read_parquet(&p, &[def("n", DataType::Int32), def("x", DataType::Varchar)]).expect("reads");
         assert_eq!((back[0].len(), back[0].null_count()), (3, 3));
         assert_eq!((back[1].len(), back[1].null_count()), (3, 3));
         let empty = [Column::from_data(ColumnData::empty(DataType::Symbol))];
-        write_parquet(&p, &names[1..], &empty.iter().collect::<Vec<_>>(), 0).expect("writes empty");
+        write_parquet(&p, &names[1..], one(&empty, 0)).expect("writes empty");
         let back = read_parquet(&p, &[def("x", DataType::Symbol)]).expect("reads empty");
         assert_eq!(back[0].len(), 0);
         std::fs::remove_file(&p).expect("cleanup");

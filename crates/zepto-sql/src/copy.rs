@@ -165,9 +165,10 @@ pub fn write_file(files: &FilePolicy, path: &str, options: &[(String, String)], 
             // The writer goes through `<path>.tmp`, renamed when complete: check that name too.
             files.resolve_write(&format!("{}.tmp", resolved.display()))?;
             let names: Vec<String> = r.fields.iter().map(|f| f.name.clone()).collect();
-            let b = r.batch();
-            write_parquet(&resolved, &names, &b.col_refs(), b.rows).map_err(|e| write_error(path, e))?;
-            Ok(b.rows)
+            // The result's batches as they are: the writer cuts them into row groups and
+            // encodes those on every core, with no concatenated copy of the result.
+            let chunks = r.chunks().iter().map(|b| (b.columns.clone(), b.rows)).collect();
+            write_parquet(&resolved, &names, chunks).map_err(|e| write_error(path, e))
         }
         f => Err(SqlError::NotSupported(format!("COPY TO format '{f}'"))),
     }
