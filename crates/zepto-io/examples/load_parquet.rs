@@ -5,13 +5,13 @@
 //! ```
 //!
 //! Reads into `(ts TIMESTAMP, sym SYMBOL, price DOUBLE, size BIGINT)` a few times and prints
-//! each load's time; with `OUT`, also writes the columns back (`write_parquet_on`, on one thread and
-//! on every core) and times it.
+//! each load's time; with `OUT`, also writes the columns back (`write_parquet`, on every core) and
+//! times it.
 
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
-use zepto_io::parquet::{read_parquet, write_parquet_on};
+use zepto_io::parquet::{read_parquet, write_parquet};
 use zepto_storage::{Column, ColumnDef, DataType};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -43,17 +43,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     if let Some(out) = out {
         let names: Vec<String> = schema.iter().map(|c| c.name.clone()).collect();
         let chunk: Vec<Arc<Column>> = cols.into_iter().map(Arc::new).collect();
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        for threads in [1, cores] {
-            let mut times = Vec::new();
-            for _ in 0..3 {
-                let t = Instant::now();
-                write_parquet_on(Path::new(&out), &names, vec![(chunk.clone(), rows)], threads)?;
-                times.push(t.elapsed().as_secs_f64() * 1e3);
-            }
-            let best = times.iter().copied().fold(f64::INFINITY, f64::min);
-            println!("wrote {rows} rows to {out} on {threads} thread(s): best {best:.1} ms of 3");
+        let mut times = Vec::new();
+        for _ in 0..3 {
+            let t = Instant::now();
+            write_parquet(Path::new(&out), &names, vec![(chunk.clone(), rows)])?;
+            times.push(t.elapsed().as_secs_f64() * 1e3);
         }
+        let best = times.iter().copied().fold(f64::INFINITY, f64::min);
+        println!("wrote {rows} rows to {out}: best {best:.1} ms of 3");
     }
     Ok(())
 }

@@ -9,9 +9,9 @@
 #![cfg_attr(not(test), deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used))]
 
 use crate::arrow::{append_batch, finish_columns, match_columns, Acc};
+pub use crate::parquet_writer::write_parquet;
 #[cfg(test)]
 use crate::parquet_writer::{tmp_path, write_failure};
-pub use crate::parquet_writer::{write_parquet, write_parquet_on};
 use crate::{Check, IoError};
 use ::parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder};
 use ::parquet::arrow::ProjectionMask;
@@ -320,8 +320,8 @@ mod tests {
         let cols = vec![ts.finish(), sym.finish(), px.finish(), name.finish()];
         let names: Vec<String> = ["ts", "sym", "px", "name"].map(String::from).to_vec();
         let p = tmp("many");
-        // Row groups of 9,999 rows, written on 3 threads.
-        crate::parquet_writer::write_groups(&p, &names, one(&cols, n), 3, 9_999).expect("writes");
+        // Row groups of 9,999 rows.
+        crate::parquet_writer::write_groups(&p, &names, one(&cols, n), 9_999).expect("writes");
         let defs = vec![
             def("TS", DataType::Timestamp),
             def("Sym", DataType::Symbol),

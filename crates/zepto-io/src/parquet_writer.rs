@@ -3,8 +3,8 @@
 //! Rows go into row groups of at most [`ROW_GROUP_ROWS`] rows, in order; a row group takes a
 //! window of a large chunk, or several small chunks. Each column chunk of a row group (its
 //! Arrow form, Parquet encoding and zstd compression) is encoded on its own, so the (row
-//! group, column) pairs of a wave of row groups, as many row groups as there are threads, are
-//! shared among the threads; the file writer then appends the wave's encoded column chunks
+//! group, column) pairs of a wave of row groups, as many row groups as there are cores, are
+//! shared among the cores (`zepto_storage::par`); the file writer then appends the wave's encoded column chunks
 //! in order. Only the pieces being encoded exist in Arrow form: a write costs the result, one
 //! row group's column per thread, and one wave's compressed column chunks.
 //!
@@ -24,7 +24,6 @@ use arrow_schema::{Field, Schema, SchemaRef};
 use std::collections::VecDeque;
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use zepto_storage::Column;
 
@@ -64,22 +63,14 @@ struct Piece {
 /// reads back as a BIGINT elsewhere), untyped NULL → Arrow `Null`. Each chunk has a column per
 /// name; an untyped all-NULL column takes the type other chunks give it.
 pub fn write_parquet(path: &Path, names: &[String], chunks: Vec<Chunk>) -> Result<usize, IoError> {
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    write_parquet_on(path, names, chunks, threads)
+    write_groups(path, names, chunks, ROW_GROUP_ROWS)
 }
 
-/// [`write_parquet`] encoding on `threads` threads (at least one).
-pub fn write_parquet_on(path: &Path, names: &[String], chunks: Vec<Chunk>, threads: usize) -> Result<usize, IoError> {
-    write_groups(path, names, chunks, threads, ROW_GROUP_ROWS)
-}
-
-/// [`write_parquet`] on `threads` threads (at least one), in row groups of at most
-/// `group_rows` rows.
+/// [`write_parquet`] in row groups of at most `group_rows` rows.
 pub(crate) fn write_groups(
     path: &Path,
     names: &[String],
     chunks: Vec<Chunk>,
-    threads: usize,
     group_rows: usize,
 ) -> Result<usize, IoError> {
     let chunks = of_one_type(chunks);
@@ -93,7 +84,7 @@ pub(crate) fn write_groups(
     let schema = arrow_schema(names, first)?;
     let groups = row_groups(&chunks, group_rows.max(1));
     let rows = chunks.iter().map(|c| c.1).sum();
-    let threads = threads.max(1);
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let tmp = tmp_path(path);
     let write = || -> Result<(), Failure> {
         let props = WriterProperties::builder()
@@ -103,7 +94,7 @@ pub(crate) fn write_groups(
         let writer = ArrowWriter::try_new(File::create(&tmp)?, schema.clone(), Some(props))?;
         let (mut file, factory) = writer.into_serialized_writer()?;
         for (w, wave) in groups.chunks(threads).enumerate() {
-            let encoded = encode_wave(&chunks, &schema, &factory, w * threads, wave, threads)?;
+            let encoded = encode_wave(&chunks, &schema, &factory, w * threads, wave)?;
             append_wave(&mut file, encoded)?;
         }
         file.finish()?;
@@ -208,9 +199,6 @@ fn slice_or_nulls(c: &Column, rows: std::ops::Range<usize>) -> Column {
     c.slice(rows.start, rows.len())
 }
 
-/// A column chunk encoded (its leaves' chunks), or why not.
-type Encoded = Result<Vec<ArrowColumnChunk>, String>;
-
 /// One column chunk to encode: row group `group` (index in the wave), column `column`, with
 /// the writers of its Parquet leaves.
 struct Job {
@@ -219,15 +207,15 @@ struct Job {
     writers: Vec<ArrowColumnWriter>,
 }
 
-/// Encode row groups `groups` (the first numbered `first` in the file) on `threads` threads:
-/// per row group, its encoded column chunks in order.
+/// Encode row groups `groups` (the first numbered `first` in the file), their column chunks
+/// shared among the cores ([`zepto_storage::par::try_map`], which credits what the helpers
+/// allocated to the calling thread): per row group, its encoded column chunks in order.
 fn encode_wave(
     chunks: &VecDeque<Chunk>,
     schema: &SchemaRef,
     factory: &ArrowRowGroupWriterFactory,
     first: usize,
     groups: &[Vec<Piece>],
-    threads: usize,
 ) -> Result<Vec<Vec<ArrowColumnChunk>>, Failure> {
     let mut jobs = Vec::new();
     for g in 0..groups.len() {
@@ -240,25 +228,12 @@ fn encode_wave(
             jobs.push(Mutex::new(Some(Job { group: g, column: j, writers: vec![w] })));
         }
     }
-    let done: Vec<Mutex<Option<Encoded>>> = jobs.iter().map(|_| Mutex::new(None)).collect();
-    let next = AtomicUsize::new(0);
-    let work = || loop {
-        let i = next.fetch_add(1, Ordering::Relaxed);
-        let Some(job) = jobs.get(i).and_then(|j| j.lock().unwrap_or_else(|e| e.into_inner()).take()) else { break };
-        let r = encode(chunks, schema, groups, job);
-        if let Some(slot) = done.get(i) {
-            *slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
-        }
-    };
-    std::thread::scope(|s| {
-        for _ in 1..threads.min(jobs.len()) {
-            s.spawn(work);
-        }
-        work();
-    });
+    let encoded = zepto_storage::par::try_map(&jobs, |slot| {
+        let job = slot.lock().unwrap_or_else(|e| e.into_inner()).take().ok_or("a column chunk taken twice")?;
+        encode(chunks, schema, groups, job)
+    })?;
     let mut out: Vec<Vec<ArrowColumnChunk>> = groups.iter().map(|_| Vec::new()).collect();
-    for (slot, job) in done.into_iter().zip(0..) {
-        let chunks = slot.into_inner().unwrap_or_else(|e| e.into_inner()).ok_or("a column chunk was not encoded")??;
+    for (chunks, job) in encoded.into_iter().zip(0..) {
         let g = job / schema.fields().len();
         out.get_mut(g).ok_or("a column chunk of no row group")?.extend(chunks);
     }
@@ -326,8 +301,8 @@ mod tests {
     }
 
     /// Chunks of 25, 1, 0 and 40 rows (the last with an untyped NULL symbol column; each
-    /// symbol column its own dictionary) in row groups of 10, on 1 and 3 threads: 7 row groups,
-    /// every row back in order.
+    /// symbol column its own dictionary) in row groups of 10: 7 row groups, every row back in
+    /// order, whichever thread encoded which column chunk.
     #[test]
     fn chunks_become_row_groups_in_order() {
         let names: Vec<String> = ["ts", "sym", "note"].map(String::from).to_vec();
@@ -336,9 +311,9 @@ mod tests {
                 .map(|(n, t)| ColumnDef { name: n.into(), data_type: t })
                 .to_vec();
         let chunks = vec![chunk(0, 25, true), chunk(25, 1, true), chunk(26, 0, true), chunk(26, 40, false)];
-        for threads in [1, 3] {
-            let p = std::env::temp_dir().join(format!("zepto-io-{}-groups-{threads}.parquet", std::process::id()));
-            assert_eq!(write_groups(&p, &names, chunks.clone(), threads, 10).expect("writes"), 66);
+        for run in 0..3 {
+            let p = std::env::temp_dir().join(format!("zepto-io-{}-groups-{run}.parquet", std::process::id()));
+            assert_eq!(write_groups(&p, &names, chunks.clone(), 10).expect("writes"), 66);
             let file = SerializedFileReader::new(File::open(&p).expect("open")).expect("a Parquet file");
             let sizes: Vec<i64> = file.metadata().row_groups().iter().map(|g| g.num_rows()).collect();
             assert_eq!(sizes, [10, 10, 10, 10, 10, 10, 6]);
@@ -353,7 +328,7 @@ mod tests {
             std::fs::remove_file(&p).expect("cleanup");
         }
         let p = std::env::temp_dir().join(format!("zepto-io-{}-bad.parquet", std::process::id()));
-        let e = write_groups(&p, &names[..2], chunks, 2, 10).expect_err("a name short");
+        let e = write_groups(&p, &names[..2], chunks, 10).expect_err("a name short");
         assert!(e.to_string().contains("2 column names for 3 columns"), "{e}");
         assert!(!p.exists() && !tmp_path(&p).exists(), "nothing written");
     }
