@@ -3,8 +3,9 @@
 //!
 //! Chunks are written in order, in record batches of at most [`BATCH_ROWS`] rows: a large
 //! chunk is read a window at a time, and small neighbours are joined (a result of many small
-//! partitions would otherwise be many tiny messages). Only the window being written exists in
-//! Arrow form, so an answer costs the result plus one window, however large it is.
+//! partitions would otherwise be many tiny messages). The Arrow arrays share the chunks'
+//! memory ([`crate::export`]): only a join copies, besides the stream writer's own copy into
+//! each message, so an answer costs the result plus one message, however large it is.
 //!
 //! SYMBOL columns carry their dictionary. The chunks of one table hold versions of one
 //! dictionary (a partition keeps the version it last appended with); a dictionary only grows,
@@ -14,6 +15,7 @@
 
 use crate::arrow::to_arrow;
 use crate::chunks::{join, of_one_type, Chunk};
+use crate::export::Exporter;
 use crate::IoError;
 use arrow_array::types::Int32Type;
 use arrow_array::{Array, ArrayRef, DictionaryArray, RecordBatch, RecordBatchOptions, StringArray};
@@ -65,6 +67,10 @@ struct Pending {
     offset: usize,
     /// Per dictionary lineage, the Arrow values of its largest version among the chunks.
     dicts: Vec<(u64, ArrayRef)>,
+    /// The front chunk's columns as Arrow arrays sharing their memory, while it is written a
+    /// window at a time.
+    front: Option<Vec<ArrayRef>>,
+    exporter: Exporter,
 }
 
 /// Writes a result as an IPC stream, a piece at a time: [`IpcResultWriter::next_chunk`] returns
@@ -94,7 +100,7 @@ impl IpcResultWriter {
         codec: Option<IpcCodec>,
     ) -> Result<IpcResultWriter, IoError> {
         let batch = record_batch(names, cols, rows)?;
-        let rest = Pending { chunks: VecDeque::new(), offset: 0, dicts: Vec::new() };
+        let rest = Pending::new(VecDeque::new(), Vec::new());
         IpcResultWriter::start(names, batch, rest, codec)
     }
 
@@ -104,7 +110,7 @@ impl IpcResultWriter {
     pub fn chunked(names: &[String], chunks: Vec<Chunk>, codec: Option<IpcCodec>) -> Result<IpcResultWriter, IoError> {
         let chunks = of_one_type(chunks);
         let dicts = largest_dicts(&chunks);
-        let mut rest = Pending { chunks, offset: 0, dicts };
+        let mut rest = Pending::new(chunks, dicts);
         let first = rest.next_batch(names, None)?;
         let first = first.unwrap_or_else(|| RecordBatch::new_empty(Arc::new(arrow_schema::Schema::empty())));
         IpcResultWriter::start(names, first, rest, codec)
@@ -150,19 +156,31 @@ impl IpcResultWriter {
 }
 
 impl Pending {
+    fn new(chunks: VecDeque<Chunk>, dicts: Vec<(u64, ArrayRef)>) -> Pending {
+        Pending { chunks, offset: 0, dicts, front: None, exporter: Exporter::default() }
+    }
+
     /// The next rows as one record batch (in `schema` if given): a window of at most
-    /// [`BATCH_ROWS`] rows of the front chunk, or whole small chunks joined up to that.
+    /// [`BATCH_ROWS`] rows of the front chunk, or whole small chunks joined up to that. The
+    /// arrays share the chunks' memory (only a join of several chunks copies), so the stream
+    /// writer's copy into the message is the only one.
     fn next_batch(&mut self, names: &[String], schema: Option<&SchemaRef>) -> Result<Option<RecordBatch>, IoError> {
-        let Some(front) = self.chunks.front() else { return Ok(None) };
-        let (cols, rows) = if self.offset > 0 || front.1 > BATCH_ROWS {
-            let len = BATCH_ROWS.min(front.1 - self.offset);
-            let cols: Vec<Arc<Column>> = front.0.iter().map(|c| Arc::new(c.slice(self.offset, len))).collect();
+        let Some((cols, total)) = self.chunks.front().cloned() else { return Ok(None) };
+        let (arrays, rows) = if self.offset > 0 || total > BATCH_ROWS {
+            let whole = match self.front.take() {
+                Some(arrays) => arrays,
+                None => self.share(&cols, total)?,
+            };
+            let len = BATCH_ROWS.min(total - self.offset);
+            let window = whole.iter().map(|a| a.slice(self.offset, len)).collect();
             self.offset += len;
-            if self.offset >= front.1 {
+            if self.offset >= total {
                 self.chunks.pop_front();
                 self.offset = 0;
+            } else {
+                self.front = Some(whole);
             }
-            (cols, len)
+            (window, len)
         } else {
             let mut group = Vec::new();
             let mut rows = 0;
@@ -170,18 +188,29 @@ impl Pending {
                 rows += next.1;
                 group.extend(self.chunks.pop_front());
             }
-            if group.len() == 1 {
-                group.swap_remove(0)
-            } else {
-                join(&group)
+            let (cols, rows) = if group.len() == 1 { group.swap_remove(0) } else { join(&group) };
+            (self.share(&cols, rows)?, rows)
+        };
+        let schema = match schema {
+            Some(s) => s.clone(),
+            None => {
+                let fields = names.iter().zip(&arrays).map(|(n, a)| Field::new(n.clone(), a.data_type().clone(), true));
+                Arc::new(Schema::new(fields.collect::<Vec<_>>()))
             }
         };
-        let refs: Vec<&Column> = cols.iter().map(|c| &**c).collect();
-        let batch = record_batch(names, &refs, rows)?;
-        let schema = schema.cloned().unwrap_or_else(|| batch.schema());
-        let arrays = batch.columns().iter().zip(&cols).map(|(a, c)| self.shared_dict(a, c)).collect::<Vec<_>>();
         let opts = RecordBatchOptions::new().with_row_count(Some(rows));
         RecordBatch::try_new_with_options(schema, arrays, &opts).map(Some).map_err(bad)
+    }
+
+    /// `cols` (`rows` rows each) as Arrow arrays sharing their memory, each SYMBOL column with
+    /// its lineage's largest dictionary.
+    fn share(&mut self, cols: &[Arc<Column>], rows: usize) -> Result<Vec<ArrayRef>, IoError> {
+        cols.iter()
+            .map(|c| {
+                let a = self.exporter.column(c, rows).map_err(IoError::Invalid)?;
+                Ok(self.shared_dict(&a, c))
+            })
+            .collect()
     }
 
     /// `a` (column `c` in Arrow) with the dictionary values of its lineage's largest version:
@@ -233,4 +262,59 @@ fn largest_dicts(chunks: &VecDeque<Chunk>) -> Vec<(u64, ArrayRef)> {
         .into_iter()
         .map(|d| (d.lineage(), Arc::new(d.iter().map(Some).collect::<StringArray>()) as ArrayRef))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ipc::read_ipc_stream_any;
+    use zepto_storage::{ColumnBuilder, DataType, Value};
+
+    /// `n` rows: a string with NULLs, a BOOLEAN, a SYMBOL, a DOUBLE.
+    fn columns(n: usize) -> Vec<Column> {
+        let mut note = ColumnBuilder::new(DataType::Varchar, n);
+        let mut flag = ColumnBuilder::new(DataType::Bool, n);
+        let mut sym = ColumnBuilder::new(DataType::Symbol, n);
+        let mut px = ColumnBuilder::new(DataType::Float64, n);
+        for i in 0..n {
+            if i % 3 == 0 {
+                note.push_null();
+            } else {
+                note.push_str(&format!("n{i}")).expect("push");
+            }
+            flag.push_value(&Value::Bool(i % 5 == 0)).expect("push");
+            sym.push_str(&format!("s{}", i % 11)).expect("push");
+            px.push_value(&Value::Float64(i as f64)).expect("push");
+        }
+        vec![note.finish(), flag.finish(), sym.finish(), px.finish()]
+    }
+
+    /// Windows of a large chunk (shared Arrow arrays sliced) and joins of small chunks read
+    /// back as the rows, in order.
+    #[test]
+    fn windows_and_joins_of_chunks_read_back_in_order() {
+        let sizes = [3, 150_001, 7, 65_536, 1, 2];
+        let all = columns(sizes.iter().sum());
+        let mut chunks: Vec<Chunk> = Vec::new();
+        let mut start = 0;
+        for n in sizes {
+            chunks.push((all.iter().map(|c| Arc::new(c.slice(start, n))).collect(), n));
+            start += n;
+        }
+        let names: Vec<String> = ["note", "flag", "sym", "px"].map(String::from).to_vec();
+        let mut w = IpcResultWriter::chunked(&names, chunks, None).expect("writer");
+        let mut bytes = Vec::new();
+        while let Some(piece) = w.next_chunk().expect("piece") {
+            bytes.extend(piece);
+        }
+        let (_, cols, rows) = read_ipc_stream_any(&bytes).expect("a valid stream");
+        assert_eq!(rows, start);
+        for i in (0..start).step_by(97).chain([65_535, 65_536, 65_539, 150_003, start - 1]) {
+            let note = if i % 3 == 0 { Value::Null } else { Value::Str(format!("n{i}")) };
+            assert_eq!(cols[0].get(i), note, "row {i}");
+            assert_eq!(cols[1].get(i), Value::Bool(i % 5 == 0), "row {i}");
+            assert_eq!(cols[2].get(i), Value::Str(format!("s{}", i % 11)), "row {i}");
+            assert_eq!(cols[3].get(i), Value::Float64(i as f64), "row {i}");
+        }
+    }
 }
