@@ -18,7 +18,7 @@ VENV  ?= .venv
 PY    := $(VENV)/bin/python
 SEED  ?= $(shell date +%s)
 
-.PHONY: demo serve sql build test check msrv venv difftest fuzz python python-test bench clean fix-engine pg-driver kafka s3 cluster soak browser console-vendor
+.PHONY: demo serve sql build test check msrv venv difftest fuzz python python-test bench bench-growth clean fix-engine pg-driver kafka s3 cluster soak browser console-vendor
 
 build:
 	$(CARGO) build --release -p zepto-cli
@@ -153,6 +153,10 @@ msrv:
 
 bench:
 	./bench/run.sh
+
+# How cost grows with rows (1M, 10M, 100M) and symbols (10 to 100k): bench/growth.py.
+bench-growth:
+	./bench/run.sh --growth
 
 clean:
 	$(CARGO) clean

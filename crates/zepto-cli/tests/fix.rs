@@ -2,7 +2,7 @@
 //! initiator over TCP (messages built by hand with zepto-fix's encoder: no FIX engine is
 //! installed here), the rows read back over HTTP SQL, a forced gap filled by a resend, a bad
 //! message rejected, and a `kill -9` after which the session resumes with every message once;
-//! and the same session over TLS (`--fix-tls`), busy-polled (`--fix-busy-poll`).
+//! and the same session over TLS (`--fix-tls`), also busy-polled (`--fix-busy-poll`).
 
 mod common;
 
@@ -248,17 +248,21 @@ fn https_sql(addr: &str, cfg: &Arc<rustls::ClientConfig>, q: &str) -> serde_json
     r.json()
 }
 
-#[test]
-fn a_busy_polled_session_over_tls_stores_its_messages_and_plain_tcp_gets_nothing() {
+/// A session over TLS stores its quotes, and a plain Logon gets nothing (`busy`: with
+/// `--fix-busy-poll`, each connection, its TLS handshake included, on a thread of its own).
+fn over_tls(busy: bool) {
     let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).expect("self-signed cert");
-    let dir = std::env::temp_dir().join(format!("zepto-fix-tls-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!("zepto-fix-tls-{busy}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("dir");
     let (cert_path, key_path) = (dir.join("cert.pem"), dir.join("key.pem"));
     std::fs::write(&cert_path, cert.cert.pem()).expect("cert");
     std::fs::write(&key_path, cert.signing_key.serialize_pem()).expect("key");
     let (c, k) = (cert_path.to_str().expect("path"), key_path.to_str().expect("path"));
-    // Busy-polling too: each connection (its TLS handshake included) on a thread of its own.
-    let s = Server::start(&["--fix", "127.0.0.1:0", "--fix-tls", "--fix-busy-poll", "--tls-cert", c, "--tls-key", k]);
+    let mut args = vec!["--fix", "127.0.0.1:0", "--fix-tls", "--tls-cert", c, "--tls-key", k];
+    if busy {
+        args.push("--fix-busy-poll");
+    }
+    let s = Server::start(&args);
     let line = s.startup.iter().find(|l| l.contains("accepting FIX sessions on")).expect("FIX address printed");
     assert!(line.contains("over TLS"), "{line}");
     let addr = fix_addr(&s);
@@ -281,6 +285,12 @@ fn a_busy_polled_session_over_tls_stores_its_messages_and_plain_tcp_gets_nothing
     assert_eq!(j["data"], serde_json::json!([[2]]), "{j}");
     drop(s);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_session_over_tls_stores_its_messages_and_plain_tcp_gets_nothing() {
+    over_tls(false);
+    over_tls(true);
 }
 
 /// A venue's TLS acceptor on a free port presenting `cert`: it takes one connection, answers

@@ -10,7 +10,8 @@
 //! - Latency: `--samples` messages one at a time, each timed from the start of its `write` to
 //!   its row being queryable (the client looks at the catalog about every microsecond); p50, p99 and the worst.
 //!
-//! - `--busy-poll`: the acceptor spins on its socket (`zeptodb serve --fix-busy-poll`).
+//! - `--busy-poll`: the session runs on a thread of its own, spinning on its socket
+//!   (`zeptodb serve --fix-busy-poll`).
 //!
 //! `cargo run --release -p zepto-fix --example socket_bench [-- --messages 1000000 --samples 20000
 //! --wal /tmp/fixbench --sync always --busy-poll]`

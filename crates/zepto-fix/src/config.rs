@@ -17,9 +17,10 @@ pub struct SessionConfig {
     pub names: TableNames,
     /// Sessions this side starts.
     pub initiators: Vec<InitiatorConfig>,
-    /// Read each connection by spinning on its socket instead of sleeping until it is
-    /// readable: a message is stored microseconds sooner, and each connected session keeps
-    /// one of the door's two threads busy.
+    /// Run each session on a thread of its own that, once logged on, spins on its socket
+    /// instead of sleeping until it is readable: a message is stored microseconds sooner, and
+    /// each such session keeps a core busy (at most one session fewer than there are cores,
+    /// at least one; further sessions run as usual).
     pub busy_poll: bool,
 }
 

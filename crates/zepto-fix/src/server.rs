@@ -46,8 +46,8 @@ pub(crate) async fn serve(
             r = accept(listener.as_ref()) => match r.and_then(|(s, peer)| Ok((s.into_std()?, peer))) {
                 Ok((stream, peer)) => {
                     let (catalog, cfg, registry, tls) = (catalog.clone(), cfg.clone(), registry.clone(), tls.clone());
-                    spawn.run(&peer.to_string(), move || async move {
-                        if let Err(e) = accepted(stream, tls, &catalog, cfg, registry).await {
+                    spawn.run(move |own_thread| async move {
+                        if let Err(e) = accepted(stream, tls, &catalog, cfg, registry, own_thread).await {
                             eprintln!("zeptodb: fix connection from {peer}: {e}");
                         }
                     });
@@ -63,20 +63,21 @@ pub(crate) async fn serve(
 }
 
 /// A connection accepted (its socket handed over to the runtime it runs on): a TLS handshake
-/// first with `tls`, then the session.
+/// first with `tls`, then the session (spinning once logged on if `own_thread`).
 async fn accepted(
     stream: std::net::TcpStream,
     tls: Option<TlsAcceptor>,
     catalog: &Catalog,
     cfg: Arc<SessionConfig>,
     registry: Arc<Registry>,
+    own_thread: bool,
 ) -> std::io::Result<()> {
     let stream = TcpStream::from_std(stream)?;
     let _ = stream.set_nodelay(true);
     match tls {
-        None => connection(stream, catalog, cfg, registry).await,
+        None => connection(stream, catalog, cfg, registry, own_thread).await,
         Some(tls) => match tokio::time::timeout(TLS_HANDSHAKE, tls.accept(stream)).await {
-            Ok(Ok(s)) => connection(s, catalog, cfg, registry).await,
+            Ok(Ok(s)) => connection(s, catalog, cfg, registry, own_thread).await,
             Ok(Err(e)) => Err(std::io::Error::other(format!("TLS handshake: {e}"))),
             Err(_) => Err(std::io::Error::other("no TLS handshake in 10 s")),
         },
@@ -105,17 +106,24 @@ async fn connection<S: AsyncRead + AsyncWrite + Unpin>(
     catalog: &Catalog,
     cfg: Arc<SessionConfig>,
     registry: Arc<Registry>,
+    own_thread: bool,
 ) -> std::io::Result<()> {
     let mut s = Session::new(cfg, registry);
-    let r = drive(stream, &mut s, catalog).await;
+    let r = drive(stream, &mut s, catalog, own_thread).await;
     disconnected(&s);
     r
 }
 
 /// Start initiator session `init` and keep it up until the runtime stops: connect, log on,
 /// drive the session; after it ends, wait (1 s, doubling to 30 s while no Logon succeeds) and
-/// connect again.
-async fn initiate(catalog: Arc<Catalog>, cfg: Arc<SessionConfig>, registry: Arc<Registry>, init: Arc<InitiatorConfig>) {
+/// connect again. `own_thread`: it runs on a thread of its own, and spins once logged on.
+async fn initiate(
+    catalog: Arc<Catalog>,
+    cfg: Arc<SessionConfig>,
+    registry: Arc<Registry>,
+    init: Arc<InitiatorConfig>,
+    own_thread: bool,
+) {
     let mut pause = Duration::from_secs(1);
     let who = format!("{}-{}", cfg.sender, init.target);
     loop {
@@ -123,11 +131,11 @@ async fn initiate(catalog: Arc<Catalog>, cfg: Arc<SessionConfig>, registry: Arc<
             Ok(Ok(stream)) => {
                 let _ = stream.set_nodelay(true);
                 let logged_on = match &init.tls {
-                    None => run_initiator(stream, &who, &catalog, &cfg, &registry, &init).await,
+                    None => run_initiator(stream, &who, &catalog, &cfg, &registry, &init, own_thread).await,
                     Some(tls) => {
                         let (connector, name) = tls.connector();
                         match tokio::time::timeout(TLS_HANDSHAKE, connector.connect(name, stream)).await {
-                            Ok(Ok(s)) => run_initiator(s, &who, &catalog, &cfg, &registry, &init).await,
+                            Ok(Ok(s)) => run_initiator(s, &who, &catalog, &cfg, &registry, &init, own_thread).await,
                             Ok(Err(e)) => {
                                 eprintln!("zeptodb: fix {who}: TLS handshake with {}: {e}", init.connect);
                                 false
@@ -160,12 +168,13 @@ async fn run_initiator<S: AsyncRead + AsyncWrite + Unpin>(
     cfg: &Arc<SessionConfig>,
     registry: &Arc<Registry>,
     init: &Arc<InitiatorConfig>,
+    own_thread: bool,
 ) -> bool {
     let Some(mut s) = Session::initiate(cfg.clone(), registry.clone(), init.clone(), catalog, now_ns()) else {
         eprintln!("zeptodb: fix {who}: already logged on; not connecting");
         return false;
     };
-    if let Err(e) = drive(stream, &mut s, catalog).await {
+    if let Err(e) = drive(stream, &mut s, catalog, own_thread).await {
         eprintln!("zeptodb: fix {who}: connection to {}: {e}", init.connect);
     }
     disconnected(&s);
@@ -173,20 +182,22 @@ async fn run_initiator<S: AsyncRead + AsyncWrite + Unpin>(
 }
 
 /// Feed `s` what `stream` reads and send what it answers, until either side ends it. A
-/// session started by [`Session::initiate`] sends its Logon first.
+/// session started by [`Session::initiate`] sends its Logon first. On a thread of its own
+/// (`own_thread`), a logged-on session reads by spinning ([`crate::busy::read`]).
 async fn drive<S: AsyncRead + AsyncWrite + Unpin>(
     mut stream: S,
     s: &mut Session,
     catalog: &Catalog,
+    own_thread: bool,
 ) -> std::io::Result<()> {
     let mut buf: Vec<u8> = Vec::with_capacity(64 * 1024);
-    let busy = s.busy_poll();
     let first = s.commit(catalog, now_ns()).map_err(|e| std::io::Error::other(e.to_string()))?;
     stream.write_all(&first).await?;
     // A TLS stream may hold written bytes until flushed (a no-op on plain TCP).
     stream.flush().await?;
     loop {
         let wait = Duration::from_secs(s.heartbeat_secs());
+        let busy = own_thread && s.logged_on();
         match tokio::time::timeout(wait, crate::busy::read(&mut stream, &mut buf, busy)).await {
             Err(_) => s.on_idle(now_ns()),
             Ok(Ok(0)) => break,
@@ -278,7 +289,7 @@ impl FixDoor {
                 rt.block_on(async {
                     for init in &cfg.initiators {
                         let (c, r, i, cfg) = (catalog.clone(), registry.clone(), Arc::new(init.clone()), cfg.clone());
-                        spawn.run(&init.target, move || initiate(c, cfg, r, i));
+                        spawn.run(move |own_thread| initiate(c, cfg, r, i, own_thread));
                     }
                     match bound.map(|(l, _)| TcpListener::from_std(l)).transpose() {
                         Ok(l) => serve(l, tls, catalog, cfg, registry, &spawn, rx).await,
@@ -287,7 +298,7 @@ impl FixDoor {
                 });
                 // Sessions stop at their next await: a batch is stored whole or not at all.
                 rt.shutdown_timeout(Duration::from_secs(5));
-                spawn.join();
+                spawn.join(Duration::from_secs(5));
             })
             .map_err(|e| format!("cannot start the FIX thread: {e}"))?;
         Ok(FixDoor { stop, sessions, thread, addr: local })

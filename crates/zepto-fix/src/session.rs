@@ -143,11 +143,6 @@ impl Session {
         self.heartbeat_secs.max(1)
     }
 
-    /// Read the connection by spinning on it ([`SessionConfig::busy_poll`]).
-    pub fn busy_poll(&self) -> bool {
-        self.cfg.busy_poll
-    }
-
     /// The session is over: send what [`Session::commit`] returns, then close.
     pub fn closed(&self) -> bool {
         self.closed

@@ -99,6 +99,12 @@ fn prices(c: &Catalog) -> Vec<f64> {
     out
 }
 
+/// Threads of this process named `name`.
+fn threads_named(name: &str) -> usize {
+    let tasks = std::fs::read_dir("/proc/self/task").expect("/proc/self/task");
+    tasks.filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok()).filter(|c| c.trim() == name).count()
+}
+
 fn run(busy_poll: bool) {
     let catalog = Arc::new(Catalog::new());
     let cfg = SessionConfig { busy_poll, ..SessionConfig::default() };
@@ -111,6 +117,11 @@ fn run(busy_poll: bool) {
     }
     a.sync("A1");
     b.sync("B1");
+    // Busy-polling, sessions get threads of their own, at most one fewer than the cores (at
+    // least one); the rest run as tasks.
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let own = if busy_poll { 2.min(cores.saturating_sub(1).max(1)) } else { 0 };
+    assert_eq!(threads_named("zepto-fix-busy"), own);
     let price = |base: &str, i: i32| format!("{base}.{i:02}").parse::<f64>().expect("price");
     let want: Vec<f64> = (0..50).map(|i| price("1", i)).chain((0..50).map(|i| price("150", i))).collect();
     assert_eq!(prices(&catalog), want);
@@ -127,12 +138,10 @@ fn run(busy_poll: bool) {
     assert!(b.stream.read_to_end(&mut rest).is_ok(), "the connection is closed");
 }
 
+/// Both ways, one after the other (the busy-polling threads are counted in this process).
 #[test]
-fn sessions_run_as_tasks_of_the_doors_runtime() {
+fn sessions_run_as_tasks_or_busy_polling_on_threads_of_their_own() {
     run(false);
-}
-
-#[test]
-fn busy_polling_sessions_run_on_threads_of_their_own() {
     run(true);
+    assert_eq!(threads_named("zepto-fix-busy"), 0, "stopping the door ended them");
 }

@@ -5,8 +5,9 @@
 //! Arrow form, Parquet encoding and zstd compression) is encoded on its own, so the (row
 //! group, column) pairs of a wave of row groups, as many row groups as there are cores, are
 //! shared among the cores (`zepto_storage::par`); the file writer then appends the wave's encoded column chunks
-//! in order. Only the pieces being encoded exist in Arrow form: a write costs the result, one
-//! row group's column per thread, and one wave's compressed column chunks.
+//! in order. Only the pieces being encoded exist in Arrow form: a write costs the result, a
+//! few copies of one row group's column per thread (a window is sliced, small chunks joined,
+//! then converted to Arrow), and one wave's compressed column chunks.
 //!
 //! The file is written to `<path>.tmp`, synced, and renamed over `path` only when complete.
 #![cfg_attr(not(test), deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used))]

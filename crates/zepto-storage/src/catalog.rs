@@ -219,8 +219,9 @@ impl Catalog {
         Ok(t.clone())
     }
 
-    /// [`Catalog::snapshot`] without waiting: `None` while a writer holds the table, or if
-    /// there is no such table. For observers that must never sleep on the lock, such as a
+    /// [`Catalog::snapshot`] without waiting for a writer of the table: `None` while one holds
+    /// it, or if there is no such table (a table being created or dropped may still be
+    /// waited for). For observers that must never sleep on the lock, such as a
     /// latency probe (waking a sleeping reader costs more than the write it waited for).
     pub fn try_snapshot(&self, name: &str) -> Option<Arc<Table>> {
         let slot = self.slot(name).ok()?;
