@@ -62,11 +62,12 @@ difftest: venv
 	$(PY) tests/gen/dml_diff.py --seed $(SEED) --cases 40 --out target/difftest/dml.slt
 	$(PY) tests/gen/vector_diff.py --seed $(SEED) --cases 30 --out target/difftest/vector.slt
 	$(PY) tests/gen/dedup_diff.py --seed $(SEED) --cases 30 --out target/difftest/dedup.slt
-	./target/debug/zepto-slt target/difftest/random.slt target/difftest/asof.slt target/difftest/window.slt target/difftest/dml.slt target/difftest/vector.slt target/difftest/dedup.slt
+	$(PY) tests/gen/partition_diff.py --seed $(SEED) --cases 4 --out target/difftest/partition.slt
+	./target/debug/zepto-slt target/difftest/random.slt target/difftest/asof.slt target/difftest/window.slt target/difftest/dml.slt target/difftest/vector.slt target/difftest/dedup.slt target/difftest/partition.slt
 	# Not dedup.slt: deduplication compares rows in memory only, and --tier moves half to history.
-	./target/debug/zepto-slt --tier target/difftest/random.slt target/difftest/asof.slt target/difftest/window.slt target/difftest/dml.slt target/difftest/vector.slt
+	./target/debug/zepto-slt --tier target/difftest/random.slt target/difftest/asof.slt target/difftest/window.slt target/difftest/dml.slt target/difftest/vector.slt target/difftest/partition.slt
 	# The same expectations on 3 in-process cluster nodes (each query gathered from every owner).
-	./target/debug/zepto-slt --cluster 3 target/difftest/random.slt target/difftest/asof.slt target/difftest/window.slt target/difftest/dml.slt target/difftest/vector.slt target/difftest/dedup.slt tests/slt/*.slt
+	./target/debug/zepto-slt --cluster 3 target/difftest/random.slt target/difftest/asof.slt target/difftest/window.slt target/difftest/dml.slt target/difftest/vector.slt target/difftest/dedup.slt target/difftest/partition.slt tests/slt/*.slt
 	$(PY) tests/gen/history_roundtrip.py --seed $(SEED) --bin target/debug/zeptodb
 
 # QuickFIX/J (Maven Central, into ~/.m2), the real FIX engine of the FIX door's test

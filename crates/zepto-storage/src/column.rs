@@ -435,9 +435,33 @@ impl Column {
         b.finish()
     }
 
-    /// Symbols whose dictionaries are versions of one dictionary concatenate their codes as they
-    /// are, under the largest version.
-    fn concat_same_lineage(cols: &[&Column]) -> Option<Column> {
+    /// The rows `rows` of each column one after another (all of one type; `Null` columns
+    /// adapt): one copy into exact-size buffers, with no slice of each column made first.
+    /// Symbols keep their codes under the largest of their dictionaries when those are versions
+    /// of one dictionary, and are re-coded otherwise. Errs (naming the span) when a range lies
+    /// outside its column or the types differ.
+    pub fn concat_ranges(spans: &[(&Column, std::ops::Range<usize>)]) -> Result<Column, String> {
+        let dt = spans.iter().map(|(c, _)| c.data_type()).find(|t| *t != DataType::Null).unwrap_or(DataType::Null);
+        let dict = match dt {
+            DataType::Symbol => match Self::common_dict(spans.iter().map(|(c, _)| *c)) {
+                Some(d) => Some(d.clone()),
+                None => {
+                    if let Some((c, r)) = spans.iter().find(|(c, r)| r.start > r.end || r.end > c.len()) {
+                        return Err(format!("span {r:?} out of a column of {} rows", c.len()));
+                    }
+                    let parts: Vec<Column> = spans.iter().map(|(c, r)| c.slice(r.start, r.len())).collect();
+                    return Ok(Self::concat(&parts.iter().collect::<Vec<_>>()));
+                }
+            },
+            _ => None,
+        };
+        let spans: Vec<Span> = spans.iter().map(|(c, r)| Span { col: c, rows: r.clone(), remap: None }).collect();
+        Self::concat_spans(dt, dict.as_ref(), &spans)
+    }
+
+    /// The largest of the columns' dictionaries when every column is a SYMBOL column (or an
+    /// untyped NULL one) and their dictionaries are versions of one dictionary.
+    fn common_dict<'c>(cols: impl Iterator<Item = &'c Column>) -> Option<&'c Arc<Dict>> {
         let mut best: Option<&Arc<Dict>> = None;
         for c in cols {
             match &c.data {
@@ -446,9 +470,20 @@ impl Column {
                     Some(b) if b.len() >= dict.len() => {}
                     _ => best = Some(dict),
                 },
+                ColumnData::Null(_) => {}
                 _ => return None,
             }
         }
+        best
+    }
+
+    /// Symbols whose dictionaries are versions of one dictionary concatenate their codes as they
+    /// are, under the largest version.
+    fn concat_same_lineage(cols: &[&Column]) -> Option<Column> {
+        if cols.iter().any(|c| !matches!(c.data, ColumnData::Symbol { .. })) {
+            return None;
+        }
+        let best = Self::common_dict(cols.iter().copied());
         let dict = best?.clone();
         let total: usize = cols.iter().map(|c| c.len()).sum();
         let mut codes = Vec::with_capacity(total);

@@ -7,7 +7,8 @@
 
 use super::accum::Mode;
 use super::aggregate::{aggregate, aggregate_runs, grouped};
-use super::scan::{filtered_piece, pieces};
+use super::bundle::{bundles, filtered_bundle};
+use super::scan::{filtered_piece, pieces, Piece};
 use super::{Batch, ExecContext};
 use crate::error::{Result, SqlError};
 use crate::expr::functions::ScalarFunc;
@@ -40,20 +41,16 @@ pub fn aggregate_chunks(
             .collect()
     });
     let ps = pieces(table, range);
-    // Partitions aggregate independently: on every core.
-    let one = |c: &ExecContext, p: &super::scan::Piece| -> Result<Option<Batch>> {
-        let b = filtered_piece(c, &shape, p)?;
-        if b.rows == 0 {
-            return Ok(None);
+    // Partitions aggregate independently: on every core, small ones a bundle at a time.
+    let one = |c: &ExecContext, bundle: &&[Piece]| -> Result<Option<Batch>> {
+        if let [p] = bundle {
+            return piece_groups(c, &shape, p, keys, aggs, run_keys.as_deref(), tp);
         }
-        let runs = run_keys.as_deref();
-        if let Some(starts) = runs.and_then(|r| bucket_starts(&b, keys, r, tp?)) {
-            return aggregate_runs(c, &b, keys, aggs, &starts).map(Some);
-        }
-        Ok(Some(grouped(c, &b, keys, aggs, runs, Mode::Final)?.into_batch()))
+        bundle_groups(c, &shape, bundle, keys, aggs, run_keys.is_some())
     };
+    let bs = bundles(&ps);
     let rows = ps.iter().map(|p| p.range.len()).sum();
-    let outs: Vec<Batch> = ctx.par_map(&ps, rows, one)?.into_iter().flatten().collect();
+    let outs: Vec<Batch> = ctx.par_map(&bs, rows, one)?.into_iter().flatten().collect();
     if outs.is_empty() {
         // No rows: no groups (the keys include the partition key), in the output's types.
         let empty =
@@ -61,6 +58,49 @@ pub fn aggregate_chunks(
         return Ok(vec![aggregate(ctx, &empty, keys, aggs)?]);
     }
     Ok(outs)
+}
+
+/// One partition's groups (`None` when no row passes the filters): runs found by galloping
+/// over the times, or by comparing neighbours, or (`runs` is `None`) by hashing.
+fn piece_groups(
+    c: &ExecContext,
+    shape: &ScanShape,
+    p: &Piece,
+    keys: &[BExpr],
+    aggs: &[AggCall],
+    runs: Option<&[usize]>,
+    tp: Option<usize>,
+) -> Result<Option<Batch>> {
+    let b = filtered_piece(c, shape, p)?;
+    if b.rows == 0 {
+        return Ok(None);
+    }
+    if let Some(starts) = runs.and_then(|r| bucket_starts(&b, keys, r, tp?)) {
+        return aggregate_runs(c, &b, keys, aggs, &starts).map(Some);
+    }
+    Ok(Some(grouped(c, &b, keys, aggs, runs, Mode::Final)?.into_batch()))
+}
+
+/// The groups of several small partitions at once, over their filtered rows one after another
+/// (`None` when no row passes). The keys include the partition key, which differs between
+/// neighbouring pieces: with `runs`, a group is a run of equal keys (every key compared
+/// between neighbours); without, hashing keeps the groups in the order they first appear, so
+/// partition by partition, as one at a time would.
+fn bundle_groups(
+    c: &ExecContext,
+    shape: &ScanShape,
+    bundle: &[Piece],
+    keys: &[BExpr],
+    aggs: &[AggCall],
+    runs: bool,
+) -> Result<Option<Batch>> {
+    let b = filtered_bundle(c, shape, bundle)?;
+    if b.rows == 0 {
+        return Ok(None);
+    }
+    let every: Vec<usize> = (0..keys.len()).collect();
+    let runs = runs.then_some(every.as_slice());
+    Ok(Some(grouped(c, &b, keys, aggs, runs, Mode::Final)?.into_batch()))
 }
 
 /// The groups of a time-sorted batch whose one run key is `ts` or `xbar(w, ts)` (`t`: the

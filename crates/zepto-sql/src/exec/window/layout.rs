@@ -226,19 +226,32 @@ fn contiguous_bounds(keys: &[&Column], n: usize) -> Option<Vec<usize>> {
             let ColumnData::Symbol { codes, dict } = &c.data() else { return None };
             let null = dict.len();
             let code = |i: usize| if c.is_valid(i) { codes[i] as usize } else { null };
-            let mut seen = vec![false; null + 1];
             let mut starts = Vec::new();
+            let mut runs = Vec::new();
             for i in 0..n {
                 let k = code(i);
                 if i == 0 || k != code(i - 1) {
-                    if std::mem::replace(&mut seen[k], true) {
-                        return None;
-                    }
                     starts.push(i);
+                    runs.push(k);
                 }
             }
-            Some(starts)
+            distinct(runs, null + 1).then_some(starts)
         }
         _ => None,
     }
+}
+
+/// Whether the values (each below `domain`) are all different. Few values against a large
+/// domain (a partition's one run among 100k symbols) are sorted, not marked in a table the
+/// size of the domain.
+fn distinct(mut v: Vec<usize>, domain: usize) -> bool {
+    if v.len() < 2 {
+        return true;
+    }
+    if v.len() * 16 < domain {
+        v.sort_unstable();
+        return v.windows(2).all(|w| w[0] != w[1]);
+    }
+    let mut seen = vec![false; domain];
+    v.into_iter().all(|k| !std::mem::replace(&mut seen[k], true))
 }

@@ -7,9 +7,10 @@ pub(super) mod frame;
 mod layout;
 
 use super::accum;
+use super::bundle::{bundles, filtered_bundle};
 use super::concat_batches;
 use super::eval::eval;
-use super::scan::{filtered_piece, pieces, Piece};
+use super::scan::{pieces, Piece};
 use super::{Batch, ExecContext};
 use crate::error::{Result, SqlError};
 use crate::expr::functions::AggFunc;
@@ -64,9 +65,11 @@ fn partitioned_parts(ctx: &ExecContext, input: &Plan, calls: &[WinCall]) -> Resu
         .ok_or_else(|| SqlError::Internal("partition-wise window functions over a non-scan".into()))?;
     let ScanShape { table, columns, range, .. } = shape;
     let ps = pieces(table, range);
-    let one = |c: &ExecContext, p: &Piece| -> Result<Batch> { window(c, filtered_piece(c, &shape, p)?, calls) };
+    // Small partitions run a bundle at a time: every call partitions by the key, so no
+    // window partition spans two pieces of a bundle.
+    let one = |c: &ExecContext, b: &&[Piece]| -> Result<Batch> { window(c, filtered_bundle(c, &shape, b)?, calls) };
     let rows = ps.iter().map(|p| p.range.len()).sum();
-    let outs = ctx.par_map(&ps, rows, one)?;
+    let outs = ctx.par_map(&bundles(&ps), rows, one)?;
     let types: Vec<DataType> =
         columns.iter().map(|&c| table.schema().columns[c].data_type).chain(calls.iter().map(|c| c.ty)).collect();
     Ok((outs, types))

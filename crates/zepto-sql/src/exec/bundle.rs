@@ -1,0 +1,93 @@
+//! Small partitions together. Partition-wise operators (GROUP BY and window functions that
+//! include the partition key) work a piece at a time, and a piece's batch, its operator state
+//! and its output batch cost the same whatever its rows. With 100k symbols a partition holds
+//! a few rows, so neighbouring small pieces are gathered into bundles and each bundle runs as
+//! one batch: the operator's output is the same, since no group or window partition spans
+//! two table partitions and the rows keep scan order.
+
+use super::scan::{filtered_piece, Piece};
+use super::{Batch, ExecContext};
+use crate::error::{Result, SqlError};
+use crate::plan::physical::ScanShape;
+use std::sync::Arc;
+use zepto_storage::Column;
+
+/// A piece with fewer rows than this runs together with its small neighbours.
+const SMALL_PIECE: usize = 4096;
+
+/// Rows a bundle of small pieces gathers before the next starts: enough to share the cost of
+/// a batch, few enough to keep every core busy.
+const BUNDLE_ROWS: usize = 16 * 1024;
+
+/// The pieces cut into runs of neighbours: a piece of [`SMALL_PIECE`] rows or more alone, and
+/// consecutive smaller ones together up to [`BUNDLE_ROWS`] rows. Scan order is kept.
+pub fn bundles<'p, 'a>(ps: &'p [Piece<'a>]) -> Vec<&'p [Piece<'a>]> {
+    cut(ps, |p| p.range.len())
+}
+
+/// [`bundles`] over items of `len(item)` rows.
+fn cut<T>(ps: &[T], len: impl Fn(&T) -> usize) -> Vec<&[T]> {
+    let mut out = Vec::new();
+    let (mut from, mut rows) = (0, 0);
+    for (i, p) in ps.iter().enumerate() {
+        let n = len(p);
+        if n >= SMALL_PIECE {
+            if from < i {
+                out.push(&ps[from..i]);
+            }
+            out.push(&ps[i..=i]);
+            (from, rows) = (i + 1, 0);
+            continue;
+        }
+        rows += n;
+        if rows >= BUNDLE_ROWS {
+            out.push(&ps[from..=i]);
+            (from, rows) = (i + 1, 0);
+        }
+    }
+    if from < ps.len() {
+        out.push(&ps[from..]);
+    }
+    debug_assert_eq!(out.iter().map(|b| b.len()).sum::<usize>(), ps.len());
+    out
+}
+
+/// A bundle's rows of the scan's columns, one piece after another, that pass its filters. A
+/// single piece is shared as [`filtered_piece`] reads it; several are copied once per column
+/// (no slice of each made first), then filtered: a filter looks at one row at a time, so it
+/// keeps the rows it would keep piece by piece.
+pub fn filtered_bundle(ctx: &ExecContext, shape: &ScanShape, bundle: &[Piece]) -> Result<Batch> {
+    if let [p] = bundle {
+        return filtered_piece(ctx, shape, p);
+    }
+    let rows = bundle.iter().map(|p| p.range.len()).sum();
+    let cols = shape
+        .columns
+        .iter()
+        .map(|&j| {
+            let spans: Vec<_> = bundle.iter().map(|p| (&*p.part.columns()[j], p.range.clone())).collect();
+            Column::concat_ranges(&spans).map(Arc::new).map_err(SqlError::Internal)
+        })
+        .collect::<Result<Vec<_>>>()?;
+    shape.apply_filter(ctx, Batch::shared(cols, rows))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bundles_keep_order_and_cover_every_piece_once() {
+        let lens = [10, 20, SMALL_PIECE, 5, 3000, 3000, 3000, 3000, 3000, 3000, 3000, 1, 9000, 2];
+        let got: Vec<Vec<usize>> = cut(&lens, |&n| n).into_iter().map(<[usize]>::to_vec).collect();
+        assert_eq!(got.concat(), lens.to_vec());
+        assert!(got.iter().all(|b| b.len() == 1 || b.iter().all(|&n| n < SMALL_PIECE)));
+        assert!(got.iter().all(|b| b.iter().sum::<usize>() < BUNDLE_ROWS + SMALL_PIECE));
+        assert_eq!(got[0], vec![10, 20]);
+        assert_eq!(got[1], vec![SMALL_PIECE]);
+        // 5 + 6 * 3000 reaches BUNDLE_ROWS at the sixth 3000.
+        assert_eq!(got[2], vec![5, 3000, 3000, 3000, 3000, 3000, 3000]);
+        assert_eq!(got[3..], [vec![3000, 1], vec![9000], vec![2]]);
+        assert!(cut(&[] as &[usize], |&n| n).is_empty());
+    }
+}
