@@ -9,8 +9,9 @@ many of a few rows (run a bundle at a time, as with 100k symbols) beside some of
 (run one at a time, with the galloping bucket search). Rows arrive in shuffled chunks; times
 are distinct inside a symbol, so first/last and ROWS frames have one answer. Queries group by
 the partition key alone, with a time bucket (runs), with another column (hashing), under
-filters on values and on time ranges (pieces cut mid-partition), and run window functions
-partitioned by the key. DuckDB answers each.
+filters on values and on time ranges (pieces cut mid-partition), run window functions
+partitioned by the key, and ASOF and WINDOW JOIN p<k> with q<k> (its own size mix; some
+symbols on one side only) partition by partition. DuckDB answers each.
 
 Writes the slt format of tests/slt.
 """
@@ -34,7 +35,7 @@ def make_case(rng, k):
     nsym = rng.choice([30, 120, 400])
     rows = []
     for s in range(nsym):
-        n = rng.choice(SIZES) if rng.random() < 0.2 else rng.choice(SIZES[:8])
+        n = rng.choice(SIZES) if rng.random() < 6 / nsym else rng.choice(SIZES[:8])
         # Distinct times inside a symbol, spread over ~3 hours with gaps.
         times = sorted(rng.sample(range(10_800_000), n))
         for t in times:
@@ -49,7 +50,16 @@ def make_case(rng, k):
     rows = [r for c in chunks for r in c]
     ddl = [f"CREATE TABLE p{k} (ts TIMESTAMP, sym SYMBOL, g INT, price DOUBLE, size BIGINT)"]
     ddl += common.insert_sql(f"p{k}", rows, chunk=1000)
-    return ddl, len(rows)
+    # The right side of ASOF and WINDOW JOINs: its own size mix, some symbols on one side only.
+    qrows = []
+    for s in range(nsym // 4, nsym + nsym // 4):
+        n = rng.choice(SIZES) if rng.random() < 6 / nsym else rng.choice(SIZES[:8])
+        for t in sorted(rng.sample(range(10_800_000), n)):
+            qrows.append((TS(BASE_NS + t * 1_000_000), "S%04d" % s, round(rng.uniform(10, 500), 2), rng.randrange(100)))
+    rng.shuffle(qrows)
+    ddl.append(f"CREATE TABLE q{k} (ts TIMESTAMP, sym SYMBOL, bid DOUBLE, n BIGINT)")
+    ddl += common.insert_sql(f"q{k}", qrows, chunk=1000)
+    return ddl, len(rows) + len(qrows)
 
 
 def time_lit(rng):
@@ -82,7 +92,19 @@ def queries(rng, k):
     inner_z = (f"SELECT sym, sum(size) OVER ({win} {frames}) AS s, lag(size) OVER ({win}) AS l, "
                f"row_number() OVER ({win}) AS rn, first_value(size) OVER ({win}) AS f0 FROM {t}{w}")
     outer = "SELECT sym, count(*), sum(s), sum(l), max(rn), sum(f0) FROM ({}) x GROUP BY sym"
+    q = f"q{k}"
+    on = rng.choice(["p.ts >= q.ts", "p.ts > q.ts", "p.ts <= q.ts"])
+    asof = rng.choice(["ASOF JOIN", "ASOF LEFT JOIN"])
+    secs = rng.choice([1, 2, 30])
+    band = f"q.ts BETWEEN p.ts - INTERVAL '{secs} seconds' AND p.ts + INTERVAL '{secs} seconds'"
+    wj_z = f"SELECT p.sym, count(*) AS c, sum(q.n) AS s, max(q.bid) AS b FROM {t} p WINDOW JOIN {q} q ON p.sym = q.sym AND {band}"
+    wj_d = (f"SELECT any_value(p.sym) AS sym, count(q.ts) AS c, sum(q.n) AS s, max(q.bid) AS b FROM {t} p "
+            f"LEFT JOIN {q} q ON p.sym = q.sym AND {band} GROUP BY p.rowid")
+    wj_outer = "SELECT sym, count(*), sum(c), sum(s), max(b), count(b) FROM ({}) x GROUP BY sym"
     return [
+        (f"SELECT p.sym, count(*), count(q.bid), sum(q.n), max(q.ts), min(q.bid) FROM {t} p {asof} {q} q "
+         f"ON p.sym = q.sym AND {on} GROUP BY p.sym",) * 2,
+        (wj_outer.format(wj_z), wj_outer.format(wj_d)),
         (f"SELECT sym, {aggs} FROM {t}{w} GROUP BY sym",) * 2,
         (f"SELECT sym, {bucket_z} AS b, first(price) AS o, last(price) AS c, {aggs} FROM {t}{w} GROUP BY sym, b",
          f"SELECT sym, {bucket_d} AS b, arg_min_null(price, ts) AS o, arg_max_null(price, ts) AS c, {aggs} "

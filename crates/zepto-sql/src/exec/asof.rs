@@ -7,9 +7,10 @@
 //! of a time-sorted table usually is) — and each left row binary-searches its bucket. Memory is
 //! the right side's row indices and times plus the output.
 
+use super::bundle::bundles;
 use super::eval::eval;
 use super::hash::{bucket_rows, shared_ids};
-use super::scan::{piece_batch, pieces, Piece};
+use super::scan::{pieces, pieces_batch, Piece};
 use super::{Batch, ExecContext};
 use crate::error::{Result, SqlError};
 use crate::parser::ast::BinaryOp;
@@ -356,51 +357,22 @@ fn partition_wise<R: Send>(
     let pp = paired(left, right)?;
     let Paired { lt, lc, rt, rc, lts, rts, left: lps, .. } = &pp;
     let (lts, rts) = (*lts, *rts);
-    // Each left partition merges with its right partition alone: on every core.
-    let one = |lp: &Piece| -> Result<R> {
-        let lb = piece_batch(lp, lc);
-        let rp = pp.right_of(lp);
-        let mut matched = vec![NULL_INDEX; lb.rows];
-        if let Some(rp) = rp {
-            let (lcol, rcol) = (&lp.part.columns()[lts], &rp.part.columns()[rts]);
-            let (Some(lv), Some(rv)) = (lcol.as_i64_slice(), rcol.as_i64_slice()) else {
-                return Err(SqlError::Internal("ASOF timestamps are not 64-bit".into()));
-            };
-            // NULL timestamps sort first in a partition: skip them on both sides.
-            let skip =
-                |c: &Column, r: &std::ops::Range<usize>| (r.start..r.end).find(|&i| c.is_valid(i)).unwrap_or(r.end);
-            let (l0, r0) = (skip(lcol, &lp.range), skip(rcol, &rp.range));
-            let rs = &rv[r0..rp.range.end];
-            let mut j = 0usize;
-            for i in l0..lp.range.end {
-                let t = lv[i];
-                let hit = match spec.op {
-                    BinaryOp::GtEq => {
-                        j = advance(rs, j, t, true);
-                        j.checked_sub(1)
-                    }
-                    BinaryOp::Gt => {
-                        j = advance(rs, j, t, false);
-                        j.checked_sub(1)
-                    }
-                    BinaryOp::LtEq => {
-                        j = advance(rs, j, t, false);
-                        (j < rs.len()).then_some(j)
-                    }
-                    _ => {
-                        j = advance(rs, j, t, true);
-                        (j < rs.len()).then_some(j)
-                    }
-                };
-                if let Some(k) = hit.filter(|&k| within(t, rs[k], spec.tolerance)) {
-                    matched[i - lp.range.start] = (r0 - rp.range.start + k) as u32;
-                }
+    // Each left partition merges with its right partition alone: on every core, small
+    // partitions a bundle at a time (their matches, left rows and right rows one after another).
+    let one = |bundle: &[Piece]| -> Result<R> {
+        let rps: Vec<Option<&Piece>> = bundle.iter().map(|lp| pp.right_of(lp)).collect();
+        let mut matched = vec![NULL_INDEX; bundle.iter().map(|p| p.range.len()).sum()];
+        let (mut at, mut right_at) = (0, 0);
+        for (lp, rp) in bundle.iter().zip(&rps) {
+            let out = &mut matched[at..at + lp.range.len()];
+            if let Some(rp) = rp {
+                merge_pair((lp, lts), (rp, rts), spec, right_at, out)?;
+                right_at += rp.range.len();
             }
+            at += lp.range.len();
         }
-        let rb = match rp {
-            Some(rp) => piece_batch(rp, rc),
-            None => Batch::new(rc.iter().map(|&c| Column::nulls(rt.schema().columns[c].data_type, 0)).collect(), 0),
-        };
+        let lb = pieces_batch(lt, lc, &bundle.iter().collect::<Vec<_>>())?;
+        let rb = pieces_batch(rt, rc, &rps.into_iter().flatten().collect::<Vec<_>>())?;
         finish(Matched::of(lb, rb, matched, spec.outer))
     };
     let total = lps.iter().map(|p| p.range.len()).sum();
@@ -409,7 +381,49 @@ fn partition_wise<R: Send>(
         .map(|&c| lt.schema().columns[c].data_type)
         .chain(rc.iter().map(|&c| rt.schema().columns[c].data_type))
         .collect();
-    ctx.par_map(lps, total, |_, x| one(x)).map(|outs| (outs, types))
+    ctx.par_map(&bundles(lps), total, |_, x| one(x)).map(|outs| (outs, types))
+}
+
+/// The matches of left piece `l` in right piece `r` (each with its designated timestamp's
+/// schema position), merged with two pointers: `out[i]` becomes `base` plus the position in
+/// `r`'s range of left row `i`'s match, and stays `NULL_INDEX` without one.
+fn merge_pair(l: (&Piece, usize), r: (&Piece, usize), spec: &AsofSpec, base: usize, out: &mut [u32]) -> Result<()> {
+    let ((lp, lts), (rp, rts)) = (l, r);
+    debug_assert_eq!(out.len(), lp.range.len());
+    let (lcol, rcol) = (&lp.part.columns()[lts], &rp.part.columns()[rts]);
+    let (Some(lv), Some(rv)) = (lcol.as_i64_slice(), rcol.as_i64_slice()) else {
+        return Err(SqlError::Internal("ASOF timestamps are not 64-bit".into()));
+    };
+    // NULL timestamps sort first in a partition: skip them on both sides.
+    let skip = |c: &Column, r: &std::ops::Range<usize>| (r.start..r.end).find(|&i| c.is_valid(i)).unwrap_or(r.end);
+    let (l0, r0) = (skip(lcol, &lp.range), skip(rcol, &rp.range));
+    let rs = &rv[r0..rp.range.end];
+    let mut j = 0usize;
+    for i in l0..lp.range.end {
+        let t = lv[i];
+        let hit = match spec.op {
+            BinaryOp::GtEq => {
+                j = advance(rs, j, t, true);
+                j.checked_sub(1)
+            }
+            BinaryOp::Gt => {
+                j = advance(rs, j, t, false);
+                j.checked_sub(1)
+            }
+            BinaryOp::LtEq => {
+                j = advance(rs, j, t, false);
+                (j < rs.len()).then_some(j)
+            }
+            _ => {
+                j = advance(rs, j, t, true);
+                (j < rs.len()).then_some(j)
+            }
+        };
+        if let Some(k) = hit.filter(|&k| within(t, rs[k], spec.tolerance)) {
+            out[i - lp.range.start] = (base + r0 - rp.range.start + k) as u32;
+        }
+    }
+    Ok(())
 }
 
 /// The partition-wise ASOF (`partition_wise`) as one batch, built a column at a time on

@@ -5,12 +5,10 @@
 //! one batch: the operator's output is the same, since no group or window partition spans
 //! two table partitions and the rows keep scan order.
 
-use super::scan::{filtered_piece, Piece};
+use super::scan::{filtered_piece, pieces_batch, Piece};
 use super::{Batch, ExecContext};
-use crate::error::{Result, SqlError};
+use crate::error::Result;
 use crate::plan::physical::ScanShape;
-use std::sync::Arc;
-use zepto_storage::Column;
 
 /// A piece with fewer rows than this runs together with its small neighbours.
 const SMALL_PIECE: usize = 4096;
@@ -53,23 +51,15 @@ fn cut<T>(ps: &[T], len: impl Fn(&T) -> usize) -> Vec<&[T]> {
 }
 
 /// A bundle's rows of the scan's columns, one piece after another, that pass its filters. A
-/// single piece is shared as [`filtered_piece`] reads it; several are copied once per column
-/// (no slice of each made first), then filtered: a filter looks at one row at a time, so it
-/// keeps the rows it would keep piece by piece.
+/// single piece is shared as [`filtered_piece`] reads it; several are copied once per column,
+/// then filtered: a filter looks at one row at a time, so it keeps the rows it would keep piece
+/// by piece.
 pub fn filtered_bundle(ctx: &ExecContext, shape: &ScanShape, bundle: &[Piece]) -> Result<Batch> {
     if let [p] = bundle {
         return filtered_piece(ctx, shape, p);
     }
-    let rows = bundle.iter().map(|p| p.range.len()).sum();
-    let cols = shape
-        .columns
-        .iter()
-        .map(|&j| {
-            let spans: Vec<_> = bundle.iter().map(|p| (&*p.part.columns()[j], p.range.clone())).collect();
-            Column::concat_ranges(&spans).map(Arc::new).map_err(SqlError::Internal)
-        })
-        .collect::<Result<Vec<_>>>()?;
-    shape.apply_filter(ctx, Batch::shared(cols, rows))
+    let ps: Vec<&Piece> = bundle.iter().collect();
+    shape.apply_filter(ctx, pieces_batch(shape.table, shape.columns, &ps)?)
 }
 
 #[cfg(test)]

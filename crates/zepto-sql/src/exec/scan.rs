@@ -4,7 +4,7 @@
 //! piece ([`pieces`] + [`piece_batch`], used by partition-wise aggregation).
 
 use super::{Batch, ExecContext};
-use crate::error::Result;
+use crate::error::{Result, SqlError};
 use crate::plan::physical::ScanShape;
 use crate::plan::ScanRange;
 use std::ops::Range;
@@ -96,8 +96,32 @@ pub fn piece_batch(piece: &Piece, columns: &[usize]) -> Batch {
 }
 
 pub fn scan(table: &Table, columns: &[usize], range: &ScanRange) -> Result<Batch> {
-    let batches: Vec<Batch> = pieces(table, range).iter().map(|p| piece_batch(p, columns)).collect();
-    Ok(concat_pieces(table, columns, batches))
+    let ps = pieces(table, range);
+    pieces_batch(table, columns, &ps.iter().collect::<Vec<_>>())
+}
+
+/// The rows of pieces `ps` of `table`, one after another, in its `columns`: one piece as
+/// [`piece_batch`] shares it, several copied once per column (no slice of each made first), no
+/// piece as empty columns of the schema's types.
+pub fn pieces_batch(table: &Table, columns: &[usize], ps: &[&Piece]) -> Result<Batch> {
+    match ps {
+        [] => {
+            let cols = columns.iter().map(|&c| Column::nulls(table.schema().columns[c].data_type, 0)).collect();
+            Ok(Batch::new(cols, 0))
+        }
+        [p] => Ok(piece_batch(p, columns)),
+        _ => {
+            let rows = ps.iter().map(|p| p.range.len()).sum();
+            let cols = columns
+                .iter()
+                .map(|&j| {
+                    let spans: Vec<_> = ps.iter().map(|p| (&*p.part.columns()[j], p.range.clone())).collect();
+                    Column::concat_ranges(&spans).map(Arc::new).map_err(SqlError::Internal)
+                })
+                .collect::<Result<Vec<_>>>()?;
+            Ok(Batch::shared(cols, rows))
+        }
+    }
 }
 
 /// The batches of a scan's pieces one after another (`columns` of `table`, empty when there

@@ -8,10 +8,11 @@
 //! positions and times plus one value per left row and aggregate.
 
 use super::asof::{paired, Paired};
+use super::bundle::bundles;
 use super::concat_batches;
 use super::eval::eval;
 use super::hash::{bucket_rows, shared_ids};
-use super::scan::{piece_batch, Piece};
+use super::scan::{pieces_batch, Piece};
 use super::{Batch, ExecContext};
 use crate::error::{Result, SqlError};
 use crate::plan::{AggCall, BExpr, Plan};
@@ -196,33 +197,31 @@ fn partitioned_parts(
     let pp = paired(left, right)?;
     let Paired { lt, lc, rt, rc, lts, rts, left: lps, .. } = &pp;
     let (lts, rts) = (*lts, *rts);
-    let one = |c: &ExecContext, lp: &Piece| -> Result<Batch> {
-        let lb = piece_batch(lp, lc);
-        let n = lb.rows;
-        let rp = pp.right_of(lp);
-        let rb = match rp {
-            Some(rp) => piece_batch(rp, rc),
-            None => Batch::new(rc.iter().map(|&c| Column::nulls(rt.schema().columns[c].data_type, 0)).collect(), 0),
-        };
-        // Windows as ranges of the right piece's rows; rows without one get the empty 0..0
-        // (NULL timestamps sort first, so the ranges stay non-decreasing).
+    // Small partitions a bundle at a time: their left rows, right rows and windows (ranges
+    // of the bundle's right rows) one after another.
+    let one = |c: &ExecContext, bundle: &&[Piece]| -> Result<Batch> {
+        let rps: Vec<Option<&Piece>> = bundle.iter().map(|lp| pp.right_of(lp)).collect();
+        let n = bundle.iter().map(|p| p.range.len()).sum();
         let (mut fs, mut fe) = (vec![0u32; n], vec![0u32; n]);
-        if let Some(rp) = rp {
-            let (lcol, rcol) = (&lp.part.columns()[lts], &rp.part.columns()[rts]);
-            let (lv, rv) = (times(lcol)?, times(rcol)?);
-            let valid_from =
-                |c: &Column, r: &std::ops::Range<usize>| (r.start..r.end).find(|&i| c.is_valid(i)).unwrap_or(r.end);
-            let (l0, r0) = (valid_from(lcol, &lp.range), valid_from(rcol, &rp.range));
-            let rs = &rv[..rp.range.end];
-            let (mut s, mut e) = (r0, r0);
-            for i in l0..lp.range.end {
-                let (wlo, whi) = (lv[i].saturating_add(band.lo), lv[i].saturating_add(band.hi));
-                s = advance(rs, s, |t| t < wlo);
-                e = advance(rs, e.max(s), |t| t <= whi);
-                fs[i - lp.range.start] = (s - rp.range.start) as u32;
-                fe[i - lp.range.start] = (e - rp.range.start) as u32;
+        let (mut at, mut right_at) = (0, 0);
+        for (lp, rp) in bundle.iter().zip(&rps) {
+            let span = at..at + lp.range.len();
+            let (fs, fe) = (&mut fs[span.clone()], &mut fe[span]);
+            match rp {
+                Some(rp) => {
+                    band_frames((lp, lts), (rp, rts), band, right_at, fs, fe)?;
+                    right_at += rp.range.len();
+                }
+                // No right rows: empty windows where the next partition's start.
+                None => {
+                    fs.fill(right_at as u32);
+                    fe.fill(right_at as u32);
+                }
             }
+            at += lp.range.len();
         }
+        let lb = pieces_batch(lt, lc, &bundle.iter().collect::<Vec<_>>())?;
+        let rb = pieces_batch(rt, rc, &rps.into_iter().flatten().collect::<Vec<_>>())?;
         let mut cols: Vec<Arc<Column>> = lb.columns.clone();
         for a in aggs {
             let args: Vec<Cow<Column>> = a.args.iter().map(|e| eval(c, e, &rb)).collect::<Result<_>>()?;
@@ -231,9 +230,43 @@ fn partitioned_parts(
         Ok(Batch::shared(cols, n))
     };
     let total = lps.iter().map(|p| p.range.len()).sum();
-    let outs = ctx.par_map(lps, total, one)?;
+    let outs = ctx.par_map(&bundles(lps), total, one)?;
     let types: Vec<_> = lc.iter().map(|&c| lt.schema().columns[c].data_type).chain(aggs.iter().map(|a| a.ty)).collect();
     Ok((outs, types))
+}
+
+/// The windows of left piece `l`'s rows in right piece `r` (each with its designated
+/// timestamp's schema position), found by two cursors that only move forward: `fs[i]..fe[i]`
+/// becomes left row `i`'s window as positions in `r`'s range, plus `base`. Rows without a
+/// window (NULL times, which sort first) get the empty `base..base`, so the ranges never
+/// decrease.
+fn band_frames(
+    l: (&Piece, usize),
+    r: (&Piece, usize),
+    band: &Band,
+    base: usize,
+    fs: &mut [u32],
+    fe: &mut [u32],
+) -> Result<()> {
+    let ((lp, lts), (rp, rts)) = (l, r);
+    let (lcol, rcol) = (&lp.part.columns()[lts], &rp.part.columns()[rts]);
+    let (lv, rv) = (times(lcol)?, times(rcol)?);
+    let valid_from =
+        |c: &Column, r: &std::ops::Range<usize>| (r.start..r.end).find(|&i| c.is_valid(i)).unwrap_or(r.end);
+    let (l0, r0) = (valid_from(lcol, &lp.range), valid_from(rcol, &rp.range));
+    fs[..l0 - lp.range.start].fill(base as u32);
+    fe[..l0 - lp.range.start].fill(base as u32);
+    let rs = &rv[..rp.range.end];
+    let (mut s, mut e) = (r0, r0);
+    let at = |x: usize| (base + x - rp.range.start) as u32;
+    for i in l0..lp.range.end {
+        let (wlo, whi) = (lv[i].saturating_add(band.lo), lv[i].saturating_add(band.hi));
+        s = advance(rs, s, |t| t < wlo);
+        e = advance(rs, e.max(s), |t| t <= whi);
+        fs[i - lp.range.start] = at(s);
+        fe[i - lp.range.start] = at(e);
+    }
+    Ok(())
 }
 
 /// The band join `l JOIN r ON keys AND r.ts BETWEEN l.ts + lo AND l.ts + hi` (LEFT: unmatched
