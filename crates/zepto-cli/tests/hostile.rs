@@ -320,15 +320,17 @@ fn a_multi_statement_script_counts_against_the_memory_limit() {
     assert_eq!(sql(&s.addr, "SELECT count(*) FROM t")["data"][0][0], 10_000);
 }
 
-/// A Parquet file whose length on disk bounds nothing: `rows` copies of one BIGINT, written
-/// batch by batch (a few KiB of run-length encoding, `rows` x 8 bytes decoded).
+/// A Parquet file whose length on disk bounds nothing: `rows` copies of one BIGINT in each of
+/// two columns `v` and `w`, written batch by batch (a few KiB of run-length encoding, `rows` x
+/// 16 bytes decoded).
 fn write_repetitive_parquet(path: &Path, rows: usize) {
-    use arrow_array::{Int64Array, RecordBatch};
+    use arrow_array::{ArrayRef, Int64Array, RecordBatch};
     use arrow_schema::{DataType, Field, Schema};
     use std::sync::Arc;
-    let schema = Arc::new(Schema::new(vec![Field::new("v", DataType::Int64, false)]));
-    let batch =
-        RecordBatch::try_new(schema.clone(), vec![Arc::new(Int64Array::from(vec![7i64; 1 << 20]))]).expect("batch");
+    let fields = ["v", "w"].map(|n| Field::new(n, DataType::Int64, false));
+    let schema = Arc::new(Schema::new(fields.to_vec()));
+    let col: ArrayRef = Arc::new(Int64Array::from(vec![7i64; 1 << 20]));
+    let batch = RecordBatch::try_new(schema.clone(), vec![col.clone(), col]).expect("batch");
     let file = std::fs::File::create(path).expect("creates the file");
     let mut w = parquet::arrow::ArrowWriter::try_new(file, schema, None).expect("writer");
     for _ in 0..rows >> 20 {
@@ -338,9 +340,10 @@ fn write_repetitive_parquet(path: &Path, rows: usize) {
 }
 
 /// COPY FROM counts what it decodes, not only the file's size: a 48M-row Parquet file of a
-/// few KiB (384 MiB decoded) under a 64 MiB limit is refused with 429 while it is read, the
-/// server's peak RSS grows by less than the limit plus the documented slack, and nothing is
-/// applied. Before, the file's size was reserved and the decode ran to the end.
+/// few KiB (384 MiB decoded per column) under a 64 MiB limit is refused with 429 while it is
+/// read, the server's peak RSS grows by less than the limit plus the documented slack, and
+/// nothing is applied. Before, the file's size was reserved and the decode ran to the end. A
+/// table of both columns decodes them on two threads at once: what both hold counts.
 #[test]
 fn a_copy_that_decodes_past_the_limit_stops_while_it_reads() {
     const LIMIT_MB: u64 = 64;
@@ -352,14 +355,29 @@ fn a_copy_that_decodes_past_the_limit_stops_while_it_reads() {
     assert!(on_disk < 1 << 20, "the file is small ({on_disk} bytes)");
     let s = Server::start(&["--copy-root", d.to_str().expect("utf8"), "--query-memory-mb", &LIMIT_MB.to_string()]);
     sql(&s.addr, "CREATE TABLE t (v BIGINT)");
+    sql(&s.addr, "CREATE TABLE t2 (v BIGINT, w BIGINT)");
     let pid = s.child.id();
-    let before = proc_kb(pid, "VmRSS:");
-    std::fs::write(format!("/proc/{pid}/clear_refs"), "5").expect("resets the peak RSS");
-    let r = post(&s.addr, "/", &format!("COPY t FROM '{}'", file.display()));
+    for table in ["t", "t2"] {
+        let before = proc_kb(pid, "VmRSS:");
+        std::fs::write(format!("/proc/{pid}/clear_refs"), "5").expect("resets the peak RSS");
+        let r = post(&s.addr, "/", &format!("COPY {table} FROM '{}'", file.display()));
+        assert_eq!((r.status, r.error_code().as_str()), (429, "RESOURCES_EXHAUSTED"), "{table}: {}", r.text());
+        let grew = proc_kb(pid, "VmHWM:").saturating_sub(before);
+        let mib = grew >> 20;
+        assert!(grew < (LIMIT_MB << 20) + SLACK, "{table}: peak RSS grew by {mib} MiB under a {LIMIT_MB} MiB limit");
+        assert_eq!(sql(&s.addr, &format!("SELECT count(*) FROM {table}"))["data"][0][0], 0, "nothing applied");
+    }
+    // 6M rows: one column decoded (48 MiB) fits the limit; two decoded at once on two threads
+    // (96 MiB) do not, as they would not on one.
+    let six = d.join("six.parquet");
+    write_repetitive_parquet(&six, 6 << 20);
+    let r = post(&s.addr, "/", &format!("COPY t FROM '{}'", six.display()));
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(sql(&s.addr, "SELECT count(*) FROM t")["data"][0][0], 6 << 20);
+    let r = post(&s.addr, "/", &format!("COPY t2 FROM '{}'", six.display()));
     assert_eq!((r.status, r.error_code().as_str()), (429, "RESOURCES_EXHAUSTED"), "{}", r.text());
-    let grew = proc_kb(pid, "VmHWM:").saturating_sub(before);
-    assert!(grew < (LIMIT_MB << 20) + SLACK, "peak RSS grew by {} MiB under a {LIMIT_MB} MiB limit", grew >> 20);
-    assert_eq!(sql(&s.addr, "SELECT count(*) FROM t")["data"][0][0], 0, "nothing applied");
+    assert_eq!(sql(&s.addr, "SELECT count(*) FROM t2")["data"][0][0], 0, "nothing applied");
+    sql(&s.addr, "DELETE FROM t");
     // A CSV file under the limit whose records are not: refused, nothing applied.
     std::fs::write(d.join("narrow.csv"), "v\n".to_string() + &"1\n".repeat(4 << 20)).expect("file");
     let r = post(&s.addr, "/", &format!("COPY t FROM '{}'", d.join("narrow.csv").display()));

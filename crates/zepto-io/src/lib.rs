@@ -73,8 +73,10 @@ pub enum IoError {
 /// batch): an `Err` stops the read with [`IoError::Stopped`] and everything decoded so far is
 /// dropped. The SQL engine passes the query's memory, deadline and cancellation check, so a
 /// `COPY` whose decoded rows outgrow the query's memory limit stops while it decodes, not
-/// after it has taken the memory.
-pub type Check<'a> = &'a dyn Fn() -> Result<(), String>;
+/// after it has taken the memory. A read that decodes on every core asks it on each helper
+/// thread too: there it must judge that thread's own growth on top of what the calling thread
+/// held when the read began (a helper starts from zero).
+pub type Check<'a> = &'a (dyn Fn() -> Result<(), String> + Sync);
 
 /// True when `e`, or an error it wraps, says the disk or a quota is full (`ENOSPC`, `EDQUOT`):
 /// what a writer reports as [`IoError::DiskFull`] rather than as a failure of its own.

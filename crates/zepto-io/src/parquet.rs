@@ -56,10 +56,36 @@ const MAX_PREALLOC_ROWS: usize = 1 << 24;
 fn read_batched(path: &Path, schema: &[ColumnDef], batch_rows: usize, check: Check) -> Result<Vec<Column>, IoError> {
     let file = File::open(path).map_err(|e| file_err(path, e))?;
     let meta = ArrowReaderMetadata::load(&file, ArrowReaderOptions::new()).map_err(|e| file_err(path, e))?;
-    read_with(file, meta, schema, None, batch_rows, check).map_err(|e| match e {
+    let fail = |e| match e {
         ReadFail::Io(m) => file_err(path, m),
         ReadFail::Other(e) => e,
-    })
+    };
+    let source = match_columns(meta.schema().fields(), schema, "Parquet file")?;
+    let read: Vec<usize> = (0..schema.len()).filter(|&i| source.get(i).is_some_and(Option::is_some)).collect();
+    if read.len() < 2 {
+        return read_with(file, meta, schema, None, batch_rows, check).map_err(fail);
+    }
+    // A column at a time, on every core: each decodes every row group of its own column
+    // chunks through a reader of its own, into its own column, so nothing is merged after.
+    drop(file);
+    let lost = || IoError::Invalid("a column read returned no column".into());
+    let one = |&i: &usize| -> Result<Column, IoError> {
+        let file = File::open(path).map_err(|e| file_err(path, e))?;
+        let def = std::slice::from_ref(schema.get(i).ok_or_else(lost)?);
+        let mut cols = read_with(file, meta.clone(), def, None, batch_rows, check).map_err(fail)?;
+        cols.pop().ok_or_else(lost)
+    };
+    let decoded = zepto_storage::par::try_map(&read, one)?;
+    let rows = decoded.first().map_or(0, Column::len);
+    if let Some(c) = decoded.iter().find(|c| c.len() != rows) {
+        return Err(file_err(path, format!("columns of {rows} and {} rows", c.len())));
+    }
+    let mut slots: Vec<Option<Column>> = schema.iter().map(|_| None).collect();
+    for (i, c) in read.into_iter().zip(decoded) {
+        *slots.get_mut(i).ok_or_else(lost)? = Some(c);
+    }
+    // Schema columns the file lacks read as NULL.
+    Ok(slots.into_iter().zip(schema).map(|(c, d)| c.unwrap_or_else(|| Column::nulls(d.data_type, rows))).collect())
 }
 
 enum ReadFail {

@@ -5,6 +5,7 @@ use crate::error::{FileProblem, Result, SqlError};
 use crate::files::FilePolicy;
 use crate::interrupt::RunContext;
 use crate::result::QueryResult;
+use std::collections::HashMap;
 use std::io::{Read, Write};
 use zepto_io::csv::{read_csv_checked, write_csv, CsvOptions};
 use zepto_io::parquet::{read_parquet_checked, write_parquet};
@@ -89,25 +90,44 @@ fn csv_options(options: &[(String, String)]) -> Result<CsvOptions> {
 /// keeping the typed error that stopped the read.
 struct Stop<'r> {
     run: &'r RunContext,
-    error: std::cell::RefCell<Option<SqlError>>,
+    error: std::sync::Mutex<Option<SqlError>>,
+    /// The thread that started the read, and what the query held there then.
+    caller: std::thread::ThreadId,
+    held: isize,
+    /// What each helper thread decoding part of the file holds, as of its last check (a
+    /// helper starts from zero): the query holds `held` plus all of them.
+    helpers: std::sync::Mutex<HashMap<std::thread::ThreadId, isize>>,
 }
 
 impl<'r> Stop<'r> {
     fn new(run: &'r RunContext) -> Stop<'r> {
-        Stop { run, error: std::cell::RefCell::new(None) }
+        let caller = std::thread::current().id();
+        let helpers = std::sync::Mutex::new(HashMap::new());
+        Stop { run, error: std::sync::Mutex::new(None), caller, held: run.held(), helpers }
     }
 
     fn check(&self) -> std::result::Result<(), String> {
-        self.run.check().map_err(|e| {
+        let me = std::thread::current().id();
+        let r = if me == self.caller {
+            self.run.check()
+        } else {
+            let mut helpers = self.helpers.lock().unwrap_or_else(|p| p.into_inner());
+            helpers.insert(me, zepto_storage::mem::thread_net_bytes());
+            let total = helpers.values().fold(self.held, |a, &b| a.saturating_add(b));
+            drop(helpers);
+            self.run.check_holding(total)
+        };
+        r.map_err(|e| {
             let reason = e.to_string();
-            *self.error.borrow_mut() = Some(e);
+            *self.error.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
             reason
         })
     }
 
     /// The error that stopped the read, else the reader's own.
     fn or(&self, path: &str, e: IoError) -> SqlError {
-        self.error.borrow_mut().take().unwrap_or_else(|| bad_file(path, e))
+        let stopped = self.error.lock().unwrap_or_else(|p| p.into_inner()).take();
+        stopped.unwrap_or_else(|| bad_file(path, e))
     }
 }
 

@@ -293,6 +293,15 @@ impl RunContext {
         }
     }
 
+    /// [`RunContext::check`] with the query holding `held` bytes, as counted by the caller (a
+    /// read decoding on helper threads adds up what each holds).
+    pub(crate) fn check_holding(&self, held: isize) -> Result<()> {
+        match &self.control {
+            Some(c) => c.check(held),
+            None => Ok(()),
+        }
+    }
+
     /// Fail now if taking `bytes` more would put the query over its memory limit (see
     /// [`QueryControl::reserve`]). Without a control this always succeeds.
     pub fn reserve(&self, bytes: u64) -> Result<()> {

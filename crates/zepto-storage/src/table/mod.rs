@@ -17,6 +17,7 @@ use crate::index::IndexDef;
 mod dedup;
 mod history_reader;
 mod shard;
+mod split;
 use crate::types::DataType;
 pub use history_reader::HistoryReader;
 pub use shard::Shard;
@@ -632,35 +633,37 @@ impl Table {
         }
         let batch = self.normalize(batch);
         let slots = self.row_slots(&batch, n);
-        // Group row indices by slot (counting sort keeps input order within a slot).
+        // Each partition's rows, in input order: split once per column (on every core for a
+        // bulk load), or the whole batch when it goes to one partition.
         let nslots = self.parts.len();
-        let mut counts = vec![0usize; nslots + 1];
+        let mut sizes = vec![0usize; nslots];
         for &s in &slots {
-            counts[s as usize + 1] += 1;
+            sizes[s as usize] += 1;
         }
-        for i in 1..counts.len() {
-            counts[i] += counts[i - 1];
-        }
-        let mut order = vec![0u32; n];
-        let mut next = counts.clone();
-        for (row, &s) in slots.iter().enumerate() {
-            order[next[s as usize]] = row as u32;
-            next[s as usize] += 1;
+        let mut split: Vec<Vec<Column>> = (0..nslots).map(|_| Vec::with_capacity(batch.len())).collect();
+        if let Some(only) = sizes.iter().position(|&k| k == n) {
+            split[only] = batch;
+        } else {
+            let one = |c: &Column| -> Result<Vec<Column>, StorageError> { Ok(split::split(c, &slots, &sizes)) };
+            let by_column = if n >= PARALLEL_APPEND_ROWS {
+                crate::par::try_map(&batch, one)?
+            } else {
+                batch.iter().map(one).collect::<Result<_, _>>()?
+            };
+            drop(batch);
+            for parts in by_column {
+                for (slot, c) in parts.into_iter().enumerate() {
+                    split[slot].push(c);
+                }
+            }
         }
         // Partitions take their rows independently: a bulk load fills them on every core.
         let (ts_col, dict, dedup) = (self.ts_col, self.dict.clone(), &self.dedup);
-        let work: Vec<(&[u32], &mut Arc<Partition>)> = self
-            .parts
-            .iter_mut()
-            .enumerate()
-            .map(|(slot, p)| (&order[counts[slot]..counts[slot + 1]], p))
-            .filter(|(rows, _)| !rows.is_empty())
-            .collect();
+        let work: Vec<(Vec<Column>, &mut Arc<Partition>)> =
+            split.into_iter().zip(self.parts.iter_mut()).zip(&sizes).filter(|(_, &k)| k > 0).map(|(w, _)| w).collect();
         // Rows added and rows replaced, summed over partitions.
         let (added, replaced) = (AtomicUsize::new(0), AtomicUsize::new(0));
-        let fill = |(rows, p): (&[u32], &mut Arc<Partition>)| {
-            let mut cols: Vec<Column> =
-                if rows.len() == n { batch.clone() } else { batch.iter().map(|c| c.take(rows)).collect() };
+        let fill = |(mut cols, p): (Vec<Column>, &mut Arc<Partition>)| {
             if let (Some(t), false) = (ts_col, dedup.is_empty()) {
                 let up = dedup::plan(p, &cols, dedup, t);
                 if let Some(keep) = &up.keep {
@@ -1086,9 +1089,17 @@ fn append_rows(p: &mut Partition, cols: Vec<Column>, ts_col: Option<usize>, dict
                 && old_ts.last().is_none_or(|&l| new_ts.first().is_none_or(|&f| l <= f))
         }
     };
-    for (dst, src) in p.columns.iter_mut().zip(&cols) {
-        let dst = Arc::make_mut(dst);
-        append_column(dst, src);
+    for (dst, src) in p.columns.iter_mut().zip(cols) {
+        // An empty partition (a bulk load's first batch) takes the new rows as they are: no
+        // second copy. Readers holding the old column keep it.
+        let dst = if old_len == 0 && dst.data_type() == src.data_type() {
+            *dst = Arc::new(src);
+            Arc::make_mut(dst)
+        } else {
+            let dst = Arc::make_mut(dst);
+            append_column(dst, &src);
+            dst
+        };
         if let ColumnData::Symbol { dict: d, .. } = dst.data_mut() {
             *d = dict.clone();
         }
