@@ -1,7 +1,7 @@
 //! Rows from outside: every `/write` format onto an in-memory engine, and CSV into a schema.
 
 use std::sync::OnceLock;
-use zepto_io::csv::{read_csv, CsvOptions};
+use zepto_io::csv::{read_csv, read_csv_pieces, CsvOptions};
 use zepto_server::auth::Principal;
 use zepto_server::ingest::{self, ilp::Precision, IngestFormat, WriteRequest};
 use zepto_sql::Engine;
@@ -64,9 +64,26 @@ pub fn csv(data: &[u8]) {
     .map(|(n, t)| ColumnDef { name: n.to_string(), data_type: *t })
     .collect();
     for header in [true, false] {
-        if let Ok(cols) = read_csv(text, &schema, &CsvOptions { header, delimiter: b',' }) {
+        let opts = CsvOptions { header, delimiter: b',' };
+        let whole = read_csv(text, &schema, &opts);
+        if let Ok(cols) = &whole {
             let n = cols.first().map_or(0, |c| c.len());
             assert!(cols.iter().all(|c| c.len() == n), "CSV columns of different lengths");
+        }
+        // Cut into pieces (as large files are, to read on every core): the same answer.
+        let cut = read_csv_pieces(text, &schema, &opts, &zepto_io::unchecked, 16);
+        match (&whole, &cut) {
+            (Ok(a), Ok(b)) => {
+                assert_eq!(a.len(), b.len());
+                for (ca, cb) in a.iter().zip(b) {
+                    assert_eq!(ca.len(), cb.len(), "a piece-wise read has other rows");
+                    // Compared as printed: a NaN read both ways is the same value.
+                    let same = (0..ca.len()).all(|i| format!("{:?}", ca.get(i)) == format!("{:?}", cb.get(i)));
+                    assert!(same, "a piece-wise read has other values");
+                }
+            }
+            (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string(), "a piece-wise read fails otherwise"),
+            _ => panic!("whole: {whole:?}, in pieces: {cut:?}"),
         }
     }
 }
