@@ -124,6 +124,13 @@ impl Acc {
         Acc { dt: c.data_type, data, validity: None, len: 0, dict: Dict::default(), remap: None }
     }
 
+    /// Room for `rows` more rows, if the allocator grants it at once (a read that has decoded
+    /// as many rows as it first made room for takes the file's word for the rest: one move of
+    /// the column instead of one per doubling).
+    pub fn try_reserve_rows(&mut self, rows: usize) -> bool {
+        self.data.try_reserve_rows(rows)
+    }
+
     /// Append all rows of `arr`; `row0` is the file row of its first element (for errors).
     pub fn append(&mut self, arr: &dyn Array, row0: usize) -> Result<(), AppendError> {
         let n = arr.len();

@@ -39,21 +39,32 @@ fn file_err(path: &Path, e: impl std::fmt::Display) -> IoError {
 /// NULL, file columns the schema lacks are skipped (not even decoded). It is an error if the
 /// file has none of the schema's columns, or a column whose type cannot become the schema's.
 pub fn read_parquet(path: &Path, schema: &[ColumnDef]) -> Result<Vec<Column>, IoError> {
-    read_batched(path, schema, BATCH_ROWS, &crate::unchecked)
+    read_batched(path, schema, Sizes::DEFAULT, &crate::unchecked)
 }
 
 /// [`read_parquet`], asking `check` after every decoded batch whether to go on: a small file
 /// can decode to any size (a long run of one repeated value), so its length on disk bounds
 /// nothing.
 pub fn read_parquet_checked(path: &Path, schema: &[ColumnDef], check: Check) -> Result<Vec<Column>, IoError> {
-    read_batched(path, schema, BATCH_ROWS, check)
+    read_batched(path, schema, Sizes::DEFAULT, check)
 }
 
 /// The most rows a read allocates for before it has decoded them (16M: 128 MiB per 8-byte
 /// column); past it, columns grow as batches arrive.
 const MAX_PREALLOC_ROWS: usize = 1 << 24;
 
-fn read_batched(path: &Path, schema: &[ColumnDef], batch_rows: usize, check: Check) -> Result<Vec<Column>, IoError> {
+/// Rows per decoded batch, and the most rows made room for before any is decoded.
+#[derive(Clone, Copy)]
+struct Sizes {
+    batch_rows: usize,
+    prealloc_rows: usize,
+}
+
+impl Sizes {
+    const DEFAULT: Sizes = Sizes { batch_rows: BATCH_ROWS, prealloc_rows: MAX_PREALLOC_ROWS };
+}
+
+fn read_batched(path: &Path, schema: &[ColumnDef], sizes: Sizes, check: Check) -> Result<Vec<Column>, IoError> {
     let file = File::open(path).map_err(|e| file_err(path, e))?;
     let meta = ArrowReaderMetadata::load(&file, ArrowReaderOptions::new()).map_err(|e| file_err(path, e))?;
     let fail = |e| match e {
@@ -63,7 +74,7 @@ fn read_batched(path: &Path, schema: &[ColumnDef], batch_rows: usize, check: Che
     let source = match_columns(meta.schema().fields(), schema, "Parquet file")?;
     let read: Vec<usize> = (0..schema.len()).filter(|&i| source.get(i).is_some_and(Option::is_some)).collect();
     if read.len() < 2 {
-        return read_with(file, meta, schema, None, batch_rows, check).map_err(fail);
+        return read_with(file, meta, schema, None, sizes, check).map_err(fail);
     }
     // A column at a time, on every core: each decodes every row group of its own column
     // chunks through a reader of its own, into its own column, so nothing is merged after.
@@ -72,7 +83,7 @@ fn read_batched(path: &Path, schema: &[ColumnDef], batch_rows: usize, check: Che
     let one = |&i: &usize| -> Result<Column, IoError> {
         let file = File::open(path).map_err(|e| file_err(path, e))?;
         let def = std::slice::from_ref(schema.get(i).ok_or_else(lost)?);
-        let mut cols = read_with(file, meta.clone(), def, None, batch_rows, check).map_err(fail)?;
+        let mut cols = read_with(file, meta.clone(), def, None, sizes, check).map_err(fail)?;
         cols.pop().ok_or_else(lost)
     };
     let decoded = zepto_storage::par::try_map(&read, one)?;
@@ -111,7 +122,7 @@ pub fn read_parquet_parts<R: ChunkReader + 'static>(
 ) -> Result<Vec<Column>, IoError> {
     let meta = ArrowReaderMetadata::try_new(meta, ArrowReaderOptions::new())
         .map_err(|e| IoError::File { path: what.to_string(), message: e.to_string() })?;
-    read_with(reader, meta, schema, row_groups, BATCH_ROWS, &crate::unchecked).map_err(|e| match e {
+    read_with(reader, meta, schema, row_groups, Sizes::DEFAULT, &crate::unchecked).map_err(|e| match e {
         ReadFail::Io(message) => IoError::File { path: what.to_string(), message },
         ReadFail::Other(e) => e,
     })
@@ -122,7 +133,7 @@ fn read_with<R: ChunkReader + 'static>(
     meta: ArrowReaderMetadata,
     schema: &[ColumnDef],
     row_groups: Option<Vec<usize>>,
-    batch_rows: usize,
+    sizes: Sizes,
     check: Check,
 ) -> Result<Vec<Column>, ReadFail> {
     let fields = meta.schema().fields().clone();
@@ -177,7 +188,7 @@ fn read_with<R: ChunkReader + 'static>(
     let mask = ProjectionMask::roots(md.file_metadata().schema_descr(), roots.iter().copied());
     let mut builder = ParquetRecordBatchReaderBuilder::new_with_metadata(file, meta)
         .with_projection(mask)
-        .with_batch_size(batch_rows);
+        .with_batch_size(sizes.batch_rows);
     if let Some(rg) = row_groups {
         builder = builder.with_row_groups(rg);
     }
@@ -185,11 +196,20 @@ fn read_with<R: ChunkReader + 'static>(
 
     // The footer's row count sizes the columns up front, up to a bound: it is the file's word,
     // and a crafted footer must not make one allocation the machine cannot serve.
-    let capacity = total.min(MAX_PREALLOC_ROWS);
+    let capacity = total.min(sizes.prealloc_rows);
     let mut accs: Vec<Acc> = schema.iter().map(|c| Acc::new(c, capacity)).collect();
     let mut rows = 0usize;
+    let mut trusted = false;
     for batch in reader {
         let batch = batch.map_err(|e| ReadFail::Io(e.to_string()))?;
+        if !trusted && rows + batch.num_rows() > capacity && total > capacity {
+            // As many rows as first made room for are real: take the footer's word for the
+            // rest at once (the allocator may refuse; then columns grow as batches come).
+            trusted = true;
+            for a in accs.iter_mut() {
+                a.try_reserve_rows(total.saturating_sub(rows));
+            }
+        }
         append_batch(&mut accs, schema, &source, rows, |k| {
             // Projected columns keep file order.
             let pos = roots.binary_search(&k).map_err(|_| IoError::Invalid("projection lost a column".into()))?;
@@ -354,8 +374,9 @@ mod tests {
             def("px", DataType::Float64),
             def("name", DataType::Varchar),
         ];
-        for batch in [1_237, 4_096, BATCH_ROWS] {
-            let back = read_batched(&p, &defs, batch, &crate::unchecked).expect("reads");
+        // Room made for fewer rows than the file has, too: the rest is reserved on the way.
+        for (batch_rows, prealloc_rows) in [(1_237, 1 << 24), (4_096, 10_000), (BATCH_ROWS, 1 << 24), (BATCH_ROWS, 1)] {
+            let back = read_batched(&p, &defs, Sizes { batch_rows, prealloc_rows }, &crate::unchecked).expect("reads");
             assert_same(&cols, &back, n);
             assert_eq!(back[2].null_count(), cols[2].null_count());
         }

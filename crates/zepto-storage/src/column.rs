@@ -160,6 +160,25 @@ impl ColumnData {
         }
     }
 
+    /// Room for `rows` more rows of fixed width (symbol codes, vector values), asked of the
+    /// allocator without aborting: `false` when it refused, and nothing changed. VARCHAR text
+    /// and NULL columns have no fixed width and are left alone (`true`).
+    pub fn try_reserve_rows(&mut self, rows: usize) -> bool {
+        fn r<T>(v: &mut Vec<T>, n: usize) -> bool {
+            v.try_reserve_exact(n).is_ok()
+        }
+        match self {
+            ColumnData::Bool(v) => r(v, rows),
+            ColumnData::Int32(v) | ColumnData::Date(v) => r(v, rows),
+            ColumnData::Int64(v) | ColumnData::Timestamp(v) | ColumnData::Interval(v) => r(v, rows),
+            ColumnData::Float32(v) => r(v, rows),
+            ColumnData::Float64(v) => r(v, rows),
+            ColumnData::Symbol { codes, .. } => r(codes, rows),
+            ColumnData::Vector { dim, values } => r(values, rows.saturating_mul(*dim as usize)),
+            ColumnData::Varchar(_) | ColumnData::Null(_) => true,
+        }
+    }
+
     /// An empty vector of the given type (symbols get an empty dictionary).
     pub fn empty(dt: DataType) -> ColumnData {
         ColumnData::zeros(dt, 0)
