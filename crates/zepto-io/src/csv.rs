@@ -7,6 +7,7 @@
 
 use crate::format::csv_cell;
 use crate::{Check, IoError, CHECK_EVERY};
+use std::borrow::Cow;
 use zepto_storage::{time, Column, ColumnBuilder, ColumnDef, DataType, Value};
 
 /// How CSV text is laid out.
@@ -26,20 +27,21 @@ impl Default for CsvOptions {
 
 /// One field: its text and whether it was quoted.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Field {
-    /// The text, unquoted and unescaped.
-    pub text: String,
+pub struct Field<'a> {
+    /// The text, unquoted and unescaped: borrowed from the CSV text unless it had doubled
+    /// quotes.
+    pub text: Cow<'a, str>,
     /// Whether it was quoted (an empty quoted field is the empty string, not NULL).
     pub quoted: bool,
 }
 
 /// Split CSV text into records. `\r\n` and `\n` end records outside quotes.
-pub fn parse_records(data: &str, delim: u8) -> Result<Vec<Vec<Field>>, IoError> {
+pub fn parse_records(data: &str, delim: u8) -> Result<Vec<Vec<Field<'_>>>, IoError> {
     parse_records_checked(data, delim, &crate::unchecked)
 }
 
 /// [`parse_records`], asking `check` every [`CHECK_EVERY`] records whether to go on.
-pub fn parse_records_checked(data: &str, delim: u8, check: Check) -> Result<Vec<Vec<Field>>, IoError> {
+pub fn parse_records_checked<'a>(data: &'a str, delim: u8, check: Check) -> Result<Vec<Vec<Field<'a>>>, IoError> {
     parse_chunk(data, delim, check, 1).map(|(recs, _)| recs)
 }
 
@@ -47,7 +49,12 @@ pub fn parse_records_checked(data: &str, delim: u8, check: Check) -> Result<Vec<
 /// is `first_line`; only the whole text's start may hold a byte order mark), and how many
 /// there were before blank lines were dropped. Error rows count records from the piece's
 /// start, blank ones and a header included.
-fn parse_chunk(data: &str, delim: u8, check: Check, first_line: usize) -> Result<(Vec<Vec<Field>>, usize), IoError> {
+fn parse_chunk<'a>(
+    data: &'a str,
+    delim: u8,
+    check: Check,
+    first_line: usize,
+) -> Result<(Vec<Vec<Field<'a>>>, usize), IoError> {
     let b = data.as_bytes();
     let mut out = Vec::new();
     let mut rec: Vec<Field> = Vec::new();
@@ -59,61 +66,54 @@ fn parse_chunk(data: &str, delim: u8, check: Check, first_line: usize) -> Result
     }
     let at = |i: usize| b.get(i).copied();
     while i < b.len() {
-        // One field starting at i.
-        let mut f = Field { text: String::new(), quoted: false };
-        if at(i) == Some(b'"') {
-            f.quoted = true;
-            i += 1;
+        // One field starting at i: its text borrowed from `data` unless it has doubled quotes.
+        let f = if at(i) == Some(b'"') {
             let start_line = line;
-            loop {
-                let Some(c) = at(i) else {
+            let start = i + 1;
+            let (mut j, mut doubled) = (start, false);
+            let end = loop {
+                let Some(c) = at(j) else {
                     return Err(IoError::BadRow {
                         row: data_row(&out),
                         message: format!("unterminated quoted field starting on line {start_line}"),
                     });
                 };
                 if c == b'"' {
-                    if at(i + 1) == Some(b'"') {
-                        f.text.push('"');
-                        i += 2;
-                        continue;
+                    if at(j + 1) != Some(b'"') {
+                        break j;
                     }
-                    i += 1;
-                    break;
-                }
-                if c == b'\n' {
+                    doubled = true;
+                    j += 1;
+                } else if c == b'\n' {
                     line += 1;
                 }
-                // Copy a run of ordinary bytes at once (keeps UTF-8 intact).
-                let start = i;
-                while at(i).is_some_and(|c| c != b'"' && c != b'\n') {
-                    i += 1;
-                }
-                if i == start {
-                    f.text.push('\n');
-                    i += 1;
-                } else {
-                    f.text.push_str(&data[start..i]);
-                }
-            }
+                j += 1;
+            };
+            i = end + 1;
             if at(i).is_some_and(|c| c != delim && c != b'\n' && c != b'\r') {
                 return Err(IoError::BadRow {
                     row: data_row(&out) + 1,
                     message: "unexpected character after a closing quote".into(),
                 });
             }
+            // Quotes are ASCII: `start..end` lies on character boundaries.
+            let raw = &data[start..end];
+            Field {
+                text: if doubled { Cow::Owned(raw.replace("\"\"", "\"")) } else { Cow::Borrowed(raw) },
+                quoted: true,
+            }
         } else {
             let start = i;
             while at(i).is_some_and(|c| c != delim && c != b'\n' && c != b'\r') {
                 i += 1;
             }
-            f.text.push_str(&data[start..i]);
-        }
+            Field { text: Cow::Borrowed(&data[start..i]), quoted: false }
+        };
         rec.push(f);
         if at(i) == Some(delim) {
             i += 1;
             if i == b.len() {
-                rec.push(Field { text: String::new(), quoted: false });
+                rec.push(Field { text: Cow::Borrowed(""), quoted: false });
             }
             continue;
         }
@@ -146,7 +146,7 @@ pub fn parse_field(f: &Field, dt: DataType) -> Result<Value, String> {
     let t = f.text.trim();
     let bad = || format!("'{}' is not a valid {dt}", f.text);
     Ok(match dt {
-        DataType::Varchar | DataType::Symbol => Value::Str(f.text.clone()),
+        DataType::Varchar | DataType::Symbol => Value::Str(f.text.to_string()),
         _ if t.is_empty() => return Err(bad()),
         DataType::Bool => match t.to_ascii_lowercase().as_str() {
             "true" | "t" | "1" | "yes" => Value::Bool(true),
@@ -270,9 +270,9 @@ pub fn read_csv_pieces(
 
 /// The first error of `pieces` that do not split into records, numbered from the text's start
 /// (`before` records precede them).
-fn first_unsplit<'p>(
+fn first_unsplit<'p, 'a>(
     pieces: impl Iterator<Item = &'p (usize, usize, usize)>,
-    split: impl Fn(&(usize, usize, usize)) -> Result<(Vec<Vec<Field>>, usize), IoError>,
+    split: impl Fn(&(usize, usize, usize)) -> Result<(Vec<Vec<Field<'a>>>, usize), IoError>,
     mut before: usize,
 ) -> Option<IoError> {
     for p in pieces {
@@ -286,8 +286,8 @@ fn first_unsplit<'p>(
 
 /// A piece of CSV text to read: already split into records (the ones up to the header, with
 /// how many records they had before blank lines were dropped), or `(from, to, first line)`.
-enum Item {
-    Split(Vec<Vec<Field>>, usize),
+enum Item<'a> {
+    Split(Vec<Vec<Field<'a>>>, usize),
     Text((usize, usize, usize)),
 }
 
@@ -400,6 +400,14 @@ fn build_columns(
         for ((col, source), builder) in schema.iter().zip(mapping).zip(builders.iter_mut()) {
             match source.and_then(|k| rec.get(k)) {
                 None => builder.push_null(),
+                // Text goes in as it is, without a `Value` of its own (as `parse_field` reads it).
+                Some(f) if matches!(col.data_type, DataType::Varchar | DataType::Symbol) => {
+                    if f.text.is_empty() && !f.quoted {
+                        builder.push_null();
+                    } else {
+                        builder.push_str(&f.text)?;
+                    }
+                }
                 Some(field) => {
                     let v = parse_field(field, col.data_type).map_err(|message| IoError::BadValue {
                         row,
