@@ -29,6 +29,11 @@ use zepto_storage::{Column, ColumnData, Dict};
 /// Rows per record batch of a written stream.
 pub const BATCH_ROWS: usize = 1 << 16;
 
+/// A chunk of at least this many rows is a record batch of its own, sharing its memory;
+/// smaller neighbours are joined (a copy) up to [`BATCH_ROWS`], as a batch per few rows costs
+/// a message header per column.
+const OWN_BATCH_ROWS: usize = 4096;
+
 /// Buffer compression of a written stream (the IPC format's own: each buffer of a record
 /// batch compressed on its own, so readers decode batch by batch).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -141,6 +146,10 @@ impl IpcResultWriter {
                 let piece = self.current.slice(self.offset, len);
                 self.offset += len;
                 let w = self.writer.as_mut().ok_or_else(|| bad("writer already finished"))?;
+                // Room for the message up front: grown by doubling, it was copied again and again.
+                let bytes: usize =
+                    piece.columns().iter().filter_map(|a| a.to_data().get_slice_memory_size().ok()).sum();
+                w.get_mut().reserve(bytes + 4096);
                 w.write(&piece).map_err(bad)?;
                 return Ok(Some(std::mem::take(w.get_mut())));
             }
@@ -161,12 +170,13 @@ impl Pending {
     }
 
     /// The next rows as one record batch (in `schema` if given): a window of at most
-    /// [`BATCH_ROWS`] rows of the front chunk, or whole small chunks joined up to that. The
+    /// [`BATCH_ROWS`] rows of the front chunk, the whole front chunk when it has at least
+    /// [`OWN_BATCH_ROWS`], or smaller chunks joined up to [`BATCH_ROWS`]. The
     /// arrays share the chunks' memory (only a join of several chunks copies), so the stream
     /// writer's copy into the message is the only one.
     fn next_batch(&mut self, names: &[String], schema: Option<&SchemaRef>) -> Result<Option<RecordBatch>, IoError> {
         let Some((cols, total)) = self.chunks.front().cloned() else { return Ok(None) };
-        let (arrays, rows) = if self.offset > 0 || total > BATCH_ROWS {
+        let (arrays, rows) = if self.offset > 0 || total > BATCH_ROWS || total >= OWN_BATCH_ROWS {
             let whole = match self.front.take() {
                 Some(arrays) => arrays,
                 None => self.share(&cols, total)?,
@@ -184,7 +194,9 @@ impl Pending {
         } else {
             let mut group = Vec::new();
             let mut rows = 0;
-            while let Some(next) = self.chunks.front().filter(|c| group.is_empty() || rows + c.1 <= BATCH_ROWS) {
+            let joins =
+                |c: &&Chunk, first: bool, rows: usize| first || (c.1 < OWN_BATCH_ROWS && rows + c.1 <= BATCH_ROWS);
+            while let Some(next) = self.chunks.front().filter(|c| joins(c, group.is_empty(), rows)) {
                 rows += next.1;
                 group.extend(self.chunks.pop_front());
             }
