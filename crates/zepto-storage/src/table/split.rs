@@ -79,13 +79,8 @@ mod tests {
 
     #[test]
     fn split_equals_taking_each_parts_rows() {
-        let mut x = 0x2545_f491_4f6c_dd1du64;
-        let mut rnd = move |n: u64| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x % n
-        };
+        let mut r = crate::rng::XorShift::new(0x2545_f491_4f6c_dd1du64);
+        let mut rnd = move |n: u64| r.below(n);
         for round in 0..40 {
             let n = rnd(300) as usize;
             let parts = 1 + rnd(7) as usize;
