@@ -633,34 +633,29 @@ impl Table {
         }
         let batch = self.normalize(batch);
         let slots = self.row_slots(&batch, n);
-        // Each partition's rows, in input order: split once per column (on every core for a
-        // bulk load), or the whole batch when it goes to one partition.
-        let nslots = self.parts.len();
-        let mut sizes = vec![0usize; nslots];
-        for &s in &slots {
-            sizes[s as usize] += 1;
-        }
-        let mut split: Vec<Vec<Column>> = (0..nslots).map(|_| Vec::with_capacity(batch.len())).collect();
-        if let Some(only) = sizes.iter().position(|&k| k == n) {
-            split[only] = batch;
+        let place = split::Placement::new(slots, self.parts.len());
+        // Each target partition's rows, in input order: split once per column (on every core
+        // for a bulk load), or the whole batch when it goes to one partition.
+        let by_target: Vec<Vec<Column>> = if let [_] = place.targets() {
+            vec![batch]
         } else {
-            let one = |c: &Column| -> Result<Vec<Column>, StorageError> { Ok(split::split(c, &slots, &sizes)) };
+            let one = |c: &Column| -> Result<Vec<Column>, StorageError> { Ok(place.split(c)) };
             let by_column = if n >= PARALLEL_APPEND_ROWS {
                 crate::par::try_map(&batch, one)?
             } else {
                 batch.iter().map(one).collect::<Result<_, _>>()?
             };
             drop(batch);
+            let mut out: Vec<Vec<Column>> =
+                place.targets().iter().map(|_| Vec::with_capacity(by_column.len())).collect();
             for parts in by_column {
-                for (slot, c) in parts.into_iter().enumerate() {
-                    split[slot].push(c);
-                }
+                parts.into_iter().zip(out.iter_mut()).for_each(|(c, cols)| cols.push(c));
             }
-        }
+            out
+        };
         // Partitions take their rows independently: a bulk load fills them on every core.
         let (ts_col, dict, dedup) = (self.ts_col, self.dict.clone(), &self.dedup);
-        let work: Vec<(Vec<Column>, &mut Arc<Partition>)> =
-            split.into_iter().zip(self.parts.iter_mut()).zip(&sizes).filter(|(_, &k)| k > 0).map(|(w, _)| w).collect();
+        let work = targets_mut(&mut self.parts, place.targets(), by_target);
         // Rows added and rows replaced, summed over partitions.
         let (added, replaced) = (AtomicUsize::new(0), AtomicUsize::new(0));
         let fill = |(mut cols, p): (Vec<Column>, &mut Arc<Partition>)| {
@@ -1068,6 +1063,27 @@ fn append_column(dst: &mut Column, src: &Column) {
         }
         *dst = Column::new(std::mem::replace(dst.data_mut(), ColumnData::Null(0)), Some(v));
     }
+}
+
+/// Each target's rows beside a mutable borrow of its partition (`targets` distinct slots of
+/// `parts`), in slot order.
+fn targets_mut<'a>(
+    parts: &'a mut [Arc<Partition>],
+    targets: &[usize],
+    rows: Vec<Vec<Column>>,
+) -> Vec<(Vec<Column>, &'a mut Arc<Partition>)> {
+    let mut by_slot: Vec<(usize, Vec<Column>)> = targets.iter().copied().zip(rows).collect();
+    by_slot.sort_unstable_by_key(|(slot, _)| *slot);
+    let mut rest = parts.iter_mut();
+    let mut next = 0;
+    by_slot
+        .into_iter()
+        .map(|(slot, cols)| {
+            let p = rest.nth(slot - next).expect("a target is a slot of the table, each once");
+            next = slot + 1;
+            (cols, p)
+        })
+        .collect()
 }
 
 /// Below this many rows an append stays on the caller's thread (ingest batches are small and
