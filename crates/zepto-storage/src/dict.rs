@@ -1,24 +1,72 @@
 //! The per-table symbol dictionary: string ↔ `u32` code. Append-only, so a code handed out once
 //! keeps its meaning forever and a reader's snapshot of codes stays valid against any later,
 //! larger version of the dictionary.
+//!
+//! Versions share one store: a [`Dict`] is a view of the store's first `len` strings, so taking
+//! a version is O(1) and adding a string never copies the ones before it (a table of 100k
+//! symbols used to copy its whole dictionary on every write a reader's snapshot overlapped).
+//! Strings live in a lock-free append-only vector (`boxcar`): reading a code takes no lock,
+//! and the address of a string never moves. Adding takes the store's index lock, so codes are
+//! handed out one at a time, in order, whichever version adds.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, PoisonError, RwLock};
 
 static NEXT_LINEAGE: AtomicU64 = AtomicU64::new(1);
 
-/// A dictionary and every later version of it (clones that only appended) share a `lineage`,
-/// so codes from any two of them mean the same strings and can be mixed without remapping.
+/// The strings of one lineage, shared by all of its versions.
+#[derive(Debug)]
+struct Store {
+    lineage: u64,
+    /// Code `i` is `strings[i]`; pushed only under the `index` write lock.
+    strings: boxcar::Vec<Box<str>>,
+    /// String → code, for every string in `strings`.
+    index: RwLock<HashMap<Box<str>, u32>>,
+}
+
+impl Store {
+    fn new() -> Store {
+        Store {
+            lineage: NEXT_LINEAGE.fetch_add(1, Ordering::Relaxed),
+            strings: boxcar::Vec::new(),
+            index: RwLock::new(HashMap::new()),
+        }
+    }
+
+    fn code(&self, s: &str) -> Option<u32> {
+        self.index.read().unwrap_or_else(PoisonError::into_inner).get(s).copied()
+    }
+
+    /// The code of `s`, added at the end if new.
+    fn intern(&self, s: &str) -> u32 {
+        if let Some(c) = self.code(s) {
+            return c;
+        }
+        let mut index = self.index.write().unwrap_or_else(PoisonError::into_inner);
+        if let Some(&c) = index.get(s) {
+            return c;
+        }
+        let code = u32::try_from(self.strings.count()).expect("symbol dictionary exceeds u32 codes");
+        let at = self.strings.push(s.into());
+        assert_eq!(at, code as usize, "codes are handed out in order, under the index lock");
+        index.insert(s.into(), code);
+        code
+    }
+}
+
+/// A dictionary and every later version of it share a `lineage` (and a store), so codes from
+/// any two of them mean the same strings and can be mixed without remapping.
 #[derive(Debug, Clone)]
 pub struct Dict {
-    lineage: u64,
-    strings: Vec<Box<str>>,
-    index: HashMap<Box<str>, u32>,
+    store: Arc<Store>,
+    /// Strings of this version: codes `0..len` of the store.
+    len: usize,
 }
 
 impl Default for Dict {
     fn default() -> Self {
-        Dict { lineage: NEXT_LINEAGE.fetch_add(1, Ordering::Relaxed), strings: Vec::new(), index: HashMap::new() }
+        Dict { store: Arc::new(Store::new()), len: 0 }
     }
 }
 
@@ -26,50 +74,120 @@ impl Dict {
     /// Identity shared by this dictionary and every later version of it (see [`Dict`]); equal
     /// lineages mean codes can be mixed without remapping.
     pub fn lineage(&self) -> u64 {
-        self.lineage
+        self.store.lineage
     }
 
-    /// Number of distinct strings (the next code to be handed out).
+    /// Number of distinct strings (the next code this version would hand out, unless another
+    /// version of the lineage added strings since).
     pub fn len(&self) -> usize {
-        self.strings.len()
+        self.len
     }
 
     /// True when no string has been interned.
     pub fn is_empty(&self) -> bool {
-        self.strings.is_empty()
+        self.len == 0
     }
 
     /// A copy under a new lineage: the same code for every string so far, free to grow apart
     /// (codes it adds later mean nothing to this dictionary's lineage).
     pub fn fork(&self) -> Dict {
-        Dict { lineage: NEXT_LINEAGE.fetch_add(1, Ordering::Relaxed), ..self.clone() }
+        let mut d = Dict::default();
+        for s in self.iter() {
+            d.intern(s);
+        }
+        d
     }
 
-    /// The code of `s`, adding it if new.
+    /// The code of `s`, adding it if new. A string another version of the lineage added keeps
+    /// its code, and this version grows to cover it.
     pub fn intern(&mut self, s: &str) -> u32 {
-        if let Some(&c) = self.index.get(s) {
-            return c;
-        }
-        let code = u32::try_from(self.strings.len()).expect("symbol dictionary exceeds u32 codes");
-        self.strings.push(s.into());
-        self.index.insert(s.into(), code);
+        let code = self.store.intern(s);
+        self.len = self.len.max(code as usize + 1);
         code
     }
 
-    /// The code of `s`, or `None` if it was never interned (never adds).
+    /// The code of `s`, or `None` if this version does not hold it (never adds).
     pub fn code(&self, s: &str) -> Option<u32> {
-        self.index.get(s).copied()
+        self.store.code(s).filter(|&c| (c as usize) < self.len)
     }
 
     /// The string of `code`. Panics if `code` was not handed out by this dictionary's lineage up to
     /// its length.
     #[inline]
     pub fn get(&self, code: u32) -> &str {
-        &self.strings[code as usize]
+        let i = code as usize;
+        assert!(i < self.len, "symbol code {i} past a dictionary of {}", self.len);
+        &self.store.strings[i]
     }
 
     /// Every string, in code order (the `i`-th is code `i`).
     pub fn iter(&self) -> impl Iterator<Item = &str> + '_ {
-        self.strings.iter().map(|s| &**s)
+        (0..self.len).map(|i| &*self.store.strings[i])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_share_codes_and_see_only_their_own_strings() {
+        let mut a = Dict::default();
+        let (x, y) = (a.intern("x"), a.intern("y"));
+        assert_eq!((x, y, a.intern("x")), (0, 1, 0));
+        let old = a.clone();
+        let z = a.intern("z");
+        assert_eq!((z, a.len(), old.len()), (2, 3, 2));
+        assert_eq!(old.code("z"), None, "an older version does not hold a later string");
+        assert_eq!(a.code("z"), Some(2));
+        assert_eq!(old.iter().collect::<Vec<_>>(), ["x", "y"]);
+        // Another version adding the same string gets the same code and grows past it.
+        let mut b = old.clone();
+        assert_eq!(b.intern("w"), 3);
+        assert_eq!((b.len(), b.get(2), b.get(3)), (4, "z", "w"));
+        assert_eq!(a.intern("w"), 3);
+        assert_eq!((a.lineage(), b.lineage()), (old.lineage(), old.lineage()));
+    }
+
+    #[test]
+    fn a_fork_keeps_codes_under_a_new_lineage() {
+        let mut a = Dict::default();
+        ["p", "q", "r"].iter().for_each(|s| {
+            a.intern(s);
+        });
+        let mut f = a.fork();
+        assert_ne!(f.lineage(), a.lineage());
+        assert_eq!(f.iter().collect::<Vec<_>>(), ["p", "q", "r"]);
+        assert_eq!((f.intern("s"), a.intern("t")), (3, 3));
+        assert_eq!((f.get(3), a.get(3)), ("s", "t"));
+    }
+
+    #[test]
+    fn versions_intern_from_many_threads_without_losing_a_code() {
+        let base = Dict::default();
+        let per_thread: Vec<Vec<(String, u32)>> = std::thread::scope(|sc| {
+            let hs: Vec<_> = (0..4)
+                .map(|t| {
+                    let mut d = base.clone();
+                    sc.spawn(move || {
+                        (0..500)
+                            .map(|i| format!("s{}", (i * 7 + t) % 600))
+                            .map(|s| {
+                                let c = d.intern(&s);
+                                (s, c)
+                            })
+                            .collect()
+                    })
+                })
+                .collect();
+            hs.into_iter().map(|h| h.join().expect("no panic")).collect()
+        });
+        let mut all = base.clone();
+        for (s, c) in per_thread.iter().flatten() {
+            assert_eq!(all.intern(s), *c, "'{s}' has one code");
+            assert_eq!(all.get(*c), s);
+        }
+        let distinct: std::collections::HashSet<&String> = per_thread.iter().flatten().map(|(s, _)| s).collect();
+        assert_eq!(all.len(), distinct.len());
     }
 }
