@@ -7,13 +7,14 @@
 
 use super::context::ExecContext;
 use super::nearest::nearest;
-use super::scan::{concat_pieces, piece_batch, pieces, Piece};
+use super::scan::{piece_batch, pieces, Piece};
 use super::Batch;
 use crate::error::{Result, SqlError};
 use crate::plan::physical::ScanShape;
 use crate::plan::AnnSearch;
 use std::sync::Arc;
 use zepto_ann::Registry;
+use zepto_storage::Column;
 
 /// A partition whose filter keeps at most this many rows is scanned exactly: computing that
 /// many distances costs less than a graph walk that rejects most of the nodes it meets.
@@ -31,7 +32,7 @@ const WALK_FLOATS: usize = 800_000;
 /// The candidate rows of `s` for search `a`, as a batch of the scan's columns.
 pub fn candidates(ctx: &ExecContext, s: &ScanShape, a: &AnnSearch) -> Result<Batch> {
     let registry = ctx.run_context().indexes().cloned();
-    let mut parts = Vec::new();
+    let mut picks = Vec::new();
     // The query as the index's graphs compare it, prepared at the first graph searched.
     let mut query = None;
     for piece in pieces(s.table, s.range) {
@@ -39,10 +40,32 @@ pub fn candidates(ctx: &ExecContext, s: &ScanShape, a: &AnnSearch) -> Result<Bat
         let b = piece_batch(&piece, s.columns);
         let keep = s.kept_rows(ctx, &b)?;
         let rows = nearest(&b, a, piece_rows(registry.as_ref(), a, &piece, keep, &mut query)?);
-        // Every row (no graph yet, or a filter that keeps all): share the columns, no copy.
-        parts.push(if rows.len() == b.rows { b } else { b.take(&rows) });
+        picks.push((b, rows));
     }
-    Ok(concat_pieces(s.table, s.columns, parts))
+    gather_picks(s, &picks)
+}
+
+/// The picked rows of each piece's batch, one piece after another: a single piece picked
+/// whole (no graph yet, or a filter that keeps all) is shared, else each column is copied
+/// once.
+fn gather_picks(s: &ScanShape, picks: &[(Batch, Vec<u32>)]) -> Result<Batch> {
+    if let [(b, rows)] = picks {
+        if rows.len() == b.rows {
+            return Ok(b.clone());
+        }
+    }
+    let n = picks.iter().map(|(_, rows)| rows.len()).sum();
+    let cols = s
+        .columns
+        .iter()
+        .enumerate()
+        .map(|(j, &c)| {
+            let parts: Vec<(&Column, &[u32])> = picks.iter().map(|(b, rows)| (&*b.columns[j], &rows[..])).collect();
+            let dt = s.table.schema().columns[c].data_type;
+            Column::gather(dt, &parts).map(Arc::new).map_err(SqlError::Internal)
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(Batch::shared(cols, n))
 }
 
 /// The candidate rows of one piece, relative to its start, ascending. `keep`: the rows the

@@ -16,6 +16,7 @@ use crate::error::{Result, SqlError};
 use crate::parser::ast::BinaryOp;
 use crate::plan::{AsofOuter, BExpr, Plan};
 use std::collections::HashMap;
+use std::ops::Range;
 use std::sync::Arc;
 use zepto_storage::column::NULL_INDEX;
 use zepto_storage::{Column, ColumnData, DataType, Table};
@@ -322,6 +323,27 @@ impl<'a> Paired<'a> {
         let k = lp.part.key()?;
         self.right.get(&self.rt.dict().code(self.lt.dict().get(k))?)
     }
+
+    /// A bundle of left pieces with their right pieces, in order: `each(left, right, span,
+    /// right_at)` gets a left piece, its right piece if any, the span of its rows among the
+    /// bundle's left rows and where its right rows start among the bundle's right rows. Then
+    /// the bundle's left rows and right rows of the scans' columns, one piece after another.
+    pub fn walk_bundle(
+        &self,
+        bundle: &[Piece<'a>],
+        mut each: impl FnMut(&Piece, Option<&Piece>, Range<usize>, usize) -> Result<()>,
+    ) -> Result<(Batch, Batch)> {
+        let rps: Vec<Option<&Piece>> = bundle.iter().map(|lp| self.right_of(lp)).collect();
+        let (mut at, mut right_at) = (0, 0);
+        for (lp, rp) in bundle.iter().zip(&rps) {
+            each(lp, *rp, at..at + lp.range.len(), right_at)?;
+            at += lp.range.len();
+            right_at += rp.map_or(0, |r| r.range.len());
+        }
+        let lb = pieces_batch(self.lt, self.lc, &bundle.iter().collect::<Vec<_>>())?;
+        let rb = pieces_batch(self.rt, self.rc, &rps.into_iter().flatten().collect::<Vec<_>>())?;
+        Ok((lb, rb))
+    }
 }
 
 /// The partitions of two scans paired by key (the physical planner checked the shape: see
@@ -360,19 +382,11 @@ fn partition_wise<R: Send>(
     // Each left partition merges with its right partition alone: on every core, small
     // partitions a bundle at a time (their matches, left rows and right rows one after another).
     let one = |bundle: &[Piece]| -> Result<R> {
-        let rps: Vec<Option<&Piece>> = bundle.iter().map(|lp| pp.right_of(lp)).collect();
         let mut matched = vec![NULL_INDEX; bundle.iter().map(|p| p.range.len()).sum()];
-        let (mut at, mut right_at) = (0, 0);
-        for (lp, rp) in bundle.iter().zip(&rps) {
-            let out = &mut matched[at..at + lp.range.len()];
-            if let Some(rp) = rp {
-                merge_pair((lp, lts), (rp, rts), spec, right_at, out)?;
-                right_at += rp.range.len();
-            }
-            at += lp.range.len();
-        }
-        let lb = pieces_batch(lt, lc, &bundle.iter().collect::<Vec<_>>())?;
-        let rb = pieces_batch(rt, rc, &rps.into_iter().flatten().collect::<Vec<_>>())?;
+        let (lb, rb) = pp.walk_bundle(bundle, |lp, rp, span, right_at| match rp {
+            Some(rp) => merge_pair((lp, lts), (rp, rts), spec, right_at, &mut matched[span]),
+            None => Ok(()),
+        })?;
         finish(Matched::of(lb, rb, matched, spec.outer))
     };
     let total = lps.iter().map(|p| p.range.len()).sum();

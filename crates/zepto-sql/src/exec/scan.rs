@@ -123,22 +123,3 @@ pub fn pieces_batch(table: &Table, columns: &[usize], ps: &[&Piece]) -> Result<B
         }
     }
 }
-
-/// The batches of a scan's pieces one after another (`columns` of `table`, empty when there
-/// are none): a single piece is shared as it is.
-pub fn concat_pieces(table: &Table, columns: &[usize], mut batches: Vec<Batch>) -> Batch {
-    match batches.len() {
-        0 => Batch::new(columns.iter().map(|&c| Column::nulls(table.schema().columns[c].data_type, 0)).collect(), 0),
-        1 => batches.remove(0),
-        _ => {
-            let rows = batches.iter().map(|b| b.rows).sum();
-            let cols = (0..columns.len())
-                .map(|j| {
-                    let refs: Vec<&Column> = batches.iter().map(|b| &*b.columns[j]).collect();
-                    Arc::new(Column::concat(&refs))
-                })
-                .collect();
-            Batch::shared(cols, rows)
-        }
-    }
-}

@@ -12,7 +12,7 @@ use super::bundle::bundles;
 use super::concat_batches;
 use super::eval::eval;
 use super::hash::{bucket_rows, shared_ids};
-use super::scan::{pieces_batch, Piece};
+use super::scan::Piece;
 use super::{Batch, ExecContext};
 use crate::error::{Result, SqlError};
 use crate::plan::{AggCall, BExpr, Plan};
@@ -195,33 +195,25 @@ fn partitioned_parts(
     aggs: &[AggCall],
 ) -> Result<(Vec<Batch>, Vec<DataType>)> {
     let pp = paired(left, right)?;
-    let Paired { lt, lc, rt, rc, lts, rts, left: lps, .. } = &pp;
+    let Paired { lt, lc, lts, rts, left: lps, .. } = &pp;
     let (lts, rts) = (*lts, *rts);
     // Small partitions a bundle at a time: their left rows, right rows and windows (ranges
     // of the bundle's right rows) one after another.
     let one = |c: &ExecContext, bundle: &&[Piece]| -> Result<Batch> {
-        let rps: Vec<Option<&Piece>> = bundle.iter().map(|lp| pp.right_of(lp)).collect();
         let n = bundle.iter().map(|p| p.range.len()).sum();
         let (mut fs, mut fe) = (vec![0u32; n], vec![0u32; n]);
-        let (mut at, mut right_at) = (0, 0);
-        for (lp, rp) in bundle.iter().zip(&rps) {
-            let span = at..at + lp.range.len();
+        let (lb, rb) = pp.walk_bundle(bundle, |lp, rp, span, right_at| {
             let (fs, fe) = (&mut fs[span.clone()], &mut fe[span]);
             match rp {
-                Some(rp) => {
-                    band_frames((lp, lts), (rp, rts), band, right_at, fs, fe)?;
-                    right_at += rp.range.len();
-                }
+                Some(rp) => band_frames((lp, lts), (rp, rts), band, right_at, fs, fe),
                 // No right rows: empty windows where the next partition's start.
                 None => {
                     fs.fill(right_at as u32);
                     fe.fill(right_at as u32);
+                    Ok(())
                 }
             }
-            at += lp.range.len();
-        }
-        let lb = pieces_batch(lt, lc, &bundle.iter().collect::<Vec<_>>())?;
-        let rb = pieces_batch(rt, rc, &rps.into_iter().flatten().collect::<Vec<_>>())?;
+        })?;
         let mut cols: Vec<Arc<Column>> = lb.columns.clone();
         for a in aggs {
             let args: Vec<Cow<Column>> = a.args.iter().map(|e| eval(c, e, &rb)).collect::<Result<_>>()?;
