@@ -634,6 +634,10 @@ impl Table {
         let batch = self.normalize(batch);
         let slots = self.row_slots(&batch, n);
         let place = split::Placement::new(slots, self.parts.len());
+        if n < PARALLEL_APPEND_ROWS && self.dedup.is_empty() && place.targets().len() > 1 {
+            self.append_spread(&batch, &place);
+            return Ok(n);
+        }
         // Each target partition's rows, in input order: split once per column (on every core
         // for a bulk load), or the whole batch when it goes to one partition.
         let by_target: Vec<Vec<Column>> = if let [_] = place.targets() {
@@ -684,6 +688,18 @@ impl Table {
             self.mutations += 1;
         }
         Ok(n)
+    }
+
+    /// A small batch over several partitions (an ingest batch over many symbols): each
+    /// partition's rows copied from the batch straight onto its columns, with no buffer per
+    /// partition made first.
+    fn append_spread(&mut self, batch: &[Column], place: &split::Placement) {
+        let (rows, spans) = place.grouped_rows();
+        let (ts_col, dict) = (self.ts_col, self.dict.clone());
+        for (span, p) in targets_mut(&mut self.parts, place.targets(), spans) {
+            append_picked(Arc::make_mut(p), batch, &rows[span], ts_col, &dict);
+        }
+        self.rows += rows.len();
     }
 
     /// Symbol columns re-encoded against the table dictionary; untyped NULL columns typed.
@@ -1067,12 +1083,12 @@ fn append_column(dst: &mut Column, src: &Column) {
 
 /// Each target's rows beside a mutable borrow of its partition (`targets` distinct slots of
 /// `parts`), in slot order.
-fn targets_mut<'a>(
+fn targets_mut<'a, T>(
     parts: &'a mut [Arc<Partition>],
     targets: &[usize],
-    rows: Vec<Vec<Column>>,
-) -> Vec<(Vec<Column>, &'a mut Arc<Partition>)> {
-    let mut by_slot: Vec<(usize, Vec<Column>)> = targets.iter().copied().zip(rows).collect();
+    rows: Vec<T>,
+) -> Vec<(T, &'a mut Arc<Partition>)> {
+    let mut by_slot: Vec<(usize, T)> = targets.iter().copied().zip(rows).collect();
     by_slot.sort_unstable_by_key(|(slot, _)| *slot);
     let mut rest = parts.iter_mut();
     let mut next = 0;
@@ -1084,6 +1100,64 @@ fn targets_mut<'a>(
             (cols, p)
         })
         .collect()
+}
+
+/// [`append_rows`] of rows `rows` of `batch`, copied straight onto `p`'s columns when they keep
+/// time order (the usual case), else taken first and merged in.
+fn append_picked(p: &mut Partition, batch: &[Column], rows: &[u32], ts_col: Option<usize>, dict: &Arc<Dict>) {
+    if let Some(t) = ts_col {
+        let ts = &batch[t];
+        let new_ts = ts.as_i64_slice().unwrap_or(&[]);
+        let last = p.columns[t].as_i64_slice().and_then(|v| v.last().copied()).unwrap_or(i64::MIN);
+        let in_order = rows.iter().all(|&i| ts.is_valid(i as usize))
+            && rows.windows(2).all(|w| new_ts[w[0] as usize] <= new_ts[w[1] as usize])
+            && rows.first().is_none_or(|&i| last <= new_ts[i as usize]);
+        if !in_order {
+            return append_rows(p, batch.iter().map(|c| c.take(rows)).collect(), ts_col, dict);
+        }
+    }
+    for (dst, src) in p.columns.iter_mut().zip(batch) {
+        let dst = Arc::make_mut(dst);
+        append_column_rows(dst, src, rows);
+        if let ColumnData::Symbol { dict: d, .. } = dst.data_mut() {
+            *d = dict.clone();
+        }
+    }
+}
+
+/// [`append_column`] of rows `rows` of `src`, in that order.
+fn append_column_rows(dst: &mut Column, src: &Column, rows: &[u32]) {
+    fn pick<T: Copy>(a: &mut Vec<T>, b: &[T], rows: &[u32]) {
+        a.extend(rows.iter().map(|&i| b[i as usize]));
+    }
+    let had_nulls = dst.validity().is_some() || src.validity().is_some();
+    let old_len = dst.len();
+    match (dst.data_mut(), src.data()) {
+        (ColumnData::Bool(a), ColumnData::Bool(b)) => pick(a, b, rows),
+        (ColumnData::Int32(a), ColumnData::Int32(b)) | (ColumnData::Date(a), ColumnData::Date(b)) => pick(a, b, rows),
+        (ColumnData::Int64(a), ColumnData::Int64(b))
+        | (ColumnData::Timestamp(a), ColumnData::Timestamp(b))
+        | (ColumnData::Interval(a), ColumnData::Interval(b)) => pick(a, b, rows),
+        (ColumnData::Float32(a), ColumnData::Float32(b)) => pick(a, b, rows),
+        (ColumnData::Float64(a), ColumnData::Float64(b)) => pick(a, b, rows),
+        (ColumnData::Varchar(a), ColumnData::Varchar(b)) => rows.iter().for_each(|&i| a.push(b.get(i as usize))),
+        (ColumnData::Symbol { codes: a, .. }, ColumnData::Symbol { codes: b, .. }) => pick(a, b, rows),
+        (ColumnData::Vector { dim: da, values: a }, ColumnData::Vector { dim: db, values: b }) if da == db => {
+            let d = *da as usize;
+            rows.iter().for_each(|&i| a.extend_from_slice(&b[i as usize * d..(i as usize + 1) * d]));
+        }
+        (a, b) => {
+            panic!("append_column_rows: {:?} into {:?} (validate() must reject this)", b.data_type(), a.data_type())
+        }
+    }
+    if had_nulls {
+        let mut v = dst.validity_mut().take().unwrap_or_else(|| crate::Bitmap::new_set(old_len));
+        match src.validity() {
+            Some(s) => rows.iter().for_each(|&i| v.push(s.get(i as usize))),
+            None => v.extend_set(rows.len()),
+        }
+        *dst = Column::new(std::mem::replace(dst.data_mut(), ColumnData::Null(0)), Some(v));
+    }
 }
 
 /// Below this many rows an append stays on the caller's thread (ingest batches are small and
@@ -1313,5 +1387,45 @@ mod tests {
         assert!(t.append(bad).is_err());
         assert_eq!(t.row_count(), 0);
         assert!(t.partitions().is_empty());
+    }
+
+    #[test]
+    fn a_batch_spread_over_partitions_lands_as_row_by_row_appends_do() {
+        let mut r = crate::rng::XorShift::new(0x5851_f42d_4c95_7f2du64);
+        let syms = [Some("a"), Some("b"), Some("c"), Some("d"), None];
+        let (mut spread, mut single) = (
+            Table::new("t", schema(), &TableOptions::default()).expect("table"),
+            Table::new("t", schema(), &TableOptions::default()).expect("table"),
+        );
+        for round in 0..30 {
+            let n = 1 + r.below(40) as usize;
+            // Mostly rising timestamps, some late ones: both the in-order copy and the merge.
+            let rows: Vec<(i64, Option<&str>, f64)> = (0..n)
+                .map(|i| {
+                    let late = r.below(6) == 0;
+                    let ts = (round * 100 + i) as i64 - if late { 150 } else { 0 };
+                    (ts, syms[r.below(syms.len() as u64) as usize], r.below(1000) as f64)
+                })
+                .collect();
+            spread.append(batch(&rows)).expect("append");
+            for row in &rows {
+                single.append(batch(std::slice::from_ref(row))).expect("append");
+            }
+        }
+        assert_eq!(spread.row_count(), single.row_count());
+        let key_of = |t: &Table, p: &Partition| p.key.map(|k| t.dict().get(k).to_string());
+        let mut got: Vec<_> = spread.partitions().iter().map(|p| (key_of(&spread, p), p.clone())).collect();
+        let mut want: Vec<_> = single.partitions().iter().map(|p| (key_of(&single, p), p.clone())).collect();
+        got.sort_by(|a, b| a.0.cmp(&b.0));
+        want.sort_by(|a, b| a.0.cmp(&b.0));
+        assert_eq!(got.len(), want.len());
+        for ((gk, g), (wk, w)) in got.iter().zip(&want) {
+            assert_eq!(gk, wk);
+            assert_eq!(g.len(), w.len(), "partition {gk:?}");
+            for c in [0, 2] {
+                let same = (0..g.len()).all(|i| g.columns[c].get(i) == w.columns[c].get(i));
+                assert!(same, "partition {gk:?}, column {c}");
+            }
+        }
     }
 }

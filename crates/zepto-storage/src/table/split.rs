@@ -4,6 +4,7 @@
 //! buffer, sized exactly beforehand. A bulk load spends most of its partitioning time here.
 
 use std::collections::HashMap;
+use std::ops::Range;
 
 use crate::bitmap::Bitmap;
 use crate::column::{Column, ColumnData};
@@ -50,6 +51,24 @@ impl Placement {
     /// The partition slots that get rows, in order of first row.
     pub(super) fn targets(&self) -> &[usize] {
         &self.targets
+    }
+
+    /// The batch's row indices grouped by target (input order within each), and the span of
+    /// each target's rows in them: one counting sort, no buffer per target.
+    pub(super) fn grouped_rows(&self) -> (Vec<u32>, Vec<Range<usize>>) {
+        let mut spans = Vec::with_capacity(self.sizes.len());
+        let mut at = 0;
+        for &k in &self.sizes {
+            spans.push(at..at + k);
+            at += k;
+        }
+        let mut next: Vec<usize> = spans.iter().map(|r| r.start).collect();
+        let mut rows = vec![0u32; self.part.len()];
+        for (i, &t) in self.part.iter().enumerate() {
+            rows[next[t as usize]] = i as u32;
+            next[t as usize] += 1;
+        }
+        (rows, spans)
     }
 
     /// The rows of `c` (a column of the batch) per target, in input order.
@@ -191,6 +210,12 @@ mod tests {
             let want_sizes: Vec<usize> =
                 want_targets.iter().map(|&t| slots.iter().filter(|&&s| s as usize == t).count()).collect();
             assert_eq!(place.sizes, want_sizes, "round {round}");
+            let (rows, spans) = place.grouped_rows();
+            for (t, span) in spans.iter().enumerate() {
+                let want: Vec<u32> =
+                    (0..n as u32).filter(|&i| slots[i as usize] as usize == place.targets()[t]).collect();
+                assert_eq!(rows[span.clone()], want[..], "round {round}, target {t}");
+            }
         }
     }
 }
