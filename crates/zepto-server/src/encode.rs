@@ -203,7 +203,7 @@ impl Encoder {
         if let Some(w) = self.ipc.as_mut() {
             return match w.next_chunk().map_err(|e| ApiError::internal(e.to_string()))? {
                 Some(bytes) => {
-                    out.extend_from_slice(&bytes);
+                    put(out, bytes);
                     Ok(true)
                 }
                 None => Ok(false),
@@ -242,7 +242,7 @@ impl Encoder {
             }
             Stage::Done => return Ok(false),
         }
-        out.extend_from_slice(s.as_bytes());
+        put(out, s.into_bytes());
         Ok(true)
     }
 
@@ -326,6 +326,16 @@ impl Encoder {
             }
             Format::Arrow(_) => {}
         }
+    }
+}
+
+/// `bytes` appended to `out`: moved in when `out` is empty (an IPC message of a large answer is
+/// most of a chunk: copying it again cost as much as encoding it).
+fn put(out: &mut Vec<u8>, bytes: Vec<u8>) {
+    if out.is_empty() {
+        *out = bytes;
+    } else {
+        out.extend_from_slice(&bytes);
     }
 }
 

@@ -490,7 +490,8 @@ fn send_result(format: Format, r: &QueryResult, elapsed_us: f64, ctl: &QueryCont
         return;
     }
     while more {
-        let mut chunk = Vec::with_capacity(CHUNK_BYTES + (CHUNK_BYTES >> 2));
+        // Empty: the first piece is moved in, not copied (see `Encoder::next_chunk`).
+        let mut chunk = Vec::new();
         while more && chunk.len() < CHUNK_BYTES {
             match enc.next_chunk(&mut chunk) {
                 Ok(m) => more = m,
