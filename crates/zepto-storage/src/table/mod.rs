@@ -638,25 +638,7 @@ impl Table {
             self.append_spread(&batch, &place);
             return Ok(n);
         }
-        // Each target partition's rows, in input order: split once per column (on every core
-        // for a bulk load), or the whole batch when it goes to one partition.
-        let by_target: Vec<Vec<Column>> = if let [_] = place.targets() {
-            vec![batch]
-        } else {
-            let one = |c: &Column| -> Result<Vec<Column>, StorageError> { Ok(place.split(c)) };
-            let by_column = if n >= PARALLEL_APPEND_ROWS {
-                crate::par::try_map(&batch, one)?
-            } else {
-                batch.iter().map(one).collect::<Result<_, _>>()?
-            };
-            drop(batch);
-            let mut out: Vec<Vec<Column>> =
-                place.targets().iter().map(|_| Vec::with_capacity(by_column.len())).collect();
-            for parts in by_column {
-                parts.into_iter().zip(out.iter_mut()).for_each(|(c, cols)| cols.push(c));
-            }
-            out
-        };
+        let by_target = place.split_batch(batch, n >= PARALLEL_APPEND_ROWS)?;
         // Partitions take their rows independently: a bulk load fills them on every core.
         let (ts_col, dict, dedup) = (self.ts_col, self.dict.clone(), &self.dedup);
         let work = targets_mut(&mut self.parts, place.targets(), by_target);

@@ -8,6 +8,7 @@ use std::ops::Range;
 
 use crate::bitmap::Bitmap;
 use crate::column::{Column, ColumnData};
+use crate::error::StorageError;
 use crate::strings::StrVec;
 
 /// A batch's rows grouped by the partitions that get any: work and memory follow the batch,
@@ -71,9 +72,24 @@ impl Placement {
         (rows, spans)
     }
 
-    /// The rows of `c` (a column of the batch) per target, in input order.
-    pub(super) fn split(&self, c: &Column) -> Vec<Column> {
-        split(c, &self.part, &self.sizes)
+    /// Each target's rows of `batch`, in input order: split once per column (on every core
+    /// when `parallel`, as for a bulk load), or the whole batch when it goes to one partition.
+    pub(super) fn split_batch(&self, batch: Vec<Column>, parallel: bool) -> Result<Vec<Vec<Column>>, StorageError> {
+        if let [_] = self.targets[..] {
+            return Ok(vec![batch]);
+        }
+        let one = |c: &Column| -> Result<Vec<Column>, StorageError> { Ok(split(c, &self.part, &self.sizes)) };
+        let by_column = if parallel {
+            crate::par::try_map(&batch, one)?
+        } else {
+            batch.iter().map(one).collect::<Result<_, _>>()?
+        };
+        drop(batch);
+        let mut out: Vec<Vec<Column>> = self.targets.iter().map(|_| Vec::with_capacity(by_column.len())).collect();
+        for parts in by_column {
+            parts.into_iter().zip(out.iter_mut()).for_each(|(c, cols)| cols.push(c));
+        }
+        Ok(out)
     }
 }
 
