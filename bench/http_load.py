@@ -45,10 +45,11 @@ def log(msg):
     print(msg, file=sys.stderr, flush=True)
 
 
-def rss_mib(pid):
+def rss_mib(pid, field="VmRSS"):
+    """Field `field` of /proc/<pid>/status in MiB: VmRSS (now) or VmHWM (peak)."""
     with open(f"/proc/{pid}/status") as f:
         for line in f:
-            if line.startswith("VmRSS:"):
+            if line.startswith(field + ":"):
                 return int(line.split()[1]) / 1024
     return float("nan")
 

@@ -20,7 +20,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from http_load import QuestDB, Zepto, log, post  # noqa: E402
+from http_load import QuestDB, Zepto, log, post, rss_mib  # noqa: E402
 
 T0 = 1_704_153_600_000_000_000  # 2024-01-02T00:00:00Z in ns
 
@@ -28,11 +28,6 @@ T0 = 1_704_153_600_000_000_000  # 2024-01-02T00:00:00Z in ns
 def lines(syms, ts0):
     return "".join(f"trades,sym=S{s:06d} price={100 + (i % 97) / 8},size={i % 500}i {ts0 + i}\n"
                    for i, s in enumerate(syms)).encode()
-
-
-def peak_rss_mib(pid):
-    with open(f"/proc/{pid}/status") as f:
-        return int(f.read().split("VmHWM:")[1].split()[0]) / 1024
 
 
 def run(eng, nsym, batch, nbatches):
@@ -57,7 +52,7 @@ def run(eng, nsym, batch, nbatches):
         time.sleep(0.01)
     secs = time.perf_counter() - t0
     return {"rows_per_s": batch * nbatches / secs, "ms_per_batch": 1000 * secs / nbatches,
-            "peak_rss_mib": peak_rss_mib(eng.pid)}
+            "peak_rss_mib": rss_mib(eng.pid, "VmHWM")}
 
 
 def main():

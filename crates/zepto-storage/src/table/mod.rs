@@ -1054,13 +1054,22 @@ fn append_column(dst: &mut Column, src: &Column) {
         (a, b) => panic!("append_column: {:?} into {:?} (validate() must reject this)", b.data_type(), a.data_type()),
     }
     if had_nulls {
-        let mut v = dst.validity_mut().take().unwrap_or_else(|| crate::Bitmap::new_set(old_len));
-        match src.validity() {
-            Some(s) => s.iter().for_each(|b| v.push(b)),
-            None => v.extend_set(src.len()),
-        }
-        *dst = Column::new(std::mem::replace(dst.data_mut(), ColumnData::Null(0)), Some(v));
+        append_validity(dst, old_len, src, None);
     }
+}
+
+/// The validity tail of [`append_column`] / [`append_column_rows`]: `dst`'s bitmap (all set
+/// for its first `old_len` rows if it had none) extended by `src`'s rows `rows` (all of them
+/// when `None`).
+fn append_validity(dst: &mut Column, old_len: usize, src: &Column, rows: Option<&[u32]>) {
+    let mut v = dst.validity_mut().take().unwrap_or_else(|| crate::Bitmap::new_set(old_len));
+    match (src.validity(), rows) {
+        (Some(s), None) => s.iter().for_each(|b| v.push(b)),
+        (Some(s), Some(rows)) => rows.iter().for_each(|&i| v.push(s.get(i as usize))),
+        (None, None) => v.extend_set(src.len()),
+        (None, Some(rows)) => v.extend_set(rows.len()),
+    }
+    *dst = Column::new(std::mem::replace(dst.data_mut(), ColumnData::Null(0)), Some(v));
 }
 
 /// Each target's rows beside a mutable borrow of its partition (`targets` distinct slots of
@@ -1133,12 +1142,7 @@ fn append_column_rows(dst: &mut Column, src: &Column, rows: &[u32]) {
         }
     }
     if had_nulls {
-        let mut v = dst.validity_mut().take().unwrap_or_else(|| crate::Bitmap::new_set(old_len));
-        match src.validity() {
-            Some(s) => rows.iter().for_each(|&i| v.push(s.get(i as usize))),
-            None => v.extend_set(rows.len()),
-        }
-        *dst = Column::new(std::mem::replace(dst.data_mut(), ColumnData::Null(0)), Some(v));
+        append_validity(dst, old_len, src, Some(rows));
     }
 }
 
