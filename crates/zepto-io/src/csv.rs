@@ -35,13 +35,68 @@ pub struct Field<'a> {
     pub quoted: bool,
 }
 
+/// Records of CSV text: every field in one vector, and where each record ends (no vector per
+/// record: a load of 10M lines allocated and freed 10M of them).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Records<'a> {
+    fields: Vec<Field<'a>>,
+    /// Record `i` is `fields[ends[i - 1]..ends[i]]` (from 0 for the first).
+    ends: Vec<usize>,
+}
+
+impl<'a> Records<'a> {
+    /// How many records.
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// True when there is no record.
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// The fields of record `i` (empty past the last).
+    pub fn get(&self, i: usize) -> &[Field<'a>] {
+        let from = if i == 0 { 0 } else { self.ends.get(i - 1).copied().unwrap_or(usize::MAX) };
+        let to = self.ends.get(i).copied().unwrap_or(0);
+        self.fields.get(from..to).unwrap_or_default()
+    }
+
+    /// Every record, in order.
+    pub fn iter(&self) -> impl Iterator<Item = &[Field<'a>]> + '_ {
+        (0..self.len()).map(|i| self.get(i))
+    }
+
+    /// The first record taken out (the header), or `None` when there is none.
+    fn take_first(&mut self) -> Option<Vec<Field<'a>>> {
+        let first = *self.ends.first()?;
+        let head = self.fields.drain(..first).collect();
+        self.ends.remove(0);
+        self.ends.iter_mut().for_each(|e| *e -= first);
+        Some(head)
+    }
+
+    /// End the record of the fields pushed since the last one, unless it is a blank line (one
+    /// empty unquoted field), which is not a record.
+    fn end_record(&mut self) {
+        let from = self.ends.last().copied().unwrap_or(0);
+        if let [only] = self.fields.get(from..).unwrap_or_default() {
+            if only.text.is_empty() && !only.quoted {
+                self.fields.truncate(from);
+                return;
+            }
+        }
+        self.ends.push(self.fields.len());
+    }
+}
+
 /// Split CSV text into records. `\r\n` and `\n` end records outside quotes.
-pub fn parse_records(data: &str, delim: u8) -> Result<Vec<Vec<Field<'_>>>, IoError> {
+pub fn parse_records(data: &str, delim: u8) -> Result<Records<'_>, IoError> {
     parse_records_checked(data, delim, &crate::unchecked)
 }
 
 /// [`parse_records`], asking `check` every [`CHECK_EVERY`] records whether to go on.
-pub fn parse_records_checked<'a>(data: &'a str, delim: u8, check: Check) -> Result<Vec<Vec<Field<'a>>>, IoError> {
+pub fn parse_records_checked<'a>(data: &'a str, delim: u8, check: Check) -> Result<Records<'a>, IoError> {
     parse_chunk(data, delim, check, 1).map(|(recs, _)| recs)
 }
 
@@ -49,71 +104,33 @@ pub fn parse_records_checked<'a>(data: &'a str, delim: u8, check: Check) -> Resu
 /// is `first_line`; only the whole text's start may hold a byte order mark), and how many
 /// there were before blank lines were dropped. Error rows count records from the piece's
 /// start, blank ones and a header included.
-fn parse_chunk<'a>(
-    data: &'a str,
-    delim: u8,
-    check: Check,
-    first_line: usize,
-) -> Result<(Vec<Vec<Field<'a>>>, usize), IoError> {
+fn parse_chunk<'a>(data: &'a str, delim: u8, check: Check, first_line: usize) -> Result<(Records<'a>, usize), IoError> {
     let b = data.as_bytes();
-    let mut out = Vec::new();
-    let mut rec: Vec<Field> = Vec::new();
+    let mut out = Records::default();
+    let mut raw = 0;
     let mut i = 0;
     let mut line = first_line;
-    let data_row = |out: &Vec<Vec<Field>>| out.len();
     if first_line == 1 && b.starts_with(&[0xEF, 0xBB, 0xBF]) {
         i = 3; // UTF-8 byte order mark
     }
     let at = |i: usize| b.get(i).copied();
+    let mut open = false;
     while i < b.len() {
-        // One field starting at i: its text borrowed from `data` unless it has doubled quotes.
+        open = true;
         let f = if at(i) == Some(b'"') {
-            let start_line = line;
-            let start = i + 1;
-            let (mut j, mut doubled) = (start, false);
-            let end = loop {
-                let Some(c) = at(j) else {
-                    return Err(IoError::BadRow {
-                        row: data_row(&out),
-                        message: format!("unterminated quoted field starting on line {start_line}"),
-                    });
-                };
-                if c == b'"' {
-                    if at(j + 1) != Some(b'"') {
-                        break j;
-                    }
-                    doubled = true;
-                    j += 1;
-                } else if c == b'\n' {
-                    line += 1;
-                }
-                j += 1;
-            };
-            i = end + 1;
-            if at(i).is_some_and(|c| c != delim && c != b'\n' && c != b'\r') {
-                return Err(IoError::BadRow {
-                    row: data_row(&out) + 1,
-                    message: "unexpected character after a closing quote".into(),
-                });
-            }
-            // Quotes are ASCII: `start..end` lies on character boundaries.
-            let raw = &data[start..end];
-            Field {
-                text: if doubled { Cow::Owned(raw.replace("\"\"", "\"")) } else { Cow::Borrowed(raw) },
-                quoted: true,
-            }
+            quoted_field(data, &mut i, &mut line, delim)
+                .map_err(|(off, message)| IoError::BadRow { row: raw + off, message })?
         } else {
+            // An unquoted field: to the next delimiter or line end.
             let start = i;
-            while at(i).is_some_and(|c| c != delim && c != b'\n' && c != b'\r') {
-                i += 1;
-            }
-            Field { text: Cow::Borrowed(&data[start..i]), quoted: false }
+            i = memchr::memchr3(delim, b'\n', b'\r', b.get(i..).unwrap_or_default()).map_or(b.len(), |k| i + k);
+            Field { text: Cow::Borrowed(data.get(start..i).unwrap_or_default()), quoted: false }
         };
-        rec.push(f);
+        out.fields.push(f);
         if at(i) == Some(delim) {
             i += 1;
             if i == b.len() {
-                rec.push(Field { text: Cow::Borrowed(""), quoted: false });
+                out.fields.push(Field { text: Cow::Borrowed(""), quoted: false });
             }
             continue;
         }
@@ -124,18 +141,50 @@ fn parse_chunk<'a>(
             i += 1;
             line += 1;
         }
-        out.push(std::mem::take(&mut rec));
-        if out.len() % CHECK_EVERY == 0 {
+        out.end_record();
+        (raw, open) = (raw + 1, false);
+        if raw % CHECK_EVERY == 0 {
             check().map_err(IoError::Stopped)?;
         }
     }
-    if !rec.is_empty() {
-        out.push(rec);
+    if open {
+        out.end_record();
+        raw += 1;
     }
-    let raw = out.len();
-    // Blank lines are not records.
-    out.retain(|r| !matches!(r.as_slice(), [only] if only.text.is_empty() && !only.quoted));
     Ok((out, raw))
+}
+
+/// The quoted field starting at `*i` (its opening quote), `*i` moved past its closing quote
+/// and `*line` past its line ends; its text borrowed from `data` unless it has doubled quotes.
+/// An error is `(0 or 1, message)`: the row is the records before it plus that.
+fn quoted_field<'a>(data: &'a str, i: &mut usize, line: &mut usize, delim: u8) -> Result<Field<'a>, (usize, String)> {
+    let b = data.as_bytes();
+    let at = |i: usize| b.get(i).copied();
+    let start_line = *line;
+    let start = *i + 1;
+    let (mut j, mut doubled) = (start, false);
+    let end = loop {
+        let Some(c) = at(j) else {
+            return Err((0, format!("unterminated quoted field starting on line {start_line}")));
+        };
+        if c == b'"' {
+            if at(j + 1) != Some(b'"') {
+                break j;
+            }
+            doubled = true;
+            j += 1;
+        } else if c == b'\n' {
+            *line += 1;
+        }
+        j += 1;
+    };
+    *i = end + 1;
+    if at(*i).is_some_and(|c| c != delim && c != b'\n' && c != b'\r') {
+        return Err((1, "unexpected character after a closing quote".into()));
+    }
+    // Quotes are ASCII: `start..end` lies on character boundaries.
+    let raw = data.get(start..end).unwrap_or_default();
+    Ok(Field { text: if doubled { Cow::Owned(raw.replace("\"\"", "\"")) } else { Cow::Borrowed(raw) }, quoted: true })
 }
 
 /// Parse one field as a value of `dt`. Empty unquoted → NULL.
@@ -200,7 +249,7 @@ pub fn read_csv_pieces(
     piece_bytes: usize,
 ) -> Result<Vec<Column>, IoError> {
     let pieces = pieces(data, opts.delimiter, piece_bytes.max(1));
-    let split = |&(from, to, line): &(usize, usize, usize)| -> Result<(Vec<Vec<Field>>, usize), IoError> {
+    let split = |&(from, to, line): &(usize, usize, usize)| -> Result<(Records, usize), IoError> {
         let text = data.get(from..to).ok_or_else(|| IoError::Invalid("a CSV piece off a character boundary".into()))?;
         parse_chunk(text, opts.delimiter, check, line)
     };
@@ -213,7 +262,7 @@ pub fn read_csv_pieces(
         for p in rest.by_ref() {
             let (mut recs, raw) = split(p).map_err(|e| shifted(e, raw_before))?;
             raw_before += raw;
-            let head = (!recs.is_empty()).then(|| recs.remove(0));
+            let head = recs.take_first();
             items.push(Item::Split(recs, raw));
             if let Some(head) = head {
                 mapping = match header_mapping(&head, schema) {
@@ -272,7 +321,7 @@ pub fn read_csv_pieces(
 /// (`before` records precede them).
 fn first_unsplit<'p, 'a>(
     pieces: impl Iterator<Item = &'p (usize, usize, usize)>,
-    split: impl Fn(&(usize, usize, usize)) -> Result<(Vec<Vec<Field<'a>>>, usize), IoError>,
+    split: impl Fn(&(usize, usize, usize)) -> Result<(Records<'a>, usize), IoError>,
     mut before: usize,
 ) -> Option<IoError> {
     for p in pieces {
@@ -287,7 +336,7 @@ fn first_unsplit<'p, 'a>(
 /// A piece of CSV text to read: already split into records (the ones up to the header, with
 /// how many records they had before blank lines were dropped), or `(from, to, first line)`.
 enum Item<'a> {
-    Split(Vec<Vec<Field<'a>>>, usize),
+    Split(Records<'a>, usize),
     Text((usize, usize, usize)),
 }
 
@@ -307,41 +356,49 @@ enum Rows {
 const PIECE_BYTES: usize = 4 << 20;
 
 /// `(from, to, first line)` of pieces of `data` that start and end at record boundaries: cut
-/// after newlines outside quoted fields, found by following the tokenizer's states (a quote
-/// opens a field only at its start). Past a malformed field the cuts may differ from what the
-/// tokenizer sees, but only after the error the piece holding it reports first.
+/// after newlines outside quoted fields, found by following the tokenizer's states. Outside
+/// quotes it jumps from quote to newline with `memchr` (one thread reads the whole text here,
+/// so a byte-at-a-time loop was a fifth of a load); a quote opens a field only at its start,
+/// which is the text's start or just after a delimiter or line end read outside quotes. Past a
+/// malformed field the cuts may differ from what the tokenizer sees, but only after the error
+/// the piece holding it reports first.
 fn pieces(data: &str, delim: u8, piece_bytes: usize) -> Vec<(usize, usize, usize)> {
     let b = data.as_bytes();
     if b.len() < piece_bytes.saturating_mul(2) {
         return vec![(0, b.len(), 1)];
     }
     let mut out = Vec::new();
+    let bom = if b.starts_with(&[0xEF, 0xBB, 0xBF]) { 3 } else { 0 };
     let (mut start, mut start_line, mut line) = (0, 1, 1);
-    let (mut quoted, mut field_start) = (false, true);
-    let mut i = if b.starts_with(&[0xEF, 0xBB, 0xBF]) { 3 } else { 0 };
-    while let Some(&c) = b.get(i) {
-        i += 1;
-        if c == b'\n' {
+    let mut i = bom;
+    while let Some(k) = memchr::memchr2(b'"', b'\n', b.get(i..).unwrap_or_default()) {
+        let at = i + k;
+        i = at + 1;
+        if b.get(at) == Some(&b'\n') {
             line += 1;
-        }
-        if quoted {
-            if c == b'"' {
-                if b.get(i) == Some(&b'"') {
-                    i += 1;
-                } else {
-                    quoted = false;
-                }
+            if i - start >= piece_bytes {
+                out.push((start, i, start_line));
+                (start, start_line) = (i, line);
             }
             continue;
         }
-        if c == b'"' && field_start {
-            (quoted, field_start) = (true, false);
-            continue;
-        }
-        field_start = c == delim || c == b'\r' || c == b'\n';
-        if c == b'\n' && i - start >= piece_bytes {
-            out.push((start, i, start_line));
-            (start, start_line) = (i, line);
+        let field_start = at == bom || b.get(at - 1).is_some_and(|&c| c == delim || c == b'\r' || c == b'\n');
+        if field_start {
+            // A quoted field: to its closing quote (a doubled quote is text), counting lines.
+            loop {
+                let rest = b.get(i..).unwrap_or_default();
+                let Some(q) = memchr::memchr(b'"', rest) else {
+                    line += memchr::memchr_iter(b'\n', rest).count();
+                    i = b.len();
+                    break;
+                };
+                line += memchr::memchr_iter(b'\n', rest.get(..q).unwrap_or_default()).count();
+                i += q + 1;
+                if b.get(i) != Some(&b'"') {
+                    break;
+                }
+                i += 1;
+            }
         }
     }
     if start < b.len() {
@@ -381,7 +438,7 @@ fn header_mapping(head: &[Field], schema: &[ColumnDef]) -> Result<Vec<Option<usi
 /// The columns of data records `recs` (the first is data row `row0 + 1`, 1-based), each
 /// record `width` fields wide.
 fn build_columns(
-    recs: &[Vec<Field>],
+    recs: &Records,
     row0: usize,
     schema: &[ColumnDef],
     mapping: &[Option<usize>],
