@@ -231,7 +231,9 @@ fn partitioned_parts(
 /// timestamp's schema position), found by two cursors that only move forward: `fs[i]..fe[i]`
 /// becomes left row `i`'s window as positions in `r`'s range, plus `base`. Rows without a
 /// window (NULL times, which sort first) get the empty `base..base`, so the ranges never
-/// decrease.
+/// decrease. Compiled for AVX2 too (chosen at run time): the cursors' 64-bit compares
+/// vectorize there.
+#[multiversion::multiversion(targets("x86_64+avx2"))]
 fn band_frames(
     l: (&Piece, usize),
     r: (&Piece, usize),
