@@ -388,22 +388,25 @@ fn plan_table(catalog: &Catalog, name: &str, pts: &[&Point<'_>], now_ns: i64) ->
         .unwrap_or_else(|| "timestamp".to_string());
     let defs: Vec<ColumnDef> = existing.as_ref().map(|t| t.schema().columns.clone()).unwrap_or_default();
     let mut cols = IlpColumns::new(defs, pts.len());
-    let ts_key = ts_name.to_ascii_lowercase();
     for (row, p) in pts.iter().enumerate() {
         cols.start_row();
         let tags = p.tags.iter().map(|(k, v)| (k, true, FieldValue::Str(v.clone())));
         let fields = p.fields.iter().map(|(k, v)| (k, false, v.clone()));
         for (key, is_tag, value) in tags.chain(fields) {
-            let lk = key.to_ascii_lowercase();
-            if lk == ts_key {
+            if key.eq_ignore_ascii_case(&ts_name) {
                 return Err(line_err(p.line, format!("'{key}' is the table's timestamp column, not a tag or field")));
             }
             let dt = if is_tag { DataType::Symbol } else { new_type(&value) };
-            let c = cols.slot(&lk, key, dt, row).map_err(|m| line_err(p.line, format!("table '{name}' {m}")))?;
+            let c = cols.slot(key, dt, row).map_err(|m| line_err(p.line, format!("table '{name}' {m}")))?;
             if c.filled {
                 return Err(line_err(p.line, format!("'{key}' is given twice")));
             }
             let dt = c.def.data_type;
+            if let (FieldValue::Str(text), DataType::Varchar | DataType::Symbol) = (&value, dt) {
+                // Text goes in as it is, without a `Value` (a `String`) of its own.
+                c.push_str(text)?;
+                continue;
+            }
             let v = convert(&value, dt).ok_or_else(|| {
                 let what = if is_tag { "tag" } else { value.kind() };
                 let column = &c.def.name;
@@ -419,7 +422,7 @@ fn plan_table(catalog: &Catalog, name: &str, pts: &[&Point<'_>], now_ns: i64) ->
             c.push(&v)?;
         }
         let c = cols
-            .slot(&ts_key, &ts_name, DataType::Timestamp, row)
+            .slot(&ts_name, DataType::Timestamp, row)
             .map_err(|m| line_err(p.line, format!("table '{name}' {m}")))?;
         if c.def.data_type != DataType::Timestamp {
             let column = &c.def.name;
@@ -438,6 +441,9 @@ struct IlpColumns {
     slots: Vec<IlpColumn>,
     /// Lower-cased name → index into `slots`.
     by_name: HashMap<String, usize>,
+    /// Name as a line wrote it → index into `slots`: lines repeat their keys, so this finds
+    /// them without lower-casing a copy of each.
+    by_written: HashMap<String, usize>,
     /// Rows the batch will have (the builders' capacity).
     rows: usize,
 }
@@ -456,6 +462,13 @@ impl IlpColumn {
         self.filled = true;
         Ok(())
     }
+
+    /// [`IlpColumn::push`] of text into a VARCHAR or SYMBOL column.
+    fn push_str(&mut self, s: &str) -> Result<(), ApiError> {
+        self.builder.push_str(s).map_err(|e| ApiError::internal(e.to_string()))?;
+        self.filled = true;
+        Ok(())
+    }
 }
 
 impl IlpColumns {
@@ -465,18 +478,22 @@ impl IlpColumns {
             .into_iter()
             .map(|def| IlpColumn { builder: ColumnBuilder::new(def.data_type, rows), def, filled: false })
             .collect();
-        IlpColumns { slots, by_name, rows }
+        IlpColumns { slots, by_name, by_written: HashMap::new(), rows }
     }
 
     fn start_row(&mut self) {
         self.slots.iter_mut().for_each(|c| c.filled = false);
     }
 
-    /// The column `lower` (named `name` as written), added as `dt` with NULLs for the `row`
-    /// lines before this one when the table has no such column yet; an error past
+    /// The column `name` (matched without regard to case), added as `dt` with NULLs for the
+    /// `row` lines before this one when the table has no such column yet; an error past
     /// [`MAX_COLUMNS`].
-    fn slot(&mut self, lower: &str, name: &str, dt: DataType, row: usize) -> Result<&mut IlpColumn, String> {
-        let j = match self.by_name.get(lower) {
+    fn slot(&mut self, name: &str, dt: DataType, row: usize) -> Result<&mut IlpColumn, String> {
+        if let Some(&j) = self.by_written.get(name) {
+            return self.slots.get_mut(j).ok_or_else(|| format!("lost track of column '{name}'"));
+        }
+        let lower = name.to_ascii_lowercase();
+        let j = match self.by_name.get(&lower) {
             Some(&j) => j,
             None => {
                 if self.slots.len() >= MAX_COLUMNS {
@@ -486,10 +503,11 @@ impl IlpColumns {
                 (0..row).for_each(|_| builder.push_null());
                 let def = ColumnDef { name: name.to_string(), data_type: dt };
                 self.slots.push(IlpColumn { def, builder, filled: false });
-                self.by_name.insert(lower.to_string(), self.slots.len() - 1);
+                self.by_name.insert(lower, self.slots.len() - 1);
                 self.slots.len() - 1
             }
         };
+        self.by_written.insert(name.to_string(), j);
         self.slots.get_mut(j).ok_or_else(|| format!("lost track of column '{name}'"))
     }
 
@@ -641,7 +659,18 @@ mod tests {
         assert!(err.message.contains("twice"), "{}", err.message);
         let err = ilp(&e, "trades,sym=A timestamp=1 1").expect_err("timestamp field");
         assert!(err.message.contains("timestamp column"), "{}", err.message);
+        // Names match without regard to case, however each line writes them.
+        let err = ilp(&e, "trades,sym=A price=1,PRICE=2 1").expect_err("twice, in two cases");
+        assert!(err.message.contains("twice"), "{}", err.message);
+        let err = ilp(&e, "trades,sym=A TimeStamp=1 1").expect_err("timestamp field, other case");
+        assert!(err.message.contains("timestamp column"), "{}", err.message);
         assert_eq!(q(&e, "SELECT count(*) FROM trades"), "3\n");
+        assert_eq!(ilp(&e, "trades,SYM=D Price=4,size=7i 300\ntrades,Sym=D PRICE=5,Size=8i 400").expect("cases"), 2);
+        assert_eq!(
+            q(&e, "SELECT sym, price, size FROM trades WHERE sym = 'D' ORDER BY timestamp"),
+            "D|4.0|7\nD|5.0|8\n"
+        );
+        assert_eq!(q(&e, "DESCRIBE trades").lines().count(), 5, "no column was added for another case");
     }
 
     /// FLOAT[n] through every ingest door (CSV text, JSON arrays, Arrow FixedSizeList) and
