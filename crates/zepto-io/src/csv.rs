@@ -189,6 +189,12 @@ fn quoted_field<'a>(data: &'a str, i: &mut usize, line: &mut usize, delim: u8) -
 
 /// Parse one field as a value of `dt`. Empty unquoted → NULL.
 pub fn parse_field(f: &Field, dt: DataType) -> Result<Value, String> {
+    parse_field_with(f, dt, &mut time::DayCache::default())
+}
+
+/// [`parse_field`], a TIMESTAMP reusing the date of the column's last one (see
+/// [`time::parse_timestamp_with`]).
+fn parse_field_with(f: &Field, dt: DataType, days: &mut time::DayCache) -> Result<Value, String> {
     if f.text.is_empty() && !f.quoted {
         return Ok(Value::Null);
     }
@@ -206,7 +212,7 @@ pub fn parse_field(f: &Field, dt: DataType) -> Result<Value, String> {
         DataType::Int64 => Value::Int64(t.parse().map_err(|_| bad())?),
         DataType::Float32 => Value::Float32(t.parse().map_err(|_| bad())?),
         DataType::Float64 => Value::Float64(t.parse().map_err(|_| bad())?),
-        DataType::Timestamp => match time::parse_timestamp(t) {
+        DataType::Timestamp => match time::parse_timestamp_with(t, days) {
             Some(v) => Value::Timestamp(v),
             None => Value::Timestamp(t.parse().map_err(|_| bad())?),
         },
@@ -446,6 +452,7 @@ fn build_columns(
     check: Check,
 ) -> Result<Vec<Column>, IoError> {
     let mut builders: Vec<ColumnBuilder> = schema.iter().map(|c| ColumnBuilder::new(c.data_type, recs.len())).collect();
+    let mut days = vec![time::DayCache::default(); schema.len()];
     for (r, rec) in recs.iter().enumerate() {
         if r % CHECK_EVERY == CHECK_EVERY - 1 {
             check().map_err(IoError::Stopped)?;
@@ -454,7 +461,7 @@ fn build_columns(
         if rec.len() != width {
             return Err(IoError::BadRow { row, message: format!("expected {width} fields, found {}", rec.len()) });
         }
-        for ((col, source), builder) in schema.iter().zip(mapping).zip(builders.iter_mut()) {
+        for (((col, source), builder), days) in schema.iter().zip(mapping).zip(builders.iter_mut()).zip(&mut days) {
             match source.and_then(|k| rec.get(k)) {
                 None => builder.push_null(),
                 // Text goes in as it is, without a `Value` of its own (as `parse_field` reads it).
@@ -466,7 +473,7 @@ fn build_columns(
                     }
                 }
                 Some(field) => {
-                    let v = parse_field(field, col.data_type).map_err(|message| IoError::BadValue {
+                    let v = parse_field_with(field, col.data_type, days).map_err(|message| IoError::BadValue {
                         row,
                         column: col.name.clone(),
                         message,

@@ -134,6 +134,21 @@ pub const TS_NEG_INFINITY: i64 = -i64::MAX;
 /// Parse `YYYY-MM-DD[( |T)HH:MM[:SS[.fffffffff]]][Z|+00[:00]]` into ns since the epoch, or
 /// `[+|-]infinity` (any case) into [`TS_INFINITY`] / [`TS_NEG_INFINITY`].
 pub fn parse_timestamp(s: &str) -> Option<i64> {
+    parse_timestamp_with(s, &mut DayCache::default())
+}
+
+/// The last `YYYY-MM-DD` that [`parse_timestamp_with`] read, with the ns of its day's start: a
+/// column of one day's times (the usual CSV file) parses each date once.
+#[derive(Debug, Default, Clone)]
+pub struct DayCache {
+    text: [u8; 10],
+    /// The start of day `text`, once one is remembered.
+    day_ns: Option<i128>,
+}
+
+/// [`parse_timestamp`], reusing the date of `days` when `s` starts with the same ten bytes
+/// (the same date, as that parse read exactly ten bytes), and remembering this one's.
+pub fn parse_timestamp_with(s: &str, days: &mut DayCache) -> Option<i64> {
     let s = s.trim();
     if s.len() <= 9 {
         match s.to_ascii_lowercase().as_str() {
@@ -143,10 +158,20 @@ pub fn parse_timestamp(s: &str) -> Option<i64> {
         }
     }
     let b = s.as_bytes();
-    let (y, m, d, mut i) = parse_ymd(b)?;
     // In i128 until the end: the earliest i64 timestamp (1677-09-21 00:12:43.145224192) is
     // its day's start, outside i64, plus the time of day.
-    let mut ns = i128::from(days_from_civil(y, m, d)) * i128::from(NS_PER_DAY);
+    let (mut ns, mut i) = match (days.day_ns, b.get(..10)) {
+        (Some(ns), Some(head)) if head == days.text => (ns, 10),
+        _ => {
+            let (y, m, d, i) = parse_ymd(b)?;
+            let ns = i128::from(days_from_civil(y, m, d)) * i128::from(NS_PER_DAY);
+            if let (10, Some(head)) = (i, b.get(..10)) {
+                days.text.copy_from_slice(head);
+                days.day_ns = Some(ns);
+            }
+            (ns, i)
+        }
+    };
     if matches!(b.get(i), Some(b' ' | b'T')) {
         i += 1;
         let hh = digits(b.get(i..)?, 2)?;
@@ -401,6 +426,7 @@ mod tests {
         let seeds = ["2024-01-02 09:30:00.123456789Z", "2024-1-2T9:30", "00:01:30", "2 hours 30 minutes", "-1.5 s"];
         let alphabet = b"0123456789-:. TZz+eE_\xc3\xa9hsm";
         let mut rng = crate::rng::XorShift::new(7);
+        let mut days = DayCache::default();
         for _ in 0..50_000 {
             let mut b = seeds[rng.index(seeds.len())].as_bytes().to_vec();
             for _ in 0..1 + rng.index(4) {
@@ -414,7 +440,9 @@ mod tests {
                 }
             }
             let text = String::from_utf8_lossy(&b);
-            let _ = (parse_timestamp(&text), parse_date(&text), parse_interval(&text));
+            let _ = (parse_date(&text), parse_interval(&text));
+            // A day remembered from any earlier text never changes an answer.
+            assert_eq!(parse_timestamp_with(&text, &mut days), parse_timestamp(&text), "{text:?}");
         }
     }
 
