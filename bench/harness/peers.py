@@ -67,6 +67,11 @@ INGEST_SINGLE_ROWS = 10_000
 TRADE_COLS = ["ts", "sym", "price", "size"]
 
 
+def spill_dir():
+    """Where DuckDB may spill: one directory per run in the system temp dir."""
+    return tempfile.mkdtemp(prefix="zepto-bench-duckdb-")
+
+
 # --------------------------------------------------------------------------
 # DuckDB
 # --------------------------------------------------------------------------
@@ -149,6 +154,9 @@ class DuckDBEngine:
         self.duckdb = duckdb
         self.version = duckdb.__version__
         self.con = duckdb.connect()
+        # Spill under the system temp dir, not `.tmp/` in the working directory: a peer killed
+        # mid-query (out of memory at 100M rows) leaves its spill files behind.
+        self.con.execute(f"SET temp_directory = '{spill_dir()}'")
 
     def threads(self):
         return int(self.con.sql("SELECT current_setting('threads')").fetchall()[0][0])

@@ -151,10 +151,12 @@ pub struct DayCache {
 pub fn parse_timestamp_with(s: &str, days: &mut DayCache) -> Option<i64> {
     let s = s.trim();
     if s.len() <= 9 {
-        match s.to_ascii_lowercase().as_str() {
-            "infinity" | "+infinity" => return Some(TS_INFINITY),
-            "-infinity" => return Some(TS_NEG_INFINITY),
-            _ => {}
+        let is = |w: &str| s.eq_ignore_ascii_case(w);
+        if is("infinity") || is("+infinity") {
+            return Some(TS_INFINITY);
+        }
+        if is("-infinity") {
+            return Some(TS_NEG_INFINITY);
         }
     }
     let b = s.as_bytes();

@@ -10,6 +10,8 @@ pub fn read_jsonl(body: &str, schema: &[ColumnDef]) -> Result<Vec<Column>, IoErr
     let lines = body.split('\n').count();
     let mut builders: Vec<ColumnBuilder> = schema.iter().map(|c| ColumnBuilder::new(c.data_type, lines)).collect();
     let mut seen = vec![false; schema.len()];
+    // Per column: the date of its last timestamp, reused while rows share it.
+    let mut days: Vec<time::DayCache> = schema.iter().map(|_| time::DayCache::default()).collect();
     let mut row = 0;
     for line in body.split('\n') {
         let line = line.trim();
@@ -27,14 +29,16 @@ pub fn read_jsonl(body: &str, schema: &[ColumnDef]) -> Result<Vec<Column>, IoErr
                 .position(|c| c.name == *key)
                 .or_else(|| schema.iter().position(|c| c.name.eq_ignore_ascii_case(key)))
                 .ok_or_else(|| bad_row(format!("'{key}' is not a column of the table")))?;
-            let (Some(col), Some(was), Some(builder)) = (schema.get(j), seen.get_mut(j), builders.get_mut(j)) else {
+            let (Some(col), Some(was), Some(builder), Some(day)) =
+                (schema.get(j), seen.get_mut(j), builders.get_mut(j), days.get_mut(j))
+            else {
                 return Err(bad_row(format!("column {j} is outside the schema")));
             };
             if *was {
                 return Err(bad_row(format!("column '{}' given twice", col.name)));
             }
             *was = true;
-            let v = json_value(val, col.data_type).map_err(|message| IoError::BadValue {
+            let v = json_value(val, col.data_type, day).map_err(|message| IoError::BadValue {
                 row,
                 column: col.name.clone(),
                 message,
@@ -50,8 +54,9 @@ pub fn read_jsonl(body: &str, schema: &[ColumnDef]) -> Result<Vec<Column>, IoErr
     Ok(builders.into_iter().map(ColumnBuilder::finish).collect())
 }
 
-/// One JSON value as a value of column type `dt`.
-pub fn json_value(v: &serde_json::Value, dt: DataType) -> Result<Value, String> {
+/// One JSON value as a value of column type `dt`; a timestamp given as text reuses the date
+/// in `days` (see [`time::parse_timestamp_with`]).
+pub fn json_value(v: &serde_json::Value, dt: DataType, days: &mut time::DayCache) -> Result<Value, String> {
     use serde_json::Value as J;
     let bad = || format!("{v} is not a valid {dt}");
     Ok(match (v, dt) {
@@ -65,7 +70,7 @@ pub fn json_value(v: &serde_json::Value, dt: DataType) -> Result<Value, String> 
         (J::Number(n), DataType::Float32) => Value::Float32(n.as_f64().ok_or_else(bad)? as f32),
         (J::Number(n), DataType::Timestamp) => Value::Timestamp(n.as_i64().ok_or_else(bad)?),
         (J::Number(n), DataType::Interval) => Value::Interval(n.as_i64().ok_or_else(bad)?),
-        (J::String(s), DataType::Timestamp) => Value::Timestamp(time::parse_timestamp(s).ok_or_else(bad)?),
+        (J::String(s), DataType::Timestamp) => Value::Timestamp(time::parse_timestamp_with(s, days).ok_or_else(bad)?),
         (J::String(s), DataType::Date) => Value::Date(time::parse_date(s).ok_or_else(bad)?),
         (J::String(s), DataType::Interval) => Value::Interval(time::parse_interval(s).ok_or_else(bad)?),
         (J::String(s), DataType::Varchar | DataType::Symbol) => Value::Str(s.clone()),

@@ -238,22 +238,31 @@ fn contiguous_bounds(keys: &[&Column], n: usize) -> Option<Vec<usize>> {
     }
 }
 
-/// Where each run of equal codes starts, and its code. Sixteen codes at a time are compared
-/// with their predecessors in one branch-free pass (it vectorizes): a scan of a partitioned
-/// table has a few long runs, and a branch per row was a third of an EMA over 1M rows.
+/// How many neighbouring pairs [`pairs_hold`] tests at once.
+const W: usize = 16;
+
+/// Whether `f(v[k], v[k + 1])` holds for the `W` pairs starting at `i`; `None` when fewer
+/// than `W` pairs are left. No early exit, so the fixed-width loop vectorizes: a scan of a
+/// partitioned table has a few long runs, and a branch per row was a third of an EMA over 1M
+/// rows.
+#[inline(always)]
+fn pairs_hold<T: Copy>(v: &[T], i: usize, f: impl Fn(T, T) -> bool) -> Option<bool> {
+    let (a, b) = (v.get(i..i + W)?, v.get(i + 1..i + 1 + W)?);
+    Some(a.iter().zip(b).fold(true, |ok, (&x, &y)| ok & f(x, y)))
+}
+
+/// Where each run of equal codes starts, and its code, skipping `W` codes at a time inside a
+/// run.
 fn run_starts(codes: &[u32]) -> (Vec<usize>, Vec<usize>) {
-    const W: usize = 16;
     let (mut starts, mut runs) = (Vec::new(), Vec::new());
     let Some(&first) = codes.first() else { return (starts, runs) };
     starts.push(0);
     runs.push(first as usize);
     let mut i = 1;
     while i < codes.len() {
-        if let (Some(a), Some(b)) = (codes.get(i..i + W), codes.get(i - 1..i - 1 + W)) {
-            if a.iter().zip(b).fold(0, |acc, (x, y)| acc | (x ^ y)) == 0 {
-                i += W;
-                continue;
-            }
+        if pairs_hold(codes, i - 1, |x, y| x == y) == Some(true) {
+            i += W;
+            continue;
         }
         if codes[i] != codes[i - 1] {
             starts.push(i);
@@ -264,13 +273,12 @@ fn run_starts(codes: &[u32]) -> (Vec<usize>, Vec<usize>) {
     (starts, runs)
 }
 
-/// Whether `v` never decreases. Sixteen pairs at a time without an early exit, so it
-/// vectorizes (a sorted input, the usual case, reads to its end either way).
+/// Whether `v` never decreases, `W` pairs at a time (a sorted input, the usual case, reads to
+/// its end either way).
 fn non_decreasing(v: &[i64]) -> bool {
-    const W: usize = 16;
     let mut i = 0;
-    while let (Some(a), Some(b)) = (v.get(i..i + W), v.get(i + 1..i + 1 + W)) {
-        if !a.iter().zip(b).fold(true, |ok, (x, y)| ok & (x <= y)) {
+    while let Some(ok) = pairs_hold(v, i, |x, y| x <= y) {
+        if !ok {
             return false;
         }
         i += W;
