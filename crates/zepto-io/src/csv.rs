@@ -101,7 +101,8 @@ pub fn parse_records_checked<'a>(data: &'a str, delim: u8, check: Check) -> Resu
 }
 
 /// The records of `data` (the whole text, or a piece of it starting at a record whose line
-/// is `first_line`; only the whole text's start may hold a byte order mark), and how many
+/// is `first_line`, 0 when not known; only the whole text's start, line 1, may hold a byte
+/// order mark), and how many
 /// there were before blank lines were dropped. Error rows count records from the piece's
 /// start, blank ones and a header included.
 fn parse_chunk<'a>(data: &'a str, delim: u8, check: Check, first_line: usize) -> Result<(Records<'a>, usize), IoError> {
@@ -192,6 +193,18 @@ pub fn parse_field(f: &Field, dt: DataType) -> Result<Value, String> {
     parse_field_with(f, dt, &mut time::DayCache::default())
 }
 
+/// A CSV boolean, in any case, without a lowercased copy per value.
+fn parse_bool(t: &str) -> Option<bool> {
+    let is = |words: &[&str]| words.iter().any(|w| t.eq_ignore_ascii_case(w));
+    if is(&["true", "t", "1", "yes"]) {
+        Some(true)
+    } else if is(&["false", "f", "0", "no"]) {
+        Some(false)
+    } else {
+        None
+    }
+}
+
 /// [`parse_field`], a TIMESTAMP reusing the date of the column's last one (see
 /// [`time::parse_timestamp_with`]).
 fn parse_field_with(f: &Field, dt: DataType, days: &mut time::DayCache) -> Result<Value, String> {
@@ -203,11 +216,7 @@ fn parse_field_with(f: &Field, dt: DataType, days: &mut time::DayCache) -> Resul
     Ok(match dt {
         DataType::Varchar | DataType::Symbol => Value::Str(f.text.to_string()),
         _ if t.is_empty() => return Err(bad()),
-        DataType::Bool => match t.to_ascii_lowercase().as_str() {
-            "true" | "t" | "1" | "yes" => Value::Bool(true),
-            "false" | "f" | "0" | "no" => Value::Bool(false),
-            _ => return Err(bad()),
-        },
+        DataType::Bool => Value::Bool(parse_bool(t).ok_or_else(bad)?),
         DataType::Int32 => Value::Int32(t.parse().map_err(|_| bad())?),
         DataType::Int64 => Value::Int64(t.parse().map_err(|_| bad())?),
         DataType::Float32 => Value::Float32(t.parse().map_err(|_| bad())?),
@@ -231,6 +240,19 @@ pub fn read_csv(data: &str, schema: &[ColumnDef], opts: &CsvOptions) -> Result<V
     read_csv_checked(data, schema, opts, &crate::unchecked)
 }
 
+/// [`read_csv_checked`] of bytes that should be UTF-8 text (a file as read): each piece is
+/// checked on the core that splits it, so a large file is not first validated on one thread.
+/// Text that is not UTF-8 is [`IoError::NotUtf8`] at its first bad byte, unless a piece before
+/// it has an error of its own.
+pub fn read_csv_bytes_checked(
+    data: &[u8],
+    schema: &[ColumnDef],
+    opts: &CsvOptions,
+    check: Check,
+) -> Result<Vec<Column>, IoError> {
+    read_csv_pieces(data, schema, opts, check, PIECE_BYTES)
+}
+
 /// [`read_csv`], asking `check` every [`CHECK_EVERY`] records, while splitting them and while
 /// building columns, whether to go on. Text of several pieces (4 MiB) is cut at record ends
 /// into pieces that are split and built on every core; errors name the same row as one pass
@@ -241,22 +263,47 @@ pub fn read_csv_checked(
     opts: &CsvOptions,
     check: Check,
 ) -> Result<Vec<Column>, IoError> {
-    read_csv_pieces(data, schema, opts, check, PIECE_BYTES)
+    read_csv_pieces(data.as_bytes(), schema, opts, check, PIECE_BYTES)
 }
 
 /// [`read_csv_checked`] with the text cut into pieces of about `piece_bytes` (when it holds at
 /// least two): the same answer whatever the size, which the tests and the fuzzer check.
+///
+/// The cuts are first guessed, a piece's length on at the next newline, and the pieces read
+/// on every core. A guess inside a quoted field makes the piece before it fail (its last field
+/// never closes), so when every piece reads, every cut was a record end. When any piece
+/// fails, the text is cut again exactly, following the tokenizer from the start on one
+/// thread, and read again: errors are only ever reported from exact cuts.
 #[doc(hidden)]
 pub fn read_csv_pieces(
-    data: &str,
+    data: &[u8],
     schema: &[ColumnDef],
     opts: &CsvOptions,
     check: Check,
     piece_bytes: usize,
 ) -> Result<Vec<Column>, IoError> {
-    let pieces = pieces(data, opts.delimiter, piece_bytes.max(1));
+    let piece_bytes = piece_bytes.max(1);
+    let guessed = guessed_pieces(data, piece_bytes);
+    if guessed.len() > 1 {
+        match read_cut(data, schema, opts, check, &guessed) {
+            Err(e) if !matches!(e, IoError::Stopped(_)) => {}
+            read => return read,
+        }
+    }
+    read_cut(data, schema, opts, check, &pieces(data, opts.delimiter, piece_bytes))
+}
+
+/// The text read as the pieces `pieces` (`(from, to, first line)`, cut at record ends).
+fn read_cut(
+    data: &[u8],
+    schema: &[ColumnDef],
+    opts: &CsvOptions,
+    check: Check,
+    pieces: &[(usize, usize, usize)],
+) -> Result<Vec<Column>, IoError> {
     let split = |&(from, to, line): &(usize, usize, usize)| -> Result<(Records, usize), IoError> {
-        let text = data.get(from..to).ok_or_else(|| IoError::Invalid("a CSV piece off a character boundary".into()))?;
+        let bytes = data.get(from..to).ok_or_else(|| IoError::Invalid("a CSV piece outside the text".into()))?;
+        let text = std::str::from_utf8(bytes).map_err(|e| IoError::NotUtf8 { offset: from + e.valid_up_to() })?;
         parse_chunk(text, opts.delimiter, check, line)
     };
     // The header is the text's first record: split pieces here until one has a record.
@@ -318,9 +365,11 @@ pub fn read_csv_pieces(
     if parts.len() == 1 {
         return Ok(parts.remove(0));
     }
-    Ok((0..schema.len())
-        .map(|j| Column::concat(&parts.iter().filter_map(|cols| cols.get(j)).collect::<Vec<_>>()))
-        .collect())
+    // The pieces' columns joined a column per core.
+    let columns: Vec<usize> = (0..schema.len()).collect();
+    zepto_storage::par::try_map(&columns, |&j| {
+        Ok(Column::concat(&parts.iter().filter_map(|cols| cols.get(j)).collect::<Vec<_>>()))
+    })
 }
 
 /// The first error of `pieces` that do not split into records, numbered from the text's start
@@ -361,6 +410,25 @@ enum Rows {
 /// Text at least twice this long is cut into pieces of about this size.
 const PIECE_BYTES: usize = 4 << 20;
 
+/// `(from, to, first line)` of pieces of about `piece_bytes`, each cut after the first newline
+/// a piece's length on, as if no quoted field held it. Their first lines are not known: 0
+/// (which also tells [`parse_chunk`] that the piece is not the text's start).
+fn guessed_pieces(b: &[u8], piece_bytes: usize) -> Vec<(usize, usize, usize)> {
+    if b.len() < piece_bytes.saturating_mul(2) {
+        return vec![(0, b.len(), 1)];
+    }
+    let (mut out, mut start) = (Vec::new(), 0);
+    while let Some(k) = b.get(start + piece_bytes..).and_then(|rest| memchr::memchr(b'\n', rest)) {
+        let end = start + piece_bytes + k + 1;
+        out.push((start, end, usize::from(start == 0)));
+        start = end;
+    }
+    if start < b.len() {
+        out.push((start, b.len(), usize::from(start == 0)));
+    }
+    out
+}
+
 /// `(from, to, first line)` of pieces of `data` that start and end at record boundaries: cut
 /// after newlines outside quoted fields, found by following the tokenizer's states. Outside
 /// quotes it jumps from quote to newline with `memchr` (one thread reads the whole text here,
@@ -368,8 +436,7 @@ const PIECE_BYTES: usize = 4 << 20;
 /// which is the text's start or just after a delimiter or line end read outside quotes. Past a
 /// malformed field the cuts may differ from what the tokenizer sees, but only after the error
 /// the piece holding it reports first.
-fn pieces(data: &str, delim: u8, piece_bytes: usize) -> Vec<(usize, usize, usize)> {
-    let b = data.as_bytes();
+fn pieces(b: &[u8], delim: u8, piece_bytes: usize) -> Vec<(usize, usize, usize)> {
     if b.len() < piece_bytes.saturating_mul(2) {
         return vec![(0, b.len(), 1)];
     }
@@ -586,6 +653,27 @@ mod tests {
     }
 
     #[test]
+    fn a_cut_guessed_inside_a_quoted_field_is_cut_again_exactly() {
+        // Every third record's text holds newlines: guesses land inside it.
+        let mut text = String::from("ts,s,n\n");
+        for i in 0..300 {
+            let s = if i % 3 == 0 { format!("\"line one\nline two, {i}\nthree\"") } else { format!("v{i}") };
+            text.push_str(&format!("{i},{s},{}\n", i * 2));
+        }
+        let guessed = guessed_pieces(text.as_bytes(), 16);
+        let exact = pieces(text.as_bytes(), b',', 16);
+        assert_ne!(guessed, exact, "some guess fell inside a quoted field");
+        let opts = CsvOptions::default();
+        let whole = read_csv_pieces(text.as_bytes(), &defs(), &opts, &crate::unchecked, usize::MAX).expect("whole");
+        let cut = read_csv_pieces(text.as_bytes(), &defs(), &opts, &crate::unchecked, 16).expect("in pieces");
+        assert_eq!(whole[1].len(), 300);
+        for (a, b) in whole.iter().zip(&cut) {
+            assert!((0..300).all(|i| a.get(i) == b.get(i)));
+        }
+        assert_eq!(cut[1].get(3), Value::Str("line one\nline two, 3\nthree".into()));
+    }
+
+    #[test]
     fn pieces_read_as_the_whole_text_does() {
         let mut r = zepto_storage::rng::XorShift::new(0x9e37_79b9_7f4a_7c15u64);
         let mut rnd = move |n: u64| r.below(n);
@@ -593,9 +681,9 @@ mod tests {
         for round in 0..400 {
             let text = random_csv(&mut rnd);
             let opts = CsvOptions { header: rnd(3) != 0, delimiter: b',' };
-            let whole = read_csv_pieces(&text, &defs(), &opts, &crate::unchecked, usize::MAX);
+            let whole = read_csv_pieces(text.as_bytes(), &defs(), &opts, &crate::unchecked, usize::MAX);
             for piece in [1, 7, 32] {
-                let cut = read_csv_pieces(&text, &defs(), &opts, &crate::unchecked, piece);
+                let cut = read_csv_pieces(text.as_bytes(), &defs(), &opts, &crate::unchecked, piece);
                 match (&whole, &cut) {
                     (Ok(a), Ok(b)) => {
                         assert_eq!(a.len(), b.len());

@@ -20,6 +20,7 @@ pub mod ipc_check;
 mod ipc_writer;
 pub mod parquet;
 mod parquet_writer;
+pub mod read;
 
 use thiserror::Error;
 
@@ -62,6 +63,12 @@ pub enum IoError {
         path: String,
         /// The system's message.
         message: String,
+    },
+    /// Text that is not UTF-8 from `offset` (a byte offset from its start) on.
+    #[error("not UTF-8 text (byte offset {offset})")]
+    NotUtf8 {
+        /// The first byte that is not part of valid UTF-8.
+        offset: usize,
     },
     /// The caller's [`Check`] stopped a long read (its memory limit, deadline or
     /// cancellation); the text is the check's reason.

@@ -6,9 +6,10 @@ use crate::files::FilePolicy;
 use crate::interrupt::RunContext;
 use crate::result::QueryResult;
 use std::collections::HashMap;
-use std::io::{Read, Write};
-use zepto_io::csv::{read_csv_checked, write_csv, CsvOptions};
+use std::io::Write;
+use zepto_io::csv::{read_csv_bytes_checked, write_csv, CsvOptions};
 use zepto_io::parquet::{read_parquet_checked, write_parquet};
+use zepto_io::read::read_exact_len;
 use zepto_io::IoError;
 use zepto_storage::{Column, Schema};
 
@@ -148,15 +149,12 @@ pub fn read_file(
         "csv" | "tsv" | "txt" => {
             let opts = csv_options(options)?;
             run.reserve(len)?;
-            let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
-            // At most the length seen at open: a file that grows meanwhile cannot outrun the check.
-            file.take(len).read_to_end(&mut bytes).map_err(|e| SqlError::Io(format!("{path}: {e}")))?;
-            let data = String::from_utf8(bytes).map_err(|e| {
-                let reason = format!("not UTF-8 text (byte offset {})", e.utf8_error().valid_up_to());
-                SqlError::File { path: path.to_string(), problem: FileProblem::Malformed, reason }
-            })?;
+            let len = usize::try_from(len).map_err(|_| SqlError::Io(format!("{path}: too large to hold")))?;
+            // The length seen at open: a file that grows meanwhile cannot outrun the check.
+            let data = read_exact_len(&file, len).map_err(|e| SqlError::Io(format!("{path}: {e}")))?;
             let stop = Stop::new(run);
-            read_csv_checked(&data, &schema.columns, &opts, &|| stop.check()).map_err(|e| stop.or(path, e))
+            // Checked as UTF-8 piece by piece, on the cores that decode it.
+            read_csv_bytes_checked(&data, &schema.columns, &opts, &|| stop.check()).map_err(|e| stop.or(path, e))
         }
         "parquet" => {
             parquet_options(options)?;

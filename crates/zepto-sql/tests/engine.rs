@@ -38,6 +38,12 @@ fn failed_statements_change_nothing() {
     let err = e.execute(&format!("COPY t FROM '{}'", csv.display())).expect_err("bad csv");
     assert!(err.to_string().contains("row 3"), "{err}");
     assert_eq!(count(&e, "SELECT count(*) FROM t"), 1);
+    // Bytes that are not UTF-8 (here at offset 54): refused whole, naming the offset.
+    let latin1 = dir.join("latin1.csv");
+    std::fs::write(&latin1, b"ts,sym,n\n2024-01-02 10:00:00,E,5\n2024-01-02 10:01:00,F\xe9,6\n").expect("write csv");
+    let err = e.execute(&format!("COPY t FROM '{}'", latin1.display())).expect_err("not UTF-8");
+    assert!(err.to_string().contains("not UTF-8 text (byte offset 54)"), "{err}");
+    assert_eq!(count(&e, "SELECT count(*) FROM t"), 1);
     // Unknown column in the column list: nothing written.
     assert_eq!(
         e.execute("INSERT INTO t (ts, nope) VALUES (NULL, 1)").expect_err("bad column").code(),

@@ -49,9 +49,24 @@ pub fn write(data: &[u8]) {
     }
 }
 
+/// Bytes that are not UTF-8 from `bad` on, read as CSV in pieces: refused, as not UTF-8 at
+/// that very byte, or for an error of a piece before it.
+fn not_text(data: &[u8], bad: usize) {
+    let schema = [ColumnDef { name: "s".into(), data_type: DataType::Varchar }];
+    let opts = CsvOptions { header: false, delimiter: b',' };
+    match read_csv_pieces(data, &schema, &opts, &zepto_io::unchecked, 16) {
+        Ok(_) => panic!("bytes that are not UTF-8 were read as CSV"),
+        Err(zepto_io::IoError::NotUtf8 { offset }) => assert_eq!(offset, bad, "the first byte that is not UTF-8"),
+        Err(_) => {}
+    }
+}
+
 /// `data` as CSV (with and without a header) into the columns of [`TABLE`].
 pub fn csv(data: &[u8]) {
-    let Ok(text) = std::str::from_utf8(data) else { return };
+    let text = match std::str::from_utf8(data) {
+        Ok(text) => text,
+        Err(e) => return not_text(data, e.valid_up_to()),
+    };
     let schema: Vec<ColumnDef> = [
         ("ts", DataType::Timestamp),
         ("sym", DataType::Symbol),
@@ -71,7 +86,7 @@ pub fn csv(data: &[u8]) {
             assert!(cols.iter().all(|c| c.len() == n), "CSV columns of different lengths");
         }
         // Cut into pieces (as large files are, to read on every core): the same answer.
-        let cut = read_csv_pieces(text, &schema, &opts, &zepto_io::unchecked, 16);
+        let cut = read_csv_pieces(text.as_bytes(), &schema, &opts, &zepto_io::unchecked, 16);
         match (&whole, &cut) {
             (Ok(a), Ok(b)) => {
                 assert_eq!(a.len(), b.len());
