@@ -111,7 +111,7 @@ async fn run(state: &Arc<State>, r: Request, held: Option<Held>) -> Result<(Stat
         .map_err(|_| ApiError::internal("the server is shutting down"))?;
     let ctl = QueryControl::new(state.config.query_timeout, state.config.query_memory_limit);
     let slot = state.next_id();
-    state.running.lock().unwrap_or_else(|e| e.into_inner()).insert(slot, ctl.clone());
+    state.add_running(slot, ctl.clone());
     let memory = state.memory.clone();
     let result = tokio::task::spawn_blocking(move || {
         let (_permit, _held) = (permit, held);
@@ -128,7 +128,7 @@ async fn run(state: &Arc<State>, r: Request, held: Option<Held>) -> Result<(Stat
         Ok((StatusCode::OK, answer))
     })
     .await;
-    state.running.lock().unwrap_or_else(|e| e.into_inner()).remove(&slot);
+    state.remove_running(slot);
     result.map_err(|e| ApiError::internal(format!("agent-memory task failed: {e}")))?
 }
 

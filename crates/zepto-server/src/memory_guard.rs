@@ -7,8 +7,9 @@
 //! same two layers (`max_memory_usage` per query, `max_server_memory_usage`, 90% of RAM by
 //! default, process-wide); DuckDB a process-wide `memory_limit` (80% of RAM).
 //!
-//! How: a thread samples the process's resident memory every [`PERIOD`] (Linux `/proc`; the
-//! guard is off where that cannot be read). Over the limit, it asks the query that was seen
+//! How: a thread samples the process's resident memory every [`PERIOD`] while a query runs,
+//! and every [`IDLE`] otherwise, woken when one starts (Linux `/proc`; the guard is off where
+//! that cannot be read). Over the limit, it asks the query that was seen
 //! holding the most ([`QueryControl::held`]) to stop ([`QueryControl::exhaust`]); the query
 //! fails at its next check and frees what it held. It then waits [`SETTLE`] for the memory to
 //! come back before it stops another. Queries holding less than [`MIN_VICTIM`] are left alone:
@@ -23,6 +24,10 @@ use zepto_sql::interrupt::QueryControl;
 /// How often resident memory is sampled: a query allocating 1 GiB/s overshoots the limit by
 /// about 10 MiB before it is asked to stop.
 pub const PERIOD: Duration = Duration::from_millis(10);
+
+/// How often memory is sampled while no query runs (only to warn that the tables, not a
+/// query, fill it): an idle server is not woken a hundred times a second.
+pub const IDLE: Duration = Duration::from_secs(1);
 
 /// How long after stopping a query the guard waits before it stops another.
 pub const SETTLE: Duration = Duration::from_millis(200);
@@ -62,9 +67,18 @@ pub fn start(state: &Arc<State>, limit: usize) -> std::io::Result<()> {
 }
 
 fn watch(state: &Weak<State>, limit: usize) {
+    let Some(starts) = state.upgrade().map(|s| s.query_starts.clone()) else { return };
     let mut warned = false;
     loop {
-        std::thread::sleep(PERIOD);
+        // With no query running there is no one to stop: sleep until one starts (or IDLE
+        // passes, to warn of tables outgrowing the limit), not every PERIOD.
+        let seen = starts.count();
+        let idle = state.upgrade().is_some_and(|s| s.running.lock().unwrap_or_else(|e| e.into_inner()).is_empty());
+        if idle {
+            starts.wait_past(seen, IDLE);
+        } else {
+            std::thread::sleep(PERIOD);
+        }
         let Some(state) = state.upgrade() else { return };
         let Some(rss) = resident_bytes() else { return };
         if rss <= limit {

@@ -106,7 +106,7 @@ struct Running {
 impl Drop for Running {
     fn drop(&mut self) {
         self.ctl.cancel();
-        self.state.running.lock().unwrap_or_else(|e| e.into_inner()).remove(&self.id);
+        self.state.remove_running(self.id);
         self.state.metrics.queries_running.dec();
     }
 }
@@ -544,7 +544,7 @@ pub async fn run(
         None => admit(state).await?,
     };
     let id = state.next_id();
-    state.running.lock().unwrap_or_else(|e| e.into_inner()).insert(id, ctl.clone());
+    state.add_running(id, ctl.clone());
     state.metrics.queries_running.inc();
     let guard = Running { state: state.clone(), id, ctl: ctl.clone() };
 

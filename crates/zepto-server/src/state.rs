@@ -22,8 +22,10 @@ pub struct State {
     pub metrics: Metrics,
     /// The access log, if enabled (one JSON line per request).
     pub log: Option<AccessLog>,
-    /// Queries in flight, so shutdown can cancel them.
-    pub running: Mutex<HashMap<u64, Arc<QueryControl>>>,
+    /// Queries in flight, so shutdown can cancel them (added with [`State::add_running`]).
+    pub(crate) running: Mutex<HashMap<u64, Arc<QueryControl>>>,
+    /// Told of every query added to `running`: the memory guard sleeps on it while none runs.
+    pub(crate) query_starts: Arc<QueryStarts>,
     /// Statements and ingest batches that may run at once (see [`Config::query_slots`]).
     pub query_slots: Arc<Semaphore>,
     /// Ingest batches that may be parsed and applied at once (see [`Config::ingest_slots`]).
@@ -66,6 +68,7 @@ impl State {
             metrics,
             log,
             running: Mutex::new(HashMap::new()),
+            query_starts: Arc::new(QueryStarts::default()),
             ready: AtomicBool::new(false),
             started: Instant::now(),
             next_id: AtomicU64::new(1),
@@ -83,10 +86,84 @@ impl State {
         format!("{}-{}", self.id_prefix, self.next_id())
     }
 
+    /// Register a query in flight under `id` (a [`State::next_id`]), waking the memory guard.
+    pub(crate) fn add_running(&self, id: u64, ctl: Arc<QueryControl>) {
+        self.running.lock().unwrap_or_else(|e| e.into_inner()).insert(id, ctl);
+        self.query_starts.tell();
+    }
+
+    /// Forget the query in flight under `id`.
+    pub(crate) fn remove_running(&self, id: u64) {
+        self.running.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
+    }
+
     /// Cancel every query in flight (shutdown).
     pub fn cancel_all(&self) {
         for q in self.running.lock().unwrap_or_else(|e| e.into_inner()).values() {
             q.cancel();
         }
+    }
+}
+
+/// How many queries have started, and a condition to wait for the next one on. Kept apart
+/// from [`State`] so that a waiter does not keep the state alive.
+#[derive(Default)]
+pub(crate) struct QueryStarts {
+    count: Mutex<u64>,
+    started: std::sync::Condvar,
+}
+
+impl QueryStarts {
+    /// How many queries have started so far.
+    pub(crate) fn count(&self) -> u64 {
+        *self.count.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn tell(&self) {
+        *self.count.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+        self.started.notify_all();
+    }
+
+    /// Wait until more than `seen` queries have started, or `timeout` passes.
+    pub(crate) fn wait_past(&self, seen: u64, timeout: std::time::Duration) {
+        let count = self.count.lock().unwrap_or_else(|e| e.into_inner());
+        let waited = self.started.wait_timeout_while(count, timeout, |n| *n <= seen);
+        drop(waited.unwrap_or_else(|e| e.into_inner()));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn a_waiter_wakes_when_a_query_starts_and_not_before() {
+        let starts = Arc::new(QueryStarts::default());
+        let seen = starts.count();
+        // Nothing starts: the wait runs out.
+        let t = Instant::now();
+        starts.wait_past(seen, Duration::from_millis(50));
+        assert!(t.elapsed() >= Duration::from_millis(50), "woke after {:?} with no start", t.elapsed());
+        // A start told before the wait begins is not missed.
+        starts.tell();
+        let t = Instant::now();
+        starts.wait_past(seen, Duration::from_secs(30));
+        assert!(t.elapsed() < Duration::from_secs(10), "a start told before the wait was missed");
+        assert_eq!(starts.count(), seen + 1);
+        // A start told while waiting ends the wait.
+        let seen = starts.count();
+        let teller = {
+            let starts = starts.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(20));
+                starts.tell();
+            })
+        };
+        let t = Instant::now();
+        starts.wait_past(seen, Duration::from_secs(30));
+        assert!(t.elapsed() < Duration::from_secs(10), "woken by the start, not the timeout");
+        assert_eq!(starts.count(), seen + 1);
+        teller.join().expect("teller");
     }
 }
