@@ -1,4 +1,4 @@
-//! `zepto-bench --data DIR [--queries Q1,Q2,Q7] [--iters N] [--budget S] [--json FILE]`
+//! `zepto-bench --data DIR [--queries Q1,Q2,Q7] [--sql NAME=SELECT...] [--iters N] [--budget S] [--json FILE]`
 //!
 //! Loads `trades.parquet` and `quotes.parquet` (from `bench/harness/gen_data.py`) into an
 //! in-process engine and times the benchmark queries the way `bench/harness/peers.py` does
@@ -75,6 +75,8 @@ struct Args {
     iters: usize,
     budget_s: f64,
     json: Option<String>,
+    /// `--sql NAME=SELECT ...`: ad-hoc queries, timed like the listed ones.
+    extra: Vec<(String, String)>,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -84,13 +86,23 @@ fn parse_args() -> Result<Args, String> {
         iters: 20,
         budget_s: 8.0,
         json: None,
+        extra: Vec::new(),
     };
+    let mut named = false;
     let mut it = std::env::args().skip(1);
     while let Some(k) = it.next() {
         let mut v = || it.next().ok_or_else(|| format!("{k} needs a value"));
         match k.as_str() {
             "--data" => a.data = v()?,
-            "--queries" => a.queries = v()?.split(',').filter(|s| !s.is_empty()).map(str::to_string).collect(),
+            "--queries" => {
+                a.queries = v()?.split(',').filter(|s| !s.is_empty()).map(str::to_string).collect();
+                named = true;
+            }
+            "--sql" => {
+                let q = v()?;
+                let (name, sql) = q.split_once('=').ok_or_else(|| format!("--sql {q:?}: expected NAME=SELECT ..."))?;
+                a.extra.push((name.trim().to_string(), sql.to_string()));
+            }
             "--iters" => a.iters = v()?.parse().map_err(|e| format!("--iters: {e}"))?,
             "--budget" => a.budget_s = v()?.parse().map_err(|e| format!("--budget: {e}"))?,
             "--json" => a.json = Some(v()?),
@@ -98,8 +110,16 @@ fn parse_args() -> Result<Args, String> {
         }
     }
     if a.data.is_empty() {
-        return Err("usage: zepto-bench --data DIR [--queries Q1,Q2] [--iters N] [--budget S] [--json FILE]".into());
+        return Err(
+            "usage: zepto-bench --data DIR [--queries Q1,Q2] [--sql NAME=SELECT...] [--iters N] [--budget S] [--json FILE]"
+                .into(),
+        );
     }
+    // Ad-hoc queries alone run only themselves, unless named queries were asked for too.
+    if !named && !a.extra.is_empty() {
+        a.queries.clear();
+    }
+    a.queries.extend(a.extra.iter().map(|(n, _)| n.clone()));
     Ok(a)
 }
 
@@ -130,7 +150,9 @@ fn main() {
     let mut checks = BTreeMap::new();
     let mut errors = BTreeMap::new();
     for qid in &args.queries {
-        let Some((_, sql)) = QUERIES.iter().find(|(q, _)| q == qid) else {
+        let listed = QUERIES.iter().map(|&(q, s)| (q, s));
+        let found = args.extra.iter().map(|(q, s)| (q.as_str(), s.as_str())).chain(listed).find(|(q, _)| q == qid);
+        let Some((_, sql)) = found else {
             errors.insert(qid.clone(), json_str("not in zepto-bench's query list"));
             continue;
         };

@@ -66,6 +66,11 @@ pub fn grouped(
             let out: Vec<Column> = key_cols.iter().map(|c| c.take(&first)).collect();
             over_runs(ctx, b, out, aggs, &first, mode)
         }
+        // No keys: one group, every row of it one run (no id per row), unless an aggregate
+        // orders its rows by time (a run's rows would count as time-sorted).
+        None if keys.is_empty() && b.rows > 0 && aggs.iter().all(|a| a.order.is_none()) => {
+            over_runs(ctx, b, Vec::new(), aggs, &[0], mode)
+        }
         None => {
             let GroupIds { ids, first } = group_ids(&refs, b.rows);
             // Without GROUP BY there is exactly one group, even over no rows.

@@ -8,6 +8,13 @@
 //! in-memory partitions are aggregated the same way; and the partials are merged per group.
 //! Memory is one row group per core plus the partials.
 //!
+//! A table without history takes the same path when its GROUP BY keys leave out the partition
+//! key (or there are none) and every aggregate merges (the planner's `AggHow::Partials`): its
+//! partitions, small ones a bundle at a time ([`super::bundle`]), aggregate on every core over
+//! their shared columns, where hashing the whole input would first copy it into one batch.
+//! Partials come in partition order and merge ties as above, so `first`/`last` pick what the
+//! whole input in partition order would.
+//!
 //! The partials are the accumulators' states ([`super::accum`]): every aggregate whose state
 //! merges takes this path ([`AggCall::mergeable`]: all but DISTINCT and the holistic ones,
 //! which assemble). `first`/`last` keep the time of the row they picked; ties go to the
@@ -22,10 +29,11 @@
 use super::accum::Mode;
 use super::aggregate::{grouped, Grouped};
 use super::history::ts_cut;
-use super::scan::{piece_batch, pieces};
+use super::bundle::bundles;
+use super::scan::{pieces, pieces_batch, Piece};
 use super::{Batch, ExecContext};
 use crate::error::{Result, SqlError};
-use crate::plan::physical::{monotonic_in, scan_shape, ScanShape};
+use crate::plan::physical::{monotonic_in, reads_history, scan_shape, ScanShape};
 use crate::plan::{AggCall, BExpr, Plan, ScanRange};
 use zepto_storage::{Column, ColumnData, HistoryChunk, Table};
 
@@ -43,10 +51,13 @@ pub(super) fn aggregate(ctx: &ExecContext, input: &Plan, keys: &[BExpr], aggs: &
 
 fn run(ctx: &ExecContext, s: &ScanShape, keys: &[BExpr], aggs: &[AggCall]) -> Result<Batch> {
     let table = &**s.table;
-    let reader = table
-        .history_reader()
-        .ok_or_else(|| SqlError::Internal(format!("table '{}' has history but no reader", table.name())))?;
     let range = s.range;
+    // A scan that reaches no history file reads no row group (the planner's `Partials`).
+    let reader = match table.history_reader() {
+        Some(r) => Some(r),
+        None if !reads_history(table, range) => None,
+        None => return Err(SqlError::Internal(format!("table '{}' has history but no reader", table.name()))),
+    };
     let bounded = range.ts_lo != i64::MIN || range.ts_hi != i64::MAX;
     let key_filter = range.keys.as_deref().filter(|_| table.key_col().is_some());
     // Decode the scan's columns, plus what cutting rows needs: the timestamp for a bounded
@@ -85,12 +96,13 @@ fn run(ctx: &ExecContext, s: &ScanShape, keys: &[BExpr], aggs: &[AggCall]) -> Re
         }
         grouped(c, &b, keys, aggs, run_keys.as_deref().filter(|_| sorted), Mode::Partial).map(Some)
     };
-    let units = match super::scan::history_keys(table, range) {
-        Some(keys) => reader.units(table, keys, range.ts_lo, range.ts_hi)?,
-        None => Vec::new(),
+    let units = match (reader, super::scan::history_keys(table, range)) {
+        (Some(r), Some(keys)) => r.units(table, keys, range.ts_lo, range.ts_hi)?,
+        _ => Vec::new(),
     };
     let rows = units.iter().map(|u| u.rows).sum();
     let unit_partial = |c: &ExecContext, u: &zepto_storage::HistoryUnit| -> Result<Option<Grouped>> {
+        let Some(reader) = reader else { return Ok(None) };
         let chunk = reader.read_unit(table, &need, u)?;
         match cut(chunk, s.columns.len(), key_filter, ts_pos, range) {
             Some(b) => partial(c, b, true),
@@ -98,12 +110,15 @@ fn run(ctx: &ExecContext, s: &ScanShape, keys: &[BExpr], aggs: &[AggCall]) -> Re
         }
     };
     let mut outs: Vec<Grouped> = ctx.par_map(&units, rows, unit_partial)?.into_iter().flatten().collect();
-    for p in pieces(table, range) {
-        ctx.check()?;
-        if let Some(o) = partial(ctx, piece_batch(&p, s.columns), true)? {
-            outs.push(o);
-        }
-    }
+    // In memory: every partition on every core, small ones a bundle at a time. A bundle's rows
+    // are time-sorted partition by partition, and run keys include the partition key, so no
+    // run crosses from one partition to the next.
+    let ps = pieces(table, range);
+    let rows = ps.iter().map(|p| p.range.len()).sum();
+    let bundle_partial = |c: &ExecContext, b: &&[Piece]| -> Result<Option<Grouped>> {
+        partial(c, pieces_batch(table, s.columns, &b.iter().collect::<Vec<_>>())?, true)
+    };
+    outs.extend(ctx.par_map(&bundles(&ps), rows, bundle_partial)?.into_iter().flatten());
     merge(ctx, outs, keys, aggs, s, table)
 }
 

@@ -400,6 +400,10 @@ fn aggregate_node(
             ctx.fused(input);
             ("HistoryAggregate", history_agg::aggregate(ctx, input, keys, aggs)?)
         }
+        AggHow::Partials => {
+            ctx.fused(input);
+            ("ParallelAggregate", history_agg::aggregate(ctx, input, keys, aggs)?)
+        }
     })
 }
 

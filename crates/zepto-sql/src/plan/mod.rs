@@ -460,6 +460,7 @@ impl Plan {
             Plan::Aggregate { how: AggHow::Hash, .. } => "HashAggregate",
             Plan::Aggregate { how: AggHow::PartitionWise { .. }, .. } => "PartitionAggregate",
             Plan::Aggregate { how: AggHow::HistoryPartials, .. } => "HistoryAggregate",
+            Plan::Aggregate { how: AggHow::Partials, .. } => "ParallelAggregate",
             Plan::Join { kind: JoinKind::Window, .. } => "WindowJoin",
             Plan::Join { left_keys, .. } if left_keys.is_empty() => "NestedLoopJoin",
             Plan::Join { .. } => "HashJoin",
@@ -503,6 +504,7 @@ impl Plan {
                     AggHow::PartitionWise { runs: true } => " (per partition, groups as runs in time)",
                     AggHow::PartitionWise { runs: false } => " (per partition, hashed)",
                     AggHow::HistoryPartials => " (partials per row group and partition, merged)",
+                    AggHow::Partials => " (partials per partition on every core, merged)",
                 };
                 format!("keys={} aggs=[{}]{how}", keys.len(), agg_names(aggs))
             }

@@ -77,6 +77,10 @@ pub enum AggHow {
     /// Row groups of the Parquet history and in-memory partitions into partial aggregate
     /// states (every aggregate is [`AggCall::mergeable`]), merged per group.
     HistoryPartials,
+    /// In-memory partitions (small ones a bundle at a time) into partial aggregate states on
+    /// every core, merged per group: a scan whose keys do not include the partition key (or
+    /// no keys at all), every aggregate [`AggCall::mergeable`]. No copy of the table is made.
+    Partials,
 }
 
 /// How an ASOF JOIN runs.
@@ -169,7 +173,10 @@ fn agg_how(input: &Plan, keys: &[BExpr], aggs: &[AggCall]) -> AggHow {
         return AggHow::HistoryPartials;
     }
     let Some(kp) = partition_key_pos(input).filter(|&kp| keys.iter().any(|k| is_col(k, kp))) else {
-        return AggHow::Hash;
+        // A scan of no columns (`count(*)`) copies nothing: the whole input is its row count.
+        let partials = scan_shape(input).is_some_and(|s| !s.columns.is_empty() && !reads_history(s.table, s.range))
+            && aggs.iter().all(AggCall::mergeable);
+        return if partials { AggHow::Partials } else { AggHow::Hash };
     };
     let tp = scan_shape(input).and_then(|s| s.table.ts_col().and_then(|t| s.columns.iter().position(|&c| c == t)));
     let runs = keys.iter().filter(|k| !is_col(k, kp)).all(|k| tp.is_some_and(|t| monotonic_in(k, t)));
