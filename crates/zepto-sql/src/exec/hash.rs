@@ -144,16 +144,23 @@ pub fn group_ids(cols: &[&Column], n: usize) -> GroupIds {
     if cols.is_empty() {
         return GroupIds { ids: vec![0; n], first: if n > 0 { vec![0] } else { vec![] } };
     }
-    if cols.len() == 1 {
-        if let ColumnData::Symbol { codes, dict } = &cols[0].data() {
-            return symbol_groups(cols[0], codes, dict.len());
+    if let [c] = cols {
+        match (c.data(), c.validity()) {
+            (ColumnData::Symbol { codes, dict }, _) => return symbol_groups(c, codes, dict.len()),
+            (ColumnData::Int64(v) | ColumnData::Timestamp(v) | ColumnData::Interval(v), None) => return int_groups(v),
+            (ColumnData::Int32(v) | ColumnData::Date(v), None) => return int_groups(v),
+            _ => {}
         }
     }
+    hashed_groups(cols, n)
+}
+
+/// [`group_ids`] by row hashes, compared through the columns: any keys.
+fn hashed_groups(cols: &[&Column], n: usize) -> GroupIds {
     let hashes = hash_rows(cols, n);
+    // The table starts small and doubles as groups come: a few groups over many rows stay in
+    // cache, and no table the size of the input is zeroed.
     let mut cap = 16usize;
-    while cap < n.saturating_mul(2).min(1 << 31) {
-        cap <<= 1;
-    }
     let mut slots = vec![u32::MAX; cap];
     let mut group_hash: Vec<u64> = Vec::new();
     let mut first: Vec<u32> = Vec::new();
@@ -192,6 +199,75 @@ pub fn group_ids(cols: &[&Column], n: usize) -> GroupIds {
     }
     GroupIds { ids, first }
 }
+
+/// One integer key without NULLs: the group table compares the values themselves (no row
+/// hashes kept, no row comparison through the columns). Groups in order of first appearance,
+/// as the general table numbers them.
+fn int_groups<T: Copy + Eq + Into<i64>>(v: &[T]) -> GroupIds {
+    if let Some(g) = dense_int_groups(v) {
+        return g;
+    }
+    let slot_of = |x: T, mask: usize| (mix(x.into() as u64 ^ SEED) as usize) & mask;
+    let mut mask = 15usize;
+    let mut slots = vec![u32::MAX; mask + 1];
+    let (mut keys, mut first): (Vec<T>, Vec<u32>) = (Vec::new(), Vec::new());
+    let mut ids = Vec::with_capacity(v.len());
+    for (i, &x) in v.iter().enumerate() {
+        let mut s = slot_of(x, mask);
+        let g = loop {
+            match slots[s] {
+                u32::MAX => {
+                    slots[s] = keys.len() as u32;
+                    keys.push(x);
+                    first.push(i as u32);
+                    break slots[s];
+                }
+                g if keys[g as usize] == x => break g,
+                _ => s = (s + 1) & mask,
+            }
+        };
+        ids.push(g);
+        if keys.len() * 2 > mask {
+            // Half full: double, and place every group again.
+            mask = mask * 2 + 1;
+            slots = vec![u32::MAX; mask + 1];
+            for (g, &k) in keys.iter().enumerate() {
+                let mut s = slot_of(k, mask);
+                while slots[s] != u32::MAX {
+                    s = (s + 1) & mask;
+                }
+                slots[s] = g as u32;
+            }
+        }
+    }
+    GroupIds { ids, first }
+}
+
+/// [`int_groups`] when the values span a small range (at most [`DENSE_SPAN`], or the row
+/// count): the value's offset from the least is its slot, as a dictionary code is.
+fn dense_int_groups<T: Copy + Into<i64>>(v: &[T]) -> Option<GroupIds> {
+    let lo = v.iter().map(|&x| x.into()).min()?;
+    let hi = v.iter().map(|&x| x.into()).max()?;
+    let span = usize::try_from(hi.abs_diff(lo)).ok()?;
+    if span >= DENSE_SPAN.max(v.len()) {
+        return None;
+    }
+    let mut map = vec![u32::MAX; span + 1];
+    let (mut first, mut ids) = (Vec::new(), Vec::with_capacity(v.len()));
+    for (i, &x) in v.iter().enumerate() {
+        // In range: `lo <= x <= hi`, and `hi - lo` fits the map.
+        let g = &mut map[x.into().abs_diff(lo) as usize];
+        if *g == u32::MAX {
+            *g = first.len() as u32;
+            first.push(i as u32);
+        }
+        ids.push(*g);
+    }
+    Some(GroupIds { ids, first })
+}
+
+/// Integer keys spanning fewer values than this group by direct slot, whatever the rows.
+const DENSE_SPAN: usize = 1 << 16;
 
 /// One SYMBOL key: the dictionary code is the group (no hashing at all).
 fn symbol_groups(c: &Column, codes: &[u32], dict_len: usize) -> GroupIds {
@@ -283,4 +359,37 @@ pub fn bucket_rows(ids: &[u32], keep: impl Fn(usize) -> bool, ngroups: usize) ->
         }
     }
     (start, order)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use zepto_storage::rng::XorShift;
+
+    #[test]
+    fn integer_keys_group_as_the_general_table_does() {
+        let mut rng = XorShift::new(0x2545_f491_4f6c_dd1d);
+        let mut dense = 0;
+        for case in 0..60u64 {
+            let n = [0, 1, 5, 100, 3000][(case % 5) as usize];
+            // From a few distinct values to nearly all distinct (the table doubles many times).
+            let spread = [1, 3, 50, 1_000, 1 << 40][(case / 5 % 5) as usize];
+            let v: Vec<i64> = (0..n).map(|_| rng.below(spread) as i64 - (spread / 2) as i64).collect();
+            let col = Column::from_data(ColumnData::Int64(v.clone()));
+            let (fast, general) = (int_groups(&v), hashed_groups(&[&col], n));
+            if let Some(by_slot) = dense_int_groups(&v) {
+                dense += 1;
+                let span = v.iter().max().zip(v.iter().min()).map_or(0, |(hi, lo)| hi.abs_diff(*lo) as usize);
+                assert!(span < DENSE_SPAN.max(n), "case {case}: a span of {span} by direct slot");
+                assert_eq!((by_slot.ids, by_slot.first), (general.ids.clone(), general.first.clone()), "case {case}");
+            }
+            assert_eq!(fast.ids, general.ids, "case {case}");
+            assert_eq!(fast.first, general.first, "case {case}");
+            let narrow: Vec<i32> = v.iter().map(|&x| x as i32).collect();
+            let col = Column::from_data(ColumnData::Int32(narrow.clone()));
+            assert_eq!(int_groups(&narrow).ids, hashed_groups(&[&col], n).ids, "case {case} as INTEGER");
+        }
+        // Both ways were taken: by direct slot (small spans) and by the table (wide ones).
+        assert!((1..60).contains(&dense), "{dense} of 60 cases by direct slot");
+    }
 }

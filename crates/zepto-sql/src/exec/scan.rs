@@ -9,7 +9,7 @@ use crate::plan::physical::ScanShape;
 use crate::plan::ScanRange;
 use std::ops::Range;
 use std::sync::Arc;
-use zepto_storage::{Column, Partition, Table};
+use zepto_storage::{Column, ColumnData, Partition, Table};
 
 /// One partition's rows that a scan reads.
 pub struct Piece<'a> {
@@ -112,14 +112,38 @@ pub fn pieces_batch(table: &Table, columns: &[usize], ps: &[&Piece]) -> Result<B
         [p] => Ok(piece_batch(p, columns)),
         _ => {
             let rows = ps.iter().map(|p| p.range.len()).sum();
+            // Every column's spans in one walk over the pieces: each partition is reached once.
+            let mut spans: Vec<Vec<(&Column, Range<usize>)>> = vec![Vec::with_capacity(ps.len()); columns.len()];
+            for p in ps {
+                let cs = p.part.columns();
+                for (out, &j) in spans.iter_mut().zip(columns) {
+                    out.push((&*cs[j], p.range.clone()));
+                }
+            }
             let cols = columns
                 .iter()
-                .map(|&j| {
-                    let spans: Vec<_> = ps.iter().map(|p| (&*p.part.columns()[j], p.range.clone())).collect();
-                    Column::concat_ranges(&spans).map(Arc::new).map_err(SqlError::Internal)
+                .zip(&spans)
+                .map(|(&j, spans)| match key_codes(table, j, ps, rows) {
+                    Some(keys) => Ok(Arc::new(keys)),
+                    None => Column::concat_ranges(spans).map(Arc::new).map_err(SqlError::Internal),
                 })
                 .collect::<Result<Vec<_>>>()?;
             Ok(Batch::shared(cols, rows))
         }
     }
+}
+
+/// Column `j` of pieces `ps` (`rows` in all) when it is the partition key and no piece is the
+/// NULL-key partition: each piece's key code repeated, without reading the partitions' key
+/// columns (every row of a partition holds its key).
+fn key_codes(table: &Table, j: usize, ps: &[&Piece], rows: usize) -> Option<Column> {
+    if table.key_col() != Some(j) {
+        return None;
+    }
+    let mut codes = Vec::with_capacity(rows);
+    for p in ps {
+        codes.resize(codes.len() + p.range.len(), p.part.key()?);
+    }
+    debug_assert!(ps.iter().all(|p| p.part.columns()[j].slice(p.range.start, p.range.len()).validity().is_none()));
+    Some(Column::from_data(ColumnData::Symbol { codes, dict: table.dict().clone() }))
 }

@@ -94,6 +94,10 @@ pub struct Partition {
     /// at the end keeps it; anything that moves rows, removes rows or rewrites a vector value
     /// takes a new one ([`Partition::lineage`]).
     lineage: u64,
+    /// Rows (every column's length), kept beside the columns: a scan over 100k small
+    /// partitions asks each its length, and the columns are two pointers further away.
+    /// Whatever changes the columns' length calls [`Partition::recount`].
+    rows: usize,
 }
 
 /// Lineages handed out so far.
@@ -131,7 +135,18 @@ impl Partition {
     fn checked(columns: Vec<Arc<Column>>, key: Option<u32>) -> Partition {
         let n = columns.first().map_or(0, |c| c.len());
         assert!(columns.iter().all(|c| c.len() == n), "partition columns of unequal lengths");
-        Partition { columns, key, lineage: new_lineage() }
+        Partition::raw(columns, key)
+    }
+
+    /// A partition of `columns` as they are (equal lengths), with a new lineage.
+    fn raw(columns: Vec<Arc<Column>>, key: Option<u32>) -> Partition {
+        let rows = columns.first().map_or(0, |c| c.len());
+        Partition { columns, key, lineage: new_lineage(), rows }
+    }
+
+    /// Take the columns' length as the row count, after a change of it.
+    fn recount(&mut self) {
+        self.rows = self.columns.first().map_or(0, |c| c.len());
     }
 
     /// The layout identity: equal for two versions of a partition when one only appended rows
@@ -155,7 +170,8 @@ impl Partition {
 
     /// Number of rows.
     pub fn len(&self) -> usize {
-        self.columns.first().map_or(0, |c| c.len())
+        debug_assert_eq!(self.rows, self.columns.first().map_or(0, |c| c.len()), "a partition's row count is stale");
+        self.rows
     }
 
     /// True when the partition holds no rows.
@@ -177,6 +193,7 @@ impl Partition {
         for c in &mut self.columns {
             *c = Arc::new(c.take(&keep));
         }
+        self.recount();
         self.lineage = new_lineage();
     }
 
@@ -343,8 +360,7 @@ impl Table {
         parts: Vec<(Option<u32>, Vec<Arc<Column>>)>,
     ) -> Result<Table, StorageError> {
         // Unchecked until build_from_parts checks them (the constructors would panic).
-        let parts =
-            parts.into_iter().map(|(key, columns)| Partition { columns, key, lineage: new_lineage() }).collect();
+        let parts = parts.into_iter().map(|(key, columns)| Partition::raw(columns, key)).collect();
         Self::build_from_parts(name, schema, key_col, ts_col, dict, parts, true)
     }
 
@@ -547,6 +563,7 @@ impl Table {
                 // A fresh allocation, so the memory of the removed rows is returned.
                 *c = Arc::new(c.take(&keep));
             }
+            p.recount();
             p.lineage = new_lineage();
             removed += r.len();
         }
@@ -785,7 +802,7 @@ impl Table {
 
     fn new_partition(&mut self, key: Option<u32>) -> usize {
         let columns = self.schema.columns.iter().map(|c| Arc::new(self.empty_column(c.data_type))).collect();
-        self.parts.push(Arc::new(Partition { columns, key, lineage: new_lineage() }));
+        self.parts.push(Arc::new(Partition::raw(columns, key)));
         self.parts.len() - 1
     }
 
@@ -1114,6 +1131,7 @@ fn append_picked(p: &mut Partition, batch: &[Column], rows: &[u32], ts_col: Opti
             *d = dict.clone();
         }
     }
+    p.recount();
 }
 
 /// [`append_column`] of rows `rows` of `src`, in that order.
@@ -1180,6 +1198,7 @@ fn append_rows(p: &mut Partition, cols: Vec<Column>, ts_col: Option<usize>, dict
             *d = dict.clone();
         }
     }
+    p.recount();
     if !in_order {
         if let Some(t) = ts_col {
             sort_partition(p, t, old_len);

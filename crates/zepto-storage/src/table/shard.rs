@@ -131,6 +131,7 @@ impl Table {
         for c in &mut p.columns {
             *c = Arc::new(c.take(&keep));
         }
+        p.recount();
         p.lineage = super::new_lineage();
         self.rows -= range.len();
         range.len()
