@@ -28,8 +28,8 @@
 
 use super::accum::Mode;
 use super::aggregate::{grouped, Grouped};
-use super::history::ts_cut;
 use super::bundle::bundles;
+use super::history::ts_cut;
 use super::scan::{pieces, pieces_batch, Piece};
 use super::{Batch, ExecContext};
 use crate::error::{Result, SqlError};
