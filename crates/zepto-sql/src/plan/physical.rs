@@ -172,15 +172,23 @@ fn agg_how(input: &Plan, keys: &[BExpr], aggs: &[AggCall]) -> AggHow {
     if history && aggs.iter().all(AggCall::mergeable) {
         return AggHow::HistoryPartials;
     }
-    let Some(kp) = partition_key_pos(input).filter(|&kp| keys.iter().any(|k| is_col(k, kp))) else {
-        // A scan of no columns (`count(*)`) copies nothing: the whole input is its row count.
-        let partials = scan_shape(input).is_some_and(|s| !s.columns.is_empty() && !reads_history(s.table, s.range))
-            && aggs.iter().all(AggCall::mergeable);
-        return if partials { AggHow::Partials } else { AggHow::Hash };
-    };
     let tp = scan_shape(input).and_then(|s| s.table.ts_col().and_then(|t| s.columns.iter().position(|&c| c == t)));
+    let Some(kp) = partition_key_pos(input).filter(|&kp| keys.iter().any(|k| is_col(k, kp))) else {
+        return if partials_pay(input, keys, aggs, tp) { AggHow::Partials } else { AggHow::Hash };
+    };
     let runs = keys.iter().filter(|k| !is_col(k, kp)).all(|k| tp.is_some_and(|t| monotonic_in(k, t)));
     AggHow::PartitionWise { runs }
+}
+
+/// Whether a GROUP BY without the partition key runs as partials per partition: over a scan
+/// of the memory (the history has its own path), every aggregate mergeable, unless
+/// - the scan reads no column (`count(*)`): the hash path copies nothing then;
+/// - a key is the designated timestamp itself (`tp`: its position), nearly one group per row:
+///   partials would not shrink the rows, and merging them would hash every row a second time.
+fn partials_pay(input: &Plan, keys: &[BExpr], aggs: &[AggCall], tp: Option<usize>) -> bool {
+    scan_shape(input).is_some_and(|s| !s.columns.is_empty() && !reads_history(s.table, s.range))
+        && aggs.iter().all(AggCall::mergeable)
+        && !tp.is_some_and(|t| keys.iter().any(|k| is_col(k, t)))
 }
 
 fn is_col(e: &BExpr, i: usize) -> bool {
