@@ -193,5 +193,5 @@ fn merge(
     let states: Vec<Vec<Column>> =
         (0..aggs.len()).map(|i| (0..outs[0].aggs[i].len()).map(|j| concat(&|g| &g.aggs[i][j])).collect()).collect();
     let state_refs: Vec<Vec<&Column>> = states.iter().map(|s| s.iter().collect()).collect();
-    super::exchange::merge_states(&key_refs, &state_refs, aggs, rows)
+    super::merge_split::merge_on_cores(ctx, &key_refs, &state_refs, aggs, rows)
 }

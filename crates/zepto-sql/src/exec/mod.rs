@@ -16,6 +16,7 @@ pub mod history;
 mod history_agg;
 mod join;
 pub mod latest;
+mod merge_split;
 mod nearest;
 mod partitioned;
 mod scan;
