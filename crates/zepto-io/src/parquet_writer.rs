@@ -85,7 +85,7 @@ pub(crate) fn write_groups(
     let schema = arrow_schema(names, first)?;
     let groups = row_groups(&chunks, group_rows.max(1));
     let rows = chunks.iter().map(|c| c.1).sum();
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let threads = zepto_storage::par::threads();
     let tmp = tmp_path(path);
     let write = || -> Result<(), Failure> {
         let props = WriterProperties::builder()

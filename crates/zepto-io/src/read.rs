@@ -12,7 +12,7 @@ const PARALLEL_BYTES: usize = 32 << 20;
 /// meanwhile cannot outrun a check made on it). Large files are read in one range per core,
 /// each into its own part of one buffer; a file that shrank below `len` is an error.
 pub fn read_exact_len(file: &File, len: usize) -> io::Result<Vec<u8>> {
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let threads = zepto_storage::par::threads();
     // Zeroed memory from the allocator is mapped lazily: each reader faults in its own range.
     let mut out = vec![0u8; len];
     if len < PARALLEL_BYTES || threads < 2 {

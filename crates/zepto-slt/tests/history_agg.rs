@@ -1,4 +1,4 @@
-//! Aggregates over the Parquet history (merged partials, `exec/history_agg.rs`) against the
+//! Aggregates over the Parquet history (merged partials, `exec/partials.rs`) against the
 //! same rows kept in memory (the path the DuckDB corpus checks), on random data: several
 //! days and symbols, NULL keys, prices and timestamps, late rows that reach memory after
 //! tiering and a second tiering whose files overlap the first's days in time.

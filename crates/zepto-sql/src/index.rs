@@ -22,10 +22,6 @@ pub(crate) struct IndexRequest<'a> {
     pub pos: Pos,
 }
 
-fn threads() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
-}
-
 /// Start `registry`'s maintainer thread over `catalog` (once); a failure to start a thread is
 /// said on stderr and leaves searches exact for rows appended later.
 pub(crate) fn start_maintainer(registry: &Arc<Registry>, catalog: &Arc<Catalog>) {
@@ -36,7 +32,9 @@ pub(crate) fn start_maintainer(registry: &Arc<Registry>, catalog: &Arc<Catalog>)
 
 /// Catch every index's graphs up with the tables; the rows added.
 pub(crate) fn refresh(registry: &Registry, catalog: &Catalog) -> Result<usize> {
-    let done = registry.refresh(catalog, threads()).map_err(|e| SqlError::Internal(format!("vector index: {e}")))?;
+    let done = registry
+        .refresh(catalog, zepto_storage::par::threads())
+        .map_err(|e| SqlError::Internal(format!("vector index: {e}")))?;
     Ok(done.rows)
 }
 

@@ -6,6 +6,14 @@
 
 use crate::mem::{credit_thread, thread_net_bytes};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::OnceLock;
+
+/// Threads the parallel sections use: one per core this process may run on, asked once
+/// (`available_parallelism` reads the cgroup and affinity each call).
+pub fn threads() -> usize {
+    static CORES: OnceLock<usize> = OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
 
 /// One helper's results (item index, result) and its net allocation.
 type Done<R, E> = (Vec<(usize, Result<R, E>)>, isize);
@@ -13,7 +21,7 @@ type Done<R, E> = (Vec<(usize, Result<R, E>)>, isize);
 /// `f` over `items` on up to one thread per core; results in item order. After an error no new
 /// items start, and the first error in item order is returned. A panic in `f` propagates.
 pub fn try_map<T: Sync, R: Send, E: Send>(items: &[T], f: impl Fn(&T) -> Result<R, E> + Sync) -> Result<Vec<R>, E> {
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(items.len());
+    let threads = threads().min(items.len());
     if threads <= 1 {
         return items.iter().map(f).collect();
     }
@@ -48,7 +56,7 @@ pub fn try_map<T: Sync, R: Send, E: Send>(items: &[T], f: impl Fn(&T) -> Result<
 /// `f` on every item, owned, on up to one thread per core, items taken one at a time (in no
 /// particular order). For work that mutates disjoint things: pass `&mut` borrows as items.
 pub fn for_each<T: Send>(items: Vec<T>, f: impl Fn(T) + Sync) {
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(items.len());
+    let threads = threads().min(items.len());
     if threads <= 1 {
         items.into_iter().for_each(f);
         return;

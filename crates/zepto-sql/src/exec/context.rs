@@ -210,7 +210,7 @@ mod tests {
             .expect("runs");
         assert!(seen.iter().all(|&(_, has)| has), "every item saw the control");
         let me = std::thread::current().id();
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let cores = zepto_storage::par::threads();
         assert!(cores < 2 || seen.iter().any(|&(t, _)| t != me), "helpers took some items");
         q.cancel();
         let r = ctx.par_map(&items, usize::MAX, |c, _| c.check());

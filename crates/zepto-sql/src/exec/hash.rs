@@ -246,8 +246,11 @@ fn int_groups<T: Copy + Eq + Into<i64>>(v: &[T]) -> GroupIds {
 /// [`int_groups`] when the values span a small range (at most [`DENSE_SPAN`], or the row
 /// count): the value's offset from the least is its slot, as a dictionary code is.
 fn dense_int_groups<T: Copy + Into<i64>>(v: &[T]) -> Option<GroupIds> {
-    let lo = v.iter().map(|&x| x.into()).min()?;
-    let hi = v.iter().map(|&x| x.into()).max()?;
+    if v.is_empty() {
+        return None;
+    }
+    // One pass for both ends (the pair of lanes vectorizes like either alone).
+    let (lo, hi) = v.iter().fold((i64::MAX, i64::MIN), |(lo, hi), &x| (lo.min(x.into()), hi.max(x.into())));
     let span = usize::try_from(hi.abs_diff(lo)).ok()?;
     if span >= DENSE_SPAN.max(v.len()) {
         return None;

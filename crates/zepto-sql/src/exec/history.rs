@@ -41,7 +41,7 @@ pub fn resolve<'a>(ctx: &ExecContext, plan: &'a Plan) -> Result<Cow<'a, Plan>> {
 
 fn rewrite(ctx: &ExecContext, p: Plan) -> Result<Plan> {
     match p {
-        // Aggregated straight from the files (history_agg), never assembled.
+        // Aggregated straight from the files (`partials`), never assembled.
         Plan::Aggregate { how: crate::plan::AggHow::HistoryPartials, .. } => Ok(p),
         Plan::Scan { table, columns, range } if reads_history(&table, &range) => {
             let (table, columns) = materialize(ctx, &table, &columns, &range)?;

@@ -19,7 +19,8 @@ use zepto_storage::Column;
 const PARTS_LOG2: u32 = 3;
 
 /// The merge of partial states (`keys` and each aggregate's `states`, `rows` rows) per group:
-/// cut by hash on every core from the context's parallel threshold on, else in one piece.
+/// cut by hash on every core from the context's parallel threshold on, else (or on one core)
+/// in one piece.
 /// Groups come part by part (first appearance within a part).
 pub(super) fn merge_on_cores(
     ctx: &ExecContext,
@@ -28,7 +29,8 @@ pub(super) fn merge_on_cores(
     aggs: &[AggCall],
     rows: usize,
 ) -> Result<Batch> {
-    if keys.is_empty() || rows < ctx.run_context().parallel_min_rows().max(2) {
+    let serial = zepto_storage::par::threads() < 2 || rows < ctx.run_context().parallel_min_rows().max(2);
+    if keys.is_empty() || serial {
         return merge_states(keys, states, aggs, rows);
     }
     let mut parts: Vec<Vec<u32>> = vec![Vec::new(); 1 << PARTS_LOG2];

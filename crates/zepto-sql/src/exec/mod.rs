@@ -13,11 +13,11 @@ mod exchange;
 mod fill;
 mod hash;
 pub mod history;
-mod history_agg;
 mod join;
 pub mod latest;
 mod merge_split;
 mod nearest;
+mod partials;
 mod partitioned;
 mod scan;
 mod setops;
@@ -399,11 +399,11 @@ fn aggregate_node(
         }
         AggHow::HistoryPartials => {
             ctx.fused(input);
-            ("HistoryAggregate", history_agg::aggregate(ctx, input, keys, aggs)?)
+            ("HistoryAggregate", partials::aggregate(ctx, input, keys, aggs)?)
         }
         AggHow::Partials => {
             ctx.fused(input);
-            ("ParallelAggregate", history_agg::aggregate(ctx, input, keys, aggs)?)
+            ("ParallelAggregate", partials::aggregate(ctx, input, keys, aggs)?)
         }
     })
 }

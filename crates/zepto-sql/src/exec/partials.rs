@@ -1,4 +1,5 @@
-//! Aggregates over the Parquet history without assembling it: the shape DuckDB streams.
+//! Aggregates as partial states merged per group: over the Parquet history without assembling
+//! it (the shape DuckDB streams), and over many in-memory partitions on every core.
 //!
 //! `SELECT keys, aggs FROM t [WHERE ...] GROUP BY keys` over a scan that reaches the history
 //! would otherwise materialize every row the scan reads (see [`super::history`]): decoded row
