@@ -156,3 +156,17 @@ fn run_starts(cols: &[&Column], n: usize) -> Vec<u32> {
     first.extend((1..n).filter(|&i| changed[i]).map(|i| i as u32));
     first
 }
+
+/// Which of `width` input columns a GROUP BY reads: its keys, its aggregates' arguments and
+/// orderings, and `also` (columns the operator reads itself: the partition key, the
+/// designated timestamp). What a filter below it reads alone need not be gathered.
+pub(super) fn columns_read(width: usize, keys: &[BExpr], aggs: &[AggCall], also: &[Option<usize>]) -> Vec<bool> {
+    let mut read = vec![false; width];
+    let mut mark = |c: usize| read[c] = true;
+    keys.iter().for_each(|k| k.for_each_col(&mut mark));
+    for a in aggs {
+        a.args.iter().chain(&a.order).for_each(|e| e.for_each_col(&mut mark));
+    }
+    also.iter().flatten().for_each(|&c| mark(c));
+    read
+}

@@ -28,7 +28,7 @@
 //! rank such ties).
 
 use super::accum::Mode;
-use super::aggregate::{grouped, Grouped};
+use super::aggregate::{columns_read, grouped, Grouped};
 use super::bundle::bundles;
 use super::history::ts_cut;
 use super::scan::{pieces, pieces_batch, Piece};
@@ -44,13 +44,13 @@ use zepto_storage::{Column, ColumnData, HistoryChunk, Table};
 /// assembled rows, which either succeeds or fails the way any other path would.
 pub(super) fn aggregate(ctx: &ExecContext, input: &Plan, keys: &[BExpr], aggs: &[AggCall]) -> Result<Batch> {
     let s = scan_shape(input).ok_or_else(|| SqlError::Internal("history GROUP BY over a non-scan".into()))?;
-    run(ctx, &s, keys, aggs).or_else(|_| {
+    run(ctx, s, keys, aggs).or_else(|_| {
         let assembled = super::history::resolve(ctx, input)?;
         super::aggregate::aggregate(ctx, &super::run(ctx, &assembled)?, keys, aggs)
     })
 }
 
-fn run(ctx: &ExecContext, s: &ScanShape, keys: &[BExpr], aggs: &[AggCall]) -> Result<Batch> {
+fn run(ctx: &ExecContext, s: ScanShape, keys: &[BExpr], aggs: &[AggCall]) -> Result<Batch> {
     let table = &**s.table;
     let range = s.range;
     // A scan that reaches no history file reads no row group (the planner's `Partials`).
@@ -77,6 +77,8 @@ fn run(ctx: &ExecContext, s: &ScanShape, keys: &[BExpr], aggs: &[AggCall]) -> Re
     // is all that needs the order, and the aggregate checks the timestamps have no NULLs.
     let kp = table.key_col().and_then(|k| s.columns.iter().position(|&c| c == k));
     let tp = table.ts_col().and_then(|t| s.columns.iter().position(|&c| c == t));
+    let read = columns_read(s.columns.len(), keys, aggs, &[kp, tp]);
+    let s = s.gather_only(read);
     let has_key = kp.is_some_and(|kp| keys.iter().any(|k| matches!(k, BExpr::Col(i, _) if *i == kp)));
     let run_keys: Option<Vec<usize>> = has_key
         .then(|| {
@@ -120,7 +122,7 @@ fn run(ctx: &ExecContext, s: &ScanShape, keys: &[BExpr], aggs: &[AggCall]) -> Re
         partial(c, pieces_batch(table, s.columns, &b.iter().collect::<Vec<_>>())?, true)
     };
     outs.extend(ctx.par_map(&bundles(&ps), rows, bundle_partial)?.into_iter().flatten());
-    merge(ctx, outs, keys, aggs, s, table)
+    merge(ctx, outs, keys, aggs, &s, table)
 }
 
 /// Where `c` is in `need`, appended if missing.

@@ -6,7 +6,7 @@
 //! comparing neighbours: no hashing at all (kdb+'s `select ... by sym, bar` on a sorted table).
 
 use super::accum::Mode;
-use super::aggregate::{aggregate, aggregate_runs, grouped};
+use super::aggregate::{aggregate, aggregate_runs, columns_read, grouped};
 use super::bundle::{bundles, filtered_bundle};
 use super::scan::{filtered_piece, pieces, Piece};
 use super::{Batch, ExecContext};
@@ -32,6 +32,7 @@ pub fn aggregate_chunks(
     let ScanShape { table, columns, range, .. } = shape;
     let kp = columns.iter().position(|&c| Some(c) == table.key_col());
     let tp = table.ts_col().and_then(|t| columns.iter().position(|&c| c == t));
+    let shape = shape.gather_only(columns_read(columns.len(), keys, aggs, &[kp, tp]));
     // The positions of the run keys (every key but the partition key).
     let run_keys: Option<Vec<usize>> = runs.then(|| {
         keys.iter()

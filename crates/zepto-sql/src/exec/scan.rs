@@ -24,13 +24,24 @@ pub fn filtered_piece(ctx: &ExecContext, s: &ScanShape, p: &Piece) -> Result<Bat
 
 impl ScanShape<'_> {
     /// The rows of `b` (the scan's columns) that pass the filters, applied nearest first.
+    /// Each filter gathers only the columns a later filter or the consumer reads
+    /// ([`ScanShape::gather_only`]); the others become untyped NULL placeholders.
     pub fn apply_filter(&self, ctx: &ExecContext, mut b: Batch) -> Result<Batch> {
-        for pred in &self.filters {
-            let kept = {
-                let m = super::eval::eval(ctx, pred, &b)?;
-                b.filter(&m)
+        for (k, pred) in self.filters.iter().enumerate() {
+            let mut need: Vec<bool> = (0..b.columns.len()).map(|c| self.gathers(c)).collect();
+            for later in &self.filters[k + 1..] {
+                later.for_each_col(&mut |c| need[c] = true);
+            }
+            let m = super::eval::eval(ctx, pred, &b)?;
+            let idx = super::mask_indices(&m);
+            if idx.len() == b.rows {
+                continue;
+            }
+            let gather = |(c, &n): (&Arc<Column>, &bool)| match n {
+                true => Arc::new(c.take(&idx)),
+                false => Arc::new(Column::nulls(zepto_storage::DataType::Null, idx.len())),
             };
-            b = kept;
+            b = Batch::shared(b.columns.iter().zip(&need).map(gather).collect(), idx.len());
         }
         Ok(b)
     }

@@ -19,6 +19,25 @@ pub struct ScanShape<'a> {
     /// before it keep (a tenant scope's filter sits nearest, see [`crate::access`]). Usually
     /// none or one.
     pub filters: Vec<&'a BExpr>,
+    /// Which of the scan's columns the consumer reads after the filters (`None`: all). The
+    /// others are read by the filters alone: the filtered batch holds untyped NULL
+    /// placeholders there instead of gathering them ([`ScanShape::gather_only`]).
+    gather: Option<Vec<bool>>,
+}
+
+impl ScanShape<'_> {
+    /// The shape whose filtered batches gather only the columns `used` marks (one flag per
+    /// scan column); the rest stay placeholders of the right length, never to be read.
+    pub fn gather_only(mut self, used: Vec<bool>) -> Self {
+        assert_eq!(used.len(), self.columns.len(), "one flag per scan column");
+        self.gather = Some(used);
+        self
+    }
+
+    /// Whether the consumer reads scan column `c` after the filters.
+    pub fn gathers(&self, c: usize) -> bool {
+        self.gather.as_ref().is_none_or(|g| g[c])
+    }
 }
 
 /// `input` as a scan under zero or more filters, if it is one.
@@ -31,7 +50,7 @@ pub fn scan_shape(input: &Plan) -> Option<ScanShape<'_>> {
     }
     let Plan::Scan { table, columns, range } = p else { return None };
     filters.reverse();
-    Some(ScanShape { table, columns, range, filters })
+    Some(ScanShape { table, columns, range, filters, gather: None })
 }
 
 /// Whether `table`'s history has files a scan over `range` must read.
