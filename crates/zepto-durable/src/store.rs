@@ -337,9 +337,9 @@ impl Durable {
 
 /// The newest non-NULL timestamp of a partition (NULLs sort first, so it is the last row's).
 fn last_ts(t: &zepto_storage::Table, p: &zepto_storage::Partition) -> Option<i64> {
-    let c = &p.columns()[t.ts_col()?];
+    let c = t.ts_col()?;
     let n = p.len();
-    (n > 0 && c.is_valid(n - 1)).then(|| c.as_i64_slice().map(|v| v[n - 1])).flatten()
+    (n > 0 && p.is_valid(c, n - 1)).then(|| p.i64_values(c).map(|v| v[n - 1])).flatten()
 }
 
 impl ChangeLog for Durable {

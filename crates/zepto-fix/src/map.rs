@@ -675,7 +675,8 @@ pub fn last_state(catalog: &Catalog, names: &TableNames, name: &str) -> Option<S
     let t = catalog.snapshot(&names.sessions).ok()?;
     let mut best: Option<SessionState> = None;
     for p in t.partitions() {
-        let [sess, ts, ins, outs] = p.columns() else { continue };
+        let cols = p.columns();
+        let [sess, ts, ins, outs] = &*cols else { continue };
         for i in 0..p.len() {
             if sess.str_at(i) != Some(name) {
                 continue;

@@ -29,8 +29,8 @@ fn sample_batch() -> (Vec<ColumnDef>, Vec<Column>) {
     let defs = t.schema().columns.clone();
     let cols: Vec<Column> = (0..defs.len())
         .map(|i| {
-            let parts: Vec<&Column> = t.partitions().iter().map(|p| &*p.columns()[i]).collect();
-            Column::concat(&parts)
+            let parts: Vec<Column> = t.partitions().iter().map(|p| p.columns()[i].as_ref().clone()).collect();
+            Column::concat(&parts.iter().collect::<Vec<_>>())
         })
         .collect();
     (defs, cols)

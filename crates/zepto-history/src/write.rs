@@ -94,8 +94,14 @@ pub fn encode_rows(
         let n: usize = pieces.iter().map(|&(_, a, b)| b - a).sum();
         let cols: Vec<Column> = (0..names.len())
             .map(|c| {
-                let slices: Vec<Column> =
-                    pieces.iter().map(|&(s, a, b)| parts[s].columns()[c].slice(a, b - a)).collect();
+                // Straight from where the rows live (a pack of small partitions, or their own).
+                let slices: Vec<Column> = pieces
+                    .iter()
+                    .map(|&(s, a, b)| {
+                        let (col, at) = parts[s].source(c);
+                        col.slice(at + a, b - a)
+                    })
+                    .collect();
                 let refs: Vec<&Column> = slices.iter().collect();
                 Column::concat(&refs)
             })
@@ -142,7 +148,7 @@ fn day_pieces(snap: &Table, slots: &[usize], rows: Rows) -> BTreeMap<i64, Vec<(u
             continue;
         }
         let Some(ts_col) = snap.ts_col() else { continue };
-        let ts = p.columns()[ts_col].as_i64_slice().unwrap_or(&[]);
+        let ts = p.i64_values(ts_col).unwrap_or(&[]);
         let mut i = r.start;
         while i < r.end {
             let day = day_floor(ts[i]);

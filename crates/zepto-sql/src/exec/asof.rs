@@ -406,16 +406,17 @@ fn partition_wise<R: Send>(
 fn merge_pair(l: (&Piece, usize), r: (&Piece, usize), spec: &AsofSpec, base: usize, out: &mut [u32]) -> Result<()> {
     let ((lp, lts), (rp, rts)) = (l, r);
     debug_assert_eq!(out.len(), lp.range.len());
-    let (lcol, rcol) = (&lp.part.columns()[lts], &rp.part.columns()[rts]);
+    // The rows where they live (a pack shared with other small partitions, or their own).
+    let ((lcol, lr), (rcol, rr)) = (lp.col(lts), rp.col(rts));
     let (Some(lv), Some(rv)) = (lcol.as_i64_slice(), rcol.as_i64_slice()) else {
         return Err(SqlError::Internal("ASOF timestamps are not 64-bit".into()));
     };
     // NULL timestamps sort first in a partition: skip them on both sides.
     let skip = |c: &Column, r: &std::ops::Range<usize>| (r.start..r.end).find(|&i| c.is_valid(i)).unwrap_or(r.end);
-    let (l0, r0) = (skip(lcol, &lp.range), skip(rcol, &rp.range));
-    let rs = &rv[r0..rp.range.end];
+    let (l0, r0) = (skip(lcol, &lr), skip(rcol, &rr));
+    let rs = &rv[r0..rr.end];
     let mut j = 0usize;
-    for i in l0..lp.range.end {
+    for i in l0..lr.end {
         let t = lv[i];
         let hit = match spec.op {
             BinaryOp::GtEq => {
@@ -436,7 +437,7 @@ fn merge_pair(l: (&Piece, usize), r: (&Piece, usize), spec: &AsofSpec, base: usi
             }
         };
         if let Some(k) = hit.filter(|&k| within(t, rs[k], spec.tolerance)) {
-            out[i - lp.range.start] = (base + r0 - rp.range.start + k) as u32;
+            out[i - lr.start] = (base + r0 - rr.start + k) as u32;
         }
     }
     Ok(())

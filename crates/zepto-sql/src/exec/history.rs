@@ -140,8 +140,8 @@ fn materialize(
                             Span { col: &chunks[*ci].columns[j], rows: run.clone(), remap: remaps[*ci][j].as_deref() }
                         }
                         Src::Memory(pi) => {
-                            let p = &memory[*pi];
-                            Span { col: &p.part.columns()[need[j]], rows: p.range.clone(), remap: None }
+                            let (col, rows) = memory[*pi].col(need[j]);
+                            Span { col, rows, remap: None }
                         }
                     })
                     .collect();

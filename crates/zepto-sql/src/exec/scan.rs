@@ -14,7 +14,17 @@ use zepto_storage::{Column, ColumnData, Partition, Table};
 /// One partition's rows that a scan reads.
 pub struct Piece<'a> {
     pub part: &'a Partition,
+    /// Rows of the partition (its row 0 first).
     pub range: Range<usize>,
+}
+
+impl<'a> Piece<'a> {
+    /// Column `c` of the piece's rows where they live: the storage column and the rows' range
+    /// in it (the partition's own column, or the pack it shares with other small partitions).
+    pub fn col(&self, c: usize) -> (&'a Column, Range<usize>) {
+        let (col, at) = self.part.source(c);
+        (col, at + self.range.start..at + self.range.end)
+    }
 }
 
 /// A piece's rows of `columns`, filtered by the shape's filters when there are any.
@@ -94,16 +104,21 @@ pub fn history_keys<'r>(table: &Table, range: &'r ScanRange) -> Option<Option<&'
     }
 }
 
-/// The requested columns of one piece (shared when the piece is a whole partition).
+/// The requested columns of one piece (shared when the piece is a whole loose partition).
 pub fn piece_batch(piece: &Piece, columns: &[usize]) -> Batch {
     let p = piece.part;
-    let r = &piece.range;
-    let whole = r.start == 0 && r.end == p.len();
+    let whole = piece.range.start == 0 && piece.range.end == p.len() && !p.is_packed();
     let cols = columns
         .iter()
-        .map(|&c| if whole { p.columns()[c].clone() } else { Arc::new(p.columns()[c].slice(r.start, r.len())) })
+        .map(|&c| match whole {
+            true => p.columns()[c].clone(),
+            false => {
+                let (col, r) = piece.col(c);
+                Arc::new(col.slice(r.start, r.len()))
+            }
+        })
         .collect();
-    Batch::shared(cols, r.len())
+    Batch::shared(cols, piece.range.len())
 }
 
 pub fn scan(table: &Table, columns: &[usize], range: &ScanRange) -> Result<Batch> {
@@ -130,17 +145,22 @@ pub fn pieces_batch(table: &Table, columns: &[usize], ps: &[&Piece]) -> Result<B
         _ => {
             let rows = ps.iter().map(|p| p.range.len()).sum();
             // Every column's spans in one walk over the pieces: each partition is reached once.
+            // Neighbours in one pack are one span.
             let mut spans: Vec<Vec<(&Column, Range<usize>)>> = vec![Vec::with_capacity(ps.len()); columns.len()];
             for p in ps {
-                let cs = p.part.columns();
                 for (out, &j) in spans.iter_mut().zip(columns) {
-                    out.push((&*cs[j], p.range.clone()));
+                    let (col, r) = p.col(j);
+                    match out.last_mut() {
+                        Some((last, lr)) if std::ptr::eq(*last, col) && lr.end == r.start => lr.end = r.end,
+                        _ => out.push((col, r)),
+                    }
                 }
             }
             let cols = columns
                 .iter()
                 .zip(&spans)
-                .map(|(&j, spans)| match key_codes(table, j, ps, rows) {
+                // The key from the pieces' codes, unless packs make it a few spans to copy.
+                .map(|(&j, spans)| match (spans.len() == ps.len()).then(|| key_codes(table, j, ps, rows)).flatten() {
                     Some(keys) => Ok(Arc::new(keys)),
                     None => Column::concat_ranges(spans).map(Arc::new).map_err(SqlError::Internal),
                 })
@@ -161,6 +181,6 @@ fn key_codes(table: &Table, j: usize, ps: &[&Piece], rows: usize) -> Option<Colu
     for p in ps {
         codes.resize(codes.len() + p.range.len(), p.part.key()?);
     }
-    debug_assert!(ps.iter().all(|p| p.part.columns()[j].slice(p.range.start, p.range.len()).validity().is_none()));
+    debug_assert!(ps.iter().all(|p| (0..p.range.len()).all(|i| p.part.is_valid(j, p.range.start + i))));
     Some(Column::from_data(ColumnData::Symbol { codes, dict: table.dict().clone() }))
 }

@@ -243,22 +243,23 @@ fn band_frames(
     fe: &mut [u32],
 ) -> Result<()> {
     let ((lp, lts), (rp, rts)) = (l, r);
-    let (lcol, rcol) = (&lp.part.columns()[lts], &rp.part.columns()[rts]);
+    // The rows where they live (a pack shared with other small partitions, or their own).
+    let ((lcol, lr), (rcol, rr)) = (lp.col(lts), rp.col(rts));
     let (lv, rv) = (times(lcol)?, times(rcol)?);
     let valid_from =
         |c: &Column, r: &std::ops::Range<usize>| (r.start..r.end).find(|&i| c.is_valid(i)).unwrap_or(r.end);
-    let (l0, r0) = (valid_from(lcol, &lp.range), valid_from(rcol, &rp.range));
-    fs[..l0 - lp.range.start].fill(base as u32);
-    fe[..l0 - lp.range.start].fill(base as u32);
-    let rs = &rv[..rp.range.end];
+    let (l0, r0) = (valid_from(lcol, &lr), valid_from(rcol, &rr));
+    fs[..l0 - lr.start].fill(base as u32);
+    fe[..l0 - lr.start].fill(base as u32);
+    let rs = &rv[..rr.end];
     let (mut s, mut e) = (r0, r0);
-    let at = |x: usize| (base + x - rp.range.start) as u32;
-    for i in l0..lp.range.end {
+    let at = |x: usize| (base + x - rr.start) as u32;
+    for i in l0..lr.end {
         let (wlo, whi) = (lv[i].saturating_add(band.lo), lv[i].saturating_add(band.hi));
         s = advance(rs, s, |t| t < wlo);
         e = advance(rs, e.max(s), |t| t <= whi);
-        fs[i - lp.range.start] = at(s);
-        fe[i - lp.range.start] = at(e);
+        fs[i - lr.start] = at(s);
+        fe[i - lr.start] = at(e);
     }
     Ok(())
 }

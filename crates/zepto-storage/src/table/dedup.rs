@@ -72,7 +72,7 @@ fn appends_after(p: &Partition, new_ts: &Column, ts: usize) -> bool {
     if new_ts.null_count() > 0 || !v.windows(2).all(|w| w[0] < w[1]) {
         return false;
     }
-    let stored = p.columns[ts].as_i64_slice();
+    let stored = p.i64_values(ts);
     match (stored.and_then(|s| s.last()), v.first()) {
         (Some(&last), Some(&first)) => last < first,
         _ => true,
@@ -82,7 +82,8 @@ fn appends_after(p: &Partition, new_ts: &Column, ts: usize) -> bool {
 /// The stored rows equal in every key to one of `winners` (incoming rows with distinct keys,
 /// in key order: timestamps ascending, NULL first).
 fn stored_matches(p: &Partition, new: &[&Column], winners: &[u32], keys: &[usize], ts: usize) -> Vec<u32> {
-    let old: Vec<&Column> = p.columns().iter().map(|c| c.as_ref()).collect();
+    let cols = p.columns();
+    let old: Vec<&Column> = cols.iter().map(|c| c.as_ref()).collect();
     let old = old.as_slice();
     let mut out = Vec::new();
     let mut k = 0;

@@ -16,11 +16,13 @@ use crate::index::IndexDef;
 
 mod dedup;
 mod history_reader;
+mod pack;
 mod shard;
 mod split;
 use crate::types::DataType;
 pub use history_reader::HistoryReader;
 pub use shard::Shard;
+use std::borrow::Cow;
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering as AtomicOrdering};
 use std::sync::Arc;
@@ -82,11 +84,15 @@ pub struct TableOptions {
 /// Rows of one partition key value, sorted by the designated timestamp (if any).
 #[derive(Debug, Clone)]
 pub struct Partition {
-    /// Shared so scans hand whole columns to queries without copying; writers copy a column
-    /// only while a query still holds it (`Arc::make_mut`). Equal lengths, rows in
-    /// designated-timestamp order (NULLs first): every constructor makes it so, and only this
-    /// module mutates them.
-    columns: Vec<Arc<Column>>,
+    /// A loose partition's own columns. Shared so scans hand whole columns to queries without
+    /// copying; writers copy a column only while a query still holds it (`Arc::make_mut`).
+    /// Equal lengths, rows in designated-timestamp order (NULLs first): every constructor makes
+    /// it so, and only this module mutates them. Empty while the partition is packed.
+    own: Vec<Arc<Column>>,
+    /// A packed partition's rows: a range of columns it shares with other small partitions
+    /// (`pack.rs`), in the same order. Whatever changes the partition unpacks it first
+    /// ([`Partition::own_mut`]).
+    packed: Option<pack::Packed>,
     /// Dictionary code of the key, `None` for the NULL-key or the single partition.
     key: Option<u32>,
     /// Identity of the row layout: row `i` of two partitions with the same lineage is the same
@@ -113,7 +119,7 @@ impl Partition {
     pub fn in_time_order(columns: Vec<Arc<Column>>, key: Option<u32>, ts_col: Option<usize>) -> Partition {
         let mut p = Partition::checked(columns, key);
         if let Some(t) = ts_col {
-            if !is_sorted_with_nulls_first(&p.columns[t]) {
+            if !is_sorted_with_nulls_first(&p.own[t]) {
                 sort_partition(&mut p, t, 0);
             }
         }
@@ -124,10 +130,7 @@ impl Partition {
     /// builds; [`Partition::in_time_order`] checks always).
     pub fn time_sorted(columns: Vec<Arc<Column>>, key: Option<u32>, ts_col: Option<usize>) -> Partition {
         let p = Partition::checked(columns, key);
-        debug_assert!(
-            ts_col.is_none_or(|t| is_sorted_with_nulls_first(&p.columns[t])),
-            "a partition out of time order"
-        );
+        debug_assert!(ts_col.is_none_or(|t| is_sorted_with_nulls_first(&p.own[t])), "a partition out of time order");
         p
     }
 
@@ -141,12 +144,22 @@ impl Partition {
     /// A partition of `columns` as they are (equal lengths), with a new lineage.
     fn raw(columns: Vec<Arc<Column>>, key: Option<u32>) -> Partition {
         let rows = columns.first().map_or(0, |c| c.len());
-        Partition { columns, key, lineage: new_lineage(), rows }
+        Partition { own: columns, packed: None, key, lineage: new_lineage(), rows }
     }
 
-    /// Take the columns' length as the row count, after a change of it.
+    /// Take the columns' length as the row count, after a change of it (of a loose partition).
     fn recount(&mut self) {
-        self.rows = self.columns.first().map_or(0, |c| c.len());
+        debug_assert!(self.packed.is_none(), "a packed partition does not change");
+        self.rows = self.own.first().map_or(0, |c| c.len());
+    }
+
+    /// The partition's own columns, to change: a packed partition first copies its rows out
+    /// of the pack (same rows, same order: the lineage stays).
+    fn own_mut(&mut self) -> &mut Vec<Arc<Column>> {
+        if let Some(pk) = self.packed.take() {
+            self.own = pk.unpack(self.rows);
+        }
+        &mut self.own
     }
 
     /// The layout identity: equal for two versions of a partition when one only appended rows
@@ -158,9 +171,41 @@ impl Partition {
         self.lineage
     }
 
-    /// The partition's columns, in schema order.
-    pub fn columns(&self) -> &[Arc<Column>] {
-        &self.columns
+    /// The partition's columns, in schema order: shared when it is loose, copied out of the
+    /// pack when it is packed (a small partition, see `pack.rs`). Scans over many partitions
+    /// read [`Partition::source`] instead.
+    pub fn columns(&self) -> Cow<'_, [Arc<Column>]> {
+        match &self.packed {
+            None => Cow::Borrowed(&self.own),
+            Some(pk) => Cow::Owned(pk.unpack(self.rows)),
+        }
+    }
+
+    /// Where column `c`'s rows live: a column and the position of the partition's first row in
+    /// it (0 for a loose partition; packed partitions share their columns). The rows are
+    /// `at..at + len()`.
+    pub fn source(&self, c: usize) -> (&Column, usize) {
+        match &self.packed {
+            None => (&self.own[c], 0),
+            Some(pk) => pk.column(c),
+        }
+    }
+
+    /// The values of INTEGER-64 column `c` (a timestamp, say) in the partition's rows, in place.
+    pub fn i64_values(&self, c: usize) -> Option<&[i64]> {
+        let (col, at) = self.source(c);
+        col.as_i64_slice().map(|v| &v[at..at + self.rows])
+    }
+
+    /// Whether row `i` of column `c` holds a value.
+    pub fn is_valid(&self, c: usize, i: usize) -> bool {
+        let (col, at) = self.source(c);
+        col.is_valid(at + i)
+    }
+
+    /// Whether the partition's rows live in a pack shared with other small partitions.
+    pub fn is_packed(&self) -> bool {
+        self.packed.is_some()
     }
 
     /// Dictionary code of the key, `None` for the NULL-key or the single partition.
@@ -170,7 +215,10 @@ impl Partition {
 
     /// Number of rows.
     pub fn len(&self) -> usize {
-        debug_assert_eq!(self.rows, self.columns.first().map_or(0, |c| c.len()), "a partition's row count is stale");
+        debug_assert!(
+            self.packed.is_some() || self.rows == self.own.first().map_or(0, |c| c.len()),
+            "a partition's row count is stale"
+        );
         self.rows
     }
 
@@ -190,7 +238,7 @@ impl Partition {
                 keep.push(i);
             }
         }
-        for c in &mut self.columns {
+        for c in self.own_mut() {
             *c = Arc::new(c.take(&keep));
         }
         self.recount();
@@ -200,11 +248,12 @@ impl Partition {
     /// How many rows lead with a NULL in `ts_col` (the designated timestamp: NULLs sort first),
     /// by binary search.
     pub fn null_prefix(&self, ts_col: usize) -> usize {
-        let Some(v) = self.columns[ts_col].validity() else { return 0 };
+        let (col, at) = self.source(ts_col);
+        let Some(v) = col.validity() else { return 0 };
         let (mut l, mut r) = (0usize, self.len());
         while l < r {
             let m = (l + r) / 2;
-            if v.get(m) {
+            if v.get(at + m) {
                 r = m;
             } else {
                 l = m + 1;
@@ -216,7 +265,7 @@ impl Partition {
     /// Rows whose timestamp column `ts_col` lies in `[lo, hi]` (inclusive), by binary search.
     /// `ts_col` must be the designated timestamp (the order every partition keeps).
     pub fn ts_range(&self, ts_col: usize, lo: i64, hi: i64) -> Range<usize> {
-        let Some(ts) = self.columns[ts_col].as_i64_slice() else {
+        let Some(ts) = self.i64_values(ts_col) else {
             return 0..self.len();
         };
         // NULL timestamps sort first and never satisfy a range: skip them.
@@ -260,6 +309,10 @@ pub struct Table {
     /// `DEDUP UPSERT KEYS` as schema positions, ascending (empty: appends keep every row).
     /// Always holds the designated timestamp and the partition key when not empty.
     dedup: Vec<usize>,
+    /// Rows appended since small partitions were last packed (`pack.rs`).
+    since_pack: usize,
+    /// `since_pack` at which the next look at packing is due.
+    next_pack_check: usize,
 }
 
 const NO_SLOT: u32 = u32::MAX;
@@ -340,6 +393,8 @@ impl Table {
             reader: None,
             indexes: Vec::new(),
             dedup: Vec::new(),
+            since_pack: 0,
+            next_pack_check: 0,
         })
         .and_then(|mut t| {
             t.set_dedup(&opts.dedup_keys)?;
@@ -361,7 +416,9 @@ impl Table {
     ) -> Result<Table, StorageError> {
         // Unchecked until build_from_parts checks them (the constructors would panic).
         let parts = parts.into_iter().map(|(key, columns)| Partition::raw(columns, key)).collect();
-        Self::build_from_parts(name, schema, key_col, ts_col, dict, parts, true)
+        let mut t = Self::build_from_parts(name, schema, key_col, ts_col, dict, parts, true)?;
+        t.pack_if_many_small();
+        Ok(t)
     }
 
     /// [`Table::from_parts`] for partitions the engine assembled itself (a query's view of
@@ -399,10 +456,11 @@ impl Table {
         (t.key_col, t.ts_col, t.dict) = (key_col, ts_col, dict);
         for mut p in parts {
             let n = p.len();
-            if p.columns.len() != t.schema.len() {
-                return Err(bad(format!("a partition has {} columns, the schema {}", p.columns.len(), t.schema.len())));
+            let cols = p.own_mut();
+            if cols.len() != t.schema.len() {
+                return Err(bad(format!("a partition has {} columns, the schema {}", cols.len(), t.schema.len())));
             }
-            for (c, def) in p.columns.iter_mut().zip(&t.schema.columns) {
+            for (c, def) in cols.iter_mut().zip(&t.schema.columns) {
                 if c.len() != n || c.data_type() != def.data_type {
                     return Err(bad(format!("column '{}' of a partition has the wrong type or length", def.name)));
                 }
@@ -434,7 +492,7 @@ impl Table {
                     if c >= t.dict.len() || t.slot_of_code.get(c).is_some_and(|&s| s != NO_SLOT) {
                         return Err(bad(format!("partition key code {code} is unknown or repeated")));
                     }
-                    let col = &p.columns[k];
+                    let col = &p.own[k];
                     let ok = !per_row
                         || (col.null_count() == 0
                             && matches!(&col.data(), ColumnData::Symbol { codes, .. } if codes.iter().all(|&x| x == code)));
@@ -451,7 +509,7 @@ impl Table {
                         return Err(bad("two partitions without a key".into()));
                     }
                     if let Some(k) = t.key_col {
-                        if p.columns[k].null_count() != n {
+                        if p.own[k].null_count() != n {
                             return Err(bad("the NULL-key partition has keyed rows".into()));
                         }
                     }
@@ -459,7 +517,7 @@ impl Table {
                 }
                 (None, Some(_)) => return Err(bad("a keyed partition in a table without a partition key".into())),
             }
-            if per_row && t.ts_col.is_some_and(|c| !is_sorted_with_nulls_first(&p.columns[c])) {
+            if per_row && t.ts_col.is_some_and(|c| !is_sorted_with_nulls_first(&p.own[c])) {
                 return Err(bad("a partition is not in timestamp order".into()));
             }
             t.rows += n;
@@ -518,7 +576,7 @@ impl Table {
 
     /// Bytes of column data held in memory.
     pub fn data_bytes(&self) -> usize {
-        self.parts.iter().flat_map(|p| p.columns.iter()).map(|c| c.data_bytes()).sum()
+        pack::data_bytes(&self.parts)
     }
 
     /// The smallest non-NULL designated timestamp in memory.
@@ -527,9 +585,8 @@ impl Table {
         self.parts
             .iter()
             .filter_map(|p| {
-                let c = &p.columns[t];
-                let first = (0..p.len()).find(|&i| c.is_valid(i))?;
-                c.as_i64_slice().map(|v| v[first])
+                let first = (0..p.len()).find(|&i| p.is_valid(t, i))?;
+                p.i64_values(t).map(|v| v[first])
             })
             .min()
     }
@@ -559,7 +616,7 @@ impl Table {
             let p = Arc::make_mut(p);
             let n = p.len();
             let keep: Vec<u32> = (0..r.start as u32).chain(r.end as u32..n as u32).collect();
-            for c in &mut p.columns {
+            for c in p.own_mut() {
                 // A fresh allocation, so the memory of the removed rows is returned.
                 *c = Arc::new(c.take(&keep));
             }
@@ -653,6 +710,7 @@ impl Table {
         let place = split::Placement::new(slots, self.parts.len());
         if n < PARALLEL_APPEND_ROWS && self.dedup.is_empty() && place.targets().len() > 1 {
             self.append_spread(&batch, &place);
+            self.after_append(n);
             return Ok(n);
         }
         let by_target = place.split_batch(batch, n >= PARALLEL_APPEND_ROWS)?;
@@ -686,6 +744,7 @@ impl Table {
             // Rows moved: a tiering step that read the table before must not commit.
             self.mutations += 1;
         }
+        self.after_append(n);
         Ok(n)
     }
 
@@ -892,6 +951,7 @@ impl Table {
             }
             let p = Arc::make_mut(&mut self.parts[*slot as usize]);
             let len = p.len();
+            let cols = p.own_mut();
             // Old rows keep their index; row rows[j] takes value len + j of the concatenation.
             let mut perm: Vec<u32> = (0..len as u32).collect();
             for (j, &r) in rows.iter().enumerate() {
@@ -899,8 +959,8 @@ impl Table {
             }
             for &c in columns {
                 let new = full[c].slice(offset, rows.len());
-                let merged = Column::concat(&[&p.columns[c], &new]).take(&perm);
-                p.columns[c] = Arc::new(merged);
+                let merged = Column::concat(&[&cols[c], &new]).take(&perm);
+                cols[c] = Arc::new(merged);
             }
             // Rows stay in place: only an index over a rewritten vector column no longer
             // matches it (an UPDATE of other columns, such as an access count, keeps graphs).
@@ -1020,7 +1080,7 @@ impl Table {
             if let ColumnData::Symbol { dict: d, .. } = c.data_mut() {
                 *d = dict.clone();
             }
-            p.columns.push(Arc::new(c));
+            p.own_mut().push(Arc::new(c));
         }
         self.schema.columns.push(def);
         self.mutations += 1;
@@ -1116,7 +1176,7 @@ fn append_picked(p: &mut Partition, batch: &[Column], rows: &[u32], ts_col: Opti
     if let Some(t) = ts_col {
         let ts = &batch[t];
         let new_ts = ts.as_i64_slice().unwrap_or(&[]);
-        let last = p.columns[t].as_i64_slice().and_then(|v| v.last().copied()).unwrap_or(i64::MIN);
+        let last = p.i64_values(t).and_then(|v| v.last().copied()).unwrap_or(i64::MIN);
         let in_order = rows.iter().all(|&i| ts.is_valid(i as usize))
             && rows.windows(2).all(|w| new_ts[w[0] as usize] <= new_ts[w[1] as usize])
             && rows.first().is_none_or(|&i| last <= new_ts[i as usize]);
@@ -1124,7 +1184,7 @@ fn append_picked(p: &mut Partition, batch: &[Column], rows: &[u32], ts_col: Opti
             return append_rows(p, batch.iter().map(|c| c.take(rows)).collect(), ts_col, dict);
         }
     }
-    for (dst, src) in p.columns.iter_mut().zip(batch) {
+    for (dst, src) in p.own_mut().iter_mut().zip(batch) {
         let dst = Arc::make_mut(dst);
         append_column_rows(dst, src, rows);
         if let ColumnData::Symbol { dict: d, .. } = dst.data_mut() {
@@ -1176,14 +1236,14 @@ fn append_rows(p: &mut Partition, cols: Vec<Column>, ts_col: Option<usize>, dict
         None => true,
         Some(t) => {
             let new_ts = cols[t].as_i64_slice().unwrap_or(&[]);
-            let old_ts = p.columns[t].as_i64_slice().unwrap_or(&[]);
+            let old_ts = p.i64_values(t).unwrap_or(&[]);
             let nulls = cols[t].null_count() > 0;
             !nulls
                 && new_ts.windows(2).all(|w| w[0] <= w[1])
                 && old_ts.last().is_none_or(|&l| new_ts.first().is_none_or(|&f| l <= f))
         }
     };
-    for (dst, src) in p.columns.iter_mut().zip(cols) {
+    for (dst, src) in p.own_mut().iter_mut().zip(cols) {
         // An empty partition (a bulk load's first batch) takes the new rows as they are: no
         // second copy. Readers holding the old column keep it.
         let dst = if old_len == 0 && dst.data_type() == src.data_type() {
@@ -1204,7 +1264,7 @@ fn append_rows(p: &mut Partition, cols: Vec<Column>, ts_col: Option<usize>, dict
             sort_partition(p, t, old_len);
         }
     }
-    debug_assert!(ts_col.is_none_or(|t| is_sorted_with_nulls_first(&p.columns[t])));
+    debug_assert!(ts_col.is_none_or(|t| is_sorted_with_nulls_first(&p.own[t])));
 }
 
 /// Timestamp order as the append path keeps it: NULLs first, then non-decreasing values.
@@ -1218,7 +1278,7 @@ fn is_sorted_with_nulls_first(c: &Column) -> bool {
 /// (stable) and merge them with the sorted prefix. NULL timestamps sort first.
 fn sort_partition(p: &mut Partition, ts_col: usize, old_len: usize) {
     p.lineage = new_lineage();
-    let col = &p.columns[ts_col];
+    let col = &p.own_mut()[ts_col];
     let ts = col.as_i64_slice().unwrap_or(&[]);
     let key = |i: usize| {
         if col.is_valid(i) {
@@ -1241,7 +1301,7 @@ fn sort_partition(p: &mut Partition, ts_col: usize, old_len: usize) {
             j += 1;
         }
     }
-    for c in &mut p.columns {
+    for c in p.own_mut() {
         *c = Arc::new(c.take(&perm));
     }
 }
@@ -1323,7 +1383,12 @@ mod tests {
                 .map(|p| {
                     (0..p.len())
                         .map(|i| {
-                            format!("{:?} {:?} {:?}", p.columns[0].get(i), p.columns[1].get(i), p.columns[2].get(i))
+                            format!(
+                                "{:?} {:?} {:?}",
+                                p.columns()[0].get(i),
+                                p.columns()[1].get(i),
+                                p.columns()[2].get(i)
+                            )
                         })
                         .collect()
                 })
@@ -1332,7 +1397,7 @@ mod tests {
             parts
         };
         assert_eq!(dump(&bulk), dump(&small));
-        assert!(bulk.partitions().iter().all(|p| is_sorted_with_nulls_first(&p.columns[0])));
+        assert!(bulk.partitions().iter().all(|p| is_sorted_with_nulls_first(&p.columns()[0])));
     }
 
     /// A partition's lineage survives appends in time order (row i stays row i, so an index
@@ -1378,8 +1443,8 @@ mod tests {
         assert_eq!(t.row_count(), 6);
         let code = t.dict().code("a").expect("a interned");
         let p = t.partition_for_code(code).expect("partition a");
-        assert_eq!(p.columns[0].as_i64_slice(), Some(&[2, 10, 15, 20][..]));
-        assert_eq!(p.columns[2].get(0), Value::Float64(5.0));
+        assert_eq!(p.columns()[0].as_i64_slice(), Some(&[2, 10, 15, 20][..]));
+        assert_eq!(p.columns()[2].get(0), Value::Float64(5.0));
         assert_eq!(p.ts_range(0, 10, 15), 1..3);
         assert_eq!(t.null_key_partition().map(|p| p.len()), Some(1));
     }
@@ -1428,7 +1493,7 @@ mod tests {
             assert_eq!(gk, wk);
             assert_eq!(g.len(), w.len(), "partition {gk:?}");
             for c in [0, 2] {
-                let same = (0..g.len()).all(|i| g.columns[c].get(i) == w.columns[c].get(i));
+                let same = (0..g.len()).all(|i| g.columns()[c].get(i) == w.columns()[c].get(i));
                 assert!(same, "partition {gk:?}, column {c}");
             }
         }

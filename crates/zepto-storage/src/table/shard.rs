@@ -128,7 +128,7 @@ impl Table {
         }
         let p = Arc::make_mut(&mut self.parts[s]);
         let keep: Vec<u32> = (0..range.start).chain(range.end..p.len() as u32).collect();
-        for c in &mut p.columns {
+        for c in p.own_mut() {
             *c = Arc::new(c.take(&keep));
         }
         p.recount();
