@@ -311,8 +311,6 @@ pub struct Table {
     dedup: Vec<usize>,
     /// Rows appended since small partitions were last packed (`pack.rs`).
     since_pack: usize,
-    /// `since_pack` at which the next look at packing is due.
-    next_pack_check: usize,
 }
 
 const NO_SLOT: u32 = u32::MAX;
@@ -394,7 +392,6 @@ impl Table {
             indexes: Vec::new(),
             dedup: Vec::new(),
             since_pack: 0,
-            next_pack_check: 0,
         })
         .and_then(|mut t| {
             t.set_dedup(&opts.dedup_keys)?;
