@@ -109,7 +109,7 @@ impl Table {
         }
     }
 
-    /// Copy every partition under [`PACK_ROWS`] rows into one new pack, in slot order;
+    /// Copy every partition under `PACK_ROWS` (1,024) rows into one new pack, in slot order;
     /// returns how many were packed. Rows, their order and lineages stay.
     pub fn pack_small(&mut self) -> usize {
         let slots: Vec<usize> = (0..self.parts.len()).filter(|&s| self.parts[s].len() < PACK_ROWS).collect();
