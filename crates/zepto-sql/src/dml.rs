@@ -330,13 +330,17 @@ pub fn update(
         }
         // Rows move: delete them and append their new versions (whole rows, every column).
         let width = t.schema().len();
-        let mut full: Vec<Column> = (0..width)
-            .map(|c| {
-                let pieces: Vec<Column> =
-                    sel.iter().map(|(slot, rows)| t.partitions()[*slot as usize].columns()[c].take(rows)).collect();
-                Column::concat(&pieces.iter().collect::<Vec<_>>())
-            })
-            .collect();
+        let mut full: Vec<Column> = {
+            // Each partition's columns once (a packed partition's are copied out of its pack).
+            let parts: Vec<_> =
+                sel.iter().map(|(slot, rows)| (t.partitions()[*slot as usize].columns(), rows)).collect();
+            (0..width)
+                .map(|c| {
+                    let pieces: Vec<Column> = parts.iter().map(|(cols, rows)| cols[c].take(rows)).collect();
+                    Column::concat(&pieces.iter().collect::<Vec<_>>())
+                })
+                .collect()
+        };
         for (&c, v) in targets.iter().zip(values) {
             full[c] = v;
         }

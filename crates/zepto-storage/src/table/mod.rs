@@ -604,6 +604,7 @@ impl Table {
     /// left empty stay, so slots keep their meaning. Returns the rows removed.
     pub fn remove_before(&mut self, before: i64) -> usize {
         let Some(t) = self.ts_col else { return 0 };
+        let had_pack = self.has_pack();
         let mut removed = 0;
         for p in &mut self.parts {
             let r = p.ts_range(t, i64::MIN, before.saturating_sub(1));
@@ -625,6 +626,7 @@ impl Table {
         if removed > 0 {
             self.mutations += 1;
         }
+        self.repack_after_removal(had_pack, removed);
         removed
     }
 
@@ -895,6 +897,7 @@ impl Table {
     /// so slots keep their meaning. Returns the rows removed.
     pub fn delete_rows(&mut self, sel: &[(u32, Vec<u32>)]) -> Result<usize, StorageError> {
         let n = self.check_selection(sel)?;
+        let had_pack = self.has_pack();
         for (slot, rows) in sel {
             if rows.is_empty() {
                 continue;
@@ -903,6 +906,7 @@ impl Table {
         }
         self.rows -= n;
         self.mutations += 1;
+        self.repack_after_removal(had_pack, n);
         Ok(n)
     }
 

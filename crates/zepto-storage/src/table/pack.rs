@@ -95,6 +95,22 @@ impl Table {
         }
     }
 
+    /// Whether any partition is packed.
+    pub(super) fn has_pack(&self) -> bool {
+        self.parts.iter().any(|p| p.is_packed())
+    }
+
+    /// After rows left memory (tiering, retention, DELETE, a shard handed over): the
+    /// partitions they left were copied out of the pack, which still holds their old rows and
+    /// counts them in [`Table::data_bytes`]. With a pack before (`had_pack`), repack at once,
+    /// so that memory drops as rows go: the memory budget tiers day after day until
+    /// `data_bytes` does, and would otherwise tier far more than it needs.
+    pub(super) fn repack_after_removal(&mut self, had_pack: bool, removed: usize) {
+        if had_pack && removed > 0 {
+            self.pack_small();
+        }
+    }
+
     /// How many small partitions are loose, and the rows a packing would copy.
     fn small_partitions(&self) -> (usize, usize) {
         let small = self.parts.iter().filter(|p| p.len() < PACK_ROWS);
@@ -240,23 +256,26 @@ mod tests {
             .collect();
         let picked: usize = sel.iter().map(|(_, r)| r.len()).sum();
         let px = Column::from_data(crate::column::ColumnData::Float64((0..picked).map(|i| -(i as f64)).collect()));
+        packed.pack_small();
         for t in [&mut loose, &mut packed] {
-            t.pack_small();
             t.update_rows(&sel, &[2], vec![px.clone()]).expect("update");
         }
         same(&loose, &packed, "an update");
+        packed.pack_small();
         for t in [&mut loose, &mut packed] {
-            t.pack_small();
             t.delete_rows(&sel).expect("delete");
         }
         same(&loose, &packed, "a delete");
+        // Rows gone from a pack leave it: no dead rows held or counted.
+        assert!(packed.partitions().iter().all(|p| p.is_packed()), "repacked after the delete");
+        assert!(packed.data_bytes() <= loose.data_bytes(), "{} > {}", packed.data_bytes(), loose.data_bytes());
         for t in [&mut loose, &mut packed] {
-            t.pack_small();
             t.remove_before(1_050);
         }
         same(&loose, &packed, "dropping old rows");
+        assert!(packed.data_bytes() <= loose.data_bytes(), "{} > {}", packed.data_bytes(), loose.data_bytes());
+        packed.pack_small();
         for t in [&mut loose, &mut packed] {
-            t.pack_small();
             t.add_column(ColumnDef { name: "extra".into(), data_type: DataType::Int64 }).expect("add column");
         }
         same(&loose, &packed, "a new column");

@@ -73,6 +73,7 @@ impl Table {
     /// join the history. Checked before anything changes.
     pub fn tier_shard(&mut self, shard: Shard<'_>, before: i64, files: &[HistFile]) -> Result<usize, StorageError> {
         self.check_tier_shard(shard, before, files)?;
+        let had_pack = self.has_pack();
         let removed = match self.ts_col {
             Some(t) => {
                 let hi = before.saturating_sub(1);
@@ -87,6 +88,7 @@ impl Table {
         };
         Arc::make_mut(&mut self.history).files.extend_from_slice(files);
         self.mutations += 1;
+        self.repack_after_removal(had_pack, removed);
         Ok(removed)
     }
 
@@ -96,11 +98,12 @@ impl Table {
     /// scans and checkpoints know keys whose rows live only in history. Returns the rows
     /// removed from memory.
     pub fn adopt_shard(&mut self, shard: Shard<'_>, prefix: &str, files: &[HistFile]) -> usize {
-        let mut removed = 0;
+        let (had_pack, mut removed) = (self.has_pack(), 0);
         for s in self.shard_slots(shard) {
             let n = self.parts[s].len() as u32;
             removed += self.cut_rows(s, 0..n);
         }
+        self.repack_after_removal(had_pack, removed);
         if self.key_col.is_some() {
             for k in shard.keys {
                 let code = Arc::make_mut(&mut self.dict).intern(k);
