@@ -66,13 +66,9 @@ pub(super) fn data_bytes(parts: &[Arc<Partition>]) -> usize {
     for p in parts {
         match &p.packed {
             None => bytes += p.own.iter().map(|c| c.data_bytes()).sum::<usize>(),
-            Some(pk) => {
-                if !packs.last().is_some_and(|l| Arc::ptr_eq(l, &pk.cols))
-                    && !packs.iter().any(|l| Arc::ptr_eq(l, &pk.cols))
-                {
-                    packs.push(&pk.cols);
-                }
-            }
+            // Newest pack first: neighbours usually share it.
+            Some(pk) if !packs.iter().rev().any(|l| Arc::ptr_eq(l, &pk.cols)) => packs.push(&pk.cols),
+            Some(_) => {}
         }
     }
     bytes + packs.iter().flat_map(|pk| pk.iter()).map(Column::data_bytes).sum::<usize>()
