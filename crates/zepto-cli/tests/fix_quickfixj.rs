@@ -218,6 +218,7 @@ fn an_initiator_session_stores_every_message_once_through_kill_9() {
     }
     venue.seen.extend(venue.lines.try_iter());
     assert!(!venue.seen.iter().any(|l| l.starts_with("sent")), "killed mid-stream: {:?}", venue.seen);
+    let first = s.log.clone();
     drop(s); // kill -9 mid-stream: the venue keeps numbering what it sends meanwhile
     std::thread::sleep(Duration::from_millis(300));
     let s = Server::start(&args);
@@ -225,7 +226,17 @@ fn an_initiator_session_stores_every_message_once_through_kill_9() {
     let want = i64::from(count) - 1; // message 10 is rejected
     let t0 = Instant::now();
     while count_quotes(&s.addr) < want {
-        assert!(t0.elapsed() < Duration::from_secs(60), "only {} of {want} quotes", count_quotes(&s.addr));
+        if t0.elapsed() > Duration::from_secs(60) {
+            // Everything both sides said, so that a failure can be read after the fact.
+            venue.seen.extend(venue.lines.try_iter());
+            let first = first.lock().map(|l| Vec::from(l.clone())).unwrap_or_default().join("\n");
+            panic!(
+                "only {} of {want} quotes\n== first server:\n{first}\n== restarted server:\n{}\n== venue:\n{}",
+                count_quotes(&s.addr),
+                s.log_text(),
+                venue.seen.join("\n")
+            );
+        }
         std::thread::sleep(Duration::from_millis(50));
     }
     let a = s.addr.as_str();

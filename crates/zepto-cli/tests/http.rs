@@ -348,7 +348,7 @@ fn tls_with_rustls() {
             break rest.split_whitespace().next().expect("addr").to_string();
         }
     };
-    let server = Server { startup: Vec::new(), child, addr };
+    let server = Server { startup: Vec::new(), child, addr, log: Default::default() };
 
     let mut roots = rustls::RootCertStore::empty();
     roots.add(cert.cert.der().clone()).expect("trust the test cert");

@@ -15,7 +15,12 @@ pub struct Server {
     pub startup: Vec<String>,
     pub child: Child,
     pub addr: String,
+    /// What it printed after it listened: the last [`LOG_LINES`] lines, for a failure's message.
+    pub log: std::sync::Arc<std::sync::Mutex<std::collections::VecDeque<String>>>,
 }
+
+/// How many of a server's latest stderr lines [`Server::log`] keeps.
+pub const LOG_LINES: usize = 2000;
 
 impl Server {
     pub fn start(args: &[&str]) -> Server {
@@ -55,9 +60,25 @@ impl Server {
             }
             startup.push(line);
         };
-        // Keep draining stderr so the server never blocks on a full pipe.
-        std::thread::spawn(move || for _ in lines {});
-        Server { startup, child, addr }
+        // Keep draining stderr so the server never blocks on a full pipe; keep the latest lines.
+        let log = std::sync::Arc::new(std::sync::Mutex::new(std::collections::VecDeque::new()));
+        let keep = log.clone();
+        std::thread::spawn(move || {
+            for line in lines.map_while(Result::ok) {
+                let mut log = keep.lock().unwrap_or_else(|e| e.into_inner());
+                if log.len() == LOG_LINES {
+                    log.pop_front();
+                }
+                log.push_back(line);
+            }
+        });
+        Server { startup, child, addr, log }
+    }
+
+    /// The lines printed since it listened (the latest [`LOG_LINES`]), one string.
+    pub fn log_text(&self) -> String {
+        let log = self.log.lock().unwrap_or_else(|e| e.into_inner());
+        log.iter().map(String::as_str).collect::<Vec<_>>().join("\n")
     }
 
     pub fn stop(mut self) -> std::process::ExitStatus {
