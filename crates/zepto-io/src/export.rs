@@ -104,7 +104,15 @@ impl Exporter {
         if i32::try_from(dict.len()).is_err() {
             return Err(format!("symbol dictionary of {} strings is too large", dict.len()));
         }
-        let values: ArrayRef = Arc::new(dict.iter().map(Some).collect::<StringArray>());
+        // Kept beside the dictionary, so answers over the same table share it until it grows.
+        let values = dict.derived(|d| -> Result<ArrayRef, String> {
+            let bytes: usize = d.iter().map(str::len).sum();
+            if i32::try_from(bytes).is_err() {
+                return Err(format!("symbol dictionary of {bytes} bytes is too large for Arrow's Utf8"));
+            }
+            Ok(Arc::new(StringArray::from_iter_values(d.iter())))
+        });
+        let values = ArrayRef::clone(values.as_ref().as_ref().map_err(String::clone)?);
         self.dicts.push((dict.clone(), values.clone()));
         Ok(values)
     }

@@ -9,9 +9,13 @@
 //! and the address of a string never moves. Adding takes the store's index lock, so codes are
 //! handed out one at a time, in order, whichever version adds.
 
+use std::any::Any;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+
+/// A value made from the first `len` strings of a store ([`Dict::derived`]).
+type Derived = (usize, Arc<dyn Any + Send + Sync>);
 
 static NEXT_LINEAGE: AtomicU64 = AtomicU64::new(1);
 
@@ -25,6 +29,8 @@ struct Store {
     /// so crafted symbols cannot aim at one bucket): SipHash was a tenth of ILP ingest time
     /// at 100k symbols.
     index: RwLock<HashMap<Box<str>, u32, foldhash::quality::RandomState>>,
+    /// The newest value [`Dict::derived`] made, and for how many strings.
+    derived: Mutex<Option<Derived>>,
 }
 
 impl Store {
@@ -33,6 +39,7 @@ impl Store {
             lineage: NEXT_LINEAGE.fetch_add(1, Ordering::Relaxed),
             strings: boxcar::Vec::new(),
             index: RwLock::new(HashMap::default()),
+            derived: Mutex::new(None),
         }
     }
 
@@ -126,11 +133,53 @@ impl Dict {
     pub fn iter(&self) -> impl Iterator<Item = &str> + '_ {
         (0..self.len).map(|i| &*self.store.strings[i])
     }
+
+    /// A value made from this version's strings by `make`, kept beside the store and handed
+    /// out again while the dictionary has not grown: the Arrow export's array of a 100k-symbol
+    /// dictionary was rebuilt for every answer. One value per lineage (the newest version's
+    /// wins; an older version's is made but not kept), of one type: a value of another type
+    /// is made afresh and replaces it.
+    pub fn derived<T: Any + Send + Sync>(&self, make: impl FnOnce(&Dict) -> T) -> Arc<T> {
+        let held = |d: &Option<Derived>| {
+            d.as_ref().filter(|(len, _)| *len == self.len).and_then(|(_, v)| v.clone().downcast::<T>().ok())
+        };
+        if let Some(v) = held(&self.store.derived.lock().unwrap_or_else(PoisonError::into_inner)) {
+            return v;
+        }
+        let v = Arc::new(make(self));
+        let mut slot = self.store.derived.lock().unwrap_or_else(PoisonError::into_inner);
+        if slot.as_ref().is_none_or(|(len, _)| *len <= self.len) {
+            *slot = Some((self.len, v.clone()));
+        }
+        v
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_derived_value_is_made_once_per_version_length() {
+        let mut a = Dict::default();
+        a.intern("x");
+        let made = std::cell::Cell::new(0);
+        let joined = |d: &Dict| {
+            made.set(made.get() + 1);
+            d.iter().collect::<Vec<_>>().join(",")
+        };
+        let first = a.derived(joined);
+        assert_eq!(*first, "x");
+        assert!(Arc::ptr_eq(&first, &a.clone().derived(joined)), "a version of the same length shares it");
+        let old = a.clone();
+        a.intern("y");
+        assert_eq!(*a.derived(joined), "x,y", "a grown dictionary makes it again");
+        assert_eq!(*old.derived(joined), "x", "an older version gets its own strings");
+        assert_eq!(made.get(), 3);
+        assert_eq!(*a.derived(joined), "x,y", "the newest stays kept");
+        assert_eq!(made.get(), 3);
+        assert_eq!(*a.derived(|d| d.len()), 2, "another type is made afresh");
+    }
 
     #[test]
     fn versions_share_codes_and_see_only_their_own_strings() {

@@ -18,13 +18,14 @@ impl Plan {
                 None
             }
             Plan::Scan { table, range, .. } => {
+                let bounded = range.ts_lo != i64::MIN || range.ts_hi != i64::MAX;
                 let part_rows = |p: &zepto_storage::Partition| match table.ts_col() {
-                    Some(ts) if range.ts_lo != i64::MIN || range.ts_hi != i64::MAX => {
-                        p.ts_range(ts, range.ts_lo, range.ts_hi).len()
-                    }
+                    Some(ts) if bounded => p.ts_range(ts, range.ts_lo, range.ts_hi).len(),
                     _ => p.len(),
                 };
                 Some(match &range.keys {
+                    // Every row: the table's count, not a walk of (maybe 100k) partitions.
+                    None if !bounded => table.row_count(),
                     None => table.partitions().iter().map(|p| part_rows(p)).sum(),
                     Some(keys) => keys
                         .iter()
