@@ -1,5 +1,6 @@
 //! Rendering values as text: CSV cells, JSON values, and the aligned terminal table.
 
+use std::fmt::Write;
 use zepto_storage::time;
 use zepto_storage::value::{format_f32, format_f64};
 use zepto_storage::{Column, ColumnData, DataType};
@@ -48,6 +49,14 @@ pub fn csv_escape(s: &str, out: &mut String) {
 
 /// One CSV cell: NULL → nothing, strings quoted when needed (the empty string as `""`).
 pub fn csv_cell(c: &Column, i: usize, out: &mut String) {
+    if !c.is_valid(i) {
+        return;
+    }
+    match &c.data() {
+        ColumnData::Varchar(_) | ColumnData::Symbol { .. } => return csv_escape(c.str_at(i).unwrap_or(""), out),
+        _ if push_number(c, i, out) => return,
+        _ => {}
+    }
     match cell_text(c, i) {
         None => {}
         Some(s) if c.data_type().is_string() || c.data_type().vector_dim().is_some() => csv_escape(&s, out),
@@ -55,35 +64,85 @@ pub fn csv_cell(c: &Column, i: usize, out: &mut String) {
     }
 }
 
-/// `s` as a JSON string literal, quotes included.
+/// `s` as a JSON string literal, quotes included. Runs of characters that need no escape are
+/// copied whole.
 pub fn json_escape(s: &str, out: &mut String) {
     out.push('"');
-    for ch in s.chars() {
-        match ch {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
+    let mut from = 0;
+    for (at, b) in s.bytes().enumerate() {
+        let escaped = match b {
+            b'"' => "\\\"",
+            b'\\' => "\\\\",
+            b'\n' => "\\n",
+            b'\r' => "\\r",
+            b'\t' => "\\t",
+            0..0x20 => "",
+            _ => continue,
+        };
+        // `at` is an ASCII byte's position, so a character boundary on both sides.
+        out.push_str(&s[from..at]);
+        if escaped.is_empty() {
+            let _ = write!(out, "\\u{b:04x}");
+        } else {
+            out.push_str(escaped);
         }
+        from = at + 1;
     }
+    out.push_str(&s[from..]);
     out.push('"');
 }
 
 /// One JSON value: numbers bare (non-finite floats as strings), NULL as `null`.
 pub fn json_cell(c: &Column, i: usize, out: &mut String) {
+    if !c.is_valid(i) {
+        return out.push_str("null");
+    }
+    match &c.data() {
+        ColumnData::Varchar(_) | ColumnData::Symbol { .. } => return json_escape(c.str_at(i).unwrap_or(""), out),
+        _ if push_number(c, i, out) => return,
+        _ => {}
+    }
     match cell_text(c, i) {
         None => out.push_str("null"),
         Some(s) => match c.data_type() {
-            DataType::Bool | DataType::Int32 | DataType::Int64 => out.push_str(&s),
             DataType::Float32 | DataType::Float64 if !s.contains(['N', 'i']) => out.push_str(&s),
             // Elements are finite (a column invariant): the text is a JSON array of numbers.
             DataType::Vector(_) => out.push_str(&s),
             _ => json_escape(&s, out),
         },
     }
+}
+
+/// A valid boolean, integer or finite float cell written as [`cell_text`] would render it,
+/// without making a string of it; false (nothing written) for anything else. Floats print
+/// through `ryu` unless its text might differ from `cell_text`'s ([`push_plain`]).
+fn push_number(c: &Column, i: usize, out: &mut String) -> bool {
+    match &c.data() {
+        ColumnData::Bool(v) => out.push_str(if v[i] { "true" } else { "false" }),
+        ColumnData::Int32(v) => out.push_str(itoa::Buffer::new().format(v[i])),
+        ColumnData::Int64(v) => out.push_str(itoa::Buffer::new().format(v[i])),
+        ColumnData::Float64(v) if v[i].is_finite() => {
+            return push_plain(ryu::Buffer::new().format_finite(v[i]), 15, out)
+        }
+        // `format_f32` prints whole numbers from 1e7 up without ".0".
+        ColumnData::Float32(v) if v[i].is_finite() && (v[i] != v[i].trunc() || v[i].abs() < 1e7) => {
+            return push_plain(ryu::Buffer::new().format_finite(v[i]), 6, out)
+        }
+        _ => return false,
+    }
+    true
+}
+
+/// `text` if it has no exponent and at most `digits` digits: 15 for a DOUBLE, 6 for a REAL,
+/// where decimals of that length lie further apart than the values that round to one float,
+/// so the shortest text is the only one and the standard library prints it too. With more
+/// digits two texts can round-trip, and `ryu` and the standard library may pick different ones.
+fn push_plain(text: &str, digits: usize, out: &mut String) -> bool {
+    let plain = !text.contains('e') && text.bytes().filter(u8::is_ascii_digit).count() <= digits;
+    if plain {
+        out.push_str(text);
+    }
+    plain
 }
 
 /// An aligned, boxed text table (numbers right-aligned).
@@ -138,4 +197,92 @@ pub fn table(names: &[String], types: &[DataType], cols: &[&Column], rows: usize
         out.push_str(&format!("({rows} row{})\n", if rows == 1 { "" } else { "s" }));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use zepto_storage::{Dict, StrVec};
+
+    /// What `json_cell` and `csv_cell` wrote before they skipped the per-cell string.
+    fn slow_json(c: &Column, i: usize) -> String {
+        match (cell_text(c, i), c.data_type()) {
+            (None, _) => "null".into(),
+            (Some(s), DataType::Float32 | DataType::Float64) if s.contains(['N', 'i']) => format!("\"{s}\""),
+            (Some(s), DataType::Varchar | DataType::Symbol) => {
+                let mut out = String::new();
+                for ch in s.chars() {
+                    match ch {
+                        '"' => out.push_str("\\\""),
+                        '\\' => out.push_str("\\\\"),
+                        '\n' => out.push_str("\\n"),
+                        '\r' => out.push_str("\\r"),
+                        '\t' => out.push_str("\\t"),
+                        c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+                        c => out.push(c),
+                    }
+                }
+                format!("\"{out}\"")
+            }
+            (Some(s), _) => s,
+        }
+    }
+
+    fn check(c: &Column) {
+        for i in 0..c.len() {
+            let (mut json, mut csv) = (String::new(), String::new());
+            json_cell(c, i, &mut json);
+            csv_cell(c, i, &mut csv);
+            assert_eq!(json, slow_json(c, i), "JSON of row {i} of {:?}", c.data_type());
+            let mut want = String::new();
+            match cell_text(c, i) {
+                Some(s) if c.data_type().is_string() => csv_escape(&s, &mut want),
+                Some(s) => want = s,
+                None => {}
+            }
+            assert_eq!(csv, want, "CSV of row {i} of {:?}", c.data_type());
+        }
+    }
+
+    #[test]
+    fn numbers_print_as_their_cell_text() {
+        // Edges of the plain and exponent forms, then pseudo-random bit patterns.
+        let mut f =
+            vec![0.0, -0.0, 1.0, -1.5, 0.1, 1e15, 1e16 - 2.0, 1e16, 1.5e16, 1e-5, 1e-6, 1.2345e-7, 5e-324, f64::MAX];
+        f.extend([f64::MIN_POSITIVE, 123456.789, 366.79, 2.0f64.powi(53), 9007199254740993.0, f64::NAN, f64::INFINITY]);
+        f.push(f64::NEG_INFINITY);
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        for _ in 0..20_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            f.push(f64::from_bits(x));
+            // Values of a few digits, as prices are.
+            f.push((x % 10_000_000) as f64 / 100.0);
+            f.push((x % 1000) as f64 * 10f64.powi((x >> 40) as i32 % 40 - 20));
+        }
+        let g: Vec<f32> = f.iter().map(|&v| v as f32).chain([f32::MAX, 1e7, 1e-7, 16777217.0]).collect();
+        let ints: Vec<i64> =
+            f.iter().map(|&v| v.to_bits() as i64 >> (v.to_bits() % 64)).chain([i64::MIN, i64::MAX, 0]).collect();
+        check(&Column::from_data(ColumnData::Float64(f)));
+        check(&Column::from_data(ColumnData::Float32(g)));
+        check(&Column::from_data(ColumnData::Int64(ints.clone())));
+        check(&Column::from_data(ColumnData::Int32(ints.iter().map(|&v| v as i32).chain([i32::MIN]).collect())));
+        check(&Column::from_data(ColumnData::Bool(vec![true, false])));
+    }
+
+    #[test]
+    fn strings_escape_as_before() {
+        let texts =
+            ["", "plain", "q\"uote", "back\\slash", "line\nbreak\r\t", "\u{1}\u{1f}x", "é ünï 日本", " edge ", "a,b"];
+        let mut s = StrVec::default();
+        let mut dict = Dict::default();
+        let mut codes = Vec::new();
+        for t in texts {
+            s.push(t);
+            codes.push(dict.intern(t));
+        }
+        check(&Column::from_data(ColumnData::Varchar(s)));
+        check(&Column::from_data(ColumnData::Symbol { codes, dict: std::sync::Arc::new(dict) }));
+    }
 }
