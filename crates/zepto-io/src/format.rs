@@ -54,6 +54,7 @@ pub fn csv_cell(c: &Column, i: usize, out: &mut String) {
     }
     match &c.data() {
         ColumnData::Varchar(_) | ColumnData::Symbol { .. } => return csv_escape(c.str_at(i).unwrap_or(""), out),
+        ColumnData::Timestamp(v) => return time::push_timestamp(v[i], true, out),
         _ if push_number(c, i, out) => return,
         _ => {}
     }
@@ -99,6 +100,12 @@ pub fn json_cell(c: &Column, i: usize, out: &mut String) {
     }
     match &c.data() {
         ColumnData::Varchar(_) | ColumnData::Symbol { .. } => return json_escape(c.str_at(i).unwrap_or(""), out),
+        ColumnData::Timestamp(v) => {
+            // ISO text has no character to escape.
+            out.push('"');
+            time::push_timestamp(v[i], true, out);
+            return out.push('"');
+        }
         _ if push_number(c, i, out) => return,
         _ => {}
     }
@@ -209,7 +216,8 @@ mod tests {
         match (cell_text(c, i), c.data_type()) {
             (None, _) => "null".into(),
             (Some(s), DataType::Float32 | DataType::Float64) if s.contains(['N', 'i']) => format!("\"{s}\""),
-            (Some(s), DataType::Varchar | DataType::Symbol) => {
+            (Some(s), DataType::Bool | DataType::Int32 | DataType::Int64 | DataType::Float32 | DataType::Float64) => s,
+            (Some(s), _) => {
                 let mut out = String::new();
                 for ch in s.chars() {
                     match ch {
@@ -224,7 +232,6 @@ mod tests {
                 }
                 format!("\"{out}\"")
             }
-            (Some(s), _) => s,
         }
     }
 
@@ -269,6 +276,8 @@ mod tests {
         check(&Column::from_data(ColumnData::Int64(ints.clone())));
         check(&Column::from_data(ColumnData::Int32(ints.iter().map(|&v| v as i32).chain([i32::MIN]).collect())));
         check(&Column::from_data(ColumnData::Bool(vec![true, false])));
+        let ts = [0, -1, 1_704_187_800_123_456_789, i64::MIN, i64::MAX, i64::MIN + 2, i64::MAX - 1];
+        check(&Column::from_data(ColumnData::Timestamp(ts.to_vec())));
     }
 
     #[test]

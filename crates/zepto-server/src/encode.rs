@@ -120,6 +120,8 @@ pub struct Encoder {
     byte_cap: usize,
     /// Bytes of rows written so far.
     written: usize,
+    /// Bytes a row took in the last chunk, to size the next one (a guess before the first).
+    row_bytes: usize,
 }
 
 /// A DDL/DML status (`INSERT 3`) as a one-row, one-column result.
@@ -159,6 +161,7 @@ impl Encoder {
             })
             .collect();
         Ok(Encoder {
+            row_bytes: 12 * names.len(),
             format,
             names,
             types,
@@ -217,7 +220,8 @@ impl Encoder {
             }
             Stage::Rows => {
                 let last = (self.next_row + TEXT_CHUNK_ROWS).min(self.end_row);
-                s.reserve((last - self.next_row) * self.names.len() * 12);
+                // A little over the last chunk's size per row: one allocation, no regrowth.
+                s.reserve((last - self.next_row) * (self.row_bytes + self.row_bytes / 8 + 2));
                 let mut end = self.next_row;
                 while end < last {
                     self.seek(end);
@@ -229,6 +233,7 @@ impl Encoder {
                     }
                 }
                 self.written += s.len();
+                self.row_bytes = s.len() / (end - self.next_row).max(1);
                 self.next_row = end;
                 if end == self.end_row {
                     self.stage = Stage::Tail;

@@ -225,27 +225,54 @@ pub fn infinite_text(ns: i64) -> Option<&'static str> {
 /// `YYYY-MM-DD HH:MM:SS.fffffffff` — always nine fractional digits (`infinity`/`-infinity`
 /// for the infinite timestamps).
 pub fn format_timestamp(ns: i64) -> String {
-    if let Some(t) = infinite_text(ns) {
-        return t.to_string();
-    }
-    let days = ns.div_euclid(NS_PER_DAY);
-    let rem = ns.rem_euclid(NS_PER_DAY);
-    let (y, m, d) = civil_from_days(days);
-    let (h, rem) = (rem / NS_PER_HOUR, rem % NS_PER_HOUR);
-    let (mi, rem) = (rem / NS_PER_MIN, rem % NS_PER_MIN);
-    let (s, frac) = (rem / NS_PER_SEC, rem % NS_PER_SEC);
-    format!("{y:04}-{m:02}-{d:02} {h:02}:{mi:02}:{s:02}.{frac:09}")
+    let mut s = String::with_capacity(30);
+    push_timestamp(ns, false, &mut s);
+    s
 }
 
 /// ISO-8601 with `T` and `Z`, as the HTTP and JSON formats print timestamps.
 pub fn format_timestamp_iso(ns: i64) -> String {
-    if let Some(t) = infinite_text(ns) {
-        return t.to_string();
-    }
-    let mut s = format_timestamp(ns);
-    s.replace_range(10..11, "T");
-    s.push('Z');
+    let mut s = String::with_capacity(30);
+    push_timestamp(ns, true, &mut s);
     s
+}
+
+/// [`format_timestamp`]'s text (or [`format_timestamp_iso`]'s with `iso`) appended to `out`,
+/// digit by digit: answers print a timestamp per row, and `format!` was most of their cost.
+pub fn push_timestamp(ns: i64, iso: bool, out: &mut String) {
+    if let Some(t) = infinite_text(ns) {
+        return out.push_str(t);
+    }
+    let (y, m, d) = civil_from_days(ns.div_euclid(NS_PER_DAY));
+    let rem = ns.rem_euclid(NS_PER_DAY);
+    let (h, rem) = (rem / NS_PER_HOUR, rem % NS_PER_HOUR);
+    let (mi, rem) = (rem / NS_PER_MIN, rem % NS_PER_MIN);
+    let (sec, frac) = (rem / NS_PER_SEC, rem % NS_PER_SEC);
+    let (t, z) = if iso { ("T", "Z") } else { (" ", "") };
+    // Nanoseconds in an i64 span the years 1677 to 2262: always four digits.
+    debug_assert!((1677..=2262).contains(&y), "year {y}");
+    let year = y.unsigned_abs() % 10_000;
+    let mut b = *b"0000-00-00 00:00:00.000000000";
+    let fields: [(std::ops::Range<usize>, u64); 7] = [
+        (0..4, year),
+        (5..7, u64::from(m)),
+        (8..10, u64::from(d)),
+        (11..13, h as u64),
+        (14..16, mi as u64),
+        (17..19, sec as u64),
+        (20..29, frac as u64),
+    ];
+    for (at, mut v) in fields {
+        for c in b.get_mut(at).into_iter().flatten().rev() {
+            *c = b'0' + (v % 10) as u8;
+            v /= 10;
+        }
+    }
+    let text = |r: std::ops::Range<usize>| b.get(r).and_then(|s| std::str::from_utf8(s).ok()).unwrap_or_default();
+    out.push_str(text(0..10));
+    out.push_str(t);
+    out.push_str(text(11..29));
+    out.push_str(z);
 }
 
 /// `YYYY-MM-DD` of a DATE (days since 1970-01-01).
@@ -417,6 +444,44 @@ pub fn extract_field(field: &str, ns: i64) -> Option<i64> {
 
 #[cfg(test)]
 mod tests {
+
+    /// What `format_timestamp` was before it wrote digits itself.
+    fn by_format(ns: i64) -> String {
+        if let Some(t) = infinite_text(ns) {
+            return t.to_string();
+        }
+        let (y, m, d) = civil_from_days(ns.div_euclid(NS_PER_DAY));
+        let rem = ns.rem_euclid(NS_PER_DAY);
+        let (h, rem) = (rem / NS_PER_HOUR, rem % NS_PER_HOUR);
+        let (mi, rem) = (rem / NS_PER_MIN, rem % NS_PER_MIN);
+        let (s, frac) = (rem / NS_PER_SEC, rem % NS_PER_SEC);
+        format!("{y:04}-{m:02}-{d:02} {h:02}:{mi:02}:{s:02}.{frac:09}")
+    }
+
+    #[test]
+    fn timestamps_print_as_format_did() {
+        let mut ns = vec![0, -1, 1, i64::MIN, i64::MAX, TS_INFINITY, TS_NEG_INFINITY, 1_704_187_800_123_456_789];
+        ns.extend([i64::MIN + 2, i64::MAX - 1, -86_400_000_000_001, 946_684_799_999_999_999]);
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        for _ in 0..50_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            ns.push(x as i64);
+            ns.push((x % 400_000_000_000_000_000) as i64 - 200_000_000_000_000_000);
+        }
+        for n in ns {
+            let want = by_format(n);
+            assert_eq!(format_timestamp(n), want, "{n}");
+            let iso = if infinite_text(n).is_some() {
+                want
+            } else {
+                format!("{}T{}Z", &want[..want.len() - 19], &want[want.len() - 18..])
+            };
+            assert_eq!(format_timestamp_iso(n), iso, "{n}");
+        }
+    }
+
     use super::*;
 
     /// Text of any shape, valid or not, gives a value or `None`, never a panic (debug builds
