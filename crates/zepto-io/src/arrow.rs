@@ -16,7 +16,7 @@ use arrow_array::types::{
 };
 use arrow_array::{
     Array, ArrayRef, ArrowPrimitiveType, BooleanArray, DictionaryArray, Int32Array, LargeStringArray, NullArray,
-    PrimitiveArray, StringArray,
+    PrimitiveArray,
 };
 use arrow_buffer::{ArrowNativeType, BooleanBuffer, Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
 use arrow_schema::{DataType as ArrowType, Field, TimeUnit};
@@ -524,13 +524,10 @@ pub fn to_arrow(c: &Column, rows: usize) -> Result<ArrayRef, String> {
             Arc::new(LargeStringArray::try_new(offsets, Buffer::from_slice_ref(s.bytes()), nulls).map_err(e)?)
         }
         ColumnData::Symbol { codes, dict } => {
-            if i32::try_from(dict.len()).is_err() {
-                return Err(format!("symbol dictionary of {} strings is too large", dict.len()));
-            }
-            // Codes below dict.len() <= i32::MAX, so the casts are exact.
+            let values = crate::export::dict_values(dict)?;
+            // Codes below dict.len() <= i32::MAX (`dict_values` checked), so the casts are exact.
             let keys = Int32Array::new(codes.iter().map(|&k| k as i32).collect(), nulls);
-            let values: StringArray = dict.iter().map(Some).collect();
-            Arc::new(DictionaryArray::try_new(keys, Arc::new(values)).map_err(e)?)
+            Arc::new(DictionaryArray::try_new(keys, values).map_err(e)?)
         }
         ColumnData::Vector { dim, values } => crate::arrow_vector::to_arrow(*dim, values, nulls)?,
         ColumnData::Null(_) => Arc::new(NullArray::new(rows)),

@@ -101,21 +101,27 @@ impl Exporter {
         if let Some((_, v)) = self.dicts.iter().find(|(d, _)| Arc::ptr_eq(d, dict)) {
             return Ok(v.clone());
         }
-        if i32::try_from(dict.len()).is_err() {
-            return Err(format!("symbol dictionary of {} strings is too large", dict.len()));
-        }
-        // Kept beside the dictionary, so answers over the same table share it until it grows.
-        let values = dict.derived(|d| -> Result<ArrayRef, String> {
-            let bytes: usize = d.iter().map(str::len).sum();
-            if i32::try_from(bytes).is_err() {
-                return Err(format!("symbol dictionary of {bytes} bytes is too large for Arrow's Utf8"));
-            }
-            Ok(Arc::new(StringArray::from_iter_values(d.iter())))
-        });
-        let values = ArrayRef::clone(values.as_ref().as_ref().map_err(String::clone)?);
+        let values = dict_values(dict)?;
         self.dicts.push((dict.clone(), values.clone()));
         Ok(values)
     }
+}
+
+/// `dict`'s strings as Arrow `Utf8` values (code `i` is value `i`): made once per dictionary
+/// length and kept beside the dictionary ([`Dict::derived`]), so answers over the same table
+/// share them until it grows. Errors for a dictionary too large for Arrow's `Utf8`.
+pub fn dict_values(dict: &Dict) -> Result<ArrayRef, String> {
+    let values = dict.derived(|d| -> Result<ArrayRef, String> {
+        if i32::try_from(d.len()).is_err() {
+            return Err(format!("symbol dictionary of {} strings is too large", d.len()));
+        }
+        let bytes: usize = d.iter().map(str::len).sum();
+        if i32::try_from(bytes).is_err() {
+            return Err(format!("symbol dictionary of {bytes} bytes is too large for Arrow's Utf8"));
+        }
+        Ok(Arc::new(StringArray::from_iter_values(d.iter())))
+    });
+    values.as_ref().clone()
 }
 
 /// One column alone as an Arrow array sharing its memory ([`Exporter::column`]).

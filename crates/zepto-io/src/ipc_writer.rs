@@ -18,7 +18,7 @@ use crate::chunks::{join, of_one_type, Chunk};
 use crate::export::Exporter;
 use crate::IoError;
 use arrow_array::types::Int32Type;
-use arrow_array::{Array, ArrayRef, DictionaryArray, RecordBatch, RecordBatchOptions, StringArray};
+use arrow_array::{Array, ArrayRef, DictionaryArray, RecordBatch, RecordBatchOptions};
 use arrow_ipc::writer::{IpcWriteOptions, StreamWriter};
 use arrow_ipc::CompressionType;
 use arrow_schema::{Field, Schema, SchemaRef};
@@ -114,7 +114,7 @@ impl IpcResultWriter {
     /// the type the other chunks give it; chunks whose types still differ are joined first.
     pub fn chunked(names: &[String], chunks: Vec<Chunk>, codec: Option<IpcCodec>) -> Result<IpcResultWriter, IoError> {
         let chunks = of_one_type(chunks);
-        let dicts = largest_dicts(&chunks);
+        let dicts = largest_dicts(&chunks).map_err(IoError::Invalid)?;
         let mut rest = Pending::new(chunks, dicts);
         let first = rest.next_batch(names, None)?;
         let first = first.unwrap_or_else(|| RecordBatch::new_empty(Arc::new(arrow_schema::Schema::empty())));
@@ -259,7 +259,7 @@ pub fn record_batch(names: &[String], cols: &[&Column], rows: usize) -> Result<R
 
 /// Per dictionary lineage among the chunks' SYMBOL columns, its largest version in Arrow (a
 /// dictionary only grows: every smaller version is a prefix of it).
-fn largest_dicts(chunks: &VecDeque<Chunk>) -> Vec<(u64, ArrayRef)> {
+fn largest_dicts(chunks: &VecDeque<Chunk>) -> Result<Vec<(u64, ArrayRef)>, String> {
     let mut largest: Vec<&Arc<Dict>> = Vec::new();
     for c in chunks.iter().flat_map(|(cols, _)| cols) {
         if let ColumnData::Symbol { dict, .. } = c.data() {
@@ -270,10 +270,7 @@ fn largest_dicts(chunks: &VecDeque<Chunk>) -> Vec<(u64, ArrayRef)> {
             }
         }
     }
-    largest
-        .into_iter()
-        .map(|d| (d.lineage(), Arc::new(d.iter().map(Some).collect::<StringArray>()) as ArrayRef))
-        .collect()
+    largest.into_iter().map(|d| Ok((d.lineage(), crate::export::dict_values(d)?))).collect()
 }
 
 #[cfg(test)]
