@@ -17,14 +17,26 @@ const SMALL_PIECE: usize = 4096;
 /// a batch, few enough to keep every core busy.
 const BUNDLE_ROWS: usize = 16 * 1024;
 
+/// Rows a scan's output batch of small pieces gathers ([`output_runs`]): fewer, larger batches
+/// for the doors to send (an Arrow message each), and a copy of at most this many rows.
+const OUTPUT_ROWS: usize = 64 * 1024;
+
 /// The pieces cut into runs of neighbours: a piece of [`SMALL_PIECE`] rows or more alone, and
 /// consecutive smaller ones together up to [`BUNDLE_ROWS`] rows. Scan order is kept.
 pub fn bundles<'p, 'a>(ps: &'p [Piece<'a>]) -> Vec<&'p [Piece<'a>]> {
-    cut(ps, |p| p.range.len())
+    cut(ps, |p| p.range.len(), BUNDLE_ROWS)
 }
 
-/// [`bundles`] over items of `len(item)` rows.
-fn cut<T>(ps: &[T], len: impl Fn(&T) -> usize) -> Vec<&[T]> {
+/// [`bundles`] for a scan's output batches: runs of small pieces up to [`OUTPUT_ROWS`] rows.
+/// A scan over 100k symbols handed out a batch per partition, a hundred thousand batches of ten
+/// rows (and an allocation per column of each) for the doors to join again.
+pub fn output_runs<'p, 'a>(ps: &'p [Piece<'a>]) -> Vec<&'p [Piece<'a>]> {
+    cut(ps, |p| p.range.len(), OUTPUT_ROWS)
+}
+
+/// The items cut into runs (`len(item)` rows each): an item of [`SMALL_PIECE`] rows or more
+/// alone, and consecutive smaller ones together until they reach `limit` rows.
+fn cut<T>(ps: &[T], len: impl Fn(&T) -> usize, limit: usize) -> Vec<&[T]> {
     let mut out = Vec::new();
     let (mut from, mut rows) = (0, 0);
     for (i, p) in ps.iter().enumerate() {
@@ -38,7 +50,7 @@ fn cut<T>(ps: &[T], len: impl Fn(&T) -> usize) -> Vec<&[T]> {
             continue;
         }
         rows += n;
-        if rows >= BUNDLE_ROWS {
+        if rows >= limit {
             out.push(&ps[from..=i]);
             (from, rows) = (i + 1, 0);
         }
@@ -69,7 +81,7 @@ mod tests {
     #[test]
     fn bundles_keep_order_and_cover_every_piece_once() {
         let lens = [10, 20, SMALL_PIECE, 5, 3000, 3000, 3000, 3000, 3000, 3000, 3000, 1, 9000, 2];
-        let got: Vec<Vec<usize>> = cut(&lens, |&n| n).into_iter().map(<[usize]>::to_vec).collect();
+        let got: Vec<Vec<usize>> = cut(&lens, |&n| n, BUNDLE_ROWS).into_iter().map(<[usize]>::to_vec).collect();
         assert_eq!(got.concat(), lens.to_vec());
         assert!(got.iter().all(|b| b.len() == 1 || b.iter().all(|&n| n < SMALL_PIECE)));
         assert!(got.iter().all(|b| b.iter().sum::<usize>() < BUNDLE_ROWS + SMALL_PIECE));
@@ -78,6 +90,16 @@ mod tests {
         // 5 + 6 * 3000 reaches BUNDLE_ROWS at the sixth 3000.
         assert_eq!(got[2], vec![5, 3000, 3000, 3000, 3000, 3000, 3000]);
         assert_eq!(got[3..], [vec![3000, 1], vec![9000], vec![2]]);
-        assert!(cut(&[] as &[usize], |&n| n).is_empty());
+        assert!(cut(&[] as &[usize], |&n| n, BUNDLE_ROWS).is_empty());
+        let out: Vec<usize> = cut(&[10; 20_000], |&n| n, OUTPUT_ROWS).iter().map(|r| r.len()).collect();
+        assert_eq!(
+            out,
+            [
+                OUTPUT_ROWS.div_ceil(10),
+                OUTPUT_ROWS.div_ceil(10),
+                OUTPUT_ROWS.div_ceil(10),
+                20_000 - 3 * OUTPUT_ROWS.div_ceil(10)
+            ]
+        );
     }
 }

@@ -138,7 +138,10 @@ fn chunks_node(ctx: &ExecContext, plan: &Plan) -> Result<(&'static str, Vec<Batc
             if ps.len() < 2 {
                 return Ok(("Scan", vec![scan::scan(table, columns, range)?]));
             }
-            ("Scan", ps.iter().map(|p| scan::piece_batch(p, columns)).collect())
+            // Whole large partitions shared as they are, runs of small ones copied together.
+            let runs = bundle::output_runs(&ps);
+            let batch = |run: &[scan::Piece]| scan::pieces_batch(table, columns, &run.iter().collect::<Vec<_>>());
+            ("Scan", runs.into_iter().map(batch).collect::<Result<_>>()?)
         }
         // Row-local expressions are evaluated batch by batch; a column reference shares its
         // input's column.
