@@ -24,24 +24,30 @@ const OUTPUT_ROWS: usize = 64 * 1024;
 /// The pieces cut into runs of neighbours: a piece of [`SMALL_PIECE`] rows or more alone, and
 /// consecutive smaller ones together up to [`BUNDLE_ROWS`] rows. Scan order is kept.
 pub fn bundles<'p, 'a>(ps: &'p [Piece<'a>]) -> Vec<&'p [Piece<'a>]> {
-    cut(ps, |p| p.range.len(), BUNDLE_ROWS)
+    cut(ps, |p| p.range.len(), |p| p.range.len() >= SMALL_PIECE, BUNDLE_ROWS)
 }
 
 /// [`bundles`] for a scan's output batches: runs of small pieces up to [`OUTPUT_ROWS`] rows.
 /// A scan over 100k symbols handed out a batch per partition, a hundred thousand batches of ten
-/// rows (and an allocation per column of each) for the doors to join again.
+/// rows (and an allocation per column of each) for the doors to join again. A whole loose
+/// partition too large to be packed stays alone: its columns are shared, not copied (the
+/// Python package hands them out without a copy).
 pub fn output_runs<'p, 'a>(ps: &'p [Piece<'a>]) -> Vec<&'p [Piece<'a>]> {
-    cut(ps, |p| p.range.len(), OUTPUT_ROWS)
+    let shared = |p: &Piece| {
+        let whole = p.range.start == 0 && p.range.end == p.part.len() && !p.part.is_packed();
+        p.range.len() >= SMALL_PIECE || (whole && p.range.len() >= zepto_storage::table::PACK_ROWS)
+    };
+    cut(ps, |p| p.range.len(), shared, OUTPUT_ROWS)
 }
 
-/// The items cut into runs (`len(item)` rows each): an item of [`SMALL_PIECE`] rows or more
-/// alone, and consecutive smaller ones together until they reach `limit` rows.
-fn cut<T>(ps: &[T], len: impl Fn(&T) -> usize, limit: usize) -> Vec<&[T]> {
+/// The items cut into runs (`len(item)` rows each): an item for which `alone` holds by itself,
+/// and consecutive others together until they reach `limit` rows.
+fn cut<T>(ps: &[T], len: impl Fn(&T) -> usize, alone: impl Fn(&T) -> bool, limit: usize) -> Vec<&[T]> {
     let mut out = Vec::new();
     let (mut from, mut rows) = (0, 0);
     for (i, p) in ps.iter().enumerate() {
         let n = len(p);
-        if n >= SMALL_PIECE {
+        if alone(p) {
             if from < i {
                 out.push(&ps[from..i]);
             }
@@ -81,7 +87,8 @@ mod tests {
     #[test]
     fn bundles_keep_order_and_cover_every_piece_once() {
         let lens = [10, 20, SMALL_PIECE, 5, 3000, 3000, 3000, 3000, 3000, 3000, 3000, 1, 9000, 2];
-        let got: Vec<Vec<usize>> = cut(&lens, |&n| n, BUNDLE_ROWS).into_iter().map(<[usize]>::to_vec).collect();
+        let got: Vec<Vec<usize>> =
+            cut(&lens, |&n| n, |&n| n >= SMALL_PIECE, BUNDLE_ROWS).into_iter().map(<[usize]>::to_vec).collect();
         assert_eq!(got.concat(), lens.to_vec());
         assert!(got.iter().all(|b| b.len() == 1 || b.iter().all(|&n| n < SMALL_PIECE)));
         assert!(got.iter().all(|b| b.iter().sum::<usize>() < BUNDLE_ROWS + SMALL_PIECE));
@@ -90,8 +97,8 @@ mod tests {
         // 5 + 6 * 3000 reaches BUNDLE_ROWS at the sixth 3000.
         assert_eq!(got[2], vec![5, 3000, 3000, 3000, 3000, 3000, 3000]);
         assert_eq!(got[3..], [vec![3000, 1], vec![9000], vec![2]]);
-        assert!(cut(&[] as &[usize], |&n| n, BUNDLE_ROWS).is_empty());
-        let out: Vec<usize> = cut(&[10; 20_000], |&n| n, OUTPUT_ROWS).iter().map(|r| r.len()).collect();
+        assert!(cut(&[] as &[usize], |&n| n, |_| false, BUNDLE_ROWS).is_empty());
+        let out: Vec<usize> = cut(&[10; 20_000], |&n| n, |_| false, OUTPUT_ROWS).iter().map(|r| r.len()).collect();
         assert_eq!(
             out,
             [

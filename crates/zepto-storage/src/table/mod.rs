@@ -17,6 +17,7 @@ use crate::index::IndexDef;
 mod dedup;
 mod history_reader;
 mod pack;
+pub use pack::PACK_ROWS;
 mod shard;
 mod split;
 use crate::types::DataType;
