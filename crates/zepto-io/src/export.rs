@@ -47,6 +47,9 @@ fn nulls(c: &Arc<Column>) -> Option<NullBuffer> {
 
 /// Shares the columns of one result as Arrow arrays, building each SYMBOL dictionary's Arrow
 /// values once for all the batches that use it (a table's partitions share one dictionary).
+/// [`dict_values`] keeps only the newest version's values beside a dictionary; this per-answer
+/// list also spares a batch holding an older, shorter version (partitions written before the
+/// dictionary grew) from building its values again for every batch.
 #[derive(Default)]
 pub struct Exporter {
     dicts: Vec<(Arc<Dict>, ArrayRef)>,

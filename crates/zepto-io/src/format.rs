@@ -49,19 +49,57 @@ pub fn csv_escape(s: &str, out: &mut String) {
 
 /// One CSV cell: NULL → nothing, strings quoted when needed (the empty string as `""`).
 pub fn csv_cell(c: &Column, i: usize, out: &mut String) {
+    push_cell(c, i, out, Text::Csv)
+}
+
+/// One JSON value: numbers bare (non-finite floats as strings), NULL as `null`.
+pub fn json_cell(c: &Column, i: usize, out: &mut String) {
+    push_cell(c, i, out, Text::Json)
+}
+
+/// The text a cell is written in: the two differ in NULL, quoting and escaping only.
+#[derive(Clone, Copy, PartialEq)]
+enum Text {
+    Csv,
+    Json,
+}
+
+/// One cell as `text`. Strings, timestamps and numbers are written straight into `out`;
+/// anything else goes through [`cell_text`].
+fn push_cell(c: &Column, i: usize, out: &mut String, text: Text) {
+    let json = text == Text::Json;
     if !c.is_valid(i) {
-        return;
+        return if json {
+            out.push_str("null")
+        };
     }
     match &c.data() {
-        ColumnData::Varchar(_) | ColumnData::Symbol { .. } => return csv_escape(c.str_at(i).unwrap_or(""), out),
-        ColumnData::Timestamp(v) => return time::push_timestamp(v[i], true, out),
+        ColumnData::Varchar(_) | ColumnData::Symbol { .. } => {
+            let s = c.str_at(i).unwrap_or("");
+            return if json { json_escape(s, out) } else { csv_escape(s, out) };
+        }
+        ColumnData::Timestamp(v) => {
+            // ISO text has no character to escape, in either text.
+            let quote = if json { "\"" } else { "" };
+            out.push_str(quote);
+            time::push_timestamp(v[i], true, out);
+            return out.push_str(quote);
+        }
         _ if push_number(c, i, out) => return,
         _ => {}
     }
-    match cell_text(c, i) {
-        None => {}
-        Some(s) if c.data_type().is_string() || c.data_type().vector_dim().is_some() => csv_escape(&s, out),
-        Some(s) => out.push_str(&s),
+    let quoted = c.data_type().is_string() || c.data_type().vector_dim().is_some();
+    match (cell_text(c, i), text) {
+        (None, Text::Csv) => {}
+        (None, Text::Json) => out.push_str("null"),
+        (Some(s), Text::Csv) if quoted => csv_escape(&s, out),
+        (Some(s), Text::Csv) => out.push_str(&s),
+        (Some(s), Text::Json) => match c.data_type() {
+            DataType::Float32 | DataType::Float64 if !s.contains(['N', 'i']) => out.push_str(&s),
+            // Elements are finite (a column invariant): the text is a JSON array of numbers.
+            DataType::Vector(_) => out.push_str(&s),
+            _ => json_escape(&s, out),
+        },
     }
 }
 
@@ -91,33 +129,6 @@ pub fn json_escape(s: &str, out: &mut String) {
     }
     out.push_str(&s[from..]);
     out.push('"');
-}
-
-/// One JSON value: numbers bare (non-finite floats as strings), NULL as `null`.
-pub fn json_cell(c: &Column, i: usize, out: &mut String) {
-    if !c.is_valid(i) {
-        return out.push_str("null");
-    }
-    match &c.data() {
-        ColumnData::Varchar(_) | ColumnData::Symbol { .. } => return json_escape(c.str_at(i).unwrap_or(""), out),
-        ColumnData::Timestamp(v) => {
-            // ISO text has no character to escape.
-            out.push('"');
-            time::push_timestamp(v[i], true, out);
-            return out.push('"');
-        }
-        _ if push_number(c, i, out) => return,
-        _ => {}
-    }
-    match cell_text(c, i) {
-        None => out.push_str("null"),
-        Some(s) => match c.data_type() {
-            DataType::Float32 | DataType::Float64 if !s.contains(['N', 'i']) => out.push_str(&s),
-            // Elements are finite (a column invariant): the text is a JSON array of numbers.
-            DataType::Vector(_) => out.push_str(&s),
-            _ => json_escape(&s, out),
-        },
-    }
 }
 
 /// A valid boolean, integer or finite float cell written as [`cell_text`] would render it,
