@@ -127,15 +127,14 @@ fn request_limit_args() -> Vec<Arg> {
         Arg::new("max-body-mb")
             .long("max-body-mb")
             .value_parser(clap::value_parser!(usize))
-            .default_value("256")
-            .help("Largest request body"),
+            .default_value("1024")
+            .help("Largest request body (a 10M-row table as Arrow is about 500 MiB)"),
         Arg::new("max-server-memory-mb").long("max-server-memory-mb").value_parser(clap::value_parser!(usize)).help(
             "Resident memory past which the query holding the most is stopped; 0 = no guard [default: 90% of RAM]",
         ),
-        Arg::new("max-inflight-body-mb")
-            .long("max-inflight-body-mb")
-            .value_parser(clap::value_parser!(usize))
-            .help("Request bodies all connections may hold in memory at once [default: 1024, or twice --max-body-mb]"),
+        Arg::new("max-inflight-body-mb").long("max-inflight-body-mb").value_parser(clap::value_parser!(usize)).help(
+            "Request bodies all connections may hold in memory at once [default: 1024, or twice --max-body-mb: 2048]",
+        ),
         Arg::new("max-query-mb")
             .long("max-query-mb")
             .value_parser(clap::value_parser!(usize))
@@ -416,7 +415,7 @@ fn config(st: &Settings<'_>) -> Result<Config, String> {
         (None, None) => {}
         _ => return Err("TLS needs both a certificate (tls-cert) and a key (tls-key)".into()),
     }
-    c.max_body_bytes = st.count("max-body-mb")?.unwrap_or(256).saturating_mul(1 << 20);
+    c.max_body_bytes = st.count("max-body-mb")?.unwrap_or(1024).saturating_mul(1 << 20);
     c.max_inflight_body_bytes = st.count("max-inflight-body-mb")?.map(|m| m.saturating_mul(1 << 20));
     c.console = match st.string("console")?.as_deref() {
         None | Some("on") => true,

@@ -89,7 +89,7 @@ impl Default for Config {
             threads: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2),
             keys: KeyStore::default(),
             tls: None,
-            max_body_bytes: 256 << 20,
+            max_body_bytes: 1 << 30,
             max_inflight_body_bytes: None,
             max_server_memory: None,
             parse_limits: zepto_sql::parser::ParseLimits::default(),
