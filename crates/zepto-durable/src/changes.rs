@@ -74,17 +74,22 @@ fn put_shard(out: &mut Vec<u8>, shard: &Shard<'_>) {
     }
 }
 
-fn ipc_batch(columns: &[Column]) -> Result<Vec<u8>, StorageError> {
+/// `columns` as an Arrow IPC stream at the end of `out`.
+fn ipc_batch(columns: &[Column], out: &mut Vec<u8>) -> Result<(), StorageError> {
     let names: Vec<String> = (0..columns.len()).map(|i| format!("c{i}")).collect();
     let refs: Vec<&Column> = columns.iter().collect();
     let rows = columns.iter().map(Column::len).max().unwrap_or(0);
     let mut w = zepto_io::ipc::IpcResultWriter::new(&names, &refs, rows)
         .map_err(|e| StorageError::Durability(format!("encoding a batch for the WAL: {e}")))?;
-    let mut out = Vec::new();
+    // Room for the whole stream up front, generously (pages never written are never touched):
+    // grown by doubling, a large batch was copied again and again into fresh pages. Messages
+    // carry at most 64k rows, each with its metadata and padding.
+    let data: usize = columns.iter().map(Column::data_bytes).sum();
+    out.reserve(data + data / 8 + (rows / 65_536 + 2) * 8192);
     while let Some(chunk) = w.next_chunk().map_err(|e| StorageError::Durability(e.to_string()))? {
         out.extend_from_slice(&chunk);
     }
-    Ok(out)
+    Ok(())
 }
 
 /// Encode changes as one record payload.
@@ -92,101 +97,109 @@ pub fn encode(changes: &[Change<'_>]) -> Result<Vec<u8>, StorageError> {
     let mut out = Vec::new();
     out.extend_from_slice(&(changes.len() as u32).to_le_bytes());
     for c in changes {
-        let mut body = Vec::new();
-        let kind = match c {
-            Change::CreateTable { name, schema, partition_key, timestamp } => {
-                put_str(&mut body, name);
-                body.extend_from_slice(&(schema.columns.len() as u32).to_le_bytes());
-                for d in &schema.columns {
-                    put_str(&mut body, &d.name);
-                    put_str(&mut body, &d.data_type.sql_name());
-                }
-                put_opt(&mut body, *partition_key);
-                put_opt(&mut body, *timestamp);
-                1u8
-            }
-            Change::DropTable { name } => {
-                put_str(&mut body, name);
-                2
-            }
-            Change::AddColumn { table, def } => {
-                put_str(&mut body, table);
-                put_str(&mut body, &def.name);
-                put_str(&mut body, &def.data_type.sql_name());
-                3
-            }
-            Change::Append { table, columns } => {
-                put_str(&mut body, table);
-                body.extend_from_slice(&ipc_batch(columns)?);
-                4
-            }
-            Change::Delete { table, rows } => {
-                put_str(&mut body, table);
-                put_selection(&mut body, rows);
-                5
-            }
-            Change::Update { table, rows, columns, values } => {
-                put_str(&mut body, table);
-                put_selection(&mut body, rows);
-                body.extend_from_slice(&(columns.len() as u32).to_le_bytes());
-                for &c in *columns {
-                    body.extend_from_slice(&(c as u32).to_le_bytes());
-                }
-                body.extend_from_slice(&ipc_batch(values)?);
-                6
-            }
-            Change::Tier { table, before, files } => {
-                put_str(&mut body, table);
-                body.extend_from_slice(&before.to_le_bytes());
-                put_files(&mut body, files);
-                7
-            }
-            Change::TierShard { table, shard, before, files } => {
-                put_str(&mut body, table);
-                put_shard(&mut body, shard);
-                body.extend_from_slice(&before.to_le_bytes());
-                put_files(&mut body, files);
-                12
-            }
-            Change::AdoptShard { table, shard, prefix, files } => {
-                put_str(&mut body, table);
-                put_shard(&mut body, shard);
-                put_str(&mut body, prefix);
-                put_files(&mut body, files);
-                13
-            }
-            Change::Retain { table, before } => {
-                put_str(&mut body, table);
-                body.extend_from_slice(&before.to_le_bytes());
-                8
-            }
-            Change::SetTtl { table, ttl_ns } => {
-                put_str(&mut body, table);
-                body.extend_from_slice(&ttl_ns.unwrap_or(0).to_le_bytes());
-                9
-            }
-            Change::CreateIndex { table, def } => {
-                put_str(&mut body, table);
-                put_str(&mut body, &def.to_line());
-                10
-            }
-            Change::DropIndex { table, name } => {
-                put_str(&mut body, table);
-                put_str(&mut body, name);
-                11
-            }
-            Change::SetDedup { table, keys } => {
-                put_str(&mut body, table);
-                body.extend_from_slice(&(keys.len() as u32).to_le_bytes());
-                keys.iter().for_each(|k| put_str(&mut body, k));
-                14
-            }
-        };
-        out.push(kind);
-        out.extend_from_slice(&(body.len() as u32).to_le_bytes());
-        out.extend_from_slice(&body);
+        // Kind, then the body's length (filled in below), then the body, written in place.
+        let head = out.len();
+        out.extend_from_slice(&[0u8; 5]);
+        let kind = put_change(c, &mut out)?;
+        let len = u32::try_from(out.len() - head - 5)
+            .map_err(|_| StorageError::Durability(format!("a change of {} bytes is too large to log", out.len())))?;
+        out[head] = kind;
+        out[head + 1..head + 5].copy_from_slice(&len.to_le_bytes());
     }
     Ok(out)
+}
+
+/// `c`'s body at the end of `body`; returns its kind.
+fn put_change(c: &Change<'_>, body: &mut Vec<u8>) -> Result<u8, StorageError> {
+    Ok(match c {
+        Change::CreateTable { name, schema, partition_key, timestamp } => {
+            put_str(body, name);
+            body.extend_from_slice(&(schema.columns.len() as u32).to_le_bytes());
+            for d in &schema.columns {
+                put_str(body, &d.name);
+                put_str(body, &d.data_type.sql_name());
+            }
+            put_opt(body, *partition_key);
+            put_opt(body, *timestamp);
+            1u8
+        }
+        Change::DropTable { name } => {
+            put_str(body, name);
+            2
+        }
+        Change::AddColumn { table, def } => {
+            put_str(body, table);
+            put_str(body, &def.name);
+            put_str(body, &def.data_type.sql_name());
+            3
+        }
+        Change::Append { table, columns } => {
+            put_str(body, table);
+            ipc_batch(columns, body)?;
+            4
+        }
+        Change::Delete { table, rows } => {
+            put_str(body, table);
+            put_selection(body, rows);
+            5
+        }
+        Change::Update { table, rows, columns, values } => {
+            put_str(body, table);
+            put_selection(body, rows);
+            body.extend_from_slice(&(columns.len() as u32).to_le_bytes());
+            for &c in *columns {
+                body.extend_from_slice(&(c as u32).to_le_bytes());
+            }
+            ipc_batch(values, body)?;
+            6
+        }
+        Change::Tier { table, before, files } => {
+            put_str(body, table);
+            body.extend_from_slice(&before.to_le_bytes());
+            put_files(body, files);
+            7
+        }
+        Change::TierShard { table, shard, before, files } => {
+            put_str(body, table);
+            put_shard(body, shard);
+            body.extend_from_slice(&before.to_le_bytes());
+            put_files(body, files);
+            12
+        }
+        Change::AdoptShard { table, shard, prefix, files } => {
+            put_str(body, table);
+            put_shard(body, shard);
+            put_str(body, prefix);
+            put_files(body, files);
+            13
+        }
+        Change::Retain { table, before } => {
+            put_str(body, table);
+            body.extend_from_slice(&before.to_le_bytes());
+            8
+        }
+        Change::SetTtl { table, ttl_ns } => {
+            put_str(body, table);
+            body.extend_from_slice(&ttl_ns.unwrap_or(0).to_le_bytes());
+            9
+        }
+        Change::CreateIndex { table, def } => {
+            put_str(body, table);
+            put_str(body, &def.to_line());
+            10
+        }
+        Change::DropIndex { table, name } => {
+            put_str(body, table);
+            put_str(body, name);
+            11
+        }
+        Change::SetDedup { table, keys } => {
+            put_str(body, table);
+            body.extend_from_slice(&(keys.len() as u32).to_le_bytes());
+            keys.iter().for_each(|k| put_str(body, k));
+            14
+        }
+    })
 }
 
 struct Cursor<'a> {

@@ -361,7 +361,7 @@ impl ChangeLog for Durable {
 
     fn log(&self, changes: &[Change<'_>]) -> Result<(), StorageError> {
         let payload = encode(changes)?;
-        self.wal.append(&payload).map(|_| ()).map_err(|e| match e {
+        self.wal.append_owned(payload).map(|_| ()).map_err(|e| match e {
             WalError::NoSpace(m) => StorageError::DiskFull(m),
             e => StorageError::Durability(e.to_string()),
         })

@@ -52,12 +52,18 @@ fn crc(len: u32, lsn: Lsn, payload: &[u8]) -> u32 {
 
 /// Append one framed record to `out`.
 pub fn encode(lsn: Lsn, payload: &[u8], out: &mut Vec<u8>) {
+    encode_frame_header(lsn, payload, out);
+    out.extend_from_slice(payload);
+}
+
+/// Append what precedes `payload` in its record's frame (length, checksum, LSN) to `out`: the
+/// payload itself may then be written from where it is.
+pub fn encode_frame_header(lsn: Lsn, payload: &[u8], out: &mut Vec<u8>) {
     debug_assert!(payload.len() <= MAX_PAYLOAD);
     let len = payload.len() as u32;
     out.extend_from_slice(&len.to_le_bytes());
     out.extend_from_slice(&crc(len, lsn, payload).to_le_bytes());
     out.extend_from_slice(&lsn.to_le_bytes());
-    out.extend_from_slice(payload);
 }
 
 /// What is at `buf[pos..]`.

@@ -16,6 +16,7 @@
 #![warn(missing_docs)]
 
 pub mod format;
+mod pending;
 pub mod reader;
 pub mod storage;
 pub mod writer;

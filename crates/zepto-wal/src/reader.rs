@@ -455,6 +455,26 @@ mod tests {
         }
     }
 
+    /// A payload handed over by value and large enough to be written from its own vector
+    /// frames exactly as a copied one, and a write that fails inside it is cut back whole.
+    #[test]
+    fn large_owned_payloads_round_trip_and_roll_back() {
+        let big = |b: u8| vec![b; 3 << 20];
+        let st = MemStorage::new();
+        let wal = Wal::open(Arc::new(st.clone()), SyncMode::None, 1).expect("open");
+        wal.append(b"small").expect("append");
+        assert_eq!(wal.append_owned(big(1)).expect("append"), 2);
+        st.short_write_next(1 << 20);
+        assert!(wal.append_owned(big(2)).is_err(), "a short write inside the payload fails it");
+        assert_eq!(wal.append_owned(big(3)).expect("works again"), 3);
+        wal.append_owned(b"owned but small".to_vec()).expect("append");
+        drop(wal);
+        let (recs, rep) = read_all(&st, ReplayOptions::default()).expect("replays");
+        let want = vec![(1, b"small".to_vec()), (2, big(1)), (3, big(3)), (4, b"owned but small".to_vec())];
+        assert_eq!(recs, want);
+        assert_eq!((rep.torn, rep.corruption), (None, None));
+    }
+
     #[test]
     fn failed_writes_roll_back_and_failed_syncs_of_undurable_records_poison() {
         // Always: every earlier record is durable, so a failed fsync is rolled back and later

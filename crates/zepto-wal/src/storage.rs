@@ -185,7 +185,7 @@ struct MemState {
     files: BTreeMap<String, MemFile>,
     /// Fail the next `sync` calls after this many more succeed.
     syncs_before_failure: Option<usize>,
-    /// Write only part of the next append, then fail it.
+    /// Write only part of the next append longer than this, then fail it.
     short_write: Option<usize>,
     /// Every append fails part-way, as on a full disk.
     disk_full: bool,
@@ -244,7 +244,7 @@ impl MemStorage {
         self.lock().disk_full = full;
     }
 
-    /// The next append writes only its first `n` bytes and fails.
+    /// The next append of more than `n` bytes writes only its first `n` and fails.
     pub fn short_write_next(&self, n: usize) {
         self.lock().short_write = Some(n);
     }
@@ -287,7 +287,10 @@ impl Storage for MemStorage {
     fn append(&self, name: &str, data: &[u8]) -> io::Result<()> {
         self.spend()?;
         let mut s = self.lock();
-        let short = s.short_write.take();
+        let short = s.short_write.filter(|&n| n < data.len());
+        if short.is_some() {
+            s.short_write = None;
+        }
         let full = s.disk_full;
         let f = s.files.entry(name.to_string()).or_default();
         if full {

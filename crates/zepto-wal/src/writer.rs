@@ -20,9 +20,11 @@
 //! pages), or a roll-back that itself fails, poisons the log: every later append fails until
 //! a restart recovers from what is on disk.
 
-use crate::format::{encode, header, parse_segment_name, segment_name, HEADER_LEN, MAX_PAYLOAD};
+use crate::format::{header, parse_segment_name, segment_name, HEADER_LEN, MAX_PAYLOAD};
+use crate::pending::Pending;
 use crate::storage::Storage;
 use crate::{Lsn, WalError};
+use std::borrow::Cow;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -56,7 +58,7 @@ struct Inner {
     next_lsn: Lsn,
     segment: String,
     segment_len: usize,
-    pending: Vec<u8>,
+    pending: Pending,
     pending_first: Lsn,
     pending_last: Lsn,
     /// Last LSN handed to storage, and last LSN made durable.
@@ -122,7 +124,7 @@ impl Wal {
             next_lsn,
             segment: name,
             segment_len: HEADER_LEN,
-            pending: Vec::new(),
+            pending: Pending::default(),
             pending_first: next_lsn,
             pending_last: next_lsn - 1,
             written: next_lsn - 1,
@@ -152,6 +154,16 @@ impl Wal {
 
     /// Log one record; returns its LSN once it is written (and durable under `Always`).
     pub fn append(&self, payload: &[u8]) -> Result<Lsn, WalError> {
+        self.append_record(Cow::Borrowed(payload))
+    }
+
+    /// [`Wal::append`] of a payload handed over: a large one is written from where it is,
+    /// without a copy into the shared buffer.
+    pub fn append_owned(&self, payload: Vec<u8>) -> Result<Lsn, WalError> {
+        self.append_record(Cow::Owned(payload))
+    }
+
+    fn append_record(&self, payload: Cow<'_, [u8]>) -> Result<Lsn, WalError> {
         if payload.len() > MAX_PAYLOAD {
             return Err(WalError::TooLarge(payload.len()));
         }
@@ -165,7 +177,7 @@ impl Wal {
         if g.pending.is_empty() {
             g.pending_first = lsn;
         }
-        encode(lsn, payload, &mut g.pending);
+        g.pending.push(lsn, payload);
         g.pending_last = lsn;
         let generation = g.generation;
         let sync = s.mode == SyncMode::Always;
@@ -304,7 +316,9 @@ fn lead<'a>(s: &'a Shared, mut g: MutexGuard<'a, Inner>, sync: bool) -> MutexGua
             s.storage.sync(&old).map_err(synced)?;
             s.storage.append(&seg, &header(first)).map_err(written)?;
         }
-        s.storage.append(&seg, &batch).map_err(written)?;
+        for piece in batch.pieces() {
+            s.storage.append(&seg, piece).map_err(written)?;
+        }
         if sync || rotate {
             s.storage.sync(&seg).map_err(synced)?;
         }
@@ -372,7 +386,7 @@ fn roll_back(s: &Shared, g: &mut Inner, f: &Failure, (first, new_segment): (Lsn,
         WalError::WriteFailed(e.to_string())
     });
     g.generation += 1;
-    g.pending.clear();
+    g.pending = Pending::default();
     g.next_lsn = first;
     g.pending_first = first;
     g.pending_last = first - 1;
