@@ -77,7 +77,7 @@ fn durability_args() -> Vec<Arg> {
             .long("checkpoint-mb")
             .value_name("MB")
             .value_parser(clap::value_parser!(usize))
-            .help("Checkpoint after this much log (0: only on CHECKPOINT and at exit) [default: 256]"),
+            .help("Checkpoint after this much log, or half the last checkpoint's size if more (0: only on CHECKPOINT and at exit) [default: 256]"),
         Arg::new("tier-after")
             .long("tier-after")
             .value_name("AGE")

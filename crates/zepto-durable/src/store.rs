@@ -75,6 +75,8 @@ struct Last {
     lsn: Lsn,
     /// `Wal::bytes_written` when the last checkpoint's cut was taken.
     wal_bytes: u64,
+    /// Bytes the last checkpoint wrote (0 before the first of this run).
+    size: u64,
 }
 
 /// The durable store: the catalog's change log (the WAL), its checkpoints and its Parquet
@@ -171,7 +173,7 @@ impl Durable {
             wal: log,
             checkpoints,
             checkpoint_bytes: opts.checkpoint_bytes,
-            last: Mutex::new(Last { lsn: rec.checkpoint_lsn, wal_bytes: 0 }),
+            last: Mutex::new(Last { lsn: rec.checkpoint_lsn, wal_bytes: 0, size: 0 }),
             history,
             reader,
             tiering: Mutex::new(()),
@@ -195,7 +197,7 @@ impl Durable {
         debug_assert!(lsn > last.lsn, "LSNs only grow");
         let written = checkpoint::write(self.checkpoints.as_ref(), lsn, &tables)?;
         drop(tables);
-        *last = Last { lsn, wal_bytes };
+        *last = Last { lsn, wal_bytes, size: written.bytes };
         // Published: what it replaces can go. A failure here leaves extra files that the next
         // checkpoint or start removes; the data is safe either way.
         checkpoint::remove_others(self.checkpoints.as_ref(), Some(lsn))?;
@@ -300,10 +302,16 @@ impl Durable {
         Ok(done)
     }
 
-    /// Whether enough was logged since the last checkpoint to write another.
+    /// Whether enough was logged since the last checkpoint to write another: the setting's
+    /// bytes, and at least half the last checkpoint's size. A checkpoint writes every table
+    /// whole, so with a fixed step a table of 7 GB under a stream of ingest was written again
+    /// every 256 MB of log (27x its log in checkpoints); with the step growing with the data,
+    /// checkpoints write at most three times what is logged, and recovery replays at most
+    /// half a checkpoint's worth of log.
     pub fn due(&self) -> bool {
         let last = self.last.lock().unwrap_or_else(|e| e.into_inner());
-        self.checkpoint_bytes > 0 && self.wal.bytes_written().saturating_sub(last.wal_bytes) >= self.checkpoint_bytes
+        let step = self.checkpoint_bytes.max(last.size / 2);
+        self.checkpoint_bytes > 0 && self.wal.bytes_written().saturating_sub(last.wal_bytes) >= step
     }
 
     /// WAL bytes written since the last checkpoint.
@@ -534,6 +542,31 @@ mod tests {
         assert_eq!((rec.checkpoint_lsn, rec.replay.records), (13, 1));
         assert_eq!(dump(&r3), dump(&live));
         assert_eq!(ck.list().expect("list").iter().filter(|n| n.ends_with(".manifest")).count(), 1);
+    }
+
+    /// The automatic checkpoint's step is the setting, or half the last checkpoint's size
+    /// when that is more: a large table is not written again for every small step of log.
+    #[test]
+    fn the_checkpoint_step_grows_with_the_last_checkpoint() {
+        let (wal, ck) = (MemStorage::new(), MemStorage::new());
+        let live = Catalog::new();
+        let opts = Options { checkpoint_bytes: 1024, ..Options::default() };
+        let (d, _) =
+            Durable::open(Arc::new(wal), Arc::new(ck), Arc::new(MemStorage::new()), &live, opts, |_| {}).expect("open");
+        live.create(Table::new("t", schema(&[("x", DataType::Int64)]), &TableOptions::default()).expect("t"), false)
+            .expect("create");
+        let rows = |n: i64| vec![col(DataType::Int64, &(0..n).map(Value::Int64).collect::<Vec<_>>())];
+        live.append("t", rows(100_000)).expect("append");
+        assert!(d.due(), "800 KB logged, over the 1 KiB setting");
+        let size = d.checkpoint(&live).expect("checkpoint").expect("written").bytes;
+        assert!(size > 800_000, "{size}");
+        live.append("t", rows(1_000)).expect("append");
+        assert!(d.wal_bytes_since_checkpoint() > 1024);
+        assert!(!d.due(), "8 KB logged is over the setting but under half the last checkpoint");
+        while d.wal_bytes_since_checkpoint() < size / 2 {
+            live.append("t", rows(10_000)).expect("append");
+        }
+        assert!(d.due(), "half the last checkpoint logged");
     }
 
     #[test]
