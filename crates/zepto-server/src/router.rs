@@ -411,7 +411,7 @@ async fn write_rows(
         match cluster {
             // A cluster node's batches go through Kafka to the nodes owning their partitions.
             Some(c) => c.write(&engine, &who2, &wr, &body),
-            None => ingest::write(&engine, &who2, &wr, &body),
+            None => ingest::write_owned(&engine, &who2, &wr, body),
         }
     })
     .await

@@ -157,6 +157,23 @@ impl Mark {
     }
 }
 
+/// [`write`] of a body handed over: a CSV, JSON-lines or Arrow body is dropped once decoded,
+/// before its rows are logged and stored. A 480 MB Arrow body was held through both, beside
+/// the decoded rows and the log's copy of them.
+pub fn write_owned(
+    engine: &Engine,
+    who: &Principal,
+    req: &WriteRequest,
+    body: bytes::Bytes,
+) -> Result<usize, ApiError> {
+    if req.format == IngestFormat::Ilp {
+        return write(engine, who, req, &body);
+    }
+    let decoded = decode_table(engine.catalog(), who, req.format, req.table.as_deref(), &body)?;
+    drop(body);
+    store_table(engine.catalog(), who, decoded, &[])
+}
+
 /// CSV, JSONL or Arrow into an existing table.
 fn write_table(
     catalog: &Catalog,
@@ -166,7 +183,12 @@ fn write_table(
     body: &[u8],
     marks: &[Mark],
 ) -> Result<usize, ApiError> {
-    let (table, snap, cols) = decode_table(catalog, who, format, table, body)?;
+    store_table(catalog, who, decode_table(catalog, who, format, table, body)?, marks)
+}
+
+/// Rows decoded by [`decode_table`] into their table, with `marks` in the same logged change.
+fn store_table(catalog: &Catalog, who: &Principal, decoded: Decoded, marks: &[Mark]) -> Result<usize, ApiError> {
+    let (table, snap, cols) = decoded;
     let table = table.as_str();
     let schema = &snap.schema().columns;
     if let Some(marked) = Mark::plan(catalog, marks)? {
@@ -193,6 +215,9 @@ fn write_table(
         .map_err(|e| e.into_api(who))
 }
 
+/// A body's target table, that table's snapshot, and the body's rows as its columns.
+type Decoded = (String, std::sync::Arc<Table>, Vec<Column>);
+
 /// The rows of a CSV, JSONL or Arrow body, decoded against the schema of the table it names
 /// (which must exist, and which `who` may write), with that table's snapshot.
 fn decode_table(
@@ -201,7 +226,7 @@ fn decode_table(
     format: IngestFormat,
     table: Option<&str>,
     body: &[u8],
-) -> Result<(String, std::sync::Arc<Table>, Vec<Column>), ApiError> {
+) -> Result<Decoded, ApiError> {
     let table = table.ok_or_else(|| ApiError::bad_request(format!("format={} needs ?table=NAME", format.name())))?;
     who.require_table(table)?;
     let snap = catalog.snapshot(table).map_err(|_| {
