@@ -25,7 +25,7 @@ use arrow_schema::{DataType as ArrowType, Field, Schema as ArrowSchema};
 use std::collections::HashMap;
 use std::io::{Cursor, Write};
 use std::sync::Arc;
-use zepto_io::arrow::{to_arrow, Acc};
+use zepto_io::arrow::Acc;
 use zepto_storage::{Column, ColumnData, ColumnDef, DataType, Dict, HistFile, History, IndexDef, Schema, Table};
 
 const TABLE: &str = "zepto.table";
@@ -137,8 +137,9 @@ pub fn write_table<W: Write>(table: &Table, out: W) -> Result<W, DurableError> {
     let mut w = FileWriter::try_new(out, &schema).map_err(arrow_err)?;
     for p in table.partitions() {
         let n = p.len();
+        let cols = p.columns();
         let arrays =
-            p.columns().iter().map(|c| column_array(c, n, &values)).collect::<Result<Vec<ArrayRef>, DurableError>>()?;
+            cols.iter().map(|c| column_array(c, n, &values)).collect::<Result<Vec<ArrayRef>, DurableError>>()?;
         let batch = RecordBatch::try_new(schema.clone(), arrays).map_err(arrow_err)?;
         w.write(&batch).map_err(arrow_err)?;
     }
@@ -146,7 +147,9 @@ pub fn write_table<W: Write>(table: &Table, out: W) -> Result<W, DurableError> {
     w.into_inner().map_err(arrow_err)
 }
 
-fn column_array(c: &Column, rows: usize, values: &ArrayRef) -> Result<ArrayRef, DurableError> {
+/// `c` as the file stores it: SYMBOL codes against the table's whole dictionary, anything
+/// else as an array sharing the column's memory (the writer copies it once, into the file).
+fn column_array(c: &Arc<Column>, rows: usize, values: &ArrayRef) -> Result<ArrayRef, DurableError> {
     match &c.data() {
         ColumnData::Symbol { codes, .. } => {
             let nulls = c
@@ -156,7 +159,7 @@ fn column_array(c: &Column, rows: usize, values: &ArrayRef) -> Result<ArrayRef, 
             let keys = UInt32Array::new(ScalarBuffer::from(codes.clone()), nulls);
             Ok(Arc::new(DictionaryArray::<UInt32Type>::try_new(keys, values.clone()).map_err(arrow_err)?))
         }
-        _ => to_arrow(c, rows).map_err(DurableError::Format),
+        _ => zepto_io::export::share_column(c, rows).map_err(DurableError::Format),
     }
 }
 
