@@ -1,7 +1,8 @@
 //! Tables of many small partitions are packed into shared columns (`zepto-storage`'s
 //! `table/pack.rs`); every operator that reads partitions must read a packed one as it reads a
-//! loose one. The same rows go into `t`, partitioned by a SYMBOL over 2,000 symbols (so packed),
-//! and into `u`, whose symbol is a VARCHAR (one partition, never packed). Every query shape that
+//! loose one. The same rows go into `t`, partitioned by a SYMBOL over 2,000 symbols (so packed,
+//! but for three large ones), and into `u`, whose symbol is a VARCHAR (one partition, never
+//! packed). Every query shape that
 //! reads partitions answers the same over both: partition-wise and partial aggregates, filters,
 //! window functions, ASOF and WINDOW JOIN, LATEST ON, key and time lookups. Then changes unpack
 //! some partitions (inserts in and out of time order, a DELETE, an UPDATE) and the queries run
@@ -19,7 +20,12 @@ const SYMS: u64 = 2_000;
 fn inserts(rng: &mut Rng, n: usize, from: u64) -> (String, String) {
     let (mut t, mut q) = (Vec::new(), Vec::new());
     for i in 0..n as u64 {
-        let sym = format!("'S{}'", rng.below(SYMS));
+        // Half the rows go to three symbols, whose partitions grow too large to be packed
+        // and lie loose between the packed ones.
+        let sym = match rng.below(2) {
+            0 => format!("'S{}'", rng.below(3) * 700),
+            _ => format!("'S{}'", rng.below(SYMS)),
+        };
         let ts = format!("TIMESTAMP '2024-01-02 00:00:00' + INTERVAL '{} milliseconds'", (from + i) * 7);
         let px = if rng.below(20) == 0 { "NULL".to_string() } else { format!("{}.5", rng.below(500)) };
         t.push(format!("({ts}, {sym}, {px}, {})", rng.below(1000) as i64 - 100));
@@ -49,6 +55,8 @@ const QUERIES: &[&str] = &[
     "SELECT a.sym, a.ts, a.px, b.bid FROM {t} a ASOF JOIN {q} b ON a.sym = b.sym AND a.ts >= b.ts",
     "SELECT a.sym, a.ts, avg(b.bid), count(*) FROM {t} a WINDOW JOIN {q} b ON a.sym = b.sym \
      AND b.ts BETWEEN a.ts - INTERVAL '50 milliseconds' AND a.ts",
+    "SELECT * FROM {t}",
+    "SELECT sym, px * 2 FROM {t} WHERE n > 100",
     "SELECT * FROM {t} LATEST ON ts PARTITION BY sym",
     "SELECT * FROM {t} WHERE sym IN ('S1', 'S77', 'S1999') AND ts >= TIMESTAMP '2024-01-02 00:00:10'",
     "SELECT * FROM {t} WHERE ts BETWEEN TIMESTAMP '2024-01-02 00:00:05' AND TIMESTAMP '2024-01-02 00:00:06'",
@@ -69,6 +77,18 @@ fn packed_partitions(e: &Engine, table: &str) -> usize {
     t.partitions().iter().filter(|p| p.is_packed()).count()
 }
 
+/// How many batches of `SELECT * FROM t` are a pack's own columns.
+fn pack_shared(e: &Engine) -> usize {
+    let t = e.catalog().snapshot("t").expect("table");
+    let packs: Vec<&[std::sync::Arc<zepto_storage::Column>]> =
+        t.partitions().iter().filter_map(|p| p.pack()).map(|(cols, _)| cols).collect();
+    let r = e.execute("SELECT * FROM t").expect("scan");
+    let shared = |b: &zepto_sql::exec::Batch| {
+        packs.iter().any(|pk| b.columns.iter().zip(pk.iter()).all(|(a, p)| std::sync::Arc::ptr_eq(a, p)))
+    };
+    r.chunks().iter().filter(|b| shared(b)).count()
+}
+
 #[test]
 fn packed_partitions_answer_as_loose_ones() {
     let e = Engine::new().with_parallel_min_rows(0);
@@ -81,6 +101,10 @@ fn packed_partitions_answer_as_loose_ones() {
     assert!(packed_partitions(&e, "t") > 1_500, "2,000 small partitions are packed");
     assert_eq!(packed_partitions(&e, "u"), 0);
     same_answers(&e, "packed");
+    let t = e.catalog().snapshot("t").expect("t");
+    let large = t.partitions().iter().filter(|p| !p.is_packed() && p.len() >= 1024).count();
+    assert_eq!(large, 3, "three large partitions lie loose between the packed ones");
+    assert_eq!(pack_shared(&e), 1, "a whole pack's columns are the answer's, not a copy");
 
     // Later rows for a few symbols, earlier rows for others, a DELETE and an UPDATE: the
     // partitions they touch leave the pack.
@@ -93,6 +117,7 @@ fn packed_partitions_answer_as_loose_ones() {
     let left = packed_partitions(&e, "t");
     assert!(left > 0 && left < 1_900, "{left} partitions still packed");
     same_answers(&e, "after changes");
+    assert_eq!(pack_shared(&e), 0, "a pack with rows gone is gathered");
 
     // Enough new rows to pay for a packing: everything small is packed again.
     insert(&e, &mut rng, 9_000, 40_000);

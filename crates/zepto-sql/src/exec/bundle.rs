@@ -9,6 +9,9 @@ use super::scan::{filtered_piece, pieces_batch, Piece};
 use super::{Batch, ExecContext};
 use crate::error::Result;
 use crate::plan::physical::ScanShape;
+use std::sync::Arc;
+use zepto_storage::table::PACK_ROWS;
+use zepto_storage::Column;
 
 /// A piece with fewer rows than this runs together with its small neighbours.
 const SMALL_PIECE: usize = 4096;
@@ -27,17 +30,74 @@ pub fn bundles<'p, 'a>(ps: &'p [Piece<'a>]) -> Vec<&'p [Piece<'a>]> {
     cut(ps, |p| p.range.len(), |p| p.range.len() >= SMALL_PIECE, BUNDLE_ROWS)
 }
 
+/// One output batch of a scan ([`output_runs`]).
+pub enum OutputRun<'p, 'a> {
+    /// Pieces to gather into one batch (or one piece to share, see [`output_runs`]).
+    Pieces(&'p [Piece<'a>]),
+    /// Every row of a pack, in its columns as they are.
+    Pack(&'a [Arc<Column>]),
+}
+
 /// [`bundles`] for a scan's output batches: runs of small pieces up to [`OUTPUT_ROWS`] rows.
 /// A scan over 100k symbols handed out a batch per partition, a hundred thousand batches of ten
 /// rows (and an allocation per column of each) for the doors to join again. A whole loose
 /// partition too large to be packed stays alone: its columns are shared, not copied (the
-/// Python package hands them out without a copy).
-pub fn output_runs<'p, 'a>(ps: &'p [Piece<'a>]) -> Vec<&'p [Piece<'a>]> {
-    let shared = |p: &Piece| {
-        let whole = p.range.start == 0 && p.range.end == p.part.len() && !p.part.is_packed();
-        p.range.len() >= SMALL_PIECE || (whole && p.range.len() >= zepto_storage::table::PACK_ROWS)
-    };
-    cut(ps, |p| p.range.len(), shared, OUTPUT_ROWS)
+/// Python package hands them out without a copy). So does a whole pack, when the scan reads
+/// every partition of it whole (a bulk-loaded table of many symbols): it is handed out where
+/// its first partition comes, and the large loose partitions between its partitions after it.
+pub fn output_runs<'p, 'a>(ps: &'p [Piece<'a>]) -> Vec<OutputRun<'p, 'a>> {
+    let mut out = Vec::new();
+    let (mut from, mut i) = (0, 0);
+    while i < ps.len() {
+        let Some(pack) = whole_pack_at(&ps[i..]) else {
+            i += 1;
+            continue;
+        };
+        out.extend(cut(&ps[from..i], |p| p.range.len(), shared_alone, OUTPUT_ROWS).into_iter().map(OutputRun::Pieces));
+        out.push(OutputRun::Pack(pack.cols));
+        out.extend(pack.loose.iter().map(|&k| OutputRun::Pieces(&ps[i + k..=i + k])));
+        i += pack.pieces;
+        from = i;
+    }
+    out.extend(cut(&ps[from..], |p| p.range.len(), shared_alone, OUTPUT_ROWS).into_iter().map(OutputRun::Pieces));
+    out
+}
+
+/// A piece shared as its own output batch: a large one, or a whole loose partition too large
+/// to be packed.
+fn shared_alone(p: &Piece) -> bool {
+    let whole = p.range.start == 0 && p.range.end == p.part.len() && !p.part.is_packed();
+    p.range.len() >= SMALL_PIECE || (whole && p.range.len() >= PACK_ROWS)
+}
+
+/// A pack a scan reads whole ([`whole_pack_at`]).
+struct WholePack<'a> {
+    cols: &'a [Arc<Column>],
+    /// Pieces from the pack's first partition to its last.
+    pieces: usize,
+    /// Of those, the loose partitions between the pack's (large, and whole).
+    loose: Vec<usize>,
+}
+
+/// When `ps` starts with the first partition of a pack and goes on with every other partition
+/// of it, each whole and in the pack's order, with only whole loose partitions too large to be
+/// packed between them: that pack.
+fn whole_pack_at<'a>(ps: &[Piece<'a>]) -> Option<WholePack<'a>> {
+    let (cols, 0) = ps.first()?.part.pack()? else { return None };
+    let rows = cols.first()?.len();
+    let (mut next, mut loose) = (0, Vec::new());
+    for (k, p) in ps.iter().enumerate() {
+        let whole = p.range == (0..p.part.len());
+        match p.part.pack() {
+            Some((c, start)) if std::ptr::eq(c, cols) && start == next && whole => next += p.part.len(),
+            None if whole && p.range.len() >= PACK_ROWS => loose.push(k),
+            _ => return None,
+        }
+        if next == rows {
+            return Some(WholePack { cols, pieces: k + 1, loose });
+        }
+    }
+    None
 }
 
 /// The items cut into runs (`len(item)` rows each): an item for which `alone` holds by itself,

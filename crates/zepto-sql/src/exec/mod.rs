@@ -138,10 +138,16 @@ fn chunks_node(ctx: &ExecContext, plan: &Plan) -> Result<(&'static str, Vec<Batc
             if ps.len() < 2 {
                 return Ok(("Scan", vec![scan::scan(table, columns, range)?]));
             }
-            // Whole large partitions shared as they are, runs of small ones copied together.
-            let runs = bundle::output_runs(&ps);
-            let batch = |run: &[scan::Piece]| scan::pieces_batch(table, columns, &run.iter().collect::<Vec<_>>());
-            ("Scan", runs.into_iter().map(batch).collect::<Result<_>>()?)
+            // Whole large partitions and whole packs shared as they are, runs of small
+            // partitions copied together.
+            let batch = |run: bundle::OutputRun| match run {
+                bundle::OutputRun::Pieces(r) => scan::pieces_batch(table, columns, &r.iter().collect::<Vec<_>>()),
+                bundle::OutputRun::Pack(cols) => {
+                    let rows = cols.first().map_or(0, |c| c.len());
+                    Ok(Batch::shared(columns.iter().map(|&c| cols[c].clone()).collect(), rows))
+                }
+            };
+            ("Scan", bundle::output_runs(&ps).into_iter().map(batch).collect::<Result<_>>()?)
         }
         // Row-local expressions are evaluated batch by batch; a column reference shares its
         // input's column.

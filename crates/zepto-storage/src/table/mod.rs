@@ -209,6 +209,14 @@ impl Partition {
         self.packed.is_some()
     }
 
+    /// A packed partition's pack: the columns it shares with other small partitions (whole,
+    /// every partition of the pack and rows no partition holds any longer) and where its own
+    /// rows start in them; `None` for a loose partition. Pack columns are never changed, so a
+    /// scan that covers every row of a pack may hand them out as they are.
+    pub fn pack(&self) -> Option<(&[Arc<Column>], usize)> {
+        self.packed.as_ref().map(pack::Packed::columns)
+    }
+
     /// Dictionary code of the key, `None` for the NULL-key or the single partition.
     pub fn key(&self) -> Option<u32> {
         self.key

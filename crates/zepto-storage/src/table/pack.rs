@@ -36,13 +36,15 @@ const BULK_MIN_ROWS: usize = 1024;
 /// Where a packed partition's rows are: its start in columns shared with other partitions.
 #[derive(Clone)]
 pub(super) struct Packed {
-    cols: Arc<[Column]>,
+    /// Each column shared on its own too: a scan that reads every row of a pack hands its
+    /// columns out as they are ([`super::Partition::pack`]).
+    cols: Arc<[Arc<Column>]>,
     start: usize,
 }
 
 impl std::fmt::Debug for Packed {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let rows = self.cols.first().map_or(0, Column::len);
+        let rows = self.cols.first().map_or(0, |c| c.len());
         write!(f, "Packed {{ start: {}, pack rows: {rows} }}", self.start)
     }
 }
@@ -53,6 +55,11 @@ impl Packed {
         (&self.cols[c], self.start)
     }
 
+    /// The pack's columns and the partition's first row in them.
+    pub(super) fn columns(&self) -> (&[Arc<Column>], usize) {
+        (&self.cols, self.start)
+    }
+
     /// The partition's `rows` rows copied out, one column each.
     pub(super) fn unpack(&self, rows: usize) -> Vec<Arc<Column>> {
         self.cols.iter().map(|c| Arc::new(c.slice(self.start, rows))).collect()
@@ -61,7 +68,7 @@ impl Packed {
 
 /// Bytes of column data the partitions hold: each pack counted once, dead rows included.
 pub(super) fn data_bytes(parts: &[Arc<Partition>]) -> usize {
-    let mut packs: Vec<&Arc<[Column]>> = Vec::new();
+    let mut packs: Vec<&Arc<[Arc<Column>]>> = Vec::new();
     let mut bytes = 0;
     for p in parts {
         match &p.packed {
@@ -71,7 +78,7 @@ pub(super) fn data_bytes(parts: &[Arc<Partition>]) -> usize {
             Some(_) => {}
         }
     }
-    bytes + packs.iter().flat_map(|pk| pk.iter()).map(Column::data_bytes).sum::<usize>()
+    bytes + packs.iter().flat_map(|pk| pk.iter()).map(|c| c.data_bytes()).sum::<usize>()
 }
 
 impl Table {
@@ -139,7 +146,7 @@ impl Table {
                 })
                 .collect();
             match Column::concat_ranges(&spans) {
-                Ok(col) => cols.push(col),
+                Ok(col) => cols.push(Arc::new(col)),
                 // Partitions are consistent by construction; should one not be, it stays loose.
                 Err(e) => {
                     debug_assert!(false, "packing table '{}': {e}", self.name);
@@ -147,7 +154,7 @@ impl Table {
                 }
             }
         }
-        let cols: Arc<[Column]> = cols.into();
+        let cols: Arc<[Arc<Column>]> = cols.into();
         let mut start = 0;
         for &s in &slots {
             let p = Arc::make_mut(&mut self.parts[s]);
@@ -156,7 +163,7 @@ impl Table {
             p.packed = Some(Packed { cols: cols.clone(), start });
             start += rows;
         }
-        debug_assert_eq!(start, cols.first().map_or(0, Column::len));
+        debug_assert_eq!(start, cols.first().map_or(0, |c| c.len()));
         slots.len()
     }
 }
