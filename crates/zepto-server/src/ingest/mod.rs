@@ -157,7 +157,7 @@ impl Mark {
     }
 }
 
-/// [`write`] of a body handed over: a CSV, JSON-lines or Arrow body is dropped once decoded,
+/// [`write`](fn@write) of a body handed over: a CSV, JSON-lines or Arrow body is dropped once decoded,
 /// before its rows are logged and stored. A 480 MB Arrow body was held through both, beside
 /// the decoded rows and the log's copy of them.
 pub fn write_owned(
