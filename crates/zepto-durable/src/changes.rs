@@ -101,8 +101,9 @@ pub fn encode(changes: &[Change<'_>]) -> Result<Vec<u8>, StorageError> {
         let head = out.len();
         out.extend_from_slice(&[0u8; 5]);
         let kind = put_change(c, &mut out)?;
-        let len = u32::try_from(out.len() - head - 5)
-            .map_err(|_| StorageError::Durability(format!("a change of {} bytes is too large to log", out.len())))?;
+        let body = out.len() - head - 5;
+        let len = u32::try_from(body)
+            .map_err(|_| StorageError::Durability(format!("a change of {body} bytes is too large to log")))?;
         out[head] = kind;
         out[head + 1..head + 5].copy_from_slice(&len.to_le_bytes());
     }

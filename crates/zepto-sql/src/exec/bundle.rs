@@ -66,8 +66,7 @@ pub fn output_runs<'p, 'a>(ps: &'p [Piece<'a>]) -> Vec<OutputRun<'p, 'a>> {
 /// A piece shared as its own output batch: a large one, or a whole loose partition too large
 /// to be packed.
 fn shared_alone(p: &Piece) -> bool {
-    let whole = p.range.start == 0 && p.range.end == p.part.len() && !p.part.is_packed();
-    p.range.len() >= SMALL_PIECE || (whole && p.range.len() >= PACK_ROWS)
+    p.range.len() >= SMALL_PIECE || (p.is_whole() && !p.part.is_packed() && p.range.len() >= PACK_ROWS)
 }
 
 /// A pack a scan reads whole ([`whole_pack_at`]).
@@ -87,10 +86,9 @@ fn whole_pack_at<'a>(ps: &[Piece<'a>]) -> Option<WholePack<'a>> {
     let rows = cols.first()?.len();
     let (mut next, mut loose) = (0, Vec::new());
     for (k, p) in ps.iter().enumerate() {
-        let whole = p.range == (0..p.part.len());
         match p.part.pack() {
-            Some((c, start)) if std::ptr::eq(c, cols) && start == next && whole => next += p.part.len(),
-            None if whole && p.range.len() >= PACK_ROWS => loose.push(k),
+            Some((c, start)) if std::ptr::eq(c, cols) && start == next && p.is_whole() => next += p.part.len(),
+            None if p.is_whole() && p.range.len() >= PACK_ROWS => loose.push(k),
             _ => return None,
         }
         if next == rows {

@@ -25,6 +25,11 @@ impl<'a> Piece<'a> {
         let (col, at) = self.part.source(c);
         (col, at + self.range.start..at + self.range.end)
     }
+
+    /// Whether the piece is every row of its partition.
+    pub fn is_whole(&self) -> bool {
+        self.range == (0..self.part.len())
+    }
 }
 
 /// A piece's rows of `columns`, filtered by the shape's filters when there are any.
@@ -107,7 +112,7 @@ pub fn history_keys<'r>(table: &Table, range: &'r ScanRange) -> Option<Option<&'
 /// The requested columns of one piece (shared when the piece is a whole loose partition).
 pub fn piece_batch(piece: &Piece, columns: &[usize]) -> Batch {
     let p = piece.part;
-    let whole = piece.range.start == 0 && piece.range.end == p.len() && !p.is_packed();
+    let whole = piece.is_whole() && !p.is_packed();
     let cols = columns
         .iter()
         .map(|&c| match whole {
