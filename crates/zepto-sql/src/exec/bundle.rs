@@ -3,15 +3,15 @@
 //! and its output batch cost the same whatever its rows. With 100k symbols a partition holds
 //! a few rows, so neighbouring small pieces are gathered into bundles and each bundle runs as
 //! one batch: the operator's output is the same, since no group or window partition spans
-//! two table partitions and the rows keep scan order.
+//! two table partitions and the rows keep scan order. A scan of every row reads a whole pack
+//! (a run of small partitions whose rows share columns) as one unit, its columns shared: a
+//! bundle made without a copy, or a visit of each partition.
 
-use super::scan::{filtered_piece, pieces_batch, Piece};
+use super::scan::{filtered_piece, pieces_batch, Span, Unit};
 use super::{Batch, ExecContext};
 use crate::error::Result;
 use crate::plan::physical::ScanShape;
-use std::sync::Arc;
 use zepto_storage::table::PACK_ROWS;
-use zepto_storage::Column;
 
 /// A piece with fewer rows than this runs together with its small neighbours.
 const SMALL_PIECE: usize = 4096;
@@ -24,78 +24,27 @@ const BUNDLE_ROWS: usize = 16 * 1024;
 /// for the doors to send (an Arrow message each), and a copy of at most this many rows.
 const OUTPUT_ROWS: usize = 64 * 1024;
 
-/// The pieces cut into runs of neighbours: a piece of [`SMALL_PIECE`] rows or more alone, and
-/// consecutive smaller ones together up to [`BUNDLE_ROWS`] rows. Scan order is kept.
-pub fn bundles<'p, 'a>(ps: &'p [Piece<'a>]) -> Vec<&'p [Piece<'a>]> {
-    cut(ps, |p| p.range.len(), |p| p.range.len() >= SMALL_PIECE, BUNDLE_ROWS)
+/// The pieces (or units) cut into runs of neighbours: one of [`SMALL_PIECE`] rows or more
+/// alone (a whole pack, read as its columns, is one), and consecutive smaller ones together up
+/// to [`BUNDLE_ROWS`] rows. Scan order is kept.
+pub fn bundles<S: Span>(ps: &[S]) -> Vec<&[S]> {
+    cut(ps, S::rows, |p| p.rows() >= SMALL_PIECE, BUNDLE_ROWS)
 }
 
-/// One output batch of a scan ([`output_runs`]).
-pub enum OutputRun<'p, 'a> {
-    /// Pieces to gather into one batch (or one piece to share, see [`output_runs`]).
-    Pieces(&'p [Piece<'a>]),
-    /// Every row of a pack, in its columns as they are.
-    Pack(&'a [Arc<Column>]),
-}
-
-/// [`bundles`] for a scan's output batches: runs of small pieces up to [`OUTPUT_ROWS`] rows.
+/// [`bundles`] for a scan's output batches: runs of small units up to [`OUTPUT_ROWS`] rows.
 /// A scan over 100k symbols handed out a batch per partition, a hundred thousand batches of ten
 /// rows (and an allocation per column of each) for the doors to join again. A whole loose
 /// partition too large to be packed stays alone: its columns are shared, not copied (the
-/// Python package hands them out without a copy). So does a whole pack, when the scan reads
-/// every partition of it whole (a bulk-loaded table of many symbols): it is handed out where
-/// its first partition comes, and the large loose partitions between its partitions after it.
-pub fn output_runs<'p, 'a>(ps: &'p [Piece<'a>]) -> Vec<OutputRun<'p, 'a>> {
-    let mut out = Vec::new();
-    let (mut from, mut i) = (0, 0);
-    while i < ps.len() {
-        let Some(pack) = whole_pack_at(&ps[i..]) else {
-            i += 1;
-            continue;
-        };
-        out.extend(cut(&ps[from..i], |p| p.range.len(), shared_alone, OUTPUT_ROWS).into_iter().map(OutputRun::Pieces));
-        out.push(OutputRun::Pack(pack.cols));
-        out.extend(pack.loose.iter().map(|&k| OutputRun::Pieces(&ps[i + k..=i + k])));
-        i += pack.pieces;
-        from = i;
-    }
-    out.extend(cut(&ps[from..], |p| p.range.len(), shared_alone, OUTPUT_ROWS).into_iter().map(OutputRun::Pieces));
-    out
+/// Python package hands them out without a copy). So does a whole pack (a scan of every row
+/// of a bulk-loaded table of many symbols reads its packs so).
+pub fn output_runs<'p, 'a>(us: &'p [Unit<'a>]) -> Vec<&'p [Unit<'a>]> {
+    cut(us, Unit::rows, shared_alone, OUTPUT_ROWS)
 }
 
-/// A piece shared as its own output batch: a large one, or a whole loose partition too large
-/// to be packed.
-fn shared_alone(p: &Piece) -> bool {
-    p.range.len() >= SMALL_PIECE || (p.is_whole() && !p.part.is_packed() && p.range.len() >= PACK_ROWS)
-}
-
-/// A pack a scan reads whole ([`whole_pack_at`]).
-struct WholePack<'a> {
-    cols: &'a [Arc<Column>],
-    /// Pieces from the pack's first partition to its last.
-    pieces: usize,
-    /// Of those, the loose partitions between the pack's (large, and whole).
-    loose: Vec<usize>,
-}
-
-/// When `ps` starts with the first partition of a pack and goes on with every other partition
-/// of it, each whole and in the pack's order, with only whole loose partitions too large to be
-/// packed between them: that pack.
-fn whole_pack_at<'a>(ps: &[Piece<'a>]) -> Option<WholePack<'a>> {
-    let (cols, 0) = ps.first()?.part.pack()? else { return None };
-    let rows = cols.first()?.len();
-    let (mut next, mut loose) = (0, Vec::new());
-    for (k, p) in ps.iter().enumerate() {
-        match p.part.pack() {
-            Some((c, start)) if std::ptr::eq(c, cols) && start == next && p.is_whole() => next += p.part.len(),
-            None if p.is_whole() && p.range.len() >= PACK_ROWS => loose.push(k),
-            _ => return None,
-        }
-        if next == rows {
-            return Some(WholePack { cols, pieces: k + 1, loose });
-        }
-    }
-    None
+/// A unit shared as its own output batch: a large one, or a whole pack or loose partition as
+/// large as a partition too large to be packed.
+fn shared_alone(u: &Unit) -> bool {
+    u.rows() >= SMALL_PIECE || (u.is_shared_whole() && u.rows() >= PACK_ROWS)
 }
 
 /// The items cut into runs (`len(item)` rows each): an item for which `alone` holds by itself,
@@ -126,16 +75,18 @@ fn cut<T>(ps: &[T], len: impl Fn(&T) -> usize, alone: impl Fn(&T) -> bool, limit
     out
 }
 
-/// A bundle's rows of the scan's columns, one piece after another, that pass its filters. A
-/// single piece is shared as [`filtered_piece`] reads it; several are copied once per column,
-/// then filtered: a filter looks at one row at a time, so it keeps the rows it would keep piece
-/// by piece.
-pub fn filtered_bundle(ctx: &ExecContext, shape: &ScanShape, bundle: &[Piece]) -> Result<Batch> {
-    if let [p] = bundle {
-        return filtered_piece(ctx, shape, p);
+/// A bundle's rows of the scan's columns, one unit after another, that pass its filters. A
+/// single unit is shared as it is read ([`filtered_piece`] for a piece); several are copied
+/// once per column, then filtered: a filter looks at one row at a time, so it keeps the rows it
+/// would keep unit by unit.
+pub fn filtered_bundle(ctx: &ExecContext, shape: &ScanShape, bundle: &[Unit]) -> Result<Batch> {
+    match bundle {
+        [Unit::Piece(p)] => filtered_piece(ctx, shape, p),
+        _ => {
+            let us: Vec<&Unit> = bundle.iter().collect();
+            shape.apply_filter(ctx, pieces_batch(shape.table, shape.columns, &us)?)
+        }
     }
-    let ps: Vec<&Piece> = bundle.iter().collect();
-    shape.apply_filter(ctx, pieces_batch(shape.table, shape.columns, &ps)?)
 }
 
 #[cfg(test)]

@@ -134,20 +134,14 @@ fn run_chunks(ctx: &ExecContext, plan: &Plan) -> Result<Vec<Batch>> {
 fn chunks_node(ctx: &ExecContext, plan: &Plan) -> Result<(&'static str, Vec<Batch>)> {
     Ok(match plan {
         Plan::Scan { table, columns, range } => {
-            let ps = scan::pieces(table, range);
-            if ps.len() < 2 {
-                return Ok(("Scan", vec![scan::scan(table, columns, range)?]));
+            let us = scan::units(table, range);
+            if us.len() < 2 {
+                return Ok(("Scan", vec![scan::pieces_batch(table, columns, &us.iter().collect::<Vec<_>>())?]));
             }
             // Whole large partitions and whole packs shared as they are, runs of small
             // partitions copied together.
-            let batch = |run: bundle::OutputRun| match run {
-                bundle::OutputRun::Pieces(r) => scan::pieces_batch(table, columns, &r.iter().collect::<Vec<_>>()),
-                bundle::OutputRun::Pack(cols) => {
-                    let rows = cols.first().map_or(0, |c| c.len());
-                    Ok(Batch::shared(columns.iter().map(|&c| cols[c].clone()).collect(), rows))
-                }
-            };
-            ("Scan", bundle::output_runs(&ps).into_iter().map(batch).collect::<Result<_>>()?)
+            let batch = |run: &[scan::Unit]| scan::pieces_batch(table, columns, &run.iter().collect::<Vec<_>>());
+            ("Scan", bundle::output_runs(&us).into_iter().map(batch).collect::<Result<_>>()?)
         }
         // Row-local expressions are evaluated batch by batch; a column reference shares its
         // input's column.

@@ -31,7 +31,7 @@ use super::accum::Mode;
 use super::aggregate::{columns_read, grouped, Grouped};
 use super::bundle::bundles;
 use super::history::ts_cut;
-use super::scan::{pieces, pieces_batch, Piece};
+use super::scan::{pieces_batch, Span, Unit};
 use super::{Batch, ExecContext};
 use crate::error::{Result, SqlError};
 use crate::plan::physical::{monotonic_in, reads_history, scan_shape, ScanShape};
@@ -113,15 +113,15 @@ fn run(ctx: &ExecContext, s: ScanShape, keys: &[BExpr], aggs: &[AggCall]) -> Res
         }
     };
     let mut outs: Vec<Grouped> = ctx.par_map(&units, rows, unit_partial)?.into_iter().flatten().collect();
-    // In memory: every partition on every core, small ones a bundle at a time. A bundle's rows
-    // are time-sorted partition by partition, and run keys include the partition key, so no
+    // In memory: every partition on every core, small ones a bundle at a time (or a whole pack
+    // at a time, as its columns). A bundle's rows are time-sorted partition by partition, and run keys include the partition key, so no
     // run crosses from one partition to the next.
-    let ps = pieces(table, range);
-    let rows = ps.iter().map(|p| p.range.len()).sum();
-    let bundle_partial = |c: &ExecContext, b: &&[Piece]| -> Result<Option<Grouped>> {
+    let us = super::scan::units(table, range);
+    let rows = us.iter().map(Span::rows).sum();
+    let bundle_partial = |c: &ExecContext, b: &&[Unit]| -> Result<Option<Grouped>> {
         partial(c, pieces_batch(table, s.columns, &b.iter().collect::<Vec<_>>())?, true)
     };
-    outs.extend(ctx.par_map(&bundles(&ps), rows, bundle_partial)?.into_iter().flatten());
+    outs.extend(ctx.par_map(&bundles(&us), rows, bundle_partial)?.into_iter().flatten());
     merge(ctx, outs, keys, aggs, &s, table)
 }
 

@@ -8,7 +8,7 @@
 use super::accum::Mode;
 use super::aggregate::{aggregate, aggregate_runs, columns_read, grouped};
 use super::bundle::{bundles, filtered_bundle};
-use super::scan::{filtered_piece, pieces, Piece};
+use super::scan::{filtered_piece, units, Piece, Span, Unit};
 use super::{Batch, ExecContext};
 use crate::error::{Result, SqlError};
 use crate::expr::functions::ScalarFunc;
@@ -41,16 +41,17 @@ pub fn aggregate_chunks(
             .map(|(j, _)| j)
             .collect()
     });
-    let ps = pieces(table, range);
-    // Partitions aggregate independently: on every core, small ones a bundle at a time.
-    let one = |c: &ExecContext, bundle: &&[Piece]| -> Result<Option<Batch>> {
-        if let [p] = bundle {
+    let us = units(table, range);
+    // Partitions aggregate independently: on every core, small ones a bundle (or a whole pack)
+    // at a time.
+    let one = |c: &ExecContext, bundle: &&[Unit]| -> Result<Option<Batch>> {
+        if let [Unit::Piece(p)] = bundle {
             return piece_groups(c, &shape, p, keys, aggs, run_keys.as_deref(), tp);
         }
         bundle_groups(c, &shape, bundle, keys, aggs, run_keys.is_some())
     };
-    let bs = bundles(&ps);
-    let rows = ps.iter().map(|p| p.range.len()).sum();
+    let bs = bundles(&us);
+    let rows = us.iter().map(Span::rows).sum();
     let outs: Vec<Batch> = ctx.par_map(&bs, rows, one)?.into_iter().flatten().collect();
     if outs.is_empty() {
         // No rows: no groups (the keys include the partition key), in the output's types.
@@ -90,7 +91,7 @@ fn piece_groups(
 fn bundle_groups(
     c: &ExecContext,
     shape: &ScanShape,
-    bundle: &[Piece],
+    bundle: &[Unit],
     keys: &[BExpr],
     aggs: &[AggCall],
     runs: bool,

@@ -9,6 +9,7 @@ use crate::plan::physical::ScanShape;
 use crate::plan::ScanRange;
 use std::ops::Range;
 use std::sync::Arc;
+use zepto_storage::table::PACK_ROWS;
 use zepto_storage::{Column, ColumnData, Partition, Table};
 
 /// One partition's rows that a scan reads.
@@ -30,6 +31,111 @@ impl<'a> Piece<'a> {
     pub fn is_whole(&self) -> bool {
         self.range == (0..self.part.len())
     }
+}
+
+/// Rows a scan reads in one place: a piece of a partition, or a whole pack ([`Unit`]).
+pub trait Span {
+    /// How many rows.
+    fn rows(&self) -> usize;
+    /// Column `c` of the rows where they live: a storage column and the rows' range in it.
+    fn col(&self, c: usize) -> (&Column, Range<usize>);
+    /// The partition key every row holds: the key of a piece's partition (`None` for the
+    /// NULL-key partition, and for a pack, whose rows hold many keys).
+    fn key(&self) -> Option<u32>;
+    /// The rows of `columns` as a batch: shared where the columns hold exactly these rows.
+    fn batch(&self, columns: &[usize]) -> Batch;
+}
+
+impl Span for Piece<'_> {
+    fn rows(&self) -> usize {
+        self.range.len()
+    }
+
+    fn col(&self, c: usize) -> (&Column, Range<usize>) {
+        Piece::col(self, c)
+    }
+
+    fn key(&self) -> Option<u32> {
+        self.part.key()
+    }
+
+    fn batch(&self, columns: &[usize]) -> Batch {
+        piece_batch(self, columns)
+    }
+}
+
+/// What a scan reads: a piece of a partition, or every row of a pack.
+pub enum Unit<'a> {
+    /// One partition's rows.
+    Piece(Piece<'a>),
+    /// A whole pack's columns ([`zepto_storage::table::Run::pack`]): the rows of a run of
+    /// neighbouring small partitions, slot after slot, read without visiting them.
+    Pack(&'a [Arc<Column>]),
+}
+
+impl Unit<'_> {
+    /// Whether the unit's columns are shared as they are: a whole pack, or every row of a
+    /// loose partition.
+    pub fn is_shared_whole(&self) -> bool {
+        match self {
+            Unit::Piece(p) => p.is_whole() && !p.part.is_packed(),
+            Unit::Pack(_) => true,
+        }
+    }
+}
+
+impl Span for Unit<'_> {
+    fn rows(&self) -> usize {
+        match self {
+            Unit::Piece(p) => p.range.len(),
+            Unit::Pack(cols) => cols.first().map_or(0, |c| c.len()),
+        }
+    }
+
+    fn col(&self, c: usize) -> (&Column, Range<usize>) {
+        match self {
+            Unit::Piece(p) => p.col(c),
+            Unit::Pack(cols) => (&cols[c], 0..cols[c].len()),
+        }
+    }
+
+    fn key(&self) -> Option<u32> {
+        match self {
+            Unit::Piece(p) => p.part.key(),
+            Unit::Pack(_) => None,
+        }
+    }
+
+    fn batch(&self, columns: &[usize]) -> Batch {
+        match self {
+            Unit::Piece(p) => piece_batch(p, columns),
+            Unit::Pack(cols) => Batch::shared(columns.iter().map(|&c| cols[c].clone()).collect(), self.rows()),
+        }
+    }
+}
+
+/// The units of a scan over `range`. Without a key list or a time bound it reads every row:
+/// the table's runs then give each whole pack of at least [`PACK_ROWS`] rows as its columns, and
+/// a piece for every other partition with rows, without visiting the packed ones. Otherwise, a
+/// piece for every partition read ([`pieces`]).
+pub fn units<'a>(table: &'a Table, range: &ScanRange) -> Vec<Unit<'a>> {
+    if range.keys.is_some() || ts_bounded(range) {
+        return pieces(table, range).into_iter().map(Unit::Piece).collect();
+    }
+    let parts = table.partitions();
+    let mut out = Vec::new();
+    for run in table.runs() {
+        match run.pack() {
+            Some(cols) if cols.first().is_some_and(|c| c.len() >= PACK_ROWS) => out.push(Unit::Pack(cols)),
+            _ => out.extend(
+                parts[run.slots()]
+                    .iter()
+                    .filter(|p| !p.is_empty())
+                    .map(|p| Unit::Piece(Piece { part: p, range: 0..p.len() })),
+            ),
+        }
+    }
+    out
 }
 
 /// A piece's rows of `columns`, filtered by the shape's filters when there are any.
@@ -133,22 +239,22 @@ pub fn scan(table: &Table, columns: &[usize], range: &ScanRange) -> Result<Batch
         debug_assert_eq!(table.row_count(), table.partitions().iter().map(|p| p.len()).sum::<usize>());
         return Ok(Batch::new(Vec::new(), table.row_count()));
     }
-    let ps = pieces(table, range);
-    pieces_batch(table, columns, &ps.iter().collect::<Vec<_>>())
+    let us = units(table, range);
+    pieces_batch(table, columns, &us.iter().collect::<Vec<_>>())
 }
 
-/// The rows of pieces `ps` of `table`, one after another, in its `columns`: one piece as
-/// [`piece_batch`] shares it, several copied once per column (no slice of each made first), no
-/// piece as empty columns of the schema's types.
-pub fn pieces_batch(table: &Table, columns: &[usize], ps: &[&Piece]) -> Result<Batch> {
+/// The rows of `ps` (pieces or units) of `table`, one after another, in its `columns`: one
+/// shared as [`Span::batch`] gives it, several copied once per column (no slice of each made
+/// first), none as empty columns of the schema's types.
+pub fn pieces_batch<S: Span>(table: &Table, columns: &[usize], ps: &[&S]) -> Result<Batch> {
     match ps {
         [] => {
             let cols = columns.iter().map(|&c| Column::nulls(table.schema().columns[c].data_type, 0)).collect();
             Ok(Batch::new(cols, 0))
         }
-        [p] => Ok(piece_batch(p, columns)),
+        [p] => Ok(p.batch(columns)),
         _ => {
-            let rows = ps.iter().map(|p| p.range.len()).sum();
+            let rows = ps.iter().map(|p| p.rows()).sum();
             // Every column's spans in one walk over the pieces: each partition is reached once.
             // Neighbours in one pack are one span.
             let mut spans: Vec<Vec<(&Column, Range<usize>)>> = vec![Vec::with_capacity(ps.len()); columns.len()];
@@ -175,17 +281,20 @@ pub fn pieces_batch(table: &Table, columns: &[usize], ps: &[&Piece]) -> Result<B
     }
 }
 
-/// Column `j` of pieces `ps` (`rows` in all) when it is the partition key and no piece is the
-/// NULL-key partition: each piece's key code repeated, without reading the partitions' key
+/// Column `j` of pieces `ps` (`rows` in all) when it is the partition key and each is a piece of
+/// a keyed partition (not the NULL-key one, not a pack): each piece's key code repeated, without reading the partitions' key
 /// columns (every row of a partition holds its key).
-fn key_codes(table: &Table, j: usize, ps: &[&Piece], rows: usize) -> Option<Column> {
+fn key_codes<S: Span>(table: &Table, j: usize, ps: &[&S], rows: usize) -> Option<Column> {
     if table.key_col() != Some(j) {
         return None;
     }
     let mut codes = Vec::with_capacity(rows);
     for p in ps {
-        codes.resize(codes.len() + p.range.len(), p.part.key()?);
+        codes.resize(codes.len() + p.rows(), p.key()?);
     }
-    debug_assert!(ps.iter().all(|p| (0..p.range.len()).all(|i| p.part.is_valid(j, p.range.start + i))));
+    debug_assert!(ps.iter().all(|p| {
+        let (col, r) = p.col(j);
+        r.clone().all(|i| col.is_valid(i))
+    }));
     Some(Column::from_data(ColumnData::Symbol { codes, dict: table.dict().clone() }))
 }

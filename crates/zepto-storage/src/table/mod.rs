@@ -17,7 +17,9 @@ use crate::index::IndexDef;
 mod dedup;
 mod history_reader;
 mod pack;
-pub use pack::PACK_ROWS;
+pub use pack::{PACK_ROWS, PACK_TARGET_ROWS};
+mod parts;
+pub use parts::Run;
 mod shard;
 mod split;
 use crate::types::DataType;
@@ -300,7 +302,7 @@ pub struct Table {
     /// Index of the designated timestamp column.
     ts_col: Option<usize>,
     dict: Arc<Dict>,
-    parts: Vec<Arc<Partition>>,
+    parts: parts::Parts,
     /// Dictionary code → index into `parts`.
     slot_of_code: Vec<u32>,
     null_slot: Option<usize>,
@@ -391,7 +393,7 @@ impl Table {
             key_col,
             ts_col,
             dict: Arc::new(Dict::default()),
-            parts: Vec::new(),
+            parts: parts::Parts::default(),
             slot_of_code: Vec::new(),
             null_slot: None,
             rows: 0,
@@ -549,6 +551,13 @@ impl Table {
         &self.parts
     }
 
+    /// The partitions' slots in runs that a scan of every row reads alike: whole packs, read as
+    /// their columns without visiting a partition, and the slots between them, read partition
+    /// by partition. Found by one walk the first time a version of the table asks.
+    pub fn runs(&self) -> &[Run] {
+        self.parts.runs()
+    }
+
     /// The partition holding key `code`, if any rows have it.
     pub fn partition_for_code(&self, code: u32) -> Option<&Arc<Partition>> {
         let slot = *self.slot_of_code.get(code as usize)?;
@@ -615,7 +624,7 @@ impl Table {
         let Some(t) = self.ts_col else { return 0 };
         let had_pack = self.has_pack();
         let mut removed = 0;
-        for p in &mut self.parts {
+        for p in self.parts.all_mut() {
             let r = p.ts_range(t, i64::MIN, before.saturating_sub(1));
             if r.is_empty() {
                 continue;
@@ -724,7 +733,7 @@ impl Table {
         let by_target = place.split_batch(batch, n >= PARALLEL_APPEND_ROWS)?;
         // Partitions take their rows independently: a bulk load fills them on every core.
         let (ts_col, dict, dedup) = (self.ts_col, self.dict.clone(), &self.dedup);
-        let work = targets_mut(&mut self.parts, place.targets(), by_target);
+        let work = targets_mut(self.parts.all_mut(), place.targets(), by_target);
         // Rows added and rows replaced, summed over partitions.
         let (added, replaced) = (AtomicUsize::new(0), AtomicUsize::new(0));
         let fill = |(mut cols, p): (Vec<Column>, &mut Arc<Partition>)| {
@@ -762,7 +771,7 @@ impl Table {
     fn append_spread(&mut self, batch: &[Column], place: &split::Placement) {
         let (rows, spans) = place.grouped_rows();
         let (ts_col, dict) = (self.ts_col, self.dict.clone());
-        for (span, p) in targets_mut(&mut self.parts, place.targets(), spans) {
+        for (span, p) in targets_mut(self.parts.all_mut(), place.targets(), spans) {
             append_picked(Arc::make_mut(p), batch, &rows[span], ts_col, &dict);
         }
         self.rows += rows.len();
@@ -911,7 +920,7 @@ impl Table {
             if rows.is_empty() {
                 continue;
             }
-            Arc::make_mut(&mut self.parts[*slot as usize]).remove_rows(rows);
+            self.parts.make_mut(*slot as usize).remove_rows(rows);
         }
         self.rows -= n;
         self.mutations += 1;
@@ -959,7 +968,7 @@ impl Table {
             if rows.is_empty() {
                 continue;
             }
-            let p = Arc::make_mut(&mut self.parts[*slot as usize]);
+            let p = self.parts.make_mut(*slot as usize);
             let len = p.len();
             let cols = p.own_mut();
             // Old rows keep their index; row rows[j] takes value len + j of the concatenation.
@@ -1084,7 +1093,7 @@ impl Table {
         self.check_new_column(&def)?;
         let dt = def.data_type;
         let dict = self.dict.clone();
-        for p in &mut self.parts {
+        for p in self.parts.all_mut() {
             let p = Arc::make_mut(p);
             let mut c = Column::nulls(dt, p.len());
             if let ColumnData::Symbol { dict: d, .. } = c.data_mut() {

@@ -4,9 +4,11 @@
 //! partition's own columns are a dozen allocations for a few hundred bytes of values. The
 //! table then holds 2-3x its raw bytes, and a scan reaches every partition's columns through
 //! pointers of their own, a cache miss each. Packing copies the rows of every partition under
-//! [`PACK_ROWS`] into one set of columns, partition after partition in slot order; a packed
-//! partition keeps only where its rows start. Scans read neighbouring packed partitions as one
-//! range ([`Partition::source`]). A change to a packed partition first copies its rows back out
+//! [`PACK_ROWS`] into shared columns, partition after partition in slot order, a pack for every
+//! run of neighbouring small slots of up to [`PACK_TARGET_ROWS`] rows; a packed partition keeps
+//! only where its rows start. Scans read neighbouring packed partitions as one range
+//! ([`Partition::source`]), and a scan of every row reads a whole pack as its columns
+//! ([`super::Run`]). A change to a packed partition first copies its rows back out
 //! (`Partition::own_mut`), and its rows in the pack are dead until the next packing.
 //!
 //! When: after a bulk append (a batch of at least as many rows as the table has partitions),
@@ -25,6 +27,11 @@ use std::sync::Arc;
 /// Partitions with fewer rows than this are packed; larger ones keep columns of their own,
 /// which scans share without copying.
 pub const PACK_ROWS: usize = 1024;
+
+/// Rows a pack gathers before the next one starts: a scan of every row reads a whole pack as
+/// one batch, so a pack is about the size of such a batch (the doors send 64k rows a message),
+/// and a table of many has enough of them to keep every core busy.
+pub const PACK_TARGET_ROWS: usize = 64 * 1024;
 
 /// Fewer small loose partitions than this are not worth a packing.
 pub const PACK_MIN_PARTS: usize = 1024;
@@ -58,6 +65,11 @@ impl Packed {
     /// The pack's columns and the partition's first row in them.
     pub(super) fn columns(&self) -> (&[Arc<Column>], usize) {
         (&self.cols, self.start)
+    }
+
+    /// The pack's columns, shared.
+    pub(super) fn shared(&self) -> &Arc<[Arc<Column>]> {
+        &self.cols
     }
 
     /// The partition's `rows` rows copied out, one column each.
@@ -128,14 +140,55 @@ impl Table {
         }
     }
 
-    /// Copy every partition under `PACK_ROWS` (1,024) rows into one new pack, in slot order;
-    /// returns how many were packed. Rows, their order and lineages stay.
+    /// Copy the partitions under `PACK_ROWS` (1,024) rows into new packs, in slot order;
+    /// returns how many were packed. A pack takes neighbouring small partitions until it holds
+    /// [`PACK_TARGET_ROWS`] rows, and a large partition between two small ones ends it, so that
+    /// a pack's rows are those of a run of slots ([`super::Run`]). A small partition alone
+    /// between large ones stays (or becomes) loose. Rows, their order and lineages stay.
     pub fn pack_small(&mut self) -> usize {
-        let slots: Vec<usize> = (0..self.parts.len()).filter(|&s| self.parts[s].len() < PACK_ROWS).collect();
         self.since_pack = 0;
-        if slots.len() < 2 {
-            return 0;
+        let mut packed = 0;
+        for slots in self.pack_groups() {
+            if slots.len() < 2 {
+                // Let go of its old pack, if any: it would keep every row of that pack alive.
+                for s in slots {
+                    if self.parts[s].is_packed() {
+                        self.parts.make_mut(s).own_mut();
+                    }
+                }
+                continue;
+            }
+            if !self.pack_slots(&slots) {
+                break;
+            }
+            packed += slots.len();
         }
+        packed
+    }
+
+    /// The slots of the small partitions in runs of neighbours of about [`PACK_TARGET_ROWS`]
+    /// rows at most, a large partition ending a run.
+    fn pack_groups(&self) -> Vec<Vec<usize>> {
+        let (mut out, mut cur, mut rows) = (Vec::new(), Vec::new(), 0);
+        for (s, p) in self.parts.iter().enumerate() {
+            if p.len() < PACK_ROWS {
+                cur.push(s);
+                rows += p.len();
+            }
+            if (p.len() >= PACK_ROWS || rows >= PACK_TARGET_ROWS) && !cur.is_empty() {
+                out.push(std::mem::take(&mut cur));
+                rows = 0;
+            }
+        }
+        if !cur.is_empty() {
+            out.push(cur);
+        }
+        out
+    }
+
+    /// Copy the partitions in `slots` (ascending) into one new pack; `false` (nothing changed)
+    /// if their columns do not fit together, which construction rules out.
+    fn pack_slots(&mut self, slots: &[usize]) -> bool {
         let mut cols = Vec::with_capacity(self.schema.len());
         for c in 0..self.schema.len() {
             let spans: Vec<(&Column, Range<usize>)> = slots
@@ -150,21 +203,21 @@ impl Table {
                 // Partitions are consistent by construction; should one not be, it stays loose.
                 Err(e) => {
                     debug_assert!(false, "packing table '{}': {e}", self.name);
-                    return 0;
+                    return false;
                 }
             }
         }
         let cols: Arc<[Arc<Column>]> = cols.into();
         let mut start = 0;
-        for &s in &slots {
-            let p = Arc::make_mut(&mut self.parts[s]);
+        for &s in slots {
+            let p = self.parts.make_mut(s);
             let rows = p.len();
             p.own = Vec::new();
             p.packed = Some(Packed { cols: cols.clone(), start });
             start += rows;
         }
         debug_assert_eq!(start, cols.first().map_or(0, |c| c.len()));
-        slots.len()
+        true
     }
 }
 
@@ -285,6 +338,58 @@ mod tests {
         packed.pack_small();
         same(&loose, &packed, "repacking");
         assert_eq!(packed.min_ts(), loose.min_ts());
+    }
+
+    /// The runs a table keeps, against runs found afresh: the same slots, the same packs.
+    fn runs_fresh(t: &Table) -> Vec<(Range<usize>, Option<*const Column>)> {
+        let key = |r: &super::super::Run| (r.slots(), r.pack().map(|c| Arc::as_ptr(&c[0])));
+        let kept: Vec<_> = t.runs().iter().map(key).collect();
+        assert_eq!(kept, super::super::parts::find_runs(t.partitions()).iter().map(key).collect::<Vec<_>>());
+        kept
+    }
+
+    /// Packs are runs of neighbouring small slots of about `PACK_TARGET_ROWS` rows, a large
+    /// partition between two small ones ending one; a scan's runs name each whole pack, and
+    /// forget it once a partition leaves it. A snapshot taken before keeps its own runs.
+    #[test]
+    fn packs_are_runs_of_slots_and_runs_follow_changes() {
+        let mut rng = XorShift::new(0x1234);
+        let mut t = table();
+        t.append(rows(&mut rng, 3 * PACK_ROWS, 2, 0)).expect("large partitions");
+        let syms = 12 * PACK_MIN_PARTS as u64;
+        t.append(rows(&mut rng, PACK_TARGET_ROWS + 20 * PACK_MIN_PARTS, syms, 10_000)).expect("bulk");
+        let runs = runs_fresh(&t);
+        let packs: Vec<&Range<usize>> = runs.iter().filter(|(_, p)| p.is_some()).map(|(s, _)| s).collect();
+        assert!(packs.len() >= 2, "{} rows of small partitions make more than one pack", PACK_TARGET_ROWS);
+        for r in t.runs() {
+            let parts = &t.partitions()[r.slots()];
+            let rows: usize = parts.iter().map(|p| p.len()).sum();
+            match r.pack() {
+                Some(cols) => {
+                    assert_eq!(cols[0].len(), rows, "a whole pack holds its run's rows");
+                    assert!(rows < PACK_TARGET_ROWS + PACK_ROWS);
+                    assert!(parts.iter().all(|p| p.pack().is_some_and(|(c, _)| std::ptr::eq(c, cols))));
+                }
+                None => assert!(parts.iter().all(|p| p.len() >= PACK_ROWS || !p.is_packed())),
+            }
+        }
+        // A row for one packed partition takes it out of its pack: that pack is no longer whole.
+        let before = t.clone();
+        let slot = packs[1].start + 3;
+        let code = t.partitions()[slot].key().expect("keyed");
+        let sym = t.dict().get(code).to_string();
+        let mut one = rows(&mut rng, 1, 1, 50_000);
+        let mut b = ColumnBuilder::new(DataType::Symbol, 1);
+        b.push_str(&sym).expect("sym");
+        one[1] = b.finish();
+        t.append(one).expect("one row");
+        let after = runs_fresh(&t);
+        assert!(after.iter().all(|(s, p)| p.is_none() || !s.contains(&slot)), "the touched pack is not whole");
+        assert_eq!(after.iter().filter(|(_, p)| p.is_some()).count(), packs.len() - 1);
+        assert_eq!(runs_fresh(&before), runs, "the snapshot's runs stay");
+        // Repacking makes it whole again.
+        t.pack_small();
+        assert_eq!(runs_fresh(&t).iter().filter(|(_, p)| p.is_some()).count(), packs.len());
     }
 
     /// Many small partitions pack by themselves after the append that made them.

@@ -129,7 +129,7 @@ impl Table {
         if range.is_empty() {
             return 0;
         }
-        let p = Arc::make_mut(&mut self.parts[s]);
+        let p = self.parts.make_mut(s);
         let keep: Vec<u32> = (0..range.start).chain(range.end..p.len() as u32).collect();
         for c in p.own_mut() {
             *c = Arc::new(c.take(&keep));
