@@ -24,11 +24,10 @@ const BUNDLE_ROWS: usize = 16 * 1024;
 /// for the doors to send (an Arrow message each), and a copy of at most this many rows.
 const OUTPUT_ROWS: usize = 64 * 1024;
 
-/// The pieces (or units) cut into runs of neighbours: one of [`SMALL_PIECE`] rows or more
-/// alone (a whole pack, read as its columns, is one), and consecutive smaller ones together up
-/// to [`BUNDLE_ROWS`] rows. Scan order is kept.
+/// The pieces (or units) cut into runs of neighbours: each that runs alone ([`alone`]) by
+/// itself, and consecutive others together up to [`BUNDLE_ROWS`] rows. Scan order is kept.
 pub fn bundles<S: Span>(ps: &[S]) -> Vec<&[S]> {
-    cut(ps, S::rows, |p| p.rows() >= SMALL_PIECE, BUNDLE_ROWS)
+    cut(ps, S::rows, alone, BUNDLE_ROWS)
 }
 
 /// [`bundles`] for a scan's output batches: runs of small units up to [`OUTPUT_ROWS`] rows.
@@ -38,12 +37,13 @@ pub fn bundles<S: Span>(ps: &[S]) -> Vec<&[S]> {
 /// Python package hands them out without a copy). So does a whole pack (a scan of every row
 /// of a bulk-loaded table of many symbols reads its packs so).
 pub fn output_runs<'p, 'a>(us: &'p [Unit<'a>]) -> Vec<&'p [Unit<'a>]> {
-    cut(us, Unit::rows, shared_alone, OUTPUT_ROWS)
+    cut(us, Unit::rows, alone, OUTPUT_ROWS)
 }
 
-/// A unit shared as its own output batch: a large one, or a whole pack or loose partition as
-/// large as a partition too large to be packed.
-fn shared_alone(u: &Unit) -> bool {
+/// A piece or unit that runs (or leaves a scan) as a batch of its own: a large one, or one
+/// whose columns are shared as they are (a whole pack, or a whole loose partition, too large
+/// to be packed), so that it is never copied into a bundle.
+fn alone<S: Span>(u: &S) -> bool {
     u.rows() >= SMALL_PIECE || (u.is_shared_whole() && u.rows() >= PACK_ROWS)
 }
 

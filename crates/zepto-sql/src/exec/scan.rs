@@ -44,6 +44,9 @@ pub trait Span {
     fn key(&self) -> Option<u32>;
     /// The rows of `columns` as a batch: shared where the columns hold exactly these rows.
     fn batch(&self, columns: &[usize]) -> Batch;
+    /// Whether [`Span::batch`] shares the columns as they are: every row of a loose partition,
+    /// or a whole pack.
+    fn is_shared_whole(&self) -> bool;
 }
 
 impl Span for Piece<'_> {
@@ -62,6 +65,10 @@ impl Span for Piece<'_> {
     fn batch(&self, columns: &[usize]) -> Batch {
         piece_batch(self, columns)
     }
+
+    fn is_shared_whole(&self) -> bool {
+        self.is_whole() && !self.part.is_packed()
+    }
 }
 
 /// What a scan reads: a piece of a partition, or every row of a pack.
@@ -71,17 +78,6 @@ pub enum Unit<'a> {
     /// A whole pack's columns ([`zepto_storage::table::Run::pack`]): the rows of a run of
     /// neighbouring small partitions, slot after slot, read without visiting them.
     Pack(&'a [Arc<Column>]),
-}
-
-impl Unit<'_> {
-    /// Whether the unit's columns are shared as they are: a whole pack, or every row of a
-    /// loose partition.
-    pub fn is_shared_whole(&self) -> bool {
-        match self {
-            Unit::Piece(p) => p.is_whole() && !p.part.is_packed(),
-            Unit::Pack(_) => true,
-        }
-    }
 }
 
 impl Span for Unit<'_> {
@@ -110,6 +106,13 @@ impl Span for Unit<'_> {
         match self {
             Unit::Piece(p) => piece_batch(p, columns),
             Unit::Pack(cols) => Batch::shared(columns.iter().map(|&c| cols[c].clone()).collect(), self.rows()),
+        }
+    }
+
+    fn is_shared_whole(&self) -> bool {
+        match self {
+            Unit::Piece(p) => p.is_shared_whole(),
+            Unit::Pack(_) => true,
         }
     }
 }
