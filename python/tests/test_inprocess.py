@@ -409,3 +409,35 @@ def test_vectors_round_trip_and_compare_with_duckdb():
         d.insert("emb", {"ts": ts[:1], "id": [99], "v": np.ones((1, 3), np.float32)})
     assert d.sql("SELECT count(*) FROM emb").fetchone() == (52,)
     d.close()
+
+
+def test_a_forked_child_runs_parallel_queries():
+    """Python's `multiprocessing` forks: a child has none of the parent's threads. The engine's
+    parallel sections (a pool started by the parent's first query) must still finish in it."""
+    import os
+    import signal
+
+    d = zeptodb.connect()
+    d.execute(DDL)
+    assert d.insert("trades", trades(300_000)) == 300_000
+    sql = "SELECT sym, count(*), sum(price) FROM trades GROUP BY sym ORDER BY sym"
+    want = d.sql(sql).fetchall()
+    pid = os.fork()
+    if pid == 0:
+        ok = False
+        try:
+            ok = d.sql(sql).fetchall() == want and d.sql("SELECT sum(price) FROM trades").fetchone()[0] is not None
+        finally:
+            os._exit(0 if ok else 1)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        time.sleep(0.05)
+    else:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        pytest.fail("the forked child hung in a parallel query")
+    assert os.waitstatus_to_exitcode(status) == 0, "the child's answer differs"
+    d.close()
