@@ -730,7 +730,7 @@ impl Table {
             self.after_append(n);
             return Ok(n);
         }
-        let by_target = place.split_batch(batch, n >= PARALLEL_APPEND_ROWS)?;
+        let by_target = place.split_batch(batch, n >= PARALLEL_APPEND_ROWS);
         // Partitions take their rows independently: a bulk load fills them on every core.
         let (ts_col, dict, dedup) = (self.ts_col, self.dict.clone(), &self.dedup);
         let work = targets_mut(self.parts.all_mut(), place.targets(), by_target);

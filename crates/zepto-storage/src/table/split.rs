@@ -5,10 +5,10 @@
 
 use std::collections::HashMap;
 use std::ops::Range;
+use std::sync::{Mutex, PoisonError};
 
 use crate::bitmap::Bitmap;
 use crate::column::{Column, ColumnData};
-use crate::error::StorageError;
 use crate::strings::StrVec;
 
 /// A batch's rows grouped by the partitions that get any: work and memory follow the batch,
@@ -74,22 +74,32 @@ impl Placement {
 
     /// Each target's rows of `batch`, in input order: split once per column (on every core
     /// when `parallel`, as for a bulk load), or the whole batch when it goes to one partition.
-    pub(super) fn split_batch(&self, batch: Vec<Column>, parallel: bool) -> Result<Vec<Vec<Column>>, StorageError> {
+    /// Each column is dropped once split, so a bulk load holds its rows about once, not twice:
+    /// only the columns being split exist both whole and in parts.
+    pub(super) fn split_batch(&self, batch: Vec<Column>, parallel: bool) -> Vec<Vec<Column>> {
         if let [_] = self.targets[..] {
-            return Ok(vec![batch]);
+            return vec![batch];
         }
-        let one = |c: &Column| -> Result<Vec<Column>, StorageError> { Ok(split(c, &self.part, &self.sizes)) };
-        let by_column = if parallel {
-            crate::par::try_map(&batch, one)?
-        } else {
-            batch.iter().map(one).collect::<Result<_, _>>()?
+        let width = batch.len();
+        let cells: Vec<Mutex<Vec<Column>>> = (0..width).map(|_| Mutex::new(Vec::new())).collect();
+        let one = |(i, c): (usize, Column)| {
+            let parts = split(&c, &self.part, &self.sizes);
+            drop(c);
+            *cells[i].lock().unwrap_or_else(PoisonError::into_inner) = parts;
         };
-        drop(batch);
-        let mut out: Vec<Vec<Column>> = self.targets.iter().map(|_| Vec::with_capacity(by_column.len())).collect();
-        for parts in by_column {
+        let items: Vec<(usize, Column)> = batch.into_iter().enumerate().collect();
+        if parallel {
+            crate::par::for_each(items, one);
+        } else {
+            items.into_iter().for_each(one);
+        }
+        let mut out: Vec<Vec<Column>> = self.targets.iter().map(|_| Vec::with_capacity(width)).collect();
+        for cell in cells {
+            let parts = cell.into_inner().unwrap_or_else(PoisonError::into_inner);
+            debug_assert_eq!(parts.len(), out.len());
             parts.into_iter().zip(out.iter_mut()).for_each(|(c, cols)| cols.push(c));
         }
-        Ok(out)
+        out
     }
 }
 
