@@ -60,6 +60,14 @@ const QUERIES: &[&str] = &[
     "SELECT * FROM {t} LATEST ON ts PARTITION BY sym",
     "SELECT * FROM {t} WHERE sym IN ('S1', 'S77', 'S1999') AND ts >= TIMESTAMP '2024-01-02 00:00:10'",
     "SELECT * FROM {t} WHERE ts BETWEEN TIMESTAMP '2024-01-02 00:00:05' AND TIMESTAMP '2024-01-02 00:00:06'",
+    // A time range over every partition: packs are cut by their timestamps, not walked.
+    "SELECT count(*), sum(px), min(ts), max(ts) FROM {t} \
+     WHERE ts BETWEEN TIMESTAMP '2024-01-02 00:00:10' AND TIMESTAMP '2024-01-02 00:00:30'",
+    "SELECT sym, count(*), last(px), first(n) FROM {t} WHERE ts >= TIMESTAMP '2024-01-02 00:00:20' GROUP BY sym",
+    "SELECT n % 3 AS k, count(*), sum(px) FROM {t} WHERE ts < TIMESTAMP '2024-01-02 00:00:25' GROUP BY k",
+    "SELECT sym, ts, sum(n) OVER (PARTITION BY sym ORDER BY ts ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) FROM {t} \
+     WHERE ts > TIMESTAMP '2024-01-02 00:00:40'",
+    "SELECT ts, sym, px FROM {t} WHERE ts <= TIMESTAMP '2024-01-02 00:00:15' AND px > 200",
 ];
 
 fn same_answers(e: &Engine, when: &str) {

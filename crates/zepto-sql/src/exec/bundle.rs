@@ -7,7 +7,7 @@
 //! (a run of small partitions whose rows share columns) as one unit, its columns shared: a
 //! bundle made without a copy, or a visit of each partition.
 
-use super::scan::{filtered_piece, pieces_batch, Span, Unit};
+use super::scan::{filtered_piece, pieces_batch, ScanPart, Unit};
 use super::{Batch, ExecContext};
 use crate::error::Result;
 use crate::plan::physical::ScanShape;
@@ -26,7 +26,7 @@ const OUTPUT_ROWS: usize = 64 * 1024;
 
 /// The pieces (or units) cut into runs of neighbours: each that runs alone ([`alone`]) by
 /// itself, and consecutive others together up to [`BUNDLE_ROWS`] rows. Scan order is kept.
-pub fn bundles<S: Span>(ps: &[S]) -> Vec<&[S]> {
+pub fn bundles<S: ScanPart>(ps: &[S]) -> Vec<&[S]> {
     cut(ps, S::rows, alone, BUNDLE_ROWS)
 }
 
@@ -43,7 +43,7 @@ pub fn output_runs<'p, 'a>(us: &'p [Unit<'a>]) -> Vec<&'p [Unit<'a>]> {
 /// A piece or unit that runs (or leaves a scan) as a batch of its own: a large one, or one
 /// whose columns are shared as they are (a whole pack, or a whole loose partition, too large
 /// to be packed), so that it is never copied into a bundle.
-fn alone<S: Span>(u: &S) -> bool {
+fn alone<S: ScanPart>(u: &S) -> bool {
     u.rows() >= SMALL_PIECE || (u.is_shared_whole() && u.rows() >= PACK_ROWS)
 }
 

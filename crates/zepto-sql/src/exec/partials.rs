@@ -31,7 +31,7 @@ use super::accum::Mode;
 use super::aggregate::{columns_read, grouped, Grouped};
 use super::bundle::bundles;
 use super::history::ts_cut;
-use super::scan::{pieces_batch, Span, Unit};
+use super::scan::{pieces_batch, ScanPart, Unit};
 use super::{Batch, ExecContext};
 use crate::error::{Result, SqlError};
 use crate::plan::physical::{monotonic_in, reads_history, scan_shape, ScanShape};
@@ -117,7 +117,7 @@ fn run(ctx: &ExecContext, s: ScanShape, keys: &[BExpr], aggs: &[AggCall]) -> Res
     // at a time, as its columns). A bundle's rows are time-sorted partition by partition, and run keys include the partition key, so no
     // run crosses from one partition to the next.
     let us = super::scan::units(table, range);
-    let rows = us.iter().map(Span::rows).sum();
+    let rows = us.iter().map(ScanPart::rows).sum();
     let bundle_partial = |c: &ExecContext, b: &&[Unit]| -> Result<Option<Grouped>> {
         partial(c, pieces_batch(table, s.columns, &b.iter().collect::<Vec<_>>())?, true)
     };

@@ -8,7 +8,7 @@
 use super::accum::Mode;
 use super::aggregate::{aggregate, aggregate_runs, columns_read, grouped};
 use super::bundle::{bundles, filtered_bundle};
-use super::scan::{filtered_piece, units, Piece, Span, Unit};
+use super::scan::{filtered_piece, units, Piece, ScanPart, Unit};
 use super::{Batch, ExecContext};
 use crate::error::{Result, SqlError};
 use crate::expr::functions::ScalarFunc;
@@ -51,7 +51,7 @@ pub fn aggregate_chunks(
         bundle_groups(c, &shape, bundle, keys, aggs, run_keys.is_some())
     };
     let bs = bundles(&us);
-    let rows = us.iter().map(Span::rows).sum();
+    let rows = us.iter().map(ScanPart::rows).sum();
     let outs: Vec<Batch> = ctx.par_map(&bs, rows, one)?.into_iter().flatten().collect();
     if outs.is_empty() {
         // No rows: no groups (the keys include the partition key), in the output's types.

@@ -7,9 +7,11 @@ use super::{Batch, ExecContext};
 use crate::error::{Result, SqlError};
 use crate::plan::physical::ScanShape;
 use crate::plan::ScanRange;
+use std::convert::Infallible;
 use std::ops::Range;
 use std::sync::Arc;
-use zepto_storage::table::PACK_ROWS;
+use zepto_storage::par;
+use zepto_storage::table::{Run, PACK_ROWS};
 use zepto_storage::{Column, ColumnData, Partition, Table};
 
 /// One partition's rows that a scan reads.
@@ -34,36 +36,37 @@ impl<'a> Piece<'a> {
 }
 
 /// Rows a scan reads in one place: a piece of a partition, or a whole pack ([`Unit`]).
-pub trait Span {
+pub trait ScanPart {
     /// How many rows.
     fn rows(&self) -> usize;
-    /// Column `c` of the rows where they live: a storage column and the rows' range in it.
-    fn col(&self, c: usize) -> (&Column, Range<usize>);
+    /// Column `c` of the rows where they live, pushed onto `out`: storage columns and the rows'
+    /// ranges in them, in order (one for a piece or a whole pack).
+    fn spans<'s>(&'s self, c: usize, out: &mut Vec<(&'s Column, Range<usize>)>);
     /// The partition key every row holds: the key of a piece's partition (`None` for the
     /// NULL-key partition, and for a pack, whose rows hold many keys).
     fn key(&self) -> Option<u32>;
     /// The rows of `columns` as a batch: shared where the columns hold exactly these rows.
-    fn batch(&self, columns: &[usize]) -> Batch;
-    /// Whether [`Span::batch`] shares the columns as they are: every row of a loose partition,
+    fn batch(&self, columns: &[usize]) -> Result<Batch>;
+    /// Whether [`ScanPart::batch`] shares the columns as they are: every row of a loose partition,
     /// or a whole pack.
     fn is_shared_whole(&self) -> bool;
 }
 
-impl Span for Piece<'_> {
+impl ScanPart for Piece<'_> {
     fn rows(&self) -> usize {
         self.range.len()
     }
 
-    fn col(&self, c: usize) -> (&Column, Range<usize>) {
-        Piece::col(self, c)
+    fn spans<'s>(&'s self, c: usize, out: &mut Vec<(&'s Column, Range<usize>)>) {
+        out.push(self.col(c));
     }
 
     fn key(&self) -> Option<u32> {
         self.part.key()
     }
 
-    fn batch(&self, columns: &[usize]) -> Batch {
-        piece_batch(self, columns)
+    fn batch(&self, columns: &[usize]) -> Result<Batch> {
+        Ok(piece_batch(self, columns))
     }
 
     fn is_shared_whole(&self) -> bool {
@@ -71,41 +74,53 @@ impl Span for Piece<'_> {
     }
 }
 
-/// What a scan reads: a piece of a partition, or every row of a pack.
+/// What a scan reads: a piece of a partition, or rows of a pack.
 pub enum Unit<'a> {
     /// One partition's rows.
     Piece(Piece<'a>),
     /// A whole pack's columns ([`zepto_storage::table::Run::pack`]): the rows of a run of
     /// neighbouring small partitions, slot after slot, read without visiting them.
     Pack(&'a [Arc<Column>]),
+    /// The rows of a whole pack in a time range: ranges of the pack's rows, in order (each
+    /// partition's rows in the range are one run, being time-sorted), `rows` in all.
+    PackCut { cols: &'a [Arc<Column>], ranges: Vec<Range<usize>>, rows: usize },
 }
 
-impl Span for Unit<'_> {
+impl ScanPart for Unit<'_> {
     fn rows(&self) -> usize {
         match self {
             Unit::Piece(p) => p.range.len(),
             Unit::Pack(cols) => cols.first().map_or(0, |c| c.len()),
+            Unit::PackCut { rows, .. } => *rows,
         }
     }
 
-    fn col(&self, c: usize) -> (&Column, Range<usize>) {
+    fn spans<'s>(&'s self, c: usize, out: &mut Vec<(&'s Column, Range<usize>)>) {
         match self {
-            Unit::Piece(p) => p.col(c),
-            Unit::Pack(cols) => (&cols[c], 0..cols[c].len()),
+            Unit::Piece(p) => out.push(p.col(c)),
+            Unit::Pack(cols) => out.push((&cols[c], 0..cols[c].len())),
+            Unit::PackCut { cols, ranges, .. } => out.extend(ranges.iter().map(|r| (&*cols[c], r.clone()))),
         }
     }
 
     fn key(&self) -> Option<u32> {
         match self {
             Unit::Piece(p) => p.part.key(),
-            Unit::Pack(_) => None,
+            Unit::Pack(_) | Unit::PackCut { .. } => None,
         }
     }
 
-    fn batch(&self, columns: &[usize]) -> Batch {
+    fn batch(&self, columns: &[usize]) -> Result<Batch> {
         match self {
-            Unit::Piece(p) => piece_batch(p, columns),
-            Unit::Pack(cols) => Batch::shared(columns.iter().map(|&c| cols[c].clone()).collect(), self.rows()),
+            Unit::Piece(p) => Ok(piece_batch(p, columns)),
+            Unit::Pack(cols) => Ok(Batch::shared(columns.iter().map(|&c| cols[c].clone()).collect(), self.rows())),
+            Unit::PackCut { cols, ranges, rows } => {
+                let gather = |&c: &usize| {
+                    let spans: Vec<(&Column, Range<usize>)> = ranges.iter().map(|r| (&*cols[c], r.clone())).collect();
+                    Column::concat_ranges(&spans).map(Arc::new).map_err(SqlError::Internal)
+                };
+                Ok(Batch::shared(columns.iter().map(gather).collect::<Result<_>>()?, *rows))
+            }
         }
     }
 
@@ -113,30 +128,102 @@ impl Span for Unit<'_> {
         match self {
             Unit::Piece(p) => p.is_shared_whole(),
             Unit::Pack(_) => true,
+            Unit::PackCut { .. } => false,
         }
     }
 }
 
-/// The units of a scan over `range`. Without a key list or a time bound it reads every row:
-/// the table's runs then give each whole pack of at least [`PACK_ROWS`] rows as its columns, and
-/// a piece for every other partition with rows, without visiting the packed ones. Otherwise, a
-/// piece for every partition read ([`pieces`]).
+/// The units of a scan over `range`. Without a key list it reads every partition: the table's
+/// runs then give each whole pack of at least [`PACK_ROWS`] rows as its columns (or, with a
+/// time bound, as the ranges of its rows inside it, found by one pass over its timestamps), and
+/// a piece for every other partition with rows in range, without visiting the packed ones.
+/// With a key list, a piece for every partition read ([`pieces`]).
 pub fn units<'a>(table: &'a Table, range: &ScanRange) -> Vec<Unit<'a>> {
-    if range.keys.is_some() || ts_bounded(range) {
+    if range.keys.is_some() {
         return pieces(table, range).into_iter().map(Unit::Piece).collect();
     }
+    let ts = table.ts_col().filter(|_| ts_bounded(range));
     let parts = table.partitions();
+    let runs = table.runs();
+    // With a time bound, each whole pack's rows in it, on every core.
+    let cuts: Vec<Option<Vec<Range<usize>>>> = match ts {
+        Some(t) => par::try_map(runs, |r| {
+            Ok::<_, Infallible>(whole(r).map(|cols| rows_in(&cols[t], range.ts_lo, range.ts_hi)))
+        })
+        .unwrap_or_else(|e| match e {}),
+        None => vec![None; runs.len()],
+    };
     let mut out = Vec::new();
-    for run in table.runs() {
-        match run.pack() {
-            Some(cols) if cols.first().is_some_and(|c| c.len() >= PACK_ROWS) => out.push(Unit::Pack(cols)),
-            _ => out.extend(
-                parts[run.slots()]
-                    .iter()
-                    .filter(|p| !p.is_empty())
-                    .map(|p| Unit::Piece(Piece { part: p, range: 0..p.len() })),
-            ),
+    for (run, cut) in runs.iter().zip(cuts) {
+        match (whole(run), cut) {
+            (Some(cols), None) => out.push(Unit::Pack(cols)),
+            (Some(cols), Some(ranges)) => {
+                let rows: usize = ranges.iter().map(|r| r.len()).sum();
+                match rows {
+                    0 => {}
+                    n if n == pack_rows(cols) => out.push(Unit::Pack(cols)),
+                    _ => out.push(Unit::PackCut { cols, ranges, rows }),
+                }
+            }
+            (None, _) => {
+                for p in &parts[run.slots()] {
+                    let r = match ts {
+                        Some(t) => p.ts_range(t, range.ts_lo, range.ts_hi),
+                        None => 0..p.len(),
+                    };
+                    if !r.is_empty() {
+                        out.push(Unit::Piece(Piece { part: p, range: r }));
+                    }
+                }
+            }
         }
+    }
+    out
+}
+
+/// A run's pack when it is whole and large enough to read as one unit.
+fn whole(r: &Run) -> Option<&[Arc<Column>]> {
+    r.pack().filter(|cols| pack_rows(cols) >= PACK_ROWS)
+}
+
+fn pack_rows(cols: &[Arc<Column>]) -> usize {
+    cols.first().map_or(0, |c| c.len())
+}
+
+/// The runs of rows of timestamp column `ts` with a value in `[lo, hi]` (NULLs never are), in
+/// order: within a pack, a partition's rows in range are one run, its rows being time-sorted.
+/// Runs are short (ten rows a partition over 100k symbols), so rows are tested 64 at a time
+/// into a word without a branch, and the runs read off where its bits change.
+fn rows_in(ts: &Column, lo: i64, hi: i64) -> Vec<Range<usize>> {
+    let Some(v) = ts.as_i64_slice() else { return Vec::new() };
+    let valid = ts.validity().map(|b| b.as_bytes());
+    let (mut out, mut open, mut prev) = (Vec::new(), None, 0u64);
+    for (w, chunk) in v.chunks(64).enumerate() {
+        let mut m = 0u64;
+        for (k, &x) in chunk.iter().enumerate() {
+            m |= u64::from(lo <= x && x <= hi) << k;
+        }
+        if let Some(bytes) = valid {
+            let mut word = [0u8; 8];
+            let have = bytes.get(w * 8..).unwrap_or(&[]);
+            let n = have.len().min(8);
+            word[..n].copy_from_slice(&have[..n]);
+            m &= u64::from_le_bytes(word);
+        }
+        // Bit k of `changes`: row k is in a run and row k - 1 is not, or the other way round.
+        let mut changes = m ^ ((m << 1) | prev);
+        while changes != 0 {
+            let at = w * 64 + changes.trailing_zeros() as usize;
+            match open.take() {
+                None => open = Some(at),
+                Some(s) => out.push(s..at),
+            }
+            changes &= changes - 1;
+        }
+        prev = m >> 63;
+    }
+    if let Some(s) = open {
+        out.push(s..v.len());
     }
     out
 }
@@ -247,26 +334,29 @@ pub fn scan(table: &Table, columns: &[usize], range: &ScanRange) -> Result<Batch
 }
 
 /// The rows of `ps` (pieces or units) of `table`, one after another, in its `columns`: one
-/// shared as [`Span::batch`] gives it, several copied once per column (no slice of each made
+/// shared as [`ScanPart::batch`] gives it, several copied once per column (no slice of each made
 /// first), none as empty columns of the schema's types.
-pub fn pieces_batch<S: Span>(table: &Table, columns: &[usize], ps: &[&S]) -> Result<Batch> {
+pub fn pieces_batch<S: ScanPart>(table: &Table, columns: &[usize], ps: &[&S]) -> Result<Batch> {
     match ps {
         [] => {
             let cols = columns.iter().map(|&c| Column::nulls(table.schema().columns[c].data_type, 0)).collect();
             Ok(Batch::new(cols, 0))
         }
-        [p] => Ok(p.batch(columns)),
+        [p] => p.batch(columns),
         _ => {
             let rows = ps.iter().map(|p| p.rows()).sum();
             // Every column's spans in one walk over the pieces: each partition is reached once.
             // Neighbours in one pack are one span.
             let mut spans: Vec<Vec<(&Column, Range<usize>)>> = vec![Vec::with_capacity(ps.len()); columns.len()];
+            let mut one = Vec::new();
             for p in ps {
                 for (out, &j) in spans.iter_mut().zip(columns) {
-                    let (col, r) = p.col(j);
-                    match out.last_mut() {
-                        Some((last, lr)) if std::ptr::eq(*last, col) && lr.end == r.start => lr.end = r.end,
-                        _ => out.push((col, r)),
+                    p.spans(j, &mut one);
+                    for (col, r) in one.drain(..) {
+                        match out.last_mut() {
+                            Some((last, lr)) if std::ptr::eq(*last, col) && lr.end == r.start => lr.end = r.end,
+                            _ => out.push((col, r)),
+                        }
                     }
                 }
             }
@@ -287,7 +377,7 @@ pub fn pieces_batch<S: Span>(table: &Table, columns: &[usize], ps: &[&S]) -> Res
 /// Column `j` of pieces `ps` (`rows` in all) when it is the partition key and each is a piece of
 /// a keyed partition (not the NULL-key one, not a pack): each piece's key code repeated, without reading the partitions' key
 /// columns (every row of a partition holds its key).
-fn key_codes<S: Span>(table: &Table, j: usize, ps: &[&S], rows: usize) -> Option<Column> {
+fn key_codes<S: ScanPart>(table: &Table, j: usize, ps: &[&S], rows: usize) -> Option<Column> {
     if table.key_col() != Some(j) {
         return None;
     }
@@ -296,8 +386,82 @@ fn key_codes<S: Span>(table: &Table, j: usize, ps: &[&S], rows: usize) -> Option
         codes.resize(codes.len() + p.rows(), p.key()?);
     }
     debug_assert!(ps.iter().all(|p| {
-        let (col, r) = p.col(j);
-        r.clone().all(|i| col.is_valid(i))
+        let mut spans = Vec::new();
+        p.spans(j, &mut spans);
+        spans.into_iter().all(|(col, r)| r.into_iter().all(|i| col.is_valid(i)))
     }));
     Some(Column::from_data(ColumnData::Symbol { codes, dict: table.dict().clone() }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::rows_in;
+    use zepto_storage::{ColumnBuilder, DataType, Value};
+
+    /// Two partitions' times one after another (the second led by NULLs): each partition's
+    /// rows in range are one run, and runs that meet are one.
+    #[test]
+    fn rows_in_finds_each_partitions_run() {
+        let times: [Option<i64>; 12] =
+            [Some(1), Some(5), Some(9), Some(12), None, None, Some(2), Some(5), Some(7), Some(20), Some(5), Some(6)];
+        let mut b = ColumnBuilder::new(DataType::Timestamp, times.len());
+        for t in times {
+            b.push_value(&t.map_or(Value::Null, Value::Timestamp)).expect("timestamp");
+        }
+        let col = b.finish();
+        assert_eq!(rows_in(&col, 5, 9), vec![1..3, 7..9, 10..12]);
+        assert_eq!(rows_in(&col, i64::MIN, i64::MAX), vec![0..4, 6..12], "NULLs are in no range");
+        assert_eq!(rows_in(&col, 1, 20), vec![0..4, 6..12]);
+        assert!(rows_in(&col, 21, 30).is_empty());
+        assert_eq!(rows_in(&col, 12, 12), vec![3..4]);
+        // The same without NULLs (another path).
+        let mut b = ColumnBuilder::new(DataType::Timestamp, times.len());
+        for t in times.iter().flatten() {
+            b.push_value(&Value::Timestamp(*t)).expect("timestamp");
+        }
+        let col = b.finish();
+        assert!(col.validity().is_none());
+        assert_eq!(rows_in(&col, 5, 9), vec![1..3, 5..7, 8..10]);
+        assert_eq!(rows_in(&col, 1, 20), vec![0..10]);
+        assert!(rows_in(&col, 21, 30).is_empty());
+        assert_eq!(rows_in(&col, 6, 6), vec![9..10]);
+    }
+
+    /// Against a row-by-row reading, over columns of many partitions' runs, word edges and
+    /// NULLs included.
+    #[test]
+    fn rows_in_agrees_with_row_by_row() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        for round in 0..200 {
+            let n = next(300) as usize;
+            let nulls = round % 2 == 0;
+            let mut b = ColumnBuilder::new(DataType::Timestamp, n);
+            let mut vals = Vec::new();
+            let mut t = 0;
+            for _ in 0..n {
+                t = if next(8) == 0 { next(50) as i64 } else { t + next(3) as i64 };
+                let v = (!nulls || next(9) != 0).then_some(t);
+                b.push_value(&v.map_or(Value::Null, Value::Timestamp)).expect("timestamp");
+                vals.push(v);
+            }
+            let col = b.finish();
+            let (lo, hi) = (next(60) as i64, next(60) as i64);
+            let mut want: Vec<std::ops::Range<usize>> = Vec::new();
+            for (i, v) in vals.iter().enumerate() {
+                if v.is_some_and(|x| lo <= x && x <= hi) {
+                    match want.last_mut() {
+                        Some(r) if r.end == i => r.end = i + 1,
+                        _ => want.push(i..i + 1),
+                    }
+                }
+            }
+            assert_eq!(rows_in(&col, lo, hi), want, "round {round}: [{lo}, {hi}] over {vals:?}");
+        }
+    }
 }

@@ -10,7 +10,7 @@ use super::accum;
 use super::bundle::{bundles, filtered_bundle};
 use super::concat_batches;
 use super::eval::eval;
-use super::scan::{units, Span, Unit};
+use super::scan::{units, ScanPart, Unit};
 use super::{Batch, ExecContext};
 use crate::error::{Result, SqlError};
 use crate::expr::functions::AggFunc;
@@ -68,7 +68,7 @@ fn partitioned_parts(ctx: &ExecContext, input: &Plan, calls: &[WinCall]) -> Resu
     // Small partitions run a bundle (or a whole pack) at a time: every call partitions by the
     // key, so no window partition spans two partitions of a bundle.
     let one = |c: &ExecContext, b: &&[Unit]| -> Result<Batch> { window(c, filtered_bundle(c, &shape, b)?, calls) };
-    let rows = us.iter().map(Span::rows).sum();
+    let rows = us.iter().map(ScanPart::rows).sum();
     let outs = ctx.par_map(&bundles(&us), rows, one)?;
     let types: Vec<DataType> =
         columns.iter().map(|&c| table.schema().columns[c].data_type).chain(calls.iter().map(|c| c.ty)).collect();
