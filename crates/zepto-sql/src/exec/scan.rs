@@ -165,17 +165,7 @@ pub fn units<'a>(table: &'a Table, range: &ScanRange) -> Vec<Unit<'a>> {
                     _ => out.push(Unit::PackCut { cols, ranges, rows }),
                 }
             }
-            (None, _) => {
-                for p in &parts[run.slots()] {
-                    let r = match ts {
-                        Some(t) => p.ts_range(t, range.ts_lo, range.ts_hi),
-                        None => 0..p.len(),
-                    };
-                    if !r.is_empty() {
-                        out.push(Unit::Piece(Piece { part: p, range: r }));
-                    }
-                }
-            }
+            (None, _) => out.extend(parts[run.slots()].iter().filter_map(|p| piece_in(p, ts, range)).map(Unit::Piece)),
         }
     }
     out
@@ -279,18 +269,18 @@ pub fn pieces<'a>(table: &'a Table, range: &ScanRange) -> Vec<Piece<'a>> {
         }
         None => table.partitions().iter().collect(),
     };
-    let bounded = ts_bounded(range);
-    let mut out = Vec::with_capacity(parts.len());
-    for p in parts {
-        let r = match (table.ts_col(), bounded) {
-            (Some(t), true) => p.ts_range(t, range.ts_lo, range.ts_hi),
-            _ => 0..p.len(),
-        };
-        if !r.is_empty() {
-            out.push(Piece { part: p, range: r });
-        }
-    }
-    out
+    let ts = table.ts_col().filter(|_| ts_bounded(range));
+    parts.into_iter().filter_map(|p| piece_in(p, ts, range)).collect()
+}
+
+/// Partition `p`'s rows in `range`'s time bound (`ts`: the designated timestamp, when the
+/// range has a bound), `None` when there are none.
+fn piece_in<'a>(p: &'a Partition, ts: Option<usize>, range: &ScanRange) -> Option<Piece<'a>> {
+    let r = match ts {
+        Some(t) => p.ts_range(t, range.ts_lo, range.ts_hi),
+        None => 0..p.len(),
+    };
+    (!r.is_empty()).then_some(Piece { part: p, range: r })
 }
 
 /// The keys a scan over `range` reads in `table`'s history: `Some(None)` every key,
