@@ -1,14 +1,22 @@
 //! Data parallelism for the places one request has independent pieces of work (partitions
-//! to aggregate, history files to decode, partitions to fill): one thread per core, taking
-//! items one at a time so uneven items (a Zipf-sized symbol, a larger day) balance out. The
-//! threads are a rayon pool, started once per process: spawning two threads for each parallel section cost
-//! 60-100 us on a 2-core VM, a fifth of a 0.5 ms aggregate. What the helpers allocated and did
-//! not free while working on an item is credited to the calling thread when the section ends,
-//! so per-thread memory accounting ([`crate::mem`]) still sees the whole request.
+//! to aggregate, history files to decode, columns to split): one thread per core, taking items
+//! one at a time so uneven items (a Zipf-sized symbol, a larger day) balance out. What the
+//! helpers allocated and did not free while working on an item is credited to the calling
+//! thread when the section ends, so per-thread memory accounting ([`crate::mem`]) still sees
+//! the whole request.
+//!
+//! Two kinds of helpers:
+//! - [`try_map`], for reads (queries, file decoding), runs on a rayon pool started once per
+//!   process: spawning two threads for each parallel section cost 60-100 us on a 2-core VM, a
+//!   fifth of a 0.5 ms aggregate.
+//! - [`for_each`], for writes, runs on threads of its own. A write holds its table's write lock
+//!   while it works, and a query's pool item may wait for that lock (a correlated subquery
+//!   takes a snapshot): were the write waiting on the pool, neither would move.
 
 use crate::mem::{credit_thread, thread_net_bytes};
 use rayon::prelude::*;
 use rayon::{ThreadPool, ThreadPoolBuilder};
+use std::cell::Cell;
 use std::sync::atomic::{AtomicIsize, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -22,21 +30,33 @@ pub fn threads() -> usize {
 /// The pool, started on first use. A process forked after that (Python's `multiprocessing`)
 /// has none of its threads, and waiting on them would hang: a new pool is started for the
 /// new process, and the old one is left alone (dropping it would signal threads that are not
-/// there). `None` if no thread could be started: sections then run on the calling thread.
+/// there). The pool is built outside the lock, so a fork meanwhile cannot leave the lock held.
+/// `None` if no thread could be started: sections then run on the calling thread.
 fn pool() -> Option<Arc<ThreadPool>> {
     static POOL: Mutex<Option<(u32, Arc<ThreadPool>)>> = Mutex::new(None);
     let pid = std::process::id();
-    let mut held = POOL.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some((p, pool)) = held.as_ref() {
-        if *p == pid {
-            return Some(pool.clone());
-        }
+    let current =
+        |held: &Option<(u32, Arc<ThreadPool>)>| held.as_ref().filter(|(p, _)| *p == pid).map(|(_, t)| t.clone());
+    if let Some(p) = current(&POOL.lock().unwrap_or_else(|e| e.into_inner())) {
+        return Some(p);
     }
-    std::mem::forget(held.take());
     let built = ThreadPoolBuilder::new().num_threads(threads()).thread_name(|i| format!("zepto-par-{i}")).build();
     let pool = Arc::new(built.ok()?);
-    *held = Some((pid, pool.clone()));
+    let mut held = POOL.lock().unwrap_or_else(|e| e.into_inner());
+    // Another thread may have built one meanwhile: the first stays (ours has run nothing).
+    if let Some(p) = current(&held) {
+        return Some(p);
+    }
+    std::mem::forget(held.replace((pid, pool.clone())));
     Some(pool)
+}
+
+thread_local! {
+    /// Net bytes this thread allocated on items it ran for other threads' sections, and
+    /// credited to them ([`Moved::run`]). A pool thread waiting inside one item's nested section
+    /// may run another section's items meanwhile; what those leave is credited to their own
+    /// caller, and must not count again for the item it interrupted.
+    static CREDITED: Cell<isize> = const { Cell::new(0) };
 }
 
 /// What helpers allocated for the calling thread, credited to it when dropped.
@@ -53,10 +73,13 @@ impl Moved {
     /// `work` on this thread; what it left allocated counts for the caller, unless this is
     /// the caller (a pool thread may run items of its own section).
     fn run<R>(&self, work: impl FnOnce() -> R) -> R {
-        let before = thread_net_bytes();
+        let credited = || CREDITED.try_with(Cell::get).unwrap_or(0);
+        let (before, credited_before) = (thread_net_bytes(), credited());
         let r = work();
         if std::thread::current().id() != self.caller {
-            self.bytes.fetch_add(thread_net_bytes() - before, Ordering::Relaxed);
+            let left = thread_net_bytes() - before - (credited() - credited_before);
+            self.bytes.fetch_add(left, Ordering::Relaxed);
+            let _ = CREDITED.try_with(|c| c.set(c.get() + left));
         }
         r
     }
@@ -68,16 +91,19 @@ impl Drop for Moved {
     }
 }
 
-/// `f` over `items` on up to one thread per core; results in item order. After an error no
-/// later item starts, and the first error in item order is returned (every item before it
-/// runs). A panic in `f` propagates.
+/// `f` over `items` on up to one thread per core of the pool; results in item order. After an
+/// error no later item starts, and the first error in item order is returned (every item
+/// before it runs). A panic in `f` propagates. For reads: see the module docs.
 pub fn try_map<T: Sync, R: Send, E: Send>(items: &[T], f: impl Fn(&T) -> Result<R, E> + Sync) -> Result<Vec<R>, E> {
-    let Some(pool) = pool().filter(|_| threads().min(items.len()) > 1) else {
+    let pool = if threads().min(items.len()) > 1 { pool() } else { None };
+    let Some(pool) = pool else {
         return items.iter().map(f).collect();
     };
     let moved = Moved::new();
     let first_failed = AtomicUsize::new(usize::MAX);
-    let out: Vec<Option<Result<R, E>>> = pool.install(|| {
+    // Allocated here, so that the caller, who frees it, is the thread it counts against.
+    let mut out: Vec<Option<Result<R, E>>> = Vec::with_capacity(items.len());
+    pool.install(|| {
         items
             .par_iter()
             .with_max_len(1)
@@ -92,7 +118,7 @@ pub fn try_map<T: Sync, R: Send, E: Send>(items: &[T], f: impl Fn(&T) -> Result<
                 }
                 Some(r)
             })
-            .collect()
+            .collect_into_vec(&mut out)
     });
     drop(moved);
     // Every item before the first failure ran: the results up to it are whole.
@@ -101,22 +127,31 @@ pub fn try_map<T: Sync, R: Send, E: Send>(items: &[T], f: impl Fn(&T) -> Result<
 
 /// `f` on every item, owned, on up to one thread per core, items taken one at a time (in no
 /// particular order). For work that mutates disjoint things: pass `&mut` borrows as items.
+/// Runs on scoped threads of its own, never the pool: writes call it holding a table's write
+/// lock (module docs).
 pub fn for_each<T: Send>(items: Vec<T>, f: impl Fn(T) + Sync) {
-    let Some(pool) = pool().filter(|_| threads().min(items.len()) > 1) else {
+    let threads = threads().min(items.len());
+    if threads <= 1 {
         items.into_iter().for_each(f);
         return;
-    };
-    let moved = Moved::new();
-    let n = items.len();
+    }
     let queue = Mutex::new(items);
-    pool.install(|| {
-        (0..n).into_par_iter().with_max_len(1).for_each(|_| {
-            let item = queue.lock().unwrap_or_else(|e| e.into_inner()).pop();
-            if let Some(item) = item {
-                moved.run(|| f(item));
-            }
-        })
+    let bytes: isize = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                s.spawn(|| {
+                    loop {
+                        let item = queue.lock().unwrap_or_else(|e| e.into_inner()).pop();
+                        let Some(item) = item else { break };
+                        f(item);
+                    }
+                    thread_net_bytes()
+                })
+            })
+            .collect();
+        workers.into_iter().map(|w| w.join().unwrap_or_else(|p| std::panic::resume_unwind(p))).sum()
     });
+    credit_thread(bytes);
 }
 
 #[cfg(test)]
@@ -134,6 +169,34 @@ mod tests {
         assert_eq!(err, Err(3));
         let empty: Vec<u8> = Vec::new();
         assert_eq!(try_map(&empty, |&b| Ok::<u8, ()>(b)), Ok(vec![]));
+    }
+
+    /// A write holding a lock that the pool's items wait for still finishes: `for_each` does not
+    /// wait on the pool (with it, this test hangs until its timeout).
+    #[test]
+    fn a_write_under_a_lock_does_not_wait_on_the_pool() {
+        use std::sync::mpsc;
+        use std::time::Duration;
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let lock = Arc::new(Mutex::new(()));
+            let held = lock.lock().unwrap_or_else(|e| e.into_inner());
+            let waiting = lock.clone();
+            let readers = std::thread::spawn(move || {
+                try_map(&vec![0; 2 * threads()], |_| {
+                    drop(waiting.lock().unwrap_or_else(|e| e.into_inner()));
+                    Ok::<_, ()>(())
+                })
+            });
+            // Let the readers take every pool thread and block on the lock.
+            std::thread::sleep(Duration::from_millis(100));
+            let mut cells = vec![0u64; 100];
+            for_each(cells.iter_mut().collect(), |c| *c += 1);
+            drop(held);
+            let read = readers.join().is_ok_and(|r| r.is_ok());
+            let _ = tx.send((cells.iter().sum::<u64>(), read));
+        });
+        assert_eq!(rx.recv_timeout(Duration::from_secs(30)), Ok((100, true)));
     }
 
     #[test]

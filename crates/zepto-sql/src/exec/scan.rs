@@ -146,7 +146,7 @@ pub fn units<'a>(table: &'a Table, range: &ScanRange) -> Vec<Unit<'a>> {
     let parts = table.partitions();
     let runs = table.runs();
     // With a time bound, each whole pack's rows in it, on every core.
-    let cuts: Vec<Option<Vec<Range<usize>>>> = match ts {
+    let cuts: Vec<Option<Vec<Range<usize>>>> = match ts.filter(|_| runs.iter().any(|r| whole(r).is_some())) {
         Some(t) => par::try_map(runs, |r| {
             Ok::<_, Infallible>(whole(r).map(|cols| rows_in(&cols[t], range.ts_lo, range.ts_hi)))
         })
