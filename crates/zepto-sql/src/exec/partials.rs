@@ -114,8 +114,8 @@ fn run(ctx: &ExecContext, s: ScanShape, keys: &[BExpr], aggs: &[AggCall]) -> Res
     };
     let mut outs: Vec<Grouped> = ctx.par_map(&units, rows, unit_partial)?.into_iter().flatten().collect();
     // In memory: every partition on every core, small ones a bundle at a time (or a whole pack
-    // at a time, as its columns). A bundle's rows are time-sorted partition by partition, and run keys include the partition key, so no
-    // run crosses from one partition to the next.
+    // at a time, as its columns). A bundle's rows are time-sorted partition by partition, and
+    // run keys include the partition key, so no run crosses from one partition to the next.
     let us = super::scan::units(table, range);
     let rows = us.iter().map(ScanPart::rows).sum();
     let bundle_partial = |c: &ExecContext, b: &&[Unit]| -> Result<Option<Grouped>> {

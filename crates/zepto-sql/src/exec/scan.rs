@@ -89,15 +89,15 @@ pub enum Unit<'a> {
 impl ScanPart for Unit<'_> {
     fn rows(&self) -> usize {
         match self {
-            Unit::Piece(p) => p.range.len(),
-            Unit::Pack(cols) => cols.first().map_or(0, |c| c.len()),
+            Unit::Piece(p) => p.rows(),
+            Unit::Pack(cols) => pack_rows(cols),
             Unit::PackCut { rows, .. } => *rows,
         }
     }
 
     fn spans<'s>(&'s self, c: usize, out: &mut Vec<(&'s Column, Range<usize>)>) {
         match self {
-            Unit::Piece(p) => out.push(p.col(c)),
+            Unit::Piece(p) => p.spans(c, out),
             Unit::Pack(cols) => out.push((&cols[c], 0..cols[c].len())),
             Unit::PackCut { cols, ranges, .. } => out.extend(ranges.iter().map(|r| (&*cols[c], r.clone()))),
         }
@@ -105,21 +105,19 @@ impl ScanPart for Unit<'_> {
 
     fn key(&self) -> Option<u32> {
         match self {
-            Unit::Piece(p) => p.part.key(),
+            Unit::Piece(p) => p.key(),
             Unit::Pack(_) | Unit::PackCut { .. } => None,
         }
     }
 
     fn batch(&self, columns: &[usize]) -> Result<Batch> {
         match self {
-            Unit::Piece(p) => Ok(piece_batch(p, columns)),
+            Unit::Piece(p) => p.batch(columns),
             Unit::Pack(cols) => Ok(Batch::shared(columns.iter().map(|&c| cols[c].clone()).collect(), self.rows())),
-            Unit::PackCut { cols, ranges, rows } => {
-                let gather = |&c: &usize| {
-                    let spans: Vec<(&Column, Range<usize>)> = ranges.iter().map(|r| (&*cols[c], r.clone())).collect();
-                    Column::concat_ranges(&spans).map(Arc::new).map_err(SqlError::Internal)
-                };
-                Ok(Batch::shared(columns.iter().map(gather).collect::<Result<_>>()?, *rows))
+            Unit::PackCut { rows, .. } => {
+                let gather = |spans: Vec<_>| Column::concat_ranges(&spans).map(Arc::new).map_err(SqlError::Internal);
+                let cols = column_spans(&[self], columns).into_iter().map(gather).collect::<Result<_>>()?;
+                Ok(Batch::shared(cols, *rows))
             }
         }
     }
@@ -335,21 +333,7 @@ pub fn pieces_batch<S: ScanPart>(table: &Table, columns: &[usize], ps: &[&S]) ->
         [p] => p.batch(columns),
         _ => {
             let rows = ps.iter().map(|p| p.rows()).sum();
-            // Every column's spans in one walk over the pieces: each partition is reached once.
-            // Neighbours in one pack are one span.
-            let mut spans: Vec<Vec<(&Column, Range<usize>)>> = vec![Vec::with_capacity(ps.len()); columns.len()];
-            let mut one = Vec::new();
-            for p in ps {
-                for (out, &j) in spans.iter_mut().zip(columns) {
-                    p.spans(j, &mut one);
-                    for (col, r) in one.drain(..) {
-                        match out.last_mut() {
-                            Some((last, lr)) if std::ptr::eq(*last, col) && lr.end == r.start => lr.end = r.end,
-                            _ => out.push((col, r)),
-                        }
-                    }
-                }
-            }
+            let spans = column_spans(ps, columns);
             let cols = columns
                 .iter()
                 .zip(&spans)
@@ -364,9 +348,29 @@ pub fn pieces_batch<S: ScanPart>(table: &Table, columns: &[usize], ps: &[&S]) ->
     }
 }
 
-/// Column `j` of pieces `ps` (`rows` in all) when it is the partition key and each is a piece of
-/// a keyed partition (not the NULL-key one, not a pack): each piece's key code repeated, without reading the partitions' key
-/// columns (every row of a partition holds its key).
+/// Per column of `columns`, where the rows of `ps` live, one after another: every column's spans
+/// in one walk over the parts, so each partition is reached once, and neighbours in one pack
+/// made one span.
+fn column_spans<'s, S: ScanPart>(ps: &[&'s S], columns: &[usize]) -> Vec<Vec<(&'s Column, Range<usize>)>> {
+    let mut spans: Vec<Vec<(&Column, Range<usize>)>> = vec![Vec::with_capacity(ps.len()); columns.len()];
+    let mut one = Vec::new();
+    for p in ps {
+        for (out, &j) in spans.iter_mut().zip(columns) {
+            p.spans(j, &mut one);
+            for (col, r) in one.drain(..) {
+                match out.last_mut() {
+                    Some((last, lr)) if std::ptr::eq(*last, col) && lr.end == r.start => lr.end = r.end,
+                    _ => out.push((col, r)),
+                }
+            }
+        }
+    }
+    spans
+}
+
+/// Column `j` of pieces `ps` (`rows` in all) when it is the partition key and each is a piece
+/// of a keyed partition (not the NULL-key one, not a pack): each piece's key code repeated,
+/// without reading the partitions' key columns (every row of a partition holds its key).
 fn key_codes<S: ScanPart>(table: &Table, j: usize, ps: &[&S], rows: usize) -> Option<Column> {
     if table.key_col() != Some(j) {
         return None;
