@@ -51,7 +51,14 @@ fn settled(addr: &str, q: &str) -> i64 {
 }
 
 fn node(brokers: &str, topic: &str, id: &str, data: &str) -> Server {
-    Server::start(&["--data-dir", data, "--cluster", brokers, "--cluster-topic", topic, "--node-id", id])
+    node_with(brokers, topic, id, data, &[])
+}
+
+/// [`node`] with `extra` arguments.
+fn node_with(brokers: &str, topic: &str, id: &str, data: &str, extra: &[&str]) -> Server {
+    let mut args = vec!["--data-dir", data, "--cluster", brokers, "--cluster-topic", topic, "--node-id", id];
+    args.extend_from_slice(extra);
+    Server::start(&args)
 }
 
 fn status(s: &Server) -> serde_json::Value {
@@ -138,7 +145,7 @@ fn records_become_rows_once_each_through_kill_9_and_a_restart() {
     assert_eq!(lags.len(), PARTITIONS, "{metrics}");
     assert!(lags.iter().all(|l| l.ends_with(" 0")), "{lags:?}");
     assert!(metrics.contains("zepto_cluster_records{outcome=\"applied\"}"), "{metrics}");
-    let _ = b.stop();
+    b.stop();
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -154,7 +161,14 @@ fn two_nodes_of_one_group_split_the_partitions() {
         .map(|n| std::env::temp_dir().join(format!("zepto-cluster-{n}-{}", std::process::id())))
         .collect();
     dirs.iter().for_each(|d| drop(std::fs::remove_dir_all(d)));
-    let x = node(&broker.addr, "split", "x", &dirs[0].to_string_lossy());
+    // x has every door open (HTTP, PostgreSQL, Flight SQL, FIX, the cluster's Flight): at the
+    // end, both stop on SIGTERM with exit 0 and no panic (`Server::stop` checks).
+    std::fs::create_dir_all(&dirs[0]).expect("dir");
+    let fix_cfg = dirs[0].join("fix.json");
+    std::fs::write(&fix_cfg, r#"{"sender_comp_id": "ZEPTO", "target_comp_ids": ["FEED"]}"#).expect("FIX config");
+    let x_data = dirs[0].join("data").to_string_lossy().to_string();
+    let doors = ["--flight-sql", "127.0.0.1:0", "--fix", "127.0.0.1:0", "--fix-config", &fix_cfg.to_string_lossy()];
+    let x = node_with(&broker.addr, "split", "x", &x_data, &doors);
     let y = node(&broker.addr, "split", "y", &dirs[1].to_string_lossy());
     let owned = |s: &Server| -> Vec<i64> {
         status(s)["partitions"]
@@ -227,8 +241,8 @@ fn two_nodes_of_one_group_split_the_partitions() {
     }
     let plan = sql(&x.addr, "EXPLAIN SELECT sym, sum(price) FROM trades GROUP BY sym").to_string();
     assert!(plan.contains("MergeAggregate") && plan.contains("Exchange") && plan.contains("y ["), "{plan}");
-    let _ = x.stop();
-    let _ = y.stop();
+    x.stop();
+    y.stop();
     dirs.iter().for_each(|d| drop(std::fs::remove_dir_all(d)));
 }
 
@@ -273,7 +287,7 @@ fn write_on_a_node_goes_through_kafka() {
     std::thread::sleep(Duration::from_millis(300));
     assert_eq!(settled(&n.addr, "SELECT count(*) FROM ticks"), 302, "the bad batch stored nothing");
     assert_eq!(status(&n)["records_rejected"], 0);
-    let _ = n.stop();
+    n.stop();
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -350,7 +364,7 @@ fn answers_stay_whole_while_a_killed_nodes_partitions_move() {
     let want: i64 = (0..80).chain(1000..4000).sum();
     assert_eq!((ids[0].as_i64(), ids[1].as_i64()), (Some(3080), Some(want)), "each row once");
     for n in nodes {
-        let _ = n.stop();
+        n.stop();
     }
     dirs.iter().for_each(|d| drop(std::fs::remove_dir_all(d)));
 }
@@ -402,7 +416,8 @@ fn statements_on_a_node_reach_every_node() {
     flush(&p);
     wait_for("the DROP record refused", 30, || refused(&x) + refused(&y) == before + 1);
     assert_eq!(settled(&x.addr, q), want, "nothing dropped");
-    let _ = (x.stop(), y.stop());
+    x.stop();
+    y.stop();
     dirs.iter().for_each(|d| drop(std::fs::remove_dir_all(d)));
 }
 
@@ -442,6 +457,7 @@ fn tables_line_protocol_creates_are_known_on_every_node() {
     wait_for("y to know the new field", 60, widened);
     assert_eq!(status(&x)["records_rejected"], 0);
     assert_eq!(status(&y)["records_rejected"], 0);
-    let _ = (x.stop(), y.stop());
+    x.stop();
+    y.stop();
     dirs.iter().for_each(|d| drop(std::fs::remove_dir_all(d)));
 }

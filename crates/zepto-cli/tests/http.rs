@@ -2,9 +2,9 @@
 //! to over raw TCP (so malformed HTTP can be sent too). Every endpoint, format, role and error
 //! path of SPEC §2.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -114,6 +114,46 @@ fn probes_queries_and_formats() {
     assert!(m.contains("zepto_table_rows 120001"), "{m}"); // + the scripted INSERT
     assert!(m.contains("zepto_memory_resident_bytes"), "{m}");
     assert!(s.stop().success(), "SIGTERM ends the server cleanly");
+}
+
+/// The address a door printed at startup (`what` is the text before it).
+fn door_addr(s: &Server, what: &str) -> String {
+    let line = s.startup.iter().find(|l| l.contains(what)).unwrap_or_else(|| panic!("no '{what}' in {:?}", s.startup));
+    let rest = line.split(what).nth(1).expect("address after the name");
+    rest.trim().split([' ', ',']).next().expect("address").to_string()
+}
+
+#[test]
+fn every_door_stops_cleanly_on_sigterm() {
+    // HTTP, PostgreSQL, Flight SQL and FIX open, in memory and durable, each with a client
+    // connected at the stop: exit 0 and no panic line (`Server::stop` checks both).
+    let dir = std::env::temp_dir().join(format!("zepto-every-door-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("dir");
+    let fix_cfg = dir.join("fix.json");
+    std::fs::write(&fix_cfg, r#"{"sender_comp_id": "ZEPTO", "target_comp_ids": ["FEED"]}"#).expect("FIX config");
+    let data = dir.join("data").to_string_lossy().to_string();
+    let fix_cfg = fix_cfg.to_string_lossy().to_string();
+    let doors = ["--flight-sql", "127.0.0.1:0", "--fix", "127.0.0.1:0", "--fix-config", fix_cfg.as_str()];
+    for durable in [false, true] {
+        let mut args = doors.to_vec();
+        if durable {
+            args.extend(["--data-dir", data.as_str()]);
+        }
+        let s = Server::start(&args);
+        sql(&s.addr, "CREATE TABLE t (ts TIMESTAMP, x INT) TIMESTAMP(ts); INSERT INTO t VALUES (1, 1)");
+        let pg = door_addr(&s, "PostgreSQL wire protocol on ");
+        let open: Vec<TcpStream> = [s.addr.clone(), pg]
+            .iter()
+            .map(|a| TcpStream::connect(a).unwrap_or_else(|e| panic!("connect {a}: {e}")))
+            .collect();
+        s.stop();
+        drop(open);
+    }
+    let s = Server::start(&["--data-dir", &data]);
+    assert_eq!(sql(&s.addr, "SELECT count(*) FROM t")["data"][0][0], 1, "the clean stop checkpointed");
+    s.stop();
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -340,15 +380,8 @@ fn tls_with_rustls() {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_zeptodb"));
     cmd.args(["serve", "--http", "127.0.0.1:0", "--access-log", "off", "--in-memory"]);
     cmd.args(["--tls-cert", cert_path.to_str().expect("path"), "--tls-key", key_path.to_str().expect("path")]);
-    let mut child = cmd.env_remove("ZEPTO_API_KEY").stderr(Stdio::piped()).spawn().expect("starts");
-    let mut lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
-    let addr = loop {
-        let line = lines.next().expect("address line").expect("reads");
-        if let Some(rest) = line.split("listening on https://").nth(1) {
-            break rest.split_whitespace().next().expect("addr").to_string();
-        }
-    };
-    let server = Server { startup: Vec::new(), child, addr, log: Default::default() };
+    cmd.env_remove("ZEPTO_API_KEY");
+    let server = Server::spawn(cmd);
 
     let mut roots = rustls::RootCertStore::empty();
     roots.add(cert.cert.der().clone()).expect("trust the test cert");

@@ -26,7 +26,8 @@ const FETCH_LIMIT: Duration = Duration::from_secs(300);
 pub(crate) struct Peers {
     node_id: String,
     shared: Shared,
-    rt: tokio::runtime::Runtime,
+    /// Always `Some` until dropped (see the `Drop` impl).
+    rt: Option<tokio::runtime::Runtime>,
     channels: Mutex<HashMap<String, Channel>>,
     producer: Arc<Producer>,
     key: Option<String>,
@@ -46,7 +47,7 @@ impl Peers {
             .enable_all()
             .build()
             .map_err(|e| ClusterError::Config(format!("the Flight client's runtime: {e}")))?;
-        Ok(Peers { node_id: node_id.to_string(), shared, rt, channels: Mutex::default(), producer, key })
+        Ok(Peers { node_id: node_id.to_string(), shared, rt: Some(rt), channels: Mutex::default(), producer, key })
     }
 
     /// A channel to the Flight door at `addr` (connected on first use, then reused).
@@ -65,11 +66,16 @@ impl Peers {
             .keep_alive_while_idle(true)
             .tcp_nodelay(true);
         let c = {
-            let _entered = self.rt.enter();
+            let _entered = self.rt().enter();
             endpoint.connect_lazy()
         };
         channels.insert(addr.to_string(), c.clone());
         Ok(c)
+    }
+
+    /// The runtime the calls run on.
+    fn rt(&self) -> &tokio::runtime::Runtime {
+        self.rt.as_ref().expect("the runtime lives until Peers is dropped")
     }
 
     /// The Flight address node `node` advertises.
@@ -81,6 +87,18 @@ impl Peers {
                 .and_then(|m| m.flight.clone())
                 .ok_or_else(|| format!("node {node} has no Flight address in the group (is it a ZeptoDB node?)"))
         })
+    }
+}
+
+/// The last engine handle may be dropped on any thread, an async door's among them (the
+/// PostgreSQL door's accept loop at shutdown): dropping a runtime there panics ("Cannot drop a
+/// runtime in a context where blocking is not allowed"), so the runtime is shut down without
+/// waiting for its tasks (idle connections; no call is in flight once nothing holds `Peers`).
+impl Drop for Peers {
+    fn drop(&mut self) {
+        if let Some(rt) = self.rt.take() {
+            rt.shutdown_background();
+        }
     }
 }
 
@@ -115,7 +133,7 @@ impl Cluster for Peers {
             client.add_header("authorization", &format!("Bearer {k}")).map_err(|e| e.to_string())?;
         }
         let ticket = Ticket { ticket: request.to_vec().into() };
-        let batches = self.rt.block_on(async {
+        let batches = self.rt().block_on(async {
             let call = async {
                 let stream = client.do_get(ticket).await.map_err(|e| format!("{addr}: {e}"))?;
                 stream.try_collect::<Vec<_>>().await.map_err(|e| format!("{addr}: {e}"))

@@ -17,6 +17,10 @@ pub struct Server {
     pub addr: String,
     /// What it printed after it listened: the last [`LOG_LINES`] lines, for a failure's message.
     pub log: std::sync::Arc<std::sync::Mutex<std::collections::VecDeque<String>>>,
+    /// The thread draining stderr; it ends when the server's stderr closes.
+    drain: Option<std::thread::JoinHandle<()>>,
+    /// Every line after it listened that tells of a panic (kept whole, unlike `log`).
+    panics: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 /// How many of a server's latest stderr lines [`Server::log`] keeps.
@@ -63,8 +67,13 @@ impl Server {
         // Keep draining stderr so the server never blocks on a full pipe; keep the latest lines.
         let log = std::sync::Arc::new(std::sync::Mutex::new(std::collections::VecDeque::new()));
         let keep = log.clone();
-        std::thread::spawn(move || {
+        let panics = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let keep_panics = panics.clone();
+        let drain = std::thread::spawn(move || {
             for line in lines.map_while(Result::ok) {
+                if line.contains("panicked") || line.contains("FATAL") {
+                    keep_panics.lock().unwrap_or_else(|e| e.into_inner()).push(line.clone());
+                }
                 let mut log = keep.lock().unwrap_or_else(|e| e.into_inner());
                 if log.len() == LOG_LINES {
                     log.pop_front();
@@ -72,7 +81,7 @@ impl Server {
                 log.push_back(line);
             }
         });
-        Server { startup, child, addr, log }
+        Server { startup, child, addr, log, drain: Some(drain), panics }
     }
 
     /// The lines printed since it listened (the latest [`LOG_LINES`]), one string.
@@ -81,17 +90,26 @@ impl Server {
         log.iter().map(String::as_str).collect::<Vec<_>>().join("\n")
     }
 
+    /// SIGTERM, then wait for the exit: a clean stop exits 0 and prints no panic (a test
+    /// failure otherwise, with what it printed). Returns the exit status.
     pub fn stop(mut self) -> std::process::ExitStatus {
         let pid = self.child.id().to_string();
         Command::new("kill").args(["-TERM", &pid]).status().expect("kill");
         let t0 = Instant::now();
-        loop {
+        let status = loop {
             if let Some(s) = self.child.try_wait().expect("wait") {
-                return s;
+                break s;
             }
             assert!(t0.elapsed() < Duration::from_secs(10), "server did not stop on SIGTERM");
             std::thread::sleep(Duration::from_millis(20));
+        };
+        if let Some(d) = self.drain.take() {
+            let _ = d.join();
         }
+        let panics = self.panics.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        assert!(panics.is_empty(), "the server panicked while it stopped: {panics:?}\n{}", self.log_text());
+        assert!(status.success(), "SIGTERM ends the server with exit 0, not {status:?}:\n{}", self.log_text());
+        status
     }
 }
 
