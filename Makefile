@@ -8,7 +8,8 @@
 #   make python install the Python package (`zeptodb`) into the current Python (release build)
 #   make check  cargo fmt --check, clippy -D warnings, no import cycles between modules,
 #               dependency licenses and bans (cargo deny's checks, offline), cargo doc without warnings
-#   make msrv   cargo check with the declared minimum Rust (rust-version in Cargo.toml)
+#   make msrv   cargo check of the libraries and binaries with the declared minimum Rust
+#               (rust-version in Cargo.toml)
 #   make fuzz   long cargo-fuzz runs of every decoder (nightly; FUZZ_SECS per target)
 #   make bench  benchmark runner beside DuckDB and Polars (see bench/README.md)
 #   make soak   many rounds of the cluster's fault test (3 hosts in network namespaces, root)
@@ -18,7 +19,7 @@ VENV  ?= .venv
 PY    := $(VENV)/bin/python
 SEED  ?= $(shell date +%s)
 
-.PHONY: demo serve sql build test check msrv venv difftest fuzz python python-test bench bench-growth clean fix-engine pg-driver kafka s3 cluster soak browser console-vendor
+.PHONY: demo serve sql build test check msrv venv difftest fuzz python python-test bench bench-growth clean fix-engine pg-driver kafka s3 cluster soak deps setup console-vendor
 
 build:
 	$(CARGO) build --release -p zepto-cli
@@ -39,15 +40,17 @@ $(VENV)/.ok: tests/gen/requirements.txt python/requirements-test.txt
 
 venv: $(VENV)/.ok
 
-# Each step prints the time it starts, so a slow CI run shows where the minutes went.
-test: venv fix-engine pg-driver kafka s3 browser
-	@echo "== cargo test ($$(date +%T))"
-	ZEPTO_REQUIRE_FIX_ENGINE=1 ZEPTO_REQUIRE_KAFKA=1 ZEPTO_REQUIRE_NETNS=1 ZEPTO_REQUIRE_S3=1 ZEPTO_REQUIRE_PG_CLIENTS=1 $(CARGO) test --workspace
-	@echo "== difftest ($$(date +%T))"
-	$(MAKE) difftest
-	@echo "== python tests ($$(date +%T))"
-	ZEPTO_REQUIRE_BROWSER=1 $(MAKE) python-test
-	@echo "== tests done ($$(date +%T))"
+# Set up what the tests need, build once (`cargo build --workspace`: the binaries and the
+# Python module; the runner then builds the test targets), and run every test binary, the
+# difftest and the Python tests side by side (tests/run_tests.py: `cargo test` would run the
+# binaries one after another, and the slow ones mostly wait). With ZEPTO_PHASES set (.ci/run
+# does), each step's seconds are recorded for the phase table.
+REQUIRE := ZEPTO_REQUIRE_FIX_ENGINE=1 ZEPTO_REQUIRE_KAFKA=1 ZEPTO_REQUIRE_NETNS=1 ZEPTO_REQUIRE_S3=1 \
+  ZEPTO_REQUIRE_PG_CLIENTS=1 ZEPTO_REQUIRE_BROWSER=1
+test:
+	tests/phase.sh "set-up: packages, venv, Maven, Kafka, Go" $(MAKE) --no-print-directory setup
+	tests/phase.sh "cargo build --workspace" $(CARGO) build --workspace
+	$(REQUIRE) tests/run_tests.py --with "$(MAKE) --no-print-directory difftest" --with "$(MAKE) --no-print-directory python-test"
 
 # (`cargo build --workspace`, not `-p zepto-slt -p zepto-cli`: the same features as `cargo test
 # --workspace`, so nothing is compiled twice.)
@@ -82,12 +85,15 @@ fix-engine:
 pg-driver:
 	mvn -q -B dependency:get -Dartifact=org.postgresql:postgresql:42.7.8
 
-# Debian's Chromium and its driver for the web console's browser tests
-# (python/tests/test_console.py, Selenium), which `make test` requires; installed from
-# Debian's packages when missing (as root).
-browser:
-	@if [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ]; then :; else \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver > /dev/null; fi
+# Everything `make test` installs or fetches before it builds (quick once done: .ci/run
+# starts it in the background while `make check` compiles).
+setup: deps venv fix-engine pg-driver kafka s3
+
+# What `make test` needs beyond Rust and Python (a JDK and Maven, psql, iproute2, Chromium
+# and its driver, a C++ compiler, python3-venv), installed with apt when missing (as root;
+# otherwise it stops at once and prints the command), and root itself (network namespaces).
+deps:
+	tests/deps.sh
 
 # Rebuild the console's prebuilt editor and chart bundle (CodeMirror 6 and uPlot, exact
 # versions in crates/zepto-server/console/vendor/package.json) with npm and esbuild; the
@@ -101,10 +107,11 @@ console-vendor:
 kafka:
 	tests/kafka/broker.sh install
 
-# An in-memory S3-compatible server (gofakes3, from the Go module proxy; needs Go) for the
+# An in-memory S3-compatible server (gofakes3, from the Go module proxy; Go 1.24+, fetched by
+# tests/go.sh when missing) for the
 # shared-history tests over S3: target/s3/fakes3.
 s3:
-	cd tests/s3 && go build -o ../../target/s3/fakes3 .
+	GO=$$(tests/go.sh) && cd tests/s3 && $$GO build -o ../../target/s3/fakes3 .
 
 # The 3-host fault test (crates/zepto-cli/tests/cluster_netns.rs: nodes in network
 # namespaces, kill -9 and network cuts; needs root and iproute2) for ROUNDS rounds.
@@ -143,14 +150,17 @@ check:
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	python3 tests/arch/cycles.py
 	python3 tests/arch/deps.py
+	python3 tests/arch/profiles.py
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --no-deps --quiet
 
-# The declared minimum Rust version builds everything (its own target dir: no thrashing of
-# the stable build). Installs that toolchain with rustup if missing.
+# The declared minimum Rust version builds what a user builds: every library and the
+# `zeptodb` binary (its own target dir: no thrashing of the stable build). Test targets are
+# left to the stable toolchain: checking them again proved nothing a user needs and cost a
+# second check of every dev-dependency. Installs that toolchain with rustup if missing.
 MSRV := $(shell sed -n 's/^rust-version = "\(.*\)"/\1/p' Cargo.toml)
 msrv:
 	rustup toolchain list | grep -q '^$(MSRV)' || rustup toolchain install $(MSRV) --profile minimal
-	CARGO_TARGET_DIR=target/msrv $(CARGO) +$(MSRV) check --workspace --all-targets
+	CARGO_TARGET_DIR=target/msrv $(CARGO) +$(MSRV) check --workspace --lib --bins
 
 bench:
 	./bench/run.sh
