@@ -73,16 +73,23 @@ pub fn tls_config(files: &TlsFiles, alpn: &[u8]) -> Result<Arc<rustls::ServerCon
     Ok(Arc::new(cfg))
 }
 
-async fn shutdown_signal() {
+/// SIGTERM or SIGINT. The handlers are installed when this is called, not when the future is
+/// first polled: a signal sent after the server said it listens but before the accept loop
+/// polled this would otherwise meet its default action and kill the process without its
+/// clean stop and checkpoint (seen in a test that stopped a server right after its queries).
+fn shutdown_signal() -> impl std::future::Future<Output = ()> {
     use tokio::signal::unix::{signal, SignalKind};
-    match (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) {
-        (Ok(mut term), Ok(mut int)) => {
-            tokio::select! {
-                _ = term.recv() => {},
-                _ = int.recv() => {},
+    let handlers = (signal(SignalKind::terminate()), signal(SignalKind::interrupt()));
+    async move {
+        match handlers {
+            (Ok(mut term), Ok(mut int)) => {
+                tokio::select! {
+                    _ = term.recv() => {},
+                    _ = int.recv() => {},
+                }
             }
+            _ => std::future::pending::<()>().await,
         }
-        _ => std::future::pending::<()>().await,
     }
 }
 
@@ -113,11 +120,11 @@ async fn serve(config: Config, engine: Engine, on_listening: impl FnOnce(SocketA
             st.results.sweep();
         }
     });
+    let mut shutdown = std::pin::pin!(shutdown_signal());
     state.ready.store(true, Ordering::Relaxed);
     on_listening(local, tls.is_some());
 
     let graceful = GracefulShutdown::new();
-    let mut shutdown = std::pin::pin!(shutdown_signal());
     loop {
         let (stream, remote) = tokio::select! {
             r = listener.accept() => match r {
