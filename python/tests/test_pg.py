@@ -188,3 +188,25 @@ def test_dates_intervals_vectors_and_infinities_as_psycopg_sends_them(door):
         # A prepared statement holds one command.
         with pytest.raises(psycopg.errors.SyntaxError):
             conn.execute("SELECT 1; SELECT %s", (2,))
+
+
+def test_information_schema_and_qualified_names_through_the_door(door, trades):
+    """The system catalogs answer through the door as tables (filtered, joined), and a
+    schema-qualified name reads the same table; DuckDB, given the same CREATE TABLE, lists the
+    same columns in the same order."""
+    with connect(door[0]) as conn:
+        cols = conn.execute(
+            "SELECT c.column_name, c.ordinal_position, c.udt_name FROM information_schema.columns c "
+            "JOIN information_schema.tables t ON t.table_name = c.table_name AND t.table_schema = c.table_schema "
+            "WHERE t.table_schema = 'public' AND t.table_name = 'pg_trades' ORDER BY c.ordinal_position"
+        ).fetchall()
+        n = conn.execute('SELECT count(*) FROM "public"."pg_trades"').fetchone()[0]
+    assert cols == [("ts", 1, "timestamp"), ("sym", 2, "text"), ("price", 3, "float8"), ("size", 4, "int8")]
+    assert n == 3000
+    oracle = duckdb.connect()
+    oracle.execute("CREATE TABLE pg_trades (ts TIMESTAMP, sym VARCHAR, price DOUBLE, size BIGINT)")
+    want = oracle.execute(
+        "SELECT column_name, ordinal_position FROM information_schema.columns "
+        "WHERE table_name = 'pg_trades' ORDER BY ordinal_position"
+    ).fetchall()
+    assert [(c, p) for c, p, _ in cols] == want

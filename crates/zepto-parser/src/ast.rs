@@ -443,6 +443,32 @@ impl JoinKind {
     }
 }
 
+/// A schema of system catalogs (every table is in `public`; see `names.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SystemSchema {
+    /// `information_schema`: the SQL standard's views of the catalog.
+    InformationSchema,
+    /// `pg_catalog`: PostgreSQL's catalog tables, as its clients query them.
+    PgCatalog,
+}
+
+impl SystemSchema {
+    /// The schema named `name` (ASCII case ignored).
+    pub fn by_name(name: &str) -> Option<SystemSchema> {
+        [SystemSchema::InformationSchema, SystemSchema::PgCatalog]
+            .into_iter()
+            .find(|s| s.name().eq_ignore_ascii_case(name))
+    }
+
+    /// Its name.
+    pub fn name(self) -> &'static str {
+        match self {
+            SystemSchema::InformationSchema => "information_schema",
+            SystemSchema::PgCatalog => "pg_catalog",
+        }
+    }
+}
+
 /// What FROM reads.
 #[derive(Debug, Clone, PartialEq)]
 pub enum TableRef {
@@ -450,6 +476,9 @@ pub enum TableRef {
     Table {
         /// The table or CTE name.
         name: String,
+        /// The system catalog's schema, when the name is one of its tables (`None`: a table
+        /// of `public`, or a CTE).
+        system: Option<SystemSchema>,
         /// `AS alias`, if given.
         alias: Option<String>,
         /// Where the name is.

@@ -20,6 +20,7 @@ pub mod error;
 mod expr;
 pub mod lexer;
 pub mod limits;
+pub mod names;
 mod query;
 mod timeseries;
 pub mod visit;
@@ -590,7 +591,7 @@ impl Parser {
         }
         if self.eat_kw("describe") || self.eat_kw("desc") {
             let pos = self.pos();
-            let table = self.ident()?;
+            let table = self.table_name()?;
             return Ok(Statement::Describe { table, pos });
         }
         Err(self.unexpected(
@@ -605,7 +606,7 @@ impl Parser {
             self.expect_kw("exists")?;
             true
         };
-        let name = self.ident()?;
+        let name = self.table_name()?;
         Ok(Statement::DropTable { name, if_exists, pos })
     }
 
@@ -620,7 +621,7 @@ impl Parser {
         let name = self.ident()?;
         self.expect_kw("on")?;
         let pos = self.pos();
-        let table = self.ident()?;
+        let table = self.table_name()?;
         let method = if self.eat_kw("using") { Some(self.any_ident()?.to_ascii_lowercase()) } else { None };
         self.expect_op("(")?;
         let column = self.ident()?;
@@ -680,7 +681,7 @@ impl Parser {
     /// `ALTER`.
     fn alter_table(&mut self, pos: Pos) -> Result<Statement> {
         self.expect_kw("table")?;
-        let table = self.ident()?;
+        let table = self.table_name()?;
         if self.eat_kw("set") {
             self.expect_kw("ttl")?;
             let ttl_ns = self.ttl()?;
@@ -732,7 +733,7 @@ impl Parser {
     fn delete(&mut self) -> Result<Statement> {
         self.expect_kw("from")?;
         let pos = self.pos();
-        let table = self.ident()?;
+        let table = self.table_name()?;
         let filter = if self.eat_kw("where") { Some(self.expr()?) } else { None };
         Ok(Statement::Delete { table, filter, pos })
     }
@@ -740,7 +741,7 @@ impl Parser {
     /// `t SET c = e, ... [WHERE ...]`, after `UPDATE`.
     fn update(&mut self) -> Result<Statement> {
         let pos = self.pos();
-        let table = self.ident()?;
+        let table = self.table_name()?;
         self.expect_kw("set")?;
         let mut sets = Vec::new();
         loop {
@@ -766,7 +767,7 @@ impl Parser {
             self.expect_kw("exists")?;
             true
         };
-        let name = self.ident()?;
+        let name = self.table_name()?;
         if self.eat_kw("as") {
             let query = Box::new(self.query()?);
             return Ok(Statement::CreateTableAs { name, if_not_exists, query });
@@ -824,7 +825,7 @@ impl Parser {
 
     fn insert(&mut self, pos: Pos) -> Result<Statement> {
         self.expect_kw("into")?;
-        let table = self.ident()?;
+        let table = self.table_name()?;
         let mut columns = Vec::new();
         if matches!(self.peek(), Tok::Op("("))
             && !(self.is_kw_at(1, "select") || self.is_kw_at(1, "with") || self.is_kw_at(1, "from"))
@@ -875,7 +876,7 @@ impl Parser {
             let options = self.copy_options()?;
             return Ok(Statement::CopyTo { query, path, options });
         }
-        let table = self.ident()?;
+        let table = self.table_name()?;
         if self.eat_kw("to") {
             let path = self.string_lit()?;
             let options = self.copy_options()?;
@@ -884,7 +885,7 @@ impl Parser {
                 body: SetExpr::Select(Box::new(Select {
                     distinct: false,
                     items: vec![SelectItem::Wildcard { table: None, exclude: vec![], pos }],
-                    from: Some(TableRef::Table { name: table, alias: None, pos }),
+                    from: Some(TableRef::Table { name: table, system: None, alias: None, pos }),
                     where_: None,
                     group_by: vec![],
                     having: None,

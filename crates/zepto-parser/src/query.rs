@@ -431,8 +431,8 @@ impl Parser {
             self.expect_op(")")?;
             return Ok(inner);
         }
-        let name = self.ident()?;
-        if self.eat_op("(") {
+        let (system, name) = self.read_table_name()?;
+        if system.is_none() && self.eat_op("(") {
             let mut args = Vec::new();
             while !self.eat_op(")") {
                 if !args.is_empty() {
@@ -444,7 +444,7 @@ impl Parser {
             return Ok(TableRef::Function { name, args, alias, columns, pos });
         }
         let alias = self.table_alias()?;
-        Ok(TableRef::Table { name, alias, pos })
+        Ok(TableRef::Table { name, system, alias, pos })
     }
 
     /// `[AS] alias [(a, b, ...)]`: a subquery's or table function's name and column renames.

@@ -133,3 +133,35 @@ fn decimal_says_what_to_write_instead() {
         assert!(e.to_string().contains("use DOUBLE, or BIGINT"), "{sql}: {e}");
     }
 }
+
+#[test]
+fn table_names_carry_schemas() {
+    let from = |sql: &str| match one(sql) {
+        Statement::Query(q) => match q.body {
+            SetExpr::Select(s) => match s.from {
+                Some(TableRef::Table { name, system, .. }) => (system, name),
+                other => panic!("{sql}: {other:?}"),
+            },
+            other => panic!("{sql}: {other:?}"),
+        },
+        other => panic!("{sql}: {other:?}"),
+    };
+    assert_eq!(from("SELECT * FROM public.t"), (None, "t".to_string()));
+    assert_eq!(from("SELECT * FROM \"public\".\"T x\""), (None, "T x".to_string()));
+    assert_eq!(from("SELECT * FROM zeptodb.public.t"), (None, "t".to_string()));
+    assert_eq!(
+        from("SELECT * FROM Information_Schema.Tables"),
+        (Some(SystemSchema::InformationSchema), "tables".to_string())
+    );
+    assert_eq!(from("SELECT * FROM pg_catalog.pg_class c"), (Some(SystemSchema::PgCatalog), "pg_class".to_string()));
+    match one("DROP TABLE public.t") {
+        Statement::DropTable { name, .. } => assert_eq!(name, "t"),
+        other => panic!("{other:?}"),
+    }
+    let err = |sql: &str| parse_statement(sql).expect_err(sql).to_string();
+    let e = err("SELECT * FROM x.t");
+    assert!(e.contains("schema 'x' does not exist") && e.ends_with("at line 1, column 15"), "{e}");
+    assert!(err("SELECT * FROM zeptodb.public.t.x").contains("expected"), "four parts");
+    assert!(err("INSERT INTO pg_catalog.pg_class VALUES (1)").contains("system catalog"));
+    assert!(err("CREATE TABLE \"pg_catalog.x\" (a INT)").contains("may not start with a system schema"));
+}

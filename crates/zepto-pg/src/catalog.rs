@@ -42,18 +42,7 @@ pub fn table_oid(name: &str) -> u32 {
 
 /// PostgreSQL's name of a column type (`format_type`).
 pub fn type_name(dt: DataType) -> &'static str {
-    match dt {
-        DataType::Bool => "boolean",
-        DataType::Int32 => "integer",
-        DataType::Int64 => "bigint",
-        DataType::Float32 => "real",
-        DataType::Float64 => "double precision",
-        DataType::Timestamp => "timestamp without time zone",
-        DataType::Date => "date",
-        DataType::Interval => "interval",
-        DataType::Vector(_) => "real[]",
-        DataType::Varchar | DataType::Symbol | DataType::Null => "text",
-    }
+    zepto_sql::system::pg_names(dt).format
 }
 
 /// The answer to `folded` (the query folded by [`crate::session::fold`]) with its parameters

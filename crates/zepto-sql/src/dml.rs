@@ -45,7 +45,7 @@ struct Bound {
 
 fn bind_target(run: &RunContext, catalog: &Arc<Catalog>, access: &TableAccess, table: &str, pos: Pos) -> Result<Bound> {
     let mut binder = Binder::new(catalog.clone(), access.clone(), Arc::new(Executor), run);
-    let tref = TableRef::Table { name: table.to_string(), alias: None, pos };
+    let tref = TableRef::Table { name: table.to_string(), system: None, alias: None, pos };
     let (_, fields) = binder.bind_from(&tref)?;
     let schema = fields_schema(&fields);
     let scope = match tenant::scope_filter(access, &schema)? {

@@ -25,6 +25,7 @@ pub mod plan;
 pub mod result;
 pub mod settings;
 mod spread;
+pub mod system;
 
 pub use access::TableAccess;
 pub use engine::{Access, Engine, Prepared, QueryResult};

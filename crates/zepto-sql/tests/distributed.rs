@@ -88,6 +88,9 @@ const QUERIES: &[&str] = &[
     "SELECT count(*) FROM events",
     "SELECT count(*), sum(size) FROM trades WHERE sym = 'nowhere'",
     "SELECT sym, count(*) FROM trades WHERE sym = 'nowhere' GROUP BY sym",
+    // The system catalogs are built on the node asked, never gathered.
+    "SELECT table_name, table_type FROM information_schema.tables",
+    "SELECT table_name, count(*), max(ordinal_position) FROM information_schema.columns GROUP BY table_name",
 ];
 
 #[test]

@@ -37,7 +37,7 @@ use crate::expr::functions::{self, agg_arity, agg_by_name, agg_type, AggFunc};
 use crate::interrupt::RunContext;
 use crate::parser::ast::*;
 use std::sync::Arc;
-use zepto_storage::{Catalog, DataType, Value};
+use zepto_storage::{Catalog, DataType, Table, Value};
 
 /// What binding needs from the executor: running an uncorrelated subquery once, to one batch.
 pub trait Execute: Send + Sync {
@@ -358,7 +358,10 @@ impl Binder {
     /// scope.
     pub fn bind_from(&mut self, t: &TableRef) -> Result<(Plan, Vec<Field>)> {
         match t {
-            TableRef::Table { name, alias, pos } => self.bind_table(name, alias.as_deref(), *pos),
+            TableRef::Table { name, system: None, alias, pos } => self.bind_table(name, alias.as_deref(), *pos),
+            TableRef::Table { name, system: Some(schema), alias, pos } => {
+                self.bind_system_table(*schema, name, alias.as_deref(), *pos)
+            }
             TableRef::Subquery { query, alias, columns } => {
                 let (p, mut f) = self.bind_query(query)?;
                 if columns.len() > f.len() {
@@ -393,6 +396,24 @@ impl Binder {
             .catalog
             .snapshot(name)
             .map_err(|_| SqlError::TableNotFound { name: name.to_string(), pos: Some(pos) })?;
+        self.bind_scan(table, q)
+    }
+
+    /// A system catalog's table (`information_schema.tables`), built now from the catalog as
+    /// this session may see it, and scanned like any table.
+    fn bind_system_table(
+        &mut self,
+        schema: SystemSchema,
+        name: &str,
+        alias: Option<&str>,
+        pos: Pos,
+    ) -> Result<(Plan, Vec<Field>)> {
+        let table = crate::system::table(schema, name, &self.catalog, &self.access, pos)?;
+        self.bind_scan(table, alias.unwrap_or(name))
+    }
+
+    /// A scan of every column of `table`, qualified by `q`, under the session's tenant scope.
+    fn bind_scan(&mut self, table: Arc<Table>, q: &str) -> Result<(Plan, Vec<Field>)> {
         let fields = table
             .schema()
             .columns
@@ -755,7 +776,9 @@ impl Binder {
     /// The kdb-style default window: the FROM table's partition key and designated timestamp.
     fn window_defaults(&self, s: &Select, scope: &[Field]) -> window::WinDefaults {
         let partition = match &s.from {
-            Some(TableRef::Table { name, pos, .. }) if !self.ctes.iter().any(|c| c.0.eq_ignore_ascii_case(name)) => {
+            Some(TableRef::Table { name, pos, system: None, .. })
+                if !self.ctes.iter().any(|c| c.0.eq_ignore_ascii_case(name)) =>
+            {
                 self.catalog.snapshot(name).ok().and_then(|t| {
                     let k = t.key_col()?;
                     Some(Expr::Column { table: None, name: t.schema().columns[k].name.clone(), pos: *pos })

@@ -87,10 +87,16 @@ impl<'c> Dist<'c> {
         })
     }
 
+    /// Whether the cluster spreads `table`'s rows over its nodes. The system catalogs never:
+    /// they are built on this node from its catalog, which holds every table of the cluster.
+    fn spreads(&self, table: &Table) -> bool {
+        !crate::system::is_catalog_table(table.name()) && self.cluster.get().distributes(table.name())
+    }
+
     /// `input` (a scan shape) gathered from every owner, if its table is the cluster's.
     fn gather(&self, input: &Plan) -> Result<Option<Plan>> {
         let Some(mut s) = scan_shape(input) else { return Ok(None) };
-        if !self.cluster.get().distributes(s.table.name()) {
+        if !self.spreads(s.table) {
             return Ok(None);
         }
         if let Some(f) = Fragment::of(&s, None) {
@@ -110,7 +116,7 @@ impl<'c> Dist<'c> {
     /// and their merge here, if every aggregate merges.
     fn split_aggregate(&self, input: &Plan, keys: &[BExpr], aggs: &[AggCall]) -> Result<Option<Plan>> {
         let Some(s) = scan_shape(input) else { return Ok(None) };
-        if !aggs.iter().all(AggCall::mergeable) || !self.cluster.get().distributes(s.table.name()) {
+        if !aggs.iter().all(AggCall::mergeable) || !self.spreads(s.table) {
             return Ok(None);
         }
         let partial = Partial { keys: keys.to_vec(), aggs: aggs.to_vec() };
@@ -139,7 +145,7 @@ impl Dist<'_> {
     fn keyed(&self, input: &Plan, keys: &[BExpr]) -> bool {
         let Some(s) = scan_shape(input) else { return false };
         let is_key = matches!(keys, [BExpr::Col(i, _)] if s.table.key_col().is_some() && s.columns.get(*i).copied() == s.table.key_col());
-        is_key && self.cluster.get().distributes(s.table.name())
+        is_key && self.spreads(s.table)
     }
 
     /// Window calls that all partition by `input`'s partition key (a scan the cluster spreads).
@@ -147,7 +153,7 @@ impl Dist<'_> {
         let Some(s) = scan_shape(input) else { return false };
         let Some(kp) = s.columns.iter().position(|&c| Some(c) == s.table.key_col()) else { return false };
         let by_key = |c: &WinCall| c.partition.iter().any(|e| matches!(e, BExpr::Col(i, _) if *i == kp));
-        !calls.is_empty() && calls.iter().all(by_key) && self.cluster.get().distributes(s.table.name())
+        !calls.is_empty() && calls.iter().all(by_key) && self.spreads(s.table)
     }
 
     /// An ASOF or WINDOW JOIN of two scans on their partition keys, or window functions

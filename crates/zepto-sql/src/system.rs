@@ -1,0 +1,288 @@
+//! The system catalogs: `information_schema` and `pg_catalog` tables, built from the engine's
+//! catalog when a statement names one (`FROM information_schema.columns`), then planned,
+//! filtered, joined and grouped like any table (EXPLAIN shows their scans). A session sees
+//! only the tables its key may read. BI tools, drivers and `psql` find tables and columns
+//! this way; every door reaches them through the same binder.
+//!
+//! Each table is data here (`TABLES`): its schema, its columns, and a function making its
+//! rows. Types are named as PostgreSQL names them ([`pg_names`], which the PostgreSQL door's
+//! `format_type` answers use too), since PostgreSQL's clients
+//! are the ones that read these catalogs.
+
+use crate::access::TableAccess;
+use crate::error::{Pos, Result, SqlError};
+use std::sync::Arc;
+use zepto_parser::ast::SystemSchema;
+use zepto_parser::names::{DATABASE, PUBLIC};
+use zepto_storage::{Catalog, Column, ColumnBuilder, ColumnDef, DataType, Schema, Table, TableOptions, Value};
+
+/// The owner every schema and table reports.
+const OWNER: &str = "zeptodb";
+
+/// One system table: where it lives, its columns, and what makes its rows.
+struct SystemTable {
+    schema: SystemSchema,
+    name: &'static str,
+    columns: &'static [(&'static str, DataType)],
+    rows: fn(&Catalog, &TableAccess) -> Vec<Vec<Value>>,
+}
+
+use DataType::{Int32, Varchar};
+
+/// Every system table.
+static TABLES: &[SystemTable] = &[
+    SystemTable {
+        schema: SystemSchema::InformationSchema,
+        name: "schemata",
+        columns: &[("catalog_name", Varchar), ("schema_name", Varchar), ("schema_owner", Varchar)],
+        rows: schemata,
+    },
+    SystemTable {
+        schema: SystemSchema::InformationSchema,
+        name: "tables",
+        columns: &[
+            ("table_catalog", Varchar),
+            ("table_schema", Varchar),
+            ("table_name", Varchar),
+            ("table_type", Varchar),
+            ("is_insertable_into", Varchar),
+            ("is_typed", Varchar),
+        ],
+        rows: tables,
+    },
+    SystemTable {
+        schema: SystemSchema::InformationSchema,
+        name: "columns",
+        columns: &[
+            ("table_catalog", Varchar),
+            ("table_schema", Varchar),
+            ("table_name", Varchar),
+            ("column_name", Varchar),
+            ("ordinal_position", Int32),
+            ("column_default", Varchar),
+            ("is_nullable", Varchar),
+            ("data_type", Varchar),
+            ("character_maximum_length", Int32),
+            ("numeric_precision", Int32),
+            ("numeric_precision_radix", Int32),
+            ("numeric_scale", Int32),
+            ("datetime_precision", Int32),
+            ("udt_catalog", Varchar),
+            ("udt_schema", Varchar),
+            ("udt_name", Varchar),
+            ("is_identity", Varchar),
+            ("is_generated", Varchar),
+        ],
+        rows: columns,
+    },
+    SystemTable {
+        schema: SystemSchema::PgCatalog,
+        name: "pg_namespace",
+        columns: &[("nspname", Varchar), ("nspowner", Varchar)],
+        rows: pg_namespace,
+    },
+    SystemTable {
+        schema: SystemSchema::PgCatalog,
+        name: "pg_tables",
+        columns: &[
+            ("schemaname", Varchar),
+            ("tablename", Varchar),
+            ("tableowner", Varchar),
+            ("tablespace", Varchar),
+            ("hasindexes", DataType::Bool),
+            ("hasrules", DataType::Bool),
+            ("hastriggers", DataType::Bool),
+            ("rowsecurity", DataType::Bool),
+        ],
+        rows: pg_tables,
+    },
+];
+
+/// Whether `name` is a system catalog's table as the binder names it (`information_schema.tables`):
+/// no user table can be named so (the parser refuses a system schema's prefix in a name).
+pub fn is_catalog_table(name: &str) -> bool {
+    TABLES.iter().any(|t| name.strip_prefix(t.schema.name()).and_then(|r| r.strip_prefix('.')) == Some(t.name))
+}
+
+/// The system table `schema.name` as of now, holding what `access` may see.
+pub(crate) fn table(
+    schema: SystemSchema,
+    name: &str,
+    catalog: &Catalog,
+    access: &TableAccess,
+    pos: Pos,
+) -> Result<Arc<Table>> {
+    let qualified = format!("{}.{name}", schema.name());
+    let Some(t) = TABLES.iter().find(|t| t.schema == schema && t.name == name) else {
+        return Err(SqlError::TableNotFound { name: qualified, pos: Some(pos) });
+    };
+    let defs = t.columns.iter().map(|(n, dt)| ColumnDef { name: n.to_string(), data_type: *dt }).collect();
+    let internal = |e: zepto_storage::StorageError| SqlError::Execution(format!("{qualified}: {e}"));
+    let mut table = Table::new(&qualified, Schema { columns: defs }, &TableOptions::default()).map_err(internal)?;
+    let rows = (t.rows)(catalog, access);
+    let mut builders: Vec<ColumnBuilder> =
+        t.columns.iter().map(|(_, dt)| ColumnBuilder::new(*dt, rows.len())).collect();
+    for row in &rows {
+        debug_assert_eq!(row.len(), builders.len(), "{qualified}: a row of the wrong width");
+        for (b, v) in builders.iter_mut().zip(row) {
+            b.push_value(v).map_err(internal)?;
+        }
+    }
+    let cols: Vec<Column> = builders.into_iter().map(ColumnBuilder::finish).collect();
+    if !rows.is_empty() {
+        table.append(cols).map_err(internal)?;
+    }
+    Ok(Arc::new(table))
+}
+
+/// The user tables `access` may read, sorted, with their schemas.
+fn user_tables(catalog: &Catalog, access: &TableAccess) -> Vec<(String, Schema)> {
+    let mut names = catalog.table_names();
+    names.sort();
+    names
+        .into_iter()
+        .filter(|n| access.allows(n))
+        .filter_map(|n| catalog.snapshot(&n).ok().map(|t| (n, t.schema().clone())))
+        .collect()
+}
+
+fn text(s: &str) -> Value {
+    Value::Str(s.to_string())
+}
+
+/// Every schema: the tables' and the system catalogs'.
+fn schema_names() -> [&'static str; 3] {
+    [PUBLIC, SystemSchema::InformationSchema.name(), SystemSchema::PgCatalog.name()]
+}
+
+fn schemata(_: &Catalog, _: &TableAccess) -> Vec<Vec<Value>> {
+    schema_names().iter().map(|s| vec![text(DATABASE), text(s), text(OWNER)]).collect()
+}
+
+fn tables(catalog: &Catalog, access: &TableAccess) -> Vec<Vec<Value>> {
+    let user = user_tables(catalog, access).into_iter().map(|(n, _)| (PUBLIC, n, "BASE TABLE", "YES"));
+    let system = TABLES.iter().map(|t| (t.schema.name(), t.name.to_string(), system_kind(t.schema), "NO"));
+    user.chain(system)
+        .map(|(schema, name, kind, insertable)| {
+            vec![text(DATABASE), text(schema), text(&name), text(kind), text(insertable), text("NO")]
+        })
+        .collect()
+}
+
+/// What PostgreSQL calls its system tables: information_schema's are views.
+fn system_kind(schema: SystemSchema) -> &'static str {
+    match schema {
+        SystemSchema::InformationSchema => "VIEW",
+        SystemSchema::PgCatalog => "BASE TABLE",
+    }
+}
+
+fn columns(catalog: &Catalog, access: &TableAccess) -> Vec<Vec<Value>> {
+    let user = user_tables(catalog, access)
+        .into_iter()
+        .flat_map(|(n, s)| s.columns.into_iter().map(move |c| (PUBLIC, n.clone(), c.name, c.data_type)));
+    let system = TABLES
+        .iter()
+        .flat_map(|t| t.columns.iter().map(move |(c, dt)| (t.schema.name(), t.name.to_string(), c.to_string(), *dt)));
+    let mut rows = Vec::new();
+    let mut last: Option<(&str, String)> = None;
+    let mut ordinal = 0;
+    for (schema, table, column, dt) in user.chain(system) {
+        let same = last.as_ref().is_some_and(|(s, t)| *s == schema && *t == table);
+        ordinal = if same { ordinal + 1 } else { 1 };
+        last = Some((schema, table.clone()));
+        rows.push(column_row(schema, &table, &column, ordinal, dt));
+    }
+    rows
+}
+
+/// One row of `information_schema.columns`.
+fn column_row(schema: &str, table: &str, column: &str, ordinal: i32, dt: DataType) -> Vec<Value> {
+    let names = pg_names(dt);
+    let int = |v: Option<i32>| v.map_or(Value::Null, Value::Int32);
+    let (precision, radix, scale) = match dt {
+        DataType::Int32 => (Some(32), Some(2), Some(0)),
+        DataType::Int64 => (Some(64), Some(2), Some(0)),
+        DataType::Float32 => (Some(24), Some(2), None),
+        DataType::Float64 => (Some(53), Some(2), None),
+        _ => (None, None, None),
+    };
+    let datetime = match dt {
+        DataType::Timestamp => Some(6),
+        DataType::Date => Some(0),
+        _ => None,
+    };
+    vec![
+        text(DATABASE),
+        text(schema),
+        text(table),
+        text(column),
+        Value::Int32(ordinal),
+        Value::Null,
+        text("YES"),
+        text(names.data_type),
+        Value::Null,
+        int(precision),
+        int(radix),
+        int(scale),
+        int(datetime),
+        text(DATABASE),
+        text(SystemSchema::PgCatalog.name()),
+        text(names.udt_name),
+        text("NO"),
+        text("NEVER"),
+    ]
+}
+
+/// A type as PostgreSQL names it (the type the PostgreSQL door sends a column as: SYMBOL is
+/// text there).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PgTypeName {
+    /// `information_schema.columns.data_type`.
+    pub data_type: &'static str,
+    /// `udt_name`: the type's name in `pg_type`.
+    pub udt_name: &'static str,
+    /// What `format_type` prints (psql's `\d`).
+    pub format: &'static str,
+}
+
+/// `dt`'s PostgreSQL names.
+pub fn pg_names(dt: DataType) -> PgTypeName {
+    let (data_type, udt_name, format) = match dt {
+        DataType::Bool => ("boolean", "bool", "boolean"),
+        DataType::Int32 => ("integer", "int4", "integer"),
+        DataType::Int64 => ("bigint", "int8", "bigint"),
+        DataType::Float32 => ("real", "float4", "real"),
+        DataType::Float64 => ("double precision", "float8", "double precision"),
+        DataType::Timestamp => ("timestamp without time zone", "timestamp", "timestamp without time zone"),
+        DataType::Date => ("date", "date", "date"),
+        DataType::Interval => ("interval", "interval", "interval"),
+        DataType::Vector(_) => ("ARRAY", "_float4", "real[]"),
+        DataType::Varchar | DataType::Symbol | DataType::Null => ("text", "text", "text"),
+    };
+    PgTypeName { data_type, udt_name, format }
+}
+
+fn pg_namespace(_: &Catalog, _: &TableAccess) -> Vec<Vec<Value>> {
+    schema_names().iter().map(|s| vec![text(s), text(OWNER)]).collect()
+}
+
+fn pg_tables(catalog: &Catalog, access: &TableAccess) -> Vec<Vec<Value>> {
+    let indexed: Vec<String> = catalog.indexes().into_iter().map(|(t, _)| t.to_ascii_lowercase()).collect();
+    user_tables(catalog, access)
+        .into_iter()
+        .map(|(n, _)| {
+            let has_index = indexed.contains(&n.to_ascii_lowercase());
+            vec![
+                text(PUBLIC),
+                text(&n),
+                text(OWNER),
+                Value::Null,
+                Value::Bool(has_index),
+                Value::Bool(false),
+                Value::Bool(false),
+                Value::Bool(false),
+            ]
+        })
+        .collect()
+}

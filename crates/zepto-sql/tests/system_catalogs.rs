@@ -1,0 +1,160 @@
+//! Names with schemas (`public.t`, `"public"."t"`, `zeptodb.public.t`) wherever a table name
+//! goes, and the system catalogs (`information_schema`, `pg_catalog`) as tables: filtered,
+//! joined and grouped like any table, holding only what the session's grants let it read,
+//! and agreeing with the tables' own schemas over randomly generated tables.
+
+use zepto_sql::{Engine, TableAccess};
+
+mod common;
+use common::Rng;
+
+fn ok(e: &Engine, sql: &str) -> zepto_sql::QueryResult {
+    e.execute(sql).unwrap_or_else(|err| panic!("{sql}: {err}"))
+}
+
+/// The result's rows, one tab-separated line each.
+fn lines(e: &Engine, sql: &str) -> Vec<String> {
+    let r = ok(e, sql);
+    let b = r.batch();
+    (0..b.rows).map(|i| b.columns.iter().map(|c| c.get(i).to_string()).collect::<Vec<_>>().join("\t")).collect()
+}
+
+fn error(e: &Engine, sql: &str) -> (String, String) {
+    match e.execute(sql) {
+        Ok(_) => panic!("{sql}: expected an error"),
+        Err(err) => (err.code().to_string(), err.to_string()),
+    }
+}
+
+#[test]
+fn tables_answer_to_their_qualified_names_everywhere() {
+    let e = Engine::new();
+    ok(&e, "CREATE TABLE public.trades (ts TIMESTAMP, sym SYMBOL, px DOUBLE)");
+    ok(&e, "INSERT INTO \"public\".\"trades\" VALUES (1, 'A', 1.5), (2, 'B', 2.5)");
+    ok(&e, "INSERT INTO zeptodb.public.trades SELECT ts, sym, px FROM public.trades");
+    for name in ["trades", "public.trades", "\"public\".\"trades\"", "zeptodb.public.trades", "ZEPTODB.PUBLIC.TRADES"] {
+        assert_eq!(lines(&e, &format!("SELECT count(*) FROM {name}")), ["4"], "{name}");
+    }
+    assert_eq!(lines(&e, "SELECT t.px FROM public.trades AS t WHERE t.sym = 'A'"), ["1.5", "1.5"]);
+    ok(&e, "UPDATE public.trades SET px = 0 WHERE sym = 'B'");
+    ok(&e, "DELETE FROM public.trades WHERE px = 0");
+    ok(&e, "ALTER TABLE public.trades ADD COLUMN n INT");
+    assert_eq!(lines(&e, "SELECT count(n), count(*) FROM public.trades"), ["0\t2"]);
+    ok(&e, "CREATE TABLE public.copy AS SELECT * FROM public.trades");
+    ok(&e, "DROP TABLE public.copy");
+    assert!(!e.catalog().exists("copy"));
+}
+
+#[test]
+fn bad_qualified_names_are_refused_where_they_are() {
+    let e = Engine::new();
+    ok(&e, "CREATE TABLE t (x INT)");
+    let (code, msg) = error(&e, "SELECT * FROM nope.t");
+    assert_eq!(code, "SQL_PLAN");
+    assert!(msg.contains("schema 'nope' does not exist") && msg.contains("column 15"), "{msg}");
+    let (_, msg) = error(&e, "SELECT * FROM other.public.t");
+    assert!(msg.contains("database 'other' does not exist"), "{msg}");
+    for write in [
+        "INSERT INTO information_schema.tables VALUES (1)",
+        "CREATE TABLE pg_catalog.x (y INT)",
+        "DROP TABLE information_schema.columns",
+        "DELETE FROM pg_catalog.pg_tables",
+    ] {
+        let (code, msg) = error(&e, write);
+        assert_eq!(code, "PERMISSION_DENIED", "{write}");
+        assert!(msg.contains("system catalog"), "{write}: {msg}");
+    }
+    assert_eq!(error(&e, "SELECT * FROM information_schema.nope").0, "TABLE_NOT_FOUND");
+    assert_eq!(lines(&e, "SELECT count(*) FROM t"), ["0"], "nothing changed");
+}
+
+#[test]
+fn catalogs_are_tables_a_query_filters_joins_and_groups() {
+    let e = Engine::new();
+    ok(&e, "CREATE TABLE b (ts TIMESTAMP, sym SYMBOL, px DOUBLE, n BIGINT)");
+    ok(&e, "CREATE TABLE a (x INT)");
+    // A user table named like a catalog's table is another table.
+    ok(&e, "CREATE TABLE tables (y INT)");
+    assert_eq!(
+        lines(&e, "SELECT table_name, table_type FROM information_schema.tables WHERE table_schema = 'public'"),
+        ["a\tBASE TABLE", "b\tBASE TABLE", "tables\tBASE TABLE"]
+    );
+    let q = "SELECT t.table_name, count(*), max(c.ordinal_position) \
+             FROM information_schema.tables t JOIN information_schema.columns c \
+             ON t.table_name = c.table_name AND t.table_schema = c.table_schema \
+             WHERE t.table_schema = 'public' GROUP BY t.table_name ORDER BY t.table_name";
+    assert_eq!(lines(&e, q), ["a\t1\t1", "b\t4\t4", "tables\t1\t1"]);
+    assert_eq!(
+        lines(
+            &e,
+            "SELECT column_name, ordinal_position, data_type, udt_name, is_nullable \
+             FROM information_schema.columns WHERE table_name = 'b' ORDER BY ordinal_position"
+        ),
+        [
+            "ts\t1\ttimestamp without time zone\ttimestamp\tYES",
+            "sym\t2\ttext\ttext\tYES",
+            "px\t3\tdouble precision\tfloat8\tYES",
+            "n\t4\tbigint\tint8\tYES",
+        ]
+    );
+    let schemas = "SELECT schema_name FROM information_schema.schemata ORDER BY schema_name";
+    assert_eq!(lines(&e, schemas), ["information_schema", "pg_catalog", "public"]);
+    assert_eq!(lines(&e, "SELECT nspname FROM pg_catalog.pg_namespace WHERE nspname = 'public'"), ["public"]);
+    assert_eq!(lines(&e, "SELECT tablename FROM pg_catalog.pg_tables ORDER BY 1"), ["a", "b", "tables"]);
+    // The catalogs list themselves, as PostgreSQL's do.
+    let q = "SELECT count(*) FROM information_schema.columns WHERE table_name = 'columns' \
+             AND table_schema = 'information_schema'";
+    assert_eq!(lines(&e, q), ["18"]);
+    let plan = lines(&e, "EXPLAIN SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'");
+    assert!(plan.join("\n").contains("information_schema.tables"), "{plan:?}");
+}
+
+#[test]
+fn a_session_sees_only_the_tables_it_may_read() {
+    let all = Engine::new();
+    ok(&all, "CREATE TABLE mine (x INT)");
+    ok(&all, "CREATE TABLE theirs (secret VARCHAR)");
+    let granted = all.with_access(TableAccess::only(["mine"]));
+    let listed = "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'";
+    assert_eq!(lines(&granted, listed), ["mine"]);
+    let cols = "SELECT column_name FROM information_schema.columns WHERE table_schema = 'public'";
+    assert_eq!(lines(&granted, cols), ["x"]);
+    assert_eq!(lines(&granted, "SELECT tablename FROM pg_catalog.pg_tables"), ["mine"]);
+    assert_eq!(lines(&all, listed), ["mine", "theirs"]);
+}
+
+/// Random tables of random column types: `information_schema.columns` says exactly what each
+/// table's `CREATE TABLE` said, in order, and `DESCRIBE` agrees.
+#[test]
+fn columns_agree_with_random_tables() {
+    const TYPES: [(&str, &str, &str); 9] = [
+        ("BOOLEAN", "boolean", "bool"),
+        ("INTEGER", "integer", "int4"),
+        ("BIGINT", "bigint", "int8"),
+        ("REAL", "real", "float4"),
+        ("DOUBLE", "double precision", "float8"),
+        ("TIMESTAMP", "timestamp without time zone", "timestamp"),
+        ("DATE", "date", "date"),
+        ("VARCHAR", "text", "text"),
+        ("SYMBOL", "text", "text"),
+    ];
+    let mut rng = Rng::new(0x5157_e4ca);
+    let e = Engine::new();
+    let mut want = Vec::new();
+    for t in 0..12 {
+        let n = 1 + rng.below(8) as usize;
+        let cols: Vec<(String, usize)> =
+            (0..n).map(|c| (format!("c{c}_{}", rng.below(1000)), rng.below(9) as usize)).collect();
+        let defs: Vec<String> = cols.iter().map(|(name, k)| format!("{name} {}", TYPES[*k].0)).collect();
+        ok(&e, &format!("CREATE TABLE t{t:02} ({})", defs.join(", ")));
+        for (i, (name, k)) in cols.iter().enumerate() {
+            want.push(format!("t{t:02}\t{name}\t{}\t{}\t{}", i + 1, TYPES[*k].1, TYPES[*k].2));
+        }
+    }
+    let got = lines(
+        &e,
+        "SELECT table_name, column_name, ordinal_position, data_type, udt_name FROM information_schema.columns \
+         WHERE table_schema = 'public' ORDER BY table_name, ordinal_position",
+    );
+    assert_eq!(got, want);
+}
