@@ -24,7 +24,7 @@ java_ok() {
 missing=()
 java_ok || missing+=("$( (apt-cache show openjdk-17-jdk-headless > /dev/null 2>&1 && echo openjdk-17-jdk-headless) || echo default-jdk-headless)")
 have mvn || missing+=(maven)
-have psql || missing+=(postgresql-client)
+psql --version > /dev/null 2>&1 || missing+=(postgresql-client)
 have ip || missing+=(iproute2)
 { [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ]; } || missing+=(chromium chromium-driver)
 have cc || missing+=(gcc)
