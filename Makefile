@@ -19,7 +19,7 @@ VENV  ?= .venv
 PY    := $(VENV)/bin/python
 SEED  ?= $(shell date +%s)
 
-.PHONY: demo serve sql build test check msrv venv difftest fuzz python python-test bench bench-growth clean fix-engine pg-driver kafka s3 cluster soak deps setup console-vendor
+.PHONY: demo serve sql build test check msrv venv difftest fuzz python python-test bench bench-growth clean fix-engine pg-driver kafka s3 cluster soak deps setup install console-vendor
 
 build:
 	$(CARGO) build --release -p zepto-cli
@@ -50,7 +50,8 @@ REQUIRE := ZEPTO_REQUIRE_FIX_ENGINE=1 ZEPTO_REQUIRE_KAFKA=1 ZEPTO_REQUIRE_NETNS=
 test:
 	tests/phase.sh "set-up: packages, venv, Maven, Kafka, Go" $(MAKE) --no-print-directory setup
 	tests/phase.sh "cargo build --workspace" $(CARGO) build --workspace
-	$(REQUIRE) tests/run_tests.py --with "$(MAKE) --no-print-directory difftest" --with "$(MAKE) --no-print-directory python-test"
+	$(REQUIRE) tests/run_tests.py --with "$(MAKE) --no-print-directory difftest" --with "$(MAKE) --no-print-directory python-test" \
+	  --with tests/deploy_check.sh
 
 # (`cargo build --workspace`, not `-p zepto-slt -p zepto-cli`: the same features as `cargo test
 # --workspace`, so nothing is compiled twice.)
@@ -88,6 +89,21 @@ pg-driver:
 # Everything `make test` installs or fetches before it builds (quick once done: .ci/run
 # starts it in the background while `make check` compiles).
 setup: deps venv fix-engine pg-driver kafka s3
+
+# `make install`: the release binary, the systemd unit (deploy/zeptodb.service.in with the
+# paths filled in) and the example config, unless one is there already. DESTDIR for packaging;
+# BIN to install another build. Then: systemctl daemon-reload && systemctl enable --now zeptodb.
+PREFIX  ?= /usr/local
+BINDIR  ?= $(PREFIX)/bin
+CONFDIR ?= /etc/zeptodb
+UNITDIR ?= /etc/systemd/system
+BIN     ?= target/release/zeptodb
+install:
+	@[ -x $(BIN) ] || $(MAKE) build
+	install -D -m 755 $(BIN) $(DESTDIR)$(BINDIR)/zeptodb
+	install -d $(DESTDIR)$(CONFDIR) $(DESTDIR)$(UNITDIR)
+	[ -e $(DESTDIR)$(CONFDIR)/zeptodb.json ] || install -m 644 deploy/zeptodb.json $(DESTDIR)$(CONFDIR)/zeptodb.json
+	sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@CONFDIR@|$(CONFDIR)|g' deploy/zeptodb.service.in > $(DESTDIR)$(UNITDIR)/zeptodb.service
 
 # What `make test` needs beyond Rust and Python (a JDK and Maven, psql, iproute2, Chromium
 # and its driver, a C++ compiler, python3-venv), installed with apt when missing (as root;

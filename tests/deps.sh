@@ -32,6 +32,7 @@ have c++ || missing+=(g++)
 have make || missing+=(make)
 have curl || missing+=(curl)
 have unzip || missing+=(unzip)
+have systemd-analyze || missing+=(systemd)
 python3 -c 'import ensurepip, venv' 2> /dev/null || missing+=(python3-venv)
 
 if [ "$(id -u)" != 0 ]; then

@@ -4,6 +4,7 @@
 mod cluster;
 mod fix;
 mod flight_sql;
+mod notify;
 mod pg;
 
 use clap::{Arg, ArgAction, ArgMatches, Command};
@@ -592,7 +593,9 @@ fn run_doors(
     let result = zepto_server::run(cfg, engine, |addr, tls| {
         let scheme = if tls { "https" } else { "http" };
         eprintln!("zeptodb: listening on {scheme}://{addr} ({threads} threads, auth {auth})");
+        notify::notify(&format!("READY=1\nSTATUS=listening on {scheme}://{addr}"));
     });
+    notify::notify("STOPPING=1\nSTATUS=stopping: closing the doors, then the checkpoint on exit");
     if let Some(f) = fix {
         f.stop();
     }

@@ -163,6 +163,29 @@ fn every_door_stops_cleanly_on_sigterm() {
 }
 
 #[test]
+fn tells_systemd_when_ready_and_when_stopping() {
+    // Type=notify: the service manager names a datagram socket in NOTIFY_SOCKET.
+    let dir = std::env::temp_dir().join(format!("zepto-notify-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("dir");
+    let path = dir.join("notify.sock");
+    let sock = std::os::unix::net::UnixDatagram::bind(&path).expect("bind");
+    sock.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
+    let recv = || {
+        let mut buf = [0u8; 512];
+        let n = sock.recv(&mut buf).expect("a notification");
+        String::from_utf8_lossy(&buf[..n]).into_owned()
+    };
+    let s = Server::start_env(&[], &[("NOTIFY_SOCKET", path.to_str().expect("path"))]);
+    let ready = recv();
+    assert!(ready.starts_with("READY=1\nSTATUS=listening on http://"), "{ready}");
+    assert!(ready.contains(&s.addr), "{ready}");
+    s.stop();
+    assert!(recv().starts_with("STOPPING=1\n"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn ingest_formats_and_all_or_nothing() {
     let s = Server::start(&[]);
     let a = s.addr.as_str();
