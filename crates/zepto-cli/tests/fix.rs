@@ -93,8 +93,7 @@ impl Client {
 }
 
 fn fix_addr(s: &Server) -> String {
-    let line = s.startup.iter().find(|l| l.contains("accepting FIX sessions on")).expect("FIX address printed");
-    line.split("accepting FIX sessions on ").nth(1).and_then(|r| r.split_whitespace().next()).expect("addr").into()
+    s.printed_addr("accepting FIX sessions on ")
 }
 
 fn rows(addr: &str, q: &str) -> Vec<String> {

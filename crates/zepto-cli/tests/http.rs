@@ -116,20 +116,11 @@ fn probes_queries_and_formats() {
     assert!(s.stop().success(), "SIGTERM ends the server cleanly");
 }
 
-/// The address a door printed at startup (`what` is the text before it).
-fn door_addr(s: &Server, what: &str) -> String {
-    let line = s.startup.iter().find(|l| l.contains(what)).unwrap_or_else(|| panic!("no '{what}' in {:?}", s.startup));
-    let rest = line.split(what).nth(1).expect("address after the name");
-    rest.trim().split([' ', ',']).next().expect("address").to_string()
-}
-
 #[test]
 fn every_door_stops_cleanly_on_sigterm() {
     // HTTP, PostgreSQL, Flight SQL and FIX open, in memory and durable, each with a client
     // connected at the stop: exit 0 and no panic line (`Server::stop` checks both).
-    let dir = std::env::temp_dir().join(format!("zepto-every-door-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("dir");
+    let dir = fresh_dir("every-door");
     let fix_cfg = dir.join("fix.json");
     std::fs::write(&fix_cfg, r#"{"sender_comp_id": "ZEPTO", "target_comp_ids": ["FEED"]}"#).expect("FIX config");
     let data = dir.join("data").to_string_lossy().to_string();
@@ -142,7 +133,7 @@ fn every_door_stops_cleanly_on_sigterm() {
         }
         let s = Server::start(&args);
         sql(&s.addr, "CREATE TABLE t (ts TIMESTAMP, x INT) TIMESTAMP(ts); INSERT INTO t VALUES (1, 1)");
-        let pg = door_addr(&s, "PostgreSQL wire protocol on ");
+        let pg = s.printed_addr("PostgreSQL wire protocol on ");
         let open: Vec<TcpStream> = [s.addr.clone(), pg]
             .iter()
             .map(|a| TcpStream::connect(a).unwrap_or_else(|e| panic!("connect {a}: {e}")))
@@ -165,9 +156,7 @@ fn every_door_stops_cleanly_on_sigterm() {
 #[test]
 fn tells_systemd_when_ready_and_when_stopping() {
     // Type=notify: the service manager names a datagram socket in NOTIFY_SOCKET.
-    let dir = std::env::temp_dir().join(format!("zepto-notify-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("dir");
+    let dir = fresh_dir("notify");
     let path = dir.join("notify.sock");
     let sock = std::os::unix::net::UnixDatagram::bind(&path).expect("bind");
     sock.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");

@@ -28,10 +28,7 @@ fn have_psql() -> bool {
 
 /// The PostgreSQL address the server printed.
 fn pg_port(s: &Server) -> String {
-    let line =
-        s.startup.iter().find(|l| l.contains("PostgreSQL wire protocol on")).expect("PostgreSQL address printed");
-    let addr =
-        line.split("PostgreSQL wire protocol on ").nth(1).and_then(|r| r.split([' ', ',']).next()).expect("addr");
+    let addr = s.printed_addr("PostgreSQL wire protocol on ");
     addr.rsplit(':').next().expect("port").to_string()
 }
 

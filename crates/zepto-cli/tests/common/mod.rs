@@ -84,6 +84,18 @@ impl Server {
         Server { startup, child, addr, log, drain: Some(drain), panics }
     }
 
+    /// The address a door printed at startup: the word after `what` (`"PostgreSQL wire
+    /// protocol on "`, `"accepting FIX sessions on "`).
+    pub fn printed_addr(&self, what: &str) -> String {
+        let line = self
+            .startup
+            .iter()
+            .find(|l| l.contains(what))
+            .unwrap_or_else(|| panic!("no '{what}' in {:?}", self.startup));
+        let rest = line.split(what).nth(1).expect("address after the name");
+        rest.trim().split([' ', ',']).next().expect("address").to_string()
+    }
+
     /// The lines printed since it listened (the latest [`LOG_LINES`]), one string.
     pub fn log_text(&self) -> String {
         let log = self.log.lock().unwrap_or_else(|e| e.into_inner());
@@ -118,6 +130,14 @@ impl Drop for Server {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// An empty directory of this test process's own under the system's temporary directory.
+pub fn fresh_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("zepto-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("a scratch directory");
+    dir
 }
 
 #[derive(Debug)]
