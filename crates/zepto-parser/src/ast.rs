@@ -453,11 +453,12 @@ pub enum SystemSchema {
 }
 
 impl SystemSchema {
+    /// Every system schema.
+    pub const ALL: [SystemSchema; 2] = [SystemSchema::InformationSchema, SystemSchema::PgCatalog];
+
     /// The schema named `name` (ASCII case ignored).
     pub fn by_name(name: &str) -> Option<SystemSchema> {
-        [SystemSchema::InformationSchema, SystemSchema::PgCatalog]
-            .into_iter()
-            .find(|s| s.name().eq_ignore_ascii_case(name))
+        SystemSchema::ALL.into_iter().find(|s| s.name().eq_ignore_ascii_case(name))
     }
 
     /// Its name.

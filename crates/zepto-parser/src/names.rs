@@ -68,7 +68,7 @@ impl Parser {
 
 /// Whether a one-part name (a quoted `"pg_catalog.x"`) would read as a system table's.
 fn reserved(name: &str) -> bool {
-    [SystemSchema::InformationSchema, SystemSchema::PgCatalog].iter().any(|s| {
+    SystemSchema::ALL.iter().any(|s| {
         let n = s.name().len();
         name.get(..n).is_some_and(|p| p.eq_ignore_ascii_case(s.name()))
             && name.get(n..).is_some_and(|r| r.starts_with('.'))
@@ -78,9 +78,8 @@ fn reserved(name: &str) -> bool {
 fn no_schema(schema: &str, pos: Pos) -> SqlError {
     SqlError::Plan {
         message: format!(
-            "schema '{schema}' does not exist: tables are in '{PUBLIC}', the system catalogs in '{}' and '{}'",
-            SystemSchema::InformationSchema.name(),
-            SystemSchema::PgCatalog.name()
+            "schema '{schema}' does not exist: tables are in '{PUBLIC}', the system catalogs in {}",
+            SystemSchema::ALL.map(|s| format!("'{}'", s.name())).join(" and ")
         ),
         pos: Some(pos),
     }

@@ -151,12 +151,12 @@ fn text(s: &str) -> Value {
 }
 
 /// Every schema: the tables' and the system catalogs'.
-fn schema_names() -> [&'static str; 3] {
-    [PUBLIC, SystemSchema::InformationSchema.name(), SystemSchema::PgCatalog.name()]
+fn schema_names() -> impl Iterator<Item = &'static str> {
+    std::iter::once(PUBLIC).chain(SystemSchema::ALL.map(SystemSchema::name))
 }
 
 fn schemata(_: &Catalog, _: &TableAccess) -> Vec<Vec<Value>> {
-    schema_names().iter().map(|s| vec![text(DATABASE), text(s), text(OWNER)]).collect()
+    schema_names().map(|s| vec![text(DATABASE), text(s), text(OWNER)]).collect()
 }
 
 fn tables(catalog: &Catalog, access: &TableAccess) -> Vec<Vec<Value>> {
@@ -178,22 +178,22 @@ fn system_kind(schema: SystemSchema) -> &'static str {
 }
 
 fn columns(catalog: &Catalog, access: &TableAccess) -> Vec<Vec<Value>> {
-    let user = user_tables(catalog, access)
-        .into_iter()
-        .flat_map(|(n, s)| s.columns.into_iter().map(move |c| (PUBLIC, n.clone(), c.name, c.data_type)));
-    let system = TABLES
-        .iter()
-        .flat_map(|t| t.columns.iter().map(move |(c, dt)| (t.schema.name(), t.name.to_string(), c.to_string(), *dt)));
-    let mut rows = Vec::new();
-    let mut last: Option<(&str, String)> = None;
-    let mut ordinal = 0;
-    for (schema, table, column, dt) in user.chain(system) {
-        let same = last.as_ref().is_some_and(|(s, t)| *s == schema && *t == table);
-        ordinal = if same { ordinal + 1 } else { 1 };
-        last = Some((schema, table.clone()));
-        rows.push(column_row(schema, &table, &column, ordinal, dt));
-    }
-    rows
+    let user = user_tables(catalog, access).into_iter().map(|(n, s)| {
+        let cols: Vec<(String, DataType)> = s.columns.into_iter().map(|c| (c.name, c.data_type)).collect();
+        (PUBLIC, n, cols)
+    });
+    let system = TABLES.iter().map(|t| {
+        let cols: Vec<(String, DataType)> = t.columns.iter().map(|(c, dt)| (c.to_string(), *dt)).collect();
+        (t.schema.name(), t.name.to_string(), cols)
+    });
+    // Ordinal positions count from 1 in each table.
+    user.chain(system)
+        .flat_map(|(schema, table, cols)| {
+            cols.into_iter()
+                .zip(1..)
+                .map(move |((column, dt), ordinal)| column_row(schema, &table, &column, ordinal, dt))
+        })
+        .collect()
 }
 
 /// One row of `information_schema.columns`.
@@ -264,7 +264,7 @@ pub fn pg_names(dt: DataType) -> PgTypeName {
 }
 
 fn pg_namespace(_: &Catalog, _: &TableAccess) -> Vec<Vec<Value>> {
-    schema_names().iter().map(|s| vec![text(s), text(OWNER)]).collect()
+    schema_names().map(|s| vec![text(s), text(OWNER)]).collect()
 }
 
 fn pg_tables(catalog: &Catalog, access: &TableAccess) -> Vec<Vec<Value>> {
