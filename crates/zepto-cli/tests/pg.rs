@@ -166,6 +166,90 @@ fn psql_errors_have_sqlstates_and_positions_and_keys_are_passwords() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `n` generated rows of `t` in the CSV psql's `\copy ... csv` writes (PostgreSQL's text of
+/// each value), in time order.
+fn copy_csv(n: u64) -> String {
+    let mut out = String::from("ts,sym,price,size,ok\n");
+    let mut x: u64 = 11;
+    for i in 0..n {
+        x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        let price =
+            if x.is_multiple_of(13) { String::new() } else { format!("{}.{}", 1 + (x >> 40) % 500, 1 + (x >> 20) % 9) };
+        let sym = ["A", "b,c", "with \"quote\"", "", "x y"][((x >> 33) % 5) as usize];
+        let sym = match sym {
+            "" => "\"\"".to_string(),
+            s if s.contains([',', '"']) => format!("\"{}\"", s.replace('"', "\"\"")),
+            s => s.to_string(),
+        };
+        let (secs, micros) = (i / 1000, i % 1000 * 7);
+        let frac = if micros == 0 { String::new() } else { format!(".{micros:06}").trim_end_matches('0').to_string() };
+        let ts = format!("2024-01-02 {:02}:{:02}:{:02}{frac}", 9 + secs / 3600, secs / 60 % 60, secs % 60);
+        let ok = if x.is_multiple_of(3) { "t" } else { "f" };
+        out.push_str(&format!("{ts},{sym},{price},{},{ok}\n", 1 + (x >> 12) % 900));
+    }
+    out
+}
+
+#[test]
+fn psql_copies_both_ways_and_a_bad_line_stores_nothing() {
+    if !have_psql() {
+        return;
+    }
+    let s = Server::start(&["--api-key", ADMIN]);
+    let port = pg_port(&s);
+    let dir = common::fresh_dir("pg-copy");
+    let r = post_key(
+        &s.addr,
+        "/",
+        ADMIN,
+        "CREATE TABLE t (ts TIMESTAMP, sym VARCHAR, price DOUBLE, size BIGINT, ok BOOLEAN)",
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    let csv = copy_csv(20_000);
+    let input = dir.join("in.csv");
+    std::fs::write(&input, &csv).expect("input");
+    let o = psql(&port, ADMIN, "", &[&format!("\\copy t from '{}' csv header", input.display())]);
+    assert_eq!(out(&o), "COPY 20000\n", "{}", err(&o));
+    // Out again in time order: the same bytes psql read.
+    let output = dir.join("out.csv");
+    let o = psql(
+        &port,
+        ADMIN,
+        "",
+        &[&format!("\\copy (SELECT * FROM t ORDER BY ts) to '{}' csv header", output.display())],
+    );
+    assert_eq!(out(&o), "COPY 20000\n", "{}", err(&o));
+    assert_eq!(std::fs::read_to_string(&output).expect("output"), csv);
+    // The text format through psql's standard input, and a table's columns named.
+    let mut text = Command::new("psql")
+        .args([
+            &format!("host=127.0.0.1 port={port} user=quant dbname=zepto"),
+            "-X",
+            "-c",
+            "\\copy t (sym, size) from stdin",
+        ])
+        .env("PGPASSWORD", ADMIN)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("psql");
+    use std::io::Write;
+    text.stdin.take().expect("stdin").write_all(b"tab\\there\t1\n\\N\t2\n").expect("rows");
+    let o = text.wait_with_output().expect("psql ends");
+    assert_eq!(out(&o), "COPY 2\n", "{}", err(&o));
+    let o = psql(&port, ADMIN, "", &["SELECT sym, size FROM t WHERE ts IS NULL ORDER BY size"]);
+    assert_eq!(out(&o), "tab\there|1\n|2\n");
+    // One bad value deep in the next load: an error naming its column, and not one row stored.
+    let bad = csv.replacen(",t\n", ",maybe\n", 5_000).replacen(",maybe\n", ",t\n", 4_999);
+    std::fs::write(&input, bad).expect("bad input");
+    let o = psql(&port, ADMIN, "", &[&format!("\\copy t from '{}' csv header", input.display())]);
+    let e = err(&o);
+    assert!(!o.status.success() && e.contains("22P04") && e.contains("column ok"), "{e}");
+    assert_eq!(out(&psql(&port, ADMIN, "", &["SELECT count(*) FROM t"])), "20002\n");
+    s.stop();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn psql_over_tls() {
     if !have_psql() {

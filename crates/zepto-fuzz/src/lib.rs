@@ -30,6 +30,7 @@ pub struct Target {
 pub const TARGETS: &[Target] = &[
     Target { name: "sql", run: targets::sql::run, seeds: seeds::sql },
     Target { name: "csv", run: targets::ingest::csv, seeds: seeds::csv },
+    Target { name: "pgcopy", run: targets::ingest::pgcopy, seeds: seeds::pgcopy },
     Target { name: "ingest", run: targets::ingest::write, seeds: seeds::ingest },
     Target { name: "fix", run: targets::fix::run, seeds: seeds::fix },
     Target { name: "wal", run: targets::durable::wal, seeds: seeds::wal },

@@ -81,6 +81,15 @@ pub fn csv() -> Vec<Vec<u8>> {
     ])
 }
 
+/// `COPY FROM STDIN` streams: PostgreSQL's text format (escapes, `\N`, the end marker) and CSV.
+pub fn pgcopy() -> Vec<Vec<u8>> {
+    texts(&[
+        "2024-01-02 09:30:00\tA\t1.5\t3\ta\\tb\\\\c\\101\\x42\tt\n\\N\t\\N\t\\N\t\\N\t\\N\t\\N\n\\.\n",
+        "ts,sym,px,n,s,b\n2024-01-02 09:30:00,A,1.5,3,\"x,\"\"y\"\"\nz\",true\n,,,,\"\",NA\n",
+        "ts|sym|px|n|s|b\n2024-01-02|B|-1e300||x\\|y|f\r\n",
+    ])
+}
+
 /// `/write` bodies: line protocol, CSV, JSON lines and Arrow IPC.
 pub fn ingest() -> Vec<Vec<u8>> {
     let mut v = texts(&[

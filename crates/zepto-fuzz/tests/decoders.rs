@@ -68,6 +68,11 @@ fn csv() {
 }
 
 #[test]
+fn pgcopy() {
+    fuzz("pgcopy");
+}
+
+#[test]
 fn ingest() {
     fuzz("ingest");
 }

@@ -68,12 +68,33 @@ impl<'a> Records<'a> {
     }
 
     /// The first record taken out (the header), or `None` when there is none.
-    fn take_first(&mut self) -> Option<Vec<Field<'a>>> {
+    pub(crate) fn take_first(&mut self) -> Option<Vec<Field<'a>>> {
         let first = *self.ends.first()?;
         let head = self.fields.drain(..first).collect();
         self.ends.remove(0);
         self.ends.iter_mut().for_each(|e| *e -= first);
         Some(head)
+    }
+
+    /// Add a field to the record being built.
+    pub(crate) fn push(&mut self, f: Field<'a>) {
+        self.fields.push(f);
+    }
+
+    /// End the record of the fields pushed since the last one, whatever they are.
+    pub(crate) fn end_record_keeping_blank(&mut self) {
+        self.ends.push(self.fields.len());
+    }
+
+    /// Call `f` with every field and its position in its record.
+    pub(crate) fn for_each_field(&mut self, mut f: impl FnMut(usize, &mut Field<'a>)) {
+        let mut from = 0;
+        for &end in &self.ends {
+            for (k, field) in self.fields.get_mut(from..end).unwrap_or_default().iter_mut().enumerate() {
+                f(k, field);
+            }
+            from = end;
+        }
     }
 
     /// End the record of the fields pushed since the last one, unless it is a blank line (one
@@ -105,7 +126,24 @@ pub fn parse_records_checked<'a>(data: &'a str, delim: u8, check: Check) -> Resu
 /// order mark), and how many
 /// there were before blank lines were dropped. Error rows count records from the piece's
 /// start, blank ones and a header included.
-fn parse_chunk<'a>(data: &'a str, delim: u8, check: Check, first_line: usize) -> Result<(Records<'a>, usize), IoError> {
+pub(crate) fn parse_chunk<'a>(
+    data: &'a str,
+    delim: u8,
+    check: Check,
+    first_line: usize,
+) -> Result<(Records<'a>, usize), IoError> {
+    parse_records_keeping(data, delim, check, first_line, false)
+}
+
+/// [`parse_chunk`], keeping blank lines as records of one empty field when `keep_blank` (as
+/// PostgreSQL's COPY reads them).
+pub(crate) fn parse_records_keeping<'a>(
+    data: &'a str,
+    delim: u8,
+    check: Check,
+    first_line: usize,
+    keep_blank: bool,
+) -> Result<(Records<'a>, usize), IoError> {
     let b = data.as_bytes();
     let mut out = Records::default();
     let mut raw = 0;
@@ -142,14 +180,14 @@ fn parse_chunk<'a>(data: &'a str, delim: u8, check: Check, first_line: usize) ->
             i += 1;
             line += 1;
         }
-        out.end_record();
+        end_record(&mut out, keep_blank);
         (raw, open) = (raw + 1, false);
         if raw % CHECK_EVERY == 0 {
             check().map_err(IoError::Stopped)?;
         }
     }
     if open {
-        out.end_record();
+        end_record(&mut out, keep_blank);
         raw += 1;
     }
     Ok((out, raw))
@@ -157,7 +195,7 @@ fn parse_chunk<'a>(data: &'a str, delim: u8, check: Check, first_line: usize) ->
 
 /// The quoted field starting at `*i` (its opening quote), `*i` moved past its closing quote
 /// and `*line` past its line ends; its text borrowed from `data` unless it has doubled quotes.
-/// An error is `(0 or 1, message)`: the row is the records before it plus that.
+/// An error is `(1, message)`: its record is the one after the records before it.
 fn quoted_field<'a>(data: &'a str, i: &mut usize, line: &mut usize, delim: u8) -> Result<Field<'a>, (usize, String)> {
     let b = data.as_bytes();
     let at = |i: usize| b.get(i).copied();
@@ -166,7 +204,7 @@ fn quoted_field<'a>(data: &'a str, i: &mut usize, line: &mut usize, delim: u8) -
     let (mut j, mut doubled) = (start, false);
     let end = loop {
         let Some(c) = at(j) else {
-            return Err((0, format!("unterminated quoted field starting on line {start_line}")));
+            return Err((1, format!("unterminated quoted field starting on line {start_line}")));
         };
         if c == b'"' {
             if at(j + 1) != Some(b'"') {
@@ -186,6 +224,14 @@ fn quoted_field<'a>(data: &'a str, i: &mut usize, line: &mut usize, delim: u8) -
     // Quotes are ASCII: `start..end` lies on character boundaries.
     let raw = data.get(start..end).unwrap_or_default();
     Ok(Field { text: if doubled { Cow::Owned(raw.replace("\"\"", "\"")) } else { Cow::Borrowed(raw) }, quoted: true })
+}
+
+fn end_record(out: &mut Records, keep_blank: bool) {
+    if keep_blank {
+        out.end_record_keeping_blank();
+    } else {
+        out.end_record();
+    }
 }
 
 /// Parse one field as a value of `dt`. Empty unquoted → NULL.
@@ -293,6 +339,16 @@ pub fn read_csv_pieces(
     read_cut(data, schema, opts, check, &pieces(data, opts.delimiter, piece_bytes))
 }
 
+/// A split error numbered by record (the header counted) numbered by data row.
+fn data_row(e: IoError, opts: &CsvOptions) -> IoError {
+    match e {
+        IoError::BadRow { row, message } if opts.header => {
+            IoError::BadRow { row: row.saturating_sub(1).max(1), message }
+        }
+        e => e,
+    }
+}
+
 /// The text read as the pieces `pieces` (`(from, to, first line)`, cut at record ends).
 fn read_cut(
     data: &[u8],
@@ -313,7 +369,7 @@ fn read_cut(
     let mut raw_before = 0;
     if opts.header {
         for p in rest.by_ref() {
-            let (mut recs, raw) = split(p).map_err(|e| shifted(e, raw_before))?;
+            let (mut recs, raw) = split(p).map_err(|e| data_row(shifted(e, raw_before), opts))?;
             raw_before += raw;
             let head = recs.take_first();
             items.push(Item::Split(recs, raw));
@@ -321,7 +377,9 @@ fn read_cut(
                 mapping = match header_mapping(&head, schema) {
                     Ok(m) => m,
                     // As one pass would: a record that does not split, anywhere, comes first.
-                    Err(e) => return Err(first_unsplit(rest, split, raw_before).unwrap_or(e)),
+                    Err(e) => {
+                        return Err(first_unsplit(rest, split, raw_before).map(|e| data_row(e, opts)).unwrap_or(e))
+                    }
                 };
                 break;
             }
@@ -352,7 +410,7 @@ fn read_cut(
                 (raw_at, data_at) = (raw_at + raw, data_at + rows);
                 parts.push(cols);
             }
-            Err((e, Rows::Raw)) => return Err(shifted(e, raw_at)),
+            Err((e, Rows::Raw)) => return Err(data_row(shifted(e, raw_at), opts)),
             Err((e, Rows::Data(raw))) => {
                 unbuilt = unbuilt.or(Some(shifted(e, data_at)));
                 raw_at += raw;
@@ -510,7 +568,7 @@ fn header_mapping(head: &[Field], schema: &[ColumnDef]) -> Result<Vec<Option<usi
 
 /// The columns of data records `recs` (the first is data row `row0 + 1`, 1-based), each
 /// record `width` fields wide.
-fn build_columns(
+pub(crate) fn build_columns(
     recs: &Records,
     row0: usize,
     schema: &[ColumnDef],

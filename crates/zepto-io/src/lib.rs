@@ -20,6 +20,7 @@ pub mod ipc_check;
 mod ipc_writer;
 pub mod parquet;
 mod parquet_writer;
+pub mod pgcopy;
 pub mod read;
 
 use thiserror::Error;

@@ -2,17 +2,19 @@
 //! table it changes: read off the statement's kind before anything is bound or run, so a door
 //! can refuse a statement its caller may not run without planning it.
 
-use crate::ast::Statement;
+use crate::ast::{CopyEnd, Statement};
 use crate::error::Pos;
 
 /// What a statement needs: the roles of the server map onto these.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Access {
-    /// SELECT, EXPLAIN, SHOW TABLES, DESCRIBE.
+    /// SELECT, EXPLAIN, SHOW TABLES, DESCRIBE, COPY ... TO STDOUT.
     Read,
-    /// INSERT, UPDATE, DELETE, CREATE TABLE (AS), CREATE INDEX, ALTER TABLE ADD COLUMN.
+    /// INSERT, COPY ... FROM STDIN, UPDATE, DELETE, CREATE TABLE (AS), CREATE INDEX, ALTER
+    /// TABLE ADD COLUMN.
     Write,
-    /// DROP TABLE, DROP INDEX, COPY (which reads or writes files on the server) and CHECKPOINT.
+    /// DROP TABLE, DROP INDEX, COPY of a file (which reads or writes files on the server) and
+    /// CHECKPOINT.
     Admin,
 }
 
@@ -24,8 +26,10 @@ impl Statement {
             | Statement::Explain { .. }
             | Statement::ShowTables
             | Statement::Describe { .. }
-            | Statement::Set { .. } => Access::Read,
+            | Statement::Set { .. }
+            | Statement::CopyTo { target: CopyEnd::Client, .. } => Access::Read,
             Statement::Insert { .. }
+            | Statement::CopyFrom { source: CopyEnd::Client, .. }
             | Statement::Delete { .. }
             | Statement::Update { .. }
             | Statement::CreateTable(_)

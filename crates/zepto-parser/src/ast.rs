@@ -110,24 +110,27 @@ pub enum Statement {
         /// Where the statement starts.
         pos: Pos,
     },
-    /// `COPY t FROM 'path' [WITH (options)]`: load a file into a table.
+    /// `COPY t [(columns)] FROM 'path' | STDIN [WITH (options)]`: load rows into a table.
     CopyFrom {
         /// The target table.
         table: String,
-        /// The file to read (checked against the engine's file policy).
-        path: String,
-        /// `WITH (key value, ...)` pairs, keys lower-cased; a key alone has the value `true`.
+        /// The columns the rows hold, in their order; empty means every column in schema order.
+        columns: Vec<String>,
+        /// Where the rows come from.
+        source: CopyEnd,
+        /// `WITH (key value, ...)` pairs (or the older `CSV HEADER DELIMITER ','` words), keys
+        /// lower-cased; a key alone has the value `true`.
         options: Vec<(String, String)>,
         /// Where the statement starts.
         pos: Pos,
     },
-    /// `COPY (query) | t TO 'path' [WITH (options)]`: write a query's result to a file.
+    /// `COPY (query) | t [(columns)] TO 'path' | STDOUT [WITH (options)]`: write a query's rows.
     CopyTo {
-        /// The rows to write (a table name is read as `SELECT * FROM t`).
+        /// The rows to write (a table name is read as `SELECT columns FROM t`).
         query: Box<Query>,
-        /// The file to write (checked against the engine's file policy).
-        path: String,
-        /// `WITH (key value, ...)` pairs, keys lower-cased; a key alone has the value `true`.
+        /// Where the rows go.
+        target: CopyEnd,
+        /// As for [`Statement::CopyFrom`].
         options: Vec<(String, String)>,
     },
     /// `DELETE FROM t [WHERE ...]`.
@@ -441,6 +444,16 @@ impl JoinKind {
                 | JoinKind::AsofAnti
         )
     }
+}
+
+/// The far end of a COPY: a file on the server, or the client over its connection
+/// (`STDIN`, `STDOUT`; only a door that can stream rows, the PostgreSQL one, runs those).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CopyEnd {
+    /// A file (checked against the engine's file policy).
+    File(String),
+    /// The client's connection.
+    Client,
 }
 
 /// A schema of system catalogs (every table is in `public`; see `names.rs`).

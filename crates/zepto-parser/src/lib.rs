@@ -16,6 +16,7 @@
 
 pub mod access;
 pub mod ast;
+mod copy;
 pub mod error;
 mod expr;
 pub mod lexer;
@@ -867,44 +868,6 @@ impl Parser {
         Ok(rows)
     }
 
-    fn copy(&mut self, pos: Pos) -> Result<Statement> {
-        if self.eat_op("(") {
-            let query = Box::new(self.query()?);
-            self.expect_op(")")?;
-            self.expect_kw("to")?;
-            let path = self.string_lit()?;
-            let options = self.copy_options()?;
-            return Ok(Statement::CopyTo { query, path, options });
-        }
-        let table = self.table_name()?;
-        if self.eat_kw("to") {
-            let path = self.string_lit()?;
-            let options = self.copy_options()?;
-            let query = Query {
-                ctes: vec![],
-                body: SetExpr::Select(Box::new(Select {
-                    distinct: false,
-                    items: vec![SelectItem::Wildcard { table: None, exclude: vec![], pos }],
-                    from: Some(TableRef::Table { name: table, system: None, alias: None, pos }),
-                    where_: None,
-                    group_by: vec![],
-                    having: None,
-                    qualify: None,
-                    latest: None,
-                    sample_by: None,
-                })),
-                order_by: vec![],
-                limit: None,
-                offset: None,
-            };
-            return Ok(Statement::CopyTo { query: Box::new(query), path, options });
-        }
-        self.expect_kw("from")?;
-        let path = self.string_lit()?;
-        let options = self.copy_options()?;
-        Ok(Statement::CopyFrom { table, path, options, pos })
-    }
-
     fn string_lit(&mut self) -> Result<String> {
         match self.peek().clone() {
             Tok::Str(s) => {
@@ -913,32 +876,6 @@ impl Parser {
             }
             _ => Err(self.unexpected("a quoted string")),
         }
-    }
-
-    /// `(FORMAT parquet, HEADER true, DELIMITER ',')` or `WITH (...)`.
-    fn copy_options(&mut self) -> Result<Vec<(String, String)>> {
-        let mut out = Vec::new();
-        self.eat_kw("with");
-        if !self.eat_op("(") {
-            return Ok(out);
-        }
-        loop {
-            let k = self.any_ident()?.to_ascii_lowercase();
-            let v = match self.peek().clone() {
-                Tok::Op(",") | Tok::Op(")") => "true".to_string(),
-                Tok::Str(s) | Tok::Ident(s) | Tok::Num(s) => {
-                    self.advance();
-                    s
-                }
-                _ => return Err(self.unexpected("an option value")),
-            };
-            out.push((k, v));
-            if self.eat_op(")") {
-                break;
-            }
-            self.expect_op(",")?;
-        }
-        Ok(out)
     }
 }
 

@@ -50,19 +50,26 @@ impl Parser {
     /// A table name a statement changes or describes: only tables of `public` qualify.
     pub(super) fn table_name(&mut self) -> Result<String> {
         let pos = self.pos();
-        match self.read_table_name()? {
-            (None, name) if reserved(&name) => Err(SqlError::Plan {
-                message: format!("'{name}': a table name may not start with a system schema's name and '.'"),
-                pos: Some(pos),
-            }),
-            (None, name) => Ok(name),
-            (Some(sys), name) => Err(SqlError::PermissionDenied(format!(
-                "{}.{name} (line {}, column {}) is a system catalog: it can only be read",
-                sys.name(),
-                pos.line,
-                pos.column
-            ))),
-        }
+        let name = self.read_table_name()?;
+        writable(name, pos)
+    }
+}
+
+/// The name (read by [`Parser::read_table_name`] at `pos`) of a table a statement changes:
+/// a system catalog, or a name that would read as one, is an error.
+pub(super) fn writable((schema, name): (Option<SystemSchema>, String), pos: Pos) -> Result<String> {
+    match schema {
+        None if reserved(&name) => Err(SqlError::Plan {
+            message: format!("'{name}': a table name may not start with a system schema's name and '.'"),
+            pos: Some(pos),
+        }),
+        None => Ok(name),
+        Some(sys) => Err(SqlError::PermissionDenied(format!(
+            "{}.{name} (line {}, column {}) is a system catalog: it can only be read",
+            sys.name(),
+            pos.line,
+            pos.column
+        ))),
     }
 }
 

@@ -165,3 +165,38 @@ fn table_names_carry_schemas() {
     assert!(err("INSERT INTO pg_catalog.pg_class VALUES (1)").contains("system catalog"));
     assert!(err("CREATE TABLE \"pg_catalog.x\" (a INT)").contains("may not start with a system schema"));
 }
+
+#[test]
+fn copy_takes_both_ends_both_option_spellings_and_column_lists() {
+    let pairs = |v: &[(&str, &str)]| v.iter().map(|(k, x)| (k.to_string(), x.to_string())).collect::<Vec<_>>();
+    let from = |sql: &str| match one(sql) {
+        Statement::CopyFrom { table, columns, source, options, .. } => (table, columns, source, options),
+        other => panic!("{sql}: {other:?}"),
+    };
+    let (table, columns, source, options) = from("COPY public.t (a, \"B\") FROM STDIN WITH (FORMAT csv, HEADER)");
+    assert_eq!((table.as_str(), columns, source), ("t", vec!["a".to_string(), "B".to_string()], CopyEnd::Client));
+    assert_eq!(options, pairs(&[("format", "csv"), ("header", "true")]));
+    // psql's \copy passes the older words on as typed.
+    let (_, _, _, options) = from("copy t from stdin csv header delimiter as '|' null 'NA' force not null a, b");
+    assert_eq!(
+        options,
+        pairs(&[("format", "csv"), ("header", "true"), ("delimiter", "|"), ("null", "NA"), ("force_not_null", "a,b")])
+    );
+    let (_, _, source, options) = from("COPY t FROM '/data/x.csv' (FORCE_QUOTE *, FORCE_NULL (a, b))");
+    assert_eq!(source, CopyEnd::File("/data/x.csv".into()));
+    assert_eq!(options, pairs(&[("force_quote", "*"), ("force_null", "a,b")]));
+    for sql in [
+        "COPY t (a, b) TO STDOUT",
+        "COPY (SELECT 1) TO STDOUT (FORMAT csv)",
+        "COPY information_schema.tables TO STDOUT",
+    ] {
+        assert!(matches!(one(sql), Statement::CopyTo { target: CopyEnd::Client, .. }), "{sql}");
+    }
+    let err = |sql: &str| parse_statement(sql).expect_err(sql).to_string();
+    assert!(err("COPY t FROM STDOUT").contains("STDIN"));
+    assert!(err("COPY t FROM STDIN WITH").contains("COPY options"));
+    assert!(err("COPY pg_catalog.pg_class FROM STDIN").contains("system catalog"));
+    assert_eq!(one("COPY t FROM STDIN").access(), crate::access::Access::Write);
+    assert_eq!(one("COPY t TO STDOUT").access(), crate::access::Access::Read);
+    assert_eq!(one("COPY t TO '/tmp/x.csv'").access(), crate::access::Access::Admin);
+}

@@ -114,10 +114,11 @@ impl Backend {
         self.limits.parse.check_size(sql).map_err(|e| crate::error::pg_error(&e, sql))?;
         let pieces = session::split(sql);
         if pieces.len() <= 1 {
-            return self.run_one(client, sql, params, formats, out).await;
+            return self.run_one(client, sql, params, formats, false, out).await;
         }
-        for (base, piece) in pieces {
-            let r = self.run_one(client, piece, params, formats, out).await;
+        let last = pieces.len() - 1;
+        for (k, (base, piece)) in pieces.into_iter().enumerate() {
+            let r = self.run_one(client, piece, params, formats, k < last, out).await;
             r.map_err(|e| crate::error::shifted(e, sql, base))?;
         }
         Ok(())
@@ -130,6 +131,7 @@ impl Backend {
         sql: &str,
         params: &[ParamValue],
         formats: &Format,
+        more: bool,
         out: &mut Vec<Response>,
     ) -> PgWireResult<()>
     where
@@ -141,11 +143,29 @@ impl Backend {
         }
         let who = principal(client)?;
         let conn = self.conn(client)?;
-        for s in statements(sql, params, &who, &self.limits.parse)? {
-            let r = execute(&conn, s, sql, self.limits).await?;
-            out.push(response(r, formats));
+        let stmts = statements(sql, params, &who, &self.limits.parse)?;
+        let last = stmts.len().saturating_sub(1);
+        for (k, s) in stmts.into_iter().enumerate() {
+            if !crate::copy::is_client_copy(&s) {
+                let r = execute(&conn, s, sql, self.limits).await?;
+                out.push(response(r, formats));
+                continue;
+            }
+            if matches!(s, Statement::CopyFrom { .. }) && (more || k < last) {
+                return Err(crate::error::user_error(
+                    "0A000",
+                    "COPY ... FROM STDIN must be the last statement of a query: the rows follow it",
+                ));
+            }
+            let state = client.session_extensions().get_or_insert_with(crate::copy::CopyState::default);
+            out.push(crate::copy::start(&conn, &state, s, sql, self.limits).await?);
         }
         Ok(())
+    }
+
+    /// The limits statements run under.
+    pub fn limits(&self) -> Limits {
+        self.limits
     }
 
     /// The columns `sql` answers with when run with `params`, from its plan (kept for the

@@ -9,6 +9,7 @@
 //! - [`catalog`]: the catalog queries of psql, SQLAlchemy, psycopg and pgjdbc, answered from
 //!   ZeptoDB's tables;
 //! - [`handler`]: the simple and extended protocol, Describe from the plan;
+//! - [`copy`]: `COPY FROM STDIN` and `COPY TO STDOUT`, text and CSV;
 //! - [`run`]: statements run under the server's limits, results streamed;
 //! - [`types`], [`params`]: ZeptoDB's types as PostgreSQL's, in text and binary;
 //! - [`error`]: our errors as SQLSTATEs with positions.
@@ -17,6 +18,7 @@
 
 pub mod auth;
 pub mod catalog;
+pub mod copy;
 pub mod error;
 pub mod handler;
 pub mod params;
@@ -28,6 +30,7 @@ pub use run::Limits;
 
 use pgwire::api::auth::StartupHandler;
 use pgwire::api::cancel::{CancelHandler, DefaultCancelHandler};
+use pgwire::api::copy::CopyHandler;
 use pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler};
 use pgwire::api::{ConnectionManager, PgWireServerHandlers};
 use pgwire::tokio::TlsAcceptor;
@@ -59,6 +62,10 @@ impl PgWireServerHandlers for Handlers {
 
     fn cancel_handler(&self) -> Arc<impl CancelHandler> {
         self.cancel.clone()
+    }
+
+    fn copy_handler(&self) -> Arc<impl CopyHandler> {
+        self.backend.clone()
     }
 }
 

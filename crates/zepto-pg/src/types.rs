@@ -311,6 +311,14 @@ fn infinity(buf: &mut BytesMut, negative: bool) -> bool {
     true
 }
 
+/// Write value `i` of `c` (a column sent as `ty`) as PostgreSQL's text; false for NULL.
+pub fn value_text(buf: &mut BytesMut, c: &Column, i: usize, ty: &Type, opts: &FormatOptions) -> PgWireResult<bool> {
+    if !c.is_valid(i) {
+        return Ok(false);
+    }
+    text_value(buf, c, i, ty, opts)
+}
+
 /// Write value `i` of `c` as PostgreSQL's text; false for NULL.
 fn text_value(buf: &mut BytesMut, c: &Column, i: usize, ty: &Type, opts: &FormatOptions) -> PgWireResult<bool> {
     let is = |r: Result<IsNull, BoxError>| -> PgWireResult<bool> {

@@ -174,7 +174,7 @@ pub fn check_statements(stmts: &[Statement], who: &Principal, read_only: bool) -
                 match need {
                     Access::Read => "reads",
                     Access::Write => "writes (INSERT, CREATE, ALTER)",
-                    Access::Admin => "DROP TABLE or COPY",
+                    Access::Admin => "DROP TABLE or COPY of a file",
                 }
             )));
         }

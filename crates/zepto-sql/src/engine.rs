@@ -13,7 +13,7 @@ use crate::cluster::ClusterRef;
 use crate::error::{Pos, Result, SqlError};
 use crate::exec::{self, cast::cast_column, Batch};
 use crate::interrupt::{RunContext, DEFAULT_PARALLEL_MIN_ROWS};
-use crate::parser::ast::{CreateTable, InsertSource, Query, SetExpr, Statement};
+use crate::parser::ast::{CopyEnd, CreateTable, InsertSource, Query, SetExpr, Statement};
 use crate::parser::{parse_script, ParamValue, ParseLimits};
 use crate::plan::binder::Binder;
 use crate::plan::Field;
@@ -322,16 +322,17 @@ impl Engine {
                 Ok(QueryResult::status("ALTER TABLE".into()))
             }
             Statement::Insert { table, columns, source, pos } => self.insert(run, table, columns, source, *pos),
-            Statement::CopyFrom { table, path, options, pos } => {
-                let cols = self.copy_columns(run, table, path, options, *pos)?.1;
+            Statement::CopyFrom { table, columns, source, options, pos } => {
+                let cols = self.copy_columns(run, table, columns, source, options, *pos)?.1;
                 let n = self.append_rows(table, cols)?;
                 Ok(QueryResult::status(format!("COPY {n}")))
             }
-            Statement::CopyTo { query, path, options } => {
+            Statement::CopyTo { query, target: CopyEnd::File(path), options } => {
                 let r = self.query_in(run, query)?;
                 let n = crate::copy::write_file(&self.files, path, options, &r)?;
                 Ok(QueryResult::status(format!("COPY {n}")))
             }
+            Statement::CopyTo { target: CopyEnd::Client, .. } => Err(crate::copy_client::needs_a_client("TO STDOUT")),
             Statement::Checkpoint => Ok(QueryResult::status(self.catalog.checkpoint()?)),
             Statement::AlterSetTtl { table, ttl_ns, .. } => {
                 self.catalog.set_ttl(table, *ttl_ns)?;
@@ -386,15 +387,49 @@ impl Engine {
                 let (snap, cols) = self.insert_columns(run, table, columns, source, *pos)?;
                 (snap, cols, "INSERT")
             }
-            Statement::CopyFrom { table, path, options, pos } => {
-                let (snap, cols) = self.copy_columns(run, table, path, options, *pos)?;
+            Statement::CopyFrom { table, columns, source, options, pos } => {
+                let (snap, cols) = self.copy_columns(run, table, columns, source, options, *pos)?;
                 (snap, cols, "COPY")
             }
             other => return Err(crate::spread::refused(other)),
         };
-        check_tenant_rows(&self.access, &snap, &cols)?;
-        let n = crate::spread::publish_rows(cluster, &snap, &cols)?;
+        self.publish_rows(cluster, &snap, &cols, verb)
+    }
+
+    /// Send rows for `snap`'s table through `cluster`'s log.
+    fn publish_rows(&self, cluster: &ClusterRef, snap: &Table, cols: &[Column], verb: &str) -> Result<QueryResult> {
+        check_tenant_rows(&self.access, snap, cols)?;
+        let n = crate::spread::publish_rows(cluster, snap, cols)?;
         Ok(QueryResult::status(format!("{verb} {n}")))
+    }
+
+    /// The table `s` (a statement adding rows) writes to, after the checks every statement
+    /// passes: the key may write it, the tenant scope allows it.
+    pub(crate) fn target_snapshot(&self, s: &Statement) -> Result<Arc<Table>> {
+        let Some((table, pos)) = s.target() else {
+            return Err(SqlError::Internal("a statement adding rows names no table".into()));
+        };
+        self.access.check(table, pos)?;
+        self.refuse_out_of_scope(s)?;
+        self.catalog.snapshot(table).map_err(|_| SqlError::TableNotFound { name: table.to_string(), pos })
+    }
+
+    /// Store `cols` (shaped for `snap`'s table) as statement `s` (COPY) does: through the
+    /// cluster's log when the table is spread, else appended here, whole or not at all.
+    pub(crate) fn store_rows(
+        &self,
+        run: &RunContext,
+        s: &Statement,
+        snap: &Table,
+        cols: Vec<Column>,
+    ) -> Result<QueryResult> {
+        let run = &self.context(run);
+        run.check()?;
+        if let Some(cluster) = crate::spread::through_log(self.cluster.as_ref(), run, s) {
+            return self.publish_rows(cluster, snap, &cols, "COPY");
+        }
+        let n = self.append_rows(snap.name(), cols)?;
+        Ok(QueryResult::status(format!("COPY {n}")))
     }
 
     fn create_table(&self, ct: &CreateTable) -> Result<QueryResult> {
@@ -451,17 +486,29 @@ impl Engine {
         Ok((snap, cols))
     }
 
-    /// The rows `COPY table FROM path` reads, as columns of `table` (its snapshot with them).
+    /// The rows `COPY table [(columns)] FROM path` reads, as columns of `table` (its snapshot
+    /// with them).
     fn copy_columns(
         &self,
         run: &RunContext,
         table: &str,
-        path: &str,
+        columns: &[String],
+        source: &CopyEnd,
         options: &[(String, String)],
         pos: Pos,
     ) -> Result<(Arc<Table>, Vec<Column>)> {
+        let CopyEnd::File(path) = source else {
+            return Err(crate::copy_client::needs_a_client("FROM STDIN"));
+        };
         let snap = self.snapshot_at(table, pos)?;
-        let cols = crate::copy::read_file(run, &self.files, path, options, snap.schema())?;
+        if columns.is_empty() {
+            let cols = crate::copy::read_file(run, &self.files, path, options, snap.schema())?;
+            return Ok((snap, cols));
+        }
+        let schema = Schema { columns: crate::copy_client::listed_columns(&snap, columns, pos)? };
+        let cols = crate::copy::read_file(run, &self.files, path, options, &schema)?;
+        let rows = cols.first().map_or(0, Column::len);
+        let cols = shape_for_table(&snap, columns, Batch::new(cols, rows))?;
         Ok((snap, cols))
     }
 
@@ -505,7 +552,7 @@ impl Engine {
             | Statement::AlterSetTtl { table, .. }
             | Statement::AlterDedup { table, .. }
             | Statement::AlterTier { table, .. } => (table.clone(), "ALTER TABLE"),
-            Statement::CopyFrom { table, .. } => (table.clone(), "COPY ... FROM"),
+            Statement::CopyFrom { table, source: CopyEnd::File(_), .. } => (table.clone(), "COPY ... FROM a file"),
             Statement::CreateIndex { table, .. } => (table.clone(), "CREATE INDEX"),
             Statement::DropIndex { name, pos, .. } => match self.index_owner(name) {
                 Some(owner) => {

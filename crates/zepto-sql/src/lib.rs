@@ -10,6 +10,7 @@
 pub mod access;
 pub mod cluster;
 mod copy;
+pub mod copy_client;
 mod dml;
 pub mod engine;
 mod index;

@@ -1,7 +1,9 @@
-//! Rows from outside: every `/write` format onto an in-memory engine, and CSV into a schema.
+//! Rows from outside: every `/write` format onto an in-memory engine, CSV into a schema, and
+//! the COPY formats a PostgreSQL client streams.
 
 use std::sync::OnceLock;
 use zepto_io::csv::{read_csv, read_csv_pieces, CsvOptions};
+use zepto_io::pgcopy::{CopyOptions, CopyReader};
 use zepto_server::auth::Principal;
 use zepto_server::ingest::{self, ilp::Precision, IngestFormat, WriteRequest};
 use zepto_sql::Engine;
@@ -61,13 +63,9 @@ fn not_text(data: &[u8], bad: usize) {
     }
 }
 
-/// `data` as CSV (with and without a header) into the columns of [`TABLE`].
-pub fn csv(data: &[u8]) {
-    let text = match std::str::from_utf8(data) {
-        Ok(text) => text,
-        Err(e) => return not_text(data, e.valid_up_to()),
-    };
-    let schema: Vec<ColumnDef> = [
+/// The columns of [`TABLE`].
+fn fuzz_schema() -> Vec<ColumnDef> {
+    [
         ("ts", DataType::Timestamp),
         ("sym", DataType::Symbol),
         ("px", DataType::Float64),
@@ -77,7 +75,16 @@ pub fn csv(data: &[u8]) {
     ]
     .iter()
     .map(|(n, t)| ColumnDef { name: n.to_string(), data_type: *t })
-    .collect();
+    .collect()
+}
+
+/// `data` as CSV (with and without a header) into the columns of [`TABLE`].
+pub fn csv(data: &[u8]) {
+    let text = match std::str::from_utf8(data) {
+        Ok(text) => text,
+        Err(e) => return not_text(data, e.valid_up_to()),
+    };
+    let schema = fuzz_schema();
     for header in [true, false] {
         let opts = CsvOptions { header, delimiter: b',' };
         let whole = read_csv(text, &schema, &opts);
@@ -99,6 +106,46 @@ pub fn csv(data: &[u8]) {
             }
             (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string(), "a piece-wise read fails otherwise"),
             _ => panic!("whole: {whole:?}, in pieces: {cut:?}"),
+        }
+    }
+}
+
+/// `data` as a `COPY FROM STDIN` stream in the text and CSV formats (with a header, other
+/// delimiters, another NULL string): read whole and read as it would arrive in 3-byte
+/// messages, decoded in 16-byte pieces, the same rows or the same error.
+pub fn pgcopy(data: &[u8]) {
+    let schema = fuzz_schema();
+    let names: Vec<String> = schema.iter().map(|c| c.name.clone()).collect();
+    let option_sets: [&[(&str, &str)]; 4] = [
+        &[],
+        &[("format", "csv")],
+        &[("format", "csv"), ("header", "match"), ("null", "NA"), ("force_not_null", "s")],
+        &[("delimiter", "|"), ("header", "true"), ("null", "")],
+    ];
+    for pairs in option_sets {
+        let pairs: Vec<(String, String)> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let opts = CopyOptions::new(&pairs, &names).expect("the fuzz options are valid");
+        let read = |message: usize, piece: usize| {
+            let mut r = CopyReader::new(opts.clone(), schema.clone()).with_piece_bytes(piece);
+            for m in data.chunks(message.max(1)) {
+                r.feed(m, &zepto_io::unchecked)?;
+            }
+            r.finish(&zepto_io::unchecked)
+        };
+        let whole = read(data.len(), usize::MAX);
+        let cut = read(3, 16);
+        match (&whole, &cut) {
+            (Ok(a), Ok(b)) => {
+                let n = a.first().map_or(0, |c| c.len());
+                assert!(a.iter().all(|c| c.len() == n), "COPY columns of different lengths");
+                let same = a.iter().zip(b).all(|(ca, cb)| {
+                    ca.len() == cb.len()
+                        && (0..ca.len()).all(|i| format!("{:?}", ca.get(i)) == format!("{:?}", cb.get(i)))
+                });
+                assert!(same, "a COPY read as it arrives has other rows");
+            }
+            (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string(), "a COPY read as it arrives fails otherwise"),
+            _ => panic!("whole: {whole:?}, as it arrives: {cut:?}"),
         }
     }
 }

@@ -1,0 +1,199 @@
+//! COPY over the connection: `COPY t FROM STDIN` (psql's `\copy ... from`, psycopg's
+//! `cursor.copy()`, JDBC's `CopyManager.copyIn`) and `COPY ... TO STDOUT`, in PostgreSQL's text
+//! and CSV formats.
+//!
+//! A COPY FROM is the engine's [`CopyIn`], kept in the session while the client sends
+//! CopyData: each piece is decoded as it arrives (off the async threads), the rows are stored
+//! whole at CopyDone. A bad line is remembered and the rest of the stream read and dropped;
+//! CopyDone then answers the error and nothing is stored, as with CopyFail. A COPY TO runs the
+//! query, then streams its rows, one CopyData per row as PostgreSQL sends them.
+
+use crate::error::{pg_error, user_error};
+use crate::run::{ConnEngine, Limits};
+use crate::types::{pg_type, value_text};
+use bytes::{Bytes, BytesMut};
+use futures::stream;
+use pgwire::api::copy::CopyHandler;
+use pgwire::api::results::{CopyResponse, Response, Tag};
+use pgwire::api::ClientInfo;
+use pgwire::error::{PgWireError, PgWireResult};
+use pgwire::messages::copy::{CopyData, CopyDone, CopyFail};
+use pgwire::messages::PgWireBackendMessage;
+use pgwire::types::format::FormatOptions;
+use std::fmt::Debug;
+use std::sync::{Arc, Mutex};
+use zepto_sql::copy_client::CopyIn;
+use zepto_sql::copy_client::CopyOptions;
+use zepto_sql::interrupt::{QueryControl, RunContext};
+use zepto_sql::parser::ast::Statement;
+use zepto_sql::result::QueryResult;
+
+/// The connection's COPY FROM under way: receiving, or failed (the error CopyDone answers).
+#[derive(Default)]
+pub struct CopyState(Mutex<Option<Result<CopyIn, PgWireError>>>);
+
+impl CopyState {
+    fn take(&self) -> Option<Result<CopyIn, PgWireError>> {
+        self.0.lock().ok()?.take()
+    }
+
+    fn put(&self, state: Result<CopyIn, PgWireError>) {
+        if let Ok(mut slot) = self.0.lock() {
+            *slot = Some(state);
+        }
+    }
+}
+
+/// Whether `s` is a COPY with the client's connection at its far end.
+pub fn is_client_copy(s: &Statement) -> bool {
+    use zepto_sql::parser::ast::CopyEnd::Client;
+    matches!(s, Statement::CopyFrom { source: Client, .. } | Statement::CopyTo { target: Client, .. })
+}
+
+/// Start `s` (a client COPY, text `sql`) on `conn`: CopyIn for a COPY FROM (its state kept in
+/// `state`), the rows streamed for a COPY TO.
+pub async fn start(
+    conn: &Arc<ConnEngine>,
+    state: &CopyState,
+    s: Statement,
+    sql: &str,
+    limits: Limits,
+) -> PgWireResult<Response> {
+    let engine = conn.0.lock().map(|e| e.clone()).map_err(|_| user_error("XX000", "engine lock"))?;
+    if let Statement::CopyFrom { .. } = s {
+        let copy = engine.copy_in(&s, limits.memory).map_err(|e| pg_error(&e, sql))?;
+        let width = copy.width();
+        state.put(Ok(copy));
+        return Ok(Response::CopyIn(CopyResponse::new(0, width, stream::empty())));
+    }
+    let ctl = QueryControl::new(limits.timeout, limits.memory);
+    let job = move || engine.copy_out(&RunContext::new(Some(ctl)), &s);
+    let (r, opts) = match tokio::task::spawn_blocking(job).await {
+        Ok(r) => r.map_err(|e| pg_error(&e, sql))?,
+        Err(e) => return Err(PgWireError::ApiError(Box::new(e))),
+    };
+    let width = r.fields.len();
+    Ok(Response::CopyOut(CopyResponse::new(0, width, stream::iter(CopyRows::new(r, opts)))))
+}
+
+/// The rows of a COPY TO as CopyData messages, the header (if asked for) in the first.
+struct CopyRows {
+    result: QueryResult,
+    opts: CopyOptions,
+    types: Vec<postgres_types::Type>,
+    chunk: usize,
+    row: usize,
+    header: Option<Vec<u8>>,
+    value: BytesMut,
+    format: FormatOptions,
+}
+
+impl CopyRows {
+    fn new(result: QueryResult, opts: CopyOptions) -> CopyRows {
+        let types = result.fields.iter().map(|f| pg_type(f.data_type)).collect();
+        let header = opts.header().then(|| {
+            let names: Vec<String> = result.fields.iter().map(|f| f.name.clone()).collect();
+            let mut out = Vec::new();
+            opts.push_header(&names, &mut out);
+            out
+        });
+        CopyRows {
+            result,
+            opts,
+            types,
+            chunk: 0,
+            row: 0,
+            header,
+            value: BytesMut::new(),
+            format: FormatOptions::default(),
+        }
+    }
+
+    /// Row `i` of `columns` in the COPY's format, after `out`'s bytes.
+    fn encode(&mut self, columns: &[Arc<zepto_storage::Column>], i: usize, mut out: Vec<u8>) -> PgWireResult<Bytes> {
+        for (k, (c, ty)) in columns.iter().zip(&self.types).enumerate() {
+            self.value.clear();
+            let valid = value_text(&mut self.value, c, i, ty, &self.format)?;
+            self.opts.push_field(valid.then_some(&self.value[..]), k, &mut out);
+        }
+        self.opts.end_row(&mut out);
+        Ok(Bytes::from(out))
+    }
+}
+
+impl Iterator for CopyRows {
+    type Item = PgWireResult<CopyData>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            let Some(batch) = self.result.chunks().get(self.chunk) else {
+                // No rows: the header alone.
+                return self.header.take().map(|h| Ok(CopyData::new(Bytes::from(h))));
+            };
+            if self.row < batch.rows {
+                let (columns, i) = (batch.columns.clone(), self.row);
+                self.row += 1;
+                let out = self.header.take().unwrap_or_default();
+                return Some(self.encode(&columns, i, out).map(CopyData::new));
+            }
+            (self.chunk, self.row) = (self.chunk + 1, 0);
+        }
+    }
+}
+
+/// The backend's answers to the messages of a COPY FROM.
+#[async_trait::async_trait]
+impl CopyHandler for crate::handler::Backend {
+    async fn on_copy_data<C>(&self, client: &mut C, data: CopyData) -> PgWireResult<()>
+    where
+        C: ClientInfo + futures::Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as futures::Sink<PgWireBackendMessage>>::Error>,
+    {
+        let state = client.session_extensions().get_or_insert_with(CopyState::default);
+        let next = match state.take() {
+            Some(Ok(mut copy)) => match tokio::task::block_in_place(|| copy.feed(&data.data)) {
+                Ok(()) => Ok(copy),
+                Err(e) => Err(pg_error(&e, "")),
+            },
+            Some(failed) => failed,
+            None => Err(user_error("08P01", "CopyData outside a COPY FROM STDIN")),
+        };
+        state.put(next);
+        Ok(())
+    }
+
+    async fn on_copy_done<C>(&self, client: &mut C, _done: CopyDone) -> PgWireResult<()>
+    where
+        C: ClientInfo + futures::Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as futures::Sink<PgWireBackendMessage>>::Error>,
+    {
+        use futures::SinkExt;
+        let state = client.session_extensions().get_or_insert_with(CopyState::default);
+        let copy = match state.take() {
+            Some(r) => r?,
+            None => return Err(user_error("08P01", "CopyDone outside a COPY FROM STDIN")),
+        };
+        let ctl = QueryControl::new(self.limits().timeout, self.limits().memory);
+        let job = move || copy.finish(&RunContext::new(Some(ctl)));
+        let r = match tokio::task::spawn_blocking(job).await {
+            Ok(r) => r.map_err(|e| pg_error(&e, ""))?,
+            Err(e) => return Err(PgWireError::ApiError(Box::new(e))),
+        };
+        let n = r.status.as_deref().and_then(|s| s.strip_prefix("COPY ")).and_then(|n| n.parse().ok()).unwrap_or(0);
+        client.send(PgWireBackendMessage::CommandComplete(Tag::new("COPY").with_rows(n).into())).await?;
+        Ok(())
+    }
+
+    async fn on_copy_fail<C>(&self, client: &mut C, fail: CopyFail) -> PgWireError
+    where
+        C: ClientInfo + futures::Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as futures::Sink<PgWireBackendMessage>>::Error>,
+    {
+        let state = client.session_extensions().get_or_insert_with(CopyState::default);
+        drop(state.take());
+        user_error("57014", format!("COPY from stdin failed: {}; nothing was stored", fail.message))
+    }
+}
