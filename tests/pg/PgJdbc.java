@@ -5,9 +5,14 @@
 // the product name and version; rows inserted through a PreparedStatement (setTimestamp,
 // setString, setDouble, setLong) and read back through one executed six times (pgjdbc then
 // switches to a named server-side statement and binary results); a sum read with a fetch size
-// of 3 (a portal paged by row limits); the SQLSTATE of an error.
+// of 3 (a portal paged by row limits); the SQLSTATE of an error; 100,000 rows copied in and
+// out through the driver's CopyManager (COPY FROM STDIN, COPY TO STDOUT).
 
+import java.io.*;
+import java.nio.charset.StandardCharsets;
 import java.sql.*;
+import org.postgresql.PGConnection;
+import org.postgresql.copy.CopyManager;
 
 public class PgJdbc {
     public static void main(String[] args) throws Exception {
@@ -56,6 +61,7 @@ public class PgJdbc {
             }
             c.commit();
             c.setAutoCommit(true);
+            copy(c);
             try (Statement s = c.createStatement()) {
                 s.executeQuery("SELECT nosuch FROM jd");
                 System.out.println("error none");
@@ -63,5 +69,24 @@ public class PgJdbc {
                 System.out.println("error " + e.getSQLState());
             }
         }
+    }
+
+    /** 100,000 CSV rows in through CopyManager.copyIn, then out through copyOut: counts and a
+     *  checksum of what came back. */
+    static void copy(Connection c) throws Exception {
+        try (Statement s = c.createStatement()) {
+            s.execute("CREATE TABLE jc (n BIGINT, sym VARCHAR)");
+        }
+        StringBuilder csv = new StringBuilder();
+        for (int i = 0; i < 100_000; i++) {
+            csv.append(i).append(",\"s,").append(i % 7).append("\"\n");
+        }
+        CopyManager cm = c.unwrap(PGConnection.class).getCopyAPI();
+        byte[] in = csv.toString().getBytes(StandardCharsets.UTF_8);
+        long loaded = cm.copyIn("COPY jc FROM STDIN (FORMAT csv)", new ByteArrayInputStream(in));
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        long written = cm.copyOut("COPY (SELECT n, sym FROM jc ORDER BY n) TO STDOUT (FORMAT csv)", out);
+        boolean same = out.toString(StandardCharsets.UTF_8).equals(csv.toString());
+        System.out.println("copy " + loaded + " " + written + " " + same);
     }
 }

@@ -4,7 +4,8 @@
 //!   keys and roles as passwords, TLS;
 //! - the PostgreSQL JDBC driver (`tests/pg/PgJdbc.java`, pgjdbc from Maven Central by `make
 //!   pg-driver`): prepared statements with typed parameters, the named server-side statement
-//!   and binary results pgjdbc switches to, a portal paged by a fetch size, a SQLSTATE.
+//!   and binary results pgjdbc switches to, a portal paged by a fetch size, a SQLSTATE, and
+//!   CopyManager's COPY in and out.
 //!
 //! Without a client a test says so and passes without running, except under `make test`
 //! (ZEPTO_REQUIRE_PG_CLIENTS=1), where that is a failure.
@@ -332,6 +333,7 @@ fn jdbc_prepares_binds_pages_and_reports_sqlstates() {
          row 2024-01-02 09:30:08.25|S2|108.5|80\n\
          row 2024-01-02 09:30:09.25|S0|109.5|90\n\
          paged 10 450\n\
+         copy 100000 100000 true\n\
          error 42703\n"
     );
     let q = "SELECT count(*), sum(size), min(epoch_ns(ts)) FROM jd";
