@@ -99,6 +99,10 @@ fn psql_reads_what_http_reads_and_lists_tables() {
         "SELECT sym, count(*), sum(size), min(price), max(price), count(price) FROM t GROUP BY sym ORDER BY sym",
         "SELECT epoch_ns(ts), sym, price, size, ok FROM t WHERE size > 880 ORDER BY ts",
         "SELECT sym, last(price) FROM t GROUP BY sym ORDER BY sym",
+        // The catalogs, the same through every door.
+        "SELECT c.relname, a.attname, pg_catalog.format_type(a.atttypid, a.atttypmod) FROM pg_catalog.pg_class c \
+         JOIN pg_catalog.pg_attribute a ON a.attrelid = c.oid WHERE c.relnamespace = 'public'::regnamespace \
+         AND c.relname ~ '^t$' ORDER BY a.attnum",
         // What Grafana's PostgreSQL data source sends after expanding $__timeGroupAlias(ts, '1m')
         // and $__timeFilter(ts).
         "SELECT floor(extract(epoch from ts)/60)*60 AS \"time\", round(avg(price), 6) AS price FROM t \
@@ -113,7 +117,7 @@ fn psql_reads_what_http_reads_and_lists_tables() {
     let o = psql(&port, ADMIN, "", &["SELECT ts FROM t ORDER BY ts LIMIT 2"]);
     assert_eq!(out(&o), "2024-01-02 09:30:00\n2024-01-02 09:30:01.000003\n");
     let o = psql(&port, ADMIN, "", &["\\dt"]);
-    assert_eq!(out(&o), "public|t|table|quant\n");
+    assert_eq!(out(&o), "public|t|table|zeptodb\n");
     let o = psql(&port, ADMIN, "", &["\\d t"]);
     let d = out(&o);
     for col in ["ts|timestamp without time zone", "sym|text", "price|double precision", "size|bigint", "ok|boolean"] {

@@ -3,6 +3,7 @@
 
 use super::ast::*;
 use super::lexer::Tok;
+use super::pg_syntax::CompareOp;
 use super::{Parser, RESERVED};
 use crate::error::{Result, SqlError};
 use zepto_storage::{time, DataType};
@@ -69,20 +70,22 @@ impl Parser {
         loop {
             let pos = self.pos();
             self.link(&mut links, pos)?;
-            let op = match self.peek() {
-                Tok::Op("=") | Tok::Op("==") => Some(BinaryOp::Eq),
-                Tok::Op("<>") | Tok::Op("!=") => Some(BinaryOp::NotEq),
-                Tok::Op("<") => Some(BinaryOp::Lt),
-                Tok::Op("<=") => Some(BinaryOp::LtEq),
-                Tok::Op(">") => Some(BinaryOp::Gt),
-                Tok::Op(">=") => Some(BinaryOp::GtEq),
-                _ => None,
-            };
-            if let Some(op) = op {
-                self.advance();
-                let r = self.concat_expr()?;
-                l = Expr::Binary { op, left: Box::new(l), right: Box::new(r), pos };
-                continue;
+            match self.compare_op()? {
+                Some(CompareOp::Plain(op)) => {
+                    if let Some(q) = self.quantified(&l, op, pos)? {
+                        l = q;
+                        continue;
+                    }
+                    let r = self.concat_expr()?;
+                    l = Expr::Binary { op, left: Box::new(l), right: Box::new(r), pos };
+                    continue;
+                }
+                Some(CompareOp::Regex(negated, ci)) => {
+                    let r = self.concat_expr()?;
+                    l = Self::regex_match(l, r, negated, ci, pos);
+                    continue;
+                }
+                None => {}
             }
             if self.is_kw("is") {
                 self.advance();
@@ -150,6 +153,7 @@ impl Parser {
                 let ci = self.is_kw("ilike");
                 self.advance();
                 let pattern = self.concat_expr()?;
+                let pattern = self.like_escape(pattern, pos)?;
                 l = Expr::Like { expr: Box::new(l), pattern: Box::new(pattern), negated, case_insensitive: ci };
             } else if negated {
                 return Err(self.unexpected("IN, BETWEEN, LIKE or ILIKE after NOT"));
@@ -235,9 +239,10 @@ impl Parser {
             let pos = self.pos();
             self.advance();
             self.link(&mut links, pos)?;
-            let to = self.data_type()?;
-            e = Expr::Cast { expr: Box::new(e), to, try_: false, pos };
+            let to = self.cast_target()?;
+            e = Self::cast_to(e, to, false, pos);
         }
+        self.skip_collate()?;
         Ok(e)
     }
 
@@ -347,9 +352,9 @@ impl Parser {
                 self.advance();
                 let e = self.expr()?;
                 self.expect_kw("as")?;
-                let to = self.data_type()?;
+                let to = self.cast_target()?;
                 self.expect_op(")")?;
-                return Ok(Expr::Cast { expr: Box::new(e), to, try_: lw == "try_cast", pos });
+                return Ok(Self::cast_to(e, to, lw == "try_cast", pos));
             }
             "exists" | "not" if self.is_kw("exists") || self.is_kw_at(1, "exists") => {
                 let negated = self.eat_kw("not");
@@ -398,23 +403,24 @@ impl Parser {
             }
             _ => {}
         }
+        if self.at_qualified_call(word) {
+            self.advance();
+            self.advance();
+            let (Tok::Ident(name) | Tok::QIdent(name)) = self.peek().clone() else {
+                return Err(self.unexpected("a function name"));
+            };
+            return self.function_call(&name, pos);
+        }
         if matches!(self.peek_at(1), Tok::Op("(")) {
             return self.function_call(word, pos);
+        }
+        if let Some(e) = self.niladic(word, pos) {
+            return Ok(e);
         }
         if RESERVED.contains(&lw.as_str()) {
             return Err(self.unexpected("an expression"));
         }
         self.column_ref()
-    }
-
-    fn column_ref(&mut self) -> Result<Expr> {
-        let pos = self.pos();
-        let first = self.any_ident()?;
-        if self.eat_op(".") {
-            let name = self.any_ident()?;
-            return Ok(Expr::Column { table: Some(first), name, pos });
-        }
-        Ok(Expr::Column { table: None, name: first, pos })
     }
 
     fn case_expr(&mut self) -> Result<Expr> {

@@ -32,9 +32,9 @@ pub struct Token {
     pub pos: Pos,
 }
 
-const OPS: [&str; 24] = [
-    "::", "<=", ">=", "<>", "!=", "||", "//", "==", "(", ")", ",", ".", ";", "+", "-", "*", "/", "%", "<", ">", "=",
-    "[", "]", ":",
+const OPS: [&str; 28] = [
+    "!~*", "!~", "~*", "::", "<=", ">=", "<>", "!=", "||", "//", "==", "(", ")", ",", ".", ";", "+", "-", "*", "/",
+    "%", "<", ">", "=", "[", "]", ":", "~",
 ];
 
 /// Line and column of byte offsets visited in increasing order. The column is counted on from

@@ -22,6 +22,7 @@ mod expr;
 pub mod lexer;
 pub mod limits;
 pub mod names;
+mod pg_syntax;
 mod query;
 mod timeseries;
 pub mod visit;

@@ -200,3 +200,51 @@ fn copy_takes_both_ends_both_option_spellings_and_column_lists() {
     assert_eq!(one("COPY t TO STDOUT").access(), crate::access::Access::Read);
     assert_eq!(one("COPY t TO '/tmp/x.csv'").access(), crate::access::Access::Admin);
 }
+
+#[test]
+fn postgres_catalog_syntax_reads_as_plain_expressions() {
+    let select = |sql: &str| match one(sql) {
+        Statement::Query(q) => match q.body {
+            SetExpr::Select(s) => s,
+            other => panic!("{sql}: {other:?}"),
+        },
+        other => panic!("{sql}: {other:?}"),
+    };
+    let item = |sql: &str| match select(sql).items.remove(0) {
+        SelectItem::Expr { expr, .. } => expr,
+        other => panic!("{sql}: {other:?}"),
+    };
+    let func = |e: Expr| match e {
+        Expr::Func(f) => (f.name.clone(), f.args.len()),
+        other => panic!("{other:?}"),
+    };
+    // Object-id casts become calls; internal type names are ours.
+    assert_eq!(func(item("SELECT 't'::regclass")), ("regclass".to_string(), 1));
+    assert_eq!(func(item("SELECT c.oid::pg_catalog.regclass")), ("regclass".to_string(), 1));
+    assert_eq!(func(item("SELECT CAST('int8' AS regtype)")), ("regtype".to_string(), 1));
+    assert!(matches!(item("SELECT x::oid"), Expr::Cast { to: DataType::Int32, .. }));
+    assert!(matches!(item("SELECT x::pg_catalog.text"), Expr::Cast { to: DataType::Varchar, .. }));
+    assert!(matches!(item("SELECT x::name"), Expr::Cast { to: DataType::Varchar, .. }));
+    // Functions by their schema, niladic functions, columns by schema and database.
+    assert_eq!(func(item("SELECT pg_catalog.format_type(a, b)")), ("format_type".to_string(), 2));
+    assert_eq!(func(item("SELECT current_user")), ("current_user".to_string(), 0));
+    assert!(matches!(item("SELECT pg_catalog.pg_class.relname"),
+        Expr::Column { table: Some(t), name, .. } if t == "pg_class" && name == "relname"));
+    assert!(matches!(item("SELECT zeptodb.public.t.x"), Expr::Column { table: Some(t), .. } if t == "t"));
+    // Quantified comparisons: = ANY is an OR of equalities, <> ALL an AND; ANY of a subquery is IN.
+    let w = |sql: &str| select(sql).where_.expect("a WHERE");
+    assert!(matches!(w("SELECT 1 FROM t WHERE k = ANY (ARRAY['r', 'p'])"), Expr::Binary { op: BinaryOp::Or, .. }));
+    assert!(matches!(w("SELECT 1 FROM t WHERE k <> ALL (ARRAY[1, 2])"), Expr::Binary { op: BinaryOp::And, .. }));
+    assert!(matches!(w("SELECT 1 FROM t WHERE k = SOME (SELECT 1)"), Expr::InSubquery { negated: false, .. }));
+    assert!(matches!(w("SELECT 1 FROM t WHERE k = ANY (ARRAY[])"), Expr::Lit(Literal::Bool(false), _)));
+    // Regular expressions, in both spellings, and COLLATE dropped.
+    let re = w("SELECT 1 FROM t WHERE n OPERATOR(pg_catalog.~) '^(t)$' COLLATE pg_catalog.default");
+    assert_eq!(func(re), ("regexp_matches".to_string(), 2));
+    assert!(matches!(w("SELECT 1 FROM t WHERE n !~* 'x'"), Expr::Unary { op: UnaryOp::Not, .. }));
+    assert!(matches!(w("SELECT 1 FROM t WHERE n LIKE 'pg/_%' ESCAPE '/'"), Expr::Like { .. }));
+    let err = |sql: &str| parse_statement(sql).expect_err(sql).to_string();
+    assert!(err("SELECT 1 FROM t WHERE k > ANY (SELECT 1)").contains("= ANY and <> ALL"));
+    assert!(err("SELECT 1 FROM t WHERE k = ANY (x)").contains("ARRAY"));
+    assert!(err("SELECT nope.t.x FROM t").contains("schema 'nope'"));
+    assert!(err("SELECT 1 FROM t WHERE n OPERATOR(pg_catalog.+) 1").contains("comparison operator"));
+}

@@ -141,9 +141,20 @@ impl Iterator for CopyRows {
     }
 }
 
-/// The backend's answers to the messages of a COPY FROM.
+/// The answers to the messages of a COPY FROM: its rows stored under `limits`.
+pub struct Copier {
+    limits: Limits,
+}
+
+impl Copier {
+    /// A handler storing rows under `limits`.
+    pub fn new(limits: Limits) -> Copier {
+        Copier { limits }
+    }
+}
+
 #[async_trait::async_trait]
-impl CopyHandler for crate::handler::Backend {
+impl CopyHandler for Copier {
     async fn on_copy_data<C>(&self, client: &mut C, data: CopyData) -> PgWireResult<()>
     where
         C: ClientInfo + futures::Sink<PgWireBackendMessage> + Unpin + Send + Sync,
@@ -175,7 +186,7 @@ impl CopyHandler for crate::handler::Backend {
             Some(r) => r?,
             None => return Err(user_error("08P01", "CopyDone outside a COPY FROM STDIN")),
         };
-        let ctl = QueryControl::new(self.limits().timeout, self.limits().memory);
+        let ctl = QueryControl::new(self.limits.timeout, self.limits.memory);
         let job = move || copy.finish(&RunContext::new(Some(ctl)));
         let r = match tokio::task::spawn_blocking(job).await {
             Ok(r) => r.map_err(|e| pg_error(&e, ""))?,

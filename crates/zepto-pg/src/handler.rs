@@ -137,7 +137,7 @@ impl Backend {
     where
         C: ClientInfo + Unpin + Send + Sync,
     {
-        if let Some(a) = self.local(client, sql, params)? {
+        if let Some(a) = self.local(client, sql)? {
             out.push(local_response(a, formats)?);
             return Ok(());
         }
@@ -163,11 +163,6 @@ impl Backend {
         Ok(())
     }
 
-    /// The limits statements run under.
-    pub fn limits(&self) -> Limits {
-        self.limits
-    }
-
     /// The columns `sql` answers with when run with `params`, from its plan (kept for the
     /// portal's Execute when `keep`).
     async fn describe<C>(
@@ -182,7 +177,7 @@ impl Backend {
         C: ClientInfo + Unpin + Send + Sync,
     {
         self.limits.parse.check_size(sql).map_err(|e| crate::error::pg_error(&e, sql))?;
-        if let Some(a) = self.local(client, sql, params)? {
+        if let Some(a) = self.local(client, sql)? {
             return Ok(match a {
                 Local::Session(_) => Vec::new(),
                 Local::Rows(rows) => fields_of(&rows, formats),
@@ -210,13 +205,8 @@ enum Local {
 }
 
 impl Backend {
-    /// The door's own answer to `sql` (with `params`), if it has one.
-    fn local<C: ClientInfo + ?Sized>(
-        &self,
-        client: &C,
-        sql: &str,
-        params: &[ParamValue],
-    ) -> PgWireResult<Option<Local>> {
+    /// The door's own answer to `sql`, if it has one.
+    fn local<C: ClientInfo + ?Sized>(&self, client: &C, sql: &str) -> PgWireResult<Option<Local>> {
         let user = client.metadata().get("user").cloned().unwrap_or_default();
         let session = client.session_extensions().get_or_insert_with(Params::default);
         match session::answer(sql, &session, &user) {
@@ -228,34 +218,7 @@ impl Backend {
             Some(a) => return Ok(Some(Local::Session(a))),
             None => {}
         }
-        let folded = session::fold(sql);
-        if !folded.contains("pg_") {
-            return Ok(None);
-        }
-        let who = principal(client)?;
-        let engine = self
-            .conn(client)?
-            .0
-            .lock()
-            .map(|e| e.clone())
-            .map_err(|_| crate::error::user_error("XX000", "engine lock"))?;
-        let names = engine.catalog().table_names();
-        let tables: Vec<_> =
-            names.iter().filter(|n| who.tables.allows(n)).filter_map(|n| engine.catalog().snapshot(n).ok()).collect();
-        let texts: Vec<String> = params.iter().map(param_text).collect();
-        Ok(crate::catalog::answer(&folded, &texts, &tables, &user).map(Local::Rows))
-    }
-}
-
-/// A parameter as the text a catalog query compares.
-fn param_text(p: &ParamValue) -> String {
-    match p {
-        ParamValue::Str(s) => s.clone(),
-        ParamValue::Int(i) => i.to_string(),
-        ParamValue::Float(f) => f.to_string(),
-        ParamValue::Bool(b) => b.to_string(),
-        ParamValue::Timestamp(t) => t.to_string(),
-        ParamValue::Null | ParamValue::Vector(_) => String::new(),
+        Ok(crate::catalog::answer(&session::fold(sql)).map(Local::Rows))
     }
 }
 

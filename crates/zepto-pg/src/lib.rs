@@ -43,6 +43,7 @@ use zepto_sql::Engine;
 /// Every connection's handlers.
 struct Handlers {
     backend: Arc<handler::Backend>,
+    copy: Arc<copy::Copier>,
     startup: Arc<auth::Startup>,
     cancel: Arc<DefaultCancelHandler>,
 }
@@ -65,7 +66,7 @@ impl PgWireServerHandlers for Handlers {
     }
 
     fn copy_handler(&self) -> Arc<impl CopyHandler> {
-        self.backend.clone()
+        self.copy.clone()
     }
 }
 
@@ -104,6 +105,7 @@ impl Server {
         let manager = Arc::new(ConnectionManager::new());
         let handlers = Arc::new(Handlers {
             backend: Arc::new(handler::Backend::new(door.engine, door.limits)),
+            copy: Arc::new(copy::Copier::new(door.limits)),
             startup: Arc::new(auth::Startup::new(door.keys, manager.clone())),
             cancel: Arc::new(DefaultCancelHandler::new(manager)),
         });

@@ -16,7 +16,7 @@ const ENGINE_SETTINGS: [&str; 3] = ["ann", "allow_partial", "cluster_scope"];
 
 /// The version string `version()` answers: drivers (SQLAlchemy) read PostgreSQL's number in it.
 pub fn version() -> String {
-    format!("PostgreSQL 16.0 (ZeptoDB {}) on {}, compiled by rustc", env!("CARGO_PKG_VERSION"), std::env::consts::ARCH)
+    zepto_sql::system::version()
 }
 
 /// The session's PostgreSQL parameters (`SET` stores, `SHOW` reads), kept per connection.

@@ -1,7 +1,7 @@
 //! `COPY table FROM 'file'` and `COPY (query) TO 'file'`: format chosen by the `FORMAT` option
 //! or the file extension.
 
-use crate::error::{FileProblem, Result, SqlError};
+use crate::error::{FileProblem, Pos, Result, SqlError};
 use crate::files::FilePolicy;
 use crate::interrupt::RunContext;
 use crate::result::QueryResult;
@@ -11,7 +11,7 @@ use zepto_io::csv::{read_csv_bytes_checked, write_csv, CsvOptions};
 use zepto_io::parquet::{read_parquet_checked, write_parquet};
 use zepto_io::read::read_exact_len;
 use zepto_io::IoError;
-use zepto_storage::{Column, Schema};
+use zepto_storage::{Column, ColumnDef, Schema, Table};
 
 /// A decoding error: the file's contents are wrong (a 4xx), named once.
 fn bad_file(path: &str, e: IoError) -> SqlError {
@@ -190,6 +190,36 @@ pub fn write_file(files: &FilePolicy, path: &str, options: &[(String, String)], 
         }
         f => Err(SqlError::NotSupported(format!("COPY TO format '{f}'"))),
     }
+}
+
+/// The error for a COPY to or from the client run where there is no client stream (the HTTP
+/// door, the embedded engine).
+pub fn needs_a_client(what: &str) -> SqlError {
+    SqlError::NotSupported(format!(
+        "COPY ... {what} streams rows over a PostgreSQL connection (psql's \\copy, psycopg's \
+         cursor.copy(), JDBC's CopyManager); here, COPY a file or use INSERT"
+    ))
+}
+
+/// The definitions of `columns` of `table` in that order (an unknown or repeated name is an
+/// error at `pos`).
+pub(crate) fn listed_columns(table: &Table, columns: &[String], pos: Pos) -> Result<Vec<ColumnDef>> {
+    let mut out: Vec<ColumnDef> = Vec::with_capacity(columns.len());
+    for name in columns {
+        let def = table.schema().columns.iter().find(|c| c.name.eq_ignore_ascii_case(name)).ok_or_else(|| {
+            SqlError::ColumnNotFound {
+                message: format!("column '{name}' of table '{}' does not exist", table.name()),
+                pos: Some(pos),
+                table: None,
+                name: name.clone(),
+            }
+        })?;
+        if out.iter().any(|c| c.name == def.name) {
+            return Err(SqlError::plan(format!("column '{name}' is listed twice"), Some(pos)));
+        }
+        out.push(def.clone());
+    }
+    Ok(out)
 }
 
 #[cfg(test)]

@@ -10,8 +10,9 @@
 //!
 //! The formats themselves (PostgreSQL's text and CSV) are [`zepto_io::pgcopy`]'s.
 
+use crate::copy::listed_columns;
 use crate::engine::{shape_for_table, Engine};
-use crate::error::{FileProblem, Pos, Result, SqlError};
+use crate::error::{FileProblem, Result, SqlError};
 use crate::exec::Batch;
 use crate::interrupt::RunContext;
 use crate::parser::ast::{CopyEnd, Statement};
@@ -20,37 +21,7 @@ use std::sync::Arc;
 pub use zepto_io::pgcopy::CopyOptions;
 use zepto_io::pgcopy::CopyReader;
 use zepto_io::IoError;
-use zepto_storage::{Column, ColumnDef, Table};
-
-/// The error for a COPY to or from the client run where there is no client stream (the HTTP
-/// door, the embedded engine).
-pub fn needs_a_client(what: &str) -> SqlError {
-    SqlError::NotSupported(format!(
-        "COPY ... {what} streams rows over a PostgreSQL connection (psql's \\copy, psycopg's \
-         cursor.copy(), JDBC's CopyManager); here, COPY a file or use INSERT"
-    ))
-}
-
-/// The definitions of `columns` of `table` in that order (an unknown or repeated name is an
-/// error at `pos`).
-pub(crate) fn listed_columns(table: &Table, columns: &[String], pos: Pos) -> Result<Vec<ColumnDef>> {
-    let mut out: Vec<ColumnDef> = Vec::with_capacity(columns.len());
-    for name in columns {
-        let def = table.schema().columns.iter().find(|c| c.name.eq_ignore_ascii_case(name)).ok_or_else(|| {
-            SqlError::ColumnNotFound {
-                message: format!("column '{name}' of table '{}' does not exist", table.name()),
-                pos: Some(pos),
-                table: None,
-                name: name.clone(),
-            }
-        })?;
-        if out.iter().any(|c| c.name == def.name) {
-            return Err(SqlError::plan(format!("column '{name}' is listed twice"), Some(pos)));
-        }
-        out.push(def.clone());
-    }
-    Ok(out)
-}
+use zepto_storage::{Column, Table};
 
 /// A `COPY ... FROM STDIN` under way.
 pub struct CopyIn {

@@ -332,7 +332,7 @@ impl Engine {
                 let n = crate::copy::write_file(&self.files, path, options, &r)?;
                 Ok(QueryResult::status(format!("COPY {n}")))
             }
-            Statement::CopyTo { target: CopyEnd::Client, .. } => Err(crate::copy_client::needs_a_client("TO STDOUT")),
+            Statement::CopyTo { target: CopyEnd::Client, .. } => Err(crate::copy::needs_a_client("TO STDOUT")),
             Statement::Checkpoint => Ok(QueryResult::status(self.catalog.checkpoint()?)),
             Statement::AlterSetTtl { table, ttl_ns, .. } => {
                 self.catalog.set_ttl(table, *ttl_ns)?;
@@ -498,14 +498,14 @@ impl Engine {
         pos: Pos,
     ) -> Result<(Arc<Table>, Vec<Column>)> {
         let CopyEnd::File(path) = source else {
-            return Err(crate::copy_client::needs_a_client("FROM STDIN"));
+            return Err(crate::copy::needs_a_client("FROM STDIN"));
         };
         let snap = self.snapshot_at(table, pos)?;
         if columns.is_empty() {
             let cols = crate::copy::read_file(run, &self.files, path, options, snap.schema())?;
             return Ok((snap, cols));
         }
-        let schema = Schema { columns: crate::copy_client::listed_columns(&snap, columns, pos)? };
+        let schema = Schema { columns: crate::copy::listed_columns(&snap, columns, pos)? };
         let cols = crate::copy::read_file(run, &self.files, path, options, &schema)?;
         let rows = cols.first().map_or(0, Column::len);
         let cols = shape_for_table(&snap, columns, Batch::new(cols, rows))?;

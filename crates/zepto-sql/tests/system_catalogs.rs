@@ -100,7 +100,8 @@ fn catalogs_are_tables_a_query_filters_joins_and_groups() {
     let schemas = "SELECT schema_name FROM information_schema.schemata ORDER BY schema_name";
     assert_eq!(lines(&e, schemas), ["information_schema", "pg_catalog", "public"]);
     assert_eq!(lines(&e, "SELECT nspname FROM pg_catalog.pg_namespace WHERE nspname = 'public'"), ["public"]);
-    assert_eq!(lines(&e, "SELECT tablename FROM pg_catalog.pg_tables ORDER BY 1"), ["a", "b", "tables"]);
+    let q = "SELECT tablename FROM pg_catalog.pg_tables WHERE schemaname = 'public' ORDER BY 1";
+    assert_eq!(lines(&e, q), ["a", "b", "tables"]);
     // The catalogs list themselves, as PostgreSQL's do.
     let q = "SELECT count(*) FROM information_schema.columns WHERE table_name = 'columns' \
              AND table_schema = 'information_schema'";
@@ -119,7 +120,14 @@ fn a_session_sees_only_the_tables_it_may_read() {
     assert_eq!(lines(&granted, listed), ["mine"]);
     let cols = "SELECT column_name FROM information_schema.columns WHERE table_schema = 'public'";
     assert_eq!(lines(&granted, cols), ["x"]);
-    assert_eq!(lines(&granted, "SELECT tablename FROM pg_catalog.pg_tables"), ["mine"]);
+    let q = "SELECT tablename FROM pg_catalog.pg_tables WHERE schemaname = 'public'";
+    assert_eq!(lines(&granted, q), ["mine"]);
+    let q = "SELECT c.relname FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON c.relnamespace = n.oid \
+             WHERE n.nspname = 'public'";
+    assert_eq!(lines(&granted, q), ["mine"]);
+    let q = "SELECT count(*) FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_class c ON a.attrelid = c.oid \
+             WHERE c.relname = 'theirs'";
+    assert_eq!(lines(&granted, q), ["0"]);
     assert_eq!(lines(&all, listed), ["mine", "theirs"]);
 }
 
@@ -157,4 +165,34 @@ fn columns_agree_with_random_tables() {
          WHERE table_schema = 'public' ORDER BY table_name, ordinal_position",
     );
     assert_eq!(got, want);
+    // pg_catalog tells the same through its ids: pg_class joined to pg_attribute, pg_type and
+    // pg_namespace (as psql, pgjdbc and SQLAlchemy join them) lists the same columns and types,
+    // every column's type is one pg_type has, and every table one pg_class row.
+    let through_ids = lines(
+        &e,
+        "SELECT c.relname, a.attname, a.attnum, t.typname FROM pg_catalog.pg_class c \
+         JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace \
+         JOIN pg_catalog.pg_attribute a ON a.attrelid = c.oid \
+         JOIN pg_catalog.pg_type t ON t.oid = a.atttypid \
+         WHERE n.nspname = 'public' AND c.relkind = 'r' AND a.attnum > 0 ORDER BY c.relname, a.attnum",
+    );
+    let want: Vec<String> = want
+        .iter()
+        .map(|w| {
+            let f: Vec<&str> = w.split('\t').collect();
+            format!("{}\t{}\t{}\t{}", f[0], f[1], f[2], f[4])
+        })
+        .collect();
+    assert_eq!(through_ids, want);
+    let q = "SELECT count(*) FROM pg_catalog.pg_attribute a LEFT JOIN pg_catalog.pg_type t ON t.oid = a.atttypid \
+             WHERE t.oid IS NULL";
+    assert_eq!(lines(&e, q), ["0"], "every column's type is in pg_type");
+    let q = "SELECT count(*), count(DISTINCT oid) FROM pg_catalog.pg_class";
+    let counts = lines(&e, q);
+    let tables = lines(&e, "SELECT count(*) FROM information_schema.tables");
+    assert_eq!(counts, [format!("{}\t{}", tables[0], tables[0])], "one row and one id per table");
+    let natts = "SELECT c.relname, c.relnatts, count(*) FROM pg_catalog.pg_class c \
+                 JOIN pg_catalog.pg_attribute a ON a.attrelid = c.oid GROUP BY c.relname, c.relnatts \
+                 HAVING c.relnatts <> count(*)";
+    assert!(lines(&e, natts).is_empty(), "relnatts counts each table's attributes");
 }

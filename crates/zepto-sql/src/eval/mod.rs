@@ -13,6 +13,7 @@ pub mod cmp;
 mod like;
 pub mod numeric;
 pub mod partitioner;
+mod regex;
 mod scalar;
 mod vector;
 

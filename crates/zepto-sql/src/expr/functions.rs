@@ -28,6 +28,9 @@ pub enum ScalarFunc {
     Replace,
     /// `starts_with(s, prefix)`.
     StartsWith,
+    /// `regexp_matches(s, pattern[, options])`: whether the regular expression matches
+    /// anywhere in `s` (`i` in `options`: ignoring case); PostgreSQL's `~`, `~*`.
+    RegexpMatches,
     /// `kafka_partition(key, partitions)`: the partition Kafka's default partitioner (murmur2,
     /// as the Java client and librdkafka's `murmur2_random` compute it) gives a record keyed
     /// `key` in a topic of `partitions` partitions; NULL for a NULL key.
@@ -285,6 +288,7 @@ pub fn scalar_by_name(name: &str) -> Option<ScalarFunc> {
         "rtrim" => ScalarFunc::RTrim,
         "replace" => ScalarFunc::Replace,
         "starts_with" | "prefix" => ScalarFunc::StartsWith,
+        "regexp_matches" => ScalarFunc::RegexpMatches,
         "abs" => ScalarFunc::Abs,
         "round" => ScalarFunc::Round,
         "floor" => ScalarFunc::Floor,
@@ -347,6 +351,7 @@ impl ScalarFunc {
             | F::RTrim
             | F::Replace
             | F::StartsWith
+            | F::RegexpMatches
             | F::KafkaPartition
             | F::Length
             | F::Concat
@@ -370,6 +375,7 @@ pub fn scalar_arity(f: ScalarFunc) -> (usize, usize) {
         | ArrayLength => (1, 1),
         ArrayDistance(_) => (2, 2),
         Trim | LTrim | RTrim => (1, 2),
+        RegexpMatches => (2, 3),
         Round => (1, 2),
         Substr => (2, 3),
         Replace => (3, 3),

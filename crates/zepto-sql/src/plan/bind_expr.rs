@@ -41,6 +41,10 @@ pub trait SubqueryRunner {
     fn plan_subquery(&mut self, q: &Query, outer: &[Field]) -> Result<SubPlan>;
     /// The statement's time, which every `now()` in it is.
     fn statement_time(&self) -> i64;
+    /// `name(args)` bound as one of the functions on the system catalogs (`format_type`,
+    /// `regclass`, ...), which read the catalog as this session sees it; `None` when `name`
+    /// is not one.
+    fn catalog_function(&self, name: &str, args: Vec<BExpr>, pos: Pos) -> Result<Option<BExpr>>;
     /// Count one bound expression node (or IN-list value), and every so often check the
     /// query's control: binding a statement of millions of nodes stops when the query is
     /// cancelled, passes its deadline or holds too much memory.
@@ -519,6 +523,10 @@ impl ExprBinder<'_> {
         if f.name == NOT_DISTINCT {
             return not_distinct(args, f.pos);
         }
+        if scalar_by_name(&f.name).is_none() {
+            let bound = self.runner.catalog_function(&f.name, args, f.pos)?;
+            return bound.ok_or_else(|| SqlError::plan(format!("unknown function {}()", f.name), Some(f.pos)));
+        }
         match bind_function(&f.name, args, f.pos)? {
             // One clock per statement: `now()` is its time, a constant the planner can
             // fold into time-range searches.
@@ -792,7 +800,7 @@ fn string_call(func: ScalarFunc, name: &str, mut args: Vec<BExpr>, pos: Pos) -> 
             let a = args.into_iter().map(str_arg).collect::<Result<Vec<_>>>()?;
             mk(a, Varchar)
         }
-        F::StartsWith => {
+        F::StartsWith | F::RegexpMatches => {
             let a = args.into_iter().map(str_arg).collect::<Result<Vec<_>>>()?;
             mk(a, Bool)
         }

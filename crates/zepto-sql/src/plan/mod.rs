@@ -10,6 +10,7 @@
 mod ann;
 pub(crate) mod bind_expr;
 pub mod binder;
+mod catalog_functions;
 mod cost;
 pub mod dist;
 pub mod optimizer;

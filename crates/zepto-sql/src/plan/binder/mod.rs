@@ -89,6 +89,11 @@ impl SubqueryRunner for Binder {
         self.now
     }
 
+    fn catalog_function(&self, name: &str, args: Vec<BExpr>, pos: Pos) -> Result<Option<BExpr>> {
+        let ctx = super::catalog_functions::CatalogContext { catalog: &self.catalog, access: &self.access };
+        super::catalog_functions::bind(name, args, &ctx, pos)
+    }
+
     fn tick(&mut self) -> Result<()> {
         self.nodes = self.nodes.wrapping_add(1);
         if self.nodes.is_multiple_of(CHECK_EVERY_NODES) {
@@ -390,6 +395,10 @@ impl Binder {
         let q = alias.unwrap_or(name);
         if let Some((_, p, f, _)) = self.ctes.iter().rev().find(|c| c.0.eq_ignore_ascii_case(name)) {
             return Ok((p.clone(), requalify(f.clone(), Some(q))));
+        }
+        // pg_catalog is on every search path, after no table of that name.
+        if !self.catalog.exists(name) && crate::system::in_search_path(name) {
+            return self.bind_system_table(SystemSchema::PgCatalog, &name.to_ascii_lowercase(), alias, pos);
         }
         self.access.check(name, Some(pos))?;
         let table = self

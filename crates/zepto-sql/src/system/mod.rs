@@ -17,19 +17,22 @@ use zepto_parser::names::{DATABASE, PUBLIC};
 use zepto_storage::{Catalog, Column, ColumnBuilder, ColumnDef, DataType, Schema, Table, TableOptions, Value};
 
 /// The owner every schema and table reports.
-const OWNER: &str = "zeptodb";
+pub(crate) const OWNER: &str = "zeptodb";
 
 /// One system table: where it lives, its columns, and what makes its rows.
-struct SystemTable {
-    schema: SystemSchema,
-    name: &'static str,
+pub(crate) struct SystemTable {
+    pub(crate) schema: SystemSchema,
+    pub(crate) name: &'static str,
     columns: &'static [(&'static str, DataType)],
     rows: fn(&Catalog, &TableAccess) -> Vec<Vec<Value>>,
 }
 
 use DataType::{Int32, Varchar};
 
-/// Every system table.
+pub mod pg_catalog;
+pub mod types;
+
+/// The tables of `information_schema` (`pg_catalog`'s are [`pg_catalog::TABLES`]).
 static TABLES: &[SystemTable] = &[
     SystemTable {
         schema: SystemSchema::InformationSchema,
@@ -76,32 +79,75 @@ static TABLES: &[SystemTable] = &[
         rows: columns,
     },
     SystemTable {
-        schema: SystemSchema::PgCatalog,
-        name: "pg_namespace",
-        columns: &[("nspname", Varchar), ("nspowner", Varchar)],
-        rows: pg_namespace,
+        schema: SystemSchema::InformationSchema,
+        name: "views",
+        columns: &[
+            ("table_catalog", Varchar),
+            ("table_schema", Varchar),
+            ("table_name", Varchar),
+            ("view_definition", Varchar),
+            ("check_option", Varchar),
+            ("is_updatable", Varchar),
+            ("is_insertable_into", Varchar),
+        ],
+        rows: no_rows,
     },
     SystemTable {
-        schema: SystemSchema::PgCatalog,
-        name: "pg_tables",
+        schema: SystemSchema::InformationSchema,
+        name: "table_constraints",
         columns: &[
-            ("schemaname", Varchar),
-            ("tablename", Varchar),
-            ("tableowner", Varchar),
-            ("tablespace", Varchar),
-            ("hasindexes", DataType::Bool),
-            ("hasrules", DataType::Bool),
-            ("hastriggers", DataType::Bool),
-            ("rowsecurity", DataType::Bool),
+            ("constraint_catalog", Varchar),
+            ("constraint_schema", Varchar),
+            ("constraint_name", Varchar),
+            ("table_catalog", Varchar),
+            ("table_schema", Varchar),
+            ("table_name", Varchar),
+            ("constraint_type", Varchar),
+            ("is_deferrable", Varchar),
+            ("initially_deferred", Varchar),
+            ("enforced", Varchar),
+            ("nulls_distinct", Varchar),
         ],
-        rows: pg_tables,
+        rows: no_rows,
+    },
+    SystemTable {
+        schema: SystemSchema::InformationSchema,
+        name: "key_column_usage",
+        columns: &[
+            ("constraint_catalog", Varchar),
+            ("constraint_schema", Varchar),
+            ("constraint_name", Varchar),
+            ("table_catalog", Varchar),
+            ("table_schema", Varchar),
+            ("table_name", Varchar),
+            ("column_name", Varchar),
+            ("ordinal_position", Int32),
+            ("position_in_unique_constraint", Int32),
+        ],
+        rows: no_rows,
     },
 ];
+
+/// Every system table: `information_schema`'s, then `pg_catalog`'s.
+pub(crate) fn all_tables() -> impl Iterator<Item = &'static SystemTable> {
+    TABLES.iter().chain(pg_catalog::TABLES)
+}
+
+/// Neither table constraints, keys nor views exist in ZeptoDB: their tables have no rows.
+fn no_rows(_: &Catalog, _: &TableAccess) -> Vec<Vec<Value>> {
+    Vec::new()
+}
+
+/// Whether a bare `name` (no schema) is a `pg_catalog` table: PostgreSQL finds those on
+/// every search path (`FROM pg_type`).
+pub fn in_search_path(name: &str) -> bool {
+    pg_catalog::TABLES.iter().any(|t| t.name.eq_ignore_ascii_case(name))
+}
 
 /// Whether `name` is a system catalog's table as the binder names it (`information_schema.tables`):
 /// no user table can be named so (the parser refuses a system schema's prefix in a name).
 pub fn is_catalog_table(name: &str) -> bool {
-    TABLES.iter().any(|t| name.strip_prefix(t.schema.name()).and_then(|r| r.strip_prefix('.')) == Some(t.name))
+    all_tables().any(|t| name.strip_prefix(t.schema.name()).and_then(|r| r.strip_prefix('.')) == Some(t.name))
 }
 
 /// The system table `schema.name` as of now, holding what `access` may see.
@@ -113,7 +159,7 @@ pub(crate) fn table(
     pos: Pos,
 ) -> Result<Arc<Table>> {
     let qualified = format!("{}.{name}", schema.name());
-    let Some(t) = TABLES.iter().find(|t| t.schema == schema && t.name == name) else {
+    let Some(t) = all_tables().find(|t| t.schema == schema && t.name == name) else {
         return Err(SqlError::TableNotFound { name: qualified, pos: Some(pos) });
     };
     let defs = t.columns.iter().map(|(n, dt)| ColumnDef { name: n.to_string(), data_type: *dt }).collect();
@@ -136,7 +182,7 @@ pub(crate) fn table(
 }
 
 /// The user tables `access` may read, sorted, with their schemas.
-fn user_tables(catalog: &Catalog, access: &TableAccess) -> Vec<(String, Schema)> {
+pub(crate) fn user_tables(catalog: &Catalog, access: &TableAccess) -> Vec<(String, Schema)> {
     let mut names = catalog.table_names();
     names.sort();
     names
@@ -151,7 +197,7 @@ fn text(s: &str) -> Value {
 }
 
 /// Every schema: the tables' and the system catalogs'.
-fn schema_names() -> impl Iterator<Item = &'static str> {
+pub(crate) fn schema_names() -> impl Iterator<Item = &'static str> {
     std::iter::once(PUBLIC).chain(SystemSchema::ALL.map(SystemSchema::name))
 }
 
@@ -161,7 +207,7 @@ fn schemata(_: &Catalog, _: &TableAccess) -> Vec<Vec<Value>> {
 
 fn tables(catalog: &Catalog, access: &TableAccess) -> Vec<Vec<Value>> {
     let user = user_tables(catalog, access).into_iter().map(|(n, _)| (PUBLIC, n, "BASE TABLE", "YES"));
-    let system = TABLES.iter().map(|t| (t.schema.name(), t.name.to_string(), system_kind(t.schema), "NO"));
+    let system = all_tables().map(|t| (t.schema.name(), t.name.to_string(), system_kind(t.schema), "NO"));
     user.chain(system)
         .map(|(schema, name, kind, insertable)| {
             vec![text(DATABASE), text(schema), text(&name), text(kind), text(insertable), text("NO")]
@@ -182,7 +228,7 @@ fn columns(catalog: &Catalog, access: &TableAccess) -> Vec<Vec<Value>> {
         let cols: Vec<(String, DataType)> = s.columns.into_iter().map(|c| (c.name, c.data_type)).collect();
         (PUBLIC, n, cols)
     });
-    let system = TABLES.iter().map(|t| {
+    let system = all_tables().map(|t| {
         let cols: Vec<(String, DataType)> = t.columns.iter().map(|(c, dt)| (c.to_string(), *dt)).collect();
         (t.schema.name(), t.name.to_string(), cols)
     });
@@ -263,26 +309,8 @@ pub fn pg_names(dt: DataType) -> PgTypeName {
     PgTypeName { data_type, udt_name, format }
 }
 
-fn pg_namespace(_: &Catalog, _: &TableAccess) -> Vec<Vec<Value>> {
-    schema_names().map(|s| vec![text(s), text(OWNER)]).collect()
-}
-
-fn pg_tables(catalog: &Catalog, access: &TableAccess) -> Vec<Vec<Value>> {
-    let indexed: Vec<String> = catalog.indexes().into_iter().map(|(t, _)| t.to_ascii_lowercase()).collect();
-    user_tables(catalog, access)
-        .into_iter()
-        .map(|(n, _)| {
-            let has_index = indexed.contains(&n.to_ascii_lowercase());
-            vec![
-                text(PUBLIC),
-                text(&n),
-                text(OWNER),
-                Value::Null,
-                Value::Bool(has_index),
-                Value::Bool(false),
-                Value::Bool(false),
-                Value::Bool(false),
-            ]
-        })
-        .collect()
+/// What `version()` answers: PostgreSQL's form, which drivers (SQLAlchemy) read a version
+/// number from, naming ZeptoDB's.
+pub fn version() -> String {
+    format!("PostgreSQL 16.0 (ZeptoDB {}) on {}, compiled by rustc", env!("CARGO_PKG_VERSION"), std::env::consts::ARCH)
 }

@@ -1,0 +1,215 @@
+//! The functions and object-identifier casts PostgreSQL's clients call on its catalog
+//! (`format_type`, `pg_get_userbyid`, `'t'::regclass`, `c.oid::regclass`, `to_regclass`,
+//! `current_schema()`, `has_table_privilege`, `obj_description`, ...), bound here into plain
+//! expressions over what the catalog holds when the statement is bound: a constant when the
+//! argument is one, else a CASE over the objects' ids (the catalog is small), so they
+//! evaluate like any expression and EXPLAIN shows what they became.
+//!
+//! What ZeptoDB has none of (comments, defaults, index and constraint definitions) answers
+//! NULL; privileges answer true, as a session only ever sees what its key may read.
+
+use super::bind_expr::{bind_binary, cast_to};
+use crate::access::TableAccess;
+use crate::error::{Pos, Result, SqlError};
+use crate::expr::BExpr;
+use crate::parser::ast::BinaryOp;
+use crate::system::pg_catalog::{namespace_oid, system_oid, table_oid, OWNER_OID};
+use crate::system::{self, all_tables, schema_names, user_tables, OWNER};
+use zepto_parser::ast::SystemSchema;
+use zepto_parser::names::DATABASE;
+use zepto_storage::{Catalog, DataType, Value};
+
+/// What the catalog functions read: the catalog and what the session may see of it.
+pub struct CatalogContext<'a> {
+    /// The database's tables.
+    pub catalog: &'a Catalog,
+    /// The session's grants.
+    pub access: &'a TableAccess,
+}
+
+/// `name(args)` bound as a catalog function, or `None` when `name` is not one.
+pub fn bind(name: &str, args: Vec<BExpr>, ctx: &CatalogContext, pos: Pos) -> Result<Option<BExpr>> {
+    let text = |s: &str| BExpr::Lit(Value::Str(s.to_string()), DataType::Varchar);
+    let null_text = || BExpr::Lit(Value::Null, DataType::Varchar);
+    let yes = BExpr::Lit(Value::Bool(true), DataType::Bool);
+    let arity = |lo: usize, hi: usize| -> Result<()> {
+        match args.len() {
+            n if n >= lo && n <= hi => Ok(()),
+            n => Err(SqlError::plan(format!("wrong number of arguments to {name}(): {n}"), Some(pos))),
+        }
+    };
+    let e = match name {
+        "current_schema" | "current_catalog" | "current_database" | "version" | "pg_backend_pid" => {
+            arity(0, 0)?;
+            match name {
+                "current_schema" => text("public"),
+                "version" => text(&system::version()),
+                "pg_backend_pid" => BExpr::Lit(Value::Int32(std::process::id() as i32), DataType::Int32),
+                _ => text(DATABASE),
+            }
+        }
+        "current_user" | "session_user" | "user" => {
+            arity(0, 0)?;
+            text(OWNER)
+        }
+        "format_type" => {
+            arity(2, 2)?;
+            let types = system::types::all();
+            let names = types.iter().filter_map(|t| Some((t.oid, system::types::format_type(t.oid)?)));
+            by_oid(first(args), names, pos)?
+        }
+        "pg_get_userbyid" => {
+            arity(1, 1)?;
+            by_oid(first(args), std::iter::once((OWNER_OID, OWNER.to_string())), pos)?
+        }
+        "regclass" | "to_regclass" => {
+            arity(1, 1)?;
+            relation(first(args), ctx, name == "to_regclass", pos)?
+        }
+        "regtype" | "to_regtype" => {
+            arity(1, 1)?;
+            let types: Vec<(i32, String)> = system::types::all().into_iter().map(|t| (t.oid, t.name)).collect();
+            named_object(first(args), &types, "type", name == "to_regtype", pos)?
+        }
+        "regnamespace" | "to_regnamespace" => {
+            arity(1, 1)?;
+            let schemas: Vec<(i32, String)> = schema_names().map(|s| (namespace_oid(s), s.to_string())).collect();
+            named_object(first(args), &schemas, "schema", name == "to_regnamespace", pos)?
+        }
+        "pg_table_is_visible" => {
+            arity(1, 1)?;
+            // On the search path: public and pg_catalog, not information_schema.
+            let hidden = all_tables().filter(|t| t.schema == SystemSchema::InformationSchema);
+            let hidden: Vec<(i32, Value)> =
+                hidden.map(|t| (system_oid(t.schema, t.name), Value::Bool(false))).collect();
+            let id = oid_arg(first(args), pos)?;
+            let visible = case_by_oid(id.clone(), hidden, DataType::Bool, pos)?;
+            let not_null = BExpr::IsNull { expr: Box::new(id), negated: true };
+            coalesce_bool(visible, not_null)
+        }
+        "pg_type_is_visible" | "pg_function_is_visible" => {
+            arity(1, 1)?;
+            yes
+        }
+        "has_table_privilege"
+        | "has_schema_privilege"
+        | "has_database_privilege"
+        | "has_column_privilege"
+        | "has_any_column_privilege" => {
+            arity(2, 4)?;
+            yes
+        }
+        "obj_description"
+        | "col_description"
+        | "shobj_description"
+        | "pg_get_expr"
+        | "pg_get_indexdef"
+        | "pg_get_constraintdef"
+        | "pg_get_viewdef"
+        | "pg_get_triggerdef"
+        | "pg_get_partkeydef"
+        | "pg_get_statisticsobjdef_columns"
+        | "pg_get_serial_sequence" => {
+            arity(1, 3)?;
+            null_text()
+        }
+        "pg_encoding_to_char" => {
+            arity(1, 1)?;
+            by_oid(first(args), std::iter::once((6, "UTF8".to_string())), pos)?
+        }
+        _ => return Ok(None),
+    };
+    Ok(Some(e))
+}
+
+fn first(args: Vec<BExpr>) -> BExpr {
+    args.into_iter().next().unwrap_or(BExpr::Lit(Value::Null, DataType::Null))
+}
+
+/// The text named for `id` among `names` (NULL for any other id).
+fn by_oid(id: BExpr, names: impl Iterator<Item = (i32, String)>, pos: Pos) -> Result<BExpr> {
+    let id = oid_arg(id, pos)?;
+    case_by_oid(id, names.map(|(o, n)| (o, Value::Str(n))).collect(), DataType::Varchar, pos)
+}
+
+/// The value given for `id` among `values` (NULL for any other id): a constant for a constant
+/// id, else a CASE over the ids.
+fn case_by_oid(id: BExpr, values: Vec<(i32, Value)>, ty: DataType, pos: Pos) -> Result<BExpr> {
+    if let BExpr::Lit(v, _) = &id {
+        let found = v.as_i64().and_then(|x| values.iter().find(|(o, _)| i64::from(*o) == x));
+        return Ok(BExpr::Lit(found.map_or(Value::Null, |(_, v)| v.clone()), ty));
+    }
+    let mut whens = Vec::with_capacity(values.len());
+    for (oid, v) in values {
+        let is = bind_binary(BinaryOp::Eq, id.clone(), BExpr::Lit(Value::Int32(oid), DataType::Int32), pos)?;
+        whens.push((is, BExpr::Lit(v, ty)));
+    }
+    Ok(case(whens, ty))
+}
+
+/// `a` where it is not NULL, else `b` (both BOOLEAN).
+fn coalesce_bool(a: BExpr, b: BExpr) -> BExpr {
+    let a_null = BExpr::IsNull { expr: Box::new(a.clone()), negated: false };
+    BExpr::Case { whens: vec![(a_null, b)], else_: Some(Box::new(a)), ty: DataType::Bool }
+}
+
+/// An object id argument: an integer (or NULL), or a string literal of one.
+fn oid_arg(id: BExpr, pos: Pos) -> Result<BExpr> {
+    match id.data_type() {
+        t if t.is_integer() => Ok(id),
+        DataType::Null => cast_to(id, DataType::Int32),
+        t if t.is_string() => cast_to(id, DataType::Int64),
+        t => Err(SqlError::plan(format!("an object id is an integer, not {t}"), Some(pos))),
+    }
+}
+
+fn case(whens: Vec<(BExpr, BExpr)>, ty: DataType) -> BExpr {
+    BExpr::Case { whens, else_: None, ty }
+}
+
+/// `x::regclass` and `to_regclass(x)`: a relation's name from its id, or its id from its name.
+fn relation(x: BExpr, ctx: &CatalogContext, lenient: bool, pos: Pos) -> Result<BExpr> {
+    let user = user_tables(ctx.catalog, ctx.access).into_iter().map(|(n, _)| (table_oid(&n), n));
+    let system = all_tables().map(|t| (system_oid(t.schema, t.name), format!("{}.{}", t.schema.name(), t.name)));
+    let relations: Vec<(i32, String)> = user.chain(system).collect();
+    named_object(x, &relations, "relation", lenient, pos)
+}
+
+/// An object of `objects` (id, name) looked up both ways: an id (an integer) gives its name,
+/// a name (text) its id. An unknown name is an error naming `what`, or NULL when `lenient`
+/// (the `to_reg*` functions).
+fn named_object(x: BExpr, objects: &[(i32, String)], what: &str, lenient: bool, pos: Pos) -> Result<BExpr> {
+    if x.data_type().is_integer() {
+        return by_oid(x, objects.iter().cloned(), pos);
+    }
+    let x = if x.data_type().is_string() { x } else { cast_to(x, DataType::Varchar)? };
+    if let BExpr::Lit(v, _) = &x {
+        let Value::Str(name) = v else {
+            return Ok(BExpr::Lit(Value::Null, DataType::Int32));
+        };
+        return match lookup(objects, name) {
+            Some(oid) => Ok(BExpr::Lit(Value::Int32(oid), DataType::Int32)),
+            None if lenient => Ok(BExpr::Lit(Value::Null, DataType::Int32)),
+            None if what == "relation" => Err(SqlError::TableNotFound { name: name.clone(), pos: Some(pos) }),
+            None => Err(SqlError::plan(format!("{what} \"{name}\" does not exist"), Some(pos))),
+        };
+    }
+    let mut whens = Vec::with_capacity(objects.len());
+    for (oid, n) in objects {
+        let is = bind_binary(BinaryOp::Eq, x.clone(), BExpr::Lit(Value::Str(n.clone()), DataType::Varchar), pos)?;
+        whens.push((is, BExpr::Lit(Value::Int32(*oid), DataType::Int32)));
+    }
+    Ok(case(whens, DataType::Int32))
+}
+
+/// The id of the object `name` names (PostgreSQL's spelling: `t`, `public.t`, `"T"`,
+/// `pg_class` or `pg_catalog.pg_class`; parts in any case).
+fn lookup(objects: &[(i32, String)], name: &str) -> Option<i32> {
+    let unquoted = name.trim().replace('"', "");
+    let wanted = unquoted.strip_prefix("public.").unwrap_or(&unquoted);
+    let matches = |n: &str| {
+        let in_search_path = n.strip_prefix("pg_catalog.").unwrap_or(n);
+        n.eq_ignore_ascii_case(wanted) || in_search_path.eq_ignore_ascii_case(wanted)
+    };
+    objects.iter().find(|(_, n)| matches(n)).map(|(o, _)| *o)
+}

@@ -1,0 +1,132 @@
+"""The PostgreSQL catalogs and the SQL clients write against them, through the PostgreSQL door:
+regular-expression matches and quantified comparisons (`= ANY (ARRAY[...])`, `> ALL (...)`)
+checked against DuckDB on generated rows; `pg_catalog` joined the way drivers join it agreeing
+with `information_schema`; object-id casts both ways; psycopg's type lookup and SQLAlchemy's
+schema, table and view listings answered from the catalogs, not from canned text."""
+
+import random
+
+import duckdb
+import psycopg
+import pytest
+import sqlalchemy
+from psycopg.types import TypeInfo
+
+from conftest import API_KEY, free_port, serve
+
+
+@pytest.fixture(scope="module")
+def pg():
+    port = free_port()
+    proc = serve("--pg", f"127.0.0.1:{port}")
+    yield port
+    proc.terminate()
+    proc.wait(timeout=30)
+
+
+def connect(port):
+    return psycopg.connect(host="127.0.0.1", port=port, user="quant", password=API_KEY, dbname="zepto",
+                           autocommit=True)
+
+
+@pytest.fixture(scope="module")
+def words(pg):
+    """400 generated rows (s, x): words of a small alphabet in mixed case, NULLs among both."""
+    rnd = random.Random(3)
+    rows = []
+    for _ in range(400):
+        s = None if rnd.random() < 0.05 else "".join(rnd.choice("aAbB.x_1") for _ in range(rnd.randrange(0, 7)))
+        x = None if rnd.random() < 0.05 else rnd.randrange(-5, 6)
+        rows.append((s, x))
+    with connect(pg) as conn, conn.cursor() as cur:
+        cur.execute("CREATE TABLE words (s VARCHAR, x INTEGER)")
+        with cur.copy("COPY words FROM STDIN") as cp:
+            for r in rows:
+                cp.write_row(r)
+    oracle = duckdb.connect()
+    oracle.execute("CREATE TABLE words (s VARCHAR, x INTEGER)")
+    oracle.executemany("INSERT INTO words VALUES (?, ?)", rows)
+    return oracle
+
+
+PATTERNS = ["^a", "b$", "a.b", "^[ab]+$", r"\.", "x_?1", "A", "(ab|ba)", "^$", "1{2,}"]
+
+
+@pytest.mark.parametrize("pattern", PATTERNS)
+def test_regular_expression_matches_agree_with_duckdb(pg, words, pattern):
+    ours_sql = ("SELECT sum(CASE WHEN s ~ %(p)s THEN 1 ELSE 0 END), sum(CASE WHEN s ~* %(p)s THEN 1 ELSE 0 END), "
+                "sum(CASE WHEN s !~ %(p)s THEN 1 ELSE 0 END), sum(CASE WHEN s OPERATOR(pg_catalog.~) %(p)s "
+                "COLLATE pg_catalog.default THEN 1 ELSE 0 END) FROM words")
+    want_sql = ("SELECT sum(CASE WHEN regexp_matches(s, $p) THEN 1 ELSE 0 END), "
+                "sum(CASE WHEN regexp_matches(s, $p, 'i') THEN 1 ELSE 0 END), "
+                "sum(CASE WHEN NOT regexp_matches(s, $p) THEN 1 ELSE 0 END), "
+                "sum(CASE WHEN regexp_matches(s, $p) THEN 1 ELSE 0 END) FROM words")
+    with connect(pg) as conn:
+        got = conn.execute(ours_sql, {"p": pattern}).fetchone()
+    assert got == words.execute(want_sql, {"p": pattern}).fetchone()
+
+
+def test_quantified_comparisons_agree_with_duckdb(pg, words):
+    rnd = random.Random(11)
+    with connect(pg) as conn:
+        for _ in range(40):
+            items = [rnd.choice(["NULL", str(rnd.randrange(-5, 6))]) for _ in range(rnd.randrange(1, 5))]
+            op = rnd.choice(["=", "<>", "<", ">=", ">"])
+            quant = rnd.choice(["ANY", "ALL"])
+            ours = (f"SELECT sum(CASE WHEN x {op} {quant} (ARRAY[{', '.join(items)}]) THEN 1 ELSE 0 END), "
+                    f"sum(CASE WHEN (x {op} {quant} (ARRAY[{', '.join(items)}])) IS NULL THEN 1 ELSE 0 END) FROM words")
+            values = " UNION ALL ".join(f"SELECT {i}::INTEGER AS v" for i in items)
+            want = (f"SELECT sum(CASE WHEN x {op} {quant} (SELECT v FROM ({values})) THEN 1 ELSE 0 END), "
+                    f"sum(CASE WHEN (x {op} {quant} (SELECT v FROM ({values}))) IS NULL THEN 1 ELSE 0 END) FROM words")
+            assert conn.execute(ours).fetchone() == words.execute(want).fetchone(), ours
+        got = conn.execute("SELECT count(*) FROM words WHERE x = ANY (SELECT x FROM words WHERE x > 3)").fetchone()
+    assert got == words.execute("SELECT count(*) FROM words WHERE x IN (SELECT x FROM words WHERE x > 3)").fetchone()
+
+
+def test_pg_catalog_agrees_with_information_schema(pg, words):
+    with connect(pg) as conn:
+        conn.execute("CREATE TABLE kinds (ts TIMESTAMP, d DATE, b BOOLEAN, i INTEGER, r REAL, v FLOAT[3], "
+                     "sym SYMBOL)")
+        via_ids = conn.execute(
+            "SELECT c.relname, a.attname, a.attnum, pg_catalog.format_type(a.atttypid, a.atttypmod), t.typname "
+            "FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace "
+            "JOIN pg_catalog.pg_attribute a ON a.attrelid = c.oid JOIN pg_catalog.pg_type t ON t.oid = a.atttypid "
+            "WHERE n.nspname = 'public' AND c.relkind = ANY (ARRAY['r', 'p']) AND a.attnum > 0 "
+            "AND NOT a.attisdropped AND pg_catalog.pg_table_is_visible(c.oid) ORDER BY 1, 3").fetchall()
+        via_names = conn.execute(
+            "SELECT table_name, column_name, ordinal_position, udt_name FROM information_schema.columns "
+            "WHERE table_schema = 'public' ORDER BY 1, 3").fetchall()
+        assert [(r[0], r[1], r[2], r[4]) for r in via_ids] == via_names
+        kinds = {r[1]: r[3] for r in via_ids if r[0] == "kinds"}
+        assert kinds == {"ts": "timestamp without time zone", "d": "date", "b": "boolean", "i": "integer",
+                         "r": "real", "v": "real[]", "sym": "text"}
+        # Object-id casts both ways, the to_reg* forms, and what is not on the search path.
+        oid = conn.execute("SELECT 'public.kinds'::regclass").fetchone()[0]
+        assert conn.execute("SELECT %s::regclass::text", (oid,)).fetchone()[0] == "kinds"
+        assert conn.execute("SELECT oid FROM pg_class WHERE relname = 'kinds'").fetchone()[0] == oid
+        assert conn.execute("SELECT to_regclass('nope'), 'int8'::regtype, 1114::regtype::text").fetchone() == (
+            None, 20, "timestamp")
+        hidden = conn.execute("SELECT count(*) FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n "
+                              "ON n.oid = c.relnamespace WHERE n.nspname = 'information_schema' "
+                              "AND pg_catalog.pg_table_is_visible(c.oid)").fetchone()[0]
+        assert hidden == 0
+        with pytest.raises(psycopg.errors.UndefinedTable):
+            conn.execute("SELECT 'nope'::regclass")
+        assert conn.execute("SELECT current_schema(), current_database(), pg_catalog.pg_get_userbyid(10)").fetchone() \
+            == ("public", "zeptodb", "zeptodb")
+        # psycopg's own type lookup (it asks pg_type by name), as it does for any type it adapts.
+        info = TypeInfo.fetch(conn, "timestamp")
+        assert (info.oid, info.array_oid) == (1114, 1115)
+        assert TypeInfo.fetch(conn, "hstore") is None
+
+
+def test_sqlalchemy_lists_schemas_tables_and_views_from_the_catalogs(pg, words):
+    engine = sqlalchemy.create_engine(f"postgresql+psycopg://quant:{API_KEY}@127.0.0.1:{pg}/zepto")
+    inspector = sqlalchemy.inspect(engine)
+    assert inspector.get_schema_names() == ["information_schema", "public"]
+    assert "words" in inspector.get_table_names()
+    assert inspector.has_table("words") and not inspector.has_table("nope")
+    assert inspector.get_view_names() == []
+    assert inspector.get_table_names(schema="information_schema") == []
+    assert set(inspector.get_view_names(schema="information_schema")) >= {"tables", "columns", "schemata"}
+    engine.dispose()
