@@ -9,6 +9,7 @@
 //! by `zepto_io::format` (timestamps ISO-8601 UTC with 9 digits, NULL as `null` or empty).
 
 use crate::error::ApiError;
+use crate::exec_json::ExecShape;
 use std::sync::Arc;
 use zepto_io::format::{csv_cell, csv_escape, json_cell, json_escape};
 use zepto_io::ipc::{IpcCodec, IpcResultWriter};
@@ -27,6 +28,9 @@ pub enum Format {
     Csv,
     /// An Arrow IPC stream, its buffers compressed with the codec if one was asked for.
     Arrow(Option<IpcCodec>),
+    /// QuestDB's `/exec` JSON (`query`, `columns`, `timestamp`, `dataset`, `count`), shaped by
+    /// the request's [`ExecShape`].
+    QuestDb,
 }
 
 /// The first codec we have in an Accept part's `codecs="..."` parameter.
@@ -82,6 +86,7 @@ impl Format {
             Format::Jsonl => "application/x-ndjson",
             Format::Csv => "text/csv; charset=utf-8",
             Format::Arrow(_) => "application/vnd.apache.arrow.stream",
+            Format::QuestDb => "application/json; charset=utf-8",
         }
     }
 }
@@ -122,6 +127,14 @@ pub struct Encoder {
     written: usize,
     /// Bytes a row took in the last chunk, to size the next one (a guess before the first).
     row_bytes: usize,
+    /// The `/exec` request's shape ([`Format::QuestDb`]).
+    exec: Option<ExecShape>,
+    /// Rows of the whole result (what `count=true` reports).
+    total_rows: usize,
+    /// A statement's status (`INSERT 3`) when it has no rows.
+    status: Option<String>,
+    /// The column that is its table's designated timestamp, if one is.
+    timestamp: Option<usize>,
 }
 
 /// A DDL/DML status (`INSERT 3`) as a one-row, one-column result.
@@ -176,7 +189,20 @@ impl Encoder {
             ipc,
             byte_cap: usize::MAX,
             written: 0,
+            exec: None,
+            total_rows: rows,
+            status: r.status.clone().filter(|_| r.fields.is_empty()),
+            timestamp: r.fields.iter().position(|f| f.designated_ts),
         })
+    }
+
+    /// The encoder writing QuestDB's `/exec` answer shaped as `exec` asks (its rows `lo..hi`).
+    pub fn with_exec(mut self, exec: ExecShape) -> Encoder {
+        self.first_row = exec.lo.min(self.end_row);
+        self.next_row = self.first_row;
+        self.end_row = exec.hi.map_or(self.end_row, |hi| hi.min(self.end_row)).max(self.first_row);
+        self.exec = Some(exec);
+        self
     }
 
     /// A JSON encoder of rows `offset .. offset + limit` of `r` (clamped to its rows, and
@@ -214,6 +240,11 @@ impl Encoder {
         }
         let mut s = String::new();
         match self.stage {
+            Stage::Head if self.format == Format::QuestDb && self.status.is_some() => {
+                // A statement without rows: QuestDB answers {"ddl":"OK"} or {"dml":"OK"}.
+                crate::exec_json::status(self.status.as_deref().unwrap_or(""), &mut s);
+                self.stage = Stage::Done;
+            }
             Stage::Head => {
                 self.head(&mut s);
                 self.stage = Stage::Rows;
@@ -242,6 +273,9 @@ impl Encoder {
             Stage::Tail => {
                 if self.format == Format::Json {
                     s.push_str(&format!("],\"rows\":{},\"elapsed_us\":{:.1}}}\n", self.rows(), self.elapsed_us));
+                }
+                if self.format == Format::QuestDb {
+                    self.questdb_tail(&mut s);
                 }
                 self.stage = Stage::Done;
             }
@@ -276,8 +310,25 @@ impl Encoder {
                 }
                 s.push('\n');
             }
+            Format::QuestDb => crate::exec_json::head(self.exec.as_ref(), &self.names, &self.types, self.timestamp, s),
             Format::Jsonl | Format::Arrow(_) => {}
         }
+    }
+
+    fn questdb_tail(&self, s: &mut String) {
+        // QuestDB counts the rows up to the last it sends (none when the window starts past
+        // the end), or every row with count=true.
+        let count = match &self.exec {
+            Some(e) if e.count => self.total_rows,
+            _ if self.first_row >= self.total_rows => 0,
+            _ => self.end_row,
+        };
+        s.push_str(&format!("],\"count\":{count}"));
+        if self.exec.as_ref().is_some_and(|e| e.timings) {
+            let ns = (self.elapsed_us * 1e3) as u64;
+            s.push_str(&format!(",\"timings\":{{\"authentication\":0,\"compiler\":0,\"execute\":{ns},\"count\":0}}"));
+        }
+        s.push_str("}\n");
     }
 
     /// Move to the batch holding row `g` of the result (rows are asked for in order, so
@@ -328,6 +379,19 @@ impl Encoder {
                     csv_cell(c, i, s);
                 }
                 s.push('\n');
+            }
+            Format::QuestDb => {
+                if g > self.first_row {
+                    s.push(',');
+                }
+                s.push('[');
+                for (j, c) in cols.iter().enumerate() {
+                    if j > 0 {
+                        s.push(',');
+                    }
+                    crate::exec_json::cell(c, i, s);
+                }
+                s.push(']');
             }
             Format::Arrow(_) => {}
         }

@@ -110,7 +110,7 @@ pub async fn handle(
 
 fn route_of(path: &str) -> Route {
     match path {
-        "/" | "/query" => Route::Query,
+        "/" | "/query" | "/exec" => Route::Query,
         "/write" | "/api/v2/write" => Route::Write,
         "/ping" | "/health" | "/ready" | "/settings" => Route::Probe,
         "/metrics" => Route::Metrics,
@@ -149,6 +149,10 @@ async fn dispatch(
             who.require(Role::Reader)?;
             state.results.forget(&who.name, result_id(path))?;
             ok(json(StatusCode::OK, "{\"freed\":true}\n".into()))
+        }
+        (Route::Query, _) if get && path == "/exec" => {
+            let (resp, rows) = crate::questdb::exec(state, who, &params).await?;
+            Ok(Outcome { resp, rows })
         }
         (Route::Query, _) if get => query_get(state, who, &params, req).await,
         (Route::Query, &Method::POST) => query_post(state, who, &params, req).await,
@@ -256,7 +260,7 @@ async fn query_get(
     };
     let format = with_compression(response_format(param(params, "format"), &req)?, params)?;
     let keep = keep_param(params, format)?;
-    let r = SqlRequest { sql: sql.to_string(), params: Vec::new(), read_only: true, format, keep };
+    let r = SqlRequest { sql: sql.to_string(), params: Vec::new(), read_only: true, format, keep, exec: None };
     let (resp, rows) = sql::run(state, who, r).await?;
     Ok(Outcome { resp, rows: Some(rows) })
 }
@@ -297,7 +301,7 @@ async fn query_post(
     };
     let format = with_compression(format, url_params)?;
     let keep = keep_param(url_params, format)?;
-    let r = SqlRequest { sql: sql_text, params, read_only: false, format, keep };
+    let r = SqlRequest { sql: sql_text, params, read_only: false, format, keep, exec: None };
     let (resp, rows) = sql::run(state, who, r).await?;
     Ok(Outcome { resp, rows: Some(rows) })
 }

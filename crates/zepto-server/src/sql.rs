@@ -44,6 +44,8 @@ pub struct SqlRequest {
     /// Keep the result on the server and answer its first page of this many rows (JSON; the
     /// console's paging, [`crate::results`]).
     pub keep: Option<usize>,
+    /// QuestDB's `/exec`: how its answer is shaped ([`Format::QuestDb`]).
+    pub exec: Option<crate::exec_json::ExecShape>,
 }
 
 /// `{"sql": "...", "params": [...]}` (params optional; `format` optional too).
@@ -218,6 +220,7 @@ fn run_small_read(
     engine: &zepto_sql::Engine,
     q: &zepto_sql::parser::ast::Query,
     format: Format,
+    exec: Option<&crate::exec_json::ExecShape>,
     ctl: &Arc<QueryControl>,
 ) -> Result<Result<(Response<ResponseBody>, u64), Work>, ApiError> {
     let run = RunContext::new(Some(ctl.clone()));
@@ -233,7 +236,7 @@ fn run_small_read(
     if r.row_count() > INLINE_ENCODE_ROWS {
         return Ok(Err(Work::Done(r, elapsed_us)));
     }
-    let mut enc = Encoder::new(format, &r, elapsed_us)?;
+    let mut enc = encoder(format, exec, &r, elapsed_us)?;
     let mut buf = Vec::new();
     while enc.next_chunk(&mut buf)? {}
     let rows = r.row_count();
@@ -462,8 +465,29 @@ pub fn with_tail(mut body: Vec<u8>, tail: &str) -> Vec<u8> {
 
 /// Encode a result and hand it to the async side: whole through `head_tx` when it is under
 /// [`STREAM_THRESHOLD`], else the head there and the body through `tx` in chunks.
-fn send_result(format: Format, r: &QueryResult, elapsed_us: f64, ctl: &QueryControl, head_tx: HeadTx, tx: &ChunkTx) {
-    let mut enc = match Encoder::new(format, r, elapsed_us) {
+/// The encoder of `r` in `format`, shaped as QuestDB's `/exec` asks when it does.
+fn encoder(
+    format: Format,
+    exec: Option<&crate::exec_json::ExecShape>,
+    r: &QueryResult,
+    elapsed_us: f64,
+) -> Result<Encoder, ApiError> {
+    let enc = Encoder::new(format, r, elapsed_us)?;
+    Ok(match exec {
+        Some(shape) => enc.with_exec(shape.clone()),
+        None => enc,
+    })
+}
+
+fn send_result(
+    (format, exec): (Format, Option<&crate::exec_json::ExecShape>),
+    r: &QueryResult,
+    elapsed_us: f64,
+    ctl: &QueryControl,
+    head_tx: HeadTx,
+    tx: &ChunkTx,
+) {
+    let mut enc = match encoder(format, exec, r, elapsed_us) {
         Ok(e) => e,
         Err(e) => {
             let _ = head_tx.send(Err(e));
@@ -524,13 +548,14 @@ pub async fn run(
     let writes = stmts.iter().any(|s| s.access() != Access::Read);
     let engine = state.engine.with_access(who.tables.clone());
     let format = req.format;
+    let exec = req.exec;
 
     let keep = req.keep.map(|limit| (who.name.clone(), limit));
     let work = match stmts.as_slice() {
         // Only short SQL is bound here: binding a long script (a 400k-item IN list) would hold
         // an async thread that ingest and every other request need.
         [Statement::Query(q)] if keep.is_none() && permit.is_none() && binds_cheaply(q) => {
-            match run_small_read(state, &engine, q, format, &ctl)? {
+            match run_small_read(state, &engine, q, format, exec.as_ref(), &ctl)? {
                 Ok(done) => return Ok(done),
                 Err(work) => work,
             }
@@ -558,7 +583,7 @@ pub async fn run(
                 Some((owner, limit)) if !r.fields.is_empty() => {
                     send_first_page(&st, &owner, r, elapsed_us, limit, head_tx)
                 }
-                _ => send_result(format, &r, elapsed_us, &ctl, head_tx, &tx),
+                _ => send_result((format, exec.as_ref()), &r, elapsed_us, &ctl, head_tx, &tx),
             },
             Ok(None) => {}
             Err(e) => {
