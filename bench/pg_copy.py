@@ -27,21 +27,11 @@ import time
 import psycopg
 
 import http_load
-from http_load import QuestDB, Zepto, csv_batches, ingest, log, rss_mib
+from http_load import QuestDB, csv_batches, ingest, log, rss_mib
+from pg_wire import ZeptoPg
 
 # The table /write loads too (http_load.Zepto.create).
 CREATE = "CREATE TABLE trades (ts TIMESTAMP, sym SYMBOL, price DOUBLE, size BIGINT)"
-
-
-class ZeptoPg(Zepto):
-    """`zeptodb serve` in memory with its PostgreSQL door on a free port."""
-
-    def __init__(self, binary):
-        self.pg_port = http_load.free_port()
-        super().__init__(binary, extra=("--pg", f"127.0.0.1:{self.pg_port}"))
-
-    def connect(self):
-        return psycopg.connect(host="127.0.0.1", port=self.pg_port, user="bench", dbname="zepto", autocommit=True)
 
 
 def csv_text(trades):

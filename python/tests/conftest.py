@@ -66,3 +66,21 @@ def serve(*args, http="127.0.0.1:0"):
             threading.Thread(target=proc.stderr.read, daemon=True).start()
             return proc
     pytest.fail("the server did not start")
+
+
+@pytest.fixture(scope="module")
+def pg_port():
+    """The PostgreSQL door's port of a server in memory, one per test module."""
+    port = free_port()
+    proc = serve("--pg", f"127.0.0.1:{port}")
+    yield port
+    proc.terminate()
+    proc.wait(timeout=30)
+
+
+def pg_connect(port, password=API_KEY, **kw):
+    """A psycopg connection to the PostgreSQL door on `port`, in autocommit."""
+    import psycopg
+
+    return psycopg.connect(host="127.0.0.1", port=port, user="quant", password=password, dbname="zepto",
+                           autocommit=True, **kw)

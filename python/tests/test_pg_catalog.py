@@ -12,25 +12,11 @@ import pytest
 import sqlalchemy
 from psycopg.types import TypeInfo
 
-from conftest import API_KEY, free_port, serve
+from conftest import API_KEY, pg_connect
 
 
 @pytest.fixture(scope="module")
-def pg():
-    port = free_port()
-    proc = serve("--pg", f"127.0.0.1:{port}")
-    yield port
-    proc.terminate()
-    proc.wait(timeout=30)
-
-
-def connect(port):
-    return psycopg.connect(host="127.0.0.1", port=port, user="quant", password=API_KEY, dbname="zepto",
-                           autocommit=True)
-
-
-@pytest.fixture(scope="module")
-def words(pg):
+def words(pg_port):
     """400 generated rows (s, x): words of a small alphabet in mixed case, NULLs among both."""
     rnd = random.Random(3)
     rows = []
@@ -38,7 +24,7 @@ def words(pg):
         s = None if rnd.random() < 0.05 else "".join(rnd.choice("aAbB.x_1") for _ in range(rnd.randrange(0, 7)))
         x = None if rnd.random() < 0.05 else rnd.randrange(-5, 6)
         rows.append((s, x))
-    with connect(pg) as conn, conn.cursor() as cur:
+    with pg_connect(pg_port) as conn, conn.cursor() as cur:
         cur.execute("CREATE TABLE words (s VARCHAR, x INTEGER)")
         with cur.copy("COPY words FROM STDIN") as cp:
             for r in rows:
@@ -53,7 +39,7 @@ PATTERNS = ["^a", "b$", "a.b", "^[ab]+$", r"\.", "x_?1", "A", "(ab|ba)", "^$", "
 
 
 @pytest.mark.parametrize("pattern", PATTERNS)
-def test_regular_expression_matches_agree_with_duckdb(pg, words, pattern):
+def test_regular_expression_matches_agree_with_duckdb(pg_port, words, pattern):
     ours_sql = ("SELECT sum(CASE WHEN s ~ %(p)s THEN 1 ELSE 0 END), sum(CASE WHEN s ~* %(p)s THEN 1 ELSE 0 END), "
                 "sum(CASE WHEN s !~ %(p)s THEN 1 ELSE 0 END), sum(CASE WHEN s OPERATOR(pg_catalog.~) %(p)s "
                 "COLLATE pg_catalog.default THEN 1 ELSE 0 END) FROM words")
@@ -61,14 +47,14 @@ def test_regular_expression_matches_agree_with_duckdb(pg, words, pattern):
                 "sum(CASE WHEN regexp_matches(s, $p, 'i') THEN 1 ELSE 0 END), "
                 "sum(CASE WHEN NOT regexp_matches(s, $p) THEN 1 ELSE 0 END), "
                 "sum(CASE WHEN regexp_matches(s, $p) THEN 1 ELSE 0 END) FROM words")
-    with connect(pg) as conn:
+    with pg_connect(pg_port) as conn:
         got = conn.execute(ours_sql, {"p": pattern}).fetchone()
     assert got == words.execute(want_sql, {"p": pattern}).fetchone()
 
 
-def test_quantified_comparisons_agree_with_duckdb(pg, words):
+def test_quantified_comparisons_agree_with_duckdb(pg_port, words):
     rnd = random.Random(11)
-    with connect(pg) as conn:
+    with pg_connect(pg_port) as conn:
         for _ in range(40):
             items = [rnd.choice(["NULL", str(rnd.randrange(-5, 6))]) for _ in range(rnd.randrange(1, 5))]
             op = rnd.choice(["=", "<>", "<", ">=", ">"])
@@ -83,8 +69,8 @@ def test_quantified_comparisons_agree_with_duckdb(pg, words):
     assert got == words.execute("SELECT count(*) FROM words WHERE x IN (SELECT x FROM words WHERE x > 3)").fetchone()
 
 
-def test_pg_catalog_agrees_with_information_schema(pg, words):
-    with connect(pg) as conn:
+def test_pg_catalog_agrees_with_information_schema(pg_port, words):
+    with pg_connect(pg_port) as conn:
         conn.execute("CREATE TABLE kinds (ts TIMESTAMP, d DATE, b BOOLEAN, i INTEGER, r REAL, v FLOAT[3], "
                      "sym SYMBOL)")
         via_ids = conn.execute(
@@ -120,8 +106,8 @@ def test_pg_catalog_agrees_with_information_schema(pg, words):
         assert TypeInfo.fetch(conn, "hstore") is None
 
 
-def test_sqlalchemy_lists_schemas_tables_and_views_from_the_catalogs(pg, words):
-    engine = sqlalchemy.create_engine(f"postgresql+psycopg://quant:{API_KEY}@127.0.0.1:{pg}/zepto")
+def test_sqlalchemy_lists_schemas_tables_and_views_from_the_catalogs(pg_port, words):
+    engine = sqlalchemy.create_engine(f"postgresql+psycopg://quant:{API_KEY}@127.0.0.1:{pg_port}/zepto")
     inspector = sqlalchemy.inspect(engine)
     assert inspector.get_schema_names() == ["information_schema", "public"]
     assert "words" in inspector.get_table_names()

@@ -10,23 +10,9 @@ import duckdb
 import psycopg
 import pytest
 
-from conftest import API_KEY, free_port, serve
+from conftest import pg_connect
 
 T0 = dt.datetime(2024, 1, 2, 9, 30)
-
-
-@pytest.fixture(scope="module")
-def pg():
-    port = free_port()
-    proc = serve("--pg", f"127.0.0.1:{port}")
-    yield port
-    proc.terminate()
-    proc.wait(timeout=30)
-
-
-def connect(port):
-    return psycopg.connect(host="127.0.0.1", port=port, user="quant", password=API_KEY, dbname="zepto",
-                           autocommit=True)
 
 
 def million_csv(n):
@@ -46,9 +32,9 @@ SUMMARY = ("SELECT sym, count(*), count(px), sum(qty), round(sum(px), 4), min(ts
            "FROM {t} GROUP BY sym ORDER BY sym")
 
 
-def test_a_million_rows_in_and_out_match_duckdb(pg, tmp_path):
+def test_a_million_rows_in_and_out_match_duckdb(pg_port, tmp_path):
     text = million_csv(1_000_000)
-    with connect(pg) as conn, conn.cursor() as cur:
+    with pg_connect(pg_port) as conn, conn.cursor() as cur:
         cur.execute("CREATE TABLE big (ts TIMESTAMP, sym SYMBOL, px DOUBLE, qty BIGINT)")
         with cur.copy("COPY big FROM STDIN (FORMAT csv)") as cp:
             data = text.encode()
@@ -76,14 +62,14 @@ def test_a_million_rows_in_and_out_match_duckdb(pg, tmp_path):
     assert diff == 0
 
 
-def test_write_row_escapes_every_special_character(pg):
+def test_write_row_escapes_every_special_character(pg_port):
     rnd = random.Random(9)
     alphabet = ["a", "\t", "\n", "\r", "\\", "\\N", ",", '"', "é", " ", "|"]
     rows = []
     for i in range(3000):
         s = None if i % 11 == 0 else "".join(rnd.choice(alphabet) for _ in range(rnd.randrange(0, 6)))
         rows.append((T0 + dt.timedelta(milliseconds=i), s, None if i % 7 == 0 else rnd.uniform(-1e6, 1e6), i))
-    with connect(pg) as conn, conn.cursor() as cur:
+    with pg_connect(pg_port) as conn, conn.cursor() as cur:
         cur.execute("CREATE TABLE esc (ts TIMESTAMP, s VARCHAR, x DOUBLE, n BIGINT)")
         with cur.copy("COPY esc (ts, s, x, n) FROM STDIN") as cp:
             for r in rows:
@@ -95,8 +81,8 @@ def test_write_row_escapes_every_special_character(pg):
             assert list(cp.rows()) == rows
 
 
-def test_a_bad_line_or_a_copy_given_up_stores_nothing(pg):
-    with connect(pg) as conn, conn.cursor() as cur:
+def test_a_bad_line_or_a_copy_given_up_stores_nothing(pg_port):
+    with pg_connect(pg_port) as conn, conn.cursor() as cur:
         cur.execute("CREATE TABLE safe (ts TIMESTAMP, n BIGINT)")
         lines = [f"2024-01-02 09:30:00,{i}\n" for i in range(10_000)]
         lines[6_789] = "2024-01-02 09:30:00,six\n"

@@ -6,7 +6,9 @@
 // setString, setDouble, setLong) and read back through one executed six times (pgjdbc then
 // switches to a named server-side statement and binary results); a sum read with a fetch size
 // of 3 (a portal paged by row limits); the SQLSTATE of an error; 100,000 rows copied in and
-// out through the driver's CopyManager (COPY FROM STDIN, COPY TO STDOUT).
+// out through the driver's CopyManager (COPY FROM STDIN, COPY TO STDOUT); DatabaseMetaData's
+// getSchemas, getTables and getColumns (its own catalog queries, run on the engine's
+// pg_catalog).
 
 import java.io.*;
 import java.nio.charset.StandardCharsets;
@@ -62,6 +64,7 @@ public class PgJdbc {
             c.commit();
             c.setAutoCommit(true);
             copy(c);
+            metadata(md);
             try (Statement s = c.createStatement()) {
                 s.executeQuery("SELECT nosuch FROM jd");
                 System.out.println("error none");
@@ -88,5 +91,32 @@ public class PgJdbc {
         long written = cm.copyOut("COPY (SELECT n, sym FROM jc ORDER BY n) TO STDOUT (FORMAT csv)", out);
         boolean same = out.toString(StandardCharsets.UTF_8).equals(csv.toString());
         System.out.println("copy " + loaded + " " + written + " " + same);
+    }
+
+    /** What DBeaver and Metabase ask on connect: the schemas, a schema's tables, a table's
+     *  columns. */
+    static void metadata(DatabaseMetaData md) throws Exception {
+        StringBuilder schemas = new StringBuilder("schemas");
+        try (ResultSet r = md.getSchemas()) {
+            while (r.next()) {
+                schemas.append(' ').append(r.getString("TABLE_SCHEM"));
+            }
+        }
+        System.out.println(schemas);
+        StringBuilder tables = new StringBuilder("tables");
+        try (ResultSet r = md.getTables(null, "public", "%", new String[] {"TABLE"})) {
+            while (r.next()) {
+                tables.append(' ').append(r.getString("TABLE_SCHEM")).append('.').append(r.getString("TABLE_NAME"));
+            }
+        }
+        System.out.println(tables);
+        StringBuilder cols = new StringBuilder("columns");
+        try (ResultSet r = md.getColumns(null, "public", "jd", "%")) {
+            while (r.next()) {
+                cols.append(' ').append(r.getString("COLUMN_NAME")).append(':').append(r.getString("TYPE_NAME"))
+                    .append(':').append(r.getInt("DATA_TYPE")).append(':').append(r.getInt("ORDINAL_POSITION"));
+            }
+        }
+        System.out.println(cols);
     }
 }

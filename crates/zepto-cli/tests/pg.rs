@@ -5,7 +5,7 @@
 //! - the PostgreSQL JDBC driver (`tests/pg/PgJdbc.java`, pgjdbc from Maven Central by `make
 //!   pg-driver`): prepared statements with typed parameters, the named server-side statement
 //!   and binary results pgjdbc switches to, a portal paged by a fetch size, a SQLSTATE, and
-//!   CopyManager's COPY in and out.
+//!   CopyManager's COPY in and out, DatabaseMetaData's getSchemas, getTables and getColumns.
 //!
 //! Without a client a test says so and passes without running, except under `make test`
 //! (ZEPTO_REQUIRE_PG_CLIENTS=1), where that is a failure.
@@ -118,6 +118,10 @@ fn psql_reads_what_http_reads_and_lists_tables() {
     assert_eq!(out(&o), "2024-01-02 09:30:00\n2024-01-02 09:30:01.000003\n");
     let o = psql(&port, ADMIN, "", &["\\dt"]);
     assert_eq!(out(&o), "public|t|table|zeptodb\n");
+    // psql's other listings run on the engine's catalogs too.
+    let o = psql(&port, ADMIN, "", &["\\dn", "\\l", "\\df"]);
+    assert!(o.status.success(), "{}", err(&o));
+    assert!(out(&o).starts_with("public|zeptodb\nzeptodb|zeptodb|UTF8|C.UTF-8|C.UTF-8||libc|\n"), "{}", out(&o));
     let o = psql(&port, ADMIN, "", &["\\d t"]);
     let d = out(&o);
     for col in ["ts|timestamp without time zone", "sym|text", "price|double precision", "size|bigint", "ok|boolean"] {
@@ -338,6 +342,9 @@ fn jdbc_prepares_binds_pages_and_reports_sqlstates() {
          row 2024-01-02 09:30:09.25|S0|109.5|90\n\
          paged 10 450\n\
          copy 100000 100000 true\n\
+         schemas information_schema pg_catalog public\n\
+         tables public.jc public.jd\n\
+         columns ts:timestamp:93:1 sym:text:12:2 price:float8:8:3 size:int8:-5:4\n\
          error 42703\n"
     );
     let q = "SELECT count(*), sum(size), min(epoch_ns(ts)) FROM jd";

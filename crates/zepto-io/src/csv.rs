@@ -539,7 +539,7 @@ fn pieces(b: &[u8], delim: u8, piece_bytes: usize) -> Vec<(usize, usize, usize)>
 }
 
 /// `e` from a piece, its row counted from the text's start (`before` records precede it).
-fn shifted(e: IoError, before: usize) -> IoError {
+pub(crate) fn shifted(e: IoError, before: usize) -> IoError {
     match e {
         IoError::BadRow { row, message } => IoError::BadRow { row: row + before, message },
         IoError::BadValue { row, column, message } => IoError::BadValue { row: row + before, column, message },

@@ -15,7 +15,7 @@
 //! counts as line 1) and column: the caller applies nothing.
 #![cfg_attr(not(test), deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used))]
 
-use crate::csv::{build_columns, parse_records_keeping, Field, Records};
+use crate::csv::{build_columns, parse_records_keeping, shifted, Field, Records};
 use crate::{Check, IoError};
 use std::borrow::Cow;
 use zepto_storage::{Column, ColumnBuilder, ColumnDef};
@@ -403,7 +403,7 @@ impl CopyReader {
     fn csv_records<'a>(&self, text: &'a str, check: Check) -> Result<(Records<'a>, usize), (IoError, usize)> {
         // Its rows number the records of `text` from 1.
         parse_records_keeping(text, self.opts.delimiter, check, self.newlines + 1, true).map_err(|e| {
-            let e = at_line(e, self.lines);
+            let e = shifted(e, self.lines);
             let before = match &e {
                 IoError::BadRow { row, .. } | IoError::BadValue { row, .. } => row.saturating_sub(self.lines + 1),
                 _ => 0,
@@ -550,15 +550,6 @@ fn record_ends(b: &[u8], opts: &CopyOptions) -> Vec<usize> {
         out.push(waiting + 1);
     }
     out
-}
-
-/// `e` with its row made a line of the whole stream (`before` lines came before its piece).
-fn at_line(e: IoError, before: usize) -> IoError {
-    match e {
-        IoError::BadRow { row, message } => IoError::BadRow { row: before + row, message },
-        IoError::BadValue { row, column, message } => IoError::BadValue { row: before + row, column, message },
-        e => e,
-    }
 }
 
 /// The raw fields of a text-format line: split at delimiters not escaped by a backslash.

@@ -235,6 +235,14 @@ impl Parser {
         }
         let mut e = self.primary()?;
         let mut links = 0;
+        while matches!(self.peek(), Tok::Op("[")) {
+            let pos = self.pos();
+            self.advance();
+            self.link(&mut links, pos)?;
+            let index = self.expr()?;
+            self.expect_op("]")?;
+            e = Expr::Func(Box::new(FuncCall::new("array_subscript", vec![e, index], pos)));
+        }
         while matches!(self.peek(), Tok::Op("::")) {
             let pos = self.pos();
             self.advance();

@@ -139,6 +139,12 @@ pub fn tokenize(sql: &str, interrupt: &dyn Fn() -> Result<()>) -> Result<Vec<Tok
             out.push(Token { tok: Tok::Param(n), pos });
             continue;
         }
+        if matches!(c, b'E' | b'e') && b.get(i + 1) == Some(&b'\'') {
+            let (tok, end) = escape_string(sql, i + 1, &mut lines, pos)?;
+            out.push(Token { tok, pos });
+            i = end;
+            continue;
+        }
         if c.is_ascii_alphabetic() || c == b'_' || c >= 0x80 {
             let start = i;
             i = skip_while(b, i, |c| c.is_ascii_alphanumeric() || c == b'_' || c == b'$' || c >= 0x80);
@@ -212,6 +218,68 @@ fn quoted(sql: &str, mut i: usize, lines: &mut Lines, pos: Pos) -> Result<(Tok, 
     Ok((if quote == b'\'' { Tok::Str(s) } else { Tok::QIdent(s) }, i))
 }
 
+/// PostgreSQL's escape string `E'...'` whose quote is at `i`: backslash escapes (`\n`, `\t`,
+/// `\r`, `\b`, `\f`, `\\`, `\'`, octal `\101`, hex `\x41`, `\uXXXX`; any other
+/// character stands for itself) and doubled quotes undone, and where it ends.
+fn escape_string(sql: &str, i: usize, lines: &mut Lines, pos: Pos) -> Result<(Tok, usize)> {
+    let mut chars = sql.get(i + 1..).unwrap_or_default().char_indices().peekable();
+    let mut s = String::new();
+    let unterminated = || SqlError::Parse { message: "unterminated string literal".into(), pos };
+    loop {
+        let (k, c) = chars.next().ok_or_else(unterminated)?;
+        match c {
+            '\'' if chars.peek().map(|&(_, n)| n) == Some('\'') => {
+                chars.next();
+                s.push('\'');
+            }
+            '\'' => return Ok((Tok::Str(s), i + 1 + k + 1)),
+            '\\' => {
+                let (_, e) = chars.next().ok_or_else(unterminated)?;
+                match e {
+                    'n' => s.push('\n'),
+                    't' => s.push('\t'),
+                    'r' => s.push('\r'),
+                    'b' => s.push('\u{8}'),
+                    'f' => s.push('\u{c}'),
+                    '0'..='7' | 'x' | 'u' => s.push(escaped_code(e, &mut chars, pos)?),
+                    other => s.push(other),
+                }
+            }
+            '\n' => {
+                lines.newline(i + 1 + k + 1);
+                s.push(c);
+            }
+            c => s.push(c),
+        }
+    }
+}
+
+/// The character of a numeric escape that starts with `first` (an octal digit, `x` or `u`).
+fn escaped_code(first: char, chars: &mut std::iter::Peekable<std::str::CharIndices<'_>>, pos: Pos) -> Result<char> {
+    let (radix, max, mut v) = match first {
+        'x' => (16, 2, 0),
+        'u' => (16, 4, 0),
+        d => (8, 2, d.to_digit(8).unwrap_or(0)),
+    };
+    let mut n = 0;
+    while n < max {
+        match chars.peek().and_then(|&(_, c)| c.to_digit(radix)) {
+            Some(d) => {
+                v = v * radix + d;
+                chars.next();
+                n += 1;
+            }
+            None => break,
+        }
+    }
+    if first != 'x' && first != 'u' || n > 0 {
+        if let Some(c) = char::from_u32(v) {
+            return Ok(c);
+        }
+    }
+    Err(SqlError::Parse { message: format!("invalid escape in E'...' string: \\{first}"), pos })
+}
+
 /// The first position from `i` on whose byte fails `keep` (or the end).
 fn skip_while(b: &[u8], i: usize, keep: impl Fn(u8) -> bool) -> usize {
     i + b.get(i..).unwrap_or_default().iter().take_while(|&&c| keep(c)).count()
@@ -249,6 +317,12 @@ mod tests {
         assert!(tokenize("'open", &|| Ok(())).is_err());
         assert!(tokenize("a @ b", &|| Ok(())).is_err());
         assert!(tokenize("a ? $1", &|| Ok(())).is_err());
+        let t = tokenize(r"E'a\nb\\c\'d''e\x41\101\u00e9' x", &|| Ok(())).expect("an escape string");
+        assert_eq!(t[0].tok, Tok::Str("a\nb\\c'd'eAAé".into()));
+        assert_eq!(t[1].tok, Tok::Ident("x".into()));
+        assert!(tokenize(r"E'open\'", &|| Ok(())).is_err() && tokenize(r"E'\x'", &|| Ok(())).is_err());
+        let t = tokenize("e 'x'", &|| Ok(())).expect("a word, then a string");
+        assert_eq!(t[0].tok, Tok::Ident("e".into()));
         let t = tokenize("x = ? AND y = ?", &|| Ok(())).expect("lexes");
         assert_eq!((t[2].tok.clone(), t[6].tok.clone()), (Tok::Param(1), Tok::Param(2)));
     }

@@ -227,6 +227,8 @@ fn postgres_catalog_syntax_reads_as_plain_expressions() {
     assert!(matches!(item("SELECT x::name"), Expr::Cast { to: DataType::Varchar, .. }));
     // Functions by their schema, niladic functions, columns by schema and database.
     assert_eq!(func(item("SELECT pg_catalog.format_type(a, b)")), ("format_type".to_string(), 2));
+    assert_eq!(func(item("SELECT (pg_catalog.current_schemas(true))[1]")), ("array_subscript".to_string(), 2));
+    assert!(matches!(item("SELECT E'a\\nb'"), Expr::Lit(Literal::Str(s), _) if s == "a\nb"));
     assert_eq!(func(item("SELECT current_user")), ("current_user".to_string(), 0));
     assert!(matches!(item("SELECT pg_catalog.pg_class.relname"),
         Expr::Column { table: Some(t), name, .. } if t == "pg_class" && name == "relname"));

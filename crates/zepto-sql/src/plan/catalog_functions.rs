@@ -27,78 +27,93 @@ pub struct CatalogContext<'a> {
     pub access: &'a TableAccess,
 }
 
+/// How many arguments `name` takes, checked.
+fn arity(name: &str, args: &[BExpr], lo: usize, hi: usize, pos: Pos) -> Result<()> {
+    match args.len() {
+        n if n >= lo && n <= hi => Ok(()),
+        n => Err(SqlError::plan(format!("wrong number of arguments to {name}(): {n}"), Some(pos))),
+    }
+}
+
+fn text(s: &str) -> BExpr {
+    BExpr::Lit(Value::Str(s.to_string()), DataType::Varchar)
+}
+
 /// `name(args)` bound as a catalog function, or `None` when `name` is not one.
 pub fn bind(name: &str, args: Vec<BExpr>, ctx: &CatalogContext, pos: Pos) -> Result<Option<BExpr>> {
-    let text = |s: &str| BExpr::Lit(Value::Str(s.to_string()), DataType::Varchar);
-    let null_text = || BExpr::Lit(Value::Null, DataType::Varchar);
-    let yes = BExpr::Lit(Value::Bool(true), DataType::Bool);
-    let arity = |lo: usize, hi: usize| -> Result<()> {
-        match args.len() {
-            n if n >= lo && n <= hi => Ok(()),
-            n => Err(SqlError::plan(format!("wrong number of arguments to {name}(): {n}"), Some(pos))),
-        }
-    };
+    if let Some(e) = fixed(name, &args, pos)? {
+        return Ok(Some(e));
+    }
+    let check = |lo, hi| arity(name, &args, lo, hi, pos);
     let e = match name {
-        "current_schema" | "current_catalog" | "current_database" | "version" | "pg_backend_pid" => {
-            arity(0, 0)?;
-            match name {
-                "current_schema" => text("public"),
-                "version" => text(&system::version()),
-                "pg_backend_pid" => BExpr::Lit(Value::Int32(std::process::id() as i32), DataType::Int32),
-                _ => text(DATABASE),
-            }
-        }
-        "current_user" | "session_user" | "user" => {
-            arity(0, 0)?;
-            text(OWNER)
-        }
         "format_type" => {
-            arity(2, 2)?;
+            check(2, 2)?;
             let types = system::types::all();
             let names = types.iter().filter_map(|t| Some((t.oid, system::types::format_type(t.oid)?)));
             by_oid(first(args), names, pos)?
         }
         "pg_get_userbyid" => {
-            arity(1, 1)?;
+            check(1, 1)?;
             by_oid(first(args), std::iter::once((OWNER_OID, OWNER.to_string())), pos)?
         }
+        "pg_encoding_to_char" => {
+            check(1, 1)?;
+            by_oid(first(args), std::iter::once((6, "UTF8".to_string())), pos)?
+        }
         "regclass" | "to_regclass" => {
-            arity(1, 1)?;
+            check(1, 1)?;
             relation(first(args), ctx, name == "to_regclass", pos)?
         }
         "regtype" | "to_regtype" => {
-            arity(1, 1)?;
+            check(1, 1)?;
             let types: Vec<(i32, String)> = system::types::all().into_iter().map(|t| (t.oid, t.name)).collect();
             named_object(first(args), &types, "type", name == "to_regtype", pos)?
         }
         "regnamespace" | "to_regnamespace" => {
-            arity(1, 1)?;
+            check(1, 1)?;
             let schemas: Vec<(i32, String)> = schema_names().map(|s| (namespace_oid(s), s.to_string())).collect();
             named_object(first(args), &schemas, "schema", name == "to_regnamespace", pos)?
         }
         "pg_table_is_visible" => {
-            arity(1, 1)?;
-            // On the search path: public and pg_catalog, not information_schema.
-            let hidden = all_tables().filter(|t| t.schema == SystemSchema::InformationSchema);
-            let hidden: Vec<(i32, Value)> =
-                hidden.map(|t| (system_oid(t.schema, t.name), Value::Bool(false))).collect();
-            let id = oid_arg(first(args), pos)?;
-            let visible = case_by_oid(id.clone(), hidden, DataType::Bool, pos)?;
-            let not_null = BExpr::IsNull { expr: Box::new(id), negated: true };
-            coalesce_bool(visible, not_null)
+            check(1, 1)?;
+            table_is_visible(first(args), pos)?
         }
-        "pg_type_is_visible" | "pg_function_is_visible" => {
-            arity(1, 1)?;
-            yes
+        "current_schemas" => {
+            check(1, 1)?;
+            // The search path, with the implicit schemas when asked: an array as its text.
+            match first(args) {
+                BExpr::Lit(Value::Bool(false), _) => text("{public}"),
+                _ => text("{pg_catalog,public}"),
+            }
         }
+        "array_subscript" => {
+            check(2, 2)?;
+            array_subscript(args, pos)?
+        }
+        "array_to_string" => {
+            check(2, 3)?;
+            array_to_string(args, pos)?
+        }
+        _ => return Ok(None),
+    };
+    Ok(Some(e))
+}
+
+/// The functions whose answer does not depend on their arguments: the session's constants,
+/// privileges (true), and the definitions and comments of objects ZeptoDB has none of (NULL).
+fn fixed(name: &str, args: &[BExpr], pos: Pos) -> Result<Option<BExpr>> {
+    let (lo, hi, e) = match name {
+        "current_schema" => (0, 0, text("public")),
+        "current_catalog" | "current_database" => (0, 0, text(DATABASE)),
+        "current_user" | "session_user" | "user" => (0, 0, text(OWNER)),
+        "version" => (0, 0, text(&system::version())),
+        "pg_backend_pid" => (0, 0, BExpr::Lit(Value::Int32(std::process::id() as i32), DataType::Int32)),
+        "pg_type_is_visible" | "pg_function_is_visible" => (1, 1, BExpr::Lit(Value::Bool(true), DataType::Bool)),
         "has_table_privilege"
         | "has_schema_privilege"
         | "has_database_privilege"
         | "has_column_privilege"
-        | "has_any_column_privilege" => {
-            arity(2, 4)?;
-            yes
-        }
+        | "has_any_column_privilege" => (2, 4, BExpr::Lit(Value::Bool(true), DataType::Bool)),
         "obj_description"
         | "col_description"
         | "shobj_description"
@@ -109,17 +124,62 @@ pub fn bind(name: &str, args: Vec<BExpr>, ctx: &CatalogContext, pos: Pos) -> Res
         | "pg_get_triggerdef"
         | "pg_get_partkeydef"
         | "pg_get_statisticsobjdef_columns"
-        | "pg_get_serial_sequence" => {
-            arity(1, 3)?;
-            null_text()
-        }
-        "pg_encoding_to_char" => {
-            arity(1, 1)?;
-            by_oid(first(args), std::iter::once((6, "UTF8".to_string())), pos)?
-        }
+        | "pg_get_serial_sequence"
+        | "pg_get_function_result"
+        | "pg_get_function_arguments"
+        | "pg_get_function_identity_arguments" => (1, 3, BExpr::Lit(Value::Null, DataType::Varchar)),
         _ => return Ok(None),
     };
+    arity(name, args, lo, hi, pos)?;
     Ok(Some(e))
+}
+
+/// `pg_table_is_visible(id)`: on the search path (public and pg_catalog), so false for
+/// information_schema's relations; false for NULL.
+fn table_is_visible(id: BExpr, pos: Pos) -> Result<BExpr> {
+    let hidden = all_tables().filter(|t| t.schema == SystemSchema::InformationSchema);
+    let hidden: Vec<(i32, Value)> = hidden.map(|t| (system_oid(t.schema, t.name), Value::Bool(false))).collect();
+    let id = oid_arg(id, pos)?;
+    let visible = case_by_oid(id.clone(), hidden, DataType::Bool, pos)?;
+    let not_null = BExpr::IsNull { expr: Box::new(id), negated: true };
+    Ok(coalesce_bool(visible, not_null))
+}
+
+/// `a[i]` of a constant array of names (`(current_schemas(true))[1]`), from 1; NULL past its
+/// end. Other arrays have no subscripts here.
+fn array_subscript(args: Vec<BExpr>, pos: Pos) -> Result<BExpr> {
+    let mut args = args.into_iter();
+    let (Some(a), Some(i)) = (args.next(), args.next()) else {
+        return Err(SqlError::plan("a subscript takes an array and an index", Some(pos)));
+    };
+    let (BExpr::Lit(Value::Str(a), _), BExpr::Lit(i, _)) = (&a, &i) else {
+        return Err(SqlError::NotSupported(format!(
+            "subscripts of {} (only of a constant array such as current_schemas(true))",
+            a.data_type()
+        )));
+    };
+    let Some(items) = a.strip_prefix('{').and_then(|x| x.strip_suffix('}')) else {
+        return Err(SqlError::plan(format!("'{a}' is not an array"), Some(pos)));
+    };
+    let at = i.as_i64().and_then(|k| usize::try_from(k).ok()).and_then(|k| k.checked_sub(1));
+    let item = at.and_then(|k| items.split(',').filter(|x| !x.is_empty()).nth(k));
+    Ok(BExpr::Lit(item.map_or(Value::Null, |x| Value::Str(x.to_string())), DataType::Varchar))
+}
+
+/// `array_to_string(a, sep)` of a catalog array (`{a,b}`, PostgreSQL's text of an array of
+/// names: no quoted elements): its elements joined by `sep`; NULL for a NULL array.
+fn array_to_string(args: Vec<BExpr>, pos: Pos) -> Result<BExpr> {
+    let mut args = args.into_iter();
+    let (Some(a), Some(sep)) = (args.next(), args.next()) else {
+        return Err(SqlError::plan("array_to_string(array, separator)", Some(pos)));
+    };
+    let a = cast_to(a, DataType::Varchar)?;
+    let sep = cast_to(sep, DataType::Varchar)?;
+    let lit = |s: &str| BExpr::Lit(Value::Str(s.to_string()), DataType::Varchar);
+    let replace =
+        |x: BExpr, from: BExpr, to: BExpr| crate::plan::bind_expr::bind_function("replace", vec![x, from, to], pos);
+    let inner = replace(replace(a, lit("{"), lit(""))?, lit("}"), lit(""))?;
+    replace(inner, lit(","), sep)
 }
 
 fn first(args: Vec<BExpr>) -> BExpr {

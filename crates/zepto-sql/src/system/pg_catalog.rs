@@ -192,6 +192,8 @@ pub(super) static TABLES: &[SystemTable] = &[
             ("datconnlimit", Int32),
             ("datcollate", Varchar),
             ("datctype", Varchar),
+            ("daticulocale", Varchar),
+            ("daticurules", Varchar),
             ("datacl", Varchar),
         ],
         rows: pg_database,
@@ -706,6 +708,8 @@ fn pg_database(_: &Catalog, _: &TableAccess) -> Vec<Vec<Value>> {
         int(-1),
         text("C.UTF-8"),
         text("C.UTF-8"),
+        Value::Null,
+        Value::Null,
         Value::Null,
     ]]
 }
