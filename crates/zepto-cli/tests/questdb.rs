@@ -57,6 +57,15 @@ fn exec_answers_in_questdbs_shape() {
     assert_eq!(j, serde_json::json!({"dataset": [["C"]], "count": 3}));
     let (_, j) = exec(a, "SELECT 1 AS x", "&timings=true");
     assert!(j["timings"]["execute"].as_u64().is_some(), "{j}");
+    // PostgreSQL's infinite timestamps as their words.
+    let (_, j) = exec(a, "SELECT 'infinity'::TIMESTAMP AS a, '-infinity'::TIMESTAMP AS b", "");
+    assert_eq!(j["dataset"], serde_json::json!([["infinity", "-infinity"]]), "{j}");
+    // A browser's request from another site may only read.
+    let cross = [("Sec-Fetch-Site", "cross-site")];
+    let r = request(a, "GET", &format!("/exec?query={}", enc("DROP TABLE t")), &cross, b"");
+    assert_eq!(r.status, 400, "{}", r.text());
+    let r = request(a, "GET", &format!("/exec?query={}", enc("SELECT count(*) FROM t")), &cross, b"");
+    assert_eq!(r.json()["dataset"], serde_json::json!([[3]]));
     // Errors: QuestDB's shape, the position a 0-based offset into the query.
     let (status, j) = exec(a, "SELECT nope FROM t", "");
     assert_eq!(status, 400);

@@ -76,6 +76,16 @@ impl<'a> Records<'a> {
         Some(head)
     }
 
+    /// Only the first `n` records kept.
+    pub(crate) fn truncate(&mut self, n: usize) {
+        if let Some(&end) = n.checked_sub(1).and_then(|k| self.ends.get(k)) {
+            self.fields.truncate(end);
+        } else {
+            self.fields.clear();
+        }
+        self.ends.truncate(n);
+    }
+
     /// Add a field to the record being built.
     pub(crate) fn push(&mut self, f: Field<'a>) {
         self.fields.push(f);

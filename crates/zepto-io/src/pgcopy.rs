@@ -116,7 +116,9 @@ impl CopyOptions {
     /// The checks PostgreSQL makes of the options together.
     fn check(&self) -> Result<(), String> {
         let d = self.delimiter;
-        if matches!(d, b'\n' | b'\r') || (self.format == CopyFormat::Text && d == b'\\') {
+        // In text, a backslash, a period, a letter or a digit would read as part of an escape.
+        let escape_like = d == b'\\' || d == b'.' || d.is_ascii_lowercase() || d.is_ascii_digit();
+        if matches!(d, b'\n' | b'\r') || (self.format == CopyFormat::Text && escape_like) {
             return Err(format!("COPY delimiter cannot be {:?}", char::from(d)));
         }
         if self.format == CopyFormat::Csv && d == b'"' {
@@ -260,6 +262,8 @@ pub struct CopyReader {
     ended: bool,
     /// Decode once this many bytes of whole records have arrived.
     piece_bytes: usize,
+    /// The stream's first bytes were looked at (for a byte order mark).
+    started: bool,
 }
 
 impl CopyReader {
@@ -283,6 +287,7 @@ impl CopyReader {
             header_left,
             ended: false,
             piece_bytes: PIECE_BYTES,
+            started: false,
         }
     }
 
@@ -310,6 +315,18 @@ impl CopyReader {
             return Ok(());
         }
         self.pending.extend_from_slice(data);
+        if !self.started {
+            // A UTF-8 byte order mark at the stream's start is not data (the splitter and the
+            // reader must agree on where the first field starts).
+            const BOM: &[u8] = &[0xEF, 0xBB, 0xBF];
+            if self.pending.len() < BOM.len() && BOM.starts_with(&self.pending) {
+                return Ok(());
+            }
+            if self.pending.starts_with(BOM) {
+                self.pending.drain(..BOM.len());
+            }
+            self.started = true;
+        }
         self.scan();
         if self.cut >= self.piece_bytes {
             self.decode_cut(check)?;
@@ -384,6 +401,7 @@ impl CopyReader {
             self.check_header(&head)?;
         }
         if self.opts.format == CopyFormat::Csv {
+            self.csv_end_marker(&mut recs);
             self.csv_nulls(&mut recs);
         }
         let skipped = usize::from(self.opts.header() && first_line == 0);
@@ -446,6 +464,16 @@ impl CopyReader {
         }
         let text = if raw.contains('\\') { Cow::Owned(unescape(raw)?) } else { Cow::Borrowed(raw) };
         Ok(Field { text, quoted: true })
+    }
+
+    /// A record that is `\.` alone, unquoted, ends the data (psql sends it, and PostgreSQL up
+    /// to 17 reads it so in CSV too): it and what follows are dropped.
+    fn csv_end_marker(&mut self, recs: &mut Records) {
+        let marker = recs.iter().position(|r| matches!(r, [f] if !f.quoted && f.text == "\\."));
+        if let Some(k) = marker {
+            recs.truncate(k);
+            self.ended = true;
+        }
     }
 
     /// CSV fields as NULL or values under the NULL string and the `FORCE_*` options.

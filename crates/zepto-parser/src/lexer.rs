@@ -219,65 +219,71 @@ fn quoted(sql: &str, mut i: usize, lines: &mut Lines, pos: Pos) -> Result<(Tok, 
 }
 
 /// PostgreSQL's escape string `E'...'` whose quote is at `i`: backslash escapes (`\n`, `\t`,
-/// `\r`, `\b`, `\f`, `\\`, `\'`, octal `\101`, hex `\x41`, `\uXXXX`; any other
-/// character stands for itself) and doubled quotes undone, and where it ends.
+/// `\r`, `\b`, `\f`, octal `\101` and hex `\x41` bytes, `\uXXXX` and `\UXXXXXXXX`
+/// characters; a backslash before any other character is that character) and doubled quotes
+/// undone, and where it ends. The bytes must make UTF-8 text without NUL.
 fn escape_string(sql: &str, i: usize, lines: &mut Lines, pos: Pos) -> Result<(Tok, usize)> {
-    let mut chars = sql.get(i + 1..).unwrap_or_default().char_indices().peekable();
-    let mut s = String::new();
-    let unterminated = || SqlError::Parse { message: "unterminated string literal".into(), pos };
+    let b = sql.as_bytes();
+    let bad = |what: &str| SqlError::Parse { message: format!("E'...' string: {what}"), pos };
+    let mut out: Vec<u8> = Vec::new();
+    let mut k = i + 1;
     loop {
-        let (k, c) = chars.next().ok_or_else(unterminated)?;
+        let c = *b.get(k).ok_or_else(|| bad("unterminated"))?;
+        k += 1;
         match c {
-            '\'' if chars.peek().map(|&(_, n)| n) == Some('\'') => {
-                chars.next();
-                s.push('\'');
+            b'\'' if b.get(k) == Some(&b'\'') => {
+                out.push(b'\'');
+                k += 1;
             }
-            '\'' => return Ok((Tok::Str(s), i + 1 + k + 1)),
-            '\\' => {
-                let (_, e) = chars.next().ok_or_else(unterminated)?;
+            b'\'' => break,
+            b'\\' => {
+                let e = *b.get(k).ok_or_else(|| bad("unterminated"))?;
+                k += 1;
                 match e {
-                    'n' => s.push('\n'),
-                    't' => s.push('\t'),
-                    'r' => s.push('\r'),
-                    'b' => s.push('\u{8}'),
-                    'f' => s.push('\u{c}'),
-                    '0'..='7' | 'x' | 'u' => s.push(escaped_code(e, &mut chars, pos)?),
-                    other => s.push(other),
+                    b'n' => out.push(b'\n'),
+                    b't' => out.push(b'\t'),
+                    b'r' => out.push(b'\r'),
+                    b'b' => out.push(8),
+                    b'f' => out.push(12),
+                    b'0'..=b'7' => out.push(escaped_byte(b, &mut k, u32::from(e - b'0'), 8, 2)),
+                    b'x' if b.get(k).is_some_and(u8::is_ascii_hexdigit) => out.push(escaped_byte(b, &mut k, 0, 16, 2)),
+                    b'u' | b'U' => {
+                        let n = if e == b'u' { 4 } else { 8 };
+                        let hex = sql.get(k..k + n).filter(|h| h.bytes().all(|d| d.is_ascii_hexdigit()));
+                        let ch = hex.and_then(|h| u32::from_str_radix(h, 16).ok()).and_then(char::from_u32);
+                        let ch = ch.ok_or_else(|| bad("\\u takes 4 hex digits, \\U 8, naming a character"))?;
+                        out.extend_from_slice(ch.encode_utf8(&mut [0; 4]).as_bytes());
+                        k += n;
+                    }
+                    other => out.push(other),
                 }
             }
-            '\n' => {
-                lines.newline(i + 1 + k + 1);
-                s.push(c);
+            b'\n' => {
+                lines.newline(k);
+                out.push(c);
             }
-            c => s.push(c),
+            c => out.push(c),
         }
     }
+    if out.contains(&0) {
+        return Err(bad("a zero byte is not allowed"));
+    }
+    let s = String::from_utf8(out).map_err(|_| bad("its escapes do not make UTF-8 text"))?;
+    Ok((Tok::Str(s), k))
 }
 
-/// The character of a numeric escape that starts with `first` (an octal digit, `x` or `u`).
-fn escaped_code(first: char, chars: &mut std::iter::Peekable<std::str::CharIndices<'_>>, pos: Pos) -> Result<char> {
-    let (radix, max, mut v) = match first {
-        'x' => (16, 2, 0),
-        'u' => (16, 4, 0),
-        d => (8, 2, d.to_digit(8).unwrap_or(0)),
-    };
-    let mut n = 0;
-    while n < max {
-        match chars.peek().and_then(|&(_, c)| c.to_digit(radix)) {
+/// The byte of a numeric escape: `v` so far, then up to `more` digits in `radix` at `b[*k..]`.
+fn escaped_byte(b: &[u8], k: &mut usize, mut v: u32, radix: u32, more: usize) -> u8 {
+    for _ in 0..more {
+        match b.get(*k).and_then(|&c| char::from(c).to_digit(radix)) {
             Some(d) => {
                 v = v * radix + d;
-                chars.next();
-                n += 1;
+                *k += 1;
             }
             None => break,
         }
     }
-    if first != 'x' && first != 'u' || n > 0 {
-        if let Some(c) = char::from_u32(v) {
-            return Ok(c);
-        }
-    }
-    Err(SqlError::Parse { message: format!("invalid escape in E'...' string: \\{first}"), pos })
+    (v & 0xff) as u8
 }
 
 /// The first position from `i` on whose byte fails `keep` (or the end).
@@ -317,10 +323,13 @@ mod tests {
         assert!(tokenize("'open", &|| Ok(())).is_err());
         assert!(tokenize("a @ b", &|| Ok(())).is_err());
         assert!(tokenize("a ? $1", &|| Ok(())).is_err());
-        let t = tokenize(r"E'a\nb\\c\'d''e\x41\101\u00e9' x", &|| Ok(())).expect("an escape string");
-        assert_eq!(t[0].tok, Tok::Str("a\nb\\c'd'eAAé".into()));
+        let t = tokenize(r"E'a\nb\\c\'d''e\x41\101\u00e9\xC3\xA9' x", &|| Ok(())).expect("an escape string");
+        assert_eq!(t[0].tok, Tok::Str("a\nb\\c'd'eAAéé".into()), "hex escapes are bytes");
+        for bad in [r"E'\0'", r"E'\xff'", r"E'\u12'"] {
+            assert!(tokenize(bad, &|| Ok(())).is_err(), "{bad}");
+        }
         assert_eq!(t[1].tok, Tok::Ident("x".into()));
-        assert!(tokenize(r"E'open\'", &|| Ok(())).is_err() && tokenize(r"E'\x'", &|| Ok(())).is_err());
+        assert!(tokenize(r"E'open\'", &|| Ok(())).is_err());
         let t = tokenize("e 'x'", &|| Ok(())).expect("a word, then a string");
         assert_eq!(t[0].tok, Tok::Ident("e".into()));
         let t = tokenize("x = ? AND y = ?", &|| Ok(())).expect("lexes");

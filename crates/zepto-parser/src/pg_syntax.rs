@@ -27,14 +27,8 @@ pub(super) enum CastTarget {
 }
 
 /// The object-identifier types, and the function each cast becomes.
-const OBJECT_TYPES: [(&str, &str); 6] = [
-    ("regclass", "regclass"),
-    ("regtype", "regtype"),
-    ("regnamespace", "regnamespace"),
-    ("regproc", "regproc"),
-    ("regprocedure", "regproc"),
-    ("regrole", "regrole"),
-];
+const OBJECT_TYPES: [(&str, &str); 3] =
+    [("regclass", "regclass"), ("regtype", "regtype"), ("regnamespace", "regnamespace")];
 
 /// Functions PostgreSQL calls without parentheses.
 const NILADIC: [&str; 4] = ["current_user", "session_user", "current_catalog", "current_schema"];
@@ -158,6 +152,15 @@ impl Parser {
         match internal {
             Some(dt) => {
                 self.advance();
+                // `char(3)`, `bpchar(10)`: the length is accepted and ignored, as for VARCHAR(n).
+                if self.eat_op("(") {
+                    while !self.eat_op(")") {
+                        if self.peek() == &Tok::Eof {
+                            return Err(self.unexpected("')'"));
+                        }
+                        self.advance();
+                    }
+                }
                 Ok(CastTarget::Type(dt))
             }
             None => self.data_type().map(CastTarget::Type),

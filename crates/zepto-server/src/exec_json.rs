@@ -77,8 +77,12 @@ pub fn cell(c: &Column, i: usize, s: &mut String) {
     }
     match c.data() {
         ColumnData::Timestamp(v) => {
-            let micros = v.get(i).map_or(0, |ns| ns.div_euclid(1000) * 1000);
-            let text = time::format_timestamp_iso(micros);
+            let ns = v.get(i).copied().unwrap_or(0);
+            if let Some(word) = time::infinite_text(ns) {
+                // `infinity` / `-infinity`, as words: no date holds them.
+                return json_escape(word, s);
+            }
+            let text = time::format_timestamp_iso(ns - ns.rem_euclid(1000));
             s.push('"');
             // 9 fraction digits and a Z: keep six.
             s.push_str(text.get(..text.len().saturating_sub(4)).unwrap_or(&text));

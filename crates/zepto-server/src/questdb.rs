@@ -25,10 +25,15 @@ use std::sync::Arc;
 use zepto_io::format::json_escape;
 
 /// `GET /exec`: run `query` and answer as QuestDB does. Errors are QuestDB's shape, not ours.
+///
+/// A browser's request from another site (`Sec-Fetch-Site: cross-site` or `same-site`, which
+/// scripts and QuestDB's clients do not send) may only read: a page cannot make a visitor's
+/// browser change data through a loopback server without keys.
 pub async fn exec(
     state: &Arc<State>,
     who: &Principal,
     params: &[(String, String)],
+    cross_site: bool,
 ) -> Result<(Response<crate::body::ResponseBody>, Option<u64>), ApiError> {
     let get = |k: &str| params.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
     let Some(query) = get("query").filter(|q| !q.trim().is_empty()) else {
@@ -55,7 +60,7 @@ pub async fn exec(
     let req = SqlRequest {
         sql: query.to_string(),
         params: Vec::new(),
-        read_only: false,
+        read_only: cross_site,
         format: Format::QuestDb,
         keep: None,
         exec: Some(shape),
@@ -65,7 +70,14 @@ pub async fn exec(
         Err(e) if e.status == StatusCode::UNAUTHORIZED || e.status == StatusCode::FORBIDDEN => Err(e),
         Err(e) => {
             let position = position(query, e.line, e.column);
-            Ok((error_response(StatusCode::BAD_REQUEST, query, &e.message, position), None))
+            // A statement's fault is QuestDB's 400; the server's state (busy, out of memory,
+            // timed out, shutting down) keeps its status, so a client knows to retry.
+            let status = if e.status.is_server_error() || e.status == StatusCode::TOO_MANY_REQUESTS {
+                e.status
+            } else {
+                StatusCode::BAD_REQUEST
+            };
+            Ok((error_response(status, query, &e.message, position), None))
         }
     }
 }

@@ -151,7 +151,9 @@ async fn dispatch(
             ok(json(StatusCode::OK, "{\"freed\":true}\n".into()))
         }
         (Route::Query, _) if get && path == "/exec" => {
-            let (resp, rows) = crate::questdb::exec(state, who, &params).await?;
+            let site = req.headers().get("sec-fetch-site").and_then(|v| v.to_str().ok()).unwrap_or("none");
+            let cross_site = matches!(site, "cross-site" | "same-site");
+            let (resp, rows) = crate::questdb::exec(state, who, &params, cross_site).await?;
             Ok(Outcome { resp, rows })
         }
         (Route::Query, _) if get => query_get(state, who, &params, req).await,

@@ -93,20 +93,19 @@ impl CopyIn {
     pub fn feed(&mut self, data: &[u8]) -> Result<()> {
         self.reader.feed(data, &zepto_io::unchecked).map_err(|e| self.bad_data(e))?;
         match self.limit {
-            Some(limit) if self.reader.held() > limit => Err(SqlError::ResourcesExhausted(format!(
-                "COPY {} FROM STDIN: the rows so far hold {} bytes, over this statement's memory limit of {limit} \
-                 (the server's --query-memory-mb); nothing was stored: send them in smaller COPYs",
-                self.table,
-                self.reader.held()
-            ))),
+            Some(limit) if self.reader.held() > limit => Err(over_limit(&self.table, self.reader.held(), limit)),
             _ => Ok(()),
         }
     }
 
     /// The stream has ended: store every row, or none.
     pub fn finish(self, run: &RunContext) -> Result<QueryResult> {
-        let CopyIn { engine, statement, table, columns, reader, .. } = self;
+        let CopyIn { engine, statement, table, columns, reader, limit } = self;
         let cols = reader.finish(&zepto_io::unchecked).map_err(|e| malformed(&table, e))?;
+        let held: usize = cols.iter().map(Column::data_bytes).sum();
+        if let Some(limit) = limit.filter(|&l| held > l) {
+            return Err(over_limit(&table, held, limit));
+        }
         let snap: Arc<Table> = engine.target_snapshot(&statement)?;
         let rows = cols.first().map_or(0, Column::len);
         let shaped = shape_for_table(&snap, &columns, Batch::new(cols, rows))?;
@@ -116,6 +115,14 @@ impl CopyIn {
     fn bad_data(&self, e: IoError) -> SqlError {
         malformed(&self.table, e)
     }
+}
+
+/// The error of a COPY whose rows outgrew `limit` bytes.
+fn over_limit(table: &str, held: usize, limit: usize) -> SqlError {
+    SqlError::ResourcesExhausted(format!(
+        "COPY {table} FROM STDIN: the rows hold {held} bytes, over this statement's memory limit of {limit} \
+         (the server's --query-memory-mb); nothing was stored: send them in smaller COPYs"
+    ))
 }
 
 /// A decoding error as the statement's error, named as PostgreSQL names it (`COPY t, line 3,

@@ -52,6 +52,11 @@ fn rows_fed_in_any_pieces_land_whole_in_the_listed_columns() {
     assert_eq!(status.expect("text"), "COPY 1");
     let status = copy(&e, "COPY t (sym, n) FROM STDIN CSV DELIMITER '|' NULL 'NA'", "x|NA\n", 2, None);
     assert_eq!(status.expect("older options"), "COPY 1");
+    // A vector in PostgreSQL's array text, as COPY TO writes it, reads back.
+    e.execute("CREATE TABLE v (x FLOAT[3])").expect("table");
+    assert_eq!(copy(&e, "COPY v FROM STDIN", "{1,2.5,-3}\n[4, 5, 6]\n", 4, None).expect("vectors"), "COPY 2");
+    let got = e.execute("SELECT x FROM v").expect("rows").batch();
+    assert_eq!(got.columns[0].get(0), Value::Vector(vec![1.0, 2.5, -3.0]));
     let got = e.execute("SELECT sym, px, n FROM t WHERE ts = '2024-01-03 00:00:00'").expect("row").batch();
     assert_eq!(got.columns[0].get(0), Value::Str("a\tb".into()));
     assert_eq!(got.columns[1].get(0), Value::Null);

@@ -81,10 +81,12 @@ pub fn check_finite(values: &[f32]) -> Result<(), VectorError> {
 /// Parse `[0.1, 0.2, 0.3]` (whitespace anywhere, numbers in any float spelling) into a vector
 /// of `want` elements (`None`: any length).
 pub fn parse_vector(text: &str, want: Option<usize>) -> Result<Vec<f32>, VectorError> {
-    let inner = text
-        .trim()
+    // `[1, 2]`, or PostgreSQL's array text `{1,2}` (what its clients and COPY write).
+    let t = text.trim();
+    let inner = t
         .strip_prefix('[')
         .and_then(|t| t.strip_suffix(']'))
+        .or_else(|| t.strip_prefix('{').and_then(|t| t.strip_suffix('}')))
         .ok_or_else(|| VectorError::Syntax(format!("'{}' is not a vector like [1.0, 2.0]", short(text))))?;
     let mut out = Vec::new();
     if !inner.trim().is_empty() {

@@ -196,3 +196,27 @@ fn options_are_checked_and_unknown_ones_named() {
     assert!(bad(&[("encoding", "latin1")]).contains("latin1"));
     assert!(bad(&[("header", "maybe")]).contains("maybe"));
 }
+
+#[test]
+fn csv_end_marker_byte_order_mark_and_escape_like_delimiters() {
+    // psql sends `\.` after CSV rows too: the data ends there.
+    let o = opts(&[("format", "csv")]);
+    let got = read(&o, b"a,1,2\n\\.\nnot,a,row\n", &[2], 4).expect("reads");
+    assert_eq!(values(&got).len(), 1);
+    // A quoted `\.` is data.
+    let got = read(&o, b"\"\\.\",1,2\n", &[100], 1 << 20).expect("reads");
+    assert_eq!(values(&got)[0][0], Value::Str("\\.".into()));
+    // A byte order mark at the start, arriving a byte at a time, before a quoted field with a
+    // line break: skipped, and the field read whole.
+    let data = b"\xEF\xBB\xBF\"x\ny\",1,2\nz,3,4\n";
+    for piece in [1, 2, 3, 1 << 20] {
+        let got = read(&o, data, &[1], piece).expect("reads");
+        assert_eq!(values(&got)[0][0], Value::Str("x\ny".into()), "piece {piece}");
+        assert_eq!(values(&got).len(), 2);
+    }
+    let pairs = |d: &str| vec![("delimiter".to_string(), d.to_string())];
+    for d in ["n", "t", "0", "."] {
+        assert!(CopyOptions::new(&pairs(d), &names()).is_err(), "text delimiter {d}");
+    }
+    assert!(CopyOptions::new(&pairs("|"), &names()).is_ok());
+}
