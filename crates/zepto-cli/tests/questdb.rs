@@ -1,7 +1,7 @@
-//! QuestDB's REST query API (`GET /exec`) on ZeptoDB's HTTP port: the JSON shape QuestDB's
-//! console, tools and scripts read (checked against a QuestDB 9.3 answer to the same
-//! statements), its `limit`, `count`, `nm` and `timings` parameters, DDL and DML answers, and
-//! errors with their position.
+//! QuestDB's REST query API (`GET /exec`, `GET /exp`) on ZeptoDB's HTTP port: the JSON shape
+//! and the CSV file QuestDB's console, tools and scripts read (checked against a QuestDB 9.3
+//! answer to the same statements, byte for byte for `/exp`), the `limit`, `count`, `nm` and
+//! `timings` parameters, DDL and DML answers, and errors with their position.
 
 mod common;
 
@@ -78,6 +78,26 @@ fn exec_answers_in_questdbs_shape() {
     let r = get(a, "/exec");
     assert_eq!(r.status, 400);
     assert_eq!(r.json(), serde_json::json!({"error": "empty query", "query": "", "position": "0"}));
+    // /exp: a CSV file as QuestDB writes it (names and text quoted, CRLF), reads only.
+    let r = get(a, &format!("/exp?query={}", enc("SELECT ts, sym, px, n, ok, d, i FROM t ORDER BY ts")));
+    assert_eq!(r.header("content-type"), Some("text/csv; charset=utf-8"));
+    assert_eq!(r.header("content-disposition"), Some("attachment; filename=\"questdb-query.csv\""));
+    assert_eq!(
+        r.text(),
+        "\"ts\",\"sym\",\"px\",\"n\",\"ok\",\"d\",\"i\"\r\n\
+         \"2024-01-02T09:30:00.123456Z\",\"A\",1.5,7,true,\"2024-01-02T00:00:00.000Z\",3\r\n\
+         \"2024-01-02T09:30:01.000000Z\",\"B\",,,false,,\r\n\
+         \"2024-01-02T09:30:02.000000Z\",\"C\",,9,,\"2024-01-03T00:00:00.000Z\",4\r\n"
+    );
+    let r = get(a, &format!("/exp?query={}&limit=2,3&filename=syms", enc("SELECT sym FROM t ORDER BY sym")));
+    assert_eq!(
+        (r.text(), r.header("content-disposition")),
+        ("\"sym\"\r\n\"C\"\r\n".to_string(), Some("attachment; filename=\"syms.csv\""))
+    );
+    let r = get(a, &format!("/exp?query={}", enc("SELECT 'a\"b' AS s, NULL::VARCHAR AS n, '' AS e")));
+    assert_eq!(r.text(), "\"s\",\"n\",\"e\"\r\n\"a\"\"b\",,\"\"\r\n");
+    let r = get(a, &format!("/exp?query={}", enc("DROP TABLE t")));
+    assert_eq!(r.status, 400, "/exp only reads");
     // A large answer streams, and a limit cuts it.
     assert_eq!(exec(a, "CREATE TABLE big AS SELECT i AS n FROM range(200000) AS r(i)", "").0, 200);
     let r = request(a, "GET", &format!("/exec?query={}", enc("SELECT n FROM big ORDER BY n")), &[], b"");

@@ -31,6 +31,8 @@ pub enum Format {
     /// QuestDB's `/exec` JSON (`query`, `columns`, `timestamp`, `dataset`, `count`), shaped by
     /// the request's [`ExecShape`].
     QuestDb,
+    /// QuestDB's `/exp` CSV: names and text quoted, NULL and NaN empty.
+    QuestDbCsv,
 }
 
 /// The first codec we have in an Accept part's `codecs="..."` parameter.
@@ -87,6 +89,7 @@ impl Format {
             Format::Csv => "text/csv; charset=utf-8",
             Format::Arrow(_) => "application/vnd.apache.arrow.stream",
             Format::QuestDb => "application/json; charset=utf-8",
+            Format::QuestDbCsv => "text/csv; charset=utf-8",
         }
     }
 }
@@ -240,7 +243,7 @@ impl Encoder {
         }
         let mut s = String::new();
         match self.stage {
-            Stage::Head if self.format == Format::QuestDb && self.status.is_some() => {
+            Stage::Head if matches!(self.format, Format::QuestDb | Format::QuestDbCsv) && self.status.is_some() => {
                 // A statement without rows: QuestDB answers {"ddl":"OK"} or {"dml":"OK"}.
                 crate::exec_json::status(self.status.as_deref().unwrap_or(""), &mut s);
                 self.stage = Stage::Done;
@@ -311,6 +314,7 @@ impl Encoder {
                 s.push('\n');
             }
             Format::QuestDb => crate::exec_json::head(self.exec.as_ref(), &self.names, &self.types, self.timestamp, s),
+            Format::QuestDbCsv => crate::exec_json::csv_head(&self.names, s),
             Format::Jsonl | Format::Arrow(_) => {}
         }
     }
@@ -392,6 +396,15 @@ impl Encoder {
                     crate::exec_json::cell(c, i, s);
                 }
                 s.push(']');
+            }
+            Format::QuestDbCsv => {
+                for (j, c) in cols.iter().enumerate() {
+                    if j > 0 {
+                        s.push(',');
+                    }
+                    crate::exec_json::csv_cell(c, i, s);
+                }
+                s.push_str("\r\n");
             }
             Format::Arrow(_) => {}
         }

@@ -1,4 +1,5 @@
-//! QuestDB's `/exec` JSON, the part the encoder writes ([`crate::encode::Format::QuestDb`]):
+//! QuestDB's `/exec` JSON and `/exp` CSV, the part the encoder writes
+//! ([`crate::encode::Format::QuestDb`], [`crate::encode::Format::QuestDbCsv`]):
 //! what a request asks of the answer ([`ExecShape`]), its head, QuestDB's type names, its values
 //! (timestamps to the microsecond with a `Z`, dates at midnight, NaN as `null`) and the answer
 //! of a statement without rows. The endpoint itself is [`crate::questdb`].
@@ -104,4 +105,41 @@ pub fn cell(c: &Column, i: usize, s: &mut String) {
 pub fn status(status: &str, s: &mut String) {
     let dml = ["INSERT", "UPDATE", "DELETE", "COPY"].iter().any(|w| status.starts_with(w));
     s.push_str(if dml { "{\"dml\":\"OK\"}\n" } else { "{\"ddl\":\"OK\"}\n" });
+}
+
+/// `/exp`'s header line: every name quoted, the line ended by CRLF as QuestDB ends them.
+pub fn csv_head(names: &[String], s: &mut String) {
+    for (j, n) in names.iter().enumerate() {
+        if j > 0 {
+            s.push(',');
+        }
+        quoted(n, s);
+    }
+    s.push_str("\r\n");
+}
+
+/// One `/exp` value: text, symbols, timestamps and dates quoted (quotes doubled), numbers and
+/// booleans bare, NULL and NaN empty.
+pub fn csv_cell(c: &Column, i: usize, s: &mut String) {
+    if !c.is_valid(i) {
+        return;
+    }
+    match c.data() {
+        ColumnData::Varchar(_) | ColumnData::Symbol { .. } => quoted(c.str_at(i).unwrap_or(""), s),
+        ColumnData::Timestamp(_) | ColumnData::Date(_) => {
+            // The JSON text of the value is already a quoted string without quotes inside.
+            let mut t = String::new();
+            cell(c, i, &mut t);
+            s.push_str(&t);
+        }
+        ColumnData::Float64(v) if v.get(i).is_some_and(|x| !x.is_finite()) => {}
+        ColumnData::Float32(v) if v.get(i).is_some_and(|x| !x.is_finite()) => {}
+        _ => zepto_io::format::csv_cell(c, i, s),
+    }
+}
+
+fn quoted(text: &str, s: &mut String) {
+    s.push('"');
+    s.push_str(&text.replace('"', "\"\""));
+    s.push('"');
 }

@@ -1,5 +1,6 @@
 //! QuestDB's REST query API on our HTTP port, for the scripts, consoles and benchmark tools
-//! written against QuestDB: `GET /exec?query=...` answers in QuestDB's JSON shape
+//! written against QuestDB: `GET /exp?query=...` answers as a CSV file (names and text
+//! quoted), and `GET /exec?query=...` in QuestDB's JSON shape
 //!
 //! ```text
 //! {"query":"...","columns":[{"name":"ts","type":"TIMESTAMP"},...],"timestamp":-1,
@@ -24,7 +25,17 @@ use hyper::{Response, StatusCode};
 use std::sync::Arc;
 use zepto_io::format::json_escape;
 
-/// `GET /exec`: run `query` and answer as QuestDB does. Errors are QuestDB's shape, not ours.
+/// QuestDB's two query endpoints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Endpoint {
+    /// `/exec`: JSON; statements of every kind.
+    Exec,
+    /// `/exp`: CSV, reads only, sent as a file.
+    Exp,
+}
+
+/// `GET /exec` or `GET /exp`: run `query` and answer as QuestDB does. Errors are QuestDB's
+/// shape, not ours.
 ///
 /// A browser's request from another site (`Sec-Fetch-Site: cross-site` or `same-site`, which
 /// scripts and QuestDB's clients do not send) may only read: a page cannot make a visitor's
@@ -33,6 +44,7 @@ pub async fn exec(
     state: &Arc<State>,
     who: &Principal,
     params: &[(String, String)],
+    endpoint: Endpoint,
     cross_site: bool,
 ) -> Result<(Response<crate::body::ResponseBody>, Option<u64>), ApiError> {
     let get = |k: &str| params.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
@@ -45,7 +57,7 @@ pub async fn exec(
         return Ok((r, None));
     };
     let yes = |k: &str| get(k).is_some_and(|v| v.eq_ignore_ascii_case("true"));
-    let (lo, hi) = match get("limit").map(limit).transpose() {
+    let (lo, hi) = match get("limit").map(|v| limit(v, endpoint)).transpose() {
         Ok(l) => l.unwrap_or((0, None)),
         Err(message) => return Ok((error_response(StatusCode::BAD_REQUEST, query, &message, 0), None)),
     };
@@ -60,13 +72,22 @@ pub async fn exec(
     let req = SqlRequest {
         sql: query.to_string(),
         params: Vec::new(),
-        read_only: cross_site,
-        format: Format::QuestDb,
+        read_only: cross_site || endpoint == Endpoint::Exp,
+        format: if endpoint == Endpoint::Exp { Format::QuestDbCsv } else { Format::QuestDb },
         keep: None,
         exec: Some(shape),
     };
     match sql::run(state, who, req).await {
-        Ok((resp, rows)) => Ok((resp, Some(rows))),
+        Ok((mut resp, rows)) => {
+            if endpoint == Endpoint::Exp {
+                let name = get("filename").filter(|f| is_file_name(f)).unwrap_or("questdb-query");
+                let disposition = format!("attachment; filename=\"{name}.csv\"");
+                if let Ok(v) = HeaderValue::from_str(&disposition) {
+                    resp.headers_mut().insert(hyper::header::CONTENT_DISPOSITION, v);
+                }
+            }
+            Ok((resp, Some(rows)))
+        }
         Err(e) if e.status == StatusCode::UNAUTHORIZED || e.status == StatusCode::FORBIDDEN => Err(e),
         Err(e) => {
             let position = position(query, e.line, e.column);
@@ -82,13 +103,21 @@ pub async fn exec(
     }
 }
 
-/// `limit=n` (the first n rows) or `limit=lo,hi` (the lo-th to the hi-th row, counted from 1,
-/// as QuestDB reads it): the rows `skip..end` of the result.
-fn limit(v: &str) -> Result<(usize, Option<usize>), String> {
+/// Whether `f` may name the downloaded file: letters, digits, `-`, `_`, `.`, at most 100.
+fn is_file_name(f: &str) -> bool {
+    !f.is_empty() && f.len() <= 100 && f.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+}
+
+/// `limit=n` (the first n rows) or `limit=lo,hi`: the rows `skip..end` of the result. `/exec`
+/// reads `lo,hi` as the lo-th to the hi-th row counted from 1; `/exp` as SQL's `LIMIT lo,hi`,
+/// the rows after the first lo up to the hi-th (so QuestDB answers each).
+fn limit(v: &str, endpoint: Endpoint) -> Result<(usize, Option<usize>), String> {
     let num = |s: &str| s.trim().parse::<usize>().map_err(|_| format!("invalid limit '{v}': expected n or lo,hi"));
     match v.split_once(',') {
         Some((lo, hi)) => {
-            let (skip, end) = (num(lo)?.saturating_sub(1), num(hi)?);
+            let lo = num(lo)?;
+            let skip = if endpoint == Endpoint::Exec { lo.saturating_sub(1) } else { lo };
+            let end = num(hi)?;
             Ok((skip, Some(end.max(skip))))
         }
         None => Ok((0, Some(num(v)?))),
@@ -125,11 +154,14 @@ mod tests {
 
     #[test]
     fn limits_and_positions_read_as_questdb_writes_them() {
-        assert_eq!(limit("10"), Ok((0, Some(10))));
-        assert_eq!(limit("10,20"), Ok((9, Some(20))), "the 10th to the 20th row");
-        assert_eq!(limit("0,2"), Ok((0, Some(2))));
-        assert_eq!(limit("20,10"), Ok((19, Some(19))));
-        assert!(limit("x").is_err() && limit("-5").is_err());
+        let exec = |v| limit(v, Endpoint::Exec);
+        assert_eq!(exec("10"), Ok((0, Some(10))));
+        assert_eq!(exec("10,20"), Ok((9, Some(20))), "the 10th to the 20th row");
+        assert_eq!(exec("0,2"), Ok((0, Some(2))));
+        assert_eq!(exec("20,10"), Ok((19, Some(19))));
+        assert!(exec("x").is_err() && exec("-5").is_err());
+        assert_eq!(limit("2,3", Endpoint::Exp), Ok((2, Some(3))), "after the first 2, to the 3rd");
+        assert!(is_file_name("trades-2024.01") && !is_file_name("a\"b") && !is_file_name("../x"));
         assert_eq!(position("SELECT x\nFROM nope", Some(2), Some(6)), 14);
         assert_eq!(position("SELECT é, y", Some(1), Some(9)), 8);
         assert_eq!(position("q", None, None), 0);

@@ -110,7 +110,7 @@ pub async fn handle(
 
 fn route_of(path: &str) -> Route {
     match path {
-        "/" | "/query" | "/exec" => Route::Query,
+        "/" | "/query" | "/exec" | "/exp" => Route::Query,
         "/write" | "/api/v2/write" => Route::Write,
         "/ping" | "/health" | "/ready" | "/settings" => Route::Probe,
         "/metrics" => Route::Metrics,
@@ -150,10 +150,11 @@ async fn dispatch(
             state.results.forget(&who.name, result_id(path))?;
             ok(json(StatusCode::OK, "{\"freed\":true}\n".into()))
         }
-        (Route::Query, _) if get && path == "/exec" => {
+        (Route::Query, _) if get && (path == "/exec" || path == "/exp") => {
             let site = req.headers().get("sec-fetch-site").and_then(|v| v.to_str().ok()).unwrap_or("none");
             let cross_site = matches!(site, "cross-site" | "same-site");
-            let (resp, rows) = crate::questdb::exec(state, who, &params, cross_site).await?;
+            let endpoint = if path == "/exp" { crate::questdb::Endpoint::Exp } else { crate::questdb::Endpoint::Exec };
+            let (resp, rows) = crate::questdb::exec(state, who, &params, endpoint, cross_site).await?;
             Ok(Outcome { resp, rows })
         }
         (Route::Query, _) if get => query_get(state, who, &params, req).await,
