@@ -116,3 +116,12 @@ def test_sqlalchemy_lists_schemas_tables_and_views_from_the_catalogs(pg_port, wo
     assert inspector.get_table_names(schema="information_schema") == []
     assert set(inspector.get_view_names(schema="information_schema")) >= {"tables", "columns", "schemata"}
     engine.dispose()
+
+
+@pytest.mark.parametrize("pattern", ["a!_%", "%!_", "%!!%", "!%%", "_!__", "%x!_1%", "%\\%"])
+def test_like_with_an_escape_character_agrees_with_duckdb(pg_port, words, pattern):
+    ours_sql = "SELECT count(*) FROM words WHERE s LIKE %(p)s ESCAPE '!'"
+    want_sql = "SELECT count(*) FROM words WHERE s LIKE $p ESCAPE '!'"
+    with pg_connect(pg_port) as conn:
+        got = conn.execute(ours_sql, {"p": pattern}).fetchone()
+    assert got == words.execute(want_sql, {"p": pattern}).fetchone()

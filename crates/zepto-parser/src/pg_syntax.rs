@@ -94,8 +94,8 @@ impl Parser {
         }
     }
 
-    /// `pattern` after `LIKE`, with its `ESCAPE 'c'` if one follows: written with LIKE's own
-    /// escape, the backslash (`replace(replace(p, '\\', '\\\\'), 'c', '\\')`).
+    /// `pattern` after `LIKE`, with its `ESCAPE 'c'` if one follows: rewritten with LIKE's own
+    /// escape, the backslash (`like_escape(p, 'c')`).
     pub(super) fn like_escape(&mut self, pattern: Expr, pos: Pos) -> Result<Expr> {
         if !self.eat_kw("escape") {
             return Ok(pattern);
@@ -107,12 +107,8 @@ impl Parser {
         if esc == "\\" {
             return Ok(pattern);
         }
-        let s = |v: &str| Expr::Lit(crate::ast::Literal::Str(v.to_string()), pos);
-        let replace = |p: Expr, from: &str, to: &str| {
-            Expr::Func(Box::new(FuncCall::new("replace", vec![p, s(from), s(to)], pos)))
-        };
-        let literal_backslashes = replace(pattern, "\\", "\\\\");
-        Ok(if esc.is_empty() { literal_backslashes } else { replace(literal_backslashes, &esc, "\\") })
+        let esc = Expr::Lit(crate::ast::Literal::Str(esc), pos);
+        Ok(Expr::Func(Box::new(FuncCall::new("like_escape", vec![pattern, esc], pos))))
     }
 
     /// `COLLATE name` (a qualified or quoted name), if it comes next: read and dropped.

@@ -5,6 +5,48 @@ use super::{and_validity, Opnd};
 use crate::error::Result;
 use zepto_storage::{Column, ColumnData, Value};
 
+/// `like_escape(pattern, esc)` over `n` rows of `cols` (NULL in, NULL out).
+pub fn escape_column(cols: &[std::borrow::Cow<'_, Column>], n: usize) -> Result<Column> {
+    let mut out = zepto_storage::StrVec::with_capacity(n, n * 8);
+    let mut valid = zepto_storage::Bitmap::new_set(n);
+    for i in 0..n {
+        match (cols.first().and_then(|c| c.str_at(i)), cols.get(1).and_then(|c| c.str_at(i))) {
+            (Some(p), Some(esc)) => out.push(&with_backslash_escape(p, esc)?),
+            _ => {
+                out.push("");
+                valid.set(i, false);
+            }
+        }
+    }
+    Ok(Column::new(ColumnData::Varchar(out), Some(valid)))
+}
+
+/// `pattern` written with escape character `esc` (SQL's `ESCAPE 'c'`; empty: none) rewritten
+/// with LIKE's own escape, the backslash: `esc` + c becomes `\c`, a backslash becomes `\\`.
+pub fn with_backslash_escape(pattern: &str, esc: &str) -> Result<String> {
+    let mut esc_chars = esc.chars();
+    let esc = match (esc_chars.next(), esc_chars.next()) {
+        (e, None) => e,
+        _ => return Err(crate::error::SqlError::exec(format!("ESCAPE takes one character, not '{esc}'"))),
+    };
+    let mut out = String::with_capacity(pattern.len() + 4);
+    let mut chars = pattern.chars();
+    while let Some(c) = chars.next() {
+        if Some(c) == esc {
+            let next = chars.next().ok_or_else(|| {
+                crate::error::SqlError::exec(format!("LIKE pattern '{pattern}' ends with its escape character"))
+            })?;
+            out.push('\\');
+            out.push(next);
+        } else if c == '\\' {
+            out.push_str("\\\\");
+        } else {
+            out.push(c);
+        }
+    }
+    Ok(out)
+}
+
 /// Iterative wildcard match with single-star backtracking: O(len(s) * len(p)) worst case.
 pub fn like_match(s: &str, p: &str, ci: bool) -> bool {
     let norm = |x: &str| -> Vec<char> {

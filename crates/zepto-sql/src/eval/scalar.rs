@@ -180,6 +180,7 @@ fn string(f: ScalarFunc, args: &[BExpr], b: &Batch, sq: &dyn Subqueries) -> Resu
             Ok(Column::new(ColumnData::Bool(v), Some(valid)))
         }
         F::RegexpMatches => crate::eval::regex::matches(&args_cols(args, b, sq)?, n),
+        F::LikeEscape => crate::eval::like::escape_column(&args_cols(args, b, sq)?, n),
         F::Length => {
             let c = eval(&args[0], b, sq)?;
             let v = (0..n).map(|i| c.str_at(i).map_or(0, |s| s.chars().count() as i64)).collect();

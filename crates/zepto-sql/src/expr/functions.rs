@@ -28,6 +28,9 @@ pub enum ScalarFunc {
     Replace,
     /// `starts_with(s, prefix)`.
     StartsWith,
+    /// `like_escape(pattern, esc)`: a LIKE pattern written with escape character `esc` (SQL's
+    /// `LIKE p ESCAPE 'c'`) rewritten with LIKE's own, the backslash; `esc` empty: no escape.
+    LikeEscape,
     /// `regexp_matches(s, pattern[, options])`: whether the regular expression matches
     /// anywhere in `s` (`i` in `options`: ignoring case); PostgreSQL's `~`, `~*`.
     RegexpMatches,
@@ -289,6 +292,7 @@ pub fn scalar_by_name(name: &str) -> Option<ScalarFunc> {
         "replace" => ScalarFunc::Replace,
         "starts_with" | "prefix" => ScalarFunc::StartsWith,
         "regexp_matches" => ScalarFunc::RegexpMatches,
+        "like_escape" => ScalarFunc::LikeEscape,
         "abs" => ScalarFunc::Abs,
         "round" => ScalarFunc::Round,
         "floor" => ScalarFunc::Floor,
@@ -352,6 +356,7 @@ impl ScalarFunc {
             | F::Replace
             | F::StartsWith
             | F::RegexpMatches
+            | F::LikeEscape
             | F::KafkaPartition
             | F::Length
             | F::Concat
@@ -379,7 +384,7 @@ pub fn scalar_arity(f: ScalarFunc) -> (usize, usize) {
         Round => (1, 2),
         Substr => (2, 3),
         Replace => (3, 3),
-        StartsWith | Power | NullIf | DateTrunc | DatePart | Xbar | MonthBucket | KafkaPartition => (2, 2),
+        StartsWith | Power | NullIf | DateTrunc | DatePart | Xbar | MonthBucket | KafkaPartition | LikeEscape => (2, 2),
         Concat | Coalesce | Greatest | Least => (1, usize::MAX),
     }
 }

@@ -796,7 +796,7 @@ fn string_call(func: ScalarFunc, name: &str, mut args: Vec<BExpr>, pos: Pos) -> 
     use ScalarFunc as F;
     let mk = |args: Vec<BExpr>, ty| Ok(BExpr::Func { func, args, ty });
     match func {
-        F::Lower | F::Upper | F::Trim | F::LTrim | F::RTrim | F::Replace => {
+        F::Lower | F::Upper | F::Trim | F::LTrim | F::RTrim | F::Replace | F::LikeEscape => {
             let a = args.into_iter().map(str_arg).collect::<Result<Vec<_>>>()?;
             mk(a, Varchar)
         }
