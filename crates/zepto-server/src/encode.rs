@@ -350,17 +350,13 @@ impl Encoder {
             _ => (&[], 0),
         };
         match self.format {
-            Format::Json => {
+            Format::Json | Format::QuestDb => {
                 if g > self.first_row {
                     s.push(',');
                 }
                 s.push('[');
-                for (j, c) in cols.iter().enumerate() {
-                    if j > 0 {
-                        s.push(',');
-                    }
-                    json_cell(c, i, s);
-                }
+                let cell = if self.format == Format::Json { json_cell } else { crate::exec_json::cell };
+                cells(cols, i, cell, s);
                 s.push(']');
             }
             Format::Jsonl => {
@@ -376,38 +372,25 @@ impl Encoder {
                 s.push_str("}\n");
             }
             Format::Csv => {
-                for (j, c) in cols.iter().enumerate() {
-                    if j > 0 {
-                        s.push(',');
-                    }
-                    csv_cell(c, i, s);
-                }
+                cells(cols, i, csv_cell, s);
                 s.push('\n');
             }
-            Format::QuestDb => {
-                if g > self.first_row {
-                    s.push(',');
-                }
-                s.push('[');
-                for (j, c) in cols.iter().enumerate() {
-                    if j > 0 {
-                        s.push(',');
-                    }
-                    crate::exec_json::cell(c, i, s);
-                }
-                s.push(']');
-            }
             Format::QuestDbCsv => {
-                for (j, c) in cols.iter().enumerate() {
-                    if j > 0 {
-                        s.push(',');
-                    }
-                    crate::exec_json::csv_cell(c, i, s);
-                }
+                cells(cols, i, crate::exec_json::csv_cell, s);
                 s.push_str("\r\n");
             }
             Format::Arrow(_) => {}
         }
+    }
+}
+
+/// Row `i` of `cols`, each value written by `cell`, separated by commas.
+fn cells(cols: &[Arc<Column>], i: usize, cell: fn(&Column, usize, &mut String), s: &mut String) {
+    for (j, c) in cols.iter().enumerate() {
+        if j > 0 {
+            s.push(',');
+        }
+        cell(c, i, s);
     }
 }
 
