@@ -4,6 +4,7 @@ checked against DuckDB on generated rows; `pg_catalog` joined the way drivers jo
 with `information_schema`; object-id casts both ways; psycopg's type lookup and SQLAlchemy's
 schema, table and view listings answered from the catalogs, not from canned text."""
 
+import json
 import random
 
 import duckdb
@@ -125,3 +126,65 @@ def test_like_with_an_escape_character_agrees_with_duckdb(pg_port, words, patter
     with pg_connect(pg_port) as conn:
         got = conn.execute(ours_sql, {"p": pattern}).fetchone()
     assert got == words.execute(want_sql, {"p": pattern}).fetchone()
+
+
+def pg_array_text(items):
+    """A list as PostgreSQL writes an array in text: NULL bare, an element quoted when empty,
+    `null` in any case, or holding a brace, comma, quote, backslash or white space."""
+    def one(x):
+        if x is None:
+            return "NULL"
+        s = str(x)
+        if s == "" or s.lower() == "null" or any(c in s for c in '{},"\\') or any(c.isspace() for c in s):
+            return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+        return s
+    return None if items is None else "{" + ",".join(one(x) for x in items) + "}"
+
+
+def test_listing_and_boolean_aggregates_agree_with_duckdb(pg_port, words):
+    """string_agg, array_agg (with ORDER BY in the call, both directions) and bool_and/bool_or
+    per group, over generated rows with NULLs, against DuckDB (its lists written as
+    PostgreSQL's array text, which is what ZeptoDB answers)."""
+    rnd = random.Random(5)
+    rows = [(rnd.randrange(0, 12), None if rnd.random() < 0.1 else rnd.choice(["a", "b c", "", "NULL", 'q"', "x,y"]),
+             k, None if rnd.random() < 0.1 else rnd.random() < 0.7) for k in rnd.sample(range(100_000), 2_000)]
+    with pg_connect(pg_port) as conn, conn.cursor() as cur:
+        cur.execute("CREATE TABLE lists (g INTEGER, s VARCHAR, k INTEGER, b BOOLEAN)")
+        with cur.copy("COPY lists FROM STDIN") as cp:
+            for r in rows:
+                cp.write_row(r)
+        sql = ("SELECT g, string_agg(s, '|' ORDER BY k), string_agg(s, ', ' ORDER BY k DESC), "
+               "array_agg(s ORDER BY k), array_agg(k ORDER BY k DESC), bool_and(b), bool_or(b), "
+               "string_agg(DISTINCT s, ',' ORDER BY s) FROM lists GROUP BY g ORDER BY g")
+        got = cur.execute(sql).fetchall()
+    oracle = duckdb.connect()
+    oracle.execute("CREATE TABLE lists (g INTEGER, s VARCHAR, k INTEGER, b BOOLEAN)")
+    oracle.executemany("INSERT INTO lists VALUES (?, ?, ?, ?)", rows)
+    want = [r[:3] + (pg_array_text(r[3]), pg_array_text(r[4])) + r[5:] for r in oracle.execute(sql).fetchall()]
+    assert got == want
+    assert len(got) == 12
+
+
+def test_json_build_object_agrees_with_duckdb(pg_port, words):
+    with pg_connect(pg_port) as conn:
+        got = conn.execute("SELECT json_build_object('s', s, 'x', x, 'half', x / 2.0, 'neg', x < 0) "
+                           "FROM words ORDER BY s, x").fetchall()
+    want = words.execute("SELECT json_object('s', s, 'x', x, 'half', x / 2.0, 'neg', x < 0)::VARCHAR "
+                         "FROM words ORDER BY s, x").fetchall()
+    assert [json.loads(g[0]) for g in got] == [json.loads(w[0]) for w in want]
+
+
+def test_sqlalchemy_reflects_columns_and_pandas_reads_them(pg_port, words):
+    """SQLAlchemy's column reflection (its pg_attribute query with format_type, correlated
+    defaults, identity options through json_build_object, collations) answered by the
+    catalogs, for every column type."""
+    with pg_connect(pg_port) as conn:
+        conn.execute("CREATE TABLE reflected (ts TIMESTAMP, d DATE, b BOOLEAN, i INTEGER, n BIGINT, r REAL, "
+                     "f DOUBLE, s VARCHAR, sym SYMBOL)")
+    engine = sqlalchemy.create_engine(f"postgresql+psycopg://quant:{API_KEY}@127.0.0.1:{pg_port}/zepto")
+    cols = sqlalchemy.inspect(engine).get_columns("reflected")
+    engine.dispose()
+    assert [(c["name"], type(c["type"]).__name__, c["nullable"], c["default"]) for c in cols] == [
+        ("ts", "TIMESTAMP", True, None), ("d", "DATE", True, None), ("b", "BOOLEAN", True, None),
+        ("i", "INTEGER", True, None), ("n", "BIGINT", True, None), ("r", "REAL", True, None),
+        ("f", "DOUBLE_PRECISION", True, None), ("s", "TEXT", True, None), ("sym", "TEXT", True, None)]

@@ -797,6 +797,8 @@ pub struct FuncCall {
     pub star: bool,
     /// `percentile_cont(q) WITHIN GROUP (ORDER BY x)`.
     pub within_group: Option<Box<OrderItem>>,
+    /// `string_agg(x, ',' ORDER BY y)`: the order an aggregate reads its rows in.
+    pub order_by: Vec<OrderItem>,
     /// `first_value(x IGNORE NULLS)` / `lag(x) IGNORE NULLS OVER (...)`.
     pub ignore_nulls: bool,
     /// `OVER (...)`: a window function call.
@@ -814,6 +816,7 @@ impl FuncCall {
             distinct: false,
             star: false,
             within_group: None,
+            order_by: Vec::new(),
             ignore_nulls: false,
             over: None,
             pos,
@@ -1042,6 +1045,10 @@ impl fmt::Display for Expr {
                     f.write_str("*")?;
                 }
                 comma(f, &fc.args)?;
+                for (k, o) in fc.order_by.iter().enumerate() {
+                    f.write_str(if k == 0 { " ORDER BY " } else { ", " })?;
+                    write!(f, "{o}")?;
+                }
                 if fc.ignore_nulls {
                     f.write_str(" IGNORE NULLS")?;
                 }

@@ -488,6 +488,13 @@ impl Parser {
                     self.expect_op(")")?;
                     break;
                 }
+                if self.is_kw("order") && self.is_kw_at(1, "by") {
+                    self.advance();
+                    self.advance();
+                    fc.order_by = self.order_items()?;
+                    self.expect_op(")")?;
+                    break;
+                }
                 if self.eat_op(")") {
                     break;
                 }

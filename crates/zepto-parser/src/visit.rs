@@ -81,6 +81,7 @@ pub fn rewrite_expr(e: &mut Expr, f: &mut dyn FnMut(&mut Expr)) {
             if let Some(o) = &mut fc.within_group {
                 rewrite_expr(&mut o.expr, f);
             }
+            fc.order_by.iter_mut().for_each(|o| rewrite_expr(&mut o.expr, f));
             if let Some(w) = &mut fc.over {
                 w.partition_by.iter_mut().for_each(|a| rewrite_expr(a, f));
                 w.order_by.iter_mut().for_each(|o| rewrite_expr(&mut o.expr, f));
@@ -143,6 +144,7 @@ pub fn for_each_child<'e>(e: &'e Expr, f: &mut dyn FnMut(&'e Expr)) {
             if let Some(o) = &fc.within_group {
                 f(&o.expr);
             }
+            fc.order_by.iter().for_each(|o| f(&o.expr));
             if let Some(w) = &fc.over {
                 w.partition_by.iter().for_each(&mut *f);
                 w.order_by.iter().for_each(|o| f(&o.expr));

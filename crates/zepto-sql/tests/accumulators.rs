@@ -6,13 +6,13 @@
 //! integer and float values, empty groups and empty inputs.
 
 use zepto_sql::exec::accum::{accumulator, Input, Rows};
-use zepto_sql::expr::functions::AggFunc;
+use zepto_sql::expr::functions::{AggFunc, AggOrder};
 use zepto_storage::{Bitmap, Column, ColumnData, DataType, Value};
 
 mod common;
 use common::Rng;
 
-const FUNCS: [AggFunc; 17] = [
+const FUNCS: [AggFunc; 19] = [
     AggFunc::CountStar,
     AggFunc::Count,
     AggFunc::Sum,
@@ -30,6 +30,8 @@ const FUNCS: [AggFunc; 17] = [
     AggFunc::Quantile(0.3),
     AggFunc::PercentileCont(0.7),
     AggFunc::Twap,
+    AggFunc::StringAgg(AggOrder { desc: false, nulls_first: false }),
+    AggFunc::ArrayAgg(AggOrder { desc: true, nulls_first: false }),
 ];
 
 /// One random input: values `x` (BIGINT or DOUBLE, ~10% NULL), sizes `w` for vwap, unique
@@ -67,6 +69,7 @@ fn result_type(f: AggFunc, x: DataType) -> DataType {
     match f {
         AggFunc::CountStar | AggFunc::Count => DataType::Int64,
         AggFunc::Sum | AggFunc::Min | AggFunc::Max | AggFunc::First | AggFunc::Last | AggFunc::Quantile(_) => x,
+        AggFunc::StringAgg(_) | AggFunc::ArrayAgg(_) => DataType::Varchar,
         _ => DataType::Float64,
     }
 }

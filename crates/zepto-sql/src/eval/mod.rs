@@ -10,6 +10,7 @@
 mod batch;
 pub mod cast;
 pub mod cmp;
+mod json;
 mod like;
 pub mod numeric;
 pub mod partitioner;

@@ -85,6 +85,10 @@ pub enum ScalarFunc {
     ArrayDistance(zepto_storage::vector::Metric),
     /// `array_length(v)` (also `len(v)` of a vector): its dimension.
     ArrayLength,
+    /// `json_build_object(k, v, ...)`: a JSON object of the pairs, as text.
+    JsonBuildObject,
+    /// `json_build_array(v, ...)`: a JSON array of the values, as text.
+    JsonBuildArray,
 }
 
 /// A built-in aggregate function (names and aliases: [`agg_by_name`]).
@@ -124,6 +128,25 @@ pub enum AggFunc {
     Vwap,
     /// Time-weighted average: each value weighted by the time until the next one.
     Twap,
+    /// `bool_and(b)` (also `every`): true when every non-NULL value is true.
+    BoolAnd,
+    /// `bool_or(b)`: true when any non-NULL value is true.
+    BoolOr,
+    /// `string_agg(x, sep [ORDER BY k])`: the non-NULL values as text, joined by `sep`.
+    StringAgg(AggOrder),
+    /// `array_agg(x [ORDER BY k])`: the values (NULLs included) as PostgreSQL's array text,
+    /// `{a,b,NULL}`; ZeptoDB has no array column type.
+    ArrayAgg(AggOrder),
+}
+
+/// The order `string_agg` and `array_agg` read a group's rows in, from an `ORDER BY k` inside
+/// the call (the key is the call's order column); without one, the input's order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+pub struct AggOrder {
+    /// `DESC`.
+    pub desc: bool,
+    /// NULL keys before the others (`NULLS FIRST`; the default is last, as in DuckDB).
+    pub nulls_first: bool,
 }
 
 impl AggFunc {
@@ -131,17 +154,51 @@ impl AggFunc {
     /// state): what lets the planner aggregate row groups, partitions or nodes apart and merge.
     /// The holistic ones (median, quantiles, twap) need whole groups.
     pub fn mergeable(self) -> bool {
-        !matches!(self, AggFunc::Median | AggFunc::Quantile(_) | AggFunc::PercentileCont(_) | AggFunc::Twap)
+        !matches!(
+            self,
+            AggFunc::Median
+                | AggFunc::Quantile(_)
+                | AggFunc::PercentileCont(_)
+                | AggFunc::Twap
+                | AggFunc::StringAgg(_)
+                | AggFunc::ArrayAgg(_)
+        )
+    }
+
+    /// Whether the order rows arrive in cannot change the answer (beyond a float sum's last
+    /// bits): an `ORDER BY` in the call is then accepted and has nothing to do.
+    pub fn order_insensitive(self) -> bool {
+        matches!(
+            self,
+            AggFunc::Count
+                | AggFunc::CountStar
+                | AggFunc::Sum
+                | AggFunc::Avg
+                | AggFunc::Min
+                | AggFunc::Max
+                | AggFunc::BoolAnd
+                | AggFunc::BoolOr
+        )
+    }
+
+    /// Whether the aggregate reads its rows in an order an `ORDER BY` in the call gives.
+    pub fn ordered(self) -> bool {
+        matches!(self, AggFunc::StringAgg(_) | AggFunc::ArrayAgg(_))
     }
 
     /// How many columns its partial state has (0 when it has none): the layout partial
     /// aggregates send and merges read. Every partial run checks its accumulator agrees.
     pub fn state_width(self) -> usize {
         match self {
-            AggFunc::CountStar | AggFunc::Count | AggFunc::Min | AggFunc::Max => 1,
+            AggFunc::CountStar | AggFunc::Count | AggFunc::Min | AggFunc::Max | AggFunc::BoolAnd | AggFunc::BoolOr => 1,
             AggFunc::Sum | AggFunc::Avg | AggFunc::First | AggFunc::Last | AggFunc::Vwap => 2,
             AggFunc::StddevSamp | AggFunc::StddevPop | AggFunc::VarSamp | AggFunc::VarPop => 3,
-            AggFunc::Median | AggFunc::Quantile(_) | AggFunc::PercentileCont(_) | AggFunc::Twap => 0,
+            AggFunc::Median
+            | AggFunc::Quantile(_)
+            | AggFunc::PercentileCont(_)
+            | AggFunc::Twap
+            | AggFunc::StringAgg(_)
+            | AggFunc::ArrayAgg(_) => 0,
         }
     }
 }
@@ -167,6 +224,10 @@ pub fn agg_by_name(name: &str) -> Option<AggFunc> {
         "percentile_disc" => AggFunc::Quantile(0.5),
         "vwap" => AggFunc::Vwap,
         "twap" => AggFunc::Twap,
+        "bool_and" | "every" => AggFunc::BoolAnd,
+        "bool_or" => AggFunc::BoolOr,
+        "string_agg" | "group_concat" | "listagg" => AggFunc::StringAgg(AggOrder::default()),
+        "array_agg" => AggFunc::ArrayAgg(AggOrder::default()),
         _ => return None,
     })
 }
@@ -228,6 +289,15 @@ pub fn agg_type(f: AggFunc, args: &[DataType], pos: Pos) -> Result<DataType> {
             t => return bad(&format!("{}() needs a numeric argument, got {t}", agg_name(f))),
         },
         AggFunc::Min | AggFunc::Max | AggFunc::First | AggFunc::Last | AggFunc::Quantile(_) => a0,
+        AggFunc::BoolAnd | AggFunc::BoolOr => match a0 {
+            DataType::Bool | DataType::Null => DataType::Bool,
+            t => return bad(&format!("{}() needs a BOOLEAN argument, got {t}", agg_name(f))),
+        },
+        AggFunc::StringAgg(_) => match args.get(1) {
+            None | Some(DataType::Varchar | DataType::Symbol | DataType::Null) => DataType::Varchar,
+            Some(t) => return bad(&format!("string_agg(x, separator): the separator is text, got {t}")),
+        },
+        AggFunc::ArrayAgg(_) => DataType::Varchar,
         AggFunc::Twap => {
             let t = args.get(1).copied().unwrap_or(DataType::Timestamp);
             if !(a0.is_numeric() || a0 == DataType::Null) || !(t == DataType::Timestamp || t.is_integer()) {
@@ -264,6 +334,10 @@ pub fn agg_name(f: AggFunc) -> &'static str {
         AggFunc::PercentileCont(_) => "percentile_cont",
         AggFunc::Vwap => "vwap",
         AggFunc::Twap => "twap",
+        AggFunc::BoolAnd => "bool_and",
+        AggFunc::BoolOr => "bool_or",
+        AggFunc::StringAgg(_) => "string_agg",
+        AggFunc::ArrayAgg(_) => "array_agg",
     }
 }
 
@@ -274,6 +348,7 @@ pub fn agg_arity(f: AggFunc) -> (usize, usize) {
         AggFunc::Vwap => (2, 2),
         AggFunc::Twap => (1, 2),
         AggFunc::Quantile(_) => (2, 2),
+        AggFunc::StringAgg(_) => (1, 2),
         _ => (1, 1),
     }
 }
@@ -323,6 +398,8 @@ pub fn scalar_by_name(name: &str) -> Option<ScalarFunc> {
         }
         "array_length" => ScalarFunc::ArrayLength,
         "kafka_partition" => ScalarFunc::KafkaPartition,
+        "json_build_object" | "jsonb_build_object" => ScalarFunc::JsonBuildObject,
+        "json_build_array" | "jsonb_build_array" => ScalarFunc::JsonBuildArray,
         _ => return None,
     })
 }
@@ -341,6 +418,8 @@ pub enum Family {
     Temporal,
     /// `FLOAT[n]` vectors in (`array_distance`, `array_cosine_similarity`, ...).
     Vector,
+    /// Any values in, JSON text out (`json_build_object`, `json_build_array`).
+    Json,
 }
 
 impl ScalarFunc {
@@ -367,6 +446,7 @@ impl ScalarFunc {
             F::Coalesce | F::Greatest | F::Least | F::NullIf => Family::Conditional,
             F::DateTrunc | F::DatePart | F::EpochNs | F::MonthBucket | F::Epoch | F::Now | F::Xbar => Family::Temporal,
             F::ArrayDistance(_) | F::ArrayLength => Family::Vector,
+            F::JsonBuildObject | F::JsonBuildArray => Family::Json,
         }
     }
 }
@@ -386,5 +466,6 @@ pub fn scalar_arity(f: ScalarFunc) -> (usize, usize) {
         Replace => (3, 3),
         StartsWith | Power | NullIf | DateTrunc | DatePart | Xbar | MonthBucket | KafkaPartition | LikeEscape => (2, 2),
         Concat | Coalesce | Greatest | Least => (1, usize::MAX),
+        JsonBuildObject | JsonBuildArray => (0, usize::MAX),
     }
 }

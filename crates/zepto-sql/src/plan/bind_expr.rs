@@ -139,6 +139,7 @@ pub fn walk(e: &Expr, f: &mut impl FnMut(&Expr)) {
             if let Some(o) = &fc.within_group {
                 walk(&o.expr, f);
             }
+            fc.order_by.iter().for_each(|o| walk(&o.expr, f));
             if let Some(w) = &fc.over {
                 w.partition_by.iter().for_each(|a| walk(a, f));
                 w.order_by.iter().for_each(|o| walk(&o.expr, f));
@@ -516,7 +517,7 @@ impl ExprBinder<'_> {
 
     /// A scalar function call; `now()` binds to the statement's time.
     fn bind_call(&mut self, f: &FuncCall) -> Result<BExpr> {
-        if f.within_group.is_some() || f.distinct || f.star {
+        if f.within_group.is_some() || f.distinct || f.star || !f.order_by.is_empty() {
             return Err(SqlError::plan(format!("{}() is not an aggregate function", f.name), Some(f.pos)));
         }
         let args = f.args.iter().map(|a| self.bind(a)).collect::<Result<Vec<_>>>()?;
@@ -750,6 +751,7 @@ pub fn bind_function(name: &str, args: Vec<BExpr>, pos: Pos) -> Result<BExpr> {
         Family::Conditional => conditional_call(func, name, args, pos),
         Family::Temporal => time_call(func, name, args, pos),
         Family::Vector => vector_call(func, name, args, pos),
+        Family::Json => Ok(BExpr::Func { func, args, ty: DataType::Varchar }),
     }
 }
 

@@ -108,7 +108,10 @@ fn fixed(name: &str, args: &[BExpr], pos: Pos) -> Result<Option<BExpr>> {
         "current_user" | "session_user" | "user" => (0, 0, text(OWNER)),
         "version" => (0, 0, text(&system::version())),
         "pg_backend_pid" => (0, 0, BExpr::Lit(Value::Int32(std::process::id() as i32), DataType::Int32)),
-        "pg_type_is_visible" | "pg_function_is_visible" => (1, 1, BExpr::Lit(Value::Bool(true), DataType::Bool)),
+        // Every type, function and collation lives in pg_catalog, which is on the search path.
+        "pg_type_is_visible" | "pg_function_is_visible" | "pg_collation_is_visible" => {
+            (1, 1, BExpr::Lit(Value::Bool(true), DataType::Bool))
+        }
         "has_table_privilege"
         | "has_schema_privilege"
         | "has_database_privilege"

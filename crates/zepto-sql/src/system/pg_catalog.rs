@@ -378,6 +378,24 @@ pub(super) static TABLES: &[SystemTable] = &[
         ],
         rows: pg_collation,
     },
+    // Operator classes belong to indexes, and ZeptoDB has none (a table is sorted by time
+    // within each partition instead): no rows.
+    SystemTable {
+        schema: SystemSchema::PgCatalog,
+        name: "pg_opclass",
+        columns: &[
+            ("oid", Int32),
+            ("opcmethod", Int32),
+            ("opcname", Varchar),
+            ("opcnamespace", Int32),
+            ("opcowner", Int32),
+            ("opcfamily", Int32),
+            ("opcintype", Int32),
+            ("opcdefault", Bool),
+            ("opckeytype", Int32),
+        ],
+        rows: none,
+    },
     SystemTable {
         schema: SystemSchema::PgCatalog,
         name: "pg_policy",

@@ -24,6 +24,7 @@ mod count;
 mod first_last;
 mod holistic;
 mod kernels;
+mod listing;
 mod min_max;
 mod sum;
 mod variance;
@@ -211,6 +212,9 @@ pub fn accumulator_for(func: AggFunc, ty: DataType, used: Use) -> Box<dyn Accumu
         AggFunc::Median | AggFunc::Quantile(_) | AggFunc::PercentileCont(_) | AggFunc::Twap => {
             Box::new(holistic::Holistic::new(func))
         }
+        AggFunc::BoolAnd => Box::new(min_max::MinMax::new(false)),
+        AggFunc::BoolOr => Box::new(min_max::MinMax::new(true)),
+        AggFunc::StringAgg(_) | AggFunc::ArrayAgg(_) => Box::new(listing::Listing::new(func)),
     }
 }
 

@@ -33,7 +33,7 @@ use super::bind_expr::{
 use super::{AggCall, AsofOuter, BExpr, Field, OuterRef, PhysicalPlan, Plan, SortHow, SortKey};
 use crate::error::{Pos, Result, SqlError};
 use crate::eval::Batch;
-use crate::expr::functions::{self, agg_arity, agg_by_name, agg_type, AggFunc};
+use crate::expr::functions::{self, agg_arity, agg_by_name, agg_type, AggFunc, AggOrder};
 use crate::interrupt::RunContext;
 use crate::parser::ast::*;
 use std::sync::Arc;
@@ -928,7 +928,16 @@ impl Binder {
         }
         let types: Vec<DataType> = args.iter().map(BExpr::data_type).collect();
         let ty = agg_type(func, &types, f.pos)?;
-        let order = if matches!(func, AggFunc::First | AggFunc::Last) || (func == AggFunc::Twap && args.len() == 1) {
+        let order = if func.ordered() {
+            let (f2, key) = self.agg_order(func, f, scope, agg)?;
+            func = f2;
+            if matches!(func, AggFunc::StringAgg(_)) {
+                args = args.into_iter().map(|a| cast_to(a, DataType::Varchar)).collect::<Result<_>>()?;
+            }
+            key
+        } else if !f.order_by.is_empty() && !func.order_insensitive() {
+            return Err(SqlError::NotSupported(format!("ORDER BY inside {}()", f.name)));
+        } else if matches!(func, AggFunc::First | AggFunc::Last) || (func == AggFunc::Twap && args.len() == 1) {
             scope.iter().position(|x| x.designated_ts).map(|i| BExpr::Col(i, DataType::Timestamp))
         } else {
             None
@@ -937,6 +946,33 @@ impl Binder {
             return Err(SqlError::plan("twap(x) needs a designated timestamp; write twap(x, ts)", Some(f.pos)));
         }
         Ok(AggCall { func, args, distinct: f.distinct, order, ty })
+    }
+
+    /// The `ORDER BY` of a listing aggregate's call (`string_agg(x, ',' ORDER BY k DESC)`):
+    /// its direction in the function, its key as the call's order column. One key; none
+    /// in a window call (as in PostgreSQL).
+    fn agg_order(
+        &mut self,
+        func: AggFunc,
+        f: &FuncCall,
+        scope: &[Field],
+        agg: Option<&AggCtx>,
+    ) -> Result<(AggFunc, Option<BExpr>)> {
+        let item = match f.order_by.as_slice() {
+            [] => return Ok((func, None)),
+            [_] if f.over.is_some() => {
+                return Err(SqlError::NotSupported(format!("ORDER BY inside {}() as a window function", f.name)))
+            }
+            [item] if !item.all => item,
+            _ => return Err(SqlError::NotSupported(format!("{}() ordered by more than one key", f.name))),
+        };
+        let key = ExprBinder { scope, agg, win: None, runner: self }.bind(&item.expr)?;
+        let o = AggOrder { desc: item.desc, nulls_first: item.nulls_first.unwrap_or(false) };
+        let func = match func {
+            AggFunc::StringAgg(_) => AggFunc::StringAgg(o),
+            _ => AggFunc::ArrayAgg(o),
+        };
+        Ok((func, Some(key)))
     }
 
     /// ORDER BY over the output of a set operation or VALUES: names, ordinals, expressions.
