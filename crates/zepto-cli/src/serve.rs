@@ -4,6 +4,7 @@
 mod cluster;
 mod fix;
 mod flight_sql;
+mod ilp_tcp;
 mod notify;
 mod pg;
 
@@ -35,6 +36,7 @@ pub fn command() -> Command {
         .args(cluster::args())
         .args(flight_sql::args())
         .args(pg::args())
+        .args(ilp_tcp::args())
 }
 
 /// `serve` flags: where the server listens, how many threads it runs, and its settings file.
@@ -314,6 +316,9 @@ const FILE_KEYS: &[&str] = &[
     "node-id",
     "flight-sql",
     "pg",
+    "ilp-tcp",
+    "ilp-tcp-unauthenticated",
+    "ilp-tcp-max-line-kb",
     "console",
     "console-results-mb",
 ];
@@ -569,8 +574,9 @@ pub fn run(a: &ArgMatches) -> ExitCode {
     }
 }
 
-/// The HTTP server until shutdown, with the FIX, cluster and Flight SQL doors beside it if
-/// asked for (stopped after it). `shared` is the store of `--shared-history`, opened once.
+/// The HTTP server until shutdown, with the FIX, cluster, Flight SQL, PostgreSQL and line
+/// protocol over TCP doors beside it if asked for (stopped after it; line protocol over TCP
+/// runs in the HTTP server's runtime and stops with it). `shared` is the store of `--shared-history`, opened once.
 fn run_doors(
     settings: &Settings<'_>,
     mut cfg: Config,
@@ -587,6 +593,7 @@ fn run_doors(
     cfg.cluster = node.as_ref().map(|n| zepto_server::cluster::ClusterHandle::new(n.view()));
     let flight_sql = flight_sql::start(settings, &cfg, &engine)?;
     let pg = pg::start(settings, &cfg, &engine)?;
+    cfg.ilp_tcp = ilp_tcp::bind(settings, &cfg)?;
     let threads = cfg.threads;
     let auth =
         if cfg.keys.is_empty() { "off (loopback only)".to_string() } else { format!("{} key(s)", cfg.keys.len()) };

@@ -161,13 +161,16 @@ fn two_nodes_of_one_group_split_the_partitions() {
         .map(|n| std::env::temp_dir().join(format!("zepto-cluster-{n}-{}", std::process::id())))
         .collect();
     dirs.iter().for_each(|d| drop(std::fs::remove_dir_all(d)));
-    // x has every door open (HTTP, PostgreSQL, Flight SQL, FIX, the cluster's Flight): at the
-    // end, both stop on SIGTERM with exit 0 and no panic (`Server::stop` checks).
+    // x has every door open (HTTP, PostgreSQL, Flight SQL, FIX, line protocol over TCP, the
+    // cluster's Flight): at the end, both stop on SIGTERM with exit 0 and no panic
+    // (`Server::stop` checks).
     std::fs::create_dir_all(&dirs[0]).expect("dir");
     let fix_cfg = dirs[0].join("fix.json");
     std::fs::write(&fix_cfg, r#"{"sender_comp_id": "ZEPTO", "target_comp_ids": ["FEED"]}"#).expect("FIX config");
     let x_data = dirs[0].join("data").to_string_lossy().to_string();
-    let doors = ["--flight-sql", "127.0.0.1:0", "--fix", "127.0.0.1:0", "--fix-config", &fix_cfg.to_string_lossy()];
+    let fix_cfg = fix_cfg.to_string_lossy();
+    let doors =
+        ["--flight-sql", "127.0.0.1:0", "--fix", "127.0.0.1:0", "--fix-config", &fix_cfg, "--ilp-tcp", "127.0.0.1:0"];
     let x = node_with(&broker.addr, "split", "x", &x_data, &doors);
     let y = node(&broker.addr, "split", "y", &dirs[1].to_string_lossy());
     let owned = |s: &Server| -> Vec<i64> {
@@ -241,6 +244,20 @@ fn two_nodes_of_one_group_split_the_partitions() {
     }
     let plan = sql(&x.addr, "EXPLAIN SELECT sym, sum(price) FROM trades GROUP BY sym").to_string();
     assert!(plan.contains("MergeAggregate") && plan.contains("Exchange") && plan.contains("y ["), "{plan}");
+    // Line protocol over TCP goes the same way: ids 100000.. stored by the nodes owning their partitions.
+    let tcp: String = (100_000..100_080)
+        .map(|id| {
+            format!("trades,sym=S{} id={id}i,price={}.5 {}\n", id % 8, id % 97, 1_700_000_000_000_000_000i64 + id)
+        })
+        .collect();
+    let mut c = std::net::TcpStream::connect(x.printed_addr("ILP over TCP on ")).expect("connects");
+    std::io::Write::write_all(&mut c, tcp.as_bytes()).expect("writes");
+    drop(c);
+    wait_for("the TCP lines on one node or the other", 60, || {
+        settled(&x.addr, "SELECT count(*) FROM trades WHERE id >= 100000") == 80
+    });
+    let ids = |s: &Server| count(&s.addr, "SET cluster_scope = local; SELECT count(*) FROM trades WHERE id >= 100000");
+    assert_eq!(ids(&x) + ids(&y), 80, "each TCP line on one node");
     x.stop();
     y.stop();
     dirs.iter().for_each(|d| drop(std::fs::remove_dir_all(d)));

@@ -60,6 +60,8 @@ pub struct Config {
     pub kept_result_bytes: usize,
     /// Serve the web console at `/console` (`--console off` turns it off).
     pub console: bool,
+    /// Line protocol over TCP (`--ilp-tcp`), if on.
+    pub ilp_tcp: Option<crate::ilp_tcp::IlpTcpConfig>,
 }
 
 /// WAL corruption that point-in-time recovery cut off when the server started.
@@ -108,6 +110,7 @@ impl Default for Config {
             fix: None,
             kept_result_bytes: 512 << 20,
             console: true,
+            ilp_tcp: None,
         }
     }
 }

@@ -5,6 +5,7 @@
 //! * [`sql`] — the SQL endpoint: parameters, role checks, cancellation, streamed results.
 //! * [`encode`] — results as JSON, JSONL, CSV or an Arrow IPC stream.
 //! * [`ingest`] — `/write`: CSV, JSONL, Arrow IPC and InfluxDB line protocol, all-or-nothing.
+//! * [`ilp_tcp`] — line protocol over TCP (`--ilp-tcp`, QuestDB's port 9009), in batches.
 //! * [`ai`] — `/api/ai/*`: agent memory and answer caches, tenant-scoped.
 //! * [`auth`] — API keys (stored hashed), roles and table grants.
 //! * [`request_body`] — request bodies read under size and time limits, gunzipped.
@@ -25,6 +26,7 @@ pub mod encode;
 pub mod error;
 pub mod exec_json;
 pub mod fix;
+pub mod ilp_tcp;
 pub mod inflight;
 pub mod ingest;
 pub mod memory_guard;

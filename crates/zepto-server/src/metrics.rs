@@ -113,6 +113,8 @@ pub struct Metrics {
     cluster_lag: Family<Labels, Gauge>,
     cluster_records: Family<Labels, Gauge>,
     fix: FixGauges,
+    /// The counters of line protocol over TCP ([`crate::ilp_tcp`]).
+    pub ilp_tcp: IlpTcpMetrics,
 }
 
 impl Default for Metrics {
@@ -205,7 +207,9 @@ impl Metrics {
             "Kafka records this cluster node applied or refused since it started",
         );
         let fix = FixGauges::register(&mut registry);
+        let ilp_tcp = IlpTcpMetrics::register(&mut registry);
         Metrics {
+            ilp_tcp,
             registry,
             cluster_lag,
             cluster_records,
@@ -313,6 +317,60 @@ pub fn peak_rss_bytes() -> Option<u64> {
     Some(kib * 1024)
 }
 
+/// The counters of line protocol over TCP (`zepto_ilp_tcp_*`), updated by its connections.
+#[derive(Debug, Default)]
+pub struct IlpTcpMetrics {
+    /// `zepto_ilp_tcp_connections_total`: connections accepted.
+    pub connections: Counter,
+    /// `zepto_ilp_tcp_connections_open`: connections open now.
+    pub connections_open: Gauge,
+    /// `zepto_ilp_tcp_bytes_total`: bytes received.
+    pub bytes: Counter,
+    /// `zepto_ilp_tcp_lines_total`: lines committed (blank and comment lines included).
+    pub lines: Counter,
+    /// `zepto_ilp_tcp_rows_total`: rows stored.
+    pub rows: Counter,
+    /// `zepto_ilp_tcp_batches_total`: batches committed.
+    pub batches: Counter,
+    /// `zepto_ilp_tcp_bad_lines_total`: bad lines (each closed its connection).
+    pub bad_lines: Counter,
+    /// `zepto_ilp_tcp_write_errors_total`: batches refused for no line of theirs (rights,
+    /// storage), each closing its connection.
+    pub write_errors: Counter,
+}
+
+impl IlpTcpMetrics {
+    /// The counters, registered in `registry`.
+    fn register(registry: &mut Registry) -> IlpTcpMetrics {
+        IlpTcpMetrics {
+            connections: register(
+                registry,
+                "zepto_ilp_tcp_connections",
+                "Line protocol over TCP: connections accepted",
+            ),
+            connections_open: register(
+                registry,
+                "zepto_ilp_tcp_connections_open",
+                "Line protocol over TCP: connections open now",
+            ),
+            bytes: register(registry, "zepto_ilp_tcp_bytes", "Line protocol over TCP: bytes received"),
+            lines: register(registry, "zepto_ilp_tcp_lines", "Line protocol over TCP: lines committed"),
+            rows: register(registry, "zepto_ilp_tcp_rows", "Line protocol over TCP: rows stored"),
+            batches: register(registry, "zepto_ilp_tcp_batches", "Line protocol over TCP: batches committed"),
+            bad_lines: register(
+                registry,
+                "zepto_ilp_tcp_bad_lines",
+                "Line protocol over TCP: bad lines, each closing its connection",
+            ),
+            write_errors: register(
+                registry,
+                "zepto_ilp_tcp_write_errors",
+                "Line protocol over TCP: batches refused for no line of theirs (rights, storage)",
+            ),
+        }
+    }
+}
+
 /// The FIX gauges of `/metrics`, per session.
 #[derive(Debug)]
 struct FixGauges {
@@ -375,6 +433,8 @@ mod tests {
             "zepto_rows_ingested_total{format=\"ilp\"} 42",
             "zepto_http_request_duration_seconds_count{route=\"query\"} 1",
             "zepto_tables 0",
+            "zepto_ilp_tcp_bad_lines_total 0",
+            "zepto_ilp_tcp_connections_open 0",
         ] {
             assert!(text.contains(want), "missing {want} in\n{text}");
         }

@@ -7,8 +7,9 @@
 //! run on the blocking pool, so a long query never holds up an async worker. Idle workers park
 //! in the OS (epoll), never spin.
 //!
-//! Shutdown: stop accepting, mark `/ready` 503, let connections finish their current request
-//! (idle keep-alive connections close at once), and after the grace period cancel the queries
+//! Shutdown: stop accepting, mark `/ready` 503, let line protocol over TCP commit what its
+//! connections fully received ([`crate::ilp_tcp`]), let connections finish their current
+//! request (idle keep-alive connections close at once), and after the grace period cancel the queries
 //! still running (their clients get `CANCELLED`) and exit within 5 s more.
 
 use crate::access_log::AccessLog;
@@ -121,6 +122,16 @@ async fn serve(config: Config, engine: Engine, on_listening: impl FnOnce(SocketA
         }
     });
     let mut shutdown = std::pin::pin!(shutdown_signal());
+    let ilp_tcp = match &state.config.ilp_tcp {
+        Some(cfg) => {
+            let tls = match &state.config.tls {
+                Some(files) => Some(TlsAcceptor::from(tls_config(files, b"")?)),
+                None => None,
+            };
+            Some(crate::ilp_tcp::Door::start(&state, cfg, tls)?)
+        }
+        None => None,
+    };
     state.ready.store(true, Ordering::Relaxed);
     on_listening(local, tls.is_some());
 
@@ -164,6 +175,10 @@ async fn serve(config: Config, engine: Engine, on_listening: impl FnOnce(SocketA
     }
     state.ready.store(false, Ordering::Relaxed);
     drop(listener);
+    if let Some(door) = ilp_tcp {
+        // Its connections commit what they fully received before the checkpoint on exit.
+        door.stop(grace).await;
+    }
     eprintln!("zeptodb: shutting down: finishing requests in flight (up to {} s)", grace.as_secs());
     let mut drained = std::pin::pin!(graceful.shutdown());
     tokio::select! {

@@ -41,6 +41,10 @@ impl Server {
         if !args.contains(&"--pg") {
             cmd.args(["--pg", "127.0.0.1:0"]);
         }
+        // So would line protocol over TCP's; a test that wants it says where.
+        if !args.contains(&"--ilp-tcp") {
+            cmd.args(["--ilp-tcp", "off"]);
+        }
         cmd.env_remove("ZEPTO_API_KEY");
         for (k, v) in env {
             cmd.env(k, v);

@@ -102,8 +102,18 @@ pub struct IlpError {
 /// trailing blanks are dropped) except inside a binary value, whose bytes are counted, not
 /// scanned; text must be UTF-8.
 pub fn parse(body: &[u8], precision: Precision) -> Result<Vec<Point<'_>>, IlpError> {
+    parse_body(body, precision, true)
+}
+
+/// [`parse`] of text only (protocol version 1): a binary value (`==`) is a bad line. Used by
+/// line protocol over TCP, whose lines are split at every `\n` byte before they are parsed.
+pub fn parse_text(body: &[u8], precision: Precision) -> Result<Vec<Point<'_>>, IlpError> {
+    parse_body(body, precision, false)
+}
+
+fn parse_body(body: &[u8], precision: Precision, binary: bool) -> Result<Vec<Point<'_>>, IlpError> {
     let mut out = Vec::new();
-    let src = Body { b: body, text: std::str::from_utf8(body).ok() };
+    let src = Body { b: body, text: std::str::from_utf8(body).ok(), binary };
     let (mut pos, mut line) = (0, 0);
     while pos < body.len() {
         line += 1;
@@ -153,6 +163,8 @@ fn line_end(b: &[u8], i: usize) -> Option<usize> {
 struct Body<'a> {
     b: &'a [u8],
     text: Option<&'a str>,
+    /// Whether binary values (protocol version 2) are read.
+    binary: bool,
 }
 
 impl std::ops::Deref for Body<'_> {
@@ -292,6 +304,9 @@ fn field_value<'a>(b: &Body<'a>, i: usize) -> Result<(FieldValue<'a>, usize), St
     let Some(&first) = b.get(i) else {
         return Err("missing value".into());
     };
+    if first == b'=' && !b.binary {
+        return Err("a binary value (protocol version 2) where only text is read (version 1)".into());
+    }
     if first == b'=' {
         return binary_value(b, i + 1);
     }
