@@ -299,6 +299,13 @@ fn tls_with_the_servers_certificate() {
     }
     assert_eq!(https_metric(&s.addr, &cfg, "zepto_ilp_tcp_rows_total"), 100);
     drop(tls);
+    // A client that never starts its handshake does not hold up the stop (under 10 s).
+    let _silent = TcpStream::connect(&addr).expect("connects");
+    let t0 = Instant::now();
+    while https_metric(&s.addr, &cfg, "zepto_ilp_tcp_connections_total") < 3 {
+        assert!(t0.elapsed() < Duration::from_secs(30), "never accepted");
+        std::thread::sleep(Duration::from_millis(20));
+    }
     s.stop();
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -352,18 +352,24 @@ async fn accept_loop(listener: tokio::net::TcpListener, shared: Shared, mut stop
 }
 
 /// One accepted connection: its TLS handshake if the door has TLS, then its lines.
-async fn open(stream: tokio::net::TcpStream, remote: SocketAddr, shared: Shared, stop: watch::Receiver<bool>) {
+async fn open(stream: tokio::net::TcpStream, remote: SocketAddr, shared: Shared, mut stop: watch::Receiver<bool>) {
     let m = &shared.state.metrics.ilp_tcp;
     m.connections.inc();
     m.connections_open.inc();
     match shared.tls.clone() {
         None => Conn { shared: &shared, remote }.run(stream, stop).await,
         Some(acceptor) => {
-            let hs = tokio::time::timeout(shared.state.config.header_timeout, acceptor.accept(stream)).await;
+            let handshake = tokio::time::timeout(shared.state.config.header_timeout, acceptor.accept(stream));
+            // A client that never finishes its handshake does not hold up the server's stop.
+            let hs = tokio::select! {
+                hs = handshake => Some(hs),
+                _ = stopped(&mut stop) => None,
+            };
             match hs {
-                Ok(Ok(s)) => Conn { shared: &shared, remote }.run(s, stop).await,
-                Ok(Err(e)) => eprintln!("zeptodb: ILP/TCP {remote}: TLS handshake failed: {e}"),
-                Err(_) => eprintln!("zeptodb: ILP/TCP {remote}: TLS handshake timed out"),
+                Some(Ok(Ok(s))) => Conn { shared: &shared, remote }.run(s, stop).await,
+                Some(Ok(Err(e))) => eprintln!("zeptodb: ILP/TCP {remote}: TLS handshake failed: {e}"),
+                Some(Err(_)) => eprintln!("zeptodb: ILP/TCP {remote}: TLS handshake timed out"),
+                None => {}
             }
         }
     }
