@@ -19,7 +19,7 @@ VENV  ?= .venv
 PY    := $(VENV)/bin/python
 SEED  ?= $(shell date +%s)
 
-.PHONY: demo serve sql build test check msrv venv difftest fuzz python python-test bench bench-growth clean fix-engine pg-driver kafka s3 cluster soak deps setup install console-vendor
+.PHONY: demo serve sql build test check msrv venv difftest fuzz python python-test bench bench-growth clean fix-engine pg-driver kafka s3 cluster soak deps setup install console-vendor questdb
 
 build:
 	$(CARGO) build --release -p zepto-cli
@@ -46,7 +46,7 @@ venv: $(VENV)/.ok
 # binaries one after another, and the slow ones mostly wait). With ZEPTO_PHASES set (.ci/run
 # does), each step's seconds are recorded for the phase table.
 REQUIRE := ZEPTO_REQUIRE_FIX_ENGINE=1 ZEPTO_REQUIRE_KAFKA=1 ZEPTO_REQUIRE_NETNS=1 ZEPTO_REQUIRE_S3=1 \
-  ZEPTO_REQUIRE_PG_CLIENTS=1 ZEPTO_REQUIRE_BROWSER=1
+  ZEPTO_REQUIRE_PG_CLIENTS=1 ZEPTO_REQUIRE_BROWSER=1 ZEPTO_REQUIRE_QUESTDB=1 QUESTDB_VERSION=$(QUESTDB_VERSION)
 test:
 	tests/phase.sh "set-up: packages, venv, Maven, Kafka, Go" $(MAKE) --no-print-directory setup
 	tests/phase.sh "cargo build --workspace" $(CARGO) build --workspace
@@ -86,9 +86,15 @@ fix-engine:
 pg-driver:
 	mvn -q -B dependency:get -Dartifact=org.postgresql:postgresql:42.7.8
 
+# QuestDB (Maven Central, into ~/.m2): the oracle for its SQL dialect and the peer of the
+# HTTP /exec door in python/tests/test_questdb_sql.py, which `make test` requires.
+QUESTDB_VERSION := 9.3.4
+questdb:
+	mvn -q -B dependency:get -Dartifact=org.questdb:questdb:$(QUESTDB_VERSION)
+
 # Everything `make test` installs or fetches before it builds (quick once done: .ci/run
 # starts it in the background while `make check` compiles).
-setup: deps venv fix-engine pg-driver kafka s3
+setup: deps venv fix-engine pg-driver kafka s3 questdb
 
 # `make install`: the release binary, the systemd unit (deploy/zeptodb.service.in with the
 # paths filled in) and the example config, unless one is there already. DESTDIR for packaging;

@@ -813,7 +813,9 @@ def s14_errors(f):
     f.err("SELECT 'abc' + 1")
     f.err("SELECT CAST('abc' AS INT)")
     f.err("SELECT sum(name) FROM people")
-    f.err("SELECT sym, count(*) FROM trades")
+    # Without GROUP BY the non-aggregate columns are the keys (QuestDB's implicit GROUP BY); with
+    # one, a column outside it is still refused.
+    f.err("SELECT sym, venue, count(*) FROM trades GROUP BY venue")
     f.err("SELECT price FROM trades GROUP BY sym")
     f.err("SELECT * FROM trades WHERE count(*) > 1")
     f.err("SELECT sym FROM trades JOIN quotes ON trades.sym = quotes.sym")

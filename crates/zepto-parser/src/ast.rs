@@ -267,8 +267,11 @@ pub struct Query {
     pub body: SetExpr,
     /// Output ordering; empty leaves the order unspecified.
     pub order_by: Vec<OrderItem>,
-    /// Most rows to return (a constant expression).
+    /// Most rows to return (a constant expression); negative, QuestDB's "the last n rows".
     pub limit: Option<Expr>,
+    /// QuestDB's `LIMIT lo, hi`: the other end of the row range `limit` starts (0-based,
+    /// exclusive; a negative bound counts from the end).
+    pub limit_to: Option<Expr>,
     /// Rows to skip first (a constant expression).
     pub offset: Option<Expr>,
 }
@@ -539,6 +542,11 @@ pub enum TableRef {
 /// binder turns it into `COALESCE(x = y, x IS NULL AND y IS NULL)`, and joins take it as a key
 /// on which NULL matches NULL.
 pub const NOT_DISTINCT: &str = "is_not_distinct_from";
+
+/// The function QuestDB's `x IN 'text'` (a string without parentheses) is parsed into: for a
+/// timestamp `x`, whether it falls in the interval the text names (`'2024-01-02'`,
+/// `'2024-01-02T10;2h'`); for any other `x`, `x = 'text'`.
+pub const QUESTDB_IN: &str = "questdb_in";
 
 /// The two sides of an `x IS NOT DISTINCT FROM y` call.
 fn not_distinct_args(e: &Expr) -> Option<(&Expr, &Expr)> {

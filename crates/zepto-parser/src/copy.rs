@@ -176,6 +176,7 @@ fn select_columns(system: Option<crate::ast::SystemSchema>, table: String, colum
         })),
         order_by: vec![],
         limit: None,
+        limit_to: None,
         offset: None,
     }
 }

@@ -64,6 +64,32 @@ impl Parser {
         self.comparison()
     }
 
+    /// What follows `x [NOT] IN`: a subquery, a list, or QuestDB's string (`ts IN
+    /// '2024-01-02'`: an interval for a timestamp, else equality; see [`QUESTDB_IN`]).
+    fn in_predicate(&mut self, l: Expr, negated: bool, pos: crate::error::Pos) -> Result<Expr> {
+        if let Tok::Str(text) = self.peek().clone() {
+            self.advance();
+            let lit = Expr::Lit(Literal::Str(text), pos);
+            let call = Expr::Func(Box::new(FuncCall::new(QUESTDB_IN, vec![l, lit], pos)));
+            return Ok(if negated { Expr::Unary { op: UnaryOp::Not, expr: Box::new(call) } } else { call });
+        }
+        self.expect_op("(")?;
+        if self.is_kw("select") || self.is_kw("with") || self.is_kw("from") {
+            let q = self.query()?;
+            self.expect_op(")")?;
+            return Ok(Expr::InSubquery { expr: Box::new(l), query: Box::new(q), negated });
+        }
+        let mut list = Vec::new();
+        loop {
+            list.push(self.expr()?);
+            if self.eat_op(")") {
+                break;
+            }
+            self.expect_op(",")?;
+        }
+        Ok(Expr::InList { expr: Box::new(l), list, negated })
+    }
+
     fn comparison(&mut self) -> Result<Expr> {
         let mut l = self.concat_expr()?;
         let mut links = 0;
@@ -128,22 +154,7 @@ impl Parser {
                 self.advance();
             }
             if self.eat_kw("in") {
-                self.expect_op("(")?;
-                if self.is_kw("select") || self.is_kw("with") || self.is_kw("from") {
-                    let q = self.query()?;
-                    self.expect_op(")")?;
-                    l = Expr::InSubquery { expr: Box::new(l), query: Box::new(q), negated };
-                } else {
-                    let mut list = Vec::new();
-                    loop {
-                        list.push(self.expr()?);
-                        if self.eat_op(")") {
-                            break;
-                        }
-                        self.expect_op(",")?;
-                    }
-                    l = Expr::InList { expr: Box::new(l), list, negated };
-                }
+                l = self.in_predicate(l, negated, pos)?;
             } else if self.eat_kw("between") {
                 let lo = self.concat_expr()?;
                 self.expect_kw("and")?;

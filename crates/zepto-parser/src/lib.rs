@@ -491,6 +491,14 @@ impl Parser {
             );
             return Err(SqlError::Parse { message, pos });
         }
+        // The narrow integers (QuestDB's SHORT and BYTE) are held as INTEGER, and a CHAR as
+        // VARCHAR: every value they can hold fits, and a table's schema shows what it became.
+        let lower = full.to_ascii_lowercase();
+        if matches!(lower.as_str(), "smallint" | "int2" | "short" | "tinyint" | "int1" | "byte") {
+            full = "INTEGER".into();
+        } else if matches!(lower.as_str(), "char" | "character") {
+            full = "VARCHAR".into();
+        }
         let dt = DataType::from_sql(&full)
             .filter(|t| *t != DataType::Interval || name.eq_ignore_ascii_case("interval"))
             .ok_or_else(|| SqlError::Parse { message: format!("unknown type '{name}'"), pos })?;

@@ -41,10 +41,13 @@ impl Parser {
             self.expect_kw("by")?;
             order_by = if self.at_order_all() { vec![self.order_all()?] } else { self.order_items()? };
         }
-        let (mut limit, mut offset) = (None, None);
+        let (mut limit, mut limit_to, mut offset) = (None, None, None);
         loop {
             if self.eat_kw("limit") {
                 limit = Some(self.expr()?);
+                if self.eat_op(",") {
+                    limit_to = Some(self.expr()?);
+                }
             } else if self.eat_kw("offset") {
                 offset = Some(self.expr()?);
                 self.eat_kw("rows");
@@ -53,7 +56,7 @@ impl Parser {
             }
         }
         self.leave();
-        Ok(Query { ctes, body, order_by, limit, offset })
+        Ok(Query { ctes, body, order_by, limit, limit_to, offset })
     }
 
     pub(super) fn order_items(&mut self) -> Result<Vec<OrderItem>> {

@@ -13,7 +13,7 @@ pub fn rewrite_query(q: &mut Query, f: &mut dyn FnMut(&mut Expr)) {
     for o in &mut q.order_by {
         rewrite_expr(&mut o.expr, f);
     }
-    if let Some(e) = &mut q.limit {
+    for e in [&mut q.limit, &mut q.limit_to].into_iter().flatten() {
         rewrite_expr(e, f);
     }
     if let Some(e) = &mut q.offset {

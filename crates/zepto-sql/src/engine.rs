@@ -476,9 +476,14 @@ impl Engine {
     ) -> Result<(Arc<Table>, Vec<Column>)> {
         let snap = self.snapshot_at(table, pos)?;
         let q = match source {
-            InsertSource::Values(rows) => {
-                Query { ctes: vec![], body: SetExpr::Values(rows.clone()), order_by: vec![], limit: None, offset: None }
-            }
+            InsertSource::Values(rows) => Query {
+                ctes: vec![],
+                body: SetExpr::Values(rows.clone()),
+                order_by: vec![],
+                limit: None,
+                limit_to: None,
+                offset: None,
+            },
             InsertSource::Query(q) => (**q).clone(),
         };
         let src = self.query_in(run, &q)?;

@@ -104,7 +104,8 @@ mod tests {
     use super::*;
 
     fn col(vals: Vec<Value>) -> Cow<'static, Column> {
-        let dt = vals.iter().map(Value::data_type).find(|t| *t != zepto_storage::DataType::Null).expect("a typed value");
+        let dt =
+            vals.iter().map(Value::data_type).find(|t| *t != zepto_storage::DataType::Null).expect("a typed value");
         let mut b = zepto_storage::ColumnBuilder::new(dt, vals.len());
         for v in &vals {
             b.push_value(v).expect("push");

@@ -8,6 +8,7 @@
 //! need both of those, so the caller hands them in as [`Subqueries`].
 
 mod batch;
+pub(crate) mod calendar;
 pub mod cast;
 pub mod cmp;
 mod json;

@@ -98,6 +98,7 @@ pub fn call(f: ScalarFunc, args: &[BExpr], ty: DataType, b: &Batch, sq: &dyn Sub
         Family::Vector => super::vector::call(f, args, b, sq),
         Family::Json if f == ScalarFunc::JsonBuildObject => super::json::build_object(&args_cols(args, b, sq)?, b.rows),
         Family::Json => Ok(super::json::build_array(&args_cols(args, b, sq)?, b.rows)),
+        Family::Calendar => super::calendar::call(f, args, b, sq),
     }
 }
 

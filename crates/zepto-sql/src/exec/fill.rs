@@ -119,7 +119,7 @@ fn fill_column(col: &Column, mode: &FillValue, slot: &[u32], nb: usize, ng: usiz
                 let v = match (prev, next) {
                     (Some(a), Some(c)) => {
                         let (va, vc) = (col.get(slot[g * nb + a] as usize), col.get(slot[g * nb + c] as usize));
-                        interpolate(&va, &vc, (k - a) as f64 / (c - a) as f64)
+                        interpolate(&va, &vc, (k - a) as i64, (c - a) as i64)
                     }
                     _ => Value::Null,
                 };
@@ -130,16 +130,17 @@ fn fill_column(col: &Column, mode: &FillValue, slot: &[u32], nb: usize, ng: usiz
     }
 }
 
-/// `a + (c - a) * t`, in the values' own type (integers rounded to nearest).
-fn interpolate(a: &Value, c: &Value, t: f64) -> Value {
+/// `a + (c - a) * num / den`, in the values' own type: for integers and timestamps computed
+/// in doubles and truncated toward zero (as QuestDB's FILL(LINEAR) gives them).
+fn interpolate(a: &Value, c: &Value, num: i64, den: i64) -> Value {
+    let t = num as f64 / den as f64;
+    let whole = |x: i64, y: i64| (x as f64 + (y as f64 - x as f64) * t) as i64;
     match (a, c) {
         (Value::Float64(x), Value::Float64(y)) => Value::Float64(x + (y - x) * t),
         (Value::Float32(x), Value::Float32(y)) => Value::Float32(x + (y - x) * t as f32),
-        (Value::Int64(x), Value::Int64(y)) => Value::Int64((*x as f64 + (*y as f64 - *x as f64) * t).round() as i64),
-        (Value::Int32(x), Value::Int32(y)) => Value::Int32((*x as f64 + (*y as f64 - *x as f64) * t).round() as i32),
-        (Value::Timestamp(x), Value::Timestamp(y)) => {
-            Value::Timestamp((*x as f64 + (*y as f64 - *x as f64) * t).round() as i64)
-        }
+        (Value::Int64(x), Value::Int64(y)) => Value::Int64(whole(*x, *y)),
+        (Value::Int32(x), Value::Int32(y)) => Value::Int32(whole(i64::from(*x), i64::from(*y)) as i32),
+        (Value::Timestamp(x), Value::Timestamp(y)) => Value::Timestamp(whole(*x, *y)),
         _ => Value::Null,
     }
 }

@@ -327,7 +327,11 @@ fn execute_node(ctx: &ExecContext, plan: &Plan) -> Result<(&'static str, Batch)>
             let perm = sort::sort_indices(ctx, &b, keys, *limit)?;
             (if limit.is_some() { "TopN" } else { "Sort" }, b.take(&perm))
         }
-        Plan::Limit { input, offset, limit } => ("Limit", self::limit(run(ctx, input)?, *offset, *limit)),
+        Plan::Limit { input, offset, limit, from_end } => {
+            let b = run(ctx, input)?;
+            let (offset, limit) = if *from_end { from_start(b.rows, *offset, *limit) } else { (*offset, *limit) };
+            ("Limit", self::limit(b, offset, limit))
+        }
         Plan::Latest { input, keys, ts, how } => match how {
             LatestHow::PartitionTails => {
                 ctx.fused(input);
@@ -448,6 +452,14 @@ fn series(ctx: &ExecContext, start: i64, step: i64, count: u64, data_type: DataT
 }
 
 /// Rows `offset..offset + limit` of `b`.
+/// A range counted from the end of `n` rows (skip `offset` last rows, keep `limit` before
+/// them) as one counted from the start.
+fn from_start(n: usize, offset: usize, limit: Option<usize>) -> (usize, Option<usize>) {
+    let end = n.saturating_sub(offset);
+    let start = limit.map_or(0, |l| end.saturating_sub(l));
+    (start, Some(end - start))
+}
+
 fn limit(b: Batch, offset: usize, limit: Option<usize>) -> Batch {
     let start = offset.min(b.rows);
     let end = match limit {

@@ -89,6 +89,16 @@ pub enum ScalarFunc {
     JsonBuildObject,
     /// `json_build_array(v, ...)`: a JSON array of the values, as text.
     JsonBuildArray,
+    /// QuestDB's `dateadd(unit, n, ts)`: `ts` plus `n` calendar units.
+    DateAdd,
+    /// QuestDB's `datediff(unit, a, b)`: whole units between two timestamps.
+    DateDiff,
+    /// QuestDB's `timestamp_floor(period, ts)`: the start of the period holding `ts`.
+    TimestampFloor,
+    /// QuestDB's `timestamp_ceil(period, ts)`: the start of the next period.
+    TimestampCeil,
+    /// `to_timestamp(text, pattern)` (QuestDB's patterns), `to_timestamp(seconds)`.
+    ToTimestamp,
 }
 
 /// A built-in aggregate function (names and aliases: [`agg_by_name`]).
@@ -207,7 +217,7 @@ impl AggFunc {
 /// get their fraction from the call.
 pub fn agg_by_name(name: &str) -> Option<AggFunc> {
     Some(match name {
-        "count" => AggFunc::Count,
+        "count" | "count_distinct" => AggFunc::Count,
         "sum" => AggFunc::Sum,
         "avg" | "mean" => AggFunc::Avg,
         "min" => AggFunc::Min,
@@ -400,6 +410,12 @@ pub fn scalar_by_name(name: &str) -> Option<ScalarFunc> {
         "kafka_partition" => ScalarFunc::KafkaPartition,
         "json_build_object" | "jsonb_build_object" => ScalarFunc::JsonBuildObject,
         "json_build_array" | "jsonb_build_array" => ScalarFunc::JsonBuildArray,
+        "dateadd" => ScalarFunc::DateAdd,
+        "datediff" => ScalarFunc::DateDiff,
+        "timestamp_floor" => ScalarFunc::TimestampFloor,
+        "timestamp_ceil" => ScalarFunc::TimestampCeil,
+        "to_timestamp" => ScalarFunc::ToTimestamp,
+        "systimestamp" | "sysdate" => ScalarFunc::Now,
         _ => return None,
     })
 }
@@ -420,6 +436,9 @@ pub enum Family {
     Vector,
     /// Any values in, JSON text out (`json_build_object`, `json_build_array`).
     Json,
+    /// QuestDB's calendar units and patterns (`dateadd`, `datediff`, `timestamp_floor`,
+    /// `timestamp_ceil`, `to_timestamp`).
+    Calendar,
 }
 
 impl ScalarFunc {
@@ -447,6 +466,7 @@ impl ScalarFunc {
             F::DateTrunc | F::DatePart | F::EpochNs | F::MonthBucket | F::Epoch | F::Now | F::Xbar => Family::Temporal,
             F::ArrayDistance(_) | F::ArrayLength => Family::Vector,
             F::JsonBuildObject | F::JsonBuildArray => Family::Json,
+            F::DateAdd | F::DateDiff | F::TimestampFloor | F::TimestampCeil | F::ToTimestamp => Family::Calendar,
         }
     }
 }
@@ -467,5 +487,8 @@ pub fn scalar_arity(f: ScalarFunc) -> (usize, usize) {
         StartsWith | Power | NullIf | DateTrunc | DatePart | Xbar | MonthBucket | KafkaPartition | LikeEscape => (2, 2),
         Concat | Coalesce | Greatest | Least => (1, usize::MAX),
         JsonBuildObject | JsonBuildArray => (0, usize::MAX),
+        DateAdd | DateDiff => (3, 3),
+        TimestampFloor | TimestampCeil => (2, 2),
+        ToTimestamp => (1, 2),
     }
 }

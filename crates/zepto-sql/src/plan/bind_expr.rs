@@ -7,7 +7,7 @@ use super::{BExpr, Correlated, Field, SubqueryKind};
 use crate::error::{Pos, Result, SqlError};
 use crate::eval::eval_const;
 use crate::expr::functions::{self, scalar_arity, scalar_by_name, Family, ScalarFunc};
-use crate::parser::ast::{BinaryOp, Expr, FuncCall, Literal, Query, UnaryOp, NOT_DISTINCT};
+use crate::parser::ast::{BinaryOp, Expr, FuncCall, Literal, Query, UnaryOp, NOT_DISTINCT, QUESTDB_IN};
 use zepto_storage::{time, DataType, Value};
 
 /// Group keys and aggregates already computed by an Aggregate node: expressions above it are
@@ -524,6 +524,9 @@ impl ExprBinder<'_> {
         if f.name == NOT_DISTINCT {
             return not_distinct(args, f.pos);
         }
+        if f.name == QUESTDB_IN {
+            return questdb_in(args, f.pos);
+        }
         if scalar_by_name(&f.name).is_none() {
             let bound = self.runner.catalog_function(&f.name, args, f.pos)?;
             return bound.ok_or_else(|| SqlError::plan(format!("unknown function {}()", f.name), Some(f.pos)));
@@ -752,6 +755,7 @@ pub fn bind_function(name: &str, args: Vec<BExpr>, pos: Pos) -> Result<BExpr> {
         Family::Temporal => time_call(func, name, args, pos),
         Family::Vector => vector_call(func, name, args, pos),
         Family::Json => Ok(BExpr::Func { func, args, ty: DataType::Varchar }),
+        Family::Calendar => calendar_call(func, name, args, pos),
     }
 }
 
@@ -948,4 +952,86 @@ fn time_call(func: ScalarFunc, name: &str, mut args: Vec<BExpr>, pos: Pos) -> Re
         }
         _ => Err(SqlError::Internal(format!("{name}() is not a temporal function"))),
     }
+}
+
+/// QuestDB's calendar functions: the unit or period a constant checked here, timestamps
+/// coerced; `to_timestamp(text, pattern)` with a constant pattern compiled here once.
+fn calendar_call(func: ScalarFunc, name: &str, args: Vec<BExpr>, pos: Pos) -> Result<BExpr> {
+    use crate::eval::calendar::{pattern::Pattern, Period, Unit};
+    use DataType::*;
+    use ScalarFunc as F;
+    let constant = |e: &BExpr| match e {
+        BExpr::Lit(Value::Str(s), _) => Ok(s.clone()),
+        _ => Err(SqlError::plan(format!("{name}(): the first argument must be a constant"), Some(pos))),
+    };
+    let mut it = args.into_iter();
+    let (Some(a), b, c) = (it.next(), it.next(), it.next()) else {
+        return Err(SqlError::Internal(format!("{name}() arity")));
+    };
+    let missing = || SqlError::Internal(format!("{name}() arity"));
+    let mk = |args: Vec<BExpr>, ty| Ok(BExpr::Func { func, args, ty });
+    match func {
+        F::DateAdd | F::DateDiff => {
+            let unit = constant(&a)?;
+            if Unit::from_letter(&unit).is_none() {
+                return Err(SqlError::plan(
+                    format!("{name}(): unknown unit '{unit}' (y M w d h m s T u n)"),
+                    Some(pos),
+                ));
+            }
+            let (b, c) = (b.ok_or_else(missing)?, c.ok_or_else(missing)?);
+            if func == F::DateAdd {
+                let n = cast_to(num_arg(b, name, pos)?, Int64)?;
+                return mk(vec![lit(Value::Str(unit)), n, ts_arg(c, name, pos)?], Timestamp);
+            }
+            mk(vec![lit(Value::Str(unit)), ts_arg(b, name, pos)?, ts_arg(c, name, pos)?], Int64)
+        }
+        F::TimestampFloor | F::TimestampCeil => {
+            let period = constant(&a)?;
+            if Period::parse(&period).is_none() {
+                return Err(SqlError::plan(
+                    format!("{name}(): '{period}' is not a period such as 'h' or '15m'"),
+                    Some(pos),
+                ));
+            }
+            mk(vec![lit(Value::Str(period)), ts_arg(b.ok_or_else(missing)?, name, pos)?], Timestamp)
+        }
+        _ => match b {
+            None if a.data_type().is_numeric() => mk(vec![cast_to(a, Float64)?], Timestamp),
+            None => cast_to(a, Timestamp),
+            Some(p) => {
+                let text = constant(&p)
+                    .map_err(|_| SqlError::plan("to_timestamp(text, pattern): a constant pattern", Some(pos)))?;
+                Pattern::compile(&text).map_err(|e| SqlError::plan(e, Some(pos)))?;
+                mk(vec![cast_to(a, Varchar)?, lit(Value::Str(text))], Timestamp)
+            }
+        },
+    }
+}
+
+/// QuestDB's `x IN 'text'`: for a timestamp `x`, `x` in any of the ranges the interval text
+/// names, as `x >= start AND x < end` terms ORed (so a designated timestamp's range becomes
+/// a binary search); for any other `x`, `x = 'text'`.
+fn questdb_in(args: Vec<BExpr>, pos: Pos) -> Result<BExpr> {
+    let mut it = args.into_iter();
+    let (Some(x), Some(BExpr::Lit(Value::Str(text), _))) = (it.next(), it.next()) else {
+        return Err(SqlError::Internal("questdb_in arguments".into()));
+    };
+    if !matches!(x.data_type(), DataType::Timestamp | DataType::Date) {
+        return bind_binary(BinaryOp::Eq, x, BExpr::Lit(Value::Str(text), DataType::Varchar), pos);
+    }
+    let x = cast_to(x, DataType::Timestamp)?;
+    let ranges = crate::eval::calendar::interval::ranges(&text).map_err(|e| SqlError::plan(e, Some(pos)))?;
+    let ts = |ns: i64| BExpr::Lit(Value::Timestamp(ns), DataType::Timestamp);
+    let mut any: Option<BExpr> = None;
+    for (start, end) in ranges {
+        let from = bind_binary(BinaryOp::GtEq, x.clone(), ts(start), pos)?;
+        let to = bind_binary(BinaryOp::Lt, x.clone(), ts(end), pos)?;
+        let both = bind_binary(BinaryOp::And, from, to, pos)?;
+        any = Some(match any {
+            Some(a) => bind_binary(BinaryOp::Or, a, both, pos)?,
+            None => both,
+        });
+    }
+    any.ok_or_else(|| SqlError::Internal("an interval without a range".into()))
 }

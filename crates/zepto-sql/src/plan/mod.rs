@@ -266,7 +266,8 @@ pub enum Plan {
         /// Chosen by the physical planner.
         how: SortHow,
     },
-    /// Skip `offset` rows, then keep at most `limit`.
+    /// Skip `offset` rows, then keep at most `limit`; counted from the last row backwards
+    /// when `from_end` (QuestDB's `LIMIT -n` and `LIMIT lo, hi` with negative bounds).
     Limit {
         /// The rows limited.
         input: Box<Plan>,
@@ -274,6 +275,8 @@ pub enum Plan {
         offset: usize,
         /// Most rows kept; `None` keeps all.
         limit: Option<usize>,
+        /// `offset` and `limit` count from the end: rows `n - offset - limit .. n - offset`.
+        from_end: bool,
     },
     /// Duplicate rows removed (NULLs equal).
     Distinct {
@@ -523,7 +526,10 @@ impl Plan {
             Plan::Sort { how: SortHow::Ann(a), limit: Some(l), .. } => format!("{} limit={l}", a.describe()),
             Plan::Sort { keys, limit: Some(l), .. } => format!("keys={} limit={l}", keys.len()),
             Plan::Sort { keys, .. } => format!("keys={}", keys.len()),
-            Plan::Limit { offset, limit, .. } => format!("offset={offset} limit={limit:?}"),
+            Plan::Limit { offset, limit, from_end: false, .. } => format!("offset={offset} limit={limit:?}"),
+            Plan::Limit { offset, limit, from_end: true, .. } => {
+                format!("from the end: offset={offset} limit={limit:?}")
+            }
             Plan::Fill { spec, .. } => spec.describe(),
             Plan::SpliceJoin { left_keys, .. } => format!("keys={} (two as-of merges)", left_keys.len()),
             Plan::RangeJoin { left_keys, lo, hi, outer, .. } => format!(

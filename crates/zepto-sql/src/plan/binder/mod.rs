@@ -212,6 +212,19 @@ fn requalify(fields: Vec<Field>, q: Option<&str>) -> Vec<Field> {
     fields.into_iter().map(|f| Field { qualifier: q.map(str::to_string), ..f }).collect()
 }
 
+/// A constant integer (of either sign) bound from `e`; `None` for NULL.
+fn const_i64(b: &mut Binder, e: &Expr) -> Result<Option<i64>> {
+    let bound = ExprBinder { scope: &[], agg: None, win: None, runner: b }.bind(e)?;
+    match bound {
+        BExpr::Lit(v, _) if v.is_null() => Ok(None),
+        BExpr::Lit(v, t) if t.is_integer() => Ok(v.as_i64()),
+        _ => Err(SqlError::plan("LIMIT must be a constant integer", e.pos())),
+    }
+}
+
+/// A row range a Limit node keeps: `(offset, limit, counted from the end)`.
+type RowRange = (usize, Option<usize>, bool);
+
 fn const_usize(b: &mut Binder, e: &Expr, what: &str) -> Result<usize> {
     let bound = ExprBinder { scope: &[], agg: None, win: None, runner: b }.bind(e)?;
     match bound {
@@ -276,6 +289,12 @@ impl Binder {
                 self.order_outputs(p, f, &q.order_by)?
             }
         };
+        if let Some(ranges) = self.questdb_limit(q)? {
+            for (offset, limit, from_end) in ranges {
+                plan = Plan::Limit { input: Box::new(plan), offset, limit, from_end };
+            }
+            return Ok((plan, fields));
+        }
         let offset = q.offset.as_ref().map(|e| const_usize(self, e, "OFFSET")).transpose()?.unwrap_or(0);
         let offset = if offset == usize::MAX { 0 } else { offset };
         let limit = q.limit.as_ref().map(|e| const_usize(self, e, "LIMIT")).transpose()?.filter(|&l| l != usize::MAX);
@@ -289,9 +308,41 @@ impl Binder {
             if let (Plan::Sort { limit: sl, .. }, Some(l)) = (sort, limit) {
                 *sl = Some(l.saturating_add(offset));
             }
-            plan = Plan::Limit { input: Box::new(plan), offset, limit };
+            plan = Plan::Limit { input: Box::new(plan), offset, limit, from_end: false };
         }
         Ok((plan, fields))
+    }
+
+    /// QuestDB's LIMIT forms, as the row ranges applied one after another (`(offset, limit,
+    /// from_end)`): `LIMIT -n` (the last n rows) and `LIMIT lo, hi` (rows `lo..hi`, either
+    /// order, 0-based and `hi` exclusive; a negative bound counts from the end, `LIMIT -lo,
+    /// hi` with a positive `hi` refused as QuestDB does). `None` for a standard LIMIT.
+    fn questdb_limit(&mut self, q: &Query) -> Result<Option<Vec<RowRange>>> {
+        let Some(e) = &q.limit else { return Ok(None) };
+        let a = const_i64(self, e)?;
+        let b = q.limit_to.as_ref().map(|e| const_i64(self, e)).transpose()?;
+        if b.is_none() && a.is_none_or(|a| a >= 0) {
+            return Ok(None);
+        }
+        if let Some(o) = &q.offset {
+            return Err(SqlError::plan("OFFSET with QuestDB's LIMIT -n or LIMIT lo, hi", o.pos()));
+        }
+        let size = |x: i64| usize::try_from(x.unsigned_abs()).unwrap_or(usize::MAX);
+        let ranges = match (a, b) {
+            (Some(a), None) => vec![(0, Some(size(a)), true)],
+            (None, _) | (_, Some(None)) => return Err(SqlError::plan("LIMIT lo, hi with a NULL bound", e.pos())),
+            (Some(a), Some(Some(b))) if a >= 0 && b >= 0 => {
+                let (lo, hi) = (size(a.min(b)), size(a.max(b)));
+                vec![(lo, Some(hi - lo), false)]
+            }
+            (Some(a), Some(Some(b))) if a < 0 && b < 0 => {
+                let (far, near) = (size(a.min(b)), size(a.max(b)));
+                vec![(near, Some(far - near), true)]
+            }
+            (Some(a), Some(Some(b))) if a >= 0 => vec![(size(a), None, false), (size(b), None, true)],
+            _ => return Err(SqlError::plan("LIMIT <negative>, <positive> is not allowed", e.pos())),
+        };
+        Ok(Some(ranges))
     }
 
     fn bind_set_expr(&mut self, body: &SetExpr) -> Result<(Plan, Vec<Field>)> {
@@ -813,6 +864,9 @@ impl Binder {
         scope: &[Field],
     ) -> Result<(Plan, AggCtx)> {
         let mut key_asts = Vec::new();
+        if s.group_by.is_empty() {
+            key_asts = implicit_keys(items, scope);
+        }
         for g in &s.group_by {
             let e = match g {
                 Expr::Lit(Literal::Int(k), pos) => match items.get((*k as usize).wrapping_sub(1)) {
@@ -885,6 +939,12 @@ impl Binder {
             }
             func = AggFunc::CountStar;
         }
+        // QuestDB's count() is count(*).
+        if func == AggFunc::Count && f.name == "count" && args.is_empty() {
+            func = AggFunc::CountStar;
+        }
+        // QuestDB's count_distinct(x) is count(DISTINCT x).
+        let distinct = f.distinct || f.name == "count_distinct";
         let fraction = |e: &BExpr| -> Result<f64> {
             match e {
                 BExpr::Lit(v, _) => v.as_f64().filter(|q| (0.0..=1.0).contains(q)).ok_or_else(|| {
@@ -945,7 +1005,7 @@ impl Binder {
         if func == AggFunc::Twap && args.len() == 1 && order.is_none() {
             return Err(SqlError::plan("twap(x) needs a designated timestamp; write twap(x, ts)", Some(f.pos)));
         }
-        Ok(AggCall { func, args, distinct: f.distinct, order, ty })
+        Ok(AggCall { func, args, distinct, order, ty })
     }
 
     /// The `ORDER BY` of a listing aggregate's call (`string_agg(x, ',' ORDER BY k DESC)`):
@@ -1483,4 +1543,33 @@ fn expand_items(items: &[SelectItem], scope: &[Field]) -> Result<Vec<Item>> {
         }
     }
     Ok(out)
+}
+
+/// QuestDB's implicit GROUP BY: with aggregates and no GROUP BY, the select list's items that
+/// read columns and hold no aggregate (nor window function) are the keys, where standard SQL
+/// refuses the query (so no query standard SQL answers changes meaning).
+fn implicit_keys(items: &[Item], scope: &[Field]) -> Vec<Expr> {
+    let mut keys = Vec::new();
+    for item in items {
+        match item {
+            Item::Input(i) => keys.push(Expr::Column {
+                table: scope[*i].qualifier.clone(),
+                name: scope[*i].name.clone(),
+                pos: Pos::default(),
+            }),
+            Item::Ast { expr, .. } if !contains_aggregate(expr) => {
+                let (mut column, mut window) = (false, false);
+                walk(expr, &mut |e| match e {
+                    Expr::Column { .. } => column = true,
+                    Expr::Func(f) if f.over.is_some() || functions::is_window_only(&f.name) => window = true,
+                    _ => {}
+                });
+                if column && !window {
+                    keys.push(expr.clone());
+                }
+            }
+            Item::Ast { .. } => {}
+        }
+    }
+    keys
 }

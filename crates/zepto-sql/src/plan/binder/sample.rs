@@ -322,8 +322,14 @@ impl Binder {
             latest: None,
             sample_by: None,
         };
-        let q =
-            Query { ctes: vec![], body: SetExpr::Select(Box::new(sel)), order_by: vec![], limit: None, offset: None };
+        let q = Query {
+            ctes: vec![],
+            body: SetExpr::Select(Box::new(sel)),
+            order_by: vec![],
+            limit: None,
+            limit_to: None,
+            offset: None,
+        };
         match self.plan_subquery(&q, &[])? {
             SubPlan::Rows { values, .. } => Ok(match values.first() {
                 Some(Value::Timestamp(v)) => *v,

@@ -268,7 +268,7 @@ mod tests {
             right_keys: vec![],
             residual: None,
         };
-        let p = rewrite(Plan::Limit { input: Box::new(join), offset: 0, limit: Some(1) });
+        let p = rewrite(Plan::Limit { input: Box::new(join), offset: 0, limit: Some(1), from_end: false });
         let Plan::Limit { input, .. } = p else { panic!("limit on top") };
         for side in input.inputs() {
             assert!(matches!(side, Plan::Scan { range, .. } if range.keys == Some(vec!["A".to_string()])));

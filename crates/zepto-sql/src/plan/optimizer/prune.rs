@@ -109,9 +109,9 @@ fn prune(p: Plan, need: &[bool]) -> (Plan, Map) {
             keys.iter_mut().chain(std::iter::once(&mut ts)).for_each(|k| remap(k, &map));
             (Plan::Latest { input: Box::new(input), keys, ts, how }, map)
         }
-        Plan::Limit { input, offset, limit } => {
+        Plan::Limit { input, offset, limit, from_end } => {
             let (input, map) = prune(*input, need);
-            (Plan::Limit { input: Box::new(input), offset, limit }, map)
+            (Plan::Limit { input: Box::new(input), offset, limit, from_end }, map)
         }
         Plan::Project { input, exprs } => {
             let (mut exprs, map) = keep_needed(exprs, need);
