@@ -9,35 +9,51 @@
 use super::cmp::value_cmp;
 use super::eval::eval;
 use super::hash::group_ids;
-use super::scan::{piece_batch, pieces};
+use super::scan::{piece_batch, pieces, Piece};
 use super::{Batch, ExecContext};
 use crate::error::{Result, SqlError};
-use crate::plan::physical::{tail_shape, ScanShape};
+use crate::plan::physical::tail_shape;
 use crate::plan::{BExpr, Plan};
 use std::cmp::Ordering;
 use zepto_storage::{Column, Table};
 
 /// The last row of each partition of a (filtered) scan keyed by its partition key and ordered
 /// by its designated timestamp (the physical planner checked the shape: see
-/// [`crate::plan::physical::tail_shape`]): each partition is searched from its end.
+/// [`crate::plan::physical::tail_shape`]): each partition is searched from its end, and each
+/// output column is gathered from the partitions' own columns in one pass (no row copied
+/// before it is known to be a tail).
 pub fn tails(ctx: &ExecContext, input: &Plan, keys: &[BExpr], ts: &BExpr) -> Result<Batch> {
     let shape = tail_shape(input, keys, ts)
         .ok_or_else(|| SqlError::Internal("LATEST ON from partition tails over another shape".into()))?;
-    let ScanShape { table, columns, range, .. } = &shape;
-    let ps = pieces(table, range);
-    let mut picks: Vec<Batch> = Vec::new();
+    let ps = pieces(shape.table, shape.range);
+    let mut hits: Vec<(&Piece, u32)> = Vec::with_capacity(ps.len());
     for p in &ps {
-        let b = piece_batch(p, columns);
+        let b = piece_batch(p, shape.columns);
         let tcol = eval(ctx, ts, &b)?;
         let hit = match shape.kept_rows(ctx, &b)? {
             None => (0..b.rows).rev().find(|&i| tcol.is_valid(i)),
             Some(kept) => kept.iter().rev().map(|&i| i as usize).find(|&i| tcol.is_valid(i)),
         };
         if let Some(i) = hit {
-            picks.push(b.take(&[i as u32]));
+            hits.push((p, i as u32));
         }
     }
-    Ok(in_ts_order(ctx, concat(picks, columns.len(), table, columns), ts))
+    let cols = shape.columns.iter().map(|&c| gather(shape.table, &hits, c)).collect::<Result<Vec<_>>>()?;
+    Ok(in_ts_order(ctx, Batch::new(cols, hits.len()), ts))
+}
+
+/// Column `c` of every hit (a piece and a row of it), read where the rows are stored.
+fn gather(table: &Table, hits: &[(&Piece, u32)], c: usize) -> Result<Column> {
+    let dt = table.schema().columns[c].data_type;
+    let sources: Vec<(&Column, u32)> = hits
+        .iter()
+        .map(|(p, i)| {
+            let (col, range) = p.col(c);
+            (col, range.start as u32 + i)
+        })
+        .collect();
+    let parts: Vec<(&Column, &[u32])> = sources.iter().map(|(col, at)| (*col, std::slice::from_ref(at))).collect();
+    Column::gather(dt, &parts).map_err(SqlError::Internal)
 }
 
 /// The row with the greatest `ts` of every distinct `keys` tuple of `b`, in `ts` order.
@@ -59,20 +75,6 @@ pub fn by_hash(ctx: &ExecContext, b: Batch, keys: &[BExpr], ts: &BExpr) -> Resul
     }
     let idx: Vec<u32> = best.into_iter().flatten().map(|i| i as u32).collect();
     Ok(in_ts_order(ctx, b.take(&idx), ts))
-}
-
-fn concat(parts: Vec<Batch>, width: usize, table: &Table, columns: &[usize]) -> Batch {
-    let rows = parts.iter().map(|b| b.rows).sum();
-    let cols = (0..width)
-        .map(|j| {
-            if parts.is_empty() {
-                return Column::nulls(table.schema().columns[columns[j]].data_type, 0);
-            }
-            let refs: Vec<&Column> = parts.iter().map(|b| &*b.columns[j]).collect();
-            Column::concat(&refs)
-        })
-        .collect();
-    Batch::new(cols, rows)
 }
 
 /// Stable sort of the (few) latest rows by `ts`.
