@@ -205,6 +205,10 @@ def test_questdb_dialect_agrees_with_questdb(engines, sql):
     got = exec_sql(zepto, sql, API_KEY)
     assert "error" not in want, f"QuestDB refused the corpus query: {want}"
     assert "error" not in got, f"ZeptoDB: {got.get('error')} (QuestDB answered {want['dataset'][:3]}...)"
+    # Column names as QuestDB gives them, but where QuestDB's text of an expression is its own:
+    # a cast (`x::long`), a negative literal (`-(1)`), a name past 64 characters (cut, quoted).
+    if not any(w in sql for w in ["cast(", "-1, ts", "'2024-01-02T12:00:00.000000Z'", "dd/MM/yyyy"]):
+        assert [c["name"] for c in got["columns"]] == [c["name"] for c in want["columns"]]
     w, g = want["dataset"], got["dataset"]
     assert len(g) == len(w), f"{len(g)} rows, QuestDB {len(w)}: {g[:3]} vs {w[:3]}"
     for i, (gr, wr) in enumerate(zip(g, w)):

@@ -35,7 +35,7 @@ pub fn head(exec: Option<&ExecShape>, names: &[String], types: &[DataType], time
     json_escape(exec.map_or("", |e| e.query.as_str()), s);
     {
         s.push_str(",\"columns\":[");
-        for (j, (n, t)) in names.iter().zip(types).enumerate() {
+        for (j, (n, t)) in questdb_names(names).iter().zip(types).enumerate() {
             if j > 0 {
                 s.push(',');
             }
@@ -49,6 +49,45 @@ pub fn head(exec: Option<&ExecShape>, names: &[String], types: &[DataType], time
     }
     let ts = timestamp.map_or(-1, |i| i64::try_from(i).unwrap_or(-1));
     s.push_str(&format!(",\"timestamp\":{ts},\"dataset\":["));
+}
+
+/// The result's column names as QuestDB gives them: an expression's text without the
+/// parentheses around the whole of it (`usage_user + 1`), `count(*)` as `count()`, and a name
+/// seen before, in any case, suffixed `_2`, `_3`, ... (`ts`, `ts_2`).
+pub fn questdb_names(names: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::with_capacity(names.len());
+    for n in names {
+        let mut name = unwrapped(n).replace("count(*)", "count()");
+        let base = name.clone();
+        let mut k = 1;
+        while out.iter().any(|o| o.eq_ignore_ascii_case(&name)) {
+            k += 1;
+            name = format!("{base}_{k}");
+        }
+        out.push(name);
+    }
+    out
+}
+
+/// `s` without one pair of parentheses that encloses all of it.
+fn unwrapped(s: &str) -> &str {
+    let Some(inner) = s.strip_prefix('(').and_then(|x| x.strip_suffix(')')) else { return s };
+    let mut depth = 0i32;
+    for c in inner.chars() {
+        depth += match c {
+            '(' => 1,
+            ')' => -1,
+            _ => 0,
+        };
+        if depth < 0 {
+            return s;
+        }
+    }
+    if depth == 0 {
+        inner
+    } else {
+        s
+    }
 }
 
 /// QuestDB's name of a column type.
@@ -109,7 +148,7 @@ pub fn status(status: &str, s: &mut String) {
 
 /// `/exp`'s header line: every name quoted, the line ended by CRLF as QuestDB ends them.
 pub fn csv_head(names: &[String], s: &mut String) {
-    for (j, n) in names.iter().enumerate() {
+    for (j, n) in questdb_names(names).iter().enumerate() {
         if j > 0 {
             s.push(',');
         }
