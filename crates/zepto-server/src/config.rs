@@ -3,6 +3,7 @@
 use crate::auth::KeyStore;
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Everything `zeptodb serve` is configured with; [`Config::validate`] checks it before anything
@@ -61,7 +62,7 @@ pub struct Config {
     /// Serve the web console at `/console` (`--console off` turns it off).
     pub console: bool,
     /// Line protocol over TCP (`--ilp-tcp`), if on.
-    pub ilp_tcp: Option<crate::ilp_tcp::IlpTcpConfig>,
+    pub ilp_tcp: Option<IlpTcpConfig>,
 }
 
 /// WAL corruption that point-in-time recovery cut off when the server started.
@@ -184,5 +185,54 @@ mod tests {
         c.keys.add_plain("ops", "a-long-enough-admin-key", Role::Admin, Default::default()).expect("key");
         assert!(c.validate().is_ok());
         assert!(Config::default().validate().is_ok(), "loopback without keys is fine");
+    }
+}
+
+// The ILP/TCP door's settings (`crate::ilp_tcp`), here so the configuration does not
+// depend on the door.
+
+/// How batches are cut and how long a line may be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Longest line, in bytes without its line end; a longer one closes the connection.
+    pub max_line_bytes: usize,
+    /// A batch is committed once its complete lines hold this many bytes.
+    pub batch_bytes: usize,
+    /// A batch is committed once it holds this many lines.
+    pub batch_lines: usize,
+    /// A batch is committed at most this long after its first complete line arrived.
+    pub flush_after: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            max_line_bytes: 1 << 20,
+            batch_bytes: 1 << 20,
+            batch_lines: 10_000,
+            flush_after: Duration::from_millis(5),
+        }
+    }
+}
+
+/// The door's settings (`serve --ilp-tcp`).
+#[derive(Debug, Clone)]
+pub struct IlpTcpConfig {
+    /// The bound socket (bound by the caller, so that a taken address is told at once).
+    pub listener: Arc<std::net::TcpListener>,
+    /// Batch and line limits.
+    pub limits: Limits,
+    /// Who every connection writes as (a writer without a tenant).
+    pub who: crate::auth::Principal,
+}
+
+impl IlpTcpConfig {
+    /// The principal the door's connections write as: role writer, every table, no tenant.
+    pub fn writer() -> crate::auth::Principal {
+        crate::auth::Principal {
+            name: "ilp-tcp".into(),
+            role: crate::Role::Writer,
+            tables: zepto_sql::TableAccess::all(),
+        }
     }
 }

@@ -46,47 +46,7 @@ use tokio::time::Instant;
 use tokio_rustls::TlsAcceptor;
 use zepto_sql::Engine;
 
-/// How batches are cut and how long a line may be.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Limits {
-    /// Longest line, in bytes without its line end; a longer one closes the connection.
-    pub max_line_bytes: usize,
-    /// A batch is committed once its complete lines hold this many bytes.
-    pub batch_bytes: usize,
-    /// A batch is committed once it holds this many lines.
-    pub batch_lines: usize,
-    /// A batch is committed at most this long after its first complete line arrived.
-    pub flush_after: Duration,
-}
-
-impl Default for Limits {
-    fn default() -> Limits {
-        Limits {
-            max_line_bytes: 1 << 20,
-            batch_bytes: 1 << 20,
-            batch_lines: 10_000,
-            flush_after: Duration::from_millis(5),
-        }
-    }
-}
-
-/// The door's settings (`serve --ilp-tcp`).
-#[derive(Debug, Clone)]
-pub struct IlpTcpConfig {
-    /// The bound socket (bound by the caller, so that a taken address is told at once).
-    pub listener: Arc<std::net::TcpListener>,
-    /// Batch and line limits.
-    pub limits: Limits,
-    /// Who every connection writes as (a writer without a tenant).
-    pub who: Principal,
-}
-
-impl IlpTcpConfig {
-    /// The principal the door's connections write as: role writer, every table, no tenant.
-    pub fn writer() -> Principal {
-        Principal { name: "ilp-tcp".into(), role: crate::Role::Writer, tables: zepto_sql::TableAccess::all() }
-    }
-}
+pub use crate::config::{IlpTcpConfig, Limits};
 
 /// A run of complete lines of one connection, committed together.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -62,7 +62,7 @@ pub fn call(f: ScalarFunc, args: &[BExpr], b: &Batch, sq: &dyn Subqueries) -> Re
         }
         _ if args.len() == 1 => {
             let x = arg(0)?;
-            let secs = crate::exec::accum::to_f64(&x)?;
+            let secs = crate::eval::numeric::to_f64(&x)?;
             for (i, s) in secs.iter().enumerate().take(n) {
                 let ns = s * NS_PER_SEC as f64;
                 push(i, (x.is_valid(i) && ns.is_finite() && ns.abs() < 9.2e18).then_some(ns as i64));
