@@ -40,6 +40,8 @@ pub struct Session {
     saved_at: i64,
     /// A ResendRequest is out, for messages up to this one.
     resend_until: Option<u64>,
+    /// When the last ResendRequest went out.
+    resend_at: i64,
     batch: Batch,
     /// Responses waiting for the commit.
     out: Vec<u8>,
@@ -85,6 +87,7 @@ impl Session {
             saved_at: 0,
             newest_sent: None,
             resend_until: None,
+            resend_at: 0,
             batch,
             out: Vec::new(),
             idle: 0,
@@ -280,7 +283,10 @@ impl Session {
     }
 
     /// Whether message `seq` is the next: if so it counts as received; a gap sends a
-    /// ResendRequest, a number too low ends the session unless PossDup.
+    /// ResendRequest, a number too low ends the session unless PossDup. While a resend is out,
+    /// a number past the next but inside the range asked for (the resend skipped a message),
+    /// or any number past the next a heartbeat interval after asking, asks again: a resend
+    /// that does not complete never leaves the session dropping every later message.
     fn in_sequence(&mut self, seq: u64, poss_dup: bool, now_ns: i64) -> bool {
         if seq == self.expected {
             self.expected += 1;
@@ -291,12 +297,27 @@ impl Session {
             return true;
         }
         if seq > self.expected {
-            if self.resend_until.is_none() {
-                self.stats.gaps += 1;
-                log(&self.name, &format!("gap: expected {}, received {seq}; asking for a resend", self.expected));
+            let waited = now_ns.saturating_sub(self.resend_at) > (self.heartbeat_secs.max(1) as i64) * 1_000_000_000;
+            let ask = match self.resend_until {
+                None => {
+                    self.stats.gaps += 1;
+                    log(&self.name, &format!("gap: expected {}, received {seq}; asking for a resend", self.expected));
+                    true
+                }
+                Some(u) if seq <= u || waited => {
+                    log(
+                        &self.name,
+                        &format!("resend incomplete: expected {}, received {seq}; asking again", self.expected),
+                    );
+                    true
+                }
+                Some(_) => false,
+            };
+            if ask {
                 let begin = self.expected;
                 self.send(now_ns, |e, out, s, now| e.resend_request(out, s, now, begin, 0));
-                self.resend_until = Some(seq);
+                self.resend_until = Some(self.resend_until.map_or(seq, |u| u.max(seq)));
+                self.resend_at = now_ns;
             }
             return false;
         }

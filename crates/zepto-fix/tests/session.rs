@@ -132,6 +132,29 @@ fn a_session_stores_each_message_once_through_gaps_rejects_and_restarts() {
     assert_eq!(t.dict().len(), 1);
 }
 
+#[test]
+fn a_resend_that_skips_a_message_is_asked_again() {
+    let c = Catalog::new();
+    let cfg = Arc::new(SessionConfig { targets: vec!["FEED".into()], ..SessionConfig::default() });
+    let mut s = Session::new(cfg, Arc::new(Registry::default()));
+    assert_eq!(step(&mut s, &c, &msg("A", 1, false, "98=0|108=30|")), ["A#1"]);
+    // A gap: 2..6 asked for; live 7 and 8 arrive first and wait for the resend.
+    assert_eq!(step(&mut s, &c, &quote(6, "5")), ["2#2 2-0"]);
+    assert!(step(&mut s, &c, &quote(7, "6")).is_empty());
+    // The resend brings 2 and 3, then (4 lost on the way) 5: asked again from 4.
+    let mut resent = msg("X", 2, true, "268=1|279=0|269=0|55=AAA|270=1|271=1|");
+    resent.extend(msg("X", 3, true, "268=1|279=0|269=0|55=AAA|270=2|271=1|"));
+    assert!(step(&mut s, &c, &resent).is_empty());
+    assert_eq!(step(&mut s, &c, &msg("X", 5, true, "268=1|279=0|269=0|55=AAA|270=4|271=1|")), ["2#3 4-0"]);
+    let mut again = Vec::new();
+    for (seq, px) in [(4, "3"), (5, "4"), (6, "5"), (7, "6")] {
+        again.extend(msg("X", seq, true, &format!("268=1|279=0|269=0|55=AAA|270={px}|271=1|")));
+    }
+    assert!(step(&mut s, &c, &again).is_empty());
+    assert_eq!(s.expected(), 8);
+    assert_eq!(prices(&c), ["2:1.0", "3:2.0", "4:3.0", "5:4.0", "6:5.0", "7:6.0"], "every message exactly once");
+}
+
 /// Rows of the session table, and where a new session resumes.
 fn session_rows(c: &Catalog) -> usize {
     c.snapshot("fix_sessions").map_or(0, |t| t.row_count())
