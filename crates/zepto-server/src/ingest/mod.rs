@@ -318,12 +318,21 @@ fn ilp_plans<'b, 'a>(
 ) -> Result<Vec<(TablePlan, Vec<&'b Point<'a>>)>, ApiError> {
     let mut order: Vec<(String, Vec<&Point<'_>>)> = Vec::new();
     let mut index: HashMap<String, usize> = HashMap::new();
+    // Lines of one measurement come in runs: a line naming the previous line's measurement
+    // (the same bytes) is placed without lower-casing and hashing its name again.
+    let mut last: Option<(&str, usize)> = None;
     for p in points {
-        let k = p.measurement.to_ascii_lowercase();
-        let i = *index.entry(k).or_insert_with(|| {
-            order.push((p.measurement.to_string(), Vec::new()));
-            order.len() - 1
-        });
+        let i = match last {
+            Some((name, i)) if name == &*p.measurement => i,
+            _ => {
+                let i = *index.entry(p.measurement.to_ascii_lowercase()).or_insert_with(|| {
+                    order.push((p.measurement.to_string(), Vec::new()));
+                    order.len() - 1
+                });
+                last = Some((&p.measurement, i));
+                i
+            }
+        };
         if let Some((_, group)) = order.get_mut(i) {
             group.push(p);
         }
@@ -469,6 +478,11 @@ struct IlpColumns {
     /// Name as a line wrote it → index into `slots`: lines repeat their keys, so this finds
     /// them without lower-casing a copy of each.
     by_written: HashMap<String, usize>,
+    /// The previous line's keys in its order, each with its slot: a line that writes the same
+    /// keys in the same order (the usual case) finds each by one comparison, without hashing.
+    recent: Vec<(String, usize)>,
+    /// Keys of the current line so far.
+    at: usize,
     /// Rows the batch will have (the builders' capacity).
     rows: usize,
 }
@@ -503,19 +517,37 @@ impl IlpColumns {
             .into_iter()
             .map(|def| IlpColumn { builder: ColumnBuilder::new(def.data_type, rows), def, filled: false })
             .collect();
-        IlpColumns { slots, by_name, by_written: HashMap::new(), rows }
+        IlpColumns { slots, by_name, by_written: HashMap::new(), recent: Vec::new(), at: 0, rows }
     }
 
     fn start_row(&mut self) {
         self.slots.iter_mut().for_each(|c| c.filled = false);
+        self.at = 0;
     }
 
     /// The column `name` (matched without regard to case), added as `dt` with NULLs for the
     /// `row` lines before this one when the table has no such column yet; an error past
     /// [`MAX_COLUMNS`].
     fn slot(&mut self, name: &str, dt: DataType, row: usize) -> Result<&mut IlpColumn, String> {
+        let k = self.at;
+        self.at += 1;
+        let j = match self.recent.get(k) {
+            Some((n, j)) if n == name => *j,
+            _ => {
+                let j = self.find(name, dt, row)?;
+                self.recent.truncate(k);
+                self.recent.push((name.to_string(), j));
+                j
+            }
+        };
+        self.slots.get_mut(j).ok_or_else(|| format!("lost track of column '{name}'"))
+    }
+
+    /// The slot of column `name` (see [`IlpColumns::slot`]), by its name as written, else its
+    /// lower-cased name, else a new one.
+    fn find(&mut self, name: &str, dt: DataType, row: usize) -> Result<usize, String> {
         if let Some(&j) = self.by_written.get(name) {
-            return self.slots.get_mut(j).ok_or_else(|| format!("lost track of column '{name}'"));
+            return Ok(j);
         }
         let lower = name.to_ascii_lowercase();
         let j = match self.by_name.get(&lower) {
@@ -533,7 +565,7 @@ impl IlpColumns {
             }
         };
         self.by_written.insert(name.to_string(), j);
-        self.slots.get_mut(j).ok_or_else(|| format!("lost track of column '{name}'"))
+        Ok(j)
     }
 
     /// NULL in every column the line did not give.
