@@ -5,6 +5,7 @@
 //! * [`sql`] — the SQL endpoint: parameters, role checks, cancellation, streamed results.
 //! * [`encode`] — results as JSON, JSONL, CSV or an Arrow IPC stream.
 //! * [`ingest`] — `/write`: CSV, JSONL, Arrow IPC and InfluxDB line protocol, all-or-nothing.
+//! * [`imp`] — QuestDB's CSV import, `POST /imp` (multipart; types guessed; bad rows skipped).
 //! * [`ilp_tcp`] — line protocol over TCP (`--ilp-tcp`, QuestDB's port 9009), in batches.
 //! * [`ai`] — `/api/ai/*`: agent memory and answer caches, tenant-scoped.
 //! * [`auth`] — API keys (stored hashed), roles and table grants.
@@ -27,6 +28,7 @@ pub mod error;
 pub mod exec_json;
 pub mod fix;
 pub mod ilp_tcp;
+pub mod imp;
 pub mod inflight;
 pub mod ingest;
 pub mod memory_guard;

@@ -111,7 +111,7 @@ pub async fn handle(
 fn route_of(path: &str) -> Route {
     match path {
         "/" | "/query" | "/exec" | "/exp" => Route::Query,
-        "/write" | "/api/v2/write" => Route::Write,
+        "/write" | "/api/v2/write" | "/imp" => Route::Write,
         "/ping" | "/health" | "/ready" | "/settings" => Route::Probe,
         "/metrics" => Route::Metrics,
         "/cluster" => Route::Cluster,
@@ -159,6 +159,10 @@ async fn dispatch(
         }
         (Route::Query, _) if get => query_get(state, who, &params, req).await,
         (Route::Query, &Method::POST) => query_post(state, who, &params, req).await,
+        (Route::Write, &Method::POST) if path == "/imp" => {
+            let (resp, rows) = crate::imp::handle(state, who, &params, req).await?;
+            Ok(Outcome { resp, rows })
+        }
         (Route::Write, &Method::POST) => {
             let influx_v2 = path == "/api/v2/write";
             write_rows(state, who, &params, influx_v2, req).await

@@ -356,7 +356,8 @@ fn ilp_plans<'b, 'a>(
 fn create_and_apply(catalog: &Catalog, plans: Vec<TablePlan>, scoped: bool) -> Result<usize, ApiError> {
     let mut created = Vec::new();
     for p in plans.iter().filter(|p| !p.exists) {
-        let opts = TableOptions { timestamp: Some(p.ts_name.clone()), ..Default::default() };
+        let ts = Some(p.ts_name.clone()).filter(|t| !t.is_empty());
+        let opts = TableOptions { timestamp: ts, ..Default::default() };
         let table = Table::new(&p.name, Schema { columns: p.defs.clone() }, &opts)
             .map_err(|e| ApiError::ingest(format!("table '{}': {e}", p.name)))?;
         // Someone may have created it meanwhile: then the write below widens it as needed.
@@ -373,6 +374,26 @@ fn create_and_apply(catalog: &Catalog, plans: Vec<TablePlan>, scoped: bool) -> R
         }
     }
     r
+}
+
+/// `/imp`'s rows of table `name` (columns `defs`, designated timestamp `ts_name`, none when
+/// empty): the table created when it does not exist, then the rows appended under its lock
+/// with a line-protocol batch's checks (grants, tenant scope, the schema as it is then) and
+/// one logged change; a table created here is dropped again if the rows are not stored.
+pub(crate) fn store_import(
+    catalog: &Catalog,
+    who: &Principal,
+    name: &str,
+    defs: Vec<ColumnDef>,
+    cols: Vec<Column>,
+    ts_name: &str,
+) -> Result<usize, ApiError> {
+    who.require_table(name)?;
+    let has_tenant_id = defs.iter().any(|d| d.name.eq_ignore_ascii_case(zepto_sql::access::TENANT_COLUMN));
+    who.require_unscoped_write(name, has_tenant_id)?;
+    let exists = catalog.exists(name);
+    let plan = TablePlan { name: name.to_string(), exists, defs, cols, ts_name: ts_name.to_string() };
+    create_and_apply(catalog, vec![plan], who.tables.tenant().is_some())
 }
 
 fn line_err(line: usize, message: String) -> ApiError {
