@@ -221,3 +221,69 @@ def test_questdb_errors_name_the_position(engines):
         want, got = exec_sql(questdb, sql), exec_sql(zepto, sql, API_KEY)
         assert "error" in want and "error" in got, (want, got)
         assert isinstance(got["position"], int) and got["position"] >= 0
+
+
+def post_imp(url, query, csv, key=None):
+    """`POST /imp?query` of `csv` as the multipart `data` part: the decoded JSON answer."""
+    boundary = "zeptoimpboundary7f3a"
+    body = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"data\"; filename=\"data.csv\"\r\n"
+            f"Content-Type: text/csv\r\n\r\n{csv}\r\n--{boundary}--\r\n").encode()
+    req = urllib.request.Request(f"{url}/imp?{query}", data=body, method="POST")
+    req.add_header("Content-Type", f"multipart/form-data; boundary={boundary}")
+    if key:
+        req.add_header("Authorization", f"Bearer {key}")
+    with urllib.request.urlopen(req, timeout=120) as r:
+        return json.loads(r.read())
+
+
+def imp_csv():
+    """3,000 rows: microsecond timestamps, host and region names, doubles, longs past 2^31, small
+    ints, text with commas and quotes, booleans; empty cells among the numbers and the text."""
+    rnd = random.Random(29)
+    times = sorted(rnd.sample(range(0, 2 * 86_400_000_000, 1_009), 3000))
+    lines = ["ts,host,region,price,volume,io,note,flag"]
+    for t in times:
+        h = rnd.randrange(8)
+        price = "" if rnd.random() < 0.05 else repr(round(rnd.uniform(-100, 1000), 4))
+        volume = "" if rnd.random() < 0.05 else str(rnd.randrange(-10**12, 10**12))
+        io = "" if rnd.random() < 0.05 else str(rnd.randrange(-500, 500))
+        note = rnd.choice(["", "plain", "\"a, b\"", "\"say \"\"hi\"\"\"", "x y z"])
+        lines.append(f"{iso(START + t)},host{h},{'eu' if h % 2 else 'us'}-west,{price},{volume},{io},{note},"
+                     f"{'true' if rnd.random() < 0.5 else 'false'}")
+    return "\n".join(lines) + "\n"
+
+
+def test_imp_agrees_with_questdb(questdb):
+    """One generated CSV file posted to both servers' `POST /imp`: the same answer (rows
+    imported and rejected, the guessed columns' names and types), then the same rows."""
+    port = free_port()
+    zepto = serve(http=f"127.0.0.1:{port}")
+    url = f"http://127.0.0.1:{port}"
+    try:
+        csv = imp_csv()
+        query = "fmt=json&timestamp=ts&partitionBy=DAY&name=imp_trades"
+        want, got = post_imp(questdb, query, csv), post_imp(url, query, csv, API_KEY)
+        assert want["status"] == "OK" and got["status"] == "OK", (want, got)
+        for k in ["location", "rowsImported", "rowsRejected", "header", "partitionBy", "timestamp"]:
+            assert got[k] == want[k], (k, got, want)
+        assert [(c["name"], c["type"], c["errors"]) for c in got["columns"]] == \
+            [(c["name"], c["type"], c["errors"]) for c in want["columns"]]
+        assert got["rowsImported"] == 3000
+        sql = "SELECT * FROM imp_trades ORDER BY ts"
+        deadline = time.time() + 60
+        while (w := exec_sql(questdb, sql)).get("count") != 3000:
+            assert time.time() < deadline, f"QuestDB did not apply the rows: {w}"
+            time.sleep(0.2)
+        g = exec_sql(url, sql, API_KEY)
+        assert [c["name"] for c in g["columns"]] == [c["name"] for c in w["columns"]]
+        assert [c["type"] for c in g["columns"]] == [c["type"] for c in w["columns"]]
+        assert len(g["dataset"]) == len(w["dataset"]) == 3000
+        for i, (gr, wr) in enumerate(zip(g["dataset"], w["dataset"])):
+            assert len(gr) == len(wr) and all(same(x, y) for x, y in zip(gr, wr)), f"row {i}: {gr} vs QuestDB {wr}"
+        # The same file again appends to the table, in both.
+        want, got = post_imp(questdb, query, csv), post_imp(url, query, csv, API_KEY)
+        assert (got["rowsImported"], got["rowsRejected"]) == (want["rowsImported"], want["rowsRejected"]), (got, want)
+    finally:
+        exec_sql(questdb, "DROP TABLE IF EXISTS imp_trades")
+        zepto.terminate()
+        zepto.wait(timeout=30)
