@@ -3,11 +3,11 @@
 //!
 //! A multipart/form-data body with a `data` part (the CSV, its first line the header) and
 //! optionally a `schema` part (`[{"name":"px","type":"DOUBLE"},...]`). A table that does not
-//! exist is created with the types QuestDB would guess ([`infer`]); one that exists takes the
+//! exist is created with the types QuestDB would guess (`infer.rs`); one that exists takes the
 //! rows, its columns matched by the header's names; `overwrite=true` replaces it (and so needs
 //! the admin role, as DROP TABLE does). Rows that do not read are skipped and counted
 //! (`atomicity=skipRow`, QuestDB's way, unlike `/write`'s all-or-nothing) or fail the whole
-//! file (`atomicity=abort`) ([`load`]). The answer is QuestDB's JSON or text table ([`reply`]).
+//! file (`atomicity=abort`) (`load.rs`). The answer is QuestDB's JSON or text table (`reply.rs`).
 //!
 //! Rows are stored as `/write`'s: one logged change under the table's lock with the same
 //! grant and tenant checks (`ingest::store_import`), or on a cluster node through Kafka as an
