@@ -45,6 +45,7 @@ venv: $(VENV)/.ok
 # difftest and the Python tests side by side (tests/run_tests.py: `cargo test` would run the
 # binaries one after another, and the slow ones mostly wait). With ZEPTO_PHASES set (.ci/run
 # does), each step's seconds are recorded for the phase table.
+QUESTDB_VERSION := 9.3.4
 REQUIRE := ZEPTO_REQUIRE_FIX_ENGINE=1 ZEPTO_REQUIRE_KAFKA=1 ZEPTO_REQUIRE_NETNS=1 ZEPTO_REQUIRE_S3=1 \
   ZEPTO_REQUIRE_PG_CLIENTS=1 ZEPTO_REQUIRE_BROWSER=1 ZEPTO_REQUIRE_QUESTDB=1 QUESTDB_VERSION=$(QUESTDB_VERSION)
 test:
@@ -87,8 +88,8 @@ pg-driver:
 	mvn -q -B dependency:get -Dartifact=org.postgresql:postgresql:42.7.8
 
 # QuestDB (Maven Central, into ~/.m2): the oracle for its SQL dialect and the peer of the
-# HTTP /exec door in python/tests/test_questdb_sql.py, which `make test` requires.
-QUESTDB_VERSION := 9.3.4
+# HTTP /exec door in python/tests/test_questdb_sql.py, which `make test` requires
+# (QUESTDB_VERSION is set above REQUIRE, which passes it to the tests).
 questdb:
 	mvn -q -B dependency:get -Dartifact=org.questdb:questdb:$(QUESTDB_VERSION)
 

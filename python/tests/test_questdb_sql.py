@@ -25,7 +25,7 @@ import pytest
 
 from conftest import API_KEY, free_port, serve
 
-VERSION = os.environ.get("QUESTDB_VERSION", "9.3.4")
+VERSION = os.environ.get("QUESTDB_VERSION") or "9.3.4"
 JAR = Path.home() / ".m2" / "repository" / "org" / "questdb" / "questdb" / VERSION / f"questdb-{VERSION}.jar"
 
 if not (JAR.exists() and shutil.which("java")):

@@ -195,7 +195,7 @@ pub struct Committed {
 pub fn commit(target: &Target, batch: &Batch) -> Committed {
     let mut refused = None;
     let mut end = batch.bytes.len();
-    if batch.bytes.windows(2).any(|w| w == b"==") {
+    if memchr::memmem::find(&batch.bytes, b"==").is_some() {
         // A binary value cannot be read from lines split at every newline byte.
         if let Err(e) = ilp::parse_text(&batch.bytes, ilp::Precision::NANOS) {
             end = line_offset(&batch.bytes, e.line);
@@ -424,7 +424,7 @@ impl Conn<'_> {
             }
         }
         let Some(batch) = batch else { return true };
-        let Ok(permit) = self.shared.state.ingest_slots.clone().acquire_owned().await else {
+        let Some(permit) = self.shared.state.ingest_slot().await else {
             eprintln!("zeptodb: ILP/TCP {}: the server is stopping; {} lines not stored", self.remote, batch.lines);
             return false;
         };

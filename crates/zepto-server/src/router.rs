@@ -407,26 +407,17 @@ async fn write_rows(
     };
     let (body, held) = read_body(state, req, state.config.max_body_bytes).await?;
     let wr = WriteRequest { format, table, precision, now_ns: now_ns() };
-    let engine = state.engine.clone();
-    let who2 = who.clone();
-    let permit = state
-        .ingest_slots
-        .clone()
-        .acquire_owned()
-        .await
-        .map_err(|_| ApiError::internal("the server is shutting down"))?;
-    let cluster = state.config.cluster.clone();
-    let n = tokio::task::spawn_blocking(move || {
-        let _permit = permit;
-        let _held = held;
-        match cluster {
-            // A cluster node's batches go through Kafka to the nodes owning their partitions.
-            Some(c) => c.write(&engine, &who2, &wr, &body),
-            None => ingest::write_owned(&engine, &who2, &wr, body),
-        }
-    })
-    .await
-    .map_err(|e| ApiError::internal(format!("ingest task failed: {e}")))??;
+    let (engine, who2, cluster) = (state.engine.clone(), who.clone(), state.config.cluster.clone());
+    let n = state
+        .run_ingest(move || {
+            let _held = held;
+            match cluster {
+                // A cluster node's batches go through Kafka to the nodes owning their partitions.
+                Some(c) => c.write(&engine, &who2, &wr, &body),
+                None => ingest::write_owned(&engine, &who2, &wr, body),
+            }
+        })
+        .await??;
     state.metrics.ingested(format.name(), n as u64);
     let resp = if influx_v2 {
         // InfluxDB clients expect 204 No Content.

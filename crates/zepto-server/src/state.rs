@@ -76,6 +76,27 @@ impl State {
         })
     }
 
+    /// One of ingest's slots (every door's batch writes take one: `/write`, `/imp`, ILP over
+    /// TCP), waited for; `None` once the server is stopping.
+    pub(crate) async fn ingest_slot(&self) -> Option<tokio::sync::OwnedSemaphorePermit> {
+        self.ingest_slots.clone().acquire_owned().await.ok()
+    }
+
+    /// `f` run on the blocking pool while holding an ingest slot.
+    pub(crate) async fn run_ingest<T: Send + 'static>(
+        &self,
+        f: impl FnOnce() -> T + Send + 'static,
+    ) -> Result<T, crate::error::ApiError> {
+        let permit =
+            self.ingest_slot().await.ok_or_else(|| crate::error::ApiError::internal("the server is shutting down"))?;
+        tokio::task::spawn_blocking(move || {
+            let _permit = permit;
+            f()
+        })
+        .await
+        .map_err(|e| crate::error::ApiError::internal(format!("ingest task failed: {e}")))
+    }
+
     /// A fresh number for this process (queries in flight are keyed by it in `running`).
     pub fn next_id(&self) -> u64 {
         self.next_id.fetch_add(1, Ordering::Relaxed)

@@ -130,19 +130,13 @@ pub async fn handle(
         Ok(parts) => parts,
         Err(m) => return fail(StatusCode::OK, &m),
     };
-    let permit = state
-        .ingest_slots
-        .clone()
-        .acquire_owned()
-        .await
-        .map_err(|_| ApiError::internal("the server is shutting down"))?;
     let (engine, who2, cluster) = (state.engine.clone(), who.clone(), state.config.cluster.clone());
-    let done = tokio::task::spawn_blocking(move || {
-        let (_permit, _held) = (permit, held);
-        import(&engine, cluster.as_ref(), &who2, &p, parts)
-    })
-    .await
-    .map_err(|e| ApiError::internal(format!("import task failed: {e}")))?;
+    let done = state
+        .run_ingest(move || {
+            let _held = held;
+            import(&engine, cluster.as_ref(), &who2, &p, parts)
+        })
+        .await?;
     match done {
         Ok(r) => {
             state.metrics.ingested("csv", r.imported);

@@ -57,43 +57,29 @@ fn amount(s: &str) -> Result<(i64, Unit), String> {
     Ok((n, unit.ok_or_else(|| format!("'{s}': unknown unit '{letter}' (s m h d M y)"))?))
 }
 
-/// The span a partial timestamp names: `[its start, the start of the next one)`.
+/// The span a partial timestamp names: `[its start, the start of the next one)`. Its length
+/// says its unit (`2024` a year ... `2024-01-02T10:30:00` a second); the text is completed
+/// to a full timestamp by what that unit leaves out.
 fn span(base: &str) -> Option<(i64, i64)> {
     let base = base.strip_suffix('Z').unwrap_or(base);
     let b = base.as_bytes();
     let all_digits = |r: std::ops::Range<usize>| b.get(r).is_some_and(|x| x.iter().all(u8::is_ascii_digit));
-    match b.len() {
-        4 if all_digits(0..4) => {
-            let start = parse_timestamp(&format!("{base}-01-01"))?;
-            Some((start, add(Unit::Year, 1, start)?))
-        }
-        7 if all_digits(0..4) && b.get(4) == Some(&b'-') && all_digits(5..7) => {
-            let start = parse_timestamp(&format!("{base}-01"))?;
-            Some((start, add(Unit::Month, 1, start)?))
-        }
-        10 => {
-            let start = parse_timestamp(base)?;
-            Some((start, add(Unit::Day, 1, start)?))
-        }
-        13 => {
-            let start = parse_timestamp(&format!("{base}:00"))?;
-            Some((start, add(Unit::Hour, 1, start)?))
-        }
-        16 => {
-            let start = parse_timestamp(base)?;
-            Some((start, add(Unit::Minute, 1, start)?))
-        }
-        19 => {
-            let start = parse_timestamp(base)?;
-            Some((start, add(Unit::Second, 1, start)?))
-        }
+    let (rest, unit) = match b.len() {
+        4 if all_digits(0..4) => ("-01-01", Unit::Year),
+        7 if all_digits(0..4) && b.get(4) == Some(&b'-') && all_digits(5..7) => ("-01", Unit::Month),
+        10 => ("", Unit::Day),
+        13 => (":00", Unit::Hour),
+        16 => ("", Unit::Minute),
+        19 => ("", Unit::Second),
         n if n > 20 && b.get(19) == Some(&b'.') => {
             let start = parse_timestamp(base)?;
             let digits = u32::try_from(n - 20).ok().filter(|&d| d <= 9)?;
-            Some((start, start.checked_add(NS_PER_SEC / 10i64.pow(digits))?))
+            return Some((start, start.checked_add(NS_PER_SEC / 10i64.pow(digits))?));
         }
-        _ => None,
-    }
+        _ => return None,
+    };
+    let start = parse_timestamp(&format!("{base}{rest}"))?;
+    Some((start, add(unit, 1, start)?))
 }
 
 #[cfg(test)]

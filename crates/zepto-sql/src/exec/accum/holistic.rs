@@ -50,11 +50,11 @@ impl Accumulator for Holistic {
     }
 
     fn state(&mut self) -> Result<Vec<Column>> {
-        Err(SqlError::Internal(format!("{:?} has no partial state", self.func)))
+        Err(super::no_partial_state(self.func))
     }
 
     fn merge(&mut self, _: &[&Column], _: &[u32], _: usize) -> Result<()> {
-        Err(SqlError::Internal(format!("{:?} has no partial state", self.func)))
+        Err(super::no_partial_state(self.func))
     }
 
     fn finish(&mut self) -> Result<Column> {

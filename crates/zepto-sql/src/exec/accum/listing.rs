@@ -8,7 +8,7 @@
 //! call's `ORDER BY` key when it has one (ties, and calls without one, in input order).
 
 use super::{Accumulator, Input, Rows};
-use crate::error::{Result, SqlError};
+use crate::error::Result;
 use crate::eval::cmp::value_cmp;
 use crate::expr::functions::{AggFunc, AggOrder};
 use std::cmp::Ordering;
@@ -87,11 +87,11 @@ impl Accumulator for Listing {
     }
 
     fn state(&mut self) -> Result<Vec<Column>> {
-        Err(SqlError::Internal(format!("{:?} has no partial state", self.func)))
+        Err(super::no_partial_state(self.func))
     }
 
     fn merge(&mut self, _: &[&Column], _: &[u32], _: usize) -> Result<()> {
-        Err(SqlError::Internal(format!("{:?} has no partial state", self.func)))
+        Err(super::no_partial_state(self.func))
     }
 
     fn finish(&mut self) -> Result<Column> {
@@ -144,6 +144,7 @@ fn joined(buf: &mut String, values: &Column, seps: Option<&Column>, rows: &[u32]
 
 /// `rows`' values as PostgreSQL's array text; whether the group had a row.
 fn array_text(buf: &mut String, values: &Column, rows: &[u32]) -> bool {
+    let mut item = String::new();
     buf.push('{');
     for (k, &r) in rows.iter().enumerate() {
         if k > 0 {
@@ -154,7 +155,7 @@ fn array_text(buf: &mut String, values: &Column, rows: &[u32]) -> bool {
             buf.push_str("NULL");
             continue;
         }
-        let mut item = String::new();
+        item.clear();
         push_text(&mut item, values, r);
         let plain = !item.is_empty()
             && !item.eq_ignore_ascii_case("null")

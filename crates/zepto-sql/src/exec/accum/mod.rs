@@ -159,6 +159,12 @@ pub trait Accumulator: Send {
     }
 }
 
+/// What `state` and `merge` answer for an aggregate whose partials do not merge
+/// ([`AggFunc::mergeable`]): the planner never asks for them.
+fn no_partial_state(func: AggFunc) -> SqlError {
+    SqlError::Internal(format!("{func:?} has no partial state"))
+}
+
 /// Frame aggregates computed frame by frame touch at most this many (frame, row) pairs.
 const MAX_EXPANDED: usize = 50_000_000;
 
