@@ -150,6 +150,7 @@ class ZeptoServer(Zepto):
     def __init__(self, binary):
         self.tcp_port = free_port() if has_ilp_tcp(binary) else None
         extra = ["--ilp-tcp", f"127.0.0.1:{self.tcp_port}"] if self.tcp_port else []
+        extra += ["--pg", "off"]  # its default port is QuestDB's (8812)
         super().__init__(binary, extra=extra)
         self.client = HttpClient(self.port)
         self.reused = self.loaded = False

@@ -197,7 +197,7 @@ pub fn commit(target: &Target, batch: &Batch) -> Committed {
     let mut end = batch.bytes.len();
     if memchr::memmem::find(&batch.bytes, b"==").is_some() {
         // A binary value cannot be read from lines split at every newline byte.
-        if let Err(e) = ilp::parse_text(&batch.bytes, ilp::Precision::NANOS) {
+        if let Err(e) = ilp::check_text(&batch.bytes, ilp::Precision::NANOS) {
             end = line_offset(&batch.bytes, e.line);
             refused = Some(Refused::Line(batch.first_line + e.line - 1, e.message));
         }

@@ -398,6 +398,42 @@ impl Column {
         Column::new(data, validity)
     }
 
+    /// Rows `from..` put in the order `order` gives (row `from + k` becomes the row
+    /// `order[k]` was; `order` holds each of `from..len` once), in place: the rows before
+    /// `from` are not copied. What a partition's late rows cost to sort in.
+    pub fn reorder_tail(&mut self, from: usize, order: &[u32]) {
+        assert_eq!(from + order.len(), self.len(), "reorder_tail: {} rows from {from} of {}", order.len(), self.len());
+        debug_assert!(order.iter().all(|&i| (i as usize) >= from && (i as usize) < self.len()));
+        fn fix<T: Copy>(v: &mut [T], from: usize, order: &[u32]) {
+            let tail: Vec<T> = order.iter().map(|&i| v[i as usize]).collect();
+            v[from..].copy_from_slice(&tail);
+        }
+        match &mut self.data {
+            ColumnData::Bool(v) => fix(v, from, order),
+            ColumnData::Int32(v) | ColumnData::Date(v) => fix(v, from, order),
+            ColumnData::Int64(v) | ColumnData::Timestamp(v) | ColumnData::Interval(v) => fix(v, from, order),
+            ColumnData::Float32(v) => fix(v, from, order),
+            ColumnData::Float64(v) => fix(v, from, order),
+            ColumnData::Symbol { codes, .. } => fix(codes, from, order),
+            ColumnData::Null(_) => {}
+            ColumnData::Vector { dim, values } => {
+                let d = *dim as usize;
+                let tail = take_rows(values, d, order);
+                values[from * d..].copy_from_slice(&tail);
+            }
+            ColumnData::Varchar(_) => {
+                let head = self.slice(0, from);
+                let tail = self.take(order);
+                *self = Column::concat(&[&head, &tail]);
+                return;
+            }
+        }
+        if let Some(b) = &mut self.validity {
+            let bits: Vec<bool> = order.iter().map(|&i| b.get(i as usize)).collect();
+            bits.into_iter().enumerate().for_each(|(k, v)| b.set(from + k, v));
+        }
+    }
+
     /// Gather rows by index where [`NULL_INDEX`] yields a NULL row.
     pub fn take_opt(&self, idx: &[u32]) -> Column {
         if !idx.contains(&NULL_INDEX) {
@@ -974,6 +1010,34 @@ impl ColumnBuilder {
                 codes.push(dict.intern(s));
             }
             d => return Err(StorageError::Internal(format!("a string pushed into a {} column", d.data_type()))),
+        }
+        self.push_valid(true);
+        Ok(())
+    }
+
+    /// Push a string into a SYMBOL column and return its code in the builder's dictionary
+    /// (for [`ColumnBuilder::push_code`] of the same string later); refused for any other type.
+    pub fn push_symbol(&mut self, s: &str) -> Result<u32, StorageError> {
+        let ColumnData::Symbol { codes, .. } = &mut self.data else {
+            let t = self.data.data_type();
+            return Err(StorageError::Internal(format!("a symbol pushed into a {t} column")));
+        };
+        let code = self.dict.get_or_insert_with(Dict::default).intern(s);
+        codes.push(code);
+        self.push_valid(true);
+        Ok(code)
+    }
+
+    /// Push again a string of a SYMBOL column by the code [`ColumnBuilder::push_symbol`] gave
+    /// it; refused for a code the builder has not handed out, or another type.
+    pub fn push_code(&mut self, code: u32) -> Result<(), StorageError> {
+        let known = self.dict.as_ref().map_or(0, Dict::len);
+        match &mut self.data {
+            ColumnData::Symbol { codes, .. } if (code as usize) < known => codes.push(code),
+            d => {
+                let t = d.data_type();
+                return Err(StorageError::Internal(format!("symbol code {code} pushed into a {t} column of {known}")));
+            }
         }
         self.push_valid(true);
         Ok(())

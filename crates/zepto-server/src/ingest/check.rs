@@ -3,10 +3,11 @@
 //! to Kafka, so a batch Kafka acknowledged is one the nodes will store (`zepto-cluster`).
 //! The check also says how to route the rows: each row's partition key.
 
-use super::{decode_table, ilp, ilp_plans, IngestFormat, WriteRequest};
+use super::{decode_lines, decode_table, IngestFormat, WriteRequest};
 use crate::auth::Principal;
 use crate::error::ApiError;
 use zepto_sql::Engine;
+use zepto_storage::table::default_partition_key;
 use zepto_storage::Column;
 
 /// One line of a line-protocol batch that passed the check.
@@ -51,26 +52,28 @@ pub fn check(engine: &Engine, who: &Principal, req: &WriteRequest, body: &[u8]) 
         let names = snap.schema().columns.iter().map(|c| c.name.clone()).collect();
         return Ok(Checked::Rows { table, names, columns, keys });
     }
-    let points = ilp::parse(body, req.precision)
-        .map_err(|e| ApiError::ingest(format!("line {}: {}", e.line, e.message)).at_line(e.line))?;
-    let mut lines = Vec::with_capacity(points.len());
-    for (plan, pts) in ilp_plans(catalog, who, &points, req.now_ns)? {
-        // The partition key: the table's, or for a table the batch creates, the one it will get.
-        let key = match catalog.snapshot(&plan.name) {
-            Ok(t) => t.key_col().and_then(|k| t.schema().columns.get(k)).map(|c| c.name.clone()),
-            Err(_) => zepto_storage::table::default_partition_key(&plan.defs)
-                .and_then(|k| plan.defs.get(k))
-                .map(|d| d.name.clone()),
-        };
-        for p in pts {
-            let value = key.as_ref().and_then(|k| p.tags.iter().find(|(t, _)| t.eq_ignore_ascii_case(k)));
-            lines.push(CheckedLine {
-                line: p.line,
-                key: zepto_sql::plan::dist::routing_key(value.map(|(_, v)| v.as_ref())).to_string(),
-                timestamped: p.timestamp.is_some(),
-                span: p.span.clone(),
-            });
-        }
+    let (plans, at) = decode_lines(catalog, who, req, body, true)?;
+    // Each table's partition key: its own, or for a table the batch creates, the one it will get.
+    let keys: Vec<Option<usize>> = plans
+        .iter()
+        .map(|plan| {
+            let name = match catalog.snapshot(&plan.name) {
+                Ok(t) => t.key_col().and_then(|k| t.schema().columns.get(k)).map(|c| c.name.clone()),
+                Err(_) => default_partition_key(&plan.defs).and_then(|k| plan.defs.get(k)).map(|d| d.name.clone()),
+            };
+            name.and_then(|n| plan.defs.iter().position(|d| d.name.eq_ignore_ascii_case(&n)))
+        })
+        .collect();
+    let mut lines = Vec::with_capacity(at.len());
+    for l in at {
+        let column = plans.get(l.table).zip(keys.get(l.table).copied().flatten()).and_then(|(p, k)| p.cols.get(k));
+        let value = column.filter(|c| c.is_valid(l.row)).map(|c| c.get(l.row).to_string());
+        lines.push(CheckedLine {
+            line: l.line,
+            key: zepto_sql::plan::dist::routing_key(value.as_deref()).to_string(),
+            timestamped: l.timestamped,
+            span: l.span,
+        });
     }
     lines.sort_by_key(|l| l.line);
     Ok(Checked::Lines(lines))

@@ -98,21 +98,59 @@ pub struct IlpError {
     pub message: String,
 }
 
+/// What the tokenizer hands over, line by line and token by token: [`parse`] collects
+/// [`Point`]s, `super::lines::Decoder` types values straight into column builders. A sink's
+/// error ends the body; `syntax` makes one of a bad line's [`IlpError`].
+pub trait LineSink<'a> {
+    /// Why a body is refused.
+    type Error;
+    /// The error for a line the tokenizer cannot read.
+    fn syntax(&mut self, e: IlpError) -> Self::Error;
+    /// Whether the sink is offered each line's series ([`LineSink::series`]).
+    fn wants_series(&self) -> bool {
+        false
+    }
+    /// Line `line` starts with the series `raw` (its measurement and tags as written, without
+    /// escapes). `true`: the sink knows the series and has taken its measurement and tags,
+    /// and only the fields and timestamp follow; `false`: they follow as for any line.
+    fn series(&mut self, _line: usize, _raw: &'a [u8]) -> Result<bool, Self::Error> {
+        Ok(false)
+    }
+    /// Line `line` (1-based) starts, with its measurement.
+    fn measurement(&mut self, line: usize, name: Cow<'a, str>) -> Result<(), Self::Error>;
+    /// One tag of the current line, in line order.
+    fn tag(&mut self, key: Cow<'a, str>, value: Cow<'a, str>) -> Result<(), Self::Error>;
+    /// One field of the current line, in line order.
+    fn field(&mut self, key: Cow<'a, str>, value: FieldValue<'a>) -> Result<(), Self::Error>;
+    /// The current line ends: its timestamp (in nanoseconds) if it has one, and where its
+    /// text is in the body (see [`Point::span`]).
+    fn end(&mut self, timestamp: Option<i64>, span: std::ops::Range<usize>) -> Result<(), Self::Error>;
+}
+
 /// Parse a whole body; the first bad line fails it. Lines end at `\n` (a `\r` before it and
 /// trailing blanks are dropped) except inside a binary value, whose bytes are counted, not
 /// scanned; text must be UTF-8.
 pub fn parse(body: &[u8], precision: Precision) -> Result<Vec<Point<'_>>, IlpError> {
-    parse_body(body, precision, true)
+    let mut points = Points::default();
+    tokenize(body, precision, true, &mut points)?;
+    Ok(points.out)
 }
 
-/// [`parse`] of text only (protocol version 1): a binary value (`==`) is a bad line. Used by
-/// line protocol over TCP, whose lines are split at every `\n` byte before they are parsed.
-pub fn parse_text(body: &[u8], precision: Precision) -> Result<Vec<Point<'_>>, IlpError> {
-    parse_body(body, precision, false)
+/// Whether `body` reads as text-only line protocol (version 1): the first bad line, if any (a
+/// binary value, `==`, is one). Line protocol over TCP splits its lines at every `\n` byte
+/// before they are parsed, so a binary value cannot be read there.
+pub fn check_text(body: &[u8], precision: Precision) -> Result<(), IlpError> {
+    tokenize(body, precision, false, &mut Skip)
 }
 
-fn parse_body(body: &[u8], precision: Precision, binary: bool) -> Result<Vec<Point<'_>>, IlpError> {
-    let mut out = Vec::new();
+/// Read `body` line by line into `sink`. `binary`: whether binary values (protocol version
+/// 2) are read.
+pub fn tokenize<'a, S: LineSink<'a>>(
+    body: &'a [u8],
+    precision: Precision,
+    binary: bool,
+    sink: &mut S,
+) -> Result<(), S::Error> {
     let src = Body { b: body, text: std::str::from_utf8(body).ok(), binary };
     let (mut pos, mut line) = (0, 0);
     while pos < body.len() {
@@ -123,17 +161,100 @@ fn parse_body(body: &[u8], precision: Precision, binary: bool) -> Result<Vec<Poi
             continue;
         }
         if body.get(start) == Some(&b'#') {
-            pos = body
-                .get(start..)
-                .and_then(|r| r.iter().position(|&c| c == b'\n'))
-                .map_or(body.len(), |k| start + k + 1);
+            pos = memchr::memchr(b'\n', body.get(start..).unwrap_or_default()).map_or(body.len(), |k| start + k + 1);
             continue;
         }
-        let (p, next) = parse_line(&src, start, line, precision).map_err(|message| IlpError { line, message })?;
-        out.push(p);
-        pos = next;
+        let known = match series_end(body, start).filter(|_| sink.wants_series()) {
+            Some(end) => sink.series(line, body.get(start..end).unwrap_or_default())?.then_some(end),
+            None => None,
+        };
+        let read = match known {
+            Some(end) => line_rest(&src, start, end, precision, sink),
+            None => parse_line(&src, start, line, precision, sink),
+        };
+        pos = match read {
+            Ok(next) => next,
+            Err(Bad::Syntax(message)) => return Err(sink.syntax(IlpError { line, message })),
+            Err(Bad::Sink(e)) => return Err(e),
+        };
     }
-    Ok(out)
+    Ok(())
+}
+
+/// Why a line was not read: the tokenizer's own message, or the sink's error.
+enum Bad<E> {
+    Syntax(String),
+    Sink(E),
+}
+
+impl<E> From<String> for Bad<E> {
+    fn from(m: String) -> Self {
+        Bad::Syntax(m)
+    }
+}
+
+impl<E> From<&str> for Bad<E> {
+    fn from(m: &str) -> Self {
+        Bad::Syntax(m.to_string())
+    }
+}
+
+/// The sink of [`parse`]: every line as a [`Point`].
+#[derive(Default)]
+struct Points<'a> {
+    out: Vec<Point<'a>>,
+}
+
+impl<'a> LineSink<'a> for Points<'a> {
+    type Error = IlpError;
+    fn syntax(&mut self, e: IlpError) -> IlpError {
+        e
+    }
+    fn measurement(&mut self, line: usize, measurement: Cow<'a, str>) -> Result<(), IlpError> {
+        let (tags, fields) = (Vec::new(), Vec::new());
+        self.out.push(Point { line, measurement, tags, fields, timestamp: None, span: 0..0 });
+        Ok(())
+    }
+    fn tag(&mut self, key: Cow<'a, str>, value: Cow<'a, str>) -> Result<(), IlpError> {
+        if let Some(p) = self.out.last_mut() {
+            p.tags.push((key, value));
+        }
+        Ok(())
+    }
+    fn field(&mut self, key: Cow<'a, str>, value: FieldValue<'a>) -> Result<(), IlpError> {
+        if let Some(p) = self.out.last_mut() {
+            p.fields.push((key, value));
+        }
+        Ok(())
+    }
+    fn end(&mut self, timestamp: Option<i64>, span: std::ops::Range<usize>) -> Result<(), IlpError> {
+        if let Some(p) = self.out.last_mut() {
+            (p.timestamp, p.span) = (timestamp, span);
+        }
+        Ok(())
+    }
+}
+
+/// The sink of [`check_text`]: takes everything.
+struct Skip;
+
+impl<'a> LineSink<'a> for Skip {
+    type Error = IlpError;
+    fn syntax(&mut self, e: IlpError) -> IlpError {
+        e
+    }
+    fn measurement(&mut self, _: usize, _: Cow<'a, str>) -> Result<(), IlpError> {
+        Ok(())
+    }
+    fn tag(&mut self, _: Cow<'a, str>, _: Cow<'a, str>) -> Result<(), IlpError> {
+        Ok(())
+    }
+    fn field(&mut self, _: Cow<'a, str>, _: FieldValue<'a>) -> Result<(), IlpError> {
+        Ok(())
+    }
+    fn end(&mut self, _: Option<i64>, _: std::ops::Range<usize>) -> Result<(), IlpError> {
+        Ok(())
+    }
 }
 
 /// The index after spaces and tabs from `i`.
@@ -175,6 +296,7 @@ impl std::ops::Deref for Body<'_> {
 }
 
 /// Bytes `a..e` of the body as text (tokens end at ASCII bytes: at char boundaries).
+#[inline]
 fn text<'a>(b: &Body<'a>, a: usize, e: usize) -> Result<&'a str, String> {
     if let Some(t) = b.text {
         return t.get(a..e).ok_or_else(|| format!("bytes {}..{} of the body are no text", a + 1, e));
@@ -183,9 +305,37 @@ fn text<'a>(b: &Body<'a>, a: usize, e: usize) -> Result<&'a str, String> {
     std::str::from_utf8(bytes).map_err(|_| format!("bytes {}..{} of the body are not UTF-8", a + 1, e))
 }
 
-/// Where a token ends: the first unescaped byte among `stops` or a line end (a backslash
-/// escapes the next byte, but never a newline). Returns (end, had_escape).
-fn scan(b: &[u8], mut i: usize, stops: &[u8]) -> (usize, bool) {
+/// A set of bytes that end a token, as a table by byte value.
+type Stops = [bool; 256];
+
+/// The stop set of `bytes` and a newline (a token never spans lines).
+#[allow(clippy::indexing_slicing)] // u8 values index a 256-entry table; const fns have no get()
+const fn stops(bytes: &[u8]) -> Stops {
+    let mut t = [false; 256];
+    t[b'\n' as usize] = true;
+    let mut k = 0;
+    while k < bytes.len() {
+        t[bytes[k] as usize] = true;
+        k += 1;
+    }
+    t
+}
+
+/// What ends a measurement name.
+const MEASUREMENT: &Stops = &stops(b", ");
+/// What ends a tag or field key.
+const KEY: &Stops = &stops(b"=, ");
+/// What ends a tag value.
+const TAG_VALUE: &Stops = &stops(b", ");
+/// What ends a field value written as text (not a string).
+const FIELD_VALUE: &Stops = &stops(b", \r");
+/// What ends a line's timestamp.
+const TIMESTAMP: &Stops = &stops(b" \t\r");
+
+/// Where a token ends: the first unescaped byte among `stops` (a line end always is one; a
+/// backslash escapes the next byte, but never a newline). Returns (end, had_escape).
+#[inline]
+fn scan(b: &[u8], mut i: usize, stops: &Stops) -> (usize, bool) {
     let mut esc = false;
     while let Some(&c) = b.get(i) {
         if c == b'\\' && b.get(i + 1).is_some_and(|&n| n != b'\n') {
@@ -193,7 +343,7 @@ fn scan(b: &[u8], mut i: usize, stops: &[u8]) -> (usize, bool) {
             i += 2;
             continue;
         }
-        if stops.contains(&c) || c == b'\n' {
+        if stops.get(usize::from(c)).copied().unwrap_or(true) {
             break;
         }
         i += 1;
@@ -202,6 +352,7 @@ fn scan(b: &[u8], mut i: usize, stops: &[u8]) -> (usize, bool) {
 }
 
 /// Remove escapes of the given characters (`\\` too); other backslashes stay literal.
+#[inline]
 fn unescape<'a>(s: &'a str, had_escape: bool, escapable: &[u8]) -> Cow<'a, str> {
     if !had_escape {
         return Cow::Borrowed(s);
@@ -224,79 +375,134 @@ fn unescape<'a>(s: &'a str, had_escape: bool, escapable: &[u8]) -> Cow<'a, str> 
     Cow::Owned(out)
 }
 
-/// The point of the line starting at `l0` (not blank, no comment) and where the next line
-/// starts. Columns in messages count from `l0`.
-fn parse_line<'a>(b: &Body<'a>, l0: usize, line: usize, precision: Precision) -> Result<(Point<'a>, usize), String> {
+/// Hand the line starting at `l0` (not blank, no comment) to `sink`; returns where the next
+/// line starts. Columns in messages count from `l0`.
+fn parse_line<'a, S: LineSink<'a>>(
+    b: &Body<'a>,
+    l0: usize,
+    line: usize,
+    precision: Precision,
+    sink: &mut S,
+) -> Result<usize, Bad<S::Error>> {
     let at = |i: usize| b.get(i).copied();
     let col = |i: usize| i - l0 + 1;
     // Measurement.
-    let (end, esc) = scan(b, l0, b", ");
+    let (end, esc) = scan(b, l0, MEASUREMENT);
     if end == l0 {
         return Err("missing measurement name".into());
     }
-    let measurement = unescape(text(b, l0, end)?, esc, b", ");
+    sink.measurement(line, unescape(text(b, l0, end)?, esc, b", ")).map_err(Bad::Sink)?;
     let mut i = end;
     // Tags.
-    let mut tags = Vec::new();
     while at(i) == Some(b',') {
         i += 1;
-        let (kend, kesc) = scan(b, i, b"=, ");
+        let (kend, kesc) = scan(b, i, KEY);
         if kend == i || at(kend) != Some(b'=') {
-            return Err(format!("bad tag at column {}: expected key=value", col(i)));
+            return Err(format!("bad tag at column {}: expected key=value", col(i)).into());
         }
         let key = unescape(text(b, i, kend)?, kesc, b",= ");
-        let (vend, vesc) = scan(b, kend + 1, b", ");
+        let (vend, vesc) = scan(b, kend + 1, TAG_VALUE);
         if vend == kend + 1 {
-            return Err(format!("tag '{key}' has no value"));
+            return Err(format!("tag '{key}' has no value").into());
         }
-        tags.push((key, unescape(text(b, kend + 1, vend)?, vesc, b",= ")));
+        let value = unescape(text(b, kend + 1, vend)?, vesc, b",= ");
+        sink.tag(key, value).map_err(Bad::Sink)?;
         i = vend;
     }
     if at(i) != Some(b' ') {
         return Err("expected a space and fields after the measurement and tags".into());
     }
-    i = skip_blanks(b, i);
-    let (fields, i) = fields(b, i, l0)?;
+    line_rest(b, l0, i, precision, sink)
+}
+
+/// Where a line's series (its measurement and tags) ends, at the space before its fields, when
+/// it has no escapes: the bytes a sink may know ([`LineSink::series`]).
+fn series_end(b: &[u8], l0: usize) -> Option<usize> {
+    let rest = b.get(l0..)?;
+    let k = memchr::memchr2(b' ', b'\n', rest).filter(|&k| k > 0 && rest.get(k) == Some(&b' '))?;
+    memchr::memchr(b'\\', rest.get(..k)?).is_none().then_some(l0 + k)
+}
+
+/// The rest of the line starting at `l0` from the space after its series (at `i`): its fields
+/// and timestamp handed to `sink`; returns where the next line starts.
+fn line_rest<'a, S: LineSink<'a>>(
+    b: &Body<'a>,
+    l0: usize,
+    i: usize,
+    precision: Precision,
+    sink: &mut S,
+) -> Result<usize, Bad<S::Error>> {
+    let at = |i: usize| b.get(i).copied();
+    let col = |i: usize| i - l0 + 1;
+    let i = fields(b, skip_blanks(b, i), l0, sink)?;
     // Timestamp, then the line's end.
     if let Some(next) = line_end(b, i) {
-        return Ok((Point { line, measurement, tags, fields, timestamp: None, span: l0..i }, next));
+        sink.end(None, l0..i).map_err(Bad::Sink)?;
+        return Ok(next);
     }
     if at(i) != Some(b' ') {
         let c = text(b, i, i + 1).unwrap_or("?");
-        return Err(format!("unexpected '{c}' at column {}", col(i)));
+        return Err(format!("unexpected '{c}' at column {}", col(i)).into());
     }
     let t0 = skip_blanks(b, i);
-    let (tend, _) = scan(b, t0, b" \t\r");
-    let t = text(b, t0, tend)?;
+    let (tend, _) = scan(b, t0, TIMESTAMP);
+    let t = b.get(t0..tend).unwrap_or_default();
     let next =
         line_end(b, tend).ok_or_else(|| format!("unexpected text after the timestamp at column {}", col(tend)))?;
-    let timestamp = if is_field_timestamp(t) {
-        field_timestamp(t)?
-    } else {
-        let v: i64 = t.parse().map_err(|_| format!("bad timestamp '{t}'"))?;
-        v.checked_mul(precision.0).ok_or_else(|| format!("timestamp {v} is out of range"))?
+    let timestamp = match digits(t) {
+        Some(v) => v.checked_mul(precision.0).ok_or_else(|| format!("timestamp {v} is out of range"))?,
+        None => {
+            let t = text(b, t0, tend)?;
+            if is_field_timestamp(t) {
+                field_timestamp(t)?
+            } else {
+                let v: i64 = t.parse().map_err(|_| format!("bad timestamp '{t}'"))?;
+                v.checked_mul(precision.0).ok_or_else(|| format!("timestamp {v} is out of range"))?
+            }
+        }
     };
-    Ok((Point { line, measurement, tags, fields, timestamp: Some(timestamp), span: l0..tend }, next))
+    sink.end(Some(timestamp), l0..tend).map_err(Bad::Sink)?;
+    Ok(next)
 }
 
-/// The fields from byte `i` (`key=value[,key=value...]`): them and the index after them.
-#[allow(clippy::type_complexity)]
-fn fields<'a>(b: &Body<'a>, mut i: usize, l0: usize) -> Result<(Vec<(Cow<'a, str>, FieldValue<'a>)>, usize), String> {
-    let mut fields = Vec::new();
+/// The fields from byte `i` (`key=value[,key=value...]`) handed to `sink`; the index after
+/// them.
+fn fields<'a, S: LineSink<'a>>(b: &Body<'a>, mut i: usize, l0: usize, sink: &mut S) -> Result<usize, Bad<S::Error>> {
     loop {
-        let (kend, kesc) = scan(b, i, b"=, ");
+        let (kend, kesc) = scan(b, i, KEY);
         if kend == i || b.get(kend) != Some(&b'=') {
-            return Err(format!("bad field at column {}: expected key=value", i - l0 + 1));
+            return Err(format!("bad field at column {}: expected key=value", i - l0 + 1).into());
         }
         let key = unescape(text(b, i, kend)?, kesc, b",= ");
         let (value, next) = field_value(b, kend + 1).map_err(|e| format!("field '{key}': {e}"))?;
-        fields.push((key, value));
+        sink.field(key, value).map_err(Bad::Sink)?;
         i = next;
         if b.get(i) != Some(&b',') {
-            return Ok((fields, i));
+            return Ok(i);
         }
         i += 1;
     }
+}
+
+/// `t` as a non-negative or negative decimal integer (`-?[0-9]+`, at most 18 digits: no
+/// overflow), else `None` (the caller reads it the slow way).
+fn digits(t: &[u8]) -> Option<i64> {
+    let (neg, d) = match t.split_first() {
+        Some((b'-', rest)) => (true, rest),
+        _ => (false, t),
+    };
+    if d.is_empty() || d.len() > 18 {
+        return None;
+    }
+    let mut v: i64 = 0;
+    for &c in d {
+        let x = c.wrapping_sub(b'0');
+        if x > 9 {
+            return None;
+        }
+        v = v * 10 + i64::from(x);
+    }
+    Some(if neg { -v } else { v })
 }
 
 /// One field value starting at byte `i`; returns it and the index after it.
@@ -328,7 +534,7 @@ fn field_value<'a>(b: &Body<'a>, i: usize) -> Result<(FieldValue<'a>, usize), St
         }
         return Ok((FieldValue::Str(unescape(text(b, i + 1, j)?, esc, b"\"")), j + 1));
     }
-    let (end, _) = scan(b, i, b", \r");
+    let (end, _) = scan(b, i, FIELD_VALUE);
     let t = text(b, i, end)?;
     if t.is_empty() {
         return Err("missing value".into());
@@ -338,6 +544,12 @@ fn field_value<'a>(b: &Body<'a>, i: usize) -> Result<(FieldValue<'a>, usize), St
 
 /// A field value written as text (not a string): boolean, number, timestamp.
 fn text_value(t: &str) -> Result<FieldValue<'static>, String> {
+    // The common case first: a plain integer (`42i`).
+    if let Some((&b'i', d)) = t.as_bytes().split_last() {
+        if let Some(v) = digits(d) {
+            return Ok(FieldValue::Int(v));
+        }
+    }
     Ok(match t {
         "t" | "T" | "true" | "True" | "TRUE" => FieldValue::Bool(true),
         "f" | "F" | "false" | "False" | "FALSE" => FieldValue::Bool(false),

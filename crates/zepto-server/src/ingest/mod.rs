@@ -17,13 +17,13 @@
 mod check;
 pub mod ilp;
 mod jsonl;
+mod lines;
 
 pub use check::{check, Checked, CheckedLine};
 
 use crate::auth::Principal;
 use crate::error::{storage_error, ApiError};
-use ilp::{FieldValue, Point, Precision};
-use std::collections::HashMap;
+use ilp::Precision;
 use zepto_io::csv::{read_csv, CsvOptions};
 use zepto_sql::access::tenant_column;
 use zepto_sql::Engine;
@@ -100,11 +100,7 @@ pub fn write_marked(
 ) -> Result<usize, ApiError> {
     let catalog = engine.catalog();
     match req.format {
-        IngestFormat::Ilp => {
-            let points = ilp::parse(body, req.precision)
-                .map_err(|e| ApiError::ingest(format!("line {}: {}", e.line, e.message)).at_line(e.line))?;
-            apply_ilp(catalog, who, &points, req.now_ns, marks)
-        }
+        IngestFormat::Ilp => apply_ilp(catalog, who, req, body, marks),
         format => write_table(catalog, who, format, req.table.as_deref(), body, marks),
     }
 }
@@ -281,9 +277,6 @@ fn utf8(body: &[u8], format: IngestFormat) -> Result<&str, ApiError> {
     })
 }
 
-/// Most columns an ILP batch may give a table (each new column costs a NULL per earlier row).
-const MAX_COLUMNS: usize = 1024;
-
 /// The checked, typed rows of one ILP table.
 struct TablePlan {
     name: String,
@@ -293,61 +286,40 @@ struct TablePlan {
     ts_name: String,
 }
 
+impl TablePlan {
+    fn rows(&self) -> usize {
+        self.cols.first().map_or(0, Column::len)
+    }
+}
+
+/// A line-protocol body stored, with `marks` in the same logged change.
 fn apply_ilp(
     catalog: &Catalog,
     who: &Principal,
-    points: &[Point<'_>],
-    now_ns: i64,
+    req: &WriteRequest,
+    body: &[u8],
     marks: &[Mark],
 ) -> Result<usize, ApiError> {
-    let plans: Vec<TablePlan> = ilp_plans(catalog, who, points, now_ns)?.into_iter().map(|(p, _)| p).collect();
-    let scoped = who.tables.tenant().is_some();
-    let mut plans = plans;
-    let rows = points.len();
+    let (mut plans, _) = decode_lines(catalog, who, req, body, false)?;
+    let rows = plans.iter().map(TablePlan::rows).sum();
     plans.extend(Mark::plan(catalog, marks)?);
-    create_and_apply(catalog, plans, scoped).map(|_| rows)
+    create_and_apply(catalog, plans, who.tables.tenant().is_some()).map(|_| rows)
 }
 
-/// The checked, typed rows of every table an ILP batch touches, in order of first appearance,
-/// each with its points: nothing is changed yet.
-fn ilp_plans<'b, 'a>(
+/// The checked, typed rows of every table a line-protocol body touches, in order of first
+/// appearance (see [`lines::Decoder`]); with `track`, where each line went. Nothing is
+/// changed yet.
+fn decode_lines(
     catalog: &Catalog,
     who: &Principal,
-    points: &'b [Point<'a>],
-    now_ns: i64,
-) -> Result<Vec<(TablePlan, Vec<&'b Point<'a>>)>, ApiError> {
-    let mut order: Vec<(String, Vec<&Point<'_>>)> = Vec::new();
-    let mut index: HashMap<String, usize> = HashMap::new();
-    // Lines of one measurement come in runs: a line naming the previous line's measurement
-    // (the same bytes) is placed without lower-casing and hashing its name again.
-    let mut last: Option<(&str, usize)> = None;
-    for p in points {
-        let i = match last {
-            Some((name, i)) if name == &*p.measurement => i,
-            _ => {
-                let i = *index.entry(p.measurement.to_ascii_lowercase()).or_insert_with(|| {
-                    order.push((p.measurement.to_string(), Vec::new()));
-                    order.len() - 1
-                });
-                last = Some((&p.measurement, i));
-                i
-            }
-        };
-        if let Some((_, group)) = order.get_mut(i) {
-            group.push(p);
-        }
-    }
-    for (name, _) in &order {
-        who.require_table(name)?;
-    }
-    let mut out = Vec::with_capacity(order.len());
-    for (name, pts) in order {
-        let plan = plan_table(catalog, &name, &pts, now_ns)?;
-        let has_tenant_id = plan.defs.iter().any(|d| d.name.eq_ignore_ascii_case(zepto_sql::access::TENANT_COLUMN));
-        who.require_unscoped_write(&plan.name, has_tenant_id)?;
-        out.push((plan, pts));
-    }
-    Ok(out)
+    req: &WriteRequest,
+    body: &[u8],
+    track: bool,
+) -> Result<(Vec<TablePlan>, Vec<lines::LineAt>), ApiError> {
+    let lines = memchr::memchr_iter(b'\n', body).count() + 1;
+    let mut decoder = lines::Decoder::new(catalog, who, req.now_ns, lines, track);
+    ilp::tokenize(body, req.precision, true, &mut decoder)?;
+    decoder.finish()
 }
 
 /// Create the plans' missing tables, then lock every table of the batch and apply all or
@@ -394,211 +366,6 @@ pub(crate) fn store_import(
     let exists = catalog.exists(name);
     let plan = TablePlan { name: name.to_string(), exists, defs, cols, ts_name: ts_name.to_string() };
     create_and_apply(catalog, vec![plan], who.tables.tenant().is_some())
-}
-
-fn line_err(line: usize, message: String) -> ApiError {
-    ApiError::ingest(format!("line {line}: {message}")).at_line(line)
-}
-
-/// A value of an ILP point as a value of column type `dt`.
-fn convert(v: &FieldValue<'_>, dt: DataType) -> Option<Value> {
-    Some(match (v, dt) {
-        (FieldValue::Float(f), DataType::Float64) => Value::Float64(*f),
-        (FieldValue::Float(f), DataType::Float32) => Value::Float32(*f as f32),
-        (FieldValue::Int(i), DataType::Int64) => Value::Int64(*i),
-        (FieldValue::Int(i), DataType::Int32) => Value::Int32(i32::try_from(*i).ok()?),
-        (FieldValue::Int(i), DataType::Float64) => Value::Float64(*i as f64),
-        (FieldValue::Int(i), DataType::Float32) => Value::Float32(*i as f32),
-        (FieldValue::Int(i), DataType::Timestamp) => Value::Timestamp(*i),
-        (FieldValue::UInt(u), DataType::Int64) => Value::Int64(i64::try_from(*u).ok()?),
-        (FieldValue::UInt(u), DataType::Int32) => Value::Int32(i32::try_from(*u).ok()?),
-        (FieldValue::UInt(u), DataType::Float64) => Value::Float64(*u as f64),
-        (FieldValue::UInt(u), DataType::Float32) => Value::Float32(*u as f32),
-        (FieldValue::Str(s), DataType::Varchar | DataType::Symbol) => Value::Str(s.to_string()),
-        (FieldValue::Bool(b), DataType::Bool) => Value::Bool(*b),
-        (FieldValue::Timestamp(t), DataType::Timestamp) => Value::Timestamp(*t),
-        (FieldValue::Vector(v), DataType::Vector(d)) if v.len() == usize::from(d) => Value::Vector(v.clone()),
-        _ => return None,
-    })
-}
-
-/// The column type a new field gets.
-fn new_type(v: &FieldValue<'_>) -> DataType {
-    match v {
-        FieldValue::Float(_) => DataType::Float64,
-        FieldValue::Int(_) | FieldValue::UInt(_) => DataType::Int64,
-        FieldValue::Str(_) => DataType::Varchar,
-        FieldValue::Bool(_) => DataType::Bool,
-        FieldValue::Timestamp(_) => DataType::Timestamp,
-        // The parser takes 1 to 65,535 values, each a vector's width.
-        FieldValue::Vector(v) => DataType::vector(v.len()).unwrap_or(DataType::Null),
-    }
-}
-
-fn plan_table(catalog: &Catalog, name: &str, pts: &[&Point<'_>], now_ns: i64) -> Result<TablePlan, ApiError> {
-    let existing = catalog.snapshot(name).ok();
-    let ts_name = existing
-        .as_ref()
-        .and_then(|t| t.ts_col().and_then(|i| t.schema().columns.get(i)).map(|c| c.name.clone()))
-        .unwrap_or_else(|| "timestamp".to_string());
-    let defs: Vec<ColumnDef> = existing.as_ref().map(|t| t.schema().columns.clone()).unwrap_or_default();
-    let mut cols = IlpColumns::new(defs, pts.len());
-    for (row, p) in pts.iter().enumerate() {
-        cols.start_row();
-        let tags = p.tags.iter().map(|(k, v)| (k, true, FieldValue::Str(v.clone())));
-        let fields = p.fields.iter().map(|(k, v)| (k, false, v.clone()));
-        for (key, is_tag, value) in tags.chain(fields) {
-            if key.eq_ignore_ascii_case(&ts_name) {
-                return Err(line_err(p.line, format!("'{key}' is the table's timestamp column, not a tag or field")));
-            }
-            let dt = if is_tag { DataType::Symbol } else { new_type(&value) };
-            let c = cols.slot(key, dt, row).map_err(|m| line_err(p.line, format!("table '{name}' {m}")))?;
-            if c.filled {
-                return Err(line_err(p.line, format!("'{key}' is given twice")));
-            }
-            let dt = c.def.data_type;
-            if let (FieldValue::Str(text), DataType::Varchar | DataType::Symbol) = (&value, dt) {
-                // Text goes in as it is, without a `Value` (a `String`) of its own.
-                c.push_str(text)?;
-                continue;
-            }
-            let v = convert(&value, dt).ok_or_else(|| {
-                let what = if is_tag { "tag" } else { value.kind() };
-                let column = &c.def.name;
-                if dt.vector_dim().is_some() {
-                    // ILP has no array type: vectors come by JSON lines, CSV, Arrow or SQL.
-                    return line_err(
-                        p.line,
-                        format!("column '{column}' is {dt}: ILP has no array type; write vectors with JSON lines, CSV, Arrow or SQL"),
-                    );
-                }
-                line_err(p.line, format!("{what} value for '{key}' does not fit column '{column}' of type {dt}"))
-            })?;
-            c.push(&v)?;
-        }
-        let c = cols
-            .slot(&ts_name, DataType::Timestamp, row)
-            .map_err(|m| line_err(p.line, format!("table '{name}' {m}")))?;
-        if c.def.data_type != DataType::Timestamp {
-            let column = &c.def.name;
-            return Err(line_err(p.line, format!("column '{column}' of table '{name}' is not a TIMESTAMP")));
-        }
-        c.push(&Value::Timestamp(p.timestamp.unwrap_or(now_ns)))?;
-        cols.end_row();
-    }
-    let (defs, cols) = cols.finish();
-    Ok(TablePlan { name: name.to_string(), exists: existing.is_some(), defs, cols, ts_name })
-}
-
-/// The columns an ILP batch builds for one table: the table's own, then those its lines add,
-/// each with whether the current line gave it a value.
-struct IlpColumns {
-    slots: Vec<IlpColumn>,
-    /// Lower-cased name → index into `slots`.
-    by_name: HashMap<String, usize>,
-    /// Name as a line wrote it → index into `slots`: lines repeat their keys, so this finds
-    /// them without lower-casing a copy of each.
-    by_written: HashMap<String, usize>,
-    /// The previous line's keys in its order, each with its slot: a line that writes the same
-    /// keys in the same order (the usual case) finds each by one comparison, without hashing.
-    recent: Vec<(String, usize)>,
-    /// Keys of the current line so far.
-    at: usize,
-    /// Rows the batch will have (the builders' capacity).
-    rows: usize,
-}
-
-/// One column of [`IlpColumns`].
-struct IlpColumn {
-    def: ColumnDef,
-    builder: ColumnBuilder,
-    /// The current line gave it a value.
-    filled: bool,
-}
-
-impl IlpColumn {
-    fn push(&mut self, v: &Value) -> Result<(), ApiError> {
-        self.builder.push_value(v).map_err(|e| ApiError::internal(e.to_string()))?;
-        self.filled = true;
-        Ok(())
-    }
-
-    /// [`IlpColumn::push`] of text into a VARCHAR or SYMBOL column.
-    fn push_str(&mut self, s: &str) -> Result<(), ApiError> {
-        self.builder.push_str(s).map_err(|e| ApiError::internal(e.to_string()))?;
-        self.filled = true;
-        Ok(())
-    }
-}
-
-impl IlpColumns {
-    fn new(defs: Vec<ColumnDef>, rows: usize) -> IlpColumns {
-        let by_name = defs.iter().enumerate().map(|(i, d)| (d.name.to_ascii_lowercase(), i)).collect();
-        let slots = defs
-            .into_iter()
-            .map(|def| IlpColumn { builder: ColumnBuilder::new(def.data_type, rows), def, filled: false })
-            .collect();
-        IlpColumns { slots, by_name, by_written: HashMap::new(), recent: Vec::new(), at: 0, rows }
-    }
-
-    fn start_row(&mut self) {
-        self.slots.iter_mut().for_each(|c| c.filled = false);
-        self.at = 0;
-    }
-
-    /// The column `name` (matched without regard to case), added as `dt` with NULLs for the
-    /// `row` lines before this one when the table has no such column yet; an error past
-    /// [`MAX_COLUMNS`].
-    fn slot(&mut self, name: &str, dt: DataType, row: usize) -> Result<&mut IlpColumn, String> {
-        let k = self.at;
-        self.at += 1;
-        let j = match self.recent.get(k) {
-            Some((n, j)) if n == name => *j,
-            _ => {
-                let j = self.find(name, dt, row)?;
-                self.recent.truncate(k);
-                self.recent.push((name.to_string(), j));
-                j
-            }
-        };
-        self.slots.get_mut(j).ok_or_else(|| format!("lost track of column '{name}'"))
-    }
-
-    /// The slot of column `name` (see [`IlpColumns::slot`]), by its name as written, else its
-    /// lower-cased name, else a new one.
-    fn find(&mut self, name: &str, dt: DataType, row: usize) -> Result<usize, String> {
-        if let Some(&j) = self.by_written.get(name) {
-            return Ok(j);
-        }
-        let lower = name.to_ascii_lowercase();
-        let j = match self.by_name.get(&lower) {
-            Some(&j) => j,
-            None => {
-                if self.slots.len() >= MAX_COLUMNS {
-                    return Err(format!("would have more than {MAX_COLUMNS} columns ('{name}')"));
-                }
-                let mut builder = ColumnBuilder::new(dt, self.rows);
-                (0..row).for_each(|_| builder.push_null());
-                let def = ColumnDef { name: name.to_string(), data_type: dt };
-                self.slots.push(IlpColumn { def, builder, filled: false });
-                self.by_name.insert(lower, self.slots.len() - 1);
-                self.slots.len() - 1
-            }
-        };
-        self.by_written.insert(name.to_string(), j);
-        Ok(j)
-    }
-
-    /// NULL in every column the line did not give.
-    fn end_row(&mut self) {
-        for c in self.slots.iter_mut().filter(|c| !c.filled) {
-            c.builder.push_null();
-        }
-    }
-
-    fn finish(self) -> (Vec<ColumnDef>, Vec<Column>) {
-        self.slots.into_iter().map(|c| (c.def, c.builder.finish())).unzip()
-    }
 }
 
 /// Apply every table's rows under all their locks: first re-check each plan against the

@@ -1308,20 +1308,33 @@ fn sort_partition(p: &mut Partition, ts_col: usize, old_len: usize) {
     };
     let mut new_rows: Vec<u32> = (old_len as u32..ts.len() as u32).collect();
     new_rows.sort_by_key(|&i| key(i as usize));
-    let mut perm = Vec::with_capacity(ts.len());
-    let (mut i, mut j) = (0usize, 0usize);
+    // Old rows up to the first that sorts after the earliest new row stay where they are: late
+    // rows (a batch that lost a race with the next one) rewrite only the partition's tail.
+    let first = new_rows.first().map_or((2, 0), |&i| key(i as usize));
+    let (mut lo, mut hi) = (0, old_len);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if key(mid) <= first {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    let cut = lo;
+    let mut order = Vec::with_capacity(ts.len() - cut);
+    let (mut i, mut j) = (cut, 0usize);
     while i < old_len || j < new_rows.len() {
         let take_old = j >= new_rows.len() || (i < old_len && key(i) <= key(new_rows[j] as usize));
         if take_old {
-            perm.push(i as u32);
+            order.push(i as u32);
             i += 1;
         } else {
-            perm.push(new_rows[j]);
+            order.push(new_rows[j]);
             j += 1;
         }
     }
     for c in p.own_mut() {
-        *c = Arc::new(c.take(&perm));
+        Arc::make_mut(c).reorder_tail(cut, &order);
     }
 }
 
@@ -1466,6 +1479,63 @@ mod tests {
         assert_eq!(p.columns()[2].get(0), Value::Float64(5.0));
         assert_eq!(p.ts_range(0, 10, 15), 1..3);
         assert_eq!(t.null_key_partition().map(|p| p.len()), Some(1));
+    }
+
+    /// Late rows (behind a partition's last timestamp, NULL timestamps among them) are sorted
+    /// in: every partition holds its rows as a stable sort of their arrival by (NULL first,
+    /// time), with their other columns (NULLs, text) moved with them.
+    #[test]
+    fn late_rows_land_as_a_stable_sort_of_their_arrival() {
+        let schema = Schema {
+            columns: vec![
+                ColumnDef { name: "ts".into(), data_type: DataType::Timestamp },
+                ColumnDef { name: "sym".into(), data_type: DataType::Symbol },
+                ColumnDef { name: "seq".into(), data_type: DataType::Int64 },
+                ColumnDef { name: "note".into(), data_type: DataType::Varchar },
+            ],
+        };
+        let mut t = Table::new("t", schema, &TableOptions::default()).expect("table");
+        let mut r = crate::rng::XorShift::new(0x2545_f491_4f6c_dd1d);
+        let syms = ["a", "b", "c"];
+        let mut arrived: Vec<(Option<i64>, &str, i64, Option<String>)> = Vec::new();
+        for round in 0..60i64 {
+            let n = 1 + r.below(30) as usize;
+            let mut b: Vec<ColumnBuilder> =
+                [DataType::Timestamp, DataType::Varchar, DataType::Int64, DataType::Varchar]
+                    .iter()
+                    .map(|&dt| ColumnBuilder::new(dt, n))
+                    .collect();
+            for _ in 0..n {
+                let ts = (r.below(20) != 0).then(|| round * 10 - r.below(40) as i64);
+                let (sym, seq) = (syms[r.below(3) as usize], arrived.len() as i64);
+                let note = (r.below(4) != 0).then(|| format!("n{seq}"));
+                match ts {
+                    Some(v) => b[0].push_value(&Value::Timestamp(v)).expect("ts"),
+                    None => b[0].push_null(),
+                }
+                b[1].push_str(sym).expect("sym");
+                b[2].push_value(&Value::Int64(seq)).expect("seq");
+                match &note {
+                    Some(s) => b[3].push_str(s).expect("note"),
+                    None => b[3].push_null(),
+                }
+                arrived.push((ts, sym, seq, note));
+            }
+            t.append(b.into_iter().map(ColumnBuilder::finish).collect()).expect("append");
+        }
+        for sym in syms {
+            let mut want: Vec<_> = arrived.iter().filter(|row| row.1 == sym).collect();
+            want.sort_by_key(|row| (row.0.is_some(), row.0.unwrap_or(0)));
+            let p = t.partition_for_code(t.dict().code(sym).expect("interned")).expect("partition");
+            let c = p.columns();
+            assert_eq!(p.len(), want.len(), "{sym}");
+            for (i, (ts, _, seq, note)) in want.into_iter().enumerate() {
+                let got_ts = c[0].is_valid(i).then(|| c[0].as_i64_slice().expect("ts")[i]);
+                assert_eq!((got_ts, c[2].get(i)), (*ts, Value::Int64(*seq)), "{sym} row {i}");
+                let want_note = note.as_ref().map_or(Value::Null, |s| Value::Str(s.clone()));
+                assert_eq!(c[3].get(i), want_note, "{sym} row {i}");
+            }
+        }
     }
 
     #[test]

@@ -1,0 +1,494 @@
+//! Line protocol typed straight into column builders.
+//!
+//! The tokenizer ([`super::ilp::tokenize`]) hands each line's measurement, tags, fields and
+//! timestamp to a [`Decoder`], which finds the line's table and each key's column and pushes
+//! the value: nothing is allocated per line, and the work is proportional to the line's
+//! bytes. Lines repeat their measurement and keys, in the same order, so the table is the
+//! previous line's when the measurement is the same text, and a key's column is the one the
+//! previous line had at the same position when the key is the same text; only a new name is
+//! lower-cased and looked up.
+//!
+//! The result is one [`TablePlan`] per table the body touches, in order of first appearance,
+//! typed and checked against the schemas as they were read (`super::create_and_apply`
+//! checks them again under the tables' locks). A key may only touch tables it has a grant for,
+//! and that is checked at a table's first line, before any of its columns is looked at.
+#![cfg_attr(not(test), deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used))]
+
+use super::ilp::{FieldValue, IlpError, LineSink};
+use super::TablePlan;
+use crate::auth::Principal;
+use crate::error::ApiError;
+use std::borrow::Cow;
+use std::collections::HashMap;
+use zepto_storage::{Catalog, Column, ColumnBuilder, ColumnDef, DataType, Value};
+
+/// Most columns an ILP batch may give a table (each new column costs a NULL per earlier row).
+const MAX_COLUMNS: usize = 1024;
+
+/// Rows the builders of a table other than the body's first start with (they grow).
+const SMALL_TABLE_ROWS: usize = 1024;
+
+/// Where a line went: asked for by the cluster's check, which routes lines by their
+/// partition key.
+#[derive(Debug, Clone)]
+pub(super) struct LineAt {
+    /// 1-based line number in the body.
+    pub line: usize,
+    /// Index of its table among the decoder's plans.
+    pub table: usize,
+    /// Its row in that table's columns.
+    pub row: usize,
+    /// Whether the line had its own timestamp.
+    pub timestamped: bool,
+    /// Its text in the body (see `ilp::Point::span`).
+    pub span: std::ops::Range<usize>,
+}
+
+/// The [`LineSink`] that types lines into per-table column builders.
+pub(super) struct Decoder<'c, 'a> {
+    catalog: &'c Catalog,
+    who: &'c Principal,
+    now_ns: i64,
+    /// Rows the first table's builders are sized for (the body's line count, at most).
+    capacity: usize,
+    tables: Vec<TableBuild>,
+    /// Lower-cased table name → index into `tables`.
+    by_name: HashMap<String, usize>,
+    /// The previous line's measurement as written, and its table.
+    last: Option<(String, usize)>,
+    /// The current line: its number and table.
+    line: usize,
+    cur: usize,
+    /// Where each line went, when asked for.
+    lines: Option<Vec<LineAt>>,
+    /// The series seen, and the current line's when it is new.
+    series: SeriesCache<'a>,
+}
+
+/// Series (a measurement and its tags, as written) the body has had: each line of a known
+/// series takes its table and tag values at once, by one hash of its bytes, instead of its
+/// tags being read, their columns found and their values looked up in the dictionaries.
+#[derive(Default)]
+struct SeriesCache<'a> {
+    /// Series text → index into `known`.
+    index: HashMap<&'a [u8], u32, foldhash::fast::RandomState>,
+    /// Per series: its table and its range of `tags`.
+    known: Vec<(usize, std::ops::Range<usize>)>,
+    /// Every series' tags: (slot, symbol code in that slot's builder).
+    tags: Vec<(usize, u32)>,
+    /// The current line's series when new, and whether its tags can be cached so far (they
+    /// all went to SYMBOL columns).
+    pending: Option<(&'a [u8], bool)>,
+    /// The current line's tags so far, when its series is new.
+    line_tags: Vec<(usize, u32)>,
+}
+
+/// One table's rows so far.
+struct TableBuild {
+    exists: bool,
+    cols: IlpColumns,
+    rows: usize,
+}
+
+impl<'c, 'a> Decoder<'c, 'a> {
+    /// A decoder for a body of about `lines` lines (its builders' first capacity); with
+    /// `track`, it records where each line goes ([`Decoder::finish`]).
+    pub fn new(catalog: &'c Catalog, who: &'c Principal, now_ns: i64, lines: usize, track: bool) -> Decoder<'c, 'a> {
+        Decoder {
+            catalog,
+            who,
+            now_ns,
+            capacity: lines,
+            tables: Vec::new(),
+            by_name: HashMap::new(),
+            last: None,
+            line: 0,
+            cur: 0,
+            lines: track.then(Vec::new),
+            series: SeriesCache::default(),
+        }
+    }
+
+    /// The plans, in order of first appearance, after the tenant check of each (a key bound to
+    /// a tenant may not write a table with a `tenant_id` column, nor give it one); and where
+    /// each line went, if tracked.
+    pub fn finish(self) -> Result<(Vec<TablePlan>, Vec<LineAt>), ApiError> {
+        let mut plans = Vec::with_capacity(self.tables.len());
+        for t in self.tables {
+            let (name, ts_name) = (t.cols.table.clone(), t.cols.ts_name.clone());
+            let (defs, cols) = t.cols.finish();
+            let has_tenant_id = defs.iter().any(|d| d.name.eq_ignore_ascii_case(zepto_sql::access::TENANT_COLUMN));
+            self.who.require_unscoped_write(&name, has_tenant_id)?;
+            plans.push(TablePlan { name, exists: t.exists, defs, cols, ts_name });
+        }
+        Ok((plans, self.lines.unwrap_or_default()))
+    }
+
+    /// The table of a line whose measurement is `name`: the previous line's, a table already
+    /// in the batch, or one started now (from the catalog's schema when it exists).
+    fn table(&mut self, name: &str) -> Result<usize, ApiError> {
+        if let Some((last, i)) = &self.last {
+            if last == name {
+                return Ok(*i);
+            }
+        }
+        let lower = name.to_ascii_lowercase();
+        let i = match self.by_name.get(&lower) {
+            Some(&i) => i,
+            None => {
+                self.who.require_table(name)?;
+                let rows = if self.tables.is_empty() { self.capacity } else { SMALL_TABLE_ROWS.min(self.capacity) };
+                self.tables.push(TableBuild::new(self.catalog, name, rows));
+                self.by_name.insert(lower, self.tables.len() - 1);
+                self.tables.len() - 1
+            }
+        };
+        match &mut self.last {
+            Some((last, j)) => {
+                last.clear();
+                last.push_str(name);
+                *j = i;
+            }
+            None => self.last = Some((name.to_string(), i)),
+        }
+        Ok(i)
+    }
+
+    /// The current line's table.
+    fn current(&mut self) -> Result<&mut TableBuild, ApiError> {
+        let line = self.line;
+        self.tables.get_mut(self.cur).ok_or_else(|| line_err(line, "lost track of the line's table".into()))
+    }
+
+    /// One tag or field of the current line into its column.
+    fn value(&mut self, key: &str, is_tag: bool, value: FieldValue<'_>) -> Result<(), ApiError> {
+        let line = self.line;
+        let t = self.tables.get_mut(self.cur).ok_or_else(|| line_err(line, "lost track of the line's table".into()))?;
+        let dt = if is_tag { DataType::Symbol } else { new_type(&value) };
+        let j = t.cols.slot(key, dt, t.rows).map_err(|m| line_err(line, m))?;
+        let c = t.cols.column(j).map_err(|m| line_err(line, m))?;
+        if c.filled {
+            return Err(line_err(line, format!("'{key}' is given twice")));
+        }
+        let dt = c.def.data_type;
+        if let (FieldValue::Str(text), DataType::Symbol, true) = (&value, dt, is_tag) {
+            let code = c.builder.push_symbol(text).map_err(|e| ApiError::internal(e.to_string()))?;
+            c.filled = true;
+            if self.series.pending.is_some() {
+                self.series.line_tags.push((j, code));
+            }
+            return Ok(());
+        }
+        if let (FieldValue::Str(text), DataType::Varchar | DataType::Symbol) = (&value, dt) {
+            // Text goes in as it is, without a `Value` (a `String`) of its own.
+            if is_tag {
+                // A tag into a VARCHAR column: the series is not cached.
+                self.series.pending = None;
+            }
+            return c.push_str(text);
+        }
+        let Some(v) = convert(&value, dt) else {
+            let column = &c.def.name;
+            if dt.vector_dim().is_some() {
+                // ILP has no array type: vectors come by JSON lines, CSV, Arrow or SQL.
+                return Err(line_err(
+                    line,
+                    format!("column '{column}' is {dt}: ILP has no array type; write vectors with JSON lines, CSV, Arrow or SQL"),
+                ));
+            }
+            let what = if is_tag { "tag" } else { value.kind() };
+            return Err(line_err(
+                line,
+                format!("{what} value for '{key}' does not fit column '{column}' of type {dt}"),
+            ));
+        };
+        c.push(&v)
+    }
+}
+
+impl<'a> LineSink<'a> for Decoder<'_, 'a> {
+    type Error = ApiError;
+
+    fn syntax(&mut self, e: IlpError) -> ApiError {
+        line_err(e.line, e.message)
+    }
+
+    fn wants_series(&self) -> bool {
+        true
+    }
+
+    fn series(&mut self, line: usize, raw: &'a [u8]) -> Result<bool, ApiError> {
+        let cache = &mut self.series;
+        let Some(&k) = cache.index.get(raw) else {
+            cache.pending = Some((raw, true));
+            cache.line_tags.clear();
+            return Ok(false);
+        };
+        let (table, tags) = cache.known.get(k as usize).cloned().unwrap_or_default();
+        self.line = line;
+        self.cur = table;
+        let tags = self.series.tags.get(tags).unwrap_or_default();
+        let t = self.tables.get_mut(table).ok_or_else(|| line_err(line, "lost track of the line's table".into()))?;
+        t.cols.start_row();
+        for &(slot, code) in tags {
+            t.cols.push_code(slot, code).map_err(|m| line_err(line, m))?;
+        }
+        Ok(true)
+    }
+
+    fn measurement(&mut self, line: usize, name: Cow<'a, str>) -> Result<(), ApiError> {
+        self.line = line;
+        self.cur = self.table(&name)?;
+        self.current()?.cols.start_row();
+        Ok(())
+    }
+
+    fn tag(&mut self, key: Cow<'a, str>, value: Cow<'a, str>) -> Result<(), ApiError> {
+        self.value(&key, true, FieldValue::Str(value))
+    }
+
+    fn field(&mut self, key: Cow<'a, str>, value: FieldValue<'a>) -> Result<(), ApiError> {
+        if let Some((raw, true)) = self.series.pending.take() {
+            // The line's tags are all read: its series is known from now on.
+            let cache = &mut self.series;
+            let from = cache.tags.len();
+            cache.tags.extend_from_slice(&cache.line_tags);
+            cache.known.push((self.cur, from..cache.tags.len()));
+            let k = u32::try_from(cache.known.len() - 1).unwrap_or(u32::MAX);
+            cache.index.insert(raw, k);
+        }
+        self.value(&key, false, value)
+    }
+
+    fn end(&mut self, timestamp: Option<i64>, span: std::ops::Range<usize>) -> Result<(), ApiError> {
+        let (line, now, cur) = (self.line, self.now_ns, self.cur);
+        let t = self.current()?;
+        let row = t.rows;
+        let c = t.cols.ts_slot(row).map_err(|m| line_err(line, m))?;
+        c.push(&Value::Timestamp(timestamp.unwrap_or(now)))?;
+        t.cols.end_row();
+        t.rows += 1;
+        if let Some(lines) = &mut self.lines {
+            lines.push(LineAt { line, table: cur, row, timestamped: timestamp.is_some(), span });
+        }
+        Ok(())
+    }
+}
+
+impl TableBuild {
+    /// A table's rows, starting from its schema in `catalog` if it exists; its designated
+    /// timestamp is the table's, else `timestamp`.
+    fn new(catalog: &Catalog, name: &str, rows: usize) -> TableBuild {
+        let existing = catalog.snapshot(name).ok();
+        let ts_name = existing
+            .as_ref()
+            .and_then(|t| t.ts_col().and_then(|i| t.schema().columns.get(i)).map(|c| c.name.clone()))
+            .unwrap_or_else(|| "timestamp".to_string());
+        let defs: Vec<ColumnDef> = existing.as_ref().map(|t| t.schema().columns.clone()).unwrap_or_default();
+        let cols = IlpColumns::new(name, defs, rows, ts_name);
+        TableBuild { exists: existing.is_some(), cols, rows: 0 }
+    }
+}
+
+fn line_err(line: usize, message: String) -> ApiError {
+    ApiError::ingest(format!("line {line}: {message}")).at_line(line)
+}
+
+/// A value of an ILP point as a value of column type `dt`.
+fn convert(v: &FieldValue<'_>, dt: DataType) -> Option<Value> {
+    Some(match (v, dt) {
+        (FieldValue::Float(f), DataType::Float64) => Value::Float64(*f),
+        (FieldValue::Float(f), DataType::Float32) => Value::Float32(*f as f32),
+        (FieldValue::Int(i), DataType::Int64) => Value::Int64(*i),
+        (FieldValue::Int(i), DataType::Int32) => Value::Int32(i32::try_from(*i).ok()?),
+        (FieldValue::Int(i), DataType::Float64) => Value::Float64(*i as f64),
+        (FieldValue::Int(i), DataType::Float32) => Value::Float32(*i as f32),
+        (FieldValue::Int(i), DataType::Timestamp) => Value::Timestamp(*i),
+        (FieldValue::UInt(u), DataType::Int64) => Value::Int64(i64::try_from(*u).ok()?),
+        (FieldValue::UInt(u), DataType::Int32) => Value::Int32(i32::try_from(*u).ok()?),
+        (FieldValue::UInt(u), DataType::Float64) => Value::Float64(*u as f64),
+        (FieldValue::UInt(u), DataType::Float32) => Value::Float32(*u as f32),
+        (FieldValue::Str(s), DataType::Varchar | DataType::Symbol) => Value::Str(s.to_string()),
+        (FieldValue::Bool(b), DataType::Bool) => Value::Bool(*b),
+        (FieldValue::Timestamp(t), DataType::Timestamp) => Value::Timestamp(*t),
+        (FieldValue::Vector(v), DataType::Vector(d)) if v.len() == usize::from(d) => Value::Vector(v.clone()),
+        _ => return None,
+    })
+}
+
+/// The column type a new field gets.
+fn new_type(v: &FieldValue<'_>) -> DataType {
+    match v {
+        FieldValue::Float(_) => DataType::Float64,
+        FieldValue::Int(_) | FieldValue::UInt(_) => DataType::Int64,
+        FieldValue::Str(_) => DataType::Varchar,
+        FieldValue::Bool(_) => DataType::Bool,
+        FieldValue::Timestamp(_) => DataType::Timestamp,
+        // The parser takes 1 to 65,535 values, each a vector's width.
+        FieldValue::Vector(v) => DataType::vector(v.len()).unwrap_or(DataType::Null),
+    }
+}
+
+/// The columns an ILP batch builds for one table: the table's own, then those its lines add,
+/// each with whether the current line gave it a value.
+struct IlpColumns {
+    /// The table's name, as the batch's first line of it wrote it.
+    table: String,
+    /// Its designated timestamp's name: no tag or field may have it.
+    ts_name: String,
+    slots: Vec<IlpColumn>,
+    /// Lower-cased name → index into `slots`.
+    by_name: HashMap<String, usize>,
+    /// Name as a line wrote it → index into `slots`: lines repeat their keys, so this finds
+    /// them without lower-casing a copy of each.
+    by_written: HashMap<String, usize>,
+    /// The previous line's keys in its order, each with its slot: a line that writes the same
+    /// keys in the same order (the usual case) finds each by one comparison, without hashing.
+    recent: Vec<(String, usize)>,
+    /// Keys of the current line so far.
+    at: usize,
+    /// Rows the batch will have (the builders' capacity).
+    rows: usize,
+}
+
+/// One column of [`IlpColumns`].
+struct IlpColumn {
+    def: ColumnDef,
+    builder: ColumnBuilder,
+    /// The current line gave it a value.
+    filled: bool,
+}
+
+impl IlpColumn {
+    fn push(&mut self, v: &Value) -> Result<(), ApiError> {
+        self.builder.push_value(v).map_err(|e| ApiError::internal(e.to_string()))?;
+        self.filled = true;
+        Ok(())
+    }
+
+    /// [`IlpColumn::push`] of text into a VARCHAR or SYMBOL column.
+    fn push_str(&mut self, s: &str) -> Result<(), ApiError> {
+        self.builder.push_str(s).map_err(|e| ApiError::internal(e.to_string()))?;
+        self.filled = true;
+        Ok(())
+    }
+}
+
+impl IlpColumns {
+    fn new(table: &str, defs: Vec<ColumnDef>, rows: usize, ts_name: String) -> IlpColumns {
+        let by_name = defs.iter().enumerate().map(|(i, d)| (d.name.to_ascii_lowercase(), i)).collect();
+        let slots = defs
+            .into_iter()
+            .map(|def| IlpColumn { builder: ColumnBuilder::new(def.data_type, rows), def, filled: false })
+            .collect();
+        let (by_written, recent, table) = (HashMap::new(), Vec::new(), table.to_string());
+        IlpColumns { table, ts_name, slots, by_name, by_written, recent, at: 0, rows }
+    }
+
+    fn start_row(&mut self) {
+        self.slots.iter_mut().for_each(|c| c.filled = false);
+        self.at = 0;
+    }
+
+    /// The column of tag or field `name` (matched without regard to case), added as `dt` with
+    /// NULLs for the `row` lines before this one when the table has no such column yet; an
+    /// error (its message) when it is the designated timestamp, or past [`MAX_COLUMNS`].
+    fn slot(&mut self, name: &str, dt: DataType, row: usize) -> Result<usize, String> {
+        self.recent_slot(name, |cols| {
+            if name.eq_ignore_ascii_case(&cols.ts_name) {
+                return Err(format!("'{name}' is the table's timestamp column, not a tag or field"));
+            }
+            cols.find(name, dt, row)
+        })
+    }
+
+    /// The column in slot `j`.
+    fn column(&mut self, j: usize) -> Result<&mut IlpColumn, String> {
+        self.slots.get_mut(j).ok_or_else(|| format!("lost track of column {j}"))
+    }
+
+    /// The next tag of the line, known by its series: symbol `code` of slot `j`'s builder.
+    fn push_code(&mut self, j: usize, code: u32) -> Result<(), String> {
+        self.at += 1;
+        let c = self.column(j)?;
+        c.builder.push_code(code).map_err(|e| e.to_string())?;
+        c.filled = true;
+        Ok(())
+    }
+
+    /// The column of the designated timestamp, after the line's tags and fields; an error
+    /// (its message) when the table has a column of that name of another type.
+    fn ts_slot(&mut self, row: usize) -> Result<&mut IlpColumn, String> {
+        let j = self.recent_slot("", |cols| cols.find_ts(row))?;
+        let (table, ts) = (&self.table, &self.ts_name);
+        match self.slots.get_mut(j) {
+            Some(c) if c.def.data_type == DataType::Timestamp => Ok(c),
+            Some(c) => Err(format!("column '{}' of table '{table}' is not a TIMESTAMP", c.def.name)),
+            None => Err(format!("lost track of column '{ts}'")),
+        }
+    }
+
+    /// The slot the previous line had at this key's position when it wrote the same `name`,
+    /// else `find`'s (remembered for the next line).
+    fn recent_slot(
+        &mut self,
+        name: &str,
+        find: impl FnOnce(&mut IlpColumns) -> Result<usize, String>,
+    ) -> Result<usize, String> {
+        let k = self.at;
+        self.at += 1;
+        if let Some((n, j)) = self.recent.get(k) {
+            if n == name {
+                return Ok(*j);
+            }
+        }
+        let j = find(self)?;
+        self.recent.truncate(k);
+        self.recent.push((name.to_string(), j));
+        Ok(j)
+    }
+
+    /// The slot of column `name` (see [`IlpColumns::slot`]), by its name as written, else its
+    /// lower-cased name, else a new one.
+    fn find(&mut self, name: &str, dt: DataType, row: usize) -> Result<usize, String> {
+        if let Some(&j) = self.by_written.get(name) {
+            return Ok(j);
+        }
+        let j = self.find_lower(name, dt, row)?;
+        self.by_written.insert(name.to_string(), j);
+        Ok(j)
+    }
+
+    /// The designated timestamp's slot (added as a TIMESTAMP when the table is new).
+    fn find_ts(&mut self, row: usize) -> Result<usize, String> {
+        let ts = self.ts_name.clone();
+        self.find_lower(&ts, DataType::Timestamp, row)
+    }
+
+    fn find_lower(&mut self, name: &str, dt: DataType, row: usize) -> Result<usize, String> {
+        let lower = name.to_ascii_lowercase();
+        if let Some(&j) = self.by_name.get(&lower) {
+            return Ok(j);
+        }
+        if self.slots.len() >= MAX_COLUMNS {
+            return Err(format!("table '{}' would have more than {MAX_COLUMNS} columns ('{name}')", self.table));
+        }
+        let mut builder = ColumnBuilder::new(dt, self.rows);
+        (0..row).for_each(|_| builder.push_null());
+        let def = ColumnDef { name: name.to_string(), data_type: dt };
+        self.slots.push(IlpColumn { def, builder, filled: false });
+        self.by_name.insert(lower, self.slots.len() - 1);
+        Ok(self.slots.len() - 1)
+    }
+
+    /// NULL in every column the line did not give.
+    fn end_row(&mut self) {
+        for c in self.slots.iter_mut().filter(|c| !c.filled) {
+            c.builder.push_null();
+        }
+    }
+
+    fn finish(self) -> (Vec<ColumnDef>, Vec<Column>) {
+        self.slots.into_iter().map(|c| (c.def, c.builder.finish())).unzip()
+    }
+}
