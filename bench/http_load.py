@@ -63,10 +63,10 @@ def free_port():
 class Zepto:
     name = "zeptodb"
 
-    def __init__(self, binary, threads=None, extra=()):
+    def __init__(self, binary, threads=None, extra=(), storage=("--in-memory",)):
         self.port = free_port()
         cmd = [binary, "serve", "--http", f"127.0.0.1:{self.port}", "--access-log", "off",
-               "--max-body-mb", "1024", "--in-memory", *extra]
+               "--max-body-mb", "1024", *storage, *extra]
         if threads:
             cmd += ["--threads", str(threads)]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -43,11 +43,13 @@ import json
 import os
 import random
 import re
+import shutil
 import signal
 import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import urllib.parse
@@ -145,13 +147,15 @@ class HttpClient:
 
 
 class ZeptoServer(Zepto):
-    """`zeptodb serve --in-memory` (bench/http_load.py's wrapper) with its ILP/TCP door on a free port."""
+    """`zeptodb serve` (bench/http_load.py's wrapper), in memory or durable (`--sync`), with its ILP/TCP door on a free port."""
 
-    def __init__(self, binary):
+    def __init__(self, binary, sync=None):
         self.tcp_port = free_port() if has_ilp_tcp(binary) else None
         extra = ["--ilp-tcp", f"127.0.0.1:{self.tcp_port}"] if self.tcp_port else []
         extra += ["--pg", "off"]  # its default port is QuestDB's (8812)
-        super().__init__(binary, extra=extra)
+        self.data_dir = tempfile.mkdtemp(prefix="zepto-questdb-bench-") if sync else None
+        storage = ["--data-dir", self.data_dir, "--sync", sync] if sync else ["--in-memory"]
+        super().__init__(binary, extra=extra, storage=storage)
         self.client = HttpClient(self.port)
         self.reused = self.loaded = False
 
@@ -164,6 +168,11 @@ class ZeptoServer(Zepto):
 
     def drop(self, table):
         self.sql(f"DROP TABLE IF EXISTS {table}")
+
+    def stop(self):
+        super().stop()
+        if self.data_dir:
+            shutil.rmtree(self.data_dir, ignore_errors=True)
 
 
 class QuestServer(QuestDB):
@@ -594,13 +603,15 @@ def parse_args():
     ap.add_argument("--clients", type=int, default=2)
     ap.add_argument("--probes", type=int, default=50, help="visibility probes per engine")
     ap.add_argument("--seed", type=int, default=51)
+    ap.add_argument("--sync", help="ZeptoDB durable in a temporary --data-dir with this --sync "
+                    "(always, interval=<ms>, none); default: --in-memory")
     return ap.parse_args()
 
 
 def start_engines(a, binary):
     engines = []
     try:
-        engines.append(ZeptoServer(binary))
+        engines.append(ZeptoServer(binary, a.sync))
         if not engines[0].tcp_port:
             log(f"WARNING: {binary} has no --ilp-tcp: the ILP/TCP load is skipped")
         if not a.no_questdb:
@@ -658,7 +669,8 @@ def main():
     data = generate(a.table, a.hosts, a.hours, a.seed, a.batch)
     log(f"generated {data['rows']:,} lines, {data['bytes']:,} bytes in {len(data['bodies']):,} batches")
     res = {"binary": os.path.relpath(binary, os.path.dirname(HERE)), "rows": data["rows"], "bytes": data["bytes"],
-           "hosts": a.hosts, "hours": a.hours, "batch": a.batch, "clients": a.clients, "loads": {}}
+           "hosts": a.hosts, "hours": a.hours, "batch": a.batch, "clients": a.clients, "loads": {},
+           "zeptodb_storage": f"--data-dir (temporary) --sync {a.sync}" if a.sync else "--in-memory"}
     res["loadavg_start"] = os.getloadavg()
     engines = start_engines(a, binary)
     res["questdb_reused"] = any(e.reused for e in engines)
@@ -667,7 +679,7 @@ def main():
     finally:
         stop_engines(engines, a.table)
     res["loadavg_end"] = os.getloadavg()
-    print(f"\nbinary {res['binary']}; load average (1/5/15 min) at the start {fmt_load(res['loadavg_start'])}, "
+    print(f"\nbinary {res['binary']} ({res['zeptodb_storage']}); load average (1/5/15 min) at the start {fmt_load(res['loadavg_start'])}, "
           f"at the end {fmt_load(res['loadavg_end'])} on {os.cpu_count()} cores")
     report_loads(res)
     report_queries(res, a.repeat)

@@ -202,6 +202,10 @@ pub struct Limits {
     pub batch_lines: usize,
     /// A batch is committed at most this long after its first complete line arrived.
     pub flush_after: Duration,
+    /// While a commit is in flight the next batch gathers up to this many bytes of complete
+    /// lines (then the socket is not read until the commit settles), and is committed as soon
+    /// as it settles: under a steady stream batches grow with the time a commit takes.
+    pub max_batch_bytes: usize,
 }
 
 impl Default for Limits {
@@ -211,6 +215,7 @@ impl Default for Limits {
             batch_bytes: 1 << 20,
             batch_lines: 10_000,
             flush_after: Duration::from_millis(5),
+            max_batch_bytes: 8 << 20,
         }
     }
 }

@@ -16,9 +16,12 @@
 //!   server buffer without limit).
 //! * A batch is committed when it reaches [`Limits::batch_bytes`] or [`Limits::batch_lines`],
 //!   or [`Limits::flush_after`] after its first line arrived, on the blocking pool (holding an
-//!   ingest slot as `/write` does), under the WAL's sync mode. Backpressure: one batch is
-//!   committed while the next is read; a full next batch waits, and the socket is not read
-//!   meanwhile.
+//!   ingest slot as `/write` does), under the WAL's sync mode. One batch is committed at a
+//!   time per connection: while it is, the next one gathers (up to
+//!   [`Limits::max_batch_bytes`]; then the socket is not read: backpressure) and is committed
+//!   the moment the first settles. So a trickle is committed within milliseconds, and a
+//!   stream in batches as large as a commit's time lets them grow (a commit's fixed costs,
+//!   such as the WAL's fsync, are paid per batch).
 //! * A bad line (syntax, type, or too long) commits every line before it, is logged and
 //!   counted (`zepto_ilp_tcp_bad_lines_total`), and closes the connection; nothing after it
 //!   is stored. Line numbers count from the connection's first line.
@@ -120,6 +123,12 @@ impl Pending {
     /// Whether the complete lines make a full batch under `limits`.
     pub fn is_full(&self, limits: &Limits) -> bool {
         self.complete >= limits.batch_bytes || self.lines >= limits.batch_lines
+    }
+
+    /// Whether the complete lines are as many bytes as a batch may gather while another is
+    /// committed ([`Limits::max_batch_bytes`]).
+    pub fn is_at_max(&self, limits: &Limits) -> bool {
+        self.complete >= limits.max_batch_bytes
     }
 
     /// The complete lines as a batch (`None` if there are none); the open line stays.
@@ -366,23 +375,30 @@ impl Conn<'_> {
         let mut due: Option<Instant> = None;
         let mut chunk = vec![0u8; READ_CHUNK];
         let end = loop {
-            if pending.is_full(&limits) || due.is_some_and(|d| d <= Instant::now()) {
+            let due_now = pending.is_full(&limits) || due.is_some_and(|d| d <= Instant::now());
+            if inflight.is_none() && pending.has_lines() && due_now {
                 due = None;
                 if !self.flush(&mut inflight, pending.take()).await {
                     break End::Refused;
                 }
                 continue;
             }
+            // A batch at its largest waits, unread socket and all, for the commit in flight.
+            let gathering = !pending.is_at_max(&limits);
             tokio::select! {
-                r = io.read(&mut chunk) => match self.received(r, &chunk, &mut pending, &mut due) {
+                r = io.read(&mut chunk), if gathering => match self.received(r, &chunk, &mut pending, &mut due) {
                     Some(end) => break end,
                     None => continue,
                 },
-                _ = sleep_until(due), if due.is_some() => continue,
+                _ = sleep_until(due), if due.is_some() && inflight.is_none() => continue,
                 r = settled(&mut inflight), if inflight.is_some() => {
                     inflight = None;
                     if !self.report(r) {
                         break End::Refused;
+                    }
+                    if pending.has_lines() {
+                        // What gathered meanwhile has waited a commit's time already.
+                        due = Some(Instant::now());
                     }
                 }
                 _ = stopped(&mut stop) => break End::Cut,
