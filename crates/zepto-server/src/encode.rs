@@ -10,6 +10,7 @@
 
 use crate::error::ApiError;
 use crate::exec_json::ExecShape;
+use crate::row_text::{Dialect, RowText};
 use std::sync::Arc;
 use zepto_io::format::{csv_cell, csv_escape, json_cell, json_escape};
 use zepto_io::ipc::{IpcCodec, IpcResultWriter};
@@ -256,15 +257,10 @@ impl Encoder {
                 let last = (self.next_row + TEXT_CHUNK_ROWS).min(self.end_row);
                 // A little over the last chunk's size per row: one allocation, no regrowth.
                 s.reserve((last - self.next_row) * (self.row_bytes + self.row_bytes / 8 + 2));
-                let mut end = self.next_row;
-                while end < last {
-                    self.seek(end);
-                    self.row(end, &mut s);
-                    end += 1;
-                    if self.written + s.len() > self.byte_cap {
-                        self.end_row = end; // the page ends with this row
-                        break;
-                    }
+                let (end, chunk, capped) = self.rows_text(last, &mut s);
+                self.chunk = chunk;
+                if capped {
+                    self.end_row = end; // the page ends with this row
                 }
                 self.written += s.len();
                 self.row_bytes = s.len() / (end - self.next_row).max(1);
@@ -335,30 +331,62 @@ impl Encoder {
         s.push_str("}\n");
     }
 
-    /// Move to the batch holding row `g` of the result (rows are asked for in order, so
-    /// from the batch of the last row on).
-    fn seek(&mut self, g: usize) {
-        while self.starts.get(self.chunk + 1).is_some_and(|&start| start <= g) {
-            self.chunk += 1;
+    /// Rows from `next_row` up to `last` into `s`, stopping after the row that takes the
+    /// answer past `byte_cap`: the row after the last written, the chunk it is in, and
+    /// whether the cap stopped it.
+    fn rows_text(&self, last: usize, s: &mut String) -> (usize, usize, bool) {
+        let (mut end, mut chunk) = (self.next_row, self.chunk);
+        // The JSON dialects write a run of rows of one chunk through its columns' writers.
+        let mut text: Option<(usize, RowText<'_>)> = None;
+        while end < last {
+            chunk = self.chunk_of(end, chunk);
+            let (cols, i): (&[Arc<Column>], usize) = match (self.chunks.get(chunk), self.starts.get(chunk)) {
+                (Some(b), Some(&start)) => (&b.columns, end - start),
+                _ => (&[], 0),
+            };
+            match self.dialect() {
+                Some(dialect) => {
+                    if end > self.first_row {
+                        s.push(',');
+                    }
+                    if text.as_ref().is_none_or(|(k, _)| *k != chunk) {
+                        text = Some((chunk, RowText::new(cols.iter().map(|c| c.as_ref()), dialect)));
+                    }
+                    if let Some((_, t)) = &mut text {
+                        t.row(i, s);
+                    }
+                }
+                None => self.row(cols, i, s),
+            }
+            end += 1;
+            if self.written + s.len() > self.byte_cap {
+                return (end, chunk, true);
+            }
+        }
+        (end, chunk, false)
+    }
+
+    /// The batch holding row `g` of the result, from batch `from` on (rows are asked for in
+    /// order).
+    fn chunk_of(&self, g: usize, mut from: usize) -> usize {
+        while self.starts.get(from + 1).is_some_and(|&start| start <= g) {
+            from += 1;
+        }
+        from
+    }
+
+    /// The JSON dialect of a format whose rows are JSON arrays ([`RowText`]).
+    fn dialect(&self) -> Option<Dialect> {
+        match self.format {
+            Format::Json => Some(Dialect::Ours),
+            Format::QuestDb => Some(Dialect::QuestDb),
+            _ => None,
         }
     }
 
-    /// Write row `g` of the result, which [`Encoder::seek`] moved to.
-    fn row(&self, g: usize, s: &mut String) {
-        let (cols, i): (&[Arc<Column>], usize) = match (self.chunks.get(self.chunk), self.starts.get(self.chunk)) {
-            (Some(b), Some(&start)) => (&b.columns, g - start),
-            _ => (&[], 0),
-        };
+    /// Row `i` of `cols` in a format that is not rows of JSON arrays.
+    fn row(&self, cols: &[Arc<Column>], i: usize, s: &mut String) {
         match self.format {
-            Format::Json | Format::QuestDb => {
-                if g > self.first_row {
-                    s.push(',');
-                }
-                s.push('[');
-                let cell = if self.format == Format::Json { json_cell } else { crate::exec_json::cell };
-                cells(cols, i, cell, s);
-                s.push(']');
-            }
             Format::Jsonl => {
                 s.push('{');
                 for (j, (c, n)) in cols.iter().zip(&self.names).enumerate() {
@@ -379,7 +407,7 @@ impl Encoder {
                 cells(cols, i, crate::exec_json::csv_cell, s);
                 s.push_str("\r\n");
             }
-            Format::Arrow(_) => {}
+            Format::Json | Format::QuestDb | Format::Arrow(_) => {}
         }
     }
 }

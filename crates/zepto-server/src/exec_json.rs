@@ -122,9 +122,10 @@ pub fn cell(c: &Column, i: usize, s: &mut String) {
                 // `infinity` / `-infinity`, as words: no date holds them.
                 return json_escape(word, s);
             }
-            let text = time::format_timestamp_iso(ns - ns.rem_euclid(1000));
+            let text = time::format_timestamp_iso(ns);
             s.push('"');
-            // 9 fraction digits and a Z: keep six.
+            // 9 fraction digits and a Z: keep six (the floor to the microsecond; subtracting
+            // the nanoseconds overflowed in the first microsecond after -infinity).
             s.push_str(text.get(..text.len().saturating_sub(4)).unwrap_or(&text));
             s.push_str("Z\"");
         }

@@ -38,6 +38,7 @@ pub mod questdb;
 pub mod request_body;
 pub mod results;
 pub mod router;
+pub mod row_text;
 pub mod server;
 pub mod sql;
 pub mod state;

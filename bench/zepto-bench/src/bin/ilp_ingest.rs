@@ -6,6 +6,8 @@
 
 use std::time::Instant;
 use zepto_server::auth::Principal;
+use zepto_server::encode::{Encoder, Format};
+use zepto_server::exec_json::ExecShape;
 use zepto_server::ingest::{ilp, write, IngestFormat, WriteRequest};
 
 const FIELDS: [&str; 10] = [
@@ -131,5 +133,36 @@ fn main() {
     let mb = bytes as f64 / 1e6;
     for (what, s) in [("tokenize only", tokenize), ("write (in memory)", whole)] {
         println!("{what:<18} {s:>8.3} s  {:>12.0} lines/s  {:>7.1} MB/s", rows as f64 / s, mb / s);
+    }
+    let engine = zepto_sql::Engine::new();
+    for b in &bodies {
+        write(&engine, &who, &req, b).expect("the batch is stored");
+    }
+    encode_answers(&engine, best);
+}
+
+/// The high-value filter of `bench/questdb.py` (every column of the rows with `usage_user >
+/// 90`): the query alone, then its answer encoded as our JSON and as QuestDB's `/exec` JSON.
+fn encode_answers(engine: &zepto_sql::Engine, best: impl Fn(&dyn Fn()) -> f64) {
+    let sql = "SELECT * FROM cpu WHERE usage_user > 90";
+    let r = engine.execute(sql).expect("the query runs");
+    let query = best(&|| {
+        engine.execute(sql).expect("the query runs");
+    });
+    let encode = |format: Format| {
+        let mut e = Encoder::new(format, &r, 0.0).expect("an encoder");
+        if format == Format::QuestDb {
+            e = e.with_exec(ExecShape { query: sql.into(), ..ExecShape::default() });
+        }
+        let mut out = Vec::new();
+        while e.next_chunk(&mut out).expect("a chunk") {}
+        out.len()
+    };
+    let bytes = encode(Format::Json);
+    let (json, exec) = (best(&|| _ = encode(Format::Json)), best(&|| _ = encode(Format::QuestDb)));
+    let rows = r.batch().rows;
+    println!("{sql}: {rows} rows, {:.1} MB of JSON", bytes as f64 / 1e6);
+    for (what, s) in [("query", query), ("encode JSON", json), ("encode /exec JSON", exec)] {
+        println!("{what:<18} {:>8.1} ms  {:>7.1} MB/s", s * 1e3, bytes as f64 / 1e6 / s);
     }
 }

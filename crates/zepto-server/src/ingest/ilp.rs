@@ -484,28 +484,35 @@ fn fields<'a, S: LineSink<'a>>(b: &Body<'a>, mut i: usize, l0: usize, sink: &mut
     }
 }
 
-/// `t` as a non-negative or negative decimal integer (`-?[0-9]+`, at most 18 digits: no
-/// overflow), else `None` (the caller reads it the slow way).
+/// `t` as a decimal integer (`-?[0-9]+`, in range), else `None` (the caller reads it the
+/// slow way, and says what is wrong).
+#[inline]
 fn digits(t: &[u8]) -> Option<i64> {
     let (neg, d) = match t.split_first() {
         Some((b'-', rest)) => (true, rest),
         _ => (false, t),
     };
-    if d.is_empty() || d.len() > 18 {
+    if d.is_empty() || d.len() > 19 {
         return None;
     }
+    // Accumulated negative: i64::MIN has no positive twin.
     let mut v: i64 = 0;
     for &c in d {
         let x = c.wrapping_sub(b'0');
         if x > 9 {
             return None;
         }
-        v = v * 10 + i64::from(x);
+        v = v.checked_mul(10)?.checked_sub(i64::from(x))?;
     }
-    Some(if neg { -v } else { v })
+    if neg {
+        Some(v)
+    } else {
+        v.checked_neg()
+    }
 }
 
 /// One field value starting at byte `i`; returns it and the index after it.
+#[inline]
 fn field_value<'a>(b: &Body<'a>, i: usize) -> Result<(FieldValue<'a>, usize), String> {
     let Some(&first) = b.get(i) else {
         return Err("missing value".into());
@@ -543,6 +550,7 @@ fn field_value<'a>(b: &Body<'a>, i: usize) -> Result<(FieldValue<'a>, usize), St
 }
 
 /// A field value written as text (not a string): boolean, number, timestamp.
+#[inline]
 fn text_value(t: &str) -> Result<FieldValue<'static>, String> {
     // The common case first: a plain integer (`42i`).
     if let Some((&b'i', d)) = t.as_bytes().split_last() {
@@ -672,6 +680,32 @@ mod tests {
         assert_eq!(p.fields[2].1, FieldValue::Str("".into()));
         assert_eq!(p.fields[3].1, FieldValue::Bool(false));
         assert_eq!(p.timestamp, Some(17_000_000));
+    }
+
+    /// The digit loop reads what `str::parse` reads, or leaves it to it.
+    #[test]
+    fn digits_agree_with_parse() {
+        for t in [
+            "0",
+            "-0",
+            "7",
+            "-42",
+            "9223372036854775807",
+            "-9223372036854775808",
+            "9223372036854775808",
+            "-9223372036854775809",
+            "99999999999999999999",
+            "",
+            "-",
+            "+5",
+            "12a",
+            "1451606400000000000",
+        ] {
+            match digits(t.as_bytes()) {
+                Some(v) => assert_eq!(Ok(v), t.parse::<i64>(), "{t}"),
+                None => assert!(t.parse::<i64>().is_err() || t.starts_with('+'), "{t}"),
+            }
+        }
     }
 
     #[test]
