@@ -95,6 +95,23 @@ def rows():
     return out
 
 
+DST_DDL = "CREATE TABLE dst (ts TIMESTAMP, hostname SYMBOL, v LONG) timestamp(ts) PARTITION BY DAY WAL"
+# Europe/Berlin and America/New_York change their clocks inside both windows (spring forward
+# on 2024-03-10 / 03-31, fall back on 2024-10-27 / 11-03).
+DST_WINDOWS = [(1709856000_000000, 6 * 86_400_000_000), (1711670400_000000, 4 * 86_400_000_000),
+               (1729814400_000000, 10 * 86_400_000_000)]
+
+
+def dst_rows():
+    """900 rows around the daylight-saving changes of two zones, 3 hosts."""
+    rnd = random.Random(23)
+    out = []
+    for start, span in DST_WINDOWS:
+        for t in sorted(rnd.sample(range(0, span, 6_007_000), 300)):
+            out.append((start + t, f"h{rnd.randrange(3)}", rnd.randrange(-100, 1000)))
+    return out
+
+
 def sql_value(v):
     if v is None:
         return "NULL"
@@ -116,19 +133,19 @@ def engines(questdb):
     zepto = serve(http=f"127.0.0.1:{port}")
     url = f"http://127.0.0.1:{port}"
     try:
-        data = rows()
-        for base, key in [(questdb, None), (url, API_KEY)]:
-            assert exec_sql(base, DDL, key).get("ddl") == "OK"
-            for k in range(0, len(data), 250):
-                values = ", ".join("(" + ", ".join([f"'{iso(r[0])}'"] + [sql_value(v) for v in r[1:]]) + ")"
-                                   for r in data[k:k + 250])
-                got = exec_sql(base, f"INSERT INTO cpu VALUES {values}", key)
-                assert got.get("dml") == "OK", got
-        # QuestDB applies a WAL table's rows in the background.
-        deadline = time.time() + 60
-        while exec_sql(questdb, "SELECT count() FROM cpu")["dataset"] != [[len(data)]]:
-            assert time.time() < deadline, "QuestDB did not apply the rows"
-            time.sleep(0.2)
+        for table, ddl, data in [("cpu", DDL, rows()), ("dst", DST_DDL, dst_rows())]:
+            for base, key in [(questdb, None), (url, API_KEY)]:
+                assert exec_sql(base, ddl, key).get("ddl") == "OK"
+                for k in range(0, len(data), 250):
+                    values = ", ".join("(" + ", ".join([f"'{iso(r[0])}'"] + [sql_value(v) for v in r[1:]]) + ")"
+                                       for r in data[k:k + 250])
+                    got = exec_sql(base, f"INSERT INTO {table} VALUES {values}", key)
+                    assert got.get("dml") == "OK", got
+            # QuestDB applies a WAL table's rows in the background.
+            deadline = time.time() + 60
+            while exec_sql(questdb, f"SELECT count() FROM {table}")["dataset"] != [[len(data)]]:
+                assert time.time() < deadline, "QuestDB did not apply the rows"
+                time.sleep(0.2)
         yield questdb, url
     finally:
         zepto.terminate()
@@ -160,6 +177,19 @@ CORPUS = [
     "SELECT ts, max(io) FROM cpu WHERE hostname = 'h5' SAMPLE BY 20m FILL(-1) ORDER BY ts",
     "SELECT ts, count() FROM cpu SAMPLE BY 1d FROM '2023-12-30' TO '2024-01-06' FILL(0) ORDER BY ts",
     "SELECT ts, first(usage_user), last(usage_user) FROM cpu SAMPLE BY 12h ORDER BY ts",
+    # Time zones: buckets on a zone's wall clock across daylight-saving changes (days of 23
+    # and 25 hours, a repeated hour), fixed offsets, WITH OFFSET in local time; the functions.
+    "SELECT ts, count(), sum(v) FROM dst SAMPLE BY 1d ALIGN TO CALENDAR TIME ZONE 'Europe/Berlin' ORDER BY ts",
+    "SELECT ts, count(), min(v) FROM dst SAMPLE BY 6h ALIGN TO CALENDAR TIME ZONE 'America/New_York' ORDER BY ts",
+    "SELECT ts, count(), max(v) FROM dst SAMPLE BY 1h ALIGN TO CALENDAR TIME ZONE 'Europe/Berlin' ORDER BY ts",
+    "SELECT ts, hostname, count() FROM dst SAMPLE BY 90m ALIGN TO CALENDAR TIME ZONE 'Asia/Kolkata' "
+    "ORDER BY ts, hostname",
+    "SELECT ts, sum(v) FROM dst SAMPLE BY 1d ALIGN TO CALENDAR TIME ZONE 'Europe/Berlin' WITH OFFSET '06:30' "
+    "ORDER BY ts",
+    "SELECT ts, count() FROM dst SAMPLE BY 4h ALIGN TO CALENDAR TIME ZONE '+05:30' ORDER BY ts",
+    "SELECT ts, count() FROM dst SAMPLE BY 1M ALIGN TO CALENDAR TIME ZONE 'America/New_York' ORDER BY ts",
+    "SELECT ts, to_timezone(ts, 'Europe/Berlin'), to_utc(ts, 'America/New_York'), to_timezone(ts, '-03:00') "
+    "FROM dst ORDER BY ts",
     # Aggregates and functions as QuestDB spells them.
     "SELECT count(), count(*), count(usage_user), count_distinct(hostname), count_distinct(io) FROM cpu",
     "SELECT hostname, count(), sum(usage_system), first(io), last(io) FROM cpu ORDER BY hostname",

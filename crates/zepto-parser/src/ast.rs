@@ -376,6 +376,9 @@ pub struct SampleBy {
     /// `ALIGN TO CALENDAR [WITH OFFSET '..']` (the default; offset in ns) or `ALIGN TO FIRST
     /// OBSERVATION` (`None`).
     pub calendar_offset: Option<i64>,
+    /// `ALIGN TO CALENDAR TIME ZONE 'tz'`: buckets on the zone's wall clock (the offset too),
+    /// each named by the instant (UTC) it starts at.
+    pub time_zone: Option<String>,
     /// Where the clause starts.
     pub pos: Pos,
 }

@@ -59,7 +59,7 @@ impl Parser {
                 self.expect_op(",")?;
             }
         }
-        let mut calendar_offset = Some(0);
+        let (mut calendar_offset, mut time_zone) = (Some(0), None);
         if self.eat_kw("align") {
             self.expect_kw("to")?;
             if self.eat_kw("first") {
@@ -67,12 +67,9 @@ impl Parser {
                 calendar_offset = None;
             } else {
                 self.expect_kw("calendar")?;
-                if self.is_kw("time") {
-                    let p = self.pos();
-                    return Err(SqlError::NotSupported(format!(
-                        "ALIGN TO CALENDAR TIME ZONE at line {}, column {} (timestamps are UTC)",
-                        p.line, p.column
-                    )));
+                if self.eat_kw("time") {
+                    self.expect_kw("zone")?;
+                    time_zone = Some(self.string_lit()?);
                 }
                 if self.eat_kw("with") {
                     self.expect_kw("offset")?;
@@ -86,7 +83,7 @@ impl Parser {
                 }
             }
         }
-        Ok(Some(SampleBy { width, months, from, to, fill, calendar_offset, pos }))
+        Ok(Some(SampleBy { width, months, from, to, fill, calendar_offset, time_zone, pos }))
     }
 
     /// `1m`, `30s`, `100T` (ms), `5U` (µs), `'15 minutes'`, `INTERVAL '1 hour'`; calendar

@@ -97,6 +97,10 @@ pub enum ScalarFunc {
     TimestampFloor,
     /// QuestDB's `timestamp_ceil(period, ts)`: the start of the next period.
     TimestampCeil,
+    /// QuestDB's `to_timezone(ts, tz)`: the wall-clock time in zone `tz` of instant `ts`.
+    ToTimezone,
+    /// QuestDB's `to_utc(ts, tz)`: the instant of wall-clock time `ts` in zone `tz`.
+    ToUtc,
     /// `to_timestamp(text, pattern)` (QuestDB's patterns), `to_timestamp(seconds)`.
     ToTimestamp,
 }
@@ -415,6 +419,8 @@ pub fn scalar_by_name(name: &str) -> Option<ScalarFunc> {
         "timestamp_floor" => ScalarFunc::TimestampFloor,
         "timestamp_ceil" => ScalarFunc::TimestampCeil,
         "to_timestamp" => ScalarFunc::ToTimestamp,
+        "to_timezone" => ScalarFunc::ToTimezone,
+        "to_utc" => ScalarFunc::ToUtc,
         "systimestamp" | "sysdate" => ScalarFunc::Now,
         _ => return None,
     })
@@ -466,7 +472,13 @@ impl ScalarFunc {
             F::DateTrunc | F::DatePart | F::EpochNs | F::MonthBucket | F::Epoch | F::Now | F::Xbar => Family::Temporal,
             F::ArrayDistance(_) | F::ArrayLength => Family::Vector,
             F::JsonBuildObject | F::JsonBuildArray => Family::Json,
-            F::DateAdd | F::DateDiff | F::TimestampFloor | F::TimestampCeil | F::ToTimestamp => Family::Calendar,
+            F::DateAdd
+            | F::DateDiff
+            | F::TimestampFloor
+            | F::TimestampCeil
+            | F::ToTimestamp
+            | F::ToTimezone
+            | F::ToUtc => Family::Calendar,
         }
     }
 }
@@ -488,7 +500,7 @@ pub fn scalar_arity(f: ScalarFunc) -> (usize, usize) {
         Concat | Coalesce | Greatest | Least => (1, usize::MAX),
         JsonBuildObject | JsonBuildArray => (0, usize::MAX),
         DateAdd | DateDiff => (3, 3),
-        TimestampFloor | TimestampCeil => (2, 2),
+        TimestampFloor | TimestampCeil | ToTimezone | ToUtc => (2, 2),
         ToTimestamp => (1, 2),
     }
 }

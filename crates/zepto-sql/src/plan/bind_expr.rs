@@ -986,6 +986,16 @@ fn calendar_call(func: ScalarFunc, name: &str, args: Vec<BExpr>, pos: Pos) -> Re
             }
             mk(vec![lit(Value::Str(unit)), ts_arg(b, name, pos)?, ts_arg(c, name, pos)?], Int64)
         }
+        F::ToTimezone | F::ToUtc => {
+            let zone = match b {
+                Some(BExpr::Lit(Value::Str(z), _)) => z,
+                _ => {
+                    return Err(SqlError::plan(format!("{name}(ts, tz): the time zone must be a constant"), Some(pos)))
+                }
+            };
+            crate::eval::calendar::zone::Zone::parse(&zone).map_err(|e| SqlError::plan(e, Some(pos)))?;
+            mk(vec![ts_arg(a, name, pos)?, lit(Value::Str(zone))], Timestamp)
+        }
         F::TimestampFloor | F::TimestampCeil => {
             let period = constant(&a)?;
             if Period::parse(&period).is_none() {

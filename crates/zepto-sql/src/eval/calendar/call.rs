@@ -60,6 +60,14 @@ pub fn call(f: ScalarFunc, args: &[BExpr], b: &Batch, sq: &dyn Subqueries) -> Re
                 push(i, t.is_valid(i).then(|| step(p, x)).flatten());
             }
         }
+        ScalarFunc::ToTimezone | ScalarFunc::ToUtc => {
+            let zone = super::zone::Zone::parse(text(args.get(1))?).map_err(SqlError::exec)?;
+            let t = arg(0)?;
+            let to = |x: i64| if f == ScalarFunc::ToTimezone { zone.local(x) } else { zone.utc(x) };
+            for (i, &x) in times(&t)?.iter().enumerate().take(n) {
+                push(i, t.is_valid(i).then(|| to(x)).flatten());
+            }
+        }
         _ if args.len() == 1 => {
             let x = arg(0)?;
             let secs = crate::eval::numeric::to_f64(&x)?;

@@ -8,6 +8,8 @@
 //! - adding months keeps the day of the month, or the month's last day when it has fewer;
 //!   adding years to 29 February gives 1 March in a common year (as QuestDB does);
 //! - `datediff` is the number of whole units between the two, whichever comes first;
+//! - `to_timezone(ts, tz)` and `to_utc(ts, tz)` move between an instant and its wall-clock
+//!   time in a zone ([`zone`]);
 //! - `timestamp_floor` aligns on the epoch (1970-01-01, weeks on Monday 1969-12-29, months
 //!   and years on 1970's); `timestamp_ceil` is the floor plus one period, also for a
 //!   timestamp already on a boundary.
@@ -16,6 +18,7 @@
 mod call;
 pub mod interval;
 pub mod pattern;
+pub mod zone;
 
 pub use call::call;
 

@@ -184,6 +184,27 @@ fn bucket_expr(ts: &Expr, origin: i64, sb: &SampleBy) -> Expr {
     }
 }
 
+/// The bucket of `ts` on the wall clock of `zone` (`ALIGN TO CALENDAR TIME ZONE`), named by
+/// the instant it starts at: `to_utc(bucket(to_timezone(ts, zone)), zone)`. A day is then the
+/// zone's day, 23 or 25 hours long across a daylight-saving change. Only buckets that have
+/// rows: FILL and FROM/TO step in fixed widths of UTC time, which such buckets do not have.
+fn zoned_bucket(ts: &Expr, origin: i64, zone: &str, sb: &SampleBy) -> Result<Expr> {
+    crate::eval::calendar::zone::Zone::parse(zone).map_err(|e| SqlError::plan(e, Some(sb.pos)))?;
+    if sb.from.is_some() || sb.to.is_some() {
+        return plan_err(
+            "SAMPLE BY ... FROM/TO with ALIGN TO CALENDAR TIME ZONE is not supported (filter ts in WHERE)",
+            sb,
+        );
+    }
+    if sb.fill.iter().any(|f| *f != FillMode::None) {
+        return plan_err("SAMPLE BY ... FILL with ALIGN TO CALENDAR TIME ZONE is not supported (only FILL(NONE))", sb);
+    }
+    let zone = || Expr::Lit(Literal::Str(zone.to_string()), sb.pos);
+    let local = Expr::Func(Box::new(FuncCall::new("to_timezone", vec![ts.clone(), zone()], sb.pos)));
+    let bucket = bucket_expr(&local, origin, sb);
+    Ok(Expr::Func(Box::new(FuncCall::new("to_utc", vec![bucket, zone()], sb.pos))))
+}
+
 /// `where_` AND `ts >= lo` AND `ts < hi` (the bounds given): SAMPLE BY's FROM/TO as a time
 /// filter the scan answers by binary search.
 fn time_range_filter(
@@ -252,7 +273,10 @@ impl Binder {
             (None, Some(off)) => off,
             (None, None) => self.first_observation(s, &ts)?,
         };
-        let bucket = bucket_expr(&ts, origin, sb);
+        let bucket = match &sb.time_zone {
+            None => bucket_expr(&ts, origin, sb),
+            Some(zone) => zoned_bucket(&ts, origin, zone, sb)?,
+        };
         let mut items = Vec::with_capacity(s.items.len());
         let mut group_by = vec![bucket.clone()];
         let mut has_agg = false;
