@@ -501,6 +501,45 @@ impl Catalog {
         })
     }
 
+    /// Put `table` (empty: the new layout) holding the rows `columns` in place of the table of
+    /// its name, if there is one: one logged change (drop, create, append), so a reader, a
+    /// writer and a crash see the old table or the new one, never neither. Returns the rows.
+    pub fn replace(&self, mut table: Table, columns: Vec<Column>) -> Result<usize, StorageError> {
+        if table.row_count() > 0 || !table.dedup_keys().is_empty() {
+            return Err(StorageError::Internal("a replacing table is created empty, without dedup keys".into()));
+        }
+        table.validate(&columns)?;
+        let _gate = self.gate.read().unwrap_or_else(|e| e.into_inner());
+        let mut map = self.tables.write().unwrap_or_else(|e| e.into_inner());
+        let k = key(table.name());
+        let old = map.get(&k).cloned();
+        // Wait for the old table's writers in flight: their records precede this one.
+        let _writers = old.as_ref().map(|slot| slot.table.write().unwrap_or_else(|e| e.into_inner()));
+        let name = table.name().to_string();
+        let col_name = |i: Option<usize>| i.map(|i| table.schema().columns[i].name.as_str());
+        let mut changes = Vec::with_capacity(3);
+        if old.is_some() {
+            changes.push(Change::DropTable { name: &name });
+        }
+        changes.push(Change::CreateTable {
+            name: &name,
+            schema: table.schema(),
+            partition_key: col_name(table.key_col()),
+            timestamp: col_name(table.ts_col()),
+        });
+        changes.push(Change::Append { table: &name, columns: &columns });
+        let logged = self.log(&changes)?;
+        drop(changes);
+        logged.apply(|| {
+            let rows = table.append(columns)?;
+            if let Some(slot) = &old {
+                slot.dropped.store(true, std::sync::atomic::Ordering::Release);
+            }
+            map.insert(k, new_slot(table));
+            Ok::<_, StorageError>(rows)
+        })
+    }
+
     /// Drop a table (logged). `Ok(false)` if it does not exist and `if_exists`; `TableNotFound` if
     /// it does not exist otherwise.
     pub fn drop_table(&self, name: &str, if_exists: bool) -> Result<bool, StorageError> {

@@ -344,7 +344,7 @@ fn store(
     let ts_name = target.ts.and_then(|i| target.defs.get(i)).map(|d| d.name.clone()).unwrap_or_default();
     let Some(c) = cluster else {
         if replace {
-            catalog.drop_table(name, true).map_err(crate::error::storage_error)?;
+            return ingest::replace_import(catalog, who, name, target.defs, cols, &ts_name);
         }
         return ingest::store_import(catalog, who, name, target.defs, cols, &ts_name);
     };

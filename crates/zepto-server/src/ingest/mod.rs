@@ -368,6 +368,26 @@ pub(crate) fn store_import(
     create_and_apply(catalog, vec![plan], who.tables.tenant().is_some())
 }
 
+/// [`store_import`] of `overwrite=true`: the table of that name, if any, replaced by a new one
+/// with these columns and rows in one logged change ([`Catalog::replace`]): readers and a
+/// crash see the old table or the new one, never neither.
+pub(crate) fn replace_import(
+    catalog: &Catalog,
+    who: &Principal,
+    name: &str,
+    defs: Vec<ColumnDef>,
+    cols: Vec<Column>,
+    ts_name: &str,
+) -> Result<usize, ApiError> {
+    who.require_table(name)?;
+    let has_tenant_id = defs.iter().any(|d| d.name.eq_ignore_ascii_case(zepto_sql::access::TENANT_COLUMN));
+    who.require_unscoped_write(name, has_tenant_id)?;
+    let opts = TableOptions { timestamp: Some(ts_name.to_string()).filter(|t| !t.is_empty()), ..Default::default() };
+    let table = Table::new(name, Schema { columns: defs }, &opts)
+        .map_err(|e| ApiError::ingest(format!("table '{name}': {e}")))?;
+    catalog.replace(table, cols).map_err(storage_error)
+}
+
 /// Apply every table's rows under all their locks: first re-check each plan against the
 /// schema as it is now (a concurrent writer may have changed it; for a tenant-bound key,
 /// `scoped`, it may have given the table a `tenant_id` column), then widen and append.
