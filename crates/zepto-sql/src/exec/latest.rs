@@ -27,6 +27,18 @@ pub fn tails(ctx: &ExecContext, input: &Plan, keys: &[BExpr], ts: &BExpr) -> Res
         .ok_or_else(|| SqlError::Internal("LATEST ON from partition tails over another shape".into()))?;
     let ps = pieces(shape.table, shape.range);
     let mut hits: Vec<(&Piece, u32)> = Vec::with_capacity(ps.len());
+    if let (true, Some(tc)) = (shape.filters.is_empty(), shape.table.ts_col()) {
+        // No filter: the last row with a timestamp, read in the stored column (NULL
+        // timestamps sort first), without a batch of every column per partition.
+        for p in &ps {
+            let (col, range) = p.col(tc);
+            if let Some(i) = range.clone().rev().find(|&i| col.is_valid(i)) {
+                hits.push((p, (i - range.start) as u32));
+            }
+        }
+        let cols = shape.columns.iter().map(|&c| gather(shape.table, &hits, c)).collect::<Result<Vec<_>>>()?;
+        return Ok(in_ts_order(ctx, Batch::new(cols, hits.len()), ts));
+    }
     for p in &ps {
         let b = piece_batch(p, shape.columns);
         let tcol = eval(ctx, ts, &b)?;

@@ -1207,7 +1207,11 @@ fn append_picked(p: &mut Partition, batch: &[Column], rows: &[u32], ts_col: Opti
         let dst = Arc::make_mut(dst);
         append_column_rows(dst, src, rows);
         if let ColumnData::Symbol { dict: d, .. } = dst.data_mut() {
-            *d = dict.clone();
+            // Only when the dictionary changed: the swap is two atomic operations on a count
+            // every partition shares, per partition and symbol column of every batch.
+            if !Arc::ptr_eq(d, dict) {
+                *d = dict.clone();
+            }
         }
     }
     p.recount();
@@ -1274,7 +1278,9 @@ fn append_rows(p: &mut Partition, cols: Vec<Column>, ts_col: Option<usize>, dict
             dst
         };
         if let ColumnData::Symbol { dict: d, .. } = dst.data_mut() {
-            *d = dict.clone();
+            if !Arc::ptr_eq(d, dict) {
+                *d = dict.clone();
+            }
         }
     }
     p.recount();
