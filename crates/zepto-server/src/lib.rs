@@ -3,8 +3,10 @@
 //! * [`server`] — runtime, accept loop, TLS (rustls), graceful shutdown.
 //! * [`router`] — routes, authentication, request ids, metrics and the access log per request.
 //! * [`sql`] — the SQL endpoint: parameters, role checks, cancellation, streamed results.
-//! * [`encode`] — results as JSON, JSONL, CSV or an Arrow IPC stream.
-//! * [`ingest`] — `/write`: CSV, JSONL, Arrow IPC and InfluxDB line protocol, all-or-nothing.
+//! * [`encode`] — results as JSON, JSONL, CSV or an Arrow IPC stream ([`row_text`]: rows of
+//!   JSON arrays, each column's way of writing decided once per run of rows).
+//! * [`ingest`] — `/write`: CSV, JSONL, Arrow IPC and InfluxDB line protocol, all-or-nothing
+//!   (line protocol tokenized into a sink that types it straight into column builders).
 //! * [`imp`] — QuestDB's CSV import, `POST /imp` (multipart; types guessed; bad rows skipped).
 //! * [`ilp_tcp`] — line protocol over TCP (`--ilp-tcp`, QuestDB's port 9009), in batches.
 //! * [`ai`] — `/api/ai/*`: agent memory and answer caches, tenant-scoped.
