@@ -4,20 +4,10 @@
 //! listing) is refused by name. The values themselves are checked against DuckDB in
 //! python/tests/test_pg_catalog.py.
 
+mod common;
+
+use common::{lines, refused};
 use zepto_sql::Engine;
-
-fn lines(e: &Engine, sql: &str) -> Vec<String> {
-    let r = e.execute(sql).unwrap_or_else(|err| panic!("{sql}: {err}"));
-    let b = r.batch();
-    (0..b.rows).map(|i| b.columns.iter().map(|c| c.get(i).to_string()).collect::<Vec<_>>().join("\t")).collect()
-}
-
-fn refused(e: &Engine, sql: &str) -> String {
-    match e.execute(sql) {
-        Ok(_) => panic!("{sql}: expected an error"),
-        Err(err) => err.to_string(),
-    }
-}
 
 #[test]
 fn listings_follow_the_order_in_the_call() {

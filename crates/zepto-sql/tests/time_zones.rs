@@ -3,20 +3,10 @@
 //! checked against a running QuestDB in python/tests/test_questdb_sql.py), and what is refused,
 //! by name.
 
+mod common;
+
+use common::{lines, refused};
 use zepto_sql::Engine;
-
-fn lines(e: &Engine, sql: &str) -> Vec<String> {
-    let r = e.execute(sql).unwrap_or_else(|err| panic!("{sql}: {err}"));
-    let b = r.batch();
-    (0..b.rows).map(|i| b.columns.iter().map(|c| c.get(i).to_string()).collect::<Vec<_>>().join("\t")).collect()
-}
-
-fn refused(e: &Engine, sql: &str) -> String {
-    match e.execute(sql) {
-        Ok(_) => panic!("{sql}: expected an error"),
-        Err(err) => err.to_string(),
-    }
-}
 
 fn engine() -> Engine {
     let e = Engine::new();

@@ -328,10 +328,7 @@ fn decode_lines(
 fn create_and_apply(catalog: &Catalog, plans: Vec<TablePlan>, scoped: bool) -> Result<usize, ApiError> {
     let mut created = Vec::new();
     for p in plans.iter().filter(|p| !p.exists) {
-        let ts = Some(p.ts_name.clone()).filter(|t| !t.is_empty());
-        let opts = TableOptions { timestamp: ts, ..Default::default() };
-        let table = Table::new(&p.name, Schema { columns: p.defs.clone() }, &opts)
-            .map_err(|e| ApiError::ingest(format!("table '{}': {e}", p.name)))?;
+        let table = empty_table(&p.name, p.defs.clone(), &p.ts_name)?;
         // Someone may have created it meanwhile: then the write below widens it as needed.
         if catalog.create(table, true).map_err(storage_error)? {
             created.push(p.name.clone());
@@ -360,9 +357,7 @@ pub(crate) fn store_import(
     cols: Vec<Column>,
     ts_name: &str,
 ) -> Result<usize, ApiError> {
-    who.require_table(name)?;
-    let has_tenant_id = defs.iter().any(|d| d.name.eq_ignore_ascii_case(zepto_sql::access::TENANT_COLUMN));
-    who.require_unscoped_write(name, has_tenant_id)?;
+    import_checks(who, name, &defs)?;
     let exists = catalog.exists(name);
     let plan = TablePlan { name: name.to_string(), exists, defs, cols, ts_name: ts_name.to_string() };
     create_and_apply(catalog, vec![plan], who.tables.tenant().is_some())
@@ -379,13 +374,23 @@ pub(crate) fn replace_import(
     cols: Vec<Column>,
     ts_name: &str,
 ) -> Result<usize, ApiError> {
+    import_checks(who, name, &defs)?;
+    catalog.replace(empty_table(name, defs, ts_name)?, cols).map_err(storage_error)
+}
+
+/// What an import into table `name` with columns `defs` needs of `who`: a grant for the
+/// table, and no tenant binding when the table has a `tenant_id` column.
+fn import_checks(who: &Principal, name: &str, defs: &[ColumnDef]) -> Result<(), ApiError> {
     who.require_table(name)?;
     let has_tenant_id = defs.iter().any(|d| d.name.eq_ignore_ascii_case(zepto_sql::access::TENANT_COLUMN));
-    who.require_unscoped_write(name, has_tenant_id)?;
+    who.require_unscoped_write(name, has_tenant_id)
+}
+
+/// An empty table `name` of columns `defs`, its designated timestamp `ts_name` (none when
+/// empty).
+fn empty_table(name: &str, defs: Vec<ColumnDef>, ts_name: &str) -> Result<Table, ApiError> {
     let opts = TableOptions { timestamp: Some(ts_name.to_string()).filter(|t| !t.is_empty()), ..Default::default() };
-    let table = Table::new(name, Schema { columns: defs }, &opts)
-        .map_err(|e| ApiError::ingest(format!("table '{name}': {e}")))?;
-    catalog.replace(table, cols).map_err(storage_error)
+    Table::new(name, Schema { columns: defs }, &opts).map_err(|e| ApiError::ingest(format!("table '{name}': {e}")))
 }
 
 /// Apply every table's rows under all their locks: first re-check each plan against the

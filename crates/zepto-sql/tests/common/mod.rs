@@ -26,3 +26,18 @@ pub fn sorted_rows(e: &Engine, sql: &str, digits: usize) -> Vec<String> {
     out.sort();
     out
 }
+
+/// The rows of `sql`'s answer on `e` in its order, each as tab-separated displayed cells.
+pub fn lines(e: &Engine, sql: &str) -> Vec<String> {
+    let r = e.execute(sql).unwrap_or_else(|err| panic!("{sql}: {err}"));
+    let b = r.batch();
+    (0..b.rows).map(|i| b.columns.iter().map(|c| c.get(i).to_string()).collect::<Vec<_>>().join("\t")).collect()
+}
+
+/// The error `sql` fails with on `e` (a test failure if it runs).
+pub fn refused(e: &Engine, sql: &str) -> String {
+    match e.execute(sql) {
+        Ok(_) => panic!("{sql}: expected an error"),
+        Err(err) => err.to_string(),
+    }
+}
