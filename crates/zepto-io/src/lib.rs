@@ -1,12 +1,48 @@
-//! File and wire formats shared by every door (SQL `COPY`, the CLI, later the HTTP server):
+//! File and wire formats shared by every door: CSV, Parquet, Arrow IPC and PostgreSQL's COPY
+//! formats in and out of typed columns.
 //!
-//! * [`csv`] — an RFC 4180 reader/writer that keeps SPEC §2's distinction between an empty
-//!   unquoted field (NULL) and `""` (the empty string), and names the bad data row on error.
-//! * [`parquet`] — Parquet files in and out through Arrow record batches (zstd/snappy).
-//! * [`arrow`] — engine columns to and from Arrow arrays (Parquet and Arrow IPC share it).
-//! * [`export`] — engine columns as Arrow arrays sharing their memory (in-process consumers).
-//! * [`ipc`] — the Arrow IPC stream format (HTTP ingest and results).
-//! * [`mod@format`] — value rendering for CSV, JSON and the terminal table.
+//! # What it owns
+//!
+//! Bytes to `zepto_storage::Column`s of a given schema (`&[ColumnDef]`) and back. It never
+//! touches the catalog: callers apply what it decodes.
+//!
+//! * [`csv`] — RFC 4180 ([`csv::read_csv`], [`csv::write_csv`]) keeping SPEC §2's distinction
+//!   between an empty unquoted field (NULL) and `""` (the empty string).
+//! * [`parquet`] — [`parquet::read_parquet`], [`parquet::write_parquet`] (zstd, on every core),
+//!   [`parquet::read_parquet_parts`] (chosen row groups, for the Parquet history).
+//! * [`ipc`] — Arrow IPC streams: [`ipc::read_ipc_stream`] and [`ipc::IpcResultWriter`] (HTTP
+//!   `format=arrow`, WAL batches); [`ipc_check`] bounds-checks untrusted input first.
+//! * [`arrow`] — engine types to and from Arrow ([`arrow::to_arrow`], [`arrow::Acc`]; `FLOAT[n]`
+//!   in [`arrow_vector`]); [`export`] shares column memory with in-process readers (Python).
+//! * [`pgcopy`] — PostgreSQL's COPY text and CSV, streamed ([`pgcopy::CopyReader`]).
+//! * [`mod@format`] — a cell as CSV, JSON or terminal text.
+//!
+//! # Entry points
+//!
+//! Called by zepto-sql's `copy.rs` (`COPY`), zepto-server (`ingest/mod.rs`, `encode.rs`),
+//! zepto-pg's `copy.rs`, zepto-durable (WAL batches, checkpoints) and zepto-history (Parquet).
+//!
+//! # Invariants
+//!
+//! * A read is all or nothing: the first bad value stops it with an [`IoError`] naming its
+//!   1-based data row (and column).
+//! * Columns come back in the schema's order and types; input columns are matched by name (a
+//!   CSV without a header: by position).
+//! * A long read asks its [`Check`] now and then and stops ([`IoError::Stopped`]) when it errs.
+//! * [`parquet::write_parquet`] writes `<path>.tmp`, syncs, then renames; a full disk is
+//!   [`IoError::DiskFull`], with the partial file removed.
+//! * Hostile input gives an error, never a panic ([`ipc_check::guard`]; zepto-fuzz targets).
+//!
+//! # When you change …
+//!
+//! * A column type: `to_arrow` and `Acc` (`arrow.rs`), `ipc::engine_type`, `csv::parse_field`,
+//!   `format.rs`, `export.rs`; in zepto-durable, the checkpoint's `arrow_type`.
+//! * How Arrow IPC or arrays decode: zepto-durable replays WAL appends and loads checkpoints
+//!   through them, so every log and checkpoint written before must still read.
+//! * An [`IoError`] variant: `From<IoError> for ApiError` (zepto-server `error.rs`), `bad_file`
+//!   and `write_error` (zepto-sql `copy.rs`), `From<IoError> for DurableError`.
+//! * A format: a module here, `format_of` in zepto-sql's `copy.rs`, `ingest/mod.rs` in
+//!   zepto-server, a target in zepto-fuzz. Not here: ILP and JSON lines (zepto-server `ingest/`).
 #![warn(missing_docs)]
 
 pub mod arrow;

@@ -1,14 +1,48 @@
 //! ZeptoDB storage: the in-memory columnar engine every door reads and writes.
 //!
-//! * [`Column`] — a typed column in an Arrow-compatible layout (values vector, LSB-first
-//!   validity bitmap, `i64` offsets + bytes for strings, `u32` codes for symbols).
-//! * [`Dict`] — the per-table symbol dictionary (append-only, so a code never changes meaning).
-//! * [`Table`] — rows split into [`Partition`]s by the partition key (first `SYMBOL` column by
-//!   default) and kept sorted by the designated timestamp inside each partition, so "one symbol,
-//!   a time range" is two binary searches.
-//! * [`Catalog`] — named tables behind snapshot isolation: readers clone an `Arc<Table>` and never
-//!   block a writer for longer than the pointer copy; writers validate a whole batch before they
-//!   take the lock, so a bad batch changes nothing.
+//! # What it owns
+//!
+//! * [`Column`] — a typed column in Arrow's layout (values vector, validity [`Bitmap`], offsets
+//!   and bytes for strings, `u32` codes for symbols); [`DataType`] the types, [`Value`] a scalar.
+//! * [`Table`] — a [`Schema`], a symbol [`Dict`], and rows split into [`Partition`]s by the
+//!   partition key (first `SYMBOL` column by default), time-sorted inside each; small partitions
+//!   packed (`table/pack.rs`); its [`History`] (Parquet file names only) and [`IndexDef`]s.
+//! * [`Catalog`] — tables by name, snapshot reads, and the one place tables change: each change
+//!   is a [`Change`] handed to the [`ChangeLog`] before it is applied.
+//! * Shared helpers: [`time`] (nanosecond calendar), [`vector`] (distance kernels), [`par`] (one
+//!   thread per core), [`mem`] (per-thread memory accounting).
+//!
+//! It imports no other ZeptoDB crate: the WAL and the Parquet history plug in through
+//! [`ChangeLog`] (zepto-durable's `Durable`) and [`HistoryReader`] (zepto-history).
+//!
+//! # Entry points
+//!
+//! Readers: [`Catalog::snapshot`], an `Arc<Table>` that never changes. Writers: typed methods
+//! ([`Catalog::create`], [`Catalog::append`], [`Catalog::add_column`], ...), or
+//! [`Catalog::modify`] / [`Catalog::write_many`] (DELETE, UPDATE, ILP batches), whose closure
+//! checks, calls [`Catalog::log`], then applies under [`Logged::apply`]. Recovery calls
+//! [`Catalog::restore`], replays through the same methods, then [`Catalog::set_log`].
+//!
+//! # Invariants
+//!
+//! * Under the table's write lock a change is checked, logged, then applied: log order is apply
+//!   order, and a refused change alters nothing. Once durably logged it is applied or the
+//!   process stops ([`logged`]), which is why lock poisoning is ignored.
+//! * Readers never see half a change: writers go through `Arc::make_mut` (copy-on-write while a
+//!   snapshot lives). A symbol code never changes meaning (dictionaries are append-only).
+//! * Partitions are time-sorted (NULLs first) by construction; [`Table::from_parts`] re-checks
+//!   all of it when a checkpoint loads.
+//!
+//! # When you change …
+//!
+//! * A WAL record kind (an operation, or table state such as TTL or dedup keys): a [`Change`]
+//!   variant and the [`Catalog`] method that logs it; its kind number in zepto-durable's
+//!   `changes.rs` (`encode`, `apply`), table state also in its `checkpoint/table_file.rs`; a seed
+//!   in `zepto-fuzz/src/seeds.rs` (`changes`); the restart test in zepto-durable's `store.rs`.
+//! * A column type: [`DataType`] (the WAL spells it by `sql_name`, so `from_sql` must read it
+//!   back), [`ColumnData`], [`Value`]; then zepto-io, the checkpoint's `arrow_type`, zepto-sql's
+//!   `eval/cast.rs`, zepto-pg's `types.rs` (`grep -rn 'DataType::Date' crates` finds them all).
+//! * A [`StorageError`] variant: its mapping in zepto-parser's and zepto-server's `error.rs`.
 #![warn(missing_docs)]
 
 pub mod bitmap;

@@ -1,18 +1,48 @@
-//! The write-ahead log (issue #5): every write is framed, checksummed and appended to a segment
+//! The write-ahead log: every write is framed, checksummed and appended to a segment
 //! file before it is acknowledged; replay on startup gives the records back in order.
 //!
-//! * [`mod@format`] — segment header (magic, version, first LSN) and record framing
-//!   (length, CRC-32, LSN, payload).
-//! * [`storage`] — where segments live, behind a small trait: real files, or an in-memory
-//!   store that injects short writes, fsync failures and crashes for tests.
-//! * [`writer`] — appends with group commit under a [`SyncMode`] (`always`, `interval`,
-//!   `none`); any write or fsync failure poisons the log so nothing is acknowledged that might
-//!   be lost.
-//! * [`reader`] — replay: a torn last record is tolerated and reported, corruption anywhere
-//!   else stops with the file and offset (or truncates there when asked).
+//! # What it owns
 //!
-//! The log knows nothing of tables: `zepto-durable` puts the engine's changes in it, writes
-//! checkpoints and drops the segments they cover ([`Wal::rotate`], [`Wal::remove_through`]).
+//! The log alone: a payload is opaque bytes, the log knows nothing of tables. zepto-durable
+//! decides what a record holds, writes checkpoints, and drops the segments they cover.
+//!
+//! * [`mod@format`] — the bytes on disk: segment `<first LSN, 20 digits>.wal`, header (magic,
+//!   version, first LSN), record frame (length, CRC-32, LSN, payload).
+//! * [`writer`] — [`Wal`]: appends with group commit under a [`SyncMode`] (`always`,
+//!   `interval=<ms>`, `none`), segment rotation, deletion of covered segments.
+//! * [`reader`] — [`replay`]: the records after a checkpoint's LSN, in order; a torn tail is cut
+//!   and reported, corruption refused or cut off as [`RecoveryMode`] says.
+//! * [`storage`] — the [`Storage`] trait: [`DirStorage`] (a directory) and [`MemStorage`] (in
+//!   memory; injects short writes, fsync failures, a full disk and crashes for tests).
+//!
+//! # Entry points
+//!
+//! [`replay`] at startup, then [`Wal::open`] at [`ReplayReport::next_lsn`]; [`Wal::append`]
+//! (or [`Wal::append_owned`], which does not copy a large payload) per record; [`Wal::rotate`]
+//! and [`Wal::remove_through`] around a checkpoint; [`Wal::sync`] to force the disk in any mode.
+//!
+//! # Invariants
+//!
+//! * LSNs are 1, 2, 3, ... without gaps (replay takes a gap for corruption); each record's CRC
+//!   covers its length, LSN and payload. Payloads over [`format::MAX_PAYLOAD`] are refused.
+//! * An append returns once its record is written, and under [`SyncMode::Always`] fsynced.
+//! * A failed write is rolled back (segment cut back, LSNs handed out again) and later appends
+//!   try again. Only a failed fsync under `interval` or `none` (written records may be lost), or
+//!   a failed roll-back, poisons the log: appends fail ([`WalError::Poisoned`]) until a restart.
+//! * Nothing is deleted that recovery may need: [`Wal::remove_through`] keeps the current
+//!   segment, and point-in-time recovery keeps damaged and dropped segments aside.
+//!
+//! # When you change …
+//!
+//! * A WAL record kind: not here; see `zepto_storage::Change` and zepto-durable's `changes.rs`.
+//! * The frame or the header: bump [`format::VERSION`] and teach the reader (it accepts only that
+//!   version) to still read the previous one; the layout in `format.rs`'s doc; the `wal` seeds in
+//!   `zepto-fuzz/src/seeds.rs`.
+//! * The [`Storage`] trait: both implementations, and its other users, zepto-durable's
+//!   checkpoints (`checkpoint/mod.rs`) and zepto-history (`read.rs`, `write.rs`, `sweep.rs`).
+//! * A [`WalError`] variant: zepto-durable's `store.rs` maps it (`NoSpace` to `DiskFull`).
+//! * [`SyncMode`] or [`RecoveryMode`]: `parse` reads `--sync` (zepto-durable `dir.rs`) and
+//!   `--wal-recovery` (zepto-cli `serve.rs`); both are in `docs/durability.md`.
 #![warn(missing_docs)]
 
 pub mod format;
