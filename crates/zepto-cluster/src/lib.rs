@@ -1,19 +1,56 @@
-//! ZeptoDB past one machine, on Kafka (issue "Scale-out"; design in ARCHITECTURE.md).
+//! ZeptoDB past one machine, on Kafka (issue "Scale-out"; design in ARCHITECTURE.md, use in
+//! `docs/cluster.md`).
 //!
 //! What: a cluster node is an ordinary `zeptodb serve` that is also a member of one Kafka
 //! consumer group. Kafka's group protocol (cooperative-sticky) assigns the topic's partitions
 //! to the members; a node applies the records of the partitions it owns to its own tables,
-//! each record exactly once: a record's rows and its offset (a row of
-//! [`offsets::TABLE`]) are one write-ahead-log record, and when Kafka assigns a partition the
-//! node resumes after the last offset its tables hold, not where the group last committed.
+//! each record exactly once. Why Kafka: it is the replicated, partitioned log that orders,
+//! stores and hands out the data, and it decides who owns what. ZeptoDB adds no consensus,
+//! replication or membership protocol of its own.
 //!
-//! Why Kafka: it is the replicated, partitioned log that orders, stores and hands out the data,
-//! and it decides who owns what. ZeptoDB adds no consensus, replication or membership protocol
-//! of its own.
+//! # What it owns
 //!
-//! Records are InfluxDB line protocol by default (what Telegraf's Kafka output writes); the
-//! headers `zepto-format` (`ilp`, `jsonl`, `csv`, `arrow`), `zepto-table` and
-//! `zepto-precision` say otherwise ([`record`]).
+//! `consumer/` (applying records), `produce.rs` (`/write` and SQL rows into Kafka), [`record`]
+//! (a record's bytes as a `/write` request: line protocol by default, or the headers
+//! `zepto-format`, `zepto-table`, `zepto-precision`), [`offsets`], `schemas.rs` (tables line
+//! protocol made, told to every node), `peers.rs` (the engine's `Cluster`), `flight.rs` (plan
+//! fragments between nodes), [`history`] (shared history), [`members`], `watch.rs` (lag).
+//!
+//! # Entry points
+//!
+//! [`Config::new`] (brokers, topic, group, node id; [`Config::with_flight`],
+//! [`Config::with_shared_history`]), then [`Node::start`] with the server's engine;
+//! [`Node::serve_flight`], [`Node::cluster`] (handed to the engine) and [`Node::view`] (handed
+//! to the HTTP door). `zepto-cli/src/serve/cluster.rs` and `serve.rs` wire them.
+//!
+//! # Invariants
+//!
+//! - A record's rows and its offset (a row of [`offsets::TABLE`]) are one WAL record. A node
+//!   resumes a partition after the last offset its own tables hold (or a newer manifest's, in
+//!   shared history), never where the group last committed.
+//! - A row's owner follows from its routing key (Kafka's murmur2 partitioner): a record keyed
+//!   into another partition is refused, and rows kept from a revoked partition stay out of answers.
+//! - Tables named `zepto_*` are each node's own (the offsets), never spread.
+//! - The log carries rows and two statements only: `CREATE TABLE IF NOT EXISTS` and
+//!   `ALTER TABLE ... ADD COLUMN IF NOT EXISTS`, which every node may run again harmlessly.
+//! - No WAL record kind of its own: offsets are rows, and shared history logs
+//!   `zepto_storage`'s `Change::TierShard` and `Change::AdoptShard`.
+//!
+//! # When you change …
+//!
+//! - **A record header or format**: `request` in [`record`], and what `produce.rs` writes. A new
+//!   `/write` format reaches records through `IngestFormat::from_name` (`zepto-server`); CSV,
+//!   JSONL and Arrow are produced as Arrow IPC. Then `docs/cluster.md` (`## Records`).
+//! - **An ILP field type** (`zepto-server`): lines reach Kafka as their bytes and the owner
+//!   parses them again with the same code (the nodes of a cluster run one build).
+//! - **A statement that goes through the log**: `zepto-sql`'s `spread.rs` (`through_log`,
+//!   `refused`) and `cluster::Publish`; here `publish` in `peers.rs`, `produce.rs`, and
+//!   `run_statement` in `consumer/mod.rs` (which refuses anything else); and `zepto-sql`'s
+//!   `local_cluster.rs`, on which `zepto-slt --cluster` runs the SQL corpus.
+//! - **A plan fragment kind**: `zepto-sql`'s `plan/dist/fragment.rs` only; `flight.rs` just
+//!   carries the bytes to `Engine::run_fragment`.
+//! - **The node's status**: `zepto_server::cluster::Status`, filled here, shown by
+//!   `zepto-server/src/cluster/json.rs` (`GET /cluster`) and `metrics.rs`; `docs/cluster.md`.
 
 mod consumer;
 mod flight;

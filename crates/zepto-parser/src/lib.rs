@@ -1,15 +1,56 @@
 //! ZeptoDB's hand-written recursive-descent SQL parser, producing our own AST ([`ast`]), and
 //! the error type every SQL layer reports ([`error::SqlError`], with line/column positions):
 //! the first stage of the query's path (parser → binder → optimizer → physical planner →
-//! executor, in `zepto-sql`). It depends on nothing of the engine but its column types.
+//! executor, in `zepto-sql`, which re-exports this crate as `zepto_sql::parser`). It depends on
+//! nothing of the engine but its column types.
 //!
 //! Why not `sqlparser`: see ARCHITECTURE.md — in short, our time-series clauses (`ASOF JOIN ...
 //! ON`, `WINDOW JOIN`, `SAMPLE BY`, `LATEST ON`) are first-class here, errors carry the exact
 //! line/column, and a point query's parse costs ~1-2 µs instead of ~10 µs.
 //!
-//! Layout: `lexer` (tokens with positions), `expr` (Pratt expression parser), `query`
-//! (SELECT / set operations / FROM), `limits` (request size and expression depth), `visit`
-//! (walking the tree), this file (statements and the token cursor).
+//! # What it owns
+//!
+//! This file: statements and the token cursor ([`Parser`]). [`lexer`]: tokens with positions.
+//! `query.rs` (SELECT, set operations, FROM, joins), `expr.rs` (expressions by precedence),
+//! `window.rs`, `timeseries.rs` (`LATEST ON`, `SAMPLE BY`), `copy.rs`, `pg_syntax.rs` (what
+//! PostgreSQL clients write in catalog queries), [`names`] (schema-qualified table names),
+//! [`limits`] (request size and expression depth), [`access`] (what a statement needs of its
+//! caller), [`visit`] (walking the tree).
+//!
+//! # Entry points
+//!
+//! [`parse_statement`], [`parse_statements`], [`parse_statements_with_params`], and
+//! [`parse_script`] (under [`ParseLimits`], with an interrupt check: what the doors call).
+//! [`param_count`] for a prepared statement. [`ast::Statement::access`] and
+//! [`ast::Statement::target`] tell a door what a statement needs, before anything is planned.
+//!
+//! # Invariants
+//!
+//! - Outside text never panics the parser: no indexing, `unwrap` or `expect` outside tests
+//!   (denied below), recursion capped, each expression measured against [`ParseLimits`].
+//! - Parameters are bound as literal tokens, never as text: they cannot change a statement.
+//! - Every error carries its position ([`error::Pos`]) when known, and a stable
+//!   [`code`](error::SqlError::code).
+//! - `Display` on the AST prints canonical SQL: default column names, GROUP BY matching, and
+//!   the `CREATE TABLE` a cluster node sends the others all come from it.
+//!
+//! # When you change …
+//!
+//! - **A SQL function**: nothing here. Any `name(args)` becomes an [`ast::FuncCall`]; the
+//!   function itself goes in `zepto-sql`'s `expr/functions.rs`. Only special syntax
+//!   (`EXTRACT(f FROM x)`) is parsed here, in `expr.rs`.
+//! - **A statement**: an [`ast::Statement`] variant, its parse in `Parser::statement` (and the
+//!   list in its error), its arms in `access.rs` (`access`, `target`), tests in `tests.rs`, a
+//!   seed in `zepto-fuzz/src/seeds.rs` (`sql`); then `zepto-sql` (see its crate doc).
+//! - **A keyword that ends a clause**: add it to `RESERVED`, or it is read as an alias.
+//! - **An expression node**: its `Display`, `visit.rs` (`rewrite_expr`, and `for_each_child`,
+//!   through which [`limits::measure`] counts nodes), and its binding in `zepto-sql`.
+//! - **A `CREATE TABLE` clause**: its `Display` must print it and parse back (cluster nodes
+//!   send tables as that SQL: `zepto-sql`'s `spread.rs`, `zepto-cluster`'s `schemas.rs`).
+//! - **A [`SqlError`] variant**: its `code`; its HTTP status
+//!   (`zepto-server/src/error.rs`), SQLSTATE (`zepto-pg/src/error.rs`, `sqlstate`) and their
+//!   docs tables. `zepto-flightsql/src/run.rs` (`status`) and `python/src/errors.rs`
+//!   (`sql_error`) have catch-all arms: check them by hand.
 #![warn(missing_docs)]
 // The parser reads outside text: no panicking index, unwrap or expect outside tests.
 #![cfg_attr(not(test), deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used))]

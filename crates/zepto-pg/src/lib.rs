@@ -6,8 +6,7 @@
 //!
 //! - [`auth`]: the password is an API key (the same keys, roles, grants and tenants as HTTP);
 //! - [`session`]: statements about the session (transactions, `SET`/`SHOW`, `version()`);
-//! - [`catalog`]: the catalog queries of psql, SQLAlchemy, psycopg and pgjdbc, answered from
-//!   ZeptoDB's tables;
+//! - [`catalog`]: the few catalog queries of psql the engine's `pg_catalog` does not answer;
 //! - [`handler`]: the simple and extended protocol, Describe from the plan;
 //! - [`copy`]: `COPY FROM STDIN` and `COPY TO STDOUT`, text and CSV;
 //! - [`run`]: statements run under the server's limits, results streamed;
@@ -15,6 +14,37 @@
 //! - [`error`]: our errors as SQLSTATEs with positions.
 //!
 //! A query runs on the server's engine: on a cluster node it answers for the whole cluster.
+//!
+//! # Entry points
+//!
+//! [`Server::start`] serves a [`Door`] (engine, keys, [`Limits`], TLS, connection cap) on a
+//! runtime of its own; [`Server::stop`] ends it. `zepto-cli/src/serve/pg.rs` starts it. Per
+//! connection, pgwire drives [`auth::Startup`], [`handler::Backend`] and [`copy::Copier`].
+//!
+//! # Invariants
+//!
+//! - The HTTP door's keys and role check: every statement passes
+//!   `zepto_server::sql::check_statements` ([`run::statements`]) before it runs.
+//! - Describe plans a statement, never runs it; a portal's plan is kept for its Execute.
+//! - A column's type OID ([`types::pg_type`]) is the OID the engine's `pg_catalog` gives its
+//!   type: drivers join the two.
+//! - Session statements are answered on their text by [`session`]; everything else is the
+//!   engine's. A CancelRequest cancels the statement running.
+//!
+//! # When you change …
+//!
+//! - **A PostgreSQL type OID** (a ZeptoDB type sent as another PostgreSQL type, or a new
+//!   column type): [`types::pg_type`]; the cells in `types.rs` (`binary_value`, and
+//!   [`types::value_text`], which COPY TO uses too); the table in [`types`]'s docs. In
+//!   `zepto-sql`, `system::pg_names` and `BASES` in `system/types.rs`, so that `pg_type` and
+//!   `pg_attribute` give the same OID. Then `docs/pg.md` (`## Types`) and tests in `types.rs`,
+//!   `crates/zepto-cli/tests/pg.rs` and `python/tests/test_pg.py`.
+//! - **A parameter type** clients bind: [`params::decode`] (binary and text), and the list in
+//!   `docs/pg.md` (`## Queries`).
+//! - **An error's SQLSTATE**: [`error::sqlstate`] and `docs/pg.md` (`## Errors`).
+//! - **An engine setting** (`zepto_sql::settings`): its name in `ENGINE_SETTINGS`
+//!   (`session.rs`), or `SET` of it stays a session parameter and never reaches the engine.
+//! - **A session parameter** (`SHOW`): `default_param` in `session.rs`.
 
 pub mod auth;
 pub mod catalog;

@@ -1,10 +1,57 @@
-//! ZeptoDB SQL: text → AST ([`parser`], the `zepto-parser` crate, re-exported here with its
-//! [`error`] type) → bound logical plan ([`plan`]) → optimized plan → physical plan →
-//! columnar results ([`exec`]). [`Engine`] ties them to a storage [`zepto_storage::Catalog`].
-//! Bound expressions ([`expr`]) and their evaluator ([`eval`]) sit below both the planner and
-//! the executor.
-//! Every stage is handed the query's [`RunContext`] ([`interrupt`]: its cancel flag,
-//! deadline and memory limit) explicitly, through the `Engine::*_in` methods.
+//! ZeptoDB's SQL engine: SQL text in, columnar batches out, over a storage `Catalog`.
+//!
+//! Text → AST ([`parser`], the `zepto-parser` crate, re-exported here with its [`error`] type)
+//! → bound logical plan ([`plan`]) → optimized plan → physical plan → batches ([`exec`]).
+//! [`Engine`] ties the stages to a `zepto_storage::Catalog`. Bound expressions ([`expr`]) and
+//! their evaluator ([`eval`]) sit below both the planner and the executor.
+//!
+//! # What it owns
+//!
+//! The binder (`plan/binder/`, `plan/bind_expr.rs`), the optimizer, the physical planner and
+//! distributed plans ([`plan::dist`]); the operators and one accumulator per aggregate
+//! ([`exec::accum`]); the function catalog ([`expr::functions`]); the system catalogs
+//! ([`system`]); grants and tenant scope ([`access`]); `SET` ([`settings`]); cancel, deadline
+//! and memory limit ([`interrupt`]); what the engine knows of a cluster ([`cluster`]).
+//!
+//! # Entry points
+//!
+//! Doors call [`Engine::execute_in`], [`Engine::execute_statement_in`], or [`Engine::prepare_in`]
+//! then [`Engine::run_prepared_in`]; [`Engine::copy_in`] and [`Engine::copy_out`] for COPY over
+//! a connection; [`Engine::run_fragment`] for another node's plan fragment. Each `*_in` method
+//! takes the query's [`RunContext`]; the plain forms run without limits.
+//!
+//! # Invariants
+//!
+//! - A statement applies whole or not at all: it is parsed, typed and checked before any lock.
+//! - Context is passed down explicitly ([`RunContext`]), never read from a thread-local.
+//! - Each stage takes only what the one before makes. The binder makes every type and cast
+//!   explicit; the physical planner decides once, and the executor runs exactly that choice.
+//! - A scalar function depends only on its arguments: the binder folds calls on constants
+//!   (`now()` is bound to the statement's time).
+//! - An aggregate's meaning is written in its accumulator only.
+//!
+//! # When you change …
+//!
+//! - **A scalar function**: in `expr/functions.rs`, a [`ScalarFunc`](expr::functions::ScalarFunc)
+//!   variant (plan fragments travel as postcard, which names a variant by its position: the
+//!   nodes of a cluster run one build), its names in
+//!   [`scalar_by_name`](expr::functions::scalar_by_name), its
+//!   [`family`](expr::functions::ScalarFunc::family) and
+//!   [`scalar_arity`](expr::functions::scalar_arity). Its argument casts and result type: the
+//!   family's function in `plan/bind_expr.rs` (`bind_function`). Its kernel: the family's arm
+//!   of `call` in `eval/scalar.rs` (or `eval/calendar/`, `eval/vector.rs`). Test it beside the
+//!   kernel and in `tests/gen/corpus.py` when DuckDB has it (the `.slt` files are generated);
+//!   document it in `docs/` (`sql-timeseries.md`, `questdb.md`, `vectors.md`).
+//! - **An aggregate**: [`AggFunc`](expr::functions::AggFunc) with `agg_by_name`, `agg_type`,
+//!   `agg_arity`, `mergeable` and `state_width`; its accumulator in `exec/accum/`, built in
+//!   [`exec::accum::accumulator_for`].
+//! - **A function clients call on the catalog** (`format_type`, `::regclass`):
+//!   `plan/catalog_functions.rs`. A system table: [`system`], `docs/pg.md`,
+//!   `tests/system_catalogs.rs`.
+//! - **A setting**: [`Settings::with`] and the table in [`settings`]; also `ENGINE_SETTINGS` in
+//!   `zepto-pg/src/session.rs`, or the PostgreSQL door keeps that `SET` to itself.
+//! - **A statement**: `zepto-parser` first (see its crate doc); then its arm in
+//!   [`Engine::execute_statement_in`], and `spread.rs` if it changes a table a cluster spreads.
 #![warn(missing_docs)]
 
 pub mod access;
