@@ -12,7 +12,7 @@ secs=${1:-300}
 shift || true
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-  targets=(sql csv ingest fix wal changes table_file manifest http)
+  targets=(sql csv ingest pgcopy fix wal changes table_file manifest http)
 fi
 if ! rustup toolchain list | grep -q '^nightly'; then
   echo "fuzz: installing a nightly toolchain with rustup" >&2

@@ -1,17 +1,48 @@
-//! Approximate nearest-neighbour graphs for `FLOAT[n]` columns.
+//! Approximate nearest-neighbour graphs for `FLOAT[n]` columns: HNSW graphs (through `usearch`),
+//! one per partition of an indexed column, kept in step with the table.
 //!
-//! What: an HNSW graph ([`Graph`]) over the rows of one partition of one vector column, keyed
-//! by the row's position in the partition. It is built in parallel, grows as rows are appended
-//! in time order, and answers "the k rows nearest to this vector" with a row filter applied
-//! inside the graph walk, so a `WHERE` that keeps 10% of the rows still finds k of them.
+//! # What it owns
 //!
-//! Why a library: HNSW done well (concurrent inserts, filtered search, save/load, tuned
-//! kernels) is a project of its own. `usearch` is what DuckDB's `vss` extension and
-//! ClickHouse's vector index use; it keeps its own copy of the vectors, so a graph answers
-//! without reading the column. The engine decides when to use a graph (the physical planner),
-//! keeps it in step with the table, and computes the distances it returns from the column
-//! itself, so results never depend on the graph's own arithmetic: only on which rows it finds
-//! (the documented recall).
+//! The graphs only. The catalog holds, logs and checkpoints the definition (`IndexDef`); a graph
+//! is derived data, built again from the rows after a restart. zepto-sql decides when to use one.
+//!
+//! * [`Graph`] — one usearch index keyed by row position: [`Graph::add`] on many threads,
+//!   [`Graph::search`] with a filter called inside the walk, answering [`Hit`]s.
+//! * [`Registry`] — the graphs of every index of a catalog: per index, one [`PartGraph`] per
+//!   partition lineage, holding that partition's rows `0..covered` ([`PartGraph::covered`]).
+//! * [`IndexSpec`], [`Metric`], [`HnswParams`] — a `CREATE INDEX ... USING HNSW` definition,
+//!   checked: dimension, metric (`cosine`, `l2sq`, `ip`), `m`, `ef_construction`, `ef_search`.
+//! * [`Query`] — a query vector prepared once for every graph of one metric; [`half`] — the
+//!   half-precision vectors of cosine graphs, and their dot product.
+//!
+//! # Entry points
+//!
+//! zepto-sql's `Engine` owns one [`Registry`] (`Engine::indexes`). `CREATE INDEX` (zepto-sql
+//! `index.rs`) checks with [`IndexSpec::from_def`], builds with [`Registry::refresh`], then
+//! starts the maintainer thread ([`Registry::start`]). The executor (`exec/ann.rs`) calls
+//! [`Registry::graph`], [`PartGraph::query`] and [`PartGraph::search`] per partition.
+//!
+//! # Invariants
+//!
+//! * Keys are row positions. They hold only while the partition keeps its lineage
+//!   (`Partition::lineage`): a new lineage gets a new graph; graphs of gone lineages are dropped.
+//! * A graph only picks which rows are looked at (its recall). A lagging graph costs speed, not
+//!   rows: a search returns keys below `visible` (at most `covered`), the caller scans the rest
+//!   exactly, and result distances come from the column, never from the graph.
+//! * Building is off the write path ([`Registry::start`]: a refresh every 100 ms on its own
+//!   thread); one [`Registry::refresh`] runs at a time. NULL vectors are left out.
+//! * Adds and searches run side by side; only growing a graph's capacity is exclusive.
+//! * A [`Query`] searches only graphs of its metric and dimension (else an [`AnnError`]).
+//!
+//! # When you change …
+//!
+//! * A metric: [`Metric`] (`parse`, `name`); in `graph.rs`, the `MetricKind` in [`Graph::new`]
+//!   and the kernel in `set_kernel`; `metric_of` in zepto-sql's `plan/ann.rs`; `docs/vectors.md`.
+//! * An index option: [`IndexSpec::from_def`] (its list of known options), [`HnswParams::new`]
+//!   (the ranges) and `docs/vectors.md`.
+//! * Code that moves, removes or rewrites a partition's rows must renew `Partition::lineage`.
+//! * What [`PartGraph::search`] promises about `covered` and `visible`: `piece_rows` in
+//!   zepto-sql's `exec/ann.rs`, which scans the rows a graph does not hold.
 
 mod graph;
 pub mod half;

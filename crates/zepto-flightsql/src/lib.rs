@@ -1,15 +1,48 @@
-//! ZeptoDB's Arrow Flight SQL door (`zeptodb serve --flight-sql ADDR`): the protocol ADBC,
-//! JDBC and ODBC drivers for Flight SQL speak, so that their clients (Python's
-//! `adbc_driver_flightsql`, DBeaver, Java programs) run SQL and read results as Arrow record
-//! batches, without a copy into rows and back.
+//! ZeptoDB's Arrow Flight SQL door (`zeptodb serve --flight-sql ADDR`): ADBC, JDBC and other Flight
+//! SQL clients run SQL and read results as Arrow record batches (`docs/flight-sql.md`).
 //!
-//! - [`service`]: what each Flight SQL command does (statements, updates, prepared
-//!   statements without parameters, SqlInfo, tables).
-//! - [`run`]: a statement run for its caller, under the server's limits.
-//! - [`catalog`]: the metadata commands' rows.
+//! # What it owns
 //!
-//! The door authenticates as the HTTP door does (the same keys, roles and table grants) and
-//! runs on the same engine: on a cluster node, a query answers for the whole cluster.
+//! The gRPC door only. Keys, roles and the role check of statements are zepto-server's, the engine
+//! runs the SQL, and zepto-io turns columns into Arrow.
+//!
+//! * [`service`] — [`Door`], the `FlightSqlService`: statements, updates, prepared statements
+//!   without parameters, the handshake, `GetSqlInfo` and the metadata listings.
+//! * [`run`] — a statement run for one caller under [`Limits`]; results as record batches,
+//!   engine errors as gRPC statuses, and the handle a ticket carries.
+//! * [`catalog`] — the rows of `GetTables` and `GetTableTypes`.
+//! * [`Server`] — the tonic server, on a runtime and thread of its own.
+//!
+//! # Entry points
+//!
+//! zepto-cli's `serve/flight_sql.rs` binds the socket (off loopback only with API keys), builds a
+//! [`Door`] ([`Door::new`]) on its engine, keys and [`Limits`], and calls [`Server::start`];
+//! [`Server::stop`] (or a drop) ends it. End-to-end tests: `python/tests/test_flight_sql.py`.
+//!
+//! # Invariants
+//!
+//! * The door keeps no state between calls. A ticket carries the SQL (`R`) or the outcome of SQL
+//!   that changed data (`D`); a prepared statement's handle is its SQL. Any node can redeem them.
+//! * Only reads wait for `DoGet`. SQL that changes data runs at `GetFlightInfo`, because some
+//!   clients never redeem the ticket of an INSERT.
+//! * Every call authenticates its `authorization` header. Statements are checked for the caller's
+//!   role as on HTTP (`zepto_server::sql::check_statements`) and run on a blocking thread, on the
+//!   engine narrowed to the caller's tables (`Engine::with_access`).
+//! * Dictionary columns go out as their values, both in the announced schema (`run::hydrated`)
+//!   and in the batches (`DictionaryHandling::Hydrate`): the two must agree.
+//! * An error is a gRPC status whose message starts with the engine's error code.
+//!
+//! # When you change …
+//!
+//! * A Flight SQL command: its `get_flight_info_*` and `do_get_*` methods in `service.rs`
+//!   (listings through `listing` and `listed`), its rows in `catalog.rs`, the table in
+//!   `docs/flight-sql.md`, a test in `python/tests/test_flight_sql.py`. A command not
+//!   implemented answers `UNIMPLEMENTED` (arrow-flight's defaults and `do_get_fallback`).
+//! * A `zepto_sql::SqlError` variant: its gRPC code in `run::status` (otherwise
+//!   `INVALID_ARGUMENT`), and the list of codes in `docs/flight-sql.md`.
+//! * The `arrow-flight` version in `Cargo.toml`: `FlightSqlServerArrowVersion` in `SQL_INFO`
+//!   (`service.rs`).
+//! * A query limit of `serve`: [`Limits`] and zepto-cli's `serve/flight_sql.rs`.
 
 pub mod catalog;
 pub mod run;

@@ -1,15 +1,45 @@
 //! Fuzz targets for every decoder of outside bytes, the seed inputs they start from, and a
-//! mutator, shared by two runners:
+//! mutator, shared by two runners: cargo-fuzz (`make fuzz`, nightly) and `cargo test` (stable).
 //!
-//! - `make fuzz` runs each target under cargo-fuzz (libFuzzer, nightly) for as long as asked,
-//!   seeded by `zepto-fuzz-seeds` (the `fuzz/` directory holds one thin binary per target);
-//! - `cargo test` (stable, in `make test`, nothing to download) runs each target over its
-//!   seeds and thousands of deterministic mutations of them (`tests/decoders.rs`).
+//! # What it owns
 //!
-//! A target takes any bytes. Errors are the expected answer to garbage; a panic is a bug, and so
-//! is an ingest batch or FIX message that was refused yet changed something (those targets
-//! assert it). The ingest target keeps one engine across inputs (line protocol creates tables
-//! as it goes), so a crash may need the inputs before it to reproduce.
+//! * [`targets`] — one function per decoder: SQL (`sql.rs`); CSV, `COPY` and `/write` bodies
+//!   (`ingest.rs`); FIX (`fix.rs`); WAL segments, WAL records, checkpoint table files and
+//!   manifests (`durable.rs`); the HTTP door's query string and JSON body (`http.rs`).
+//! * [`seeds`] — valid and nearly valid inputs for each target.
+//! * [`mutate`] — [`mutate::Mutator`], a deterministic byte mutator for the stable runner.
+//! * [`TARGETS`] — every [`Target`]: its name, its run function, its seeds.
+//!
+//! # Entry points
+//!
+//! `tests/decoders.rs` (part of `make test`) runs each target over its seeds, the inputs kept in
+//! `fuzz/regressions/<target>/`, and `ZEPTO_FUZZ_ITERS` mutations (20,000 by default).
+//! `make fuzz` runs `fuzz/run.sh`. It writes the seeds with the `zepto-fuzz-seeds DIR` binary
+//! (`DIR/<target>/seed<k>`), adds the statements of `tests/slt/*.slt` to the `sql` corpus, and
+//! runs one cargo-fuzz binary per target from the `fuzz/` package (outside the workspace), each
+//! calling [`targets::run`]. [`target`] finds a target by name.
+//!
+//! # Invariants
+//!
+//! * A target takes any bytes. An error is the expected answer to garbage; a panic is a bug.
+//! * Refused input changes nothing: the `ingest` and `fix` targets assert it, and the `wal`
+//!   target asserts that strict recovery leaves a log it refuses as it was.
+//! * The stable runner is deterministic: a failure names its seed or mutation and writes the
+//!   input to `target/fuzz-failures/`.
+//! * The `ingest` target keeps one engine across inputs (line protocol creates tables), so a
+//!   crash there may need the inputs before it to reproduce.
+//!
+//! # When you change …
+//!
+//! * A new target: its function in [`targets`], its seeds in [`seeds`], its entry in [`TARGETS`],
+//!   and a `#[test]` calling `fuzz("<name>")` in `tests/decoders.rs` (`every_target_is_tested`
+//!   fails without it). For `make fuzz`: a `[[bin]]` in `fuzz/Cargo.toml`, its file in
+//!   `fuzz/fuzz_targets/`, and its name in the default list of `fuzz/run.sh`.
+//! * A binary format (WAL, records, checkpoint files, Arrow IPC): its seeds are built with the
+//!   database's own encoders and follow. The text seeds (`sql`, `csv`, `pgcopy`, `fix`, the
+//!   line-protocol, CSV and JSON `ingest` bodies, `http`) are written by hand in `seeds.rs`.
+//! * A decoder's signature: the target that calls it, in [`targets`].
+//! * A crash a long run found: fix it, then keep the input in `fuzz/regressions/<target>/`.
 
 pub mod mutate;
 pub mod seeds;

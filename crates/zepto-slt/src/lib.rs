@@ -1,20 +1,48 @@
-//! A sqllogictest runner for the `.slt` dialect our DuckDB-driven generators write
-//! (`tests/gen/gen_slt.py`, `tests/gen/random_diff.py`):
+//! A sqllogictest runner for the `.slt` dialect our DuckDB-driven generators (`tests/gen/`)
+//! write: the golden `tests/slt/` corpus and `make difftest`'s files, with DuckDB's answers.
 //!
 //! ```text
-//! statement ok|error [text]      query <I|R|T per column> [rowsort|nosort]
+//! statement ok|error [text]      query <I|R|T|F per column> [rowsort|nosort] [scale=X]
 //! SQL...                         SQL...
 //!                                ----
 //!                                cell<TAB>cell
 //! ```
 //!
-//! Cells: `NULL`, `(empty)` for '', `true`/`false`, integers, floats (compared numerically with
-//! a relative tolerance of 1e-9, since summation order legitimately differs), timestamps as
-//! `YYYY-MM-DD HH:MM:SS.fffffffff`, strings with `\\`, `\t`, `\n` escaped.
+//! # What it owns
 //!
-//! Why not the `sqllogictest` crate: its comparison is textual (a float tolerance needs a custom
-//! validator plus a normalizer for sort order), it pulls an async runtime we do not need here,
-//! and this dialect is 200 lines.
+//! * [`parse`] — a file as [`Record`]s (`query error` is a statement that must fail); an unknown
+//!   record or mode fails the file, naming its line.
+//! * [`cell`], [`result_lines`], [`py_float`] — results spelled as the generators spell DuckDB's:
+//!   `NULL`, `(empty)` for '', Python's float `repr`, timestamps with nine fraction digits.
+//! * [`run_file_in`] in a [`Mode`] (and [`run_file`], [`run_file_with`]) — one file on fresh
+//!   engines, into a [`Report`]; [`tiering_engine`] — an engine that can tier to Parquet history.
+//! * [`explain_mismatch`]; the binary `zepto-slt [--tier | --cluster N] FILE...` (`src/main.rs`).
+//!
+//! # Entry points
+//!
+//! `tests/corpus.rs` runs `tests/slt/*.slt` plain and tiered ([`run_file_with`]); `make difftest`
+//! runs the binary plain, with `--tier` and with `--cluster 3`. Two tests use [`tiering_engine`].
+//!
+//! # Invariants
+//!
+//! * Floats match within 1e-9 relative; `F` columns within 1e-5 of the column's largest magnitude
+//!   (or `scale=`). Other cells match as text. `rowsort` sorts both sides alike.
+//! * A SELECT or WITH passes only if, besides its rows, `EXPLAIN` and `EXPLAIN ANALYZE` print the
+//!   same operators and every one ran ([`explain_mismatch`]).
+//! * [`Mode::Tier`] moves the older half of each table to the history before every query, except
+//!   tables the file DELETEs from or UPDATEs, and sends partition work of any size to helpers.
+//! * [`Mode::Cluster`] runs each statement on every engine alone and query `i` on engine `i % n`
+//!   as a member of an 8-partition cluster, so every row must count once.
+//!
+//! # When you change …
+//!
+//! * A record kind or option: [`parse`], [`Record`], the checks in `run_on_one`, `run_on_cluster`;
+//!   its writer in `tests/gen/` (`slt_statement`, `slt_query` in `common.py`; `vector_diff.py` for
+//!   `F` and `scale=`); the `awk` in `fuzz/run.sh` that takes SQL seeds from `statement`/`query`.
+//! * A column type: [`cell`], and `format_column` and `type_letter` in `tests/gen/common.py`.
+//! * A mode: [`Mode`], [`run_file_in`], its flag in `src/main.rs`, the `Makefile`'s `difftest`.
+//! * The `EXPLAIN` text (zepto-sql): [`explain_mismatch`] takes a line's first word as its
+//!   operator and wants `(rows=` or `(fused into its parent)` on every node.
 #![warn(missing_docs)]
 
 use std::fmt::Write as _;
