@@ -1005,10 +1005,7 @@ impl ColumnBuilder {
     pub fn push_str(&mut self, s: &str) -> Result<(), StorageError> {
         match &mut self.data {
             ColumnData::Varchar(d) => d.push(s),
-            ColumnData::Symbol { codes, .. } => {
-                let dict = self.dict.get_or_insert_with(Dict::default);
-                codes.push(dict.intern(s));
-            }
+            ColumnData::Symbol { .. } => return self.push_symbol(s).map(|_| ()),
             d => return Err(StorageError::Internal(format!("a string pushed into a {} column", d.data_type()))),
         }
         self.push_valid(true);

@@ -343,10 +343,7 @@ fn store(
     let catalog = engine.catalog();
     let ts_name = target.ts.and_then(|i| target.defs.get(i)).map(|d| d.name.clone()).unwrap_or_default();
     let Some(c) = cluster else {
-        if replace {
-            return ingest::replace_import(catalog, who, name, target.defs, cols, &ts_name);
-        }
-        return ingest::store_import(catalog, who, name, target.defs, cols, &ts_name);
+        return ingest::store_import(catalog, who, (name, target.defs, &ts_name), cols, replace);
     };
     if replace {
         return Err(failed("overwrite=true is not supported on a cluster node: DROP TABLE, then import"));

@@ -346,36 +346,26 @@ fn create_and_apply(catalog: &Catalog, plans: Vec<TablePlan>, scoped: bool) -> R
 }
 
 /// `/imp`'s rows of table `name` (columns `defs`, designated timestamp `ts_name`, none when
-/// empty): the table created when it does not exist, then the rows appended under its lock
-/// with a line-protocol batch's checks (grants, tenant scope, the schema as it is then) and
-/// one logged change; a table created here is dropped again if the rows are not stored.
+/// empty), after the grant and tenant checks. Appended: the table created when it does not
+/// exist, then the rows appended under its lock with a line-protocol batch's checks (the
+/// schema as it is then) and one logged change; a table created here is dropped again if the
+/// rows are not stored. With `replace` (`overwrite=true`): the table of that name, if any,
+/// replaced by a new one with these columns and rows in one logged change
+/// ([`Catalog::replace`]), so readers and a crash see the old table or the new one.
 pub(crate) fn store_import(
     catalog: &Catalog,
     who: &Principal,
-    name: &str,
-    defs: Vec<ColumnDef>,
+    (name, defs, ts_name): (&str, Vec<ColumnDef>, &str),
     cols: Vec<Column>,
-    ts_name: &str,
+    replace: bool,
 ) -> Result<usize, ApiError> {
     import_checks(who, name, &defs)?;
+    if replace {
+        return catalog.replace(empty_table(name, defs, ts_name)?, cols).map_err(storage_error);
+    }
     let exists = catalog.exists(name);
     let plan = TablePlan { name: name.to_string(), exists, defs, cols, ts_name: ts_name.to_string() };
     create_and_apply(catalog, vec![plan], who.tables.tenant().is_some())
-}
-
-/// [`store_import`] of `overwrite=true`: the table of that name, if any, replaced by a new one
-/// with these columns and rows in one logged change ([`Catalog::replace`]): readers and a
-/// crash see the old table or the new one, never neither.
-pub(crate) fn replace_import(
-    catalog: &Catalog,
-    who: &Principal,
-    name: &str,
-    defs: Vec<ColumnDef>,
-    cols: Vec<Column>,
-    ts_name: &str,
-) -> Result<usize, ApiError> {
-    import_checks(who, name, &defs)?;
-    catalog.replace(empty_table(name, defs, ts_name)?, cols).map_err(storage_error)
 }
 
 /// What an import into table `name` with columns `defs` needs of `who`: a grant for the
