@@ -51,6 +51,35 @@ def duck_asof_outer(kind, sel, left, right, on, tail=""):
             f"{sel} FROM p LEFT JOIN l t ON t._lr = p._lr LEFT JOIN r q ON q._rr = p._rr {tail}").rstrip()
 
 
+def duck_asof_nearest(kind, sel, left, right, on, backward, tail=""):
+    """DuckDB SQL for `SELECT sel FROM left t ASOF {kind} JOIN right q ON on tail` written
+    without DuckDB's ASOF join, whose 1.5.6 fails to bind some conditions between the sides:
+    of every pair of numbered rows `on` (inequality included) holds for, each left row keeps
+    the one with the latest right time (`backward`) or the earliest; then the rows the join
+    kind keeps (INNER: the pairs; LEFT: every left row; SEMI/ANTI: left rows with / without a
+    pair; RIGHT/FULL: and the right rows no pair holds), joined back under the aliases t, q."""
+    pick = "arg_max" if backward else "arg_min"
+    if kind in ("SEMI", "ANTI"):
+        sel = re.sub(r"^SELECT \*", "SELECT t.*", sel)
+    sel = sel.replace("t.*", "t.* EXCLUDE (_lr)").replace("q.*", "q.* EXCLUDE (_rr)")
+    sel = re.sub(r"^SELECT \*", "SELECT t.* EXCLUDE (_lr), q.* EXCLUDE (_rr)", sel)
+    unmatched = "SELECT NULL, _rr FROM r WHERE _rr NOT IN (SELECT _rr FROM m)"
+    every_left = "SELECT l._lr, m._rr FROM l LEFT JOIN m ON l._lr = m._lr"
+    pairs = {
+        "JOIN": "SELECT _lr, _rr FROM m",
+        "LEFT": every_left,
+        "SEMI": "SELECT _lr, NULL AS _rr FROM m",
+        "ANTI": "SELECT _lr, NULL AS _rr FROM l WHERE _lr NOT IN (SELECT _lr FROM m)",
+        "RIGHT": f"SELECT _lr, _rr FROM m UNION ALL {unmatched}",
+        "FULL": f"{every_left} UNION ALL {unmatched}",
+    }[kind]
+    return (f"WITH l AS MATERIALIZED (SELECT row_number() OVER () AS _lr, * FROM {left}), "
+            f"r AS MATERIALIZED (SELECT row_number() OVER () AS _rr, * FROM {right}), "
+            f"m AS MATERIALIZED (SELECT t._lr, {pick}(q._rr, q.ts) AS _rr FROM l t JOIN r q ON {on} GROUP BY t._lr), "
+            f"p AS ({pairs}) "
+            f"{sel} FROM p LEFT JOIN l t ON t._lr = p._lr LEFT JOIN r q ON q._rr = p._rr {tail}").rstrip()
+
+
 def connect():
     con = duckdb.connect(":memory:")
     # SPEC §3: division (and modulo) by zero gives NULL.  DuckDB >= 1.1 defaults to IEEE

@@ -7,6 +7,7 @@
 //! of a time-sorted table usually is) — and each left row binary-searches its bucket. Memory is
 //! the right side's row indices and times plus the output.
 
+use super::asof_walk::{walk, Walk};
 use super::bundle::bundles;
 use super::eval::eval;
 use super::hash::{bucket_rows, shared_ids};
@@ -37,6 +38,8 @@ pub struct AsofSpec<'a> {
     pub outer: AsofOuter,
     /// Maximum distance (inclusive) between matched times.
     pub tolerance: Option<i64>,
+    /// Conditions between the two sides a match must also satisfy (over `[left..., right...]`).
+    pub residual: Option<&'a BExpr>,
     /// The output columns of `[left..., right...]` (None: all).
     pub emit: Option<&'a [usize]>,
 }
@@ -45,7 +48,7 @@ impl<'a> AsofSpec<'a> {
     /// An `AsofJoin` node's inputs and spec (`None` for any other node).
     pub fn of(plan: &'a Plan) -> Option<(&'a Plan, &'a Plan, AsofSpec<'a>)> {
         let Plan::AsofJoin {
-            left, right, left_keys, right_keys, left_ts, right_ts, op, outer, tolerance, emit, ..
+            left, right, left_keys, right_keys, left_ts, right_ts, op, outer, tolerance, residual, emit, ..
         } = plan
         else {
             return None;
@@ -58,9 +61,30 @@ impl<'a> AsofSpec<'a> {
             op: *op,
             outer: *outer,
             tolerance: *tolerance,
+            residual: residual.as_ref(),
             emit: emit.as_deref(),
         };
         Some((left, right, spec))
+    }
+
+    /// Whether matches lie at or before the left time (`>=`, `>`), so a walk for a residual
+    /// goes to earlier rows.
+    fn backward(&self) -> bool {
+        matches!(self.op, BinaryOp::GtEq | BinaryOp::Gt)
+    }
+
+    /// Left row `left`'s walk for the residual from its candidate, at `k` in `bucket` (the
+    /// sorted times of its key's right rows, at position `base` of their sequence), away from
+    /// its time `x` as far as the tolerance allows.
+    fn walk_from<T: Time>(&self, left: usize, bucket: &[T], k: usize, x: T, base: usize) -> Walk {
+        debug_assert!(self.op != BinaryOp::Eq, "the binder refuses a residual with nearest()");
+        let tol = self.tolerance;
+        let last = if self.backward() {
+            bucket[..=k].partition_point(|&r| !within(x, r, tol))
+        } else {
+            k + bucket[k..].partition_point(|&r| within(x, r, tol)) - 1
+        };
+        Walk::new(left as u32, (base + k) as u32, (base + last) as u32, self.backward())
     }
 
     /// The output columns, given the inputs' widths.
@@ -179,6 +203,7 @@ pub fn asof_join(ctx: &ExecContext, l: &Batch, r: &Batch, spec: AsofSpec) -> Res
     let (start, mut order) = bucket_rows(&rid, |j| rt.is_valid(j) && key_ok(&rk, j), ngroups);
     let (lt_vals, rt_vals) = time_pair(&lt, &rt)?;
     let mut matched = vec![NULL_INDEX; n];
+    let mut walks = Vec::new();
     macro_rules! run {
         ($lv:expr, $rv:expr, $t:ty) => {{
             // Per bucket: times in order (sorting the bucket only if the input was not).
@@ -204,6 +229,9 @@ pub fn asof_join(ctx: &ExecContext, l: &Batch, r: &Batch, spec: AsofSpec) -> Res
                 if let Some(k) = search(&bucket_times[a..b], $lv[i], spec.op) {
                     if within($lv[i], bucket_times[a + k], spec.tolerance) {
                         matched[i] = order[a + k];
+                        if spec.residual.is_some() {
+                            walks.push(spec.walk_from(i, &bucket_times[a..b], k, $lv[i], a));
+                        }
                     }
                 }
             }
@@ -220,6 +248,9 @@ pub fn asof_join(ctx: &ExecContext, l: &Batch, r: &Batch, spec: AsofSpec) -> Res
             let rf: Vec<f64> = rv.iter().map(|&x| x as f64).collect();
             run!(lv, rf, f64)
         }
+    }
+    if let Some(residual) = spec.residual {
+        walk(ctx, residual, (l, r), Some(&order), spec.backward(), walks, &mut matched)?;
     }
     let m = Matched::of(l.clone(), r.clone(), matched, spec.outer);
     let types: Vec<DataType> = l.columns.iter().chain(&r.columns).map(|c| c.data_type()).collect();
@@ -252,6 +283,7 @@ pub fn splice_join(
         op,
         outer: AsofOuter::Left,
         tolerance: None,
+        residual: None,
         emit: None,
     };
     let left_rows = asof_join(ctx, l, r, spec(lk, rk, lts, rts, BinaryOp::GtEq))?;
@@ -385,10 +417,17 @@ fn partition_wise<R: Send>(
     // partitions a bundle at a time (their matches, left rows and right rows one after another).
     let one = |bundle: &[Piece]| -> Result<R> {
         let mut matched = vec![NULL_INDEX; bundle.iter().map(|p| p.range.len()).sum()];
+        let mut walks = Vec::new();
         let (lb, rb) = pp.walk_bundle(bundle, |lp, rp, span, right_at| match rp {
-            Some(rp) => merge_pair((lp, lts), (rp, rts), spec, right_at, &mut matched[span]),
+            Some(rp) => {
+                let at = (right_at, span.start);
+                merge_pair((lp, lts), (rp, rts), spec, at, &mut matched[span], &mut walks)
+            }
             None => Ok(()),
         })?;
+        if let Some(residual) = spec.residual {
+            walk(ctx, residual, (&lb, &rb), None, spec.backward(), walks, &mut matched)?;
+        }
         finish(Matched::of(lb, rb, matched, spec.outer))
     };
     let total = lps.iter().map(|p| p.range.len()).sum();
@@ -402,8 +441,18 @@ fn partition_wise<R: Send>(
 
 /// The matches of left piece `l` in right piece `r` (each with its designated timestamp's
 /// schema position), merged with two pointers: `out[i]` becomes `base` plus the position in
-/// `r`'s range of left row `i`'s match, and stays `NULL_INDEX` without one.
-fn merge_pair(l: (&Piece, usize), r: (&Piece, usize), spec: &AsofSpec, base: usize, out: &mut [u32]) -> Result<()> {
+/// `r`'s range of left row `i`'s match, and stays `NULL_INDEX` without one. `at` is (`base`,
+/// where `l`'s rows start among the bundle's left rows); with a residual, each match's walk
+/// (over the bundle's rows) goes to `walks`.
+fn merge_pair(
+    l: (&Piece, usize),
+    r: (&Piece, usize),
+    spec: &AsofSpec,
+    at: (usize, usize),
+    out: &mut [u32],
+    walks: &mut Vec<Walk>,
+) -> Result<()> {
+    let (base, left_at) = at;
     let ((lp, lts), (rp, rts)) = (l, r);
     debug_assert_eq!(out.len(), lp.range.len());
     // The rows where they live (a pack shared with other small partitions, or their own).
@@ -438,6 +487,9 @@ fn merge_pair(l: (&Piece, usize), r: (&Piece, usize), spec: &AsofSpec, base: usi
         };
         if let Some(k) = hit.filter(|&k| within(t, rs[k], spec.tolerance)) {
             out[i - lr.start] = (base + r0 - rr.start + k) as u32;
+            if spec.residual.is_some() {
+                walks.push(spec.walk_from(left_at + i - lr.start, rs, k, t, base + r0 - rr.start));
+            }
         }
     }
     Ok(())

@@ -249,6 +249,9 @@ pub enum Plan {
         outer: AsofOuter,
         /// Maximum distance between the two times (inclusive).
         tolerance: Option<i64>,
+        /// Other conditions between the two sides (over `[left..., right...]`), part of the
+        /// match as in DuckDB: a left row meets the nearest right row that also satisfies them.
+        residual: Option<BExpr>,
         /// The columns of `[left..., right...]` the join outputs, in order (None: all). Set by
         /// column pruning, so key and time columns read only to match are never built.
         emit: Option<Vec<usize>>,
@@ -514,14 +517,15 @@ impl Plan {
             }
             Plan::Join { kind, left_keys, .. } if left_keys.is_empty() => format!("{kind:?}"),
             Plan::Join { kind, left_keys, .. } => format!("{kind:?} keys={}", left_keys.len()),
-            Plan::AsofJoin { left_keys, op, outer, tolerance, how, .. } => {
+            Plan::AsofJoin { left_keys, op, outer, tolerance, residual, how, .. } => {
                 let how = match how {
                     AsofHow::PartitionMerge => "partition-pair merge",
                     AsofHow::KeySearch => "per-key binary search",
                 };
                 let cond = if *op == BinaryOp::Eq { "nearest".to_string() } else { format!("ts {}", op.sql()) };
                 let tol = tolerance.map(|t| format!(" tolerance={t}")).unwrap_or_default();
-                format!("{}keys={} on {cond}{tol} ({how})", outer.sql(), left_keys.len())
+                let more = if residual.is_some() { " and a condition between the sides" } else { "" };
+                format!("{}keys={} on {cond}{tol}{more} ({how})", outer.sql(), left_keys.len())
             }
             Plan::Sort { how: SortHow::Ann(a), limit: Some(l), .. } => format!("{} limit={l}", a.describe()),
             Plan::Sort { keys, limit: Some(l), .. } => format!("keys={} limit={l}", keys.len()),

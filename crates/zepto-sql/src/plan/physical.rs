@@ -130,7 +130,18 @@ fn choose(p: Plan, settings: &crate::settings::Settings) -> Plan {
             Plan::Aggregate { input, keys, aggs, how }
         }
         Plan::AsofJoin {
-            left, right, left_keys, right_keys, left_ts, right_ts, op, outer, tolerance, emit, ..
+            left,
+            right,
+            left_keys,
+            right_keys,
+            left_ts,
+            right_ts,
+            op,
+            outer,
+            tolerance,
+            residual,
+            emit,
+            ..
         } => {
             // The partition-pair merge walks left partitions: right rows no left row matched
             // (RIGHT, FULL) are the search's to find.
@@ -138,7 +149,20 @@ fn choose(p: Plan, settings: &crate::settings::Settings) -> Plan {
                 && !outer.keeps_right()
                 && merge_shape(&left, &right, &left_keys, &right_keys, &left_ts, &right_ts);
             let how = if merge { AsofHow::PartitionMerge } else { AsofHow::KeySearch };
-            Plan::AsofJoin { left, right, left_keys, right_keys, left_ts, right_ts, op, outer, tolerance, emit, how }
+            Plan::AsofJoin {
+                left,
+                right,
+                left_keys,
+                right_keys,
+                left_ts,
+                right_ts,
+                op,
+                outer,
+                tolerance,
+                residual,
+                emit,
+                how,
+            }
         }
         Plan::WindowJoin { left, right, left_keys, right_keys, left_ts, right_ts, lo, hi, aggs, .. } => {
             let paired = merge_shape(&left, &right, &left_keys, &right_keys, &left_ts, &right_ts);

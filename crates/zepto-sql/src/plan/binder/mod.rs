@@ -1250,36 +1250,31 @@ fn merge_using(plan: Plan, scope: &mut Vec<Field>, merged: &[(usize, usize)], ri
     Plan::Project { input: Box::new(plan), exprs }
 }
 
-/// An ASOF condition that reads both sides and is no equality: it must be the inequality,
-/// as (left time, right time over the right input, operator with the left time first).
-fn asof_inequality(c: &BExpr, nl: usize) -> Result<(BExpr, BExpr, BinaryOp)> {
-    let bad = || {
-        SqlError::plan(
-            "ASOF JOIN conditions must be equalities between the two sides, one inequality (>=, >, <=, <) between a left and a right expression, and conditions on one side only",
-            None,
-        )
-    };
-    let BExpr::Binary { op, left, right, .. } = c else { return Err(bad()) };
+/// An ASOF condition that reads both sides and is no equality, if it is the inequality: a
+/// comparison (`>=`, `>`, `<=`, `<`) of a left and a right expression, as (left time, right
+/// time over the right input, operator with the left time first). `None`: another condition
+/// between the sides (`l.v + r.v > 10`, an `OR`), which joins the match as a residual.
+fn asof_inequality(c: &BExpr, nl: usize) -> Option<Result<(BExpr, BExpr, BinaryOp)>> {
+    let BExpr::Binary { op, left, right, .. } = c else { return None };
     if !matches!(op, BinaryOp::Lt | BinaryOp::LtEq | BinaryOp::Gt | BinaryOp::GtEq) {
-        return Err(bad());
+        return None;
     }
-    let (l, r, op) = match split_sides(left, right, nl) {
-        Some((l, r)) if l == **left => (l, r, *op),
-        Some((l, r)) => (l, r, op.flip()),
-        None => return Err(bad()),
+    let (l, r, op) = match split_sides(left, right, nl)? {
+        (l, r) if l == **left => (l, r, *op),
+        (l, r) => (l, r, op.flip()),
     };
     let ordered = |t: DataType| t.is_numeric() || t.is_string() || matches!(t, DataType::Timestamp | DataType::Date);
     if !ordered(l.data_type()) || l.data_type().is_string() != r.data_type().is_string() {
-        return Err(SqlError::plan(
+        return Some(Err(SqlError::plan(
             format!(
                 "ASOF JOIN inequality needs ordered numeric, time or string values on both sides, got {} and {}",
                 l.data_type(),
                 r.data_type()
             ),
             None,
-        ));
+        )));
     }
-    Ok((l, r, op))
+    Some(Ok((l, r, op)))
 }
 
 /// ASOF SEMI (`plan` an inner ASOF join) and ANTI (`plan` an ASOF LEFT join) JOIN: the left
@@ -1320,7 +1315,7 @@ fn asof_plan(
         e.for_each_col(&mut |i| if i < nl { l = true } else { r = true });
         (l, r)
     };
-    let mut right_only = Vec::new();
+    let (mut right_only, mut residual) = (Vec::new(), Vec::new());
     for c in conds {
         if let Some((l, r)) = split_equi(&c, nl) {
             lk.push(l);
@@ -1359,7 +1354,11 @@ fn asof_plan(
             }
             _ => {}
         }
-        let found = asof_inequality(&c, nl)?;
+        let Some(found) = asof_inequality(&c, nl) else {
+            residual.push(c);
+            continue;
+        };
+        let found = found?;
         if ineq.is_some() {
             return Err(SqlError::plan(
                 "ASOF JOIN takes exactly one inequality condition (use TOLERANCE for a maximum distance)",
@@ -1376,6 +1375,12 @@ fn asof_plan(
     })?;
     if nearest && left_ts.data_type().is_string() {
         return Err(SqlError::plan("nearest() needs numeric or time values (strings have no distance)", None));
+    }
+    if nearest && !residual.is_empty() {
+        return Err(SqlError::plan(
+            "nearest() takes no other condition between the two sides (equalities, one-side conditions and TOLERANCE only)",
+            None,
+        ));
     }
     let op = if nearest { BinaryOp::Eq } else { op };
     if let Some(pred) = BExpr::and_all(right_only) {
@@ -1397,6 +1402,7 @@ fn asof_plan(
         op,
         outer,
         tolerance,
+        residual: BExpr::and_all(residual),
         emit: None,
         how: super::AsofHow::KeySearch,
     })

@@ -57,7 +57,14 @@ struct Sides {
 enum Part {
     Scan(ScanPart),
     Partial(ScanPart, Partial),
-    Asof { sides: Sides, op: BinaryOp, outer: AsofOuter, tolerance: Option<i64>, emit: Option<Vec<usize>> },
+    Asof {
+        sides: Sides,
+        op: BinaryOp,
+        outer: AsofOuter,
+        tolerance: Option<i64>,
+        residual: Option<BExpr>,
+        emit: Option<Vec<usize>>,
+    },
     WindowJoin { sides: Sides, lo: i64, hi: i64, aggs: Vec<AggCall> },
     Window(ScanPart, Vec<WinCall>),
 }
@@ -228,11 +235,13 @@ impl Fragment {
                 op,
                 outer,
                 tolerance,
+                residual,
                 emit,
                 ..
             } => {
                 let sides = Sides::of(left, right, (left_keys, right_keys), (left_ts, right_ts))?;
-                Part::Asof { sides, op: *op, outer: *outer, tolerance: *tolerance, emit: emit.clone() }
+                let (op, outer, tolerance, residual) = (*op, *outer, *tolerance, residual.clone());
+                Part::Asof { sides, op, outer, tolerance, residual, emit: emit.clone() }
             }
             Plan::WindowJoin { left, right, left_keys, right_keys, left_ts, right_ts, lo, hi, aggs, .. } => {
                 let sides = Sides::of(left, right, (left_keys, right_keys), (left_ts, right_ts))?;
@@ -285,7 +294,7 @@ impl Fragment {
                 keys: p.keys.clone(),
                 aggs: p.aggs.clone(),
             },
-            Part::Asof { sides, op, outer, tolerance, emit } => {
+            Part::Asof { sides, op, outer, tolerance, residual, emit } => {
                 let (left, right) = sides.plan(tables, scope)?;
                 Plan::AsofJoin {
                     left,
@@ -297,6 +306,7 @@ impl Fragment {
                     op: *op,
                     outer: *outer,
                     tolerance: *tolerance,
+                    residual: residual.clone(),
                     emit: emit.clone(),
                     how: AsofHow::KeySearch,
                 }

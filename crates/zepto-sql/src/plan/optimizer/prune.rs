@@ -332,6 +332,7 @@ fn prune_asof_join(p: Plan, need: &[bool]) -> (Plan, Map) {
         op,
         outer,
         tolerance,
+        mut residual,
         emit,
         how,
     } = p
@@ -346,9 +347,15 @@ fn prune_asof_join(p: Plan, need: &[bool]) -> (Plan, Map) {
     for (k, &c) in emit.iter().enumerate() {
         need_pair[c] |= need.get(k).copied().unwrap_or(true);
     }
+    if let Some(r) = &residual {
+        mark(r, &mut need_pair);
+    }
     let mut lx: Vec<&mut BExpr> = left_keys.iter_mut().chain(std::iter::once(&mut left_ts)).collect();
     let mut rx: Vec<&mut BExpr> = right_keys.iter_mut().chain(std::iter::once(&mut right_ts)).collect();
     let (left, right, pair_map) = prune_pair(*left, *right, &need_pair, &mut lx, &mut rx);
+    if let Some(r) = &mut residual {
+        remap(r, &pair_map);
+    }
     let mut new_emit = Vec::new();
     let map: Map = emit
         .iter()
@@ -372,6 +379,7 @@ fn prune_asof_join(p: Plan, need: &[bool]) -> (Plan, Map) {
         op,
         outer,
         tolerance,
+        residual,
         emit,
         how,
     };
@@ -503,6 +511,7 @@ mod tests {
             op: BinaryOp::GtEq,
             outer: crate::plan::AsofOuter::Inner,
             tolerance: None,
+            residual: None,
             emit: None,
             how: crate::plan::AsofHow::KeySearch,
         };
