@@ -4,9 +4,11 @@
 //!   one-shot (`-c`, `-f`), output as table, CSV or JSON.
 //! * `zeptodb serve` — the HTTP server (SPEC §2); `zeptodb keygen` makes API keys.
 //! * `zeptodb demo` — loads a generated market-data set and runs example queries.
+//! * `zeptodb doctor` — checks the host's settings and says what to change.
 
 mod backend;
 mod demo;
+mod doctor;
 mod durable;
 mod output;
 mod remote;
@@ -65,6 +67,7 @@ fn cli() -> Command {
         .subcommand(serve::command())
         .subcommand(serve::keygen_command())
         .subcommand(demo)
+        .subcommand(doctor::command())
 }
 
 fn fail(msg: &str) -> ExitCode {
@@ -96,6 +99,7 @@ fn main() -> ExitCode {
         }
         Some(("serve", a)) => serve::run(a),
         Some(("keygen", a)) => serve::keygen(a),
+        Some(("doctor", a)) => doctor::run(a),
         Some(("sql", a)) => {
             let mut durable = None;
             let mut backend = match a.get_one::<String>("url") {

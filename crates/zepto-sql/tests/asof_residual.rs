@@ -103,7 +103,8 @@ fn the_match_is_the_nearest_row_that_satisfies_every_condition() {
                 assert_eq!(got(&e, &sql), want, "{key_type} {op} {tol:?}");
                 // SEMI and ANTI: the left rows with and without such a match.
                 let semi = format!("SELECT l.id, NULL::BIGINT FROM l ASOF SEMI JOIN r ON l.k = r.k AND (l.v + r.v) % 97 = 0 AND l.ts {op} r.ts{tol_sql}");
-                let matched: Vec<(i64, Option<i64>)> = want.iter().filter(|x| x.1.is_some()).map(|x| (x.0, None)).collect();
+                let matched: Vec<(i64, Option<i64>)> =
+                    want.iter().filter(|x| x.1.is_some()).map(|x| (x.0, None)).collect();
                 assert_eq!(got(&e, &semi), matched, "SEMI {key_type} {op} {tol:?}");
                 let anti = semi.replace("SEMI", "ANTI");
                 assert_eq!(got(&e, &anti).len(), want.len() - matched.len(), "ANTI {key_type} {op} {tol:?}");

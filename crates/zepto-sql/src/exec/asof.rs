@@ -48,7 +48,18 @@ impl<'a> AsofSpec<'a> {
     /// An `AsofJoin` node's inputs and spec (`None` for any other node).
     pub fn of(plan: &'a Plan) -> Option<(&'a Plan, &'a Plan, AsofSpec<'a>)> {
         let Plan::AsofJoin {
-            left, right, left_keys, right_keys, left_ts, right_ts, op, outer, tolerance, residual, emit, ..
+            left,
+            right,
+            left_keys,
+            right_keys,
+            left_ts,
+            right_ts,
+            op,
+            outer,
+            tolerance,
+            residual,
+            emit,
+            ..
         } = plan
         else {
             return None;

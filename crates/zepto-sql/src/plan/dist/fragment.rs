@@ -65,7 +65,12 @@ enum Part {
         residual: Option<BExpr>,
         emit: Option<Vec<usize>>,
     },
-    WindowJoin { sides: Sides, lo: i64, hi: i64, aggs: Vec<AggCall> },
+    WindowJoin {
+        sides: Sides,
+        lo: i64,
+        hi: i64,
+        aggs: Vec<AggCall>,
+    },
     Window(ScanPart, Vec<WinCall>),
 }
 
