@@ -77,8 +77,14 @@ class Result:
 
     def to_pandas(self, **kwargs: Any) -> pandas.DataFrame:
         """A ``pandas.DataFrame`` (SYMBOL columns as categoricals, timestamps as
-        ``datetime64[ns]``). Keyword arguments go to ``pyarrow.Table.to_pandas``."""
-        return self.to_arrow().to_pandas(**kwargs)
+        ``datetime64[ns]``). A HUGEINT column (``sum`` of BIGINT) is ``int64`` when every value
+        fits (NULLs make it float64, as for other integers), Python ints otherwise. Keyword
+        arguments go to ``pyarrow.Table.to_pandas``."""
+        table = _narrow_hugeint(self.to_arrow())
+        df = table.to_pandas(**kwargs)
+        for name in _hugeint_columns(table):
+            df[name] = [None if v is None else int(v) for v in df[name]]
+        return df
 
     def to_numpy(self) -> dict[str, numpy.ndarray]:
         """Column name → one contiguous ``numpy.ndarray``.
@@ -92,9 +98,13 @@ class Result:
         BOOLEAN (Arrow packs it in bits), VARCHAR and SYMBOL (Python strings, object dtype).
         A result of a partitioned table has one batch per partition it reads."""
         out = {}
-        table = self.to_arrow()
+        table = _narrow_hugeint(self.to_arrow())
         for name, col in zip(table.column_names, table.columns):
-            if _is_vector(col.type):
+            if _is_hugeint(col.type):
+                import numpy
+
+                out[name] = numpy.array([None if v is None else int(v) for v in col.to_pylist()], dtype=object)
+            elif _is_vector(col.type):
                 out[name] = _vectors_numpy(col)
             elif col.num_chunks == 1:
                 out[name] = col.chunk(0).to_numpy(zero_copy_only=False)
@@ -123,9 +133,9 @@ class Result:
         return self._src.tensor(batch, i)
 
     def fetchall(self) -> list[tuple]:
-        """The rows as a list of tuples."""
+        """The rows as a list of tuples (a HUGEINT as a Python int)."""
         table = self.to_arrow()
-        cols = [c.to_pylist() for c in table.columns]
+        cols = [_pylist(c) for c in table.columns]
         return list(zip(*cols))
 
     def fetchone(self) -> Optional[tuple]:
@@ -141,6 +151,40 @@ class Result:
 
 def _is_table(x: Any) -> bool:
     return type(x).__name__ == "Table" and type(x).__module__.startswith("pyarrow")
+
+
+def _is_hugeint(t: Any) -> bool:
+    """A HUGEINT column: Arrow ``Decimal128(38, 0)``."""
+    import pyarrow
+
+    return pyarrow.types.is_decimal128(t) and t.scale == 0
+
+
+def _hugeint_columns(table: Any) -> list[str]:
+    return [f.name for f in table.schema if _is_hugeint(f.type)]
+
+
+def _narrow_hugeint(table: Any) -> Any:
+    """``table`` with each HUGEINT column whose values all fit in BIGINT as ``int64`` (the
+    common case of ``sum``: the type pandas and NumPy users expect); the others stay exact."""
+    import pyarrow
+
+    names = _hugeint_columns(table)
+    for name in names:
+        i = table.column_names.index(name)
+        try:
+            table = table.set_column(i, name, table.column(i).cast(pyarrow.int64()))
+        except pyarrow.ArrowInvalid:
+            pass
+    return table
+
+
+def _pylist(col: Any) -> list:
+    """A column's values as Python objects (a HUGEINT as an int, not a Decimal)."""
+    values = col.to_pylist()
+    if _is_hugeint(col.type):
+        return [None if v is None else int(v) for v in values]
+    return values
 
 
 def _is_vector(t: Any) -> bool:

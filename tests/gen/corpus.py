@@ -317,6 +317,15 @@ def s06_aggregates(f):
     f.q("SELECT sum(age), avg(age), sum(salary), avg(salary) FROM people")
     f.q("SELECT sum(n), sum(m), avg(m), sum(x), avg(x), min(x), max(m) FROM nums")
     f.q("SELECT count(*), count(n), count(DISTINCT n), count(DISTINCT n % 3), count(b) FROM nums")
+    f.comment("sum of BIGINT is exact past 2^63 and below -2^63 (a HUGEINT, as in DuckDB; PostgreSQL's numeric)")
+    big = ("(VALUES (1, 9223372036854775807), (1, 9223372036854775807), (1, 5), (2, -9223372036854775807), "
+           "(2, -9223372036854775807), (2, -9223372036854775807), (2, NULL), (3, 9223372036854775807), "
+           "(3, -9223372036854775807), (4, NULL)) AS t(g, x)")
+    f.q("SELECT g, sum(x), count(x) FROM %s GROUP BY g ORDER BY g" % big)
+    f.q("SELECT sum(x), sum(x) + 1, -sum(x) FROM %s WHERE g = 1" % big)
+    f.q("SELECT g FROM %s GROUP BY g HAVING sum(x) < -9223372036854775808 ORDER BY g" % big)
+    f.q("SELECT sum(s) FROM (SELECT g, sum(x) AS s FROM %s GROUP BY g)" % big)
+    f.q("SELECT 18446744073709551614 - 1, -18446744073709551614 * 2")
     f.comment("spread statistics: stddev = stddev_samp, variance = var_samp")
     f.q("SELECT stddev(price), stddev_samp(price), stddev_pop(price), variance(price) FROM trades")
     f.q("SELECT stddev(size), stddev_pop(size), variance(size) FROM trades")

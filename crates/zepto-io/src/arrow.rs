@@ -10,7 +10,7 @@
 use crate::IoError;
 use arrow_array::cast::AsArray;
 use arrow_array::types::{
-    ArrowDictionaryKeyType, DurationMicrosecondType, DurationMillisecondType, DurationNanosecondType,
+    ArrowDictionaryKeyType, Decimal128Type, DurationMicrosecondType, DurationMillisecondType, DurationNanosecondType,
     DurationSecondType, Int16Type, Int32Type, Int64Type, Int8Type, TimestampMicrosecondType, TimestampMillisecondType,
     TimestampNanosecondType, TimestampSecondType, UInt16Type, UInt32Type, UInt64Type, UInt8Type,
 };
@@ -148,6 +148,7 @@ impl Acc {
                 },
                 ColumnData::Int32(v) => int32(arr, v, nulls, row0)?,
                 ColumnData::Int64(v) => int64(arr, v, nulls, row0)?,
+                ColumnData::Int128(v) => int128(arr, v)?,
                 ColumnData::Float32(v) => float32(arr, v)?,
                 ColumnData::Float64(v) => float64(arr, v)?,
                 ColumnData::Timestamp(v) => timestamp(arr, v, nulls, row0)?,
@@ -193,6 +194,7 @@ impl Acc {
             ColumnData::Bool(v) => v.resize(v.len() + n, false),
             ColumnData::Int32(v) | ColumnData::Date(v) => v.resize(v.len() + n, 0),
             ColumnData::Int64(v) | ColumnData::Timestamp(v) | ColumnData::Interval(v) => v.resize(v.len() + n, 0),
+            ColumnData::Int128(v) => v.resize(v.len() + n, 0),
             ColumnData::Float32(v) => v.resize(v.len() + n, 0.0),
             ColumnData::Float64(v) => v.resize(v.len() + n, 0.0),
             ColumnData::Varchar(s) => (0..n).for_each(|_| s.push("")),
@@ -227,6 +229,7 @@ fn zero_nulls(data: &mut ColumnData, start: usize, nulls: Option<&NullBuffer>) {
         ColumnData::Bool(v) => z(v, start, nulls, false),
         ColumnData::Int32(v) | ColumnData::Date(v) => z(v, start, nulls, 0),
         ColumnData::Int64(v) | ColumnData::Timestamp(v) | ColumnData::Interval(v) => z(v, start, nulls, 0),
+        ColumnData::Int128(v) => z(v, start, nulls, 0),
         ColumnData::Float32(v) => z(v, start, nulls, 0.0),
         ColumnData::Float64(v) => z(v, start, nulls, 0.0),
         ColumnData::Symbol { codes, .. } => z(codes, start, nulls, 0),
@@ -289,6 +292,18 @@ fn int64(arr: &dyn Array, v: &mut Vec<i64>, nulls: Option<&NullBuffer>, row0: us
         ArrowType::UInt16 => v.extend(values::<UInt16Type>(arr).iter().map(|&x| i64::from(x))),
         ArrowType::UInt32 => v.extend(values::<UInt32Type>(arr).iter().map(|&x| i64::from(x))),
         ArrowType::UInt64 => convert(values::<UInt64Type>(arr), v, nulls, row0, |x| i64::try_from(x).ok())?,
+        _ => return Err(AppendError::Type),
+    }
+    Ok(())
+}
+
+/// HUGEINT from Arrow `Decimal128` of scale 0 (how it leaves) or any integer type.
+fn int128(arr: &dyn Array, v: &mut Vec<i128>) -> Result<(), AppendError> {
+    match arr.data_type() {
+        ArrowType::Decimal128(_, 0) => v.extend_from_slice(values::<Decimal128Type>(arr)),
+        ArrowType::Int64 => v.extend(values::<Int64Type>(arr).iter().map(|&x| i128::from(x))),
+        ArrowType::Int32 => v.extend(values::<Int32Type>(arr).iter().map(|&x| i128::from(x))),
+        ArrowType::UInt64 => v.extend(values::<UInt64Type>(arr).iter().map(|&x| i128::from(x))),
         _ => return Err(AppendError::Type),
     }
     Ok(())
@@ -501,7 +516,8 @@ fn null_buffer(c: &Column) -> Option<NullBuffer> {
 }
 
 /// One column as an Arrow array. Types: TIMESTAMP → `Timestamp(Nanosecond)` (no time zone),
-/// DATE → `Date32`, SYMBOL → `Dictionary(Int32, Utf8)`, VARCHAR → `LargeUtf8`, INTERVAL →
+/// DATE → `Date32`, SYMBOL → `Dictionary(Int32, Utf8)`, VARCHAR → `LargeUtf8`, HUGEINT →
+/// `Decimal128(38, 0)`, INTERVAL →
 /// `Int64` nanoseconds, `FLOAT[n]` → `FixedSizeList<Float32, n>`, untyped NULL → Arrow `Null`.
 pub fn to_arrow(c: &Column, rows: usize) -> Result<ArrayRef, String> {
     let nulls = null_buffer(c);
@@ -513,6 +529,11 @@ pub fn to_arrow(c: &Column, rows: usize) -> Result<ArrayRef, String> {
         ColumnData::Bool(v) => Arc::new(BooleanArray::new(BooleanBuffer::from(v.as_slice()), nulls)),
         ColumnData::Int32(v) => prim::<Int32Type>(v, nulls),
         ColumnData::Int64(v) => prim::<Int64Type>(v, nulls),
+        ColumnData::Int128(v) => Arc::new(
+            PrimitiveArray::<Decimal128Type>::new(ScalarBuffer::from(v.to_vec()), nulls)
+                .with_precision_and_scale(38, 0)
+                .map_err(e)?,
+        ),
         ColumnData::Float32(v) => prim::<arrow_array::types::Float32Type>(v, nulls),
         ColumnData::Float64(v) => prim::<arrow_array::types::Float64Type>(v, nulls),
         ColumnData::Timestamp(v) => prim::<TimestampNanosecondType>(v, nulls),

@@ -275,6 +275,7 @@ fn parse_field_with(f: &Field, dt: DataType, days: &mut time::DayCache) -> Resul
         DataType::Bool => Value::Bool(parse_bool(t).ok_or_else(bad)?),
         DataType::Int32 => Value::Int32(t.parse().map_err(|_| bad())?),
         DataType::Int64 => Value::Int64(t.parse().map_err(|_| bad())?),
+        DataType::Int128 => Value::Int128(t.parse().map_err(|_| bad())?),
         DataType::Float32 => Value::Float32(t.parse().map_err(|_| bad())?),
         DataType::Float64 => Value::Float64(t.parse().map_err(|_| bad())?),
         DataType::Timestamp => match time::parse_timestamp_with(t, days) {

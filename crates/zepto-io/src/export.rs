@@ -64,6 +64,14 @@ impl Exporter {
             ColumnData::Bool(v) => Arc::new(BooleanArray::new(BooleanBuffer::from(v.as_slice()), n)),
             ColumnData::Int32(v) => prim::<Int32Type>(c, v, n),
             ColumnData::Int64(v) | ColumnData::Interval(v) => prim::<Int64Type>(c, v, n),
+            ColumnData::Int128(v) => Arc::new(
+                PrimitiveArray::<arrow_array::types::Decimal128Type>::new(
+                    ScalarBuffer::new(share(c, v), 0, v.len()),
+                    n,
+                )
+                .with_precision_and_scale(38, 0)
+                .map_err(|e| e.to_string())?,
+            ),
             ColumnData::Float32(v) => prim::<Float32Type>(c, v, n),
             ColumnData::Float64(v) => prim::<Float64Type>(c, v, n),
             ColumnData::Timestamp(v) => prim::<TimestampNanosecondType>(c, v, n),

@@ -14,6 +14,7 @@ pub fn cell_text(c: &Column, i: usize) -> Option<String> {
         ColumnData::Bool(v) => v[i].to_string(),
         ColumnData::Int32(v) => v[i].to_string(),
         ColumnData::Int64(v) => v[i].to_string(),
+        ColumnData::Int128(v) => v[i].to_string(),
         ColumnData::Float32(v) => format_f32(v[i]),
         ColumnData::Float64(v) => format_f64(v[i]),
         ColumnData::Timestamp(v) => time::format_timestamp_iso(v[i]),
@@ -139,6 +140,7 @@ fn push_number(c: &Column, i: usize, out: &mut String) -> bool {
         ColumnData::Bool(v) => out.push_str(if v[i] { "true" } else { "false" }),
         ColumnData::Int32(v) => out.push_str(itoa::Buffer::new().format(v[i])),
         ColumnData::Int64(v) => out.push_str(itoa::Buffer::new().format(v[i])),
+        ColumnData::Int128(v) => out.push_str(itoa::Buffer::new().format(v[i])),
         ColumnData::Float64(v) if v[i].is_finite() => {
             return push_plain(ryu::Buffer::new().format_finite(v[i]), 15, out)
         }
@@ -227,7 +229,15 @@ mod tests {
         match (cell_text(c, i), c.data_type()) {
             (None, _) => "null".into(),
             (Some(s), DataType::Float32 | DataType::Float64) if s.contains(['N', 'i']) => format!("\"{s}\""),
-            (Some(s), DataType::Bool | DataType::Int32 | DataType::Int64 | DataType::Float32 | DataType::Float64) => s,
+            (
+                Some(s),
+                DataType::Bool
+                | DataType::Int32
+                | DataType::Int64
+                | DataType::Int128
+                | DataType::Float32
+                | DataType::Float64,
+            ) => s,
             (Some(s), _) => {
                 let mut out = String::new();
                 for ch in s.chars() {

@@ -73,6 +73,7 @@ pub fn engine_type(dt: &arrow_schema::DataType) -> Option<DataType> {
         A::Boolean => DataType::Bool,
         A::Int8 | A::Int16 | A::Int32 | A::UInt8 | A::UInt16 => DataType::Int32,
         A::Int64 | A::UInt32 | A::UInt64 => DataType::Int64,
+        A::Decimal128(_, 0) => DataType::Int128,
         A::Float16 | A::Float32 => DataType::Float32,
         A::Float64 => DataType::Float64,
         A::Timestamp(..) => DataType::Timestamp,
@@ -218,5 +219,19 @@ mod tests {
         }
         let back = read_ipc_stream(&bytes, &[ColumnDef { name: "x".into(), data_type: DataType::Int64 }]).expect("ok");
         assert_eq!(back[0].len(), 0);
+    }
+
+    #[test]
+    fn hugeint_travels_as_decimal128_and_reads_back_exactly() {
+        use zepto_storage::{ColumnBuilder, Value};
+        let mut b = ColumnBuilder::new(DataType::Int128, 4);
+        for v in [Value::Int128(i128::MAX), Value::Null, Value::Int128(-(1i128 << 100)), Value::Int128(0)] {
+            b.push_value(&v).expect("push");
+        }
+        let c = b.finish();
+        let bytes = write_ipc_stream(&["s".to_string()], &[&c], 4).expect("written");
+        let (defs, cols, rows) = read_ipc_stream_any(&bytes).expect("read");
+        assert_eq!((defs[0].data_type, rows), (DataType::Int128, 4));
+        assert_eq!((0..4).map(|i| cols[0].get(i)).collect::<Vec<_>>(), (0..4).map(|i| c.get(i)).collect::<Vec<_>>());
     }
 }

@@ -998,6 +998,8 @@ impl fmt::Display for Literal {
             Literal::Float(v) => write!(f, "{v}"),
             Literal::Str(s) => write!(f, "'{}'", s.replace('\'', "''")),
             Literal::Interval(ns) => write!(f, "INTERVAL '{}'", zepto_storage::time::format_interval(*ns)),
+            // An integer past BIGINT (HUGEINT) reads back from its digits.
+            Literal::Typed(DataType::Int128, s) => f.write_str(s),
             Literal::Typed(t, s) => write!(f, "{t} '{}'", s.replace('\'', "''")),
             Literal::Vector(v) => {
                 f.write_str("[")?;

@@ -233,6 +233,14 @@ impl Parser {
             // Fold negative numeric literals so i64::MIN and -1 stay literals.
             return Ok(match e {
                 Expr::Lit(Literal::Int(v), _) => Expr::Lit(Literal::Int(v.wrapping_neg()), pos),
+                // -9223372036854775808 is BIGINT's least value; other HUGEINT digits stay HUGEINT.
+                Expr::Lit(Literal::Typed(DataType::Int128, t), _) if t == "9223372036854775808" => {
+                    Expr::Lit(Literal::Int(i64::MIN), pos)
+                }
+                Expr::Lit(Literal::Typed(DataType::Int128, t), _) => {
+                    let neg = t.strip_prefix('-').map_or_else(|| format!("-{t}"), str::to_string);
+                    Expr::Lit(Literal::Typed(DataType::Int128, neg), pos)
+                }
                 Expr::Lit(Literal::Float(v), _) => Expr::Lit(Literal::Float(-v), pos),
                 Expr::Lit(Literal::Interval(v), _) => Expr::Lit(Literal::Interval(-v), pos),
                 e => Expr::Unary { op: UnaryOp::Neg, expr: Box::new(e) },
@@ -270,9 +278,10 @@ impl Parser {
             if let Ok(v) = text.parse::<i64>() {
                 return Ok(Expr::Lit(Literal::Int(v), pos));
             }
-            // Only i64::MIN's magnitude overflows here and is negated by the caller.
-            if text == "9223372036854775808" {
-                return Ok(Expr::Lit(Literal::Int(i64::MIN), pos));
+            // Past BIGINT: a HUGEINT (DuckDB's type for these literals); `-` before
+            // 9223372036854775808 makes it BIGINT's least value again.
+            if text.parse::<i128>().is_ok() {
+                return Ok(Expr::Lit(Literal::Typed(DataType::Int128, text.to_string()), pos));
             }
         }
         text.parse::<f64>()

@@ -38,6 +38,7 @@ pub fn pg_type(dt: DataType) -> Type {
         DataType::Bool => Type::BOOL,
         DataType::Int32 => Type::INT4,
         DataType::Int64 => Type::INT8,
+        DataType::Int128 => Type::NUMERIC,
         DataType::Float32 => Type::FLOAT4,
         DataType::Float64 => Type::FLOAT8,
         DataType::Timestamp => Type::TIMESTAMP,
@@ -272,6 +273,7 @@ fn binary_value(buf: &mut BytesMut, c: &Column, i: usize) -> bool {
         ColumnData::Bool(v) => v.get(i).map(|&b| buf.put_u8(u8::from(b))).is_some(),
         ColumnData::Int32(v) => v.get(i).map(|&x| buf.put_i32(x)).is_some(),
         ColumnData::Int64(v) => v.get(i).map(|&x| buf.put_i64(x)).is_some(),
+        ColumnData::Int128(v) => v.get(i).map(|&x| numeric_binary(buf, x)).is_some(),
         ColumnData::Float32(v) => v.get(i).map(|&x| buf.put_f32(x)).is_some(),
         ColumnData::Float64(v) => v.get(i).map(|&x| buf.put_f64(x)).is_some(),
         ColumnData::Timestamp(v) => v.get(i).map(|&t| buf.put_i64(pg_micros(t))).is_some(),
@@ -288,6 +290,28 @@ fn binary_value(buf: &mut BytesMut, c: &Column, i: usize) -> bool {
             c.str_at(i).map(|s| buf.put_slice(s.as_bytes())).is_some()
         }
         ColumnData::Null(_) => false,
+    }
+}
+
+/// An integer as PostgreSQL's binary `numeric`: the count of base-10000 digits, the weight
+/// of the first (its power of 10000), the sign, the display scale (0), then the digits, most
+/// significant first.
+fn numeric_binary(buf: &mut BytesMut, x: i128) {
+    let mut digits = Vec::new();
+    let mut m = x.unsigned_abs();
+    while m > 0 {
+        digits.push((m % 10_000) as i16);
+        m /= 10_000;
+    }
+    // Trailing zero digits are implied by the weight.
+    let zeros = digits.iter().take_while(|&&d| d == 0).count();
+    let weight = digits.len().saturating_sub(1) as i16;
+    buf.put_i16((digits.len() - zeros) as i16);
+    buf.put_i16(weight);
+    buf.put_u16(if x < 0 { 0x4000 } else { 0 });
+    buf.put_i16(0);
+    for d in digits.iter().skip(zeros).rev() {
+        buf.put_i16(*d);
     }
 }
 
@@ -328,6 +352,7 @@ fn text_value(buf: &mut BytesMut, c: &Column, i: usize, ty: &Type, opts: &Format
         ColumnData::Bool(v) => is(v.get(i).map_or(Ok(IsNull::Yes), |x| x.to_sql_text(ty, buf, opts))),
         ColumnData::Int32(v) => is(v.get(i).map_or(Ok(IsNull::Yes), |x| x.to_sql_text(ty, buf, opts))),
         ColumnData::Int64(v) => is(v.get(i).map_or(Ok(IsNull::Yes), |x| x.to_sql_text(ty, buf, opts))),
+        ColumnData::Int128(v) => Ok(v.get(i).map(|x| buf.put_slice(x.to_string().as_bytes())).is_some()),
         ColumnData::Float32(v) => match v.get(i) {
             Some(x) if x.is_infinite() => Ok(infinity(buf, *x < 0.0)),
             x => is(x.map_or(Ok(IsNull::Yes), |x| x.to_sql_text(ty, buf, opts))),
@@ -428,5 +453,27 @@ mod tests {
         }
         want.extend((-1i32).to_be_bytes()); // NULL
         assert_eq!(&row.data[..], &want[..]);
+    }
+
+    /// PostgreSQL's binary numeric of whole numbers, decoded as PostgreSQL does: the digits
+    /// (base 10000, most significant first) times 10000^(weight - position), signed.
+    #[test]
+    fn numeric_binary_is_postgresql_s_layout() {
+        for x in
+            [0i128, 1, 9_999, 10_000, 100_000_000, -123_456_789, 18_446_744_073_709_551_614, i128::MAX, i128::MIN + 1]
+        {
+            let mut buf = BytesMut::new();
+            numeric_binary(&mut buf, x);
+            let w: Vec<i16> = buf.chunks(2).map(|c| i16::from_be_bytes([c[0], c[1]])).collect();
+            let (ndigits, weight, sign, dscale) = (w[0] as usize, w[1] as i32, w[2] as u16, w[3]);
+            assert_eq!((dscale, w.len()), (0, 4 + ndigits), "{x}");
+            let mut v = 0i128;
+            for (k, &d) in w[4..].iter().enumerate() {
+                assert!((0..10_000).contains(&d), "{x}: digit {d}");
+                v += i128::from(d) * 10_000i128.pow((weight - k as i32) as u32);
+            }
+            assert_eq!(if sign == 0x4000 { -v } else { v }, x, "{x}");
+            assert!(ndigits == 0 || w[4 + ndigits - 1] != 0, "{x}: trailing zero digits are implied");
+        }
     }
 }

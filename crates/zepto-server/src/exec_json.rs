@@ -96,6 +96,7 @@ pub fn type_name(t: DataType) -> &'static str {
         DataType::Bool => "BOOLEAN",
         DataType::Int32 => "INT",
         DataType::Int64 => "LONG",
+        DataType::Int128 => "LONG128",
         DataType::Float32 => "FLOAT",
         DataType::Float64 => "DOUBLE",
         DataType::Timestamp => "TIMESTAMP",

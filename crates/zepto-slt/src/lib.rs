@@ -210,6 +210,7 @@ pub fn cell(c: &Column, i: usize) -> String {
         ColumnData::Bool(v) => v[i].to_string(),
         ColumnData::Int32(v) => v[i].to_string(),
         ColumnData::Int64(v) => v[i].to_string(),
+        ColumnData::Int128(v) => v[i].to_string(),
         ColumnData::Float32(v) => py_float(v[i] as f64),
         ColumnData::Float64(v) => py_float(v[i]),
         ColumnData::Timestamp(v) => time::format_timestamp(v[i]),

@@ -46,7 +46,7 @@ fn rows_fed_in_any_pieces_land_whole_in_the_listed_columns() {
     }
     let r = e.execute("SELECT sum(n), count(px), count(DISTINCT sym) FROM t").expect("sums").batch();
     let row: Vec<Value> = r.columns.iter().map(|c| c.get(0)).collect();
-    assert_eq!(row, vec![Value::Int64(4 * 4999 * 5000 / 2), Value::Int64(0), Value::Int64(7)]);
+    assert_eq!(row, vec![Value::Int128(4 * 4999 * 5000 / 2), Value::Int64(0), Value::Int64(7)]);
     // The text format, PostgreSQL's default, with its NULL and escapes; the older options.
     let status = copy(&e, "COPY t FROM STDIN", "2024-01-03 00:00:00\ta\\tb\t\\N\t1\t\\N\n", 3, None);
     assert_eq!(status.expect("text"), "COPY 1");

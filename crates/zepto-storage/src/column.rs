@@ -22,6 +22,8 @@ pub enum ColumnData {
     Int32(Vec<i32>),
     /// BIGINT values.
     Int64(Vec<i64>),
+    /// HUGEINT values.
+    Int128(Vec<i128>),
     /// REAL values.
     Float32(Vec<f32>),
     /// DOUBLE values.
@@ -69,6 +71,7 @@ macro_rules! map_vec {
             ColumnData::Bool($v) => ColumnData::Bool($e),
             ColumnData::Int32($v) => ColumnData::Int32($e),
             ColumnData::Int64($v) => ColumnData::Int64($e),
+            ColumnData::Int128($v) => ColumnData::Int128($e),
             ColumnData::Float32($v) => ColumnData::Float32($e),
             ColumnData::Float64($v) => ColumnData::Float64($e),
             ColumnData::Timestamp($v) => ColumnData::Timestamp($e),
@@ -89,6 +92,7 @@ macro_rules! fixed_width_match {
             DataType::Bool => $each!(Bool, false),
             DataType::Int32 => $each!(Int32, 0),
             DataType::Int64 => $each!(Int64, 0),
+            DataType::Int128 => $each!(Int128, 0),
             DataType::Float32 => $each!(Float32, 0.0),
             DataType::Float64 => $each!(Float64, 0.0),
             DataType::Timestamp => $each!(Timestamp, 0),
@@ -106,6 +110,7 @@ impl ColumnData {
             ColumnData::Bool(v) => v.len(),
             ColumnData::Int32(v) | ColumnData::Date(v) => v.len(),
             ColumnData::Int64(v) | ColumnData::Timestamp(v) | ColumnData::Interval(v) => v.len(),
+            ColumnData::Int128(v) => v.len(),
             ColumnData::Float32(v) => v.len(),
             ColumnData::Float64(v) => v.len(),
             ColumnData::Varchar(s) => s.len(),
@@ -126,6 +131,7 @@ impl ColumnData {
             ColumnData::Bool(_) => DataType::Bool,
             ColumnData::Int32(_) => DataType::Int32,
             ColumnData::Int64(_) => DataType::Int64,
+            ColumnData::Int128(_) => DataType::Int128,
             ColumnData::Float32(_) => DataType::Float32,
             ColumnData::Float64(_) => DataType::Float64,
             ColumnData::Timestamp(_) => DataType::Timestamp,
@@ -144,6 +150,7 @@ impl ColumnData {
             DataType::Bool => ColumnData::Bool(Vec::with_capacity(capacity)),
             DataType::Int32 => ColumnData::Int32(Vec::with_capacity(capacity)),
             DataType::Int64 => ColumnData::Int64(Vec::with_capacity(capacity)),
+            DataType::Int128 => ColumnData::Int128(Vec::with_capacity(capacity)),
             DataType::Float32 => ColumnData::Float32(Vec::with_capacity(capacity)),
             DataType::Float64 => ColumnData::Float64(Vec::with_capacity(capacity)),
             DataType::Timestamp => ColumnData::Timestamp(Vec::with_capacity(capacity)),
@@ -171,6 +178,7 @@ impl ColumnData {
             ColumnData::Bool(v) => r(v, rows),
             ColumnData::Int32(v) | ColumnData::Date(v) => r(v, rows),
             ColumnData::Int64(v) | ColumnData::Timestamp(v) | ColumnData::Interval(v) => r(v, rows),
+            ColumnData::Int128(v) => r(v, rows),
             ColumnData::Float32(v) => r(v, rows),
             ColumnData::Float64(v) => r(v, rows),
             ColumnData::Symbol { codes, .. } => r(codes, rows),
@@ -190,6 +198,7 @@ impl ColumnData {
             DataType::Bool => ColumnData::Bool(vec![false; n]),
             DataType::Int32 => ColumnData::Int32(vec![0; n]),
             DataType::Int64 => ColumnData::Int64(vec![0; n]),
+            DataType::Int128 => ColumnData::Int128(vec![0; n]),
             DataType::Float32 => ColumnData::Float32(vec![0.0; n]),
             DataType::Float64 => ColumnData::Float64(vec![0.0; n]),
             DataType::Timestamp => ColumnData::Timestamp(vec![0; n]),
@@ -220,6 +229,7 @@ impl Column {
             ColumnData::Bool(v) => z(v, valid, false),
             ColumnData::Int32(v) | ColumnData::Date(v) => z(v, valid, 0),
             ColumnData::Int64(v) | ColumnData::Timestamp(v) | ColumnData::Interval(v) => z(v, valid, 0),
+            ColumnData::Int128(v) => z(v, valid, 0),
             ColumnData::Float32(v) => z(v, valid, 0.0),
             ColumnData::Float64(v) => z(v, valid, 0.0),
             ColumnData::Symbol { codes, .. } => z(codes, valid, 0),
@@ -294,6 +304,7 @@ impl Column {
             ColumnData::Bool(v) => v.len(),
             ColumnData::Int32(v) | ColumnData::Date(v) => v.len() * 4,
             ColumnData::Int64(v) | ColumnData::Timestamp(v) | ColumnData::Interval(v) => v.len() * 8,
+            ColumnData::Int128(v) => v.len() * 16,
             ColumnData::Float32(v) => v.len() * 4,
             ColumnData::Float64(v) => v.len() * 8,
             ColumnData::Varchar(s) => s.bytes().len() + s.offsets().len() * 8,
@@ -342,6 +353,7 @@ impl Column {
             ColumnData::Bool(v) => Value::Bool(v[i]),
             ColumnData::Int32(v) => Value::Int32(v[i]),
             ColumnData::Int64(v) => Value::Int64(v[i]),
+            ColumnData::Int128(v) => Value::Int128(v[i]),
             ColumnData::Float32(v) => Value::Float32(v[i]),
             ColumnData::Float64(v) => Value::Float64(v[i]),
             ColumnData::Timestamp(v) => Value::Timestamp(v[i]),
@@ -412,6 +424,7 @@ impl Column {
             ColumnData::Bool(v) => fix(v, from, order),
             ColumnData::Int32(v) | ColumnData::Date(v) => fix(v, from, order),
             ColumnData::Int64(v) | ColumnData::Timestamp(v) | ColumnData::Interval(v) => fix(v, from, order),
+            ColumnData::Int128(v) => fix(v, from, order),
             ColumnData::Float32(v) => fix(v, from, order),
             ColumnData::Float64(v) => fix(v, from, order),
             ColumnData::Symbol { codes, .. } => fix(codes, from, order),
@@ -924,6 +937,7 @@ impl ColumnBuilder {
             ColumnData::Bool(v) => v.push(false),
             ColumnData::Int32(v) | ColumnData::Date(v) => v.push(0),
             ColumnData::Int64(v) | ColumnData::Timestamp(v) | ColumnData::Interval(v) => v.push(0),
+            ColumnData::Int128(v) => v.push(0),
             ColumnData::Float32(v) => v.push(0.0),
             ColumnData::Float64(v) => v.push(0.0),
             ColumnData::Varchar(s) => s.push(""),
@@ -949,6 +963,10 @@ impl ColumnBuilder {
                 true
             }
             (ColumnData::Int64(d), Value::Int64(x)) => {
+                d.push(*x);
+                true
+            }
+            (ColumnData::Int128(d), Value::Int128(x)) => {
                 d.push(*x);
                 true
             }
@@ -1056,6 +1074,7 @@ impl ColumnBuilder {
             (ColumnData::Int64(a), ColumnData::Int64(b))
             | (ColumnData::Timestamp(a), ColumnData::Timestamp(b))
             | (ColumnData::Interval(a), ColumnData::Interval(b)) => a.extend_from_slice(b),
+            (ColumnData::Int128(a), ColumnData::Int128(b)) => a.extend_from_slice(b),
             (ColumnData::Float32(a), ColumnData::Float32(b)) => a.extend_from_slice(b),
             (ColumnData::Float64(a), ColumnData::Float64(b)) => a.extend_from_slice(b),
             (ColumnData::Vector { dim: da, values: a }, ColumnData::Vector { dim: db, values: b }) if da == db => {

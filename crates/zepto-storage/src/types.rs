@@ -19,6 +19,8 @@ pub enum DataType {
     Int32,
     /// BIGINT: 64-bit signed.
     Int64,
+    /// HUGEINT: 128-bit signed, the exact sum of BIGINTs (DuckDB's type for it).
+    Int128,
     /// REAL: 32-bit float.
     Float32,
     /// DOUBLE: 64-bit float.
@@ -53,6 +55,7 @@ impl DataType {
             "BOOLEAN" | "BOOL" => DataType::Bool,
             "INT" | "INTEGER" | "INT4" => DataType::Int32,
             "BIGINT" | "INT8" | "LONG" => DataType::Int64,
+            "HUGEINT" | "INT128" => DataType::Int128,
             "REAL" | "FLOAT" | "FLOAT4" => DataType::Float32,
             "DOUBLE" | "FLOAT8" => DataType::Float64,
             "TIMESTAMP" | "TIMESTAMP_NS" | "DATETIME" => DataType::Timestamp,
@@ -94,6 +97,7 @@ impl DataType {
             DataType::Bool => "BOOLEAN",
             DataType::Int32 => "INTEGER",
             DataType::Int64 => "BIGINT",
+            DataType::Int128 => "HUGEINT",
             DataType::Float32 => "REAL",
             DataType::Float64 => "DOUBLE",
             DataType::Timestamp => "TIMESTAMP",
@@ -105,9 +109,9 @@ impl DataType {
         }
     }
 
-    /// INTEGER or BIGINT.
+    /// INTEGER, BIGINT or HUGEINT.
     pub fn is_integer(self) -> bool {
-        matches!(self, DataType::Int32 | DataType::Int64)
+        matches!(self, DataType::Int32 | DataType::Int64 | DataType::Int128)
     }
 
     /// REAL or DOUBLE.

@@ -16,6 +16,8 @@ pub enum Value {
     Int32(i32),
     /// BIGINT.
     Int64(i64),
+    /// HUGEINT.
+    Int128(i128),
     /// REAL.
     Float32(f32),
     /// DOUBLE.
@@ -40,6 +42,7 @@ impl Value {
             Value::Bool(_) => DataType::Bool,
             Value::Int32(_) => DataType::Int32,
             Value::Int64(_) => DataType::Int64,
+            Value::Int128(_) => DataType::Int128,
             Value::Float32(_) => DataType::Float32,
             Value::Float64(_) => DataType::Float64,
             Value::Timestamp(_) => DataType::Timestamp,
@@ -61,18 +64,21 @@ impl Value {
         match *self {
             Value::Int32(v) => Some(v as f64),
             Value::Int64(v) => Some(v as f64),
+            Value::Int128(v) => Some(v as f64),
             Value::Float32(v) => Some(v as f64),
             Value::Float64(v) => Some(v),
             _ => None,
         }
     }
 
-    /// The value as an integer: integers, timestamps and intervals (nanoseconds), dates (days),
-    /// booleans (0 or 1); `None` otherwise (floats are not truncated).
+    /// The value as an integer: integers (a HUGEINT when it fits), timestamps and intervals
+    /// (nanoseconds), dates (days), booleans (0 or 1); `None` otherwise (floats are not
+    /// truncated).
     pub fn as_i64(&self) -> Option<i64> {
         match *self {
             Value::Int32(v) => Some(v as i64),
             Value::Int64(v) | Value::Timestamp(v) | Value::Interval(v) => Some(v),
+            Value::Int128(v) => i64::try_from(v).ok(),
             Value::Date(v) => Some(v as i64),
             Value::Bool(b) => Some(b as i64),
             _ => None,
@@ -130,6 +136,7 @@ impl fmt::Display for Value {
             Value::Bool(b) => write!(f, "{b}"),
             Value::Int32(v) => write!(f, "{v}"),
             Value::Int64(v) => write!(f, "{v}"),
+            Value::Int128(v) => write!(f, "{v}"),
             Value::Float32(v) => f.write_str(&format_f32(*v)),
             Value::Float64(v) => f.write_str(&format_f64(*v)),
             Value::Timestamp(v) => f.write_str(&time::format_timestamp(*v)),

@@ -90,6 +90,7 @@ fn arrow_type(dt: DataType) -> ArrowType {
         DataType::Bool => ArrowType::Boolean,
         DataType::Int32 => ArrowType::Int32,
         DataType::Int64 | DataType::Interval => ArrowType::Int64,
+        DataType::Int128 => ArrowType::Decimal128(38, 0),
         DataType::Float32 => ArrowType::Float32,
         DataType::Float64 => ArrowType::Float64,
         DataType::Timestamp => ArrowType::Timestamp(arrow_schema::TimeUnit::Nanosecond, None),

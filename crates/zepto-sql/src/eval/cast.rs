@@ -27,6 +27,7 @@ pub fn parse_value(s: &str, to: DataType) -> Option<Value> {
         DataType::Bool => Value::Bool(parse_bool(t)?),
         DataType::Int32 => Value::Int32(parse_int(t)?.try_into().ok()?),
         DataType::Int64 => Value::Int64(parse_int(t)?),
+        DataType::Int128 => Value::Int128(t.parse::<i128>().ok().or_else(|| parse_int(t).map(i128::from))?),
         DataType::Float32 => Value::Float32(parse_float(t)? as f32),
         DataType::Float64 => Value::Float64(parse_float(t)?),
         DataType::Timestamp => Value::Timestamp(match time::parse_timestamp(t) {
@@ -86,6 +87,9 @@ pub fn cast_column(c: &Column, to: DataType, try_: bool) -> Result<Column> {
     let validity = c.validity().cloned();
     let num = |data: ColumnData| Ok(Column::new(data, validity.clone()));
     use ColumnData as D;
+    if from == DataType::Int128 || (to == DataType::Int128 && !from.is_string()) {
+        return cast_int128(c, to, try_);
+    }
     match (&c.data(), to) {
         (D::Int32(v), DataType::Int64) => num(D::Int64(v.iter().map(|&x| x as i64).collect())),
         (D::Int32(v), DataType::Float32) => num(D::Float32(v.iter().map(|&x| x as f32).collect())),
@@ -220,6 +224,48 @@ fn text_to_vector(c: &Column, dim: u16, try_: bool) -> Result<Column> {
         }
     }
     Ok(b.finish())
+}
+
+/// Casts from and to HUGEINT: integers and booleans widen exactly, floats round half to even
+/// (out of range: an error, or NULL with `try_`); a HUGEINT narrows to BIGINT or INTEGER when
+/// it fits, and becomes a float (rounded) or text.
+fn cast_int128(c: &Column, to: DataType, try_: bool) -> Result<Column> {
+    use ColumnData as D;
+    let validity = c.validity().cloned();
+    let wide = |data: ColumnData| Ok(Column::new(data, validity.clone()));
+    match (&c.data(), to) {
+        (D::Int32(v), DataType::Int128) => wide(D::Int128(v.iter().map(|&x| i128::from(x)).collect())),
+        (D::Int64(v), DataType::Int128) => wide(D::Int128(v.iter().map(|&x| i128::from(x)).collect())),
+        (D::Bool(v), DataType::Int128) => wide(D::Int128(v.iter().map(|&x| i128::from(x)).collect())),
+        (D::Float32(_) | D::Float64(_), DataType::Int128) => {
+            let f = cast_column(c, DataType::Float64, try_)?;
+            let D::Float64(v) = f.data() else { return Err(SqlError::Internal("cast to f64".into())) };
+            let round = |x: f64| {
+                let r = x.round_ties_even();
+                (r.is_finite() && r.abs() < 1.7e38).then_some(r as i128)
+            };
+            let (out, validity) = per_row(v, c, try_, round, "DOUBLE", to)?;
+            Ok(Column::new(D::Int128(out), validity))
+        }
+        (D::Int128(v), DataType::Float64) => wide(D::Float64(v.iter().map(|&x| x as f64).collect())),
+        (D::Int128(v), DataType::Float32) => wide(D::Float32(v.iter().map(|&x| x as f32).collect())),
+        (D::Int128(v), DataType::Bool) => wide(D::Bool(v.iter().map(|&x| x != 0).collect())),
+        (D::Int128(v), DataType::Int64) => {
+            let (out, validity) = per_row(v, c, try_, |x| i64::try_from(x).ok(), "HUGEINT", to)?;
+            Ok(Column::new(D::Int64(out), validity))
+        }
+        (D::Int128(v), DataType::Int32) => {
+            let (out, validity) = per_row(v, c, try_, |x| i32::try_from(x).ok(), "HUGEINT", to)?;
+            Ok(Column::new(D::Int32(out), validity))
+        }
+        (D::Int128(_), DataType::Varchar) => {
+            let text: Vec<String> =
+                (0..c.len()).map(|i| if c.is_valid(i) { c.get(i).to_string() } else { String::new() }).collect();
+            wide(D::Varchar(text.iter().map(String::as_str).collect()))
+        }
+        _ if try_ => Ok(Column::nulls(to, c.len())),
+        _ => Err(SqlError::exec(format!("cannot cast {} to {to}", c.data_type()))),
+    }
 }
 
 fn cast_to_int(c: &Column, to: DataType, try_: bool) -> Result<Column> {

@@ -16,6 +16,7 @@ pub fn value_cmp(c: &Column) -> RowCmp<'_> {
         ColumnData::Int64(v) | ColumnData::Timestamp(v) | ColumnData::Interval(v) => {
             Box::new(move |i, j| v[i].cmp(&v[j]))
         }
+        ColumnData::Int128(v) => Box::new(move |i, j| v[i].cmp(&v[j])),
         ColumnData::Float32(v) => {
             Box::new(move |i, j| v[i].partial_cmp(&v[j]).unwrap_or_else(|| v[i].is_nan().cmp(&v[j].is_nan())))
         }

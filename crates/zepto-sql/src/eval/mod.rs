@@ -142,6 +142,7 @@ fn negate(c: &Column) -> Result<Column> {
     let data = match &c.data() {
         ColumnData::Int32(v) => ColumnData::Int32(checked_map(v, c, |x: i32| x.checked_neg())?),
         ColumnData::Int64(v) => ColumnData::Int64(checked_map(v, c, |x: i64| x.checked_neg())?),
+        ColumnData::Int128(v) => ColumnData::Int128(checked_map(v, c, |x: i128| x.checked_neg())?),
         ColumnData::Interval(v) => ColumnData::Interval(checked_map(v, c, |x: i64| x.checked_neg())?),
         ColumnData::Float32(v) => ColumnData::Float32(v.iter().map(|x| -x).collect()),
         ColumnData::Float64(v) => ColumnData::Float64(v.iter().map(|x| -x).collect()),
@@ -203,6 +204,7 @@ macro_rules! src_fn {
 }
 src_fn!(src_i32, i32, [Int32, Date], [Int32, Date]);
 src_fn!(src_i64, i64, [Int64, Timestamp, Interval], [Int64, Timestamp, Interval]);
+src_fn!(src_i128, i128, [Int128], [Int128]);
 src_fn!(src_f32, f32, [Float32], [Float32]);
 src_fn!(src_f64, f64, [Float64], [Float64]);
 src_fn!(src_bool, bool, [Bool], [Bool]);
@@ -297,6 +299,8 @@ fn compare(op: BinaryOp, l: &Opnd, r: &Opnd, lt: DataType, n: usize) -> Result<C
     } else if let (Some(a), Some(b)) = (src_i64(l), src_i64(r)) {
         cmp_vec(op, a, b, n)
     } else if let (Some(a), Some(b)) = (src_i32(l), src_i32(r)) {
+        cmp_vec(op, a, b, n)
+    } else if let (Some(a), Some(b)) = (src_i128(l), src_i128(r)) {
         cmp_vec(op, a, b, n)
     } else if let (Some(a), Some(b)) = (src_f64(l), src_f64(r)) {
         cmp_vec(op, a, b, n)
@@ -531,6 +535,11 @@ fn arith(op: BinaryOp, l: &Opnd, r: &Opnd, ty: DataType, lt: DataType, n: usize)
             let (a, b) = (src_i64(l).ok_or_else(miss)?, src_i64(r).ok_or_else(miss)?);
             let (v, va) = int_arith!(op, a, b, n, i64, validity);
             (ColumnData::Int64(v), va)
+        }
+        DataType::Int128 => {
+            let (a, b) = (src_i128(l).ok_or_else(miss)?, src_i128(r).ok_or_else(miss)?);
+            let (v, va) = int_arith!(op, a, b, n, i128, validity);
+            (ColumnData::Int128(v), va)
         }
         DataType::Interval if lt == DataType::Interval && matches!(op, BinaryOp::Mul | BinaryOp::Div) => {
             let (a, b) = (src_i64(l).ok_or_else(miss)?, src_f64(r).ok_or_else(miss)?);

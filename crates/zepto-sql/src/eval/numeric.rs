@@ -25,6 +25,7 @@ pub fn to_f64(c: &Column) -> Result<Cow<'_, [f64]>> {
         ColumnData::Int64(v) | ColumnData::Timestamp(v) | ColumnData::Interval(v) => {
             Cow::Owned(v.iter().map(|&x| x as f64).collect())
         }
+        ColumnData::Int128(v) => Cow::Owned(v.iter().map(|&x| x as f64).collect()),
         ColumnData::Bool(v) => Cow::Owned(v.iter().map(|&x| x as u8 as f64).collect()),
         ColumnData::Null(n) => Cow::Owned(vec![0.0; *n]),
         d => return Err(SqlError::exec(format!("expected a numeric value, got {}", d.data_type()))),

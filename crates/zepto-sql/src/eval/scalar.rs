@@ -241,7 +241,10 @@ fn math(f: ScalarFunc, args: &[BExpr], ty: DataType, b: &Batch, sq: &dyn Subquer
             let data = match (&c.data(), f) {
                 (ColumnData::Int32(v), F::Abs) => ColumnData::Int32(v.iter().map(|x| x.wrapping_abs()).collect()),
                 (ColumnData::Int64(v), F::Abs) => ColumnData::Int64(v.iter().map(|x| x.wrapping_abs()).collect()),
-                (ColumnData::Int32(_) | ColumnData::Int64(_), F::Floor | F::Ceil) => c.data().clone(),
+                (ColumnData::Int128(v), F::Abs) => ColumnData::Int128(v.iter().map(|x| x.wrapping_abs()).collect()),
+                (ColumnData::Int32(_) | ColumnData::Int64(_) | ColumnData::Int128(_), F::Floor | F::Ceil) => {
+                    c.data().clone()
+                }
                 (ColumnData::Float32(v), F::Abs) => ColumnData::Float32(v.iter().map(|x| x.abs()).collect()),
                 (ColumnData::Float32(v), F::Floor) => ColumnData::Float32(v.iter().map(|x| x.floor()).collect()),
                 (ColumnData::Float32(v), F::Ceil) => ColumnData::Float32(v.iter().map(|x| x.ceil()).collect()),
@@ -277,7 +280,7 @@ fn math(f: ScalarFunc, args: &[BExpr], ty: DataType, b: &Batch, sq: &dyn Subquer
                 None => 0,
             };
             let data = match &c.data() {
-                ColumnData::Int32(_) | ColumnData::Int64(_) if digits >= 0 => c.data().clone(),
+                ColumnData::Int32(_) | ColumnData::Int64(_) | ColumnData::Int128(_) if digits >= 0 => c.data().clone(),
                 ColumnData::Float32(v) => {
                     ColumnData::Float32(v.iter().map(|&x| round_half_away(x as f64, digits) as f32).collect())
                 }

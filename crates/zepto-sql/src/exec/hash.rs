@@ -72,6 +72,10 @@ fn hash_values_into(c: &Column, hashes: &mut [u64]) {
         ColumnData::Int64(v) | ColumnData::Timestamp(v) | ColumnData::Interval(v) => {
             v.iter().zip(hashes.iter_mut()).for_each(|(&x, h)| combine(h, x as u64))
         }
+        ColumnData::Int128(v) => v
+            .iter()
+            .zip(hashes.iter_mut())
+            .for_each(|(&x, h)| combine(h, (x as u64) ^ ((x >> 64) as u64).rotate_left(29))),
         ColumnData::Float32(v) => v.iter().zip(hashes.iter_mut()).for_each(|(&x, h)| combine(h, f64_bits(x as f64))),
         ColumnData::Float64(v) => v.iter().zip(hashes.iter_mut()).for_each(|(&x, h)| combine(h, f64_bits(x))),
         ColumnData::Varchar(s) => (0..s.len()).zip(hashes.iter_mut()).for_each(|(i, h)| combine(h, hash_str(s.get(i)))),
@@ -109,6 +113,7 @@ pub fn eq_at(a: &Column, i: usize, b: &Column, j: usize) -> bool {
         (D::Int64(x), D::Int64(y)) | (D::Timestamp(x), D::Timestamp(y)) | (D::Interval(x), D::Interval(y)) => {
             x[i] == y[j]
         }
+        (D::Int128(x), D::Int128(y)) => x[i] == y[j],
         (D::Float32(x), D::Float32(y)) => f64_bits(x[i] as f64) == f64_bits(y[j] as f64),
         (D::Float64(x), D::Float64(y)) => f64_bits(x[i]) == f64_bits(y[j]),
         (D::Symbol { codes: x, dict: dx }, D::Symbol { codes: y, dict: dy }) if dx.lineage() == dy.lineage() => {

@@ -286,7 +286,9 @@ pub fn agg_type(f: AggFunc, args: &[DataType], pos: Pos) -> Result<DataType> {
     Ok(match f {
         AggFunc::CountStar | AggFunc::Count => DataType::Int64,
         AggFunc::Sum => match a0 {
-            t if t.is_integer() || t == DataType::Bool || t == DataType::Null => DataType::Int64,
+            // PostgreSQL's types: a sum of BIGINT is exact past 2^63 (its numeric, DuckDB's HUGEINT).
+            DataType::Int64 | DataType::Int128 => DataType::Int128,
+            DataType::Int32 | DataType::Bool | DataType::Null => DataType::Int64,
             t if t.is_float() => DataType::Float64,
             DataType::Interval => DataType::Interval,
             t => return bad(&format!("sum() is not defined for {t}")),

@@ -179,8 +179,9 @@ fn numeric_rank(t: DataType) -> u8 {
     match t {
         DataType::Int32 => 1,
         DataType::Int64 => 2,
-        DataType::Float32 => 3,
-        DataType::Float64 => 4,
+        DataType::Int128 => 3,
+        DataType::Float32 => 4,
+        DataType::Float64 => 5,
         _ => 0,
     }
 }
@@ -194,7 +195,7 @@ pub fn common_type(a: DataType, b: DataType) -> Option<DataType> {
     Some(match (a, b) {
         (Null, t) | (t, Null) => t,
         (x, y) if x.is_numeric() && y.is_numeric() => {
-            if (x == Int64 && y == Float32) || (x == Float32 && y == Int64) {
+            if (matches!(x, Int64 | Int128) && y == Float32) || (x == Float32 && matches!(y, Int64 | Int128)) {
                 Float64
             } else if numeric_rank(x) >= numeric_rank(y) {
                 x
@@ -601,6 +602,10 @@ pub fn bind_literal(l: &Literal, pos: Pos) -> Result<BExpr> {
             let d =
                 time::parse_date(s).ok_or_else(|| SqlError::Parse { message: format!("invalid DATE '{s}'"), pos })?;
             lit(Value::Date(d))
+        }
+        Literal::Typed(DataType::Int128, s) => {
+            let v = s.parse().map_err(|_| SqlError::Parse { message: format!("invalid HUGEINT '{s}'"), pos })?;
+            lit(Value::Int128(v))
         }
         Literal::Typed(_, s) => {
             let t = time::parse_timestamp(s)

@@ -298,6 +298,7 @@ pub fn pg_names(dt: DataType) -> PgTypeName {
         DataType::Bool => ("boolean", "bool", "boolean"),
         DataType::Int32 => ("integer", "int4", "integer"),
         DataType::Int64 => ("bigint", "int8", "bigint"),
+        DataType::Int128 => ("numeric", "numeric", "numeric"),
         DataType::Float32 => ("real", "float4", "real"),
         DataType::Float64 => ("double precision", "float8", "double precision"),
         DataType::Timestamp => ("timestamp without time zone", "timestamp", "timestamp without time zone"),

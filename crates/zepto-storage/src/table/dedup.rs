@@ -156,6 +156,7 @@ fn cmp_cell(a: &Column, i: usize, b: &Column, j: usize) -> Ordering {
         (ColumnData::Int64(x), ColumnData::Int64(y))
         | (ColumnData::Timestamp(x), ColumnData::Timestamp(y))
         | (ColumnData::Interval(x), ColumnData::Interval(y)) => x[i].cmp(&y[j]),
+        (ColumnData::Int128(x), ColumnData::Int128(y)) => x[i].cmp(&y[j]),
         (ColumnData::Float32(x), ColumnData::Float32(y)) => x[i].total_cmp(&y[j]),
         (ColumnData::Float64(x), ColumnData::Float64(y)) => x[i].total_cmp(&y[j]),
         (ColumnData::Symbol { codes: x, .. }, ColumnData::Symbol { codes: y, .. }) => x[i].cmp(&y[j]),

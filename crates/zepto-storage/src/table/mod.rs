@@ -1140,6 +1140,7 @@ fn append_column(dst: &mut Column, src: &Column) {
         (ColumnData::Int64(a), ColumnData::Int64(b))
         | (ColumnData::Timestamp(a), ColumnData::Timestamp(b))
         | (ColumnData::Interval(a), ColumnData::Interval(b)) => a.extend_from_slice(b),
+        (ColumnData::Int128(a), ColumnData::Int128(b)) => a.extend_from_slice(b),
         (ColumnData::Float32(a), ColumnData::Float32(b)) => a.extend_from_slice(b),
         (ColumnData::Float64(a), ColumnData::Float64(b)) => a.extend_from_slice(b),
         (ColumnData::Varchar(a), ColumnData::Varchar(b)) => a.extend(b),
@@ -1230,6 +1231,7 @@ fn append_column_rows(dst: &mut Column, src: &Column, rows: &[u32]) {
         (ColumnData::Int64(a), ColumnData::Int64(b))
         | (ColumnData::Timestamp(a), ColumnData::Timestamp(b))
         | (ColumnData::Interval(a), ColumnData::Interval(b)) => pick(a, b, rows),
+        (ColumnData::Int128(a), ColumnData::Int128(b)) => pick(a, b, rows),
         (ColumnData::Float32(a), ColumnData::Float32(b)) => pick(a, b, rows),
         (ColumnData::Float64(a), ColumnData::Float64(b)) => pick(a, b, rows),
         (ColumnData::Varchar(a), ColumnData::Varchar(b)) => rows.iter().for_each(|&i| a.push(b.get(i as usize))),

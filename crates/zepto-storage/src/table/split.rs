@@ -117,6 +117,7 @@ fn split(c: &Column, slots: &[u32], sizes: &[usize]) -> Vec<Column> {
         ColumnData::Bool(v) => fixed!(v, Bool),
         ColumnData::Int32(v) => fixed!(v, Int32),
         ColumnData::Int64(v) => fixed!(v, Int64),
+        ColumnData::Int128(v) => fixed!(v, Int128),
         ColumnData::Float32(v) => fixed!(v, Float32),
         ColumnData::Float64(v) => fixed!(v, Float64),
         ColumnData::Timestamp(v) => fixed!(v, Timestamp),

@@ -1,6 +1,8 @@
-//! `sum(x)` and `avg(x)`. Integers (and booleans) sum exactly in i128, so only a final BIGINT
-//! result can overflow (an error, as in DuckDB); floats sum in f64. State: the sum (BIGINT
-//! for integer inputs, DOUBLE for floats) and the count of values; NULL where no value.
+//! `sum(x)` and `avg(x)`. Integers (and booleans) sum exactly in i128. The result type is
+//! PostgreSQL's: `sum` of INTEGER or BOOLEAN is a BIGINT (it would take 2^32 rows to overflow:
+//! an error then), of BIGINT or HUGEINT a HUGEINT (exact to ±1.7e38, past which it is an
+//! error, as in DuckDB); floats sum in f64. State: the sum (HUGEINT for integer inputs,
+//! DOUBLE for floats) and the count of values; NULL where no value.
 
 use super::kernels::{checked_i64, int_values, lane_sum, lane_sum_i64, prefix_valid, runs_fit_i64, to_f64, validity};
 use super::{runs, Accumulator, Input, Rows};
@@ -61,6 +63,36 @@ impl SumAvg {
         }
     }
 
+    /// HUGEINT inputs (a sum of sums): each addition checked.
+    fn update_i128(&mut self, x: &Column, v: &[i128], rows: Rows) -> Result<()> {
+        let mut add = |g: usize, i: usize| -> Result<()> {
+            if x.is_valid(i) {
+                self.isum[g] = self.isum[g].checked_add(v[i]).ok_or_else(overflow)?;
+                self.cnt[g] += 1;
+            }
+            Ok(())
+        };
+        match rows {
+            Rows::Runs { starts, n } => {
+                for (g, (s, e)) in runs(starts, n).enumerate() {
+                    (s..e).try_for_each(|i| add(g, i))?;
+                }
+            }
+            Rows::Ids { ids, .. } => ids.iter().enumerate().try_for_each(|(i, &g)| add(g as usize, i))?,
+        }
+        Ok(())
+    }
+
+    /// Each group's sum in the result type (BIGINT, HUGEINT or INTERVAL): a sum past it is an
+    /// error; a group without values is 0 (its slot is NULL).
+    fn int_result(&self, sums: impl Iterator<Item = (i128, bool)>) -> Result<ColumnData> {
+        if self.ty == DataType::Int128 {
+            return Ok(ColumnData::Int128(sums.map(|(s, any)| if any { s } else { 0 }).collect()));
+        }
+        let v = sums.map(|(s, any)| if any { checked_i64(s) } else { Ok(0) }).collect::<Result<Vec<i64>>>()?;
+        Ok(if self.ty == DataType::Interval { ColumnData::Interval(v) } else { ColumnData::Int64(v) })
+    }
+
     fn update_floats(&mut self, x: &Column, v: &[f64], rows: Rows) {
         let every = x.validity().is_none();
         match rows {
@@ -101,6 +133,11 @@ impl SumAvg {
 impl Accumulator for SumAvg {
     fn update(&mut self, input: &Input, rows: Rows, ngroups: usize) -> Result<()> {
         let x = input.arg()?;
+        if let ColumnData::Int128(v) = x.data() {
+            self.ints = true;
+            self.grow(ngroups);
+            return self.update_i128(x, v, rows);
+        }
         match int_values(x) {
             Some(v) => {
                 self.ints = true;
@@ -118,8 +155,7 @@ impl Accumulator for SumAvg {
 
     fn state(&mut self) -> Result<Vec<Column>> {
         let sums = if self.ints {
-            let v = self.isum.iter().map(|&s| checked_i64(s)).collect::<Result<Vec<_>>>()?;
-            Column::from_data(ColumnData::Int64(v))
+            Column::from_data(ColumnData::Int128(std::mem::take(&mut self.isum)))
         } else {
             Column::from_data(ColumnData::Float64(std::mem::take(&mut self.fsum)))
         };
@@ -130,11 +166,11 @@ impl Accumulator for SumAvg {
         let [s, c] = state else { return Err(SqlError::Internal("sum/avg state is two columns".into())) };
         let ColumnData::Int64(c) = &c.data() else { return Err(SqlError::Internal("sum/avg count is BIGINT".into())) };
         match &s.data() {
-            ColumnData::Int64(v) => {
+            ColumnData::Int128(v) => {
                 self.ints = true;
                 self.grow(ngroups);
                 for (i, &g) in ids.iter().enumerate() {
-                    self.isum[g as usize] += v[i] as i128;
+                    self.isum[g as usize] = self.isum[g as usize].checked_add(v[i]).ok_or_else(overflow)?;
                     self.cnt[g as usize] += c[i];
                 }
             }
@@ -159,13 +195,7 @@ impl Accumulator for SumAvg {
         } else if self.ty == DataType::Float64 {
             ColumnData::Float64(self.sums_f64().collect())
         } else {
-            let v = self.isum.iter().zip(&self.cnt).map(|(&s, &c)| if c > 0 { checked_i64(s) } else { Ok(0) });
-            let v = v.collect::<Result<Vec<i64>>>()?;
-            if self.ty == DataType::Interval {
-                ColumnData::Interval(v)
-            } else {
-                ColumnData::Int64(v)
-            }
+            self.int_result(self.isum.iter().zip(&self.cnt).map(|(&s, &c)| (s, c > 0)))?
         };
         Ok(Column::new(data, valid))
     }
@@ -211,10 +241,12 @@ impl SumAvg {
             let div = |k: usize| if self.avg { count[k].max(1) as f64 } else { 1.0 };
             return Ok(Column::new(ColumnData::Float64((0..n).map(|k| sum(k) as f64 / div(k)).collect()), valid));
         }
-        let out = (0..n).map(|k| if count[k] > 0 { checked_i64(sum(k)) } else { Ok(0) }).collect::<Result<Vec<_>>>()?;
-        let data = if self.ty == DataType::Interval { ColumnData::Interval(out) } else { ColumnData::Int64(out) };
-        Ok(Column::new(data, valid))
+        Ok(Column::new(self.int_result((0..n).map(|k| (sum(k), count[k] > 0)))?, valid))
     }
+}
+
+fn overflow() -> SqlError {
+    SqlError::exec("out of range: sum() overflows HUGEINT")
 }
 
 /// Float frames: a sliding Neumaier-compensated sum (frames only move forward).

@@ -89,6 +89,7 @@ impl RangeKeys {
             ColumnData::Int64(v) | ColumnData::Timestamp(v) | ColumnData::Interval(v) => {
                 ints = Some(v.iter().map(|&x| x as i128 * sign).collect());
             }
+            ColumnData::Int128(v) => ints = Some(v.iter().map(|&x| x.saturating_mul(sign)).collect()),
             d => {
                 return Err(SqlError::exec(format!(
                     "a RANGE frame with offsets needs a numeric or temporal ORDER BY key, got {}",

@@ -170,6 +170,7 @@ fn value_expr(v: Option<&Value>, ty: DataType) -> Expr {
         Some(Value::Bool(b)) => Literal::Bool(*b),
         Some(Value::Int32(x)) => Literal::Int(*x as i64),
         Some(Value::Int64(x)) => Literal::Int(*x),
+        Some(Value::Int128(x)) => Literal::Typed(DataType::Int128, x.to_string()),
         Some(Value::Float32(x)) => Literal::Float(*x as f64),
         Some(Value::Float64(x)) => Literal::Float(*x),
         Some(Value::Timestamp(x)) => Literal::Typed(DataType::Timestamp, zepto_storage::time::format_timestamp(*x)),
