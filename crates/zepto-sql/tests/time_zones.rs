@@ -42,11 +42,62 @@ fn days_and_hours_on_a_zones_wall_clock() {
     );
 }
 
+/// FILL steps on the zone's wall clock: the filled buckets start at local midnights (and
+/// local month starts) whatever the offset, and a half-hour the zone skips gets no row.
+#[test]
+fn fills_step_on_the_wall_clock() {
+    let e = engine();
+    let halves = lines(
+        &e,
+        "SELECT ts, count() FROM t WHERE v % 3 <> 1 SAMPLE BY 30m FILL(NULL) ALIGN TO CALENDAR TIME ZONE 'Europe/Berlin'",
+    );
+    // Every row's half-hour once, the missing ones filled, none twice, none in the skipped hour:
+    // 60 half-hours of UTC time are 60 wall-clock ones (the gap is not a bucket).
+    assert_eq!(halves.len(), 60, "{halves:?}");
+    let mut stamps: Vec<&str> = halves.iter().map(|l| l.split('\t').next().unwrap_or("")).collect();
+    stamps.dedup();
+    assert_eq!(stamps.len(), 60);
+    // Rows 1, 4, 7, ... are filtered out and filled; local 01:30 (00:30 UTC) is followed by
+    // local 03:00 (01:00 UTC), filled: no bucket for 02:00 or 02:30, which Berlin skips.
+    assert_eq!(halves[1], "2024-03-30 20:30:00.000000000\tNULL");
+    assert_eq!(halves[9..11], ["2024-03-31 00:30:00.000000000\t1", "2024-03-31 01:00:00.000000000\tNULL"]);
+    lines(&e, "CREATE TABLE d (ts TIMESTAMP, v BIGINT) TIMESTAMP(ts)");
+    lines(
+        &e,
+        "INSERT INTO d VALUES ('2024-01-15 12:00:00', 1), ('2024-03-29 12:00:00', 2), ('2024-04-02 12:00:00', 3), \
+         ('2024-05-10 12:00:00', 4)",
+    );
+    let days = lines(
+        &e,
+        "SELECT ts, sum(v) FROM d WHERE ts >= '2024-03-01' SAMPLE BY 1d FILL(NULL) ALIGN TO CALENDAR TIME ZONE 'Europe/Berlin'",
+    );
+    assert_eq!(
+        days[..5],
+        [
+            "2024-03-28 23:00:00.000000000\t2",
+            "2024-03-29 23:00:00.000000000\tNULL",
+            "2024-03-30 23:00:00.000000000\tNULL",
+            "2024-03-31 22:00:00.000000000\tNULL",
+            "2024-04-01 22:00:00.000000000\t3"
+        ]
+    );
+    let months = lines(&e, "SELECT ts, sum(v) FROM d SAMPLE BY 1M FILL(0) ALIGN TO CALENDAR TIME ZONE 'Europe/Berlin'");
+    assert_eq!(
+        months,
+        [
+            "2023-12-31 23:00:00.000000000\t1",
+            "2024-01-31 23:00:00.000000000\t0",
+            "2024-02-29 23:00:00.000000000\t2",
+            "2024-03-31 22:00:00.000000000\t3",
+            "2024-04-30 22:00:00.000000000\t4"
+        ]
+    );
+}
+
 #[test]
 fn what_a_zone_cannot_do_is_refused_by_name() {
     let e = engine();
     for (sql, want) in [
-        ("SELECT ts, count() FROM t SAMPLE BY 1h FILL(PREV) ALIGN TO CALENDAR TIME ZONE 'Europe/Berlin'", "FILL"),
         (
             "SELECT ts, count() FROM t SAMPLE BY 1h FROM '2024-03-30' TO '2024-04-01' ALIGN TO CALENDAR TIME ZONE 'UTC'",
             "FROM/TO",

@@ -1,10 +1,15 @@
 //! The SAMPLE BY Fill node: orders aggregated buckets by time and, per key, generates the
 //! buckets of `[lo, hi)` that have no rows (see `plan::sample`). Output is bucket-major: every
 //! key's row for the first bucket, then the second, and so on.
+//!
+//! With `ALIGN TO CALENDAR TIME ZONE` the buckets are steps of the zone's wall clock: the
+//! buckets are read as wall-clock times, stepped there, and the generated ones named by the
+//! instants they start at (a wall-clock time the zone skips: the instant after the gap).
 
 use super::hash::group_ids;
 use super::Batch;
 use crate::error::{Result, SqlError};
+use crate::eval::calendar::zone::Zone;
 use crate::plan::sample::{FillPlan, FillValue};
 use zepto_storage::column::NULL_INDEX;
 use zepto_storage::{time, Column, ColumnBuilder, ColumnData, Value};
@@ -18,6 +23,11 @@ pub fn fill(b: Batch, p: &FillPlan) -> Result<Batch> {
     let Some(bv) = bucket_col.as_i64_slice() else {
         return Err(SqlError::Internal("SAMPLE BY bucket is not a timestamp".into()));
     };
+    let zone = p.zone.as_deref().map(Zone::parse).transpose().map_err(SqlError::exec)?;
+    // On a zone's clock, the buckets' wall-clock starts (what the steps are counted on).
+    let wall: Option<Vec<i64>> = zone.as_ref().map(|z| bv.iter().map(|&t| z.local(t).unwrap_or(t)).collect());
+    let bv = wall.as_deref().unwrap_or(bv);
+    let instant = |t: i64| zone.as_ref().map_or(Some(t), |z| z.utc(t));
     let keys: Vec<&Column> = p.keys.iter().map(|&k| &*b.columns[k]).collect();
     let groups = group_ids(&keys, n);
     let ng = groups.first.len();
@@ -29,8 +39,9 @@ pub fn fill(b: Batch, p: &FillPlan) -> Result<Batch> {
         return Ok(b.take(&idx));
     }
     let steps = Steps { width: p.width, months: p.months };
-    let lo = p.lo.or_else(|| rows.iter().map(|&i| bv[i]).min());
-    let hi = p.hi.or_else(|| rows.iter().map(|&i| bv[i]).max().map(|m| steps.next(m)));
+    let to_wall = |t: i64| zone.as_ref().map_or(t, |z| z.local(t).unwrap_or(t));
+    let lo = p.lo.map(to_wall).or_else(|| rows.iter().map(|&i| bv[i]).min());
+    let hi = p.hi.map(to_wall).or_else(|| rows.iter().map(|&i| bv[i]).max().map(|m| steps.next(m)));
     let (Some(lo), Some(hi)) = (lo, hi) else {
         // No rows and no bounds: nothing to fill.
         return Ok(b.take(&[]));
@@ -57,11 +68,11 @@ pub fn fill(b: Batch, p: &FillPlan) -> Result<Batch> {
     }
     // Output rows: (key, bucket) in bucket-major order.
     let total = nb * ng;
+    let starts = bucket_instants(&steps, lo, nb, &instant)?;
     let mut out: Vec<Column> = Vec::with_capacity(b.columns.len());
     for (c, col) in b.columns.iter().enumerate() {
         let column = if c == p.bucket {
-            let v: Vec<i64> = (0..total).map(|r| steps.at(lo, r / ng)).collect();
-            Column::from_data(ColumnData::Timestamp(v))
+            Column::from_data(ColumnData::Timestamp((0..total).map(|r| starts[r / ng]).collect()))
         } else if p.keys.contains(&c) {
             let first: Vec<u32> = (0..total).map(|r| groups.first[r % ng]).collect();
             col.take(&first)
@@ -71,7 +82,28 @@ pub fn fill(b: Batch, p: &FillPlan) -> Result<Batch> {
         };
         out.push(column);
     }
-    Ok(Batch::new(out, total))
+    let filled = Batch::new(out, total);
+    // A bucket whose wall-clock start the zone skips (the hour a spring-forward day lacks)
+    // would be named by an instant of a later bucket: left out when no row lies in it.
+    let skipped: Vec<bool> = (0..nb)
+        .map(|k| {
+            let empty = (0..ng).all(|g| slot[g * nb + k] == NULL_INDEX);
+            empty && zone.as_ref().is_some_and(|z| z.local(starts[k]) != Some(steps.at(lo, k)))
+        })
+        .collect();
+    if !skipped.contains(&true) {
+        return Ok(filled);
+    }
+    let keep: Vec<u32> = (0..total).filter(|&r| !skipped[r / ng]).map(|r| r as u32).collect();
+    Ok(filled.take(&keep))
+}
+
+/// The instant each of the `nb` buckets from `lo` starts at (`instant`: a wall-clock time's
+/// instant on the zone's clock, the identity without a zone).
+fn bucket_instants(steps: &Steps, lo: i64, nb: usize, instant: &dyn Fn(i64) -> Option<i64>) -> Result<Vec<i64>> {
+    (0..nb)
+        .map(|k| instant(steps.at(lo, k)).ok_or_else(|| SqlError::exec("a SAMPLE BY bucket is out of range")))
+        .collect()
 }
 
 fn fill_column(col: &Column, mode: &FillValue, slot: &[u32], nb: usize, ng: usize) -> Result<Column> {

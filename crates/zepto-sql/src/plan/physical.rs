@@ -129,40 +129,17 @@ fn choose(p: Plan, settings: &crate::settings::Settings) -> Plan {
             let how = agg_how(&input, &keys, &aggs);
             Plan::Aggregate { input, keys, aggs, how }
         }
-        Plan::AsofJoin {
-            left,
-            right,
-            left_keys,
-            right_keys,
-            left_ts,
-            right_ts,
-            op,
-            outer,
-            tolerance,
-            residual,
-            emit,
-            ..
-        } => {
-            // The partition-pair merge walks left partitions: right rows no left row matched
-            // (RIGHT, FULL) are the search's to find.
-            let merge = op != super::BinaryOp::Eq
-                && !outer.keeps_right()
-                && merge_shape(&left, &right, &left_keys, &right_keys, &left_ts, &right_ts);
-            let how = if merge { AsofHow::PartitionMerge } else { AsofHow::KeySearch };
-            Plan::AsofJoin {
-                left,
-                right,
-                left_keys,
-                right_keys,
-                left_ts,
-                right_ts,
-                op,
-                outer,
-                tolerance,
-                residual,
-                emit,
-                how,
+        mut p @ Plan::AsofJoin { .. } => {
+            if let Plan::AsofJoin { left, right, left_keys, right_keys, left_ts, right_ts, op, outer, how, .. } = &mut p
+            {
+                // The partition-pair merge walks left partitions: right rows no left row
+                // matched (RIGHT, FULL) are the search's to find.
+                let merge = *op != super::BinaryOp::Eq
+                    && !outer.keeps_right()
+                    && merge_shape(left, right, left_keys, right_keys, left_ts, right_ts);
+                *how = if merge { AsofHow::PartitionMerge } else { AsofHow::KeySearch };
             }
+            p
         }
         Plan::WindowJoin { left, right, left_keys, right_keys, left_ts, right_ts, lo, hi, aggs, .. } => {
             let paired = merge_shape(&left, &right, &left_keys, &right_keys, &left_ts, &right_ts);

@@ -27,6 +27,7 @@ pub struct FillSpec {
     months: i64,
     lo: Option<i64>,
     hi: Option<i64>,
+    zone: Option<String>,
     modes: Vec<FillMode>,
 }
 
@@ -64,6 +65,9 @@ pub struct FillPlan {
     /// End of the range (exclusive), nanoseconds since the epoch; `None` ends with the last bucket
     /// present.
     pub hi: Option<i64>,
+    /// `ALIGN TO CALENDAR TIME ZONE`: buckets are steps of the zone's wall clock (a day 23 or
+    /// 25 hours long across a daylight-saving change), named by the instants they start at.
+    pub zone: Option<String>,
 }
 
 impl FillPlan {
@@ -162,7 +166,8 @@ impl FillSpec {
             };
             aggs.push((nk + j, v));
         }
-        let spec = FillPlan { bucket, keys, aggs, width: self.width, months: self.months, lo: self.lo, hi: self.hi };
+        let (width, months, lo, hi, zone) = (self.width, self.months, self.lo, self.hi, self.zone.clone());
+        let spec = FillPlan { bucket, keys, aggs, width, months, lo, hi, zone };
         Ok(Plan::Fill { input: Box::new(input), spec })
     }
 }
@@ -186,8 +191,9 @@ fn bucket_expr(ts: &Expr, origin: i64, sb: &SampleBy) -> Expr {
 
 /// The bucket of `ts` on the wall clock of `zone` (`ALIGN TO CALENDAR TIME ZONE`), named by
 /// the instant it starts at: `to_utc(bucket(to_timezone(ts, zone)), zone)`. A day is then the
-/// zone's day, 23 or 25 hours long across a daylight-saving change. Only buckets that have
-/// rows: FILL and FROM/TO step in fixed widths of UTC time, which such buckets do not have.
+/// zone's day, 23 or 25 hours long across a daylight-saving change; FILL steps on the same
+/// wall clock (see `exec/fill.rs`). FROM/TO are refused: their bounds would need a meaning
+/// on that clock too.
 fn zoned_bucket(ts: &Expr, origin: i64, zone: &str, sb: &SampleBy) -> Result<Expr> {
     crate::eval::calendar::zone::Zone::parse(zone).map_err(|e| SqlError::plan(e, Some(sb.pos)))?;
     if sb.from.is_some() || sb.to.is_some() {
@@ -195,9 +201,6 @@ fn zoned_bucket(ts: &Expr, origin: i64, zone: &str, sb: &SampleBy) -> Result<Exp
             "SAMPLE BY ... FROM/TO with ALIGN TO CALENDAR TIME ZONE is not supported (filter ts in WHERE)",
             sb,
         );
-    }
-    if sb.fill.iter().any(|f| *f != FillMode::None) {
-        return plan_err("SAMPLE BY ... FILL with ALIGN TO CALENDAR TIME ZONE is not supported (only FILL(NONE))", sb);
     }
     let zone = || Expr::Lit(Literal::Str(zone.to_string()), sb.pos);
     let local = Expr::Func(Box::new(FuncCall::new("to_timezone", vec![ts.clone(), zone()], sb.pos)));
@@ -316,6 +319,7 @@ impl Binder {
             months: sb.months,
             lo: lo.map(|v| if sb.months > 0 { zepto_storage::time::month_bucket(sb.months, v) } else { v }),
             hi,
+            zone: sb.time_zone.clone(),
             modes: sb.fill.clone(),
         });
         let r = self.bind_select(&rewritten, order_by);
