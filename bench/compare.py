@@ -30,11 +30,8 @@ def main():
     ap.add_argument("--bin", default=os.path.join(ROOT, "target", "release", "zepto-bench"))
     ap.add_argument("--json", help="write all results here")
     a = ap.parse_args()
-    data = a.data or os.path.join(ROOT, "target", "bench-data", str(a.rows))
-    if not all(os.path.exists(f"{data}/{t}.parquet") for t in ("trades", "quotes")):
-        import gen_data
-        print(f"generating {a.rows:,} rows into {data}", file=sys.stderr, flush=True)
-        gen_data.write(data, *gen_data.generate(a.rows))
+    import gen_data
+    data = a.data or gen_data.dataset(a.rows)
 
     results = []
     for eng in [e for e in a.engines.split(",") if e]:

@@ -279,10 +279,7 @@ def main():
 
     import gen_data
     import pyarrow.parquet as pq
-    data = os.path.join(ROOT, "target", "bench-data", str(a.rows))
-    if not os.path.exists(f"{data}/trades.parquet"):
-        log(f"generating {a.rows:,} rows into {data}")
-        gen_data.write(data, *gen_data.generate(a.rows))
+    data = gen_data.dataset(a.rows)
     trades = pq.read_table(f"{data}/trades.parquet")
     log("preparing ILP and CSV bodies ...")
     ilp = ilp_batches(trades, a.batch)

@@ -103,10 +103,7 @@ def main():
 
     import gen_data
     import pyarrow.parquet as pq
-    path = os.path.join(http_load.ROOT, "target", "bench-data", str(a.rows))
-    if not os.path.exists(f"{path}/trades.parquet"):
-        log(f"generating {a.rows:,} rows into {path}")
-        gen_data.write(path, *gen_data.generate(a.rows))
+    path = gen_data.dataset(a.rows)
     trades = pq.read_table(f"{path}/trades.parquet")
     rows = trades.num_rows
     data = csv_text(trades)

@@ -117,10 +117,7 @@ def main():
 
     import gen_data
     import pyarrow.parquet as pq
-    data = os.path.join(http_load.ROOT, "target", "bench-data", str(a.rows))
-    if not os.path.exists(f"{data}/trades.parquet"):
-        log(f"generating {a.rows:,} rows into {data}")
-        gen_data.write(data, *gen_data.generate(a.rows))
+    data = gen_data.dataset(a.rows)
     trades = pq.read_table(f"{data}/trades.parquet")
     syms = sorted(set(trades.column("sym").cast("string").to_pylist()))
     t0 = trades.column("ts").to_pylist()[0].replace(tzinfo=None)

@@ -29,6 +29,7 @@ const QUERIES: &[(&str, &str)] = &[
     ("Q5", "SELECT ts, sym, price, ema(price, 100) OVER (PARTITION BY sym ORDER BY ts) AS ema FROM trades"),
     ("Q6", "SELECT t.ts, t.sym, t.price, avg(q.bid) AS avg_bid FROM trades t WINDOW JOIN quotes q ON t.sym = q.sym AND q.ts BETWEEN t.ts - INTERVAL '1 second' AND t.ts + INTERVAL '1 second'"),
     ("Q7", "SELECT sym, vwap(price, size) AS vwap FROM trades GROUP BY sym"),
+    ("X3", "SELECT t.ts, t.sym, t.price, q.bid FROM trades t ASOF LEFT JOIN quotes q ON t.sym = q.sym AND t.ts >= q.ts AND t.price - q.bid > 0.05"),
 ];
 
 fn status_kib(field: &str) -> f64 {
