@@ -68,7 +68,9 @@ case "${1:-}" in
     nohup java -Xms128m -Xmx512m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Djava.awt.headless=true "$L" \
       -cp "$CP" kafka.Kafka "$DIR/server.properties" > "$DIR/stdout.log" 2>&1 &
     echo $! > "$DIR/kafka.pid"
-    for _ in $(seq 1 600); do
+    # Up to 3 minutes: on a 2-core machine running the test jobs side by side, the JVM took
+    # longer than the minute this waited before (a CI run failed with the broker mid-start).
+    for _ in $(seq 1 1800); do
       grep -q "Kafka Server started" "$DIR/server.log" 2>/dev/null && { echo "kafka ready on $HOST:$PORT"; exit 0; }
       kill -0 "$(cat "$DIR/kafka.pid")" 2>/dev/null || break
       sleep 0.1
