@@ -56,6 +56,7 @@ pub(super) fn walk(
     walks: Vec<Walk>,
     out: &mut [u32],
 ) -> Result<()> {
+    let read = columns_read(residual, l.columns.len() + r.columns.len());
     let mut active = walks;
     let mut width = 1usize;
     while !active.is_empty() {
@@ -70,7 +71,7 @@ pub(super) fn walk(
                 ri.push(seq.map_or(p, |s| s[p as usize]));
             }
         }
-        let hits = holds(ctx, residual, (l, r), &li, &ri)?;
+        let hits = holds(ctx, residual, &read, (l, r), &li, &ri)?;
         let mut next = Vec::new();
         for (w, span) in active.into_iter().zip(spans) {
             let n = span.len();
@@ -89,16 +90,28 @@ pub(super) fn walk(
     Ok(())
 }
 
-/// Whether `residual` holds (TRUE, not NULL) for each pair of left row `li[k]` and right row
-/// `ri[k]`. Only the columns it reads are gathered.
-fn holds(ctx: &ExecContext, residual: &BExpr, (l, r): (&Batch, &Batch), li: &[u32], ri: &[u32]) -> Result<Vec<bool>> {
-    let (nl, n) = (l.columns.len(), li.len());
-    let mut read = vec![false; nl + r.columns.len()];
+/// Which of the `width` columns of `[left..., right...]` `residual` reads.
+fn columns_read(residual: &BExpr, width: usize) -> Vec<bool> {
+    let mut read = vec![false; width];
     residual.for_each_col(&mut |i| {
         if let Some(x) = read.get_mut(i) {
             *x = true;
         }
     });
+    read
+}
+
+/// Whether `residual` holds (TRUE, not NULL) for each pair of left row `li[k]` and right row
+/// `ri[k]`. Only the columns it reads (`read`) are gathered.
+fn holds(
+    ctx: &ExecContext,
+    residual: &BExpr,
+    read: &[bool],
+    (l, r): (&Batch, &Batch),
+    li: &[u32],
+    ri: &[u32],
+) -> Result<Vec<bool>> {
+    let (nl, n) = (l.columns.len(), li.len());
     let cols = read
         .iter()
         .enumerate()

@@ -25,7 +25,8 @@ pub fn fill(b: Batch, p: &FillPlan) -> Result<Batch> {
     };
     let zone = p.zone.as_deref().map(Zone::parse).transpose().map_err(SqlError::exec)?;
     // On a zone's clock, the buckets' wall-clock starts (what the steps are counted on).
-    let wall: Option<Vec<i64>> = zone.as_ref().map(|z| bv.iter().map(|&t| z.local(t).unwrap_or(t)).collect());
+    let to_wall = |t: i64| zone.as_ref().map_or(t, |z| z.local(t).unwrap_or(t));
+    let wall: Option<Vec<i64>> = zone.as_ref().map(|_| bv.iter().map(|&t| to_wall(t)).collect());
     let bv = wall.as_deref().unwrap_or(bv);
     let instant = |t: i64| zone.as_ref().map_or(Some(t), |z| z.utc(t));
     let keys: Vec<&Column> = p.keys.iter().map(|&k| &*b.columns[k]).collect();
@@ -39,7 +40,6 @@ pub fn fill(b: Batch, p: &FillPlan) -> Result<Batch> {
         return Ok(b.take(&idx));
     }
     let steps = Steps { width: p.width, months: p.months };
-    let to_wall = |t: i64| zone.as_ref().map_or(t, |z| z.local(t).unwrap_or(t));
     let lo = p.lo.map(to_wall).or_else(|| rows.iter().map(|&i| bv[i]).min());
     let hi = p.hi.map(to_wall).or_else(|| rows.iter().map(|&i| bv[i]).max().map(|m| steps.next(m)));
     let (Some(lo), Some(hi)) = (lo, hi) else {
