@@ -133,6 +133,22 @@ def s02_where(f):
     f.q("SELECT id, name FROM people WHERE name IN ('bob', 'Bob', '', 'nobody')")
     f.q("SELECT count(*) FROM trades WHERE sym NOT IN ('AAPL', 'MSFT')")
     f.q("SELECT k FROM nums WHERE x IN (2.5, -2.5, 64)")
+    # Eight items or more are hashed: every type, NULL among them, NOT IN, and a mixed list.
+    f.q("SELECT id, age FROM people WHERE age IN (25, 26, 27, 28, 29, 30, 35, 40, 45, 50)")
+    f.q("SELECT id FROM people WHERE age NOT IN (25, 26, 27, 28, 29, 30, 35, 40, 45, 50)")
+    f.q("SELECT id FROM people WHERE age NOT IN (25, 26, 27, 28, 29, 30, 35, 40, 45, NULL)")
+    f.q("SELECT k, n IN (1, 2, 3, 4, 5, 6, 7, 8, NULL), n NOT IN (0, 1, 2, 3, 4, 5, 6, 7, 8) FROM nums")
+    f.q("SELECT k, m IN (-3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7) FROM nums")
+    f.q("SELECT k FROM nums WHERE x IN (2.5, -2.5, 64, 0, -0.0, 1, 1.5, 3, 7.25, 100)")
+    f.q("SELECT k FROM nums WHERE x IN (1, 2, 3, 4, 5, 6, 7, 2.5)")
+    f.q("SELECT id, name FROM people WHERE name IN ('bob', 'Bob', '', 'nobody', 'alice', 'Alice', 'carol', 'dave', 'eve')")
+    f.q("SELECT id FROM people WHERE dept IN ('eng', 'ops', 'sales', 'legal', 'Eng', 'hr', 'x', 'y', NULL)")
+    f.q("SELECT count(*) FROM trades WHERE sym NOT IN ('AAPL', 'MSFT', 'A', 'B', 'C', 'D', 'E', 'F')")
+    f.q("SELECT count(*) FROM trades WHERE sym IN ('AAPL', 'MSFT', 'A', 'B', 'C', 'D', 'E', 'F') AND size > 100")
+    f.q("SELECT id FROM people WHERE born IN (DATE '1990-01-01', DATE '1985-06-15', DATE '1992-03-03', "
+        "DATE '1979-12-31', DATE '1988-08-08', DATE '2000-01-01', DATE '1995-05-05', DATE '1970-01-01')")
+    f.q("SELECT k, b IN (true, true, true, true, true, true, true, true) FROM nums")
+    f.q("SELECT count(*) FROM trades WHERE ts IN (SELECT ts FROM trades WHERE size > 300)")
 
     f.comment("LIKE / ILIKE (no escape character)")
     f.q("SELECT id, name FROM people WHERE name LIKE 'A%'")

@@ -324,7 +324,8 @@ class Gen:
             lo, hi = self.literal_like(cls, scope), self.literal_like(cls, scope)
             return "(%s %sBETWEEN %s AND %s)" % (a.sql, rng.choice(["", "NOT "]), lo.sql, hi.sql)
         if k < 0.38 and cls in ("int", "str", "dbl"):
-            items = [self.literal(cls).sql for _ in range(rng.randint(1, 4))]
+            # Short lists are compared item by item, from 8 items on they are hashed.
+            items = [self.literal(cls).sql for _ in range(rng.randint(1, 4) if rng.random() < 0.6 else rng.randint(8, 30))]
             if rng.random() < 0.25:
                 items.insert(rng.randrange(len(items) + 1), "NULL")
             return "(%s %sIN (%s))" % (a.sql, rng.choice(["", "NOT "]), ", ".join(items))

@@ -291,15 +291,15 @@ impl Parser {
 
     fn primary(&mut self) -> Result<Expr> {
         let pos = self.pos();
+        // A literal's text is taken from the token, not copied: a long IN list is mostly these.
+        if matches!(self.peek(), Tok::Num(_) | Tok::Str(_)) {
+            return match self.advance() {
+                Tok::Num(n) => self.number(&n, pos),
+                Tok::Str(s) => Ok(Expr::Lit(Literal::Str(s), pos)),
+                _ => Err(self.unexpected("a literal")),
+            };
+        }
         match self.peek().clone() {
-            Tok::Num(n) => {
-                self.advance();
-                self.number(&n, pos)
-            }
-            Tok::Str(s) => {
-                self.advance();
-                Ok(Expr::Lit(Literal::Str(s), pos))
-            }
             Tok::Op("(") => {
                 self.advance();
                 if self.is_kw("select") || self.is_kw("with") || self.is_kw("from") {

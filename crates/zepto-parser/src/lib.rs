@@ -323,12 +323,17 @@ impl Parser {
         self.toks.get(self.i).or(self.toks.last()).map_or(Pos { offset: 0, line: 1, column: 1 }, |t| t.pos)
     }
 
+    /// The current token, and move past it. A token left behind is taken, not copied: the
+    /// parser never looks back (no reads below `i`), so its place keeps an `Eof`.
     fn advance(&mut self) -> Tok {
-        let t = self.peek().clone();
-        if self.i + 1 < self.toks.len() {
-            self.i += 1;
+        let last = self.i + 1 >= self.toks.len();
+        match self.toks.get_mut(self.i) {
+            Some(t) if !last => {
+                self.i += 1;
+                std::mem::replace(&mut t.tok, Tok::Eof)
+            }
+            _ => self.peek().clone(),
         }
-        t
     }
 
     fn describe(t: &Tok) -> String {

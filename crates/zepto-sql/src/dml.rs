@@ -174,6 +174,11 @@ fn split_points(pred: Option<BExpr>, ts: Option<usize>) -> (Option<Vec<i64>>, Op
     let mut conj = Vec::new();
     pred.conjuncts(&mut conj);
     let times = |e: &BExpr| -> Option<Vec<i64>> {
+        if let BExpr::InSet { expr, set, negated: false } = e {
+            let on_ts = matches!(**expr, BExpr::Col(c, _) if c == ts) && set.data_type() == DataType::Timestamp;
+            let times = |v| if let Value::Timestamp(t) = v { Some(t) } else { None };
+            return on_ts.then(|| set.values().into_iter().filter_map(times).collect());
+        }
         let BExpr::InList { expr, list, negated: false } = e else { return None };
         if !matches!(**expr, BExpr::Col(c, _) if c == ts) {
             return None;

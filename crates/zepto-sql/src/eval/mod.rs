@@ -11,6 +11,7 @@ mod batch;
 pub(crate) mod calendar;
 pub mod cast;
 pub mod cmp;
+mod in_set;
 mod json;
 mod like;
 pub mod numeric;
@@ -124,6 +125,7 @@ pub fn eval<'a>(e: &'a BExpr, b: &'a Batch, sq: &dyn Subqueries) -> Result<Cow<'
         BExpr::Func { func, args, ty } => Cow::Owned(scalar::call(*func, args, *ty, b, sq)?),
         BExpr::Case { whens, else_, ty } => Cow::Owned(case(whens, else_.as_deref(), *ty, b, sq)?),
         BExpr::InList { expr, list, negated } => Cow::Owned(in_list(expr, list, *negated, b, sq)?),
+        BExpr::InSet { expr, set, negated } => Cow::Owned(in_set::in_set(&*eval(expr, b, sq)?, set, *negated)),
         BExpr::IsNull { expr, negated } => {
             let c = eval(expr, b, sq)?;
             let v: Vec<bool> = (0..n).map(|i| c.is_valid(i) == *negated).collect();

@@ -5,9 +5,11 @@
 //! them, so that neither has to import the other for them.
 
 pub mod functions;
+pub mod in_set;
 
 use crate::parser::ast::{BinaryOp, Query};
 use functions::ScalarFunc;
+use in_set::InSet;
 use zepto_storage::{DataType, Value};
 
 /// How a subquery's rows become a value.
@@ -128,6 +130,16 @@ pub enum BExpr {
         /// `NOT IN`.
         negated: bool,
     },
+    /// `expr [NOT] IN (constants)` with [`in_set::HASH_FROM`] or more constants: a hash lookup
+    /// per row, three-valued as [`BExpr::InList`].
+    InSet {
+        /// The value looked for.
+        expr: Box<BExpr>,
+        /// The constants, of the value's type.
+        set: InSet,
+        /// `NOT IN`.
+        negated: bool,
+    },
     /// `expr IS [NOT] NULL`.
     IsNull {
         /// The value tested.
@@ -163,7 +175,9 @@ impl BExpr {
         match self {
             BExpr::Col(_, t) | BExpr::Lit(_, t) => *t,
             BExpr::Neg(e) => e.data_type(),
-            BExpr::Not(_) | BExpr::InList { .. } | BExpr::IsNull { .. } | BExpr::Like { .. } => DataType::Bool,
+            BExpr::Not(_) | BExpr::InList { .. } | BExpr::InSet { .. } | BExpr::IsNull { .. } | BExpr::Like { .. } => {
+                DataType::Bool
+            }
             BExpr::Binary { ty, .. } | BExpr::Func { ty, .. } | BExpr::Case { ty, .. } => *ty,
             BExpr::Cast { to, .. } => *to,
             BExpr::Correlated { sub, .. } => match sub.kind {
@@ -183,7 +197,7 @@ impl BExpr {
                 left.for_each_col(f);
                 right.for_each_col(f);
             }
-            BExpr::Cast { expr, .. } | BExpr::IsNull { expr, .. } => expr.for_each_col(f),
+            BExpr::Cast { expr, .. } | BExpr::IsNull { expr, .. } | BExpr::InSet { expr, .. } => expr.for_each_col(f),
             BExpr::Func { args, .. } => args.iter().for_each(|a| a.for_each_col(f)),
             BExpr::Case { whens, else_, .. } => {
                 for (w, t) in whens {
@@ -220,7 +234,7 @@ impl BExpr {
             BExpr::Col(..) | BExpr::Lit(..) => false,
             BExpr::Neg(e) | BExpr::Not(e) => e.any(f),
             BExpr::Binary { left, right, .. } => left.any(f) || right.any(f),
-            BExpr::Cast { expr, .. } | BExpr::IsNull { expr, .. } => expr.any(f),
+            BExpr::Cast { expr, .. } | BExpr::IsNull { expr, .. } | BExpr::InSet { expr, .. } => expr.any(f),
             BExpr::Func { args, .. } => args.iter().any(|a| a.any(f)),
             BExpr::Case { whens, else_, .. } => {
                 whens.iter().any(|(w, t)| w.any(f) || t.any(f)) || else_.as_deref().is_some_and(|e| e.any(f))
@@ -263,7 +277,7 @@ impl BExpr {
                 left.map_cols(f);
                 right.map_cols(f);
             }
-            BExpr::Cast { expr, .. } | BExpr::IsNull { expr, .. } => expr.map_cols(f),
+            BExpr::Cast { expr, .. } | BExpr::IsNull { expr, .. } | BExpr::InSet { expr, .. } => expr.map_cols(f),
             BExpr::Func { args, .. } => args.iter_mut().for_each(|a| a.map_cols(f)),
             BExpr::Case { whens, else_, .. } => {
                 for (w, t) in whens {

@@ -7,6 +7,7 @@ use super::{BExpr, Correlated, Field, SubqueryKind};
 use crate::error::{Pos, Result, SqlError};
 use crate::eval::eval_const;
 use crate::expr::functions::{self, scalar_arity, scalar_by_name, Family, ScalarFunc};
+use crate::expr::in_set::{self, InSet};
 use crate::parser::ast::{BinaryOp, Expr, FuncCall, Literal, Query, UnaryOp, NOT_DISTINCT, QUESTDB_IN};
 use zepto_storage::{time, DataType, Value};
 
@@ -216,8 +217,28 @@ pub fn cast_to(e: BExpr, to: DataType) -> Result<BExpr> {
     if from == to || (from.is_string() && to.is_string() && to == DataType::Symbol) {
         return Ok(e);
     }
+    if let BExpr::Lit(v, _) = &e {
+        if let Some(w) = widen(v, to) {
+            return Ok(BExpr::Lit(w, to));
+        }
+    }
     let c = BExpr::Cast { expr: Box::new(e), to, try_: false };
     fold(c)
+}
+
+/// Constant `v` as type `to` when that is a widening every value survives (or as SQL casts
+/// an integer to a float), without building a column for it: a long IN list of integer
+/// literals against a BIGINT or DOUBLE column is a million of these.
+fn widen(v: &Value, to: DataType) -> Option<Value> {
+    Some(match (v, to) {
+        (Value::Null, _) => Value::Null,
+        (Value::Int32(x), DataType::Int64) => Value::Int64(i64::from(*x)),
+        (Value::Int32(x), DataType::Int128) => Value::Int128(i128::from(*x)),
+        (Value::Int64(x), DataType::Int128) => Value::Int128(i128::from(*x)),
+        (Value::Int32(x), DataType::Float64) => Value::Float64(f64::from(*x)),
+        (Value::Int64(x), DataType::Float64) => Value::Float64(*x as f64),
+        _ => return None,
+    })
 }
 
 /// `COALESCE(x = y, x IS NULL AND y IS NULL)`: `x IS NOT DISTINCT FROM y`.
@@ -311,6 +332,21 @@ pub fn coerce_pair(l: BExpr, r: BExpr, pos: Pos) -> Result<(BExpr, BExpr)> {
         Some(t) => Ok((cast_to(l, t)?, cast_to(r, t)?)),
         None => Err(SqlError::plan(format!("cannot compare {lt} with {rt}"), Some(pos))),
     }
+}
+
+/// `x [NOT] IN (items)`, the items of `x`'s type: a hash set when they are
+/// [`in_set::HASH_FROM`] or more constants, else the list to compare item by item.
+fn list_or_set(x: BExpr, items: Vec<BExpr>, negated: bool) -> BExpr {
+    if items.len() >= in_set::HASH_FROM && items.iter().all(|i| matches!(i, BExpr::Lit(..))) {
+        let values = items.iter().map(|i| match i {
+            BExpr::Lit(v, _) => v.clone(),
+            _ => Value::Null,
+        });
+        if let Some(set) = InSet::build(x.data_type(), values) {
+            return BExpr::InSet { expr: Box::new(x), set, negated };
+        }
+    }
+    BExpr::InList { expr: Box::new(x), list: items, negated }
 }
 
 impl ExprBinder<'_> {
@@ -450,7 +486,7 @@ impl ExprBinder<'_> {
                 }
             })
             .collect::<Result<Vec<_>>>()?;
-        Ok(BExpr::InList { expr: Box::new(x), list: items, negated })
+        Ok(list_or_set(x, items, negated))
     }
 
     /// `x [NOT] IN (subquery)`: an uncorrelated subquery's distinct values become a list;
@@ -483,7 +519,7 @@ impl ExprBinder<'_> {
             Some(t) if t != x.data_type() && !(t.is_string() && x.data_type().is_string()) => cast_to(x, t)?,
             _ => x,
         };
-        Ok(BExpr::InList { expr: Box::new(x), list: items, negated })
+        Ok(list_or_set(x, items, negated))
     }
 
     /// `[NOT] EXISTS (subquery)`: a constant when uncorrelated.

@@ -53,7 +53,7 @@ fn plain(e: &BExpr) -> bool {
         BExpr::Col(..) | BExpr::Lit(..) => true,
         BExpr::Neg(e) | BExpr::Not(e) => plain(e),
         BExpr::Binary { left, right, .. } => plain(left) && plain(right),
-        BExpr::Cast { expr, .. } | BExpr::IsNull { expr, .. } => plain(expr),
+        BExpr::Cast { expr, .. } | BExpr::IsNull { expr, .. } | BExpr::InSet { expr, .. } => plain(expr),
         BExpr::Func { args, .. } => args.iter().all(plain),
         BExpr::Case { whens, else_, .. } => {
             whens.iter().all(|(w, t)| plain(w) && plain(t)) && else_.as_deref().is_none_or(plain)

@@ -503,7 +503,8 @@ impl Plan {
             Plan::Scan { table, columns, range } => explain_scan(table, columns, range),
             Plan::Values { rows, .. } => format!("rows={}", rows.len()),
             Plan::Series { start, step, count, .. } => format!("start={start} step={step} rows={count}"),
-            Plan::Filter { .. } | Plan::Distinct { .. } => String::new(),
+            Plan::Filter { pred, .. } => explain_in_sets(pred),
+            Plan::Distinct { .. } => String::new(),
             Plan::Project { exprs, .. } => format!("exprs={}", exprs.len()),
             Plan::Aggregate { keys, aggs, how, .. } => {
                 let how = match how {
@@ -671,6 +672,21 @@ impl Plan {
     }
 }
 
+/// A filter's `IN` lists that run as hash lookups, with their sizes (empty when none does).
+fn explain_in_sets(pred: &BExpr) -> String {
+    let sizes = std::cell::RefCell::new(Vec::new());
+    pred.any(&|e| {
+        if let BExpr::InSet { set, .. } = e {
+            sizes.borrow_mut().push(set.len().to_string());
+        }
+        false
+    });
+    let sizes = sizes.into_inner();
+    if sizes.is_empty() {
+        return String::new();
+    }
+    format!("IN by hash lookup over {} constants", sizes.join(", "))
+}
 /// A scan's EXPLAIN detail: its columns, partitions, time range and history files.
 fn explain_scan(table: &Table, columns: &[usize], range: &ScanRange) -> String {
     let mut s = format!("{} columns={:?}", table.name(), columns);

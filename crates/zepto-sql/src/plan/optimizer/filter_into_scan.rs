@@ -162,6 +162,16 @@ fn absorb(p: &BExpr, key_col: Option<usize>, ts_col: Option<usize>, r: &mut Scan
             intersect_keys(r, keys);
             true
         }
+        BExpr::InSet { expr, set, negated: false } => {
+            let BExpr::Col(c, _) = **expr else {
+                return false;
+            };
+            if Some(c) != key_col || !set.data_type().is_string() {
+                return false;
+            }
+            intersect_keys(r, set.strs().map(str::to_owned).collect());
+            true
+        }
         _ => false,
     }
 }
@@ -171,7 +181,7 @@ fn intersect_keys(r: &mut ScanRange, mut keys: Vec<String>) {
     keys.dedup();
     r.keys = Some(match r.keys.take() {
         None => keys,
-        Some(old) => old.into_iter().filter(|k| keys.contains(k)).collect(),
+        Some(old) => old.into_iter().filter(|k| keys.binary_search(k).is_ok()).collect(),
     });
 }
 
