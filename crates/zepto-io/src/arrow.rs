@@ -502,11 +502,13 @@ fn symbol(
         return Ok(());
     }
     let valid = |i: usize| nulls.is_none_or(|b| b.is_valid(i));
-    if for_each_str(arr, |i, x| codes.push(if valid(i) { dict.intern(x) } else { 0 })) {
-        Ok(())
-    } else {
-        Err(AppendError::Type)
+    // The whole column in one batch: the dictionary's index is read once, not once per row.
+    let mut strs = Vec::with_capacity(arr.len());
+    if !for_each_str(arr, |i, x| strs.push(valid(i).then_some(x))) {
+        return Err(AppendError::Type);
     }
+    codes.extend(dict.intern_many(strs.into_iter()));
+    Ok(())
 }
 
 fn null_buffer(c: &Column) -> Option<NullBuffer> {

@@ -47,6 +47,49 @@ impl Store {
         self.index.read().unwrap_or_else(PoisonError::into_inner).get(s).copied()
     }
 
+    /// The codes of `strings` (0 for a `None`), adding the new ones: the known ones are looked
+    /// up under one read of the index for the whole batch, not one per string.
+    /// Also the highest code among the strings (`None` when all are `None`).
+    fn intern_many<'a>(&self, strings: impl Iterator<Item = Option<&'a str>>) -> (Vec<u32>, Option<u32>) {
+        let mut out = Vec::with_capacity(strings.size_hint().0);
+        // Strings the index lacks, in order of first appearance, and the rows that hold each.
+        let mut new: HashMap<&str, usize, foldhash::fast::FixedState> = HashMap::default();
+        let mut new_order = Vec::new();
+        let mut new_rows: Vec<(usize, usize)> = Vec::new();
+        let mut top = None;
+        {
+            let index = self.index.read().unwrap_or_else(PoisonError::into_inner);
+            for s in strings {
+                let code = match s {
+                    None => 0,
+                    Some(s) => match index.get(s) {
+                        Some(&c) => {
+                            top = top.max(Some(c));
+                            c
+                        }
+                        None => {
+                            let k = *new.entry(s).or_insert_with(|| {
+                                new_order.push(s);
+                                new_order.len() - 1
+                            });
+                            new_rows.push((out.len(), k));
+                            0
+                        }
+                    },
+                };
+                out.push(code);
+            }
+        }
+        let codes: Vec<u32> = new_order.iter().map(|s| self.intern(s)).collect();
+        top = top.max(codes.iter().copied().max());
+        for (row, k) in new_rows {
+            if let (Some(slot), Some(&c)) = (out.get_mut(row), codes.get(k)) {
+                *slot = c;
+            }
+        }
+        (out, top)
+    }
+
     /// The code of `s`, added at the end if new.
     fn intern(&self, s: &str) -> u32 {
         if let Some(c) = self.code(s) {
@@ -115,6 +158,17 @@ impl Dict {
         code
     }
 
+    /// The codes of `strings` (0 for a `None`: a NULL slot), adding the new ones in order of
+    /// first appearance, as [`Dict::intern`] one by one would, with one look at the index for
+    /// the whole batch.
+    pub fn intern_many<'a>(&mut self, strings: impl Iterator<Item = Option<&'a str>>) -> Vec<u32> {
+        let (codes, top) = self.store.intern_many(strings);
+        if let Some(top) = top {
+            self.len = self.len.max(top as usize + 1);
+        }
+        codes
+    }
+
     /// The code of `s`, or `None` if this version does not hold it (never adds).
     pub fn code(&self, s: &str) -> Option<u32> {
         self.store.code(s).filter(|&c| (c as usize) < self.len)
@@ -179,6 +233,21 @@ mod tests {
         assert_eq!(*a.derived(joined), "x,y", "the newest stays kept");
         assert_eq!(made.get(), 3);
         assert_eq!(*a.derived(|d| d.len()), 2, "another type is made afresh");
+    }
+
+    #[test]
+    fn a_batch_interns_as_one_by_one_would() {
+        let mut a = Dict::default();
+        a.intern("x");
+        let old = a.clone();
+        let codes = a.intern_many([Some("y"), None, Some("x"), Some("z"), Some("y")].into_iter());
+        assert_eq!((codes, a.len()), (vec![1, 0, 0, 2, 1], 3));
+        assert_eq!((a.get(2), old.len()), ("z", 1));
+        let mut b = Dict::default();
+        assert_eq!((b.intern_many([None, None].into_iter()), b.len()), (vec![0, 0], 0), "NULLs add nothing");
+        // A version that another version grew past sees the codes it is handed.
+        let mut c = old.clone();
+        assert_eq!((c.intern_many([Some("z")].into_iter()), c.len()), (vec![2], 3));
     }
 
     #[test]

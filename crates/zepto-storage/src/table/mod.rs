@@ -828,9 +828,7 @@ impl Table {
                 }
             }
             ColumnData::Varchar(s) => {
-                for i in 0..s.len() {
-                    codes.push(if c.is_valid(i) { dict.intern(s.get(i)) } else { 0 });
-                }
+                codes = dict.intern_many((0..s.len()).map(|i| c.is_valid(i).then(|| s.get(i))));
             }
             _ => codes.resize(c.len(), 0),
         }
