@@ -159,6 +159,13 @@ impl Config {
         self.max_queries.unwrap_or((self.threads * 6).max(12)).max(1)
     }
 
+    /// Statements that read few rows ([`crate::sql::QUICK_ROWS`]) and may run at once in a
+    /// lane of their own, beside the query slots: a point lookup or a small join never queues
+    /// behind heavy statements, and heavy ones never take this lane.
+    pub fn quick_slots(&self) -> usize {
+        self.threads.max(2)
+    }
+
     /// Ingest batches that may be parsed and applied at once: a separate allowance, so queries
     /// can never take every thread from ingestion.
     pub fn ingest_slots(&self) -> usize {

@@ -19,7 +19,12 @@ use std::sync::{Arc, Mutex};
 type Job = Box<dyn FnOnce() + Send + 'static>;
 
 /// Niceness of query threads (0 is the default; 19 the lowest priority).
-const QUERY_NICE: i32 = 10;
+pub const QUERY_NICE: i32 = 10;
+
+/// Niceness of the quick lane's threads: above heavy statements' (CFS weights 335 against
+/// 110), so a short statement gets a core's share while a dozen heavy ones run, still below
+/// ingest's.
+pub const QUICK_NICE: i32 = 5;
 
 /// Stack of each query thread: deep plans grow their stack on demand anyway (`recursive`);
 /// this only makes that rarer. Virtual memory, committed as used.
@@ -31,8 +36,8 @@ pub struct QueryPool {
 }
 
 impl QueryPool {
-    /// `threads` query threads (at least one).
-    pub fn new(threads: usize) -> std::io::Result<QueryPool> {
+    /// `threads` query threads (at least one) at niceness `nice`.
+    pub fn new(threads: usize, nice: i32) -> std::io::Result<QueryPool> {
         let (tx, rx) = channel::<Job>();
         let rx = Arc::new(Mutex::new(rx));
         for k in 0..threads.max(1) {
@@ -40,7 +45,7 @@ impl QueryPool {
             std::thread::Builder::new()
                 .name(format!("zepto-query-{k}"))
                 .stack_size(STACK_BYTES)
-                .spawn(move || work(&rx))?;
+                .spawn(move || work(&rx, nice))?;
         }
         Ok(QueryPool { tx: Mutex::new(tx) })
     }
@@ -52,8 +57,8 @@ impl QueryPool {
     }
 }
 
-fn work(rx: &Mutex<Receiver<Job>>) {
-    lower_priority();
+fn work(rx: &Mutex<Receiver<Job>>, nice: i32) {
+    lower_priority(nice);
     loop {
         // The lock is held only while waiting for the next job: one thread waits, the others
         // wait for the lock, and each job goes to exactly one thread.
@@ -65,15 +70,15 @@ fn work(rx: &Mutex<Receiver<Job>>) {
     }
 }
 
-/// Nice this thread (Linux sets niceness per thread); threads it starts inherit it.
-fn lower_priority() {
+/// Nice this thread to `nice` (Linux sets niceness per thread); threads it starts inherit it.
+fn lower_priority(nice: i32) {
     #[cfg(target_os = "linux")]
     {
         // SAFETY: gettid has no preconditions; setpriority on our own thread id only changes
         // this thread's scheduling weight, and a failure (a sandbox refusing it) is harmless.
         unsafe {
             let tid = libc::gettid();
-            libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, QUERY_NICE);
+            libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, nice);
         }
     }
 }
@@ -84,7 +89,7 @@ mod tests {
 
     #[test]
     fn runs_jobs_and_survives_panics() {
-        let pool = QueryPool::new(2).expect("pool");
+        let pool = QueryPool::new(2, QUERY_NICE).expect("pool");
         let (tx, rx) = channel();
         assert!(pool.spawn(|| panic!("a job that panics")));
         for i in 0..10 {

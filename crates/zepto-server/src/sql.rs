@@ -289,6 +289,36 @@ async fn admit(state: &State) -> Result<OwnedSemaphorePermit, ApiError> {
     }
 }
 
+/// A statement whose scans read at most this many rows ([`zepto_sql::Prepared::scan_rows`]:
+/// both sides of a join) takes the quick lane: milliseconds of work at most.
+pub const QUICK_ROWS: usize = 256 << 10;
+
+/// Which slots a statement runs under, and so which threads.
+#[derive(Clone, Copy)]
+enum Lane {
+    /// The quick lane (`--max-queries` does not count it).
+    Quick,
+    /// The query slots every other statement shares.
+    General,
+}
+
+/// A slot for `work`: a small prepared query takes the quick lane's, or a query slot if one
+/// frees first; anything else waits for a query slot ([`admit`]).
+async fn admit_work(state: &State, work: &Work) -> Result<(OwnedSemaphorePermit, Lane), ApiError> {
+    let quick = matches!(work, Work::Prepared(p) if p.scan_rows().is_some_and(|n| n <= QUICK_ROWS));
+    if !quick {
+        return Ok((admit(state).await?, Lane::General));
+    }
+    tokio::select! {
+        biased;
+        p = state.quick_slots.clone().acquire_owned() => {
+            let p = p.map_err(|_| ApiError::internal("the server is shutting down"))?;
+            Ok((p, Lane::Quick))
+        }
+        p = admit(state) => Ok((p?, Lane::General)),
+    }
+}
+
 /// The request's statements, parsed under the server's [`zepto_sql::parser::ParseLimits`]
 /// and the query's control (deadline, memory limit, cancellation when the client leaves).
 /// A long script first takes a query slot (returned, to run the statements under) and is
@@ -563,10 +593,14 @@ pub async fn run(
         _ => Work::Statements(stmts),
     };
 
-    // Wait (without holding a thread) for a query slot, unless parsing took one already.
-    let permit = match permit {
-        Some(p) => p,
-        None => admit(state).await?,
+    // Wait (without holding a thread) for a slot, unless parsing took one already.
+    let (permit, lane) = match permit {
+        Some(p) => (p, Lane::General),
+        None => admit_work(state, &work).await?,
+    };
+    let pool = match lane {
+        Lane::Quick => &state.quick_pool,
+        Lane::General => &state.query_pool,
     };
     let id = state.next_id();
     state.add_running(id, ctl.clone());
@@ -576,7 +610,7 @@ pub async fn run(
     let (head_tx, head_rx) = oneshot::channel::<Result<Head, ApiError>>();
     let (tx, rx) = mpsc::channel::<Result<Bytes, std::io::Error>>(2);
     let st = state.clone();
-    let spawned = state.query_pool.spawn(move || {
+    let spawned = pool.spawn(move || {
         let _permit = permit;
         match execute_work(&st, &engine, work, &ctl) {
             Ok(Some((r, elapsed_us))) => match keep {

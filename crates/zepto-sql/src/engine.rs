@@ -41,6 +41,11 @@ impl Prepared {
     pub fn linear_scan_rows(&self) -> Option<usize> {
         self.plan.root().linear_scan_rows()
     }
+
+    /// See [`crate::plan::Plan::scan_rows`]: the rows every scan reads, joins' both sides too.
+    pub fn scan_rows(&self) -> Option<usize> {
+        self.plan.root().scan_rows()
+    }
 }
 
 pub use crate::parser::access::Access;

@@ -1,6 +1,7 @@
 //! A cheap upper bound on a plan's work, for doors that decide where to run it: the HTTP
 //! server runs small plans inline on its async thread (saving two thread hand-offs, most of a
-//! point query's latency) and everything else on its blocking pool.
+//! point query's latency), statements that read few rows in a lane of their own (so they
+//! never queue behind heavy ones), and everything else on its query pool.
 
 use super::{BExpr, Plan};
 
@@ -47,6 +48,24 @@ impl Plan {
     }
 }
 
+impl Plan {
+    /// Rows the plan's scans read, summed over every scan (both sides of a join), a join
+    /// without equality keys counting the product of its inputs' rows: what the server tells
+    /// a small statement from a heavy one by. `None` when nothing bounds it by the rows in
+    /// memory (a history scan, a correlated subquery).
+    pub fn scan_rows(&self) -> Option<usize> {
+        match self {
+            Plan::Scan { .. } | Plan::Values { .. } | Plan::Series { .. } => self.linear_scan_rows(),
+            Plan::Filter { pred, .. } if !plain(pred) => None,
+            Plan::Project { exprs, .. } if !exprs.iter().all(plain) => None,
+            Plan::Join { left, right, left_keys, .. } if left_keys.is_empty() => {
+                Some(left.scan_rows()?.saturating_mul(right.scan_rows()?.max(1)))
+            }
+            _ => self.inputs().iter().try_fold(0usize, |n, i| Some(n.saturating_add(i.scan_rows()?))),
+        }
+    }
+}
+
 /// No correlated subquery anywhere in `e`.
 fn plain(e: &BExpr) -> bool {
     match e {
@@ -85,6 +104,25 @@ mod tests {
         assert_eq!(rows("SELECT sym, max(x) FROM t WHERE sym IN ('A', 'C') GROUP BY sym ORDER BY 2 LIMIT 1"), Some(3));
         assert_eq!(rows("SELECT 1"), Some(1));
         assert_eq!(rows("SELECT * FROM t a JOIN t b ON a.sym = b.sym"), None);
+        assert_eq!(rows("SELECT * FROM t WHERE x > (SELECT avg(x) FROM t u WHERE u.sym = t.sym)"), None);
+    }
+
+    #[test]
+    fn scan_rows_count_both_sides_of_a_join() {
+        let e = Engine::new();
+        e.execute("CREATE TABLE t (ts TIMESTAMP, sym SYMBOL, x DOUBLE)").expect("ddl");
+        e.execute("INSERT INTO t VALUES (1, 'A', 1), (2, 'A', 2), (3, 'B', 3), (4, 'B', 4), (5, 'B', 5), (6, 'C', 6)")
+            .expect("dml");
+        let rows = |sql: &str| {
+            let stmts = crate::parser::parse_statements(sql).expect("parses");
+            let crate::parser::ast::Statement::Query(q) = &stmts[0] else { panic!("not a query") };
+            e.prepare(q).expect("plans").scan_rows()
+        };
+        assert_eq!(rows("SELECT * FROM t WHERE sym = 'B'"), Some(3));
+        assert_eq!(rows("SELECT * FROM t a JOIN t b ON a.sym = b.sym"), Some(12));
+        assert_eq!(rows("SELECT * FROM (SELECT * FROM t WHERE sym = 'A') a JOIN t b ON a.x < b.x"), Some(12));
+        let asof = "SELECT * FROM (SELECT * FROM t WHERE sym = 'C') a ASOF JOIN t b ON a.sym = b.sym AND a.ts >= b.ts";
+        assert_eq!(rows(asof), Some(7));
         assert_eq!(rows("SELECT * FROM t WHERE x > (SELECT avg(x) FROM t u WHERE u.sym = t.sym)"), None);
     }
 }

@@ -1,0 +1,118 @@
+#!/usr/bin/env python3
+"""Fairness among queries: does a short query wait behind heavy ones?
+
+Starts `zeptodb serve --in-memory --demo` (release build) and times short queries over HTTP,
+one after another on a keep-alive connection (a point lookup: the last trade of one symbol;
+a small join: one symbol's trades and quotes at equal times):
+  * idle: nothing else running;
+  * loaded: while 24 client processes (at the lowest CPU priority, so they do not take the
+    measuring client's core) each send heavy statements back to back: an ASOF join over
+    1M x 1M rows, 5-minute bars of every symbol, and a 3.4 MB IN list of 400k items.
+The goal (issue 52): the short queries' p99 under 100 ms while the heavy ones run, and the heavy
+ones still answered. Reports p50/p99/max per query and phase, the heavy statements answered by
+status, and the server's peak RSS.
+
+Usage: bench/query_fairness.py [--rows 1000000] [--light 200] [--heavy 24]
+                               [--bin target/release/zeptodb]
+"""
+import argparse
+import http.client
+import os
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from ingest_fairness import ROOT, heavy_queries, log, pct, peak_rss_mib, start  # noqa: E402
+
+LIGHT = {
+    "point lookup": "SELECT * FROM trades WHERE sym = 'S050' ORDER BY ts DESC LIMIT 1",
+    "small join": "SELECT count(*), avg(q.bid) FROM (SELECT * FROM trades WHERE sym = 'S090') t "
+                  "JOIN (SELECT * FROM quotes WHERE sym = 'S090') q ON t.ts = q.ts",
+}
+
+# One heavy client: its statements in turn until killed; prints each answer's status.
+HEAVY_CLIENT = """
+import http.client, sys
+qs = [l for l in sys.stdin.read().split("\\n;;\\n") if l]
+conn = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]), timeout=300)
+i = int(sys.argv[2])
+while True:
+    try:
+        conn.request("POST", "/", body=qs[i % len(qs)].encode())
+        r = conn.getresponse()
+        r.read()
+        print(r.status, flush=True)
+    except (OSError, http.client.HTTPException):
+        conn = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]), timeout=300)
+    i += 1
+"""
+
+
+def light_latencies(port, n, tag):
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=300)
+    out = {k: [] for k in LIGHT}
+    for i in range(n):
+        for name, sql in LIGHT.items():
+            t0 = time.perf_counter()
+            conn.request("POST", "/", body=sql.encode())
+            r = conn.getresponse()
+            r.read()
+            out[name].append(time.perf_counter() - t0)
+            if r.status != 200:
+                raise SystemExit(f"{name} failed: {r.status}")
+        time.sleep(0.02)
+        if (i + 1) % 50 == 0:
+            log(f"  {tag}: {i + 1}/{n}")
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rows", type=int, default=1_000_000)
+    ap.add_argument("--light", type=int, default=200, help="rounds of the short queries per phase")
+    ap.add_argument("--heavy", type=int, default=24, help="heavy client processes")
+    ap.add_argument("--bin", default=os.path.join(ROOT, "target", "release", "zeptodb"))
+    a = ap.parse_args()
+    log(f"starting the server with {a.rows} demo rows ...")
+    p, port = start(a.bin, a.rows)
+    clients = []
+    try:
+        log("idle ...")
+        idle = light_latencies(port, a.light, "idle")
+        body = "\n;;\n".join(heavy_queries(["asof", "bars", "inlist"]))
+        t0 = time.perf_counter()
+        for k in range(a.heavy):
+            c = subprocess.Popen([sys.executable, "-c", HEAVY_CLIENT, str(port), str(k)], stdin=subprocess.PIPE,
+                                 stdout=subprocess.PIPE, text=True, preexec_fn=lambda: os.nice(19))
+            c.stdin.write(body)
+            c.stdin.close()
+            clients.append(c)
+        time.sleep(3.0)  # let the heavy load fill the server
+        log(f"under {a.heavy} heavy clients ...")
+        loaded = light_latencies(port, a.light, "loaded")
+        secs = time.perf_counter() - t0
+        for c in clients:
+            c.kill()
+        statuses = {}
+        for c in clients:
+            for line in c.stdout.read().split():
+                statuses[line] = statuses.get(line, 0) + 1
+        rss = peak_rss_mib(port)
+    finally:
+        for c in clients:
+            c.kill()
+        p.terminate()
+        p.wait(timeout=30)
+    print("| query | phase | p50 ms | p99 ms | max ms |")
+    print("|---|---|---|---|---|")
+    for name in LIGHT:
+        for phase, xs in [("idle", idle[name]), (f"{a.heavy} heavy clients", loaded[name])]:
+            print(f"| {name} | {phase} | {pct(xs, 50) * 1e3:.2f} | {pct(xs, 99) * 1e3:.2f} | {max(xs) * 1e3:.2f} |")
+    print(f"\nheavy statements answered from their start to the end of the loaded phase ({secs:.0f} s), by status: "
+          f"{dict(sorted(statuses.items()))}, {sum(statuses.values()) / secs:.1f}/s; server peak RSS {rss:.0f} MiB")
+
+
+if __name__ == "__main__":
+    main()
