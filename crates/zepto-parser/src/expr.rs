@@ -81,7 +81,11 @@ impl Parser {
         }
         let mut list = Vec::new();
         loop {
-            list.push(self.expr()?);
+            // A lone literal (most items of a long list) skips the climb through every level
+            // of precedence; the enclosing expression's limits still count it.
+            let lone = matches!(self.peek(), Tok::Num(_) | Tok::Str(_))
+                && matches!(self.peek_at(1), Tok::Op(",") | Tok::Op(")"));
+            list.push(if lone { self.primary()? } else { self.expr()? });
             if self.eat_op(")") {
                 break;
             }
