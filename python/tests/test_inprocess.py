@@ -220,6 +220,24 @@ def test_chunked_results_stay_chunked(db):
     assert t.num_rows == 50_000
 
 
+def test_small_batches_a_query_made_come_as_one_chunk(db):
+    # 300 symbols: a partition each, so the per-symbol bars are 300 small batches of the
+    # engine, joined into one before they are shared (a scan's batches stay the table's own:
+    # test_column_chunks_are_views_of_every_batch).
+    syms = tuple(f"S{i:03d}" for i in range(300))
+    data = trades(30_000, syms)
+    db.insert("trades", data)
+    sql = ("SELECT sym, xbar(INTERVAL '1 minute', ts) AS bar, count(*) AS n, sum(size) AS s, "
+           "min(price) AS lo FROM trades GROUP BY sym, bar")
+    r = db.sql(sql)
+    t = r.to_arrow()
+    assert r._src.num_batches == t.column(0).num_chunks == 1
+    got = sorted(zip(*[t.column(c).to_pylist() for c in ("sym", "bar", "n", "s", "lo")]))
+    want = duckdb.sql("SELECT sym, time_bucket(INTERVAL 1 minute, ts) AS bar, count(*) AS n, sum(size) AS s, "
+                      "min(price) AS lo FROM data GROUP BY sym, bar").fetchall()
+    assert got == sorted(want)
+
+
 def test_threads_run_statements_at_once(db):
     db.insert("trades", trades(20_000))
     want = db.sql("SELECT sym, count(*), min(size), max(size) FROM trades GROUP BY sym ORDER BY sym").fetchall()
