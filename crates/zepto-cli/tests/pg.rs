@@ -122,6 +122,16 @@ fn psql_reads_what_http_reads_and_lists_tables() {
     let o = psql(&port, ADMIN, "", &["\\dn", "\\l", "\\df"]);
     assert!(o.status.success(), "{}", err(&o));
     assert!(out(&o).starts_with("public|zeptodb\nzeptodb|zeptodb|UTF8|C.UTF-8|C.UTF-8||libc|\n"), "{}", out(&o));
+    // The `+` listings: a table's size is its columns in memory, as pg_size_pretty writes it.
+    let o = psql(&port, ADMIN, "", &["\\dt+"]);
+    assert!(o.status.success(), "{}", err(&o));
+    let size = http_rows(&s.addr, "SELECT pg_size_pretty(pg_table_size('t'::regclass))");
+    assert!(size.ends_with(" kB\n") || size.ends_with(" bytes\n"), "{size}");
+    assert!(out(&o).starts_with("public|t|table|zeptodb|permanent|"), "{}", out(&o));
+    assert!(out(&o).contains(&format!("|{}|", size.trim_end())), "{} has {size}", out(&o));
+    let o = psql(&port, ADMIN, "", &["\\l+", "\\dn+", "\\di+"]);
+    assert!(o.status.success(), "{}", err(&o));
+    assert!(out(&o).contains("|pg_default|"), "{}", out(&o));
     let o = psql(&port, ADMIN, "", &["\\d t"]);
     let d = out(&o);
     for col in ["ts|timestamp without time zone", "sym|text", "price|double precision", "size|bigint", "ok|boolean"] {

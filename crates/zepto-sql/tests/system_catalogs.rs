@@ -131,6 +131,40 @@ fn a_session_sees_only_the_tables_it_may_read() {
     assert_eq!(lines(&all, listed), ["mine", "theirs"]);
 }
 
+/// `pg_table_size` and its kin answer the bytes of a table's columns in memory, growing with
+/// its rows, for the tables a session may read (NULL for another's); `pg_database_size` sums
+/// them; `pg_size_pretty` writes sizes as PostgreSQL 16 does.
+#[test]
+fn sizes_of_tables_and_the_database() {
+    let all = Engine::new();
+    ok(&all, "CREATE TABLE mine (x BIGINT)");
+    ok(&all, "CREATE TABLE theirs (y BIGINT)");
+    ok(&all, "INSERT INTO mine SELECT * FROM generate_series(1, 1000)");
+    let size = |e: &Engine, f: &str, t: &str| lines(e, &format!("SELECT {f}('{t}'::regclass)"));
+    let mine: i64 = size(&all, "pg_table_size", "mine")[0].parse().expect("a number");
+    assert!((8_000..16_000).contains(&mine), "{mine}");
+    ok(&all, "INSERT INTO mine SELECT * FROM generate_series(1, 9000)");
+    let grown: i64 = size(&all, "pg_relation_size", "mine")[0].parse().expect("a number");
+    assert!(grown >= 10 * mine - 1_000, "{mine} then {grown}");
+    assert_eq!(size(&all, "pg_total_relation_size", "mine"), [grown.to_string()]);
+    assert_eq!(size(&all, "pg_indexes_size", "mine"), ["0"]);
+    assert_eq!(size(&all, "pg_table_size", "pg_catalog.pg_class"), ["0"]);
+    assert_eq!(lines(&all, "SELECT pg_table_size(1)"), ["NULL"]);
+    let by_oid = "SELECT sum(pg_table_size(c.oid)) FROM pg_catalog.pg_class c WHERE c.relnamespace = 2200";
+    let total = lines(&all, by_oid);
+    assert_eq!(lines(&all, "SELECT pg_database_size('zeptodb')"), total);
+    assert_eq!(lines(&all, "SELECT pg_database_size(d.oid) FROM pg_catalog.pg_database d"), total);
+    assert_eq!(lines(&all, "SELECT pg_database_size('other')"), ["NULL"]);
+    let granted = all.with_access(TableAccess::only(["theirs"]));
+    assert_eq!(
+        lines(&granted, &format!("SELECT pg_table_size({})", lines(&all, "SELECT 'mine'::regclass::oid")[0])),
+        ["NULL"]
+    );
+    let pretty = "SELECT pg_size_pretty(x) FROM (VALUES (0), (10239), (10240), (1000000), (1048576), (20971520),                   (-10240), (NULL), (9223372036854775807)) v(x)";
+    let want = ["0 bytes", "10239 bytes", "10 kB", "977 kB", "1024 kB", "20 MB", "-10 kB", "NULL", "8192 PB"];
+    assert_eq!(lines(&all, pretty), want);
+}
+
 /// Random tables of random column types: `information_schema.columns` says exactly what each
 /// table's `CREATE TABLE` said, in order, and `DESCRIBE` agrees.
 #[test]

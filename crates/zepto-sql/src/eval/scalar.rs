@@ -103,6 +103,35 @@ pub fn call(f: ScalarFunc, args: &[BExpr], ty: DataType, b: &Batch, sq: &dyn Sub
 }
 
 /// `kafka_partition(key, partitions)` over columns `[key, partitions]`.
+/// `bytes` as PostgreSQL's `pg_size_pretty` writes it: in the first of bytes, kB, MB, GB, TB
+/// and PB that keeps the number under 10,240 (bytes) or 20,480 (the others, rounded half away
+/// from zero: each step divides by 1,024 with one bit kept for that rounding).
+pub fn size_pretty(bytes: i64) -> String {
+    // (name, limit, halves rounded, bits of the unit)
+    const UNITS: [(&str, u64, bool, u32); 6] = [
+        ("bytes", 10 * 1024, false, 0),
+        ("kB", 20 * 1024 - 1, true, 10),
+        ("MB", 20 * 1024 - 1, true, 20),
+        ("GB", 20 * 1024 - 1, true, 30),
+        ("TB", 20 * 1024 - 1, true, 40),
+        ("PB", 20 * 1024 - 1, true, 50),
+    ];
+    let half_rounded = |x: i64| (x + if x < 0 { -1 } else { 1 }) / 2;
+    let mut size = bytes;
+    for (k, &(name, limit, round, unit_bits)) in UNITS.iter().enumerate() {
+        let next = UNITS.get(k + 1);
+        if size.unsigned_abs() < limit || next.is_none() {
+            let size = if round { half_rounded(size) } else { size };
+            return format!("{size} {name}");
+        }
+        if let Some(&(_, _, next_round, next_bits)) = next {
+            let bits = next_bits - unit_bits - u32::from(next_round) + u32::from(round);
+            size /= 1i64 << bits;
+        }
+    }
+    format!("{size} PB")
+}
+
 fn kafka_partition(c: &[Cow<'_, Column>]) -> Result<Column> {
     let (key, n) = match c {
         [k, n] => (k, n),
@@ -190,6 +219,15 @@ fn string(f: ScalarFunc, args: &[BExpr], b: &Batch, sq: &dyn Subqueries) -> Resu
             Ok(Column::new(ColumnData::Int64(v), c.validity().cloned()))
         }
         F::KafkaPartition => kafka_partition(&args_cols(args, b, sq)?),
+        F::SizePretty => {
+            let c = eval(&args[0], b, sq)?;
+            let v = c.as_i64_slice().ok_or_else(|| SqlError::Internal("pg_size_pretty of a non-BIGINT".into()))?;
+            let mut out = StrVec::with_capacity(n, n * 8);
+            for (i, &x) in v.iter().enumerate().take(n) {
+                out.push(&if c.is_valid(i) { size_pretty(x) } else { String::new() });
+            }
+            Ok(Column::new(ColumnData::Varchar(out), c.validity().cloned()))
+        }
         F::Concat => {
             // concat() skips NULL arguments (DuckDB), unlike `||`.
             let c = args_cols(args, b, sq)?;

@@ -38,6 +38,9 @@ pub enum ScalarFunc {
     /// as the Java client and librdkafka's `murmur2_random` compute it) gives a record keyed
     /// `key` in a topic of `partitions` partitions; NULL for a NULL key.
     KafkaPartition,
+    /// `pg_size_pretty(bytes)`: a size as PostgreSQL writes it (`10239 bytes`, `977 kB`,
+    /// `20 MB`: the unit that keeps the number under 20,480, halves rounded away from zero).
+    SizePretty,
     /// `abs(x)`.
     Abs,
     /// `round(x[, digits])`.
@@ -414,6 +417,7 @@ pub fn scalar_by_name(name: &str) -> Option<ScalarFunc> {
         }
         "array_length" => ScalarFunc::ArrayLength,
         "kafka_partition" => ScalarFunc::KafkaPartition,
+        "pg_size_pretty" => ScalarFunc::SizePretty,
         "json_build_object" | "jsonb_build_object" => ScalarFunc::JsonBuildObject,
         "json_build_array" | "jsonb_build_array" => ScalarFunc::JsonBuildArray,
         "dateadd" => ScalarFunc::DateAdd,
@@ -464,6 +468,7 @@ impl ScalarFunc {
             | F::RegexpMatches
             | F::LikeEscape
             | F::KafkaPartition
+            | F::SizePretty
             | F::Length
             | F::Concat
             | F::Substr => Family::String,
@@ -491,7 +496,7 @@ pub fn scalar_arity(f: ScalarFunc) -> (usize, usize) {
     match f {
         Now => (0, 0),
         Lower | Upper | Length | Abs | Floor | Ceil | Sqrt | Ln | Log10 | Exp | Sign | EpochNs | Epoch
-        | ArrayLength => (1, 1),
+        | ArrayLength | SizePretty => (1, 1),
         ArrayDistance(_) => (2, 2),
         Trim | LTrim | RTrim => (1, 2),
         RegexpMatches => (2, 3),

@@ -855,6 +855,10 @@ fn string_call(func: ScalarFunc, name: &str, mut args: Vec<BExpr>, pos: Pos) -> 
             vector_call(F::ArrayLength, name, args, pos)
         }
         F::Length => mk(vec![str_arg(args.remove(0))?], Int64),
+        F::SizePretty => {
+            let bytes = cast_to(num_arg(args.remove(0), name, pos)?, Int64)?;
+            mk(vec![bytes], Varchar)
+        }
         F::KafkaPartition => {
             let key = str_arg(args.remove(0))?;
             let n = cast_to(num_arg(args.remove(0), name, pos)?, Int64)?;

@@ -13,7 +13,7 @@ use crate::access::TableAccess;
 use crate::error::{Pos, Result, SqlError};
 use crate::expr::BExpr;
 use crate::parser::ast::BinaryOp;
-use crate::system::pg_catalog::{namespace_oid, system_oid, table_oid, OWNER_OID};
+use crate::system::pg_catalog::{namespace_oid, system_oid, table_oid, DATABASE_OID, OWNER_OID};
 use crate::system::{self, all_tables, schema_names, user_tables, OWNER};
 use zepto_parser::ast::SystemSchema;
 use zepto_parser::names::DATABASE;
@@ -85,6 +85,18 @@ pub fn bind(name: &str, args: Vec<BExpr>, ctx: &CatalogContext, pos: Pos) -> Res
                 BExpr::Lit(Value::Bool(false), _) => text("{public}"),
                 _ => text("{pg_catalog,public}"),
             }
+        }
+        "pg_table_size" | "pg_relation_size" | "pg_total_relation_size" => {
+            check(1, 2)?;
+            relation_bytes(first(args), ctx, |t| t.data_bytes(), pos)?
+        }
+        "pg_indexes_size" => {
+            check(1, 1)?;
+            relation_bytes(first(args), ctx, |_| 0, pos)?
+        }
+        "pg_database_size" => {
+            check(1, 1)?;
+            database_size(first(args), ctx, pos)?
         }
         "array_subscript" => {
             check(2, 2)?;
@@ -228,6 +240,41 @@ fn oid_arg(id: BExpr, pos: Pos) -> Result<BExpr> {
 
 fn case(whens: Vec<(BExpr, BExpr)>, ty: DataType) -> BExpr {
     BExpr::Case { whens, else_: None, ty }
+}
+
+/// `pg_table_size(oid)` and its kin: `bytes(table)` for a table the session may read (its
+/// column data in memory: `pg_table_size`, `pg_relation_size` and `pg_total_relation_size`
+/// alike, as ZeptoDB keeps no TOAST, free space map or index beside it), 0 for a system table,
+/// NULL for any other id (PostgreSQL's answer for a relation that does not exist).
+fn relation_bytes(
+    id: BExpr,
+    ctx: &CatalogContext,
+    bytes: impl Fn(&zepto_storage::Table) -> usize,
+    pos: Pos,
+) -> Result<BExpr> {
+    let id = oid_arg(id, pos)?;
+    let size = |n: usize| Value::Int64(i64::try_from(n).unwrap_or(i64::MAX));
+    let user = user_tables(ctx.catalog, ctx.access).into_iter().filter_map(|(name, _)| {
+        let t = ctx.catalog.snapshot(&name).ok()?;
+        Some((table_oid(&name), size(bytes(&t))))
+    });
+    let system = all_tables().map(|t| (system_oid(t.schema, t.name), Value::Int64(0)));
+    case_by_oid(id, user.chain(system).collect(), DataType::Int64, pos)
+}
+
+/// `pg_database_size(name or oid)`: the column data of every table the session may read, for
+/// this database; NULL for any other.
+fn database_size(db: BExpr, ctx: &CatalogContext, pos: Pos) -> Result<BExpr> {
+    let total: usize = user_tables(ctx.catalog, ctx.access)
+        .into_iter()
+        .filter_map(|(name, _)| ctx.catalog.snapshot(&name).ok().map(|t| t.data_bytes()))
+        .sum();
+    let total = Value::Int64(i64::try_from(total).unwrap_or(i64::MAX));
+    if db.data_type().is_string() {
+        let is = bind_binary(BinaryOp::Eq, db, text(DATABASE), pos)?;
+        return crate::plan::bind_expr::fold(case(vec![(is, BExpr::Lit(total, DataType::Int64))], DataType::Int64));
+    }
+    case_by_oid(oid_arg(db, pos)?, vec![(DATABASE_OID, total)], DataType::Int64, pos)
 }
 
 /// `x::regclass` and `to_regclass(x)`: a relation's name from its id, or its id from its name.
