@@ -16,36 +16,22 @@ Usage: bench/ingest_fairness.py [--rows 1000000] [--batches 400] [--bin target/r
 import argparse
 import http.client
 import os
-import socket
-import subprocess
 import sys
 import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+from served import Server  # noqa: E402
 
 
 def log(msg):
     print(msg, file=sys.stderr, flush=True)
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def start(binary, rows):
-    port = free_port()
-    p = subprocess.Popen(
-        [binary, "serve", "--in-memory", "--demo", "--rows", str(rows), "--http", f"127.0.0.1:{port}",
-         "--access-log", "off"],
-        stderr=subprocess.PIPE, text=True)
-    for line in p.stderr:
-        if "listening on" in line:
-            break
-    threading.Thread(target=lambda: [None for _ in p.stderr], daemon=True).start()
-    return p, port
+    """`zeptodb serve --in-memory --demo --rows ROWS`, up."""
+    return Server(binary, None, "--demo", "--rows", str(rows))
 
 
 def heavy_queries(which):
@@ -117,7 +103,8 @@ def main():
     a = ap.parse_args()
     cores = os.cpu_count() or 2
     log(f"starting the server with {a.rows} demo rows ...")
-    p, port = start(a.bin, a.rows)
+    srv = start(a.bin, a.rows)
+    port = srv.port
     try:
         log("idle ingest ...")
         idle = ingest_latencies(port, a.batches, "idle")
@@ -135,8 +122,7 @@ def main():
             t.join(timeout=120)
         rss = peak_rss_mib(port)
     finally:
-        p.terminate()
-        p.wait(timeout=30)
+        srv.stop()
     print(f"| phase | p50 ms | p99 ms | max ms |")
     print(f"|---|---|---|---|")
     for name, xs in [("idle", idle), (f"{2 * cores} heavy query clients", loaded)]:

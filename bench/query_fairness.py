@@ -76,7 +76,8 @@ def main():
     ap.add_argument("--bin", default=os.path.join(ROOT, "target", "release", "zeptodb"))
     a = ap.parse_args()
     log(f"starting the server with {a.rows} demo rows ...")
-    p, port = start(a.bin, a.rows)
+    srv = start(a.bin, a.rows)
+    port = srv.port
     clients = []
     try:
         log("idle ...")
@@ -103,8 +104,7 @@ def main():
     finally:
         for c in clients:
             c.kill()
-        p.terminate()
-        p.wait(timeout=30)
+        srv.stop()
     print("| query | phase | p50 ms | p99 ms | max ms |")
     print("|---|---|---|---|---|")
     for name in LIGHT:

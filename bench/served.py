@@ -1,7 +1,8 @@
 """A `zeptodb serve` process for benchmarks: started on a free port, called over HTTP, measured.
 
-Standard library only. The benchmarks that drive a server (agent_memory.py, cluster_ingest.py)
-share this one class instead of each keeping its own.
+Standard library only. The benchmarks that drive a server (agent_memory.py, cluster_ingest.py,
+ingest_fairness.py, query_fairness.py, wal_ingest.py) share this one class instead of each
+keeping its own.
 """
 import http.client
 import json
@@ -9,6 +10,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 
 
 def free_port_pair():
@@ -28,19 +30,26 @@ def free_port_pair():
 
 
 class Server:
-    """`binary serve --data-dir data --http 127.0.0.1:0 [extra...]`, up once it says where it listens."""
+    """`binary serve --data-dir data --http 127.0.0.1:0 [extra...]` (`--in-memory` when `data` is
+    None), up once it says where it listens. `startup` keeps what it logged until then (what
+    recovery replayed, how fast); the rest of its log is read and dropped, so a full pipe never
+    blocks it."""
 
     def __init__(self, binary, data, *extra):
+        store = ["--in-memory"] if data is None else ["--data-dir", data]
         self.proc = subprocess.Popen(
-            [binary, "serve", "--data-dir", data, "--http", "127.0.0.1:0", "--access-log", "off", *extra],
+            [binary, "serve", *store, "--http", "127.0.0.1:0", "--access-log", "off", *extra],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         self.addr = None
+        self.startup = []
         for line in self.proc.stderr:
+            self.startup.append(line)
             if "listening on http://" in line:
                 self.addr = line.split("listening on http://")[1].split()[0]
                 break
         if self.addr is None:
-            sys.exit("the server did not start")
+            sys.exit("the server did not start: " + "".join(self.startup[-5:]))
+        threading.Thread(target=self.proc.stderr.read, daemon=True).start()
         host, port = self.addr.rsplit(":", 1)
         self.host, self.port = host, int(port)
 

@@ -13,32 +13,12 @@ import http.client
 import os
 import re
 import shutil
-import socket
-import subprocess
+import sys
 import tempfile
 import time
 
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def start(binary, args):
-    port = free_port()
-    p = subprocess.Popen([binary, "serve", "--http", f"127.0.0.1:{port}", "--access-log", "off", *args],
-                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    while True:
-        try:
-            c = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
-            c.request("GET", "/ping")
-            c.getresponse().read()
-            return p, port
-        except OSError:
-            if p.poll() is not None:
-                raise SystemExit(p.stderr.read())
-            time.sleep(0.02)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from served import Server  # noqa: E402
 
 
 def body(batch, start):
@@ -65,11 +45,10 @@ def run(port, batch, seconds):
 def recovery(binary, d, pattern, what, swap=False):
     """Restart on `d`, stop cleanly, and report the rate the startup message gives."""
     t0 = time.perf_counter()
-    p, _ = start(binary, ["--data-dir", d, "--checkpoint-mb", "0"])
+    srv = Server(binary, d, "--checkpoint-mb", "0")
     secs = time.perf_counter() - t0
-    p.terminate()
-    p.wait()
-    m = re.search(pattern, p.stderr.read())
+    srv.stop()
+    m = re.search(pattern, "".join(srv.startup))
     if not m:
         return f"{what}: no message"
     t, rows = (float(m.group(2)), int(m.group(1))) if swap else (float(m.group(1)), int(m.group(2)))
@@ -84,9 +63,9 @@ def main():
     print(f"{'mode':14s}" + "".join(f"{f'batch {b:,}':>16s}" for b in (1, 100, 10_000)) + "   (rows/s)")
     for mode in ("always", "interval=100", "none", "memory"):
         d = tempfile.mkdtemp(prefix="zepto-walbench-")
-        args = ["--in-memory"] if mode == "memory" else ["--data-dir", d, "--sync", mode]
         # No automatic checkpoint: the whole run stays in the log, to time its replay.
-        p, port = start(a.bin, args + ([] if mode == "memory" else ["--checkpoint-mb", "0"]))
+        srv = Server(a.bin, None) if mode == "memory" else Server(a.bin, d, "--sync", mode, "--checkpoint-mb", "0")
+        port = srv.port
         out, total = [], 0
         for b in (1, 100, 10_000):
             r, n = run(port, b, a.seconds)
@@ -94,12 +73,10 @@ def main():
             total += n
         line = f"{mode:14s}" + "".join(f"{r:>16,.0f}" for r in out)
         if mode == "memory":
-            p.terminate()
-            p.wait()
+            srv.stop()
         else:
             # kill -9: no checkpoint at exit, so the restart replays the whole log ...
-            p.kill()
-            p.wait()
+            srv.kill()
             line += "   " + recovery(a.bin, d, r"replayed \d+ log records after it in ([\d.]+) s \((\d+) rows", "log replay")
             # ... and that restart's clean exit checkpoints, so the next one loads the checkpoint.
             line += "; " + recovery(a.bin, d, r"loaded checkpoint \d+ \(\d+ tables, (\d+) rows\) in ([\d.]+) s", "checkpoint load", swap=True)

@@ -85,19 +85,27 @@ fn plain(e: &BExpr) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use crate::Engine;
+    use crate::{Engine, Prepared};
 
-    #[test]
-    fn bounds_linear_plans_only() {
+    /// `t(ts, sym, x)`: rows 1-6 over symbols A (2 rows), B (3) and C (1).
+    fn engine() -> Engine {
         let e = Engine::new();
         e.execute("CREATE TABLE t (ts TIMESTAMP, sym SYMBOL, x DOUBLE)").expect("ddl");
         e.execute("INSERT INTO t VALUES (1, 'A', 1), (2, 'A', 2), (3, 'B', 3), (4, 'B', 4), (5, 'B', 5), (6, 'C', 6)")
             .expect("dml");
-        let rows = |sql: &str| {
-            let stmts = crate::parser::parse_statements(sql).expect("parses");
-            let crate::parser::ast::Statement::Query(q) = &stmts[0] else { panic!("not a query") };
-            e.prepare(q).expect("plans").linear_scan_rows()
-        };
+        e
+    }
+
+    fn prepared(e: &Engine, sql: &str) -> Prepared {
+        let stmts = crate::parser::parse_statements(sql).expect("parses");
+        let crate::parser::ast::Statement::Query(q) = &stmts[0] else { panic!("not a query") };
+        e.prepare(q).expect("plans")
+    }
+
+    #[test]
+    fn bounds_linear_plans_only() {
+        let e = engine();
+        let rows = |sql: &str| prepared(&e, sql).linear_scan_rows();
         assert_eq!(rows("SELECT * FROM t"), Some(6));
         assert_eq!(rows("SELECT * FROM t WHERE sym = 'B'"), Some(3));
         assert_eq!(rows("SELECT * FROM t WHERE sym = 'B' AND ts >= '1970-01-01 00:00:00.000000004'"), Some(2));
@@ -109,15 +117,8 @@ mod tests {
 
     #[test]
     fn scan_rows_count_both_sides_of_a_join() {
-        let e = Engine::new();
-        e.execute("CREATE TABLE t (ts TIMESTAMP, sym SYMBOL, x DOUBLE)").expect("ddl");
-        e.execute("INSERT INTO t VALUES (1, 'A', 1), (2, 'A', 2), (3, 'B', 3), (4, 'B', 4), (5, 'B', 5), (6, 'C', 6)")
-            .expect("dml");
-        let rows = |sql: &str| {
-            let stmts = crate::parser::parse_statements(sql).expect("parses");
-            let crate::parser::ast::Statement::Query(q) = &stmts[0] else { panic!("not a query") };
-            e.prepare(q).expect("plans").scan_rows()
-        };
+        let e = engine();
+        let rows = |sql: &str| prepared(&e, sql).scan_rows();
         assert_eq!(rows("SELECT * FROM t WHERE sym = 'B'"), Some(3));
         assert_eq!(rows("SELECT * FROM t a JOIN t b ON a.sym = b.sym"), Some(12));
         assert_eq!(rows("SELECT * FROM (SELECT * FROM t WHERE sym = 'A') a JOIN t b ON a.x < b.x"), Some(12));
