@@ -116,6 +116,39 @@ fn probes_queries_and_formats() {
     assert!(s.stop().success(), "SIGTERM ends the server cleanly");
 }
 
+/// The monitoring examples (`deploy/monitoring/`: Prometheus alert rules, a Grafana dashboard)
+/// name only series the server exports: every `zepto_*` name in them is in `/metrics` once
+/// some traffic made the labelled ones (a histogram's `_bucket`, `_sum` and `_count` as such).
+#[test]
+fn monitoring_examples_name_series_the_server_exports() {
+    let s = Server::start(&["--max-queries", "7"]);
+    let a = s.addr.as_str();
+    assert_eq!(post(a, "/write", "cpu,host=a usage=0.5 1700000000000000000").status, 200);
+    assert_eq!(post(a, "/", "SELECT nope").status, 400);
+    let m = get(a, "/metrics").text();
+    let exported: std::collections::HashSet<&str> =
+        m.lines().filter(|l| !l.starts_with('#')).filter_map(|l| l.split(['{', ' ']).next()).collect();
+    assert!(m.contains("zepto_query_slots 7"), "{m}");
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy/monitoring");
+    let mut named = std::collections::BTreeSet::new();
+    for file in ["zeptodb-alerts.yml", "zeptodb-dashboard.json"] {
+        let text = std::fs::read_to_string(dir.join(file)).expect("the example is there");
+        if file.ends_with(".json") {
+            let d: serde_json::Value = serde_json::from_str(&text).expect("the dashboard is JSON");
+            assert!(d["panels"].as_array().is_some_and(|p| p.len() >= 8), "{file} has its panels");
+        }
+        for (at, _) in text.match_indices("zepto_") {
+            let name: String =
+                text[at..].chars().take_while(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '_').collect();
+            assert!(exported.contains(name.as_str()), "{file} names {name}, which /metrics does not export:\n{m}");
+            named.insert(name);
+        }
+    }
+    assert!(named.len() >= 15, "{named:?}");
+    let prom = std::fs::read_to_string(dir.join("prometheus.yml")).expect("prometheus.yml");
+    assert!(prom.contains("zeptodb-alerts.yml") && prom.contains("metrics_path: /metrics"), "{prom}");
+}
+
 #[test]
 fn every_door_stops_cleanly_on_sigterm() {
     // HTTP, PostgreSQL, Flight SQL and FIX open, in memory and durable, each with a client

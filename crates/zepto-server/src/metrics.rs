@@ -94,6 +94,9 @@ pub struct Metrics {
     pub connections_open: Gauge,
     /// `zepto_queries_running`: statements executing now.
     pub queries_running: Gauge,
+    /// `zepto_query_slots`: statements that may run at once (`--max-queries`; the quick lane's
+    /// slots are beside these).
+    pub query_slots: Gauge,
     /// `zepto_queries_stopped_for_memory_total`: queries the memory guard stopped because the
     /// process held more than `--max-server-memory-mb`.
     pub queries_stopped_for_memory: Counter,
@@ -166,6 +169,11 @@ impl Metrics {
         let connections_total: Counter = register(&mut registry, "zepto_connections", "Connections accepted");
         let connections_open: Gauge = register(&mut registry, "zepto_connections_open", "Connections open now");
         let queries_running: Gauge = register(&mut registry, "zepto_queries_running", "Statements executing now");
+        let query_slots: Gauge = register(
+            &mut registry,
+            "zepto_query_slots",
+            "Statements that may run at once (--max-queries; short statements have a lane beside these)",
+        );
         let body_bytes_in_flight: Gauge = register(
             &mut registry,
             "zepto_request_body_bytes_in_flight",
@@ -223,6 +231,7 @@ impl Metrics {
             connections_total,
             connections_open,
             queries_running,
+            query_slots,
             queries_stopped_for_memory,
             body_bytes_in_flight,
             memory,

@@ -57,6 +57,7 @@ impl State {
         // Request ids: a per-process prefix and a counter, unique without coordination.
         let id_prefix = format!("{:x}", (now_ns() as u64 ^ u64::from(std::process::id())) & 0xff_ffff_ffff);
         let metrics = Metrics::new();
+        metrics.query_slots.set(i64::try_from(config.query_slots()).unwrap_or(i64::MAX));
         if let Some(r) = &config.recovery {
             metrics.recovery_dropped_records.set(i64::try_from(r.records_dropped).unwrap_or(i64::MAX));
             metrics.recovery_dropped_rows.set(i64::try_from(r.intact_rows_dropped).unwrap_or(i64::MAX));
