@@ -133,6 +133,21 @@ fn register<M: prometheus_client::registry::Metric + Clone + Default>(r: &mut Re
     m
 }
 
+/// What point-in-time recovery dropped at start: WAL records, and rows of intact records.
+fn register_recovery(registry: &mut Registry) -> (Gauge, Gauge) {
+    let records = register(
+        registry,
+        "zepto_wal_recovery_dropped_records",
+        "WAL records dropped at start because of corruption (point-in-time recovery)",
+    );
+    let rows = register(
+        registry,
+        "zepto_wal_recovery_dropped_rows",
+        "Rows of intact WAL records dropped at start after a corruption",
+    );
+    (records, rows)
+}
+
 impl Metrics {
     /// All metrics registered, at zero.
     pub fn new() -> Metrics {
@@ -194,16 +209,7 @@ impl Metrics {
             register(&mut registry, "zepto_vector_index_bytes", "Memory the HNSW graphs of vector indexes hold");
         let index_rows: Gauge =
             register(&mut registry, "zepto_vector_index_rows", "Rows the HNSW graphs of vector indexes hold");
-        let recovery_dropped_records: Gauge = register(
-            &mut registry,
-            "zepto_wal_recovery_dropped_records",
-            "WAL records dropped at start because of corruption (point-in-time recovery)",
-        );
-        let recovery_dropped_rows: Gauge = register(
-            &mut registry,
-            "zepto_wal_recovery_dropped_rows",
-            "Rows of intact WAL records dropped at start after a corruption",
-        );
+        let (recovery_dropped_records, recovery_dropped_rows) = register_recovery(&mut registry);
         let cluster_lag: Family<Labels, Gauge> = register(
             &mut registry,
             "zepto_cluster_partition_lag",

@@ -103,6 +103,16 @@ pub fn call(f: ScalarFunc, args: &[BExpr], ty: DataType, b: &Batch, sq: &dyn Sub
 }
 
 /// `kafka_partition(key, partitions)` over columns `[key, partitions]`.
+/// [`size_pretty`] of each row of BIGINT column `c`.
+fn size_pretty_column(c: &Column) -> Result<Column> {
+    let v = c.as_i64_slice().ok_or_else(|| SqlError::Internal("pg_size_pretty of a non-BIGINT".into()))?;
+    let mut out = StrVec::with_capacity(v.len(), v.len() * 8);
+    for (i, &x) in v.iter().enumerate() {
+        out.push(&if c.is_valid(i) { size_pretty(x) } else { String::new() });
+    }
+    Ok(Column::new(ColumnData::Varchar(out), c.validity().cloned()))
+}
+
 /// `bytes` as PostgreSQL's `pg_size_pretty` writes it: in the first of bytes, kB, MB, GB, TB
 /// and PB that keeps the number under 10,240 (bytes) or 20,480 (the others, rounded half away
 /// from zero: each step divides by 1,024 with one bit kept for that rounding).
@@ -219,15 +229,7 @@ fn string(f: ScalarFunc, args: &[BExpr], b: &Batch, sq: &dyn Subqueries) -> Resu
             Ok(Column::new(ColumnData::Int64(v), c.validity().cloned()))
         }
         F::KafkaPartition => kafka_partition(&args_cols(args, b, sq)?),
-        F::SizePretty => {
-            let c = eval(&args[0], b, sq)?;
-            let v = c.as_i64_slice().ok_or_else(|| SqlError::Internal("pg_size_pretty of a non-BIGINT".into()))?;
-            let mut out = StrVec::with_capacity(n, n * 8);
-            for (i, &x) in v.iter().enumerate().take(n) {
-                out.push(&if c.is_valid(i) { size_pretty(x) } else { String::new() });
-            }
-            Ok(Column::new(ColumnData::Varchar(out), c.validity().cloned()))
-        }
+        F::SizePretty => size_pretty_column(&*eval(&args[0], b, sq)?),
         F::Concat => {
             // concat() skips NULL arguments (DuckDB), unlike `||`.
             let c = args_cols(args, b, sq)?;
