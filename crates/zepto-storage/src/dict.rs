@@ -80,7 +80,7 @@ impl Store {
                 out.push(code);
             }
         }
-        let codes: Vec<u32> = new_order.iter().map(|s| self.intern(s)).collect();
+        let codes = if new_order.is_empty() { Vec::new() } else { self.add_all(&new_order) };
         top = top.max(codes.iter().copied().max());
         for (row, k) in new_rows {
             if let (Some(slot), Some(&c)) = (out.get_mut(row), codes.get(k)) {
@@ -95,15 +95,24 @@ impl Store {
         if let Some(c) = self.code(s) {
             return c;
         }
+        self.add_all(&[s])[0]
+    }
+
+    /// The codes of `strings`, each added at the end if new (another version may have added it
+    /// since it was looked up), under one hold of the index's write lock.
+    fn add_all(&self, strings: &[&str]) -> Vec<u32> {
         let mut index = self.index.write().unwrap_or_else(PoisonError::into_inner);
-        if let Some(&c) = index.get(s) {
-            return c;
-        }
-        let code = u32::try_from(self.strings.count()).expect("symbol dictionary exceeds u32 codes");
-        let at = self.strings.push(s.into());
-        assert_eq!(at, code as usize, "codes are handed out in order, under the index lock");
-        index.insert(s.into(), code);
-        code
+        let mut add = |s: &str| {
+            if let Some(&c) = index.get(s) {
+                return c;
+            }
+            let code = u32::try_from(self.strings.count()).expect("symbol dictionary exceeds u32 codes");
+            let at = self.strings.push(s.into());
+            assert_eq!(at, code as usize, "codes are handed out in order, under the index lock");
+            index.insert(s.into(), code);
+            code
+        };
+        strings.iter().map(|s| add(s)).collect()
     }
 }
 

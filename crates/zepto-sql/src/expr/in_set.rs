@@ -54,7 +54,7 @@ impl InSet {
     /// The set of `values`, all of type `ty` (text of either string type for a string `ty`) or
     /// NULL; `None` when `ty` has no hashed form (vectors, the NULL type) or a value is of
     /// another type, for the caller to keep the list as it is.
-    pub fn build(ty: DataType, values: impl IntoIterator<Item = Value>) -> Option<InSet> {
+    pub fn build<'a>(ty: DataType, values: impl IntoIterator<Item = &'a Value>) -> Option<InSet> {
         let mut keys = match ty {
             DataType::Bool
             | DataType::Int32
@@ -69,7 +69,7 @@ impl InSet {
         };
         let mut has_null = false;
         for v in values {
-            if v == Value::Null {
+            if *v == Value::Null {
                 has_null = true;
                 continue;
             }
@@ -162,15 +162,15 @@ impl InSet {
 
 impl Keys {
     /// Add `v`, already checked to be of the set's type.
-    fn insert(&mut self, v: Value) {
+    fn insert(&mut self, v: &Value) {
         match (self, v) {
-            (Keys::Int(s), Value::Bool(b)) => _ = s.insert(i64::from(b)),
-            (Keys::Int(s), Value::Int32(k) | Value::Date(k)) => _ = s.insert(i64::from(k)),
-            (Keys::Int(s), Value::Int64(k) | Value::Timestamp(k) | Value::Interval(k)) => _ = s.insert(k),
-            (Keys::Wide(s), Value::Int128(k)) => _ = s.insert(k),
-            (Keys::Float(s), Value::Float32(x)) => _ = float_key(f64::from(x)).map(|k| s.insert(k)),
-            (Keys::Float(s), Value::Float64(x)) => _ = float_key(x).map(|k| s.insert(k)),
-            (Keys::Text(s), Value::Str(t)) => _ = s.insert(t.into_boxed_str()),
+            (Keys::Int(s), &Value::Bool(b)) => _ = s.insert(i64::from(b)),
+            (Keys::Int(s), &(Value::Int32(k) | Value::Date(k))) => _ = s.insert(i64::from(k)),
+            (Keys::Int(s), &(Value::Int64(k) | Value::Timestamp(k) | Value::Interval(k))) => _ = s.insert(k),
+            (Keys::Wide(s), &Value::Int128(k)) => _ = s.insert(k),
+            (Keys::Float(s), &Value::Float32(x)) => _ = float_key(f64::from(x)).map(|k| s.insert(k)),
+            (Keys::Float(s), &Value::Float64(x)) => _ = float_key(x).map(|k| s.insert(k)),
+            (Keys::Text(s), Value::Str(t)) => _ = s.insert(t.as_str().into()),
             (_, v) => debug_assert!(false, "{v:?} is not of the set's type"),
         }
     }
@@ -219,7 +219,7 @@ impl<'de> Deserialize<'de> for InSet {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<InSet, D::Error> {
         let w = Wire::deserialize(d)?;
         let nulls = w.has_null.then_some(Value::Null);
-        InSet::build(w.ty, w.values.into_iter().chain(nulls))
+        InSet::build(w.ty, w.values.iter().chain(nulls.as_ref()))
             .ok_or_else(|| serde::de::Error::custom(format!("an IN set of {:?} members", w.ty)))
     }
 }
@@ -230,7 +230,7 @@ mod tests {
 
     #[test]
     fn floats_follow_sql_equality() {
-        let s = InSet::build(DataType::Float64, [Value::Float64(-0.0), Value::Float64(f64::NAN), Value::Float64(1.5)])
+        let s = InSet::build(DataType::Float64, &[Value::Float64(-0.0), Value::Float64(f64::NAN), Value::Float64(1.5)])
             .expect("set");
         assert!(s.has_float(0.0) && s.has_float(-0.0) && s.has_float(1.5));
         assert!(!s.has_float(f64::NAN) && !s.has_float(2.0));
@@ -239,23 +239,24 @@ mod tests {
 
     #[test]
     fn nulls_are_remembered_not_members() {
-        let s = InSet::build(DataType::Int64, [Value::Int64(3), Value::Null]).expect("set");
+        let s = InSet::build(DataType::Int64, &[Value::Int64(3), Value::Null]).expect("set");
         assert!(s.has_null() && s.has_int(3) && !s.has_int(0));
         assert_eq!(s.values(), vec![Value::Int64(3)]);
     }
 
     #[test]
     fn a_value_of_another_type_keeps_the_list() {
-        assert!(InSet::build(DataType::Int64, [Value::Int32(3)]).is_none());
-        assert!(InSet::build(DataType::Vector(2), [Value::Null]).is_none());
-        let s = InSet::build(DataType::Symbol, [Value::Str("a".into())]).expect("set");
+        assert!(InSet::build(DataType::Int64, &[Value::Int32(3)]).is_none());
+        assert!(InSet::build(DataType::Vector(2), &[Value::Null]).is_none());
+        let s = InSet::build(DataType::Symbol, &[Value::Str("a".into())]).expect("set");
         assert!(s.has_str("a") && !s.has_str("b"));
         assert_eq!(s.strs().collect::<Vec<_>>(), vec!["a"]);
     }
 
     #[test]
     fn crosses_the_wire() {
-        let s = InSet::build(DataType::Timestamp, (0..100).map(Value::Timestamp).chain([Value::Null])).expect("set");
+        let values: Vec<Value> = (0..100).map(Value::Timestamp).chain([Value::Null]).collect();
+        let s = InSet::build(DataType::Timestamp, &values).expect("set");
         let bytes = postcard::to_allocvec(&s).expect("encode");
         let back: InSet = postcard::from_bytes(&bytes).expect("decode");
         assert_eq!(back, s);

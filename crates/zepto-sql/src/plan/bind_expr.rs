@@ -338,9 +338,9 @@ pub fn coerce_pair(l: BExpr, r: BExpr, pos: Pos) -> Result<(BExpr, BExpr)> {
 /// [`in_set::HASH_FROM`] or more constants, else the list to compare item by item.
 fn list_or_set(x: BExpr, items: Vec<BExpr>, negated: bool) -> BExpr {
     if items.len() >= in_set::HASH_FROM && items.iter().all(|i| matches!(i, BExpr::Lit(..))) {
-        let values = items.iter().map(|i| match i {
-            BExpr::Lit(v, _) => v.clone(),
-            _ => Value::Null,
+        let values = items.iter().filter_map(|i| match i {
+            BExpr::Lit(v, _) => Some(v),
+            _ => None,
         });
         if let Some(set) = InSet::build(x.data_type(), values) {
             return BExpr::InSet { expr: Box::new(x), set, negated };
@@ -505,13 +505,10 @@ impl ExprBinder<'_> {
             }
         };
         let pos = expr.pos().unwrap_or_default();
-        let mut seen = std::collections::HashSet::new();
+        // Repeated values stay: the hash set the list becomes keeps each once.
         let mut items = Vec::with_capacity(values.len());
         for v in values {
             self.runner.tick()?;
-            if !seen.insert(format!("{v:?}")) {
-                continue;
-            }
             let (_, b) = coerce_pair(x.clone(), BExpr::Lit(v, ty), pos)?;
             items.push(b);
         }
