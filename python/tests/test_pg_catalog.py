@@ -188,3 +188,89 @@ def test_sqlalchemy_reflects_columns_and_pandas_reads_them(pg_port, words):
         ("ts", "TIMESTAMP", True, None), ("d", "DATE", True, None), ("b", "BOOLEAN", True, None),
         ("i", "INTEGER", True, None), ("n", "BIGINT", True, None), ("r", "REAL", True, None),
         ("f", "DOUBLE_PRECISION", True, None), ("s", "TEXT", True, None), ("sym", "TEXT", True, None)]
+
+
+@pytest.fixture(scope="module")
+def arrays(pg_port):
+    """300 generated rows (id, a, b): two arrays of 0-5 words (some NULL items, some NULL
+    arrays), held by ZeptoDB as PostgreSQL's array text and by DuckDB as lists."""
+    rnd = random.Random(5)
+
+    def array():
+        if rnd.random() < 0.08:
+            return None
+        return [None if rnd.random() < 0.1 else rnd.choice(["a", "b c", "d,e", 'q"x', "NULL", ""])
+                for _ in range(rnd.randrange(0, 6))]
+
+    def text(items):
+        if items is None:
+            return None
+        quote = lambda i: "NULL" if i is None else '"' + i.replace("\\", "\\\\").replace('"', '\\"') + '"'
+        return "{" + ",".join(quote(i) for i in items) + "}"
+
+    rows = [(k, array(), array()) for k in range(300)]
+    with pg_connect(pg_port) as conn, conn.cursor() as cur:
+        cur.execute("CREATE TABLE arrays (id INTEGER, a VARCHAR, b VARCHAR)")
+        with cur.copy("COPY arrays FROM STDIN") as cp:
+            for k, a, b in rows:
+                cp.write_row((k, text(a), text(b)))
+    oracle = duckdb.connect()
+    oracle.execute("CREATE TABLE arrays (id INTEGER, a VARCHAR[], b VARCHAR[])")
+    oracle.executemany("INSERT INTO arrays VALUES (?, ?, ?)", rows)
+    return oracle
+
+
+def sorted_rows(rows):
+    return sorted(rows, key=lambda r: tuple((v is None, v) for v in r))
+
+
+def test_set_returning_functions_agree_with_duckdb(pg_port, arrays):
+    """unnest and generate_subscripts in the select list, as PostgreSQL 10+ and DuckDB run
+    them: in lockstep, the shorter padded with NULL, a NULL or empty array giving no row."""
+    pairs = [
+        ("SELECT id, unnest(a) FROM arrays", None),
+        ("SELECT id, unnest(a), unnest(b), generate_subscripts(a, 1) FROM arrays", None),
+        ("SELECT id, unnest(b) AS x, id * 2 FROM arrays WHERE id % 3 = 0", None),
+        ("SELECT id, generate_subscripts(b, 1, true) FROM arrays",
+         "SELECT id, unnest(range(len(b), 0, -1)) FROM arrays"),
+        ("SELECT DISTINCT unnest(a) FROM arrays", None),
+        ("SELECT x, count(*) FROM (SELECT unnest(a) AS x FROM arrays) t GROUP BY x", None),
+    ]
+    with pg_connect(pg_port) as conn:
+        for ours, want in pairs:
+            got = conn.execute(ours).fetchall()
+            assert len(got) > 5, ours
+            assert sorted_rows(got) == sorted_rows(arrays.execute(want or ours).fetchall()), ours
+
+
+def test_array_functions_agree_with_duckdb(pg_port, arrays):
+    """array_to_string (NULL items skipped or replaced) and subscripts, row by row; bad array
+    text is an error naming it."""
+    ours = "SELECT id, array_to_string(a, '|'), array_to_string(b, '/', '*'), a[1], b[2], a[0] FROM arrays"
+    def joined(x, items, sep):
+        return f"CASE WHEN {x} IS NULL THEN NULL ELSE coalesce(array_to_string({items}, '{sep}'), '') END"
+
+    star = "list_transform(b, x -> coalesce(x, '*'))"
+    want = f"SELECT id, {joined('a', 'a', '|')}, {joined('b', star, '/')}, a[1], b[2], NULL FROM arrays"
+    with pg_connect(pg_port) as conn:
+        got = conn.execute(ours).fetchall()
+        with pytest.raises(psycopg.Error, match="malformed array literal"):
+            conn.execute("SELECT unnest('{a,b') FROM arrays")
+    assert sorted_rows(got) == sorted_rows(arrays.execute(want).fetchall())
+
+
+def test_sqlalchemy_reflects_keys_and_indexes_and_pandas_reads_a_table(pg_port, words):
+    """SQLAlchemy's primary-key, unique and index reflection (unnest and generate_subscripts
+    over pg_index's arrays) and pandas' read_sql_table, which reflects the whole table."""
+    import pandas
+
+    engine = sqlalchemy.create_engine(f"postgresql+psycopg://quant:{API_KEY}@127.0.0.1:{pg_port}/zepto")
+    inspector = sqlalchemy.inspect(engine)
+    assert inspector.get_pk_constraint("words") == {"name": None, "constrained_columns": []}
+    assert inspector.get_indexes("words") == []
+    assert inspector.get_unique_constraints("words") == []
+    frame = pandas.read_sql_table("words", engine)
+    engine.dispose()
+    want = words.execute("SELECT s, x FROM words").df()
+    assert sorted_rows(frame.astype(object).where(frame.notna(), None).itertuples(index=False)) == \
+        sorted_rows(want.astype(object).where(want.notna(), None).itertuples(index=False))

@@ -230,3 +230,30 @@ fn columns_agree_with_random_tables() {
                  HAVING c.relnatts <> count(*)";
     assert!(lines(&e, natts).is_empty(), "relnatts counts each table's attributes");
 }
+
+#[test]
+fn set_returning_calls_expand_rows_after_grouping_and_say_so_in_explain() {
+    let e = Engine::new();
+    ok(&e, "CREATE TABLE t (k SYMBOL, x INTEGER)");
+    ok(&e, "INSERT INTO t VALUES ('a', 3), ('a', 1), ('b', 2), ('c', NULL)");
+    // array_agg's items keep their type through unnest; generate_subscripts counts them.
+    assert_eq!(
+        lines(&e, "SELECT k, unnest(array_agg(x ORDER BY x)) + 1, generate_subscripts(array_agg(x), 1) FROM t GROUP BY k ORDER BY 1, 3"),
+        ["a\t2\t1", "a\t4\t2", "b\t3\t1", "c\tNULL\t1"]
+    );
+    let plan = lines(&e, "EXPLAIN SELECT unnest(indkey) FROM pg_catalog.pg_index").join("\n");
+    assert!(plan.contains("ProjectSet [unnest(INTEGER)]") && plan.contains("Scan pg_catalog.pg_index"), "{plan}");
+    let (code, msg) = error(&e, "SELECT k FROM t WHERE unnest('{1}') = '1'");
+    assert!(code == "SQL_PLAN" && msg.contains("only allowed in the select list"), "{msg}");
+    let (_, msg) = error(&e, "SELECT generate_subscripts('{1}') FROM t");
+    assert!(msg.contains("takes 2 to 3 argument(s)"), "{msg}");
+    let (_, msg) = error(&e, "SELECT unnest(x) FROM t");
+    assert!(msg.contains("must be VARCHAR (an array)"), "{msg}");
+    let (_, msg) = error(&e, "SELECT unnest('{1,{2}}') FROM t");
+    assert!(msg.contains("multidimensional arrays are not supported"), "{msg}");
+    // Catalog arrays: indoption[k] is a number, array_to_string reads vector text too.
+    assert_eq!(
+        lines(&e, "SELECT array_to_string('1 2 3', '+'), ('{x,y}')[2], current_setting('default_table_access_method')"),
+        ["1+2+3\ty\theap"]
+    );
+}

@@ -7,6 +7,7 @@
 //! ([`eval_const`]), and the executor, which evaluates over its batches. Correlated subqueries
 //! need both of those, so the caller hands them in as [`Subqueries`].
 
+pub mod array;
 mod batch;
 pub(crate) mod calendar;
 pub mod cast;

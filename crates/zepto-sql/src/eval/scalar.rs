@@ -113,6 +113,42 @@ fn size_pretty_column(c: &Column) -> Result<Column> {
     Ok(Column::new(ColumnData::Varchar(out), c.validity().cloned()))
 }
 
+/// `array_to_string(a, sep [, null_text])` row by row (NULL when the array or separator is).
+fn array_to_string_column(c: &[Cow<'_, Column>], n: usize) -> Result<Column> {
+    let mut out = StrVec::with_capacity(n, n * 8);
+    let mut valid = Bitmap::new_set(n);
+    for r in 0..n {
+        let text = |k: usize| c.get(k).and_then(|x| x.str_at(r).filter(|_| x.is_valid(r)));
+        let (Some(a), Some(sep)) = (text(0), text(1)) else {
+            valid.set(r, false);
+            out.push("");
+            continue;
+        };
+        let items = crate::eval::array::parse(a)?;
+        let shown = items.iter().filter_map(|i| i.as_deref().or(text(2)));
+        out.push(&shown.collect::<Vec<_>>().join(sep));
+    }
+    Ok(Column::new(ColumnData::Varchar(out), Some(valid)))
+}
+
+/// `a[i]` row by row: item `i` (from 1) as text; NULL for a NULL array or index, an index
+/// past either end, or a NULL item.
+fn array_subscript_column(c: &[Cow<'_, Column>], n: usize) -> Result<Column> {
+    let mut out = StrVec::with_capacity(n, n * 4);
+    let mut valid = Bitmap::new_set(n);
+    for r in 0..n {
+        let a = c[0].str_at(r).filter(|_| c[0].is_valid(r));
+        let i = c[1].get(r).as_i64().and_then(|k| usize::try_from(k).ok()).and_then(|k| k.checked_sub(1));
+        let item = match (a, i) {
+            (Some(a), Some(i)) => crate::eval::array::parse(a)?.into_iter().nth(i).flatten(),
+            _ => None,
+        };
+        valid.set(r, item.is_some());
+        out.push(item.as_deref().unwrap_or(""));
+    }
+    Ok(Column::new(ColumnData::Varchar(out), Some(valid)))
+}
+
 /// `bytes` as PostgreSQL's `pg_size_pretty` writes it: in the first of bytes, kB, MB, GB, TB
 /// and PB that keeps the number under 10,240 (bytes) or 20,480 (the others, rounded half away
 /// from zero: each step divides by 1,024 with one bit kept for that rounding).
@@ -230,6 +266,8 @@ fn string(f: ScalarFunc, args: &[BExpr], b: &Batch, sq: &dyn Subqueries) -> Resu
         }
         F::KafkaPartition => kafka_partition(&args_cols(args, b, sq)?),
         F::SizePretty => size_pretty_column(&*eval(&args[0], b, sq)?),
+        F::ArrayToString => array_to_string_column(&args_cols(args, b, sq)?, n),
+        F::ArraySubscript => array_subscript_column(&args_cols(args, b, sq)?, n),
         F::Concat => {
             // concat() skips NULL arguments (DuckDB), unlike `||`.
             let c = args_cols(args, b, sq)?;

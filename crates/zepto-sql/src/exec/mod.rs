@@ -20,6 +20,7 @@ mod merge_split;
 mod nearest;
 mod partials;
 mod partitioned;
+mod project_set;
 mod scan;
 mod setops;
 pub mod sort;
@@ -379,6 +380,7 @@ fn execute_node(ctx: &ExecContext, plan: &Plan) -> Result<(&'static str, Batch)>
             }
             WindowHow::Whole => ("Window", window::window(ctx, run(ctx, input)?, calls)?),
         },
+        Plan::ProjectSet { input, calls } => ("ProjectSet", project_set::project_set(ctx, &run(ctx, input)?, calls)?),
         Plan::Distinct { input } => {
             let b = run(ctx, input)?;
             let idx = hash::distinct_rows(&b);

@@ -41,6 +41,11 @@ pub enum ScalarFunc {
     /// `pg_size_pretty(bytes)`: a size as PostgreSQL writes it (`10239 bytes`, `977 kB`,
     /// `20 MB`: the unit that keeps the number under 20,480, halves rounded away from zero).
     SizePretty,
+    /// `array_to_string(a, sep [, null_text])`: a PostgreSQL array's items joined by `sep`,
+    /// NULL items skipped (or written as `null_text`).
+    ArrayToString,
+    /// `a[i]`: item `i` (from 1) of a PostgreSQL array as text; NULL past either end.
+    ArraySubscript,
     /// `abs(x)`.
     Abs,
     /// `round(x[, digits])`.
@@ -418,6 +423,8 @@ pub fn scalar_by_name(name: &str) -> Option<ScalarFunc> {
         "array_length" => ScalarFunc::ArrayLength,
         "kafka_partition" => ScalarFunc::KafkaPartition,
         "pg_size_pretty" => ScalarFunc::SizePretty,
+        "array_to_string" => ScalarFunc::ArrayToString,
+        "array_subscript" => ScalarFunc::ArraySubscript,
         "json_build_object" | "jsonb_build_object" => ScalarFunc::JsonBuildObject,
         "json_build_array" | "jsonb_build_array" => ScalarFunc::JsonBuildArray,
         "dateadd" => ScalarFunc::DateAdd,
@@ -469,6 +476,8 @@ impl ScalarFunc {
             | F::LikeEscape
             | F::KafkaPartition
             | F::SizePretty
+            | F::ArrayToString
+            | F::ArraySubscript
             | F::Length
             | F::Concat
             | F::Substr => Family::String,
@@ -497,7 +506,8 @@ pub fn scalar_arity(f: ScalarFunc) -> (usize, usize) {
         Now => (0, 0),
         Lower | Upper | Length | Abs | Floor | Ceil | Sqrt | Ln | Log10 | Exp | Sign | EpochNs | Epoch
         | ArrayLength | SizePretty => (1, 1),
-        ArrayDistance(_) => (2, 2),
+        ArrayDistance(_) | ArraySubscript => (2, 2),
+        ArrayToString => (2, 3),
         Trim | LTrim | RTrim => (1, 2),
         RegexpMatches => (2, 3),
         Round => (1, 2),

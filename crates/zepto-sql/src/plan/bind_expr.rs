@@ -9,6 +9,7 @@ use crate::eval::eval_const;
 use crate::expr::functions::{self, scalar_arity, scalar_by_name, Family, ScalarFunc};
 use crate::expr::in_set::{self, InSet};
 use crate::parser::ast::{BinaryOp, Expr, FuncCall, Literal, Query, UnaryOp, NOT_DISTINCT, QUESTDB_IN};
+use crate::plan::srf::SrfFunc;
 use zepto_storage::{time, DataType, Value};
 
 /// Group keys and aggregates already computed by an Aggregate node: expressions above it are
@@ -350,10 +351,28 @@ fn list_or_set(x: BExpr, items: Vec<BExpr>, negated: bool) -> BExpr {
 }
 
 impl ExprBinder<'_> {
+    /// The column an operator below the projection computed for the call written `key`
+    /// (a window or set-returning call), or the error `missing` makes.
+    fn computed_below(&self, key: String, missing: impl FnOnce() -> SqlError) -> Result<BExpr> {
+        let found = self.win.and_then(|w| w.calls.iter().position(|(s, _)| *s == key).map(|j| (w, j)));
+        match found {
+            Some((w, j)) => Ok(BExpr::Col(w.base + j, w.calls[j].1)),
+            None => Err(missing()),
+        }
+    }
+
     #[recursive::recursive]
     pub fn bind(&mut self, e: &Expr) -> Result<BExpr> {
         self.runner.tick()?;
         if let Expr::Func(f) = e {
+            if f.over.is_none() && SrfFunc::by_name(&f.name).is_some() {
+                return self.computed_below(e.to_string(), || {
+                    SqlError::plan(
+                        format!("set-returning function {}() is only allowed in the select list", f.name),
+                        Some(f.pos),
+                    )
+                });
+            }
             if is_window_call(f) {
                 let key = e.to_string();
                 let found = self.win.and_then(|w| w.calls.iter().position(|(s, _)| *s == key).map(|j| (w, j)));
@@ -400,7 +419,26 @@ impl ExprBinder<'_> {
             }
         }
         let b = self.bind_inner(e)?;
+        let b = match e {
+            Expr::Func(f) if f.name == "array_subscript" => self.as_array_item(b, f.args.first())?,
+            _ => b,
+        };
         fold(b)
+    }
+
+    /// An array's item `b` (text) cast to the item type of the array `array` when the scope
+    /// declares one (a catalog's `indoption[k]` is a number).
+    fn as_array_item(&self, b: BExpr, array: Option<&Expr>) -> Result<BExpr> {
+        let item = match array {
+            Some(Expr::Column { table, name, pos }) => {
+                resolve(self.scope, table.as_deref(), name, *pos).ok().and_then(|i| self.scope[i].array_of)
+            }
+            _ => None,
+        };
+        match item {
+            Some(t) if t != DataType::Varchar => cast_to(b, t),
+            _ => Ok(b),
+        }
     }
 
     fn bind_inner(&mut self, e: &Expr) -> Result<BExpr> {
@@ -852,6 +890,15 @@ fn string_call(func: ScalarFunc, name: &str, mut args: Vec<BExpr>, pos: Pos) -> 
             vector_call(F::ArrayLength, name, args, pos)
         }
         F::Length => mk(vec![str_arg(args.remove(0))?], Int64),
+        F::ArrayToString => {
+            let a = args.into_iter().map(str_arg).collect::<Result<Vec<_>>>()?;
+            mk(a, Varchar)
+        }
+        F::ArraySubscript => {
+            let a = str_arg(args.remove(0))?;
+            let i = cast_to(num_arg(args.remove(0), name, pos)?, Int64)?;
+            mk(vec![a, i], Varchar)
+        }
         F::SizePretty => {
             let bytes = cast_to(num_arg(args.remove(0), name, pos)?, Int64)?;
             mk(vec![bytes], Varchar)

@@ -98,13 +98,9 @@ pub fn bind(name: &str, args: Vec<BExpr>, ctx: &CatalogContext, pos: Pos) -> Res
             check(1, 1)?;
             database_size(first(args), ctx, pos)?
         }
-        "array_subscript" => {
-            check(2, 2)?;
-            array_subscript(args, pos)?
-        }
-        "array_to_string" => {
-            check(2, 3)?;
-            array_to_string(args, pos)?
+        "current_setting" => {
+            check(1, 2)?;
+            current_setting(args, pos)?
         }
         _ => return Ok(None),
     };
@@ -161,40 +157,18 @@ fn table_is_visible(id: BExpr, pos: Pos) -> Result<BExpr> {
 }
 
 /// `a[i]` of a constant array of names (`(current_schemas(true))[1]`), from 1; NULL past its
-/// end. Other arrays have no subscripts here.
-fn array_subscript(args: Vec<BExpr>, pos: Pos) -> Result<BExpr> {
-    let mut args = args.into_iter();
-    let (Some(a), Some(i)) = (args.next(), args.next()) else {
-        return Err(SqlError::plan("a subscript takes an array and an index", Some(pos)));
+/// `current_setting(name [, missing_ok])` of a constant name: the setting's value as
+/// `pg_settings` shows it; an unknown name is an error unless `missing_ok` (then NULL).
+fn current_setting(args: Vec<BExpr>, pos: Pos) -> Result<BExpr> {
+    let missing_ok = matches!(args.get(1), Some(BExpr::Lit(Value::Bool(true), _)));
+    let Some(BExpr::Lit(Value::Str(name), _)) = args.first() else {
+        return Err(SqlError::NotSupported("current_setting() of anything but a constant name".into()));
     };
-    let (BExpr::Lit(Value::Str(a), _), BExpr::Lit(i, _)) = (&a, &i) else {
-        return Err(SqlError::NotSupported(format!(
-            "subscripts of {} (only of a constant array such as current_schemas(true))",
-            a.data_type()
-        )));
-    };
-    let Some(items) = a.strip_prefix('{').and_then(|x| x.strip_suffix('}')) else {
-        return Err(SqlError::plan(format!("'{a}' is not an array"), Some(pos)));
-    };
-    let at = i.as_i64().and_then(|k| usize::try_from(k).ok()).and_then(|k| k.checked_sub(1));
-    let item = at.and_then(|k| items.split(',').filter(|x| !x.is_empty()).nth(k));
-    Ok(BExpr::Lit(item.map_or(Value::Null, |x| Value::Str(x.to_string())), DataType::Varchar))
-}
-
-/// `array_to_string(a, sep)` of a catalog array (`{a,b}`, PostgreSQL's text of an array of
-/// names: no quoted elements): its elements joined by `sep`; NULL for a NULL array.
-fn array_to_string(args: Vec<BExpr>, pos: Pos) -> Result<BExpr> {
-    let mut args = args.into_iter();
-    let (Some(a), Some(sep)) = (args.next(), args.next()) else {
-        return Err(SqlError::plan("array_to_string(array, separator)", Some(pos)));
-    };
-    let a = cast_to(a, DataType::Varchar)?;
-    let sep = cast_to(sep, DataType::Varchar)?;
-    let lit = |s: &str| BExpr::Lit(Value::Str(s.to_string()), DataType::Varchar);
-    let replace =
-        |x: BExpr, from: BExpr, to: BExpr| crate::plan::bind_expr::bind_function("replace", vec![x, from, to], pos);
-    let inner = replace(replace(a, lit("{"), lit(""))?, lit("}"), lit(""))?;
-    replace(inner, lit(","), sep)
+    match crate::system::pg_catalog::setting(name) {
+        Some(v) => Ok(text(v)),
+        None if missing_ok => Ok(BExpr::Lit(Value::Null, DataType::Varchar)),
+        None => Err(SqlError::plan(format!("unrecognized configuration parameter \"{name}\""), Some(pos))),
+    }
 }
 
 fn first(args: Vec<BExpr>) -> BExpr {

@@ -16,6 +16,7 @@ pub mod dist;
 pub mod optimizer;
 pub mod physical;
 mod shape;
+pub mod srf;
 pub use binder::{sample, window};
 
 use crate::expr::functions::AggFunc;
@@ -45,6 +46,8 @@ pub struct Field {
     /// still lists it in the table's order). Relative, so it survives the scope being
     /// appended to another.
     pub star_offset: Option<isize>,
+    /// A VARCHAR holding a PostgreSQL array ([`crate::eval::array`]): its items' type.
+    pub array_of: Option<DataType>,
 }
 
 impl Field {
@@ -58,6 +61,7 @@ impl Field {
             designated_ts: false,
             using_copy: false,
             star_offset: None,
+            array_of: None,
         }
     }
 }
@@ -281,6 +285,14 @@ pub enum Plan {
         /// `offset` and `limit` count from the end: rows `n - offset - limit .. n - offset`.
         from_end: bool,
     },
+    /// The input's columns, then each set-returning call's; each input row repeated for its
+    /// calls' rows (see [`srf`]).
+    ProjectSet {
+        /// The rows expanded.
+        input: Box<Plan>,
+        /// The calls, over the input.
+        calls: Vec<srf::SrfCall>,
+    },
     /// Duplicate rows removed (NULLs equal).
     Distinct {
         /// The rows deduplicated.
@@ -478,6 +490,7 @@ impl Plan {
             Plan::Sort { .. } => "Sort",
             Plan::Limit { .. } => "Limit",
             Plan::Distinct { .. } => "Distinct",
+            Plan::ProjectSet { .. } => "ProjectSet",
             Plan::Fill { .. } => "SampleFill",
             Plan::SpliceJoin { .. } => "SpliceJoin",
             Plan::RangeJoin { .. } => "RangeJoin",
@@ -505,6 +518,10 @@ impl Plan {
             Plan::Series { start, step, count, .. } => format!("start={start} step={step} rows={count}"),
             Plan::Filter { pred, .. } => explain_in_sets(pred),
             Plan::Distinct { .. } => String::new(),
+            Plan::ProjectSet { calls, .. } => {
+                let c: Vec<String> = calls.iter().map(srf::SrfCall::describe).collect();
+                format!("[{}]", c.join(", "))
+            }
             Plan::Project { exprs, .. } => format!("exprs={}", exprs.len()),
             Plan::Aggregate { keys, aggs, how, .. } => {
                 let how = match how {
@@ -591,6 +608,9 @@ impl Plan {
             | Plan::Fill { input, .. } => input.width(),
             Plan::Project { exprs, .. } => exprs.len(),
             Plan::Window { input, calls, .. } => input.width() + calls.len(),
+            Plan::ProjectSet { input, calls } => {
+                input.width() + calls.iter().map(|c| c.output_types().len()).sum::<usize>()
+            }
             Plan::Aggregate { keys, aggs, .. } => keys.len() + aggs.len(),
             Plan::WindowJoin { left, aggs, .. } => left.width() + aggs.len(),
             Plan::AsofJoin { emit: Some(e), .. } => e.len(),
@@ -622,6 +642,7 @@ impl Plan {
             | Plan::Sort { input, .. }
             | Plan::Limit { input, .. }
             | Plan::Distinct { input }
+            | Plan::ProjectSet { input, .. }
             | Plan::Window { input, .. }
             | Plan::Latest { input, .. }
             | Plan::Fill { input, .. }
@@ -652,6 +673,7 @@ impl Plan {
             | Plan::Sort { input, .. }
             | Plan::Limit { input, .. }
             | Plan::Distinct { input }
+            | Plan::ProjectSet { input, .. }
             | Plan::Window { input, .. }
             | Plan::Latest { input, .. }
             | Plan::Fill { input, .. }

@@ -128,6 +128,35 @@ static TABLES: &[SystemTable] = &[
     },
 ];
 
+/// The catalogs' array columns and their items' type: `{...}` array text, or for the
+/// `int2vector` and `oidvector` columns (`indkey`, `indclass`, `proargtypes`, ...) their items
+/// separated by spaces, as PostgreSQL writes both ([`crate::eval::array`]).
+const ARRAY_COLUMNS: &[(&str, &str, DataType)] = &[
+    ("pg_namespace", "nspacl", Varchar),
+    ("pg_class", "relacl", Varchar),
+    ("pg_class", "reloptions", Varchar),
+    ("pg_attribute", "attacl", Varchar),
+    ("pg_attribute", "attoptions", Varchar),
+    ("pg_attribute", "attfdwoptions", Varchar),
+    ("pg_database", "datacl", Varchar),
+    ("pg_roles", "rolconfig", Varchar),
+    ("pg_user", "useconfig", Varchar),
+    ("pg_index", "indkey", Int32),
+    ("pg_index", "indcollation", Int32),
+    ("pg_index", "indclass", Int32),
+    ("pg_index", "indoption", Int32),
+    ("pg_constraint", "conkey", Int32),
+    ("pg_constraint", "confkey", Int32),
+    ("pg_proc", "proargtypes", Int32),
+    ("pg_tablespace", "spcacl", Varchar),
+    ("pg_tablespace", "spcoptions", Varchar),
+];
+
+/// The item type of system table `table`'s column `column`, if it is an array.
+pub(crate) fn array_item(table: &str, column: &str) -> Option<DataType> {
+    ARRAY_COLUMNS.iter().find(|(t, c, _)| *t == table && *c == column).map(|x| x.2)
+}
+
 /// Every system table: `information_schema`'s, then `pg_catalog`'s.
 pub(crate) fn all_tables() -> impl Iterator<Item = &'static SystemTable> {
     TABLES.iter().chain(pg_catalog::TABLES)

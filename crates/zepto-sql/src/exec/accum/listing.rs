@@ -152,26 +152,12 @@ fn array_text(buf: &mut String, values: &Column, rows: &[u32]) -> bool {
         }
         let r = r as usize;
         if !values.is_valid(r) {
-            buf.push_str("NULL");
+            crate::eval::array::push_item(buf, None);
             continue;
         }
         item.clear();
         push_text(&mut item, values, r);
-        let plain = !item.is_empty()
-            && !item.eq_ignore_ascii_case("null")
-            && !item.chars().any(|c| matches!(c, '{' | '}' | ',' | '"' | '\\') || c.is_whitespace());
-        if plain {
-            buf.push_str(&item);
-        } else {
-            buf.push('"');
-            for c in item.chars() {
-                if matches!(c, '"' | '\\') {
-                    buf.push('\\');
-                }
-                buf.push(c);
-            }
-            buf.push('"');
-        }
+        crate::eval::array::push_item(buf, Some(&item));
     }
     buf.push('}');
     !rows.is_empty()

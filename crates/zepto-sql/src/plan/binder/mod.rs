@@ -23,6 +23,7 @@
 mod alias;
 pub mod sample;
 mod series;
+mod srf;
 pub(crate) mod tenant;
 pub mod window;
 mod window_join;
@@ -470,7 +471,11 @@ impl Binder {
         pos: Pos,
     ) -> Result<(Plan, Vec<Field>)> {
         let table = crate::system::table(schema, name, &self.catalog, &self.access, pos)?;
-        self.bind_scan(table, alias.unwrap_or(name))
+        let (plan, mut fields) = self.bind_scan(table, alias.unwrap_or(name))?;
+        for f in &mut fields {
+            f.array_of = crate::system::array_item(name, &f.name);
+        }
+        Ok((plan, fields))
     }
 
     /// A scan of every column of `table`, qualified by `q`, under the session's tenant scope.
@@ -487,6 +492,7 @@ impl Binder {
                 designated_ts: table.ts_col() == Some(i),
                 using_copy: false,
                 star_offset: None,
+                array_of: None,
             })
             .collect();
         let columns = (0..table.schema().len()).collect();
@@ -665,6 +671,16 @@ impl Binder {
             win_ctx = ctx;
             Some(&win_ctx)
         };
+        let srfs = srf::collect(&items);
+        let srf_ctx;
+        let win = if srfs.is_empty() {
+            win
+        } else {
+            let (p, ctx) = self.bind_project_set(plan, &srfs, &Scopes { scope: &scope, agg, win })?;
+            plan = p;
+            srf_ctx = ctx;
+            Some(&srf_ctx)
+        };
         let sc = Scopes { scope: &scope, agg, win };
         if let Some(q) = &qualify {
             let pred = sc.binder(self).bind_bool(q)?;
@@ -717,9 +733,13 @@ impl Binder {
         let mut exprs = Vec::with_capacity(items.len());
         let mut fields = Vec::with_capacity(items.len());
         for item in items {
-            let (e, name, designated) = match item {
+            let (e, name, designated, array_of) = match item {
                 Item::Ast { expr, alias } => {
                     let b = sc.binder(self).bind(expr)?;
+                    let array_of = match b.data_type() {
+                        DataType::Varchar => srf::array_of(expr, sc, self)?,
+                        _ => None,
+                    };
                     let name = alias.clone().unwrap_or_else(|| match expr {
                         Expr::Column { name, .. } => name.clone(),
                         e => e.to_string(),
@@ -727,7 +747,7 @@ impl Binder {
                     let designated = matches!(expr, Expr::Column { .. })
                         && sc.agg.is_none()
                         && matches!(b, BExpr::Col(i, _) if sc.scope[i].designated_ts);
-                    (b, name, designated)
+                    (b, name, designated, array_of)
                 }
                 Item::Input(i) => {
                     let f = &sc.scope[*i];
@@ -743,7 +763,7 @@ impl Binder {
                             }
                         },
                     };
-                    (b, f.name.clone(), sc.agg.is_none() && f.designated_ts)
+                    (b, f.name.clone(), sc.agg.is_none() && f.designated_ts, f.array_of)
                 }
             };
             fields.push(Field {
@@ -753,6 +773,7 @@ impl Binder {
                 designated_ts: designated,
                 using_copy: false,
                 star_offset: None,
+                array_of,
             });
             exprs.push(e);
         }

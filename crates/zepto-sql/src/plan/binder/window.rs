@@ -538,7 +538,7 @@ pub fn collect_calls<'e>(e: &'e Expr, out: &mut Vec<(String, &'e FuncCall)>) {
 }
 
 /// Direct children of an AST expression (not into subqueries).
-fn visit_children<'e>(e: &'e Expr, f: &mut dyn FnMut(&'e Expr)) {
+pub(super) fn visit_children<'e>(e: &'e Expr, f: &mut dyn FnMut(&'e Expr)) {
     match e {
         Expr::Unary { expr, .. } | Expr::IsNull { expr, .. } | Expr::Cast { expr, .. } => f(expr),
         Expr::Binary { left, right, .. } => {

@@ -79,6 +79,7 @@ fn prune(p: Plan, need: &[bool]) -> (Plan, Map) {
         Plan::Values { .. }
         | Plan::Series { .. }
         | Plan::Distinct { .. }
+        | Plan::ProjectSet { .. }
         | Plan::SetOp { .. }
         | Plan::Fill { .. }
         | Plan::Exchange { .. }
@@ -158,6 +159,10 @@ fn prune_whole_rows(p: Plan) -> (Plan, Map) {
         Plan::Distinct { input } => {
             let n = all(&input);
             Plan::Distinct { input: Box::new(prune(*input, &n).0) }
+        }
+        Plan::ProjectSet { input, calls } => {
+            let n = all(&input);
+            Plan::ProjectSet { input: Box::new(prune(*input, &n).0), calls }
         }
         Plan::SetOp { op, all: set_all, left, right } => {
             let (nl, nr) = (all(&left), all(&right));
