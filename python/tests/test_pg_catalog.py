@@ -143,8 +143,8 @@ def pg_array_text(items):
 
 def test_listing_and_boolean_aggregates_agree_with_duckdb(pg_port, words):
     """string_agg, array_agg (with ORDER BY in the call, both directions) and bool_and/bool_or
-    per group, over generated rows with NULLs, against DuckDB (its lists written as
-    PostgreSQL's array text, which is what ZeptoDB answers)."""
+    per group, over generated rows with NULLs, against DuckDB: the arrays arrive as lists, as
+    `text[]` and `int4[]` columns (psycopg decodes them), equal to DuckDB's."""
     rnd = random.Random(5)
     rows = [(rnd.randrange(0, 12), None if rnd.random() < 0.1 else rnd.choice(["a", "b c", "", "NULL", 'q"', "x,y"]),
              k, None if rnd.random() < 0.1 else rnd.random() < 0.7) for k in rnd.sample(range(100_000), 2_000)]
@@ -160,7 +160,7 @@ def test_listing_and_boolean_aggregates_agree_with_duckdb(pg_port, words):
     oracle = duckdb.connect()
     oracle.execute("CREATE TABLE lists (g INTEGER, s VARCHAR, k INTEGER, b BOOLEAN)")
     oracle.executemany("INSERT INTO lists VALUES (?, ?, ?, ?)", rows)
-    want = [r[:3] + (pg_array_text(r[3]), pg_array_text(r[4])) + r[5:] for r in oracle.execute(sql).fetchall()]
+    want = oracle.execute(sql).fetchall()
     assert got == want
     assert len(got) == 12
 
@@ -193,7 +193,8 @@ def test_sqlalchemy_reflects_columns_and_pandas_reads_them(pg_port, words):
 @pytest.fixture(scope="module")
 def arrays(pg_port):
     """300 generated rows (id, a, b): two arrays of 0-5 words (some NULL items, some NULL
-    arrays), held by ZeptoDB as PostgreSQL's array text and by DuckDB as lists."""
+    arrays), held by ZeptoDB as PostgreSQL's array text (written two ways) and by DuckDB as
+    lists."""
     rnd = random.Random(5)
 
     def array():
@@ -213,7 +214,7 @@ def arrays(pg_port):
         cur.execute("CREATE TABLE arrays (id INTEGER, a VARCHAR, b VARCHAR)")
         with cur.copy("COPY arrays FROM STDIN") as cp:
             for k, a, b in rows:
-                cp.write_row((k, text(a), text(b)))
+                cp.write_row((k, text(a), pg_array_text(b)))  # every item quoted; quoted only when needed
     oracle = duckdb.connect()
     oracle.execute("CREATE TABLE arrays (id INTEGER, a VARCHAR[], b VARCHAR[])")
     oracle.executemany("INSERT INTO arrays VALUES (?, ?, ?)", rows)
@@ -264,11 +265,20 @@ def test_sqlalchemy_reflects_keys_and_indexes_and_pandas_reads_a_table(pg_port, 
     over pg_index's arrays) and pandas' read_sql_table, which reflects the whole table."""
     import pandas
 
+    with pg_connect(pg_port) as conn:
+        conn.execute("CREATE TABLE embedded (id BIGINT, emb FLOAT[4])")
+        conn.execute("CREATE INDEX embedded_emb ON embedded USING hnsw (emb) WITH (metric = 'cosine')")
     engine = sqlalchemy.create_engine(f"postgresql+psycopg://quant:{API_KEY}@127.0.0.1:{pg_port}/zepto")
     inspector = sqlalchemy.inspect(engine)
     assert inspector.get_pk_constraint("words") == {"name": None, "constrained_columns": []}
     assert inspector.get_indexes("words") == []
     assert inspector.get_unique_constraints("words") == []
+    [index] = inspector.get_indexes("embedded")
+    assert (index["name"], index["column_names"], index["unique"]) == ("embedded_emb", ["emb"], False)
+    assert index["dialect_options"]["postgresql_using"] == "hnsw"
+    with pg_connect(pg_port) as conn:
+        assert conn.execute("SELECT indexdef FROM pg_indexes WHERE tablename = 'embedded'").fetchall() == [
+            ("CREATE INDEX embedded_emb ON public.embedded USING hnsw (emb) WITH (metric='cosine')",)]
     frame = pandas.read_sql_table("words", engine)
     engine.dispose()
     want = words.execute("SELECT s, x FROM words").df()

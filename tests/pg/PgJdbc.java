@@ -7,8 +7,9 @@
 // switches to a named server-side statement and binary results); a sum read with a fetch size
 // of 3 (a portal paged by row limits); the SQLSTATE of an error; 100,000 rows copied in and
 // out through the driver's CopyManager (COPY FROM STDIN, COPY TO STDOUT); DatabaseMetaData's
-// getSchemas, getTables and getColumns (its own catalog queries, run on the engine's
-// pg_catalog).
+// getSchemas, getTables, getColumns, getPrimaryKeys and getIndexInfo (its own catalog queries,
+// with _pg_expandarray, array subscripts and bitwise operators, run on the engine's pg_catalog;
+// a vector index is listed).
 
 import java.io.*;
 import java.nio.charset.StandardCharsets;
@@ -118,5 +119,27 @@ public class PgJdbc {
             }
         }
         System.out.println(cols);
+        StringBuilder keys = new StringBuilder("keys");
+        try (ResultSet r = md.getPrimaryKeys(null, "public", "jd")) {
+            while (r.next()) {
+                keys.append(' ').append(r.getString("COLUMN_NAME"));
+            }
+        }
+        System.out.println(keys);
+        try (Statement s = md.getConnection().createStatement()) {
+            s.execute("CREATE TABLE jv (id BIGINT, emb FLOAT[3])");
+            s.execute("CREATE INDEX jv_emb ON jv USING hnsw (emb)");
+        }
+        for (String t : new String[] {"jd", "jv"}) {
+            StringBuilder idx = new StringBuilder("indexes " + t);
+            try (ResultSet r = md.getIndexInfo(null, "public", t, false, false)) {
+                while (r.next()) {
+                    idx.append(' ').append(r.getString("INDEX_NAME")).append(':').append(r.getString("COLUMN_NAME"))
+                        .append(':').append(r.getInt("ORDINAL_POSITION")).append(':').append(r.getBoolean("NON_UNIQUE"))
+                        .append(':').append(r.getString("ASC_OR_DESC"));
+                }
+            }
+            System.out.println(idx);
+        }
     }
 }

@@ -132,11 +132,32 @@ fn psql_reads_what_http_reads_and_lists_tables() {
     let o = psql(&port, ADMIN, "", &["\\l+", "\\dn+", "\\di+"]);
     assert!(o.status.success(), "{}", err(&o));
     assert!(out(&o).contains("|pg_default|"), "{}", out(&o));
-    let o = psql(&port, ADMIN, "", &["\\d t"]);
-    let d = out(&o);
-    for col in ["ts|timestamp without time zone", "sym|text", "price|double precision", "size|bigint", "ok|boolean"] {
-        assert!(d.contains(col), "{col} in {d}");
+    // \d and \d+ of a table: its columns and its indexes, every query on the engine's catalogs
+    // (psql's arrays from subqueries, `= ANY (column)`, `unnest` in FROM, `int2[]` casts).
+    let o = psql(
+        &port,
+        ADMIN,
+        "",
+        &["CREATE TABLE e (id BIGINT, emb FLOAT[2])", "CREATE INDEX e_emb ON e USING hnsw (emb)"],
+    );
+    assert!(o.status.success(), "{}", err(&o));
+    for (cmd, table) in [("\\d t", "t"), ("\\d+ t", "t"), ("\\d+ e", "e")] {
+        let o = psql(&port, ADMIN, "", &[cmd]);
+        assert!(o.status.success(), "{cmd}: {}", err(&o));
+        let d = out(&o);
+        let cols: &[&str] = if table == "t" {
+            &["ts|timestamp without time zone", "sym|text", "price|double precision", "size|bigint", "ok|boolean"]
+        } else {
+            &["id|bigint", "emb|real[]"]
+        };
+        for col in cols {
+            assert!(d.contains(col), "{cmd}: {col} in {d}");
+        }
     }
+    // The vector index is a relation of its own (tuples-only output has no \d footers).
+    let o = psql(&port, ADMIN, "", &["\\di", "\\d e_emb"]);
+    assert!(o.status.success(), "{}", err(&o));
+    assert!(out(&o).starts_with("public|e_emb|index|zeptodb|e\nemb|real[]|yes|emb\n"), "{}", out(&o));
 }
 
 #[test]
@@ -355,6 +376,9 @@ fn jdbc_prepares_binds_pages_and_reports_sqlstates() {
          schemas information_schema pg_catalog public\n\
          tables public.jc public.jd\n\
          columns ts:timestamp:93:1 sym:text:12:2 price:float8:8:3 size:int8:-5:4\n\
+         keys\n\
+         indexes jd\n\
+         indexes jv jv_emb:emb:1:true:null\n\
          error 42703\n"
     );
     let q = "SELECT count(*), sum(size), min(epoch_ns(ts)) FROM jd";

@@ -795,6 +795,23 @@ pub enum Expr {
     },
 }
 
+/// The function name `(composite).field` parses to: `FIELD_OF(composite, 'field')`.
+pub const FIELD_OF: &str = "field_of";
+
+/// The function name `ARRAY(subquery)` parses to: `ARRAY_QUERY((SELECT coalesce(array_agg(x),
+/// '{}') FROM (subquery) AS array_query(x)))`, an array of the subquery's first column.
+pub const ARRAY_QUERY: &str = "array_query";
+
+/// The function name `x op ANY (a)` / `x op ALL (a)` of an array expression `a` parses to:
+/// `ARRAY_QUANTIFIED(x, a, 'op', any)`.
+pub const ARRAY_QUANTIFIED: &str = "array_quantified";
+
+/// The function name `x::T[]` parses to: `ARRAY_CAST(x, 'T')`.
+pub const ARRAY_CAST: &str = "array_cast";
+
+/// The function name `ARRAY[a, b]` parses to.
+pub const ARRAY_VALUE: &str = "array_value";
+
 /// A function call as written.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FuncCall {

@@ -178,17 +178,30 @@ impl Parser {
         }
     }
 
+    /// `||` and the bitwise operators (`&`, `|`, `#`, `<<`, `>>`): PostgreSQL's "any other
+    /// operator" level, between comparison and `+`/`-`, left to right.
     fn concat_expr(&mut self) -> Result<Expr> {
         let mut l = self.additive()?;
         let mut links = 0;
-        while matches!(self.peek(), Tok::Op("||")) {
+        loop {
+            let bitwise = match self.peek() {
+                Tok::Op("||") => None,
+                Tok::Op("&") => Some("bit_and_op"),
+                Tok::Op("|") => Some("bit_or_op"),
+                Tok::Op("#") => Some("bit_xor_op"),
+                Tok::Op("<<") => Some("shift_left_op"),
+                Tok::Op(">>") => Some("shift_right_op"),
+                _ => return Ok(l),
+            };
             let pos = self.pos();
             self.advance();
             self.link(&mut links, pos)?;
             let r = self.additive()?;
-            l = Expr::Binary { op: BinaryOp::Concat, left: Box::new(l), right: Box::new(r), pos };
+            l = match bitwise {
+                None => Expr::Binary { op: BinaryOp::Concat, left: Box::new(l), right: Box::new(r), pos },
+                Some(f) => Expr::Func(Box::new(FuncCall::new(f, vec![l, r], pos))),
+            };
         }
-        Ok(l)
     }
 
     fn additive(&mut self) -> Result<Expr> {
@@ -311,8 +324,15 @@ impl Parser {
                     self.expect_op(")")?;
                     return Ok(Expr::Subquery(Box::new(q)));
                 }
-                let e = self.expr()?;
+                let mut e = self.expr()?;
                 self.expect_op(")")?;
+                // `(composite).field`: a field of a composite value (`(_pg_expandarray(a)).n`).
+                while matches!(self.peek(), Tok::Op(".")) && matches!(self.peek_at(1), Tok::Ident(_) | Tok::QIdent(_)) {
+                    self.advance();
+                    let field = self.any_ident()?;
+                    let name = Expr::Lit(Literal::Str(field.to_ascii_lowercase()), pos);
+                    e = Expr::Func(Box::new(FuncCall::new(crate::ast::FIELD_OF, vec![e, name], pos)));
+                }
                 Ok(e)
             }
             Tok::QIdent(_) => self.column_ref(),
@@ -365,6 +385,9 @@ impl Parser {
     }
 
     fn word(&mut self, word: &str, pos: crate::error::Pos) -> Result<Expr> {
+        if let Some(e) = self.pg_form(word, pos)? {
+            return Ok(e);
+        }
         let lw = word.to_ascii_lowercase();
         match lw.as_str() {
             "null" => {

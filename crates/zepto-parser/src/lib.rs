@@ -557,7 +557,8 @@ impl Parser {
                 self.advance();
             }
         }
-        if matches!(self.peek(), Tok::Op("[")) {
+        // `T[]` (no dimension) is an array type, which only a cast takes ([`Parser::cast_target`]).
+        if matches!(self.peek(), Tok::Op("[")) && !matches!(self.peek_at(1), Tok::Op("]")) {
             return self.vector_type(dt, pos);
         }
         Ok(dt)

@@ -24,6 +24,8 @@ use zepto_storage::DataType;
 pub(super) enum CastTarget {
     Type(DataType),
     Object(&'static str),
+    /// `T[]`: an array of `T`.
+    Array(DataType),
 }
 
 /// The object-identifier types, and the function each cast becomes.
@@ -126,6 +128,18 @@ impl Parser {
     /// object-identifier types and PostgreSQL's internal names (`oid`, `name`, `"char"`) are
     /// known here, the rest are [`Parser::data_type`]'s.
     pub(super) fn cast_target(&mut self) -> Result<CastTarget> {
+        let t = self.cast_type()?;
+        match t {
+            CastTarget::Type(dt) if matches!(self.peek(), Tok::Op("[")) && matches!(self.peek_at(1), Tok::Op("]")) => {
+                self.advance();
+                self.advance();
+                Ok(CastTarget::Array(dt))
+            }
+            t => Ok(t),
+        }
+    }
+
+    fn cast_type(&mut self) -> Result<CastTarget> {
         let qualified = matches!(self.peek(), Tok::Ident(s) if s.eq_ignore_ascii_case(SystemSchema::PgCatalog.name()))
             && matches!(self.peek_at(1), Tok::Op("."));
         if qualified {
@@ -168,15 +182,112 @@ impl Parser {
         match to {
             CastTarget::Type(to) => Expr::Cast { expr: Box::new(e), to, try_, pos },
             CastTarget::Object(f) => Expr::Func(Box::new(FuncCall::new(f, vec![e], pos))),
+            CastTarget::Array(item) => {
+                let item = Expr::Lit(crate::ast::Literal::Str(item.sql_name().into_owned()), pos);
+                Expr::Func(Box::new(FuncCall::new(crate::ast::ARRAY_CAST, vec![e, item], pos)))
+            }
         }
     }
 
-    /// Whether the next tokens are `pg_catalog . name (`: a function called by its schema.
+    /// Whether the next tokens are `pg_catalog . name (` (or `information_schema . name (`,
+    /// as `_pg_expandarray` is called): a function called by its schema.
     pub(super) fn at_qualified_call(&self, word: &str) -> bool {
-        word.eq_ignore_ascii_case(SystemSchema::PgCatalog.name())
+        SystemSchema::by_name(word).is_some()
             && matches!(self.peek_at(1), Tok::Op("."))
             && matches!(self.peek_at(2), Tok::Ident(_) | Tok::QIdent(_))
             && matches!(self.peek_at(3), Tok::Op("("))
+    }
+
+    /// `ARRAY(q)`: the array of `q`'s first column, `{}` when it has no rows.
+    pub(super) fn array_of_query(q: crate::ast::Query, pos: Pos) -> Expr {
+        use crate::ast::{Literal, Query, Select, SelectItem, SetExpr, TableRef, ARRAY_QUERY};
+        let x = Expr::Column { table: None, name: "x".into(), pos };
+        let agg = Expr::Func(Box::new(FuncCall::new("array_agg", vec![x], pos)));
+        let empty = Expr::Lit(Literal::Str("{}".into()), pos);
+        let value = Expr::Func(Box::new(FuncCall::new("coalesce", vec![agg, empty], pos)));
+        let from =
+            TableRef::Subquery { query: Box::new(q), alias: Some(ARRAY_QUERY.into()), columns: vec!["x".into()] };
+        let select = Select {
+            distinct: false,
+            items: vec![SelectItem::Expr { expr: value, alias: None }],
+            from: Some(from),
+            where_: None,
+            group_by: Vec::new(),
+            having: None,
+            qualify: None,
+            latest: None,
+            sample_by: None,
+        };
+        let query = Query {
+            ctes: Vec::new(),
+            body: SetExpr::Select(Box::new(select)),
+            order_by: Vec::new(),
+            limit: None,
+            limit_to: None,
+            offset: None,
+        };
+        Expr::Func(Box::new(FuncCall::new(ARRAY_QUERY, vec![Expr::Subquery(Box::new(query))], pos)))
+    }
+
+    /// PostgreSQL's special forms that start with `word`: `trim(both 'x' from s)`,
+    /// `ARRAY[a, b]` and `ARRAY(subquery)`; `None` when `word` starts none of them.
+    pub(super) fn pg_form(&mut self, word: &str, pos: Pos) -> Result<Option<Expr>> {
+        let lw = word.to_ascii_lowercase();
+        Ok(Some(match lw.as_str() {
+            // `trim([both | leading | trailing] [chars] from s)`: trim, ltrim or rtrim(s, chars).
+            "trim" if matches!(self.peek_at(1), Tok::Op("(")) && self.trim_has_from() => {
+                self.advance();
+                self.advance();
+                let name = match () {
+                    _ if self.eat_kw("leading") => "ltrim",
+                    _ if self.eat_kw("trailing") => "rtrim",
+                    _ => {
+                        self.eat_kw("both");
+                        "trim"
+                    }
+                };
+                let chars = if self.is_kw("from") { None } else { Some(self.expr()?) };
+                self.expect_kw("from")?;
+                let mut args = vec![self.expr()?];
+                args.extend(chars);
+                self.expect_op(")")?;
+                Expr::Func(Box::new(FuncCall::new(name, args, pos)))
+            }
+            "array" if matches!(self.peek_at(1), Tok::Op("[")) => {
+                let items = self.array_items()?;
+                Expr::Func(Box::new(FuncCall::new(crate::ast::ARRAY_VALUE, items, pos)))
+            }
+            "array" if matches!(self.peek_at(1), Tok::Op("(")) => {
+                self.advance();
+                self.advance();
+                let q = self.query()?;
+                self.expect_op(")")?;
+                Self::array_of_query(q, pos)
+            }
+            _ => return Ok(None),
+        }))
+    }
+
+    /// Whether the `trim(` ahead is SQL's form with `BOTH`/`LEADING`/`TRAILING` or `FROM`
+    /// (the parenthesis's depth-one words before its close), not a plain call.
+    pub(super) fn trim_has_from(&self) -> bool {
+        let mut depth = 0usize;
+        for k in 1.. {
+            match self.peek_at(k) {
+                Tok::Op("(") => depth += 1,
+                Tok::Op(")") if depth <= 1 => return false,
+                Tok::Op(")") => depth -= 1,
+                Tok::Eof => return false,
+                Tok::Ident(w)
+                    if depth == 1
+                        && ["from", "both", "leading", "trailing"].iter().any(|k| w.eq_ignore_ascii_case(k)) =>
+                {
+                    return true
+                }
+                _ => {}
+            }
+        }
+        false
     }
 
     /// A niladic function named by `word` (not followed by `(`), if it is one.
@@ -233,6 +344,18 @@ impl Parser {
                 }),
             };
         }
+        if !(self.is_kw("array") && matches!(self.peek_at(1), Tok::Op("["))) {
+            // Any other array: a column (`oid = ANY (pol.polroles)`), a function's result.
+            let array = self.expr()?;
+            self.expect_op(")")?;
+            let args = vec![
+                l.clone(),
+                array,
+                Expr::Lit(crate::ast::Literal::Str(op.sql().to_string()), pos),
+                Expr::Lit(crate::ast::Literal::Bool(any), pos),
+            ];
+            return Ok(Some(Expr::Func(Box::new(FuncCall::new(crate::ast::ARRAY_QUANTIFIED, args, pos)))));
+        }
         let items = self.array_items()?;
         self.expect_op(")")?;
         // x op ANY (a, b) is (x op a) OR (x op b), NULLs and all; ALL is AND. An empty array
@@ -245,7 +368,7 @@ impl Parser {
 
     /// `ARRAY[a, b, ...]`'s elements (the keyword read here); a bare array is not a value
     /// ZeptoDB has.
-    fn array_items(&mut self) -> Result<Vec<Expr>> {
+    pub(super) fn array_items(&mut self) -> Result<Vec<Expr>> {
         if !self.eat_kw("array") {
             return Err(self.unexpected("ARRAY[...] or a subquery"));
         }

@@ -435,7 +435,8 @@ impl Parser {
             return Ok(inner);
         }
         let (system, name) = self.read_table_name()?;
-        if system.is_none() && self.eat_op("(") {
+        // A table function, perhaps called by its schema (`pg_catalog.unnest(a)`).
+        if self.eat_op("(") {
             let mut args = Vec::new();
             while !self.eat_op(")") {
                 if !args.is_empty() {

@@ -246,7 +246,21 @@ fn postgres_catalog_syntax_reads_as_plain_expressions() {
     assert!(matches!(w("SELECT 1 FROM t WHERE n LIKE 'pg/_%' ESCAPE '/'"), Expr::Like { .. }));
     let err = |sql: &str| parse_statement(sql).expect_err(sql).to_string();
     assert!(err("SELECT 1 FROM t WHERE k > ANY (SELECT 1)").contains("= ANY and <> ALL"));
-    assert!(err("SELECT 1 FROM t WHERE k = ANY (x)").contains("ARRAY"));
+    // Of any other array expression, a comparison with each of its items when the row is read.
+    assert_eq!(func(w("SELECT 1 FROM t WHERE k = ANY (x)")), ("array_quantified".to_string(), 4));
+    // Arrays: constructors, subscripts, casts, fields of composites, bitwise operators.
+    let item = |sql: &str| select(sql).items.into_iter().next().expect("an item");
+    let it = |sql: &str| match item(sql) {
+        crate::ast::SelectItem::Expr { expr, .. } => func(expr),
+        _ => panic!("{sql}: not an expression"),
+    };
+    assert_eq!(it("SELECT ARRAY[1, 2]"), ("array_value".to_string(), 2));
+    assert_eq!(it("SELECT ARRAY(SELECT 1)"), ("array_query".to_string(), 1));
+    assert_eq!(it("SELECT x::pg_catalog.int2[]"), ("array_cast".to_string(), 2));
+    assert_eq!(it("SELECT (information_schema._pg_expandarray(k)).n"), ("field_of".to_string(), 2));
+    assert_eq!(it("SELECT 1 | 2 & 3"), ("bit_and_op".to_string(), 2));
+    assert_eq!(it("SELECT trim(both '\"' from s)"), ("trim".to_string(), 2));
+    assert!(err("SELECT ARRAY(SELECT 1").contains("')'"));
     assert!(err("SELECT nope.t.x FROM t").contains("schema 'nope'"));
     assert!(err("SELECT 1 FROM t WHERE n OPERATOR(pg_catalog.+) 1").contains("comparison operator"));
 }

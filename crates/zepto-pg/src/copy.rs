@@ -10,7 +10,7 @@
 
 use crate::error::{pg_error, user_error};
 use crate::run::{ConnEngine, Limits};
-use crate::types::{pg_type, value_text};
+use crate::types::{field_type, value_text};
 use bytes::{Bytes, BytesMut};
 use futures::stream;
 use pgwire::api::copy::CopyHandler;
@@ -90,7 +90,7 @@ struct CopyRows {
 
 impl CopyRows {
     fn new(result: QueryResult, opts: CopyOptions) -> CopyRows {
-        let types = result.fields.iter().map(|f| pg_type(f.data_type)).collect();
+        let types = result.fields.iter().map(field_type).collect();
         let header = opts.header().then(|| {
             let names: Vec<String> = result.fields.iter().map(|f| f.name.clone()).collect();
             let mut out = Vec::new();

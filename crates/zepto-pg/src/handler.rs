@@ -8,7 +8,6 @@
 //! value of the declared type) in each parameter's place.
 
 use crate::auth::principal;
-use crate::catalog::Rows;
 use crate::run::{execute, response, schema, statements, ConnEngine, LastPlan, Limits};
 use crate::session::{self, Answer, Params};
 use async_trait::async_trait;
@@ -197,8 +196,17 @@ impl Backend {
     }
 }
 
-/// What the door answers itself: a session statement, or rows (a session value, a catalog
-/// query's answer).
+/// Rows the door answers itself: their columns and rows (values as PostgreSQL's text;
+/// `None` is NULL).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rows {
+    /// Column names and types.
+    pub columns: Vec<(String, Type)>,
+    /// The rows.
+    pub rows: Vec<Vec<Option<String>>>,
+}
+
+/// What the door answers itself: a session statement, or a session value's row.
 enum Local {
     Session(Answer),
     Rows(Rows),
@@ -209,16 +217,13 @@ impl Backend {
     fn local<C: ClientInfo + ?Sized>(&self, client: &C, sql: &str) -> PgWireResult<Option<Local>> {
         let user = client.metadata().get("user").cloned().unwrap_or_default();
         let session = client.session_extensions().get_or_insert_with(Params::default);
-        match session::answer(sql, &session, &user) {
+        Ok(match session::answer(sql, &session, &user) {
             Some(Answer::Value { column, value }) => {
-                let mut rows = Rows { columns: vec![(column, Type::TEXT)], rows: Vec::new() };
-                rows.rows.push(vec![Some(value)]);
-                return Ok(Some(Local::Rows(rows)));
+                Some(Local::Rows(Rows { columns: vec![(column, Type::TEXT)], rows: vec![vec![Some(value)]] }))
             }
-            Some(a) => return Ok(Some(Local::Session(a))),
-            None => {}
-        }
-        Ok(crate::catalog::answer(&session::fold(sql)).map(Local::Rows))
+            Some(a) => Some(Local::Session(a)),
+            None => None,
+        })
     }
 }
 

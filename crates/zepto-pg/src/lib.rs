@@ -6,7 +6,6 @@
 //!
 //! - [`auth`]: the password is an API key (the same keys, roles, grants and tenants as HTTP);
 //! - [`session`]: statements about the session (transactions, `SET`/`SHOW`, `version()`);
-//! - [`catalog`]: the few catalog queries of psql the engine's `pg_catalog` does not answer;
 //! - [`handler`]: the simple and extended protocol, Describe from the plan;
 //! - [`copy`]: `COPY FROM STDIN` and `COPY TO STDOUT`, text and CSV;
 //! - [`run`]: statements run under the server's limits, results streamed;
@@ -28,8 +27,12 @@
 //! - Describe plans a statement, never runs it; a portal's plan is kept for its Execute.
 //! - A column's type OID ([`types::pg_type`]) is the OID the engine's `pg_catalog` gives its
 //!   type: drivers join the two.
-//! - Session statements are answered on their text by [`session`]; everything else is the
-//!   engine's. A CancelRequest cancels the statement running.
+//! - Session statements are answered on their text by [`session`]; everything else, every
+//!   catalog query included, is the engine's (`information_schema`, `pg_catalog`, arrays and
+//!   set-returning functions in `zepto-sql`): no query is recognized by its text here. A
+//!   CancelRequest cancels the statement running.
+//! - A column of `{...}` arrays (`array_agg`, a catalog's `text[]`) goes out as its array
+//!   type ([`types::field_type`]), in text or binary.
 //!
 //! # When you change …
 //!
@@ -47,7 +50,6 @@
 //! - **A session parameter** (`SHOW`): `default_param` in `session.rs`.
 
 pub mod auth;
-pub mod catalog;
 pub mod copy;
 pub mod error;
 pub mod handler;

@@ -8,7 +8,7 @@
 //! binary format asked for each column.
 
 use crate::error::{pg_error, user_error};
-use crate::types::{pg_type, RowWriter};
+use crate::types::{field_type, RowWriter};
 use futures::stream;
 use pgwire::api::portal::Format;
 use pgwire::api::results::{FieldFormat, FieldInfo, QueryResponse, Response, Tag};
@@ -162,7 +162,7 @@ pub fn field_format(f: &Format, i: usize) -> FieldFormat {
 /// The row description of `fields` in `formats`.
 pub fn schema(fields: &[zepto_sql::plan::Field], formats: &Format) -> Vec<FieldInfo> {
     let info = |(i, f): (usize, &zepto_sql::plan::Field)| {
-        FieldInfo::new(f.name.clone(), None, None, pg_type(f.data_type), field_format(formats, i))
+        FieldInfo::new(f.name.clone(), None, None, field_type(f), field_format(formats, i))
     };
     fields.iter().enumerate().map(info).collect()
 }

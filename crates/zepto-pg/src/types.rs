@@ -49,6 +49,67 @@ pub fn pg_type(dt: DataType) -> Type {
     }
 }
 
+/// The PostgreSQL type a result column is sent as: an array type for a column of `{...}`
+/// arrays (`array_agg`, the catalogs' `text[]` columns), else its type's.
+pub fn field_type(f: &zepto_sql::plan::Field) -> Type {
+    match f.array_of {
+        Some(a) if !a.spaced && f.data_type == DataType::Varchar => match a.item {
+            DataType::Bool => Type::BOOL_ARRAY,
+            DataType::Int32 => Type::INT4_ARRAY,
+            DataType::Int64 => Type::INT8_ARRAY,
+            DataType::Float64 => Type::FLOAT8_ARRAY,
+            _ => Type::TEXT_ARRAY,
+        },
+        _ => pg_type(f.data_type),
+    }
+}
+
+/// The item type of array type `ty` when a text column is sent as it.
+fn array_item(ty: &Type) -> Option<Type> {
+    if ![Type::BOOL_ARRAY, Type::INT4_ARRAY, Type::INT8_ARRAY, Type::FLOAT8_ARRAY, Type::TEXT_ARRAY].contains(ty) {
+        return None;
+    }
+    match ty.kind() {
+        postgres_types::Kind::Array(item) => Some(item.clone()),
+        _ => None,
+    }
+}
+
+/// A one-dimensional array in binary from its text: dimensions, whether any item is NULL,
+/// the item type, its length and lower bound 1, then each item (-1 for NULL). False (sent
+/// as NULL) for text that is not an array, which ZeptoDB never makes.
+fn array_binary(buf: &mut BytesMut, text: &str, item: &Type) -> bool {
+    let Ok(items) = zepto_sql::eval::array::parse(text) else { return false };
+    let n = i32::try_from(items.len()).unwrap_or(i32::MAX);
+    buf.put_i32(i32::from(n > 0));
+    buf.put_i32(i32::from(items.iter().any(Option::is_none)));
+    buf.put_u32(item.oid());
+    if n > 0 {
+        buf.put_i32(n);
+        buf.put_i32(1);
+    }
+    for it in &items {
+        let Some(s) = it else {
+            buf.put_i32(-1);
+            continue;
+        };
+        let at = buf.len();
+        buf.put_i32(0);
+        match *item {
+            Type::BOOL => buf.put_u8(u8::from(s == "t" || s.eq_ignore_ascii_case("true"))),
+            Type::INT4 => buf.put_i32(s.parse().unwrap_or(0)),
+            Type::INT8 => buf.put_i64(s.parse().unwrap_or(0)),
+            Type::FLOAT8 => buf.put_f64(s.parse().unwrap_or(f64::NAN)),
+            _ => buf.put_slice(s.as_bytes()),
+        }
+        let len = i32::try_from(buf.len() - at - 4).unwrap_or(i32::MAX);
+        if let Some(mut slot) = buf.get_mut(at..at + 4) {
+            slot.put_i32(len);
+        }
+    }
+    true
+}
+
 /// Nanoseconds since the Unix epoch as microseconds since PostgreSQL's (cut toward the past).
 pub fn pg_micros(ns: i64) -> i64 {
     match ns {
@@ -250,6 +311,8 @@ impl RowWriter {
             self.buf.put_i32(-1);
             let written = if !c.is_valid(i) {
                 false
+            } else if let (true, Some(item), Some(s)) = (binary, array_item(ty), c.str_at(i)) {
+                array_binary(&mut self.buf, s, &item)
             } else if binary {
                 binary_value(&mut self.buf, c, i)
             } else {

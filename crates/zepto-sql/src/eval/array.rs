@@ -10,6 +10,10 @@
 //! PostgreSQL's `array_out` does.
 
 use crate::error::{Result, SqlError};
+use crate::expr::functions::ScalarFunc;
+use crate::parser::ast::BinaryOp;
+use std::borrow::Cow;
+use zepto_storage::{Bitmap, Column, ColumnData, DataType, StrVec, Value};
 
 /// The items of array text `text` (`None` for a NULL item): `{...}` array text, or the
 /// space-separated text of a vector type. A nested array, or text that is neither, is an
@@ -110,6 +114,200 @@ pub fn format<'a>(items: impl IntoIterator<Item = Option<&'a str>>) -> String {
     }
     buf.push('}');
     buf
+}
+
+/// The array functions over evaluated argument columns `c` of `n` rows.
+pub(super) fn call(f: ScalarFunc, c: &[Cow<'_, Column>], n: usize) -> Result<Column> {
+    match f {
+        ScalarFunc::ArrayToString => array_to_string_column(c, n),
+        ScalarFunc::ArraySubscript => array_subscript_column(c, n),
+        ScalarFunc::ArrayValue => Ok(array_value_column(c, n)),
+        ScalarFunc::ArrayCat => array_cat_column(c, n),
+        ScalarFunc::ArrayBound { upper, dim } => array_bound_column(c, n, upper, dim),
+        ScalarFunc::Quantified { op, any } => quantified_column(c, n, op, any),
+        f => Err(SqlError::Internal(format!("{f:?} is not an array function"))),
+    }
+}
+
+/// `array_to_string(a, sep [, null_text])` row by row (NULL when the array or separator is).
+fn array_to_string_column(c: &[Cow<'_, Column>], n: usize) -> Result<Column> {
+    let mut out = StrVec::with_capacity(n, n * 8);
+    let mut valid = Bitmap::new_set(n);
+    for r in 0..n {
+        let text = |k: usize| c.get(k).and_then(|x| x.str_at(r).filter(|_| x.is_valid(r)));
+        let (Some(a), Some(sep)) = (text(0), text(1)) else {
+            valid.set(r, false);
+            out.push("");
+            continue;
+        };
+        let items = parse(a)?;
+        let shown = items.iter().filter_map(|i| i.as_deref().or(text(2)));
+        out.push(&shown.collect::<Vec<_>>().join(sep));
+    }
+    Ok(Column::new(ColumnData::Varchar(out), Some(valid)))
+}
+
+/// `x op ANY|ALL (a)` row by row: each item of `a` read as `x`'s type and compared,
+/// three-valued (a NULL `x` or item is unknown unless another item decides).
+fn quantified_column(c: &[Cow<'_, Column>], n: usize, op: BinaryOp, any: bool) -> Result<Column> {
+    let ty = c[0].data_type();
+    let mut out = Vec::with_capacity(n);
+    let mut valid = Bitmap::new_set(n);
+    for r in 0..n {
+        let Some(text) = c[1].str_at(r).filter(|_| c[1].is_valid(r)) else {
+            valid.set(r, false);
+            out.push(false);
+            continue;
+        };
+        let x = c[0].get(r);
+        let mut unknown = false;
+        let mut decided = false;
+        for item in parse(text)? {
+            let v = match item {
+                Some(s) if ty == DataType::Varchar => Some(Value::Str(s)),
+                Some(s) => Some(
+                    super::cast::parse_value(&s, ty)
+                        .ok_or_else(|| SqlError::exec(format!("array item {s:?} is not a {ty}")))?,
+                ),
+                None => None,
+            };
+            match v.as_ref().and_then(|v| same_type_cmp(&x, v)) {
+                Some(ord) if op_holds(op, ord) == any => {
+                    decided = true;
+                    break;
+                }
+                Some(_) => {}
+                None => unknown = true,
+            }
+        }
+        let result = if decided { any } else { !any };
+        valid.set(r, decided || !unknown);
+        out.push(result);
+    }
+    Ok(Column::new(ColumnData::Bool(out), Some(valid)))
+}
+
+/// `array_upper`, `array_lower` and `cardinality` row by row.
+fn array_bound_column(c: &[Cow<'_, Column>], n: usize, upper: bool, dim: bool) -> Result<Column> {
+    let mut out = Vec::with_capacity(n);
+    let mut valid = Bitmap::new_set(n);
+    for r in 0..n {
+        let text = c[0].str_at(r).filter(|_| c[0].is_valid(r));
+        let first_dim = !dim || c.get(1).is_some_and(|d| d.get(r).as_i64() == Some(1));
+        let v = match text {
+            Some(t) if first_dim => {
+                let len = i32::try_from(parse(t)?.len()).unwrap_or(i32::MAX);
+                match (dim, len, upper) {
+                    (false, len, _) => Some(len),
+                    (true, 0, _) => None,
+                    (true, len, true) => Some(len),
+                    (true, _, false) => Some(1),
+                }
+            }
+            _ => None,
+        };
+        valid.set(r, v.is_some());
+        out.push(v.unwrap_or(0));
+    }
+    Ok(Column::new(ColumnData::Int32(out), Some(valid)))
+}
+
+/// Whether `op` holds for two values ordered `ord`.
+fn op_holds(op: BinaryOp, ord: std::cmp::Ordering) -> bool {
+    use std::cmp::Ordering::{Equal, Greater, Less};
+    match op {
+        BinaryOp::Eq => ord == Equal,
+        BinaryOp::NotEq => ord != Equal,
+        BinaryOp::Lt => ord == Less,
+        BinaryOp::LtEq => ord != Greater,
+        BinaryOp::Gt => ord == Greater,
+        _ => ord != Less,
+    }
+}
+
+/// The order of two values of one type; `None` when either is NULL (or they differ in type).
+fn same_type_cmp(a: &Value, b: &Value) -> Option<std::cmp::Ordering> {
+    match (a, b) {
+        (Value::Bool(x), Value::Bool(y)) => Some(x.cmp(y)),
+        (Value::Int32(x), Value::Int32(y)) | (Value::Date(x), Value::Date(y)) => Some(x.cmp(y)),
+        (Value::Int64(x), Value::Int64(y)) | (Value::Timestamp(x), Value::Timestamp(y)) => Some(x.cmp(y)),
+        (Value::Int64(x), Value::Interval(y)) | (Value::Interval(x), Value::Int64(y)) => Some(x.cmp(y)),
+        (Value::Interval(x), Value::Interval(y)) => Some(x.cmp(y)),
+        (Value::Int128(x), Value::Int128(y)) => Some(x.cmp(y)),
+        (Value::Float32(x), Value::Float32(y)) => x.partial_cmp(y),
+        (Value::Float64(x), Value::Float64(y)) => x.partial_cmp(y),
+        (Value::Str(x), Value::Str(y)) => Some(x.cmp(y)),
+        _ => None,
+    }
+}
+
+/// `ARRAY[a, b, ...]` row by row: each row's items (NULLs included) as array text.
+fn array_value_column(c: &[Cow<'_, Column>], n: usize) -> Column {
+    let mut out = StrVec::with_capacity(n, n * 8);
+    let mut item = String::new();
+    let mut buf = String::new();
+    for r in 0..n {
+        buf.clear();
+        buf.push('{');
+        for (k, x) in c.iter().enumerate() {
+            if k > 0 {
+                buf.push(',');
+            }
+            if !x.is_valid(r) {
+                push_item(&mut buf, None);
+                continue;
+            }
+            item.clear();
+            match x.get(r) {
+                Value::Bool(v) => item.push(if v { 't' } else { 'f' }),
+                Value::Str(s) => item.push_str(&s),
+                v => item.push_str(&v.to_string()),
+            }
+            push_item(&mut buf, Some(&item));
+        }
+        buf.push('}');
+        out.push(&buf);
+    }
+    Column::new(ColumnData::Varchar(out), None)
+}
+
+/// `a || b` of arrays row by row: the items of both; a NULL side counts as empty, NULL when
+/// both are (PostgreSQL's `array_cat`).
+fn array_cat_column(c: &[Cow<'_, Column>], n: usize) -> Result<Column> {
+    let mut out = StrVec::with_capacity(n, n * 8);
+    let mut valid = Bitmap::new_set(n);
+    for r in 0..n {
+        let side = |k: usize| c.get(k).and_then(|x| x.str_at(r).filter(|_| x.is_valid(r)));
+        if side(0).is_none() && side(1).is_none() {
+            valid.set(r, false);
+            out.push("");
+            continue;
+        }
+        let mut items = Vec::new();
+        for s in [side(0), side(1)].into_iter().flatten() {
+            items.extend(parse(s)?);
+        }
+        out.push(&format(items.iter().map(Option::as_deref)));
+    }
+    Ok(Column::new(ColumnData::Varchar(out), Some(valid)))
+}
+
+/// `a[i]` row by row: item `i` (from 1) as text; NULL for a NULL array or index, an index
+/// past either end, or a NULL item.
+fn array_subscript_column(c: &[Cow<'_, Column>], n: usize) -> Result<Column> {
+    let mut out = StrVec::with_capacity(n, n * 4);
+    let mut valid = Bitmap::new_set(n);
+    for r in 0..n {
+        let a = c[0].str_at(r).filter(|_| c[0].is_valid(r));
+        let i = c[1].get(r).as_i64().and_then(|k| usize::try_from(k).ok()).and_then(|k| k.checked_sub(1));
+        let item = match (a, i) {
+            (Some(a), Some(i)) => parse(a)?.into_iter().nth(i).flatten(),
+            _ => None,
+        };
+        valid.set(r, item.is_some());
+        out.push(item.as_deref().unwrap_or(""));
+    }
+    Ok(Column::new(ColumnData::Varchar(out), Some(valid)))
 }
 
 #[cfg(test)]

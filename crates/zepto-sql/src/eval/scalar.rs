@@ -99,6 +99,7 @@ pub fn call(f: ScalarFunc, args: &[BExpr], ty: DataType, b: &Batch, sq: &dyn Sub
         Family::Json if f == ScalarFunc::JsonBuildObject => super::json::build_object(&args_cols(args, b, sq)?, b.rows),
         Family::Json => Ok(super::json::build_array(&args_cols(args, b, sq)?, b.rows)),
         Family::Calendar => super::calendar::call(f, args, b, sq),
+        Family::Array => super::array::call(f, &args_cols(args, b, sq)?, b.rows),
     }
 }
 
@@ -111,42 +112,6 @@ fn size_pretty_column(c: &Column) -> Result<Column> {
         out.push(&if c.is_valid(i) { size_pretty(x) } else { String::new() });
     }
     Ok(Column::new(ColumnData::Varchar(out), c.validity().cloned()))
-}
-
-/// `array_to_string(a, sep [, null_text])` row by row (NULL when the array or separator is).
-fn array_to_string_column(c: &[Cow<'_, Column>], n: usize) -> Result<Column> {
-    let mut out = StrVec::with_capacity(n, n * 8);
-    let mut valid = Bitmap::new_set(n);
-    for r in 0..n {
-        let text = |k: usize| c.get(k).and_then(|x| x.str_at(r).filter(|_| x.is_valid(r)));
-        let (Some(a), Some(sep)) = (text(0), text(1)) else {
-            valid.set(r, false);
-            out.push("");
-            continue;
-        };
-        let items = crate::eval::array::parse(a)?;
-        let shown = items.iter().filter_map(|i| i.as_deref().or(text(2)));
-        out.push(&shown.collect::<Vec<_>>().join(sep));
-    }
-    Ok(Column::new(ColumnData::Varchar(out), Some(valid)))
-}
-
-/// `a[i]` row by row: item `i` (from 1) as text; NULL for a NULL array or index, an index
-/// past either end, or a NULL item.
-fn array_subscript_column(c: &[Cow<'_, Column>], n: usize) -> Result<Column> {
-    let mut out = StrVec::with_capacity(n, n * 4);
-    let mut valid = Bitmap::new_set(n);
-    for r in 0..n {
-        let a = c[0].str_at(r).filter(|_| c[0].is_valid(r));
-        let i = c[1].get(r).as_i64().and_then(|k| usize::try_from(k).ok()).and_then(|k| k.checked_sub(1));
-        let item = match (a, i) {
-            (Some(a), Some(i)) => crate::eval::array::parse(a)?.into_iter().nth(i).flatten(),
-            _ => None,
-        };
-        valid.set(r, item.is_some());
-        out.push(item.as_deref().unwrap_or(""));
-    }
-    Ok(Column::new(ColumnData::Varchar(out), Some(valid)))
 }
 
 /// `bytes` as PostgreSQL's `pg_size_pretty` writes it: in the first of bytes, kB, MB, GB, TB
@@ -266,8 +231,6 @@ fn string(f: ScalarFunc, args: &[BExpr], b: &Batch, sq: &dyn Subqueries) -> Resu
         }
         F::KafkaPartition => kafka_partition(&args_cols(args, b, sq)?),
         F::SizePretty => size_pretty_column(&*eval(&args[0], b, sq)?),
-        F::ArrayToString => array_to_string_column(&args_cols(args, b, sq)?, n),
-        F::ArraySubscript => array_subscript_column(&args_cols(args, b, sq)?, n),
         F::Concat => {
             // concat() skips NULL arguments (DuckDB), unlike `||`.
             let c = args_cols(args, b, sq)?;
@@ -406,8 +369,25 @@ fn math(f: ScalarFunc, args: &[BExpr], ty: DataType, b: &Batch, sq: &dyn Subquer
             let v = x.iter().zip(y.iter()).map(|(a, b)| a.powf(*b)).collect();
             Ok(Column::new(ColumnData::Float64(v), super::and_validity(c[0].validity(), c[1].validity())))
         }
+        F::Bitwise(op) => bitwise(op, &args_cols(args, b, sq)?, ty, n),
         f => Err(SqlError::Internal(format!("{f:?} is not a math function"))),
     }
+}
+
+/// `a op b` on two integer columns of one type (the binder cast them).
+fn bitwise(op: crate::expr::functions::Bitwise, c: &[Cow<'_, Column>], ty: DataType, n: usize) -> Result<Column> {
+    let valid = super::and_validity(c[0].validity(), c[1].validity());
+    let data = match (c[0].data(), c[1].data()) {
+        (ColumnData::Int32(x), ColumnData::Int32(y)) => {
+            // Both fit in 32 bits; a left shift past them wraps as PostgreSQL's does.
+            ColumnData::Int32(x.iter().zip(y).map(|(&a, &b)| op.apply(a.into(), b.into()) as i32).collect())
+        }
+        (ColumnData::Int64(x), ColumnData::Int64(y)) => {
+            ColumnData::Int64(x.iter().zip(y).map(|(&a, &b)| op.apply(a, b)).collect())
+        }
+        _ => return Ok(Column::nulls(ty, n)),
+    };
+    Ok(Column::new(data, valid))
 }
 
 /// COALESCE, NULLIF, GREATEST, LEAST.

@@ -2,6 +2,7 @@
 //! result types. Semantics follow DuckDB unless SPEC §3 says otherwise.
 
 use crate::error::{Pos, Result, SqlError};
+use crate::parser::ast::BinaryOp;
 use zepto_storage::vector::Metric;
 use zepto_storage::DataType;
 
@@ -46,8 +47,31 @@ pub enum ScalarFunc {
     ArrayToString,
     /// `a[i]`: item `i` (from 1) of a PostgreSQL array as text; NULL past either end.
     ArraySubscript,
+    /// `x op ANY (a)` (`any`) or `x op ALL (a)` over the items of array `a` (text) read as
+    /// `x`'s type, three-valued: ANY of no items is false, ALL true.
+    Quantified {
+        /// The comparison.
+        op: BinaryOp,
+        /// ANY (else ALL).
+        any: bool,
+    },
+    /// `array_upper(a, dim)` (`upper`; also `array_length(a, dim)`) and `array_lower(a, dim)`
+    /// of a PostgreSQL array: its count of items and 1 for dimension 1, NULL for an empty array
+    /// or another dimension; `cardinality(a)` (`dim: false`): the count, 0 when empty.
+    ArrayBound {
+        /// The upper bound (else the lower).
+        upper: bool,
+        /// Takes a dimension (else `cardinality`).
+        dim: bool,
+    },
+    /// `ARRAY[a, b, ...]`: the items (of one type) as PostgreSQL's array text.
+    ArrayValue,
+    /// `a || b` of two arrays, `array_cat(a, b)`: a NULL side counts as empty.
+    ArrayCat,
     /// `abs(x)`.
     Abs,
+    /// `a & b`, `a | b`, `a # b` (`xor`), `a << n`, `a >> n` on integers (`bit_and_op` ...).
+    Bitwise(Bitwise),
     /// `round(x[, digits])`.
     Round,
     /// `floor(x)`.
@@ -159,6 +183,36 @@ pub enum AggFunc {
     /// `array_agg(x [ORDER BY k])`: the values (NULLs included) as PostgreSQL's array text,
     /// `{a,b,NULL}`; ZeptoDB has no array column type.
     ArrayAgg(AggOrder),
+}
+
+/// A bitwise operator on integers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub enum Bitwise {
+    /// `&`.
+    And,
+    /// `|`.
+    Or,
+    /// `#` (PostgreSQL), `xor(a, b)` (DuckDB).
+    Xor,
+    /// `<<`.
+    ShiftLeft,
+    /// `>>` (arithmetic).
+    ShiftRight,
+}
+
+impl Bitwise {
+    /// `a op b`; a shift by a negative count or past the width gives 0 (or -1 for a negative
+    /// `a` shifted right), never a panic.
+    pub fn apply(self, a: i64, b: i64) -> i64 {
+        let by = u32::try_from(b).ok().filter(|&n| n < 64);
+        match self {
+            Bitwise::And => a & b,
+            Bitwise::Or => a | b,
+            Bitwise::Xor => a ^ b,
+            Bitwise::ShiftLeft => by.map_or(0, |n| a << n),
+            Bitwise::ShiftRight => by.map_or(if a < 0 { -1 } else { 0 }, |n| a >> n),
+        }
+    }
 }
 
 /// The order `string_agg` and `array_agg` read a group's rows in, from an `ORDER BY k` inside
@@ -401,6 +455,11 @@ pub fn scalar_by_name(name: &str) -> Option<ScalarFunc> {
         "log10" | "log" => ScalarFunc::Log10,
         "exp" => ScalarFunc::Exp,
         "power" | "pow" => ScalarFunc::Power,
+        "bit_and_op" => ScalarFunc::Bitwise(Bitwise::And),
+        "bit_or_op" => ScalarFunc::Bitwise(Bitwise::Or),
+        "xor" | "bit_xor_op" => ScalarFunc::Bitwise(Bitwise::Xor),
+        "shift_left_op" => ScalarFunc::Bitwise(Bitwise::ShiftLeft),
+        "shift_right_op" => ScalarFunc::Bitwise(Bitwise::ShiftRight),
         "sign" => ScalarFunc::Sign,
         "coalesce" | "ifnull" => ScalarFunc::Coalesce,
         "nullif" => ScalarFunc::NullIf,
@@ -425,6 +484,11 @@ pub fn scalar_by_name(name: &str) -> Option<ScalarFunc> {
         "pg_size_pretty" => ScalarFunc::SizePretty,
         "array_to_string" => ScalarFunc::ArrayToString,
         "array_subscript" => ScalarFunc::ArraySubscript,
+        "array_value" => ScalarFunc::ArrayValue,
+        "array_upper" => ScalarFunc::ArrayBound { upper: true, dim: true },
+        "array_lower" => ScalarFunc::ArrayBound { upper: false, dim: true },
+        "cardinality" => ScalarFunc::ArrayBound { upper: true, dim: false },
+        "array_cat" => ScalarFunc::ArrayCat,
         "json_build_object" | "jsonb_build_object" => ScalarFunc::JsonBuildObject,
         "json_build_array" | "jsonb_build_array" => ScalarFunc::JsonBuildArray,
         "dateadd" => ScalarFunc::DateAdd,
@@ -455,6 +519,8 @@ pub enum Family {
     Vector,
     /// Any values in, JSON text out (`json_build_object`, `json_build_array`).
     Json,
+    /// PostgreSQL arrays in (`array_to_string`, `a[i]`, `x = ANY (a)`, `ARRAY[...]`, ...).
+    Array,
     /// QuestDB's calendar units and patterns (`dateadd`, `datediff`, `timestamp_floor`,
     /// `timestamp_ceil`, `to_timestamp`).
     Calendar,
@@ -465,6 +531,12 @@ impl ScalarFunc {
     pub fn family(self) -> Family {
         use ScalarFunc as F;
         match self {
+            F::ArrayToString
+            | F::ArraySubscript
+            | F::ArrayValue
+            | F::ArrayCat
+            | F::Quantified { .. }
+            | F::ArrayBound { .. } => Family::Array,
             F::Lower
             | F::Upper
             | F::Trim
@@ -476,14 +548,20 @@ impl ScalarFunc {
             | F::LikeEscape
             | F::KafkaPartition
             | F::SizePretty
-            | F::ArrayToString
-            | F::ArraySubscript
             | F::Length
             | F::Concat
             | F::Substr => Family::String,
-            F::Abs | F::Floor | F::Ceil | F::Sign | F::Round | F::Sqrt | F::Ln | F::Log10 | F::Exp | F::Power => {
-                Family::Math
-            }
+            F::Abs
+            | F::Floor
+            | F::Ceil
+            | F::Sign
+            | F::Round
+            | F::Sqrt
+            | F::Ln
+            | F::Log10
+            | F::Exp
+            | F::Power
+            | F::Bitwise(_) => Family::Math,
             F::Coalesce | F::Greatest | F::Least | F::NullIf => Family::Conditional,
             F::DateTrunc | F::DatePart | F::EpochNs | F::MonthBucket | F::Epoch | F::Now | F::Xbar => Family::Temporal,
             F::ArrayDistance(_) | F::ArrayLength => Family::Vector,
@@ -506,7 +584,10 @@ pub fn scalar_arity(f: ScalarFunc) -> (usize, usize) {
         Now => (0, 0),
         Lower | Upper | Length | Abs | Floor | Ceil | Sqrt | Ln | Log10 | Exp | Sign | EpochNs | Epoch
         | ArrayLength | SizePretty => (1, 1),
-        ArrayDistance(_) | ArraySubscript => (2, 2),
+        ArrayDistance(_) | ArraySubscript | Bitwise(_) | ArrayCat => (2, 2),
+        ArrayValue => (0, usize::MAX),
+        Quantified { .. } | ArrayBound { dim: true, .. } => (2, 2),
+        ArrayBound { dim: false, .. } => (1, 1),
         ArrayToString => (2, 3),
         Trim | LTrim | RTrim => (1, 2),
         RegexpMatches => (2, 3),

@@ -40,6 +40,8 @@ pub struct OuterRef {
     pub col: usize,
     /// The column's type.
     pub ty: DataType,
+    /// For a column of arrays, the items' type: the value is substituted as such an array.
+    pub array_item: Option<DataType>,
 }
 
 /// A subquery that references the enclosing row. Evaluated once per distinct tuple of outer

@@ -8,8 +8,12 @@ use crate::error::{Pos, Result, SqlError};
 use crate::eval::eval_const;
 use crate::expr::functions::{self, scalar_arity, scalar_by_name, Family, ScalarFunc};
 use crate::expr::in_set::{self, InSet};
-use crate::parser::ast::{BinaryOp, Expr, FuncCall, Literal, Query, UnaryOp, NOT_DISTINCT, QUESTDB_IN};
+use crate::parser::ast::{
+    BinaryOp, Expr, FuncCall, Literal, Query, UnaryOp, ARRAY_CAST, ARRAY_QUANTIFIED, ARRAY_QUERY, ARRAY_VALUE,
+    FIELD_OF, NOT_DISTINCT, QUESTDB_IN,
+};
 use crate::plan::srf::SrfFunc;
+use crate::plan::ArrayOf;
 use zepto_storage::{time, DataType, Value};
 
 /// Group keys and aggregates already computed by an Aggregate node: expressions above it are
@@ -91,6 +95,17 @@ pub fn resolve(scope: &[Field], table: Option<&str>, name: &str, pos: Pos) -> Re
             if found.is_some() {
                 return Err(SqlError::plan(format!("column reference '{name}' is ambiguous"), Some(pos)));
             }
+            found = Some(i);
+        }
+    }
+    // A bare relation name standing for its row, as PostgreSQL reads `FROM generate_series(0,
+    // 3) s ... a[s]`: the relation's value when it has exactly one column.
+    if found.is_none() && table.is_none() {
+        let mut of = scope
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| f.qualifier.as_deref().is_some_and(|q| q.eq_ignore_ascii_case(name)));
+        if let (Some((i, _)), None) = (of.next(), of.next()) {
             found = Some(i);
         }
     }
@@ -365,6 +380,21 @@ impl ExprBinder<'_> {
     pub fn bind(&mut self, e: &Expr) -> Result<BExpr> {
         self.runner.tick()?;
         if let Expr::Func(f) = e {
+            if f.name == FIELD_OF {
+                return self.field_of(f);
+            }
+            if f.name == ARRAY_QUERY && f.args.len() == 1 {
+                return self.bind(&f.args[0]);
+            }
+            if f.name == ARRAY_QUANTIFIED {
+                return self.quantified(f);
+            }
+            if f.name == ARRAY_CAST {
+                // The text normalized to `{...}` (a vector's `1 2` becomes `{1,2}`).
+                let x = f.args.first().ok_or_else(|| SqlError::Internal("an array cast without its value".into()))?;
+                let x = cast_to(self.bind(x)?, DataType::Varchar)?;
+                return bind_function("array_cat", vec![x, BExpr::Lit(Value::Null, DataType::Varchar)], f.pos);
+            }
             if f.over.is_none() && SrfFunc::by_name(&f.name).is_some() {
                 return self.computed_below(e.to_string(), || {
                     SqlError::plan(
@@ -426,14 +456,107 @@ impl ExprBinder<'_> {
         fold(b)
     }
 
-    /// An array's item `b` (text) cast to the item type of the array `array` when the scope
-    /// declares one (a catalog's `indoption[k]` is a number).
-    fn as_array_item(&self, b: BExpr, array: Option<&Expr>) -> Result<BExpr> {
-        let item = match array {
-            Some(Expr::Column { table, name, pos }) => {
-                resolve(self.scope, table.as_deref(), name, *pos).ok().and_then(|i| self.scope[i].array_of)
+    /// `(composite).field`: a field of a composite set-returning call's row, or of a column
+    /// a subquery made of one (`(t.keys).x` reads its column `keys.x`).
+    fn field_of(&mut self, f: &FuncCall) -> Result<BExpr> {
+        let (Some(base), Some(Expr::Lit(Literal::Str(field), _))) = (f.args.first(), f.args.get(1)) else {
+            return Err(SqlError::Internal("a field access without its field".into()));
+        };
+        match base {
+            Expr::Func(c) if SrfFunc::by_name(&c.name).is_some_and(|s| s.fields().contains(&field.as_str())) => self
+                .computed_below(format!("({base}).{field}"), || {
+                    SqlError::plan(format!("{}() is only allowed in the select list", c.name), Some(c.pos))
+                }),
+            Expr::Column { table, name, pos } => {
+                let part = Expr::Column { table: table.clone(), name: format!("{name}.{field}"), pos: *pos };
+                self.bind(&part)
             }
+            _ => Err(SqlError::plan(format!("'{base}' is not a composite value with a field '{field}'"), Some(f.pos))),
+        }
+    }
+
+    /// `x op ANY|ALL (array)`: `x` and the items compared in the type both fit (the items'
+    /// declared type, else `x`'s), item by item when the row is evaluated.
+    fn quantified(&mut self, f: &FuncCall) -> Result<BExpr> {
+        let [x, array, Expr::Lit(Literal::Str(op), _), Expr::Lit(Literal::Bool(any), _)] = f.args.as_slice() else {
+            return Err(SqlError::Internal("a quantified comparison without its parts".into()));
+        };
+        let op = [BinaryOp::Eq, BinaryOp::NotEq, BinaryOp::Lt, BinaryOp::LtEq, BinaryOp::Gt, BinaryOp::GtEq]
+            .into_iter()
+            .find(|o| o.sql() == op)
+            .ok_or_else(|| SqlError::Internal(format!("quantified comparison by '{op}'")))?;
+        let item = self.array_of(array)?.map(|a| a.item);
+        let xb = self.bind(x)?;
+        let ab = self.bind(array)?;
+        if !matches!(ab.data_type(), DataType::Varchar | DataType::Symbol | DataType::Null) {
+            return Err(SqlError::plan(format!("ANY/ALL needs an array, not {}", ab.data_type()), array.pos()));
+        }
+        let ty = match item {
+            Some(t) => common_type(xb.data_type(), t).ok_or_else(|| {
+                SqlError::plan(format!("cannot compare {} with items of {t}", xb.data_type()), Some(f.pos))
+            })?,
+            None if xb.data_type() == DataType::Symbol => DataType::Varchar,
+            None => xb.data_type(),
+        };
+        let func = ScalarFunc::Quantified { op, any: *any };
+        Ok(BExpr::Func { func, args: vec![cast_to(xb, ty)?, cast_to(ab, DataType::Varchar)?], ty: DataType::Bool })
+    }
+
+    /// What the array `e` holds, where something says: a catalog's or a subquery's array
+    /// column's declaration, `array_agg(x)` (of `x`'s type), `ARRAY[...]` (of its items'),
+    /// `ARRAY(subquery)`, `a || b` of an array. `None`: not known to be an array.
+    pub fn array_of(&mut self, e: &Expr) -> Result<Option<ArrayOf>> {
+        // `a || b || c` nests to the left, as deep as the statement allows: walked, not recursed.
+        let mut e = e;
+        while let Expr::Binary { op: BinaryOp::Concat, left, right, .. } = e {
+            if let Some(a) = self.array_source(right)? {
+                return Ok(Some(a));
+            }
+            e = left;
+        }
+        self.array_source(e)
+    }
+
+    /// What `e` holds when it is itself an array: a column declared one, or a call that
+    /// makes one (`a || b` is [`ExprBinder::array_of`]'s).
+    fn array_source(&mut self, e: &Expr) -> Result<Option<ArrayOf>> {
+        let Expr::Func(f) = e else {
+            return Ok(match e {
+                Expr::Column { table, name, pos } => {
+                    resolve(self.scope, table.as_deref(), name, *pos).ok().and_then(|i| self.scope[i].array_of)
+                }
+                _ => None,
+            });
+        };
+        let mut plain = ExprBinder { scope: self.scope, agg: None, win: None, runner: &mut *self.runner };
+        Ok(match f.name.to_ascii_lowercase().as_str() {
+            "array_agg" if f.args.len() == 1 => Some(ArrayOf::of(plain.bind(&f.args[0])?.data_type())),
+            ARRAY_VALUE => {
+                let mut item = DataType::Null;
+                for a in &f.args {
+                    item = common_type(item, plain.bind(a)?.data_type()).unwrap_or(DataType::Varchar);
+                }
+                Some(ArrayOf::of(if item == DataType::Null { DataType::Varchar } else { item }))
+            }
+            ARRAY_QUERY => Some(ArrayOf::of(DataType::Varchar)),
+            ARRAY_CAST => match f.args.get(1) {
+                Some(Expr::Lit(Literal::Str(t), _)) => DataType::from_sql(t).map(ArrayOf::of),
+                _ => None,
+            },
+            "array_cat" => match f.args.first() {
+                Some(a) => plain.array_source(a)?,
+                None => None,
+            },
             _ => None,
+        })
+    }
+
+    /// An array's item `b` (text) cast to the item type of the array `array` when something
+    /// declares one (a catalog's `indoption[k]` is a number).
+    fn as_array_item(&mut self, b: BExpr, array: Option<&Expr>) -> Result<BExpr> {
+        let item = match array {
+            Some(a) => self.array_of(a)?.map(|a| a.item),
+            None => None,
         };
         match item {
             Some(t) if t != DataType::Varchar => cast_to(b, t),
@@ -463,6 +586,9 @@ impl ExprBinder<'_> {
             Expr::Binary { op, left, right, pos } => {
                 let l = self.bind(left)?;
                 let r = self.bind(right)?;
+                if *op == BinaryOp::Concat && (self.array_of(left)?.is_some() || self.array_of(right)?.is_some()) {
+                    return bind_function("array_cat", vec![l, r], *pos);
+                }
                 bind_binary(*op, l, r, *pos)
             }
             Expr::Cast { expr, to, try_, .. } => {
@@ -819,13 +945,17 @@ fn num_arg(a: BExpr, name: &str, pos: Pos) -> Result<BExpr> {
 
 /// Bind a scalar function call: its argument coercions and result type, by family.
 pub fn bind_function(name: &str, args: Vec<BExpr>, pos: Pos) -> Result<BExpr> {
+    // PostgreSQL's `array_length(a, dim)` of an array; one argument is a vector's dimension.
+    if name == "array_length" && args.len() == 2 {
+        return bind_function("array_upper", args, pos);
+    }
     let func = scalar_by_name(name).ok_or_else(|| SqlError::plan(format!("unknown function {name}()"), Some(pos)))?;
     let (lo, hi) = scalar_arity(func);
     if args.len() < lo || args.len() > hi {
         return Err(SqlError::plan(format!("wrong number of arguments to {name}(): {}", args.len()), Some(pos)));
     }
     match func.family() {
-        Family::String => string_call(func, name, args, pos),
+        Family::String | Family::Array => string_call(func, name, args, pos),
         Family::Math => math_call(func, name, args, pos),
         Family::Conditional => conditional_call(func, name, args, pos),
         Family::Temporal => time_call(func, name, args, pos),
@@ -894,6 +1024,28 @@ fn string_call(func: ScalarFunc, name: &str, mut args: Vec<BExpr>, pos: Pos) -> 
             let a = args.into_iter().map(str_arg).collect::<Result<Vec<_>>>()?;
             mk(a, Varchar)
         }
+        F::ArrayBound { .. } => {
+            let mut it = args.into_iter();
+            let mut a = vec![str_arg(it.next().ok_or_else(|| SqlError::Internal("array bound arity".into()))?)?];
+            if let Some(d) = it.next() {
+                a.push(cast_to(num_arg(d, name, pos)?, Int64)?);
+            }
+            mk(a, Int32)
+        }
+        F::ArrayCat => {
+            let a = args.into_iter().map(str_arg).collect::<Result<Vec<_>>>()?;
+            mk(a, Varchar)
+        }
+        F::ArrayValue => {
+            let ty = args.iter().try_fold(Null, |t, a| {
+                common_type(t, a.data_type()).ok_or_else(|| {
+                    SqlError::plan(format!("ARRAY[] items of types {t} and {}", a.data_type()), Some(pos))
+                })
+            })?;
+            let ty = if ty == Null { Varchar } else { ty };
+            let a = args.into_iter().map(|a| cast_to(a, ty)).collect::<Result<Vec<_>>>()?;
+            mk(a, Varchar)
+        }
         F::ArraySubscript => {
             let a = str_arg(args.remove(0))?;
             let i = cast_to(num_arg(args.remove(0), name, pos)?, Int64)?;
@@ -945,6 +1097,19 @@ fn math_call(func: ScalarFunc, name: &str, mut args: Vec<BExpr>, pos: Pos) -> Re
                 v.push(cast_to(num_arg(d, name, pos)?, Int32)?);
             }
             mk(v, t)
+        }
+        F::Bitwise(_) => {
+            let mut ints = Vec::with_capacity(2);
+            for a in args {
+                let t = a.data_type();
+                if !(t.is_integer() || t == Null) {
+                    return Err(SqlError::plan(format!("{name}() takes integers, not {t}"), Some(pos)));
+                }
+                ints.push(a);
+            }
+            let ty = if ints.iter().all(|a| matches!(a.data_type(), Int32 | Null)) { Int32 } else { Int64 };
+            let ints = ints.into_iter().map(|a| cast_to(a, ty)).collect::<Result<Vec<_>>>()?;
+            mk(ints, ty)
         }
         F::Sqrt | F::Ln | F::Log10 | F::Exp | F::Power => {
             let a = args

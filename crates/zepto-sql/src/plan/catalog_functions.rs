@@ -98,6 +98,10 @@ pub fn bind(name: &str, args: Vec<BExpr>, ctx: &CatalogContext, pos: Pos) -> Res
             check(1, 1)?;
             database_size(first(args), ctx, pos)?
         }
+        "pg_get_indexdef" => {
+            check(1, 3)?;
+            index_definition(args, ctx, pos)?
+        }
         "current_setting" => {
             check(1, 2)?;
             current_setting(args, pos)?
@@ -117,6 +121,8 @@ fn fixed(name: &str, args: &[BExpr], pos: Pos) -> Result<Option<BExpr>> {
         "version" => (0, 0, text(&system::version())),
         "pg_backend_pid" => (0, 0, BExpr::Lit(Value::Int32(std::process::id() as i32), DataType::Int32)),
         // Every type, function and collation lives in pg_catalog, which is on the search path.
+        // Nothing is published (ZeptoDB has no logical replication).
+        "pg_relation_is_publishable" => (1, 1, BExpr::Lit(Value::Bool(false), DataType::Bool)),
         "pg_type_is_visible" | "pg_function_is_visible" | "pg_collation_is_visible" => {
             (1, 1, BExpr::Lit(Value::Bool(true), DataType::Bool))
         }
@@ -129,7 +135,6 @@ fn fixed(name: &str, args: &[BExpr], pos: Pos) -> Result<Option<BExpr>> {
         | "col_description"
         | "shobj_description"
         | "pg_get_expr"
-        | "pg_get_indexdef"
         | "pg_get_constraintdef"
         | "pg_get_viewdef"
         | "pg_get_triggerdef"
@@ -157,6 +162,36 @@ fn table_is_visible(id: BExpr, pos: Pos) -> Result<BExpr> {
 }
 
 /// `a[i]` of a constant array of names (`(current_schemas(true))[1]`), from 1; NULL past its
+/// `pg_get_indexdef(oid [, column, pretty])`: an index's `CREATE INDEX` text, or with a
+/// column number its key column's name (0: the whole text; past its columns, empty); NULL
+/// for an id that is no index the session may see.
+fn index_definition(args: Vec<BExpr>, ctx: &CatalogContext, pos: Pos) -> Result<BExpr> {
+    let indexes = system::pg_catalog::visible_indexes(ctx.catalog, ctx.access);
+    let oid = |t: &str, d: &zepto_storage::IndexDef| system::pg_catalog::index_oid(t, d.name());
+    let defs: Vec<(i32, String)> =
+        indexes.iter().map(|(t, d, _, _)| (oid(t, d), system::pg_catalog::index_definition(t, d))).collect();
+    let mut args = args.into_iter();
+    let id = args.next().unwrap_or(BExpr::Lit(Value::Null, DataType::Null));
+    let Some(column) = args.next() else {
+        return by_oid(id, defs.into_iter(), pos);
+    };
+    let columns = indexes.iter().map(|(t, d, _, _)| (oid(t, d), d.column().to_string()));
+    let column = cast_to(column, DataType::Int64)?;
+    let int = |k: i64| BExpr::Lit(Value::Int64(k), DataType::Int64);
+    let whole = bind_binary(BinaryOp::Eq, column.clone(), int(0), pos)?;
+    let first = bind_binary(BinaryOp::Eq, column.clone(), int(1), pos)?;
+    let some = bind_binary(BinaryOp::Gt, column, int(1), pos)?;
+    let e = case(
+        vec![
+            (whole, by_oid(id.clone(), defs.into_iter(), pos)?),
+            (first, by_oid(id.clone(), columns, pos)?),
+            (some, text("")),
+        ],
+        DataType::Varchar,
+    );
+    crate::plan::bind_expr::fold(e)
+}
+
 /// `current_setting(name [, missing_ok])` of a constant name: the setting's value as
 /// `pg_settings` shows it; an unknown name is an error unless `missing_ok` (then NULL).
 fn current_setting(args: Vec<BExpr>, pos: Pos) -> Result<BExpr> {

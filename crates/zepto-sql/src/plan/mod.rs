@@ -47,7 +47,24 @@ pub struct Field {
     /// appended to another.
     pub star_offset: Option<isize>,
     /// A VARCHAR holding a PostgreSQL array ([`crate::eval::array`]): its items' type.
-    pub array_of: Option<DataType>,
+    pub array_of: Option<ArrayOf>,
+}
+
+/// What a VARCHAR column holding PostgreSQL arrays holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ArrayOf {
+    /// The items' type.
+    pub item: DataType,
+    /// The text is a vector type's (`int2vector`, `oidvector`: items separated by spaces),
+    /// not `{...}` array text.
+    pub spaced: bool,
+}
+
+impl ArrayOf {
+    /// `{...}` arrays of `item`.
+    pub fn of(item: DataType) -> ArrayOf {
+        ArrayOf { item, spaced: false }
+    }
 }
 
 impl Field {

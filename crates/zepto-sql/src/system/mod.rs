@@ -11,6 +11,7 @@
 
 use crate::access::TableAccess;
 use crate::error::{Pos, Result, SqlError};
+use crate::plan::ArrayOf;
 use std::sync::Arc;
 use zepto_parser::ast::SystemSchema;
 use zepto_parser::names::{DATABASE, PUBLIC};
@@ -131,29 +132,35 @@ static TABLES: &[SystemTable] = &[
 /// The catalogs' array columns and their items' type: `{...}` array text, or for the
 /// `int2vector` and `oidvector` columns (`indkey`, `indclass`, `proargtypes`, ...) their items
 /// separated by spaces, as PostgreSQL writes both ([`crate::eval::array`]).
-const ARRAY_COLUMNS: &[(&str, &str, DataType)] = &[
-    ("pg_namespace", "nspacl", Varchar),
-    ("pg_class", "relacl", Varchar),
-    ("pg_class", "reloptions", Varchar),
-    ("pg_attribute", "attacl", Varchar),
-    ("pg_attribute", "attoptions", Varchar),
-    ("pg_attribute", "attfdwoptions", Varchar),
-    ("pg_database", "datacl", Varchar),
-    ("pg_roles", "rolconfig", Varchar),
-    ("pg_user", "useconfig", Varchar),
-    ("pg_index", "indkey", Int32),
-    ("pg_index", "indcollation", Int32),
-    ("pg_index", "indclass", Int32),
-    ("pg_index", "indoption", Int32),
-    ("pg_constraint", "conkey", Int32),
-    ("pg_constraint", "confkey", Int32),
-    ("pg_proc", "proargtypes", Int32),
-    ("pg_tablespace", "spcacl", Varchar),
-    ("pg_tablespace", "spcoptions", Varchar),
+const ARRAY_COLUMNS: &[(&str, &str, ArrayOf)] = &[
+    ("pg_namespace", "nspacl", TEXTS),
+    ("pg_class", "relacl", TEXTS),
+    ("pg_class", "reloptions", TEXTS),
+    ("pg_attribute", "attacl", TEXTS),
+    ("pg_attribute", "attoptions", TEXTS),
+    ("pg_attribute", "attfdwoptions", TEXTS),
+    ("pg_database", "datacl", TEXTS),
+    ("pg_roles", "rolconfig", TEXTS),
+    ("pg_user", "useconfig", TEXTS),
+    ("pg_index", "indkey", VECTOR),
+    ("pg_index", "indcollation", VECTOR),
+    ("pg_index", "indclass", VECTOR),
+    ("pg_index", "indoption", VECTOR),
+    ("pg_constraint", "conkey", ArrayOf { item: Int32, spaced: false }),
+    ("pg_constraint", "confkey", ArrayOf { item: Int32, spaced: false }),
+    ("pg_proc", "proargtypes", VECTOR),
+    ("pg_publication_rel", "prattrs", VECTOR),
+    ("pg_tablespace", "spcacl", TEXTS),
+    ("pg_tablespace", "spcoptions", TEXTS),
 ];
 
-/// The item type of system table `table`'s column `column`, if it is an array.
-pub(crate) fn array_item(table: &str, column: &str) -> Option<DataType> {
+/// `text[]` (and `aclitem[]`).
+const TEXTS: ArrayOf = ArrayOf { item: Varchar, spaced: false };
+/// `int2vector`, `oidvector`.
+const VECTOR: ArrayOf = ArrayOf { item: Int32, spaced: true };
+
+/// What system table `table`'s column `column` holds, if it is an array.
+pub(crate) fn array_item(table: &str, column: &str) -> Option<ArrayOf> {
     ARRAY_COLUMNS.iter().find(|(t, c, _)| *t == table && *c == column).map(|x| x.2)
 }
 

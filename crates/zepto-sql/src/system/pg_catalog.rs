@@ -31,6 +31,44 @@ pub fn table_oid(name: &str) -> i32 {
     16_384 + (h % 1_000_000_000) as i32
 }
 
+/// The access method of ZeptoDB's vector indexes (`pg_am.oid` of `hnsw`).
+pub const HNSW_AM_OID: i32 = 9_900;
+
+/// The object id of index `index` of table `table` (a hash, as a table's).
+pub fn index_oid(table: &str, index: &str) -> i32 {
+    table_oid(&format!("{table}\u{1f}{index}"))
+}
+
+/// The indexes the session may see: (table, index definition, the column's attribute
+/// number from 1, its type).
+pub(crate) fn visible_indexes(
+    catalog: &Catalog,
+    access: &TableAccess,
+) -> Vec<(String, zepto_storage::IndexDef, i32, DataType)> {
+    let tables = user_tables(catalog, access);
+    catalog
+        .indexes()
+        .into_iter()
+        .filter_map(|(table, def)| {
+            let (_, schema) = tables.iter().find(|(n, _)| n.eq_ignore_ascii_case(&table))?;
+            let at = schema.columns.iter().position(|c| c.name.eq_ignore_ascii_case(def.column()))?;
+            let num = i32::try_from(at + 1).ok()?;
+            let dt = schema.columns[at].data_type;
+            Some((table, def, num, dt))
+        })
+        .collect()
+}
+
+/// `CREATE INDEX` text of an index, as `pg_get_indexdef` gives it.
+pub fn index_definition(table: &str, def: &zepto_storage::IndexDef) -> String {
+    let mut s = format!("CREATE INDEX {} ON public.{table} USING {} ({})", def.name(), def.method(), def.column());
+    if !def.options().is_empty() {
+        let opts: Vec<String> = def.options().iter().map(|(k, v)| format!("{k}='{v}'")).collect();
+        s.push_str(&format!(" WITH ({})", opts.join(", ")));
+    }
+    s
+}
+
 /// The id of schema `name`.
 pub fn namespace_oid(name: &str) -> i32 {
     match name {
@@ -254,6 +292,32 @@ pub(super) static TABLES: &[SystemTable] = &[
     },
     SystemTable {
         schema: SystemSchema::PgCatalog,
+        name: "pg_auth_members",
+        columns: &[
+            ("oid", Int32),
+            ("roleid", Int32),
+            ("member", Int32),
+            ("grantor", Int32),
+            ("admin_option", Bool),
+            ("inherit_option", Bool),
+            ("set_option", Bool),
+        ],
+        rows: none,
+    },
+    SystemTable {
+        schema: SystemSchema::PgCatalog,
+        name: "pg_indexes",
+        columns: &[
+            ("schemaname", Varchar),
+            ("tablename", Varchar),
+            ("indexname", Varchar),
+            ("tablespace", Varchar),
+            ("indexdef", Varchar),
+        ],
+        rows: pg_indexes,
+    },
+    SystemTable {
+        schema: SystemSchema::PgCatalog,
         name: "pg_am",
         columns: &[("oid", Int32), ("amname", Varchar), ("amhandler", Varchar), ("amtype", Varchar)],
         rows: pg_am,
@@ -284,7 +348,7 @@ pub(super) static TABLES: &[SystemTable] = &[
             ("indexprs", Varchar),
             ("indpred", Varchar),
         ],
-        rows: none,
+        rows: pg_index,
     },
     SystemTable {
         schema: SystemSchema::PgCatalog,
@@ -545,6 +609,8 @@ fn pg_tables(catalog: &Catalog, access: &TableAccess) -> Vec<Vec<Value>> {
 /// A relation as `pg_class` and `pg_attribute` describe it: id, schema, name, kind, columns.
 struct Relation {
     oid: i32,
+    /// `relam`: heap for a table, the index's method for an index, none for a view.
+    am: i32,
     schema: &'static str,
     name: String,
     kind: &'static str,
@@ -558,6 +624,7 @@ fn relations(catalog: &Catalog, access: &TableAccess) -> Vec<Relation> {
     let indexed: Vec<String> = catalog.indexes().into_iter().map(|(t, _)| t.to_ascii_lowercase()).collect();
     let user = user_tables(catalog, access).into_iter().map(|(name, schema)| Relation {
         oid: table_oid(&name),
+        am: 2,
         schema: PUBLIC,
         kind: "r",
         rows: catalog.snapshot(&name).ok().map(|t| t.row_count()),
@@ -565,8 +632,19 @@ fn relations(catalog: &Catalog, access: &TableAccess) -> Vec<Relation> {
         columns: schema.columns.into_iter().map(|c| (c.name, c.data_type)).collect(),
         name,
     });
+    let indexes = visible_indexes(catalog, access).into_iter().map(|(table, def, _, dt)| Relation {
+        oid: index_oid(&table, def.name()),
+        am: HNSW_AM_OID,
+        schema: PUBLIC,
+        name: def.name().to_string(),
+        kind: "i",
+        rows: None,
+        has_index: false,
+        columns: vec![(def.column().to_string(), dt)],
+    });
     let system = all_tables().map(|t| Relation {
         oid: system_oid(t.schema, t.name),
+        am: if t.schema == SystemSchema::InformationSchema { 0 } else { 2 },
         schema: t.schema.name(),
         name: t.name.to_string(),
         kind: if t.schema == SystemSchema::InformationSchema { "v" } else { "r" },
@@ -574,7 +652,7 @@ fn relations(catalog: &Catalog, access: &TableAccess) -> Vec<Relation> {
         has_index: false,
         columns: t.columns.iter().map(|(c, dt)| (c.to_string(), *dt)).collect(),
     });
-    user.chain(system).collect()
+    user.chain(indexes).chain(system).collect()
 }
 
 fn pg_class(catalog: &Catalog, access: &TableAccess) -> Vec<Vec<Value>> {
@@ -584,7 +662,7 @@ fn pg_class(catalog: &Catalog, access: &TableAccess) -> Vec<Vec<Value>> {
         .map(|r| {
             let tuples = r.rows.map_or(-1.0, |n| n as f32);
             let natts = i32::try_from(r.columns.len()).unwrap_or(i32::MAX);
-            let heap = if r.kind == "r" { 2 } else { 0 };
+
             vec![
                 int(r.oid),
                 text(&r.name),
@@ -592,7 +670,7 @@ fn pg_class(catalog: &Catalog, access: &TableAccess) -> Vec<Vec<Value>> {
                 int(0),
                 int(0),
                 int(OWNER_OID),
-                int(heap),
+                int(r.am),
                 int(r.oid),
                 int(0),
                 int(0),
@@ -849,11 +927,42 @@ fn pg_settings(_: &Catalog, _: &TableAccess) -> Vec<Vec<Value>> {
         .collect()
 }
 
-fn pg_am(_: &Catalog, _: &TableAccess) -> Vec<Vec<Value>> {
-    [(2, "heap", "heap_tableam_handler", "t"), (403, "btree", "bthandler", "i"), (405, "hash", "hashhandler", "i")]
-        .iter()
-        .map(|(oid, name, handler, kind)| vec![int(*oid), text(name), text(handler), text(kind)])
+/// The indexes with their `CREATE INDEX` text.
+fn pg_indexes(catalog: &Catalog, access: &TableAccess) -> Vec<Vec<Value>> {
+    visible_indexes(catalog, access)
+        .into_iter()
+        .map(|(table, def, _, _)| {
+            let sql = index_definition(&table, &def);
+            vec![text(PUBLIC), text(&table), text(def.name()), Value::Null, text(&sql)]
+        })
         .collect()
+}
+
+/// One row per vector index: a single key column, not unique, valid and ready.
+fn pg_index(catalog: &Catalog, access: &TableAccess) -> Vec<Vec<Value>> {
+    let (t, f) = (Value::Bool(true), Value::Bool(false));
+    visible_indexes(catalog, access)
+        .into_iter()
+        .map(|(table, def, num, _)| {
+            let mut row = vec![int(index_oid(&table, def.name())), int(table_oid(&table)), int(1), int(1)];
+            // indisunique .. indisreplident
+            row.extend([&f, &f, &f, &f, &t, &f, &t, &f, &t, &t, &f].into_iter().cloned());
+            row.extend([text(&num.to_string()), text("0"), text("0"), text("0"), Value::Null, Value::Null]);
+            row
+        })
+        .collect()
+}
+
+fn pg_am(_: &Catalog, _: &TableAccess) -> Vec<Vec<Value>> {
+    [
+        (2, "heap", "heap_tableam_handler", "t"),
+        (403, "btree", "bthandler", "i"),
+        (405, "hash", "hashhandler", "i"),
+        (HNSW_AM_OID, "hnsw", "hnswhandler", "i"),
+    ]
+    .iter()
+    .map(|(oid, name, handler, kind)| vec![int(*oid), text(name), text(handler), text(kind)])
+    .collect()
 }
 
 fn pg_collation(_: &Catalog, _: &TableAccess) -> Vec<Vec<Value>> {

@@ -152,6 +152,7 @@ impl SubqueryRunner for Binder {
                             name: name.clone(),
                             col: i,
                             ty: outer[i].data_type,
+                            array_item: outer[i].array_of.map(|a| a.item),
                         });
                         continue;
                     }
@@ -204,6 +205,11 @@ pub fn substitute(q: &Query, refs: &[OuterRef], values: Option<&[Value]>) -> Que
             });
             if let Some(k) = hit {
                 *e = value_expr(values.map(|v| &v[k]), refs[k].ty);
+                if let Some(item) = refs[k].array_item {
+                    let item = Expr::Lit(Literal::Str(item.sql_name().into_owned()), Pos::default());
+                    let cast = FuncCall::new(crate::parser::ast::ARRAY_CAST, vec![e.clone(), item], Pos::default());
+                    *e = Expr::Func(Box::new(cast));
+                }
             }
         }
     });
@@ -733,6 +739,16 @@ impl Binder {
         let mut exprs = Vec::with_capacity(items.len());
         let mut fields = Vec::with_capacity(items.len());
         for item in items {
+            if let Item::Ast { expr, alias } = item {
+                if let Some(parts) = srf::composite_fields(expr, alias.as_deref()) {
+                    for (part, name) in parts {
+                        let b = sc.binder(self).bind(&part)?;
+                        fields.push(Field::new(name, b.data_type()));
+                        exprs.push(b);
+                    }
+                    continue;
+                }
+            }
             let (e, name, designated, array_of) = match item {
                 Item::Ast { expr, alias } => {
                     let b = sc.binder(self).bind(expr)?;

@@ -26,12 +26,18 @@ impl Binder {
     /// Bind `range(...)` or `generate_series(...)`.
     pub(super) fn bind_table_function(&mut self, c: &Call<'_>) -> Result<(Plan, Vec<Field>)> {
         let lower = c.name.to_ascii_lowercase();
+        if let Some(func) = crate::plan::srf::SrfFunc::by_name(&lower) {
+            return self.bind_srf_table(c, func);
+        }
         let inclusive = match lower.as_str() {
             "range" => false,
             "generate_series" => true,
             _ => {
                 return Err(SqlError::plan(
-                    format!("unknown table function '{}' (table functions: range, generate_series)", c.name),
+                    format!(
+                        "unknown table function '{}' (table functions: range, generate_series, unnest, generate_subscripts)",
+                        c.name
+                    ),
                     Some(c.pos),
                 ))
             }

@@ -4,12 +4,13 @@
 //! as one ProjectSet node whose columns the items then read by the call's text, the way
 //! window calls are read.
 
+use super::series::Call;
 use super::{Binder, Item, Scopes};
 use crate::error::{Result, SqlError};
-use crate::parser::ast::{Expr, FuncCall};
-use crate::plan::bind_expr::{resolve, ExprBinder, WinCtx};
+use crate::parser::ast::{Expr, FuncCall, Literal, FIELD_OF};
+use crate::plan::bind_expr::{ExprBinder, WinCtx};
 use crate::plan::srf::{SrfCall, SrfFunc};
-use crate::plan::Plan;
+use crate::plan::{ArrayOf, Field, Plan};
 use zepto_storage::DataType;
 
 /// The set-returning calls of the select list (deduplicated by text, in first-seen order).
@@ -44,7 +45,52 @@ pub(super) fn column_keys(text: &str, func: SrfFunc) -> Vec<String> {
     }
 }
 
+/// A select item that is a composite call (`_pg_expandarray(a) AS keys`) as one item per
+/// field (`(call).x AS "keys.x"`, ...), which `(t.keys).x` then finds; `None` for any other.
+pub(super) fn composite_fields(e: &Expr, alias: Option<&str>) -> Option<Vec<(Expr, String)>> {
+    let Expr::Func(f) = e else { return None };
+    let func = SrfFunc::by_name(&f.name).filter(|s| f.over.is_none() && !s.fields().is_empty())?;
+    let base = alias.map_or_else(|| func.name().to_string(), str::to_string);
+    let part = |field: &str| {
+        let name = Expr::Lit(Literal::Str(field.to_string()), f.pos);
+        Expr::Func(Box::new(FuncCall::new(FIELD_OF, vec![e.clone(), name], f.pos)))
+    };
+    Some(func.fields().iter().map(|field| (part(field), format!("{base}.{field}"))).collect())
+}
+
 impl Binder {
+    /// `FROM unnest(a) [AS] t[(x)]` (and the other set-returning functions): one row per item
+    /// of the array, which a correlated subquery's outer column may give (`FROM
+    /// unnest(tc.reloptions) x` in psql's `\d+`). A scalar result's column is named by the
+    /// column alias, else the table alias, as in PostgreSQL.
+    pub(super) fn bind_srf_table(&mut self, c: &Call<'_>, func: SrfFunc) -> Result<(Plan, Vec<Field>)> {
+        let call = FuncCall::new(func.name(), c.args.to_vec(), c.pos);
+        let none = Scopes { scope: &[], agg: None, win: None };
+        let call = self.bind_srf_call(&call, &none)?;
+        let names: Vec<String> = match func.fields() {
+            [] => vec![c
+                .columns
+                .first()
+                .cloned()
+                .or_else(|| c.alias.map(str::to_string))
+                .unwrap_or_else(|| func.name().to_string())],
+            fields => fields
+                .iter()
+                .enumerate()
+                .map(|(k, f)| c.columns.get(k).cloned().unwrap_or_else(|| f.to_string()))
+                .collect(),
+        };
+        if c.columns.len() > names.len() {
+            return Err(SqlError::plan(
+                format!("{} column aliases given for {}(), which has {}", c.columns.len(), func.name(), names.len()),
+                Some(c.pos),
+            ));
+        }
+        let fields = names.into_iter().zip(call.output_types()).map(|(n, t)| Field::new(n, t)).collect();
+        let input = Plan::Values { rows: vec![vec![]], width: 0 };
+        Ok((Plan::ProjectSet { input: Box::new(input), calls: vec![call] }, super::requalify(fields, c.alias)))
+    }
+
     /// A ProjectSet over `plan` for the calls `found`, and the context the select list reads
     /// their columns through (after the window calls' of `sc.win`, if any).
     pub(super) fn bind_project_set(
@@ -99,22 +145,13 @@ impl Binder {
                 ));
             }
         }
-        let item = array_of(&f.args[0], sc, self)?.unwrap_or(DataType::Varchar);
+        let item = array_of(&f.args[0], sc, self)?.map_or(DataType::Varchar, |a| a.item);
         Ok(SrfCall { func, args, item })
     }
 }
 
 /// The item type of the array `e` is, where something says: a catalog column's or a
 /// subquery column's declared one, `array_agg(x)`'s the type of `x`.
-pub(super) fn array_of(e: &Expr, sc: &Scopes, runner: &mut Binder) -> Result<Option<DataType>> {
-    Ok(match e {
-        Expr::Column { table, name, pos } => {
-            resolve(sc.scope, table.as_deref(), name, *pos).ok().and_then(|i| sc.scope[i].array_of)
-        }
-        Expr::Func(f) if f.name.eq_ignore_ascii_case("array_agg") && f.args.len() == 1 => {
-            let mut plain = ExprBinder { scope: sc.scope, agg: None, win: None, runner };
-            Some(plain.bind(&f.args[0])?.data_type())
-        }
-        _ => None,
-    })
+pub(super) fn array_of(e: &Expr, sc: &Scopes, runner: &mut Binder) -> Result<Option<ArrayOf>> {
+    ExprBinder { scope: sc.scope, agg: None, win: None, runner }.array_of(e)
 }
