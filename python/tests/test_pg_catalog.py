@@ -284,3 +284,63 @@ def test_sqlalchemy_reflects_keys_and_indexes_and_pandas_reads_a_table(pg_port, 
     want = words.execute("SELECT s, x FROM words").df()
     assert sorted_rows(frame.astype(object).where(frame.notna(), None).itertuples(index=False)) == \
         sorted_rows(want.astype(object).where(want.notna(), None).itertuples(index=False))
+
+
+# Grafana's PostgreSQL data source (its postgresMetaQuery.ts): the search-path constraint it
+# puts in its table and column lists.
+GRAFANA_SEARCH_PATH = """
+          quote_ident(table_schema) IN (
+          SELECT
+            CASE WHEN trim(s[i]) = '"$user"' THEN user ELSE trim(s[i]) END
+          FROM
+            generate_series(
+              array_lower(string_to_array(current_setting('search_path'),','),1),
+              array_upper(string_to_array(current_setting('search_path'),','),1)
+            ) as i,
+            string_to_array(current_setting('search_path'),',') s
+          )"""
+
+
+def grafana_columns(table):
+    part = "'" + table.replace("'", "''") + "'"
+    return f"""SELECT quote_ident(column_name) AS "column", data_type AS "type"
+    FROM information_schema.columns
+    WHERE
+      CASE WHEN array_length(parse_ident({part}),1) = 2
+        THEN quote_ident(table_schema) = (parse_ident({part}))[1]
+          AND quote_ident(table_name) = (parse_ident({part}))[2]
+        ELSE quote_ident(table_name) = {part}
+          AND {GRAFANA_SEARCH_PATH}
+      END"""
+
+
+def test_grafana_lists_schemas_tables_and_columns(pg_port, words):
+    """The metadata queries Grafana's PostgreSQL data source sends, as it writes them: the
+    version, TimescaleDB's presence, the schemas, the tables (by schema and on the search path)
+    and a table's columns by plain and qualified name."""
+    with pg_connect(pg_port) as conn:
+        conn.execute('CREATE TABLE "Mixed Case" (ts TIMESTAMP, v DOUBLE)')
+        q = lambda sql: conn.execute(sql).fetchall()
+        assert q("SELECT current_setting('server_version_num')::int/100 as version") == [(1600,)]
+        assert q("SELECT extversion FROM pg_extension WHERE extname = 'timescaledb'") == []
+        assert q("""SELECT schema_name AS "name" FROM information_schema.schemata
+            WHERE schema_name NOT IN ('information_schema', 'pg_catalog', 'pg_toast') ORDER BY schema_name""") == [("public",)]
+        by_schema = q("""SELECT quote_ident(table_name) AS "table" FROM information_schema.tables
+            WHERE quote_ident(table_schema) = 'public' ORDER BY 1""")
+        on_path = q(f"""SELECT CASE WHEN {GRAFANA_SEARCH_PATH} THEN quote_ident(table_name)
+              ELSE quote_ident(table_schema) || '.' || quote_ident(table_name) END AS "table"
+            FROM information_schema.tables
+            WHERE quote_ident(table_schema) NOT IN ('information_schema', 'pg_catalog')
+            ORDER BY CASE WHEN {GRAFANA_SEARCH_PATH} THEN 0 ELSE 1 END, 1""")
+        assert ('"Mixed Case"',) in by_schema and ("words",) in by_schema
+        assert on_path == by_schema
+        want = [("s", "text"), ("x", "integer")]
+        assert q(grafana_columns("words")) == want
+        assert q(grafana_columns("public.words")) == want
+        assert q(grafana_columns('"Mixed Case"')) == [("ts", "timestamp without time zone"), ("v", "double precision")]
+        assert q(grafana_columns("nope")) == []
+        assert q("SELECT quote_ident('user'), quote_ident('a\"b'), parse_ident('public.\"My T\"'), "
+                 "string_to_array('a,,b', ','), string_to_array('x-NA', '-', 'NA')") == [
+            ('"user"', '"a""b"', ["public", "My T"], ["a", "", "b"], ["x", None])]
+        with pytest.raises(psycopg.Error, match="not a valid identifier"):
+            q("SELECT parse_ident('a..b')")

@@ -33,7 +33,7 @@ const OBJECT_TYPES: [(&str, &str); 3] =
     [("regclass", "regclass"), ("regtype", "regtype"), ("regnamespace", "regnamespace")];
 
 /// Functions PostgreSQL calls without parentheses.
-const NILADIC: [&str; 4] = ["current_user", "session_user", "current_catalog", "current_schema"];
+const NILADIC: [&str; 5] = ["current_user", "session_user", "user", "current_catalog", "current_schema"];
 
 /// A comparison operator as the parser reads it.
 pub(super) enum CompareOp {

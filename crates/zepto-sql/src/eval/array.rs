@@ -116,6 +116,173 @@ pub fn format<'a>(items: impl IntoIterator<Item = Option<&'a str>>) -> String {
     buf
 }
 
+/// A text column of `n` rows from `f` (`None` is NULL).
+fn text_map(_: &[Cow<'_, Column>], n: usize, mut f: impl FnMut(usize) -> Option<String>) -> Column {
+    let mut out = StrVec::with_capacity(n, n * 8);
+    let mut valid = Bitmap::new_set(n);
+    for r in 0..n {
+        match f(r) {
+            Some(s) => out.push(&s),
+            None => {
+                valid.set(r, false);
+                out.push("");
+            }
+        }
+    }
+    Column::new(ColumnData::Varchar(out), Some(valid))
+}
+
+/// `string_to_array(s, sep, null_text)` of one row.
+fn string_to_array(s: &str, sep: Option<&str>, null_text: Option<&str>) -> String {
+    if s.is_empty() {
+        return "{}".to_string();
+    }
+    let parts: Vec<String> = match sep {
+        None => s.chars().map(String::from).collect(),
+        Some("") => vec![s.to_string()],
+        Some(d) => s.split(d).map(str::to_string).collect(),
+    };
+    format(parts.iter().map(|p| Some(p.as_str()).filter(|p| Some(*p) != null_text)))
+}
+
+/// PostgreSQL's reserved words: `quote_ident` quotes them.
+const RESERVED: &[&str] = &[
+    "all",
+    "analyse",
+    "analyze",
+    "and",
+    "any",
+    "array",
+    "as",
+    "asc",
+    "asymmetric",
+    "both",
+    "case",
+    "cast",
+    "check",
+    "collate",
+    "column",
+    "constraint",
+    "create",
+    "current_catalog",
+    "current_date",
+    "current_role",
+    "current_time",
+    "current_timestamp",
+    "current_user",
+    "default",
+    "deferrable",
+    "desc",
+    "distinct",
+    "do",
+    "else",
+    "end",
+    "except",
+    "false",
+    "fetch",
+    "for",
+    "foreign",
+    "from",
+    "grant",
+    "group",
+    "having",
+    "in",
+    "initially",
+    "intersect",
+    "into",
+    "lateral",
+    "leading",
+    "limit",
+    "localtime",
+    "localtimestamp",
+    "not",
+    "null",
+    "offset",
+    "on",
+    "only",
+    "or",
+    "order",
+    "placing",
+    "primary",
+    "references",
+    "returning",
+    "select",
+    "session_user",
+    "some",
+    "symmetric",
+    "system_user",
+    "table",
+    "then",
+    "to",
+    "trailing",
+    "true",
+    "union",
+    "unique",
+    "user",
+    "using",
+    "variadic",
+    "when",
+    "where",
+    "window",
+    "with",
+];
+
+/// `quote_ident(s)` of one value.
+pub fn quote_ident(s: &str) -> String {
+    let mut chars = s.chars();
+    let plain = chars.next().is_some_and(|c| c.is_ascii_lowercase() || c == '_')
+        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '$')
+        && !RESERVED.contains(&s);
+    if plain {
+        return s.to_string();
+    }
+    format!("\"{}\"", s.replace('"', "\"\""))
+}
+
+/// `parse_ident(s)` of one value: its parts as array text, or an error naming the offset.
+fn parse_ident(s: &str) -> Result<String> {
+    let bad = |at: usize, what: &str| {
+        SqlError::Execution(format!("string is not a valid identifier: {s:?} at offset {at}: {what}"))
+    };
+    let mut parts = Vec::new();
+    let mut it = s.char_indices().peekable();
+    loop {
+        while it.next_if(|(_, c)| c.is_whitespace()).is_some() {}
+        let mut part = String::new();
+        match it.peek().copied() {
+            Some((_, '"')) => {
+                it.next();
+                loop {
+                    match it.next() {
+                        Some((_, '"')) if it.next_if(|(_, c)| *c == '"').is_some() => part.push('"'),
+                        Some((_, '"')) => break,
+                        Some((_, c)) => part.push(c),
+                        None => return Err(bad(s.len(), "an unclosed quote")),
+                    }
+                }
+                if part.is_empty() {
+                    return Err(bad(s.len(), "an empty quoted identifier"));
+                }
+            }
+            _ => {
+                while let Some((_, c)) = it.next_if(|(_, c)| c.is_alphanumeric() || *c == '_' || *c == '$') {
+                    part.extend(c.to_lowercase());
+                }
+                if part.is_empty() {
+                    return Err(bad(it.peek().map_or(s.len(), |p| p.0), "no identifier"));
+                }
+            }
+        }
+        parts.push(part);
+        while it.next_if(|(_, c)| c.is_whitespace()).is_some() {}
+        match it.next() {
+            None => return Ok(format(parts.iter().map(|p| Some(p.as_str())))),
+            Some((_, '.')) => {}
+            Some((at, _)) => return Err(bad(at, "expected '.'")),
+        }
+    }
+}
+
 /// The array functions over evaluated argument columns `c` of `n` rows.
 pub(super) fn call(f: ScalarFunc, c: &[Cow<'_, Column>], n: usize) -> Result<Column> {
     match f {
@@ -125,6 +292,19 @@ pub(super) fn call(f: ScalarFunc, c: &[Cow<'_, Column>], n: usize) -> Result<Col
         ScalarFunc::ArrayCat => array_cat_column(c, n),
         ScalarFunc::ArrayBound { upper, dim } => array_bound_column(c, n, upper, dim),
         ScalarFunc::Quantified { op, any } => quantified_column(c, n, op, any),
+        ScalarFunc::StringToArray => Ok(text_map(c, n, |r| {
+            let text = |k: usize| c.get(k).and_then(|x| x.str_at(r).filter(|_| x.is_valid(r)));
+            text(0).map(|s| string_to_array(s, text(1), text(2)))
+        })),
+        ScalarFunc::ParseIdent => {
+            let mut bad = None;
+            let out = text_map(c, n, |r| {
+                let s = c[0].str_at(r).filter(|_| c[0].is_valid(r))?;
+                parse_ident(s).map_err(|e| bad = Some(e)).ok()
+            });
+            bad.map_or(Ok(out), Err)
+        }
+        ScalarFunc::QuoteIdent => Ok(text_map(c, n, |r| c[0].str_at(r).filter(|_| c[0].is_valid(r)).map(quote_ident))),
         f => Err(SqlError::Internal(format!("{f:?} is not an array function"))),
     }
 }

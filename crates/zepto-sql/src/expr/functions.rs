@@ -64,6 +64,15 @@ pub enum ScalarFunc {
         /// Takes a dimension (else `cardinality`).
         dim: bool,
     },
+    /// `string_to_array(s, sep [, null_text])`: `s` split at each `sep` (into characters when
+    /// `sep` is NULL; whole when it is empty), items equal to `null_text` NULL.
+    StringToArray,
+    /// `parse_ident(s)`: a qualified name's parts (quoted parts as written, the others in
+    /// lower case).
+    ParseIdent,
+    /// `quote_ident(s)`: `s` as an identifier: bare when it is a lower-case name and not a
+    /// reserved word, else double-quoted.
+    QuoteIdent,
     /// `ARRAY[a, b, ...]`: the items (of one type) as PostgreSQL's array text.
     ArrayValue,
     /// `a || b` of two arrays, `array_cat(a, b)`: a NULL side counts as empty.
@@ -485,6 +494,9 @@ pub fn scalar_by_name(name: &str) -> Option<ScalarFunc> {
         "array_to_string" => ScalarFunc::ArrayToString,
         "array_subscript" => ScalarFunc::ArraySubscript,
         "array_value" => ScalarFunc::ArrayValue,
+        "string_to_array" => ScalarFunc::StringToArray,
+        "parse_ident" => ScalarFunc::ParseIdent,
+        "quote_ident" => ScalarFunc::QuoteIdent,
         "array_upper" => ScalarFunc::ArrayBound { upper: true, dim: true },
         "array_lower" => ScalarFunc::ArrayBound { upper: false, dim: true },
         "cardinality" => ScalarFunc::ArrayBound { upper: true, dim: false },
@@ -536,7 +548,10 @@ impl ScalarFunc {
             | F::ArrayValue
             | F::ArrayCat
             | F::Quantified { .. }
-            | F::ArrayBound { .. } => Family::Array,
+            | F::ArrayBound { .. }
+            | F::StringToArray
+            | F::ParseIdent
+            | F::QuoteIdent => Family::Array,
             F::Lower
             | F::Upper
             | F::Trim
@@ -586,6 +601,9 @@ pub fn scalar_arity(f: ScalarFunc) -> (usize, usize) {
         | ArrayLength | SizePretty => (1, 1),
         ArrayDistance(_) | ArraySubscript | Bitwise(_) | ArrayCat => (2, 2),
         ArrayValue => (0, usize::MAX),
+        StringToArray => (2, 3),
+        ParseIdent => (1, 2),
+        QuoteIdent => (1, 1),
         Quantified { .. } | ArrayBound { dim: true, .. } => (2, 2),
         ArrayBound { dim: false, .. } => (1, 1),
         ArrayToString => (2, 3),

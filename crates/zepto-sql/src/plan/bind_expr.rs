@@ -538,7 +538,7 @@ impl ExprBinder<'_> {
                 }
                 Some(ArrayOf::of(if item == DataType::Null { DataType::Varchar } else { item }))
             }
-            ARRAY_QUERY => Some(ArrayOf::of(DataType::Varchar)),
+            ARRAY_QUERY | "string_to_array" | "parse_ident" => Some(ArrayOf::of(DataType::Varchar)),
             ARRAY_CAST => match f.args.get(1) {
                 Some(Expr::Lit(Literal::Str(t), _)) => DataType::from_sql(t).map(ArrayOf::of),
                 _ => None,
@@ -1032,9 +1032,13 @@ fn string_call(func: ScalarFunc, name: &str, mut args: Vec<BExpr>, pos: Pos) -> 
             }
             mk(a, Int32)
         }
-        F::ArrayCat => {
+        F::ArrayCat | F::StringToArray | F::QuoteIdent => {
             let a = args.into_iter().map(str_arg).collect::<Result<Vec<_>>>()?;
             mk(a, Varchar)
+        }
+        F::ParseIdent => {
+            let s = str_arg(args.remove(0))?;
+            mk(vec![s], Varchar)
         }
         F::ArrayValue => {
             let ty = args.iter().try_fold(Null, |t, a| {

@@ -32,6 +32,7 @@ impl Binder {
         let inclusive = match lower.as_str() {
             "range" => false,
             "generate_series" => true,
+            _ if crate::expr::functions::scalar_by_name(&lower).is_some() => return self.bind_scalar_table(c),
             _ => {
                 return Err(SqlError::plan(
                     format!(
@@ -52,6 +53,27 @@ impl Binder {
         }
         let name = c.columns.first().cloned().unwrap_or(lower);
         let field = Field::new(name, data_type);
+        Ok((plan, requalify(vec![field], c.alias)))
+    }
+
+    /// A scalar function in FROM (`FROM string_to_array(x, ',') s`), as PostgreSQL reads it:
+    /// one row, one column named by the column alias, else the table alias, else the function.
+    fn bind_scalar_table(&mut self, c: &Call<'_>) -> Result<(Plan, Vec<Field>)> {
+        let call = Expr::Func(Box::new(crate::parser::ast::FuncCall::new(c.name, c.args.to_vec(), c.pos)));
+        let mut binder = ExprBinder { scope: &[], agg: None, win: None, runner: self };
+        let array_of = binder.array_of(&call)?;
+        let value = binder.bind(&call)?;
+        if c.columns.len() > 1 {
+            return Err(SqlError::plan(
+                format!("{} column aliases given for {}(), which has one column", c.columns.len(), c.name),
+                Some(c.pos),
+            ));
+        }
+        let name =
+            c.columns.first().cloned().or_else(|| c.alias.map(str::to_string)).unwrap_or_else(|| c.name.to_string());
+        let field = Field { array_of, ..Field::new(name, value.data_type()) };
+        let one = Plan::Values { rows: vec![vec![]], width: 0 };
+        let plan = Plan::Project { input: Box::new(one), exprs: vec![value] };
         Ok((plan, requalify(vec![field], c.alias)))
     }
 
