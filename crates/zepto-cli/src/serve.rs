@@ -61,6 +61,10 @@ fn network_args() -> Vec<Arg> {
             .long("console-results-mb")
             .value_parser(clap::value_parser!(usize))
             .help("Query results the server keeps for paging (the console) [default: 512]"),
+        Arg::new("subscribe-buffer-mb")
+            .long("subscribe-buffer-mb")
+            .value_parser(clap::value_parser!(usize))
+            .help("Committed writes kept for subscribers (GET /subscribe) to catch up and resume from [default: 64]"),
     ]
 }
 
@@ -321,6 +325,7 @@ const FILE_KEYS: &[&str] = &[
     "ilp-tcp-max-line-kb",
     "console",
     "console-results-mb",
+    "subscribe-buffer-mb",
 ];
 
 impl<'a> Settings<'a> {
@@ -429,6 +434,7 @@ fn config(st: &Settings<'_>) -> Result<Config, String> {
         Some(other) => return Err(format!("console: '{other}' is not on or off")),
     };
     c.kept_result_bytes = st.count("console-results-mb")?.unwrap_or(512).saturating_mul(1 << 20);
+    c.subscribe_buffer_bytes = st.count("subscribe-buffer-mb")?.unwrap_or(64).max(1).saturating_mul(1 << 20);
     c.max_server_memory = match st.count("max-server-memory-mb")? {
         Some(0) => None,
         Some(m) => Some(m.saturating_mul(1 << 20)),

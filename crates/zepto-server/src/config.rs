@@ -59,6 +59,8 @@ pub struct Config {
     pub fix: Option<crate::fix::FixHandle>,
     /// Bytes of query results kept for paging (the console; `--console-results-mb`).
     pub kept_result_bytes: usize,
+    /// Bytes of committed writes the change feed keeps for subscribers (`--subscribe-buffer-mb`).
+    pub subscribe_buffer_bytes: usize,
     /// Serve the web console at `/console` (`--console off` turns it off).
     pub console: bool,
     /// Line protocol over TCP (`--ilp-tcp`), if on.
@@ -110,6 +112,7 @@ impl Default for Config {
             cluster: None,
             fix: None,
             kept_result_bytes: 512 << 20,
+            subscribe_buffer_bytes: zepto_storage::feed::DEFAULT_LIMIT_BYTES,
             console: true,
             ilp_tcp: None,
         }

@@ -81,6 +81,7 @@ pub mod row_text;
 pub mod server;
 pub mod sql;
 pub mod state;
+pub mod subscribe;
 
 pub use auth::{KeyStore, Role};
 pub use config::{Config, RecoveryNotice, TlsFiles};

@@ -92,6 +92,8 @@ pub struct Metrics {
     pub connections_total: Counter,
     /// `zepto_connections_open`: connections open now.
     pub connections_open: Gauge,
+    /// `zepto_subscribers`: subscriptions (`GET /subscribe`) streaming now.
+    pub subscribers: Gauge,
     /// `zepto_queries_running`: statements executing now.
     pub queries_running: Gauge,
     /// `zepto_query_slots`: statements that may run at once (`--max-queries`; the quick lane's
@@ -183,6 +185,7 @@ impl Metrics {
             register(&mut registry, "zepto_rows_ingested", "Rows stored by /write, by format");
         let connections_total: Counter = register(&mut registry, "zepto_connections", "Connections accepted");
         let connections_open: Gauge = register(&mut registry, "zepto_connections_open", "Connections open now");
+        let subscribers: Gauge = register(&mut registry, "zepto_subscribers", "Subscriptions streaming now");
         let queries_running: Gauge = register(&mut registry, "zepto_queries_running", "Statements executing now");
         let query_slots: Gauge = register(
             &mut registry,
@@ -236,6 +239,7 @@ impl Metrics {
             rows_ingested,
             connections_total,
             connections_open,
+            subscribers,
             queries_running,
             query_slots,
             queries_stopped_for_memory,

@@ -110,7 +110,7 @@ pub async fn handle(
 
 fn route_of(path: &str) -> Route {
     match path {
-        "/" | "/query" | "/exec" | "/exp" => Route::Query,
+        "/" | "/query" | "/exec" | "/exp" | "/subscribe" => Route::Query,
         "/write" | "/api/v2/write" | "/imp" => Route::Write,
         "/ping" | "/health" | "/ready" | "/settings" => Route::Probe,
         "/metrics" => Route::Metrics,
@@ -156,6 +156,10 @@ async fn dispatch(
             let endpoint = if path == "/exp" { crate::questdb::Endpoint::Exp } else { crate::questdb::Endpoint::Exec };
             let (resp, rows) = crate::questdb::exec(state, who, &params, endpoint, cross_site).await?;
             Ok(Outcome { resp, rows })
+        }
+        (Route::Query, _) if get && path == "/subscribe" => {
+            let last = req.headers().get("last-event-id").and_then(|v| v.to_str().ok());
+            ok(crate::subscribe::start(state, who, &params, last)?)
         }
         (Route::Query, _) if get => query_get(state, who, &params, req).await,
         (Route::Query, &Method::POST) => query_post(state, who, &params, req).await,

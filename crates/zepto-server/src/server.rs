@@ -174,6 +174,7 @@ async fn serve(config: Config, engine: Engine, on_listening: impl FnOnce(SocketA
         });
     }
     state.ready.store(false, Ordering::Relaxed);
+    state.stop_subscriptions();
     drop(listener);
     if let Some(door) = ilp_tcp {
         // Its connections commit what they fully received before the checkpoint on exit.

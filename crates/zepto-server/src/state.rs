@@ -49,6 +49,9 @@ pub struct State {
     pub results: crate::results::KeptResults,
     next_id: AtomicU64,
     id_prefix: String,
+    /// Set, and its waiters woken, when shutdown starts: subscriptions end then.
+    sub_stopping: AtomicBool,
+    sub_stop: tokio::sync::Notify,
 }
 
 impl State {
@@ -62,6 +65,7 @@ impl State {
             metrics.recovery_dropped_records.set(i64::try_from(r.records_dropped).unwrap_or(i64::MAX));
             metrics.recovery_dropped_rows.set(i64::try_from(r.intact_rows_dropped).unwrap_or(i64::MAX));
         }
+        engine.catalog().feed().set_limit(config.subscribe_buffer_bytes);
         Ok(State {
             query_pool: crate::pool::QueryPool::new(config.query_slots(), crate::pool::QUERY_NICE)?,
             memory: Arc::new(zepto_memory::AgentMemory::new(engine.clone(), config.ai.clone())),
@@ -81,6 +85,8 @@ impl State {
             started: Instant::now(),
             next_id: AtomicU64::new(1),
             id_prefix,
+            sub_stopping: AtomicBool::new(false),
+            sub_stop: tokio::sync::Notify::new(),
         })
     }
 
@@ -124,6 +130,22 @@ impl State {
     /// Forget the query in flight under `id`.
     pub(crate) fn remove_running(&self, id: u64) {
         self.running.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
+    }
+
+    /// End every subscription's stream (shutdown starts).
+    pub fn stop_subscriptions(&self) {
+        self.sub_stopping.store(true, std::sync::atomic::Ordering::Release);
+        self.sub_stop.notify_waiters();
+    }
+
+    /// Whether subscriptions are to end.
+    pub(crate) fn subscriptions_stopping(&self) -> bool {
+        self.sub_stopping.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// What a subscription waits on besides its feed: shutdown.
+    pub(crate) fn subscriptions_stop(&self) -> &tokio::sync::Notify {
+        &self.sub_stop
     }
 
     /// Cancel every query in flight (shutdown).

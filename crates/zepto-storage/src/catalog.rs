@@ -186,6 +186,8 @@ pub struct Catalog {
     gate: RwLock<()>,
     /// Reads the Parquet history for queries (set by a durable database).
     history: OnceLock<Arc<dyn HistoryReader>>,
+    /// Every committed write, for subscribers.
+    feed: Arc<crate::feed::ChangeFeed>,
 }
 
 impl std::fmt::Debug for Catalog {
@@ -246,10 +248,44 @@ impl Catalog {
     /// Log `changes` (no-op for an in-memory database). Callers apply them only on success,
     /// under [`Logged::apply`] (the write path's panic policy: `crate::logged`).
     pub fn log(&self, changes: &[Change<'_>]) -> Result<Logged, StorageError> {
-        match self.changes.get() {
-            Some(l) => l.log(changes).map(|()| Logged::durable()),
-            None => Ok(Logged::in_memory()),
+        let logged = match self.changes.get() {
+            Some(l) => l.log(changes).map(|()| Logged::durable())?,
+            None => Logged::in_memory(),
+        };
+        Ok(logged.publishing(self.published(changes)))
+    }
+
+    /// The change feed: every committed append, delete, update and drop, numbered.
+    pub fn feed(&self) -> &Arc<crate::feed::ChangeFeed> {
+        &self.feed
+    }
+
+    /// What `changes` publish to the feed once applied: their events (copies of the appended
+    /// batches, only while the feed captures) and count; `None` for changes of no row.
+    fn published(&self, changes: &[Change<'_>]) -> Option<crate::logged::Published> {
+        use crate::feed::FeedChange;
+        let count = |rows: &[(u32, Vec<u32>)]| rows.iter().map(|(_, r)| r.len()).sum::<usize>();
+        let event = |c: &Change<'_>| -> Option<(String, FeedChange)> {
+            Some(match c {
+                Change::Append { table, columns } => (table.to_string(), FeedChange::Append(columns.to_vec())),
+                Change::Delete { table, rows } => (table.to_string(), FeedChange::Delete(count(rows))),
+                Change::Update { table, rows, .. } => (table.to_string(), FeedChange::Update(count(rows))),
+                Change::DropTable { name } => (name.to_string(), FeedChange::Drop),
+                _ => return None,
+            })
+        };
+        let rowful = |c: &&Change<'_>| {
+            matches!(
+                c,
+                Change::Append { .. } | Change::Delete { .. } | Change::Update { .. } | Change::DropTable { .. }
+            )
+        };
+        let n = changes.iter().filter(rowful).count();
+        if n == 0 {
+            return None;
         }
+        let events = if self.feed.capturing() { changes.iter().filter_map(event).collect() } else { Vec::new() };
+        Some(crate::logged::Published { feed: self.feed.clone(), changes: events, count: n })
     }
 
     /// Write a checkpoint through the change log (the `CHECKPOINT` statement).

@@ -50,6 +50,7 @@ pub mod catalog;
 pub mod column;
 pub mod dict;
 pub mod error;
+pub mod feed;
 pub mod history;
 pub mod index;
 pub mod logged;

@@ -19,17 +19,32 @@ use std::fmt::Display;
 #[must_use = "a logged change must be applied under Logged::apply"]
 pub struct Logged {
     durable: bool,
+    /// What the change feed publishes once the change applied.
+    feed: Option<Published>,
+}
+
+/// A logged write's events for the change feed: its changes (kept only while the feed
+/// captures) and how many there are.
+pub(crate) struct Published {
+    pub feed: std::sync::Arc<crate::feed::ChangeFeed>,
+    pub changes: Vec<(String, crate::feed::FeedChange)>,
+    pub count: usize,
 }
 
 impl Logged {
     /// A change written to a durable log.
     pub(crate) fn durable() -> Logged {
-        Logged { durable: true }
+        Logged { durable: true, feed: None }
     }
 
     /// A change with no log behind it (an in-memory database).
     pub(crate) fn in_memory() -> Logged {
-        Logged { durable: false }
+        Logged { durable: false, feed: None }
+    }
+
+    /// The same change, publishing `p` to the change feed once applied.
+    pub(crate) fn publishing(self, p: Option<Published>) -> Logged {
+        Logged { feed: p, ..self }
     }
 
     /// Apply the logged change: `f`'s result, except that when the change is durable an error
@@ -40,6 +55,12 @@ impl Logged {
         drop(guard);
         match r {
             Err(e) if self.durable => abort(&format!("applying a logged change failed: {e}")),
+            Ok(v) => {
+                if let Some(p) = self.feed {
+                    p.feed.publish(p.changes, p.count);
+                }
+                Ok(v)
+            }
             r => r,
         }
     }

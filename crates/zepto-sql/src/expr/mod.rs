@@ -307,3 +307,20 @@ impl BExpr {
         }
     }
 }
+
+/// What a VARCHAR column holding PostgreSQL arrays holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ArrayOf {
+    /// The items' type.
+    pub item: DataType,
+    /// The text is a vector type's (`int2vector`, `oidvector`: items separated by spaces),
+    /// not `{...}` array text.
+    pub spaced: bool,
+}
+
+impl ArrayOf {
+    /// `{...}` arrays of `item`.
+    pub fn of(item: DataType) -> ArrayOf {
+        ArrayOf { item, spaced: false }
+    }
+}

@@ -20,7 +20,7 @@ pub mod srf;
 pub use binder::{sample, window};
 
 use crate::expr::functions::AggFunc;
-pub use crate::expr::{BExpr, Correlated, OuterRef, SubqueryKind};
+pub use crate::expr::{ArrayOf, BExpr, Correlated, OuterRef, SubqueryKind};
 use crate::parser::ast::{BinaryOp, JoinKind, SetOp};
 pub use ann::{AnnSearch, SortHow};
 pub use physical::{AggHow, AsofHow, LatestHow, PairHow, PhysicalPlan, WindowHow};
@@ -48,23 +48,6 @@ pub struct Field {
     pub star_offset: Option<isize>,
     /// A VARCHAR holding a PostgreSQL array ([`crate::eval::array`]): its items' type.
     pub array_of: Option<ArrayOf>,
-}
-
-/// What a VARCHAR column holding PostgreSQL arrays holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ArrayOf {
-    /// The items' type.
-    pub item: DataType,
-    /// The text is a vector type's (`int2vector`, `oidvector`: items separated by spaces),
-    /// not `{...}` array text.
-    pub spaced: bool,
-}
-
-impl ArrayOf {
-    /// `{...}` arrays of `item`.
-    pub fn of(item: DataType) -> ArrayOf {
-        ArrayOf { item, spaced: false }
-    }
 }
 
 impl Field {

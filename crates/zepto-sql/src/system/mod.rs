@@ -11,7 +11,7 @@
 
 use crate::access::TableAccess;
 use crate::error::{Pos, Result, SqlError};
-use crate::plan::ArrayOf;
+use crate::expr::ArrayOf;
 use std::sync::Arc;
 use zepto_parser::ast::SystemSchema;
 use zepto_parser::names::{DATABASE, PUBLIC};

@@ -1,0 +1,197 @@
+"""GET /subscribe: a query's rows as each write commits them, as Server-Sent Events. The rows a
+subscriber receives over generated batches equal DuckDB's answer to the same query over all of
+them; a subscriber that reconnects with Last-Event-ID misses and repeats nothing; deletes and
+drops are events; queries a stream cannot answer, and resume points that are gone, are refused;
+a subscriber that stops reading is cut off with SLOW_CONSUMER while writes go on."""
+
+import http.client
+import json
+import random
+import urllib.parse
+
+import duckdb
+import pytest
+
+from conftest import API_KEY, free_port, serve
+
+AUTH = {"Authorization": f"Bearer {API_KEY}"}
+QUERY = "SELECT id, sym, price * 2 AS p2 FROM t WHERE sym = 'A' AND price > 50"
+
+
+@pytest.fixture(scope="module")
+def port():
+    p = free_port()
+    proc = serve("--subscribe-buffer-mb", "1", http=f"127.0.0.1:{p}")
+    yield p
+    proc.terminate()
+    proc.wait(timeout=30)
+
+
+def sql(port, text):
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    conn.request("POST", "/query", body=text, headers=AUTH)
+    r = conn.getresponse()
+    body = r.read()
+    conn.close()
+    assert r.status == 200, body
+    return json.loads(body) if body else None
+
+
+class Stream:
+    """One subscription's event stream."""
+
+    def __init__(self, port, query, last=None, extra=""):
+        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        headers = dict(AUTH, Accept="text/event-stream")
+        if last:
+            headers["Last-Event-ID"] = last
+        self.conn.request("GET", "/subscribe?" + urllib.parse.urlencode({"query": query}) + extra, headers=headers)
+        self.resp = self.conn.getresponse()
+
+    def next(self):
+        """The next event as (kind, id, data), comments skipped; None at the stream's end."""
+        kind, ident, data = None, None, []
+        while True:
+            line = self.resp.readline()
+            if not line:
+                return None
+            line = line.decode().rstrip("\n")
+            if line == "":
+                if kind:
+                    return kind, ident, json.loads("\n".join(data))
+                continue
+            if line.startswith(":"):
+                continue
+            key, _, value = line.partition(": ")
+            if key == "event":
+                kind = value
+            elif key == "id":
+                ident = value
+            elif key == "data":
+                data.append(value)
+
+    def events_until(self, marker):
+        """The `rows` events up to the one holding id `marker`: (event id, rows) each."""
+        events = []
+        while True:
+            kind, ident, data = self.next()
+            assert kind == "rows", (kind, data)
+            got = [tuple(r) for r in data["result"]["data"]]
+            events.append((ident, got))
+            if any(r[0] == marker for r in got):
+                return events
+
+    def close(self):
+        self.conn.close()
+
+
+def batches(seed, n, size):
+    rnd = random.Random(seed)
+    return [[(rnd.randrange(1_000_000), rnd.choice("ABC"), round(rnd.uniform(0, 100), 2)) for _ in range(size)]
+            for _ in range(n)]
+
+
+def insert(port, oracle, rows):
+    values = ", ".join(f"('2024-01-02 09:30:00', {i}, '{s}', {p})" for i, s, p in rows)
+    sql(port, f"INSERT INTO t VALUES {values}")
+    oracle.executemany("INSERT INTO t VALUES ('2024-01-02 09:30:00', ?, ?, ?)", rows)
+
+
+def want(oracle, where=""):
+    q = QUERY.replace("FROM t WHERE", f"FROM t WHERE {where}") if where else QUERY
+    return sorted(tuple(r) for r in oracle.execute(q).fetchall())
+
+
+def ordered(ids):
+    seqs = [int(i.split("-")[1]) for i in ids]
+    return len({i.split("-")[0] for i in ids}) == 1 and seqs == sorted(set(seqs))
+
+
+def rows(events):
+    return sorted(r for _, rs in events for r in rs)
+
+
+def test_rows_stream_as_written_and_resume_after_the_last_event_seen(port):
+    sql(port, "CREATE TABLE t (ts TIMESTAMP, id BIGINT, sym SYMBOL, price DOUBLE)")
+    oracle = duckdb.connect()
+    oracle.execute("CREATE TABLE t (ts TIMESTAMP, id BIGINT, sym VARCHAR, price DOUBLE)")
+    first = Stream(port, QUERY)
+    assert first.resp.status == 200 and first.resp.getheader("content-type") == "text/event-stream"
+    for b in batches(1, 6, 40):
+        insert(port, oracle, b)
+    insert(port, oracle, [(-1, "A", 99.0)])
+    seen = first.events_until(-1)
+    first.close()
+    ids = [i for i, _ in seen]
+    assert rows(seen) == want(oracle) and ordered(ids) and len(seen) >= 3
+    # Written while nobody listens, read by a client resuming after the last event it saw.
+    for b in batches(2, 4, 40):
+        insert(port, oracle, b)
+    insert(port, oracle, [(-2, "A", 98.0)])
+    after_last = Stream(port, QUERY, last=ids[-1])
+    missed = after_last.events_until(-2)
+    after_last.close()
+    assert sorted(rows(seen) + rows(missed)) == want(oracle), "nothing missed, nothing repeated"
+    assert ordered(ids + [i for i, _ in missed])
+    # Resuming from an earlier event (`from=`) gives the rest of the first stream again, then the same.
+    from_second = Stream(port, QUERY, extra="&from=" + urllib.parse.quote(ids[1]))
+    again = from_second.events_until(-2)
+    from_second.close()
+    assert again == seen[2:] + missed
+
+
+def test_deletes_and_drops_are_events(port):
+    sql(port, "CREATE TABLE d (ts TIMESTAMP, id BIGINT, sym SYMBOL)")
+    sql(port, "INSERT INTO d VALUES ('2024-01-02', 1, 'A'), ('2024-01-02', 2, 'B'), ('2024-01-02', 3, 'B')")
+    s = Stream(port, "SELECT id FROM d")
+    sql(port, "DELETE FROM d WHERE sym = 'B'")
+    sql(port, "INSERT INTO d VALUES ('2024-01-03', 4, 'C')")
+    sql(port, "DROP TABLE d")
+    events = [s.next() for _ in range(3)]
+    assert [(k, d) for k, _, d in events] == [
+        ("delete", {"table": "d", "rows": 2}),
+        ("rows", {"table": "d", "result": events[1][2]["result"]}),
+        ("drop", {"table": "d"}),
+    ]
+    assert events[1][2]["result"]["data"] == [[4]]
+    assert s.next() is None, "a drop ends the stream"
+
+
+@pytest.mark.parametrize("query, why", [
+    ("SELECT sym, count(*) FROM t GROUP BY sym", "GROUP BY"),
+    ("SELECT sum(price) FROM t", "aggregates"),
+    ("SELECT * FROM t ORDER BY id", "ORDER BY"),
+    ("SELECT * FROM t WHERE id IN (SELECT id FROM t)", "subqueries"),
+    ("SELECT * FROM t a JOIN t b ON a.id = b.id", "one table"),
+    ("SELECT row_number() OVER () FROM t", "window"),
+])
+def test_queries_a_stream_cannot_answer_are_refused(port, query, why):
+    s = Stream(port, query)
+    body = json.loads(s.resp.read())
+    assert s.resp.status == 400 and why in body["error"]["message"], body
+
+
+def test_resume_points_that_are_gone_or_bad_are_refused(port):
+    for last, status in [("nonsense", 400), ("1-5", 410)]:
+        s = Stream(port, "SELECT id FROM t", last=last)
+        body = json.loads(s.resp.read())
+        assert s.resp.status == status, body
+    s = Stream(port, "SELECT id FROM nope")
+    assert s.resp.status == 404, s.resp.read()
+
+
+def test_a_subscriber_that_stops_reading_is_cut_off_while_writes_go_on(port):
+    sql(port, "CREATE TABLE big (ts TIMESTAMP, id BIGINT, sym SYMBOL, price DOUBLE)")
+    slow = Stream(port, "SELECT id, sym, price FROM big")
+    # 60 batches of 10,000 rows: far more than the 1 MiB ring and the socket's buffers hold.
+    for _ in range(60):
+        sql(port, "INSERT INTO big SELECT now(), i, 'A', 60.0 + i % 10 FROM range(10000) r(i)")
+    assert sql(port, "SELECT count(*) FROM big")["data"] == [[600_000]]
+    kinds = []
+    while (e := slow.next()) is not None:
+        kinds.append(e[0])
+        if e[0] == "error":
+            assert e[2]["error"] == "SLOW_CONSUMER", e
+            break
+    assert kinds[-1] == "error" and set(kinds[:-1]) <= {"rows"}, kinds[-3:]
+    assert slow.next() is None
