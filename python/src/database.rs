@@ -183,6 +183,19 @@ impl Database {
         NativeResult::new(&r).map_err(PyValueError::new_err)
     }
 
+    /// Subscribe to `query` (one table, row by row): its answer over each write committed to
+    /// the table from now, or after event `from_id` (see `crate::subscriber`).
+    #[pyo3(signature = (query, from_id = None))]
+    fn subscribe(
+        &self,
+        py: Python<'_>,
+        query: &str,
+        from_id: Option<&str>,
+    ) -> PyResult<crate::subscriber::NativeSubscriber> {
+        let open = self.open(py)?;
+        crate::subscriber::NativeSubscriber::start(&open.engine, query, from_id).map_err(|e| sql_error(py, e))
+    }
+
     /// Append the Arrow C stream of `data` (any object with `__arrow_c_stream__`) to `table`,
     /// all or nothing; with `create`, a missing table is made from the stream's schema (its
     /// first timestamp column designated). Returns the rows written. The stream is read with

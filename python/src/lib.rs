@@ -9,6 +9,7 @@ mod dlpack;
 mod errors;
 mod interrupt;
 mod result;
+mod subscriber;
 
 use pyo3::prelude::*;
 
@@ -21,6 +22,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<database::Database>()?;
     m.add_class::<database::TimestampParam>()?;
     m.add_class::<result::NativeResult>()?;
+    m.add_class::<subscriber::NativeSubscriber>()?;
     m.add_class::<dlpack::Tensor>()?;
     m.add_function(wrap_pyfunction!(interrupt::wakeup_fd, m)?)?;
     errors::register(m)?;

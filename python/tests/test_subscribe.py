@@ -195,3 +195,53 @@ def test_a_subscriber_that_stops_reading_is_cut_off_while_writes_go_on(port):
             break
     assert kinds[-1] == "error" and set(kinds[:-1]) <= {"rows"}, kinds[-3:]
     assert slow.next() is None
+
+
+def test_python_subscribes_in_process_and_remotely_alike(port):
+    """db.subscribe in this process (from the catalog's feed) and on a server (its event
+    stream, in Arrow): the same rows as DuckDB over the same batches, resumable by id."""
+    import threading
+
+    import zeptodb
+
+    def run(db, name):
+        db.execute(f"CREATE TABLE {name} (ts TIMESTAMP, id BIGINT, sym SYMBOL, price DOUBLE)")
+        oracle = duckdb.connect()
+        oracle.execute("CREATE TABLE t (ts TIMESTAMP, id BIGINT, sym VARCHAR, price DOUBLE)")
+        query = QUERY.replace("FROM t", f"FROM {name}")
+        got, ids = [], []
+        ready = threading.Event()
+
+        def read():
+            stream = db.subscribe(query, timeout=10)
+            ready.set()
+            for change in stream:
+                assert change.kind == "rows"
+                ids.append(change.id)
+                got.extend(change.result.fetchall())
+                if any(r[0] == -9 for r in got):
+                    return
+
+        reader = threading.Thread(target=read)
+        reader.start()
+        ready.wait(10)
+        for b in batches(7, 5, 30) + [[(-9, "A", 97.0)]]:
+            rows = ", ".join(f"('2024-01-02 09:30:00', {i}, '{s}', {p})" for i, s, p in b)
+            db.execute(f"INSERT INTO {name} VALUES {rows}")
+            oracle.executemany("INSERT INTO t VALUES ('2024-01-02 09:30:00', ?, ?, ?)", b)
+        reader.join(30)
+        assert sorted(got) == want(oracle) and ordered(ids)
+        # Resumed after the first change: the rest again, then the end of the wait.
+        rest = [r for c in db.subscribe(query, from_id=ids[0], timeout=1) for r in c.result.fetchall()]
+        first = len(got) - len(rest)
+        assert sorted(rest) == sorted(got[first:]) and first > 0
+        db.execute(f"DELETE FROM {name} WHERE sym = 'A'")
+        [deleted] = list(db.subscribe(query, from_id=ids[-1], timeout=1))
+        assert (deleted.kind, deleted.rows) == ("delete", sum(1 for b in batches(7, 5, 30) for r in b if r[1] == "A") + 1)
+        with pytest.raises(zeptodb.SqlError, match="row by row"):
+            next(db.subscribe(f"SELECT count(*) FROM {name}", timeout=0.1))
+
+    with zeptodb.connect() as local:
+        run(local, "p_local")
+    remote = zeptodb.connect(f"http://127.0.0.1:{port}", api_key=API_KEY, timeout=30)
+    run(remote, "p_remote")

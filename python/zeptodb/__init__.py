@@ -24,7 +24,7 @@ from __future__ import annotations
 import os
 import signal
 import threading
-from typing import Any, Callable, Optional, Sequence, TypeVar, Union
+from typing import Any, Callable, Iterator, Optional, Sequence, TypeVar, Union
 
 from . import _native
 from ._convert import to_arrow_stream, to_param
@@ -45,10 +45,13 @@ from ._native import (
 )
 from ._remote import RemoteConnection
 from ._result import Result
+from . import _subscribe
+from ._subscribe import Change
 
 __version__: str = _native.__version__
 
 __all__ = [
+    "Change",
     "connect",
     "Connection",
     "RemoteConnection",
@@ -143,6 +146,19 @@ class Connection:
     def execute(self, query: str, params: Optional[Sequence[Any]] = None) -> Result:
         """Run a statement (DDL, DML or a query); the same as :meth:`sql`."""
         return self.sql(query, params)
+
+    def subscribe(
+        self, query: str, *, from_id: Optional[str] = None, timeout: Optional[float] = None
+    ) -> Iterator[Change]:
+        """Iterate over ``query``'s answer as writes commit to its table, from any thread of
+        this process: one :class:`Change` per committed append that gives rows, delete,
+        update or drop (``for change in db.subscribe("SELECT * FROM trades WHERE sym = 'A'"):
+        change.result.to_pandas()``). The query reads one table row by row (a select list
+        and a ``WHERE``); others raise ``SqlError``. ``from_id``: resume after that change's
+        ``id`` (nothing missed or repeated while the database still holds what followed it).
+        ``timeout``: stop after that many seconds without a change (None: never; Ctrl-C stops
+        it). A subscriber that falls too far behind gets ``ResourcesExhausted``."""
+        return _subscribe.local(self._db, query, from_id, timeout)
 
     def insert(self, table: str, data: Any, *, create: bool = False) -> int:
         """Append ``data`` to ``table``, all or nothing, and return the rows written.

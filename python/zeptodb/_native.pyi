@@ -1,6 +1,6 @@
 """Type stubs of the native module (`python/src`)."""
 
-from typing import Any, Optional, Sequence, Union
+from typing import Any, Optional, Sequence, Tuple, Union
 import os
 
 __version__: str
@@ -45,6 +45,10 @@ class Tensor:
     def __dlpack__(self, *, stream: Any = None, max_version: Any = None, dl_device: Any = None, copy: Any = None) -> Any: ...
     def __dlpack_device__(self) -> tuple[int, int]: ...
 
+class NativeSubscriber:
+    table: str
+    def next(self, timeout: float) -> Optional[Tuple[str, str, Any]]: ...
+
 class Database:
     durable: bool
     closed: bool
@@ -59,6 +63,7 @@ class Database:
         self, query: str, params: Optional[Sequence[Union[None, bool, int, float, str, TimestampParam]]] = None, main: bool = False
     ) -> NativeResult: ...
     def insert(self, table: str, data: Any, create: bool = False) -> int: ...
+    def subscribe(self, query: str, from_id: Optional[str] = None) -> NativeSubscriber: ...
     def tables(self) -> list[str]: ...
     def ai(
         self,

@@ -9,12 +9,15 @@ import json
 import urllib.error
 import urllib.parse
 import urllib.request
-from typing import Any, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Optional, Sequence
 
 from . import _native
 from ._convert import iso_ns, to_arrow_stream, to_param
 from ._memory import Cache, Memory, bad_request
 from ._result import Result
+
+if TYPE_CHECKING:
+    from ._subscribe import Change
 
 ARROW = "application/vnd.apache.arrow.stream"
 
@@ -294,6 +297,18 @@ class RemoteConnection:
     def execute(self, query: str, params: Optional[Sequence[Any]] = None) -> Result:
         """Run a statement (DDL, DML or a query); the same as :meth:`sql`."""
         return self.sql(query, params)
+
+    def subscribe(
+        self, query: str, *, from_id: Optional[str] = None, timeout: Optional[float] = None
+    ) -> Iterator["Change"]:
+        """:meth:`zeptodb.Connection.subscribe` on the server: its ``GET /subscribe`` event
+        stream, the rows in Arrow. ``timeout``: stop after that many seconds without an event
+        (the server sends a keep-alive every 15 s); None: the connection's ``timeout``."""
+        from ._subscribe import remote
+
+        if self._closed:
+            raise _native.Error("the connection is closed")
+        return remote(self._url, self._key, query, from_id, self._timeout if timeout is None else timeout)
 
     def insert(self, table: str, data: Any, *, create: bool = False) -> int:
         """Send ``data`` to ``/write?format=arrow`` as one all-or-nothing batch and return the

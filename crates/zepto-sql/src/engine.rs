@@ -112,6 +112,13 @@ impl Engine {
         Engine { access, ..self.clone() }
     }
 
+    /// The same session (grants, tenant scope, settings) over another catalog, on this node
+    /// only and without vector indexes: a subscription's query over one appended batch
+    /// ([`crate::subscription`]).
+    pub fn on_catalog(&self, catalog: Arc<Catalog>) -> Engine {
+        Engine { catalog, indexes: zepto_ann::Registry::new(), cluster: None, ..self.clone() }
+    }
+
     /// The same database, with COPY confined by `files` (the server protects its data
     /// directory, and may set a root).
     pub fn with_files(&self, files: crate::files::FilePolicy) -> Engine {

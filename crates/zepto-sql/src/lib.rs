@@ -73,6 +73,7 @@ pub mod plan;
 pub mod result;
 pub mod settings;
 mod spread;
+pub mod subscription;
 pub mod system;
 
 pub use access::TableAccess;

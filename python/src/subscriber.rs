@@ -1,0 +1,150 @@
+//! `Database.subscribe`: a subscription's events in process, read from the catalog's change
+//! feed as the HTTP door's `GET /subscribe` reads them (the query's checks and its run over each
+//! appended batch are `zepto_sql::subscription`'s). `next` waits, the GIL released, for the
+//! next event of the subscription's table at most `timeout` seconds.
+
+use crate::errors::sql_error;
+use crate::result::NativeResult;
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+use zepto_sql::subscription::{start_point, Subscription};
+use zepto_sql::SqlError;
+use zepto_storage::feed::{ChangeFeed, FeedChange, Read, Subscriber as Attached};
+
+/// A flag the feed raises after each publish, and the condition to wait for it on.
+#[derive(Default)]
+struct Wake {
+    raised: Mutex<bool>,
+    cond: Condvar,
+}
+
+/// One subscription (see the module docs).
+#[pyclass(frozen, module = "zeptodb._native")]
+pub struct NativeSubscriber {
+    sub: Subscription,
+    feed: Arc<ChangeFeed>,
+    wake: Arc<Wake>,
+    /// The feed number of the last event read, and whether the table was dropped.
+    state: Mutex<(u64, bool)>,
+    _attached: Attached,
+}
+
+impl NativeSubscriber {
+    /// Subscribe `sql` through `engine`, after event `from` (`EPOCH-SEQ`) or from now.
+    pub fn start(engine: &zepto_sql::Engine, sql: &str, from: Option<&str>) -> Result<NativeSubscriber, SqlError> {
+        let sub = Subscription::new(engine, sql)?;
+        let feed = engine.catalog().feed().clone();
+        let wake = Arc::new(Wake::default());
+        let w = wake.clone();
+        let attached = feed.subscribe(Arc::new(move || {
+            *w.raised.lock().unwrap_or_else(|e| e.into_inner()) = true;
+            w.cond.notify_all();
+        }));
+        let cursor = start_point(&feed, from).map_err(|e| SqlError::plan(e.to_string(), None))?;
+        Ok(NativeSubscriber { sub, feed, wake, state: Mutex::new((cursor, false)), _attached: attached })
+    }
+
+    /// The next event of the table, waiting until `deadline`.
+    fn next_event(&self, deadline: Instant) -> Result<Option<Event>, SqlError> {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            if state.1 {
+                return Ok(Some(Event::End));
+            }
+            let events = match self.feed.read(state.0, 64) {
+                Read::Gone { oldest } => {
+                    let epoch = self.feed.epoch();
+                    return Err(SqlError::ResourcesExhausted(format!(
+                        "SLOW_CONSUMER: this subscriber fell behind what the database keeps (the oldest event held is {epoch}-{oldest}); subscribe again"
+                    )));
+                }
+                Read::Events(e) => e,
+            };
+            for e in &events {
+                state.0 = e.seq;
+                if !self.sub.reads(&e.table) {
+                    continue;
+                }
+                let id = format!("{}-{}", self.feed.epoch(), e.seq);
+                match &e.change {
+                    FeedChange::Append(cols) => {
+                        if let Some(r) = self.sub.answer(cols)? {
+                            return Ok(Some(Event::Rows(id, r)));
+                        }
+                    }
+                    FeedChange::Delete(n) => return Ok(Some(Event::Count("delete", id, *n))),
+                    FeedChange::Update(n) => return Ok(Some(Event::Count("update", id, *n))),
+                    FeedChange::Drop => {
+                        state.1 = true;
+                        return Ok(Some(Event::Count("drop", id, 0)));
+                    }
+                }
+            }
+            if !events.is_empty() {
+                continue;
+            }
+            if !self.wait(deadline) {
+                return Ok(None);
+            }
+        }
+    }
+
+    /// Wait for a publish until `deadline`; false when it passed.
+    fn wait(&self, deadline: Instant) -> bool {
+        let mut raised = self.wake.raised.lock().unwrap_or_else(|e| e.into_inner());
+        while !*raised {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return false;
+            }
+            raised = match self.wake.cond.wait_timeout(raised, left) {
+                Ok((g, _)) => g,
+                Err(e) => e.into_inner().0,
+            };
+        }
+        *raised = false;
+        true
+    }
+}
+
+/// What `next_event` found.
+enum Event {
+    /// Rows of an append that passed the query.
+    Rows(String, zepto_sql::QueryResult),
+    /// A delete, update or drop and its row count.
+    Count(&'static str, String, usize),
+    /// The table was dropped before: nothing more comes.
+    End,
+}
+
+#[pymethods]
+impl NativeSubscriber {
+    /// The next event as `(kind, id, payload)`: `("rows", id, result)`, `("delete" | "update",
+    /// id, rows)`, `("drop", id, 0)`; `None` when `timeout` seconds pass first; `("end", "",
+    /// 0)` after a drop.
+    #[pyo3(signature = (timeout))]
+    fn next(&self, py: Python<'_>, timeout: f64) -> PyResult<Option<(String, String, Py<PyAny>)>> {
+        if !(timeout.is_finite() && timeout >= 0.0) {
+            return Err(PyValueError::new_err(format!("timeout must be seconds, not {timeout}")));
+        }
+        let deadline = Instant::now() + Duration::from_secs_f64(timeout);
+        let event = py.detach(|| self.next_event(deadline)).map_err(|e| sql_error(py, e))?;
+        Ok(match event {
+            None => None,
+            Some(Event::End) => Some(("end".into(), String::new(), 0usize.into_pyobject(py)?.into_any().unbind())),
+            Some(Event::Rows(id, r)) => {
+                let native = NativeResult::new(&r).map_err(PyValueError::new_err)?;
+                Some(("rows".into(), id, Py::new(py, native)?.into_any()))
+            }
+            Some(Event::Count(kind, id, n)) => Some((kind.into(), id, n.into_pyobject(py)?.into_any().unbind())),
+        })
+    }
+
+    /// The table the subscription reads.
+    #[getter]
+    fn table(&self) -> String {
+        self.sub.table().to_string()
+    }
+}
