@@ -5,8 +5,10 @@
 //! * `zeptodb serve` — the HTTP server (SPEC §2); `zeptodb keygen` makes API keys.
 //! * `zeptodb demo` — loads a generated market-data set and runs example queries.
 //! * `zeptodb doctor` — checks the host's settings and says what to change.
+//! * `zeptodb backup`, `zeptodb restore` — online backups and restoring one.
 
 mod backend;
+mod backup;
 mod demo;
 mod doctor;
 mod durable;
@@ -68,6 +70,8 @@ fn cli() -> Command {
         .subcommand(serve::keygen_command())
         .subcommand(demo)
         .subcommand(doctor::command())
+        .subcommand(backup::backup_command())
+        .subcommand(backup::restore_command())
 }
 
 fn fail(msg: &str) -> ExitCode {
@@ -100,6 +104,8 @@ fn main() -> ExitCode {
         Some(("serve", a)) => serve::run(a),
         Some(("keygen", a)) => serve::keygen(a),
         Some(("doctor", a)) => doctor::run(a),
+        Some(("backup", a)) => backup::run_backup(a),
+        Some(("restore", a)) => backup::run_restore(a),
         Some(("sql", a)) => {
             let mut durable = None;
             let mut backend = match a.get_one::<String>("url") {

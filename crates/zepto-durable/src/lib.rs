@@ -45,6 +45,7 @@
 //! * A durability option: [`Options`], [`DirOptions`], the flag (zepto-cli), `docs/durability.md`.
 #![warn(missing_docs)]
 
+pub mod backup;
 pub mod changes;
 pub mod checkpoint;
 pub mod dir;

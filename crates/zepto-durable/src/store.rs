@@ -184,6 +184,18 @@ impl Durable {
         Ok((d, rec))
     }
 
+    /// `catalog`'s tables as of one LSN, cut as a checkpoint cuts them: writers wait only while
+    /// the snapshots are taken and the log rotates.
+    pub(crate) fn cut(&self, catalog: &Catalog) -> Result<(Vec<Arc<zepto_storage::Table>>, Lsn), DurableError> {
+        let (tables, lsn) = catalog.consistent_cut(|| self.wal.rotate());
+        Ok((tables, lsn?))
+    }
+
+    /// Where the history files live.
+    pub(crate) fn history_storage(&self) -> &dyn zepto_wal::Storage {
+        self.history.as_ref()
+    }
+
     /// Checkpoint `catalog` (the catalog this store logs for). `None` when nothing changed
     /// since the last checkpoint.
     pub fn checkpoint(&self, catalog: &Catalog) -> Result<Option<Written>, DurableError> {
@@ -389,6 +401,12 @@ impl ChangeLog for Durable {
             Ok(None) => Ok("checkpoint: nothing changed since the last one".into()),
             Err(e) => Err(StorageError::Durability(e.to_string())),
         }
+    }
+
+    fn backup(&self, catalog: &Catalog, dest: &std::path::Path) -> Result<String, StorageError> {
+        let t0 = Instant::now();
+        let s = Durable::backup(self, catalog, dest).map_err(|e| StorageError::Durability(e.to_string()))?;
+        Ok(format!("backup to {} at {s} in {:.3} s", dest.display(), t0.elapsed().as_secs_f64()))
     }
 }
 

@@ -43,7 +43,8 @@ impl Statement {
             | Statement::AlterSetTtl { .. }
             | Statement::AlterDedup { .. }
             | Statement::AlterTier { .. }
-            | Statement::Checkpoint => Access::Admin,
+            | Statement::Checkpoint
+            | Statement::Backup { .. } => Access::Admin,
         }
     }
 

@@ -168,6 +168,13 @@ pub enum Statement {
     },
     /// Write a checkpoint now (durable databases).
     Checkpoint,
+    /// `BACKUP TO 'dir'`: an online backup of a durable database into a directory.
+    Backup {
+        /// The backup directory, as written.
+        dest: String,
+        /// Where the statement starts.
+        pos: Pos,
+    },
     /// `DESCRIBE t`: the table's columns and types.
     Describe {
         /// The table described.

@@ -646,6 +646,13 @@ impl Parser {
         if self.eat_kw("checkpoint") {
             return Ok(Statement::Checkpoint);
         }
+        if self.is_kw("backup") && self.is_kw_at(1, "to") {
+            let pos = self.pos();
+            self.advance();
+            self.advance();
+            let dest = self.string_lit()?;
+            return Ok(Statement::Backup { dest, pos });
+        }
         if self.eat_kw("describe") || self.eat_kw("desc") {
             let pos = self.pos();
             let table = self.table_name()?;

@@ -346,6 +346,10 @@ impl Engine {
             }
             Statement::CopyTo { target: CopyEnd::Client, .. } => Err(crate::copy::needs_a_client("TO STDOUT")),
             Statement::Checkpoint => Ok(QueryResult::status(self.catalog.checkpoint()?)),
+            Statement::Backup { dest, .. } => {
+                let dir = self.files.resolve_dir(dest)?;
+                Ok(QueryResult::status(self.catalog.backup(&dir)?))
+            }
             Statement::AlterSetTtl { table, ttl_ns, .. } => {
                 self.catalog.set_ttl(table, *ttl_ns)?;
                 let msg = match ttl_ns {

@@ -110,6 +110,24 @@ impl FilePolicy {
         Ok(resolved)
     }
 
+    /// Where `BACKUP TO` may write the directory `path`: an existing directory, or a new name
+    /// in one, in an allowed place (never inside the data directory), resolved through links.
+    pub fn resolve_dir(&self, path: &str) -> Result<PathBuf> {
+        let p = Path::new(path);
+        let resolved = if p.is_dir() {
+            std::fs::canonicalize(p).map_err(|e| io_refusal(path, &e))?
+        } else {
+            let name = p.file_name().ok_or_else(|| refuse(path, FileProblem::Malformed, "not a directory name"))?;
+            let parent = match p.parent() {
+                Some(d) if !d.as_os_str().is_empty() => d,
+                _ => Path::new("."),
+            };
+            std::fs::canonicalize(parent).map_err(|e| io_refusal(path, &e))?.join(name)
+        };
+        self.check_place(path, &resolved)?;
+        Ok(resolved)
+    }
+
     /// Open `path` for COPY TO, creating or truncating it ([`FilePolicy::resolve_write`]).
     pub fn open_write(&self, path: &str) -> Result<(File, PathBuf)> {
         let resolved = self.resolve_write(path)?;

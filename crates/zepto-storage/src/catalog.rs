@@ -173,6 +173,12 @@ pub trait ChangeLog: Send + Sync {
 
     /// Apply `table`'s retention as of `now` (nanoseconds since the epoch); a summary.
     fn retain(&self, catalog: &Catalog, table: &str, now: i64) -> Result<String, StorageError>;
+
+    /// Back `catalog` up into directory `dest` while writes go on (the `BACKUP TO` statement);
+    /// a one-line summary.
+    fn backup(&self, _catalog: &Catalog, _dest: &std::path::Path) -> Result<String, StorageError> {
+        Err(StorageError::Durability("this change log cannot take backups".into()))
+    }
 }
 
 /// The database's tables by name (case-insensitive), with snapshot reads and logged writes (see the
@@ -295,6 +301,17 @@ impl Catalog {
             None => {
                 Err(StorageError::Durability("this database is in memory only: there is nothing to checkpoint".into()))
             }
+        }
+    }
+
+    /// Back the database up into directory `dest` through the change log (the `BACKUP TO`
+    /// statement).
+    pub fn backup(&self, dest: &std::path::Path) -> Result<String, StorageError> {
+        match self.changes.get() {
+            Some(l) => l.backup(self, dest),
+            None => Err(StorageError::Durability(
+                "this database is in memory only: there is nothing durable to back up (serve with --data-dir)".into(),
+            )),
         }
     }
 

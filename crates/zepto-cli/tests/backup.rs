@@ -1,0 +1,95 @@
+//! `zeptodb backup` of a serving database while a writer keeps appending, and `zeptodb
+//! restore` of it: the restored server answers exactly the rows acknowledged before the backup
+//! cut them (every batch is all or nothing, so the count is a whole number of batches between
+//! what was acknowledged before the backup started and what was after it ended). A backup
+//! is an admin's, refused for an in-memory server, and kept out of the data directory.
+
+mod common;
+
+use common::{fresh_dir, post_key, Server};
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+const ADMIN: &str = "admin-key-0123456789abcdef";
+const BATCH: usize = 500;
+
+fn zeptodb(args: &[&str]) -> (bool, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_zeptodb"))
+        .args(args)
+        .env("ZEPTO_API_KEY", ADMIN)
+        .output()
+        .expect("run zeptodb");
+    (out.status.success(), format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)))
+}
+
+fn count(addr: &str) -> usize {
+    let r = post_key(addr, "/", ADMIN, "SELECT count(*) FROM t");
+    r.json()["data"][0][0].as_u64().expect("a count") as usize
+}
+
+#[test]
+fn a_backup_taken_during_ingest_restores_what_was_acknowledged_at_its_cut() {
+    let work = fresh_dir("backup-cli");
+    let (data, dest, restored) = (work.join("data"), work.join("backup"), work.join("restored"));
+    let s = Server::start(&["--data-dir", data.to_str().expect("path"), "--api-key", ADMIN]);
+    post_key(&s.addr, "/", ADMIN, "CREATE TABLE t (ts TIMESTAMP, sym SYMBOL, v BIGINT)");
+    let (acked, stop) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicBool::new(false)));
+    let writer = {
+        let (addr, acked, stop) = (s.addr.clone(), acked.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut n = 0usize;
+            while !stop.load(Ordering::Relaxed) {
+                let rows: Vec<String> =
+                    (0..BATCH).map(|i| format!("('2024-01-02 09:30:00', 'S{}', {})", i % 7, n * BATCH + i)).collect();
+                let r = post_key(&addr, "/", ADMIN, &format!("INSERT INTO t VALUES {}", rows.join(", ")));
+                assert_eq!(r.status, 200, "{}", r.text());
+                n += 1;
+                acked.store(n * BATCH, Ordering::SeqCst);
+            }
+        })
+    };
+    while acked.load(Ordering::SeqCst) < 20 * BATCH {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let before = acked.load(Ordering::SeqCst);
+    let url = format!("http://{}", s.addr);
+    let (ok, said) = zeptodb(&["backup", dest.to_str().expect("path"), "--url", &url]);
+    let after = acked.load(Ordering::SeqCst) + BATCH;
+    assert!(ok && said.contains("backup to") && said.contains("LSN"), "{said}");
+    stop.store(true, Ordering::Relaxed);
+    writer.join().expect("writer");
+    let total = count(&s.addr);
+    s.stop();
+
+    let (ok, said) =
+        zeptodb(&["restore", dest.to_str().expect("path"), "--data-dir", restored.to_str().expect("path")]);
+    assert!(ok, "{said}");
+    let r = Server::start(&["--data-dir", restored.to_str().expect("path"), "--api-key", ADMIN]);
+    let got = count(&r.addr);
+    assert!(
+        got.is_multiple_of(BATCH) && got >= before && got <= after.min(total),
+        "{before} <= {got} <= {after}, total {total}"
+    );
+    // Every row it holds is one the original acknowledged, each once.
+    let q = post_key(&r.addr, "/", ADMIN, "SELECT count(DISTINCT v), min(v), max(v) FROM t");
+    assert_eq!(q.json()["data"][0], serde_json::json!([got, 0, got - 1]), "{}", q.text());
+    // A restore never lands in a directory in use, and a backup never in the data directory.
+    let (ok, said) =
+        zeptodb(&["restore", dest.to_str().expect("path"), "--data-dir", restored.to_str().expect("path")]);
+    assert!(!ok && said.contains("not empty"), "{said}");
+    let inside = restored.join("copy");
+    let (ok, said) = zeptodb(&["backup", inside.to_str().expect("path"), "--url", &format!("http://{}", r.addr)]);
+    assert!(!ok && said.contains("data directory"), "{said}");
+    r.stop();
+    let _ = std::fs::remove_dir_all(&work);
+}
+
+#[test]
+fn backups_need_an_admin_and_a_durable_database() {
+    let s = Server::start(&["--api-key", ADMIN]);
+    let r = post_key(&s.addr, "/", ADMIN, "BACKUP TO '/tmp/zepto-never'");
+    assert_eq!(r.status, 500, "{}", r.text());
+    assert!(r.text().contains("in memory only"), "{}", r.text());
+    s.stop();
+}

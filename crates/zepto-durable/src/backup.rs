@@ -1,0 +1,177 @@
+//! Online backups, and restoring one into a new data directory.
+//!
+//! A backup directory holds what a data directory's recovery needs and nothing else:
+//! ```text
+//! DEST/checkpoint/   one checkpoint (the manifest and table files of `checkpoint`)
+//! DEST/history/      the Parquet history files its tables name
+//! ```
+//! [`Durable::backup`] cuts the catalog exactly as a checkpoint does (`consistent_cut`: writers
+//! wait only while the tables' snapshots are taken and the log rotates, milliseconds), then
+//! writes the tables from those snapshots while ingest goes on. History files are immutable
+//! and named once, so a later backup into the same directory copies only the files it does not
+//! hold yet (incremental for the cold data; the in-memory tables are written whole each time).
+//! The new checkpoint is published by its manifest's rename, and only then are the previous
+//! backup's files removed: a backup killed at any point leaves the previous one whole.
+//!
+//! [`restore`] checks a backup (every length and checksum) and lays it out as a new data
+//! directory with an empty log; the server's recovery then loads it and logs on from the
+//! backup's LSN.
+
+use crate::checkpoint;
+use crate::store::Durable;
+use crate::DurableError;
+use std::path::Path;
+use zepto_storage::history::SHARED;
+use zepto_storage::Catalog;
+use zepto_wal::{DirStorage, Storage};
+
+/// What a backup or a restore did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Summary {
+    /// The LSN the backup holds every change up to.
+    pub lsn: u64,
+    /// Tables.
+    pub tables: usize,
+    /// Rows in the tables (in memory; history rows are in the files).
+    pub rows: usize,
+    /// Bytes of table files written.
+    pub bytes: u64,
+    /// History files copied (the rest were already there).
+    pub history_copied: usize,
+    /// History files the backup holds.
+    pub history_files: usize,
+}
+
+impl std::fmt::Display for Summary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "LSN {}: {} tables, {} rows, {} bytes of tables; history files: {} copied, {} held",
+            self.lsn, self.tables, self.rows, self.bytes, self.history_copied, self.history_files
+        )
+    }
+}
+
+fn io(what: &str, e: std::io::Error) -> DurableError {
+    DurableError::Io(format!("{what}: {e}"))
+}
+
+fn open(dir: &Path, sub: &str) -> Result<DirStorage, DurableError> {
+    let p = dir.join(sub);
+    DirStorage::open(&p).map_err(|e| io(&p.display().to_string(), e))
+}
+
+/// Copy history file `name` from `from` to `to` (through the file system when both are
+/// directories, so a large file never sits in memory), then sync it.
+fn copy_file(from: &dyn Storage, to: &dyn Storage, name: &str) -> Result<(), DurableError> {
+    let tmp = format!("{name}.copy");
+    let _ = to.remove(&tmp);
+    match (from.path(name), to.path(&tmp)) {
+        (Some(src), Some(dst)) => {
+            if let Some(parent) = dst.parent() {
+                std::fs::create_dir_all(parent).map_err(|e| io(&parent.display().to_string(), e))?;
+            }
+            std::fs::copy(&src, &dst).map_err(|e| io(&format!("copying {}", src.display()), e))?;
+        }
+        _ => {
+            let bytes = from.read(name).map_err(|e| io(name, e))?;
+            to.append(&tmp, &bytes).map_err(|e| io(&tmp, e))?;
+        }
+    }
+    to.sync(&tmp).map_err(|e| io(&tmp, e))?;
+    to.rename(&tmp, name).map_err(|e| io(name, e))
+}
+
+/// The size of `name` in `s`, if it is there.
+fn size_of(s: &dyn Storage, name: &str) -> Option<u64> {
+    s.path(name).and_then(|p| std::fs::metadata(p).ok()).map(|m| m.len())
+}
+
+impl Durable {
+    /// Back `catalog` (the catalog this store logs for) up into directory `dest` (see the
+    /// module docs).
+    pub fn backup(&self, catalog: &Catalog, dest: &Path) -> Result<Summary, DurableError> {
+        let ckpt = open(dest, "checkpoint")?;
+        let hist = open(dest, "history")?;
+        let (tables, lsn) = self.cut(catalog)?;
+        let mut names: Vec<(String, u64)> = Vec::new();
+        for t in &tables {
+            for f in t.history().files.iter().filter(|f| !f.path.starts_with(SHARED)) {
+                names.push((f.path.clone(), f.bytes));
+            }
+        }
+        let mut copied = 0;
+        for (name, bytes) in &names {
+            if size_of(&hist, name) != Some(*bytes) {
+                copy_file(self.history_storage(), &hist, name)?;
+                copied += 1;
+            }
+        }
+        let written = checkpoint::write(&ckpt, lsn, &tables)?;
+        drop(tables);
+        checkpoint::remove_others(&ckpt, Some(lsn))?;
+        let keep: std::collections::HashSet<&str> = names.iter().map(|(n, _)| n.as_str()).collect();
+        for stale in hist.list().map_err(|e| io("listing the backup's history", e))? {
+            if !keep.contains(stale.as_str()) {
+                hist.remove(&stale).map_err(|e| io(&stale, e))?;
+            }
+        }
+        Ok(Summary {
+            lsn,
+            tables: written.tables,
+            rows: written.rows,
+            bytes: written.bytes,
+            history_copied: copied,
+            history_files: names.len(),
+        })
+    }
+}
+
+/// Lay the backup in `src` out as a new data directory `dir` (missing or empty), after
+/// checking every file of it.
+pub fn restore(src: &Path, dir: &Path) -> Result<Summary, DurableError> {
+    if dir.exists() && std::fs::read_dir(dir).map_err(|e| io(&dir.display().to_string(), e))?.next().is_some() {
+        return Err(DurableError::Io(format!(
+            "{} is not empty: restore into a new data directory (the backup is never merged into one)",
+            dir.display()
+        )));
+    }
+    let from_ckpt = open(src, "checkpoint")?;
+    let from_hist = open(src, "history")?;
+    let Some((lsn, manifest)) = checkpoint::newest(&from_ckpt)? else {
+        return Err(DurableError::Io(format!("{} holds no backup (no checkpoint manifest)", src.display())));
+    };
+    // Every table file's length and checksum, and the tables themselves, before anything is
+    // written: a damaged backup is refused whole.
+    let tables = checkpoint::load(&from_ckpt, lsn, |_, _| {})?;
+    let ckpt = open(dir, "checkpoint")?;
+    let hist = open(dir, "history")?;
+    open(dir, "wal")?;
+    let mut summary = Summary {
+        lsn,
+        tables: tables.len(),
+        rows: tables.iter().map(|t| t.row_count()).sum(),
+        bytes: 0,
+        history_copied: 0,
+        history_files: 0,
+    };
+    for t in &tables {
+        for f in t.history().files.iter().filter(|f| !f.path.starts_with(SHARED)) {
+            if size_of(&from_hist, &f.path) != Some(f.bytes) {
+                return Err(DurableError::Io(format!("the backup lacks history file {} ({} bytes)", f.path, f.bytes)));
+            }
+            copy_file(&from_hist, &hist, &f.path)?;
+            summary.history_copied += 1;
+            summary.history_files += 1;
+        }
+    }
+    let files = from_ckpt.list().map_err(|e| io("listing the backup", e))?;
+    let prefix = format!("{lsn:020}");
+    for name in files.iter().filter(|n| n.starts_with(&prefix) && **n != manifest) {
+        copy_file(&from_ckpt, &ckpt, name)?;
+        summary.bytes += size_of(&ckpt, name).unwrap_or(0);
+    }
+    // The manifest last: the directory holds a checkpoint only once every file is in place.
+    copy_file(&from_ckpt, &ckpt, &manifest)?;
+    Ok(summary)
+}
