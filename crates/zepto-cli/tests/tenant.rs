@@ -87,3 +87,71 @@ fn a_tenant_bound_key_sees_and_writes_only_its_rows() {
 fn get_key(a: &str, path: &str, key: &str) -> Resp {
     request(a, "GET", path, &[("Authorization", &format!("Bearer {key}"))], b"")
 }
+
+/// A subscription's stream, opened with `key`: its status line, and a reader of its event
+/// data lines.
+fn subscribe(a: &str, key: &str, sql: &str) -> (String, std::io::BufReader<std::net::TcpStream>) {
+    use std::io::{BufRead, Write};
+    let mut s = std::net::TcpStream::connect(a).expect("connect");
+    s.set_read_timeout(Some(std::time::Duration::from_secs(20))).expect("timeout");
+    let req = format!(
+        "GET /subscribe?query={} HTTP/1.1\r\nHost: {a}\r\nAuthorization: Bearer {key}\r\nAccept: text/event-stream\r\n\r\n",
+        enc(sql)
+    );
+    s.write_all(req.as_bytes()).expect("send");
+    let mut r = std::io::BufReader::new(s);
+    let mut status = String::new();
+    r.read_line(&mut status).expect("status");
+    loop {
+        let mut h = String::new();
+        r.read_line(&mut h).expect("header");
+        if h == "\r\n" || h.is_empty() {
+            break;
+        }
+    }
+    (status, r)
+}
+
+/// The next `data:` line of a stream (chunk sizes and other SSE lines skipped).
+fn next_data(r: &mut std::io::BufReader<std::net::TcpStream>) -> String {
+    use std::io::BufRead;
+    loop {
+        let mut line = String::new();
+        assert!(r.read_line(&mut line).expect("a line") > 0, "the stream ended");
+        if let Some(d) = line.strip_prefix("data: ") {
+            return d.trim_end().to_string();
+        }
+    }
+}
+
+#[test]
+fn a_subscription_sees_only_what_its_key_may_read() {
+    let (agent, agent_entry) = keygen(&["--name", "agent", "--role", "reader", "--tenant", "acme"]);
+    let (other, other_entry) = keygen(&["--name", "other", "--role", "reader", "--tables", "elsewhere"]);
+    let (ops, ops_entry) = keygen(&["--name", "ops", "--role", "admin"]);
+    let dir = std::env::temp_dir().join(format!("zepto-tenant-sub-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let file = dir.join("keys.json");
+    std::fs::write(&file, format!("{{\"keys\": [{agent_entry}, {other_entry}, {ops_entry}]}}")).expect("keys");
+    let s = Server::start(&["--keys-file", file.to_str().expect("path")]);
+    let a = s.addr.as_str();
+    let setup = "CREATE TABLE ai_memories (ts TIMESTAMP, tenant_id SYMBOL, content VARCHAR)";
+    assert_eq!(post_key(a, "/", &ops, setup).status, 200);
+
+    let (status, _) = subscribe(a, &other, "SELECT content FROM ai_memories");
+    assert!(status.contains(" 403 "), "a key without the table's grant: {status}");
+    let (status, mut stream) = subscribe(a, &agent, "SELECT content FROM ai_memories");
+    assert!(status.contains(" 200 "), "{status}");
+    let rows =
+        "INSERT INTO ai_memories VALUES (1, 'globex', 'theirs'), (2, 'acme', 'ours'), (3, 'globex', 'also theirs')";
+    assert_eq!(post_key(a, "/", &ops, rows).status, 200);
+    assert_eq!(post_key(a, "/", &ops, "INSERT INTO ai_memories VALUES (4, 'globex', 'only theirs')").status, 200);
+    assert_eq!(post_key(a, "/", &ops, "INSERT INTO ai_memories VALUES (5, 'acme', 'ours again')").status, 200);
+    // The tenant's rows only; a batch with none of them is no event at all.
+    let first: serde_json::Value = serde_json::from_str(&next_data(&mut stream)).expect("json");
+    assert_eq!(first["result"]["data"], serde_json::json!([["ours"]]), "{first}");
+    let second: serde_json::Value = serde_json::from_str(&next_data(&mut stream)).expect("json");
+    assert_eq!(second["result"]["data"], serde_json::json!([["ours again"]]), "{second}");
+    drop(s);
+    let _ = std::fs::remove_dir_all(&dir);
+}
