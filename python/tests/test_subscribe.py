@@ -245,3 +245,27 @@ def test_python_subscribes_in_process_and_remotely_alike(port):
         run(local, "p_local")
     remote = zeptodb.connect(f"http://127.0.0.1:{port}", api_key=API_KEY, timeout=30)
     run(remote, "p_remote")
+
+
+def test_a_websocket_on_the_same_path_carries_the_same_events(port):
+    """GET /subscribe upgraded to a WebSocket: one text message per event,
+    {"event", "id", "data"}, the data as the event stream's."""
+    import websocket
+
+    sql(port, "CREATE TABLE w (ts TIMESTAMP, id BIGINT, sym SYMBOL, price DOUBLE)")
+    url = f"ws://127.0.0.1:{port}/subscribe?" + urllib.parse.urlencode({"query": "SELECT id FROM w WHERE price > 10"})
+    ws = websocket.create_connection(url, header=[f"Authorization: Bearer {API_KEY}"], timeout=20)
+    sql(port, "INSERT INTO w VALUES ('2024-01-02', 1, 'A', 5), ('2024-01-02', 2, 'A', 50)")
+    sql(port, "INSERT INTO w VALUES ('2024-01-02', 3, 'B', 1)")
+    sql(port, "DELETE FROM w WHERE id = 1")
+    first, second = json.loads(ws.recv()), json.loads(ws.recv())
+    assert (first["event"], first["data"]["result"]["data"]) == ("rows", [[2]]), first
+    assert (second["event"], second["data"]) == ("delete", {"table": "w", "rows": 1}), second
+    assert ordered([first["id"], second["id"]])
+    ws.close()
+    # Resumed from the first event with from=: the delete again, nothing before it.
+    ws = websocket.create_connection(url + "&from=" + urllib.parse.quote(first["id"]),
+                                     header=[f"Authorization: Bearer {API_KEY}"], timeout=20)
+    again = json.loads(ws.recv())
+    assert (again["event"], again["id"]) == ("delete", second["id"]), again
+    ws.close()

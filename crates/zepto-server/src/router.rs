@@ -158,8 +158,8 @@ async fn dispatch(
             Ok(Outcome { resp, rows })
         }
         (Route::Query, _) if get && path == "/subscribe" => {
-            let last = req.headers().get("last-event-id").and_then(|v| v.to_str().ok());
-            ok(crate::subscribe::start(state, who, &params, last)?)
+            let mut req = req;
+            ok(crate::subscribe::start(state, who, &params, &mut req)?)
         }
         (Route::Query, _) if get => query_get(state, who, &params, req).await,
         (Route::Query, &Method::POST) => query_post(state, who, &params, req).await,

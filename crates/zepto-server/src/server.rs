@@ -174,7 +174,7 @@ async fn serve(config: Config, engine: Engine, on_listening: impl FnOnce(SocketA
         });
     }
     state.ready.store(false, Ordering::Relaxed);
-    state.stop_subscriptions();
+    state.begin_shutdown();
     drop(listener);
     if let Some(door) = ilp_tcp {
         // Its connections commit what they fully received before the checkpoint on exit.
@@ -211,8 +211,19 @@ async fn serve_conn<I>(
         .timer(TokioTimer::new())
         .header_read_timeout(state.config.header_timeout)
         .keep_alive(true)
-        .serve_connection(io, svc);
-    // Connection errors (resets, malformed HTTP answered with 400 by hyper) end only this
-    // connection.
-    let _ = watcher.watch(conn).await;
+        .serve_connection(io, svc)
+        .with_upgrades(); // a subscription's WebSocket takes the connection over
+                          // Connection errors (resets, malformed HTTP answered with 400 by hyper) end only this
+                          // connection. hyper-util's watcher does not take an upgradeable connection: shutdown is
+                          // told through the state instead, and the watcher is held until the connection ends, so
+                          // the drain still waits for it.
+    let mut conn = std::pin::pin!(conn);
+    tokio::select! {
+        _ = conn.as_mut() => {}
+        _ = state.closing() => {
+            conn.as_mut().graceful_shutdown();
+            let _ = conn.await;
+        }
+    }
+    drop(watcher);
 }

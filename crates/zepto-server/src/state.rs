@@ -49,9 +49,9 @@ pub struct State {
     pub results: crate::results::KeptResults,
     next_id: AtomicU64,
     id_prefix: String,
-    /// Set, and its waiters woken, when shutdown starts: subscriptions end then.
-    sub_stopping: AtomicBool,
-    sub_stop: tokio::sync::Notify,
+    /// Set when shutdown starts: subscriptions end, and connections finish their request and
+    /// close (an upgraded one too).
+    closing: tokio::sync::watch::Sender<bool>,
 }
 
 impl State {
@@ -85,8 +85,7 @@ impl State {
             started: Instant::now(),
             next_id: AtomicU64::new(1),
             id_prefix,
-            sub_stopping: AtomicBool::new(false),
-            sub_stop: tokio::sync::Notify::new(),
+            closing: tokio::sync::watch::Sender::new(false),
         })
     }
 
@@ -132,20 +131,21 @@ impl State {
         self.running.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
     }
 
-    /// End every subscription's stream (shutdown starts).
-    pub fn stop_subscriptions(&self) {
-        self.sub_stopping.store(true, std::sync::atomic::Ordering::Release);
-        self.sub_stop.notify_waiters();
+    /// Shutdown starts: every subscription's stream ends, and every connection closes after
+    /// the request it is answering.
+    pub fn begin_shutdown(&self) {
+        self.closing.send_replace(true);
     }
 
-    /// Whether subscriptions are to end.
-    pub(crate) fn subscriptions_stopping(&self) -> bool {
-        self.sub_stopping.load(std::sync::atomic::Ordering::Acquire)
+    /// Whether shutdown has started.
+    pub(crate) fn shutting_down(&self) -> bool {
+        *self.closing.borrow()
     }
 
-    /// What a subscription waits on besides its feed: shutdown.
-    pub(crate) fn subscriptions_stop(&self) -> &tokio::sync::Notify {
-        &self.sub_stop
+    /// Resolves once shutdown starts.
+    pub(crate) async fn closing(&self) {
+        let mut rx = self.closing.subscribe();
+        let _ = rx.wait_for(|c| *c).await;
     }
 
     /// Cancel every query in flight (shutdown).

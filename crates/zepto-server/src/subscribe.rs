@@ -17,16 +17,22 @@
 //! Keys, grants and tenant scopes apply as for queries: what a query a stream can answer is,
 //! and how each batch is queried with the key's access, is `zepto_sql::subscription`'s.
 
-use crate::auth::{Principal, Role};
+use crate::auth::{self, Principal};
 use crate::body::ResponseBody;
 use crate::encode::{Encoder, Format};
 use crate::error::ApiError;
 use crate::state::State;
 use bytes::Bytes;
-use hyper::{Response, StatusCode};
+use futures_util::SinkExt;
+use hyper::body::Incoming;
+use hyper::{Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{mpsc, Notify};
+use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
+use tokio_tungstenite::tungstenite::protocol::{Message, Role};
+use tokio_tungstenite::WebSocketStream;
 use zepto_sql::subscription::{start_point, StartError, Subscription};
 use zepto_storage::feed::{FeedChange, FeedEvent, Read};
 
@@ -42,9 +48,13 @@ pub fn start(
     state: &Arc<State>,
     who: &Principal,
     params: &[(String, String)],
-    last_event_id: Option<&str>,
+    req: &mut Request<Incoming>,
 ) -> Result<Response<ResponseBody>, ApiError> {
-    who.require(Role::Reader)?;
+    let header = |n: &str| req.headers().get(n).and_then(|v| v.to_str().ok()).map(str::to_string);
+    let last_event_id = header("last-event-id");
+    let websocket = header("upgrade").is_some_and(|u| u.eq_ignore_ascii_case("websocket"));
+    let ws_key = header("sec-websocket-key");
+    who.require(auth::Role::Reader)?;
     let get = |k: &str| params.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
     let sql =
         get("query").filter(|q| !q.trim().is_empty()).ok_or_else(|| ApiError::bad_request("query= is required"))?;
@@ -59,15 +69,38 @@ pub fn start(
     let woken = Arc::new(Notify::new());
     let w = woken.clone();
     let attached = feed.subscribe(Arc::new(move || w.notify_one()));
-    let cursor = start_point(&feed, get("from").or(last_event_id)).map_err(|e| match e {
+    let cursor = start_point(&feed, get("from").or(last_event_id.as_deref())).map_err(|e| match e {
         StartError::BadId(m) => ApiError::bad_request(m),
         StartError::Gone(m) => ApiError::new(StatusCode::GONE, "RESUME_GONE", m),
     })?;
-    let (tx, rx) = mpsc::channel(8);
     let st = state.clone();
+    if websocket {
+        let key = ws_key.ok_or_else(|| ApiError::bad_request("a WebSocket upgrade needs Sec-WebSocket-Key"))?;
+        let upgrade = hyper::upgrade::on(req);
+        tokio::spawn(async move {
+            let Ok(io) = upgrade.await else { return };
+            let ws = WebSocketStream::from_raw_socket(TokioIo::new(io), Role::Server, None).await;
+            st.metrics.subscribers.inc();
+            stream(&st, &sub, arrow, cursor, &woken, &mut Sink::Ws(Box::new(ws))).await;
+            st.metrics.subscribers.dec();
+            drop(attached);
+        });
+        let mut resp = Response::new(ResponseBody::empty());
+        *resp.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
+        let h = resp.headers_mut();
+        h.insert(hyper::header::UPGRADE, hyper::header::HeaderValue::from_static("websocket"));
+        h.insert(hyper::header::CONNECTION, hyper::header::HeaderValue::from_static("Upgrade"));
+        let accept = derive_accept_key(key.as_bytes());
+        h.insert(
+            "sec-websocket-accept",
+            hyper::header::HeaderValue::from_str(&accept).map_err(|e| ApiError::internal(e.to_string()))?,
+        );
+        return Ok(resp);
+    }
+    let (tx, rx) = mpsc::channel(8);
     tokio::spawn(async move {
         st.metrics.subscribers.inc();
-        stream(&st, &sub, arrow, cursor, &woken, &tx).await;
+        stream(&st, &sub, arrow, cursor, &woken, &mut Sink::Sse(tx)).await;
         st.metrics.subscribers.dec();
         drop(attached);
     });
@@ -81,18 +114,11 @@ pub fn start(
 
 /// Feed events to the client until it goes, the table is dropped, it falls behind the ring, or
 /// the server stops.
-async fn stream(
-    state: &Arc<State>,
-    sub: &Subscription,
-    arrow: bool,
-    mut cursor: u64,
-    woken: &Notify,
-    tx: &mpsc::Sender<Result<Bytes, std::io::Error>>,
-) {
+async fn stream(state: &Arc<State>, sub: &Subscription, arrow: bool, mut cursor: u64, woken: &Notify, out: &mut Sink) {
     let feed = state.engine.catalog().feed().clone();
     let epoch = feed.epoch();
     loop {
-        if state.subscriptions_stopping() {
+        if state.shutting_down() {
             return;
         }
         let events = match feed.read(cursor, BATCH) {
@@ -100,7 +126,7 @@ async fn stream(
                 let msg = format!(
                     "{{\"error\":\"SLOW_CONSUMER\",\"message\":\"this subscriber fell behind what the server keeps; resume from a later point or subscribe again\",\"oldest\":\"{epoch}-{oldest}\"}}"
                 );
-                let _ = send(tx, sse("error", None, &msg)).await;
+                let _ = out.send("error", None, &msg).await;
                 return;
             }
             Read::Events(e) => e,
@@ -108,9 +134,9 @@ async fn stream(
         if events.is_empty() {
             tokio::select! {
                 _ = woken.notified() => {}
-                _ = state.subscriptions_stop().notified() => return,
+                _ = state.closing() => return,
                 _ = tokio::time::sleep(KEEPALIVE) => {
-                    if !send(tx, Bytes::from_static(b": keepalive\n\n")).await {
+                    if !out.keepalive().await {
                         return;
                     }
                 }
@@ -123,12 +149,12 @@ async fn stream(
                 continue;
             }
             let id = format!("{epoch}-{}", e.seq);
-            let (frame, last) = match event_frame(sub, arrow, &e, &id).await {
+            let (frame, last) = match event_frame(sub, arrow, &e).await {
                 Ok(f) => f,
-                Err(msg) => (Some(sse("error", Some(&id), &msg)), true),
+                Err(msg) => (Some(("error", json_str(&msg))), true),
             };
-            if let Some(f) = frame {
-                if !send(tx, f).await {
+            if let Some((kind, data)) = frame {
+                if !out.send(kind, Some(&id), &data).await {
                     return;
                 }
             }
@@ -139,24 +165,23 @@ async fn stream(
     }
 }
 
-/// The SSE frame for event `e` (`None`: nothing to say, as for an append the filter drops
-/// whole), and whether the stream ends after it.
+/// The event for feed event `e`, its kind and JSON data (`None`: nothing to say, as for an
+/// append the filter drops whole), and whether the stream ends after it.
 async fn event_frame(
     sub: &Subscription,
     arrow: bool,
     e: &Arc<FeedEvent>,
-    id: &str,
-) -> Result<(Option<Bytes>, bool), String> {
+) -> Result<(Option<(&'static str, String)>, bool), String> {
     let table = json_str(&e.table);
     Ok(match &e.change {
         FeedChange::Append(_) => {
             let body = rows_of(sub, arrow, e.clone()).await?;
             let key = if arrow { "arrow" } else { "result" };
-            (body.map(|b| sse("rows", Some(id), &format!("{{\"table\":{table},\"{key}\":{b}}}"))), false)
+            (body.map(|b| ("rows", format!("{{\"table\":{table},\"{key}\":{b}}}"))), false)
         }
-        FeedChange::Delete(n) => (Some(sse("delete", Some(id), &format!("{{\"table\":{table},\"rows\":{n}}}"))), false),
-        FeedChange::Update(n) => (Some(sse("update", Some(id), &format!("{{\"table\":{table},\"rows\":{n}}}"))), false),
-        FeedChange::Drop => (Some(sse("drop", Some(id), &format!("{{\"table\":{table}}}"))), true),
+        FeedChange::Delete(n) => (Some(("delete", format!("{{\"table\":{table},\"rows\":{n}}}"))), false),
+        FeedChange::Update(n) => (Some(("update", format!("{{\"table\":{table},\"rows\":{n}}}"))), false),
+        FeedChange::Drop => (Some(("drop", format!("{{\"table\":{table}}}"))), true),
     })
 }
 
@@ -196,9 +221,41 @@ fn sse(event: &str, id: Option<&str>, data: &str) -> Bytes {
     Bytes::from(s)
 }
 
-/// Hand a frame to the client, waiting at most [`SEND_LIMIT`]; false when it is gone.
-async fn send(tx: &mpsc::Sender<Result<Bytes, std::io::Error>>, b: Bytes) -> bool {
-    matches!(tokio::time::timeout(SEND_LIMIT, tx.send(Ok(b))).await, Ok(Ok(())))
+/// Where a subscription's events go: a Server-Sent Events body, or a WebSocket.
+enum Sink {
+    Sse(mpsc::Sender<Result<Bytes, std::io::Error>>),
+    Ws(Box<WebSocketStream<TokioIo<hyper::upgrade::Upgraded>>>),
+}
+
+impl Sink {
+    /// Hand an event to the client, waiting at most [`SEND_LIMIT`]; false when it is gone.
+    /// A WebSocket message is one text frame: `{"event","id","data"}`.
+    async fn send(&mut self, kind: &str, id: Option<&str>, data: &str) -> bool {
+        match self {
+            Sink::Sse(tx) => {
+                let frame = sse(kind, id, data);
+                matches!(tokio::time::timeout(SEND_LIMIT, tx.send(Ok(frame))).await, Ok(Ok(())))
+            }
+            Sink::Ws(ws) => {
+                let id = id.map_or_else(|| "null".to_string(), json_str);
+                let text = format!("{{\"event\":{},\"id\":{id},\"data\":{data}}}", json_str(kind));
+                matches!(tokio::time::timeout(SEND_LIMIT, ws.send(Message::Text(text.into()))).await, Ok(Ok(())))
+            }
+        }
+    }
+
+    /// Tell an idle client the stream is alive: an SSE comment, a WebSocket ping.
+    async fn keepalive(&mut self) -> bool {
+        match self {
+            Sink::Sse(tx) => {
+                let frame = Bytes::from_static(b": keepalive\n\n");
+                matches!(tokio::time::timeout(SEND_LIMIT, tx.send(Ok(frame))).await, Ok(Ok(())))
+            }
+            Sink::Ws(ws) => {
+                matches!(tokio::time::timeout(SEND_LIMIT, ws.send(Message::Ping(Bytes::new()))).await, Ok(Ok(())))
+            }
+        }
+    }
 }
 
 fn json_str(s: &str) -> String {
