@@ -78,7 +78,14 @@ pub fn run_restore(a: &ArgMatches) -> ExitCode {
     let (Some(src), Some(dir)) = (a.get_one::<String>("src"), a.get_one::<String>("data-dir")) else {
         return crate::fail("restore needs the backup and --data-dir");
     };
-    match zepto_durable::backup::restore(Path::new(src), Path::new(dir)) {
+    let restored = if zepto_durable::backup::is_object_store(src) {
+        zepto_history::SharedStore::open(src)
+            .map_err(|e| zepto_durable::DurableError::Io(e.to_string()))
+            .and_then(|store| zepto_durable::backup::restore_from_store(&store, Path::new(dir)))
+    } else {
+        zepto_durable::backup::restore(Path::new(src), Path::new(dir))
+    };
+    match restored {
         Ok(s) => {
             println!("restored {dir} from {src}: {s}");
             ExitCode::SUCCESS

@@ -93,3 +93,44 @@ fn backups_need_an_admin_and_a_durable_database() {
     assert!(r.text().contains("in memory only"), "{}", r.text());
     s.stop();
 }
+
+#[test]
+fn a_backup_to_an_object_store_restores_what_it_cut() {
+    let Some(s3) = common::s3::FakeS3::start() else { return };
+    let env = [
+        ("AWS_ENDPOINT", format!("http://{}", s3.addr)),
+        ("AWS_ALLOW_HTTP", "true".into()),
+        ("AWS_ACCESS_KEY_ID", "test".into()),
+        ("AWS_SECRET_ACCESS_KEY", "test".into()),
+        ("AWS_REGION", "us-east-1".into()),
+    ];
+    let work = fresh_dir("backup-s3");
+    let (data, restored) = (work.join("data"), work.join("restored"));
+    let env_ref: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let s = Server::start_env(&["--data-dir", data.to_str().expect("path"), "--api-key", ADMIN], &env_ref);
+    post_key(&s.addr, "/", ADMIN, "CREATE TABLE t (ts TIMESTAMP, sym SYMBOL, v BIGINT)");
+    let insert = |from: usize| {
+        let rows: Vec<String> =
+            (from..from + BATCH).map(|i| format!("('2024-01-02 09:30:00', 'S{}', {i})", i % 5)).collect();
+        let r = post_key(&s.addr, "/", ADMIN, &format!("INSERT INTO t VALUES {}", rows.join(", ")));
+        assert_eq!(r.status, 200, "{}", r.text());
+    };
+    insert(0);
+    let r = post_key(&s.addr, "/", ADMIN, "BACKUP TO 's3://zepto/backups/one'");
+    assert_eq!(r.status, 200, "{}", r.text());
+    insert(BATCH);
+    let r = post_key(&s.addr, "/", ADMIN, "BACKUP TO 's3://zepto/backups/one'");
+    assert_eq!(r.status, 200, "the second backup replaces the first: {}", r.text());
+    insert(2 * BATCH);
+    s.stop();
+    let out = Command::new(env!("CARGO_BIN_EXE_zeptodb"))
+        .args(["restore", "s3://zepto/backups/one", "--data-dir", restored.to_str().expect("path")])
+        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+        .output()
+        .expect("restore");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let r = Server::start(&["--data-dir", restored.to_str().expect("path"), "--api-key", ADMIN]);
+    assert_eq!(count(&r.addr), 2 * BATCH, "what the second backup cut, not the rows after it");
+    r.stop();
+    let _ = std::fs::remove_dir_all(&work);
+}

@@ -175,3 +175,103 @@ pub fn restore(src: &Path, dir: &Path) -> Result<Summary, DurableError> {
     copy_file(&from_ckpt, &ckpt, &manifest)?;
     Ok(summary)
 }
+
+pub use crate::store::is_object_store;
+
+/// A scratch directory of this process's own, removed when dropped.
+struct Scratch(std::path::PathBuf);
+
+impl Scratch {
+    fn new(what: &str) -> Result<Scratch, DurableError> {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let p = std::env::temp_dir().join(format!("zepto-{what}-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).map_err(|e| io(&p.display().to_string(), e))?;
+        Ok(Scratch(p))
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn store_err(e: zepto_storage::StorageError) -> DurableError {
+    DurableError::Io(e.to_string())
+}
+
+impl Durable {
+    /// Back `catalog` up into an object store (`s3://bucket/prefix`, configured as the shared
+    /// history is: `AWS_*`), laid out as a directory backup is: history objects it lacks are
+    /// uploaded first, then the checkpoint's table files, then its manifest, which publishes
+    /// it; only then are the previous backup's objects deleted. Each file is uploaded whole.
+    pub fn backup_to_store(
+        &self,
+        catalog: &Catalog,
+        store: &zepto_history::SharedStore,
+    ) -> Result<Summary, DurableError> {
+        let (tables, lsn) = self.cut(catalog)?;
+        let held: std::collections::HashSet<String> = store.list("history").map_err(store_err)?.into_iter().collect();
+        let mut names = Vec::new();
+        for t in &tables {
+            names.extend(t.history().files.iter().filter(|f| !f.path.starts_with(SHARED)).map(|f| f.path.clone()));
+        }
+        let mut copied = 0;
+        for name in &names {
+            let key = format!("history/{name}");
+            if !held.contains(&key) {
+                let bytes = self.history_storage().read(name).map_err(|e| io(name, e))?;
+                store.put(&key, bytes).map_err(store_err)?;
+                copied += 1;
+            }
+        }
+        let scratch = Scratch::new("backup")?;
+        let local = DirStorage::open(&scratch.0).map_err(|e| io("scratch", e))?;
+        let written = checkpoint::write(&local, lsn, &tables)?;
+        drop(tables);
+        let (manifest, files): (Vec<String>, Vec<String>) =
+            local.list().map_err(|e| io("scratch", e))?.into_iter().partition(|n| n.ends_with(".manifest"));
+        for name in files.iter().chain(&manifest) {
+            let bytes = local.read(name).map_err(|e| io(name, e))?;
+            store.put(&format!("checkpoint/{name}"), bytes).map_err(store_err)?;
+        }
+        let prefix = format!("checkpoint/{lsn:020}");
+        for old in store.list("checkpoint").map_err(store_err)? {
+            if !old.starts_with(&prefix) {
+                store.delete(&old).map_err(store_err)?;
+            }
+        }
+        let keep: std::collections::HashSet<String> = names.iter().map(|n| format!("history/{n}")).collect();
+        for stale in held.iter().filter(|k| !keep.contains(*k)) {
+            store.delete(stale).map_err(store_err)?;
+        }
+        Ok(Summary {
+            lsn,
+            tables: written.tables,
+            rows: written.rows,
+            bytes: written.bytes,
+            history_copied: copied,
+            history_files: names.len(),
+        })
+    }
+}
+
+/// [`restore`] from an object store: the backup is downloaded first, then checked and laid
+/// out as from a directory.
+pub fn restore_from_store(store: &zepto_history::SharedStore, dir: &Path) -> Result<Summary, DurableError> {
+    let scratch = Scratch::new("restore")?;
+    for key in store.list("").map_err(store_err)? {
+        if !(key.starts_with("checkpoint/") || key.starts_with("history/")) {
+            continue;
+        }
+        let bytes = store.get(&key).map_err(store_err)?.ok_or_else(|| DurableError::Io(format!("{key} went away")))?;
+        let path = scratch.0.join(&key);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| io(&parent.display().to_string(), e))?;
+        }
+        std::fs::write(&path, bytes).map_err(|e| io(&path.display().to_string(), e))?;
+    }
+    restore(&scratch.0, dir)
+}

@@ -362,6 +362,12 @@ fn last_ts(t: &zepto_storage::Table, p: &zepto_storage::Partition) -> Option<i64
     (n > 0 && p.is_valid(c, n - 1)).then(|| p.i64_values(c).map(|v| v[n - 1])).flatten()
 }
 
+/// Whether a backup location is an object store (`s3://bucket/prefix`) rather than a
+/// directory.
+pub fn is_object_store(location: &str) -> bool {
+    location.starts_with("s3://")
+}
+
 impl ChangeLog for Durable {
     fn tier(&self, catalog: &Catalog, table: &str, before: i64) -> Result<String, StorageError> {
         let t0 = Instant::now();
@@ -403,10 +409,16 @@ impl ChangeLog for Durable {
         }
     }
 
-    fn backup(&self, catalog: &Catalog, dest: &std::path::Path) -> Result<String, StorageError> {
+    fn backup(&self, catalog: &Catalog, dest: &str) -> Result<String, StorageError> {
         let t0 = Instant::now();
-        let s = Durable::backup(self, catalog, dest).map_err(|e| StorageError::Durability(e.to_string()))?;
-        Ok(format!("backup to {} at {s} in {:.3} s", dest.display(), t0.elapsed().as_secs_f64()))
+        let s = if is_object_store(dest) {
+            let store = zepto_history::SharedStore::open(dest)?;
+            self.backup_to_store(catalog, &store)
+        } else {
+            Durable::backup(self, catalog, std::path::Path::new(dest))
+        }
+        .map_err(|e| StorageError::Durability(e.to_string()))?;
+        Ok(format!("backup to {dest} at {s} in {:.3} s", t0.elapsed().as_secs_f64()))
     }
 }
 

@@ -347,8 +347,12 @@ impl Engine {
             Statement::CopyTo { target: CopyEnd::Client, .. } => Err(crate::copy::needs_a_client("TO STDOUT")),
             Statement::Checkpoint => Ok(QueryResult::status(self.catalog.checkpoint()?)),
             Statement::Backup { dest, .. } => {
-                let dir = self.files.resolve_dir(dest)?;
-                Ok(QueryResult::status(self.catalog.backup(&dir)?))
+                // A directory is checked like COPY's files; an object store is the admin's word.
+                let dest = match dest.starts_with("s3://") {
+                    true => dest.clone(),
+                    false => self.files.resolve_dir(dest)?.display().to_string(),
+                };
+                Ok(QueryResult::status(self.catalog.backup(&dest)?))
             }
             Statement::AlterSetTtl { table, ttl_ns, .. } => {
                 self.catalog.set_ttl(table, *ttl_ns)?;

@@ -174,9 +174,9 @@ pub trait ChangeLog: Send + Sync {
     /// Apply `table`'s retention as of `now` (nanoseconds since the epoch); a summary.
     fn retain(&self, catalog: &Catalog, table: &str, now: i64) -> Result<String, StorageError>;
 
-    /// Back `catalog` up into directory `dest` while writes go on (the `BACKUP TO` statement);
-    /// a one-line summary.
-    fn backup(&self, _catalog: &Catalog, _dest: &std::path::Path) -> Result<String, StorageError> {
+    /// Back `catalog` up into `dest` (a directory, or an object store's `s3://` location)
+    /// while writes go on (the `BACKUP TO` statement); a one-line summary.
+    fn backup(&self, _catalog: &Catalog, _dest: &str) -> Result<String, StorageError> {
         Err(StorageError::Durability("this change log cannot take backups".into()))
     }
 }
@@ -304,9 +304,9 @@ impl Catalog {
         }
     }
 
-    /// Back the database up into directory `dest` through the change log (the `BACKUP TO`
-    /// statement).
-    pub fn backup(&self, dest: &std::path::Path) -> Result<String, StorageError> {
+    /// Back the database up into `dest` (a directory, or `s3://...`) through the change log
+    /// (the `BACKUP TO` statement).
+    pub fn backup(&self, dest: &str) -> Result<String, StorageError> {
         match self.changes.get() {
             Some(l) => l.backup(self, dest),
             None => Err(StorageError::Durability(
