@@ -11,6 +11,8 @@
 //!   drop the WAL segments they cover, tiering and retention ([`Durable::maintain`]).
 //! * [`dir`] — [`DataDir`], a data directory as one handle: `LOCK`, `wal/`, `checkpoint/`,
 //!   `history/`, and the background checkpoint and maintenance threads.
+//! * [`backup`] — online backups (a checkpoint's cut written elsewhere: a directory or
+//!   `s3://`) and restoring one as a new data directory.
 //!
 //! # Entry points
 //!

@@ -11,6 +11,7 @@
 //! * [`imp`] — QuestDB's CSV import, `POST /imp` (multipart; types guessed; bad rows skipped).
 //! * [`ilp_tcp`] — line protocol over TCP (`--ilp-tcp`, QuestDB's port 9009), in batches.
 //! * [`ai`] — `/api/ai/*`: agent memory and answer caches, tenant-scoped.
+//! * [`subscribe`] — `GET /subscribe`: a query's rows as writes commit them (SSE or WebSocket).
 //! * [`auth`] — API keys (stored hashed), roles and table grants.
 //! * [`request_body`] — request bodies read under size and time limits, gunzipped.
 //! * [`inflight`] — one budget for the request bodies held in memory at once.

@@ -11,7 +11,9 @@
 //! distributed plans ([`plan::dist`]); the operators and one accumulator per aggregate
 //! ([`exec::accum`]); the function catalog ([`expr::functions`]); the system catalogs
 //! ([`system`]); grants and tenant scope ([`access`]); `SET` ([`settings`]); cancel, deadline
-//! and memory limit ([`interrupt`]); what the engine knows of a cluster ([`cluster`]).
+//! and memory limit ([`interrupt`]); what the engine knows of a cluster ([`cluster`]); a
+//! subscription's query over the change feed ([`subscription`]); PostgreSQL's arrays
+//! ([`eval::array`]) and set-returning functions ([`plan::srf`]).
 //!
 //! # Entry points
 //!

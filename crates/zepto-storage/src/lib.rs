@@ -8,7 +8,8 @@
 //!   partition key (first `SYMBOL` column by default), time-sorted inside each; small partitions
 //!   packed (`table/pack.rs`); its [`History`] (Parquet file names only) and [`IndexDef`]s.
 //! * [`Catalog`] — tables by name, snapshot reads, and the one place tables change: each change
-//!   is a [`Change`] handed to the [`ChangeLog`] before it is applied.
+//!   is a [`Change`] handed to the [`ChangeLog`] before it is applied, and published to the
+//!   catalog's [`feed`] (numbered; appended batches kept only while someone subscribes) after.
 //! * Shared helpers: [`time`] (nanosecond calendar), [`vector`] (distance kernels), [`par`] (one
 //!   thread per core), [`mem`] (per-thread memory accounting).
 //!
