@@ -13,6 +13,7 @@ import duckdb
 import pytest
 
 from conftest import API_KEY, free_port, serve
+from zeptodb._subscribe import _events
 
 AUTH = {"Authorization": f"Bearer {API_KEY}"}
 QUERY = "SELECT id, sym, price * 2 AS p2 FROM t WHERE sym = 'A' AND price > 50"
@@ -49,26 +50,11 @@ class Stream:
         self.resp = self.conn.getresponse()
 
     def next(self):
-        """The next event as (kind, id, data), comments skipped; None at the stream's end."""
-        kind, ident, data = None, None, []
-        while True:
-            line = self.resp.readline()
-            if not line:
-                return None
-            line = line.decode().rstrip("\n")
-            if line == "":
-                if kind:
-                    return kind, ident, json.loads("\n".join(data))
-                continue
-            if line.startswith(":"):
-                continue
-            key, _, value = line.partition(": ")
-            if key == "event":
-                kind = value
-            elif key == "id":
-                ident = value
-            elif key == "data":
-                data.append(value)
+        """The next event as (kind, id, data), comments skipped; None at the stream's end
+        (read by the package's own event-stream reader)."""
+        if not hasattr(self, "_events"):
+            self._events = _events(self.resp)
+        return next(self._events, None)
 
     def events_until(self, marker):
         """The `rows` events up to the one holding id `marker`: (event id, rows) each."""

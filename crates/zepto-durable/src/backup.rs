@@ -42,6 +42,21 @@ pub struct Summary {
     pub history_files: usize,
 }
 
+impl Summary {
+    /// A backup's: its checkpoint `written`, and its history files (`copied` of `held`).
+    fn of(written: &checkpoint::Written, copied: usize, held: usize) -> Summary {
+        let w = written;
+        Summary {
+            lsn: w.lsn,
+            tables: w.tables,
+            rows: w.rows,
+            bytes: w.bytes,
+            history_copied: copied,
+            history_files: held,
+        }
+    }
+}
+
 impl std::fmt::Display for Summary {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
@@ -116,14 +131,7 @@ impl Durable {
                 hist.remove(&stale).map_err(|e| io(&stale, e))?;
             }
         }
-        Ok(Summary {
-            lsn,
-            tables: written.tables,
-            rows: written.rows,
-            bytes: written.bytes,
-            history_copied: copied,
-            history_files: names.len(),
-        })
+        Ok(Summary::of(&written, copied, names.len()))
     }
 }
 
@@ -247,14 +255,7 @@ impl Durable {
         for stale in held.iter().filter(|k| !keep.contains(*k)) {
             store.delete(stale).map_err(store_err)?;
         }
-        Ok(Summary {
-            lsn,
-            tables: written.tables,
-            rows: written.rows,
-            bytes: written.bytes,
-            history_copied: copied,
-            history_files: names.len(),
-        })
+        Ok(Summary::of(&written, copied, names.len()))
     }
 }
 
