@@ -31,6 +31,9 @@ class Change:
     rows: int = 0
 
 
+Change.__init__.__doc__ = "A change of ``kind`` with event ``id``: its ``result`` (rows) or its ``rows`` count."
+
+
 # How long one native wait lasts: Ctrl-C is seen between waits.
 _SLICE = 0.2
 
