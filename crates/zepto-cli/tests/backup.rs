@@ -97,16 +97,10 @@ fn backups_need_an_admin_and_a_durable_database() {
 #[test]
 fn a_backup_to_an_object_store_restores_what_it_cut() {
     let Some(s3) = common::s3::FakeS3::start() else { return };
-    let env = [
-        ("AWS_ENDPOINT", format!("http://{}", s3.addr)),
-        ("AWS_ALLOW_HTTP", "true".into()),
-        ("AWS_ACCESS_KEY_ID", "test".into()),
-        ("AWS_SECRET_ACCESS_KEY", "test".into()),
-        ("AWS_REGION", "us-east-1".into()),
-    ];
+    let env = s3.env();
     let work = fresh_dir("backup-s3");
     let (data, restored) = (work.join("data"), work.join("restored"));
-    let env_ref: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let env_ref: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     let s = Server::start_env(&["--data-dir", data.to_str().expect("path"), "--api-key", ADMIN], &env_ref);
     post_key(&s.addr, "/", ADMIN, "CREATE TABLE t (ts TIMESTAMP, sym SYMBOL, v BIGINT)");
     let insert = |from: usize| {
@@ -125,7 +119,7 @@ fn a_backup_to_an_object_store_restores_what_it_cut() {
     s.stop();
     let out = Command::new(env!("CARGO_BIN_EXE_zeptodb"))
         .args(["restore", "s3://zepto/backups/one", "--data-dir", restored.to_str().expect("path")])
-        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+        .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
         .output()
         .expect("restore");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));

@@ -104,14 +104,7 @@ fn a_node_takes_partitions_over_from_s3_after_kafka_deleted_them() {
     let Some(broker) = Broker::start("shared-s3", "127.0.0.1", PARTITIONS) else { return };
     let root = std::env::temp_dir().join(format!("zepto-cluster-shared-s3-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&root);
-    let env = [
-        ("AWS_ENDPOINT", format!("http://{}", s3.addr)),
-        ("AWS_ALLOW_HTTP", "true".into()),
-        ("AWS_ACCESS_KEY_ID", "test".into()),
-        ("AWS_SECRET_ACCESS_KEY", "test".into()),
-        ("AWS_REGION", "us-east-1".into()),
-    ];
-    let env = env.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+    let env = s3.env();
     let store = Store { location: "s3://zepto/cluster".into(), env };
     take_over_after_kafka_forgot(&broker, &root, &store);
 }

@@ -30,6 +30,23 @@ impl FakeS3 {
     }
 }
 
+impl FakeS3 {
+    /// The `AWS_*` settings that point an S3 client at this server.
+    #[allow(dead_code)]
+    pub fn env(&self) -> Vec<(String, String)> {
+        [
+            ("AWS_ENDPOINT", format!("http://{}", self.addr)),
+            ("AWS_ALLOW_HTTP", "true".into()),
+            ("AWS_ACCESS_KEY_ID", "test".into()),
+            ("AWS_SECRET_ACCESS_KEY", "test".into()),
+            ("AWS_REGION", "us-east-1".into()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect()
+    }
+}
+
 impl Drop for FakeS3 {
     fn drop(&mut self) {
         let _ = self.child.kill();

@@ -16,6 +16,7 @@ pub(super) fn project_set(ctx: &ExecContext, b: &Batch, calls: &[SrfCall]) -> Re
         .map(|c| c.args.iter().map(|a| eval::eval(ctx, a, b).map(|c| c.into_owned())).collect())
         .collect::<Result<_>>()?;
     let types: Vec<DataType> = calls.iter().flat_map(SrfCall::output_types).collect();
+    let widths: Vec<usize> = calls.iter().map(|c| c.output_types().len()).collect();
     let mut out: Vec<ColumnBuilder> = types.iter().map(|&t| ColumnBuilder::new(t, b.rows)).collect();
     let mut take = Vec::with_capacity(b.rows);
     for r in 0..b.rows {
@@ -26,8 +27,7 @@ pub(super) fn project_set(ctx: &ExecContext, b: &Batch, calls: &[SrfCall]) -> Re
         for k in 0..n {
             take.push(u32::try_from(r).map_err(|_| SqlError::Execution("too many rows to expand".into()))?);
             let mut col = 0;
-            for (call, call_rows) in calls.iter().zip(&rows) {
-                let width = call.output_types().len();
+            for (&width, call_rows) in widths.iter().zip(&rows) {
                 for j in 0..width {
                     let v = call_rows.get(k).map_or(&Value::Null, |row| &row[j]);
                     out[col + j].push_value(v).map_err(|e| SqlError::Execution(e.to_string()))?;

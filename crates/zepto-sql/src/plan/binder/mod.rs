@@ -753,7 +753,9 @@ impl Binder {
                 Item::Ast { expr, alias } => {
                     let b = sc.binder(self).bind(expr)?;
                     let array_of = match b.data_type() {
-                        DataType::Varchar => srf::array_of(expr, sc, self)?,
+                        DataType::Varchar => {
+                            Scopes { scope: sc.scope, agg: None, win: None }.binder(self).array_of(expr)?
+                        }
                         _ => None,
                     };
                     let name = alias.clone().unwrap_or_else(|| match expr {

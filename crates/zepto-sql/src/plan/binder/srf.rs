@@ -8,9 +8,9 @@ use super::series::Call;
 use super::{Binder, Item, Scopes};
 use crate::error::{Result, SqlError};
 use crate::parser::ast::{Expr, FuncCall, Literal, FIELD_OF};
-use crate::plan::bind_expr::{ExprBinder, WinCtx};
+use crate::plan::bind_expr::WinCtx;
 use crate::plan::srf::{SrfCall, SrfFunc};
-use crate::plan::{ArrayOf, Field, Plan};
+use crate::plan::{Field, Plan};
 use zepto_storage::DataType;
 
 /// The set-returning calls of the select list (deduplicated by text, in first-seen order).
@@ -145,13 +145,8 @@ impl Binder {
                 ));
             }
         }
-        let item = array_of(&f.args[0], sc, self)?.map_or(DataType::Varchar, |a| a.item);
+        let plain = Scopes { scope: sc.scope, agg: None, win: None };
+        let item = plain.binder(self).array_of(&f.args[0])?.map_or(DataType::Varchar, |a| a.item);
         Ok(SrfCall { func, args, item })
     }
-}
-
-/// The item type of the array `e` is, where something says: a catalog column's or a
-/// subquery column's declared one, `array_agg(x)`'s the type of `x`.
-pub(super) fn array_of(e: &Expr, sc: &Scopes, runner: &mut Binder) -> Result<Option<ArrayOf>> {
-    ExprBinder { scope: sc.scope, agg: None, win: None, runner }.array_of(e)
 }
