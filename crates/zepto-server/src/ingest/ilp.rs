@@ -116,6 +116,13 @@ pub trait LineSink<'a> {
     fn series(&mut self, _line: usize, _raw: &'a [u8]) -> Result<bool, Self::Error> {
         Ok(false)
     }
+    /// The fields and timestamp of a line whose series the sink took ([`LineSink::series`]),
+    /// from `body[at..]` (just after the space that ends the series), read by the sink's own
+    /// faster path (`super::fast`) when the line has the form it expects: where the next line
+    /// starts, or `None` (nothing taken) for the general path to read them.
+    fn known_rest(&mut self, _body: &'a [u8], _at: usize, _precision: Precision) -> Result<Option<usize>, Self::Error> {
+        Ok(None)
+    }
     /// Line `line` (1-based) starts, with its measurement.
     fn measurement(&mut self, line: usize, name: Cow<'a, str>) -> Result<(), Self::Error>;
     /// One tag of the current line, in line order.
@@ -169,7 +176,10 @@ pub fn tokenize<'a, S: LineSink<'a>>(
             None => None,
         };
         let read = match known {
-            Some(end) => line_rest(&src, start, end, precision, sink),
+            Some(end) => match sink.known_rest(body, end + 1, precision)? {
+                Some(next) => Ok(next),
+                None => line_rest(&src, start, end, precision, sink),
+            },
             None => parse_line(&src, start, line, precision, sink),
         };
         pos = match read {
@@ -267,7 +277,7 @@ fn skip_blanks(b: &[u8], mut i: usize) -> usize {
 
 /// If only blanks and a line end (`\n`, `\r\n`, or the body's end) follow `i`: where the next
 /// line starts.
-fn line_end(b: &[u8], i: usize) -> Option<usize> {
+pub(super) fn line_end(b: &[u8], i: usize) -> Option<usize> {
     let mut i = skip_blanks(b, i);
     if b.get(i) == Some(&b'\r') {
         i += 1;
@@ -487,7 +497,7 @@ fn fields<'a, S: LineSink<'a>>(b: &Body<'a>, mut i: usize, l0: usize, sink: &mut
 /// `t` as a decimal integer (`-?[0-9]+`, in range), else `None` (the caller reads it the
 /// slow way, and says what is wrong).
 #[inline]
-fn digits(t: &[u8]) -> Option<i64> {
+pub(super) fn digits(t: &[u8]) -> Option<i64> {
     let (neg, d) = match t.split_first() {
         Some((b'-', rest)) => (true, rest),
         _ => (false, t),

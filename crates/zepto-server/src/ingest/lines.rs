@@ -14,7 +14,8 @@
 //! and that is checked at a table's first line, before any of its columns is looked at.
 #![cfg_attr(not(test), deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used))]
 
-use super::ilp::{FieldValue, IlpError, LineSink};
+use super::fast::{self, Cell, Kind};
+use super::ilp::{FieldValue, IlpError, LineSink, Precision};
 use super::TablePlan;
 use crate::auth::Principal;
 use crate::error::ApiError;
@@ -63,6 +64,18 @@ pub(super) struct Decoder<'c, 'a> {
     lines: Option<Vec<LineAt>>,
     /// The series seen, and the current line's when it is new.
     series: SeriesCache<'a>,
+    /// Scratch of the fast path (`fast.rs`): the fields expected, the values read.
+    fast_fields: Vec<FastField>,
+    fast_cells: Vec<Cell>,
+}
+
+/// A field the fast path expects: the key at position `at` of the previous line's keys
+/// (`IlpColumns::recent`), in column slot `slot`, read as `kind`.
+#[derive(Clone, Copy)]
+struct FastField {
+    at: usize,
+    slot: usize,
+    kind: Kind,
 }
 
 /// Series (a measurement and its tags, as written) the body has had: each line of a known
@@ -106,6 +119,8 @@ impl<'c, 'a> Decoder<'c, 'a> {
             cur: 0,
             lines: track.then(Vec::new),
             series: SeriesCache::default(),
+            fast_fields: Vec::new(),
+            fast_cells: Vec::new(),
         }
     }
 
@@ -236,6 +251,20 @@ impl<'a> LineSink<'a> for Decoder<'_, 'a> {
         Ok(true)
     }
 
+    fn known_rest(&mut self, body: &'a [u8], at: usize, precision: Precision) -> Result<Option<usize>, ApiError> {
+        let line = self.line;
+        let Some(t) = self.tables.get_mut(self.cur).filter(|_| self.lines.is_none()) else { return Ok(None) };
+        let Some(ts) = t.cols.fast_fields(&mut self.fast_fields) else { return Ok(None) };
+        let keys = self.fast_fields.iter().map(|f| (t.cols.recent_key(f.at), f.kind));
+        let Some(rest) = fast::read(body, at, keys, precision.0, &mut self.fast_cells) else { return Ok(None) };
+        let slots = self.fast_fields.iter().map(|f| f.slot);
+        t.cols
+            .push_fast(slots.zip(self.fast_cells.iter().copied()), ts, rest.timestamp)
+            .map_err(|m| line_err(line, m))?;
+        t.rows += 1;
+        Ok(Some(rest.next))
+    }
+
     fn measurement(&mut self, line: usize, name: Cow<'a, str>) -> Result<(), ApiError> {
         self.line = line;
         self.cur = self.table(&name)?;
@@ -342,9 +371,11 @@ struct IlpColumns {
     /// Name as a line wrote it → index into `slots`: lines repeat their keys, so this finds
     /// them without lower-casing a copy of each.
     by_written: HashMap<String, usize>,
-    /// The previous line's keys in its order, each with its slot: a line that writes the same
-    /// keys in the same order (the usual case) finds each by one comparison, without hashing.
-    recent: Vec<(String, usize)>,
+    /// The previous line's keys in its order, each with its slot and whether it is written
+    /// without escapes: a line that writes the same keys in the same order (the usual case)
+    /// finds each by one comparison, without hashing, and is read by `fast.rs` when the keys
+    /// are plain. The designated timestamp's entry, last, has the empty name.
+    recent: Vec<(String, usize, bool)>,
     /// Keys of the current line so far.
     at: usize,
     /// Rows the batch will have (the builders' capacity).
@@ -437,15 +468,71 @@ impl IlpColumns {
     ) -> Result<usize, String> {
         let k = self.at;
         self.at += 1;
-        if let Some((n, j)) = self.recent.get(k) {
+        if let Some((n, j, _)) = self.recent.get(k) {
             if n == name {
                 return Ok(*j);
             }
         }
         let j = find(self)?;
         self.recent.truncate(k);
-        self.recent.push((name.to_string(), j));
+        let plain = !name.bytes().any(|c| matches!(c, b',' | b'=' | b' ' | b'\\' | b'\n' | b'\r' | b'\t' | b'"'));
+        self.recent.push((name.to_string(), j, plain));
         Ok(j)
+    }
+
+    /// The fields the previous line wrote after the keys of this line so far (its tags), for
+    /// `fast::read`, and the timestamp's slot; `None` when one of them cannot be read that way
+    /// (a key with bytes that need escapes, a column of another type or one the line has
+    /// filled already).
+    fn fast_fields(&self, out: &mut Vec<FastField>) -> Option<usize> {
+        out.clear();
+        for (at, (name, slot, plain)) in self.recent.iter().enumerate().skip(self.at) {
+            if name.is_empty() {
+                return (!out.is_empty()).then_some(*slot);
+            }
+            let c = self.slots.get(*slot)?;
+            let kind = match c.def.data_type {
+                DataType::Int64 => Kind::Int64,
+                DataType::Int32 => Kind::Int32,
+                DataType::Float64 => Kind::Float64,
+                _ => return None,
+            };
+            if c.filled || !plain {
+                return None;
+            }
+            out.push(FastField { at, slot: *slot, kind });
+        }
+        None
+    }
+
+    /// The key at position `at` of the previous line's.
+    fn recent_key(&self, at: usize) -> &[u8] {
+        self.recent.get(at).map_or(&[], |(name, _, _)| name.as_bytes())
+    }
+
+    /// A line read by `fast::read`: its cells into their slots, its timestamp into slot `ts`,
+    /// NULL in the other columns.
+    fn push_fast(
+        &mut self,
+        cells: impl Iterator<Item = (usize, Cell)>,
+        ts: usize,
+        timestamp: i64,
+    ) -> Result<(), String> {
+        for (j, cell) in cells {
+            let v = match cell {
+                Cell::Int64(v) => Value::Int64(v),
+                Cell::Int32(v) => Value::Int32(v),
+                Cell::Float64(v) => Value::Float64(v),
+            };
+            let c = self.column(j)?;
+            c.builder.push_value(&v).map_err(|e| e.to_string())?;
+            c.filled = true;
+        }
+        let c = self.column(ts)?;
+        c.builder.push_value(&Value::Timestamp(timestamp)).map_err(|e| e.to_string())?;
+        c.filled = true;
+        self.end_row();
+        Ok(())
     }
 
     /// The slot of column `name` (see [`IlpColumns::slot`]), by its name as written, else its

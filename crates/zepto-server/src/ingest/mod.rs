@@ -15,6 +15,7 @@
 #![cfg_attr(not(test), deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used))]
 
 mod check;
+mod fast;
 pub mod ilp;
 mod jsonl;
 mod lines;
