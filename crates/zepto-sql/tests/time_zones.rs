@@ -94,14 +94,54 @@ fn fills_step_on_the_wall_clock() {
     );
 }
 
+/// FROM and TO are times on the zone's wall clock, as the buckets are: they bound the rows
+/// (from the instant of FROM's wall-clock time to TO's) and the buckets FILL makes.
+#[test]
+fn from_and_to_are_read_on_the_zones_clock() {
+    let e = engine();
+    // Berlin 00:00 (CET) is 23:00 UTC, 05:00 (CEST) is 03:00 UTC; local 02:00 does not exist.
+    assert_eq!(
+        lines(
+            &e,
+            "SELECT ts, count(), min(v) FROM t WHERE v NOT IN (12, 13) SAMPLE BY 1h FROM '2024-03-31' \
+             TO '2024-03-31 05:00' FILL(0) ALIGN TO CALENDAR TIME ZONE 'Europe/Berlin'"
+        ),
+        [
+            "2024-03-30 23:00:00.000000000\t2\t6",
+            "2024-03-31 00:00:00.000000000\t2\t8",
+            "2024-03-31 01:00:00.000000000\t2\t10",
+            "2024-03-31 02:00:00.000000000\t0\t0"
+        ]
+    );
+    // Local days of +05:30: the rows (20:00 UTC on 2024-03-30 to 01:30 two days later) lie on
+    // 2024-03-31 and 04-01 there.
+    assert_eq!(
+        lines(
+            &e,
+            "SELECT ts, count() FROM t SAMPLE BY 1d FROM '2024-03-30' TO '2024-04-02' FILL(NULL) \
+             ALIGN TO CALENDAR TIME ZONE '+05:30'"
+        ),
+        [
+            "2024-03-29 18:30:00.000000000\tNULL",
+            "2024-03-30 18:30:00.000000000\t45",
+            "2024-03-31 18:30:00.000000000\t15"
+        ]
+    );
+    // Days from local 03:00 (01:00 UTC) up to local midnight (22:00 UTC): 21 hours of rows.
+    assert_eq!(
+        lines(
+            &e,
+            "SELECT ts, count() FROM t SAMPLE BY 1d FROM '2024-03-31 03:00' TO '2024-04-01' \
+             ALIGN TO CALENDAR TIME ZONE 'Europe/Berlin'"
+        ),
+        ["2024-03-31 01:00:00.000000000\t42"]
+    );
+}
+
 #[test]
 fn what_a_zone_cannot_do_is_refused_by_name() {
     let e = engine();
     for (sql, want) in [
-        (
-            "SELECT ts, count() FROM t SAMPLE BY 1h FROM '2024-03-30' TO '2024-04-01' ALIGN TO CALENDAR TIME ZONE 'UTC'",
-            "FROM/TO",
-        ),
         ("SELECT ts, count() FROM t SAMPLE BY 1h ALIGN TO CALENDAR TIME ZONE 'Mars/Olympus'", "unknown time zone"),
         ("SELECT to_timezone(ts, 'Nowhere') FROM t", "unknown time zone"),
         ("SELECT to_utc(ts, CAST(v AS VARCHAR)) FROM t", "must be a constant"),

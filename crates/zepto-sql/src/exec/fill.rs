@@ -40,8 +40,9 @@ pub fn fill(b: Batch, p: &FillPlan) -> Result<Batch> {
         return Ok(b.take(&idx));
     }
     let steps = Steps { width: p.width, months: p.months };
-    let lo = p.lo.map(to_wall).or_else(|| rows.iter().map(|&i| bv[i]).min());
-    let hi = p.hi.map(to_wall).or_else(|| rows.iter().map(|&i| bv[i]).max().map(|m| steps.next(m)));
+    // The plan's bounds are wall-clock times already.
+    let lo = p.lo.or_else(|| rows.iter().map(|&i| bv[i]).min());
+    let hi = p.hi.or_else(|| rows.iter().map(|&i| bv[i]).max().map(|m| steps.next(m)));
     let (Some(lo), Some(hi)) = (lo, hi) else {
         // No rows and no bounds: nothing to fill.
         return Ok(b.take(&[]));

@@ -9,7 +9,9 @@
 //! Alignment: `ALIGN TO CALENDAR` (the default) puts bucket edges on multiples of the width
 //! from the epoch (plus `WITH OFFSET`); `ALIGN TO FIRST OBSERVATION` starts them at the first
 //! row's timestamp; a `FROM` bound aligns them to `FROM`. The range `[lo, hi)` is `FROM`/`TO`
-//! when given, else the first to the last bucket present.
+//! when given, else the first to the last bucket present. With `ALIGN TO CALENDAR TIME ZONE`
+//! the buckets, `FROM` and `TO` are all times on the zone's wall clock (QuestDB filters on
+//! FROM/TO as UTC instants while filling on the wall clock: docs/questdb.md).
 
 use super::Binder;
 use crate::error::{Result, SqlError};
@@ -59,11 +61,10 @@ pub struct FillPlan {
     pub width: i64,
     /// Calendar-month buckets (`width` is then unused).
     pub months: i64,
-    /// Start of the range of buckets, nanoseconds since the epoch; `None` starts at the first
-    /// bucket present.
+    /// Start of the range of buckets, nanoseconds since the epoch (on the zone's wall clock
+    /// when `zone` is set); `None` starts at the first bucket present.
     pub lo: Option<i64>,
-    /// End of the range (exclusive), nanoseconds since the epoch; `None` ends with the last bucket
-    /// present.
+    /// End of the range (exclusive), as `lo`; `None` ends with the last bucket present.
     pub hi: Option<i64>,
     /// `ALIGN TO CALENDAR TIME ZONE`: buckets are steps of the zone's wall clock (a day 23 or
     /// 25 hours long across a daylight-saving change), named by the instants they start at.
@@ -192,20 +193,24 @@ fn bucket_expr(ts: &Expr, origin: i64, sb: &SampleBy) -> Expr {
 /// The bucket of `ts` on the wall clock of `zone` (`ALIGN TO CALENDAR TIME ZONE`), named by
 /// the instant it starts at: `to_utc(bucket(to_timezone(ts, zone)), zone)`. A day is then the
 /// zone's day, 23 or 25 hours long across a daylight-saving change; FILL steps on the same
-/// wall clock (see `exec/fill.rs`). FROM/TO are refused: their bounds would need a meaning
-/// on that clock too.
-fn zoned_bucket(ts: &Expr, origin: i64, zone: &str, sb: &SampleBy) -> Result<Expr> {
-    crate::eval::calendar::zone::Zone::parse(zone).map_err(|e| SqlError::plan(e, Some(sb.pos)))?;
-    if sb.from.is_some() || sb.to.is_some() {
-        return plan_err(
-            "SAMPLE BY ... FROM/TO with ALIGN TO CALENDAR TIME ZONE is not supported (filter ts in WHERE)",
-            sb,
-        );
-    }
+/// wall clock (see `exec/fill.rs`). `origin` is a time on that clock too.
+fn zoned_bucket(ts: &Expr, origin: i64, zone: &str, sb: &SampleBy) -> Expr {
     let zone = || Expr::Lit(Literal::Str(zone.to_string()), sb.pos);
     let local = Expr::Func(Box::new(FuncCall::new("to_timezone", vec![ts.clone(), zone()], sb.pos)));
     let bucket = bucket_expr(&local, origin, sb);
-    Ok(Expr::Func(Box::new(FuncCall::new("to_utc", vec![bucket, zone()], sb.pos))))
+    Expr::Func(Box::new(FuncCall::new("to_utc", vec![bucket, zone()], sb.pos)))
+}
+
+/// FROM/TO with `ALIGN TO CALENDAR TIME ZONE`: read on the zone's clock, as the buckets are
+/// (`FROM '2024-03-28' TO '2024-04-03'` is those local days), so the rows they admit are
+/// those from the instant of FROM's wall-clock time to TO's.
+fn zoned_bounds(zone: &str, lo: Option<i64>, hi: Option<i64>, sb: &SampleBy) -> Result<(Option<i64>, Option<i64>)> {
+    let z = crate::eval::calendar::zone::Zone::parse(zone).map_err(|e| SqlError::plan(e, Some(sb.pos)))?;
+    let instant = |wall: Option<i64>| match wall {
+        None => Ok(None),
+        Some(w) => z.utc(w).map(Some).ok_or_else(|| SqlError::plan("SAMPLE BY FROM/TO is out of range", Some(sb.pos))),
+    };
+    Ok((instant(lo)?, instant(hi)?))
 }
 
 /// `where_` AND `ts >= lo` AND `ts < hi` (the bounds given): SAMPLE BY's FROM/TO as a time
@@ -276,9 +281,9 @@ impl Binder {
             (None, Some(off)) => off,
             (None, None) => self.first_observation(s, &ts)?,
         };
-        let bucket = match &sb.time_zone {
-            None => bucket_expr(&ts, origin, sb),
-            Some(zone) => zoned_bucket(&ts, origin, zone, sb)?,
+        let (bucket, (from_at, to_at)) = match &sb.time_zone {
+            None => (bucket_expr(&ts, origin, sb), (lo, hi)),
+            Some(zone) => (zoned_bucket(&ts, origin, zone, sb), zoned_bounds(zone, lo, hi, sb)?),
         };
         let mut items = Vec::with_capacity(s.items.len());
         let mut group_by = vec![bucket.clone()];
@@ -311,7 +316,7 @@ impl Binder {
         if !has_agg {
             return plan_err("SAMPLE BY needs at least one aggregate in the select list", sb);
         }
-        let where_ = time_range_filter(s.where_.clone(), &ts, lo, hi, sb);
+        let where_ = time_range_filter(s.where_.clone(), &ts, from_at, to_at, sb);
         let rewritten = Select { items, where_, group_by, sample_by: None, ..s.clone() };
         self.pending_fill = Some(FillSpec {
             bucket_text: bucket.to_string(),
