@@ -31,6 +31,17 @@ struct SlotCell {
 
 type Slot = Arc<SlotCell>;
 
+/// A table's shape without its rows ([`Catalog::layout`]).
+#[derive(Debug, Clone)]
+pub struct Layout {
+    /// Its columns, in order.
+    pub schema: Schema,
+    /// Index of the partition-key column.
+    pub key_col: Option<usize>,
+    /// Index of the designated timestamp column.
+    pub ts_col: Option<usize>,
+}
+
 fn new_slot(t: Table) -> Slot {
     Arc::new(SlotCell { table: RwLock::new(Arc::new(t)), dropped: Default::default() })
 }
@@ -220,11 +231,20 @@ impl Catalog {
         map.get(&key(name)).cloned().ok_or_else(|| StorageError::TableNotFound(name.to_string()))
     }
 
-    /// A consistent snapshot of one table.
+    /// A consistent snapshot of one table (its deferred rows folded in first: see
+    /// [`Catalog::write_many_deferred`]).
     pub fn snapshot(&self, name: &str) -> Result<Arc<Table>, StorageError> {
+        Ok(folded(&*self.slot(name)?))
+    }
+
+    /// A table's columns, partition key and designated timestamp, without its rows: what a
+    /// writer checks a batch against. Unlike [`Catalog::snapshot`] it leaves deferred rows
+    /// where they are (`table/defer.rs`), so an ingest door reading it per batch does not
+    /// fold the previous batch in.
+    pub fn layout(&self, name: &str) -> Result<Layout, StorageError> {
         let slot = self.slot(name)?;
         let t = slot.table.read().unwrap_or_else(|e| e.into_inner());
-        Ok(t.clone())
+        Ok(Layout { schema: t.schema().clone(), key_col: t.key_col(), ts_col: t.ts_col() })
     }
 
     /// [`Catalog::snapshot`] without waiting for a writer of the table: `None` while one holds
@@ -238,6 +258,18 @@ impl Catalog {
             Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
             Err(std::sync::TryLockError::WouldBlock) => return None,
         };
+        if !t.has_deferred() {
+            return Some(t.clone());
+        }
+        drop(t);
+        let mut t = match slot.table.try_write() {
+            Ok(t) => t,
+            Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => return None,
+        };
+        if t.has_deferred() {
+            Arc::make_mut(&mut t).fold();
+        }
         Some(t.clone())
     }
 
@@ -505,7 +537,7 @@ impl Catalog {
     pub fn consistent_cut<R>(&self, at: impl FnOnce() -> R) -> (Vec<Arc<Table>>, R) {
         let _gate = self.gate.write().unwrap_or_else(|e| e.into_inner());
         let map = self.tables.read().unwrap_or_else(|e| e.into_inner());
-        let tables = map.values().map(|s| s.table.read().unwrap_or_else(|e| e.into_inner()).clone()).collect();
+        let tables = map.values().map(|s| folded(s)).collect();
         drop(map);
         (tables, at())
     }
@@ -691,7 +723,9 @@ impl Catalog {
         if slot.dropped.load(std::sync::atomic::Ordering::Acquire) {
             return Err(StorageError::TableNotFound(name.to_string()).into());
         }
-        f(Arc::make_mut(&mut guard))
+        let t = Arc::make_mut(&mut guard);
+        t.fold();
+        f(t)
     }
 
     /// Run `f` with exclusive access to several tables at once (`names` distinct; `f` gets them
@@ -701,6 +735,27 @@ impl Catalog {
     pub fn write_many<R>(
         &self,
         names: &[&str],
+        f: impl FnOnce(&mut [&mut Table]) -> Result<R, StorageError>,
+    ) -> Result<R, StorageError> {
+        self.write_many_with(names, true, f)
+    }
+
+    /// [`Catalog::write_many`] for the ingest doors: the tables are handed over with any
+    /// rows deferred before (`Table::append_deferred`), which `f` may add to. `f` must read
+    /// nothing of them but their schemas; whoever reads them next folds the rows in first
+    /// (a snapshot, a consistent cut, any other change).
+    pub fn write_many_deferred<R>(
+        &self,
+        names: &[&str],
+        f: impl FnOnce(&mut [&mut Table]) -> Result<R, StorageError>,
+    ) -> Result<R, StorageError> {
+        self.write_many_with(names, false, f)
+    }
+
+    fn write_many_with<R>(
+        &self,
+        names: &[&str],
+        fold: bool,
         f: impl FnOnce(&mut [&mut Table]) -> Result<R, StorageError>,
     ) -> Result<R, StorageError> {
         let slots: Vec<Slot> = names.iter().map(|n| self.slot(n)).collect::<Result<_, _>>()?;
@@ -719,6 +774,9 @@ impl Catalog {
         }
         let mut tables: Vec<&mut Table> = guards.iter_mut().flatten().map(|g| Arc::make_mut(&mut **g)).collect();
         debug_assert_eq!(tables.len(), names.len());
+        if fold {
+            tables.iter_mut().for_each(|t| t.fold());
+        }
         f(&mut tables)
     }
 
@@ -738,6 +796,22 @@ impl Catalog {
         let map = self.tables.read().unwrap_or_else(|e| e.into_inner());
         map.values().map(|s| s.table.read().unwrap_or_else(|e| e.into_inner()).name().to_string()).collect()
     }
+}
+
+/// The slot's table with its deferred rows folded in (`table/defer.rs`): under the read lock
+/// when there are none, the usual case, else under the write lock.
+fn folded(slot: &SlotCell) -> Arc<Table> {
+    {
+        let t = slot.table.read().unwrap_or_else(|e| e.into_inner());
+        if !t.has_deferred() {
+            return t.clone();
+        }
+    }
+    let mut t = slot.table.write().unwrap_or_else(|e| e.into_inner());
+    if t.has_deferred() {
+        Arc::make_mut(&mut t).fold();
+    }
+    t.clone()
 }
 
 /// The table holding index `name` (ignoring ASCII case), if any.

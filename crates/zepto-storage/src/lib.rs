@@ -6,7 +6,9 @@
 //!   and bytes for strings, `u32` codes for symbols); [`DataType`] the types, [`Value`] a scalar.
 //! * [`Table`] — a [`Schema`], a symbol [`Dict`], and rows split into [`Partition`]s by the
 //!   partition key (first `SYMBOL` column by default), time-sorted inside each; small partitions
-//!   packed (`table/pack.rs`); its [`History`] (Parquet file names only) and [`IndexDef`]s.
+//!   packed (`table/pack.rs`); ingest batches spread thin over many partitions deferred and
+//!   split among them in larger runs (`table/defer.rs`); its [`History`] (Parquet file names
+//!   only) and [`IndexDef`]s.
 //! * [`Catalog`] — tables by name, snapshot reads, and the one place tables change: each change
 //!   is a [`Change`] handed to the [`ChangeLog`] before it is applied, and published to the
 //!   catalog's [`feed`] (numbered; appended batches kept only while someone subscribes) after.
@@ -20,8 +22,9 @@
 //!
 //! Readers: [`Catalog::snapshot`], an `Arc<Table>` that never changes. Writers: typed methods
 //! ([`Catalog::create`], [`Catalog::append`], [`Catalog::add_column`], ...), or
-//! [`Catalog::modify`] / [`Catalog::write_many`] (DELETE, UPDATE, ILP batches), whose closure
-//! checks, calls [`Catalog::log`], then applies under [`Logged::apply`]. Recovery calls
+//! [`Catalog::modify`] / [`Catalog::write_many`] (DELETE, UPDATE) or
+//! [`Catalog::write_many_deferred`] (ILP batches), whose closure checks, calls
+//! [`Catalog::log`], then applies under [`Logged::apply`]. Recovery calls
 //! [`Catalog::restore`], replays through the same methods, then [`Catalog::set_log`].
 //!
 //! # Invariants
@@ -31,6 +34,8 @@
 //!   process stops ([`logged`]), which is why lock poisoning is ignored.
 //! * Readers never see half a change: writers go through `Arc::make_mut` (copy-on-write while a
 //!   snapshot lives). A symbol code never changes meaning (dictionaries are append-only).
+//! * Nobody reads a table's deferred rows (`table/defer.rs`): snapshots, consistent cuts and
+//!   every change other than a deferring append fold them into the partitions first.
 //! * Partitions are time-sorted (NULLs first) by construction; [`Table::from_parts`] re-checks
 //!   all of it when a checkpoint loads.
 //!
@@ -66,7 +71,7 @@ pub mod value;
 pub mod vector;
 
 pub use bitmap::Bitmap;
-pub use catalog::{Catalog, Change, ChangeLog};
+pub use catalog::{Catalog, Change, ChangeLog, Layout};
 pub use column::{Column, ColumnBuilder, ColumnData, Span};
 pub use dict::Dict;
 pub use error::StorageError;

@@ -57,8 +57,8 @@ pub fn check(engine: &Engine, who: &Principal, req: &WriteRequest, body: &[u8]) 
     let keys: Vec<Option<usize>> = plans
         .iter()
         .map(|plan| {
-            let name = match catalog.snapshot(&plan.name) {
-                Ok(t) => t.key_col().and_then(|k| t.schema().columns.get(k)).map(|c| c.name.clone()),
+            let name = match catalog.layout(&plan.name) {
+                Ok(t) => t.key_col.and_then(|k| t.schema.columns.get(k)).map(|c| c.name.clone()),
                 Err(_) => default_partition_key(&plan.defs).and_then(|k| plan.defs.get(k)).map(|d| d.name.clone()),
             };
             name.and_then(|n| plan.defs.iter().position(|d| d.name.eq_ignore_ascii_case(&n)))

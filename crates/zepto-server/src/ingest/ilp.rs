@@ -116,10 +116,11 @@ pub trait LineSink<'a> {
     fn series(&mut self, _line: usize, _raw: &'a [u8]) -> Result<bool, Self::Error> {
         Ok(false)
     }
-    /// The fields and timestamp of a line whose series the sink took ([`LineSink::series`]),
-    /// from `body[at..]` (just after the space that ends the series), read by the sink's own
-    /// faster path (`super::fast`) when the line has the form it expects: where the next line
-    /// starts, or `None` (nothing taken) for the general path to read them.
+    /// The fields and timestamp of the current line, its measurement and tags taken (by
+    /// [`LineSink::series`] or one by one), from `body[at..]` (just after the space that ends
+    /// the series), read by the sink's own faster path (`super::fast`) when the line has the
+    /// form it expects: where the next line starts, or `None` (nothing taken) for the general
+    /// path to read them.
     fn known_rest(&mut self, _body: &'a [u8], _at: usize, _precision: Precision) -> Result<Option<usize>, Self::Error> {
         Ok(None)
     }
@@ -421,6 +422,9 @@ fn parse_line<'a, S: LineSink<'a>>(
     }
     if at(i) != Some(b' ') {
         return Err("expected a space and fields after the measurement and tags".into());
+    }
+    if let Some(next) = sink.known_rest(b.b, i + 1, precision).map_err(Bad::Sink)? {
+        return Ok(next);
     }
     line_rest(b, l0, i, precision, sink)
 }

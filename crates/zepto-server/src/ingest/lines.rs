@@ -175,6 +175,19 @@ impl<'c, 'a> Decoder<'c, 'a> {
         self.tables.get_mut(self.cur).ok_or_else(|| line_err(line, "lost track of the line's table".into()))
     }
 
+    /// Once a new series' tags are all read (at its first field): the series is known from
+    /// now on, unless a tag went elsewhere than a SYMBOL column.
+    fn cache_series(&mut self) {
+        if let Some((raw, true)) = self.series.pending.take() {
+            let cache = &mut self.series;
+            let from = cache.tags.len();
+            cache.tags.extend_from_slice(&cache.line_tags);
+            cache.known.push((self.cur, from..cache.tags.len()));
+            let k = u32::try_from(cache.known.len() - 1).unwrap_or(u32::MAX);
+            cache.index.insert(raw, k);
+        }
+    }
+
     /// One tag or field of the current line into its column.
     fn value(&mut self, key: &str, is_tag: bool, value: FieldValue<'_>) -> Result<(), ApiError> {
         let line = self.line;
@@ -262,6 +275,7 @@ impl<'a> LineSink<'a> for Decoder<'_, 'a> {
             .push_fast(slots.zip(self.fast_cells.iter().copied()), ts, rest.timestamp)
             .map_err(|m| line_err(line, m))?;
         t.rows += 1;
+        self.cache_series();
         Ok(Some(rest.next))
     }
 
@@ -277,15 +291,7 @@ impl<'a> LineSink<'a> for Decoder<'_, 'a> {
     }
 
     fn field(&mut self, key: Cow<'a, str>, value: FieldValue<'a>) -> Result<(), ApiError> {
-        if let Some((raw, true)) = self.series.pending.take() {
-            // The line's tags are all read: its series is known from now on.
-            let cache = &mut self.series;
-            let from = cache.tags.len();
-            cache.tags.extend_from_slice(&cache.line_tags);
-            cache.known.push((self.cur, from..cache.tags.len()));
-            let k = u32::try_from(cache.known.len() - 1).unwrap_or(u32::MAX);
-            cache.index.insert(raw, k);
-        }
+        self.cache_series();
         self.value(&key, false, value)
     }
 
@@ -308,12 +314,12 @@ impl TableBuild {
     /// A table's rows, starting from its schema in `catalog` if it exists; its designated
     /// timestamp is the table's, else `timestamp`.
     fn new(catalog: &Catalog, name: &str, rows: usize) -> TableBuild {
-        let existing = catalog.snapshot(name).ok();
+        let existing = catalog.layout(name).ok();
         let ts_name = existing
             .as_ref()
-            .and_then(|t| t.ts_col().and_then(|i| t.schema().columns.get(i)).map(|c| c.name.clone()))
+            .and_then(|t| t.ts_col.and_then(|i| t.schema.columns.get(i)).map(|c| c.name.clone()))
             .unwrap_or_else(|| "timestamp".to_string());
-        let defs: Vec<ColumnDef> = existing.as_ref().map(|t| t.schema().columns.clone()).unwrap_or_default();
+        let defs: Vec<ColumnDef> = existing.as_ref().map(|t| t.schema.columns.clone()).unwrap_or_default();
         let cols = IlpColumns::new(name, defs, rows, ts_name);
         TableBuild { exists: existing.is_some(), cols, rows: 0 }
     }

@@ -15,6 +15,7 @@ use crate::history::{HistFile, History};
 use crate::index::IndexDef;
 
 mod dedup;
+mod defer;
 mod history_reader;
 mod pack;
 pub use pack::{PACK_ROWS, PACK_TARGET_ROWS};
@@ -322,6 +323,9 @@ pub struct Table {
     dedup: Vec<usize>,
     /// Rows appended since small partitions were last packed (`pack.rs`).
     since_pack: usize,
+    /// Rows appended but not yet split among the partitions (`defer.rs`): none whenever
+    /// anyone reads the partitions.
+    deferred: defer::Deferred,
 }
 
 const NO_SLOT: u32 = u32::MAX;
@@ -403,6 +407,7 @@ impl Table {
             indexes: Vec::new(),
             dedup: Vec::new(),
             since_pack: 0,
+            deferred: Default::default(),
         })
         .and_then(|mut t| {
             t.set_dedup(&opts.dedup_keys)?;
@@ -536,7 +541,7 @@ impl Table {
 
     /// Rows in memory (history rows not included).
     pub fn row_count(&self) -> usize {
-        self.rows
+        self.rows + self.deferred.rows()
     }
 
     /// The table's symbol dictionary: every SYMBOL column codes against it, including the partition
@@ -548,6 +553,7 @@ impl Table {
     /// The in-memory partitions, one per key value seen (plus one for NULL keys); indexes are the
     /// stable slots used by [`Change::Delete`](crate::Change::Delete) and friends.
     pub fn partitions(&self) -> &[Arc<Partition>] {
+        debug_assert!(!self.has_deferred(), "partitions read with rows deferred (defer.rs)");
         &self.parts
     }
 
@@ -555,11 +561,13 @@ impl Table {
     /// their columns without visiting a partition, and the slots between them, read partition
     /// by partition. Found by one walk the first time a version of the table asks.
     pub fn runs(&self) -> &[Run] {
+        debug_assert!(!self.has_deferred(), "partitions read with rows deferred (defer.rs)");
         self.parts.runs()
     }
 
     /// The partition holding key `code`, if any rows have it.
     pub fn partition_for_code(&self, code: u32) -> Option<&Arc<Partition>> {
+        debug_assert!(!self.has_deferred(), "partitions read with rows deferred (defer.rs)");
         let slot = *self.slot_of_code.get(code as usize)?;
         (slot != NO_SLOT).then(|| &self.parts[slot as usize])
     }
@@ -591,7 +599,7 @@ impl Table {
 
     /// Bytes of column data held in memory.
     pub fn data_bytes(&self) -> usize {
-        pack::data_bytes(&self.parts)
+        pack::data_bytes(&self.parts) + self.deferred.data_bytes()
     }
 
     /// The smallest non-NULL designated timestamp in memory.
@@ -716,11 +724,18 @@ impl Table {
         Ok(n)
     }
 
-    /// Append a validated batch (call [`Table::validate`] first: this step cannot fail half-way).
+    /// Append a batch (checked whole by [`Table::validate`] first: nothing changes when it is
+    /// refused), after any rows deferred before it (`defer.rs`).
     pub fn append(&mut self, batch: Vec<Column>) -> Result<usize, StorageError> {
         let n = self.validate(&batch)?;
+        self.fold();
+        Ok(self.append_checked(batch, n))
+    }
+
+    /// Append batch of `n` rows that [`Table::validate`] accepted: this step cannot fail.
+    fn append_checked(&mut self, batch: Vec<Column>, n: usize) -> usize {
         if n == 0 {
-            return Ok(0);
+            return 0;
         }
         let batch = self.normalize(batch);
         let slots = self.row_slots(&batch, n);
@@ -728,7 +743,7 @@ impl Table {
         if n < PARALLEL_APPEND_ROWS && self.dedup.is_empty() && place.targets().len() > 1 {
             self.append_spread(&batch, &place);
             self.after_append(n);
-            return Ok(n);
+            return n;
         }
         let by_target = place.split_batch(batch, n >= PARALLEL_APPEND_ROWS);
         // Partitions take their rows independently: a bulk load fills them on every core.
@@ -762,7 +777,7 @@ impl Table {
             self.mutations += 1;
         }
         self.after_append(n);
-        Ok(n)
+        n
     }
 
     /// A small batch over several partitions (an ingest batch over many symbols): each
@@ -1095,6 +1110,7 @@ impl Table {
     /// key or designated timestamp of a table that has none yet.
     pub fn add_column(&mut self, def: ColumnDef) -> Result<(), StorageError> {
         self.check_new_column(&def)?;
+        self.fold();
         let dt = def.data_type;
         let dict = self.dict.clone();
         for p in self.parts.all_mut() {
