@@ -627,7 +627,7 @@ mod tests {
             ilp(&thin, &first.join("\n")).expect("first rows");
         }
         for round in 0..40u64 {
-            let n = 1 + next(2000);
+            let n = if round < 2 { 1500 } else { 1 + next(3000) };
             let lines: Vec<String> = (0..n).map(|_| line(next(3000), 12_000 + next(20_000), next(1000))).collect();
             all.extend(lines.iter().cloned());
             ilp(&thin, &lines.join("\n")).expect("thin rows");
