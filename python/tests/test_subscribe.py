@@ -12,7 +12,7 @@ import urllib.parse
 import duckdb
 import pytest
 
-from conftest import API_KEY, free_port, serve
+from conftest import API_KEY, served
 from zeptodb._subscribe import _events
 
 AUTH = {"Authorization": f"Bearer {API_KEY}"}
@@ -21,11 +21,8 @@ QUERY = "SELECT id, sym, price * 2 AS p2 FROM t WHERE sym = 'A' AND price > 50"
 
 @pytest.fixture(scope="module")
 def port():
-    p = free_port()
-    proc = serve("--subscribe-buffer-mb", "1", http=f"127.0.0.1:{p}")
-    yield p
-    proc.terminate()
-    proc.wait(timeout=30)
+    with served("--subscribe-buffer-mb", "1") as p:
+        yield p
 
 
 def sql(port, text):
@@ -255,3 +252,17 @@ def test_a_websocket_on_the_same_path_carries_the_same_events(port):
     again = json.loads(ws.recv())
     assert (again["event"], again["id"]) == ("delete", second["id"]), again
     ws.close()
+
+
+def test_a_subscription_starts_when_subscribe_returns():
+    """Rows committed between `db.subscribe(...)` and the first `next` are not missed, in
+    process and on a server; a bad query is refused at the call, not at the first `next`."""
+    import zeptodb
+
+    db = zeptodb.connect()
+    db.execute("CREATE TABLE early (ts TIMESTAMP, id BIGINT, sym SYMBOL, price DOUBLE)")
+    stream = db.subscribe(QUERY.replace("FROM t", "FROM early"), timeout=1)
+    db.execute("INSERT INTO early VALUES ('2024-01-02 09:30:00', 1, 'A', 60.0)")
+    assert [r for c in stream for r in c.result.fetchall()] == [(1, "A", 120.0)]
+    with pytest.raises(zeptodb.Error):
+        db.subscribe("SELECT nope FROM early")

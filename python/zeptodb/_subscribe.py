@@ -40,8 +40,13 @@ _SLICE = 0.2
 
 def local(native: Any, query: str, from_id: Optional[str], timeout: Optional[float]) -> Iterator[Change]:
     """The changes of a subscription in this process; stops after ``timeout`` seconds without
-    one (None: waits for ever), or after a drop."""
-    sub = native.subscribe(query, from_id)
+    one (None: waits for ever), or after a drop. Subscribed by the time this returns (a bad
+    query raises here): no change committed after the call is missed, however late the
+    first ``next``."""
+    return _local_changes(native.subscribe(query, from_id), timeout)
+
+
+def _local_changes(sub: Any, timeout: Optional[float]) -> Iterator[Change]:
     idle_since = time.monotonic()
     while True:
         wait = _SLICE if timeout is None else max(0.0, min(_SLICE, idle_since + timeout - time.monotonic()))
@@ -68,9 +73,7 @@ def remote(
     """The changes of a subscription on the server at ``url``, read from its event stream in
     Arrow; stops after ``timeout`` seconds without an event (None: waits for ever; the server's
     keep-alives come every 15 s), after a drop, or when the server ends the stream (an
-    ``error`` event raises)."""
-    import pyarrow as pa
-
+    ``error`` event raises). Subscribed by the time this returns, as :func:`local` is."""
     from ._remote import _raise
 
     args = {"query": query, "format": "arrow"}
@@ -84,6 +87,12 @@ def remote(
         resp = urllib.request.urlopen(req, timeout=timeout)
     except urllib.error.HTTPError as e:
         _raise(e.code, e.read())
+    return _remote_changes(resp)
+
+
+def _remote_changes(resp: Any) -> Iterator[Change]:
+    import pyarrow as pa
+
     with resp:
         for kind, ident, data in _events(resp):
             if kind == "error":
