@@ -1,6 +1,7 @@
 """What several test files share: a real `zeptodb serve` to test the remote mode against (built
 by `cargo build -p zepto-cli`, which `make python-test` runs; ZEPTO_BIN overrides the binary)."""
 
+import contextlib
 import os
 import socket
 import subprocess
@@ -48,6 +49,18 @@ def server():
     yield url
     proc.terminate()
     proc.wait(timeout=30)
+
+
+@contextlib.contextmanager
+def served(*args):
+    """`serve(*args)` on a free HTTP port: yields the port, and stops the server after."""
+    port = free_port()
+    proc = serve(*args, http=f"127.0.0.1:{port}")
+    try:
+        yield port
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
 
 
 def serve(*args, http="127.0.0.1:0"):

@@ -12,7 +12,7 @@ import urllib.request
 
 import pytest
 
-from conftest import API_KEY, free_port, serve
+from conftest import API_KEY, served
 
 questdb = pytest.importorskip("questdb.ingress")
 influx = pytest.importorskip("influxdb_client")
@@ -20,11 +20,8 @@ influx = pytest.importorskip("influxdb_client")
 
 @pytest.fixture(scope="module")
 def port():
-    p = free_port()
-    proc = serve("--pg", "off", http=f"127.0.0.1:{p}")
-    yield p
-    proc.terminate()
-    proc.wait(timeout=30)
+    with served("--pg", "off") as p:
+        yield p
 
 
 def query(port, sql):

@@ -7,6 +7,16 @@ use std::process::Command;
 mod common;
 use common::*;
 
+/// A server whose keys file (in a directory of its own, `zepto-tenant-TAG-PID`, removed by
+/// the caller) holds `entries`.
+fn keyed_server(tag: &str, entries: &[&str]) -> (Server, std::path::PathBuf) {
+    let dir = std::env::temp_dir().join(format!("zepto-tenant-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let file = dir.join("keys.json");
+    std::fs::write(&file, format!("{{\"keys\": [{}]}}", entries.join(", "))).expect("write keys");
+    (Server::start(&["--keys-file", file.to_str().expect("path")]), dir)
+}
+
 /// A key made by `zeptodb keygen` with `args`: (the key, its keys-file entry).
 fn keygen(args: &[&str]) -> (String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_zeptodb")).arg("keygen").args(args).output().expect("keygen");
@@ -32,11 +42,7 @@ fn a_tenant_bound_key_sees_and_writes_only_its_rows() {
     let (agent, agent_entry) = keygen(&["--name", "agent", "--role", "writer", "--tenant", "acme"]);
     assert!(agent_entry.contains("\"tenant\": \"acme\""), "{agent_entry}");
     let (ops, ops_entry) = keygen(&["--name", "ops", "--role", "admin"]);
-    let dir = std::env::temp_dir().join(format!("zepto-tenant-keys-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("dir");
-    let file = dir.join("keys.json");
-    std::fs::write(&file, format!("{{\"keys\": [{agent_entry}, {ops_entry}]}}")).expect("write keys");
-    let s = Server::start(&["--keys-file", file.to_str().expect("path")]);
+    let (s, dir) = keyed_server("keys", &[&agent_entry, &ops_entry]);
     let a = s.addr.as_str();
 
     let setup = "CREATE TABLE ai_memories (ts TIMESTAMP, tenant_id SYMBOL, content VARCHAR, emb FLOAT[4]); \
@@ -129,11 +135,7 @@ fn a_subscription_sees_only_what_its_key_may_read() {
     let (agent, agent_entry) = keygen(&["--name", "agent", "--role", "reader", "--tenant", "acme"]);
     let (other, other_entry) = keygen(&["--name", "other", "--role", "reader", "--tables", "elsewhere"]);
     let (ops, ops_entry) = keygen(&["--name", "ops", "--role", "admin"]);
-    let dir = std::env::temp_dir().join(format!("zepto-tenant-sub-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("dir");
-    let file = dir.join("keys.json");
-    std::fs::write(&file, format!("{{\"keys\": [{agent_entry}, {other_entry}, {ops_entry}]}}")).expect("keys");
-    let s = Server::start(&["--keys-file", file.to_str().expect("path")]);
+    let (s, dir) = keyed_server("sub", &[&agent_entry, &other_entry, &ops_entry]);
     let a = s.addr.as_str();
     let setup = "CREATE TABLE ai_memories (ts TIMESTAMP, tenant_id SYMBOL, content VARCHAR)";
     assert_eq!(post_key(a, "/", &ops, setup).status, 200);

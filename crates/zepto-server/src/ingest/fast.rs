@@ -213,13 +213,8 @@ mod tests {
             "1.5i",
             "t",
         ];
-        let mut seed = 7u64;
-        let mut next = |n: usize| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            (seed % n as u64) as usize
-        };
+        let mut rng = zepto_storage::rng::XorShift::new(7);
+        let mut next = |n: usize| rng.index(n);
         let mut fast_read = 0;
         for _ in 0..50_000 {
             let v: Vec<&str> = (0..3).map(|_| pieces[next(pieces.len())]).collect();
@@ -242,13 +237,8 @@ mod tests {
     fn a_body_lands_as_its_lines_one_by_one() {
         use crate::auth::Principal;
         use crate::ingest::{write, IngestFormat, WriteRequest};
-        let mut seed = 11u64;
-        let mut next = |n: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % n
-        };
+        let mut rng = zepto_storage::rng::XorShift::new(11);
+        let mut next = |n: u64| rng.below(n);
         let mut lines = vec!["m,host=h0 u=1i,f=0.5,c=1i 1".to_string(), "n,host=h0 u=1i,f=0.5,c=1i 1".to_string()];
         for _ in 0..3000 {
             let series =

@@ -611,13 +611,8 @@ mod tests {
     /// same lines written as one body (never deferred) leave it.
     #[test]
     fn thin_ilp_batches_are_read_whole_between_writes() {
-        let mut seed = 3u64;
-        let mut next = |n: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % n
-        };
+        let mut rng = zepto_storage::rng::XorShift::new(3);
+        let mut next = |n: u64| rng.below(n);
         let line = |h: u64, t: u64, v: u64| format!("m,host=h{h},dc=d{} v={v}i,w={}.5 {t}", h % 7, v % 100);
         let (thin, whole) = (Engine::new(), Engine::new());
         let mut all = Vec::new();

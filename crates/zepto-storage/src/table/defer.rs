@@ -156,13 +156,8 @@ mod tests {
     /// rows in the same order (late rows sorted in, ties in arrival order).
     #[test]
     fn deferred_rows_land_as_appended_ones() {
-        let mut seed = 5u64;
-        let mut next = |n: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % n
-        };
+        let mut rng = crate::rng::XorShift::new(5);
+        let mut next = |n: u64| rng.below(n);
         let (mut deferred, mut direct) = (table(), table());
         let first = batch(&mut next, 20_000, 3000, 0);
         deferred.append_deferred(first.clone()).expect("append");
