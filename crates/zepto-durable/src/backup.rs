@@ -108,7 +108,7 @@ impl Durable {
     pub fn backup(&self, catalog: &Catalog, dest: &Path) -> Result<Summary, DurableError> {
         let ckpt = open(dest, "checkpoint")?;
         let hist = open(dest, "history")?;
-        let (tables, lsn) = self.cut(catalog)?;
+        let (tables, views, lsn) = self.cut(catalog)?;
         let mut names: Vec<(String, u64)> = Vec::new();
         for t in &tables {
             for f in t.history().files.iter().filter(|f| !f.path.starts_with(SHARED)) {
@@ -122,7 +122,7 @@ impl Durable {
                 copied += 1;
             }
         }
-        let written = checkpoint::write(&ckpt, lsn, &tables)?;
+        let written = checkpoint::write(&ckpt, lsn, &tables, &views)?;
         drop(tables);
         checkpoint::remove_others(&ckpt, Some(lsn))?;
         let keep: std::collections::HashSet<&str> = names.iter().map(|(n, _)| n.as_str()).collect();
@@ -151,7 +151,7 @@ pub fn restore(src: &Path, dir: &Path) -> Result<Summary, DurableError> {
     };
     // Every table file's length and checksum, and the tables themselves, before anything is
     // written: a damaged backup is refused whole.
-    let tables = checkpoint::load(&from_ckpt, lsn, |_, _| {})?;
+    let tables = checkpoint::load(&from_ckpt, lsn, |_, _| {})?.tables;
     let ckpt = open(dir, "checkpoint")?;
     let hist = open(dir, "history")?;
     open(dir, "wal")?;
@@ -220,7 +220,7 @@ impl Durable {
         catalog: &Catalog,
         store: &zepto_history::SharedStore,
     ) -> Result<Summary, DurableError> {
-        let (tables, lsn) = self.cut(catalog)?;
+        let (tables, views, lsn) = self.cut(catalog)?;
         let held: std::collections::HashSet<String> = store.list("history").map_err(store_err)?.into_iter().collect();
         let mut names = Vec::new();
         for t in &tables {
@@ -237,7 +237,7 @@ impl Durable {
         }
         let scratch = Scratch::new("backup")?;
         let local = DirStorage::open(&scratch.0).map_err(|e| io("scratch", e))?;
-        let written = checkpoint::write(&local, lsn, &tables)?;
+        let written = checkpoint::write(&local, lsn, &tables, &views)?;
         drop(tables);
         let (manifest, files): (Vec<String>, Vec<String>) =
             local.list().map_err(|e| io("scratch", e))?.into_iter().partition(|n| n.ends_with(".manifest"));

@@ -18,6 +18,8 @@
 //! 12 tier shard: table | shard | before i64 | files
 //! 13 adopt shard: table | shard | path prefix | files
 //! 14 dedup: table | nkeys u32 | key column name* (none: deduplication off)
+//! 15 create view: name | base table | query text
+//! 16 drop view: name
 //! selection = nparts u32 | (slot u32 | nrows u32 | row u32*)*
 //! files = nfiles u32 | (path | rows i64 | bytes i64 | min_ts i64 | max_ts i64)*
 //! shard = null key u8 | nkeys u32 | key*
@@ -28,6 +30,7 @@
 
 use zepto_storage::{
     Catalog, Change, Column, ColumnDef, DataType, HistFile, IndexDef, Schema, Shard, StorageError, Table, TableOptions,
+    ViewDef,
 };
 
 fn put_str(out: &mut Vec<u8>, s: &str) {
@@ -200,6 +203,16 @@ fn put_change(c: &Change<'_>, body: &mut Vec<u8>) -> Result<u8, StorageError> {
             keys.iter().for_each(|k| put_str(body, k));
             14
         }
+        Change::CreateView { def } => {
+            put_str(body, def.name());
+            put_str(body, def.base());
+            put_str(body, def.sql());
+            15
+        }
+        Change::DropView { name } => {
+            put_str(body, name);
+            16
+        }
     })
 }
 
@@ -318,6 +331,37 @@ fn replay_update(catalog: &Catalog, b: &mut Cursor<'_>) -> Result<(), String> {
     Ok(())
 }
 
+/// A shard's rows tiered to shared storage (12) or a shard adopted from it (13).
+fn replay_shard(catalog: &Catalog, kind: u8, b: &mut Cursor<'_>) -> Result<(), String> {
+    let err = |e: StorageError| e.to_string();
+    let table = b.str()?;
+    let (null_key, keys) = b.shard()?;
+    let shard = Shard { keys: &keys, null_key };
+    if kind == 12 {
+        let before = b.i64()?;
+        let files = b.files()?;
+        catalog.tier_shard_logged(table, shard, before, &files).map_err(err)?;
+    } else {
+        let prefix = b.str()?;
+        let files = b.files()?;
+        catalog.adopt_shard(table, shard, prefix, &files).map_err(err)?;
+    }
+    Ok(())
+}
+
+/// A materialized view's creation (15) or drop (16). Only the definition is logged: the
+/// view is compiled and built from its table when first read.
+fn replay_view(catalog: &Catalog, kind: u8, b: &mut Cursor<'_>) -> Result<(), String> {
+    let err = |e: StorageError| e.to_string();
+    if kind == 15 {
+        let def = ViewDef::new(b.str()?, b.str()?, b.str()?).map_err(err)?;
+        catalog.create_view(def, None, false).map_err(err)?;
+    } else {
+        catalog.drop_view(b.str()?, false).map_err(err)?;
+    }
+    Ok(())
+}
+
 /// Apply one record's changes to `catalog` (which must not log them again).
 pub fn apply(catalog: &Catalog, payload: &[u8]) -> Result<(), String> {
     let mut c = Cursor { b: payload, pos: 0 };
@@ -378,20 +422,7 @@ pub fn apply(catalog: &Catalog, payload: &[u8]) -> Result<(), String> {
                 let files = b.files()?;
                 catalog.tier_logged(table, before, &files).map_err(err)?;
             }
-            12 => {
-                let table = b.str()?;
-                let (null_key, keys) = b.shard()?;
-                let before = b.i64()?;
-                let files = b.files()?;
-                catalog.tier_shard_logged(table, Shard { keys: &keys, null_key }, before, &files).map_err(err)?;
-            }
-            13 => {
-                let table = b.str()?;
-                let (null_key, keys) = b.shard()?;
-                let prefix = b.str()?;
-                let files = b.files()?;
-                catalog.adopt_shard(table, Shard { keys: &keys, null_key }, prefix, &files).map_err(err)?;
-            }
+            12 | 13 => replay_shard(catalog, kind, &mut b)?,
             8 => {
                 let table = b.str()?;
                 catalog.retain_before(table, b.i64()?).map_err(err)?;
@@ -416,6 +447,7 @@ pub fn apply(catalog: &Catalog, payload: &[u8]) -> Result<(), String> {
                 let keys = (0..n).map(|_| b.str().map(str::to_string)).collect::<Result<Vec<_>, _>>()?;
                 catalog.set_dedup(table, &keys).map_err(err)?;
             }
+            15 | 16 => replay_view(catalog, kind, &mut b)?,
             k => return Err(format!("unknown change kind {k}")),
         }
     }

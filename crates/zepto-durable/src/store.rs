@@ -121,7 +121,7 @@ impl Durable {
         catalog.set_history_reader(reader.clone())?;
         let t0 = Instant::now();
         if let Some((lsn, _)) = checkpoint::newest(checkpoints.as_ref())? {
-            let tables = checkpoint::load(checkpoints.as_ref(), lsn, |i, n| {
+            let checkpoint::Loaded { tables, views } = checkpoint::load(checkpoints.as_ref(), lsn, |i, n| {
                 if n >= 8 {
                     progress(&format!("loading checkpoint {lsn}: {i} of {n} tables"));
                 }
@@ -131,6 +131,10 @@ impl Durable {
             for t in tables {
                 rec.checkpoint_rows += t.row_count();
                 catalog.restore(t)?;
+            }
+            // Definitions only: each view is compiled and built from its table when first read.
+            for v in views {
+                catalog.create_view(v, None, false)?;
             }
         }
         rec.checkpoint_secs = t0.elapsed().as_secs_f64();
@@ -186,9 +190,13 @@ impl Durable {
 
     /// `catalog`'s tables as of one LSN, cut as a checkpoint cuts them: writers wait only while
     /// the snapshots are taken and the log rotates.
-    pub(crate) fn cut(&self, catalog: &Catalog) -> Result<(Vec<Arc<zepto_storage::Table>>, Lsn), DurableError> {
-        let (tables, lsn) = catalog.consistent_cut(|| self.wal.rotate());
-        Ok((tables, lsn?))
+    #[allow(clippy::type_complexity)]
+    pub(crate) fn cut(
+        &self,
+        catalog: &Catalog,
+    ) -> Result<(Vec<Arc<zepto_storage::Table>>, Vec<zepto_storage::ViewDef>, Lsn), DurableError> {
+        let (tables, views, lsn) = catalog.consistent_cut_with_views(|| self.wal.rotate());
+        Ok((tables, views, lsn?))
     }
 
     /// Where the history files live.
@@ -200,14 +208,14 @@ impl Durable {
     /// since the last checkpoint.
     pub fn checkpoint(&self, catalog: &Catalog) -> Result<Option<Written>, DurableError> {
         let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
-        let (tables, cut) = catalog.consistent_cut(|| (self.wal.rotate(), self.wal.bytes_written()));
+        let (tables, views, cut) = catalog.consistent_cut_with_views(|| (self.wal.rotate(), self.wal.bytes_written()));
         let (lsn, wal_bytes) = (cut.0?, cut.1);
         if lsn == last.lsn {
             last.wal_bytes = wal_bytes;
             return Ok(None);
         }
         debug_assert!(lsn > last.lsn, "LSNs only grow");
-        let written = checkpoint::write(self.checkpoints.as_ref(), lsn, &tables)?;
+        let written = checkpoint::write(self.checkpoints.as_ref(), lsn, &tables, &views)?;
         drop(tables);
         *last = Last { lsn, wal_bytes, size: written.bytes };
         // Published: what it replaces can go. A failure here leaves extra files that the next
@@ -817,12 +825,12 @@ mod tests {
         let live = Catalog::new();
         every_type_table(&live);
         let (tables, ()) = live.consistent_cut(|| ());
-        checkpoint::write(&ck, 5, &tables).expect("first");
+        checkpoint::write(&ck, 5, &tables, &[]).expect("first");
         let before: Vec<Vec<u8>> = ck.list().expect("list").iter().map(|n| ck.read(n).expect("read")).collect();
         // A retry at the same LSN (its first attempt reported a failure after publishing)
         // touches nothing: every changing operation would fail now.
         ck.fail_after_ops(Some(0));
-        checkpoint::write(&ck, 5, &tables).expect("retry is a no-op");
+        checkpoint::write(&ck, 5, &tables, &[]).expect("retry is a no-op");
         let after: Vec<Vec<u8>> = ck.list().expect("list").iter().map(|n| ck.read(n).expect("read")).collect();
         assert_eq!(before, after);
     }

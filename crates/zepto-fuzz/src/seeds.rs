@@ -151,14 +151,22 @@ pub fn changes() -> Vec<Vec<u8>> {
     let extra = ColumnDef { name: "extra".into(), data_type: DataType::Int32 };
     let rows = vec![(0u32, vec![0u32, 1])];
     let keys = ["ts".to_string(), "sym".to_string()];
+    let view = sample_view();
     let sets: Vec<Vec<Change<'_>>> = vec![
         vec![Change::CreateTable { name: "t2", schema: &schema, partition_key: Some("sym"), timestamp: Some("ts") }],
         vec![Change::Append { table: "t", columns: &cols }],
         vec![Change::AddColumn { table: "t", def: &extra }, Change::Delete { table: "t", rows: &rows }],
         vec![Change::DropTable { name: "t" }],
         vec![Change::SetDedup { table: "t", keys: &keys }, Change::Append { table: "t", columns: &cols }],
+        vec![Change::CreateView { def: &view }, Change::DropView { name: "bars" }],
     ];
     sets.iter().map(|c| changes::encode(c).expect("the changes encode")).collect()
+}
+
+/// A materialized view over the sample table, its query spanning lines and tabs (escaped in
+/// a manifest).
+fn sample_view() -> zepto_storage::ViewDef {
+    zepto_storage::ViewDef::new("bars", "t", "SELECT sym,\tcount(*)\nFROM t GROUP BY sym").expect("a view definition")
 }
 
 /// WAL segments: the change records, framed and checksummed by the log writer.
@@ -193,7 +201,8 @@ pub fn table_file() -> Vec<Vec<u8>> {
 pub fn manifest() -> Vec<Vec<u8>> {
     let storage = MemStorage::new();
     let t = sample_engine().catalog().snapshot("t").expect("the sample table exists");
-    checkpoint::write(&storage, CHECKPOINT_LSN, &[t]).expect("a checkpoint writes to memory");
+    let views = [sample_view()];
+    checkpoint::write(&storage, CHECKPOINT_LSN, &[t], &views).expect("a checkpoint writes to memory");
     let text = storage.read(&checkpoint::manifest_name(CHECKPOINT_LSN)).expect("the manifest is there");
     let body_end = text.windows(4).rposition(|w| w == b"crc ").unwrap_or(text.len());
     vec![text[..body_end].to_vec()]

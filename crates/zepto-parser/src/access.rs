@@ -11,10 +11,10 @@ pub enum Access {
     /// SELECT, EXPLAIN, SHOW TABLES, DESCRIBE, COPY ... TO STDOUT.
     Read,
     /// INSERT, COPY ... FROM STDIN, UPDATE, DELETE, CREATE TABLE (AS), CREATE INDEX, ALTER
-    /// TABLE ADD COLUMN.
+    /// TABLE ADD COLUMN, CREATE and REFRESH MATERIALIZED VIEW.
     Write,
-    /// DROP TABLE, DROP INDEX, COPY of a file (which reads or writes files on the server) and
-    /// CHECKPOINT.
+    /// DROP TABLE, DROP INDEX, DROP MATERIALIZED VIEW, COPY of a file (which reads or writes
+    /// files on the server) and CHECKPOINT.
     Admin,
 }
 
@@ -34,9 +34,12 @@ impl Statement {
             | Statement::Update { .. }
             | Statement::CreateTable(_)
             | Statement::CreateTableAs { .. }
+            | Statement::CreateMaterializedView { .. }
+            | Statement::RefreshMaterializedView { .. }
             | Statement::CreateIndex { .. }
             | Statement::AlterAddColumn { .. } => Access::Write,
             Statement::DropTable { .. }
+            | Statement::DropMaterializedView { .. }
             | Statement::DropIndex { .. }
             | Statement::CopyFrom { .. }
             | Statement::CopyTo { .. }
@@ -48,12 +51,17 @@ impl Statement {
         }
     }
 
-    /// The table a writing statement changes, with its position if known.
+    /// The table a writing statement changes (a materialized view counts as one), with its
+    /// position if known. The tables a statement's query reads (CREATE TABLE AS, CREATE
+    /// MATERIALIZED VIEW) are checked when it is bound, as any query's are.
     pub fn target(&self) -> Option<(&str, Option<Pos>)> {
         match self {
             Statement::CreateTable(ct) => Some((&ct.name, None)),
             Statement::CreateTableAs { name, .. } => Some((name, None)),
-            Statement::DropTable { name, pos, .. } => Some((name, Some(*pos))),
+            Statement::DropTable { name, pos, .. }
+            | Statement::CreateMaterializedView { name, pos, .. }
+            | Statement::RefreshMaterializedView { name, pos }
+            | Statement::DropMaterializedView { name, pos, .. } => Some((name, Some(*pos))),
             Statement::AlterAddColumn { table, pos, .. }
             | Statement::CreateIndex { table, pos, .. }
             | Statement::AlterSetTtl { table, pos, .. }

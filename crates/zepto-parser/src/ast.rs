@@ -21,6 +21,23 @@ pub enum Statement {
         /// The query whose result fills the table.
         query: Box<Query>,
     },
+    /// `CREATE MATERIALIZED VIEW [IF NOT EXISTS] name AS query` (or QuestDB's `AS (query)`): a
+    /// view that keeps its query's result.
+    CreateMaterializedView {
+        /// The view's name (read as a table name: schema-qualified, quoted or bare).
+        name: String,
+        /// Succeed without change if the view exists.
+        if_not_exists: bool,
+        /// The view's query.
+        query: Box<Query>,
+        /// The query's text exactly as written: from its first token to its last, inside the
+        /// parentheses of `AS (query)`, without a trailing `;` or surrounding whitespace. The
+        /// log keeps it and recovery parses it again, into `query` (positions then count from
+        /// the start of this text). It never holds parameters.
+        sql: String,
+        /// Where the view is named.
+        pos: Pos,
+    },
     /// `CREATE INDEX [IF NOT EXISTS] name ON t [USING method] (column) [WITH (k = v, ...)]`.
     CreateIndex {
         /// The index's name.
@@ -54,6 +71,23 @@ pub enum Statement {
         /// Succeed without change if it does not exist.
         if_exists: bool,
         /// Where the statement starts.
+        pos: Pos,
+    },
+    /// `REFRESH MATERIALIZED VIEW name [FULL]`: recompute the whole view (`FULL`, QuestDB's
+    /// word, changes nothing; its `INCREMENTAL` and `RANGE` refreshes are refused).
+    RefreshMaterializedView {
+        /// The view to refresh.
+        name: String,
+        /// Where the view is named.
+        pos: Pos,
+    },
+    /// `DROP MATERIALIZED VIEW [IF EXISTS] name`.
+    DropMaterializedView {
+        /// The view to drop.
+        name: String,
+        /// Succeed without change if it does not exist.
+        if_exists: bool,
+        /// Where the view is named.
         pos: Pos,
     },
     /// `ALTER TABLE t ADD [COLUMN] [IF NOT EXISTS] name type`.

@@ -23,13 +23,16 @@ pub enum Tok {
     Eof,
 }
 
-/// A token and where it starts.
+/// A token, where it starts and where it ends.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Token {
     /// The token.
     pub tok: Tok,
     /// Where it starts in the text.
     pub pos: Pos,
+    /// Byte offset just past its last character (a statement's source text is cut from its
+    /// first token's `pos.offset` to its last token's `end`; see `CREATE MATERIALIZED VIEW`).
+    pub end: usize,
 }
 
 const OPS: [&str; 33] = [
@@ -105,7 +108,7 @@ pub fn tokenize(sql: &str, interrupt: &dyn Fn() -> Result<()>) -> Result<Vec<Tok
         let pos = lines.pos(i);
         if c == b'\'' || c == b'"' {
             let (tok, end) = quoted(sql, i, &mut lines, pos)?;
-            out.push(Token { tok, pos });
+            out.push(Token { tok, pos, end });
             i = end;
             continue;
         }
@@ -114,7 +117,7 @@ pub fn tokenize(sql: &str, interrupt: &dyn Fn() -> Result<()>) -> Result<Vec<Tok
             // number ends before the word, and the parser decides.
             let start = i;
             i = number_end(b, i);
-            out.push(Token { tok: Tok::Num(sql[start..i].to_string()), pos });
+            out.push(Token { tok: Tok::Num(sql[start..i].to_string()), pos, end: i });
             continue;
         }
         if c == b'?' || (c == b'$' && b.get(i + 1).is_some_and(u8::is_ascii_digit)) {
@@ -136,25 +139,25 @@ pub fn tokenize(sql: &str, interrupt: &dyn Fn() -> Result<()>) -> Result<Vec<Tok
             if numbered && anonymous > 0 {
                 return Err(SqlError::Parse { message: "mix of '?' and '$n' parameters".into(), pos });
             }
-            out.push(Token { tok: Tok::Param(n), pos });
+            out.push(Token { tok: Tok::Param(n), pos, end: i });
             continue;
         }
         if matches!(c, b'E' | b'e') && b.get(i + 1) == Some(&b'\'') {
             let (tok, end) = escape_string(sql, i + 1, &mut lines, pos)?;
-            out.push(Token { tok, pos });
+            out.push(Token { tok, pos, end });
             i = end;
             continue;
         }
         if c.is_ascii_alphabetic() || c == b'_' || c >= 0x80 {
             let start = i;
             i = skip_while(b, i, |c| c.is_ascii_alphanumeric() || c == b'_' || c == b'$' || c >= 0x80);
-            out.push(Token { tok: Tok::Ident(sql[start..i].to_string()), pos });
+            out.push(Token { tok: Tok::Ident(sql[start..i].to_string()), pos, end: i });
             continue;
         }
         match OPS.iter().find(|op| sql[i..].starts_with(**op)) {
             Some(op) => {
                 i += op.len();
-                out.push(Token { tok: Tok::Op(op), pos });
+                out.push(Token { tok: Tok::Op(op), pos, end: i });
             }
             None => {
                 let ch = sql[i..].chars().next().unwrap_or('?');
@@ -162,7 +165,7 @@ pub fn tokenize(sql: &str, interrupt: &dyn Fn() -> Result<()>) -> Result<Vec<Tok
             }
         }
     }
-    out.push(Token { tok: Tok::Eof, pos: lines.pos(b.len()) });
+    out.push(Token { tok: Tok::Eof, pos: lines.pos(b.len()), end: b.len() });
     Ok(out)
 }
 
@@ -320,6 +323,11 @@ mod tests {
         assert_eq!((t[3].pos.line, t[3].pos.column), (2, 3));
         assert_eq!(t[4].tok, Tok::Op(">="));
         assert_eq!(t[5].tok, Tok::Num("1.5e3".into()));
+        let sql = "SELECT a,\n  'it''s' -- c\n  >= 1.5e3";
+        let spans: Vec<&str> = t.iter().map(|t| &sql[t.pos.offset..t.end]).collect();
+        assert_eq!(spans, ["SELECT", "a", ",", "'it''s'", ">=", "1.5e3", ""], "each token's text, start to end");
+        let t = tokenize("E'x\\'' \"q\"\"\" $12", &|| Ok(())).expect("lexes");
+        assert_eq!(t.iter().map(|t| (t.pos.offset, t.end)).collect::<Vec<_>>(), [(0, 6), (7, 12), (13, 16), (16, 16)]);
         assert!(tokenize("'open", &|| Ok(())).is_err());
         assert!(tokenize("a @ b", &|| Ok(())).is_err());
         assert!(tokenize("a ? $1", &|| Ok(())).is_err());

@@ -10,12 +10,13 @@
 //!
 //! # What it owns
 //!
-//! This file: statements and the token cursor ([`Parser`]). [`lexer`]: tokens with positions.
-//! `query.rs` (SELECT, set operations, FROM, joins), `expr.rs` (expressions by precedence),
-//! `window.rs`, `timeseries.rs` (`LATEST ON`, `SAMPLE BY`), `copy.rs`, `pg_syntax.rs` (what
-//! PostgreSQL clients write in catalog queries), [`names`] (schema-qualified table names),
-//! [`limits`] (request size and expression depth), [`access`] (what a statement needs of its
-//! caller), [`visit`] (walking the tree).
+//! This file: statements and the token cursor ([`Parser`]). [`lexer`]: tokens with positions
+//! (where each starts and ends). `query.rs` (SELECT, set operations, FROM, joins), `expr.rs`
+//! (expressions by precedence), `window.rs`, `timeseries.rs` (`LATEST ON`, `SAMPLE BY`),
+//! `copy.rs`, `materialized.rs` (`CREATE`/`REFRESH`/`DROP MATERIALIZED VIEW`, which keep the
+//! view's query as text), `pg_syntax.rs` (what PostgreSQL clients write in catalog queries),
+//! [`names`] (schema-qualified table names), [`limits`] (request size and expression depth),
+//! [`access`] (what a statement needs of its caller), [`visit`] (walking the tree).
 //!
 //! # Entry points
 //!
@@ -62,6 +63,7 @@ pub mod error;
 mod expr;
 pub mod lexer;
 pub mod limits;
+mod materialized;
 pub mod names;
 mod pg_syntax;
 mod query;
@@ -212,7 +214,7 @@ pub fn parse_script(
         limits.check_statements(out.len() + 1, p.pos())?;
         interrupt()?;
         p.elements = 0;
-        out.push(p.statement()?);
+        out.push(p.statement(sql)?);
         if !p.eat_op(";") && p.peek() != &Tok::Eof {
             return Err(p.unexpected("';' or end of input"));
         }
@@ -228,13 +230,14 @@ fn bind_params(toks: Vec<Token>, params: &[ParamValue]) -> Result<Vec<Token>> {
             out.push(t);
             continue;
         };
-        let pos = t.pos;
+        let (pos, end) = (t.pos, t.end);
         let v = params.get(n - 1).ok_or_else(|| SqlError::Parse {
             message: format!("no value for parameter ${n} ({} given)", params.len()),
             pos,
         })?;
         used = used.max(n);
-        let one = |tok: Tok| Token { tok, pos };
+        // The tokens a value becomes all take the parameter's place in the text.
+        let one = |tok: Tok| Token { tok, pos, end };
         match v {
             ParamValue::Null => out.push(one(Tok::Ident("NULL".into()))),
             ParamValue::Bool(b) => out.push(one(Tok::Ident(if *b { "TRUE" } else { "FALSE" }.into()))),
@@ -248,9 +251,9 @@ fn bind_params(toks: Vec<Token>, params: &[ParamValue]) -> Result<Vec<Token>> {
             ParamValue::Float(f) if !f.is_finite() => {
                 return Err(SqlError::Parse { message: format!("parameter ${n} is not a finite number"), pos })
             }
-            ParamValue::Int(i) => push_negative(&mut out, i.unsigned_abs().to_string(), pos),
-            ParamValue::Float(f) => push_negative(&mut out, format!("{:?}", -f), pos),
-            ParamValue::Vector(v) => push_vector(&mut out, v, pos).map_err(|()| SqlError::Parse {
+            ParamValue::Int(i) => push_negative(&mut out, i.unsigned_abs().to_string(), one),
+            ParamValue::Float(f) => push_negative(&mut out, format!("{:?}", -f), one),
+            ParamValue::Vector(v) => push_vector(&mut out, v, one).map_err(|()| SqlError::Parse {
                 message: format!("parameter ${n} holds a value that is not a finite number"),
                 pos,
             })?,
@@ -267,29 +270,29 @@ fn bind_params(toks: Vec<Token>, params: &[ParamValue]) -> Result<Vec<Token>> {
 
 /// A vector as the tokens of an array literal: `[`, the numbers (a negative one as `-`, `n`)
 /// separated by `,`, `]`. Each `f32` is written in its shortest form that reads back exactly.
-fn push_vector(out: &mut Vec<Token>, v: &[f32], pos: Pos) -> std::result::Result<(), ()> {
+fn push_vector(out: &mut Vec<Token>, v: &[f32], one: impl Fn(Tok) -> Token) -> std::result::Result<(), ()> {
     out.reserve(v.len() * 3 + 2);
-    out.push(Token { tok: Tok::Op("["), pos });
+    out.push(one(Tok::Op("[")));
     for (i, x) in v.iter().enumerate() {
         if !x.is_finite() {
             return Err(());
         }
         if i > 0 {
-            out.push(Token { tok: Tok::Op(","), pos });
+            out.push(one(Tok::Op(",")));
         }
         if x.is_sign_negative() && *x != 0.0 {
-            out.push(Token { tok: Tok::Op("-"), pos });
+            out.push(one(Tok::Op("-")));
         }
-        out.push(Token { tok: Tok::Num(format!("{:?}", x.abs())), pos });
+        out.push(one(Tok::Num(format!("{:?}", x.abs()))));
     }
-    out.push(Token { tok: Tok::Op("]"), pos });
+    out.push(one(Tok::Op("]")));
     Ok(())
 }
 
 /// A negative number, parenthesized so it binds as one operand: `( - n )`.
-fn push_negative(out: &mut Vec<Token>, digits: String, pos: Pos) {
+fn push_negative(out: &mut Vec<Token>, digits: String, one: impl Fn(Tok) -> Token) {
     for tok in [Tok::Op("("), Tok::Op("-"), Tok::Num(digits), Tok::Op(")")] {
-        out.push(Token { tok, pos });
+        out.push(one(tok));
     }
 }
 
@@ -323,8 +326,15 @@ impl Parser {
         self.toks.get(self.i).or(self.toks.last()).map_or(Pos { offset: 0, line: 1, column: 1 }, |t| t.pos)
     }
 
+    /// Byte offset just past the last token taken (0 before any): a token taken keeps its
+    /// place in the text.
+    fn prev_end(&self) -> usize {
+        self.i.checked_sub(1).and_then(|k| self.toks.get(k)).map_or(0, |t| t.end)
+    }
+
     /// The current token, and move past it. A token left behind is taken, not copied: the
-    /// parser never looks back (no reads below `i`), so its place keeps an `Eof`.
+    /// parser never reads a token below `i` (only where one ended, `prev_end`), so its place
+    /// keeps an `Eof` with the token's position and end.
     fn advance(&mut self) -> Tok {
         let last = self.i + 1 >= self.toks.len();
         match self.toks.get_mut(self.i) {
@@ -600,7 +610,8 @@ impl Parser {
         Ok(Statement::Set { name, value, pos })
     }
 
-    fn statement(&mut self) -> Result<Statement> {
+    /// One statement of `src` (the script its tokens were read from).
+    fn statement(&mut self, src: &str) -> Result<Statement> {
         let pos = self.pos();
         if self.starts_query() {
             return Ok(Statement::Query(Box::new(self.query()?)));
@@ -613,16 +624,25 @@ impl Parser {
             if self.eat_kw("index") {
                 return self.create_index();
             }
+            if self.eat_kw("materialized") {
+                return self.create_materialized_view(src);
+            }
             return self.create_table();
         }
         if self.eat_kw("drop") {
             if self.eat_kw("index") {
                 return self.drop_index(pos);
             }
+            if self.eat_kw("materialized") {
+                return self.drop_materialized_view();
+            }
             return self.drop_table(pos);
         }
         if self.eat_kw("alter") {
             return self.alter_table(pos);
+        }
+        if self.eat_kw("refresh") {
+            return self.refresh_materialized_view();
         }
         if self.eat_kw("insert") {
             return self.insert(pos);
@@ -659,7 +679,7 @@ impl Parser {
             return Ok(Statement::Describe { table, pos });
         }
         Err(self.unexpected(
-            "a statement (SELECT, FROM, WITH, INSERT, UPDATE, DELETE, CREATE, DROP, ALTER, COPY, SHOW, DESCRIBE, EXPLAIN, CHECKPOINT)",
+            "a statement (SELECT, FROM, WITH, INSERT, UPDATE, DELETE, CREATE, DROP, ALTER, REFRESH, COPY, SHOW, DESCRIBE, EXPLAIN, CHECKPOINT)",
         ))
     }
 

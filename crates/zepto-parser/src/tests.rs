@@ -264,3 +264,105 @@ fn postgres_catalog_syntax_reads_as_plain_expressions() {
     assert!(err("SELECT nope.t.x FROM t").contains("schema 'nope'"));
     assert!(err("SELECT 1 FROM t WHERE n OPERATOR(pg_catalog.+) 1").contains("comparison operator"));
 }
+
+/// The query of the view `sql` creates, and its text parsed on its own at the same offset
+/// (spaces in front keep every position the same, `sql` being on one line).
+fn view_query_and_its_text_reparsed(sql: &str) -> (Query, Query) {
+    let Statement::CreateMaterializedView { query, sql: text, .. } = one(sql) else { panic!("{sql}: not a view") };
+    let at = sql.find(&text).unwrap_or_else(|| panic!("{sql}: {text:?} is not in the statement"));
+    let Statement::Query(back) = one(&format!("{}{text}", " ".repeat(at))) else { panic!("{text}: not a query") };
+    (*query, *back)
+}
+
+#[test]
+fn materialized_views_create_refresh_and_drop() {
+    let q = "SELECT ts, sym, avg(px) AS px FROM trades WHERE px > 0 SAMPLE BY 1h ALIGN TO CALENDAR";
+    for (sql, want_name, want_ine, want_text) in [
+        (format!("CREATE MATERIALIZED VIEW v AS {q}"), "v", false, q),
+        (format!("create materialized view if not exists public.\"My V\" as\n  {q}  ;"), "My V", true, q),
+        (format!("CREATE MATERIALIZED VIEW v AS ( {q} )"), "v", false, q),
+        (format!("CREATE MATERIALIZED VIEW v AS (\n{q}\n);  "), "v", false, q),
+        ("CREATE MATERIALIZED VIEW v AS (SELECT 1) UNION (SELECT 2)".into(), "v", false, "(SELECT 1) UNION (SELECT 2)"),
+        ("CREATE MATERIALIZED VIEW v AS ((SELECT 'a;b' AS x))".into(), "v", false, "(SELECT 'a;b' AS x)"),
+    ] {
+        match one(&sql) {
+            Statement::CreateMaterializedView { name, if_not_exists, sql: text, pos, .. } => {
+                assert_eq!((name.as_str(), if_not_exists, text.as_str()), (want_name, want_ine, want_text), "{sql}");
+                assert_eq!(
+                    &sql[pos.offset..pos.offset + 1],
+                    if want_ine { "p" } else { "v" },
+                    "{sql}: pos at the name"
+                );
+            }
+            other => panic!("{sql}: {other:?}"),
+        }
+    }
+    let script = parse_statements("SELECT 'é';\nCREATE MATERIALIZED VIEW v AS SELECT \"ü\" FROM t -- why\n; SELECT 3")
+        .expect("a script");
+    match &script[1] {
+        Statement::CreateMaterializedView { sql, .. } => assert_eq!(sql, "SELECT \"ü\" FROM t", "in a script"),
+        other => panic!("{other:?}"),
+    }
+    let (query, back) = view_query_and_its_text_reparsed(&format!("CREATE MATERIALIZED VIEW v AS {q}"));
+    assert_eq!(query, back, "the text parses back to the same query, positions included");
+    let SetExpr::Select(s) = &back.body else { panic!("a select") };
+    assert!(s.sample_by.is_some(), "SAMPLE BY kept");
+    let (query, back) = view_query_and_its_text_reparsed(&format!("CREATE MATERIALIZED VIEW v AS ({q})"));
+    assert_eq!(query, back, "AS (query): the text inside parses back the same");
+
+    for (sql, want_name) in [
+        ("REFRESH MATERIALIZED VIEW v", "v"),
+        ("refresh materialized view public.\"V 2\" full", "V 2"),
+        ("REFRESH MATERIALIZED VIEW v FULL;", "v"),
+    ] {
+        match one(sql) {
+            Statement::RefreshMaterializedView { name, .. } => assert_eq!(name, want_name, "{sql}"),
+            other => panic!("{sql}: {other:?}"),
+        }
+    }
+    for (sql, want_name, want_ie) in
+        [("DROP MATERIALIZED VIEW v", "v", false), ("drop materialized view if exists \"Vv\"", "Vv", true)]
+    {
+        match one(sql) {
+            Statement::DropMaterializedView { name, if_exists, pos } => {
+                assert_eq!((name.as_str(), if_exists), (want_name, want_ie), "{sql}");
+                assert!(sql[pos.offset..].trim_start_matches('"').starts_with(want_name), "{sql}: pos at the name");
+            }
+            other => panic!("{sql}: {other:?}"),
+        }
+    }
+    use crate::access::Access;
+    let access = |sql: &str| {
+        let s = one(sql);
+        (s.access(), s.target().map(|(t, _)| t.to_string()))
+    };
+    assert_eq!(access("CREATE MATERIALIZED VIEW v AS SELECT * FROM t"), (Access::Write, Some("v".into())));
+    assert_eq!(access("REFRESH MATERIALIZED VIEW v"), (Access::Write, Some("v".into())));
+    assert_eq!(access("DROP MATERIALIZED VIEW v"), (Access::Admin, Some("v".into())));
+}
+
+#[test]
+fn materialized_view_errors_say_what_is_wrong_and_where() {
+    let err = |sql: &str| parse_statement(sql).expect_err(sql);
+    let e = err("CREATE MATERIALIZED VIEW v");
+    assert_eq!(e.code(), "SQL_PARSE");
+    assert!(e.to_string().contains("expected AS"), "{e}");
+    let p = e.pos().expect("pos");
+    assert_eq!((p.line, p.column, p.offset), (1, 27, 26), "at the end of input");
+    let e = err("REFRESH MATERIALIZED VIEW v INCREMENTAL");
+    assert!(e.to_string().contains("INCREMENTAL is not supported") && e.to_string().contains("[FULL]"), "{e}");
+    assert_eq!(e.pos().map(|p| (p.line, p.column)), Some((1, 29)));
+    let e = err("REFRESH MATERIALIZED VIEW v\n  RANGE FROM '2025-01-01' TO '2025-02-01'");
+    assert!(e.to_string().contains("RANGE is not supported"), "{e}");
+    assert_eq!(e.pos().map(|p| (p.line, p.column)), Some((2, 3)));
+    assert!(err("CREATE MATERIALIZED VIEW v AS").to_string().contains("expected"));
+    assert!(err("CREATE MATERIALIZED VIEW v AS (SELECT 1").to_string().contains("')'"));
+    assert!(err("CREATE MATERIALIZED VIEW pg_catalog.v AS SELECT 1").to_string().contains("system catalog"));
+    assert!(err("DROP MATERIALIZED VIEW IF v").to_string().contains("EXISTS"));
+    let e = parse_statements_with_params(
+        "CREATE MATERIALIZED VIEW v AS SELECT * FROM t WHERE x > $1",
+        &[ParamValue::Int(1)],
+    )
+    .expect_err("a parameter");
+    assert!(e.to_string().contains("cannot take parameters"), "{e}");
+}

@@ -116,6 +116,7 @@ pub struct Metrics {
     /// Rows of the intact WAL records recovery dropped at start (0 when the log was sound).
     pub recovery_dropped_rows: Gauge,
     cluster_lag: Family<Labels, Gauge>,
+    views: ViewGauges,
     cluster_records: Family<Labels, Gauge>,
     fix: FixGauges,
     /// The counters of line protocol over TCP ([`crate::ilp_tcp`]).
@@ -224,6 +225,7 @@ impl Metrics {
             "Kafka records this cluster node applied or refused since it started",
         );
         let fix = FixGauges::register(&mut registry);
+        let views = ViewGauges::register(&mut registry);
         let ilp_tcp = IlpTcpMetrics::register(&mut registry);
         Metrics {
             ilp_tcp,
@@ -231,6 +233,7 @@ impl Metrics {
             cluster_lag,
             cluster_records,
             fix,
+            views,
             requests,
             latency,
             errors,
@@ -312,6 +315,7 @@ impl Metrics {
         self.tables.set(names.len() as i64);
         let rows: usize = names.iter().filter_map(|n| catalog.snapshot(n).ok()).map(|t| t.row_count()).sum();
         self.table_rows.set(rows as i64);
+        self.views.set(catalog);
         let mut out = String::with_capacity(8 << 10);
         // Writing into a String cannot fail.
         let _ = encode(&mut out, &self.registry);
@@ -396,6 +400,45 @@ struct FixGauges {
     counts: [Family<Labels, Gauge>; 4],
     connected: Family<Labels, Gauge>,
     lag: Family<Labels, Gauge<f64, AtomicU64>>,
+}
+
+/// The materialized views' gauges, per view. A view is kept within each write of its table,
+/// so it is never behind; `stale` is 1 when its next read rebuilds it (after a DELETE, UPDATE
+/// or retention on the table).
+struct ViewGauges {
+    counts: [Family<Labels, Gauge>; 4],
+    upkeep: Family<Labels, Gauge<f64, AtomicU64>>,
+}
+
+impl ViewGauges {
+    fn register(registry: &mut Registry) -> ViewGauges {
+        let counts = [
+            ("zepto_view_groups", "Groups a materialized view held at its last read"),
+            ("zepto_view_commits", "Appends to its table a materialized view folded in, since start"),
+            ("zepto_view_rebuilds", "Full rebuilds of a materialized view from its table, since start"),
+            ("zepto_view_stale", "1 while a materialized view's next read rebuilds it"),
+        ]
+        .map(|(name, help)| register(registry, name, help));
+        let upkeep = register(
+            registry,
+            "zepto_view_upkeep_seconds",
+            "Time writes to its table spent keeping a materialized view, since start",
+        );
+        ViewGauges { counts, upkeep }
+    }
+
+    fn set(&self, catalog: &Catalog) {
+        let int = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+        self.counts.iter().for_each(Family::clear);
+        self.upkeep.clear();
+        for (name, s) in catalog.view_stats() {
+            let labels = vec![("view".into(), name)];
+            for (family, n) in self.counts.iter().zip([s.groups, s.commits, s.rebuilds, u64::from(s.stale)]) {
+                family.get_or_create(&labels).set(int(n));
+            }
+            self.upkeep.get_or_create(&labels).set(s.upkeep_ns as f64 / 1e9);
+        }
+    }
 }
 
 impl FixGauges {

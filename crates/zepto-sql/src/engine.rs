@@ -82,6 +82,7 @@ impl Engine {
 
     /// An engine over `catalog`, with every table allowed and COPY under the default file policy.
     pub fn with_catalog(catalog: Arc<Catalog>) -> Engine {
+        crate::view::Compiler::register(&catalog);
         let e = Engine {
             catalog,
             access: TableAccess::all(),
@@ -116,6 +117,7 @@ impl Engine {
     /// only and without vector indexes: a subscription's query over one appended batch
     /// ([`crate::subscription`]).
     pub fn on_catalog(&self, catalog: Arc<Catalog>) -> Engine {
+        crate::view::Compiler::register(&catalog);
         Engine { catalog, indexes: zepto_ann::Registry::new(), cluster: None, ..self.clone() }
     }
 
@@ -316,6 +318,12 @@ impl Engine {
             Statement::DropIndex { name, if_exists, pos } => {
                 crate::index::drop_index(&self.indexes, &self.catalog, name, *if_exists, *pos)?;
                 Ok(QueryResult::status("DROP INDEX".into()))
+            }
+            Statement::CreateMaterializedView { .. }
+            | Statement::RefreshMaterializedView { .. }
+            | Statement::DropMaterializedView { .. } => crate::view::ddl::statement(self, run, s),
+            Statement::DropTable { name, .. } if self.catalog.is_view(name) => {
+                crate::view::ddl::statement(self, run, s)
             }
             Statement::DropTable { name, if_exists, pos } => {
                 self.catalog.drop_table(name, *if_exists).map_err(|e| match e {

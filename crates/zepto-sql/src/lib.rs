@@ -77,6 +77,7 @@ pub mod settings;
 mod spread;
 pub mod subscription;
 pub mod system;
+pub(crate) mod view;
 
 pub use access::TableAccess;
 pub use engine::{Access, Engine, Prepared, QueryResult};

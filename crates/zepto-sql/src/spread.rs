@@ -9,8 +9,9 @@
 //!   the rows go to the log keyed by their partition key, and the answer comes once the log
 //!   holds them all. The owners store them as they consume them, as they do `/write`'s.
 //! - Statements that change rows or a schema in place (UPDATE, DELETE, DROP TABLE, ALTER
-//!   TABLE ADD COLUMN or DEDUP, CREATE TABLE AS) are refused: the log has no record for them
-//!   yet. A table created with `DEDUP UPSERT KEYS` carries them in its CREATE TABLE to every
+//!   TABLE ADD COLUMN or DEDUP, CREATE TABLE AS, and CREATE, REFRESH or DROP MATERIALIZED
+//!   VIEW, a view being a catalog object like a table) are refused: the log has no record
+//!   for them yet. A table created with `DEDUP UPSERT KEYS` carries them in its CREATE TABLE to every
 //!   node, so every owner deduplicates alike.
 //!   `SET cluster_scope = local` runs any statement on this node alone, on its own copy.
 //!
@@ -40,6 +41,9 @@ pub(crate) fn through_log<'c>(
             | Statement::Delete { .. }
             | Statement::Update { .. }
             | Statement::DropTable { .. }
+            | Statement::CreateMaterializedView { .. }
+            | Statement::RefreshMaterializedView { .. }
+            | Statement::DropMaterializedView { .. }
             | Statement::AlterAddColumn { .. }
             | Statement::AlterDedup { .. }
     );
@@ -56,6 +60,9 @@ pub(crate) fn refused(s: &Statement) -> SqlError {
         Statement::Delete { table, .. } => (table.as_str(), "DELETE"),
         Statement::Update { table, .. } => (table.as_str(), "UPDATE"),
         Statement::DropTable { name, .. } => (name.as_str(), "DROP TABLE"),
+        Statement::CreateMaterializedView { name, .. } => (name.as_str(), "CREATE MATERIALIZED VIEW"),
+        Statement::RefreshMaterializedView { name, .. } => (name.as_str(), "REFRESH MATERIALIZED VIEW"),
+        Statement::DropMaterializedView { name, .. } => (name.as_str(), "DROP MATERIALIZED VIEW"),
         Statement::AlterAddColumn { table, .. } => (table.as_str(), "ALTER TABLE ... ADD COLUMN"),
         Statement::AlterDedup { table, .. } => (table.as_str(), "ALTER TABLE ... DEDUP"),
         _ => ("", "this statement"),

@@ -21,6 +21,8 @@ use crate::table::{ColumnDef, Schema, Shard, Table};
 use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock, RwLock};
 
+pub(crate) mod views;
+
 /// A table's place in the catalog. `dropped` is set by DROP TABLE under the table's write
 /// lock, so a writer that found the slot before the drop but locks it after sees the flag and
 /// fails instead of writing into a table that no longer exists.
@@ -166,6 +168,16 @@ pub enum Change<'a> {
         /// The key columns' names; empty turns deduplication off.
         keys: &'a [String],
     },
+    /// A materialized view created (its rows are derived: only the definition is logged).
+    CreateView {
+        /// The view.
+        def: &'a crate::view::ViewDef,
+    },
+    /// A materialized view dropped.
+    DropView {
+        /// The view's name.
+        name: &'a str,
+    },
 }
 
 /// Where changes go before they are applied. `log` returns only once the changes are as
@@ -205,6 +217,12 @@ pub struct Catalog {
     history: OnceLock<Arc<dyn HistoryReader>>,
     /// Every committed write, for subscribers.
     feed: Arc<crate::feed::ChangeFeed>,
+    /// Materialized views by name (see [`crate::view`]), and how many (read without a lock
+    /// on every write).
+    views: RwLock<BTreeMap<String, crate::view::ViewSlot>>,
+    view_count: std::sync::atomic::AtomicUsize,
+    /// Compiles views from their definitions (set by the SQL engine).
+    compiler: OnceLock<Arc<dyn crate::view::ViewCompiler>>,
 }
 
 impl std::fmt::Debug for Catalog {
@@ -234,7 +252,10 @@ impl Catalog {
     /// A consistent snapshot of one table (its deferred rows folded in first: see
     /// [`Catalog::write_many_deferred`]).
     pub fn snapshot(&self, name: &str) -> Result<Arc<Table>, StorageError> {
-        Ok(folded(&*self.slot(name)?))
+        match self.slot(name) {
+            Ok(slot) => Ok(folded(&slot)),
+            Err(e) => self.view_snapshot(name).unwrap_or(Err(e)),
+        }
     }
 
     /// A table's columns, partition key and designated timestamp, without its rows: what a
@@ -275,7 +296,7 @@ impl Catalog {
 
     /// True if a table of this name (case-insensitive) exists.
     pub fn exists(&self, name: &str) -> bool {
-        self.tables.read().unwrap_or_else(|e| e.into_inner()).contains_key(&key(name))
+        self.tables.read().unwrap_or_else(|e| e.into_inner()).contains_key(&key(name)) || self.is_view(name)
     }
 
     /// From now on, log every change to `log` before applying it (set once, after recovery).
@@ -290,7 +311,7 @@ impl Catalog {
             Some(l) => l.log(changes).map(|()| Logged::durable())?,
             None => Logged::in_memory(),
         };
-        Ok(logged.publishing(self.published(changes)))
+        Ok(logged.publishing(self.published(changes)).with_views(self.view_work(changes)))
     }
 
     /// The change feed: every committed append, delete, update and drop, numbered.
@@ -535,11 +556,21 @@ impl Catalog {
     /// instant (the checkpoint passes the WAL's rotation, so the snapshots hold exactly the
     /// records up to the LSN it returns). Writers wait only for the `Arc` clones and `at()`.
     pub fn consistent_cut<R>(&self, at: impl FnOnce() -> R) -> (Vec<Arc<Table>>, R) {
+        let (tables, _, r) = self.consistent_cut_with_views(at);
+        (tables, r)
+    }
+
+    /// [`Catalog::consistent_cut`], with the materialized views' definitions of the same cut.
+    pub fn consistent_cut_with_views<R>(
+        &self,
+        at: impl FnOnce() -> R,
+    ) -> (Vec<Arc<Table>>, Vec<crate::view::ViewDef>, R) {
         let _gate = self.gate.write().unwrap_or_else(|e| e.into_inner());
         let map = self.tables.read().unwrap_or_else(|e| e.into_inner());
         let tables = map.values().map(|s| folded(s)).collect();
         drop(map);
-        (tables, at())
+        let views = self.view_defs();
+        (tables, views, at())
     }
 
     /// Put a table back as recovery found it (rows included), without logging. Only before a
@@ -569,6 +600,9 @@ impl Catalog {
         if map.contains_key(&k) {
             return if if_not_exists { Ok(false) } else { Err(StorageError::TableExists(table.name().to_string())) };
         }
+        if self.is_view(table.name()) {
+            return Err(StorageError::TableExists(table.name().to_string()));
+        }
         let col_name = |i: Option<usize>| i.map(|i| table.schema().columns[i].name.as_str());
         let dedup: Vec<String> = table.dedup_keys().iter().map(|&i| table.schema().columns[i].name.clone()).collect();
         let mut changes = vec![Change::CreateTable {
@@ -594,6 +628,10 @@ impl Catalog {
             return Err(StorageError::Internal("a replacing table is created empty, without dedup keys".into()));
         }
         table.validate(&columns)?;
+        self.check_no_views(table.name())?;
+        if self.is_view(table.name()) {
+            return Err(StorageError::TableExists(table.name().to_string()));
+        }
         let _gate = self.gate.read().unwrap_or_else(|e| e.into_inner());
         let mut map = self.tables.write().unwrap_or_else(|e| e.into_inner());
         let k = key(table.name());
@@ -634,6 +672,7 @@ impl Catalog {
         if !map.contains_key(&k) {
             return if if_exists { Ok(false) } else { Err(StorageError::TableNotFound(name.to_string())) };
         }
+        self.check_no_views(name)?;
         // Wait for the table's writers in flight: their records precede the drop's.
         if let Some(slot) = map.get(&k).cloned() {
             let _t = slot.table.write().unwrap_or_else(|e| e.into_inner());

@@ -69,6 +69,7 @@ pub mod time;
 pub mod types;
 pub mod value;
 pub mod vector;
+pub mod view;
 
 pub use bitmap::Bitmap;
 pub use catalog::{Catalog, Change, ChangeLog, Layout};
@@ -82,3 +83,4 @@ pub use strings::StrVec;
 pub use table::{ColumnDef, HistoryReader, Partition, Schema, Shard, Table, TableOptions};
 pub use types::DataType;
 pub use value::Value;
+pub use view::{Delta, Upkeep, ViewCompiler, ViewDef, ViewStats};

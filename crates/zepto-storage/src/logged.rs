@@ -21,6 +21,8 @@ pub struct Logged {
     durable: bool,
     /// What the change feed publishes once the change applied.
     feed: Option<Published>,
+    /// What the materialized views of the changed tables do once it applied.
+    views: Vec<crate::catalog::views::ViewWork>,
 }
 
 /// A logged write's events for the change feed: its changes (kept only while the feed
@@ -34,17 +36,23 @@ pub(crate) struct Published {
 impl Logged {
     /// A change written to a durable log.
     pub(crate) fn durable() -> Logged {
-        Logged { durable: true, feed: None }
+        Logged { durable: true, feed: None, views: Vec::new() }
     }
 
     /// A change with no log behind it (an in-memory database).
     pub(crate) fn in_memory() -> Logged {
-        Logged { durable: false, feed: None }
+        Logged { durable: false, feed: None, views: Vec::new() }
     }
 
     /// The same change, publishing `p` to the change feed once applied.
     pub(crate) fn publishing(self, p: Option<Published>) -> Logged {
         Logged { feed: p, ..self }
+    }
+
+    /// The same change, doing `views`' work once applied (before the feed publishes it, so a
+    /// subscriber told of a change finds it in the views).
+    pub(crate) fn with_views(self, views: Vec<crate::catalog::views::ViewWork>) -> Logged {
+        Logged { views, ..self }
     }
 
     /// Apply the logged change: `f`'s result, except that when the change is durable an error
@@ -56,6 +64,7 @@ impl Logged {
         match r {
             Err(e) if self.durable => abort(&format!("applying a logged change failed: {e}")),
             Ok(v) => {
+                self.views.into_iter().for_each(crate::catalog::views::ViewWork::run);
                 if let Some(p) = self.feed {
                     p.feed.publish(p.changes, p.count);
                 }

@@ -14,15 +14,18 @@
 //! zeptodb-checkpoint 1
 //! lsn <last LSN included>
 //! file <name> <bytes> <crc32 hex>        one per table
+//! view\t<name>\t<base table>\t<query>     one per materialized view (fields escaped: \\ \t \n \r)
 //! crc <crc32 hex of every line above>
 //! ```
+//! A view's rows are derived from its base table: only its definition is kept, and it is
+//! rebuilt when first read after recovery.
 //! Loading verifies every length and checksum before any table is used.
 
 pub mod table_file;
 
 use crate::DurableError;
 use std::io::Write;
-use zepto_storage::Table;
+use zepto_storage::{Table, ViewDef};
 use zepto_wal::{Lsn, Storage};
 
 const HEADER: &str = "zeptodb-checkpoint 1";
@@ -79,7 +82,12 @@ pub struct Written {
 
 /// Write `tables` (a consistent cut at `lsn`) as checkpoint `lsn` and publish it. Does not
 /// delete anything.
-pub fn write(storage: &dyn Storage, lsn: Lsn, tables: &[std::sync::Arc<Table>]) -> Result<Written, DurableError> {
+pub fn write(
+    storage: &dyn Storage,
+    lsn: Lsn,
+    tables: &[std::sync::Arc<Table>],
+    views: &[ViewDef],
+) -> Result<Written, DurableError> {
     let io = |what: &str, e: std::io::Error| DurableError::Io(format!("checkpoint {lsn}: {what}: {e}"));
     let mut total = Written { lsn, tables: tables.len(), rows: 0, bytes: 0 };
     let final_name = manifest_name(lsn);
@@ -107,6 +115,9 @@ pub fn write(storage: &dyn Storage, lsn: Lsn, tables: &[std::sync::Arc<Table>]) 
         total.rows += t.row_count();
         total.bytes += sink.bytes;
     }
+    for v in views {
+        manifest.push_str(&format!("view\t{}\t{}\t{}\n", escape(v.name()), escape(v.base()), escape(v.sql())));
+    }
     manifest.push_str(&format!("crc {:08x}\n", crc32fast::hash(manifest.as_bytes())));
     storage.append(&tmp, manifest.as_bytes()).map_err(|e| io(&tmp, e))?;
     storage.sync(&tmp).map_err(|e| io(&tmp, e))?;
@@ -124,12 +135,16 @@ pub fn newest(storage: &dyn Storage) -> Result<Option<(Lsn, String)>, DurableErr
         .max())
 }
 
+/// A loaded checkpoint: its tables and its views' definitions.
+pub struct Loaded {
+    /// Every table, rows included.
+    pub tables: Vec<Table>,
+    /// Every materialized view's definition.
+    pub views: Vec<ViewDef>,
+}
+
 /// Load checkpoint `lsn`: every table, verified. `progress(loaded, total)` after each table.
-pub fn load(
-    storage: &dyn Storage,
-    lsn: Lsn,
-    mut progress: impl FnMut(usize, usize),
-) -> Result<Vec<Table>, DurableError> {
+pub fn load(storage: &dyn Storage, lsn: Lsn, mut progress: impl FnMut(usize, usize)) -> Result<Loaded, DurableError> {
     let mname = manifest_name(lsn);
     let corrupt = |file: &str, reason: String| DurableError::Corrupt { file: file.to_string(), reason };
     let raw = storage.read(&mname).map_err(|e| DurableError::Io(format!("{mname}: {e}")))?;
@@ -147,7 +162,13 @@ pub fn load(
     if lines.next() != Some(format!("lsn {lsn}").as_str()) {
         return Err(corrupt(&mname, "its LSN line does not match its name".into()));
     }
-    let files: Vec<(&str, u64, u32)> = lines
+    let (view_lines, file_lines): (Vec<&str>, Vec<&str>) = lines.partition(|l| l.starts_with("view\t"));
+    let views = view_lines
+        .iter()
+        .map(|l| view_line(l).ok_or_else(|| corrupt(&mname, format!("a malformed view line: {l}"))))
+        .collect::<Result<Vec<ViewDef>, _>>()?;
+    let files: Vec<(&str, u64, u32)> = file_lines
+        .into_iter()
         .map(|l| {
             let f: Vec<&str> = l.split(' ').collect();
             match f.as_slice() {
@@ -169,7 +190,40 @@ pub fn load(
         tables.push(table_file::read_table(data).map_err(|e| corrupt(name, e.to_string()))?);
         progress(i + 1, files.len());
     }
-    Ok(tables)
+    Ok(Loaded { tables, views })
+}
+
+/// A manifest field: backslash, tab and line ends escaped.
+fn escape(s: &str) -> String {
+    s.replace('\\', "\\\\").replace('\t', "\\t").replace('\n', "\\n").replace('\r', "\\r")
+}
+
+fn unescape(s: &str) -> Option<String> {
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        out.push(match chars.next()? {
+            '\\' => '\\',
+            't' => '\t',
+            'n' => '\n',
+            'r' => '\r',
+            _ => return None,
+        });
+    }
+    Some(out)
+}
+
+/// A `view` line's definition.
+fn view_line(l: &str) -> Option<ViewDef> {
+    let f: Vec<&str> = l.split('\t').collect();
+    match f.as_slice() {
+        ["view", name, base, sql] => ViewDef::new(&unescape(name)?, &unescape(base)?, &unescape(sql)?).ok(),
+        _ => None,
+    }
 }
 
 /// Delete every file that is not part of checkpoint `keep` (older checkpoints, files of

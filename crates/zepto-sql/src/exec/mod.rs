@@ -12,7 +12,7 @@ pub mod context;
 pub mod eval;
 mod exchange;
 mod fill;
-mod hash;
+pub(crate) mod hash;
 pub mod history;
 mod join;
 pub mod latest;

@@ -1,0 +1,163 @@
+//! A view's groups: their keys, an index from keys to group number, and every aggregate's
+//! accumulator, folded batch by batch from partial states (the one accumulator of
+//! [`crate::exec::accum`], driven through its `merge`).
+//!
+//! Group numbers are dense and never change; a batch's new groups are appended as a chunk of
+//! key rows (chunks are joined at the next finish), so a fold costs the batch's groups, not
+//! the view's.
+
+use crate::error::{Result, SqlError};
+use crate::eval::Batch;
+use crate::exec::accum::{accumulator, Accumulator};
+use crate::exec::hash::{hash_rows, rows_equal};
+use crate::plan::AggCall;
+use std::collections::HashMap;
+use zepto_storage::Column;
+
+/// The groups and their aggregates' running states.
+pub(crate) struct Groups {
+    /// Key columns per chunk; chunk `c` holds groups `starts[c]..`.
+    chunks: Vec<Vec<Column>>,
+    starts: Vec<u32>,
+    /// Groups by the hash of their keys (several when hashes collide).
+    index: HashMap<u64, Vec<u32>, BuildU64>,
+    accs: Vec<Box<dyn Accumulator>>,
+    aggs: Vec<AggCall>,
+    nkeys: usize,
+    groups: usize,
+}
+
+/// The keys' hash is already mixed: the map uses it as it is.
+#[derive(Default, Clone, Copy)]
+pub(crate) struct BuildU64;
+
+impl std::hash::BuildHasher for BuildU64 {
+    type Hasher = U64Hasher;
+    fn build_hasher(&self) -> U64Hasher {
+        U64Hasher(0)
+    }
+}
+
+pub(crate) struct U64Hasher(u64);
+
+impl std::hash::Hasher for U64Hasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        bytes.iter().for_each(|&b| self.0 = (self.0 << 8) ^ u64::from(b));
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = v;
+    }
+}
+
+impl Groups {
+    /// No groups yet (without keys, the one group appears with the first rows).
+    pub fn new(nkeys: usize, aggs: &[AggCall]) -> Groups {
+        Groups {
+            chunks: Vec::new(),
+            starts: Vec::new(),
+            index: HashMap::default(),
+            accs: aggs.iter().map(|a| accumulator(a.func, a.ty)).collect(),
+            aggs: aggs.to_vec(),
+            nkeys,
+            groups: 0,
+        }
+    }
+
+    /// Fold partial states: `b` holds the key columns, then every aggregate's state columns,
+    /// one row per group of the batch they came from.
+    pub fn fold(&mut self, b: &Batch) -> Result<()> {
+        let keys: Vec<&Column> = b.columns[..self.nkeys].iter().map(|c| &**c).collect();
+        let ids = self.ids(&keys, b.rows);
+        let mut at = self.nkeys;
+        for (a, acc) in self.aggs.iter().zip(self.accs.iter_mut()) {
+            let w = a.func.state_width();
+            let state: Vec<&Column> = b.columns.get(at..at + w).ok_or_else(bad_width)?.iter().map(|c| &**c).collect();
+            acc.merge(&state, &ids, self.groups)?;
+            at += w;
+        }
+        Ok(())
+    }
+
+    /// The group of each row of `keys`, new groups added.
+    fn ids(&mut self, keys: &[&Column], n: usize) -> Vec<u32> {
+        if self.nkeys == 0 {
+            self.groups = 1;
+            return vec![0; n];
+        }
+        let hashes = hash_rows(keys, n);
+        let mut ids = Vec::with_capacity(n);
+        let mut fresh: Vec<u32> = Vec::new();
+        for (i, &h) in hashes.iter().enumerate() {
+            let known = self.index.get(&h).and_then(|gs| {
+                gs.iter().copied().find(|&g| match self.locate(g) {
+                    Some((c, r)) => rows_equal(&self.chunks_refs(c), r, keys, i),
+                    // A group of this batch: its keys are row `fresh[g - groups]`.
+                    None => rows_equal(keys, fresh[g as usize - self.groups] as usize, keys, i),
+                })
+            });
+            let g = known.unwrap_or_else(|| {
+                let g = (self.groups + fresh.len()) as u32;
+                fresh.push(i as u32);
+                self.index.entry(h).or_default().push(g);
+                g
+            });
+            ids.push(g);
+        }
+        if !fresh.is_empty() {
+            self.starts.push(self.groups as u32);
+            self.chunks.push(keys.iter().map(|c| c.take(&fresh)).collect());
+            self.groups += fresh.len();
+        }
+        ids
+    }
+
+    fn chunks_refs(&self, c: usize) -> Vec<&Column> {
+        self.chunks[c].iter().collect()
+    }
+
+    /// The chunk and row of group `g`, if it is in a chunk already.
+    fn locate(&self, g: u32) -> Option<(usize, usize)> {
+        if g as usize >= self.groups {
+            return None;
+        }
+        let c = self.starts.partition_point(|&s| s <= g) - 1;
+        Some((c, (g - self.starts[c]) as usize))
+    }
+
+    /// Every group's keys, then every aggregate's result: the aggregate's output; `None`
+    /// before any group (the caller aggregates no rows, which has a row without keys). The
+    /// accumulators are rebuilt from their states, so the groups keep folding after.
+    pub fn finish(&mut self) -> Result<Option<Batch>> {
+        if self.groups == 0 {
+            return Ok(None);
+        }
+        if self.chunks.len() > 1 {
+            let joined: Vec<Column> = (0..self.nkeys)
+                .map(|k| Column::concat(&self.chunks.iter().map(|c| &c[k]).collect::<Vec<_>>()))
+                .collect();
+            self.chunks = vec![joined];
+            self.starts = vec![0];
+        }
+        let n = self.groups;
+        let mut out: Vec<Column> = self.chunks.first().cloned().unwrap_or_default();
+        let ids: Vec<u32> = (0..n as u32).collect();
+        for (a, acc) in self.aggs.iter().zip(self.accs.iter_mut()) {
+            let state = acc.state()?;
+            let refs: Vec<&Column> = state.iter().collect();
+            let mut kept = accumulator(a.func, a.ty);
+            kept.merge(&refs, &ids, n)?;
+            let mut done = accumulator(a.func, a.ty);
+            done.merge(&refs, &ids, n)?;
+            *acc = kept;
+            out.push(done.finish()?);
+        }
+        Ok(Some(Batch::new(out, n)))
+    }
+}
+
+fn bad_width() -> SqlError {
+    SqlError::Internal("a partial state batch narrower than its aggregates".into())
+}

@@ -1,0 +1,392 @@
+//! Materialized views kept exact as rows arrive: `CREATE MATERIALIZED VIEW v AS <query>`.
+//!
+//! A view's query is one GROUP BY (or SAMPLE BY, or an aggregate without keys) over a
+//! filtered scan of one table, with anything above it (projections, HAVING, ORDER BY, FILL).
+//! It is compiled once ([`compile`]) and taken apart ([`split`]): the aggregate is kept as
+//! the running partial states of every group, the accumulators of [`crate::exec::accum`]
+//! folded through their `merge` ([`groups`]); the plan above runs over the finished groups
+//! when the view is read, so a read answers exactly what the query would.
+//!
+//! The catalog drives the upkeep ([`zepto_storage::view`]): each append to the base table,
+//! from any door, is aggregated into partial states when it is logged (`prepare`: its range
+//! and filters applied, its rows grouped) and folded into the view once applied (`commit`),
+//! so a row that arrives late or out of order only updates the groups it falls in. A
+//! DELETE, UPDATE or retention on the base table makes the view stale: its next read
+//! rebuilds it from the table (the same partial aggregate over every row). A read finishes
+//! the groups into a table (kept until the next change) that queries scan like any other.
+//!
+//! What is refused, with the reason: queries without an aggregate, over more than one table
+//! or a subquery, and aggregates whose partial results do not merge (DISTINCT, median,
+//! percentiles, string lists).
+
+pub(crate) mod ddl;
+mod groups;
+mod split;
+
+use crate::access::TableAccess;
+use crate::error::{Result, SqlError};
+use crate::eval::{mask_indices, Batch};
+use crate::exec::accum::Mode;
+use crate::exec::aggregate::grouped;
+use crate::exec::ExecContext;
+use crate::interrupt::RunContext;
+use crate::plan::binder::Binder;
+use crate::plan::{optimizer, physical, Plan};
+use groups::Groups;
+use split::Split;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Instant;
+use zepto_storage::{
+    Catalog, Column, ColumnDef, DataType, Delta, Schema, StorageError, Table, TableOptions, Upkeep, ViewCompiler,
+    ViewDef, ViewStats,
+};
+
+/// Compiles the catalog's views (registered by every engine over it).
+pub(crate) struct Compiler {
+    catalog: Weak<Catalog>,
+}
+
+impl Compiler {
+    /// A compiler over `catalog`, registered in it.
+    pub(crate) fn register(catalog: &Arc<Catalog>) {
+        catalog.set_view_compiler(Arc::new(Compiler { catalog: Arc::downgrade(catalog) }));
+    }
+}
+
+impl ViewCompiler for Compiler {
+    fn compile(&self, def: &ViewDef) -> std::result::Result<Arc<dyn Upkeep>, StorageError> {
+        let catalog = self.catalog.upgrade().ok_or_else(|| StorageError::Internal("the catalog is gone".into()))?;
+        let view = compile(&catalog, def.name(), def.sql()).map_err(|e| StorageError::Invalid(e.to_string()))?;
+        Ok(Arc::new(view))
+    }
+}
+
+/// Bind `sql` over `catalog` and take it apart as view `name`'s upkeep (stale: its first read
+/// builds it), or say why it cannot be kept.
+pub(crate) fn compile(catalog: &Arc<Catalog>, name: &str, sql: &str) -> Result<View> {
+    let stmt = crate::parser::parse_statement(sql)?;
+    let crate::parser::ast::Statement::Query(q) = stmt else {
+        return Err(SqlError::plan("a materialized view is defined by a query".to_string(), None));
+    };
+    let run = RunContext::unlimited();
+    let mut binder = Binder::new(catalog.clone(), TableAccess::all(), Arc::new(NoSubqueries), &run);
+    let (plan, fields) = binder.bind_query(&q)?;
+    let split = split::split(optimizer::optimize(plan).into_plan())?;
+    if catalog.is_view(&split.base) {
+        return Err(SqlError::plan(format!("'{}' is a materialized view: a view reads a table", split.base), None));
+    }
+    let base = catalog.snapshot(&split.base)?;
+    let names = unique_names(fields.iter().map(|f| f.name.as_str()));
+    let types = fields.iter().map(|f| f.data_type).collect();
+    let groups = Groups::new(split.keys.len(), &split.aggs);
+    let state = State { groups, stale: true, cached: None };
+    Ok(View {
+        name: name.to_string(),
+        schema: base.schema().clone(),
+        key_col: base.key_col(),
+        ts_col: base.ts_col(),
+        split,
+        names,
+        types,
+        state: Mutex::new(state),
+        counters: Counters::default(),
+    })
+}
+
+/// The binder's executor for a view's query: an uncorrelated subquery would be run once, at
+/// definition, and its answer kept while the table changes, so it is refused.
+struct NoSubqueries;
+
+impl crate::plan::binder::Execute for NoSubqueries {
+    fn execute(&self, _: &RunContext, _: &crate::plan::PhysicalPlan) -> Result<Batch> {
+        Err(SqlError::plan(
+            "a materialized view cannot keep this query incrementally: it holds a subquery".to_string(),
+            None,
+        ))
+    }
+}
+
+/// Output names, a repeated one suffixed (`count`, `count_2`) so the view's table takes them.
+fn unique_names<'a>(names: impl Iterator<Item = &'a str>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for n in names {
+        let mut name = n.to_string();
+        let mut k = 2;
+        while out.iter().any(|o| o.eq_ignore_ascii_case(&name)) {
+            name = format!("{n}_{k}");
+            k += 1;
+        }
+        out.push(name);
+    }
+    out
+}
+
+/// A compiled view (see the module docs).
+pub(crate) struct View {
+    name: String,
+    /// The base table's layout when the view was compiled.
+    schema: Schema,
+    key_col: Option<usize>,
+    ts_col: Option<usize>,
+    split: Split,
+    /// The view's columns.
+    names: Vec<String>,
+    types: Vec<DataType>,
+    state: Mutex<State>,
+    counters: Counters,
+}
+
+struct State {
+    groups: Groups,
+    /// Must be rebuilt from the base table before it is read.
+    stale: bool,
+    /// The finished view, until the next change.
+    cached: Option<Arc<Table>>,
+}
+
+#[derive(Default)]
+struct Counters {
+    commits: AtomicU64,
+    rebuilds: AtomicU64,
+    upkeep_ns: AtomicU64,
+    groups: AtomicU64,
+}
+
+/// What an append adds to a view: its partial states (`None`: no row of it is the view's), or
+/// the error the query gives over it.
+type Prepared = Result<Option<Batch>>;
+
+impl View {
+    /// The partial aggregate of one appended batch (schema order).
+    fn delta(&self, columns: &[Column]) -> Result<Option<Batch>> {
+        if columns.len() < self.schema.len() {
+            return Err(SqlError::Execution("a batch narrower than the view's table".into()));
+        }
+        let n = columns.first().map_or(0, Column::len);
+        let keep = self.in_range(columns, n);
+        let rows = keep.as_ref().map_or(n, Vec::len);
+        if rows == 0 {
+            return Ok(None);
+        }
+        let cols = self
+            .split
+            .columns
+            .iter()
+            .map(|&c| {
+                let col = keep.as_ref().map_or_else(|| columns[c].clone(), |k| columns[c].take(k));
+                typed(col, self.schema.columns[c].data_type).map(Arc::new)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let mut b = Batch::shared(cols, rows);
+        let ctx = ExecContext::new(&RunContext::unlimited());
+        for f in &self.split.filters {
+            let m = crate::exec::eval::eval(&ctx, f, &b)?;
+            let idx = mask_indices(&m);
+            if idx.len() != b.rows {
+                b = b.take(&idx);
+            }
+        }
+        if b.rows == 0 {
+            return Ok(None);
+        }
+        let g = grouped(&ctx, &b, &self.split.keys, &self.split.aggs, None, Mode::Partial)?;
+        Ok(Some(g.into_batch()))
+    }
+
+    /// The rows of the batch in the scan's keys and time range (`None`: all of them).
+    fn in_range(&self, columns: &[Column], n: usize) -> Option<Vec<u32>> {
+        let r = &self.split.range;
+        let keys = r.keys.as_ref().zip(self.key_col);
+        let ts = self.ts_col.filter(|_| r.ts_lo != i64::MIN || r.ts_hi != i64::MAX);
+        if keys.is_none() && ts.is_none() {
+            return None;
+        }
+        let ts_vals = ts.and_then(|t| columns[t].as_i64_slice());
+        let keep = |i: usize| {
+            let key_ok = keys.is_none_or(|(ks, k)| match columns[k].str_at(i) {
+                Some(s) => ks.iter().any(|x| x == s),
+                None => r.null_key,
+            });
+            let ts_ok = ts
+                .is_none_or(|t| columns[t].is_valid(i) && ts_vals.is_some_and(|v| v[i] >= r.ts_lo && v[i] <= r.ts_hi));
+            key_ok && ts_ok
+        };
+        Some((0..n).filter(|&i| keep(i)).map(|i| i as u32).collect())
+    }
+
+    /// Rebuild the groups from every row of `base`.
+    fn rebuild(&self, st: &mut State, base: &Arc<Table>) -> Result<()> {
+        let scan =
+            Plan::Scan { table: base.clone(), columns: self.split.columns.clone(), range: self.split.range.clone() };
+        let input = self.split.filters.iter().fold(scan, |p, f| Plan::Filter { input: Box::new(p), pred: f.clone() });
+        let partial = Plan::PartialAggregate {
+            input: Box::new(input),
+            keys: self.split.keys.clone(),
+            aggs: self.split.aggs.clone(),
+        };
+        let run = RunContext::unlimited();
+        let states = crate::exec::execute(&run, &physical::plan(optimizer::optimize(partial), &run)?)?;
+        let mut groups = Groups::new(self.split.keys.len(), &self.split.aggs);
+        if states.rows > 0 {
+            groups.fold(&states)?;
+        }
+        st.groups = groups;
+        st.stale = false;
+        st.cached = None;
+        self.counters.rebuilds.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// The view's rows from its groups: the plan above the aggregate over them.
+    fn finish(&self, st: &mut State) -> Result<Arc<Table>> {
+        let aggregated = match st.groups.finish()? {
+            Some(b) => b,
+            None => self.over_no_rows()?,
+        };
+        self.counters.groups.store(aggregated.rows as u64, Ordering::Relaxed);
+        let rows = Arc::new(table_of(self.split.groups.name(), self.split.groups.schema().clone(), aggregated)?);
+        let plan = split::reading(self.split.top.clone(), &self.split.groups, &rows);
+        let run = RunContext::unlimited();
+        let out = crate::exec::execute(&run, &physical::plan(optimizer::optimize(plan), &run)?)?;
+        let columns = self
+            .names
+            .iter()
+            .zip(&self.types)
+            .zip(&out.columns)
+            .map(|((n, &t), c)| ColumnDef { name: n.clone(), data_type: stored_type(t, c.data_type()) })
+            .collect();
+        Ok(Arc::new(table_of(&self.name, Schema { columns }, out)?))
+    }
+
+    /// The aggregate over no rows (one row without keys, none with).
+    fn over_no_rows(&self) -> Result<Batch> {
+        let cols: Vec<Column> =
+            self.split.columns.iter().map(|&c| Column::nulls(self.schema.columns[c].data_type, 0)).collect();
+        let ctx = ExecContext::new(&RunContext::unlimited());
+        crate::exec::aggregate::aggregate(&ctx, &Batch::new(cols, 0), &self.split.keys, &self.split.aggs)
+    }
+
+    fn read_fresh(&self, st: &mut State) -> Result<Arc<Table>> {
+        if let Some(t) = &st.cached {
+            return Ok(t.clone());
+        }
+        let t = self.finish(st)?;
+        st.cached = Some(t.clone());
+        Ok(t)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// A column as the table's type says: an all-NULL batch column typed, a string column of
+/// the other string type converted.
+fn typed(c: Column, want: DataType) -> Result<Column> {
+    let have = c.data_type();
+    if have == want {
+        return Ok(c);
+    }
+    if have == DataType::Null {
+        return Ok(Column::nulls(want, c.len()));
+    }
+    crate::eval::cast::cast_column(&c, want, false)
+}
+
+/// The type a view column is stored as: the query's, as CREATE TABLE AS stores it (an
+/// untyped NULL column as VARCHAR, an INTERVAL as its nanoseconds).
+fn stored_type(declared: DataType, data: DataType) -> DataType {
+    match (declared, data) {
+        (DataType::Null, DataType::Null) => DataType::Varchar,
+        (DataType::Null, d) => d,
+        (DataType::Interval, _) => DataType::Int64,
+        (t, _) => t,
+    }
+}
+
+/// A table named `name` holding `b`'s rows, partitioned by its first SYMBOL column and
+/// sorted by its first TIMESTAMP column (a view's key and bucket, as a query reads them).
+fn table_of(name: &str, schema: Schema, b: Batch) -> Result<Table> {
+    let mut t = Table::new(name, schema, &TableOptions::default())?;
+    let cols = b
+        .columns
+        .into_iter()
+        .zip(&t.schema().columns)
+        .map(|(c, d)| typed(Arc::try_unwrap(c).unwrap_or_else(|c| (*c).clone()), d.data_type))
+        .collect::<Result<Vec<Column>>>()?;
+    if b.rows > 0 {
+        t.append(cols)?;
+    }
+    Ok(t)
+}
+
+fn storage(e: SqlError) -> StorageError {
+    StorageError::Invalid(e.to_string())
+}
+
+impl Upkeep for View {
+    fn prepare(&self, columns: &[Column]) -> Delta {
+        let t = Instant::now();
+        let p: Prepared = self.delta(columns);
+        self.counters.upkeep_ns.fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        Box::new(p)
+    }
+
+    fn commit(&self, delta: Delta) {
+        let t = Instant::now();
+        let mut st = self.lock();
+        self.counters.commits.fetch_add(1, Ordering::Relaxed);
+        if st.stale {
+            return;
+        }
+        let p = delta.downcast::<Prepared>().map(|p| *p);
+        let folded = match p {
+            Ok(Ok(None)) => Ok(()),
+            Ok(Ok(Some(b))) => st.groups.fold(&b),
+            Ok(Err(e)) => Err(e),
+            Err(_) => Err(SqlError::Internal("a view's delta of another type".into())),
+        };
+        // A batch the view could not fold: rebuilt at the next read, which reports the error.
+        st.stale = folded.is_err();
+        st.cached = None;
+        drop(st);
+        self.counters.upkeep_ns.fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
+    }
+
+    fn invalidate(&self) {
+        let mut st = self.lock();
+        st.stale = true;
+        st.cached = None;
+    }
+
+    fn read(&self, catalog: &Catalog) -> std::result::Result<Arc<Table>, StorageError> {
+        {
+            let mut st = self.lock();
+            if !st.stale {
+                return self.read_fresh(&mut st).map_err(storage);
+            }
+        }
+        // Stale: rebuilt under the base table's lock, taken before the state's (lock order).
+        catalog
+            .with_table_locked(&self.split.base, |base| {
+                let mut st = self.lock();
+                if st.stale {
+                    self.rebuild(&mut st, base)?;
+                }
+                self.read_fresh(&mut st)
+            })?
+            .map_err(storage)
+    }
+
+    fn stats(&self) -> ViewStats {
+        let c = &self.counters;
+        ViewStats {
+            groups: c.groups.load(Ordering::Relaxed),
+            commits: c.commits.load(Ordering::Relaxed),
+            rebuilds: c.rebuilds.load(Ordering::Relaxed),
+            upkeep_ns: c.upkeep_ns.load(Ordering::Relaxed),
+            stale: self.state.try_lock().map(|s| s.stale).unwrap_or(false),
+        }
+    }
+}

@@ -1,0 +1,145 @@
+//! Materialized views: after every write, each view reads exactly what its query answers over
+//! the base table (a differential over random streams with late and out-of-order rows, ties in
+//! time, deletes and updates), and what is refused, by name.
+
+mod common;
+
+use common::{lines, refused, sorted_rows, Rng};
+use zepto_sql::Engine;
+
+/// Views over `trades`, each with its query.
+const VIEWS: &[(&str, &str)] = &[
+    (
+        "bars",
+        "SELECT sym, ts, count(*) AS n, sum(size) AS volume, min(price) AS low, max(price) AS high, \
+         first(price) AS open, last(price) AS close, avg(price) AS mean FROM trades SAMPLE BY 1m",
+    ),
+    (
+        "hourly",
+        "SELECT date_trunc('hour', ts) AS h, count(*) AS n, sum(size) AS volume, vwap(price, size) AS vwap \
+         FROM trades WHERE sym IN ('A', 'B') GROUP BY h",
+    ),
+    ("totals", "SELECT count(*) AS n, sum(size) AS volume, stddev(price) AS sd FROM trades WHERE price > 50"),
+    (
+        "busy",
+        "SELECT sym, count(*) AS n, max(size) AS biggest FROM trades GROUP BY sym HAVING count(*) > 20 ORDER BY n DESC",
+    ),
+    (
+        "buckets",
+        "SELECT xbar(INTERVAL '5 minutes', ts) AS b, sym, sum(size) * 2 AS double_volume, variance(price) AS var \
+         FROM trades WHERE ts >= '2024-01-01 00:10:00' AND size > 3 GROUP BY b, sym",
+    ),
+];
+
+fn engine() -> Engine {
+    let e = Engine::new();
+    lines(&e, "CREATE TABLE trades (sym SYMBOL, ts TIMESTAMP, price DOUBLE, size BIGINT) TIMESTAMP(ts)");
+    e
+}
+
+/// Every view equals its query.
+fn check(e: &Engine, after: &str) {
+    for (name, sql) in VIEWS {
+        let view = sorted_rows(e, &format!("SELECT * FROM {name}"), 9);
+        let query = sorted_rows(e, sql, 9);
+        assert_eq!(view, query, "view {name} after {after}");
+    }
+}
+
+/// A batch of `n` rows: time mostly moving forward from `clock` (seconds), some rows late by
+/// up to ten minutes, seconds repeated so rows tie in time.
+fn batch(rng: &mut Rng, clock: &mut i64, n: usize) -> String {
+    let rows: Vec<String> = (0..n)
+        .map(|_| {
+            *clock += rng.below(3) as i64;
+            let late = if rng.below(8) == 0 { rng.below(600) as i64 } else { 0 };
+            let sym = ["A", "B", "C", "D", "E"][rng.index(5)];
+            let price = 20.0 + rng.below(8000) as f64 / 100.0;
+            let size = rng.below(100);
+            format!(
+                "('{sym}', '2024-01-01'::TIMESTAMP + INTERVAL '{} seconds', {price}, {size})",
+                (*clock - late).max(0)
+            )
+        })
+        .collect();
+    format!("INSERT INTO trades VALUES {}", rows.join(", "))
+}
+
+#[test]
+fn views_equal_their_queries_after_every_write() {
+    let e = engine();
+    let mut rng = Rng::new(0x5EED_u64);
+    let mut clock = 0;
+    let mut rebuilding = 0;
+    // Rows before the views exist: their first build reads them.
+    lines(&e, &batch(&mut rng, &mut clock, 300));
+    for (name, sql) in VIEWS {
+        lines(&e, &format!("CREATE MATERIALIZED VIEW {name} AS {sql}"));
+    }
+    check(&e, "creation");
+    for step in 0..60 {
+        let n = 1 + rng.index(150);
+        let what = match rng.below(12) {
+            k @ (0 | 1) => {
+                rebuilding += 1;
+                match k {
+                    0 => format!("DELETE FROM trades WHERE size < {}", rng.below(10)),
+                    _ => format!("UPDATE trades SET price = price + 1 WHERE sym = 'C' AND size > {}", rng.below(90)),
+                }
+            }
+            _ => batch(&mut rng, &mut clock, n),
+        };
+        lines(&e, &what);
+        // Reads in some steps only: several appends fold between two reads.
+        if step % 3 != 1 {
+            check(&e, &format!("step {step}: {}", &what[..what.len().min(60)]));
+        }
+    }
+    check(&e, "the stream");
+    // Appends were folded in, not rebuilt: only the first build and deletes and updates
+    // rebuild (at most once between two reads).
+    for (name, stats) in e.catalog().view_stats() {
+        assert!(stats.commits > 40, "{name}: {stats:?}");
+        assert!(stats.rebuilds >= 1 && stats.rebuilds <= 1 + rebuilding, "{name}: {stats:?} ({rebuilding})");
+    }
+}
+
+#[test]
+fn refresh_drop_and_names() {
+    let e = engine();
+    let mut rng = Rng::new(7);
+    let mut clock = 0;
+    lines(&e, &batch(&mut rng, &mut clock, 50));
+    lines(&e, "CREATE MATERIALIZED VIEW v AS SELECT sym, count(*) AS n FROM trades GROUP BY sym");
+    lines(&e, "CREATE MATERIALIZED VIEW IF NOT EXISTS v AS SELECT 1");
+    lines(&e, "REFRESH MATERIALIZED VIEW v");
+    assert_eq!(lines(&e, "SELECT sum(n) FROM v"), ["50"]);
+    assert!(refused(&e, "DROP TABLE trades").contains("has materialized views (v)"));
+    assert!(refused(&e, "DROP TABLE v").contains("DROP MATERIALIZED VIEW v"));
+    assert!(refused(&e, "CREATE TABLE v (x BIGINT)").contains("already exists"));
+    assert!(refused(&e, "CREATE MATERIALIZED VIEW v AS SELECT count(*) FROM trades").contains("already exists"));
+    lines(&e, "DROP MATERIALIZED VIEW v");
+    lines(&e, "DROP MATERIALIZED VIEW IF EXISTS v");
+    assert!(refused(&e, "DROP MATERIALIZED VIEW v").contains("does not exist"));
+    assert!(refused(&e, "REFRESH MATERIALIZED VIEW v").contains("does not exist"));
+    lines(&e, "DROP TABLE trades");
+}
+
+#[test]
+fn what_is_not_incremental_is_refused_by_name() {
+    let e = engine();
+    lines(&e, "CREATE TABLE other (sym SYMBOL, x BIGINT)");
+    let cases = [
+        ("SELECT sym, price FROM trades", "no GROUP BY"),
+        ("SELECT sym, median(price) FROM trades GROUP BY sym", "median does not merge"),
+        ("SELECT sym, count(DISTINCT size) FROM trades GROUP BY sym", "DISTINCT does not merge"),
+        ("SELECT t.sym, count(*) FROM trades t JOIN other o ON t.sym = o.sym GROUP BY t.sym", "more than one table"),
+        ("SELECT sym, count(*) FROM trades WHERE size IN (SELECT x FROM other) GROUP BY sym", "subquery"),
+        ("SELECT sym, count(*) FROM nowhere GROUP BY sym", "does not exist"),
+    ];
+    for (sql, why) in cases {
+        let err = refused(&e, &format!("CREATE MATERIALIZED VIEW v AS {sql}"));
+        assert!(err.contains(why), "{sql}: {err}");
+        assert!(!e.catalog().is_view("v"), "{sql} left a view");
+    }
+}

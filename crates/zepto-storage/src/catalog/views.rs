@@ -1,0 +1,218 @@
+//! The catalog's materialized views: their definitions, compiled upkeep, and the work a
+//! logged change hands them (see [`crate::view`] for the protocol).
+
+use super::{key, Catalog, Change};
+use crate::error::StorageError;
+use crate::table::Table;
+use crate::view::{Delta, Upkeep, ViewCompiler, ViewDef, ViewSlot, ViewStats};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+/// What one logged change asks of a view once applied: fold in an append's delta, or
+/// rebuild before the next read.
+pub(crate) enum ViewWork {
+    Commit(Arc<dyn Upkeep>, Delta),
+    Invalidate(Arc<dyn Upkeep>),
+}
+
+impl ViewWork {
+    /// Do it (the change applied).
+    pub(crate) fn run(self) {
+        match self {
+            ViewWork::Commit(u, d) => u.commit(d),
+            ViewWork::Invalidate(u) => u.invalidate(),
+        }
+    }
+}
+
+impl Catalog {
+    /// From now on, compile views with `c` (the SQL engine registers itself; the first
+    /// registration stays).
+    pub fn set_view_compiler(&self, c: Arc<dyn ViewCompiler>) {
+        let _ = self.compiler.set(c);
+    }
+
+    /// Add materialized view `def` (logged), with its compiled `upkeep`, or, when `None` (a
+    /// definition replayed from the log), compiled now if a compiler is registered, else on
+    /// first read. `Ok(false)` if a view of that name exists and `if_not_exists`.
+    pub fn create_view(
+        &self,
+        def: ViewDef,
+        upkeep: Option<Arc<dyn Upkeep>>,
+        if_not_exists: bool,
+    ) -> Result<bool, StorageError> {
+        // Compiled before any lock: compiling binds the query, which reads the catalog.
+        let upkeep = upkeep.or_else(|| self.compiler.get().and_then(|c| c.compile(&def).ok()));
+        let _gate = self.gate.read().unwrap_or_else(|e| e.into_inner());
+        let tables = self.tables.read().unwrap_or_else(|e| e.into_inner());
+        let mut views = self.views.write().unwrap_or_else(|e| e.into_inner());
+        let k = key(def.name());
+        if views.contains_key(&k) {
+            return if if_not_exists { Ok(false) } else { Err(StorageError::TableExists(def.name().to_string())) };
+        }
+        if tables.contains_key(&k) {
+            return Err(StorageError::TableExists(def.name().to_string()));
+        }
+        if !tables.contains_key(&key(def.base())) {
+            return Err(StorageError::TableNotFound(def.base().to_string()));
+        }
+        // A view starts stale: appends before its first build are in the base table it reads.
+        self.log(&[Change::CreateView { def: &def }])?.apply(|| {
+            views.insert(k, ViewSlot { def, upkeep });
+            self.view_count.fetch_add(1, Ordering::Relaxed);
+            Ok::<_, StorageError>(true)
+        })
+    }
+
+    /// Drop materialized view `name` (logged). `Ok(false)` if there is none and `if_exists`.
+    pub fn drop_view(&self, name: &str, if_exists: bool) -> Result<bool, StorageError> {
+        let _gate = self.gate.read().unwrap_or_else(|e| e.into_inner());
+        let mut views = self.views.write().unwrap_or_else(|e| e.into_inner());
+        let k = key(name);
+        if !views.contains_key(&k) {
+            return if if_exists { Ok(false) } else { Err(StorageError::TableNotFound(name.to_string())) };
+        }
+        self.log(&[Change::DropView { name }])?.apply(|| {
+            views.remove(&k);
+            self.view_count.fetch_sub(1, Ordering::Relaxed);
+            Ok::<_, StorageError>(true)
+        })
+    }
+
+    /// Whether `name` is a materialized view.
+    pub fn is_view(&self, name: &str) -> bool {
+        self.view_count.load(Ordering::Relaxed) > 0
+            && self.views.read().unwrap_or_else(|e| e.into_inner()).contains_key(&key(name))
+    }
+
+    /// Every view's definition, in name order.
+    pub fn view_defs(&self) -> Vec<ViewDef> {
+        self.views.read().unwrap_or_else(|e| e.into_inner()).values().map(|v| v.def.clone()).collect()
+    }
+
+    /// The views over table `base`, by name.
+    pub fn views_of(&self, base: &str) -> Vec<String> {
+        let views = self.views.read().unwrap_or_else(|e| e.into_inner());
+        views.values().filter(|v| v.def.base().eq_ignore_ascii_case(base)).map(|v| v.def.name().to_string()).collect()
+    }
+
+    /// Every compiled view's counters, by name.
+    pub fn view_stats(&self) -> Vec<(String, ViewStats)> {
+        let views = self.views.read().unwrap_or_else(|e| e.into_inner());
+        views.values().filter_map(|v| Some((v.def.name().to_string(), v.upkeep.as_ref()?.stats()))).collect()
+    }
+
+    /// The compiled upkeep of view `name`: `None` if there is no such view, an error if it
+    /// does not compile (its base table changed under it, say).
+    fn upkeep(&self, name: &str) -> Option<Result<Arc<dyn Upkeep>, StorageError>> {
+        let def = {
+            let views = self.views.read().unwrap_or_else(|e| e.into_inner());
+            let slot = views.get(&key(name))?;
+            if let Some(u) = &slot.upkeep {
+                return Some(Ok(u.clone()));
+            }
+            slot.def.clone()
+        };
+        let Some(c) = self.compiler.get() else {
+            return Some(Err(StorageError::Invalid(format!(
+                "materialized view '{name}' is not compiled: no SQL engine is attached to this catalog"
+            ))));
+        };
+        // Compiled without a lock held (it reads the catalog); the first to finish is kept.
+        let compiled = match c.compile(&def) {
+            Ok(u) => u,
+            Err(e) => return Some(Err(e)),
+        };
+        let mut views = self.views.write().unwrap_or_else(|e| e.into_inner());
+        let slot = views.get_mut(&key(name))?;
+        Some(Ok(slot.upkeep.get_or_insert(compiled).clone()))
+    }
+
+    /// The rows of view `name` as a table (rebuilt first when stale); `None` if there is no
+    /// such view.
+    pub fn view_snapshot(&self, name: &str) -> Option<Result<Arc<Table>, StorageError>> {
+        if self.view_count.load(Ordering::Relaxed) == 0 {
+            return None;
+        }
+        Some(self.upkeep(name)?.and_then(|u| u.read(self)))
+    }
+
+    /// Rebuild view `name` from its base table now (`REFRESH MATERIALIZED VIEW`).
+    pub fn refresh_view(&self, name: &str) -> Result<Arc<Table>, StorageError> {
+        let u = self.upkeep(name).ok_or_else(|| StorageError::TableNotFound(name.to_string()))??;
+        u.invalidate();
+        u.read(self)
+    }
+
+    /// Run `f` over table `name` under its write lock (deferred rows folded in first): no
+    /// change applies meanwhile. For a view's rebuild (see [`crate::view`] on lock order).
+    pub fn with_table_locked<R>(&self, name: &str, f: impl FnOnce(&Arc<Table>) -> R) -> Result<R, StorageError> {
+        let slot = self.slot(name)?;
+        let mut guard = slot.table.write().unwrap_or_else(|e| e.into_inner());
+        if slot.dropped.load(Ordering::Acquire) {
+            return Err(StorageError::TableNotFound(name.to_string()));
+        }
+        if guard.has_deferred() {
+            Arc::make_mut(&mut guard).fold();
+        }
+        Ok(f(&guard))
+    }
+
+    /// Refuse to drop or replace table `name` while views read it.
+    pub(crate) fn check_no_views(&self, name: &str) -> Result<(), StorageError> {
+        if self.view_count.load(Ordering::Relaxed) == 0 {
+            return Ok(());
+        }
+        let views = self.views_of(name);
+        if views.is_empty() {
+            return Ok(());
+        }
+        Err(StorageError::Invalid(format!(
+            "table '{name}' has materialized views ({}): drop them first",
+            views.join(", ")
+        )))
+    }
+
+    /// What `changes` ask of the compiled views of the tables they change: a delta prepared
+    /// for every append, a rebuild for any other change of rows.
+    pub(crate) fn view_work(&self, changes: &[Change<'_>]) -> Vec<ViewWork> {
+        let rowful = |c: &Change<'_>| {
+            matches!(
+                c,
+                Change::Append { .. }
+                    | Change::Delete { .. }
+                    | Change::Update { .. }
+                    | Change::Retain { .. }
+                    | Change::TierShard { .. }
+                    | Change::AdoptShard { .. }
+            )
+        };
+        // (CREATE and DROP VIEW log under the views' lock: they never reach it here.)
+        if self.view_count.load(Ordering::Relaxed) == 0 || !changes.iter().any(rowful) {
+            return Vec::new();
+        }
+        let views = self.views.read().unwrap_or_else(|e| e.into_inner());
+        let of = |t: &str| {
+            views
+                .values()
+                .filter(move |v| v.def.base().eq_ignore_ascii_case(t))
+                .filter_map(|v| v.upkeep.clone())
+                .collect::<Vec<_>>()
+        };
+        let mut work = Vec::new();
+        for c in changes {
+            match c {
+                Change::Append { table, columns } => {
+                    work.extend(of(table).into_iter().map(|u| ViewWork::Commit(u.clone(), u.prepare(columns))))
+                }
+                Change::Delete { table, .. }
+                | Change::Update { table, .. }
+                | Change::Retain { table, .. }
+                | Change::TierShard { table, .. }
+                | Change::AdoptShard { table, .. } => work.extend(of(table).into_iter().map(ViewWork::Invalidate)),
+                _ => {}
+            }
+        }
+        work
+    }
+}
