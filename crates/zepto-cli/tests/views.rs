@@ -22,7 +22,7 @@ fn lines(from: u64, seconds: u64) -> String {
     let mut out = String::new();
     for s in from..from + seconds {
         for (k, host) in ["a", "b", "c", "d", "e"].iter().enumerate() {
-            let late = if (s + k as u64) % 7 == 0 { 60 } else { 0 };
+            let late = if (s + k as u64).is_multiple_of(7) { 60 } else { 0 };
             let ts = (1_700_000_000 + s.saturating_sub(late)) * 1_000_000_000;
             out.push_str(&format!(
                 "cpu,host={host} usage={}.5,bytes={}i {ts}\n",

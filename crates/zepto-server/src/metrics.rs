@@ -225,15 +225,14 @@ impl Metrics {
             "Kafka records this cluster node applied or refused since it started",
         );
         let fix = FixGauges::register(&mut registry);
-        let views = ViewGauges::register(&mut registry);
         let ilp_tcp = IlpTcpMetrics::register(&mut registry);
         Metrics {
+            views: ViewGauges::register(&mut registry),
             ilp_tcp,
             registry,
             cluster_lag,
             cluster_records,
             fix,
-            views,
             requests,
             latency,
             errors,

@@ -12,8 +12,9 @@
 //! ([`exec::accum`]); the function catalog ([`expr::functions`]); the system catalogs
 //! ([`system`]); grants and tenant scope ([`access`]); `SET` ([`settings`]); cancel, deadline
 //! and memory limit ([`interrupt`]); what the engine knows of a cluster ([`cluster`]); a
-//! subscription's query over the change feed ([`subscription`]); PostgreSQL's arrays
-//! ([`eval::array`]) and set-returning functions ([`plan::srf`]).
+//! subscription's query over the change feed ([`subscription`]); materialized views' upkeep
+//! (`view/`: compiled here, driven by the catalog through `zepto_storage::view`); PostgreSQL's
+//! arrays ([`eval::array`]) and set-returning functions ([`plan::srf`]).
 //!
 //! # Entry points
 //!

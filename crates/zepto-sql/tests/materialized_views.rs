@@ -114,6 +114,16 @@ fn refresh_drop_and_names() {
     lines(&e, "CREATE MATERIALIZED VIEW IF NOT EXISTS v AS SELECT 1");
     lines(&e, "REFRESH MATERIALIZED VIEW v");
     assert_eq!(lines(&e, "SELECT sum(n) FROM v"), ["50"]);
+    // Listed as PostgreSQL lists materialized views, with their columns.
+    assert_eq!(lines(&e, "SELECT relkind, reltuples FROM pg_class WHERE relname = 'v'"), ["m\t5.0"]);
+    assert_eq!(
+        lines(&e, "SELECT matviewname, ispopulated, definition FROM pg_matviews"),
+        ["v\ttrue\tSELECT sym, count(*) AS n FROM trades GROUP BY sym"]
+    );
+    assert_eq!(
+        lines(&e, "SELECT attname FROM pg_attribute a JOIN pg_class c ON a.attrelid = c.oid WHERE relname = 'v' ORDER BY attnum"),
+        ["sym", "n"]
+    );
     assert!(refused(&e, "DROP TABLE trades").contains("has materialized views (v)"));
     assert!(refused(&e, "DROP TABLE v").contains("DROP MATERIALIZED VIEW v"));
     assert!(refused(&e, "CREATE TABLE v (x BIGINT)").contains("already exists"));
@@ -136,10 +146,31 @@ fn what_is_not_incremental_is_refused_by_name() {
         ("SELECT t.sym, count(*) FROM trades t JOIN other o ON t.sym = o.sym GROUP BY t.sym", "more than one table"),
         ("SELECT sym, count(*) FROM trades WHERE size IN (SELECT x FROM other) GROUP BY sym", "subquery"),
         ("SELECT sym, count(*) FROM nowhere GROUP BY sym", "does not exist"),
+        ("SELECT sym, count(*) FROM trades WHERE ts > now() - INTERVAL '1 hour' GROUP BY sym", "now()"),
     ];
     for (sql, why) in cases {
         let err = refused(&e, &format!("CREATE MATERIALIZED VIEW v AS {sql}"));
         assert!(err.contains(why), "{sql}: {err}");
         assert!(!e.catalog().is_view("v"), "{sql} left a view");
     }
+}
+
+#[test]
+fn a_deduplicating_table_replaces_rows_in_its_views() {
+    let e = Engine::new();
+    lines(&e, "CREATE TABLE q (ts TIMESTAMP, sym SYMBOL, px DOUBLE) TIMESTAMP(ts) DEDUP UPSERT KEYS(ts, sym)");
+    lines(&e, "INSERT INTO q VALUES (1, 'A', 1.0), (2, 'A', 2.0), (1, 'B', 5.0)");
+    let sql = "SELECT sym, count(*) AS n, sum(px) AS total FROM q GROUP BY sym";
+    lines(&e, &format!("CREATE MATERIALIZED VIEW qv AS {sql}"));
+    // The same keys again: the rows are replaced, not added.
+    lines(&e, "INSERT INTO q VALUES (1, 'A', 10.0), (3, 'B', 1.0)");
+    assert_eq!(sorted_rows(&e, "SELECT * FROM qv", 9), sorted_rows(&e, sql, 9));
+    assert_eq!(lines(&e, "SELECT n, total FROM qv WHERE sym = 'A'"), ["2\t12.0"]);
+    // Deduplication turned on after the view was made is seen too.
+    lines(&e, "CREATE TABLE r (ts TIMESTAMP, sym SYMBOL, px DOUBLE) TIMESTAMP(ts)");
+    lines(&e, "CREATE MATERIALIZED VIEW rv AS SELECT sym, sum(px) AS total FROM r GROUP BY sym");
+    lines(&e, "INSERT INTO r VALUES (1, 'A', 1.0)");
+    lines(&e, "ALTER TABLE r DEDUP ENABLE UPSERT KEYS(ts, sym)");
+    lines(&e, "INSERT INTO r VALUES (1, 'A', 4.0)");
+    assert_eq!(lines(&e, "SELECT total FROM rv"), lines(&e, "SELECT sum(px) FROM r"));
 }

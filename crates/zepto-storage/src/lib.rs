@@ -11,7 +11,9 @@
 //!   only) and [`IndexDef`]s.
 //! * [`Catalog`] — tables by name, snapshot reads, and the one place tables change: each change
 //!   is a [`Change`] handed to the [`ChangeLog`] before it is applied, and published to the
-//!   catalog's [`feed`] (numbered; appended batches kept only while someone subscribes) after.
+//!   catalog's [`feed`] (numbered; appended batches kept only while someone subscribes) after;
+//!   the materialized views of a changed table are kept with it ([`view`]: prepared when the
+//!   change is logged, committed once applied).
 //! * Shared helpers: [`time`] (nanosecond calendar), [`vector`] (distance kernels), [`par`] (one
 //!   thread per core), [`mem`] (per-thread memory accounting).
 //!

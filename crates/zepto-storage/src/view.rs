@@ -9,8 +9,8 @@
 //!   the view), then *committed* into the view's state once the append applied, still under
 //!   the base table's write lock ([`Upkeep::commit`]): views see appends in the table's
 //!   commit order;
-//! - any other change to the base table's rows (DELETE, UPDATE, retention, a shard moved)
-//!   *invalidates* the view: its next read rebuilds it from the base table, under that
+//! - any other change to the base table's rows (DELETE, UPDATE, retention, a shard moved, and
+//!   appends to a table with `DEDUP UPSERT KEYS`, which may replace rows) *invalidates* the view: its next read rebuilds it from the base table, under that
 //!   table's write lock, so no commit slips between the rebuild and the next append.
 //!
 //! Lock order: a base table's write lock, then a view's own state lock; never the other way
@@ -107,4 +107,7 @@ pub trait ViewCompiler: Send + Sync {
 pub(crate) struct ViewSlot {
     pub def: ViewDef,
     pub upkeep: Option<Arc<dyn Upkeep>>,
+    /// The base table deduplicates (`DEDUP UPSERT KEYS`): an append may replace rows, which
+    /// partial states cannot take back, so its appends rebuild the view instead.
+    pub base_dedups: std::sync::atomic::AtomicBool,
 }

@@ -157,7 +157,73 @@ pub fn group_ids(cols: &[&Column], n: usize) -> GroupIds {
             _ => {}
         }
     }
+    if let Some(g) = symbol_int_groups(cols, n) {
+        return g;
+    }
     hashed_groups(cols, n)
+}
+
+/// Two keys, a SYMBOL and an integer (a time bucket), neither with NULLs, over a dictionary
+/// not much larger than the input: each code remembers the last value it met and its group,
+/// so rows in time order (a symbol's rows stay in one bucket for a while) find their group
+/// without hashing; the others go through a table of (code, value) pairs. Groups in order
+/// of first appearance, as the general table numbers them.
+fn symbol_int_groups(cols: &[&Column], n: usize) -> Option<GroupIds> {
+    let ([a, b], None, None) = (cols, cols.first()?.validity(), cols.get(1)?.validity()) else { return None };
+    fn ints(c: &Column) -> Option<&[i64]> {
+        match c.data() {
+            ColumnData::Int64(v) | ColumnData::Timestamp(v) => Some(v.as_slice()),
+            _ => None,
+        }
+    }
+    let ((codes, dict_len), vals) = match (a.data(), b.data()) {
+        (ColumnData::Symbol { codes, dict }, _) => ((codes.as_slice(), dict.len()), ints(b)?),
+        (_, ColumnData::Symbol { codes, dict }) => ((codes.as_slice(), dict.len()), ints(a)?),
+        _ => return None,
+    };
+    if dict_len > 4 * n + 1024 {
+        return None;
+    }
+    let mut recent: Vec<(i64, u32)> = vec![(0, u32::MAX); dict_len];
+    let slot_of = |k: u32, v: i64, mask: usize| (mix((v as u64) ^ (u64::from(k) << 40) ^ SEED) as usize) & mask;
+    let mut mask = 15usize;
+    let mut slots = vec![u32::MAX; mask + 1];
+    let (mut keys, mut first): (Vec<(u32, i64)>, Vec<u32>) = (Vec::new(), Vec::new());
+    let mut ids = Vec::with_capacity(n);
+    for (i, (&k, &v)) in codes.iter().zip(vals).enumerate() {
+        let r = recent.get_mut(k as usize)?;
+        if r.1 != u32::MAX && r.0 == v {
+            ids.push(r.1);
+            continue;
+        }
+        let mut s = slot_of(k, v, mask);
+        let g = loop {
+            match slots[s] {
+                u32::MAX => {
+                    slots[s] = keys.len() as u32;
+                    keys.push((k, v));
+                    first.push(i as u32);
+                    break slots[s];
+                }
+                g if keys[g as usize] == (k, v) => break g,
+                _ => s = (s + 1) & mask,
+            }
+        };
+        *r = (v, g);
+        ids.push(g);
+        if keys.len() * 2 > mask {
+            mask = mask * 2 + 1;
+            slots = vec![u32::MAX; mask + 1];
+            for (g, &(k, v)) in keys.iter().enumerate() {
+                let mut s = slot_of(k, v, mask);
+                while slots[s] != u32::MAX {
+                    s = (s + 1) & mask;
+                }
+                slots[s] = g as u32;
+            }
+        }
+    }
+    Some(GroupIds { ids, first })
 }
 
 /// [`group_ids`] by row hashes, compared through the columns: any keys.

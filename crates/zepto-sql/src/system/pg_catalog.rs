@@ -306,6 +306,20 @@ pub(super) static TABLES: &[SystemTable] = &[
     },
     SystemTable {
         schema: SystemSchema::PgCatalog,
+        name: "pg_matviews",
+        columns: &[
+            ("schemaname", Varchar),
+            ("matviewname", Varchar),
+            ("matviewowner", Varchar),
+            ("tablespace", Varchar),
+            ("hasindexes", Bool),
+            ("ispopulated", Bool),
+            ("definition", Varchar),
+        ],
+        rows: pg_matviews,
+    },
+    SystemTable {
+        schema: SystemSchema::PgCatalog,
         name: "pg_indexes",
         columns: &[
             ("schemaname", Varchar),
@@ -642,6 +656,16 @@ fn relations(catalog: &Catalog, access: &TableAccess) -> Vec<Relation> {
         has_index: false,
         columns: vec![(def.column().to_string(), dt)],
     });
+    let views = user_views(catalog, access).into_iter().map(|(name, t)| Relation {
+        oid: table_oid(&name),
+        am: 2,
+        schema: PUBLIC,
+        kind: "m",
+        rows: Some(t.row_count()),
+        has_index: false,
+        columns: t.schema().columns.iter().map(|c| (c.name.clone(), c.data_type)).collect(),
+        name,
+    });
     let system = all_tables().map(|t| Relation {
         oid: system_oid(t.schema, t.name),
         am: if t.schema == SystemSchema::InformationSchema { 0 } else { 2 },
@@ -652,7 +676,19 @@ fn relations(catalog: &Catalog, access: &TableAccess) -> Vec<Relation> {
         has_index: false,
         columns: t.columns.iter().map(|(c, dt)| (c.to_string(), *dt)).collect(),
     });
-    user.chain(indexes).chain(system).collect()
+    user.chain(views).chain(indexes).chain(system).collect()
+}
+
+/// The materialized views `access` may read, with their rows (read now: a stale view is
+/// rebuilt, one that fails to is left out).
+fn user_views(catalog: &Catalog, access: &TableAccess) -> Vec<(String, std::sync::Arc<zepto_storage::Table>)> {
+    catalog
+        .view_defs()
+        .into_iter()
+        .map(|v| v.name().to_string())
+        .filter(|n| access.allows(n))
+        .filter_map(|n| catalog.snapshot(&n).ok().map(|t| (n, t)))
+        .collect()
 }
 
 fn pg_class(catalog: &Catalog, access: &TableAccess) -> Vec<Vec<Value>> {
@@ -923,6 +959,19 @@ fn pg_settings(_: &Catalog, _: &TableAccess) -> Vec<Vec<Value>> {
                 text(value),
                 text(value),
             ]
+        })
+        .collect()
+}
+
+/// The materialized views with their queries.
+fn pg_matviews(catalog: &Catalog, access: &TableAccess) -> Vec<Vec<Value>> {
+    let f = Value::Bool(false);
+    catalog
+        .view_defs()
+        .into_iter()
+        .filter(|v| access.allows(v.name()))
+        .map(|v| {
+            vec![text(PUBLIC), text(v.name()), text(OWNER), Value::Null, f.clone(), Value::Bool(true), text(v.sql())]
         })
         .collect()
 }

@@ -45,6 +45,7 @@ fn create(
     }
     // Binding as the session checks its grants on the tables read.
     engine.prepare_in(run, query)?;
+    refuse_now(query, pos)?;
     let view = super::compile(catalog, name, sql).map_err(|e| at(e, pos))?;
     let def = ViewDef::new(name, &view.split.base, sql)?;
     if !catalog.create_view(def, Some(Arc::new(view)), if_not_exists)? {
@@ -75,6 +76,27 @@ fn drop(engine: &Engine, name: &str, if_exists: bool, pos: Pos) -> Result<QueryR
     }
     engine.catalog().drop_view(name, if_exists).map_err(|e| not_found(e, name, pos))?;
     Ok(QueryResult::status("DROP MATERIALIZED VIEW".into()))
+}
+
+/// `now()` is fixed when a statement is bound: in a view it would keep the time the view was
+/// made (and another after a restart), so it is refused.
+fn refuse_now(query: &Query, pos: Pos) -> Result<()> {
+    let mut q = query.clone();
+    let mut found = false;
+    crate::parser::visit::rewrite_query(&mut q, &mut |e| {
+        if let crate::parser::ast::Expr::Func(f) = e {
+            found |= crate::expr::functions::scalar_by_name(&f.name) == Some(crate::expr::functions::ScalarFunc::Now);
+        }
+    });
+    match found {
+        true => Err(SqlError::plan(
+            "a materialized view cannot keep this query incrementally: now() would keep the time the view was made \
+             (filter by time when you read the view)"
+                .to_string(),
+            Some(pos),
+        )),
+        false => Ok(()),
+    }
 }
 
 fn not_found(e: StorageError, name: &str, pos: Pos) -> SqlError {

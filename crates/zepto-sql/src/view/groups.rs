@@ -3,8 +3,11 @@
 //! [`crate::exec::accum`], driven through its `merge`).
 //!
 //! Group numbers are dense and never change; a batch's new groups are appended as a chunk of
-//! key rows (chunks are joined at the next finish), so a fold costs the batch's groups, not
-//! the view's.
+//! key rows (chunks are joined at the next finish). Some accumulators rebuild their state
+//! columns on every merge (`first`/`last` choose between old and new per group), so a merge
+//! costs the view's groups: a batch's states wait in `pending` until they hold a quarter as
+//! many rows as there are groups (or a read needs them), then merge at once. A fold so costs
+//! the batch's groups, amortized, whatever the view's size.
 
 use crate::error::{Result, SqlError};
 use crate::eval::Batch;
@@ -25,7 +28,15 @@ pub(crate) struct Groups {
     aggs: Vec<AggCall>,
     nkeys: usize,
     groups: usize,
+    /// States folded but not merged yet: their rows' groups, and per aggregate its state
+    /// columns, batch by batch.
+    pending: Vec<(Vec<u32>, Vec<Vec<Column>>)>,
+    pending_rows: usize,
 }
+
+/// Pending states merge once they hold this share of the groups (or this many batches).
+const MERGE_EVERY_GROUPS_DIV: usize = 4;
+const MERGE_EVERY_BATCHES: usize = 256;
 
 /// The keys' hash is already mixed: the map uses it as it is.
 #[derive(Default, Clone, Copy)]
@@ -63,6 +74,8 @@ impl Groups {
             aggs: aggs.to_vec(),
             nkeys,
             groups: 0,
+            pending: Vec::new(),
+            pending_rows: 0,
         }
     }
 
@@ -72,11 +85,35 @@ impl Groups {
         let keys: Vec<&Column> = b.columns[..self.nkeys].iter().map(|c| &**c).collect();
         let ids = self.ids(&keys, b.rows);
         let mut at = self.nkeys;
-        for (a, acc) in self.aggs.iter().zip(self.accs.iter_mut()) {
+        let mut states = Vec::with_capacity(self.aggs.len());
+        for a in &self.aggs {
             let w = a.func.state_width();
-            let state: Vec<&Column> = b.columns.get(at..at + w).ok_or_else(bad_width)?.iter().map(|c| &**c).collect();
-            acc.merge(&state, &ids, self.groups)?;
+            let cols = b.columns.get(at..at + w).ok_or_else(bad_width)?;
+            states.push(cols.iter().map(|c| (**c).clone()).collect());
             at += w;
+        }
+        self.pending_rows += b.rows;
+        self.pending.push((ids, states));
+        if self.pending_rows * MERGE_EVERY_GROUPS_DIV >= self.groups || self.pending.len() >= MERGE_EVERY_BATCHES {
+            self.merge_pending()?;
+        }
+        Ok(())
+    }
+
+    /// Merge the pending states into the accumulators, in the order they were folded.
+    fn merge_pending(&mut self) -> Result<()> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let pending = std::mem::take(&mut self.pending);
+        self.pending_rows = 0;
+        let ids: Vec<u32> = pending.iter().flat_map(|(ids, _)| ids.iter().copied()).collect();
+        for (k, acc) in self.accs.iter_mut().enumerate() {
+            let width = pending[0].1[k].len();
+            let state: Vec<Column> = (0..width)
+                .map(|j| Column::concat(&pending.iter().map(|(_, s)| &s[k][j]).collect::<Vec<_>>()))
+                .collect();
+            acc.merge(&state.iter().collect::<Vec<_>>(), &ids, self.groups)?;
         }
         Ok(())
     }
@@ -134,6 +171,7 @@ impl Groups {
         if self.groups == 0 {
             return Ok(None);
         }
+        self.merge_pending()?;
         if self.chunks.len() > 1 {
             let joined: Vec<Column> = (0..self.nkeys)
                 .map(|k| Column::concat(&self.chunks.iter().map(|c| &c[k]).collect::<Vec<_>>()))

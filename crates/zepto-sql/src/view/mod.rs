@@ -271,7 +271,9 @@ impl View {
         if let Some(t) = &st.cached {
             return Ok(t.clone());
         }
-        let t = self.finish(st)?;
+        // A fold that failed surfaces here: the next read rebuilds from the table (and reports
+        // what the query itself says of its rows).
+        let t = self.finish(st).inspect_err(|_| st.stale = true)?;
         st.cached = Some(t.clone());
         Ok(t)
     }

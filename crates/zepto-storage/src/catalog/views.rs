@@ -53,12 +53,13 @@ impl Catalog {
         if tables.contains_key(&k) {
             return Err(StorageError::TableExists(def.name().to_string()));
         }
-        if !tables.contains_key(&key(def.base())) {
+        let Some(base) = tables.get(&key(def.base())) else {
             return Err(StorageError::TableNotFound(def.base().to_string()));
-        }
+        };
+        let dedups = !base.table.read().unwrap_or_else(|e| e.into_inner()).dedup_keys().is_empty();
         // A view starts stale: appends before its first build are in the base table it reads.
         self.log(&[Change::CreateView { def: &def }])?.apply(|| {
-            views.insert(k, ViewSlot { def, upkeep });
+            views.insert(k, ViewSlot { def, upkeep, base_dedups: dedups.into() });
             self.view_count.fetch_add(1, Ordering::Relaxed);
             Ok::<_, StorageError>(true)
         })
@@ -185,6 +186,7 @@ impl Catalog {
                     | Change::Retain { .. }
                     | Change::TierShard { .. }
                     | Change::AdoptShard { .. }
+                    | Change::SetDedup { .. }
             )
         };
         // (CREATE and DROP VIEW log under the views' lock: they never reach it here.)
@@ -192,24 +194,29 @@ impl Catalog {
             return Vec::new();
         }
         let views = self.views.read().unwrap_or_else(|e| e.into_inner());
-        let of = |t: &str| {
-            views
-                .values()
-                .filter(move |v| v.def.base().eq_ignore_ascii_case(t))
-                .filter_map(|v| v.upkeep.clone())
-                .collect::<Vec<_>>()
-        };
+        let of =
+            |t: &str| -> Vec<&ViewSlot> { views.values().filter(|v| v.def.base().eq_ignore_ascii_case(t)).collect() };
         let mut work = Vec::new();
         for c in changes {
             match c {
-                Change::Append { table, columns } => {
-                    work.extend(of(table).into_iter().map(|u| ViewWork::Commit(u.clone(), u.prepare(columns))))
+                Change::Append { table, columns } => work.extend(of(table).into_iter().filter_map(|v| {
+                    let u = v.upkeep.clone()?;
+                    Some(match v.base_dedups.load(Ordering::Relaxed) {
+                        true => ViewWork::Invalidate(u),
+                        false => ViewWork::Commit(u.clone(), u.prepare(columns)),
+                    })
+                })),
+                Change::SetDedup { table, keys } => {
+                    of(table).into_iter().for_each(|v| v.base_dedups.store(!keys.is_empty(), Ordering::Relaxed));
+                    work.extend(of(table).into_iter().filter_map(|v| v.upkeep.clone()).map(ViewWork::Invalidate));
                 }
                 Change::Delete { table, .. }
                 | Change::Update { table, .. }
                 | Change::Retain { table, .. }
                 | Change::TierShard { table, .. }
-                | Change::AdoptShard { table, .. } => work.extend(of(table).into_iter().map(ViewWork::Invalidate)),
+                | Change::AdoptShard { table, .. } => {
+                    work.extend(of(table).into_iter().filter_map(|v| v.upkeep.clone()).map(ViewWork::Invalidate))
+                }
                 _ => {}
             }
         }
