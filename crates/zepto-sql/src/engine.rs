@@ -234,6 +234,11 @@ impl Engine {
         Binder::new(self.catalog.clone(), self.access.clone(), Arc::new(exec::Executor), run)
     }
 
+    /// The tables and tenant this engine's sessions may touch.
+    pub fn access(&self) -> &TableAccess {
+        &self.access
+    }
+
     /// The catalog this engine reads and writes.
     pub fn catalog(&self) -> &Arc<Catalog> {
         &self.catalog

@@ -174,3 +174,17 @@ fn a_deduplicating_table_replaces_rows_in_its_views() {
     lines(&e, "INSERT INTO r VALUES (1, 'A', 4.0)");
     assert_eq!(lines(&e, "SELECT total FROM rv"), lines(&e, "SELECT sum(px) FROM r"));
 }
+
+#[test]
+fn a_tenant_reads_only_views_that_keep_tenants_apart() {
+    use zepto_sql::access::TableAccess;
+    let e = Engine::new();
+    lines(&e, "CREATE TABLE m (tenant_id SYMBOL, ts TIMESTAMP, v BIGINT) TIMESTAMP(ts)");
+    lines(&e, "INSERT INTO m VALUES ('a', 1, 1), ('a', 2, 2), ('b', 3, 40)");
+    lines(&e, "CREATE MATERIALIZED VIEW per_tenant AS SELECT tenant_id, sum(v) AS total FROM m GROUP BY tenant_id");
+    lines(&e, "CREATE MATERIALIZED VIEW everyone AS SELECT sum(v) AS total FROM m");
+    let a = e.with_access(TableAccess::all().with_tenant("a"));
+    assert_eq!(lines(&a, "SELECT total FROM per_tenant"), ["3"]);
+    assert!(refused(&a, "SELECT total FROM everyone").contains("aggregates every tenant's rows"));
+    assert!(refused(&a, "CREATE MATERIALIZED VIEW mine AS SELECT count(*) FROM m").contains("scoped to tenant"));
+}

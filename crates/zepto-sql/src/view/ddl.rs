@@ -36,6 +36,11 @@ fn create(
     pos: Pos,
 ) -> Result<QueryResult> {
     let done = || Ok(QueryResult::status("CREATE MATERIALIZED VIEW".into()));
+    if let Some(tenant) = engine.access().tenant() {
+        return Err(SqlError::PermissionDenied(format!(
+            "CREATE MATERIALIZED VIEW is not allowed for a session scoped to tenant '{tenant}' (a view is kept over every row of its table)"
+        )));
+    }
     let catalog = engine.catalog();
     if catalog.exists(name) {
         return match if_not_exists && catalog.is_view(name) {

@@ -94,6 +94,28 @@ pub(crate) fn compile(catalog: &Arc<Catalog>, name: &str, sql: &str) -> Result<V
     })
 }
 
+/// A session scoped to a tenant reads a view only if the view keeps tenants apart: its base
+/// table has no `tenant_id`, or the view has one (then the scope filters its rows like a
+/// table's). Otherwise the view's aggregates mix every tenant's rows.
+pub(crate) fn check_scoped_read(catalog: &Catalog, access: &TableAccess, name: &str, view: &Schema) -> Result<()> {
+    let Some(tenant) = access.tenant() else { return Ok(()) };
+    if !catalog.is_view(name) || crate::access::tenant_column(view).is_some() {
+        return Ok(());
+    }
+    let Some(def) = catalog.view_defs().into_iter().find(|d| d.name().eq_ignore_ascii_case(name)) else {
+        return Ok(());
+    };
+    let scoped_base = catalog.snapshot(def.base()).is_ok_and(|t| crate::access::tenant_column(t.schema()).is_some());
+    match scoped_base {
+        true => Err(SqlError::PermissionDenied(format!(
+            "materialized view '{name}' aggregates every tenant's rows of '{}': a session scoped to tenant \
+             '{tenant}' cannot read it (a view grouped by tenant_id can be read)",
+            def.base()
+        ))),
+        false => Ok(()),
+    }
+}
+
 /// The binder's executor for a view's query: an uncorrelated subquery would be run once, at
 /// definition, and its answer kept while the table changes, so it is refused.
 struct NoSubqueries;

@@ -463,7 +463,13 @@ impl Binder {
         let table = self
             .catalog
             .snapshot(name)
-            .map_err(|_| SqlError::TableNotFound { name: name.to_string(), pos: Some(pos) })?;
+            .map_err(|e| match e {
+                zepto_storage::StorageError::TableNotFound(_) => {
+                    SqlError::TableNotFound { name: name.to_string(), pos: Some(pos) }
+                }
+                e => e.into(),
+            })?;
+        crate::view::check_scoped_read(&self.catalog, &self.access, name, table.schema())?;
         self.bind_scan(table, q)
     }
 
