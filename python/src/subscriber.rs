@@ -35,6 +35,8 @@ impl NativeSubscriber {
     /// Subscribe `sql` through `engine`, after event `from` (`EPOCH-SEQ`) or from now.
     pub fn start(engine: &zepto_sql::Engine, sql: &str, from: Option<&str>) -> Result<NativeSubscriber, SqlError> {
         let sub = Subscription::new(engine, sql)?;
+        // A view's subscriber from now is told what changes after its answer now.
+        let sub = if from.is_none() { sub.from_now()? } else { sub };
         let feed = engine.catalog().feed().clone();
         let wake = Arc::new(Wake::default());
         let w = wake.clone();
@@ -69,8 +71,13 @@ impl NativeSubscriber {
                 }
                 let id = format!("{}-{}", self.feed.epoch(), e.seq);
                 match &e.change {
-                    FeedChange::Append(cols) => {
-                        if let Some(r) = self.sub.answer(cols)? {
+                    FeedChange::Delete(_) | FeedChange::Update(_) if self.sub.over_view() => {
+                        if let Some(r) = self.sub.answer_change(&e.change)? {
+                            return Ok(Some(Event::Rows(id, r)));
+                        }
+                    }
+                    FeedChange::Append(_) => {
+                        if let Some(r) = self.sub.answer_change(&e.change)? {
                             return Ok(Some(Event::Rows(id, r)));
                         }
                     }

@@ -58,7 +58,10 @@ pub fn start(
     let get = |k: &str| params.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
     let sql =
         get("query").filter(|q| !q.trim().is_empty()).ok_or_else(|| ApiError::bad_request("query= is required"))?;
+    let from = get("from").or(last_event_id.as_deref());
     let sub = Subscription::new(&state.engine.with_access(who.tables.clone()), sql)?;
+    // A view's subscriber from now is told what changes after its answer now.
+    let sub = if from.is_none() { sub.from_now()? } else { sub };
     let arrow = match get("format") {
         None => false,
         Some(f) if f.eq_ignore_ascii_case("json") => false,
@@ -69,7 +72,7 @@ pub fn start(
     let woken = Arc::new(Notify::new());
     let w = woken.clone();
     let attached = feed.subscribe(Arc::new(move || w.notify_one()));
-    let cursor = start_point(&feed, get("from").or(last_event_id.as_deref())).map_err(|e| match e {
+    let cursor = start_point(&feed, from).map_err(|e| match e {
         StartError::BadId(m) => ApiError::bad_request(m),
         StartError::Gone(m) => ApiError::new(StatusCode::GONE, "RESUME_GONE", m),
     })?;
@@ -174,13 +177,17 @@ async fn event_frame(
 ) -> Result<(Option<(&'static str, String)>, bool), String> {
     let table = json_str(&e.table);
     Ok(match &e.change {
-        FeedChange::Append(_) => {
+        FeedChange::Delete(n) if !sub.over_view() => {
+            (Some(("delete", format!("{{\"table\":{table},\"rows\":{n}}}"))), false)
+        }
+        FeedChange::Update(n) if !sub.over_view() => {
+            (Some(("update", format!("{{\"table\":{table},\"rows\":{n}}}"))), false)
+        }
+        FeedChange::Append(_) | FeedChange::Delete(_) | FeedChange::Update(_) => {
             let body = rows_of(sub, arrow, e.clone()).await?;
             let key = if arrow { "arrow" } else { "result" };
             (body.map(|b| ("rows", format!("{{\"table\":{table},\"{key}\":{b}}}"))), false)
         }
-        FeedChange::Delete(n) => (Some(("delete", format!("{{\"table\":{table},\"rows\":{n}}}"))), false),
-        FeedChange::Update(n) => (Some(("update", format!("{{\"table\":{table},\"rows\":{n}}}"))), false),
         FeedChange::Drop => (Some(("drop", format!("{{\"table\":{table}}}"))), true),
     })
 }
@@ -192,8 +199,7 @@ async fn rows_of(sub: &Subscription, arrow: bool, e: Arc<FeedEvent>) -> Result<O
     use base64::Engine as _;
     let sub = sub.clone();
     let run = move || -> Result<Option<String>, String> {
-        let FeedChange::Append(cols) = &e.change else { return Ok(None) };
-        let Some(r) = sub.answer(cols).map_err(|x| x.to_string())? else { return Ok(None) };
+        let Some(r) = sub.answer_change(&e.change).map_err(|x| x.to_string())? else { return Ok(None) };
         let format = if arrow { Format::Arrow(None) } else { Format::Json };
         let mut enc = Encoder::new(format, &r, 0.0).map_err(|x| x.body())?;
         let mut out = Vec::new();

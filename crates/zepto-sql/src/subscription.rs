@@ -8,11 +8,18 @@
 //! LATEST ON) is refused with the reason. The query is bound against the engine when the
 //! subscription starts (so a missing table, column or grant fails then), and each batch is
 //! queried through an engine with the same grants and tenant scope.
+//!
+//! A query over a materialized view follows the view's table: after each change of it
+//! (append, delete, update), the query runs over the view and the rows that are new or
+//! changed since the subscriber's last answer are its event (a resumed subscriber's first
+//! event holds every row: it saw none). Rows the view no longer has are not announced.
 
 use crate::engine::{Engine, QueryResult};
 use crate::error::{Result, SqlError};
 use crate::parser::ast::{Expr, SelectItem, SetExpr, Statement, TableRef};
-use std::sync::Arc;
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+use zepto_storage::feed::FeedChange;
 use zepto_storage::{Catalog, Column, Table, TableOptions};
 
 /// A checked subscription query (see the module docs).
@@ -21,6 +28,8 @@ pub struct Subscription {
     sql: String,
     table: String,
     engine: Engine,
+    /// Over a materialized view: its table, and the rows last answered (shared by clones).
+    view: Option<(String, Arc<Mutex<HashSet<String>>>)>,
 }
 
 impl Subscription {
@@ -32,7 +41,48 @@ impl Subscription {
         if let Statement::Query(q) = &stmt {
             engine.prepare(q)?;
         }
-        Ok(Subscription { sql: sql.to_string(), table, engine: engine.clone() })
+        let view = engine.catalog().view_defs().into_iter().find(|d| d.name().eq_ignore_ascii_case(&table));
+        let mut sub = Subscription { sql: sql.to_string(), table, engine: engine.clone(), view: None };
+        if let Some(def) = view {
+            sub.view = Some((def.base().to_string(), Arc::default()));
+        }
+        Ok(sub)
+    }
+
+    /// The same subscription starting from the query's answer now: its first event holds only
+    /// what changes after (a view's; a table's subscription starts from now anyway).
+    pub fn from_now(self) -> Result<Subscription> {
+        if let Some((_, seen)) = &self.view {
+            let now = rows_of(&self.engine.execute(&self.sql)?);
+            *seen.lock().unwrap_or_else(|e| e.into_inner()) = now;
+        }
+        Ok(self)
+    }
+
+    /// Whether it reads a materialized view (every change of the view's table is answered by
+    /// [`Subscription::answer_change`] with rows, not counts).
+    pub fn over_view(&self) -> bool {
+        self.view.is_some()
+    }
+
+    /// The answer to one feed change of the table it follows: an append's rows through the
+    /// query (a table's), or the view's new and changed rows (a view's). `None`: nothing to
+    /// send (no row passed, or a table's delete, update or drop, which are counted instead).
+    pub fn answer_change(&self, change: &FeedChange) -> Result<Option<QueryResult>> {
+        match (&self.view, change) {
+            (None, FeedChange::Append(cols)) => self.answer(cols),
+            (None, _) | (Some(_), FeedChange::Drop) => Ok(None),
+            (Some((_, seen)), _) => {
+                let r = self.engine.execute(&self.sql)?;
+                let now = rows_of(&r);
+                let mut seen = seen.lock().unwrap_or_else(|e| e.into_inner());
+                let b = r.batch();
+                let fresh: Vec<u32> =
+                    (0..b.rows).filter(|&i| !seen.contains(&row_text(&b, i))).map(|i| i as u32).collect();
+                *seen = now;
+                Ok((!fresh.is_empty()).then(|| QueryResult::rows(r.fields.clone(), b.take(&fresh))))
+            }
+        }
     }
 
     /// The table it reads, as the query names it.
@@ -40,9 +90,10 @@ impl Subscription {
         &self.table
     }
 
-    /// Whether a feed event for `table` is this subscription's.
+    /// Whether a feed event for `table` is this subscription's (a view's are its table's).
     pub fn reads(&self, table: &str) -> bool {
-        table.eq_ignore_ascii_case(&self.table)
+        let follows = self.view.as_ref().map_or(self.table.as_str(), |(base, _)| base.as_str());
+        table.eq_ignore_ascii_case(follows)
     }
 
     /// The query's answer over one appended batch of the table (`columns` in schema order, as
@@ -63,6 +114,16 @@ impl Subscription {
         let r = self.engine.on_catalog(Arc::new(delta)).execute(&self.sql)?;
         Ok((r.row_count() > 0).then_some(r))
     }
+}
+
+/// Every row of `r` as text (the identity a view's rows are compared by).
+fn rows_of(r: &QueryResult) -> HashSet<String> {
+    let b = r.batch();
+    (0..b.rows).map(|i| row_text(&b, i)).collect()
+}
+
+fn row_text(b: &crate::eval::Batch, i: usize) -> String {
+    b.columns.iter().map(|c| format!("{:?}", c.get(i))).collect::<Vec<_>>().join("\u{1f}")
 }
 
 /// The table `stmt` reads, if a stream of appends can answer it.

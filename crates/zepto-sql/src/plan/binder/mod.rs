@@ -460,15 +460,12 @@ impl Binder {
             return self.bind_system_table(SystemSchema::PgCatalog, &name.to_ascii_lowercase(), alias, pos);
         }
         self.access.check(name, Some(pos))?;
-        let table = self
-            .catalog
-            .snapshot(name)
-            .map_err(|e| match e {
-                zepto_storage::StorageError::TableNotFound(_) => {
-                    SqlError::TableNotFound { name: name.to_string(), pos: Some(pos) }
-                }
-                e => e.into(),
-            })?;
+        let table = self.catalog.snapshot(name).map_err(|e| match e {
+            zepto_storage::StorageError::TableNotFound(_) => {
+                SqlError::TableNotFound { name: name.to_string(), pos: Some(pos) }
+            }
+            e => e.into(),
+        })?;
         crate::view::check_scoped_read(&self.catalog, &self.access, name, table.schema())?;
         self.bind_scan(table, q)
     }

@@ -1,0 +1,457 @@
+#!/usr/bin/env python3
+"""Materialized views: what keeping 1-minute bars costs ingest, and how long after a write's
+acknowledgement the view shows it. ZeptoDB beside QuestDB, through the same door (ILP over HTTP,
+POST /write), same data and client, one run.
+
+  * Data: a trades stream of --rows rows (default 2,000,000; --quick 300,000), 100 symbols, one
+    row per millisecond in time order with 1% of rows up to a minute late (the generator of
+    zepto-bench's view_upkeep), as ILP lines `trades,sym=S12 price=101.25,size=37i <ts ns>` in
+    bodies of 10,000 lines over 2 keep-alive connections. Generated before any clock starts.
+  * Table, created before the load on both: ZeptoDB `CREATE TABLE trades (sym SYMBOL, price
+    DOUBLE, size BIGINT, ts TIMESTAMP) TIMESTAMP(ts)` on a durable server (temporary
+    --data-dir, --sync always: an fsync before each acknowledgement); QuestDB 9.3 (its Maven
+    jar, bench/servers/questdb/questdb.sh, default settings as bench/questdb.py runs it) the
+    same with `PARTITION BY DAY WAL`. Each run starts a fresh server (peak RSS is per run).
+  * Cases per engine: (a) no view; (b) one view, the bars
+      SELECT sym, ts, first(price) AS open, max(price) AS high, min(price) AS low,
+             last(price) AS close, sum(size) AS volume, count(*) AS n FROM trades SAMPLE BY 1m
+    (QuestDB: `CREATE MATERIALIZED VIEW bars AS (...) PARTITION BY DAY`, refresh IMMEDIATE, its
+    default: refreshed asynchronously after each commit of the table); (c) ZeptoDB only: 10
+    views (the bars at 1s, 5s, 10s, 30s, 1m, 5m, 15m, 1h, a GROUP BY sym and a count per
+    minute). Each case --repeat times (default 2), alternating; the best run is reported.
+  * rows/s acked = rows / (first send .. last acknowledgement); rows/s complete = rows / (first
+    send .. every row counted by the table and by every view). After the last acknowledgement
+    the script polls `count()` of the table and `SELECT sum(n) FROM bars` every 5 ms: the
+    table lag and view lag are the times until they first show every row sent.
+  * Steady state, a separate run of (b) per engine: every 200 ms during the load one marker row
+    (symbol PROBE, a unique size, the stream's current time) is POSTed on a third connection and
+    `SELECT sum(volume) FROM bars WHERE sym = 'PROBE'` polled every 5 ms until it counts it:
+    ack-to-visible p50 / p99 / max over the probes. (A run of its own so that the probes' polls
+    are not in (b)'s rows/s; its rows/s is printed too.)
+  * Peak RSS of the server: VmRSS sampled every 50 ms from before the load until caught up.
+  * Correctness at the end of every run with views: each view read (`SELECT * FROM v ORDER BY
+    ...`) against its query run over the table; QuestDB once its refresh caught up. A difference
+    prints a WARNING line (the run goes on). The two engines' bars are also compared with each
+    other (information: first/last of rows with equal timestamps may differ).
+
+Usage: bench/views.py [--rows 2000000] [--quick] [--repeat 2] [--no-questdb] [--bin PATH]
+                      [--json FILE]
+"""
+import argparse
+import json
+import os
+import signal
+import statistics
+import sys
+import threading
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from http_load import log, post, rss_mib  # noqa: E402
+from questdb import (HttpClient, QuestServer, RssSampler, ZeptoServer, answer, canonical, diff,  # noqa: E402
+                     on_sigterm, pick_binary, send_all, send_http)
+
+T0_NS = 1_704_186_000_000_000_000  # 2024-01-02T09:00:00Z, as zepto-bench view_upkeep
+SYMBOLS = 100
+BATCH = 10_000
+CLIENTS = 2
+POLL_S = 0.005
+PROBE_EVERY_S = 0.2
+PROBE_TIMEOUT_S = 30.0
+CATCH_UP_TIMEOUT_S = 600.0
+
+TABLE_SQL = {
+    "zeptodb": "CREATE TABLE trades (sym SYMBOL, price DOUBLE, size BIGINT, ts TIMESTAMP) TIMESTAMP(ts)",
+    "questdb": "CREATE TABLE trades (sym SYMBOL, price DOUBLE, size LONG, ts TIMESTAMP) TIMESTAMP(ts) "
+               "PARTITION BY DAY WAL",
+}
+OHLC = ("first(price) AS open, max(price) AS high, min(price) AS low, last(price) AS close, "
+        "sum(size) AS volume, {count} AS n")
+
+
+def bars(bucket, count="count(*)"):
+    return f"SELECT sym, ts, {OHLC.format(count=count)} FROM trades SAMPLE BY {bucket}"
+
+
+def views_of(engine, n):
+    """(name, query, ORDER BY of its read) of the first n views; bars (1m) first."""
+    count = "count()" if engine == "questdb" else "count(*)"
+    out = [("bars", bars("1m", count), "sym, ts")]
+    out += [(f"bars_{b}", bars(b, count), "sym, ts") for b in ("1s", "5s", "10s", "30s", "5m", "15m", "1h")]
+    out += [("per_sym", f"SELECT sym, {count} AS n, sum(size) AS volume, min(price) AS low, max(price) AS high "
+                        "FROM trades GROUP BY sym", "sym"),
+            ("count_1m", f"SELECT ts, {count} AS n FROM trades SAMPLE BY 1m", "ts")]
+    return out[:n]
+
+
+def create_view_sql(engine, name, query):
+    if engine == "questdb":
+        return f"CREATE MATERIALIZED VIEW {name} AS ({query}) PARTITION BY DAY"
+    return f"CREATE MATERIALIZED VIEW {name} AS {query}"
+
+
+# ---------------------------------------------------------------- data
+
+
+def generate(rows, seed=55):
+    """The stream as ILP bodies of BATCH lines (the shape of zepto-bench's view_upkeep)."""
+    rng = np.random.default_rng(seed)
+    sym = rng.integers(0, SYMBOLS, rows)
+    step = rng.integers(-10, 11, rows)
+    late = np.where(rng.integers(0, 100, rows) == 0, rng.integers(0, 60_000, rows), 0)
+    size = rng.integers(1, 101, rows)
+    ts = T0_NS + np.maximum(np.arange(rows) - late, 0) * 1_000_000
+    # Each symbol's price is a random walk in cents from 1000.00, its own steps summed in order.
+    order = np.argsort(sym, kind="stable")
+    walk = np.cumsum(step[order])
+    starts = np.searchsorted(sym[order], np.arange(SYMBOLS))
+    walk -= np.repeat(np.concatenate(([0], walk[starts[1:] - 1])), np.diff(np.append(starts, rows)))
+    cents = np.empty(rows, dtype=np.int64)
+    cents[order] = np.maximum(100_000 + walk, 1)
+    bodies = []
+    for s in range(0, rows, BATCH):
+        e = min(s + BATCH, rows)
+        bodies.append("".join(f"trades,sym=S{k} price={c // 100}.{c % 100:02d},size={z}i {t}\n"
+                              for k, c, z, t in zip(sym[s:e].tolist(), cents[s:e].tolist(), size[s:e].tolist(),
+                                                    ts[s:e].tolist())).encode())
+    return {"bodies": bodies, "rows": rows, "bytes": sum(map(len, bodies)), "late": int((late > 0).sum())}
+
+
+# ---------------------------------------------------------------- engines
+
+
+def start(engine, binary):
+    if engine == "zeptodb":
+        return ZeptoServer(binary, "always")
+    eng = QuestServer()
+    if eng.reused and (eng.exists("trades") or eng.exists("bars")):
+        eng.stop()
+        raise SystemExit("the QuestDB already running on :9000 has a table trades or bars that this run did not "
+                         "create: stop it (bench/servers/questdb/questdb.sh stop) or drop them")
+    return eng
+
+
+def query(eng, sql, client=None):
+    """(column names, rows) of a query, or raise with the server's answer."""
+    st, body = (client or eng.client).get(eng.query_path(sql))
+    try:
+        return answer(st, body)
+    except (RuntimeError, ValueError) as e:
+        raise RuntimeError(f"{eng.name}: {sql[:160]}: {e}") from None
+
+
+def scalar(eng, sql, client=None):
+    rows = query(eng, sql, client)[1]
+    v = rows[0][0] if rows else None
+    return 0 if v is None else int(v)
+
+
+def ddl(eng, sql):
+    if eng.name == "zeptodb":
+        post(eng.port, "/", sql.encode(), "text/plain")
+    else:
+        query(eng, sql)
+
+
+def clean_questdb(eng):
+    for v, _, _ in views_of("questdb", 10):
+        ddl(eng, f"DROP MATERIALIZED VIEW IF EXISTS {v}")
+    ddl(eng, "DROP TABLE IF EXISTS trades")
+
+
+def count_sql(eng):
+    return "SELECT count() FROM trades" if eng.name == "questdb" else "SELECT count(*) FROM trades"
+
+
+# ---------------------------------------------------------------- one run
+
+
+class Tee(list):
+    """send_all's progress list that also counts into another list (the prober reads it)."""
+
+    def __init__(self, inner, also):
+        super().__init__()
+        self.inner, self.also = inner, also
+
+    def append(self, x):
+        self.inner.append(x)
+        self.also.append(x)
+
+
+class Prober(threading.Thread):
+    """Every PROBE_EVERY_S one PROBE row, then polls the bars until it shows: ack-to-visible ms."""
+
+    def __init__(self, eng, acked):
+        super().__init__(daemon=True)
+        self.eng, self.acked, self.done = eng, acked, threading.Event()
+        self.lags, self.timeouts, self.sent, self.error = [], 0, 0, None
+
+    def run(self):
+        try:
+            self.probe()
+        except Exception as e:  # noqa: BLE001 - reported with the run
+            self.error = e
+
+    def probe(self):
+        import http.client
+        conn = http.client.HTTPConnection("127.0.0.1", self.eng.port, timeout=60)
+        reader = HttpClient(self.eng.port)
+        sql = "SELECT sum(volume) FROM bars WHERE sym = 'PROBE'"
+        total = 0
+        while not self.done.wait(PROBE_EVERY_S):
+            size = self.sent + 1
+            ts = T0_NS + len(self.acked) * BATCH * 1_000_000  # the stream's current time
+            post(self.eng.port, self.eng.ilp_path(), f"trades,sym=PROBE price=1.0,size={size}i {ts}\n".encode(),
+                 "text/plain", conn)
+            acked = time.perf_counter()
+            self.sent, total = size, total + size
+            while scalar(self.eng, sql, reader) != total:
+                if time.perf_counter() - acked > PROBE_TIMEOUT_S:
+                    self.timeouts += 1
+                    break
+                time.sleep(POLL_S)
+            else:
+                self.lags.append(1000 * (time.perf_counter() - acked))
+        conn.close()
+
+    def stop(self):
+        self.done.set()
+        self.join()
+        if self.error:
+            raise self.error
+
+
+def catch_up(eng, rows, with_view, t_ack):
+    """Poll the table's count (and the bars' sum(n)) every POLL_S until they show `rows`."""
+    t_table = t_view = None
+    last_log = time.perf_counter()
+    while t_table is None or (with_view and t_view is None):
+        now = time.perf_counter()
+        if t_table is None and scalar(eng, count_sql(eng)) >= rows:
+            t_table = time.perf_counter()
+        if with_view and t_view is None:
+            n = scalar(eng, "SELECT sum(n) FROM bars")
+            if n >= rows:
+                t_view = time.perf_counter()
+                if n != rows:
+                    log(f"  WARNING {eng.name}: bars count {n:,} rows, {rows:,} were sent")
+        if now - t_ack > CATCH_UP_TIMEOUT_S:
+            raise RuntimeError(f"{eng.name}: not caught up {CATCH_UP_TIMEOUT_S:.0f} s after the last acknowledgement")
+        if now - last_log > 2:
+            last_log = now
+            log(f"    {eng.name}: catching up ({now - t_ack:.1f} s after the last acknowledgement)")
+        time.sleep(POLL_S)
+    return t_table, t_view
+
+
+def verify(eng, views, label):
+    """Each view's rows against its query's over the table: a list of warnings, and the bars' answer."""
+    warnings, bars_answer = [], None
+    for name, q, order in views:
+        try:
+            got = canonical(*query(eng, f"SELECT * FROM {name} ORDER BY {order}"))
+            want = canonical(*query(eng, q))
+        except RuntimeError as e:
+            warnings.append(f"{eng.name} {label} {name}: {e}")
+            continue
+        if d := diff(got, want):
+            warnings.append(f"{eng.name} {label} view {name} differs from its query: {d}")
+        if name == "bars":
+            bars_answer = got
+    for w in warnings:
+        log(f"  WARNING {w}")
+    if not warnings:
+        log(f"  {eng.name} {label}: {len(views)} view(s) equal their queries over the table")
+    return warnings, bars_answer
+
+
+def run(engine, binary, data, nviews, probes, label):
+    eng = start(engine, binary)
+    try:
+        if engine == "questdb":
+            clean_questdb(eng)
+        ddl(eng, TABLE_SQL[engine])
+        views = views_of(engine, nviews)
+        for name, q, _ in views:
+            ddl(eng, create_view_sql(engine, name, q))
+        eng.loaded = True
+        rows = data["rows"]
+        sampler, acked = RssSampler(eng.pid), []
+        sampler.start()
+        prober = Prober(eng, acked) if probes else None
+        t0 = time.perf_counter()
+        if prober:
+            prober.start()
+        send_all(eng, lambda e, b, progress: send_http(e, b, Tee(progress, acked)), data["bodies"], CLIENTS)
+        t_ack = time.perf_counter()
+        if prober:
+            prober.stop()
+            rows += prober.sent
+        t_table, t_view = catch_up(eng, rows, bool(views), t_ack)
+        peak = sampler.stop()
+        done = max(t_table, t_view or 0)
+        r = {"case": label, "engine": engine, "views": nviews, "rows": rows,
+             "acked_rows_per_s": data["rows"] / (t_ack - t0), "complete_rows_per_s": data["rows"] / (done - t0),
+             "seconds": done - t0, "table_lag_ms": 1000 * (t_table - t_ack),
+             "view_lag_ms": 1000 * (t_view - t_ack) if t_view else None, "peak_rss_mib": peak,
+             "vm_hwm_mib": rss_mib(eng.pid, "VmHWM"), "questdb_reused": bool(getattr(eng, "reused", False))}
+        if prober:
+            lags = sorted(prober.lags)
+            r["probes"] = {"sent": prober.sent, "timeouts": prober.timeouts, "p50_ms": statistics.median(lags),
+                           "p99_ms": lags[min(len(lags) - 1, round(0.99 * (len(lags) - 1)))],
+                           "max_ms": lags[-1]} if lags else {"sent": prober.sent, "timeouts": prober.timeouts}
+            # the probes' polls ran beside the load: lag after the ack is measured in the plain runs
+            r["table_lag_ms"] = r["view_lag_ms"] = None
+        log(f"  {engine} {label}: acked {r['acked_rows_per_s']:,.0f} rows/s, complete {r['complete_rows_per_s']:,.0f} "
+            f"rows/s ({r['seconds']:.2f} s); table lag {fmt_ms(r['table_lag_ms'])}, view lag "
+            f"{fmt_ms(r['view_lag_ms'])} ms; peak RSS {peak:,.0f} MiB"
+            + (f"; probes {fmt_probes(r['probes'])}" if prober else ""))
+        r["warnings"], r["bars_answer"] = verify(eng, views, label) if views else ([], None)
+        return r
+    finally:
+        try:
+            if engine == "questdb" and getattr(eng, "loaded", False):
+                clean_questdb(eng)
+        except Exception as e:  # noqa: BLE001 - keep stopping
+            log(f"  cleaning questdb: {e}")
+        eng.stop()
+
+
+# ---------------------------------------------------------------- report
+
+
+def fmt_ms(v):
+    return "-" if v is None else f"{v:.1f}"
+
+
+def fmt_probes(p):
+    if "p50_ms" not in p:
+        return f"none visible ({p['sent']} sent, {p['timeouts']} timed out)"
+    return (f"{p['sent']} probes, p50 {p['p50_ms']:.2f} ms, p99 {p['p99_ms']:.2f} ms, max {p['max_ms']:.2f} ms"
+            + (f", {p['timeouts']} not visible within {PROBE_TIMEOUT_S:.0f} s" if p["timeouts"] else ""))
+
+
+def best(runs, engine, case):
+    rs = [r for r in runs if r["engine"] == engine and r["case"] == case]
+    return max(rs, key=lambda r: r["complete_rows_per_s"]) if rs else None
+
+
+def report(res):
+    runs = res["runs"]
+    print(f"\nMaterialized views over ILP/HTTP: {res['rows']:,} trades ({SYMBOLS} symbols, {res['late']:,} rows up to "
+          f"60 s late), {res['bytes'] / 1e6:,.1f} MB in {BATCH:,}-line bodies from {CLIENTS} clients; "
+          f"ZeptoDB {res['binary']} --sync always; QuestDB 9.3.4 WAL; best of {res['repeat']} runs per case "
+          f"(probe runs: 1)")
+    print(f"load average (1/5/15 min) at the start {'/'.join(f'{x:.2f}' for x in res['loadavg_start'])}, at the end "
+          f"{'/'.join(f'{x:.2f}' for x in res['loadavg_end'])} on {os.cpu_count()} cores")
+    print(f"{'engine':8} {'case':16} {'acked rows/s':>13} {'complete rows/s':>16} {'vs (a)':>7} {'table lag ms':>13} "
+          f"{'view lag ms':>12} {'peak RSS MiB':>13}")
+    for engine in ("zeptodb", "questdb"):
+        base = best(runs, engine, "(a) no view")
+        for case in ("(a) no view", "(b) 1 view", "(c) 10 views", "(b) + probes"):
+            r = best(runs, engine, case)
+            if not r:
+                continue
+            vs = r["complete_rows_per_s"] / base["complete_rows_per_s"] if base else float("nan")
+            lags = [x for x in runs if x["engine"] == engine and x["case"] == case]
+            tl = "/".join(fmt_ms(x["table_lag_ms"]) for x in lags)
+            vl = "/".join(fmt_ms(x["view_lag_ms"]) for x in lags)
+            print(f"{engine:8} {case:16} {r['acked_rows_per_s']:>13,.0f} {r['complete_rows_per_s']:>16,.0f} {vs:>7.2f} "
+                  f"{tl:>13} {vl:>12} {r['peak_rss_mib']:>13,.0f}")
+    print("(lags: every run of the case, after the last acknowledgement, polled every 5 ms; "
+          "vs (a): complete rows/s over the same engine's (a))")
+    for engine in ("zeptodb", "questdb"):
+        r = best(runs, engine, "(b) + probes")
+        if r:
+            print(f"steady state, {engine}: marker row visible in bars after its ack: {fmt_probes(r['probes'])}")
+    z, q = best(runs, "zeptodb", "(b) 1 view"), best(runs, "questdb", "(b) 1 view")
+    za, qa = best(runs, "zeptodb", "(a) no view"), best(runs, "questdb", "(a) no view")
+    if z and q and za and qa:
+        print(f"ZeptoDB / QuestDB complete rows/s: (a) {za['complete_rows_per_s'] / qa['complete_rows_per_s']:.2f}, "
+              f"(b) {z['complete_rows_per_s'] / q['complete_rows_per_s']:.2f}; peak RSS (b) "
+              f"{z['peak_rss_mib'] / q['peak_rss_mib']:.2f}")
+    if res.get("cross"):
+        print(f"bars, ZeptoDB against QuestDB: {res['cross']}")
+    warnings = [w for r in runs for w in r["warnings"]]
+    if warnings:
+        print("WARNING: views differ from their queries:\n  " + "\n  ".join(warnings))
+    else:
+        print(f"Correctness: every view equalled its query over the table at the end of every run with views "
+              f"({sum(1 for r in runs if r['views'])} runs).")
+
+
+def cross_check(runs):
+    """ZeptoDB's bars against QuestDB's, same data (information only)."""
+    z = next((r["bars_answer"] for r in runs if r["engine"] == "zeptodb" and r["case"] == "(b) 1 view"
+              and r["bars_answer"]), None)
+    q = next((r["bars_answer"] for r in runs if r["engine"] == "questdb" and r["case"] == "(b) 1 view"
+              and r["bars_answer"]), None)
+    if not (z and q):
+        return None
+    (zc, zr), (qc, qr) = z, q
+    if zc != qc:
+        return f"columns differ: {zc} vs {qc}"
+    if len(zr) != len(qr):
+        return f"{len(zr):,} bars vs {len(qr):,}"
+    bad = [i for i, (a, b) in enumerate(zip(zr, qr)) if diff((zc, [a]), (qc, [b]))]
+    if not bad:
+        return f"all {len(zr):,} bars equal"
+    return (f"{len(zr):,} bars, {len(bad):,} differ (e.g. {zr[bad[0]]} vs {qr[bad[0]]}): first/last of rows with "
+            "equal timestamps, taken in a different order?")
+
+
+# ---------------------------------------------------------------- main
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rows", type=int, default=2_000_000)
+    ap.add_argument("--quick", action="store_true", help="300,000 rows")
+    ap.add_argument("--repeat", type=int, default=2, help="runs per case (the best is reported)")
+    ap.add_argument("--no-questdb", action="store_true", help="ZeptoDB only")
+    ap.add_argument("--bin", help="zeptodb binary (default target/release/zeptodb, else target/debug)")
+    ap.add_argument("--json", help="write the numbers here")
+    a = ap.parse_args()
+    signal.signal(signal.SIGTERM, on_sigterm)
+    rows = 300_000 if a.quick else a.rows
+    binary = pick_binary(a.bin)
+    log(f"generating {rows:,} trades ...")
+    data = generate(rows)
+    log(f"  {len(data['bodies']):,} bodies, {data['bytes'] / 1e6:,.1f} MB, {data['late']:,} late rows")
+    res = {"binary": os.path.relpath(binary, os.path.dirname(HERE)), "rows": rows, "bytes": data["bytes"],
+           "late": data["late"], "repeat": a.repeat, "loadavg_start": os.getloadavg(), "runs": []}
+    engines = ["zeptodb"] + ([] if a.no_questdb else ["questdb"])
+    plan = []
+    for engine in engines:
+        cases = [("(a) no view", 0), ("(b) 1 view", 1)] + ([("(c) 10 views", 10)] if engine == "zeptodb" else [])
+        plan += [(engine, label, n, False) for _ in range(a.repeat) for label, n in cases]
+        plan.append((engine, "(b) + probes", 1, True))
+    for k, (engine, label, nviews, probes) in enumerate(plan):
+        log(f"== [{k + 1}/{len(plan)}] {engine} {label}: {rows:,} rows")
+        try:
+            res["runs"].append(run(engine, binary, data, nviews, probes, label))
+        except RuntimeError as e:
+            log(f"  FAILED: {e}")
+            res.setdefault("failures", []).append(f"{engine} {label}: {e}")
+    res["loadavg_end"] = os.getloadavg()
+    res["cross"] = cross_check(res["runs"])
+    report(res)
+    for f in res.get("failures", []):
+        print(f"FAILED: {f}")
+    if a.json:
+        for r in res["runs"]:
+            r.pop("bars_answer", None)
+        with open(a.json, "w") as f:
+            json.dump(res, f, indent=1)
+    return 1 if res.get("failures") else 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:
+        log("interrupted: the servers are stopped")
+        sys.exit(130)
