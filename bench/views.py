@@ -49,6 +49,7 @@ import time
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 from http_load import log, post, rss_mib  # noqa: E402
 from questdb import (HttpClient, QuestServer, RssSampler, ZeptoServer, answer, canonical, diff,  # noqa: E402
@@ -62,6 +63,7 @@ POLL_S = 0.005
 PROBE_EVERY_S = 0.2
 PROBE_TIMEOUT_S = 30.0
 CATCH_UP_TIMEOUT_S = 600.0
+WARM_UP_ROWS = 300_000
 
 TABLE_SQL = {
     "zeptodb": "CREATE TABLE trades (sym SYMBOL, price DOUBLE, size BIGINT, ts TIMESTAMP) TIMESTAMP(ts)",
@@ -97,13 +99,16 @@ def create_view_sql(engine, name, query):
 
 
 def generate(rows, seed=55):
-    """The stream as ILP bodies of BATCH lines (the shape of zepto-bench's view_upkeep)."""
+    """The stream as ILP bodies of BATCH lines (the shape of zepto-bench's view_upkeep, without ties)."""
     rng = np.random.default_rng(seed)
     sym = rng.integers(0, SYMBOLS, rows)
     step = rng.integers(-10, 11, rows)
     late = np.where(rng.integers(0, 100, rows) == 0, rng.integers(0, 60_000, rows), 0)
     size = rng.integers(1, 101, rows)
-    ts = T0_NS + np.maximum(np.arange(rows) - late, 0) * 1_000_000
+    # In time order a row per millisecond; a late row between two of them (1..997 us past a whole
+    # millisecond), so that no two rows share a timestamp and first/last have one answer.
+    i = np.arange(rows)
+    ts = T0_NS + (i - late) * 1_000_000 + np.where(late > 0, (1 + i % 997) * 1_000, 0)
     # Each symbol's price is a random walk in cents from 1000.00, its own steps summed in order.
     order = np.argsort(sym, kind="stable")
     walk = np.cumsum(step[order])
@@ -152,8 +157,10 @@ def scalar(eng, sql, client=None):
 def ddl(eng, sql):
     if eng.name == "zeptodb":
         post(eng.port, "/", sql.encode(), "text/plain")
-    else:
-        query(eng, sql)
+        return
+    st, body = eng.client.get(eng.query_path(sql))  # QuestDB answers DDL with {"ddl": "OK"}
+    if st != 200 or b'"error"' in body:
+        raise RuntimeError(f"questdb: {sql[:160]}: {st} {body[:300]!r}")
 
 
 def clean_questdb(eng):
@@ -268,16 +275,36 @@ def verify(eng, views, label):
     return warnings, bars_answer
 
 
+def setup(eng, views):
+    if eng.name == "questdb":
+        clean_questdb(eng)
+    ddl(eng, TABLE_SQL[eng.name])
+    for name, q, _ in views:
+        ddl(eng, create_view_sql(eng.name, name, q))
+    eng.loaded = True
+
+
+def warm_up(eng, data):
+    """QuestDB only: load the first WARM_UP_ROWS rows with the bars view and drop them, so that its
+    JIT has compiled the ILP, WAL apply and refresh paths before the clock starts (every run starts
+    a fresh JVM). ZeptoDB is compiled ahead of time: its runs start cold."""
+    bodies = data["bodies"][:WARM_UP_ROWS // BATCH]
+    rows = sum(b.count(b"\n") for b in bodies)
+    setup(eng, views_of(eng.name, 1))
+    send_all(eng, send_http, bodies, CLIENTS)
+    catch_up(eng, rows, True, time.perf_counter())
+    clean_questdb(eng)
+
+
 def run(engine, binary, data, nviews, probes, label):
     eng = start(engine, binary)
     try:
         if engine == "questdb":
-            clean_questdb(eng)
-        ddl(eng, TABLE_SQL[engine])
+            t = time.perf_counter()
+            warm_up(eng, data)
+            log(f"  questdb warmed up ({time.perf_counter() - t:.1f} s)")
         views = views_of(engine, nviews)
-        for name, q, _ in views:
-            ddl(eng, create_view_sql(engine, name, q))
-        eng.loaded = True
+        setup(eng, views)
         rows = data["rows"]
         sampler, acked = RssSampler(eng.pid), []
         sampler.start()
@@ -410,7 +437,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", type=int, default=2_000_000)
     ap.add_argument("--quick", action="store_true", help="300,000 rows")
-    ap.add_argument("--repeat", type=int, default=2, help="runs per case (the best is reported)")
+    ap.add_argument("--repeat", type=int, default=3, help="runs per case (the best is reported)")
+    ap.add_argument("--probe-runs", type=int, default=3, help="runs of (b) with probes per engine (probes pooled)")
     ap.add_argument("--no-questdb", action="store_true", help="ZeptoDB only")
     ap.add_argument("--bin", help="zeptodb binary (default target/release/zeptodb, else target/debug)")
     ap.add_argument("--json", help="write the numbers here")
@@ -421,14 +449,14 @@ def main():
     log(f"generating {rows:,} trades ...")
     data = generate(rows)
     log(f"  {len(data['bodies']):,} bodies, {data['bytes'] / 1e6:,.1f} MB, {data['late']:,} late rows")
-    res = {"binary": os.path.relpath(binary, os.path.dirname(HERE)), "rows": rows, "bytes": data["bytes"],
+    res = {"binary": os.path.relpath(binary, ROOT) if binary.startswith(ROOT) else binary, "rows": rows, "bytes": data["bytes"],
            "late": data["late"], "repeat": a.repeat, "loadavg_start": os.getloadavg(), "runs": []}
     engines = ["zeptodb"] + ([] if a.no_questdb else ["questdb"])
     plan = []
     for engine in engines:
         cases = [("(a) no view", 0), ("(b) 1 view", 1)] + ([("(c) 10 views", 10)] if engine == "zeptodb" else [])
         plan += [(engine, label, n, False) for _ in range(a.repeat) for label, n in cases]
-        plan.append((engine, "(b) + probes", 1, True))
+        plan += [(engine, "(b) + probes", 1, True)] * a.probe_runs
     for k, (engine, label, nviews, probes) in enumerate(plan):
         log(f"== [{k + 1}/{len(plan)}] {engine} {label}: {rows:,} rows")
         try:

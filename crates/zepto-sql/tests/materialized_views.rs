@@ -114,6 +114,11 @@ fn refresh_drop_and_names() {
     lines(&e, "CREATE MATERIALIZED VIEW IF NOT EXISTS v AS SELECT 1");
     lines(&e, "REFRESH MATERIALIZED VIEW v");
     assert_eq!(lines(&e, "SELECT sum(n) FROM v"), ["50"]);
+    // EXPLAIN shows how a view read is kept: the partial aggregate each append runs, and what
+    // a read runs over the groups.
+    let plan = lines(&e, "EXPLAIN SELECT * FROM v WHERE n > 1").join("\n");
+    assert!(plan.contains("materialized view v: each append to trades folds in"), "{plan}");
+    assert!(plan.contains("PartialAggregate"), "{plan}");
     // Listed as PostgreSQL lists materialized views, with their columns.
     assert_eq!(lines(&e, "SELECT relkind, reltuples FROM pg_class WHERE relname = 'v'"), ["m\t5.0"]);
     assert_eq!(

@@ -79,6 +79,8 @@ pub trait Upkeep: Send + Sync {
     fn read(&self, catalog: &crate::Catalog) -> Result<Arc<Table>, StorageError>;
     /// Its counters, for metrics.
     fn stats(&self) -> ViewStats;
+    /// How it is kept and read, as EXPLAIN prints plans.
+    fn explain(&self, catalog: &crate::Catalog) -> Result<String, StorageError>;
 }
 
 /// A view's counters since it was compiled.

@@ -116,6 +116,23 @@ pub(crate) fn check_scoped_read(catalog: &Catalog, access: &TableAccess, name: &
     }
 }
 
+/// What EXPLAIN adds for the views `plan` reads: how each is kept and read.
+pub(crate) fn explain_views(catalog: &Catalog, plan: &Plan) -> Result<Vec<String>> {
+    let mut names: Vec<String> = Vec::new();
+    collect_scans(plan, &mut names);
+    names.dedup();
+    names.iter().filter_map(|n| catalog.explain_view(n)).map(|r| r.map_err(SqlError::from)).collect()
+}
+
+fn collect_scans(p: &Plan, out: &mut Vec<String>) {
+    if let Plan::Scan { table, .. } = p {
+        if !out.iter().any(|n| n.eq_ignore_ascii_case(table.name())) {
+            out.push(table.name().to_string());
+        }
+    }
+    p.inputs().into_iter().for_each(|i| collect_scans(i, out));
+}
+
 /// The binder's executor for a view's query: an uncorrelated subquery would be run once, at
 /// definition, and its answer kept while the table changes, so it is refused.
 struct NoSubqueries;
@@ -237,18 +254,20 @@ impl View {
         Some((0..n).filter(|&i| keep(i)).map(|i| i as u32).collect())
     }
 
-    /// Rebuild the groups from every row of `base`.
-    fn rebuild(&self, st: &mut State, base: &Arc<Table>) -> Result<()> {
+    /// The partial aggregate of `base`'s rows (all of them, or an append's).
+    fn partial_plan(&self, base: &Arc<Table>, run: &RunContext) -> Result<crate::plan::PhysicalPlan> {
         let scan =
             Plan::Scan { table: base.clone(), columns: self.split.columns.clone(), range: self.split.range.clone() };
         let input = self.split.filters.iter().fold(scan, |p, f| Plan::Filter { input: Box::new(p), pred: f.clone() });
-        let partial = Plan::PartialAggregate {
-            input: Box::new(input),
-            keys: self.split.keys.clone(),
-            aggs: self.split.aggs.clone(),
-        };
+        let keys = self.split.keys.clone();
+        let partial = Plan::PartialAggregate { input: Box::new(input), keys, aggs: self.split.aggs.clone() };
+        physical::plan(optimizer::optimize(partial), run)
+    }
+
+    /// Rebuild the groups from every row of `base`.
+    fn rebuild(&self, st: &mut State, base: &Arc<Table>) -> Result<()> {
         let run = RunContext::unlimited();
-        let states = crate::exec::execute(&run, &physical::plan(optimizer::optimize(partial), &run)?)?;
+        let states = crate::exec::execute(&run, &self.partial_plan(base, &run)?)?;
         let mut groups = Groups::new(self.split.keys.len(), &self.split.aggs);
         if states.rows > 0 {
             groups.fold(&states)?;
@@ -401,6 +420,21 @@ impl Upkeep for View {
                 self.read_fresh(&mut st)
             })?
             .map_err(storage)
+    }
+
+    fn explain(&self, catalog: &Catalog) -> std::result::Result<String, StorageError> {
+        let run = RunContext::unlimited();
+        let base = catalog.snapshot(&self.split.base)?;
+        let kept = self.partial_plan(&base, &run).map_err(storage)?;
+        let read = physical::plan(optimizer::optimize(self.split.top.clone()), &run).map_err(storage)?;
+        let indent = |t: String| t.lines().skip(1).map(|l| format!("  {l}")).collect::<Vec<_>>().join("\n");
+        Ok(format!(
+            "materialized view {}: each append to {} folds in (over the appended rows)\n{}\nread as\n{}",
+            self.name,
+            self.split.base,
+            indent(kept.root().explain(&[])),
+            indent(read.root().explain(&[]))
+        ))
     }
 
     fn stats(&self) -> ViewStats {

@@ -138,6 +138,14 @@ impl Catalog {
         Some(self.upkeep(name)?.and_then(|u| u.read(self)))
     }
 
+    /// How view `name` is kept and read (EXPLAIN); `None` if there is no such view.
+    pub fn explain_view(&self, name: &str) -> Option<Result<String, StorageError>> {
+        if self.view_count.load(Ordering::Relaxed) == 0 {
+            return None;
+        }
+        Some(self.upkeep(name)?.and_then(|u| u.explain(self)))
+    }
+
     /// Rebuild view `name` from its base table now (`REFRESH MATERIALIZED VIEW`).
     pub fn refresh_view(&self, name: &str) -> Result<Arc<Table>, StorageError> {
         let u = self.upkeep(name).ok_or_else(|| StorageError::TableNotFound(name.to_string()))??;
