@@ -70,6 +70,9 @@ pub fn sql() -> Vec<Vec<u8>> {
         "SELECT * FROM generate_series(TIMESTAMP '2024-01-02', TIMESTAMP '2024-01-03', INTERVAL '6 hours') g(ts)",
         "SELECT ts < TIMESTAMP 'infinity', xbar(INTERVAL '1 hour', TIMESTAMP '-infinity') FROM t",
         "SELECT * FROM t ASOF LEFT JOIN u USING (sym) WHERE t.ts >= TIMESTAMP '-infinity'",
+        "CREATE MATERIALIZED VIEW IF NOT EXISTS v AS (SELECT sym, ts, first(px), count(*) FROM t SAMPLE BY 1m); \
+         INSERT INTO t VALUES ('2024-01-03', 'C', 3.5, 1, 'q', true); SELECT * FROM v; REFRESH MATERIALIZED VIEW v FULL; \
+         DROP MATERIALIZED VIEW v",
     ])
 }
 

@@ -37,7 +37,9 @@ pub fn run(data: &[u8]) {
         return;
     }
     let lower = sql.to_ascii_lowercase();
-    if ["insert", "create", "drop", "alter", "copy", "update", "delete", "checkpoint"].iter().any(|w| lower.contains(w))
+    if ["insert", "create", "drop", "alter", "copy", "update", "delete", "checkpoint", "refresh"]
+        .iter()
+        .any(|w| lower.contains(w))
     {
         let e = Engine::new();
         e.execute(SETUP).expect("the fuzz tables are created");
