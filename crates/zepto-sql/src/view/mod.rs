@@ -370,6 +370,12 @@ fn storage(e: SqlError) -> StorageError {
 
 impl Upkeep for View {
     fn prepare(&self, columns: &[Column]) -> Delta {
+        // A stale view rebuilds from the table at its next read: nothing to prepare (and it
+        // cannot turn fresh before the commit: a rebuild waits for the table's lock, held
+        // from here to the commit).
+        if self.lock().stale {
+            return Box::new(Ok(None) as Prepared);
+        }
         let t = Instant::now();
         let p: Prepared = self.delta(columns);
         self.counters.upkeep_ns.fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
