@@ -132,9 +132,10 @@ impl Durable {
                 rec.checkpoint_rows += t.row_count();
                 catalog.restore(t)?;
             }
-            // Definitions only: each view is compiled and built from its table when first read.
-            for v in views {
-                catalog.create_view(v, None, false)?;
+            // From their states when the checkpoint has them and an engine is attached (the
+            // replayed appends then fold in); else built from their tables when first read.
+            for (def, state) in views {
+                catalog.restore_view(def, state)?;
             }
         }
         rec.checkpoint_secs = t0.elapsed().as_secs_f64();
@@ -194,7 +195,7 @@ impl Durable {
     pub(crate) fn cut(
         &self,
         catalog: &Catalog,
-    ) -> Result<(Vec<Arc<zepto_storage::Table>>, Vec<zepto_storage::ViewDef>, Lsn), DurableError> {
+    ) -> Result<(Vec<Arc<zepto_storage::Table>>, Vec<zepto_storage::ViewCut>, Lsn), DurableError> {
         let (tables, views, lsn) = catalog.consistent_cut_with_views(|| self.wal.rotate());
         Ok((tables, views, lsn?))
     }

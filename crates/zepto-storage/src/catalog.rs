@@ -564,12 +564,12 @@ impl Catalog {
     pub fn consistent_cut_with_views<R>(
         &self,
         at: impl FnOnce() -> R,
-    ) -> (Vec<Arc<Table>>, Vec<crate::view::ViewDef>, R) {
+    ) -> (Vec<Arc<Table>>, Vec<crate::view::ViewCut>, R) {
         let _gate = self.gate.write().unwrap_or_else(|e| e.into_inner());
         let map = self.tables.read().unwrap_or_else(|e| e.into_inner());
         let tables = map.values().map(|s| folded(s)).collect();
         drop(map);
-        let views = self.view_defs();
+        let views = self.view_cuts();
         (tables, views, at())
     }
 

@@ -85,4 +85,4 @@ pub use strings::StrVec;
 pub use table::{ColumnDef, HistoryReader, Partition, Schema, Shard, Table, TableOptions};
 pub use types::DataType;
 pub use value::Value;
-pub use view::{Delta, Upkeep, ViewCompiler, ViewDef, ViewStats};
+pub use view::{Delta, Upkeep, ViewCompiler, ViewCut, ViewDef, ViewStats};

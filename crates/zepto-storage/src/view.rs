@@ -17,8 +17,10 @@
 //! (a stale view's read releases its state before taking the table's lock).
 //!
 //! Definitions are logged ([`crate::Change::CreateView`], [`crate::Change::DropView`]) and
-//! checkpointed with the tables; recovery restores the definitions alone, and each view is
-//! compiled (and rebuilt) when a compiler is registered or first read.
+//! checkpointed with the tables, with each view's partial states when it has them (a cut
+//! holds every writer, so the states match the tables). Recovery restores a view from its
+//! states when a compiler is registered before the log is replayed (the replayed appends then
+//! fold in as they did); otherwise the view is compiled when first read and rebuilt.
 
 use crate::column::Column;
 use crate::error::StorageError;
@@ -81,6 +83,20 @@ pub trait Upkeep: Send + Sync {
     fn stats(&self) -> ViewStats;
     /// How it is kept and read, as EXPLAIN prints plans.
     fn explain(&self, catalog: &crate::Catalog) -> Result<String, StorageError>;
+    /// Its groups' partial states as a table (the keys, then each aggregate's state columns),
+    /// for a checkpoint; `None` when it is stale or its states cannot be stored.
+    fn state(&self) -> Option<Table>;
+    /// Start from `state` (a checkpoint's, as [`Upkeep::state`] made it) instead of a
+    /// rebuild; `false` (and still stale) when it does not fit this view.
+    fn restore(&self, state: &Arc<Table>) -> bool;
+}
+
+/// A view as a checkpoint cuts it: its definition, and its groups' states when it has them.
+pub struct ViewCut {
+    /// The definition.
+    pub def: ViewDef,
+    /// The partial states ([`Upkeep::state`]).
+    pub state: Option<Table>,
 }
 
 /// A view's counters since it was compiled.

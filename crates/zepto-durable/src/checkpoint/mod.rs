@@ -15,17 +15,18 @@
 //! lsn <last LSN included>
 //! file <name> <bytes> <crc32 hex>        one per table
 //! view\t<name>\t<base table>\t<query>     one per materialized view (fields escaped: \\ \t \n \r)
+//! viewstate\t<name>\t<file>\t<bytes>\t<crc32 hex>   a view's partial states, as a table file
 //! crc <crc32 hex of every line above>
 //! ```
-//! A view's rows are derived from its base table: only its definition is kept, and it is
-//! rebuilt when first read after recovery.
+//! A view's rows are derived from its base table: its definition is kept, and its groups'
+//! partial states when it had them (a stale view is rebuilt when first read after recovery).
 //! Loading verifies every length and checksum before any table is used.
 
 pub mod table_file;
 
 use crate::DurableError;
 use std::io::Write;
-use zepto_storage::{Table, ViewDef};
+use zepto_storage::{Table, ViewCut, ViewDef};
 use zepto_wal::{Lsn, Storage};
 
 const HEADER: &str = "zeptodb-checkpoint 1";
@@ -86,7 +87,7 @@ pub fn write(
     storage: &dyn Storage,
     lsn: Lsn,
     tables: &[std::sync::Arc<Table>],
-    views: &[ViewDef],
+    views: &[ViewCut],
 ) -> Result<Written, DurableError> {
     let io = |what: &str, e: std::io::Error| DurableError::Io(format!("checkpoint {lsn}: {what}: {e}"));
     let mut total = Written { lsn, tables: tables.len(), rows: 0, bytes: 0 };
@@ -106,23 +107,37 @@ pub fn write(
     let mut manifest = format!("{HEADER}\nlsn {lsn}\n");
     for (k, t) in tables.iter().enumerate() {
         let name = table_file_name(lsn, k);
-        let sink = FileSink { storage, name: name.clone(), crc: Default::default(), bytes: 0 };
-        let buffered = table_file::write_table(t, std::io::BufWriter::with_capacity(1 << 20, sink))?;
-        let sink = buffered.into_inner().map_err(|e| io(&name, e.into_error()))?;
-        // An empty table still has a schema, so the file is never empty.
-        storage.sync(&name).map_err(|e| io(&name, e))?;
-        manifest.push_str(&format!("file {name} {} {:08x}\n", sink.bytes, sink.crc.finalize()));
+        let (bytes, crc) = write_file(storage, &name, t)?;
+        manifest.push_str(&format!("file {name} {bytes} {crc:08x}\n"));
         total.rows += t.row_count();
-        total.bytes += sink.bytes;
+        total.bytes += bytes;
     }
-    for v in views {
-        manifest.push_str(&format!("view\t{}\t{}\t{}\n", escape(v.name()), escape(v.base()), escape(v.sql())));
+    for (j, v) in views.iter().enumerate() {
+        let d = &v.def;
+        manifest.push_str(&format!("view\t{}\t{}\t{}\n", escape(d.name()), escape(d.base()), escape(d.sql())));
+        if let Some(state) = &v.state {
+            let name = table_file_name(lsn, tables.len() + j);
+            let (bytes, crc) = write_file(storage, &name, state)?;
+            manifest.push_str(&format!("viewstate\t{}\t{name}\t{bytes}\t{crc:08x}\n", escape(d.name())));
+            total.bytes += bytes;
+        }
     }
     manifest.push_str(&format!("crc {:08x}\n", crc32fast::hash(manifest.as_bytes())));
     storage.append(&tmp, manifest.as_bytes()).map_err(|e| io(&tmp, e))?;
     storage.sync(&tmp).map_err(|e| io(&tmp, e))?;
     storage.rename(&tmp, &final_name).map_err(|e| io(&final_name, e))?;
     Ok(total)
+}
+
+/// Write `t` as table file `name`, fsynced: its bytes and checksum.
+fn write_file(storage: &dyn Storage, name: &str, t: &Table) -> Result<(u64, u32), DurableError> {
+    let io = |e: std::io::Error| DurableError::Io(format!("checkpoint file {name}: {e}"));
+    let sink = FileSink { storage, name: name.to_string(), crc: Default::default(), bytes: 0 };
+    let buffered = table_file::write_table(t, std::io::BufWriter::with_capacity(1 << 20, sink))?;
+    let sink = buffered.into_inner().map_err(|e| io(e.into_error()))?;
+    // An empty table still has a schema, so the file is never empty.
+    storage.sync(name).map_err(io)?;
+    Ok((sink.bytes, sink.crc.finalize()))
 }
 
 /// The newest published checkpoint's LSN and manifest name, if any.
@@ -139,8 +154,8 @@ pub fn newest(storage: &dyn Storage) -> Result<Option<(Lsn, String)>, DurableErr
 pub struct Loaded {
     /// Every table, rows included.
     pub tables: Vec<Table>,
-    /// Every materialized view's definition.
-    pub views: Vec<ViewDef>,
+    /// Every materialized view's definition, with its partial states when it had them.
+    pub views: Vec<(ViewDef, Option<Table>)>,
 }
 
 /// Load checkpoint `lsn`: every table, verified. `progress(loaded, total)` after each table.
@@ -162,11 +177,19 @@ pub fn load(storage: &dyn Storage, lsn: Lsn, mut progress: impl FnMut(usize, usi
     if lines.next() != Some(format!("lsn {lsn}").as_str()) {
         return Err(corrupt(&mname, "its LSN line does not match its name".into()));
     }
-    let (view_lines, file_lines): (Vec<&str>, Vec<&str>) = lines.partition(|l| l.starts_with("view\t"));
-    let views = view_lines
-        .iter()
-        .map(|l| view_line(l).ok_or_else(|| corrupt(&mname, format!("a malformed view line: {l}"))))
-        .collect::<Result<Vec<ViewDef>, _>>()?;
+    let (view_lines, file_lines): (Vec<&str>, Vec<&str>) = lines.partition(|l| l.starts_with("view"));
+    let mut views: Vec<(ViewDef, Option<Table>)> = Vec::new();
+    for l in &view_lines {
+        let bad = || corrupt(&mname, format!("a malformed view line: {l}"));
+        if let Some(def) = view_line(l) {
+            views.push((def, None));
+            continue;
+        }
+        let (name, file, bytes, crc) = state_line(l).ok_or_else(bad)?;
+        let state = read_file(storage, file, bytes, crc)?;
+        let slot = views.iter_mut().find(|(d, _)| d.name() == name).ok_or_else(bad)?;
+        slot.1 = Some(state);
+    }
     let files: Vec<(&str, u64, u32)> = file_lines
         .into_iter()
         .map(|l| {
@@ -180,17 +203,34 @@ pub fn load(storage: &dyn Storage, lsn: Lsn, mut progress: impl FnMut(usize, usi
         .ok_or_else(|| corrupt(&mname, "a malformed line".into()))?;
     let mut tables = Vec::with_capacity(files.len());
     for (i, (name, bytes, crc)) in files.iter().enumerate() {
-        let data = storage.read(name).map_err(|e| corrupt(name, format!("cannot be read: {e}")))?;
-        if data.len() as u64 != *bytes {
-            return Err(corrupt(name, format!("{} bytes, the manifest says {bytes}", data.len())));
-        }
-        if crc32fast::hash(&data) != *crc {
-            return Err(corrupt(name, "checksum mismatch".into()));
-        }
-        tables.push(table_file::read_table(data).map_err(|e| corrupt(name, e.to_string()))?);
+        tables.push(read_file(storage, name, *bytes, *crc)?);
         progress(i + 1, files.len());
     }
     Ok(Loaded { tables, views })
+}
+
+/// Table file `name`, its length and checksum verified.
+fn read_file(storage: &dyn Storage, name: &str, bytes: u64, crc: u32) -> Result<Table, DurableError> {
+    let corrupt = |reason: String| DurableError::Corrupt { file: name.to_string(), reason };
+    let data = storage.read(name).map_err(|e| corrupt(format!("cannot be read: {e}")))?;
+    if data.len() as u64 != bytes {
+        return Err(corrupt(format!("{} bytes, the manifest says {bytes}", data.len())));
+    }
+    if crc32fast::hash(&data) != crc {
+        return Err(corrupt("checksum mismatch".into()));
+    }
+    table_file::read_table(data).map_err(|e| corrupt(e.to_string()))
+}
+
+/// A `viewstate` line: the view, its file, bytes and checksum.
+fn state_line(l: &str) -> Option<(String, &str, u64, u32)> {
+    let f: Vec<&str> = l.split('\t').collect();
+    match f.as_slice() {
+        ["viewstate", name, file, bytes, crc] => {
+            Some((unescape(name)?, *file, bytes.parse().ok()?, u32::from_str_radix(crc, 16).ok()?))
+        }
+        _ => None,
+    }
 }
 
 /// A manifest field: backslash, tab and line ends escaped.

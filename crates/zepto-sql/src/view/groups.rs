@@ -79,6 +79,11 @@ impl Groups {
         }
     }
 
+    /// Whether it has no group yet.
+    pub fn is_empty(&self) -> bool {
+        self.groups == 0
+    }
+
     /// Fold partial states: `b` holds the key columns, then every aggregate's state columns,
     /// one row per group of the batch they came from.
     pub fn fold(&mut self, b: &Batch) -> Result<()> {
@@ -162,6 +167,36 @@ impl Groups {
         }
         let c = self.starts.partition_point(|&s| s <= g) - 1;
         Some((c, (g - self.starts[c]) as usize))
+    }
+
+    /// Every group's keys, then every aggregate's state columns (what [`Groups::fold`] takes):
+    /// for a checkpoint. The accumulators are rebuilt from their states, as in `finish`.
+    pub fn states(&mut self) -> Result<Batch> {
+        self.merge_pending()?;
+        self.join_chunks();
+        let n = self.groups;
+        let mut out: Vec<Column> = self.chunks.first().cloned().unwrap_or_default();
+        let ids: Vec<u32> = (0..n as u32).collect();
+        for (a, acc) in self.aggs.iter().zip(self.accs.iter_mut()) {
+            let state = if n > 0 { acc.state()? } else { Vec::new() };
+            let mut kept = accumulator(a.func, a.ty);
+            if n > 0 {
+                kept.merge(&state.iter().collect::<Vec<_>>(), &ids, n)?;
+            }
+            *acc = kept;
+            out.extend(state);
+        }
+        Ok(Batch::new(out, n))
+    }
+
+    fn join_chunks(&mut self) {
+        if self.chunks.len() > 1 {
+            let joined: Vec<Column> = (0..self.nkeys)
+                .map(|k| Column::concat(&self.chunks.iter().map(|c| &c[k]).collect::<Vec<_>>()))
+                .collect();
+            self.chunks = vec![joined];
+            self.starts = vec![0];
+        }
     }
 
     /// Every group's keys, then every aggregate's result: the aggregate's output; `None`

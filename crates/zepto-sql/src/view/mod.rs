@@ -300,6 +300,34 @@ impl View {
         Ok(Arc::new(table_of(&self.name, Schema { columns }, out)?))
     }
 
+    /// Groups from a checkpoint's states, if they have the layout this view's partial
+    /// aggregate makes (the same keys and state columns, by type).
+    fn restored(&self, state: &Arc<Table>) -> Result<Groups> {
+        let ctx = ExecContext::new(&RunContext::unlimited());
+        let empty = Batch::new(
+            self.split.columns.iter().map(|&c| Column::nulls(self.schema.columns[c].data_type, 0)).collect(),
+            0,
+        );
+        let want: Vec<DataType> = grouped(&ctx, &empty, &self.split.keys, &self.split.aggs, None, Mode::Partial)?
+            .into_batch()
+            .columns
+            .iter()
+            .map(|c| c.data_type())
+            .collect();
+        let have: Vec<DataType> = state.schema().columns.iter().map(|c| c.data_type).collect();
+        if want != have {
+            return Err(SqlError::Execution(format!("view {}: checkpointed states of another layout", self.name)));
+        }
+        let run = RunContext::unlimited();
+        let scan = Plan::Scan { table: state.clone(), columns: (0..have.len()).collect(), range: Default::default() };
+        let b = crate::exec::execute(&run, &physical::plan(optimizer::optimize(scan), &run)?)?;
+        let mut groups = Groups::new(self.split.keys.len(), &self.split.aggs);
+        if b.rows > 0 {
+            groups.fold(&b)?;
+        }
+        Ok(groups)
+    }
+
     /// The aggregate over no rows (one row without keys, none with).
     fn over_no_rows(&self) -> Result<Batch> {
         let cols: Vec<Column> =
@@ -441,6 +469,34 @@ impl Upkeep for View {
             indent(kept.root().explain(&[])),
             indent(read.root().explain(&[]))
         ))
+    }
+
+    fn state(&self) -> Option<Table> {
+        let mut st = self.lock();
+        if st.stale || st.groups.is_empty() {
+            return None;
+        }
+        let b = st.groups.states().inspect_err(|_| st.stale = true).ok()?;
+        let columns = b
+            .columns
+            .iter()
+            .enumerate()
+            .map(|(i, c)| ColumnDef { name: format!("c{i}"), data_type: c.data_type() })
+            .collect();
+        table_of(&self.name, Schema { columns }, b).ok()
+    }
+
+    fn restore(&self, state: &Arc<Table>) -> bool {
+        let mut st = self.lock();
+        match self.restored(state) {
+            Ok(groups) => {
+                st.groups = groups;
+                st.stale = false;
+                st.cached = None;
+                true
+            }
+            Err(_) => false,
+        }
     }
 
     fn stats(&self) -> ViewStats {

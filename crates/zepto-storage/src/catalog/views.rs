@@ -4,7 +4,7 @@
 use super::{key, Catalog, Change};
 use crate::error::StorageError;
 use crate::table::Table;
-use crate::view::{Delta, Upkeep, ViewCompiler, ViewDef, ViewSlot, ViewStats};
+use crate::view::{Delta, Upkeep, ViewCompiler, ViewCut, ViewDef, ViewSlot, ViewStats};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -63,6 +63,30 @@ impl Catalog {
             self.view_count.fetch_add(1, Ordering::Relaxed);
             Ok::<_, StorageError>(true)
         })
+    }
+
+    /// Put back view `def` as a checkpoint held it (before the log is replayed, without
+    /// logging): from its `state` when a compiler is registered and the state fits, else
+    /// stale (built when first read).
+    pub fn restore_view(&self, def: ViewDef, state: Option<Table>) -> Result<(), StorageError> {
+        if self.changes.get().is_some() {
+            return Err(StorageError::Internal("restore_view() after the change log is set".into()));
+        }
+        let upkeep = self.compiler.get().and_then(|c| c.compile(&def).ok());
+        if let (Some(u), Some(state)) = (&upkeep, state) {
+            u.restore(&Arc::new(state));
+        }
+        self.create_view(def, upkeep, false).map(|_| ())
+    }
+
+    /// Every view's definition and, when it has them, its states: a checkpoint's (called
+    /// while the cut holds every writer).
+    pub(crate) fn view_cuts(&self) -> Vec<ViewCut> {
+        let views = self.views.read().unwrap_or_else(|e| e.into_inner());
+        views
+            .values()
+            .map(|v| ViewCut { def: v.def.clone(), state: v.upkeep.as_ref().and_then(|u| u.state()) })
+            .collect()
     }
 
     /// Drop materialized view `name` (logged). `Ok(false)` if there is none and `if_exists`.
