@@ -134,6 +134,33 @@ pub fn tenant_column(schema: &Schema) -> Option<usize> {
     schema.columns.iter().position(|c| c.name.eq_ignore_ascii_case(TENANT_COLUMN))
 }
 
+/// A session scoped to a tenant reads a view only if the view keeps tenants apart: its base
+/// table has no `tenant_id`, or the view has one (then the scope filters its rows like a
+/// table's). Otherwise the view's aggregates mix every tenant's rows.
+pub(crate) fn check_scoped_read(
+    catalog: &zepto_storage::Catalog,
+    access: &TableAccess,
+    name: &str,
+    view: &Schema,
+) -> Result<()> {
+    let Some(tenant) = access.tenant() else { return Ok(()) };
+    if !catalog.is_view(name) || tenant_column(view).is_some() {
+        return Ok(());
+    }
+    let Some(def) = catalog.view_defs().into_iter().find(|d| d.name().eq_ignore_ascii_case(name)) else {
+        return Ok(());
+    };
+    let scoped_base = catalog.snapshot(def.base()).is_ok_and(|t| tenant_column(t.schema()).is_some());
+    match scoped_base {
+        true => Err(SqlError::PermissionDenied(format!(
+            "materialized view '{name}' aggregates every tenant's rows of '{}': a session scoped to tenant \
+             '{tenant}' cannot read it (a view grouped by tenant_id can be read)",
+            def.base()
+        ))),
+        false => Ok(()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

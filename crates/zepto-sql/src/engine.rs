@@ -8,6 +8,8 @@
 //! engine's parallelism threshold ([`Engine::with_parallel_min_rows`]) is set on every
 //! context it is handed.
 
+mod views;
+
 use crate::access::{TableAccess, TENANT_COLUMN};
 use crate::cluster::ClusterRef;
 use crate::error::{Pos, Result, SqlError};
@@ -326,10 +328,8 @@ impl Engine {
             }
             Statement::CreateMaterializedView { .. }
             | Statement::RefreshMaterializedView { .. }
-            | Statement::DropMaterializedView { .. } => crate::view::ddl::statement(self, run, s),
-            Statement::DropTable { name, .. } if self.catalog.is_view(name) => {
-                crate::view::ddl::statement(self, run, s)
-            }
+            | Statement::DropMaterializedView { .. } => views::statement(self, run, s),
+            Statement::DropTable { name, .. } if self.catalog.is_view(name) => views::statement(self, run, s),
             Statement::DropTable { name, if_exists, pos } => {
                 self.catalog.drop_table(name, *if_exists).map_err(|e| match e {
                     StorageError::TableNotFound(n) => SqlError::TableNotFound { name: n, pos: Some(*pos) },

@@ -21,7 +21,7 @@ use crate::table::{ColumnDef, Schema, Shard, Table};
 use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock, RwLock};
 
-pub(crate) mod views;
+mod views;
 
 /// A table's place in the catalog. `dropped` is set by DROP TABLE under the table's write
 /// lock, so a writer that found the slot before the drop but locks it after sees the flag and

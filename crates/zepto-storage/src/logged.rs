@@ -22,7 +22,7 @@ pub struct Logged {
     /// What the change feed publishes once the change applied.
     feed: Option<Published>,
     /// What the materialized views of the changed tables do once it applied.
-    views: Vec<crate::catalog::views::ViewWork>,
+    views: Vec<crate::view::ViewWork>,
 }
 
 /// A logged write's events for the change feed: its changes (kept only while the feed
@@ -51,7 +51,7 @@ impl Logged {
 
     /// The same change, doing `views`' work once applied (before the feed publishes it, so a
     /// subscriber told of a change finds it in the views).
-    pub(crate) fn with_views(self, views: Vec<crate::catalog::views::ViewWork>) -> Logged {
+    pub(crate) fn with_views(self, views: Vec<crate::view::ViewWork>) -> Logged {
         Logged { views, ..self }
     }
 
@@ -64,7 +64,7 @@ impl Logged {
         match r {
             Err(e) if self.durable => abort(&format!("applying a logged change failed: {e}")),
             Ok(v) => {
-                self.views.into_iter().for_each(crate::catalog::views::ViewWork::run);
+                self.views.into_iter().for_each(crate::view::ViewWork::run);
                 if let Some(p) = self.feed {
                     p.feed.publish(p.changes, p.count);
                 }

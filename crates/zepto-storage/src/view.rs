@@ -129,3 +129,20 @@ pub(crate) struct ViewSlot {
     /// partial states cannot take back, so its appends rebuild the view instead.
     pub base_dedups: std::sync::atomic::AtomicBool,
 }
+
+/// What one logged change asks of a view once applied: fold in an append's delta, or
+/// rebuild before the next read.
+pub(crate) enum ViewWork {
+    Commit(Arc<dyn Upkeep>, Delta),
+    Invalidate(Arc<dyn Upkeep>),
+}
+
+impl ViewWork {
+    /// Do it (the change applied).
+    pub(crate) fn run(self) {
+        match self {
+            ViewWork::Commit(u, d) => u.commit(d),
+            ViewWork::Invalidate(u) => u.invalidate(),
+        }
+    }
+}

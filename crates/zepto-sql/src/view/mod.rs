@@ -19,7 +19,6 @@
 //! or a subquery, and aggregates whose partial results do not merge (DISTINCT, median,
 //! percentiles, string lists).
 
-pub(crate) mod ddl;
 mod groups;
 mod split;
 
@@ -92,28 +91,6 @@ pub(crate) fn compile(catalog: &Arc<Catalog>, name: &str, sql: &str) -> Result<V
         state: Mutex::new(state),
         counters: Counters::default(),
     })
-}
-
-/// A session scoped to a tenant reads a view only if the view keeps tenants apart: its base
-/// table has no `tenant_id`, or the view has one (then the scope filters its rows like a
-/// table's). Otherwise the view's aggregates mix every tenant's rows.
-pub(crate) fn check_scoped_read(catalog: &Catalog, access: &TableAccess, name: &str, view: &Schema) -> Result<()> {
-    let Some(tenant) = access.tenant() else { return Ok(()) };
-    if !catalog.is_view(name) || crate::access::tenant_column(view).is_some() {
-        return Ok(());
-    }
-    let Some(def) = catalog.view_defs().into_iter().find(|d| d.name().eq_ignore_ascii_case(name)) else {
-        return Ok(());
-    };
-    let scoped_base = catalog.snapshot(def.base()).is_ok_and(|t| crate::access::tenant_column(t.schema()).is_some());
-    match scoped_base {
-        true => Err(SqlError::PermissionDenied(format!(
-            "materialized view '{name}' aggregates every tenant's rows of '{}': a session scoped to tenant \
-             '{tenant}' cannot read it (a view grouped by tenant_id can be read)",
-            def.base()
-        ))),
-        false => Ok(()),
-    }
 }
 
 /// What EXPLAIN adds for the views `plan` reads: how each is kept and read.
@@ -197,6 +174,11 @@ struct Counters {
 type Prepared = Result<Option<Batch>>;
 
 impl View {
+    /// The table it aggregates.
+    pub(crate) fn base(&self) -> &str {
+        &self.split.base
+    }
+
     /// The partial aggregate of one appended batch (schema order).
     fn delta(&self, columns: &[Column]) -> Result<Option<Batch>> {
         if columns.len() < self.schema.len() {

@@ -4,26 +4,9 @@
 use super::{key, Catalog, Change};
 use crate::error::StorageError;
 use crate::table::Table;
-use crate::view::{Delta, Upkeep, ViewCompiler, ViewCut, ViewDef, ViewSlot, ViewStats};
+use crate::view::{Upkeep, ViewCompiler, ViewCut, ViewDef, ViewSlot, ViewStats, ViewWork};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-
-/// What one logged change asks of a view once applied: fold in an append's delta, or
-/// rebuild before the next read.
-pub(crate) enum ViewWork {
-    Commit(Arc<dyn Upkeep>, Delta),
-    Invalidate(Arc<dyn Upkeep>),
-}
-
-impl ViewWork {
-    /// Do it (the change applied).
-    pub(crate) fn run(self) {
-        match self {
-            ViewWork::Commit(u, d) => u.commit(d),
-            ViewWork::Invalidate(u) => u.invalidate(),
-        }
-    }
-}
 
 impl Catalog {
     /// From now on, compile views with `c` (the SQL engine registers itself; the first

@@ -466,7 +466,7 @@ impl Binder {
             }
             e => e.into(),
         })?;
-        crate::view::check_scoped_read(&self.catalog, &self.access, name, table.schema())?;
+        crate::access::check_scoped_read(&self.catalog, &self.access, name, table.schema())?;
         self.bind_scan(table, q)
     }
 

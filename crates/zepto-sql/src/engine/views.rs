@@ -51,8 +51,8 @@ fn create(
     // Binding as the session checks its grants on the tables read.
     engine.prepare_in(run, query)?;
     refuse_now(query, pos)?;
-    let view = super::compile(catalog, name, sql).map_err(|e| at(e, pos))?;
-    let def = ViewDef::new(name, &view.split.base, sql)?;
+    let view = crate::view::compile(catalog, name, sql).map_err(|e| at(e, pos))?;
+    let def = ViewDef::new(name, view.base(), sql)?;
     if !catalog.create_view(def, Some(Arc::new(view)), if_not_exists)? {
         return done();
     }
