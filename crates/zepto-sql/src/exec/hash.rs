@@ -79,6 +79,12 @@ fn hash_values_into(c: &Column, hashes: &mut [u64]) {
         ColumnData::Float32(v) => v.iter().zip(hashes.iter_mut()).for_each(|(&x, h)| combine(h, f64_bits(x as f64))),
         ColumnData::Float64(v) => v.iter().zip(hashes.iter_mut()).for_each(|(&x, h)| combine(h, f64_bits(x))),
         ColumnData::Varchar(s) => (0..s.len()).zip(hashes.iter_mut()).for_each(|(i, h)| combine(h, hash_str(s.get(i)))),
+        // A dictionary larger than the rows (a few groups of a table of many symbols): each
+        // row's string is hashed, not every string of the dictionary.
+        ColumnData::Symbol { codes, dict } if dict.len() > codes.len() => codes
+            .iter()
+            .zip(hashes.iter_mut())
+            .for_each(|(&k, h)| combine(h, if (k as usize) < dict.len() { hash_str(dict.get(k)) } else { 0 })),
         ColumnData::Symbol { codes, dict } => {
             let per_code: Vec<u64> = dict.iter().map(hash_str).collect();
             codes
