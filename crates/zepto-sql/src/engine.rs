@@ -32,6 +32,11 @@ pub struct Prepared {
 }
 
 impl Prepared {
+    /// The plan it runs.
+    pub(crate) fn plan(&self) -> &crate::plan::PhysicalPlan {
+        &self.plan
+    }
+
     /// The columns the query answers with.
     pub fn fields(&self) -> &[Field] {
         &self.fields

@@ -30,6 +30,62 @@ pub struct Subscription {
     engine: Engine,
     /// Over a materialized view: its table, and the rows last answered (shared by clones).
     view: Option<(String, Arc<Mutex<HashSet<String>>>)>,
+    /// The query's plan over one appended batch, when it is a projection of a filtered scan
+    /// (it always is, but for a `now()`, which binding fixes): run per batch without binding.
+    direct: Option<Arc<Direct>>,
+}
+
+/// A subscription's scan, filters and projection, bound once (see [`Subscription::answer`]).
+struct Direct {
+    scan: crate::view::appended::AppendedScan,
+    exprs: Option<Vec<crate::plan::BExpr>>,
+    fields: Vec<crate::plan::Field>,
+}
+
+impl std::fmt::Debug for Direct {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Direct").field("columns", &self.scan.columns).finish()
+    }
+}
+
+impl Direct {
+    /// The plan of `p` over one batch, if it is a (projected) filtered scan.
+    fn of(p: &crate::engine::Prepared) -> Option<Direct> {
+        use crate::plan::physical::scan_shape;
+        use crate::plan::Plan;
+        let root = p.plan().root();
+        let (input, exprs) = match root {
+            Plan::Project { input, exprs } => (&**input, Some(exprs.clone())),
+            other => (other, None),
+        };
+        let s = scan_shape(input)?;
+        let scan = crate::view::appended::AppendedScan {
+            schema: s.table.schema().clone(),
+            key_col: s.table.key_col(),
+            ts_col: s.table.ts_col(),
+            columns: s.columns.to_vec(),
+            range: s.range.clone(),
+            filters: s.filters.iter().map(|f| (*f).clone()).collect(),
+        };
+        Some(Direct { scan, exprs, fields: p.fields().to_vec() })
+    }
+
+    /// The answer over one appended batch.
+    fn answer(&self, columns: &[Column]) -> Result<Option<QueryResult>> {
+        let Some(b) = self.scan.rows(columns)? else { return Ok(None) };
+        let b = match &self.exprs {
+            None => b,
+            Some(exprs) => {
+                let ctx = crate::exec::ExecContext::new(&crate::interrupt::RunContext::unlimited());
+                let cols = exprs
+                    .iter()
+                    .map(|e| crate::exec::eval::eval(&ctx, e, &b).map(|c| c.into_owned()))
+                    .collect::<Result<Vec<_>>>()?;
+                crate::eval::Batch::new(cols, b.rows)
+            }
+        };
+        Ok(Some(QueryResult::rows(self.fields.clone(), b)))
+    }
 }
 
 impl Subscription {
@@ -38,11 +94,13 @@ impl Subscription {
     pub fn new(engine: &Engine, sql: &str) -> Result<Subscription> {
         let stmt = crate::parser::parse_statement(sql)?;
         let table = check(&stmt)?;
+        let mut direct = None;
         if let Statement::Query(q) = &stmt {
-            engine.prepare(q)?;
+            let p = engine.prepare(q)?;
+            direct = Direct::of(&p).filter(|_| !crate::view::calls_now(q)).map(Arc::new);
         }
         let view = engine.catalog().view_defs().into_iter().find(|d| d.name().eq_ignore_ascii_case(&table));
-        let mut sub = Subscription { sql: sql.to_string(), table, engine: engine.clone(), view: None };
+        let mut sub = Subscription { sql: sql.to_string(), table, engine: engine.clone(), view: None, direct };
         if let Some(def) = view {
             sub.view = Some((def.base().to_string(), Arc::default()));
         }
@@ -99,6 +157,9 @@ impl Subscription {
     /// The query's answer over one appended batch of the table (`columns` in schema order, as
     /// the feed holds them); `None` when no row passes.
     pub fn answer(&self, columns: &[Column]) -> Result<Option<QueryResult>> {
+        if let Some(d) = &self.direct {
+            return d.answer(columns);
+        }
         let base = self.engine.catalog().snapshot(&self.table).map_err(|e| SqlError::Execution(e.to_string()))?;
         if base.schema().len() != columns.len() {
             return Err(SqlError::Execution(format!(

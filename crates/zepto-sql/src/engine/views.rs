@@ -86,14 +86,7 @@ fn drop(engine: &Engine, name: &str, if_exists: bool, pos: Pos) -> Result<QueryR
 /// `now()` is fixed when a statement is bound: in a view it would keep the time the view was
 /// made (and another after a restart), so it is refused.
 fn refuse_now(query: &Query, pos: Pos) -> Result<()> {
-    let mut q = query.clone();
-    let mut found = false;
-    crate::parser::visit::rewrite_query(&mut q, &mut |e| {
-        if let crate::parser::ast::Expr::Func(f) = e {
-            found |= crate::expr::functions::scalar_by_name(&f.name) == Some(crate::expr::functions::ScalarFunc::Now);
-        }
-    });
-    match found {
+    match crate::view::calls_now(query) {
         true => Err(SqlError::plan(
             "a materialized view cannot keep this query incrementally: now() would keep the time the view was made \
              (filter by time when you read the view)"

@@ -19,12 +19,15 @@
 //! or a subquery, and aggregates whose partial results do not merge (DISTINCT, median,
 //! percentiles, string lists).
 
+pub(crate) mod appended;
 mod groups;
 mod split;
 
+use appended::{typed, AppendedScan};
+
 use crate::access::TableAccess;
 use crate::error::{Result, SqlError};
-use crate::eval::{mask_indices, Batch};
+use crate::eval::Batch;
 use crate::exec::accum::Mode;
 use crate::exec::aggregate::grouped;
 use crate::exec::ExecContext;
@@ -82,15 +85,33 @@ pub(crate) fn compile(catalog: &Arc<Catalog>, name: &str, sql: &str) -> Result<V
     let state = State { groups, stale: true, cached: None };
     Ok(View {
         name: name.to_string(),
-        schema: base.schema().clone(),
-        key_col: base.key_col(),
-        ts_col: base.ts_col(),
+        scan: AppendedScan {
+            schema: base.schema().clone(),
+            key_col: base.key_col(),
+            ts_col: base.ts_col(),
+            columns: split.columns.clone(),
+            range: split.range.clone(),
+            filters: split.filters.clone(),
+        },
         split,
         names,
         types,
         state: Mutex::new(state),
         counters: Counters::default(),
     })
+}
+
+/// Whether `query` calls `now()`, which binding fixes: a plan kept for later batches (a
+/// view's, a subscription's) would keep its time.
+pub(crate) fn calls_now(query: &crate::parser::ast::Query) -> bool {
+    let mut q = query.clone();
+    let mut found = false;
+    crate::parser::visit::rewrite_query(&mut q, &mut |e| {
+        if let crate::parser::ast::Expr::Func(f) = e {
+            found |= crate::expr::functions::scalar_by_name(&f.name) == Some(crate::expr::functions::ScalarFunc::Now);
+        }
+    });
+    found
 }
 
 /// What EXPLAIN adds for the views `plan` reads: how each is kept and read.
@@ -142,9 +163,7 @@ fn unique_names<'a>(names: impl Iterator<Item = &'a str>) -> Vec<String> {
 pub(crate) struct View {
     name: String,
     /// The base table's layout when the view was compiled.
-    schema: Schema,
-    key_col: Option<usize>,
-    ts_col: Option<usize>,
+    scan: AppendedScan,
     split: Split,
     /// The view's columns.
     names: Vec<String>,
@@ -181,59 +200,10 @@ impl View {
 
     /// The partial aggregate of one appended batch (schema order).
     fn delta(&self, columns: &[Column]) -> Result<Option<Batch>> {
-        if columns.len() < self.schema.len() {
-            return Err(SqlError::Execution("a batch narrower than the view's table".into()));
-        }
-        let n = columns.first().map_or(0, Column::len);
-        let keep = self.in_range(columns, n);
-        let rows = keep.as_ref().map_or(n, Vec::len);
-        if rows == 0 {
-            return Ok(None);
-        }
-        let cols = self
-            .split
-            .columns
-            .iter()
-            .map(|&c| {
-                let col = keep.as_ref().map_or_else(|| columns[c].clone(), |k| columns[c].take(k));
-                typed(col, self.schema.columns[c].data_type).map(Arc::new)
-            })
-            .collect::<Result<Vec<_>>>()?;
-        let mut b = Batch::shared(cols, rows);
+        let Some(b) = self.scan.rows(columns)? else { return Ok(None) };
         let ctx = ExecContext::new(&RunContext::unlimited());
-        for f in &self.split.filters {
-            let m = crate::exec::eval::eval(&ctx, f, &b)?;
-            let idx = mask_indices(&m);
-            if idx.len() != b.rows {
-                b = b.take(&idx);
-            }
-        }
-        if b.rows == 0 {
-            return Ok(None);
-        }
         let g = grouped(&ctx, &b, &self.split.keys, &self.split.aggs, None, Mode::Partial)?;
         Ok(Some(g.into_batch()))
-    }
-
-    /// The rows of the batch in the scan's keys and time range (`None`: all of them).
-    fn in_range(&self, columns: &[Column], n: usize) -> Option<Vec<u32>> {
-        let r = &self.split.range;
-        let keys = r.keys.as_ref().zip(self.key_col);
-        let ts = self.ts_col.filter(|_| r.ts_lo != i64::MIN || r.ts_hi != i64::MAX);
-        if keys.is_none() && ts.is_none() {
-            return None;
-        }
-        let ts_vals = ts.and_then(|t| columns[t].as_i64_slice());
-        let keep = |i: usize| {
-            let key_ok = keys.is_none_or(|(ks, k)| match columns[k].str_at(i) {
-                Some(s) => ks.iter().any(|x| x == s),
-                None => r.null_key,
-            });
-            let ts_ok = ts
-                .is_none_or(|t| columns[t].is_valid(i) && ts_vals.is_some_and(|v| v[i] >= r.ts_lo && v[i] <= r.ts_hi));
-            key_ok && ts_ok
-        };
-        Some((0..n).filter(|&i| keep(i)).map(|i| i as u32).collect())
     }
 
     /// The partial aggregate of `base`'s rows (all of them, or an append's).
@@ -287,7 +257,7 @@ impl View {
     fn restored(&self, state: &Arc<Table>) -> Result<Groups> {
         let ctx = ExecContext::new(&RunContext::unlimited());
         let empty = Batch::new(
-            self.split.columns.iter().map(|&c| Column::nulls(self.schema.columns[c].data_type, 0)).collect(),
+            self.split.columns.iter().map(|&c| Column::nulls(self.scan.schema.columns[c].data_type, 0)).collect(),
             0,
         );
         let want: Vec<DataType> = grouped(&ctx, &empty, &self.split.keys, &self.split.aggs, None, Mode::Partial)?
@@ -313,7 +283,7 @@ impl View {
     /// The aggregate over no rows (one row without keys, none with).
     fn over_no_rows(&self) -> Result<Batch> {
         let cols: Vec<Column> =
-            self.split.columns.iter().map(|&c| Column::nulls(self.schema.columns[c].data_type, 0)).collect();
+            self.split.columns.iter().map(|&c| Column::nulls(self.scan.schema.columns[c].data_type, 0)).collect();
         let ctx = ExecContext::new(&RunContext::unlimited());
         crate::exec::aggregate::aggregate(&ctx, &Batch::new(cols, 0), &self.split.keys, &self.split.aggs)
     }
@@ -332,19 +302,6 @@ impl View {
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
-}
-
-/// A column as the table's type says: an all-NULL batch column typed, a string column of
-/// the other string type converted.
-fn typed(c: Column, want: DataType) -> Result<Column> {
-    let have = c.data_type();
-    if have == want {
-        return Ok(c);
-    }
-    if have == DataType::Null {
-        return Ok(Column::nulls(want, c.len()));
-    }
-    crate::eval::cast::cast_column(&c, want, false)
 }
 
 /// The type a view column is stored as: the query's, as CREATE TABLE AS stores it (an
