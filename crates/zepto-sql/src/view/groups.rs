@@ -170,13 +170,47 @@ impl Groups {
     }
 
     /// Every group's keys, then every aggregate's state columns (what [`Groups::fold`] takes):
-    /// for a checkpoint. The accumulators are rebuilt from their states, as in `finish`.
+    /// for a checkpoint.
     pub fn states(&mut self) -> Result<Batch> {
-        self.merge_pending()?;
-        self.join_chunks();
-        let n = self.groups;
+        let states = self.take_states()?;
         let mut out: Vec<Column> = self.chunks.first().cloned().unwrap_or_default();
+        out.extend(states.into_iter().flatten());
+        Ok(Batch::new(out, self.groups))
+    }
+
+    /// Every group's keys, then every aggregate's result: the aggregate's output; `None`
+    /// before any group (the caller aggregates no rows, which has a row without keys).
+    pub fn finish(&mut self) -> Result<Option<Batch>> {
+        if self.groups == 0 {
+            return Ok(None);
+        }
+        let states = self.take_states()?;
+        let n = self.groups;
         let ids: Vec<u32> = (0..n as u32).collect();
+        let mut out: Vec<Column> = self.chunks.first().cloned().unwrap_or_default();
+        for (a, state) in self.aggs.iter().zip(&states) {
+            let mut done = accumulator(a.func, a.ty);
+            done.merge(&state.iter().collect::<Vec<_>>(), &ids, n)?;
+            out.push(done.finish()?);
+        }
+        Ok(Some(Batch::new(out, n)))
+    }
+
+    /// Every aggregate's state columns, pending states merged and the keys in one chunk. A
+    /// state is taken out of its accumulator: each is rebuilt from it, so the groups keep
+    /// folding after.
+    fn take_states(&mut self) -> Result<Vec<Vec<Column>>> {
+        self.merge_pending()?;
+        if self.chunks.len() > 1 {
+            let joined: Vec<Column> = (0..self.nkeys)
+                .map(|k| Column::concat(&self.chunks.iter().map(|c| &c[k]).collect::<Vec<_>>()))
+                .collect();
+            self.chunks = vec![joined];
+            self.starts = vec![0];
+        }
+        let n = self.groups;
+        let ids: Vec<u32> = (0..n as u32).collect();
+        let mut states = Vec::with_capacity(self.aggs.len());
         for (a, acc) in self.aggs.iter().zip(self.accs.iter_mut()) {
             let state = if n > 0 { acc.state()? } else { Vec::new() };
             let mut kept = accumulator(a.func, a.ty);
@@ -184,50 +218,9 @@ impl Groups {
                 kept.merge(&state.iter().collect::<Vec<_>>(), &ids, n)?;
             }
             *acc = kept;
-            out.extend(state);
+            states.push(state);
         }
-        Ok(Batch::new(out, n))
-    }
-
-    fn join_chunks(&mut self) {
-        if self.chunks.len() > 1 {
-            let joined: Vec<Column> = (0..self.nkeys)
-                .map(|k| Column::concat(&self.chunks.iter().map(|c| &c[k]).collect::<Vec<_>>()))
-                .collect();
-            self.chunks = vec![joined];
-            self.starts = vec![0];
-        }
-    }
-
-    /// Every group's keys, then every aggregate's result: the aggregate's output; `None`
-    /// before any group (the caller aggregates no rows, which has a row without keys). The
-    /// accumulators are rebuilt from their states, so the groups keep folding after.
-    pub fn finish(&mut self) -> Result<Option<Batch>> {
-        if self.groups == 0 {
-            return Ok(None);
-        }
-        self.merge_pending()?;
-        if self.chunks.len() > 1 {
-            let joined: Vec<Column> = (0..self.nkeys)
-                .map(|k| Column::concat(&self.chunks.iter().map(|c| &c[k]).collect::<Vec<_>>()))
-                .collect();
-            self.chunks = vec![joined];
-            self.starts = vec![0];
-        }
-        let n = self.groups;
-        let mut out: Vec<Column> = self.chunks.first().cloned().unwrap_or_default();
-        let ids: Vec<u32> = (0..n as u32).collect();
-        for (a, acc) in self.aggs.iter().zip(self.accs.iter_mut()) {
-            let state = acc.state()?;
-            let refs: Vec<&Column> = state.iter().collect();
-            let mut kept = accumulator(a.func, a.ty);
-            kept.merge(&refs, &ids, n)?;
-            let mut done = accumulator(a.func, a.ty);
-            done.merge(&refs, &ids, n)?;
-            *acc = kept;
-            out.push(done.finish()?);
-        }
-        Ok(Some(Batch::new(out, n)))
+        Ok(states)
     }
 }
 
