@@ -12,7 +12,8 @@ POST /write), same data and client, one run.
   * Table, created before the load on both: ZeptoDB `CREATE TABLE trades (sym SYMBOL, price
     DOUBLE, size BIGINT, ts TIMESTAMP) TIMESTAMP(ts)` on a durable server (temporary
     --data-dir, --sync always: an fsync before each acknowledgement); QuestDB 9.3 (its Maven
-    jar, bench/servers/questdb/questdb.sh, default settings as bench/questdb.py runs it) the
+    jar, bench/servers/questdb/questdb.sh, default settings as bench/questdb.py runs it, so
+    cairo.commit.mode nosync: its acknowledgements outlive the process, not the machine) the
     same with `PARTITION BY DAY WAL`. Every run starts a fresh server (peak RSS is per run).
     QuestDB's JVM is first warmed up in each run: the first 300,000 rows are loaded with the
     bars view and dropped before the clock starts (without it its rate was a third of this).
@@ -22,8 +23,9 @@ POST /write), same data and client, one run.
     (QuestDB: `CREATE MATERIALIZED VIEW bars AS (...) PARTITION BY DAY`, refresh IMMEDIATE, its
     default: refreshed asynchronously after the table's commits are applied); (c) ZeptoDB only:
     10 views (the bars at 1s, 5s, 10s, 30s, 1m, 5m, 15m, 1h, a GROUP BY sym and a count per
-    minute; QuestDB's views need a time bucket). Each case --repeat times (default 3), the
-    cases alternating; the best run (complete rows/s) is reported, the lags of every run.
+    minute; QuestDB's views need a time bucket). Each case --repeat times (default 5), the
+    cases alternating; reported: the best run's rows/s and the median, each run's lags, the
+    highest peak RSS. QuestDB's rate moves by half between runs here: read its medians.
   * rows/s acked = rows / (first send .. last acknowledgement); rows/s complete = rows / (first
     send .. the table's count and the bars' sum(n) both show every row). After the last
     acknowledgement the script polls `count()` of the table and `SELECT sum(n) FROM bars` every
@@ -36,15 +38,18 @@ POST /write), same data and client, one run.
     markers the view shows: ack-to-visible p50 / p99 / max. Runs of their own so that the
     probes' polls are not in (b)'s rows/s; their rows/s is printed too.
   * Peak RSS of the server: VmRSS sampled every 50 ms from before the load until caught up.
+  * Other work on the machine: the CPU time of everything but the server and this script during
+    each run (/proc/stat); a run where it passed 0.25 cores is flagged in the report.
   * Correctness at the end of every run with views: each view read (`SELECT * FROM v ORDER BY
     ...`) against its query run over the table (bench/questdb.py's canonical/diff: floats to
     1e-9 relative); QuestDB once its refresh caught up. A difference prints a WARNING line (the
     run goes on). ZeptoDB's bars are also compared with QuestDB's (same data: they must agree).
 
-Usage: bench/views.py [--rows 2000000] [--quick] [--repeat 3] [--probe-runs 5] [--no-questdb]
+Usage: bench/views.py [--rows 2000000] [--quick] [--repeat 5] [--probe-runs 5] [--no-questdb]
                       [--bin target/release/zeptodb] [--json FILE]
 """
 import argparse
+import http.client
 import json
 import os
 import signal
@@ -69,6 +74,7 @@ CLIENTS = 2
 POLL_S = 0.005
 PROBE_EVERY_S = 0.2
 PROBE_TIMEOUT_S = 30.0
+BUSY_CORES = 0.25  # other processes' CPU during a run above this: the run is flagged
 MAX_PROBES = 60  # sizes 2**0 .. 2**59: their sum fits a LONG
 CATCH_UP_TIMEOUT_S = 600.0
 WARM_UP_ROWS = 300_000
@@ -221,7 +227,6 @@ class Prober:
             self.written.set()
 
     def write(self):
-        import http.client
         conn = http.client.HTTPConnection("127.0.0.1", self.eng.port, timeout=60)
         t0 = time.perf_counter()
         for k in range(MAX_PROBES):
@@ -332,6 +337,25 @@ def warm_up(eng, data):
     clean_questdb(eng)
 
 
+def cpu_seconds(pid):
+    """(CPU seconds of the whole machine, of the server, of this script), to tell whether anything
+    else ran beside a measurement (a 2-core machine shared with builds)."""
+    with open("/proc/stat") as f:
+        user, nice, system, _idle, _iowait, irq, softirq, steal = map(int, f.readline().split()[1:9])
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    tick = os.sysconf("SC_CLK_TCK")
+    me = os.times()
+    return ((user + nice + system + irq + softirq + steal) / tick, (int(fields[11]) + int(fields[12])) / tick,
+            me.user + me.system)
+
+
+def others_cores(before, after, secs):
+    """Cores that processes other than the server and this script kept busy (kernel work included)."""
+    machine, server, me = (b - a for a, b in zip(before, after))
+    return max(0.0, machine - server - me) / secs
+
+
 def run(engine, binary, data, nviews, probes, label):
     eng = start(engine, binary)
     try:
@@ -345,6 +369,7 @@ def run(engine, binary, data, nviews, probes, label):
         sampler, acked = RssSampler(eng.pid), []
         sampler.start()
         prober = Prober(eng, acked) if probes else None
+        cpu0 = cpu_seconds(eng.pid)
         t0 = time.perf_counter()
         if prober:
             prober.start()
@@ -355,11 +380,13 @@ def run(engine, binary, data, nviews, probes, label):
         t_table, t_view, polls = catch_up(eng, rows, bool(views), t_ack)
         peak = sampler.stop()
         done = max(t_table, t_view or 0)
+        others = others_cores(cpu0, cpu_seconds(eng.pid), done - t0)
         r = {"case": label, "engine": engine, "views": nviews, "rows": rows,
              "acked_rows_per_s": data["rows"] / (t_ack - t0), "complete_rows_per_s": data["rows"] / (done - t0),
              "seconds": done - t0, "table_lag_ms": 1000 * (t_table - t_ack), "catch_up_polls": polls,
              "view_lag_ms": 1000 * (t_view - t_ack) if t_view else None, "peak_rss_mib": peak,
-             "vm_hwm_mib": rss_mib(eng.pid, "VmHWM"), "questdb_reused": bool(getattr(eng, "reused", False))}
+             "vm_hwm_mib": rss_mib(eng.pid, "VmHWM"), "questdb_reused": bool(getattr(eng, "reused", False)),
+             "others_cores": others}
         if prober:
             r["probe_lags"], r["probe_timeouts"] = prober.lags, prober.timeouts
             r["probes"] = probe_stats([r])
@@ -368,7 +395,8 @@ def run(engine, binary, data, nviews, probes, label):
         log(f"  {engine} {label}: acked {r['acked_rows_per_s']:,.0f} rows/s, complete {r['complete_rows_per_s']:,.0f} "
             f"rows/s ({r['seconds']:.2f} s); table lag {fmt_ms(r['table_lag_ms'])}, view lag "
             f"{fmt_ms(r['view_lag_ms'])} ms ({polls} polls); peak RSS {peak:,.0f} MiB"
-            + (f"; probes {fmt_probes(r['probes'])}" if prober else ""))
+            + (f"; probes {fmt_probes(r['probes'])}" if prober else "")
+            + (f"; WARNING: other processes used {others:.2f} cores meanwhile" if others > BUSY_CORES else ""))
         r["warnings"], r["bars_answer"] = verify(eng, views, label) if views else ([], None)
         return r
     finally:
@@ -390,7 +418,8 @@ def fmt_ms(v):
 def probe_stats(runs):
     """p50 / p99 / max of the probes of these runs, pooled."""
     lags = sorted(x for r in runs for x in r["probe_lags"])
-    out = {"sent": len(lags) + sum(r["probe_timeouts"] for r in runs), "timeouts": sum(r["probe_timeouts"] for r in runs)}
+    timeouts = sum(r["probe_timeouts"] for r in runs)
+    out = {"sent": len(lags) + timeouts, "timeouts": timeouts}
     if lags:
         out |= {"p50_ms": statistics.median(lags), "p99_ms": lags[min(len(lags) - 1, round(0.99 * (len(lags) - 1)))],
                 "max_ms": lags[-1]}
@@ -398,10 +427,17 @@ def probe_stats(runs):
 
 
 def fmt_probes(p):
+    if not p["sent"]:
+        return f"none sent (the loads took less than {PROBE_EVERY_S * 1000:.0f} ms)"
     if "p50_ms" not in p:
         return f"none visible ({p['sent']} sent, {p['timeouts']} timed out)"
     return (f"{p['sent']} probes, p50 {p['p50_ms']:.2f} ms, p99 {p['p99_ms']:.2f} ms, max {p['max_ms']:.2f} ms"
             + (f", {p['timeouts']} not visible within {PROBE_TIMEOUT_S:.0f} s" if p["timeouts"] else ""))
+
+
+def median_rate(runs, engine, case):
+    rates = [r["complete_rows_per_s"] for r in runs if r["engine"] == engine and r["case"] == case]
+    return statistics.median(rates) if rates else float("nan")
 
 
 def best(runs, engine, case):
@@ -413,26 +449,29 @@ def report(res):
     runs = res["runs"]
     print(f"\nMaterialized views over ILP/HTTP: {res['rows']:,} trades ({SYMBOLS} symbols, {res['late']:,} rows up to "
           f"60 s late), {res['bytes'] / 1e6:,.1f} MB in {BATCH:,}-line bodies from {CLIENTS} clients; "
-          f"ZeptoDB {res['binary']} --sync always; QuestDB 9.3.4 WAL; best of {res['repeat']} runs per case "
-          f"({res['probe_runs']} more with probes)")
+          f"ZeptoDB {res['binary']} --sync always; QuestDB 9.3.4 WAL; {res['repeat']} runs per case "
+          f"({res['probe_runs']} with probes)")
     print(f"load average (1/5/15 min) at the start {'/'.join(f'{x:.2f}' for x in res['loadavg_start'])}, at the end "
           f"{'/'.join(f'{x:.2f}' for x in res['loadavg_end'])} on {os.cpu_count()} cores")
-    print(f"{'engine':8} {'case':16} {'acked rows/s':>13} {'complete rows/s':>16} {'vs (a)':>7} {'table lag ms':>13} "
-          f"{'view lag ms':>12} {'peak RSS MiB':>13}")
+    print(f"{'engine':8} {'case':13} {'acked rows/s':>12} {'complete rows/s':>16} {'median':>10} {'vs (a)':>6} "
+          f"{'median':>6} {'table lag ms':>17} {'view lag ms':>17} {'peak RSS MiB':>12}")
     for engine in ("zeptodb", "questdb"):
-        base = best(runs, engine, "(a) no view")
+        base, base_med = best(runs, engine, "(a) no view"), median_rate(runs, engine, "(a) no view")
         for case in ("(a) no view", "(b) 1 view", "(c) 10 views", "(b) + probes"):
             r = best(runs, engine, case)
             if not r:
                 continue
+            mine = [x for x in runs if x["engine"] == engine and x["case"] == case]
+            med = median_rate(runs, engine, case)
             vs = r["complete_rows_per_s"] / base["complete_rows_per_s"] if base else float("nan")
-            lags = [x for x in runs if x["engine"] == engine and x["case"] == case]
-            tl = "/".join(fmt_ms(x["table_lag_ms"]) for x in lags)
-            vl = "/".join(fmt_ms(x["view_lag_ms"]) for x in lags)
-            print(f"{engine:8} {case:16} {r['acked_rows_per_s']:>13,.0f} {r['complete_rows_per_s']:>16,.0f} {vs:>7.2f} "
-                  f"{tl:>13} {vl:>12} {r['peak_rss_mib']:>13,.0f}")
-    print("(lags: every run of the case, after the last acknowledgement, polled every 5 ms; "
-          "vs (a): complete rows/s over the same engine's (a))")
+            vs_med = med / base_med if base else float("nan")
+            tl = "/".join(fmt_ms(x["table_lag_ms"]) for x in mine if x["table_lag_ms"] is not None) or "-"
+            vl = "/".join(fmt_ms(x["view_lag_ms"]) for x in mine if x["view_lag_ms"] is not None) or "-"
+            print(f"{engine:8} {case:13} {r['acked_rows_per_s']:>12,.0f} {r['complete_rows_per_s']:>16,.0f} "
+                  f"{med:>10,.0f} {vs:>6.2f} {vs_med:>6.2f} {tl:>17} {vl:>17} {max(x['peak_rss_mib'] for x in mine):>12,.0f}")
+    print("(rows/s: the best run's, and the median of the case's runs; vs (a): complete rows/s over the same engine's "
+          "(a), best and median; lags: each run's, after the last acknowledgement, polled every 5 ms; peak RSS: the "
+          "highest of the case's runs)")
     for engine in ("zeptodb", "questdb"):
         pr = [r for r in runs if r["engine"] == engine and r["case"] == "(b) + probes"]
         if pr:
@@ -441,11 +480,21 @@ def report(res):
     z, q = best(runs, "zeptodb", "(b) 1 view"), best(runs, "questdb", "(b) 1 view")
     za, qa = best(runs, "zeptodb", "(a) no view"), best(runs, "questdb", "(a) no view")
     if z and q and za and qa:
-        print(f"ZeptoDB / QuestDB complete rows/s: (a) {za['complete_rows_per_s'] / qa['complete_rows_per_s']:.2f}, "
-              f"(b) {z['complete_rows_per_s'] / q['complete_rows_per_s']:.2f}; peak RSS (b) "
+        med = {c: median_rate(runs, "zeptodb", c) / median_rate(runs, "questdb", c)
+               for c in ("(a) no view", "(b) 1 view")}
+        print(f"ZeptoDB / QuestDB complete rows/s, best (median): (a) "
+              f"{za['complete_rows_per_s'] / qa['complete_rows_per_s']:.2f} ({med['(a) no view']:.2f}), (b) "
+              f"{z['complete_rows_per_s'] / q['complete_rows_per_s']:.2f} ({med['(b) 1 view']:.2f}); peak RSS (b) "
               f"{z['peak_rss_mib'] / q['peak_rss_mib']:.2f}")
     if res.get("cross"):
         print(f"bars, ZeptoDB against QuestDB: {res['cross']}")
+    busy = [r for r in runs if r.get("others_cores", 0) > BUSY_CORES]
+    if busy:
+        print(f"WARNING: other processes kept more than {BUSY_CORES} cores busy during {len(busy)} of {len(runs)} runs "
+              f"(" + ", ".join(f"{r['engine']} {r['case']} {r['others_cores']:.2f}" for r in busy) + ")")
+    else:
+        print(f"Nothing else ran: other processes used at most "
+              f"{max(r.get('others_cores', 0) for r in runs):.2f} cores during any run.")
     warnings = [w for r in runs for w in r["warnings"]]
     if warnings:
         print("WARNING: views differ from their queries:\n  " + "\n  ".join(warnings))
@@ -455,7 +504,7 @@ def report(res):
 
 
 def cross_check(runs):
-    """ZeptoDB's bars against QuestDB's, same data (information only)."""
+    """ZeptoDB's bars against QuestDB's: the same data without ties, so they must agree."""
     z = next((r["bars_answer"] for r in runs if r["engine"] == "zeptodb" and r["case"] == "(b) 1 view"
               and r["bars_answer"]), None)
     q = next((r["bars_answer"] for r in runs if r["engine"] == "questdb" and r["case"] == "(b) 1 view"
@@ -480,7 +529,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", type=int, default=2_000_000)
     ap.add_argument("--quick", action="store_true", help="300,000 rows")
-    ap.add_argument("--repeat", type=int, default=3, help="runs per case (the best is reported)")
+    ap.add_argument("--repeat", type=int, default=5, help="runs per case")
     ap.add_argument("--probe-runs", type=int, default=5, help="runs of (b) with probes per engine (probes pooled)")
     ap.add_argument("--no-questdb", action="store_true", help="ZeptoDB only")
     ap.add_argument("--bin", help="zeptodb binary (default target/release/zeptodb, else target/debug)")
@@ -492,8 +541,9 @@ def main():
     log(f"generating {rows:,} trades ...")
     data = generate(rows)
     log(f"  {len(data['bodies']):,} bodies, {data['bytes'] / 1e6:,.1f} MB, {data['late']:,} late rows")
-    res = {"binary": os.path.relpath(binary, ROOT) if binary.startswith(ROOT) else binary, "rows": rows, "bytes": data["bytes"],
-           "late": data["late"], "repeat": a.repeat, "probe_runs": a.probe_runs, "loadavg_start": os.getloadavg(), "runs": []}
+    res = {"binary": os.path.relpath(binary, ROOT) if binary.startswith(ROOT) else binary, "rows": rows,
+           "bytes": data["bytes"], "late": data["late"], "repeat": a.repeat, "probe_runs": a.probe_runs,
+           "loadavg_start": os.getloadavg(), "runs": []}
     engines = ["zeptodb"] + ([] if a.no_questdb else ["questdb"])
     plan = []
     for engine in engines:
