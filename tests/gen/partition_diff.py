@@ -9,7 +9,8 @@ many of a few rows (run a bundle at a time, as with 100k symbols) beside some of
 (run one at a time, with the galloping bucket search). Rows arrive in shuffled chunks; times
 are distinct inside a symbol, so first/last and ROWS frames have one answer. Queries group by
 the partition key alone, with a time bucket (runs), with another column (hashing), under
-filters on values and on time ranges (pieces cut mid-partition), run window functions
+filters on values and on time ranges (pieces cut mid-partition), select rows under those
+filters (a filter over a scan runs fused with it), run window functions
 partitioned by the key, and ASOF and WINDOW JOIN p<k> with q<k> (its own size mix; some
 symbols on one side only) partition by partition. DuckDB answers each.
 
@@ -112,6 +113,10 @@ def queries(rng, k):
         (f"SELECT sym, g, {aggs} FROM {t}{w} GROUP BY sym, g",) * 2,
         (f"SELECT g, sym, sum(size) AS v FROM {t}{w} GROUP BY g, sym HAVING count(*) > 1",) * 2,
         (outer.format(inner_z),) * 2,
+        # Rows under a filter (run fused with the scan: the predicate's columns first, the
+        # others gathered at the kept rows), and a filter on a column not selected.
+        (f"SELECT * FROM {t}{w}",) * 2,
+        (f"SELECT size, ts, sym FROM {t} WHERE price < {rng.randrange(20, 480)}{w.replace(' WHERE', ' AND (', 1) + ')' if w else ''}",) * 2,
     ]
 
 

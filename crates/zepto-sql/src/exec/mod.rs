@@ -22,6 +22,7 @@ mod partials;
 mod partitioned;
 mod project_set;
 mod scan;
+mod scan_filter;
 mod setops;
 pub mod sort;
 mod window;
@@ -147,12 +148,16 @@ fn chunks_node(ctx: &ExecContext, plan: &Plan) -> Result<(&'static str, Vec<Batc
         }
         // Row-local expressions are evaluated batch by batch; a column reference shares its
         // input's column.
-        Plan::Project { input, exprs } if exprs.iter().all(row_local) => {
+        Plan::Project { input, exprs } if exprs.iter().all(BExpr::is_row_local) => {
             ("Project", run_chunks(ctx, input)?.iter().map(|b| project(ctx, b, exprs)).collect::<Result<_>>()?)
         }
-        Plan::Filter { input, pred } if row_local(pred) => {
-            ("Filter", run_chunks(ctx, input)?.iter().map(|b| filter(ctx, b, pred)).collect::<Result<_>>()?)
-        }
+        Plan::Filter { input, pred } if pred.is_row_local() => match &**input {
+            Plan::Scan { table, columns, range } => {
+                ctx.fused(input);
+                ("Filter", filtered_scan(ctx, table, columns, range, pred)?)
+            }
+            _ => ("Filter", run_chunks(ctx, input)?.iter().map(|b| filter(ctx, b, pred)).collect::<Result<_>>()?),
+        },
         Plan::AsofJoin { left, right, how: AsofHow::PartitionMerge, .. } => {
             let (_, _, spec) = asof_spec(plan)?;
             ctx.fused(left);
@@ -194,15 +199,6 @@ fn band(plan: &Plan) -> Result<window_join::Band<'_>> {
     }
 }
 
-/// Whether an expression's value at a row depends on that row alone, and evaluating it batch
-/// by batch gives the same columns as over one batch: no correlated subquery (evaluated per
-/// distinct outer value of its batch) and no computed SYMBOL (each batch would code it in a
-/// dictionary of its own). `now()` is no obstacle: the binder made it the statement's time.
-fn row_local(e: &BExpr) -> bool {
-    matches!(e, BExpr::Col(..))
-        || (e.data_type() != zepto_storage::DataType::Symbol && !e.any(&|x| matches!(x, BExpr::Correlated { .. })))
-}
-
 /// The positions of the rows of `b` that every predicate of `preds` keeps, each evaluated
 /// only over the rows the ones before it kept: a later predicate never sees a row an earlier
 /// one dropped, not even to fail on it (a tenant scope's filter comes first, see
@@ -222,6 +218,36 @@ pub(crate) fn rows_passing(ctx: &ExecContext, b: &Batch, preds: &[&BExpr]) -> Re
         kept = Some(rows);
     }
     Ok(kept)
+}
+
+/// A filter over a scan, run fused ([`scan_filter`]): a batch per run of the scan's units, as
+/// the scan alone hands them out, of the rows `pred` keeps.
+fn filtered_scan(
+    ctx: &ExecContext,
+    table: &zepto_storage::Table,
+    columns: &[usize],
+    range: &crate::plan::ScanRange,
+    pred: &BExpr,
+) -> Result<Vec<Batch>> {
+    let us = scan::units(table, range);
+    let all: Vec<&scan::Unit> = us.iter().collect();
+    if us.len() < 2 {
+        return Ok(vec![scan_filter::filtered_run(ctx, table, columns, &all, pred)?]);
+    }
+    let run =
+        |run: &[scan::Unit]| scan_filter::filtered_run(ctx, table, columns, &run.iter().collect::<Vec<_>>(), pred);
+    bundle::output_runs(&us).into_iter().map(run).collect()
+}
+
+/// A `Filter` node's rows as one batch: fused with the scan under it when there is one.
+fn filter_node(ctx: &ExecContext, input: &Plan, pred: &BExpr) -> Result<Batch> {
+    match input {
+        Plan::Scan { table, columns, range } if pred.is_row_local() => {
+            ctx.fused(input);
+            Ok(concat_chunks(filtered_scan(ctx, table, columns, range, pred)?))
+        }
+        _ => filter(ctx, &run(ctx, input)?, pred),
+    }
 }
 
 /// The rows of `b` where `pred` holds.
@@ -295,7 +321,7 @@ fn execute_node(ctx: &ExecContext, plan: &Plan) -> Result<(&'static str, Batch)>
         Plan::Scan { table, columns, range } => ("Scan", scan::scan(table, columns, range)?),
         Plan::Values { rows, width } => ("Values", values(ctx, rows, *width)?),
         Plan::Series { start, step, count, data_type } => ("Series", series(ctx, *start, *step, *count, *data_type)?),
-        Plan::Filter { input, pred } => ("Filter", filter(ctx, &run(ctx, input)?, pred)?),
+        Plan::Filter { input, pred } => ("Filter", filter_node(ctx, input, pred)?),
         Plan::Project { input, exprs } => ("Project", project(ctx, &run(ctx, input)?, exprs)?),
         Plan::Aggregate { input, keys, aggs, how } => aggregate_node(ctx, input, keys, aggs, how)?,
         Plan::Join { kind: JoinKind::Window, .. } => {

@@ -351,7 +351,7 @@ pub fn pieces_batch<S: ScanPart>(table: &Table, columns: &[usize], ps: &[&S]) ->
 /// Per column of `columns`, where the rows of `ps` live, one after another: every column's spans
 /// in one walk over the parts, so each partition is reached once, and neighbours in one pack
 /// made one span.
-fn column_spans<'s, S: ScanPart>(ps: &[&'s S], columns: &[usize]) -> Vec<Vec<(&'s Column, Range<usize>)>> {
+pub(super) fn column_spans<'s, S: ScanPart>(ps: &[&'s S], columns: &[usize]) -> Vec<Vec<(&'s Column, Range<usize>)>> {
     let mut spans: Vec<Vec<(&Column, Range<usize>)>> = vec![Vec::with_capacity(ps.len()); columns.len()];
     let mut one = Vec::new();
     for p in ps {

@@ -189,6 +189,17 @@ impl BExpr {
         }
     }
 
+    /// Whether the expression's value at a row depends on that row alone, and evaluating it
+    /// batch by batch gives the same columns as over one batch: no correlated subquery
+    /// (evaluated per distinct outer value of its batch) and no computed SYMBOL (each batch
+    /// would code it in a dictionary of its own). `now()` is no obstacle: the binder made it
+    /// the statement's time.
+    pub fn is_row_local(&self) -> bool {
+        matches!(self, BExpr::Col(..))
+            || (self.data_type() != zepto_storage::DataType::Symbol
+                && !self.any(&|x| matches!(x, BExpr::Correlated { .. })))
+    }
+
     /// Visit every column reference.
     pub fn for_each_col(&self, f: &mut impl FnMut(usize)) {
         match self {

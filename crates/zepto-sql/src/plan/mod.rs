@@ -516,7 +516,16 @@ impl Plan {
             Plan::Scan { table, columns, range } => explain_scan(table, columns, range),
             Plan::Values { rows, .. } => format!("rows={}", rows.len()),
             Plan::Series { start, step, count, .. } => format!("start={start} step={step} rows={count}"),
-            Plan::Filter { pred, .. } => explain_in_sets(pred),
+            Plan::Filter { pred, input } => {
+                let fused = (matches!(**input, Plan::Scan { .. }) && pred.is_row_local())
+                    .then_some("(fused with the scan: kept rows gathered)");
+                [explain_in_sets(pred)]
+                    .into_iter()
+                    .chain(fused.map(str::to_string))
+                    .filter(|s| !s.is_empty())
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            }
             Plan::Distinct { .. } => String::new(),
             Plan::ProjectSet { calls, .. } => {
                 let c: Vec<String> = calls.iter().map(srf::SrfCall::describe).collect();

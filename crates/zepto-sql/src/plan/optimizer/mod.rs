@@ -108,12 +108,12 @@ mod tests {
         let explain = |p: &Plan| p.explain(&fields);
         assert_eq!(
             explain(&bound),
-            "output: x\nProject exprs=1\n  Filter\n    Scan t columns=[0, 1, 2, 3] partitions=all(0)\n"
+            "output: x\nProject exprs=1\n  Filter (fused with the scan: kept rows gathered)\n    Scan t columns=[0, 1, 2, 3] partitions=all(0)\n"
         );
         let optimized = optimize(bound).into_plan();
         assert_eq!(
             explain(&optimized),
-            "output: x\nProject exprs=1\n  Filter\n    Scan t columns=[2] partitions=[\"A\"]\n"
+            "output: x\nProject exprs=1\n  Filter (fused with the scan: kept rows gathered)\n    Scan t columns=[2] partitions=[\"A\"]\n"
         );
     }
 }
