@@ -92,23 +92,23 @@ impl Pending {
     /// Append `bytes` read from the socket. A line past the length limit fails with its
     /// number; the complete lines before it stay pending and nothing after it is kept.
     pub fn push(&mut self, bytes: &[u8]) -> Result<(), TooLong> {
-        let mut rest = bytes;
-        while let Some(nl) = rest.iter().position(|&c| c == b'\n') {
-            let (line, tail) = rest.split_at(nl + 1);
-            self.buf.extend_from_slice(line);
-            self.check_open_line(1)?;
-            self.complete = self.buf.len();
+        // One copy of the whole read, then a vectorized walk of its line ends: this runs on
+        // every byte a connection sends.
+        let start = self.buf.len();
+        self.buf.extend_from_slice(bytes);
+        for nl in memchr::memchr_iter(b'\n', bytes) {
+            let end = start + nl + 1;
+            self.check_line(end - 1)?;
+            self.complete = end;
             self.lines += 1;
-            rest = tail;
         }
-        self.buf.extend_from_slice(rest);
-        self.check_open_line(0)
+        self.check_line(self.buf.len())
     }
 
-    /// Fail if the line after the complete ones is too long (`end` bytes of it are its `\n`).
-    fn check_open_line(&mut self, end: usize) -> Result<(), TooLong> {
-        let len = self.buf.len() - self.complete - end;
-        if len <= self.max_line {
+    /// Fail if the line after the complete ones, ending (its `\n` not counted) at `end`, is
+    /// too long; then only the complete lines stay.
+    fn check_line(&mut self, end: usize) -> Result<(), TooLong> {
+        if end - self.complete <= self.max_line {
             return Ok(());
         }
         self.buf.truncate(self.complete);
@@ -136,7 +136,11 @@ impl Pending {
         if self.lines == 0 {
             return None;
         }
-        let rest = self.buf.split_off(self.complete);
+        // The next batch starts as large as this one grew, so a steady stream does not
+        // reallocate (and copy) its buffer through every doubling again.
+        let mut rest = Vec::with_capacity(self.buf.capacity());
+        rest.extend_from_slice(self.buf.get(self.complete..).unwrap_or_default());
+        self.buf.truncate(self.complete);
         let bytes = std::mem::replace(&mut self.buf, rest);
         let batch = Batch { bytes, first_line: self.first_line, lines: self.lines };
         self.first_line += self.lines;
