@@ -59,14 +59,8 @@ impl Direct {
             other => (other, None),
         };
         let s = scan_shape(input)?;
-        let scan = crate::view::appended::AppendedScan {
-            schema: s.table.schema().clone(),
-            key_col: s.table.key_col(),
-            ts_col: s.table.ts_col(),
-            columns: s.columns.to_vec(),
-            range: s.range.clone(),
-            filters: s.filters.iter().map(|f| (*f).clone()).collect(),
-        };
+        let filters = s.filters.iter().map(|f| (*f).clone()).collect();
+        let scan = crate::view::appended::AppendedScan::over(s.table, s.columns.to_vec(), s.range.clone(), filters);
         Some(Direct { scan, exprs, fields: p.fields().to_vec() })
     }
 

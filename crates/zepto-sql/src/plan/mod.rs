@@ -595,7 +595,7 @@ impl Plan {
                 )
             }
             Plan::PartialAggregate { keys, aggs, .. } => {
-                format!("keys={} aggs=[{}] (partial states, on every node)", keys.len(), agg_names(aggs))
+                format!("keys={} aggs=[{}] (partial states: merged by the node above)", keys.len(), agg_names(aggs))
             }
             Plan::MergeAggregate { nkeys, aggs, .. } => {
                 format!("keys={nkeys} aggs=[{}] (states merged per group)", agg_names(aggs))

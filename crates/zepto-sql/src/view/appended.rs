@@ -22,6 +22,24 @@ pub(crate) struct AppendedScan {
 }
 
 impl AppendedScan {
+    /// A scan of `columns` of `table` over `range`, under `filters` (over the scan's columns):
+    /// the table's layout is kept, its rows are not.
+    pub fn over(
+        table: &zepto_storage::Table,
+        columns: Vec<usize>,
+        range: ScanRange,
+        filters: Vec<BExpr>,
+    ) -> AppendedScan {
+        AppendedScan {
+            schema: table.schema().clone(),
+            key_col: table.key_col(),
+            ts_col: table.ts_col(),
+            columns,
+            range,
+            filters,
+        }
+    }
+
     /// The rows of `columns` (an appended batch) the scan and its filters keep, as the
     /// scan's columns; `None` when none is kept.
     pub fn rows(&self, columns: &[Column]) -> Result<Option<Batch>> {

@@ -15,6 +15,7 @@ use crate::exec::accum::{accumulator, Accumulator};
 use crate::exec::hash::{hash_rows, rows_equal};
 use crate::plan::AggCall;
 use std::collections::HashMap;
+use std::sync::Arc;
 use zepto_storage::Column;
 
 /// The groups and their aggregates' running states.
@@ -86,18 +87,21 @@ impl Groups {
 
     /// Fold partial states: `b` holds the key columns, then every aggregate's state columns,
     /// one row per group of the batch they came from.
-    pub fn fold(&mut self, b: &Batch) -> Result<()> {
-        let keys: Vec<&Column> = b.columns[..self.nkeys].iter().map(|c| &**c).collect();
-        let ids = self.ids(&keys, b.rows);
-        let mut at = self.nkeys;
+    pub fn fold(&mut self, b: Batch) -> Result<()> {
+        let rows = b.rows;
+        let mut cols = b.columns.into_iter();
+        let keys: Vec<_> = cols.by_ref().take(self.nkeys).collect();
+        let ids = self.ids(&keys.iter().map(|c| &**c).collect::<Vec<_>>(), rows);
         let mut states = Vec::with_capacity(self.aggs.len());
         for a in &self.aggs {
-            let w = a.func.state_width();
-            let cols = b.columns.get(at..at + w).ok_or_else(bad_width)?;
-            states.push(cols.iter().map(|c| (**c).clone()).collect());
-            at += w;
+            // The batch's own columns, moved unless another holder shares them.
+            let state: Vec<Column> = cols.by_ref().take(a.func.state_width()).map(Arc::unwrap_or_clone).collect();
+            if state.len() < a.func.state_width() {
+                return Err(bad_width());
+            }
+            states.push(state);
         }
-        self.pending_rows += b.rows;
+        self.pending_rows += rows;
         self.pending.push((ids, states));
         if self.pending_rows * MERGE_EVERY_GROUPS_DIV >= self.groups || self.pending.len() >= MERGE_EVERY_BATCHES {
             self.merge_pending()?;

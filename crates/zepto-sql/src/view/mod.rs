@@ -85,14 +85,7 @@ pub(crate) fn compile(catalog: &Arc<Catalog>, name: &str, sql: &str) -> Result<V
     let state = State { groups, stale: true, cached: None };
     Ok(View {
         name: name.to_string(),
-        scan: AppendedScan {
-            schema: base.schema().clone(),
-            key_col: base.key_col(),
-            ts_col: base.ts_col(),
-            columns: split.columns.clone(),
-            range: split.range.clone(),
-            filters: split.filters.clone(),
-        },
+        scan: AppendedScan::over(&base, split.columns.clone(), split.range.clone(), split.filters.clone()),
         split,
         names,
         types,
@@ -222,7 +215,7 @@ impl View {
         let states = crate::exec::execute(&run, &self.partial_plan(base, &run)?)?;
         let mut groups = Groups::new(self.split.keys.len(), &self.split.aggs);
         if states.rows > 0 {
-            groups.fold(&states)?;
+            groups.fold(states)?;
         }
         st.groups = groups;
         st.stale = false;
@@ -275,7 +268,7 @@ impl View {
         let b = crate::exec::execute(&run, &physical::plan(optimizer::optimize(scan), &run)?)?;
         let mut groups = Groups::new(self.split.keys.len(), &self.split.aggs);
         if b.rows > 0 {
-            groups.fold(&b)?;
+            groups.fold(b)?;
         }
         Ok(groups)
     }
@@ -359,7 +352,7 @@ impl Upkeep for View {
         let p = delta.downcast::<Prepared>().map(|p| *p);
         let folded = match p {
             Ok(Ok(None)) => Ok(()),
-            Ok(Ok(Some(b))) => st.groups.fold(&b),
+            Ok(Ok(Some(b))) => st.groups.fold(b),
             Ok(Err(e)) => Err(e),
             Err(_) => Err(SqlError::Internal("a view's delta of another type".into())),
         };
