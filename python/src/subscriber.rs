@@ -72,13 +72,13 @@ impl NativeSubscriber {
                 let id = format!("{}-{}", self.feed.epoch(), e.seq);
                 match &e.change {
                     FeedChange::Delete(_) | FeedChange::Update(_) if self.sub.over_view() => {
-                        if let Some(r) = self.sub.answer_change(&e.change)? {
-                            return Ok(Some(Event::Rows(id, r)));
+                        if let Some(a) = self.sub.answer_change(&e.change)? {
+                            return Ok(Some(Event::Rows(id, a)));
                         }
                     }
                     FeedChange::Append(_) => {
-                        if let Some(r) = self.sub.answer_change(&e.change)? {
-                            return Ok(Some(Event::Rows(id, r)));
+                        if let Some(a) = self.sub.answer_change(&e.change)? {
+                            return Ok(Some(Event::Rows(id, a)));
                         }
                     }
                     FeedChange::Delete(n) => return Ok(Some(Event::Count("delete", id, *n))),
@@ -118,8 +118,8 @@ impl NativeSubscriber {
 
 /// What `next_event` found.
 enum Event {
-    /// Rows of an append that passed the query.
-    Rows(String, zepto_sql::QueryResult),
+    /// Rows of an append that passed the query, or the difference of a view's answer.
+    Rows(String, zepto_sql::subscription::Answer),
     /// A delete, update or drop and its row count.
     Count(&'static str, String, usize),
     /// The table was dropped before: nothing more comes.
@@ -141,9 +141,13 @@ impl NativeSubscriber {
         Ok(match event {
             None => None,
             Some(Event::End) => Some(("end".into(), String::new(), 0usize.into_pyobject(py)?.into_any().unbind())),
-            Some(Event::Rows(id, r)) => {
-                let native = NativeResult::new(&r).map_err(PyValueError::new_err)?;
-                Some(("rows".into(), id, Py::new(py, native)?.into_any()))
+            Some(Event::Rows(id, a)) => {
+                let rows = Py::new(py, NativeResult::new(&a.rows).map_err(PyValueError::new_err)?)?.into_any();
+                let removed = match &a.removed {
+                    Some(r) => Py::new(py, NativeResult::new(r).map_err(PyValueError::new_err)?)?.into_any(),
+                    None => py.None(),
+                };
+                Some(("rows".into(), id, (rows, removed).into_pyobject(py)?.into_any().unbind()))
             }
             Some(Event::Count(kind, id, n)) => Some((kind.into(), id, n.into_pyobject(py)?.into_any().unbind())),
         })

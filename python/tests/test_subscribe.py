@@ -271,7 +271,8 @@ def test_a_subscription_starts_when_subscribe_returns():
 def test_a_view_streams_its_new_and_changed_rows(port):
     """A subscription to a materialized view: after each change of the view's table (append,
     delete), the rows of the query over the view that are new or changed since the last
-    event, checked against DuckDB's answer before and after; in process and on a server."""
+    event, and the rows it no longer has, checked against DuckDB's answers before and after;
+    in process and on a server."""
     import zeptodb
 
     def run(db, name, stream_of):
@@ -285,18 +286,24 @@ def test_a_view_streams_its_new_and_changed_rows(port):
         db.execute(f"INSERT INTO {name} VALUES ('2024-01-02', 1, 'A', 1.0)")
         oracle.execute("INSERT INTO t VALUES ('2024-01-02', 1, 'A', 1.0)")
         events = stream_of(db, query)
+        removals = 0
         for k, b in enumerate(batches(11, 6, 5)):
             before = set(oracle.execute(view).fetchall())
-            if k == 3:
-                db.execute(f"DELETE FROM {name} WHERE id % 2 = 0")
-                oracle.execute("DELETE FROM t WHERE id % 2 = 0")
+            if k in (3, 4):
+                # A delete that changes groups, then one that empties group B.
+                where = "id % 2 = 0" if k == 3 else "sym = 'B'"
+                db.execute(f"DELETE FROM {name} WHERE {where}")
+                oracle.execute(f"DELETE FROM t WHERE {where}")
             else:
                 rows = ", ".join(f"('2024-01-02 09:30:00', {i}, '{s}', {p})" for i, s, p in b)
                 db.execute(f"INSERT INTO {name} VALUES {rows}")
                 oracle.executemany("INSERT INTO t VALUES ('2024-01-02 09:30:00', ?, ?, ?)", b)
-            changed = sorted(set(oracle.execute(view).fetchall()) - before)
-            if changed:
-                assert sorted(next(events)) == changed, f"after change {k}"
+            after = set(oracle.execute(view).fetchall())
+            if after != before:
+                added, removed = next(events)
+                assert (sorted(added), sorted(removed)) == (sorted(after - before), sorted(before - after)), k
+                removals += bool(removed)
+        assert removals >= 2, "the deletes took rows away"
 
     def local(db, query):
         stream = db.subscribe(query, timeout=10)  # subscribed now, read as the changes come
@@ -304,7 +311,8 @@ def test_a_view_streams_its_new_and_changed_rows(port):
         def rows():
             for change in stream:
                 assert change.kind == "rows", change.kind
-                yield [tuple(r) for r in change.result.fetchall()]
+                gone = [] if change.removed is None else [tuple(r) for r in change.removed.fetchall()]
+                yield [tuple(r) for r in change.result.fetchall()], gone
         return rows()
 
     with zeptodb.connect() as db:
@@ -319,7 +327,8 @@ def test_a_view_streams_its_new_and_changed_rows(port):
             while True:
                 kind, _, data = s.next()
                 assert kind == "rows", (kind, data)
-                yield [tuple(r) for r in data["result"]["data"]]
+                gone = data.get("removed", {"data": []})["data"]
+                yield [tuple(r) for r in data["result"]["data"]], [tuple(r) for r in gone]
         return rows()
 
     run(remote, "vw_sse", sse)

@@ -22,16 +22,22 @@ class Change:
 
     ``kind`` is ``"rows"`` (``result`` holds the query's answer over the appended rows that
     passed it), ``"delete"`` or ``"update"`` (``rows`` says how many), or ``"drop"`` (the table
-    is gone; nothing follows). ``id`` resumes a later subscription after this change
+    is gone; nothing follows). Over a materialized view every change of its table is
+    ``"rows"``: ``result`` holds the rows new or changed since the last change, ``removed``
+    (None when there are none) the rows the answer no longer has, a changed row's old version
+    among them. ``id`` resumes a later subscription after this change
     (``subscribe(..., from_id=change.id)``)."""
 
     kind: str
     id: str
     result: Optional[Result] = None
     rows: int = 0
+    removed: Optional[Result] = None
 
 
-Change.__init__.__doc__ = "A change of ``kind`` with event ``id``: its ``result`` (rows) or its ``rows`` count."
+Change.__init__.__doc__ = (
+    "A change of ``kind`` with event ``id``: its ``result`` (rows) and ``removed`` rows, or its ``rows`` count."
+)
 
 
 # How long one native wait lasts: Ctrl-C is seen between waits.
@@ -60,7 +66,8 @@ def _local_changes(sub: Any, timeout: Optional[float]) -> Iterator[Change]:
         if kind == "end":
             return
         if kind == "rows":
-            yield Change(kind, ident, result=Result(payload))
+            rows, removed = payload
+            yield Change(kind, ident, result=Result(rows), removed=None if removed is None else Result(removed))
         else:
             yield Change(kind, ident, rows=payload)
         if kind == "drop":
@@ -98,8 +105,11 @@ def _remote_changes(resp: Any) -> Iterator[Change]:
             if kind == "error":
                 raise _stream_error(data)
             if kind == "rows":
-                table = pa.ipc.open_stream(base64.b64decode(data["arrow"])).read_all()
-                yield Change(kind, ident, result=Result(table))
+                def table(b64: str) -> Any:
+                    return Result(pa.ipc.open_stream(base64.b64decode(b64)).read_all())
+
+                removed = table(data["removed"]) if "removed" in data else None
+                yield Change(kind, ident, result=table(data["arrow"]), removed=removed)
             else:
                 yield Change(kind, ident, rows=data.get("rows", 0))
             if kind == "drop":

@@ -186,30 +186,45 @@ async fn event_frame(
         FeedChange::Append(_) | FeedChange::Delete(_) | FeedChange::Update(_) => {
             let body = rows_of(sub, arrow, e.clone()).await?;
             let key = if arrow { "arrow" } else { "result" };
-            (body.map(|b| ("rows", format!("{{\"table\":{table},\"{key}\":{b}}}"))), false)
+            let event = |(rows, removed): (String, Option<String>)| {
+                let removed = removed.map(|r| format!(",\"removed\":{r}")).unwrap_or_default();
+                ("rows", format!("{{\"table\":{table},\"{key}\":{rows}{removed}}}"))
+            };
+            (body.map(event), false)
         }
         FeedChange::Drop => (Some(("drop", format!("{{\"table\":{table}}}"))), true),
     })
 }
 
-/// The subscription's answer over one appended batch as a JSON value: the JSON `/query`
-/// gives, or (`arrow`) a string of the Arrow IPC stream in base64; `None` when no row
-/// passes. Runs on the blocking pool: it is a query.
-async fn rows_of(sub: &Subscription, arrow: bool, e: Arc<FeedEvent>) -> Result<Option<String>, String> {
-    use base64::Engine as _;
+/// The subscription's answer to one change as JSON values: its new rows, and the rows a view
+/// no longer has, if any. Each is the JSON `/query` gives, or (`arrow`) a string of the Arrow
+/// IPC stream in base64; `None` when there is nothing to send. Runs on the blocking pool: it
+/// is a query.
+async fn rows_of(
+    sub: &Subscription,
+    arrow: bool,
+    e: Arc<FeedEvent>,
+) -> Result<Option<(String, Option<String>)>, String> {
     let sub = sub.clone();
-    let run = move || -> Result<Option<String>, String> {
-        let Some(r) = sub.answer_change(&e.change).map_err(|x| x.to_string())? else { return Ok(None) };
-        let format = if arrow { Format::Arrow(None) } else { Format::Json };
-        let mut enc = Encoder::new(format, &r, 0.0).map_err(|x| x.body())?;
-        let mut out = Vec::new();
-        while enc.next_chunk(&mut out).map_err(|x| x.body())? {}
-        if arrow {
-            return Ok(Some(format!("\"{}\"", base64::engine::general_purpose::STANDARD.encode(&out))));
-        }
-        Ok(Some(String::from_utf8_lossy(&out).trim_end().to_string()))
+    let run = move || -> Result<Option<(String, Option<String>)>, String> {
+        let Some(a) = sub.answer_change(&e.change).map_err(|x| x.to_string())? else { return Ok(None) };
+        let removed = a.removed.as_ref().map(|r| encoded(r, arrow)).transpose()?;
+        Ok(Some((encoded(&a.rows, arrow)?, removed)))
     };
     tokio::task::spawn_blocking(run).await.map_err(|x| x.to_string())?
+}
+
+/// `r` as a JSON value: `/query`'s JSON, or (`arrow`) its Arrow IPC stream as a base64 string.
+fn encoded(r: &zepto_sql::QueryResult, arrow: bool) -> Result<String, String> {
+    use base64::Engine as _;
+    let format = if arrow { Format::Arrow(None) } else { Format::Json };
+    let mut enc = Encoder::new(format, r, 0.0).map_err(|x| x.body())?;
+    let mut out = Vec::new();
+    while enc.next_chunk(&mut out).map_err(|x| x.body())? {}
+    if arrow {
+        return Ok(format!("\"{}\"", base64::engine::general_purpose::STANDARD.encode(&out)));
+    }
+    Ok(String::from_utf8_lossy(&out).trim_end().to_string())
 }
 
 /// One SSE frame: `event`, `id` if any, and `data` line by line.

@@ -10,14 +10,16 @@
 //! queried through an engine with the same grants and tenant scope.
 //!
 //! A query over a materialized view follows the view's table: after each change of it
-//! (append, delete, update), the query runs over the view and the rows that are new or
-//! changed since the subscriber's last answer are its event (a resumed subscriber's first
-//! event holds every row: it saw none). Rows the view no longer has are not announced.
+//! (append, delete, update), the query runs over the view, and its event is the difference
+//! from the subscriber's last answer: the rows that are new (a changed row is a new one) and
+//! the rows that are gone (a changed row's old version too). Applying each event (drop the
+//! gone rows, add the new ones) to a copy keeps it equal to the answer. A resumed
+//! subscriber's first event holds every row, and nothing gone: it saw none.
 
 use crate::engine::{Engine, QueryResult};
 use crate::error::{Result, SqlError};
 use crate::parser::ast::{Expr, SelectItem, SetExpr, Statement, TableRef};
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use zepto_storage::feed::FeedChange;
 use zepto_storage::{Catalog, Column, Table, TableOptions};
@@ -28,11 +30,38 @@ pub struct Subscription {
     sql: String,
     table: String,
     engine: Engine,
-    /// Over a materialized view: its table, and the rows last answered (shared by clones).
-    view: Option<(String, Arc<Mutex<HashSet<String>>>)>,
+    /// Over a materialized view: its table, and the answer last sent (shared by clones).
+    view: Option<(String, Arc<Mutex<Option<Answered>>>)>,
     /// The query's plan over one appended batch, when it is a projection of a filtered scan
     /// (it always is, but for a `now()`, which binding fixes): run per batch without binding.
     direct: Option<Arc<Direct>>,
+}
+
+/// A view subscription's last answer, and each of its rows as text (the identity rows are
+/// compared by).
+#[derive(Debug)]
+struct Answered {
+    result: QueryResult,
+    texts: Vec<String>,
+}
+
+impl Answered {
+    fn of(result: QueryResult) -> Answered {
+        let b = result.batch();
+        let texts = (0..b.rows).map(|i| row_text(&b, i)).collect();
+        Answered { result, texts }
+    }
+}
+
+/// What one change of the table did to a subscription's answer: the rows to add, and (over a
+/// view) the rows to take away.
+#[derive(Debug)]
+pub struct Answer {
+    /// New rows: an append's rows through the query, or the view's new and changed rows.
+    pub rows: QueryResult,
+    /// Rows of the last answer over a view that it no longer has (a changed row's old
+    /// version among them); `None` when there are none.
+    pub removed: Option<QueryResult>,
 }
 
 /// A subscription's scan, filters and projection, bound once (see [`Subscription::answer`]).
@@ -104,9 +133,9 @@ impl Subscription {
     /// The same subscription starting from the query's answer now: its first event holds only
     /// what changes after (a view's; a table's subscription starts from now anyway).
     pub fn from_now(self) -> Result<Subscription> {
-        if let Some((_, seen)) = &self.view {
-            let now = rows_of(&self.engine.execute(&self.sql)?);
-            *seen.lock().unwrap_or_else(|e| e.into_inner()) = now;
+        if let Some((_, last)) = &self.view {
+            let now = Answered::of(self.engine.execute(&self.sql)?);
+            *last.lock().unwrap_or_else(|e| e.into_inner()) = Some(now);
         }
         Ok(self)
     }
@@ -118,21 +147,19 @@ impl Subscription {
     }
 
     /// The answer to one feed change of the table it follows: an append's rows through the
-    /// query (a table's), or the view's new and changed rows (a view's). `None`: nothing to
-    /// send (no row passed, or a table's delete, update or drop, which are counted instead).
-    pub fn answer_change(&self, change: &FeedChange) -> Result<Option<QueryResult>> {
+    /// query (a table's), or the difference of the view's answer (a view's). `None`: nothing
+    /// to send (no row passed, nothing changed, or a table's delete, update or drop, which are
+    /// counted instead).
+    pub fn answer_change(&self, change: &FeedChange) -> Result<Option<Answer>> {
         match (&self.view, change) {
-            (None, FeedChange::Append(cols)) => self.answer(cols),
+            (None, FeedChange::Append(cols)) => Ok(self.answer(cols)?.map(|rows| Answer { rows, removed: None })),
             (None, _) | (Some(_), FeedChange::Drop) => Ok(None),
-            (Some((_, seen)), _) => {
-                let r = self.engine.execute(&self.sql)?;
-                let now = rows_of(&r);
-                let mut seen = seen.lock().unwrap_or_else(|e| e.into_inner());
-                let b = r.batch();
-                let fresh: Vec<u32> =
-                    (0..b.rows).filter(|&i| !seen.contains(&row_text(&b, i))).map(|i| i as u32).collect();
-                *seen = now;
-                Ok((!fresh.is_empty()).then(|| QueryResult::rows(r.fields.clone(), b.take(&fresh))))
+            (Some((_, last)), _) => {
+                let now = Answered::of(self.engine.execute(&self.sql)?);
+                let mut last = last.lock().unwrap_or_else(|e| e.into_inner());
+                let answer = difference(last.as_ref(), &now);
+                *last = Some(now);
+                Ok(answer)
             }
         }
     }
@@ -171,10 +198,34 @@ impl Subscription {
     }
 }
 
-/// Every row of `r` as text (the identity a view's rows are compared by).
-fn rows_of(r: &QueryResult) -> HashSet<String> {
-    let b = r.batch();
-    (0..b.rows).map(|i| row_text(&b, i)).collect()
+/// The rows of `now` that `last` lacks, and those of `last` that `now` lacks (as many times
+/// as a row is repeated); `None` when the answers are the same.
+fn difference(last: Option<&Answered>, now: &Answered) -> Option<Answer> {
+    fn missing<'a>(texts: &'a [String], other: &'a [String]) -> Vec<u32> {
+        let mut left: HashMap<&str, usize> = HashMap::new();
+        other.iter().for_each(|t| *left.entry(t.as_str()).or_default() += 1);
+        let mut out = Vec::new();
+        for (i, t) in texts.iter().enumerate() {
+            match left.get_mut(t.as_str()) {
+                Some(n) if *n > 0 => *n -= 1,
+                _ => out.push(i as u32),
+            }
+        }
+        out
+    }
+    let b = now.result.batch();
+    let (fresh, gone) = match last {
+        None => ((0..b.rows as u32).collect(), Vec::new()),
+        Some(l) => (missing(&now.texts, &l.texts), missing(&l.texts, &now.texts)),
+    };
+    if fresh.is_empty() && gone.is_empty() {
+        return None;
+    }
+    let rows = QueryResult::rows(now.result.fields.clone(), b.take(&fresh));
+    let removed = last
+        .filter(|_| !gone.is_empty())
+        .map(|l| QueryResult::rows(l.result.fields.clone(), l.result.batch().take(&gone)));
+    Some(Answer { rows, removed })
 }
 
 fn row_text(b: &crate::eval::Batch, i: usize) -> String {
