@@ -137,14 +137,7 @@ fn run_chunks(ctx: &ExecContext, plan: &Plan) -> Result<Vec<Batch>> {
 fn chunks_node(ctx: &ExecContext, plan: &Plan) -> Result<(&'static str, Vec<Batch>)> {
     Ok(match plan {
         Plan::Scan { table, columns, range } => {
-            let us = scan::units(table, range);
-            if us.len() < 2 {
-                return Ok(("Scan", vec![scan::pieces_batch(table, columns, &us.iter().collect::<Vec<_>>())?]));
-            }
-            // Whole large partitions and whole packs shared as they are, runs of small
-            // partitions copied together.
-            let batch = |run: &[scan::Unit]| scan::pieces_batch(table, columns, &run.iter().collect::<Vec<_>>());
-            ("Scan", bundle::output_runs(&us).into_iter().map(batch).collect::<Result<_>>()?)
+            ("Scan", per_run(table, range, |run| scan::pieces_batch(table, columns, run))?)
         }
         // Row-local expressions are evaluated batch by batch; a column reference shares its
         // input's column.
@@ -229,14 +222,22 @@ fn filtered_scan(
     range: &crate::plan::ScanRange,
     pred: &BExpr,
 ) -> Result<Vec<Batch>> {
+    per_run(table, range, |run| scan_filter::filtered_run(ctx, table, columns, run, pred))
+}
+
+/// `batch` of each output run of the units a scan of `table` over `range` reads
+/// ([`bundle::output_runs`]: whole large partitions and whole packs alone, runs of small
+/// partitions together); one batch of no unit when there is none.
+fn per_run(
+    table: &zepto_storage::Table,
+    range: &crate::plan::ScanRange,
+    batch: impl Fn(&[&scan::Unit]) -> Result<Batch>,
+) -> Result<Vec<Batch>> {
     let us = scan::units(table, range);
-    let all: Vec<&scan::Unit> = us.iter().collect();
-    if us.len() < 2 {
-        return Ok(vec![scan_filter::filtered_run(ctx, table, columns, &all, pred)?]);
+    if us.is_empty() {
+        return Ok(vec![batch(&[])?]);
     }
-    let run =
-        |run: &[scan::Unit]| scan_filter::filtered_run(ctx, table, columns, &run.iter().collect::<Vec<_>>(), pred);
-    bundle::output_runs(&us).into_iter().map(run).collect()
+    bundle::output_runs(&us).into_iter().map(|run| batch(&run.iter().collect::<Vec<_>>())).collect()
 }
 
 /// A `Filter` node's rows as one batch: fused with the scan under it when there is one.

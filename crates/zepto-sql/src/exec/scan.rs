@@ -6,7 +6,7 @@
 use super::{Batch, ExecContext};
 use crate::error::{Result, SqlError};
 use crate::plan::physical::ScanShape;
-use crate::plan::ScanRange;
+use crate::plan::{BExpr, ScanRange};
 use std::convert::Infallible;
 use std::ops::Range;
 use std::sync::Arc;
@@ -229,7 +229,7 @@ impl ScanShape<'_> {
         for (k, pred) in self.filters.iter().enumerate() {
             let mut need: Vec<bool> = (0..b.columns.len()).map(|c| self.gathers(c)).collect();
             for later in &self.filters[k + 1..] {
-                later.for_each_col(&mut |c| need[c] = true);
+                mark_reads(later, &mut need);
             }
             let m = super::eval::eval(ctx, pred, &b)?;
             let idx = super::mask_indices(&m);
@@ -238,7 +238,7 @@ impl ScanShape<'_> {
             }
             let gather = |(c, &n): (&Arc<Column>, &bool)| match n {
                 true => Arc::new(c.take(&idx)),
-                false => Arc::new(Column::nulls(zepto_storage::DataType::Null, idx.len())),
+                false => unread(idx.len()),
             };
             b = Batch::shared(b.columns.iter().zip(&need).map(gather).collect(), idx.len());
         }
@@ -334,18 +334,39 @@ pub fn pieces_batch<S: ScanPart>(table: &Table, columns: &[usize], ps: &[&S]) ->
         _ => {
             let rows = ps.iter().map(|p| p.rows()).sum();
             let spans = column_spans(ps, columns);
-            let cols = columns
-                .iter()
-                .zip(&spans)
-                // The key from the pieces' codes, unless packs make it a few spans to copy.
-                .map(|(&j, spans)| match (spans.len() == ps.len()).then(|| key_codes(table, j, ps, rows)).flatten() {
-                    Some(keys) => Ok(Arc::new(keys)),
-                    None => Column::concat_ranges(spans).map(Arc::new).map_err(SqlError::Internal),
-                })
-                .collect::<Result<Vec<_>>>()?;
-            Ok(Batch::shared(cols, rows))
+            let cols = columns.iter().zip(&spans).map(|(&j, s)| span_column(table, j, s, ps, rows));
+            Ok(Batch::shared(cols.collect::<Result<Vec<_>>>()?, rows))
         }
     }
+}
+
+/// Column `j` of pieces `ps` (`rows` in all), stored as `spans`, copied into one column: the
+/// key from the pieces' codes, unless packs make it a few spans to copy.
+pub fn span_column<S: ScanPart>(
+    table: &Table,
+    j: usize,
+    spans: &[(&Column, Range<usize>)],
+    ps: &[&S],
+    rows: usize,
+) -> Result<Arc<Column>> {
+    match (spans.len() == ps.len()).then(|| key_codes(table, j, ps, rows)).flatten() {
+        Some(keys) => Ok(Arc::new(keys)),
+        None => Column::concat_ranges(spans).map(Arc::new).map_err(SqlError::Internal),
+    }
+}
+
+/// Mark in `reads` the columns (positions in a batch) `pred` reads.
+pub fn mark_reads(pred: &BExpr, reads: &mut [bool]) {
+    pred.for_each_col(&mut |c| {
+        if let Some(r) = reads.get_mut(c) {
+            *r = true;
+        }
+    });
+}
+
+/// A stand-in for a column of `rows` rows nothing after this point reads: untyped NULLs.
+pub fn unread(rows: usize) -> Arc<Column> {
+    Arc::new(Column::nulls(zepto_storage::DataType::Null, rows))
 }
 
 /// Per column of `columns`, where the rows of `ps` live, one after another: every column's spans

@@ -12,7 +12,7 @@
 //! A `Filter` directly over a `Scan` runs so whenever its predicate is row-local
 //! ([`BExpr::is_row_local`]); EXPLAIN prints it on the Filter line.
 
-use super::scan::{column_spans, pieces_batch, ScanPart};
+use super::scan::{column_spans, mark_reads, pieces_batch, span_column, unread, ScanPart};
 use super::{mask_indices, Batch, ExecContext};
 use crate::error::{Result, SqlError};
 use crate::plan::BExpr;
@@ -34,34 +34,26 @@ pub fn filtered_run<S: ScanPart>(
         return Ok(b.filter(&*super::eval::eval(ctx, pred, &b)?));
     }
     let mut reads = vec![false; columns.len()];
-    pred.for_each_col(&mut |c| {
-        if let Some(r) = reads.get_mut(c) {
-            *r = true;
-        }
-    });
+    mark_reads(pred, &mut reads);
     let rows: usize = ps.iter().map(|p| p.rows()).sum();
     let spans = column_spans(ps, columns);
+    let whole = |(&j, s): (&usize, &Vec<_>)| span_column(table, j, s, ps, rows);
     // The predicate's columns whole; the others untyped NULL placeholders it never reads.
-    let probe = spans
-        .iter()
-        .zip(&reads)
-        .map(|(s, &read)| match read {
-            true => Column::concat_ranges(s).map(Arc::new).map_err(SqlError::Internal),
-            false => Ok(Arc::new(Column::nulls(DataType::Null, rows))),
-        })
+    let probe = (columns.iter().zip(&spans).zip(&reads))
+        .map(|(c, &read)| if read { whole(c) } else { Ok(unread(rows)) })
         .collect::<Result<Vec<_>>>()?;
     let probe = Batch::shared(probe, rows);
     let kept = mask_indices(&*super::eval::eval(ctx, pred, &probe)?);
-    if kept.len() == rows {
-        return pieces_batch(table, columns, ps);
-    }
+    let every = kept.len() == rows;
     let cols = columns
         .iter()
         .zip(&spans)
         .zip(probe.columns.iter().zip(&reads))
-        .map(|((&j, s), (c, &read))| match read {
-            true => Ok(Arc::new(c.take(&kept))),
-            false => gather_spans(table.schema().columns[j].data_type, s, &kept).map(Arc::new),
+        .map(|(c, (probed, &read))| match (read, every) {
+            (true, true) => Ok(probed.clone()),
+            (true, false) => Ok(Arc::new(probed.take(&kept))),
+            (false, true) => whole(c),
+            (false, false) => gather_spans(table.schema().columns[*c.0].data_type, c.1, &kept).map(Arc::new),
         })
         .collect::<Result<Vec<_>>>()?;
     Ok(Batch::shared(cols, kept.len()))
