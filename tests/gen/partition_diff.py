@@ -10,7 +10,8 @@ many of a few rows (run a bundle at a time, as with 100k symbols) beside some of
 are distinct inside a symbol, so first/last and ROWS frames have one answer. Queries group by
 the partition key alone, with a time bucket (runs), with another column (hashing), under
 filters on values and on time ranges (pieces cut mid-partition), select rows under those
-filters (a filter over a scan runs fused with it), run window functions
+filters (a filter over a scan runs fused with it), take the newest or oldest time buckets of
+a GROUP BY with a LIMIT (aggregated from that end first), run window functions
 partitioned by the key, and ASOF and WINDOW JOIN p<k> with q<k> (its own size mix; some
 symbols on one side only) partition by partition. DuckDB answers each.
 
@@ -117,6 +118,23 @@ def queries(rng, k):
         # others gathered at the kept rows), and a filter on a column not selected.
         (f"SELECT * FROM {t}{w}",) * 2,
         (f"SELECT size, ts, sym FROM {t} WHERE price < {rng.randrange(20, 480)}{w.replace(' WHERE', ' AND (', 1) + ')' if w else ''}",) * 2,
+    ] + bucket_topn(rng, t, w)
+
+
+def bucket_topn(rng, t, w):
+    """The newest (or oldest) time buckets of a GROUP BY with a LIMIT: aggregated from the
+    newest rows first, the window widened until the limit is met. Times are whole
+    milliseconds: buckets of 1 ms put every row on a bucket's first instant."""
+    n = rng.choice([1, 3, 10, 60])
+    width = rng.choice(["1 millisecond", "1 second", "1 minute", "15 minutes"])
+    bucket_z, bucket_d = f"xbar(INTERVAL '{width}', ts)", f"time_bucket(INTERVAL '{width}', ts)"
+    trunc = "date_trunc('minute', ts)"
+    return [
+        (f"SELECT {bucket_z} AS b, max(price) AS hi, count(*) AS n FROM {t}{w} GROUP BY b ORDER BY b DESC LIMIT {n}",
+         f"SELECT {bucket_d} AS b, max(price) AS hi, count(*) AS n FROM {t}{w} GROUP BY b ORDER BY b DESC LIMIT {n}"),
+        (f"SELECT {trunc} AS m, sum(size) AS v FROM {t}{w} GROUP BY m HAVING count(*) > 2 ORDER BY m LIMIT {n}",) * 2,
+        (f"SELECT {bucket_z} AS b, sym, sum(size) AS v FROM {t}{w} GROUP BY b, sym ORDER BY b DESC, sym LIMIT {n}",
+         f"SELECT {bucket_d} AS b, sym, sum(size) AS v FROM {t}{w} GROUP BY b, sym ORDER BY b DESC, sym LIMIT {n}"),
     ]
 
 

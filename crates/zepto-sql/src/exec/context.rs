@@ -185,6 +185,23 @@ impl ExecContext {
     }
 }
 
+impl ExecContext {
+    /// Move what the run recorded for the nodes of `ran` (a copy of `node`'s subtree, as an
+    /// operator rewrote it to run) to the nodes of `node`, which EXPLAIN ANALYZE prints.
+    pub(crate) fn adopt(&self, ran: &Plan, node: &Plan) {
+        let Some(p) = &self.profile else { return };
+        let mut map = p.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut pairs = vec![(ran, node)];
+        while let Some((r, n)) = pairs.pop() {
+            if let Some(stats) = map.remove(&key(r)) {
+                map.insert(key(n), stats);
+            }
+            debug_assert_eq!(r.inputs().len(), n.inputs().len(), "a copy has the same shape");
+            pairs.extend(r.inputs().into_iter().zip(n.inputs()));
+        }
+    }
+}
+
 fn key(node: &Plan) -> usize {
     node as *const Plan as usize
 }

@@ -7,6 +7,7 @@ pub mod aggregate;
 mod ann;
 pub mod asof;
 mod asof_walk;
+mod bucket_topn;
 mod bundle;
 pub mod context;
 pub mod eval;
@@ -240,6 +241,29 @@ fn per_run(
     bundle::output_runs(&us).into_iter().map(|run| batch(&run.iter().collect::<Vec<_>>())).collect()
 }
 
+/// A `Sort` node's rows, the way the planner chose to sort them.
+fn sort_node(
+    ctx: &ExecContext,
+    input: &Plan,
+    keys: &[crate::plan::SortKey],
+    limit: Option<usize>,
+    how: &SortHow,
+) -> Result<(&'static str, Batch)> {
+    Ok(match (how, limit) {
+        (SortHow::Ann(a), _) => {
+            let b = ann_input(ctx, input, a)?;
+            let perm = sort::sort_indices(ctx, &b, keys, limit)?;
+            ("AnnTopN", b.take(&perm))
+        }
+        (SortHow::Buckets(b), Some(k)) => ("BucketTopN", bucket_topn::top(ctx, input, keys, k, b)?),
+        (SortHow::Full | SortHow::Buckets(_), _) => {
+            let b = run(ctx, input)?;
+            let perm = sort::sort_indices(ctx, &b, keys, limit)?;
+            (if limit.is_some() { "TopN" } else { "Sort" }, b.take(&perm))
+        }
+    })
+}
+
 /// A `Filter` node's rows as one batch: fused with the scan under it when there is one.
 fn filter_node(ctx: &ExecContext, input: &Plan, pred: &BExpr) -> Result<Batch> {
     match input {
@@ -346,16 +370,7 @@ fn execute_node(ctx: &ExecContext, plan: &Plan) -> Result<(&'static str, Batch)>
                 }
             }
         }
-        Plan::Sort { input, keys, limit, how: SortHow::Ann(a) } => {
-            let b = ann_input(ctx, input, a)?;
-            let perm = sort::sort_indices(ctx, &b, keys, *limit)?;
-            ("AnnTopN", b.take(&perm))
-        }
-        Plan::Sort { input, keys, limit, how: SortHow::Full } => {
-            let b = run(ctx, input)?;
-            let perm = sort::sort_indices(ctx, &b, keys, *limit)?;
-            (if limit.is_some() { "TopN" } else { "Sort" }, b.take(&perm))
-        }
+        Plan::Sort { input, keys, limit, how } => sort_node(ctx, input, keys, *limit, how)?,
         Plan::Limit { input, offset, limit, from_end } => {
             let b = run(ctx, input)?;
             let (offset, limit) = if *from_end { from_start(b.rows, *offset, *limit) } else { (*offset, *limit) };

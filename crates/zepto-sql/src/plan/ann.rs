@@ -26,6 +26,9 @@ pub enum SortHow {
     Full,
     /// The first `limit` rows by a vector distance, among the candidates an index finds.
     Ann(AnnSearch),
+    /// The first `limit` rows by a time bucket of an aggregate, from the newest (or oldest)
+    /// rows aggregated first ([`super::bucket_topn`]).
+    Buckets(super::bucket_topn::BucketTopN),
 }
 
 /// An index search the planner chose (see the module docs).

@@ -10,6 +10,7 @@
 mod ann;
 pub(crate) mod bind_expr;
 pub mod binder;
+pub mod bucket_topn;
 mod catalog_functions;
 mod cost;
 pub mod dist;
@@ -486,6 +487,7 @@ impl Plan {
             Plan::AsofJoin { how: AsofHow::PartitionMerge, .. } => "AsofMergeJoin",
             Plan::AsofJoin { how: AsofHow::KeySearch, .. } => "AsofSearchJoin",
             Plan::Sort { how: SortHow::Ann(_), .. } => "AnnTopN",
+            Plan::Sort { how: SortHow::Buckets(_), .. } => "BucketTopN",
             Plan::Sort { limit: Some(_), .. } => "TopN",
             Plan::Sort { .. } => "Sort",
             Plan::Limit { .. } => "Limit",
@@ -555,6 +557,9 @@ impl Plan {
                 format!("{}keys={} on {cond}{tol}{more} ({how})", outer.sql(), left_keys.len())
             }
             Plan::Sort { how: SortHow::Ann(a), limit: Some(l), .. } => format!("{} limit={l}", a.describe()),
+            Plan::Sort { how: SortHow::Buckets(b), keys, limit: Some(l), .. } => {
+                format!("keys={} limit={l} {}", keys.len(), b.describe())
+            }
             Plan::Sort { keys, limit: Some(l), .. } => format!("keys={} limit={l}", keys.len()),
             Plan::Sort { keys, .. } => format!("keys={}", keys.len()),
             Plan::Limit { offset, limit, from_end: false, .. } => format!("offset={offset} limit={limit:?}"),

@@ -21,6 +21,8 @@
 //! - ORDER BY a vector distance to a constant with a LIMIT ([`super::SortHow`]): from the
 //!   candidates an HNSW index of the scanned column finds, when its metric is the distance's
 //!   and the session allows it (`SET ann = off` does not); else a sort of the whole input.
+//! - ORDER BY a time bucket of a GROUP BY with a LIMIT ([`super::bucket_topn`]): the newest
+//!   (or oldest) rows aggregated first, the window widened until the limit is met.
 //!
 //! Plans reach the executor only as a [`PhysicalPlan`], which only [`plan`] makes.
 
@@ -155,7 +157,11 @@ fn choose(p: Plan, settings: &crate::settings::Settings) -> Plan {
         }
         Plan::Sort { input, keys, limit, .. } => {
             let ann = if settings.ann() { super::ann::choose(&input, &keys, limit) } else { None };
-            let how = ann.map_or(super::SortHow::Full, super::SortHow::Ann);
+            let how = match ann {
+                Some(a) => super::SortHow::Ann(a),
+                None => super::bucket_topn::choose(&input, &keys, limit)
+                    .map_or(super::SortHow::Full, super::SortHow::Buckets),
+            };
             Plan::Sort { input, keys, limit, how }
         }
         Plan::Latest { input, keys, ts, .. } => {
