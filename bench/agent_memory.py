@@ -22,7 +22,7 @@ import sys
 import tempfile
 import time
 
-from served import Server
+from served import Server, pct
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -59,8 +59,7 @@ def timed(n, f):
         t0 = time.perf_counter()
         f(i)
         t.append((time.perf_counter() - t0) * 1e6)
-    t.sort()
-    return {"p50_us": round(t[len(t) // 2]), "p95_us": round(t[int(len(t) * 0.95)])}
+    return {"p50_us": round(pct(t, 50)), "p95_us": round(pct(t, 95))}
 
 
 def main():

@@ -18,13 +18,12 @@
 
 Standard library only. Prints progress to stderr and one JSON object to stdout.
 """
-import argparse, json, os, subprocess, sys, tempfile, threading, time
+import argparse, json, os, sys, tempfile, threading, time
 
-from served import Server, free_port_pair
+from served import Server, kafka
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.path.join(ROOT, "target", "release", "zeptodb")
-BROKER = os.path.join(ROOT, "tests", "kafka", "broker.sh")
 
 
 class Node(Server):
@@ -116,10 +115,7 @@ def main():
         out["local_rss_mib"] = round(local.rss_mib(), 1)
         local.stop()
 
-        port = free_port_pair(); kdir = os.path.join(tmp, "kafka")
-        env = dict(os.environ, KAFKA_PARTITIONS=str(a.partitions))
-        subprocess.run([BROKER, "start", kdir, str(port)], check=True, env=env, stdout=subprocess.DEVNULL)
-        try:
+        with kafka(tmp, a.partitions) as port:
             data = os.path.join(tmp, "node")
             args = ["--cluster", f"127.0.0.1:{port}", "--cluster-topic", "bench", "--node-id", "bench"]
             node = Node(data, *args)
@@ -150,8 +146,6 @@ def main():
             for n in [int(x) for x in a.nodes.split(",") if x.strip()]:
                 print(f"{n} nodes ...", file=sys.stderr, flush=True)
                 out[f"nodes_{n}"] = scale(n, port, tmp, a)
-        finally:
-            subprocess.run([BROKER, "stop", kdir], check=False)
     print(json.dumps(out, indent=1))
 
 

@@ -15,7 +15,7 @@ RSS. Both sides' answers are checked to have the same row count.
 
 Prints progress to stderr and one JSON object to stdout.
 """
-import argparse, json, os, statistics, subprocess, sys, tempfile, time
+import argparse, json, os, statistics, sys, tempfile, time
 
 import pyarrow as pa
 
@@ -23,11 +23,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "harness"))
 import gen_data  # noqa: E402  (the peer benchmark's data generator)
 from peers import ZEPTO_DDL, ZEPTO_SQL  # noqa: E402  (the peer benchmark's queries)
-from served import Server, free_port_pair  # noqa: E402
+from served import Server, kafka  # noqa: E402
 
 ROOT = os.path.dirname(HERE)
 BIN = os.path.join(ROOT, "target", "release", "zeptodb")
-BROKER = os.path.join(ROOT, "tests", "kafka", "broker.sh")
 QUERIES = ["Q1", "Q2", "Q3a", "Q3b", "Q4", "Q5", "Q6", "Q7"]
 
 
@@ -88,42 +87,39 @@ def main():
     trades, quotes = gen_data.generate(a.rows)
     out = {"rows": a.rows, "nodes": a.nodes, "partitions": a.partitions, "queries": {}}
     with tempfile.TemporaryDirectory() as tmp:
-        port = free_port_pair(); kdir = os.path.join(tmp, "kafka")
-        env = dict(os.environ, KAFKA_PARTITIONS=str(a.partitions))
-        subprocess.run([BROKER, "start", kdir, str(port)], check=True, env=env, stdout=subprocess.DEVNULL)
-        servers = []
-        try:
-            single = Server(BIN, os.path.join(tmp, "single"))
-            servers.append(single)
-            nodes = []
-            for i in range(a.nodes):
-                args = ["--cluster", f"127.0.0.1:{port}", "--cluster-topic", "q", "--node-id", f"n{i}"]
-                nodes.append(Server(BIN, os.path.join(tmp, f"n{i}"), *args))
-                servers.append(nodes[-1])
-            for s in [single] + nodes:
-                for t in ("trades", "quotes"):
-                    s.request("POST", "/", ZEPTO_DDL[t])
-            print(f"loading {a.rows} trades and quotes ...", file=sys.stderr, flush=True)
-            for name, table in (("trades", trades), ("quotes", quotes)):
-                load([single], name, table)
-                t0 = time.time()
-                load(nodes, name, table)
-                wait_rows(nodes[0], name, table.num_rows)
-                out[f"cluster_{name}_load_s"] = round(time.time() - t0, 2)
-            for q in QUERIES:
-                one, n1 = timed(single, ZEPTO_SQL[q], a.iters)
-                many, n2 = timed(nodes[0], ZEPTO_SQL[q], a.iters)
-                if n1 != n2:
-                    sys.exit(f"{q}: {n1} rows on one node, {n2} on the cluster")
-                out["queries"][q] = {"single_ms": round(one, 2), "cluster_ms": round(many, 2),
-                                     "ratio": round(many / one, 2), "rows": n1}
-                print(f"  {q}: single {one:.1f} ms, cluster {many:.1f} ms ({many / one:.2f}x)", file=sys.stderr, flush=True)
-            out["single_rss_mib"] = round(single.rss_mib(), 1)
-            out["node_rss_mib"] = [round(n.rss_mib(), 1) for n in nodes]
-        finally:
-            for s in servers:
-                s.stop()
-            subprocess.run([BROKER, "stop", kdir], check=False)
+        with kafka(tmp, a.partitions) as port:
+            servers = []
+            try:
+                single = Server(BIN, os.path.join(tmp, "single"))
+                servers.append(single)
+                nodes = []
+                for i in range(a.nodes):
+                    args = ["--cluster", f"127.0.0.1:{port}", "--cluster-topic", "q", "--node-id", f"n{i}"]
+                    nodes.append(Server(BIN, os.path.join(tmp, f"n{i}"), *args))
+                    servers.append(nodes[-1])
+                for s in [single] + nodes:
+                    for t in ("trades", "quotes"):
+                        s.request("POST", "/", ZEPTO_DDL[t])
+                print(f"loading {a.rows} trades and quotes ...", file=sys.stderr, flush=True)
+                for name, table in (("trades", trades), ("quotes", quotes)):
+                    load([single], name, table)
+                    t0 = time.time()
+                    load(nodes, name, table)
+                    wait_rows(nodes[0], name, table.num_rows)
+                    out[f"cluster_{name}_load_s"] = round(time.time() - t0, 2)
+                for q in QUERIES:
+                    one, n1 = timed(single, ZEPTO_SQL[q], a.iters)
+                    many, n2 = timed(nodes[0], ZEPTO_SQL[q], a.iters)
+                    if n1 != n2:
+                        sys.exit(f"{q}: {n1} rows on one node, {n2} on the cluster")
+                    out["queries"][q] = {"single_ms": round(one, 2), "cluster_ms": round(many, 2),
+                                         "ratio": round(many / one, 2), "rows": n1}
+                    print(f"  {q}: single {one:.1f} ms, cluster {many:.1f} ms ({many / one:.2f}x)", file=sys.stderr, flush=True)
+                out["single_rss_mib"] = round(single.rss_mib(), 1)
+                out["node_rss_mib"] = [round(n.rss_mib(), 1) for n in nodes]
+            finally:
+                for s in servers:
+                    s.stop()
     print(json.dumps(out, indent=1))
 
 

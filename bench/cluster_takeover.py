@@ -16,13 +16,12 @@
 
 Standard library only. Prints progress to stderr and one JSON object to stdout.
 """
-import argparse, json, os, random, subprocess, sys, tempfile, time
+import argparse, json, os, random, sys, tempfile, time
 
-from served import Server, free_port_pair
+from served import Server, kafka
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.path.join(ROOT, "target", "release", "zeptodb")
-BROKER = os.path.join(ROOT, "tests", "kafka", "broker.sh")
 DAY = 86_400_000_000_000
 
 
@@ -64,13 +63,10 @@ def main():
     out = {"rows": a.rows, "batch": a.batch, "symbols": a.symbols, "partitions": a.partitions}
     now = time.time_ns()
     with tempfile.TemporaryDirectory() as tmp:
-        port = free_port_pair(); kdir = os.path.join(tmp, "kafka")
-        env = dict(os.environ, KAFKA_PARTITIONS=str(a.partitions))
-        subprocess.run([BROKER, "start", kdir, str(port)], check=True, env=env, stdout=subprocess.DEVNULL)
-        shared = os.path.join(tmp, "shared")
-        common = ["--cluster", f"127.0.0.1:{port}", "--cluster-topic", "takeover", "--tier-after", "1d"]
-        with_shared = common + ["--shared-history", shared, "--seal-every", "2s"]
-        try:
+        with kafka(tmp, a.partitions) as port:
+            shared = os.path.join(tmp, "shared")
+            common = ["--cluster", f"127.0.0.1:{port}", "--cluster-topic", "takeover", "--tier-after", "1d"]
+            with_shared = common + ["--shared-history", shared, "--seal-every", "2s"]
             a_node = Server(BIN, os.path.join(tmp, "a"), *with_shared, "--node-id", "a")
             print("ingest ...", file=sys.stderr, flush=True)
             t0 = time.time()
@@ -103,8 +99,6 @@ def main():
             out["replay_log_s"] = round(time.time() - t0, 2)
             out["replay_log_rss_mib"] = round(c_node.rss_mib(), 1)
             c_node.stop()
-        finally:
-            subprocess.run([BROKER, "stop", kdir], check=False)
     print(json.dumps(out, indent=1))
 
 

@@ -10,7 +10,6 @@ Needs pyarrow and adbc-driver-flightsql (python/requirements-test.txt).
 """
 import argparse
 import json
-import socket
 import statistics
 import sys
 import tempfile
@@ -19,19 +18,13 @@ import time
 import adbc_driver_flightsql.dbapi as flight_sql
 import pyarrow as pa
 
-from served import Server
+from served import Server, free_port
 
 QUERIES = {
     "all 1M rows": "SELECT * FROM trades",
     "one symbol": "SELECT * FROM trades WHERE sym = 'S001'",
     "vwap by sym": "SELECT sym, vwap(price, size), count(*) FROM trades GROUP BY sym",
 }
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def timed(f, reps):

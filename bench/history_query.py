@@ -18,7 +18,6 @@ import json
 import os
 import resource
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -30,6 +29,8 @@ import duckdb
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 GEN = os.path.join(HERE, "harness", "gen_data.py")
+sys.path.insert(0, HERE)
+from served import Server, rss_mib  # noqa: E402
 
 QUERIES = {
     "all days, by symbol": "SELECT sym, count(*) AS n, avg(price) AS px, sum(size) AS vol FROM trades GROUP BY sym ORDER BY sym",
@@ -48,26 +49,10 @@ DUCK = {
 }
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
-
-
 def post(port, sql):
     req = urllib.request.Request(f"http://127.0.0.1:{port}/query", data=sql.encode(), method="POST")
     with urllib.request.urlopen(req, timeout=600) as r:
         return json.loads(r.read())
-
-
-def rss_hwm_kb(pid):
-    with open(f"/proc/{pid}/status") as fh:
-        for line in fh:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1])
-    return 0
 
 
 def main():
@@ -104,16 +89,9 @@ def main():
         size = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(os.path.join(data, "history")) for f in fs)
         print(f"history: {nfiles} files, {size / 2**20:.0f} MiB")
 
-        port = free_port()
-        srv = subprocess.Popen([a.bin, "serve", "--data-dir", data, "--http", f"127.0.0.1:{port}"],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        for _ in range(600):
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/ping", timeout=1)
-                break
-            except OSError:
-                time.sleep(0.1)
-        rss_idle = rss_hwm_kb(srv.pid)
+        srv = Server(a.bin, data, access_log="-")  # the access log on, as `serve` has it by default
+        port = srv.port
+        rss_idle = rss_mib(srv.pid, "VmHWM")
         con = duckdb.connect()
         con.execute(f"CREATE VIEW trades AS SELECT * FROM read_parquet('{files}', hive_partitioning = true)")
         print(f"\n{'query':40} {'zeptodb ms':>11} {'duckdb ms':>10} {'duck/zepto':>10}")
@@ -132,12 +110,11 @@ def main():
                 sys.exit(f"{name}: zeptodb {zr['rows']} rows, duckdb {len(dr)}")
             zm, dm = statistics.median(z) * 1e3, statistics.median(d) * 1e3
             print(f"{name:40} {zm:11.1f} {dm:10.1f} {dm / zm:10.2f}")
-        print(f"\npeak RSS: zeptodb server {rss_hwm_kb(srv.pid) / 1024:.0f} MiB (after start {rss_idle / 1024:.0f}); "
+        print(f"\npeak RSS: zeptodb server {rss_mib(srv.pid, 'VmHWM'):.0f} MiB (after start {rss_idle:.0f}); "
               f"duckdb process {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
     finally:
         if srv:
-            srv.terminate()
-            srv.wait()
+            srv.stop()
         shutil.rmtree(tmp, ignore_errors=True)
 
 

@@ -23,43 +23,23 @@ import time
 import urllib.error
 import urllib.request
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import served  # noqa: E402
+
 LIMIT_MB = 512
 MiB = 1 << 20
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+class Server(served.Server):
+    """`zeptodb serve --data-dir D --query-timeout 8 --query-memory-mb 512`, its log appended to
+    server.log beside D (case 8 reads what recovery said there)."""
 
-
-class Server:
     def __init__(self, binary, data_dir, extra=()):
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        args = [binary, "serve", "--http", f"127.0.0.1:{self.port}", "--data-dir", data_dir,
-                "--query-timeout", "8", "--query-memory-mb", str(LIMIT_MB), "--access-log", "off", *extra]
-        self.log = open(os.path.join(os.path.dirname(data_dir), "server.log"), "ab")
-        self.proc = subprocess.Popen(args, stdout=self.log, stderr=self.log)
-        for _ in range(400):
-            try:
-                urllib.request.urlopen(self.url + "/ping", timeout=1)
-                return
-            except Exception:
-                if self.proc.poll() is not None:
-                    raise SystemExit(f"server exited at start: {self.proc.returncode}")
-                time.sleep(0.05)
-        raise SystemExit("server did not start")
-
-    def status(self, field):
-        with open(f"/proc/{self.proc.pid}/status") as f:
-            for line in f:
-                if line.startswith(field):
-                    return int(line.split()[1]) * 1024
-        return 0
+        super().__init__(binary, data_dir, "--query-timeout", "8", "--query-memory-mb", str(LIMIT_MB), *extra,
+                         log=os.path.join(os.path.dirname(data_dir), "server.log"))
 
     def reset_peak(self):
-        with open(f"/proc/{self.proc.pid}/clear_refs", "w") as f:
+        with open(f"/proc/{self.pid}/clear_refs", "w") as f:
             f.write("5")
 
     def up(self):
@@ -71,11 +51,7 @@ class Server:
             return False
 
     def stop(self):
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
+        super().stop(timeout=30)
 
 
 def post(url, path, body, timeout=60, ctype="text/plain"):
@@ -116,7 +92,7 @@ def run_case(srv, name, fn, rows):
     secs = time.monotonic() - t0
     rows.append({
         "case": name, "answer": answer, "seconds": round(secs, 2), "up": srv.up(),
-        "rss_mib": srv.status("VmRSS:") // MiB, "peak_mib": srv.status("VmHWM:") // MiB,
+        "rss_mib": int(srv.rss_mib()), "peak_mib": int(srv.rss_mib("VmHWM")),
     })
     print(f"{name}: {answer} in {secs:.2f} s, up={rows[-1]['up']}, RSS {rows[-1]['rss_mib']} MiB, "
           f"peak {rows[-1]['peak_mib']} MiB", flush=True)
@@ -147,7 +123,7 @@ def cases(srv, data_dir):
         return (time.monotonic() - t0) * 1000
 
     def flood():
-        idle = sorted(ilp_ms(i) for i in range(50))
+        idle = [ilp_ms(i) for i in range(50)]
         # The heavy clients are processes of their own (so the ILP timings below never wait for
         # this interpreter's GIL) at the lowest priority (so on 2 cores they do not starve the
         # measuring client itself: the server's threads are what is measured).
@@ -163,10 +139,9 @@ def cases(srv, data_dir):
             lat.append(ilp_ms(100 + i))
             time.sleep(0.02)
         done = [p.communicate()[0].strip() for p in procs]
-        lat.sort()
         codes = {c: done.count(c) for c in set(done)}
-        return (f"24 x 3.4 MB IN lists {codes}; ILP ack p50/max {lat[len(lat) // 2]:.1f}/{lat[-1]:.1f} ms "
-                f"(idle {idle[len(idle) // 2]:.1f}/{idle[-1]:.1f} ms)")
+        return (f"24 x 3.4 MB IN lists {codes}; ILP ack p50/max {served.pct(lat, 50):.1f}/{max(lat):.1f} ms "
+                f"(idle {served.pct(idle, 50):.1f}/{max(idle):.1f} ms)")
 
     yield "6 24 heavy queries beside ILP writes", flood
     yield "9a COPY FROM a missing file", lambda: one("COPY t FROM '/nonexistent/x.csv'")
@@ -183,8 +158,7 @@ def flipped_record(binary, work):
     srv = Server(binary, data, ["--checkpoint-mb", "0"])
     post(srv.url, "/", "CREATE TABLE f (a BIGINT)")
     post(srv.url, "/", "INSERT INTO f VALUES (1), (2), (3)")
-    srv.proc.kill()
-    srv.proc.wait()
+    srv.kill()
     segs = sorted(os.path.join(r, f) for r, _, fs in os.walk(os.path.join(data, "wal")) for f in fs)
     with open(segs[-1], "r+b") as f:
         f.seek(-5, os.SEEK_END)
@@ -211,7 +185,7 @@ def main():
         data = os.path.join(work, "main", "data")
         os.makedirs(data)
         srv = Server(a.bin, data)
-        base = srv.status("VmRSS:") // MiB
+        base = int(srv.rss_mib())
         print(f"server up, RSS {base} MiB, --query-memory-mb {LIMIT_MB}", flush=True)
         for name, fn in cases(srv, data):
             run_case(srv, name, fn, rows)

@@ -15,7 +15,7 @@ Measures (loopback only, every run bounded in time):
   * server RSS with 4096 idle keep-alive connections, per connection.
 
 Needs wrk (Debian: apt-get install wrk), oha (cargo install oha) and, for the peer, Java 17+ and Maven
-(bench/servers/questdb/questdb.sh). Results: a table on stdout, JSON with --json.
+(bench/servers/questdb/questdb.sh). Both servers are engines.py's. Results: a table on stdout, JSON with --json.
 
 Usage: bench/http_load.py [--rows 1000000] [--duration 10] [--no-questdb]
 """
@@ -29,129 +29,17 @@ import socket
 import subprocess
 import sys
 import time
-import urllib.parse
-import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "harness"))
-QUESTDB = os.path.join(HERE, "servers", "questdb", "questdb.sh")
+from engines import QuestDB, Zepto  # noqa: E402
+from served import log, post, rss_mib  # noqa: E402
+
 POINT_TS = "2024-01-02T12:00:00"
 POINT = ("SELECT * FROM trades WHERE sym = 'S042' AND ts >= '2024-01-02T12:00:00' "
          "AND ts < '2024-01-02T12:00:01'")
-
-
-def log(msg):
-    print(msg, file=sys.stderr, flush=True)
-
-
-def rss_mib(pid, field="VmRSS"):
-    """Field `field` of /proc/<pid>/status in MiB: VmRSS (now) or VmHWM (peak)."""
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1]) / 1024
-    return float("nan")
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Zepto:
-    name = "zeptodb"
-
-    def __init__(self, binary, threads=None, extra=(), storage=("--in-memory",)):
-        self.port = free_port()
-        cmd = [binary, "serve", "--http", f"127.0.0.1:{self.port}", "--access-log", "off",
-               "--max-body-mb", "1024", *storage, *extra]
-        if threads:
-            cmd += ["--threads", str(threads)]
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        self.host = "127.0.0.1"
-        wait_http(f"http://127.0.0.1:{self.port}/ping", self.proc)
-        self.pid = self.proc.pid
-
-    def sql(self, q):
-        return post(self.port, "/", q.encode(), "text/plain")
-
-    def create(self):
-        self.sql("DROP TABLE IF EXISTS trades")
-        self.sql("CREATE TABLE trades (ts TIMESTAMP, sym SYMBOL, price DOUBLE, size BIGINT)")
-
-    def count(self):
-        return json.loads(self.sql("SELECT count(*) FROM trades"))["data"][0][0]
-
-    def ilp_path(self):
-        return "/write?precision=ns"
-
-    def csv_path(self):
-        return "/write?table=trades&format=csv"
-
-    def query_path(self, q):
-        return "/?query=" + urllib.parse.quote(q)
-
-    def stop(self):
-        self.proc.terminate()
-        self.proc.wait(timeout=30)
-
-
-class QuestDB:
-    name = "questdb"
-
-    def __init__(self):
-        subprocess.run([QUESTDB, "start"], check=True, stdout=subprocess.DEVNULL)
-        self.port = 9000
-        with open(os.path.join(os.environ.get("TMPDIR", "/tmp"), "zepto-questdb", "questdb.pid")) as f:
-            self.pid = int(f.read().strip())
-
-    def sql(self, q):
-        with urllib.request.urlopen(f"http://127.0.0.1:9000/exec?query={urllib.parse.quote(q)}") as r:
-            return r.read()
-
-    def create(self):
-        self.sql("DROP TABLE IF EXISTS trades")
-        self.sql("CREATE TABLE trades (ts TIMESTAMP, sym SYMBOL, price DOUBLE, size LONG) "
-                 "TIMESTAMP(ts) PARTITION BY DAY WAL")
-
-    def count(self):
-        return json.loads(self.sql("SELECT count() FROM trades"))["dataset"][0][0]
-
-    def ilp_path(self):
-        return "/write?precision=n"
-
-    def csv_path(self):
-        return None
-
-    def query_path(self, q):
-        return "/exec?query=" + urllib.parse.quote(q)
-
-    def stop(self):
-        subprocess.run([QUESTDB, "stop"], check=False, stdout=subprocess.DEVNULL)
-
-
-def wait_http(url, proc):
-    for _ in range(600):
-        try:
-            urllib.request.urlopen(url, timeout=1).read()
-            return
-        except Exception:
-            if proc.poll() is not None:
-                raise RuntimeError(f"server exited with {proc.returncode}")
-            time.sleep(0.1)
-    raise RuntimeError(f"{url} never answered")
-
-
-def post(port, path, body, ctype, conn=None):
-    c = conn or http.client.HTTPConnection("127.0.0.1", port, timeout=600)
-    c.request("POST", path, body=body, headers={"Content-Type": ctype})
-    r = c.getresponse()
-    data = r.read()
-    if r.status >= 300:
-        raise RuntimeError(f"POST {path}: {r.status} {data[:300]!r}")
-    return data
 
 
 def bodies(trades, batch_rows, line, header=""):

@@ -22,11 +22,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
-from served import Server  # noqa: E402
-
-
-def log(msg):
-    print(msg, file=sys.stderr, flush=True)
+from served import Server, log, pct  # noqa: E402
 
 
 def start(binary, rows):
@@ -78,11 +74,6 @@ def ingest_latencies(port, batches, tag):
         if (b + 1) % 100 == 0:
             log(f"  {tag}: {b + 1}/{batches} batches")
     return out
-
-
-def pct(xs, p):
-    s = sorted(xs)
-    return s[min(len(s) - 1, int(p / 100 * len(s)))]
 
 
 def peak_rss_mib(port):

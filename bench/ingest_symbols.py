@@ -5,7 +5,7 @@ The table is created, every symbol gets a first row (so each has its partition a
 the timed part POSTs `--batches` batches of `--batch` lines, each line a random symbol of
 `--symbols`, over one keep-alive connection (ILP over HTTP). QuestDB applies writes
 asynchronously: its clock stops when count() shows every row. Reports rows/s, ms per batch
-and the server's peak RSS. Shares its server wrappers with `bench/http_load.py`.
+and the server's peak RSS. Its servers are `bench/engines.py`'s, as `bench/http_load.py`'s.
 
 Usage: bench/ingest_symbols.py [--symbols 10,1000,100000] [--batch 1000] [--batches 200]
                                [--no-questdb] [--bin target/release/zeptodb] [--json FILE]
@@ -20,7 +20,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from http_load import QuestDB, Zepto, log, post, rss_mib  # noqa: E402
+from engines import QuestDB, Zepto  # noqa: E402
+from served import log, post, rss_mib  # noqa: E402
 
 T0 = 1_704_153_600_000_000_000  # 2024-01-02T00:00:00Z in ns
 

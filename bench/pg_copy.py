@@ -27,10 +27,12 @@ import time
 import psycopg
 
 import http_load
-from http_load import QuestDB, csv_batches, ingest, log, rss_mib
+from engines import QuestDB
+from http_load import csv_batches, ingest
+from served import log, rss_mib
 from pg_wire import ZeptoPg
 
-# The table /write loads too (http_load.Zepto.create).
+# The table /write loads too (engines.Zepto.create).
 CREATE = "CREATE TABLE trades (ts TIMESTAMP, sym SYMBOL, price DOUBLE, size BIGINT)"
 
 

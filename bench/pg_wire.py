@@ -30,7 +30,9 @@ import time
 import psycopg
 
 import http_load
-from http_load import QuestDB, Zepto, ilp_batches, ingest, log, rss_mib
+from engines import QuestDB, Zepto
+from http_load import ilp_batches, ingest
+from served import free_port, log, pct, rss_mib
 
 QUERY = "SELECT * FROM trades WHERE sym = %s AND ts >= %s AND ts < %s"
 
@@ -39,7 +41,7 @@ class ZeptoPg(Zepto):
     """`zeptodb serve` in memory with its PostgreSQL door on a free port."""
 
     def __init__(self, binary):
-        self.pg_port = http_load.free_port()
+        self.pg_port = free_port()
         super().__init__(binary, extra=("--pg", f"127.0.0.1:{self.pg_port}"))
 
     def connect(self):
@@ -135,7 +137,7 @@ def main():
             assert rows == trades.num_rows, (eng.name, rows)
             log(f"== {eng.name}: SELECT * through psql, {a.reps} times")
             psql = psql_scan(eng, a.reps)
-            res[eng.name] = {"p50": lat[len(lat) // 2], "p99": lat[int(len(lat) * 0.99)], "rows_s": rows / secs,
+            res[eng.name] = {"p50": pct(lat, 50), "p99": pct(lat, 99), "rows_s": rows / secs,
                              "client_cpu": ccpu, "server_cpu": scpu, "psql_rows_s": rows / psql,
                              "rss": rss_mib(eng.pid)}
     finally:

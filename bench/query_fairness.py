@@ -24,7 +24,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from ingest_fairness import ROOT, heavy_queries, log, pct, peak_rss_mib, start  # noqa: E402
+from ingest_fairness import ROOT, heavy_queries, peak_rss_mib, start  # noqa: E402
+from served import log, pct  # noqa: E402
 
 LIGHT = {
     "point lookup": "SELECT * FROM trades WHERE sym = 'S050' ORDER BY ts DESC LIMIT 1",

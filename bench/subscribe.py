@@ -44,8 +44,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
-from served import Server  # noqa: E402
-from http_load import post, rss_mib  # noqa: E402
+from served import Server, log, post, rss_mib  # noqa: E402
 
 QUERY = "SELECT sym, sent FROM trades WHERE sym = 'PROBE'"
 BATCH_ROWS = 10_000
@@ -55,10 +54,6 @@ STEP_NS = 10_000  # event time between two bulk rows; a body spans 100 ms of eve
 BASE_HI = 1795910400 * 10  # 2026-11-29T00:00:00Z in units of 100 ms
 PROBE_RE = re.compile(rb'\["PROBE",(\d+)\]')
 TICK = os.sysconf("SC_CLK_TCK")
-
-
-def log(msg):
-    print(msg, file=sys.stderr, flush=True)
 
 
 # ---------------------------------------------------------------- subscribers (client processes)
@@ -351,6 +346,8 @@ def cpu_s(pid):
 
 
 def pct(sorted_vals, q):
+    """Quantile q (0..1) of sorted values, the rank rounded over n - 1: not served.pct's rule,
+    kept so that numbers stay comparable with the results already reported."""
     return sorted_vals[min(len(sorted_vals) - 1, int(q * (len(sorted_vals) - 1) + 0.5))]
 
 

@@ -63,7 +63,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
-from http_load import log, post, rss_mib  # noqa: E402
+from served import log, post, rss_mib  # noqa: E402
 from questdb import (HttpClient, QuestServer, RssSampler, ZeptoServer, answer, canonical, diff,  # noqa: E402
                      on_sigterm, pick_binary, send_all, send_http)
 

@@ -707,32 +707,21 @@ class ZeptoHttpEngine:
 
     def __init__(self):
         import shutil
-        import socket
         import urllib.request
         self._req = urllib.request
-        self.proc = None
+        self.server = None
         self.key = os.environ.get("ZEPTO_API_KEY")
         self.url = os.environ.get("ZEPTO_URL")
         if not self.url:
             binary = os.environ.get("ZEPTO_BIN") or os.path.abspath("target/release/zeptodb")
             if not os.path.exists(binary):
                 binary = shutil.which("zeptodb") or binary
-            with socket.socket() as so:
-                so.bind(("127.0.0.1", 0))
-                port = so.getsockname()[1]
             self.tmp = tempfile.mkdtemp(prefix="zepto-bench-")
-            self.proc = subprocess.Popen(
-                [binary, "serve", "--data-dir", self.tmp, "--http", f"127.0.0.1:{port}"],
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            self.url = f"http://127.0.0.1:{port}"
-            for _ in range(300):
-                try:
-                    self._req.urlopen(self.url + "/ping", timeout=1).read()
-                    break
-                except Exception:
-                    if self.proc.poll() is not None:
-                        raise RuntimeError(f"{binary} serve exited with {self.proc.returncode}")
-                    time.sleep(0.1)
+            # bench/served.py starts it, the access log on as `serve` has it by default.
+            sys.path.insert(0, os.path.dirname(HERE))
+            from served import Server
+            self.server = Server(binary, self.tmp, access_log="-")
+            self.url = self.server.url
         self.version = self._get("/ping").decode().strip() or "?"
 
     def _call(self, path, body, ctype):
@@ -791,23 +780,16 @@ class ZeptoHttpEngine:
         return self.sql("SELECT * FROM ingest", arrow=True)
 
     def server_peak_rss_mib(self):
-        if not self.proc:
+        if not self.server:
             return None
         try:
-            with open(f"/proc/{self.proc.pid}/status") as f:
-                for line in f:
-                    if line.startswith("VmHWM:"):
-                        return int(line.split()[1]) / 1024
+            return self.server.rss_mib("VmHWM")
         except OSError:
             return None
 
     def close(self):
-        if self.proc:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
+        if self.server:
+            self.server.stop(timeout=10)
 
 
 class ZeptoPyEngine:
