@@ -19,6 +19,8 @@ use zepto_storage::{Column, ColumnData, Table};
 /// The first `k` rows of `input` by `keys`, aggregated from its newest (or oldest) rows first.
 pub fn top(ctx: &ExecContext, input: &Plan, keys: &[SortKey], k: usize, b: &BucketTopN) -> Result<Batch> {
     let Some(Plan::Scan { table, columns, range }) = scan_of(input) else { return whole(ctx, input, keys, k) };
+    // Past the newest row (for the newest buckets): the first window may hold fewer buckets
+    // than it could, never a part of one.
     let Some(edge) = edge_time(table, columns, range, b) else { return whole(ctx, input, keys, k) };
     let floor = |t: i64| bucket_start(ctx, b, columns.len(), t);
     let Some(start) = floor(edge)? else { return whole(ctx, input, keys, k) };
@@ -93,22 +95,21 @@ fn within(input: &Plan, lo: i64, hi: i64) -> Plan {
     }
 }
 
-/// The newest (or oldest) designated time among the rows a scan of `table` over `range`
-/// reads; `None` when it reads none.
+/// A time at or past the newest (or before the oldest) designated time of the rows a scan of
+/// `table` over `range` reads, and within the range's bound: one read per partition (its last
+/// or first time), no search. `None` when no partition has a time.
 fn edge_time(table: &Table, columns: &[usize], range: &ScanRange, b: &BucketTopN) -> Option<i64> {
     let tc = *columns.get(b.ts())?;
-    let times = super::scan::pieces(table, range).into_iter().filter_map(|p| {
-        let (col, r) = p.col(tc);
-        let ts = col.as_i64_slice()?;
-        let nulls = p.part.null_prefix(tc).saturating_sub(p.range.start);
-        let r = r.start + nulls..r.end;
-        let at = if b.newest() { r.end.checked_sub(1)? } else { r.start };
-        (r.start < r.end && col.is_valid(at)).then(|| ts[at])
+    let times = super::scan::partitions(table, range).into_iter().filter_map(|p| {
+        let ts = p.i64_values(tc)?;
+        // NULL times sort first: the last slot is a time unless every one is NULL.
+        let nulls = p.null_prefix(tc);
+        (nulls < ts.len()).then(|| if b.newest() { ts[ts.len() - 1] } else { ts[nulls] })
     });
     if b.newest() {
-        times.max()
+        times.max().map(|t| t.min(range.ts_hi))
     } else {
-        times.min()
+        times.min().map(|t| t.max(range.ts_lo))
     }
 }
 

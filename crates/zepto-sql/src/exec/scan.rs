@@ -259,16 +259,21 @@ fn ts_bounded(range: &ScanRange) -> bool {
 /// The pieces of `table` a scan over `range` reads: the partitions of its keys (all without a
 /// key list), each cut to its time range.
 pub fn pieces<'a>(table: &'a Table, range: &ScanRange) -> Vec<Piece<'a>> {
-    let parts: Vec<&Arc<Partition>> = match &range.keys {
+    let ts = table.ts_col().filter(|_| ts_bounded(range));
+    partitions(table, range).into_iter().filter_map(|p| piece_in(p, ts, range)).collect()
+}
+
+/// The partitions of `table` a scan over `range` reads from: those of its keys (all without
+/// a key list), before its time range cuts them.
+pub fn partitions<'a>(table: &'a Table, range: &ScanRange) -> Vec<&'a Arc<Partition>> {
+    match &range.keys {
         Some(keys) => {
             let keyed = keys.iter().filter_map(|k| table.dict().code(k)).filter_map(|c| table.partition_for_code(c));
             let null = table.null_key_partition().filter(|_| range.null_key);
             keyed.filter(|_| table.key_col().is_some()).chain(null).collect()
         }
         None => table.partitions().iter().collect(),
-    };
-    let ts = table.ts_col().filter(|_| ts_bounded(range));
-    parts.into_iter().filter_map(|p| piece_in(p, ts, range)).collect()
+    }
 }
 
 /// Partition `p`'s rows in `range`'s time bound (`ts`: the designated timestamp, when the
