@@ -23,6 +23,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from growth import dataset  # noqa: E402
+from report import md_table  # noqa: E402
 
 # (name, SQL for ZeptoDB and DuckDB, the Polars query on a frame `t`)
 QUERIES = [
@@ -119,8 +120,7 @@ def main() -> None:
     res = {"duckdb": duckdb_run(path, a.iters), "polars": polars_run(path, a.iters),
            "zeptodb": zepto_run(a.bin, data, a.iters)}
     print(f"\n{a.rows:,} trades over {a.symbols:,} symbols, medians ms\n")
-    print("| query | DuckDB | Polars | ZeptoDB | ratio to best peer | results agree |")
-    print("|---|---:|---:|---:|---:|---|")
+    rows = []
     for name, _, _ in QUERIES:
         (d, dc), (p, pc), (z, zc) = res["duckdb"][name], res["polars"][name], res["zeptodb"][name]
         best = min(d, p)
@@ -129,7 +129,8 @@ def main() -> None:
             all(abs(float(x.split(":")[1]) - float(dc.split(":")[1])) <= 1e-6 * max(1.0, abs(float(dc.split(":")[1])))
                 for x in (pc, zc)) else f"no ({dc} {pc} {zc})"
         zs = "error" if z is None else f"{z:.3f}"
-        print(f"| {name} | {d:.3f} | {p:.3f} | {zs} | {ratio} | {agree} |")
+        rows.append([name, f"{d:.3f}", f"{p:.3f}", zs, ratio, agree])
+    md_table(["query", "DuckDB", "Polars", "ZeptoDB", "ratio to best peer", "results agree"], rows, "<>>>><")
 
 
 if __name__ == "__main__":

@@ -24,6 +24,8 @@ import numpy as np
 
 M, EFC, EFS, K = 16, 128, 64, 10
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from report import md_table, write_json  # noqa: E402
 
 
 def rss_mib():
@@ -241,18 +243,17 @@ def main():
             for name, (p50, p95, found) in r["searches"].items():
                 rec[name] = {"p50_us": round(p50, 1), "p95_us": round(p95, 1), "recall": round(recall(found, exact[name]), 4)}
             report.append(rec)
-    print("| n | engine | build s | mem MiB | p50 us | p95 us | recall@10 | 1% p50 us | 1% recall | 10% p50 us | 10% recall | exact p50 us |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    rows = []
     for r in report:
         cells = [r["n"], r["engine"], r["build_s"], r["mem_mib"]]
         for name in ["all", "every_100", "every_10"]:
             s = r.get(name)
             cells += ([s["p50_us"]] + ([s["p95_us"]] if name == "all" else []) + [s["recall"]]) if s else (["-", "-", "-"] if name == "all" else ["-", "-"])
         cells.append(r["exact_all"]["p50_us"] if "exact_all" in r else "-")
-        print("| " + " | ".join(str(c) for c in cells) + " |")
-    if a.json:
-        with open(a.json, "w") as f:
-            json.dump(report, f, indent=1)
+        rows.append(cells)
+    md_table(["n", "engine", "build s", "mem MiB", "p50 us", "p95 us", "recall@10", "1% p50 us", "1% recall",
+              "10% p50 us", "10% recall", "exact p50 us"], rows)
+    write_json(a.json, report)
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ ROOT = os.path.dirname(HERE)
 SHARED = os.path.join(HERE, "harness")
 sys.path.insert(0, SHARED)
 import peers  # noqa: E402  (the peer harness: engines, checksum, compare, report)
+from report import write_json  # noqa: E402
 
 
 def main():
@@ -53,9 +54,7 @@ def main():
             results.append(json.load(f))
     problems = peers.compare(results, 1e-9)
     print(peers.report(results, problems))
-    if a.json:
-        with open(a.json, "w") as f:
-            json.dump({"rows": a.rows, "results": results, "mismatches": problems}, f, indent=1)
+    write_json(a.json, {"rows": a.rows, "results": results, "mismatches": problems})
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ import time
 import adbc_driver_flightsql.dbapi as flight_sql
 import pyarrow as pa
 
+from report import Columns
 from served import Server, free_port
 
 QUERIES = {
@@ -63,13 +64,15 @@ def main():
             return len(json.loads(body)["data"])
 
         print(f"{a.rows:,} trades; median of {a.reps} (ms); ratio to Flight SQL", file=sys.stderr)
-        print(f"{'query':<14} {'rows':>9} {'flight_sql':>11} {'http_arrow':>17} {'http_json':>17}")
+        cols = Columns([14, 9, 11, 17, 17], "<>>>>")
+        print(cols.line(["query", "rows", "flight_sql", "http_arrow", "http_json"]))
         for name, q in QUERIES.items():
             f_ms, n = timed(lambda: via_flight(q), a.reps)
             a_ms, n2 = timed(lambda: via_arrow(q), a.reps)
             j_ms, n3 = timed(lambda: via_json(q), a.reps)
             assert n == n2 == n3, (n, n2, n3)
-            print(f"{name:<14} {n:>9,} {f_ms:>9.1f} ms {a_ms:>9.1f} ({a_ms / f_ms:4.2f}x) {j_ms:>9.1f} ({j_ms / f_ms:4.2f}x)")
+            print(cols.line([name, f"{n:,}", f"{f_ms:9.1f} ms", f"{a_ms:9.1f} ({a_ms / f_ms:4.2f}x)",
+                             f"{j_ms:9.1f} ({j_ms / f_ms:4.2f}x)"]))
         with open(f"/proc/{srv.proc.pid}/status") as f:
             hwm = next((int(l.split()[1]) / 1024 for l in f if l.startswith("VmHWM:")), 0.0)
         print(f"server peak RSS {hwm:.0f} MiB")

@@ -21,6 +21,9 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+from report import md_table  # noqa: E402
+
 QUERIES = "Q1,Q2,Q3a,Q3b,Q4,Q5,Q6,Q7"
 
 
@@ -57,8 +60,6 @@ def slope(xs: list, ys: list) -> str:
 
 def table(title: str, axis: str, xs: list, results: list, queries: list) -> None:
     print(f"\n{title}\n")
-    print(f"| {axis} | " + " | ".join(f"{x:,}" for x in xs) + " | slope |")
-    print("|---|" + "---:|" * (len(xs) + 1))
     rows = [
         ("load s", [r["load_s"] for r in results]),
         ("RSS after load MiB", [r["rss_after_load_mib"] for r in results]),
@@ -66,9 +67,10 @@ def table(title: str, axis: str, xs: list, results: list, queries: list) -> None
     ]
     for q in queries:
         rows.append((f"{q} ms", [r["queries"].get(q, {}).get("median_ms") for r in results]))
-    for name, ys in rows:
-        cells = " | ".join("error" if y is None else f"{y:,.3f}" if y < 10 else f"{y:,.1f}" for y in ys)
-        print(f"| {name} | {cells} | {slope(xs, ys)} |")
+    md_table([axis] + [f"{x:,}" for x in xs] + ["slope"],
+             [[name] + ["error" if y is None else f"{y:,.3f}" if y < 10 else f"{y:,.1f}" for y in ys] + [slope(xs, ys)]
+              for name, ys in rows],
+             "<" + ">" * (len(xs) + 1))
 
 
 def main() -> None:

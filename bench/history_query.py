@@ -30,6 +30,7 @@ import duckdb
 HERE = os.path.dirname(os.path.abspath(__file__))
 GEN = os.path.join(HERE, "harness", "gen_data.py")
 sys.path.insert(0, HERE)
+from report import Columns  # noqa: E402
 from served import Server, rss_mib  # noqa: E402
 
 QUERIES = {
@@ -94,7 +95,8 @@ def main():
         rss_idle = rss_mib(srv.pid, "VmHWM")
         con = duckdb.connect()
         con.execute(f"CREATE VIEW trades AS SELECT * FROM read_parquet('{files}', hive_partitioning = true)")
-        print(f"\n{'query':40} {'zeptodb ms':>11} {'duckdb ms':>10} {'duck/zepto':>10}")
+        cols = Columns([40, 11, 10, 10], "<>>>")
+        print("\n" + cols.line(["query", "zeptodb ms", "duckdb ms", "duck/zepto"]))
         for name, sql in QUERIES.items():
             z = []
             for _ in range(a.reps):
@@ -109,7 +111,7 @@ def main():
             if zr["rows"] != len(dr):
                 sys.exit(f"{name}: zeptodb {zr['rows']} rows, duckdb {len(dr)}")
             zm, dm = statistics.median(z) * 1e3, statistics.median(d) * 1e3
-            print(f"{name:40} {zm:11.1f} {dm:10.1f} {dm / zm:10.2f}")
+            print(cols.line([name, f"{zm:.1f}", f"{dm:.1f}", f"{dm / zm:.2f}"]))
         print(f"\npeak RSS: zeptodb server {rss_mib(srv.pid, 'VmHWM'):.0f} MiB (after start {rss_idle:.0f}); "
               f"duckdb process {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
     finally:

@@ -25,6 +25,7 @@ import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import served  # noqa: E402
+from report import write_json  # noqa: E402
 
 LIMIT_MB = 512
 MiB = 1 << 20
@@ -198,9 +199,7 @@ def main():
         worst = max(r["peak_mib"] or 0 for r in rows)
         print(f"\nhighest peak RSS over any case: {worst} MiB (limit {LIMIT_MB} MiB per query, server "
               f"base {base} MiB); every case left the server up: {all(r['up'] for r in rows)}")
-        if a.json:
-            with open(a.json, "w") as f:
-                json.dump(rows, f, indent=1)
+        write_json(a.json, rows)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -35,6 +35,7 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "harness"))
 from engines import QuestDB, Zepto  # noqa: E402
+from report import Columns, write_json  # noqa: E402
 from served import log, post, rss_mib  # noqa: E402
 
 POINT_TS = "2024-01-02T12:00:00"
@@ -228,10 +229,11 @@ def main():
 
     print(f"\nHTTP load, {rows:,} trades, loopback, wrk -t2, {a.duration} s per run (client and server share the cores)")
     names = list(res["engines"])
-    print(f"{'measure':38s}" + "".join(f"{n:>30s}" for n in names))
+    cols = Columns([38] + [30] * len(names), "<" + ">" * len(names), sep="")
+    print(cols.line(["measure"] + names))
 
     def row(label, f):
-        print(f"{label:38s}" + "".join(f"{f(res['engines'][n]):>30s}" for n in names))
+        print(cols.line([label] + [f(res["engines"][n]) for n in names]))
 
     row("ILP ingest rows/s", lambda r: f"{r['ilp_rows_per_s']:,.0f}")
     row("CSV ingest rows/s", lambda r: f"{r['csv_rows_per_s']:,.0f}" if "csv_rows_per_s" in r else "-")
@@ -252,9 +254,7 @@ def main():
     if "questdb" in res["engines"]:
         z, q = res["engines"]["zeptodb"], res["engines"]["questdb"]
         print(f"ILP ingest ratio zeptodb/questdb: {z['ilp_rows_per_s'] / q['ilp_rows_per_s']:.2f}x")
-    if a.json:
-        with open(a.json, "w") as f:
-            json.dump(res, f, indent=1)
+    write_json(a.json, res)
 
 
 if __name__ == "__main__":

@@ -22,6 +22,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+from report import md_table  # noqa: E402
 
 
 def table(rows: int):
@@ -111,15 +113,14 @@ def main():
         results[e] = json.loads(subprocess.run(cmd, check=True, stdout=subprocess.PIPE, text=True).stdout)
     names = [n for n, _ in queries(args.sizes)]
     engines = list(results)
-    print("| query | " + " | ".join(f"{e} ms" for e in engines) + " | ratio |")
-    print("|---|" + "---|" * (len(engines) + 1))
-    agree = True
+    agree, rows = True, []
     for n in names:
         row = [results[e][n]["ms"] for e in engines]
         answers = {results[e][n]["answer"] for e in engines}
         agree &= len(answers) == 1
         ratio = row[0] / min(row[1:]) if len(row) > 1 else float("nan")
-        print(f"| {n} | " + " | ".join(f"{x:,.1f}" for x in row) + f" | {ratio:.3f} |")
+        rows.append([n] + [f"{x:,.1f}" for x in row] + [f"{ratio:.3f}"])
+    md_table(["query"] + [f"{e} ms" for e in engines] + ["ratio"], rows)
     print("peak RSS MiB: " + ", ".join(f"{e} {results[e]['peak_rss_mib']:.0f}" for e in engines))
     print("results " + ("agree" if agree else "DIFFER"))
 

@@ -22,6 +22,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
+from report import md_table  # noqa: E402
 from served import Server, log, pct  # noqa: E402
 
 
@@ -76,6 +77,11 @@ def ingest_latencies(port, batches, tag):
     return out
 
 
+def ms_cells(xs):
+    """p50, p99 and max of latencies in seconds, as table cells in ms."""
+    return [f"{pct(xs, 50) * 1e3:.2f}", f"{pct(xs, 99) * 1e3:.2f}", f"{max(xs) * 1e3:.2f}"]
+
+
 def peak_rss_mib(port):
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
     conn.request("GET", "/metrics")
@@ -114,10 +120,8 @@ def main():
         rss = peak_rss_mib(port)
     finally:
         srv.stop()
-    print(f"| phase | p50 ms | p99 ms | max ms |")
-    print(f"|---|---|---|---|")
-    for name, xs in [("idle", idle), (f"{2 * cores} heavy query clients", loaded)]:
-        print(f"| {name} | {pct(xs, 50) * 1e3:.2f} | {pct(xs, 99) * 1e3:.2f} | {max(xs) * 1e3:.2f} |")
+    md_table(["phase", "p50 ms", "p99 ms", "max ms"],
+             [[name] + ms_cells(xs) for name, xs in [("idle", idle), (f"{2 * cores} heavy query clients", loaded)]])
     print(f"\np99 under load / idle: {pct(loaded, 99) / pct(idle, 99):.2f}; "
           f"statements answered during the loaded phase by status: {dict(sorted(done.items()))}; "
           f"server peak RSS {rss:.0f} MiB")

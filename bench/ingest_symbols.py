@@ -12,7 +12,6 @@ Usage: bench/ingest_symbols.py [--symbols 10,1000,100000] [--batch 1000] [--batc
 """
 import argparse
 import http.client
-import json
 import os
 import random
 import sys
@@ -21,6 +20,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from engines import QuestDB, Zepto  # noqa: E402
+from report import Columns, write_json  # noqa: E402
 from served import log, post, rss_mib  # noqa: E402
 
 T0 = 1_704_153_600_000_000_000  # 2024-01-02T00:00:00Z in ns
@@ -75,15 +75,14 @@ def main():
                 results.setdefault(str(nsym), {})[eng.name] = run(eng, nsym, a.batch, a.batches)
             finally:
                 eng.stop()
-    print(f"{'symbols':>8} {'engine':>8} {'rows/s':>12} {'ms/batch':>9} {'peak RSS MiB':>13}")
+    cols = Columns([8, 8, 12, 9, 13], ">>>>>")
+    print(cols.line(["symbols", "engine", "rows/s", "ms/batch", "peak RSS MiB"]))
     for nsym, by in results.items():
         for name, r in by.items():
-            print(f"{nsym:>8} {name:>8} {r['rows_per_s']:>12,.0f} {r['ms_per_batch']:>9.2f} {r['peak_rss_mib']:>13.0f}")
+            print(cols.line([nsym, name, f"{r['rows_per_s']:,.0f}", f"{r['ms_per_batch']:.2f}", f"{r['peak_rss_mib']:.0f}"]))
         if "questdb" in by:
-            print(f"{nsym:>8} ratio ZeptoDB/QuestDB rows/s: {by['zeptodb']['rows_per_s'] / by['questdb']['rows_per_s']:.2f}")
-    if a.json:
-        with open(a.json, "w") as f:
-            json.dump(results, f, indent=1)
+            print(cols.line([nsym, f"ratio ZeptoDB/QuestDB rows/s: {by['zeptodb']['rows_per_s'] / by['questdb']['rows_per_s']:.2f}"]))
+    write_json(a.json, results)
 
 
 if __name__ == "__main__":

@@ -31,6 +31,7 @@ from engines import QuestDB
 from http_load import csv_batches, ingest
 from served import log, rss_mib
 from pg_wire import ZeptoPg
+from report import Columns
 
 # The table /write loads too (engines.Zepto.create).
 CREATE = "CREATE TABLE trades (ts TIMESTAMP, sym SYMBOL, price DOUBLE, size BIGINT)"
@@ -124,9 +125,10 @@ def main():
     finally:
         eng.stop()
     quest = None if a.no_questdb else questdb_copy(data)
-    print(f"\n{rows:,} rows | rows/s (median of {a.reps}) | zeptodb peak RSS MiB after")
+    cols = Columns([16], ">", sep=" | ")
+    print("\n" + " | ".join([f"{rows:,} rows", f"rows/s (median of {a.reps})", "zeptodb peak RSS MiB after"]))
     for name, (rate, rss) in res.items():
-        print(f"{name:>16} | {rate:,.0f} | {rss:.0f}")
+        print(cols.line([name, f"{rate:,.0f}", f"{rss:.0f}"]))
     print(f"ratio COPY FROM STDIN / /write CSV: {res['COPY FROM STDIN'][0] / res['/write CSV'][0]:.2f}x")
     if quest is not None:
         print(f"questdb COPY FROM STDIN over its PostgreSQL door: {quest}")

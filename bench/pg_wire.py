@@ -32,6 +32,7 @@ import psycopg
 import http_load
 from engines import QuestDB, Zepto
 from http_load import ilp_batches, ingest
+from report import Columns
 from served import free_port, log, pct, rss_mib
 
 QUERY = "SELECT * FROM trades WHERE sym = %s AND ts >= %s AND ts < %s"
@@ -143,11 +144,12 @@ def main():
     finally:
         for eng in engines:
             eng.stop()
-    print(f"\n{trades.num_rows:,} rows | point query p50 ms | p99 ms | psycopg SELECT * rows/s "
-          "| client CPU s | server CPU s | psql SELECT * rows/s | server RSS MiB")
+    cols = Columns([8], ">", sep=" | ")
+    print("\n" + " | ".join([f"{trades.num_rows:,} rows", "point query p50 ms", "p99 ms", "psycopg SELECT * rows/s",
+                             "client CPU s", "server CPU s", "psql SELECT * rows/s", "server RSS MiB"]))
     for name, r in res.items():
-        print(f"{name:>8} | {r['p50']:.3f} | {r['p99']:.3f} | {r['rows_s']:,.0f} | {r['client_cpu']:.3f} "
-              f"| {r['server_cpu']:.3f} | {r['psql_rows_s']:,.0f} | {r['rss']:.0f}")
+        print(cols.line([name, f"{r['p50']:.3f}", f"{r['p99']:.3f}", f"{r['rows_s']:,.0f}", f"{r['client_cpu']:.3f}",
+                         f"{r['server_cpu']:.3f}", f"{r['psql_rows_s']:,.0f}", f"{r['rss']:.0f}"]))
     if "questdb" in res:
         z, q = res["zeptodb"], res["questdb"]
         print(f"ratios zeptodb/questdb: p99 {z['p99'] / q['p99']:.2f}, psycopg rows/s {z['rows_s'] / q['rows_s']:.2f}x, "

@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import argparse
 import gc
+import os
 import statistics
+import sys
 import time
 
 import duckdb
@@ -25,6 +27,9 @@ import polars as pl
 import pyarrow as pa
 
 import zeptodb
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from report import md_table  # noqa: E402
 
 
 def trades(n: int, seed: int = 7) -> pd.DataFrame:
@@ -98,9 +103,7 @@ def column_to_numpy(db, df_pl: pl.DataFrame, df_pd: pd.DataFrame):
         ("pandas `df[\"price\"].to_numpy()` (a frame kept)", per_call_ns(lambda: df_pd["price"].to_numpy())),
     ]
     print(f"\nA. one column of a {r.num_rows}-row result to NumPy, per call")
-    print("| call | ns per call |\n|---|---|")
-    for name, ns in rows + peers:
-        print(f"| {name} | {ns:,.0f} |")
+    md_table(["call", "ns per call"], [[name, f"{ns:,.0f}"] for name, ns in rows + peers])
     return rows + peers
 
 
@@ -127,9 +130,7 @@ def result_to_pandas(db, con, df_pl: pl.DataFrame, reps: int):
     assert len(a) == len(b) == len(c) == n
     assert np.allclose(a["price"].sum(), b["price"].sum()) and a["size"].sum() == b["size"].sum() == c["size"].sum()
     print(f"\nB. a {n}-row result to pandas, median of {reps}")
-    print("| engine | ms |\n|---|---|")
-    for k, v in got.items():
-        print(f"| {k} | {v:.3f} |")
+    md_table(["engine", "ms"], [[k, f"{v:.3f}"] for k, v in got.items()])
     return got
 
 
@@ -168,9 +169,7 @@ def insert_frame(df: pd.DataFrame, reps: int):
         assert state["con"].sql("SELECT count(*) FROM trades").fetchone()[0] == len(frame)
         assert state["pl"].height == len(frame)
     print(f"\nC. one {len(df):,}-row pandas DataFrame into an empty table, median of {reps}")
-    print("| engine | ms | M rows/s |\n|---|---|---|")
-    for k, v in got.items():
-        print(f"| {k} | {v:.1f} | {len(df) / v / 1e3:.1f} |")
+    md_table(["engine", "ms", "M rows/s"], [[k, f"{v:.1f}", f"{len(df) / v / 1e3:.1f}"] for k, v in got.items()])
     return got
 
 

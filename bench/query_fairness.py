@@ -24,8 +24,9 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from ingest_fairness import ROOT, heavy_queries, peak_rss_mib, start  # noqa: E402
-from served import log, pct  # noqa: E402
+from ingest_fairness import ROOT, heavy_queries, ms_cells, peak_rss_mib, start  # noqa: E402
+from report import md_table  # noqa: E402
+from served import log  # noqa: E402
 
 LIGHT = {
     "point lookup": "SELECT * FROM trades WHERE sym = 'S050' ORDER BY ts DESC LIMIT 1",
@@ -106,11 +107,9 @@ def main():
         for c in clients:
             c.kill()
         srv.stop()
-    print("| query | phase | p50 ms | p99 ms | max ms |")
-    print("|---|---|---|---|---|")
-    for name in LIGHT:
-        for phase, xs in [("idle", idle[name]), (f"{a.heavy} heavy clients", loaded[name])]:
-            print(f"| {name} | {phase} | {pct(xs, 50) * 1e3:.2f} | {pct(xs, 99) * 1e3:.2f} | {max(xs) * 1e3:.2f} |")
+    md_table(["query", "phase", "p50 ms", "p99 ms", "max ms"],
+             [[name, phase] + ms_cells(xs) for name in LIGHT
+              for phase, xs in [("idle", idle[name]), (f"{a.heavy} heavy clients", loaded[name])]])
     print(f"\nheavy statements answered from their start to the end of the loaded phase ({secs:.0f} s), by status: "
           f"{dict(sorted(statuses.items()))}, {sum(statuses.values()) / secs:.1f}/s; server peak RSS {rss:.0f} MiB")
 

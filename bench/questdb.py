@@ -59,6 +59,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from engines import QuestDB, Zepto  # noqa: E402
+from report import Columns, write_json  # noqa: E402
 from served import free_port, log, post, rss_mib  # noqa: E402
 
 T0 = dt.datetime(2016, 1, 1, tzinfo=dt.timezone.utc)  # TSBS's default start
@@ -541,15 +542,15 @@ def ratio(z, q, key):
 def report_loads(res):
     print(f"\nLoad: {res['rows']:,} lines ({res['hosts']} hosts x {res['hours']} h), {res['bytes'] / 1e6:,.1f} MB "
           f"of ILP, {res['batch']:,}-line batches from {res['clients']} clients")
-    print(f"{'path':9} {'engine':8} {'rows/s (visible)':>17} {'rows/s (sent)':>14} {'s':>7} "
-          f"{'RSS before MiB':>15} {'peak RSS MiB':>13}")
+    cols = Columns([9, 8, 17, 14, 7, 15, 13], "<<>>>>>")
+    print(cols.line(["path", "engine", "rows/s (visible)", "rows/s (sent)", "s", "RSS before MiB", "peak RSS MiB"]))
     for path, by in res["loads"].items():
         for name, r in by.items():
-            print(f"{path:9} {name:8} {r['rows_per_s']:>17,.0f} {r['sent_rows_per_s']:>14,.0f} "
-                  f"{r['seconds']:>7.2f} {r['rss_before_mib']:>15,.0f} {r['peak_rss_mib']:>13,.0f}")
+            print(cols.line([path, name, f"{r['rows_per_s']:,.0f}", f"{r['sent_rows_per_s']:,.0f}", f"{r['seconds']:.2f}",
+                             f"{r['rss_before_mib']:,.0f}", f"{r['peak_rss_mib']:,.0f}"]))
         if "questdb" in by:
-            print(f"{path:9} ratio ZeptoDB/QuestDB rows/s: {ratio(by['zeptodb'], by['questdb'], 'rows_per_s'):.2f} "
-                  f"(goal >= 2); peak RSS {ratio(by['zeptodb'], by['questdb'], 'peak_rss_mib'):.2f}")
+            print(cols.line([path, f"ratio ZeptoDB/QuestDB rows/s: {ratio(by['zeptodb'], by['questdb'], 'rows_per_s'):.2f} "
+                                   f"(goal >= 2); peak RSS {ratio(by['zeptodb'], by['questdb'], 'peak_rss_mib'):.2f}"]))
     for name, r in res.get("visibility", {}).items():
         print(f"visible after the HTTP ack, {name}: p50 {r['p50_ms']:.2f} ms, max {r['max_ms']:.2f} ms, "
               f"{r['within_10ms']}/{r['probes']} within 10 ms (goal: all)")
@@ -565,14 +566,14 @@ def cell(r):
 def report_queries(res, repeat):
     print(f"\nQueries: median ms of {repeat} runs after a warm-up, JSON over HTTP to the last byte")
     print("ratio = ZeptoDB's own door (/) over QuestDB; ratio /exec = ZeptoDB's /exec (QuestDB's text) over QuestDB")
-    print(f"{'query':26} {'rows':>8} {'ZeptoDB /':>10} {'ZeptoDB /exec':>14} {'QuestDB /exec':>14} {'ratio':>6} "
-          f"{'ratio /exec':>12} {'goal':>5}")
+    cols = Columns([26, 8, 10, 14, 14, 6, 12, 5], "<>>>>>>>")
+    print(cols.line(["query", "rows", "ZeptoDB /", "ZeptoDB /exec", "QuestDB /exec", "ratio", "ratio /exec", "goal"]))
     for name, r in res["queries"].items():
         z, ze, q = r.get("zeptodb"), r.get("zeptodb-exec"), r.get("questdb")
         rows = next((v["rows"] for v in (z, ze, q) if v and "rows" in v), 0)
         goal = "0.5" if name.startswith(("lastpoint", "high-cpu")) else ""
-        print(f"{name:26} {rows:>8,} {cell(z):>10} {cell(ze):>14} {cell(q):>14} "
-              f"{ratio(z, q, 'median_ms'):>6.2f} {ratio(ze, q, 'median_ms'):>12.2f} {goal:>5}")
+        print(cols.line([name, f"{rows:,}", cell(z), cell(ze), cell(q), f"{ratio(z, q, 'median_ms'):.2f}",
+                         f"{ratio(ze, q, 'median_ms'):.2f}", goal]))
 
 
 def fmt_load(avg):
@@ -686,8 +687,7 @@ def main():
     report_loads(res)
     report_queries(res, a.repeat)
     if a.json:
-        with open(a.json, "w") as f:
-            json.dump(strip_answers(res) | {"problems": problems}, f, indent=1)
+        write_json(a.json, strip_answers(res) | {"problems": problems})
     if res.get("gaps"):
         print("\nQuestDB's text that ZeptoDB's /exec refuses (timed in ZeptoDB's own dialect above):\n  "
               + "\n  ".join(res["gaps"]))

@@ -32,7 +32,6 @@ Usage: bench/subscribe.py [--bin target/release/zeptodb] [--duration 30] [--quic
 import argparse
 import asyncio
 import http.client
-import json
 import multiprocessing as mp
 import os
 import re
@@ -44,6 +43,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
+from report import md_table, write_json  # noqa: E402
 from served import Server, log, post, rss_mib  # noqa: E402
 
 QUERY = "SELECT sym, sent FROM trades WHERE sym = 'PROBE'"
@@ -537,10 +537,7 @@ def main():
 
     print(f"\nzeptodb serve --in-memory, {os.cpu_count()} cores shared by server, writer and subscribers; "
           f"{args.duration:g} s of writing per phase; subscribers: {QUERY!r}")
-    print("\n| subscribers | target | rows/s reached | probes | receipt - ack p50 / p99 / max ms | "
-          "p50 first / last tenth ms | a subscriber's p50: best / median / worst ms | receipt - send p50 / p99 / max ms | missed | slow consumer | "
-          "server / writer / client CPU |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    rows = []
     for r in phases:
         tgt = "max" if not r["target_rate"] else f"{r['target_rate']:,}"
         if r["subscribers"]:
@@ -556,8 +553,12 @@ def main():
             cl = f"{r['client_cpu']:.2f}"
         else:
             lat = lat2 = trend = spread = miss = slow = cl = "-"
-        print(f"| {r['subscribers']:,} | {tgt} | {r['rows_per_s']:,.0f} | {r['probes']} | {lat} | {trend} | {spread} | {lat2} | {miss} | "
-              f"{slow} | {r['server_cpu']:.2f} / {r['writer_cpu']:.2f} / {cl} |")
+        rows.append([f"{r['subscribers']:,}", tgt, f"{r['rows_per_s']:,.0f}", r["probes"], lat, trend, spread, lat2, miss,
+                     slow, f"{r['server_cpu']:.2f} / {r['writer_cpu']:.2f} / {cl}"])
+    print()
+    md_table(["subscribers", "target", "rows/s reached", "probes", "receipt - ack p50 / p99 / max ms",
+              "p50 first / last tenth ms", "a subscriber's p50: best / median / worst ms",
+              "receipt - send p50 / p99 / max ms", "missed", "slow consumer", "server / writer / client CPU"], rows)
     by = {(r["subscribers"], r["target_rate"]): r for r in phases}
     top = max(subs)
     if (0, 0) in by and (top, 0) in by:
@@ -584,10 +585,7 @@ def main():
           f"worst client event-loop lag p99 / max: "
           f"{max((r.get('client_lag_p99_ms', 0) for r in phases), default=0):.1f} / "
           f"{max((r.get('client_lag_max_ms', 0) for r in phases), default=0):.1f} ms; total {total:.0f} s")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"phases": phases, "memory": mem, "duration": args.duration, "per_proc": args.per_proc},
-                      f, indent=1)
+    write_json(args.json, {"phases": phases, "memory": mem, "duration": args.duration, "per_proc": args.per_proc})
 
 
 if __name__ == "__main__":

@@ -50,7 +50,6 @@ Usage: bench/views.py [--rows 2000000] [--quick] [--repeat 5] [--probe-runs 5] [
 """
 import argparse
 import http.client
-import json
 import os
 import signal
 import statistics
@@ -63,6 +62,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
+from report import Columns, write_json  # noqa: E402
 from served import log, post, rss_mib  # noqa: E402
 from questdb import (HttpClient, QuestServer, RssSampler, ZeptoServer, answer, canonical, diff,  # noqa: E402
                      on_sigterm, pick_binary, send_all, send_http)
@@ -453,8 +453,9 @@ def report(res):
           f"({res['probe_runs']} with probes)")
     print(f"load average (1/5/15 min) at the start {'/'.join(f'{x:.2f}' for x in res['loadavg_start'])}, at the end "
           f"{'/'.join(f'{x:.2f}' for x in res['loadavg_end'])} on {os.cpu_count()} cores")
-    print(f"{'engine':8} {'case':13} {'acked rows/s':>12} {'complete rows/s':>16} {'median':>10} {'vs (a)':>6} "
-          f"{'median':>6} {'table lag ms':>17} {'view lag ms':>17} {'peak RSS MiB':>12}")
+    cols = Columns([8, 13, 12, 16, 10, 6, 6, 17, 17, 12], "<<>>>>>>>>")
+    print(cols.line(["engine", "case", "acked rows/s", "complete rows/s", "median", "vs (a)", "median", "table lag ms",
+                     "view lag ms", "peak RSS MiB"]))
     for engine in ("zeptodb", "questdb"):
         base, base_med = best(runs, engine, "(a) no view"), median_rate(runs, engine, "(a) no view")
         for case in ("(a) no view", "(b) 1 view", "(c) 10 views", "(b) + probes"):
@@ -467,8 +468,8 @@ def report(res):
             vs_med = med / base_med if base else float("nan")
             tl = "/".join(fmt_ms(x["table_lag_ms"]) for x in mine if x["table_lag_ms"] is not None) or "-"
             vl = "/".join(fmt_ms(x["view_lag_ms"]) for x in mine if x["view_lag_ms"] is not None) or "-"
-            print(f"{engine:8} {case:13} {r['acked_rows_per_s']:>12,.0f} {r['complete_rows_per_s']:>16,.0f} "
-                  f"{med:>10,.0f} {vs:>6.2f} {vs_med:>6.2f} {tl:>17} {vl:>17} {max(x['peak_rss_mib'] for x in mine):>12,.0f}")
+            print(cols.line([engine, case, f"{r['acked_rows_per_s']:,.0f}", f"{r['complete_rows_per_s']:,.0f}", f"{med:,.0f}",
+                             f"{vs:.2f}", f"{vs_med:.2f}", tl, vl, f"{max(x['peak_rss_mib'] for x in mine):,.0f}"]))
     print("(rows/s: the best run's, and the median of the case's runs; vs (a): complete rows/s over the same engine's "
           "(a), best and median; lags: each run's, after the last acknowledgement, polled every 5 ms; peak RSS: the "
           "highest of the case's runs)")
@@ -565,8 +566,7 @@ def main():
     if a.json:
         for r in res["runs"]:
             r.pop("bars_answer", None)
-        with open(a.json, "w") as f:
-            json.dump(res, f, indent=1)
+        write_json(a.json, res)
     return 1 if res.get("failures") else 0
 
 

@@ -18,6 +18,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from report import Columns  # noqa: E402
 from served import Server  # noqa: E402
 
 
@@ -60,7 +61,8 @@ def main():
     ap.add_argument("--bin", default=os.path.join("target", "release", "zeptodb"))
     ap.add_argument("--seconds", type=float, default=5)
     a = ap.parse_args()
-    print(f"{'mode':14s}" + "".join(f"{f'batch {b:,}':>16s}" for b in (1, 100, 10_000)) + "   (rows/s)")
+    cols = Columns([14, 16, 16, 16], "<>>>", sep="")
+    print(cols.line(["mode"] + [f"batch {b:,}" for b in (1, 100, 10_000)]) + "   (rows/s)")
     for mode in ("always", "interval=100", "none", "memory"):
         d = tempfile.mkdtemp(prefix="zepto-walbench-")
         # No automatic checkpoint: the whole run stays in the log, to time its replay.
@@ -71,7 +73,7 @@ def main():
             r, n = run(port, b, a.seconds)
             out.append(r)
             total += n
-        line = f"{mode:14s}" + "".join(f"{r:>16,.0f}" for r in out)
+        line = cols.line([mode] + [f"{r:,.0f}" for r in out])
         if mode == "memory":
             srv.stop()
         else:
