@@ -57,6 +57,11 @@ fn network_args() -> Vec<Arg> {
             .value_name("on|off")
             .value_parser(["on", "off"])
             .help("The web console at /console [default: on]"),
+        Arg::new("huge-pages")
+            .long("huge-pages")
+            .value_name("on|off")
+            .value_parser(["on", "off"])
+            .help("Advise 2 MiB pages for blocks of 4 MiB and up (columns, WAL buffers) [default: on]"),
         Arg::new("console-results-mb")
             .long("console-results-mb")
             .value_parser(clap::value_parser!(usize))
@@ -324,6 +329,7 @@ const FILE_KEYS: &[&str] = &[
     "ilp-tcp-unauthenticated",
     "ilp-tcp-max-line-kb",
     "console",
+    "huge-pages",
     "console-results-mb",
     "subscribe-buffer-mb",
 ];
@@ -433,6 +439,11 @@ fn config(st: &Settings<'_>) -> Result<Config, String> {
         Some("off") => false,
         Some(other) => return Err(format!("console: '{other}' is not on or off")),
     };
+    zepto_storage::mem::set_huge_pages(match st.string("huge-pages")?.as_deref() {
+        None | Some("on") => true,
+        Some("off") => false,
+        Some(other) => return Err(format!("huge-pages: '{other}' is not on or off")),
+    });
     c.kept_result_bytes = st.count("console-results-mb")?.unwrap_or(512).saturating_mul(1 << 20);
     c.subscribe_buffer_bytes = st.count("subscribe-buffer-mb")?.unwrap_or(64).max(1).saturating_mul(1 << 20);
     c.max_server_memory = match st.count("max-server-memory-mb")? {

@@ -87,6 +87,12 @@ fn each_setting_off_the_checklist_is_a_warning_with_its_advice() {
         assert!(advice.contains(says), "{check}: {advice}");
     }
     assert_eq!(status(&v, "isolated cores").0, "ok");
+    // THP off entirely: the server's huge page advice would be ignored.
+    host(&root, ["always madvise [never]", "performance", "1", "0", "1048576", "0", "tsc", "ext4"]);
+    let (_, v) = doctor(&root, Path::new("/mnt/data/zepto"));
+    let (s, advice) = status(&v, "transparent huge pages");
+    assert_eq!(s, "warn", "{v}");
+    assert!(advice.contains("madvise") && advice.contains("--huge-pages"), "{advice}");
 }
 
 #[test]

@@ -113,6 +113,17 @@ fn probes_queries_and_formats() {
     assert!(m.contains("zepto_errors_total{code=\"SQL_PARSE\"} 1"), "{m}");
     assert!(m.contains("zepto_table_rows 120001"), "{m}"); // + the scripted INSERT
     assert!(m.contains("zepto_memory_resident_bytes"), "{m}");
+    // A column of 1M BIGINTs (8 MB) is a block the server advises to use huge pages
+    // (`--huge-pages on` by default); the kernel takes or refuses the advice, counted either way.
+    assert_eq!(post(a, "/", "SELECT count(*) FROM range(1000000) r(x) WHERE x % 7 = 0").status, 200);
+    let m = get(a, "/metrics").text();
+    let value = |name: &str| -> u64 {
+        let line =
+            m.lines().find(|l| l.split_whitespace().next() == Some(name)).unwrap_or_else(|| panic!("{name}: {m}"));
+        line.split_whitespace().nth(1).and_then(|v| v.parse().ok()).unwrap_or_else(|| panic!("{line}"))
+    };
+    assert!(value("zepto_huge_page_advice") + value("zepto_huge_page_advice_refused") >= 1, "{m}");
+    assert!(m.contains("zepto_memory_huge_page_bytes"), "{m}");
     assert!(s.stop().success(), "SIGTERM ends the server cleanly");
 }
 

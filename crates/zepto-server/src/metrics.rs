@@ -105,8 +105,7 @@ pub struct Metrics {
     /// `zepto_request_body_bytes_in_flight`: bytes of request bodies held now (of
     /// `--max-inflight-body-mb`; set when metrics are read).
     pub body_bytes_in_flight: Gauge,
-    memory: Gauge<f64, AtomicU64>,
-    peak_memory: Gauge<f64, AtomicU64>,
+    memory: MemoryGauges,
     tables: Gauge,
     table_rows: Gauge,
     index_bytes: Gauge,
@@ -134,6 +133,55 @@ fn register<M: prometheus_client::registry::Metric + Clone + Default>(r: &mut Re
     let m = M::default();
     r.register(name, help, m.clone());
     m
+}
+
+/// The process's memory: resident, peak, in huge pages, and the huge page advice given.
+struct MemoryGauges {
+    resident: Gauge<f64, AtomicU64>,
+    peak: Gauge<f64, AtomicU64>,
+    huge_pages: Gauge<f64, AtomicU64>,
+    huge_advised: Gauge,
+    huge_refused: Gauge,
+}
+
+impl MemoryGauges {
+    fn register(r: &mut Registry) -> MemoryGauges {
+        MemoryGauges {
+            resident: register(r, "zepto_memory_resident_bytes", "Resident memory of the process"),
+            peak: register(r, "zepto_memory_peak_resident_bytes", "Peak resident memory of the process"),
+            huge_pages: register(
+                r,
+                "zepto_memory_huge_page_bytes",
+                "Memory the kernel backs with transparent huge pages (AnonHugePages)",
+            ),
+            huge_advised: register(
+                r,
+                "zepto_huge_page_advice",
+                "Large blocks advised to use huge pages (--huge-pages on)",
+            ),
+            huge_refused: register(
+                r,
+                "zepto_huge_page_advice_refused",
+                "Huge page advice the kernel refused: those blocks kept 4 KiB pages",
+            ),
+        }
+    }
+
+    /// Read them now.
+    fn read(&self) {
+        if let Some(rss) = zepto_storage::mem::process_rss_bytes() {
+            self.resident.set(rss as f64);
+        }
+        if let Some(peak) = peak_rss_bytes() {
+            self.peak.set(peak as f64);
+        }
+        if let Some(huge) = zepto_storage::mem::process_huge_page_bytes() {
+            self.huge_pages.set(huge as f64);
+        }
+        let (advised, refused) = zepto_storage::mem::huge_page_advice();
+        self.huge_advised.set(i64::try_from(advised).unwrap_or(i64::MAX));
+        self.huge_refused.set(i64::try_from(refused).unwrap_or(i64::MAX));
+    }
 }
 
 /// What point-in-time recovery dropped at start: WAL records, and rows of intact records.
@@ -203,10 +251,7 @@ impl Metrics {
             "zepto_queries_stopped_for_memory",
             "Queries stopped because the server held more than --max-server-memory-mb",
         );
-        let memory: Gauge<f64, AtomicU64> =
-            register(&mut registry, "zepto_memory_resident_bytes", "Resident memory of the process");
-        let peak_memory: Gauge<f64, AtomicU64> =
-            register(&mut registry, "zepto_memory_peak_resident_bytes", "Peak resident memory of the process");
+        let memory = MemoryGauges::register(&mut registry);
         let tables: Gauge = register(&mut registry, "zepto_tables", "Tables in the catalog");
         let table_rows: Gauge = register(&mut registry, "zepto_table_rows", "Rows in all tables");
         let index_bytes: Gauge =
@@ -247,7 +292,6 @@ impl Metrics {
             queries_stopped_for_memory,
             body_bytes_in_flight,
             memory,
-            peak_memory,
             tables,
             table_rows,
             index_bytes,
@@ -304,12 +348,7 @@ impl Metrics {
     pub fn render(&self, catalog: &Catalog, index: IndexUsage) -> String {
         self.index_bytes.set(i64::try_from(index.bytes).unwrap_or(i64::MAX));
         self.index_rows.set(i64::try_from(index.rows).unwrap_or(i64::MAX));
-        if let Some(rss) = zepto_storage::mem::process_rss_bytes() {
-            self.memory.set(rss as f64);
-        }
-        if let Some(peak) = peak_rss_bytes() {
-            self.peak_memory.set(peak as f64);
-        }
+        self.memory.read();
         let names = catalog.table_names();
         self.tables.set(names.len() as i64);
         let rows: usize = names.iter().filter_map(|n| catalog.snapshot(n).ok()).map(|t| t.row_count()).sum();

@@ -81,6 +81,14 @@ pub fn transparent_huge_pages(h: &Host) -> Finding {
             "set madvise (echo madvise > /sys/kernel/mm/transparent_hugepage/enabled): with always, \
              khugepaged compacts memory behind every allocation, which shows as latency spikes",
         ),
+        "never" => finding(
+            check,
+            Status::Warn,
+            "never",
+            "set madvise: the server advises 2 MiB pages for blocks of 4 MiB and up (--huge-pages); \
+             with never they get 4 KiB pages, and a GROUP BY over 10M-row partitions measured 2.3x slower \
+             (docs/operations.md, Huge pages)",
+        ),
         m => finding(check, Status::Ok, m, ""),
     }
 }
