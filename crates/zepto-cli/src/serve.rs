@@ -61,7 +61,7 @@ fn network_args() -> Vec<Arg> {
             .long("huge-pages")
             .value_name("on|off")
             .value_parser(["on", "off"])
-            .help("Advise 2 MiB pages for blocks of 4 MiB and up (columns, WAL buffers) [default: on]"),
+            .help("Advise 2 MiB pages for blocks of 32 MiB and up (large columns and buffers) [default: on]"),
         Arg::new("console-results-mb")
             .long("console-results-mb")
             .value_parser(clap::value_parser!(usize))

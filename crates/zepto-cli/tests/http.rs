@@ -113,9 +113,9 @@ fn probes_queries_and_formats() {
     assert!(m.contains("zepto_errors_total{code=\"SQL_PARSE\"} 1"), "{m}");
     assert!(m.contains("zepto_table_rows 120001"), "{m}"); // + the scripted INSERT
     assert!(m.contains("zepto_memory_resident_bytes"), "{m}");
-    // A column of 1M BIGINTs (8 MB) is a block the server advises to use huge pages
+    // A column of 5M BIGINTs (40 MB) is a block the server advises to use huge pages
     // (`--huge-pages on` by default); the kernel takes or refuses the advice, counted either way.
-    assert_eq!(post(a, "/", "SELECT count(*) FROM range(1000000) r(x) WHERE x % 7 = 0").status, 200);
+    assert_eq!(post(a, "/", "SELECT count(*) FROM range(5000000) r(x) WHERE x % 7 = 0").status, 200);
     let m = get(a, "/metrics").text();
     let value = |name: &str| -> u64 {
         let line =
