@@ -144,6 +144,12 @@ fn a_subscription_sees_only_what_its_key_may_read() {
     assert!(status.contains(" 403 "), "a key without the table's grant: {status}");
     let (status, mut stream) = subscribe(a, &agent, "SELECT content FROM ai_memories");
     assert!(status.contains(" 200 "), "{status}");
+    // The same query under the admin key, and again under the tenant's: subscribers of one
+    // query share each change's event only under the same key.
+    let (status, mut admin) = subscribe(a, &ops, "SELECT content FROM ai_memories");
+    assert!(status.contains(" 200 "), "{status}");
+    let (status, mut twin) = subscribe(a, &agent, "SELECT content FROM ai_memories");
+    assert!(status.contains(" 200 "), "{status}");
     let rows =
         "INSERT INTO ai_memories VALUES (1, 'globex', 'theirs'), (2, 'acme', 'ours'), (3, 'globex', 'also theirs')";
     assert_eq!(post_key(a, "/", &ops, rows).status, 200);
@@ -154,6 +160,12 @@ fn a_subscription_sees_only_what_its_key_may_read() {
     assert_eq!(first["result"]["data"], serde_json::json!([["ours"]]), "{first}");
     let second: serde_json::Value = serde_json::from_str(&next_data(&mut stream)).expect("json");
     assert_eq!(second["result"]["data"], serde_json::json!([["ours again"]]), "{second}");
+    for want in [["ours"], ["ours again"]] {
+        let e: serde_json::Value = serde_json::from_str(&next_data(&mut twin)).expect("json");
+        assert_eq!(e["result"]["data"], serde_json::json!([want]), "{e}");
+    }
+    let all: serde_json::Value = serde_json::from_str(&next_data(&mut admin)).expect("json");
+    assert_eq!(all["result"]["data"], serde_json::json!([["theirs"], ["ours"], ["also theirs"]]), "{all}");
     drop(s);
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -83,6 +83,7 @@ pub mod server;
 pub mod sql;
 pub mod state;
 pub mod subscribe;
+pub mod subscribe_shared;
 
 pub use auth::{KeyStore, Role};
 pub use config::{Config, RecoveryNotice, TlsFiles};

@@ -47,6 +47,8 @@ pub struct State {
     pub memory: Arc<zepto_memory::AgentMemory>,
     /// Results kept for paging (`POST /query?keep=1`, `GET /results/{id}`).
     pub results: crate::results::KeptResults,
+    /// The events of identical table subscriptions, made once per change.
+    pub subscriptions: crate::subscribe_shared::SharedEvents,
     next_id: AtomicU64,
     id_prefix: String,
     /// Set when shutdown starts: subscriptions end, and connections finish their request and
@@ -75,6 +77,7 @@ impl State {
             ingest_slots: Arc::new(Semaphore::new(config.ingest_slots())),
             bodies: crate::inflight::BodyBudget::new(config.inflight_body_bytes()),
             results: crate::results::KeptResults::new(config.kept_result_bytes),
+            subscriptions: crate::subscribe_shared::SharedEvents::default(),
             engine,
             config,
             metrics,

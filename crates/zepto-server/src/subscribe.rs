@@ -22,6 +22,7 @@ use crate::body::ResponseBody;
 use crate::encode::{Encoder, Format};
 use crate::error::ApiError;
 use crate::state::State;
+use crate::subscribe_shared::{Group, Rows};
 use bytes::Bytes;
 use futures_util::SinkExt;
 use hyper::body::Incoming;
@@ -68,6 +69,9 @@ pub fn start(
         Some(f) if f.eq_ignore_ascii_case("arrow") => true,
         Some(f) => return Err(ApiError::bad_request(format!("format={f}: a subscription sends json or arrow"))),
     };
+    // A table's subscribers of the same query, key and format share each change's event.
+    let group = (!sub.over_view()).then(|| state.subscriptions.group(sql, &who.name, arrow));
+    let sub = Subscriber { sub, arrow, group };
     let feed = state.engine.catalog().feed().clone();
     let woken = Arc::new(Notify::new());
     let w = woken.clone();
@@ -84,7 +88,7 @@ pub fn start(
             let Ok(io) = upgrade.await else { return };
             let ws = WebSocketStream::from_raw_socket(TokioIo::new(io), Role::Server, None).await;
             st.metrics.subscribers.inc();
-            stream(&st, &sub, arrow, cursor, &woken, &mut Sink::Ws(Box::new(ws))).await;
+            stream(&st, &sub, cursor, &woken, &mut Sink::Ws(Box::new(ws))).await;
             st.metrics.subscribers.dec();
             drop(attached);
         });
@@ -103,7 +107,7 @@ pub fn start(
     let (tx, rx) = mpsc::channel(8);
     tokio::spawn(async move {
         st.metrics.subscribers.inc();
-        stream(&st, &sub, arrow, cursor, &woken, &mut Sink::Sse(tx)).await;
+        stream(&st, &sub, cursor, &woken, &mut Sink::Sse(tx)).await;
         st.metrics.subscribers.dec();
         drop(attached);
     });
@@ -115,9 +119,17 @@ pub fn start(
     Ok(resp)
 }
 
+/// One client's subscription: its query, its format, and (a table's) the group of identical
+/// subscribers it shares events with.
+struct Subscriber {
+    sub: Subscription,
+    arrow: bool,
+    group: Option<Arc<Group>>,
+}
+
 /// Feed events to the client until it goes, the table is dropped, it falls behind the ring, or
 /// the server stops.
-async fn stream(state: &Arc<State>, sub: &Subscription, arrow: bool, mut cursor: u64, woken: &Notify, out: &mut Sink) {
+async fn stream(state: &Arc<State>, sub: &Subscriber, mut cursor: u64, woken: &Notify, out: &mut Sink) {
     let feed = state.engine.catalog().feed().clone();
     let epoch = feed.epoch();
     loop {
@@ -148,11 +160,11 @@ async fn stream(state: &Arc<State>, sub: &Subscription, arrow: bool, mut cursor:
         }
         for e in events {
             cursor = e.seq;
-            if !sub.reads(&e.table) {
+            if !sub.sub.reads(&e.table) {
                 continue;
             }
             let id = format!("{epoch}-{}", e.seq);
-            let (frame, last) = match event_frame(sub, arrow, &e).await {
+            let (frame, last) = match event_frame(sub, &e).await {
                 Ok(f) => f,
                 Err(msg) => (Some(("error", json_str(&msg))), true),
             };
@@ -170,27 +182,24 @@ async fn stream(state: &Arc<State>, sub: &Subscription, arrow: bool, mut cursor:
 
 /// The event for feed event `e`, its kind and JSON data (`None`: nothing to say, as for an
 /// append the filter drops whole), and whether the stream ends after it.
-async fn event_frame(
-    sub: &Subscription,
-    arrow: bool,
-    e: &Arc<FeedEvent>,
-) -> Result<(Option<(&'static str, String)>, bool), String> {
+async fn event_frame(sub: &Subscriber, e: &Arc<FeedEvent>) -> Result<(Option<(&'static str, String)>, bool), String> {
     let table = json_str(&e.table);
+    let over_view = sub.sub.over_view();
     Ok(match &e.change {
-        FeedChange::Delete(n) if !sub.over_view() => {
-            (Some(("delete", format!("{{\"table\":{table},\"rows\":{n}}}"))), false)
-        }
-        FeedChange::Update(n) if !sub.over_view() => {
-            (Some(("update", format!("{{\"table\":{table},\"rows\":{n}}}"))), false)
-        }
+        FeedChange::Delete(n) if !over_view => (Some(("delete", format!("{{\"table\":{table},\"rows\":{n}}}"))), false),
+        FeedChange::Update(n) if !over_view => (Some(("update", format!("{{\"table\":{table},\"rows\":{n}}}"))), false),
         FeedChange::Append(_) | FeedChange::Delete(_) | FeedChange::Update(_) => {
-            let body = rows_of(sub, arrow, e.clone()).await?;
-            let key = if arrow { "arrow" } else { "result" };
-            let event = |(rows, removed): (String, Option<String>)| {
-                let removed = removed.map(|r| format!(",\"removed\":{r}")).unwrap_or_default();
+            let made = || rows_of(&sub.sub, sub.arrow, e.clone());
+            let body = match &sub.group {
+                Some(g) => g.event(e.seq, made).await,
+                None => Arc::new(made().await),
+            };
+            let key = if sub.arrow { "arrow" } else { "result" };
+            let event = |(rows, removed): &(String, Option<String>)| {
+                let removed = removed.as_ref().map(|r| format!(",\"removed\":{r}")).unwrap_or_default();
                 ("rows", format!("{{\"table\":{table},\"{key}\":{rows}{removed}}}"))
             };
-            (body.map(event), false)
+            (body.as_ref().as_ref().map_err(String::clone)?.as_ref().map(event), false)
         }
         FeedChange::Drop => (Some(("drop", format!("{{\"table\":{table}}}"))), true),
     })
@@ -200,11 +209,7 @@ async fn event_frame(
 /// no longer has, if any. Each is the JSON `/query` gives, or (`arrow`) a string of the Arrow
 /// IPC stream in base64; `None` when there is nothing to send. Runs on the blocking pool: it
 /// is a query.
-async fn rows_of(
-    sub: &Subscription,
-    arrow: bool,
-    e: Arc<FeedEvent>,
-) -> Result<Option<(String, Option<String>)>, String> {
+async fn rows_of(sub: &Subscription, arrow: bool, e: Arc<FeedEvent>) -> Rows {
     let sub = sub.clone();
     let run = move || -> Result<Option<(String, Option<String>)>, String> {
         let Some(a) = sub.answer_change(&e.change).map_err(|x| x.to_string())? else { return Ok(None) };
