@@ -81,12 +81,14 @@ pub struct Pending {
     /// The connection's number of the first line in `buf`.
     first_line: usize,
     max_line: usize,
+    /// The size of the last batch taken: the buffer grows to it at once when it fills again.
+    grow_to: usize,
 }
 
 impl Pending {
     /// Nothing read yet; lines may be `max_line` bytes long, line end not counted.
     pub fn new(max_line: usize) -> Pending {
-        Pending { buf: Vec::new(), complete: 0, lines: 0, first_line: 1, max_line }
+        Pending { buf: Vec::new(), complete: 0, lines: 0, first_line: 1, max_line, grow_to: 0 }
     }
 
     /// Append `bytes` read from the socket. A line past the length limit fails with its
@@ -95,6 +97,11 @@ impl Pending {
         // One copy of the whole read, then a vectorized walk of its line ends: this runs on
         // every byte a connection sends.
         let start = self.buf.len();
+        // A steady stream does not reallocate (and copy) its buffer through every doubling
+        // again: the first growth after a batch goes straight to that batch's size.
+        if start + bytes.len() > self.buf.capacity() && self.grow_to > self.buf.capacity() {
+            self.buf.reserve(self.grow_to.max(start + bytes.len()) - start);
+        }
         self.buf.extend_from_slice(bytes);
         for nl in memchr::memchr_iter(b'\n', bytes) {
             let end = start + nl + 1;
@@ -136,10 +143,10 @@ impl Pending {
         if self.lines == 0 {
             return None;
         }
-        // The next batch starts as large as this one grew, so a steady stream does not
-        // reallocate (and copy) its buffer through every doubling again.
-        let mut rest = Vec::with_capacity(self.buf.capacity());
-        rest.extend_from_slice(self.buf.get(self.complete..).unwrap_or_default());
+        // The next batch starts with the open line only: an idle connection holds no more.
+        // It grows to this batch's size once it fills ([`Pending::push`]).
+        let rest = self.buf.get(self.complete..).unwrap_or_default().to_vec();
+        self.grow_to = self.complete;
         self.buf.truncate(self.complete);
         let bytes = std::mem::replace(&mut self.buf, rest);
         let batch = Batch { bytes, first_line: self.first_line, lines: self.lines };
@@ -635,6 +642,25 @@ mod tests {
         p.take();
         p.push(b"t x=123456789012345 1\n").expect("push");
         assert!(p.is_full(&limits), "20 bytes");
+    }
+
+    /// After a large batch the connection holds only its open line (an idle one keeps no
+    /// megabytes), and the next batch grows straight to the last one's size.
+    #[test]
+    fn an_idle_connection_keeps_no_batch_sized_buffer() {
+        let mut p = Pending::new(1 << 20);
+        let line = b"cpu,host=h1 usage=1i 1\n";
+        for _ in 0..40_000 {
+            p.push(line).expect("push");
+        }
+        p.push(b"cpu,host=h1 us").expect("push");
+        let taken = p.take().expect("lines").bytes.len();
+        assert_eq!(taken, 40_000 * line.len());
+        assert!(p.buf.capacity() < 1024, "an idle buffer of {} bytes", p.buf.capacity());
+        p.push(b"age=2i 2\n").expect("push");
+        p.push(&vec![b'x'; 2048]).expect("push");
+        assert!(p.buf.capacity() >= taken, "grown to {} at once, not by doubling", p.buf.capacity());
+        assert_eq!(&p.buf[..23], b"cpu,host=h1 usage=2i 2\n", "the open line kept");
     }
 
     #[test]
