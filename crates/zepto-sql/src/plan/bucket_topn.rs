@@ -1,6 +1,6 @@
 //! The physical planner's choice for "the newest (or oldest) k time buckets":
 //! `SELECT time_bucket(w, ts) AS b, agg(...) FROM t [WHERE ...] GROUP BY b[, ...] ORDER BY b
-//! DESC LIMIT k` ([`SortHow::Buckets`]): aggregate only the newest rows first, instead of every
+//! DESC LIMIT k` ([`super::SortHow::Buckets`]): aggregate only the newest rows first, instead of every
 //! row of the table for the sake of five groups.
 //!
 //! Why it is exact: the sort's first key is a group key that is a *floor* of the scan's
