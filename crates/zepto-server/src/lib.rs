@@ -12,6 +12,7 @@
 //! * [`ilp_tcp`] — line protocol over TCP (`--ilp-tcp`, QuestDB's port 9009), in batches.
 //! * [`ai`] — `/api/ai/*`: agent memory and answer caches, tenant-scoped.
 //! * [`subscribe`] — `GET /subscribe`: a query's rows as writes commit them (SSE or WebSocket).
+//!   [`subscribe_shared`]: identical table subscribers share each change's event.
 //! * [`auth`] — API keys (stored hashed), roles and table grants.
 //! * [`request_body`] — request bodies read under size and time limits, gunzipped.
 //! * [`inflight`] — one budget for the request bodies held in memory at once.
