@@ -11,7 +11,7 @@ use super::hash::{group_ids, GroupIds};
 use super::{Batch, ExecContext};
 use crate::error::Result;
 use crate::plan::{AggCall, BExpr};
-use zepto_storage::{Column, ColumnData, DataType};
+use zepto_storage::{Column, ColumnData};
 
 /// Groups and what each aggregate made of them: its result, or its partial state columns.
 pub struct Grouped {
@@ -94,17 +94,12 @@ pub fn aggregate_runs(ctx: &ExecContext, b: &Batch, keys: &[BExpr], aggs: &[AggC
     debug_assert!(starts.first().is_none_or(|&s| s == 0) && starts.windows(2).all(|w| w[0] < w[1]));
     // The start rows of the columns the keys read (the others stand in as untyped NULLs).
     let mut read = vec![false; b.columns.len()];
-    keys.iter().for_each(|k| k.for_each_col(&mut |i| read.get_mut(i).into_iter().for_each(|r| *r = true)));
-    let heads = Batch::shared(
-        b.columns
-            .iter()
-            .zip(&read)
-            .map(|(c, &r)| {
-                std::sync::Arc::new(if r { c.take(starts) } else { Column::nulls(DataType::Null, starts.len()) })
-            })
-            .collect(),
-        starts.len(),
-    );
+    keys.iter().for_each(|k| super::scan::mark_reads(k, &mut read));
+    let head = |(c, &r): (&std::sync::Arc<Column>, &bool)| match r {
+        true => std::sync::Arc::new(c.take(starts)),
+        false => super::scan::unread(starts.len()),
+    };
+    let heads = Batch::shared(b.columns.iter().zip(&read).map(head).collect(), starts.len());
     let out = keys.iter().map(|k| eval(ctx, k, &heads).map(|c| c.into_owned())).collect::<Result<Vec<_>>>()?;
     Ok(over_runs(ctx, b, out, aggs, starts, Mode::Final)?.into_batch())
 }

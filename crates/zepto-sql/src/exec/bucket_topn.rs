@@ -30,10 +30,12 @@ pub fn top(ctx: &ExecContext, input: &Plan, keys: &[SortKey], k: usize, b: &Buck
     // Attempts stay alive to the end, so no node of a later one reuses an earlier one's
     // address in the run's profile.
     let mut tried: Vec<Box<Plan>> = Vec::new();
+    // `by` away from `from`, toward the older rows (newest first) or the newer (oldest first).
+    let away = |from: i64, by: i64| if b.newest() { from.saturating_sub(by) } else { from.saturating_add(by) };
     let mut t = if b.newest() {
-        edge.saturating_sub((steps - 1).saturating_mul(width))
+        away(edge, (steps - 1).saturating_mul(width))
     } else {
-        start.saturating_add(steps.saturating_mul(width))
+        away(start, steps.saturating_mul(width))
     };
     let mut last: Option<i64> = None;
     loop {
@@ -49,22 +51,19 @@ pub fn top(ctx: &ExecContext, input: &Plan, keys: &[SortKey], k: usize, b: &Buck
         let out = run(ctx, &narrowed)?;
         if out.rows >= k {
             ctx.adopt(&narrowed, input);
-            let perm = sort::sort_indices(ctx, &out, keys, Some(k))?;
-            return Ok(out.take(&perm));
+            return sort::sorted(ctx, out, keys, Some(k));
         }
         tried.push(narrowed);
         // Twice the span from the edge, at least one bucket more.
-        let span = if b.newest() { edge.saturating_sub(bound) } else { bound.saturating_sub(edge) }.max(width);
-        t = if b.newest() { bound.saturating_sub(span) } else { bound.saturating_add(span) };
+        let span = i64::try_from(edge.abs_diff(bound)).unwrap_or(i64::MAX).max(width);
+        t = away(bound, span);
         last = Some(bound);
     }
 }
 
 /// The TopN over all of `input`, as a plain sort would run it.
 fn whole(ctx: &ExecContext, input: &Plan, keys: &[SortKey], k: usize) -> Result<Batch> {
-    let out = run(ctx, input)?;
-    let perm = sort::sort_indices(ctx, &out, keys, Some(k))?;
-    Ok(out.take(&perm))
+    sort::sorted(ctx, run(ctx, input)?, keys, Some(k))
 }
 
 /// The one scan under `input` (a chain of single-input nodes down to it).

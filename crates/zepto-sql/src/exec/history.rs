@@ -105,7 +105,7 @@ fn materialize(
         });
         groups[i].1.push(src);
     };
-    let bounded = range.ts_lo != i64::MIN || range.ts_hi != i64::MAX;
+    let bounded = range.is_time_bounded();
     for (ci, ch) in chunks.iter().enumerate() {
         for (key, run) in &ch.runs {
             let run = match ts_pos {

@@ -250,16 +250,10 @@ fn sort_node(
     how: &SortHow,
 ) -> Result<(&'static str, Batch)> {
     Ok(match (how, limit) {
-        (SortHow::Ann(a), _) => {
-            let b = ann_input(ctx, input, a)?;
-            let perm = sort::sort_indices(ctx, &b, keys, limit)?;
-            ("AnnTopN", b.take(&perm))
-        }
+        (SortHow::Ann(a), _) => ("AnnTopN", sort::sorted(ctx, ann_input(ctx, input, a)?, keys, limit)?),
         (SortHow::Buckets(b), Some(k)) => ("BucketTopN", bucket_topn::top(ctx, input, keys, k, b)?),
         (SortHow::Full | SortHow::Buckets(_), _) => {
-            let b = run(ctx, input)?;
-            let perm = sort::sort_indices(ctx, &b, keys, limit)?;
-            (if limit.is_some() { "TopN" } else { "Sort" }, b.take(&perm))
+            (if limit.is_some() { "TopN" } else { "Sort" }, sort::sorted(ctx, run(ctx, input)?, keys, limit)?)
         }
     })
 }

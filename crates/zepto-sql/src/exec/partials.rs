@@ -59,7 +59,7 @@ fn run(ctx: &ExecContext, s: ScanShape, keys: &[BExpr], aggs: &[AggCall]) -> Res
         None if !reads_history(table, range) => None,
         None => return Err(SqlError::Internal(format!("table '{}' has history but no reader", table.name()))),
     };
-    let bounded = range.ts_lo != i64::MIN || range.ts_hi != i64::MAX;
+    let bounded = range.is_time_bounded();
     let key_filter = range.keys.as_deref().filter(|_| table.key_col().is_some());
     // Decode the scan's columns, plus what cutting rows needs: the timestamp for a bounded
     // range, the key for a bounded range or a key list.

@@ -140,7 +140,7 @@ pub fn units<'a>(table: &'a Table, range: &ScanRange) -> Vec<Unit<'a>> {
     if range.keys.is_some() {
         return pieces(table, range).into_iter().map(Unit::Piece).collect();
     }
-    let ts = table.ts_col().filter(|_| ts_bounded(range));
+    let ts = table.ts_col().filter(|_| range.is_time_bounded());
     let parts = table.partitions();
     let runs = table.runs();
     // With a time bound, each whole pack's rows in it, on every core.
@@ -252,14 +252,10 @@ impl ScanShape<'_> {
     }
 }
 
-fn ts_bounded(range: &ScanRange) -> bool {
-    range.ts_lo != i64::MIN || range.ts_hi != i64::MAX
-}
-
 /// The pieces of `table` a scan over `range` reads: the partitions of its keys (all without a
 /// key list), each cut to its time range.
 pub fn pieces<'a>(table: &'a Table, range: &ScanRange) -> Vec<Piece<'a>> {
-    let ts = table.ts_col().filter(|_| ts_bounded(range));
+    let ts = table.ts_col().filter(|_| range.is_time_bounded());
     partitions(table, range).into_iter().filter_map(|p| piece_in(p, ts, range)).collect()
 }
 
@@ -318,7 +314,7 @@ pub fn piece_batch(piece: &Piece, columns: &[usize]) -> Batch {
 pub fn scan(table: &Table, columns: &[usize], range: &ScanRange) -> Result<Batch> {
     // No column over every row (`count(*)`): the table's row count, without visiting its
     // partitions one by one (100k of them with as many symbols).
-    if columns.is_empty() && range.keys.is_none() && !ts_bounded(range) {
+    if columns.is_empty() && range.keys.is_none() && !range.is_time_bounded() {
         debug_assert_eq!(table.row_count(), table.partitions().iter().map(|p| p.len()).sum::<usize>());
         return Ok(Batch::new(Vec::new(), table.row_count()));
     }

@@ -8,6 +8,12 @@ use crate::error::Result;
 use crate::plan::SortKey;
 use std::cmp::Ordering;
 
+/// The rows of `b` in the order of `keys`, the first `limit` of them when there is one.
+pub fn sorted(ctx: &ExecContext, b: Batch, keys: &[SortKey], limit: Option<usize>) -> Result<Batch> {
+    let perm = sort_indices(ctx, &b, keys, limit)?;
+    Ok(b.take(&perm))
+}
+
 /// The row order of `b` by `keys` (stable): all rows, or only the first `limit` in order (top-N).
 pub fn sort_indices(ctx: &ExecContext, b: &Batch, keys: &[SortKey], limit: Option<usize>) -> Result<Vec<u32>> {
     let cols = keys.iter().map(|k| eval(ctx, &k.expr, b)).collect::<Result<Vec<_>>>()?;

@@ -65,11 +65,10 @@ pub fn choose(input: &Plan, keys: &[SortKey], limit: Option<usize>) -> Option<Bu
     let (bucket, agg_input) = group_key(input, col)?;
     let s = scan_shape(agg_input)?;
     let ts = s.table.ts_col().and_then(|t| s.columns.iter().position(|&c| c == t))?;
-    let bounded = s.range.ts_lo != i64::MIN || s.range.ts_hi != i64::MAX;
     let fits = is_floor_of(bucket, ts)
         && bucket.data_type() == DataType::Timestamp
         && !reads_history(s.table, s.range)
-        && (!first.nulls_first || bounded);
+        && (!first.nulls_first || s.range.is_time_bounded());
     fits.then(|| BucketTopN { bucket: bucket.clone(), ts, newest: first.desc })
 }
 

@@ -19,7 +19,7 @@ impl Plan {
                 None
             }
             Plan::Scan { table, range, .. } => {
-                let bounded = range.ts_lo != i64::MIN || range.ts_hi != i64::MAX;
+                let bounded = range.is_time_bounded();
                 let part_rows = |p: &zepto_storage::Partition| match table.ts_col() {
                     Some(ts) if bounded => p.ts_range(ts, range.ts_lo, range.ts_hi).len(),
                     _ => p.len(),

@@ -154,6 +154,13 @@ pub struct ScanRange {
     pub null_key: bool,
 }
 
+impl ScanRange {
+    /// Whether the designated timestamp is bounded on either side (NULL times never pass).
+    pub fn is_time_bounded(&self) -> bool {
+        self.ts_lo != i64::MIN || self.ts_hi != i64::MAX
+    }
+}
+
 impl Default for ScanRange {
     fn default() -> Self {
         ScanRange { keys: None, ts_lo: i64::MIN, ts_hi: i64::MAX, null_key: false }
@@ -731,7 +738,7 @@ fn explain_scan(table: &Table, columns: &[usize], range: &ScanRange) -> String {
     } else {
         s.push_str(&format!(" partitions=all({})", table.partitions().len()));
     }
-    if range.ts_lo != i64::MIN || range.ts_hi != i64::MAX {
+    if range.is_time_bounded() {
         s.push_str(&format!(" ts=[{}, {}] (binary search)", fmt_ts(range.ts_lo), fmt_ts(range.ts_hi)));
     }
     if !table.history().files.is_empty() {
