@@ -475,35 +475,76 @@ fn merge_pair(
     let skip = |c: &Column, r: &std::ops::Range<usize>| (r.start..r.end).find(|&i| c.is_valid(i)).unwrap_or(r.end);
     let (l0, r0) = (skip(lcol, &lr), skip(rcol, &rr));
     let rs = &rv[r0..rr.end];
+    let target = |k: usize| (base + r0 - rr.start + k) as u32;
+    let left = &lv[l0..lr.end];
+    let out = &mut out[l0 - lr.start..];
+    if spec.residual.is_none() {
+        two_cursors(left, rs, spec, |i, k| out[i] = target(k));
+        return Ok(());
+    }
     let mut j = 0usize;
-    for i in l0..lr.end {
-        let t = lv[i];
-        let hit = match spec.op {
-            BinaryOp::GtEq => {
-                j = advance(rs, j, t, true);
-                j.checked_sub(1)
-            }
-            BinaryOp::Gt => {
-                j = advance(rs, j, t, false);
-                j.checked_sub(1)
-            }
-            BinaryOp::LtEq => {
-                j = advance(rs, j, t, false);
-                (j < rs.len()).then_some(j)
-            }
-            _ => {
-                j = advance(rs, j, t, true);
-                (j < rs.len()).then_some(j)
-            }
-        };
-        if let Some(k) = hit.filter(|&k| within(t, rs[k], spec.tolerance)) {
-            out[i - lr.start] = (base + r0 - rr.start + k) as u32;
-            if spec.residual.is_some() {
-                walks.push(spec.walk_from(left_at + i - lr.start, rs, k, t, base + r0 - rr.start));
-            }
+    for (i, &t) in left.iter().enumerate() {
+        if let Some(k) = step(rs, &mut j, t, spec) {
+            out[i] = target(k);
+            walks.push(spec.walk_from(left_at + l0 - lr.start + i, rs, k, t, base + r0 - rr.start));
         }
     }
     Ok(())
+}
+
+/// One left time's match among the sorted right times `rs` (within the tolerance), the cursor
+/// `j` moved on from where the previous, earlier left time left it.
+#[inline(always)]
+fn step(rs: &[i64], j: &mut usize, t: i64, spec: &AsofSpec) -> Option<usize> {
+    let hit = match spec.op {
+        BinaryOp::GtEq => {
+            *j = advance(rs, *j, t, true);
+            j.checked_sub(1)
+        }
+        BinaryOp::Gt => {
+            *j = advance(rs, *j, t, false);
+            j.checked_sub(1)
+        }
+        BinaryOp::LtEq => {
+            *j = advance(rs, *j, t, false);
+            (*j < rs.len()).then_some(*j)
+        }
+        _ => {
+            *j = advance(rs, *j, t, true);
+            (*j < rs.len()).then_some(*j)
+        }
+    };
+    hit.filter(|&k| within(t, rs[k], spec.tolerance))
+}
+
+/// Every match of the sorted left times `left` among the sorted right times `rs`, reported as
+/// `found(left index, right index)`: the left rows in two halves, each with its own cursor
+/// (the second half's started by bisection where one cursor would have been), advanced in one
+/// loop. A merge of one cursor runs at the latency of a load and a compare per row, each step
+/// waiting on the last; the halves' chains overlap instead (Q4 at 1M rows: 10-15% less time;
+/// four cursors in an array were no faster than one).
+fn two_cursors(left: &[i64], rs: &[i64], spec: &AsofSpec, mut found: impl FnMut(usize, usize)) {
+    let half = left.len() / 2;
+    let (a, b) = left.split_at(half);
+    // `step`'s cursor after `t`: past the right times before it (at or before it, inclusive).
+    let inclusive = !matches!(spec.op, BinaryOp::Gt | BinaryOp::LtEq);
+    let start = |t: i64| rs.partition_point(|&r| if inclusive { r <= t } else { r < t });
+    let (mut ja, mut jb) = (0usize, b.first().map_or(0, |&t| start(t)));
+    for (i, (&ta, &tb)) in a.iter().zip(b).enumerate() {
+        let (ha, hb) = (step(rs, &mut ja, ta, spec), step(rs, &mut jb, tb, spec));
+        if let Some(k) = ha {
+            found(i, k);
+        }
+        if let Some(k) = hb {
+            found(half + i, k);
+        }
+    }
+    // An odd count leaves the second half one row longer.
+    if let Some(&t) = b.get(a.len()) {
+        if let Some(k) = step(rs, &mut jb, t, spec) {
+            found(half + a.len(), k);
+        }
+    }
 }
 
 /// The partition-wise ASOF (`partition_wise`) as one batch, built a column at a time on
@@ -628,6 +669,53 @@ mod tests {
         assert_eq!(search(&b, 40, BinaryOp::Eq), Some(6));
         assert_eq!(search::<i64>(&[], 4, BinaryOp::Eq), None);
         assert!(super::within(5, 7, Some(2)) && !super::within(5, 8, Some(2)) && super::within(5, 3, None));
+    }
+
+    /// The two-cursor merge finds, for every left time, what a search of the right times does
+    /// (then the tolerance): every inequality, equal times on both sides, odd and tiny counts.
+    #[test]
+    fn two_cursors_match_a_search_per_row() {
+        use crate::plan::{AsofOuter, BExpr};
+        use zepto_storage::DataType;
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut rnd = move |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        let ts = BExpr::Col(0, DataType::Timestamp);
+        for round in 0..400 {
+            let sorted = |n: u64, rnd: &mut dyn FnMut(u64) -> u64| {
+                let mut v: Vec<i64> = (0..n).map(|_| rnd(60) as i64 - 10).collect();
+                v.sort_unstable();
+                v
+            };
+            let (nl, nr) = (rnd(40), rnd(40));
+            let (left, right) = (sorted(nl, &mut rnd), sorted(nr, &mut rnd));
+            let op = [BinaryOp::GtEq, BinaryOp::Gt, BinaryOp::LtEq, BinaryOp::Lt][round % 4];
+            let tolerance = (round % 3 == 0).then(|| rnd(6) as i64);
+            let spec = super::AsofSpec {
+                left_keys: &[],
+                right_keys: &[],
+                left_ts: &ts,
+                right_ts: &ts,
+                op,
+                outer: AsofOuter::Left,
+                tolerance,
+                residual: None,
+                emit: None,
+            };
+            let mut got = vec![None; left.len()];
+            super::two_cursors(&left, &right, &spec, |i, k| {
+                assert!(got[i].replace(k).is_none(), "left row {i} reported twice");
+            });
+            let want: Vec<Option<usize>> = left
+                .iter()
+                .map(|&t| search(&right, t, op).filter(|&k| super::within(t, right[k], tolerance)))
+                .collect();
+            assert_eq!(got, want, "{op:?} tolerance {tolerance:?} left {left:?} right {right:?}");
+        }
     }
 
     #[test]
