@@ -62,6 +62,10 @@ fn network_args() -> Vec<Arg> {
             .value_name("on|off")
             .value_parser(["on", "off"])
             .help("Advise 2 MiB pages for blocks of 32 MiB and up (large columns and buffers) [default: on]"),
+        Arg::new("cpu-affinity").long("cpu-affinity").value_name("PLAN").help(
+            "Cores per thread role: 'query=0-5 ingest=6 fix=7 wal=6' (roles: query, ingest, fix, wal; \
+             FIX busy-polling readers take one core each) [default: FIX readers on isolated cores, if any]",
+        ),
         Arg::new("console-results-mb")
             .long("console-results-mb")
             .value_parser(clap::value_parser!(usize))
@@ -330,6 +334,7 @@ const FILE_KEYS: &[&str] = &[
     "ilp-tcp-max-line-kb",
     "console",
     "huge-pages",
+    "cpu-affinity",
     "console-results-mb",
     "subscribe-buffer-mb",
 ];
@@ -444,6 +449,7 @@ fn config(st: &Settings<'_>) -> Result<Config, String> {
         Some("off") => false,
         Some(other) => return Err(format!("huge-pages: '{other}' is not on or off")),
     });
+    install_affinity(st.string("cpu-affinity")?.as_deref().unwrap_or(""))?;
     c.kept_result_bytes = st.count("console-results-mb")?.unwrap_or(512).saturating_mul(1 << 20);
     c.subscribe_buffer_bytes = st.count("subscribe-buffer-mb")?.unwrap_or(64).max(1).saturating_mul(1 << 20);
     c.max_server_memory = match st.count("max-server-memory-mb")? {
@@ -488,6 +494,18 @@ fn config(st: &Settings<'_>) -> Result<Config, String> {
     };
     c.validate()?;
     Ok(c)
+}
+
+/// The cores each role's threads run on (`--cpu-affinity`), decided before any of them
+/// starts, and said on stderr when anything is pinned.
+fn install_affinity(spec: &str) -> Result<(), String> {
+    use zepto_storage::affinity::{install, CpuSet, Plan};
+    let plan = Plan::parse(spec, CpuSet::allowed().as_ref(), CpuSet::isolated().as_ref())
+        .map_err(|e| format!("cpu-affinity: {e}"))?;
+    if !plan.is_empty() {
+        eprintln!("zeptodb: cpu affinity: {plan}");
+    }
+    install(plan)
 }
 
 pub fn run(a: &ArgMatches) -> ExitCode {

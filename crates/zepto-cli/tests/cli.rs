@@ -76,3 +76,19 @@ fn file_scripts_and_timing() {
     assert!(err.starts_with("Time: "), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A CPU affinity plan naming a core this process may not use, or no role, stops `serve`
+/// before it listens, with one line saying which.
+#[test]
+fn serve_refuses_a_cpu_affinity_plan_it_cannot_keep() {
+    for (plan, says) in [
+        ("query=1000", "cpu-affinity: query: core 1000 is not one this process may run on"),
+        ("reader=0", "cpu-affinity: 'reader' is not a role (query, ingest, fix, wal)"),
+        ("fix=0 fix=0", "cpu-affinity: fix: given twice"),
+    ] {
+        let (code, _, err) =
+            zeptodb(&["serve", "--in-memory", "--http", "127.0.0.1:0", "--pg", "off", "--cpu-affinity", plan]);
+        assert_ne!(code, 0, "{plan}");
+        assert!(err.contains(says) && err.lines().count() == 1, "{plan}: {err}");
+    }
+}

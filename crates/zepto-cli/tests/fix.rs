@@ -258,8 +258,13 @@ fn over_tls(busy: bool) {
     std::fs::write(&key_path, cert.signing_key.serialize_pem()).expect("key");
     let (c, k) = (cert_path.to_str().expect("path"), key_path.to_str().expect("path"));
     let mut args = vec!["--fix", "127.0.0.1:0", "--fix-tls", "--tls-cert", c, "--tls-key", k];
+    // Busy-polled, the reader is pinned to a core of its own (the last this test may use), the
+    // query and network threads to the first.
+    let cores = common::allowed_cores();
+    let (first, last) = (cores[0], cores[cores.len() - 1]);
+    let plan = format!("fix={last} query={first} ingest={first}");
     if busy {
-        args.push("--fix-busy-poll");
+        args.extend(["--fix-busy-poll", "--cpu-affinity", &plan]);
     }
     let s = Server::start(&args);
     let line = s.startup.iter().find(|l| l.contains("accepting FIX sessions on")).expect("FIX address printed");
@@ -274,6 +279,20 @@ fn over_tls(busy: bool) {
     c.sync(4, "T1");
     let j = https_sql(&s.addr, &cfg, "SELECT count(*), sum(price) FROM quotes");
     assert_eq!(j["data"], serde_json::json!([[2, 2.75]]), "{j}");
+    if busy {
+        let threads = common::thread_cores(s.child.id());
+        let cores_of = |prefix: &str| -> Vec<&str> {
+            threads.iter().filter(|(n, _)| n.starts_with(prefix)).map(|(_, c)| c.as_str()).collect()
+        };
+        assert_eq!(cores_of("zepto-fix-busy"), [last.to_string()], "{threads:?}");
+        let (first, query, http) = (first.to_string(), cores_of("zepto-query-"), cores_of("zepto-http"));
+        assert!(!query.is_empty() && query.iter().all(|c| *c == first), "{threads:?}");
+        assert!(!http.is_empty() && http.iter().all(|c| *c == first), "{threads:?}");
+        assert!(s
+            .startup
+            .iter()
+            .any(|l| l.contains(&format!("cpu affinity: query {first}, ingest {first}, fix {last}"))));
+    }
     // Plain FIX to the TLS port: no Logon comes back, and nothing is stored.
     let mut plain = Client::connect(&addr);
     plain.send("A", 1, false, "98=0|108=30|");

@@ -47,6 +47,7 @@ pub(crate) fn spawn(
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .thread_name("zepto-flight")
+        .on_thread_start(|| zepto_storage::affinity::pin(zepto_storage::affinity::Role::Ingest))
         .enable_all()
         .build()
         .map_err(fail)?;

@@ -181,12 +181,15 @@ fn spawn_maintenance(durable: &Arc<Durable>, catalog: &Arc<Catalog>, log: Log) -
     let (me, cat) = (Arc::downgrade(durable), Arc::downgrade(catalog));
     std::thread::Builder::new()
         .name("zepto-maintain".into())
-        .spawn(move || loop {
-            std::thread::sleep(Duration::from_secs(5));
-            let (Some(d), Some(c)) = (me.upgrade(), cat.upgrade()) else { return };
-            match d.maintain(&c, zepto_storage::time::now_ns()) {
-                Ok(lines) => lines.iter().for_each(|l| log(l)),
-                Err(e) => log(&format!("history maintenance failed (retried in 5 s): {e}")),
+        .spawn(move || {
+            zepto_storage::affinity::pin(zepto_storage::affinity::Role::Wal);
+            loop {
+                std::thread::sleep(Duration::from_secs(5));
+                let (Some(d), Some(c)) = (me.upgrade(), cat.upgrade()) else { return };
+                match d.maintain(&c, zepto_storage::time::now_ns()) {
+                    Ok(lines) => lines.iter().for_each(|l| log(l)),
+                    Err(e) => log(&format!("history maintenance failed (retried in 5 s): {e}")),
+                }
             }
         })
         .map(|_| ())

@@ -16,6 +16,7 @@ use crate::DurableError;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 use zepto_history::{sweep, write_history, ParquetHistory, SharedStore, Swept};
+use zepto_storage::affinity::{self, Role};
 use zepto_storage::history::day_floor;
 use zepto_storage::{Catalog, Change, ChangeLog, HistFile, StorageError};
 use zepto_wal::{replay, Lsn, RecoveryMode, ReplayOptions, ReplayReport, Storage, SyncMode, Wal, WalError};
@@ -173,7 +174,7 @@ impl Durable {
         }
         rec.replay_secs = t1.elapsed().as_secs_f64();
         rec.history = sweep(history.as_ref(), catalog)?;
-        let log = Wal::open(wal, opts.sync, rec.replay.next_lsn())?;
+        let log = Wal::open_flusher(wal, opts.sync, rec.replay.next_lsn(), || affinity::pin(Role::Wal))?;
         let d = Arc::new(Durable {
             wal: log,
             checkpoints,
@@ -350,14 +351,17 @@ impl Durable {
         mut report: impl FnMut(Result<Written, DurableError>) + Send + 'static,
     ) -> std::io::Result<std::thread::JoinHandle<()>> {
         let me = Arc::downgrade(self);
-        std::thread::Builder::new().name("zepto-checkpoint".into()).spawn(move || loop {
-            std::thread::sleep(every);
-            let (Some(cat), Some(me)) = (catalog.upgrade(), me.upgrade()) else { return };
-            if me.due() {
-                match me.checkpoint(&cat) {
-                    Ok(Some(w)) => report(Ok(w)),
-                    Ok(None) => {}
-                    Err(e) => report(Err(e)),
+        std::thread::Builder::new().name("zepto-checkpoint".into()).spawn(move || {
+            affinity::pin(Role::Wal);
+            loop {
+                std::thread::sleep(every);
+                let (Some(cat), Some(me)) = (catalog.upgrade(), me.upgrade()) else { return };
+                if me.due() {
+                    match me.checkpoint(&cat) {
+                        Ok(Some(w)) => report(Ok(w)),
+                        Ok(None) => {}
+                        Err(e) => report(Err(e)),
+                    }
                 }
             }
         })

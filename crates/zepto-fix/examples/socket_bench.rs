@@ -12,6 +12,9 @@
 //!
 //! - `--busy-poll`: the session runs on a thread of its own, spinning on its socket
 //!   (`zeptodb serve --fix-busy-poll`).
+//! - `--cpu-affinity PLAN` (as `zeptodb serve`'s, e.g. `fix=1`): the busy-polling reader on a
+//!   core of its own; `--client-core N`: this client (which spins reading the catalog) on core
+//!   `N`.
 //!
 //! `cargo run --release -p zepto-fix --example socket_bench [-- --messages 1000000 --samples 20000
 //! --wal /tmp/fixbench --sync always --busy-poll]`
@@ -133,7 +136,25 @@ fn arg(name: &str, default: usize) -> usize {
     args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).and_then(|v| v.parse().ok()).unwrap_or(default)
 }
 
+/// `--cpu-affinity PLAN` installed for the door's threads, and this thread pinned to
+/// `--client-core N`, when given.
+fn pin() {
+    use zepto_storage::affinity::{self, CpuSet, Plan};
+    let args: Vec<String> = std::env::args().collect();
+    let value = |name: &str| args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned();
+    let allowed = CpuSet::allowed();
+    if let Some(core) = value("--client-core") {
+        // This thread only: the door's threads start later, from threads of their own.
+        affinity::pin_thread(&CpuSet::parse(&core).expect("--client-core")).expect("the client pinned");
+    }
+    let plan = Plan::parse(&value("--cpu-affinity").unwrap_or_default(), allowed.as_ref(), CpuSet::isolated().as_ref())
+        .expect("--cpu-affinity");
+    eprintln!("cpu affinity: {plan}");
+    affinity::install(plan).expect("the plan");
+}
+
 fn main() {
+    pin();
     let (messages, samples) = (arg("--messages", 1_000_000), arg("--samples", 20_000));
     for entries in [1, 10, 100] {
         let n = (messages / entries).max(1000);

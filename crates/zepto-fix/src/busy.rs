@@ -50,6 +50,7 @@ impl Spawner {
         }
         let mut shutdown = self.shutdown.clone();
         let spawned = std::thread::Builder::new().name("zepto-fix-busy".into()).spawn(move || {
+            zepto_storage::affinity::pin_own_core(zepto_storage::affinity::Role::Fix);
             let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
                 Ok(rt) => rt,
                 Err(e) => return eprintln!("zeptodb: fix: cannot start a busy-polling runtime: {e}"),

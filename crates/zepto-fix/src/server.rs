@@ -275,6 +275,7 @@ impl FixDoor {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .thread_name("zepto-fix")
+            .on_thread_start(|| zepto_storage::affinity::pin(zepto_storage::affinity::Role::Ingest))
             .enable_all()
             .build()
             .map_err(|e| format!("cannot start the FIX runtime: {e}"))?;

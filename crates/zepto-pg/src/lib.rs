@@ -131,6 +131,7 @@ impl Server {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .thread_name("zepto-pg")
+            .on_thread_start(|| zepto_storage::affinity::pin(zepto_storage::affinity::Role::Ingest))
             .enable_all()
             .build()
             .map_err(|e| format!("PostgreSQL door: cannot start its runtime: {e}"))?;

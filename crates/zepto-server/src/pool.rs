@@ -59,6 +59,7 @@ impl QueryPool {
 
 fn work(rx: &Mutex<Receiver<Job>>, nice: i32) {
     lower_priority(nice);
+    zepto_storage::affinity::pin(zepto_storage::affinity::Role::Query);
     loop {
         // The lock is held only while waiting for the next job: one thread waits, the others
         // wait for the lock, and each job goes to exactly one thread.

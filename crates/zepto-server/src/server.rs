@@ -38,6 +38,7 @@ pub fn run(config: Config, engine: Engine, on_listening: impl FnOnce(SocketAddr,
         .worker_threads(config.threads)
         .max_blocking_threads(config.blocking_threads())
         .thread_name("zepto-http")
+        .on_thread_start(|| zepto_storage::affinity::pin(zepto_storage::affinity::Role::Ingest))
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start the runtime: {e}"))?;

@@ -15,7 +15,8 @@
 //!   the materialized views of a changed table are kept with it ([`view`]: prepared when the
 //!   change is logged, committed once applied).
 //! * Shared helpers: [`time`] (nanosecond calendar), [`vector`] (distance kernels), [`par`] (one
-//!   thread per core), [`mem`] (per-thread memory accounting).
+//!   thread per core), [`mem`] (per-thread memory accounting), [`affinity`] (which cores each
+//!   role's threads run on).
 //!
 //! It imports no other ZeptoDB crate: the WAL and the Parquet history plug in through
 //! [`ChangeLog`] (zepto-durable's `Durable`) and [`HistoryReader`] (zepto-history).
@@ -53,6 +54,7 @@
 //! * A [`StorageError`] variant: its mapping in zepto-parser's and zepto-server's `error.rs`.
 #![warn(missing_docs)]
 
+pub mod affinity;
 pub mod bitmap;
 pub mod catalog;
 pub mod column;

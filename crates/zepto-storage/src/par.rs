@@ -20,11 +20,15 @@ use std::cell::Cell;
 use std::sync::atomic::{AtomicIsize, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
-/// Threads the parallel sections use: one per core this process may run on, asked once
+/// Threads the parallel sections use: one per core this process may run on, or per core of
+/// the query threads' set when the server pins them ([`crate::affinity`]), asked once
 /// (`available_parallelism` reads the cgroup and affinity each call).
 pub fn threads() -> usize {
     static CORES: OnceLock<usize> = OnceLock::new();
-    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+    *CORES.get_or_init(|| {
+        crate::affinity::cores(crate::affinity::Role::Query)
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+    })
 }
 
 /// The pool, started on first use. A process forked after that (Python's `multiprocessing`)
@@ -40,7 +44,11 @@ fn pool() -> Option<Arc<ThreadPool>> {
     if let Some(p) = current(&POOL.lock().unwrap_or_else(|e| e.into_inner())) {
         return Some(p);
     }
-    let built = ThreadPoolBuilder::new().num_threads(threads()).thread_name(|i| format!("zepto-par-{i}")).build();
+    let built = ThreadPoolBuilder::new()
+        .num_threads(threads())
+        .thread_name(|i| format!("zepto-par-{i}"))
+        .start_handler(|_| crate::affinity::pin(crate::affinity::Role::Query))
+        .build();
     let pool = Arc::new(built.ok()?);
     let mut held = POOL.lock().unwrap_or_else(|e| e.into_inner());
     // Another thread may have built one meanwhile: the first stays (ours has run nothing).

@@ -105,12 +105,33 @@ impl Wal {
         Wal::open_with(storage, mode, next_lsn, SEGMENT_BYTES)
     }
 
+    /// [`Wal::open`] whose timed flusher (`SyncMode::Interval`) calls `on_start` first, on its
+    /// own thread (the server pins it to the log's cores there).
+    pub fn open_flusher(
+        storage: Arc<dyn Storage>,
+        mode: SyncMode,
+        next_lsn: Lsn,
+        on_start: fn(),
+    ) -> Result<Wal, WalError> {
+        Wal::open_inner(storage, mode, next_lsn, SEGMENT_BYTES, on_start)
+    }
+
     /// [`Wal::open`] with segments of `segment_bytes` (tests rotate small ones).
     pub fn open_with(
         storage: Arc<dyn Storage>,
         mode: SyncMode,
         next_lsn: Lsn,
         segment_bytes: usize,
+    ) -> Result<Wal, WalError> {
+        Wal::open_inner(storage, mode, next_lsn, segment_bytes, || {})
+    }
+
+    fn open_inner(
+        storage: Arc<dyn Storage>,
+        mode: SyncMode,
+        next_lsn: Lsn,
+        segment_bytes: usize,
+        on_start: fn(),
     ) -> Result<Wal, WalError> {
         assert!(next_lsn >= 1, "LSNs start at 1");
         let name = segment_name(next_lsn);
@@ -143,7 +164,10 @@ impl Wal {
                 Some(
                     std::thread::Builder::new()
                         .name("zepto-wal-sync".into())
-                        .spawn(move || flush_loop(&s, every))
+                        .spawn(move || {
+                            on_start();
+                            flush_loop(&s, every)
+                        })
                         .map_err(WalError::from)?,
                 )
             }

@@ -136,6 +136,35 @@ impl Drop for Server {
     }
 }
 
+/// Each thread of process `pid` as (name, the cores it may run on in the kernel's list
+/// syntax), from `/proc/<pid>/task`.
+pub fn thread_cores(pid: u32) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for t in std::fs::read_dir(format!("/proc/{pid}/task")).expect("the server's threads") {
+        let t = t.expect("a thread").path();
+        let (Ok(comm), Ok(status)) =
+            (std::fs::read_to_string(t.join("comm")), std::fs::read_to_string(t.join("status")))
+        else {
+            continue; // ended meanwhile
+        };
+        let cores = status.lines().find_map(|l| l.strip_prefix("Cpus_allowed_list:")).expect("Cpus_allowed_list");
+        out.push((comm.trim().to_string(), cores.trim().to_string()));
+    }
+    out
+}
+
+/// The cores this test process may run on, ascending (`Cpus_allowed_list`).
+pub fn allowed_cores() -> Vec<usize> {
+    let status = std::fs::read_to_string("/proc/self/status").expect("own status");
+    let list = status.lines().find_map(|l| l.strip_prefix("Cpus_allowed_list:")).expect("Cpus_allowed_list");
+    let mut cores = Vec::new();
+    for item in list.trim().split(',') {
+        let (lo, hi) = item.split_once('-').unwrap_or((item, item));
+        cores.extend(lo.parse::<usize>().expect("core")..=hi.parse::<usize>().expect("core"));
+    }
+    cores
+}
+
 /// An empty directory of this test process's own under the system's temporary directory.
 pub fn fresh_dir(name: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("zepto-{name}-{}", std::process::id()));

@@ -162,7 +162,10 @@ pub(crate) fn spawn(
     };
     std::thread::Builder::new()
         .name("zepto-kafka".into())
-        .spawn(move || worker.run(&stop))
+        .spawn(move || {
+            zepto_storage::affinity::pin(zepto_storage::affinity::Role::Ingest);
+            worker.run(&stop)
+        })
         .map_err(|e| ClusterError::Config(format!("cannot start the consumer thread: {e}")))
 }
 
