@@ -13,7 +13,7 @@
 //! busy-polling readers go there, since no other thread will be scheduled on them and a
 //! spinning reader then never shares its core. The plan is decided once, when the server
 //! starts ([`install`]), before the threads it applies to start; each thread pins itself as it
-//! starts ([`pin`], [`pin_own_core`]). Linux only: elsewhere the plan is accepted and pins
+//! starts ([`pin`], [`pin_own_core`]). Linux (glibc) only: elsewhere the plan is accepted and pins
 //! nothing.
 
 use std::fmt;
@@ -237,7 +237,7 @@ fn apply(role: Role, cpus: &[usize]) {
     }
 }
 
-#[cfg(target_os = "linux")]
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod sys {
     use super::{CpuSet, MAX_CPUS};
 
@@ -269,7 +269,7 @@ mod sys {
     }
 }
 
-#[cfg(not(target_os = "linux"))]
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
 mod sys {
     use super::CpuSet;
 
@@ -329,7 +329,7 @@ mod tests {
         assert!(p.is_empty(), "isolated cores outside the allowed ones are not used");
     }
 
-    #[cfg(target_os = "linux")]
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
     #[test]
     fn a_thread_pins_itself_to_a_core_it_may_run_on() {
         let allowed = CpuSet::allowed().expect("the affinity of this process");

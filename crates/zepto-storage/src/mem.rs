@@ -168,7 +168,8 @@ pub fn credit_thread(bytes: isize) {
 }
 
 /// Keep freed memory in the process for the next query instead of handing it back to the
-/// kernel at once; binaries call this first thing (`zeptodb`, `zepto-bench`). A scan over 10M
+/// kernel at once; binaries call this first thing (`zeptodb`, `zepto-bench`), the Python
+/// module when it is imported. A scan over 10M
 /// rows allocates hundreds of MB of columns and frees them at the end; with glibc's defaults
 /// (trim above 128 KiB of free heap, large blocks mmap'ed) the next query page-faults all of
 /// it in again, ~35% of its time on a 2-core VM (clear_page, memcg charging). Blocks up to
@@ -177,8 +178,8 @@ pub fn credit_thread(bytes: isize) {
 /// jemalloc and mimalloc retain memory the same way. A no-op on other platforms.
 pub fn retain_freed_memory() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: mallopt only changes allocator parameters; it is called before other threads
-    // start.
+    // SAFETY: mallopt only changes allocator parameters, under glibc's own arena lock (a
+    // Python process may already run other threads).
     unsafe {
         libc::mallopt(libc::M_MMAP_THRESHOLD, MMAP_THRESHOLD as libc::c_int);
         libc::mallopt(libc::M_TRIM_THRESHOLD, 256 << 20);
