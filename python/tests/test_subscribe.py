@@ -332,3 +332,75 @@ def test_a_view_streams_its_new_and_changed_rows(port):
         return rows()
 
     run(remote, "vw_sse", sse)
+
+
+def test_subscribers_of_one_view_in_step_late_and_resumed_each_keep_its_answer(port):
+    """Several SSE subscribers of the same query over a view, under one key: two from the
+    start, one that joins after two changes, one that resumes from the first event. Each
+    applies its events (drop the removed rows, add the new ones) to a copy of the answer, and
+    after every change each copy equals DuckDB's answer, however the server shares the work."""
+    sql(port, "CREATE TABLE vs (ts TIMESTAMP, id BIGINT, sym SYMBOL, price DOUBLE)")
+    sql(port, "CREATE MATERIALIZED VIEW vs_v AS SELECT sym, count(*) AS n, max(id) AS top FROM vs GROUP BY sym")
+    oracle = duckdb.connect()
+    oracle.execute("CREATE TABLE t (ts TIMESTAMP, id BIGINT, sym VARCHAR, price DOUBLE)")
+    query = "SELECT sym, n, top FROM vs_v WHERE sym IN ('A', 'B')"
+    view = "SELECT sym, count(*), max(id) FROM t WHERE sym IN ('A', 'B') GROUP BY sym"
+    answer = lambda: sorted(tuple(r) for r in oracle.execute(view).fetchall())  # noqa: E731
+    rnd = random.Random(5)
+    next_id = iter(range(1, 10_000))
+
+    def change(k):
+        # Every change moves the answer: a new top id in A or B (and rows elsewhere), or a
+        # delete of B's newest rows.
+        if k % 4 == 3:
+            where = "sym = 'B' AND id > (SELECT max(id) - 3 FROM vs WHERE sym = 'B')"
+            cut = oracle.execute("SELECT max(id) - 3 FROM t WHERE sym = 'B'").fetchone()[0]
+            sql(port, f"DELETE FROM vs WHERE {where}")
+            oracle.execute(f"DELETE FROM t WHERE sym = 'B' AND id > {cut}")
+            return
+        rows = [(next(next_id), rnd.choice("ABC"), round(rnd.uniform(0, 100), 2)) for _ in range(4)]
+        rows.append((next(next_id), rnd.choice("AB"), 1.0))
+        values = ", ".join(f"('2024-01-02 09:30:00', {i}, '{s}', {p})" for i, s, p in rows)
+        sql(port, f"INSERT INTO vs VALUES {values}")
+        oracle.executemany("INSERT INTO t VALUES ('2024-01-02 09:30:00', ?, ?, ?)", rows)
+
+    class Copy:
+        """A subscriber's answer as its events build it."""
+
+        def __init__(self, stream, name):
+            self.stream, self.rows, self.name = stream, [], name
+            self.first_id = self.last_id = None
+
+        def take(self):
+            kind, ident, data = self.stream.next()
+            assert kind == "rows", (kind, data)
+            self.first_id, self.last_id = self.first_id or ident, ident
+            for r in data.get("removed", {"data": []})["data"]:
+                assert tuple(r) in self.rows, (self.name, ident, self.rows, data)
+                self.rows.remove(tuple(r))
+            self.rows = sorted(self.rows + [tuple(r) for r in data["result"]["data"]])
+
+    for k in range(2):
+        change(k)
+    first, second = Copy(Stream(port, query), "first"), Copy(Stream(port, query), "second")
+    first.rows, second.rows = answer(), answer()  # subscribed from now: copies start as the answer
+    late = resumed = None
+    for k in range(2, 14):
+        change(k)
+        for c in (first, second, late, resumed):
+            if c is not None:
+                c.take()
+                assert c.rows == answer(), (c.name, k, c.rows, answer())
+        if k == 5:
+            # Subscribed after this change: its copy starts as the answer now.
+            late = Copy(Stream(port, query), "late")
+            late.rows = answer()
+        if k == 7:
+            # Resumed after the first event: it gets an event for each change since (a
+            # subscriber with nothing yet starts from every row), up to the latest.
+            resumed = Copy(Stream(port, query, last=first.first_id), "resumed")
+            while resumed.last_id != first.last_id:
+                resumed.take()
+            assert resumed.rows == answer(), (resumed.rows, answer())
+    for c in (first, second, late, resumed):
+        c.stream.close()

@@ -22,7 +22,7 @@ use crate::body::ResponseBody;
 use crate::encode::{Encoder, Format};
 use crate::error::ApiError;
 use crate::state::State;
-use crate::subscribe_shared::{Group, Rows};
+use crate::subscribe_shared::{Group, Rows, ViewGroup};
 use bytes::Bytes;
 use futures_util::SinkExt;
 use hyper::body::Incoming;
@@ -34,7 +34,7 @@ use tokio::sync::{mpsc, Notify};
 use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
 use tokio_tungstenite::tungstenite::protocol::{Message, Role};
 use tokio_tungstenite::WebSocketStream;
-use zepto_sql::subscription::{start_point, StartError, Subscription};
+use zepto_sql::subscription::{start_point, Answer, StartError, Subscription, ViewAnswer};
 use zepto_storage::feed::{FeedChange, FeedEvent, Read};
 
 /// A comment line sent when nothing happened for this long (keeps proxies from closing).
@@ -69,8 +69,12 @@ pub fn start(
         Some(f) if f.eq_ignore_ascii_case("arrow") => true,
         Some(f) => return Err(ApiError::bad_request(format!("format={f}: a subscription sends json or arrow"))),
     };
-    // A table's subscribers of the same query, key and format share each change's event.
-    let group = (!sub.over_view()).then(|| state.subscriptions.group(sql, &who.name, arrow));
+    // Subscribers of the same query, key and format share each change's event.
+    let group = if sub.over_view() {
+        Shared::View(state.subscriptions.view_group(sql, &who.name, arrow))
+    } else {
+        Shared::Table(state.subscriptions.group(sql, &who.name, arrow))
+    };
     let sub = Subscriber { sub, arrow, group };
     let feed = state.engine.catalog().feed().clone();
     let woken = Arc::new(Notify::new());
@@ -119,12 +123,18 @@ pub fn start(
     Ok(resp)
 }
 
-/// One client's subscription: its query, its format, and (a table's) the group of identical
-/// subscribers it shares events with.
+/// One client's subscription: its query, its format, and the group of identical subscribers
+/// it shares events with.
 struct Subscriber {
     sub: Subscription,
     arrow: bool,
-    group: Option<Arc<Group>>,
+    group: Shared,
+}
+
+/// The identical subscribers one shares events with: of a table, or of a view.
+enum Shared {
+    Table(Arc<Group>),
+    View(Arc<ViewGroup>),
 }
 
 /// Feed events to the client until it goes, the table is dropped, it falls behind the ring, or
@@ -189,10 +199,12 @@ async fn event_frame(sub: &Subscriber, e: &Arc<FeedEvent>) -> Result<(Option<(&'
         FeedChange::Delete(n) if !over_view => (Some(("delete", format!("{{\"table\":{table},\"rows\":{n}}}"))), false),
         FeedChange::Update(n) if !over_view => (Some(("update", format!("{{\"table\":{table},\"rows\":{n}}}"))), false),
         FeedChange::Append(_) | FeedChange::Delete(_) | FeedChange::Update(_) => {
-            let made = || rows_of(&sub.sub, sub.arrow, e.clone());
             let body = match &sub.group {
-                Some(g) => g.event(e.seq, made).await,
-                None => Arc::new(made().await),
+                Shared::Table(g) => g.event(e.seq, || rows_of(&sub.sub, sub.arrow, e.clone())).await,
+                Shared::View(g) => {
+                    let (now, diff) = (|| answer_now(&sub.sub), |next| view_rows(&sub.sub, sub.arrow, next));
+                    g.event(e.seq, sub.sub.last_answer(), now, diff, |next| sub.sub.skip_to(next)).await
+                }
             };
             let key = if sub.arrow { "arrow" } else { "result" };
             let event = |(rows, removed): &(String, Option<String>)| {
@@ -205,18 +217,34 @@ async fn event_frame(sub: &Subscriber, e: &Arc<FeedEvent>) -> Result<(Option<(&'
     })
 }
 
-/// The subscription's answer to one change as JSON values: its new rows, and the rows a view
-/// no longer has, if any. Each is the JSON `/query` gives, or (`arrow`) a string of the Arrow
-/// IPC stream in base64; `None` when there is nothing to send. Runs on the blocking pool: it
-/// is a query.
+/// A table subscription's answer to one appended batch as JSON values ([`encode_answer`]).
+/// Runs on the blocking pool: it is a query.
 async fn rows_of(sub: &Subscription, arrow: bool, e: Arc<FeedEvent>) -> Rows {
     let sub = sub.clone();
-    let run = move || -> Result<Option<(String, Option<String>)>, String> {
-        let Some(a) = sub.answer_change(&e.change).map_err(|x| x.to_string())? else { return Ok(None) };
-        let removed = a.removed.as_ref().map(|r| encoded(r, arrow)).transpose()?;
-        Ok(Some((encoded(&a.rows, arrow)?, removed)))
-    };
+    let run = move || encode_answer(sub.answer_change(&e.change).map_err(|x| x.to_string())?, arrow);
     tokio::task::spawn_blocking(run).await.map_err(|x| x.to_string())?
+}
+
+/// A view subscription's query over the view now, on the blocking pool.
+async fn answer_now(sub: &Subscription) -> Result<ViewAnswer, String> {
+    let sub = sub.clone();
+    tokio::task::spawn_blocking(move || sub.answer_now().map_err(|x| x.to_string())).await.map_err(|x| x.to_string())?
+}
+
+/// A view subscription's event to answer `next`: what changed since its last answer, which
+/// `next` becomes ([`encode_answer`]). On the blocking pool: a large view's difference is work.
+async fn view_rows(sub: &Subscription, arrow: bool, next: ViewAnswer) -> Rows {
+    let sub = sub.clone();
+    tokio::task::spawn_blocking(move || encode_answer(sub.advance_to(&next), arrow)).await.map_err(|x| x.to_string())?
+}
+
+/// An answer as JSON values: its new rows, and the rows a view no longer has, if any. Each is
+/// the JSON `/query` gives, or (`arrow`) a string of the Arrow IPC stream in base64; `None`
+/// when there is nothing to send.
+fn encode_answer(a: Option<Answer>, arrow: bool) -> Result<Option<(String, Option<String>)>, String> {
+    let Some(a) = a else { return Ok(None) };
+    let removed = a.removed.as_ref().map(|r| encoded(r, arrow)).transpose()?;
+    Ok(Some((encoded(&a.rows, arrow)?, removed)))
 }
 
 /// `r` as a JSON value: `/query`'s JSON, or (`arrow`) its Arrow IPC stream as a base64 string.

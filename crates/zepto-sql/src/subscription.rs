@@ -14,7 +14,10 @@
 //! from the subscriber's last answer: the rows that are new (a changed row is a new one) and
 //! the rows that are gone (a changed row's old version too). Applying each event (drop the
 //! gone rows, add the new ones) to a copy keeps it equal to the answer. A resumed
-//! subscriber's first event holds every row, and nothing gone: it saw none.
+//! subscriber's first event holds every row, and nothing gone: it saw none. The answers are
+//! values ([`ViewAnswer`]) a server can share: subscribers that last got the same answer get
+//! the same difference, and any answer made after a change serves every subscriber reaching
+//! that change (each one's next answer is the view now, whenever now is).
 
 use crate::engine::{Engine, QueryResult};
 use crate::error::{Result, SqlError};
@@ -31,25 +34,38 @@ pub struct Subscription {
     table: String,
     engine: Engine,
     /// Over a materialized view: its table, and the answer last sent (shared by clones).
-    view: Option<(String, Arc<Mutex<Option<Answered>>>)>,
+    view: Option<(String, Arc<Mutex<Option<ViewAnswer>>>)>,
     /// The query's plan over one appended batch, when it is a projection of a filtered scan
     /// (it always is, but for a `now()`, which binding fixes): run per batch without binding.
     direct: Option<Arc<Direct>>,
 }
 
-/// A view subscription's last answer, and each of its rows as text (the identity rows are
-/// compared by).
+/// A view subscription's answer at one moment, and each of its rows as text (the identity
+/// rows are compared by). Cheap to clone: subscribers share one.
+#[derive(Debug, Clone)]
+pub struct ViewAnswer(Arc<Answered>);
+
 #[derive(Debug)]
 struct Answered {
     result: QueryResult,
     texts: Vec<String>,
 }
 
-impl Answered {
-    fn of(result: QueryResult) -> Answered {
+impl ViewAnswer {
+    fn of(result: QueryResult) -> ViewAnswer {
         let b = result.batch();
         let texts = (0..b.rows).map(|i| row_text(&b, i)).collect();
-        Answered { result, texts }
+        ViewAnswer(Arc::new(Answered { result, texts }))
+    }
+
+    /// Whether `a` and `b` are the same answer (the same value, not equal rows); two
+    /// subscribers without one (resumed, nothing sent yet) count as the same.
+    pub fn same(a: Option<&ViewAnswer>, b: Option<&ViewAnswer>) -> bool {
+        match (a, b) {
+            (Some(a), Some(b)) => Arc::ptr_eq(&a.0, &b.0),
+            (None, None) => true,
+            _ => false,
+        }
     }
 }
 
@@ -134,10 +150,42 @@ impl Subscription {
     /// what changes after (a view's; a table's subscription starts from now anyway).
     pub fn from_now(self) -> Result<Subscription> {
         if let Some((_, last)) = &self.view {
-            let now = Answered::of(self.engine.execute(&self.sql)?);
+            let now = ViewAnswer::of(self.engine.execute(&self.sql)?);
             *last.lock().unwrap_or_else(|e| e.into_inner()) = Some(now);
         }
         Ok(self)
+    }
+
+    /// Over a view: the answer it last sent (`None` before any, or over a table).
+    pub fn last_answer(&self) -> Option<ViewAnswer> {
+        let (_, last) = self.view.as_ref()?;
+        last.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Over a view: the query's answer now (over a table: an error, its answers are batches).
+    pub fn answer_now(&self) -> Result<ViewAnswer> {
+        if self.view.is_none() {
+            return Err(SqlError::Internal("a table's subscription has no answer now".into()));
+        }
+        Ok(ViewAnswer::of(self.engine.execute(&self.sql)?))
+    }
+
+    /// Over a view: `now` becomes the last answer sent, when the client was sent what another
+    /// subscriber's [`Subscription::advance_to`] made from the same last answer.
+    pub fn skip_to(&self, now: &ViewAnswer) {
+        if let Some((_, last)) = &self.view {
+            *last.lock().unwrap_or_else(|e| e.into_inner()) = Some(now.clone());
+        }
+    }
+
+    /// Over a view: what takes a client from the last answer sent to `now` (`None`: nothing
+    /// changed), and `now` becomes the last.
+    pub fn advance_to(&self, now: &ViewAnswer) -> Option<Answer> {
+        let (_, last) = self.view.as_ref()?;
+        let mut last = last.lock().unwrap_or_else(|e| e.into_inner());
+        let answer = difference(last.as_ref().map(|l| &*l.0), &now.0);
+        *last = Some(now.clone());
+        answer
     }
 
     /// Whether it reads a materialized view (every change of the view's table is answered by
@@ -154,13 +202,7 @@ impl Subscription {
         match (&self.view, change) {
             (None, FeedChange::Append(cols)) => Ok(self.answer(cols)?.map(|rows| Answer { rows, removed: None })),
             (None, _) | (Some(_), FeedChange::Drop) => Ok(None),
-            (Some((_, last)), _) => {
-                let now = Answered::of(self.engine.execute(&self.sql)?);
-                let mut last = last.lock().unwrap_or_else(|e| e.into_inner());
-                let answer = difference(last.as_ref(), &now);
-                *last = Some(now);
-                Ok(answer)
-            }
+            (Some(_), _) => Ok(self.advance_to(&self.answer_now()?)),
         }
     }
 
