@@ -500,7 +500,7 @@ fn config(st: &Settings<'_>) -> Result<Config, String> {
 /// starts, and said on stderr when anything is pinned.
 fn install_affinity(spec: &str) -> Result<(), String> {
     use zepto_storage::affinity::{install, CpuSet, Plan};
-    let plan = Plan::parse(spec, CpuSet::allowed().as_ref(), CpuSet::isolated().as_ref())
+    let plan = Plan::parse(spec, CpuSet::permitted().as_ref(), CpuSet::isolated().as_ref())
         .map_err(|e| format!("cpu-affinity: {e}"))?;
     if !plan.is_empty() {
         eprintln!("zeptodb: cpu affinity: {plan}");

@@ -142,7 +142,7 @@ fn pin() {
     use zepto_storage::affinity::{self, CpuSet, Plan};
     let args: Vec<String> = std::env::args().collect();
     let value = |name: &str| args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned();
-    let allowed = CpuSet::allowed();
+    let allowed = CpuSet::permitted();
     if let Some(core) = value("--client-core") {
         // This thread only: the door's threads start later, from threads of their own.
         affinity::pin_thread(&CpuSet::parse(&core).expect("--client-core")).expect("the client pinned");

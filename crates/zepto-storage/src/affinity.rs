@@ -88,6 +88,14 @@ impl CpuSet {
         sys::allowed()
     }
 
+    /// The cores a plan may name: those this process runs on, and the isolated ones, which
+    /// a process on a host booted with `isolcpus=` is not given by default but may pin a
+    /// thread to. `None` when neither is known.
+    pub fn permitted() -> Option<CpuSet> {
+        let (allowed, isolated) = (CpuSet::allowed(), CpuSet::isolated());
+        CpuSet::from_cpus(allowed.iter().chain(isolated.iter()).flat_map(|s| s.0.iter().copied()).collect())
+    }
+
     /// The host's isolated cores (`isolcpus=`); `None` when there are none.
     pub fn isolated() -> Option<CpuSet> {
         let text = std::fs::read_to_string("/sys/devices/system/cpu/isolated").ok()?;
@@ -130,9 +138,9 @@ pub struct Plan {
 
 impl Plan {
     /// The plan `--cpu-affinity` writes: `role=cores` items separated by spaces or `;`
-    /// (`query=0-5 ingest=6 fix=7 wal=6`). Every core must be one this process may run on
-    /// (`allowed`, when known). Then the default: FIX on the isolated cores (`isolated`, those
-    /// allowed) when the spec gives it none.
+    /// (`query=0-5 ingest=6 fix=7 wal=6`). Every core must be one this process may use
+    /// (`allowed`, when known: [`CpuSet::permitted`]). Then the default: FIX on the isolated
+    /// cores (`isolated`, those allowed) when the spec gives it none.
     pub fn parse(spec: &str, allowed: Option<&CpuSet>, isolated: Option<&CpuSet>) -> Result<Plan, String> {
         let mut plan = Plan::default();
         for item in spec.split([' ', ';', '\t', '\n']).filter(|s| !s.is_empty()) {
@@ -205,8 +213,8 @@ pub fn cores(role: Role) -> Option<usize> {
 }
 
 /// Pin the calling thread to its role's cores, if the plan gives the role any. A refusal (a
-/// sandbox, a core gone offline since) is reported once per role on stderr and the thread runs
-/// unpinned.
+/// sandbox, a cgroup's cpuset without the core, a core gone offline since) is reported once
+/// per role on stderr and the thread runs unpinned.
 pub fn pin(role: Role) {
     if let Some(set) = PLAN.get().and_then(|p| p.get(role)) {
         apply(role, set.cpus());
