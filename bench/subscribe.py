@@ -21,17 +21,28 @@ acknowledgement), creates `trades` by one ILP line, attaches N subscribers and w
     and receipt - send (the POST's start) beside it. A probe a subscriber never got is missed;
     `event: error` SLOW_CONSUMER (the server cut a reader that fell behind its ring), other
     errors and streams that ended early are counted.
+With --view, `trades_v` is made right after `trades` (`CREATE MATERIALIZED VIEW trades_v AS
+SELECT sym, max(sent) AS sent, count(*) AS n FROM trades GROUP BY sym`, POST /) and the
+subscribers follow `SELECT sym, sent FROM trades_v WHERE sym = 'PROBE'` instead: the server
+re-answers it over the view per committed append and sends what changed. An event's `result`
+rows are the new or changed rows (the PROBE group's new max(sent)), its `removed` rows their old
+versions: ids are taken from `result` only. The event holds the max, not every probe: with two
+probes between two events a subscriber sees only the later one, so a probe id counts as
+received with the first event whose result holds a sent value >= it (ids increase); the pairs
+received so, by a later id, are counted (coalesced). The memory step subscribes to the view too.
 Phases: N = 1, 100, 1000 at both rates, and N = 0 at both rates for the ingest rate without
 subscribers. Then memory: a fresh server's RSS with 0, 100 and 1,000 idle subscribers, per
 subscriber, beside 1,000 idle keep-alive connections. CPU seconds per second of the server,
 the writer process and the subscriber processes are reported per phase, to show who was short.
 
-Usage: bench/subscribe.py [--bin target/release/zeptodb] [--duration 30] [--quick] [--json F]
+Usage: bench/subscribe.py [--bin target/release/zeptodb] [--duration 30] [--quick] [--view] [--json F]
        (--quick: 5-second phases, about a minute)
 """
 import argparse
 import asyncio
+import bisect
 import http.client
+import json
 import multiprocessing as mp
 import os
 import re
@@ -47,6 +58,8 @@ from report import md_table, write_json  # noqa: E402
 from served import Server, log, post, rss_mib  # noqa: E402
 
 QUERY = "SELECT sym, sent FROM trades WHERE sym = 'PROBE'"
+VIEW_SQL = "CREATE MATERIALIZED VIEW trades_v AS SELECT sym, max(sent) AS sent, count(*) AS n FROM trades GROUP BY sym"
+VIEW_QUERY = "SELECT sym, sent FROM trades_v WHERE sym = 'PROBE'"
 BATCH_ROWS = 10_000
 SYMBOLS = 1_000
 PROBE_EVERY = 0.05
@@ -89,8 +102,20 @@ async def open_stream(host, port, req):
     return reader, writer
 
 
-async def pump(s, reader, shared):
-    """Read the chunked SSE body: record each probe id's first receipt."""
+def table_ids(ev):
+    """The probe ids of a table subscription's `rows` event: every PROBE row."""
+    return [int(m.group(1)) for m in PROBE_RE.finditer(ev)]
+
+
+def view_ids(ev):
+    """The probe ids of a view subscription's `rows` event: its `result` rows only (the
+    `removed` ones are old versions, already received)."""
+    data = b"\n".join(line[6:] for line in ev.split(b"\n") if line.startswith(b"data: "))
+    return [sent for sym, sent in json.loads(data)["result"]["data"] if sym == "PROBE"]
+
+
+async def pump(s, reader, shared, ids):
+    """Read the chunked SSE body: record each probe id's first receipt (`ids`: an event's)."""
     buf = b""   # chunked transfer encoding, undecoded
     sse = b""   # decoded event stream
     final = shared["final"]
@@ -120,8 +145,12 @@ async def pump(s, reader, shared):
         *events, sse = sse.split(b"\n\n")
         for ev in events:
             if ev.startswith(b"event: rows"):
-                for m in PROBE_RE.finditer(ev):
-                    pid = int(m.group(1))
+                try:
+                    got = ids(ev)
+                except (ValueError, KeyError, TypeError) as e:
+                    s.errors.append(f"unparsed event ({e!r}): {ev[:200].decode(errors='replace')}")
+                    continue
+                for pid in got:
                     if pid in s.recv:
                         s.dups += 1
                     else:
@@ -141,10 +170,12 @@ async def pump(s, reader, shared):
             # ": keepalive" comments: nothing to do
 
 
-async def run_subscribers(host, port, count, query, shared, conn_only):
-    """Attach `count` streams (or, conn_only, plain idle keep-alive connections), report
-    attachment, then read until told to stop; return what each received."""
-    req = request_bytes(host, port, query)
+async def run_subscribers(host, port, count, view, shared, conn_only):
+    """Attach `count` streams of the table's query (or, view, the view's; or, conn_only, plain
+    idle keep-alive connections), report attachment, then read until told to stop; return what
+    each received."""
+    req = request_bytes(host, port, VIEW_QUERY if view else QUERY)
+    ids = view_ids if view else table_ids
     streams, writers, tasks = [], [], []
     attach_errors = []
 
@@ -160,7 +191,7 @@ async def run_subscribers(host, port, count, query, shared, conn_only):
                 s = Stream()
                 streams.append(s)
                 writers.append(writer)
-                tasks.append(asyncio.ensure_future(pump(s, reader, shared)))
+                tasks.append(asyncio.ensure_future(pump(s, reader, shared, ids)))
             with shared["attached"].get_lock():
                 shared["attached"].value += 1
         except Exception as e:  # noqa: BLE001 - reported
@@ -196,14 +227,14 @@ async def run_subscribers(host, port, count, query, shared, conn_only):
     }
 
 
-def subscriber_proc(host, port, count, query, shared, out, conn_only):
-    out.put(asyncio.run(run_subscribers(host, port, count, query, shared, conn_only)))
+def subscriber_proc(host, port, count, view, shared, out, conn_only):
+    out.put(asyncio.run(run_subscribers(host, port, count, view, shared, conn_only)))
 
 
 class Subscribers:
-    """N subscribers over ceil(N / per_proc) client processes."""
+    """N subscribers (of the view's query, if view) over ceil(N / per_proc) client processes."""
 
-    def __init__(self, ctx, host, port, n, per_proc, conn_only=False):
+    def __init__(self, ctx, host, port, n, per_proc, view=False, conn_only=False):
         self.n = n
         self.shared = {"attached": ctx.Value("q", 0), "done": ctx.Value("q", 0), "final": ctx.Value("q", 0),
                        "go": ctx.Event(), "stop": ctx.Event()}
@@ -211,7 +242,7 @@ class Subscribers:
         nproc = max(1, -(-n // per_proc)) if n else 0
         counts = [n // nproc + (1 if i < n % nproc else 0) for i in range(nproc)]
         self.procs = [ctx.Process(target=subscriber_proc, daemon=True,
-                                  args=(host, port, c, QUERY, self.shared, self.out, conn_only))
+                                  args=(host, port, c, view, self.shared, self.out, conn_only))
                       for c in counts]
         for p in self.procs:
             p.start()
@@ -351,17 +382,37 @@ def pct(sorted_vals, q):
     return sorted_vals[min(len(sorted_vals) - 1, int(q * (len(sorted_vals) - 1) + 0.5))]
 
 
-def start_server(binary):
+def start_server(binary, view):
+    """A fresh server with `trades` (and, view, `trades_v` over it)."""
     srv = Server(binary, None)
     post(srv.port, "/write?precision=ns", f"trades,sym=S0000 price=1.0,size=1i,sent=0i {BASE_HI - 1}00000000\n"
          .encode(), "text/plain")
+    if view:
+        post(srv.port, "/", VIEW_SQL.encode(), "text/plain")
     return srv
+
+
+def receipts(recv, view):
+    """A stream's receipt ns of a probe id (None: missed). A view's event holds the PROBE
+    group's max(sent) only, so there an id is received with the first event holding it or a
+    later id (ids increase)."""
+    if not view:
+        return recv.get
+    keys = sorted(recv)
+    first = [recv[k] for k in keys]  # first[i]: the earliest receipt of keys[i:]
+    for i in range(len(first) - 2, -1, -1):
+        first[i] = min(first[i], first[i + 1])
+
+    def at(pid):
+        i = bisect.bisect_left(keys, pid)
+        return first[i] if i < len(keys) else None
+    return at
 
 
 def phase(args, ctx, segs, n, rate, first_id):
     label = f"{n} subscribers, {'max' if not rate else f'{rate:,} rows/s'}"
-    srv = start_server(args.bin)
-    subs = Subscribers(ctx, srv.host, srv.port, n, args.per_proc) if n else None
+    srv = start_server(args.bin, args.view)
+    subs = Subscribers(ctx, srv.host, srv.port, n, args.per_proc, args.view) if n else None
     shared = subs.shared if subs else None
     if subs and subs.attached < n:
         res = subs.stop()
@@ -396,7 +447,7 @@ def phase(args, ctx, segs, n, rate, first_id):
     ack_lat.sort()
     out["ack_ms"] = {"p50": pct(ack_lat, 0.5), "p99": pct(ack_lat, 0.99), "max": ack_lat[-1]} if ack_lat else {}
     if subs:
-        lat, lat_send, missed, dups, slow, ended, errors = [], [], [], 0, 0, 0, []
+        lat, lat_send, missed, dups, slow, ended, coalesced, errors = [], [], [], 0, 0, 0, 0, []
         ids = sorted(w.acks)
         tenth = max(1, len(ids) // 10)
         first, last = set(ids[:tenth]), set(ids[-tenth:])
@@ -406,11 +457,13 @@ def phase(args, ctx, segs, n, rate, first_id):
             for s in r["streams"]:
                 m = 0
                 mine = []
+                got = receipts(s["recv"], args.view)
                 for pid, (sent, ack) in w.acks.items():
-                    t = s["recv"].get(pid)
+                    t = got(pid)
                     if t is None:
                         m += 1
                     else:
+                        coalesced += pid not in s["recv"]
                         lat.append((t - ack) / 1e6)
                         mine.append(lat[-1])
                         if pid in first:
@@ -437,6 +490,8 @@ def phase(args, ctx, segs, n, rate, first_id):
             "client_lag_max_ms": max(r["lag_max_ms"] for r in res),
             "client_peak_rss_mib": max(r["maxrss_mib"] for r in res),
         })
+        if args.view:
+            out["coalesced"] = coalesced  # pairs received by a later id
         if lat:
             out["after_ack_ms"] = {"p50": pct(lat, 0.5), "p99": pct(lat, 0.99), "max": lat[-1], "min": lat[0]}
             sub_p50.sort()
@@ -460,7 +515,8 @@ def fmt_phase(r):
             q = r["sub_p50_ms"]
             s += f"; per-subscriber p50 best/median/worst {q['best']:.2f}/{q['median']:.2f}/{q['worst']:.2f} ms"
             s += f"; p50 first/last tenth {r['p50_first_tenth_ms']:.2f}/{r['p50_last_tenth_ms']:.2f} ms"
-        s += (f"; last probe in {r['drain_s']:.1f} s after the writer stopped; missed {r['missed_total']} (worst sub {r['missed_max_per_sub']}), slow {r['slow_consumer']},"
+        s += (f"; last probe in {r['drain_s']:.1f} s after the writer stopped; missed {r['missed_total']} (worst sub {r['missed_max_per_sub']}),"
+              + (f" coalesced {r['coalesced']}," if "coalesced" in r else "") + f" slow {r['slow_consumer']},"
               f" ended {r['ended_early']}; client cpu {r['client_cpu']:.2f}, lag p99 {r['client_lag_p99_ms']:.1f} ms")
     s += f"; server cpu {r['server_cpu']:.2f}, writer cpu {r['writer_cpu']:.2f}, peak RSS {r['server_peak_rss_mib']:,.0f} MiB"
     if r["writer_errors"]:
@@ -471,13 +527,13 @@ def fmt_phase(r):
 def memory(args, ctx):
     """RSS of a fresh server with 0, 100 and 1,000 idle subscribers; 1,000 idle connections."""
     out = {}
-    srv = start_server(args.bin)
+    srv = start_server(args.bin, args.view)
     time.sleep(1)
     base = srv.rss_mib()
     out["rss_0_mib"] = base
     held = []
     for n in sorted({min(100, args.mem_subs), args.mem_subs}):
-        s = Subscribers(ctx, srv.host, srv.port, n - sum(h.n for h in held), args.per_proc)
+        s = Subscribers(ctx, srv.host, srv.port, n - sum(h.n for h in held), args.per_proc, args.view)
         held.append(s)
         time.sleep(2)
         out[f"rss_{n}_mib"] = srv.rss_mib()
@@ -488,7 +544,7 @@ def memory(args, ctx):
         h.stop()
     srv.stop()
     # the same with plain keep-alive connections (after one GET /ping), for comparison
-    srv = start_server(args.bin)
+    srv = start_server(args.bin, args.view)
     time.sleep(1)
     base = srv.rss_mib()
     c = Subscribers(ctx, srv.host, srv.port, args.mem_subs, args.per_proc, conn_only=True)
@@ -512,6 +568,7 @@ def main():
     ap.add_argument("--mem-subs", type=int, default=1000)
     ap.add_argument("--drain", type=float, default=60.0, help="seconds to wait for the last probe")
     ap.add_argument("--quick", action="store_true", help="5-second phases (about a minute)")
+    ap.add_argument("--view", action="store_true", help="subscribe to a materialized view over trades")
     ap.add_argument("--json")
     args = ap.parse_args()
     if args.quick:
@@ -522,8 +579,9 @@ def main():
     ctx = mp.get_context("spawn")
     segs = body_segments()
     subs = [int(x) for x in args.subs.split(",")]
+    mode, query = ("view", VIEW_QUERY) if args.view else ("table", QUERY)
     log(f"subscribe.py: {args.bin}, in memory, {args.duration:g} s per phase, {os.cpu_count()} cores, "
-        f"<= {args.per_proc} streams per client process, query: {QUERY}")
+        f"<= {args.per_proc} streams per client process, {mode} mode, query: {query}")
     t_start = time.monotonic()
     phases = []
     next_id = 1
@@ -536,7 +594,8 @@ def main():
     total = time.monotonic() - t_start
 
     print(f"\nzeptodb serve --in-memory, {os.cpu_count()} cores shared by server, writer and subscribers; "
-          f"{args.duration:g} s of writing per phase; subscribers: {QUERY!r}")
+          f"{args.duration:g} s of writing per phase; {mode} mode, subscribers: {query!r}"
+          + (f" over {VIEW_SQL!r} (a probe is received with an event holding it or a later id)" if args.view else ""))
     rows = []
     for r in phases:
         tgt = "max" if not r["target_rate"] else f"{r['target_rate']:,}"
@@ -549,6 +608,8 @@ def main():
             spread = f"{q['best']:.2f} / {q['median']:.2f} / {q['worst']:.2f}" if q else "-"
             lat2 = f"{b.get('p50', 0):.2f} / {b.get('p99', 0):.2f} / {b.get('max', 0):.2f}" if b else "-"
             miss = f"{r['missed_total']} (worst sub {r['missed_max_per_sub']})"
+            if "coalesced" in r:
+                miss += f", coalesced {r['coalesced']}"
             slow = str(r["slow_consumer"])
             cl = f"{r['client_cpu']:.2f}"
         else:
@@ -585,7 +646,8 @@ def main():
           f"worst client event-loop lag p99 / max: "
           f"{max((r.get('client_lag_p99_ms', 0) for r in phases), default=0):.1f} / "
           f"{max((r.get('client_lag_max_ms', 0) for r in phases), default=0):.1f} ms; total {total:.0f} s")
-    write_json(args.json, {"phases": phases, "memory": mem, "duration": args.duration, "per_proc": args.per_proc})
+    write_json(args.json, {"mode": mode, "query": query, "view": VIEW_SQL if args.view else None,
+                           "phases": phases, "memory": mem, "duration": args.duration, "per_proc": args.per_proc})
 
 
 if __name__ == "__main__":
