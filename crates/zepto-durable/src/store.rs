@@ -656,6 +656,17 @@ mod tests {
         bad.corrupt(&manifest, 30);
         let e = open(&wal.crash(|_, _| 0), &bad, &Catalog::new()).expect_err("refused");
         assert!(e.to_string().contains(&manifest), "{e}");
+        // A manifest of a later format (its checksum right): refused as such, not as damage.
+        let newer = ck.crash(|_, _| 0);
+        let text = String::from_utf8(newer.read(&manifest).expect("manifest")).expect("text");
+        let body =
+            text[..text.rfind("crc ").expect("crc line")].replacen("zeptodb-checkpoint 1", "zeptodb-checkpoint 2", 1);
+        newer.truncate(&manifest, 0).expect("truncate");
+        newer
+            .append(&manifest, format!("{body}crc {:08x}\n", crc32fast::hash(body.as_bytes())).as_bytes())
+            .expect("write");
+        let e = open(&wal.crash(|_, _| 0), &newer, &Catalog::new()).expect_err("refused");
+        assert!(e.to_string().contains("written by a newer ZeptoDB (checkpoint format 2"), "{e}");
         // A checkpoint without its log (a lost checkpoint directory) cannot be completed.
         let e = open(&wal.crash(|_, _| 0), &MemStorage::new(), &Catalog::new()).expect_err("refused");
         assert!(e.to_string().contains("records are missing"), "{e}");

@@ -82,6 +82,19 @@ pub enum WalError {
     /// A record over [`format::MAX_PAYLOAD`] bytes: the caller splits its batch.
     #[error("WAL record of {0} bytes is larger than the limit")]
     TooLarge(usize),
+    /// A segment written by a newer ZeptoDB (a higher format version after the magic): replay
+    /// refuses it, whatever the recovery mode, and leaves the log as it is. Treated as damage,
+    /// point-in-time recovery would have cut every record from there on.
+    #[error(
+        "{file} was written by a newer ZeptoDB (WAL format {version}; this build reads format {}): start that version or a later one, or restore a backup",
+        format::VERSION
+    )]
+    NewerFormat {
+        /// The segment.
+        file: String,
+        /// The format version it carries.
+        version: u32,
+    },
     /// Damage that is not a torn last write: replay stops here.
     #[error("WAL corrupt in {file} at offset {offset}: {reason}")]
     Corrupt {

@@ -154,7 +154,10 @@ pub fn replay(
         let rest = segments.get(k..).unwrap_or_default();
         let corrupt =
             |offset: usize, reason: String| WalError::Corrupt { file: name.clone(), offset: offset as u64, reason };
-        // Header.
+        // Header. A later format is refused before anything is judged damaged.
+        if let Some(version) = newer_version(&buf) {
+            return Err(WalError::NewerFormat { file: name.clone(), version });
+        }
         let header_ok = buf.len() >= HEADER_LEN
             && buf.get(..8) == Some(&MAGIC[..])
             && buf.get(8..12) == Some(&VERSION.to_le_bytes()[..])
@@ -222,6 +225,13 @@ pub fn replay(
 
 /// Corruption at `offset` of the first of `from`: refuse ([`RecoveryMode::Strict`]), or keep
 /// the damaged log aside, cut it there, and report what was dropped.
+/// The format version of a segment that starts with the magic and a version above this
+/// build's [`VERSION`].
+fn newer_version(buf: &[u8]) -> Option<u32> {
+    let version = u32::from_le_bytes(buf.get(8..12)?.try_into().ok()?);
+    (buf.get(..8) == Some(&MAGIC[..]) && version > VERSION).then_some(version)
+}
+
 fn cut(
     storage: &dyn Storage,
     opts: ReplayOptions,
@@ -453,6 +463,29 @@ mod tests {
             let (recs, rep) = read_all(&st, strict).expect("a torn tail is not corruption");
             assert_eq!((recs.len(), rep.torn.map(|t| t.1)), (2, Some(last as u64)));
         }
+    }
+
+    /// A segment of a later format (a newer ZeptoDB wrote it) is refused in every recovery
+    /// mode and left whole: point-in-time recovery must not take it for damage and cut it.
+    #[test]
+    fn a_newer_format_is_refused_and_the_log_left_alone() {
+        let st = MemStorage::new();
+        let wal = Wal::open(Arc::new(st.clone()), SyncMode::None, 1).expect("open");
+        wal.append(b"one").expect("append");
+        wal.append(b"two").expect("append");
+        drop(wal);
+        let name = st.list().expect("list").remove(0);
+        let mut bytes = st.read(&name).expect("read");
+        bytes[8..12].copy_from_slice(&(VERSION + 1).to_le_bytes());
+        st.truncate(&name, 0).expect("truncate");
+        st.append(&name, &bytes).expect("write");
+        for mode in [RecoveryMode::PointInTime, RecoveryMode::Strict] {
+            let e = read_all(&st, ReplayOptions { mode, ..ReplayOptions::default() }).expect_err("refused");
+            assert!(matches!(&e, WalError::NewerFormat { version, .. } if *version == VERSION + 1), "{e}");
+            assert!(e.to_string().contains("written by a newer ZeptoDB"), "{e}");
+        }
+        assert_eq!(st.list().expect("list"), vec![name.clone()], "nothing moved aside");
+        assert_eq!(st.read(&name).expect("read"), bytes, "nothing cut");
     }
 
     /// A payload handed over by value and large enough to be written from its own vector

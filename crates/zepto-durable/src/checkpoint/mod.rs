@@ -171,8 +171,15 @@ pub fn load(storage: &dyn Storage, lsn: Lsn, mut progress: impl FnMut(usize, usi
         return Err(corrupt(&mname, "checksum mismatch".into()));
     }
     let mut lines = body.lines();
-    if lines.next() != Some(HEADER) {
-        return Err(corrupt(&mname, "not a version 1 checkpoint manifest".into()));
+    let header = lines.next();
+    if header != Some(HEADER) {
+        return Err(match header.and_then(newer_format) {
+            Some(n) => DurableError::Format(format!(
+                "{mname} was written by a newer ZeptoDB (checkpoint format {n}; this build reads format 1): \
+                 start that version or a later one, or restore a backup"
+            )),
+            None => corrupt(&mname, "not a version 1 checkpoint manifest".into()),
+        });
     }
     if lines.next() != Some(format!("lsn {lsn}").as_str()) {
         return Err(corrupt(&mname, "its LSN line does not match its name".into()));
@@ -207,6 +214,12 @@ pub fn load(storage: &dyn Storage, lsn: Lsn, mut progress: impl FnMut(usize, usi
         progress(i + 1, files.len());
     }
     Ok(Loaded { tables, views })
+}
+
+/// The format number of a manifest header of a later format than this build's.
+fn newer_format(header: &str) -> Option<u32> {
+    let n: u32 = header.strip_prefix("zeptodb-checkpoint ")?.parse().ok()?;
+    (n > 1).then_some(n)
 }
 
 /// Table file `name`, its length and checksum verified.
