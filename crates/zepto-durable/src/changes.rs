@@ -384,6 +384,7 @@ pub fn apply(catalog: &Catalog, payload: &[u8]) -> Result<(), String> {
                     partition_key: b.opt()?.map(str::to_string),
                     timestamp: b.opt()?.map(str::to_string),
                     dedup_keys: Vec::new(),
+                    one_partition: false,
                 };
                 let t = Table::new(name, Schema { columns }, &opts).map_err(err)?;
                 catalog.create(t, false).map_err(err)?;

@@ -481,6 +481,7 @@ impl Engine {
             partition_key: ct.partition_by.clone(),
             timestamp: ct.timestamp.clone(),
             dedup_keys: ct.dedup_keys.clone(),
+            one_partition: false,
         };
         let table = Table::new(&ct.name, schema, &opts)?;
         self.catalog.create(table, ct.if_not_exists)?;

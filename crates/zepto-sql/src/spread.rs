@@ -82,6 +82,7 @@ pub(crate) fn publish_create(cluster: &ClusterRef, ct: &CreateTable) -> Result<C
         partition_key: ct.partition_by.clone(),
         timestamp: ct.timestamp.clone(),
         dedup_keys: ct.dedup_keys.clone(),
+        one_partition: false,
     };
     let table = Table::new(&ct.name, Schema { columns }, &opts)?;
     let name_of = |i: Option<usize>| i.and_then(|i| table.schema().columns.get(i)).map(|c| c.name.clone());

@@ -83,6 +83,10 @@ pub struct TableOptions {
     /// `DEDUP UPSERT KEYS`: the columns whose values identify a row (empty: no deduplication).
     /// See [`Table::set_dedup`].
     pub dedup_keys: Vec<String>,
+    /// Every row in one partition, whatever the columns: for tables built whole and read once
+    /// (a materialized view's rows at a read), where a partition per symbol would cost more to
+    /// make than it saves a filter. `partition_key` must be `None`.
+    pub one_partition: bool,
 }
 
 /// Rows of one partition key value, sorted by the designated timestamp (if any).
@@ -387,7 +391,11 @@ impl Table {
                 None => Ok(schema.columns.iter().position(|c| c.data_type == dt)),
             }
         };
+        if opts.one_partition && opts.partition_key.is_some() {
+            return Err(StorageError::Invalid("a table of one partition has no partition key".into()));
+        }
         let key_col = match (&opts.partition_key, opts.dedup_keys.is_empty()) {
+            _ if opts.one_partition => None,
             (Some(_), _) => pick(&opts.partition_key, DataType::Symbol, "partition key")?,
             (None, true) => default_partition_key(&schema.columns),
             // Deduplicated tables partition by their first SYMBOL key, else not at all, so
@@ -1402,6 +1410,20 @@ mod tests {
             b[2].push_value(&Value::Float64(*p)).expect("push");
         }
         b.into_iter().map(ColumnBuilder::finish).collect()
+    }
+
+    /// A table of one partition keeps every symbol's rows together, sorted by time; it takes
+    /// no partition key.
+    #[test]
+    fn one_partition_holds_every_symbol_in_time_order() {
+        let opts = TableOptions { one_partition: true, ..TableOptions::default() };
+        let mut t = Table::new("v", schema(), &opts).expect("a table");
+        assert_eq!(t.key_col(), None);
+        t.append(batch(&[(3, Some("A"), 1.0), (1, Some("B"), 2.0), (2, None, 3.0)])).expect("append");
+        assert_eq!(t.partitions().len(), 1);
+        assert_eq!(t.row_count(), 3);
+        let keyed = TableOptions { partition_key: Some("sym".into()), ..opts };
+        assert!(Table::new("v", schema(), &keyed).is_err(), "one partition and a key are refused together");
     }
 
     /// A bulk append (partitions filled on helper threads) leaves the same table as the same
