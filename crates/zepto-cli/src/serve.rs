@@ -499,9 +499,8 @@ fn config(st: &Settings<'_>) -> Result<Config, String> {
 /// The cores each role's threads run on (`--cpu-affinity`), decided before any of them
 /// starts, and said on stderr when anything is pinned.
 fn install_affinity(spec: &str) -> Result<(), String> {
-    use zepto_storage::affinity::{install, CpuSet, Plan};
-    let plan = Plan::parse(spec, CpuSet::permitted().as_ref(), CpuSet::isolated().as_ref())
-        .map_err(|e| format!("cpu-affinity: {e}"))?;
+    use zepto_storage::affinity::{install, Plan};
+    let plan = Plan::for_this_host(spec).map_err(|e| format!("cpu-affinity: {e}"))?;
     if !plan.is_empty() {
         eprintln!("zeptodb: cpu affinity: {plan}");
     }

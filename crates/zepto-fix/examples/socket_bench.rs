@@ -63,8 +63,6 @@ fn rows(c: &Catalog) -> usize {
 
 /// Where the catalog is kept: `--wal DIR` and `--sync MODE`, if given.
 fn durable(catalog: &Arc<Catalog>, run: &str) -> Option<zepto_durable::DataDir> {
-    let args: Vec<String> = std::env::args().collect();
-    let value = |name: &str| args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned();
     let dir = std::path::PathBuf::from(value("--wal")?).join(run);
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("the WAL directory");
@@ -131,24 +129,25 @@ fn latency(entries: usize, samples: usize) -> Vec<Duration> {
     took
 }
 
-fn arg(name: &str, default: usize) -> usize {
+/// The command-line value after `name`, if given.
+fn value(name: &str) -> Option<String> {
     let args: Vec<String> = std::env::args().collect();
-    args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).and_then(|v| v.parse().ok()).unwrap_or(default)
+    args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned()
+}
+
+fn arg(name: &str, default: usize) -> usize {
+    value(name).and_then(|v| v.parse().ok()).unwrap_or(default)
 }
 
 /// `--cpu-affinity PLAN` installed for the door's threads, and this thread pinned to
 /// `--client-core N`, when given.
 fn pin() {
     use zepto_storage::affinity::{self, CpuSet, Plan};
-    let args: Vec<String> = std::env::args().collect();
-    let value = |name: &str| args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned();
-    let allowed = CpuSet::permitted();
     if let Some(core) = value("--client-core") {
         // This thread only: the door's threads start later, from threads of their own.
         affinity::pin_thread(&CpuSet::parse(&core).expect("--client-core")).expect("the client pinned");
     }
-    let plan = Plan::parse(&value("--cpu-affinity").unwrap_or_default(), allowed.as_ref(), CpuSet::isolated().as_ref())
-        .expect("--cpu-affinity");
+    let plan = Plan::for_this_host(&value("--cpu-affinity").unwrap_or_default()).expect("--cpu-affinity");
     eprintln!("cpu affinity: {plan}");
     affinity::install(plan).expect("the plan");
 }

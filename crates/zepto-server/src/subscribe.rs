@@ -218,24 +218,29 @@ async fn event_frame(sub: &Subscriber, e: &Arc<FeedEvent>) -> Result<(Option<(&'
 }
 
 /// A table subscription's answer to one appended batch as JSON values ([`encode_answer`]).
-/// Runs on the blocking pool: it is a query.
 async fn rows_of(sub: &Subscription, arrow: bool, e: Arc<FeedEvent>) -> Rows {
-    let sub = sub.clone();
-    let run = move || encode_answer(sub.answer_change(&e.change).map_err(|x| x.to_string())?, arrow);
-    tokio::task::spawn_blocking(run).await.map_err(|x| x.to_string())?
+    blocking(sub, move |sub| encode_answer(sub.answer_change(&e.change).map_err(|x| x.to_string())?, arrow)).await
 }
 
-/// A view subscription's query over the view now, on the blocking pool.
+/// A view subscription's query over the view now.
 async fn answer_now(sub: &Subscription) -> Result<ViewAnswer, String> {
-    let sub = sub.clone();
-    tokio::task::spawn_blocking(move || sub.answer_now().map_err(|x| x.to_string())).await.map_err(|x| x.to_string())?
+    blocking(sub, |sub| sub.answer_now().map_err(|x| x.to_string())).await
 }
 
 /// A view subscription's event to answer `next`: what changed since its last answer, which
-/// `next` becomes ([`encode_answer`]). On the blocking pool: a large view's difference is work.
+/// `next` becomes ([`encode_answer`]).
 async fn view_rows(sub: &Subscription, arrow: bool, next: ViewAnswer) -> Rows {
+    blocking(sub, move |sub| encode_answer(sub.advance_to(&next), arrow)).await
+}
+
+/// `work` over (a clone of) `sub` on the blocking pool: each is a query, or a large view's
+/// difference.
+async fn blocking<T: Send + 'static>(
+    sub: &Subscription,
+    work: impl FnOnce(Subscription) -> Result<T, String> + Send + 'static,
+) -> Result<T, String> {
     let sub = sub.clone();
-    tokio::task::spawn_blocking(move || encode_answer(sub.advance_to(&next), arrow)).await.map_err(|x| x.to_string())?
+    tokio::task::spawn_blocking(move || work(sub)).await.map_err(|x| x.to_string())?
 }
 
 /// An answer as JSON values: its new rows, and the rows a view no longer has, if any. Each is

@@ -149,9 +149,8 @@ impl Subscription {
     /// The same subscription starting from the query's answer now: its first event holds only
     /// what changes after (a view's; a table's subscription starts from now anyway).
     pub fn from_now(self) -> Result<Subscription> {
-        if let Some((_, last)) = &self.view {
-            let now = ViewAnswer::of(self.engine.execute(&self.sql)?);
-            *last.lock().unwrap_or_else(|e| e.into_inner()) = Some(now);
+        if self.view.is_some() {
+            self.skip_to(&ViewAnswer::of(self.engine.execute(&self.sql)?));
         }
         Ok(self)
     }
@@ -171,7 +170,8 @@ impl Subscription {
     }
 
     /// Over a view: `now` becomes the last answer sent, when the client was sent what another
-    /// subscriber's [`Subscription::advance_to`] made from the same last answer.
+    /// subscriber's [`Subscription::advance_to`] made from the same last answer (or, starting
+    /// from now, holds it already).
     pub fn skip_to(&self, now: &ViewAnswer) {
         if let Some((_, last)) = &self.view {
             *last.lock().unwrap_or_else(|e| e.into_inner()) = Some(now.clone());

@@ -17,7 +17,7 @@
 //! nothing.
 
 use std::fmt;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
 /// A group of threads that shares a set of cores.
@@ -169,6 +169,12 @@ impl Plan {
         Ok(plan)
     }
 
+    /// [`Plan::parse`] against this host: the cores this process may use
+    /// ([`CpuSet::permitted`]) and its isolated ones.
+    pub fn for_this_host(spec: &str) -> Result<Plan, String> {
+        Plan::parse(spec, CpuSet::permitted().as_ref(), CpuSet::isolated().as_ref())
+    }
+
     /// The cores of `role`, if it is pinned.
     pub fn get(&self, role: Role) -> Option<&CpuSet> {
         self.sets[role as usize].as_ref()
@@ -237,7 +243,7 @@ pub fn pin_thread(set: &CpuSet) -> std::io::Result<()> {
 }
 
 fn apply(role: Role, cpus: &[usize]) {
-    static WARNED: [std::sync::atomic::AtomicBool; 4] = [const { std::sync::atomic::AtomicBool::new(false) }; 4];
+    static WARNED: [AtomicBool; 4] = [const { AtomicBool::new(false) }; 4];
     if let Err(e) = sys::set_current(cpus) {
         if !WARNED[role as usize].swap(true, Ordering::Relaxed) {
             eprintln!("zeptodb: cannot pin {} threads to their cores: {e}", role.name());

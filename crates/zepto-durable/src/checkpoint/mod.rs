@@ -174,8 +174,8 @@ pub fn load(storage: &dyn Storage, lsn: Lsn, mut progress: impl FnMut(usize, usi
     let header = lines.next();
     if header != Some(HEADER) {
         return Err(match header.and_then(newer_format) {
-            Some(n) => DurableError::Format(format!(
-                "{mname} was written by a newer ZeptoDB (checkpoint format {n}; this build reads format 1): \
+            Some((n, ours)) => DurableError::Format(format!(
+                "{mname} was written by a newer ZeptoDB (checkpoint format {n}; this build reads format {ours}): \
                  start that version or a later one, or restore a backup"
             )),
             None => corrupt(&mname, "not a version 1 checkpoint manifest".into()),
@@ -216,10 +216,13 @@ pub fn load(storage: &dyn Storage, lsn: Lsn, mut progress: impl FnMut(usize, usi
     Ok(Loaded { tables, views })
 }
 
-/// The format number of a manifest header of a later format than this build's.
-fn newer_format(header: &str) -> Option<u32> {
-    let n: u32 = header.strip_prefix("zeptodb-checkpoint ")?.parse().ok()?;
-    (n > 1).then_some(n)
+/// The format number of a manifest header of a later format than this build's [`HEADER`], and
+/// this build's.
+fn newer_format(header: &str) -> Option<(u32, u32)> {
+    let (prefix, ours) = HEADER.rsplit_once(' ')?;
+    let ours: u32 = ours.parse().ok()?;
+    let n: u32 = header.strip_prefix(prefix)?.trim_start().parse().ok()?;
+    (n > ours).then_some((n, ours))
 }
 
 /// Table file `name`, its length and checksum verified.
