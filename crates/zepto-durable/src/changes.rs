@@ -78,9 +78,12 @@ fn put_shard(out: &mut Vec<u8>, shard: &Shard<'_>) {
 }
 
 /// `columns` as an Arrow IPC stream at the end of `out`.
+/// A SYMBOL column coded against its table's large dictionary (an ingest door's batch) is
+/// written with a dictionary of the strings its rows use ([`Column::compact_symbols`]).
 fn ipc_batch(columns: &[Column], out: &mut Vec<u8>) -> Result<(), StorageError> {
     let names: Vec<String> = (0..columns.len()).map(|i| format!("c{i}")).collect();
-    let refs: Vec<&Column> = columns.iter().collect();
+    let compact: Vec<Option<Column>> = columns.iter().map(Column::compact_symbols).collect();
+    let refs: Vec<&Column> = columns.iter().zip(&compact).map(|(c, own)| own.as_ref().unwrap_or(c)).collect();
     let rows = columns.iter().map(Column::len).max().unwrap_or(0);
     let mut w = zepto_io::ipc::IpcResultWriter::new(&names, &refs, rows)
         .map_err(|e| StorageError::Durability(format!("encoding a batch for the WAL: {e}")))?;

@@ -513,6 +513,49 @@ mod tests {
         live.append("t", batch).expect("append");
     }
 
+    /// A batch coded against its table's dictionary (as the ingest doors build them) is
+    /// logged with the strings its rows use, not the table's thousands, and replays to the
+    /// same rows.
+    #[test]
+    fn a_batch_in_the_tables_dictionary_logs_only_its_own_strings() {
+        let (wal, ck) = (MemStorage::new(), MemStorage::new());
+        let live = Catalog::new();
+        let (_d, _) = open(&wal, &ck, &live).expect("open");
+        let s = schema(&[("ts", DataType::Timestamp), ("sym", DataType::Symbol), ("v", DataType::Int64)]);
+        live.create(Table::new("t", s, &TableOptions::default()).expect("table"), false).expect("create");
+        let n = 5_000;
+        let syms: Vec<Value> = (0..n).map(|i| Value::Str(format!("series-{i:05}"))).collect();
+        let ts: Vec<Value> = (0..n).map(|i| Value::Timestamp(i as i64)).collect();
+        let v: Vec<Value> = (0..n).map(|i| Value::Int64(i as i64)).collect();
+        let cols = vec![col(DataType::Timestamp, &ts), col(DataType::Varchar, &syms), col(DataType::Int64, &v)];
+        live.append("t", cols).expect("append");
+        let bytes =
+            |w: &MemStorage| -> usize { w.list().expect("list").iter().map(|f| w.read(f).expect("read").len()).sum() };
+        let before = bytes(&wal);
+        let layout = live.layout("t").expect("layout");
+        let mut sym = ColumnBuilder::symbols_in(layout.dict.clone(), 3);
+        let known = sym.push_symbol("series-04321").expect("known");
+        sym.push_symbol("a-new-one").expect("new");
+        sym.push_code(known).expect("again");
+        let more = vec![
+            col(DataType::Timestamp, &[Value::Timestamp(9_000), Value::Timestamp(9_001), Value::Timestamp(9_002)]),
+            sym.finish(),
+            col(DataType::Int64, &[Value::Int64(-1), Value::Int64(-2), Value::Int64(-3)]),
+        ];
+        let coded = matches!(more[1].data(), zepto_storage::ColumnData::Symbol { dict, .. } if dict.lineage() == layout.dict.lineage());
+        assert!(coded, "the builder codes against the table's dictionary");
+        live.append("t", more).expect("append");
+        let logged = bytes(&wal) - before;
+        assert!(logged < 2_000, "a 3-row batch logged {logged} bytes");
+        let r = Catalog::new();
+        open(&wal.crash(|_, _| 0), &ck.crash(|_, _| 0), &r).expect("recovers");
+        assert_eq!(dump(&r), dump(&live));
+        let t = live.snapshot("t").expect("t");
+        assert_eq!(t.row_count(), n + 3);
+        let p = t.partitions().iter().find(|p| p.key().is_some_and(|k| t.dict().get(k) == "a-new-one"));
+        assert_eq!(p.map(|p| p.len()), Some(1), "the new string is a partition of its own");
+    }
+
     #[test]
     fn every_change_and_type_survives_restarts_through_log_and_checkpoint() {
         let (wal, ck) = (MemStorage::new(), MemStorage::new());

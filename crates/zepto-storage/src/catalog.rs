@@ -12,6 +12,7 @@
 //! and partitions when one is. Writers prepare and validate their batch before taking the lock.
 
 use crate::column::Column;
+use crate::dict::Dict;
 use crate::error::StorageError;
 use crate::history::{day_floor, HistFile};
 use crate::index::IndexDef;
@@ -29,6 +30,9 @@ mod views;
 struct SlotCell {
     table: RwLock<Arc<Table>>,
     dropped: std::sync::atomic::AtomicBool,
+    /// The layout as last read ([`Catalog::layout`]), for a reader that finds a writer
+    /// holding the table.
+    layout: std::sync::Mutex<Option<Layout>>,
 }
 
 type Slot = Arc<SlotCell>;
@@ -42,10 +46,13 @@ pub struct Layout {
     pub key_col: Option<usize>,
     /// Index of the designated timestamp column.
     pub ts_col: Option<usize>,
+    /// The version of its symbol dictionary it had: a batch coded against it (or a later
+    /// version of the same lineage) is appended without re-encoding its SYMBOL columns.
+    pub dict: Dict,
 }
 
 fn new_slot(t: Table) -> Slot {
-    Arc::new(SlotCell { table: RwLock::new(Arc::new(t)), dropped: Default::default() })
+    Arc::new(SlotCell { table: RwLock::new(Arc::new(t)), dropped: Default::default(), layout: Default::default() })
 }
 
 /// One change to the catalog, as the write-ahead log records it.
@@ -262,10 +269,28 @@ impl Catalog {
     /// writer checks a batch against. Unlike [`Catalog::snapshot`] it leaves deferred rows
     /// where they are (`table/defer.rs`), so an ingest door reading it per batch does not
     /// fold the previous batch in.
+    ///
+    /// It does not wait for a writer either: while one holds the table, the layout as last
+    /// read is returned (an ingest door decodes its next batch while the previous one is
+    /// applied; waiting there made two clients' batches take turns). A writer checks a batch
+    /// against the schema as it is under the lock, so a layout a change just made stale costs
+    /// a refused or re-encoded batch, never a wrong row.
     pub fn layout(&self, name: &str) -> Result<Layout, StorageError> {
         let slot = self.slot(name)?;
-        let t = slot.table.read().unwrap_or_else(|e| e.into_inner());
-        Ok(Layout { schema: t.schema().clone(), key_col: t.key_col(), ts_col: t.ts_col() })
+        let last = || slot.layout.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let t = match slot.table.try_read() {
+            Ok(t) => t,
+            Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => match last() {
+                Some(l) => return Ok(l),
+                None => slot.table.read().unwrap_or_else(|e| e.into_inner()),
+            },
+        };
+        let l =
+            Layout { schema: t.schema().clone(), key_col: t.key_col(), ts_col: t.ts_col(), dict: (**t.dict()).clone() };
+        drop(t);
+        *slot.layout.lock().unwrap_or_else(|e| e.into_inner()) = Some(l.clone());
+        Ok(l)
     }
 
     /// [`Catalog::snapshot`] without waiting for a writer of the table: `None` while one holds

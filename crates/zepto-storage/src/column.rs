@@ -285,6 +285,28 @@ impl Column {
         Column { data, validity: None }
     }
 
+    /// This SYMBOL column with a dictionary of only the strings its rows use (in order of
+    /// first use), when its own holds many more: a batch coded against a large table's
+    /// dictionary, written out on its own (a log record), would otherwise carry every string
+    /// of the table. `None` when the column is not SYMBOL or its dictionary is small.
+    pub fn compact_symbols(&self) -> Option<Column> {
+        let ColumnData::Symbol { codes, dict } = &self.data else { return None };
+        if dict.len() <= 2 * codes.len() + 64 {
+            return None;
+        }
+        let mut own = Dict::default();
+        let mut remap: std::collections::HashMap<u32, u32> = std::collections::HashMap::new();
+        let codes = codes
+            .iter()
+            .enumerate()
+            .map(|(i, &k)| match self.is_valid(i) {
+                true => *remap.entry(k).or_insert_with(|| own.intern(dict.get(k))),
+                false => 0,
+            })
+            .collect();
+        Some(Column::new(ColumnData::Symbol { codes, dict: Arc::new(own) }, self.validity.clone()))
+    }
+
     /// `n` NULLs of the given type.
     pub fn nulls(dt: DataType, n: usize) -> Column {
         let data = ColumnData::zeros(dt, n);
@@ -907,6 +929,15 @@ impl ColumnBuilder {
         ColumnBuilder { data, validity: None, len: 0, dict }
     }
 
+    /// An empty SYMBOL builder coding into `dict`, a version of a table's dictionary: its
+    /// column needs no re-encoding when appended to that table, and a string the table has is
+    /// looked up, not added again. Strings it adds join the dictionary's lineage for good,
+    /// whether or not its rows are ever stored (no row refers to them then).
+    pub fn symbols_in(dict: Dict, capacity: usize) -> ColumnBuilder {
+        let data = ColumnData::with_capacity(DataType::Symbol, capacity);
+        ColumnBuilder { data, validity: None, len: 0, dict: Some(dict) }
+    }
+
     /// Rows pushed so far.
     pub fn len(&self) -> usize {
         self.len
@@ -1043,15 +1074,18 @@ impl ColumnBuilder {
         Ok(code)
     }
 
-    /// Push again a string of a SYMBOL column by the code [`ColumnBuilder::push_symbol`] gave
-    /// it; refused for a code the builder has not handed out, or another type.
+    /// Push again a string of a SYMBOL column by its code: one [`ColumnBuilder::push_symbol`]
+    /// gave, or one another version of the builder's dictionary lineage handed out (see
+    /// [`ColumnBuilder::symbols_in`]); refused for a code the lineage has not handed out, or
+    /// another type.
     pub fn push_code(&mut self, code: u32) -> Result<(), StorageError> {
-        let known = self.dict.as_ref().map_or(0, Dict::len);
+        let known = self.dict.as_mut().is_some_and(|d| d.reach(code));
         match &mut self.data {
-            ColumnData::Symbol { codes, .. } if (code as usize) < known => codes.push(code),
+            ColumnData::Symbol { codes, .. } if known => codes.push(code),
             d => {
                 let t = d.data_type();
-                return Err(StorageError::Internal(format!("symbol code {code} pushed into a {t} column of {known}")));
+                let n = self.dict.as_ref().map_or(0, Dict::len);
+                return Err(StorageError::Internal(format!("symbol code {code} pushed into a {t} column of {n}")));
             }
         }
         self.push_valid(true);

@@ -178,6 +178,20 @@ impl Dict {
         codes
     }
 
+    /// Grow this version to hold `code`, a code another version of the lineage handed out;
+    /// false (and unchanged) when the lineage has no such code.
+    pub fn reach(&mut self, code: u32) -> bool {
+        let want = code as usize + 1;
+        if want <= self.len {
+            return true;
+        }
+        if want > self.store.strings.count() {
+            return false;
+        }
+        self.len = want;
+        true
+    }
+
     /// The code of `s`, or `None` if this version does not hold it (never adds).
     pub fn code(&self, s: &str) -> Option<u32> {
         self.store.code(s).filter(|&c| (c as usize) < self.len)

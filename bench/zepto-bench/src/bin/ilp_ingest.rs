@@ -2,13 +2,18 @@
 //! `cpu` measurement: 10 tags, 10 integer fields, one line per host every 10 s), without a
 //! socket: how long the tokenizer takes alone, and whole `/write` batches (tokenize, type,
 //! append) into an in-memory engine, best of `repeat` runs (a new engine each).
-//! `ilp_ingest [hosts] [hours] [batch] [repeat]`; defaults 400, 2, 10000, 3.
+//! `ilp_ingest [hosts] [hours] [batch] [repeat] [clients]`; defaults 400, 2, 10000, 3, 1
+//! (with more clients, each writes every `clients`-th body on a thread of its own).
 
 use std::time::Instant;
 use zepto_server::auth::Principal;
 use zepto_server::encode::{Encoder, Format};
 use zepto_server::exec_json::ExecShape;
 use zepto_server::ingest::{ilp, write, IngestFormat, WriteRequest};
+
+/// The server's allocator and settings (`zeptodb`'s main), so allocation costs are its own.
+#[global_allocator]
+static ALLOC: zepto_storage::mem::CountingAlloc = zepto_storage::mem::CountingAlloc;
 
 const FIELDS: [&str; 10] = [
     "usage_user",
@@ -102,6 +107,7 @@ fn arg(i: usize, default: usize) -> usize {
 }
 
 fn main() {
+    zepto_storage::mem::retain_freed_memory();
     let (hosts, hours, batch) = (arg(1, 400), arg(2, 2), arg(3, 10_000));
     let bodies = generate(hosts, hours, batch);
     let rows = hosts * hours * 360;
@@ -124,14 +130,25 @@ fn main() {
     });
     let who = Principal::anonymous_admin();
     let req = WriteRequest { format: IngestFormat::Ilp, table: None, precision: ilp::Precision::NANOS, now_ns: 0 };
+    let clients = arg(5, 1).max(1);
     let whole = best(&|| {
         let engine = zepto_sql::Engine::new();
-        for b in &bodies {
-            write(&engine, &who, &req, b).expect("the batch is stored");
-        }
+        // As `bench/questdb.py` sends them: client k writes bodies k, k + clients, ...
+        // independently, so the clients drift apart and rows arrive out of time order.
+        std::thread::scope(|s| {
+            for k in 0..clients {
+                let (engine, who, req, bodies) = (&engine, &who, &req, &bodies);
+                s.spawn(move || {
+                    for b in bodies.iter().skip(k).step_by(clients) {
+                        write(engine, who, req, b).expect("the batch is stored");
+                    }
+                });
+            }
+        });
     });
     let mb = bytes as f64 / 1e6;
-    for (what, s) in [("tokenize only", tokenize), ("write (in memory)", whole)] {
+    let write_what = format!("write ({clients} cl.)");
+    for (what, s) in [("tokenize only", tokenize), (write_what.as_str(), whole)] {
         println!("{what:<18} {s:>8.3} s  {:>12.0} lines/s  {:>7.1} MB/s", rows as f64 / s, mb / s);
     }
     let engine = zepto_sql::Engine::new();

@@ -21,7 +21,7 @@ use crate::auth::Principal;
 use crate::error::ApiError;
 use std::borrow::Cow;
 use std::collections::HashMap;
-use zepto_storage::{Catalog, Column, ColumnBuilder, ColumnDef, DataType, Value};
+use zepto_storage::{Catalog, Column, ColumnBuilder, ColumnDef, DataType, Dict, Value};
 
 /// Most columns an ILP batch may give a table (each new column costs a NULL per earlier row).
 const MAX_COLUMNS: usize = 1024;
@@ -320,8 +320,9 @@ impl TableBuild {
             .and_then(|t| t.ts_col.and_then(|i| t.schema.columns.get(i)).map(|c| c.name.clone()))
             .unwrap_or_else(|| "timestamp".to_string());
         let defs: Vec<ColumnDef> = existing.as_ref().map(|t| t.schema.columns.clone()).unwrap_or_default();
-        let cols = IlpColumns::new(name, defs, rows, ts_name);
-        TableBuild { exists: existing.is_some(), cols, rows: 0 }
+        let exists = existing.is_some();
+        let cols = IlpColumns::new(name, defs, rows, ts_name, existing.map(|t| t.dict));
+        TableBuild { exists, cols, rows: 0 }
     }
 }
 
@@ -364,6 +365,15 @@ fn new_type(v: &FieldValue<'_>) -> DataType {
     }
 }
 
+/// A builder of `rows` rows of type `dt`; a SYMBOL one codes against the table's `dict`, if
+/// given.
+fn builder(dt: DataType, rows: usize, dict: Option<&Dict>) -> ColumnBuilder {
+    match dict {
+        Some(d) if dt == DataType::Symbol => ColumnBuilder::symbols_in(d.clone(), rows),
+        _ => ColumnBuilder::new(dt, rows),
+    }
+}
+
 /// The columns an ILP batch builds for one table: the table's own, then those its lines add,
 /// each with whether the current line gave it a value.
 struct IlpColumns {
@@ -386,6 +396,10 @@ struct IlpColumns {
     at: usize,
     /// Rows the batch will have (the builders' capacity).
     rows: usize,
+    /// The table's symbol dictionary when it exists: its SYMBOL columns are coded against it
+    /// (`ColumnBuilder::symbols_in`), so a known string is looked up rather than added to a
+    /// dictionary of the batch's own, and the rows are appended without re-encoding.
+    dict: Option<Dict>,
 }
 
 /// One column of [`IlpColumns`].
@@ -412,14 +426,14 @@ impl IlpColumn {
 }
 
 impl IlpColumns {
-    fn new(table: &str, defs: Vec<ColumnDef>, rows: usize, ts_name: String) -> IlpColumns {
+    fn new(table: &str, defs: Vec<ColumnDef>, rows: usize, ts_name: String, dict: Option<Dict>) -> IlpColumns {
         let by_name = defs.iter().enumerate().map(|(i, d)| (d.name.to_ascii_lowercase(), i)).collect();
         let slots = defs
             .into_iter()
-            .map(|def| IlpColumn { builder: ColumnBuilder::new(def.data_type, rows), def, filled: false })
+            .map(|def| IlpColumn { builder: builder(def.data_type, rows, dict.as_ref()), def, filled: false })
             .collect();
         let (by_written, recent, table) = (HashMap::new(), Vec::new(), table.to_string());
-        IlpColumns { table, ts_name, slots, by_name, by_written, recent, at: 0, rows }
+        IlpColumns { table, ts_name, slots, by_name, by_written, recent, at: 0, rows, dict }
     }
 
     fn start_row(&mut self) {
@@ -566,7 +580,7 @@ impl IlpColumns {
         if self.slots.len() >= MAX_COLUMNS {
             return Err(format!("table '{}' would have more than {MAX_COLUMNS} columns ('{name}')", self.table));
         }
-        let mut builder = ColumnBuilder::new(dt, self.rows);
+        let mut builder = builder(dt, self.rows, self.dict.as_ref());
         (0..row).for_each(|_| builder.push_null());
         let def = ColumnDef { name: name.to_string(), data_type: dt };
         self.slots.push(IlpColumn { def, builder, filled: false });

@@ -154,6 +154,51 @@ mod tests {
         out
     }
 
+    /// Rows of two writers that drifted apart (each sending its own run of time, one ahead):
+    /// deferred and folded on every core, nearly every partition's rows land behind its last
+    /// time and are merged into its tail in place (`merge.rs`); the table is what appending
+    /// each batch directly, through the general sort, leaves.
+    #[test]
+    fn late_rows_of_drifting_writers_merge_as_appended_ones() {
+        let mut rng = crate::rng::XorShift::new(9);
+        let columns =
+            [("ts", DataType::Timestamp), ("k", DataType::Symbol), ("v", DataType::Int64), ("f", DataType::Float64)]
+                .iter()
+                .map(|(n, t)| ColumnDef { name: n.to_string(), data_type: *t })
+                .collect();
+        let new =
+            || Table::new("t", Schema { columns: Vec::clone(&columns) }, &TableOptions::default()).expect("table");
+        let (mut deferred, mut direct) = (new(), new());
+        let keys = 2000u64;
+        // Batch `b` covers times [b * 100, b * 100 + 150): neighbours overlap.
+        let batch = |rng: &mut crate::rng::XorShift, b: i64, n: usize| -> Vec<Column> {
+            let types = [DataType::Timestamp, DataType::Varchar, DataType::Int64, DataType::Float64];
+            let mut cols: Vec<ColumnBuilder> = types.iter().map(|&t| ColumnBuilder::new(t, n)).collect();
+            for i in 0..n {
+                let push = |c: &mut ColumnBuilder, v: Value| c.push_value(&v).expect("push");
+                push(&mut cols[0], Value::Timestamp(b * 100 + rng.below(150) as i64));
+                push(&mut cols[1], Value::Str(format!("k{}", (i as u64 * 7 + rng.below(3)) % keys)));
+                push(&mut cols[2], Value::Int64(b * 1_000_000 + i as i64));
+                push(&mut cols[3], Value::Float64(rng.below(1000) as f64 / 8.0));
+            }
+            cols.into_iter().map(ColumnBuilder::finish).collect()
+        };
+        let first = batch(&mut rng, 0, 2 * keys as usize);
+        deferred.append_deferred(first.clone()).expect("append");
+        direct.append(first).expect("append");
+        // Writer A sends batches 1, 3, 5, ...; writer B 2, 4, 6, ... but runs four ahead.
+        let order: Vec<i64> = (0..40).flat_map(|r| [2 * r + 1, 2 * (r + 4) + 2]).collect();
+        for b in order {
+            let n = 1500 + rng.below(2500) as usize;
+            let rows = batch(&mut rng, b, n);
+            deferred.append_deferred(rows.clone()).expect("append");
+            direct.append(rows).expect("append");
+        }
+        deferred.fold();
+        assert_eq!(deferred.row_count(), direct.row_count());
+        assert_eq!(contents(&deferred), contents(&direct));
+    }
+
     /// Thin batches deferred and folded (by size, or before a read, a non-thin batch or a new
     /// column) leave the table an append of each batch in turn leaves: same partitions, same
     /// rows in the same order (late rows sorted in, ties in arrival order).

@@ -17,6 +17,7 @@ use crate::index::IndexDef;
 mod dedup;
 mod defer;
 mod history_reader;
+mod merge;
 mod pack;
 pub use pack::{PACK_ROWS, PACK_TARGET_ROWS};
 mod parts;
@@ -799,10 +800,27 @@ impl Table {
     /// partition's rows copied from the batch straight onto its columns, with no buffer per
     /// partition made first.
     fn append_spread(&mut self, batch: &[Column], place: &split::Placement) {
-        let (rows, spans) = place.grouped_rows();
+        let (mut rows, spans) = place.grouped_rows();
+        if let Some(t) = self.ts_col {
+            order_spans_by_time(&mut rows, &spans, &batch[t]);
+        }
         let (ts_col, dict) = (self.ts_col, self.dict.clone());
-        for (span, p) in targets_mut(self.parts.all_mut(), place.targets(), spans) {
-            append_picked(Arc::make_mut(p), batch, &rows[span], ts_col, &dict);
+        let mut work = targets_mut(self.parts.all_mut(), place.targets(), spans);
+        let one = |(span, p): (std::ops::Range<usize>, &mut Arc<Partition>)| {
+            append_picked(Arc::make_mut(p), batch, &rows[span], ts_col, &dict)
+        };
+        if rows.len() < PARALLEL_SPREAD_ROWS {
+            work.into_iter().for_each(one);
+        } else {
+            // A fold of deferred rows (`defer.rs`): partitions in runs, on every core, while
+            // the other writers wait for the table.
+            let per = work.len().div_ceil(SPREAD_RUNS).max(1);
+            let mut runs = Vec::with_capacity(SPREAD_RUNS);
+            while !work.is_empty() {
+                let rest = work.split_off(per.min(work.len()));
+                runs.push(std::mem::replace(&mut work, rest));
+            }
+            crate::par::for_each(runs, |run| run.into_iter().for_each(one));
         }
         self.rows += rows.len();
     }
@@ -813,7 +831,7 @@ impl Table {
         for (c, def) in batch.into_iter().zip(self.schema.columns.clone()) {
             let c = match (def.data_type, c.data_type()) {
                 (_, DataType::Null) => Column::nulls(def.data_type, c.len()),
-                (DataType::Symbol, _) => self.encode_symbols(&c),
+                (DataType::Symbol, _) => self.encode_symbols(c),
                 (DataType::Varchar, DataType::Symbol) => {
                     let mut b = ColumnBuilder::new(DataType::Varchar, c.len());
                     b.extend_from(&c);
@@ -830,13 +848,15 @@ impl Table {
         out
     }
 
-    fn encode_symbols(&mut self, c: &Column) -> Column {
-        if let ColumnData::Symbol { dict, .. } = &c.data() {
-            if dict.lineage() == self.dict.lineage() && dict.len() <= self.dict.len() {
-                let mut c = c.clone();
-                if let ColumnData::Symbol { dict, .. } = c.data_mut() {
-                    *dict = self.dict.clone();
+    fn encode_symbols(&mut self, mut c: Column) -> Column {
+        if let ColumnData::Symbol { dict, .. } = c.data_mut() {
+            if dict.lineage() == self.dict.lineage() {
+                // Coded against a version of this table's dictionary (an ingest door's builder,
+                // `ColumnBuilder::symbols_in`): the longer of the two versions holds every code.
+                if dict.len() > self.dict.len() {
+                    self.dict = Arc::new((**dict).clone());
                 }
+                *dict = self.dict.clone();
                 return c;
             }
         }
@@ -1236,6 +1256,9 @@ fn append_picked(p: &mut Partition, batch: &[Column], rows: &[u32], ts_col: Opti
             && rows.windows(2).all(|w| new_ts[w[0] as usize] <= new_ts[w[1] as usize])
             && rows.first().is_none_or(|&i| last <= new_ts[i as usize]);
         if !in_order {
+            if merge::merge_picked(p, batch, rows, t, dict) {
+                return;
+            }
             return append_rows(p, batch.iter().map(|c| c.take(rows)).collect(), ts_col, dict);
         }
     }
@@ -1251,6 +1274,25 @@ fn append_picked(p: &mut Partition, batch: &[Column], rows: &[u32], ts_col: Opti
         }
     }
     p.recount();
+}
+
+/// Each partition's span of `rows` in time order (NULLs first, ties in batch order), as the
+/// partition will hold them: rows of two clients' batches that arrived out of turn (the later
+/// batch first) are then appended as they are, not copied out and sorted into each
+/// partition's tail.
+fn order_spans_by_time(rows: &mut [u32], spans: &[std::ops::Range<usize>], ts: &Column) {
+    let v = ts.as_i64_slice().unwrap_or(&[]);
+    let key = |i: u32| match (ts.is_valid(i as usize), v.get(i as usize)) {
+        (true, Some(&t)) => (1u8, t),
+        _ => (0, 0),
+    };
+    for span in spans {
+        if let Some(r) = rows.get_mut(span.clone()) {
+            if !r.windows(2).all(|w| key(w[0]) <= key(w[1])) {
+                r.sort_by_key(|&i| key(i));
+            }
+        }
+    }
 }
 
 /// [`append_column`] of rows `rows` of `src`, in that order.
@@ -1287,6 +1329,12 @@ fn append_column_rows(dst: &mut Column, src: &Column, rows: &[u32]) {
 /// Below this many rows an append stays on the caller's thread (ingest batches are small and
 /// latency-bound; starting helpers costs tens of microseconds).
 const PARALLEL_APPEND_ROWS: usize = 100_000;
+
+/// From this many rows, a batch spread thin over many partitions fills them on every core...
+const PARALLEL_SPREAD_ROWS: usize = 16 * 1024;
+
+/// ...taking the partitions in about this many runs.
+const SPREAD_RUNS: usize = 64;
 
 /// Append `cols` (rows of `p`'s key) to partition `p`, keeping time order on `ts_col`: in-order
 /// rows are pushed, others sorted and merged in.
