@@ -230,6 +230,8 @@ pub struct Catalog {
     view_count: std::sync::atomic::AtomicUsize,
     /// Compiles views from their definitions (set by the SQL engine).
     compiler: OnceLock<Arc<dyn crate::view::ViewCompiler>>,
+    /// Series the ingest doors have seen, with their tables' codes (see [`crate::series_memo`]).
+    series: crate::series_memo::SeriesMemo,
 }
 
 impl std::fmt::Debug for Catalog {
@@ -249,6 +251,11 @@ impl Catalog {
     /// An empty, in-memory catalog (no change log, no history reader).
     pub fn new() -> Catalog {
         Catalog::default()
+    }
+
+    /// What the ingest doors learned about series (see [`crate::series_memo`]).
+    pub fn series_memo(&self) -> &crate::series_memo::SeriesMemo {
+        &self.series
     }
 
     fn slot(&self, name: &str) -> Result<Slot, StorageError> {

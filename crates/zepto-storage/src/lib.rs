@@ -67,6 +67,7 @@ pub mod logged;
 pub mod mem;
 pub mod par;
 pub mod rng;
+pub mod series_memo;
 pub mod strings;
 pub mod table;
 pub mod time;

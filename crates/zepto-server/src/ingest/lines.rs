@@ -21,6 +21,8 @@ use crate::auth::Principal;
 use crate::error::ApiError;
 use std::borrow::Cow;
 use std::collections::HashMap;
+use std::sync::RwLockReadGuard;
+use zepto_storage::series_memo::{Memo, MemoTable};
 use zepto_storage::{Catalog, Column, ColumnBuilder, ColumnDef, DataType, Dict, Value};
 
 /// Most columns an ILP batch may give a table (each new column costs a NULL per earlier row).
@@ -64,6 +66,11 @@ pub(super) struct Decoder<'c, 'a> {
     lines: Option<Vec<LineAt>>,
     /// The series seen, and the current line's when it is new.
     series: SeriesCache<'a>,
+    /// The series earlier batches taught the catalog (`zepto_storage::series_memo`), read
+    /// while the body is decoded; and per memo table, its table here once looked at (`None`
+    /// when the memo's codes no longer fit it).
+    memo: Option<RwLockReadGuard<'c, Memo>>,
+    memo_tables: Vec<Option<Option<usize>>>,
     /// Scratch of the fast path (`fast.rs`): the fields expected, the values read.
     fast_fields: Vec<FastField>,
     fast_cells: Vec<Cell>,
@@ -96,6 +103,25 @@ struct SeriesCache<'a> {
     line_tags: Vec<(usize, u32)>,
 }
 
+/// A series to teach the memo: its text and its tags as (column slot, code).
+type Learned<'a> = (&'a [u8], Vec<(u32, u32)>);
+
+impl<'a> SeriesCache<'a> {
+    /// The series of table `table` whose tags all went to its first `columns` columns, with
+    /// their codes as the memo keeps them.
+    fn learned(&self, table: usize, columns: usize) -> Vec<Learned<'a>> {
+        let mut out = Vec::new();
+        for (&text, &k) in &self.index {
+            let Some((t, range)) = self.known.get(k as usize) else { continue };
+            let Some(tags) = self.tags.get(range.clone()).filter(|_| *t == table) else { continue };
+            if tags.iter().all(|&(slot, _)| slot < columns) {
+                out.push((text, tags.iter().map(|&(slot, code)| (slot as u32, code)).collect()));
+            }
+        }
+        out
+    }
+}
+
 /// One table's rows so far.
 struct TableBuild {
     exists: bool,
@@ -119,6 +145,8 @@ impl<'c, 'a> Decoder<'c, 'a> {
             cur: 0,
             lines: track.then(Vec::new),
             series: SeriesCache::default(),
+            memo: Some(catalog.series_memo().read()),
+            memo_tables: Vec::new(),
             fast_fields: Vec::new(),
             fast_cells: Vec::new(),
         }
@@ -127,7 +155,9 @@ impl<'c, 'a> Decoder<'c, 'a> {
     /// The plans, in order of first appearance, after the tenant check of each (a key bound to
     /// a tenant may not write a table with a `tenant_id` column, nor give it one); and where
     /// each line went, if tracked.
-    pub fn finish(self) -> Result<(Vec<TablePlan>, Vec<LineAt>), ApiError> {
+    pub fn finish(mut self) -> Result<(Vec<TablePlan>, Vec<LineAt>), ApiError> {
+        self.memo = None;
+        self.teach_memo();
         let mut plans = Vec::with_capacity(self.tables.len());
         for t in self.tables {
             let (name, ts_name) = (t.cols.table.clone(), t.cols.ts_name.clone());
@@ -137,6 +167,66 @@ impl<'c, 'a> Decoder<'c, 'a> {
             plans.push(TablePlan { name, exists: t.exists, defs, cols, ts_name });
         }
         Ok((plans, self.lines.unwrap_or_default()))
+    }
+
+    /// The catalog's memo learns the series this body's lines introduced into tables that
+    /// exist, their tags coded against the table's dictionary in columns it had (a column
+    /// this batch adds is learned from the next one). Called with the memo no longer read.
+    fn teach_memo(&self) {
+        let memo = self.catalog.series_memo();
+        for (i, t) in self.tables.iter().enumerate() {
+            let (Some(dict), true) = (&t.cols.dict, t.exists) else { continue };
+            let known = t.cols.known;
+            let table = MemoTable { name: t.cols.table.clone(), lineage: dict.lineage(), columns: t.cols.defs(known) };
+            let series = self.series.learned(i, known);
+            if !series.is_empty() {
+                memo.learn(&table, series.iter().map(|(text, codes)| (*text, codes.as_slice())));
+            }
+        }
+    }
+
+    /// A line whose series an earlier batch taught the memo: its table's row started and its
+    /// tags pushed by their codes. False when the memo does not know it, or its codes no
+    /// longer fit the table.
+    fn known_by_memo(&mut self, line: usize, raw: &[u8]) -> Result<bool, ApiError> {
+        self.line = line;
+        let Some((id, t)) = self.memo.as_ref().and_then(|m| m.find(raw).and_then(|id| Some((id, m.table_of(id)?))))
+        else {
+            return Ok(false);
+        };
+        let Some(b) = self.memo_table(t)? else { return Ok(false) };
+        let codes = self.memo.as_ref().map_or(&[][..], |m| m.codes(id));
+        let table = self.tables.get_mut(b).ok_or_else(|| line_err(line, "lost track of the line's table".into()))?;
+        table.cols.start_row();
+        for &(slot, code) in codes {
+            table.cols.push_code(slot as usize, code).map_err(|m| line_err(line, m))?;
+        }
+        self.cur = b;
+        Ok(true)
+    }
+
+    /// The batch's table of memo table `t`, looked at once per batch: `None` unless the table
+    /// exists with the dictionary lineage and the first columns the memo's codes refer to.
+    fn memo_table(&mut self, t: u32) -> Result<Option<usize>, ApiError> {
+        if let Some(Some(known)) = self.memo_tables.get(t as usize) {
+            return Ok(*known);
+        }
+        let Some(mt) = self.memo.as_ref().and_then(|m| m.table(t)).cloned() else { return Ok(None) };
+        let i = self.table(&mt.name)?;
+        let fits = self.tables.get(i).is_some_and(|b| {
+            b.exists
+                && b.cols.dict.as_ref().is_some_and(|d| d.lineage() == mt.lineage)
+                && mt.columns.len() <= b.cols.known
+                && b.cols.defs(mt.columns.len()) == mt.columns
+        });
+        let at = t as usize;
+        if self.memo_tables.len() <= at {
+            self.memo_tables.resize(at + 1, None);
+        }
+        if let Some(slot) = self.memo_tables.get_mut(at) {
+            *slot = Some(fits.then_some(i));
+        }
+        Ok(fits.then_some(i))
     }
 
     /// The table of a line whose measurement is `name`: the previous line's, a table already
@@ -246,6 +336,9 @@ impl<'a> LineSink<'a> for Decoder<'_, 'a> {
     }
 
     fn series(&mut self, line: usize, raw: &'a [u8]) -> Result<bool, ApiError> {
+        if self.known_by_memo(line, raw)? {
+            return Ok(true);
+        }
         let cache = &mut self.series;
         let Some(&k) = cache.index.get(raw) else {
             cache.pending = Some((raw, true));
@@ -396,6 +489,8 @@ struct IlpColumns {
     at: usize,
     /// Rows the batch will have (the builders' capacity).
     rows: usize,
+    /// How many of `slots` the table had (the rest this batch adds).
+    known: usize,
     /// The table's symbol dictionary when it exists: its SYMBOL columns are coded against it
     /// (`ColumnBuilder::symbols_in`), so a known string is looked up rather than added to a
     /// dictionary of the batch's own, and the rows are appended without re-encoding.
@@ -428,12 +523,18 @@ impl IlpColumn {
 impl IlpColumns {
     fn new(table: &str, defs: Vec<ColumnDef>, rows: usize, ts_name: String, dict: Option<Dict>) -> IlpColumns {
         let by_name = defs.iter().enumerate().map(|(i, d)| (d.name.to_ascii_lowercase(), i)).collect();
+        let known = defs.len();
         let slots = defs
             .into_iter()
             .map(|def| IlpColumn { builder: builder(def.data_type, rows, dict.as_ref()), def, filled: false })
             .collect();
         let (by_written, recent, table) = (HashMap::new(), Vec::new(), table.to_string());
-        IlpColumns { table, ts_name, slots, by_name, by_written, recent, at: 0, rows, dict }
+        IlpColumns { table, ts_name, slots, by_name, by_written, recent, at: 0, rows, known, dict }
+    }
+
+    /// The definitions of the first `n` columns.
+    fn defs(&self, n: usize) -> Vec<ColumnDef> {
+        self.slots.iter().take(n).map(|c| c.def.clone()).collect()
     }
 
     fn start_row(&mut self) {

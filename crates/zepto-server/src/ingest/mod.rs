@@ -534,6 +534,36 @@ mod tests {
         assert_eq!(q(&e, "DESCRIBE trades").lines().count(), 5, "no column was added for another case");
     }
 
+    /// Series a batch introduced into an existing table are known to the next batches by
+    /// their text (the catalog's series memo); a table made again under the same name (a new
+    /// dictionary, its columns in another order) is not fed the old codes.
+    #[test]
+    fn series_known_across_batches_fit_their_table() {
+        let e = Engine::new();
+        let body = |t: i64, v: i64| format!("cpu,host=h1,dc=eu u={v}i {t}\ncpu,host=h2,dc=us u={}i {}", v + 1, t + 1);
+        ilp(&e, &body(1, 10)).expect("creates the table");
+        assert!(e.catalog().series_memo().read().is_empty(), "a table this batch made is not learned");
+        ilp(&e, &body(10, 20)).expect("the table exists");
+        assert_eq!(e.catalog().series_memo().read().len(), 2);
+        ilp(&e, &(body(20, 30) + "\ncpu,host=h3,dc=eu u=1i 22")).expect("known series and a new one");
+        assert_eq!(e.catalog().series_memo().read().len(), 3);
+        let all = "SELECT host, dc, u, epoch_ns(timestamp) FROM cpu ORDER BY timestamp";
+        assert_eq!(
+            q(&e, all),
+            "h1|eu|10|1\nh2|us|11|2\nh1|eu|20|10\nh2|us|21|11\nh1|eu|30|20\nh2|us|31|21\nh3|eu|1|22\n"
+        );
+        e.execute("DROP TABLE cpu").expect("drop");
+        e.execute("CREATE TABLE cpu (dc SYMBOL, u BIGINT, zone SYMBOL, host SYMBOL, timestamp TIMESTAMP)")
+            .expect("create");
+        ilp(&e, &body(30, 40)).expect("the new table");
+        assert_eq!(q(&e, "SELECT host, dc, zone, u FROM cpu ORDER BY timestamp"), "h1|eu|NULL|40\nh2|us|NULL|41\n");
+        ilp(&e, &body(40, 50)).expect("learned again");
+        assert_eq!(
+            q(&e, "SELECT host, dc, zone, u FROM cpu WHERE u >= 50 ORDER BY timestamp"),
+            "h1|eu|NULL|50\nh2|us|NULL|51\n"
+        );
+    }
+
     /// FLOAT[n] through every ingest door (CSV text, JSON arrays, Arrow FixedSizeList) and
     /// back out as JSON and Arrow results; ILP, which has no array type, is refused by name.
     #[test]

@@ -1,0 +1,209 @@
+//! What the ingest doors learned about series: the text of a series as a client writes it (a
+//! line protocol's measurement and tags, say `cpu,host=a,region=eu`) → its table and the
+//! dictionary code of each tag value in that table's SYMBOL column.
+//!
+//! A wide-row load writes the same few thousand series in every batch. Each batch's first
+//! line of a series had its tags read, each value looked up in the table's dictionary (a
+//! shared lock and a string hash per tag), and only the batch's later lines of that series
+//! were known by one hash of their text; at 4,000 series a 10k-line batch has 2.5 lines of
+//! each, so most of the tag work was redone batch after batch. Kept here, across batches, a
+//! known series costs one hash of its text and a push of its codes.
+//!
+//! An entry is only as good as the table it was learned on: each table's record keeps the
+//! dictionary lineage and the columns the codes and slots refer to, and a door uses an entry
+//! only when the table it finds now has the same lineage and still starts with those columns
+//! (a table dropped and made again, or a column dropped, makes its entries stale; the next
+//! batch that learns the table replaces them). The memo is bounded ([`MAX_BYTES`]): past
+//! that, new series are not learned (the doors read them the long way, as before).
+
+use crate::table::ColumnDef;
+use std::collections::HashMap;
+use std::ops::Range;
+use std::sync::{PoisonError, RwLock, RwLockReadGuard};
+
+/// Most bytes the memo holds (series text, their codes and the map's own entries).
+pub const MAX_BYTES: usize = 64 << 20;
+
+/// Bytes counted per series beside its text and codes (the map's entry and the record).
+const ENTRY_BYTES: usize = 64;
+
+/// A table as its series were learned: its name (as written), its dictionary's lineage and
+/// its columns then (the slots of the codes).
+#[derive(Debug, Clone, PartialEq)]
+pub struct MemoTable {
+    /// The table's name as the learning batch wrote it.
+    pub name: String,
+    /// The lineage of its symbol dictionary ([`crate::Dict::lineage`]).
+    pub lineage: u64,
+    /// Its columns, in order: a series' codes go to slots among these.
+    pub columns: Vec<ColumnDef>,
+}
+
+/// The memo of one catalog (see the module docs).
+#[derive(Debug, Default)]
+pub struct SeriesMemo {
+    inner: RwLock<Memo>,
+}
+
+/// The memo's contents, read under [`SeriesMemo::read`].
+#[derive(Debug, Default)]
+pub struct Memo {
+    tables: Vec<MemoTable>,
+    /// Series text → index into `series`.
+    index: HashMap<Box<[u8]>, u32, foldhash::fast::RandomState>,
+    /// Per series: its table (index into `tables`) and its range of `codes`.
+    series: Vec<(u32, Range<u32>)>,
+    /// Every series' tags: (column slot, code in the table's dictionary).
+    codes: Vec<(u32, u32)>,
+    bytes: usize,
+}
+
+impl Memo {
+    /// The series of text `text`, if learned.
+    pub fn find(&self, text: &[u8]) -> Option<u32> {
+        self.index.get(text).copied()
+    }
+
+    /// The table of series `id`.
+    pub fn table_of(&self, id: u32) -> Option<u32> {
+        self.series.get(id as usize).map(|(t, _)| *t)
+    }
+
+    /// Series `id`'s tags: (column slot, dictionary code).
+    pub fn codes(&self, id: u32) -> &[(u32, u32)] {
+        let range = self.series.get(id as usize).map_or(0..0, |(_, r)| r.start as usize..r.end as usize);
+        self.codes.get(range).unwrap_or_default()
+    }
+
+    /// Table `t`'s record.
+    pub fn table(&self, t: u32) -> Option<&MemoTable> {
+        self.tables.get(t as usize)
+    }
+
+    /// Series learned.
+    pub fn len(&self) -> usize {
+        self.series.len()
+    }
+
+    /// True when nothing is learned.
+    pub fn is_empty(&self) -> bool {
+        self.series.is_empty()
+    }
+
+    /// Bytes held (see [`MAX_BYTES`]).
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// The index of `table`'s record: the same record, or a new one replacing any other
+    /// record of that name (whose series go with it).
+    fn table_index(&mut self, table: &MemoTable) -> u32 {
+        if let Some(i) = self.tables.iter().position(|t| t == table) {
+            return i as u32;
+        }
+        if let Some(stale) = self.tables.iter().position(|t| t.name.eq_ignore_ascii_case(&table.name)) {
+            self.forget(stale as u32);
+        }
+        self.tables.push(table.clone());
+        (self.tables.len() - 1) as u32
+    }
+
+    /// Drop table record `t` and its series, renumbering the rest.
+    fn forget(&mut self, t: u32) {
+        let old = std::mem::take(self);
+        self.tables = old.tables.into_iter().enumerate().filter(|(i, _)| *i as u32 != t).map(|(_, x)| x).collect();
+        let mut by_id: Vec<(&[u8], u32)> = old.index.iter().map(|(k, &id)| (&**k, id)).collect();
+        by_id.sort_unstable_by_key(|&(_, id)| id);
+        for (text, id) in by_id {
+            let Some(&(table, ref r)) = old.series.get(id as usize) else { continue };
+            if table == t {
+                continue;
+            }
+            let table = if table > t { table - 1 } else { table };
+            let codes = old.codes.get(r.start as usize..r.end as usize).unwrap_or_default();
+            self.insert(table, text, codes);
+        }
+    }
+
+    fn insert(&mut self, table: u32, text: &[u8], codes: &[(u32, u32)]) -> bool {
+        let cost = text.len() + codes.len() * 8 + ENTRY_BYTES;
+        let Ok(id) = u32::try_from(self.series.len()) else { return false };
+        if self.bytes + cost > MAX_BYTES || self.index.contains_key(text) {
+            return false;
+        }
+        let from = self.codes.len() as u32;
+        self.codes.extend_from_slice(codes);
+        self.series.push((table, from..self.codes.len() as u32));
+        self.index.insert(text.into(), id);
+        self.bytes += cost;
+        true
+    }
+}
+
+impl SeriesMemo {
+    /// The memo to read (a door holds this while it decodes a batch).
+    pub fn read(&self) -> RwLockReadGuard<'_, Memo> {
+        self.inner.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Learn `series` (text, tags as (column slot, code)) of `table`, as long as the memo has
+    /// room; a record of the same name but another lineage or columns is replaced, its series
+    /// forgotten. Returns how many were added.
+    pub fn learn<'a>(&self, table: &MemoTable, series: impl Iterator<Item = (&'a [u8], &'a [(u32, u32)])>) -> usize {
+        let mut memo = self.inner.write().unwrap_or_else(PoisonError::into_inner);
+        let t = memo.table_index(table);
+        series.filter(|(text, codes)| memo.insert(t, text, codes)).count()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::DataType;
+
+    fn table(name: &str, lineage: u64) -> MemoTable {
+        let columns = vec![ColumnDef { name: "host".into(), data_type: DataType::Symbol }];
+        MemoTable { name: name.into(), lineage, columns }
+    }
+
+    #[test]
+    fn learns_finds_and_replaces_a_stale_table() {
+        let memo = SeriesMemo::default();
+        let a: &[(u32, u32)] = &[(0, 7)];
+        let b: &[(u32, u32)] = &[(0, 9)];
+        assert_eq!(memo.learn(&table("cpu", 1), [(&b"cpu,host=a"[..], a)].into_iter()), 1);
+        assert_eq!(memo.learn(&table("mem", 5), [(&b"mem,host=a"[..], b)].into_iter()), 1);
+        assert_eq!(memo.learn(&table("cpu", 1), [(&b"cpu,host=a"[..], b)].into_iter()), 0, "known already");
+        {
+            let m = memo.read();
+            let id = m.find(b"cpu,host=a").expect("learned");
+            assert_eq!((m.codes(id), m.table(m.table_of(id).expect("t")).map(|t| t.lineage)), (a, Some(1)));
+            assert_eq!(m.find(b"cpu,host=b"), None);
+        }
+        // The table made again (a new dictionary lineage): its old series go, others stay.
+        assert_eq!(memo.learn(&table("CPU", 2), [(&b"cpu,host=b"[..], b)].into_iter()), 1);
+        let m = memo.read();
+        assert_eq!(m.find(b"cpu,host=a"), None, "stale series forgotten");
+        let id = m.find(b"mem,host=a").expect("another table's series stay");
+        assert_eq!((m.codes(id), m.table(m.table_of(id).expect("t")).map(|t| t.name.as_str())), (b, Some("mem")));
+        let id = m.find(b"cpu,host=b").expect("new");
+        assert_eq!(m.table(m.table_of(id).expect("t")).map(|t| t.lineage), Some(2));
+        assert_eq!(m.len(), 2);
+    }
+
+    #[test]
+    fn stops_learning_when_full() {
+        let memo = SeriesMemo::default();
+        let text = vec![b'x'; 1 << 20];
+        let codes: &[(u32, u32)] = &[];
+        let mut added = 0;
+        for i in 0..100u8 {
+            let mut t = text.clone();
+            t[0] = i;
+            added += memo.learn(&table("t", 1), [(&t[..], codes)].into_iter());
+        }
+        let m = memo.read();
+        assert!(added < 64 && added > 60, "{added} of 1 MiB each");
+        assert!(m.bytes() <= MAX_BYTES);
+    }
+}
