@@ -707,12 +707,17 @@ impl Catalog {
         self.check_no_views(name)?;
         // Wait for the table's writers in flight: their records precede the drop's.
         if let Some(slot) = map.get(&k).cloned() {
-            let _t = slot.table.write().unwrap_or_else(|e| e.into_inner());
+            let t = slot.table.write().unwrap_or_else(|e| e.into_inner());
             self.log(&[Change::DropTable { name }])?.apply(|| {
                 slot.dropped.store(true, std::sync::atomic::Ordering::Release);
                 map.remove(&k);
                 Ok::<_, StorageError>(())
             })?;
+            drop(t);
+            drop((slot, map));
+            // The table's columns are freed now (unless a reader still holds them): hand the
+            // memory back rather than keep it for the next query.
+            crate::mem::release_freed_memory();
         }
         Ok(true)
     }

@@ -186,6 +186,18 @@ pub fn retain_freed_memory() {
     }
 }
 
+/// Hand the allocator's free memory back to the kernel now (glibc's `malloc_trim`, every
+/// arena): after a large, lasting free such as DROP TABLE, which [`retain_freed_memory`] would
+/// otherwise keep mapped (up to its threshold per arena; a dropped 2.9M-row table left 1.3 GiB
+/// resident). A no-op on other platforms.
+pub fn release_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only returns free pages to the kernel, under each arena's lock.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
 /// Resident memory of the process in bytes (Linux `/proc/self/statm`), if known.
 pub fn process_rss_bytes() -> Option<u64> {
     let s = std::fs::read_to_string("/proc/self/statm").ok()?;
