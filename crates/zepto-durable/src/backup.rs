@@ -122,8 +122,7 @@ impl Durable {
                 copied += 1;
             }
         }
-        let written = checkpoint::write(&ckpt, lsn, &tables, &views)?;
-        drop(tables);
+        let written = checkpoint::write(&ckpt, lsn, tables, &views)?;
         checkpoint::remove_others(&ckpt, Some(lsn))?;
         let keep: std::collections::HashSet<&str> = names.iter().map(|(n, _)| n.as_str()).collect();
         for stale in hist.list().map_err(|e| io("listing the backup's history", e))? {
@@ -237,8 +236,7 @@ impl Durable {
         }
         let scratch = Scratch::new("backup")?;
         let local = DirStorage::open(&scratch.0).map_err(|e| io("scratch", e))?;
-        let written = checkpoint::write(&local, lsn, &tables, &views)?;
-        drop(tables);
+        let written = checkpoint::write(&local, lsn, tables, &views)?;
         let (manifest, files): (Vec<String>, Vec<String>) =
             local.list().map_err(|e| io("scratch", e))?.into_iter().partition(|n| n.ends_with(".manifest"));
         for name in files.iter().chain(&manifest) {

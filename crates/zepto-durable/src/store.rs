@@ -217,8 +217,7 @@ impl Durable {
             return Ok(None);
         }
         debug_assert!(lsn > last.lsn, "LSNs only grow");
-        let written = checkpoint::write(self.checkpoints.as_ref(), lsn, &tables, &views)?;
-        drop(tables);
+        let written = checkpoint::write(self.checkpoints.as_ref(), lsn, tables, &views)?;
         *last = Last { lsn, wal_bytes, size: written.bytes };
         // Published: what it replaces can go. A failure here leaves extra files that the next
         // checkpoint or start removes; the data is safe either way.
@@ -884,12 +883,12 @@ mod tests {
         let live = Catalog::new();
         every_type_table(&live);
         let (tables, ()) = live.consistent_cut(|| ());
-        checkpoint::write(&ck, 5, &tables, &[]).expect("first");
+        checkpoint::write(&ck, 5, tables.clone(), &[]).expect("first");
         let before: Vec<Vec<u8>> = ck.list().expect("list").iter().map(|n| ck.read(n).expect("read")).collect();
         // A retry at the same LSN (its first attempt reported a failure after publishing)
         // touches nothing: every changing operation would fail now.
         ck.fail_after_ops(Some(0));
-        checkpoint::write(&ck, 5, &tables, &[]).expect("retry is a no-op");
+        checkpoint::write(&ck, 5, tables, &[]).expect("retry is a no-op");
         let after: Vec<Vec<u8>> = ck.list().expect("list").iter().map(|n| ck.read(n).expect("read")).collect();
         assert_eq!(before, after);
     }

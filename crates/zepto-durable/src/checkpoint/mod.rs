@@ -86,7 +86,7 @@ pub struct Written {
 pub fn write(
     storage: &dyn Storage,
     lsn: Lsn,
-    tables: &[std::sync::Arc<Table>],
+    tables: Vec<std::sync::Arc<Table>>,
     views: &[ViewCut],
 ) -> Result<Written, DurableError> {
     let io = |what: &str, e: std::io::Error| DurableError::Io(format!("checkpoint {lsn}: {what}: {e}"));
@@ -105,19 +105,19 @@ pub fn write(
         storage.remove(name).map_err(|e| io(name, e))?;
     }
     let mut manifest = format!("{HEADER}\nlsn {lsn}\n");
-    for (k, t) in tables.iter().enumerate() {
+    for (k, t) in tables.into_iter().enumerate() {
         let name = table_file_name(lsn, k);
+        total.rows += t.row_count();
         let (bytes, crc) = write_file(storage, &name, t)?;
         manifest.push_str(&format!("file {name} {bytes} {crc:08x}\n"));
-        total.rows += t.row_count();
         total.bytes += bytes;
     }
     for (j, v) in views.iter().enumerate() {
         let d = &v.def;
         manifest.push_str(&format!("view\t{}\t{}\t{}\n", escape(d.name()), escape(d.base()), escape(d.sql())));
         if let Some(state) = &v.state {
-            let name = table_file_name(lsn, tables.len() + j);
-            let (bytes, crc) = write_file(storage, &name, state)?;
+            let name = table_file_name(lsn, total.tables + j);
+            let (bytes, crc) = write_file(storage, &name, std::sync::Arc::new(state.clone()))?;
             manifest.push_str(&format!("viewstate\t{}\t{name}\t{bytes}\t{crc:08x}\n", escape(d.name())));
             total.bytes += bytes;
         }
@@ -130,7 +130,7 @@ pub fn write(
 }
 
 /// Write `t` as table file `name`, fsynced: its bytes and checksum.
-fn write_file(storage: &dyn Storage, name: &str, t: &Table) -> Result<(u64, u32), DurableError> {
+fn write_file(storage: &dyn Storage, name: &str, t: std::sync::Arc<Table>) -> Result<(u64, u32), DurableError> {
     let io = |e: std::io::Error| DurableError::Io(format!("checkpoint file {name}: {e}"));
     let sink = FileSink { storage, name: name.to_string(), crc: Default::default(), bytes: 0 };
     let buffered = table_file::write_table(t, std::io::BufWriter::with_capacity(1 << 20, sink))?;

@@ -26,7 +26,9 @@ use std::collections::HashMap;
 use std::io::{Cursor, Write};
 use std::sync::Arc;
 use zepto_io::arrow::Acc;
-use zepto_storage::{Column, ColumnData, ColumnDef, DataType, Dict, HistFile, History, IndexDef, Schema, Table};
+use zepto_storage::{
+    Column, ColumnData, ColumnDef, DataType, Dict, HistFile, History, IndexDef, Partition, Schema, Table,
+};
 
 const TABLE: &str = "zepto.table";
 const KEY_COL: &str = "zepto.key_col";
@@ -105,8 +107,43 @@ fn opt_index(i: Option<usize>) -> String {
     i.map(|i| i.to_string()).unwrap_or_default()
 }
 
+/// A snapshot's partitions as a checkpoint writes them. While a writer may still share the
+/// snapshot, each is read from it; once a writer has copied the table for its next change (the
+/// snapshot is then this holder's alone), the partitions are taken out and each is let go
+/// when written. A partition the snapshot still shares has its columns copied by the next
+/// append to it: during a large load that was every partition of the table, for the whole of
+/// the checkpoint.
+struct Source {
+    shared: Option<Arc<Table>>,
+    owned: std::vec::IntoIter<Arc<Partition>>,
+}
+
+impl Source {
+    /// Partition `i`, asked for in order from 0.
+    fn partition(&mut self, i: usize) -> Option<Arc<Partition>> {
+        if let Some(t) = self.shared.take() {
+            match Arc::try_unwrap(t) {
+                Ok(t) => {
+                    let mut rest = t.into_partitions().into_iter();
+                    // The ones written already go now.
+                    if i > 0 {
+                        rest.nth(i - 1);
+                    }
+                    self.owned = rest;
+                }
+                Err(t) => {
+                    let p = t.partitions().get(i).cloned();
+                    self.shared = Some(t);
+                    return p;
+                }
+            }
+        }
+        self.owned.next()
+    }
+}
+
 /// Write `table` to `out` as an Arrow IPC file.
-pub fn write_table<W: Write>(table: &Table, out: W) -> Result<W, DurableError> {
+pub fn write_table<W: Write>(table: Arc<Table>, out: W) -> Result<W, DurableError> {
     let fields: Vec<Field> = table
         .schema()
         .columns
@@ -136,7 +173,10 @@ pub fn write_table<W: Write>(table: &Table, out: W) -> Result<W, DurableError> {
     let schema = Arc::new(ArrowSchema::new(fields).with_metadata(meta));
     let values: ArrayRef = Arc::new(table.dict().iter().map(Some).collect::<StringArray>());
     let mut w = FileWriter::try_new(out, &schema).map_err(arrow_err)?;
-    for p in table.partitions() {
+    let count = table.partitions().len();
+    let mut source = Source { shared: Some(table), owned: Vec::new().into_iter() };
+    for i in 0..count {
+        let p = source.partition(i).ok_or_else(|| DurableError::Format(format!("partition {i} of {count} lost")))?;
         let n = p.len();
         let cols = p.columns();
         let arrays =
@@ -277,4 +317,44 @@ fn read_column(arr: &dyn Array, def: &ColumnDef, dict: &mut Option<Arc<Dict>>) -
         }
     }
     Ok(Column::new(ColumnData::Symbol { codes, dict: table_dict }, validity))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use zepto_storage::{ColumnBuilder, TableOptions, Value};
+
+    /// Partitions are read from a snapshot a writer still shares, and once the snapshot is the
+    /// checkpoint's alone, taken from it and released as they are written; the file holds the
+    /// snapshot's rows either way.
+    #[test]
+    fn written_partitions_are_let_go_once_the_snapshot_is_ours() {
+        let columns = vec![
+            ColumnDef { name: "ts".into(), data_type: DataType::Timestamp },
+            ColumnDef { name: "k".into(), data_type: DataType::Symbol },
+        ];
+        let mut t = Table::new("t", Schema { columns }, &TableOptions::default()).expect("table");
+        let mut ts = ColumnBuilder::new(DataType::Timestamp, 4);
+        let mut k = ColumnBuilder::new(DataType::Varchar, 4);
+        for (i, key) in ["a", "b", "c", "d"].iter().enumerate() {
+            ts.push_value(&Value::Timestamp(i as i64)).expect("ts");
+            k.push_value(&Value::Str(key.to_string())).expect("k");
+        }
+        t.append(vec![ts.finish(), k.finish()]).expect("append");
+        let live = Arc::new(t);
+        let parts: Vec<Arc<Partition>> = live.partitions().to_vec();
+        let mut source = Source { shared: Some(live.clone()), owned: Vec::new().into_iter() };
+        let first = source.partition(0).expect("p0");
+        assert!(Arc::ptr_eq(&first, &parts[0]) && source.shared.is_some(), "read while shared");
+        drop(first);
+        drop(live); // the writer copied the table for its next change
+        let second = source.partition(1).expect("p1");
+        assert!(source.shared.is_none(), "taken once ours alone");
+        assert_eq!(Arc::strong_count(&parts[0]), 1, "the written partition is let go");
+        assert_eq!(Arc::strong_count(&parts[2]), 2, "the ones to write are still held");
+        assert!(Arc::ptr_eq(&second, &parts[1]));
+        let rest: Vec<Arc<Partition>> = (2..4).filter_map(|i| source.partition(i)).collect();
+        assert!(rest.iter().zip(&parts[2..]).all(|(a, b)| Arc::ptr_eq(a, b)));
+        assert!(source.partition(4).is_none());
+    }
 }

@@ -566,6 +566,13 @@ impl Table {
         &self.dict
     }
 
+    /// The table's partitions, the table consumed: for a holder of the only copy of a snapshot
+    /// (a checkpoint) that writes them one at a time and lets each go once written, so that a
+    /// writer appending to it afterwards need not copy its columns.
+    pub fn into_partitions(mut self) -> Vec<Arc<Partition>> {
+        std::mem::take(self.parts.all_mut())
+    }
+
     /// The in-memory partitions, one per key value seen (plus one for NULL keys); indexes are the
     /// stable slots used by [`Change::Delete`](crate::Change::Delete) and friends.
     pub fn partitions(&self) -> &[Arc<Partition>] {
