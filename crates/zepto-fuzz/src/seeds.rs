@@ -195,7 +195,7 @@ pub fn table_file() -> Vec<Vec<u8>> {
         .iter()
         .map(|n| {
             let t = e.catalog().snapshot(n).expect("the table exists");
-            table_file::write_table(&t, Vec::new()).expect("the table writes")
+            table_file::write_table(t, Vec::new()).expect("the table writes")
         })
         .collect()
 }
@@ -205,7 +205,7 @@ pub fn manifest() -> Vec<Vec<u8>> {
     let storage = MemStorage::new();
     let t = sample_engine().catalog().snapshot("t").expect("the sample table exists");
     let views = [zepto_storage::ViewCut { def: sample_view(), state: None }];
-    checkpoint::write(&storage, CHECKPOINT_LSN, &[t], &views).expect("a checkpoint writes to memory");
+    checkpoint::write(&storage, CHECKPOINT_LSN, vec![t], &views).expect("a checkpoint writes to memory");
     let text = storage.read(&checkpoint::manifest_name(CHECKPOINT_LSN)).expect("the manifest is there");
     let body_end = text.windows(4).rposition(|w| w == b"crc ").unwrap_or(text.len());
     vec![text[..body_end].to_vec()]

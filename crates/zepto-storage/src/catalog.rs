@@ -280,8 +280,9 @@ impl Catalog {
     /// It does not wait for a writer either: while one holds the table, the layout as last
     /// read is returned (an ingest door decodes its next batch while the previous one is
     /// applied; waiting there made two clients' batches take turns). A writer checks a batch
-    /// against the schema as it is under the lock, so a layout a change just made stale costs
-    /// a refused or re-encoded batch, never a wrong row.
+    /// against the schema as it is under the lock, so a layout the change in progress makes
+    /// stale is the same race as a change between a batch's decode and its apply, which the
+    /// doors always had.
     pub fn layout(&self, name: &str) -> Result<Layout, StorageError> {
         let slot = self.slot(name)?;
         let last = || slot.layout.lock().unwrap_or_else(|e| e.into_inner()).clone();
@@ -295,8 +296,10 @@ impl Catalog {
         };
         let l =
             Layout { schema: t.schema().clone(), key_col: t.key_col(), ts_col: t.ts_col(), dict: (**t.dict()).clone() };
-        drop(t);
+        // Kept while the table is still read: a later change cannot come in between, so the
+        // kept layout never goes back to an older one.
         *slot.layout.lock().unwrap_or_else(|e| e.into_inner()) = Some(l.clone());
+        drop(t);
         Ok(l)
     }
 
@@ -698,7 +701,7 @@ impl Catalog {
     /// Drop a table (logged). `Ok(false)` if it does not exist and `if_exists`; `TableNotFound` if
     /// it does not exist otherwise.
     pub fn drop_table(&self, name: &str, if_exists: bool) -> Result<bool, StorageError> {
-        let _gate = self.gate.read().unwrap_or_else(|e| e.into_inner());
+        let gate = self.gate.read().unwrap_or_else(|e| e.into_inner());
         let mut map = self.tables.write().unwrap_or_else(|e| e.into_inner());
         let k = key(name);
         if !map.contains_key(&k) {
@@ -714,7 +717,7 @@ impl Catalog {
                 Ok::<_, StorageError>(())
             })?;
             drop(t);
-            drop((slot, map));
+            drop((slot, map, gate));
             // The table's columns are freed now (unless a reader still holds them): hand the
             // memory back rather than keep it for the next query.
             crate::mem::release_freed_memory();

@@ -98,7 +98,10 @@ impl Memo {
     /// The index of `table`'s record: the same record, or a new one replacing any other
     /// record of that name (whose series go with it).
     fn table_index(&mut self, table: &MemoTable) -> u32 {
-        if let Some(i) = self.tables.iter().position(|t| t == table) {
+        let same = |t: &MemoTable| {
+            t.lineage == table.lineage && t.columns == table.columns && t.name.eq_ignore_ascii_case(&table.name)
+        };
+        if let Some(i) = self.tables.iter().position(same) {
             return i as u32;
         }
         if let Some(stale) = self.tables.iter().position(|t| t.name.eq_ignore_ascii_case(&table.name)) {
@@ -147,10 +150,18 @@ impl SeriesMemo {
     }
 
     /// Learn `series` (text, tags as (column slot, code)) of `table`, as long as the memo has
-    /// room; a record of the same name but another lineage or columns is replaced, its series
-    /// forgotten. Returns how many were added.
+    /// room; a record of the same name (in any case) but another lineage or columns is
+    /// replaced, its series forgotten. Returns how many were added.
+    ///
+    /// Only when no door is reading the memo at that moment: a door reads it for a whole
+    /// batch, and a learner waiting for the lock would hold every other door's next batch
+    /// behind it. The series not learned now are learned by a later batch.
     pub fn learn<'a>(&self, table: &MemoTable, series: impl Iterator<Item = (&'a [u8], &'a [(u32, u32)])>) -> usize {
-        let mut memo = self.inner.write().unwrap_or_else(PoisonError::into_inner);
+        let mut memo = match self.inner.try_write() {
+            Ok(m) => m,
+            Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => return 0,
+        };
         let t = memo.table_index(table);
         series.filter(|(text, codes)| memo.insert(t, text, codes)).count()
     }
@@ -189,6 +200,19 @@ mod tests {
         let id = m.find(b"cpu,host=b").expect("new");
         assert_eq!(m.table(m.table_of(id).expect("t")).map(|t| t.lineage), Some(2));
         assert_eq!(m.len(), 2);
+    }
+
+    #[test]
+    fn learning_while_a_door_reads_is_left_for_later() {
+        let memo = SeriesMemo::default();
+        let codes: &[(u32, u32)] = &[(0, 1)];
+        let reading = memo.read();
+        assert_eq!(memo.learn(&table("cpu", 1), [(&b"cpu,host=a"[..], codes)].into_iter()), 0);
+        drop(reading);
+        assert_eq!(memo.learn(&table("cpu", 1), [(&b"cpu,host=a"[..], codes)].into_iter()), 1);
+        // Another spelling of the same table keeps its record and series.
+        assert_eq!(memo.learn(&table("CPU", 1), [(&b"CPU,host=a"[..], codes)].into_iter()), 1);
+        assert_eq!(memo.read().len(), 2);
     }
 
     #[test]

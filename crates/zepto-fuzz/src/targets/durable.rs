@@ -50,7 +50,7 @@ pub fn changes(data: &[u8]) {
 /// `data` as a checkpoint's table file; a table read from it writes back and reads the same.
 pub fn table_file(data: &[u8]) {
     let Ok(t) = table_file::read_table(data.to_vec()) else { return };
-    let out = table_file::write_table(&t, Vec::new()).expect("a table read back writes");
+    let out = table_file::write_table(std::sync::Arc::new(t.clone()), Vec::new()).expect("a table read back writes");
     let back = table_file::read_table(out).expect("a written table reads");
     assert_eq!(back.row_count(), t.row_count());
     assert_eq!(back.schema().columns, t.schema().columns);
@@ -61,7 +61,7 @@ pub fn table_file(data: &[u8]) {
 pub fn manifest(data: &[u8]) {
     let storage = MemStorage::new();
     let table = seeds::sample_engine().catalog().snapshot("t").expect("the sample table exists");
-    checkpoint::write(&storage, seeds::CHECKPOINT_LSN, &[table], &[]).expect("a checkpoint writes to memory");
+    checkpoint::write(&storage, seeds::CHECKPOINT_LSN, vec![table], &[]).expect("a checkpoint writes to memory");
     let name = checkpoint::manifest_name(seeds::CHECKPOINT_LSN);
     storage.remove(&name).expect("the manifest is there");
     let mut text = data.to_vec();

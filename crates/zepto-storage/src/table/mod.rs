@@ -819,8 +819,8 @@ impl Table {
         if rows.len() < PARALLEL_SPREAD_ROWS {
             work.into_iter().for_each(one);
         } else {
-            // A fold of deferred rows (`defer.rs`): partitions in runs, on every core, while
-            // the other writers wait for the table.
+            // A fold of deferred rows (`defer.rs`) or a large batch over many partitions:
+            // partitions in runs, on every core, while the other writers wait for the table.
             let per = work.len().div_ceil(SPREAD_RUNS).max(1);
             let mut runs = Vec::with_capacity(SPREAD_RUNS);
             while !work.is_empty() {
