@@ -19,7 +19,8 @@
 use crate::table::ColumnDef;
 use std::collections::HashMap;
 use std::ops::Range;
-use std::sync::{PoisonError, RwLock, RwLockReadGuard};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, PoisonError, RwLock, RwLockReadGuard};
 
 /// Most bytes the memo holds (series text, their codes and the map's own entries).
 pub const MAX_BYTES: usize = 64 << 20;
@@ -43,7 +44,17 @@ pub struct MemoTable {
 #[derive(Debug, Default)]
 pub struct SeriesMemo {
     inner: RwLock<Memo>,
+    /// Series a door learned while others were reading, for the next reader to add first
+    /// (bounded by [`MAX_WAITING_BYTES`]), and whether there are any.
+    waiting: Mutex<(Vec<Waiting>, usize)>,
+    has_waiting: AtomicBool,
 }
+
+/// Most bytes of series waiting to be added (past that, they are learned by a later batch).
+const MAX_WAITING_BYTES: usize = 8 << 20;
+
+/// Series of one table waiting to be added: text and codes.
+type Waiting = (MemoTable, Vec<(Box<[u8]>, Vec<(u32, u32)>)>);
 
 /// The memo's contents, read under [`SeriesMemo::read`].
 #[derive(Debug, Default)]
@@ -144,26 +155,70 @@ impl Memo {
 }
 
 impl SeriesMemo {
-    /// The memo to read (a door holds this while it decodes a batch).
+    /// The memo to read (a door holds this while it decodes a batch). Series learned while
+    /// other doors were reading are added first.
     pub fn read(&self) -> RwLockReadGuard<'_, Memo> {
+        if self.has_waiting.load(Ordering::Acquire) {
+            self.settle();
+        }
         self.inner.read().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Learn `series` (text, tags as (column slot, code)) of `table`, as long as the memo has
     /// room; a record of the same name (in any case) but another lineage or columns is
-    /// replaced, its series forgotten. Returns how many were added.
+    /// replaced, its series forgotten. Returns how many were added now.
     ///
-    /// Only when no door is reading the memo at that moment: a door reads it for a whole
-    /// batch, and a learner waiting for the lock would hold every other door's next batch
-    /// behind it. The series not learned now are learned by a later batch.
+    /// A door reads the memo for a whole batch, and a learner waiting for the lock would hold
+    /// every other door's next batch behind the slowest decode. So while any door reads, the
+    /// series wait instead, and the next door to start a batch adds them.
     pub fn learn<'a>(&self, table: &MemoTable, series: impl Iterator<Item = (&'a [u8], &'a [(u32, u32)])>) -> usize {
         let mut memo = match self.inner.try_write() {
             Ok(m) => m,
             Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
-            Err(std::sync::TryLockError::WouldBlock) => return 0,
+            Err(std::sync::TryLockError::WouldBlock) => {
+                self.wait(table, series);
+                return 0;
+            }
         };
         let t = memo.table_index(table);
         series.filter(|(text, codes)| memo.insert(t, text, codes)).count()
+    }
+
+    /// Keep `series` for the next reader to add, within [`MAX_WAITING_BYTES`].
+    fn wait<'a>(&self, table: &MemoTable, series: impl Iterator<Item = (&'a [u8], &'a [(u32, u32)])>) {
+        let mut w = self.waiting.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut kept = Vec::new();
+        for (text, codes) in series {
+            let cost = text.len() + codes.len() * 8 + ENTRY_BYTES;
+            if w.1 + cost > MAX_WAITING_BYTES {
+                break;
+            }
+            w.1 += cost;
+            kept.push((Box::from(text), codes.to_vec()));
+        }
+        if !kept.is_empty() {
+            w.0.push((table.clone(), kept));
+            self.has_waiting.store(true, Ordering::Release);
+        }
+    }
+
+    /// Add the waiting series (waiting for the readers of the moment).
+    fn settle(&self) {
+        let waiting = {
+            let mut w = self.waiting.lock().unwrap_or_else(PoisonError::into_inner);
+            self.has_waiting.store(false, Ordering::Release);
+            std::mem::take(&mut *w).0
+        };
+        if waiting.is_empty() {
+            return;
+        }
+        let mut memo = self.inner.write().unwrap_or_else(PoisonError::into_inner);
+        for (table, series) in waiting {
+            let t = memo.table_index(&table);
+            for (text, codes) in series {
+                memo.insert(t, &text, &codes);
+            }
+        }
     }
 }
 
@@ -203,13 +258,17 @@ mod tests {
     }
 
     #[test]
-    fn learning_while_a_door_reads_is_left_for_later() {
+    fn learning_while_a_door_reads_waits_for_the_next_reader() {
         let memo = SeriesMemo::default();
         let codes: &[(u32, u32)] = &[(0, 1)];
         let reading = memo.read();
-        assert_eq!(memo.learn(&table("cpu", 1), [(&b"cpu,host=a"[..], codes)].into_iter()), 0);
+        assert_eq!(memo.learn(&table("cpu", 1), [(&b"cpu,host=a"[..], codes)].into_iter()), 0, "waits");
+        assert_eq!(reading.len(), 0);
         drop(reading);
-        assert_eq!(memo.learn(&table("cpu", 1), [(&b"cpu,host=a"[..], codes)].into_iter()), 1);
+        let next = memo.read();
+        assert_eq!(next.find(b"cpu,host=a").map(|id| next.codes(id)), Some(codes), "the next reader adds it");
+        drop(next);
+        assert_eq!(memo.learn(&table("cpu", 1), [(&b"cpu,host=a"[..], codes)].into_iter()), 0, "known already");
         // Another spelling of the same table keeps its record and series.
         assert_eq!(memo.learn(&table("CPU", 1), [(&b"CPU,host=a"[..], codes)].into_iter()), 1);
         assert_eq!(memo.read().len(), 2);
