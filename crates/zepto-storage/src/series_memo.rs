@@ -13,8 +13,9 @@
 //! dictionary lineage and the columns the codes and slots refer to, and a door uses an entry
 //! only when the table it finds now has the same lineage and still starts with those columns
 //! (a table dropped and made again, or a column dropped, makes its entries stale; the next
-//! batch that learns the table replaces them). The memo is bounded ([`MAX_BYTES`]): past
-//! that, new series are not learned (the doors read them the long way, as before).
+//! batch that learns the table replaces them). The memo is bounded ([`MAX_BYTES`]): a batch
+//! that would pass the bound starts it over (series that stopped arriving must not keep new
+//! ones out for good).
 
 use crate::table::ColumnDef;
 use std::collections::HashMap;
@@ -52,6 +53,9 @@ pub struct SeriesMemo {
 
 /// Most bytes of series waiting to be added (past that, they are learned by a later batch).
 const MAX_WAITING_BYTES: usize = 8 << 20;
+
+/// A series as a door hands it over: its text and its tags as (column slot, code).
+type Series<'a> = (&'a [u8], &'a [(u32, u32)]);
 
 /// Series of one table waiting to be added: text and codes.
 type Waiting = (MemoTable, Vec<(Box<[u8]>, Vec<(u32, u32)>)>);
@@ -139,6 +143,15 @@ impl Memo {
         }
     }
 
+    /// Start over when `incoming` more series would pass [`MAX_BYTES`]: series that stopped
+    /// arriving (a fleet's retired hosts) must not keep new ones out for good.
+    fn make_room(&mut self, incoming: &[Series<'_>]) {
+        let need: usize = incoming.iter().map(|(text, codes)| text.len() + codes.len() * 8 + ENTRY_BYTES).sum();
+        if self.bytes + need > MAX_BYTES {
+            *self = Memo::default();
+        }
+    }
+
     fn insert(&mut self, table: u32, text: &[u8], codes: &[(u32, u32)]) -> bool {
         let cost = text.len() + codes.len() * 8 + ENTRY_BYTES;
         let Ok(id) = u32::try_from(self.series.len()) else { return false };
@@ -180,8 +193,10 @@ impl SeriesMemo {
                 return 0;
             }
         };
+        let series: Vec<Series<'a>> = series.collect();
+        memo.make_room(&series);
         let t = memo.table_index(table);
-        series.filter(|(text, codes)| memo.insert(t, text, codes)).count()
+        series.into_iter().filter(|(text, codes)| memo.insert(t, text, codes)).count()
     }
 
     /// Keep `series` for the next reader to add, within [`MAX_WAITING_BYTES`].
@@ -214,6 +229,8 @@ impl SeriesMemo {
         }
         let mut memo = self.inner.write().unwrap_or_else(PoisonError::into_inner);
         for (table, series) in waiting {
+            let incoming: Vec<Series<'_>> = series.iter().map(|(t, c)| (&**t, c.as_slice())).collect();
+            memo.make_room(&incoming);
             let t = memo.table_index(&table);
             for (text, codes) in series {
                 memo.insert(t, &text, &codes);
@@ -275,18 +292,25 @@ mod tests {
     }
 
     #[test]
-    fn stops_learning_when_full() {
+    fn starts_over_when_full() {
         let memo = SeriesMemo::default();
         let text = vec![b'x'; 1 << 20];
         let codes: &[(u32, u32)] = &[];
-        let mut added = 0;
-        for i in 0..100u8 {
+        let series = |i: u8| {
             let mut t = text.clone();
             t[0] = i;
-            added += memo.learn(&table("t", 1), [(&t[..], codes)].into_iter());
+            t
+        };
+        let mut most = 0;
+        for i in 0..100u8 {
+            assert_eq!(memo.learn(&table("t", 1), [(&series(i)[..], codes)].into_iter()), 1, "series {i}");
+            let m = memo.read();
+            assert!(m.bytes() <= MAX_BYTES);
+            most = most.max(m.len());
         }
+        assert!((60..64).contains(&most), "{most} series of 1 MiB at most");
         let m = memo.read();
-        assert!(added < 64 && added > 60, "{added} of 1 MiB each");
-        assert!(m.bytes() <= MAX_BYTES);
+        assert!(m.find(&series(99)).is_some(), "the newest is known");
+        assert!(m.find(&series(0)).is_none(), "the oldest went when it filled");
     }
 }
