@@ -217,7 +217,7 @@ impl<'c, 'a> Decoder<'c, 'a> {
             b.exists
                 && b.cols.dict.as_ref().is_some_and(|d| d.lineage() == mt.lineage)
                 && mt.columns.len() <= b.cols.known
-                && b.cols.defs(mt.columns.len()) == mt.columns
+                && b.cols.slots.iter().zip(&mt.columns).all(|(c, d)| c.def == *d)
         });
         let at = t as usize;
         if self.memo_tables.len() <= at {

@@ -29,8 +29,7 @@ pub(super) fn merge_picked(p: &mut Partition, batch: &[Column], rows: &[u32], ts
     let (Some(old), Some(new)) = (p.i64_values(ts), batch.get(ts).and_then(Column::as_i64_slice)) else {
         return false;
     };
-    let Some(plan) = plan(old, new, rows) else { return false };
-    let cut = old.len() - plan.iter().filter(|&&from_new| !from_new).count();
+    let Some((cut, plan)) = plan(old, new, rows) else { return false };
     for (dst, src) in p.own_mut().iter_mut().zip(batch) {
         let dst = Arc::make_mut(dst);
         merge_column(dst.data_mut(), src.data(), rows, cut, &plan);
@@ -54,10 +53,10 @@ fn mergeable(p: &Partition, batch: &[Column]) -> bool {
     })
 }
 
-/// The merge of the partition's tail (`old` from the first row after the earliest new one)
-/// with the new rows: per output row from that point, whether it is the next new row. `None`
-/// when there are no new rows.
-fn plan(old: &[i64], new: &[i64], rows: &[u32]) -> Option<Vec<bool>> {
+/// Where the partition's tail starts (its first row after the earliest new one), and the
+/// merge of that tail with the new rows: per output row from there, whether it is the next new
+/// row. `None` when there are no new rows.
+fn plan(old: &[i64], new: &[i64], rows: &[u32]) -> Option<(usize, Vec<bool>)> {
     let at = |j: usize| rows.get(j).and_then(|&r| new.get(r as usize)).copied();
     let first = at(0)?;
     let cut = old.partition_point(|&t| t <= first);
@@ -76,7 +75,7 @@ fn plan(old: &[i64], new: &[i64], rows: &[u32]) -> Option<Vec<bool>> {
             j += 1;
         }
     }
-    Some(plan)
+    Some((cut, plan))
 }
 
 /// One column: the tail from `cut` and the new rows merged in place as `plan` says.
@@ -136,8 +135,7 @@ mod tests {
             let batch: Vec<i64> = (0..n_new * 2).map(|_| rng.below(span as u64) as i64 + span / 3).collect();
             let mut rows: Vec<u32> = (0..n_new as u32).map(|k| k * 2 + (case % 2)).collect();
             rows.sort_by_key(|&r| batch[r as usize]);
-            let plan = plan(&old, &batch, &rows).expect("new rows");
-            let cut = n_old - plan.iter().filter(|&&b| !b).count();
+            let (cut, plan) = plan(&old, &batch, &rows).expect("new rows");
             // Values tagged by origin: old row i is (t, i), new row r is (t, 1000 + r).
             let mut tagged: Vec<(i64, u32)> = old.iter().enumerate().map(|(i, &t)| (t, i as u32)).collect();
             let src: Vec<(i64, u32)> = batch.iter().enumerate().map(|(r, &t)| (t, 1000 + r as u32)).collect();

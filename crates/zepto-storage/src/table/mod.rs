@@ -1289,10 +1289,7 @@ fn append_picked(p: &mut Partition, batch: &[Column], rows: &[u32], ts_col: Opti
 /// partition's tail.
 fn order_spans_by_time(rows: &mut [u32], spans: &[std::ops::Range<usize>], ts: &Column) {
     let v = ts.as_i64_slice().unwrap_or(&[]);
-    let key = |i: u32| match (ts.is_valid(i as usize), v.get(i as usize)) {
-        (true, Some(&t)) => (1u8, t),
-        _ => (0, 0),
-    };
+    let key = |i: u32| time_key(ts, v, i as usize);
     for span in spans {
         if let Some(r) = rows.get_mut(span.clone()) {
             if !r.windows(2).all(|w| key(w[0]) <= key(w[1])) {
@@ -1391,19 +1388,21 @@ fn is_sorted_with_nulls_first(c: &Column) -> bool {
     (nulls..v.len()).all(|i| c.is_valid(i)) && v[nulls..].windows(2).all(|w| w[0] <= w[1])
 }
 
+/// Row `i`'s place in time order on timestamp column `col` (its values `v`): NULLs first.
+fn time_key(col: &Column, v: &[i64], i: usize) -> (u8, i64) {
+    match (col.is_valid(i), v.get(i)) {
+        (true, Some(&t)) => (1, t),
+        _ => (0, 0),
+    }
+}
+
 /// Restore time order after appending rows `old_len..` that broke it: sort the new rows
 /// (stable) and merge them with the sorted prefix. NULL timestamps sort first.
 fn sort_partition(p: &mut Partition, ts_col: usize, old_len: usize) {
     p.lineage = new_lineage();
     let col = &p.own_mut()[ts_col];
     let ts = col.as_i64_slice().unwrap_or(&[]);
-    let key = |i: usize| {
-        if col.is_valid(i) {
-            (1u8, ts[i])
-        } else {
-            (0u8, 0)
-        }
-    };
+    let key = |i: usize| time_key(col, ts, i);
     let mut new_rows: Vec<u32> = (old_len as u32..ts.len() as u32).collect();
     new_rows.sort_by_key(|&i| key(i as usize));
     // Old rows up to the first that sorts after the earliest new row stay where they are: late
