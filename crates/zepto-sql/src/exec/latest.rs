@@ -15,6 +15,7 @@ use crate::error::{Result, SqlError};
 use crate::plan::physical::tail_shape;
 use crate::plan::{BExpr, Plan};
 use std::cmp::Ordering;
+use zepto_storage::table::TailMemo;
 use zepto_storage::{Column, Table};
 
 /// The last row of each partition of a (filtered) scan keyed by its partition key and ordered
@@ -26,19 +27,10 @@ pub fn tails(ctx: &ExecContext, input: &Plan, keys: &[BExpr], ts: &BExpr) -> Res
     let shape = tail_shape(input, keys, ts)
         .ok_or_else(|| SqlError::Internal("LATEST ON from partition tails over another shape".into()))?;
     let ps = pieces(shape.table, shape.range);
-    let mut hits: Vec<(&Piece, u32)> = Vec::with_capacity(ps.len());
     if let (true, Some(tc)) = (shape.filters.is_empty(), shape.table.ts_col()) {
-        // No filter: the last row with a timestamp, read in the stored column (NULL
-        // timestamps sort first), without a batch of every column per partition.
-        for p in &ps {
-            let (col, range) = p.col(tc);
-            if let Some(i) = range.clone().rev().find(|&i| col.is_valid(i)) {
-                hits.push((p, (i - range.start) as u32));
-            }
-        }
-        let cols = gather_all(ctx, shape.table, &hits, shape.columns)?;
-        return Ok(in_ts_order(ctx, Batch::new(cols, hits.len()), ts));
+        return unfiltered_tails(ctx, shape.table, &ps, tc, shape.columns, ts);
     }
+    let mut hits: Vec<(&Piece, u32)> = Vec::with_capacity(ps.len());
     for p in &ps {
         let b = piece_batch(p, shape.columns);
         let tcol = eval(ctx, ts, &b)?;
@@ -50,22 +42,70 @@ pub fn tails(ctx: &ExecContext, input: &Plan, keys: &[BExpr], ts: &BExpr) -> Res
             hits.push((p, i as u32));
         }
     }
-    let cols = gather_all(ctx, shape.table, &hits, shape.columns)?;
+    let cols = gather_all(ctx, shape.table, None, &hits, shape.columns)?;
     Ok(in_ts_order(ctx, Batch::new(cols, hits.len()), ts))
+}
+
+/// Without a filter: the last row with a timestamp of each piece, read in the stored column
+/// (NULL timestamps sort first), without a batch of every column per partition. A whole
+/// partition unchanged since the table's tail memo was kept is answered from the memo (one
+/// contiguous row instead of a cache miss per column); when every piece is a whole partition
+/// the answer becomes the next memo.
+fn unfiltered_tails(
+    ctx: &ExecContext,
+    table: &Table,
+    ps: &[Piece],
+    tc: usize,
+    columns: &[usize],
+    ts: &BExpr,
+) -> Result<Batch> {
+    let memo = table.tail_memo().filter(|m| m.serves(table.dict().lineage(), columns));
+    let (mut kept, mut kept_parts) = (Vec::new(), Vec::new());
+    let mut hits: Vec<(&Piece, u32)> = Vec::with_capacity(ps.len());
+    for p in ps {
+        if let Some(r) = memo.as_deref().filter(|_| p.is_whole()).and_then(|m| m.row_of(p.part)) {
+            kept.push(r);
+            kept_parts.push(p.part);
+            continue;
+        }
+        let (col, range) = p.col(tc);
+        if let Some(i) = range.clone().rev().find(|&i| col.is_valid(i)) {
+            hits.push((p, (i - range.start) as u32));
+        }
+    }
+    let from_memo = memo.as_deref().map(|m| (m, kept.as_slice()));
+    let cols = gather_all(ctx, table, from_memo, &hits, columns)?;
+    let rows = kept.len() + hits.len();
+    if !hits.is_empty() && ps.iter().all(Piece::is_whole) {
+        let parts: Vec<_> = kept_parts.into_iter().chain(hits.iter().map(|(p, _)| p.part)).collect();
+        if let Some(m) = TailMemo::new(table.dict().lineage(), columns.to_vec(), cols.clone(), &parts) {
+            table.keep_tail_memo(m);
+        }
+    }
+    Ok(in_ts_order(ctx, Batch::new(cols, rows), ts))
 }
 
 /// Read cost of one value of a hit, in rows of a sequential scan: each is a cache miss in a
 /// column of its own partition (4,000 series x 21 columns is 84k of them).
 const GATHER_ROW_WEIGHT: usize = 16;
 
-/// Columns `columns` of every hit, a column per task on every core.
-fn gather_all(ctx: &ExecContext, table: &Table, hits: &[(&Piece, u32)], columns: &[usize]) -> Result<Vec<Column>> {
-    let work = hits.len().saturating_mul(columns.len()).saturating_mul(GATHER_ROW_WEIGHT);
-    ctx.par_map(columns, work, |_, &c| gather(table, hits, c))
+/// Columns `columns` of the memo's rows `memo.1` (if any), then of every hit, a column per
+/// task on every core.
+fn gather_all(
+    ctx: &ExecContext,
+    table: &Table,
+    memo: Option<(&TailMemo, &[u32])>,
+    hits: &[(&Piece, u32)],
+    columns: &[usize],
+) -> Result<Vec<Column>> {
+    let kept = memo.map_or(0, |(_, rows)| rows.len());
+    let work = (hits.len().saturating_mul(GATHER_ROW_WEIGHT) + kept).saturating_mul(columns.len());
+    ctx.par_map(columns, work, |_, &c| gather(table, memo, hits, c))
 }
 
-/// Column `c` of every hit (a piece and a row of it), read where the rows are stored.
-fn gather(table: &Table, hits: &[(&Piece, u32)], c: usize) -> Result<Column> {
+/// Column `c` of the memo's rows, then of every hit (a piece and a row of it), read where the
+/// rows are stored.
+fn gather(table: &Table, memo: Option<(&TailMemo, &[u32])>, hits: &[(&Piece, u32)], c: usize) -> Result<Column> {
     let dt = table.schema().columns[c].data_type;
     let sources: Vec<(&Column, u32)> = hits
         .iter()
@@ -74,7 +114,15 @@ fn gather(table: &Table, hits: &[(&Piece, u32)], c: usize) -> Result<Column> {
             (col, range.start as u32 + i)
         })
         .collect();
-    let parts: Vec<(&Column, &[u32])> = sources.iter().map(|(col, at)| (*col, std::slice::from_ref(at))).collect();
+    let memo_part = match memo {
+        Some((m, rows)) => {
+            let col = m.column(c).ok_or_else(|| SqlError::Internal(format!("tail memo without column {c}")))?;
+            Some((col, rows))
+        }
+        None => None,
+    };
+    let parts: Vec<(&Column, &[u32])> =
+        memo_part.into_iter().chain(sources.iter().map(|(col, at)| (*col, std::slice::from_ref(at)))).collect();
     Column::gather(dt, &parts).map_err(SqlError::Internal)
 }
 

@@ -16,7 +16,7 @@ use zepto_storage::{Column, ColumnData, Partition, Table};
 
 /// One partition's rows that a scan reads.
 pub struct Piece<'a> {
-    pub part: &'a Partition,
+    pub part: &'a Arc<Partition>,
     /// Rows of the partition (its row 0 first).
     pub range: Range<usize>,
 }
@@ -274,7 +274,7 @@ pub fn partitions<'a>(table: &'a Table, range: &ScanRange) -> Vec<&'a Arc<Partit
 
 /// Partition `p`'s rows in `range`'s time bound (`ts`: the designated timestamp, when the
 /// range has a bound), `None` when there are none.
-fn piece_in<'a>(p: &'a Partition, ts: Option<usize>, range: &ScanRange) -> Option<Piece<'a>> {
+fn piece_in<'a>(p: &'a Arc<Partition>, ts: Option<usize>, range: &ScanRange) -> Option<Piece<'a>> {
     let r = match ts {
         Some(t) => p.ts_range(t, range.ts_lo, range.ts_hi),
         None => 0..p.len(),

@@ -24,6 +24,7 @@ mod parts;
 pub use parts::Run;
 mod shard;
 mod split;
+mod tails;
 use crate::types::DataType;
 pub use history_reader::HistoryReader;
 pub use shard::Shard;
@@ -31,6 +32,7 @@ use std::borrow::Cow;
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering as AtomicOrdering};
 use std::sync::Arc;
+pub use tails::{TailMemo, TAIL_MEMO_MAX_ROWS};
 
 /// One column of a schema.
 #[derive(Debug, Clone, PartialEq)]
@@ -338,6 +340,8 @@ pub struct Table {
     /// Rows appended but not yet split among the partitions (`defer.rs`): none whenever
     /// anyone reads the partitions.
     deferred: defer::Deferred,
+    /// The last answer to "the last row of every partition" (`tails.rs`), shared by versions.
+    tails: tails::TailSlot,
 }
 
 const NO_SLOT: u32 = u32::MAX;
@@ -424,6 +428,7 @@ impl Table {
             dedup: Vec::new(),
             since_pack: 0,
             deferred: Default::default(),
+            tails: Default::default(),
         })
         .and_then(|mut t| {
             t.set_dedup(&opts.dedup_keys)?;
@@ -598,6 +603,16 @@ impl Table {
     /// The partition of rows with a NULL key (or of every row of an unkeyed table), if any.
     pub fn null_key_partition(&self) -> Option<&Arc<Partition>> {
         self.null_slot.map(|s| &self.parts[s])
+    }
+
+    /// The memo of the last rows of its partitions a query kept (see [`TailMemo`]).
+    pub fn tail_memo(&self) -> Option<Arc<TailMemo>> {
+        self.tails.get()
+    }
+
+    /// Keep `memo` for the next query of the partitions' last rows, in place of the last.
+    pub fn keep_tail_memo(&self, memo: TailMemo) {
+        self.tails.put(memo);
     }
 
     /// The history: Parquet files of older rows, and the retention setting.
