@@ -175,6 +175,11 @@ pub fn credit_thread(bytes: isize) {
 /// it in again, ~35% of its time on a 2-core VM (clear_page, memcg charging). Blocks up to
 /// 32 MiB (glibc's ceiling for this setting) come from the heap, and up to 256 MiB of free
 /// heap stays mapped: steady RSS can sit that much above live data, peak RSS is unchanged.
+/// The trim threshold governs only the main heap: the heaps of other threads' arenas (the
+/// query pool's, the doors') shrink whenever more than the top pad is free at their top, so
+/// the top pad is raised to a whole such heap (64 MiB): without it, a 4,000-host ILP load
+/// over TCP ran 0.56-0.78M rows/s against 0.92-0.94M with it, and an 8,000-group GROUP BY
+/// 14-23 ms against 14-16 ms (bench/README, 2026-11-30, fourth session).
 /// jemalloc and mimalloc retain memory the same way. A no-op on other platforms.
 pub fn retain_freed_memory() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
@@ -183,6 +188,7 @@ pub fn retain_freed_memory() {
     unsafe {
         libc::mallopt(libc::M_MMAP_THRESHOLD, MMAP_THRESHOLD as libc::c_int);
         libc::mallopt(libc::M_TRIM_THRESHOLD, 256 << 20);
+        libc::mallopt(libc::M_TOP_PAD, 64 << 20);
     }
 }
 
