@@ -491,6 +491,24 @@ impl Column {
         c
     }
 
+    /// A copy with room for `extra` more rows without growing (fixed-width and symbol
+    /// columns; others are copied as they are): what a writer changes in place of a column a
+    /// reader still holds, so the append right after does not copy it again to grow it.
+    pub fn copy_with_room(&self, extra: usize) -> Column {
+        fn room<T: Copy>(v: &[T], extra: usize) -> Vec<T> {
+            let mut out = Vec::with_capacity(v.len() + extra);
+            out.extend_from_slice(v);
+            out
+        }
+        let data = map_vec!(&self.data,
+            v => room(v, extra),
+            s => s.clone(),
+            codes, dict => ColumnData::Symbol { codes: room(codes, extra), dict: dict.clone() },
+            dim, values => ColumnData::Vector { dim: *dim, values: values.clone() },
+            n => *n);
+        Column { data, validity: self.validity.clone() }
+    }
+
     /// Rows `start..start + len`, copied.
     pub fn slice(&self, start: usize, len: usize) -> Column {
         assert!(start + len <= self.len(), "slice {start}+{len} out of {}", self.len());
@@ -1189,6 +1207,23 @@ mod tests {
         assert_eq!(c.len(), 2, "the refused values pushed nothing");
         assert_eq!((c.get(0), c.get(1)), (Value::Float64(1.5), Value::Null));
         assert!(Column::repeat(&Value::Bool(true), DataType::Int32, 3).is_err());
+    }
+
+    /// A copy with room holds the same values (NULLs too) and takes `extra` rows without
+    /// moving its buffer.
+    #[test]
+    fn a_copy_with_room_grows_in_place() {
+        let mut b = ColumnBuilder::new(DataType::Int64, 3);
+        for v in [Value::Int64(4), Value::Null, Value::Int64(6)] {
+            b.push_value(&v).expect("push");
+        }
+        let c = b.finish();
+        let mut copy = c.copy_with_room(100);
+        assert_eq!((0..3).map(|i| copy.get(i)).collect::<Vec<_>>(), (0..3).map(|i| c.get(i)).collect::<Vec<_>>());
+        let ColumnData::Int64(v) = copy.data_mut() else { panic!("an Int64 column") };
+        let at = v.as_ptr();
+        v.extend(std::iter::repeat_n(1, 100));
+        assert_eq!(at, v.as_ptr(), "the room was there");
     }
 
     #[test]

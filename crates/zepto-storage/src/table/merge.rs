@@ -31,7 +31,7 @@ pub(super) fn merge_picked(p: &mut Partition, batch: &[Column], rows: &[u32], ts
     };
     let Some((cut, plan)) = plan(old, new, rows) else { return false };
     for (dst, src) in p.own_mut().iter_mut().zip(batch) {
-        let dst = Arc::make_mut(dst);
+        let dst = super::column_mut(dst, rows.len());
         merge_column(dst.data_mut(), src.data(), rows, cut, &plan);
         if let ColumnData::Symbol { dict: d, .. } = dst.data_mut() {
             if !Arc::ptr_eq(d, dict) {

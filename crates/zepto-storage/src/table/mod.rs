@@ -1285,7 +1285,7 @@ fn append_picked(p: &mut Partition, batch: &[Column], rows: &[u32], ts_col: Opti
         }
     }
     for (dst, src) in p.own_mut().iter_mut().zip(batch) {
-        let dst = Arc::make_mut(dst);
+        let dst = column_mut(dst, rows.len());
         append_column_rows(dst, src, rows);
         if let ColumnData::Symbol { dict: d, .. } = dst.data_mut() {
             // Only when the dictionary changed: the swap is two atomic operations on a count
@@ -1357,6 +1357,17 @@ const SPREAD_RUNS: usize = 64;
 
 /// Append `cols` (rows of `p`'s key) to partition `p`, keeping time order on `ts_col`: in-order
 /// rows are pushed, others sorted and merged in.
+/// Column `dst` to append `extra` rows to. One a reader still holds (a query, or a checkpoint
+/// writing its snapshot: during a bulk load, every partition's columns) is copied with room
+/// to grow: twice its rows, as a growing vector would have, so the copy is the only one (an
+/// exact copy is copied again by the append right after, and page-faulted twice).
+pub(super) fn column_mut(dst: &mut Arc<Column>, extra: usize) -> &mut Column {
+    if Arc::get_mut(dst).is_none() {
+        *dst = Arc::new(dst.copy_with_room(extra.max(dst.len())));
+    }
+    Arc::make_mut(dst)
+}
+
 fn append_rows(p: &mut Partition, cols: Vec<Column>, ts_col: Option<usize>, dict: &Arc<Dict>) {
     let old_len = p.len();
     let in_order = match ts_col {
@@ -1377,7 +1388,7 @@ fn append_rows(p: &mut Partition, cols: Vec<Column>, ts_col: Option<usize>, dict
             *dst = Arc::new(src);
             Arc::make_mut(dst)
         } else {
-            let dst = Arc::make_mut(dst);
+            let dst = column_mut(dst, src.len());
             append_column(dst, &src);
             dst
         };
