@@ -31,7 +31,9 @@ time. This script measures exactly that, on one machine, through one client:
 QuestDB is started with bench/servers/questdb/questdb.sh (Java 17+, Maven); if something
 already answers on 127.0.0.1:9000 that server is used and left running, and only the table this
 script created is dropped (it refuses to touch an existing table: pass --table). Client and
-servers share the machine's cores.
+servers share the machine's cores; each load starts once every server has been idle for a
+second (at most 30 s of waiting), so no server's work left from a load (QuestDB applying its
+WAL or dropping a table, ZeptoDB checkpointing) takes the cores from the next one.
 
 Usage: bench/questdb.py [--hosts 400] [--hours 24] [--repeat 9] [--only http|tcp]
                         [--no-questdb] [--bin target/release/zeptodb] [--json FILE]
@@ -334,11 +336,36 @@ def wait_visible(eng, table, rows, t0):
     return time.perf_counter()
 
 
+def cpu_seconds(pid):
+    """User + system CPU time of process `pid` so far (Linux /proc), 0 if unreadable."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+def wait_quiet(engines, limit_s=30.0):
+    """Wait until every server is idle (under 5% of a core over a second) or `limit_s` passed:
+    a server still busy after its own load (QuestDB applying or purging its WAL, a JVM
+    collecting, ZeptoDB checkpointing) would take the cores from the next engine's load."""
+    t0 = time.perf_counter()
+    while True:
+        before = sum(cpu_seconds(e.pid) for e in engines)
+        time.sleep(1.0)
+        busy = sum(cpu_seconds(e.pid) for e in engines) - before
+        if busy < 0.05:
+            return
+        if time.perf_counter() - t0 > limit_s:
+            log(f"  servers still busy ({busy:.2f} CPU s in the last second) after {limit_s:.0f} s: loading anyway")
+            return
+
+
 def load(eng, path, data, table, clients):
-    """One load: rows/s until all visible, rows/s until all acknowledged/sent, peak RSS."""
+    """One load into `table` (dropped by the caller): rows/s until all visible, rows/s until
+    all acknowledged/sent, peak RSS."""
     send = send_http if path == "http" else send_tcp
-    eng.loaded = True
-    eng.drop(table)
     sampler, before = RssSampler(eng.pid), rss_mib(eng.pid)
     sampler.start()
     t0 = time.perf_counter()
@@ -646,6 +673,9 @@ def measure(a, engines, data, res):
         for eng in engines:
             if path == "tcp" and not eng.tcp_port:
                 continue
+            eng.loaded = True
+            eng.drop(a.table)  # the last load's table: its freeing is done before the clock starts
+            wait_quiet(engines)
             log(f"== {eng.name}: ILP over {path.upper()}, {data['rows']:,} lines")
             by[eng.name] = load(eng, path, data, a.table, a.clients)
     loaded = [e for e in engines if e.loaded]
