@@ -31,9 +31,10 @@ time. This script measures exactly that, on one machine, through one client:
 QuestDB is started with bench/servers/questdb/questdb.sh (Java 17+, Maven); if something
 already answers on 127.0.0.1:9000 that server is used and left running, and only the table this
 script created is dropped (it refuses to touch an existing table: pass --table). Client and
-servers share the machine's cores; each load starts once every server has been idle for a
-second (at most 30 s of waiting), so no server's work left from a load (QuestDB applying its
-WAL or dropping a table, ZeptoDB checkpointing) takes the cores from the next one.
+servers share the machine's cores; each load starts once the servers together have used
+under 5% of a core for a second (at most 30 s of waiting), so no server's work left from a
+load (QuestDB applying its WAL or dropping a table, ZeptoDB checkpointing) takes the cores
+from the next one.
 
 Usage: bench/questdb.py [--hosts 400] [--hours 24] [--repeat 9] [--only http|tcp]
                         [--no-questdb] [--bin target/release/zeptodb] [--json FILE]
@@ -347,7 +348,7 @@ def cpu_seconds(pid):
 
 
 def wait_quiet(engines, limit_s=30.0):
-    """Wait until every server is idle (under 5% of a core over a second) or `limit_s` passed:
+    """Wait until the servers together use under 5% of a core over a second, or `limit_s` passed:
     a server still busy after its own load (QuestDB applying or purging its WAL, a JVM
     collecting, ZeptoDB checkpointing) would take the cores from the next engine's load."""
     t0 = time.perf_counter()

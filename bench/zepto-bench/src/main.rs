@@ -127,7 +127,7 @@ fn parse_args() -> Result<Args, String> {
 fn main() {
     // As the server runs (see the function).
     zepto_storage::mem::retain_freed_memory();
-    zepto_storage::mem::one_arena_per_core();
+    zepto_storage::mem::tune_arenas();
     let args = match parse_args() {
         Ok(a) => a,
         Err(e) => {

@@ -85,7 +85,7 @@ fn error_line(e: &SqlError) -> String {
 
 fn main() -> ExitCode {
     zepto_storage::mem::retain_freed_memory();
-    zepto_storage::mem::one_arena_per_core();
+    zepto_storage::mem::tune_arenas();
     let m = match cli().try_get_matches() {
         Ok(m) => m,
         Err(e) => {

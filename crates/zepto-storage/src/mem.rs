@@ -175,11 +175,6 @@ pub fn credit_thread(bytes: isize) {
 /// it in again, ~35% of its time on a 2-core VM (clear_page, memcg charging). Blocks up to
 /// 32 MiB (glibc's ceiling for this setting) come from the heap, and up to 256 MiB of free
 /// heap stays mapped: steady RSS can sit that much above live data, peak RSS is unchanged.
-/// The trim threshold governs only the main heap: the heaps of other threads' arenas (the
-/// query pool's, the doors') shrink whenever more than the top pad is free at their top, so
-/// the top pad is raised to a whole such heap (64 MiB): without it, a 4,000-host ILP load
-/// over TCP ran 0.56-0.78M rows/s against 0.92-0.94M with it, and an 8,000-group GROUP BY
-/// 14-23 ms against 14-16 ms (bench/README, 2026-11-30, fourth session).
 /// jemalloc and mimalloc retain memory the same way. A no-op on other platforms.
 pub fn retain_freed_memory() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
@@ -188,30 +183,51 @@ pub fn retain_freed_memory() {
     unsafe {
         libc::mallopt(libc::M_MMAP_THRESHOLD, MMAP_THRESHOLD as libc::c_int);
         libc::mallopt(libc::M_TRIM_THRESHOLD, 256 << 20);
-        libc::mallopt(libc::M_TOP_PAD, 64 << 20);
     }
 }
 
-/// Let glibc make one malloc arena per core, not eight (its default): the server's threads
-/// (HTTP workers, the blocking pool's ingest threads, which come and go, the query pool) each
-/// settle in an arena, and every arena keeps its own free memory (up to the top pad, see
-/// [`retain_freed_memory`]) and its own fragments of partitions that grew there. Measured
-/// 2026-11-30 (`bench/questdb.py --hosts 4000 --hours 2 --sync always --no-questdb`, the
-/// same binary with `GLIBC_TUNABLES=glibc.malloc.arena_max=N`, alternated): peak RSS over the
-/// HTTP and TCP loads 2.1-2.6 GiB by default, 1.3-1.4 GiB with 2 per core, 0.8-1.1 GiB with
-/// one per core; load rates and query medians within the runs' noise. The server and the
-/// benchmarks that stand for it call this first thing; the Python module does not (the
-/// host process's threads are not ours to size). A no-op on other platforms.
-pub fn one_arena_per_core() {
+/// The server's malloc arenas: one per core (glibc makes up to eight per core), each keeping a
+/// whole heap's worth (64 MiB) of free memory at its top. Called first thing by the server
+/// and the benchmarks that stand for it, not by the Python module (its host process's
+/// threads and memory are not ours to size). A setting the environment already gives
+/// (`GLIBC_TUNABLES=glibc.malloc.arena_max=N:glibc.malloc.top_pad=N`, `MALLOC_ARENA_MAX`,
+/// `MALLOC_TOP_PAD_`) is left as given. A no-op on other platforms.
+///
+/// * Top pad: a heap of another thread's arena (the query pool's, the doors') is unmapped
+///   once it is free beyond the top pad (128 KiB by default) and faulted in again by the next
+///   batch or query. Measured 2026-11-30 (`bench/questdb.py --hosts 4000 --hours 2 --sync
+///   always --no-questdb`, the same binary with and without the setting, alternated): ILP over
+///   TCP 0.56-0.78M rows/s without, 0.92-0.94M with; an 8,000-group GROUP BY 14-23 ms and
+///   14-16 ms.
+/// * Arenas: the server's threads (HTTP workers, the blocking pool's ingest threads, which
+///   come and go, the query pool) each settle in an arena, and every arena keeps its own free
+///   memory and fragments of the partitions that grew there. Same script and method: peak RSS
+///   over the HTTP and TCP loads 2.1-2.6 GiB with glibc's default, 1.3-1.4 GiB with two
+///   arenas per core, 0.8-1.1 GiB with one; load rates and query medians within the noise.
+pub fn tune_arenas() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {
         let cores = std::thread::available_parallelism().map_or(2, |n| n.get()).max(2);
         let cores = libc::c_int::try_from(cores).unwrap_or(libc::c_int::MAX);
         // SAFETY: mallopt only changes allocator parameters, under glibc's own lock.
         unsafe {
-            libc::mallopt(libc::M_ARENA_MAX, cores);
+            if !env_sets("glibc.malloc.arena_max", "MALLOC_ARENA_MAX") {
+                libc::mallopt(libc::M_ARENA_MAX, cores);
+            }
+            if !env_sets("glibc.malloc.top_pad", "MALLOC_TOP_PAD_") {
+                libc::mallopt(libc::M_TOP_PAD, 64 << 20);
+            }
         }
     }
+}
+
+/// Whether the environment sets glibc tunable `tunable` (in `GLIBC_TUNABLES`) or its older
+/// variable `var`.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn env_sets(tunable: &str, var: &str) -> bool {
+    let in_tunables = std::env::var("GLIBC_TUNABLES")
+        .is_ok_and(|t| t.split(':').any(|kv| kv.split_once('=').is_some_and(|(k, _)| k == tunable)));
+    in_tunables || std::env::var_os(var).is_some()
 }
 
 /// Hand the allocator's free memory back to the kernel now (glibc's `malloc_trim`, every

@@ -108,7 +108,7 @@ fn arg(i: usize, default: usize) -> usize {
 
 fn main() {
     zepto_storage::mem::retain_freed_memory();
-    zepto_storage::mem::one_arena_per_core();
+    zepto_storage::mem::tune_arenas();
     let (hosts, hours, batch) = (arg(1, 400), arg(2, 2), arg(3, 10_000));
     let bodies = generate(hosts, hours, batch);
     let rows = hosts * hours * 360;

@@ -3,8 +3,11 @@
 //! When the key is the table's partition key and `ts` its designated timestamp, every
 //! partition is one key and is sorted by `ts`, so the answer is read from partition tails:
 //! one row per partition, no scan (with a WHERE filter, each partition is searched from its
-//! end). Otherwise rows are grouped by hashing and the greatest `ts` per group is kept.
-//! Rows with a NULL `ts` are never the latest. Output is in `ts` order.
+//! end). Without a filter the answer is kept beside the table
+//! ([`zepto_storage::table::TailMemo`]) and the next such query reads again only the
+//! partitions changed since. Over other keys, rows are grouped by hashing and the greatest
+//! `ts` per group is kept. Rows with a NULL `ts` are never the latest. Output is in `ts`
+//! order, ties in partition (or first-seen) order.
 
 use super::cmp::value_cmp;
 use super::eval::eval;
@@ -43,7 +46,7 @@ pub fn tails(ctx: &ExecContext, input: &Plan, keys: &[BExpr], ts: &BExpr) -> Res
         }
     }
     let cols = gather_all(ctx, shape.table, None, &hits, shape.columns)?;
-    Ok(in_ts_order(ctx, Batch::new(cols, hits.len()), ts))
+    Ok(in_ts_order(ctx, Batch::new(cols, hits.len()), ts, None))
 }
 
 /// Without a filter: the last row with a timestamp of each piece, read in the stored column
@@ -59,30 +62,38 @@ fn unfiltered_tails(
     columns: &[usize],
     ts: &BExpr,
 ) -> Result<Batch> {
-    let memo = table.tail_memo().filter(|m| m.serves(table.dict().lineage(), columns));
+    let lineage = table.dict().lineage();
+    let last = table.tail_memo();
+    let memo = last.as_deref().filter(|m| m.serves(lineage, columns));
     let (mut kept, mut kept_parts) = (Vec::new(), Vec::new());
     let mut hits: Vec<(&Piece, u32)> = Vec::with_capacity(ps.len());
-    for p in ps {
-        if let Some(r) = memo.as_deref().filter(|_| p.is_whole()).and_then(|m| m.row_of(p.part)) {
+    // Each answer row's piece, memo rows first as they are gathered: ties in `ts` keep the
+    // pieces' order, whichever rows came from the memo.
+    let (mut kept_at, mut hit_at) = (Vec::new(), Vec::new());
+    for (k, p) in ps.iter().enumerate() {
+        if let Some(r) = memo.filter(|_| p.is_whole()).and_then(|m| m.row_of(p.part)) {
             kept.push(r);
             kept_parts.push(p.part);
+            kept_at.push(k as u32);
             continue;
         }
         let (col, range) = p.col(tc);
         if let Some(i) = range.clone().rev().find(|&i| col.is_valid(i)) {
             hits.push((p, (i - range.start) as u32));
+            hit_at.push(k as u32);
         }
     }
-    let from_memo = memo.as_deref().map(|m| (m, kept.as_slice()));
-    let cols = gather_all(ctx, table, from_memo, &hits, columns)?;
+    let cols = gather_all(ctx, table, memo.map(|m| (m, kept.as_slice())), &hits, columns)?;
     let rows = kept.len() + hits.len();
-    if !hits.is_empty() && ps.iter().all(Piece::is_whole) {
+    let keep = last.as_deref().is_none_or(|m| m.replaced_by(lineage, columns));
+    if keep && !hits.is_empty() && ps.iter().all(Piece::is_whole) {
         let parts: Vec<_> = kept_parts.into_iter().chain(hits.iter().map(|(p, _)| p.part)).collect();
-        if let Some(m) = TailMemo::new(table.dict().lineage(), columns.to_vec(), cols.clone(), &parts) {
+        if let Some(m) = TailMemo::new(lineage, columns.to_vec(), cols.clone(), &parts) {
             table.keep_tail_memo(m);
         }
     }
-    Ok(in_ts_order(ctx, Batch::new(cols, rows), ts))
+    kept_at.extend(hit_at);
+    Ok(in_ts_order(ctx, Batch::new(cols, rows), ts, Some(&kept_at)))
 }
 
 /// Read cost of one value of a hit, in rows of a sequential scan: each is a cache miss in a
@@ -144,16 +155,18 @@ pub fn by_hash(ctx: &ExecContext, b: Batch, keys: &[BExpr], ts: &BExpr) -> Resul
         }
     }
     let idx: Vec<u32> = best.into_iter().flatten().map(|i| i as u32).collect();
-    Ok(in_ts_order(ctx, b.take(&idx), ts))
+    Ok(in_ts_order(ctx, b.take(&idx), ts, None))
 }
 
-/// Stable sort of the (few) latest rows by `ts`.
-fn in_ts_order(ctx: &ExecContext, b: Batch, ts: &BExpr) -> Batch {
+/// The (few) latest rows sorted by `ts`, ties in the order of `tie` (a rank per row) or, without
+/// it, as they are.
+fn in_ts_order(ctx: &ExecContext, b: Batch, ts: &BExpr, tie: Option<&[u32]>) -> Batch {
     let idx = {
         let Ok(t) = eval(ctx, ts, &b) else { return b };
         let cmp = value_cmp(&t);
+        let rank = |i: u32| tie.and_then(|r| r.get(i as usize)).copied().unwrap_or(i);
         let mut idx: Vec<u32> = (0..b.rows as u32).collect();
-        idx.sort_by(|&x, &y| cmp(x as usize, y as usize));
+        idx.sort_by(|&x, &y| cmp(x as usize, y as usize).then_with(|| rank(x).cmp(&rank(y))));
         idx
     };
     b.take(&idx)

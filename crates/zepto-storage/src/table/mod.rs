@@ -32,7 +32,7 @@ use std::borrow::Cow;
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering as AtomicOrdering};
 use std::sync::Arc;
-pub use tails::{TailMemo, TAIL_MEMO_MAX_ROWS};
+pub use tails::{TailMemo, TAIL_MEMO_MAX_BYTES, TAIL_MEMO_MAX_ROWS};
 
 /// One column of a schema.
 #[derive(Debug, Clone, PartialEq)]
@@ -1355,8 +1355,6 @@ const PARALLEL_SPREAD_ROWS: usize = 16 * 1024;
 /// ...taking the partitions in about this many runs.
 const SPREAD_RUNS: usize = 64;
 
-/// Append `cols` (rows of `p`'s key) to partition `p`, keeping time order on `ts_col`: in-order
-/// rows are pushed, others sorted and merged in.
 /// Column `dst` to append `extra` rows to. One a reader still holds (a query, or a checkpoint
 /// writing its snapshot: during a bulk load, every partition's columns) is copied with room
 /// to grow: twice its rows, as a growing vector would have, so the copy is the only one (an
@@ -1368,6 +1366,8 @@ pub(super) fn column_mut(dst: &mut Arc<Column>, extra: usize) -> &mut Column {
     Arc::make_mut(dst)
 }
 
+/// Append `cols` (rows of `p`'s key) to partition `p`, keeping time order on `ts_col`: in-order
+/// rows are pushed, others sorted and merged in.
 fn append_rows(p: &mut Partition, cols: Vec<Column>, ts_col: Option<usize>, dict: &Arc<Dict>) {
     let old_len = p.len();
     let in_order = match ts_col {

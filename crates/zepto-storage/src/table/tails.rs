@@ -19,8 +19,12 @@ use crate::column::Column;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
 
-/// Rows a memo holds at most: past this many partitions the answer is not kept.
+/// Rows a memo holds at most: past this many partitions the answer is not kept...
 pub const TAIL_MEMO_MAX_ROWS: usize = 1 << 20;
+
+/// ...nor past this many bytes of values (a table of many partitions with few rows each would
+/// otherwise be copied whole).
+pub const TAIL_MEMO_MAX_BYTES: usize = 64 << 20;
 
 /// Rows answered earlier: `values[k]` is table column `columns[k]` of every row, row `r` being
 /// the last valid row of the partition `rows` maps to `r`.
@@ -35,10 +39,12 @@ pub struct TailMemo {
 impl TailMemo {
     /// A memo of `values` (table columns `columns`, coded in dictionary lineage
     /// `dict_lineage`), row `r` taken from `parts[r]`. Refused (`None`) when the lengths
-    /// disagree, a partition appears twice, or there are more than [`TAIL_MEMO_MAX_ROWS`] rows.
+    /// disagree, a partition appears twice, or it would pass [`TAIL_MEMO_MAX_ROWS`] rows or
+    /// [`TAIL_MEMO_MAX_BYTES`].
     pub fn new(dict_lineage: u64, columns: Vec<usize>, values: Vec<Column>, parts: &[&Arc<Partition>]) -> Option<Self> {
         let fits = values.len() == columns.len() && values.iter().all(|v| v.len() == parts.len());
-        if !fits || parts.len() > TAIL_MEMO_MAX_ROWS {
+        let bytes: usize = values.iter().map(Column::data_bytes).sum();
+        if !fits || parts.len() > TAIL_MEMO_MAX_ROWS || bytes > TAIL_MEMO_MAX_BYTES {
             return None;
         }
         let mut rows = HashMap::with_capacity(parts.len());
@@ -64,6 +70,13 @@ impl TailMemo {
     /// table whose dictionary has lineage `dict_lineage`.
     pub fn serves(&self, dict_lineage: u64, columns: &[usize]) -> bool {
         dict_lineage == self.dict_lineage && columns.iter().all(|c| self.columns.contains(c))
+    }
+
+    /// Whether an answer of `columns` in dictionary lineage `dict_lineage` should take the
+    /// memo's place: it holds every column the memo does (a narrower answer would leave the
+    /// wider queries without one), or the memo is of another lineage.
+    pub fn replaced_by(&self, dict_lineage: u64, columns: &[usize]) -> bool {
+        dict_lineage != self.dict_lineage || self.columns.iter().all(|c| columns.contains(c))
     }
 
     /// The memo's values of table column `c`.
@@ -119,6 +132,7 @@ mod tests {
         let memo = TailMemo::new(7, vec![0], vec![last], &[&a, &b]).expect("a memo");
         assert_eq!((memo.row_of(&a), memo.row_of(&b)), (Some(0), Some(1)));
         assert!(memo.serves(7, &[0]) && !memo.serves(8, &[0]) && !memo.serves(7, &[1]));
+        assert!(memo.replaced_by(7, &[1, 0]) && memo.replaced_by(8, &[1]) && !memo.replaced_by(7, &[1]));
         let before = Arc::as_ptr(&a);
         let p = Arc::make_mut(&mut a);
         assert!(!std::ptr::eq(p, before), "a remembered partition is moved, not changed in place");
