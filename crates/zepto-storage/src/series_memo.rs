@@ -143,17 +143,16 @@ impl Memo {
         }
     }
 
-    /// Start over when `incoming` more series would pass [`MAX_BYTES`]: series that stopped
-    /// arriving (a fleet's retired hosts) must not keep new ones out for good.
-    fn make_room(&mut self, incoming: &[Series<'_>]) {
-        let need: usize = incoming.iter().map(|(text, codes)| text.len() + codes.len() * 8 + ENTRY_BYTES).sum();
+    /// Start over when `need` more bytes of series ([`cost`]) would pass [`MAX_BYTES`]: series
+    /// that stopped arriving (a fleet's retired hosts) must not keep new ones out for good.
+    fn make_room(&mut self, need: usize) {
         if self.bytes + need > MAX_BYTES {
             *self = Memo::default();
         }
     }
 
     fn insert(&mut self, table: u32, text: &[u8], codes: &[(u32, u32)]) -> bool {
-        let cost = text.len() + codes.len() * 8 + ENTRY_BYTES;
+        let cost = cost(text, codes);
         let Ok(id) = u32::try_from(self.series.len()) else { return false };
         if self.bytes + cost > MAX_BYTES || self.index.contains_key(text) {
             return false;
@@ -165,6 +164,11 @@ impl Memo {
         self.bytes += cost;
         true
     }
+}
+
+/// What a series takes in the memo, counted against [`MAX_BYTES`] and [`MAX_WAITING_BYTES`].
+fn cost(text: &[u8], codes: &[(u32, u32)]) -> usize {
+    text.len() + codes.len() * 8 + ENTRY_BYTES
 }
 
 impl SeriesMemo {
@@ -194,7 +198,7 @@ impl SeriesMemo {
             }
         };
         let series: Vec<Series<'a>> = series.collect();
-        memo.make_room(&series);
+        memo.make_room(series.iter().map(|(text, codes)| cost(text, codes)).sum());
         let t = memo.table_index(table);
         series.into_iter().filter(|(text, codes)| memo.insert(t, text, codes)).count()
     }
@@ -204,7 +208,7 @@ impl SeriesMemo {
         let mut w = self.waiting.lock().unwrap_or_else(PoisonError::into_inner);
         let mut kept = Vec::new();
         for (text, codes) in series {
-            let cost = text.len() + codes.len() * 8 + ENTRY_BYTES;
+            let cost = cost(text, codes);
             if w.1 + cost > MAX_WAITING_BYTES {
                 break;
             }
@@ -229,8 +233,7 @@ impl SeriesMemo {
         }
         let mut memo = self.inner.write().unwrap_or_else(PoisonError::into_inner);
         for (table, series) in waiting {
-            let incoming: Vec<Series<'_>> = series.iter().map(|(t, c)| (&**t, c.as_slice())).collect();
-            memo.make_room(&incoming);
+            memo.make_room(series.iter().map(|(text, codes)| cost(text, codes)).sum());
             let t = memo.table_index(&table);
             for (text, codes) in series {
                 memo.insert(t, &text, &codes);

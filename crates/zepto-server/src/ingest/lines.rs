@@ -177,11 +177,12 @@ impl<'c, 'a> Decoder<'c, 'a> {
         for (i, t) in self.tables.iter().enumerate() {
             let (Some(dict), true) = (&t.cols.dict, t.exists) else { continue };
             let known = t.cols.known;
-            let table = MemoTable { name: t.cols.table.clone(), lineage: dict.lineage(), columns: t.cols.defs(known) };
             let series = self.series.learned(i, known);
-            if !series.is_empty() {
-                memo.learn(&table, series.iter().map(|(text, codes)| (*text, codes.as_slice())));
+            if series.is_empty() {
+                continue;
             }
+            let table = MemoTable { name: t.cols.table.clone(), lineage: dict.lineage(), columns: t.cols.defs(known) };
+            memo.learn(&table, series.iter().map(|(text, codes)| (*text, codes.as_slice())));
         }
     }
 

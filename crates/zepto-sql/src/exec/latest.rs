@@ -65,7 +65,7 @@ fn unfiltered_tails(
     let lineage = table.dict().lineage();
     let last = table.tail_memo();
     let memo = last.as_deref().filter(|m| m.serves(lineage, columns));
-    let (mut kept, mut kept_parts) = (Vec::new(), Vec::new());
+    let mut kept = Vec::new();
     let mut hits: Vec<(&Piece, u32)> = Vec::with_capacity(ps.len());
     // Each answer row's piece, memo rows first as they are gathered: ties in `ts` keep the
     // pieces' order, whichever rows came from the memo.
@@ -73,7 +73,6 @@ fn unfiltered_tails(
     for (k, p) in ps.iter().enumerate() {
         if let Some(r) = memo.filter(|_| p.is_whole()).and_then(|m| m.row_of(p.part)) {
             kept.push(r);
-            kept_parts.push(p.part);
             kept_at.push(k as u32);
             continue;
         }
@@ -87,7 +86,8 @@ fn unfiltered_tails(
     let rows = kept.len() + hits.len();
     let keep = last.as_deref().is_none_or(|m| m.replaced_by(lineage, columns));
     if keep && !hits.is_empty() && ps.iter().all(Piece::is_whole) {
-        let parts: Vec<_> = kept_parts.into_iter().chain(hits.iter().map(|(p, _)| p.part)).collect();
+        let parts: Vec<_> =
+            kept_at.iter().map(|&k| ps[k as usize].part).chain(hits.iter().map(|(p, _)| p.part)).collect();
         if let Some(m) = TailMemo::new(lineage, columns.to_vec(), cols.clone(), &parts) {
             table.keep_tail_memo(m);
         }
