@@ -711,6 +711,7 @@ impl Catalog {
         // Wait for the table's writers in flight: their records precede the drop's.
         if let Some(slot) = map.get(&k).cloned() {
             let t = slot.table.write().unwrap_or_else(|e| e.into_inner());
+            let freed = t.data_bytes();
             self.log(&[Change::DropTable { name }])?.apply(|| {
                 slot.dropped.store(true, std::sync::atomic::Ordering::Release);
                 map.remove(&k);
@@ -718,9 +719,14 @@ impl Catalog {
             })?;
             drop(t);
             drop((slot, map, gate));
-            // The table's columns are freed now (unless a reader still holds them): hand the
-            // memory back rather than keep it for the next query.
-            crate::mem::release_freed_memory();
+            // The table's columns are freed now (unless a reader still holds them). A large
+            // table's memory goes back to the kernel rather than stay for the next query; a
+            // small one's stays, as a query's freed buffers do, for the next table or load to
+            // take without faulting it in again (10k-row appends after a DROP of 1M rows:
+            // 18-21M rows/s when handed back, 24-32M kept).
+            if freed >= crate::mem::RETAINED_FREE_BYTES {
+                crate::mem::release_freed_memory();
+            }
         }
         Ok(true)
     }

@@ -85,6 +85,11 @@ pub const HUGE_PAGE_MIN_BYTES: usize = MMAP_THRESHOLD;
 
 /// Blocks this large and up get a mapping of their own from glibc ([`retain_freed_memory`]).
 const MMAP_THRESHOLD: usize = 32 << 20;
+
+/// Free heap kept mapped for the next allocation ([`retain_freed_memory`]): glibc trims above
+/// it on its own, and a DROP TABLE that frees at least this much hands it back at once
+/// ([`release_freed_memory`]).
+pub const RETAINED_FREE_BYTES: usize = 256 << 20;
 const HUGE_PAGE: usize = 2 << 20;
 
 static HUGE_PAGES: AtomicBool = AtomicBool::new(false);
@@ -182,7 +187,7 @@ pub fn retain_freed_memory() {
     // Python process may already run other threads).
     unsafe {
         libc::mallopt(libc::M_MMAP_THRESHOLD, MMAP_THRESHOLD as libc::c_int);
-        libc::mallopt(libc::M_TRIM_THRESHOLD, 256 << 20);
+        libc::mallopt(libc::M_TRIM_THRESHOLD, RETAINED_FREE_BYTES as libc::c_int);
     }
 }
 
