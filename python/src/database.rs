@@ -21,7 +21,7 @@ use zepto_memory::tables::{CACHE, MEMORIES};
 use zepto_memory::{AgentMemory, Config};
 use zepto_sql::interrupt::{QueryControl, RunContext};
 use zepto_sql::{Engine, ParamValue};
-use zepto_storage::{Catalog, ColumnDef, DataType, Schema, Table, TableOptions};
+use zepto_storage::{Catalog, ColumnDef, DataType, Dict, Schema, Table, TableOptions};
 
 const STREAM: &CStr = c"arrow_array_stream";
 
@@ -373,9 +373,12 @@ fn write(
         .map_err(|e| ingest_error(py, format!("reading the Arrow stream: {e}"), None))?;
     let snap = catalog.snapshot(table).map_err(|e| storage_error(py, e))?;
     let schema = snap.schema().columns.clone();
+    // Symbols coded against the table's dictionary: the append takes the codes as they are.
+    let dict = Dict::clone(snap.dict());
     drop(snap);
     let r = py.detach(|| {
-        let cols = zepto_io::ipc::read_batches(fields, batches.into_iter().map(Ok), &schema).map_err(WriteError::Io)?;
+        let cols = zepto_io::ipc::read_batches_in(fields, batches.into_iter().map(Ok), &schema, Some(&dict))
+            .map_err(WriteError::Io)?;
         catalog.append(table, cols).map_err(WriteError::Storage)
     });
     r.map_err(|e| match e {

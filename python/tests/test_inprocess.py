@@ -184,6 +184,47 @@ def test_a_bad_insert_changes_nothing(db):
         db.insert("trades", [1, 2, 3])
 
 
+def test_appended_symbols_keep_their_strings_across_batches():
+    # Inserts code SYMBOL columns against the table's dictionary: batches of plain, large and
+    # dictionary-encoded strings, each bringing strings new to the table (short ones, which
+    # the per-batch memo names exactly, past 16 bytes, non-ASCII, empty, NULL), two SYMBOL
+    # columns sharing the dictionary, and a refused batch between them.
+    d = zeptodb.connect()
+    d.execute("CREATE TABLE s (ts TIMESTAMP, sym SYMBOL, venue SYMBOL, v BIGINT)")
+    rng = np.random.default_rng(7)
+    pool = ["", "A", "AB", "ABC", "ABCD", "ABCDEFG", "ABCDEFGH", "ÉTÉ", "x" * 16, "x" * 17]
+    kept = []
+    for b in range(30):
+        pool += [f"S{b:02d}{'y' * (b % 19)}", f"é{b}"]
+        n = int(rng.integers(1, 400))
+        syms = [None if rng.random() < 0.05 else pool[int(rng.integers(len(pool)))] for _ in range(n)]
+        venues = [pool[-1 - int(rng.integers(min(len(pool), 8)))] for _ in range(n)]
+        kind = b % 3
+        col = (pa.array(syms, pa.string()), pa.array(syms, pa.large_string()),
+               pa.array(syms, pa.string()).dictionary_encode())[kind]
+        batch = pa.table({
+            "ts": pa.array(np.arange(n, dtype=np.int64) + b * 1000, pa.timestamp("ns")),
+            "sym": col,
+            "venue": pa.array(venues).dictionary_encode() if kind else pa.array(venues),
+            "v": pa.array(rng.integers(0, 1000, n)),
+        })
+        assert d.insert("s", batch) == n
+        kept.append(batch.cast(pa.schema([("ts", pa.timestamp("ns")), ("sym", pa.string()),
+                                          ("venue", pa.string()), ("v", pa.int64())])))
+        if b % 10 == 4:
+            bad = pa.table({"ts": pa.array([1], pa.timestamp("ns")), "sym": pa.array(["never kept"]),
+                            "v": pa.array(["not a number"])})
+            with pytest.raises(zeptodb.Error):
+                d.insert("s", bad)
+    want_t = pa.concat_tables(kept)
+    q = "SELECT sym, venue, count(*) AS n, sum(v) AS t FROM {} GROUP BY sym, venue"
+    got = d.sql(q.format("s")).to_arrow().to_pylist()
+    want = duckdb.sql(q.format("want_t")).to_arrow_table().to_pylist()
+    key = lambda r: (r["sym"] is None, r["sym"] or "", r["venue"])  # noqa: E731
+    assert sorted(got, key=key) == sorted(want, key=key)
+    assert d.sql("SELECT count(*) FROM s WHERE sym = 'never kept'").fetchone()[0] == 0
+
+
 def test_insert_from_every_kind_of_frame():
     d = zeptodb.connect()
     data = trades(300)

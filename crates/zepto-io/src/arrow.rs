@@ -124,6 +124,13 @@ impl Acc {
         Acc { dt: c.data_type, data, validity: None, len: 0, dict: Dict::default(), remap: None }
     }
 
+    /// Code a SYMBOL column's strings against `dict` (a version of the target table's
+    /// dictionary) instead of a dictionary of its own. Only before any row is appended.
+    pub fn code_in(&mut self, dict: &Dict) {
+        assert_eq!(self.len, 0, "a column's dictionary is chosen before its first row");
+        self.dict = dict.clone();
+    }
+
     /// Room for `rows` more rows, if the allocator grants it at once (a read that has decoded
     /// as many rows as it first made room for takes the file's word for the rest: one move of
     /// the column instead of one per doubling).

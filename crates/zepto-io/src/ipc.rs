@@ -17,7 +17,7 @@ use arrow_array::RecordBatch;
 use arrow_ipc::reader::StreamReader;
 use arrow_schema::{ArrowError, Fields};
 use std::io::Cursor;
-use zepto_storage::{Column, ColumnDef, DataType};
+use zepto_storage::{Column, ColumnDef, DataType, Dict};
 
 fn bad(e: impl std::fmt::Display) -> IoError {
     IoError::Invalid(format!("bad Arrow IPC stream: {e}"))
@@ -37,10 +37,15 @@ pub fn count_ipc_rows(data: &[u8]) -> Option<u64> {
 /// (case-insensitively); schema columns the stream lacks read as NULL, and a stream column the
 /// schema lacks is an error (data would otherwise be dropped silently).
 pub fn read_ipc_stream(data: &[u8], schema: &[ColumnDef]) -> Result<Vec<Column>, IoError> {
+    read_ipc_stream_in(data, schema, None)
+}
+
+/// [`read_ipc_stream`], with SYMBOL columns coded against `dict` as [`read_batches_in`] does.
+pub fn read_ipc_stream_in(data: &[u8], schema: &[ColumnDef], dict: Option<&Dict>) -> Result<Vec<Column>, IoError> {
     check_stream(data)?;
     let reader = guard("stream", || StreamReader::try_new(Cursor::new(data), None).map_err(bad))?;
     let fields = reader.schema().fields().clone();
-    read_batches(&fields, Guarded(reader), schema)
+    read_batches_in(&fields, Guarded(reader), schema, dict)
 }
 
 /// Record batches of `fields` (from an IPC stream, or an Arrow C stream in process) into
@@ -50,6 +55,19 @@ pub fn read_batches(
     batches: impl Iterator<Item = Result<RecordBatch, ArrowError>>,
     schema: &[ColumnDef],
 ) -> Result<Vec<Column>, IoError> {
+    read_batches_in(fields, batches, schema, None)
+}
+
+/// [`read_batches`], with SYMBOL columns coded against `dict` (a version of the target table's
+/// dictionary) when given: the table then takes the codes as they are, instead of looking
+/// every string up a second time in its own dictionary. Strings new to it are added to its
+/// store even if the rows are later refused (as the ILP doors' are).
+pub fn read_batches_in(
+    fields: &Fields,
+    batches: impl Iterator<Item = Result<RecordBatch, ArrowError>>,
+    schema: &[ColumnDef],
+    dict: Option<&Dict>,
+) -> Result<Vec<Column>, IoError> {
     for f in fields.iter() {
         if !schema.iter().any(|c| c.name.eq_ignore_ascii_case(f.name())) {
             return Err(IoError::Invalid(format!("stream column '{}' is not a column of the table", f.name())));
@@ -57,6 +75,9 @@ pub fn read_batches(
     }
     let source = match_columns(fields, schema, "Arrow stream")?;
     let mut accs: Vec<Acc> = schema.iter().map(|c| Acc::new(c, 0)).collect();
+    if let Some(d) = dict {
+        accs.iter_mut().for_each(|a| a.code_in(d));
+    }
     let mut rows = 0usize;
     for batch in batches {
         let batch = batch.map_err(bad)?;

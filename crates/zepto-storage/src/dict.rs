@@ -9,6 +9,7 @@
 //! and the address of a string never moves. Adding takes the store's index lock, so codes are
 //! handed out one at a time, in order, whichever version adds.
 
+use crate::short_memo::ShortMemo;
 use std::any::Any;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -59,11 +60,16 @@ impl Store {
         let mut top = None;
         {
             let index = self.index.read().unwrap_or_else(PoisonError::into_inner);
+            let mut seen = ShortMemo::new();
             for s in strings {
-                let code = match s {
-                    None => 0,
-                    Some(s) => match index.get(s) {
+                let known = s.and_then(|s| seen.get(s));
+                let code = match (s, known) {
+                    (None, _) => 0,
+                    // Seen earlier in the batch: its code is already counted in `top`.
+                    (Some(_), Some(c)) => c,
+                    (Some(s), None) => match index.get(s) {
                         Some(&c) => {
+                            seen.put(s, c);
                             top = top.max(Some(c));
                             c
                         }

@@ -68,6 +68,7 @@ pub mod mem;
 pub mod par;
 pub mod rng;
 pub mod series_memo;
+mod short_memo;
 pub mod strings;
 pub mod table;
 pub mod time;

@@ -234,7 +234,8 @@ fn decode_table(
     let cols = match format {
         IngestFormat::Csv => read_csv(utf8(body, format)?, schema, &CsvOptions::default())?,
         IngestFormat::Jsonl => jsonl::read_jsonl(utf8(body, format)?, schema)?,
-        _ => zepto_io::ipc::read_ipc_stream(body, schema)?,
+        // Symbols coded against the table's dictionary: the append takes the codes as they are.
+        _ => zepto_io::ipc::read_ipc_stream_in(body, schema, Some(snap.dict().as_ref()))?,
     };
     Ok((table.to_string(), snap, cols))
 }
