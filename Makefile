@@ -12,6 +12,8 @@
 #               (rust-version in Cargo.toml)
 #   make fuzz   long cargo-fuzz runs of every decoder (nightly; FUZZ_SECS per target)
 #   make bench  benchmark runner beside DuckDB and Polars (see bench/README.md)
+#   make pgo    a profile-guided build of the server and the benchmarks into target/pgo/release
+#               (bench/pgo.sh; DATA=dir of the peer harness's Parquet files adds its queries)
 #   make soak   many rounds of the cluster's fault test (3 hosts in network namespaces, root)
 
 CARGO ?= cargo
@@ -19,7 +21,7 @@ VENV  ?= .venv
 PY    := $(VENV)/bin/python
 SEED  ?= $(shell date +%s)
 
-.PHONY: demo serve sql build test check msrv venv difftest fuzz python python-test bench bench-growth clean fix-engine pg-driver kafka s3 cluster soak deps setup install console-vendor questdb
+.PHONY: demo serve sql build test check msrv venv difftest fuzz python python-test bench bench-growth pgo clean fix-engine pg-driver kafka s3 cluster soak deps setup install console-vendor questdb
 
 build:
 	$(CARGO) build --release -p zepto-cli
@@ -187,6 +189,9 @@ msrv:
 
 bench:
 	./bench/run.sh
+
+pgo:
+	./bench/pgo.sh
 
 # How cost grows with rows (1M, 10M, 100M) and symbols (10 to 100k): bench/growth.py.
 bench-growth:
