@@ -10,6 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DATA=${DATA:-}
+CARGO=${CARGO:-cargo}
 rustup component add llvm-tools >/dev/null 2>&1 || true
 sysroot=$(rustc --print sysroot)
 host=$(rustc -vV | sed -n 's/^host: //p')
@@ -20,7 +21,7 @@ rm -rf "$prof"
 mkdir -p "$prof"
 
 echo "== pgo 1/4: instrumented build (target/pgo-gen)"
-RUSTFLAGS="-Cprofile-generate=$prof" cargo build --release --target-dir target/pgo-gen -p zepto-cli -p zepto-bench
+RUSTFLAGS="${RUSTFLAGS:-} -Cprofile-generate=$prof" $CARGO build --release --target-dir target/pgo-gen -p zepto-cli -p zepto-bench
 gen=target/pgo-gen/release
 
 echo "== pgo 2/4: training"
@@ -35,8 +36,12 @@ fi
 
 echo "== pgo 3/4: merging $(find "$prof" -name '*.profraw' | wc -l) profiles"
 "$profdata" merge -o "$prof/merged.profdata" "$prof"
+# Named by its content: the flags change with the profile, so cargo rebuilds every crate
+# (it does not look at the file a flag names).
+merged="$prof/merged-$(sha256sum "$prof/merged.profdata" | cut -c1-16).profdata"
+mv "$prof/merged.profdata" "$merged"
 
 echo "== pgo 4/4: optimized build (target/pgo)"
-RUSTFLAGS="-Cprofile-use=$prof/merged.profdata -Cllvm-args=-pgo-warn-missing-function=false" \
-  cargo build --release --target-dir target/pgo -p zepto-cli -p zepto-bench
+RUSTFLAGS="${RUSTFLAGS:-} -Cprofile-use=$merged -Cllvm-args=-pgo-warn-missing-function=false" \
+  $CARGO build --release --target-dir target/pgo -p zepto-cli -p zepto-bench
 echo "built target/pgo/release/zeptodb (and zepto-bench, ilp_ingest)"

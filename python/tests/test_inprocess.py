@@ -223,6 +223,17 @@ def test_appended_symbols_keep_their_strings_across_batches():
     key = lambda r: (r["sym"] is None, r["sym"] or "", r["venue"])  # noqa: E731
     assert sorted(got, key=key) == sorted(want, key=key)
     assert d.sql("SELECT count(*) FROM s WHERE sym = 'never kept'").fetchone()[0] == 0
+    # Dictionary values no valid row uses (a categorical's declared categories, a value only
+    # a NULL row points at) never reach the table's dictionary, so no answer exports them.
+    values = pa.array(["late-used", "declared-only", "under-a-null"])
+    idx = pa.array([0, None, 0], pa.int32())
+    arr = pa.DictionaryArray.from_arrays(idx, values)
+    batch = pa.table({"ts": pa.array([10**9, 10**9 + 1, 10**9 + 2], pa.timestamp("ns")), "sym": arr,
+                      "venue": pa.array(["v", "v", "v"]), "v": pa.array([1, 2, 3])})
+    assert d.insert("s", batch) == 3
+    exported = set(d.sql("SELECT sym FROM s").to_arrow().column("sym").combine_chunks().dictionary.to_pylist())
+    assert "late-used" in exported
+    assert not exported & {"declared-only", "under-a-null"}, exported
 
 
 def test_insert_from_every_kind_of_frame():

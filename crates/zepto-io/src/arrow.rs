@@ -483,6 +483,9 @@ fn varchar(arr: &dyn Array, s: &mut StrVec, nulls: Option<&NullBuffer>) -> Resul
     }
 }
 
+/// A dictionary value no valid row has used yet ([`symbol`]'s map).
+const UNSET_CODE: u32 = u32::MAX;
+
 fn symbol(
     arr: &dyn Array,
     codes: &mut Vec<u32>,
@@ -495,17 +498,35 @@ fn symbol(
             return Err(AppendError::Type);
         }
         let values = arr.as_any_dictionary().values();
-        // Intern each dictionary value once; batches of one column chunk share the dictionary.
+        let keys = dict_keys(arr).ok_or(AppendError::Type)?;
+        let valid = |i: usize| nulls.is_none_or(|b| b.is_valid(i));
+        // Each dictionary value interned once, when a valid row first uses it (batches of one
+        // column chunk share the dictionary): a value no row uses (a sliced or filtered
+        // table's, a categorical's declared categories) never reaches the table's dictionary.
         let same = remap.as_ref().is_some_and(|(v, _)| std::ptr::addr_eq(Arc::as_ptr(v), Arc::as_ptr(values)));
         if !same {
-            let mut map = Vec::with_capacity(values.len());
-            for_each_str(values.as_ref(), |_, x| map.push(dict.intern(x)));
-            *remap = Some((values.clone(), map));
+            *remap = Some((values.clone(), vec![UNSET_CODE; values.len()]));
         }
-        let map = remap.as_ref().map(|(_, m)| m.as_slice()).unwrap_or_default();
-        let keys = dict_keys(arr).ok_or(AppendError::Type)?;
-        // NULL keys may hold anything: out-of-range ones read as code 0 (zeroed later anyway).
-        codes.extend(keys.into_iter().map(|k| map.get(k).copied().unwrap_or(0)));
+        let map = remap.as_mut().map(|(_, m)| m).ok_or(AppendError::Type)?;
+        let mut want: Option<Vec<bool>> = None;
+        for (i, &k) in keys.iter().enumerate() {
+            if valid(i) && map.get(k) == Some(&UNSET_CODE) {
+                if let Some(w) = want.get_or_insert_with(|| vec![false; map.len()]).get_mut(k) {
+                    *w = true;
+                }
+            }
+        }
+        if let Some(want) = want {
+            for_each_str(values.as_ref(), |j, x| {
+                if let (Some(true), Some(slot)) = (want.get(j), map.get_mut(j)) {
+                    *slot = dict.intern(x);
+                }
+            });
+        }
+        // NULL rows (and keys out of range) read as code 0; NULL slots are zeroed anyway.
+        let code =
+            |(i, &k): (usize, &usize)| if valid(i) { map.get(k).copied().filter(|&c| c != UNSET_CODE) } else { None };
+        codes.extend(keys.iter().enumerate().map(|ik| code(ik).unwrap_or(0)));
         return Ok(());
     }
     let valid = |i: usize| nulls.is_none_or(|b| b.is_valid(i));

@@ -60,8 +60,9 @@ pub fn read_batches(
 
 /// [`read_batches`], with SYMBOL columns coded against `dict` (a version of the target table's
 /// dictionary) when given: the table then takes the codes as they are, instead of looking
-/// every string up a second time in its own dictionary. Strings new to it are added to its
-/// store even if the rows are later refused (as the ILP doors' are).
+/// every string up a second time in its own dictionary. Only strings that valid rows hold are
+/// added (never a dictionary-encoded input's unused values), and they stay in its store even
+/// if the rows are later refused (as the ILP doors' do).
 pub fn read_batches_in(
     fields: &Fields,
     batches: impl Iterator<Item = Result<RecordBatch, ArrowError>>,

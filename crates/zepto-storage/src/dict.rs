@@ -15,6 +15,9 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
+/// Batches of at least this many strings intern through a [`ShortMemo`].
+const MEMO_MIN_STRINGS: usize = 64;
+
 /// A value made from the first `len` strings of a store ([`Dict::derived`]).
 type Derived = (usize, Arc<dyn Any + Send + Sync>);
 
@@ -60,16 +63,19 @@ impl Store {
         let mut top = None;
         {
             let index = self.index.read().unwrap_or_else(PoisonError::into_inner);
-            let mut seen = ShortMemo::new();
+            // Batches of a few strings gain nothing from the memo, and would pay for its table.
+            let mut seen = (strings.size_hint().0 >= MEMO_MIN_STRINGS).then(ShortMemo::new);
             for s in strings {
-                let known = s.and_then(|s| seen.get(s));
+                let known = s.zip(seen.as_ref()).and_then(|(s, m)| m.get(s));
                 let code = match (s, known) {
                     (None, _) => 0,
                     // Seen earlier in the batch: its code is already counted in `top`.
                     (Some(_), Some(c)) => c,
                     (Some(s), None) => match index.get(s) {
                         Some(&c) => {
-                            seen.put(s, c);
+                            if let Some(m) = seen.as_mut() {
+                                m.put(s, c);
+                            }
                             top = top.max(Some(c));
                             c
                         }

@@ -3,7 +3,7 @@
 //! to Kafka, so a batch Kafka acknowledged is one the nodes will store (`zepto-cluster`).
 //! The check also says how to route the rows: each row's partition key.
 
-use super::{decode_lines, decode_table, IngestFormat, WriteRequest};
+use super::{decode_lines, decode_table, Coding, IngestFormat, WriteRequest};
 use crate::auth::Principal;
 use crate::error::ApiError;
 use zepto_sql::Engine;
@@ -47,7 +47,7 @@ pub enum Checked {
 pub fn check(engine: &Engine, who: &Principal, req: &WriteRequest, body: &[u8]) -> Result<Checked, ApiError> {
     let catalog = engine.catalog();
     if req.format != IngestFormat::Ilp {
-        let (table, snap, columns) = decode_table(catalog, who, req.format, req.table.as_deref(), body)?;
+        let (table, snap, columns) = decode_table(catalog, who, req.format, req.table.as_deref(), body, Coding::Own)?;
         let keys = zepto_sql::plan::dist::routing_keys(&snap, &columns);
         let names = snap.schema().columns.iter().map(|c| c.name.clone()).collect();
         return Ok(Checked::Rows { table, names, columns, keys });

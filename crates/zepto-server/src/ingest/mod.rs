@@ -166,7 +166,7 @@ pub fn write_owned(
     if req.format == IngestFormat::Ilp {
         return write(engine, who, req, &body);
     }
-    let decoded = decode_table(engine.catalog(), who, req.format, req.table.as_deref(), &body)?;
+    let decoded = decode_table(engine.catalog(), who, req.format, req.table.as_deref(), &body, Coding::Table)?;
     drop(body);
     store_table(engine.catalog(), who, decoded, &[])
 }
@@ -180,7 +180,7 @@ fn write_table(
     body: &[u8],
     marks: &[Mark],
 ) -> Result<usize, ApiError> {
-    store_table(catalog, who, decode_table(catalog, who, format, table, body)?, marks)
+    store_table(catalog, who, decode_table(catalog, who, format, table, body, Coding::Table)?, marks)
 }
 
 /// Rows decoded by [`decode_table`] into their table, with `marks` in the same logged change.
@@ -215,6 +215,17 @@ fn store_table(catalog: &Catalog, who: &Principal, decoded: Decoded, marks: &[Ma
 /// A body's target table, that table's snapshot, and the body's rows as its columns.
 type Decoded = (String, std::sync::Arc<Table>, Vec<Column>);
 
+/// How a decoded Arrow body's SYMBOL columns are coded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Coding {
+    /// Against the table's dictionary, for rows stored here: the append takes the codes as
+    /// they are.
+    Table,
+    /// In a dictionary of the body's own strings, for rows only checked (or sent on to the
+    /// nodes that own them): nothing is added to the table's dictionary.
+    Own,
+}
+
 /// The rows of a CSV, JSONL or Arrow body, decoded against the schema of the table it names
 /// (which must exist, and which `who` may write), with that table's snapshot.
 fn decode_table(
@@ -223,6 +234,7 @@ fn decode_table(
     format: IngestFormat,
     table: Option<&str>,
     body: &[u8],
+    coding: Coding,
 ) -> Result<Decoded, ApiError> {
     let table = table.ok_or_else(|| ApiError::bad_request(format!("format={} needs ?table=NAME", format.name())))?;
     who.require_table(table)?;
@@ -234,8 +246,10 @@ fn decode_table(
     let cols = match format {
         IngestFormat::Csv => read_csv(utf8(body, format)?, schema, &CsvOptions::default())?,
         IngestFormat::Jsonl => jsonl::read_jsonl(utf8(body, format)?, schema)?,
-        // Symbols coded against the table's dictionary: the append takes the codes as they are.
-        _ => zepto_io::ipc::read_ipc_stream_in(body, schema, Some(snap.dict().as_ref()))?,
+        _ => {
+            let dict = (coding == Coding::Table).then(|| snap.dict().as_ref());
+            zepto_io::ipc::read_ipc_stream_in(body, schema, dict)?
+        }
     };
     Ok((table.to_string(), snap, cols))
 }
@@ -533,6 +547,42 @@ mod tests {
             "D|4.0|7\nD|5.0|8\n"
         );
         assert_eq!(q(&e, "DESCRIBE trades").lines().count(), 5, "no column was added for another case");
+    }
+
+    /// An Arrow body stored is coded against the table's dictionary (the append takes its
+    /// codes); one only checked (the cluster's door, before producing it to the owners) is
+    /// coded in its own and adds nothing to the table's.
+    #[test]
+    fn arrow_bodies_code_symbols_in_the_table_only_when_stored() {
+        let e = Engine::new();
+        e.execute("CREATE TABLE t (ts TIMESTAMP, sym SYMBOL, v BIGINT)").expect("create");
+        let body = |s: &str| {
+            let mut b = zepto_storage::ColumnBuilder::new(zepto_storage::DataType::Varchar, 1);
+            b.push_value(&zepto_storage::Value::Str(s.into())).expect("push");
+            let sym = b.finish();
+            let ts = Column::from_data(zepto_storage::ColumnData::Timestamp(vec![5]));
+            let names = ["ts", "sym"].map(String::from);
+            zepto_io::ipc::write_ipc_stream(&names, &[&ts, &sym], 1).expect("a stream")
+        };
+        let req = WriteRequest {
+            format: IngestFormat::Arrow,
+            table: Some("t".into()),
+            precision: Precision::NANOS,
+            now_ns: 0,
+        };
+        let admin = Principal::anonymous_admin();
+        let table_dict = || e.catalog().snapshot("t").expect("t").dict().clone();
+        let checked = check::check(&e, &admin, &req, &body("only-checked")).expect("checks");
+        let check::Checked::Rows { columns, .. } = checked else { panic!("an Arrow body checks as rows") };
+        let lineage = |c: &Column| match c.data() {
+            zepto_storage::ColumnData::Symbol { dict, .. } => Some(dict.lineage()),
+            _ => None,
+        };
+        assert_ne!(lineage(&columns[1]), Some(table_dict().lineage()), "checked rows keep a dictionary of their own");
+        assert_eq!(table_dict().code("only-checked"), None, "a check adds nothing to the table's dictionary");
+        assert_eq!(write(&e, &admin, &req, &body("stored")).expect("stores"), 1);
+        assert!(table_dict().code("stored").is_some());
+        assert_eq!(q(&e, "SELECT sym, v FROM t"), "stored|NULL\n");
     }
 
     /// Series a batch introduced into an existing table are known to the next batches by
