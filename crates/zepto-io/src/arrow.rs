@@ -457,6 +457,13 @@ fn dict_keys(arr: &dyn Array) -> Option<Vec<usize>> {
     })
 }
 
+/// The strings of a dictionary's values array, in order (NULL values as "").
+fn value_strs(values: &dyn Array) -> Vec<&str> {
+    let mut strs = Vec::with_capacity(values.len());
+    for_each_str(values, |_, x| strs.push(x));
+    strs
+}
+
 fn is_string(dt: &ArrowType) -> bool {
     matches!(dt, ArrowType::Utf8 | ArrowType::LargeUtf8 | ArrowType::Utf8View)
 }
@@ -467,9 +474,7 @@ fn varchar(arr: &dyn Array, s: &mut StrVec, nulls: Option<&NullBuffer>) -> Resul
         if !is_string(vt) {
             return Err(AppendError::Type);
         }
-        let d = arr.as_any_dictionary();
-        let mut strs: Vec<&str> = Vec::with_capacity(d.values().len());
-        for_each_str(d.values().as_ref(), |_, x| strs.push(x));
+        let strs = value_strs(arr.as_any_dictionary().values().as_ref());
         let keys = dict_keys(arr).ok_or(AppendError::Type)?;
         for (i, k) in keys.into_iter().enumerate() {
             s.push(if valid(i) { strs.get(k).copied().unwrap_or("") } else { "" });
@@ -493,13 +498,13 @@ fn symbol(
     dict: &mut Dict,
     remap: &mut Option<(ArrayRef, Vec<u32>)>,
 ) -> Result<(), AppendError> {
+    let valid = |i: usize| nulls.is_none_or(|b| b.is_valid(i));
     if let ArrowType::Dictionary(_, vt) = arr.data_type() {
         if !is_string(vt) {
             return Err(AppendError::Type);
         }
         let values = arr.as_any_dictionary().values();
         let keys = dict_keys(arr).ok_or(AppendError::Type)?;
-        let valid = |i: usize| nulls.is_none_or(|b| b.is_valid(i));
         // Each dictionary value interned once, when a valid row first uses it (batches of one
         // column chunk share the dictionary): a value no row uses (a sliced or filtered
         // table's, a categorical's declared categories) never reaches the table's dictionary.
@@ -508,28 +513,23 @@ fn symbol(
             *remap = Some((values.clone(), vec![UNSET_CODE; values.len()]));
         }
         let map = remap.as_mut().map(|(_, m)| m).ok_or(AppendError::Type)?;
-        let mut want: Option<Vec<bool>> = None;
+        // The dictionary's strings, read once the batch needs a value not interned yet.
+        let mut strs: Option<Vec<&str>> = None;
+        codes.reserve(keys.len());
         for (i, &k) in keys.iter().enumerate() {
-            if valid(i) && map.get(k) == Some(&UNSET_CODE) {
-                if let Some(w) = want.get_or_insert_with(|| vec![false; map.len()]).get_mut(k) {
-                    *w = true;
+            // NULL rows (and keys out of range) read as code 0; NULL slots are zeroed anyway.
+            codes.push(match map.get_mut(k).filter(|_| valid(i)) {
+                Some(c) if *c == UNSET_CODE => {
+                    let s = strs.get_or_insert_with(|| value_strs(values.as_ref()));
+                    *c = dict.intern(s.get(k).copied().unwrap_or(""));
+                    *c
                 }
-            }
-        }
-        if let Some(want) = want {
-            for_each_str(values.as_ref(), |j, x| {
-                if let (Some(true), Some(slot)) = (want.get(j), map.get_mut(j)) {
-                    *slot = dict.intern(x);
-                }
+                Some(c) => *c,
+                None => 0,
             });
         }
-        // NULL rows (and keys out of range) read as code 0; NULL slots are zeroed anyway.
-        let code =
-            |(i, &k): (usize, &usize)| if valid(i) { map.get(k).copied().filter(|&c| c != UNSET_CODE) } else { None };
-        codes.extend(keys.iter().enumerate().map(|ik| code(ik).unwrap_or(0)));
         return Ok(());
     }
-    let valid = |i: usize| nulls.is_none_or(|b| b.is_valid(i));
     // The whole column in one batch: the dictionary's index is read once, not once per row.
     let mut strs = Vec::with_capacity(arr.len());
     if !for_each_str(arr, |i, x| strs.push(valid(i).then_some(x))) {
