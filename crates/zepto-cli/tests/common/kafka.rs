@@ -32,16 +32,26 @@ impl Broker {
             eprintln!("skipped: no Kafka jars in target/kafka/lib (make kafka) or no java");
             return None;
         }
-        let port = free_port_pair(host);
         let dir = std::env::temp_dir().join(format!("zepto-kafka-{name}-{}", std::process::id()));
-        let out = Command::new(root().join("tests/kafka/broker.sh"))
-            .args(["start", &dir.to_string_lossy(), &port.to_string()])
-            .env("KAFKA_PARTITIONS", partitions.to_string())
-            .env("KAFKA_HOST", host)
-            .output()
-            .expect("runs broker.sh");
-        assert!(out.status.success(), "broker did not start: {}", String::from_utf8_lossy(&out.stderr));
-        Some(Broker { dir, addr: format!("{host}:{port}") })
+        // A port found free can be taken by another test's server before the JVM binds it
+        // (a CI run lost a broker that way): then again on other ports.
+        for attempt in 1.. {
+            let port = free_port_pair(host);
+            let out = Command::new(root().join("tests/kafka/broker.sh"))
+                .args(["start", &dir.to_string_lossy(), &port.to_string()])
+                .env("KAFKA_PARTITIONS", partitions.to_string())
+                .env("KAFKA_HOST", host)
+                .output()
+                .expect("runs broker.sh");
+            if out.status.success() {
+                return Some(Broker { dir, addr: format!("{host}:{port}") });
+            }
+            let log = std::fs::read_to_string(dir.join("server.log")).unwrap_or_default();
+            let taken = log.contains("Address already in use");
+            assert!(taken && attempt < 3, "broker did not start: {}", String::from_utf8_lossy(&out.stderr));
+            let _ = Command::new(root().join("tests/kafka/broker.sh")).args(["stop", &dir.to_string_lossy()]).output();
+        }
+        unreachable!("the loop returns or fails")
     }
 
     /// Delete the records of `topic` before each `(partition, offset)` (what retention does).
