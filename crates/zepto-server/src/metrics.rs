@@ -444,7 +444,7 @@ struct FixGauges {
 /// so it is never behind; `stale` is 1 when its next read rebuilds it (after a DELETE, UPDATE
 /// or retention on the table).
 struct ViewGauges {
-    counts: [Family<Labels, Gauge>; 4],
+    counts: [Family<Labels, Gauge>; 6],
     upkeep: Family<Labels, Gauge<f64, AtomicU64>>,
 }
 
@@ -455,6 +455,11 @@ impl ViewGauges {
             ("zepto_view_commits", "Appends to its table a materialized view folded in, since start"),
             ("zepto_view_rebuilds", "Full rebuilds of a materialized view from its table, since start"),
             ("zepto_view_stale", "1 while a materialized view's next read rebuilds it"),
+            ("zepto_view_finishes", "Reads that finished a materialized view's rows after a change, since start"),
+            (
+                "zepto_view_patched",
+                "Reads that computed only the rows of a materialized view's changed groups, since start",
+            ),
         ]
         .map(|(name, help)| register(registry, name, help));
         let upkeep = register(
@@ -471,7 +476,9 @@ impl ViewGauges {
         self.upkeep.clear();
         for (name, s) in catalog.view_stats() {
             let labels = vec![("view".into(), name)];
-            for (family, n) in self.counts.iter().zip([s.groups, s.commits, s.rebuilds, u64::from(s.stale)]) {
+            for (family, n) in
+                self.counts.iter().zip([s.groups, s.commits, s.rebuilds, u64::from(s.stale), s.finishes, s.patched])
+            {
                 family.get_or_create(&labels).set(int(n));
             }
             self.upkeep.get_or_create(&labels).set(s.upkeep_ns as f64 / 1e9);

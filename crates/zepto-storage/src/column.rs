@@ -469,6 +469,73 @@ impl Column {
         }
     }
 
+    /// Row `at[k]` set to `src`'s row `k` for every `k`, then `src`'s rows past `at.len()`
+    /// appended: a few rows changed and some added without building the column again. In
+    /// place when `src` has this column's type (a SYMBOL column: a dictionary of the same
+    /// lineage); otherwise one copy of both. Every `at[k]` is a row of this column, and
+    /// `at.len() <= src.len()`.
+    pub fn patch(&mut self, at: &[u32], src: &Column) {
+        assert!(at.len() <= src.len(), "patch: {} rows set from {}", at.len(), src.len());
+        debug_assert!(at.iter().all(|&r| (r as usize) < self.len()));
+        let n = self.len();
+        if !self.patch_in_place(at, src) {
+            let mut index: Vec<u32> = (0..n as u32).collect();
+            for (k, &r) in at.iter().enumerate() {
+                index[r as usize] = (n + k) as u32;
+            }
+            index.extend((n + at.len()) as u32..(n + src.len()) as u32);
+            *self = Column::concat(&[self, src]).take(&index);
+            return;
+        }
+        if self.validity.is_none() && src.validity.is_none() {
+            return;
+        }
+        let mut valid = self.validity.take().unwrap_or_else(|| Bitmap::new_set(n));
+        for (k, &r) in at.iter().enumerate() {
+            valid.set(r as usize, src.is_valid(k));
+        }
+        (at.len()..src.len()).for_each(|k| valid.push(src.is_valid(k)));
+        self.validity = Some(valid);
+    }
+
+    /// [`Column::patch`]'s values when both columns have one fixed-width type (or SYMBOL codes
+    /// of one lineage); `false`, nothing changed, otherwise.
+    fn patch_in_place(&mut self, at: &[u32], src: &Column) -> bool {
+        fn set<T: Copy>(v: &mut Vec<T>, at: &[u32], s: &[T]) {
+            for (&r, &x) in at.iter().zip(s) {
+                v[r as usize] = x;
+            }
+            v.extend_from_slice(&s[at.len()..]);
+        }
+        let dict = match (&self.data, &src.data) {
+            (ColumnData::Symbol { .. }, ColumnData::Symbol { .. }) => {
+                match Self::common_dict([&*self, src].into_iter()) {
+                    Some(d) => Some(d.clone()),
+                    None => return false,
+                }
+            }
+            _ => None,
+        };
+        match (&mut self.data, &src.data) {
+            (ColumnData::Bool(v), ColumnData::Bool(s)) => set(v, at, s),
+            (ColumnData::Int32(v), ColumnData::Int32(s)) | (ColumnData::Date(v), ColumnData::Date(s)) => set(v, at, s),
+            (ColumnData::Int64(v), ColumnData::Int64(s))
+            | (ColumnData::Timestamp(v), ColumnData::Timestamp(s))
+            | (ColumnData::Interval(v), ColumnData::Interval(s)) => set(v, at, s),
+            (ColumnData::Int128(v), ColumnData::Int128(s)) => set(v, at, s),
+            (ColumnData::Float32(v), ColumnData::Float32(s)) => set(v, at, s),
+            (ColumnData::Float64(v), ColumnData::Float64(s)) => set(v, at, s),
+            (ColumnData::Symbol { codes, dict: d }, ColumnData::Symbol { codes: s, .. }) => {
+                set(codes, at, s);
+                if let Some(best) = dict {
+                    *d = best;
+                }
+            }
+            _ => return false,
+        }
+        true
+    }
+
     /// Gather rows by index where [`NULL_INDEX`] yields a NULL row.
     pub fn take_opt(&self, idx: &[u32]) -> Column {
         if !idx.contains(&NULL_INDEX) {
@@ -1207,6 +1274,56 @@ mod tests {
         assert_eq!(c.len(), 2, "the refused values pushed nothing");
         assert_eq!((c.get(0), c.get(1)), (Value::Float64(1.5), Value::Null));
         assert!(Column::repeat(&Value::Bool(true), DataType::Int32, 3).is_err());
+    }
+
+    /// A random column of `n` rows of `dt`, about a fifth of them NULL.
+    fn random_column(rng: &mut crate::rng::XorShift, dt: DataType, n: usize) -> Column {
+        let mut b = ColumnBuilder::new(dt, n);
+        for _ in 0..n {
+            let x = rng.below(1000) as i64;
+            let v = match dt {
+                _ if rng.below(5) == 0 => Value::Null,
+                DataType::Float64 => Value::Float64(x as f64 / 8.0),
+                DataType::Timestamp => Value::Timestamp(x),
+                DataType::Symbol | DataType::Varchar => Value::Str(format!("s{}", x % 30)),
+                _ => Value::Int64(x),
+            };
+            b.push_value(&v).expect("a value of the column's type");
+        }
+        b.finish()
+    }
+
+    /// `patch` reads as setting the rows one by one and appending the rest: in place (one
+    /// type, one dictionary lineage) or not (VARCHAR, another dictionary, an untyped column).
+    #[test]
+    fn patch_sets_rows_then_appends() {
+        let mut rng = crate::rng::XorShift::new(0x9A7C);
+        let types = [DataType::Int64, DataType::Float64, DataType::Timestamp, DataType::Symbol, DataType::Varchar];
+        for case in 0..200 {
+            let dt = types[case % types.len()];
+            let (n, m) = (1 + rng.index(40), 1 + rng.index(20));
+            let all = random_column(&mut rng, dt, n + m);
+            let mut col = all.slice(0, n);
+            let src = match case % 7 {
+                // Another dictionary (a builder of its own), or an untyped NULL column.
+                0 => random_column(&mut rng, dt, m),
+                1 => Column::nulls(DataType::Null, m),
+                _ => all.slice(n, m),
+            };
+            let set = rng.index(m.min(n) + 1);
+            let mut at: Vec<u32> = (0..n as u32).collect();
+            (0..n).for_each(|i| at.swap(i, rng.index(n)));
+            at.truncate(set);
+            let mut want: Vec<Value> = (0..n).map(|i| col.get(i)).collect();
+            for (k, &r) in at.iter().enumerate() {
+                want[r as usize] = src.get(k);
+            }
+            want.extend((set..m).map(|k| src.get(k)));
+            col.patch(&at, &src);
+            let got: Vec<Value> = (0..col.len()).map(|i| col.get(i)).collect();
+            assert_eq!(got, want, "case {case}: {dt:?}, rows {at:?} of {n}, {m} from");
+            assert_eq!(col.data_type(), dt, "case {case}");
+        }
     }
 
     /// A copy with room holds the same values (NULLs too) and takes `extra` rows without

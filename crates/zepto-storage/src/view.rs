@@ -110,6 +110,11 @@ pub struct ViewStats {
     pub rebuilds: u64,
     /// Time spent preparing and committing appends, in nanoseconds.
     pub upkeep_ns: u64,
+    /// Reads that finished its rows after a change.
+    pub finishes: u64,
+    /// Of those, reads that computed only the rows of the groups changed since the read
+    /// before and patched them into the rows kept.
+    pub patched: u64,
     /// Its next read rebuilds it.
     pub stale: bool,
 }

@@ -286,7 +286,7 @@ fn ann_input(ctx: &ExecContext, input: &Plan, a: &crate::plan::AnnSearch) -> Res
     project(ctx, &ann::candidates(ctx, &s, a)?, exprs)
 }
 
-fn project(ctx: &ExecContext, b: &Batch, exprs: &[BExpr]) -> Result<Batch> {
+pub(crate) fn project(ctx: &ExecContext, b: &Batch, exprs: &[BExpr]) -> Result<Batch> {
     let cols = exprs
         .iter()
         .map(|e| match e {

@@ -3,11 +3,16 @@
 //! [`crate::exec::accum`], driven through its `merge`).
 //!
 //! Group numbers are dense and never change; a batch's new groups are appended as a chunk of
-//! key rows (chunks are joined at the next finish). Some accumulators rebuild their state
-//! columns on every merge (`first`/`last` choose between old and new per group), so a merge
-//! costs the view's groups: a batch's states wait in `pending` until they hold a quarter as
-//! many rows as there are groups (or a read needs them), then merge at once. A fold so costs
-//! the batch's groups, amortized, whatever the view's size.
+//! key rows (chunks are joined at the next finish). A merge still costs a pass over the view's
+//! groups in some accumulators (`first`/`last` and `min`/`max` find each group's pick in a
+//! vector of all groups), so a batch's states wait in `pending` until they hold a quarter as
+//! many rows as there are groups (or a read needs them), then merge at once (merging each batch
+//! at once doubled the upkeep of 100k 1-second bars). A fold so costs the batch's groups,
+//! amortized, whatever the view's size.
+//!
+//! A finish keeps each group's result row, and the groups folded since then are marked: the
+//! next finish computes only theirs and the new groups' (from [`Accumulator::state_of`]) and
+//! patches them into the rows kept, unless they are many.
 
 use crate::error::{Result, SqlError};
 use crate::eval::Batch;
@@ -33,7 +38,24 @@ pub(crate) struct Groups {
     /// columns, batch by batch.
     pending: Vec<(Vec<u32>, Vec<Vec<Column>>)>,
     pending_rows: usize,
+    /// Every aggregate's result per group at the last finish (groups `0..finished_groups`).
+    finished: Vec<Arc<Column>>,
+    finished_groups: usize,
+    /// Groups below `finished_groups` folded since the last finish, each once (`marked`).
+    touched: Vec<u32>,
+    marked: Vec<bool>,
 }
+
+/// Which groups a finish computed again.
+pub(crate) enum Changed {
+    /// All of them.
+    All,
+    /// These (each once): groups folded since the finish before, then the new ones.
+    Some(Vec<u32>),
+}
+
+/// A finish computes every group again when at least this share of them changed.
+const FINISH_ALL_DIV: usize = 4;
 
 /// Pending states merge once they hold this share of the groups (or this many batches).
 const MERGE_EVERY_GROUPS_DIV: usize = 4;
@@ -77,6 +99,10 @@ impl Groups {
             groups: 0,
             pending: Vec::new(),
             pending_rows: 0,
+            finished: Vec::new(),
+            finished_groups: 0,
+            touched: Vec::new(),
+            marked: Vec::new(),
         }
     }
 
@@ -92,6 +118,7 @@ impl Groups {
         let mut cols = b.columns.into_iter();
         let keys: Vec<_> = cols.by_ref().take(self.nkeys).collect();
         let ids = self.ids(&keys.iter().map(|c| &**c).collect::<Vec<_>>(), rows);
+        self.touch(&ids);
         let mut states = Vec::with_capacity(self.aggs.len());
         for a in &self.aggs {
             // The batch's own columns, moved unless another holder shares them.
@@ -125,6 +152,18 @@ impl Groups {
             acc.merge(&state.iter().collect::<Vec<_>>(), &ids, self.groups)?;
         }
         Ok(())
+    }
+
+    /// Mark the groups of `ids` that the last finish computed.
+    fn touch(&mut self, ids: &[u32]) {
+        for &g in ids {
+            if let Some(m) = self.marked.get_mut(g as usize) {
+                if !*m {
+                    *m = true;
+                    self.touched.push(g);
+                }
+            }
+        }
     }
 
     /// The group of each row of `keys`, new groups added.
@@ -176,35 +215,69 @@ impl Groups {
     /// Every group's keys, then every aggregate's state columns (what [`Groups::fold`] takes):
     /// for a checkpoint.
     pub fn states(&mut self) -> Result<Batch> {
-        let states = self.take_states()?;
+        self.merge_pending()?;
+        self.join_keys();
         let mut out: Vec<Column> = self.chunks.first().cloned().unwrap_or_default();
-        out.extend(states.into_iter().flatten());
+        if self.groups > 0 {
+            let ids: Vec<u32> = (0..self.groups as u32).collect();
+            for acc in &self.accs {
+                out.extend(acc.state_of(&ids)?);
+            }
+        }
         Ok(Batch::new(out, self.groups))
     }
 
-    /// Every group's keys, then every aggregate's result: the aggregate's output; `None`
-    /// before any group (the caller aggregates no rows, which has a row without keys).
-    pub fn finish(&mut self) -> Result<Option<Batch>> {
+    /// Every group's keys, then every aggregate's result: the aggregate's output, and which
+    /// groups were computed again since the finish before (the others are as it left them);
+    /// `None` before any group (the caller aggregates no rows, which has a row without keys).
+    pub fn finish(&mut self) -> Result<Option<(Batch, Changed)>> {
         if self.groups == 0 {
             return Ok(None);
         }
-        let states = self.take_states()?;
-        let n = self.groups;
-        let ids: Vec<u32> = (0..n as u32).collect();
-        let mut out: Vec<Column> = self.chunks.first().cloned().unwrap_or_default();
-        for (a, state) in self.aggs.iter().zip(&states) {
-            let mut done = accumulator(a.func, a.ty);
-            done.merge(&state.iter().collect::<Vec<_>>(), &ids, n)?;
-            out.push(done.finish()?);
-        }
-        Ok(Some(Batch::new(out, n)))
+        self.merge_pending()?;
+        self.join_keys();
+        let (n, before) = (self.groups, self.finished_groups);
+        let changed = self.touched.len() + (n - before);
+        let (results, what) = if before == 0 || changed * FINISH_ALL_DIV >= n {
+            (self.results(&(0..n as u32).collect::<Vec<_>>())?, Changed::All)
+        } else {
+            let mut ids = std::mem::take(&mut self.touched);
+            let kept = ids.len();
+            ids.extend(before as u32..n as u32);
+            let part = self.results(&ids)?;
+            let mut results = std::mem::take(&mut self.finished);
+            for (old, new) in results.iter_mut().zip(&part) {
+                Arc::make_mut(old).patch(&ids[..kept], new);
+            }
+            (results, Changed::Some(ids))
+        };
+        self.finished = results;
+        self.finished_groups = n;
+        self.touched.clear();
+        self.marked = vec![false; n];
+        let mut out: Vec<Arc<Column>> =
+            self.chunks.first().map_or_else(Vec::new, |k| k.iter().cloned().map(Arc::new).collect());
+        out.extend(self.finished.iter().cloned());
+        Ok(Some((Batch::shared(out, n), what)))
     }
 
-    /// Every aggregate's state columns, pending states merged and the keys in one chunk. A
-    /// state is taken out of its accumulator: each is rebuilt from it, so the groups keep
-    /// folding after.
-    fn take_states(&mut self) -> Result<Vec<Vec<Column>>> {
-        self.merge_pending()?;
+    /// Every aggregate's result for groups `ids`, from their states.
+    fn results(&self, ids: &[u32]) -> Result<Vec<Arc<Column>>> {
+        let local: Vec<u32> = (0..ids.len() as u32).collect();
+        self.aggs
+            .iter()
+            .zip(&self.accs)
+            .map(|(a, acc)| {
+                let state = acc.state_of(ids)?;
+                let mut done = accumulator(a.func, a.ty);
+                done.merge(&state.iter().collect::<Vec<_>>(), &local, ids.len())?;
+                Ok(Arc::new(done.finish()?))
+            })
+            .collect()
+    }
+
+    /// The keys in one chunk.
+    fn join_keys(&mut self) {
         if self.chunks.len() > 1 {
             let joined: Vec<Column> = (0..self.nkeys)
                 .map(|k| Column::concat(&self.chunks.iter().map(|c| &c[k]).collect::<Vec<_>>()))
@@ -212,19 +285,6 @@ impl Groups {
             self.chunks = vec![joined];
             self.starts = vec![0];
         }
-        let n = self.groups;
-        let ids: Vec<u32> = (0..n as u32).collect();
-        let mut states = Vec::with_capacity(self.aggs.len());
-        for (a, acc) in self.aggs.iter().zip(self.accs.iter_mut()) {
-            let state = if n > 0 { acc.state()? } else { Vec::new() };
-            let mut kept = accumulator(a.func, a.ty);
-            if n > 0 {
-                kept.merge(&state.iter().collect::<Vec<_>>(), &ids, n)?;
-            }
-            *acc = kept;
-            states.push(state);
-        }
-        Ok(states)
     }
 }
 

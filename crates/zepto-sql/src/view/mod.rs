@@ -21,6 +21,7 @@
 
 pub(crate) mod appended;
 mod groups;
+mod rows;
 mod split;
 
 use appended::{typed, AppendedScan};
@@ -34,7 +35,8 @@ use crate::exec::ExecContext;
 use crate::interrupt::RunContext;
 use crate::plan::binder::Binder;
 use crate::plan::{optimizer, physical, Plan};
-use groups::Groups;
+use groups::{Changed, Groups};
+use rows::{Kept, RowWise};
 use split::Split;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
@@ -82,9 +84,11 @@ pub(crate) fn compile(catalog: &Arc<Catalog>, name: &str, sql: &str) -> Result<V
     let names = unique_names(fields.iter().map(|f| f.name.as_str()));
     let types = fields.iter().map(|f| f.data_type).collect();
     let groups = Groups::new(split.keys.len(), &split.aggs);
-    let state = State { groups, stale: true, cached: None };
+    let state = State { groups, stale: true, cached: None, kept: None };
+    let rowwise = RowWise::of(&split.top, &split.groups);
     Ok(View {
         name: name.to_string(),
+        rowwise,
         scan: AppendedScan::over(&base, split.columns.clone(), split.range.clone(), split.filters.clone()),
         split,
         names,
@@ -158,6 +162,8 @@ pub(crate) struct View {
     /// The base table's layout when the view was compiled.
     scan: AppendedScan,
     split: Split,
+    /// The plan above the aggregate, when it makes one row of each group on its own.
+    rowwise: Option<RowWise>,
     /// The view's columns.
     names: Vec<String>,
     types: Vec<DataType>,
@@ -171,6 +177,8 @@ struct State {
     stale: bool,
     /// The finished view, until the next change.
     cached: Option<Arc<Table>>,
+    /// The view's rows at the last read, when its plan is row-wise (see [`rows`]).
+    kept: Option<Kept>,
 }
 
 #[derive(Default)]
@@ -179,6 +187,8 @@ struct Counters {
     rebuilds: AtomicU64,
     upkeep_ns: AtomicU64,
     groups: AtomicU64,
+    finishes: AtomicU64,
+    patched: AtomicU64,
 }
 
 /// What an append adds to a view: its partial states (`None`: no row of it is the view's), or
@@ -220,21 +230,71 @@ impl View {
         st.groups = groups;
         st.stale = false;
         st.cached = None;
+        st.kept = None;
         self.counters.rebuilds.fetch_add(1, Ordering::Relaxed);
         Ok(())
     }
 
     /// The view's rows from its groups: the plan above the aggregate over them.
     fn finish(&self, st: &mut State) -> Result<Arc<Table>> {
-        let aggregated = match st.groups.finish()? {
-            Some(b) => b,
-            None => self.over_no_rows()?,
+        let Some((aggregated, changed)) = st.groups.finish()? else {
+            st.kept = None;
+            return self.finish_all(self.over_no_rows()?);
         };
         self.counters.groups.store(aggregated.rows as u64, Ordering::Relaxed);
+        self.counters.finishes.fetch_add(1, Ordering::Relaxed);
+        if let Some(rw) = &self.rowwise {
+            if let Some(rows) = self.finish_rows(rw, st, &aggregated, changed)? {
+                let schema = self.schema(&rows);
+                return match st.kept.as_ref().and_then(|k| k.table(&self.name, &schema)) {
+                    Some(t) => Ok(Arc::new(t?)),
+                    None => self.table(rows),
+                };
+            }
+        }
+        st.kept = None;
+        self.finish_all(aggregated)
+    }
+
+    /// The view's rows made a group at a time: only the changed groups' when the rows kept
+    /// allow, else every group's; `None` when a group makes no row (the general plan then).
+    fn finish_rows(&self, rw: &RowWise, st: &mut State, groups: &Batch, changed: Changed) -> Result<Option<Batch>> {
+        let ctx = ExecContext::new(&RunContext::unlimited());
+        if let (Changed::Some(ids), Some(kept)) = (&changed, st.kept.as_mut()) {
+            if let Some(part) = rw.rows(&ctx, &groups.take(ids))? {
+                if kept.patch(ids, &part) {
+                    self.counters.patched.fetch_add(1, Ordering::Relaxed);
+                    return Ok(Some(kept.batch()));
+                }
+            }
+        }
+        let Some(rows) = rw.rows(&ctx, groups)? else {
+            st.kept = None;
+            return Ok(None);
+        };
+        let ts = self.schema(&rows).columns.iter().position(|c| c.data_type == DataType::Timestamp);
+        let kept = Kept::new(rows, ts);
+        let b = kept.batch();
+        st.kept = Some(kept);
+        Ok(Some(b))
+    }
+
+    /// The view's rows from `aggregated` (every group) through the whole plan above it.
+    fn finish_all(&self, aggregated: Batch) -> Result<Arc<Table>> {
         let rows = Arc::new(table_of(self.split.groups.name(), self.split.groups.schema().clone(), aggregated)?);
         let plan = split::reading(self.split.top.clone(), &self.split.groups, &rows);
         let run = RunContext::unlimited();
         let out = crate::exec::execute(&run, &physical::plan(optimizer::optimize(plan), &run)?)?;
+        self.table(out)
+    }
+
+    /// The view's table of rows `out`.
+    fn table(&self, out: Batch) -> Result<Arc<Table>> {
+        Ok(Arc::new(table_of(&self.name, self.schema(&out), out)?))
+    }
+
+    /// The view's schema, for its rows `out` (an untyped column takes their type).
+    fn schema(&self, out: &Batch) -> Schema {
         let columns = self
             .names
             .iter()
@@ -242,7 +302,7 @@ impl View {
             .zip(&out.columns)
             .map(|((n, &t), c)| ColumnDef { name: n.clone(), data_type: stored_type(t, c.data_type()) })
             .collect();
-        Ok(Arc::new(table_of(&self.name, Schema { columns }, out)?))
+        Schema { columns }
     }
 
     /// Groups from a checkpoint's states, if they have the layout this view's partial
@@ -428,6 +488,7 @@ impl Upkeep for View {
                 st.groups = groups;
                 st.stale = false;
                 st.cached = None;
+                st.kept = None;
                 true
             }
             Err(_) => false,
@@ -441,6 +502,8 @@ impl Upkeep for View {
             commits: c.commits.load(Ordering::Relaxed),
             rebuilds: c.rebuilds.load(Ordering::Relaxed),
             upkeep_ns: c.upkeep_ns.load(Ordering::Relaxed),
+            finishes: c.finishes.load(Ordering::Relaxed),
+            patched: c.patched.load(Ordering::Relaxed),
             stale: self.state.try_lock().map(|s| s.stale).unwrap_or(false),
         }
     }

@@ -1,6 +1,6 @@
 //! `count(*)` (every row) and `count(x)` (rows where `x` is not NULL). State: the count.
 
-use super::kernels::{all_valid, prefix_valid};
+use super::kernels::{all_valid, at, prefix_valid};
 use super::{runs, Accumulator, Input, Rows};
 use crate::error::{Result, SqlError};
 use zepto_storage::{Column, ColumnData};
@@ -46,6 +46,10 @@ impl Accumulator for Count {
 
     fn state(&mut self) -> Result<Vec<Column>> {
         Ok(vec![self.finish()?])
+    }
+
+    fn state_of(&self, ids: &[u32]) -> Result<Vec<Column>> {
+        Ok(vec![Column::from_data(ColumnData::Int64(at(&self.n, ids)))])
     }
 
     fn merge(&mut self, state: &[&Column], ids: &[u32], ngroups: usize) -> Result<()> {

@@ -4,7 +4,7 @@
 //! and the later one for `last`. State: the value and the time of the row picked; partial
 //! states merge by time, ties to the earlier partial for `first`, the later for `last`.
 
-use super::kernels::{best_rows, choose, pad};
+use super::kernels::{best_rows, grow, in_range, pad};
 use super::{runs, Accumulator, Input, Rows, Use};
 use crate::error::{Result, SqlError};
 use std::cmp::Ordering;
@@ -63,31 +63,44 @@ impl FirstLast {
             self.state = Some((val, time, picked));
             return;
         };
-        let (ov, ot) = (pad(ov, ngroups), ot.map(|t| pad(t, ngroups)));
-        let mut op = op;
+        // Times are kept while every partial has them.
+        let times = order.filter(|_| self.timed);
+        let (mut ov, mut ot, mut op) = (ov, ot.filter(|_| times.is_some()), op);
+        grow(&mut ov, ngroups);
+        if let Some(t) = &mut ot {
+            grow(t, ngroups);
+        }
         op.resize(ngroups, false);
-        let later = |g: usize| -> Option<Ordering> {
-            let (a, b) = (ot.as_ref()?, time.as_ref()?);
-            let (a, b) = (a.as_i64_slice()?, b.as_i64_slice()?);
-            Some(b[g].cmp(&a[g]))
-        };
-        let picked = picked(best, ngroups);
-        let first = self.first;
-        let take_new = |g: usize| {
-            picked[g]
-                && (!op[g]
-                    || match later(g) {
-                        None => !first, // no times: partials come in order
-                        Some(o) => (first && o == Ordering::Less) || (!first && o != Ordering::Less),
-                    })
-        };
-        let nv = choose(&ov, &val, take_new);
-        let nt = match (&ot, &time) {
-            (Some(a), Some(b)) => Some(choose(a, b, take_new)),
-            _ => None,
-        };
-        let np = (0..ngroups).map(|g| op[g] || picked[g]).collect();
-        self.state = Some((nv, nt, np));
+        let (groups, rows) = self.taken(best, ot.as_ref(), times, &mut op);
+        ov.patch(&groups, &x.take(&rows));
+        if let (Some(t), Some(o)) = (&mut ot, times) {
+            t.patch(&groups, &o.take(&rows));
+        }
+        self.state = Some((ov, ot, op));
+    }
+
+    /// The groups whose value the picked rows `best` replace, and those rows: a group's first
+    /// pick, or one earlier (`first`) or not earlier (`last`) than its own by the times (no
+    /// times: partials come in order). Marks the groups picked in `op`.
+    fn taken(&self, best: &[u32], old: Option<&Column>, new: Option<&Column>, op: &mut [bool]) -> (Vec<u32>, Vec<u32>) {
+        let times = old.and_then(Column::as_i64_slice).zip(new.and_then(Column::as_i64_slice));
+        let (mut groups, mut rows) = (Vec::new(), Vec::new());
+        for (g, &b) in best.iter().enumerate() {
+            if b == NULL_INDEX {
+                continue;
+            }
+            let take = !op[g]
+                || match times.map(|(a, t)| t[b as usize].cmp(&a[g])) {
+                    None => !self.first,
+                    Some(o) => (self.first && o == Ordering::Less) || (!self.first && o != Ordering::Less),
+                };
+            op[g] = true;
+            if take {
+                groups.push(g as u32);
+                rows.push(b);
+            }
+        }
+        (groups, rows)
     }
 }
 
@@ -112,6 +125,14 @@ impl Accumulator for FirstLast {
         let (v, t, p) = self.state.take().ok_or_else(|| SqlError::Internal("first/last state before input".into()))?;
         let t = t.unwrap_or_else(|| Column::nulls(DataType::Timestamp, p.len()));
         Ok(vec![v, t])
+    }
+
+    fn state_of(&self, ids: &[u32]) -> Result<Vec<Column>> {
+        let (v, t, _) =
+            self.state.as_ref().ok_or_else(|| SqlError::Internal("first/last state before input".into()))?;
+        let idx = in_range(ids, v.len());
+        let t = t.as_ref().map_or_else(|| Column::nulls(DataType::Timestamp, ids.len()), |t| t.take_opt(&idx));
+        Ok(vec![v.take_opt(&idx), t])
     }
 
     fn merge(&mut self, state: &[&Column], ids: &[u32], ngroups: usize) -> Result<()> {

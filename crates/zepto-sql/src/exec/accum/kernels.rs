@@ -188,6 +188,19 @@ pub fn best_rows(c: &Column, ids: &[u32], ng: usize, want: Ordering, first_on_ti
     best
 }
 
+/// `ids` with any id at or past `len` read as [`zepto_storage::column::NULL_INDEX`] (a NULL
+/// row through `Column::take_opt`).
+pub fn in_range(ids: &[u32], len: usize) -> Vec<u32> {
+    ids.iter().map(|&g| if (g as usize) < len { g } else { zepto_storage::column::NULL_INDEX }).collect()
+}
+
+/// `col` grown with NULL rows to `n` rows, in place where its type allows.
+pub fn grow(col: &mut Column, n: usize) {
+    if col.len() < n {
+        col.patch(&[], &Column::nulls(col.data_type(), n - col.len()));
+    }
+}
+
 /// `col` padded with NULLs to `n` rows.
 pub fn pad(col: Column, n: usize) -> Column {
     if col.len() >= n {
@@ -207,6 +220,11 @@ pub fn choose(a: &Column, b: &Column, take_b: impl Fn(usize) -> bool) -> Column 
 }
 
 /// The `i128` sums of an exact integer sum as BIGINT, or the overflow error.
+/// `v` at `ids` (a missing position reads as the zero value).
+pub fn at<T: Copy + Default>(v: &[T], ids: &[u32]) -> Vec<T> {
+    ids.iter().map(|&g| v.get(g as usize).copied().unwrap_or_default()).collect()
+}
+
 pub fn checked_i64(v: i128) -> Result<i64> {
     i64::try_from(v).map_err(|_| SqlError::exec("out of range: sum() overflows BIGINT"))
 }

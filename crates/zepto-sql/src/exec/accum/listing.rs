@@ -90,6 +90,10 @@ impl Accumulator for Listing {
         Err(super::no_partial_state(self.func))
     }
 
+    fn state_of(&self, _: &[u32]) -> Result<Vec<Column>> {
+        Err(super::no_partial_state(self.func))
+    }
+
     fn merge(&mut self, _: &[&Column], _: &[u32], _: usize) -> Result<()> {
         Err(super::no_partial_state(self.func))
     }

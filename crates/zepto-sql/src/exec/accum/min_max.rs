@@ -2,7 +2,7 @@
 //! in DuckDB). State: the extreme value per group (NULL for a group with none). NULL-free
 //! numbers reduce as values (lanes per run); anything else finds each group's best row.
 
-use super::kernels::{best_rows, choose, lane_extreme, pad};
+use super::kernels::{best_rows, choose, grow, in_range, lane_extreme, pad};
 use super::{runs, Accumulator, Input, Rows};
 use crate::error::{Result, SqlError};
 use crate::exec::cmp::value_cmp;
@@ -16,6 +16,9 @@ pub struct MinMax {
     /// Each group's extreme so far (NULL: none yet); `None` before the first update.
     best: Option<Column>,
 }
+
+/// A merge of fewer rows than the groups over this touches only their groups.
+const SPARSE_MERGE: usize = 8;
 
 impl MinMax {
     pub fn new(max: bool) -> MinMax {
@@ -114,6 +117,26 @@ impl MinMax {
         }
     }
 
+    /// [`MinMax::fold`] of `x`'s rows (row `i` into group `ids[i]`) into a state of many more
+    /// groups, touching only the groups they fall in.
+    fn fold_sparse(&mut self, x: &Column, ids: &[u32], ngroups: usize) {
+        let want = self.want();
+        let best = best_rows(x, ids, ngroups, want, true);
+        let (groups, rows): (Vec<u32>, Vec<u32>) =
+            best.iter().enumerate().filter(|(_, &r)| r != NULL_INDEX).map(|(g, &r)| (g as u32, r)).unzip();
+        let Some(old) = self.best.as_mut() else { return };
+        grow(old, ngroups);
+        let cand = x.take(&rows);
+        let k = groups.len();
+        let both = Column::concat(&[&old.take(&groups), &cand]);
+        let cmp = value_cmp(&both);
+        let (at, pick): (Vec<u32>, Vec<u32>) = (0..k)
+            .filter(|&j| cand.is_valid(j) && (!both.is_valid(j) || cmp(k + j, j) == want))
+            .map(|j| (groups[j], j as u32))
+            .unzip();
+        old.patch(&at, &cand.take(&pick));
+    }
+
     /// Fold one extreme per group into the state (ties keep the state's).
     fn fold(&mut self, cand: Column, ngroups: usize) {
         let cand = pad(cand, ngroups);
@@ -141,8 +164,17 @@ impl Accumulator for MinMax {
         Ok(vec![self.finish()?])
     }
 
+    fn state_of(&self, ids: &[u32]) -> Result<Vec<Column>> {
+        let best = self.best.as_ref().ok_or_else(|| SqlError::Internal("min/max state before any input".into()))?;
+        Ok(vec![best.take_opt(&in_range(ids, best.len()))])
+    }
+
     fn merge(&mut self, state: &[&Column], ids: &[u32], ngroups: usize) -> Result<()> {
         let [x] = state else { return Err(SqlError::Internal("min/max state is one column".into())) };
+        if self.best.is_some() && ids.len() * SPARSE_MERGE < ngroups {
+            self.fold_sparse(x, ids, ngroups);
+            return Ok(());
+        }
         let cand = self.candidates(x, Rows::sparse(ids), ngroups);
         self.fold(cand, ngroups);
         Ok(())

@@ -141,6 +141,11 @@ pub trait Accumulator: Send {
     /// Each group's partial state, one row per group (columns as [`Accumulator::merge`] takes
     /// them). Errors for aggregates whose partials do not merge ([`AggFunc::mergeable`]).
     fn state(&mut self) -> Result<Vec<Column>>;
+    /// The partial state of groups `ids` (row `i` is group `ids[i]`, columns as
+    /// [`Accumulator::state`] gives them), every group's state left as it is: to finish a few
+    /// groups again without taking the state of all. Every id is below the groups merged so
+    /// far.
+    fn state_of(&self, ids: &[u32]) -> Result<Vec<Column>>;
     /// Fold partial states (rows of [`Accumulator::state`] columns, row `i` into group
     /// `ids[i]`) into the groups.
     fn merge(&mut self, state: &[&Column], ids: &[u32], ngroups: usize) -> Result<()>;

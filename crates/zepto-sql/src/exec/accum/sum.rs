@@ -4,7 +4,9 @@
 //! error, as in DuckDB); floats sum in f64. State: the sum (HUGEINT for integer inputs,
 //! DOUBLE for floats) and the count of values; NULL where no value.
 
-use super::kernels::{checked_i64, int_values, lane_sum, lane_sum_i64, prefix_valid, runs_fit_i64, to_f64, validity};
+use super::kernels::{
+    at, checked_i64, int_values, lane_sum, lane_sum_i64, prefix_valid, runs_fit_i64, to_f64, validity,
+};
 use super::{runs, Accumulator, Input, Rows};
 use crate::error::{Result, SqlError};
 use zepto_storage::{Bitmap, Column, ColumnData, DataType};
@@ -160,6 +162,15 @@ impl Accumulator for SumAvg {
             Column::from_data(ColumnData::Float64(std::mem::take(&mut self.fsum)))
         };
         Ok(vec![sums, Column::from_data(ColumnData::Int64(std::mem::take(&mut self.cnt)))])
+    }
+
+    fn state_of(&self, ids: &[u32]) -> Result<Vec<Column>> {
+        let sums = if self.ints {
+            Column::from_data(ColumnData::Int128(at(&self.isum, ids)))
+        } else {
+            Column::from_data(ColumnData::Float64(at(&self.fsum, ids)))
+        };
+        Ok(vec![sums, Column::from_data(ColumnData::Int64(at(&self.cnt, ids)))])
     }
 
     fn merge(&mut self, state: &[&Column], ids: &[u32], ngroups: usize) -> Result<()> {

@@ -2,7 +2,7 @@
 //! (the mean, then squared deviations from it); states combine with Chan et al.'s pairwise
 //! update. State: count, mean and M2 (the sum of squared deviations) per group.
 
-use super::kernels::{from_opt_f64, int_values, to_f64};
+use super::kernels::{at, from_opt_f64, int_values, to_f64};
 use super::{Accumulator, Input, Rows};
 use crate::error::{Result, SqlError};
 use crate::expr::functions::AggFunc;
@@ -108,6 +108,14 @@ impl Accumulator for Variance {
             Column::from_data(ColumnData::Int64(std::mem::take(&mut self.n))),
             Column::from_data(ColumnData::Float64(std::mem::take(&mut self.mean))),
             Column::from_data(ColumnData::Float64(std::mem::take(&mut self.m2))),
+        ])
+    }
+
+    fn state_of(&self, ids: &[u32]) -> Result<Vec<Column>> {
+        Ok(vec![
+            Column::from_data(ColumnData::Int64(at(&self.n, ids))),
+            Column::from_data(ColumnData::Float64(at(&self.mean, ids))),
+            Column::from_data(ColumnData::Float64(at(&self.m2, ids))),
         ])
     }
 

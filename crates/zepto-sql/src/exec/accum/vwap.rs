@@ -1,7 +1,7 @@
 //! `vwap(price, size)`: Σ price·size / Σ size over the rows where both are present; NULL
 //! where the sizes sum to zero. State: the two sums.
 
-use super::kernels::{lane_dot, to_f64, AsF64};
+use super::kernels::{at, lane_dot, to_f64, AsF64};
 use super::{runs, Accumulator, Input, Rows};
 use crate::error::{Result, SqlError};
 use zepto_storage::{Column, ColumnData};
@@ -58,6 +58,13 @@ impl Accumulator for Vwap {
         Ok(vec![
             Column::from_data(ColumnData::Float64(std::mem::take(&mut self.num))),
             Column::from_data(ColumnData::Float64(std::mem::take(&mut self.den))),
+        ])
+    }
+
+    fn state_of(&self, ids: &[u32]) -> Result<Vec<Column>> {
+        Ok(vec![
+            Column::from_data(ColumnData::Float64(at(&self.num, ids))),
+            Column::from_data(ColumnData::Float64(at(&self.den, ids))),
         ])
     }
 
