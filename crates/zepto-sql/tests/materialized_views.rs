@@ -214,9 +214,14 @@ fn small_writes_patch_the_rows_a_read_kept() {
              FROM ticks GROUP BY sym, k",
         ),
         ("newest", "SELECT sym, max(ts) AS seen, last(price) AS px FROM ticks GROUP BY sym"),
+        // SYMBOL results, NULL for the groups whose tags are all NULL (size % 5 = 4).
+        ("tags", "SELECT size % 5 AS k, sym, max(tag) AS top, first(tag) AS opening FROM ticks GROUP BY k, sym"),
     ];
     let e = Engine::new();
-    lines(&e, "CREATE TABLE ticks (sym SYMBOL, ts TIMESTAMP, price DOUBLE, size BIGINT, venue VARCHAR) TIMESTAMP(ts)");
+    lines(
+        &e,
+        "CREATE TABLE ticks (sym SYMBOL, ts TIMESTAMP, price DOUBLE, size BIGINT, venue VARCHAR, tag SYMBOL) TIMESTAMP(ts)",
+    );
     let mut rng = Rng::new(0xFAC7);
     let mut clock = 0i64;
     let mut rows = |rng: &mut Rng, n: usize, syms: usize| {
@@ -229,10 +234,11 @@ fn small_writes_patch_the_rows_a_read_kept() {
                 } else {
                     format!("{}", 10.0 + rng.below(900) as f64 / 8.0)
                 };
+                let size = rng.below(50);
+                let tag = if size % 5 == 4 { "NULL".to_string() } else { format!("'t{}'", rng.below(7)) };
                 format!(
-                    "('S{}', '2024-01-01'::TIMESTAMP + INTERVAL '{at} milliseconds', {price}, {}, 'v{}')",
+                    "('S{}', '2024-01-01'::TIMESTAMP + INTERVAL '{at} milliseconds', {price}, {size}, 'v{}', {tag})",
                     rng.index(syms),
-                    rng.below(50),
                     rng.below(9)
                 )
             })
@@ -260,7 +266,7 @@ fn small_writes_patch_the_rows_a_read_kept() {
     }
     let stats = e.catalog().view_stats();
     let of = |name: &str| stats.iter().find(|(n, _)| n == name).map(|(_, s)| *s).expect("the view's stats");
-    for name in ["secs", "mods"] {
+    for name in ["secs", "mods", "tags"] {
         let s = of(name);
         assert!(s.finishes >= 80 && s.patched * 2 > s.finishes, "{name}: most reads patched: {s:?}");
     }

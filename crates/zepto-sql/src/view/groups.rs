@@ -26,7 +26,7 @@ use zepto_storage::Column;
 /// The groups and their aggregates' running states.
 pub(crate) struct Groups {
     /// Key columns per chunk; chunk `c` holds groups `starts[c]..`.
-    chunks: Vec<Vec<Column>>,
+    chunks: Vec<Vec<Arc<Column>>>,
     starts: Vec<u32>,
     /// Groups by the hash of their keys (several when hashes collide).
     index: HashMap<u64, Vec<u32>, BuildU64>,
@@ -193,14 +193,14 @@ impl Groups {
         }
         if !fresh.is_empty() {
             self.starts.push(self.groups as u32);
-            self.chunks.push(keys.iter().map(|c| c.take(&fresh)).collect());
+            self.chunks.push(keys.iter().map(|c| Arc::new(c.take(&fresh))).collect());
             self.groups += fresh.len();
         }
         ids
     }
 
     fn chunks_refs(&self, c: usize) -> Vec<&Column> {
-        self.chunks[c].iter().collect()
+        self.chunks[c].iter().map(|k| &**k).collect()
     }
 
     /// The chunk and row of group `g`, if it is in a chunk already.
@@ -217,14 +217,14 @@ impl Groups {
     pub fn states(&mut self) -> Result<Batch> {
         self.merge_pending()?;
         self.join_keys();
-        let mut out: Vec<Column> = self.chunks.first().cloned().unwrap_or_default();
+        let mut out: Vec<Arc<Column>> = self.chunks.first().cloned().unwrap_or_default();
         if self.groups > 0 {
             let ids: Vec<u32> = (0..self.groups as u32).collect();
             for acc in &self.accs {
-                out.extend(acc.state_of(&ids)?);
+                out.extend(acc.state_of(&ids)?.into_iter().map(Arc::new));
             }
         }
-        Ok(Batch::new(out, self.groups))
+        Ok(Batch::shared(out, self.groups))
     }
 
     /// Every group's keys, then every aggregate's result: the aggregate's output, and which
@@ -255,8 +255,7 @@ impl Groups {
         self.finished_groups = n;
         self.touched.clear();
         self.marked = vec![false; n];
-        let mut out: Vec<Arc<Column>> =
-            self.chunks.first().map_or_else(Vec::new, |k| k.iter().cloned().map(Arc::new).collect());
+        let mut out: Vec<Arc<Column>> = self.chunks.first().cloned().unwrap_or_default();
         out.extend(self.finished.iter().cloned());
         Ok(Some((Batch::shared(out, n), what)))
     }
@@ -279,8 +278,8 @@ impl Groups {
     /// The keys in one chunk.
     fn join_keys(&mut self) {
         if self.chunks.len() > 1 {
-            let joined: Vec<Column> = (0..self.nkeys)
-                .map(|k| Column::concat(&self.chunks.iter().map(|c| &c[k]).collect::<Vec<_>>()))
+            let joined: Vec<Arc<Column>> = (0..self.nkeys)
+                .map(|k| Arc::new(Column::concat(&self.chunks.iter().map(|c| &*c[k]).collect::<Vec<_>>())))
                 .collect();
             self.chunks = vec![joined];
             self.starts = vec![0];

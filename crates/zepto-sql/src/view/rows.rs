@@ -66,6 +66,20 @@ impl RowWise {
     }
 }
 
+/// `b`'s columns held by `b` alone (copied when shared, as the groups' keys and results are:
+/// a later patch then changes them in place), with the zero value in every NULL slot as a
+/// table's columns hold them (a result may hold anything there: `first` of a group of NULLs
+/// takes another row's code).
+fn owned(mut b: Batch) -> Batch {
+    for c in &mut b.columns {
+        let c = Arc::make_mut(c);
+        if c.null_count() > 0 {
+            c.zero_nulls();
+        }
+    }
+    b
+}
+
 /// Whether `p` scans every column of `groups`, unfiltered.
 fn is_groups(p: &Plan, groups: &Arc<Table>) -> bool {
     matches!(p, Plan::Scan { table, columns, range }
@@ -87,6 +101,7 @@ pub(crate) struct Kept {
 impl Kept {
     /// The rows of every group (row `g` is group `g`'s), sorted by column `ts`.
     pub(crate) fn new(rows: Batch, ts: Option<usize>) -> Kept {
+        let rows = owned(rows);
         let n = rows.rows;
         let mut order: Vec<u32> = (0..n as u32).collect();
         if let Some(c) = ts.and_then(|t| rows.columns.get(t)) {
@@ -110,6 +125,7 @@ impl Kept {
             return false;
         }
         let Some(at) = self.places(ids, part) else { return false };
+        let part = owned(part.clone());
         for (kept, new) in self.columns.iter_mut().zip(&part.columns) {
             Arc::make_mut(kept).patch(&at, new);
         }

@@ -514,8 +514,11 @@ impl Table {
                     if !ok {
                         return Err(bad(format!("column '{}' has codes outside the dictionary", def.name)));
                     }
-                    if let ColumnData::Symbol { dict, .. } = Arc::make_mut(c).data_mut() {
-                        *dict = t.dict.clone();
+                    // Coded against the table's own dictionary (copied only if it is not).
+                    if !matches!(&c.data(), ColumnData::Symbol { dict, .. } if Arc::ptr_eq(dict, &t.dict)) {
+                        if let ColumnData::Symbol { dict, .. } = Arc::make_mut(c).data_mut() {
+                            *dict = t.dict.clone();
+                        }
                     }
                 }
             }

@@ -219,12 +219,12 @@ pub fn choose(a: &Column, b: &Column, take_b: impl Fn(usize) -> bool) -> Column 
     both.take(&idx)
 }
 
-/// The `i128` sums of an exact integer sum as BIGINT, or the overflow error.
 /// `v` at `ids` (a missing position reads as the zero value).
 pub fn at<T: Copy + Default>(v: &[T], ids: &[u32]) -> Vec<T> {
     ids.iter().map(|&g| v.get(g as usize).copied().unwrap_or_default()).collect()
 }
 
+/// The `i128` sums of an exact integer sum as BIGINT, or the overflow error.
 pub fn checked_i64(v: i128) -> Result<i64> {
     i64::try_from(v).map_err(|_| SqlError::exec("out of range: sum() overflows BIGINT"))
 }
