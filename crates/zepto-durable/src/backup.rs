@@ -205,6 +205,20 @@ impl Drop for Scratch {
     }
 }
 
+/// `from`'s file `name` stored as `key`: from disk in parts when it is a local file
+/// (`SharedStore::put_file`), else read whole.
+fn put_stored(
+    store: &zepto_history::SharedStore,
+    key: &str,
+    from: &dyn zepto_wal::Storage,
+    name: &str,
+) -> Result<(), DurableError> {
+    match from.path(name) {
+        Some(file) => store.put_file(key, &file).map_err(store_err),
+        None => store.put(key, from.read(name).map_err(|e| io(name, e))?).map_err(store_err),
+    }
+}
+
 fn store_err(e: zepto_storage::StorageError) -> DurableError {
     DurableError::Io(e.to_string())
 }
@@ -213,7 +227,9 @@ impl Durable {
     /// Back `catalog` up into an object store (`s3://bucket/prefix`, configured as the shared
     /// history is: `AWS_*`), laid out as a directory backup is: history objects it lacks are
     /// uploaded first, then the checkpoint's table files, then its manifest, which publishes
-    /// it; only then are the previous backup's objects deleted. Each file is uploaded whole.
+    /// it; only then are the previous backup's objects deleted. A file goes up from disk in
+    /// parts when it is large (`SharedStore::put_file`: never whole in memory, and past S3's
+    /// 5 GiB limit on one PUT).
     pub fn backup_to_store(
         &self,
         catalog: &Catalog,
@@ -229,8 +245,7 @@ impl Durable {
         for name in &names {
             let key = format!("history/{name}");
             if !held.contains(&key) {
-                let bytes = self.history_storage().read(name).map_err(|e| io(name, e))?;
-                store.put(&key, bytes).map_err(store_err)?;
+                put_stored(store, &key, self.history_storage(), name)?;
                 copied += 1;
             }
         }
@@ -240,8 +255,7 @@ impl Durable {
         let (manifest, files): (Vec<String>, Vec<String>) =
             local.list().map_err(|e| io("scratch", e))?.into_iter().partition(|n| n.ends_with(".manifest"));
         for name in files.iter().chain(&manifest) {
-            let bytes = local.read(name).map_err(|e| io(name, e))?;
-            store.put(&format!("checkpoint/{name}"), bytes).map_err(store_err)?;
+            put_stored(store, &format!("checkpoint/{name}"), &local, name)?;
         }
         let prefix = format!("checkpoint/{lsn:020}");
         for old in store.list("checkpoint").map_err(store_err)? {
@@ -265,12 +279,13 @@ pub fn restore_from_store(store: &zepto_history::SharedStore, dir: &Path) -> Res
         if !(key.starts_with("checkpoint/") || key.starts_with("history/")) {
             continue;
         }
-        let bytes = store.get(&key).map_err(store_err)?.ok_or_else(|| DurableError::Io(format!("{key} went away")))?;
         let path = scratch.0.join(&key);
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent).map_err(|e| io(&parent.display().to_string(), e))?;
         }
-        std::fs::write(&path, bytes).map_err(|e| io(&path.display().to_string(), e))?;
+        if !store.get_file(&key, &path).map_err(store_err)? {
+            return Err(DurableError::Io(format!("{key} went away")));
+        }
     }
     restore(&scratch.0, dir)
 }

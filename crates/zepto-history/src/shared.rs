@@ -55,6 +55,75 @@ impl std::fmt::Debug for SharedStore {
     }
 }
 
+/// A multipart upload's part: S3 takes 5 MiB to 5 GiB per part and 10,000 parts, so a file of
+/// up to 160 GiB.
+pub const PART_BYTES: usize = 16 << 20;
+
+/// Parts of one upload read and not yet stored, at most (memory: this many parts).
+pub const PARTS_IN_FLIGHT: usize = 4;
+
+/// Upload the file at `src` to `path` in parts of `part` bytes (see [`SharedStore::put_file`]).
+async fn upload(store: Arc<dyn ObjectStore>, path: ObjectPath, src: PathBuf, part: usize) -> object_store::Result<()> {
+    let mut up = store.put_multipart(&path).await?;
+    let sent = send_parts(up.as_mut(), &src, part).await;
+    match sent {
+        Ok(()) => up.complete().await.map(drop),
+        Err(e) => {
+            let _ = up.abort().await;
+            Err(e)
+        }
+    }
+}
+
+/// Every part of the file at `src` handed to `up`, a few in flight.
+async fn send_parts(
+    up: &mut dyn object_store::MultipartUpload,
+    src: &std::path::Path,
+    part: usize,
+) -> object_store::Result<()> {
+    use futures::stream::{FuturesUnordered, StreamExt};
+    use std::io::Read;
+    let mut file = std::fs::File::open(src).map_err(local_err)?;
+    let mut in_flight = FuturesUnordered::new();
+    loop {
+        let mut buf = Vec::with_capacity(part);
+        (&mut file).take(part as u64).read_to_end(&mut buf).map_err(local_err)?;
+        if buf.is_empty() {
+            break;
+        }
+        in_flight.push(up.put_part(PutPayload::from(buf)));
+        while in_flight.len() >= PARTS_IN_FLIGHT {
+            in_flight.next().await.transpose()?;
+        }
+    }
+    while let Some(done) = in_flight.next().await {
+        done?;
+    }
+    Ok(())
+}
+
+/// `path` of `store` written to the file `dest` chunk by chunk (see [`SharedStore::get_file`]).
+async fn download(store: Arc<dyn ObjectStore>, path: ObjectPath, dest: PathBuf) -> object_store::Result<bool> {
+    use std::io::Write;
+    let got = match store.get(&path).await {
+        Ok(r) => r,
+        Err(object_store::Error::NotFound { .. }) => return Ok(false),
+        Err(e) => return Err(e),
+    };
+    let mut out = std::fs::File::create(&dest).map_err(local_err)?;
+    let mut chunks = got.into_stream();
+    while let Some(chunk) = chunks.try_next().await? {
+        out.write_all(&chunk).map_err(local_err)?;
+    }
+    out.flush().map_err(local_err)?;
+    Ok(true)
+}
+
+/// A local file's error as the store's.
+fn local_err(source: std::io::Error) -> object_store::Error {
+    object_store::Error::Generic { store: "local file", source: Box::new(source) }
+}
+
 fn object_path(path: &str) -> Result<ObjectPath, StorageError> {
     ObjectPath::parse(path).map_err(|e| io_err(path, e))
 }
@@ -143,6 +212,32 @@ impl SharedStore {
         put.map_err(|e| io_err(path, e))
     }
 
+    /// Publish the file at `file` as `path` (replacing it), atomically, without holding it in
+    /// memory: a file larger than a part goes up as a multipart upload, [`PART_BYTES`] at a
+    /// time read from the file with at most [`PARTS_IN_FLIGHT`] in flight, published when it
+    /// completes and aborted on any error (S3 takes at most 5 GiB in one PUT).
+    pub fn put_file(&self, path: &str, file: &std::path::Path) -> Result<(), StorageError> {
+        self.put_file_in_parts(path, file, PART_BYTES)
+    }
+
+    fn put_file_in_parts(&self, path: &str, file: &std::path::Path, part: usize) -> Result<(), StorageError> {
+        let len = std::fs::metadata(file).map_err(|e| io_err(path, e))?.len();
+        if len <= part as u64 {
+            return self.put(path, std::fs::read(file).map_err(|e| io_err(path, e))?);
+        }
+        let (p, src) = (object_path(path)?, file.to_path_buf());
+        let up = self.block(path, move |s| Box::pin(async move { upload(s, p, src, part).await }))?;
+        up.map_err(|e| io_err(path, e))
+    }
+
+    /// `path` written to the file `dest` as it arrives, never whole in memory; `false` (and no
+    /// file) when there is no such object.
+    pub fn get_file(&self, path: &str, dest: &std::path::Path) -> Result<bool, StorageError> {
+        let (p, to) = (object_path(path)?, dest.to_path_buf());
+        let got = self.block(path, move |s| Box::pin(async move { download(s, p, to).await }))?;
+        got.map_err(|e| io_err(path, e))
+    }
+
     /// The whole of `path`; `None` when there is no such object.
     pub fn get(&self, path: &str) -> Result<Option<Vec<u8>>, StorageError> {
         let p = object_path(path)?;
@@ -210,6 +305,21 @@ mod tests {
         s.delete("t/p0/b.json").expect("deleted");
         s.delete("t/p0/b.json").expect("deleting twice is no error");
         assert_eq!(s.list("t/p0").expect("listed"), vec!["t/p0/a.json"]);
+        // A file larger than a part goes up in parts, and reads back whole.
+        let file = dir.join("big.bin");
+        let bytes: Vec<u8> = (0..1_000_003u32).map(|i| (i * 7 % 251) as u8).collect();
+        std::fs::write(&file, &bytes).expect("written");
+        s.put_file_in_parts("t/p0/big.bin", &file, 64 << 10).expect("uploaded in 16 parts");
+        assert_eq!(s.get("t/p0/big.bin").expect("read").as_deref(), Some(&bytes[..]));
+        s.put_file("t/p0/small.bin", &file).expect("uploaded in one piece");
+        assert_eq!(s.get("t/p0/small.bin").expect("read").as_deref(), Some(&bytes[..]));
+        assert!(s.put_file("t/p0/none.bin", &dir.join("missing")).is_err());
+        let copy = dir.join("copy.bin");
+        assert!(s.get_file("t/p0/big.bin", &copy).expect("downloaded"));
+        assert_eq!(std::fs::read(&copy).expect("read"), bytes);
+        assert!(!s.get_file("t/p0/none.bin", &dir.join("none.bin")).expect("no such object"));
+        assert!(!dir.join("none.bin").exists());
+        assert_eq!(s.list("t/p0").expect("listed"), vec!["t/p0/a.json", "t/p0/big.bin", "t/p0/small.bin"]);
         assert!(SharedStore::open("gs://bucket/x").is_err());
         assert!(SharedStore::open("s3:///x").is_err(), "no bucket");
         let _ = std::fs::remove_dir_all(&dir);
