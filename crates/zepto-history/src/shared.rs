@@ -7,8 +7,9 @@
 //! `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_REGION`, `AWS_ENDPOINT` for stores other
 //! than AWS, `AWS_ALLOW_HTTP=true` for one without TLS).
 //!
-//! Writes are whole objects, published atomically (a staging file renamed into place, or one
-//! PUT), so a reader never sees half a file. The history reader opens a directory's files
+//! Writes are whole objects, published atomically (a staging file renamed into place, one
+//! PUT, or a multipart upload completed once every part is in), so a reader never sees half a
+//! file. The history reader opens a directory's files
 //! through their paths, and reads an object store's by ranges ([`SharedStore::get_range`]:
 //! the footer, then only the column chunks a query needs). The calls block: a directory's on the calling thread (local files
 //! need no runtime), an object store's on a runtime of the store's own.
@@ -55,9 +56,12 @@ impl std::fmt::Debug for SharedStore {
     }
 }
 
-/// A multipart upload's part: S3 takes 5 MiB to 5 GiB per part and 10,000 parts, so a file of
-/// up to 160 GiB.
+/// A multipart upload's part: S3 takes 5 MiB to 5 GiB per part and [`MAX_PARTS`] parts, so a
+/// file of up to 156 GiB.
 pub const PART_BYTES: usize = 16 << 20;
+
+/// Parts of one multipart upload, at most (S3's limit).
+pub const MAX_PARTS: u64 = 10_000;
 
 /// Parts of one upload read and not yet stored, at most (memory: this many parts).
 pub const PARTS_IN_FLIGHT: usize = 4;
@@ -65,13 +69,18 @@ pub const PARTS_IN_FLIGHT: usize = 4;
 /// Upload the file at `src` to `path` in parts of `part` bytes (see [`SharedStore::put_file`]).
 async fn upload(store: Arc<dyn ObjectStore>, path: ObjectPath, src: PathBuf, part: usize) -> object_store::Result<()> {
     let mut up = store.put_multipart(&path).await?;
-    let sent = send_parts(up.as_mut(), &src, part).await;
-    match sent {
+    let done = match send_parts(up.as_mut(), &src, part).await {
         Ok(()) => up.complete().await.map(drop),
-        Err(e) => {
-            let _ = up.abort().await;
-            Err(e)
-        }
+        Err(e) => Err(e),
+    };
+    let Err(e) = done else { return Ok(()) };
+    // The parts stored so far are dropped; if that fails too, both are said.
+    match up.abort().await {
+        Ok(()) => Err(e),
+        Err(a) => Err(object_store::Error::Generic {
+            store: "multipart upload",
+            source: format!("{e}; aborting the upload failed too, its parts may remain: {a}").into(),
+        }),
     }
 }
 
@@ -225,6 +234,11 @@ impl SharedStore {
         if len <= part as u64 {
             return self.put(path, std::fs::read(file).map_err(|e| io_err(path, e))?);
         }
+        if len.div_ceil(part as u64) > MAX_PARTS {
+            return Err(StorageError::Invalid(format!(
+                "{path}: {len} bytes is more than {MAX_PARTS} parts of {part} bytes, the most one upload takes"
+            )));
+        }
         let (p, src) = (object_path(path)?, file.to_path_buf());
         let up = self.block(path, move |s| Box::pin(async move { upload(s, p, src, part).await }))?;
         up.map_err(|e| io_err(path, e))
@@ -314,6 +328,12 @@ mod tests {
         s.put_file("t/p0/small.bin", &file).expect("uploaded in one piece");
         assert_eq!(s.get("t/p0/small.bin").expect("read").as_deref(), Some(&bytes[..]));
         assert!(s.put_file("t/p0/none.bin", &dir.join("missing")).is_err());
+        // A read that fails mid-upload (a directory is no file to read) fails the upload: no
+        // object, and no staging file left beside the others.
+        let before: Vec<_> = std::fs::read_dir(dir.join("t/p0")).expect("listed").collect();
+        assert!(s.put_file_in_parts("t/p0/broken.bin", &dir, 64).is_err());
+        let after: Vec<_> = std::fs::read_dir(dir.join("t/p0")).expect("listed").collect();
+        assert_eq!(after.len(), before.len(), "nothing left of the aborted upload");
         let copy = dir.join("copy.bin");
         assert!(s.get_file("t/p0/big.bin", &copy).expect("downloaded"));
         assert_eq!(std::fs::read(&copy).expect("read"), bytes);
