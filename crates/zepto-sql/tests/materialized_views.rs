@@ -268,7 +268,7 @@ fn small_writes_patch_the_rows_a_read_kept() {
     let of = |name: &str| stats.iter().find(|(n, _)| n == name).map(|(_, s)| *s).expect("the view's stats");
     for name in ["secs", "mods", "tags"] {
         let s = of(name);
-        assert!(s.finishes >= 80 && s.patched * 2 > s.finishes, "{name}: most reads patched: {s:?}");
+        assert!(s.finishes >= 80 && s.patched + 1 >= s.finishes, "{name}: every read but the first patched: {s:?}");
     }
     assert!(of("newest").patched < 40, "its time column moves: sorted again ({:?})", of("newest"));
 }

@@ -5,10 +5,11 @@
 //! the rows kept; the general read runs the whole plan over every group again.
 //!
 //! The rows are kept as the view's table holds them: sorted by its first TIMESTAMP column
-//! (NULLs first), each group's row known. A patch keeps that order without sorting: a changed
-//! group's row must keep its time, and new groups' rows must come after every row kept (the
-//! usual case: buckets are time, and late rows fall in buckets that exist). Otherwise the
-//! rows are built again from every group, and sorted.
+//! (NULLs first), then by group, each group's row known. A patch keeps that order without
+//! sorting: a changed group's row keeps its place if it keeps its time (else the rows are
+//! built again from every group, and sorted); new groups' rows are appended when they come
+//! after every row (the usual case: buckets are time), and merged in by time otherwise (a
+//! late row opening a bucket of its own), one pass over the rows.
 
 use crate::error::Result;
 use crate::eval::Batch;
@@ -80,6 +81,11 @@ fn owned(mut b: Batch) -> Batch {
     b
 }
 
+/// Row `i` of a TIMESTAMP column (`None`: NULL).
+fn time_at(c: &Column, i: usize) -> Option<i64> {
+    c.is_valid(i).then(|| c.as_i64_slice().and_then(|v| v.get(i).copied())).flatten()
+}
+
 /// Whether `p` scans every column of `groups`, unfiltered.
 fn is_groups(p: &Plan, groups: &Arc<Table>) -> bool {
     matches!(p, Plan::Scan { table, columns, range }
@@ -119,51 +125,102 @@ impl Kept {
     }
 
     /// Put in `part`'s rows (row `j` is group `ids[j]`'s: groups kept, then new ones in
-    /// order), or say `false` and change nothing when that would move a row.
+    /// order), or say `false` and change nothing when that would move a kept row (its time
+    /// changed). New rows are appended, or merged in by time when one comes before the last.
     pub(crate) fn patch(&mut self, ids: &[u32], part: &Batch) -> bool {
         if part.columns.len() != self.columns.len() || part.rows != ids.len() {
             return false;
         }
-        let Some(at) = self.places(ids, part) else { return false };
+        let Some((at, late)) = self.places(ids, part) else { return false };
         let part = owned(part.clone());
-        for (kept, new) in self.columns.iter_mut().zip(&part.columns) {
-            Arc::make_mut(kept).patch(&at, new);
-        }
         let fresh = ids.len() - at.len();
-        self.row_of.extend((self.rows..self.rows + fresh).map(|r| r as u32));
+        if late {
+            let (index, row_of) = self.merged(&at, ids, &part);
+            for (kept, new) in self.columns.iter_mut().zip(&part.columns) {
+                *kept = Arc::new(Column::concat(&[kept, new]).take(&index));
+            }
+            self.row_of = row_of;
+        } else {
+            for (kept, new) in self.columns.iter_mut().zip(&part.columns) {
+                Arc::make_mut(kept).patch(&at, new);
+            }
+            self.row_of.extend((self.rows..self.rows + fresh).map(|r| r as u32));
+        }
         self.rows += fresh;
         true
     }
 
-    /// The row of each kept group of `ids` (they come first), if every kept group keeps its
-    /// time and the new ones, in order, come at or after the last row's time.
-    fn places(&self, ids: &[u32], part: &Batch) -> Option<Vec<u32>> {
-        let ts = self.ts.map(|t| (self.columns.get(t), part.columns.get(t)));
-        let time = |c: Option<&Arc<Column>>, i: usize| {
-            c.filter(|c| c.is_valid(i)).and_then(|c| c.as_i64_slice().and_then(|v| v.get(i).copied()))
-        };
-        let mut at = Vec::new();
-        let mut last = self.rows.checked_sub(1).and_then(|r| ts.and_then(|(k, _)| time(k, r)));
+    /// The row of each kept group of `ids` (they come first, each keeping its time), and
+    /// whether a new group's row comes before the last row (else all append in order); `None`
+    /// when a kept group's time changed or `ids` is not of that form.
+    fn places(&self, ids: &[u32], part: &Batch) -> Option<(Vec<u32>, bool)> {
+        let (mut at, mut late) = (Vec::new(), false);
+        let mut last = self.rows.checked_sub(1).and_then(|r| self.time(r));
         for (j, &g) in ids.iter().enumerate() {
-            let new_time = ts.and_then(|(_, p)| time(p, j));
+            let new_time = self.time_in(part, j);
             match self.row_of.get(g as usize) {
                 Some(&r) if at.len() == j => {
-                    if ts.is_some_and(|(k, _)| time(k, r as usize) != new_time) {
+                    if self.time(r as usize) != new_time {
                         return None;
                     }
                     at.push(r);
                 }
                 Some(_) => return None,
                 None => {
-                    let next = self.row_of.len() + (j - at.len());
-                    if g as usize != next || (ts.is_some() && (new_time.is_none() || new_time < last)) {
+                    if g as usize != self.row_of.len() + (j - at.len()) {
                         return None;
                     }
-                    last = new_time;
+                    late |= self.ts.is_some() && (new_time.is_none() || new_time < last);
+                    last = last.max(new_time);
                 }
             }
         }
-        Some(at)
+        Some((at, late))
+    }
+
+    /// Where each row of the patched rows comes from in `concat(kept, part)`, and each
+    /// group's row: the kept rows in their order (the changed ones from `part`, rows `at`
+    /// being `part`'s first), the new ones merged in by time after kept rows of the same time
+    /// (the order a sort of every group by time, then group, gives).
+    fn merged(&self, at: &[u32], ids: &[u32], part: &Batch) -> (Vec<u32>, Vec<u32>) {
+        let n = self.rows;
+        let mut source: Vec<u32> = (0..n as u32).collect();
+        for (j, &r) in at.iter().enumerate() {
+            source[r as usize] = (n + j) as u32;
+        }
+        let mut fresh: Vec<usize> = (at.len()..ids.len()).collect();
+        fresh.sort_by_key(|&j| self.time_in(part, j));
+        let mut group_at = vec![0u32; n];
+        for (g, &r) in self.row_of.iter().enumerate() {
+            group_at[r as usize] = g as u32;
+        }
+        let (mut index, mut row_of) =
+            (Vec::with_capacity(n + fresh.len()), vec![0u32; self.row_of.len() + fresh.len()]);
+        let (mut r, mut k) = (0, 0);
+        while r < n || k < fresh.len() {
+            let take_new = k < fresh.len() && (r == n || self.time_in(part, fresh[k]) < self.time(r));
+            let (src, g) = if take_new {
+                let j = fresh[k];
+                k += 1;
+                ((n + j) as u32, ids[j])
+            } else {
+                r += 1;
+                (source[r - 1], group_at[r - 1])
+            };
+            row_of[g as usize] = index.len() as u32;
+            index.push(src);
+        }
+        (index, row_of)
+    }
+
+    /// The sort time of kept row `r` (`None`: NULL, or no time column).
+    fn time(&self, r: usize) -> Option<i64> {
+        self.ts.and_then(|t| self.columns.get(t)).and_then(|c| time_at(c, r))
+    }
+
+    /// The sort time of `part`'s row `j`.
+    fn time_in(&self, part: &Batch, j: usize) -> Option<i64> {
+        self.ts.and_then(|t| part.columns.get(t)).and_then(|c| time_at(c, j))
     }
 
     /// The rows.
@@ -194,5 +251,61 @@ impl Kept {
         let dict = dict.cloned().unwrap_or_default();
         let part = Partition::time_sorted(self.columns.clone(), None, ts);
         Some(Table::assembled(name, schema.clone(), None, ts, dict, vec![part]).map_err(Into::into))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use zepto_storage::rng::XorShift;
+    use zepto_storage::{ColumnBuilder, DataType, Value};
+
+    /// Groups' rows: a time (NULL now and then, ties often) and a value.
+    fn rows(rows: &[(Option<i64>, i64)]) -> Batch {
+        let mut t = ColumnBuilder::new(DataType::Timestamp, rows.len());
+        let mut v = ColumnBuilder::new(DataType::Int64, rows.len());
+        for &(time, x) in rows {
+            t.push_value(&time.map_or(Value::Null, Value::Timestamp)).expect("a time");
+            v.push_value(&Value::Int64(x)).expect("a value");
+        }
+        Batch::new(vec![t.finish(), v.finish()], rows.len())
+    }
+
+    fn cells(b: &Batch) -> Vec<Vec<Value>> {
+        (0..b.rows).map(|i| b.columns.iter().map(|c| c.get(i)).collect()).collect()
+    }
+
+    /// Patching (in place, or merging late groups in) keeps exactly the rows, in exactly the
+    /// order, that sorting every group's row again gives; a kept group whose time changed is
+    /// refused with nothing changed.
+    #[test]
+    fn patched_rows_are_the_rows_sorted_again() {
+        let mut rng = XorShift::new(0x5EED);
+        let time = |rng: &mut XorShift, hi: i64| (rng.below(12) != 0).then(|| rng.below(hi as u64) as i64);
+        let mut groups: Vec<(Option<i64>, i64)> = (0..50).map(|g| (time(&mut rng, 100), g)).collect();
+        let mut kept = Kept::new(rows(&groups), Some(0));
+        for step in 0..300 {
+            let n = groups.len();
+            let mut ids: Vec<u32> = (0..rng.index(4)).map(|_| rng.index(n) as u32).collect();
+            ids.sort_unstable();
+            ids.dedup();
+            for &g in &ids {
+                groups[g as usize].1 = step * 1000 + i64::from(g);
+            }
+            let late = rng.below(3) == 0;
+            for _ in 0..rng.index(4) {
+                ids.push(groups.len() as u32);
+                let t = if late { time(&mut rng, 100 + step) } else { Some(100 + step) };
+                groups.push((t, -(groups.len() as i64)));
+            }
+            let part: Vec<_> = ids.iter().map(|&g| groups[g as usize]).collect();
+            assert!(kept.patch(&ids, &rows(&part)), "step {step}");
+            assert_eq!(cells(&kept.batch()), cells(&Kept::new(rows(&groups), Some(0)).batch()), "step {step}");
+        }
+        let before = cells(&kept.batch());
+        let moved = groups.iter().position(|(t, _)| t.is_some()).expect("a timed group");
+        let part = rows(&[(groups[moved].0.map(|t| t + 1), 0)]);
+        assert!(!kept.patch(&[moved as u32], &part), "a kept group's time changed");
+        assert_eq!(cells(&kept.batch()), before, "nothing changed");
     }
 }
