@@ -238,6 +238,11 @@ impl Groups {
         self.join_keys();
         let (n, before) = (self.groups, self.finished_groups);
         let changed = self.touched.len() + (n - before);
+        for &g in &self.touched {
+            if let Some(m) = self.marked.get_mut(g as usize) {
+                *m = false;
+            }
+        }
         let (results, what) = if before == 0 || changed * FINISH_ALL_DIV >= n {
             (self.results(&(0..n as u32).collect::<Vec<_>>())?, Changed::All)
         } else {
@@ -254,7 +259,7 @@ impl Groups {
         self.finished = results;
         self.finished_groups = n;
         self.touched.clear();
-        self.marked = vec![false; n];
+        self.marked.resize(n, false);
         let mut out: Vec<Arc<Column>> = self.chunks.first().cloned().unwrap_or_default();
         out.extend(self.finished.iter().cloned());
         Ok(Some((Batch::shared(out, n), what)))

@@ -262,7 +262,7 @@ impl View {
         let ctx = ExecContext::new(&RunContext::unlimited());
         if let (Changed::Some(ids), Some(kept)) = (&changed, st.kept.as_mut()) {
             if let Some(part) = rw.rows(&ctx, &groups.take(ids))? {
-                if kept.patch(ids, &part) {
+                if kept.patch(ids, part) {
                     self.counters.patched.fetch_add(1, Ordering::Relaxed);
                     return Ok(Some(kept.batch()));
                 }

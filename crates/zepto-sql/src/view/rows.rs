@@ -107,32 +107,30 @@ pub(crate) struct Kept {
 impl Kept {
     /// The rows of every group (row `g` is group `g`'s), sorted by column `ts`.
     pub(crate) fn new(rows: Batch, ts: Option<usize>) -> Kept {
-        let rows = owned(rows);
         let n = rows.rows;
         let mut order: Vec<u32> = (0..n as u32).collect();
         if let Some(c) = ts.and_then(|t| rows.columns.get(t)) {
-            let key =
-                |i: u32| c.is_valid(i as usize).then(|| c.as_i64_slice().and_then(|v| v.get(i as usize).copied()));
-            order.sort_by_key(|&i| key(i));
+            order.sort_by_key(|&i| time_at(c, i as usize));
         }
         let mut row_of = vec![0u32; n];
         for (r, &g) in order.iter().enumerate() {
             row_of[g as usize] = r as u32;
         }
         let sorted = order.iter().enumerate().all(|(r, &g)| r as u32 == g);
-        let columns = if sorted { rows.columns } else { rows.take(&order).columns };
+        // One copy either way: the sorted rows are new columns already.
+        let columns = owned(if sorted { rows } else { rows.take(&order) }).columns;
         Kept { columns, rows: n, row_of, ts }
     }
 
     /// Put in `part`'s rows (row `j` is group `ids[j]`'s: groups kept, then new ones in
     /// order), or say `false` and change nothing when that would move a kept row (its time
     /// changed). New rows are appended, or merged in by time when one comes before the last.
-    pub(crate) fn patch(&mut self, ids: &[u32], part: &Batch) -> bool {
+    pub(crate) fn patch(&mut self, ids: &[u32], part: Batch) -> bool {
         if part.columns.len() != self.columns.len() || part.rows != ids.len() {
             return false;
         }
-        let Some((at, late)) = self.places(ids, part) else { return false };
-        let part = owned(part.clone());
+        let Some((at, late)) = self.places(ids, &part) else { return false };
+        let part = owned(part);
         let fresh = ids.len() - at.len();
         if late {
             let (index, row_of) = self.merged(&at, ids, &part);
@@ -299,13 +297,13 @@ mod tests {
                 groups.push((t, -(groups.len() as i64)));
             }
             let part: Vec<_> = ids.iter().map(|&g| groups[g as usize]).collect();
-            assert!(kept.patch(&ids, &rows(&part)), "step {step}");
+            assert!(kept.patch(&ids, rows(&part)), "step {step}");
             assert_eq!(cells(&kept.batch()), cells(&Kept::new(rows(&groups), Some(0)).batch()), "step {step}");
         }
         let before = cells(&kept.batch());
         let moved = groups.iter().position(|(t, _)| t.is_some()).expect("a timed group");
         let part = rows(&[(groups[moved].0.map(|t| t + 1), 0)]);
-        assert!(!kept.patch(&[moved as u32], &part), "a kept group's time changed");
+        assert!(!kept.patch(&[moved as u32], part), "a kept group's time changed");
         assert_eq!(cells(&kept.batch()), before, "nothing changed");
     }
 }
