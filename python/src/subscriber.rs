@@ -7,11 +7,13 @@ use crate::errors::sql_error;
 use crate::result::NativeResult;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
+use std::collections::VecDeque;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
-use zepto_sql::subscription::{start_point, Subscription};
+use zepto_sql::subscription::{Start, Subscription};
 use zepto_sql::SqlError;
-use zepto_storage::feed::{ChangeFeed, FeedChange, Read, Subscriber as Attached};
+use zepto_storage::feed::cursor::{Cursor, CursorError};
+use zepto_storage::feed::{FeedChange, FeedEvent, Subscriber as Attached};
 
 /// A flag the feed raises after each publish, and the condition to wait for it on.
 #[derive(Default)]
@@ -24,15 +26,21 @@ struct Wake {
 #[pyclass(frozen, module = "zeptodb._native")]
 pub struct NativeSubscriber {
     sub: Subscription,
-    feed: Arc<ChangeFeed>,
     wake: Arc<Wake>,
-    /// The feed number of the last event read, and whether the table was dropped.
-    state: Mutex<(u64, bool)>,
+    state: Mutex<Place>,
     _attached: Attached,
 }
 
+/// Where a subscriber is: its cursor, the events read but not yet answered, and whether the
+/// table was dropped.
+struct Place {
+    cursor: Cursor,
+    read: VecDeque<Arc<FeedEvent>>,
+    dropped: bool,
+}
+
 impl NativeSubscriber {
-    /// Subscribe `sql` through `engine`, after event `from` (`EPOCH-SEQ`) or from now.
+    /// Subscribe `sql` through `engine`, after event `from` (`TIMELINE-LSN`) or from now.
     pub fn start(engine: &zepto_sql::Engine, sql: &str, from: Option<&str>) -> Result<NativeSubscriber, SqlError> {
         let sub = Subscription::new(engine, sql)?;
         // A view's subscriber from now is told what changes after its answer now.
@@ -44,32 +52,34 @@ impl NativeSubscriber {
             *w.raised.lock().unwrap_or_else(|e| e.into_inner()) = true;
             w.cond.notify_all();
         }));
-        let cursor = start_point(&feed, from).map_err(|e| SqlError::plan(e.to_string(), None))?;
-        Ok(NativeSubscriber { sub, feed, wake, state: Mutex::new((cursor, false)), _attached: attached })
+        let cursor = sub.cursor(from.map_or(Start::Now, Start::Id)).map_err(cursor_error)?;
+        let place = Place { cursor, read: VecDeque::new(), dropped: false };
+        Ok(NativeSubscriber { sub, wake, state: Mutex::new(place), _attached: attached })
     }
 
     /// The next event of the table, waiting until `deadline`.
     fn next_event(&self, deadline: Instant) -> Result<Option<Event>, SqlError> {
-        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let mut place = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let timeline = self.sub.catalog().feed().epoch();
         loop {
-            if state.1 {
+            if place.dropped {
                 return Ok(Some(Event::End));
             }
-            let events = match self.feed.read(state.0, 64) {
-                Read::Gone { oldest } => {
-                    let epoch = self.feed.epoch();
-                    return Err(SqlError::ResourcesExhausted(format!(
-                        "SLOW_CONSUMER: this subscriber fell behind what the database keeps (the oldest event held is {epoch}-{oldest}); subscribe again"
-                    )));
+            if place.read.is_empty() {
+                let Place { cursor, read, .. } = &mut *place;
+                read.extend(cursor.read(self.sub.catalog(), 64).map_err(cursor_error)?);
+            }
+            if place.read.is_empty() {
+                if !self.wait(deadline) {
+                    return Ok(None);
                 }
-                Read::Events(e) => e,
-            };
-            for e in &events {
-                state.0 = e.seq;
+                continue;
+            }
+            while let Some(e) = place.read.pop_front() {
                 if !self.sub.reads(&e.table) {
                     continue;
                 }
-                let id = format!("{}-{}", self.feed.epoch(), e.seq);
+                let id = e.pos.id(timeline);
                 match &e.change {
                     FeedChange::Delete(_) | FeedChange::Update(_) if self.sub.over_view() => {
                         if let Some(a) = self.sub.answer_change(&e.change)? {
@@ -84,16 +94,10 @@ impl NativeSubscriber {
                     FeedChange::Delete(n) => return Ok(Some(Event::Count("delete", id, *n))),
                     FeedChange::Update(n) => return Ok(Some(Event::Count("update", id, *n))),
                     FeedChange::Drop => {
-                        state.1 = true;
+                        place.dropped = true;
                         return Ok(Some(Event::Count("drop", id, 0)));
                     }
                 }
-            }
-            if !events.is_empty() {
-                continue;
-            }
-            if !self.wait(deadline) {
-                return Ok(None);
             }
         }
     }
@@ -113,6 +117,16 @@ impl NativeSubscriber {
         }
         *raised = false;
         true
+    }
+}
+
+/// A cursor that cannot start or go on, as the error Python sees: a subscriber behind the
+/// feed's ring gets `ResourcesExhausted` (`SLOW_CONSUMER`), one that cannot resume a plan
+/// error.
+fn cursor_error(e: CursorError) -> SqlError {
+    match e {
+        CursorError::Behind(m) => SqlError::ResourcesExhausted(format!("SLOW_CONSUMER: {m}")),
+        CursorError::BadId(m) | CursorError::Gone(m) => SqlError::plan(m, None),
     }
 }
 

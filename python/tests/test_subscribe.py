@@ -85,9 +85,15 @@ def want(oracle, where=""):
     return sorted(tuple(r) for r in oracle.execute(q).fetchall())
 
 
+def position(event_id):
+    """An event id's place in the log: TIMELINE-LSN, or TIMELINE-LSN.K before a record's last."""
+    lsn, _, k = event_id.split("-")[1].partition(".")
+    return int(lsn), int(k) if k else 2**32
+
+
 def ordered(ids):
-    seqs = [int(i.split("-")[1]) for i in ids]
-    return len({i.split("-")[0] for i in ids}) == 1 and seqs == sorted(set(seqs))
+    at = [position(i) for i in ids]
+    return len({i.split("-")[0] for i in ids}) == 1 and at == sorted(set(at))
 
 
 def rows(events):

@@ -147,4 +147,5 @@ def _stream_error(data: dict) -> Exception:
     from . import _native
 
     err = _native.ResourcesExhausted if data.get("error") == "SLOW_CONSUMER" else _native.Error
-    return err(f"{data.get('error')}: {data.get('message', '')} (oldest held: {data.get('oldest')})")
+    resume = f" (resume from {data['resume_from']})" if data.get("resume_from") else ""
+    return err(f"{data.get('error')}: {data.get('message', '')}{resume}")

@@ -28,6 +28,7 @@
 //! the name. Batches travel as Arrow IPC because that format already carries every column
 //! type with its NULLs, and its reader already converts into engine columns.
 
+use zepto_storage::feed::{FeedChange, FeedEvent, Pos};
 use zepto_storage::{
     Catalog, Change, Column, ColumnDef, DataType, HistFile, IndexDef, Schema, Shard, StorageError, Table, TableOptions,
     ViewDef,
@@ -402,16 +403,7 @@ pub fn apply(catalog: &Catalog, payload: &[u8]) -> Result<(), String> {
             }
             4 => {
                 let table = b.str()?;
-                let snap = catalog.snapshot(table).map_err(err)?;
-                let defs: Vec<ColumnDef> = snap
-                    .schema()
-                    .columns
-                    .iter()
-                    .enumerate()
-                    .map(|(i, d)| ColumnDef { name: format!("c{i}"), data_type: d.data_type })
-                    .collect();
-                drop(snap);
-                let cols = zepto_io::ipc::read_ipc_stream(&b.b[b.pos..], &defs).map_err(|e| e.to_string())?;
+                let cols = read_batch(catalog, table, &b.b[b.pos..])?;
                 catalog.append(table, cols).map_err(err)?;
             }
             5 => {
@@ -456,4 +448,51 @@ pub fn apply(catalog: &Catalog, payload: &[u8]) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// The change-feed events of `table` in record `lsn` (its appends as columns, its deletes and
+/// updates as row counts, its drop), placed as the catalog placed them when it published the
+/// record: among the record's appends, deletes, updates and drops of every table, in order
+/// (`Catalog::log`). Appended batches are read with the table's columns as they are now.
+pub fn feed_events(catalog: &Catalog, lsn: u64, payload: &[u8], table: &str) -> Result<Vec<FeedEvent>, String> {
+    let mut c = Cursor { b: payload, pos: 0 };
+    let n = c.u32()?;
+    let mut found = Vec::new();
+    let mut rowful = 0usize;
+    for _ in 0..n {
+        let kind = c.u8()?;
+        let len = c.u32()? as usize;
+        let mut b = Cursor { b: c.take(len)?, pos: 0 };
+        if !matches!(kind, 2 | 4 | 5 | 6) {
+            continue;
+        }
+        rowful += 1;
+        let name = b.str()?;
+        if !name.eq_ignore_ascii_case(table) {
+            continue;
+        }
+        let change = match kind {
+            2 => FeedChange::Drop,
+            4 => FeedChange::Append(read_batch(catalog, name, &b.b[b.pos..])?),
+            5 => FeedChange::Delete(b.selection()?.iter().map(|(_, r)| r.len()).sum()),
+            _ => FeedChange::Update(b.selection()?.iter().map(|(_, r)| r.len()).sum()),
+        };
+        found.push((rowful, name.to_string(), change));
+    }
+    let pos: Vec<Pos> = Pos::of_record(lsn, rowful).collect();
+    Ok(found.into_iter().map(|(i, table, change)| FeedEvent { seq: 0, pos: pos[i - 1], table, change }).collect())
+}
+
+/// An appended batch of `table` from its Arrow IPC stream, in the table's column types.
+fn read_batch(catalog: &Catalog, table: &str, ipc: &[u8]) -> Result<Vec<Column>, String> {
+    let snap = catalog.snapshot(table).map_err(|e| e.to_string())?;
+    let defs: Vec<ColumnDef> = snap
+        .schema()
+        .columns
+        .iter()
+        .enumerate()
+        .map(|(i, d)| ColumnDef { name: format!("c{i}"), data_type: d.data_type })
+        .collect();
+    drop(snap);
+    zepto_io::ipc::read_ipc_stream(ipc, &defs).map_err(|e| format!("a batch of '{table}' as the table is now: {e}"))
 }

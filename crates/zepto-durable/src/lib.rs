@@ -11,6 +11,8 @@
 //!   drop the WAL segments they cover, tiering and retention ([`Durable::maintain`]).
 //! * [`dir`] — [`DataDir`], a data directory as one handle: `LOCK`, `wal/`, `checkpoint/`,
 //!   `history/`, and the background checkpoint and maintenance threads.
+//! * [`timeline`] — which history the change feed's event ids belong to: kept across restarts
+//!   while nothing published can have been lost (`--sync always`), new otherwise.
 //! * [`backup`] — online backups (a checkpoint's cut written elsewhere: a directory or
 //!   `s3://`) and restoring one as a new data directory.
 //!
@@ -52,6 +54,7 @@ pub mod changes;
 pub mod checkpoint;
 pub mod dir;
 pub mod store;
+pub mod timeline;
 
 pub use dir::{DataDir, DirOptions, Tiering};
 pub use store::{Durable, Options, Recovery};

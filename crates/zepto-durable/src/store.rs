@@ -17,6 +17,7 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 use zepto_history::{sweep, write_history, ParquetHistory, SharedStore, Swept};
 use zepto_storage::affinity::{self, Role};
+use zepto_storage::feed::cursor::LogRead;
 use zepto_storage::history::day_floor;
 use zepto_storage::{Catalog, Change, ChangeLog, HistFile, StorageError};
 use zepto_wal::{replay, Lsn, RecoveryMode, ReplayOptions, ReplayReport, Storage, SyncMode, Wal, WalError};
@@ -84,6 +85,8 @@ struct Last {
 /// history.
 pub struct Durable {
     wal: Wal,
+    /// Where the log's segments are (read back for subscribers: `read_since`).
+    wal_storage: Arc<dyn Storage>,
     checkpoints: Arc<dyn Storage>,
     checkpoint_bytes: u64,
     /// Held for a whole checkpoint: one at a time.
@@ -174,9 +177,12 @@ impl Durable {
         }
         rec.replay_secs = t1.elapsed().as_secs_f64();
         rec.history = sweep(history.as_ref(), catalog)?;
-        let log = Wal::open_flusher(wal, opts.sync, rec.replay.next_lsn(), || affinity::pin(Role::Wal))?;
+        let timeline = crate::timeline::continued(checkpoints.as_ref(), opts.sync, rec.replay.corruption.is_some())?;
+        catalog.feed().continue_from(timeline, rec.replay.last_lsn);
+        let log = Wal::open_flusher(wal.clone(), opts.sync, rec.replay.next_lsn(), || affinity::pin(Role::Wal))?;
         let d = Arc::new(Durable {
             wal: log,
+            wal_storage: wal,
             checkpoints,
             checkpoint_bytes: opts.checkpoint_bytes,
             last: Mutex::new(Last { lsn: rec.checkpoint_lsn, wal_bytes: 0, size: 0 }),
@@ -218,11 +224,14 @@ impl Durable {
         }
         debug_assert!(lsn > last.lsn, "LSNs only grow");
         let written = checkpoint::write(self.checkpoints.as_ref(), lsn, tables, &views)?;
+        let previous = last.lsn;
         *last = Last { lsn, wal_bytes, size: written.bytes };
         // Published: what it replaces can go. A failure here leaves extra files that the next
-        // checkpoint or start removes; the data is safe either way.
+        // checkpoint or start removes; the data is safe either way. The log keeps the records
+        // since the checkpoint before this one: recovery skips them, but a subscriber resuming
+        // after a restart (which checkpoints on exit) reads them back (`read_since`).
         checkpoint::remove_others(self.checkpoints.as_ref(), Some(lsn))?;
-        self.wal.remove_through(lsn)?;
+        self.wal.remove_through(previous)?;
         Ok(Some(written))
     }
 
@@ -397,11 +406,39 @@ impl ChangeLog for Durable {
         Ok(format!("retention of '{table}': {rows} rows and {} history files dropped", files.len()))
     }
 
-    fn log(&self, changes: &[Change<'_>]) -> Result<(), StorageError> {
+    fn log(&self, changes: &[Change<'_>]) -> Result<u64, StorageError> {
         let payload = encode(changes)?;
-        self.wal.append_owned(payload).map(|_| ()).map_err(|e| match e {
+        self.wal.append_owned(payload).map_err(|e| match e {
             WalError::NoSpace(m) => StorageError::DiskFull(m),
             e => StorageError::Durability(e.to_string()),
+        })
+    }
+
+    fn read_since(
+        &self,
+        catalog: &Catalog,
+        table: &str,
+        after: u64,
+        upto: u64,
+        max_bytes: usize,
+    ) -> Result<LogRead, StorageError> {
+        let mut events = Vec::new();
+        let mut failed = None;
+        let read = zepto_wal::read_since(self.wal_storage.as_ref(), after, upto, max_bytes, |lsn, payload| {
+            if failed.is_none() {
+                match crate::changes::feed_events(catalog, lsn, payload, table) {
+                    Ok(e) => events.extend(e),
+                    Err(e) => failed = Some(format!("record {lsn}: {e}")),
+                }
+            }
+        })
+        .map_err(|e| StorageError::Durability(e.to_string()))?;
+        if let Some(e) = failed {
+            return Err(StorageError::Durability(e));
+        }
+        Ok(match read {
+            zepto_wal::Since::Read { through } => LogRead::Events { events, through },
+            zepto_wal::Since::Gone { oldest } => LogRead::Gone { oldest },
         })
     }
 
@@ -595,7 +632,11 @@ mod tests {
         // 2. From a checkpoint: the log it covers is gone.
         let w = d.checkpoint(&live).expect("checkpoint").expect("something to write");
         assert_eq!((w.lsn, w.tables, w.rows), (11, 2, 3));
-        assert_eq!(wal.list().expect("list").len(), 1, "only the fresh segment is left");
+        assert_eq!(
+            wal.list().expect("list").len(),
+            2,
+            "the fresh segment, and the covered one until the next checkpoint"
+        );
         assert!(d.checkpoint(&live).expect("again").is_none(), "nothing new");
         let r2 = Catalog::new();
         let (_, rec) = open(&wal.crash(|_, _| 0), &ck.crash(|_, _| 0), &r2).expect("recovers");
@@ -709,7 +750,10 @@ mod tests {
             .expect("write");
         let e = open(&wal.crash(|_, _| 0), &newer, &Catalog::new()).expect_err("refused");
         assert!(e.to_string().contains("written by a newer ZeptoDB (checkpoint format 2"), "{e}");
-        // A checkpoint without its log (a lost checkpoint directory) cannot be completed.
+        // A checkpoint without its log (a lost checkpoint directory) cannot be completed once
+        // a second checkpoint removed the log the first covers.
+        live.drop_table("t", false).expect("a change");
+        d.checkpoint(&live).expect("second checkpoint");
         let e = open(&wal.crash(|_, _| 0), &MemStorage::new(), &Catalog::new()).expect_err("refused");
         assert!(e.to_string().contains("records are missing"), "{e}");
     }

@@ -1,18 +1,20 @@
-//! `GET /subscribe?query=SQL[&from=ID]`: a query's rows as each write commits them, pushed as
-//! Server-Sent Events (`text/event-stream`). The query reads one table, row by row (a
-//! projection and a `WHERE` filter: no aggregate, join, subquery, ORDER BY or LIMIT, which
-//! have no meaning over a stream of appends); each committed append to that table is run
-//! through it, and a non-empty answer is one `rows` event. Deletes and updates of the table
-//! are `delete`/`update` events with their row counts; a drop is a `drop` event that ends the
-//! stream.
+//! `GET /subscribe?query=SQL[&from=ID|&from_lsn=N]`: a query's rows as each write commits
+//! them, pushed as Server-Sent Events (`text/event-stream`) or WebSocket messages. The query
+//! reads one table, row by row (a projection and a `WHERE` filter: no aggregate, join,
+//! subquery, ORDER BY or LIMIT, which have no meaning over a stream of appends), or a
+//! materialized view; each committed append to that table is run through it, and a non-empty
+//! answer is one `rows` event. Deletes and updates of the table are `delete`/`update` events
+//! with their row counts; a drop is a `drop` event that ends the stream.
 //!
-//! Every event's `id` is `EPOCH-SEQ`: the server's run and the change feed's number
+//! Every event's `id` is `TIMELINE-LSN` (`TIMELINE-LSN.K` for an event before the last of its
+//! write): the write's record in the write-ahead log, on the database's timeline
 //! (`zepto_storage::feed`). A client that reconnects with `Last-Event-ID` (what browsers'
-//! `EventSource` send) or `from=ID` resumes after that event, missing and repeating nothing,
-//! while the feed still holds what followed it; otherwise it is told so (410 with the oldest
-//! id held), as is a subscriber that reads too slowly for the feed's ring (an `error` event
-//! `SLOW_CONSUMER`, then the end of the stream): a slow subscriber never slows writers or
-//! other subscribers.
+//! `EventSource` send), `from=ID` or `from_lsn=N` resumes after that point, missing and
+//! repeating nothing, while the feed's ring or the log still holds what followed it (a
+//! restart, even after `kill -9`, keeps the log: `zepto_storage::feed::cursor`); otherwise it
+//! is told so (410 `RESUME_GONE`). A subscriber that reads too slowly for the feed's ring gets
+//! an `error` event `SLOW_CONSUMER`, then the end of the stream, and resumes from its last id:
+//! a slow subscriber never slows writers or other subscribers.
 //!
 //! Keys, grants and tenant scopes apply as for queries: what a query a stream can answer is,
 //! and how each batch is queried with the key's access, is `zepto_sql::subscription`'s.
@@ -34,8 +36,9 @@ use tokio::sync::{mpsc, Notify};
 use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
 use tokio_tungstenite::tungstenite::protocol::{Message, Role};
 use tokio_tungstenite::WebSocketStream;
-use zepto_sql::subscription::{start_point, Answer, StartError, Subscription, ViewAnswer};
-use zepto_storage::feed::{FeedChange, FeedEvent, Read};
+use zepto_sql::subscription::{Answer, Start, Subscription, ViewAnswer};
+use zepto_storage::feed::cursor::{Cursor, CursorError};
+use zepto_storage::feed::{FeedChange, FeedEvent};
 
 /// A comment line sent when nothing happened for this long (keeps proxies from closing).
 const KEEPALIVE: Duration = Duration::from_secs(15);
@@ -59,10 +62,19 @@ pub fn start(
     let get = |k: &str| params.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
     let sql =
         get("query").filter(|q| !q.trim().is_empty()).ok_or_else(|| ApiError::bad_request("query= is required"))?;
-    let from = get("from").or(last_event_id.as_deref());
+    let start = match (get("from").or(last_event_id.as_deref()), get("from_lsn")) {
+        (Some(_), Some(_)) => {
+            return Err(ApiError::bad_request("from= (or Last-Event-ID) and from_lsn= are exclusive"))
+        }
+        (Some(id), None) => Start::Id(id),
+        (None, Some(n)) => Start::Lsn(
+            n.trim().parse().map_err(|_| ApiError::bad_request(format!("from_lsn={n}: an LSN is a whole number")))?,
+        ),
+        (None, None) => Start::Now,
+    };
     let sub = Subscription::new(&state.engine.with_access(who.tables.clone()), sql)?;
     // A view's subscriber from now is told what changes after its answer now.
-    let sub = if from.is_none() { sub.from_now()? } else { sub };
+    let sub = if matches!(start, Start::Now) { sub.from_now()? } else { sub };
     let arrow = match get("format") {
         None => false,
         Some(f) if f.eq_ignore_ascii_case("json") => false,
@@ -80,9 +92,9 @@ pub fn start(
     let woken = Arc::new(Notify::new());
     let w = woken.clone();
     let attached = feed.subscribe(Arc::new(move || w.notify_one()));
-    let cursor = start_point(&feed, from).map_err(|e| match e {
-        StartError::BadId(m) => ApiError::bad_request(m),
-        StartError::Gone(m) => ApiError::new(StatusCode::GONE, "RESUME_GONE", m),
+    let cursor = sub.sub.cursor(start).map_err(|e| match e {
+        CursorError::BadId(m) => ApiError::bad_request(m),
+        CursorError::Gone(m) | CursorError::Behind(m) => ApiError::new(StatusCode::GONE, "RESUME_GONE", m),
     })?;
     let st = state.clone();
     if websocket {
@@ -139,22 +151,41 @@ enum Shared {
 
 /// Feed events to the client until it goes, the table is dropped, it falls behind the ring, or
 /// the server stops.
-async fn stream(state: &Arc<State>, sub: &Subscriber, mut cursor: u64, woken: &Notify, out: &mut Sink) {
-    let feed = state.engine.catalog().feed().clone();
-    let epoch = feed.epoch();
+async fn stream(state: &Arc<State>, sub: &Subscriber, mut cursor: Cursor, woken: &Notify, out: &mut Sink) {
+    let catalog = state.engine.catalog().clone();
+    let timeline = catalog.feed().epoch();
     loop {
         if state.shutting_down() {
             return;
         }
-        let events = match feed.read(cursor, BATCH) {
-            Read::Gone { oldest } => {
-                let msg = format!(
-                    "{{\"error\":\"SLOW_CONSUMER\",\"message\":\"this subscriber fell behind what the server keeps; resume from a later point or subscribe again\",\"oldest\":\"{epoch}-{oldest}\"}}"
-                );
+        // Reading back from the log is file work: off the async threads.
+        let read = if cursor.in_ring() {
+            cursor.read(&catalog, BATCH)
+        } else {
+            let cat = catalog.clone();
+            let Ok((c, read)) = tokio::task::spawn_blocking(move || {
+                let r = cursor.read(&cat, BATCH);
+                (cursor, r)
+            })
+            .await
+            else {
+                return;
+            };
+            cursor = c;
+            read
+        };
+        let events = match read {
+            Ok(e) => e,
+            Err(e) => {
+                let (code, from) = match e {
+                    CursorError::Behind(_) => ("SLOW_CONSUMER", Some(cursor.position().id(timeline))),
+                    _ => ("RESUME_GONE", None),
+                };
+                let from = from.map(|id| format!(",\"resume_from\":{}", json_str(&id))).unwrap_or_default();
+                let msg = format!("{{\"error\":\"{code}\",\"message\":{}{from}}}", json_str(&e.to_string()));
                 let _ = out.send("error", None, &msg).await;
                 return;
             }
-            Read::Events(e) => e,
         };
         if events.is_empty() {
             tokio::select! {
@@ -168,12 +199,17 @@ async fn stream(state: &Arc<State>, sub: &Subscriber, mut cursor: u64, woken: &N
             }
             continue;
         }
-        for e in events {
-            cursor = e.seq;
+        let newest = sub.sub.over_view().then(|| events.iter().rposition(|e| sub.sub.reads(&e.table))).flatten();
+        for (i, e) in events.into_iter().enumerate() {
             if !sub.sub.reads(&e.table) {
                 continue;
             }
-            let id = format!("{epoch}-{}", e.seq);
+            // A view's event is its answer now: of changes read together, the last one's says
+            // it all (a subscriber catching up from the log runs the query once per page).
+            if newest.is_some_and(|n| i < n) && !matches!(e.change, FeedChange::Drop) {
+                continue;
+            }
+            let id = e.pos.id(timeline);
             let (frame, last) = match event_frame(sub, &e).await {
                 Ok(f) => f,
                 Err(msg) => (Some(("error", json_str(&msg))), true),
@@ -200,10 +236,10 @@ async fn event_frame(sub: &Subscriber, e: &Arc<FeedEvent>) -> Result<(Option<(&'
         FeedChange::Update(n) if !over_view => (Some(("update", format!("{{\"table\":{table},\"rows\":{n}}}"))), false),
         FeedChange::Append(_) | FeedChange::Delete(_) | FeedChange::Update(_) => {
             let body = match &sub.group {
-                Shared::Table(g) => g.event(e.seq, || rows_of(&sub.sub, sub.arrow, e.clone())).await,
+                Shared::Table(g) => g.event(e.pos, || rows_of(&sub.sub, sub.arrow, e.clone())).await,
                 Shared::View(g) => {
                     let (now, diff) = (|| answer_now(&sub.sub), |next| view_rows(&sub.sub, sub.arrow, next));
-                    g.event(e.seq, sub.sub.last_answer(), now, diff, |next| sub.sub.skip_to(next)).await
+                    g.event(e.pos, sub.sub.last_answer(), now, diff, |next| sub.sub.skip_to(next)).await
                 }
             };
             let key = if sub.arrow { "arrow" } else { "result" };

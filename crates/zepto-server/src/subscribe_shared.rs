@@ -20,6 +20,7 @@ use std::collections::{HashMap, VecDeque};
 use std::future::Future;
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use zepto_sql::subscription::ViewAnswer;
+use zepto_storage::feed::Pos;
 
 /// A `rows` event's JSON values (the new rows, and the rows a view no longer has), `None`
 /// when there is nothing to send, or why it could not be made.
@@ -46,8 +47,8 @@ struct Key {
 /// Subscribers whose events are the same (see the module docs).
 #[derive(Default)]
 pub struct Group {
-    /// Recent events by feed number, oldest first.
-    kept: tokio::sync::Mutex<VecDeque<(u64, Arc<Rows>)>>,
+    /// Recent events by position, oldest first.
+    kept: tokio::sync::Mutex<VecDeque<(Pos, Arc<Rows>)>>,
 }
 
 /// A view's subscribers whose queries, keys and formats are the same (see the module docs).
@@ -59,7 +60,7 @@ pub struct ViewGroup {
 
 /// One change's answer over a view, and the event that moves a subscriber to it from `prev`.
 struct ViewEvent {
-    seq: u64,
+    seq: Pos,
     prev: Option<ViewAnswer>,
     next: ViewAnswer,
     event: Arc<Rows>,
@@ -91,14 +92,14 @@ fn member<G: Default>(groups: &Mutex<HashMap<Key, Weak<G>>>, key: Key) -> Arc<G>
 }
 
 impl ViewGroup {
-    /// The event of feed change `seq` for a subscriber whose last answer is `last`, and the
+    /// The event of the feed change at `seq` for a subscriber whose last answer is `last`, and the
     /// answer it moves to (`None` when the query failed). `now` runs the query over the view;
     /// `diff` makes the subscriber's event to an answer and moves it there; `skip` moves it
     /// there when it takes the shared event. The others of the group wait while the first
     /// runs the query.
     pub async fn event<N, NF, D, DF>(
         &self,
-        seq: u64,
+        seq: Pos,
         last: Option<ViewAnswer>,
         now: N,
         diff: D,
@@ -134,8 +135,8 @@ impl ViewGroup {
 }
 
 impl Group {
-    /// The event of feed change `seq`: kept, or made by `make` (the others of the group wait).
-    pub async fn event<F, Fut>(&self, seq: u64, make: F) -> Arc<Rows>
+    /// The event of the feed change at `seq`: kept, or made by `make` (the others of the group wait).
+    pub async fn event<F, Fut>(&self, seq: Pos, make: F) -> Arc<Rows>
     where
         F: FnOnce() -> Fut,
         Fut: Future<Output = Rows>,
@@ -183,7 +184,8 @@ mod tests {
             async move { Ok(Some((format!("[{n}]"), None))) }
         };
         for seq in [7, 8] {
-            let (x, y) = (a.event(seq, || make(seq)).await, b.event(seq, || make(seq)).await);
+            let at = Pos::after_record(seq);
+            let (x, y) = (a.event(at, || make(seq)).await, b.event(at, || make(seq)).await);
             assert!(Arc::ptr_eq(&x, &y), "the second subscriber gets the first's event");
             assert_eq!(x.as_ref().as_ref().ok().cloned().flatten().map(|r| r.0), Some(format!("[{seq}]")));
         }
@@ -219,7 +221,7 @@ mod tests {
                 let rows = sub.advance_to(&next).map(|a| (format!("{:?}", a.rows.batch().columns), None));
                 async move { Ok(rows) }
             };
-            g.event(seq, sub.last_answer(), now, diff, |next| sub.skip_to(next)).await
+            g.event(Pos::after_record(seq), sub.last_answer(), now, diff, |next| sub.skip_to(next)).await
         }
         for seq in 1..=3 {
             if seq == 3 {

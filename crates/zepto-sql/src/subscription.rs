@@ -24,6 +24,7 @@ use crate::error::{Result, SqlError};
 use crate::parser::ast::{Expr, SelectItem, SetExpr, Statement, TableRef};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+use zepto_storage::feed::cursor::{Cursor, CursorError};
 use zepto_storage::feed::FeedChange;
 use zepto_storage::{Catalog, Column, Table, TableOptions};
 
@@ -310,40 +311,33 @@ fn check(stmt: &Statement) -> Result<String> {
     Ok(name.clone())
 }
 
-/// Why a subscriber cannot start where it asked.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum StartError {
-    /// The id is not an event id.
-    BadId(String),
-    /// The events after it are not held (or it is from an earlier run).
-    Gone(String),
+/// Where a subscriber starts.
+#[derive(Debug, Clone, Copy)]
+pub enum Start<'a> {
+    /// With the next write.
+    Now,
+    /// After the event of this id (`TIMELINE-LSN[.K]`, as events' ids are written).
+    Id(&'a str),
+    /// After the whole record of this LSN of the database's log.
+    Lsn(u64),
 }
 
-impl std::fmt::Display for StartError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            StartError::BadId(m) | StartError::Gone(m) => f.write_str(m),
+impl Subscription {
+    /// The subscriber's cursor over the feed, from `start` (attach it to the feed first:
+    /// `zepto_storage::feed::cursor`): gone when neither the feed nor the log holds what
+    /// follows.
+    pub fn cursor(&self, start: Start<'_>) -> std::result::Result<Cursor, CursorError> {
+        let catalog = self.engine.catalog();
+        let follows = self.view.as_ref().map_or(self.table.as_str(), |(base, _)| base.as_str());
+        match start {
+            Start::Now => Ok(Cursor::now(catalog, follows)),
+            Start::Id(id) => Cursor::after_id(catalog, follows, id),
+            Start::Lsn(lsn) => Cursor::after_lsn(catalog, follows, lsn),
         }
     }
-}
 
-/// The feed number a subscriber attached to `feed` starts after: after event `from`
-/// (`EPOCH-SEQ`, as event ids are written) while the feed holds what follows it, or from now.
-pub fn start_point(feed: &zepto_storage::feed::ChangeFeed, from: Option<&str>) -> std::result::Result<u64, StartError> {
-    let epoch = feed.epoch();
-    let Some(id) = from else { return Ok(feed.head()) };
-    let bad = || StartError::BadId(format!("'{id}' is not an event id (EPOCH-SEQ, as events' ids are)"));
-    let (e, s) = id.trim().split_once('-').ok_or_else(bad)?;
-    let (e, s) = (e.parse::<u64>().map_err(|_| bad())?, s.parse::<u64>().map_err(|_| bad())?);
-    if e != epoch {
-        return Err(StartError::Gone(format!(
-            "event {id} is from an earlier run of the database (this run's ids start with {epoch}-): subscribe again from now"
-        )));
-    }
-    match feed.read(s, 0) {
-        zepto_storage::feed::Read::Gone { oldest } => Err(StartError::Gone(format!(
-            "the events after {id} are no longer held (the oldest is {epoch}-{oldest}): subscribe again from now"
-        ))),
-        zepto_storage::feed::Read::Events(_) => Ok(s),
+    /// The catalog its events come from.
+    pub fn catalog(&self) -> &Catalog {
+        self.engine.catalog()
     }
 }

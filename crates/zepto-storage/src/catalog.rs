@@ -190,9 +190,25 @@ pub enum Change<'a> {
 /// Where changes go before they are applied. `log` returns only once the changes are as
 /// durable as the log promises; an error means they must not be applied.
 pub trait ChangeLog: Send + Sync {
-    /// Make `changes` durable (as one unit, in order) before the caller applies them. On error
+    /// Make `changes` durable (as one unit, in order) before the caller applies them, as the
+    /// record it returns the log sequence number of (one more than the last one's). On error
     /// nothing may be applied.
-    fn log(&self, changes: &[Change<'_>]) -> Result<(), StorageError>;
+    fn log(&self, changes: &[Change<'_>]) -> Result<u64, StorageError>;
+
+    /// `table`'s change-feed events in the records after LSN `after` through `upto` (logged
+    /// already), read back from the log a page of about `max_bytes` at a time: what a
+    /// subscriber resuming from a position the feed no longer holds reads
+    /// (`feed::cursor`).
+    fn read_since(
+        &self,
+        _catalog: &Catalog,
+        _table: &str,
+        _after: u64,
+        _upto: u64,
+        _max_bytes: usize,
+    ) -> Result<crate::feed::cursor::LogRead, StorageError> {
+        Err(StorageError::Durability("this change log cannot be read back".into()))
+    }
 
     /// Write a checkpoint of `catalog` (the `CHECKPOINT` statement); a one-line summary.
     fn checkpoint(&self, catalog: &Catalog) -> Result<String, StorageError>;
@@ -342,11 +358,20 @@ impl Catalog {
     /// Log `changes` (no-op for an in-memory database). Callers apply them only on success,
     /// under [`Logged::apply`] (the write path's panic policy: `crate::logged`).
     pub fn log(&self, changes: &[Change<'_>]) -> Result<Logged, StorageError> {
-        let logged = match self.changes.get() {
-            Some(l) => l.log(changes).map(|()| Logged::durable())?,
-            None => Logged::in_memory(),
+        let (logged, lsn) = match self.changes.get() {
+            Some(l) => {
+                let lsn = l.log(changes)?;
+                self.feed.logged(lsn);
+                (Logged::durable(), lsn)
+            }
+            None => (Logged::in_memory(), self.feed.number()),
         };
-        Ok(logged.publishing(self.published(changes)).with_views(self.view_work(changes)))
+        Ok(logged.publishing(self.published(changes, lsn)).with_views(self.view_work(changes)))
+    }
+
+    /// The change log, once a durable database set one.
+    pub(crate) fn change_log(&self) -> Option<&Arc<dyn ChangeLog>> {
+        self.changes.get()
     }
 
     /// The change feed: every committed append, delete, update and drop, numbered.
@@ -354,9 +379,10 @@ impl Catalog {
         &self.feed
     }
 
-    /// What `changes` publish to the feed once applied: their events (copies of the appended
-    /// batches, only while the feed captures) and count; `None` for changes of no row.
-    fn published(&self, changes: &[Change<'_>]) -> Option<crate::logged::Published> {
+    /// What `changes` (logged as record `lsn`) publish to the feed once applied: their events
+    /// (copies of the appended batches, only while the feed captures) and count; `None` for
+    /// changes of no row.
+    fn published(&self, changes: &[Change<'_>], lsn: u64) -> Option<crate::logged::Published> {
         use crate::feed::FeedChange;
         let count = |rows: &[(u32, Vec<u32>)]| rows.iter().map(|(_, r)| r.len()).sum::<usize>();
         let event = |c: &Change<'_>| -> Option<(String, FeedChange)> {
@@ -379,7 +405,7 @@ impl Catalog {
             return None;
         }
         let events = if self.feed.capturing() { changes.iter().filter_map(event).collect() } else { Vec::new() };
-        Some(crate::logged::Published { feed: self.feed.clone(), changes: events, count: n })
+        Some(crate::logged::Published { feed: self.feed.clone(), lsn, changes: events, count: n })
     }
 
     /// Write a checkpoint through the change log (the `CHECKPOINT` statement).

@@ -29,6 +29,7 @@ pub struct Logged {
 /// captures) and how many there are.
 pub(crate) struct Published {
     pub feed: std::sync::Arc<crate::feed::ChangeFeed>,
+    pub lsn: u64,
     pub changes: Vec<(String, crate::feed::FeedChange)>,
     pub count: usize,
 }
@@ -66,7 +67,7 @@ impl Logged {
             Ok(v) => {
                 self.views.into_iter().for_each(crate::view::ViewWork::run);
                 if let Some(p) = self.feed {
-                    p.feed.publish(p.changes, p.count);
+                    p.feed.publish(p.lsn, p.changes, p.count);
                 }
                 Ok(v)
             }

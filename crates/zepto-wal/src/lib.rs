@@ -12,6 +12,8 @@
 //!   `interval=<ms>`, `none`), segment rotation, deletion of covered segments.
 //! * [`reader`] — [`replay`]: the records after a checkpoint's LSN, in order; a torn tail is cut
 //!   and reported, corruption refused or cut off as [`RecoveryMode`] says.
+//! * [`since`] — [`read_since`]: the records after an LSN, read back from the live log without
+//!   changing it (for subscribers resuming from the log).
 //! * [`storage`] — the [`Storage`] trait: [`DirStorage`] (a directory) and [`MemStorage`] (in
 //!   memory; injects short writes, fsync failures, a full disk and crashes for tests).
 //!
@@ -48,10 +50,12 @@
 pub mod format;
 mod pending;
 pub mod reader;
+pub mod since;
 pub mod storage;
 pub mod writer;
 
 pub use reader::{replay, Corruption, RecoveryMode, ReplayOptions, ReplayReport};
+pub use since::{read_since, Since};
 pub use storage::{DirStorage, MemStorage, Storage};
 pub use writer::{SyncMode, Wal};
 

@@ -1,0 +1,192 @@
+//! A subscriber's place in the feed: where it resumes, and where its next events come from.
+//!
+//! A cursor reads one table's events after a position. While the ring holds every event
+//! after it ([`ChangeFeed::seek`]), it reads the ring; before that (a resume from a position
+//! the ring never held: an earlier run, a time nobody subscribed, a subscriber cut off as too
+//! slow) it reads the records after it back from the write-ahead log
+//! ([`crate::ChangeLog::read_since`]), a page at a time, until the ring holds the rest. An
+//! in-memory database has no log: a position the ring does not hold is gone.
+//!
+//! Reading the ring, events before the cursor's start are skipped by position (a write still
+//! in flight when a subscriber started, or one read from the log already), and a subscriber
+//! the ring dropped events of while it lagged is told so ([`CursorError::Behind`]).
+
+use super::{ChangeFeed, FeedEvent, Pos, Read};
+use crate::Catalog;
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+/// Bytes of log records read back per page.
+const PAGE_BYTES: usize = 8 << 20;
+
+/// What the log gave back ([`crate::ChangeLog::read_since`]).
+#[derive(Debug)]
+pub enum LogRead {
+    /// One table's events in the records after the position asked for, through LSN
+    /// `through` (every record up to it was read).
+    Events {
+        /// The events, in log order.
+        events: Vec<FeedEvent>,
+        /// The last LSN read.
+        through: u64,
+    },
+    /// The log no longer holds the next record: its oldest is `oldest`.
+    Gone {
+        /// The first LSN the log holds.
+        oldest: u64,
+    },
+}
+
+/// Why a cursor cannot start or go on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CursorError {
+    /// The id is not an event id.
+    BadId(String),
+    /// The events after the position are held neither by the ring nor by the log (or it is
+    /// of another timeline).
+    Gone(String),
+    /// A subscriber reading the ring fell behind it: what it had not read was dropped.
+    Behind(String),
+}
+
+impl std::fmt::Display for CursorError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CursorError::BadId(m) | CursorError::Gone(m) | CursorError::Behind(m) => f.write_str(m),
+        }
+    }
+}
+
+/// One subscriber's place (see the module docs). Attach the subscriber to the feed
+/// ([`ChangeFeed::subscribe`]) before making its cursor, so that the ring captures every
+/// write the cursor does not count as before its start.
+#[derive(Debug)]
+pub struct Cursor {
+    table: String,
+    /// Events at or before it are not the subscriber's.
+    after: Pos,
+    /// The ring's number read after, once the ring holds what follows `after`.
+    seq: Option<u64>,
+    /// Events read from the log, not yet handed over.
+    pending: VecDeque<Arc<FeedEvent>>,
+}
+
+impl Cursor {
+    /// A cursor over `table`'s events from now.
+    pub fn now(catalog: &Catalog, table: &str) -> Cursor {
+        let (seq, after) = catalog.feed().now();
+        Cursor { table: table.to_string(), after, seq: Some(seq), pending: VecDeque::new() }
+    }
+
+    /// A cursor over `table`'s events after event `id` (`TIMELINE-LSN[.K]`, as events' ids
+    /// are written): [`CursorError::Gone`] unless the ring or the log holds what follows it.
+    pub fn after_id(catalog: &Catalog, table: &str, id: &str) -> Result<Cursor, CursorError> {
+        let bad = || CursorError::BadId(format!("'{id}' is not an event id (TIMELINE-LSN, as events' ids are)"));
+        let (timeline, pos) = Pos::parse_id(id).ok_or_else(bad)?;
+        let now = catalog.feed().epoch();
+        if timeline != now {
+            return Err(CursorError::Gone(format!(
+                "event {id} is of another history of the database (an earlier run of an in-memory database, a crash under a relaxed --sync, a restore; this one's ids start with {now}-): subscribe again from now"
+            )));
+        }
+        Cursor::after(catalog, table, pos)
+    }
+
+    /// A cursor over `table`'s events after the whole record `lsn` of this database's log.
+    pub fn after_lsn(catalog: &Catalog, table: &str, lsn: u64) -> Result<Cursor, CursorError> {
+        Cursor::after(catalog, table, Pos::after_record(lsn))
+    }
+
+    fn after(catalog: &Catalog, table: &str, pos: Pos) -> Result<Cursor, CursorError> {
+        let last = catalog.feed().last_lsn();
+        if pos.lsn > last {
+            return Err(CursorError::Gone(format!(
+                "LSN {} is after the newest this database has logged ({last}): subscribe again from now",
+                pos.lsn
+            )));
+        }
+        let mut c = Cursor { table: table.to_string(), after: pos, seq: None, pending: VecDeque::new() };
+        // Read the first page now: a position the log no longer holds fails the start.
+        let first = c.read(catalog, 1)?;
+        c.pending.extend(first);
+        Ok(c)
+    }
+
+    /// Whether its next events come from the ring (cheap to read: no file is read).
+    pub fn in_ring(&self) -> bool {
+        self.seq.is_some()
+    }
+
+    /// The position after which the next event comes: a client that resumes from it misses
+    /// and repeats nothing.
+    pub fn position(&self) -> Pos {
+        self.after
+    }
+
+    /// The table's next events, at most `max` from the ring (a page of the log may give more);
+    /// none when it has caught up.
+    pub fn read(&mut self, catalog: &Catalog, max: usize) -> Result<Vec<Arc<FeedEvent>>, CursorError> {
+        if !self.pending.is_empty() {
+            return Ok(self.pending.drain(..).collect());
+        }
+        let feed = catalog.feed();
+        loop {
+            let Some(seq) = self.seq else {
+                if let Some(s) = feed.seek(self.after) {
+                    self.seq = Some(s);
+                    continue;
+                }
+                let events = self.read_log(catalog, feed)?;
+                if events.is_empty() {
+                    continue;
+                }
+                return Ok(events);
+            };
+            let events = match feed.read(seq, max) {
+                Read::Gone { oldest } => {
+                    return Err(CursorError::Behind(format!(
+                        "this subscriber fell behind what the server keeps for subscribers (its next event was dropped; the oldest held is number {oldest}): resume from its last event id"
+                    )))
+                }
+                Read::Events(e) => e,
+            };
+            let Some(last) = events.last() else { return Ok(Vec::new()) };
+            self.seq = Some(last.seq);
+            let full = events.len() == max;
+            let mine: Vec<_> = events.into_iter().filter(|e| self.mine(e)).collect();
+            if !mine.is_empty() || !full {
+                return Ok(mine);
+            }
+        }
+    }
+
+    fn mine(&self, e: &FeedEvent) -> bool {
+        e.pos > self.after && e.table.eq_ignore_ascii_case(&self.table)
+    }
+
+    /// The next page of the table's events from the log (moving the cursor past it).
+    fn read_log(&mut self, catalog: &Catalog, feed: &ChangeFeed) -> Result<Vec<Arc<FeedEvent>>, CursorError> {
+        let Some(log) = catalog.change_log() else {
+            return Err(CursorError::Gone(format!(
+                "the events after LSN {} are no longer held, and an in-memory database keeps no log to read them from: subscribe again from now",
+                self.after.lsn
+            )));
+        };
+        let start = if self.after.k == Pos::LAST { self.after.lsn } else { self.after.lsn - 1 };
+        let upto = feed.last_lsn();
+        let gone = |what: String| {
+            CursorError::Gone(format!("the events after LSN {} {what}: subscribe again from now", self.after.lsn))
+        };
+        match log.read_since(catalog, &self.table, start, upto, PAGE_BYTES) {
+            Ok(LogRead::Events { events, through }) => {
+                let mine = events.into_iter().filter(|e| self.mine(e)).map(Arc::new).collect();
+                self.after = self.after.max(Pos::after_record(through));
+                Ok(mine)
+            }
+            Ok(LogRead::Gone { oldest }) => {
+                Err(gone(format!("are no longer in the log (a checkpoint removed them; the oldest held is {oldest})")))
+            }
+            Err(e) => Err(gone(format!("could not be read back from the log ({e})"))),
+        }
+    }
+}
