@@ -90,6 +90,15 @@ def test_a_subscriber_resumes_after_the_server_is_killed(tmp_path):
         by_lsn = Stream(server.port, QUERY, extra=f"&from_lsn={lsn}")
         assert by_lsn.events_until(-2) == [e for e in seen + missed if position(e[0])[0] > lsn]
         by_lsn.close()
+        # A WebSocket on the same path, resuming with from=: the same events.
+        import websocket
+
+        url = f"ws://127.0.0.1:{server.port}/subscribe?" + urllib.parse.urlencode({"query": QUERY, "from": ids[-1]})
+        ws = websocket.create_connection(url, header=[f"Authorization: Bearer {API_KEY}"], timeout=20)
+        over_ws = [json.loads(ws.recv()) for _ in missed]
+        ws.close()
+        assert [(m["id"], sorted(tuple(r) for r in m["data"]["result"]["data"])) for m in over_ws] == \
+            [(i, sorted(r)) for i, r in missed]
         # The Python package over the same door, resuming by id.
         remote = zeptodb.connect(f"http://127.0.0.1:{server.port}", api_key=API_KEY, timeout=30)
         got = [r for c in remote.subscribe(QUERY, from_id=ids[-1], timeout=2) for r in c.result.fetchall()]
