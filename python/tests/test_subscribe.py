@@ -176,12 +176,15 @@ def test_a_subscriber_that_stops_reading_is_cut_off_while_writes_go_on(port):
     for _ in range(60):
         sql(port, "INSERT INTO big SELECT now(), i, 'A', 60.0 + i % 10 FROM range(10000) r(i)")
     assert sql(port, "SELECT count(*) FROM big")["data"] == [[600_000]]
-    kinds = []
+    kinds, last = [], None
     while (e := slow.next()) is not None:
         kinds.append(e[0])
         if e[0] == "error":
             assert e[2]["error"] == "SLOW_CONSUMER", e
+            # Where it stands: after the last event it was sent (its start if it got none).
+            assert last is None or e[2]["resume_from"] == last, (e, last)
             break
+        last = e[1]
     assert kinds[-1] == "error" and set(kinds[:-1]) <= {"rows"}, kinds[-3:]
     assert slow.next() is None
 

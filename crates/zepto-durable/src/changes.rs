@@ -483,16 +483,16 @@ pub fn feed_events(catalog: &Catalog, lsn: u64, payload: &[u8], table: &str) -> 
     Ok(found.into_iter().map(|(i, table, change)| FeedEvent { seq: 0, pos: pos[i - 1], table, change }).collect())
 }
 
-/// An appended batch of `table` from its Arrow IPC stream, in the table's column types.
+/// An appended batch of `table` from its Arrow IPC stream, in the table's column types (its
+/// layout read without waiting for, or folding in, a writer's deferred rows).
 fn read_batch(catalog: &Catalog, table: &str, ipc: &[u8]) -> Result<Vec<Column>, String> {
-    let snap = catalog.snapshot(table).map_err(|e| e.to_string())?;
-    let defs: Vec<ColumnDef> = snap
-        .schema()
+    let layout = catalog.layout(table).map_err(|e| e.to_string())?;
+    let defs: Vec<ColumnDef> = layout
+        .schema
         .columns
         .iter()
         .enumerate()
         .map(|(i, d)| ColumnDef { name: format!("c{i}"), data_type: d.data_type })
         .collect();
-    drop(snap);
     zepto_io::ipc::read_ipc_stream(ipc, &defs).map_err(|e| format!("a batch of '{table}' as the table is now: {e}"))
 }

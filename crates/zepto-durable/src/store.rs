@@ -442,6 +442,10 @@ impl ChangeLog for Durable {
         })
     }
 
+    fn oldest_held(&self) -> Result<Option<u64>, StorageError> {
+        zepto_wal::oldest(self.wal_storage.as_ref()).map_err(|e| StorageError::Durability(e.to_string()))
+    }
+
     fn checkpoint(&self, catalog: &Catalog) -> Result<String, StorageError> {
         let t0 = Instant::now();
         match Durable::checkpoint(self, catalog) {

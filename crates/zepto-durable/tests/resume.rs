@@ -7,7 +7,7 @@
 use std::sync::Arc;
 use zepto_durable::{Durable, Options};
 use zepto_storage::feed::cursor::{Cursor, CursorError};
-use zepto_storage::feed::{FeedChange, Subscriber};
+use zepto_storage::feed::{FeedChange, Pos, Subscriber};
 use zepto_storage::{Catalog, Change, Column, ColumnData, ColumnDef, DataType, Schema, Table, TableOptions};
 use zepto_wal::{MemStorage, SyncMode};
 
@@ -122,6 +122,8 @@ fn a_subscriber_resumes_from_any_event_after_a_kill() {
         }
         seen.extend(drain(&live, &mut from_start).expect("live"));
         assert!(seen.iter().any(|(id, _)| id.contains('.')), "seed {seed}: an event before its record's last");
+        let last_seen = seen.last().and_then(|(id, _)| Pos::parse_id(id)).map(|(_, p)| p);
+        assert_eq!(Some(from_start.position()), last_seen, "seed {seed}: a cursor stands at its last event");
         // kill -9: the disks keep what was synced, which under `always` is everything.
         drop((from_start, _a, d));
         let (wal, ck) = (wal.crash(|_, _| 0), ck.crash(|_, _| 0));

@@ -210,6 +210,11 @@ pub trait ChangeLog: Send + Sync {
         Err(StorageError::Durability("this change log cannot be read back".into()))
     }
 
+    /// The first LSN the log still holds (`None`: it holds none), for [`ChangeLog::read_since`].
+    fn oldest_held(&self) -> Result<Option<u64>, StorageError> {
+        Err(StorageError::Durability("this change log cannot be read back".into()))
+    }
+
     /// Write a checkpoint of `catalog` (the `CHECKPOINT` statement); a one-line summary.
     fn checkpoint(&self, catalog: &Catalog) -> Result<String, StorageError>;
 
@@ -404,7 +409,7 @@ impl Catalog {
         if n == 0 {
             return None;
         }
-        let events = if self.feed.capturing() { changes.iter().filter_map(event).collect() } else { Vec::new() };
+        let events = if self.feed.capture(lsn) { changes.iter().filter_map(event).collect() } else { Vec::new() };
         Some(crate::logged::Published { feed: self.feed.clone(), lsn, changes: events, count: n })
     }
 

@@ -95,6 +95,15 @@ fn frame_header(rest: &[u8]) -> Option<(u32, u32, Lsn)> {
     Some((len, sum, lsn))
 }
 
+/// The LSN of the frame at `buf[pos..]` and where the next starts, from its header alone (its
+/// checksum unchecked: for stepping over records already known good); `None` when the buffer
+/// ends inside it.
+pub fn frame_at(buf: &[u8], pos: usize) -> Option<(Lsn, usize)> {
+    let (len, _, lsn) = frame_header(buf.get(pos..)?)?;
+    let next = pos.checked_add(FRAME_LEN + len as usize)?;
+    (len as usize <= MAX_PAYLOAD && next <= buf.len()).then_some((lsn, next))
+}
+
 /// The frame at `buf[pos..]`, checked.
 pub fn decode(buf: &[u8], pos: usize) -> Decoded<'_> {
     let rest = buf.get(pos..).unwrap_or_default();

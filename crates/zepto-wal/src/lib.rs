@@ -55,7 +55,7 @@ pub mod storage;
 pub mod writer;
 
 pub use reader::{replay, Corruption, RecoveryMode, ReplayOptions, ReplayReport};
-pub use since::{read_since, Since};
+pub use since::{oldest, read_since, Since};
 pub use storage::{DirStorage, MemStorage, Storage};
 pub use writer::{SyncMode, Wal};
 

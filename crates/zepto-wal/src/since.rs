@@ -5,7 +5,7 @@
 //! it reads. It reads only records up to an LSN the writer has finished (`upto`), so a frame
 //! the writer is still appending is never seen; damage before `upto` is an error.
 
-use crate::format::{decode, parse_segment_name, Decoded, HEADER_LEN};
+use crate::format::{decode, frame_at, parse_segment_name, Decoded, HEADER_LEN};
 use crate::{Lsn, Storage, WalError};
 
 /// What [`read_since`] found.
@@ -25,8 +25,14 @@ pub enum Since {
     },
 }
 
+/// The first LSN of the oldest segment (`None`: there is none).
+pub fn oldest(storage: &dyn Storage) -> Result<Option<Lsn>, WalError> {
+    Ok(storage.list()?.iter().filter_map(|n| parse_segment_name(n)).min())
+}
+
 /// Hand each record with an LSN in `(after, upto]` to `f`, in order, stopping after the
-/// record that takes the payload handed over past `max_bytes` (see the module docs).
+/// record that takes the payload handed over past `max_bytes` (see the module docs). Records
+/// at or before `after` are stepped over by their frame headers, without their checksums.
 pub fn read_since(
     storage: &dyn Storage,
     after: Lsn,
@@ -52,6 +58,11 @@ pub fn read_since(
         let buf = storage.read(name)?;
         let mut pos = HEADER_LEN;
         while through < upto {
+            if let Some((lsn, next)) = frame_at(&buf, pos).filter(|(lsn, _)| *lsn <= after) {
+                debug_assert!(lsn <= after);
+                pos = next;
+                continue;
+            }
             let Decoded::Record { lsn, payload, next } = decode(&buf, pos) else {
                 break;
             };

@@ -13,11 +13,10 @@
 
 use super::{ChangeFeed, FeedEvent, Pos, Read};
 use crate::Catalog;
-use std::collections::VecDeque;
 use std::sync::Arc;
 
 /// Bytes of log records read back per page.
-const PAGE_BYTES: usize = 8 << 20;
+const PAGE_BYTES: usize = 32 << 20;
 
 /// What the log gave back ([`crate::ChangeLog::read_since`]).
 #[derive(Debug)]
@@ -67,19 +66,18 @@ pub struct Cursor {
     after: Pos,
     /// The ring's number read after, once the ring holds what follows `after`.
     seq: Option<u64>,
-    /// Events read from the log, not yet handed over.
-    pending: VecDeque<Arc<FeedEvent>>,
 }
 
 impl Cursor {
     /// A cursor over `table`'s events from now.
     pub fn now(catalog: &Catalog, table: &str) -> Cursor {
         let (seq, after) = catalog.feed().now();
-        Cursor { table: table.to_string(), after, seq: Some(seq), pending: VecDeque::new() }
+        Cursor { table: table.to_string(), after, seq: Some(seq) }
     }
 
     /// A cursor over `table`'s events after event `id` (`TIMELINE-LSN[.K]`, as events' ids
-    /// are written): [`CursorError::Gone`] unless the ring or the log holds what follows it.
+    /// are written): [`CursorError::Gone`] unless the ring or the log holds what follows it
+    /// (the log is only listed here; its records are read by [`Cursor::read`]).
     pub fn after_id(catalog: &Catalog, table: &str, id: &str) -> Result<Cursor, CursorError> {
         let bad = || CursorError::BadId(format!("'{id}' is not an event id (TIMELINE-LSN, as events' ids are)"));
         let (timeline, pos) = Pos::parse_id(id).ok_or_else(bad)?;
@@ -98,18 +96,51 @@ impl Cursor {
     }
 
     fn after(catalog: &Catalog, table: &str, pos: Pos) -> Result<Cursor, CursorError> {
-        let last = catalog.feed().last_lsn();
+        let feed = catalog.feed();
+        let last = feed.last_lsn();
         if pos.lsn > last {
             return Err(CursorError::Gone(format!(
                 "LSN {} is after the newest this database has logged ({last}): subscribe again from now",
                 pos.lsn
             )));
         }
-        let mut c = Cursor { table: table.to_string(), after: pos, seq: None, pending: VecDeque::new() };
-        // Read the first page now: a position the log no longer holds fails the start.
-        let first = c.read(catalog, 1)?;
-        c.pending.extend(first);
+        let c = Cursor { table: table.to_string(), after: pos, seq: feed.seek(pos) };
+        if c.seq.is_none() {
+            // Checked now, cheaply (the log's segments are listed, not read): a position the
+            // log no longer holds fails the start.
+            let log = c.log(catalog)?;
+            match log.oldest_held().map_err(|e| c.gone(format!("could not be read back from the log ({e})")))? {
+                Some(oldest) if oldest > c.start() + 1 && c.start() < last => {
+                    return Err(c.gone(format!(
+                        "are no longer in the log (a checkpoint removed them; the oldest held is {oldest})"
+                    )))
+                }
+                _ => {}
+            }
+        }
         Ok(c)
+    }
+
+    /// The LSN after which the log is read: the cursor's record, when it is not past all of it.
+    fn start(&self) -> u64 {
+        if self.after.k == Pos::LAST {
+            self.after.lsn
+        } else {
+            self.after.lsn.saturating_sub(1)
+        }
+    }
+
+    fn log<'c>(&self, catalog: &'c Catalog) -> Result<&'c Arc<dyn crate::ChangeLog>, CursorError> {
+        catalog.change_log().ok_or_else(|| {
+            CursorError::Gone(format!(
+                "the events after LSN {} are no longer held, and an in-memory database keeps no log to read them from: subscribe again from now",
+                self.after.lsn
+            ))
+        })
+    }
+
+    fn gone(&self, what: String) -> CursorError {
+        CursorError::Gone(format!("the events after LSN {} {what}: subscribe again from now", self.after.lsn))
     }
 
     /// Whether its next events come from the ring (cheap to read: no file is read).
@@ -126,9 +157,6 @@ impl Cursor {
     /// The table's next events, at most `max` from the ring (a page of the log may give more);
     /// none when it has caught up.
     pub fn read(&mut self, catalog: &Catalog, max: usize) -> Result<Vec<Arc<FeedEvent>>, CursorError> {
-        if !self.pending.is_empty() {
-            return Ok(self.pending.drain(..).collect());
-        }
         let feed = catalog.feed();
         loop {
             let Some(seq) = self.seq else {
@@ -154,6 +182,11 @@ impl Cursor {
             self.seq = Some(last.seq);
             let full = events.len() == max;
             let mine: Vec<_> = events.into_iter().filter(|e| self.mine(e)).collect();
+            // One table's events are in the ring in log order: its last is where a client
+            // handed these resumes.
+            if let Some(e) = mine.last() {
+                self.after = e.pos;
+            }
             if !mine.is_empty() || !full {
                 return Ok(mine);
             }
@@ -166,27 +199,19 @@ impl Cursor {
 
     /// The next page of the table's events from the log (moving the cursor past it).
     fn read_log(&mut self, catalog: &Catalog, feed: &ChangeFeed) -> Result<Vec<Arc<FeedEvent>>, CursorError> {
-        let Some(log) = catalog.change_log() else {
-            return Err(CursorError::Gone(format!(
-                "the events after LSN {} are no longer held, and an in-memory database keeps no log to read them from: subscribe again from now",
-                self.after.lsn
-            )));
-        };
-        let start = if self.after.k == Pos::LAST { self.after.lsn } else { self.after.lsn - 1 };
+        let log = self.log(catalog)?;
         let upto = feed.last_lsn();
-        let gone = |what: String| {
-            CursorError::Gone(format!("the events after LSN {} {what}: subscribe again from now", self.after.lsn))
-        };
-        match log.read_since(catalog, &self.table, start, upto, PAGE_BYTES) {
+        match log.read_since(catalog, &self.table, self.start(), upto, PAGE_BYTES) {
             Ok(LogRead::Events { events, through }) => {
                 let mine = events.into_iter().filter(|e| self.mine(e)).map(Arc::new).collect();
                 self.after = self.after.max(Pos::after_record(through));
                 Ok(mine)
             }
             Ok(LogRead::Gone { oldest }) => {
-                Err(gone(format!("are no longer in the log (a checkpoint removed them; the oldest held is {oldest})")))
+                Err(self
+                    .gone(format!("are no longer in the log (a checkpoint removed them; the oldest held is {oldest})")))
             }
-            Err(e) => Err(gone(format!("could not be read back from the log ({e})"))),
+            Err(e) => Err(self.gone(format!("could not be read back from the log ({e})"))),
         }
     }
 }

@@ -97,7 +97,9 @@ impl Pos {
             Some((l, k)) => (l, k.parse::<u32>().ok().filter(|k| *k > 0 && *k < Pos::LAST)?),
             None => (rest, Pos::LAST),
         };
-        Some((t.parse().ok()?, Pos { lsn: lsn.parse().ok()?, k }))
+        let lsn: u64 = lsn.parse().ok()?;
+        // Record 0 does not exist: only "after nothing" (`T-0`) names it.
+        (lsn > 0 || k == Pos::LAST).then_some((t.parse().ok()?, Pos { lsn, k }))
     }
 }
 
@@ -259,6 +261,18 @@ impl ChangeFeed {
         !r.wakers.is_empty() || r.last_left.is_some_and(|t| t.elapsed() < RETAIN_AFTER)
     }
 
+    /// Whether to keep record `lsn`'s changes for subscribers: when nobody needs them, the
+    /// ring notes now, as the write decides (before it applies), that it will lack the record,
+    /// so that a subscriber resuming meanwhile reads it from the log rather than miss it.
+    pub(crate) fn capture(&self, lsn: u64) -> bool {
+        let mut r = self.ring();
+        let capturing = !r.wakers.is_empty() || r.last_left.is_some_and(|t| t.elapsed() < RETAIN_AFTER);
+        if !capturing {
+            r.lost_through = r.lost_through.max(lsn);
+        }
+        capturing
+    }
+
     /// Publish the `count` changes of record `lsn`, in order, and wake the subscribers.
     /// Called by the catalog after the write applied. When the feed was not capturing as the
     /// write was logged (`changes` is then empty), the ring only notes it lacks them; when it
@@ -397,6 +411,22 @@ mod tests {
         assert_eq!(feed.seek(Pos::after_record(1)), Some(start));
     }
 
+    /// A write that nobody captured marks the ring as it decides, before it applies: a
+    /// subscriber resuming from the newest write meanwhile is sent to the log, not told the
+    /// ring holds everything and then never given the write.
+    #[test]
+    fn a_write_deciding_not_to_capture_is_marked_before_it_applies() {
+        let feed = Arc::new(ChangeFeed::default());
+        feed.continue_from(5, 10);
+        assert_eq!(feed.seek(Pos::after_record(10)), Some(0));
+        feed.logged(11);
+        assert!(!feed.capture(11), "nobody subscribes");
+        let _resumer = feed.subscribe(Arc::new(|| {}));
+        assert_eq!(feed.seek(Pos::after_record(10)), None, "record 11 is only in the log");
+        feed.publish(11, Vec::new(), 1);
+        assert!(feed.capture(12), "captured while someone is attached");
+    }
+
     #[test]
     fn a_subscriber_behind_the_ring_is_told_its_events_are_gone() {
         let feed = Arc::new(ChangeFeed::with_limit(1000));
@@ -420,7 +450,7 @@ mod tests {
         assert_eq!(Pos::after_record(42).id(7), "7-42");
         assert_eq!(Pos::parse_id("7-42.2"), Some((7, mid)));
         assert_eq!(Pos::parse_id(" 7-42 "), Some((7, Pos::after_record(42))));
-        for bad in ["42", "7-", "7-x", "7-42.0", "7-42.", "-42", "7-42.4294967295"] {
+        for bad in ["42", "7-", "7-x", "7-42.0", "7-42.", "-42", "7-42.4294967295", "7-0.1"] {
             assert_eq!(Pos::parse_id(bad), None, "{bad}");
         }
         assert!(
