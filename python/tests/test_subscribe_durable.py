@@ -188,3 +188,35 @@ def test_a_view_subscriber_resumes_after_the_server_is_killed(tmp_path):
     finally:
         if server.proc.poll() is None:
             server.kill()
+
+
+def test_in_process_view_subscriber_resumes_from_the_log_after_reopening(tmp_path):
+    """The embedded package over a view: resumed after the database was closed and opened
+    again, its first change is the whole answer now (equal to DuckDB's), then nothing more."""
+    import zeptodb
+
+    path = str(tmp_path / "local")
+    query = "SELECT sym, n, total FROM by_sym"
+    oracle = duckdb.connect()
+    oracle.execute("CREATE TABLE t (ts TIMESTAMP, id BIGINT, sym VARCHAR, price DOUBLE)")
+
+    def put(db, rows_):
+        db.execute("INSERT INTO t VALUES " + ", ".join(f"('2024-01-02', {i}, '{s}', {p})" for i, s, p in rows_))
+        oracle.executemany("INSERT INTO t VALUES ('2024-01-02', ?, ?, ?)", rows_)
+
+    with zeptodb.connect(path) as db:
+        db.execute("CREATE TABLE t (ts TIMESTAMP, id BIGINT, sym SYMBOL, price DOUBLE)")
+        db.execute("CREATE MATERIALIZED VIEW by_sym AS SELECT sym, count(*) AS n, sum(price) AS total FROM t GROUP BY sym")
+        changes = db.subscribe(query, timeout=1)
+        put(db, batches(31, 1, 20)[0])
+        first = next(changes)
+        for b in batches(32, 6, 20):
+            put(db, b)
+        del changes
+    with zeptodb.connect(path) as db:
+        put(db, batches(33, 1, 20)[0])
+        resumed = list(db.subscribe(query, from_id=first.id, timeout=0.5))
+    assert len(resumed) == 1, [c.id for c in resumed]
+    got = sorted((s, n, round(t, 6)) for s, n, t in resumed[0].result.fetchall())
+    want_ = oracle.execute("SELECT sym, count(*), sum(price) FROM t GROUP BY sym").fetchall()
+    assert got == sorted((s, n, round(t, 6)) for s, n, t in want_)
