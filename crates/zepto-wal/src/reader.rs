@@ -117,15 +117,21 @@ fn valid_record_after(buf: &[u8], from: usize, expect: Lsn) -> bool {
     })
 }
 
+/// The log's segments as (first LSN, name), oldest first.
+pub(crate) fn segments(storage: &dyn Storage) -> Result<Vec<(Lsn, String)>, WalError> {
+    let mut segments: Vec<(Lsn, String)> =
+        storage.list()?.into_iter().filter_map(|n| parse_segment_name(&n).map(|l| (l, n))).collect();
+    segments.sort();
+    Ok(segments)
+}
+
 /// Replay into `apply`, in order.
 pub fn replay(
     storage: &dyn Storage,
     opts: ReplayOptions,
     mut apply: impl FnMut(Lsn, &[u8]),
 ) -> Result<ReplayReport, WalError> {
-    let mut segments: Vec<(Lsn, String)> =
-        storage.list()?.into_iter().filter_map(|n| parse_segment_name(&n).map(|l| (l, n))).collect();
-    segments.sort();
+    let segments = segments(storage)?;
     let mut report = ReplayReport { last_lsn: opts.after, ..ReplayReport::default() };
     let mut expect: Option<Lsn> = None;
     let count = segments.len();

@@ -5,7 +5,8 @@
 //! it reads. It reads only records up to an LSN the writer has finished (`upto`), so a frame
 //! the writer is still appending is never seen; damage before `upto` is an error.
 
-use crate::format::{decode, frame_at, parse_segment_name, Decoded, HEADER_LEN};
+use crate::format::{decode, frame_at, Decoded, HEADER_LEN};
+use crate::reader::segments;
 use crate::{Lsn, Storage, WalError};
 
 /// What [`read_since`] found.
@@ -27,7 +28,7 @@ pub enum Since {
 
 /// The first LSN of the oldest segment (`None`: there is none).
 pub fn oldest(storage: &dyn Storage) -> Result<Option<Lsn>, WalError> {
-    Ok(storage.list()?.iter().filter_map(|n| parse_segment_name(n)).min())
+    Ok(segments(storage)?.first().map(|(l, _)| *l))
 }
 
 /// Hand each record with an LSN in `(after, upto]` to `f`, in order, stopping after the
@@ -40,9 +41,7 @@ pub fn read_since(
     max_bytes: usize,
     mut f: impl FnMut(Lsn, &[u8]),
 ) -> Result<Since, WalError> {
-    let mut segments: Vec<(Lsn, String)> =
-        storage.list()?.into_iter().filter_map(|n| parse_segment_name(&n).map(|l| (l, n))).collect();
-    segments.sort();
+    let segments = segments(storage)?;
     let Some(&(oldest, _)) = segments.first() else {
         return Ok(if after >= upto { Since::Read { through: after } } else { Since::Gone { oldest: upto + 1 } });
     };
