@@ -90,6 +90,10 @@ def test_a_subscriber_resumes_after_the_server_is_killed(tmp_path):
         by_lsn = Stream(server.port, QUERY, extra=f"&from_lsn={lsn}")
         assert by_lsn.events_until(-2) == [e for e in seen + missed if position(e[0])[0] > lsn]
         by_lsn.close()
+        # A reconnecting EventSource sends Last-Event-ID with its first URL: the id wins.
+        reconnect = Stream(server.port, QUERY, last=ids[-1], extra=f"&from_lsn={lsn}")
+        assert reconnect.events_until(-2) == missed
+        reconnect.close()
         # A WebSocket on the same path, resuming with from=: the same events.
         import websocket
 

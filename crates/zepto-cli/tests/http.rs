@@ -670,10 +670,15 @@ fn kill_9_keeps_every_acknowledged_row_exactly_once() {
         .expect("wal dir")
         .filter_map(|e| e.ok()?.file_name().to_str()?.strip_suffix(".wal")?.parse().ok())
         .collect();
-    assert!(loaded(&s.startup) > before_stop, "the stop wrote a checkpoint");
+    let last = loaded(&s.startup);
+    assert!(last > before_stop, "the stop wrote a checkpoint");
     assert!(
         !first_lsns.is_empty() && first_lsns.iter().all(|&l| l > before_stop),
         "segments {first_lsns:?}, the checkpoint before the last at {before_stop}"
+    );
+    assert!(
+        first_lsns.iter().any(|&l| l <= last),
+        "the records the last checkpoint ({last}) covers are still there: {first_lsns:?}"
     );
     // Corrections are logged like everything else: they survive a kill -9.
     let before = sql(&s.addr, "SELECT count(*), sum(CASE WHEN id % 2 = 0 THEN 1 ELSE 0 END) FROM ticks");

@@ -483,16 +483,24 @@ pub fn feed_events(catalog: &Catalog, lsn: u64, payload: &[u8], table: &str) -> 
     Ok(found.into_iter().map(|(i, table, change)| FeedEvent { seq: 0, pos: pos[i - 1], table, change }).collect())
 }
 
-/// An appended batch of `table` from its Arrow IPC stream, in the table's column types (its
-/// layout read without waiting for, or folding in, a writer's deferred rows).
+/// An appended batch of `table` from its Arrow IPC stream, in the table's column types: its
+/// layout read without waiting for, or folding in, a writer's deferred rows; when that
+/// layout is one a writer has since changed (a column added), the table's as it is now.
 fn read_batch(catalog: &Catalog, table: &str, ipc: &[u8]) -> Result<Vec<Column>, String> {
+    let defs = |schema: &Schema| -> Vec<ColumnDef> {
+        let def = |(i, d): (usize, &ColumnDef)| ColumnDef { name: format!("c{i}"), data_type: d.data_type };
+        schema.columns.iter().enumerate().map(def).collect()
+    };
     let layout = catalog.layout(table).map_err(|e| e.to_string())?;
-    let defs: Vec<ColumnDef> = layout
-        .schema
-        .columns
-        .iter()
-        .enumerate()
-        .map(|(i, d)| ColumnDef { name: format!("c{i}"), data_type: d.data_type })
-        .collect();
-    zepto_io::ipc::read_ipc_stream(ipc, &defs).map_err(|e| format!("a batch of '{table}' as the table is now: {e}"))
+    match zepto_io::ipc::read_ipc_stream(ipc, &defs(&layout.schema)) {
+        Ok(cols) => Ok(cols),
+        Err(first) => {
+            let now = catalog.snapshot(table).map_err(|e| e.to_string())?;
+            if now.schema() == &layout.schema {
+                return Err(format!("a batch of '{table}' as the table is now: {first}"));
+            }
+            zepto_io::ipc::read_ipc_stream(ipc, &defs(now.schema()))
+                .map_err(|e| format!("a batch of '{table}' as the table is now: {e}"))
+        }
+    }
 }

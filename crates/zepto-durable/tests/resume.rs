@@ -7,7 +7,7 @@
 use std::sync::Arc;
 use zepto_durable::{Durable, Options};
 use zepto_storage::feed::cursor::{Cursor, CursorError};
-use zepto_storage::feed::{FeedChange, Pos, Subscriber};
+use zepto_storage::feed::{FeedChange, FeedEvent, Pos, Subscriber};
 use zepto_storage::{Catalog, Change, Column, ColumnData, ColumnDef, DataType, Schema, Table, TableOptions};
 use zepto_wal::{MemStorage, SyncMode};
 
@@ -79,23 +79,25 @@ fn write(cat: &Catalog, rng: &mut Rng, next: &mut i64) {
 type Got = Vec<(String, String)>;
 
 fn drain(cat: &Catalog, c: &mut Cursor) -> Result<Got, CursorError> {
-    let timeline = cat.feed().epoch();
     let mut got = Vec::new();
     loop {
         let events = c.read(cat, 7)?;
         if events.is_empty() {
             return Ok(got);
         }
-        for e in events {
-            let what = match &e.change {
-                FeedChange::Append(cols) => format!("append {:?}", cols[1].as_i64_slice()),
-                FeedChange::Delete(n) => format!("delete {n}"),
-                FeedChange::Update(n) => format!("update {n}"),
-                FeedChange::Drop => "drop".into(),
-            };
-            got.push((e.pos.id(timeline), what));
-        }
+        got.extend(summarize(cat, events));
     }
+}
+
+fn summarize(cat: &Catalog, events: Vec<Arc<FeedEvent>>) -> Got {
+    let timeline = cat.feed().epoch();
+    let what = |e: &FeedEvent| match &e.change {
+        FeedChange::Append(cols) => format!("append {:?}", cols[1].as_i64_slice()),
+        FeedChange::Delete(n) => format!("delete {n}"),
+        FeedChange::Update(n) => format!("update {n}"),
+        FeedChange::Drop => "drop".into(),
+    };
+    events.iter().map(|e| (e.pos.id(timeline), what(e))).collect()
 }
 
 fn attach(cat: &Catalog) -> Subscriber {
@@ -140,6 +142,18 @@ fn a_subscriber_resumes_from_any_event_after_a_kill() {
             let mut c = Cursor::after_id(&back, "t", id).expect("resumable");
             assert_eq!(drain(&back, &mut c).expect("resumed"), all[i + 1..], "seed {seed}: after {id}");
         }
+        // Caught up from the log while writes go on: the log's page, then the ring's events.
+        let mut c = Cursor::after_id(&back, "t", &seen[0].0).expect("resumable");
+        let first_page = summarize(&back, c.read(&back, 7).expect("from the log"));
+        assert!(!first_page.is_empty() && !c.in_ring(), "seed {seed}: the first page came from the log");
+        for _ in 0..10 {
+            write(&back, &mut rng, &mut next);
+        }
+        let newer = drain(&back, &mut after_restart).expect("new");
+        let rest = drain(&back, &mut c).expect("then the ring");
+        let want: Got = all[1..].iter().cloned().chain(newer).collect();
+        assert_eq!(first_page.into_iter().chain(rest).collect::<Got>(), want, "seed {seed}: hand-over");
+        assert!(c.in_ring(), "seed {seed}: reading the ring at the end");
         // Writes after a checkpoint only: the log no longer reaches back.
         back.checkpoint().expect("checkpoint");
         write(&back, &mut rng, &mut next);

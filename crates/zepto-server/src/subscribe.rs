@@ -62,15 +62,16 @@ pub fn start(
     let get = |k: &str| params.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
     let sql =
         get("query").filter(|q| !q.trim().is_empty()).ok_or_else(|| ApiError::bad_request("query= is required"))?;
-    let start = match (get("from").or(last_event_id.as_deref()), get("from_lsn")) {
-        (Some(_), Some(_)) => {
-            return Err(ApiError::bad_request("from= (or Last-Event-ID) and from_lsn= are exclusive"))
-        }
-        (Some(id), None) => Start::Id(id),
-        (None, Some(n)) => Start::Lsn(
+    // A reconnecting EventSource sends the id of the last event it got: that wins over the
+    // URL's starting point (from= or from_lsn=), which it also sends again.
+    let start = match (last_event_id.as_deref(), get("from"), get("from_lsn")) {
+        (Some(id), _, _) => Start::Id(id),
+        (None, Some(_), Some(_)) => return Err(ApiError::bad_request("from= and from_lsn= are exclusive")),
+        (None, Some(id), None) => Start::Id(id),
+        (None, None, Some(n)) => Start::Lsn(
             n.trim().parse().map_err(|_| ApiError::bad_request(format!("from_lsn={n}: an LSN is a whole number")))?,
         ),
-        (None, None) => Start::Now,
+        (None, None, None) => Start::Now,
     };
     let sub = Subscription::new(&state.engine.with_access(who.tables.clone()), sql)?;
     // A view's subscriber from now is told what changes after its answer now.

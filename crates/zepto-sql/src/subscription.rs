@@ -329,11 +329,14 @@ impl Subscription {
     pub fn cursor(&self, start: Start<'_>) -> std::result::Result<Cursor, CursorError> {
         let catalog = self.engine.catalog();
         let follows = self.view.as_ref().map_or(self.table.as_str(), |(base, _)| base.as_str());
-        match start {
+        let cursor = match start {
             Start::Now => Ok(Cursor::now(catalog, follows)),
             Start::Id(id) => Cursor::after_id(catalog, follows, id),
             Start::Lsn(lsn) => Cursor::after_lsn(catalog, follows, lsn),
-        }
+        }?;
+        // A view's event is its answer now: a change it may have answered before its write
+        // reached the view must come again.
+        Ok(if self.view.is_some() { cursor.answering_now() } else { cursor })
     }
 
     /// The catalog its events come from.

@@ -66,13 +66,15 @@ pub struct Cursor {
     after: Pos,
     /// The ring's number read after, once the ring holds what follows `after`.
     seq: Option<u64>,
+    /// Hand over the ring's events at or before `after` too ([`Cursor::answering_now`]).
+    again: bool,
 }
 
 impl Cursor {
     /// A cursor over `table`'s events from now.
     pub fn now(catalog: &Catalog, table: &str) -> Cursor {
         let (seq, after) = catalog.feed().now();
-        Cursor { table: table.to_string(), after, seq: Some(seq) }
+        Cursor { table: table.to_string(), after, seq: Some(seq), again: false }
     }
 
     /// A cursor over `table`'s events after event `id` (`TIMELINE-LSN[.K]`, as events' ids
@@ -104,7 +106,7 @@ impl Cursor {
                 pos.lsn
             )));
         }
-        let c = Cursor { table: table.to_string(), after: pos, seq: feed.seek(pos) };
+        let c = Cursor { table: table.to_string(), after: pos, seq: feed.seek(pos), again: false };
         if c.seq.is_none() {
             // Checked now, cheaply (the log's segments are listed, not read): a position the
             // log no longer holds fails the start.
@@ -141,6 +143,14 @@ impl Cursor {
 
     fn gone(&self, what: String) -> CursorError {
         CursorError::Gone(format!("the events after LSN {} {what}: subscribe again from now", self.after.lsn))
+    }
+
+    /// The same cursor for a subscriber whose answer to a change is the state *now* (a
+    /// view's): the ring's events it counts as seen are handed over again. The log is read up
+    /// to the newest record logged, which may not have reached the tables yet; an answer made
+    /// then lacks it, and the record's ring event, once it applied, is what brings it.
+    pub fn answering_now(self) -> Cursor {
+        Cursor { again: true, ..self }
     }
 
     /// Whether its next events come from the ring (cheap to read: no file is read).
@@ -181,11 +191,11 @@ impl Cursor {
             let Some(last) = events.last() else { return Ok(Vec::new()) };
             self.seq = Some(last.seq);
             let full = events.len() == max;
-            let mine: Vec<_> = events.into_iter().filter(|e| self.mine(e)).collect();
+            let mine: Vec<_> = events.into_iter().filter(|e| self.mine(e) || (self.again && self.ours(e))).collect();
             // One table's events are in the ring in log order: its last is where a client
             // handed these resumes.
             if let Some(e) = mine.last() {
-                self.after = e.pos;
+                self.after = self.after.max(e.pos);
             }
             if !mine.is_empty() || !full {
                 return Ok(mine);
@@ -194,7 +204,11 @@ impl Cursor {
     }
 
     fn mine(&self, e: &FeedEvent) -> bool {
-        e.pos > self.after && e.table.eq_ignore_ascii_case(&self.table)
+        e.pos > self.after && self.ours(e)
+    }
+
+    fn ours(&self, e: &FeedEvent) -> bool {
+        e.table.eq_ignore_ascii_case(&self.table)
     }
 
     /// The next page of the table's events from the log (moving the cursor past it).
