@@ -79,12 +79,6 @@ impl NativeSubscriber {
                 if !self.sub.reads(&e.table) {
                     continue;
                 }
-                // A view's event is its answer now: of changes read together, the last one's
-                // says it all (as the HTTP door does).
-                let later = || place.read.iter().any(|x| self.sub.reads(&x.table));
-                if self.sub.over_view() && !matches!(e.change, FeedChange::Drop) && later() {
-                    continue;
-                }
                 let id = e.pos.id(timeline);
                 match &e.change {
                     FeedChange::Delete(_) | FeedChange::Update(_) if self.sub.over_view() => {

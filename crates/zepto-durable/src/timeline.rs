@@ -21,7 +21,8 @@ const FILE: &str = "timeline";
 /// lost), recorded with this run's sync mode.
 pub fn continued(storage: &dyn Storage, sync: SyncMode, cut: bool) -> Result<u64, DurableError> {
     let io = |e: std::io::Error| DurableError::Io(format!("the feed's timeline file: {e}"));
-    let last = storage.list().map_err(io)?.iter().any(|n| n == FILE).then(|| storage.read(FILE)).transpose();
+    let names = storage.list().map_err(io)?;
+    let last = names.iter().any(|n| n == FILE).then(|| storage.read(FILE)).transpose();
     let last = last.map_err(io)?.and_then(|b| parse(&String::from_utf8_lossy(&b)));
     let timeline = match last {
         Some((t, true)) if !cut => t,
@@ -30,7 +31,7 @@ pub fn continued(storage: &dyn Storage, sync: SyncMode, cut: bool) -> Result<u64
     let always = matches!(sync, SyncMode::Always);
     let text = format!("{timeline} {}\n", if always { "always" } else { "relaxed" });
     let tmp = format!("{FILE}.tmp");
-    if storage.list().map_err(io)?.contains(&tmp) {
+    if names.contains(&tmp) {
         storage.remove(&tmp).map_err(io)?;
     }
     storage.append(&tmp, text.as_bytes()).map_err(io)?;

@@ -200,14 +200,8 @@ async fn stream(state: &Arc<State>, sub: &Subscriber, mut cursor: Cursor, woken:
             }
             continue;
         }
-        let newest = sub.sub.over_view().then(|| events.iter().rposition(|e| sub.sub.reads(&e.table))).flatten();
-        for (i, e) in events.into_iter().enumerate() {
+        for e in events {
             if !sub.sub.reads(&e.table) {
-                continue;
-            }
-            // A view's event is its answer now: of changes read together, the last one's says
-            // it all (a subscriber catching up from the log runs the query once per page).
-            if newest.is_some_and(|n| i < n) && !matches!(e.change, FeedChange::Drop) {
                 continue;
             }
             let id = e.pos.id(timeline);

@@ -146,9 +146,11 @@ impl Cursor {
     }
 
     /// The same cursor for a subscriber whose answer to a change is the state *now* (a
-    /// view's): the ring's events it counts as seen are handed over again. The log is read up
+    /// view's). The ring's events it counts as seen are handed over again: the log is read up
     /// to the newest record logged, which may not have reached the tables yet; an answer made
-    /// then lacks it, and the record's ring event, once it applied, is what brings it.
+    /// then lacks it, and the record's ring event, once it applied, is what brings it. And of
+    /// the events read together only the last is handed over (with any drop): its answer says
+    /// what the earlier ones' would.
     pub fn answering_now(self) -> Cursor {
         Cursor { again: true, ..self }
     }
@@ -178,7 +180,7 @@ impl Cursor {
                 if events.is_empty() {
                     continue;
                 }
-                return Ok(events);
+                return Ok(self.collapsed(events));
             };
             let events = match feed.read(seq, max) {
                 Read::Gone { oldest } => {
@@ -198,7 +200,7 @@ impl Cursor {
                 self.after = self.after.max(e.pos);
             }
             if !mine.is_empty() || !full {
-                return Ok(mine);
+                return Ok(self.collapsed(mine));
             }
         }
     }
@@ -209,6 +211,20 @@ impl Cursor {
 
     fn ours(&self, e: &FeedEvent) -> bool {
         e.table.eq_ignore_ascii_case(&self.table)
+    }
+
+    /// `events` (the table's, in order) as handed over: for a cursor answering now, the last
+    /// one and any drop (see [`Cursor::answering_now`]); else all of them.
+    fn collapsed(&self, mut events: Vec<Arc<FeedEvent>>) -> Vec<Arc<FeedEvent>> {
+        if self.again {
+            let last = events.len().saturating_sub(1);
+            let mut i = 0;
+            events.retain(|e| {
+                i += 1;
+                i > last || matches!(e.change, super::FeedChange::Drop)
+            });
+        }
+        events
     }
 
     /// The next page of the table's events from the log (moving the cursor past it).

@@ -153,6 +153,14 @@ struct Ring {
     last_left: Option<Instant>,
 }
 
+impl Ring {
+    /// Whether writes are kept: someone is attached, or the last left less than
+    /// [`RETAIN_AFTER`] ago.
+    fn capturing(&self) -> bool {
+        !self.wakers.is_empty() || self.last_left.is_some_and(|t| t.elapsed() < RETAIN_AFTER)
+    }
+}
+
 /// The feed of a catalog (see the module docs).
 pub struct ChangeFeed {
     ring: Mutex<Ring>,
@@ -258,7 +266,7 @@ impl ChangeFeed {
     /// Whether writes are kept for subscribers now.
     pub fn capturing(&self) -> bool {
         let r = self.ring();
-        !r.wakers.is_empty() || r.last_left.is_some_and(|t| t.elapsed() < RETAIN_AFTER)
+        r.capturing()
     }
 
     /// Whether to keep record `lsn`'s changes for subscribers: when nobody needs them, the
@@ -266,7 +274,7 @@ impl ChangeFeed {
     /// so that a subscriber resuming meanwhile reads it from the log rather than miss it.
     pub(crate) fn capture(&self, lsn: u64) -> bool {
         let mut r = self.ring();
-        let capturing = !r.wakers.is_empty() || r.last_left.is_some_and(|t| t.elapsed() < RETAIN_AFTER);
+        let capturing = r.capturing();
         if !capturing {
             r.lost_through = r.lost_through.max(lsn);
         }
@@ -279,7 +287,7 @@ impl ChangeFeed {
     /// is not capturing now (nobody is attached), it lets go of everything.
     pub(crate) fn publish(&self, lsn: u64, changes: Vec<(String, FeedChange)>, count: usize) {
         let mut r = self.ring();
-        let capturing = !r.wakers.is_empty() || r.last_left.is_some_and(|t| t.elapsed() < RETAIN_AFTER);
+        let capturing = r.capturing();
         if !capturing || changes.len() != count {
             r.lost_through = r.lost_through.max(lsn);
             if !capturing {
