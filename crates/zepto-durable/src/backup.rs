@@ -7,11 +7,13 @@
 //! ```
 //! [`Durable::backup`] cuts the catalog exactly as a checkpoint does (`consistent_cut`: writers
 //! wait only while the tables' snapshots are taken and the log rotates, milliseconds), then
-//! writes the tables from those snapshots while ingest goes on. History files are immutable
-//! and named once, so a later backup into the same directory copies only the files it does not
-//! hold yet (incremental for the cold data; the in-memory tables are written whole each time).
-//! The new checkpoint is published by its manifest's rename, and only then are the previous
-//! backup's files removed: a backup killed at any point leaves the previous one whole.
+//! writes the tables from those snapshots while ingest goes on. A later backup into the same
+//! place is incremental: history files are immutable and named once, so it copies only the
+//! ones it does not hold yet, and a table unchanged since the previous backup (of this server
+//! run: see [`zepto_storage::Stamp`]) keeps that backup's file (`checkpoint::Reuse`). The new
+//! checkpoint is published by its manifest's rename (an object store: its upload, last), and
+//! only then are the previous backup's files it does not name removed: a backup killed at any
+//! point leaves the previous one whole.
 //!
 //! [`restore`] checks a backup (every length and checksum) and lays it out as a new data
 //! directory with an empty log; the server's recovery then loads it and logs on from the
@@ -34,8 +36,10 @@ pub struct Summary {
     pub tables: usize,
     /// Rows in the tables (in memory; history rows are in the files).
     pub rows: usize,
-    /// Bytes of table files written.
+    /// Bytes of table files written (a restore: copied).
     pub bytes: u64,
+    /// Tables unchanged since the previous backup in the same place, whose files were kept.
+    pub tables_kept: usize,
     /// History files copied (the rest were already there).
     pub history_copied: usize,
     /// History files the backup holds.
@@ -50,7 +54,8 @@ impl Summary {
             lsn: w.lsn,
             tables: w.tables,
             rows: w.rows,
-            bytes: w.bytes,
+            bytes: w.written_bytes(),
+            tables_kept: w.kept,
             history_copied: copied,
             history_files: held,
         }
@@ -61,8 +66,14 @@ impl std::fmt::Display for Summary {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "LSN {}: {} tables, {} rows, {} bytes of tables; history files: {} copied, {} held",
-            self.lsn, self.tables, self.rows, self.bytes, self.history_copied, self.history_files
+            "LSN {}: {} tables ({} unchanged, kept), {} rows, {} bytes of tables written; history files: {} copied, {} held",
+            self.lsn,
+            self.tables,
+            self.tables_kept,
+            self.rows,
+            self.bytes,
+            self.history_copied,
+            self.history_files
         )
     }
 }
@@ -110,7 +121,7 @@ impl Durable {
         let hist = open(dest, "history")?;
         let (tables, views, lsn) = self.cut(catalog)?;
         let mut names: Vec<(String, u64)> = Vec::new();
-        for t in &tables {
+        for (t, _) in &tables {
             for f in t.history().files.iter().filter(|f| !f.path.starts_with(SHARED)) {
                 names.push((f.path.clone(), f.bytes));
             }
@@ -122,7 +133,8 @@ impl Durable {
                 copied += 1;
             }
         }
-        let written = checkpoint::write(&ckpt, lsn, tables, &views)?;
+        let reuse = checkpoint::Reuse::newest(&ckpt);
+        let written = checkpoint::write(&ckpt, lsn, tables, &views, &reuse)?;
         checkpoint::remove_others(&ckpt, Some(lsn))?;
         let keep: std::collections::HashSet<&str> = names.iter().map(|(n, _)| n.as_str()).collect();
         for stale in hist.list().map_err(|e| io("listing the backup's history", e))? {
@@ -151,6 +163,7 @@ pub fn restore(src: &Path, dir: &Path) -> Result<Summary, DurableError> {
     // Every table file's length and checksum, and the tables themselves, before anything is
     // written: a damaged backup is refused whole.
     let tables = checkpoint::load(&from_ckpt, lsn, |_, _| {})?.tables;
+    let named = checkpoint::read_manifest(&from_ckpt, lsn)?;
     let ckpt = open(dir, "checkpoint")?;
     let hist = open(dir, "history")?;
     open(dir, "wal")?;
@@ -159,6 +172,7 @@ pub fn restore(src: &Path, dir: &Path) -> Result<Summary, DurableError> {
         tables: tables.len(),
         rows: tables.iter().map(|t| t.row_count()).sum(),
         bytes: 0,
+        tables_kept: 0,
         history_copied: 0,
         history_files: 0,
     };
@@ -172,9 +186,8 @@ pub fn restore(src: &Path, dir: &Path) -> Result<Summary, DurableError> {
             summary.history_files += 1;
         }
     }
-    let files = from_ckpt.list().map_err(|e| io("listing the backup", e))?;
-    let prefix = format!("{lsn:020}");
-    for name in files.iter().filter(|n| n.starts_with(&prefix) && **n != manifest) {
+    // The files the manifest names: an unchanged table's may carry an earlier backup's LSN.
+    for name in named.names() {
         copy_file(&from_ckpt, &ckpt, name)?;
         summary.bytes += size_of(&ckpt, name).unwrap_or(0);
     }
@@ -226,10 +239,10 @@ fn store_err(e: zepto_storage::StorageError) -> DurableError {
 impl Durable {
     /// Back `catalog` up into an object store (`s3://bucket/prefix`, configured as the shared
     /// history is: `AWS_*`), laid out as a directory backup is: history objects it lacks are
-    /// uploaded first, then the checkpoint's table files, then its manifest, which publishes
-    /// it; only then are the previous backup's objects deleted. A file goes up from disk in
-    /// parts when it is large (`SharedStore::put_file`: never whole in memory, and past S3's
-    /// 5 GiB limit on one PUT).
+    /// uploaded first, then the checkpoint's table files that changed since the previous backup
+    /// there, then its manifest, which publishes it; only then are the previous backup's
+    /// objects it does not name deleted. A file goes up from disk in parts when it is large
+    /// (`SharedStore::put_file`: never whole in memory, and past S3's 5 GiB limit on one PUT).
     pub fn backup_to_store(
         &self,
         catalog: &Catalog,
@@ -238,7 +251,7 @@ impl Durable {
         let (tables, views, lsn) = self.cut(catalog)?;
         let held: std::collections::HashSet<String> = store.list("history").map_err(store_err)?.into_iter().collect();
         let mut names = Vec::new();
-        for t in &tables {
+        for (t, _) in &tables {
             names.extend(t.history().files.iter().filter(|f| !f.path.starts_with(SHARED)).map(|f| f.path.clone()));
         }
         let mut copied = 0;
@@ -249,19 +262,21 @@ impl Durable {
                 copied += 1;
             }
         }
+        let old: Vec<String> = store.list("checkpoint").map_err(store_err)?;
+        let reuse = store_reuse(store, &old)?;
         let scratch = Scratch::new("backup")?;
         let local = DirStorage::open(&scratch.0).map_err(|e| io("scratch", e))?;
-        let written = checkpoint::write(&local, lsn, tables, &views)?;
+        let written = checkpoint::write(&local, lsn, tables, &views, &reuse)?;
         let (manifest, files): (Vec<String>, Vec<String>) =
             local.list().map_err(|e| io("scratch", e))?.into_iter().partition(|n| n.ends_with(".manifest"));
         for name in files.iter().chain(&manifest) {
             put_stored(store, &format!("checkpoint/{name}"), &local, name)?;
         }
-        let prefix = format!("checkpoint/{lsn:020}");
-        for old in store.list("checkpoint").map_err(store_err)? {
-            if !old.starts_with(&prefix) {
-                store.delete(&old).map_err(store_err)?;
-            }
+        let named = checkpoint::read_manifest(&local, lsn)?;
+        let keep: std::collections::HashSet<String> =
+            named.names().chain(manifest.iter().map(String::as_str)).map(|n| format!("checkpoint/{n}")).collect();
+        for stale in old.iter().filter(|k| !keep.contains(*k)) {
+            store.delete(stale).map_err(store_err)?;
         }
         let keep: std::collections::HashSet<String> = names.iter().map(|n| format!("history/{n}")).collect();
         for stale in held.iter().filter(|k| !keep.contains(*k)) {
@@ -269,6 +284,24 @@ impl Durable {
         }
         Ok(Summary::of(&written, copied, names.len()))
     }
+}
+
+/// The table files of the newest backup in `store` (its checkpoint objects are `keys`) that a
+/// new backup may name again: those still there. Nothing when it has no readable manifest.
+fn store_reuse(store: &zepto_history::SharedStore, keys: &[String]) -> Result<checkpoint::Reuse, DurableError> {
+    let newest = keys
+        .iter()
+        .filter_map(|k| k.strip_prefix("checkpoint/"))
+        .filter_map(|n| Some((n.strip_suffix(".manifest")?.parse::<u64>().ok()?, n)))
+        .filter(|(lsn, n)| checkpoint::manifest_name(*lsn) == *n)
+        .max();
+    let Some((lsn, name)) = newest else { return Ok(checkpoint::Reuse::none()) };
+    let Some(raw) = store.get(&format!("checkpoint/{name}")).map_err(store_err)? else {
+        return Ok(checkpoint::Reuse::none());
+    };
+    let Ok(m) = checkpoint::manifest::Manifest::parse(name, lsn, raw) else { return Ok(checkpoint::Reuse::none()) };
+    let held: std::collections::HashSet<&str> = keys.iter().map(String::as_str).collect();
+    Ok(checkpoint::Reuse::of(&m, |f| held.contains(format!("checkpoint/{}", f.name).as_str())))
 }
 
 /// [`restore`] from an object store: the backup is downloaded first, then checked and laid

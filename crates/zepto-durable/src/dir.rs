@@ -92,8 +92,12 @@ impl DataDir {
         durable
             .spawn_auto_checkpoint(Arc::downgrade(catalog), Duration::from_millis(500), move |r| match r {
                 Ok(w) => ckpt_log(&format!(
-                    "checkpoint at LSN {}: {} tables, {} rows, {} bytes",
-                    w.lsn, w.tables, w.rows, w.bytes
+                    "checkpoint at LSN {}: {} tables, {} rows, {} bytes written{}",
+                    w.lsn,
+                    w.tables,
+                    w.rows,
+                    w.written_bytes(),
+                    crate::store::kept_note(&w)
                 )),
                 Err(e) => ckpt_log(&format!("checkpoint failed (the log keeps everything): {e}")),
             })

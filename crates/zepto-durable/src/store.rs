@@ -73,11 +73,20 @@ pub struct Recovery {
     pub history: Swept,
 }
 
+/// `, N unchanged tables' files (B bytes) kept` when a checkpoint kept any.
+pub(crate) fn kept_note(w: &Written) -> String {
+    if w.kept == 0 {
+        return String::new();
+    }
+    format!(", {} unchanged tables' files ({} bytes) kept", w.kept, w.kept_bytes)
+}
+
 struct Last {
     lsn: Lsn,
     /// `Wal::bytes_written` when the last checkpoint's cut was taken.
     wal_bytes: u64,
-    /// Bytes the last checkpoint wrote (0 before the first of this run).
+    /// Bytes the last checkpoint wrote, files it kept from the one before not counted (0
+    /// before the first of this run).
     size: u64,
 }
 
@@ -202,7 +211,8 @@ impl Durable {
     pub(crate) fn cut(
         &self,
         catalog: &Catalog,
-    ) -> Result<(Vec<Arc<zepto_storage::Table>>, Vec<zepto_storage::ViewCut>, Lsn), DurableError> {
+    ) -> Result<(Vec<(Arc<zepto_storage::Table>, zepto_storage::Stamp)>, Vec<zepto_storage::ViewCut>, Lsn), DurableError>
+    {
         let (tables, views, lsn) = catalog.consistent_cut_with_views(|| self.wal.rotate());
         Ok((tables, views, lsn?))
     }
@@ -223,9 +233,10 @@ impl Durable {
             return Ok(None);
         }
         debug_assert!(lsn > last.lsn, "LSNs only grow");
-        let written = checkpoint::write(self.checkpoints.as_ref(), lsn, tables, &views)?;
+        let reuse = checkpoint::Reuse::newest(self.checkpoints.as_ref());
+        let written = checkpoint::write(self.checkpoints.as_ref(), lsn, tables, &views, &reuse)?;
         let previous = last.lsn;
-        *last = Last { lsn, wal_bytes, size: written.bytes };
+        *last = Last { lsn, wal_bytes, size: written.written_bytes() };
         // Published: what it replaces can go. A failure here leaves extra files that the next
         // checkpoint or start removes; the data is safe either way. The log keeps the records
         // since the checkpoint before this one: recovery skips them, but a subscriber resuming
@@ -333,8 +344,8 @@ impl Durable {
     }
 
     /// Whether enough was logged since the last checkpoint to write another: the setting's
-    /// bytes, and at least half the last checkpoint's size. A checkpoint writes every table
-    /// whole, so with a fixed step a table of 7 GB under a stream of ingest was written again
+    /// bytes, and at least half of what the last checkpoint wrote. A checkpoint writes every
+    /// changed table whole, so with a fixed step a table of 7 GB under a stream of ingest was written again
     /// every 256 MB of log (27x its log in checkpoints); with the step growing with the data,
     /// checkpoints write at most three times what is logged, and recovery replays at most
     /// half a checkpoint's worth of log.
@@ -450,11 +461,12 @@ impl ChangeLog for Durable {
         let t0 = Instant::now();
         match Durable::checkpoint(self, catalog) {
             Ok(Some(w)) => Ok(format!(
-                "checkpoint at LSN {}: {} tables, {} rows, {} bytes in {:.3} s",
+                "checkpoint at LSN {}: {} tables, {} rows, {} bytes written{} in {:.3} s",
                 w.lsn,
                 w.tables,
                 w.rows,
-                w.bytes,
+                w.written_bytes(),
+                kept_note(&w),
                 t0.elapsed().as_secs_f64()
             )),
             Ok(None) => Ok("checkpoint: nothing changed since the last one".into()),
@@ -747,13 +759,13 @@ mod tests {
         let newer = ck.crash(|_, _| 0);
         let text = String::from_utf8(newer.read(&manifest).expect("manifest")).expect("text");
         let body =
-            text[..text.rfind("crc ").expect("crc line")].replacen("zeptodb-checkpoint 1", "zeptodb-checkpoint 2", 1);
+            text[..text.rfind("crc ").expect("crc line")].replacen("zeptodb-checkpoint 2", "zeptodb-checkpoint 3", 1);
         newer.truncate(&manifest, 0).expect("truncate");
         newer
             .append(&manifest, format!("{body}crc {:08x}\n", crc32fast::hash(body.as_bytes())).as_bytes())
             .expect("write");
         let e = open(&wal.crash(|_, _| 0), &newer, &Catalog::new()).expect_err("refused");
-        assert!(e.to_string().contains("written by a newer ZeptoDB (checkpoint format 2"), "{e}");
+        assert!(e.to_string().contains("written by a newer ZeptoDB (checkpoint format 3"), "{e}");
         // A checkpoint without its log (a lost checkpoint directory) cannot be completed once
         // a second checkpoint removed the log the first covers.
         live.drop_table("t", false).expect("a change");
@@ -930,13 +942,13 @@ mod tests {
         let ck = MemStorage::new();
         let live = Catalog::new();
         every_type_table(&live);
-        let (tables, ()) = live.consistent_cut(|| ());
-        checkpoint::write(&ck, 5, tables.clone(), &[]).expect("first");
+        let (tables, _, ()) = live.consistent_cut_with_views(|| ());
+        checkpoint::write(&ck, 5, tables.clone(), &[], &checkpoint::Reuse::none()).expect("first");
         let before: Vec<Vec<u8>> = ck.list().expect("list").iter().map(|n| ck.read(n).expect("read")).collect();
         // A retry at the same LSN (its first attempt reported a failure after publishing)
         // touches nothing: every changing operation would fail now.
         ck.fail_after_ops(Some(0));
-        checkpoint::write(&ck, 5, tables, &[]).expect("retry is a no-op");
+        checkpoint::write(&ck, 5, tables, &[], &checkpoint::Reuse::none()).expect("retry is a no-op");
         let after: Vec<Vec<u8>> = ck.list().expect("list").iter().map(|n| ck.read(n).expect("read")).collect();
         assert_eq!(before, after);
     }

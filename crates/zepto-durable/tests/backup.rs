@@ -111,3 +111,64 @@ fn a_restore_refuses_a_damaged_backup_and_a_directory_in_use() {
         let _ = std::fs::remove_dir_all(p);
     }
 }
+
+/// The table files in a checkpoint directory, sorted.
+fn table_files(ck: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(ck)
+        .expect("dir")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".arrow"))
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn unchanged_tables_keep_their_files_in_later_backups_and_checkpoints() {
+    let (src, dest) = (tmp("src3"), tmp("dest3"));
+    let live = Catalog::new();
+    let d = open(&src, &live);
+    for name in ["cold", "hot"] {
+        live.create(Table::new(name, schema(), &TableOptions::default()).expect("table"), false).expect("create");
+        live.append(name, batch(0, 400, 1)).expect("append");
+    }
+    let first = d.backup(&live, &dest).expect("backup");
+    assert_eq!((first.tables, first.tables_kept), (2, 0), "{first}");
+
+    // Only `hot` changes: `cold`'s file of the first backup is named again, not rewritten.
+    live.append("hot", batch(1, 200, 2)).expect("append");
+    let second = d.backup(&live, &dest).expect("backup");
+    assert_eq!(second.tables_kept, 1, "{second}");
+    assert!(second.bytes < first.bytes, "only one table written: {second} after {first}");
+    let ck = dest.join("checkpoint");
+    let held = table_files(&ck);
+    assert_eq!(held.len(), 2, "the first backup's other file is gone: {held:?}");
+    assert!(held.iter().any(|n| n.starts_with(&format!("{:020}-", first.lsn))), "{held:?}");
+    assert_eq!(restored(&dest, "r5"), dump(&live));
+
+    // A failed write into the table moves its stamp on too: written again, never stale.
+    assert!(live.append("cold", vec![]).is_err());
+    live.append("hot", batch(2, 50, 3)).expect("append");
+    let third = d.backup(&live, &dest).expect("backup");
+    assert_eq!(third.tables_kept, 0, "{third}");
+    assert_eq!(restored(&dest, "r6"), dump(&live));
+
+    // The data directory's own checkpoints keep unchanged tables' files the same way, and
+    // recovery reads a checkpoint naming an older checkpoint's file.
+    let c1 = d.checkpoint(&live).expect("checkpoint").expect("written");
+    assert_eq!(c1.kept, 0);
+    live.append("hot", batch(3, 10, 4)).expect("append");
+    let c2 = d.checkpoint(&live).expect("checkpoint").expect("written");
+    assert_eq!((c2.kept, c2.tables), (1, 2));
+    assert_eq!(c2.written_bytes() + c2.kept_bytes, c2.bytes);
+    let files = table_files(&src.join("checkpoint"));
+    assert!(files.iter().any(|n| n.starts_with(&format!("{:020}-", c1.lsn))), "{files:?}");
+    let want = dump(&live);
+    drop(d);
+    let cat = Catalog::new();
+    let _d = open(&src, &cat);
+    assert_eq!(dump(&cat), want);
+    for p in [&src, &dest] {
+        let _ = std::fs::remove_dir_all(p);
+    }
+}

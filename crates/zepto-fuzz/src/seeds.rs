@@ -205,7 +205,14 @@ pub fn manifest() -> Vec<Vec<u8>> {
     let storage = MemStorage::new();
     let t = sample_engine().catalog().snapshot("t").expect("the sample table exists");
     let views = [zepto_storage::ViewCut { def: sample_view(), state: None }];
-    checkpoint::write(&storage, CHECKPOINT_LSN, vec![t], &views).expect("a checkpoint writes to memory");
+    checkpoint::write(
+        &storage,
+        CHECKPOINT_LSN,
+        vec![(t, zepto_storage::Stamp::next())],
+        &views,
+        &checkpoint::Reuse::none(),
+    )
+    .expect("a checkpoint writes to memory");
     let text = storage.read(&checkpoint::manifest_name(CHECKPOINT_LSN)).expect("the manifest is there");
     let body_end = text.windows(4).rposition(|w| w == b"crc ").unwrap_or(text.len());
     vec![text[..body_end].to_vec()]

@@ -22,7 +22,10 @@ use crate::table::{ColumnDef, Schema, Shard, Table};
 use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock, RwLock};
 
+mod stamp;
 mod views;
+
+pub use stamp::Stamp;
 
 /// A table's place in the catalog. `dropped` is set by DROP TABLE under the table's write
 /// lock, so a writer that found the slot before the drop but locks it after sees the flag and
@@ -33,6 +36,18 @@ struct SlotCell {
     /// The layout as last read ([`Catalog::layout`]), for a reader that finds a writer
     /// holding the table.
     layout: std::sync::Mutex<Option<Layout>>,
+    /// The table's content as of its last change ([`Stamp`]).
+    stamp: stamp::StampCell,
+}
+
+impl SlotCell {
+    /// The table locked for a change: its stamp moves on. Every writer locks through here
+    /// (folding deferred rows in, which changes no row, locks the table directly).
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, Arc<Table>> {
+        let guard = self.table.write().unwrap_or_else(|e| e.into_inner());
+        self.stamp.bump();
+        guard
+    }
 }
 
 type Slot = Arc<SlotCell>;
@@ -52,7 +67,12 @@ pub struct Layout {
 }
 
 fn new_slot(t: Table) -> Slot {
-    Arc::new(SlotCell { table: RwLock::new(Arc::new(t)), dropped: Default::default(), layout: Default::default() })
+    Arc::new(SlotCell {
+        table: RwLock::new(Arc::new(t)),
+        dropped: Default::default(),
+        layout: Default::default(),
+        stamp: stamp::StampCell::new(),
+    })
 }
 
 /// One change to the catalog, as the write-ahead log records it.
@@ -623,17 +643,18 @@ impl Catalog {
     /// records up to the LSN it returns). Writers wait only for the `Arc` clones and `at()`.
     pub fn consistent_cut<R>(&self, at: impl FnOnce() -> R) -> (Vec<Arc<Table>>, R) {
         let (tables, _, r) = self.consistent_cut_with_views(at);
-        (tables, r)
+        (tables.into_iter().map(|(t, _)| t).collect(), r)
     }
 
-    /// [`Catalog::consistent_cut`], with the materialized views' definitions of the same cut.
+    /// [`Catalog::consistent_cut`], each table with its [`Stamp`], and the materialized views'
+    /// definitions of the same cut.
     pub fn consistent_cut_with_views<R>(
         &self,
         at: impl FnOnce() -> R,
-    ) -> (Vec<Arc<Table>>, Vec<crate::view::ViewCut>, R) {
+    ) -> (Vec<(Arc<Table>, Stamp)>, Vec<crate::view::ViewCut>, R) {
         let _gate = self.gate.write().unwrap_or_else(|e| e.into_inner());
         let map = self.tables.read().unwrap_or_else(|e| e.into_inner());
-        let tables = map.values().map(|s| folded(s)).collect();
+        let tables = map.values().map(|s| folded_stamped(s)).collect();
         drop(map);
         let views = self.view_cuts();
         (tables, views, at())
@@ -703,7 +724,7 @@ impl Catalog {
         let k = key(table.name());
         let old = map.get(&k).cloned();
         // Wait for the old table's writers in flight: their records precede this one.
-        let _writers = old.as_ref().map(|slot| slot.table.write().unwrap_or_else(|e| e.into_inner()));
+        let _writers = old.as_ref().map(|slot| slot.write());
         let name = table.name().to_string();
         let col_name = |i: Option<usize>| i.map(|i| table.schema().columns[i].name.as_str());
         let mut changes = Vec::with_capacity(3);
@@ -741,7 +762,7 @@ impl Catalog {
         self.check_no_views(name)?;
         // Wait for the table's writers in flight: their records precede the drop's.
         if let Some(slot) = map.get(&k).cloned() {
-            let t = slot.table.write().unwrap_or_else(|e| e.into_inner());
+            let t = slot.write();
             let freed = t.data_bytes();
             self.log(&[Change::DropTable { name }])?.apply(|| {
                 slot.dropped.store(true, std::sync::atomic::Ordering::Release);
@@ -792,7 +813,7 @@ impl Catalog {
             };
         }
         let slot = map.get(&key(table)).cloned().ok_or_else(|| StorageError::TableNotFound(table.to_string()))?;
-        let mut guard = slot.table.write().unwrap_or_else(|e| e.into_inner());
+        let mut guard = slot.write();
         let t = Arc::make_mut(&mut guard);
         t.check_new_index(&def)?;
         self.log(&[Change::CreateIndex { table: t.name(), def: &def }])?.apply(|| t.add_index(def))?;
@@ -812,7 +833,7 @@ impl Catalog {
             };
         };
         let slot = map.get(&key(&owner)).cloned().ok_or_else(|| StorageError::TableNotFound(owner.clone()))?;
-        let mut guard = slot.table.write().unwrap_or_else(|e| e.into_inner());
+        let mut guard = slot.write();
         let t = Arc::make_mut(&mut guard);
         self.log(&[Change::DropIndex { table: t.name(), name }])?
             .apply(|| Ok::<_, StorageError>(t.drop_index(name)))?;
@@ -835,7 +856,7 @@ impl Catalog {
     fn write<R, E: From<StorageError>>(&self, name: &str, f: impl FnOnce(&mut Table) -> Result<R, E>) -> Result<R, E> {
         let slot = self.slot(name)?;
         let _gate = self.gate.read().unwrap_or_else(|e| e.into_inner());
-        let mut guard = slot.table.write().unwrap_or_else(|e| e.into_inner());
+        let mut guard = slot.write();
         if slot.dropped.load(std::sync::atomic::Ordering::Acquire) {
             return Err(StorageError::TableNotFound(name.to_string()).into());
         }
@@ -883,7 +904,7 @@ impl Catalog {
         let _gate = self.gate.read().unwrap_or_else(|e| e.into_inner());
         let mut guards: Vec<Option<std::sync::RwLockWriteGuard<'_, Arc<Table>>>> = names.iter().map(|_| None).collect();
         for &i in &order {
-            guards[i] = Some(slots[i].table.write().unwrap_or_else(|e| e.into_inner()));
+            guards[i] = Some(slots[i].write());
             if slots[i].dropped.load(std::sync::atomic::Ordering::Acquire) {
                 return Err(StorageError::TableNotFound(names[i].to_string()));
             }
@@ -917,17 +938,22 @@ impl Catalog {
 /// The slot's table with its deferred rows folded in (`table/defer.rs`): under the read lock
 /// when there are none, the usual case, else under the write lock.
 fn folded(slot: &SlotCell) -> Arc<Table> {
+    folded_stamped(slot).0
+}
+
+/// [`folded`], with the stamp of the content it returns (read under the same lock).
+fn folded_stamped(slot: &SlotCell) -> (Arc<Table>, Stamp) {
     {
         let t = slot.table.read().unwrap_or_else(|e| e.into_inner());
         if !t.has_deferred() {
-            return t.clone();
+            return (t.clone(), slot.stamp.get());
         }
     }
     let mut t = slot.table.write().unwrap_or_else(|e| e.into_inner());
     if t.has_deferred() {
         Arc::make_mut(&mut t).fold();
     }
-    t.clone()
+    (t.clone(), slot.stamp.get())
 }
 
 /// The table holding index `name` (ignoring ASCII case), if any.

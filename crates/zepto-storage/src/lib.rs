@@ -78,7 +78,7 @@ pub mod vector;
 pub mod view;
 
 pub use bitmap::Bitmap;
-pub use catalog::{Catalog, Change, ChangeLog, Layout};
+pub use catalog::{Catalog, Change, ChangeLog, Layout, Stamp};
 pub use column::{Column, ColumnBuilder, ColumnData, Span};
 pub use dict::Dict;
 pub use error::StorageError;

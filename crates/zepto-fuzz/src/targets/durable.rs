@@ -61,7 +61,14 @@ pub fn table_file(data: &[u8]) {
 pub fn manifest(data: &[u8]) {
     let storage = MemStorage::new();
     let table = seeds::sample_engine().catalog().snapshot("t").expect("the sample table exists");
-    checkpoint::write(&storage, seeds::CHECKPOINT_LSN, vec![table], &[]).expect("a checkpoint writes to memory");
+    checkpoint::write(
+        &storage,
+        seeds::CHECKPOINT_LSN,
+        vec![(table, zepto_storage::Stamp::next())],
+        &[],
+        &checkpoint::Reuse::none(),
+    )
+    .expect("a checkpoint writes to memory");
     let name = checkpoint::manifest_name(seeds::CHECKPOINT_LSN);
     storage.remove(&name).expect("the manifest is there");
     let mut text = data.to_vec();

@@ -1,0 +1,103 @@
+//! Stamps: what names a table's content as of its last change, so a checkpoint or a backup
+//! can keep the file it wrote for a table that has not changed since.
+//!
+//! A stamp is this process's run (a random number drawn once) and a number taken from one
+//! counter every time a table is locked for writing, and when a table is created, restored or
+//! replaced. Two snapshots with equal stamps therefore hold the same rows: a table cannot change
+//! without its write lock, and no two lockings in any run share a stamp. The converse does not
+//! hold (a write that fails after the lock, or changes nothing, still moves the stamp on): an
+//! unchanged table may be written again, a changed one is never taken for unchanged.
+//!
+//! Stamps do not survive a restart: tables rebuilt by recovery have stamps of the new run, so
+//! the first checkpoint or backup after a restart writes every table.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
+
+/// A table's content as of one change (see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Stamp {
+    run: u64,
+    n: u64,
+}
+
+static NEXT: AtomicU64 = AtomicU64::new(1);
+
+fn run() -> u64 {
+    static RUN: OnceLock<u64> = OnceLock::new();
+    *RUN.get_or_init(|| {
+        use std::hash::{BuildHasher, Hasher};
+        // A randomly keyed hasher (the standard library seeds it from the OS), over the
+        // process id and the time for good measure.
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u32(std::process::id());
+        h.write_u128(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos()));
+        h.finish()
+    })
+}
+
+impl Stamp {
+    /// A stamp no other change in any run has.
+    pub fn next() -> Stamp {
+        Stamp { run: run(), n: NEXT.fetch_add(1, Ordering::Relaxed) }
+    }
+
+    /// Parse [`Stamp`]'s `Display` form (`<run, 16 hex digits>.<n>`).
+    pub fn parse(s: &str) -> Option<Stamp> {
+        let (run, n) = s.split_once('.')?;
+        if run.len() != 16 {
+            return None;
+        }
+        Some(Stamp { run: u64::from_str_radix(run, 16).ok()?, n: n.parse().ok()? })
+    }
+}
+
+impl std::fmt::Display for Stamp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:016x}.{}", self.run, self.n)
+    }
+}
+
+/// A stamp held beside a table, set under its write lock.
+#[derive(Debug)]
+pub(super) struct StampCell {
+    run: u64,
+    n: AtomicU64,
+}
+
+impl StampCell {
+    pub(super) fn new() -> StampCell {
+        let s = Stamp::next();
+        StampCell { run: s.run, n: AtomicU64::new(s.n) }
+    }
+
+    /// Move on to a new stamp (the caller holds the table's write lock).
+    pub(super) fn bump(&self) {
+        self.n.store(NEXT.fetch_add(1, Ordering::Relaxed), Ordering::Release);
+    }
+
+    /// The stamp (the caller holds the table's lock, read or write).
+    pub(super) fn get(&self) -> Stamp {
+        Stamp { run: self.run, n: self.n.load(Ordering::Acquire) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stamps_are_unique_and_read_back() {
+        let (a, b) = (Stamp::next(), Stamp::next());
+        assert_ne!(a, b);
+        assert_eq!(Stamp::parse(&a.to_string()), Some(a));
+        let cell = StampCell::new();
+        let before = cell.get();
+        cell.bump();
+        assert_ne!(cell.get(), before);
+        assert_eq!(Stamp::parse(&cell.get().to_string()), Some(cell.get()));
+        for bad in ["", "12.3", "0123456789abcdef", "0123456789abcdeg.1", "0123456789abcdef.x"] {
+            assert_eq!(Stamp::parse(bad), None, "{bad}");
+        }
+    }
+}
