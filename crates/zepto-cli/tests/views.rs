@@ -1,5 +1,6 @@
 //! Materialized views through the server: kept exact as ILP and SQL writes arrive, their
-//! definitions surviving `kill -9` (the WAL) and a clean stop (the checkpoint), a dropped view
+//! definitions surviving `kill -9` (the WAL) and a clean stop (the checkpoint), deletes and
+//! updates replayed from the log reaching a view restored from its states, a dropped view
 //! staying dropped, and their gauges on `/metrics`.
 
 mod common;
@@ -78,6 +79,14 @@ fn a_view_stays_exact_across_doors_kill_9_and_restarts() {
     let (view, query) = both(&s.addr);
     assert_eq!(view, query, "from the checkpointed states and the replayed log");
     assert_eq!(rebuilds(&s.addr).as_deref(), Some("0"), "the replayed appends folded in");
+    sql(&s.addr, "DELETE FROM cpu WHERE host = 'c' AND bytes % 2 = 0");
+    sql(&s.addr, "UPDATE cpu SET usage = usage + 1000 WHERE host = 'd'");
+    let (view, query) = both(&s.addr);
+    assert_eq!(view, query, "after a delete and an update");
+    drop(s); // kill -9: both are only in the WAL, after the checkpointed states
+    let s = Server::start(&["--data-dir", &data]);
+    let (view, query) = both(&s.addr);
+    assert_eq!(view, query, "a replayed delete and update reach the view");
     let r = post(&s.addr, "/", "DROP TABLE cpu");
     assert_eq!(r.status, 400, "{}", r.text());
     assert!(r.text().contains("materialized views (bars)"), "{}", r.text());

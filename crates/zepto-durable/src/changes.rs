@@ -331,7 +331,14 @@ fn replay_update(catalog: &Catalog, b: &mut Cursor<'_>) -> Result<(), String> {
         .collect::<Result<Vec<_>, String>>()?;
     drop(snap);
     let values = zepto_io::ipc::read_ipc_stream(&b.b[b.pos..], &defs).map_err(|e| e.to_string())?;
-    catalog.modify(table, |t| t.update_rows(&sel, &columns, values)).map_err(|e| e.to_string())?;
+    // Through the catalog's log, as the statement went (see the delete's replay).
+    catalog
+        .modify(table, |t| {
+            let logged =
+                catalog.log(&[Change::Update { table: t.name(), rows: &sel, columns: &columns, values: &values }])?;
+            logged.apply(|| t.update_rows(&sel, &columns, values))
+        })
+        .map_err(|e: StorageError| e.to_string())?;
     Ok(())
 }
 
@@ -409,7 +416,13 @@ pub fn apply(catalog: &Catalog, payload: &[u8]) -> Result<(), String> {
             5 => {
                 let table = b.str()?;
                 let sel = b.selection()?;
-                catalog.modify(table, |t| t.delete_rows(&sel)).map_err(err)?;
+                // Through the catalog's log, as the statement went: its materialized views
+                // are invalidated and its subscribers told, as for every other change.
+                catalog
+                    .modify(table, |t| {
+                        catalog.log(&[Change::Delete { table: t.name(), rows: &sel }])?.apply(|| t.delete_rows(&sel))
+                    })
+                    .map_err(err)?;
             }
             6 => replay_update(catalog, &mut b)?,
             7 => {
