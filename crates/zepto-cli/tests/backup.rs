@@ -103,6 +103,9 @@ fn a_backup_to_an_object_store_restores_what_it_cut() {
     let env_ref: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     let s = Server::start_env(&["--data-dir", data.to_str().expect("path"), "--api-key", ADMIN], &env_ref);
     post_key(&s.addr, "/", ADMIN, "CREATE TABLE t (ts TIMESTAMP, sym SYMBOL, v BIGINT)");
+    post_key(&s.addr, "/", ADMIN, "CREATE TABLE reference (k BIGINT, name VARCHAR)");
+    let r = post_key(&s.addr, "/", ADMIN, "INSERT INTO reference VALUES (1, 'one'), (2, 'two')");
+    assert_eq!(r.status, 200, "{}", r.text());
     let insert = |from: usize| {
         let rows: Vec<String> =
             (from..from + BATCH).map(|i| format!("('2024-01-02 09:30:00', 'S{}', {i})", i % 5)).collect();
@@ -115,6 +118,7 @@ fn a_backup_to_an_object_store_restores_what_it_cut() {
     insert(BATCH);
     let r = post_key(&s.addr, "/", ADMIN, "BACKUP TO 's3://zepto/backups/one'");
     assert_eq!(r.status, 200, "the second backup replaces the first: {}", r.text());
+    assert!(r.text().contains("2 tables (1 unchanged, kept)"), "incremental: {}", r.text());
     insert(2 * BATCH);
     s.stop();
     let out = Command::new(env!("CARGO_BIN_EXE_zeptodb"))
@@ -125,6 +129,8 @@ fn a_backup_to_an_object_store_restores_what_it_cut() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let r = Server::start(&["--data-dir", restored.to_str().expect("path"), "--api-key", ADMIN]);
     assert_eq!(count(&r.addr), 2 * BATCH, "what the second backup cut, not the rows after it");
+    let kept = post_key(&r.addr, "/", ADMIN, "SELECT name FROM reference ORDER BY k");
+    assert_eq!(kept.json()["data"], serde_json::json!([["one"], ["two"]]), "the kept table's file restores");
     r.stop();
     let _ = std::fs::remove_dir_all(&work);
 }
