@@ -59,9 +59,12 @@ fn network_args() -> Vec<Arg> {
             .help("The web console at /console [default: on]"),
         Arg::new("huge-pages")
             .long("huge-pages")
-            .value_name("on|off")
-            .value_parser(["on", "off"])
-            .help("Advise 2 MiB pages for blocks of 32 MiB and up (large columns and buffers) [default: on]"),
+            .value_name("on|off|reserved")
+            .value_parser(["on", "off", "reserved"])
+            .help(
+                "Advise 2 MiB pages for blocks of 32 MiB and up (large columns and buffers); reserved: map them \
+                 on the reserved pool (vm.nr_hugepages), advising when it is full [default: on]",
+            ),
         Arg::new("cpu-affinity").long("cpu-affinity").value_name("PLAN").help(
             "Cores per thread role: 'query=0-5 ingest=6 fix=7 wal=6' (roles: query, ingest, fix, wal; \
              FIX busy-polling readers take one core each) [default: FIX readers on isolated cores, if any]",
@@ -444,11 +447,20 @@ fn config(st: &Settings<'_>) -> Result<Config, String> {
         Some("off") => false,
         Some(other) => return Err(format!("console: '{other}' is not on or off")),
     };
-    zepto_storage::mem::set_huge_pages(match st.string("huge-pages")?.as_deref() {
-        None | Some("on") => true,
-        Some("off") => false,
-        Some(other) => return Err(format!("huge-pages: '{other}' is not on or off")),
-    });
+    let (advise, reserved) = match st.string("huge-pages")?.as_deref() {
+        None | Some("on") => (true, false),
+        Some("off") => (false, false),
+        Some("reserved") => (true, true),
+        Some(other) => return Err(format!("huge-pages: '{other}' is not on, off or reserved")),
+    };
+    zepto_storage::mem::set_huge_pages(advise);
+    zepto_storage::hugetlb::set(reserved);
+    if reserved && reserved_pages() == Some(0) {
+        eprintln!(
+            "zeptodb: --huge-pages reserved, but no huge pages are reserved (vm.nr_hugepages is 0): \
+             large blocks fall back to transparent huge page advice"
+        );
+    }
     install_affinity(st.string("cpu-affinity")?.as_deref().unwrap_or(""))?;
     c.kept_result_bytes = st.count("console-results-mb")?.unwrap_or(512).saturating_mul(1 << 20);
     c.subscribe_buffer_bytes = st.count("subscribe-buffer-mb")?.unwrap_or(64).max(1).saturating_mul(1 << 20);
@@ -686,3 +698,8 @@ fn tiering(st: &Settings<'_>) -> Result<crate::durable::Tiering, String> {
 
 /// Where `zeptodb serve` keeps its tables unless told otherwise (SPEC §1).
 const DEFAULT_DATA_DIR: &str = "./zepto-data";
+
+/// Huge pages reserved on this host (`/proc/sys/vm/nr_hugepages`), if known.
+fn reserved_pages() -> Option<u64> {
+    std::fs::read_to_string("/proc/sys/vm/nr_hugepages").ok()?.trim().parse().ok()
+}

@@ -207,12 +207,10 @@ impl Durable {
 
     /// `catalog`'s tables as of one LSN, cut as a checkpoint cuts them: writers wait only while
     /// the snapshots are taken and the log rotates.
-    #[allow(clippy::type_complexity)]
     pub(crate) fn cut(
         &self,
         catalog: &Catalog,
-    ) -> Result<(Vec<(Arc<zepto_storage::Table>, zepto_storage::Stamp)>, Vec<zepto_storage::ViewCut>, Lsn), DurableError>
-    {
+    ) -> Result<(Vec<zepto_storage::StampedTable>, Vec<zepto_storage::ViewCut>, Lsn), DurableError> {
         let (tables, views, lsn) = catalog.consistent_cut_with_views(|| self.wal.rotate());
         Ok((tables, views, lsn?))
     }

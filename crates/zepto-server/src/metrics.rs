@@ -142,6 +142,9 @@ struct MemoryGauges {
     huge_pages: Gauge<f64, AtomicU64>,
     huge_advised: Gauge,
     huge_refused: Gauge,
+    reserved_bytes: Gauge,
+    reserved_blocks: Gauge,
+    reserved_fallbacks: Gauge,
 }
 
 impl MemoryGauges {
@@ -164,6 +167,21 @@ impl MemoryGauges {
                 "zepto_huge_page_advice_refused",
                 "Huge page advice the kernel refused: those blocks kept 4 KiB pages",
             ),
+            reserved_bytes: register(
+                r,
+                "zepto_huge_pages_reserved_bytes",
+                "Memory mapped on reserved huge pages now (--huge-pages reserved; not in resident memory)",
+            ),
+            reserved_blocks: register(
+                r,
+                "zepto_huge_pages_reserved_blocks",
+                "Large blocks mapped on reserved huge pages so far",
+            ),
+            reserved_fallbacks: register(
+                r,
+                "zepto_huge_pages_reserved_fallbacks",
+                "Large blocks the reserved huge page pool could not hold: taken from the allocator, advised",
+            ),
         }
     }
 
@@ -181,6 +199,11 @@ impl MemoryGauges {
         let (advised, refused) = zepto_storage::mem::huge_page_advice();
         self.huge_advised.set(i64::try_from(advised).unwrap_or(i64::MAX));
         self.huge_refused.set(i64::try_from(refused).unwrap_or(i64::MAX));
+        let (bytes, blocks, fallbacks) = zepto_storage::hugetlb::stats();
+        let gauge = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+        self.reserved_bytes.set(gauge(bytes));
+        self.reserved_blocks.set(gauge(blocks));
+        self.reserved_fallbacks.set(gauge(fallbacks));
     }
 }
 

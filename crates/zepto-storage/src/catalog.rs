@@ -27,6 +27,9 @@ mod views;
 
 pub use stamp::Stamp;
 
+/// A table as a consistent cut found it, with the [`Stamp`] of that content.
+pub type StampedTable = (Arc<Table>, Stamp);
+
 /// A table's place in the catalog. `dropped` is set by DROP TABLE under the table's write
 /// lock, so a writer that found the slot before the drop but locks it after sees the flag and
 /// fails instead of writing into a table that no longer exists.
@@ -651,7 +654,7 @@ impl Catalog {
     pub fn consistent_cut_with_views<R>(
         &self,
         at: impl FnOnce() -> R,
-    ) -> (Vec<(Arc<Table>, Stamp)>, Vec<crate::view::ViewCut>, R) {
+    ) -> (Vec<StampedTable>, Vec<crate::view::ViewCut>, R) {
         let _gate = self.gate.write().unwrap_or_else(|e| e.into_inner());
         let map = self.tables.read().unwrap_or_else(|e| e.into_inner());
         let tables = map.values().map(|s| folded_stamped(s)).collect();

@@ -62,6 +62,7 @@ pub mod dict;
 pub mod error;
 pub mod feed;
 pub mod history;
+pub mod hugetlb;
 pub mod index;
 pub mod logged;
 pub mod mem;
@@ -78,7 +79,7 @@ pub mod vector;
 pub mod view;
 
 pub use bitmap::Bitmap;
-pub use catalog::{Catalog, Change, ChangeLog, Layout, Stamp};
+pub use catalog::{Catalog, Change, ChangeLog, Layout, Stamp, StampedTable};
 pub use column::{Column, ColumnBuilder, ColumnData, Span};
 pub use dict::Dict;
 pub use error::StorageError;

@@ -35,10 +35,17 @@ fn add(delta: isize) {
     });
 }
 
-// SAFETY: every method forwards to `System` unchanged; the counter is only bookkeeping, and
-// the huge page advice only changes how the kernel backs memory the block already owns.
+// SAFETY: every method forwards to `System` unchanged, but for large blocks while reserved
+// huge pages are on ([`crate::hugetlb`]): those are whole mappings of their own, 2 MiB-aligned
+// (any `Layout` this program makes asks for less), zeroed, told apart from `System`'s by the
+// table `hugetlb` keeps. The counter is only bookkeeping, and the huge page advice only changes
+// how the kernel backs memory the block already owns.
 unsafe impl GlobalAlloc for CountingAlloc {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        if let Some(p) = reserved(layout) {
+            add(layout.size() as isize);
+            return p;
+        }
         // SAFETY: same contract as the caller's.
         let p = unsafe { System.alloc(layout) };
         if !p.is_null() {
@@ -49,6 +56,11 @@ unsafe impl GlobalAlloc for CountingAlloc {
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        if let Some(p) = reserved(layout) {
+            // A fresh mapping is zeroed.
+            add(layout.size() as isize);
+            return p;
+        }
         // SAFETY: same contract as the caller's.
         let p = unsafe { System.alloc_zeroed(layout) };
         if !p.is_null() {
@@ -59,21 +71,74 @@ unsafe impl GlobalAlloc for CountingAlloc {
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: same contract as the caller's.
-        unsafe { System.dealloc(ptr, layout) };
+        if layout.size() < HUGE_PAGE_MIN_BYTES || !crate::hugetlb::unmap(ptr, layout.size()) {
+            // SAFETY: same contract as the caller's; not a reserved huge page block.
+            unsafe { System.dealloc(ptr, layout) };
+        }
         add(-(layout.size() as isize));
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let old = layout.size();
+        // SAFETY: same contract as the caller's: `new_size` with the old alignment is a valid
+        // layout.
+        let moved = unsafe { Layout::from_size_align_unchecked(new_size, layout.align()) };
+        if old >= HUGE_PAGE_MIN_BYTES && crate::hugetlb::holds(ptr) {
+            let len = crate::hugetlb::mapping_len;
+            if new_size >= HUGE_PAGE_MIN_BYTES && len(new_size) == len(old) {
+                // The mapping holds it already, and its free will unmap the same length.
+                add(new_size as isize - old as isize);
+                return ptr;
+            }
+            let p = self.alloc(moved);
+            // SAFETY: both blocks are live and distinct; the old one is freed once.
+            unsafe { move_block(self, ptr, layout, p, new_size) };
+            return p;
+        }
+        if let Some(p) = reserved(moved) {
+            add(new_size as isize);
+            // SAFETY: as above.
+            unsafe { move_block(self, ptr, layout, p, new_size) };
+            return p;
+        }
         // SAFETY: same contract as the caller's.
         let p = unsafe { System.realloc(ptr, layout, new_size) };
         if !p.is_null() {
-            add(new_size as isize - layout.size() as isize);
-            if new_size > layout.size() {
+            add(new_size as isize - old as isize);
+            if new_size > old {
                 advise_huge(p, new_size);
             }
         }
         p
+    }
+}
+
+/// Copy block `from` (of `layout`) into `to` (its new place, `to_size` bytes; nothing when
+/// null: the allocation failed and `from` stays), then free `from`.
+///
+/// # Safety
+/// `from` is a live block of `layout` from `alloc`, `to` null or a distinct live block of
+/// `to_size` bytes.
+unsafe fn move_block(alloc: &CountingAlloc, from: *mut u8, layout: Layout, to: *mut u8, to_size: usize) {
+    if to.is_null() {
+        return;
+    }
+    // SAFETY: the caller's contract; the copy is as long as the shorter block.
+    unsafe {
+        std::ptr::copy_nonoverlapping(from, to, layout.size().min(to_size));
+        alloc.dealloc(from, layout);
+    }
+}
+
+/// A block on reserved huge pages for `layout`, when they are on and it is large enough
+/// ([`crate::hugetlb`]); `None` to take it from the system allocator.
+#[inline]
+fn reserved(layout: Layout) -> Option<*mut u8> {
+    let wanted = layout.size() >= HUGE_PAGE_MIN_BYTES && layout.align() <= crate::hugetlb::PAGE;
+    if wanted && crate::hugetlb::enabled() {
+        crate::hugetlb::map(layout.size())
+    } else {
+        None
     }
 }
 

@@ -94,8 +94,26 @@ pub fn transparent_huge_pages(h: &Host) -> Finding {
 }
 
 pub fn reserved_huge_pages(h: &Host) -> Finding {
-    let n = h.read("/proc/sys/vm/nr_hugepages").unwrap_or_else(|| "not exposed".into());
-    finding("reserved huge pages", Status::Info, n, "ZeptoDB does not map reserved (hugetlbfs) pages yet")
+    let check = "reserved huge pages";
+    let Some(n) = h.read("/proc/sys/vm/nr_hugepages") else {
+        return finding(check, Status::Info, "not exposed", "");
+    };
+    match n.parse::<u64>() {
+        Ok(0) => finding(
+            check,
+            Status::Info,
+            "0",
+            "none reserved: where transparent huge pages are off, reserve pages (vm.nr_hugepages) and \
+             serve with --huge-pages reserved (docs/operations.md, Huge pages)",
+        ),
+        Ok(pages) => finding(
+            check,
+            Status::Info,
+            format!("{pages} ({} MiB)", pages * 2),
+            "serve with --huge-pages reserved to map blocks of 32 MiB and up on them",
+        ),
+        Err(_) => finding(check, Status::Info, n, ""),
+    }
 }
 
 pub fn cpu_governor(h: &Host) -> Finding {

@@ -36,7 +36,7 @@ use manifest::{FileEntry, Manifest};
 use std::collections::HashMap;
 use std::io::Write;
 use std::sync::Arc;
-use zepto_storage::{Stamp, Table, ViewCut, ViewDef};
+use zepto_storage::{Stamp, StampedTable, Table, ViewCut, ViewDef};
 use zepto_wal::{Lsn, Storage};
 
 /// The file name of the manifest of the checkpoint at `lsn` (sorts in LSN order).
@@ -141,7 +141,7 @@ fn file_len(storage: &dyn Storage, name: &str) -> Option<u64> {
 pub fn write(
     storage: &dyn Storage,
     lsn: Lsn,
-    tables: Vec<(Arc<Table>, Stamp)>,
+    tables: Vec<StampedTable>,
     views: &[ViewCut],
     reuse: &Reuse,
 ) -> Result<Written, DurableError> {
