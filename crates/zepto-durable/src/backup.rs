@@ -9,8 +9,8 @@
 //! wait only while the tables' snapshots are taken and the log rotates, milliseconds), then
 //! writes the tables from those snapshots while ingest goes on. A later backup into the same
 //! place is incremental: history files are immutable and named once, so it copies only the
-//! ones it does not hold yet, and a table unchanged since the previous backup (of this server
-//! run: see [`zepto_storage::Stamp`]) keeps that backup's file (`checkpoint::Reuse`). The new
+//! ones it does not hold yet, and a table unchanged since the previous backup (see
+//! [`zepto_storage::Stamp`]) keeps that backup's file (`checkpoint::Reuse`). The new
 //! checkpoint is published by its manifest's rename (an object store: its upload, last), and
 //! only then are the previous backup's files it does not name removed: a backup killed at any
 //! point leaves the previous one whole.

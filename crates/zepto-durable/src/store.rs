@@ -134,16 +134,20 @@ impl Durable {
         catalog.set_history_reader(reader.clone())?;
         let t0 = Instant::now();
         if let Some((lsn, _)) = checkpoint::newest(checkpoints.as_ref())? {
-            let checkpoint::Loaded { tables, views } = checkpoint::load(checkpoints.as_ref(), lsn, |i, n| {
+            let checkpoint::Loaded { tables, stamps, views } = checkpoint::load(checkpoints.as_ref(), lsn, |i, n| {
                 if n >= 8 {
                     progress(&format!("loading checkpoint {lsn}: {i} of {n} tables"));
                 }
             })?;
             rec.checkpoint_lsn = lsn;
             rec.checkpoint_tables = tables.len();
-            for t in tables {
+            for (t, stamp) in tables.into_iter().zip(stamps) {
                 rec.checkpoint_rows += t.row_count();
-                catalog.restore(t)?;
+                // Unchanged since, it keeps its file at the next checkpoint or backup.
+                match stamp {
+                    Some(s) => catalog.restore_stamped(t, s)?,
+                    None => catalog.restore(t)?,
+                }
             }
             // From their states when the checkpoint has them and an engine is attached (the
             // replayed appends then fold in); else built from their tables when first read.

@@ -124,7 +124,7 @@ fn table_files(ck: &Path) -> Vec<String> {
 }
 
 #[test]
-fn unchanged_tables_keep_their_files_in_later_backups_and_checkpoints() {
+fn unchanged_tables_keep_their_files_in_later_backups_checkpoints_and_restarts() {
     let (src, dest) = (tmp("src3"), tmp("dest3"));
     let live = Catalog::new();
     let d = open(&src, &live);
@@ -166,8 +166,20 @@ fn unchanged_tables_keep_their_files_in_later_backups_and_checkpoints() {
     let want = dump(&live);
     drop(d);
     let cat = Catalog::new();
-    let _d = open(&src, &cat);
+    let d = open(&src, &cat);
     assert_eq!(dump(&cat), want);
+    // A restart keeps what is unchanged: `cold`, loaded from the checkpoint, keeps its file;
+    // `hot`, changed since the restart, is written.
+    cat.append("hot", batch(4, 10, 5)).expect("append");
+    let c3 = d.checkpoint(&cat).expect("checkpoint").expect("written");
+    assert_eq!((c3.kept, c3.tables), (1, 2));
+    let b = d.backup(&cat, &dest).expect("backup after the restart");
+    assert_eq!(b.tables_kept, 1, "{b}");
+    assert_eq!(restored(&dest, "r7"), dump(&cat));
+    drop(d);
+    let cat2 = Catalog::new();
+    let _d = open(&src, &cat2);
+    assert_eq!(dump(&cat2), dump(&cat));
     for p in [&src, &dest] {
         let _ = std::fs::remove_dir_all(p);
     }

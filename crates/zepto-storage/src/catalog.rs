@@ -70,11 +70,15 @@ pub struct Layout {
 }
 
 fn new_slot(t: Table) -> Slot {
+    stamped_slot(t, Stamp::next())
+}
+
+fn stamped_slot(t: Table, stamp: Stamp) -> Slot {
     Arc::new(SlotCell {
         table: RwLock::new(Arc::new(t)),
         dropped: Default::default(),
         layout: Default::default(),
-        stamp: stamp::StampCell::new(),
+        stamp: stamp::StampCell::new(stamp),
     })
 }
 
@@ -665,7 +669,13 @@ impl Catalog {
 
     /// Put a table back as recovery found it (rows included), without logging. Only before a
     /// change log is set.
-    pub fn restore(&self, mut table: Table) -> Result<(), StorageError> {
+    pub fn restore(&self, table: Table) -> Result<(), StorageError> {
+        self.restore_stamped(table, Stamp::next())
+    }
+
+    /// [`Catalog::restore`] of a table whose content is exactly what `stamp` named when it was
+    /// checkpointed (see [`Stamp`]).
+    pub fn restore_stamped(&self, mut table: Table, stamp: Stamp) -> Result<(), StorageError> {
         table.set_history_reader(self.history.get().cloned());
         if self.changes.get().is_some() {
             return Err(StorageError::Internal("restore() after the change log is set".into()));
@@ -675,7 +685,7 @@ impl Catalog {
         if map.contains_key(&k) {
             return Err(StorageError::TableExists(table.name().to_string()));
         }
-        map.insert(k, new_slot(table));
+        map.insert(k, stamped_slot(table, stamp));
         Ok(())
     }
 

@@ -228,6 +228,8 @@ pub fn read_manifest(storage: &dyn Storage, lsn: Lsn) -> Result<Manifest, Durabl
 pub struct Loaded {
     /// Every table, rows included.
     pub tables: Vec<Table>,
+    /// Each table's stamp as the manifest recorded it (none in format 1).
+    pub stamps: Vec<Option<Stamp>>,
     /// Every materialized view's definition, with its partial states when it had them.
     pub views: Vec<(ViewDef, Option<Table>)>,
 }
@@ -245,7 +247,8 @@ pub fn load(storage: &dyn Storage, lsn: Lsn, mut progress: impl FnMut(usize, usi
         tables.push(read_file(storage, f)?);
         progress(i + 1, m.files.len());
     }
-    Ok(Loaded { tables, views })
+    let stamps = m.files.iter().map(|f| f.stamp).collect();
+    Ok(Loaded { tables, stamps, views })
 }
 
 /// Table file `f`, its length and checksum verified.

@@ -1,15 +1,17 @@
 //! Stamps: what names a table's content as of its last change, so a checkpoint or a backup
 //! can keep the file it wrote for a table that has not changed since.
 //!
-//! A stamp is this process's run (a random number drawn once) and a number taken from one
-//! counter every time a table is locked for writing, and when a table is created, restored or
-//! replaced. Two snapshots with equal stamps therefore hold the same rows: a table cannot change
-//! without its write lock, and no two lockings in any run share a stamp. The converse does not
+//! A stamp is a process's run (a random number drawn once) and a number taken from one counter
+//! every time a table is locked for writing, and when a table is created or replaced. Two
+//! snapshots with equal stamps therefore hold the same rows: a table cannot change without its
+//! write lock, and no two lockings in any run share a stamp. The converse does not
 //! hold (a write that fails after the lock, or changes nothing, still moves the stamp on): an
 //! unchanged table may be written again, a changed one is never taken for unchanged.
 //!
-//! Stamps do not survive a restart: tables rebuilt by recovery have stamps of the new run, so
-//! the first checkpoint or backup after a restart writes every table.
+//! Across a restart: a table loaded from a checkpoint keeps the stamp that checkpoint recorded
+//! for it until its first change (replayed from the log or new), since its content is the
+//! file's. A table the log creates gets a stamp of the new run. The run ids differ (and within
+//! one process the counter only grows), so no stamp a checkpoint holds is ever drawn again.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
@@ -61,24 +63,26 @@ impl std::fmt::Display for Stamp {
 /// A stamp held beside a table, set under its write lock.
 #[derive(Debug)]
 pub(super) struct StampCell {
-    run: u64,
+    run: AtomicU64,
     n: AtomicU64,
 }
 
 impl StampCell {
-    pub(super) fn new() -> StampCell {
-        let s = Stamp::next();
-        StampCell { run: s.run, n: AtomicU64::new(s.n) }
+    /// A cell holding `s` until the table's first change.
+    pub(super) fn new(s: Stamp) -> StampCell {
+        StampCell { run: AtomicU64::new(s.run), n: AtomicU64::new(s.n) }
     }
 
-    /// Move on to a new stamp (the caller holds the table's write lock).
+    /// Move on to a new stamp of this run (the caller holds the table's write lock).
     pub(super) fn bump(&self) {
+        self.run.store(run(), Ordering::Relaxed);
         self.n.store(NEXT.fetch_add(1, Ordering::Relaxed), Ordering::Release);
     }
 
-    /// The stamp (the caller holds the table's lock, read or write).
+    /// The stamp (the caller holds the table's lock, read or write, so no bump is halfway).
     pub(super) fn get(&self) -> Stamp {
-        Stamp { run: self.run, n: self.n.load(Ordering::Acquire) }
+        let n = self.n.load(Ordering::Acquire);
+        Stamp { run: self.run.load(Ordering::Relaxed), n }
     }
 }
 
@@ -91,10 +95,12 @@ mod tests {
         let (a, b) = (Stamp::next(), Stamp::next());
         assert_ne!(a, b);
         assert_eq!(Stamp::parse(&a.to_string()), Some(a));
-        let cell = StampCell::new();
-        let before = cell.get();
+        let old_run = Stamp { run: run() ^ 1, n: 7 };
+        let cell = StampCell::new(old_run);
+        assert_eq!(cell.get(), old_run, "a loaded table keeps its checkpoint's stamp");
         cell.bump();
-        assert_ne!(cell.get(), before);
+        assert_ne!(cell.get(), old_run);
+        assert_eq!(cell.get().run, run(), "a change draws a stamp of this run");
         assert_eq!(Stamp::parse(&cell.get().to_string()), Some(cell.get()));
         for bad in ["", "12.3", "0123456789abcdef", "0123456789abcdeg.1", "0123456789abcdef.x"] {
             assert_eq!(Stamp::parse(bad), None, "{bad}");
