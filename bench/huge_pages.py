@@ -9,7 +9,7 @@ server's own `elapsed_us`), peak RSS (VmHWM), memory on reserved huge pages at t
 (HugetlbPages, not in RSS), and the server's huge page counters. The host's THP mode and pool
 are printed first: run it with THP `madvise` and with `never` (as root: `echo never >
 /sys/kernel/mm/transparent_hugepage/enabled`), with pages reserved (`echo 1536 >
-/proc/sys/vm/nr_hugepages`). Results: docs/operations.md, "Reserved huge pages".
+/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages`). Results: docs/operations.md, "Reserved huge pages".
 
     bench/huge_pages.py --bin target/release/zeptodb --rows 20000000 --parts 2 --modes reserved,off,on
 """
@@ -79,7 +79,7 @@ def main():
     if not os.path.exists(args.bin):
         sys.exit(f"{args.bin}: build it first (cargo build --release -p zepto-cli)")
     print(f"THP: {read('/sys/kernel/mm/transparent_hugepage/enabled')}; "
-          f"reserved 2 MiB pages: {read('/proc/sys/vm/nr_hugepages')}; "
+          f"reserved 2 MiB pages: {read('/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages')}; "
           f"{args.rows:,} rows in {args.parts} partitions; server medians of {args.repeat} runs (range)")
     cols = Columns([9, 7, 22, 22, 13, 17], "<>>>>>")
     print(cols.line(["mode", "load s", "filtered group by ms", "sum ms", "peak RSS MiB", "on the pool MiB"]))

@@ -455,10 +455,11 @@ fn config(st: &Settings<'_>) -> Result<Config, String> {
     };
     zepto_storage::mem::set_huge_pages(advise);
     zepto_storage::hugetlb::set(reserved);
-    if reserved && reserved_pages() == Some(0) {
+    if reserved && zepto_storage::hugetlb::pool().is_none_or(|(pages, _)| pages == 0) {
         eprintln!(
-            "zeptodb: --huge-pages reserved, but no huge pages are reserved (vm.nr_hugepages is 0): \
-             large blocks fall back to transparent huge page advice"
+            "zeptodb: --huge-pages reserved, but no 2 MiB huge pages are reserved \
+             (/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages): large blocks fall back to \
+             transparent huge page advice"
         );
     }
     install_affinity(st.string("cpu-affinity")?.as_deref().unwrap_or(""))?;
@@ -698,8 +699,3 @@ fn tiering(st: &Settings<'_>) -> Result<crate::durable::Tiering, String> {
 
 /// Where `zeptodb serve` keeps its tables unless told otherwise (SPEC §1).
 const DEFAULT_DATA_DIR: &str = "./zepto-data";
-
-/// Huge pages reserved on this host (`/proc/sys/vm/nr_hugepages`), if known.
-fn reserved_pages() -> Option<u64> {
-    std::fs::read_to_string("/proc/sys/vm/nr_hugepages").ok()?.trim().parse().ok()
-}

@@ -45,7 +45,7 @@ fn host(root: &Path, settings: [&str; 8]) {
         root,
         &[
             ("/sys/kernel/mm/transparent_hugepage/enabled", thp),
-            ("/proc/sys/vm/nr_hugepages", "0"),
+            ("/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages", "0"),
             ("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor", gov),
             ("/sys/devices/system/cpu/cpu1/cpufreq/scaling_governor", "performance"),
             ("/proc/sys/vm/swappiness", swap),

@@ -1,20 +1,15 @@
 //! `--huge-pages reserved`: the server maps its large blocks (32 MiB and up) on the host's
 //! reserved huge page pool when it has free pages, and falls back to the allocator, counted on
 //! `/metrics`, when it has none; the answers are the same either way. Run here with and
-//! without pages reserved (`echo 64 > /proc/sys/vm/nr_hugepages` as root).
+//! without pages reserved (as root: `echo 64 > /sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages`).
 
 mod common;
 
 use common::*;
 
-/// A `/proc/meminfo` or `/proc/sys` number, if there is one.
-fn proc_number(path: &str, key: Option<&str>) -> Option<u64> {
-    let text = std::fs::read_to_string(path).ok()?;
-    let value = match key {
-        Some(k) => text.lines().find_map(|l| l.strip_prefix(k))?,
-        None => text.as_str(),
-    };
-    value.split_whitespace().next()?.parse().ok()
+/// The number a sysfs file holds, if there is one.
+fn number(path: &str) -> Option<u64> {
+    std::fs::read_to_string(path).ok()?.trim().parse().ok()
 }
 
 fn metric(m: &str, name: &str) -> u64 {
@@ -24,8 +19,9 @@ fn metric(m: &str, name: &str) -> u64 {
 
 #[test]
 fn large_blocks_go_on_reserved_huge_pages_or_fall_back_counted() {
-    let reserved = proc_number("/proc/sys/vm/nr_hugepages", None);
-    let free = proc_number("/proc/meminfo", Some("HugePages_Free:")).unwrap_or(0);
+    let pool = "/sys/kernel/mm/hugepages/hugepages-2048kB";
+    let reserved = number(&format!("{pool}/nr_hugepages"));
+    let free = number(&format!("{pool}/free_hugepages")).unwrap_or(0);
     let s = Server::start(&["--huge-pages", "reserved"]);
     if reserved == Some(0) {
         assert!(s.startup.iter().any(|l| l.contains("no huge pages are reserved")), "{:?}", s.startup);

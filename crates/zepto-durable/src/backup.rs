@@ -133,7 +133,7 @@ impl Durable {
                 copied += 1;
             }
         }
-        let reuse = checkpoint::Reuse::newest(&ckpt);
+        let reuse = checkpoint::Reuse::newest(&ckpt, lsn);
         let written = checkpoint::write(&ckpt, lsn, tables, &views, &reuse)?;
         checkpoint::remove_others(&ckpt, Some(lsn))?;
         let keep: std::collections::HashSet<&str> = names.iter().map(|(n, _)| n.as_str()).collect();
@@ -249,7 +249,8 @@ impl Durable {
         store: &zepto_history::SharedStore,
     ) -> Result<Summary, DurableError> {
         let (tables, views, lsn) = self.cut(catalog)?;
-        let held: std::collections::HashSet<String> = store.list("history").map_err(store_err)?.into_iter().collect();
+        let history_held: std::collections::HashSet<String> =
+            store.list("history").map_err(store_err)?.into_iter().collect();
         let mut names = Vec::new();
         for (t, _) in &tables {
             names.extend(t.history().files.iter().filter(|f| !f.path.starts_with(SHARED)).map(|f| f.path.clone()));
@@ -257,51 +258,110 @@ impl Durable {
         let mut copied = 0;
         for name in &names {
             let key = format!("history/{name}");
-            if !held.contains(&key) {
+            if !history_held.contains(&key) {
                 put_stored(store, &key, self.history_storage(), name)?;
                 copied += 1;
             }
         }
         let old: Vec<String> = store.list("checkpoint").map_err(store_err)?;
-        let reuse = store_reuse(store, &old)?;
-        let scratch = Scratch::new("backup")?;
-        let local = DirStorage::open(&scratch.0).map_err(|e| io("scratch", e))?;
-        let written = checkpoint::write(&local, lsn, tables, &views, &reuse)?;
-        let (manifest, files): (Vec<String>, Vec<String>) =
-            local.list().map_err(|e| io("scratch", e))?.into_iter().partition(|n| n.ends_with(".manifest"));
-        for name in files.iter().chain(&manifest) {
-            put_stored(store, &format!("checkpoint/{name}"), &local, name)?;
-        }
-        let named = checkpoint::read_manifest(&local, lsn)?;
-        let keep: std::collections::HashSet<String> =
-            named.names().chain(manifest.iter().map(String::as_str)).map(|n| format!("checkpoint/{n}")).collect();
+        let manifests = StoreManifests::read(store, &old);
+        let (written, keep) = match manifests.0.iter().find(|m| m.lsn == lsn) {
+            // An earlier backup of this same cut, published: nothing to upload.
+            Some(m) => (same_cut(m, &tables), manifest_keys(m)),
+            None => upload_checkpoint(store, lsn, tables, &views, &manifests, &old)?,
+        };
         for stale in old.iter().filter(|k| !keep.contains(*k)) {
             store.delete(stale).map_err(store_err)?;
         }
         let keep: std::collections::HashSet<String> = names.iter().map(|n| format!("history/{n}")).collect();
-        for stale in held.iter().filter(|k| !keep.contains(*k)) {
+        for stale in history_held.iter().filter(|k| !keep.contains(*k)) {
             store.delete(stale).map_err(store_err)?;
         }
         Ok(Summary::of(&written, copied, names.len()))
     }
 }
 
-/// The table files of the newest backup in `store` (its checkpoint objects are `keys`) that a
-/// new backup may name again: those still there. Nothing when it has no readable manifest.
-fn store_reuse(store: &zepto_history::SharedStore, keys: &[String]) -> Result<checkpoint::Reuse, DurableError> {
-    let newest = keys
-        .iter()
-        .filter_map(|k| k.strip_prefix("checkpoint/"))
-        .filter_map(|n| Some((n.strip_suffix(".manifest")?.parse::<u64>().ok()?, n)))
-        .filter(|(lsn, n)| checkpoint::manifest_name(*lsn) == *n)
-        .max();
-    let Some((lsn, name)) = newest else { return Ok(checkpoint::Reuse::none()) };
-    let Some(raw) = store.get(&format!("checkpoint/{name}")).map_err(store_err)? else {
-        return Ok(checkpoint::Reuse::none());
-    };
-    let Ok(m) = checkpoint::manifest::Manifest::parse(name, lsn, raw) else { return Ok(checkpoint::Reuse::none()) };
-    let held: std::collections::HashSet<&str> = keys.iter().map(String::as_str).collect();
-    Ok(checkpoint::Reuse::of(&m, |f| held.contains(format!("checkpoint/{}", f.name).as_str())))
+/// Write checkpoint `lsn` of `tables` into a scratch directory (naming again the files of the
+/// store's newest earlier backup for unchanged tables) and upload its new files, then its
+/// manifest: what it wrote, and every object it names.
+fn upload_checkpoint(
+    store: &zepto_history::SharedStore,
+    lsn: u64,
+    tables: Vec<zepto_storage::StampedTable>,
+    views: &[zepto_storage::ViewCut],
+    manifests: &StoreManifests,
+    old: &[String],
+) -> Result<(checkpoint::Written, std::collections::HashSet<String>), DurableError> {
+    let scratch = Scratch::new("backup")?;
+    let local = DirStorage::open(&scratch.0).map_err(|e| io("scratch", e))?;
+    let written = checkpoint::write(&local, lsn, tables, views, &manifests.reuse(lsn, old))?;
+    let (manifest, files): (Vec<String>, Vec<String>) =
+        local.list().map_err(|e| io("scratch", e))?.into_iter().partition(|n| n.ends_with(".manifest"));
+    // An object a manifest there names is never overwritten (a later backup of another
+    // history): refused before anything is uploaded.
+    if let Some(n) = files.iter().find(|n| manifests.names(n)) {
+        return Err(DurableError::Io(format!(
+            "checkpoint/{n} belongs to another backup in this store (a later one of another history): \
+             back up into an empty prefix"
+        )));
+    }
+    for name in files.iter().chain(&manifest) {
+        put_stored(store, &format!("checkpoint/{name}"), &local, name)?;
+    }
+    Ok((written, manifest_keys(&checkpoint::read_manifest(&local, lsn)?)))
+}
+
+/// A published manifest's object and every object it names.
+fn manifest_keys(m: &checkpoint::manifest::Manifest) -> std::collections::HashSet<String> {
+    let own = checkpoint::manifest_name(m.lsn);
+    m.names().chain([own.as_str()]).map(|n| format!("checkpoint/{n}")).collect()
+}
+
+/// What a backup of a cut an earlier backup `m` already holds wrote: nothing, every table kept.
+fn same_cut(m: &checkpoint::manifest::Manifest, tables: &[zepto_storage::StampedTable]) -> checkpoint::Written {
+    checkpoint::Written {
+        lsn: m.lsn,
+        tables: tables.len(),
+        rows: tables.iter().map(|(t, _)| t.row_count()).sum(),
+        bytes: m.files.iter().map(|f| f.bytes).sum(),
+        kept: tables.len(),
+        kept_bytes: m.files.iter().map(|f| f.bytes).sum(),
+    }
+}
+
+/// The backups' manifests an object store holds (those that can be read).
+struct StoreManifests(Vec<checkpoint::manifest::Manifest>);
+
+impl StoreManifests {
+    /// Every manifest among the checkpoint objects `keys`.
+    fn read(store: &zepto_history::SharedStore, keys: &[String]) -> StoreManifests {
+        let manifests = keys
+            .iter()
+            .filter_map(|k| k.strip_prefix("checkpoint/"))
+            .filter_map(|n| Some((n.strip_suffix(".manifest")?.parse::<u64>().ok()?, n)))
+            .filter(|(lsn, n)| checkpoint::manifest_name(*lsn) == *n)
+            .filter_map(|(lsn, n)| {
+                let raw = store.get(&format!("checkpoint/{n}")).ok()??;
+                checkpoint::manifest::Manifest::parse(n, lsn, raw).ok()
+            })
+            .collect();
+        StoreManifests(manifests)
+    }
+
+    /// What a backup at LSN `lsn` may name again: the newest earlier backup's table files
+    /// still among `keys` (an object store checks what it stores).
+    fn reuse(&self, lsn: u64, keys: &[String]) -> checkpoint::Reuse {
+        let Some(m) = self.0.iter().filter(|m| m.lsn < lsn).max_by_key(|m| m.lsn) else {
+            return checkpoint::Reuse::none();
+        };
+        let held: std::collections::HashSet<&str> = keys.iter().map(String::as_str).collect();
+        checkpoint::Reuse::of(m, |f| held.contains(format!("checkpoint/{}", f.name).as_str()))
+    }
+
+    /// Whether a manifest names table file `name`.
+    fn names(&self, name: &str) -> bool {
+        self.0.iter().any(|m| m.names().any(|n| n == name))
+    }
 }
 
 /// [`restore`] from an object store: the backup is downloaded first, then checked and laid

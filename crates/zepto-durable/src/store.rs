@@ -85,8 +85,8 @@ struct Last {
     lsn: Lsn,
     /// `Wal::bytes_written` when the last checkpoint's cut was taken.
     wal_bytes: u64,
-    /// Bytes the last checkpoint wrote, files it kept from the one before not counted (0
-    /// before the first of this run).
+    /// Bytes of the last checkpoint's files, kept ones included (0 before the first of this
+    /// run): a table kept once is written in full when it next changes.
     size: u64,
 }
 
@@ -235,10 +235,10 @@ impl Durable {
             return Ok(None);
         }
         debug_assert!(lsn > last.lsn, "LSNs only grow");
-        let reuse = checkpoint::Reuse::newest(self.checkpoints.as_ref());
+        let reuse = checkpoint::Reuse::newest(self.checkpoints.as_ref(), lsn);
         let written = checkpoint::write(self.checkpoints.as_ref(), lsn, tables, &views, &reuse)?;
         let previous = last.lsn;
-        *last = Last { lsn, wal_bytes, size: written.written_bytes() };
+        *last = Last { lsn, wal_bytes, size: written.bytes };
         // Published: what it replaces can go. A failure here leaves extra files that the next
         // checkpoint or start removes; the data is safe either way. The log keeps the records
         // since the checkpoint before this one: recovery skips them, but a subscriber resuming
@@ -346,8 +346,8 @@ impl Durable {
     }
 
     /// Whether enough was logged since the last checkpoint to write another: the setting's
-    /// bytes, and at least half of what the last checkpoint wrote. A checkpoint writes every
-    /// changed table whole, so with a fixed step a table of 7 GB under a stream of ingest was written again
+    /// bytes, and at least half the last checkpoint's size. A checkpoint writes every changed
+    /// table whole, so with a fixed step a table of 7 GB under a stream of ingest was written again
     /// every 256 MB of log (27x its log in checkpoints); with the step growing with the data,
     /// checkpoints write at most three times what is logged, and recovery replays at most
     /// half a checkpoint's worth of log.

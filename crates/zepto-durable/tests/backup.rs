@@ -158,6 +158,8 @@ fn unchanged_tables_keep_their_files_in_later_backups_checkpoints_and_restarts()
     let c1 = d.checkpoint(&live).expect("checkpoint").expect("written");
     assert_eq!(c1.kept, 0);
     live.append("hot", batch(3, 10, 4)).expect("append");
+    // The server's maintenance (retention, tiering) finding nothing to do changes no stamp.
+    d.maintain(&live, 30 * DAY).expect("maintenance");
     let c2 = d.checkpoint(&live).expect("checkpoint").expect("written");
     assert_eq!((c2.kept, c2.tables), (1, 2));
     assert_eq!(c2.written_bytes() + c2.kept_bytes, c2.bytes);
@@ -181,6 +183,47 @@ fn unchanged_tables_keep_their_files_in_later_backups_checkpoints_and_restarts()
     let _d = open(&src, &cat2);
     assert_eq!(dump(&cat2), dump(&cat));
     for p in [&src, &dest] {
+        let _ = std::fs::remove_dir_all(p);
+    }
+}
+
+#[test]
+fn a_kept_file_is_read_back_first_and_another_history_is_refused() {
+    let (src, dest) = (tmp("src4"), tmp("dest4"));
+    let live = Catalog::new();
+    let d = open(&src, &live);
+    for name in ["cold", "hot"] {
+        live.create(Table::new(name, schema(), &TableOptions::default()).expect("table"), false).expect("create");
+        live.append(name, batch(0, 300, 1)).expect("append");
+    }
+    // A damaged file of a table that does not change is written again, not named forever.
+    let c1 = d.checkpoint(&live).expect("checkpoint").expect("written");
+    let ck = src.join("checkpoint");
+    let cold = ck.join(format!("{:020}-00000.arrow", c1.lsn));
+    let mut bytes = std::fs::read(&cold).expect("the cold table's file");
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0x10;
+    std::fs::write(&cold, bytes).expect("damage it");
+    live.append("hot", batch(1, 10, 2)).expect("append");
+    let c2 = d.checkpoint(&live).expect("checkpoint").expect("written");
+    assert_eq!(c2.kept, 0, "the damaged file is not kept");
+    assert!(!cold.exists(), "and goes with its checkpoint");
+
+    // A restored copy backing up, unchanged, into the place the original backs up to: the
+    // newer backup there names a file of the copy's cut. Refused; the newer backup stays whole.
+    d.backup(&live, &dest).expect("backup");
+    let clone_dir = tmp("clone4");
+    restore(&dest, &clone_dir).expect("restore a copy");
+    live.append("hot", batch(2, 10, 3)).expect("append");
+    let second = d.backup(&live, &dest).expect("a later backup");
+    assert_eq!(second.tables_kept, 1, "{second}");
+    let want = dump(&live);
+    let clone = Catalog::new();
+    let cd = open(&clone_dir, &clone);
+    let e = cd.backup(&clone, &dest).expect_err("the copy's cut is the first backup's LSN");
+    assert!(e.to_string().contains("another history"), "{e}");
+    assert_eq!(restored(&dest, "r8"), want);
+    for p in [&src, &dest, &clone_dir] {
         let _ = std::fs::remove_dir_all(p);
     }
 }

@@ -580,13 +580,13 @@ impl Catalog {
     /// UTC day that holds `now - ttl` are dropped, in memory and history. Returns the rows
     /// dropped from memory and the history files dropped (for the caller to delete).
     pub fn retain(&self, name: &str, now: i64) -> Result<(usize, Vec<HistFile>), StorageError> {
+        // Decided on a snapshot first: the maintenance thread asks every few seconds, and the
+        // write lock moves the table's stamp (a checkpoint would then write it again).
+        if retention_before(&*self.snapshot(name)?, now).is_none() {
+            return Ok((0, Vec::new()));
+        }
         self.write(name, |t| {
-            let Some(ttl) = t.history().ttl_ns else { return Ok((0, Vec::new())) };
-            let before = day_floor(now.saturating_sub(ttl));
-            let rows: usize = t.count_before(before).iter().sum();
-            if rows == 0 && t.history().files.iter().all(|f| f.max_ts >= before) {
-                return Ok((0, Vec::new()));
-            }
+            let Some(before) = retention_before(t, now) else { return Ok((0, Vec::new())) };
             self.log(&[Change::Retain { table: t.name(), before }])?.apply(|| Ok(t.retain(before)))
         })
     }
@@ -950,6 +950,14 @@ impl Catalog {
 
 /// The slot's table with its deferred rows folded in (`table/defer.rs`): under the read lock
 /// when there are none, the usual case, else under the write lock.
+/// The cut-off `t`'s retention drops rows and history files before as of `now`, if it has a
+/// TTL and anything to drop.
+fn retention_before(t: &Table, now: i64) -> Option<i64> {
+    let before = day_floor(now.saturating_sub(t.history().ttl_ns?));
+    let rows: usize = t.count_before(before).iter().sum();
+    (rows > 0 || t.history().files.iter().any(|f| f.max_ts < before)).then_some(before)
+}
+
 fn folded(slot: &SlotCell) -> Arc<Table> {
     folded_stamped(slot).0
 }

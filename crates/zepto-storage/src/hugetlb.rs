@@ -5,9 +5,13 @@
 //!
 //! [`crate::mem::CountingAlloc`] asks [`map`] for every block of
 //! [`crate::mem::HUGE_PAGE_MIN_BYTES`] and up while this is on. A mapping is the block's size
-//! rounded up to 2 MiB; the kernel reserves its pages when it is made, so a pool too small
-//! refuses at once (never a fault later), and the block falls back to the system allocator
-//! with the transparent huge page advice, counted ([`stats`]).
+//! rounded up to 2 MiB, on 2 MiB pages whatever the host's default huge page size
+//! (`MAP_HUGE_2MB`: the pool is `/sys/kernel/mm/hugepages/hugepages-2048kB`, [`pool`]). The
+//! kernel reserves its pages when it is made, so a pool too small refuses at once and the
+//! block falls back to the system allocator with the transparent huge page advice, counted
+//! ([`stats`]). (A cgroup's `hugetlb` limit is charged at the first touch instead: a container
+//! that caps huge pages below its pool can be killed by SIGBUS there, so give it no pool it may
+//! not use.)
 //!
 //! The blocks mapped here are kept in a fixed table of addresses ([`SLOTS`] entries, no
 //! allocation: this runs inside the global allocator), so a free or a growth can tell them
@@ -78,8 +82,12 @@ pub(crate) fn unmap(p: *mut u8, size: usize) -> bool {
     if MAPPED_BYTES.load(Ordering::Relaxed) == 0 {
         return false;
     }
-    let slot = BLOCKS.iter().find(|b| b.compare_exchange(p as usize, 0, Ordering::AcqRel, Ordering::Relaxed).is_ok());
-    let (Some(_), Some(len)) = (slot, mapping_len(size)) else { return false };
+    // Every block `map` made has a mapping length: one without cannot be ours.
+    let Some(len) = mapping_len(size) else { return false };
+    let ours = |b: &AtomicUsize| b.load(Ordering::Acquire) == p as usize;
+    let Some(slot) = BLOCKS.iter().find(|b| ours(b)) else { return false };
+    // Only this block's owner frees it, so the slot still holds it.
+    slot.store(0, Ordering::Release);
     munmap(p, len);
     MAPPED_BYTES.fetch_sub(len as u64, Ordering::Relaxed);
     true
@@ -88,7 +96,16 @@ pub(crate) fn unmap(p: *mut u8, size: usize) -> bool {
 /// Put `addr` in a free slot of the table; false when it is full.
 fn remember(addr: usize) -> bool {
     debug_assert_ne!(addr, 0);
-    BLOCKS.iter().any(|b| b.compare_exchange(0, addr, Ordering::AcqRel, Ordering::Relaxed).is_ok())
+    let free = |b: &&AtomicUsize| b.load(Ordering::Relaxed) == 0;
+    BLOCKS.iter().filter(free).any(|b| b.compare_exchange(0, addr, Ordering::AcqRel, Ordering::Relaxed).is_ok())
+}
+
+/// The 2 MiB page pool: pages reserved, and free now (`None` where the kernel does not say).
+pub fn pool() -> Option<(u64, u64)> {
+    let read = |f: &str| -> Option<u64> {
+        std::fs::read_to_string(format!("/sys/kernel/mm/hugepages/hugepages-2048kB/{f}")).ok()?.trim().parse().ok()
+    };
+    Some((read("nr_hugepages")?, read("free_hugepages")?))
 }
 
 #[cfg(target_os = "linux")]
@@ -100,7 +117,7 @@ fn mmap_huge(len: usize) -> Option<*mut u8> {
             std::ptr::null_mut(),
             len,
             libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_HUGETLB,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_HUGETLB | libc::MAP_HUGE_2MB,
             -1,
             0,
         )
@@ -137,18 +154,12 @@ mod tests {
         assert_eq!(mapping_len(usize::MAX), None);
     }
 
-    /// Free reserved 2 MiB pages on this host (`HugePages_Free`), if known.
-    fn free_pages() -> Option<u64> {
-        let info = std::fs::read_to_string("/proc/meminfo").ok()?;
-        info.lines().find_map(|l| l.strip_prefix("HugePages_Free:")).and_then(|v| v.trim().parse().ok())
-    }
-
     /// With pages reserved (root: `vm.nr_hugepages`), a block maps, is found, reads and
     /// writes, and unmaps; without, it falls back and says so. Either way the counters agree.
     #[test]
     fn a_block_maps_on_reserved_pages_or_falls_back() {
         let (_, blocks, fallbacks) = stats();
-        let free = free_pages().unwrap_or(0);
+        let free = pool().map_or(0, |(_, free)| free);
         let mapped = map(3 * PAGE + 5);
         // Another test could take pages meanwhile; none here maps them.
         assert_eq!(mapped.is_some(), free >= 4, "{free} free huge pages");

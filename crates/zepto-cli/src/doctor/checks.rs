@@ -95,7 +95,7 @@ pub fn transparent_huge_pages(h: &Host) -> Finding {
 
 pub fn reserved_huge_pages(h: &Host) -> Finding {
     let check = "reserved huge pages";
-    let Some(n) = h.read("/proc/sys/vm/nr_hugepages") else {
+    let Some(n) = h.read("/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages") else {
         return finding(check, Status::Info, "not exposed", "");
     };
     match n.parse::<u64>() {
@@ -103,8 +103,9 @@ pub fn reserved_huge_pages(h: &Host) -> Finding {
             check,
             Status::Info,
             "0",
-            "none reserved: where transparent huge pages are off, reserve pages (vm.nr_hugepages) and \
-             serve with --huge-pages reserved (docs/operations.md, Huge pages)",
+            "none reserved: where transparent huge pages are off, reserve 2 MiB pages \
+             (/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages) and serve with --huge-pages reserved \
+             (docs/operations.md, Huge pages)",
         ),
         Ok(pages) => finding(
             check,

@@ -113,6 +113,9 @@ impl Manifest {
             }
             ["viewstate", name, file, bytes, crc] => {
                 let name = unescape(name)?;
+                if !is_table_file_name(file) {
+                    return None;
+                }
                 let slot = self.views.iter_mut().find(|(d, _)| d.name() == name)?;
                 let entry = FileEntry {
                     name: file.to_string(),
@@ -130,7 +133,8 @@ impl Manifest {
 
 /// The format a manifest's first line declares, if this build reads it.
 fn header_format(name: &str, header: Option<&str>) -> Result<u32, DurableError> {
-    let n: Option<u32> = header.and_then(|h| h.strip_prefix(PREFIX)).and_then(|n| n.trim_start().parse().ok());
+    let digits = header.and_then(|h| h.strip_prefix(PREFIX)).and_then(|n| n.strip_prefix(' '));
+    let n: Option<u32> = digits.filter(|d| d.bytes().all(|b| b.is_ascii_digit())).and_then(|d| d.parse().ok());
     match n {
         Some(n) if (OLDEST..=FORMAT).contains(&n) => Ok(n),
         Some(n) if n > FORMAT => Err(DurableError::Format(format!(
@@ -150,12 +154,25 @@ fn file_line(l: &str, format: u32) -> Option<FileEntry> {
         (2, ["file", name, bytes, crc, stamp]) => (name, bytes, crc, Some(Stamp::parse(stamp)?)),
         _ => return None,
     };
+    if !is_table_file_name(name) {
+        return None;
+    }
     Some(FileEntry {
         name: name.to_string(),
         bytes: bytes.parse().ok()?,
         crc: u32::from_str_radix(crc, 16).ok()?,
         stamp,
     })
+}
+
+/// Whether `name` is a table file's name (`<20 digits>-<5 digits>.arrow`): a restore copies the
+/// files a manifest names, so a name reaching out of the directory is damage.
+fn is_table_file_name(name: &str) -> bool {
+    let b = name.as_bytes();
+    b.len() == 32
+        && name.ends_with(".arrow")
+        && b.get(20) == Some(&b'-')
+        && b.iter().take(26).enumerate().all(|(i, c)| i == 20 || c.is_ascii_digit())
 }
 
 /// A manifest field: backslash, tab and line ends escaped.
@@ -216,6 +233,16 @@ mod tests {
         let body = "zeptodb-checkpoint 1\nlsn 5\nfile a 10 0000abcd 0123456789abcdef.1\n";
         let text = format!("{body}crc {:08x}\n", crc32fast::hash(body.as_bytes()));
         assert!(matches!(Manifest::parse("m", 5, text.into_bytes()), Err(DurableError::Corrupt { .. })));
+        for bad in ["file ../../etc/x 10 0000abcd -", "file 00000000000000000005-0000.arrow 10 0000abcd -"] {
+            let body = format!("zeptodb-checkpoint 2\nlsn 5\n{bad}\n");
+            let text = format!("{body}crc {:08x}\n", crc32fast::hash(body.as_bytes()));
+            assert!(matches!(Manifest::parse("m", 5, text.into_bytes()), Err(DurableError::Corrupt { .. })), "{bad}");
+        }
+        for bad in ["zeptodb-checkpoint2", "zeptodb-checkpoint +2", "zeptodb-checkpoint  2"] {
+            let body = format!("{bad}\nlsn 5\n");
+            let text = format!("{body}crc {:08x}\n", crc32fast::hash(body.as_bytes()));
+            assert!(matches!(Manifest::parse("m", 5, text.into_bytes()), Err(DurableError::Corrupt { .. })), "{bad}");
+        }
         let body = "zeptodb-checkpoint 3\nlsn 5\n";
         let text = format!("{body}crc {:08x}\n", crc32fast::hash(body.as_bytes()));
         match Manifest::parse("m", 5, text.into_bytes()) {

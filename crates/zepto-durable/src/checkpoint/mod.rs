@@ -103,7 +103,12 @@ impl Written {
 /// Table files a checkpoint may name again instead of writing them: an earlier checkpoint's,
 /// by the stamp of the content they hold (see the module docs).
 #[derive(Debug, Default)]
-pub struct Reuse(HashMap<Stamp, FileEntry>);
+pub struct Reuse {
+    files: HashMap<Stamp, FileEntry>,
+    /// Read a file back (length and checksum) before naming it again: a damaged file of a
+    /// table that never changes would otherwise be named by every checkpoint after.
+    verify: bool,
+}
 
 impl Reuse {
     /// Nothing to reuse: every table is written.
@@ -111,28 +116,57 @@ impl Reuse {
         Reuse::default()
     }
 
-    /// The files of `m` that `held` says are still there, whole.
+    /// The files of `m` that `held` says are still there, whole (not read back).
     pub fn of(m: &Manifest, held: impl Fn(&FileEntry) -> bool) -> Reuse {
-        Reuse(m.files.iter().filter(|f| held(f)).filter_map(|f| Some((f.stamp?, f.clone()))).collect())
+        let files = m.files.iter().filter(|f| held(f)).filter_map(|f| Some((f.stamp?, f.clone()))).collect();
+        Reuse { files, verify: false }
     }
 
-    /// The newest checkpoint's files in `storage` that are there at their lengths. Anything
-    /// unreadable means nothing is reused: reuse only saves work.
-    pub fn newest(storage: &dyn Storage) -> Reuse {
-        let m = match newest(storage) {
-            Ok(Some((lsn, name))) => storage.read(&name).ok().and_then(|raw| Manifest::parse(&name, lsn, raw).ok()),
-            _ => None,
-        };
-        m.map_or_else(Reuse::none, |m| Reuse::of(&m, |f| file_len(storage, &f.name) == Some(f.bytes)))
+    /// The files of the newest checkpoint in `storage` before LSN `below`, each read back
+    /// when a table would name it again. Anything unreadable means nothing is reused: reuse
+    /// only saves work.
+    pub fn newest(storage: &dyn Storage, below: Lsn) -> Reuse {
+        let Ok(names) = storage.list() else { return Reuse::none() };
+        let newest = names.iter().filter_map(|n| file_lsn(n).filter(|&l| l < below && manifest_name(l) == *n)).max();
+        let m = newest.and_then(|lsn| read_manifest(storage, lsn).ok());
+        m.map_or_else(Reuse::none, |m| Reuse { verify: true, ..Reuse::of(&m, |_| true) })
+    }
+
+    /// The file of `stamp`'s content, if it may be named again.
+    fn take(&self, storage: &dyn Storage, stamp: Stamp) -> Option<&FileEntry> {
+        let f = self.files.get(&stamp)?;
+        (!self.verify || file_check(storage, &f.name) == Some((f.bytes, f.crc))).then_some(f)
     }
 }
 
-/// The length of file `name` in `storage`, if it is there.
-fn file_len(storage: &dyn Storage, name: &str) -> Option<u64> {
-    match storage.path(name) {
-        Some(p) => std::fs::metadata(p).ok().map(|m| m.len()),
-        None => storage.read(name).ok().map(|d| d.len() as u64),
+/// The length and CRC-32 of file `name` in `storage`, read through (a file on disk a
+/// megabyte at a time), if it can be read.
+fn file_check(storage: &dyn Storage, name: &str) -> Option<(u64, u32)> {
+    use std::io::Read;
+    let Some(path) = storage.path(name) else {
+        let data = storage.read(name).ok()?;
+        return Some((data.len() as u64, crc32fast::hash(&data)));
+    };
+    let mut file = std::fs::File::open(path).ok()?;
+    let (mut crc, mut len, mut buf) = (crc32fast::Hasher::new(), 0u64, vec![0u8; 1 << 20]);
+    loop {
+        let n = file.read(&mut buf).ok()?;
+        if n == 0 {
+            return Some((len, crc.finalize()));
+        }
+        crc.update(buf.get(..n)?);
+        len += n as u64;
     }
+}
+
+/// Every file the published manifests in `storage` name (those that can be read).
+fn named_files(storage: &dyn Storage, names: &[String]) -> std::collections::HashSet<String> {
+    names
+        .iter()
+        .filter_map(|n| file_lsn(n).filter(|&l| manifest_name(l) == *n))
+        .filter_map(|lsn| read_manifest(storage, lsn).ok())
+        .flat_map(|m| m.names().map(str::to_string).collect::<Vec<_>>())
+        .collect()
 }
 
 /// Write `tables` (a consistent cut at `lsn`, each with its stamp) as checkpoint `lsn` and
@@ -156,14 +190,25 @@ pub fn write(
         total.rows = tables.iter().map(|(t, _)| t.row_count()).sum();
         return Ok(total);
     }
-    // Files of this checkpoint's names can only be left by a crashed attempt at it.
-    for name in existing.iter().filter(|n| file_lsn(n) == Some(lsn)) {
+    // A name this checkpoint writes that a published manifest names: the directory holds a
+    // later checkpoint of another history (a backup of a restored copy, say). Refused before
+    // anything changes, so that one stays whole.
+    let named = named_files(storage, &existing);
+    let width = tables.len() + views.len();
+    if let Some(n) = (0..width).map(|k| table_file_name(lsn, k)).find(|n| named.contains(n)) {
+        return Err(DurableError::Io(format!(
+            "checkpoint {lsn}: {n} belongs to a later checkpoint in this directory (another history): \
+             write this one into an empty directory"
+        )));
+    }
+    // Other files of this checkpoint's names can only be left by a crashed attempt at it.
+    for name in existing.iter().filter(|n| file_lsn(n) == Some(lsn) && !named.contains(*n)) {
         storage.remove(name).map_err(|e| io(name, e))?;
     }
     let mut m = Manifest::new(lsn);
     for (k, (t, stamp)) in tables.into_iter().enumerate() {
         total.rows += t.row_count();
-        let entry = match reuse.0.get(&stamp) {
+        let entry = match reuse.take(storage, stamp) {
             Some(kept) => {
                 total.kept += 1;
                 total.kept_bytes += kept.bytes;

@@ -47,7 +47,8 @@ impl Stamp {
     /// Parse [`Stamp`]'s `Display` form (`<run, 16 hex digits>.<n>`).
     pub fn parse(s: &str) -> Option<Stamp> {
         let (run, n) = s.split_once('.')?;
-        if run.len() != 16 {
+        let digits = !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit());
+        if run.len() != 16 || !run.bytes().all(|b| b.is_ascii_hexdigit()) || !digits {
             return None;
         }
         Some(Stamp { run: u64::from_str_radix(run, 16).ok()?, n: n.parse().ok()? })
@@ -102,7 +103,16 @@ mod tests {
         assert_ne!(cell.get(), old_run);
         assert_eq!(cell.get().run, run(), "a change draws a stamp of this run");
         assert_eq!(Stamp::parse(&cell.get().to_string()), Some(cell.get()));
-        for bad in ["", "12.3", "0123456789abcdef", "0123456789abcdeg.1", "0123456789abcdef.x"] {
+        for bad in [
+            "",
+            "12.3",
+            "0123456789abcdef",
+            "0123456789abcdeg.1",
+            "0123456789abcdef.x",
+            "+123456789abcdef.1",
+            "0123456789abcdef.+1",
+            "0123456789abcdef.",
+        ] {
             assert_eq!(Stamp::parse(bad), None, "{bad}");
         }
     }
