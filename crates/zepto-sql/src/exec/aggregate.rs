@@ -36,6 +36,16 @@ pub fn aggregate(ctx: &ExecContext, b: &Batch, keys: &[BExpr], aggs: &[AggCall])
     Ok(grouped(ctx, b, keys, aggs, None, Mode::Final)?.into_batch())
 }
 
+/// GROUP BY `keys` over a batch whose keys are a few sorted runs (time-sorted partitions one
+/// after another, keys monotonic in time): groups found by sorting the keys, which merges
+/// those runs, instead of hashing them. Groups come in key order.
+pub fn aggregate_in_order(ctx: &ExecContext, b: &Batch, keys: &[BExpr], aggs: &[AggCall]) -> Result<Batch> {
+    let key_cols = keys.iter().map(|k| eval(ctx, k, b)).collect::<Result<Vec<_>>>()?;
+    let refs: Vec<&Column> = key_cols.iter().map(|c| &**c).collect();
+    let ids = super::merge_order::ids_in_order(ctx, &refs, b.rows)?;
+    by_ids(ctx, b, &key_cols, aggs, ids, Mode::Final).map(Grouped::into_batch)
+}
+
 /// Aggregate one batch. `runs`: key positions whose values only change between runs of rows
 /// (time buckets inside a time-sorted partition); when every key is constant or such a run
 /// key, groups are found by comparing neighbours instead of hashing.
@@ -72,19 +82,30 @@ pub fn grouped(
             over_runs(ctx, b, Vec::new(), aggs, &[0], mode)
         }
         None => {
-            let GroupIds { ids, first } = group_ids(&refs, b.rows);
-            // Without GROUP BY there is exactly one group, even over no rows.
-            let groups = if keys.is_empty() { 1 } else { first.len() };
-            let out: Vec<Column> = key_cols.iter().map(|c| c.take(&first)).collect();
-            // Every group found has a row; the one group of an aggregate without keys may not.
-            let rows = if b.rows == 0 { Rows::sparse(&ids) } else { Rows::dense(&ids, groups) };
-            let aggs = aggs
-                .iter()
-                .map(|a| accum::aggregate(ctx, a, b, rows, groups, false, mode))
-                .collect::<Result<Vec<_>>>()?;
-            Ok(Grouped { keys: out, aggs, groups })
+            let ids = group_ids(&refs, b.rows);
+            by_ids(ctx, b, &key_cols, aggs, ids, mode)
         }
     }
+}
+
+/// Aggregate `b` over the groups `ids` found (its keys' columns `key_cols`).
+fn by_ids(
+    ctx: &ExecContext,
+    b: &Batch,
+    key_cols: &[std::borrow::Cow<'_, Column>],
+    aggs: &[AggCall],
+    ids: GroupIds,
+    mode: Mode,
+) -> Result<Grouped> {
+    let GroupIds { ids, first } = ids;
+    // Without GROUP BY there is exactly one group, even over no rows.
+    let groups = if key_cols.is_empty() { 1 } else { first.len() };
+    let out: Vec<Column> = key_cols.iter().map(|c| c.take(&first)).collect();
+    // Every group found has a row; the one group of an aggregate without keys may not.
+    let rows = if b.rows == 0 { Rows::sparse(&ids) } else { Rows::dense(&ids, groups) };
+    let aggs =
+        aggs.iter().map(|a| accum::aggregate(ctx, a, b, rows, groups, false, mode)).collect::<Result<Vec<_>>>()?;
+    Ok(Grouped { keys: out, aggs, groups })
 }
 
 /// Aggregate a batch in designated time order whose groups are the runs of rows starting at

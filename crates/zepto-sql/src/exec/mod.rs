@@ -17,6 +17,7 @@ pub(crate) mod hash;
 pub mod history;
 mod join;
 pub mod latest;
+mod merge_order;
 mod merge_split;
 mod nearest;
 mod partials;
@@ -445,11 +446,18 @@ fn aggregate_node(
         }
         AggHow::HistoryPartials => {
             ctx.fused(input);
-            ("HistoryAggregate", partials::aggregate(ctx, input, keys, aggs)?)
+            ("HistoryAggregate", partials::aggregate(ctx, input, keys, aggs, partials::Merge::Hash)?)
         }
         AggHow::Partials => {
             ctx.fused(input);
-            ("ParallelAggregate", partials::aggregate(ctx, input, keys, aggs)?)
+            ("ParallelAggregate", partials::aggregate(ctx, input, keys, aggs, partials::Merge::Hash)?)
+        }
+        AggHow::TimeMerge { partials: true } => {
+            ctx.fused(input);
+            ("TimeMergeAggregate", partials::aggregate(ctx, input, keys, aggs, partials::Merge::InTime)?)
+        }
+        AggHow::TimeMerge { partials: false } => {
+            ("TimeMergeAggregate", aggregate::aggregate_in_order(ctx, &run(ctx, input)?, keys, aggs)?)
         }
     })
 }

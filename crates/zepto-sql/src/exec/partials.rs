@@ -16,6 +16,12 @@
 //! Partials come in partition order and merge ties as above, so `first`/`last` pick what the
 //! whole input in partition order would.
 //!
+//! When every key is monotonic in the designated timestamp (`AggHow::TimeMerge`), a bundle's
+//! groups are runs of its time-sorted partitions (no hashing), so each partial is a few runs
+//! sorted by key, and the partials merge by sorting their keys: a stable sort that finds those
+//! runs and merges them ([`merge_in_time`]). The merge keeps every partial row where it is and
+//! only decides its group, so ties go to the earlier / later partial exactly as by hash.
+//!
 //! The partials are the accumulators' states ([`super::accum`]): every aggregate whose state
 //! merges takes this path ([`AggCall::mergeable`]: all but DISTINCT and the holistic ones,
 //! which assemble). `first`/`last` keep the time of the row they picked; ties go to the
@@ -42,15 +48,31 @@ use zepto_storage::{Column, ColumnData, HistoryChunk, Table};
 /// physical planner chose. A failure of the partial path (a
 /// BIGINT partial sum that overflows while the total would not, say) is retried over the
 /// assembled rows, which either succeeds or fails the way any other path would.
-pub(super) fn aggregate(ctx: &ExecContext, input: &Plan, keys: &[BExpr], aggs: &[AggCall]) -> Result<Batch> {
+pub(super) fn aggregate(
+    ctx: &ExecContext,
+    input: &Plan,
+    keys: &[BExpr],
+    aggs: &[AggCall],
+    how: Merge,
+) -> Result<Batch> {
     let s = scan_shape(input).ok_or_else(|| SqlError::Internal("history GROUP BY over a non-scan".into()))?;
-    run(ctx, s, keys, aggs).or_else(|_| {
+    run(ctx, s, keys, aggs, how).or_else(|_| {
         let assembled = super::history::resolve(ctx, input)?;
         super::aggregate::aggregate(ctx, &super::run(ctx, &assembled)?, keys, aggs)
     })
 }
 
-fn run(ctx: &ExecContext, s: ScanShape, keys: &[BExpr], aggs: &[AggCall]) -> Result<Batch> {
+/// How partials merge per group.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Merge {
+    /// By hashing their keys.
+    Hash,
+    /// By sorting their keys, every one monotonic in the designated timestamp, and with the
+    /// groups found as runs of each time-sorted partition.
+    InTime,
+}
+
+fn run(ctx: &ExecContext, s: ScanShape, keys: &[BExpr], aggs: &[AggCall], how: Merge) -> Result<Batch> {
     let table = &**s.table;
     let range = s.range;
     // A scan that reaches no history file reads no row group (the planner's `Partials`).
@@ -80,7 +102,9 @@ fn run(ctx: &ExecContext, s: ScanShape, keys: &[BExpr], aggs: &[AggCall]) -> Res
     let read = columns_read(s.columns.len(), keys, aggs, &[kp, tp]);
     let s = s.gather_only(read);
     let has_key = kp.is_some_and(|kp| keys.iter().any(|k| matches!(k, BExpr::Col(i, _) if *i == kp)));
-    let run_keys: Option<Vec<usize>> = has_key
+    // In time order every key is a run key: runs may then cross from one partition of a bundle
+    // to the next, which only joins rows of equal keys.
+    let run_keys: Option<Vec<usize>> = (has_key || how == Merge::InTime)
         .then(|| {
             keys.iter()
                 .enumerate()
@@ -122,7 +146,7 @@ fn run(ctx: &ExecContext, s: ScanShape, keys: &[BExpr], aggs: &[AggCall]) -> Res
         partial(c, pieces_batch(table, s.columns, &b.iter().collect::<Vec<_>>())?, true)
     };
     outs.extend(ctx.par_map(&bundles(&us), rows, bundle_partial)?.into_iter().flatten());
-    merge(ctx, outs, keys, aggs, &s, table)
+    merge(ctx, outs, keys, aggs, &s, table, how)
 }
 
 /// Where `c` is in `need`, appended if missing.
@@ -178,6 +202,7 @@ fn merge(
     aggs: &[AggCall],
     s: &ScanShape,
     table: &Table,
+    how: Merge,
 ) -> Result<Batch> {
     if outs.is_empty() {
         // No rows at all: what the aggregate says over an empty input (one row without
@@ -196,5 +221,26 @@ fn merge(
     let states: Vec<Vec<Column>> =
         (0..aggs.len()).map(|i| (0..outs[0].aggs[i].len()).map(|j| concat(&|g| &g.aggs[i][j])).collect()).collect();
     let state_refs: Vec<Vec<&Column>> = states.iter().map(|s| s.iter().collect()).collect();
-    super::merge_split::merge_on_cores(ctx, &key_refs, &state_refs, aggs, rows)
+    match how {
+        Merge::Hash => super::merge_split::merge_on_cores(ctx, &key_refs, &state_refs, aggs, rows),
+        Merge::InTime => merge_in_time(ctx, &key_refs, &state_refs, aggs, rows),
+    }
+}
+
+/// Partial states merged per group by sorting their keys (see the module docs): each partial's
+/// rows are a few runs sorted by key, which a stable sort finds and merges. Groups come in key
+/// order.
+fn merge_in_time(
+    ctx: &ExecContext,
+    keys: &[&Column],
+    states: &[Vec<&Column>],
+    aggs: &[AggCall],
+    rows: usize,
+) -> Result<Batch> {
+    let super::hash::GroupIds { ids, first } = super::merge_order::ids_in_order(ctx, keys, rows)?;
+    let mut out: Vec<Column> = keys.iter().map(|c| c.take(&first)).collect();
+    for (a, state) in aggs.iter().zip(states) {
+        out.push(super::accum::merge(a, state, &ids, first.len())?);
+    }
+    Ok(Batch::new(out, first.len()))
 }

@@ -18,6 +18,7 @@ pub mod optimizer;
 pub mod physical;
 mod shape;
 pub mod srf;
+mod time_merge;
 pub use binder::{sample, window};
 
 use crate::expr::functions::AggFunc;
@@ -488,6 +489,7 @@ impl Plan {
             Plan::Aggregate { how: AggHow::PartitionWise { .. }, .. } => "PartitionAggregate",
             Plan::Aggregate { how: AggHow::HistoryPartials, .. } => "HistoryAggregate",
             Plan::Aggregate { how: AggHow::Partials, .. } => "ParallelAggregate",
+            Plan::Aggregate { how: AggHow::TimeMerge { .. }, .. } => "TimeMergeAggregate",
             Plan::Join { kind: JoinKind::Window, .. } => "WindowJoin",
             Plan::Join { left_keys, .. } if left_keys.is_empty() => "NestedLoopJoin",
             Plan::Join { .. } => "HashJoin",
@@ -548,6 +550,10 @@ impl Plan {
                     AggHow::PartitionWise { runs: false } => " (per partition, hashed)",
                     AggHow::HistoryPartials => " (partials per row group and partition, merged)",
                     AggHow::Partials => " (partials per partition on every core, merged)",
+                    AggHow::TimeMerge { partials: true } => {
+                        " (runs in time per partition into partials on every core, merged in time order)"
+                    }
+                    AggHow::TimeMerge { partials: false } => " (groups by merging the partitions' time order)",
                 };
                 format!("keys={} aggs=[{}]{how}", keys.len(), agg_names(aggs))
             }

@@ -83,6 +83,15 @@ pub enum AggHow {
     /// every core, merged per group: a scan whose keys do not include the partition key (or
     /// no keys at all), every aggregate [`AggCall::mergeable`]. No copy of the table is made.
     Partials,
+    /// Every key is monotonic in the designated timestamp (the timestamp itself, a time bucket
+    /// of it), so each partition holds its groups as runs: nothing is hashed, and groups come
+    /// in time order (see [`super::time_merge`]). `partials`: each partition's runs into
+    /// partial states on every core, merged by sorting their keys (buckets of several rows);
+    /// else the rows gathered and grouped by sorting their keys (the timestamp itself).
+    TimeMerge {
+        /// Partial states per partition, then merged.
+        partials: bool,
+    },
 }
 
 /// How an ASOF JOIN runs.
@@ -181,7 +190,13 @@ fn agg_how(input: &Plan, keys: &[BExpr], aggs: &[AggCall]) -> AggHow {
     }
     let tp = scan_shape(input).and_then(|s| s.table.ts_col().and_then(|t| s.columns.iter().position(|&c| c == t)));
     let Some(kp) = partition_key_pos(input).filter(|&kp| keys.iter().any(|k| is_col(k, kp))) else {
-        return if partials_pay(input, keys, aggs, tp) { AggHow::Partials } else { AggHow::Hash };
+        return if let Some(partials) = super::time_merge::choose(input, keys, aggs, tp) {
+            AggHow::TimeMerge { partials }
+        } else if partials_pay(input, keys, aggs, tp) {
+            AggHow::Partials
+        } else {
+            AggHow::Hash
+        };
     };
     let runs = keys.iter().filter(|k| !is_col(k, kp)).all(|k| tp.is_some_and(|t| monotonic_in(k, t)));
     AggHow::PartitionWise { runs }

@@ -1,0 +1,91 @@
+//! Whether a GROUP BY whose keys are all monotonic in the designated timestamp runs in time
+//! order (`AggHow::TimeMerge`), and how: the planner's half of `exec::merge_order`.
+//!
+//! Each time-sorted partition holds such keys as runs, so groups need no hashing. Two ways:
+//! * **Partials** (`partials: true`): each partition's runs aggregate into partial states on
+//!   every core, and the partials, a few sorted runs, merge by a sort. It pays where a
+//!   partition's rows make several rows a group (minute bars of ticks): the partials are few.
+//! * **In order** (`partials: false`): the rows are gathered and their keys sorted, which
+//!   merges the partitions' runs. For a key of the timestamp itself (nearly a group per row),
+//!   where partials would copy every row twice and a hash would probe a table of every row.
+//!
+//! Where neither pays (buckets finer than a partition's rows: a second over ticks spread
+//! across many symbols) the hashing paths stay. The estimate is from the table as it is:
+//! per partition, its rows over the buckets its time span covers, over up to
+//! [`SAMPLE`] partitions spread across the table.
+
+use super::physical::{monotonic_in, reads_history, scan_shape};
+use super::{AggCall, BExpr, Plan};
+use crate::expr::functions::ScalarFunc;
+use zepto_storage::{Table, Value};
+
+/// Partitions looked at for the estimate, at most.
+const SAMPLE: usize = 256;
+
+/// Rows per group per partition from which partials pay.
+const PARTIALS_FROM: f64 = 4.0;
+
+/// How a GROUP BY over `input` runs in time order, if it should (`tp`: the designated
+/// timestamp's position among the scan's columns): `Some(partials)`.
+pub(super) fn choose(input: &Plan, keys: &[BExpr], aggs: &[AggCall], tp: Option<usize>) -> Option<bool> {
+    let t = tp?;
+    let s = scan_shape(input)?;
+    let eligible = !s.columns.is_empty()
+        && !reads_history(s.table, s.range)
+        && aggs.iter().all(AggCall::mergeable)
+        && !keys.is_empty()
+        && keys.iter().all(|k| monotonic_in(k, t));
+    if !eligible {
+        return None;
+    }
+    if keys.iter().any(|k| matches!(k, BExpr::Col(i, _) if *i == t)) {
+        return Some(false);
+    }
+    let width = keys.iter().map(bucket_ns).collect::<Option<Vec<i64>>>()?.into_iter().max()?;
+    let ts_col = s.table.ts_col()?;
+    (rows_per_bucket(s.table, ts_col, width) >= PARTIALS_FROM).then_some(true)
+}
+
+/// The width of a time bucket key, in nanoseconds (at least 1), when its literal says it.
+fn bucket_ns(k: &BExpr) -> Option<i64> {
+    const S: i64 = 1_000_000_000;
+    let BExpr::Func { func, args, .. } = k else { return None };
+    let w = match (func, args.as_slice()) {
+        (ScalarFunc::Xbar, [BExpr::Lit(w, _), _]) => w.as_i64()?,
+        (ScalarFunc::DateTrunc, [BExpr::Lit(Value::Str(unit), _), _]) => match unit.to_ascii_lowercase().as_str() {
+            "microsecond" | "microseconds" | "us" => 1_000,
+            "millisecond" | "milliseconds" | "ms" => 1_000_000,
+            "second" | "seconds" | "s" => S,
+            "minute" | "minutes" | "m" => 60 * S,
+            "hour" | "hours" | "h" => 3_600 * S,
+            "day" | "days" | "d" => 86_400 * S,
+            "week" | "weeks" => 7 * 86_400 * S,
+            "month" | "months" => 28 * 86_400 * S,
+            "quarter" | "quarters" => 90 * 86_400 * S,
+            "year" | "years" => 365 * 86_400 * S,
+            _ => return None,
+        },
+        _ => return None,
+    };
+    (w > 0).then_some(w)
+}
+
+/// The mean, over sampled partitions, of a partition's rows per bucket of `width` ns its time
+/// span covers (0 for an empty table).
+fn rows_per_bucket(table: &Table, ts_col: usize, width: i64) -> f64 {
+    let parts = table.partitions();
+    let step = parts.len().div_ceil(SAMPLE).max(1);
+    let (mut rows, mut buckets) = (0f64, 0f64);
+    for p in parts.iter().step_by(step) {
+        let Some(v) = p.i64_values(ts_col) else { continue };
+        let from = p.null_prefix(ts_col);
+        let (Some(&lo), Some(&hi)) = (v.get(from), v.last()) else { continue };
+        rows += (v.len() - from) as f64;
+        buckets += ((hi as i128 - lo as i128) / width as i128 + 1) as f64;
+    }
+    if buckets == 0.0 {
+        0.0
+    } else {
+        rows / buckets
+    }
+}
