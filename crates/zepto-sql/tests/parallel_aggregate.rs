@@ -94,3 +94,36 @@ fn parallel_partials_match_the_hash_aggregate() {
         }
     }
 }
+
+/// Many small partitions (bundled a few hundred at a time), each holding several rows of one
+/// minute, no NULL times: a run of equal buckets across a bundle would cross from one partition
+/// into the next, out of time order, and `first`/`last` over it would pick by position. They
+/// must answer as the hashed aggregate does.
+#[test]
+fn runs_in_time_order_never_cross_partitions() {
+    let mut rng = Rng::new(0x2545_f491_4f6c_dd1d);
+    let e = Engine::new().with_parallel_min_rows(0);
+    e.execute("CREATE TABLE t (ts TIMESTAMP, sym SYMBOL, px DOUBLE)").expect("t");
+    // Distinct times (no ties for first/last to break), spread over every symbol at random.
+    let mut times: Vec<u64> = (0..1600).map(|i| i * 37).collect();
+    for i in (1..times.len()).rev() {
+        times.swap(i, rng.below(i as u64 + 1) as usize);
+    }
+    let values: Vec<String> = times
+        .iter()
+        .enumerate()
+        .map(|(i, ms)| {
+            let ts = format!("TIMESTAMP '2024-01-02 09:30:00' + INTERVAL '{ms} milliseconds'");
+            format!("({ts}, 'S{}', {}.5)", i % 200, rng.below(1000))
+        })
+        .collect();
+    e.execute(&format!("INSERT INTO t VALUES {}", values.join(", "))).expect("rows");
+    for key in ["date_trunc('minute', ts)", "xbar(INTERVAL 30 second, ts)"] {
+        let sql =
+            |from: &str| format!("SELECT {key} AS m, first(px), last(px), min(ts), count(*) FROM {from} GROUP BY m");
+        let direct = sql("t");
+        let plan = explain(&e, &direct);
+        assert!(plan.contains("TimeMergeAggregate") && plan.contains("partials"), "{direct}\n{plan}");
+        assert_eq!(rows(&e, &direct), rows(&e, &sql("(SELECT * FROM t LIMIT 1000000000) s")), "{direct}");
+    }
+}

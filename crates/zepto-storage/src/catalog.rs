@@ -582,7 +582,7 @@ impl Catalog {
     pub fn retain(&self, name: &str, now: i64) -> Result<(usize, Vec<HistFile>), StorageError> {
         // Decided on a snapshot first: the maintenance thread asks every few seconds, and the
         // write lock moves the table's stamp (a checkpoint would then write it again).
-        if retention_before(&*self.snapshot(name)?, now).is_none() {
+        if retention_before(&folded(&*self.slot(name)?), now).is_none() {
             return Ok((0, Vec::new()));
         }
         self.write(name, |t| {
@@ -948,8 +948,6 @@ impl Catalog {
     }
 }
 
-/// The slot's table with its deferred rows folded in (`table/defer.rs`): under the read lock
-/// when there are none, the usual case, else under the write lock.
 /// The cut-off `t`'s retention drops rows and history files before as of `now`, if it has a
 /// TTL and anything to drop.
 fn retention_before(t: &Table, now: i64) -> Option<i64> {
@@ -958,6 +956,8 @@ fn retention_before(t: &Table, now: i64) -> Option<i64> {
     (rows > 0 || t.history().files.iter().any(|f| f.max_ts < before)).then_some(before)
 }
 
+/// The slot's table with its deferred rows folded in (`table/defer.rs`): under the read lock
+/// when there are none, the usual case, else under the write lock.
 fn folded(slot: &SlotCell) -> Arc<Table> {
     folded_stamped(slot).0
 }

@@ -3,7 +3,7 @@
 //! off, as many database vendors advise, where [`crate::mem`]'s `MADV_HUGEPAGE` advice is
 //! ignored.
 //!
-//! [`crate::mem::CountingAlloc`] asks [`map`] for every block of
+//! [`crate::mem::CountingAlloc`] asks `map` for every block of
 //! [`crate::mem::HUGE_PAGE_MIN_BYTES`] and up while this is on. A mapping is the block's size
 //! rounded up to 2 MiB, on 2 MiB pages whatever the host's default huge page size
 //! (`MAP_HUGE_2MB`: the pool is `/sys/kernel/mm/hugepages/hugepages-2048kB`, [`pool`]). The

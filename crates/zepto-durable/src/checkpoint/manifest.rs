@@ -165,14 +165,12 @@ fn file_line(l: &str, format: u32) -> Option<FileEntry> {
     })
 }
 
-/// Whether `name` is a table file's name (`<20 digits>-<5 digits>.arrow`): a restore copies the
-/// files a manifest names, so a name reaching out of the directory is damage.
+/// Whether `name` is a table file's name (`<20 digits>-<5 or more digits>.arrow`): a restore
+/// copies the files a manifest names, so a name reaching out of the directory is damage.
 fn is_table_file_name(name: &str) -> bool {
-    let b = name.as_bytes();
-    b.len() == 32
-        && name.ends_with(".arrow")
-        && b.get(20) == Some(&b'-')
-        && b.iter().take(26).enumerate().all(|(i, c)| i == 20 || c.is_ascii_digit())
+    let Some((lsn, k)) = name.strip_suffix(".arrow").and_then(|n| n.split_once('-')) else { return false };
+    let digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
+    lsn.len() == 20 && digits(lsn) && k.len() >= 5 && digits(k)
 }
 
 /// A manifest field: backslash, tab and line ends escaped.
@@ -233,7 +231,15 @@ mod tests {
         let body = "zeptodb-checkpoint 1\nlsn 5\nfile a 10 0000abcd 0123456789abcdef.1\n";
         let text = format!("{body}crc {:08x}\n", crc32fast::hash(body.as_bytes()));
         assert!(matches!(Manifest::parse("m", 5, text.into_bytes()), Err(DurableError::Corrupt { .. })));
-        for bad in ["file ../../etc/x 10 0000abcd -", "file 00000000000000000005-0000.arrow 10 0000abcd -"] {
+        let body = "zeptodb-checkpoint 2\nlsn 5\nfile 00000000000000000005-123456.arrow 10 0000abcd -\n";
+        let text = format!("{body}crc {:08x}\n", crc32fast::hash(body.as_bytes()));
+        assert!(Manifest::parse("m", 5, text.into_bytes()).is_ok(), "table 123456 of a large catalog");
+        for bad in [
+            "file ../../etc/x 10 0000abcd -",
+            "file 00000000000000000005-0000.arrow 10 0000abcd -",
+            "file 00000000000000000005-00000.arrow/../x 10 0000abcd -",
+            "file 0000000000000000005-00000.arrow 10 0000abcd -",
+        ] {
             let body = format!("zeptodb-checkpoint 2\nlsn 5\n{bad}\n");
             let text = format!("{body}crc {:08x}\n", crc32fast::hash(body.as_bytes()));
             assert!(matches!(Manifest::parse("m", 5, text.into_bytes()), Err(DurableError::Corrupt { .. })), "{bad}");

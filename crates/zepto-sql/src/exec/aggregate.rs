@@ -71,7 +71,7 @@ pub fn grouped(
                         vec![]
                     }
                 }
-                r => run_starts(&r.iter().map(|&k| refs[k]).collect::<Vec<_>>(), b.rows),
+                r => run_starts(&r.iter().map(|&k| refs[k]).collect::<Vec<_>>(), None, b.rows),
             };
             let out: Vec<Column> = key_cols.iter().map(|c| c.take(&first)).collect();
             over_runs(ctx, b, out, aggs, &first, mode)
@@ -86,6 +86,27 @@ pub fn grouped(
             by_ids(ctx, b, &key_cols, aggs, ids, mode)
         }
     }
+}
+
+/// Aggregate a batch of time-sorted pieces one after another (the partitions of a bundle or a
+/// pack), every key monotonic in the designated timestamp (column `ts` of `b`): groups are runs
+/// of equal keys, cut also where the time steps back (a new piece begins) or is NULL, so every
+/// run is in time order, which `first`/`last` over a run rely on. A key's value may span
+/// several runs: they are merged later (`exec/merge_order.rs`).
+pub fn grouped_in_time(
+    ctx: &ExecContext,
+    b: &Batch,
+    keys: &[BExpr],
+    aggs: &[AggCall],
+    ts: usize,
+    mode: Mode,
+) -> Result<Grouped> {
+    let key_cols = keys.iter().map(|k| eval(ctx, k, b)).collect::<Result<Vec<_>>>()?;
+    let refs: Vec<&Column> = key_cols.iter().map(|c| &**c).collect();
+    let time = b.columns.get(ts).map(|c| &**c);
+    let first = run_starts(&refs, time, b.rows);
+    let out: Vec<Column> = key_cols.iter().map(|c| c.take(&first)).collect();
+    over_runs(ctx, b, out, aggs, &first, mode)
 }
 
 /// Aggregate `b` over the groups `ids` found (its keys' columns `key_cols`).
@@ -143,7 +164,7 @@ fn over_runs(
 
 /// Groups as runs of equal neighbouring keys (input ordered so that equal keys are adjacent):
 /// the first row of each run.
-fn run_starts(cols: &[&Column], n: usize) -> Vec<u32> {
+fn run_starts(cols: &[&Column], steps_back: Option<&Column>, n: usize) -> Vec<u32> {
     let mut first = Vec::new();
     if n == 0 {
         return first;
@@ -167,6 +188,17 @@ fn run_starts(cols: &[&Column], n: usize) -> Vec<u32> {
                     changed[i] |= !super::hash::rows_equal(&[c], i - 1, &[c], i);
                 }
             }
+        }
+    }
+    // A time that steps back (or is NULL) starts a new piece: cut there too.
+    if let Some(t) = steps_back {
+        match (t.as_i64_slice(), t.validity()) {
+            (Some(v), None) => {
+                for (i, w) in v.windows(2).enumerate() {
+                    changed[i + 1] |= w[1] < w[0];
+                }
+            }
+            _ => changed.iter_mut().skip(1).for_each(|c| *c = true),
         }
     }
     first.extend((1..n).filter(|&i| changed[i]).map(|i| i as u32));

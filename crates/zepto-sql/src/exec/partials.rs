@@ -17,8 +17,8 @@
 //! whole input in partition order would.
 //!
 //! When every key is monotonic in the designated timestamp (`AggHow::TimeMerge`), a bundle's
-//! groups are runs of its time-sorted partitions (no hashing), so each partial is a few runs
-//! sorted by key, and the partials merge by sorting their keys: a stable sort that finds those
+//! groups are runs of its time-sorted partitions (no hashing; cut where a partition ends, so
+//! each run is in time order), so each partial is a few runs sorted by key, and the partials merge by sorting their keys: a stable sort that finds those
 //! runs and merges them ([`merge_in_time`]). The merge keeps every partial row where it is and
 //! only decides its group, so ties go to the earlier / later partial exactly as by hash.
 //!
@@ -34,7 +34,7 @@
 //! rank such ties).
 
 use super::accum::Mode;
-use super::aggregate::{columns_read, grouped, Grouped};
+use super::aggregate::{columns_read, grouped, grouped_in_time, Grouped};
 use super::bundle::bundles;
 use super::history::ts_cut;
 use super::scan::{pieces_batch, ScanPart, Unit};
@@ -102,9 +102,7 @@ fn run(ctx: &ExecContext, s: ScanShape, keys: &[BExpr], aggs: &[AggCall], how: M
     let read = columns_read(s.columns.len(), keys, aggs, &[kp, tp]);
     let s = s.gather_only(read);
     let has_key = kp.is_some_and(|kp| keys.iter().any(|k| matches!(k, BExpr::Col(i, _) if *i == kp)));
-    // In time order every key is a run key: runs may then cross from one partition of a bundle
-    // to the next, which only joins rows of equal keys.
-    let run_keys: Option<Vec<usize>> = (has_key || how == Merge::InTime)
+    let run_keys: Option<Vec<usize>> = has_key
         .then(|| {
             keys.iter()
                 .enumerate()
@@ -121,7 +119,14 @@ fn run(ctx: &ExecContext, s: ScanShape, keys: &[BExpr], aggs: &[AggCall], how: M
         if b.rows == 0 {
             return Ok(None);
         }
-        grouped(c, &b, keys, aggs, run_keys.as_deref().filter(|_| sorted), Mode::Partial).map(Some)
+        match (how, tp) {
+            // Every key is monotonic in time: runs of each time-sorted piece of the batch.
+            (Merge::InTime, Some(t)) => grouped_in_time(c, &b, keys, aggs, t, Mode::Partial).map(Some),
+            (Merge::InTime, None) => Err(SqlError::Internal("a GROUP BY in time order without a timestamp".into())),
+            (Merge::Hash, _) => {
+                grouped(c, &b, keys, aggs, run_keys.as_deref().filter(|_| sorted), Mode::Partial).map(Some)
+            }
+        }
     };
     let units = match (reader, super::scan::history_keys(table, range)) {
         (Some(r), Some(keys)) => r.units(table, keys, range.ts_lo, range.ts_hi)?,

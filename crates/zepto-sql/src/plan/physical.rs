@@ -85,7 +85,7 @@ pub enum AggHow {
     Partials,
     /// Every key is monotonic in the designated timestamp (the timestamp itself, a time bucket
     /// of it), so each partition holds its groups as runs: nothing is hashed, and groups come
-    /// in time order (see [`super::time_merge`]). `partials`: each partition's runs into
+    /// in time order (see `plan/time_merge.rs`). `partials`: each partition's runs into
     /// partial states on every core, merged by sorting their keys (buckets of several rows);
     /// else the rows gathered and grouped by sorting their keys (the timestamp itself).
     TimeMerge {
@@ -190,7 +190,7 @@ fn agg_how(input: &Plan, keys: &[BExpr], aggs: &[AggCall]) -> AggHow {
     }
     let tp = scan_shape(input).and_then(|s| s.table.ts_col().and_then(|t| s.columns.iter().position(|&c| c == t)));
     let Some(kp) = partition_key_pos(input).filter(|&kp| keys.iter().any(|k| is_col(k, kp))) else {
-        return if let Some(partials) = super::time_merge::choose(input, keys, aggs, tp) {
+        return if let Some(partials) = time_merge(input, keys, aggs, tp) {
             AggHow::TimeMerge { partials }
         } else if partials_pay(input, keys, aggs, tp) {
             AggHow::Partials
@@ -211,6 +211,28 @@ fn partials_pay(input: &Plan, keys: &[BExpr], aggs: &[AggCall], tp: Option<usize
     scan_shape(input).is_some_and(|s| !s.columns.is_empty() && !reads_history(s.table, s.range))
         && aggs.iter().all(AggCall::mergeable)
         && !tp.is_some_and(|t| keys.iter().any(|k| is_col(k, t)))
+}
+
+/// How a GROUP BY without the partition key runs in time order ([`AggHow::TimeMerge`]), if
+/// it does (see [`super::time_merge`]): over a scan of the memory that reads a column, every
+/// aggregate mergeable, every key (at least one) monotonic in the designated timestamp (`tp`:
+/// its position). `Some(partials)`.
+fn time_merge(input: &Plan, keys: &[BExpr], aggs: &[AggCall], tp: Option<usize>) -> Option<bool> {
+    let t = tp?;
+    let s = scan_shape(input)?;
+    let eligible = !s.columns.is_empty()
+        && !reads_history(s.table, s.range)
+        && aggs.iter().all(AggCall::mergeable)
+        && !keys.is_empty()
+        && keys.iter().all(|k| monotonic_in(k, t));
+    if !eligible {
+        return None;
+    }
+    if keys.iter().any(|k| is_col(k, t)) {
+        return Some(false);
+    }
+    let ts_col = s.table.ts_col()?;
+    super::time_merge::partials_pay(s.table, ts_col, keys).then_some(true)
 }
 
 fn is_col(e: &BExpr, i: usize) -> bool {

@@ -14,8 +14,7 @@
 //! per partition, its rows over the buckets its time span covers, over up to
 //! [`SAMPLE`] partitions spread across the table.
 
-use super::physical::{monotonic_in, reads_history, scan_shape};
-use super::{AggCall, BExpr, Plan};
+use super::BExpr;
 use crate::expr::functions::ScalarFunc;
 use zepto_storage::{Table, Value};
 
@@ -25,25 +24,13 @@ const SAMPLE: usize = 256;
 /// Rows per group per partition from which partials pay.
 const PARTIALS_FROM: f64 = 4.0;
 
-/// How a GROUP BY over `input` runs in time order, if it should (`tp`: the designated
-/// timestamp's position among the scan's columns): `Some(partials)`.
-pub(super) fn choose(input: &Plan, keys: &[BExpr], aggs: &[AggCall], tp: Option<usize>) -> Option<bool> {
-    let t = tp?;
-    let s = scan_shape(input)?;
-    let eligible = !s.columns.is_empty()
-        && !reads_history(s.table, s.range)
-        && aggs.iter().all(AggCall::mergeable)
-        && !keys.is_empty()
-        && keys.iter().all(|k| monotonic_in(k, t));
-    if !eligible {
-        return None;
-    }
-    if keys.iter().any(|k| matches!(k, BExpr::Col(i, _) if *i == t)) {
-        return Some(false);
-    }
-    let width = keys.iter().map(bucket_ns).collect::<Option<Vec<i64>>>()?.into_iter().max()?;
-    let ts_col = s.table.ts_col()?;
-    (rows_per_bucket(s.table, ts_col, width) >= PARTIALS_FROM).then_some(true)
+/// Whether partials pay for bucket `keys` (every one a bucket of the designated timestamp,
+/// column `ts_col` of `table`): its partitions hold several rows a bucket of the widest key.
+pub(super) fn partials_pay(table: &Table, ts_col: usize, keys: &[BExpr]) -> bool {
+    let Some(width) = keys.iter().map(bucket_ns).collect::<Option<Vec<i64>>>().and_then(|w| w.into_iter().max()) else {
+        return false;
+    };
+    rows_per_bucket(table, ts_col, width) >= PARTIALS_FROM
 }
 
 /// The width of a time bucket key, in nanoseconds (at least 1), when its literal says it.
