@@ -146,7 +146,12 @@ pub(super) fn merge_aggregate(
 /// Partial results merged per group: `keys` (one column per key, `rows` rows) and, per
 /// aggregate, its state columns of the same rows. Without keys, all rows are one group.
 pub(super) fn merge_states(keys: &[&Column], states: &[Vec<&Column>], aggs: &[AggCall], rows: usize) -> Result<Batch> {
-    let GroupIds { ids, first } = group_ids(keys, rows);
+    merge_grouped(keys, states, aggs, group_ids(keys, rows))
+}
+
+/// [`merge_states`] over the groups already found.
+pub(super) fn merge_grouped(keys: &[&Column], states: &[Vec<&Column>], aggs: &[AggCall], g: GroupIds) -> Result<Batch> {
+    let GroupIds { ids, first } = g;
     let ng = if keys.is_empty() { 1 } else { first.len() };
     let mut out: Vec<Column> = keys.iter().map(|c| c.take(&first)).collect();
     for (a, state) in aggs.iter().zip(states) {

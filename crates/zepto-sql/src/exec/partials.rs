@@ -19,7 +19,7 @@
 //! When every key is monotonic in the designated timestamp (`AggHow::TimeMerge`), a bundle's
 //! groups are runs of its time-sorted partitions (no hashing; cut where a partition ends, so
 //! each run is in time order), so each partial is a few runs sorted by key, and the partials merge by sorting their keys: a stable sort that finds those
-//! runs and merges them ([`merge_in_time`]). The merge keeps every partial row where it is and
+//! runs and merges them (`exec/merge_order.rs`). The merge keeps every partial row where it is and
 //! only decides its group, so ties go to the earlier / later partial exactly as by hash.
 //!
 //! The partials are the accumulators' states ([`super::accum`]): every aggregate whose state
@@ -228,24 +228,10 @@ fn merge(
     let state_refs: Vec<Vec<&Column>> = states.iter().map(|s| s.iter().collect()).collect();
     match how {
         Merge::Hash => super::merge_split::merge_on_cores(ctx, &key_refs, &state_refs, aggs, rows),
-        Merge::InTime => merge_in_time(ctx, &key_refs, &state_refs, aggs, rows),
+        // Each partial's rows are a few runs sorted by key (see the module docs).
+        Merge::InTime => {
+            let groups = super::merge_order::ids_in_order(ctx, &key_refs, rows)?;
+            super::exchange::merge_grouped(&key_refs, &state_refs, aggs, groups)
+        }
     }
-}
-
-/// Partial states merged per group by sorting their keys (see the module docs): each partial's
-/// rows are a few runs sorted by key, which a stable sort finds and merges. Groups come in key
-/// order.
-fn merge_in_time(
-    ctx: &ExecContext,
-    keys: &[&Column],
-    states: &[Vec<&Column>],
-    aggs: &[AggCall],
-    rows: usize,
-) -> Result<Batch> {
-    let super::hash::GroupIds { ids, first } = super::merge_order::ids_in_order(ctx, keys, rows)?;
-    let mut out: Vec<Column> = keys.iter().map(|c| c.take(&first)).collect();
-    for (a, state) in aggs.iter().zip(states) {
-        out.push(super::accum::merge(a, state, &ids, first.len())?);
-    }
-    Ok(Batch::new(out, first.len()))
 }
