@@ -19,9 +19,8 @@ pub(super) fn ids_in_order(ctx: &ExecContext, keys: &[&Column], rows: usize) -> 
     let mut first: Vec<u32> = Vec::new();
     match single_i64(keys) {
         Some(v) => {
-            let mut prev: Option<i64> = None;
-            for i in order_i64(v) {
-                let x = v[i as usize];
+            let mut prev: Option<u64> = None;
+            for (x, i) in order_i64(v) {
                 if prev != Some(x) {
                     first.push(i);
                     prev = Some(x);
@@ -52,12 +51,15 @@ fn single_i64<'a>(keys: &[&'a Column]) -> Option<&'a [i64]> {
     }
 }
 
-/// Rows by value, as (value, row) pairs: the sort moves 16 bytes a row and reads nothing else.
-fn order_i64(v: &[i64]) -> Vec<u32> {
-    let mut pairs: Vec<(i64, u32)> = v.iter().zip(0u32..).map(|(&x, i)| (x, i)).collect();
-    // Stable: the sorted runs already there are found and merged, not sorted again.
+/// Rows by value, as (value less the least, row) pairs in value order (ties in row order): a
+/// stable sort, which finds the sorted runs already there and merges them. (An LSD radix sort
+/// of 16-bit digits was tried: 47 against 37 ms for 1M keys of 100 runs.)
+fn order_i64(v: &[i64]) -> Vec<(u64, u32)> {
+    let min = v.iter().copied().min().unwrap_or(0);
+    // Every value less the least fits in a u64, in the same order.
+    let mut pairs: Vec<(u64, u32)> = v.iter().zip(0u32..).map(|(&x, i)| (x.wrapping_sub(min) as u64, i)).collect();
     pairs.sort_by_key(|p| p.0);
-    pairs.into_iter().map(|(_, i)| i).collect()
+    pairs
 }
 
 /// Rows by every key (NULLs first), by the engine's sort (which does not look for runs: keys
@@ -68,4 +70,34 @@ fn order_any(ctx: &ExecContext, keys: &[&Column], rows: usize) -> Result<Vec<u32
         .map(|j| SortKey { expr: BExpr::Col(j, keys[j].data_type()), desc: false, nulls_first: true })
         .collect();
     super::sort::sort_indices(ctx, &b, &by, None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The order is by value, ties in row order, over sorted runs, repeats and extremes.
+    #[test]
+    fn order_is_by_value_then_row() {
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for (n, span) in [(70_000usize, 1u64 << 45), (10_000, 50), (6_000, u64::MAX)] {
+            let mut v: Vec<i64> = (0..n).map(|_| (next() % span).wrapping_sub(span / 2) as i64).collect();
+            // Sorted runs, as partitions one after another give.
+            for run in v.chunks_mut(997) {
+                run.sort_unstable();
+            }
+            v[0] = i64::MIN;
+            v[n - 1] = i64::MAX;
+            let got = order_i64(&v);
+            let mut want: Vec<u32> = (0..n as u32).collect();
+            want.sort_by_key(|&i| v[i as usize]);
+            assert_eq!(got.iter().map(|p| p.1).collect::<Vec<_>>(), want, "n {n}, span {span}");
+        }
+    }
 }
