@@ -1,7 +1,7 @@
 //! Checkpoints: every table as of one LSN, in a directory of its own.
 //!
 //! ```text
-//! <lsn, 20 digits>-<k, 5 digits>.arrow   table k (see table_file)
+//! <lsn, 20 digits>-<k, 5 or more digits>.arrow   table k (see table_file)
 //! <lsn, 20 digits>.manifest              the list that makes the checkpoint exist
 //! ```
 //! Writing: each table file is written and fsynced; then the manifest is written under a

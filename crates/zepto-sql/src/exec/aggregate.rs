@@ -9,7 +9,7 @@ use super::accum::{self, Mode, Rows};
 use super::eval::eval;
 use super::hash::{group_ids, GroupIds};
 use super::{Batch, ExecContext};
-use crate::error::Result;
+use crate::error::{Result, SqlError};
 use crate::plan::{AggCall, BExpr};
 use zepto_storage::{Column, ColumnData};
 
@@ -90,9 +90,9 @@ pub fn grouped(
 
 /// Aggregate a batch of time-sorted pieces one after another (the partitions of a bundle or a
 /// pack), every key monotonic in the designated timestamp (column `ts` of `b`): groups are runs
-/// of equal keys, cut also where the time steps back (a new piece begins) or is NULL, so every
-/// run is in time order, which `first`/`last` over a run rely on. A key's value may span
-/// several runs: they are merged later (`exec/merge_order.rs`).
+/// of equal keys, cut also where the time steps back (a new piece begins) and around NULL
+/// times, so every run is in time order, which `first`/`last` over a run rely on. A key's value
+/// may span several runs: they are merged later (`exec/merge_order.rs`).
 pub fn grouped_in_time(
     ctx: &ExecContext,
     b: &Batch,
@@ -103,8 +103,9 @@ pub fn grouped_in_time(
 ) -> Result<Grouped> {
     let key_cols = keys.iter().map(|k| eval(ctx, k, b)).collect::<Result<Vec<_>>>()?;
     let refs: Vec<&Column> = key_cols.iter().map(|c| &**c).collect();
-    let time = b.columns.get(ts).map(|c| &**c);
-    let first = run_starts(&refs, time, b.rows);
+    let time =
+        b.columns.get(ts).ok_or_else(|| SqlError::Internal("a GROUP BY in time order without its time".into()))?;
+    let first = run_starts(&refs, Some(&**time), b.rows);
     let out: Vec<Column> = key_cols.iter().map(|c| c.take(&first)).collect();
     over_runs(ctx, b, out, aggs, &first, mode)
 }
@@ -190,7 +191,8 @@ fn run_starts(cols: &[&Column], steps_back: Option<&Column>, n: usize) -> Vec<u3
             }
         }
     }
-    // A time that steps back (or is NULL) starts a new piece: cut there too.
+    // A time that steps back starts a new piece: cut there too, and on either side of a NULL
+    // time (a piece's NULL times come first). A time column that is not one cuts every row.
     if let Some(t) = steps_back {
         match (t.as_i64_slice(), t.validity()) {
             (Some(v), None) => {
@@ -198,7 +200,12 @@ fn run_starts(cols: &[&Column], steps_back: Option<&Column>, n: usize) -> Vec<u3
                     changed[i + 1] |= w[1] < w[0];
                 }
             }
-            _ => changed.iter_mut().skip(1).for_each(|c| *c = true),
+            (Some(v), Some(_)) => {
+                for i in 1..n {
+                    changed[i] |= !t.is_valid(i) || !t.is_valid(i - 1) || v[i] < v[i - 1];
+                }
+            }
+            (None, _) => changed.iter_mut().skip(1).for_each(|c| *c = true),
         }
     }
     first.extend((1..n).filter(|&i| changed[i]).map(|i| i as u32));

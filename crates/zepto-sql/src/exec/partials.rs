@@ -17,8 +17,9 @@
 //! whole input in partition order would.
 //!
 //! When every key is monotonic in the designated timestamp (`AggHow::TimeMerge`), a bundle's
-//! groups are runs of its time-sorted partitions (no hashing; cut where a partition ends, so
-//! each run is in time order), so each partial is a few runs sorted by key, and the partials merge by sorting their keys: a stable sort that finds those
+//! groups are runs of its time-sorted partitions (no hashing; cut where the time steps back,
+//! as where the next partition starts earlier, so each run is in time order), so each partial
+//! is a few runs sorted by key, and the partials merge by sorting their keys: a stable sort that finds those
 //! runs and merges them (`exec/merge_order.rs`). The merge keeps every partial row where it is and
 //! only decides its group, so ties go to the earlier / later partial exactly as by hash.
 //!
@@ -143,8 +144,9 @@ fn run(ctx: &ExecContext, s: ScanShape, keys: &[BExpr], aggs: &[AggCall], how: M
     };
     let mut outs: Vec<Grouped> = ctx.par_map(&units, rows, unit_partial)?.into_iter().flatten().collect();
     // In memory: every partition on every core, small ones a bundle at a time (or a whole pack
-    // at a time, as its columns). A bundle's rows are time-sorted partition by partition, and
-    // run keys include the partition key, so no run crosses from one partition to the next.
+    // at a time, as its columns). A bundle's rows are time-sorted partition by partition: run
+    // keys include the partition key, or (in time order) runs are cut where the time steps
+    // back, so no run leaves time order.
     let us = super::scan::units(table, range);
     let rows = us.iter().map(ScanPart::rows).sum();
     let bundle_partial = |c: &ExecContext, b: &&[Unit]| -> Result<Option<Grouped>> {

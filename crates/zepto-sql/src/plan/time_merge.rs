@@ -1,5 +1,6 @@
-//! Whether a GROUP BY whose keys are all monotonic in the designated timestamp runs in time
-//! order (`AggHow::TimeMerge`), and how: the planner's half of `exec::merge_order`.
+//! How a GROUP BY whose keys are all monotonic in the designated timestamp runs in time order
+//! (`AggHow::TimeMerge`, when `physical` finds it eligible): the planner's half of
+//! `exec::merge_order`.
 //!
 //! Each time-sorted partition holds such keys as runs, so groups need no hashing. Two ways:
 //! * **Partials** (`partials: true`): each partition's runs aggregate into partial states on
