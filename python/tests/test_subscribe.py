@@ -68,6 +68,17 @@ class Stream:
         self.conn.close()
 
 
+def events(port, until, write=lambda: None, query=QUERY, **stream):
+    """A new subscription's `rows` events up to the one holding id `until` (see
+    `Stream.events_until`), `write()` run once it is open; `stream`: `Stream`'s other arguments."""
+    s = Stream(port, query, **stream)
+    try:
+        write()
+        return s.events_until(until)
+    finally:
+        s.close()
+
+
 def batches(seed, n, size):
     rnd = random.Random(seed)
     return [[(rnd.randrange(1_000_000), rnd.choice("ABC"), round(rnd.uniform(0, 100), 2)) for _ in range(size)]
@@ -117,9 +128,7 @@ def test_rows_stream_as_written_and_resume_after_the_last_event_seen(port):
     for b in batches(2, 4, 40):
         insert(port, oracle, b)
     insert(port, oracle, [(-2, "A", 98.0)])
-    after_last = Stream(port, QUERY, last=ids[-1])
-    missed = after_last.events_until(-2)
-    after_last.close()
+    missed = events(port, -2, last=ids[-1])
     assert sorted(rows(seen) + rows(missed)) == want(oracle), "nothing missed, nothing repeated"
     assert ordered(ids + [i for i, _ in missed])
     # Resuming from an earlier event (`from=`) gives the rest of the first stream again, then the same.

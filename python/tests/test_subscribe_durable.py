@@ -15,7 +15,8 @@ import duckdb
 import pytest
 
 from conftest import API_KEY, ROOT, free_port
-from test_subscribe import QUERY, Stream, batches, ordered, position, rows, want
+import test_subscribe
+from test_subscribe import QUERY, Stream, batches, events, ordered, position, rows, want
 
 import os
 
@@ -50,9 +51,7 @@ class Server:
 
 
 def insert(server, oracle, rows_):
-    values = ", ".join(f"('2024-01-02 09:30:00', {i}, '{s}', {p})" for i, s, p in rows_)
-    server.sql(f"INSERT INTO t VALUES {values}")
-    oracle.executemany("INSERT INTO t VALUES ('2024-01-02 09:30:00', ?, ?, ?)", rows_)
+    test_subscribe.insert(server.port, oracle, rows_)
 
 
 def test_a_subscriber_resumes_after_the_server_is_killed(tmp_path):
@@ -63,11 +62,11 @@ def test_a_subscriber_resumes_after_the_server_is_killed(tmp_path):
         server.sql("CREATE TABLE t (ts TIMESTAMP, id BIGINT, sym SYMBOL, price DOUBLE)")
         oracle = duckdb.connect()
         oracle.execute("CREATE TABLE t (ts TIMESTAMP, id BIGINT, sym VARCHAR, price DOUBLE)")
-        first = Stream(server.port, QUERY)
-        for b in batches(11, 6, 40) + [[(-1, "A", 99.0)]]:
-            insert(server, oracle, b)
-        seen = first.events_until(-1)
-        first.close()
+        def write():
+            for b in batches(11, 6, 40) + [[(-1, "A", 99.0)]]:
+                insert(server, oracle, b)
+
+        seen = events(server.port, -1, write)
         ids = [i for i, _ in seen]
         assert rows(seen) == want(oracle) and ordered(ids) and len(seen) >= 3
         # Committed while nobody listens, then the server is killed.
@@ -77,23 +76,16 @@ def test_a_subscriber_resumes_after_the_server_is_killed(tmp_path):
         server.start()
         for b in batches(13, 3, 40) + [[(-2, "A", 98.0)]]:
             insert(server, oracle, b)
-        resumed = Stream(server.port, QUERY, last=ids[-1])
-        missed = resumed.events_until(-2)
-        resumed.close()
+        missed = events(server.port, -2, last=ids[-1])
         assert sorted(rows(seen) + rows(missed)) == want(oracle), "nothing missed, nothing repeated"
         assert ordered(ids + [i for i, _ in missed]), "the same timeline, positions in order"
         # From an earlier id, and from the LSN of a whole record: the rest of the first stream again.
-        again = Stream(server.port, QUERY, extra="&from=" + urllib.parse.quote(ids[1]))
-        assert again.events_until(-2) == seen[2:] + missed
-        again.close()
+        assert events(server.port, -2, extra="&from=" + urllib.parse.quote(ids[1])) == seen[2:] + missed
         lsn, k = position(ids[1])
-        by_lsn = Stream(server.port, QUERY, extra=f"&from_lsn={lsn}")
-        assert by_lsn.events_until(-2) == [e for e in seen + missed if position(e[0])[0] > lsn]
-        by_lsn.close()
+        by_lsn = events(server.port, -2, extra=f"&from_lsn={lsn}")
+        assert by_lsn == [e for e in seen + missed if position(e[0])[0] > lsn]
         # A reconnecting EventSource sends Last-Event-ID with its first URL: the id wins.
-        reconnect = Stream(server.port, QUERY, last=ids[-1], extra=f"&from_lsn={lsn}")
-        assert reconnect.events_until(-2) == missed
-        reconnect.close()
+        assert events(server.port, -2, last=ids[-1], extra=f"&from_lsn={lsn}") == missed
         # A WebSocket on the same path, resuming with from=: the same events.
         import websocket
 
@@ -128,10 +120,7 @@ def test_ids_of_a_relaxed_run_that_crashed_are_gone(tmp_path):
         server.sql("CREATE TABLE t (ts TIMESTAMP, id BIGINT, sym SYMBOL, price DOUBLE)")
         oracle = duckdb.connect()
         oracle.execute("CREATE TABLE t (ts TIMESTAMP, id BIGINT, sym VARCHAR, price DOUBLE)")
-        stream = Stream(server.port, QUERY)
-        insert(server, oracle, [(-1, "A", 99.0)])
-        [(last, _)] = stream.events_until(-1)
-        stream.close()
+        [(last, _)] = events(server.port, -1, lambda: insert(server, oracle, [(-1, "A", 99.0)]))
         server.kill()
         server.start()
         old = Stream(server.port, QUERY, last=last)

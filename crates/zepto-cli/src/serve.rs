@@ -457,9 +457,9 @@ fn config(st: &Settings<'_>) -> Result<Config, String> {
     zepto_storage::hugetlb::set(reserved);
     if reserved && zepto_storage::hugetlb::pool().is_none_or(|(pages, _)| pages == 0) {
         eprintln!(
-            "zeptodb: --huge-pages reserved, but no 2 MiB huge pages are reserved \
-             (/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages): large blocks fall back to \
-             transparent huge page advice"
+            "zeptodb: --huge-pages reserved, but no 2 MiB huge pages are reserved ({}/nr_hugepages): \
+             large blocks fall back to transparent huge page advice",
+            zepto_storage::hugetlb::POOL_DIR
         );
     }
     install_affinity(st.string("cpu-affinity")?.as_deref().unwrap_or(""))?;

@@ -12,14 +12,9 @@ fn number(path: &str) -> Option<u64> {
     std::fs::read_to_string(path).ok()?.trim().parse().ok()
 }
 
-fn metric(m: &str, name: &str) -> u64 {
-    let line = m.lines().find(|l| l.split_whitespace().next() == Some(name)).unwrap_or_else(|| panic!("{name}: {m}"));
-    line.split_whitespace().nth(1).and_then(|v| v.parse().ok()).unwrap_or_else(|| panic!("{line}"))
-}
-
 #[test]
 fn large_blocks_go_on_reserved_huge_pages_or_fall_back_counted() {
-    let pool = "/sys/kernel/mm/hugepages/hugepages-2048kB";
+    let pool = zepto_storage::hugetlb::POOL_DIR;
     let reserved = number(&format!("{pool}/nr_hugepages"));
     let free = number(&format!("{pool}/free_hugepages")).unwrap_or(0);
     let s = Server::start(&["--huge-pages", "reserved"]);
@@ -37,12 +32,12 @@ fn large_blocks_go_on_reserved_huge_pages_or_fall_back_counted() {
     assert_eq!(got[0].as_u64(), Some(n));
     assert_eq!(got[1].as_u64(), Some(sum));
     assert_eq!(got[2].as_f64(), Some(sum as f64 * 0.5));
-    let m = get(&s.addr, "/metrics").text();
     let (blocks, fallbacks) =
-        (metric(&m, "zepto_huge_pages_reserved_blocks"), metric(&m, "zepto_huge_pages_reserved_fallbacks"));
+        (metric(&s.addr, "zepto_huge_pages_reserved_blocks"), metric(&s.addr, "zepto_huge_pages_reserved_fallbacks"));
+    let m = get(&s.addr, "/metrics").text();
     assert!(blocks + fallbacks >= 2, "every large block is counted one way or the other: {m}");
     if free >= 64 {
-        assert!(blocks >= 1 && metric(&m, "zepto_huge_pages_reserved_bytes") > 0, "{free} free pages: {m}");
+        assert!(blocks >= 1 && metric(&s.addr, "zepto_huge_pages_reserved_bytes") > 0, "{free} free pages: {m}");
     }
     if free == 0 {
         assert_eq!(blocks, 0, "{m}");

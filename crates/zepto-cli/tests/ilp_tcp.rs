@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{get, sql, Server};
+use common::{metric, sql, Server};
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::process::{Command, Stdio};
@@ -64,14 +64,6 @@ fn poll(addr: &str, q: &str, want: i64) {
         assert!(t0.elapsed() < Duration::from_secs(30), "{q}: never {want}");
         std::thread::sleep(Duration::from_millis(20));
     }
-}
-
-/// The value of a counter or gauge on `/metrics`.
-fn metric(addr: &str, name: &str) -> i64 {
-    let text = get(addr, "/metrics").text();
-    let line = text.lines().find(|l| l.split(' ').next() == Some(name));
-    let value = line.and_then(|l| l.split(' ').nth(1)).unwrap_or_else(|| panic!("no {name} in\n{text}"));
-    value.parse().unwrap_or_else(|_| panic!("{name}: {value}"))
 }
 
 /// Line `i` of the generated ticks (CRLF every 7th line).

@@ -319,13 +319,14 @@ fn manifest_keys(m: &checkpoint::manifest::Manifest) -> std::collections::HashSe
 
 /// What a backup of a cut an earlier backup `m` already holds wrote: nothing, every table kept.
 fn same_cut(m: &checkpoint::manifest::Manifest, tables: &[zepto_storage::StampedTable]) -> checkpoint::Written {
+    let bytes = m.files.iter().map(|f| f.bytes).sum();
     checkpoint::Written {
         lsn: m.lsn,
         tables: tables.len(),
         rows: tables.iter().map(|(t, _)| t.row_count()).sum(),
-        bytes: m.files.iter().map(|f| f.bytes).sum(),
+        bytes,
         kept: tables.len(),
-        kept_bytes: m.files.iter().map(|f| f.bytes).sum(),
+        kept_bytes: bytes,
     }
 }
 
@@ -338,8 +339,7 @@ impl StoreManifests {
         let manifests = keys
             .iter()
             .filter_map(|k| k.strip_prefix("checkpoint/"))
-            .filter_map(|n| Some((n.strip_suffix(".manifest")?.parse::<u64>().ok()?, n)))
-            .filter(|(lsn, n)| checkpoint::manifest_name(*lsn) == *n)
+            .filter_map(|n| Some((checkpoint::manifest_lsn(n)?, n)))
             .filter_map(|(lsn, n)| {
                 let raw = store.get(&format!("checkpoint/{n}")).ok()??;
                 checkpoint::manifest::Manifest::parse(n, lsn, raw).ok()

@@ -215,7 +215,7 @@ impl Durable {
         &self,
         catalog: &Catalog,
     ) -> Result<(Vec<zepto_storage::StampedTable>, Vec<zepto_storage::ViewCut>, Lsn), DurableError> {
-        let (tables, views, lsn) = catalog.consistent_cut_with_views(|| self.wal.rotate());
+        let (tables, views, lsn) = catalog.consistent_cut(|| self.wal.rotate());
         Ok((tables, views, lsn?))
     }
 
@@ -228,7 +228,7 @@ impl Durable {
     /// since the last checkpoint.
     pub fn checkpoint(&self, catalog: &Catalog) -> Result<Option<Written>, DurableError> {
         let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
-        let (tables, views, cut) = catalog.consistent_cut_with_views(|| (self.wal.rotate(), self.wal.bytes_written()));
+        let (tables, views, cut) = catalog.consistent_cut(|| (self.wal.rotate(), self.wal.bytes_written()));
         let (lsn, wal_bytes) = (cut.0?, cut.1);
         if lsn == last.lsn {
             last.wal_bytes = wal_bytes;
@@ -944,7 +944,7 @@ mod tests {
         let ck = MemStorage::new();
         let live = Catalog::new();
         every_type_table(&live);
-        let (tables, _, ()) = live.consistent_cut_with_views(|| ());
+        let (tables, _, ()) = live.consistent_cut(|| ());
         checkpoint::write(&ck, 5, tables.clone(), &[], &checkpoint::Reuse::none()).expect("first");
         let before: Vec<Vec<u8>> = ck.list().expect("list").iter().map(|n| ck.read(n).expect("read")).collect();
         // A retry at the same LSN (its first attempt reported a failure after publishing)

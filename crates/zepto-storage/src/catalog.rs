@@ -645,20 +645,11 @@ impl Catalog {
         })
     }
 
-    /// Every table as of one instant between changes, with `at()`'s result taken at that same
-    /// instant (the checkpoint passes the WAL's rotation, so the snapshots hold exactly the
-    /// records up to the LSN it returns). Writers wait only for the `Arc` clones and `at()`.
-    pub fn consistent_cut<R>(&self, at: impl FnOnce() -> R) -> (Vec<Arc<Table>>, R) {
-        let (tables, _, r) = self.consistent_cut_with_views(at);
-        (tables.into_iter().map(|(t, _)| t).collect(), r)
-    }
-
-    /// [`Catalog::consistent_cut`], each table with its [`Stamp`], and the materialized views'
-    /// definitions of the same cut.
-    pub fn consistent_cut_with_views<R>(
-        &self,
-        at: impl FnOnce() -> R,
-    ) -> (Vec<StampedTable>, Vec<crate::view::ViewCut>, R) {
+    /// Every table as of one instant between changes, each with its [`Stamp`], the materialized
+    /// views' definitions of the same cut, and `at()`'s result taken at that same instant (the
+    /// checkpoint passes the WAL's rotation, so the snapshots hold exactly the records up to the
+    /// LSN it returns). Writers wait only for the `Arc` clones and `at()`.
+    pub fn consistent_cut<R>(&self, at: impl FnOnce() -> R) -> (Vec<StampedTable>, Vec<crate::view::ViewCut>, R) {
         let _gate = self.gate.write().unwrap_or_else(|e| e.into_inner());
         let map = self.tables.read().unwrap_or_else(|e| e.into_inner());
         let tables = map.values().map(|s| folded_stamped(s)).collect();

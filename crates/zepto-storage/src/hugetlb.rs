@@ -100,11 +100,13 @@ fn remember(addr: usize) -> bool {
     BLOCKS.iter().filter(free).any(|b| b.compare_exchange(0, addr, Ordering::AcqRel, Ordering::Relaxed).is_ok())
 }
 
+/// Where the kernel shows the 2 MiB page pool (`nr_hugepages`, `free_hugepages`).
+pub const POOL_DIR: &str = "/sys/kernel/mm/hugepages/hugepages-2048kB";
+
 /// The 2 MiB page pool: pages reserved, and free now (`None` where the kernel does not say).
 pub fn pool() -> Option<(u64, u64)> {
-    let read = |f: &str| -> Option<u64> {
-        std::fs::read_to_string(format!("/sys/kernel/mm/hugepages/hugepages-2048kB/{f}")).ok()?.trim().parse().ok()
-    };
+    let read =
+        |f: &str| -> Option<u64> { std::fs::read_to_string(format!("{POOL_DIR}/{f}")).ok()?.trim().parse().ok() };
     Some((read("nr_hugepages")?, read("free_hugepages")?))
 }
 

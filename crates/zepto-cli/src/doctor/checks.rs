@@ -95,7 +95,7 @@ pub fn transparent_huge_pages(h: &Host) -> Finding {
 
 pub fn reserved_huge_pages(h: &Host) -> Finding {
     let check = "reserved huge pages";
-    let Some(n) = h.read("/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages") else {
+    let Some(n) = h.read(&format!("{}/nr_hugepages", zepto_storage::hugetlb::POOL_DIR)) else {
         return finding(check, Status::Info, "not exposed", "");
     };
     match n.parse::<u64>() {
@@ -103,9 +103,11 @@ pub fn reserved_huge_pages(h: &Host) -> Finding {
             check,
             Status::Info,
             "0",
-            "none reserved: where transparent huge pages are off, reserve 2 MiB pages \
-             (/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages) and serve with --huge-pages reserved \
-             (docs/operations.md, Huge pages)",
+            format!(
+                "none reserved: where transparent huge pages are off, reserve 2 MiB pages \
+                 ({}/nr_hugepages) and serve with --huge-pages reserved (docs/operations.md, Huge pages)",
+                zepto_storage::hugetlb::POOL_DIR
+            ),
         ),
         Ok(pages) => finding(
             check,

@@ -266,3 +266,11 @@ pub fn sql(addr: &str, q: &str) -> serde_json::Value {
 pub fn enc(s: &str) -> String {
     s.bytes().map(|b| if b.is_ascii_alphanumeric() { (b as char).to_string() } else { format!("%{b:02X}") }).collect()
 }
+
+/// The value of series `name` (without labels) on the server's `/metrics`.
+pub fn metric(addr: &str, name: &str) -> i64 {
+    let text = get(addr, "/metrics").text();
+    let line = text.lines().find(|l| l.split(' ').next() == Some(name));
+    let value = line.and_then(|l| l.split(' ').nth(1)).unwrap_or_else(|| panic!("no {name} in\n{text}"));
+    value.parse::<f64>().map(|v| v as i64).unwrap_or_else(|_| panic!("{name}: {value}"))
+}

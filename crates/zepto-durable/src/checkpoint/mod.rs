@@ -49,6 +49,11 @@ fn table_file_name(lsn: Lsn, k: usize) -> String {
 }
 
 /// The LSN a checkpoint file (manifest or table file) belongs to.
+/// The LSN of the checkpoint whose manifest is named `name` (`None` for any other name).
+pub fn manifest_lsn(name: &str) -> Option<Lsn> {
+    file_lsn(name).filter(|&l| manifest_name(l) == name)
+}
+
 fn file_lsn(name: &str) -> Option<Lsn> {
     let digits = name.get(..20)?;
     digits.bytes().all(|b| b.is_ascii_digit()).then(|| digits.parse().ok()).flatten()
@@ -127,7 +132,7 @@ impl Reuse {
     /// only saves work.
     pub fn newest(storage: &dyn Storage, below: Lsn) -> Reuse {
         let Ok(names) = storage.list() else { return Reuse::none() };
-        let newest = names.iter().filter_map(|n| file_lsn(n).filter(|&l| l < below && manifest_name(l) == *n)).max();
+        let newest = names.iter().filter_map(|n| manifest_lsn(n)).filter(|&l| l < below).max();
         let m = newest.and_then(|lsn| read_manifest(storage, lsn).ok());
         m.map_or_else(Reuse::none, |m| Reuse { verify: true, ..Reuse::of(&m, |_| true) })
     }
@@ -163,7 +168,7 @@ fn file_check(storage: &dyn Storage, name: &str) -> Option<(u64, u32)> {
 fn named_files(storage: &dyn Storage, names: &[String]) -> std::collections::HashSet<String> {
     names
         .iter()
-        .filter_map(|n| file_lsn(n).filter(|&l| manifest_name(l) == *n))
+        .filter_map(|n| manifest_lsn(n))
         .filter_map(|lsn| read_manifest(storage, lsn).ok())
         .flat_map(|m| m.names().map(str::to_string).collect::<Vec<_>>())
         .collect()
@@ -255,11 +260,7 @@ fn write_file(
 /// The newest published checkpoint's LSN and manifest name, if any.
 pub fn newest(storage: &dyn Storage) -> Result<Option<(Lsn, String)>, DurableError> {
     let names = storage.list().map_err(|e| DurableError::Io(format!("listing checkpoints: {e}")))?;
-    Ok(names
-        .into_iter()
-        .filter(|n| n.ends_with(".manifest"))
-        .filter_map(|n| file_lsn(&n).filter(|&l| manifest_name(l) == n).map(|l| (l, n)))
-        .max())
+    Ok(names.into_iter().filter(|n| n.ends_with(".manifest")).filter_map(|n| manifest_lsn(&n).map(|l| (l, n))).max())
 }
 
 /// The manifest of checkpoint `lsn`, its checksum verified.

@@ -36,22 +36,16 @@ pub(super) fn partials_pay(table: &Table, ts_col: usize, keys: &[BExpr]) -> bool
 
 /// The width of a time bucket key, in nanoseconds (at least 1), when its literal says it.
 fn bucket_ns(k: &BExpr) -> Option<i64> {
-    const S: i64 = 1_000_000_000;
+    const DAY: i64 = 86_400 * 1_000_000_000;
     let BExpr::Func { func, args, .. } = k else { return None };
     let w = match (func, args.as_slice()) {
         (ScalarFunc::Xbar, [BExpr::Lit(w, _), _]) => w.as_i64()?,
+        // The fixed units as the engine spells them; calendar units at their shortest.
         (ScalarFunc::DateTrunc, [BExpr::Lit(Value::Str(unit), _), _]) => match unit.to_ascii_lowercase().as_str() {
-            "microsecond" | "microseconds" | "us" => 1_000,
-            "millisecond" | "milliseconds" | "ms" => 1_000_000,
-            "second" | "seconds" | "s" => S,
-            "minute" | "minutes" | "m" => 60 * S,
-            "hour" | "hours" | "h" => 3_600 * S,
-            "day" | "days" | "d" => 86_400 * S,
-            "week" | "weeks" => 7 * 86_400 * S,
-            "month" | "months" => 28 * 86_400 * S,
-            "quarter" | "quarters" => 90 * 86_400 * S,
-            "year" | "years" => 365 * 86_400 * S,
-            _ => return None,
+            "month" | "months" => 28 * DAY,
+            "quarter" | "quarters" => 90 * DAY,
+            "year" | "years" => 365 * DAY,
+            u => zepto_storage::time::unit_ns(u)?,
         },
         _ => return None,
     };
