@@ -7,7 +7,8 @@
 //! 1 create: name | ncols u32 | (name, type)* | partition key (opt name) | timestamp (opt name)
 //! 2 drop:   name
 //! 3 add:    table | column | type
-//! 4 append: table | Arrow IPC stream of the batch (columns named c0, c1, ...)
+//! 4 append: table | Arrow IPC stream of the batch (columns named c0, c1, ...; integers and
+//!           symbol keys as narrow as the batch allows, read back in the table's types)
 //! 5 delete: table | selection
 //! 6 update: table | selection | ncols u32 | column index u32* | Arrow IPC stream of the values
 //! 7 tier:   table | before i64 | files
@@ -78,7 +79,8 @@ fn put_shard(out: &mut Vec<u8>, shard: &Shard<'_>) {
     }
 }
 
-/// `columns` as an Arrow IPC stream at the end of `out`.
+/// `columns` as an Arrow IPC stream at the end of `out`, integers and symbol codes as narrow
+/// as their values allow (`zepto_io::narrow`: replay reads them into the table's types).
 /// A SYMBOL column coded against its table's large dictionary (an ingest door's batch) is
 /// written with a dictionary of the strings its rows use ([`Column::compact_symbols`]).
 fn ipc_batch(columns: &[Column], out: &mut Vec<u8>) -> Result<(), StorageError> {
@@ -86,12 +88,12 @@ fn ipc_batch(columns: &[Column], out: &mut Vec<u8>) -> Result<(), StorageError> 
     let compact: Vec<Option<Column>> = columns.iter().map(Column::compact_symbols).collect();
     let refs: Vec<&Column> = columns.iter().zip(&compact).map(|(c, own)| own.as_ref().unwrap_or(c)).collect();
     let rows = columns.iter().map(Column::len).max().unwrap_or(0);
-    let mut w = zepto_io::ipc::IpcResultWriter::new(&names, &refs, rows)
+    let mut w = zepto_io::ipc::IpcResultWriter::narrow(&names, &refs, rows)
         .map_err(|e| StorageError::Durability(format!("encoding a batch for the WAL: {e}")))?;
     // Room for the whole stream up front, generously (pages never written are never touched):
     // grown by doubling, a large batch was copied again and again into fresh pages. Messages
     // carry at most 64k rows, each with its metadata and padding.
-    let data: usize = columns.iter().map(Column::data_bytes).sum();
+    let data: usize = refs.iter().map(|c| c.data_bytes()).sum();
     out.reserve(data + data / 8 + (rows / 65_536 + 2) * 8192);
     while let Some(chunk) = w.next_chunk().map_err(|e| StorageError::Durability(e.to_string()))? {
         out.extend_from_slice(&chunk);

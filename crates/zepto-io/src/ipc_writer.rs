@@ -97,6 +97,13 @@ impl IpcResultWriter {
         IpcResultWriter::compressed(names, cols, rows, None)
     }
 
+    /// [`IpcResultWriter::new`] with each integer column and SYMBOL key as narrow as its
+    /// values allow ([`crate::narrow`]): for bytes read back with the columns' own schema.
+    pub fn narrow(names: &[String], cols: &[&Column], rows: usize) -> Result<IpcResultWriter, IoError> {
+        let batch = batch_of(names, cols, rows, crate::narrow::to_arrow_narrow)?;
+        IpcResultWriter::start(names, batch, Pending::new(VecDeque::new(), Vec::new()), None)
+    }
+
     /// [`IpcResultWriter::new`] with the record batches' buffers compressed by `codec`.
     pub fn compressed(
         names: &[String],
@@ -245,6 +252,16 @@ impl Pending {
 /// a dictionary). Without columns it still has `rows` rows (a count over a scan that reads no
 /// column).
 pub fn record_batch(names: &[String], cols: &[&Column], rows: usize) -> Result<RecordBatch, IoError> {
+    batch_of(names, cols, rows, to_arrow)
+}
+
+/// [`record_batch`] with each column converted by `to_arrow`.
+fn batch_of(
+    names: &[String],
+    cols: &[&Column],
+    rows: usize,
+    to_arrow: impl Fn(&Column, usize) -> Result<ArrayRef, String>,
+) -> Result<RecordBatch, IoError> {
     let mut fields = Vec::with_capacity(cols.len());
     let mut arrays = Vec::with_capacity(cols.len());
     for (name, c) in names.iter().zip(cols) {

@@ -12,6 +12,8 @@
 //!   [`parquet::read_parquet_parts`] (chosen row groups, for the Parquet history).
 //! * [`ipc`] — Arrow IPC streams: [`ipc::read_ipc_stream`] and [`ipc::IpcResultWriter`] (HTTP
 //!   `format=arrow`, WAL batches); [`ipc_check`] bounds-checks untrusted input first.
+//! * [`narrow`] — columns as the narrowest Arrow arrays that hold them (the WAL's batches,
+//!   [`ipc::IpcResultWriter::narrow`]).
 //! * [`arrow`] — engine types to and from Arrow ([`arrow::to_arrow`], [`arrow::Acc`]; `FLOAT[n]`
 //!   in [`arrow_vector`]); [`export`] shares column memory with in-process readers (Python).
 //! * [`pgcopy`] — PostgreSQL's COPY text and CSV, streamed ([`pgcopy::CopyReader`]).
@@ -54,6 +56,7 @@ pub mod format;
 pub mod ipc;
 pub mod ipc_check;
 mod ipc_writer;
+pub mod narrow;
 pub mod parquet;
 mod parquet_writer;
 pub mod pgcopy;
