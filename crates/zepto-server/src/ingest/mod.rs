@@ -316,10 +316,37 @@ fn apply_ilp(
     body: &[u8],
     marks: &[Mark],
 ) -> Result<usize, ApiError> {
-    let (mut plans, _) = decode_lines(catalog, who, req, body, false)?;
+    let mut lines = decode_ilp(catalog, who, req, body)?;
+    lines.plans.extend(Mark::plan(catalog, marks)?);
+    store_ilp(catalog, lines)
+}
+
+/// A line-protocol body read, typed and checked against the tables as they were then, not
+/// yet stored ([`decode_ilp`], then [`store_ilp`]).
+pub struct DecodedLines {
+    plans: Vec<TablePlan>,
+    rows: usize,
+    scoped: bool,
+}
+
+/// Decode a line-protocol body as [`write()`] does before it stores anything: every error a
+/// line can cause (with its line number) is found here.
+pub fn decode_ilp(
+    catalog: &Catalog,
+    who: &Principal,
+    req: &WriteRequest,
+    body: &[u8],
+) -> Result<DecodedLines, ApiError> {
+    let (plans, _) = decode_lines(catalog, who, req, body, false)?;
     let rows = plans.iter().map(TablePlan::rows).sum();
-    plans.extend(Mark::plan(catalog, marks)?);
-    create_and_apply(catalog, plans, who.tables.tenant().is_some()).map(|_| rows)
+    Ok(DecodedLines { plans, rows, scoped: who.tables.tenant().is_some() })
+}
+
+/// Store decoded lines, all or nothing, checked again under the tables' locks against their
+/// schemas as they are now (a write since the decode may have changed them): what [`write()`]
+/// does after decoding. Returns the rows written.
+pub fn store_ilp(catalog: &Catalog, lines: DecodedLines) -> Result<usize, ApiError> {
+    create_and_apply(catalog, lines.plans, lines.scoped).map(|_| lines.rows)
 }
 
 /// The checked, typed rows of every table a line-protocol body touches, in order of first
