@@ -310,6 +310,8 @@ fn int128(arr: &dyn Array, v: &mut Vec<i128>) -> Result<(), AppendError> {
         ArrowType::Decimal128(_, 0) => v.extend_from_slice(values::<Decimal128Type>(arr)),
         ArrowType::Int64 => v.extend(values::<Int64Type>(arr).iter().map(|&x| i128::from(x))),
         ArrowType::Int32 => v.extend(values::<Int32Type>(arr).iter().map(|&x| i128::from(x))),
+        ArrowType::Int16 => v.extend(values::<Int16Type>(arr).iter().map(|&x| i128::from(x))),
+        ArrowType::Int8 => v.extend(values::<Int8Type>(arr).iter().map(|&x| i128::from(x))),
         ArrowType::UInt64 => v.extend(values::<UInt64Type>(arr).iter().map(|&x| i128::from(x))),
         _ => return Err(AppendError::Type),
     }
@@ -401,8 +403,12 @@ fn timestamp(arr: &dyn Array, v: &mut Vec<i64>, nulls: Option<&NullBuffer>, row0
 
 fn interval(arr: &dyn Array, v: &mut Vec<i64>, nulls: Option<&NullBuffer>, row0: usize) -> Result<(), AppendError> {
     match arr.data_type() {
-        // What `write_parquet` writes for INTERVAL: nanoseconds.
+        // What `write_parquet` writes for INTERVAL: nanoseconds (narrower in the log's
+        // batches, `crate::narrow`).
         ArrowType::Int64 => v.extend_from_slice(values::<Int64Type>(arr)),
+        ArrowType::Int32 => v.extend(values::<Int32Type>(arr).iter().map(|&x| i64::from(x))),
+        ArrowType::Int16 => v.extend(values::<Int16Type>(arr).iter().map(|&x| i64::from(x))),
+        ArrowType::Int8 => v.extend(values::<Int8Type>(arr).iter().map(|&x| i64::from(x))),
         ArrowType::Duration(unit) => {
             let src = match unit {
                 TimeUnit::Second => values::<DurationSecondType>(arr),

@@ -12,9 +12,9 @@
 //! holds every slot (NULL slots included, so nothing is read through the validity bitmap), and
 //! SYMBOL codes to the smallest key type that indexes the column's dictionary. Everything else
 //! is [`crate::arrow::to_arrow`]'s. A reader gives the column its declared type back:
-//! [`crate::arrow::Acc`] widens any integer width, and dictionary keys of every width, into the
-//! target column, so a stream read with the table's schema ([`crate::ipc::read_ipc_stream`])
-//! yields the columns that were written.
+//! [`crate::arrow::Acc`] widens every signed integer width into an INTEGER, BIGINT, HUGEINT or
+//! INTERVAL column, and takes dictionary keys of every width, so a stream read with the
+//! table's schema ([`crate::ipc::read_ipc_stream`]) yields the columns that were written.
 
 use crate::arrow::to_arrow;
 use crate::export::dict_values;
@@ -178,6 +178,31 @@ mod tests {
                     assert_eq!(back[0].data_type(), dt);
                     assert!(same(&col, &back[0]), "{dt:?} in {lo}..={hi}, nulls every {nulls}");
                 }
+            }
+        }
+    }
+
+    /// A narrowed stream read where the table's column is now HUGEINT or INTERVAL (a
+    /// subscriber reading old records of a table made again): the values as written.
+    #[test]
+    fn narrow_integers_read_into_wider_types() {
+        let mut rng = XorShift::new(5);
+        let col = ints(&mut rng, DataType::Int64, 100, -100, 100, 4);
+        let names = vec!["c0".to_string()];
+        let mut w = IpcResultWriter::narrow(&names, &[&col], 100).expect("writer");
+        let mut bytes = Vec::new();
+        while let Some(chunk) = w.next_chunk().expect("chunk") {
+            bytes.extend_from_slice(&chunk);
+        }
+        for dt in [DataType::Int128, DataType::Interval] {
+            let back = read_ipc_stream(&bytes, &[ColumnDef { name: "c0".into(), data_type: dt }]).expect("read");
+            for i in 0..100 {
+                let want = match col.get(i) {
+                    Value::Int64(v) if dt == DataType::Int128 => Value::Int128(v.into()),
+                    Value::Int64(v) => Value::Interval(v),
+                    other => other,
+                };
+                assert_eq!(back[0].get(i), want, "{dt:?} row {i}");
             }
         }
     }

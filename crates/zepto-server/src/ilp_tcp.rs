@@ -237,6 +237,35 @@ pub struct Turn {
     pub before: Option<oneshot::Receiver<bool>>,
     /// Tells the batch after whether this one stored every line.
     pub done: oneshot::Sender<bool>,
+    /// The ingest slot the commit holds, if any: given back while it waits for the batch
+    /// before, so a waiting commit does not keep other writers (`/write`) from working.
+    pub slot: Option<Slot>,
+}
+
+/// An ingest slot (`State::ingest_slot`) held by a commit on the blocking pool.
+pub struct Slot {
+    held: Option<tokio::sync::OwnedSemaphorePermit>,
+    slots: Arc<Semaphore>,
+    rt: tokio::runtime::Handle,
+}
+
+impl Slot {
+    /// `permit`, one of `slots`; `rt` takes one again after the commit gave it back.
+    pub fn new(permit: tokio::sync::OwnedSemaphorePermit, slots: Arc<Semaphore>, rt: tokio::runtime::Handle) -> Slot {
+        Slot { held: Some(permit), slots, rt }
+    }
+
+    fn release(&mut self) {
+        self.held = None;
+    }
+
+    /// Hold a slot again (waiting for one). When the slots are closed (the server stops) the
+    /// commit goes on without one: the lines a connection received are still stored.
+    fn retake(&mut self) {
+        if self.held.is_none() {
+            self.held = self.rt.block_on(self.slots.clone().acquire_owned()).ok();
+        }
+    }
 }
 
 /// Commit `batch` in its `turn`: decoded first, while the batch before it may still be being
@@ -244,10 +273,25 @@ pub struct Turn {
 /// decoded before the batch before them was stored are checked again under the locks against
 /// the tables as they are now; if they no longer fit, the batch is committed again from its
 /// text, so a connection stores exactly what committing its batches one after another would.
+/// A batch that cannot be decoded ahead (on a cluster's write path, with a binary value, with
+/// a bad line) is committed whole before the connection takes its next one.
 pub fn commit_in_turn(target: &Target, batch: &Batch, turn: Turn) -> Committed {
+    let Turn { decoded, before, done, mut slot } = turn;
     let ahead = target.decode_ahead(batch);
-    let _ = turn.decoded.send(());
-    let before_ok = turn.before.is_none_or(|rx| rx.blocking_recv().unwrap_or(false));
+    let mut decoded = Some(decoded);
+    if let (Some(_), Some(d)) = (&ahead, decoded.take()) {
+        let _ = d.send(());
+    }
+    let before_ok = before.is_none_or(|rx| {
+        if let Some(s) = slot.as_mut() {
+            s.release();
+        }
+        let ok = rx.blocking_recv().unwrap_or(false);
+        if let Some(s) = slot.as_mut() {
+            s.retake();
+        }
+        ok
+    });
     let c = match ahead {
         _ if !before_ok => Committed { lines: 0, rows: 0, refused: None },
         Some(lines) => match ingest::store_ilp(target.engine.catalog(), lines) {
@@ -256,7 +300,11 @@ pub fn commit_in_turn(target: &Target, batch: &Batch, turn: Turn) -> Committed {
         },
         None => commit(target, batch),
     };
-    let _ = turn.done.send(before_ok && c.refused.is_none());
+    let _ = done.send(before_ok && c.refused.is_none());
+    drop(slot);
+    if let Some(d) = decoded {
+        let _ = d.send(());
+    }
     c
 }
 
@@ -528,13 +576,11 @@ impl Conn<'_> {
         };
         let (decoded, decoding) = oneshot::channel();
         let (done, last) = oneshot::channel();
-        let turn = Turn { decoded, before: inflight.last.replace(last), done };
+        let slot = Slot::new(permit, self.shared.state.ingest_slots.clone(), tokio::runtime::Handle::current());
+        let turn = Turn { decoded, before: inflight.last.replace(last), done, slot: Some(slot) };
         inflight.decoding = Some(decoding);
         let target = self.shared.target.clone();
-        inflight.commits.push_back(tokio::task::spawn_blocking(move || {
-            let _permit = permit;
-            commit_in_turn(&target, &batch, turn)
-        }));
+        inflight.commits.push_back(tokio::task::spawn_blocking(move || commit_in_turn(&target, &batch, turn)));
         true
     }
 
@@ -806,7 +852,7 @@ mod tests {
         let (decoded, decoded_rx) = oneshot::channel();
         let (before_tx, before_rx) = oneshot::channel();
         let (done, _) = oneshot::channel();
-        let turn = Turn { decoded, before: Some(before_rx), done };
+        let turn = Turn { decoded, before: Some(before_rx), done, slot: None };
         let t2 = t.clone();
         let h = std::thread::spawn(move || commit_in_turn(&t2, &batch, turn));
         decoded_rx.blocking_recv().expect("decoded");
@@ -850,5 +896,66 @@ mod tests {
         assert!(!e.catalog().exists("m"));
         let c = in_turn_after(&t, Batch { bytes: b"m,k=a x=1i 1\n".to_vec(), first_line: 5, lines: 1 }, || true);
         assert_eq!(c, Committed { lines: 1, rows: 1, refused: None });
+    }
+
+    /// The column limit holds for a batch decoded before the batch ahead of it added columns:
+    /// counted again under the table's lock, the line that passes it is the bad one, as one
+    /// batch after the other would have it.
+    #[test]
+    fn a_batch_decoded_ahead_keeps_to_the_column_limit() {
+        let max = ingest::lines::MAX_COLUMNS;
+        // `m` with the timestamp and `max - 3` fields, then a batch adding two more (the
+        // limit), then one decoded before those two exist, adding one more.
+        let fields = |from: usize, to: usize| (from..to).map(|i| format!("f{i}=1i")).collect::<Vec<_>>().join(",");
+        let line = |from, to, ts| format!("m {} {ts}\n", fields(from, to)).into_bytes();
+        let mut outcomes = Vec::new();
+        for ahead in [false, true] {
+            let e = Engine::new();
+            let t = target(&e);
+            let made = commit(&t, &Batch { bytes: line(0, max - 3, 1), first_line: 1, lines: 1 });
+            assert_eq!(made.rows, 1);
+            let second = || Batch { bytes: line(max - 3, max - 1, 2), first_line: 2, lines: 1 };
+            let third = Batch { bytes: [line(0, 1, 3), line(max - 1, max, 4)].concat(), first_line: 3, lines: 2 };
+            let c = if ahead {
+                in_turn_after(&t, third, || commit(&t, &second()).refused.is_none())
+            } else {
+                assert!(commit(&t, &second()).refused.is_none());
+                commit(&t, &third)
+            };
+            assert_eq!((c.lines, c.rows), (1, 1), "ahead: {ahead}");
+            assert!(matches!(&c.refused, Some(Refused::Line(4, m)) if m.contains("columns")), "{c:?}");
+            let cols = e.catalog().snapshot("m").expect("m").schema().len();
+            outcomes.push((cols, rows(&e, "SELECT count(*) FROM m")));
+        }
+        assert_eq!(outcomes[0], (max, "3\n".to_string()));
+        assert_eq!(outcomes[0], outcomes[1]);
+    }
+
+    /// A commit waiting for the batch before it holds no ingest slot (other writers may
+    /// work meanwhile), and holds one again to store.
+    #[test]
+    fn a_waiting_commit_gives_its_slot_back() {
+        let rt = tokio::runtime::Runtime::new().expect("runtime");
+        let slots = Arc::new(Semaphore::new(1));
+        let permit = rt.block_on(slots.clone().acquire_owned()).expect("slot");
+        let e = Engine::new();
+        let t = target(&e);
+        let (decoded, decoded_rx) = oneshot::channel();
+        let (before_tx, before_rx) = oneshot::channel();
+        let (done, done_rx) = oneshot::channel();
+        let slot = Slot::new(permit, slots.clone(), rt.handle().clone());
+        let turn = Turn { decoded, before: Some(before_rx), done, slot: Some(slot) };
+        let batch = Batch { bytes: b"m,k=a x=1i 1\n".to_vec(), first_line: 1, lines: 1 };
+        let h = std::thread::spawn(move || commit_in_turn(&t, &batch, turn));
+        decoded_rx.blocking_recv().expect("decoded");
+        // Waiting: the slot is free for someone else, who holds it a while.
+        let other = rt.block_on(slots.clone().acquire_owned()).expect("the slot, given back");
+        let _ = before_tx.send(true);
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        assert!(!e.catalog().exists("m"), "stored without a slot");
+        drop(other);
+        assert_eq!(h.join().expect("commit"), Committed { lines: 1, rows: 1, refused: None });
+        assert_eq!(done_rx.blocking_recv(), Ok(true));
+        assert_eq!(slots.available_permits(), 1, "the slot given back at the end");
     }
 }

@@ -26,7 +26,7 @@ use zepto_storage::series_memo::{Memo, MemoTable};
 use zepto_storage::{Catalog, Column, ColumnBuilder, ColumnDef, DataType, Dict, Value};
 
 /// Most columns an ILP batch may give a table (each new column costs a NULL per earlier row).
-const MAX_COLUMNS: usize = 1024;
+pub(crate) const MAX_COLUMNS: usize = 1024;
 
 /// Rows the builders of a table other than the body's first start with (they grow).
 const SMALL_TABLE_ROWS: usize = 1024;

@@ -18,7 +18,7 @@ mod check;
 mod fast;
 pub mod ilp;
 mod jsonl;
-mod lines;
+pub(crate) mod lines;
 
 pub use check::{check, Checked, CheckedLine};
 
@@ -459,6 +459,15 @@ fn apply_plans(catalog: &Catalog, plans: Vec<TablePlan>, scoped: bool) -> Result
                         }
                         None => add.push(d.clone()),
                     }
+                }
+                // Counted when the lines were decoded, but against the table as it was then:
+                // a write since may have added columns too.
+                let max = lines::MAX_COLUMNS;
+                if !add.is_empty() && t.schema().len() + add.len() > max {
+                    return Err(StorageError::Invalid(format!(
+                        "table '{}' would have more than {max} columns",
+                        t.name()
+                    )));
                 }
                 adds.push(add);
             }
