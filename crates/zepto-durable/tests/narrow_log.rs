@@ -3,6 +3,9 @@
 //! ranges need every width, with NULLs, and dictionaries on both sides of each key width,
 //! restart from the log alone into exactly the rows that were acknowledged.
 
+mod common;
+
+use common::dump;
 use std::sync::Arc;
 use zepto_durable::{Durable, Options};
 use zepto_storage::rng::XorShift;
@@ -50,18 +53,6 @@ fn batch(rng: &mut XorShift, t0: i64, rows: usize, distinct: usize, span: i64) -
         }
     }
     b.into_iter().map(ColumnBuilder::finish).collect()
-}
-
-fn dump(c: &Catalog) -> Vec<String> {
-    let t = c.snapshot("t").expect("t");
-    let mut rows: Vec<String> = t
-        .partitions()
-        .iter()
-        .flat_map(|p| (0..p.len()).map(move |i| p.columns().iter().map(|c| format!("{:?}", c.get(i))).collect()))
-        .map(|cells: Vec<String>| cells.join("|"))
-        .collect();
-    rows.sort();
-    rows
 }
 
 #[test]
