@@ -21,9 +21,10 @@
 //!   tables' locks ([`commit_in_turn`]): so one batch is decoded while the one before it is
 //!   stored (its fsync included), and at most two are in flight. While a batch is
 //!   decoded, the next one gathers (up to [`Limits::max_batch_bytes`]; then the socket is not
-//!   read: backpressure) and is taken the moment the decode ends. So a trickle is committed
-//!   within milliseconds, and a stream in batches as large as a decode's time lets them grow
-//!   (a commit's fixed costs, such as the WAL's fsync, are paid per batch). Measured
+//!   read: backpressure) and is taken the moment the decode ends (with fewer than two in
+//!   flight). So a trickle is committed within milliseconds, and a stream in batches as large
+//!   as a decode's time lets them grow (a commit's fixed costs, such as the WAL's fsync, are
+//!   paid per batch). Measured
 //!   (`bench/questdb.py`, 4,000 hosts, `--sync always`): 0.98-1.08M rows/s one batch at a
 //!   time, 1.16-1.21M with the overlap.
 //! * A bad line (syntax, type, or too long) commits every line before it, is logged and
@@ -237,35 +238,6 @@ pub struct Turn {
     pub before: Option<oneshot::Receiver<bool>>,
     /// Tells the batch after whether this one stored every line.
     pub done: oneshot::Sender<bool>,
-    /// The ingest slot the commit holds, if any: given back while it waits for the batch
-    /// before, so a waiting commit does not keep other writers (`/write`) from working.
-    pub slot: Option<Slot>,
-}
-
-/// An ingest slot (`State::ingest_slot`) held by a commit on the blocking pool.
-pub struct Slot {
-    held: Option<tokio::sync::OwnedSemaphorePermit>,
-    slots: Arc<Semaphore>,
-    rt: tokio::runtime::Handle,
-}
-
-impl Slot {
-    /// `permit`, one of `slots`; `rt` takes one again after the commit gave it back.
-    pub fn new(permit: tokio::sync::OwnedSemaphorePermit, slots: Arc<Semaphore>, rt: tokio::runtime::Handle) -> Slot {
-        Slot { held: Some(permit), slots, rt }
-    }
-
-    fn release(&mut self) {
-        self.held = None;
-    }
-
-    /// Hold a slot again (waiting for one). When the slots are closed (the server stops) the
-    /// commit goes on without one: the lines a connection received are still stored.
-    fn retake(&mut self) {
-        if self.held.is_none() {
-            self.held = self.rt.block_on(self.slots.clone().acquire_owned()).ok();
-        }
-    }
 }
 
 /// Commit `batch` in its `turn`: decoded first, while the batch before it may still be being
@@ -275,23 +247,18 @@ impl Slot {
 /// text, so a connection stores exactly what committing its batches one after another would.
 /// A batch that cannot be decoded ahead (on a cluster's write path, with a binary value, with
 /// a bad line) is committed whole before the connection takes its next one.
+///
+/// The commit keeps its ingest slot while it waits for the batch before: given back, the
+/// waiting commit would still hold a thread of the blocking pool, and with enough connections
+/// every thread could wait for a slot whose holders wait, queued, for a thread.
 pub fn commit_in_turn(target: &Target, batch: &Batch, turn: Turn) -> Committed {
-    let Turn { decoded, before, done, mut slot } = turn;
+    let Turn { decoded, before, done } = turn;
     let ahead = target.decode_ahead(batch);
     let mut decoded = Some(decoded);
     if let (Some(_), Some(d)) = (&ahead, decoded.take()) {
         let _ = d.send(());
     }
-    let before_ok = before.is_none_or(|rx| {
-        if let Some(s) = slot.as_mut() {
-            s.release();
-        }
-        let ok = rx.blocking_recv().unwrap_or(false);
-        if let Some(s) = slot.as_mut() {
-            s.retake();
-        }
-        ok
-    });
+    let before_ok = before.is_none_or(|rx| rx.blocking_recv().unwrap_or(false));
     let c = match ahead {
         _ if !before_ok => Committed { lines: 0, rows: 0, refused: None },
         Some(lines) => match ingest::store_ilp(target.engine.catalog(), lines) {
@@ -301,7 +268,6 @@ pub fn commit_in_turn(target: &Target, batch: &Batch, turn: Turn) -> Committed {
         None => commit(target, batch),
     };
     let _ = done.send(before_ok && c.refused.is_none());
-    drop(slot);
     if let Some(d) = decoded {
         let _ = d.send(());
     }
@@ -576,11 +542,13 @@ impl Conn<'_> {
         };
         let (decoded, decoding) = oneshot::channel();
         let (done, last) = oneshot::channel();
-        let slot = Slot::new(permit, self.shared.state.ingest_slots.clone(), tokio::runtime::Handle::current());
-        let turn = Turn { decoded, before: inflight.last.replace(last), done, slot: Some(slot) };
+        let turn = Turn { decoded, before: inflight.last.replace(last), done };
         inflight.decoding = Some(decoding);
         let target = self.shared.target.clone();
-        inflight.commits.push_back(tokio::task::spawn_blocking(move || commit_in_turn(&target, &batch, turn)));
+        inflight.commits.push_back(tokio::task::spawn_blocking(move || {
+            let _permit = permit;
+            commit_in_turn(&target, &batch, turn)
+        }));
         true
     }
 
@@ -852,7 +820,7 @@ mod tests {
         let (decoded, decoded_rx) = oneshot::channel();
         let (before_tx, before_rx) = oneshot::channel();
         let (done, _) = oneshot::channel();
-        let turn = Turn { decoded, before: Some(before_rx), done, slot: None };
+        let turn = Turn { decoded, before: Some(before_rx), done };
         let t2 = t.clone();
         let h = std::thread::spawn(move || commit_in_turn(&t2, &batch, turn));
         decoded_rx.blocking_recv().expect("decoded");
@@ -929,33 +897,5 @@ mod tests {
         }
         assert_eq!(outcomes[0], (max, "3\n".to_string()));
         assert_eq!(outcomes[0], outcomes[1]);
-    }
-
-    /// A commit waiting for the batch before it holds no ingest slot (other writers may
-    /// work meanwhile), and holds one again to store.
-    #[test]
-    fn a_waiting_commit_gives_its_slot_back() {
-        let rt = tokio::runtime::Runtime::new().expect("runtime");
-        let slots = Arc::new(Semaphore::new(1));
-        let permit = rt.block_on(slots.clone().acquire_owned()).expect("slot");
-        let e = Engine::new();
-        let t = target(&e);
-        let (decoded, decoded_rx) = oneshot::channel();
-        let (before_tx, before_rx) = oneshot::channel();
-        let (done, done_rx) = oneshot::channel();
-        let slot = Slot::new(permit, slots.clone(), rt.handle().clone());
-        let turn = Turn { decoded, before: Some(before_rx), done, slot: Some(slot) };
-        let batch = Batch { bytes: b"m,k=a x=1i 1\n".to_vec(), first_line: 1, lines: 1 };
-        let h = std::thread::spawn(move || commit_in_turn(&t, &batch, turn));
-        decoded_rx.blocking_recv().expect("decoded");
-        // Waiting: the slot is free for someone else, who holds it a while.
-        let other = rt.block_on(slots.clone().acquire_owned()).expect("the slot, given back");
-        let _ = before_tx.send(true);
-        std::thread::sleep(std::time::Duration::from_millis(20));
-        assert!(!e.catalog().exists("m"), "stored without a slot");
-        drop(other);
-        assert_eq!(h.join().expect("commit"), Committed { lines: 1, rows: 1, refused: None });
-        assert_eq!(done_rx.blocking_recv(), Ok(true));
-        assert_eq!(slots.available_permits(), 1, "the slot given back at the end");
     }
 }
