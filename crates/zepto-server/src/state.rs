@@ -93,7 +93,8 @@ impl State {
     }
 
     /// One of ingest's slots (every door's batch writes take one: `/write`, `/imp`, ILP over
-    /// TCP), waited for; `None` once the server is stopping.
+    /// TCP), waited for; `None` only if the slots were closed, which nothing does: a stopping
+    /// server still stores what its doors received (each door's stop signal ends them).
     pub(crate) async fn ingest_slot(&self) -> Option<tokio::sync::OwnedSemaphorePermit> {
         self.ingest_slots.clone().acquire_owned().await.ok()
     }
