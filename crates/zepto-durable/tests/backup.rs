@@ -123,15 +123,20 @@ fn table_files(ck: &Path) -> Vec<String> {
     names
 }
 
+/// Tables `cold` and `hot`, `rows` rows each.
+fn cold_and_hot(live: &Catalog, rows: usize) {
+    for name in ["cold", "hot"] {
+        live.create(Table::new(name, schema(), &TableOptions::default()).expect("table"), false).expect("create");
+        live.append(name, batch(0, rows, 1)).expect("append");
+    }
+}
+
 #[test]
 fn unchanged_tables_keep_their_files_in_later_backups_checkpoints_and_restarts() {
     let (src, dest) = (tmp("src3"), tmp("dest3"));
     let live = Catalog::new();
     let d = open(&src, &live);
-    for name in ["cold", "hot"] {
-        live.create(Table::new(name, schema(), &TableOptions::default()).expect("table"), false).expect("create");
-        live.append(name, batch(0, 400, 1)).expect("append");
-    }
+    cold_and_hot(&live, 400);
     let first = d.backup(&live, &dest).expect("backup");
     assert_eq!((first.tables, first.tables_kept), (2, 0), "{first}");
 
@@ -192,10 +197,7 @@ fn a_kept_file_is_read_back_first_and_another_history_is_refused() {
     let (src, dest) = (tmp("src4"), tmp("dest4"));
     let live = Catalog::new();
     let d = open(&src, &live);
-    for name in ["cold", "hot"] {
-        live.create(Table::new(name, schema(), &TableOptions::default()).expect("table"), false).expect("create");
-        live.append(name, batch(0, 300, 1)).expect("append");
-    }
+    cold_and_hot(&live, 300);
     // A damaged file of a table that does not change is written again, not named forever.
     let c1 = d.checkpoint(&live).expect("checkpoint").expect("written");
     let ck = src.join("checkpoint");

@@ -545,7 +545,8 @@ fn symbol(
     Ok(())
 }
 
-fn null_buffer(c: &Column) -> Option<NullBuffer> {
+/// `c`'s validity as Arrow's NULL buffer (`None`: no NULLs).
+pub(crate) fn null_buffer(c: &Column) -> Option<NullBuffer> {
     let v = c.validity()?;
     let bits = BooleanBuffer::new(Buffer::from_slice_ref(v.as_bytes()), 0, v.len());
     Some(NullBuffer::new(bits))

@@ -16,16 +16,16 @@
 //! INTERVAL column, and takes dictionary keys of every width, so a stream read with the
 //! table's schema ([`crate::ipc::read_ipc_stream`]) yields the columns that were written.
 
-use crate::arrow::to_arrow;
+use crate::arrow::{null_buffer, to_arrow};
 use crate::export::dict_values;
 use arrow_array::types::{ArrowDictionaryKeyType, Int16Type, Int32Type, Int8Type};
 use arrow_array::{ArrayRef, ArrowPrimitiveType, DictionaryArray, PrimitiveArray};
-use arrow_buffer::{BooleanBuffer, Buffer, NullBuffer, ScalarBuffer};
+use arrow_buffer::ScalarBuffer;
 use std::sync::Arc;
 use zepto_storage::{Column, ColumnData, Dict};
 
 /// The narrowest integer type holding every value of a range.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Width {
     I8,
     I16,
@@ -48,32 +48,31 @@ impl Width {
     }
 }
 
-fn null_buffer(c: &Column) -> Option<NullBuffer> {
-    let v = c.validity()?;
-    Some(NullBuffer::new(BooleanBuffer::new(Buffer::from_slice_ref(v.as_bytes()), 0, v.len())))
-}
-
 /// `c` as an Arrow array of the narrowest type that holds it exactly (module docs).
 pub fn to_arrow_narrow(c: &Column, rows: usize) -> Result<ArrayRef, String> {
     let narrowed = match c.data() {
-        ColumnData::Int64(v) => narrow_ints(v, c, |&x| x),
-        ColumnData::Int32(v) => narrow_ints(v, c, |&x| i64::from(x)),
+        ColumnData::Int64(v) => narrow_ints(v, c, Width::Full, |&x| x),
+        ColumnData::Int32(v) => narrow_ints(v, c, Width::I32, |&x| i64::from(x)),
         ColumnData::Symbol { codes, dict } => symbol_keys(codes, dict, c)?,
         _ => None,
     };
     narrowed.map_or_else(|| to_arrow(c, rows), Ok)
 }
 
-/// An integer column narrowed, or `None` when no narrower type than its own holds it.
-fn narrow_ints<V: Copy>(v: &[V], c: &Column, wide: impl Fn(&V) -> i64) -> Option<ArrayRef> {
+/// An integer column (of width `own`) narrowed, or `None` when no narrower type than its own
+/// holds it.
+fn narrow_ints<V: Copy>(v: &[V], c: &Column, own: Width, wide: impl Fn(&V) -> i64) -> Option<ArrayRef> {
     let (min, max) = v.iter().map(&wide).fold((0i64, 0i64), |(lo, hi), x| (lo.min(x), hi.max(x)));
-    let full = std::mem::size_of::<V>() == 4;
+    let width = Width::of(min, max);
+    if width >= own {
+        return None;
+    }
     // Each cast is exact: `Width::of` checked the range.
-    Some(match Width::of(min, max) {
+    Some(match width {
         Width::I8 => prim::<Int8Type, _>(v, c, |x| wide(x) as i8),
         Width::I16 => prim::<Int16Type, _>(v, c, |x| wide(x) as i16),
-        Width::I32 if !full => prim::<Int32Type, _>(v, c, |x| wide(x) as i32),
-        Width::I32 | Width::Full => return None,
+        Width::I32 => prim::<Int32Type, _>(v, c, |x| wide(x) as i32),
+        Width::Full => return None,
     })
 }
 

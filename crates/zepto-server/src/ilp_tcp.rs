@@ -202,7 +202,7 @@ impl Target {
     /// cannot be: a cluster's write path decodes on its own, a batch that may hold binary
     /// values is checked line by line first, and a bad line is left to [`commit`] to find.
     fn decode_ahead(&self, batch: &Batch) -> Option<ingest::DecodedLines> {
-        if self.cluster.is_some() || memchr::memmem::find(&batch.bytes, b"==").is_some() {
+        if self.cluster.is_some() || may_hold_binary(&batch.bytes) {
             return None;
         }
         ingest::decode_ilp(self.engine.catalog(), &self.who, &Target::request(), &batch.bytes).ok()
@@ -254,10 +254,14 @@ pub struct Turn {
 pub fn commit_in_turn(target: &Target, batch: &Batch, turn: Turn) -> Committed {
     let Turn { decoded, before, done } = turn;
     let ahead = target.decode_ahead(batch);
-    let mut decoded = Some(decoded);
-    if let (Some(_), Some(d)) = (&ahead, decoded.take()) {
-        let _ = d.send(());
-    }
+    // Decoded: the connection may take its next batch now; else once this one is committed.
+    let decoded_later = match ahead {
+        Some(_) => {
+            let _ = decoded.send(());
+            None
+        }
+        None => Some(decoded),
+    };
     let before_ok = before.is_none_or(|rx| rx.blocking_recv().unwrap_or(false));
     let c = match ahead {
         _ if !before_ok => Committed { lines: 0, rows: 0, refused: None },
@@ -268,7 +272,7 @@ pub fn commit_in_turn(target: &Target, batch: &Batch, turn: Turn) -> Committed {
         None => commit(target, batch),
     };
     let _ = done.send(before_ok && c.refused.is_none());
-    if let Some(d) = decoded {
+    if let Some(d) = decoded_later {
         let _ = d.send(());
     }
     c
@@ -279,7 +283,7 @@ pub fn commit_in_turn(target: &Target, batch: &Batch, turn: Turn) -> Committed {
 pub fn commit(target: &Target, batch: &Batch) -> Committed {
     let mut refused = None;
     let mut end = batch.bytes.len();
-    if memchr::memmem::find(&batch.bytes, b"==").is_some() {
+    if may_hold_binary(&batch.bytes) {
         // A binary value cannot be read from lines split at every newline byte.
         if let Err(e) = ilp::check_text(&batch.bytes, ilp::Precision::NANOS) {
             end = line_offset(&batch.bytes, e.line);
@@ -306,6 +310,12 @@ pub fn commit(target: &Target, batch: &Batch) -> Committed {
             },
         }
     }
+}
+
+/// Whether `body` may hold a binary value (protocol version 2's `==`), which only a check
+/// line by line tells from text.
+fn may_hold_binary(body: &[u8]) -> bool {
+    memchr::memmem::find(body, b"==").is_some()
 }
 
 /// Where 1-based line `k` of `body` starts.
