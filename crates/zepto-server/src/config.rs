@@ -156,10 +156,19 @@ impl Config {
         self.max_inflight_body_bytes.unwrap_or_else(|| (1usize << 30).max(self.max_body_bytes.saturating_mul(2)))
     }
 
-    /// Statements that may run at once (more wait, holding no thread): enough that a few slow
-    /// queries never hold up the rest, few enough not to thrash.
+    /// Statements that may run at once (more wait, holding no thread): two per core, so the
+    /// cores stay busy while one statement waits on its client, and few enough not to thrash.
+    /// Short statements do not count them (they have a lane of their own, [`Self::quick_slots`]).
+    ///
+    /// Why not more: every running statement is a thread at nice +10, and the scheduler
+    /// time-slices them. One preempted while it holds a malloc arena's lock keeps every
+    /// thread of that arena waiting (the async threads that answer each request among them)
+    /// until its next slice. `bench/query_fairness.py` (24 heavy clients, 2 cores; off-CPU
+    /// stacks showed the HTTP threads waiting for arena locks up to 81 ms at a time), short
+    /// queries' p99: 12 slots 75-125 ms, 8 38-57, 6 12-32, 4 11-22; heavy statements answered
+    /// 32-35/s with each, server peak RSS 1.3-1.5 GiB with 12, 0.7-0.8 with 4.
     pub fn query_slots(&self) -> usize {
-        self.max_queries.unwrap_or((self.threads * 6).max(12)).max(1)
+        self.max_queries.unwrap_or((self.threads * 2).max(4)).max(1)
     }
 
     /// Statements that read few rows ([`crate::sql::QUICK_ROWS`]) and may run at once in a
