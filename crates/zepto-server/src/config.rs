@@ -166,7 +166,7 @@ impl Config {
     /// until its next slice. `bench/query_fairness.py` (24 heavy clients, 2 cores; off-CPU
     /// stacks showed the HTTP threads waiting for arena locks up to 81 ms at a time), short
     /// queries' p99: 12 slots 75-125 ms, 8 38-57, 6 12-32, 4 11-22; heavy statements answered
-    /// 32-35/s with each, server peak RSS 1.3-1.5 GiB with 12, 0.7-0.8 with 4.
+    /// 31-35/s with each, server peak RSS 1.3-1.5 GiB with 12, 0.7-0.8 with 4.
     pub fn query_slots(&self) -> usize {
         self.max_queries.unwrap_or((self.threads * 2).max(4)).max(1)
     }
