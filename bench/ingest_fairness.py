@@ -26,9 +26,9 @@ from report import md_table  # noqa: E402
 from served import Server, log, pct  # noqa: E402
 
 
-def start(binary, rows):
-    """`zeptodb serve --in-memory --demo --rows ROWS`, up."""
-    return Server(binary, None, "--demo", "--rows", str(rows))
+def start(binary, rows, *extra):
+    """`zeptodb serve --in-memory --demo --rows ROWS [EXTRA...]`, up."""
+    return Server(binary, None, "--demo", "--rows", str(rows), *extra)
 
 
 def heavy_queries(which):

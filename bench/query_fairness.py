@@ -13,7 +13,7 @@ ones still answered. Reports p50/p99/max per query and phase, the heavy statemen
 status, and the server's peak RSS.
 
 Usage: bench/query_fairness.py [--rows 1000000] [--light 200] [--heavy 24]
-                               [--bin target/release/zeptodb]
+                               [--bin target/release/zeptodb] [--max-queries N]
 """
 import argparse
 import http.client
@@ -76,9 +76,10 @@ def main():
     ap.add_argument("--light", type=int, default=200, help="rounds of the short queries per phase")
     ap.add_argument("--heavy", type=int, default=24, help="heavy client processes")
     ap.add_argument("--bin", default=os.path.join(ROOT, "target", "release", "zeptodb"))
+    ap.add_argument("--max-queries", type=int, help="the server's --max-queries (default: its own)")
     a = ap.parse_args()
     log(f"starting the server with {a.rows} demo rows ...")
-    srv = start(a.bin, a.rows)
+    srv = start(a.bin, a.rows, *(["--max-queries", str(a.max_queries)] if a.max_queries else []))
     port = srv.port
     clients = []
     try:

@@ -195,7 +195,7 @@ fn query_limit_args() -> Vec<Arg> {
         Arg::new("max-queries")
             .long("max-queries")
             .value_parser(clap::value_parser!(usize))
-            .help("Statements that run at once; more wait (default: 6 per thread, at least 12)"),
+            .help("Statements that run at once; more wait (default: 2 per thread, at least 4)"),
         Arg::new("queue-timeout")
             .long("queue-timeout")
             .value_name("SECS")

@@ -157,7 +157,8 @@ impl Config {
     }
 
     /// Statements that may run at once (more wait, holding no thread): two per core, so the
-    /// cores stay busy while one statement waits on its client, and few enough not to thrash.
+    /// cores stay busy while a statement waits (on its client, a file, another node), and few
+    /// enough not to thrash.
     /// Short statements do not count them (they have a lane of their own, [`Self::quick_slots`]).
     ///
     /// Why not more: every running statement is a thread at nice +10, and the scheduler
@@ -165,7 +166,7 @@ impl Config {
     /// thread of that arena waiting (the async threads that answer each request among them)
     /// until its next slice. `bench/query_fairness.py` (24 heavy clients, 2 cores; off-CPU
     /// stacks showed the HTTP threads waiting for arena locks up to 81 ms at a time), short
-    /// queries' p99: 12 slots 75-125 ms, 8 38-57, 6 12-32, 4 11-22; heavy statements answered
+    /// queries' p99: 12 slots 46-126 ms, 8 38-57, 6 12-32, 4 11-16; heavy statements answered
     /// 31-35/s with each, server peak RSS 1.3-1.5 GiB with 12, 0.7-0.8 with 4.
     pub fn query_slots(&self) -> usize {
         self.max_queries.unwrap_or((self.threads * 2).max(4)).max(1)

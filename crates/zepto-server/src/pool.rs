@@ -22,7 +22,7 @@ type Job = Box<dyn FnOnce() + Send + 'static>;
 pub const QUERY_NICE: i32 = 10;
 
 /// Niceness of the quick lane's threads: above heavy statements' (CFS weights 335 against
-/// 110), so a short statement gets a core's share while a dozen heavy ones run, still below
+/// 110), so a short statement gets a core's share while the heavy ones run, still below
 /// ingest's.
 pub const QUICK_NICE: i32 = 5;
 

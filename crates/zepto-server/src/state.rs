@@ -26,7 +26,7 @@ pub struct State {
     pub(crate) running: Mutex<HashMap<u64, Arc<QueryControl>>>,
     /// Told of every query added to `running`: the memory guard sleeps on it while none runs.
     pub(crate) query_starts: Arc<QueryStarts>,
-    /// Statements and ingest batches that may run at once (see [`Config::query_slots`]).
+    /// Statements that may run at once outside the quick lane (see [`Config::query_slots`]).
     pub query_slots: Arc<Semaphore>,
     /// The quick lane's slots (see [`Config::quick_slots`]).
     pub quick_slots: Arc<Semaphore>,
