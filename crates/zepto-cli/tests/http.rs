@@ -140,6 +140,7 @@ fn monitoring_examples_name_series_the_server_exports() {
     let exported: std::collections::HashSet<&str> =
         m.lines().filter(|l| !l.starts_with('#')).filter_map(|l| l.split(['{', ' ']).next()).collect();
     assert!(m.contains("zepto_query_slots 7"), "{m}");
+    assert!(m.contains("zepto_query_slots_busy 0"), "no statement holds a slot between requests: {m}");
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy/monitoring");
     let mut named = std::collections::BTreeSet::new();
     for file in ["zeptodb-alerts.yml", "zeptodb-dashboard.json"] {

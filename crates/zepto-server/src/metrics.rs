@@ -99,6 +99,9 @@ pub struct Metrics {
     /// `zepto_query_slots`: statements that may run at once (`--max-queries`; the quick lane's
     /// slots are beside these).
     pub query_slots: Gauge,
+    /// `zepto_query_slots_busy`: query slots held now (by statements running, and by long
+    /// scripts being parsed); the quick lane's are not counted.
+    pub query_slots_busy: Gauge,
     /// `zepto_queries_stopped_for_memory_total`: queries the memory guard stopped because the
     /// process held more than `--max-server-memory-mb`.
     pub queries_stopped_for_memory: Counter,
@@ -264,6 +267,7 @@ impl Metrics {
             "zepto_query_slots",
             "Statements that may run at once (--max-queries; short statements have a lane beside these)",
         );
+        let query_slots_busy: Gauge = register(&mut registry, "zepto_query_slots_busy", "Query slots held now");
         let body_bytes_in_flight: Gauge = register(
             &mut registry,
             "zepto_request_body_bytes_in_flight",
@@ -312,6 +316,7 @@ impl Metrics {
             subscribers,
             queries_running,
             query_slots,
+            query_slots_busy,
             queries_stopped_for_memory,
             body_bytes_in_flight,
             memory,
