@@ -23,8 +23,8 @@ runs the same logical queries:
 Timing: each query runs once as warm-up, then up to --iters times (fewer if a
 query is slow, see --budget; a query whose warm-up alone took longer than the
 budget is measured by that one cold run, marked "1 cold"); median and p99 of
-time.perf_counter_ns are reported.  The timed region includes materialising the result as the engine's
-natural Python object (DuckDB: pyarrow.Table, chDB: pandas.DataFrame via its
+time.perf_counter_ns are reported.  The timed region includes materialising the
+result as the engine's natural Python object (DuckDB: pyarrow.Table, chDB: pandas.DataFrame via its
 native DataFrame path, Polars: pl.DataFrame, pandas: pd.DataFrame).
 
 Correctness: outside the timed region every result is converted to Arrow and

@@ -28,6 +28,11 @@ use zepto_storage::{Catalog, Column, ColumnBuilder, ColumnDef, DataType, Dict, V
 /// Most columns an ILP batch may give a table (each new column costs a NULL per earlier row).
 pub(crate) const MAX_COLUMNS: usize = 1024;
 
+/// The error for a batch that would take `table` past [`MAX_COLUMNS`].
+pub(crate) fn too_many_columns(table: &str) -> String {
+    format!("table '{table}' would have more than {MAX_COLUMNS} columns")
+}
+
 /// Rows the builders of a table other than the body's first start with (they grow).
 const SMALL_TABLE_ROWS: usize = 1024;
 
@@ -680,7 +685,7 @@ impl IlpColumns {
             return Ok(j);
         }
         if self.slots.len() >= MAX_COLUMNS {
-            return Err(format!("table '{}' would have more than {MAX_COLUMNS} columns ('{name}')", self.table));
+            return Err(format!("{} ('{name}')", too_many_columns(&self.table)));
         }
         let mut builder = builder(dt, self.rows, self.dict.as_ref());
         (0..row).for_each(|_| builder.push_null());

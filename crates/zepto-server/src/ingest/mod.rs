@@ -462,12 +462,8 @@ fn apply_plans(catalog: &Catalog, plans: Vec<TablePlan>, scoped: bool) -> Result
                 }
                 // Counted when the lines were decoded, but against the table as it was then:
                 // a write since may have added columns too.
-                let max = lines::MAX_COLUMNS;
-                if !add.is_empty() && t.schema().len() + add.len() > max {
-                    return Err(StorageError::Invalid(format!(
-                        "table '{}' would have more than {max} columns",
-                        t.name()
-                    )));
+                if !add.is_empty() && t.schema().len() + add.len() > lines::MAX_COLUMNS {
+                    return Err(StorageError::Invalid(lines::too_many_columns(t.name())));
                 }
                 adds.push(add);
             }
