@@ -211,6 +211,16 @@ impl Acc {
         }
     }
 
+    /// Hand the rows appended so far to `f`, then forget them, keeping their room and the
+    /// dictionary (later rows' codes go on indexing it): a column split as it is decoded
+    /// holds one batch at a time.
+    pub fn drain(&mut self, f: impl FnOnce(&ColumnData, Option<&Bitmap>)) {
+        f(&self.data, self.validity.as_ref());
+        self.data.clear();
+        self.validity = None;
+        self.len = 0;
+    }
+
     /// The column appended so far.
     pub fn finish(self) -> Column {
         let mut data = self.data;

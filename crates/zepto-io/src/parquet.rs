@@ -13,15 +13,18 @@ pub use crate::parquet_writer::write_parquet;
 #[cfg(test)]
 use crate::parquet_writer::{tmp_path, write_failure};
 use crate::{Check, IoError};
-use ::parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder};
+use ::parquet::arrow::arrow_reader::{
+    ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder,
+};
 use ::parquet::arrow::ProjectionMask;
 use ::parquet::file::metadata::ParquetMetaData;
 use ::parquet::file::reader::ChunkReader;
+use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{DataType as ArrowType, Field, Schema};
 use std::fs::File;
 use std::path::Path;
 use std::sync::Arc;
-use zepto_storage::{Column, ColumnDef, DataType};
+use zepto_storage::{Column, ColumnData, ColumnDef, DataType, KeyGroups};
 
 /// Rows per Arrow batch while reading. Small enough that the decoder's buffers stay in cache
 /// and get reused instead of a second copy of the whole file being faulted in (1M-row batches
@@ -99,6 +102,93 @@ fn read_batched(path: &Path, schema: &[ColumnDef], sizes: Sizes, check: Check) -
     Ok(slots.into_iter().zip(schema).map(|(c, d)| c.unwrap_or_else(|| Column::nulls(d.data_type, rows))).collect())
 }
 
+/// [`read_parquet_checked`], with the rows grouped by the value of column `schema[key]` (a
+/// SYMBOL column, the table's partition key): the key column is read first, then every other
+/// column, on every core, is split among the groups batch by batch as it is decoded
+/// ([`KeyGroups`]), so no column is ever held whole and each value is written once. Rows keep
+/// file order within a group; groups are in order of first row. `Ok(None)` when the file has
+/// no such column (read it whole).
+pub fn read_parquet_grouped(
+    path: &Path,
+    schema: &[ColumnDef],
+    key: usize,
+    check: Check,
+) -> Result<Option<Vec<Vec<Column>>>, IoError> {
+    let Some(key_def) = schema.get(key).filter(|d| d.data_type == DataType::Symbol) else { return Ok(None) };
+    let file = File::open(path).map_err(|e| file_err(path, e))?;
+    let meta = ArrowReaderMetadata::load(&file, ArrowReaderOptions::new()).map_err(|e| file_err(path, e))?;
+    let source = match_columns(meta.schema().fields(), schema, "Parquet file")?;
+    if source.get(key).is_none_or(Option::is_none) {
+        return Ok(None);
+    }
+    let fail = |e| match e {
+        ReadFail::Io(m) => file_err(path, m),
+        ReadFail::Other(e) => e,
+    };
+    let lost = || IoError::Invalid("a column read returned no column".into());
+    let keys = read_with(file, meta.clone(), std::slice::from_ref(key_def), None, Sizes::DEFAULT, check)
+        .map_err(fail)?
+        .pop()
+        .ok_or_else(lost)?;
+    let Some(groups) = KeyGroups::of(&keys) else { return Ok(None) };
+    let others: Vec<usize> =
+        (0..schema.len()).filter(|&i| i != key && source.get(i).is_some_and(Option::is_some)).collect();
+    let split = |&i: &usize| -> Result<Vec<Column>, IoError> {
+        let file = File::open(path).map_err(|e| file_err(path, e))?;
+        split_column(file, meta.clone(), schema.get(i).ok_or_else(lost)?, &groups, check).map_err(fail)
+    };
+    let split = zepto_storage::par::try_map(&others, split)?;
+    let mut by_column: Vec<Option<Vec<Column>>> = schema.iter().map(|_| None).collect();
+    *by_column.get_mut(key).ok_or_else(lost)? = Some(groups.split(&keys));
+    drop(keys);
+    for (i, parts) in others.into_iter().zip(split) {
+        *by_column.get_mut(i).ok_or_else(lost)? = Some(parts);
+    }
+    let mut out: Vec<Vec<Column>> = groups.sizes().iter().map(|_| Vec::with_capacity(schema.len())).collect();
+    for (def, parts) in schema.iter().zip(by_column) {
+        // Schema columns the file lacks read as NULL.
+        let parts = parts.unwrap_or_else(|| groups.sizes().iter().map(|&n| Column::nulls(def.data_type, n)).collect());
+        out.iter_mut().zip(parts).for_each(|(g, c)| g.push(c));
+    }
+    Ok(Some(out))
+}
+
+/// One column of a file split among `groups` as it is decoded, a batch at a time.
+fn split_column(
+    file: File,
+    meta: ArrowReaderMetadata,
+    def: &ColumnDef,
+    groups: &KeyGroups,
+    check: Check,
+) -> Result<Vec<Column>, ReadFail> {
+    let defs = std::slice::from_ref(def);
+    let Opened { reader, source, roots, .. } = open_reader(file, meta, defs, None, Sizes::DEFAULT)?;
+    let mut acc = Acc::new(def, Sizes::DEFAULT.batch_rows);
+    let mut parts = groups.splitter(def.data_type);
+    let mut rows = 0usize;
+    let uneven = |rows: usize| {
+        let message = format!("column '{}' has {rows} rows, the key column {}", def.name, groups.rows());
+        ReadFail::Io(message)
+    };
+    for batch in reader {
+        let batch = batch.map_err(|e| ReadFail::Io(e.to_string()))?;
+        let n = batch.num_rows();
+        append_batch(std::slice::from_mut(&mut acc), defs, &source, rows, |k| projected(&roots, &batch, k))?;
+        let slots = groups.slots(rows..rows + n).ok_or_else(|| uneven(rows + n))?;
+        acc.drain(|data, validity| parts.push(data, validity, slots));
+        rows += n;
+        check().map_err(|m| ReadFail::Other(IoError::Stopped(m)))?;
+    }
+    if rows != groups.rows() {
+        return Err(uneven(rows));
+    }
+    let dict = match acc.finish().into_parts().0 {
+        ColumnData::Symbol { dict, .. } => Some(dict),
+        _ => None,
+    };
+    Ok(parts.finish(dict))
+}
+
 enum ReadFail {
     Io(String),
     Other(IoError),
@@ -136,64 +226,7 @@ fn read_with<R: ChunkReader + 'static>(
     sizes: Sizes,
     check: Check,
 ) -> Result<Vec<Column>, ReadFail> {
-    let fields = meta.schema().fields().clone();
-
-    let source = match_columns(&fields, schema, "Parquet file")?;
-
-    // Ask for dictionary arrays where a SYMBOL column reads a string column: Parquet string
-    // columns are usually dictionary-encoded, and the reader then hands the dictionary over
-    // as it is instead of expanding it to one string per row.
-    let mut hinted: Vec<Field> = fields.iter().map(|f| f.as_ref().clone()).collect();
-    let mut any_hint = false;
-    for (c, s) in schema.iter().zip(&source) {
-        if let (DataType::Symbol, Some(f)) = (c.data_type, s.and_then(|k| hinted.get_mut(k))) {
-            let values = match f.data_type() {
-                ArrowType::Utf8 | ArrowType::Utf8View => Some(ArrowType::Utf8),
-                ArrowType::LargeUtf8 => Some(ArrowType::LargeUtf8),
-                _ => None,
-            };
-            if let Some(values) = values {
-                let dt = ArrowType::Dictionary(Box::new(ArrowType::Int32), Box::new(values));
-                *f = f.clone().with_data_type(dt);
-                any_hint = true;
-            }
-        }
-    }
-    let meta = if any_hint {
-        let hint = Arc::new(Schema::new_with_metadata(hinted, meta.schema().metadata().clone()));
-        // A hint the reader rejects only costs speed: fall back to plain strings.
-        ArrowReaderMetadata::try_new(meta.metadata().clone(), ArrowReaderOptions::new().with_schema(hint))
-            .unwrap_or(meta)
-    } else {
-        meta
-    };
-
-    // Validate every conversion before decoding anything.
-    let mut accs: Vec<Acc> = schema.iter().map(|c| Acc::new(c, 0)).collect();
-    for ((acc, c), s) in accs.iter_mut().zip(schema).zip(&source) {
-        if let Some(k) = *s {
-            let dt = meta.schema().field(k).data_type();
-            acc.append(&arrow_array::new_empty_array(dt), 0).map_err(|e| e.into_io(c, dt))?;
-        }
-    }
-
-    let md = meta.metadata().clone();
-    let total = match &row_groups {
-        None => usize::try_from(md.file_metadata().num_rows()).unwrap_or(0),
-        Some(rg) => rg.iter().filter_map(|&i| md.row_groups().get(i)).map(|g| g.num_rows().max(0) as usize).sum(),
-    };
-    let mut roots: Vec<usize> = source.iter().flatten().copied().collect();
-    roots.sort_unstable();
-    roots.dedup();
-    let mask = ProjectionMask::roots(md.file_metadata().schema_descr(), roots.iter().copied());
-    let mut builder = ParquetRecordBatchReaderBuilder::new_with_metadata(file, meta)
-        .with_projection(mask)
-        .with_batch_size(sizes.batch_rows);
-    if let Some(rg) = row_groups {
-        builder = builder.with_row_groups(rg);
-    }
-    let reader = builder.build().map_err(|e| ReadFail::Io(e.to_string()))?;
-
+    let Opened { reader, source, roots, total } = open_reader(file, meta, schema, row_groups, sizes)?;
     // The footer's row count sizes the columns up front, up to a bound: it is the file's word,
     // and a crafted footer must not make one allocation the machine cannot serve.
     let capacity = total.min(sizes.prealloc_rows);
@@ -210,16 +243,98 @@ fn read_with<R: ChunkReader + 'static>(
                 a.try_reserve_rows(total.saturating_sub(rows));
             }
         }
-        append_batch(&mut accs, schema, &source, rows, |k| {
-            // Projected columns keep file order.
-            let pos = roots.binary_search(&k).map_err(|_| IoError::Invalid("projection lost a column".into()))?;
-            Ok(batch.column(pos).clone())
-        })?;
+        append_batch(&mut accs, schema, &source, rows, |k| projected(&roots, &batch, k))?;
         rows += batch.num_rows();
         drop(batch);
         check().map_err(|m| ReadFail::Other(IoError::Stopped(m)))?;
     }
     Ok(finish_columns(accs, schema, &source, rows))
+}
+
+/// A reader of a file's batches, and where each schema column comes from.
+struct Opened {
+    reader: ParquetRecordBatchReader,
+    /// The file column of each schema column.
+    source: Vec<Option<usize>>,
+    /// The file columns read, in file order (as the batches hold them).
+    roots: Vec<usize>,
+    /// Rows the footer says the row groups read hold.
+    total: usize,
+}
+
+/// File column `k`'s array in `batch`, a batch of the file columns `roots`.
+fn projected(roots: &[usize], batch: &RecordBatch, k: usize) -> Result<ArrayRef, IoError> {
+    let pos = roots.binary_search(&k).map_err(|_| IoError::Invalid("projection lost a column".into()))?;
+    Ok(batch.column(pos).clone())
+}
+
+/// A reader of `schema`'s columns of a file whose footer is parsed (`meta`), every conversion
+/// checked before anything is decoded.
+fn open_reader<R: ChunkReader + 'static>(
+    file: R,
+    meta: ArrowReaderMetadata,
+    schema: &[ColumnDef],
+    row_groups: Option<Vec<usize>>,
+    sizes: Sizes,
+) -> Result<Opened, ReadFail> {
+    let source = match_columns(meta.schema().fields(), schema, "Parquet file")?;
+    let meta = with_dictionary_hints(meta, schema, &source);
+    // Validate every conversion before decoding anything.
+    for (c, s) in schema.iter().zip(&source) {
+        if let Some(k) = *s {
+            let dt = meta.schema().field(k).data_type();
+            Acc::new(c, 0).append(&arrow_array::new_empty_array(dt), 0).map_err(|e| e.into_io(c, dt))?;
+        }
+    }
+    let md = meta.metadata().clone();
+    let total = match &row_groups {
+        None => usize::try_from(md.file_metadata().num_rows()).unwrap_or(0),
+        Some(rg) => rg.iter().filter_map(|&i| md.row_groups().get(i)).map(|g| g.num_rows().max(0) as usize).sum(),
+    };
+    let mut roots: Vec<usize> = source.iter().flatten().copied().collect();
+    roots.sort_unstable();
+    roots.dedup();
+    let mask = ProjectionMask::roots(md.file_metadata().schema_descr(), roots.iter().copied());
+    let mut builder = ParquetRecordBatchReaderBuilder::new_with_metadata(file, meta)
+        .with_projection(mask)
+        .with_batch_size(sizes.batch_rows);
+    if let Some(rg) = row_groups {
+        builder = builder.with_row_groups(rg);
+    }
+    let reader = builder.build().map_err(|e| ReadFail::Io(e.to_string()))?;
+    Ok(Opened { reader, source, roots, total })
+}
+
+/// `meta` asking for dictionary arrays where a SYMBOL column reads a string column: Parquet
+/// string columns are usually dictionary-encoded, and the reader then hands the dictionary
+/// over as it is instead of expanding it to one string per row.
+fn with_dictionary_hints(
+    meta: ArrowReaderMetadata,
+    schema: &[ColumnDef],
+    source: &[Option<usize>],
+) -> ArrowReaderMetadata {
+    let mut hinted: Vec<Field> = meta.schema().fields().iter().map(|f| f.as_ref().clone()).collect();
+    let mut any_hint = false;
+    for (c, s) in schema.iter().zip(source) {
+        if let (DataType::Symbol, Some(f)) = (c.data_type, s.and_then(|k| hinted.get_mut(k))) {
+            let values = match f.data_type() {
+                ArrowType::Utf8 | ArrowType::Utf8View => Some(ArrowType::Utf8),
+                ArrowType::LargeUtf8 => Some(ArrowType::LargeUtf8),
+                _ => None,
+            };
+            if let Some(values) = values {
+                let dt = ArrowType::Dictionary(Box::new(ArrowType::Int32), Box::new(values));
+                *f = f.clone().with_data_type(dt);
+                any_hint = true;
+            }
+        }
+    }
+    if !any_hint {
+        return meta;
+    }
+    let hint = Arc::new(Schema::new_with_metadata(hinted, meta.schema().metadata().clone()));
+    // A hint the reader rejects only costs speed: fall back to plain strings.
+    ArrowReaderMetadata::try_new(meta.metadata().clone(), ArrowReaderOptions::new().with_schema(hint)).unwrap_or(meta)
 }
 
 #[cfg(test)]
@@ -382,7 +497,28 @@ mod tests {
         }
         write_parquet(&p, &names, one(&cols, n)).expect("writes zstd");
         assert_same(&cols, &read_parquet(&p, &defs).expect("reads"), n);
+        grouped_equals_whole_split(&p, &defs, 1);
         std::fs::remove_file(&p).expect("cleanup");
+    }
+
+    /// [`read_parquet_grouped`] by `schema[key]` (plus a column the file lacks) gives the
+    /// whole read split by that key: same groups, same rows in each.
+    fn grouped_equals_whole_split(p: &Path, schema: &[ColumnDef], key: usize) {
+        let mut schema = schema.to_vec();
+        schema.push(def("missing", DataType::Int32));
+        let whole = read_parquet(p, &schema).expect("reads");
+        let groups = KeyGroups::of(&whole[key]).expect("a SYMBOL key");
+        let got = read_parquet_grouped(p, &schema, key, &crate::unchecked).expect("reads").expect("has the key");
+        assert_eq!(got.len(), groups.sizes().len());
+        for (c, w) in whole.iter().enumerate() {
+            for (g, (want, part)) in groups.split(w).iter().zip(&got).enumerate() {
+                let part = &part[c];
+                assert_eq!(part.len(), want.len(), "column {c}, group {g}");
+                assert!((0..want.len()).all(|i| part.get(i) == want.get(i)), "column {c}, group {g}");
+            }
+        }
+        let no_key = [def("nope", DataType::Symbol), def("ts", DataType::Timestamp)];
+        assert!(read_parquet_grouped(p, &no_key, 0, &crate::unchecked).expect("reads").is_none());
     }
 
     #[test]

@@ -8,7 +8,7 @@ use crate::result::QueryResult;
 use std::collections::HashMap;
 use std::io::Write;
 use zepto_io::csv::{read_csv_bytes_checked, write_csv, CsvOptions};
-use zepto_io::parquet::{read_parquet_checked, write_parquet};
+use zepto_io::parquet::{read_parquet_checked, read_parquet_grouped, write_parquet};
 use zepto_io::read::read_exact_len;
 use zepto_io::IoError;
 use zepto_storage::{Column, ColumnDef, Schema, Table};
@@ -164,6 +164,27 @@ pub fn read_file(
         }
         f => Err(SqlError::NotSupported(format!("COPY FROM format '{f}'"))),
     }
+}
+
+/// `path` read as [`read_file`] reads it, its rows grouped by `table`'s partition key
+/// (`zepto_io::parquet::read_parquet_grouped`), when it is a Parquet file and the table has a
+/// key; `None`: read it whole.
+pub fn read_grouped(
+    run: &RunContext,
+    files: &FilePolicy,
+    path: &str,
+    options: &[(String, String)],
+    table: &Table,
+) -> Result<Option<Vec<Vec<Column>>>> {
+    let Some(key) = table.key_col() else { return Ok(None) };
+    if format_of(path, options) != "parquet" {
+        return Ok(None);
+    }
+    parquet_options(options)?;
+    let (_file, resolved, len) = files.open_read(path)?;
+    run.reserve(len)?;
+    let stop = Stop::new(run);
+    read_parquet_grouped(&resolved, &table.schema().columns, key, &|| stop.check()).map_err(|e| stop.or(path, e))
 }
 
 /// Write the result `r` to `path` (a place `files` allows).

@@ -353,9 +353,7 @@ impl Engine {
             }
             Statement::Insert { table, columns, source, pos } => self.insert(run, table, columns, source, *pos),
             Statement::CopyFrom { table, columns, source, options, pos } => {
-                let cols = self.copy_columns(run, table, columns, source, options, *pos)?.1;
-                let n = self.append_rows(table, cols)?;
-                Ok(QueryResult::status(format!("COPY {n}")))
+                self.copy_from(run, table, columns, source, options, *pos)
             }
             Statement::CopyTo { query, target: CopyEnd::File(path), options } => {
                 let r = self.query_in(run, query)?;
@@ -532,6 +530,31 @@ impl Engine {
         let src = self.query_in(run, &q)?;
         let cols = shape_for_table(&snap, columns, src.into_batch())?;
         Ok((snap, cols))
+    }
+
+    /// `COPY table [(columns)] FROM path`. All of a Parquet file's columns into a table with a
+    /// partition key, outside a tenant scope, are read grouped by that key and moved into the
+    /// partitions group by group (`copy::read_grouped`); anything else is read whole, then
+    /// appended.
+    fn copy_from(
+        &self,
+        run: &RunContext,
+        table: &str,
+        columns: &[String],
+        source: &CopyEnd,
+        options: &[(String, String)],
+        pos: Pos,
+    ) -> Result<QueryResult> {
+        if let (true, None, CopyEnd::File(path)) = (columns.is_empty(), self.access.tenant(), source) {
+            let snap = self.snapshot_at(table, pos)?;
+            if let Some(groups) = crate::copy::read_grouped(run, &self.files, path, options, &snap)? {
+                let n = self.catalog.append_groups(table, groups)?;
+                return Ok(QueryResult::status(format!("COPY {n}")));
+            }
+        }
+        let cols = self.copy_columns(run, table, columns, source, options, pos)?.1;
+        let n = self.append_rows(table, cols)?;
+        Ok(QueryResult::status(format!("COPY {n}")))
     }
 
     /// The rows `COPY table [(columns)] FROM path` reads, as columns of `table` (its snapshot

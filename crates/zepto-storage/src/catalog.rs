@@ -795,6 +795,17 @@ impl Catalog {
         })
     }
 
+    /// Append rows grouped by partition key ([`Table::append_groups`]): logged as one record
+    /// of an append per group, checked whole first.
+    pub fn append_groups(&self, name: &str, groups: Vec<Vec<Column>>) -> Result<usize, StorageError> {
+        self.write(name, |t| {
+            t.validate_groups(&groups)?;
+            let changes: Vec<Change<'_>> =
+                groups.iter().map(|columns| Change::Append { table: t.name(), columns }).collect();
+            self.log(&changes)?.apply(|| t.append_groups(groups))
+        })
+    }
+
     /// Add a column (NULL in existing rows).
     pub fn add_column(&self, name: &str, def: ColumnDef) -> Result<(), StorageError> {
         self.write(name, |t| {

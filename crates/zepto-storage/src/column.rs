@@ -167,6 +167,22 @@ impl ColumnData {
         }
     }
 
+    /// Forget every value, keeping the room they took (a buffer reused batch after batch).
+    pub fn clear(&mut self) {
+        match self {
+            ColumnData::Bool(v) => v.clear(),
+            ColumnData::Int32(v) | ColumnData::Date(v) => v.clear(),
+            ColumnData::Int64(v) | ColumnData::Timestamp(v) | ColumnData::Interval(v) => v.clear(),
+            ColumnData::Int128(v) => v.clear(),
+            ColumnData::Float32(v) => v.clear(),
+            ColumnData::Float64(v) => v.clear(),
+            ColumnData::Varchar(s) => s.clear(),
+            ColumnData::Symbol { codes, .. } => codes.clear(),
+            ColumnData::Vector { values, .. } => values.clear(),
+            ColumnData::Null(n) => *n = 0,
+        }
+    }
+
     /// Room for `rows` more rows of fixed width (symbol codes, vector values), asked of the
     /// allocator without aborting: `false` when it refused, and nothing changed. VARCHAR text
     /// and NULL columns have no fixed width and are left alone (`true`).

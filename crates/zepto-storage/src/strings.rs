@@ -29,6 +29,12 @@ impl StrVec {
         self.offsets.len() - 1
     }
 
+    /// Forget every string, keeping the room they took.
+    pub fn clear(&mut self) {
+        self.offsets.truncate(1);
+        self.data.clear();
+    }
+
     /// True when there are no strings.
     #[inline]
     pub fn is_empty(&self) -> bool {

@@ -24,6 +24,8 @@ mod parts;
 pub use parts::Run;
 mod shard;
 mod split;
+pub use split::{ColumnSplit, KeyGroups};
+mod groups;
 mod tails;
 use crate::types::DataType;
 pub use history_reader::HistoryReader;
@@ -787,9 +789,17 @@ impl Table {
             return n;
         }
         let by_target = place.split_batch(batch, n >= PARALLEL_APPEND_ROWS);
+        self.fill_targets(place.targets(), by_target, n >= PARALLEL_APPEND_ROWS);
+        self.after_append(n);
+        n
+    }
+
+    /// Append `by_target[i]` (rows of one key each) to partition slot `targets[i]` (each slot
+    /// once), on every core when `parallel`, deduplicating as the table's keys say.
+    fn fill_targets(&mut self, targets: &[usize], by_target: Vec<Vec<Column>>, parallel: bool) {
         // Partitions take their rows independently: a bulk load fills them on every core.
         let (ts_col, dict, dedup) = (self.ts_col, self.dict.clone(), &self.dedup);
-        let work = targets_mut(self.parts.all_mut(), place.targets(), by_target);
+        let work = targets_mut(self.parts.all_mut(), targets, by_target);
         // Rows added and rows replaced, summed over partitions.
         let (added, replaced) = (AtomicUsize::new(0), AtomicUsize::new(0));
         let fill = |(mut cols, p): (Vec<Column>, &mut Arc<Partition>)| {
@@ -806,7 +816,7 @@ impl Table {
             added.fetch_add(cols.first().map_or(0, Column::len), AtomicOrdering::Relaxed);
             append_rows(Arc::make_mut(p), cols, ts_col, &dict);
         };
-        if n >= PARALLEL_APPEND_ROWS {
+        if parallel {
             crate::par::for_each(work, fill);
         } else {
             work.into_iter().for_each(fill);
@@ -817,8 +827,6 @@ impl Table {
             // Rows moved: a tiering step that read the table before must not commit.
             self.mutations += 1;
         }
-        self.after_append(n);
-        n
     }
 
     /// A small batch over several partitions (an ingest batch over many symbols): each
@@ -852,25 +860,26 @@ impl Table {
 
     /// Symbol columns re-encoded against the table dictionary; untyped NULL columns typed.
     fn normalize(&mut self, batch: Vec<Column>) -> Vec<Column> {
-        let mut out = Vec::with_capacity(batch.len());
-        for (c, def) in batch.into_iter().zip(self.schema.columns.clone()) {
-            let c = match (def.data_type, c.data_type()) {
-                (_, DataType::Null) => Column::nulls(def.data_type, c.len()),
-                (DataType::Symbol, _) => self.encode_symbols(c),
-                (DataType::Varchar, DataType::Symbol) => {
-                    let mut b = ColumnBuilder::new(DataType::Varchar, c.len());
-                    b.extend_from(&c);
-                    b.finish()
-                }
-                _ => {
-                    let mut c = c;
-                    c.zero_nulls();
-                    c
-                }
-            };
-            out.push(c);
+        let defs = self.schema.columns.clone();
+        batch.into_iter().zip(&defs).map(|(c, def)| self.normalize_column(c, def.data_type)).collect()
+    }
+
+    /// One column of a batch as [`Table::normalize`] leaves it, for a column of type `dt`.
+    fn normalize_column(&mut self, c: Column, dt: DataType) -> Column {
+        match (dt, c.data_type()) {
+            (_, DataType::Null) => Column::nulls(dt, c.len()),
+            (DataType::Symbol, _) => self.encode_symbols(c),
+            (DataType::Varchar, DataType::Symbol) => {
+                let mut b = ColumnBuilder::new(DataType::Varchar, c.len());
+                b.extend_from(&c);
+                b.finish()
+            }
+            _ => {
+                let mut c = c;
+                c.zero_nulls();
+                c
+            }
         }
-        out
     }
 
     fn encode_symbols(&mut self, mut c: Column) -> Column {
@@ -929,9 +938,13 @@ impl Table {
         let ColumnData::Symbol { codes, .. } = &key.data() else {
             unreachable!("normalize() encodes the key column as SYMBOL");
         };
-        let mut slots = Vec::with_capacity(n);
-        for (i, &code) in codes.iter().enumerate() {
-            let slot = if key.is_valid(i) {
+        codes.iter().enumerate().map(|(i, &code)| self.slot_of_key(key.is_valid(i).then_some(code)) as u32).collect()
+    }
+
+    /// The partition slot of key `code` (`None`: the NULL key), made if there is none yet.
+    fn slot_of_key(&mut self, code: Option<u32>) -> usize {
+        match code {
+            Some(code) => {
                 let c = code as usize;
                 if c >= self.slot_of_code.len() {
                     self.slot_of_code.resize(c + 1, NO_SLOT);
@@ -939,20 +952,17 @@ impl Table {
                 if self.slot_of_code[c] == NO_SLOT {
                     self.slot_of_code[c] = self.new_partition(Some(code)) as u32;
                 }
-                self.slot_of_code[c]
-            } else {
-                match self.null_slot {
-                    Some(s) => s as u32,
-                    None => {
-                        let s = self.new_partition(None);
-                        self.null_slot = Some(s);
-                        s as u32
-                    }
+                self.slot_of_code[c] as usize
+            }
+            None => match self.null_slot {
+                Some(s) => s,
+                None => {
+                    let s = self.new_partition(None);
+                    self.null_slot = Some(s);
+                    s
                 }
-            };
-            slots.push(slot);
+            },
         }
-        slots
     }
 
     fn new_partition(&mut self, key: Option<u32>) -> usize {

@@ -9,7 +9,10 @@ use std::sync::{Mutex, PoisonError};
 
 use crate::bitmap::Bitmap;
 use crate::column::{Column, ColumnData};
+use crate::dict::Dict;
 use crate::strings::StrVec;
+use crate::types::DataType;
+use std::sync::Arc;
 
 /// A batch's rows grouped by the partitions that get any: work and memory follow the batch,
 /// not the table's partition count (an ingest batch of 1,000 rows into a table of 100k
@@ -108,63 +111,222 @@ impl Placement {
 fn split(c: &Column, slots: &[u32], sizes: &[usize]) -> Vec<Column> {
     debug_assert_eq!(c.len(), slots.len());
     debug_assert_eq!(sizes.iter().sum::<usize>(), slots.len());
-    macro_rules! fixed {
-        ($v:expr, $variant:ident) => {
-            scatter($v, slots, sizes).into_iter().map(ColumnData::$variant).collect()
-        };
-    }
-    let data: Vec<ColumnData> = match c.data() {
-        ColumnData::Bool(v) => fixed!(v, Bool),
-        ColumnData::Int32(v) => fixed!(v, Int32),
-        ColumnData::Int64(v) => fixed!(v, Int64),
-        ColumnData::Int128(v) => fixed!(v, Int128),
-        ColumnData::Float32(v) => fixed!(v, Float32),
-        ColumnData::Float64(v) => fixed!(v, Float64),
-        ColumnData::Timestamp(v) => fixed!(v, Timestamp),
-        ColumnData::Date(v) => fixed!(v, Date),
-        ColumnData::Interval(v) => fixed!(v, Interval),
-        ColumnData::Symbol { codes, dict } => scatter(codes, slots, sizes)
-            .into_iter()
-            .map(|codes| ColumnData::Symbol { codes, dict: dict.clone() })
-            .collect(),
-        ColumnData::Varchar(s) => {
-            let mut out: Vec<StrVec> = sizes.iter().map(|&n| StrVec::with_capacity(n, 0)).collect();
-            for (i, &p) in slots.iter().enumerate() {
-                out[p as usize].push(s.get(i));
-            }
-            out.into_iter().map(ColumnData::Varchar).collect()
-        }
-        ColumnData::Vector { dim, values } => {
-            let d = *dim as usize;
-            let mut out: Vec<Vec<f32>> = sizes.iter().map(|&n| Vec::with_capacity(n * d)).collect();
-            for (row, &p) in values.chunks_exact(d.max(1)).zip(slots) {
-                out[p as usize].extend_from_slice(row);
-            }
-            out.into_iter().map(|values| ColumnData::Vector { dim: *dim, values }).collect()
-        }
-        ColumnData::Null(_) => sizes.iter().map(|&n| ColumnData::Null(n)).collect(),
-    };
-    let validity: Vec<Option<Bitmap>> = match c.validity() {
-        None => sizes.iter().map(|_| None).collect(),
-        Some(b) => {
-            let mut out: Vec<Bitmap> = sizes.iter().map(|_| Bitmap::default()).collect();
-            for (i, &p) in slots.iter().enumerate() {
-                out[p as usize].push(b.get(i));
-            }
-            out.into_iter().map(Some).collect()
-        }
-    };
-    data.into_iter().zip(validity).map(|(d, v)| Column::new(d, v)).collect()
+    let mut parts = ColumnSplit::new(c.data_type(), sizes);
+    parts.push(c.data(), c.validity(), slots);
+    parts.finish(symbol_dict(c))
 }
 
-/// `v` split by `slots` into parts of `sizes` rows: one read of `v`, each part's buffer
-/// allocated at its size up front.
-fn scatter<T: Copy>(v: &[T], slots: &[u32], sizes: &[usize]) -> Vec<Vec<T>> {
-    let mut out: Vec<Vec<T>> = sizes.iter().map(|&n| Vec::with_capacity(n)).collect();
+fn symbol_dict(c: &Column) -> Option<Arc<Dict>> {
+    match c.data() {
+        ColumnData::Symbol { dict, .. } => Some(dict.clone()),
+        _ => None,
+    }
+}
+
+/// One column's rows split among parts as they arrive, a chunk at a time: each part's buffer
+/// is allocated at its final size up front, so a loader that decodes a file in chunks
+/// (`zepto_io::parquet::read_parquet_grouped`) never holds the whole column, and each row's
+/// bytes are written once. [`ColumnSplit::finish`] checks that every part got its rows.
+#[derive(Debug)]
+pub struct ColumnSplit {
+    dt: DataType,
+    bufs: Buffers,
+    /// A part's NULLs, once it has any.
+    validity: Vec<Option<Bitmap>>,
+    sizes: Vec<usize>,
+    /// Scratch of [`ColumnSplit::push_validity`] (zero between chunks).
+    seen: Vec<usize>,
+}
+
+/// Each part's values, by the width of the column's values.
+#[derive(Debug)]
+enum Buffers {
+    Bool(Vec<Vec<bool>>),
+    I32(Vec<Vec<i32>>),
+    I64(Vec<Vec<i64>>),
+    I128(Vec<Vec<i128>>),
+    F32(Vec<Vec<f32>>),
+    F64(Vec<Vec<f64>>),
+    Codes(Vec<Vec<u32>>),
+    Str(Vec<StrVec>),
+    Vector(u16, Vec<Vec<f32>>),
+    Null(Vec<usize>),
+}
+
+impl ColumnSplit {
+    /// Parts of `sizes[s]` rows each for a column of type `dt`.
+    pub fn new(dt: DataType, sizes: &[usize]) -> ColumnSplit {
+        fn each<T>(sizes: &[usize], width: usize) -> Vec<Vec<T>> {
+            sizes.iter().map(|&n| Vec::with_capacity(n.saturating_mul(width))).collect()
+        }
+        let bufs = match dt {
+            DataType::Bool => Buffers::Bool(each(sizes, 1)),
+            DataType::Int32 | DataType::Date => Buffers::I32(each(sizes, 1)),
+            DataType::Int64 | DataType::Timestamp | DataType::Interval => Buffers::I64(each(sizes, 1)),
+            DataType::Int128 => Buffers::I128(each(sizes, 1)),
+            DataType::Float32 => Buffers::F32(each(sizes, 1)),
+            DataType::Float64 => Buffers::F64(each(sizes, 1)),
+            DataType::Symbol => Buffers::Codes(each(sizes, 1)),
+            DataType::Varchar => Buffers::Str(sizes.iter().map(|&n| StrVec::with_capacity(n, 0)).collect()),
+            DataType::Vector(d) => Buffers::Vector(d, each(sizes, d as usize)),
+            DataType::Null => Buffers::Null(vec![0; sizes.len()]),
+        };
+        ColumnSplit { dt, bufs, validity: vec![None; sizes.len()], sizes: sizes.to_vec(), seen: Vec::new() }
+    }
+
+    /// Append the rows of a chunk (`data`, NULLs where `validity` says): row `i` to part
+    /// `slots[i]`. The chunk is of the type the split was made for.
+    pub fn push(&mut self, data: &ColumnData, validity: Option<&Bitmap>, slots: &[u32]) {
+        debug_assert_eq!(data.len(), slots.len());
+        if validity.is_some() || self.validity.iter().any(Option::is_some) {
+            self.push_validity(validity, slots);
+        }
+        use Buffers as B;
+        use ColumnData as D;
+        match (&mut self.bufs, data) {
+            (B::Bool(o), D::Bool(v)) => scatter_into(o, v, slots),
+            (B::I32(o), D::Int32(v) | D::Date(v)) => scatter_into(o, v, slots),
+            (B::I64(o), D::Int64(v) | D::Timestamp(v) | D::Interval(v)) => scatter_into(o, v, slots),
+            (B::I128(o), D::Int128(v)) => scatter_into(o, v, slots),
+            (B::F32(o), D::Float32(v)) => scatter_into(o, v, slots),
+            (B::F64(o), D::Float64(v)) => scatter_into(o, v, slots),
+            (B::Codes(o), D::Symbol { codes, .. }) => scatter_into(o, codes, slots),
+            (B::Str(o), D::Varchar(s)) => slots.iter().enumerate().for_each(|(i, &p)| o[p as usize].push(s.get(i))),
+            (B::Vector(d, o), D::Vector { dim, values }) if d == dim => {
+                for (row, &p) in values.chunks_exact((*d).max(1) as usize).zip(slots) {
+                    o[p as usize].extend_from_slice(row);
+                }
+            }
+            (B::Null(o), D::Null(_)) => slots.iter().for_each(|&p| o[p as usize] += 1),
+            (_, d) => unreachable!("a {:?} chunk split as {:?}: a split takes its own type", d.data_type(), self.dt),
+        }
+    }
+
+    /// NULLs of a chunk (none when `b` is `None`), before its values: a part's bitmap starts
+    /// (all set for its rows so far, in earlier chunks and this one) at its first NULL, and
+    /// from then on takes every row.
+    fn push_validity(&mut self, b: Option<&Bitmap>, slots: &[u32]) {
+        // Rows of this chunk per part so far, kept only for the parts it touches.
+        self.seen.resize(self.sizes.len(), 0);
+        let mut touched: Vec<u32> = Vec::new();
+        for (i, &p) in slots.iter().enumerate() {
+            let p = p as usize;
+            if self.seen[p] == 0 {
+                touched.push(p as u32);
+            }
+            self.seen[p] += 1;
+            let valid = b.is_none_or(|b| b.get(i));
+            if self.validity[p].is_none() && !valid {
+                let before = self.part_len(p) + self.seen[p] - 1;
+                self.validity[p] = Some(Bitmap::new_set(before));
+            }
+            if let Some(bits) = &mut self.validity[p] {
+                bits.push(valid);
+            }
+        }
+        touched.into_iter().for_each(|p| self.seen[p as usize] = 0);
+    }
+
+    /// Rows part `p` holds so far.
+    fn part_len(&self, p: usize) -> usize {
+        match &self.bufs {
+            Buffers::Bool(o) => o[p].len(),
+            Buffers::I32(o) => o[p].len(),
+            Buffers::I64(o) => o[p].len(),
+            Buffers::I128(o) => o[p].len(),
+            Buffers::F32(o) => o[p].len(),
+            Buffers::F64(o) => o[p].len(),
+            Buffers::Codes(o) => o[p].len(),
+            Buffers::Str(o) => o[p].len(),
+            Buffers::Vector(d, o) => o[p].len() / (*d).max(1) as usize,
+            Buffers::Null(o) => o[p],
+        }
+    }
+
+    /// The parts as columns (SYMBOL codes index `dict`, the dictionary of the chunks pushed).
+    pub fn finish(self, dict: Option<Arc<Dict>>) -> Vec<Column> {
+        let n = self.sizes.len();
+        debug_assert!((0..n).all(|p| self.part_len(p) == self.sizes[p]), "every part got the rows it was sized for");
+        let dt = self.dt;
+        let data: Vec<ColumnData> = match self.bufs {
+            Buffers::Bool(o) => o.into_iter().map(ColumnData::Bool).collect(),
+            Buffers::I32(o) => o
+                .into_iter()
+                .map(|v| if dt == DataType::Date { ColumnData::Date(v) } else { ColumnData::Int32(v) })
+                .collect(),
+            Buffers::I64(o) => o
+                .into_iter()
+                .map(|v| match dt {
+                    DataType::Timestamp => ColumnData::Timestamp(v),
+                    DataType::Interval => ColumnData::Interval(v),
+                    _ => ColumnData::Int64(v),
+                })
+                .collect(),
+            Buffers::I128(o) => o.into_iter().map(ColumnData::Int128).collect(),
+            Buffers::F32(o) => o.into_iter().map(ColumnData::Float32).collect(),
+            Buffers::F64(o) => o.into_iter().map(ColumnData::Float64).collect(),
+            Buffers::Codes(o) => {
+                let dict = dict.unwrap_or_default();
+                o.into_iter().map(|codes| ColumnData::Symbol { codes, dict: dict.clone() }).collect()
+            }
+            Buffers::Str(o) => o.into_iter().map(ColumnData::Varchar).collect(),
+            Buffers::Vector(dim, o) => o.into_iter().map(|values| ColumnData::Vector { dim, values }).collect(),
+            Buffers::Null(o) => o.into_iter().map(ColumnData::Null).collect(),
+        };
+        data.into_iter().zip(self.validity).map(|(d, v)| Column::new(d, v)).collect()
+    }
+}
+
+/// `v`'s values appended to `out` by `slots`: one read of `v`.
+fn scatter_into<T: Copy>(out: &mut [Vec<T>], v: &[T], slots: &[u32]) {
     for (&x, &p) in v.iter().zip(slots) {
         out[p as usize].push(x);
     }
-    out
+}
+
+/// The rows of a load grouped by their partition key before the rest of it is decoded: a
+/// file's key column is read first, and every other column is then split
+/// ([`ColumnSplit`]) as it is decoded. Groups are numbered in order of first row; NULL keys
+/// are a group of their own.
+#[derive(Debug)]
+pub struct KeyGroups {
+    place: Placement,
+}
+
+impl KeyGroups {
+    /// Groups of the rows of `key`, a SYMBOL column (`None` for any other type).
+    pub fn of(key: &Column) -> Option<KeyGroups> {
+        let ColumnData::Symbol { codes, dict } = key.data() else { return None };
+        let null = u32::try_from(dict.len()).ok()?;
+        let slots = codes.iter().enumerate().map(|(i, &c)| if key.is_valid(i) { c } else { null }).collect();
+        Some(KeyGroups { place: Placement::new(slots, dict.len() + 1) })
+    }
+
+    /// Rows grouped.
+    pub fn rows(&self) -> usize {
+        self.place.part.len()
+    }
+
+    /// Rows per group.
+    pub fn sizes(&self) -> &[usize] {
+        &self.place.sizes
+    }
+
+    /// The group of each of rows `rows` (`None` past the last row).
+    pub fn slots(&self, rows: Range<usize>) -> Option<&[u32]> {
+        self.place.part.get(rows)
+    }
+
+    /// A split of a column of type `dt` into these groups.
+    pub fn splitter(&self, dt: DataType) -> ColumnSplit {
+        ColumnSplit::new(dt, &self.place.sizes)
+    }
+
+    /// A whole column of these rows split into the groups.
+    pub fn split(&self, c: &Column) -> Vec<Column> {
+        assert_eq!(c.len(), self.rows(), "a column of the rows grouped");
+        split(c, &self.place.part, &self.place.sizes)
+    }
 }
 
 #[cfg(test)]
@@ -210,6 +372,51 @@ mod tests {
                     assert_eq!(g.len(), rows.len(), "round {round}");
                     let same = (0..rows.len()).all(|i| g.get(i) == want.get(i));
                     assert!(same, "round {round}, {:?}, part {s}", c.data_type());
+                }
+            }
+        }
+    }
+
+    /// A column split a chunk at a time (chunks with NULLs, and chunks without a bitmap after
+    /// them) equals the whole column split at once.
+    #[test]
+    fn a_split_in_chunks_equals_the_whole_split() {
+        let mut r = crate::rng::XorShift::new(0x5851_f42d_4c95_7f2d);
+        for round in 0..60 {
+            let n = 1 + r.below(400) as usize;
+            let parts = 1 + r.below(9) as usize;
+            let slots: Vec<u32> = (0..n).map(|_| r.below(parts as u64) as u32).collect();
+            let mut sizes = vec![0usize; parts];
+            slots.iter().for_each(|&s| sizes[s as usize] += 1);
+            for dt in [DataType::Int64, DataType::Float64, DataType::Varchar, DataType::Symbol, DataType::Date] {
+                let mut b = ColumnBuilder::new(dt, n);
+                for i in 0..n {
+                    // NULLs only in some stretches, so that chunks after them have none.
+                    let v = match ((i / 50) % 3 == 1 && r.below(4) == 0, dt) {
+                        (true, _) => Value::Null,
+                        (_, DataType::Int64) => Value::Int64(i as i64),
+                        (_, DataType::Float64) => Value::Float64(i as f64 / 8.0),
+                        (_, DataType::Date) => Value::Date(i as i32),
+                        _ => Value::Str(format!("v{}", i % 13)),
+                    };
+                    b.push_value(&v).expect("a value of the column's type");
+                }
+                let c = b.finish();
+                let whole = split(&c, &slots, &sizes);
+                let mut parts_split = ColumnSplit::new(c.data_type(), &sizes);
+                let mut at = 0;
+                while at < n {
+                    let end = (at + 1 + r.below(120) as usize).min(n);
+                    let chunk = c.take(&(at as u32..end as u32).collect::<Vec<_>>());
+                    let (data, validity) = chunk.into_parts();
+                    let validity = validity.filter(|v| (0..v.len()).any(|i| !v.get(i)));
+                    parts_split.push(&data, validity.as_ref(), &slots[at..end]);
+                    at = end;
+                }
+                let chunked = parts_split.finish(symbol_dict(&c));
+                for (p, (a, w)) in chunked.iter().zip(&whole).enumerate() {
+                    assert_eq!(a.len(), w.len(), "round {round}, {dt:?}, part {p}");
+                    assert!((0..a.len()).all(|i| a.get(i) == w.get(i)), "round {round}, {dt:?}, part {p}");
                 }
             }
         }

@@ -1,0 +1,112 @@
+"""COPY ... FROM a Parquet file into a table partitioned by symbol: the key column is read
+first and every other column split among the partitions as it is decoded
+(`read_parquet_grouped`). The table then holds exactly the file's rows, as DuckDB reads them:
+many row groups and batches, NULL keys, NULLs in every other column, dictionary and plain
+strings, a column the file lacks, a second COPY whose rows land behind the first's (late rows
+merged in), a deduplicating table, and a durable database reopened from its log."""
+
+import os
+import subprocess
+import sys
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+import zeptodb
+
+ROWS = 70_000
+COLUMNS = "ts, sym, px, size, note, venue, missing"
+DDL = (
+    "CREATE TABLE t (ts TIMESTAMP, sym SYMBOL, px DOUBLE, size BIGINT, note VARCHAR, "
+    "venue SYMBOL, missing INTEGER)"
+)
+
+
+def data(seed: int, rows: int, t0: int) -> pa.Table:
+    rng = np.random.default_rng(seed)
+    syms = np.array([f"S{k:03d}" for k in range(150)])
+    sym = syms[rng.integers(0, len(syms), rows)].astype(object)
+    sym[rng.random(rows) < 0.02] = None
+    note = np.where(rng.random(rows) < 0.3, None, np.char.add("n", rng.integers(0, 500, rows).astype(str)))
+    venue = np.array(["X", "Y", "Z", None], dtype=object)[rng.integers(0, 4, rows)]
+    return pa.table(
+        {
+            # Not sorted: partitions sort what arrives out of time order.
+            "ts": pa.array(t0 + rng.integers(0, 10**12, rows), pa.timestamp("ns")),
+            "sym": pa.array(sym, pa.string()).dictionary_encode() if seed % 2 else pa.array(sym, pa.string()),
+            "px": pa.array(rng.normal(100, 20, rows), mask=rng.random(rows) < 0.05),
+            "size": pa.array(rng.integers(1, 1000, rows), pa.int64(), mask=rng.random(rows) < 0.01),
+            "note": pa.array(note, pa.string()),
+            "venue": pa.array(venue, pa.string()),
+        }
+    )
+
+
+def write(path, table: pa.Table) -> str:
+    pq.write_table(table, str(path), row_group_size=9_000)
+    return str(path)
+
+
+def differences(db, files: list[str]) -> tuple[int, int, int]:
+    """Rows of the table DuckDB's read of the files lacks, and the other way round; rows."""
+    ours = db.sql(f"SELECT {COLUMNS} FROM t").to_arrow()
+    con = duckdb.connect()
+    con.register("ours", ours)
+    union = " UNION ALL ".join(
+        f"SELECT ts, sym, px, size, note, venue, NULL::INTEGER AS missing FROM read_parquet('{f}')" for f in files
+    )
+    con.execute(f"CREATE TEMP VIEW ref AS {union}")
+    extra = con.sql("SELECT count(*) FROM (SELECT * FROM ours EXCEPT ALL SELECT * FROM ref)").fetchone()[0]
+    missing = con.sql("SELECT count(*) FROM (SELECT * FROM ref EXCEPT ALL SELECT * FROM ours)").fetchone()[0]
+    return extra, missing, ours.num_rows
+
+
+def test_copy_from_parquet_holds_the_files_rows(tmp_path):
+    files = [write(tmp_path / "a.parquet", data(1, ROWS, 10**12)), write(tmp_path / "b.parquet", data(2, ROWS, 0))]
+    db = zeptodb.connect()
+    db.execute(DDL)
+    for f in files:
+        db.execute(f"COPY t FROM '{f}'")
+    assert differences(db, files) == (0, 0, 2 * ROWS)
+    # Per symbol (a partition each), as many rows as the files have.
+    per_sym = db.sql("SELECT sym, count(*) AS n FROM t GROUP BY sym ORDER BY sym").fetchall()
+    con = duckdb.connect()
+    union = " UNION ALL ".join(f"SELECT * FROM read_parquet('{f}')" for f in files)
+    want = con.sql(f"SELECT sym, count(*) AS n FROM ({union}) GROUP BY sym ORDER BY sym").fetchall()
+    assert [tuple(r) for r in per_sym] == want
+    assert len(want) == 151, "every symbol and the NULL key"
+
+
+def test_copy_from_parquet_is_replayed_from_the_log(tmp_path):
+    """A process that loads and dies without a checkpoint: the log alone holds the rows."""
+    files = [write(tmp_path / "a.parquet", data(3, ROWS, 0)), write(tmp_path / "b.parquet", data(4, ROWS, 5 * 10**11))]
+    d = tmp_path / "db"
+    script = (
+        "import os, sys, zeptodb\n"
+        f"db = zeptodb.connect({str(d)!r})\n"
+        f"db.execute({DDL!r})\n"
+        f"for f in {files!r}:\n"
+        "    db.execute(f\"COPY t FROM '{f}'\")\n"
+        "sys.stdout.flush()\n"
+        "os._exit(0)\n"
+    )
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    subprocess.run([sys.executable, "-c", script], check=True, env=env, timeout=300)
+    assert not list((d / "checkpoint").glob("*.manifest")), "no checkpoint was written: the log is replayed"
+    db = zeptodb.connect(d)
+    assert differences(db, files) == (0, 0, 2 * ROWS)
+    db.close()
+
+
+def test_copy_from_parquet_into_a_deduplicating_table(tmp_path):
+    f = write(tmp_path / "a.parquet", data(5, ROWS, 0))
+    db = zeptodb.connect()
+    db.execute(DDL)
+    db.execute("ALTER TABLE t DEDUP ENABLE UPSERT KEYS(ts, sym)")
+    db.execute(f"COPY t FROM '{f}'")
+    db.execute(f"COPY t FROM '{f}'")
+    con = duckdb.connect()
+    want = con.sql(f"SELECT count(*) FROM (SELECT DISTINCT ts, sym FROM read_parquet('{f}'))").fetchone()[0]
+    assert db.sql("SELECT count(*) AS n FROM t").fetchall()[0][0] == want
