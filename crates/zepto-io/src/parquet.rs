@@ -130,7 +130,7 @@ pub fn read_parquet_grouped(
         .map_err(fail)?
         .pop()
         .ok_or_else(lost)?;
-    let Some(groups) = KeyGroups::of(&keys) else { return Ok(None) };
+    let Some(groups) = KeyGroups::of(keys) else { return Ok(None) };
     let others: Vec<usize> =
         (0..schema.len()).filter(|&i| i != key && source.get(i).is_some_and(Option::is_some)).collect();
     let split = |&i: &usize| -> Result<Vec<Column>, IoError> {
@@ -139,8 +139,7 @@ pub fn read_parquet_grouped(
     };
     let split = zepto_storage::par::try_map(&others, split)?;
     let mut by_column: Vec<Option<Vec<Column>>> = schema.iter().map(|_| None).collect();
-    *by_column.get_mut(key).ok_or_else(lost)? = Some(groups.split(&keys));
-    drop(keys);
+    *by_column.get_mut(key).ok_or_else(lost)? = Some(groups.key_columns());
     for (i, parts) in others.into_iter().zip(split) {
         *by_column.get_mut(i).ok_or_else(lost)? = Some(parts);
     }
@@ -507,7 +506,7 @@ mod tests {
         let mut schema = schema.to_vec();
         schema.push(def("missing", DataType::Int32));
         let whole = read_parquet(p, &schema).expect("reads");
-        let groups = KeyGroups::of(&whole[key]).expect("a SYMBOL key");
+        let groups = KeyGroups::of(whole[key].clone()).expect("a SYMBOL key");
         let got = read_parquet_grouped(p, &schema, key, &crate::unchecked).expect("reads").expect("has the key");
         assert_eq!(got.len(), groups.sizes().len());
         for (c, w) in whole.iter().enumerate() {

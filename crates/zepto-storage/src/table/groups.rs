@@ -186,7 +186,7 @@ mod tests {
 
     /// `batch`'s rows grouped by its key column, as a grouped load hands them over.
     fn grouped(batch: &[Column]) -> Vec<Vec<Column>> {
-        let groups = KeyGroups::of(&batch[1]).expect("a SYMBOL key");
+        let groups = KeyGroups::of(batch[1].clone()).expect("a SYMBOL key");
         let mut out: Vec<Vec<Column>> = groups.sizes().iter().map(|_| Vec::new()).collect();
         for c in batch {
             groups.split(c).into_iter().zip(out.iter_mut()).for_each(|(part, g)| g.push(part));

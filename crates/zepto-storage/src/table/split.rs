@@ -291,15 +291,22 @@ fn scatter_into<T: Copy>(out: &mut [Vec<T>], v: &[T], slots: &[u32]) {
 #[derive(Debug)]
 pub struct KeyGroups {
     place: Placement,
+    /// The key column's dictionary: group `g`'s key is `place.targets[g]` in it (its length
+    /// for the NULL group).
+    dict: Arc<Dict>,
 }
 
 impl KeyGroups {
-    /// Groups of the rows of `key`, a SYMBOL column (`None` for any other type).
-    pub fn of(key: &Column) -> Option<KeyGroups> {
-        let ColumnData::Symbol { codes, dict } = key.data() else { return None };
+    /// Groups of the rows of `key`, a SYMBOL column (`None` for any other type); its codes
+    /// become the rows' group numbers in place.
+    pub fn of(key: Column) -> Option<KeyGroups> {
+        let (data, validity) = key.into_parts();
+        let ColumnData::Symbol { mut codes, dict } = data else { return None };
         let null = u32::try_from(dict.len()).ok()?;
-        let slots = codes.iter().enumerate().map(|(i, &c)| if key.is_valid(i) { c } else { null }).collect();
-        Some(KeyGroups { place: Placement::new(slots, dict.len() + 1) })
+        if let Some(v) = validity {
+            codes.iter_mut().enumerate().filter(|(i, _)| !v.get(*i)).for_each(|(_, c)| *c = null);
+        }
+        Some(KeyGroups { place: Placement::new(codes, dict.len() + 1), dict })
     }
 
     /// Rows grouped.
@@ -320,6 +327,18 @@ impl KeyGroups {
     /// A split of a column of type `dt` into these groups.
     pub fn splitter(&self, dt: DataType) -> ColumnSplit {
         ColumnSplit::new(dt, &self.place.sizes)
+    }
+
+    /// Each group's key column: its key, once per row (NULL in the NULL group's), coded
+    /// against the key column's dictionary.
+    pub fn key_columns(&self) -> Vec<Column> {
+        let null = self.dict.len();
+        let column = |(&key, &n): (&usize, &usize)| {
+            let codes = vec![if key == null { 0 } else { key as u32 }; n];
+            let validity = (key == null).then(|| Bitmap::new_unset(n));
+            Column::new(ColumnData::Symbol { codes, dict: self.dict.clone() }, validity)
+        };
+        self.place.targets.iter().zip(&self.place.sizes).map(column).collect()
     }
 
     /// A whole column of these rows split into the groups.
