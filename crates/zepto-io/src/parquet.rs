@@ -9,6 +9,7 @@
 #![cfg_attr(not(test), deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used))]
 
 use crate::arrow::{append_batch, finish_columns, match_columns, Acc};
+pub use crate::parquet_grouped::read_parquet_grouped;
 pub use crate::parquet_writer::write_parquet;
 #[cfg(test)]
 use crate::parquet_writer::{tmp_path, write_failure};
@@ -24,7 +25,7 @@ use arrow_schema::{DataType as ArrowType, Field, Schema};
 use std::fs::File;
 use std::path::Path;
 use std::sync::Arc;
-use zepto_storage::{Column, ColumnData, ColumnDef, DataType, KeyGroups};
+use zepto_storage::{Column, ColumnDef, DataType};
 
 /// Rows per Arrow batch while reading. Small enough that the decoder's buffers stay in cache
 /// and get reused instead of a second copy of the whole file being faulted in (1M-row batches
@@ -32,7 +33,7 @@ use zepto_storage::{Column, ColumnData, ColumnDef, DataType, KeyGroups};
 /// took 80-110 ms in 8-16Ki-row batches against 95-175 ms in 64Ki and 160-280 ms in 128Ki).
 const BATCH_ROWS: usize = 1 << 14;
 
-fn file_err(path: &Path, e: impl std::fmt::Display) -> IoError {
+pub(crate) fn file_err(path: &Path, e: impl std::fmt::Display) -> IoError {
     IoError::File { path: path.display().to_string(), message: e.to_string() }
 }
 
@@ -58,13 +59,13 @@ const MAX_PREALLOC_ROWS: usize = 1 << 24;
 
 /// Rows per decoded batch, and the most rows made room for before any is decoded.
 #[derive(Clone, Copy)]
-struct Sizes {
-    batch_rows: usize,
+pub(crate) struct Sizes {
+    pub(crate) batch_rows: usize,
     prealloc_rows: usize,
 }
 
 impl Sizes {
-    const DEFAULT: Sizes = Sizes { batch_rows: BATCH_ROWS, prealloc_rows: MAX_PREALLOC_ROWS };
+    pub(crate) const DEFAULT: Sizes = Sizes { batch_rows: BATCH_ROWS, prealloc_rows: MAX_PREALLOC_ROWS };
 }
 
 fn read_batched(path: &Path, schema: &[ColumnDef], sizes: Sizes, check: Check) -> Result<Vec<Column>, IoError> {
@@ -102,93 +103,7 @@ fn read_batched(path: &Path, schema: &[ColumnDef], sizes: Sizes, check: Check) -
     Ok(slots.into_iter().zip(schema).map(|(c, d)| c.unwrap_or_else(|| Column::nulls(d.data_type, rows))).collect())
 }
 
-/// [`read_parquet_checked`], with the rows grouped by the value of column `schema[key]` (a
-/// SYMBOL column, the table's partition key): the key column is read first, then every other
-/// column, on every core, is split among the groups batch by batch as it is decoded
-/// ([`KeyGroups`]), so no column is ever held whole and each value is written once. Rows keep
-/// file order within a group; groups are in order of first row. `Ok(None)` when the file has
-/// no such column (read it whole).
-pub fn read_parquet_grouped(
-    path: &Path,
-    schema: &[ColumnDef],
-    key: usize,
-    check: Check,
-) -> Result<Option<Vec<Vec<Column>>>, IoError> {
-    let Some(key_def) = schema.get(key).filter(|d| d.data_type == DataType::Symbol) else { return Ok(None) };
-    let file = File::open(path).map_err(|e| file_err(path, e))?;
-    let meta = ArrowReaderMetadata::load(&file, ArrowReaderOptions::new()).map_err(|e| file_err(path, e))?;
-    let source = match_columns(meta.schema().fields(), schema, "Parquet file")?;
-    if source.get(key).is_none_or(Option::is_none) {
-        return Ok(None);
-    }
-    let fail = |e| match e {
-        ReadFail::Io(m) => file_err(path, m),
-        ReadFail::Other(e) => e,
-    };
-    let lost = || IoError::Invalid("a column read returned no column".into());
-    let keys = read_with(file, meta.clone(), std::slice::from_ref(key_def), None, Sizes::DEFAULT, check)
-        .map_err(fail)?
-        .pop()
-        .ok_or_else(lost)?;
-    let Some(groups) = KeyGroups::of(keys) else { return Ok(None) };
-    let others: Vec<usize> =
-        (0..schema.len()).filter(|&i| i != key && source.get(i).is_some_and(Option::is_some)).collect();
-    let split = |&i: &usize| -> Result<Vec<Column>, IoError> {
-        let file = File::open(path).map_err(|e| file_err(path, e))?;
-        split_column(file, meta.clone(), schema.get(i).ok_or_else(lost)?, &groups, check).map_err(fail)
-    };
-    let split = zepto_storage::par::try_map(&others, split)?;
-    let mut by_column: Vec<Option<Vec<Column>>> = schema.iter().map(|_| None).collect();
-    *by_column.get_mut(key).ok_or_else(lost)? = Some(groups.key_columns());
-    for (i, parts) in others.into_iter().zip(split) {
-        *by_column.get_mut(i).ok_or_else(lost)? = Some(parts);
-    }
-    let mut out: Vec<Vec<Column>> = groups.sizes().iter().map(|_| Vec::with_capacity(schema.len())).collect();
-    for (def, parts) in schema.iter().zip(by_column) {
-        // Schema columns the file lacks read as NULL.
-        let parts = parts.unwrap_or_else(|| groups.sizes().iter().map(|&n| Column::nulls(def.data_type, n)).collect());
-        out.iter_mut().zip(parts).for_each(|(g, c)| g.push(c));
-    }
-    Ok(Some(out))
-}
-
-/// One column of a file split among `groups` as it is decoded, a batch at a time.
-fn split_column(
-    file: File,
-    meta: ArrowReaderMetadata,
-    def: &ColumnDef,
-    groups: &KeyGroups,
-    check: Check,
-) -> Result<Vec<Column>, ReadFail> {
-    let defs = std::slice::from_ref(def);
-    let Opened { reader, source, roots, .. } = open_reader(file, meta, defs, None, Sizes::DEFAULT)?;
-    let mut acc = Acc::new(def, Sizes::DEFAULT.batch_rows);
-    let mut parts = groups.splitter(def.data_type);
-    let mut rows = 0usize;
-    let uneven = |rows: usize| {
-        let message = format!("column '{}' has {rows} rows, the key column {}", def.name, groups.rows());
-        ReadFail::Io(message)
-    };
-    for batch in reader {
-        let batch = batch.map_err(|e| ReadFail::Io(e.to_string()))?;
-        let n = batch.num_rows();
-        append_batch(std::slice::from_mut(&mut acc), defs, &source, rows, |k| projected(&roots, &batch, k))?;
-        let slots = groups.slots(rows..rows + n).ok_or_else(|| uneven(rows + n))?;
-        acc.drain(|data, validity| parts.push(data, validity, slots));
-        rows += n;
-        check().map_err(|m| ReadFail::Other(IoError::Stopped(m)))?;
-    }
-    if rows != groups.rows() {
-        return Err(uneven(rows));
-    }
-    let dict = match acc.finish().into_parts().0 {
-        ColumnData::Symbol { dict, .. } => Some(dict),
-        _ => None,
-    };
-    Ok(parts.finish(dict))
-}
-
-enum ReadFail {
+pub(crate) enum ReadFail {
     Io(String),
     Other(IoError),
 }
@@ -217,7 +132,7 @@ pub fn read_parquet_parts<R: ChunkReader + 'static>(
     })
 }
 
-fn read_with<R: ChunkReader + 'static>(
+pub(crate) fn read_with<R: ChunkReader + 'static>(
     file: R,
     meta: ArrowReaderMetadata,
     schema: &[ColumnDef],
@@ -251,25 +166,25 @@ fn read_with<R: ChunkReader + 'static>(
 }
 
 /// A reader of a file's batches, and where each schema column comes from.
-struct Opened {
-    reader: ParquetRecordBatchReader,
+pub(crate) struct Opened {
+    pub(crate) reader: ParquetRecordBatchReader,
     /// The file column of each schema column.
-    source: Vec<Option<usize>>,
+    pub(crate) source: Vec<Option<usize>>,
     /// The file columns read, in file order (as the batches hold them).
-    roots: Vec<usize>,
+    pub(crate) roots: Vec<usize>,
     /// Rows the footer says the row groups read hold.
-    total: usize,
+    pub(crate) total: usize,
 }
 
 /// File column `k`'s array in `batch`, a batch of the file columns `roots`.
-fn projected(roots: &[usize], batch: &RecordBatch, k: usize) -> Result<ArrayRef, IoError> {
+pub(crate) fn projected(roots: &[usize], batch: &RecordBatch, k: usize) -> Result<ArrayRef, IoError> {
     let pos = roots.binary_search(&k).map_err(|_| IoError::Invalid("projection lost a column".into()))?;
     Ok(batch.column(pos).clone())
 }
 
 /// A reader of `schema`'s columns of a file whose footer is parsed (`meta`), every conversion
 /// checked before anything is decoded.
-fn open_reader<R: ChunkReader + 'static>(
+pub(crate) fn open_reader<R: ChunkReader + 'static>(
     file: R,
     meta: ArrowReaderMetadata,
     schema: &[ColumnDef],
@@ -343,8 +258,8 @@ mod tests {
     use arrow_array::types::Int8Type;
     use arrow_array::RecordBatch;
     use arrow_array::{ArrayRef, DictionaryArray, NullArray, PrimitiveArray, StringArray};
-    use zepto_storage::ColumnData;
     use zepto_storage::{ColumnBuilder, Value};
+    use zepto_storage::{ColumnData, KeyGroups};
 
     /// `cols` as a result of one chunk of `rows` rows.
     fn one(cols: &[Column], rows: usize) -> Vec<crate::chunks::Chunk> {
