@@ -48,15 +48,18 @@ pub fn read_parquet_grouped(
         .ok_or_else(lost)?;
     let Some(groups) = KeyGroups::of(keys) else { return Ok(None) };
     let read = Load { path, meta: &meta, groups: &groups, check };
-    let others: Vec<usize> =
-        (0..schema.len()).filter(|&i| i != key && source.get(i).is_some_and(Option::is_some)).collect();
-    let split = |&i: &usize| read.split_column(schema.get(i).ok_or_else(lost)?).map_err(fail);
-    let split = zepto_storage::par::try_map(&others, split)?;
+    // The key column's parts (its groups' keys repeated) are made beside the splits: one more
+    // item for a core that would otherwise wait on the last column.
+    let columns: Vec<usize> = (0..schema.len()).filter(|&i| source.get(i).is_some_and(Option::is_some)).collect();
+    let split = |&i: &usize| match i == key {
+        true => Ok(groups.key_columns()),
+        false => read.split_column(schema.get(i).ok_or_else(lost)?).map_err(fail),
+    };
+    let split = zepto_storage::par::try_map(&columns, split)?;
     let mut by_column: Vec<Option<Vec<Column>>> = schema.iter().map(|_| None).collect();
-    for (i, parts) in others.into_iter().zip(split) {
+    for (i, parts) in columns.into_iter().zip(split) {
         *by_column.get_mut(i).ok_or_else(lost)? = Some(parts);
     }
-    *by_column.get_mut(key).ok_or_else(lost)? = Some(groups.key_columns());
     let mut out: Vec<Vec<Column>> = groups.sizes().iter().map(|_| Vec::with_capacity(schema.len())).collect();
     for (def, parts) in schema.iter().zip(by_column) {
         // Schema columns the file lacks read as NULL.
