@@ -375,8 +375,19 @@ fn write(
     let schema = snap.schema().columns.clone();
     // Symbols coded against the table's dictionary: the append takes the codes as they are.
     let dict = Dict::clone(snap.dict());
+    let key = snap.key_col();
     drop(snap);
     let r = py.detach(|| {
+        // Into a table partitioned by a key, the rows are grouped by it as they are converted,
+        // each group then moved into its partition: no column is held whole.
+        let grouped = match key {
+            Some(k) => zepto_io::ipc::read_batches_grouped(fields, &batches, &schema, Some(&dict), k)
+                .map_err(WriteError::Io)?,
+            None => None,
+        };
+        if let Some(groups) = grouped {
+            return catalog.append_groups(table, groups).map_err(WriteError::Storage);
+        }
         let cols = zepto_io::ipc::read_batches_in(fields, batches.into_iter().map(Ok), &schema, Some(&dict))
             .map_err(WriteError::Io)?;
         catalog.append(table, cols).map_err(WriteError::Storage)

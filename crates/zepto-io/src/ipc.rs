@@ -10,6 +10,7 @@
 #![cfg_attr(not(test), deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used))]
 
 use crate::arrow::{append_batch, finish_columns, match_columns, Acc};
+use crate::grouped::{into_groups, split_columns, Splitter};
 use crate::ipc_check::{check_stream, guard, Guarded};
 pub use crate::ipc_writer::{record_batch, IpcCodec, IpcResultWriter, BATCH_ROWS};
 use crate::IoError;
@@ -17,7 +18,7 @@ use arrow_array::RecordBatch;
 use arrow_ipc::reader::StreamReader;
 use arrow_schema::{ArrowError, Fields};
 use std::io::Cursor;
-use zepto_storage::{Column, ColumnDef, DataType, Dict};
+use zepto_storage::{Column, ColumnDef, DataType, Dict, KeyGroups};
 
 fn bad(e: impl std::fmt::Display) -> IoError {
     IoError::Invalid(format!("bad Arrow IPC stream: {e}"))
@@ -69,12 +70,7 @@ pub fn read_batches_in(
     schema: &[ColumnDef],
     dict: Option<&Dict>,
 ) -> Result<Vec<Column>, IoError> {
-    for f in fields.iter() {
-        if !schema.iter().any(|c| c.name.eq_ignore_ascii_case(f.name())) {
-            return Err(IoError::Invalid(format!("stream column '{}' is not a column of the table", f.name())));
-        }
-    }
-    let source = match_columns(fields, schema, "Arrow stream")?;
+    let source = stream_columns(fields, schema)?;
     let mut accs: Vec<Acc> = schema.iter().map(|c| Acc::new(c, 0)).collect();
     if let Some(d) = dict {
         accs.iter_mut().for_each(|a| a.code_in(d));
@@ -86,6 +82,59 @@ pub fn read_batches_in(
         rows += batch.num_rows();
     }
     Ok(finish_columns(accs, schema, &source, rows))
+}
+
+/// Which stream column feeds each schema column; an error for a stream column the table lacks.
+fn stream_columns(fields: &Fields, schema: &[ColumnDef]) -> Result<Vec<Option<usize>>, IoError> {
+    for f in fields.iter() {
+        if !schema.iter().any(|c| c.name.eq_ignore_ascii_case(f.name())) {
+            return Err(IoError::Invalid(format!("stream column '{}' is not a column of the table", f.name())));
+        }
+    }
+    match_columns(fields, schema, "Arrow stream")
+}
+
+/// [`read_batches_in`] of batches in hand, with the rows grouped by the value of column
+/// `schema[key]` (a SYMBOL column, the table's partition key): the key column is converted
+/// first, then each other column is split among the groups batch by batch as it is converted,
+/// on every core (`grouped.rs`), ready for `Table::append_groups`. `Ok(None)` when the stream
+/// has no such column.
+pub fn read_batches_grouped(
+    fields: &Fields,
+    batches: &[RecordBatch],
+    schema: &[ColumnDef],
+    dict: Option<&Dict>,
+    key: usize,
+) -> Result<Option<Vec<Vec<Column>>>, IoError> {
+    let source = stream_columns(fields, schema)?;
+    let Some(key_def) = schema.get(key).filter(|d| d.data_type == DataType::Symbol) else { return Ok(None) };
+    let Some(k) = source.get(key).copied().flatten() else { return Ok(None) };
+    let array = |b: &RecordBatch, k: usize| {
+        b.columns().get(k).cloned().ok_or_else(|| IoError::Invalid("a batch lacks a column of the stream".into()))
+    };
+    let mut keys = Acc::new(key_def, batches.iter().map(RecordBatch::num_rows).sum());
+    if let Some(d) = dict {
+        keys.code_in(d);
+    }
+    let mut rows = 0;
+    for b in batches {
+        let arr = array(b, k)?;
+        keys.append(arr.as_ref(), rows).map_err(|e| e.into_io(key_def, arr.data_type()))?;
+        rows += b.num_rows();
+    }
+    let Some(groups) = KeyGroups::of(keys.finish()) else { return Ok(None) };
+    let columns: Vec<usize> = (0..schema.len()).filter(|&i| source.get(i).is_some_and(Option::is_some)).collect();
+    let split = |i: usize| -> Result<Vec<Column>, IoError> {
+        let (def, k) = (schema.get(i), source.get(i).copied().flatten());
+        let (Some(def), Some(k)) = (def, k) else { return Err(IoError::Invalid("a column lost its source".into())) };
+        let mut split = Splitter::new(def, &groups, dict, 0);
+        for b in batches {
+            split.push(array(b, k)?.as_ref())?;
+        }
+        split.finish()
+    };
+    let by_column = split_columns(schema.len(), &columns, key, &groups, split)?;
+    Ok(Some(into_groups(schema, &groups, by_column)))
 }
 
 /// The engine type an Arrow type reads as, if any (for streams read without a target table).

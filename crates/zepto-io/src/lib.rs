@@ -53,6 +53,7 @@ mod chunks;
 pub mod csv;
 pub mod export;
 pub mod format;
+mod grouped;
 pub mod ipc;
 pub mod ipc_check;
 mod ipc_writer;

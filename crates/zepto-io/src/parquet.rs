@@ -71,10 +71,7 @@ impl Sizes {
 fn read_batched(path: &Path, schema: &[ColumnDef], sizes: Sizes, check: Check) -> Result<Vec<Column>, IoError> {
     let file = File::open(path).map_err(|e| file_err(path, e))?;
     let meta = ArrowReaderMetadata::load(&file, ArrowReaderOptions::new()).map_err(|e| file_err(path, e))?;
-    let fail = |e| match e {
-        ReadFail::Io(m) => file_err(path, m),
-        ReadFail::Other(e) => e,
-    };
+    let fail = |e: ReadFail| e.in_file(path);
     let source = match_columns(meta.schema().fields(), schema, "Parquet file")?;
     let read: Vec<usize> = (0..schema.len()).filter(|&i| source.get(i).is_some_and(Option::is_some)).collect();
     if read.len() < 2 {
@@ -111,6 +108,16 @@ pub(crate) enum ReadFail {
 impl From<IoError> for ReadFail {
     fn from(e: IoError) -> Self {
         ReadFail::Other(e)
+    }
+}
+
+impl ReadFail {
+    /// The error, a reader's own naming the file at `path`.
+    pub(crate) fn in_file(self, path: &Path) -> IoError {
+        match self {
+            ReadFail::Io(m) => file_err(path, m),
+            ReadFail::Other(e) => e,
+        }
     }
 }
 

@@ -1,15 +1,17 @@
-"""COPY ... FROM a Parquet file into a table partitioned by symbol: the key column is read
-first and every other column split among the partitions as it is decoded
-(`read_parquet_grouped`). The table then holds exactly the file's rows, as DuckDB reads them:
-many row groups and batches, NULL keys, NULLs in every other column, dictionary and plain
-strings, a column the file lacks, a second COPY whose rows land behind the first's (late rows
-merged in), a deduplicating table, and a durable database reopened from its log."""
+"""Bulk loads into a table partitioned by symbol read the key column first and split every
+other column among the partitions as it is converted (`grouped.rs`): COPY ... FROM a Parquet
+file and `db.insert` of an Arrow table. The table then holds exactly the input's rows, as
+DuckDB reads them: many row groups and batches, NULL keys, NULLs in every other column,
+dictionary and plain strings, a column the input lacks, a second load whose rows land behind
+the first's (late rows merged in), a deduplicating table, a durable database replayed from
+its log, and a refused insert that changes nothing."""
 
 import os
 import subprocess
 import sys
 
 import duckdb
+import pytest
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -49,15 +51,17 @@ def write(path, table: pa.Table) -> str:
     return str(path)
 
 
-def differences(db, files: list[str]) -> tuple[int, int, int]:
-    """Rows of the table DuckDB's read of the files lacks, and the other way round; rows."""
+def differences(db, files: list[str], tables: tuple = ()) -> tuple[int, int, int]:
+    """Rows of the table DuckDB's read of the files (and Arrow tables) lacks, and the other way
+    round; rows."""
     ours = db.sql(f"SELECT {COLUMNS} FROM t").to_arrow()
     con = duckdb.connect()
     con.register("ours", ours)
-    union = " UNION ALL ".join(
-        f"SELECT ts, sym, px, size, note, venue, NULL::INTEGER AS missing FROM read_parquet('{f}')" for f in files
-    )
-    con.execute(f"CREATE TEMP VIEW ref AS {union}")
+    parts = [f"SELECT ts, sym, px, size, note, venue, NULL::INTEGER AS missing FROM read_parquet('{f}')" for f in files]
+    for i, tab in enumerate(tables):
+        con.register(f"input{i}", tab)
+        parts.append(f"SELECT ts, sym, px, size, note, venue, NULL::INTEGER AS missing FROM input{i}")
+    con.execute(f"CREATE TEMP VIEW ref AS {' UNION ALL '.join(parts)}")
     extra = con.sql("SELECT count(*) FROM (SELECT * FROM ours EXCEPT ALL SELECT * FROM ref)").fetchone()[0]
     missing = con.sql("SELECT count(*) FROM (SELECT * FROM ref EXCEPT ALL SELECT * FROM ours)").fetchone()[0]
     return extra, missing, ours.num_rows
@@ -110,3 +114,26 @@ def test_copy_from_parquet_into_a_deduplicating_table(tmp_path):
     con = duckdb.connect()
     want = con.sql(f"SELECT count(*) FROM (SELECT DISTINCT ts, sym FROM read_parquet('{f}'))").fetchone()[0]
     assert db.sql("SELECT count(*) AS n FROM t").fetchall()[0][0] == want
+
+
+def test_insert_of_arrow_tables_holds_their_rows():
+    first, second = data(7, ROWS, 10**12), data(8, ROWS, 0)
+    db = zeptodb.connect()
+    db.execute(DDL)
+    # Many batches, the key dictionary-encoded in one and plain in the other.
+    assert db.insert("t", pa.Table.from_batches(first.to_batches(max_chunksize=7_000))) == ROWS
+    assert db.insert("t", second) == ROWS
+    assert differences(db, [], (first, second)) == (0, 0, 2 * ROWS)
+
+
+def test_a_refused_insert_changes_nothing():
+    db = zeptodb.connect()
+    db.execute(DDL)
+    db.insert("t", data(9, 5_000, 0))
+    before = db.sql(f"SELECT {COLUMNS} FROM t ORDER BY ALL").to_arrow()
+    good = data(10, 20_000, 0)
+    # A later batch whose size does not fit BIGINT: the whole insert is refused.
+    bad = good.slice(10_000).set_column(3, "size", pa.array([2**63 + 5] * 10_000, pa.uint64()))
+    with pytest.raises(zeptodb.Error):
+        db.insert("t", pa.concat_tables([good.slice(0, 10_000).cast(bad.schema), bad]))
+    assert db.sql(f"SELECT {COLUMNS} FROM t ORDER BY ALL").to_arrow().equals(before)

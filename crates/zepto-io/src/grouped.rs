@@ -1,0 +1,100 @@
+//! Rows read grouped by a table's partition key, for a bulk load (a Parquet file,
+//! `parquet_grouped.rs`; an Arrow stream, [`crate::ipc::read_batches_grouped`]).
+//!
+//! Read whole, a load's columns would each be held once as decoded and again as split among
+//! the partitions: every value written and page-faulted twice. Grouped, the key column is read
+//! first ([`KeyGroups`]); every other column is then split among the groups a batch at a time
+//! as it is converted ([`Splitter`]), into buffers sized exactly up front, so no column is ever
+//! whole. Columns are split on every core, and the key column's parts (each group's key
+//! repeated) are made beside them.
+#![cfg_attr(not(test), deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used))]
+
+use crate::arrow::Acc;
+use crate::IoError;
+use arrow_array::Array;
+use zepto_storage::{Column, ColumnData, ColumnDef, ColumnSplit, Dict, KeyGroups};
+
+/// One column's arrays, in row order, split among the groups as they come.
+pub(crate) struct Splitter<'g> {
+    def: &'g ColumnDef,
+    acc: Acc,
+    parts: ColumnSplit,
+    groups: &'g KeyGroups,
+    /// Rows taken so far.
+    at: usize,
+}
+
+impl<'g> Splitter<'g> {
+    /// A split of column `def` among `groups`, its SYMBOL strings coded against `dict` (a
+    /// version of the table's dictionary) when given.
+    pub(crate) fn new(def: &'g ColumnDef, groups: &'g KeyGroups, dict: Option<&Dict>, batch_rows: usize) -> Self {
+        let mut acc = Acc::new(def, batch_rows);
+        if let Some(d) = dict {
+            acc.code_in(d);
+        }
+        Splitter { def, acc, parts: groups.splitter(def.data_type), groups, at: 0 }
+    }
+
+    /// The column's next rows.
+    pub(crate) fn push(&mut self, arr: &dyn Array) -> Result<(), IoError> {
+        let n = arr.len();
+        self.acc.append(arr, self.at).map_err(|e| e.into_io(self.def, arr.data_type()))?;
+        let slots = self.groups.slots(self.at..self.at + n).ok_or_else(|| self.uneven(self.at + n))?;
+        let parts = &mut self.parts;
+        self.acc.drain(|data, validity| parts.push(data, validity, slots));
+        self.at += n;
+        Ok(())
+    }
+
+    /// The column's parts, one per group; an error unless it had the key column's rows.
+    pub(crate) fn finish(self) -> Result<Vec<Column>, IoError> {
+        if self.at != self.groups.rows() {
+            return Err(self.uneven(self.at));
+        }
+        let dict = match self.acc.finish().into_parts().0 {
+            ColumnData::Symbol { dict, .. } => Some(dict),
+            _ => None,
+        };
+        Ok(self.parts.finish(dict))
+    }
+
+    fn uneven(&self, rows: usize) -> IoError {
+        let (name, key) = (&self.def.name, self.groups.rows());
+        IoError::Invalid(format!("column '{name}' has {rows} rows where the key column has {key}"))
+    }
+}
+
+/// The rows of each group as columns in `schema` order, from each column's parts
+/// (`by_column[i]`; NULLs where a column had no source).
+pub(crate) fn into_groups(
+    schema: &[ColumnDef],
+    groups: &KeyGroups,
+    by_column: Vec<Option<Vec<Column>>>,
+) -> Vec<Vec<Column>> {
+    let mut out: Vec<Vec<Column>> = groups.sizes().iter().map(|_| Vec::with_capacity(schema.len())).collect();
+    for (def, parts) in schema.iter().zip(by_column) {
+        let parts = parts.unwrap_or_else(|| groups.sizes().iter().map(|&n| Column::nulls(def.data_type, n)).collect());
+        out.iter_mut().zip(parts).for_each(|(g, c)| g.push(c));
+    }
+    out
+}
+
+/// Each of `columns` (schema indexes with a source) split among `groups` by `split`, on every
+/// core, the key column (`key`) as its groups' keys: column `i`'s parts at `by_column[i]`.
+pub(crate) fn split_columns<E: Send>(
+    width: usize,
+    columns: &[usize],
+    key: usize,
+    groups: &KeyGroups,
+    split: impl Fn(usize) -> Result<Vec<Column>, E> + Sync,
+) -> Result<Vec<Option<Vec<Column>>>, E> {
+    let one = |&i: &usize| if i == key { Ok(groups.key_columns()) } else { split(i) };
+    let parts = zepto_storage::par::try_map(columns, one)?;
+    let mut by_column: Vec<Option<Vec<Column>>> = (0..width).map(|_| None).collect();
+    for (&i, p) in columns.iter().zip(parts) {
+        if let Some(slot) = by_column.get_mut(i) {
+            *slot = Some(p);
+        }
+    }
+    Ok(by_column)
+}
