@@ -59,7 +59,7 @@ pub mod ipc_check;
 mod ipc_writer;
 pub mod narrow;
 pub mod parquet;
-mod parquet_grouped;
+pub mod parquet_grouped;
 mod parquet_writer;
 pub mod pgcopy;
 pub mod read;

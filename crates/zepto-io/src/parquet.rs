@@ -9,7 +9,6 @@
 #![cfg_attr(not(test), deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used))]
 
 use crate::arrow::{append_batch, finish_columns, match_columns, Acc};
-pub use crate::parquet_grouped::read_parquet_grouped;
 pub use crate::parquet_writer::write_parquet;
 #[cfg(test)]
 use crate::parquet_writer::{tmp_path, write_failure};
@@ -261,6 +260,7 @@ fn with_dictionary_hints(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::parquet_grouped::read_parquet_grouped;
     use ::parquet::arrow::ArrowWriter;
     use arrow_array::types::Int8Type;
     use arrow_array::RecordBatch;

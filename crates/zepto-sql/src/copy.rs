@@ -8,7 +8,8 @@ use crate::result::QueryResult;
 use std::collections::HashMap;
 use std::io::Write;
 use zepto_io::csv::{read_csv_bytes_checked, write_csv, CsvOptions};
-use zepto_io::parquet::{read_parquet_checked, read_parquet_grouped, write_parquet};
+use zepto_io::parquet::{read_parquet_checked, write_parquet};
+use zepto_io::parquet_grouped::read_parquet_grouped;
 use zepto_io::read::read_exact_len;
 use zepto_io::IoError;
 use zepto_storage::{Column, ColumnDef, Schema, Table};
@@ -167,7 +168,7 @@ pub fn read_file(
 }
 
 /// `path` read as [`read_file`] reads it, its rows grouped by `table`'s partition key
-/// (`zepto_io::parquet::read_parquet_grouped`), when it is a Parquet file and the table has a
+/// (`zepto_io::parquet_grouped::read_parquet_grouped`), when it is a Parquet file and the table has a
 /// key; `None`: read it whole.
 pub fn read_grouped(
     run: &RunContext,

@@ -125,7 +125,7 @@ fn symbol_dict(c: &Column) -> Option<Arc<Dict>> {
 
 /// One column's rows split among parts as they arrive, a chunk at a time: each part's buffer
 /// is allocated at its final size up front, so a loader that decodes a file in chunks
-/// (`zepto_io::parquet::read_parquet_grouped`) never holds the whole column, and each row's
+/// (`zepto_io::parquet_grouped::read_parquet_grouped`) never holds the whole column, and each row's
 /// bytes are written once. [`ColumnSplit::finish`] checks that every part got its rows.
 #[derive(Debug)]
 pub struct ColumnSplit {
