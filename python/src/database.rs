@@ -358,9 +358,10 @@ enum WriteError {
 }
 
 /// Read the whole stream (with the GIL: its producer may be Python code), then convert it to
-/// the table's columns and append them in one change with the GIL released. The batches are
-/// Arrow memory owned on the Rust side by then (a producer's buffers are released, taking the
-/// GIL themselves if they need it, when the conversion drops them).
+/// the table's columns and append them with the GIL released: into a table with a partition
+/// key, grouped by it (one logged record of an append per group), else as one append. The
+/// batches are Arrow memory owned on the Rust side by then (a producer's buffers are released,
+/// taking the GIL themselves if they need it, when the batches are dropped).
 fn write(
     py: Python<'_>,
     catalog: &Arc<Catalog>,

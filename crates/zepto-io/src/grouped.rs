@@ -12,7 +12,7 @@
 use crate::arrow::Acc;
 use crate::IoError;
 use arrow_array::Array;
-use zepto_storage::{Column, ColumnData, ColumnDef, ColumnSplit, Dict, KeyGroups};
+use zepto_storage::{Column, ColumnDef, ColumnSplit, Dict, KeyGroups};
 
 /// One column's arrays, in row order, split among the groups as they come.
 pub(crate) struct Splitter<'g> {
@@ -51,10 +51,7 @@ impl<'g> Splitter<'g> {
         if self.at != self.groups.rows() {
             return Err(self.uneven(self.at));
         }
-        let dict = match self.acc.finish().into_parts().0 {
-            ColumnData::Symbol { dict, .. } => Some(dict),
-            _ => None,
-        };
+        let dict = self.acc.finish().symbol_dict().cloned();
         Ok(self.parts.finish(dict))
     }
 
@@ -73,7 +70,7 @@ pub(crate) fn into_groups(
 ) -> Vec<Vec<Column>> {
     let mut out: Vec<Vec<Column>> = groups.sizes().iter().map(|_| Vec::with_capacity(schema.len())).collect();
     for (def, parts) in schema.iter().zip(by_column) {
-        let parts = parts.unwrap_or_else(|| groups.sizes().iter().map(|&n| Column::nulls(def.data_type, n)).collect());
+        let parts = parts.unwrap_or_else(|| groups.null_columns(def.data_type));
         out.iter_mut().zip(parts).for_each(|(g, c)| g.push(c));
     }
     out

@@ -10,6 +10,9 @@
 //!   between an empty unquoted field (NULL) and `""` (the empty string).
 //! * [`parquet`] — [`parquet::read_parquet`], [`parquet::write_parquet`] (zstd, on every core),
 //!   [`parquet::read_parquet_parts`] (chosen row groups, for the Parquet history).
+//! * [`parquet_grouped`] — [`parquet_grouped::read_parquet_grouped`]: a bulk load's rows grouped
+//!   by the table's partition key, each column split among the groups as it is decoded
+//!   (`grouped.rs`); [`ipc::read_batches_grouped`] does the same for Arrow batches.
 //! * [`ipc`] — Arrow IPC streams: [`ipc::read_ipc_stream`] and [`ipc::IpcResultWriter`] (HTTP
 //!   `format=arrow`, WAL batches); [`ipc_check`] bounds-checks untrusted input first.
 //! * [`narrow`] — columns as the narrowest Arrow arrays that hold them (the WAL's batches,

@@ -93,9 +93,10 @@ fn csv_options(options: &[(String, String)]) -> Result<CsvOptions> {
 struct Stop<'r> {
     run: &'r RunContext,
     error: std::sync::Mutex<Option<SqlError>>,
-    /// The thread that started the read, and what the query held there then.
+    /// The thread that started the read, and what the query holds there as of its last check
+    /// (a grouped read decodes the key column there before the helpers start).
     caller: std::thread::ThreadId,
-    held: isize,
+    held: std::sync::atomic::AtomicIsize,
     /// What each helper thread decoding part of the file holds, as of its last check (a
     /// helper starts from zero): the query holds `held` plus all of them.
     helpers: std::sync::Mutex<HashMap<std::thread::ThreadId, isize>>,
@@ -105,17 +106,20 @@ impl<'r> Stop<'r> {
     fn new(run: &'r RunContext) -> Stop<'r> {
         let caller = std::thread::current().id();
         let helpers = std::sync::Mutex::new(HashMap::new());
-        Stop { run, error: std::sync::Mutex::new(None), caller, held: run.held(), helpers }
+        let held = std::sync::atomic::AtomicIsize::new(run.held());
+        Stop { run, error: std::sync::Mutex::new(None), caller, held, helpers }
     }
 
     fn check(&self) -> std::result::Result<(), String> {
         let me = std::thread::current().id();
         let r = if me == self.caller {
+            self.held.store(self.run.held(), std::sync::atomic::Ordering::Relaxed);
             self.run.check()
         } else {
             let mut helpers = self.helpers.lock().unwrap_or_else(|p| p.into_inner());
             helpers.insert(me, zepto_storage::mem::thread_net_bytes());
-            let total = helpers.values().fold(self.held, |a, &b| a.saturating_add(b));
+            let held = self.held.load(std::sync::atomic::Ordering::Relaxed);
+            let total = helpers.values().fold(held, |a, &b| a.saturating_add(b));
             drop(helpers);
             self.run.check_holding(total)
         };
@@ -168,8 +172,8 @@ pub fn read_file(
 }
 
 /// `path` read as [`read_file`] reads it, its rows grouped by `table`'s partition key
-/// (`zepto_io::parquet_grouped::read_parquet_grouped`), when it is a Parquet file and the table has a
-/// key; `None`: read it whole.
+/// (`zepto_io::parquet_grouped::read_parquet_grouped`), when it is a Parquet file holding that
+/// column and the table has a key; `None` otherwise (read it whole).
 pub fn read_grouped(
     run: &RunContext,
     files: &FilePolicy,

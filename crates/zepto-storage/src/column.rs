@@ -849,6 +849,14 @@ impl Column {
         Ok(b.finish())
     }
 
+    /// The dictionary a SYMBOL column's codes index; `None` for other types.
+    pub fn symbol_dict(&self) -> Option<&Arc<Dict>> {
+        match &self.data {
+            ColumnData::Symbol { dict, .. } => Some(dict),
+            _ => None,
+        }
+    }
+
     /// The values as `i64`s for BIGINT, TIMESTAMP and INTERVAL (nanoseconds) columns; `None` for
     /// other types. NULL slots read 0.
     pub fn as_i64_slice(&self) -> Option<&[i64]> {

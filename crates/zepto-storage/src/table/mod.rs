@@ -897,32 +897,22 @@ impl Table {
         // A new version only when a string is new: every partition's SYMBOL columns point at
         // the table's dictionary, and a new one is swapped into each that a batch touches.
         let mut grown = (*self.dict).clone();
-        let dict = &mut grown;
-        let mut codes = Vec::with_capacity(c.len());
-        match &c.data() {
-            ColumnData::Symbol { codes: k, dict: src } => {
-                let mut remap = vec![u32::MAX; src.len()];
-                for (i, &code) in k.iter().enumerate() {
-                    if !c.is_valid(i) {
-                        codes.push(0);
-                        continue;
-                    }
-                    let r = &mut remap[code as usize];
-                    if *r == u32::MAX {
-                        *r = dict.intern(src.get(code));
-                    }
-                    codes.push(*r);
-                }
-            }
-            ColumnData::Varchar(s) => {
-                codes = dict.intern_many((0..s.len()).map(|i| c.is_valid(i).then(|| s.get(i))));
-            }
-            _ => codes.resize(c.len(), 0),
+        if let Some(src) = c.symbol_dict().cloned() {
+            groups::recode(&mut c, &src, &mut vec![u32::MAX; src.len()], &mut grown);
+        } else {
+            let codes = match c.data() {
+                ColumnData::Varchar(s) => grown.intern_many((0..s.len()).map(|i| c.is_valid(i).then(|| s.get(i)))),
+                _ => vec![0; c.len()],
+            };
+            c = Column::new(ColumnData::Symbol { codes, dict: self.dict.clone() }, c.validity().cloned());
         }
         if grown.len() != self.dict.len() {
             self.dict = Arc::new(grown);
         }
-        Column::new(ColumnData::Symbol { codes, dict: self.dict.clone() }, c.validity().cloned())
+        if let ColumnData::Symbol { dict, .. } = c.data_mut() {
+            *dict = self.dict.clone();
+        }
+        c
     }
 
     /// The partition slot of every row, creating partitions for new keys.

@@ -2,6 +2,11 @@
 //! rows by index (`Column::take` per partition) reads the whole column once per partition that
 //! has rows on a cache line; scattering reads it once and appends each row to its partition's
 //! buffer, sized exactly beforehand. A bulk load spends most of its partitioning time here.
+//!
+//! - [`Placement`]: which partition each row of a batch goes to.
+//! - [`ColumnSplit`]: one column's rows scattered among parts, whole or a chunk at a time.
+//! - [`KeyGroups`]: a load's rows grouped by partition key before its other columns are
+//!   decoded, so that each is split as it is decoded (`zepto_io`'s grouped reads).
 
 use std::collections::HashMap;
 use std::ops::Range;
@@ -113,20 +118,14 @@ fn split(c: &Column, slots: &[u32], sizes: &[usize]) -> Vec<Column> {
     debug_assert_eq!(sizes.iter().sum::<usize>(), slots.len());
     let mut parts = ColumnSplit::new(c.data_type(), sizes);
     parts.push(c.data(), c.validity(), slots);
-    parts.finish(symbol_dict(c))
-}
-
-fn symbol_dict(c: &Column) -> Option<Arc<Dict>> {
-    match c.data() {
-        ColumnData::Symbol { dict, .. } => Some(dict.clone()),
-        _ => None,
-    }
+    parts.finish(c.symbol_dict().cloned())
 }
 
 /// One column's rows split among parts as they arrive, a chunk at a time: each part's buffer
 /// is allocated at its final size up front, so a loader that decodes a file in chunks
 /// (`zepto_io::parquet_grouped::read_parquet_grouped`) never holds the whole column, and each row's
-/// bytes are written once. [`ColumnSplit::finish`] checks that every part got its rows.
+/// bytes are written once. Every part must get the rows it was sized for (asserted in debug
+/// builds by [`ColumnSplit::finish`]).
 #[derive(Debug)]
 pub struct ColumnSplit {
     dt: DataType,
@@ -341,6 +340,19 @@ impl KeyGroups {
         self.place.targets.iter().zip(&self.place.sizes).map(column).collect()
     }
 
+    /// Each group's rows of a column of type `dt` that the input lacks: NULLs (a SYMBOL
+    /// column's parts sharing one empty dictionary, as a split column's parts share theirs).
+    pub fn null_columns(&self, dt: DataType) -> Vec<Column> {
+        let dict = Arc::new(Dict::default());
+        let column = |&n: &usize| match dt {
+            DataType::Symbol => {
+                Column::new(ColumnData::Symbol { codes: vec![0; n], dict: dict.clone() }, Some(Bitmap::new_unset(n)))
+            }
+            _ => Column::nulls(dt, n),
+        };
+        self.place.sizes.iter().map(column).collect()
+    }
+
     /// A whole column of these rows split into the groups.
     pub fn split(&self, c: &Column) -> Vec<Column> {
         assert_eq!(c.len(), self.rows(), "a column of the rows grouped");
@@ -432,7 +444,7 @@ mod tests {
                     parts_split.push(&data, validity.as_ref(), &slots[at..end]);
                     at = end;
                 }
-                let chunked = parts_split.finish(symbol_dict(&c));
+                let chunked = parts_split.finish(c.symbol_dict().cloned());
                 for (p, (a, w)) in chunked.iter().zip(&whole).enumerate() {
                     assert_eq!(a.len(), w.len(), "round {round}, {dt:?}, part {p}");
                     assert!((0..a.len()).all(|i| a.get(i) == w.get(i)), "round {round}, {dt:?}, part {p}");
