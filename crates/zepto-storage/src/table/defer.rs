@@ -107,7 +107,7 @@ impl Table {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::column::ColumnBuilder;
     use crate::table::{ColumnDef, Schema, TableOptions};
@@ -138,7 +138,7 @@ mod tests {
     }
 
     /// Every partition's rows, by key, as text.
-    fn contents(t: &Table) -> Vec<(String, Vec<String>)> {
+    pub(in crate::table) fn contents(t: &Table) -> Vec<(String, Vec<String>)> {
         let mut out: Vec<(String, Vec<String>)> = t
             .partitions()
             .iter()

@@ -199,19 +199,8 @@ mod tests {
 
     /// Every partition's rows by key as text, and the dictionary's strings in code order.
     fn contents(t: &Table) -> (Vec<(String, Vec<String>)>, Vec<String>) {
-        let mut parts: Vec<(String, Vec<String>)> = t
-            .partitions()
-            .iter()
-            .map(|p| {
-                let cols = p.columns();
-                let key = p.key().map_or("NULL".to_string(), |c| t.dict().get(c).to_string());
-                let rows =
-                    (0..p.len()).map(|i| cols.iter().map(|c| format!("{:?}", c.get(i))).collect::<Vec<_>>().join("|"));
-                (key, rows.collect())
-            })
-            .collect();
-        parts.sort();
-        (parts, (0..t.dict().len() as u32).map(|c| t.dict().get(c).to_string()).collect())
+        let dict = (0..t.dict().len() as u32).map(|c| t.dict().get(c).to_string()).collect();
+        (crate::table::defer::tests::contents(t), dict)
     }
 
     /// Groups appended at once leave the table (rows, partitions, symbol codes) that appending
