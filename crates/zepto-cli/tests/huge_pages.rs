@@ -19,7 +19,7 @@ fn large_blocks_go_on_reserved_huge_pages_or_fall_back_counted() {
     let free = number(&format!("{pool}/free_hugepages")).unwrap_or(0);
     let s = Server::start(&["--huge-pages", "reserved"]);
     if reserved == Some(0) {
-        assert!(s.startup.iter().any(|l| l.contains("no huge pages are reserved")), "{:?}", s.startup);
+        assert!(s.startup.iter().any(|l| l.contains("no 2 MiB huge pages are reserved")), "{:?}", s.startup);
     }
     // A table of one partition of 6M rows: its columns grow past 32 MiB (moved onto the pool
     // as they do), and a query over it allocates columns that large at once.
