@@ -125,6 +125,9 @@ fn bucket_starts(b: &Batch, keys: &[BExpr], runs: &[usize], t: usize) -> Option<
     }
     let v = ts.as_i64_slice()?;
     debug_assert!(v.windows(2).all(|w| w[0] <= w[1]), "a time-sorted piece");
+    // Every bucket end lies within a width past the last time: when that whole span fits an
+    // i64, so does `t - hi` for any time t and bucket end hi, and its sign says `t < hi`.
+    let counted = v.last().zip(v.first()).and_then(|(l, f)| l.checked_sub(*f)?.checked_add(width)).is_some();
     let mut starts = Vec::new();
     let (mut s, mut prev_hi, mut guess) = (0usize, None, 1usize);
     while s < v.len() {
@@ -140,11 +143,42 @@ fn bucket_starts(b: &Batch, keys: &[BExpr], runs: &[usize], t: usize) -> Option<
         let Some(hi) = hi else { break };
         debug_assert!(v[s] < hi);
         prev_hi = Some(hi);
-        let e = bucket_end(v, s + 1, hi, guess.saturating_sub(1));
+        let short = counted && guess <= WINDOW;
+        let e = match short.then(|| window_end(v, s + 1, hi)) {
+            Some(Ok(e)) => e,
+            Some(Err(past)) => bucket_end(v, past, hi, (s + guess).saturating_sub(past)),
+            None => bucket_end(v, s + 1, hi, guess.saturating_sub(1)),
+        };
         guess = e - s;
         s = e;
     }
     Some(starts)
+}
+
+/// Rows [`window_end`] compares at once.
+const WINDOW: usize = 32;
+
+/// The end of a short bucket: the rows of `v[from..from + WINDOW]` below `hi` counted
+/// without a branch (the times are sorted, so the count is where the bucket ends; `t - hi`
+/// must not overflow). `Err(past)` when the end is not among them (every row counted is below
+/// `hi`: `past` is the row after them; fewer than `WINDOW` rows remain: `past` is `from`), for
+/// [`bucket_end`] to find it from `past`. Galloping
+/// takes a few data-dependent branches a bucket, mispredicted about as often as not on
+/// buckets of a few dozen rows; this takes one, almost always predicted.
+fn window_end(v: &[i64], from: usize, hi: i64) -> std::result::Result<usize, usize> {
+    let Some(w) = v.get(from..from + WINDOW) else { return Err(from) };
+    let mut below = [0u64; 4];
+    for chunk in w.chunks_exact(4) {
+        for k in 0..4 {
+            below[k] += (chunk[k].wrapping_sub(hi) as u64) >> 63;
+        }
+    }
+    let c = below.iter().sum::<u64>() as usize;
+    if c < WINDOW {
+        Ok(from + c)
+    } else {
+        Err(from + WINDOW)
+    }
 }
 
 /// The first index from `from` whose time reaches `hi` (`v` sorted; every time before `from`

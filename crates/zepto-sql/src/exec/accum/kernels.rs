@@ -22,27 +22,6 @@ pub fn lane_sum(v: &[f64]) -> f64 {
     chunks.remainder().iter().sum::<f64>() + acc.iter().sum::<f64>()
 }
 
-/// Sum of integers known not to overflow, in four independent lanes.
-pub fn lane_sum_i64(v: &[i64]) -> i64 {
-    let mut acc = [0i64; 4];
-    let mut chunks = v.chunks_exact(4);
-    for ch in &mut chunks {
-        for k in 0..4 {
-            acc[k] += ch[k];
-        }
-    }
-    acc.iter().sum::<i64>() + chunks.remainder().iter().sum::<i64>()
-}
-
-/// Whether every run of `v` (at most `longest` rows) sums inside i64: the OR of the
-/// one's-complement magnitudes bounds every |y|, plus one, rounded up to a power of two; one
-/// vectorizable pass with no 64-bit compares.
-pub fn runs_fit_i64(v: &[i64], longest: usize) -> bool {
-    let bits = v.iter().fold(0u64, |m, &y| m | (y ^ (y >> 63)) as u64);
-    let peak = (bits + 1).checked_next_power_of_two().unwrap_or(u64::MAX);
-    peak.checked_mul(longest as u64).is_some_and(|b| b <= i64::MAX as u64)
-}
-
 /// The minimum (`MIN`) or maximum of a non-empty slice, four lanes at a time; `None` if it
 /// holds a NaN (whose place in the order the general path decides).
 pub fn lane_extreme<const MIN: bool>(v: &[f64]) -> Option<f64> {
@@ -61,6 +40,79 @@ pub fn lane_extreme<const MIN: bool>(v: &[f64]) -> Option<f64> {
         m[0] = pick(m[0], x);
     }
     (!nan).then(|| m.into_iter().fold(init, pick))
+}
+
+/// Whether `v` holds a NaN: eight lanes compared at a time, no early exit (so that it
+/// vectorizes).
+pub fn has_nan(v: &[f64]) -> bool {
+    let mut chunks = v.chunks_exact(8);
+    let mut any = false;
+    for ch in &mut chunks {
+        let mut lanes = [false; 8];
+        for k in 0..8 {
+            lanes[k] = ch[k].is_nan();
+        }
+        any |= lanes.iter().fold(false, |a, &b| a | b);
+    }
+    any | chunks.remainder().iter().any(|x| x.is_nan())
+}
+
+/// How many chunks of four rows [`run_extremes`] gives every run: enough for nine runs in ten
+/// (or runs of up to 64 rows). Most runs then take the same number of steps, so the loop over
+/// a run's chunks ends where the CPU predicts it will: ending it at each run's own length
+/// mispredicts about once a run, which costs more than a run of 26 rows' work.
+fn run_chunks(starts: &[u32], n: usize) -> usize {
+    let mut hist = [0u32; 65];
+    super::runs(starts, n).for_each(|(s, e)| hist[(e - s).min(64)] += 1);
+    let want = starts.len() - starts.len() / 10;
+    let mut seen = 0;
+    let l90 = hist.iter().position(|&c| {
+        seen += c as usize;
+        seen >= want
+    });
+    l90.unwrap_or(64).div_ceil(4).max(1)
+}
+
+/// The minimum (`MIN`) or maximum of every run of a NaN-free `v` (`runs` over `starts`, `n`
+/// rows). A run of 4 to 4·t rows is read in exactly t chunks of four rows ([`run_chunks`]),
+/// the chunks past its end clamped to its last four rows (an extreme does not mind rows read
+/// twice); other runs lane by lane.
+pub fn run_extremes<const MIN: bool>(v: &[f64], starts: &[u32], n: usize) -> Vec<f64> {
+    debug_assert!(!has_nan(&v[..n]));
+    let pick = |acc: f64, x: f64| if (MIN && x < acc) || (!MIN && x > acc) { x } else { acc };
+    let t = run_chunks(starts, n);
+    let mut out = Vec::with_capacity(starts.len());
+    for (s, e) in super::runs(starts, n) {
+        if e - s < 4 || e - s > 4 * t {
+            out.push(lane_extreme::<MIN>(&v[s..e]).unwrap_or(f64::NAN));
+            continue;
+        }
+        let last = e - 4;
+        let mut m = [v[s], v[s + 1], v[s + 2], v[s + 3]];
+        for j in 1..t {
+            let i = (s + 4 * j).min(last);
+            let w = &v[i..i + 4];
+            for k in 0..4 {
+                m[k] = pick(m[k], w[k]);
+            }
+        }
+        out.push(pick(pick(m[0], m[1]), pick(m[2], m[3])));
+    }
+    out
+}
+
+/// The exact sum of every run of `v` (`runs` over `starts`, all of `v`'s rows): differences
+/// of one running sum taken at the runs' edges, one pass and no loop per run. `None` when the
+/// running sum leaves i64 (a sum of values that large: the caller adds in i128).
+pub fn run_sums_i64(v: &[i64], starts: &[u32]) -> Option<Vec<i128>> {
+    let mut edge = vec![0i64; v.len() + 1];
+    let (mut acc, mut over) = (0i64, false);
+    for (e, &x) in edge[1..].iter_mut().zip(v) {
+        let (sum, o) = acc.overflowing_add(x);
+        (acc, over) = (sum, over | o);
+        *e = acc;
+    }
+    (!over).then(|| super::runs(starts, v.len()).map(|(s, e)| edge[e] as i128 - edge[s] as i128).collect())
 }
 
 /// A number a weight column holds, as f64 (exact for integers below 2^53, far beyond any

@@ -2,7 +2,7 @@
 //! in DuckDB). State: the extreme value per group (NULL for a group with none). NULL-free
 //! numbers reduce as values (lanes per run); anything else finds each group's best row.
 
-use super::kernels::{best_rows, choose, grow, in_range, lane_extreme, pad};
+use super::kernels::{best_rows, choose, grow, has_nan, in_range, pad, run_extremes};
 use super::{runs, Accumulator, Input, Rows};
 use crate::error::{Result, SqlError};
 use crate::exec::cmp::value_cmp;
@@ -96,11 +96,10 @@ impl MinMax {
     fn float_extremes(&self, v: &[f64], rows: Rows, ngroups: usize) -> Option<Vec<f64>> {
         match rows {
             Rows::Runs { starts, n } => {
-                let mut out = Vec::with_capacity(starts.len());
-                for (s, e) in runs(starts, n) {
-                    out.push(if self.max { lane_extreme::<false>(&v[s..e]) } else { lane_extreme::<true>(&v[s..e]) }?);
+                if has_nan(&v[..n]) {
+                    return None; // NaN's place in the order: the row search
                 }
-                Some(out)
+                Some(if self.max { run_extremes::<false>(v, starts, n) } else { run_extremes::<true>(v, starts, n) })
             }
             Rows::Ids { ids, .. } => {
                 if v.iter().any(|f| f.is_nan()) {

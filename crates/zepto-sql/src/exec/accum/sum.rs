@@ -4,9 +4,7 @@
 //! error, as in DuckDB); floats sum in f64. State: the sum (HUGEINT for integer inputs,
 //! DOUBLE for floats) and the count of values; NULL where no value.
 
-use super::kernels::{
-    at, checked_i64, int_values, lane_sum, lane_sum_i64, prefix_valid, runs_fit_i64, to_f64, validity,
-};
+use super::kernels::{at, checked_i64, int_values, lane_sum, prefix_valid, run_sums_i64, to_f64, validity};
 use super::{runs, Accumulator, Input, Rows};
 use crate::error::{Result, SqlError};
 use zepto_storage::{Bitmap, Column, ColumnData, DataType};
@@ -40,16 +38,17 @@ impl SumAvg {
         let every = x.validity().is_none();
         match rows {
             Rows::Runs { starts, n } => {
-                let longest = runs(starts, n).map(|(s, e)| e - s).max().unwrap_or(0);
-                let lanes = every && runs_fit_i64(v, longest);
+                if let Some(sums) = every.then(|| run_sums_i64(&v[..n], starts)).flatten() {
+                    for (g, ((s, e), t)) in runs(starts, n).zip(sums).enumerate() {
+                        self.isum[g] += t;
+                        self.cnt[g] += (e - s) as i64;
+                    }
+                    return;
+                }
                 for (g, (s, e)) in runs(starts, n).enumerate() {
-                    let (t, c) = if lanes {
-                        (lane_sum_i64(&v[s..e]) as i128, e - s)
-                    } else {
-                        (s..e)
-                            .filter(|&i| every || x.is_valid(i))
-                            .fold((0i128, 0), |(t, c), i| (t + v[i] as i128, c + 1))
-                    };
+                    let (t, c) = (s..e)
+                        .filter(|&i| every || x.is_valid(i))
+                        .fold((0i128, 0), |(t, c), i| (t + v[i] as i128, c + 1));
                     self.isum[g] += t;
                     self.cnt[g] += c as i64;
                 }
