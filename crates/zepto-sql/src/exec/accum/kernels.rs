@@ -105,13 +105,16 @@ pub fn run_extremes<const MIN: bool>(v: &[f64], starts: &[u32], n: usize) -> Vec
 /// of one running sum taken at the runs' edges, one pass and no loop per run. `None` when the
 /// running sum leaves i64 (a sum of values that large: the caller adds in i128).
 pub fn run_sums_i64(v: &[i64], starts: &[u32]) -> Option<Vec<i128>> {
-    let mut edge = vec![0i64; v.len() + 1];
+    let mut edge = Vec::with_capacity(v.len() + 1);
+    edge.push(0i64);
     let (mut acc, mut over) = (0i64, false);
-    for (e, &x) in edge[1..].iter_mut().zip(v) {
+    // A mapped slice iterator has an exact length: `extend` writes without a check per row
+    // (and the buffer is not zeroed first).
+    edge.extend(v.iter().map(|&x| {
         let (sum, o) = acc.overflowing_add(x);
         (acc, over) = (sum, over | o);
-        *e = acc;
-    }
+        acc
+    }));
     (!over).then(|| super::runs(starts, v.len()).map(|(s, e)| edge[e] as i128 - edge[s] as i128).collect())
 }
 
