@@ -143,41 +143,37 @@ fn bucket_starts(b: &Batch, keys: &[BExpr], runs: &[usize], t: usize) -> Option<
         let Some(hi) = hi else { break };
         debug_assert!(v[s] < hi);
         prev_hi = Some(hi);
-        let short = counted && guess <= WINDOW;
-        let e = match short.then(|| window_end(v, s + 1, hi)) {
-            Some(Ok(e)) => e,
-            Some(Err(past)) => bucket_end(v, past, hi, (s + guess).saturating_sub(past)),
-            None => bucket_end(v, s + 1, hi, guess.saturating_sub(1)),
-        };
+        let e = if counted { counted_end(v, s, hi, guess) } else { bucket_end(v, s + 1, hi, guess.saturating_sub(1)) };
         guess = e - s;
         s = e;
     }
     Some(starts)
 }
 
-/// Rows [`window_end`] compares at once.
+/// Rows [`counted_end`] compares at once.
 const WINDOW: usize = 32;
 
-/// The end of a short bucket: the rows of `v[from..from + WINDOW]` below `hi` counted
-/// without a branch (the times are sorted, so the count is where the bucket ends; `t - hi`
-/// must not overflow). `Err(past)` when the end is not among them (every row counted is below
-/// `hi`: `past` is the row after them; fewer than `WINDOW` rows remain: `past` is `from`), for
-/// [`bucket_end`] to find it from `past`. Galloping
-/// takes a few data-dependent branches a bucket, mispredicted about as often as not on
-/// buckets of a few dozen rows; this takes one, almost always predicted.
-fn window_end(v: &[i64], from: usize, hi: i64) -> std::result::Result<usize, usize> {
-    let Some(w) = v.get(from..from + WINDOW) else { return Err(from) };
+/// The end of the bucket that starts at row `s` and ends before the first time at or past
+/// `hi` (`t - hi` cannot overflow for any time of `v`): the rows below `hi` counted over a
+/// window of [`WINDOW`] rows where the previous bucket's length `guess` says this one ends
+/// (from its second row when it is short), with no branch on the data; only when the end is
+/// outside the window, a search on the side it lies. Galloping alone takes a few
+/// data-dependent branches a bucket, mispredicted about as often as not.
+fn counted_end(v: &[i64], s: usize, hi: i64, guess: usize) -> usize {
+    let lo = (s + guess).saturating_sub(WINDOW / 2).max(s + 1);
+    let Some(w) = v.get(lo..lo + WINDOW) else { return bucket_end(v, s + 1, hi, guess.saturating_sub(1)) };
     let mut below = [0u64; 4];
     for chunk in w.chunks_exact(4) {
         for k in 0..4 {
             below[k] += (chunk[k].wrapping_sub(hi) as u64) >> 63;
         }
     }
-    let c = below.iter().sum::<u64>() as usize;
-    if c < WINDOW {
-        Ok(from + c)
-    } else {
-        Err(from + WINDOW)
+    match below.iter().sum::<u64>() as usize {
+        // The end is at or before `lo`: among the rows the window skipped.
+        0 => s + 1 + v[s + 1..lo].partition_point(|&x| x < hi),
+        // Every row of the window is below `hi`: the end is past it.
+        WINDOW => bucket_end(v, lo + WINDOW, hi, (s + guess).saturating_sub(lo + WINDOW)),
+        c => lo + c,
     }
 }
 
@@ -272,6 +268,18 @@ mod tests {
             let got = bucket_starts(&b, &[key], &[0], 0).expect("an xbar or time key");
             assert_eq!(got, reference(&v, w), "round {round}, width {w}, times {v:?}");
         }
+        // Bucket lengths that jump between short and long, so that a bucket's end falls before,
+        // inside and after the window its predecessor's length predicts.
+        let lens = [1usize, 200, 3, 90, 40, 5, 33, 31, 16, 17, 64, 2, 120, 119, 1, 1, 48];
+        let v: Vec<i64> =
+            lens.iter().enumerate().flat_map(|(b, &l)| (0..l).map(move |i| b as i64 * 1000 + i as i64)).collect();
+        let b = Batch::new(vec![Column::from_data(ColumnData::Timestamp(v.clone()))], v.len());
+        let key = BExpr::Func {
+            func: ScalarFunc::Xbar,
+            args: vec![BExpr::Lit(Value::Int64(1000), DataType::Int64), ts.clone()],
+            ty: DataType::Timestamp,
+        };
+        assert_eq!(bucket_starts(&b, &[key], &[0], 0), Some(reference(&v, 1000)), "jumping lengths");
         // Times near the i64 ends: buckets saturate at the bottom, and the top one runs to the
         // end, as xbar computes them.
         for v in [
