@@ -314,14 +314,25 @@ fn concat_column(batches: &[Batch], j: usize) -> Arc<Column> {
     Arc::new(Column::concat(&batches.iter().map(|b| &*b.columns[j]).collect::<Vec<_>>()))
 }
 
-/// Batches of the same columns as one batch (shared when there is one).
+/// Rows from which [`concat_chunks`] copies its columns on every core.
+const PAR_CONCAT_ROWS: usize = 16 << 10;
+
+/// Batches of the same columns as one batch (shared when there is one); from
+/// [`PAR_CONCAT_ROWS`] rows a column per item of the pool, on every core (a caller joining a
+/// query's many small per-partition batches is otherwise the one thread working).
 pub fn concat_chunks(mut chunks: Vec<Batch>) -> Batch {
     if chunks.len() == 1 {
         return chunks.remove(0);
     }
     let rows = chunks.iter().map(|b| b.rows).sum();
-    let width = chunks.first().map_or(0, |b| b.columns.len());
-    Batch::shared((0..width).map(|j| concat_column(&chunks, j)).collect(), rows)
+    let width: Vec<usize> = (0..chunks.first().map_or(0, |b| b.columns.len())).collect();
+    let columns = if rows >= PAR_CONCAT_ROWS && width.len() > 1 {
+        let copy = |&j: &usize| Ok::<_, std::convert::Infallible>(concat_column(&chunks, j));
+        zepto_storage::par::try_map(&width, copy).unwrap_or_else(|never| match never {})
+    } else {
+        width.iter().map(|&j| concat_column(&chunks, j)).collect()
+    };
+    Batch::shared(columns, rows)
 }
 
 /// Partition results one after another inside a query (`types`: the columns' types, for no
