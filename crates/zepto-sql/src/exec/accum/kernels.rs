@@ -42,21 +42,6 @@ pub fn lane_extreme<const MIN: bool>(v: &[f64]) -> Option<f64> {
     (!nan).then(|| m.into_iter().fold(init, pick))
 }
 
-/// Whether `v` holds a NaN: eight lanes compared at a time, no early exit (so that it
-/// vectorizes).
-pub fn has_nan(v: &[f64]) -> bool {
-    let mut chunks = v.chunks_exact(8);
-    let mut any = false;
-    for ch in &mut chunks {
-        let mut lanes = [false; 8];
-        for k in 0..8 {
-            lanes[k] = ch[k].is_nan();
-        }
-        any |= lanes.iter().fold(false, |a, &b| a | b);
-    }
-    any | chunks.remainder().iter().any(|x| x.is_nan())
-}
-
 /// How many chunks of four rows [`run_extremes`] gives every run: enough for nine runs in ten
 /// (or runs of up to 64 rows). Most runs then take the same number of steps, so the loop over
 /// a run's chunks ends where the CPU predicts it will: ending it at each run's own length
@@ -73,18 +58,38 @@ fn run_chunks(starts: &[u32], n: usize) -> usize {
     l90.unwrap_or(64).div_ceil(4).max(1)
 }
 
-/// The minimum (`MIN`) or maximum of every run of a NaN-free `v` (`runs` over `starts`, `n`
-/// rows). A run of 4 to 4·t rows is read in exactly t chunks of four rows ([`run_chunks`]),
-/// the chunks past its end clamped to its last four rows (an extreme does not mind rows read
-/// twice); other runs lane by lane.
+/// Of `acc` and `x`, the one the minimum (`MIN`) or maximum keeps, NaN being the largest
+/// double (as in DuckDB): a maximum keeps a NaN it has met, a minimum drops one for any
+/// number. Either way the pick does not depend on which was met first but for equal values,
+/// so rows may be read in any order and more than once.
+#[inline(always)]
+fn pick_nan_largest<const MIN: bool>(acc: f64, x: f64) -> f64 {
+    if MIN {
+        if x < acc || acc.is_nan() {
+            x
+        } else {
+            acc
+        }
+    } else if acc.is_nan() || x <= acc {
+        acc
+    } else {
+        x
+    }
+}
+
+/// The minimum (`MIN`) or maximum of every run of `v` (`runs` over `starts`, `n` rows), NaN
+/// the largest double. A run of 4 to 4·t rows is read in exactly t chunks of four rows
+/// ([`run_chunks`]), the chunks past its end clamped to its last four rows (an extreme does
+/// not mind rows read twice); other runs lane by lane. One pass over the rows: NaN needs no
+/// search of its own.
 pub fn run_extremes<const MIN: bool>(v: &[f64], starts: &[u32], n: usize) -> Vec<f64> {
-    debug_assert!(!has_nan(&v[..n]));
-    let pick = |acc: f64, x: f64| if (MIN && x < acc) || (!MIN && x > acc) { x } else { acc };
+    let pick = pick_nan_largest::<MIN>;
     let t = run_chunks(starts, n);
     let mut out = Vec::with_capacity(starts.len());
     for (s, e) in super::runs(starts, n) {
         if e - s < 4 || e - s > 4 * t {
-            out.push(lane_extreme::<MIN>(&v[s..e]).unwrap_or(f64::NAN));
+            let r = &v[s..e];
+            out.push(lane_extreme::<MIN>(r).unwrap_or_else(|| r.iter().copied().fold(r[0], pick)));
             continue;
         }
         let last = e - 4;

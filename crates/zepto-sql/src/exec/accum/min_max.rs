@@ -2,7 +2,7 @@
 //! in DuckDB). State: the extreme value per group (NULL for a group with none). NULL-free
 //! numbers reduce as values (lanes per run); anything else finds each group's best row.
 
-use super::kernels::{best_rows, choose, grow, has_nan, in_range, pad, run_extremes};
+use super::kernels::{best_rows, choose, grow, in_range, pad, run_extremes};
 use super::{runs, Accumulator, Input, Rows};
 use crate::error::{Result, SqlError};
 use crate::exec::cmp::value_cmp;
@@ -96,9 +96,6 @@ impl MinMax {
     fn float_extremes(&self, v: &[f64], rows: Rows, ngroups: usize) -> Option<Vec<f64>> {
         match rows {
             Rows::Runs { starts, n } => {
-                if has_nan(&v[..n]) {
-                    return None; // NaN's place in the order: the row search
-                }
                 Some(if self.max { run_extremes::<false>(v, starts, n) } else { run_extremes::<true>(v, starts, n) })
             }
             Rows::Ids { ids, .. } => {
