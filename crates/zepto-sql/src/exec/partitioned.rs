@@ -238,6 +238,15 @@ mod tests {
         (0..v.len()).filter(|&i| i == 0 || b[i] != b[i - 1]).map(|i| i as u32).collect()
     }
 
+    /// `xbar(w, ts)` over the batch's column 0.
+    fn xbar(w: i64) -> BExpr {
+        BExpr::Func {
+            func: ScalarFunc::Xbar,
+            args: vec![BExpr::Lit(Value::Int64(w), DataType::Int64), BExpr::Col(0, DataType::Timestamp)],
+            ty: DataType::Timestamp,
+        }
+    }
+
     #[test]
     fn bucket_starts_match_bucketing_every_row() {
         let mut x = 0x9e37_79b9_7f4a_7c15u64;
@@ -263,15 +272,7 @@ mod tests {
                 };
             }
             let w = [1, 2, 7, 10, 60, 1000][round % 6];
-            let key = if w == 1 && round % 12 == 0 {
-                ts.clone()
-            } else {
-                BExpr::Func {
-                    func: ScalarFunc::Xbar,
-                    args: vec![BExpr::Lit(Value::Int64(w), DataType::Int64), ts.clone()],
-                    ty: DataType::Timestamp,
-                }
-            };
+            let key = if w == 1 && round % 12 == 0 { ts.clone() } else { xbar(w) };
             let b = Batch::new(vec![Column::from_data(ColumnData::Timestamp(v.clone()))], n);
             let got = bucket_starts(&b, &[key], &[0], 0).expect("an xbar or time key");
             assert_eq!(got, reference(&v, w), "round {round}, width {w}, times {v:?}");
@@ -282,12 +283,7 @@ mod tests {
         let v: Vec<i64> =
             lens.iter().enumerate().flat_map(|(b, &l)| (0..l).map(move |i| b as i64 * 1000 + i as i64)).collect();
         let b = Batch::new(vec![Column::from_data(ColumnData::Timestamp(v.clone()))], v.len());
-        let key = BExpr::Func {
-            func: ScalarFunc::Xbar,
-            args: vec![BExpr::Lit(Value::Int64(1000), DataType::Int64), ts.clone()],
-            ty: DataType::Timestamp,
-        };
-        assert_eq!(bucket_starts(&b, &[key], &[0], 0), Some(reference(&v, 1000)), "jumping lengths");
+        assert_eq!(bucket_starts(&b, &[xbar(1000)], &[0], 0), Some(reference(&v, 1000)), "jumping lengths");
         // Times near the i64 ends: buckets saturate at the bottom, and the top one runs to the
         // end, as xbar computes them.
         for v in [
@@ -296,12 +292,7 @@ mod tests {
             vec![i64::MAX - 2500, i64::MAX - 900, i64::MAX],
         ] {
             let b = Batch::new(vec![Column::from_data(ColumnData::Timestamp(v.clone()))], v.len());
-            let key = BExpr::Func {
-                func: ScalarFunc::Xbar,
-                args: vec![BExpr::Lit(Value::Int64(1000), DataType::Int64), ts.clone()],
-                ty: DataType::Timestamp,
-            };
-            assert_eq!(bucket_starts(&b, &[key], &[0], 0), Some(reference(&v, 1000)), "{v:?}");
+            assert_eq!(bucket_starts(&b, &[xbar(1000)], &[0], 0), Some(reference(&v, 1000)), "{v:?}");
         }
     }
 }
