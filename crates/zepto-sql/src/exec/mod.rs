@@ -318,7 +318,7 @@ fn concat_column(batches: &[Batch], j: usize) -> Arc<Column> {
 const PAR_CONCAT_ROWS: usize = 16 << 10;
 
 /// Batches of the same columns as one batch (shared when there is one); from
-/// [`PAR_CONCAT_ROWS`] rows a column per item of the pool, on every core (a caller joining a
+/// `PAR_CONCAT_ROWS` rows a column per item of the pool, on every core (a caller joining a
 /// query's many small per-partition batches is otherwise the one thread working).
 pub fn concat_chunks(mut chunks: Vec<Batch>) -> Batch {
     if chunks.len() == 1 {
