@@ -19,6 +19,9 @@ import pyarrow.parquet as pq
 import zeptodb
 
 ROWS = 70_000
+# An insert of at least 128Ki rows is grouped as it is converted (`GROUPED_MIN_ROWS`); a smaller
+# one is converted whole and split by the table. Both must hold the same rows.
+GROUPED_INSERT = 140_000
 COLUMNS = "ts, sym, px, size, note, venue, missing"
 DDL = (
     "CREATE TABLE t (ts TIMESTAMP, sym SYMBOL, px DOUBLE, size BIGINT, note VARCHAR, "
@@ -117,23 +120,25 @@ def test_copy_from_parquet_into_a_deduplicating_table(tmp_path):
 
 
 def test_insert_of_arrow_tables_holds_their_rows():
-    first, second = data(7, ROWS, 10**12), data(8, ROWS, 0)
+    # A grouped insert, then one converted whole whose rows land behind the first's.
+    first, second = data(7, GROUPED_INSERT, 10**12), data(8, ROWS, 0)
     db = zeptodb.connect()
     db.execute(DDL)
     # Many batches, the key dictionary-encoded in one and plain in the other.
-    assert db.insert("t", pa.Table.from_batches(first.to_batches(max_chunksize=7_000))) == ROWS
+    assert db.insert("t", pa.Table.from_batches(first.to_batches(max_chunksize=7_000))) == GROUPED_INSERT
     assert db.insert("t", second) == ROWS
-    assert differences(db, [], (first, second)) == (0, 0, 2 * ROWS)
+    assert differences(db, [], (first, second)) == (0, 0, GROUPED_INSERT + ROWS)
 
 
-def test_a_refused_insert_changes_nothing():
+@pytest.mark.parametrize("good_rows", [10_000, GROUPED_INSERT])
+def test_a_refused_insert_changes_nothing(good_rows):
     db = zeptodb.connect()
     db.execute(DDL)
     db.insert("t", data(9, 5_000, 0))
     before = db.sql(f"SELECT {COLUMNS} FROM t ORDER BY ALL").to_arrow()
-    good = data(10, 20_000, 0)
+    good = data(10, good_rows + 10_000, 0)
     # A later batch whose size does not fit BIGINT: the whole insert is refused.
-    bad = good.slice(10_000).set_column(3, "size", pa.array([2**63 + 5] * 10_000, pa.uint64()))
+    bad = good.slice(good_rows).set_column(3, "size", pa.array([2**63 + 5] * 10_000, pa.uint64()))
     with pytest.raises(zeptodb.Error):
-        db.insert("t", pa.concat_tables([good.slice(0, 10_000).cast(bad.schema), bad]))
+        db.insert("t", pa.concat_tables([good.slice(0, good_rows).cast(bad.schema), bad]))
     assert db.sql(f"SELECT {COLUMNS} FROM t ORDER BY ALL").to_arrow().equals(before)
