@@ -359,16 +359,17 @@ enum WriteError {
 
 /// Inserts of fewer rows are converted whole and appended (the table splits them among its
 /// partitions on the caller's thread); grouping them as they are converted pays for its work
-/// on every core only above this. Inserts over 100 symbols, rows/s grouped against whole:
-/// 10k rows 14-19M against 27-32M, 64Ki 25-32M against 37M, 1M 34-49M against 37M.
-const GROUPED_MIN_ROWS: usize = 128 << 10;
+/// on every core only from this many. Inserts over 100 symbols, rows/s grouped against whole
+/// (spread on the caller): 10k rows 14-19M against 27-32M, 32Ki 23-28M against 35M, 64Ki
+/// 25-33M against 37M (whole from there spreads on helper threads: 14M), 1M 34-50M against 37M.
+const GROUPED_MIN_ROWS: usize = 64 << 10;
 
 /// Read the whole stream (with the GIL: its producer may be Python code), then convert it to
 /// the table's columns and append them with the GIL released: into a table with a partition
 /// key and from [`GROUPED_MIN_ROWS`] rows, grouped by it (one logged record of an append per
-/// group), else as one append. The
-/// batches are Arrow memory owned on the Rust side by then (a producer's buffers are released,
-/// taking the GIL themselves if they need it, when the batches are dropped).
+/// group), else as one append. The batches are Arrow memory owned on the Rust side by then (a
+/// producer's buffers are released, taking the GIL themselves if they need it, when the
+/// batches are dropped).
 fn write(
     py: Python<'_>,
     catalog: &Arc<Catalog>,
@@ -386,8 +387,9 @@ fn write(
     let key = snap.key_col();
     drop(snap);
     let r = py.detach(|| {
-        // Into a table partitioned by a key, the rows are grouped by it as they are converted,
-        // each group then moved into its partition: no column is held whole.
+        // Into a table partitioned by a key, from GROUPED_MIN_ROWS rows, the rows are grouped by
+        // it as they are converted, each group then moved into its partition: no column is held
+        // whole.
         let rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
         let grouped = match key {
             Some(k) if rows >= GROUPED_MIN_ROWS => {

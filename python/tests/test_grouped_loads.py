@@ -1,6 +1,7 @@
 """Bulk loads into a table partitioned by symbol read the key column first and split every
 other column among the partitions as it is converted (`grouped.rs`): COPY ... FROM a Parquet
-file and `db.insert` of an Arrow table. The table then holds exactly the input's rows, as
+file and `db.insert` of an Arrow table of 64Ki rows or more (smaller inserts are converted
+whole, and must hold the same rows). The table then holds exactly the input's rows, as
 DuckDB reads them: many row groups and batches, NULL keys, NULLs in every other column,
 dictionary and plain strings, a column the input lacks, a second load whose rows land behind
 the first's (late rows merged in), a deduplicating table, a durable database replayed from
@@ -19,9 +20,9 @@ import pyarrow.parquet as pq
 import zeptodb
 
 ROWS = 70_000
-# An insert of at least 128Ki rows is grouped as it is converted (`GROUPED_MIN_ROWS`); a smaller
-# one is converted whole and split by the table. Both must hold the same rows.
-GROUPED_INSERT = 140_000
+# An insert of at least 64Ki rows is grouped as it is converted (`GROUPED_MIN_ROWS` in
+# python/src/database.rs); a smaller one is converted whole and split by the table.
+GROUPED_INSERT = 100_000
 COLUMNS = "ts, sym, px, size, note, venue, missing"
 DDL = (
     "CREATE TABLE t (ts TIMESTAMP, sym SYMBOL, px DOUBLE, size BIGINT, note VARCHAR, "
@@ -119,15 +120,17 @@ def test_copy_from_parquet_into_a_deduplicating_table(tmp_path):
     assert db.sql("SELECT count(*) AS n FROM t").fetchall()[0][0] == want
 
 
-def test_insert_of_arrow_tables_holds_their_rows():
-    # A grouped insert, then one converted whole whose rows land behind the first's.
-    first, second = data(7, GROUPED_INSERT, 10**12), data(8, ROWS, 0)
+@pytest.mark.parametrize("sizes", [(GROUPED_INSERT, ROWS), (ROWS, GROUPED_INSERT)])
+def test_insert_of_arrow_tables_holds_their_rows(sizes):
+    # One insert grouped, one converted whole, its rows landing behind the first's; the key
+    # dictionary-encoded in the first and plain in the second, so each path sees both.
+    first, second = data(7, sizes[0], 10**12), data(8, sizes[1], 0)
     db = zeptodb.connect()
     db.execute(DDL)
-    # Many batches, the key dictionary-encoded in one and plain in the other.
-    assert db.insert("t", pa.Table.from_batches(first.to_batches(max_chunksize=7_000))) == GROUPED_INSERT
-    assert db.insert("t", second) == ROWS
-    assert differences(db, [], (first, second)) == (0, 0, GROUPED_INSERT + ROWS)
+    # Many batches in the first.
+    assert db.insert("t", pa.Table.from_batches(first.to_batches(max_chunksize=7_000))) == sizes[0]
+    assert db.insert("t", second) == sizes[1]
+    assert differences(db, [], (first, second)) == (0, 0, sum(sizes))
 
 
 @pytest.mark.parametrize("good_rows", [10_000, GROUPED_INSERT])

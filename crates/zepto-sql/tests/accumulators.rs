@@ -216,6 +216,56 @@ fn null_free_runs_give_the_answer_of_ids() {
     }
 }
 
+/// NaN in every place a run's min/max can meet it: runs of only NaN (1 to 9 rows), NaN first,
+/// last and in a chunk read twice, and in a run longer than the fixed chunks. NaN is the
+/// largest double: a max with one is NaN, a min is NaN only when every row is.
+#[test]
+fn runs_rank_nan_as_the_largest_double() {
+    let nan = f64::NAN;
+    let runs: Vec<Vec<f64>> = vec![
+        vec![nan],
+        vec![nan; 3],
+        vec![nan; 4],
+        vec![1.0, nan],
+        vec![nan; 9],
+        vec![nan, 2.0, 3.0, 4.0, 5.0, -1.0],
+        vec![5.0, 4.0, 3.0, 2.0, 1.0, 0.5, nan],
+        vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0],
+        (0..100).map(|i| if i == 57 { nan } else { i as f64 }).collect(),
+        (0..100).map(|i| i as f64 - 50.0).collect(),
+    ];
+    let (mut v, mut starts, mut ids) = (Vec::new(), Vec::new(), Vec::new());
+    for (g, r) in runs.iter().enumerate() {
+        starts.push(v.len() as u32);
+        v.extend_from_slice(r);
+        ids.extend(std::iter::repeat_n(g as u32, r.len()));
+    }
+    let x = Column::from_data(ColumnData::Float64(v.clone()));
+    let t = Column::from_data(ColumnData::Timestamp((0..v.len() as i64).collect()));
+    for f in [AggFunc::Min, AggFunc::Max] {
+        let mut acc = accumulator(f, DataType::Float64);
+        let input = Input { args: vec![&x], order: Some(&t), sorted: true };
+        acc.update(&input, Rows::Runs { starts: &starts, n: v.len() }, runs.len()).expect("runs");
+        let got = acc.finish().expect("finish");
+        for (g, r) in runs.iter().enumerate() {
+            let want = match f {
+                AggFunc::Max if r.iter().any(|y| y.is_nan()) => nan,
+                AggFunc::Max => r.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+                _ => r.iter().copied().filter(|y| !y.is_nan()).reduce(f64::min).unwrap_or(nan),
+            };
+            let Value::Float64(y) = got.get(g) else { panic!("{f:?} run {g}: {:?}", got.get(g)) };
+            assert!(y == want || (y.is_nan() && want.is_nan()), "{f:?} run {g} {r:?}: {y} vs {want}");
+        }
+        let by_ids = {
+            let mut acc = accumulator(f, DataType::Float64);
+            let input = Input { args: vec![&x], order: Some(&t), sorted: false };
+            acc.update(&input, Rows::sparse(&ids), runs.len()).expect("ids");
+            acc.finish().expect("finish")
+        };
+        same(&got, &by_ids, &format!("{f:?} runs against ids"));
+    }
+}
+
 #[test]
 fn merged_partials_give_the_answer_of_ids() {
     let mut rng = Rng::new(0x9e37_79b9_7f4a_7c15);

@@ -319,18 +319,19 @@ const PAR_CONCAT_ROWS: usize = 16 << 10;
 
 /// Batches of the same columns as one batch (shared when there is one); from
 /// `PAR_CONCAT_ROWS` rows a column per item of the pool, on every core (a caller joining a
-/// query's many small per-partition batches is otherwise the one thread working).
+/// query's many small per-partition batches is otherwise the one thread working). It copies a
+/// finished result, outside any statement: a session's parallel threshold does not apply.
 pub fn concat_chunks(mut chunks: Vec<Batch>) -> Batch {
     if chunks.len() == 1 {
         return chunks.remove(0);
     }
     let rows = chunks.iter().map(|b| b.rows).sum();
-    let width: Vec<usize> = (0..chunks.first().map_or(0, |b| b.columns.len())).collect();
-    let columns = if rows >= PAR_CONCAT_ROWS && width.len() > 1 {
+    let cols: Vec<usize> = (0..chunks.first().map_or(0, |b| b.columns.len())).collect();
+    let columns = if rows >= PAR_CONCAT_ROWS && cols.len() > 1 {
         let copy = |&j: &usize| Ok::<_, std::convert::Infallible>(concat_column(&chunks, j));
-        zepto_storage::par::try_map(&width, copy).unwrap_or_else(|never| match never {})
+        zepto_storage::par::try_map(&cols, copy).unwrap_or_else(|never| match never {})
     } else {
-        width.iter().map(|&j| concat_column(&chunks, j)).collect()
+        cols.iter().map(|&j| concat_column(&chunks, j)).collect()
     };
     Batch::shared(columns, rows)
 }

@@ -62,7 +62,7 @@ pub fn aggregate_chunks(
     Ok(outs)
 }
 
-/// One partition's groups (`None` when no row passes the filters): runs found by galloping
+/// One partition's groups (`None` when no row passes the filters): runs found by counting
 /// over the times, or by comparing neighbours, or (`runs` is `None`) by hashing.
 fn piece_groups(
     c: &ExecContext,
@@ -106,9 +106,10 @@ fn bundle_groups(
 }
 
 /// The groups of a time-sorted batch whose one run key is `ts` or `xbar(w, ts)` (`t`: the
-/// designated timestamp's position, without NULLs): the first row of each bucket, found by
-/// galloping over the times from one bucket's end to the next — a few comparisons per bucket
-/// instead of evaluating the key on every row. `None` for other keys.
+/// designated timestamp's position, without NULLs): the first row of each bucket, found from
+/// one bucket's end to the next by counting the times below it over a window
+/// ([`counted_end`]) or by galloping — a few steps per bucket instead of evaluating the key on
+/// every row. `None` for other keys.
 fn bucket_starts(b: &Batch, keys: &[BExpr], runs: &[usize], t: usize) -> Option<Vec<u32>> {
     let [k] = runs else { return None };
     let width = match keys.get(*k)? {
@@ -152,9 +153,10 @@ fn bucket_starts(b: &Batch, keys: &[BExpr], runs: &[usize], t: usize) -> Option<
 
 /// The end of the bucket that starts at row `s` and ends before the first time at or past
 /// `hi` (`t - hi` cannot overflow for any time of `v`), the previous bucket having had `guess`
-/// rows: [`window_end`] over 32 rows from the bucket's second row when buckets are short, over
-/// 128 rows centred where `guess` puts the end when they are long (a bucket's length varies
-/// by about its square root: two Poisson counts of 250 differ by more than 64 one time in 200).
+/// rows: [`window_end`] over 32 rows when buckets are short, over 128 when they are long (a
+/// bucket's length varies by about its square root: two Poisson counts of 250 differ by more
+/// than 64 one time in 200), the window centred where `guess` puts the end (from the bucket's
+/// second row when that is nearer).
 fn counted_end(v: &[i64], s: usize, hi: i64, guess: usize) -> usize {
     if guess <= 32 {
         window_end::<32>(v, s, hi, guess)
@@ -186,9 +188,9 @@ fn window_end<const W: usize>(v: &[i64], s: usize, hi: i64, guess: usize) -> usi
 }
 
 /// The first index from `from` whose time reaches `hi` (`v` sorted; every time before `from`
-/// is below `hi`), searched from `guess` (the previous bucket's length: neighbouring buckets
-/// hold similar numbers of rows): gallop from there in the direction the guess was off (1, 2,
-/// 4, ... rows), then bisect the last step. A good guess costs two comparisons.
+/// is below `hi`), searched from `from + guess` (where the end is expected: neighbouring
+/// buckets hold similar numbers of rows): gallop from there in the direction the guess was off
+/// (1, 2, 4, ... rows), then bisect the last step. A good guess costs two comparisons.
 fn bucket_end(v: &[i64], from: usize, hi: i64, guess: usize) -> usize {
     let n = v.len();
     if from >= n {
@@ -284,6 +286,16 @@ mod tests {
             lens.iter().enumerate().flat_map(|(b, &l)| (0..l).map(move |i| b as i64 * 1000 + i as i64)).collect();
         let b = Batch::new(vec![Column::from_data(ColumnData::Timestamp(v.clone()))], v.len());
         assert_eq!(bucket_starts(&b, &[xbar(1000)], &[0], 0), Some(reference(&v, 1000)), "jumping lengths");
+        // Dense times at the bottom of i64 (the window counts there; the first bucket
+        // saturates), and times spanning all of i64 (no window: `t - hi` could overflow).
+        let low: Vec<i64> = (0..300).map(|i| i64::MIN + i * 37).collect();
+        let wide: Vec<i64> = (0..300u64).map(|i| i64::MIN.wrapping_add((i * (u64::MAX / 300)) as i64)).collect();
+        for v in [low, wide] {
+            let b = Batch::new(vec![Column::from_data(ColumnData::Timestamp(v.clone()))], v.len());
+            for w in [1000, 10_000_000_000_000_000] {
+                assert_eq!(bucket_starts(&b, &[xbar(w)], &[0], 0), Some(reference(&v, w)), "width {w}, {v:?}");
+            }
+        }
         // Times near the i64 ends: buckets saturate at the bottom, and the top one runs to the
         // end, as xbar computes them.
         for v in [

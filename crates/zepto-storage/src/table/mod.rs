@@ -1354,9 +1354,9 @@ const PARALLEL_APPEND_ROWS: usize = 100_000;
 
 /// From this many rows, a batch spread thin over many partitions fills them on every core...
 /// (Helper threads cost a few hundred microseconds a call here: from 16Ki rows, 16-64Ki-row
-/// inserts over 100 symbols ran at 14-22M rows/s against 34-37M on the caller alone, and
-/// 128-256Ki-row ones at about the same rate either way.)
-const PARALLEL_SPREAD_ROWS: usize = 128 * 1024;
+/// inserts over 100 symbols ran at 14-22M rows/s against 34-37M on the caller alone. Batches
+/// this thin of 100k rows and more take `split_batch`'s path instead.)
+const PARALLEL_SPREAD_ROWS: usize = 64 * 1024;
 
 /// ...taking the partitions in about this many runs.
 const SPREAD_RUNS: usize = 64;

@@ -23,8 +23,8 @@ pub fn lane_sum(v: &[f64]) -> f64 {
 }
 
 /// The minimum (`MIN`) or maximum of a non-empty slice, four lanes at a time; `None` if it
-/// holds a NaN (whose place in the order the general path decides).
-pub fn lane_extreme<const MIN: bool>(v: &[f64]) -> Option<f64> {
+/// holds a NaN (for [`run_extremes`] to rank by [`pick_nan_largest`]).
+fn lane_extreme<const MIN: bool>(v: &[f64]) -> Option<f64> {
     let init = if MIN { f64::INFINITY } else { f64::NEG_INFINITY };
     let pick = |acc: f64, x: f64| if (MIN && x < acc) || (!MIN && x > acc) { x } else { acc };
     let (mut m, mut nan) = ([init; 4], false);
@@ -46,7 +46,7 @@ pub fn lane_extreme<const MIN: bool>(v: &[f64]) -> Option<f64> {
 /// (or runs of up to 64 rows). Most runs then take the same number of steps, so the loop over
 /// a run's chunks ends where the CPU predicts it will: ending it at each run's own length
 /// mispredicts about once a run, which costs more than a run of 26 rows' work.
-fn run_chunks(starts: &[u32], n: usize) -> usize {
+fn chunks_per_run(starts: &[u32], n: usize) -> usize {
     let mut hist = [0u32; 65];
     super::runs(starts, n).for_each(|(s, e)| hist[(e - s).min(64)] += 1);
     let want = starts.len() - starts.len() / 10;
@@ -79,12 +79,12 @@ fn pick_nan_largest<const MIN: bool>(acc: f64, x: f64) -> f64 {
 
 /// The minimum (`MIN`) or maximum of every run of `v` (`runs` over `starts`, `n` rows), NaN
 /// the largest double. A run of 4 to 4·t rows is read in exactly t chunks of four rows
-/// ([`run_chunks`]), the chunks past its end clamped to its last four rows (an extreme does
-/// not mind rows read twice); other runs lane by lane. One pass over the rows: NaN needs no
-/// search of its own.
+/// ([`chunks_per_run`]), the chunks past its end clamped to its last four rows (an extreme does
+/// not mind rows read twice), NaN ranked in the same pass; other runs lane by lane (and again
+/// with the NaN-ranking pick when they hold a NaN).
 pub fn run_extremes<const MIN: bool>(v: &[f64], starts: &[u32], n: usize) -> Vec<f64> {
     let pick = pick_nan_largest::<MIN>;
-    let t = run_chunks(starts, n);
+    let t = chunks_per_run(starts, n);
     let mut out = Vec::with_capacity(starts.len());
     for (s, e) in super::runs(starts, n) {
         if e - s < 4 || e - s > 4 * t {
@@ -106,21 +106,38 @@ pub fn run_extremes<const MIN: bool>(v: &[f64], starts: &[u32], n: usize) -> Vec
     out
 }
 
+/// Rows [`run_sums_i64`] keeps running sums for at once (32 KiB: in the nearest cache).
+const SUM_BLOCK: usize = 4096;
+
 /// The exact sum of every run of `v` (`runs` over `starts`, all of `v`'s rows): differences
-/// of one running sum taken at the runs' edges, one pass and no loop per run. `None` when the
-/// running sum leaves i64 (a sum of values that large: the caller adds in i128).
+/// of running sums read at the runs' edges, one pass and no loop per run. The running sum is
+/// kept a block of rows at a time (in i64 from the block's start, the blocks' totals carried
+/// in i128), so memory stays one block whatever the rows. `None` when a block's running sum
+/// leaves i64 (values near 2^51 and beyond: the caller adds row by row in i128).
 pub fn run_sums_i64(v: &[i64], starts: &[u32]) -> Option<Vec<i128>> {
-    let mut edge = Vec::with_capacity(v.len() + 1);
-    edge.push(0i64);
-    let (mut acc, mut over) = (0i64, false);
-    // A mapped slice iterator has an exact length: `extend` writes without a check per row
-    // (and the buffer is not zeroed first).
-    edge.extend(v.iter().map(|&x| {
-        let (sum, o) = acc.overflowing_add(x);
-        (acc, over) = (sum, over | o);
-        acc
-    }));
-    (!over).then(|| super::runs(starts, v.len()).map(|(s, e)| edge[e] as i128 - edge[s] as i128).collect())
+    debug_assert!(starts.first().is_none_or(|&s| s == 0));
+    // The running sum before each run and after the last: at row 0, then at every later edge.
+    let mut edges = starts.iter().skip(1).map(|&s| s as usize).chain(std::iter::once(v.len())).peekable();
+    let mut at_edge: Vec<i128> = Vec::with_capacity(starts.len() + 1);
+    at_edge.push(0);
+    let mut sums = [0i64; SUM_BLOCK];
+    let (mut base, mut over) = (0i128, false);
+    for (b, block) in v.chunks(SUM_BLOCK).enumerate() {
+        let mut acc = 0i64;
+        for (slot, &x) in sums.iter_mut().zip(block) {
+            let (sum, o) = acc.overflowing_add(x);
+            (acc, over) = (sum, over | o);
+            *slot = acc;
+        }
+        // sums[j] is the block's running sum through row first + j: the edge after it.
+        let first = b * SUM_BLOCK;
+        while let Some(e) = edges.next_if(|&e| e > first && e <= first + block.len()) {
+            at_edge.push(base + i128::from(sums[e - first - 1]));
+        }
+        base += i128::from(acc);
+    }
+    debug_assert!(over || at_edge.len() == starts.len() + 1, "an edge per run and one after the last");
+    (!over).then(|| at_edge.windows(2).map(|w| w[1] - w[0]).collect())
 }
 
 /// A number a weight column holds, as f64 (exact for integers below 2^53, far beyond any

@@ -1,6 +1,7 @@
 //! `min(x)` and `max(x)` of any ordered type (NULLs skipped; NaN is the largest double, as
 //! in DuckDB). State: the extreme value per group (NULL for a group with none). NULL-free
-//! numbers reduce as values (lanes per run); anything else finds each group's best row.
+//! numbers reduce as values (a fixed number of four-row chunks per run, NaN ranked as it goes;
+//! lanes per id); anything else finds each group's best row.
 
 use super::kernels::{best_rows, choose, grow, in_range, pad, run_extremes};
 use super::{runs, Accumulator, Input, Rows};
@@ -43,7 +44,7 @@ impl MinMax {
     }
 
     /// The extremes as values, for NULL-free numbers where every group has a row; `None`
-    /// otherwise (strings, NULLs, NaN, empty groups: the row search).
+    /// otherwise (strings, NULLs, empty groups, and NaN among rows by id: the row search).
     fn by_value(&self, x: &Column, rows: Rows, ngroups: usize) -> Option<Column> {
         if x.validity().is_some() || rows.is_empty() {
             return None;
