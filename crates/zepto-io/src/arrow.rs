@@ -124,11 +124,14 @@ impl Acc {
         Acc { dt: c.data_type, data, validity: None, len: 0, dict: Dict::default(), remap: None }
     }
 
-    /// Code a SYMBOL column's strings against `dict` (a version of the target table's
-    /// dictionary) instead of a dictionary of its own. Only before any row is appended.
-    pub fn code_in(&mut self, dict: &Dict) {
-        assert_eq!(self.len, 0, "a column's dictionary is chosen before its first row");
-        self.dict = dict.clone();
+    /// [`Acc::new`], a SYMBOL column's strings coded against `dict` (a version of the target
+    /// table's dictionary) when given instead of a dictionary of its own.
+    pub fn new_in(c: &ColumnDef, capacity: usize, dict: Option<&Dict>) -> Acc {
+        let mut acc = Acc::new(c, capacity);
+        if let Some(d) = dict {
+            acc.dict = d.clone();
+        }
+        acc
     }
 
     /// Room for `rows` more rows, if the allocator grants it at once (a read that has decoded

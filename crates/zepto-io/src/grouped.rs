@@ -28,10 +28,7 @@ impl<'g> Splitter<'g> {
     /// A split of column `def` among `groups`, its SYMBOL strings coded against `dict` (a
     /// version of the table's dictionary) when given.
     pub(crate) fn new(def: &'g ColumnDef, groups: &'g KeyGroups, dict: Option<&Dict>, batch_rows: usize) -> Self {
-        let mut acc = Acc::new(def, batch_rows);
-        if let Some(d) = dict {
-            acc.code_in(d);
-        }
+        let acc = Acc::new_in(def, batch_rows, dict);
         Splitter { def, acc, parts: groups.splitter(def.data_type), groups, at: 0 }
     }
 

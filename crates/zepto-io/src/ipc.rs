@@ -71,10 +71,7 @@ pub fn read_batches_in(
     dict: Option<&Dict>,
 ) -> Result<Vec<Column>, IoError> {
     let source = stream_columns(fields, schema)?;
-    let mut accs: Vec<Acc> = schema.iter().map(|c| Acc::new(c, 0)).collect();
-    if let Some(d) = dict {
-        accs.iter_mut().for_each(|a| a.code_in(d));
-    }
+    let mut accs: Vec<Acc> = schema.iter().map(|c| Acc::new_in(c, 0, dict)).collect();
     let mut rows = 0usize;
     for batch in batches {
         let batch = batch.map_err(bad)?;
@@ -112,10 +109,7 @@ pub fn read_batches_grouped(
     let array = |b: &RecordBatch, k: usize| {
         b.columns().get(k).cloned().ok_or_else(|| IoError::Invalid("a batch lacks a column of the stream".into()))
     };
-    let mut keys = Acc::new(key_def, batches.iter().map(RecordBatch::num_rows).sum());
-    if let Some(d) = dict {
-        keys.code_in(d);
-    }
+    let mut keys = Acc::new_in(key_def, batches.iter().map(RecordBatch::num_rows).sum(), dict);
     let mut rows = 0;
     for b in batches {
         let arr = array(b, k)?;

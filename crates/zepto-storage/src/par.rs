@@ -133,6 +133,11 @@ pub fn try_map<T: Sync, R: Send, E: Send>(items: &[T], f: impl Fn(&T) -> Result<
     out.into_iter().map_while(|r| r).collect()
 }
 
+/// [`try_map`] of an `f` that cannot fail.
+pub fn map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    try_map(items, |x| Ok::<R, std::convert::Infallible>(f(x))).unwrap_or_else(|never| match never {})
+}
+
 /// `f` on every item, owned, on up to one thread per core, items taken one at a time (in no
 /// particular order). For work that mutates disjoint things: pass `&mut` borrows as items.
 /// Runs on scoped threads of its own, never the pool: writes call it holding a table's write

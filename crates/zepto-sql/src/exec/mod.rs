@@ -328,8 +328,7 @@ pub fn concat_chunks(mut chunks: Vec<Batch>) -> Batch {
     let rows = chunks.iter().map(|b| b.rows).sum();
     let cols: Vec<usize> = (0..chunks.first().map_or(0, |b| b.columns.len())).collect();
     let columns = if rows >= PAR_CONCAT_ROWS && cols.len() > 1 {
-        let copy = |&j: &usize| Ok::<_, std::convert::Infallible>(concat_column(&chunks, j));
-        zepto_storage::par::try_map(&cols, copy).unwrap_or_else(|never| match never {})
+        zepto_storage::par::map(&cols, |&j| concat_column(&chunks, j))
     } else {
         cols.iter().map(|&j| concat_column(&chunks, j)).collect()
     };

@@ -47,12 +47,7 @@ pub fn nearest(b: &Batch, a: &AnnSearch, rows: Vec<u32>) -> Vec<u32> {
         rows.iter().map(|&r| score(r)).collect()
     } else {
         let pieces: Vec<&[u32]> = rows.chunks(PAR_ROWS).collect();
-        match zepto_storage::par::try_map(&pieces, |p| {
-            Ok::<_, std::convert::Infallible>(p.iter().map(|&r| score(r)).collect::<Vec<_>>())
-        }) {
-            Ok(parts) => parts.concat(),
-            Err(never) => match never {},
-        }
+        zepto_storage::par::map(&pieces, |p| p.iter().map(|&r| score(r)).collect::<Vec<_>>()).concat()
     };
     if scores.iter().any(|s| s.is_nan()) {
         return rows;

@@ -7,7 +7,6 @@ use super::{Batch, ExecContext};
 use crate::error::{Result, SqlError};
 use crate::plan::physical::ScanShape;
 use crate::plan::{BExpr, ScanRange};
-use std::convert::Infallible;
 use std::ops::Range;
 use std::sync::Arc;
 use zepto_storage::par;
@@ -145,10 +144,7 @@ pub fn units<'a>(table: &'a Table, range: &ScanRange) -> Vec<Unit<'a>> {
     let runs = table.runs();
     // With a time bound, each whole pack's rows in it, on every core.
     let cuts: Vec<Option<Vec<Range<usize>>>> = match ts.filter(|_| runs.iter().any(|r| whole(r).is_some())) {
-        Some(t) => par::try_map(runs, |r| {
-            Ok::<_, Infallible>(whole(r).map(|cols| rows_in(&cols[t], range.ts_lo, range.ts_hi)))
-        })
-        .unwrap_or_else(|e| match e {}),
+        Some(t) => par::map(runs, |r| whole(r).map(|cols| rows_in(&cols[t], range.ts_lo, range.ts_hi))),
         None => vec![None; runs.len()],
     };
     let mut out = Vec::new();

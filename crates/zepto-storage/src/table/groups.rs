@@ -91,19 +91,22 @@ impl Table {
 /// NULL rows get code 0. One map across several columns of `src` (the groups of a load)
 /// interns as coding them one after another would.
 pub(super) fn recode(c: &mut Column, src: &Dict, map: &mut [u32], dict: &mut Dict) {
-    let valid = c.validity().cloned();
-    let ColumnData::Symbol { codes, .. } = c.data_mut() else { return };
-    for (i, code) in codes.iter_mut().enumerate() {
-        if valid.as_ref().is_some_and(|v| !v.get(i)) {
-            *code = 0;
-            continue;
+    // Taken apart, so that the codes change in place beside the validity, not a copy of it.
+    let (mut data, valid) = std::mem::replace(c, Column::nulls(DataType::Null, 0)).into_parts();
+    if let ColumnData::Symbol { codes, .. } = &mut data {
+        for (i, code) in codes.iter_mut().enumerate() {
+            if valid.as_ref().is_some_and(|v| !v.get(i)) {
+                *code = 0;
+                continue;
+            }
+            let m = &mut map[*code as usize];
+            if *m == u32::MAX {
+                *m = dict.intern(src.get(*code));
+            }
+            *code = *m;
         }
-        let m = &mut map[*code as usize];
-        if *m == u32::MAX {
-            *m = dict.intern(src.get(*code));
-        }
-        *code = *m;
     }
+    *c = Column::new(data, valid);
 }
 
 /// The dictionary every group's column `c` codes against, if they share one.
