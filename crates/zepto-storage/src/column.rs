@@ -1019,6 +1019,30 @@ pub struct Span<'a> {
     pub remap: Option<&'a [u32]>,
 }
 
+/// A run of valid values of one fixed-width type, for [`ColumnBuilder::extend_valid`].
+#[derive(Debug, Clone, Copy)]
+pub enum Valid<'a> {
+    /// For a BIGINT or TIMESTAMP column.
+    I64(&'a [i64]),
+    /// For an INTEGER column.
+    I32(&'a [i32]),
+    /// For a DOUBLE column.
+    F64(&'a [f64]),
+    /// Codes of a SYMBOL column's dictionary lineage.
+    Codes(&'a [u32]),
+}
+
+impl Valid<'_> {
+    fn kind(&self) -> &'static str {
+        match self {
+            Valid::I64(_) => "64-bit integer",
+            Valid::I32(_) => "32-bit integer",
+            Valid::F64(_) => "double",
+            Valid::Codes(_) => "symbol code",
+        }
+    }
+}
+
 /// Append values one at a time or column at a time; `finish` yields the column.
 #[derive(Debug)]
 pub struct ColumnBuilder {
@@ -1199,6 +1223,44 @@ impl ColumnBuilder {
         }
         self.push_valid(true);
         Ok(())
+    }
+
+    /// Append `n` NULLs.
+    pub fn push_nulls(&mut self, n: usize) {
+        (0..n).for_each(|_| self.push_null());
+    }
+
+    /// Append valid values of the builder's own fixed-width type at once (a run of rows a
+    /// reader typed into plain vectors); refused, nothing pushed, for another type, or for a
+    /// symbol code the builder's dictionary lineage has not handed out.
+    pub fn extend_valid(&mut self, values: Valid<'_>) -> Result<(), StorageError> {
+        let n = match (&mut self.data, values) {
+            (ColumnData::Int64(d) | ColumnData::Timestamp(d), Valid::I64(v)) => Self::extend(d, v),
+            (ColumnData::Int32(d), Valid::I32(v)) => Self::extend(d, v),
+            (ColumnData::Float64(d), Valid::F64(v)) => Self::extend(d, v),
+            (ColumnData::Symbol { codes, .. }, Valid::Codes(v)) => {
+                let top = v.iter().copied().max();
+                let known = top.is_none_or(|top| self.dict.as_mut().is_some_and(|d| d.reach(top)));
+                if !known {
+                    return Err(StorageError::Internal(format!("symbol code {top:?} past the builder's dictionary")));
+                }
+                Self::extend(codes, v)
+            }
+            (d, v) => {
+                let t = d.data_type();
+                return Err(StorageError::Internal(format!("{} values extended into a {t} column", v.kind())));
+            }
+        };
+        if let Some(bits) = &mut self.validity {
+            bits.extend_set(n);
+        }
+        self.len += n;
+        Ok(())
+    }
+
+    fn extend<T: Copy>(d: &mut Vec<T>, v: &[T]) -> usize {
+        d.extend_from_slice(v);
+        v.len()
     }
 
     /// Append all rows of `c` (same type, or an untyped NULL column).

@@ -2,8 +2,9 @@
 //! `cpu` measurement: 10 tags, 10 integer fields, one line per host every 10 s), without a
 //! socket: how long the tokenizer takes alone, and whole `/write` batches (tokenize, type,
 //! append) into an in-memory engine, best of `repeat` runs (a new engine each).
-//! `ilp_ingest [hosts] [hours] [batch] [repeat] [clients]`; defaults 400, 2, 10000, 3, 1
-//! (with more clients, each writes every `clients`-th body on a thread of its own).
+//! `ilp_ingest [hosts] [hours] [batch] [repeat] [clients] [write]`; defaults 400, 2, 10000,
+//! 3, 1 (with more clients, each writes every `clients`-th body on a thread of its own); a
+//! sixth argument `write` times the writes alone (for a profile of them).
 
 use std::time::Instant;
 use zepto_server::auth::Principal;
@@ -124,8 +125,9 @@ fn main() {
             })
             .fold(f64::INFINITY, f64::min)
     };
+    let write_only = std::env::args().nth(6).as_deref() == Some("write");
     let tokenize = best(&|| {
-        for b in &bodies {
+        for b in bodies.iter().filter(|_| !write_only) {
             ilp::check_text(b, ilp::Precision::NANOS).expect("every line parses");
         }
     });
@@ -149,8 +151,12 @@ fn main() {
     });
     let mb = bytes as f64 / 1e6;
     let write_what = format!("write ({clients} cl.)");
-    for (what, s) in [("tokenize only", tokenize), (write_what.as_str(), whole)] {
+    let timed = [("tokenize only", tokenize), (write_what.as_str(), whole)];
+    for (what, s) in timed.into_iter().filter(|(what, _)| !write_only || what.starts_with("write")) {
         println!("{what:<18} {s:>8.3} s  {:>12.0} lines/s  {:>7.1} MB/s", rows as f64 / s, mb / s);
+    }
+    if write_only {
+        return;
     }
     let engine = zepto_sql::Engine::new();
     for b in &bodies {

@@ -1,22 +1,29 @@
-//! The fields and timestamp of a line read in one pass, when they repeat the previous line's.
+//! The lines of a known series that write the fields of the table's previous line, read in
+//! one pass into plain vectors.
 //!
 //! A client writes the lines of a measurement alike: the same field keys in the same order,
-//! each with values of one type. For a line of a known series (its tags already taken from the
-//! series cache), `super::lines::Decoder` hands [`read`] the keys its table's previous line
-//! had, with the kind of value each key's column takes. Each key is then matched by one
-//! comparison and each value parsed straight from the bytes by that kind: no token, no
-//! escape handling, no `Value`. Anything else (another key, more or fewer fields, an escape,
-//! a string, a value the kind does not take as written here) makes [`read`] answer `None`
-//! having changed nothing but `out`, and the line is read the general way
-//! (`super::ilp::line_rest`), which reads it or says what is wrong with it.
+//! each with values of one type. `super::lines::Decoder` keeps per table a [`Shape`]: the tag
+//! columns of a series, the field keys its previous line wrote (each as the bytes `,key=`,
+//! with the kind of value its column takes) and the designated timestamp. A line of a known
+//! series whose tags go to the shape's columns is matched against it: each key by one
+//! comparison, each value parsed straight from the bytes by its kind (eight digits at a time)
+//! and pushed onto the shape's own vector for that column, the series' tag codes onto theirs.
+//! No token, no escape handling, no `Value`, no per-cell dispatch on a builder's type; the
+//! decoder moves the staged rows into its column builders a run at a time ([`Shape::drain`])
+//! before any line of the table goes another way, and at the end of the body.
 //!
-//! Whatever this reads, the general path reads to the same values: it takes a subset of the
-//! syntax (plain decimal integers with `i`, decimal floats, decimal timestamps) whose meaning
-//! does not depend on the path. `tests::agrees_with_the_general_path` checks that on
-//! generated lines.
+//! Anything else (another key, more or fewer fields, an escape, a string, a value the kind
+//! does not take as written here) makes [`Shape::read`] answer `None` having staged nothing,
+//! and the line is read the general way (`super::ilp::line_rest`), which reads it or says what
+//! is wrong with it. Whatever this reads, the general path reads to the same values: it takes a
+//! subset of the syntax (plain decimal integers with `i`, decimal floats, decimal timestamps)
+//! whose meaning does not depend on the path. `tests::agrees_with_the_general_path` checks that
+//! on generated lines.
 #![cfg_attr(not(test), deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used))]
 
-use super::ilp::{digits, line_end};
+use super::ilp::line_end;
+use std::ops::Range;
+use zepto_storage::Valid;
 
 /// How a column takes a field value on this path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,78 +36,233 @@ pub(super) enum Kind {
     Float64,
 }
 
-/// A field value read, as its column stores it.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub(super) enum Cell {
-    /// For a BIGINT column.
-    Int64(i64),
-    /// For an INTEGER column.
-    Int32(i32),
-    /// For a DOUBLE column.
-    Float64(f64),
+/// The values of one field staged so far, as its column stores them.
+#[derive(Debug, Clone, PartialEq)]
+enum Staged {
+    Int64(Vec<i64>),
+    Int32(Vec<i32>),
+    Float64(Vec<f64>),
 }
 
-/// What a line read this way holds beside its cells.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct Rest {
-    /// The timestamp, in nanoseconds (a line without one goes the general way).
-    pub timestamp: i64,
-    /// Where the timestamp ends (the line's text is up to here).
-    pub end: usize,
-    /// Where the next line starts.
-    pub next: usize,
+impl Staged {
+    fn len(&self) -> usize {
+        match self {
+            Staged::Int64(v) => v.len(),
+            Staged::Int32(v) => v.len(),
+            Staged::Float64(v) => v.len(),
+        }
+    }
+
+    fn truncate(&mut self, n: usize) {
+        match self {
+            Staged::Int64(v) => v.truncate(n),
+            Staged::Int32(v) => v.truncate(n),
+            Staged::Float64(v) => v.truncate(n),
+        }
+    }
+
+    fn valid(&self) -> Valid<'_> {
+        match self {
+            Staged::Int64(v) => Valid::I64(v),
+            Staged::Int32(v) => Valid::I32(v),
+            Staged::Float64(v) => Valid::F64(v),
+        }
+    }
 }
 
-/// The fields of the line at `b[i..]` (just after the space that ends its series), matched
-/// against `keys` in order (each a key as written, with no byte that would need an escape,
-/// and its column's kind), their values pushed onto `out` in order, then the timestamp,
-/// multiplied by `precision`; `None` if the line is not of that form.
-pub(super) fn read<'k>(
-    b: &[u8],
-    mut i: usize,
-    keys: impl Iterator<Item = (&'k [u8], Kind)>,
-    precision: i64,
-    out: &mut Vec<Cell>,
-) -> Option<Rest> {
-    out.clear();
-    for (key, kind) in keys {
-        if !out.is_empty() {
-            if b.get(i) != Some(&b',') {
+/// One field of a [`Shape`]: its `,key=` bytes in `Shape::keys` and its column slot.
+#[derive(Debug, Clone)]
+struct Field {
+    key: Range<usize>,
+    slot: usize,
+}
+
+/// The layout of a table's lines that go this way, and the rows read so far (module docs).
+#[derive(Debug, Clone)]
+pub(super) struct Shape {
+    /// The series' tag columns, in the series' order.
+    tags: Vec<u32>,
+    fields: Vec<Field>,
+    /// Every field's key as the line writes it: `key=` for the first, `,key=` after.
+    keys: Vec<u8>,
+    /// The designated timestamp's column.
+    ts: usize,
+    /// Staged rows: per tag its codes, per field its values, and the timestamps.
+    codes: Vec<Vec<u32>>,
+    values: Vec<Staged>,
+    times: Vec<i64>,
+}
+
+impl Shape {
+    /// The shape of lines whose series' tags go to columns `tags` and whose fields are
+    /// `fields` (each its key as written, with no byte that would need an escape, its column
+    /// and kind), then a timestamp for column `ts`; `None` unless every column is a different
+    /// one and there is a field.
+    pub fn new<'k>(tags: &[u32], fields: impl Iterator<Item = (&'k [u8], usize, Kind)>, ts: usize) -> Option<Shape> {
+        let mut shape = Shape {
+            tags: tags.to_vec(),
+            fields: Vec::new(),
+            keys: Vec::new(),
+            ts,
+            codes: vec![Vec::new(); tags.len()],
+            values: Vec::new(),
+            times: Vec::new(),
+        };
+        for (key, slot, kind) in fields {
+            let start = shape.keys.len();
+            if start > 0 {
+                shape.keys.push(b',');
+            }
+            shape.keys.extend_from_slice(key);
+            shape.keys.push(b'=');
+            shape.fields.push(Field { key: start..shape.keys.len(), slot });
+            shape.values.push(match kind {
+                Kind::Int64 => Staged::Int64(Vec::new()),
+                Kind::Int32 => Staged::Int32(Vec::new()),
+                Kind::Float64 => Staged::Float64(Vec::new()),
+            });
+        }
+        let mut slots: Vec<usize> = shape.slots().collect();
+        slots.sort_unstable();
+        let distinct = slots.windows(2).all(|w| w.first() != w.get(1));
+        (distinct && !shape.fields.is_empty()).then_some(shape)
+    }
+
+    /// Every column a line of this shape fills.
+    fn slots(&self) -> impl Iterator<Item = usize> + '_ {
+        let tags = self.tags.iter().map(|&s| s as usize);
+        tags.chain(self.fields.iter().map(|f| f.slot)).chain([self.ts])
+    }
+
+    /// Whether a series whose tags are `tags` (column slot, code) has this shape's tag columns.
+    pub fn fits(&self, tags: &[(u32, u32)]) -> bool {
+        self.tags.len() == tags.len() && self.tags.iter().zip(tags).all(|(a, (b, _))| a == b)
+    }
+
+    /// Rows staged.
+    pub fn rows(&self) -> usize {
+        self.times.len()
+    }
+
+    /// Stage the line at `b[i..]` (just after the space that ends its series, whose tags
+    /// [`Shape::fits`]): its fields, the timestamp multiplied by `precision`, and the tags'
+    /// codes. Where the next line starts; `None`, nothing staged, if the line is not of this
+    /// shape.
+    pub fn read(&mut self, b: &[u8], i: usize, precision: i64, tags: &[(u32, u32)]) -> Option<usize> {
+        debug_assert!(self.fits(tags), "a series of other tag columns");
+        let Some((timestamp, next)) = self.read_values(b, i, precision) else {
+            let n = self.rows();
+            self.values.iter_mut().for_each(|v| v.truncate(n));
+            return None;
+        };
+        self.times.push(timestamp);
+        self.codes.iter_mut().zip(tags).for_each(|(c, &(_, code))| c.push(code));
+        Some(next)
+    }
+
+    /// The fields pushed onto `values`, then the timestamp and where the next line starts.
+    #[inline]
+    fn read_values(&mut self, b: &[u8], mut i: usize, precision: i64) -> Option<(i64, usize)> {
+        for (f, out) in self.fields.iter().zip(&mut self.values) {
+            let key = self.keys.get(f.key.clone())?;
+            if b.get(i..i + key.len())? != key {
                 return None;
             }
-            i += 1;
+            i = value(b, i + key.len(), out)?;
         }
-        let at = i + key.len();
-        if b.get(i..at) != Some(key) || b.get(at) != Some(&b'=') {
+        if b.get(i) != Some(&b' ') {
             return None;
         }
-        let (cell, end) = value(b, at + 1, kind)?;
-        out.push(cell);
-        i = end;
+        let (neg, at) = sign(b, i + 1);
+        let (v, n) = digit_run(b, at)?;
+        let timestamp = signed(v, neg)?.checked_mul(precision)?;
+        Some((timestamp, line_end(b, at + n)?))
     }
-    if out.is_empty() || b.get(i) != Some(&b' ') {
-        return None;
+
+    /// Hand every staged column to `put` (its slot and values), then forget the staged rows;
+    /// returns how many rows there were. `put`'s first error ends the drain (the builders it
+    /// filled are then out of step: the caller fails the body).
+    pub fn drain<E>(&mut self, mut put: impl FnMut(usize, Valid<'_>) -> Result<(), E>) -> Result<usize, E> {
+        let rows = self.rows();
+        debug_assert!(self.values.iter().all(|v| v.len() == rows), "a field staged out of step");
+        if rows == 0 {
+            return Ok(0);
+        }
+        for (&slot, codes) in self.tags.iter().zip(&mut self.codes) {
+            put(slot as usize, Valid::Codes(codes))?;
+            codes.clear();
+        }
+        for (f, v) in self.fields.iter().zip(&mut self.values) {
+            put(f.slot, v.valid())?;
+            v.truncate(0);
+        }
+        put(self.ts, Valid::I64(&self.times))?;
+        self.times.clear();
+        Ok(rows)
     }
-    timestamp(b, i + 1, precision)
 }
 
-/// The value at `b[i..]` as `kind` takes it, and where it ends (at `,` or a space).
-fn value(b: &[u8], i: usize, kind: Kind) -> Option<(Cell, usize)> {
-    let rest = b.get(i..)?;
-    let len = rest.iter().position(|&c| matches!(c, b',' | b' ' | b'\n' | b'\r' | b'\t' | b'\\'))?;
-    let end = i + len;
-    if !matches!(b.get(end), Some(b',' | b' ')) {
-        return None;
+/// Whether a `-` is at `b[i]`, and where the digits start.
+#[inline]
+fn sign(b: &[u8], i: usize) -> (bool, usize) {
+    let neg = b.get(i) == Some(&b'-');
+    (neg, i + usize::from(neg))
+}
+
+/// `v` with a sign as an i64, if in range.
+#[inline]
+fn signed(v: u64, neg: bool) -> Option<i64> {
+    if !neg {
+        return i64::try_from(v).ok();
     }
-    let t = rest.get(..len)?;
-    let cell = match (t.split_last(), kind) {
-        (Some((b'i', d)), Kind::Int64) => Cell::Int64(digits(d)?),
-        (Some((b'i', d)), Kind::Int32) => Cell::Int32(i32::try_from(digits(d)?).ok()?),
-        (Some((b'i', d)), Kind::Float64) => Cell::Float64(digits(d)? as f64),
-        (Some(_), Kind::Float64) => Cell::Float64(decimal(t)?),
+    // -2^63 has no positive twin: it wraps onto itself.
+    (v <= 1 << 63).then(|| (v as i64).wrapping_neg())
+}
+
+/// The field value at `b[i..]` as `out`'s kind takes it, pushed onto `out`; where it ends (at
+/// `,` or a space). On `None` a value may have been pushed: the caller drops the line's.
+#[inline]
+fn value(b: &[u8], i: usize, out: &mut Staged) -> Option<usize> {
+    let (neg, at) = sign(b, i);
+    let (v, n) = digit_run(b, at)?;
+    let end = at + n;
+    let suffixed = b.get(end) == Some(&b'i');
+    let end = match out {
+        Staged::Int64(o) if suffixed => {
+            o.push(signed(v, neg)?);
+            end + 1
+        }
+        Staged::Int32(o) if suffixed => {
+            o.push(i32::try_from(signed(v, neg)?).ok()?);
+            end + 1
+        }
+        Staged::Float64(o) if suffixed => {
+            o.push(signed(v, neg)? as f64);
+            end + 1
+        }
+        // Up to 15 digits a double holds the integer exactly, as its text parses.
+        Staged::Float64(o) if n <= 15 && matches!(b.get(end), Some(b',' | b' ')) => {
+            o.push(if neg { -(v as f64) } else { v as f64 });
+            end
+        }
+        Staged::Float64(o) => {
+            let (f, e) = decimal_at(b, i)?;
+            o.push(f);
+            e
+        }
         _ => return None,
     };
-    Some((cell, end))
+    matches!(b.get(end), Some(b',' | b' ')).then_some(end)
+}
+
+/// The decimal number at `b[i..]` (up to `,` or a space) and where it ends.
+fn decimal_at(b: &[u8], i: usize) -> Option<(f64, usize)> {
+    let rest = b.get(i..)?;
+    let len = rest.iter().position(|&c| matches!(c, b',' | b' ' | b'\n' | b'\r' | b'\t' | b'\\'))?;
+    if !matches!(rest.get(len), Some(b',' | b' ')) {
+        return None;
+    }
+    Some((decimal(rest.get(..len)?)?, i + len))
 }
 
 /// `t` as a finite decimal number, written with digits, `.`, a leading `-` and an exponent.
@@ -115,14 +277,61 @@ fn decimal(t: &[u8]) -> Option<f64> {
     f.is_finite().then_some(f)
 }
 
-/// The timestamp at `b[i..]` and the line's end after it.
-fn timestamp(b: &[u8], i: usize, precision: i64) -> Option<Rest> {
-    let rest = b.get(i..)?;
-    let len = rest.iter().position(|&c| matches!(c, b' ' | b'\t' | b'\r' | b'\n')).unwrap_or(rest.len());
-    let timestamp = digits(rest.get(..len)?)?.checked_mul(precision)?;
-    let end = i + len;
-    let next = line_end(b, end)?;
-    Some(Rest { timestamp, end, next })
+/// Powers of ten up to 10^8.
+const POW10: [u64; 9] = [1, 10, 100, 1_000, 10_000, 100_000, 1_000_000, 10_000_000, 100_000_000];
+
+/// The decimal digits at `b[i..]`: their value and count, at least one and at most 19 (more
+/// is `None`: the general path reads or refuses it). Read eight bytes at a time.
+#[inline]
+fn digit_run(b: &[u8], start: usize) -> Option<(u64, usize)> {
+    let (mut v, mut i) = (0u64, start);
+    while let Some(chunk) = b.get(i..i + 8) {
+        let w = u64::from_le_bytes(chunk.try_into().ok()?);
+        let n = leading_digits(w);
+        if i - start + n > 19 {
+            return None;
+        }
+        v = v * POW10.get(n)? + eight_digits(w, n);
+        i += n;
+        if n < 8 {
+            return (i > start).then_some((v, i - start));
+        }
+    }
+    // The body's last bytes, one at a time.
+    while let Some(d) = b.get(i).map(|c| c.wrapping_sub(b'0')).filter(|&d| d <= 9) {
+        if i - start == 19 {
+            return None;
+        }
+        v = v * 10 + u64::from(d);
+        i += 1;
+    }
+    (i > start).then_some((v, i - start))
+}
+
+/// How many of the eight bytes of `w` (in memory order) are decimal digits before the first
+/// one that is not.
+#[inline]
+fn leading_digits(w: u64) -> usize {
+    const HIGH: u64 = 0xF0F0_F0F0_F0F0_F0F0;
+    const ZEROS: u64 = 0x3030_3030_3030_3030;
+    // A digit byte is 0x30..=0x39: its high nibble is 3, and still 3 after adding 6. (A byte
+    // from 0xFA carries into the next one, after the first non-digit: no matter.)
+    let not_digit = ((w & HIGH) ^ ZEROS) | ((w.wrapping_add(0x0606_0606_0606_0606) & HIGH) ^ ZEROS);
+    (not_digit.trailing_zeros() / 8) as usize
+}
+
+/// The value of the first `n` bytes of `w` (in memory order), each a decimal digit.
+#[inline]
+fn eight_digits(w: u64, n: usize) -> u64 {
+    if n == 0 {
+        return 0;
+    }
+    // The digits moved to the top, behind leading zeros, then combined in pairs, fours and
+    // eights by multiplications (as simdjson parses eight digits).
+    let v = (w & 0x0F0F_0F0F_0F0F_0F0F) << (8 * (8 - n));
+    let v = v.wrapping_mul(10).wrapping_add(v >> 8);
+    let (lo, hi) = (v & 0x0000_00FF_0000_00FF, (v >> 16) & 0x0000_00FF_0000_00FF);
+    (lo.wrapping_mul(100 + (1_000_000 << 32)).wrapping_add(hi.wrapping_mul(1 + (10_000 << 32)))) >> 32
 }
 
 #[cfg(test)]
@@ -132,11 +341,55 @@ mod tests {
 
     const KEYS: [(&[u8], Kind); 3] = [(b"a", Kind::Int64), (b"bb", Kind::Float64), (b"c", Kind::Int32)];
 
-    fn fast(line: &str) -> Option<(Vec<Cell>, i64)> {
+    /// A field value as its column stores it.
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    enum Cell {
+        Int64(i64),
+        Int32(i32),
+        Float64(f64),
+    }
+
+    /// A shape of two tag columns (0 and 1), `KEYS` in columns 2, 3 and 4, the timestamp in 5.
+    fn shape() -> Shape {
+        let fields = KEYS.iter().enumerate().map(|(k, &(key, kind))| (key, k + 2, kind));
+        Shape::new(&[0, 1], fields, 5).expect("a shape")
+    }
+
+    const TAGS: [(u32, u32); 2] = [(0, 7), (1, 9)];
+
+    /// The staged rows by column slot, drained.
+    fn drained(s: &mut Shape) -> Vec<(usize, Vec<Cell>, Vec<u32>)> {
         let mut out = Vec::new();
-        let r = read(line.as_bytes(), 0, KEYS.iter().copied(), 1, &mut out)?;
-        assert_eq!(r.next, line.len(), "{line}");
-        Some((out, r.timestamp))
+        s.drain(|slot, v| {
+            let (cells, codes) = match v {
+                Valid::I64(x) if slot == 5 => (vec![], x.iter().map(|&t| t as u32).collect()),
+                Valid::I64(x) => (x.iter().map(|&x| Cell::Int64(x)).collect(), vec![]),
+                Valid::I32(x) => (x.iter().map(|&x| Cell::Int32(x)).collect(), vec![]),
+                Valid::F64(x) => (x.iter().map(|&x| Cell::Float64(x)).collect(), vec![]),
+                Valid::Codes(c) => (vec![], c.to_vec()),
+            };
+            out.push((slot, cells, codes));
+            Ok::<(), ()>(())
+        })
+        .expect("drained");
+        out
+    }
+
+    /// The line read alone: its cells in key order and its timestamp; `None` (and nothing
+    /// staged) when it is not of the shape.
+    fn fast(line: &str) -> Option<(Vec<Cell>, i64)> {
+        let mut s = shape();
+        let Some(next) = s.read(line.as_bytes(), 0, 1, &TAGS) else {
+            assert!(s.values.iter().all(|v| v.len() == 0), "{line}: a refused line staged values");
+            return None;
+        };
+        assert_eq!(next, line.len(), "{line}");
+        let timestamp = s.times.first().copied()?;
+        let cols = drained(&mut s);
+        let slots: Vec<usize> = cols.iter().map(|c| c.0).collect();
+        assert_eq!(slots, [0, 1, 2, 3, 4, 5]);
+        assert_eq!((cols[0].2.clone(), cols[1].2.clone()), (vec![7], vec![9]));
+        Some((cols[2..5].iter().flat_map(|c| c.1.clone()).collect(), timestamp))
     }
 
     /// The general path's reading of the same fields, as the kinds would store them.
@@ -187,6 +440,48 @@ mod tests {
             "a=1i,bb=2\\,c=3i 1",                  // an escape
         ] {
             assert_eq!(fast(line), None, "{line}");
+        }
+    }
+
+    /// Lines read one after another stage in order; a refused one stages nothing.
+    #[test]
+    fn rows_stage_in_order() {
+        let mut s = shape();
+        let body = b"a=1i,bb=2,c=3i 10\na=4i,bb=x,c=6i 11\na=7i,bb=8.5,c=9i 12\n";
+        assert_eq!(s.read(body, 0, 1, &TAGS), Some(18));
+        assert_eq!(s.read(body, 18, 1, &TAGS), None);
+        assert_eq!(s.read(body, 36, 1, &TAGS), Some(body.len()));
+        assert!(s.fits(&TAGS) && !s.fits(&TAGS[..1]) && !s.fits(&[(0, 7), (2, 9)]));
+        let cols = drained(&mut s);
+        assert_eq!(cols[2].1, [Cell::Int64(1), Cell::Int64(7)]);
+        assert_eq!(cols[3].1, [Cell::Float64(2.0), Cell::Float64(8.5)]);
+        assert_eq!(cols[5].2, [10, 12]);
+        assert_eq!((s.rows(), drained(&mut s).len()), (0, 0), "a drain forgets the rows");
+        assert!(Shape::new(&[2], KEYS.iter().map(|&(k, kind)| (k, 2, kind)), 5).is_none(), "one column twice");
+        assert!(Shape::new(&[0], std::iter::empty(), 5).is_none(), "no field");
+    }
+
+    /// Eight digits at a time read what a digit at a time reads, at every length and
+    /// alignment, up against the end of the bytes or followed by anything.
+    #[test]
+    fn digit_runs_agree_with_parse() {
+        let mut rng = zepto_storage::rng::XorShift::new(3);
+        for _ in 0..200_000 {
+            let len = rng.index(24);
+            let mut b: Vec<u8> = (0..rng.index(4)).map(|_| b'x').collect();
+            let start = b.len();
+            b.extend((0..len).map(|_| b'0' + rng.index(10) as u8));
+            if rng.index(2) == 0 {
+                b.push([b'i', b',', b' ', b'/', b':', 0xFF, b'.'][rng.index(7)]);
+                b.extend((0..rng.index(10)).map(|_| b'0' + rng.index(10) as u8));
+            }
+            let text = std::str::from_utf8(&b[start..start + len]).unwrap_or_default();
+            let want = (1..=19).contains(&len).then(|| (text.parse::<u64>().expect("digits"), len));
+            assert_eq!(digit_run(&b, start), want, "{b:?}");
+        }
+        for w in [*b"12345678", *b"9\xFA\x300000\x00", *b"/0123456", *b":9999999"] {
+            let want = w.iter().take_while(|c| c.is_ascii_digit()).count();
+            assert_eq!(leading_digits(u64::from_le_bytes(w)), want, "{w:?}");
         }
     }
 
@@ -256,10 +551,15 @@ mod tests {
         }
         let req = WriteRequest { format: IngestFormat::Ilp, table: None, precision: Precision::NANOS, now_ns: 42 };
         let who = Principal::anonymous_admin();
-        let (whole, one_by_one) = (zepto_sql::Engine::new(), zepto_sql::Engine::new());
+        let (whole, one_by_one, in_parts) =
+            (zepto_sql::Engine::new(), zepto_sql::Engine::new(), zepto_sql::Engine::new());
         write(&whole, &who, &req, lines.join("\n").as_bytes()).expect("the body is stored");
         for l in &lines {
             write(&one_by_one, &who, &req, l.as_bytes()).expect("the line is stored");
+        }
+        // In bodies of 500 lines: the later ones know their series from the catalog's memo.
+        for part in lines.chunks(500) {
+            write(&in_parts, &who, &req, part.join("\n").as_bytes()).expect("the part is stored");
         }
         for sql in ["SELECT * FROM m ORDER BY ALL", "SELECT * FROM n ORDER BY ALL", "DESCRIBE m", "DESCRIBE n"] {
             let rows = |e: &zepto_sql::Engine| {
@@ -270,6 +570,7 @@ mod tests {
             let a = rows(&whole);
             assert!(a.len() > 2, "{sql}: {a:?}");
             assert_eq!(a, rows(&one_by_one), "{sql}");
+            assert_eq!(a, rows(&in_parts), "{sql}");
         }
     }
 }

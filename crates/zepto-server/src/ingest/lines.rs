@@ -14,7 +14,7 @@
 //! and that is checked at a table's first line, before any of its columns is looked at.
 #![cfg_attr(not(test), deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used))]
 
-use super::fast::{self, Cell, Kind};
+use super::fast::{Kind, Shape};
 use super::ilp::{FieldValue, IlpError, LineSink, Precision};
 use super::TablePlan;
 use crate::auth::Principal;
@@ -76,18 +76,16 @@ pub(super) struct Decoder<'c, 'a> {
     /// when the memo's codes no longer fit it).
     memo: Option<RwLockReadGuard<'c, Memo>>,
     memo_tables: Vec<Option<Option<usize>>>,
-    /// Scratch of the fast path (`fast.rs`): the fields expected, the values read.
-    fast_fields: Vec<FastField>,
-    fast_cells: Vec<Cell>,
+    /// The current line's series when [`LineSink::series`] knew it: its tags are pushed by
+    /// [`LineSink::known_rest`], staged with the fields or into the builders.
+    known: Option<Known>,
 }
 
-/// A field the fast path expects: the key at position `at` of the previous line's keys
-/// (`IlpColumns::recent`), in column slot `slot`, read as `kind`.
+/// Where a known series' tags are: the memo's series or the body's.
 #[derive(Clone, Copy)]
-struct FastField {
-    at: usize,
-    slot: usize,
-    kind: Kind,
+enum Known {
+    Memo(u32),
+    Body(u32),
 }
 
 /// Series (a measurement and its tags, as written) the body has had: each line of a known
@@ -100,18 +98,24 @@ struct SeriesCache<'a> {
     /// Per series: its table and its range of `tags`.
     known: Vec<(usize, std::ops::Range<usize>)>,
     /// Every series' tags: (slot, symbol code in that slot's builder).
-    tags: Vec<(usize, u32)>,
+    tags: Vec<(u32, u32)>,
     /// The current line's series when new, and whether its tags can be cached so far (they
     /// all went to SYMBOL columns).
     pending: Option<(&'a [u8], bool)>,
     /// The current line's tags so far, when its series is new.
-    line_tags: Vec<(usize, u32)>,
+    line_tags: Vec<(u32, u32)>,
 }
 
 /// A series to teach the memo: its text and its tags as (column slot, code).
 type Learned<'a> = (&'a [u8], Vec<(u32, u32)>);
 
 impl<'a> SeriesCache<'a> {
+    /// The tags of series `k`.
+    fn tags_of(&self, k: u32) -> &[(u32, u32)] {
+        let range = self.known.get(k as usize).map_or(0..0, |(_, r)| r.clone());
+        self.tags.get(range).unwrap_or_default()
+    }
+
     /// The series of table `table` whose tags all went to its first `columns` columns, with
     /// their codes as the memo keeps them.
     fn learned(&self, table: usize, columns: usize) -> Vec<Learned<'a>> {
@@ -119,19 +123,25 @@ impl<'a> SeriesCache<'a> {
         for (&text, &k) in &self.index {
             let Some((t, range)) = self.known.get(k as usize) else { continue };
             let Some(tags) = self.tags.get(range.clone()).filter(|_| *t == table) else { continue };
-            if tags.iter().all(|&(slot, _)| slot < columns) {
-                out.push((text, tags.iter().map(|&(slot, code)| (slot as u32, code)).collect()));
+            if tags.iter().all(|&(slot, _)| (slot as usize) < columns) {
+                out.push((text, tags.to_vec()));
             }
         }
         out
     }
 }
 
-/// One table's rows so far.
+/// One table's rows so far: in its builders, and the last of them perhaps staged by its
+/// shape (`fast.rs`), moved into the builders before any other line of the table is read.
 struct TableBuild {
     exists: bool,
     cols: IlpColumns,
     rows: usize,
+    shape: Option<Shape>,
+    /// Shapes made for the body, bounded (a body whose lines keep changing shape reads them
+    /// the general way), and the lines in a row of a known series the shape did not read.
+    shapes_made: usize,
+    misses: u8,
 }
 
 impl<'c, 'a> Decoder<'c, 'a> {
@@ -152,8 +162,7 @@ impl<'c, 'a> Decoder<'c, 'a> {
             series: SeriesCache::default(),
             memo: Some(catalog.series_memo().read()),
             memo_tables: Vec::new(),
-            fast_fields: Vec::new(),
-            fast_cells: Vec::new(),
+            known: None,
         }
     }
 
@@ -164,7 +173,8 @@ impl<'c, 'a> Decoder<'c, 'a> {
         self.memo = None;
         self.teach_memo();
         let mut plans = Vec::with_capacity(self.tables.len());
-        for t in self.tables {
+        for mut t in self.tables {
+            t.drain_shape()?;
             let (name, ts_name) = (t.cols.table.clone(), t.cols.ts_name.clone());
             let (defs, cols) = t.cols.finish();
             let has_tenant_id = defs.iter().any(|d| d.name.eq_ignore_ascii_case(zepto_sql::access::TENANT_COLUMN));
@@ -191,23 +201,16 @@ impl<'c, 'a> Decoder<'c, 'a> {
         }
     }
 
-    /// A line whose series an earlier batch taught the memo: its table's row started and its
-    /// tags pushed by their codes. False when the memo does not know it, or its codes no
-    /// longer fit the table.
-    fn known_by_memo(&mut self, line: usize, raw: &[u8]) -> Result<bool, ApiError> {
-        self.line = line;
+    /// A line whose series an earlier batch taught the memo: its table is the current one and
+    /// its tags are known. False when the memo does not know it, or its codes no longer fit
+    /// the table.
+    fn known_by_memo(&mut self, raw: &[u8]) -> Result<bool, ApiError> {
         let Some((id, t)) = self.memo.as_ref().and_then(|m| m.find(raw).and_then(|id| Some((id, m.table_of(id)?))))
         else {
             return Ok(false);
         };
         let Some(b) = self.memo_table(t)? else { return Ok(false) };
-        let codes = self.memo.as_ref().map_or(&[][..], |m| m.codes(id));
-        let table = self.tables.get_mut(b).ok_or_else(|| line_err(line, "lost track of the line's table".into()))?;
-        table.cols.start_row();
-        for &(slot, code) in codes {
-            table.cols.push_code(slot as usize, code).map_err(|m| line_err(line, m))?;
-        }
-        self.cur = b;
+        (self.cur, self.known) = (b, Some(Known::Memo(id)));
         Ok(true)
     }
 
@@ -299,7 +302,7 @@ impl<'c, 'a> Decoder<'c, 'a> {
             let code = c.builder.push_symbol(text).map_err(|e| ApiError::internal(e.to_string()))?;
             c.filled = true;
             if self.series.pending.is_some() {
-                self.series.line_tags.push((j, code));
+                self.series.line_tags.push((u32::try_from(j).unwrap_or(u32::MAX), code));
             }
             return Ok(());
         }
@@ -342,7 +345,8 @@ impl<'a> LineSink<'a> for Decoder<'_, 'a> {
     }
 
     fn series(&mut self, line: usize, raw: &'a [u8]) -> Result<bool, ApiError> {
-        if self.known_by_memo(line, raw)? {
+        self.line = line;
+        if self.known_by_memo(raw)? {
             return Ok(true);
         }
         let cache = &mut self.series;
@@ -351,38 +355,39 @@ impl<'a> LineSink<'a> for Decoder<'_, 'a> {
             cache.line_tags.clear();
             return Ok(false);
         };
-        let (table, tags) = cache.known.get(k as usize).cloned().unwrap_or_default();
-        self.line = line;
-        self.cur = table;
-        let tags = self.series.tags.get(tags).unwrap_or_default();
-        let t = self.tables.get_mut(table).ok_or_else(|| line_err(line, "lost track of the line's table".into()))?;
-        t.cols.start_row();
-        for &(slot, code) in tags {
-            t.cols.push_code(slot, code).map_err(|m| line_err(line, m))?;
-        }
+        self.cur = cache.known.get(k as usize).map_or(usize::MAX, |(table, _)| *table);
+        self.known = Some(Known::Body(k));
         Ok(true)
     }
 
     fn known_rest(&mut self, body: &'a [u8], at: usize, precision: Precision) -> Result<Option<usize>, ApiError> {
         let line = self.line;
-        let Some(t) = self.tables.get_mut(self.cur).filter(|_| self.lines.is_none()) else { return Ok(None) };
-        let Some(ts) = t.cols.fast_fields(&mut self.fast_fields) else { return Ok(None) };
-        let keys = self.fast_fields.iter().map(|f| (t.cols.recent_key(f.at), f.kind));
-        let Some(rest) = fast::read(body, at, keys, precision.0, &mut self.fast_cells) else { return Ok(None) };
-        let slots = self.fast_fields.iter().map(|f| f.slot);
-        t.cols
-            .push_fast(slots.zip(self.fast_cells.iter().copied()), ts, rest.timestamp)
-            .map_err(|m| line_err(line, m))?;
-        t.rows += 1;
-        self.cache_series();
-        Ok(Some(rest.next))
+        let Some(known) = self.known.take() else {
+            // A line whose tags were read the general way: its fields are, too.
+            self.cache_series();
+            return Ok(None);
+        };
+        let tags = match known {
+            Known::Memo(id) => self.memo.as_ref().map_or(&[][..], |m| m.codes(id)),
+            Known::Body(k) => self.series.tags_of(k),
+        };
+        let t = self.tables.get_mut(self.cur).ok_or_else(|| line_err(line, "lost track of the line's table".into()))?;
+        if self.lines.is_none() {
+            if let Some(next) = t.read_staged(body, at, precision, tags)? {
+                return Ok(Some(next));
+            }
+        }
+        t.start_row()?;
+        for &(slot, code) in tags {
+            t.cols.push_code(slot as usize, code).map_err(|m| line_err(line, m))?;
+        }
+        Ok(None)
     }
 
     fn measurement(&mut self, line: usize, name: Cow<'a, str>) -> Result<(), ApiError> {
         self.line = line;
         self.cur = self.table(&name)?;
-        self.current()?.cols.start_row();
-        Ok(())
+        self.current()?.start_row()
     }
 
     fn tag(&mut self, key: Cow<'a, str>, value: Cow<'a, str>) -> Result<(), ApiError> {
@@ -421,7 +426,58 @@ impl TableBuild {
         let defs: Vec<ColumnDef> = existing.as_ref().map(|t| t.schema.columns.clone()).unwrap_or_default();
         let exists = existing.is_some();
         let cols = IlpColumns::new(name, defs, rows, ts_name, existing.map(|t| t.dict));
-        TableBuild { exists, cols, rows: 0 }
+        TableBuild { exists, cols, rows: 0, shape: None, shapes_made: 0, misses: 0 }
+    }
+
+    /// Start a line read the general way: after the staged rows.
+    fn start_row(&mut self) -> Result<(), ApiError> {
+        self.drain_shape()?;
+        self.cols.start_row();
+        Ok(())
+    }
+
+    /// The line at `body[at..]` staged by the table's shape: where the next line starts, or
+    /// `None` (nothing staged) for the general path. The shape is made for the series' tags
+    /// and the previous line's fields when there is none, or again after two lines in a row
+    /// did not fit it (a rare odd line keeps the shape; a stream that changed its fields gets
+    /// a new one), at most once per 64 of the table's lines (and a few to start).
+    fn read_staged(
+        &mut self,
+        body: &[u8],
+        at: usize,
+        precision: Precision,
+        tags: &[(u32, u32)],
+    ) -> Result<Option<usize>, ApiError> {
+        let stale = self.shape.is_none() || self.misses >= 2;
+        if stale && self.shapes_made <= 4 + self.rows / 64 {
+            self.drain_shape()?;
+            self.shape = self.cols.shape(tags);
+            (self.shapes_made, self.misses) = (self.shapes_made + 1, 0);
+        }
+        let read = self.shape.as_mut().filter(|s| s.fits(tags)).and_then(|s| s.read(body, at, precision.0, tags));
+        match read {
+            Some(_) => (self.rows, self.misses) = (self.rows + 1, 0),
+            None => self.misses = self.misses.saturating_add(1),
+        }
+        Ok(read)
+    }
+
+    /// The staged rows moved into the builders, NULL in the columns the shape does not fill.
+    fn drain_shape(&mut self) -> Result<(), ApiError> {
+        let Some(shape) = &mut self.shape else { return Ok(()) };
+        let cols = &mut self.cols.slots;
+        let err = |m: String| ApiError::internal(format!("staged rows of table '{}': {m}", self.cols.table));
+        shape
+            .drain(|slot, values| {
+                let c = cols.get_mut(slot).ok_or_else(|| format!("lost track of column {slot}"))?;
+                c.builder.extend_valid(values).map_err(|e| e.to_string())
+            })
+            .map_err(err)?;
+        for c in cols.iter_mut() {
+            c.builder.push_nulls(self.rows.saturating_sub(c.builder.len()));
+            debug_assert_eq!(c.builder.len(), self.rows, "column '{}' out of step", c.def.name);
+        }
+        Ok(())
     }
 }
 
@@ -607,59 +663,31 @@ impl IlpColumns {
         Ok(j)
     }
 
-    /// The fields the previous line wrote after the keys of this line so far (its tags), for
-    /// `fast::read`, and the timestamp's slot; `None` when one of them cannot be read that way
-    /// (a key with bytes that need escapes, a column of another type or one the line has
-    /// filled already).
-    fn fast_fields(&self, out: &mut Vec<FastField>) -> Option<usize> {
-        out.clear();
-        for (at, (name, slot, plain)) in self.recent.iter().enumerate().skip(self.at) {
-            if name.is_empty() {
-                return (!out.is_empty()).then_some(*slot);
-            }
+    /// The shape (`fast.rs`) of lines of a series whose tags are `tags` (slot, code) and whose
+    /// fields are those the previous line wrote after as many keys; `None` when one of them
+    /// cannot be read that way (a key with bytes that need escapes, a column of another type,
+    /// a column twice).
+    fn shape(&self, tags: &[(u32, u32)]) -> Option<Shape> {
+        let mut fields = Vec::new();
+        for (name, slot, plain) in self.recent.iter().skip(tags.len()) {
             let c = self.slots.get(*slot)?;
+            if name.is_empty() {
+                let tag_slots: Vec<u32> = tags.iter().map(|&(slot, _)| slot).collect();
+                let ts = c.def.data_type == DataType::Timestamp;
+                return Shape::new(&tag_slots, fields.into_iter(), *slot).filter(|_| ts);
+            }
             let kind = match c.def.data_type {
                 DataType::Int64 => Kind::Int64,
                 DataType::Int32 => Kind::Int32,
                 DataType::Float64 => Kind::Float64,
                 _ => return None,
             };
-            if c.filled || !plain {
+            if !plain {
                 return None;
             }
-            out.push(FastField { at, slot: *slot, kind });
+            fields.push((name.as_bytes(), *slot, kind));
         }
         None
-    }
-
-    /// The key at position `at` of the previous line's.
-    fn recent_key(&self, at: usize) -> &[u8] {
-        self.recent.get(at).map_or(&[], |(name, _, _)| name.as_bytes())
-    }
-
-    /// A line read by `fast::read`: its cells into their slots, its timestamp into slot `ts`,
-    /// NULL in the other columns.
-    fn push_fast(
-        &mut self,
-        cells: impl Iterator<Item = (usize, Cell)>,
-        ts: usize,
-        timestamp: i64,
-    ) -> Result<(), String> {
-        for (j, cell) in cells {
-            let v = match cell {
-                Cell::Int64(v) => Value::Int64(v),
-                Cell::Int32(v) => Value::Int32(v),
-                Cell::Float64(v) => Value::Float64(v),
-            };
-            let c = self.column(j)?;
-            c.builder.push_value(&v).map_err(|e| e.to_string())?;
-            c.filled = true;
-        }
-        let c = self.column(ts)?;
-        c.builder.push_value(&Value::Timestamp(timestamp)).map_err(|e| e.to_string())?;
-        c.filled = true;
-        self.end_row();
-        Ok(())
     }
 
     /// The slot of column `name` (see [`IlpColumns::slot`]), by its name as written, else its
