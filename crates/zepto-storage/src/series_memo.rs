@@ -9,6 +9,13 @@
 //! each, so most of the tag work was redone batch after batch. Kept here, across batches, a
 //! known series costs one hash of its text and a push of its codes.
 //!
+//! Clients write their series in the same order round after round (every host of a fleet,
+//! one after another, each interval), and the memo learns them in a batch's order: so a door
+//! first compares a line's series with the text of the series learned after the previous
+//! line's ([`Memo::find_after`]), read from one buffer in learning order, where the hardware
+//! has fetched it already; only a line out of that order pays for the hash and the lookup
+//! (the cache misses of an entry, its text and its codes among thousands).
+//!
 //! An entry is only as good as the table it was learned on: each table's record keeps the
 //! dictionary lineage and the columns the codes and slots refer to, and a door uses an entry
 //! only when the table it finds now has the same lineage and still starts with those columns
@@ -66,10 +73,12 @@ pub struct Memo {
     tables: Vec<MemoTable>,
     /// Series text → index into `series`.
     index: HashMap<Box<[u8]>, u32, foldhash::fast::RandomState>,
-    /// Per series: its table (index into `tables`) and its range of `codes`.
-    series: Vec<(u32, Range<u32>)>,
+    /// Per series: its table (index into `tables`), its range of `codes` and of `texts`.
+    series: Vec<(u32, Range<u32>, Range<u32>)>,
     /// Every series' tags: (column slot, code in the table's dictionary).
     codes: Vec<(u32, u32)>,
+    /// Every series' text, in learning order (module docs).
+    texts: Vec<u8>,
     bytes: usize,
 }
 
@@ -79,14 +88,26 @@ impl Memo {
         self.index.get(text).copied()
     }
 
+    /// [`Memo::find`], trying first the series learned right after series `prev` (module
+    /// docs).
+    #[inline]
+    pub fn find_after(&self, prev: Option<u32>, text: &[u8]) -> Option<u32> {
+        let next = prev.map_or(0, |p| p.wrapping_add(1));
+        let range = self.series.get(next as usize).map(|(_, _, r)| r.start as usize..r.end as usize);
+        if range.and_then(|r| self.texts.get(r)) == Some(text) {
+            return Some(next);
+        }
+        self.find(text)
+    }
+
     /// The table of series `id`.
     pub fn table_of(&self, id: u32) -> Option<u32> {
-        self.series.get(id as usize).map(|(t, _)| *t)
+        self.series.get(id as usize).map(|(t, _, _)| *t)
     }
 
     /// Series `id`'s tags: (column slot, dictionary code).
     pub fn codes(&self, id: u32) -> &[(u32, u32)] {
-        let range = self.series.get(id as usize).map_or(0..0, |(_, r)| r.start as usize..r.end as usize);
+        let range = self.series.get(id as usize).map_or(0..0, |(_, r, _)| r.start as usize..r.end as usize);
         self.codes.get(range).unwrap_or_default()
     }
 
@@ -133,7 +154,7 @@ impl Memo {
         let mut by_id: Vec<(&[u8], u32)> = old.index.iter().map(|(k, &id)| (&**k, id)).collect();
         by_id.sort_unstable_by_key(|&(_, id)| id);
         for (text, id) in by_id {
-            let Some(&(table, ref r)) = old.series.get(id as usize) else { continue };
+            let Some(&(table, ref r, _)) = old.series.get(id as usize) else { continue };
             if table == t {
                 continue;
             }
@@ -157,9 +178,10 @@ impl Memo {
         if self.bytes + cost > MAX_BYTES || self.index.contains_key(text) {
             return false;
         }
-        let from = self.codes.len() as u32;
+        let (from, at) = (self.codes.len() as u32, self.texts.len() as u32);
         self.codes.extend_from_slice(codes);
-        self.series.push((table, from..self.codes.len() as u32));
+        self.texts.extend_from_slice(text);
+        self.series.push((table, from..self.codes.len() as u32, at..self.texts.len() as u32));
         self.index.insert(text.into(), id);
         self.bytes += cost;
         true
@@ -168,7 +190,8 @@ impl Memo {
 
 /// What a series takes in the memo, counted against [`MAX_BYTES`] and [`MAX_WAITING_BYTES`].
 fn cost(text: &[u8], codes: &[(u32, u32)]) -> usize {
-    text.len() + codes.len() * 8 + ENTRY_BYTES
+    // The text twice: the index's key and `texts`.
+    2 * text.len() + codes.len() * 8 + ENTRY_BYTES
 }
 
 impl SeriesMemo {
@@ -277,6 +300,35 @@ mod tests {
         assert_eq!(m.len(), 2);
     }
 
+    /// The guess of the next series answers as the lookup does, whatever the guess: right,
+    /// wrong, past the end, or after a table was forgotten (the series renumbered).
+    #[test]
+    fn the_next_series_guess_answers_as_the_lookup() {
+        let memo = SeriesMemo::default();
+        let texts: Vec<Vec<u8>> = (0..50).map(|h| format!("cpu,host=h{h}").into_bytes()).collect();
+        let codes: Vec<[(u32, u32); 1]> = (0..50).map(|h| [(0, h)]).collect();
+        let series = |r: std::ops::Range<usize>| r.map(|h| (&texts[h][..], &codes[h][..])).collect::<Vec<_>>();
+        assert_eq!(memo.learn(&table("mem", 1), series(40..50).into_iter()), 10);
+        assert_eq!(memo.learn(&table("cpu", 1), series(0..40).into_iter()), 40);
+        let check = |m: &Memo| {
+            let mut rng = crate::rng::XorShift::new(5);
+            for _ in 0..2000 {
+                let prev = [None, Some(rng.below(60) as u32), Some(u32::MAX)][rng.index(3)];
+                let text = format!("cpu,host=h{}", rng.below(60));
+                assert_eq!(m.find_after(prev, text.as_bytes()), m.find(text.as_bytes()), "{prev:?} {text}");
+            }
+            // In learning order every guess is right.
+            let first = m.find(&texts[0]).expect("learned");
+            assert_eq!((1..40).try_fold(first, |p, h| m.find_after(Some(p), &texts[h])), Some(first + 39));
+        };
+        check(&memo.read());
+        // The table learned first made again: its series go, the rest move down.
+        assert_eq!(memo.learn(&table("mem", 2), series(0..0).into_iter()), 0);
+        let m = memo.read();
+        assert_eq!((m.len(), m.find(&texts[45])), (40, None));
+        check(&m);
+    }
+
     #[test]
     fn learning_while_a_door_reads_waits_for_the_next_reader() {
         let memo = SeriesMemo::default();
@@ -311,7 +363,8 @@ mod tests {
             assert!(m.bytes() <= MAX_BYTES);
             most = most.max(m.len());
         }
-        assert!((60..64).contains(&most), "{most} series of 1 MiB at most");
+        // Each text is kept twice (the index's key, the texts in order).
+        assert!((30..32).contains(&most), "{most} series of 1 MiB at most");
         let m = memo.read();
         assert!(m.find(&series(99)).is_some(), "the newest is known");
         assert!(m.find(&series(0)).is_none(), "the oldest went when it filled");

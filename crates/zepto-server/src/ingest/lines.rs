@@ -79,6 +79,8 @@ pub(super) struct Decoder<'c, 'a> {
     /// The current line's series when [`LineSink::series`] knew it: its tags are pushed by
     /// [`LineSink::known_rest`], staged with the fields or into the builders.
     known: Option<Known>,
+    /// The memo's series of the last line it knew (`Memo::find_after`).
+    last_memo: Option<u32>,
 }
 
 /// Where a known series' tags are: the memo's series or the body's.
@@ -117,10 +119,13 @@ impl<'a> SeriesCache<'a> {
     }
 
     /// The series of table `table` whose tags all went to its first `columns` columns, with
-    /// their codes as the memo keeps them.
+    /// their codes as the memo keeps them, in the body's order (the memo's guess of the next
+    /// series follows it).
     fn learned(&self, table: usize, columns: usize) -> Vec<Learned<'a>> {
+        let mut by_first_line: Vec<(u32, &'a [u8])> = self.index.iter().map(|(&text, &k)| (k, text)).collect();
+        by_first_line.sort_unstable_by_key(|&(k, _)| k);
         let mut out = Vec::new();
-        for (&text, &k) in &self.index {
+        for (k, text) in by_first_line {
             let Some((t, range)) = self.known.get(k as usize) else { continue };
             let Some(tags) = self.tags.get(range.clone()).filter(|_| *t == table) else { continue };
             if tags.iter().all(|&(slot, _)| (slot as usize) < columns) {
@@ -163,6 +168,7 @@ impl<'c, 'a> Decoder<'c, 'a> {
             memo: Some(catalog.series_memo().read()),
             memo_tables: Vec::new(),
             known: None,
+            last_memo: None,
         }
     }
 
@@ -205,10 +211,13 @@ impl<'c, 'a> Decoder<'c, 'a> {
     /// its tags are known. False when the memo does not know it, or its codes no longer fit
     /// the table.
     fn known_by_memo(&mut self, raw: &[u8]) -> Result<bool, ApiError> {
-        let Some((id, t)) = self.memo.as_ref().and_then(|m| m.find(raw).and_then(|id| Some((id, m.table_of(id)?))))
+        let last = self.last_memo;
+        let Some((id, t)) =
+            self.memo.as_ref().and_then(|m| m.find_after(last, raw).and_then(|id| Some((id, m.table_of(id)?))))
         else {
             return Ok(false);
         };
+        self.last_memo = Some(id);
         let Some(b) = self.memo_table(t)? else { return Ok(false) };
         (self.cur, self.known) = (b, Some(Known::Memo(id)));
         Ok(true)
