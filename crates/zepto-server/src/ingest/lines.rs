@@ -6,7 +6,9 @@
 //! bytes. Lines repeat their measurement and keys, in the same order, so the table is the
 //! previous line's when the measurement is the same text, and a key's column is the one the
 //! previous line had at the same position when the key is the same text; only a new name is
-//! lower-cased and looked up.
+//! lower-cased and looked up. A line of a known series (the catalog's memo or the body's own
+//! cache, by its text) that writes the fields of the table's previous line goes faster still:
+//! staged by the table's `fast::Shape` into plain vectors, moved into the builders a run at a time.
 //!
 //! The result is one [`TablePlan`] per table the body touches, in order of first appearance,
 //! typed and checked against the schemas as they were read (`super::create_and_apply`
