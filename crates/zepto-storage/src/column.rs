@@ -1021,7 +1021,7 @@ pub struct Span<'a> {
 
 /// A run of valid values of one fixed-width type, for [`ColumnBuilder::extend_valid`].
 #[derive(Debug, Clone, Copy)]
-pub enum Valid<'a> {
+pub enum ValidRun<'a> {
     /// For a BIGINT or TIMESTAMP column.
     I64(&'a [i64]),
     /// For an INTEGER column.
@@ -1032,13 +1032,13 @@ pub enum Valid<'a> {
     Codes(&'a [u32]),
 }
 
-impl Valid<'_> {
+impl ValidRun<'_> {
     fn kind(&self) -> &'static str {
         match self {
-            Valid::I64(_) => "64-bit integer",
-            Valid::I32(_) => "32-bit integer",
-            Valid::F64(_) => "double",
-            Valid::Codes(_) => "symbol code",
+            ValidRun::I64(_) => "64-bit integer",
+            ValidRun::I32(_) => "32-bit integer",
+            ValidRun::F64(_) => "double",
+            ValidRun::Codes(_) => "symbol code",
         }
     }
 }
@@ -1233,12 +1233,12 @@ impl ColumnBuilder {
     /// Append valid values of the builder's own fixed-width type at once (a run of rows a
     /// reader typed into plain vectors); refused, nothing pushed, for another type, or for a
     /// symbol code the builder's dictionary lineage has not handed out.
-    pub fn extend_valid(&mut self, values: Valid<'_>) -> Result<(), StorageError> {
+    pub fn extend_valid(&mut self, values: ValidRun<'_>) -> Result<(), StorageError> {
         let n = match (&mut self.data, values) {
-            (ColumnData::Int64(d) | ColumnData::Timestamp(d), Valid::I64(v)) => Self::extend(d, v),
-            (ColumnData::Int32(d), Valid::I32(v)) => Self::extend(d, v),
-            (ColumnData::Float64(d), Valid::F64(v)) => Self::extend(d, v),
-            (ColumnData::Symbol { codes, .. }, Valid::Codes(v)) => {
+            (ColumnData::Int64(d) | ColumnData::Timestamp(d), ValidRun::I64(v)) => Self::extend(d, v),
+            (ColumnData::Int32(d), ValidRun::I32(v)) => Self::extend(d, v),
+            (ColumnData::Float64(d), ValidRun::F64(v)) => Self::extend(d, v),
+            (ColumnData::Symbol { codes, .. }, ValidRun::Codes(v)) => {
                 let top = v.iter().copied().max();
                 let known = top.is_none_or(|top| self.dict.as_mut().is_some_and(|d| d.reach(top)));
                 if !known {

@@ -80,7 +80,7 @@ pub mod view;
 
 pub use bitmap::Bitmap;
 pub use catalog::{Catalog, Change, ChangeLog, Layout, Stamp, StampedTable};
-pub use column::{Column, ColumnBuilder, ColumnData, Span, Valid};
+pub use column::{Column, ColumnBuilder, ColumnData, Span, ValidRun};
 pub use dict::Dict;
 pub use error::StorageError;
 pub use history::{HistFile, History, HistoryChunk, HistoryPlan, HistoryRows, HistoryUnit};

@@ -10,11 +10,13 @@
 //! known series costs one hash of its text and a push of its codes.
 //!
 //! Clients write their series in the same order round after round (every host of a fleet,
-//! one after another, each interval), and the memo learns them in a batch's order: so a door
-//! first compares a line's series with the text of the series learned after the previous
-//! line's ([`Memo::find_after`]), read from one buffer in learning order, where the hardware
-//! has fetched it already; only a line out of that order pays for the hash and the lookup
-//! (the cache misses of an entry, its text and its codes among thousands).
+//! one after another, each interval), and the memo learns a batch's series table by table, in
+//! the batch's order: so a door first compares a line's series with the text of the series
+//! learned after the previous line's ([`Memo::find_after`]), read from one buffer in learning
+//! order, where the hardware has fetched it already; only a line out of that order pays for
+//! the hash and the lookup (the cache misses of an entry, its text and its codes among
+//! thousands). A body that interleaves several measurements line by line misses the guess
+//! at every change of table, and costs what it did before.
 //!
 //! An entry is only as good as the table it was learned on: each table's record keeps the
 //! dictionary lineage and the columns the codes and slots refer to, and a door uses an entry

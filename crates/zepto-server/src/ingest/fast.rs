@@ -3,8 +3,8 @@
 //!
 //! A client writes the lines of a measurement alike: the same field keys in the same order,
 //! each with values of one type. `super::lines::Decoder` keeps per table a [`Shape`]: the tag
-//! columns of a series, the field keys its previous line wrote (each as the bytes `,key=`,
-//! with the kind of value its column takes) and the designated timestamp. A line of a known
+//! columns of a series, the field keys its previous line wrote (as the bytes `key=`, then
+//! `,key=`, each with the kind of value its column takes) and the designated timestamp. A line of a known
 //! series whose tags go to the shape's columns is matched against it: each key by one
 //! comparison, each value parsed straight from the bytes by its kind (eight digits at a time)
 //! and pushed onto the shape's own vector for that column, the series' tag codes onto theirs.
@@ -23,7 +23,7 @@
 
 use super::ilp::line_end;
 use std::ops::Range;
-use zepto_storage::Valid;
+use zepto_storage::ValidRun;
 
 /// How a column takes a field value on this path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,7 +32,8 @@ pub(super) enum Kind {
     Int64,
     /// INTEGER: `-?[0-9]+i` within range.
     Int32,
-    /// DOUBLE: a decimal number (`-?[0-9.]+([eE][+-]?[0-9]+)?`, finite) or an integer with `i`.
+    /// DOUBLE: a decimal number (`-?[0-9][0-9.]*([eE][+-]?[0-9]+)?`, finite) or an integer
+    /// with `i`.
     Float64,
 }
 
@@ -61,16 +62,16 @@ impl Staged {
         }
     }
 
-    fn valid(&self) -> Valid<'_> {
+    fn valid(&self) -> ValidRun<'_> {
         match self {
-            Staged::Int64(v) => Valid::I64(v),
-            Staged::Int32(v) => Valid::I32(v),
-            Staged::Float64(v) => Valid::F64(v),
+            Staged::Int64(v) => ValidRun::I64(v),
+            Staged::Int32(v) => ValidRun::I32(v),
+            Staged::Float64(v) => ValidRun::F64(v),
         }
     }
 }
 
-/// One field of a [`Shape`]: its `,key=` bytes in `Shape::keys` and its column slot.
+/// One field of a [`Shape`]: its key's bytes in `Shape::keys` and its column slot.
 #[derive(Debug, Clone)]
 struct Field {
     key: Range<usize>,
@@ -157,6 +158,8 @@ impl Shape {
         };
         self.times.push(timestamp);
         self.codes.iter_mut().zip(tags).for_each(|(c, &(_, code))| c.push(code));
+        #[cfg(test)]
+        tests::STAGED.with(|n| n.set(n.get() + 1));
         Some(next)
     }
 
@@ -179,26 +182,26 @@ impl Shape {
         Some((timestamp, line_end(b, at + n)?))
     }
 
-    /// Hand every staged column to `put` (its slot and values), then forget the staged rows;
-    /// returns how many rows there were. `put`'s first error ends the drain (the builders it
-    /// filled are then out of step: the caller fails the body).
-    pub fn drain<E>(&mut self, mut put: impl FnMut(usize, Valid<'_>) -> Result<(), E>) -> Result<usize, E> {
+    /// Hand every staged column to `put` (its slot and values), then forget the staged rows.
+    /// `put`'s first error ends the drain (the builders it filled are then out of step: the
+    /// caller fails the body).
+    pub fn drain<E>(&mut self, mut put: impl FnMut(usize, ValidRun<'_>) -> Result<(), E>) -> Result<(), E> {
         let rows = self.rows();
         debug_assert!(self.values.iter().all(|v| v.len() == rows), "a field staged out of step");
         if rows == 0 {
-            return Ok(0);
+            return Ok(());
         }
         for (&slot, codes) in self.tags.iter().zip(&mut self.codes) {
-            put(slot as usize, Valid::Codes(codes))?;
+            put(slot as usize, ValidRun::Codes(codes))?;
             codes.clear();
         }
         for (f, v) in self.fields.iter().zip(&mut self.values) {
             put(f.slot, v.valid())?;
             v.truncate(0);
         }
-        put(self.ts, Valid::I64(&self.times))?;
+        put(self.ts, ValidRun::I64(&self.times))?;
         self.times.clear();
-        Ok(rows)
+        Ok(())
     }
 }
 
@@ -291,7 +294,7 @@ fn digit_run(b: &[u8], start: usize) -> Option<(u64, usize)> {
         if i - start + n > 19 {
             return None;
         }
-        v = v * POW10.get(n)? + eight_digits(w, n);
+        v = v * POW10.get(n)? + word_digits(w, n);
         i += n;
         if n < 8 {
             return (i > start).then_some((v, i - start));
@@ -322,7 +325,7 @@ fn leading_digits(w: u64) -> usize {
 
 /// The value of the first `n` bytes of `w` (in memory order), each a decimal digit.
 #[inline]
-fn eight_digits(w: u64, n: usize) -> u64 {
+fn word_digits(w: u64, n: usize) -> u64 {
     if n == 0 {
         return 0;
     }
@@ -337,16 +340,29 @@ fn eight_digits(w: u64, n: usize) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ingest::ilp::{parse, FieldValue, Precision};
+    use crate::ingest::ilp::{parse, Precision};
+    use zepto_storage::{DataType, Value};
 
     const KEYS: [(&[u8], Kind); 3] = [(b"a", Kind::Int64), (b"bb", Kind::Float64), (b"c", Kind::Int32)];
 
     /// A field value as its column stores it.
-    #[derive(Debug, Clone, Copy, PartialEq)]
+    #[derive(Debug, Clone, Copy)]
     enum Cell {
         Int64(i64),
         Int32(i32),
         Float64(f64),
+    }
+
+    /// Equal as stored: doubles bit for bit (-0.0 is not 0.0).
+    impl PartialEq for Cell {
+        fn eq(&self, other: &Cell) -> bool {
+            match (self, other) {
+                (Cell::Int64(a), Cell::Int64(b)) => a == b,
+                (Cell::Int32(a), Cell::Int32(b)) => a == b,
+                (Cell::Float64(a), Cell::Float64(b)) => a.to_bits() == b.to_bits(),
+                _ => false,
+            }
+        }
     }
 
     /// A shape of two tag columns (0 and 1), `KEYS` in columns 2, 3 and 4, the timestamp in 5.
@@ -357,16 +373,21 @@ mod tests {
 
     const TAGS: [(u32, u32); 2] = [(0, 7), (1, 9)];
 
+    thread_local! {
+        /// Lines staged by any shape on this thread (a test that needs the path taken checks
+        /// that this grew).
+        pub(super) static STAGED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    }
+
     /// The staged rows by column slot, drained.
     fn drained(s: &mut Shape) -> Vec<(usize, Vec<Cell>, Vec<u32>)> {
         let mut out = Vec::new();
         s.drain(|slot, v| {
             let (cells, codes) = match v {
-                Valid::I64(x) if slot == 5 => (vec![], x.iter().map(|&t| t as u32).collect()),
-                Valid::I64(x) => (x.iter().map(|&x| Cell::Int64(x)).collect(), vec![]),
-                Valid::I32(x) => (x.iter().map(|&x| Cell::Int32(x)).collect(), vec![]),
-                Valid::F64(x) => (x.iter().map(|&x| Cell::Float64(x)).collect(), vec![]),
-                Valid::Codes(c) => (vec![], c.to_vec()),
+                ValidRun::I64(x) => (x.iter().map(|&x| Cell::Int64(x)).collect(), vec![]),
+                ValidRun::I32(x) => (x.iter().map(|&x| Cell::Int32(x)).collect(), vec![]),
+                ValidRun::F64(x) => (x.iter().map(|&x| Cell::Float64(x)).collect(), vec![]),
+                ValidRun::Codes(c) => (vec![], c.to_vec()),
             };
             out.push((slot, cells, codes));
             Ok::<(), ()>(())
@@ -384,11 +405,11 @@ mod tests {
             return None;
         };
         assert_eq!(next, line.len(), "{line}");
-        let timestamp = s.times.first().copied()?;
         let cols = drained(&mut s);
         let slots: Vec<usize> = cols.iter().map(|c| c.0).collect();
         assert_eq!(slots, [0, 1, 2, 3, 4, 5]);
         assert_eq!((cols[0].2.clone(), cols[1].2.clone()), (vec![7], vec![9]));
+        let Cell::Int64(timestamp) = cols[5].1[0] else { panic!("{line}: no timestamp") };
         Some((cols[2..5].iter().flat_map(|c| c.1.clone()).collect(), timestamp))
     }
 
@@ -401,11 +422,16 @@ mod tests {
             if k.as_bytes() != key {
                 return None;
             }
-            cells.push(match (v, kind) {
-                (FieldValue::Int(i), Kind::Int64) => Cell::Int64(*i),
-                (FieldValue::Int(i), Kind::Int32) => Cell::Int32(i32::try_from(*i).ok()?),
-                (FieldValue::Int(i), Kind::Float64) => Cell::Float64(*i as f64),
-                (FieldValue::Float(f), Kind::Float64) => Cell::Float64(*f),
+            // As the decoder's general path types a value into a column of the kind's type.
+            let dt = match kind {
+                Kind::Int64 => DataType::Int64,
+                Kind::Int32 => DataType::Int32,
+                Kind::Float64 => DataType::Float64,
+            };
+            cells.push(match crate::ingest::lines::convert(v, dt)? {
+                Value::Int64(i) => Cell::Int64(i),
+                Value::Int32(i) => Cell::Int32(i),
+                Value::Float64(f) => Cell::Float64(f),
                 _ => return None,
             });
         }
@@ -455,7 +481,7 @@ mod tests {
         let cols = drained(&mut s);
         assert_eq!(cols[2].1, [Cell::Int64(1), Cell::Int64(7)]);
         assert_eq!(cols[3].1, [Cell::Float64(2.0), Cell::Float64(8.5)]);
-        assert_eq!(cols[5].2, [10, 12]);
+        assert_eq!(cols[5].1, [Cell::Int64(10), Cell::Int64(12)]);
         assert_eq!((s.rows(), drained(&mut s).len()), (0, 0), "a drain forgets the rows");
         assert!(Shape::new(&[2], KEYS.iter().map(|&(k, kind)| (k, 2, kind)), 5).is_none(), "one column twice");
         assert!(Shape::new(&[0], std::iter::empty(), 5).is_none(), "no field");
@@ -507,13 +533,34 @@ mod tests {
             "2147483648i",
             "1.5i",
             "t",
+            "-0",
+            "-0i",
+            "-9223372036854775808i",
+            "9223372036854775808i",
+            "123456789012345",
+            "-1234567890123456",
+            "12345678901234567",
+            "1234567890123456789",
+            "12345678901234567890",
+            "99999999999999999999i",
+            "-2147483648i",
+            "1E3",
         ];
         let mut rng = zepto_storage::rng::XorShift::new(7);
         let mut next = |n: usize| rng.index(n);
         let mut fast_read = 0;
         for _ in 0..50_000 {
             let v: Vec<&str> = (0..3).map(|_| pieces[next(pieces.len())]).collect();
-            let ts = ["1", "-5", "x", "17 "][next(4)];
+            let ts = [
+                "1",
+                "-5",
+                "x",
+                "17 ",
+                "1700000000000000000\r\n",
+                "12345678901234567890",
+                "-9223372036854775808",
+                "5\t",
+            ][next(8)];
             let line = format!("a={},bb={},c={} {ts}", v[0], v[1], v[2]);
             if let Some(f) = fast(&line) {
                 assert_eq!(Some(f), general(&line), "{line}");
@@ -524,18 +571,13 @@ mod tests {
         assert!(fast_read > 300, "{fast_read} lines read fast");
     }
 
-    /// A body whose lines repeat their series (read by the fast path after each series' first
-    /// line) lands as the same lines written one body each (each read the general way: the
-    /// series cache lives for one body), with missing fields, another order, escapes and no
-    /// timestamp among them.
-    #[test]
-    fn a_body_lands_as_its_lines_one_by_one() {
-        use crate::auth::Principal;
-        use crate::ingest::{write, IngestFormat, WriteRequest};
+    /// Lines of two tables over a dozen series, in the usual form mostly, with missing fields,
+    /// another order, a string, escapes and no timestamp among them.
+    fn mixed_lines(n: usize) -> Vec<String> {
         let mut rng = zepto_storage::rng::XorShift::new(11);
         let mut next = |n: u64| rng.below(n);
         let mut lines = vec!["m,host=h0 u=1i,f=0.5,c=1i 1".to_string(), "n,host=h0 u=1i,f=0.5,c=1i 1".to_string()];
-        for _ in 0..3000 {
+        for _ in 0..n {
             let series =
                 format!("{},host=h{}{}", ["m", "n"][next(2) as usize], next(6), ["", ",r=a\\ b"][next(2) as usize]);
             let (u, f, c) = (next(200) as i64 - 100, next(1000), next(50));
@@ -549,11 +591,31 @@ mod tests {
             let ts = if next(20) == 0 { String::new() } else { format!(" {}", next(500)) };
             lines.push(format!("{series} {fields}{ts}"));
         }
+        lines
+    }
+
+    /// A body whose lines repeat their series (read by the fast path after each series' first
+    /// line) lands as the same lines written one body each (each read the general way: the
+    /// series cache lives for one body), with missing fields, another order, escapes and no
+    /// timestamp among them.
+    #[test]
+    fn a_body_lands_as_its_lines_one_by_one() {
+        use crate::auth::Principal;
+        use crate::ingest::{write, IngestFormat, WriteRequest};
+        let lines = mixed_lines(3000);
         let req = WriteRequest { format: IngestFormat::Ilp, table: None, precision: Precision::NANOS, now_ns: 42 };
         let who = Principal::anonymous_admin();
         let (whole, one_by_one, in_parts) =
             (zepto_sql::Engine::new(), zepto_sql::Engine::new(), zepto_sql::Engine::new());
+        // Table m made first with an INTEGER column (ILP would make BIGINT): both kinds.
+        for e in [&whole, &one_by_one, &in_parts] {
+            e.execute("CREATE TABLE m (host SYMBOL, u BIGINT, f DOUBLE, c INTEGER, timestamp TIMESTAMP)")
+                .expect("table m");
+        }
+        let staged = STAGED.with(|n| n.get());
         write(&whole, &who, &req, lines.join("\n").as_bytes()).expect("the body is stored");
+        let staged = STAGED.with(|n| n.get()) - staged;
+        assert!(staged > 500, "{staged} of {} lines staged", lines.len());
         for l in &lines {
             write(&one_by_one, &who, &req, l.as_bytes()).expect("the line is stored");
         }
@@ -561,7 +623,9 @@ mod tests {
         for part in lines.chunks(500) {
             write(&in_parts, &who, &req, part.join("\n").as_bytes()).expect("the part is stored");
         }
-        for sql in ["SELECT * FROM m ORDER BY ALL", "SELECT * FROM n ORDER BY ALL", "DESCRIBE m", "DESCRIBE n"] {
+        // Scans in storage order: partitions, then time, ties in arrival order (a staged row
+        // moved behind a later line of its table would show).
+        for sql in ["SELECT * FROM m", "SELECT * FROM n", "DESCRIBE m", "DESCRIBE n"] {
             let rows = |e: &zepto_sql::Engine| {
                 let b = e.execute(sql).expect(sql).into_batch();
                 let cell = |i| b.columns.iter().map(|c| c.get(i).to_string()).collect::<Vec<_>>().join("|");

@@ -111,16 +111,17 @@ pub trait LineSink<'a> {
         false
     }
     /// Line `line` starts with the series `raw` (its measurement and tags as written, without
-    /// escapes). `true`: the sink knows the series and has taken its measurement and tags,
-    /// and only the fields and timestamp follow; `false`: they follow as for any line.
+    /// escapes). `true`: the sink knows the series (its measurement and tags are the sink's
+    /// to take, by [`LineSink::known_rest`] at the latest), and only the fields and timestamp
+    /// follow; `false`: they follow as for any line.
     fn series(&mut self, _line: usize, _raw: &'a [u8]) -> Result<bool, Self::Error> {
         Ok(false)
     }
-    /// The fields and timestamp of the current line, its measurement and tags taken (by
-    /// [`LineSink::series`] or one by one), from `body[at..]` (just after the space that ends
-    /// the series), read by the sink's own faster path (`super::fast`) when the line has the
-    /// form it expects: where the next line starts, or `None` (nothing taken) for the general
-    /// path to read them.
+    /// The fields and timestamp of the current line, its measurement and tags known (by
+    /// [`LineSink::series`]) or handed over one by one, from `body[at..]` (just after the
+    /// space that ends the series), read by the sink's own faster path (`super::fast`) when
+    /// the line has the form it expects: where the next line starts, or `None` for the general
+    /// path to hand over the fields and timestamp (the measurement and tags taken by then).
     fn known_rest(&mut self, _body: &'a [u8], _at: usize, _precision: Precision) -> Result<Option<usize>, Self::Error> {
         Ok(None)
     }

@@ -38,6 +38,10 @@ pub(crate) fn too_many_columns(table: &str) -> String {
 /// Rows the builders of a table other than the body's first start with (they grow).
 const SMALL_TABLE_ROWS: usize = 1024;
 
+/// Most rows a table's shape stages before they move into its builders: the staged values
+/// are a second copy, bounded (a run this long costs one call per column to move).
+const STAGED_ROWS: usize = 4096;
+
 /// Where a line went: asked for by the cluster's check, which routes lines by their
 /// partition key.
 #[derive(Debug, Clone)]
@@ -285,8 +289,8 @@ impl<'c, 'a> Decoder<'c, 'a> {
         self.tables.get_mut(self.cur).ok_or_else(|| line_err(line, "lost track of the line's table".into()))
     }
 
-    /// Once a new series' tags are all read (at its first field): the series is known from
-    /// now on, unless a tag went elsewhere than a SYMBOL column.
+    /// Once a new series' tags are all read (`known_rest` comes after them): the series is
+    /// known from now on, unless a tag went elsewhere than a SYMBOL column.
     fn cache_series(&mut self) {
         if let Some((raw, true)) = self.series.pending.take() {
             let cache = &mut self.series;
@@ -406,7 +410,6 @@ impl<'a> LineSink<'a> for Decoder<'_, 'a> {
     }
 
     fn field(&mut self, key: Cow<'a, str>, value: FieldValue<'a>) -> Result<(), ApiError> {
-        self.cache_series();
         self.value(&key, false, value)
     }
 
@@ -470,12 +473,15 @@ impl TableBuild {
             Some(_) => (self.rows, self.misses) = (self.rows + 1, 0),
             None => self.misses = self.misses.saturating_add(1),
         }
+        if self.shape.as_ref().is_some_and(|s| s.rows() >= STAGED_ROWS) {
+            self.drain_shape()?;
+        }
         Ok(read)
     }
 
     /// The staged rows moved into the builders, NULL in the columns the shape does not fill.
     fn drain_shape(&mut self) -> Result<(), ApiError> {
-        let Some(shape) = &mut self.shape else { return Ok(()) };
+        let Some(shape) = self.shape.as_mut().filter(|s| s.rows() > 0) else { return Ok(()) };
         let cols = &mut self.cols.slots;
         let err = |m: String| ApiError::internal(format!("staged rows of table '{}': {m}", self.cols.table));
         shape
@@ -497,7 +503,7 @@ fn line_err(line: usize, message: String) -> ApiError {
 }
 
 /// A value of an ILP point as a value of column type `dt`.
-fn convert(v: &FieldValue<'_>, dt: DataType) -> Option<Value> {
+pub(super) fn convert(v: &FieldValue<'_>, dt: DataType) -> Option<Value> {
     Some(match (v, dt) {
         (FieldValue::Float(f), DataType::Float64) => Value::Float64(*f),
         (FieldValue::Float(f), DataType::Float32) => Value::Float32(*f as f32),
