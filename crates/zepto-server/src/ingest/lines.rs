@@ -103,8 +103,8 @@ enum Known {
 struct SeriesCache<'a> {
     /// Series text → index into `known`.
     index: HashMap<&'a [u8], u32, foldhash::fast::RandomState>,
-    /// Per series: its table and its range of `tags`.
-    known: Vec<(usize, std::ops::Range<usize>)>,
+    /// Per series, in order of first appearance: its table, its range of `tags`, its text.
+    known: Vec<(usize, std::ops::Range<usize>, &'a [u8])>,
     /// Every series' tags: (slot, symbol code in that slot's builder).
     tags: Vec<(u32, u32)>,
     /// The current line's series when new, and whether its tags can be cached so far (they
@@ -120,7 +120,7 @@ type Learned<'a> = (&'a [u8], Vec<(u32, u32)>);
 impl<'a> SeriesCache<'a> {
     /// The tags of series `k`.
     fn tags_of(&self, k: u32) -> &[(u32, u32)] {
-        let range = self.known.get(k as usize).map_or(0..0, |(_, r)| r.clone());
+        let range = self.known.get(k as usize).map_or(0..0, |(_, r, _)| r.clone());
         self.tags.get(range).unwrap_or_default()
     }
 
@@ -128,14 +128,11 @@ impl<'a> SeriesCache<'a> {
     /// their codes as the memo keeps them, in the body's order (the memo's guess of the next
     /// series follows it).
     fn learned(&self, table: usize, columns: usize) -> Vec<Learned<'a>> {
-        let mut by_first_line: Vec<(u32, &'a [u8])> = self.index.iter().map(|(&text, &k)| (k, text)).collect();
-        by_first_line.sort_unstable_by_key(|&(k, _)| k);
         let mut out = Vec::new();
-        for (k, text) in by_first_line {
-            let Some((t, range)) = self.known.get(k as usize) else { continue };
+        for (t, range, text) in &self.known {
             let Some(tags) = self.tags.get(range.clone()).filter(|_| *t == table) else { continue };
             if tags.iter().all(|&(slot, _)| (slot as usize) < columns) {
-                out.push((text, tags.to_vec()));
+                out.push((*text, tags.to_vec()));
             }
         }
         out
@@ -296,7 +293,7 @@ impl<'c, 'a> Decoder<'c, 'a> {
             let cache = &mut self.series;
             let from = cache.tags.len();
             cache.tags.extend_from_slice(&cache.line_tags);
-            cache.known.push((self.cur, from..cache.tags.len()));
+            cache.known.push((self.cur, from..cache.tags.len(), raw));
             let k = u32::try_from(cache.known.len() - 1).unwrap_or(u32::MAX);
             cache.index.insert(raw, k);
         }
@@ -370,7 +367,7 @@ impl<'a> LineSink<'a> for Decoder<'_, 'a> {
             cache.line_tags.clear();
             return Ok(false);
         };
-        self.cur = cache.known.get(k as usize).map_or(usize::MAX, |(table, _)| *table);
+        self.cur = cache.known.get(k as usize).map_or(usize::MAX, |(table, _, _)| *table);
         self.known = Some(Known::Body(k));
         Ok(true)
     }
