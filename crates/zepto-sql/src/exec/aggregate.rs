@@ -7,7 +7,7 @@
 
 use super::accum::{self, Mode, Rows};
 use super::eval::eval;
-use super::hash::{group_ids, GroupIds};
+use super::hash::{group_ids, key_take, positive_zeros, GroupIds};
 use super::{Batch, ExecContext};
 use crate::error::{Result, SqlError};
 use crate::plan::{AggCall, BExpr};
@@ -73,7 +73,7 @@ pub fn grouped(
                 }
                 r => run_starts(&r.iter().map(|&k| refs[k]).collect::<Vec<_>>(), None, b.rows),
             };
-            let out: Vec<Column> = key_cols.iter().map(|c| c.take(&first)).collect();
+            let out: Vec<Column> = key_cols.iter().map(|c| key_take(c, &first)).collect();
             over_runs(ctx, b, out, aggs, &first, mode)
         }
         // No keys: one group, every row of it one run (no id per row), unless an aggregate
@@ -106,7 +106,7 @@ pub fn grouped_in_time(
     let time =
         b.columns.get(ts).ok_or_else(|| SqlError::Internal("a GROUP BY in time order without its time".into()))?;
     let first = run_starts(&refs, Some(&**time), b.rows);
-    let out: Vec<Column> = key_cols.iter().map(|c| c.take(&first)).collect();
+    let out: Vec<Column> = key_cols.iter().map(|c| key_take(c, &first)).collect();
     over_runs(ctx, b, out, aggs, &first, mode)
 }
 
@@ -122,7 +122,7 @@ fn by_ids(
     let GroupIds { ids, first } = ids;
     // Without GROUP BY there is exactly one group, even over no rows.
     let groups = if key_cols.is_empty() { 1 } else { first.len() };
-    let out: Vec<Column> = key_cols.iter().map(|c| c.take(&first)).collect();
+    let out: Vec<Column> = key_cols.iter().map(|c| key_take(c, &first)).collect();
     // Every group found has a row; the one group of an aggregate without keys may not.
     let rows = if b.rows == 0 { Rows::sparse(&ids) } else { Rows::dense(&ids, groups) };
     let aggs =
@@ -143,7 +143,10 @@ pub fn aggregate_runs(ctx: &ExecContext, b: &Batch, keys: &[BExpr], aggs: &[AggC
         false => super::scan::unread(starts.len()),
     };
     let heads = Batch::shared(b.columns.iter().zip(&read).map(head).collect(), starts.len());
-    let out = keys.iter().map(|k| eval(ctx, k, &heads).map(|c| c.into_owned())).collect::<Result<Vec<_>>>()?;
+    let out = keys
+        .iter()
+        .map(|k| eval(ctx, k, &heads).map(|c| positive_zeros(c.into_owned())))
+        .collect::<Result<Vec<_>>>()?;
     Ok(over_runs(ctx, b, out, aggs, starts, Mode::Final)?.into_batch())
 }
 

@@ -153,7 +153,7 @@ pub(super) fn merge_states(keys: &[&Column], states: &[Vec<&Column>], aggs: &[Ag
 pub(super) fn merge_grouped(keys: &[&Column], states: &[Vec<&Column>], aggs: &[AggCall], g: GroupIds) -> Result<Batch> {
     let GroupIds { ids, first } = g;
     let ng = if keys.is_empty() { 1 } else { first.len() };
-    let mut out: Vec<Column> = keys.iter().map(|c| c.take(&first)).collect();
+    let mut out: Vec<Column> = keys.iter().map(|c| super::hash::key_take(c, &first)).collect();
     for (a, state) in aggs.iter().zip(states) {
         out.push(accum::merge(a, state, &ids, ng)?);
     }

@@ -46,6 +46,40 @@ fn f64_bits(v: f64) -> u64 {
     }
 }
 
+/// The key values of groups' first rows (`GroupIds::first`), as a group's key. Keys hash and
+/// compare -0.0 and 0.0 alike (`f64_bits`), so a group of zeros is one group whichever zero
+/// came first; its key is +0.0 either way, so the answer does not depend on row order.
+pub fn key_take(c: &Column, first: &[u32]) -> Column {
+    positive_zeros(c.take(first))
+}
+
+/// DISTINCT's and set operations' kept rows: every column is a key ([`key_take`]).
+pub fn keys_take(b: &Batch, first: &[u32]) -> Batch {
+    let cols = b.columns.iter().map(|c| std::sync::Arc::new(key_take(c, first))).collect();
+    Batch::shared(cols, first.len())
+}
+
+/// `c` with every -0.0 made +0.0 (a float column; any other column is returned as it is).
+pub fn positive_zeros(c: Column) -> Column {
+    let negative = |x: f64| x == 0.0 && x.is_sign_negative();
+    let any = match c.data() {
+        ColumnData::Float64(v) => v.iter().any(|&x| negative(x)),
+        ColumnData::Float32(v) => v.iter().any(|&x| negative(x as f64)),
+        _ => false,
+    };
+    if !any {
+        return c;
+    }
+    // x + 0.0 is +0.0 for either zero and x for every other value (NaN stays NaN).
+    let (data, validity) = c.into_parts();
+    let data = match data {
+        ColumnData::Float64(v) => ColumnData::Float64(v.into_iter().map(|x| x + 0.0).collect()),
+        ColumnData::Float32(v) => ColumnData::Float32(v.into_iter().map(|x| x + 0.0).collect()),
+        other => other,
+    };
+    Column::new(data, validity)
+}
+
 /// Fold one column into per-row hashes. A NULL hashes the same whatever its value slot holds
 /// (computed columns and outer-join padding leave arbitrary values under NULLs).
 pub fn hash_column_into(c: &Column, hashes: &mut [u64]) {

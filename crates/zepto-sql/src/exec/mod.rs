@@ -432,7 +432,7 @@ fn execute_node(ctx: &ExecContext, plan: &Plan) -> Result<(&'static str, Batch)>
         Plan::Distinct { input } => {
             let b = run(ctx, input)?;
             let idx = hash::distinct_rows(&b);
-            ("Distinct", b.take(&idx))
+            ("Distinct", hash::keys_take(&b, &idx))
         }
         Plan::SetOp { op, all, left, right } => {
             let (l, r) = (run(ctx, left)?, run(ctx, right)?);

@@ -54,5 +54,5 @@ pub fn set_op(op: SetOp, all: bool, l: Batch, r: Batch) -> Result<Batch> {
             out
         }
     };
-    Ok(both.take(&keep))
+    Ok(super::hash::keys_take(&both, &keep))
 }
