@@ -121,3 +121,51 @@ def test_metadata_names_the_server_and_its_tables(door):
         assert [c["column_name"] for c in tables[0]["table_columns"]] == ["ts", "sym", "x"]
         schema = conn.adbc_get_table_schema("fs_meta")
         assert schema.names == ["ts", "sym", "x"]
+
+
+def test_statements_share_the_servers_query_slots():
+    """While an HTTP statement holds the only query slot (`--max-queries 1`), a Flight SQL
+    statement waits `--queue-timeout` and is refused as Unavailable (retry later); once the
+    slot is free it runs."""
+    import socket
+    import urllib.request
+
+    slow = "SELECT count(*) FROM trades a JOIN trades b ON a.price < b.price - 1000000 AND a.size > b.size"
+    http, grpc = free_port(), free_port()
+    proc = serve("--demo", "--rows", "50000", "--max-queries", "1", "--queue-timeout", "0.3",
+                 "--flight-sql", f"127.0.0.1:{grpc}", http=f"127.0.0.1:{http}")
+    hold = None
+    try:
+        def running(n):
+            req = urllib.request.Request(f"http://127.0.0.1:{http}/metrics",
+                                         headers={"Authorization": f"Bearer {API_KEY}"})
+            return f"zepto_queries_running {n}" in urllib.request.urlopen(req, timeout=5).read().decode()
+
+        hold = socket.create_connection(("127.0.0.1", http))
+        hold.sendall((f"POST / HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {API_KEY}\r\n"
+                      f"Content-Length: {len(slow)}\r\n\r\n{slow}").encode())
+        deadline = time.monotonic() + 10
+        while not running(1):
+            assert time.monotonic() < deadline, "the slow query never started"
+            time.sleep(0.02)
+        with connect(f"grpc://127.0.0.1:{grpc}") as conn, conn.cursor() as cur:
+            with pytest.raises(adbc_driver_manager.Error) as e:
+                cur.execute("CREATE TABLE x (a BIGINT)")
+            assert "Unavailable" in str(e.value) and "--queue-timeout" in str(e.value), str(e.value)
+        hold.close()  # cancels the slow query
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                with connect(f"grpc://127.0.0.1:{grpc}") as conn, conn.cursor() as cur:
+                    cur.execute("CREATE TABLE x (a BIGINT)")
+                    assert cur.fetchall() == [("CREATE TABLE",)]
+                break
+            except adbc_driver_manager.Error as e:
+                assert "Unavailable" in str(e), str(e)
+                assert time.monotonic() < deadline, "the slot never came back"
+                time.sleep(0.05)
+    finally:
+        if hold is not None:
+            hold.close()
+        proc.terminate()
+        proc.wait(timeout=30)

@@ -638,6 +638,10 @@ fn run_doors(
         None => (None, engine),
     };
     cfg.cluster = node.as_ref().map(|n| zepto_server::cluster::ClusterHandle::new(n.view()));
+    // One set of query slots for every door that runs statements (HTTP's server takes it
+    // from the config).
+    let admission = zepto_server::admission::Admission::new(&cfg).map_err(|e| format!("query threads: {e}"))?;
+    cfg.admission = Some(std::sync::Arc::new(admission));
     let flight_sql = flight_sql::start(settings, &cfg, &engine)?;
     let pg = pg::start(settings, &cfg, &engine)?;
     cfg.ilp_tcp = ilp_tcp::bind(settings, &cfg)?;
@@ -663,6 +667,11 @@ fn run_doors(
         n.stop();
     }
     result
+}
+
+/// The server's query slots, made before its doors ([`run_doors`]).
+fn shared_slots(cfg: &Config) -> Result<std::sync::Arc<zepto_server::admission::Admission>, String> {
+    cfg.admission.clone().ok_or_else(|| "the query slots are made before the doors".to_string())
 }
 
 /// The shared store of `--shared-history`, checked against the other settings.

@@ -384,3 +384,54 @@ fn jdbc_prepares_binds_pages_and_reports_sqlstates() {
     let q = "SELECT count(*), sum(size), min(epoch_ns(ts)) FROM jd";
     assert_eq!(http_rows(&s.addr, q), "10|450|1704187800250000000\n", "what JDBC wrote, as HTTP reads it");
 }
+
+/// The PostgreSQL door shares the server's query slots (`--max-queries`): while an HTTP
+/// statement holds the only one, a psql statement waits `--queue-timeout` and is refused with
+/// SQLSTATE 53000; a query that reads few rows takes the quick lane and answers; once the
+/// slot is free, psql's statement runs.
+#[test]
+fn psql_statements_share_the_query_slots() {
+    use std::io::Write;
+    if !have_psql() {
+        return;
+    }
+    const SLOW: &str = "SELECT count(*) FROM trades a JOIN trades b ON a.price < b.price - 1000000 AND a.size > b.size";
+    let args = ["--demo", "--rows", "50000", "--max-queries", "1", "--queue-timeout", "0.3"];
+    let s = Server::start_env(&args, &[("ZEPTO_API_KEY", ADMIN)]);
+    let port = pg_port(&s);
+    let running = |n: usize| {
+        let auth = format!("Bearer {ADMIN}");
+        let m = common::request(&s.addr, "GET", "/metrics", &[("Authorization", &auth)], b"").text();
+        m.contains(&format!("zepto_queries_running {n}"))
+    };
+    let mut slow = std::net::TcpStream::connect(&s.addr).expect("connects");
+    let req = format!(
+        "POST / HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {ADMIN}\r\nContent-Length: {}\r\n\r\n{SLOW}",
+        SLOW.len()
+    );
+    slow.write_all(req.as_bytes()).expect("writes");
+    let t0 = std::time::Instant::now();
+    while !running(1) {
+        assert!(t0.elapsed() < std::time::Duration::from_secs(10), "the slow query never started");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let o = psql(&port, ADMIN, "", &["CREATE TABLE x (a BIGINT)"]);
+    assert!(!o.status.success(), "ran beside a full slot: {}", out(&o));
+    assert!(err(&o).contains("ERROR:  53000") && err(&o).contains("--queue-timeout"), "{}", err(&o));
+    let small = "SELECT count(*) FROM (SELECT * FROM trades WHERE sym = 'S090') t \
+                 JOIN (SELECT * FROM quotes WHERE sym = 'S090') q ON t.ts <= q.ts";
+    let o = psql(&port, ADMIN, "", &[small]);
+    assert!(o.status.success(), "the quick lane: {}", err(&o));
+    assert_eq!(out(&o), http_rows(&s.addr, small));
+    drop(slow); // cancels the slow query
+    let t0 = std::time::Instant::now();
+    loop {
+        let o = psql(&port, ADMIN, "", &["CREATE TABLE x (a BIGINT)"]);
+        if o.status.success() {
+            break;
+        }
+        assert!(err(&o).contains("ERROR:  53000"), "only a busy slot may precede its return: {}", err(&o));
+        assert!(t0.elapsed() < std::time::Duration::from_secs(10), "the slot never came back");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}

@@ -37,23 +37,35 @@ use prost::Message;
 use std::sync::{Arc, LazyLock};
 use tonic::metadata::MetadataMap;
 use tonic::{Request, Response, Status, Streaming};
+use zepto_server::admission::{Admission, Refused};
 use zepto_server::auth::{KeyStore, Principal};
 use zepto_sql::parser::ast::Statement;
 use zepto_sql::Engine;
 
-/// The service: the engine every caller's queries run on, the keys, the limits.
+/// A statement the server's admission did not run, as gRPC says so.
+fn refused(r: Refused) -> Status {
+    match r {
+        Refused::Busy { .. } | Refused::Stopping => Status::unavailable(r.to_string()),
+        Refused::Lost => Status::internal(r.to_string()),
+    }
+}
+
+/// The service: the engine every caller's queries run on, the keys, the limits, the query
+/// slots.
 #[derive(Clone)]
 pub struct Door {
     engine: Engine,
     keys: Arc<KeyStore>,
     limits: Limits,
+    gate: Arc<Admission>,
 }
 
 impl Door {
     /// A door onto `engine`, for the callers `keys` admits (everyone when it has none), every
-    /// statement under `limits`.
-    pub fn new(engine: Engine, keys: Arc<KeyStore>, limits: Limits) -> Door {
-        Door { engine, keys, limits }
+    /// statement under `limits` on one of the server's query slots (`gate`, shared with its
+    /// other doors).
+    pub fn new(engine: Engine, keys: Arc<KeyStore>, limits: Limits, gate: Arc<Admission>) -> Door {
+        Door { engine, keys, limits, gate }
     }
 
     /// The caller of a request, from its `authorization` header.
@@ -63,7 +75,8 @@ impl Door {
     }
 
     /// `work` on `sql`'s statements (parsed and checked for the caller of `meta`), on the
-    /// caller's engine and the door's limits, on a blocking thread.
+    /// caller's engine and the door's limits, on a query slot: `UNAVAILABLE` when every slot
+    /// stays busy for `--queue-timeout` (retry later, as HTTP's 503).
     async fn on_statements<T: Send + 'static>(
         &self,
         meta: &MetadataMap,
@@ -76,7 +89,7 @@ impl Door {
             let stmts = run::statements(&sql, &who)?;
             work(&engine, sql, stmts, limits)
         };
-        tokio::task::spawn_blocking(job).await.map_err(|e| Status::internal(format!("the query's thread: {e}")))?
+        self.gate.run(false, job).await.map_err(refused)?
     }
 
     /// Run `sql` for the caller of `meta`: its last statement's result.

@@ -22,6 +22,7 @@ use pgwire::messages::PgWireBackendMessage;
 use pgwire::types::format::FormatOptions;
 use std::fmt::Debug;
 use std::sync::{Arc, Mutex};
+use zepto_server::admission::Admission;
 use zepto_sql::copy_client::CopyIn;
 use zepto_sql::copy_client::CopyOptions;
 use zepto_sql::interrupt::{QueryControl, RunContext};
@@ -57,6 +58,7 @@ pub async fn start(
     state: &CopyState,
     s: Statement,
     sql: &str,
+    gate: &Admission,
     limits: Limits,
 ) -> PgWireResult<Response> {
     let engine = conn.0.lock().map(|e| e.clone()).map_err(|_| user_error("XX000", "engine lock"))?;
@@ -68,10 +70,7 @@ pub async fn start(
     }
     let ctl = QueryControl::new(limits.timeout, limits.memory);
     let job = move || engine.copy_out(&RunContext::new(Some(ctl)), &s);
-    let (r, opts) = match tokio::task::spawn_blocking(job).await {
-        Ok(r) => r.map_err(|e| pg_error(&e, sql))?,
-        Err(e) => return Err(PgWireError::ApiError(Box::new(e))),
-    };
+    let (r, opts) = gate.run(false, job).await.map_err(crate::run::refused)?.map_err(|e| pg_error(&e, sql))?;
     let width = r.fields.len();
     Ok(Response::CopyOut(CopyResponse::new(0, width, stream::iter(CopyRows::new(r, opts)))))
 }

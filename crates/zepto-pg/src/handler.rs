@@ -32,6 +32,7 @@ use pgwire::messages::PgWireBackendMessage;
 use postgres_types::Type;
 use std::fmt::Debug;
 use std::sync::{Arc, Mutex};
+use zepto_server::admission::Admission;
 use zepto_sql::parser::ast::Statement;
 use zepto_sql::parser::ParamValue;
 use zepto_sql::Engine;
@@ -80,13 +81,15 @@ impl QueryParser for Parser {
 pub struct Backend {
     engine: Engine,
     limits: Limits,
+    gate: Arc<Admission>,
     parser: Arc<Parser>,
 }
 
 impl Backend {
-    /// Run statements on `engine` (each connection with its key's access) under `limits`.
-    pub fn new(engine: Engine, limits: Limits) -> Backend {
-        Backend { engine, limits, parser: Arc::new(Parser { limits: limits.parse }) }
+    /// Run statements on `engine` (each connection with its key's access) under `limits`, on
+    /// the server's query slots (`gate`).
+    pub fn new(engine: Engine, limits: Limits, gate: Arc<Admission>) -> Backend {
+        Backend { engine, limits, gate, parser: Arc::new(Parser { limits: limits.parse }) }
     }
 
     /// The connection's engine, made at its first statement.
@@ -146,7 +149,7 @@ impl Backend {
         let last = stmts.len().saturating_sub(1);
         for (k, s) in stmts.into_iter().enumerate() {
             if !crate::copy::is_client_copy(&s) {
-                let r = execute(&conn, s, sql, self.limits).await?;
+                let r = execute(&conn, &self.gate, s, sql, self.limits).await?;
                 out.push(response(r, formats));
                 continue;
             }
@@ -157,7 +160,7 @@ impl Backend {
                 ));
             }
             let state = client.session_extensions().get_or_insert_with(crate::copy::CopyState::default);
-            out.push(crate::copy::start(&conn, &state, s, sql, self.limits).await?);
+            out.push(crate::copy::start(&conn, &state, s, sql, &self.gate, self.limits).await?);
         }
         Ok(())
     }
@@ -187,7 +190,7 @@ impl Backend {
         let (1, Some(Statement::Query(q))) = (stmts.len(), stmts.into_iter().next()) else {
             return Ok(Vec::new());
         };
-        let plan = crate::run::prepare(&self.conn(client)?, *q, sql, self.limits).await?;
+        let plan = crate::run::prepare(&self.conn(client)?, &self.gate, *q, sql, self.limits).await?;
         let fields = schema(plan.fields(), formats);
         if keep {
             client.session_extensions().get_or_insert_with(LastPlan::default).keep(sql, params, plan);
@@ -405,7 +408,7 @@ impl ExtendedQueryHandler for Backend {
         let (sql, formats) = (&portal.statement.statement.sql, &portal.result_column_format);
         let planned = client.session_extensions().get::<LastPlan>().and_then(|l| l.take(sql, &params));
         if let Some(plan) = planned {
-            let r = crate::run::run_prepared(&self.conn(client)?, plan, sql, self.limits).await?;
+            let r = crate::run::run_prepared(&self.conn(client)?, &self.gate, plan, sql, self.limits).await?;
             return Ok(response(r, formats));
         }
         let mut out = Vec::new();

@@ -116,6 +116,9 @@ pub struct Door {
     /// Connections open at once; one more is refused with SQLSTATE 53300, as PostgreSQL
     /// refuses past `max_connections`.
     pub max_connections: usize,
+    /// The server's query slots and threads, shared with its other doors: a statement that
+    /// finds every slot busy for `--queue-timeout` is refused with SQLSTATE 53000.
+    pub admission: Arc<zepto_server::admission::Admission>,
 }
 
 /// A running door (its own runtime on its own thread); [`Server::stop`] ends it.
@@ -137,7 +140,7 @@ impl Server {
             .map_err(|e| format!("PostgreSQL door: cannot start its runtime: {e}"))?;
         let manager = Arc::new(ConnectionManager::new());
         let handlers = Arc::new(Handlers {
-            backend: Arc::new(handler::Backend::new(door.engine, door.limits)),
+            backend: Arc::new(handler::Backend::new(door.engine, door.limits, door.admission)),
             copy: Arc::new(copy::Copier::new(door.limits)),
             startup: Arc::new(auth::Startup::new(door.keys, manager.clone())),
             cancel: Arc::new(DefaultCancelHandler::new(manager)),

@@ -16,6 +16,7 @@ use pgwire::error::{PgWireError, PgWireResult};
 use pgwire::messages::data::DataRow;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use zepto_server::admission::{Admission, Refused};
 use zepto_server::auth::Principal;
 use zepto_sql::interrupt::{QueryControl, RunContext};
 use zepto_sql::parser::ast::{Query, Statement};
@@ -89,9 +90,24 @@ pub fn statements(
     Ok(stmts)
 }
 
-/// Run `s` on `conn`'s engine under `limits`, off the async threads; the engine moves past a
-/// `SET`. `sql` is the text, for error positions.
-pub async fn execute(conn: &Arc<ConnEngine>, s: Statement, sql: &str, limits: Limits) -> PgWireResult<QueryResult> {
+/// Run `s` on `conn`'s engine under `limits`, on a query slot of the server's (`gate`, shared
+/// with the other doors); the engine moves past a `SET`. `sql` is the text, for error
+/// positions. A query that binds cheaply is planned here first, so that one reading few
+/// rows takes the quick lane (or runs here), as over HTTP.
+pub async fn execute(
+    conn: &Arc<ConnEngine>,
+    gate: &Admission,
+    s: Statement,
+    sql: &str,
+    limits: Limits,
+) -> PgWireResult<QueryResult> {
+    let s = match s {
+        Statement::Query(q) if zepto_server::sql::binds_cheaply(&q) => {
+            let plan = prepare(conn, gate, *q, sql, limits).await?;
+            return run_prepared(conn, gate, plan, sql, limits).await;
+        }
+        s => s,
+    };
     let ctl = QueryControl::new(limits.timeout, limits.memory);
     let _cancel = CancelOnDrop(ctl.clone());
     let conn = conn.clone();
@@ -107,15 +123,29 @@ pub async fn execute(conn: &Arc<ConnEngine>, s: Statement, sql: &str, limits: Li
         }
         Ok::<_, zepto_sql::SqlError>(r)
     };
-    match tokio::task::spawn_blocking(job).await {
-        Ok(r) => r.map_err(|e| pg_error(&e, sql)),
-        Err(e) => Err(PgWireError::ApiError(Box::new(e))),
-    }
+    gate.run(false, job).await.map_err(refused)?.map_err(|e| pg_error(&e, sql))
+}
+
+/// A statement the server's admission did not run, as PostgreSQL says so: busy is
+/// `insufficient_resources` (53000), a stopping server `admin_shutdown` (57P01).
+pub fn refused(r: Refused) -> PgWireError {
+    let code = match r {
+        Refused::Busy { .. } => "53000",
+        Refused::Stopping => "57P01",
+        Refused::Lost => "XX000",
+    };
+    user_error(code, r.to_string())
 }
 
 /// Plan query `q` on `conn`'s engine under `limits`: here when binding is cheap (no
-/// subqueries to run), else off the async threads (cancelled if the future is dropped).
-pub async fn prepare(conn: &Arc<ConnEngine>, q: Query, sql: &str, limits: Limits) -> PgWireResult<Prepared> {
+/// subqueries to run), else on a query slot (cancelled if the future is dropped).
+pub async fn prepare(
+    conn: &Arc<ConnEngine>,
+    gate: &Admission,
+    q: Query,
+    sql: &str,
+    limits: Limits,
+) -> PgWireResult<Prepared> {
     let ctl = QueryControl::new(limits.timeout, limits.memory);
     let _cancel = CancelOnDrop(ctl.clone());
     let engine = conn.0.lock().map(|e| e.clone()).map_err(|_| user_error("XX000", "engine lock"))?;
@@ -123,16 +153,14 @@ pub async fn prepare(conn: &Arc<ConnEngine>, q: Query, sql: &str, limits: Limits
         return engine.prepare_in(&RunContext::new(Some(ctl)), &q).map_err(|e| pg_error(&e, sql));
     }
     let job = move || engine.prepare_in(&RunContext::new(Some(ctl)), &q);
-    match tokio::task::spawn_blocking(job).await {
-        Ok(r) => r.map_err(|e| pg_error(&e, sql)),
-        Err(e) => Err(PgWireError::ApiError(Box::new(e))),
-    }
+    gate.run(false, job).await.map_err(refused)?.map_err(|e| pg_error(&e, sql))
 }
 
 /// Run a plan made by [`prepare`] under `limits`: here when its scans are small (as the HTTP
-/// door decides), else off the async threads.
+/// door decides), else on a slot: the quick lane's when its scans read few rows, as over HTTP.
 pub async fn run_prepared(
     conn: &Arc<ConnEngine>,
+    gate: &Admission,
     plan: Prepared,
     sql: &str,
     limits: Limits,
@@ -143,11 +171,9 @@ pub async fn run_prepared(
     if plan.linear_scan_rows().is_some_and(|n| n <= zepto_server::sql::INLINE_ROWS) {
         return engine.run_prepared_in(&RunContext::new(Some(ctl)), &plan).map_err(|e| pg_error(&e, sql));
     }
+    let quick = zepto_server::sql::is_quick(&plan);
     let job = move || engine.run_prepared_in(&RunContext::new(Some(ctl)), &plan);
-    match tokio::task::spawn_blocking(job).await {
-        Ok(r) => r.map_err(|e| pg_error(&e, sql)),
-        Err(e) => Err(PgWireError::ApiError(Box::new(e))),
-    }
+    gate.run(quick, job).await.map_err(refused)?.map_err(|e| pg_error(&e, sql))
 }
 
 /// The format of column `i` under the client's format codes (a missing code: text).

@@ -101,35 +101,33 @@ struct Request {
     key: Option<String>,
 }
 
-/// Run a request on a query slot under the server's limits (cancelled at shutdown).
+/// Run a request on a query slot under the server's limits (cancelled at shutdown): it
+/// waits for the slot at most `--queue-timeout`, as statements do (503 after).
 async fn run(state: &Arc<State>, r: Request, held: Option<Held>) -> Result<(StatusCode, String), ApiError> {
-    let permit = state
-        .query_slots
-        .clone()
-        .acquire_owned()
-        .await
-        .map_err(|_| ApiError::internal("the server is shutting down"))?;
+    let slot = crate::sql::admit(state).await?;
     let ctl = QueryControl::new(state.config.query_timeout, state.config.query_memory_limit);
-    let slot = state.next_id();
-    state.add_running(slot, ctl.clone());
+    let id = state.next_id();
+    state.add_running(id, ctl.clone());
     let memory = state.memory.clone();
-    let result = tokio::task::spawn_blocking(move || {
-        let (_permit, _held) = (permit, held);
-        let run = RunContext::new(Some(ctl));
-        let call = Call {
-            op: r.op,
-            tenant: TenantSources { key: r.key.as_deref(), header: r.header.as_deref() },
-            body: r.op.has_body().then_some(&r.body[..]),
-            id: r.id.as_deref(),
-            include_embedding: r.include_embedding,
-        };
-        let mut answer = memory.call(&run, &call)?;
-        answer.push('\n');
-        Ok((StatusCode::OK, answer))
-    })
-    .await;
-    state.remove_running(slot);
-    result.map_err(|e| ApiError::internal(format!("agent-memory task failed: {e}")))?
+    let result = state
+        .admission
+        .run_in(slot, move || {
+            let _held = held;
+            let run = RunContext::new(Some(ctl));
+            let call = Call {
+                op: r.op,
+                tenant: TenantSources { key: r.key.as_deref(), header: r.header.as_deref() },
+                body: r.op.has_body().then_some(&r.body[..]),
+                id: r.id.as_deref(),
+                include_embedding: r.include_embedding,
+            };
+            let mut answer = memory.call(&run, &call)?;
+            answer.push('\n');
+            Ok((StatusCode::OK, answer))
+        })
+        .await;
+    state.remove_running(id);
+    result.map_err(crate::sql::refused)?
 }
 
 #[cfg(test)]

@@ -65,6 +65,9 @@ pub struct Config {
     pub console: bool,
     /// Line protocol over TCP (`--ilp-tcp`), if on.
     pub ilp_tcp: Option<IlpTcpConfig>,
+    /// The query slots and threads, when made before the server (to share them with the
+    /// PostgreSQL and Flight SQL doors); `None`: the server makes its own from this config.
+    pub admission: Option<std::sync::Arc<crate::admission::Admission>>,
 }
 
 /// WAL corruption that point-in-time recovery cut off when the server started.
@@ -115,6 +118,7 @@ impl Default for Config {
             subscribe_buffer_bytes: zepto_storage::feed::DEFAULT_LIMIT_BYTES,
             console: true,
             ilp_tcp: None,
+            admission: None,
         }
     }
 }

@@ -58,6 +58,7 @@
 #![warn(missing_docs)]
 
 pub mod access_log;
+pub mod admission;
 pub mod ai;
 pub mod auth;
 mod body;

@@ -239,7 +239,7 @@ fn metrics(state: &State, who: &Principal) -> Result<Outcome, ApiError> {
     }
     let held = state.bodies.held();
     state.metrics.body_bytes_in_flight.set(i64::try_from(held).unwrap_or(i64::MAX));
-    let busy = state.config.query_slots().saturating_sub(state.query_slots.available_permits());
+    let busy = state.admission.busy();
     state.metrics.query_slots_busy.set(i64::try_from(busy).unwrap_or(i64::MAX));
     if let Some(c) = &state.config.cluster {
         state.metrics.cluster(&c.status());

@@ -9,6 +9,7 @@
 //! request (the parse thread, then the query thread: memory is counted per thread), so
 //! parsing, binding, execution and the final copy of the result all stop at their next check.
 
+use crate::admission::{Refused, Slot};
 use crate::auth::Principal;
 use crate::body::ResponseBody;
 use crate::encode::{Encoder, Format};
@@ -18,7 +19,7 @@ use bytes::Bytes;
 use hyper::{Response, StatusCode};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit};
+use tokio::sync::{mpsc, oneshot};
 use zepto_sql::interrupt::{QueryControl, RunContext};
 use zepto_sql::parser::ast::Statement;
 use zepto_sql::parser::{parse_script, ParamValue};
@@ -267,25 +268,19 @@ const INLINE_PARSE_BYTES: usize = 64 << 10;
 
 /// Wait for a query slot (admission control): at most `--queue-timeout`, then 503 with
 /// `Retry-After`, so a flood of heavy statements queues instead of piling up threads.
-async fn admit(state: &State) -> Result<OwnedSemaphorePermit, ApiError> {
-    let wait = state.config.queue_timeout;
-    match tokio::time::timeout(wait, state.query_slots.clone().acquire_owned()).await {
-        Ok(Ok(p)) => Ok(p),
-        Ok(Err(_)) => Err(ApiError::internal("the server is shutting down")),
-        Err(_) => {
-            let mut e = ApiError::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "SERVER_BUSY",
-                format!(
-                    "every query slot stayed busy for {:.1} s (admission control: {} statements at \
-                     once, --queue-timeout); retry later",
-                    wait.as_secs_f64(),
-                    state.config.query_slots()
-                ),
-            );
+pub(crate) async fn admit(state: &State) -> Result<Slot, ApiError> {
+    state.admission.admit().await.map_err(refused)
+}
+
+/// A statement [`crate::admission`] did not run, as the HTTP door answers it.
+pub(crate) fn refused(r: Refused) -> ApiError {
+    match r {
+        Refused::Busy { .. } => {
+            let mut e = ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "SERVER_BUSY", r.to_string());
             e.retry_after = Some(1);
-            Err(e)
+            e
         }
+        Refused::Stopping | Refused::Lost => ApiError::internal(r.to_string()),
     }
 }
 
@@ -293,30 +288,16 @@ async fn admit(state: &State) -> Result<OwnedSemaphorePermit, ApiError> {
 /// both sides of a join) takes the quick lane: milliseconds of work at most.
 pub const QUICK_ROWS: usize = 256 << 10;
 
-/// Which slots a statement runs under, and so which threads.
-#[derive(Clone, Copy)]
-enum Lane {
-    /// The quick lane (`--max-queries` does not count it).
-    Quick,
-    /// The query slots every other statement shares.
-    General,
-}
-
 /// A slot for `work`: a small prepared query takes the quick lane's, or a query slot if one
 /// frees first; anything else waits for a query slot ([`admit`]).
-async fn admit_work(state: &State, work: &Work) -> Result<(OwnedSemaphorePermit, Lane), ApiError> {
-    let quick = matches!(work, Work::Prepared(p) if p.scan_rows().is_some_and(|n| n <= QUICK_ROWS));
-    if !quick {
-        return Ok((admit(state).await?, Lane::General));
-    }
-    tokio::select! {
-        biased;
-        p = state.quick_slots.clone().acquire_owned() => {
-            let p = p.map_err(|_| ApiError::internal("the server is shutting down"))?;
-            Ok((p, Lane::Quick))
-        }
-        p = admit(state) => Ok((p?, Lane::General)),
-    }
+async fn admit_work(state: &State, work: &Work) -> Result<Slot, ApiError> {
+    let quick = matches!(work, Work::Prepared(p) if is_quick(p));
+    state.admission.admit_for(quick).await.map_err(refused)
+}
+
+/// Whether a prepared statement takes the quick lane: its scans read at most [`QUICK_ROWS`].
+pub fn is_quick(p: &zepto_sql::Prepared) -> bool {
+    p.scan_rows().is_some_and(|n| n <= QUICK_ROWS)
 }
 
 /// The request's statements, parsed under the server's [`zepto_sql::parser::ParseLimits`]
@@ -327,7 +308,7 @@ async fn parse(
     state: &State,
     req: &SqlRequest,
     ctl: &Arc<QueryControl>,
-) -> Result<(Vec<Statement>, Option<OwnedSemaphorePermit>), ApiError> {
+) -> Result<(Vec<Statement>, Option<Slot>), ApiError> {
     let limits = state.config.parse_limits;
     if req.sql.len() > limits.max_bytes {
         return Err(query_too_large(Some(req.sql.len()), limits.max_bytes));
@@ -336,11 +317,12 @@ async fn parse(
         let run = RunContext::new(Some(ctl.clone()));
         return Ok((parse_script(&req.sql, &req.params, &limits, &|| run.check())?, None));
     }
-    let permit = admit(state).await?;
+    // One slot parses, then runs the statements (two could deadlock at one slot).
+    let slot = admit(state).await?;
     let (sql, params, c) = (req.sql.clone(), req.params.clone(), ctl.clone());
     let (tx, rx) = oneshot::channel();
     let mut armed = CancelOnDrop(Some(ctl.clone()));
-    if !state.query_pool.spawn(move || {
+    if !state.admission.spawn_held(&slot, move || {
         let run = RunContext::new(Some(c));
         let _ = tx.send(parse_script(&sql, &params, &limits, &|| run.check()));
     }) {
@@ -348,7 +330,7 @@ async fn parse(
     }
     let stmts = rx.await.map_err(|_| ApiError::internal("the parse thread ended without an answer"))??;
     armed.0 = None;
-    Ok((stmts, Some(permit)))
+    Ok((stmts, Some(slot)))
 }
 
 /// 413 for SQL text over `--max-query-mb` (`len` when known: a body cut off while read is not).
@@ -451,10 +433,9 @@ pub async fn encode_page(
     tail: String,
 ) -> Result<(Vec<u8>, usize), ApiError> {
     // The tail is added once the rows are written.
-    let permit = admit(state).await?;
+    let slot = admit(state).await?;
     let (tx, rx) = oneshot::channel();
-    if !state.query_pool.spawn(move || {
-        let _permit = permit;
+    if !state.admission.spawn(slot, move || {
         let page = page_body(&kept.result, kept.elapsed_us, offset, limit);
         let _ = tx.send(page.map(|(body, rows)| (with_tail(body, &tail), rows)));
     }) {
@@ -570,7 +551,7 @@ pub async fn run(
     let cfg = &state.config;
     // One control from the first byte parsed to the last sent: parsing counts too.
     let ctl = QueryControl::new(cfg.query_timeout, cfg.query_memory_limit);
-    let (stmts, permit) = parse(state, &req, &ctl).await?;
+    let (stmts, parsed_under) = parse(state, &req, &ctl).await?;
     if stmts.is_empty() {
         return Err(ApiError::bad_request("no SQL statement in the request"));
     }
@@ -584,7 +565,7 @@ pub async fn run(
     let work = match stmts.as_slice() {
         // Only short SQL is bound here: binding a long script (a 400k-item IN list) would hold
         // an async thread that ingest and every other request need.
-        [Statement::Query(q)] if keep.is_none() && permit.is_none() && binds_cheaply(q) => {
+        [Statement::Query(q)] if keep.is_none() && parsed_under.is_none() && binds_cheaply(q) => {
             match run_small_read(state, &engine, q, format, exec.as_ref(), &ctl)? {
                 Ok(done) => return Ok(done),
                 Err(work) => work,
@@ -594,13 +575,9 @@ pub async fn run(
     };
 
     // Wait (without holding a thread) for a slot, unless parsing took one already.
-    let (permit, lane) = match permit {
-        Some(p) => (p, Lane::General),
+    let slot = match parsed_under {
+        Some(s) => s,
         None => admit_work(state, &work).await?,
-    };
-    let pool = match lane {
-        Lane::Quick => &state.quick_pool,
-        Lane::General => &state.query_pool,
     };
     let id = state.next_id();
     state.add_running(id, ctl.clone());
@@ -610,19 +587,14 @@ pub async fn run(
     let (head_tx, head_rx) = oneshot::channel::<Result<Head, ApiError>>();
     let (tx, rx) = mpsc::channel::<Result<Bytes, std::io::Error>>(2);
     let st = state.clone();
-    let spawned = pool.spawn(move || {
-        let _permit = permit;
-        match execute_work(&st, &engine, work, &ctl) {
-            Ok(Some((r, elapsed_us))) => match keep {
-                Some((owner, limit)) if !r.fields.is_empty() => {
-                    send_first_page(&st, &owner, r, elapsed_us, limit, head_tx)
-                }
-                _ => send_result((format, exec.as_ref()), &r, elapsed_us, &ctl, head_tx, &tx),
-            },
-            Ok(None) => {}
-            Err(e) => {
-                let _ = head_tx.send(Err(e));
-            }
+    let spawned = state.admission.spawn(slot, move || match execute_work(&st, &engine, work, &ctl) {
+        Ok(Some((r, elapsed_us))) => match keep {
+            Some((owner, limit)) if !r.fields.is_empty() => send_first_page(&st, &owner, r, elapsed_us, limit, head_tx),
+            _ => send_result((format, exec.as_ref()), &r, elapsed_us, &ctl, head_tx, &tx),
+        },
+        Ok(None) => {}
+        Err(e) => {
+            let _ = head_tx.send(Err(e));
         }
     });
     if !spawned {

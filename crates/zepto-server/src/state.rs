@@ -26,19 +26,13 @@ pub struct State {
     pub(crate) running: Mutex<HashMap<u64, Arc<QueryControl>>>,
     /// Told of every query added to `running`: the memory guard sleeps on it while none runs.
     pub(crate) query_starts: Arc<QueryStarts>,
-    /// Statements that may run at once outside the quick lane (see [`Config::query_slots`]).
-    pub query_slots: Arc<Semaphore>,
-    /// The quick lane's slots (see [`Config::quick_slots`]).
-    pub quick_slots: Arc<Semaphore>,
+    /// The query slots and the quick lane's, with their threads, shared with the other doors
+    /// that run statements ([`crate::admission`]).
+    pub admission: Arc<crate::admission::Admission>,
     /// Ingest batches that may be parsed and applied at once (see [`Config::ingest_slots`]).
     pub ingest_slots: Arc<Semaphore>,
     /// The budget every request body draws on while it is held ([`crate::inflight`]).
     pub bodies: crate::inflight::BodyBudget,
-    /// Where statements run (apart from ingest, at a lower CPU priority).
-    pub query_pool: crate::pool::QueryPool,
-    /// Where the quick lane's statements run: threads of their own, one per quick slot, so a
-    /// short statement never waits for a thread a heavy one holds.
-    pub quick_pool: crate::pool::QueryPool,
     /// What `/ready` reports: set once the server accepts, cleared when shutdown starts.
     pub ready: AtomicBool,
     /// When the server started (for the uptime `/health` reports).
@@ -69,11 +63,11 @@ impl State {
         }
         engine.catalog().feed().set_limit(config.subscribe_buffer_bytes);
         Ok(State {
-            query_pool: crate::pool::QueryPool::new(config.query_slots(), crate::pool::QUERY_NICE)?,
+            admission: match &config.admission {
+                Some(a) => a.clone(),
+                None => Arc::new(crate::admission::Admission::new(&config)?),
+            },
             memory: Arc::new(zepto_memory::AgentMemory::new(engine.clone(), config.ai.clone())),
-            query_slots: Arc::new(Semaphore::new(config.query_slots())),
-            quick_pool: crate::pool::QueryPool::new(config.quick_slots(), crate::pool::QUICK_NICE)?,
-            quick_slots: Arc::new(Semaphore::new(config.quick_slots())),
             ingest_slots: Arc::new(Semaphore::new(config.ingest_slots())),
             bodies: crate::inflight::BodyBudget::new(config.inflight_body_bytes()),
             results: crate::results::KeptResults::new(config.kept_result_bytes),

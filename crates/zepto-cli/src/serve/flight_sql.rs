@@ -25,7 +25,7 @@ pub(super) fn start(st: &Settings<'_>, cfg: &Config, engine: &Engine) -> Result<
         return Err(format!("refusing a Flight SQL door on {bound} without authentication: configure API keys"));
     }
     let limits = Limits { timeout: cfg.query_timeout, memory: cfg.query_memory_limit };
-    let door = Door::new(engine.clone(), Arc::new(cfg.keys.clone()), limits);
+    let door = Door::new(engine.clone(), Arc::new(cfg.keys.clone()), limits, super::shared_slots(cfg)?);
     let server = Server::start(listener, door).map_err(|e| e.to_string())?;
     eprintln!("zeptodb: Flight SQL on grpc://{bound}");
     Ok(Some(server))

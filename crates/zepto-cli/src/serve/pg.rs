@@ -52,6 +52,7 @@ pub(super) fn start(st: &Settings<'_>, cfg: &Config, engine: &Engine) -> Result<
         limits,
         tls,
         max_connections: cfg.max_connections,
+        admission: super::shared_slots(cfg)?,
     };
     let server = Server::start(listener, door)?;
     eprintln!("zeptodb: PostgreSQL wire protocol on {bound}{secure}");
