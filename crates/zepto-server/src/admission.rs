@@ -10,7 +10,6 @@
 //! a slot, at most `--queue-timeout`, then runs on the slot's lane's threads
 //! ([`crate::pool::QueryPool`], below ingest's priority).
 
-use crate::config::Config;
 use crate::pool::{QueryPool, QUERY_NICE, QUICK_NICE};
 use std::sync::Arc;
 use std::time::Duration;
@@ -93,12 +92,13 @@ impl Slot {
 }
 
 impl Admission {
-    /// `config`'s slots (`--max-queries` and the quick lane) and their threads.
-    pub fn new(config: &Config) -> std::io::Result<Admission> {
-        let (slots, quick) = (config.query_slots(), config.quick_slots());
+    /// `slots` query slots (`--max-queries`, [`crate::config::Config::query_slots`]) and
+    /// `quick` of the quick lane, each with a thread; a statement waits at most
+    /// `queue_timeout` for one.
+    pub fn new(slots: usize, quick: usize, queue_timeout: Duration) -> std::io::Result<Admission> {
         Ok(Admission {
             slots,
-            queue_timeout: config.queue_timeout,
+            queue_timeout,
             general: Arc::new(Semaphore::new(slots)),
             quick: Arc::new(Semaphore::new(quick)),
             general_pool: QueryPool::new(slots, QUERY_NICE)?,
@@ -190,14 +190,7 @@ mod tests {
     use super::*;
 
     fn admission(slots: usize, quick: usize, wait_ms: u64) -> Admission {
-        let config = Config {
-            max_queries: Some(slots),
-            threads: 1,
-            queue_timeout: Duration::from_millis(wait_ms),
-            ..Config::default()
-        };
-        assert_eq!(config.quick_slots(), quick);
-        Admission::new(&config).expect("threads")
+        Admission::new(slots, quick, Duration::from_millis(wait_ms)).expect("threads")
     }
 
     /// A statement waits for a held slot, is refused once the queue timeout passes, and runs

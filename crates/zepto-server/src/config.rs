@@ -183,6 +183,11 @@ impl Config {
         self.threads.max(2)
     }
 
+    /// The query slots and their threads ([`crate::admission`]) this config asks for.
+    pub fn admission(&self) -> std::io::Result<crate::admission::Admission> {
+        crate::admission::Admission::new(self.query_slots(), self.quick_slots(), self.queue_timeout)
+    }
+
     /// Ingest batches that may be parsed and applied at once: a separate allowance, so queries
     /// can never take every thread from ingestion.
     pub fn ingest_slots(&self) -> usize {

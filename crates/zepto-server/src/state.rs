@@ -65,7 +65,7 @@ impl State {
         Ok(State {
             admission: match &config.admission {
                 Some(a) => a.clone(),
-                None => Arc::new(crate::admission::Admission::new(&config)?),
+                None => Arc::new(config.admission()?),
             },
             memory: Arc::new(zepto_memory::AgentMemory::new(engine.clone(), config.ai.clone())),
             ingest_slots: Arc::new(Semaphore::new(config.ingest_slots())),
