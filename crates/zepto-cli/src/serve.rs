@@ -640,7 +640,7 @@ fn run_doors(
     cfg.cluster = node.as_ref().map(|n| zepto_server::cluster::ClusterHandle::new(n.view()));
     // One set of query slots for every door that runs statements (HTTP's server takes it
     // from the config).
-    let admission = cfg.admission().map_err(|e| format!("query threads: {e}"))?;
+    let admission = cfg.make_admission().map_err(|e| format!("query threads: {e}"))?;
     cfg.admission = Some(std::sync::Arc::new(admission));
     let flight_sql = flight_sql::start(settings, &cfg, &engine)?;
     let pg = pg::start(settings, &cfg, &engine)?;

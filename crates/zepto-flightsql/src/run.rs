@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tonic::Status;
 use zepto_server::auth::Principal;
-use zepto_sql::interrupt::{QueryControl, RunContext};
+use zepto_sql::interrupt::RunContext;
 use zepto_sql::parser::ast::Statement;
 use zepto_sql::result::QueryResult;
 use zepto_sql::{Engine, SqlError};
@@ -52,13 +52,13 @@ pub(crate) fn statements(sql: &str, who: &Principal) -> Result<Vec<Statement>, S
     Ok(stmts)
 }
 
-/// Run `stmts` on `engine` (the caller's) under `limits`: the last one's result.
-pub(crate) fn execute(engine: &Engine, stmts: &[Statement], limits: Limits) -> Result<QueryResult, Status> {
-    let run = RunContext::new(Some(QueryControl::new(limits.timeout, limits.memory)));
+/// Run `stmts` on `engine` (the caller's) under `run` (the call's limits and cancellation):
+/// the last one's result.
+pub(crate) fn execute(engine: &Engine, stmts: &[Statement], run: &RunContext) -> Result<QueryResult, Status> {
     let mut engine = engine.clone();
     let mut last = None;
     for s in stmts {
-        let r = engine.execute_statement_in(&run, s).map_err(|e| status(&e))?;
+        let r = engine.execute_statement_in(run, s).map_err(|e| status(&e))?;
         engine = engine.after(s).map_err(|e| status(&e))?;
         last = Some(r);
     }
@@ -67,8 +67,7 @@ pub(crate) fn execute(engine: &Engine, stmts: &[Statement], limits: Limits) -> R
 
 /// The schema `stmts`' last statement answers with, without running it (a query is bound;
 /// any other statement answers a one-column `status`). Earlier `SET`s apply.
-pub(crate) fn schema(engine: &Engine, stmts: &[Statement], limits: Limits) -> Result<SchemaRef, Status> {
-    let run = RunContext::new(Some(QueryControl::new(limits.timeout, limits.memory)));
+pub(crate) fn schema(engine: &Engine, stmts: &[Statement], run: &RunContext) -> Result<SchemaRef, Status> {
     let mut engine = engine.clone();
     let Some((last, before)) = stmts.split_last() else {
         return Err(Status::invalid_argument("SQL_PARSE: no SQL statement"));
@@ -77,7 +76,7 @@ pub(crate) fn schema(engine: &Engine, stmts: &[Statement], limits: Limits) -> Re
         engine = engine.after(s).map_err(|e| status(&e))?;
     }
     let Statement::Query(q) = last else { return Ok(status_schema()) };
-    let prepared = engine.prepare_in(&run, q).map_err(|e| status(&e))?;
+    let prepared = engine.prepare_in(run, q).map_err(|e| status(&e))?;
     let names: Vec<String> = prepared.fields().iter().map(|f| f.name.clone()).collect();
     let empty: Vec<Column> = prepared.fields().iter().map(|f| Column::nulls(f.data_type, 0)).collect();
     let refs: Vec<&Column> = empty.iter().collect();
@@ -199,13 +198,13 @@ mod tests {
         let e = Engine::new();
         let run = |sql: &str| {
             let stmts = statements(sql, &Principal::anonymous_admin()).expect("parses");
-            (reads_only(&stmts), changed(&execute(&e, &stmts, Limits::default()).expect("runs")))
+            (reads_only(&stmts), changed(&execute(&e, &stmts, &RunContext::new(None)).expect("runs")))
         };
         assert_eq!(run("CREATE TABLE t (ts TIMESTAMP, v BIGINT)"), (false, 0));
         assert_eq!(run("INSERT INTO t VALUES (1, 2), (3, 4)"), (false, 2));
         assert_eq!(run("SET ann = off; SELECT count(*) FROM t"), (true, 0));
         let stmts = statements("SELECT v, ts FROM t", &Principal::anonymous_admin()).expect("parses");
-        let schema = schema(&e, &stmts, Limits::default()).expect("binds");
+        let schema = schema(&e, &stmts, &RunContext::new(None)).expect("binds");
         assert_eq!(schema.fields().iter().map(|f| f.name().as_str()).collect::<Vec<_>>(), ["v", "ts"]);
         let missing = statements("SELECT * FROM nowhere", &Principal::anonymous_admin()).expect("parses");
         let err = schema_err(&e, &missing);
@@ -214,6 +213,6 @@ mod tests {
     }
 
     fn schema_err(e: &Engine, stmts: &[Statement]) -> Status {
-        schema(e, stmts, Limits::default()).expect_err("fails")
+        schema(e, stmts, &RunContext::new(None)).expect_err("fails")
     }
 }

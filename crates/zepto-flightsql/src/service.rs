@@ -39,6 +39,7 @@ use tonic::metadata::MetadataMap;
 use tonic::{Request, Response, Status, Streaming};
 use zepto_server::admission::{Admission, Refused};
 use zepto_server::auth::{KeyStore, Principal};
+use zepto_sql::interrupt::{QueryControl, RunContext};
 use zepto_sql::parser::ast::Statement;
 use zepto_sql::Engine;
 
@@ -75,26 +76,29 @@ impl Door {
     }
 
     /// `work` on `sql`'s statements (parsed and checked for the caller of `meta`), on the
-    /// caller's engine and the door's limits, on a query slot: `UNAVAILABLE` when every slot
-    /// stays busy for `--queue-timeout` (retry later, as HTTP's 503).
+    /// caller's engine under the door's limits, on a query slot: `UNAVAILABLE` when every slot
+    /// stays busy for `--queue-timeout` (retry later, as HTTP's 503). A call the client
+    /// abandons (tonic drops its future) cancels the statements, waiting or running.
     async fn on_statements<T: Send + 'static>(
         &self,
         meta: &MetadataMap,
         sql: String,
-        work: impl FnOnce(&Engine, String, Vec<Statement>, Limits) -> Result<T, Status> + Send + 'static,
+        work: impl FnOnce(&Engine, String, Vec<Statement>, &RunContext) -> Result<T, Status> + Send + 'static,
     ) -> Result<T, Status> {
         let who = self.caller(meta)?;
-        let (engine, limits) = (self.engine.with_access(who.tables.clone()), self.limits);
+        let engine = self.engine.with_access(who.tables.clone());
+        let ctl = QueryControl::new(self.limits.timeout, self.limits.memory);
+        let c = ctl.clone();
         let job = move || {
             let stmts = run::statements(&sql, &who)?;
-            work(&engine, sql, stmts, limits)
+            work(&engine, sql, stmts, &RunContext::new(Some(c)))
         };
-        self.gate.run(false, job).await.map_err(refused)?
+        self.gate.run_controlled(&ctl, false, job).await.map_err(refused)?
     }
 
     /// Run `sql` for the caller of `meta`: its last statement's result.
     async fn run(&self, meta: &MetadataMap, sql: String) -> Result<zepto_sql::QueryResult, Status> {
-        self.on_statements(meta, sql, |engine, _, stmts, limits| run::execute(engine, &stmts, limits)).await
+        self.on_statements(meta, sql, |engine, _, stmts, run| run::execute(engine, &stmts, run)).await
     }
 
     /// A metadata command's FlightInfo, for a caller: one endpoint whose ticket is the command.
@@ -121,18 +125,18 @@ impl Door {
 
     /// The schema `sql` answers with, for the caller of `meta`, without running anything.
     async fn schema(&self, meta: &MetadataMap, sql: String) -> Result<SchemaRef, Status> {
-        self.on_statements(meta, sql, |engine, _, stmts, limits| run::schema(engine, &stmts, limits)).await
+        self.on_statements(meta, sql, |engine, _, stmts, run| run::schema(engine, &stmts, run)).await
     }
 
     /// What a ticket for `sql` holds, for the caller of `meta`, with the schema its rows will
     /// have and how many rows statements that changed data changed: a read is only bound
     /// (it runs when the ticket is redeemed), anything else runs now.
     async fn prepare(&self, meta: &MetadataMap, sql: String) -> Result<(run::Handle, SchemaRef, Option<i64>), Status> {
-        self.on_statements(meta, sql, |engine, sql, stmts, limits| {
+        self.on_statements(meta, sql, |engine, sql, stmts, ctx| {
             if run::reads_only(&stmts) {
-                return Ok((run::Handle::Read(sql), run::schema(engine, &stmts, limits)?, None));
+                return Ok((run::Handle::Read(sql), run::schema(engine, &stmts, ctx)?, None));
             }
-            let r = run::execute(engine, &stmts, limits)?;
+            let r = run::execute(engine, &stmts, ctx)?;
             let text = r.status.clone().unwrap_or_default();
             Ok((run::Handle::Done(text), run::status_schema(), Some(run::changed(&r))))
         })

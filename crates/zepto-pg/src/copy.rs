@@ -69,8 +69,10 @@ pub async fn start(
         return Ok(Response::CopyIn(CopyResponse::new(0, width, stream::empty())));
     }
     let ctl = QueryControl::new(limits.timeout, limits.memory);
-    let job = move || engine.copy_out(&RunContext::new(Some(ctl)), &s);
-    let (r, opts) = gate.run(false, job).await.map_err(crate::run::refused)?.map_err(|e| pg_error(&e, sql))?;
+    let c = ctl.clone();
+    let job = move || engine.copy_out(&RunContext::new(Some(c)), &s);
+    let (r, opts) =
+        gate.run_controlled(&ctl, false, job).await.map_err(crate::run::refused)?.map_err(|e| pg_error(&e, sql))?;
     let width = r.fields.len();
     Ok(Response::CopyOut(CopyResponse::new(0, width, stream::iter(CopyRows::new(r, opts)))))
 }

@@ -1,8 +1,11 @@
 //! Statements run for one connection: parsed (with the Bind's parameters), checked against the
 //! key's role as the HTTP door checks them, run one by one on the connection's engine (a `SET`
 //! of an engine setting lasts for the connection) under the server's time and memory limits,
-//! off the async threads. Dropping the run (the client's CancelRequest drops it) cancels the
-//! statement running.
+//! on the server's query slots (shared with its other doors, `zepto_server::admission`), or
+//! on the async thread when small, as the HTTP door decides. Dropping the run (the client's
+//! CancelRequest drops it) cancels the statement, waiting or running. Each statement of a
+//! script takes a slot of its own: a script may stop at a busy slot (SQLSTATE 53000) after
+//! its earlier statements were applied, as at any other error.
 //!
 //! Results stream to the client as rows are encoded, one chunk at a time, in the text or
 //! binary format asked for each column.
@@ -39,15 +42,6 @@ pub struct Limits {
 /// The engine a connection's statements run on (its key's table access, and the engine
 /// settings its `SET`s changed).
 pub struct ConnEngine(pub Mutex<Engine>);
-
-/// Cancels its statement when dropped before the statement finished.
-struct CancelOnDrop(Arc<QueryControl>);
-
-impl Drop for CancelOnDrop {
-    fn drop(&mut self) {
-        self.0.cancel();
-    }
-}
 
 /// The plan a portal's Describe made, kept for its Execute (which follows at once, with the
 /// same statement and parameters), so a query is planned once.
@@ -92,8 +86,10 @@ pub fn statements(
 
 /// Run `s` on `conn`'s engine under `limits`, on a query slot of the server's (`gate`, shared
 /// with the other doors); the engine moves past a `SET`. `sql` is the text, for error
-/// positions. A query that binds cheaply is planned here first, so that one reading few
-/// rows takes the quick lane (or runs here), as over HTTP.
+/// positions. A query the HTTP door would bind on its async thread
+/// ([`zepto_server::sql::binds_inline`]) is planned here first, so that one reading few rows
+/// takes the quick lane (or runs here), as over HTTP. The statement is cancelled if the
+/// future is dropped (the client's CancelRequest).
 pub async fn execute(
     conn: &Arc<ConnEngine>,
     gate: &Admission,
@@ -102,19 +98,18 @@ pub async fn execute(
     limits: Limits,
 ) -> PgWireResult<QueryResult> {
     let s = match s {
-        Statement::Query(q) if zepto_server::sql::binds_cheaply(&q) => {
-            let plan = prepare(conn, gate, *q, sql, limits).await?;
+        Statement::Query(q) if zepto_server::sql::binds_inline(&q, sql.len()) => {
+            let plan = plan_query(conn, gate, *q, sql, limits, true).await?;
             return run_prepared(conn, gate, plan, sql, limits).await;
         }
         s => s,
     };
     let ctl = QueryControl::new(limits.timeout, limits.memory);
-    let _cancel = CancelOnDrop(ctl.clone());
-    let conn = conn.clone();
+    let (conn, c) = (conn.clone(), ctl.clone());
     let job = move || {
         let engine =
             conn.0.lock().map(|e| e.clone()).map_err(|_| zepto_sql::SqlError::Internal("engine lock".into()))?;
-        let r = engine.execute_statement_in(&RunContext::new(Some(ctl)), &s)?;
+        let r = engine.execute_statement_in(&RunContext::new(Some(c)), &s)?;
         if let Statement::Set { .. } = s {
             let next = engine.after(&s)?;
             if let Ok(mut e) = conn.0.lock() {
@@ -123,7 +118,8 @@ pub async fn execute(
         }
         Ok::<_, zepto_sql::SqlError>(r)
     };
-    gate.run(false, job).await.map_err(refused)?.map_err(|e| pg_error(&e, sql))
+    let r = gate.run_controlled(&ctl, false, job).await;
+    r.map_err(refused)?.map_err(|e| pg_error(&e, sql))
 }
 
 /// A statement the server's admission did not run, as PostgreSQL says so: busy is
@@ -137,8 +133,9 @@ pub fn refused(r: Refused) -> PgWireError {
     user_error(code, r.to_string())
 }
 
-/// Plan query `q` on `conn`'s engine under `limits`: here when binding is cheap (no
-/// subqueries to run), else on a query slot (cancelled if the future is dropped).
+/// Plan query `q` on `conn`'s engine under `limits`: here when the HTTP door would bind it on
+/// its async thread ([`zepto_server::sql::binds_inline`]), else on a query slot (cancelled
+/// if the future is dropped).
 pub async fn prepare(
     conn: &Arc<ConnEngine>,
     gate: &Admission,
@@ -146,14 +143,27 @@ pub async fn prepare(
     sql: &str,
     limits: Limits,
 ) -> PgWireResult<Prepared> {
+    let inline = zepto_server::sql::binds_inline(&q, sql.len());
+    plan_query(conn, gate, q, sql, limits, inline).await
+}
+
+/// [`prepare`], `inline` or on a query slot.
+async fn plan_query(
+    conn: &Arc<ConnEngine>,
+    gate: &Admission,
+    q: Query,
+    sql: &str,
+    limits: Limits,
+    inline: bool,
+) -> PgWireResult<Prepared> {
     let ctl = QueryControl::new(limits.timeout, limits.memory);
-    let _cancel = CancelOnDrop(ctl.clone());
     let engine = conn.0.lock().map(|e| e.clone()).map_err(|_| user_error("XX000", "engine lock"))?;
-    if zepto_server::sql::binds_cheaply(&q) {
+    if inline {
         return engine.prepare_in(&RunContext::new(Some(ctl)), &q).map_err(|e| pg_error(&e, sql));
     }
-    let job = move || engine.prepare_in(&RunContext::new(Some(ctl)), &q);
-    gate.run(false, job).await.map_err(refused)?.map_err(|e| pg_error(&e, sql))
+    let c = ctl.clone();
+    let r = gate.run_controlled(&ctl, false, move || engine.prepare_in(&RunContext::new(Some(c)), &q)).await;
+    r.map_err(refused)?.map_err(|e| pg_error(&e, sql))
 }
 
 /// Run a plan made by [`prepare`] under `limits`: here when its scans are small (as the HTTP
@@ -166,14 +176,14 @@ pub async fn run_prepared(
     limits: Limits,
 ) -> PgWireResult<QueryResult> {
     let ctl = QueryControl::new(limits.timeout, limits.memory);
-    let _cancel = CancelOnDrop(ctl.clone());
     let engine = conn.0.lock().map(|e| e.clone()).map_err(|_| user_error("XX000", "engine lock"))?;
     if plan.linear_scan_rows().is_some_and(|n| n <= zepto_server::sql::INLINE_ROWS) {
         return engine.run_prepared_in(&RunContext::new(Some(ctl)), &plan).map_err(|e| pg_error(&e, sql));
     }
     let quick = zepto_server::sql::is_quick(&plan);
-    let job = move || engine.run_prepared_in(&RunContext::new(Some(ctl)), &plan);
-    gate.run(quick, job).await.map_err(refused)?.map_err(|e| pg_error(&e, sql))
+    let c = ctl.clone();
+    let r = gate.run_controlled(&ctl, quick, move || engine.run_prepared_in(&RunContext::new(Some(c)), &plan)).await;
+    r.map_err(refused)?.map_err(|e| pg_error(&e, sql))
 }
 
 /// The format of column `i` under the client's format codes (a missing code: text).

@@ -14,6 +14,7 @@ use crate::pool::{QueryPool, QUERY_NICE, QUICK_NICE};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{oneshot, OwnedSemaphorePermit, Semaphore};
+use zepto_sql::interrupt::QueryControl;
 
 /// Which slots a statement runs under, and so which threads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -106,6 +107,11 @@ impl Admission {
         })
     }
 
+    /// Query slots (`--max-queries`).
+    pub fn slots(&self) -> usize {
+        self.slots
+    }
+
     /// Query slots held now (the quick lane's are not counted).
     pub fn busy(&self) -> usize {
         self.slots.saturating_sub(self.general.available_permits())
@@ -137,19 +143,20 @@ impl Admission {
     }
 
     /// Run `job` under `slot` on its lane's threads; the slot is given back when the job ends.
-    /// `false` if the threads are gone (the server is stopping).
-    pub fn spawn(&self, slot: Slot, job: impl FnOnce() + Send + 'static) -> bool {
+    /// [`Refused::Stopping`] if the threads are gone.
+    pub fn spawn(&self, slot: Slot, job: impl FnOnce() + Send + 'static) -> Result<(), Refused> {
         let permit = slot.permit;
-        self.pool(slot.lane).spawn(move || {
+        let spawned = self.pool(slot.lane).spawn(move || {
             let _permit = permit;
             job()
-        })
+        });
+        spawned.then_some(()).ok_or(Refused::Stopping)
     }
 
     /// Run `job` on `slot`'s lane's threads while the caller keeps the slot (to run more
-    /// under it after). `false` if the threads are gone.
-    pub fn spawn_held(&self, slot: &Slot, job: impl FnOnce() + Send + 'static) -> bool {
-        self.pool(slot.lane).spawn(job)
+    /// under it after). [`Refused::Stopping`] if the threads are gone.
+    pub(crate) fn spawn_held(&self, slot: &Slot, job: impl FnOnce() + Send + 'static) -> Result<(), Refused> {
+        self.pool(slot.lane).spawn(job).then_some(()).ok_or(Refused::Stopping)
     }
 
     fn pool(&self, lane: Lane) -> &QueryPool {
@@ -159,19 +166,24 @@ impl Admission {
         }
     }
 
-    /// Run `job` under `slot` and wait (without holding a thread) for its answer.
+    /// Run `job` under `slot` and wait (without holding a thread) for its answer. The slot
+    /// is given back before the answer is sent, so a caller that goes on to its next
+    /// statement finds it free. A job that panics answers [`Refused::Lost`].
     pub async fn run_in<T: Send + 'static>(
         &self,
         slot: Slot,
         job: impl FnOnce() -> T + Send + 'static,
     ) -> Result<T, Refused> {
         let (tx, rx) = oneshot::channel();
-        if !self.spawn(slot, move || {
-            let _ = tx.send(job());
+        let Slot { permit, lane } = slot;
+        if !self.pool(lane).spawn(move || {
+            let answer = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
+            drop(permit);
+            let _ = tx.send(answer);
         }) {
             return Err(Refused::Stopping);
         }
-        rx.await.map_err(|_| Refused::Lost)
+        rx.await.map_err(|_| Refused::Lost)?.map_err(|_| Refused::Lost)
     }
 
     /// Wait for a slot ([`Admission::admit_for`]), then run `job` on it and wait for its answer.
@@ -183,11 +195,77 @@ impl Admission {
         let slot = self.admit_for(quick).await?;
         self.run_in(slot, job).await
     }
+
+    /// [`Admission::run`] of a statement under `ctl`: when the caller stops waiting (its
+    /// future is dropped: the client left or gave up), the statement is cancelled, whether it
+    /// still waits for a slot or runs, so it gives its slot back at its next check.
+    pub async fn run_controlled<T: Send + 'static>(
+        &self,
+        ctl: &Arc<QueryControl>,
+        quick: bool,
+        job: impl FnOnce() -> T + Send + 'static,
+    ) -> Result<T, Refused> {
+        let armed = CancelOnDrop::new(ctl.clone());
+        let r = self.run(quick, job).await;
+        armed.disarm();
+        r
+    }
+}
+
+/// Cancels a statement's control when dropped armed: its caller's future was dropped while
+/// the statement waited or ran. [`CancelOnDrop::disarm`] once the answer is in.
+pub struct CancelOnDrop(Option<Arc<QueryControl>>);
+
+impl CancelOnDrop {
+    /// Armed for `ctl`.
+    pub fn new(ctl: Arc<QueryControl>) -> CancelOnDrop {
+        CancelOnDrop(Some(ctl))
+    }
+
+    /// Done: dropping it no longer cancels.
+    pub fn disarm(mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        if let Some(c) = self.0.take() {
+            c.cancel();
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A caller that stops waiting cancels the statement (here while it runs: the job sees its
+    /// control cancelled); one that waits to the end leaves it alone.
+    #[tokio::test]
+    async fn a_caller_that_leaves_cancels_the_statement() {
+        let a = Arc::new(admission(1, 2, 1000));
+        let ctl = QueryControl::new(None, None);
+        let (started_tx, started) = oneshot::channel();
+        let (c, gate) = (ctl.clone(), a.clone());
+        let waiting = tokio::spawn(async move {
+            gate.run_controlled(&c.clone(), false, move || {
+                let _ = started_tx.send(());
+                while !c.is_cancelled() {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+            })
+            .await
+        });
+        started.await.expect("the job started");
+        waiting.abort();
+        let _ = waiting.await;
+        assert!(ctl.is_cancelled(), "the statement of a caller that left is cancelled");
+        assert_eq!(a.run(false, || 5).await, Ok(5), "and its slot comes back");
+        let kept = QueryControl::new(None, None);
+        assert_eq!(a.run_controlled(&kept, false, || 6).await, Ok(6));
+        assert!(!kept.is_cancelled());
+    }
 
     fn admission(slots: usize, quick: usize, wait_ms: u64) -> Admission {
         Admission::new(slots, quick, Duration::from_millis(wait_ms)).expect("threads")
@@ -215,7 +293,7 @@ mod tests {
         let a = admission(1, 2, 1000);
         let r: Result<(), Refused> = a.run(false, || panic!("a statement's bug")).await;
         assert_eq!(r, Err(Refused::Lost));
-        assert_eq!(a.busy(), 0);
+        assert_eq!(a.busy(), 0, "the slot is back before the answer");
         assert_eq!(a.run(false, || 4).await, Ok(4));
     }
 }

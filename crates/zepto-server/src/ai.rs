@@ -106,8 +106,8 @@ struct Request {
 async fn run(state: &Arc<State>, r: Request, held: Option<Held>) -> Result<(StatusCode, String), ApiError> {
     let slot = crate::sql::admit(state).await?;
     let ctl = QueryControl::new(state.config.query_timeout, state.config.query_memory_limit);
-    let id = state.next_id();
-    state.add_running(id, ctl.clone());
+    // Cancelled and forgotten however the request ends, the client leaving included.
+    let _running = crate::sql::Running::start(state, &ctl);
     let memory = state.memory.clone();
     let result = state
         .admission
@@ -126,7 +126,6 @@ async fn run(state: &Arc<State>, r: Request, held: Option<Held>) -> Result<(Stat
             Ok((StatusCode::OK, answer))
         })
         .await;
-    state.remove_running(id);
     result.map_err(crate::sql::refused)?
 }
 

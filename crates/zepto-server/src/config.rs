@@ -184,7 +184,7 @@ impl Config {
     }
 
     /// The query slots and their threads ([`crate::admission`]) this config asks for.
-    pub fn admission(&self) -> std::io::Result<crate::admission::Admission> {
+    pub fn make_admission(&self) -> std::io::Result<crate::admission::Admission> {
         crate::admission::Admission::new(self.query_slots(), self.quick_slots(), self.queue_timeout)
     }
 

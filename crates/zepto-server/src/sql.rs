@@ -9,7 +9,7 @@
 //! request (the parse thread, then the query thread: memory is counted per thread), so
 //! parsing, binding, execution and the final copy of the result all stop at their next check.
 
-use crate::admission::{Refused, Slot};
+use crate::admission::{CancelOnDrop, Refused, Slot};
 use crate::auth::Principal;
 use crate::body::ResponseBody;
 use crate::encode::{Encoder, Format};
@@ -99,11 +99,22 @@ fn json_param(v: &serde_json::Value) -> Option<ParamValue> {
     })
 }
 
-/// Cancels the query and forgets it when dropped (request finished, or client gone).
-struct Running {
+/// A statement in flight: known to shutdown (which cancels it) and counted on `/metrics`;
+/// dropped (request finished, or client gone), it cancels the statement and forgets it.
+pub(crate) struct Running {
     state: Arc<State>,
     id: u64,
     ctl: Arc<QueryControl>,
+}
+
+impl Running {
+    /// The statement under `ctl` starts.
+    pub(crate) fn start(state: &Arc<State>, ctl: &Arc<QueryControl>) -> Running {
+        let id = state.next_id();
+        state.add_running(id, ctl.clone());
+        state.metrics.queries_running.inc();
+        Running { state: state.clone(), id, ctl: ctl.clone() }
+    }
 }
 
 impl Drop for Running {
@@ -131,6 +142,17 @@ const INLINE_ENCODE_ROWS: usize = 4096;
 /// Binding a query runs its uncorrelated subqueries; only queries without any bind in
 /// microseconds, so only those are considered for the inline path.
 pub fn binds_cheaply(q: &zepto_sql::parser::ast::Query) -> bool {
+    cheap_to_bind(q)
+}
+
+/// Whether query `q`, parsed from `sql_len` bytes of SQL, is bound on the async thread that
+/// received it: short SQL ([`INLINE_PARSE_BYTES`]; binding a 400k-item `IN` list would hold a
+/// thread every other request needs) without subqueries ([`binds_cheaply`]).
+pub fn binds_inline(q: &zepto_sql::parser::ast::Query, sql_len: usize) -> bool {
+    sql_len <= INLINE_PARSE_BYTES && cheap_to_bind(q)
+}
+
+fn cheap_to_bind(q: &zepto_sql::parser::ast::Query) -> bool {
     use zepto_sql::parser::ast::Expr;
     let mut q = q.clone();
     let mut found = false;
@@ -250,21 +272,9 @@ fn run_small_read(
     Ok(Ok((resp, rows as u64)))
 }
 
-/// Cancels a query's control if dropped while armed: the client went away while its request
-/// was still being parsed.
-struct CancelOnDrop(Option<Arc<QueryControl>>);
-
-impl Drop for CancelOnDrop {
-    fn drop(&mut self) {
-        if let Some(c) = self.0.take() {
-            c.cancel();
-        }
-    }
-}
-
 /// SQL up to this size is parsed on the async thread (tens of microseconds); longer scripts
 /// wait for a query slot and are parsed on the query pool.
-const INLINE_PARSE_BYTES: usize = 64 << 10;
+pub const INLINE_PARSE_BYTES: usize = 64 << 10;
 
 /// Wait for a query slot (admission control): at most `--queue-timeout`, then 503 with
 /// `Retry-After`, so a flood of heavy statements queues instead of piling up threads.
@@ -321,15 +331,17 @@ async fn parse(
     let slot = admit(state).await?;
     let (sql, params, c) = (req.sql.clone(), req.params.clone(), ctl.clone());
     let (tx, rx) = oneshot::channel();
-    let mut armed = CancelOnDrop(Some(ctl.clone()));
-    if !state.admission.spawn_held(&slot, move || {
-        let run = RunContext::new(Some(c));
-        let _ = tx.send(parse_script(&sql, &params, &limits, &|| run.check()));
-    }) {
-        return Err(ApiError::internal("the server is shutting down"));
-    }
+    // The client may go away while its request is parsed.
+    let armed = CancelOnDrop::new(ctl.clone());
+    state
+        .admission
+        .spawn_held(&slot, move || {
+            let run = RunContext::new(Some(c));
+            let _ = tx.send(parse_script(&sql, &params, &limits, &|| run.check()));
+        })
+        .map_err(refused)?;
     let stmts = rx.await.map_err(|_| ApiError::internal("the parse thread ended without an answer"))??;
-    armed.0 = None;
+    armed.disarm();
     Ok((stmts, Some(slot)))
 }
 
@@ -435,12 +447,11 @@ pub async fn encode_page(
     // The tail is added once the rows are written.
     let slot = admit(state).await?;
     let (tx, rx) = oneshot::channel();
-    if !state.admission.spawn(slot, move || {
+    let page = move || {
         let page = page_body(&kept.result, kept.elapsed_us, offset, limit);
         let _ = tx.send(page.map(|(body, rows)| (with_tail(body, &tail), rows)));
-    }) {
-        return Err(ApiError::internal("the server is shutting down"));
-    }
+    };
+    state.admission.spawn(slot, page).map_err(refused)?;
     rx.await.map_err(|_| ApiError::internal("the page thread ended without an answer"))?
 }
 
@@ -565,7 +576,7 @@ pub async fn run(
     let work = match stmts.as_slice() {
         // Only short SQL is bound here: binding a long script (a 400k-item IN list) would hold
         // an async thread that ingest and every other request need.
-        [Statement::Query(q)] if keep.is_none() && parsed_under.is_none() && binds_cheaply(q) => {
+        [Statement::Query(q)] if keep.is_none() && binds_inline(q, req.sql.len()) => {
             match run_small_read(state, &engine, q, format, exec.as_ref(), &ctl)? {
                 Ok(done) => return Ok(done),
                 Err(work) => work,
@@ -579,15 +590,12 @@ pub async fn run(
         Some(s) => s,
         None => admit_work(state, &work).await?,
     };
-    let id = state.next_id();
-    state.add_running(id, ctl.clone());
-    state.metrics.queries_running.inc();
-    let guard = Running { state: state.clone(), id, ctl: ctl.clone() };
+    let guard = Running::start(state, &ctl);
 
     let (head_tx, head_rx) = oneshot::channel::<Result<Head, ApiError>>();
     let (tx, rx) = mpsc::channel::<Result<Bytes, std::io::Error>>(2);
     let st = state.clone();
-    let spawned = state.admission.spawn(slot, move || match execute_work(&st, &engine, work, &ctl) {
+    let job = move || match execute_work(&st, &engine, work, &ctl) {
         Ok(Some((r, elapsed_us))) => match keep {
             Some((owner, limit)) if !r.fields.is_empty() => send_first_page(&st, &owner, r, elapsed_us, limit, head_tx),
             _ => send_result((format, exec.as_ref()), &r, elapsed_us, &ctl, head_tx, &tx),
@@ -596,10 +604,8 @@ pub async fn run(
         Err(e) => {
             let _ = head_tx.send(Err(e));
         }
-    });
-    if !spawned {
-        return Err(ApiError::internal("the server is shutting down"));
-    }
+    };
+    state.admission.spawn(slot, job).map_err(refused)?;
 
     let head = match cfg.query_timeout {
         // The engine stops itself at the deadline; this is the backstop for a kernel that runs

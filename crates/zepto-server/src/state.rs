@@ -56,17 +56,18 @@ impl State {
         // Request ids: a per-process prefix and a counter, unique without coordination.
         let id_prefix = format!("{:x}", (now_ns() as u64 ^ u64::from(std::process::id())) & 0xff_ffff_ffff);
         let metrics = Metrics::new();
-        metrics.query_slots.set(i64::try_from(config.query_slots()).unwrap_or(i64::MAX));
+        let admission = match &config.admission {
+            Some(a) => a.clone(),
+            None => Arc::new(config.make_admission()?),
+        };
+        metrics.query_slots.set(i64::try_from(admission.slots()).unwrap_or(i64::MAX));
         if let Some(r) = &config.recovery {
             metrics.recovery_dropped_records.set(i64::try_from(r.records_dropped).unwrap_or(i64::MAX));
             metrics.recovery_dropped_rows.set(i64::try_from(r.intact_rows_dropped).unwrap_or(i64::MAX));
         }
         engine.catalog().feed().set_limit(config.subscribe_buffer_bytes);
         Ok(State {
-            admission: match &config.admission {
-                Some(a) => a.clone(),
-                None => Arc::new(config.admission()?),
-            },
+            admission,
             memory: Arc::new(zepto_memory::AgentMemory::new(engine.clone(), config.ai.clone())),
             ingest_slots: Arc::new(Semaphore::new(config.ingest_slots())),
             bodies: crate::inflight::BodyBudget::new(config.inflight_body_bytes()),

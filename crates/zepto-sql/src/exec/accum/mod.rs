@@ -259,7 +259,7 @@ pub fn aggregate(
         let ids2: Vec<u32> = keep.iter().map(|&i| ids[i as usize]).collect();
         // Deduplication keeps a row of every group that had one.
         let dense = !matches!(rows, Rows::Ids { dense: false, .. });
-        let args2: Vec<Column> = args.iter().map(|c| c.take(&keep)).collect();
+        let args2: Vec<Column> = distinct_args(args.iter().map(|c| &**c), &keep);
         let order2 = order.as_ref().map(|o| o.take(&keep));
         let input = Input { args: args2.iter().collect(), order: order2.as_ref(), sorted: false };
         return run(a, &input, Rows::Ids { ids: &ids2, dense }, ngroups, mode);
@@ -315,7 +315,7 @@ pub fn frames(
         let keep = group_ids(&[&gid, &arg0], ids.len()).first;
         let ids2: Vec<u32> = keep.iter().map(|&i| ids[i as usize]).collect();
         let kept: Vec<u32> = keep.iter().map(|&i| idx[i as usize]).collect();
-        let cols: Vec<Column> = args.iter().map(|c| c.take(&kept)).collect();
+        let cols: Vec<Column> = distinct_args(args.iter().map(|c| &**c), &kept);
         let input = Input { args: cols.iter().collect(), order: None, sorted: false };
         let mut acc = accumulator(func, ty);
         acc.update(&input, Rows::sparse(&ids2), fs.len())?;
@@ -323,4 +323,10 @@ pub fn frames(
     }
     let input = Input { args: args.iter().map(|c| &**c).collect(), order: None, sorted: true };
     accumulator(func, ty).frames(&input, fs, fe)
+}
+
+/// The rows `keep` of a DISTINCT aggregate's arguments: the first is the distinct key, whose
+/// zeros are one value (`hash::key_take`: +0.0 whichever zero its first row held).
+fn distinct_args<'a>(args: impl Iterator<Item = &'a Column>, keep: &[u32]) -> Vec<Column> {
+    args.enumerate().map(|(k, c)| if k == 0 { super::hash::key_take(c, keep) } else { c.take(keep) }).collect()
 }
