@@ -10,10 +10,12 @@ a small join: one symbol's trades and quotes at equal times):
     1M x 1M rows, 5-minute bars of every symbol, and a 3.4 MB IN list of 400k items.
 The goal (issue 52): the short queries' p99 under 100 ms while the heavy ones run, and the heavy
 ones still answered. Reports p50/p99/max per query and phase, the heavy statements answered by
-status, and the server's peak RSS.
+status, and the server's peak RSS. `--heavy-door pg` sends the heavy statements through the
+PostgreSQL door (psycopg) instead: every door shares the server's query slots, so they must
+not starve the short HTTP queries either.
 
 Usage: bench/query_fairness.py [--rows 1000000] [--light 200] [--heavy 24]
-                               [--bin target/release/zeptodb] [--max-queries N]
+                               [--bin target/release/zeptodb] [--max-queries N] [--heavy-door pg]
 """
 import argparse
 import http.client
@@ -26,13 +28,33 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from ingest_fairness import ROOT, heavy_queries, ms_cells, peak_rss_mib, start  # noqa: E402
 from report import md_table  # noqa: E402
-from served import log  # noqa: E402
+from served import free_port, log  # noqa: E402
 
 LIGHT = {
     "point lookup": "SELECT * FROM trades WHERE sym = 'S050' ORDER BY ts DESC LIMIT 1",
     "small join": "SELECT count(*), avg(q.bid) FROM (SELECT * FROM trades WHERE sym = 'S090') t "
                   "JOIN (SELECT * FROM quotes WHERE sym = 'S090') q ON t.ts = q.ts",
 }
+
+# One heavy client over the PostgreSQL door: its statements in turn until killed; prints 200
+# for an answer, the SQLSTATE for an error.
+HEAVY_PG_CLIENT = """
+import psycopg, sys
+qs = [l for l in sys.stdin.read().split("\\n;;\\n") if l]
+i = int(sys.argv[2])
+conn = None
+while True:
+    try:
+        conn = conn or psycopg.connect(host="127.0.0.1", port=int(sys.argv[1]), user="bench", dbname="zepto",
+                                       autocommit=True)
+        conn.execute(qs[i % len(qs)]).fetchall()
+        print(200, flush=True)
+    except psycopg.Error as e:
+        print(getattr(e, "sqlstate", None) or "error", flush=True)
+        if conn is not None and conn.closed:
+            conn = None
+    i += 1
+"""
 
 # One heavy client: its statements in turn until killed; prints each answer's status.
 HEAVY_CLIENT = """
@@ -77,10 +99,14 @@ def main():
     ap.add_argument("--heavy", type=int, default=24, help="heavy client processes")
     ap.add_argument("--bin", default=os.path.join(ROOT, "target", "release", "zeptodb"))
     ap.add_argument("--max-queries", type=int, help="the server's --max-queries (default: its own)")
+    ap.add_argument("--heavy-door", choices=["http", "pg"], default="http", help="the heavy clients' door")
     a = ap.parse_args()
     log(f"starting the server with {a.rows} demo rows ...")
-    srv = start(a.bin, a.rows, *(["--max-queries", str(a.max_queries)] if a.max_queries else []))
+    pg_port = free_port()
+    extra = (["--max-queries", str(a.max_queries)] if a.max_queries else []) + ["--pg", f"127.0.0.1:{pg_port}"]
+    srv = start(a.bin, a.rows, *extra)
     port = srv.port
+    client, heavy_port = (HEAVY_PG_CLIENT, pg_port) if a.heavy_door == "pg" else (HEAVY_CLIENT, port)
     clients = []
     try:
         log("idle ...")
@@ -88,13 +114,13 @@ def main():
         body = "\n;;\n".join(heavy_queries(["asof", "bars", "inlist"]))
         t0 = time.perf_counter()
         for k in range(a.heavy):
-            c = subprocess.Popen([sys.executable, "-c", HEAVY_CLIENT, str(port), str(k)], stdin=subprocess.PIPE,
+            c = subprocess.Popen([sys.executable, "-c", client, str(heavy_port), str(k)], stdin=subprocess.PIPE,
                                  stdout=subprocess.PIPE, text=True, preexec_fn=lambda: os.nice(19))
             c.stdin.write(body)
             c.stdin.close()
             clients.append(c)
         time.sleep(3.0)  # let the heavy load fill the server
-        log(f"under {a.heavy} heavy clients ...")
+        log(f"under {a.heavy} heavy clients ({a.heavy_door}) ...")
         loaded = light_latencies(port, a.light, "loaded")
         secs = time.perf_counter() - t0
         for c in clients:
@@ -110,7 +136,7 @@ def main():
         srv.stop()
     md_table(["query", "phase", "p50 ms", "p99 ms", "max ms"],
              [[name, phase] + ms_cells(xs) for name in LIGHT
-              for phase, xs in [("idle", idle[name]), (f"{a.heavy} heavy clients", loaded[name])]])
+              for phase, xs in [("idle", idle[name]), (f"{a.heavy} heavy {a.heavy_door} clients", loaded[name])]])
     print(f"\nheavy statements answered from their start to the end of the loaded phase ({secs:.0f} s), by status: "
           f"{dict(sorted(statuses.items()))}, {sum(statuses.values()) / secs:.1f}/s; server peak RSS {rss:.0f} MiB")
 

@@ -435,3 +435,26 @@ fn psql_statements_share_the_query_slots() {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
 }
+
+/// A script over 64 KiB (a long `IN` list) is parsed and run under one query slot, as the HTTP
+/// door runs one: the same answers as over HTTP, a `SET` and the statements before an error
+/// applied, the error's SQLSTATE.
+#[test]
+fn psql_runs_a_long_script_as_http_does() {
+    if !have_psql() {
+        return;
+    }
+    let s = Server::start_env(&[], &[("ZEPTO_API_KEY", ADMIN)]);
+    let port = pg_port(&s);
+    load(&s.addr);
+    let list = (0..20_000).map(|i| i.to_string()).collect::<Vec<_>>().join(",");
+    let q = format!("SELECT sym, count(*), sum(size) FROM t WHERE size IN ({list}) GROUP BY sym ORDER BY sym");
+    assert!(q.len() > 64 << 10, "long enough to be parsed under a slot");
+    let o = psql(&port, ADMIN, "", &[&q]);
+    assert_eq!(out(&o), http_rows(&s.addr, &q), "{}", err(&o));
+    let script = format!("INSERT INTO t VALUES (1, 'X', 1.0, 1, true); SET threads = 1; {q}; SELECT nosuch FROM t");
+    let o = psql(&port, ADMIN, "", &[&script]);
+    assert!(err(&o).contains("ERROR:  42703"), "{}", err(&o));
+    assert_eq!(out(&o), format!("INSERT 0 1\nSET\n{}", http_rows(&s.addr, &q)), "{}", err(&o));
+    assert_eq!(http_rows(&s.addr, "SELECT count(*) FROM t WHERE sym = 'X'"), "1\n");
+}

@@ -8,7 +8,7 @@
 //! value of the declared type) in each parameter's place.
 
 use crate::auth::principal;
-use crate::run::{execute, response, schema, statements, ConnEngine, LastPlan, Limits};
+use crate::run::{execute, response, schema, statements, ConnEngine, LastPlan, Limits, Long};
 use crate::session::{self, Answer, Params};
 use async_trait::async_trait;
 use futures::stream;
@@ -145,7 +145,17 @@ impl Backend {
         }
         let who = principal(client)?;
         let conn = self.conn(client)?;
-        let stmts = statements(sql, params, &who, &self.limits.parse)?;
+        let stmts = if sql.len() > zepto_server::sql::INLINE_PARSE_BYTES {
+            match crate::run::execute_long(&conn, &self.gate, sql, params, who, self.limits).await? {
+                Long::Ran(results, error) => {
+                    out.extend(results.into_iter().map(|r| response(r, formats)));
+                    return error.map_or(Ok(()), Err);
+                }
+                Long::Parsed(stmts) => stmts,
+            }
+        } else {
+            statements(sql, params, &who, &self.limits.parse)?
+        };
         let last = stmts.len().saturating_sub(1);
         for (k, s) in stmts.into_iter().enumerate() {
             if !crate::copy::is_client_copy(&s) {

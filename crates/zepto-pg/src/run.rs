@@ -106,20 +106,64 @@ pub async fn execute(
     };
     let ctl = QueryControl::new(limits.timeout, limits.memory);
     let (conn, c) = (conn.clone(), ctl.clone());
-    let job = move || {
-        let engine =
-            conn.0.lock().map(|e| e.clone()).map_err(|_| zepto_sql::SqlError::Internal("engine lock".into()))?;
-        let r = engine.execute_statement_in(&RunContext::new(Some(c)), &s)?;
-        if let Statement::Set { .. } = s {
-            let next = engine.after(&s)?;
-            if let Ok(mut e) = conn.0.lock() {
-                *e = next;
-            }
-        }
-        Ok::<_, zepto_sql::SqlError>(r)
-    };
+    let job = move || run_in_session(&conn, &RunContext::new(Some(c)), &s);
     let r = gate.run_controlled(&ctl, false, job).await;
     r.map_err(refused)?.map_err(|e| pg_error(&e, sql))
+}
+
+/// What [`execute_long`] did with a long script.
+pub enum Long {
+    /// Its statements' results in order, and the error that stopped it, if one did (the
+    /// statements before it stay applied, as at any error).
+    Ran(Vec<QueryResult>, Option<PgWireError>),
+    /// It holds a client COPY, which needs the connection: parsed only, to run one by one.
+    Parsed(Vec<Statement>),
+}
+
+/// A script longer than the HTTP door parses on its async thread
+/// ([`zepto_server::sql::INLINE_PARSE_BYTES`]: a 400k-item `IN` list is megabytes of SQL and
+/// tens of MB of syntax tree) parsed and run under one query slot, as the HTTP door runs one:
+/// the trees waiting for a slot are never more than the slots.
+pub async fn execute_long(
+    conn: &Arc<ConnEngine>,
+    gate: &Admission,
+    sql: &str,
+    params: &[ParamValue],
+    who: Arc<Principal>,
+    limits: Limits,
+) -> PgWireResult<Long> {
+    let ctl = QueryControl::new(limits.timeout, limits.memory);
+    let (conn, c, text, params) = (conn.clone(), ctl.clone(), sql.to_string(), params.to_vec());
+    let job = move || {
+        let run = RunContext::new(Some(c));
+        let stmts = parse_script(&text, &params, &limits.parse, &|| run.check()).map_err(|e| pg_error(&e, &text))?;
+        zepto_server::sql::check_statements(&stmts, &who, false).map_err(|e| user_error("42501", e.message))?;
+        if stmts.iter().any(crate::copy::is_client_copy) {
+            return Ok(Long::Parsed(stmts));
+        }
+        let mut results = Vec::with_capacity(stmts.len());
+        for s in &stmts {
+            match run_in_session(&conn, &run, s) {
+                Ok(r) => results.push(r),
+                Err(e) => return Ok(Long::Ran(results, Some(pg_error(&e, &text)))),
+            }
+        }
+        Ok(Long::Ran(results, None))
+    };
+    gate.run_controlled(&ctl, false, job).await.map_err(refused)?
+}
+
+/// Run `s` on the connection's engine; the engine moves past a `SET`.
+fn run_in_session(conn: &ConnEngine, run: &RunContext, s: &Statement) -> Result<QueryResult, zepto_sql::SqlError> {
+    let engine = conn.0.lock().map(|e| e.clone()).map_err(|_| zepto_sql::SqlError::Internal("engine lock".into()))?;
+    let r = engine.execute_statement_in(run, s)?;
+    if let Statement::Set { .. } = s {
+        let next = engine.after(s)?;
+        if let Ok(mut e) = conn.0.lock() {
+            *e = next;
+        }
+    }
+    Ok(r)
 }
 
 /// A statement the server's admission did not run, as PostgreSQL says so: busy is
