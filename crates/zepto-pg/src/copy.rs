@@ -45,12 +45,6 @@ impl CopyState {
     }
 }
 
-/// Whether `s` is a COPY with the client's connection at its far end.
-pub fn is_client_copy(s: &Statement) -> bool {
-    use zepto_sql::parser::ast::CopyEnd::Client;
-    matches!(s, Statement::CopyFrom { source: Client, .. } | Statement::CopyTo { target: Client, .. })
-}
-
 /// Start `s` (a client COPY, text `sql`) on `conn`: CopyIn for a COPY FROM (its state kept in
 /// `state`), the rows streamed for a COPY TO.
 pub async fn start(

@@ -158,7 +158,7 @@ impl Backend {
         };
         let last = stmts.len().saturating_sub(1);
         for (k, s) in stmts.into_iter().enumerate() {
-            if !crate::copy::is_client_copy(&s) {
+            if !crate::run::is_client_copy(&s) {
                 let r = execute(&conn, &self.gate, s, sql, self.limits).await?;
                 out.push(response(r, formats));
                 continue;

@@ -111,6 +111,12 @@ pub async fn execute(
     r.map_err(refused)?.map_err(|e| pg_error(&e, sql))
 }
 
+/// Whether `s` is a COPY with the client's connection at its far end (`crate::copy` runs it).
+pub fn is_client_copy(s: &Statement) -> bool {
+    use zepto_sql::parser::ast::CopyEnd::Client;
+    matches!(s, Statement::CopyFrom { source: Client, .. } | Statement::CopyTo { target: Client, .. })
+}
+
 /// What [`execute_long`] did with a long script.
 pub enum Long {
     /// Its statements' results in order, and the error that stopped it, if one did (the
@@ -138,7 +144,7 @@ pub async fn execute_long(
         let run = RunContext::new(Some(c));
         let stmts = parse_script(&text, &params, &limits.parse, &|| run.check()).map_err(|e| pg_error(&e, &text))?;
         zepto_server::sql::check_statements(&stmts, &who, false).map_err(|e| user_error("42501", e.message))?;
-        if stmts.iter().any(crate::copy::is_client_copy) {
+        if stmts.iter().any(is_client_copy) {
             return Ok(Long::Parsed(stmts));
         }
         let mut results = Vec::with_capacity(stmts.len());
