@@ -418,6 +418,11 @@ fn psql_statements_share_the_query_slots() {
     let o = psql(&port, ADMIN, "", &["CREATE TABLE x (a BIGINT)"]);
     assert!(!o.status.success(), "ran beside a full slot: {}", out(&o));
     assert!(err(&o).contains("ERROR:  53000") && err(&o).contains("--queue-timeout"), "{}", err(&o));
+    // SQL over 64 KiB is parsed under a slot too (a syntax error here would otherwise be
+    // found at once, 42601).
+    let list = (0..20_000).map(|i| i.to_string()).collect::<Vec<_>>().join(",");
+    let o = psql(&port, ADMIN, "", &[&format!("SELECT count(*) FROM trades WHERE size IN ({list}")]);
+    assert!(err(&o).contains("ERROR:  53000"), "a long script waits for a slot to be parsed: {}", err(&o));
     let small = "SELECT count(*) FROM (SELECT * FROM trades WHERE sym = 'S090') t \
                  JOIN (SELECT * FROM quotes WHERE sym = 'S090') q ON t.ts <= q.ts";
     let o = psql(&port, ADMIN, "", &[small]);
@@ -437,8 +442,8 @@ fn psql_statements_share_the_query_slots() {
 }
 
 /// A script over 64 KiB (a long `IN` list) is parsed and run under one query slot, as the HTTP
-/// door runs one: the same answers as over HTTP, a `SET` and the statements before an error
-/// applied, the error's SQLSTATE.
+/// door runs one: the same answers as over HTTP; in a script, the pieces before a long one
+/// that errors applied, and the error's SQLSTATE and position.
 #[test]
 fn psql_runs_a_long_script_as_http_does() {
     if !have_psql() {
@@ -452,9 +457,14 @@ fn psql_runs_a_long_script_as_http_does() {
     assert!(q.len() > 64 << 10, "long enough to be parsed under a slot");
     let o = psql(&port, ADMIN, "", &[&q]);
     assert_eq!(out(&o), http_rows(&s.addr, &q), "{}", err(&o));
-    let script = format!("INSERT INTO t VALUES (1, 'X', 1.0, 1, true); SET threads = 1; {q}; SELECT nosuch FROM t");
+    let script = format!(
+        "INSERT INTO t VALUES (1, 'X', 1.0, 1, true); SET threads = 1; SELECT nosuch FROM t WHERE size IN ({list})"
+    );
     let o = psql(&port, ADMIN, "", &[&script]);
-    assert!(err(&o).contains("ERROR:  42703"), "{}", err(&o));
-    assert_eq!(out(&o), format!("INSERT 0 1\nSET\n{}", http_rows(&s.addr, &q)), "{}", err(&o));
+    assert!(err(&o).contains("ERROR:  42703"), "an error in a long piece: {}", err(&o));
+    let e = err(&o);
+    let line = e.lines().find(|l| l.starts_with("LINE 1:")).expect("the statement quoted");
+    assert!(line.contains("nosuch"), "its position counts from the start of the script: {e}");
+    assert_eq!(out(&o), "INSERT 0 1\nSET\n", "{}", err(&o));
     assert_eq!(http_rows(&s.addr, "SELECT count(*) FROM t WHERE sym = 'X'"), "1\n");
 }

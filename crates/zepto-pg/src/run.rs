@@ -141,15 +141,22 @@ pub async fn execute_long(
     let ctl = QueryControl::new(limits.timeout, limits.memory);
     let (conn, c, text, params) = (conn.clone(), ctl.clone(), sql.to_string(), params.to_vec());
     let job = move || {
-        let run = RunContext::new(Some(c));
-        let stmts = parse_script(&text, &params, &limits.parse, &|| run.check()).map_err(|e| pg_error(&e, &text))?;
+        let parsing = RunContext::new(Some(c.clone()));
+        let stmts =
+            parse_script(&text, &params, &limits.parse, &|| parsing.check()).map_err(|e| pg_error(&e, &text))?;
+        drop(parsing);
         zepto_server::sql::check_statements(&stmts, &who, false).map_err(|e| user_error("42501", e.message))?;
         if stmts.iter().any(is_client_copy) {
             return Ok(Long::Parsed(stmts));
         }
+        // A context of its own, as HTTP's: the syntax tree is not counted as the statements'
+        // memory (`--query-memory-mb`).
+        let run = RunContext::new(Some(c));
         let mut results = Vec::with_capacity(stmts.len());
         for s in &stmts {
-            match run_in_session(&conn, &run, s) {
+            // A cancel between statements stops the next one, even one that never checks.
+            let next = run.check().and_then(|()| run_in_session(&conn, &run, s));
+            match next {
                 Ok(r) => results.push(r),
                 Err(e) => return Ok(Long::Ran(results, Some(pg_error(&e, &text)))),
             }

@@ -244,7 +244,7 @@ mod tests {
     /// control cancelled); one that waits to the end leaves it alone.
     #[tokio::test]
     async fn a_caller_that_leaves_cancels_the_statement() {
-        let a = Arc::new(admission(1, 2, 1000));
+        let a = Arc::new(admission(1, 2, 30_000));
         let ctl = QueryControl::new(None, None);
         let (started_tx, started) = oneshot::channel();
         let (c, gate) = (ctl.clone(), a.clone());
