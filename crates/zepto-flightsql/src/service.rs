@@ -88,10 +88,9 @@ impl Door {
         let who = self.caller(meta)?;
         let engine = self.engine.with_access(who.tables.clone());
         let ctl = QueryControl::new(self.limits.timeout, self.limits.memory);
-        let c = ctl.clone();
-        let job = move || {
+        let job = move |ctx: &RunContext| {
             let stmts = run::statements(&sql, &who)?;
-            work(&engine, sql, stmts, &RunContext::new(Some(c)))
+            work(&engine, sql, stmts, ctx)
         };
         self.gate.run_controlled(&ctl, false, job).await.map_err(refused)?
     }

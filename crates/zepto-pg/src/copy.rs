@@ -62,11 +62,7 @@ pub async fn start(
         state.put(Ok(copy));
         return Ok(Response::CopyIn(CopyResponse::new(0, width, stream::empty())));
     }
-    let ctl = QueryControl::new(limits.timeout, limits.memory);
-    let c = ctl.clone();
-    let job = move || engine.copy_out(&RunContext::new(Some(c)), &s);
-    let (r, opts) =
-        gate.run_controlled(&ctl, false, job).await.map_err(crate::run::refused)?.map_err(|e| pg_error(&e, sql))?;
+    let (r, opts) = crate::run::in_slot(gate, limits, false, sql, move |run| engine.copy_out(run, &s)).await?;
     let width = r.fields.len();
     Ok(Response::CopyOut(CopyResponse::new(0, width, stream::iter(CopyRows::new(r, opts)))))
 }

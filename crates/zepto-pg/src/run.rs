@@ -104,11 +104,21 @@ pub async fn execute(
         }
         s => s,
     };
+    let conn = conn.clone();
+    in_slot(gate, limits, false, sql, move |run| run_in_session(&conn, run, &s)).await
+}
+
+/// `job` on a query slot (`quick`: the quick lane's) under a control of `limits`, cancelled
+/// if the future is dropped; a refusal or an error as PostgreSQL says it (positions in `sql`).
+pub async fn in_slot<T: Send + 'static>(
+    gate: &Admission,
+    limits: Limits,
+    quick: bool,
+    sql: &str,
+    job: impl FnOnce(&RunContext) -> Result<T, zepto_sql::SqlError> + Send + 'static,
+) -> PgWireResult<T> {
     let ctl = QueryControl::new(limits.timeout, limits.memory);
-    let (conn, c) = (conn.clone(), ctl.clone());
-    let job = move || run_in_session(&conn, &RunContext::new(Some(c)), &s);
-    let r = gate.run_controlled(&ctl, false, job).await;
-    r.map_err(refused)?.map_err(|e| pg_error(&e, sql))
+    gate.run_controlled(&ctl, quick, job).await.map_err(refused)?.map_err(|e| pg_error(&e, sql))
 }
 
 /// Whether `s` is a COPY with the client's connection at its far end (`crate::copy` runs it).
@@ -140,11 +150,9 @@ pub async fn execute_long(
 ) -> PgWireResult<Long> {
     let ctl = QueryControl::new(limits.timeout, limits.memory);
     let (conn, c, text, params) = (conn.clone(), ctl.clone(), sql.to_string(), params.to_vec());
-    let job = move || {
-        let parsing = RunContext::new(Some(c.clone()));
+    let job = move |parsing: &RunContext| {
         let stmts =
             parse_script(&text, &params, &limits.parse, &|| parsing.check()).map_err(|e| pg_error(&e, &text))?;
-        drop(parsing);
         zepto_server::sql::check_statements(&stmts, &who, false).map_err(|e| user_error("42501", e.message))?;
         if stmts.iter().any(is_client_copy) {
             return Ok(Long::Parsed(stmts));
@@ -213,14 +221,12 @@ async fn plan_query(
     limits: Limits,
     inline: bool,
 ) -> PgWireResult<Prepared> {
-    let ctl = QueryControl::new(limits.timeout, limits.memory);
     let engine = conn.0.lock().map(|e| e.clone()).map_err(|_| user_error("XX000", "engine lock"))?;
     if inline {
-        return engine.prepare_in(&RunContext::new(Some(ctl)), &q).map_err(|e| pg_error(&e, sql));
+        let run = RunContext::new(Some(QueryControl::new(limits.timeout, limits.memory)));
+        return engine.prepare_in(&run, &q).map_err(|e| pg_error(&e, sql));
     }
-    let c = ctl.clone();
-    let r = gate.run_controlled(&ctl, false, move || engine.prepare_in(&RunContext::new(Some(c)), &q)).await;
-    r.map_err(refused)?.map_err(|e| pg_error(&e, sql))
+    in_slot(gate, limits, false, sql, move |run| engine.prepare_in(run, &q)).await
 }
 
 /// Run a plan made by [`prepare`] under `limits`: here when its scans are small (as the HTTP
@@ -232,15 +238,13 @@ pub async fn run_prepared(
     sql: &str,
     limits: Limits,
 ) -> PgWireResult<QueryResult> {
-    let ctl = QueryControl::new(limits.timeout, limits.memory);
     let engine = conn.0.lock().map(|e| e.clone()).map_err(|_| user_error("XX000", "engine lock"))?;
     if plan.linear_scan_rows().is_some_and(|n| n <= zepto_server::sql::INLINE_ROWS) {
-        return engine.run_prepared_in(&RunContext::new(Some(ctl)), &plan).map_err(|e| pg_error(&e, sql));
+        let run = RunContext::new(Some(QueryControl::new(limits.timeout, limits.memory)));
+        return engine.run_prepared_in(&run, &plan).map_err(|e| pg_error(&e, sql));
     }
     let quick = zepto_server::sql::is_quick(&plan);
-    let c = ctl.clone();
-    let r = gate.run_controlled(&ctl, quick, move || engine.run_prepared_in(&RunContext::new(Some(c)), &plan)).await;
-    r.map_err(refused)?.map_err(|e| pg_error(&e, sql))
+    in_slot(gate, limits, quick, sql, move |run| engine.run_prepared_in(run, &plan)).await
 }
 
 /// The format of column `i` under the client's format codes (a missing code: text).

@@ -14,7 +14,7 @@ use crate::pool::{QueryPool, QUERY_NICE, QUICK_NICE};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{oneshot, OwnedSemaphorePermit, Semaphore};
-use zepto_sql::interrupt::QueryControl;
+use zepto_sql::interrupt::{QueryControl, RunContext};
 
 /// Which slots a statement runs under, and so which threads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -196,17 +196,19 @@ impl Admission {
         self.run_in(slot, job).await
     }
 
-    /// [`Admission::run`] of a statement under `ctl`: when the caller stops waiting (its
-    /// future is dropped: the client left or gave up), the statement is cancelled, whether it
-    /// still waits for a slot or runs, so it gives its slot back at its next check.
+    /// [`Admission::run`] of a statement under `ctl` (the job gets its run context): when the
+    /// caller stops waiting (its future is dropped: the client left or gave up), the statement
+    /// is cancelled, whether it still waits for a slot or runs, so it gives its slot back at
+    /// its next check.
     pub async fn run_controlled<T: Send + 'static>(
         &self,
         ctl: &Arc<QueryControl>,
         quick: bool,
-        job: impl FnOnce() -> T + Send + 'static,
+        job: impl FnOnce(&RunContext) -> T + Send + 'static,
     ) -> Result<T, Refused> {
         let armed = CancelOnDrop::new(ctl.clone());
-        let r = self.run(quick, job).await;
+        let c = ctl.clone();
+        let r = self.run(quick, move || job(&RunContext::new(Some(c)))).await;
         armed.disarm();
         r
     }
@@ -249,9 +251,9 @@ mod tests {
         let (started_tx, started) = oneshot::channel();
         let (c, gate) = (ctl.clone(), a.clone());
         let waiting = tokio::spawn(async move {
-            gate.run_controlled(&c.clone(), false, move || {
+            gate.run_controlled(&c, false, move |run| {
                 let _ = started_tx.send(());
-                while !c.is_cancelled() {
+                while run.check().is_ok() {
                     std::thread::sleep(Duration::from_millis(1));
                 }
             })
@@ -263,7 +265,7 @@ mod tests {
         assert!(ctl.is_cancelled(), "the statement of a caller that left is cancelled");
         assert_eq!(a.run(false, || 5).await, Ok(5), "and its slot comes back");
         let kept = QueryControl::new(None, None);
-        assert_eq!(a.run_controlled(&kept, false, || 6).await, Ok(6));
+        assert_eq!(a.run_controlled(&kept, false, |_| 6).await, Ok(6));
         assert!(!kept.is_cancelled());
     }
 

@@ -142,17 +142,6 @@ const INLINE_ENCODE_ROWS: usize = 4096;
 /// Binding a query runs its uncorrelated subqueries; only queries without any bind in
 /// microseconds, so only those are considered for the inline path.
 pub fn binds_cheaply(q: &zepto_sql::parser::ast::Query) -> bool {
-    cheap_to_bind(q)
-}
-
-/// Whether query `q`, parsed from `sql_len` bytes of SQL, is bound on the async thread that
-/// received it: short SQL ([`INLINE_PARSE_BYTES`]; binding a 400k-item `IN` list would hold a
-/// thread every other request needs) without subqueries ([`binds_cheaply`]).
-pub fn binds_inline(q: &zepto_sql::parser::ast::Query, sql_len: usize) -> bool {
-    sql_len <= INLINE_PARSE_BYTES && cheap_to_bind(q)
-}
-
-fn cheap_to_bind(q: &zepto_sql::parser::ast::Query) -> bool {
     use zepto_sql::parser::ast::Expr;
     let mut q = q.clone();
     let mut found = false;
@@ -160,6 +149,13 @@ fn cheap_to_bind(q: &zepto_sql::parser::ast::Query) -> bool {
         found |= matches!(e, Expr::Subquery(_) | Expr::InSubquery { .. } | Expr::Exists { .. });
     });
     !found
+}
+
+/// Whether query `q`, parsed from `sql_len` bytes of SQL, is bound on the async thread that
+/// received it: short SQL ([`INLINE_PARSE_BYTES`]; binding a 400k-item `IN` list would hold a
+/// thread every other request needs) without subqueries ([`binds_cheaply`]).
+pub fn binds_inline(q: &zepto_sql::parser::ast::Query, sql_len: usize) -> bool {
+    sql_len <= INLINE_PARSE_BYTES && binds_cheaply(q)
 }
 
 enum Head {
@@ -446,13 +442,9 @@ pub async fn encode_page(
 ) -> Result<(Vec<u8>, usize), ApiError> {
     // The tail is added once the rows are written.
     let slot = admit(state).await?;
-    let (tx, rx) = oneshot::channel();
-    let page = move || {
-        let page = page_body(&kept.result, kept.elapsed_us, offset, limit);
-        let _ = tx.send(page.map(|(body, rows)| (with_tail(body, &tail), rows)));
-    };
-    state.admission.spawn(slot, page).map_err(refused)?;
-    rx.await.map_err(|_| ApiError::internal("the page thread ended without an answer"))?
+    let page = move || page_body(&kept.result, kept.elapsed_us, offset, limit);
+    let (body, rows) = state.admission.run_in(slot, page).await.map_err(refused)??;
+    Ok((with_tail(body, &tail), rows))
 }
 
 /// A page stops after the row that takes it past this many bytes (the row limit bounds rows,
