@@ -422,3 +422,75 @@ def test_subscribers_of_one_view_in_step_late_and_resumed_each_keep_its_answer(p
             assert resumed.rows == answer(), (resumed.rows, answer())
     for c in (first, second, late, resumed):
         c.stream.close()
+
+
+
+def test_a_views_subscription_runs_under_the_query_slots():
+    """A view's subscription runs its query under the server's query slots (`--max-queries 1`):
+    subscribed from now while an HTTP statement holds the only slot, it is refused as a
+    statement is (503 SERVER_BUSY after `--queue-timeout`); a change written meanwhile (ILP
+    takes no slot) is answered only once the slot is free, and the stream outlives the wait."""
+    import socket
+    import threading
+    import time
+
+    slow = ("SELECT count(*) FROM range(100000) a JOIN range(100000) b "
+            "ON a.range < b.range - 1000000 AND a.range > b.range")
+    held = []  # connections running the slow query: closing one cancels it
+
+    def running(p, n):
+        conn = http.client.HTTPConnection("127.0.0.1", p, timeout=10)
+        conn.request("GET", "/metrics", headers=AUTH)
+        text = conn.getresponse().read().decode()
+        conn.close()
+        return f"zepto_queries_running {n}" in text
+
+    def wait_for(p, n, what):
+        deadline = time.monotonic() + 10
+        while not running(p, n):
+            assert time.monotonic() < deadline, what
+            time.sleep(0.02)
+
+    def hold(p):
+        s = socket.create_connection(("127.0.0.1", p))
+        held.append(s)
+        s.sendall((f"POST / HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {API_KEY}\r\n"
+                   f"Content-Length: {len(slow)}\r\n\r\n{slow}").encode())
+        wait_for(p, 1, "the slow query never started")
+        return s
+
+    with served("--max-queries", "1", "--queue-timeout", "0.3") as p:
+        try:
+            sql(p, "CREATE TABLE ev (ts TIMESTAMP, id BIGINT, sym SYMBOL)")
+            sql(p, "CREATE MATERIALIZED VIEW ev_v AS SELECT sym, count(*) AS n FROM ev GROUP BY sym")
+            sql(p, "INSERT INTO ev VALUES ('2024-01-02 09:30:00', 1, 'A')")
+            query = "SELECT sym, n FROM ev_v"
+            slot = hold(p)
+            refused = Stream(p, query)
+            status = refused.resp.status
+            body = b"" if status == 200 else refused.resp.read()  # 200 would stream
+            refused.close()
+            assert status == 503 and b"SERVER_BUSY" in body, (status, body)
+            slot.close()
+            wait_for(p, 0, "the slot never came back")
+            stream = Stream(p, query)
+            assert stream.resp.status == 200
+            slot = hold(p)
+            conn = http.client.HTTPConnection("127.0.0.1", p, timeout=10)
+            conn.request("POST", "/write", body=b"ev,sym=A id=2i 1704187800000000000\n", headers=AUTH)
+            assert conn.getresponse().status in (200, 204)
+            conn.close()
+            got = []
+            reader = threading.Thread(target=lambda: got.append(stream.next()), daemon=True)
+            reader.start()
+            reader.join(1.5)  # five queue timeouts
+            assert not got, f"a view's event was made beside a busy slot: {got}"
+            slot.close()
+            reader.join(10)
+            assert got and got[0][0] == "rows", got
+            assert got[0][2]["result"]["data"] == [["A", 2]], got
+            assert got[0][2]["removed"]["data"] == [["A", 1]], got
+            stream.close()
+        finally:
+            for s in held:
+                s.close()

@@ -159,7 +159,7 @@ async fn dispatch(
         }
         (Route::Query, _) if get && path == "/subscribe" => {
             let mut req = req;
-            ok(crate::subscribe::start(state, who, &params, &mut req)?)
+            ok(crate::subscribe::start(state, who, &params, &mut req).await?)
         }
         (Route::Query, _) if get => query_get(state, who, &params, req).await,
         (Route::Query, &Method::POST) => query_post(state, who, &params, req).await,

@@ -18,7 +18,16 @@
 //!
 //! Keys, grants and tenant scopes apply as for queries: what a query a stream can answer is,
 //! and how each batch is queried with the key's access, is `zepto_sql::subscription`'s.
+//!
+//! Every query a subscription runs takes one of the server's query slots, as a statement does
+//! ([`crate::admission`]): a table's query over an appended batch of at most
+//! [`crate::sql::QUICK_ROWS`] rows takes the quick lane, a view's query (and its difference) a
+//! query slot. A view subscribed to from now is answered once at the start, and refused (503
+//! `SERVER_BUSY`) when no slot frees within `--queue-timeout`. Once streaming, a subscriber
+//! waits through busy spells (its events wait in the feed's ring; one that falls behind the
+//! ring is told `SLOW_CONSUMER`), but not through a stop.
 
+use crate::admission::Refused;
 use crate::auth::{self, Principal};
 use crate::body::ResponseBody;
 use crate::encode::{Encoder, Format};
@@ -48,7 +57,7 @@ const SEND_LIMIT: Duration = Duration::from_secs(30);
 const BATCH: usize = 64;
 
 /// Start a subscription (see the module docs).
-pub fn start(
+pub async fn start(
     state: &Arc<State>,
     who: &Principal,
     params: &[(String, String)],
@@ -74,8 +83,14 @@ pub fn start(
         (None, None, None) => Start::Now,
     };
     let sub = Subscription::new(&state.engine.with_access(who.tables.clone()), sql)?;
-    // A view's subscriber from now is told what changes after its answer now.
-    let sub = if matches!(start, Start::Now) { sub.from_now()? } else { sub };
+    // A view's subscriber from now is told what changes after its answer now: a query over the
+    // view, under a query slot.
+    let sub = if matches!(start, Start::Now) && sub.over_view() {
+        let slot = crate::sql::admit(state).await?;
+        state.admission.run_in(slot, move || sub.from_now()).await.map_err(crate::sql::refused)??
+    } else {
+        sub
+    };
     let arrow = match get("format") {
         None => false,
         Some(f) if f.eq_ignore_ascii_case("json") => false,
@@ -205,7 +220,7 @@ async fn stream(state: &Arc<State>, sub: &Subscriber, mut cursor: Cursor, woken:
                 continue;
             }
             let id = e.pos.id(timeline);
-            let (frame, last) = match event_frame(sub, &e).await {
+            let (frame, last) = match event_frame(state, sub, &e).await {
                 Ok(f) => f,
                 Err(msg) => (Some(("error", json_str(&msg))), true),
             };
@@ -223,7 +238,11 @@ async fn stream(state: &Arc<State>, sub: &Subscriber, mut cursor: Cursor, woken:
 
 /// The event for feed event `e`, its kind and JSON data (`None`: nothing to say, as for an
 /// append the filter drops whole), and whether the stream ends after it.
-async fn event_frame(sub: &Subscriber, e: &Arc<FeedEvent>) -> Result<(Option<(&'static str, String)>, bool), String> {
+async fn event_frame(
+    state: &State,
+    sub: &Subscriber,
+    e: &Arc<FeedEvent>,
+) -> Result<(Option<(&'static str, String)>, bool), String> {
     let table = json_str(&e.table);
     let over_view = sub.sub.over_view();
     Ok(match &e.change {
@@ -231,9 +250,10 @@ async fn event_frame(sub: &Subscriber, e: &Arc<FeedEvent>) -> Result<(Option<(&'
         FeedChange::Update(n) if !over_view => (Some(("update", format!("{{\"table\":{table},\"rows\":{n}}}"))), false),
         FeedChange::Append(_) | FeedChange::Delete(_) | FeedChange::Update(_) => {
             let body = match &sub.group {
-                Shared::Table(g) => g.event(e.pos, || rows_of(&sub.sub, sub.arrow, e.clone())).await,
+                Shared::Table(g) => g.event(e.pos, || rows_of(state, &sub.sub, sub.arrow, e.clone())).await,
                 Shared::View(g) => {
-                    let (now, diff) = (|| answer_now(&sub.sub), |next| view_rows(&sub.sub, sub.arrow, next));
+                    let now = || answer_now(state, &sub.sub);
+                    let diff = |next| view_rows(state, &sub.sub, sub.arrow, next);
                     g.event(e.pos, sub.sub.last_answer(), now, diff, |next| sub.sub.skip_to(next)).await
                 }
             };
@@ -248,30 +268,49 @@ async fn event_frame(sub: &Subscriber, e: &Arc<FeedEvent>) -> Result<(Option<(&'
     })
 }
 
-/// A table subscription's answer to one appended batch as JSON values ([`encode_answer`]).
-async fn rows_of(sub: &Subscription, arrow: bool, e: Arc<FeedEvent>) -> Rows {
-    blocking(sub, move |sub| encode_answer(sub.answer_change(&e.change).map_err(|x| x.to_string())?, arrow)).await
+/// A table subscription's answer to one appended batch as JSON values ([`encode_answer`]):
+/// the quick lane's work when the batch is small ([`crate::sql::QUICK_ROWS`]).
+async fn rows_of(state: &State, sub: &Subscription, arrow: bool, e: Arc<FeedEvent>) -> Rows {
+    let rows = match &e.change {
+        FeedChange::Append(cols) => cols.first().map_or(0, |c| c.len()),
+        _ => 0,
+    };
+    let quick = rows <= crate::sql::QUICK_ROWS;
+    in_slot(state, quick, sub, move |sub| {
+        encode_answer(sub.answer_change(&e.change).map_err(|x| x.to_string())?, arrow)
+    })
+    .await
 }
 
 /// A view subscription's query over the view now.
-async fn answer_now(sub: &Subscription) -> Result<ViewAnswer, String> {
-    blocking(sub, |sub| sub.answer_now().map_err(|x| x.to_string())).await
+async fn answer_now(state: &State, sub: &Subscription) -> Result<ViewAnswer, String> {
+    in_slot(state, false, sub, |sub| sub.answer_now().map_err(|x| x.to_string())).await
 }
 
 /// A view subscription's event to answer `next`: what changed since its last answer, which
 /// `next` becomes ([`encode_answer`]).
-async fn view_rows(sub: &Subscription, arrow: bool, next: ViewAnswer) -> Rows {
-    blocking(sub, move |sub| encode_answer(sub.advance_to(&next), arrow)).await
+async fn view_rows(state: &State, sub: &Subscription, arrow: bool, next: ViewAnswer) -> Rows {
+    in_slot(state, false, sub, move |sub| encode_answer(sub.advance_to(&next), arrow)).await
 }
 
-/// `work` over (a clone of) `sub` on the blocking pool: each is a query, or a large view's
-/// difference.
-async fn blocking<T: Send + 'static>(
+/// `work` over (a clone of) `sub` under a query slot (the quick lane's for `quick` work), on
+/// its lane's threads: each is a query, or a large view's difference. Waits through busy
+/// spells (module docs); a stop ends the wait.
+async fn in_slot<T: Send + 'static>(
+    state: &State,
+    quick: bool,
     sub: &Subscription,
     work: impl FnOnce(Subscription) -> Result<T, String> + Send + 'static,
 ) -> Result<T, String> {
+    let slot = loop {
+        match state.admission.admit_for(quick).await {
+            Ok(slot) => break slot,
+            Err(Refused::Busy { .. }) if !state.shutting_down() => {}
+            Err(e) => return Err(e.to_string()),
+        }
+    };
     let sub = sub.clone();
-    tokio::task::spawn_blocking(move || work(sub)).await.map_err(|x| x.to_string())?
+    state.admission.run_in(slot, move || work(sub)).await.map_err(|x| x.to_string())?
 }
 
 /// An answer as JSON values: its new rows, and the rows a view no longer has, if any. Each is
