@@ -210,3 +210,55 @@ def test_information_schema_and_qualified_names_through_the_door(door, trades):
         "WHERE table_name = 'pg_trades' ORDER BY ordinal_position"
     ).fetchall()
     assert [(c, p) for c, p, _ in cols] == want
+
+
+def test_the_extended_protocol_reads_long_sql_under_a_query_slot():
+    """Parse and Describe of SQL over 64 KiB (a long `IN` list) take a query slot, as the simple
+    protocol and the HTTP door parse a long script: while an HTTP statement holds the only slot
+    (`--max-queries 1`), a long statement with a syntax error is refused as busy (53000), where
+    parsing it at once would have answered 42601; with the slot free, a long query answers as
+    over HTTP, with its bound parameter, and the long syntax error is 42601 at its place."""
+    import socket
+
+    pg, http = free_port(), free_port()
+    proc = serve("--pg", f"127.0.0.1:{pg}", "--max-queries", "1", "--queue-timeout", "0.3",
+                 http=f"127.0.0.1:{http}")
+    slow = ("SELECT count(*) FROM range(100000) a JOIN range(100000) b "
+            "ON a.range < b.range - 1000000 AND a.range > b.range")
+    items = ",".join(str(i) for i in range(0, 60_000, 3))
+    good = f"SELECT count(*) FROM range(%s) WHERE range IN ({items})"
+    broken = f"SELECT count(*) FROM range(%s) WHERE range IN ({items}"
+    hold = None
+
+    def running(n):
+        req = urllib.request.Request(f"http://127.0.0.1:{http}/metrics",
+                                     headers={"Authorization": f"Bearer {API_KEY}"})
+        return f"zepto_queries_running {n}" in urllib.request.urlopen(req, timeout=5).read().decode()
+
+    try:
+        with connect(pg) as conn:
+            conn.execute("SELECT 1")
+            hold = socket.create_connection(("127.0.0.1", http))
+            hold.sendall((f"POST / HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {API_KEY}\r\n"
+                          f"Content-Length: {len(slow)}\r\n\r\n{slow}").encode())
+            deadline = time.monotonic() + 10
+            while not running(1):
+                assert time.monotonic() < deadline, "the slow query never started"
+                time.sleep(0.02)
+            with pytest.raises(psycopg.Error) as e:
+                conn.execute(broken, [30_000])
+            assert e.value.sqlstate == "53000", (e.value.sqlstate, str(e.value)[:300])
+            hold.close()  # cancels the slow query
+            deadline = time.monotonic() + 10
+            while not running(0):
+                assert time.monotonic() < deadline, "the slot never came back"
+                time.sleep(0.02)
+            assert conn.execute(good, [30_000]).fetchall() == [(10_000,)]
+            with pytest.raises(psycopg.Error) as e:
+                conn.execute(broken, [30_000])
+            assert e.value.sqlstate == "42601", (e.value.sqlstate, str(e.value)[:300])
+    finally:
+        if hold is not None:
+            hold.close()
+        proc.terminate()
+        proc.wait(timeout=30)

@@ -45,10 +45,26 @@ pub struct Prepared {
 }
 
 /// Parse: check the text's size, that it is one statement, and count its parameters; the
-/// statement is parsed again at Bind, with their values.
-#[derive(Debug, Default)]
+/// statement is parsed again at Bind, with their values. Text over
+/// [`zepto_server::sql::INLINE_PARSE_BYTES`] is read on a query slot (`gate`), as the HTTP door
+/// parses a long script, never on the door's async threads.
 pub struct Parser {
     limits: zepto_sql::parser::ParseLimits,
+    gate: Arc<Admission>,
+}
+
+impl Debug for Parser {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Parser").field("limits", &self.limits).finish_non_exhaustive()
+    }
+}
+
+/// A prepared statement's parameter count, if `sql` is one statement.
+fn one_statement(sql: &str) -> PgWireResult<usize> {
+    if session::split(sql).len() > 1 {
+        return Err(crate::error::user_error("42601", "cannot insert multiple commands into a prepared statement"));
+    }
+    zepto_sql::parser::param_count(sql).map_err(|e| crate::error::pg_error(&e, sql))
 }
 
 #[async_trait]
@@ -60,11 +76,14 @@ impl QueryParser for Parser {
         C: ClientInfo + Unpin + Send + Sync,
     {
         self.limits.check_size(sql).map_err(|e| crate::error::pg_error(&e, sql))?;
-        if session::split(sql).len() > 1 {
-            return Err(crate::error::user_error("42601", "cannot insert multiple commands into a prepared statement"));
-        }
-        let params = zepto_sql::parser::param_count(sql).map_err(|e| crate::error::pg_error(&e, sql))?;
-        Ok(Some(Prepared { sql: sql.into(), params }))
+        let sql: Arc<str> = sql.into();
+        let params = if sql.len() > zepto_server::sql::INLINE_PARSE_BYTES {
+            let text = sql.clone();
+            self.gate.run(false, move || one_statement(&text)).await.map_err(crate::run::refused)??
+        } else {
+            one_statement(&sql)?
+        };
+        Ok(Some(Prepared { sql, params }))
     }
 
     fn get_parameter_types(&self, stmt: &Prepared) -> PgWireResult<Vec<Type>> {
@@ -89,7 +108,8 @@ impl Backend {
     /// Run statements on `engine` (each connection with its key's access) under `limits`, on
     /// the server's query slots (`gate`).
     pub fn new(engine: Engine, limits: Limits, gate: Arc<Admission>) -> Backend {
-        Backend { engine, limits, gate, parser: Arc::new(Parser { limits: limits.parse }) }
+        let parser = Arc::new(Parser { limits: limits.parse, gate: gate.clone() });
+        Backend { engine, limits, gate, parser }
     }
 
     /// The connection's engine, made at its first statement.
@@ -195,12 +215,19 @@ impl Backend {
                 Local::Rows(rows) => fields_of(&rows, formats),
             });
         }
-        let who = principal(client)?;
-        let stmts = statements(sql, params, &who, &self.limits.parse)?;
-        let (1, Some(Statement::Query(q))) = (stmts.len(), stmts.into_iter().next()) else {
-            return Ok(Vec::new());
+        let (who, conn) = (principal(client)?, self.conn(client)?);
+        let plan = if sql.len() > zepto_server::sql::INLINE_PARSE_BYTES {
+            crate::run::prepare_long(&conn, &self.gate, sql, params, who, self.limits).await?
+        } else {
+            let stmts = statements(sql, params, &who, &self.limits.parse)?;
+            match (stmts.len(), stmts.into_iter().next()) {
+                (1, Some(Statement::Query(q))) => {
+                    Some(crate::run::prepare(&conn, &self.gate, *q, sql, self.limits).await?)
+                }
+                _ => None,
+            }
         };
-        let plan = crate::run::prepare(&self.conn(client)?, &self.gate, *q, sql, self.limits).await?;
+        let Some(plan) = plan else { return Ok(Vec::new()) };
         let fields = schema(plan.fields(), formats);
         if keep {
             client.session_extensions().get_or_insert_with(LastPlan::default).keep(sql, params, plan);

@@ -174,6 +174,31 @@ pub async fn execute_long(
     gate.run_controlled(&ctl, false, job).await.map_err(refused)?
 }
 
+/// A long text's plan, for a Describe: parsed, checked and planned under one query slot, as
+/// [`execute_long`] parses one; `None` unless it is one query.
+pub async fn prepare_long(
+    conn: &Arc<ConnEngine>,
+    gate: &Admission,
+    sql: &str,
+    params: &[ParamValue],
+    who: Arc<Principal>,
+    limits: Limits,
+) -> PgWireResult<Option<Prepared>> {
+    let ctl = QueryControl::new(limits.timeout, limits.memory);
+    let engine = conn.0.lock().map(|e| e.clone()).map_err(|_| user_error("XX000", "engine lock"))?;
+    let (c, text, params) = (ctl.clone(), sql.to_string(), params.to_vec());
+    let job = move |parsing: &RunContext| {
+        let mut stmts =
+            parse_script(&text, &params, &limits.parse, &|| parsing.check()).map_err(|e| pg_error(&e, &text))?;
+        zepto_server::sql::check_statements(&stmts, &who, false).map_err(|e| user_error("42501", e.message))?;
+        let (1, Some(Statement::Query(q))) = (stmts.len(), stmts.pop()) else { return Ok(None) };
+        // As in `execute_long`: the syntax tree is not counted as the plan's memory.
+        let run = RunContext::new(Some(c));
+        engine.prepare_in(&run, &q).map(Some).map_err(|e| pg_error(&e, &text))
+    };
+    gate.run_controlled(&ctl, false, job).await.map_err(refused)?
+}
+
 /// Run `s` on the connection's engine; the engine moves past a `SET`.
 fn run_in_session(conn: &ConnEngine, run: &RunContext, s: &Statement) -> Result<QueryResult, zepto_sql::SqlError> {
     let engine = conn.0.lock().map(|e| e.clone()).map_err(|_| zepto_sql::SqlError::Internal("engine lock".into()))?;
