@@ -125,12 +125,16 @@ def test_metadata_names_the_server_and_its_tables(door):
 
 def test_statements_share_the_servers_query_slots():
     """While an HTTP statement holds the only query slot (`--max-queries 1`), a Flight SQL
-    statement waits `--queue-timeout` and is refused as Unavailable (retry later); once the
-    slot is free it runs."""
+    statement waits `--queue-timeout` and is refused as Unavailable (retry later), while small
+    reads answer (bound on the door's thread; a small join on the quick lane); once the slot
+    is free the statement runs, and the small reads answer the same."""
     import socket
     import urllib.request
 
     slow = "SELECT count(*) FROM trades a JOIN trades b ON a.price < b.price - 1000000 AND a.size > b.size"
+    point = "SELECT ts, price FROM trades WHERE sym = 'S090'"
+    small = ("SELECT count(*) FROM (SELECT * FROM trades WHERE sym = 'S090') t "
+             "JOIN (SELECT * FROM quotes WHERE sym = 'S090') q ON t.ts <= q.ts")
     http, grpc = free_port(), free_port()
     proc = serve("--demo", "--rows", "50000", "--max-queries", "1", "--queue-timeout", "0.3",
                  "--flight-sql", f"127.0.0.1:{grpc}", http=f"127.0.0.1:{http}")
@@ -152,6 +156,12 @@ def test_statements_share_the_servers_query_slots():
             with pytest.raises(adbc_driver_manager.Error) as e:
                 cur.execute("CREATE TABLE x (a BIGINT)")
             assert "Unavailable" in str(e.value) and "--queue-timeout" in str(e.value), str(e.value)
+            # Small reads never wait behind heavy statements: a point query is bound and run
+            # on the door's thread, a small join takes the quick lane, as over HTTP.
+            cur.execute(point)
+            busy_point = cur.fetchall()
+            cur.execute(small)
+            busy_small = cur.fetchall()
         hold.close()  # cancels the slow query
         deadline = time.monotonic() + 10
         while True:
@@ -159,6 +169,10 @@ def test_statements_share_the_servers_query_slots():
                 with connect(f"grpc://127.0.0.1:{grpc}") as conn, conn.cursor() as cur:
                     cur.execute("CREATE TABLE x (a BIGINT)")
                     assert cur.fetchall() == [("CREATE TABLE",)]
+                    cur.execute(f"SELECT count(*) FROM ({point}) p")
+                    assert cur.fetchall() == [(len(busy_point),)] and len(busy_point) > 0
+                    cur.execute(f"SELECT * FROM ({small}) s")
+                    assert cur.fetchall() == busy_small and busy_small[0][0] > 0, busy_small
                 break
             except adbc_driver_manager.Error as e:
                 assert "Unavailable" in str(e), str(e)

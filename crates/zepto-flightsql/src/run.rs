@@ -76,7 +76,11 @@ pub(crate) fn schema(engine: &Engine, stmts: &[Statement], run: &RunContext) -> 
         engine = engine.after(s).map_err(|e| status(&e))?;
     }
     let Statement::Query(q) = last else { return Ok(status_schema()) };
-    let prepared = engine.prepare_in(run, q).map_err(|e| status(&e))?;
+    plan_schema(&engine.prepare_in(run, q).map_err(|e| status(&e))?)
+}
+
+/// The schema a bound query answers with, dictionaries as their values.
+pub(crate) fn plan_schema(prepared: &zepto_sql::Prepared) -> Result<SchemaRef, Status> {
     let names: Vec<String> = prepared.fields().iter().map(|f| f.name.clone()).collect();
     let empty: Vec<Column> = prepared.fields().iter().map(|f| Column::nulls(f.data_type, 0)).collect();
     let refs: Vec<&Column> = empty.iter().collect();

@@ -12,6 +12,11 @@
 //! - `GetSqlInfo` names the server; `GetTables`, `GetTableTypes`, `GetCatalogs` and
 //!   `GetDbSchemas` list the tables the caller may see (one unnamed catalog and schema).
 //!
+//! Statements take the server's query slots, placed as the HTTP door places them
+//! ([`Door::early`]): a short text is parsed here, and a query that door binds on its async
+//! thread is bound here, then run here, on the quick lane or on a query slot by the rows its
+//! scans read.
+//!
 //! Every call authenticates its `authorization` header (`Bearer KEY`, as `/` takes it); a
 //! handshake with `Basic user:KEY` answers the key back as the bearer token.
 
@@ -41,7 +46,7 @@ use zepto_server::admission::{Admission, Refused};
 use zepto_server::auth::{KeyStore, Principal};
 use zepto_sql::interrupt::{QueryControl, RunContext};
 use zepto_sql::parser::ast::Statement;
-use zepto_sql::Engine;
+use zepto_sql::{Engine, Prepared};
 
 /// A statement the server's admission did not run, as gRPC says so.
 fn refused(r: Refused) -> Status {
@@ -75,21 +80,49 @@ impl Door {
         self.keys.authenticate(header).map_err(|e| Status::unauthenticated(e.message))
     }
 
-    /// `work` on `sql`'s statements (parsed and checked for the caller of `meta`), on the
-    /// caller's engine under the door's limits, on a query slot: `UNAVAILABLE` when every slot
-    /// stays busy for `--queue-timeout` (retry later, as HTTP's 503). A call the client
-    /// abandons (tonic drops its future) cancels the statements, waiting or running.
-    async fn on_statements<T: Send + 'static>(
-        &self,
-        meta: &MetadataMap,
-        sql: String,
-        work: impl FnOnce(&Engine, String, Vec<Statement>, &RunContext) -> Result<T, Status> + Send + 'static,
-    ) -> Result<T, Status> {
+    /// The caller of `meta` and the engine its statements run on (its key's table access).
+    fn session(&self, meta: &MetadataMap) -> Result<(Principal, Engine), Status> {
         let who = self.caller(meta)?;
         let engine = self.engine.with_access(who.tables.clone());
+        Ok((who, engine))
+    }
+
+    /// What can be done with `sql` before any slot, as the HTTP door decides it: a text up to
+    /// [`zepto_server::sql::INLINE_PARSE_BYTES`] is parsed and checked here, and one query
+    /// that door would bind on its async thread ([`zepto_server::sql::binds_inline`]) is
+    /// bound here too.
+    fn early(&self, who: &Principal, engine: &Engine, sql: &str) -> Result<Early, Status> {
+        if sql.len() > zepto_server::sql::INLINE_PARSE_BYTES {
+            return Ok(Early::Long);
+        }
+        let stmts = run::statements(sql, who)?;
+        match &stmts[..] {
+            [Statement::Query(q)] if zepto_server::sql::binds_inline(q, sql.len()) => {
+                let ctl = QueryControl::new(self.limits.timeout, self.limits.memory);
+                let plan = engine.prepare_in(&RunContext::new(Some(ctl.clone())), q).map_err(|e| run::status(&e))?;
+                Ok(Early::Bound(Box::new(plan), ctl))
+            }
+            _ => Ok(Early::Parsed(stmts)),
+        }
+    }
+
+    /// `work` on `sql`'s statements (`parsed`, or parsed and checked for `who` under the slot
+    /// when `None`), on `engine` under the door's limits, on a query slot: `UNAVAILABLE` when
+    /// every slot stays busy for `--queue-timeout` (retry later, as HTTP's 503). A call the
+    /// client abandons (tonic drops its future) cancels the statements, waiting or running.
+    async fn on_statements<T: Send + 'static>(
+        &self,
+        (who, engine): (Principal, Engine),
+        sql: String,
+        parsed: Option<Vec<Statement>>,
+        work: impl FnOnce(&Engine, String, Vec<Statement>, &RunContext) -> Result<T, Status> + Send + 'static,
+    ) -> Result<T, Status> {
         let ctl = QueryControl::new(self.limits.timeout, self.limits.memory);
         let job = move |ctx: &RunContext| {
-            let stmts = run::statements(&sql, &who)?;
+            let stmts = match parsed {
+                Some(stmts) => stmts,
+                None => run::statements(&sql, &who)?,
+            };
             work(&engine, sql, stmts, ctx)
         };
         self.gate.run_controlled(&ctl, false, job).await.map_err(refused)?
@@ -97,7 +130,30 @@ impl Door {
 
     /// Run `sql` for the caller of `meta`: its last statement's result.
     async fn run(&self, meta: &MetadataMap, sql: String) -> Result<zepto_sql::QueryResult, Status> {
-        self.on_statements(meta, sql, |engine, _, stmts, run| run::execute(engine, &stmts, run)).await
+        let (who, engine) = self.session(meta)?;
+        let parsed = match self.early(&who, &engine, &sql)? {
+            Early::Bound(plan, ctl) => return self.run_bound(engine, plan, ctl).await,
+            Early::Parsed(stmts) => Some(stmts),
+            Early::Long => None,
+        };
+        self.on_statements((who, engine), sql, parsed, |engine, _, stmts, run| run::execute(engine, &stmts, run)).await
+    }
+
+    /// Run a query bound before any slot: here when its scans are tiny
+    /// ([`zepto_server::sql::INLINE_ROWS`]), on the quick lane when they read few rows
+    /// ([`zepto_server::sql::is_quick`]), else on a query slot, as the HTTP door runs one.
+    async fn run_bound(
+        &self,
+        engine: Engine,
+        plan: Box<Prepared>,
+        ctl: Arc<QueryControl>,
+    ) -> Result<zepto_sql::QueryResult, Status> {
+        if plan.linear_scan_rows().is_some_and(|n| n <= zepto_server::sql::INLINE_ROWS) {
+            return engine.run_prepared_in(&RunContext::new(Some(ctl)), &plan).map_err(|e| run::status(&e));
+        }
+        let quick = zepto_server::sql::is_quick(&plan);
+        let job = move |run: &RunContext| engine.run_prepared_in(run, &plan).map_err(|e| run::status(&e));
+        self.gate.run_controlled(&ctl, quick, job).await.map_err(refused)?
     }
 
     /// A metadata command's FlightInfo, for a caller: one endpoint whose ticket is the command.
@@ -124,14 +180,26 @@ impl Door {
 
     /// The schema `sql` answers with, for the caller of `meta`, without running anything.
     async fn schema(&self, meta: &MetadataMap, sql: String) -> Result<SchemaRef, Status> {
-        self.on_statements(meta, sql, |engine, _, stmts, run| run::schema(engine, &stmts, run)).await
+        let (who, engine) = self.session(meta)?;
+        let parsed = match self.early(&who, &engine, &sql)? {
+            Early::Bound(plan, _) => return run::plan_schema(&plan),
+            Early::Parsed(stmts) => Some(stmts),
+            Early::Long => None,
+        };
+        self.on_statements((who, engine), sql, parsed, |engine, _, stmts, run| run::schema(engine, &stmts, run)).await
     }
 
     /// What a ticket for `sql` holds, for the caller of `meta`, with the schema its rows will
     /// have and how many rows statements that changed data changed: a read is only bound
     /// (it runs when the ticket is redeemed), anything else runs now.
     async fn prepare(&self, meta: &MetadataMap, sql: String) -> Result<(run::Handle, SchemaRef, Option<i64>), Status> {
-        self.on_statements(meta, sql, |engine, sql, stmts, ctx| {
+        let (who, engine) = self.session(meta)?;
+        let parsed = match self.early(&who, &engine, &sql)? {
+            Early::Bound(plan, _) => return Ok((run::Handle::Read(sql), run::plan_schema(&plan)?, None)),
+            Early::Parsed(stmts) => Some(stmts),
+            Early::Long => None,
+        };
+        self.on_statements((who, engine), sql, parsed, |engine, sql, stmts, ctx| {
             if run::reads_only(&stmts) {
                 return Ok((run::Handle::Read(sql), run::schema(engine, &stmts, ctx)?, None));
             }
@@ -158,6 +226,16 @@ impl Door {
             None => info,
         })
     }
+}
+
+/// What [`Door::early`] made of a caller's SQL before any slot.
+enum Early {
+    /// One query, bound, with the control it runs under.
+    Bound(Box<Prepared>, Arc<QueryControl>),
+    /// Statements parsed and checked, to run under a slot.
+    Parsed(Vec<Statement>),
+    /// A long text, parsed under the slot.
+    Long,
 }
 
 type DoGetStream = <Door as FlightService>::DoGetStream;
