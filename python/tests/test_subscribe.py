@@ -429,7 +429,8 @@ def test_a_views_subscription_runs_under_the_query_slots():
     """A view's subscription runs its query under the server's query slots (`--max-queries 1`):
     subscribed from now while an HTTP statement holds the only slot, it is refused as a
     statement is (503 SERVER_BUSY after `--queue-timeout`); a change written meanwhile (ILP
-    takes no slot) is answered only once the slot is free, and the stream outlives the wait."""
+    takes no slot) is answered only once the slot is free, and the stream outlives the wait,
+    while a table's subscription answers the same write at once (the quick lane)."""
     import socket
     import threading
     import time
@@ -474,12 +475,16 @@ def test_a_views_subscription_runs_under_the_query_slots():
             slot.close()
             wait_for(p, 0, "the slot never came back")
             stream = Stream(p, query)
-            assert stream.resp.status == 200
+            table = Stream(p, "SELECT id, sym FROM ev WHERE sym = 'A'")
+            assert stream.resp.status == 200 and table.resp.status == 200
             slot = hold(p)
             conn = http.client.HTTPConnection("127.0.0.1", p, timeout=10)
             conn.request("POST", "/write", body=b"ev,sym=A id=2i 1704187800000000000\n", headers=AUTH)
             assert conn.getresponse().status in (200, 204)
             conn.close()
+            # A table's query over a small batch takes the quick lane: it answers meanwhile.
+            kind, _, data = table.next()
+            assert kind == "rows" and data["result"]["data"] == [[2, "A"]], (kind, data)
             got = []
             reader = threading.Thread(target=lambda: got.append(stream.next()), daemon=True)
             reader.start()
@@ -491,6 +496,7 @@ def test_a_views_subscription_runs_under_the_query_slots():
             assert got[0][2]["result"]["data"] == [["A", 2]], got
             assert got[0][2]["removed"]["data"] == [["A", 1]], got
             stream.close()
+            table.close()
         finally:
             for s in held:
                 s.close()

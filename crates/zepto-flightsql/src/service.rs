@@ -13,7 +13,7 @@
 //!   `GetDbSchemas` list the tables the caller may see (one unnamed catalog and schema).
 //!
 //! Statements take the server's query slots, placed as the HTTP door places them
-//! ([`Door::early`]): a short text is parsed here, and a query that door binds on its async
+//! (`Door::early`): a short text is parsed here, and a query that door binds on its async
 //! thread is bound here, then run here, on the quick lane or on a query slot by the rows its
 //! scans read.
 //!

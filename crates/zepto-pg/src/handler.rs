@@ -253,8 +253,13 @@ enum Local {
 }
 
 impl Backend {
-    /// The door's own answer to `sql`, if it has one.
+    /// The door's own answer to `sql`, if it has one. A text over
+    /// [`zepto_server::sql::INLINE_PARSE_BYTES`] is no session statement, and is not read here
+    /// (on the door's async thread) to learn that.
     fn local<C: ClientInfo + ?Sized>(&self, client: &C, sql: &str) -> PgWireResult<Option<Local>> {
+        if sql.len() > zepto_server::sql::INLINE_PARSE_BYTES {
+            return Ok(None);
+        }
         let user = client.metadata().get("user").cloned().unwrap_or_default();
         let session = client.session_extensions().get_or_insert_with(Params::default);
         Ok(match session::answer(sql, &session, &user) {

@@ -24,8 +24,9 @@
 //! [`crate::sql::QUICK_ROWS`] rows takes the quick lane, a view's query (and its difference) a
 //! query slot. A view subscribed to from now is answered once at the start, and refused (503
 //! `SERVER_BUSY`) when no slot frees within `--queue-timeout`. Once streaming, a subscriber
-//! waits through busy spells (its events wait in the feed's ring; one that falls behind the
-//! ring is told `SLOW_CONSUMER`), but not through a stop.
+//! waits for a slot as long as it takes (its next events wait in the feed's ring; if they
+//! left it meanwhile, its next read of the feed tells it `SLOW_CONSUMER`); a stop ends the
+//! wait and the stream, with no event for the change it waited on.
 
 use crate::admission::Refused;
 use crate::auth::{self, Principal};
@@ -222,6 +223,9 @@ async fn stream(state: &Arc<State>, sub: &Subscriber, mut cursor: Cursor, woken:
             let id = e.pos.id(timeline);
             let (frame, last) = match event_frame(state, sub, &e).await {
                 Ok(f) => f,
+                // Stopping: no event under this id (the client resumes from its last one, and
+                // gets this change then), as for any stream a shutdown ends.
+                Err(_) if state.shutting_down() => return,
                 Err(msg) => (Some(("error", json_str(&msg))), true),
             };
             if let Some((kind, data)) = frame {
@@ -303,9 +307,13 @@ async fn in_slot<T: Send + 'static>(
     work: impl FnOnce(Subscription) -> Result<T, String> + Send + 'static,
 ) -> Result<T, String> {
     let slot = loop {
-        match state.admission.admit_for(quick).await {
+        let admitted = tokio::select! {
+            a = state.admission.admit_for(quick) => a,
+            () = state.closing() => Err(Refused::Stopping),
+        };
+        match admitted {
             Ok(slot) => break slot,
-            Err(Refused::Busy { .. }) if !state.shutting_down() => {}
+            Err(Refused::Busy { .. }) => {}
             Err(e) => return Err(e.to_string()),
         }
     };

@@ -258,3 +258,21 @@ fn statements_on_a_member_go_through_the_log() {
     let r = a.execute("SET cluster_scope = local; DELETE FROM fills WHERE qty > 5");
     assert!(r.is_ok(), "{:?}", r.err());
 }
+
+/// A query that reads other nodes' partitions is never judged small by the rows of this node's
+/// share (the doors would run it inline or on the quick lane while it waits on the network);
+/// one over a table the cluster does not spread is, as on a single node.
+#[test]
+fn a_query_over_other_nodes_is_not_small() {
+    let (single, a, _b, _cluster) = setup();
+    let parse = |sql: &str| match zepto_sql::parser::parse_statement(sql).expect("parses") {
+        zepto_sql::parser::ast::Statement::Query(q) => q,
+        s => panic!("not a query: {s:?}"),
+    };
+    let sql = "SELECT count(*) FROM trades WHERE sym = 'S1'";
+    let q = parse(sql);
+    assert!(single.prepare(&q).expect("plans").scan_rows().is_some_and(|n| n > 0), "one node: small");
+    assert_eq!(a.prepare(&q).expect("plans").scan_rows(), None, "a cluster node: {sql}");
+    let local = parse("SELECT * FROM local_notes");
+    assert_eq!(a.prepare(&local).expect("plans").scan_rows(), Some(1), "a table the cluster does not spread");
+}
