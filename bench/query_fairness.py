@@ -12,10 +12,13 @@ The goal (issue 52): the short queries' p99 under 100 ms while the heavy ones ru
 ones still answered. Reports p50/p99/max per query and phase, the heavy statements answered by
 status, and the server's peak RSS. `--heavy-door pg` sends the heavy statements through the
 PostgreSQL door (psycopg) instead: every door shares the server's query slots, so they must
-not starve the short HTTP queries either.
+not starve the short HTTP queries either. `--light-door flight` times the short queries
+through the Flight SQL door (ADBC's driver, one connection) instead of HTTP: small reads there
+must not wait behind the heavy statements' slots either.
 
 Usage: bench/query_fairness.py [--rows 1000000] [--light 200] [--heavy 24]
                                [--bin target/release/zeptodb] [--max-queries N] [--heavy-door pg]
+                               [--light-door flight]
 """
 import argparse
 import http.client
@@ -92,6 +95,24 @@ def light_latencies(port, n, tag):
     return out
 
 
+def light_latencies_flight(port, n, tag):
+    """`light_latencies` through the Flight SQL door: each query executed and fetched whole."""
+    from adbc_driver_flightsql.dbapi import connect
+
+    out = {k: [] for k in LIGHT}
+    with connect(f"grpc://127.0.0.1:{port}") as conn, conn.cursor() as cur:
+        for i in range(n):
+            for name, sql in LIGHT.items():
+                t0 = time.perf_counter()
+                cur.execute(sql)
+                cur.fetchall()
+                out[name].append(time.perf_counter() - t0)
+            time.sleep(0.02)
+            if (i + 1) % 50 == 0:
+                log(f"  {tag}: {i + 1}/{n}")
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", type=int, default=1_000_000)
@@ -100,17 +121,23 @@ def main():
     ap.add_argument("--bin", default=os.path.join(ROOT, "target", "release", "zeptodb"))
     ap.add_argument("--max-queries", type=int, help="the server's --max-queries (default: its own)")
     ap.add_argument("--heavy-door", choices=["http", "pg"], default="http", help="the heavy clients' door")
+    ap.add_argument("--light-door", choices=["http", "flight"], default="http", help="the short queries' door")
     a = ap.parse_args()
     log(f"starting the server with {a.rows} demo rows ...")
-    pg_port = free_port()
+    pg_port, flight_port = free_port(), free_port()
     extra = (["--max-queries", str(a.max_queries)] if a.max_queries else []) + ["--pg", f"127.0.0.1:{pg_port}"]
+    extra += ["--flight-sql", f"127.0.0.1:{flight_port}"] if a.light_door == "flight" else []
     srv = start(a.bin, a.rows, *extra)
     port = srv.port
+    if a.light_door == "flight":
+        light = lambda n, tag: light_latencies_flight(flight_port, n, tag)  # noqa: E731
+    else:
+        light = lambda n, tag: light_latencies(port, n, tag)  # noqa: E731
     client, heavy_port = (HEAVY_PG_CLIENT, pg_port) if a.heavy_door == "pg" else (HEAVY_CLIENT, port)
     clients = []
     try:
         log("idle ...")
-        idle = light_latencies(port, a.light, "idle")
+        idle = light(a.light, "idle")
         body = "\n;;\n".join(heavy_queries(["asof", "bars", "inlist"]))
         t0 = time.perf_counter()
         for k in range(a.heavy):
@@ -121,7 +148,7 @@ def main():
             clients.append(c)
         time.sleep(3.0)  # let the heavy load fill the server
         log(f"under {a.heavy} heavy clients ({a.heavy_door}) ...")
-        loaded = light_latencies(port, a.light, "loaded")
+        loaded = light(a.light, "loaded")
         secs = time.perf_counter() - t0
         for c in clients:
             c.kill()
@@ -134,7 +161,7 @@ def main():
         for c in clients:
             c.kill()
         srv.stop()
-    md_table(["query", "phase", "p50 ms", "p99 ms", "max ms"],
+    md_table([f"query ({a.light_door})", "phase", "p50 ms", "p99 ms", "max ms"],
              [[name, phase] + ms_cells(xs) for name in LIGHT
               for phase, xs in [("idle", idle[name]), (f"{a.heavy} heavy {a.heavy_door} clients", loaded[name])]])
     print(f"\nheavy statements answered from their start to the end of the loaded phase ({secs:.0f} s), by status: "
