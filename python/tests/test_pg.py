@@ -217,8 +217,14 @@ def test_the_extended_protocol_reads_long_sql_under_a_query_slot():
     protocol and the HTTP door parse a long script: while an HTTP statement holds the only slot
     (`--max-queries 1`), a long statement with a syntax error is refused as busy (53000), where
     parsing it at once would have answered 42601; with the slot free, a long query answers as
-    over HTTP, with its bound parameter, and the long syntax error is 42601 at its place."""
+    over HTTP, with its bound parameter, and the long syntax error is 42601 at its place. A
+    statement prepared (Parse) while the slot was free is described under a slot as well."""
     import socket
+
+    from psycopg import pq
+
+    def sqlstate(res):
+        return (res.error_field(pq.DiagnosticField.SQLSTATE) or b"").decode()
 
     pg, http = free_port(), free_port()
     proc = serve("--pg", f"127.0.0.1:{pg}", "--max-queries", "1", "--queue-timeout", "0.3",
@@ -238,6 +244,9 @@ def test_the_extended_protocol_reads_long_sql_under_a_query_slot():
     try:
         with connect(pg) as conn:
             conn.execute("SELECT 1")
+            # Parse only (no Describe): the text is one statement with one parameter.
+            parsed = conn.pgconn.prepare(b"long_broken", broken.replace("%s", "$1").encode())
+            assert parsed.status == pq.ExecStatus.COMMAND_OK, sqlstate(parsed)
             hold = socket.create_connection(("127.0.0.1", http))
             hold.sendall((f"POST / HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {API_KEY}\r\n"
                           f"Content-Length: {len(slow)}\r\n\r\n{slow}").encode())
@@ -248,6 +257,7 @@ def test_the_extended_protocol_reads_long_sql_under_a_query_slot():
             with pytest.raises(psycopg.Error) as e:
                 conn.execute(broken, [30_000])
             assert e.value.sqlstate == "53000", (e.value.sqlstate, str(e.value)[:300])
+            assert sqlstate(conn.pgconn.describe_prepared(b"long_broken")) == "53000"
             hold.close()  # cancels the slow query
             deadline = time.monotonic() + 10
             while not running(0):
@@ -257,6 +267,7 @@ def test_the_extended_protocol_reads_long_sql_under_a_query_slot():
             with pytest.raises(psycopg.Error) as e:
                 conn.execute(broken, [30_000])
             assert e.value.sqlstate == "42601", (e.value.sqlstate, str(e.value)[:300])
+            assert sqlstate(conn.pgconn.describe_prepared(b"long_broken")) == "42601"
     finally:
         if hold is not None:
             hold.close()

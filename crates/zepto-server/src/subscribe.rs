@@ -33,6 +33,7 @@ use crate::auth::{self, Principal};
 use crate::body::ResponseBody;
 use crate::encode::{Encoder, Format};
 use crate::error::ApiError;
+use crate::sql::Running;
 use crate::state::State;
 use crate::subscribe_shared::{Group, Rows, ViewGroup};
 use bytes::Bytes;
@@ -46,6 +47,7 @@ use tokio::sync::{mpsc, Notify};
 use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
 use tokio_tungstenite::tungstenite::protocol::{Message, Role};
 use tokio_tungstenite::WebSocketStream;
+use zepto_sql::interrupt::{QueryControl, RunContext};
 use zepto_sql::subscription::{Answer, Start, Subscription, ViewAnswer};
 use zepto_storage::feed::cursor::{Cursor, CursorError};
 use zepto_storage::feed::{FeedChange, FeedEvent};
@@ -88,7 +90,9 @@ pub async fn start(
     // view, under a query slot.
     let sub = if matches!(start, Start::Now) && sub.over_view() {
         let slot = crate::sql::admit(state).await?;
-        state.admission.run_in(slot, move || sub.from_now()).await.map_err(crate::sql::refused)??
+        let (ctl, _running) = controlled(state);
+        let job = move || sub.from_now_in(&RunContext::new(Some(ctl)));
+        state.admission.run_in(slot, job).await.map_err(crate::sql::refused)??
     } else {
         sub
     };
@@ -243,7 +247,7 @@ async fn stream(state: &Arc<State>, sub: &Subscriber, mut cursor: Cursor, woken:
 /// The event for feed event `e`, its kind and JSON data (`None`: nothing to say, as for an
 /// append the filter drops whole), and whether the stream ends after it.
 async fn event_frame(
-    state: &State,
+    state: &Arc<State>,
     sub: &Subscriber,
     e: &Arc<FeedEvent>,
 ) -> Result<(Option<(&'static str, String)>, bool), String> {
@@ -274,37 +278,46 @@ async fn event_frame(
 
 /// A table subscription's answer to one appended batch as JSON values ([`encode_answer`]):
 /// the quick lane's work when the batch is small ([`crate::sql::QUICK_ROWS`]).
-async fn rows_of(state: &State, sub: &Subscription, arrow: bool, e: Arc<FeedEvent>) -> Rows {
+async fn rows_of(state: &Arc<State>, sub: &Subscription, arrow: bool, e: Arc<FeedEvent>) -> Rows {
     let rows = match &e.change {
         FeedChange::Append(cols) => cols.first().map_or(0, |c| c.len()),
         _ => 0,
     };
     let quick = rows <= crate::sql::QUICK_ROWS;
-    in_slot(state, quick, sub, move |sub| {
-        encode_answer(sub.answer_change(&e.change).map_err(|x| x.to_string())?, arrow)
+    in_slot(state, quick, sub, move |sub, run| {
+        encode_answer(sub.answer_change_in(run, &e.change).map_err(|x| x.to_string())?, arrow)
     })
     .await
 }
 
 /// A view subscription's query over the view now.
-async fn answer_now(state: &State, sub: &Subscription) -> Result<ViewAnswer, String> {
-    in_slot(state, false, sub, |sub| sub.answer_now().map_err(|x| x.to_string())).await
+async fn answer_now(state: &Arc<State>, sub: &Subscription) -> Result<ViewAnswer, String> {
+    in_slot(state, false, sub, |sub, run| sub.answer_now_in(run).map_err(|x| x.to_string())).await
 }
 
 /// A view subscription's event to answer `next`: what changed since its last answer, which
 /// `next` becomes ([`encode_answer`]).
-async fn view_rows(state: &State, sub: &Subscription, arrow: bool, next: ViewAnswer) -> Rows {
-    in_slot(state, false, sub, move |sub| encode_answer(sub.advance_to(&next), arrow)).await
+async fn view_rows(state: &Arc<State>, sub: &Subscription, arrow: bool, next: ViewAnswer) -> Rows {
+    in_slot(state, false, sub, move |sub, _| encode_answer(sub.advance_to(&next), arrow)).await
+}
+
+/// A subscription query's control under the server's limits (`--query-timeout`,
+/// `--query-memory-mb`), counted among the running statements (a stop cancels it) until the
+/// guard drops, which cancels it (the subscriber went).
+fn controlled(state: &Arc<State>) -> (Arc<QueryControl>, Running) {
+    let ctl = QueryControl::new(state.config.query_timeout, state.config.query_memory_limit);
+    let running = Running::start(state, &ctl);
+    (ctl, running)
 }
 
 /// `work` over (a clone of) `sub` under a query slot (the quick lane's for `quick` work), on
-/// its lane's threads: each is a query, or a large view's difference. Waits through busy
-/// spells (module docs); a stop ends the wait.
+/// its lane's threads, under the server's limits ([`controlled`]): each is a query, or a
+/// large view's difference. Waits through busy spells (module docs); a stop ends the wait.
 async fn in_slot<T: Send + 'static>(
-    state: &State,
+    state: &Arc<State>,
     quick: bool,
     sub: &Subscription,
-    work: impl FnOnce(Subscription) -> Result<T, String> + Send + 'static,
+    work: impl FnOnce(Subscription, &RunContext) -> Result<T, String> + Send + 'static,
 ) -> Result<T, String> {
     let slot = loop {
         let admitted = tokio::select! {
@@ -317,8 +330,10 @@ async fn in_slot<T: Send + 'static>(
             Err(e) => return Err(e.to_string()),
         }
     };
+    let (ctl, _running) = controlled(state);
     let sub = sub.clone();
-    state.admission.run_in(slot, move || work(sub)).await.map_err(|x| x.to_string())?
+    let job = move || work(sub, &RunContext::new(Some(ctl)));
+    state.admission.run_in(slot, job).await.map_err(|x| x.to_string())?
 }
 
 /// An answer as JSON values: its new rows, and the rows a view no longer has, if any. Each is

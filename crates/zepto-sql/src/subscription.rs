@@ -21,6 +21,7 @@
 
 use crate::engine::{Engine, QueryResult};
 use crate::error::{Result, SqlError};
+use crate::interrupt::RunContext;
 use crate::parser::ast::{Expr, SelectItem, SetExpr, Statement, TableRef};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -110,13 +111,13 @@ impl Direct {
         Some(Direct { scan, exprs, fields: p.fields().to_vec() })
     }
 
-    /// The answer over one appended batch.
-    fn answer(&self, columns: &[Column]) -> Result<Option<QueryResult>> {
+    /// The answer over one appended batch, under `run`.
+    fn answer(&self, run: &RunContext, columns: &[Column]) -> Result<Option<QueryResult>> {
         let Some(b) = self.scan.rows(columns)? else { return Ok(None) };
         let b = match &self.exprs {
             None => b,
             Some(exprs) => {
-                let ctx = crate::exec::ExecContext::new(&crate::interrupt::RunContext::unlimited());
+                let ctx = crate::exec::ExecContext::new(run);
                 let cols = exprs
                     .iter()
                     .map(|e| crate::exec::eval::eval(&ctx, e, &b).map(|c| c.into_owned()))
@@ -150,8 +151,13 @@ impl Subscription {
     /// The same subscription starting from the query's answer now: its first event holds only
     /// what changes after (a view's; a table's subscription starts from now anyway).
     pub fn from_now(self) -> Result<Subscription> {
+        self.from_now_in(&RunContext::unlimited())
+    }
+
+    /// [`Subscription::from_now`], its query under `run` (a server's limits and cancellation).
+    pub fn from_now_in(self, run: &RunContext) -> Result<Subscription> {
         if self.view.is_some() {
-            self.skip_to(&ViewAnswer::of(self.engine.execute(&self.sql)?));
+            self.skip_to(&ViewAnswer::of(self.engine.execute_in(run, &self.sql)?));
         }
         Ok(self)
     }
@@ -164,10 +170,15 @@ impl Subscription {
 
     /// Over a view: the query's answer now (over a table: an error, its answers are batches).
     pub fn answer_now(&self) -> Result<ViewAnswer> {
+        self.answer_now_in(&RunContext::unlimited())
+    }
+
+    /// [`Subscription::answer_now`] under `run`.
+    pub fn answer_now_in(&self, run: &RunContext) -> Result<ViewAnswer> {
         if self.view.is_none() {
             return Err(SqlError::Internal("a table's subscription has no answer now".into()));
         }
-        Ok(ViewAnswer::of(self.engine.execute(&self.sql)?))
+        Ok(ViewAnswer::of(self.engine.execute_in(run, &self.sql)?))
     }
 
     /// Over a view: `now` becomes the last answer sent, when the client was sent what another
@@ -200,10 +211,17 @@ impl Subscription {
     /// to send (no row passed, nothing changed, or a table's delete, update or drop, which are
     /// counted instead).
     pub fn answer_change(&self, change: &FeedChange) -> Result<Option<Answer>> {
+        self.answer_change_in(&RunContext::unlimited(), change)
+    }
+
+    /// [`Subscription::answer_change`], its query under `run`.
+    pub fn answer_change_in(&self, run: &RunContext, change: &FeedChange) -> Result<Option<Answer>> {
         match (&self.view, change) {
-            (None, FeedChange::Append(cols)) => Ok(self.answer(cols)?.map(|rows| Answer { rows, removed: None })),
+            (None, FeedChange::Append(cols)) => {
+                Ok(self.answer_in(run, cols)?.map(|rows| Answer { rows, removed: None }))
+            }
             (None, _) | (Some(_), FeedChange::Drop) => Ok(None),
-            (Some(_), _) => Ok(self.advance_to(&self.answer_now()?)),
+            (Some(_), _) => Ok(self.advance_to(&self.answer_now_in(run)?)),
         }
     }
 
@@ -221,8 +239,13 @@ impl Subscription {
     /// The query's answer over one appended batch of the table (`columns` in schema order, as
     /// the feed holds them); `None` when no row passes.
     pub fn answer(&self, columns: &[Column]) -> Result<Option<QueryResult>> {
+        self.answer_in(&RunContext::unlimited(), columns)
+    }
+
+    /// [`Subscription::answer`] under `run`.
+    pub fn answer_in(&self, run: &RunContext, columns: &[Column]) -> Result<Option<QueryResult>> {
         if let Some(d) = &self.direct {
-            return d.answer(columns);
+            return d.answer(run, columns);
         }
         let base = self.engine.catalog().snapshot(&self.table).map_err(|e| SqlError::Execution(e.to_string()))?;
         if base.schema().len() != columns.len() {
@@ -236,7 +259,7 @@ impl Subscription {
         let t = Table::new(base.name(), base.schema().clone(), &TableOptions::default()).map_err(internal)?;
         delta.create(t, false).map_err(internal)?;
         delta.append(base.name(), columns.to_vec()).map_err(internal)?;
-        let r = self.engine.on_catalog(Arc::new(delta)).execute(&self.sql)?;
+        let r = self.engine.on_catalog(Arc::new(delta)).execute_in(run, &self.sql)?;
         Ok((r.row_count() > 0).then_some(r))
     }
 }
