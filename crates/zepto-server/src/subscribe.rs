@@ -303,7 +303,7 @@ async fn view_rows(state: &Arc<State>, sub: &Subscription, arrow: bool, next: Vi
 
 /// A subscription query's control under the server's limits (`--query-timeout`,
 /// `--query-memory-mb`), counted among the running statements (a stop cancels it) until the
-/// guard drops, which cancels it (the subscriber went).
+/// guard drops; dropping it cancels the query (its stream's task was dropped).
 fn controlled(state: &Arc<State>) -> (Arc<QueryControl>, Running) {
     let ctl = QueryControl::new(state.config.query_timeout, state.config.query_memory_limit);
     let running = Running::start(state, &ctl);
