@@ -97,3 +97,28 @@ def pg_connect(port, password=API_KEY, **kw):
 
     return psycopg.connect(host="127.0.0.1", port=port, user="quant", password=password, dbname="zepto",
                            autocommit=True, **kw)
+
+
+def queries_running(http_port, n):
+    """Whether the server on `http_port` counts `n` statements running (`/metrics`)."""
+    req = urllib.request.Request(f"http://127.0.0.1:{http_port}/metrics",
+                                 headers={"Authorization": f"Bearer {API_KEY}"})
+    return f"zepto_queries_running {n}" in urllib.request.urlopen(req, timeout=5).read().decode()
+
+
+def wait_running(http_port, n, what):
+    """Wait (at most 10 s, else fail with `what`) until `n` statements run."""
+    deadline = time.monotonic() + 10
+    while not queries_running(http_port, n):
+        assert time.monotonic() < deadline, what
+        time.sleep(0.02)
+
+
+def hold_slot(http_port, sql):
+    """A connection whose slow statement `sql`, sent over HTTP, runs (and holds a query slot):
+    closing the connection cancels it and frees the slot."""
+    s = socket.create_connection(("127.0.0.1", http_port))
+    s.sendall((f"POST / HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {API_KEY}\r\n"
+               f"Content-Length: {len(sql)}\r\n\r\n{sql}").encode())
+    wait_running(http_port, 1, "the slow query never started")
+    return s

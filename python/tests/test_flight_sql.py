@@ -12,7 +12,7 @@ import duckdb
 import pyarrow as pa
 import pytest
 
-from conftest import API_KEY, free_port, serve
+from conftest import API_KEY, free_port, hold_slot, serve
 
 SYMS = [f"S{i}" for i in range(7)]
 
@@ -128,9 +128,6 @@ def test_statements_share_the_servers_query_slots():
     statement waits `--queue-timeout` and is refused as Unavailable (retry later), while small
     reads answer (bound on the door's thread; a small join on the quick lane); once the slot
     is free the statement runs, and the small reads answer the same."""
-    import socket
-    import urllib.request
-
     slow = "SELECT count(*) FROM trades a JOIN trades b ON a.price < b.price - 1000000 AND a.size > b.size"
     point = "SELECT ts, price FROM trades WHERE sym = 'S090'"
     small = ("SELECT count(*) FROM (SELECT * FROM trades WHERE sym = 'S090') t "
@@ -140,18 +137,7 @@ def test_statements_share_the_servers_query_slots():
                  "--flight-sql", f"127.0.0.1:{grpc}", http=f"127.0.0.1:{http}")
     hold = None
     try:
-        def running(n):
-            req = urllib.request.Request(f"http://127.0.0.1:{http}/metrics",
-                                         headers={"Authorization": f"Bearer {API_KEY}"})
-            return f"zepto_queries_running {n}" in urllib.request.urlopen(req, timeout=5).read().decode()
-
-        hold = socket.create_connection(("127.0.0.1", http))
-        hold.sendall((f"POST / HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {API_KEY}\r\n"
-                      f"Content-Length: {len(slow)}\r\n\r\n{slow}").encode())
-        deadline = time.monotonic() + 10
-        while not running(1):
-            assert time.monotonic() < deadline, "the slow query never started"
-            time.sleep(0.02)
+        hold = hold_slot(http, slow)
         with connect(f"grpc://127.0.0.1:{grpc}") as conn, conn.cursor() as cur:
             with pytest.raises(adbc_driver_manager.Error) as e:
                 cur.execute("CREATE TABLE x (a BIGINT)")

@@ -17,7 +17,7 @@ import psycopg
 import pytest
 import sqlalchemy
 
-from conftest import API_KEY, free_port, serve
+from conftest import API_KEY, free_port, hold_slot, serve, wait_running
 
 SYMS = [f"S{i}" for i in range(7)]
 T0 = dt.datetime(2024, 1, 2, 9, 30)
@@ -219,8 +219,6 @@ def test_the_extended_protocol_reads_long_sql_under_a_query_slot():
     parsing it at once would have answered 42601; with the slot free, a long query answers as
     over HTTP, with its bound parameter, and the long syntax error is 42601 at its place. A
     statement prepared (Parse) while the slot was free is described under a slot as well."""
-    import socket
-
     from psycopg import pq
 
     def sqlstate(res):
@@ -235,34 +233,19 @@ def test_the_extended_protocol_reads_long_sql_under_a_query_slot():
     good = f"SELECT count(*) FROM range(%s) WHERE range IN ({items})"
     broken = f"SELECT count(*) FROM range(%s) WHERE range IN ({items}"
     hold = None
-
-    def running(n):
-        req = urllib.request.Request(f"http://127.0.0.1:{http}/metrics",
-                                     headers={"Authorization": f"Bearer {API_KEY}"})
-        return f"zepto_queries_running {n}" in urllib.request.urlopen(req, timeout=5).read().decode()
-
     try:
         with connect(pg) as conn:
             conn.execute("SELECT 1")
             # Parse only (no Describe): the text is one statement with one parameter.
             parsed = conn.pgconn.prepare(b"long_broken", broken.replace("%s", "$1").encode())
             assert parsed.status == pq.ExecStatus.COMMAND_OK, sqlstate(parsed)
-            hold = socket.create_connection(("127.0.0.1", http))
-            hold.sendall((f"POST / HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {API_KEY}\r\n"
-                          f"Content-Length: {len(slow)}\r\n\r\n{slow}").encode())
-            deadline = time.monotonic() + 10
-            while not running(1):
-                assert time.monotonic() < deadline, "the slow query never started"
-                time.sleep(0.02)
+            hold = hold_slot(http, slow)
             with pytest.raises(psycopg.Error) as e:
                 conn.execute(broken, [30_000])
             assert e.value.sqlstate == "53000", (e.value.sqlstate, str(e.value)[:300])
             assert sqlstate(conn.pgconn.describe_prepared(b"long_broken")) == "53000"
             hold.close()  # cancels the slow query
-            deadline = time.monotonic() + 10
-            while not running(0):
-                assert time.monotonic() < deadline, "the slot never came back"
-                time.sleep(0.02)
+            wait_running(http, 0, "the slot never came back")
             assert conn.execute(good, [30_000]).fetchall() == [(10_000,)]
             with pytest.raises(psycopg.Error) as e:
                 conn.execute(broken, [30_000])

@@ -12,7 +12,7 @@ import urllib.parse
 import duckdb
 import pytest
 
-from conftest import API_KEY, served
+from conftest import API_KEY, hold_slot, served, wait_running
 from zeptodb._subscribe import _events
 
 AUTH = {"Authorization": f"Bearer {API_KEY}"}
@@ -431,34 +431,15 @@ def test_a_views_subscription_runs_under_the_query_slots():
     statement is (503 SERVER_BUSY after `--queue-timeout`); a change written meanwhile (ILP
     takes no slot) is answered only once the slot is free, and the stream outlives the wait,
     while a table's subscription answers the same write at once (the quick lane)."""
-    import socket
     import threading
-    import time
 
     slow = ("SELECT count(*) FROM range(100000) a JOIN range(100000) b "
             "ON a.range < b.range - 1000000 AND a.range > b.range")
     held = []  # connections running the slow query: closing one cancels it
 
-    def running(p, n):
-        conn = http.client.HTTPConnection("127.0.0.1", p, timeout=10)
-        conn.request("GET", "/metrics", headers=AUTH)
-        text = conn.getresponse().read().decode()
-        conn.close()
-        return f"zepto_queries_running {n}" in text
-
-    def wait_for(p, n, what):
-        deadline = time.monotonic() + 10
-        while not running(p, n):
-            assert time.monotonic() < deadline, what
-            time.sleep(0.02)
-
     def hold(p):
-        s = socket.create_connection(("127.0.0.1", p))
-        held.append(s)
-        s.sendall((f"POST / HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {API_KEY}\r\n"
-                   f"Content-Length: {len(slow)}\r\n\r\n{slow}").encode())
-        wait_for(p, 1, "the slow query never started")
-        return s
+        held.append(hold_slot(p, slow))
+        return held[-1]
 
     with served("--max-queries", "1", "--queue-timeout", "0.3") as p:
         try:
@@ -473,7 +454,7 @@ def test_a_views_subscription_runs_under_the_query_slots():
             refused.close()
             assert status == 503 and b"SERVER_BUSY" in body, (status, body)
             slot.close()
-            wait_for(p, 0, "the slot never came back")
+            wait_running(p, 0, "the slot never came back")
             stream = Stream(p, query)
             table = Stream(p, "SELECT id, sym FROM ev WHERE sym = 'A'")
             assert stream.resp.status == 200 and table.resp.status == 200

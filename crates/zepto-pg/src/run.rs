@@ -151,9 +151,7 @@ pub async fn execute_long(
     let ctl = QueryControl::new(limits.timeout, limits.memory);
     let (conn, c, text, params) = (conn.clone(), ctl.clone(), sql.to_string(), params.to_vec());
     let job = move |parsing: &RunContext| {
-        let stmts =
-            parse_script(&text, &params, &limits.parse, &|| parsing.check()).map_err(|e| pg_error(&e, &text))?;
-        zepto_server::sql::check_statements(&stmts, &who, false).map_err(|e| user_error("42501", e.message))?;
+        let stmts = parse_checked(&text, &params, &limits.parse, &who, parsing)?;
         if stmts.iter().any(is_client_copy) {
             return Ok(Long::Parsed(stmts));
         }
@@ -174,6 +172,19 @@ pub async fn execute_long(
     gate.run_controlled(&ctl, false, job).await.map_err(refused)?
 }
 
+/// [`statements`] of a long text on a query slot, the parse stopping when `parsing` says so.
+fn parse_checked(
+    text: &str,
+    params: &[ParamValue],
+    limits: &ParseLimits,
+    who: &Principal,
+    parsing: &RunContext,
+) -> PgWireResult<Vec<Statement>> {
+    let stmts = parse_script(text, params, limits, &|| parsing.check()).map_err(|e| pg_error(&e, text))?;
+    zepto_server::sql::check_statements(&stmts, who, false).map_err(|e| user_error("42501", e.message))?;
+    Ok(stmts)
+}
+
 /// A long text's plan, for a Describe: parsed, checked and planned under one query slot, as
 /// [`execute_long`] parses one; `None` unless it is one query.
 pub async fn prepare_long(
@@ -188,9 +199,7 @@ pub async fn prepare_long(
     let engine = conn.0.lock().map(|e| e.clone()).map_err(|_| user_error("XX000", "engine lock"))?;
     let (c, text, params) = (ctl.clone(), sql.to_string(), params.to_vec());
     let job = move |parsing: &RunContext| {
-        let mut stmts =
-            parse_script(&text, &params, &limits.parse, &|| parsing.check()).map_err(|e| pg_error(&e, &text))?;
-        zepto_server::sql::check_statements(&stmts, &who, false).map_err(|e| user_error("42501", e.message))?;
+        let mut stmts = parse_checked(&text, &params, &limits.parse, &who, parsing)?;
         let (1, Some(Statement::Query(q))) = (stmts.len(), stmts.pop()) else { return Ok(None) };
         // As in `execute_long`: the syntax tree is not counted as the plan's memory.
         let run = RunContext::new(Some(c));
