@@ -159,6 +159,16 @@ def test_statements_share_the_servers_query_slots():
                     assert cur.fetchall() == [(len(busy_point),)] and len(busy_point) > 0
                     cur.execute(f"SELECT * FROM ({small}) s")
                     assert cur.fetchall() == busy_small and busy_small[0][0] > 0, busy_small
+                    # Run on the door's thread (20k rows scanned), made into batches off it
+                    # (over 4,096 rows); and a read of every row, on a slot.
+                    syms = ", ".join(f"'S{i:03d}'" for i in range(40))
+                    cur.execute(f"SELECT ts, price FROM trades WHERE sym IN ({syms}) ORDER BY ts, price")
+                    wide = cur.fetch_arrow_table()
+                    cur.execute(f"SELECT count(*), sum(price) FROM trades WHERE sym IN ({syms})")
+                    n, total = cur.fetchall()[0]
+                    assert wide.num_rows == n > 4096 and abs(sum(wide["price"].to_pylist()) - total) < 1e-6 * abs(total)
+                    cur.execute("SELECT ts, price FROM trades")
+                    assert cur.fetch_arrow_table().num_rows == 50_000
                 break
             except adbc_driver_manager.Error as e:
                 assert "Unavailable" in str(e), str(e)

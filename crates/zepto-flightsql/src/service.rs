@@ -128,31 +128,43 @@ impl Door {
         self.gate.run_controlled(&ctl, false, job).await.map_err(refused)?
     }
 
-    /// Run `sql` for the caller of `meta`: its last statement's result.
-    async fn run(&self, meta: &MetadataMap, sql: String) -> Result<zepto_sql::QueryResult, Status> {
+    /// Run `sql` for the caller of `meta`, and `finish` its last statement's result (its record
+    /// batches, or the rows it changed) where it ran: a large result is never made into
+    /// batches on the door's async thread.
+    async fn run<T: Send + 'static>(&self, meta: &MetadataMap, sql: String, finish: Finish<T>) -> Result<T, Status> {
         let (who, engine) = self.session(meta)?;
         let parsed = match self.early(&who, &engine, &sql)? {
-            Early::Bound(plan, ctl) => return self.run_bound(engine, plan, ctl).await,
+            Early::Bound(plan, ctl) => return self.run_bound(engine, plan, ctl, finish).await,
             Early::Parsed(stmts) => Some(stmts),
             Early::Long => None,
         };
-        self.on_statements((who, engine), sql, parsed, |engine, _, stmts, run| run::execute(engine, &stmts, run)).await
+        let work = move |engine: &Engine, _, stmts: Vec<Statement>, run: &RunContext| {
+            finish(&run::execute(engine, &stmts, run)?)
+        };
+        self.on_statements((who, engine), sql, parsed, work).await
     }
 
     /// Run a query bound before any slot: here when its scans are tiny
     /// ([`zepto_server::sql::INLINE_ROWS`]), on the quick lane when they read few rows
     /// ([`zepto_server::sql::is_quick`]), else on a query slot, as the HTTP door runs one.
-    async fn run_bound(
+    /// A result run here is finished here when it has at most
+    /// [`zepto_server::sql::INLINE_ENCODE_ROWS`] rows, else on the quick lane.
+    async fn run_bound<T: Send + 'static>(
         &self,
         engine: Engine,
         plan: Box<Prepared>,
         ctl: Arc<QueryControl>,
-    ) -> Result<zepto_sql::QueryResult, Status> {
+        finish: Finish<T>,
+    ) -> Result<T, Status> {
         if plan.linear_scan_rows().is_some_and(|n| n <= zepto_server::sql::INLINE_ROWS) {
-            return engine.run_prepared_in(&RunContext::new(Some(ctl)), &plan).map_err(|e| run::status(&e));
+            let r = engine.run_prepared_in(&RunContext::new(Some(ctl)), &plan).map_err(|e| run::status(&e))?;
+            if r.row_count() <= zepto_server::sql::INLINE_ENCODE_ROWS {
+                return finish(&r);
+            }
+            return self.gate.run(true, move || finish(&r)).await.map_err(refused)?;
         }
         let quick = zepto_server::sql::is_quick(&plan);
-        let job = move |run: &RunContext| engine.run_prepared_in(run, &plan).map_err(|e| run::status(&e));
+        let job = move |run: &RunContext| finish(&engine.run_prepared_in(run, &plan).map_err(|e| run::status(&e))?);
         self.gate.run_controlled(&ctl, quick, job).await.map_err(refused)?
     }
 
@@ -227,6 +239,9 @@ impl Door {
         })
     }
 }
+
+/// What a statement's result is made into where it ran (`run::batches`, the rows changed).
+type Finish<T> = fn(&zepto_sql::QueryResult) -> Result<T, Status>;
 
 /// What [`Door::early`] made of a caller's SQL before any slot.
 enum Early {
@@ -339,7 +354,7 @@ impl FlightSqlService for Door {
         request: Request<Ticket>,
     ) -> Result<Response<DoGetStream>, Status> {
         let batches = match run::Handle::decode(&ticket.statement_handle)? {
-            run::Handle::Read(sql) => run::batches(&self.run(request.metadata(), sql).await?)?,
+            run::Handle::Read(sql) => self.run(request.metadata(), sql, run::batches).await?,
             run::Handle::Done(status) => {
                 self.caller(request.metadata())?;
                 run::status_result(&status)?
@@ -366,7 +381,7 @@ impl FlightSqlService for Door {
         cmd: CommandStatementUpdate,
         request: Request<PeekableFlightDataStream>,
     ) -> Result<i64, Status> {
-        Ok(run::changed(&self.run(request.metadata(), cmd.query).await?))
+        self.run(request.metadata(), cmd.query, |r| Ok(run::changed(r))).await
     }
 
     async fn do_put_prepared_statement_update(
@@ -376,7 +391,7 @@ impl FlightSqlService for Door {
     ) -> Result<i64, Status> {
         let sql = String::from_utf8(cmd.prepared_statement_handle.to_vec())
             .map_err(|_| Status::invalid_argument("the prepared statement's SQL is not UTF-8"))?;
-        Ok(run::changed(&self.run(request.metadata(), sql).await?))
+        self.run(request.metadata(), sql, |r| Ok(run::changed(r))).await
     }
 
     async fn do_action_create_prepared_statement(

@@ -137,7 +137,7 @@ enum Work {
 /// PostgreSQL door).
 pub const INLINE_ROWS: usize = 32 << 10;
 /// ... and are encoded there too when their result has at most this many rows.
-const INLINE_ENCODE_ROWS: usize = 4096;
+pub const INLINE_ENCODE_ROWS: usize = 4096;
 
 /// Binding a query runs its uncorrelated subqueries; only queries without any bind in
 /// microseconds, so only those are considered for the inline path.
