@@ -93,7 +93,7 @@ impl Door {
     /// bound here too.
     fn early(&self, who: &Principal, engine: &Engine, sql: &str) -> Result<Early, Status> {
         if sql.len() > zepto_server::sql::INLINE_PARSE_BYTES {
-            return Ok(Early::Long);
+            return Ok(Early::Later(None));
         }
         let stmts = run::statements(sql, who)?;
         match &stmts[..] {
@@ -102,7 +102,7 @@ impl Door {
                 let plan = engine.prepare_in(&RunContext::new(Some(ctl.clone())), q).map_err(|e| run::status(&e))?;
                 Ok(Early::Bound(Box::new(plan), ctl))
             }
-            _ => Ok(Early::Parsed(stmts)),
+            _ => Ok(Early::Later(Some(stmts))),
         }
     }
 
@@ -135,8 +135,7 @@ impl Door {
         let (who, engine) = self.session(meta)?;
         let parsed = match self.early(&who, &engine, &sql)? {
             Early::Bound(plan, ctl) => return self.run_bound(engine, plan, ctl, finish).await,
-            Early::Parsed(stmts) => Some(stmts),
-            Early::Long => None,
+            Early::Later(parsed) => parsed,
         };
         let work = move |engine: &Engine, _, stmts: Vec<Statement>, run: &RunContext| {
             finish(&run::execute(engine, &stmts, run)?)
@@ -156,7 +155,7 @@ impl Door {
         ctl: Arc<QueryControl>,
         finish: Finish<T>,
     ) -> Result<T, Status> {
-        if plan.linear_scan_rows().is_some_and(|n| n <= zepto_server::sql::INLINE_ROWS) {
+        if zepto_server::sql::runs_inline(&plan) {
             let r = engine.run_prepared_in(&RunContext::new(Some(ctl)), &plan).map_err(|e| run::status(&e))?;
             if r.row_count() <= zepto_server::sql::INLINE_ENCODE_ROWS {
                 return finish(&r);
@@ -195,8 +194,7 @@ impl Door {
         let (who, engine) = self.session(meta)?;
         let parsed = match self.early(&who, &engine, &sql)? {
             Early::Bound(plan, _) => return run::plan_schema(&plan),
-            Early::Parsed(stmts) => Some(stmts),
-            Early::Long => None,
+            Early::Later(parsed) => parsed,
         };
         self.on_statements((who, engine), sql, parsed, |engine, _, stmts, run| run::schema(engine, &stmts, run)).await
     }
@@ -208,8 +206,7 @@ impl Door {
         let (who, engine) = self.session(meta)?;
         let parsed = match self.early(&who, &engine, &sql)? {
             Early::Bound(plan, _) => return Ok((run::Handle::Read(sql), run::plan_schema(&plan)?, None)),
-            Early::Parsed(stmts) => Some(stmts),
-            Early::Long => None,
+            Early::Later(parsed) => parsed,
         };
         self.on_statements((who, engine), sql, parsed, |engine, sql, stmts, ctx| {
             if run::reads_only(&stmts) {
@@ -247,10 +244,9 @@ type Finish<T> = fn(&zepto_sql::QueryResult) -> Result<T, Status>;
 enum Early {
     /// One query, bound, with the control it runs under.
     Bound(Box<Prepared>, Arc<QueryControl>),
-    /// Statements parsed and checked, to run under a slot.
-    Parsed(Vec<Statement>),
-    /// A long text, parsed under the slot.
-    Long,
+    /// Anything else, run under a slot: its statements parsed and checked here, or `None` for
+    /// a long text, parsed under the slot.
+    Later(Option<Vec<Statement>>),
 }
 
 type DoGetStream = <Door as FlightService>::DoGetStream;

@@ -25,7 +25,7 @@ use std::sync::{Arc, Mutex};
 use zepto_server::admission::Admission;
 use zepto_sql::copy_client::CopyIn;
 use zepto_sql::copy_client::CopyOptions;
-use zepto_sql::interrupt::{QueryControl, RunContext};
+use zepto_sql::interrupt::RunContext;
 use zepto_sql::parser::ast::Statement;
 use zepto_sql::result::QueryResult;
 
@@ -177,7 +177,7 @@ impl CopyHandler for Copier {
             Some(r) => r?,
             None => return Err(user_error("08P01", "CopyDone outside a COPY FROM STDIN")),
         };
-        let ctl = QueryControl::new(self.limits.timeout, self.limits.memory);
+        let ctl = self.limits.control();
         let job = move || copy.finish(&RunContext::new(Some(ctl)));
         let r = match tokio::task::spawn_blocking(job).await {
             Ok(r) => r.map_err(|e| pg_error(&e, ""))?,

@@ -39,6 +39,13 @@ pub struct Limits {
     pub parse: ParseLimits,
 }
 
+impl Limits {
+    /// A statement's control under these limits.
+    pub fn control(&self) -> Arc<QueryControl> {
+        QueryControl::new(self.timeout, self.memory)
+    }
+}
+
 /// The engine a connection's statements run on (its key's table access, and the engine
 /// settings its `SET`s changed).
 pub struct ConnEngine(pub Mutex<Engine>);
@@ -117,8 +124,7 @@ pub async fn in_slot<T: Send + 'static>(
     sql: &str,
     job: impl FnOnce(&RunContext) -> Result<T, zepto_sql::SqlError> + Send + 'static,
 ) -> PgWireResult<T> {
-    let ctl = QueryControl::new(limits.timeout, limits.memory);
-    gate.run_controlled(&ctl, quick, job).await.map_err(refused)?.map_err(|e| pg_error(&e, sql))
+    gate.run_controlled(&limits.control(), quick, job).await.map_err(refused)?.map_err(|e| pg_error(&e, sql))
 }
 
 /// Whether `s` is a COPY with the client's connection at its far end (`crate::copy` runs it).
@@ -148,41 +154,46 @@ pub async fn execute_long(
     who: Arc<Principal>,
     limits: Limits,
 ) -> PgWireResult<Long> {
-    let ctl = QueryControl::new(limits.timeout, limits.memory);
-    let (conn, c, text, params) = (conn.clone(), ctl.clone(), sql.to_string(), params.to_vec());
-    let job = move |parsing: &RunContext| {
-        let stmts = parse_checked(&text, &params, &limits.parse, &who, parsing)?;
+    let conn = conn.clone();
+    on_long_text(gate, sql, params, who, limits, move |stmts, run, text| {
         if stmts.iter().any(is_client_copy) {
             return Ok(Long::Parsed(stmts));
         }
-        // A context of its own, as HTTP's: the syntax tree is not counted as the statements'
-        // memory (`--query-memory-mb`).
-        let run = RunContext::new(Some(c));
         let mut results = Vec::with_capacity(stmts.len());
         for s in &stmts {
             // A cancel between statements stops the next one, even one that never checks.
-            let next = run.check().and_then(|()| run_in_session(&conn, &run, s));
+            let next = run.check().and_then(|()| run_in_session(&conn, run, s));
             match next {
                 Ok(r) => results.push(r),
-                Err(e) => return Ok(Long::Ran(results, Some(pg_error(&e, &text)))),
+                Err(e) => return Ok(Long::Ran(results, Some(pg_error(&e, text)))),
             }
         }
         Ok(Long::Ran(results, None))
-    };
-    gate.run_controlled(&ctl, false, job).await.map_err(refused)?
+    })
+    .await
 }
 
-/// [`statements`] of a long text on a query slot, the parse stopping when `parsing` says so.
-fn parse_checked(
-    text: &str,
+/// A long text (over [`zepto_server::sql::INLINE_PARSE_BYTES`]) parsed and checked for `who`
+/// on one query slot, then `then` of its statements on the same slot, under a run context of
+/// its own (as HTTP's: the syntax tree is not counted as the statements' memory,
+/// `--query-memory-mb`) and the text, for error positions. A cancel stops the parse too.
+async fn on_long_text<T: Send + 'static>(
+    gate: &Admission,
+    sql: &str,
     params: &[ParamValue],
-    limits: &ParseLimits,
-    who: &Principal,
-    parsing: &RunContext,
-) -> PgWireResult<Vec<Statement>> {
-    let stmts = parse_script(text, params, limits, &|| parsing.check()).map_err(|e| pg_error(&e, text))?;
-    zepto_server::sql::check_statements(&stmts, who, false).map_err(|e| user_error("42501", e.message))?;
-    Ok(stmts)
+    who: Arc<Principal>,
+    limits: Limits,
+    then: impl FnOnce(Vec<Statement>, &RunContext, &str) -> PgWireResult<T> + Send + 'static,
+) -> PgWireResult<T> {
+    let ctl = limits.control();
+    let (c, text, params) = (ctl.clone(), sql.to_string(), params.to_vec());
+    let job = move |parsing: &RunContext| {
+        let stmts =
+            parse_script(&text, &params, &limits.parse, &|| parsing.check()).map_err(|e| pg_error(&e, &text))?;
+        zepto_server::sql::check_statements(&stmts, &who, false).map_err(|e| user_error("42501", e.message))?;
+        then(stmts, &RunContext::new(Some(c)), &text)
+    };
+    gate.run_controlled(&ctl, false, job).await.map_err(refused)?
 }
 
 /// A long text's plan, for a Describe: parsed, checked and planned under one query slot, as
@@ -195,17 +206,12 @@ pub async fn prepare_long(
     who: Arc<Principal>,
     limits: Limits,
 ) -> PgWireResult<Option<Prepared>> {
-    let ctl = QueryControl::new(limits.timeout, limits.memory);
     let engine = conn.0.lock().map(|e| e.clone()).map_err(|_| user_error("XX000", "engine lock"))?;
-    let (c, text, params) = (ctl.clone(), sql.to_string(), params.to_vec());
-    let job = move |parsing: &RunContext| {
-        let mut stmts = parse_checked(&text, &params, &limits.parse, &who, parsing)?;
+    on_long_text(gate, sql, params, who, limits, move |mut stmts, run, text| {
         let (1, Some(Statement::Query(q))) = (stmts.len(), stmts.pop()) else { return Ok(None) };
-        // As in `execute_long`: the syntax tree is not counted as the plan's memory.
-        let run = RunContext::new(Some(c));
-        engine.prepare_in(&run, &q).map(Some).map_err(|e| pg_error(&e, &text))
-    };
-    gate.run_controlled(&ctl, false, job).await.map_err(refused)?
+        engine.prepare_in(run, &q).map(Some).map_err(|e| pg_error(&e, text))
+    })
+    .await
 }
 
 /// Run `s` on the connection's engine; the engine moves past a `SET`.
@@ -257,7 +263,7 @@ async fn plan_query(
 ) -> PgWireResult<Prepared> {
     let engine = conn.0.lock().map(|e| e.clone()).map_err(|_| user_error("XX000", "engine lock"))?;
     if inline {
-        let run = RunContext::new(Some(QueryControl::new(limits.timeout, limits.memory)));
+        let run = RunContext::new(Some(limits.control()));
         return engine.prepare_in(&run, &q).map_err(|e| pg_error(&e, sql));
     }
     in_slot(gate, limits, false, sql, move |run| engine.prepare_in(run, &q)).await
@@ -273,8 +279,8 @@ pub async fn run_prepared(
     limits: Limits,
 ) -> PgWireResult<QueryResult> {
     let engine = conn.0.lock().map(|e| e.clone()).map_err(|_| user_error("XX000", "engine lock"))?;
-    if plan.linear_scan_rows().is_some_and(|n| n <= zepto_server::sql::INLINE_ROWS) {
-        let run = RunContext::new(Some(QueryControl::new(limits.timeout, limits.memory)));
+    if zepto_server::sql::runs_inline(&plan) {
+        let run = RunContext::new(Some(limits.control()));
         return engine.run_prepared_in(&run, &plan).map_err(|e| pg_error(&e, sql));
     }
     let quick = zepto_server::sql::is_quick(&plan);

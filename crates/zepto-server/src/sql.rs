@@ -244,7 +244,7 @@ fn run_small_read(
 ) -> Result<Result<(Response<ResponseBody>, u64), Work>, ApiError> {
     let run = RunContext::new(Some(ctl.clone()));
     let p = engine.prepare_in(&run, q)?;
-    if p.linear_scan_rows().is_none_or(|n| n > INLINE_ROWS) {
+    if !runs_inline(&p) {
         return Ok(Err(Work::Prepared(p)));
     }
     state.metrics.queries.inc();
@@ -299,6 +299,12 @@ pub const QUICK_ROWS: usize = 256 << 10;
 async fn admit_work(state: &State, work: &Work) -> Result<Slot, ApiError> {
     let quick = matches!(work, Work::Prepared(p) if is_quick(p));
     state.admission.admit_for(quick).await.map_err(refused)
+}
+
+/// Whether a prepared read runs on the door's thread that bound it: its plan is linear and its
+/// scans cover at most [`INLINE_ROWS`] rows (every door decides the same way).
+pub fn runs_inline(p: &zepto_sql::Prepared) -> bool {
+    p.linear_scan_rows().is_some_and(|n| n <= INLINE_ROWS)
 }
 
 /// Whether a prepared statement takes the quick lane: its scans read at most [`QUICK_ROWS`].
