@@ -21,7 +21,7 @@ use zepto_memory::tables::{CACHE, MEMORIES};
 use zepto_memory::{AgentMemory, Config};
 use zepto_sql::interrupt::{QueryControl, RunContext};
 use zepto_sql::{Engine, ParamValue};
-use zepto_storage::{Catalog, ColumnDef, DataType, Dict, Schema, Table, TableOptions};
+use zepto_storage::{Catalog, ColumnDef, DataType, Schema, Table, TableOptions};
 
 const STREAM: &CStr = c"arrow_array_stream";
 
@@ -367,7 +367,8 @@ const GROUPED_MIN_ROWS: usize = 64 << 10;
 /// Read the whole stream (with the GIL: its producer may be Python code), then convert it to
 /// the table's columns and append them with the GIL released: into a table with a partition
 /// key and from [`GROUPED_MIN_ROWS`] rows, grouped by it (one logged record of an append per
-/// group), else as one append. The batches are Arrow memory owned on the Rust side by then (a
+/// group), else as one append (deferred when it is spread thin over a wide table:
+/// [`Catalog::append_deferring`]). The batches are Arrow memory owned on the Rust side by then (a
 /// producer's buffers are released, taking the GIL themselves if they need it, when the
 /// batches are dropped).
 fn write(
@@ -380,12 +381,12 @@ fn write(
     let batches = reader
         .collect::<Result<Vec<RecordBatch>, _>>()
         .map_err(|e| ingest_error(py, format!("reading the Arrow stream: {e}"), None))?;
-    let snap = catalog.snapshot(table).map_err(|e| storage_error(py, e))?;
-    let schema = snap.schema().columns.clone();
+    // The layout, not a snapshot: a snapshot folds in the rows earlier inserts deferred.
+    let layout = catalog.layout(table).map_err(|e| storage_error(py, e))?;
+    let schema = layout.schema.columns;
     // Symbols coded against the table's dictionary: the append takes the codes as they are.
-    let dict = Dict::clone(snap.dict());
-    let key = snap.key_col();
-    drop(snap);
+    let dict = layout.dict;
+    let key = layout.key_col;
     let r = py.detach(|| {
         // Into a table partitioned by a key, from GROUPED_MIN_ROWS rows, the rows are grouped by
         // it as they are converted, each group then moved into its partition: no column is held
@@ -403,7 +404,7 @@ fn write(
         }
         let cols = zepto_io::ipc::read_batches_in(fields, batches.into_iter().map(Ok), &schema, Some(&dict))
             .map_err(WriteError::Io)?;
-        catalog.append(table, cols).map_err(WriteError::Storage)
+        catalog.append_deferring(table, cols).map_err(WriteError::Storage)
     });
     r.map_err(|e| match e {
         WriteError::Io(e) => {

@@ -145,3 +145,43 @@ def test_a_refused_insert_changes_nothing(good_rows):
     with pytest.raises(zeptodb.Error):
         db.insert("t", pa.concat_tables([good.slice(0, good_rows).cast(bad.schema), bad]))
     assert db.sql(f"SELECT {COLUMNS} FROM t ORDER BY ALL").to_arrow().equals(before)
+
+
+def wide(seed: int, rows: int, t0: int) -> pa.Table:
+    """`data`'s rows over 3,000 symbols (a NULL key now and then)."""
+    rng = np.random.default_rng(seed)
+    sym = np.array([f"W{k:04d}" for k in range(3000)], dtype=object)[rng.integers(0, 3000, rows)]
+    sym[rng.random(rows) < 0.01] = None
+    return data(seed, rows, t0).set_column(1, "sym", pa.array(sym, pa.string()))
+
+
+def test_thin_inserts_into_a_wide_table_hold_their_rows(tmp_path):
+    """Inserts of a few rows a symbol into a table of thousands are deferred and split among
+    the partitions later, many at once (`table/defer.rs`): every read sees all of them, and so
+    does a process that replays the log they were written to and never split them."""
+    files = [write(tmp_path / "w0.parquet", wide(20, 6_000, 0))]
+    files += [write(tmp_path / f"w{i}.parquet", wide(21 + i, 2_000, i * 10**11)) for i in range(1, 13)]
+    batches = [pq.read_table(f) for f in files]
+    db = zeptodb.connect()
+    db.execute(DDL)
+    for i, b in enumerate(batches):
+        assert db.insert("t", b) == b.num_rows
+        if i % 5 == 4:
+            assert differences(db, files[: i + 1]) == (0, 0, sum(x.num_rows for x in batches[: i + 1]))
+    assert differences(db, files) == (0, 0, sum(x.num_rows for x in batches))
+
+    d = tmp_path / "db"
+    script = (
+        "import os, sys, pyarrow.parquet as pq, zeptodb\n"
+        f"db = zeptodb.connect({str(d)!r})\n"
+        f"db.execute({DDL!r})\n"
+        f"for f in {files!r}:\n"
+        "    db.insert('t', pq.read_table(f))\n"
+        "sys.stdout.flush()\n"
+        "os._exit(0)\n"
+    )
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    subprocess.run([sys.executable, "-c", script], check=True, env=env, timeout=300)
+    db = zeptodb.connect(d)
+    assert differences(db, files) == (0, 0, sum(x.num_rows for x in batches))
+    db.close()

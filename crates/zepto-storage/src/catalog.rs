@@ -795,6 +795,20 @@ impl Catalog {
         })
     }
 
+    /// [`Catalog::append`] for an ingest door that appends batch after batch: a batch spread
+    /// thin over a wide table's partitions is kept with the rows deferred before it and split
+    /// among the partitions with them later (`Table::append_deferred`, `table/defer.rs`);
+    /// whoever reads the table next folds them in first, so the rows are as visible as after
+    /// [`Catalog::append`]. Pair it with [`Catalog::layout`], not [`Catalog::snapshot`], to
+    /// read the schema per batch (a snapshot folds the rows in).
+    pub fn append_deferring(&self, name: &str, columns: Vec<Column>) -> Result<usize, StorageError> {
+        self.write_many_deferred(&[name], |tables| {
+            let [t] = tables else { return Err(StorageError::Internal("one table asked for, not one given".into())) };
+            t.validate(&columns)?;
+            self.log(&[Change::Append { table: t.name(), columns: &columns }])?.apply(|| t.append_deferred(columns))
+        })
+    }
+
     /// Append rows grouped by partition key ([`Table::append_groups`]): logged as one record
     /// of an append per group, checked whole first (no rows: nothing is logged).
     pub fn append_groups(&self, name: &str, groups: Vec<Vec<Column>>) -> Result<usize, StorageError> {

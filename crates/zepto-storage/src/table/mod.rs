@@ -323,6 +323,9 @@ pub struct Table {
     /// Dictionary code → index into `parts`.
     slot_of_code: Vec<u32>,
     null_slot: Option<usize>,
+    /// [`split::Placement::by_slot`]'s scratch: [`split::NO_TARGET`] per partition slot
+    /// between appends.
+    target_of_slot: Vec<u32>,
     rows: usize,
     /// Older rows moved to Parquet files, and the retention setting.
     history: Arc<History>,
@@ -422,6 +425,7 @@ impl Table {
             parts: parts::Parts::default(),
             slot_of_code: Vec::new(),
             null_slot: None,
+            target_of_slot: Vec::new(),
             rows: 0,
             history: Arc::default(),
             mutations: 0,
@@ -777,21 +781,26 @@ impl Table {
 
     /// Append batch of `n` rows that [`Table::validate`] accepted: this step cannot fail.
     fn append_checked(&mut self, batch: Vec<Column>, n: usize) -> usize {
+        self.split_in(batch, n);
+        self.after_append(n);
+        n
+    }
+
+    /// [`Table::append_checked`] without the packing that may follow it (`pack.rs`).
+    fn split_in(&mut self, batch: Vec<Column>, n: usize) {
         if n == 0 {
-            return 0;
+            return;
         }
         let batch = self.normalize(batch);
-        let slots = self.row_slots(&batch, n);
-        let place = split::Placement::new(slots, self.parts.len());
-        if n < PARALLEL_APPEND_ROWS && self.dedup.is_empty() && place.targets().len() > 1 {
+        let place = self.place(&batch, n);
+        // A buffer per partition costs more than the rows it gathers when they are few.
+        let thin = n < place.targets().len() * THIN_SPLIT_ROWS;
+        if (n < PARALLEL_APPEND_ROWS || thin) && self.dedup.is_empty() && place.targets().len() > 1 {
             self.append_spread(&batch, &place);
-            self.after_append(n);
-            return n;
+            return;
         }
         let by_target = place.split_batch(batch, n >= PARALLEL_APPEND_ROWS);
         self.fill_targets(place.targets(), by_target, n >= PARALLEL_APPEND_ROWS);
-        self.after_append(n);
-        n
     }
 
     /// Append `by_target[i]` (rows of one key each) to partition slot `targets[i]` (each slot
@@ -915,20 +924,45 @@ impl Table {
         c
     }
 
-    /// The partition slot of every row, creating partitions for new keys.
-    fn row_slots(&mut self, batch: &[Column], n: usize) -> Vec<u32> {
+    /// Where each row of `batch` goes: its key's partition (made for a key new to the table),
+    /// numbered among the partitions the batch touches. One pass over the key's codes after
+    /// the new keys', none over the table's partitions.
+    fn place(&mut self, batch: &[Column], n: usize) -> split::Placement {
         let Some(k) = self.key_col else {
             if self.parts.is_empty() {
                 self.new_partition(None);
                 self.null_slot = Some(0);
             }
-            return vec![0; n];
+            return split::Placement::new(vec![0; n], 1);
         };
         let key = &batch[k];
         let ColumnData::Symbol { codes, .. } = &key.data() else {
             unreachable!("normalize() encodes the key column as SYMBOL");
         };
-        codes.iter().enumerate().map(|(i, &code)| self.slot_of_key(key.is_valid(i).then_some(code)) as u32).collect()
+        // The partitions of keys new to the table first, so that the pass below only reads.
+        let valid = |i: usize| key.is_valid(i);
+        for (i, &code) in codes.iter().enumerate() {
+            let known = self.slot_of_code.get(code as usize).is_some_and(|&s| s != NO_SLOT);
+            if !known && valid(i) {
+                self.slot_of_key(Some(code));
+            }
+        }
+        let null = match key.validity().is_some_and(|v| !v.all_set()) {
+            true => self.slot_of_key(None) as u32,
+            false => NO_SLOT,
+        };
+        let mut scratch = std::mem::take(&mut self.target_of_slot);
+        scratch.resize(self.parts.len(), split::NO_TARGET);
+        let slots = &self.slot_of_code;
+        let place = match key.validity() {
+            None => split::Placement::by_slot(codes.iter().map(|&c| slots[c as usize]), &mut scratch),
+            Some(_) => split::Placement::by_slot(
+                codes.iter().enumerate().map(|(i, &c)| if valid(i) { slots[c as usize] } else { null }),
+                &mut scratch,
+            ),
+        };
+        self.target_of_slot = scratch;
+        place
     }
 
     /// The partition slot of key `code` (`None`: the NULL key), made if there is none yet.
@@ -1357,6 +1391,11 @@ const PARALLEL_APPEND_ROWS: usize = 100_000;
 /// inserts over 100 symbols ran at 14-22M rows/s against 34-37M on the caller alone. Batches
 /// this thin of 100k rows and more take `split_batch`'s path instead.)
 const PARALLEL_SPREAD_ROWS: usize = 64 * 1024;
+
+/// A batch with fewer rows than this a partition it touches, however many rows, is spread
+/// ([`Table::append_spread`]) rather than split into a buffer per partition: folds of 256Ki
+/// deferred rows over 100k partitions spent a third of their time allocating those buffers.
+const THIN_SPLIT_ROWS: usize = 16;
 
 /// ...taking the partitions in about this many runs.
 const SPREAD_RUNS: usize = 64;

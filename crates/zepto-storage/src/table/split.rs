@@ -32,29 +32,52 @@ pub(super) struct Placement {
     sizes: Vec<usize>,
 }
 
+/// A slot without a target in [`Placement::by_slot`]'s scratch.
+pub(super) const NO_TARGET: u32 = u32::MAX;
+
 impl Placement {
     /// `slots[i]` is row `i`'s partition slot, each below `nslots`.
-    pub(super) fn new(mut slots: Vec<u32>, nslots: usize) -> Placement {
-        const NONE: u32 = u32::MAX;
-        let (mut targets, mut sizes) = (Vec::new(), Vec::new());
-        let mut number = |dense: &mut u32, s: &mut u32| {
-            if *dense == NONE {
-                *dense = targets.len() as u32;
-                targets.push(*s as usize);
-                sizes.push(0usize);
-            }
-            sizes[*dense as usize] += 1;
-            *s = *dense;
-        };
+    pub(super) fn new(slots: Vec<u32>, nslots: usize) -> Placement {
         // A table wider than the batch: a map of the slots seen, not one entry per partition.
         if nslots <= slots.len().saturating_mul(4) {
-            let mut dense = vec![NONE; nslots];
-            slots.iter_mut().for_each(|s| number(&mut dense[*s as usize], s));
-        } else {
-            let mut dense: HashMap<u32, u32> = HashMap::new();
-            slots.iter_mut().for_each(|s| number(dense.entry(*s).or_insert(NONE), s));
+            return Placement::by_slot(slots.iter().copied(), &mut vec![NO_TARGET; nslots]);
         }
-        Placement { part: slots, targets, sizes }
+        let (mut targets, mut sizes) = (Vec::new(), Vec::new());
+        let mut dense: HashMap<u32, u32> = HashMap::new();
+        let part = slots
+            .iter()
+            .map(|&s| {
+                let t = *dense.entry(s).or_insert_with(|| {
+                    targets.push(s as usize);
+                    sizes.push(0);
+                    targets.len() as u32 - 1
+                });
+                sizes[t as usize] += 1;
+                t
+            })
+            .collect();
+        Placement { part, targets, sizes }
+    }
+
+    /// The rows whose partition slots `slots` yields in row order, in one pass: `scratch` maps
+    /// a slot to its target meanwhile. It must hold [`NO_TARGET`] at every slot `slots` yields,
+    /// and is left so (only the targets' entries are reset), so one scratch of the table's
+    /// width serves every batch, however few rows.
+    pub(super) fn by_slot(slots: impl ExactSizeIterator<Item = u32>, scratch: &mut [u32]) -> Placement {
+        let (mut targets, mut sizes) = (Vec::new(), Vec::<usize>::new());
+        let mut part = Vec::with_capacity(slots.len());
+        for s in slots {
+            let t = &mut scratch[s as usize];
+            if *t == NO_TARGET {
+                *t = targets.len() as u32;
+                targets.push(s as usize);
+                sizes.push(0);
+            }
+            sizes[*t as usize] += 1;
+            part.push(*t);
+        }
+        targets.iter().for_each(|&s| scratch[s] = NO_TARGET);
+        Placement { part, targets, sizes }
     }
 
     /// The partition slots that get rows, in order of first row.
