@@ -98,8 +98,8 @@ impl Table {
 
     /// Split the deferred rows among the partitions, as one append of them.
     ///
-    /// A fold of fewer than [`FOLD_ROWS_PER_PARTITION`] rows a partition (a table so wide that
-    /// [`FOLD_MAX_ROWS`] caps its folds) is a stream's thin batch itself, and does not pack the
+    /// A fold of fewer than `FOLD_ROWS_PER_PARTITION` rows a partition (a table so wide that
+    /// `FOLD_MAX_ROWS` caps its folds) is a stream's thin batch itself, and does not pack the
     /// small partitions (`pack.rs`): the next fold would copy nearly all of them out of the
     /// pack again. 10k-row Python inserts over 100k symbols took 1.4-1.6x as long when folds
     /// packed as when batches were not deferred at all.
