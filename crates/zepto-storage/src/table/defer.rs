@@ -98,22 +98,16 @@ impl Table {
 
     /// Split the deferred rows among the partitions, as one append of them.
     ///
-    /// A fold of fewer than `FOLD_ROWS_PER_PARTITION` rows a partition (a table so wide that
-    /// `FOLD_MAX_ROWS` caps its folds) is a stream's thin batch itself, and does not pack the
-    /// small partitions (`pack.rs`): the next fold would copy nearly all of them out of the
-    /// pack again. 10k-row Python inserts over 100k symbols took 1.4-1.6x as long when folds
-    /// packed as when batches were not deferred at all.
+    /// A fold does not pack the small partitions (`pack.rs`), as a stream's small batches do
+    /// not: the next fold touches nearly every partition again and would copy it back out of
+    /// the pack. 10k-row Python inserts spent 30% of their time packing at 10k symbols, and
+    /// took 1.4-1.6x as long at 100k symbols when folds packed.
     pub fn fold(&mut self) {
         let d = std::mem::take(&mut self.deferred);
         if d.rows > 0 {
             debug_assert!(self.validate(&d.cols).is_ok_and(|n| n == d.rows), "deferred rows no longer fit the table");
-            let thin = d.rows < self.parts.len() * FOLD_ROWS_PER_PARTITION;
-            if thin {
-                self.split_in(d.cols, d.rows);
-                self.since_pack += d.rows;
-            } else {
-                self.append_checked(d.cols, d.rows);
-            }
+            self.split_in(d.cols, d.rows);
+            self.since_pack += d.rows;
         }
     }
 }
@@ -211,11 +205,11 @@ pub(super) mod tests {
         assert_eq!(contents(&deferred), contents(&direct));
     }
 
-    /// Folds thinner than [`FOLD_ROWS_PER_PARTITION`] rows a partition leave the partitions
-    /// they touch out of the pack (appending copied them out); a fold by size, as thick as
-    /// that, packs every small partition again (`pack.rs`).
+    /// Folds, thin or by size, leave the partitions they touch out of the pack (appending
+    /// copied them out) and pack none; an append as large as the table is wide packs every
+    /// small partition again (`pack.rs`).
     #[test]
-    fn only_folds_of_several_rows_a_partition_pack() {
+    fn folds_do_not_pack_bulk_appends_do() {
         let mut rng = crate::rng::XorShift::new(11);
         let mut next = |n: u64| rng.below(n);
         let keys = 2000u64;
@@ -224,22 +218,22 @@ pub(super) mod tests {
         let packed = |t: &Table| t.partitions().iter().filter(|p| p.is_packed()).count();
         let parts = t.partitions().len();
         assert_eq!(packed(&t), parts, "a bulk append packs the small partitions");
-        // Four thin folds: as many rows since the packing as would have packed again.
-        for round in 0..4 {
+        // Four folds before a read, then folds by size (of 16 rows a partition).
+        for round in 0..12 {
             let before = packed(&t);
-            t.append_deferred(batch(&mut next, 3000, keys, 1000 * (round + 1))).expect("append");
-            assert!(t.has_deferred());
+            let by_size = round >= 4;
+            loop {
+                t.append_deferred(batch(&mut next, 3000, keys, 1000 * (round + 1))).expect("append");
+                if !by_size || !t.has_deferred() {
+                    break;
+                }
+            }
             t.fold();
-            assert!(packed(&t) < before, "thin fold {round} packed: {} of {parts} packed, {before} before", packed(&t));
+            assert!(packed(&t) <= before, "fold {round} packed: {} of {parts} packed, {before} before", packed(&t));
         }
-        // Deferred until a fold by size, of 16 rows a partition.
-        let mut round = 5;
-        while t.has_deferred() || round == 5 {
-            t.append_deferred(batch(&mut next, 3000, keys, 1000 * round)).expect("append");
-            round += 1;
-        }
-        let parts = t.partitions().len();
-        assert_eq!(packed(&t), parts, "a fold of {FOLD_ROWS_PER_PARTITION} rows a partition packs");
+        assert_eq!(packed(&t), 0, "the folds touched every partition");
+        t.append(batch(&mut next, 3 * keys as usize, keys, 20_000)).expect("append");
+        assert_eq!(packed(&t), t.partitions().len(), "a bulk append packs again");
     }
 
     /// Thin batches deferred and folded (by size, or before a read, a non-thin batch or a new

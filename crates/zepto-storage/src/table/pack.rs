@@ -17,7 +17,8 @@
 //! for at most two copies more. A table restored from a checkpoint is packed as it is built.
 //! A stream of small batches over many symbols does not pack: each batch would unpack the
 //! partitions it touches again (a copy each), which cost such a stream 1.4x its time per batch
-//! when it did.
+//! when it did. Nor do the folds of such a stream's deferred rows (`defer.rs`), for the same
+//! reason.
 
 use super::{Partition, Table};
 use crate::column::Column;
