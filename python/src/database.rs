@@ -382,7 +382,8 @@ fn write(
         .collect::<Result<Vec<RecordBatch>, _>>()
         .map_err(|e| ingest_error(py, format!("reading the Arrow stream: {e}"), None))?;
     // The layout, not a snapshot: a snapshot folds in the rows earlier inserts deferred.
-    let layout = catalog.layout(table).map_err(|e| storage_error(py, e))?;
+    // As the table is now (this caller's `ALTER TABLE` just before shows), not as last read.
+    let layout = catalog.current_layout(table).map_err(|e| storage_error(py, e))?;
     let schema = layout.schema.columns;
     // Symbols coded against the table's dictionary: the append takes the codes as they are.
     let dict = layout.dict;

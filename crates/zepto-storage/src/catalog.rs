@@ -342,13 +342,16 @@ impl Catalog {
                 None => slot.table.read().unwrap_or_else(|e| e.into_inner()),
             },
         };
-        let l =
-            Layout { schema: t.schema().clone(), key_col: t.key_col(), ts_col: t.ts_col(), dict: (**t.dict()).clone() };
-        // Kept while the table is still read: a later change cannot come in between, so the
-        // kept layout never goes back to an older one.
-        *slot.layout.lock().unwrap_or_else(|e| e.into_inner()) = Some(l.clone());
-        drop(t);
-        Ok(l)
+        Ok(keep_layout(&slot, &t))
+    }
+
+    /// [`Catalog::layout`] as the table is now, waiting for a writer that holds it: for a
+    /// caller whose own change (an `ALTER TABLE` just before) must show. Deferred rows stay
+    /// where they are, as with [`Catalog::layout`].
+    pub fn current_layout(&self, name: &str) -> Result<Layout, StorageError> {
+        let slot = self.slot(name)?;
+        let t = slot.table.read().unwrap_or_else(|e| e.into_inner());
+        Ok(keep_layout(&slot, &t))
     }
 
     /// [`Catalog::snapshot`] without waiting for a writer of the table: `None` while one holds
@@ -972,6 +975,15 @@ fn retention_before(t: &Table, now: i64) -> Option<i64> {
     let before = day_floor(now.saturating_sub(t.history().ttl_ns?));
     let rows: usize = t.count_before(before).iter().sum();
     (rows > 0 || t.history().files.iter().any(|f| f.max_ts < before)).then_some(before)
+}
+
+/// `t`'s layout, kept as the slot's last ([`Catalog::layout`]) while `t`, the slot's table, is
+/// still read: a later change cannot come in between, so the kept layout never goes back to an
+/// older one.
+fn keep_layout(slot: &SlotCell, t: &Arc<Table>) -> Layout {
+    let l = Layout { schema: t.schema().clone(), key_col: t.key_col(), ts_col: t.ts_col(), dict: (**t.dict()).clone() };
+    *slot.layout.lock().unwrap_or_else(|e| e.into_inner()) = Some(l.clone());
+    l
 }
 
 /// The slot's table with its deferred rows folded in (`table/defer.rs`): under the read lock

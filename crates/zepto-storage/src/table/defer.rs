@@ -236,6 +236,47 @@ pub(super) mod tests {
         assert_eq!(packed(&t), t.partitions().len(), "a bulk append packs again");
     }
 
+    /// Partitions are numbered (their slots) in the order their keys first arrive, the NULL
+    /// key's too, whether batches are deferred and folded together or appended one by one, as
+    /// the log replays them: a logged DELETE names its partitions by slot.
+    #[test]
+    fn a_fold_numbers_new_partitions_as_appends_one_by_one_do() {
+        let mut rng = crate::rng::XorShift::new(13);
+        let mut next = |n: u64| rng.below(n);
+        let (mut deferred, mut direct) = (table(), table());
+        let first = batch(&mut next, 4000, 2000, 0);
+        deferred.append(first.clone()).expect("append");
+        direct.append(first).expect("append");
+        let rows = |keys: Vec<Option<String>>, t0: i64| -> Vec<Column> {
+            let types = [DataType::Timestamp, DataType::Varchar, DataType::Int64, DataType::Varchar];
+            let mut b: Vec<ColumnBuilder> = types.iter().map(|&t| ColumnBuilder::new(t, keys.len())).collect();
+            for (i, k) in keys.into_iter().enumerate() {
+                let push = |b: &mut ColumnBuilder, v: Value| b.push_value(&v).expect("push");
+                push(&mut b[0], Value::Timestamp(t0 + i as i64));
+                push(&mut b[1], k.map_or(Value::Null, Value::Str));
+                push(&mut b[2], Value::Int64(i as i64));
+                push(&mut b[3], Value::Str("x".into()));
+            }
+            b.into_iter().map(ColumnBuilder::finish).collect()
+        };
+        // The table's first NULL keys late in one batch, keys new to it in the next.
+        let a = (0..1500).map(|i| (i < 1400 || i % 7 != 0).then(|| format!("k{}", i % 2000))).collect();
+        let b = (0..1500).map(|i| Some(format!("new{}", i % 300))).collect();
+        for batch in [rows(a, 10_000), rows(b, 20_000)] {
+            deferred.append_deferred(batch.clone()).expect("append");
+            direct.append(batch).expect("append");
+        }
+        assert!(deferred.has_deferred(), "both batches deferred");
+        deferred.fold();
+        let keys = |t: &Table| -> Vec<Option<String>> {
+            t.partitions().iter().map(|p| p.key().map(|c| t.dict().get(c).to_string())).collect()
+        };
+        let (got, want) = (keys(&deferred), keys(&direct));
+        let first_diff = got.iter().zip(&want).position(|(g, w)| g != w);
+        assert!(got.len() == want.len() && first_diff.is_none(), "slot {first_diff:?} differs");
+        assert_eq!(contents(&deferred), contents(&direct));
+    }
+
     /// Thin batches deferred and folded (by size, or before a read, a non-thin batch or a new
     /// column) leave the table an append of each batch in turn leaves: same partitions, same
     /// rows in the same order (late rows sorted in, ties in arrival order).

@@ -933,24 +933,25 @@ impl Table {
                 self.new_partition(None);
                 self.null_slot = Some(0);
             }
-            return split::Placement::new(vec![0; n], 1);
+            return split::Placement::one(0, n);
         };
         let key = &batch[k];
         let ColumnData::Symbol { codes, .. } = &key.data() else {
             unreachable!("normalize() encodes the key column as SYMBOL");
         };
-        // The partitions of keys new to the table first, so that the pass below only reads.
+        // The partitions of keys new to the table first, so that the pass below only reads;
+        // made in row order, the NULL key's too: the log names partitions by slot (a DELETE's
+        // rows), and replaying deferred batches one by one must number them as their fold did.
         let valid = |i: usize| key.is_valid(i);
         for (i, &code) in codes.iter().enumerate() {
             let known = self.slot_of_code.get(code as usize).is_some_and(|&s| s != NO_SLOT);
             if !known && valid(i) {
                 self.slot_of_key(Some(code));
+            } else if self.null_slot.is_none() && !valid(i) {
+                self.slot_of_key(None);
             }
         }
-        let null = match key.validity().is_some_and(|v| !v.all_set()) {
-            true => self.slot_of_key(None) as u32,
-            false => NO_SLOT,
-        };
+        let null = self.null_slot.map_or(NO_SLOT, |s| s as u32);
         let mut scratch = std::mem::take(&mut self.target_of_slot);
         scratch.resize(self.parts.len(), split::NO_TARGET);
         let slots = &self.slot_of_code;
@@ -1389,16 +1390,17 @@ const PARALLEL_APPEND_ROWS: usize = 100_000;
 /// From this many rows, a batch spread thin over many partitions fills them on every core...
 /// (Helper threads cost a few hundred microseconds a call here: from 16Ki rows, 16-64Ki-row
 /// inserts over 100 symbols ran at 14-22M rows/s against 34-37M on the caller alone. Batches
-/// this thin of 100k rows and more take `split_batch`'s path instead.)
+/// of 100k rows and more take `split_batch`'s path instead, unless they are thinner than
+/// [`THIN_SPLIT_ROWS`].)
 const PARALLEL_SPREAD_ROWS: usize = 64 * 1024;
+
+/// ...taking the partitions in about this many runs.
+const SPREAD_RUNS: usize = 64;
 
 /// A batch with fewer rows than this a partition it touches, however many rows, is spread
 /// ([`Table::append_spread`]) rather than split into a buffer per partition: folds of 256Ki
 /// deferred rows over 100k partitions spent a third of their time allocating those buffers.
 const THIN_SPLIT_ROWS: usize = 16;
-
-/// ...taking the partitions in about this many runs.
-const SPREAD_RUNS: usize = 64;
 
 /// Column `dst` to append `extra` rows to. One a reader still holds (a query, or a checkpoint
 /// writing its snapshot: during a bulk load, every partition's columns) is copied with room

@@ -59,6 +59,11 @@ impl Placement {
         Placement { part, targets, sizes }
     }
 
+    /// All `n` rows to partition slot `slot`.
+    pub(super) fn one(slot: usize, n: usize) -> Placement {
+        Placement { part: vec![0; n], targets: vec![slot], sizes: vec![n] }
+    }
+
     /// The rows whose partition slots `slots` yields in row order, in one pass: `scratch` maps
     /// a slot to its target meanwhile. It must hold [`NO_TARGET`] at every slot `slots` yields,
     /// and is left so (only the targets' entries are reset), so one scratch of the table's
