@@ -71,6 +71,22 @@ def differences(db, files: list[str], tables: tuple = ()) -> tuple[int, int, int
     return extra, missing, ours.num_rows
 
 
+def load_and_die(d, files: list[str], load: str) -> None:
+    """A process that makes table `t` in the durable database `d`, runs `load` (Python, `f`
+    a file's path) for each file and dies with no checkpoint: the log alone holds the rows."""
+    script = (
+        "import os, sys, pyarrow.parquet as pq, zeptodb\n"
+        f"db = zeptodb.connect({str(d)!r})\n"
+        f"db.execute({DDL!r})\n"
+        f"for f in {files!r}:\n"
+        f"    {load}\n"
+        "sys.stdout.flush()\n"
+        "os._exit(0)\n"
+    )
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    subprocess.run([sys.executable, "-c", script], check=True, env=env, timeout=300)
+
+
 def test_copy_from_parquet_holds_the_files_rows(tmp_path):
     files = [write(tmp_path / "a.parquet", data(1, ROWS, 10**12)), write(tmp_path / "b.parquet", data(2, ROWS, 0))]
     db = zeptodb.connect()
@@ -91,17 +107,7 @@ def test_copy_from_parquet_is_replayed_from_the_log(tmp_path):
     """A process that loads and dies without a checkpoint: the log alone holds the rows."""
     files = [write(tmp_path / "a.parquet", data(3, ROWS, 0)), write(tmp_path / "b.parquet", data(4, ROWS, 5 * 10**11))]
     d = tmp_path / "db"
-    script = (
-        "import os, sys, zeptodb\n"
-        f"db = zeptodb.connect({str(d)!r})\n"
-        f"db.execute({DDL!r})\n"
-        f"for f in {files!r}:\n"
-        "    db.execute(f\"COPY t FROM '{f}'\")\n"
-        "sys.stdout.flush()\n"
-        "os._exit(0)\n"
-    )
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
-    subprocess.run([sys.executable, "-c", script], check=True, env=env, timeout=300)
+    load_and_die(d, files, "db.execute(f\"COPY t FROM '{f}'\")")
     assert not list((d / "checkpoint").glob("*.manifest")), "no checkpoint was written: the log is replayed"
     db = zeptodb.connect(d)
     assert differences(db, files) == (0, 0, 2 * ROWS)
@@ -171,17 +177,7 @@ def test_thin_inserts_into_a_wide_table_hold_their_rows(tmp_path):
     assert differences(db, files) == (0, 0, sum(x.num_rows for x in batches))
 
     d = tmp_path / "db"
-    script = (
-        "import os, sys, pyarrow.parquet as pq, zeptodb\n"
-        f"db = zeptodb.connect({str(d)!r})\n"
-        f"db.execute({DDL!r})\n"
-        f"for f in {files!r}:\n"
-        "    db.insert('t', pq.read_table(f))\n"
-        "sys.stdout.flush()\n"
-        "os._exit(0)\n"
-    )
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
-    subprocess.run([sys.executable, "-c", script], check=True, env=env, timeout=300)
+    load_and_die(d, files, "db.insert('t', pq.read_table(f))")
     db = zeptodb.connect(d)
     assert differences(db, files) == (0, 0, sum(x.num_rows for x in batches))
     db.close()
