@@ -114,6 +114,24 @@ def wait_running(http_port, n, what):
         time.sleep(0.02)
 
 
+def admitted(attempt, busy, what):
+    """`attempt()`'s answer once it is not refused as busy (`busy(answer or error)`), tried
+    for at most 10 s: a cancelled statement leaves its query slot when it next looks at its
+    cancellation, which may be after `zepto_queries_running` stopped counting it."""
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            answer = attempt()
+        except Exception as e:  # noqa: BLE001 - re-raised unless it is the refusal
+            if not busy(e):
+                raise
+        else:
+            if not busy(answer):
+                return answer
+        assert time.monotonic() < deadline, what
+        time.sleep(0.05)
+
+
 def hold_slot(http_port, sql):
     """A connection whose slow statement `sql`, sent over HTTP, runs (and holds a query slot):
     closing the connection cancels it and frees the slot."""

@@ -12,7 +12,7 @@ import urllib.parse
 import duckdb
 import pytest
 
-from conftest import API_KEY, hold_slot, served, wait_running
+from conftest import API_KEY, admitted, hold_slot, served, wait_running
 from zeptodb._subscribe import _events
 
 AUTH = {"Authorization": f"Bearer {API_KEY}"}
@@ -455,7 +455,13 @@ def test_a_views_subscription_runs_under_the_query_slots():
             assert status == 503 and b"SERVER_BUSY" in body, (status, body)
             slot.close()
             wait_running(p, 0, "the slot never came back")
-            stream = Stream(p, query)
+
+            def busy(s):
+                if s.resp.status == 503:
+                    s.close()
+                return s.resp.status == 503
+
+            stream = admitted(lambda: Stream(p, query), busy, "the slot never came back")
             table = Stream(p, "SELECT id, sym FROM ev WHERE sym = 'A'")
             assert stream.resp.status == 200 and table.resp.status == 200
             slot = hold(p)
