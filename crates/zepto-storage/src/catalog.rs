@@ -802,8 +802,8 @@ impl Catalog {
     /// thin over a wide table's partitions is kept with the rows deferred before it and split
     /// among the partitions with them later (`Table::append_deferred`, `table/defer.rs`);
     /// whoever reads the table next folds them in first, so the rows are as visible as after
-    /// [`Catalog::append`]. Pair it with [`Catalog::layout`], not [`Catalog::snapshot`], to
-    /// read the schema per batch (a snapshot folds the rows in).
+    /// [`Catalog::append`]. Pair it with [`Catalog::layout`] or [`Catalog::current_layout`],
+    /// not [`Catalog::snapshot`], to read the schema per batch (a snapshot folds the rows in).
     pub fn append_deferring(&self, name: &str, columns: Vec<Column>) -> Result<usize, StorageError> {
         self.write_many_deferred(&[name], |tables| {
             let [t] = tables else { return Err(StorageError::Internal("one table asked for, not one given".into())) };
