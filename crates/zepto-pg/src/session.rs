@@ -78,7 +78,8 @@ pub enum Answer {
 }
 
 /// The statements of a script: `(byte offset, text)` of each piece between top-level `;`s
-/// (not inside quotes or comments), empty pieces left out.
+/// (not inside quotes or comments), empty pieces left out. In an escape string (`E'...'`, as
+/// the lexer reads it) a backslash escapes the next byte, so `E'it\'s; x'` is one string.
 pub fn split(sql: &str) -> Vec<(usize, &str)> {
     fn push<'a>(sql: &'a str, from: usize, to: usize, out: &mut Vec<(usize, &'a str)>) {
         if let Some(piece) = sql.get(from..to).filter(|p| !p.trim().is_empty()) {
@@ -91,10 +92,14 @@ pub fn split(sql: &str) -> Vec<(usize, &str)> {
         i += 1;
         match c {
             b'\'' | b'"' => {
+                let escapes = c == b'\'' && escape_string_at(b, i - 1);
                 while let Some(&d) = b.get(i) {
                     i += 1;
                     if d == c {
                         break;
+                    }
+                    if escapes && d == b'\\' {
+                        i += 1;
                     }
                 }
             }
@@ -119,6 +124,13 @@ pub fn split(sql: &str) -> Vec<(usize, &str)> {
     }
     push(sql, start, b.len(), &mut out);
     out
+}
+
+/// Whether the quote at `q` opens an escape string: an `E` (or `e`) before it that starts a
+/// token (`date'...'` is a typed literal, not one).
+fn escape_string_at(b: &[u8], q: usize) -> bool {
+    let ident = |c: u8| c.is_ascii_alphanumeric() || c == b'_' || c >= 0x80;
+    q >= 1 && matches!(b[q - 1], b'E' | b'e') && (q < 2 || !ident(b[q - 2]))
 }
 
 /// `sql` folded for matching: lower case, runs of white space as one space, no trailing `;`.
@@ -209,6 +221,18 @@ mod tests {
         assert_eq!(split("SELECT 1")[0], (0, "SELECT 1"));
         assert_eq!(split("SELECT 1; SELECT 2")[1], (9, " SELECT 2"));
         assert!(split(" ; ").is_empty());
+    }
+
+    /// A backslash escapes the quote after it in an `E'...'` string only: the `;` after an
+    /// escaped quote is inside the string, and a typed literal's backslash escapes nothing.
+    #[test]
+    fn escape_strings_keep_their_escaped_quotes() {
+        let pieces = |sql| split(sql).into_iter().map(|(_, p)| p.trim()).collect::<Vec<_>>();
+        assert_eq!(pieces(r"SELECT E'it\'s; here'; SELECT 2"), [r"SELECT E'it\'s; here'", "SELECT 2"]);
+        assert_eq!(pieces(r"SELECT e'a\\'; SELECT 2"), [r"SELECT e'a\\'", "SELECT 2"]);
+        assert_eq!(pieces(r"SELECT (E'\';');SELECT 3"), [r"SELECT (E'\';')", "SELECT 3"]);
+        assert_eq!(pieces(r"SELECT date'x\'; SELECT 2"), [r"SELECT date'x\'", "SELECT 2"]);
+        assert_eq!(pieces(r"SELECT 'a\'; SELECT 2"), [r"SELECT 'a\'", "SELECT 2"]);
     }
 
     #[test]
