@@ -127,3 +127,61 @@ fn what_a_residual_cannot_go_with_is_refused() {
         assert!(err.contains(says), "{sql}: {err}");
     }
 }
+
+/// `rows` with a DOUBLE `w` beside `v`: on the right side (`odd`) NaN, both infinities and
+/// NULL now and then, which block summaries must never rule a block out on.
+fn load_w(e: &Engine, table: &str, key_type: &str, rows: &[Row], odd: bool) {
+    e.execute(&format!("CREATE TABLE {table} (ts TIMESTAMP, k {key_type}, id BIGINT, v BIGINT, w DOUBLE)"))
+        .expect("create");
+    let w = |id: i64, v: i64| match id % 97 {
+        _ if !odd => format!("{}", (v * 7919 % 1000) as f64 + 0.5),
+        5 => "'NaN'::DOUBLE".into(),
+        11 => "'inf'::DOUBLE".into(),
+        17 => "'-inf'::DOUBLE".into(),
+        23 | 31 => "NULL".into(),
+        _ => format!("{}", (v * 7919 % 1000) as f64 + 0.25),
+    };
+    let values: Vec<String> = rows
+        .iter()
+        .map(|&(id, k, t, v)| {
+            format!("(TIMESTAMP '2024-01-01' + INTERVAL '{t} microseconds', '{k}', {id}, {v}, {})", w(id, v))
+        })
+        .collect();
+    for chunk in values.chunks(500) {
+        e.execute(&format!("INSERT INTO {table} VALUES {}", chunk.join(", "))).expect("insert");
+    }
+}
+
+/// Conditions that move one way with each right column, most rarely true, so walks pass over
+/// long stretches of right rows by their blocks' summaries: the same matches as the same
+/// condition under `coalesce(.., false)`, which no summary reads (so walks try every pair).
+#[test]
+fn blocks_a_condition_rules_out_change_no_match() {
+    let (l, r) = (rows(2000, 0, 0x5151_7e57), rows(6000, 1, 0x0dd_ba11));
+    let conditions = [
+        "r.w - l.w > 990",
+        "l.w - r.w * 2 > 1900",
+        "(r.v - l.v >= 995 OR r.w < 1)",
+        "NOT (r.v <= l.v + 990)",
+        "r.v * 3 - l.v > 2900 AND r.w / 4 > 100",
+        "(l.ts - r.ts > INTERVAL '40 microseconds' OR -r.w < -999)",
+        "CAST(r.v AS DOUBLE) + l.w >= 1950",
+    ];
+    for key_type in ["SYMBOL", "VARCHAR"] {
+        let e = Engine::new();
+        load_w(&e, "l", key_type, &l, false);
+        load_w(&e, "r", key_type, &r, true);
+        for (op, kind) in [(">=", "LEFT"), ("<=", "LEFT"), (">", "SEMI")] {
+            for cond in conditions {
+                let sql = |c: &str| {
+                    let pick = if kind == "SEMI" { "NULL::BIGINT" } else { "r.id" };
+                    format!("SELECT l.id, {pick} FROM l ASOF {kind} JOIN r ON l.k = r.k AND {c} AND l.ts {op} r.ts")
+                };
+                let (fast, every_pair) = (got(&e, &sql(cond)), got(&e, &sql(&format!("coalesce({cond}, false)"))));
+                let hits = every_pair.iter().filter(|x| kind == "SEMI" || x.1.is_some()).count();
+                assert!(hits > 10, "{cond}: {hits} matches");
+                assert_eq!(fast, every_pair, "{key_type} {op} {kind}: {cond}");
+            }
+        }
+    }
+}

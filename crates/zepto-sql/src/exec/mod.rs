@@ -6,6 +6,7 @@ pub mod accum;
 pub mod aggregate;
 mod ann;
 pub mod asof;
+mod asof_bounds;
 mod asof_walk;
 mod bucket_topn;
 mod bundle;
