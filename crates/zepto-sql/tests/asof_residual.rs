@@ -128,23 +128,29 @@ fn what_a_residual_cannot_go_with_is_refused() {
     }
 }
 
-/// `rows` with a DOUBLE `w` beside `v`: on the right side (`odd`) NaN, both infinities and
-/// NULL now and then, which block summaries must never rule a block out on.
+/// `rows` with a DOUBLE `w` and a BIGINT `big` beside `v`: on the right side (`odd`) NaN, both
+/// infinities, NULL and -1e308 (finite, but ten times it is not) now and then in `w`, and
+/// `big` past INTEGER's range; on the left, `w` is -inf now and then. Block summaries must
+/// never rule a block out on any of these.
 fn load_w(e: &Engine, table: &str, key_type: &str, rows: &[Row], odd: bool) {
-    e.execute(&format!("CREATE TABLE {table} (ts TIMESTAMP, k {key_type}, id BIGINT, v BIGINT, w DOUBLE)"))
-        .expect("create");
+    let ddl = format!("CREATE TABLE {table} (ts TIMESTAMP, k {key_type}, id BIGINT, v BIGINT, w DOUBLE, big BIGINT)");
+    e.execute(&ddl).expect("create");
     let w = |id: i64, v: i64| match id % 97 {
+        _ if !odd && id % 11 == 3 => "'-inf'::DOUBLE".into(),
         _ if !odd => format!("{}", (v * 7919 % 1000) as f64 + 0.5),
         5 => "'NaN'::DOUBLE".into(),
         11 => "'inf'::DOUBLE".into(),
         17 => "'-inf'::DOUBLE".into(),
         23 | 31 => "NULL".into(),
+        41 => "-1e308".into(),
         _ => format!("{}", (v * 7919 % 1000) as f64 + 0.25),
     };
+    let big = |id: i64, v: i64| if id % 7 == 3 { v + 5_000_000_000 } else { v };
     let values: Vec<String> = rows
         .iter()
         .map(|&(id, k, t, v)| {
-            format!("(TIMESTAMP '2024-01-01' + INTERVAL '{t} microseconds', '{k}', {id}, {v}, {})", w(id, v))
+            let at = format!("TIMESTAMP '2024-01-01' + INTERVAL '{t} microseconds'");
+            format!("({at}, '{k}', {id}, {v}, {}, {})", w(id, v), big(id, v))
         })
         .collect();
     for chunk in values.chunks(500) {
@@ -166,6 +172,11 @@ fn blocks_a_condition_rules_out_change_no_match() {
         "r.v * 3 - l.v > 2900 AND r.w / 4 > 100",
         "(l.ts - r.ts > INTERVAL '40 microseconds' OR -r.w < -999)",
         "CAST(r.v AS DOUBLE) + l.w >= 1950",
+        // An extreme out of INTEGER's range is NULL, not the block's best value.
+        "TRY_CAST(r.big AS INTEGER) - l.v > 990",
+        // Ten times -1e308 is -inf: with a left -inf that is NaN, where the block's other rows
+        // give -inf >= -inf.
+        "(l.w - r.w * 10 >= l.w AND r.v - l.id * 0 > 980)",
     ];
     for key_type in ["SYMBOL", "VARCHAR"] {
         let e = Engine::new();

@@ -9,12 +9,14 @@
 //! over a summary row per block instead of per right row, a miss rules out the whole block.
 //!
 //! [`Trends::of`] finds each right column's favourable side, or gives up: a column compared for
-//! equality, under a function, multiplied by another column. The residual must hold (TRUE) at
-//! a match; a NULL in a right row cannot make it TRUE where a value would not (three-valued
-//! logic is monotone in that sense), so extremes ignore NULLs. NaN and the infinities break the
-//! ordering arithmetic relies on: a block holding one in a column the residual reads is always
-//! walked row by row. Integer arithmetic over extremes can overflow where no real pair does:
-//! the caller treats an error of a summary's evaluation as "no summaries".
+//! equality, under a function or `TRY_CAST`, multiplied by another column. The residual must
+//! hold (TRUE) at a match; a NULL in a right row cannot make it TRUE where a value would not
+//! (three-valued logic is monotone in that sense), so extremes ignore NULLs. NaN and the
+//! infinities break the ordering arithmetic relies on: a block holding one in a column the
+//! residual reads is always walked row by row, and a summary is asked [`summary_test`], which
+//! also holds where finite extremes make a NaN (an overflow). Integer arithmetic over extremes
+//! can overflow where no real pair does: the caller walks plainly when a summary's evaluation
+//! fails.
 //!
 //! Summaries come in levels: a level-0 block is [`BLOCK`] positions of the walk's sequence, each
 //! level up [`FANOUT`] blocks of the one below, up to one block for all. They are held as one
@@ -40,6 +42,42 @@ impl Trends {
     /// some right column it reads has no single favourable side.
     pub fn of(residual: &BExpr, nl: usize) -> Option<Trends> {
         truth(residual, nl).map(Trends)
+    }
+}
+
+/// The condition a block's summary row is asked: `residual` with each comparison that must
+/// hold for it to hold (not under a `NOT`) also holding where a DOUBLE operand is NaN. Finite
+/// extremes can make a NaN no row of the block makes (an overflow to an infinity, less another
+/// one), and a comparison with NaN is false; the block must then be walked, not ruled out.
+/// Under a `NOT`, a NaN's false comparison already makes the block one to walk.
+pub(super) fn summary_test(residual: &BExpr) -> BExpr {
+    escape_nan(residual, true)
+}
+
+fn escape_nan(e: &BExpr, positive: bool) -> BExpr {
+    let boolean = |op, left: BExpr, right: BExpr| BExpr::Binary {
+        op,
+        left: Box::new(left),
+        right: Box::new(right),
+        ty: DataType::Bool,
+    };
+    // NOT (x = x): true exactly when x is NaN (NULL when x is NULL).
+    let nan = |x: &BExpr| BExpr::Not(Box::new(boolean(BinaryOp::Eq, x.clone(), x.clone())));
+    let float = |x: &BExpr| matches!(x.data_type(), DataType::Float32 | DataType::Float64);
+    match e {
+        BExpr::Not(x) => BExpr::Not(Box::new(escape_nan(x, !positive))),
+        BExpr::Binary { op: op @ (BinaryOp::And | BinaryOp::Or), left, right, ty } => BExpr::Binary {
+            op: *op,
+            left: Box::new(escape_nan(left, positive)),
+            right: Box::new(escape_nan(right, positive)),
+            ty: *ty,
+        },
+        BExpr::Binary { op: BinaryOp::Gt | BinaryOp::GtEq | BinaryOp::Lt | BinaryOp::LtEq, left, right, .. }
+            if positive && (float(left) || float(right)) =>
+        {
+            boolean(BinaryOp::Or, boolean(BinaryOp::Or, e.clone(), nan(left)), nan(right))
+        }
+        _ => e.clone(),
     }
 }
 
@@ -71,7 +109,8 @@ fn value(e: &BExpr, nl: usize) -> Option<Vec<(usize, bool)>> {
     match e {
         BExpr::Col(i, ty) if ordered(*ty) => Some(vec![(i - nl, true)]),
         BExpr::Neg(x) => value(x, nl).map(flip),
-        BExpr::Cast { expr, to, .. } if ordered(*to) && ordered(expr.data_type()) => value(expr, nl),
+        // Not TRY_CAST: it turns a value out of range into NULL, an extreme's included.
+        BExpr::Cast { expr, to, try_: false } if ordered(*to) && ordered(expr.data_type()) => value(expr, nl),
         BExpr::Binary { op, left, right, ty } if ordered(*ty) => match op {
             BinaryOp::Add => merge(value(left, nl)?, value(right, nl)?),
             BinaryOp::Sub => merge(value(left, nl)?, flip(value(right, nl)?)),
@@ -96,7 +135,8 @@ fn ordered(t: DataType) -> bool {
     matches!(t, D::Int32 | D::Int64 | D::Float32 | D::Float64 | D::Timestamp | D::Date | D::Interval)
 }
 
-/// A numeric literal's sign (`true`: positive); `None` for zero, NaN, NULL or no literal.
+/// A numeric literal's sign (`true`: positive); `None` for zero, an infinity, NaN, NULL or no
+/// literal (a product by an infinity makes NaN of a zero).
 fn lit_sign(e: &BExpr) -> Option<bool> {
     let BExpr::Lit(v, _) = e else { return None };
     let x = match *v {
@@ -106,7 +146,7 @@ fn lit_sign(e: &BExpr) -> Option<bool> {
         Value::Float64(x) => x,
         _ => return None,
     };
-    (x != 0.0 && !x.is_nan()).then_some(x > 0.0)
+    (x != 0.0 && x.is_finite()).then_some(x > 0.0)
 }
 
 fn flip(t: Vec<(usize, bool)>) -> Vec<(usize, bool)> {

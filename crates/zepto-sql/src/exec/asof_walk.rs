@@ -17,7 +17,7 @@
 //! whose key never satisfies the condition then costs a few questions per level of blocks, not
 //! its key's history: X3 of the benchmark at 1M rows went from 151 s to 87 ms.
 
-use super::asof_bounds::{Blocks, Trends, BLOCK};
+use super::asof_bounds::{summary_test, Blocks, Trends, BLOCK};
 use super::eval::eval;
 use super::{Batch, ExecContext};
 use crate::error::Result;
@@ -73,9 +73,10 @@ pub(super) fn walk(
     let blocks = (!rest.is_empty() && positions > BLOCK)
         .then(|| Trends::of(residual, l.columns.len()))
         .flatten()
-        .and_then(|t| Blocks::build(r, seq, positions, &t));
+        .and_then(|t| Blocks::build(r, seq, positions, &t))
+        .map(|b| (b, summary_test(residual)));
     let rest = match blocks {
-        Some(b) => skipping(&sides, &b, rest, out)?,
+        Some((b, test)) => skipping(&sides, (&b, &test), rest, out),
         None => rest,
     };
     let (mut active, mut width) = (rest, 2usize);
@@ -149,9 +150,11 @@ struct Skip {
 /// The walks `walks` on over `blocks` until each finds its match or its end (set in `out`),
 /// at most [`ROUND_PAIRS`] pairs a round. A round asks each walk's block, or tries the rows of
 /// a block its summary could not rule out; a block ruled out is passed over and the next
-/// question is about the block a level up. Walks whose summaries could not be evaluated (an
-/// overflow of integer extremes) come back to be walked plainly.
-fn skipping(s: &Sides, blocks: &Blocks, walks: Vec<Walk>, out: &mut [u32]) -> Result<Vec<Walk>> {
+/// question is about the block a level up. `test` is what a summary row is asked
+/// ([`summary_test`]). Walks whose round fails (an overflow of integer extremes, or an error in
+/// a row past the match that a plain walk might not reach) come back to be walked plainly,
+/// from where they stand.
+fn skipping(s: &Sides, (blocks, test): (&Blocks, &BExpr), walks: Vec<Walk>, out: &mut [u32]) -> Vec<Walk> {
     let mut plain = Vec::new();
     for chunk in walks.chunks(ROUND_PAIRS / BLOCK) {
         let mut active: Vec<Skip> = chunk.iter().map(|&walk| Skip { walk, level: Some(0) }).collect();
@@ -160,18 +163,22 @@ fn skipping(s: &Sides, blocks: &Blocks, walks: Vec<Walk>, out: &mut [u32]) -> Re
                 .iter()
                 .filter_map(|k| k.level.map(|lv| (k.walk.left, blocks.row(lv, k.walk.from as usize).0 as u32)))
                 .unzip();
-            let Ok(may) = holds(s.ctx, s.residual, s.read, (s.l, &blocks.summary), &li, &ri) else {
-                plain.extend(active.iter().map(|k| k.walk));
-                break;
-            };
-            active = step_all(s, blocks, active, &may, out)?;
+            let may = holds(s.ctx, test, s.read, (s.l, &blocks.summary), &li, &ri);
+            match may.and_then(|may| step_all(s, blocks, &active, &may, out)) {
+                Ok(next) => active = next,
+                Err(_) => {
+                    plain.extend(active.iter().map(|k| k.walk));
+                    break;
+                }
+            }
         }
     }
-    Ok(plain)
+    plain
 }
 
-/// One round of [`skipping`]: `may[i]` answers the `i`-th walk asked about a block.
-fn step_all(s: &Sides, blocks: &Blocks, active: Vec<Skip>, may: &[bool], out: &mut [u32]) -> Result<Vec<Skip>> {
+/// One round of [`skipping`]: `may[i]` answers the `i`-th walk asked about a block. Sets
+/// nothing in `out` when it fails.
+fn step_all(s: &Sides, blocks: &Blocks, active: &[Skip], may: &[bool], out: &mut [u32]) -> Result<Vec<Skip>> {
     // The rows of the level-0 block of each walk that tries rows this round, in walk order.
     let (mut li, mut ri, mut spans) = (Vec::new(), Vec::new(), Vec::new());
     for k in active.iter().filter(|k| k.level.is_none()) {
@@ -186,7 +193,7 @@ fn step_all(s: &Sides, blocks: &Blocks, active: Vec<Skip>, may: &[bool], out: &m
     }
     let hits = holds(s.ctx, s.residual, s.read, (s.l, s.r), &li, &ri)?;
     let (mut asked, mut tried, mut next) = (0, 0, Vec::with_capacity(active.len()));
-    for k in active {
+    for &k in active {
         let w = k.walk;
         let (row, first, last) = blocks.row(k.level.unwrap_or(0), w.from as usize);
         let level = match k.level {
