@@ -13,7 +13,8 @@
 //! hold (TRUE) at a match; a NULL in a right row cannot make it TRUE where a value would not
 //! (three-valued logic is monotone in that sense), so extremes ignore NULLs. NaN and the
 //! infinities break the ordering arithmetic relies on: a block holding one in a column the
-//! residual reads is always walked row by row, and a summary is asked [`summary_test`], which
+//! residual reads (for times: one past ±2^62 ns, near the infinite times, which arithmetic
+//! leaves in place) is always walked row by row, and a summary is asked [`summary_test`], which
 //! also holds where finite extremes make a NaN (an overflow). Integer arithmetic over extremes
 //! can overflow where no real pair does: the caller walks plainly when a summary's evaluation
 //! fails.
@@ -31,6 +32,9 @@ use zepto_storage::{Bitmap, Column, ColumnData, DataType, Value};
 pub(super) const BLOCK: usize = 32;
 /// Blocks of a level per block of the level above.
 const FANOUT: usize = 32;
+/// Nanoseconds from the epoch past which a time is summarized as not finite (2^62: the years
+/// 1823 to 2116), far from the infinite times' sentinels at ±(2^63 - 1).
+const FAR_TIME: u64 = 1 << 62;
 
 /// For each right column a residual reads (by its index among the right columns), whether
 /// larger values make the residual more likely to hold (`true`) or smaller ones (`false`).
@@ -239,7 +243,9 @@ fn summarize(
         ColumnData::Int32(v) => levels!(v, Int32, |_| true),
         ColumnData::Date(v) => levels!(v, Date, |_| true),
         ColumnData::Int64(v) => levels!(v, Int64, |_| true),
-        ColumnData::Timestamp(v) => levels!(v, Timestamp, |_| true),
+        // `'infinity'` and `'-infinity'` stay put under arithmetic where a finite time near
+        // them may land past them: a block of times beyond ±2^62 ns (1823..2116) is walked.
+        ColumnData::Timestamp(v) => levels!(v, Timestamp, |x: i64| x.unsigned_abs() <= FAR_TIME),
         ColumnData::Interval(v) => levels!(v, Interval, |_| true),
         ColumnData::Float32(v) => levels!(v, Float32, |x: f32| x.is_finite()),
         ColumnData::Float64(v) => levels!(v, Float64, |x: f64| x.is_finite()),
@@ -370,5 +376,19 @@ mod tests {
         assert_eq!(at(0, n - 1), (Value::Float64(0.0), n - 5, n - 1, true));
         assert_eq!(at(1, 0), (Value::Float64(5.0), 0, BLOCK * FANOUT - 1, false));
         assert_eq!(at(2, 7), (Value::Float64(0.0), 0, n - 1, true));
+    }
+
+    /// Times near the infinite ones (which arithmetic leaves in place while a finite time
+    /// next to them moves past them) mark their blocks to be walked; ordinary times do not.
+    #[test]
+    fn blocks_with_times_near_the_infinite_ones_are_walked() {
+        let near = -i64::MAX + 1; // 1677-09-21 00:12:43.145224194: less 2 ns is i64::MIN
+        for (odd, walked) in [(0, false), (zepto_storage::time::TS_NEG_INFINITY, true), (near, true)] {
+            let mut v = vec![1_700_000_000_000_000_000i64; BLOCK];
+            v[9] = odd;
+            let r = Batch::new(vec![Column::new(ColumnData::Timestamp(v), None)], BLOCK);
+            let b = Blocks::build(&r, None, BLOCK, &Trends(vec![(0, true)])).expect("times summarize");
+            assert_eq!(b.must_visit(b.row(0, 0).0), walked, "{odd}");
+        }
     }
 }

@@ -139,13 +139,20 @@ impl Sides<'_> {
         Ok(next)
     }
 }
-/// A walk over summaries: its next position (`walk.from`) and the level of the block to ask
-/// about next, `None` to try the rows of its level-0 block.
+/// A walk over summaries: its next position (`walk.from`), the level of the block to ask
+/// about next (`None`: try the rows of its level-0 block), and how many blocks in a row it
+/// tried in vain.
 #[derive(Debug, Clone, Copy)]
 struct Skip {
     walk: Walk,
     level: Option<usize>,
+    vain: u8,
 }
+
+/// Blocks in a row a walk may try in vain before it goes on plainly: summaries that cannot
+/// rule blocks out (a NaN in the left row's own values makes every block worth trying) would
+/// otherwise cost two rounds per 32 rows, where doubling windows cost one per doubling.
+const VAIN_BLOCKS: u8 = 4;
 
 /// The walks `walks` on over `blocks` until each finds its match or its end (set in `out`),
 /// at most [`ROUND_PAIRS`] pairs a round. A round asks each walk's block, or tries the rows of
@@ -157,14 +164,14 @@ struct Skip {
 fn skipping(s: &Sides, (blocks, test): (&Blocks, &BExpr), walks: Vec<Walk>, out: &mut [u32]) -> Vec<Walk> {
     let mut plain = Vec::new();
     for chunk in walks.chunks(ROUND_PAIRS / BLOCK) {
-        let mut active: Vec<Skip> = chunk.iter().map(|&walk| Skip { walk, level: Some(0) }).collect();
+        let mut active: Vec<Skip> = chunk.iter().map(|&walk| Skip { walk, level: Some(0), vain: 0 }).collect();
         while !active.is_empty() {
             let (li, ri): (Vec<u32>, Vec<u32>) = active
                 .iter()
                 .filter_map(|k| k.level.map(|lv| (k.walk.left, blocks.row(lv, k.walk.from as usize).0 as u32)))
                 .unzip();
             let may = holds(s.ctx, test, s.read, (s.l, &blocks.summary), &li, &ri);
-            match may.and_then(|may| step_all(s, blocks, &active, &may, out)) {
+            match may.and_then(|may| step_all(s, blocks, &active, &may, (out, &mut plain))) {
                 Ok(next) => active = next,
                 Err(_) => {
                     plain.extend(active.iter().map(|k| k.walk));
@@ -176,9 +183,15 @@ fn skipping(s: &Sides, (blocks, test): (&Blocks, &BExpr), walks: Vec<Walk>, out:
     plain
 }
 
-/// One round of [`skipping`]: `may[i]` answers the `i`-th walk asked about a block. Sets
-/// nothing in `out` when it fails.
-fn step_all(s: &Sides, blocks: &Blocks, active: &[Skip], may: &[bool], out: &mut [u32]) -> Result<Vec<Skip>> {
+/// One round of [`skipping`]: `may[i]` answers the `i`-th walk asked about a block; walks that
+/// tried [`VAIN_BLOCKS`] blocks in vain go to `plain`. Changes nothing when it fails.
+fn step_all(
+    s: &Sides,
+    blocks: &Blocks,
+    active: &[Skip],
+    may: &[bool],
+    (out, plain): (&mut [u32], &mut Vec<Walk>),
+) -> Result<Vec<Skip>> {
     // The rows of the level-0 block of each walk that tries rows this round, in walk order.
     let (mut li, mut ri, mut spans) = (Vec::new(), Vec::new(), Vec::new());
     for k in active.iter().filter(|k| k.level.is_none()) {
@@ -196,14 +209,15 @@ fn step_all(s: &Sides, blocks: &Blocks, active: &[Skip], may: &[bool], out: &mut
     for &k in active {
         let w = k.walk;
         let (row, first, last) = blocks.row(k.level.unwrap_or(0), w.from as usize);
-        let level = match k.level {
+        // Ruled out: ask a level up next. Tried in vain: one more such block in a row.
+        let (level, vain) = match k.level {
             Some(lv) => {
                 asked += 1;
                 if may[asked - 1] || blocks.must_visit(row) {
-                    next.push(Skip { walk: w, level: lv.checked_sub(1) });
+                    next.push(Skip { level: lv.checked_sub(1), ..k });
                     continue;
                 }
-                Some((lv + 1).min(blocks.levels() - 1))
+                (Some((lv + 1).min(blocks.levels() - 1)), 0)
             }
             None => {
                 let span = spans[tried].clone();
@@ -212,7 +226,7 @@ fn step_all(s: &Sides, blocks: &Blocks, active: &[Skip], may: &[bool], out: &mut
                     out[w.left as usize] = ri[span.start + j];
                     continue;
                 }
-                Some(0)
+                (Some(0), k.vain + 1)
             }
         };
         // Past the block: the walk ends if the block reached its last position.
@@ -222,7 +236,8 @@ fn step_all(s: &Sides, blocks: &Blocks, active: &[Skip], may: &[bool], out: &mut
             (last < w.last as usize).then(|| last as u32 + 1)
         };
         match beyond {
-            Some(from) => next.push(Skip { walk: Walk { from, ..w }, level }),
+            Some(from) if vain >= VAIN_BLOCKS => plain.push(Walk { from, ..w }),
+            Some(from) => next.push(Skip { walk: Walk { from, ..w }, level, vain }),
             None => out[w.left as usize] = NULL_INDEX,
         }
     }
