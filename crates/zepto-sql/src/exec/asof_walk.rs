@@ -139,6 +139,7 @@ impl Sides<'_> {
         Ok(next)
     }
 }
+
 /// A walk over summaries: its next position (`walk.from`), the level of the block to ask
 /// about next (`None`: try the rows of its level-0 block), and how many blocks in a row it
 /// tried in vain.
