@@ -113,13 +113,10 @@ impl Sides<'_> {
         }
     }
 
-    /// One round of plain walking: up to `width` positions of each walk (fewer when the round
-    /// would pass [`ROUND_PAIRS`] pairs), their matches set in `out`; the walks left to go on.
-    fn round(&self, active: Vec<Walk>, width: usize, out: &mut [u32]) -> Result<Vec<Walk>> {
-        let width = width.min((ROUND_PAIRS / active.len().max(1)).max(1));
-        let (mut li, mut ri, mut spans) = (Vec::new(), Vec::new(), Vec::with_capacity(active.len()));
-        for w in &active {
-            let n = w.len().min(width);
+    /// The first `n` positions of each `(walk, n)`, their pairs evaluated at once.
+    fn try_rows(&self, walks: impl Iterator<Item = (Walk, usize)>) -> Result<Tried> {
+        let (mut li, mut ri, mut spans) = (Vec::new(), Vec::new(), Vec::new());
+        for (w, n) in walks {
             spans.push(li.len()..li.len() + n);
             for k in 0..n as u32 {
                 li.push(w.left);
@@ -127,6 +124,14 @@ impl Sides<'_> {
             }
         }
         let hits = holds(self.ctx, self.residual, self.read, (self.l, self.r), &li, &ri)?;
+        Ok(Tried { ri, spans, hits })
+    }
+
+    /// One round of plain walking: up to `width` positions of each walk (fewer when the round
+    /// would pass [`ROUND_PAIRS`] pairs), their matches set in `out`; the walks left to go on.
+    fn round(&self, active: Vec<Walk>, width: usize, out: &mut [u32]) -> Result<Vec<Walk>> {
+        let width = width.min((ROUND_PAIRS / active.len().max(1)).max(1));
+        let Tried { ri, spans, hits } = self.try_rows(active.iter().map(|w| (*w, w.len().min(width))))?;
         let mut next = Vec::new();
         for (w, span) in active.into_iter().zip(spans) {
             let n = span.len();
@@ -138,6 +143,13 @@ impl Sides<'_> {
         }
         Ok(next)
     }
+}
+
+/// Pairs tried at once: their right rows, each walk's span of them, and whether each holds.
+struct Tried {
+    ri: Vec<u32>,
+    spans: Vec<std::ops::Range<usize>>,
+    hits: Vec<bool>,
 }
 
 /// A walk over summaries: its next position (`walk.from`), the level of the block to ask
@@ -194,18 +206,12 @@ fn step_all(
     (out, plain): (&mut [u32], &mut Vec<Walk>),
 ) -> Result<Vec<Skip>> {
     // The rows of the level-0 block of each walk that tries rows this round, in walk order.
-    let (mut li, mut ri, mut spans) = (Vec::new(), Vec::new(), Vec::new());
-    for k in active.iter().filter(|k| k.level.is_none()) {
-        let (_, first, last) = blocks.row(0, k.walk.from as usize);
-        let edge = if s.backward { first.max(k.walk.last as usize) } else { last.min(k.walk.last as usize) };
-        let n = (k.walk.from as usize).abs_diff(edge) + 1;
-        spans.push(li.len()..li.len() + n);
-        for j in 0..n as u32 {
-            li.push(k.walk.left);
-            ri.push(s.row(s.step(k.walk.from, j)));
-        }
-    }
-    let hits = holds(s.ctx, s.residual, s.read, (s.l, s.r), &li, &ri)?;
+    let to_block_edge = |k: &Skip| {
+        let (w, (_, first, last)) = (k.walk, blocks.row(0, k.walk.from as usize));
+        let edge = if s.backward { first.max(w.last as usize) } else { last.min(w.last as usize) };
+        (w, (w.from as usize).abs_diff(edge) + 1)
+    };
+    let Tried { ri, spans, hits } = s.try_rows(active.iter().filter(|k| k.level.is_none()).map(to_block_edge))?;
     let (mut asked, mut tried, mut next) = (0, 0, Vec::with_capacity(active.len()));
     for &k in active {
         let w = k.walk;
