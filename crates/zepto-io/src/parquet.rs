@@ -410,6 +410,7 @@ mod tests {
             def("px", DataType::Float64),
             def("name", DataType::Varchar),
         ];
+        grouped_equals_whole_split(&p, &defs, 1);
         // Room made for fewer rows than the file has, too: the rest is reserved on the way.
         for (batch_rows, prealloc_rows) in [(1_237, 1 << 24), (4_096, 10_000), (BATCH_ROWS, 1 << 24), (BATCH_ROWS, 1)] {
             let back = read_batched(&p, &defs, Sizes { batch_rows, prealloc_rows }, &crate::unchecked).expect("reads");
@@ -430,16 +431,48 @@ mod tests {
         let whole = read_parquet(p, &schema).expect("reads");
         let groups = KeyGroups::of(whole[key].clone()).expect("a SYMBOL key");
         let got = read_parquet_grouped(p, &schema, key, &crate::unchecked).expect("reads").expect("has the key");
+        same_groups(&whole, &groups, &got);
+        let no_key = [def("nope", DataType::Symbol), def("ts", DataType::Timestamp)];
+        assert!(read_parquet_grouped(p, &no_key, 0, &crate::unchecked).expect("reads").is_none());
+    }
+
+    /// `got` holds the rows of `whole` split by `groups`: same groups, same rows and NULLs.
+    fn same_groups(whole: &[Column], groups: &KeyGroups, got: &[Vec<Column>]) {
         assert_eq!(got.len(), groups.sizes().len());
         for (c, w) in whole.iter().enumerate() {
-            for (g, (want, part)) in groups.split(w).iter().zip(&got).enumerate() {
+            for (g, (want, part)) in groups.split(w).iter().zip(got).enumerate() {
                 let part = &part[c];
                 assert_eq!(part.len(), want.len(), "column {c}, group {g}");
+                assert_eq!(part.data_type(), want.data_type(), "column {c}, group {g}");
+                assert_eq!(part.null_count(), want.null_count(), "column {c}, group {g}");
                 assert!((0..want.len()).all(|i| part.get(i) == want.get(i)), "column {c}, group {g}");
             }
         }
-        let no_key = [def("nope", DataType::Symbol), def("ts", DataType::Timestamp)];
-        assert!(read_parquet_grouped(p, &no_key, 0, &crate::unchecked).expect("reads").is_none());
+    }
+
+    #[test]
+    fn every_type_grouped_across_row_groups() {
+        let (defs, cols) = every_type();
+        let names: Vec<String> = defs.iter().map(|d| d.name.clone()).collect();
+        let p = tmp("grouped-rg");
+        // Five rows in row groups of two, each with its own dictionaries.
+        crate::parquet_writer::write_groups(&p, &names, one(&cols, 5), 2).expect("writes");
+        grouped_equals_whole_split(&p, &defs, 9);
+        std::fs::remove_file(&p).expect("cleanup");
+    }
+
+    #[test]
+    fn a_grouped_read_reports_a_bad_value_at_its_file_row() {
+        use Value::*;
+        let syms: Vec<Value> = ["a", "b", "a", "c", "b", "a"].iter().map(|s| Str(s.to_string())).collect();
+        let ls: Vec<Value> = [0, 1, 2, 3, 1 << 40, 5].into_iter().map(Int64).collect();
+        let cols = vec![col(DataType::Symbol, &syms), col(DataType::Int64, &ls)];
+        let p = tmp("grouped-err");
+        crate::parquet_writer::write_groups(&p, &["sym".into(), "l".into()], one(&cols, 6), 2).expect("writes");
+        let narrow = vec![def("sym", DataType::Symbol), def("l", DataType::Int32)];
+        let e = read_parquet_grouped(&p, &narrow, 0, &crate::unchecked).expect_err("2^40 is no INTEGER");
+        assert_eq!(e.row(), Some(5), "{e}"); // rows count from 1
+        std::fs::remove_file(&p).expect("cleanup");
     }
 
     #[test]

@@ -2,8 +2,12 @@
 //! (`grouped.rs` says why). Each column gets a reader of its own, on its own core.
 //!
 //! (Splitting one column from several runs of row groups at once, each writing its own
-//! stretch of every group, was measured too: a 10M-row load was 0.1-0.2 s slower, the zeroed
-//! buffers it needs costing more than the better balance gained.)
+//! stretch of every group, was measured twice. With zeroed buffers, a 10M-row load was
+//! 0.1-0.2 s slower, the zeroing costing more than the better balance gained. With stretches
+//! written once, uninitialized until then (2026-12-02): no change beyond the noise on two
+//! cores, for the benchmark's trades and quotes and for a table of one value column. A split
+//! is bound by page faults on its fresh buffers (about one per 4 KiB written, a third of a
+//! load's time on a VM), not by how many cores run it.)
 #![cfg_attr(not(test), deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used))]
 
 use crate::grouped::{into_groups, split_columns, Splitter};
