@@ -1035,6 +1035,35 @@ impl Expr {
             _ => None,
         }
     }
+
+    /// The expression's text (its `Display`), if it is at most `limit` bytes: the binder
+    /// matches expressions by text against a few known ones (select items, grouping keys), and
+    /// a text longer than all of them matches none, so a long one (a vector of 384 numbers) is
+    /// not written out whole to learn that.
+    pub fn text_within(&self, limit: usize) -> Option<String> {
+        use fmt::Write;
+        let mut w = Bounded { text: String::new(), limit, over: false };
+        let written = write!(w, "{self}");
+        (written.is_ok() && !w.over).then_some(w.text)
+    }
+}
+
+/// A text that refuses to grow past `limit` bytes ([`Expr::text_within`]).
+struct Bounded {
+    text: String,
+    limit: usize,
+    over: bool,
+}
+
+impl fmt::Write for Bounded {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        if self.over || self.text.len() + s.len() > self.limit {
+            self.over = true;
+            return Err(fmt::Error);
+        }
+        self.text.push_str(s);
+        Ok(())
+    }
 }
 
 fn comma<T: fmt::Display>(f: &mut fmt::Formatter<'_>, items: &[T]) -> fmt::Result {

@@ -154,7 +154,12 @@ pub fn tokenize(sql: &str, interrupt: &dyn Fn() -> Result<()>) -> Result<Vec<Tok
             out.push(Token { tok: Tok::Ident(sql[start..i].to_string()), pos, end: i });
             continue;
         }
-        match OPS.iter().find(|op| sql[i..].starts_with(**op)) {
+        // The first byte first: most operators are one byte (a comma between each of a long
+        // vector's or IN list's numbers), and a `starts_with` per entry is a `memcmp` call.
+        match OPS
+            .iter()
+            .find(|op| op.as_bytes().first() == Some(&c) && b.get(i..).is_some_and(|r| r.starts_with(op.as_bytes())))
+        {
             Some(op) => {
                 i += op.len();
                 out.push(Token { tok: Tok::Op(op), pos, end: i });

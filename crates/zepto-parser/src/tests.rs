@@ -40,6 +40,41 @@ fn precedence() {
 }
 
 #[test]
+fn text_within_a_limit_is_the_whole_text_or_none() {
+    let sql = "SELECT array_cosine_distance(emb, [0.25, -1.5, 3e-7]) + 1 FROM t";
+    let Statement::Query(q) = one(sql) else { panic!("query") };
+    let SetExpr::Select(s) = &q.body else { panic!("select") };
+    let SelectItem::Expr { expr, .. } = &s.items[0] else { panic!("expr") };
+    let whole = expr.to_string();
+    assert_eq!(expr.text_within(whole.len()).as_deref(), Some(whole.as_str()));
+    assert_eq!(expr.text_within(usize::MAX).as_deref(), Some(whole.as_str()));
+    for limit in [0, 1, 20, whole.len() - 1] {
+        assert_eq!(expr.text_within(limit), None, "limit {limit} of {}", whole.len());
+    }
+}
+
+#[test]
+fn operators_after_long_runs_of_numbers() {
+    // The lexer picks an operator by its first byte, then its length: each kind still reads.
+    let nums: Vec<String> = (0..1000).map(|i| format!("{i}.5")).collect();
+    let sql = format!("SELECT [{}] || [1] , a::INT, b !~* 'x', c <> d, e >= f, g // 2, h @ 1", nums.join(","));
+    let e = parse_statement(&sql).expect_err("@ is no operator");
+    assert!(e.to_string().contains("unexpected character '@'"), "{e}");
+    let sql = format!("SELECT [{}] || [1], a::INT, b !~* 'x', c <> d, e >= f, g // 2, h ~ 'y' FROM t", nums.join(","));
+    let Statement::Query(q) = one(&sql) else { panic!("query") };
+    let SetExpr::Select(s) = &q.body else { panic!("select") };
+    let texts: Vec<String> = s
+        .items
+        .iter()
+        .skip(1)
+        .map(|it| if let SelectItem::Expr { expr, .. } = it { expr.to_string() } else { String::new() })
+        .collect();
+    assert_eq!(texts.len(), 6);
+    assert!(texts[0].starts_with("CAST(a AS INT"), "{}", texts[0]);
+    assert!(texts[2] == "(c <> d)" && texts[3] == "(e >= f)" && texts[4] == "(g // 2)", "{texts:?}");
+}
+
+#[test]
 fn errors_carry_positions() {
     let e = parse_statement("SELECT a,\n  ) FROM t").expect_err("bad");
     assert_eq!(e.code(), "SQL_PARSE");

@@ -419,8 +419,10 @@ impl ExprBinder<'_> {
             }
         }
         if let Some(agg) = self.agg {
-            let key = e.to_string();
-            if let Some(k) = agg.keys.iter().position(|(s, _, _)| *s == key) {
+            // Matched by text; a text longer than every key's and call's matches none.
+            let longest = agg.keys.iter().map(|k| k.0.len()).chain(agg.aggs.iter().map(|a| a.0.len())).max();
+            let key = longest.and_then(|n| e.text_within(n));
+            if let Some(k) = agg.keys.iter().position(|(s, _, _)| Some(s) == key.as_ref()) {
                 return Ok(BExpr::Col(k, agg.keys[k].2));
             }
             if let Expr::Func(f) = e {
@@ -428,8 +430,8 @@ impl ExprBinder<'_> {
                     let j = agg
                         .aggs
                         .iter()
-                        .position(|(s, _)| *s == key)
-                        .ok_or_else(|| SqlError::Internal(format!("aggregate {key} was not collected")))?;
+                        .position(|(s, _)| Some(s) == key.as_ref())
+                        .ok_or_else(|| SqlError::Internal(format!("aggregate {e} was not collected")))?;
                     return Ok(BExpr::Col(agg.keys.len() + j, agg.aggs[j].1));
                 }
             }

@@ -1555,8 +1555,14 @@ fn select_list_position(e: &Expr, items: &[Item], fields: &[Field]) -> Option<us
         }
         _ => None,
     };
-    let text = e.to_string();
-    by_name.or_else(|| items.iter().position(|it| matches!(it, Item::Ast { expr, .. } if expr.to_string() == text)))
+    by_name.or_else(|| {
+        let texts: Vec<Option<String>> = items
+            .iter()
+            .map(|it| if let Item::Ast { expr, .. } = it { Some(expr.to_string()) } else { None })
+            .collect();
+        let text = e.text_within(texts.iter().flatten().map(String::len).max()?)?;
+        texts.iter().position(|t| t.as_ref() == Some(&text))
+    })
 }
 
 fn expand_items(items: &[SelectItem], scope: &[Field]) -> Result<Vec<Item>> {
