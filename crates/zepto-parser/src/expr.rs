@@ -341,6 +341,10 @@ impl Parser {
                 self.advance();
                 self.vector_literal(pos)
             }
+            Tok::Vector(_) => match self.advance() {
+                Tok::Vector(v) => Ok(Expr::Lit(Literal::Vector(v), pos)),
+                _ => Err(self.unexpected("a vector")),
+            },
             _ => Err(self.unexpected("an expression")),
         }
     }

@@ -354,6 +354,7 @@ impl Parser {
             Tok::Num(s) => format!("number {s}"),
             Tok::Op(o) => format!("'{o}'"),
             Tok::Param(n) => format!("parameter ${n}"),
+            Tok::Vector(v) => format!("a list of {} numbers", v.len()),
             Tok::Eof => "end of input".into(),
         }
     }

@@ -74,6 +74,94 @@ fn operators_after_long_runs_of_numbers() {
     assert!(texts[2] == "(c <> d)" && texts[3] == "(e >= f)" && texts[4] == "(g // 2)", "{texts:?}");
 }
 
+/// The literal a query's first select item is, if it is a vector literal.
+fn first_vector(sql: &str) -> std::result::Result<Vec<u64>, String> {
+    let Statement::Query(q) = parse_statement(sql).map_err(|e| e.to_string())? else {
+        return Err("not a query".into());
+    };
+    let SetExpr::Select(s) = &q.body else { return Err("not a select".into()) };
+    match s.items.first() {
+        Some(SelectItem::Expr { expr: Expr::Lit(Literal::Vector(v), _), .. }) => {
+            Ok(v.iter().map(|x| x.to_bits()).collect())
+        }
+        _ => Err("not a vector".into()),
+    }
+}
+
+#[test]
+fn a_vector_read_at_once_is_the_vector_read_token_by_token() {
+    // After `SELECT` a `[` is read token by token; after `(` (and any operator) the lexer reads
+    // a list of plain numbers at once. Both must give the same numbers, or both refuse.
+    let pieces = [
+        "1",
+        "-2.5",
+        "+3",
+        "0.1",
+        "1e-7",
+        "-1E+300",
+        ".5",
+        "7.",
+        "123456789012345678901234567890",
+        "- 4",
+        "+ 5",
+        "1e400",
+        "-0",
+        "0.30000000000000004",
+        "2.2250738585072014e-308",
+    ];
+    let bad = ["", "-", "--1", "+-1", "1h", "x", "$1", "?", "1..2", "'1'", "1 2", "/* c */ 1", "1\n", "[1]", "NULL"];
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = |n: usize| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed % n as u64) as usize
+    };
+    for case in 0..2000 {
+        let len = 1 + next(6);
+        let items: Vec<&str> = (0..len)
+            .map(|_| if case % 4 == 0 && next(3) == 0 { bad[next(bad.len())] } else { pieces[next(pieces.len())] })
+            .collect();
+        let gaps = ["", " ", "  ", "\t"];
+        let mut list = String::from("[");
+        for (k, it) in items.iter().enumerate() {
+            if k > 0 {
+                list.push_str(gaps[next(gaps.len())]);
+                list.push(',');
+            }
+            list.push_str(gaps[next(gaps.len())]);
+            list.push_str(it);
+        }
+        list.push_str(gaps[next(gaps.len())]);
+        list.push(']');
+        let by_tokens = first_vector(&format!("SELECT {list}"));
+        let at_once = first_vector(&format!("SELECT ({list})"));
+        assert_eq!(by_tokens.is_ok(), at_once.is_ok(), "{list}: {by_tokens:?} / {at_once:?}");
+        if let (Ok(a), Ok(b)) = (&by_tokens, &at_once) {
+            assert_eq!(a, b, "{list}");
+        }
+    }
+    let vectors = |sql: &str| -> Vec<lexer::Tok> {
+        let toks = lexer::tokenize(sql, &|| Ok(())).expect("lexes");
+        toks.into_iter().map(|t| t.tok).filter(|t| matches!(t, lexer::Tok::Vector(_))).collect()
+    };
+    assert_eq!(vectors("SELECT ([1, -2e1 ,+.5])"), [lexer::Tok::Vector(vec![1.0, -20.0, 0.5])]);
+    assert!(vectors("SELECT [1, 2], a[1], f(x)[1]").is_empty(), "after a word or a ')'");
+    assert_eq!(vectors("SELECT ([1][1])").len(), 1, "after a ']'");
+    assert!(vectors("SELECT (\n[1, 2])").len() == 1 && vectors("SELECT ([1,\n 2])").is_empty(), "one line");
+    // Subscripts and types keep their tokens.
+    first_vector("SELECT ([1, 2])[1]").expect_err("a subscript of a vector is no vector");
+    for sql in [
+        "SELECT a[1], (b)[2] FROM t",
+        "SELECT CAST(x AS FLOAT[3]), x::FLOAT[2], ARRAY[1, 2]",
+        "CREATE TABLE t (e FLOAT[3])",
+    ] {
+        parse_statement(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
+    }
+    let e = parse_statement(&format!("SELECT ([{}])", vec!["1"; 70_000].join(","))).expect_err("too long");
+    assert!(e.to_string().contains("at most"), "{e}");
+}
+
 #[test]
 fn errors_carry_positions() {
     let e = parse_statement("SELECT a,\n  ) FROM t").expect_err("bad");
