@@ -20,7 +20,7 @@ pub enum Tok {
     /// A query parameter: `$n` (n as written) or `?` (numbered left to right from 1).
     Param(usize),
     /// `[x, y, ...]` where an expression starts, of signed plain numbers on one line: read at
-    /// once ([`number_list`]), not as a token per number and comma (a 384-number query vector
+    /// once (`number_list`), not as a token per number and comma (a 384-number query vector
     /// was a sixth of an ANN query's time). The parser takes it as it takes the tokens.
     Vector(Vec<f64>),
     /// End of input (always the last token).
