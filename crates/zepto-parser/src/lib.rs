@@ -268,13 +268,24 @@ fn bind_params(toks: Vec<Token>, params: &[ParamValue]) -> Result<Vec<Token>> {
     Ok(out)
 }
 
-/// A vector as the one token a list of numbers is read into ([`Tok::Vector`]): each `f32`
-/// exactly (no text in between), so the FLOAT[n] the binder makes of it holds the same values.
+/// A vector as the tokens of an array literal: `[`, the numbers (a negative one as `-`, `n`)
+/// separated by `,`, `]`. Each `f32` is written in its shortest form that reads back exactly.
 fn push_vector(out: &mut Vec<Token>, v: &[f32], one: impl Fn(Tok) -> Token) -> std::result::Result<(), ()> {
-    if !v.iter().all(|x| x.is_finite()) {
-        return Err(());
+    out.reserve(v.len() * 3 + 2);
+    out.push(one(Tok::Op("[")));
+    for (i, x) in v.iter().enumerate() {
+        if !x.is_finite() {
+            return Err(());
+        }
+        if i > 0 {
+            out.push(one(Tok::Op(",")));
+        }
+        if x.is_sign_negative() && *x != 0.0 {
+            out.push(one(Tok::Op("-")));
+        }
+        out.push(one(Tok::Num(format!("{:?}", x.abs()))));
     }
-    out.push(one(Tok::Vector(v.iter().map(|&x| f64::from(x)).collect())));
+    out.push(one(Tok::Op("]")));
     Ok(())
 }
 
@@ -343,7 +354,8 @@ impl Parser {
             Tok::Num(s) => format!("number {s}"),
             Tok::Op(o) => format!("'{o}'"),
             Tok::Param(n) => format!("parameter ${n}"),
-            Tok::Vector(v) => format!("a list of {} numbers", v.len()),
+            // Read at once, but what the text has there is a `[`.
+            Tok::Vector(_) => "'['".into(),
             Tok::Eof => "end of input".into(),
         }
     }

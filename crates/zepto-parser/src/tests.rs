@@ -171,6 +171,16 @@ fn errors_carry_positions() {
     assert!(parse_statement("SELECT (((1)").is_err());
     assert!(parse_statement(&"(".repeat(10_000)).is_err());
     assert!(parse_statement(&"-".repeat(10_000)).is_err());
+    // A list read at once is named by what the text has there, its `[`, at the `[`.
+    for sql in ["CREATE TABLE t (a INT, [1, 2])", "CREATE TABLE t (a INT,\n [1, 2])"] {
+        let e = parse_statement(sql).expect_err("a list is no column");
+        assert!(e.to_string().contains("'['"), "{sql}: {e}");
+        let p = e.pos().expect("pos");
+        let at = sql.find('[').expect("[");
+        let line = 1 + sql[..at].matches('\n').count();
+        let column = at - sql[..at].rfind('\n').map_or(0, |n| n + 1) + 1;
+        assert_eq!((p.line as usize, p.column as usize), (line, column), "{sql}: {e}");
+    }
 }
 
 #[test]
