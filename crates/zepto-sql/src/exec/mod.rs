@@ -9,6 +9,7 @@ pub mod asof;
 mod asof_bounds;
 mod asof_walk;
 mod bucket_topn;
+mod bucket_walk;
 mod bundle;
 pub mod context;
 pub mod eval;

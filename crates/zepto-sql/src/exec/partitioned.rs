@@ -7,6 +7,7 @@
 
 use super::accum::Mode;
 use super::aggregate::{aggregate, aggregate_runs, columns_read, grouped};
+use super::bucket_walk as buckets;
 use super::bundle::{bundles, filtered_bundle};
 use super::scan::{filtered_piece, units, Piece, ScanPart, Unit};
 use super::{Batch, ExecContext};
@@ -106,10 +107,9 @@ fn bundle_groups(
 }
 
 /// The groups of a time-sorted batch whose one run key is `ts` or `xbar(w, ts)` (`t`: the
-/// designated timestamp's position, without NULLs): the first row of each bucket, found from
-/// one bucket's end to the next by counting the times below it over a window
-/// ([`counted_end`]) or by galloping — a few steps per bucket instead of evaluating the key on
-/// every row. `None` for other keys.
+/// designated timestamp's position, without NULLs): the first row of each bucket, found by
+/// [`buckets::starts`] a few steps per bucket instead of evaluating the key on every row.
+/// `None` for other keys.
 fn bucket_starts(b: &Batch, keys: &[BExpr], runs: &[usize], t: usize) -> Option<Vec<u32>> {
     let [k] = runs else { return None };
     let width = match keys.get(*k)? {
@@ -126,107 +126,7 @@ fn bucket_starts(b: &Batch, keys: &[BExpr], runs: &[usize], t: usize) -> Option<
     }
     let v = ts.as_i64_slice()?;
     debug_assert!(v.windows(2).all(|w| w[0] <= w[1]), "a time-sorted piece");
-    // Every bucket end lies within a width past the last time: when that whole span fits an
-    // i64, so does `t - hi` for any time t and bucket end hi, and its sign says `t < hi`.
-    let counted = v.last().zip(v.first()).and_then(|(l, f)| l.checked_sub(*f)?.checked_add(width)).is_some();
-    let mut starts = Vec::new();
-    let (mut s, mut prev_hi, mut guess) = (0usize, None, 1usize);
-    while s < v.len() {
-        starts.push(s as u32);
-        // The end of the bucket holding v[s]: one width past the previous bucket's end when
-        // v[s] falls there (no division: dense data), else from the bucket's number (a bucket
-        // starting below i64::MIN still ends where it ends). None: the last bucket runs to the
-        // end of the times.
-        let hi = match prev_hi {
-            Some(p) if v[s] >= p && v[s].checked_sub(p).is_some_and(|d| d < width) => p.checked_add(width),
-            _ => v[s].div_euclid(width).checked_add(1).and_then(|k| k.checked_mul(width)),
-        };
-        let Some(hi) = hi else { break };
-        debug_assert!(v[s] < hi);
-        prev_hi = Some(hi);
-        let e = if counted { counted_end(v, s, hi, guess) } else { bucket_end(v, s + 1, hi, guess.saturating_sub(1)) };
-        guess = e - s;
-        s = e;
-    }
-    Some(starts)
-}
-
-/// The end of the bucket that starts at row `s` and ends before the first time at or past
-/// `hi` (`t - hi` cannot overflow for any time of `v`), the previous bucket having had `guess`
-/// rows: [`window_end`] over 32 rows when buckets are short, over 128 when they are long (a
-/// bucket's length varies by about its square root: two Poisson counts of 250 differ by more
-/// than 64 one time in 200), the window centred where `guess` puts the end (from the bucket's
-/// second row when that is nearer).
-fn counted_end(v: &[i64], s: usize, hi: i64, guess: usize) -> usize {
-    if guess <= 32 {
-        window_end::<32>(v, s, hi, guess)
-    } else {
-        window_end::<128>(v, s, hi, guess)
-    }
-}
-
-/// [`counted_end`] over a window of `W` rows: the rows below `hi` counted with no branch on
-/// the data (the times are sorted, so the count is where the bucket ends); only when the end
-/// is outside the window, a gallop from its side. Galloping alone takes a few data-dependent
-/// branches a bucket, mispredicted about as often as not, and several cold lines.
-fn window_end<const W: usize>(v: &[i64], s: usize, hi: i64, guess: usize) -> usize {
-    let lo = (s + guess).saturating_sub(W / 2).max(s + 1);
-    let Some(w) = v.get(lo..lo + W) else { return bucket_end(v, s + 1, hi, guess.saturating_sub(1)) };
-    let mut below = [0u64; 4];
-    for chunk in w.chunks_exact(4) {
-        for k in 0..4 {
-            below[k] += (chunk[k].wrapping_sub(hi) as u64) >> 63;
-        }
-    }
-    match below.iter().sum::<u64>() as usize {
-        // The end is at or before `lo`: gallop down from it.
-        0 => bucket_end(v, s + 1, hi, lo - (s + 1)),
-        // Every row of the window is below `hi`: gallop up from its end.
-        c if c == W => bucket_end(v, lo + W, hi, 0),
-        c => lo + c,
-    }
-}
-
-/// The first index from `from` whose time reaches `hi` (`v` sorted; every time before `from`
-/// is below `hi`), searched from `from + guess` (where the end is expected: neighbouring
-/// buckets hold similar numbers of rows): gallop from there in the direction the guess was off
-/// (1, 2, 4, ... rows), then bisect the last step. A good guess costs two comparisons.
-fn bucket_end(v: &[i64], from: usize, hi: i64, guess: usize) -> usize {
-    let n = v.len();
-    if from >= n {
-        return n;
-    }
-    let below = |i: usize| v[i] < hi;
-    let g = (from + guess).min(n - 1);
-    // Narrow to lo..up with v[from..lo] < hi and v[up..] >= hi (up = n: none known).
-    let (mut lo, mut up) = (from, n);
-    let mut step = 1;
-    if below(g) {
-        // Gallop up from g until a row reaches hi (or the end).
-        lo = g + 1;
-        while lo < n {
-            let probe = (lo + step - 1).min(n - 1);
-            if !below(probe) {
-                up = probe;
-                break;
-            }
-            lo = probe + 1;
-            step *= 2;
-        }
-    } else {
-        // Gallop down from g until a row below hi (or `from`).
-        up = g;
-        while up > from {
-            let probe = up.saturating_sub(step).max(from);
-            if below(probe) {
-                lo = probe + 1;
-                break;
-            }
-            up = probe;
-            step *= 2;
-        }
-    }
-    lo + v[lo..up].partition_point(|&x| x < hi)
+    Some(buckets::starts(v, width))
 }
 
 #[cfg(test)]
@@ -261,7 +161,8 @@ mod tests {
         let ts = BExpr::Col(0, DataType::Timestamp);
         for round in 0..300 {
             // Runs of dense and sparse rows, equal times, negative times, gaps of many buckets.
-            let n = rnd(400) as usize;
+            // Long enough for the walks side by side every third round.
+            let n = rnd(if round % 3 == 0 { 4000 } else { 400 }) as usize;
             let mut t = rnd(1000) as i64 - 500;
             let mut v = Vec::with_capacity(n);
             for _ in 0..n {

@@ -1,0 +1,239 @@
+//! The first row of every time bucket of a sorted time column (`GROUP BY sym, xbar(w, ts)`
+//! inside a partition): a few steps per bucket instead of the key evaluated on every row.
+//!
+//! A bucket's end is found by counting the times below it over a window of rows placed where
+//! the previous bucket's length puts it ([`counted_end`]), with no branch on the data. Each
+//! step needs the step before it (where a bucket starts is where the last one ended), so one
+//! walk waits on a load and a sum per bucket; the rows are cut at bucket starts into
+//! [`WALKS`] stretches whose walks take their steps in turn, so that the CPU overlaps them.
+
+/// Walks taken side by side over a long enough column.
+const WALKS: usize = 4;
+
+/// Rows below which one walk covers the column.
+const MIN_SPLIT_ROWS: usize = 512;
+
+/// The first row of every bucket `w * floor(t / w)` of `v` (sorted, `width > 0`), the first
+/// bucket saturating at i64's bottom and the last running to the end of the times, as `xbar`
+/// computes them.
+#[multiversion::multiversion(targets("x86_64+avx2"))]
+pub fn starts(v: &[i64], width: i64) -> Vec<u32> {
+    // Every bucket end lies within a width past the last time: when that whole span fits an
+    // i64, so does `t - hi` for any time t and bucket end hi, and its sign says `t < hi`.
+    let counted = v.last().zip(v.first()).and_then(|(l, f)| l.checked_sub(*f)?.checked_add(width)).is_some();
+    let mut walks: Vec<Walk> = cuts(v, width).windows(2).map(|c| Walk::new(c[0], c[1])).collect();
+    let mut more = true;
+    while more {
+        more = false;
+        for w in &mut walks {
+            more |= w.step(v, width, counted);
+        }
+    }
+    let mut out = Vec::with_capacity(walks.iter().map(|w| w.starts.len()).sum());
+    walks.iter().for_each(|w| out.extend_from_slice(&w.starts));
+    out
+}
+
+/// Row 0, up to `WALKS - 1` bucket starts spread over `v`, and `v.len()`: the stretches the
+/// walks cover. A cut is the first row of the bucket holding the row at its share of `v`
+/// (skipped where that bucket starts below i64's bottom, or where it is not past the last cut).
+fn cuts(v: &[i64], width: i64) -> Vec<usize> {
+    let n = v.len();
+    let mut at = vec![0];
+    if n >= MIN_SPLIT_ROWS {
+        for j in 1..WALKS {
+            let Some(lo) = v[n * j / WALKS].div_euclid(width).checked_mul(width) else { continue };
+            let b = v.partition_point(|&x| x < lo);
+            if b > at[at.len() - 1] && b < n {
+                at.push(b);
+            }
+        }
+    }
+    at.push(n);
+    at
+}
+
+/// One walk from bucket to bucket over rows `s..until` (`s` and `until` are first rows of
+/// buckets, or `until` is the end).
+struct Walk {
+    /// The next bucket's first row.
+    s: usize,
+    /// Where the walk ends.
+    until: usize,
+    /// The end of the last bucket, if any.
+    prev_hi: Option<i64>,
+    /// The last bucket's rows.
+    guess: usize,
+    /// The first row of each bucket so far.
+    starts: Vec<u32>,
+}
+
+impl Walk {
+    fn new(s: usize, until: usize) -> Walk {
+        debug_assert!(s <= until);
+        // Room for buckets of eight rows on average, so that bars seldom grow it.
+        Walk { s, until, prev_hi: None, guess: 1, starts: Vec::with_capacity((until - s) / 8 + 4) }
+    }
+
+    /// One bucket more; false once the walk is over.
+    #[inline(always)]
+    fn step(&mut self, v: &[i64], width: i64, counted: bool) -> bool {
+        let s = self.s;
+        if s >= self.until {
+            return false;
+        }
+        self.starts.push(s as u32);
+        // The end of the bucket holding v[s]: one width past the previous bucket's end when
+        // v[s] falls there (no division: dense data), else from the bucket's number (a bucket
+        // starting below i64::MIN still ends where it ends). None: the last bucket runs to the
+        // end of the times.
+        let hi = match self.prev_hi {
+            Some(p) if v[s] >= p && v[s].checked_sub(p).is_some_and(|d| d < width) => p.checked_add(width),
+            _ => v[s].div_euclid(width).checked_add(1).and_then(|k| k.checked_mul(width)),
+        };
+        let Some(hi) = hi else {
+            self.s = self.until;
+            return false;
+        };
+        debug_assert!(v[s] < hi);
+        self.prev_hi = Some(hi);
+        let e = if counted {
+            counted_end(v, s, hi, self.guess)
+        } else {
+            bucket_end(v, s + 1, hi, self.guess.saturating_sub(1))
+        };
+        debug_assert!(e <= self.until, "a bucket ends at or before the next walk's first row");
+        self.guess = e - s;
+        self.s = e;
+        true
+    }
+}
+
+/// The end of the bucket that starts at row `s` and ends before the first time at or past
+/// `hi` (`t - hi` cannot overflow for any time of `v`), the previous bucket having had `guess`
+/// rows: [`window_end`] over 32 rows when buckets are short, over 128 when they are long (a
+/// bucket's length varies by about its square root: two Poisson counts of 250 differ by more
+/// than 64 one time in 200), the window centred where `guess` puts the end (from the bucket's
+/// second row when that is nearer).
+#[inline(always)]
+fn counted_end(v: &[i64], s: usize, hi: i64, guess: usize) -> usize {
+    if guess <= 32 {
+        window_end::<32>(v, s, hi, guess)
+    } else {
+        window_end::<128>(v, s, hi, guess)
+    }
+}
+
+/// [`counted_end`] over a window of `W` rows: the rows below `hi` counted with no branch on
+/// the data (the times are sorted, so the count is where the bucket ends); only when the end
+/// is outside the window, a gallop from its side. Galloping alone takes a few data-dependent
+/// branches a bucket, mispredicted about as often as not, and several cold lines.
+#[inline(always)]
+fn window_end<const W: usize>(v: &[i64], s: usize, hi: i64, guess: usize) -> usize {
+    let lo = (s + guess).saturating_sub(W / 2).max(s + 1);
+    let Some(w) = v.get(lo..lo + W) else { return bucket_end(v, s + 1, hi, guess.saturating_sub(1)) };
+    let mut below = [0u64; 4];
+    for chunk in w.chunks_exact(4) {
+        for k in 0..4 {
+            below[k] += (chunk[k].wrapping_sub(hi) as u64) >> 63;
+        }
+    }
+    match below.iter().sum::<u64>() as usize {
+        // The end is at or before `lo`: gallop down from it.
+        0 => bucket_end(v, s + 1, hi, lo - (s + 1)),
+        // Every row of the window is below `hi`: gallop up from its end.
+        c if c == W => bucket_end(v, lo + W, hi, 0),
+        c => lo + c,
+    }
+}
+
+/// The first index from `from` whose time reaches `hi` (`v` sorted; every time before `from`
+/// is below `hi`), searched from `from + guess` (where the end is expected: neighbouring
+/// buckets hold similar numbers of rows): gallop from there in the direction the guess was off
+/// (1, 2, 4, ... rows), then bisect the last step. A good guess costs two comparisons.
+fn bucket_end(v: &[i64], from: usize, hi: i64, guess: usize) -> usize {
+    let n = v.len();
+    if from >= n {
+        return n;
+    }
+    let below = |i: usize| v[i] < hi;
+    let g = (from + guess).min(n - 1);
+    // Narrow to lo..up with v[from..lo] < hi and v[up..] >= hi (up = n: none known).
+    let (mut lo, mut up) = (from, n);
+    let mut step = 1;
+    if below(g) {
+        // Gallop up from g until a row reaches hi (or the end).
+        lo = g + 1;
+        while lo < n {
+            let probe = (lo + step - 1).min(n - 1);
+            if !below(probe) {
+                up = probe;
+                break;
+            }
+            lo = probe + 1;
+            step *= 2;
+        }
+    } else {
+        // Gallop down from g until a row below hi (or `from`).
+        up = g;
+        while up > from {
+            let probe = up.saturating_sub(step).max(from);
+            if below(probe) {
+                lo = probe + 1;
+                break;
+            }
+            up = probe;
+            step *= 2;
+        }
+    }
+    lo + v[lo..up].partition_point(|&x| x < hi)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The first row of every run of equal `w * floor(t / w)`.
+    fn reference(v: &[i64], w: i64) -> Vec<u32> {
+        let b: Vec<i64> = v.iter().map(|t| t.div_euclid(w).saturating_mul(w)).collect();
+        (0..v.len()).filter(|&i| i == 0 || b[i] != b[i - 1]).map(|i| i as u32).collect()
+    }
+
+    #[test]
+    fn walks_side_by_side_find_what_one_walk_finds() {
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut rnd = move |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        let mut split = 0;
+        for round in 0..400 {
+            let n = MIN_SPLIT_ROWS - 2 + rnd(6000) as usize;
+            // Stretches of equal times, dense and sparse rows, jumps over many buckets.
+            let mut t = rnd(1_000_000) as i64 - 500_000;
+            let v: Vec<i64> = (0..n)
+                .map(|_| {
+                    t += match rnd(20) {
+                        0 => rnd(5_000) as i64,
+                        1..=3 => 0,
+                        _ => rnd(30) as i64,
+                    };
+                    t
+                })
+                .collect();
+            let w = [1, 3, 60, 250, 1000, 100_000][round % 6];
+            let cut = cuts(&v, w);
+            assert!(cut.windows(2).all(|c| c[0] < c[1]) && cut[0] == 0 && cut[cut.len() - 1] == n, "{cut:?}");
+            split += usize::from(cut.len() == WALKS + 1);
+            assert_eq!(starts(&v, w), reference(&v, w), "round {round}, width {w}, cuts {cut:?}");
+        }
+        // Most columns are cut into every walk's stretch (not all: a bucket may span a share).
+        assert!(split > 300, "{split} of 400 cut {WALKS} ways");
+        // A bucket holding most rows: the cuts inside it fall on its first row (row 0) and are left out.
+        let v: Vec<i64> = (0..4000).map(|i| if i < 3000 { 10 } else { i }).collect();
+        assert_eq!(starts(&v, 1000), reference(&v, 1000));
+        assert_eq!(cuts(&v, 1000), vec![0, 3000, 4000]);
+    }
+}
