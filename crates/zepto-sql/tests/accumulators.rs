@@ -5,7 +5,7 @@
 //! group (history row groups, cluster nodes) must agree with it. Random inputs with NULLs,
 //! integer and float values, empty groups and empty inputs.
 
-use zepto_sql::exec::accum::{accumulator, Input, Rows};
+use zepto_sql::exec::accum::{accumulator, min_and_max, Input, Rows};
 use zepto_sql::expr::functions::{AggFunc, AggOrder};
 use zepto_storage::{Bitmap, Column, ColumnData, DataType, Value};
 
@@ -196,6 +196,7 @@ fn null_free_runs_give_the_answer_of_ids() {
         };
         let (s, starts) = as_runs(&c);
         let present: Vec<u32> = starts.iter().map(|&i| s.ids[i as usize]).collect();
+        let mut extremes = Vec::new();
         for f in [AggFunc::Sum, AggFunc::Avg, AggFunc::Min, AggFunc::Max] {
             // sum(BIGINT) is a HUGEINT: sums past i64 are answers, not errors.
             let ty = match (f, c.x.data_type()) {
@@ -212,6 +213,18 @@ fn null_free_runs_give_the_answer_of_ids() {
             let input = Input { args: args(f, &s), order: Some(&s.t), sorted: true };
             let got = drive(&input, Rows::Runs { starts: &starts, n }, starts.len());
             same(&got, &want.take(&present), &format!("round {round} {f:?} null-free runs"));
+            if matches!(f, AggFunc::Min | AggFunc::Max) {
+                extremes.push(got);
+            }
+        }
+        // min and max at once (bars' low and high) are each one's answer, bit for bit.
+        match (min_and_max(&s.x, Rows::Runs { starts: &starts, n }), &extremes[..]) {
+            (Some((lo, hi)), [min, max]) => {
+                let bits = |c: &Column| (0..c.len()).map(|i| format!("{:?}", c.get(i))).collect::<Vec<_>>();
+                assert_eq!((bits(&lo), bits(&hi)), (bits(min), bits(max)), "round {round} min and max at once");
+            }
+            (None, _) => assert!(n == 0 || s.x.data_type() != DataType::Float64, "round {round}: DOUBLE runs at once"),
+            (Some(_), e) => panic!("round {round}: {} extremes", e.len()),
         }
     }
 }
@@ -263,6 +276,8 @@ fn runs_rank_nan_as_the_largest_double() {
             acc.finish().expect("finish")
         };
         same(&got, &by_ids, &format!("{f:?} runs against ids"));
+        let (lo, hi) = min_and_max(&x, Rows::Runs { starts: &starts, n: v.len() }).expect("doubles over runs");
+        same(if f == AggFunc::Min { &lo } else { &hi }, &got, &format!("{f:?} with its partner at once"));
     }
 }
 

@@ -125,8 +125,7 @@ fn by_ids(
     let out: Vec<Column> = key_cols.iter().map(|c| key_take(c, &first)).collect();
     // Every group found has a row; the one group of an aggregate without keys may not.
     let rows = if b.rows == 0 { Rows::sparse(&ids) } else { Rows::dense(&ids, groups) };
-    let aggs =
-        aggs.iter().map(|a| accum::aggregate(ctx, a, b, rows, groups, false, mode)).collect::<Result<Vec<_>>>()?;
+    let aggs = accum::aggregate_all(ctx, aggs, b, rows, groups, false, mode)?;
     Ok(Grouped { keys: out, aggs, groups })
 }
 
@@ -161,8 +160,7 @@ fn over_runs(
 ) -> Result<Grouped> {
     let rows = Rows::Runs { starts, n: b.rows };
     let groups = starts.len();
-    let aggs =
-        aggs.iter().map(|a| accum::aggregate(ctx, a, b, rows, groups, true, mode)).collect::<Result<Vec<_>>>()?;
+    let aggs = accum::aggregate_all(ctx, aggs, b, rows, groups, true, mode)?;
     Ok(Grouped { keys, aggs, groups })
 }
 

@@ -64,46 +64,79 @@ fn chunks_per_run(starts: &[u32], n: usize) -> usize {
 /// so rows may be read in any order and more than once.
 #[inline(always)]
 fn pick_nan_largest<const MIN: bool>(acc: f64, x: f64) -> f64 {
+    // `|`, not `||`: both tests are lane masks, with no branch between them to vectorize.
     if MIN {
-        if x < acc || acc.is_nan() {
+        if (x < acc) | acc.is_nan() {
             x
         } else {
             acc
         }
-    } else if acc.is_nan() || x <= acc {
+    } else if acc.is_nan() | (x <= acc) {
         acc
     } else {
         x
     }
 }
 
-/// The minimum (`MIN`) or maximum of every run of `v` (`runs` over `starts`, `n` rows), NaN
-/// the largest double. A run of 4 to 4·t rows is read in exactly t chunks of four rows
+/// The minimums (`LO`) and maximums (`HI`) of every run of `v` (`runs` over `starts`, `n`
+/// rows), NaN the largest double; the side not asked for is empty. Both at once read each row
+/// once for the two. A run of 4 to 4·t rows is read in exactly t chunks of four rows
 /// ([`chunks_per_run`]), the chunks past its end clamped to its last four rows (an extreme does
 /// not mind rows read twice), NaN ranked in the same pass; other runs lane by lane (and again
-/// with the NaN-ranking pick when they hold a NaN).
-pub fn run_extremes<const MIN: bool>(v: &[f64], starts: &[u32], n: usize) -> Vec<f64> {
-    let pick = pick_nan_largest::<MIN>;
+/// with the NaN-ranking pick when they hold a NaN). Compiled for AVX2 too (chosen at run time).
+#[multiversion::multiversion(targets("x86_64+avx2"))]
+pub fn run_extremes<const LO: bool, const HI: bool>(v: &[f64], starts: &[u32], n: usize) -> (Vec<f64>, Vec<f64>) {
     let t = chunks_per_run(starts, n);
-    let mut out = Vec::with_capacity(starts.len());
+    let room = |asked: bool| Vec::with_capacity(if asked { starts.len() } else { 0 });
+    let (mut lo, mut hi) = (room(LO), room(HI));
     for (s, e) in super::runs(starts, n) {
         if e - s < 4 || e - s > 4 * t {
             let r = &v[s..e];
-            out.push(lane_extreme::<MIN>(r).unwrap_or_else(|| r.iter().copied().fold(r[0], pick)));
+            if LO {
+                lo.push(slice_extreme::<true>(r));
+            }
+            if HI {
+                hi.push(slice_extreme::<false>(r));
+            }
             continue;
         }
         let last = e - 4;
-        let mut m = [v[s], v[s + 1], v[s + 2], v[s + 3]];
+        let head = [v[s], v[s + 1], v[s + 2], v[s + 3]];
+        let (mut a, mut b) = (head, head);
         for j in 1..t {
             let i = (s + 4 * j).min(last);
             let w = &v[i..i + 4];
             for k in 0..4 {
-                m[k] = pick(m[k], w[k]);
+                if LO {
+                    a[k] = pick_nan_largest::<true>(a[k], w[k]);
+                }
+                if HI {
+                    b[k] = pick_nan_largest::<false>(b[k], w[k]);
+                }
             }
         }
-        out.push(pick(pick(m[0], m[1]), pick(m[2], m[3])));
+        if LO {
+            lo.push(fold4::<true>(a));
+        }
+        if HI {
+            hi.push(fold4::<false>(b));
+        }
     }
-    out
+    (lo, hi)
+}
+
+/// The minimum (`MIN`) or maximum of a non-empty slice, NaN the largest double (out of line:
+/// inlined, it took the registers of [`run_extremes`]' chunk loop).
+#[inline(never)]
+fn slice_extreme<const MIN: bool>(r: &[f64]) -> f64 {
+    lane_extreme::<MIN>(r).unwrap_or_else(|| r.iter().copied().fold(r[0], pick_nan_largest::<MIN>))
+}
+
+/// The extreme of four lanes.
+#[inline(always)]
+fn fold4<const MIN: bool>(m: [f64; 4]) -> f64 {
+    let pick = pick_nan_largest::<MIN>;
+    pick(pick(m[0], m[1]), pick(m[2], m[3]))
 }
 
 /// Rows [`run_sums_i64`] keeps running sums for at once (32 KiB: in the nearest cache).
@@ -114,6 +147,7 @@ const SUM_BLOCK: usize = 4096;
 /// kept a block of rows at a time (in i64 from the block's start, the blocks' totals carried
 /// in i128), so memory stays one block whatever the rows. `None` when a block's running sum
 /// leaves i64 (values near 2^51 and beyond: the caller adds row by row in i128).
+#[multiversion::multiversion(targets("x86_64+avx2"))]
 pub fn run_sums_i64(v: &[i64], starts: &[u32]) -> Option<Vec<i128>> {
     debug_assert!(starts.first().is_none_or(|&s| s == 0));
     // The running sum before each run and after the last: at row 0, then at every later edge.

@@ -96,9 +96,11 @@ impl MinMax {
 
     fn float_extremes(&self, v: &[f64], rows: Rows, ngroups: usize) -> Option<Vec<f64>> {
         match rows {
-            Rows::Runs { starts, n } => {
-                Some(if self.max { run_extremes::<false>(v, starts, n) } else { run_extremes::<true>(v, starts, n) })
-            }
+            Rows::Runs { starts, n } => Some(if self.max {
+                run_extremes::<false, true>(v, starts, n).1
+            } else {
+                run_extremes::<true, false>(v, starts, n).0
+            }),
             Rows::Ids { ids, .. } => {
                 if v.iter().any(|f| f.is_nan()) {
                     return None; // NaN's place in the order: the row search
@@ -148,6 +150,20 @@ impl MinMax {
             }
         });
     }
+}
+
+/// `min(x)` and `max(x)` over the same rows at once, where that reads `x` once: NULL-free
+/// DOUBLEs over runs ([`run_extremes`] asked for both, as each alone asks for its side).
+/// `None` otherwise: the two accumulators then run one after the other.
+pub fn both(x: &Column, rows: Rows) -> Option<(Column, Column)> {
+    let (Rows::Runs { starts, n }, ColumnData::Float64(v), None) = (rows, x.data(), x.validity()) else {
+        return None;
+    };
+    if n == 0 {
+        return None;
+    }
+    let (lo, hi) = run_extremes::<true, true>(v, starts, n);
+    Some((Column::from_data(ColumnData::Float64(lo)), Column::from_data(ColumnData::Float64(hi))))
 }
 
 impl Accumulator for MinMax {

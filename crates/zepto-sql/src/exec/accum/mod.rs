@@ -40,6 +40,7 @@ use std::borrow::Cow;
 use zepto_storage::{Column, ColumnData, DataType};
 
 pub use kernels::{from_opt_f64, prefix_valid, to_f64};
+pub use min_max::both as min_and_max;
 
 /// Which rows feed which group.
 #[derive(Debug, Clone, Copy)]
@@ -266,6 +267,51 @@ pub fn aggregate(
     }
     let input = Input { args: args.iter().map(|c| &**c).collect(), order: order.as_deref(), sorted };
     run(a, &input, rows, ngroups, mode)
+}
+
+/// Every one of `aggs` over the rows of `b` grouped by `rows`, as [`aggregate`] gives each,
+/// with the work two of them share done once: `min(x)` and `max(x)` of the same argument
+/// read it in one pass where [`min_max::both`] can (bars' high and low).
+pub fn aggregate_all(
+    ctx: &ExecContext,
+    aggs: &[AggCall],
+    b: &Batch,
+    rows: Rows,
+    ngroups: usize,
+    sorted: bool,
+    mode: Mode,
+) -> Result<Vec<Vec<Column>>> {
+    let mut done: Vec<Option<Vec<Column>>> = vec![None; aggs.len()];
+    let runs = matches!(rows, Rows::Runs { .. });
+    for (lo, hi) in extreme_pairs(aggs).into_iter().filter(|_| runs) {
+        let x = eval(ctx, &aggs[lo].args[0], b)?;
+        if let Some((l, h)) = min_max::both(&x, rows) {
+            // A min/max's partial state is its result (`MinMax::state`).
+            (done[lo], done[hi]) = (Some(vec![l]), Some(vec![h]));
+        }
+    }
+    let one = |(a, d): (&AggCall, Option<Vec<Column>>)| {
+        d.map_or_else(|| aggregate(ctx, a, b, rows, ngroups, sorted, mode), Ok)
+    };
+    aggs.iter().zip(done).map(one).collect()
+}
+
+/// The positions of `min(x)` and `max(x)` calls with the same one DOUBLE argument (neither
+/// DISTINCT), each call in one pair at most.
+fn extreme_pairs(aggs: &[AggCall]) -> Vec<(usize, usize)> {
+    let plain = |a: &AggCall, f: AggFunc| {
+        a.func == f && !a.distinct && matches!(a.args.as_slice(), [x] if x.data_type() == DataType::Float64)
+    };
+    let mut taken = vec![false; aggs.len()];
+    let mut pairs = Vec::new();
+    for (lo, a) in aggs.iter().enumerate().filter(|(_, a)| plain(a, AggFunc::Min)) {
+        let partner = (0..aggs.len()).find(|&j| !taken[j] && plain(&aggs[j], AggFunc::Max) && aggs[j].args == a.args);
+        if let Some(hi) = partner {
+            taken[hi] = true;
+            pairs.push((lo, hi));
+        }
+    }
+    pairs
 }
 
 fn run(a: &AggCall, input: &Input, rows: Rows, ngroups: usize, mode: Mode) -> Result<Vec<Column>> {
