@@ -21,7 +21,7 @@ pub fn starts(v: &[i64], width: i64) -> Vec<u32> {
     // Every bucket end lies within a width past the last time: when that whole span fits an
     // i64, so does `t - hi` for any time t and bucket end hi, and its sign says `t < hi`.
     let counted = v.last().zip(v.first()).and_then(|(l, f)| l.checked_sub(*f)?.checked_add(width)).is_some();
-    let mut walks: Vec<Walk> = cuts(v, width).windows(2).map(|c| Walk::new(c[0], c[1])).collect();
+    let mut walks: Vec<Walk> = cuts(v, width).windows(2).map(|c| Walk::new(v, width, c[0], c[1])).collect();
     let mut more = true;
     while more {
         more = false;
@@ -29,8 +29,9 @@ pub fn starts(v: &[i64], width: i64) -> Vec<u32> {
             more |= w.step(v, width, counted);
         }
     }
-    let mut out = Vec::with_capacity(walks.iter().map(|w| w.starts.len()).sum());
-    walks.iter().for_each(|w| out.extend_from_slice(&w.starts));
+    let mut rest = walks.into_iter().map(|w| w.starts);
+    let mut out = rest.next().unwrap_or_default();
+    rest.for_each(|s| out.extend_from_slice(&s));
     out
 }
 
@@ -69,10 +70,12 @@ struct Walk {
 }
 
 impl Walk {
-    fn new(s: usize, until: usize) -> Walk {
+    fn new(v: &[i64], width: i64, s: usize, until: usize) -> Walk {
         debug_assert!(s <= until);
-        // Room for buckets of eight rows on average, so that bars seldom grow it.
-        Walk { s, until, prev_hi: None, guess: 1, starts: Vec::with_capacity((until - s) / 8 + 4) }
+        // Room for the buckets the times span (at most one a row), so that bars seldom grow it.
+        let span = |l: i64| (i128::from(l) - i128::from(v[s])) / i128::from(width) + 2;
+        let room = v.get(s..until).and_then(<[i64]>::last).map_or(0, |&l| span(l).min((until - s) as i128) as usize);
+        Walk { s, until, prev_hi: None, guess: 1, starts: Vec::with_capacity(room) }
     }
 
     /// One bucket more; false once the walk is over.
@@ -235,5 +238,16 @@ mod tests {
         let v: Vec<i64> = (0..4000).map(|i| if i < 3000 { 10 } else { i }).collect();
         assert_eq!(starts(&v, 1000), reference(&v, 1000));
         assert_eq!(cuts(&v, 1000), vec![0, 3000, 4000]);
+        // The ends of i64 with cuts: buckets starting below i64::MIN (no cut there), times
+        // spanning all of i64 (no counting: galloping across cuts), the top bucket running to
+        // the end.
+        let low: Vec<i64> = (0..900).map(|i| i64::MIN + i * 37).collect();
+        let wide: Vec<i64> = (0..900u64).map(|i| i64::MIN.wrapping_add((i * (u64::MAX / 900)) as i64)).collect();
+        let high: Vec<i64> = (0..900).map(|i| i64::MAX - 900 * 37 + i * 37).collect();
+        for v in [low, wide, high] {
+            for w in [1, 1000, 10_000, 10_000_000_000_000_000] {
+                assert_eq!(starts(&v, w), reference(&v, w), "width {w}, cuts {:?}", cuts(&v, w));
+            }
+        }
     }
 }

@@ -80,7 +80,7 @@ fn pick_nan_largest<const MIN: bool>(acc: f64, x: f64) -> f64 {
 
 /// The minimums (`LO`) and maximums (`HI`) of every run of `v` (`runs` over `starts`, `n`
 /// rows), NaN the largest double; the side not asked for is empty. Both at once read each row
-/// once for the two. A run of 4 to 4·t rows is read in exactly t chunks of four rows
+/// of the fixed chunks once for the two. A run of 4 to 4·t rows is read in exactly t chunks of four rows
 /// ([`chunks_per_run`]), the chunks past its end clamped to its last four rows (an extreme does
 /// not mind rows read twice), NaN ranked in the same pass; other runs lane by lane (and again
 /// with the NaN-ranking pick when they hold a NaN). Compiled for AVX2 too (chosen at run time).
@@ -125,9 +125,11 @@ pub fn run_extremes<const LO: bool, const HI: bool>(v: &[f64], starts: &[u32], n
     (lo, hi)
 }
 
-/// The minimum (`MIN`) or maximum of a non-empty slice, NaN the largest double (out of line:
-/// inlined, it took the registers of [`run_extremes`]' chunk loop).
-#[inline(never)]
+/// The minimum (`MIN`) or maximum of a non-empty slice, NaN the largest double. Out of line
+/// (inlined, it took the registers of [`run_extremes`]' chunk loop), compiled for AVX2 too.
+/// Asked for both sides, such a run is read once per side: measured, one pass for both was
+/// slower (most of these runs are the ones under four rows).
+#[multiversion::multiversion(targets("x86_64+avx2"))]
 fn slice_extreme<const MIN: bool>(r: &[f64]) -> f64 {
     lane_extreme::<MIN>(r).unwrap_or_else(|| r.iter().copied().fold(r[0], pick_nan_largest::<MIN>))
 }

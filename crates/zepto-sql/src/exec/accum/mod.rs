@@ -13,6 +13,9 @@
 //!   (add the rows entering, retract the rows leaving); the default gathers each frame's rows
 //!   and aggregates them as one group, which is right for any aggregate.
 //!
+//! [`aggregate_all`] runs a list of aggregates over the same rows, and lets two of them share
+//! a pass where their module offers one (`min` and `max` of a column: [`min_max::both`]).
+//!
 //! Adding an aggregate: a variant of [`AggFunc`] with its name and types in
 //! `expr::functions` (and whether its partials merge: [`AggFunc::mergeable`]; the planner
 //! asks [`AggCall::mergeable`]), and one type
@@ -35,7 +38,7 @@ use super::hash::group_ids;
 use super::{Batch, ExecContext};
 use crate::error::{Result, SqlError};
 use crate::expr::functions::AggFunc;
-use crate::plan::AggCall;
+use crate::plan::{AggCall, BExpr};
 use std::borrow::Cow;
 use zepto_storage::{Column, ColumnData, DataType};
 
@@ -270,8 +273,8 @@ pub fn aggregate(
 }
 
 /// Every one of `aggs` over the rows of `b` grouped by `rows`, as [`aggregate`] gives each,
-/// with the work two of them share done once: `min(x)` and `max(x)` of the same argument
-/// read it in one pass where [`min_max::both`] can (bars' high and low).
+/// with the work two of them share done once: `min(c)` and `max(c)` of the same DOUBLE column
+/// over runs read it in one pass where [`min_max::both`] can (bars' high and low).
 pub fn aggregate_all(
     ctx: &ExecContext,
     aggs: &[AggCall],
@@ -282,12 +285,14 @@ pub fn aggregate_all(
     mode: Mode,
 ) -> Result<Vec<Vec<Column>>> {
     let mut done: Vec<Option<Vec<Column>>> = vec![None; aggs.len()];
-    let runs = matches!(rows, Rows::Runs { .. });
-    for (lo, hi) in extreme_pairs(aggs).into_iter().filter(|_| runs) {
-        let x = eval(ctx, &aggs[lo].args[0], b)?;
-        if let Some((l, h)) = min_max::both(&x, rows) {
-            // A min/max's partial state is its result (`MinMax::state`).
-            (done[lo], done[hi]) = (Some(vec![l]), Some(vec![h]));
+    if let Rows::Runs { .. } = rows {
+        for (lo, hi, c) in extreme_pairs(aggs) {
+            let Some(x) = b.columns.get(c) else { continue };
+            if let Some((l, h)) = min_max::both(x, rows) {
+                // A min/max's partial state is its result (`MinMax::state`), one column.
+                debug_assert!(aggs[lo].func.state_width() == 1 && aggs[hi].func.state_width() == 1);
+                (done[lo], done[hi]) = (Some(vec![l]), Some(vec![h]));
+            }
         }
     }
     let one = |(a, d): (&AggCall, Option<Vec<Column>>)| {
@@ -296,19 +301,22 @@ pub fn aggregate_all(
     aggs.iter().zip(done).map(one).collect()
 }
 
-/// The positions of `min(x)` and `max(x)` calls with the same one DOUBLE argument (neither
-/// DISTINCT), each call in one pair at most.
-fn extreme_pairs(aggs: &[AggCall]) -> Vec<(usize, usize)> {
-    let plain = |a: &AggCall, f: AggFunc| {
-        a.func == f && !a.distinct && matches!(a.args.as_slice(), [x] if x.data_type() == DataType::Float64)
+/// The positions of `min(c)` and `max(c)` calls over the same DOUBLE column `c` (neither
+/// DISTINCT), each call in one pair at most, with `c`'s position. Columns only: the argument
+/// is read, not evaluated, and two expressions that compare equal may still differ (a
+/// `-0.0` literal equals `0.0`).
+fn extreme_pairs(aggs: &[AggCall]) -> Vec<(usize, usize, usize)> {
+    let column = |a: &AggCall, f: AggFunc| match a.args.as_slice() {
+        [BExpr::Col(c, DataType::Float64)] if a.func == f && !a.distinct => Some(*c),
+        _ => None,
     };
     let mut taken = vec![false; aggs.len()];
     let mut pairs = Vec::new();
-    for (lo, a) in aggs.iter().enumerate().filter(|(_, a)| plain(a, AggFunc::Min)) {
-        let partner = (0..aggs.len()).find(|&j| !taken[j] && plain(&aggs[j], AggFunc::Max) && aggs[j].args == a.args);
+    for (lo, c) in aggs.iter().enumerate().filter_map(|(i, a)| Some((i, column(a, AggFunc::Min)?))) {
+        let partner = (0..aggs.len()).find(|&j| !taken[j] && column(&aggs[j], AggFunc::Max) == Some(c));
         if let Some(hi) = partner {
             taken[hi] = true;
-            pairs.push((lo, hi));
+            pairs.push((lo, hi, c));
         }
     }
     pairs
@@ -375,4 +383,40 @@ pub fn frames(
 /// zeros are one value (`hash::key_take`: +0.0 whichever zero its first row held).
 fn distinct_args<'a>(args: impl Iterator<Item = &'a Column>, keep: &[u32]) -> Vec<Column> {
     args.enumerate().map(|(k, c)| if k == 0 { super::hash::key_take(c, keep) } else { c.take(keep) }).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(func: AggFunc, arg: BExpr, distinct: bool) -> AggCall {
+        AggCall { func, ty: arg.data_type(), args: vec![arg], distinct, order: None }
+    }
+
+    #[test]
+    fn min_and_max_pair_over_the_same_double_column_only() {
+        use AggFunc::{Max, Min, Sum};
+        let col = |c: usize| BExpr::Col(c, DataType::Float64);
+        let aggs = vec![
+            call(Max, col(2), false), // pairs with the min after it
+            call(Sum, col(2), false),
+            call(Min, col(2), false),
+            call(Min, col(2), false), // a second min: its max is taken
+            call(Min, col(3), true),  // DISTINCT
+            call(Max, col(3), false),
+            call(Min, BExpr::Col(4, DataType::Int64), false), // not a DOUBLE
+            call(Max, BExpr::Col(4, DataType::Int64), false),
+            call(Min, col(5), false), // no max of column 5
+            call(Max, col(6), false),
+        ];
+        assert_eq!(extreme_pairs(&aggs), vec![(2, 0, 2)]);
+        // Equal expressions are not paired: `x * -0.0` and `x * 0.0` compare equal.
+        let times = |z: f64| BExpr::Binary {
+            op: crate::parser::ast::BinaryOp::Mul,
+            left: Box::new(col(2)),
+            right: Box::new(BExpr::Lit(zepto_storage::Value::Float64(z), DataType::Float64)),
+            ty: DataType::Float64,
+        };
+        assert!(extreme_pairs(&[call(Min, times(-0.0), false), call(Max, times(0.0), false)]).is_empty());
+    }
 }
