@@ -153,7 +153,7 @@ impl MinMax {
 }
 
 /// `min(x)` and `max(x)` over the same rows at once, where that reads `x` once: NULL-free
-/// DOUBLEs over runs ([`run_extremes`] asked for both, as each alone asks for its side).
+/// DOUBLEs over runs (`kernels::run_extremes` asked for both, as each alone asks for its side).
 /// `None` otherwise: the two accumulators then run one after the other.
 pub fn both(x: &Column, rows: Rows) -> Option<(Column, Column)> {
     let (Rows::Runs { starts, n }, ColumnData::Float64(v), None) = (rows, x.data(), x.validity()) else {
