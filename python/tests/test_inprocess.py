@@ -6,6 +6,7 @@ import datetime as dt
 import gc
 import threading
 import time
+import weakref
 
 import duckdb
 import numpy as np
@@ -134,6 +135,30 @@ def test_views_outlive_result_connection_and_table_and_later_writes():
         del junk
     assert np.array_equal(arr, before)
     assert float(pa.compute.sum(table.column("price")).as_py()) == total
+
+
+def test_a_dropped_connection_goes_at_once(tmp_path):
+    """Nothing a connection holds refers back to it: when its last reference goes, the database
+    goes with it (its tables' memory, a durable directory's lock), without waiting for Python's
+    cycle collector. Its memory layer, kept, keeps the database it reaches."""
+    gc.disable()
+    try:
+        d = zeptodb.connect(str(tmp_path / "db"))
+        d.execute(DDL)
+        d.insert("trades", trades(1000))
+        assert d.memory is not None and d.cache is not None
+        gone = weakref.ref(d)
+        del d
+        assert gone() is None
+        # The directory's lock went with it: it opens again, with the rows written.
+        again = zeptodb.connect(str(tmp_path / "db"))
+        assert again.sql("SELECT count(*) AS n FROM trades").to_pandas()["n"][0] == 1000
+        again.close()
+        memory = zeptodb.connect().memory
+        memory.put("a note kept past its connection", embedding=[1.0, 0.0])
+        assert memory.stats()["memories"] == 1
+    finally:
+        gc.enable()
 
 
 def test_parameters_are_values_never_sql(db):

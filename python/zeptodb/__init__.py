@@ -28,7 +28,7 @@ from typing import Any, Callable, Iterator, Optional, Sequence, TypeVar, Union
 
 from . import _native
 from ._convert import to_arrow_stream, to_param
-from ._memory import Cache, Memory
+from ._memory import Cache, Memory, Transport
 from ._native import (
     BadRequest,
     Cancelled,
@@ -126,6 +126,15 @@ def connect(
     return Connection(_native.Database(text, sync, query_timeout, query_memory_mb))
 
 
+def _in_process_transport(native: _native.Database) -> Transport:
+    """The memory layer's transport in process: the native layer takes the server's JSON."""
+
+    def send(op: str, tenant: Optional[str], body: Optional[str], memory_id: Optional[str], embedding: bool) -> str:
+        return _interruptible(lambda main: native.ai(op, tenant, body, memory_id, embedding, main))
+
+    return send
+
+
 class Connection:
     """A database in this process. Safe to share between threads: statements release the GIL
     while the engine runs them."""
@@ -133,8 +142,12 @@ class Connection:
     def __init__(self, native: _native.Database) -> None:
         """Wrap an open native database (use :func:`connect`)."""
         self._db = native
-        self._memory = Memory(self._ai)
-        self._cache = Cache(self._ai)
+        # The layer's transport holds the native database, not this object: a connection
+        # referred to by its own members would be freed (with its tables) only when Python's
+        # cycle collector next ran, not when the last reference to it goes.
+        send = _in_process_transport(native)
+        self._memory = Memory(send)
+        self._cache = Cache(send)
 
     def sql(self, query: str, params: Optional[Sequence[Any]] = None) -> Result:
         """Run a statement and return its result. ``params`` fill ``?`` (or ``$1``, ``$2``...)
@@ -185,12 +198,6 @@ class Connection:
         """The LLM answer cache over this database (table ``ai_cache``): store, lookup. See
         :class:`zeptodb.Cache`."""
         return self._cache
-
-    def _ai(
-        self, op: str, tenant: Optional[str], body: Optional[str], memory_id: Optional[str], include_embedding: bool
-    ) -> str:
-        """The memory layer's transport in process: the native layer takes the server's JSON."""
-        return _interruptible(lambda main: self._db.ai(op, tenant, body, memory_id, include_embedding, main))
 
     @property
     def durable(self) -> bool:
