@@ -651,13 +651,8 @@ mod tests {
         assert_eq!(super::xbar_const(&v, 1000), want);
         // Generated: steps within a bucket, to the next one, over many, back, and across i64's
         // ends, against a division per value.
-        let mut x = 0x9e37_79b9_7f4a_7c15u64;
-        let mut rnd = move |n: u64| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x % n
-        };
+        let mut rng = zepto_storage::rng::XorShift::new(0x9e37_79b9_7f4a_7c15);
+        let mut rnd = |n: u64| rng.below(n);
         for round in 0..2000 {
             let w = [1, 2, 7, 60, 1000, 1 << 40, i64::MAX / 3][round % 7];
             let mut t = match round % 5 {

@@ -204,13 +204,8 @@ mod tests {
 
     #[test]
     fn walks_side_by_side_find_what_one_walk_finds() {
-        let mut x = 0x2545_f491_4f6c_dd1du64;
-        let mut rnd = move |n: u64| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x % n
-        };
+        let mut rng = zepto_storage::rng::XorShift::new(0x2545_f491_4f6c_dd1d);
+        let mut rnd = |n: u64| rng.below(n);
         let mut split = 0;
         for round in 0..400 {
             let n = MIN_SPLIT_ROWS - 2 + rnd(6000) as usize;
