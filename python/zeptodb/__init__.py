@@ -145,9 +145,9 @@ class Connection:
         # The layer's transport holds the native database, not this object: a connection
         # referred to by its own members would be freed (with its tables) only when Python's
         # cycle collector next ran, not when the last reference to it goes.
-        send = _in_process_transport(native)
-        self._memory = Memory(send)
-        self._cache = Cache(send)
+        self._ai = _in_process_transport(native)
+        self._memory = Memory(self._ai)
+        self._cache = Cache(self._ai)
 
     def sql(self, query: str, params: Optional[Sequence[Any]] = None) -> Result:
         """Run a statement and return its result. ``params`` fill ``?`` (or ``$1``, ``$2``...)
