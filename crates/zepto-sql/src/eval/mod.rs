@@ -25,6 +25,7 @@ use crate::error::{Result, SqlError};
 use crate::expr::{BExpr, Correlated};
 use crate::parser::ast::BinaryOp;
 pub use batch::{and_validity, mask_indices, Batch};
+pub(crate) use scalar::bucket_end;
 use std::borrow::Cow;
 use std::cmp::Ordering;
 use zepto_storage::{Bitmap, Column, ColumnData, DataType, Value};

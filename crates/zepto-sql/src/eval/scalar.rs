@@ -532,26 +532,32 @@ fn temporal(f: ScalarFunc, args: &[BExpr], ty: DataType, b: &Batch, sq: &dyn Sub
     }
 }
 
-/// `w * floor(t / w)` for every value, dividing only when a value leaves the current bucket
-/// for one other than the next: time-ordered data (the common case) stays in a bucket or
-/// moves to the next one, so the 64-bit division (tens of cycles) is rarely paid (the first
-/// row of every bucket, a GROUP BY's keys, is such data too).
+/// Where the bucket `w * floor(t / w)` holding `t` ends (the next bucket's start; `None` past
+/// i64: the bucket runs to the end of the times), `w > 0`. `after`, the end of a bucket before
+/// `t`'s: when `t` lies in the bucket right after it, no division (tens of cycles) is needed,
+/// as with time-ordered data, which stays in a bucket or moves to the next one. A bucket whose
+/// start is below i64::MIN still ends where it ends.
+pub(crate) fn bucket_end(t: i64, w: i64, after: Option<i64>) -> Option<i64> {
+    match after {
+        Some(p) if t >= p && t.checked_sub(p).is_some_and(|d| d < w) => p.checked_add(w),
+        _ => t.div_euclid(w).checked_add(1).and_then(|k| k.checked_mul(w)),
+    }
+}
+
+/// `w * floor(t / w)` for every value, finding a bucket's bounds only when a value leaves the
+/// current one ([`bucket_end`]: without a division when it moves to the next; the first row of
+/// every bucket, a GROUP BY's keys, is such data too).
 fn xbar_const(v: &[i64], w: i64) -> Vec<i64> {
     debug_assert!(w > 0);
     let mut out = Vec::with_capacity(v.len());
     let (mut lo, mut hi) = (1i64, 0i64); // empty bucket: the first value recomputes
     for &t in v {
-        // The next bucket starts right after this one (`hi < t` so `hi + 1` fits), and it is
-        // never one whose start saturates (only the lowest can).
-        if t > hi && lo <= hi && t.checked_sub(hi + 1).is_some_and(|d| d < w) {
-            lo = hi + 1;
-            hi = lo.checked_add(w - 1).unwrap_or(i64::MAX);
-        } else if t < lo || t > hi {
-            // The bucket's bounds from its number: a bucket whose start is below i64::MIN
-            // keeps i64::MIN as its value, but still ends where it ends.
-            let k = t.div_euclid(w);
-            lo = k.saturating_mul(w);
-            hi = k.checked_add(1).and_then(|k| k.checked_mul(w)).map_or(i64::MAX, |h| h - 1);
+        if t < lo || t > hi {
+            // Past a bucket (`hi < t`, so `hi + 1` fits): it ended at `hi + 1`.
+            let end = bucket_end(t, w, (t > hi && lo <= hi).then(|| hi + 1));
+            // A bucket whose start is below i64::MIN keeps i64::MIN as its value.
+            lo = end.map_or_else(|| t.div_euclid(w).saturating_mul(w), |e| e.saturating_sub(w));
+            hi = end.map_or(i64::MAX, |e| e - 1);
         }
         out.push(lo);
     }

@@ -86,15 +86,9 @@ impl Walk {
             return false;
         }
         self.starts.push(s as u32);
-        // The end of the bucket holding v[s]: one width past the previous bucket's end when
-        // v[s] falls there (no division: dense data), else from the bucket's number (a bucket
-        // starting below i64::MIN still ends where it ends). None: the last bucket runs to the
-        // end of the times.
-        let hi = match self.prev_hi {
-            Some(p) if v[s] >= p && v[s].checked_sub(p).is_some_and(|d| d < width) => p.checked_add(width),
-            _ => v[s].div_euclid(width).checked_add(1).and_then(|k| k.checked_mul(width)),
-        };
-        let Some(hi) = hi else {
+        // The end of the bucket holding v[s] (none: the last bucket runs to the end of the
+        // times), without a division when it follows the previous one (dense data).
+        let Some(hi) = crate::eval::bucket_end(v[s], width, self.prev_hi) else {
             self.s = self.until;
             return false;
         };
@@ -193,11 +187,12 @@ fn bucket_end(v: &[i64], from: usize, hi: i64, guess: usize) -> usize {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
-    /// The first row of every run of equal `w * floor(t / w)`.
-    fn reference(v: &[i64], w: i64) -> Vec<u32> {
+    /// The first row of every run of equal `w * floor(t / w)`: what [`starts`] must find (also
+    /// the reference of `partitioned`'s tests, through its key matching).
+    pub(in crate::exec) fn reference(v: &[i64], w: i64) -> Vec<u32> {
         let b: Vec<i64> = v.iter().map(|t| t.div_euclid(w).saturating_mul(w)).collect();
         (0..v.len()).filter(|&i| i == 0 || b[i] != b[i - 1]).map(|i| i as u32).collect()
     }

@@ -132,13 +132,8 @@ fn bucket_starts(b: &Batch, keys: &[BExpr], runs: &[usize], t: usize) -> Option<
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::exec::bucket_walk::tests::reference;
     use zepto_storage::{Column, ColumnData, DataType, Value};
-
-    /// The first row of every run of equal `w * floor(t / w)`: what `bucket_starts` must find.
-    fn reference(v: &[i64], w: i64) -> Vec<u32> {
-        let b: Vec<i64> = v.iter().map(|t| t.div_euclid(w).saturating_mul(w)).collect();
-        (0..v.len()).filter(|&i| i == 0 || b[i] != b[i - 1]).map(|i| i as u32).collect()
-    }
 
     /// `xbar(w, ts)` over the batch's column 0.
     fn xbar(w: i64) -> BExpr {

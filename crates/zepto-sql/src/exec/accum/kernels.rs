@@ -79,11 +79,11 @@ fn pick_nan_largest<const MIN: bool>(acc: f64, x: f64) -> f64 {
 }
 
 /// The minimums (`LO`) and maximums (`HI`) of every run of `v` (`runs` over `starts`, `n`
-/// rows), NaN the largest double; the side not asked for is empty. Both at once read each row
-/// of the fixed chunks once for the two. A run of 4 to 4·t rows is read in exactly t chunks of four rows
-/// ([`chunks_per_run`]), the chunks past its end clamped to its last four rows (an extreme does
-/// not mind rows read twice), NaN ranked in the same pass; other runs lane by lane (and again
-/// with the NaN-ranking pick when they hold a NaN). Compiled for AVX2 too (chosen at run time).
+/// rows), NaN the largest double; the side not asked for is empty. A run of 4 to 4·t rows is
+/// read in exactly t chunks of four rows ([`chunks_per_run`]), once for both sides, the chunks
+/// past its end clamped to its last four rows (an extreme does not mind rows read twice), NaN
+/// ranked in the same pass; other runs by [`slice_extreme`], once per side. Compiled for AVX2
+/// too (chosen at run time).
 #[multiversion::multiversion(targets("x86_64+avx2"))]
 pub fn run_extremes<const LO: bool, const HI: bool>(v: &[f64], starts: &[u32], n: usize) -> (Vec<f64>, Vec<f64>) {
     let t = chunks_per_run(starts, n);
