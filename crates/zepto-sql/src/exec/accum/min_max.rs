@@ -3,7 +3,8 @@
 //! numbers reduce as values (a fixed number of four-row chunks per run, NaN ranked as it goes;
 //! lanes per id); anything else finds each group's best row.
 
-use super::kernels::{best_rows, choose, grow, in_range, pad, run_extremes};
+use super::kernels::{best_rows, choose, grow, in_range, pad};
+use super::run_extremes::run_extremes;
 use super::{runs, Accumulator, Input, Rows};
 use crate::error::{Result, SqlError};
 use crate::exec::cmp::value_cmp;
@@ -153,7 +154,7 @@ impl MinMax {
 }
 
 /// `min(x)` and `max(x)` over the same rows at once, where that reads `x` once: NULL-free
-/// DOUBLEs over runs (`kernels::run_extremes` asked for both, as each alone asks for its side).
+/// DOUBLEs over runs (`run_extremes` asked for both, as each alone asks for its side).
 /// `None` otherwise: the two accumulators then run one after the other.
 pub fn both(x: &Column, rows: Rows) -> Option<(Column, Column)> {
     let (Rows::Runs { starts, n }, ColumnData::Float64(v), None) = (rows, x.data(), x.validity()) else {

@@ -29,6 +29,7 @@ mod holistic;
 mod kernels;
 mod listing;
 mod min_max;
+mod run_extremes;
 mod sum;
 mod variance;
 mod vwap;
