@@ -43,8 +43,11 @@ fn cuts(v: &[i64], width: i64) -> Vec<usize> {
     let mut at = vec![0];
     if n >= MIN_SPLIT_ROWS {
         for j in 1..WALKS {
-            let Some(lo) = v[n * j / WALKS].div_euclid(width).checked_mul(width) else { continue };
-            let b = v.partition_point(|&x| x < lo);
+            let (i, last) = (n * j / WALKS, at[at.len() - 1]);
+            let Some(lo) = v[i].div_euclid(width).checked_mul(width) else { continue };
+            // Down from row i to its bucket's first row (every time before the last cut is
+            // below `lo`): a few rows near i, not a search of the whole column.
+            let b = bucket_end(v, last, lo, i - last);
             if b > at[at.len() - 1] && b < n {
                 at.push(b);
             }
