@@ -53,8 +53,12 @@ fn joined(chunks: &[Batch]) -> Vec<Batch> {
             out.push(zepto_sql::exec::concat_chunks(std::mem::take(run)));
         }
     };
-    // Only this result holds the columns: the query made them.
-    let small = |b: &Batch| b.rows < SMALL_BATCH_ROWS && b.columns.iter().all(|c| Arc::strong_count(c) == 1);
+    // Only this result holds the columns: the query made them (a column it gives twice, as
+    // `SELECT count(*) AS a, count(*) AS b` does, is held once per place).
+    let own = |b: &Batch, c: &Arc<_>| {
+        Arc::strong_count(c) == 1 || Arc::strong_count(c) == b.columns.iter().filter(|d| Arc::ptr_eq(c, d)).count()
+    };
+    let small = |b: &Batch| b.rows < SMALL_BATCH_ROWS && b.columns.iter().all(|c| own(b, c));
     for b in chunks {
         let join = small(b);
         if !join || run_rows + b.rows > JOINED_ROWS {

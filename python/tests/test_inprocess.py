@@ -315,6 +315,19 @@ def test_small_batches_a_query_made_come_as_one_chunk(db):
     assert got == sorted(want)
 
 
+def test_a_column_given_twice_does_not_keep_small_batches_apart(db):
+    # The same aggregate twice is one column the result holds in two places: still the
+    # query's own, so the per-symbol batches are joined as they are for one.
+    syms = tuple(f"S{i:03d}" for i in range(300))
+    db.insert("trades", trades(30_000, syms))
+    r = db.sql("SELECT sym, xbar(INTERVAL '1 minute', ts) AS bar, count(*) AS n, count(*) AS n2 "
+               "FROM trades GROUP BY sym, bar")
+    t = r.to_arrow()
+    assert r._src.num_batches == t.column(0).num_chunks == 1
+    assert t.column("n").to_pylist() == t.column("n2").to_pylist()
+    assert sum(t.column("n").to_pylist()) == 30_000
+
+
 def test_threads_run_statements_at_once(db):
     db.insert("trades", trades(20_000))
     want = db.sql("SELECT sym, count(*), min(size), max(size) FROM trades GROUP BY sym ORDER BY sym").fetchall()
