@@ -872,22 +872,74 @@ fn pack_bits(idx: &[u32], valid: impl Fn(u32) -> bool) -> Vec<u8> {
     idx.chunks(8).map(|ch| ch.iter().enumerate().fold(0u8, |b, (k, &i)| b | ((valid(i) as u8) << k))).collect()
 }
 
+/// [`pack_bits`] of "not [`NULL_INDEX`]" (a gather's rows that found one): with AVX2, a
+/// compare and a mask move per eight indices (the compiler's vectorization of the portable
+/// loop transposed its lanes, 7% of an ASOF join that gathers two columns).
+fn pack_found(idx: &[u32]) -> Vec<u8> {
+    #[cfg(target_arch = "x86_64")]
+    if found_avx2::available() {
+        // SAFETY: the CPU has AVX2.
+        return unsafe { found_avx2::pack(idx) };
+    }
+    pack_bits(idx, |i| i != NULL_INDEX)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[allow(unsafe_code)]
+mod found_avx2 {
+    use super::{pack_bits, NULL_INDEX};
+    use std::arch::x86_64::*;
+    use std::sync::OnceLock;
+
+    /// AVX2 present (detected once).
+    pub fn available() -> bool {
+        static HAS: OnceLock<bool> = OnceLock::new();
+        *HAS.get_or_init(|| is_x86_feature_detected!("avx2"))
+    }
+
+    /// [`super::pack_found`] eight indices at a time.
+    ///
+    /// # Safety
+    /// The CPU must support AVX2.
+    #[target_feature(enable = "avx2")]
+    pub unsafe fn pack(idx: &[u32]) -> Vec<u8> {
+        let none = _mm256_set1_epi32(NULL_INDEX as i32);
+        let mut bytes = idx.chunks_exact(8);
+        let mut out: Vec<u8> = bytes
+            .by_ref()
+            .map(|ch| {
+                // SAFETY: `ch` holds eight u32s (32 bytes); the load is unaligned.
+                let x = unsafe { _mm256_loadu_si256(ch.as_ptr().cast()) };
+                let missing = _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(x, none)));
+                !(missing as u8)
+            })
+            .collect();
+        if !bytes.remainder().is_empty() {
+            out.extend(pack_bits(bytes.remainder(), |i| i != NULL_INDEX));
+        }
+        out
+    }
+}
+
 /// [`Column::gather`]'s copy of one part's fixed-width values: `idx` rows of `src` appended to
 /// `out`, an index past `src` giving `zero` (a NULL row). Whether any row missed; an index
 /// past `src` that is not [`NULL_INDEX`] is recorded in `bad`.
 fn gather_pick<T: Copy>(src: &[T], idx: &[u32], zero: T, out: &mut Vec<T>, bad: &mut Option<(u32, usize)>) -> bool {
-    let mut miss = false;
+    // The first wrong index is noted as the copy meets it: a LEFT join's few unmatched rows
+    // (NULL_INDEX) cost no second pass over the indices.
+    let (mut miss, mut wrong) = (false, None);
     out.extend(idx.iter().map(|&i| match src.get(i as usize) {
         Some(&v) => v,
         None => {
             miss = true;
+            if i != NULL_INDEX && wrong.is_none() {
+                wrong = Some(i);
+            }
             zero
         }
     }));
-    if miss {
-        if let Some(&i) = idx.iter().find(|&&i| i != NULL_INDEX && i as usize >= src.len()) {
-            *bad = Some((i, src.len()));
-        }
+    if let Some(i) = wrong {
+        *bad = Some((i, src.len()));
     }
     miss
 }
@@ -996,7 +1048,7 @@ fn gather_validity(parts: &[(&Column, &[u32])], picks_null: &[bool]) -> Option<B
             match (&c.validity, nulls, c.data_type() == DataType::Null) {
                 (_, _, true) => v.append_bits(&vec![0u8; idx.len().div_ceil(8)], 0, idx.len()),
                 (None, false, _) => v.extend_set(idx.len()),
-                (None, true, _) => v.append_bits(&pack_bits(idx, |i| i != NULL_INDEX), 0, idx.len()),
+                (None, true, _) => v.append_bits(&pack_found(idx), 0, idx.len()),
                 (Some(b), _, _) => {
                     v.append_bits(&pack_bits(idx, |i| i != NULL_INDEX && b.get(i as usize)), 0, idx.len())
                 }
@@ -1543,6 +1595,28 @@ mod tests {
         assert!(Column::concat_spans(DataType::Float64, None, &bad).is_err());
         let out_of_range = [Span { col: &ints, rows: 1..3, remap: None }];
         assert!(Column::concat_spans(DataType::Int64, None, &out_of_range).is_err());
+    }
+
+    /// The found-row bits with AVX2 (where the CPU has it) are the portable ones, every length
+    /// around a byte; a NULL-free source gives its values where an index found one and NULL
+    /// elsewhere; an index past the source (not NULL_INDEX) is an error naming the first.
+    #[test]
+    fn gather_marks_rows_that_found_none_and_refuses_wrong_indices() {
+        let mut rng = crate::rng::XorShift::new(0x9e37_79b9_7f4a_7c15);
+        let src = Column::from_data(ColumnData::Float64((0..50).map(f64::from).collect()));
+        for n in 0..80 {
+            let idx: Vec<u32> =
+                (0..n).map(|_| if rng.below(3) == 0 { NULL_INDEX } else { rng.below(50) as u32 }).collect();
+            assert_eq!(pack_found(&idx), pack_bits(&idx, |i| i != NULL_INDEX), "{idx:?}");
+            let got = Column::gather(DataType::Float64, &[(&src, &idx)]).expect("indices in range");
+            for (k, &i) in idx.iter().enumerate() {
+                let want = if i == NULL_INDEX { Value::Null } else { Value::Float64(f64::from(i)) };
+                assert_eq!(got.get(k), want, "row {k} of {idx:?}");
+            }
+        }
+        let wrong = [1, NULL_INDEX, 52, 3, 70];
+        let err = Column::gather(DataType::Float64, &[(&src, &wrong)]).expect_err("row 52 of 50");
+        assert_eq!(err, "row 52 out of a column of 50 rows");
     }
 
     /// `gather` against `take_opt` per part then `concat`, for every type, with NULL rows in the
