@@ -56,6 +56,8 @@
 //! - **A statement**: `zepto-parser` first (see its crate doc); then its arm in
 //!   [`Engine::execute_statement_in`], and `spread.rs` if it changes a table a cluster spreads.
 #![warn(missing_docs)]
+// The one exception: AVX2 kernels written with intrinsics (`exec/accum/run_extremes.rs`).
+#![deny(unsafe_code)]
 
 pub mod access;
 pub mod cluster;

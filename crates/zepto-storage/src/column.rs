@@ -877,7 +877,7 @@ fn pack_bits(idx: &[u32], valid: impl Fn(u32) -> bool) -> Vec<u8> {
 /// loop transposed its lanes, 7% of an ASOF join that gathers two columns).
 fn pack_found(idx: &[u32]) -> Vec<u8> {
     #[cfg(target_arch = "x86_64")]
-    if found_avx2::available() {
+    if is_x86_feature_detected!("avx2") {
         // SAFETY: the CPU has AVX2.
         return unsafe { found_avx2::pack(idx) };
     }
@@ -889,13 +889,6 @@ fn pack_found(idx: &[u32]) -> Vec<u8> {
 mod found_avx2 {
     use super::{pack_bits, NULL_INDEX};
     use std::arch::x86_64::*;
-    use std::sync::OnceLock;
-
-    /// AVX2 present (detected once).
-    pub fn available() -> bool {
-        static HAS: OnceLock<bool> = OnceLock::new();
-        *HAS.get_or_init(|| is_x86_feature_detected!("avx2"))
-    }
 
     /// [`super::pack_found`] eight indices at a time.
     ///

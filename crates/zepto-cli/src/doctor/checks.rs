@@ -334,7 +334,7 @@ pub fn avx2() -> Finding {
         check,
         Status::Warn,
         "no",
-        "the vector distance kernels run scalar (several times slower) on a CPU without AVX2",
+        "vector distances run scalar (several times slower), and aggregate and join kernels on narrower lanes, on a CPU without AVX2",
     )
 }
 

@@ -674,7 +674,7 @@ mod tests {
         assert!(super::within(5, 7, Some(2)) && !super::within(5, 8, Some(2)) && super::within(5, 3, None));
     }
 
-    /// The two-cursor merge finds, for every left time, what a search of the right times does
+    /// The four-cursor merge finds, for every left time, what a search of the right times does
     /// (then the tolerance): every inequality, equal times on both sides, odd and tiny counts.
     #[test]
     fn cursors_match_a_search_per_row() {

@@ -1,7 +1,7 @@
 //! `min(x)` and `max(x)` of any ordered type (NULLs skipped; NaN is the largest double, as
 //! in DuckDB). State: the extreme value per group (NULL for a group with none). NULL-free
-//! numbers reduce as values (a fixed number of four-row chunks per run, NaN ranked as it goes;
-//! lanes per id); anything else finds each group's best row.
+//! numbers reduce as values (runs of doubles in four-row chunks, `run_extremes.rs`; lanes per
+//! id); anything else finds each group's best row.
 
 use super::kernels::{best_rows, choose, grow, in_range, pad};
 use super::run_extremes::run_extremes;

@@ -5,9 +5,9 @@
 //! for both sides, the chunks past its end clamped to its last four rows (an extreme does not
 //! mind rows read twice); a longer run in as many chunks as it needs, also once for both sides.
 //! NaN ranks as the largest double (as in DuckDB): with AVX2 the chunks compare plainly and
-//! note any NaN, and a run that holds one is read again by [`slice_extreme`], which ranks it;
-//! without AVX2 the chunks rank NaN as they go. Runs under four rows are read by
-//! [`slice_extreme`], once per side.
+//! note any NaN, and a run that holds one is read again by the portable chunks, which rank NaN
+//! as they go (without AVX2 they read every run), so both give the same bits on every CPU.
+//! Runs under four rows are read by [`slice_extreme`], once per side.
 
 use super::runs;
 
@@ -17,11 +17,10 @@ pub fn run_extremes<const LO: bool, const HI: bool>(v: &[f64], starts: &[u32], n
     let v = &v[..n];
     let t = chunks_per_run(starts, n);
     #[cfg(target_arch = "x86_64")]
-    if avx2::available() {
-        // SAFETY: the CPU has AVX2.
-        return unsafe { avx2::run_extremes::<LO, HI>(v, starts, t) };
+    if let Some(out) = avx2::run_extremes::<LO, HI>(v, starts, t) {
+        return out;
     }
-    by_runs::<LO, HI>(v, starts, t, ranked_chunks::<LO, HI>)
+    by_runs::<LO, HI>(v, starts, t, |r, k| Some(ranked_chunks::<LO, HI>(r, k)))
 }
 
 /// How many chunks of four rows [`run_extremes`] gives every run: enough for nine runs in ten
@@ -41,8 +40,8 @@ fn chunks_per_run(starts: &[u32], n: usize) -> usize {
 }
 
 /// Every run's extremes: `chunks(run, k)` for a run of 4 rows or more, k = t or the chunks a
-/// longer run needs (`None`: it met a NaN), [`slice_extreme`] for the others. `chunks` gives
-/// both sides; the one not asked for is not kept.
+/// longer run needs (`None`: it met a NaN, and [`ranked_chunks`] reads it again),
+/// [`slice_extreme`] for the others. Both sides come back; the one not asked for is not kept.
 #[inline(always)]
 fn by_runs<const LO: bool, const HI: bool>(
     v: &[f64],
@@ -54,7 +53,8 @@ fn by_runs<const LO: bool, const HI: bool>(
     let (mut lo, mut hi) = (room(LO), room(HI));
     for (s, e) in runs(starts, v.len()) {
         let r = &v[s..e];
-        let fixed = if r.len() >= 4 { chunks(r, t.max(r.len().div_ceil(4))) } else { None };
+        let k = t.max(r.len().div_ceil(4));
+        let fixed = (r.len() >= 4).then(|| chunks(r, k).unwrap_or_else(|| ranked_chunks::<LO, HI>(r, k)));
         if LO {
             lo.push(fixed.map_or_else(|| slice_extreme::<true>(r), |(a, _)| a));
         }
@@ -66,25 +66,25 @@ fn by_runs<const LO: bool, const HI: bool>(
 }
 
 /// A run of at least 4 rows in `k` chunks (clamped to its last four rows), NaN ranked in the
-/// same pass (never `None`).
+/// same pass.
 #[inline(always)]
-fn ranked_chunks<const LO: bool, const HI: bool>(r: &[f64], k: usize) -> Option<(f64, f64)> {
+fn ranked_chunks<const LO: bool, const HI: bool>(r: &[f64], k: usize) -> (f64, f64) {
     let last = r.len() - 4;
     let head = [r[0], r[1], r[2], r[3]];
     let (mut a, mut b) = (head, head);
     for j in 1..k {
         let i = (4 * j).min(last);
         let w = &r[i..i + 4];
-        for k in 0..4 {
+        for l in 0..4 {
             if LO {
-                a[k] = pick_nan_largest::<true>(a[k], w[k]);
+                a[l] = pick_nan_largest::<true>(a[l], w[l]);
             }
             if HI {
-                b[k] = pick_nan_largest::<false>(b[k], w[k]);
+                b[l] = pick_nan_largest::<false>(b[l], w[l]);
             }
         }
     }
-    Some((fold4::<true>(a), fold4::<false>(b)))
+    (fold4::<true>(a), fold4::<false>(b))
 }
 
 /// Of `acc` and `x`, the one the minimum (`MIN`) or maximum keeps, NaN being the largest
@@ -150,31 +150,31 @@ fn lane_extreme<const MIN: bool>(v: &[f64]) -> Option<f64> {
 #[allow(unsafe_code)]
 mod avx2 {
     use std::arch::x86_64::*;
-    use std::sync::OnceLock;
 
-    /// AVX2 present (detected once).
-    pub fn available() -> bool {
-        static HAS: OnceLock<bool> = OnceLock::new();
-        *HAS.get_or_init(|| is_x86_feature_detected!("avx2"))
+    /// [`super::run_extremes`] over `v` (the rows of the runs), t chunks a run; `None` on a
+    /// CPU without AVX2.
+    pub fn run_extremes<const LO: bool, const HI: bool>(
+        v: &[f64],
+        starts: &[u32],
+        t: usize,
+    ) -> Option<(Vec<f64>, Vec<f64>)> {
+        // SAFETY: the CPU has AVX2.
+        is_x86_feature_detected!("avx2").then(|| unsafe { with_avx2::<LO, HI>(v, starts, t) })
     }
 
-    /// [`super::run_extremes`] over `v` (its `n` rows), t chunks a run.
+    /// [`run_extremes`] compiled for AVX2.
     ///
     /// # Safety
     /// The CPU must support AVX2.
     #[target_feature(enable = "avx2")]
-    pub unsafe fn run_extremes<const LO: bool, const HI: bool>(
-        v: &[f64],
-        starts: &[u32],
-        t: usize,
-    ) -> (Vec<f64>, Vec<f64>) {
+    unsafe fn with_avx2<const LO: bool, const HI: bool>(v: &[f64], starts: &[u32], t: usize) -> (Vec<f64>, Vec<f64>) {
         super::by_runs::<LO, HI>(v, starts, t, |r, k| chunks::<LO, HI>(r, k))
     }
 
     /// A run of at least 4 rows in `k` chunks (clamped to its last four rows); `None` if it
     /// holds a NaN. A `min`/`max` lane never takes a NaN from the row nor drops one it started
-    /// from, so a run without one gets its exact extremes, ties kept as [`super::fold4`] keeps
-    /// them.
+    /// from, and of two equal values keeps the one it has (`x < a ? x : a`), as
+    /// [`super::pick_nan_largest`] does: a run without NaN gets [`super::ranked_chunks`]' bits.
     #[target_feature(enable = "avx2")]
     fn chunks<const LO: bool, const HI: bool>(r: &[f64], k: usize) -> Option<(f64, f64)> {
         assert!(r.len() >= 4, "a run of at least one chunk");
@@ -223,7 +223,8 @@ mod tests {
 
     /// Runs of 1 to 300 rows (most of them near one length, as a symbol's bars are), NaN, ±0
     /// and infinities among the values: every path (AVX2 when the CPU has it, the portable
-    /// chunks, the slices) gives each run's extremes (which of two equal zeros is not fixed).
+    /// chunks, the slices) gives each run's extremes (which of two equal zeros the chunks keep
+    /// may differ from a row-by-row fold's), and AVX2's bits are the portable chunks' exactly.
     #[test]
     fn every_path_gives_each_runs_extremes() {
         let mut rng = XorShift::new(0x9e37_79b9_7f4a_7c15);
@@ -251,8 +252,12 @@ mod tests {
             let bits = |x: &[f64]| x.iter().map(|&f| if f == 0.0 { 0 } else { f.to_bits() }).collect::<Vec<_>>();
             let (lo, hi) = reference(&v, &starts);
             let t = chunks_per_run(&starts, v.len());
-            let portable = by_runs::<true, true>(&v, &starts, t, ranked_chunks::<true, true>);
+            let portable = by_runs::<true, true>(&v, &starts, t, |r, k| Some(ranked_chunks::<true, true>(r, k)));
             assert_eq!((bits(&portable.0), bits(&portable.1)), (bits(&lo), bits(&hi)), "round {round}: portable");
+            // This CPU's path and the portable one agree bit for bit, zeros' signs too.
+            let exact = |x: &[f64]| x.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+            let here = run_extremes::<true, true>(&v, &starts, v.len());
+            assert_eq!((exact(&here.0), exact(&here.1)), (exact(&portable.0), exact(&portable.1)), "round {round}");
             let (a, b) =
                 (run_extremes::<true, false>(&v, &starts, v.len()), run_extremes::<false, true>(&v, &starts, v.len()));
             assert_eq!((bits(&a.0), bits(&b.1)), (bits(&lo), bits(&hi)), "round {round}: one side");
