@@ -95,6 +95,34 @@ fn parallel_partials_match_the_hash_aggregate() {
     }
 }
 
+/// A key of the timestamp itself over more partitions than merging their runs pays for
+/// (`plan/time_merge.rs`: 1,024): the rows are hashed, with the answer of the in-order way
+/// over the same rows in a table of one symbol (aggregates that ties in time leave alone).
+#[test]
+fn a_timestamp_key_over_many_partitions_is_hashed() {
+    let mut rng = Rng::new(0x2545_f491_4f6c_dd1d);
+    let rows_sql = values(&mut rng, 6000, 3000);
+    let (many, few) = (Engine::new().with_parallel_min_rows(0), Engine::new().with_parallel_min_rows(0));
+    for e in [&many, &few] {
+        e.execute("CREATE TABLE t (ts TIMESTAMP, sym SYMBOL, venue VARCHAR, px DOUBLE, n BIGINT)").expect("t");
+    }
+    many.execute(&format!("INSERT INTO t VALUES {rows_sql}")).expect("rows");
+    // The same rows under one symbol: one partition, grouped in time order.
+    few.execute(&format!(
+        "INSERT INTO t SELECT ts, 'ONE', venue, px, n FROM (VALUES {rows_sql}) v(ts, sym, venue, px, n)"
+    ))
+    .expect("rows");
+    for sql in [
+        "SELECT ts, count(*), sum(n), min(px), max(n) FROM t GROUP BY ts",
+        "SELECT xbar(INTERVAL 10 second, ts) AS b, ts, count(*) FROM t WHERE n > 0 GROUP BY b, ts",
+    ] {
+        let (plan_many, plan_few) = (explain(&many, sql), explain(&few, sql));
+        assert!(plan_many.contains("HashAggregate"), "{sql}\n{plan_many}");
+        assert!(plan_few.contains("TimeMergeAggregate"), "{sql}\n{plan_few}");
+        assert_eq!(rows(&many, sql), rows(&few, sql), "{sql}");
+    }
+}
+
 /// Many small partitions (bundled a few hundred at a time), each holding several rows of one
 /// minute, no NULL times: a run of equal buckets across a bundle would cross from one partition
 /// into the next, out of time order, and `first`/`last` over it would pick by position. They

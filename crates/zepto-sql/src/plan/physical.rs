@@ -229,7 +229,7 @@ fn time_merge(input: &Plan, keys: &[BExpr], aggs: &[AggCall], tp: Option<usize>)
         return None;
     }
     if keys.iter().any(|k| is_col(k, t)) {
-        return Some(false);
+        return super::time_merge::in_order_pays(s.table).then_some(false);
     }
     let ts_col = s.table.ts_col()?;
     super::time_merge::partials_pay(s.table, ts_col, keys).then_some(true)
