@@ -362,11 +362,14 @@ fn dense_int_groups<T: Copy + Into<i64>>(v: &[T]) -> Option<GroupIds> {
     }
     // One pass for both ends (the pair of lanes vectorizes like either alone).
     let (lo, hi) = v.iter().fold((i64::MAX, i64::MIN), |(lo, hi), &x| (lo.min(x.into()), hi.max(x.into())));
-    let span = usize::try_from(hi.abs_diff(lo)).ok()?;
-    if span >= DENSE_SPAN.max(v.len()) {
-        return None;
+    let limit = DENSE_SPAN.max(v.len());
+    let span = hi.abs_diff(lo);
+    if span >= limit as u64 {
+        // Values a common step apart (time buckets: multiples of a minute in ns) are dense
+        // in steps.
+        return Stride::of(v, lo, span, limit).and_then(|st| st.groups(v, lo));
     }
-    let mut map = vec![u32::MAX; span + 1];
+    let mut map = vec![u32::MAX; span as usize + 1];
     let (mut first, mut ids) = (Vec::new(), Vec::with_capacity(v.len()));
     for (i, &x) in v.iter().enumerate() {
         // In range: `lo <= x <= hi`, and `hi - lo` fits the map.
@@ -378,6 +381,72 @@ fn dense_int_groups<T: Copy + Into<i64>>(v: &[T]) -> Option<GroupIds> {
         ids.push(*g);
     }
     Some(GroupIds { ids, first })
+}
+
+/// A step every value's offset from the least may be a multiple of, taken as
+/// `2^shift * odd`: an offset's quotient is `(offset >> shift) * inverse` (the odd factor's
+/// inverse modulo 2^64), exact for a multiple, and above `slots` for anything else, so one
+/// shift, one multiplication and one comparison place a value or find it does not fit
+/// (Granlund and Montgomery's divisibility test), with no division.
+struct Stride {
+    shift: u32,
+    inverse: u64,
+    /// The largest quotient (the span over the step).
+    slots: u64,
+}
+
+impl Stride {
+    /// Rows whose offsets give the step (64 multiples of a step share no larger factor but
+    /// by a rare chance, which the placing pass then finds).
+    const SAMPLE: usize = 64;
+
+    /// The step of the first [`Stride::SAMPLE`] rows' offsets from `lo`, when the values
+    /// would fit `limit` slots at that step (`None` otherwise, or for a step of 1).
+    fn of<T: Copy + Into<i64>>(v: &[T], lo: i64, span: u64, limit: usize) -> Option<Stride> {
+        fn gcd(mut a: u64, mut b: u64) -> u64 {
+            while b != 0 {
+                (a, b) = (b, a % b);
+            }
+            a
+        }
+        // Stop at 1: no step (wide integers without one cost two divisions a row, then none).
+        let step = v.iter().take(Self::SAMPLE).try_fold(0, |g, &x| match gcd(g, x.into().abs_diff(lo)) {
+            1 => None,
+            g => Some(g),
+        })?;
+        if step < 2 || span / step >= limit as u64 {
+            return None;
+        }
+        let shift = step.trailing_zeros();
+        let odd = step >> shift;
+        // Newton's iteration doubles the correct low bits of an inverse each step: an odd
+        // number is its own inverse modulo 8 (3 bits), five steps give 96.
+        let inverse = (0..5).fold(odd, |x, _| x.wrapping_mul(2u64.wrapping_sub(odd.wrapping_mul(x))));
+        debug_assert_eq!(odd.wrapping_mul(inverse), 1);
+        Some(Stride { shift, inverse, slots: span / step })
+    }
+
+    /// Each row's group by its quotient, in order of first appearance; `None` as soon as a
+    /// value is not `lo` plus a multiple of the step.
+    fn groups<T: Copy + Into<i64>>(&self, v: &[T], lo: i64) -> Option<GroupIds> {
+        let low_bits = (1u64 << self.shift) - 1;
+        let mut map = vec![u32::MAX; usize::try_from(self.slots).ok()? + 1];
+        let (mut first, mut ids) = (Vec::new(), Vec::with_capacity(v.len()));
+        for (i, &x) in v.iter().enumerate() {
+            let off = x.into().abs_diff(lo);
+            let q = (off >> self.shift).wrapping_mul(self.inverse);
+            if off & low_bits != 0 || q > self.slots {
+                return None;
+            }
+            let g = &mut map[q as usize];
+            if *g == u32::MAX {
+                *g = first.len() as u32;
+                first.push(i as u32);
+            }
+            ids.push(*g);
+        }
+        Some(GroupIds { ids, first })
+    }
 }
 
 /// Integer keys spanning fewer values than this group by direct slot, whatever the rows.
@@ -505,5 +574,51 @@ mod tests {
         }
         // Both ways were taken: by direct slot (small spans) and by the table (wide ones).
         assert!((1..60).contains(&dense), "{dense} of 60 cases by direct slot");
+    }
+
+    /// Values a step apart over a wide span (time buckets, multiples of odd, even and
+    /// power-of-two steps, from any origin, across i64's ends) group by their quotient as the
+    /// general table groups them; one value off the step (after the sampled rows too) sends
+    /// them back to the table, with the same answer.
+    #[test]
+    fn values_a_step_apart_group_by_their_quotient() {
+        let mut rng = XorShift::new(0x9e37_79b9_7f4a_7c15);
+        let mut strided = 0;
+        for case in 0..400u64 {
+            let step: i64 = match case % 5 {
+                0 => 60_000_000_000,
+                1 => 1 << (1 + rng.below(40)),
+                2 => 3 + 2 * rng.below(1 << 30) as i64,
+                3 => (1 + rng.below(1000) as i64) << (1 + rng.below(20)),
+                _ => i64::MAX / (2 + rng.below(1000) as i64),
+            };
+            let origin = match case % 3 {
+                0 => i64::MIN + rng.below(1000) as i64,
+                1 => rng.below(u64::MAX) as i64,
+                _ => 1_704_187_800_000_000_000,
+            };
+            let (n, buckets) = (1 + rng.below(3000) as usize, 1 + rng.below(2000) as i64);
+            let mut v: Vec<i64> = (0..n)
+                .map(|_| origin.saturating_add((rng.below(buckets as u64) as i64).saturating_mul(step)))
+                .collect();
+            if case % 4 == 3 {
+                // One value off the step, past the rows the step is taken from.
+                let at = rng.below(n as u64) as usize;
+                v[at] = v[at].saturating_add(if v[at] > 0 { -1 } else { 1 });
+            }
+            let col = Column::from_data(ColumnData::Int64(v.clone()));
+            let general = hashed_groups(&[&col], n);
+            let (lo, hi) = (v.iter().min().copied().unwrap_or(0), v.iter().max().copied().unwrap_or(0));
+            let span = hi.abs_diff(lo);
+            if let Some(st) = Stride::of(&v, lo, span, DENSE_SPAN.max(n)) {
+                if let Some(g) = st.groups(&v, lo) {
+                    strided += 1;
+                    assert_eq!((&g.ids, &g.first), (&general.ids, &general.first), "case {case}, step {step}");
+                }
+            }
+            let fast = int_groups(&v);
+            assert_eq!((fast.ids, fast.first), (general.ids, general.first), "case {case}, step {step}");
+        }
+        assert!((100..400).contains(&strided), "{strided} of 400 cases by quotient");
     }
 }
