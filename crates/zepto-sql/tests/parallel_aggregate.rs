@@ -5,7 +5,8 @@
 //! hash path). Keys without the partition key or none, NULLs in keys, values and times, ties
 //! in time for first/last, filters that empty whole partitions. Keys that are all monotonic in
 //! the designated timestamp (the timestamp itself, buckets of it) take `TimeMergeAggregate`:
-//! groups as runs of each partition, partials merged by sorting their keys.
+//! groups as runs of each partition, partials merged by sorting their keys (the timestamp
+//! itself only over up to 1,024 partitions read; past that, `HashAggregate`).
 
 use zepto_sql::Engine;
 
@@ -121,6 +122,12 @@ fn a_timestamp_key_over_many_partitions_is_hashed() {
         assert!(plan_few.contains("TimeMergeAggregate"), "{sql}\n{plan_few}");
         assert_eq!(rows(&many, sql), rows(&few, sql), "{sql}");
     }
+    // A scan of a few keys reads a few partitions: merged in time order again.
+    let some = "SELECT ts, count(*), max(n) FROM t WHERE sym IN ('S1', 'S2', 'S3') GROUP BY ts";
+    assert!(explain(&many, some).contains("TimeMergeAggregate"), "{some}\n{}", explain(&many, some));
+    let hashed = "SELECT ts, count(*), max(n) FROM (SELECT * FROM t LIMIT 1000000000) s \
+                  WHERE sym IN ('S1', 'S2', 'S3') GROUP BY ts";
+    assert_eq!(rows(&many, some), rows(&many, hashed), "{some}");
 }
 
 /// Many small partitions (bundled a few hundred at a time), each holding several rows of one

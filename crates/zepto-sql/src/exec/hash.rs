@@ -354,8 +354,9 @@ fn int_groups<T: Copy + Eq + Into<i64>>(v: &[T]) -> GroupIds {
     GroupIds { ids, first }
 }
 
-/// [`int_groups`] when the values span a small range (at most [`DENSE_SPAN`], or the row
-/// count): the value's offset from the least is its slot, as a dictionary code is.
+/// [`int_groups`] when the values span a small range (under [`DENSE_SPAN`], or the row
+/// count): the value's offset from the least is its slot, as a dictionary code is; or when
+/// they are a common step apart and span that many steps ([`Stride`]): the offset's quotient.
 fn dense_int_groups<T: Copy + Into<i64>>(v: &[T]) -> Option<GroupIds> {
     if v.is_empty() {
         return None;
@@ -396,11 +397,12 @@ struct Stride {
 }
 
 impl Stride {
-    /// Rows whose offsets give the step (64 multiples of a step share no larger factor but
-    /// by a rare chance, which the placing pass then finds).
+    /// Rows, spread over the column, whose offsets give the step (with the span: 64
+    /// multiples of a step share no larger factor but by a rare chance, which the placing
+    /// pass then finds, and rows in time order are not all of one bucket).
     const SAMPLE: usize = 64;
 
-    /// The step of the first [`Stride::SAMPLE`] rows' offsets from `lo`, when the values
+    /// The step of [`Stride::SAMPLE`] rows' offsets from `lo` and of `span`, when the values
     /// would fit `limit` slots at that step (`None` otherwise, or for a step of 1).
     fn of<T: Copy + Into<i64>>(v: &[T], lo: i64, span: u64, limit: usize) -> Option<Stride> {
         fn gcd(mut a: u64, mut b: u64) -> u64 {
@@ -410,7 +412,9 @@ impl Stride {
             a
         }
         // Stop at 1: no step (wide integers without one cost two divisions a row, then none).
-        let step = v.iter().take(Self::SAMPLE).try_fold(0, |g, &x| match gcd(g, x.into().abs_diff(lo)) {
+        let spread = v.iter().step_by(v.len().div_ceil(Self::SAMPLE).max(1));
+        let mut offsets = spread.map(|&x| x.into().abs_diff(lo)).chain(std::iter::once(span));
+        let step = offsets.try_fold(0, |g, off| match gcd(g, off) {
             1 => None,
             g => Some(g),
         })?;
@@ -562,8 +566,6 @@ mod tests {
             let (fast, general) = (int_groups(&v), hashed_groups(&[&col], n));
             if let Some(by_slot) = dense_int_groups(&v) {
                 dense += 1;
-                let span = v.iter().max().zip(v.iter().min()).map_or(0, |(hi, lo)| hi.abs_diff(*lo) as usize);
-                assert!(span < DENSE_SPAN.max(n), "case {case}: a span of {span} by direct slot");
                 assert_eq!((by_slot.ids, by_slot.first), (general.ids.clone(), general.first.clone()), "case {case}");
             }
             assert_eq!(fast.ids, general.ids, "case {case}");
@@ -602,7 +604,7 @@ mod tests {
                 .map(|_| origin.saturating_add((rng.below(buckets as u64) as i64).saturating_mul(step)))
                 .collect();
             if case % 4 == 3 {
-                // One value off the step, past the rows the step is taken from.
+                // One value off the step, most often in none of the rows the step is taken from.
                 let at = rng.below(n as u64) as usize;
                 v[at] = v[at].saturating_add(if v[at] > 0 { -1 } else { 1 });
             }

@@ -216,7 +216,8 @@ fn partials_pay(input: &Plan, keys: &[BExpr], aggs: &[AggCall], tp: Option<usize
 /// How a GROUP BY without the partition key runs in time order ([`AggHow::TimeMerge`]), if
 /// it does (see [`super::time_merge`]): over a scan of the memory that reads a column, every
 /// aggregate mergeable, every key (at least one) monotonic in the designated timestamp (`tp`:
-/// its position). `Some(partials)`.
+/// its position), and for a key of the timestamp itself, few enough partitions read to merge.
+/// `Some(partials)`.
 fn time_merge(input: &Plan, keys: &[BExpr], aggs: &[AggCall], tp: Option<usize>) -> Option<bool> {
     let t = tp?;
     let s = scan_shape(input)?;
@@ -229,7 +230,7 @@ fn time_merge(input: &Plan, keys: &[BExpr], aggs: &[AggCall], tp: Option<usize>)
         return None;
     }
     if keys.iter().any(|k| is_col(k, t)) {
-        return super::time_merge::in_order_pays(s.table).then_some(false);
+        return super::time_merge::in_order_pays(s.table, s.range).then_some(false);
     }
     let ts_col = s.table.ts_col()?;
     super::time_merge::partials_pay(s.table, ts_col, keys).then_some(true)

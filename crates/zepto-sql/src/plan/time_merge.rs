@@ -9,15 +9,15 @@
 //! * **In order** (`partials: false`): the rows are gathered and their keys sorted, which
 //!   merges the partitions' runs. For a key of the timestamp itself (nearly a group per row),
 //!   where partials would copy every row twice and a hash would probe a table of every row;
-//!   over a table of up to [`IN_ORDER_MAX_PARTITIONS`] partitions (past that, merging their
-//!   runs costs more than the hash).
+//!   over up to [`IN_ORDER_MAX_PARTITIONS`] partitions read (past that, merging their runs
+//!   costs more than the hash, and the groups come in order of first appearance).
 //!
 //! Where neither pays (buckets finer than a partition's rows: a second over ticks spread
 //! across many symbols) the hashing paths stay. The estimate is from the table as it is:
 //! per partition, its rows over the buckets its time span covers, over up to
 //! [`SAMPLE`] partitions spread across the table.
 
-use super::BExpr;
+use super::{BExpr, ScanRange};
 use crate::expr::functions::ScalarFunc;
 use zepto_storage::{Table, Value};
 
@@ -27,17 +27,19 @@ const SAMPLE: usize = 256;
 /// Rows per group per partition from which partials pay.
 const PARTIALS_FROM: f64 = 4.0;
 
-/// Partitions up to which sorting a timestamp key's gathered rows (merging the partitions'
-/// runs) pays. A merge costs a pass per doubling of the runs; a hash of every row costs the
-/// same whatever they are. 1M trades grouped by `ts`: over 100 partitions the merge took 27.6
-/// ms against the hash's 32.9, over 100k partitions of ten rows 52.6 against 39.5 (they cross
-/// near a thousand).
+/// Partitions read up to which sorting a timestamp key's gathered rows (merging the
+/// partitions' runs) pays. A merge costs a pass per doubling of the runs; a hash of every row
+/// costs about the same whatever they are. 1M trades grouped by `ts`: over 100 partitions the
+/// merge took 27.6-35 ms against the hash's 33-35, over 100k partitions of ten rows 52.6
+/// against 39.5. Two points: they cross somewhere between a few hundred and a few thousand.
 const IN_ORDER_MAX_PARTITIONS: usize = 1024;
 
 /// Whether the in-order way (`partials: false`) pays for a key of the timestamp itself: the
-/// table's partitions are few enough to merge.
-pub(super) fn in_order_pays(table: &Table) -> bool {
-    table.partitions().len() <= IN_ORDER_MAX_PARTITIONS
+/// scan reads few enough partitions (runs) to merge. A scan of some keys reads theirs; a
+/// scan of every key counts every partition (a time bound only shortens the runs).
+pub(super) fn in_order_pays(table: &Table, range: &ScanRange) -> bool {
+    let runs = range.keys.as_ref().map_or(table.partitions().len(), |k| k.len() + usize::from(range.null_key));
+    runs <= IN_ORDER_MAX_PARTITIONS
 }
 
 /// Whether partials pay for bucket `keys` (every one a bucket of the designated timestamp,
