@@ -29,9 +29,11 @@ pub fn starts(v: &[i64], width: i64) -> Vec<u32> {
             more |= w.step(v, width, counted);
         }
     }
-    let mut rest = walks.into_iter().map(|w| w.starts);
-    let mut out = rest.next().unwrap_or_default();
-    rest.for_each(|s| out.extend_from_slice(&s));
+    if let [w] = walks.as_mut_slice() {
+        return std::mem::take(&mut w.starts);
+    }
+    let mut out = Vec::with_capacity(walks.iter().map(|w| w.starts.len()).sum());
+    walks.iter().for_each(|w| out.extend_from_slice(&w.starts));
     out
 }
 
@@ -47,8 +49,8 @@ fn cuts(v: &[i64], width: i64) -> Vec<usize> {
             let Some(lo) = v[i].div_euclid(width).checked_mul(width) else { continue };
             // Down from row i to its bucket's first row (every time before the last cut is
             // below `lo`): a few rows near i, not a search of the whole column.
-            let b = bucket_end(v, last, lo, i - last);
-            if b > at[at.len() - 1] && b < n {
+            let b = gallop_end(v, last, lo, i - last);
+            if b > last && b < n {
                 at.push(b);
             }
         }
@@ -100,7 +102,7 @@ impl Walk {
         let e = if counted {
             counted_end(v, s, hi, self.guess)
         } else {
-            bucket_end(v, s + 1, hi, self.guess.saturating_sub(1))
+            gallop_end(v, s + 1, hi, self.guess.saturating_sub(1))
         };
         debug_assert!(e <= self.until, "a bucket ends at or before the next walk's first row");
         self.guess = e - s;
@@ -131,7 +133,7 @@ fn counted_end(v: &[i64], s: usize, hi: i64, guess: usize) -> usize {
 #[inline(always)]
 fn window_end<const W: usize>(v: &[i64], s: usize, hi: i64, guess: usize) -> usize {
     let lo = (s + guess).saturating_sub(W / 2).max(s + 1);
-    let Some(w) = v.get(lo..lo + W) else { return bucket_end(v, s + 1, hi, guess.saturating_sub(1)) };
+    let Some(w) = v.get(lo..lo + W) else { return gallop_end(v, s + 1, hi, guess.saturating_sub(1)) };
     let mut below = [0u64; 4];
     for chunk in w.chunks_exact(4) {
         for k in 0..4 {
@@ -140,9 +142,9 @@ fn window_end<const W: usize>(v: &[i64], s: usize, hi: i64, guess: usize) -> usi
     }
     match below.iter().sum::<u64>() as usize {
         // The end is at or before `lo`: gallop down from it.
-        0 => bucket_end(v, s + 1, hi, lo - (s + 1)),
+        0 => gallop_end(v, s + 1, hi, lo - (s + 1)),
         // Every row of the window is below `hi`: gallop up from its end.
-        c if c == W => bucket_end(v, lo + W, hi, 0),
+        c if c == W => gallop_end(v, lo + W, hi, 0),
         c => lo + c,
     }
 }
@@ -151,7 +153,7 @@ fn window_end<const W: usize>(v: &[i64], s: usize, hi: i64, guess: usize) -> usi
 /// is below `hi`), searched from `from + guess` (where the end is expected: neighbouring
 /// buckets hold similar numbers of rows): gallop from there in the direction the guess was off
 /// (1, 2, 4, ... rows), then bisect the last step. A good guess costs two comparisons.
-fn bucket_end(v: &[i64], from: usize, hi: i64, guess: usize) -> usize {
+fn gallop_end(v: &[i64], from: usize, hi: i64, guess: usize) -> usize {
     let n = v.len();
     if from >= n {
         return n;

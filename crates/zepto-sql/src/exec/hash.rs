@@ -370,11 +370,19 @@ fn dense_int_groups<T: Copy + Into<i64>>(v: &[T]) -> Option<GroupIds> {
         // in steps.
         return Stride::of(v, lo, span, limit).and_then(|st| st.groups(v, lo));
     }
-    let mut map = vec![u32::MAX; span as usize + 1];
+    // In range: `lo <= x <= hi`, and `hi - lo` fits the map.
+    by_slot(v, span as usize + 1, |x| Some(x.into().abs_diff(lo) as usize))
+}
+
+/// Rows grouped by a slot each (`slot` of the row's value, below `slots`; `None`: the rows do
+/// not fit, give up), the groups numbered in order of first appearance, as the general table
+/// numbers them.
+#[inline(always)]
+fn by_slot<T: Copy>(v: &[T], slots: usize, slot: impl Fn(T) -> Option<usize>) -> Option<GroupIds> {
+    let mut map = vec![u32::MAX; slots];
     let (mut first, mut ids) = (Vec::new(), Vec::with_capacity(v.len()));
     for (i, &x) in v.iter().enumerate() {
-        // In range: `lo <= x <= hi`, and `hi - lo` fits the map.
-        let g = &mut map[x.into().abs_diff(lo) as usize];
+        let g = &mut map[slot(x)?];
         if *g == u32::MAX {
             *g = first.len() as u32;
             first.push(i as u32);
@@ -418,6 +426,8 @@ impl Stride {
             1 => None,
             g => Some(g),
         })?;
+        // (A step of 0 or 1 cannot come out of the fold, which counts the span; the test keeps
+        // the division below from a zero all the same.)
         if step < 2 || span / step >= limit as u64 {
             return None;
         }
@@ -434,22 +444,12 @@ impl Stride {
     /// value is not `lo` plus a multiple of the step.
     fn groups<T: Copy + Into<i64>>(&self, v: &[T], lo: i64) -> Option<GroupIds> {
         let low_bits = (1u64 << self.shift) - 1;
-        let mut map = vec![u32::MAX; usize::try_from(self.slots).ok()? + 1];
-        let (mut first, mut ids) = (Vec::new(), Vec::with_capacity(v.len()));
-        for (i, &x) in v.iter().enumerate() {
+        // `slots` is below the limit `of` was given, a usize.
+        by_slot(v, self.slots as usize + 1, |x| {
             let off = x.into().abs_diff(lo);
             let q = (off >> self.shift).wrapping_mul(self.inverse);
-            if off & low_bits != 0 || q > self.slots {
-                return None;
-            }
-            let g = &mut map[q as usize];
-            if *g == u32::MAX {
-                *g = first.len() as u32;
-                first.push(i as u32);
-            }
-            ids.push(*g);
-        }
-        Some(GroupIds { ids, first })
+            (off & low_bits == 0 && q <= self.slots).then_some(q as usize)
+        })
     }
 }
 
@@ -566,6 +566,10 @@ mod tests {
             let (fast, general) = (int_groups(&v), hashed_groups(&[&col], n));
             if let Some(by_slot) = dense_int_groups(&v) {
                 dense += 1;
+                // A small span, or values a common step apart.
+                let (lo, hi) = (v.iter().min().copied().unwrap_or(0), v.iter().max().copied().unwrap_or(0));
+                let (span, limit) = (hi.abs_diff(lo), DENSE_SPAN.max(n));
+                assert!(span < limit as u64 || Stride::of(&v, lo, span, limit).is_some(), "case {case}: span {span}");
                 assert_eq!((by_slot.ids, by_slot.first), (general.ids.clone(), general.first.clone()), "case {case}");
             }
             assert_eq!(fast.ids, general.ids, "case {case}");

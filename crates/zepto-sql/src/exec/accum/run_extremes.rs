@@ -114,33 +114,12 @@ fn fold4<const MIN: bool>(m: [f64; 4]) -> f64 {
     pick(pick(m[0], m[1]), pick(m[2], m[3]))
 }
 
-/// The minimum (`MIN`) or maximum of a non-empty slice, NaN the largest double. Out of line
-/// (inlined, it took the registers of the chunk loop), compiled for AVX2 too. Asked for both
-/// sides, such a run is read once per side: measured, one pass for both was slower (most of
-/// these runs are the ones under four rows).
-#[multiversion::multiversion(targets("x86_64+avx2"))]
+/// The minimum (`MIN`) or maximum of a run under four rows (every longer one goes through
+/// the chunks), NaN the largest double, read once per side. Out of line (inlined, it took the
+/// registers of the chunk loop).
+#[inline(never)]
 fn slice_extreme<const MIN: bool>(r: &[f64]) -> f64 {
-    lane_extreme::<MIN>(r).unwrap_or_else(|| r.iter().copied().fold(r[0], pick_nan_largest::<MIN>))
-}
-
-/// The minimum (`MIN`) or maximum of a non-empty slice, four lanes at a time; `None` if it
-/// holds a NaN (for [`slice_extreme`] to rank by [`pick_nan_largest`]).
-fn lane_extreme<const MIN: bool>(v: &[f64]) -> Option<f64> {
-    let init = if MIN { f64::INFINITY } else { f64::NEG_INFINITY };
-    let pick = |acc: f64, x: f64| if (MIN && x < acc) || (!MIN && x > acc) { x } else { acc };
-    let (mut m, mut nan) = ([init; 4], false);
-    let mut chunks = v.chunks_exact(4);
-    for ch in &mut chunks {
-        for k in 0..4 {
-            nan |= ch[k].is_nan();
-            m[k] = pick(m[k], ch[k]);
-        }
-    }
-    for &x in chunks.remainder() {
-        nan |= x.is_nan();
-        m[0] = pick(m[0], x);
-    }
-    (!nan).then(|| m.into_iter().fold(init, pick))
+    r.iter().copied().fold(r[0], pick_nan_largest::<MIN>)
 }
 
 /// The chunk loop in AVX2 registers: one load, a `min`, a `max` and a NaN test per chunk
