@@ -35,10 +35,14 @@ impl<'g> Splitter<'g> {
     /// The column's next rows.
     pub(crate) fn push(&mut self, arr: &dyn Array) -> Result<(), IoError> {
         let n = arr.len();
-        self.acc.append(arr, self.at).map_err(|e| e.into_io(self.def, arr.data_type()))?;
         let slots = self.groups.slots(self.at..self.at + n).ok_or_else(|| self.uneven(self.at + n))?;
-        let parts = &mut self.parts;
-        self.acc.drain(|data, validity| parts.push(data, validity, slots));
+        // Values stored as they arrive are split from the array itself: no copy between.
+        let plain = crate::arrow::plain_values(arr, self.def.data_type);
+        if !plain.is_some_and(|v| self.parts.push_plain(v, slots)) {
+            self.acc.append(arr, self.at).map_err(|e| e.into_io(self.def, arr.data_type()))?;
+            let parts = &mut self.parts;
+            self.acc.drain(|data, validity| parts.push(data, validity, slots));
+        }
         self.at += n;
         Ok(())
     }

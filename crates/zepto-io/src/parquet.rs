@@ -461,6 +461,53 @@ mod tests {
         std::fs::remove_file(&p).expect("cleanup");
     }
 
+    /// Many rows over a few dozen keys, NULLs in some row groups only: chunks split straight
+    /// from the decoded arrays (no NULLs, the stored width) and chunks converted first, mixed
+    /// within one column, give the whole read's rows.
+    #[test]
+    fn a_grouped_read_of_many_rows_mixes_plain_and_converted_chunks() {
+        use Value::*;
+        let mut r = zepto_storage::rng::XorShift::new(0x3c6e_f372_fe94_f82b);
+        let n = 60_000;
+        let types = [
+            DataType::Int64,
+            DataType::Float64,
+            DataType::Timestamp,
+            DataType::Int32,
+            DataType::Float32,
+            DataType::Date,
+        ];
+        let mut defs = vec![def("sym", DataType::Symbol)];
+        defs.extend(["l", "d", "ts", "i", "f", "dt"].iter().zip(types).map(|(name, dt)| def(name, dt)));
+        let syms: Vec<Value> = (0..n).map(|_| Str(format!("S{}", r.below(37)))).collect();
+        let mut cols = vec![col(DataType::Symbol, &syms)];
+        for dt in types {
+            let vals: Vec<Value> = (0..n)
+                .map(|i| {
+                    // NULLs only in the second of every three row groups of 7,000 rows.
+                    if (i / 7_000) % 3 == 1 && r.below(5) == 0 {
+                        return Null;
+                    }
+                    let x = r.below(1 << 40) as i64 - (1 << 39);
+                    match dt {
+                        DataType::Int64 => Int64(x),
+                        DataType::Float64 => Float64(x as f64 / 7.0),
+                        DataType::Timestamp => Timestamp(x),
+                        DataType::Int32 => Int32(x as i32),
+                        DataType::Float32 => Float32(x as f32),
+                        _ => Date((x % 1_000_000) as i32),
+                    }
+                })
+                .collect();
+            cols.push(col(dt, &vals));
+        }
+        let names: Vec<String> = defs.iter().map(|d| d.name.clone()).collect();
+        let p = tmp("grouped-many");
+        crate::parquet_writer::write_groups(&p, &names, one(&cols, n), 7_000).expect("writes");
+        grouped_equals_whole_split(&p, &defs, 0);
+        std::fs::remove_file(&p).expect("cleanup");
+    }
+
     #[test]
     fn a_grouped_read_reports_a_bad_value_at_its_file_row() {
         use Value::*;

@@ -39,7 +39,7 @@ impl Table {
             }
             return Ok(n);
         };
-        let groups = self.normalize_groups(groups);
+        let groups = self.normalize_groups(groups, k);
         let mut slots = Vec::with_capacity(groups.len());
         for g in &groups {
             slots.push(self.slot_of_key(group_key(&g[k])));
@@ -51,8 +51,9 @@ impl Table {
 
     /// [`Table::normalize`] of every group in turn. When each SYMBOL column codes against one
     /// dictionary in every group (as split columns do), the codes are mapped in place through
-    /// one map per column, interning strings in the order the groups in turn would.
-    fn normalize_groups(&mut self, mut groups: Vec<Vec<Column>>) -> Vec<Vec<Column>> {
+    /// one map per column, interning strings in the order the groups in turn would. Column
+    /// `key` holds one key per group ([`one_key_each`]): its codes are mapped once per group.
+    fn normalize_groups(&mut self, mut groups: Vec<Vec<Column>>, key: usize) -> Vec<Vec<Column>> {
         let defs = self.schema.columns.clone();
         let symbols: Vec<usize> = (0..defs.len()).filter(|&c| defs[c].data_type == DataType::Symbol).collect();
         let lineage = self.dict.lineage();
@@ -65,7 +66,11 @@ impl Table {
         let mut maps: Vec<Vec<u32>> = sources.iter().map(|d| vec![u32::MAX; d.len()]).collect();
         for g in groups.iter_mut() {
             for ((&c, src), map) in symbols.iter().zip(&sources).zip(maps.iter_mut()) {
-                recode(&mut g[c], src, map, &mut grown);
+                if c == key {
+                    recode_one_key(&mut g[c], src, map, &mut grown);
+                } else {
+                    recode(&mut g[c], src, map, &mut grown);
+                }
             }
         }
         if grown.len() != self.dict.len() {
@@ -109,6 +114,22 @@ pub(super) fn recode(c: &mut Column, src: &Dict, map: &mut [u32], dict: &mut Dic
     *c = Column::new(data, valid);
 }
 
+/// [`recode`] of a column holding one code (or only NULLs): the code mapped once, the
+/// column rewritten only when its code changes.
+fn recode_one_key(c: &mut Column, src: &Dict, map: &mut [u32], dict: &mut Dict) {
+    let Some(code) = group_key(c) else { return recode(c, src, map, dict) };
+    let m = &mut map[code as usize];
+    if *m == u32::MAX {
+        *m = dict.intern(src.get(code));
+    }
+    if *m != code {
+        let to = *m;
+        if let ColumnData::Symbol { codes, .. } = c.data_mut() {
+            codes.fill(to);
+        }
+    }
+}
+
 /// The dictionary every group's column `c` codes against, if they share one.
 fn shared_dict(groups: &[Vec<Column>], c: usize) -> Option<Arc<Dict>> {
     let dict_of = |g: &Vec<Column>| g[c].symbol_dict().cloned();
@@ -133,10 +154,13 @@ fn one_key_each(groups: &[Vec<Column>], k: usize) -> bool {
         let key = &g[k];
         let ColumnData::Symbol { codes, .. } = key.data() else { return false };
         let first = group_key(key).map_or(dict.len(), |c| c as usize);
-        let same = (0..codes.len()).all(|i| match key.is_valid(i) {
-            true => codes[i] as usize == first,
-            false => first == dict.len(),
-        });
+        let same = match key.validity() {
+            None => codes.iter().all(|&c| c as usize == first),
+            Some(_) => (0..codes.len()).all(|i| match key.is_valid(i) {
+                true => codes[i] as usize == first,
+                false => first == dict.len(),
+            }),
+        };
         if !same || first > dict.len() || std::mem::replace(&mut seen[first], true) {
             return false;
         }

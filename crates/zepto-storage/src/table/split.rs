@@ -12,6 +12,7 @@ use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::{Mutex, PoisonError};
 
+use super::scatter::scatter_into;
 use crate::bitmap::Bitmap;
 use crate::column::{Column, ColumnData};
 use crate::dict::Dict;
@@ -40,7 +41,7 @@ impl Placement {
     pub(super) fn new(slots: Vec<u32>, nslots: usize) -> Placement {
         // A table wider than the batch: a map of the slots seen, not one entry per partition.
         if nslots <= slots.len().saturating_mul(4) {
-            return Placement::by_slot(slots.iter().copied(), &mut vec![NO_TARGET; nslots]);
+            return Placement::dense(slots, nslots);
         }
         let (mut targets, mut sizes) = (Vec::new(), Vec::new());
         let mut dense: HashMap<u32, u32> = HashMap::new();
@@ -57,6 +58,32 @@ impl Placement {
             })
             .collect();
         Placement { part, targets, sizes }
+    }
+
+    /// [`Placement::new`] when slots are few beside the rows: counted first, then numbered
+    /// in order of first row by a scan that stops once every slot with rows is seen, and
+    /// `slots` becomes `part` in place, untouched where the numbering is the slots' own (a
+    /// load's key codes, interned in order of first row, usually are).
+    fn dense(mut slots: Vec<u32>, nslots: usize) -> Placement {
+        let counts = count_slots(&slots, nslots);
+        let mut target = vec![NO_TARGET; nslots];
+        let (mut targets, mut sizes) = (Vec::new(), Vec::new());
+        let used = counts.iter().filter(|&&k| k > 0).count();
+        for &s in &slots {
+            if targets.len() == used {
+                break;
+            }
+            let t = &mut target[s as usize];
+            if *t == NO_TARGET {
+                *t = targets.len() as u32;
+                targets.push(s as usize);
+                sizes.push(counts[s as usize]);
+            }
+        }
+        if targets.iter().enumerate().any(|(t, &s)| t != s) {
+            slots.iter_mut().for_each(|s| *s = target[*s as usize]);
+        }
+        Placement { part: slots, targets, sizes }
     }
 
     /// All `n` rows to partition slot `slot`.
@@ -165,6 +192,38 @@ pub struct ColumnSplit {
     seen: Vec<usize>,
 }
 
+/// A chunk's values borrowed as they lie, without NULLs, in the representation a column of
+/// the split's type stores ([`ColumnSplit::push_plain`]): `I64` for BIGINT and TIMESTAMP (ns),
+/// `I32` for INT and DATE (days).
+#[derive(Debug, Clone, Copy)]
+pub enum Plain<'a> {
+    /// INT, or DATE as days since 1970-01-01.
+    I32(&'a [i32]),
+    /// BIGINT, or TIMESTAMP as nanoseconds since 1970-01-01.
+    I64(&'a [i64]),
+    /// REAL.
+    F32(&'a [f32]),
+    /// DOUBLE.
+    F64(&'a [f64]),
+}
+
+impl Plain<'_> {
+    /// Values held.
+    pub fn len(&self) -> usize {
+        match self {
+            Plain::I32(v) => v.len(),
+            Plain::I64(v) => v.len(),
+            Plain::F32(v) => v.len(),
+            Plain::F64(v) => v.len(),
+        }
+    }
+
+    /// Whether it holds no values.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
 /// Each part's values, by the width of the column's values.
 #[derive(Debug)]
 enum Buffers {
@@ -227,6 +286,35 @@ impl ColumnSplit {
             (B::Null(o), D::Null(_)) => slots.iter().for_each(|&p| o[p as usize] += 1),
             (_, d) => unreachable!("a {:?} chunk split as {:?}: a split takes its own type", d.data_type(), self.dt),
         }
+    }
+
+    /// Append a chunk without NULLs whose values a loader holds as the column stores them
+    /// (an Arrow array's buffer): split straight from there, no copy between. `false`, and
+    /// nothing appended, when the values are not of the split's type.
+    pub fn push_plain(&mut self, values: Plain<'_>, slots: &[u32]) -> bool {
+        debug_assert_eq!(values.len(), slots.len());
+        use Buffers as B;
+        let fits = matches!(
+            (&self.bufs, &values, self.dt),
+            (B::I32(_), Plain::I32(_), DataType::Int32 | DataType::Date)
+                | (B::I64(_), Plain::I64(_), DataType::Int64 | DataType::Timestamp)
+                | (B::F32(_), Plain::F32(_), _)
+                | (B::F64(_), Plain::F64(_), _)
+        );
+        if !fits {
+            return false;
+        }
+        if self.validity.iter().any(Option::is_some) {
+            self.push_validity(None, slots);
+        }
+        match (&mut self.bufs, values) {
+            (B::I32(o), Plain::I32(v)) => scatter_into(o, v, slots),
+            (B::I64(o), Plain::I64(v)) => scatter_into(o, v, slots),
+            (B::F32(o), Plain::F32(v)) => scatter_into(o, v, slots),
+            (B::F64(o), Plain::F64(v)) => scatter_into(o, v, slots),
+            _ => unreachable!("checked to fit above"),
+        }
+        true
     }
 
     /// NULLs of a chunk (none when `b` is `None`), before its values: a part's bitmap starts
@@ -304,11 +392,18 @@ impl ColumnSplit {
     }
 }
 
-/// `v`'s values appended to `out` by `slots`: one read of `v`.
-fn scatter_into<T: Copy>(out: &mut [Vec<T>], v: &[T], slots: &[u32]) {
-    for (&x, &p) in v.iter().zip(slots) {
-        out[p as usize].push(x);
+/// Rows per slot of `slots`, each below `nslots`. Four counters per slot, taken in turn: a
+/// run of one slot (a file sorted by key) would otherwise wait on its own last increment.
+fn count_slots(slots: &[u32], nslots: usize) -> Vec<usize> {
+    let mut lanes = vec![[0usize; 4]; nslots];
+    let mut quads = slots.chunks_exact(4);
+    for q in &mut quads {
+        for (lane, &s) in q.iter().enumerate() {
+            lanes[s as usize][lane] += 1;
+        }
     }
+    quads.remainder().iter().for_each(|&s| lanes[s as usize][0] += 1);
+    lanes.iter().map(|l| l.iter().sum()).collect()
 }
 
 /// The rows of a load grouped by their partition key before the rest of it is decoded: a
@@ -488,7 +583,11 @@ mod tests {
             let n = 1 + r.below(200) as usize;
             // Both ways of numbering: tables narrower and far wider than the batch.
             let nslots = 1 + r.below(if round % 2 == 0 { 8 } else { 100_000 }) as usize;
-            let slots: Vec<u32> = (0..n).map(|_| r.below(nslots as u64) as u32).collect();
+            let mut slots: Vec<u32> = (0..n).map(|_| r.below(nslots as u64) as u32).collect();
+            if round % 3 == 2 {
+                // Runs of one slot, in slot order: numbered as the slots are.
+                slots.sort_unstable();
+            }
             let place = Placement::new(slots.clone(), nslots);
             let mut want_targets: Vec<usize> = Vec::new();
             for &s in &slots {
