@@ -8,27 +8,17 @@
 //! On the benchmark's shape (100 parts, 10M doubles) this took a split from 4.3 to 2.8 ns a
 //! row (bench/README, "Loads at 10M rows").
 //!
-//! Every write lies inside the part's spare capacity, checked before it is made: a part given
-//! more rows than it has room for (a caller's bug, [`super::ColumnSplit`] sizes them exactly)
-//! panics, nothing is written past its buffer.
-
-/// Staging pays once each part gets a few lines of a chunk; past this many parts the
-/// stagings leave L1 and the plain loop is as fast.
-const MAX_PARTS: usize = 1024;
-
-/// Bytes in a cache line: one staging, one non-temporal flush.
-const LINE: usize = 64;
+//! Nothing is ever written past a part's capacity: the staged path checks every write first
+//! and panics when a part gets more rows than it has room for (a caller's bug,
+//! [`super::ColumnSplit`] sizes them exactly); the plain loop grows the part instead.
 
 /// `v`'s values appended to `out` by `slots` (row `i` to part `slots[i]`), each part's
-/// capacity holding its rows (panics otherwise, before any write past it).
-pub(super) fn scatter_into<T: Copy>(out: &mut [Vec<T>], v: &[T], slots: &[u32]) {
+/// capacity meant to hold its rows (module docs).
+pub(super) fn scatter_into<T: Copy + 'static>(out: &mut [Vec<T>], v: &[T], slots: &[u32]) {
     debug_assert_eq!(v.len(), slots.len());
     #[cfg(target_arch = "x86_64")]
-    {
-        let size = std::mem::size_of::<T>();
-        if (size == 4 || size == 8) && out.len() <= MAX_PARTS && v.len() >= out.len() * 2 * (LINE / size) {
-            return staged::scatter(out, v, slots);
-        }
+    if staged::pays::<T>(out.len(), v.len()) {
+        return staged::scatter(out, v, slots);
     }
     for (&x, &p) in v.iter().zip(slots) {
         out[p as usize].push(x);
@@ -38,8 +28,46 @@ pub(super) fn scatter_into<T: Copy>(out: &mut [Vec<T>], v: &[T], slots: &[u32]) 
 #[cfg(target_arch = "x86_64")]
 #[allow(unsafe_code)]
 mod staged {
-    use super::LINE;
+    use std::any::TypeId;
     use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_sfence, _mm_stream_si128};
+
+    /// Staging pays once each part gets a few lines of a chunk; past this many parts the
+    /// stagings leave L1 and the plain loop is as fast.
+    const MAX_PARTS: usize = 1024;
+
+    /// Bytes in a cache line: one staging, one non-temporal flush.
+    const LINE: usize = 64;
+
+    /// Whether `T` is a plain 4- or 8-byte number: every byte a value's, aligned to its size, as
+    /// the staging's arithmetic assumes.
+    fn is_plain_number<T: 'static>() -> bool {
+        let t = TypeId::of::<T>();
+        [TypeId::of::<i32>(), TypeId::of::<u32>(), TypeId::of::<f32>()].contains(&t)
+            || [TypeId::of::<i64>(), TypeId::of::<u64>(), TypeId::of::<f64>()].contains(&t)
+    }
+
+    /// One part's staging: a cache line of its own.
+    #[derive(Clone, Copy)]
+    #[repr(C, align(64))]
+    struct Line([u8; LINE]);
+
+    /// Whether `rows` values of `T` among `parts` parts go through the staging.
+    pub(super) fn pays<T: 'static>(parts: usize, rows: usize) -> bool {
+        let size = std::mem::size_of::<T>();
+        is_plain_number::<T>() && parts <= MAX_PARTS && rows >= parts * 2 * (LINE / size)
+    }
+
+    /// Fences the streamed lines however the scatter ends, a panic included: a streaming
+    /// store must be fenced before anyone else touches its memory (a part freed while
+    /// unwinding, say).
+    struct Fence;
+
+    impl Drop for Fence {
+        fn drop(&mut self) {
+            // SAFETY: SSE2 is part of x86_64.
+            unsafe { _mm_sfence() };
+        }
+    }
 
     /// One part's write position: the cache line its next values go to, where in it they
     /// start, and where its buffer's capacity ends (addresses).
@@ -53,11 +81,11 @@ mod staged {
         end: usize,
     }
 
-    /// [`super::scatter_into`] through a staging line per part (module docs). `T` is 4 or
-    /// 8 bytes wide.
-    pub(super) fn scatter<T: Copy>(out: &mut [Vec<T>], v: &[T], slots: &[u32]) {
+    /// [`super::scatter_into`] through a staging line per part (module docs), for the plain
+    /// numbers of [`is_plain_number`].
+    pub(super) fn scatter<T: Copy + 'static>(out: &mut [Vec<T>], v: &[T], slots: &[u32]) {
+        assert!(is_plain_number::<T>(), "staged scatter of a type that is not a plain number");
         let size = std::mem::size_of::<T>();
-        assert!(size == 4 || size == 8, "staged scatter of {size}-byte values");
         let mut cur: Vec<Cursor> = out
             .iter_mut()
             .map(|o| {
@@ -67,20 +95,22 @@ mod staged {
                 Cursor { base, line, skip: at - line, fill: at - line, end: base + o.capacity() * size }
             })
             .collect();
-        let mut stage = vec![[0u64; LINE / 8]; out.len()];
+        let mut stage = vec![Line([0; LINE]); out.len()];
+        let fence = Fence;
         for (x, &p) in v.iter().zip(slots) {
             let (c, st) = (&mut cur[p as usize], &mut stage[p as usize]);
-            // SAFETY: `fill` < LINE (a full line is flushed at once below), so the value lies
-            // inside the 64-byte staging, aligned for `T` (4 or 8 bytes at a multiple of size).
-            unsafe { st.as_mut_ptr().cast::<u8>().add(c.fill).cast::<T>().write(*x) };
+            // SAFETY: `fill` < LINE (a full line is flushed at once below), and a multiple of
+            // `T`'s size (its buffer's addresses are: `T` is aligned to its size), so the
+            // value lies inside the 64-byte staging, aligned for `T`.
+            unsafe { st.0.as_mut_ptr().add(c.fill).cast::<T>().write(*x) };
             c.fill += size;
             if c.fill == LINE {
                 flush(out, p as usize, c, st);
             }
         }
-        // SAFETY: SSE2 is part of x86_64; orders the streamed lines before the writes below
-        // and before any thread that later synchronizes with this one reads them.
-        unsafe { _mm_sfence() };
+        // Orders the streamed lines before the writes below and before any thread that later
+        // synchronizes with this one reads them.
+        drop(fence);
         for (p, (c, st)) in cur.iter_mut().zip(&stage).enumerate() {
             flush(out, p, c, st);
             let len = (c.line + c.fill - c.base) / size;
@@ -93,14 +123,14 @@ mod staged {
 
     /// Write part `p`'s staged bytes `skip..fill` of its current line; a whole line (nothing
     /// to skip) streams past the caches. Moves on to the next line when this one is full.
-    fn flush<T>(out: &mut [Vec<T>], p: usize, c: &mut Cursor, st: &[u64; LINE / 8]) {
+    fn flush<T>(out: &mut [Vec<T>], p: usize, c: &mut Cursor, st: &Line) {
         if c.fill == c.skip {
             return;
         }
         assert!(c.line + c.fill <= c.end, "a part got more rows than it was sized for");
         // The line's first byte to write, as a pointer into the part's own buffer.
         let dst = out[p].as_mut_ptr().cast::<u8>().wrapping_add(c.line + c.skip - c.base);
-        let src = st.as_ptr().cast::<u8>();
+        let src = st.0.as_ptr();
         if c.skip == 0 && c.fill == LINE {
             // SAFETY: `dst..dst + 64` lies in the buffer's capacity (asserted) and is 64-byte
             // aligned (`line` is), as the four 16-byte streaming stores need; the staging is
@@ -146,7 +176,7 @@ mod tests {
         }
     }
 
-    fn check<T: Copy + PartialEq + std::fmt::Debug>(
+    fn check<T: Copy + PartialEq + std::fmt::Debug + 'static>(
         r: &mut XorShift,
         v: &[T],
         slots: &[u32],
@@ -172,6 +202,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(target_arch = "x86_64")]
     #[should_panic(expected = "more rows than it was sized for")]
     fn a_part_given_more_rows_than_its_room_panics() {
         let n = 4_096;

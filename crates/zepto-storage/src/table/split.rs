@@ -33,7 +33,7 @@ pub(super) struct Placement {
     sizes: Vec<usize>,
 }
 
-/// A slot without a target in [`Placement::by_slot`]'s scratch.
+/// A slot without a target in [`Placement::by_slot`]'s scratch and [`Placement::dense`]'s map.
 pub(super) const NO_TARGET: u32 = u32::MAX;
 
 impl Placement {
@@ -44,11 +44,11 @@ impl Placement {
             return Placement::dense(slots, nslots);
         }
         let (mut targets, mut sizes) = (Vec::new(), Vec::new());
-        let mut dense: HashMap<u32, u32> = HashMap::new();
+        let mut seen: HashMap<u32, u32> = HashMap::new();
         let part = slots
             .iter()
             .map(|&s| {
-                let t = *dense.entry(s).or_insert_with(|| {
+                let t = *seen.entry(s).or_insert_with(|| {
                     targets.push(s as usize);
                     sizes.push(0);
                     targets.len() as u32 - 1
@@ -294,25 +294,19 @@ impl ColumnSplit {
     pub fn push_plain(&mut self, values: Plain<'_>, slots: &[u32]) -> bool {
         debug_assert_eq!(values.len(), slots.len());
         use Buffers as B;
-        let fits = matches!(
-            (&self.bufs, &values, self.dt),
-            (B::I32(_), Plain::I32(_), DataType::Int32 | DataType::Date)
-                | (B::I64(_), Plain::I64(_), DataType::Int64 | DataType::Timestamp)
-                | (B::F32(_), Plain::F32(_), _)
-                | (B::F64(_), Plain::F64(_), _)
-        );
-        if !fits {
-            return false;
-        }
-        if self.validity.iter().any(Option::is_some) {
-            self.push_validity(None, slots);
-        }
+        let dt = self.dt;
         match (&mut self.bufs, values) {
-            (B::I32(o), Plain::I32(v)) => scatter_into(o, v, slots),
-            (B::I64(o), Plain::I64(v)) => scatter_into(o, v, slots),
+            (B::I32(o), Plain::I32(v)) if matches!(dt, DataType::Int32 | DataType::Date) => scatter_into(o, v, slots),
+            (B::I64(o), Plain::I64(v)) if matches!(dt, DataType::Int64 | DataType::Timestamp) => {
+                scatter_into(o, v, slots)
+            }
             (B::F32(o), Plain::F32(v)) => scatter_into(o, v, slots),
             (B::F64(o), Plain::F64(v)) => scatter_into(o, v, slots),
-            _ => unreachable!("checked to fit above"),
+            _ => return false,
+        }
+        // After the values: a bitmap only grows by the rows' count, never reads their lengths.
+        if self.validity.iter().any(Option::is_some) {
+            self.push_validity(None, slots);
         }
         true
     }
