@@ -21,7 +21,7 @@ use arrow_array::{
 use arrow_buffer::{ArrowNativeType, BooleanBuffer, Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
 use arrow_schema::{DataType as ArrowType, Field, TimeUnit};
 use std::sync::Arc;
-use zepto_storage::{Bitmap, Column, ColumnData, ColumnDef, DataType, Dict, Plain, StrVec};
+use zepto_storage::{Bitmap, Column, ColumnData, ColumnDef, DataType, Dict, StrVec, ValidRun};
 
 use zepto_storage::time::NS_PER_DAY;
 
@@ -285,20 +285,20 @@ fn convert<T: Copy, U: Default>(
 
 /// `arr`'s values as a column of type `dt` stores them, borrowed as they lie, when appending
 /// it would copy them unchanged: no NULLs, the same width and meaning (timestamps in ns).
-pub(crate) fn plain_values(arr: &dyn Array, dt: DataType) -> Option<Plain<'_>> {
+pub(crate) fn plain_values(arr: &dyn Array, dt: DataType) -> Option<ValidRun<'_>> {
     use arrow_array::types::{Date32Type, Float32Type, Float64Type};
     if arr.logical_null_count() > 0 {
         return None;
     }
     Some(match (dt, arr.data_type()) {
-        (DataType::Int64, ArrowType::Int64) => Plain::I64(values::<Int64Type>(arr)),
+        (DataType::Int64, ArrowType::Int64) => ValidRun::I64(values::<Int64Type>(arr)),
         (DataType::Timestamp, ArrowType::Timestamp(TimeUnit::Nanosecond, _)) => {
-            Plain::I64(values::<TimestampNanosecondType>(arr))
+            ValidRun::I64(values::<TimestampNanosecondType>(arr))
         }
-        (DataType::Int32, ArrowType::Int32) => Plain::I32(values::<Int32Type>(arr)),
-        (DataType::Date, ArrowType::Date32) => Plain::I32(values::<Date32Type>(arr)),
-        (DataType::Float64, ArrowType::Float64) => Plain::F64(values::<Float64Type>(arr)),
-        (DataType::Float32, ArrowType::Float32) => Plain::F32(values::<Float32Type>(arr)),
+        (DataType::Int32, ArrowType::Int32) => ValidRun::I32(values::<Int32Type>(arr)),
+        (DataType::Date, ArrowType::Date32) => ValidRun::I32(values::<Date32Type>(arr)),
+        (DataType::Float64, ArrowType::Float64) => ValidRun::F64(values::<Float64Type>(arr)),
+        (DataType::Float32, ArrowType::Float32) => ValidRun::F32(values::<Float32Type>(arr)),
         _ => return None,
     })
 }

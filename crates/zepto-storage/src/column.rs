@@ -1064,13 +1064,16 @@ pub struct Span<'a> {
     pub remap: Option<&'a [u32]>,
 }
 
-/// A run of valid values of one fixed-width type, for [`ColumnBuilder::extend_valid`].
+/// A run of valid values of one fixed-width type, in the representation a column stores, for
+/// [`ColumnBuilder::extend_valid`] and a load's splits (`ColumnSplit::push_plain`).
 #[derive(Debug, Clone, Copy)]
 pub enum ValidRun<'a> {
-    /// For a BIGINT or TIMESTAMP column.
+    /// For a BIGINT or TIMESTAMP (nanoseconds since 1970-01-01) column.
     I64(&'a [i64]),
-    /// For an INTEGER column.
+    /// For an INTEGER or DATE (days since 1970-01-01) column.
     I32(&'a [i32]),
+    /// For a REAL column.
+    F32(&'a [f32]),
     /// For a DOUBLE column.
     F64(&'a [f64]),
     /// Codes of a SYMBOL column's dictionary lineage.
@@ -1078,10 +1081,27 @@ pub enum ValidRun<'a> {
 }
 
 impl ValidRun<'_> {
+    /// Values held.
+    pub fn len(&self) -> usize {
+        match self {
+            ValidRun::I64(v) => v.len(),
+            ValidRun::I32(v) => v.len(),
+            ValidRun::F32(v) => v.len(),
+            ValidRun::F64(v) => v.len(),
+            ValidRun::Codes(v) => v.len(),
+        }
+    }
+
+    /// Whether it holds no values.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     fn kind(&self) -> &'static str {
         match self {
             ValidRun::I64(_) => "64-bit integer",
             ValidRun::I32(_) => "32-bit integer",
+            ValidRun::F32(_) => "real",
             ValidRun::F64(_) => "double",
             ValidRun::Codes(_) => "symbol code",
         }
@@ -1281,7 +1301,8 @@ impl ColumnBuilder {
     pub fn extend_valid(&mut self, values: ValidRun<'_>) -> Result<(), StorageError> {
         let n = match (&mut self.data, values) {
             (ColumnData::Int64(d) | ColumnData::Timestamp(d), ValidRun::I64(v)) => Self::extend(d, v),
-            (ColumnData::Int32(d), ValidRun::I32(v)) => Self::extend(d, v),
+            (ColumnData::Int32(d) | ColumnData::Date(d), ValidRun::I32(v)) => Self::extend(d, v),
+            (ColumnData::Float32(d), ValidRun::F32(v)) => Self::extend(d, v),
             (ColumnData::Float64(d), ValidRun::F64(v)) => Self::extend(d, v),
             (ColumnData::Symbol { codes, .. }, ValidRun::Codes(v)) => {
                 let top = v.iter().copied().max();
@@ -1508,6 +1529,24 @@ mod tests {
     /// `concat_spans` against the reference: slices concatenated, compared value by value, for
     /// every type, random NULLs, random (also empty and unaligned) spans and an untyped NULL
     /// span; symbols from two dictionaries translated into a third.
+    /// Runs of valid values go into the columns that store them as they are, after a NULL as
+    /// well; a run of another width is refused and changes nothing.
+    #[test]
+    fn extend_valid_takes_each_width_into_its_columns() {
+        let mut d = ColumnBuilder::new(DataType::Date, 4);
+        d.push_null();
+        d.extend_valid(ValidRun::I32(&[19_724, -1])).expect("days into a DATE column");
+        let d = d.finish();
+        assert_eq!((d.len(), d.get(0), d.get(2)), (3, Value::Null, Value::Date(-1)));
+        let mut f = ColumnBuilder::new(DataType::Float32, 2);
+        f.extend_valid(ValidRun::F32(&[1.5, -0.0])).expect("reals into a REAL column");
+        assert!(f.extend_valid(ValidRun::F64(&[2.0])).is_err(), "a double run into a REAL column");
+        let f = f.finish();
+        assert_eq!((f.len(), f.get(1)), (2, Value::Float32(-0.0)));
+        assert_eq!(ValidRun::Codes(&[1, 2, 3]).len(), 3);
+        assert!(ValidRun::F64(&[]).is_empty());
+    }
+
     #[test]
     fn concat_spans_matches_slices() {
         let mut rng = crate::rng::XorShift::new(0x9e37_79b9_7f4a_7c15);

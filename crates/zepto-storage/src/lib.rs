@@ -87,9 +87,7 @@ pub use history::{HistFile, History, HistoryChunk, HistoryPlan, HistoryRows, His
 pub use index::IndexDef;
 pub use logged::Logged;
 pub use strings::StrVec;
-pub use table::{
-    ColumnDef, ColumnSplit, HistoryReader, KeyGroups, Partition, Plain, Schema, Shard, Table, TableOptions,
-};
+pub use table::{ColumnDef, ColumnSplit, HistoryReader, KeyGroups, Partition, Schema, Shard, Table, TableOptions};
 pub use types::DataType;
 pub use value::Value;
 pub use view::{Delta, Upkeep, ViewCompiler, ViewCut, ViewDef, ViewStats};

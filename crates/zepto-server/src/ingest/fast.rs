@@ -386,6 +386,7 @@ mod tests {
             let (cells, codes) = match v {
                 ValidRun::I64(x) => (x.iter().map(|&x| Cell::Int64(x)).collect(), vec![]),
                 ValidRun::I32(x) => (x.iter().map(|&x| Cell::Int32(x)).collect(), vec![]),
+                ValidRun::F32(_) => unreachable!("the fast path stages no REAL column"),
                 ValidRun::F64(x) => (x.iter().map(|&x| Cell::Float64(x)).collect(), vec![]),
                 ValidRun::Codes(c) => (vec![], c.to_vec()),
             };

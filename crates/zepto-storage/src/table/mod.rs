@@ -25,7 +25,7 @@ pub use parts::Run;
 mod scatter;
 mod shard;
 mod split;
-pub use split::{ColumnSplit, KeyGroups, Plain};
+pub use split::{ColumnSplit, KeyGroups};
 mod groups;
 mod tails;
 use crate::types::DataType;

@@ -14,7 +14,7 @@ use std::sync::{Mutex, PoisonError};
 
 use super::scatter::scatter_into;
 use crate::bitmap::Bitmap;
-use crate::column::{Column, ColumnData};
+use crate::column::{Column, ColumnData, ValidRun};
 use crate::dict::Dict;
 use crate::strings::StrVec;
 use crate::types::DataType;
@@ -192,38 +192,6 @@ pub struct ColumnSplit {
     seen: Vec<usize>,
 }
 
-/// A chunk's values borrowed as they lie, without NULLs, in the representation a column of
-/// the split's type stores ([`ColumnSplit::push_plain`]): `I64` for BIGINT and TIMESTAMP (ns),
-/// `I32` for INT and DATE (days).
-#[derive(Debug, Clone, Copy)]
-pub enum Plain<'a> {
-    /// INT, or DATE as days since 1970-01-01.
-    I32(&'a [i32]),
-    /// BIGINT, or TIMESTAMP as nanoseconds since 1970-01-01.
-    I64(&'a [i64]),
-    /// REAL.
-    F32(&'a [f32]),
-    /// DOUBLE.
-    F64(&'a [f64]),
-}
-
-impl Plain<'_> {
-    /// Values held.
-    pub fn len(&self) -> usize {
-        match self {
-            Plain::I32(v) => v.len(),
-            Plain::I64(v) => v.len(),
-            Plain::F32(v) => v.len(),
-            Plain::F64(v) => v.len(),
-        }
-    }
-
-    /// Whether it holds no values.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-}
-
 /// Each part's values, by the width of the column's values.
 #[derive(Debug)]
 enum Buffers {
@@ -291,17 +259,19 @@ impl ColumnSplit {
     /// Append a chunk without NULLs whose values a loader holds as the column stores them
     /// (an Arrow array's buffer): split straight from there, no copy between. `false`, and
     /// nothing appended, when the values are not of the split's type.
-    pub fn push_plain(&mut self, values: Plain<'_>, slots: &[u32]) -> bool {
+    pub fn push_plain(&mut self, values: ValidRun<'_>, slots: &[u32]) -> bool {
         debug_assert_eq!(values.len(), slots.len());
         use Buffers as B;
         let dt = self.dt;
         match (&mut self.bufs, values) {
-            (B::I32(o), Plain::I32(v)) if matches!(dt, DataType::Int32 | DataType::Date) => scatter_into(o, v, slots),
-            (B::I64(o), Plain::I64(v)) if matches!(dt, DataType::Int64 | DataType::Timestamp) => {
+            (B::I32(o), ValidRun::I32(v)) if matches!(dt, DataType::Int32 | DataType::Date) => {
                 scatter_into(o, v, slots)
             }
-            (B::F32(o), Plain::F32(v)) => scatter_into(o, v, slots),
-            (B::F64(o), Plain::F64(v)) => scatter_into(o, v, slots),
+            (B::I64(o), ValidRun::I64(v)) if matches!(dt, DataType::Int64 | DataType::Timestamp) => {
+                scatter_into(o, v, slots)
+            }
+            (B::F32(o), ValidRun::F32(v)) => scatter_into(o, v, slots),
+            (B::F64(o), ValidRun::F64(v)) => scatter_into(o, v, slots),
             _ => return false,
         }
         // After the values: a bitmap only grows by the rows' count, never reads their lengths.
