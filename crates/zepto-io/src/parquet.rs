@@ -432,6 +432,13 @@ mod tests {
         let groups = KeyGroups::of(whole[key].clone()).expect("a SYMBOL key");
         let got = read_parquet_grouped(p, &schema, key, &crate::unchecked).expect("reads").expect("has the key");
         same_groups(&whole, &groups, &got);
+        // The key's dictionary in the order one read interns it (the key column is read in
+        // runs of row groups on every core, then joined).
+        let strings =
+            |c: &Column| c.symbol_dict().map(|d| (0..d.len() as u32).map(|i| d.get(i).to_string()).collect::<Vec<_>>());
+        if let Some(g) = got.first() {
+            assert_eq!(strings(&g[key]), strings(&whole[key]), "the key's dictionary");
+        }
         let no_key = [def("nope", DataType::Symbol), def("ts", DataType::Timestamp)];
         assert!(read_parquet_grouped(p, &no_key, 0, &crate::unchecked).expect("reads").is_none());
     }

@@ -16,7 +16,8 @@ use crate::{Check, IoError};
 use ::parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions};
 use std::fs::File;
 use std::path::Path;
-use zepto_storage::{Column, ColumnDef, DataType, KeyGroups};
+use std::sync::Arc;
+use zepto_storage::{Column, ColumnDef, DataType, KeyGroups, Span};
 
 /// [`crate::parquet::read_parquet_checked`], with the rows grouped by the value of column
 /// `schema[key]` (a SYMBOL column, the table's partition key; module docs). Rows keep file
@@ -35,17 +36,74 @@ pub fn read_parquet_grouped(
     if source.get(key).is_none_or(Option::is_none) {
         return Ok(None);
     }
-    let keys = read_with(file, meta.clone(), std::slice::from_ref(key_def), None, Sizes::DEFAULT, check)
-        .map_err(|e| e.in_file(path))?
-        .pop()
-        .ok_or_else(lost)?;
-    let Some(groups) = KeyGroups::of(keys) else { return Ok(None) };
+    drop(file);
+    let Some(groups) = KeyGroups::of(read_keys(path, &meta, key_def, check)?) else { return Ok(None) };
     let read = Load { path, meta: &meta, groups: &groups, check };
     let columns: Vec<usize> = (0..schema.len()).filter(|&i| source.get(i).is_some_and(Option::is_some)).collect();
     let split = |i: usize| read.split_column(schema.get(i).ok_or_else(lost)?);
     let by_column = split_columns(schema.len(), &columns, key, &groups, split)?;
     let out = into_groups(schema, &groups, by_column);
     Ok(Some(out))
+}
+
+/// The key column, read on every core: the file's row groups in as many runs as there are
+/// threads, each run read on its own, then joined into one column coded against one
+/// dictionary whose strings come in order of first row, as one read's would (each run's
+/// dictionary is in its own order of first row: its strings are interned run after run).
+fn read_keys(path: &Path, meta: &ArrowReaderMetadata, def: &ColumnDef, check: Check) -> Result<Column, IoError> {
+    let sizes = meta.metadata().row_groups().iter().map(|g| usize::try_from(g.num_rows()).unwrap_or(0));
+    let runs = row_group_runs(sizes.collect(), zepto_storage::par::threads());
+    let one = |rgs: &Option<Vec<usize>>| -> Result<Column, IoError> {
+        let file = File::open(path).map_err(|e| file_err(path, e))?;
+        read_with(file, meta.clone(), std::slice::from_ref(def), rgs.clone(), Sizes::DEFAULT, check)
+            .map_err(|e| e.in_file(path))?
+            .pop()
+            .ok_or_else(lost)
+    };
+    let mut parts = zepto_storage::par::try_map(&runs, one)?;
+    if parts.len() == 1 {
+        return parts.pop().ok_or_else(lost);
+    }
+    join_keys(&parts)
+}
+
+/// Row groups of `rows[g]` rows each cut into at most `n` runs of neighbours holding about
+/// as many rows each; one run of all (`None`) when there is nothing to share.
+fn row_group_runs(rows: Vec<usize>, n: usize) -> Vec<Option<Vec<usize>>> {
+    let total: usize = rows.iter().sum();
+    if n < 2 || rows.len() < 2 || total == 0 {
+        return vec![None];
+    }
+    let mut runs: Vec<Option<Vec<usize>>> = Vec::new();
+    let (mut run, mut seen) = (Vec::new(), 0usize);
+    for (g, &k) in rows.iter().enumerate() {
+        run.push(g);
+        seen += k;
+        // Close the run once it reaches its share of the rows (the last takes the rest).
+        if runs.len() + 1 < n && seen.saturating_mul(n) >= total.saturating_mul(runs.len() + 1) {
+            runs.push(Some(std::mem::take(&mut run)));
+        }
+    }
+    if !run.is_empty() {
+        runs.push(Some(run));
+    }
+    runs
+}
+
+/// Symbol columns read from neighbouring runs of a file, one after another, coded against the
+/// first one's dictionary grown by each later one's strings in turn.
+fn join_keys(parts: &[Column]) -> Result<Column, IoError> {
+    let dict_of =
+        |c: &Column| c.symbol_dict().cloned().ok_or_else(|| IoError::Invalid("a key column that is not SYMBOL".into()));
+    let mut dict = (*dict_of(parts.first().ok_or_else(lost)?)?).clone();
+    let mut remaps: Vec<Option<Vec<u32>>> = vec![None];
+    for p in parts.iter().skip(1) {
+        let own = dict_of(p)?;
+        remaps.push(Some((0..own.len() as u32).map(|c| dict.intern(own.get(c))).collect()));
+    }
+    let spans: Vec<Span<'_>> =
+        parts.iter().zip(&remaps).map(|(col, m)| Span { col, rows: 0..col.len(), remap: m.as_deref() }).collect();
+    Column::concat_spans(DataType::Symbol, Some(&Arc::new(dict)), &spans).map_err(IoError::Invalid)
 }
 
 fn lost() -> IoError {
@@ -78,5 +136,24 @@ impl Load<'_> {
             (self.check)().map_err(IoError::Stopped)?;
         }
         split.finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::row_group_runs;
+
+    #[test]
+    fn row_groups_are_cut_into_runs_of_about_equal_rows() {
+        let all =
+            |runs: &[Option<Vec<usize>>]| runs.iter().flat_map(|r| r.clone().unwrap_or_default()).collect::<Vec<_>>();
+        assert_eq!(row_group_runs(vec![10; 10], 2), vec![Some((0..5).collect()), Some((5..10).collect())]);
+        assert_eq!(row_group_runs(vec![100, 1, 1, 1], 2), vec![Some(vec![0]), Some(vec![1, 2, 3])]);
+        assert_eq!(row_group_runs(vec![5; 7], 3).len(), 3);
+        assert_eq!(all(&row_group_runs(vec![5; 7], 3)), (0..7).collect::<Vec<_>>());
+        assert_eq!(all(&row_group_runs(vec![0, 0, 9], 4)), vec![0, 1, 2]);
+        for (rows, n) in [(vec![7], 2), (vec![1, 2], 1), (vec![0, 0], 2), (vec![], 2)] {
+            assert_eq!(row_group_runs(rows, n), vec![None], "nothing to share");
+        }
     }
 }
