@@ -315,6 +315,39 @@ def test_small_batches_a_query_made_come_as_one_chunk(db):
     assert got == sorted(want)
 
 
+def test_arg_min_and_arg_max_answer_as_duckdb(db):
+    # DuckDB's own bars query (its Q3b of the benchmark) as written, over 40 symbols; then
+    # NULL values and orders, and ties: ours are settled by x (the smallest (v, x) pair for
+    # arg_min, the largest for arg_max: one answer however rows are split), DuckDB's go to the
+    # row it meets first, so its side spells the rule out.
+    syms = tuple(f"S{i:02d}" for i in range(40))
+    data = trades(20_000, syms)
+    db.insert("trades", data)
+    bars = ("SELECT sym, time_bucket(INTERVAL 1 minute, ts) AS bucket, arg_min(price, ts) AS open, "
+            "max(price) AS high, min(price) AS low, arg_max(price, ts) AS close FROM {} GROUP BY sym, bucket")
+    got = sorted(tuple(r.values()) for r in db.sql(bars.format("trades")).to_arrow().to_pylist())
+    assert got == sorted(duckdb.sql(bars.format("data")).fetchall())
+    n = 5_000
+    vals = pa.table({
+        "g": pa.array(RNG.integers(0, 30, n)),
+        "x": pa.array([None if RNG.random() < 0.1 else float(v) for v in RNG.integers(-50, 50, n)], pa.float64()),
+        "v": pa.array([None if RNG.random() < 0.1 else int(v) for v in RNG.integers(0, 40, n)], pa.int64()),
+        "s": pa.array(RNG.choice(["a", "b", "c", None], n)),
+    })
+    db.execute("CREATE TABLE vals (g BIGINT, x DOUBLE, v BIGINT, s VARCHAR)")
+    db.insert("vals", vals)
+    q = ("SELECT g, arg_min(x, v) AS a, arg_max(x, v) AS b, min_by(s, x) AS c, max_by(v, s) AS d, "
+         "count(*) AS n FROM vals GROUP BY g")
+    got = sorted(tuple(r.values()) for r in db.sql(q).to_arrow().to_pylist())
+
+    def by_pair(f, x, v):
+        return f"{f}({x}, {{'a': {v}, 'b': {x}}}) FILTER (WHERE {x} IS NOT NULL AND {v} IS NOT NULL)"
+    want = duckdb.sql(
+        f"SELECT g, {by_pair('arg_min', 'x', 'v')}, {by_pair('arg_max', 'x', 'v')}, {by_pair('arg_min', 's', 'x')}, "
+        f"{by_pair('arg_max', 'v', 's')}, count(*) FROM vals GROUP BY g").fetchall()
+    assert got == sorted(want)
+
+
 def test_a_column_given_twice_does_not_keep_small_batches_apart(db):
     # The same aggregate twice is one column the result holds in two places: still the
     # query's own, so the per-symbol batches are joined as they are for one.

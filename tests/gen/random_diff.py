@@ -5,9 +5,9 @@
 
 Builds random tables (0..300 rows, NULL rates 0..1, INT/BIGINT/DOUBLE/VARCHAR/SYMBOL/TIMESTAMP/
 BOOLEAN columns), then K random queries from a small grammar (projections with arithmetic and
-comparisons; WHERE with AND/OR/NOT/IS NULL/BETWEEN/IN/LIKE; GROUP BY with count/sum/min/max/avg;
-HAVING; ORDER BY over every output column + LIMIT/OFFSET; INNER/LEFT joins on an INT key;
-DISTINCT; UNION ALL).  Writes the same slt format as tests/slt/*.slt.
+comparisons; WHERE with AND/OR/NOT/IS NULL/BETWEEN/IN/LIKE; GROUP BY with count/sum/min/max/avg/
+arg_min/arg_max; HAVING; ORDER BY over every output column + LIMIT/OFFSET; INNER/LEFT joins on an
+INT key; DISTINCT; UNION ALL).  Writes the same slt format as tests/slt/*.slt.
 
 A candidate query is dropped and regenerated when
   * DuckDB rejects it,
@@ -61,15 +61,25 @@ def render(sql, duck=False):
     """Floating literals are generated as \u27e6v\u27e7.  The slt text gets the plain literal
     (2.5, or (-2.5) when negative); DuckDB gets CAST(v AS DOUBLE), because DuckDB types a literal
     with a decimal point as DECIMAL, which changes result types (round(35.75) would be an
-    integer-looking DECIMAL(4,0)) while ZeptoDB parses it as DOUBLE."""
+    integer-looking DECIMAL(4,0)) while ZeptoDB parses it as DOUBLE.
+
+    arg_min/arg_max calls are generated as \u2983f\u2982x\u2982v\u2984: the slt text gets f(x, v);
+    DuckDB gets f(x, {'a': v, 'b': x}) over the rows where neither is NULL, ZeptoDB's rule for
+    ties in v (settled by x), where DuckDB's own keeps whichever tied row it meets first."""
     if duck:
+        sql = _ARG_EXTREME.sub(lambda m: "%s(%s, {'a': %s, 'b': %s}) FILTER (WHERE (%s) IS NOT NULL AND (%s) IS NOT NULL)"
+                               % (m.group(1), m.group(2), m.group(3), m.group(2), m.group(2), m.group(3)), sql)
         return common.to_duck(_DBL_LIT.sub(lambda m: "CAST(%s AS DOUBLE)" % m.group(1), sql))
+    sql = _ARG_EXTREME.sub(lambda m: "%s(%s, %s)" % (m.group(1), m.group(2), m.group(3)), sql)
     return _DBL_LIT.sub(lambda m: m.group(1) if not m.group(1).startswith("-") else "(%s)" % m.group(1), sql)
 
 
 # ======================================================================================
 # tables
 # ======================================================================================
+_ARG_EXTREME = re.compile("\u2983(arg_min|arg_max)\u2982(.*?)\u2982(.*?)\u2984")
+
+
 def rand_ts(rng):
     v = TS_BASE + rng.randrange(TS_SPAN)
     r = rng.random()
@@ -365,6 +375,10 @@ class Gen:
                     return "%s(%s)" % (rng.choice(["sum", "avg"]), e.sql)
             return "count(*)"
         e = self.any_expr(scope)
+        if k >= 0.9:
+            # Rendered for DuckDB with ZeptoDB's rule for ties spelled out (`render`).
+            by = self.any_expr(scope)
+            return "\u2983%s\u2982%s\u2982%s\u2984" % (rng.choice(["arg_min", "arg_max"]), e.sql, by.sql)
         return "%s(%s)" % (rng.choice(["min", "max"]), e.sql)
 
     def group_key(self, scope):

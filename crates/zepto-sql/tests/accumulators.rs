@@ -12,7 +12,7 @@ use zepto_storage::{Bitmap, Column, ColumnData, DataType, Value};
 mod common;
 use common::Rng;
 
-const FUNCS: [AggFunc; 19] = [
+const FUNCS: [AggFunc; 21] = [
     AggFunc::CountStar,
     AggFunc::Count,
     AggFunc::Sum,
@@ -21,6 +21,8 @@ const FUNCS: [AggFunc; 19] = [
     AggFunc::Max,
     AggFunc::First,
     AggFunc::Last,
+    AggFunc::ArgMin,
+    AggFunc::ArgMax,
     AggFunc::VarSamp,
     AggFunc::VarPop,
     AggFunc::StddevSamp,
@@ -35,11 +37,13 @@ const FUNCS: [AggFunc; 19] = [
 ];
 
 /// One random input: values `x` (BIGINT or DOUBLE, ~10% NULL), sizes `w` for vwap, unique
-/// times `t` in random row order, and each row's group.
+/// times `t` in random row order, unique keys `v` (~10% NULL) for arg_min/arg_max, and each
+/// row's group.
 struct Case {
     x: Column,
     w: Column,
     t: Column,
+    v: Column,
     ids: Vec<u32>,
     groups: usize,
 }
@@ -61,14 +65,29 @@ fn case(rng: &mut Rng, floats: bool) -> Case {
         times.swap(i, rng.below(i as u64 + 1) as usize);
     }
     let t = Column::from_data(ColumnData::Timestamp(times));
+    // Unique keys, in an order of their own: no ties, so any way of driving picks one row.
+    let mut keys: Vec<f64> = (0..n).map(|i| i as f64 * 0.5 - 40.0).collect();
+    for i in (1..keys.len()).rev() {
+        keys.swap(i, rng.below(i as u64 + 1) as usize);
+    }
+    let kept: Vec<bool> = (0..n).map(|_| rng.below(10) != 0).collect();
+    let keys = keys.iter().zip(&kept).map(|(&k, &ok)| if ok { k } else { 0.0 }).collect();
+    let v = Column::new(ColumnData::Float64(keys), Some(Bitmap::from_bools(kept)));
     let ids = (0..n).map(|_| rng.below(groups as u64) as u32).collect();
-    Case { x, w, t, ids, groups }
+    Case { x, w, t, v, ids, groups }
 }
 
 fn result_type(f: AggFunc, x: DataType) -> DataType {
     match f {
         AggFunc::CountStar | AggFunc::Count => DataType::Int64,
-        AggFunc::Sum | AggFunc::Min | AggFunc::Max | AggFunc::First | AggFunc::Last | AggFunc::Quantile(_) => x,
+        AggFunc::Sum
+        | AggFunc::Min
+        | AggFunc::Max
+        | AggFunc::First
+        | AggFunc::Last
+        | AggFunc::ArgMin
+        | AggFunc::ArgMax
+        | AggFunc::Quantile(_) => x,
         AggFunc::StringAgg(_) | AggFunc::ArrayAgg(_) => DataType::Varchar,
         _ => DataType::Float64,
     }
@@ -78,6 +97,7 @@ fn args(f: AggFunc, c: &Case) -> Vec<&Column> {
     match f {
         AggFunc::CountStar => vec![],
         AggFunc::Vwap => vec![&c.x, &c.w],
+        AggFunc::ArgMin | AggFunc::ArgMax => vec![&c.x, &c.v],
         _ => vec![&c.x],
     }
 }
@@ -112,6 +132,7 @@ fn as_runs(c: &Case) -> (Case, Vec<u32>) {
         x: c.x.take(&order),
         w: c.w.take(&order),
         t: c.t.take(&order),
+        v: c.v.take(&order),
         ids: order.iter().map(|&i| c.ids[i as usize]).collect(),
         groups: c.groups,
     };
@@ -298,6 +319,7 @@ fn merged_partials_give_the_answer_of_ids() {
                     x: c.x.take(&rows),
                     w: c.w.take(&rows),
                     t: c.t.take(&rows),
+                    v: c.v.take(&rows),
                     ids: rows.iter().map(|&i| c.ids[i as usize]).collect(),
                     groups: c.groups,
                 };
@@ -342,7 +364,14 @@ fn frames_give_the_answer_of_their_rows_as_groups() {
             fs.iter().zip(&fe).enumerate().flat_map(|(k, (&s, &e))| (s..e).map(move |_| k as u32)).collect();
         // Frames are in window order: first/last are positional, so the time is the position.
         let pos = Column::from_data(ColumnData::Timestamp((0..n as i64).collect()));
-        let gathered = Case { x: c.x.take(&idx), w: c.w.take(&idx), t: pos.take(&idx), ids: frame_ids, groups: n };
+        let gathered = Case {
+            x: c.x.take(&idx),
+            w: c.w.take(&idx),
+            t: pos.take(&idx),
+            v: c.v.take(&idx),
+            ids: frame_ids,
+            groups: n,
+        };
         for f in FUNCS {
             let ty = result_type(f, c.x.data_type());
             let want = by_ids(f, &gathered);
@@ -372,6 +401,7 @@ fn updates_batch_by_batch_give_the_answer_of_one() {
                     x: c.x.take(&rows),
                     w: c.w.take(&rows),
                     t: c.t.take(&rows),
+                    v: c.v.take(&rows),
                     ids: c.ids[w[0]..w[1]].to_vec(),
                     groups: c.groups,
                 };

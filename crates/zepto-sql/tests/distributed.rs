@@ -71,6 +71,7 @@ const QUERIES: &[&str] = &[
     "SELECT count(*) FROM trades",
     "SELECT sym, count(*), count(price), sum(size), avg(price), min(price), max(price) FROM trades GROUP BY sym",
     "SELECT sym, first(price), last(price), vwap(price, size) FROM trades GROUP BY sym",
+    "SELECT venue, arg_min(price, ts), arg_max(sym, ts), max_by(size, ts) FROM trades GROUP BY venue",
     "SELECT xbar(INTERVAL '1 second', ts) AS b, sym, sum(size), max(price) FROM trades GROUP BY b, sym",
     "SELECT venue, count(*), sum(price) FROM trades WHERE size > 100 GROUP BY venue",
     "SELECT count(*), sum(price) FROM trades WHERE sym = 'S1'",

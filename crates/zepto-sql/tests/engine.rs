@@ -245,3 +245,32 @@ fn a_timestamp_parameter_is_a_timestamp_with_its_nanoseconds() {
     let r = e.execute_with_params("SELECT count(*) FROM t WHERE ts >= ?", &[ParamValue::Timestamp(ns)]).expect("query");
     assert_eq!(first_value(&r), Some(Value::Int64(1)));
 }
+
+/// A function this engine lacks is named as the error, wherever it is called: not what its
+/// arguments break first (a column outside GROUP BY, for a DuckDB aggregate like `kurtosis`).
+/// Known functions keep their own errors.
+#[test]
+fn an_unknown_function_is_the_error_even_when_its_arguments_fail() {
+    let e = Engine::new();
+    e.execute("CREATE TABLE t (ts TIMESTAMP, sym SYMBOL, price DOUBLE)").expect("create");
+    for sql in [
+        "SELECT sym, kurtosis(price) FROM t GROUP BY sym",
+        "SELECT sym, entropy(price) AS o FROM t GROUP BY sym",
+        "SELECT kurtosis(nope) FROM t",
+    ] {
+        let err = e.execute(sql).expect_err(sql).to_string();
+        assert!(err.contains("unknown function") && err.contains("column"), "{sql}: {err}");
+    }
+    let err = e.execute("SELECT sym, abs(price) FROM t GROUP BY sym").expect_err("ungrouped").to_string();
+    assert!(err.contains("must appear in the GROUP BY clause"), "{err}");
+    let err = e.execute("SELECT sym, format_type(price, 1) FROM t GROUP BY sym").expect_err("ungrouped").to_string();
+    assert!(err.contains("must appear in the GROUP BY clause"), "a catalog function: {err}");
+    // DuckDB's names for the extreme's row are aggregates here.
+    e.execute("INSERT INTO t VALUES (1, 'a', 2.5), (2, 'a', 1.5), (3, 'b', NULL)").expect("rows");
+    let r =
+        e.execute("SELECT sym, arg_min(ts, price) AS lo, max_by(price, ts) AS last FROM t GROUP BY sym ORDER BY sym");
+    let r = r.expect("arg_min/max_by");
+    let cell = |c: usize, i: usize| r.batch().columns[c].get(i);
+    assert_eq!((cell(1, 0), cell(2, 0)), (Value::Timestamp(2), Value::Float64(1.5)));
+    assert_eq!((cell(1, 1), cell(2, 1)), (Value::Null, Value::Null), "only NULL keys or values");
+}

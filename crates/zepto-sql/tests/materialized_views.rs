@@ -21,6 +21,12 @@ const VIEWS: &[(&str, &str)] = &[
     ),
     ("totals", "SELECT count(*) AS n, sum(size) AS volume, stddev(price) AS sd FROM trades WHERE price > 50"),
     (
+        // Ties in price and size abound: settled by the value taken, batch by batch too.
+        "extremes",
+        "SELECT sym, arg_min(size, price) AS cheap, arg_max(price, size) AS big, min_by(ts, price) AS low_at \
+         FROM trades GROUP BY sym",
+    ),
+    (
         "busy",
         "SELECT sym, count(*) AS n, max(size) AS biggest FROM trades GROUP BY sym HAVING count(*) > 20 ORDER BY n DESC",
     ),

@@ -165,6 +165,10 @@ pub enum AggFunc {
     First,
     /// `last(x)`: the value at the latest designated timestamp (input order without one).
     Last,
+    /// `arg_min(x, v)` (also `min_by`, `argmin`): `x` at the row of the smallest `v`.
+    ArgMin,
+    /// `arg_max(x, v)` (also `max_by`, `argmax`): `x` at the row of the largest `v`.
+    ArgMax,
     /// `stddev_samp(x)` (also `stddev`).
     StddevSamp,
     /// `stddev_pop(x)`.
@@ -276,7 +280,13 @@ impl AggFunc {
     pub fn state_width(self) -> usize {
         match self {
             AggFunc::CountStar | AggFunc::Count | AggFunc::Min | AggFunc::Max | AggFunc::BoolAnd | AggFunc::BoolOr => 1,
-            AggFunc::Sum | AggFunc::Avg | AggFunc::First | AggFunc::Last | AggFunc::Vwap => 2,
+            AggFunc::Sum
+            | AggFunc::Avg
+            | AggFunc::First
+            | AggFunc::Last
+            | AggFunc::ArgMin
+            | AggFunc::ArgMax
+            | AggFunc::Vwap => 2,
             AggFunc::StddevSamp | AggFunc::StddevPop | AggFunc::VarSamp | AggFunc::VarPop => 3,
             AggFunc::Median
             | AggFunc::Quantile(_)
@@ -299,6 +309,8 @@ pub fn agg_by_name(name: &str) -> Option<AggFunc> {
         "max" => AggFunc::Max,
         "first" => AggFunc::First,
         "last" => AggFunc::Last,
+        "arg_min" | "argmin" | "min_by" => AggFunc::ArgMin,
+        "arg_max" | "argmax" | "max_by" => AggFunc::ArgMax,
         "stddev" | "stddev_samp" => AggFunc::StddevSamp,
         "stddev_pop" => AggFunc::StddevPop,
         "variance" | "var_samp" => AggFunc::VarSamp,
@@ -376,6 +388,12 @@ pub fn agg_type(f: AggFunc, args: &[DataType], pos: Pos) -> Result<DataType> {
             t => return bad(&format!("{}() needs a numeric argument, got {t}", agg_name(f))),
         },
         AggFunc::Min | AggFunc::Max | AggFunc::First | AggFunc::Last | AggFunc::Quantile(_) => a0,
+        AggFunc::ArgMin | AggFunc::ArgMax => match args.get(1) {
+            Some(DataType::Vector(_)) => {
+                return bad(&format!("{}(x, v): v must be ordered, not a vector", agg_name(f)))
+            }
+            _ => a0,
+        },
         AggFunc::BoolAnd | AggFunc::BoolOr => match a0 {
             DataType::Bool | DataType::Null => DataType::Bool,
             t => return bad(&format!("{}() needs a BOOLEAN argument, got {t}", agg_name(f))),
@@ -412,6 +430,8 @@ pub fn agg_name(f: AggFunc) -> &'static str {
         AggFunc::Max => "max",
         AggFunc::First => "first",
         AggFunc::Last => "last",
+        AggFunc::ArgMin => "arg_min",
+        AggFunc::ArgMax => "arg_max",
         AggFunc::StddevSamp => "stddev_samp",
         AggFunc::StddevPop => "stddev_pop",
         AggFunc::VarSamp => "var_samp",
@@ -432,7 +452,7 @@ pub fn agg_name(f: AggFunc) -> &'static str {
 pub fn agg_arity(f: AggFunc) -> (usize, usize) {
     match f {
         AggFunc::CountStar => (0, 0),
-        AggFunc::Vwap => (2, 2),
+        AggFunc::Vwap | AggFunc::ArgMin | AggFunc::ArgMax => (2, 2),
         AggFunc::Twap => (1, 2),
         AggFunc::Quantile(_) => (2, 2),
         AggFunc::StringAgg(_) => (1, 2),

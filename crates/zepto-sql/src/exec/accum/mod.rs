@@ -23,6 +23,7 @@
 //! WINDOW JOIN and the history then all run it; `tests/accumulators.rs` checks it gives one
 //! answer through all of them.
 
+mod arg_extreme;
 mod count;
 mod first_last;
 mod holistic;
@@ -221,6 +222,8 @@ pub fn accumulator_for(func: AggFunc, ty: DataType, used: Use) -> Box<dyn Accumu
         AggFunc::Max => Box::new(min_max::MinMax::new(true)),
         AggFunc::First => Box::new(first_last::FirstLast::new(true, used)),
         AggFunc::Last => Box::new(first_last::FirstLast::new(false, used)),
+        AggFunc::ArgMin => Box::new(arg_extreme::ArgExtreme::new(false)),
+        AggFunc::ArgMax => Box::new(arg_extreme::ArgExtreme::new(true)),
         AggFunc::StddevSamp | AggFunc::StddevPop | AggFunc::VarSamp | AggFunc::VarPop => {
             Box::new(variance::Variance::new(func))
         }

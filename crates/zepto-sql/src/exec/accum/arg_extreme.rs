@@ -1,0 +1,137 @@
+//! `arg_min(x, v)` and `arg_max(x, v)` (also `min_by`/`max_by`, ClickHouse's `argMin`/`argMax`):
+//! the `x` of the group's row with the smallest / largest `v`, as DuckDB defines them. Rows
+//! where `x` or `v` is NULL are skipped (a group with none gives NULL); `v` and `x` order as
+//! `min` and `max` order them (any ordered type, NaN the largest double).
+//!
+//! Ties in `v` are settled by `x`: `arg_min` takes the row of the smallest (`v`, `x`) pair,
+//! `arg_max` the largest. The answer is then one value however the rows are split and merged
+//! (partitions, row groups of history, cluster nodes, a view's batches); DuckDB keeps whichever
+//! tied row it meets first, which depends on the order rows arrive in (its
+//! `arg_min(x, {'a': v, 'b': x})` over the rows without NULLs is this rule).
+//! State: the `x` and `v` picked; partial states merge by the same rule. The time-ordered
+//! form, `first`/`last`, is `first_last.rs`.
+
+use super::kernels::{grow, in_range, pad};
+use super::{Accumulator, Input, Rows};
+use crate::error::{Result, SqlError};
+use crate::exec::cmp::{value_cmp, RowCmp};
+use std::cmp::Ordering;
+use zepto_storage::column::NULL_INDEX;
+use zepto_storage::Column;
+
+pub struct ArgExtreme {
+    max: bool,
+    /// Each group's picked `x` and `v` (both NULL: none yet); `None` before the first input.
+    state: Option<(Column, Column)>,
+}
+
+impl ArgExtreme {
+    pub fn new(max: bool) -> ArgExtreme {
+        ArgExtreme { max, state: None }
+    }
+
+    fn want(&self) -> Ordering {
+        if self.max {
+            Ordering::Greater
+        } else {
+            Ordering::Less
+        }
+    }
+
+    /// Fold rows of `x` and `v` (row `i` into group `ids[i]`) into the state.
+    fn add(&mut self, x: &Column, v: &Column, ids: &[u32], ngroups: usize) {
+        let best = picks(x, v, ids, ngroups, self.want());
+        let (cx, cv) = (pad(x.take_opt(&best), ngroups), pad(v.take_opt(&best), ngroups));
+        let Some((mut ox, mut ov)) = self.state.take() else {
+            self.state = Some((cx, cv));
+            return;
+        };
+        grow(&mut ox, ngroups);
+        grow(&mut ov, ngroups);
+        // Group `g`'s state is row `g` of both, its candidate row `ngroups + g`.
+        let (xs, vs) = (Column::concat(&[&ox, &cx]), Column::concat(&[&ov, &cv]));
+        let beats = Beats::new(&xs, &vs, self.want());
+        let groups: Vec<u32> = (0..ngroups)
+            .filter(|&g| best.get(g).is_some_and(|&b| b != NULL_INDEX))
+            .filter(|&g| !ov.is_valid(g) || beats.at(ngroups + g, g))
+            .map(|g| g as u32)
+            .collect();
+        ox.patch(&groups, &cx.take(&groups));
+        ov.patch(&groups, &cv.take(&groups));
+        self.state = Some((ox, ov));
+    }
+}
+
+/// The order of rows the pick follows: the (`v`, `x`) pair as `want` says (module docs).
+/// Rows compared are valid in both.
+struct Beats<'a> {
+    x: RowCmp<'a>,
+    v: RowCmp<'a>,
+    want: Ordering,
+}
+
+impl<'a> Beats<'a> {
+    fn new(x: &'a Column, v: &'a Column, want: Ordering) -> Beats<'a> {
+        Beats { x: value_cmp(x), v: value_cmp(v), want }
+    }
+
+    /// Whether row `i` is picked over row `j`.
+    fn at(&self, i: usize, j: usize) -> bool {
+        match (self.v)(i, j) {
+            Ordering::Equal => (self.x)(i, j) == self.want,
+            o => o == self.want,
+        }
+    }
+}
+
+/// The row each group picks (module docs), over the rows where neither `x` nor `v` is NULL;
+/// `NULL_INDEX` for a group without one.
+fn picks(x: &Column, v: &Column, ids: &[u32], ngroups: usize, want: Ordering) -> Vec<u32> {
+    let beats = Beats::new(x, v, want);
+    let mut best = vec![NULL_INDEX; ngroups];
+    for (i, &g) in ids.iter().enumerate() {
+        if !x.is_valid(i) || !v.is_valid(i) {
+            continue;
+        }
+        let slot = &mut best[g as usize];
+        if *slot == NULL_INDEX || beats.at(i, *slot as usize) {
+            *slot = i as u32;
+        }
+    }
+    best
+}
+
+impl Accumulator for ArgExtreme {
+    fn update(&mut self, input: &Input, rows: Rows, ngroups: usize) -> Result<()> {
+        let [x, v] = input.args[..] else {
+            return Err(SqlError::Internal("arg_min/arg_max take two arguments".into()));
+        };
+        self.add(x, v, &rows.ids(), ngroups);
+        Ok(())
+    }
+
+    fn state(&mut self) -> Result<Vec<Column>> {
+        let (x, v) =
+            self.state.take().ok_or_else(|| SqlError::Internal("arg_min/arg_max state before input".into()))?;
+        Ok(vec![x, v])
+    }
+
+    fn state_of(&self, ids: &[u32]) -> Result<Vec<Column>> {
+        let (x, v) =
+            self.state.as_ref().ok_or_else(|| SqlError::Internal("arg_min/arg_max state before input".into()))?;
+        let idx = in_range(ids, x.len());
+        Ok(vec![x.take_opt(&idx), v.take_opt(&idx)])
+    }
+
+    fn merge(&mut self, state: &[&Column], ids: &[u32], ngroups: usize) -> Result<()> {
+        let [x, v] = state else { return Err(SqlError::Internal("arg_min/arg_max state is two columns".into())) };
+        self.add(x, v, ids, ngroups);
+        Ok(())
+    }
+
+    fn finish(&mut self) -> Result<Column> {
+        let (x, _) =
+            self.state.take().ok_or_else(|| SqlError::Internal("arg_min/arg_max finished before input".into()))?;
+        Ok(x)
+    }
+}
