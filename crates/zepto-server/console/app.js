@@ -15,7 +15,7 @@
   const KEYWORDS = 'asof window splice sample latest fill xbar partition over rows range preceding following ' +
     'unbounded current row within tolerance using natural semi anti explain analyze copy checkpoint show ' +
     'describe tables settings vector symbol';
-  const FUNCTIONS = 'xbar first last vwap ema sma wma deltas ratios mavg msum mmin mmax mdev mcount avg sum min max ' +
+  const FUNCTIONS = 'xbar first last arg_min arg_max vwap ema sma wma deltas ratios mavg msum mmin mmax mdev mcount avg sum min max ' +
     'count stddev variance median percentile_cont row_number rank dense_rank lag lead now date_trunc ' +
     'cosine_similarity l2_distance';
 

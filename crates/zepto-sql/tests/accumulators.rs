@@ -97,7 +97,9 @@ fn args(f: AggFunc, c: &Case) -> Vec<&Column> {
     match f {
         AggFunc::CountStar => vec![],
         AggFunc::Vwap => vec![&c.x, &c.w],
-        AggFunc::ArgMin | AggFunc::ArgMax => vec![&c.x, &c.v],
+        // arg_min by unique keys; arg_max by sizes, full of ties (settled by x).
+        AggFunc::ArgMin => vec![&c.x, &c.v],
+        AggFunc::ArgMax => vec![&c.x, &c.w],
         _ => vec![&c.x],
     }
 }

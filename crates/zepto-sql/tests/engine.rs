@@ -7,6 +7,9 @@ use zepto_sql::engine::first_value;
 use zepto_sql::Engine;
 use zepto_storage::Value;
 
+mod common;
+use common::lines;
+
 fn count(e: &Engine, sql: &str) -> i64 {
     match first_value(&e.execute(sql).expect("query")) {
         Some(Value::Int64(n)) => n,
@@ -273,4 +276,24 @@ fn an_unknown_function_is_the_error_even_when_its_arguments_fail() {
     let cell = |c: usize, i: usize| r.batch().columns[c].get(i);
     assert_eq!((cell(1, 0), cell(2, 0)), (Value::Timestamp(2), Value::Float64(1.5)));
     assert_eq!((cell(1, 1), cell(2, 1)), (Value::Null, Value::Null), "only NULL keys or values");
+    // DISTINCT and an ORDER BY in the call change nothing.
+    let plain = lines(&e, "SELECT sym, arg_min(ts, price), arg_max(price, ts) FROM t GROUP BY sym ORDER BY sym");
+    let dressed = "SELECT sym, arg_min(DISTINCT ts, price), arg_max(price, ts ORDER BY ts DESC) FROM t GROUP BY sym \
+                   ORDER BY sym";
+    assert_eq!(lines(&e, dressed), plain);
+}
+
+/// A running window of arg_max over a long partition is one pass (the frames' rows summed
+/// would pass the gathering limit): the latest price so far is each row's own.
+#[test]
+fn arg_max_over_a_running_window_of_a_long_partition() {
+    let e = Engine::new();
+    e.execute("CREATE TABLE t (ts TIMESTAMP, sym SYMBOL, price DOUBLE)").expect("create");
+    let rows: Vec<String> = (0..12_000).map(|i| format!("({i}, 'a', {}.5)", (i * 7919) % 1000)).collect();
+    e.execute(&format!("INSERT INTO t VALUES {}", rows.join(", "))).expect("rows");
+    let sql = "SELECT price, arg_max(price, ts) OVER (PARTITION BY sym ORDER BY ts) AS latest FROM t";
+    let r = e.execute(sql).expect("a running frame");
+    let b = r.batch();
+    assert_eq!(b.rows, 12_000);
+    assert!((0..b.rows).all(|i| b.columns[0].get(i) == b.columns[1].get(i)), "each row's own price");
 }

@@ -22,6 +22,16 @@ fn node(dir: &Path, store: &SharedStore) -> Node {
     Node { engine, _dir: d }
 }
 
+/// Held by each test here that opens data directories or starts a process. A data directory's
+/// lock is a `flock` on an open file: a process started by another test of this binary while a
+/// node's directory is open holds a copy of that file until it execs, so a node reopened in
+/// that moment found its own directory "in use" (seen once in CI).
+static DIRS_AND_PROCESSES: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    DIRS_AND_PROCESSES.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 fn scratch(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("zepto-shared-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
@@ -101,6 +111,7 @@ fn fake_s3() -> Option<FakeS3> {
 
 #[test]
 fn a_partition_sealed_on_one_node_is_taken_over_by_another_whole() {
+    let _alone = one_at_a_time();
     let root = scratch("takeover");
     let store = SharedStore::open(root.join("shared").to_str().expect("utf-8")).expect("store");
     round_trip(&root, store);
@@ -108,6 +119,7 @@ fn a_partition_sealed_on_one_node_is_taken_over_by_another_whole() {
 
 #[test]
 fn a_partition_sealed_to_s3_is_taken_over_whole() {
+    let _alone = one_at_a_time();
     let Some(s3) = fake_s3() else { return };
     let endpoint = format!("http://{}", s3.addr);
     let options = [
@@ -183,6 +195,7 @@ fn round_trip(root: &Path, store: SharedStore) {
 
 #[test]
 fn a_manifest_of_another_partition_count_is_refused() {
+    let _alone = one_at_a_time();
     let root = scratch("count");
     let store = SharedStore::open(root.join("shared").to_str().expect("utf-8")).expect("store");
     let sh = SharedHistory::new(store, std::time::Duration::from_secs(1), None).expect("settings");

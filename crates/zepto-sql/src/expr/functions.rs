@@ -165,10 +165,6 @@ pub enum AggFunc {
     First,
     /// `last(x)`: the value at the latest designated timestamp (input order without one).
     Last,
-    /// `arg_min(x, v)` (also `min_by`, `argmin`): `x` at the row of the smallest `v`.
-    ArgMin,
-    /// `arg_max(x, v)` (also `max_by`, `argmax`): `x` at the row of the largest `v`.
-    ArgMax,
     /// `stddev_samp(x)` (also `stddev`).
     StddevSamp,
     /// `stddev_pop(x)`.
@@ -196,6 +192,11 @@ pub enum AggFunc {
     /// `array_agg(x [ORDER BY k])`: the values (NULLs included) as PostgreSQL's array text,
     /// `{a,b,NULL}`; ZeptoDB has no array column type.
     ArrayAgg(AggOrder),
+    /// `arg_min(x, v)` (also `min_by`, `argmin`): `x` at the row of the smallest `v` (last
+    /// here: plan fragments number the variants).
+    ArgMin,
+    /// `arg_max(x, v)` (also `max_by`, `argmax`): `x` at the row of the largest `v`.
+    ArgMax,
 }
 
 /// A bitwise operator on integers.
@@ -265,6 +266,8 @@ impl AggFunc {
                 | AggFunc::Avg
                 | AggFunc::Min
                 | AggFunc::Max
+                | AggFunc::ArgMin
+                | AggFunc::ArgMax
                 | AggFunc::BoolAnd
                 | AggFunc::BoolOr
         )

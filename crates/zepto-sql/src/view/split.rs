@@ -55,7 +55,7 @@ pub(crate) fn split(plan: Plan) -> Result<Split> {
     };
     if let Some(a) = aggs.iter().find(|a| !a.mergeable()) {
         return Err(refused(&format!(
-            "{}{} does not merge from partial results (count, sum, min, max, avg, first, last, vwap and the variance family do)",
+            "{}{} does not merge from partial results (count, sum, min, max, avg, first, last, arg_min, arg_max, vwap and the variance family do)",
             format!("{:?}", a.func).to_lowercase(),
             if a.distinct { " DISTINCT" } else { "" }
         )));

@@ -7,11 +7,12 @@
 //! `arg_max` the largest. The answer is then one value however the rows are split and merged
 //! (partitions, row groups of history, cluster nodes, a view's batches); DuckDB keeps whichever
 //! tied row it meets first, which depends on the order rows arrive in (its
-//! `arg_min(x, {'a': v, 'b': x})` over the rows without NULLs is this rule).
+//! `arg_min(x, {'a': v, 'b': x})` over the rows without NULLs is this rule). One exception:
+//! `-0.0` and `0.0` compare equal, so which of the two a tie between them keeps may differ.
 //! State: the `x` and `v` picked; partial states merge by the same rule. The time-ordered
 //! form, `first`/`last`, is `first_last.rs`.
 
-use super::kernels::{grow, in_range, pad};
+use super::kernels::{grow, in_range, pad, sliding_best};
 use super::{Accumulator, Input, Rows};
 use crate::error::{Result, SqlError};
 use crate::exec::cmp::{value_cmp, RowCmp};
@@ -133,5 +134,16 @@ impl Accumulator for ArgExtreme {
         let (x, _) =
             self.state.take().ok_or_else(|| SqlError::Internal("arg_min/arg_max finished before input".into()))?;
         Ok(x)
+    }
+
+    /// Sliding frames (a running window from the partition's start included): a row leaves
+    /// the candidates once a later row is at least as good.
+    fn frames(&mut self, input: &Input, fs: &[u32], fe: &[u32]) -> Result<Column> {
+        let [x, v] = input.args[..] else {
+            return Err(SqlError::Internal("arg_min/arg_max take two arguments".into()));
+        };
+        let beats = Beats::new(x, v, self.want());
+        let idx = sliding_best(fs, fe, |i| x.is_valid(i) && v.is_valid(i), |t, later| !beats.at(t, later));
+        Ok(x.take_opt(&idx))
     }
 }

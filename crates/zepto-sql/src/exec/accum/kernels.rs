@@ -204,6 +204,44 @@ pub fn pad(col: Column, n: usize) -> Column {
     Column::concat(&[&col, &extra])
 }
 
+/// For each window frame `fs[k]..fe[k]` (frames moving forward, as a window's do), its best
+/// row: a monotonic deque of candidates, where a row leaves once a later one dominates it
+/// (`dominated(earlier, later)`) or the frame's start passes it. Rows `usable` refuses are
+/// never candidates; `NULL_INDEX` for a frame without one. Linear in the rows, whatever the
+/// frames' lengths.
+pub fn sliding_best(
+    fs: &[u32],
+    fe: &[u32],
+    usable: impl Fn(usize) -> bool,
+    dominated: impl Fn(usize, usize) -> bool,
+) -> Vec<u32> {
+    let mut dq: std::collections::VecDeque<usize> = std::collections::VecDeque::new();
+    let (mut lo, mut hi) = (0usize, 0usize);
+    let mut idx = Vec::with_capacity(fs.len());
+    for (&a, &b) in fs.iter().zip(fe) {
+        let (a, b) = (a as usize, b as usize);
+        if a >= hi || a < lo {
+            dq.clear();
+            (lo, hi) = (a, a);
+        }
+        while hi < b {
+            if usable(hi) {
+                while dq.back().is_some_and(|&t| dominated(t, hi)) {
+                    dq.pop_back();
+                }
+                dq.push_back(hi);
+            }
+            hi += 1;
+        }
+        lo = lo.max(a);
+        while dq.front().is_some_and(|&t| t < a) {
+            dq.pop_front();
+        }
+        idx.push(dq.front().map_or(NULL_INDEX, |&t| t as u32));
+    }
+    idx
+}
+
 /// Per group, from `a` (group `g` at row `g`) or `b` (at row `g`), whichever `take_b` says.
 pub fn choose(a: &Column, b: &Column, take_b: impl Fn(usize) -> bool) -> Column {
     debug_assert_eq!(a.len(), b.len());

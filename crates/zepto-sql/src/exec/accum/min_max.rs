@@ -3,13 +3,12 @@
 //! numbers reduce as values (runs of doubles in four-row chunks, `run_extremes.rs`; lanes per
 //! id); anything else finds each group's best row.
 
-use super::kernels::{best_rows, choose, grow, in_range, pad};
+use super::kernels::{best_rows, choose, grow, in_range, pad, sliding_best};
 use super::run_extremes::run_extremes;
 use super::{runs, Accumulator, Input, Rows};
 use crate::error::{Result, SqlError};
 use crate::exec::cmp::value_cmp;
 use std::cmp::Ordering;
-use std::collections::VecDeque;
 use zepto_storage::column::NULL_INDEX;
 use zepto_storage::{Column, ColumnData};
 
@@ -212,30 +211,7 @@ impl Accumulator for MinMax {
                 o != Ordering::Greater
             }
         };
-        let mut dq: VecDeque<usize> = VecDeque::new();
-        let (mut lo, mut hi) = (0usize, 0usize);
-        let mut idx = Vec::with_capacity(fs.len());
-        for (&a, &b) in fs.iter().zip(fe) {
-            let (a, b) = (a as usize, b as usize);
-            if a >= hi || a < lo {
-                dq.clear();
-                (lo, hi) = (a, a);
-            }
-            while hi < b {
-                if x.is_valid(hi) {
-                    while dq.back().is_some_and(|&t| dominated(t, hi)) {
-                        dq.pop_back();
-                    }
-                    dq.push_back(hi);
-                }
-                hi += 1;
-            }
-            lo = lo.max(a);
-            while dq.front().is_some_and(|&t| t < a) {
-                dq.pop_front();
-            }
-            idx.push(dq.front().map_or(NULL_INDEX, |&t| t as u32));
-        }
+        let idx = sliding_best(fs, fe, |i| x.is_valid(i), dominated);
         Ok(x.take_opt(&idx))
     }
 }

@@ -986,8 +986,9 @@ impl Binder {
         if func == AggFunc::Count && f.name == "count" && args.is_empty() {
             func = AggFunc::CountStar;
         }
-        // QuestDB's count_distinct(x) is count(DISTINCT x).
-        let distinct = f.distinct || f.name == "count_distinct";
+        // QuestDB's count_distinct(x) is count(DISTINCT x). A repeated row cannot change
+        // arg_min/arg_max (DISTINCT is over all the arguments): theirs is dropped.
+        let distinct = (f.distinct || f.name == "count_distinct") && !matches!(func, AggFunc::ArgMin | AggFunc::ArgMax);
         let fraction = |e: &BExpr| -> Result<f64> {
             match e {
                 BExpr::Lit(v, _) => v.as_f64().filter(|q| (0.0..=1.0).contains(q)).ok_or_else(|| {
