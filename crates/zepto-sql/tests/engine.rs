@@ -283,6 +283,25 @@ fn an_unknown_function_is_the_error_even_when_its_arguments_fail() {
     assert_eq!(lines(&e, dressed), plain);
 }
 
+/// DISTINCT in a call of several arguments is over all of them, as PostgreSQL's: a VWAP of the
+/// distinct (price, size) pairs, not of the first row of each distinct price.
+#[test]
+fn distinct_is_over_every_argument_of_a_call() {
+    let e = Engine::new();
+    e.execute("CREATE TABLE t (ts TIMESTAMP, sym SYMBOL, p DOUBLE, s BIGINT)").expect("create");
+    let rows = "(1, 'a', 10.0, 1), (2, 'a', 10.0, 3), (3, 'a', 10.0, 1), (4, 'a', 20.0, 2), (5, 'a', 20.0, 2)";
+    e.execute(&format!("INSERT INTO t VALUES {rows}")).expect("rows");
+    let got = lines(&e, "SELECT vwap(DISTINCT p, s) FROM t");
+    let want = lines(&e, "SELECT vwap(p, s) FROM (SELECT DISTINCT p, s FROM t)");
+    assert_eq!(got, want);
+    // (10, 1), (10, 3), (20, 2): 80 / 6.
+    assert_eq!(got, lines(&e, "SELECT 80.0 / 6"));
+    let w = "SELECT vwap(DISTINCT p, s) OVER (ORDER BY ts ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) FROM t \
+             ORDER BY ts";
+    let last = lines(&e, w).pop().expect("rows");
+    assert_eq!(vec![last], want, "over a window frame too");
+}
+
 /// A running window of arg_max over a long partition is one pass (the frames' rows summed
 /// would pass the gathering limit): the latest price so far is each row's own.
 #[test]

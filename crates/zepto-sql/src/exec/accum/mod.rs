@@ -263,7 +263,9 @@ pub fn aggregate(
     if a.distinct && !args.is_empty() {
         let ids = rows.ids();
         let gid = Column::from_data(ColumnData::Int64(ids.iter().map(|&g| g as i64).collect()));
-        let keep = group_ids(&[&gid, &args[0]], ids.len()).first;
+        // Distinct over all the arguments, as PostgreSQL's: `vwap(DISTINCT p, s)` keeps pairs.
+        let keys: Vec<&Column> = std::iter::once(&gid).chain(args.iter().map(|c| &**c)).collect();
+        let keep = group_ids(&keys, ids.len()).first;
         let ids2: Vec<u32> = keep.iter().map(|&i| ids[i as usize]).collect();
         // Deduplication keeps a row of every group that had one.
         let dense = !matches!(rows, Rows::Ids { dense: false, .. });
@@ -369,8 +371,9 @@ pub fn frames(
     if distinct && !args.is_empty() {
         let (idx, ids) = expand_frames(fs, fe)?;
         let gid = Column::from_data(ColumnData::Int64(ids.iter().map(|&g| g as i64).collect()));
-        let arg0 = args[0].take(&idx);
-        let keep = group_ids(&[&gid, &arg0], ids.len()).first;
+        let taken: Vec<Column> = args.iter().map(|c| c.take(&idx)).collect();
+        let keys: Vec<&Column> = std::iter::once(&gid).chain(&taken).collect();
+        let keep = group_ids(&keys, ids.len()).first;
         let ids2: Vec<u32> = keep.iter().map(|&i| ids[i as usize]).collect();
         let kept: Vec<u32> = keep.iter().map(|&i| idx[i as usize]).collect();
         let cols: Vec<Column> = distinct_args(args.iter().map(|c| &**c), &kept);
