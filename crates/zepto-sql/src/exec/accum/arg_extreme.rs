@@ -102,24 +102,32 @@ fn picks(x: &Column, v: &Column, ids: &[u32], ngroups: usize, want: Ordering) ->
     best
 }
 
+/// The two arguments, `x` and `v`.
+fn pair<'a>(input: &Input<'a>) -> Result<(&'a Column, &'a Column)> {
+    match input.args[..] {
+        [x, v] => Ok((x, v)),
+        _ => Err(SqlError::Internal("arg_min/arg_max take two arguments".into())),
+    }
+}
+
+fn before_input() -> SqlError {
+    SqlError::Internal("arg_min/arg_max state asked for before any input".into())
+}
+
 impl Accumulator for ArgExtreme {
     fn update(&mut self, input: &Input, rows: Rows, ngroups: usize) -> Result<()> {
-        let [x, v] = input.args[..] else {
-            return Err(SqlError::Internal("arg_min/arg_max take two arguments".into()));
-        };
+        let (x, v) = pair(input)?;
         self.add(x, v, &rows.ids(), ngroups);
         Ok(())
     }
 
     fn state(&mut self) -> Result<Vec<Column>> {
-        let (x, v) =
-            self.state.take().ok_or_else(|| SqlError::Internal("arg_min/arg_max state before input".into()))?;
+        let (x, v) = self.state.take().ok_or_else(before_input)?;
         Ok(vec![x, v])
     }
 
     fn state_of(&self, ids: &[u32]) -> Result<Vec<Column>> {
-        let (x, v) =
-            self.state.as_ref().ok_or_else(|| SqlError::Internal("arg_min/arg_max state before input".into()))?;
+        let (x, v) = self.state.as_ref().ok_or_else(before_input)?;
         let idx = in_range(ids, x.len());
         Ok(vec![x.take_opt(&idx), v.take_opt(&idx)])
     }
@@ -131,17 +139,14 @@ impl Accumulator for ArgExtreme {
     }
 
     fn finish(&mut self) -> Result<Column> {
-        let (x, _) =
-            self.state.take().ok_or_else(|| SqlError::Internal("arg_min/arg_max finished before input".into()))?;
+        let (x, _) = self.state.take().ok_or_else(before_input)?;
         Ok(x)
     }
 
     /// Sliding frames (a running window from the partition's start included): a row leaves
     /// the candidates once a later row is at least as good.
     fn frames(&mut self, input: &Input, fs: &[u32], fe: &[u32]) -> Result<Column> {
-        let [x, v] = input.args[..] else {
-            return Err(SqlError::Internal("arg_min/arg_max take two arguments".into()));
-        };
+        let (x, v) = pair(input)?;
         let beats = Beats::new(x, v, self.want());
         let idx = sliding_best(fs, fe, |i| x.is_valid(i) && v.is_valid(i), |t, later| !beats.at(t, later));
         Ok(x.take_opt(&idx))
