@@ -37,8 +37,11 @@ pub struct NativeResult {
 /// its small neighbours before it is shared, into batches of at most [`JOINED_ROWS`]: every
 /// Arrow batch costs its reader some microseconds (pyarrow's import of the stream, a chunk in
 /// Polars), which for 1-minute bars of 100 symbols (100 per-partition batches of ~400 rows)
-/// was a third of the query. A batch of a table's own columns (a scan's) is never copied.
-const SMALL_BATCH_ROWS: usize = 8 << 10;
+/// was a third of the query. A batch of a table's own columns (a scan's) is never copied. The
+/// engine joins a GROUP BY's small per-partition results itself, on the cores that made them,
+/// into a few batches per core (`exec/partitioned.rs`): those (1-minute bars: 16 of ~2,400 rows)
+/// pass as they are, for a copy here is one thread reading memory the others wrote.
+const SMALL_BATCH_ROWS: usize = 2 << 10;
 
 /// The most rows small batches are joined into.
 const JOINED_ROWS: usize = 64 << 10;

@@ -131,17 +131,27 @@ fn by_ids(
 
 /// Aggregate a batch in designated time order whose groups are the runs of rows starting at
 /// `starts` (the first is 0; none for no rows): keys evaluated at the start rows only, then
-/// each aggregate. For groups found without evaluating a key on every row.
-pub fn aggregate_runs(ctx: &ExecContext, b: &Batch, keys: &[BExpr], aggs: &[AggCall], starts: &[u32]) -> Result<Batch> {
+/// each aggregate. For groups found without evaluating a key on every row. `same`: a column
+/// that holds one value on every row (a partition's key), read at its first row alone rather
+/// than at every start (a cache line each).
+pub fn aggregate_runs(
+    ctx: &ExecContext,
+    b: &Batch,
+    keys: &[BExpr],
+    aggs: &[AggCall],
+    starts: &[u32],
+    same: Option<usize>,
+) -> Result<Batch> {
     debug_assert!(starts.first().is_none_or(|&s| s == 0) && starts.windows(2).all(|w| w[0] < w[1]));
     // The start rows of the columns the keys read (the others stand in as untyped NULLs).
     let mut read = vec![false; b.columns.len()];
     keys.iter().for_each(|k| super::scan::mark_reads(k, &mut read));
-    let head = |(c, &r): (&std::sync::Arc<Column>, &bool)| match r {
+    let head = |(i, (c, &r)): (usize, (&std::sync::Arc<Column>, &bool))| match r {
+        true if Some(i) == same => std::sync::Arc::new(c.take(&vec![0; starts.len()])),
         true => std::sync::Arc::new(c.take(starts)),
         false => super::scan::unread(starts.len()),
     };
-    let heads = Batch::shared(b.columns.iter().zip(&read).map(head).collect(), starts.len());
+    let heads = Batch::shared(b.columns.iter().zip(&read).enumerate().map(head).collect(), starts.len());
     let out = keys
         .iter()
         .map(|k| eval(ctx, k, &heads).map(|c| positive_zeros(c.into_owned())))

@@ -40,6 +40,13 @@ pub fn output_runs<'p, 'a>(us: &'p [Unit<'a>]) -> Vec<&'p [Unit<'a>]> {
     cut(us, Unit::rows, alone, OUTPUT_ROWS)
 }
 
+/// Neighbouring items (`len(item)` rows each) in about `k` runs of equal rows, in order: a
+/// few runs per core, so that a core works through neighbours and the pool still balances.
+pub fn runs_of_rows<T>(items: &[T], len: impl Fn(&T) -> usize, k: usize) -> Vec<&[T]> {
+    let total: usize = items.iter().map(&len).sum();
+    cut(items, len, |_| false, total.div_ceil(k.max(1)).max(1))
+}
+
 /// A piece or unit that runs (or leaves a scan) as a batch of its own: a large one, or one
 /// whose columns are shared as they are (a whole pack, or a whole loose partition, too large
 /// to be packed), so that it is never copied into a bundle.

@@ -22,87 +22,40 @@ pub fn lane_sum(v: &[f64]) -> f64 {
     chunks.remainder().iter().sum::<f64>() + acc.iter().sum::<f64>()
 }
 
-/// Rows [`run_sums_i64`] keeps running sums for at once (32 KiB: in the nearest cache).
-const SUM_BLOCK: usize = 4096;
+/// The largest (`max`) or smallest value of each run of `v` (`runs` over `starts`, all of
+/// `v`'s rows; no run is empty). With AVX2 (chosen at run time) in eight lanes of copied
+/// values, which LLVM turns into 64-bit vector compares; baseline x86-64 has none (it would
+/// emulate them at half the speed), so there the rows are compared one by one.
+pub fn run_int_extremes<T: Copy + Ord>(v: &[T], starts: &[u32], max: bool) -> Vec<T> {
+    #[cfg(target_arch = "x86_64")]
+    let lanes = std::arch::is_x86_feature_detected!("avx2");
+    #[cfg(not(target_arch = "x86_64"))]
+    let lanes = true;
+    let runs = super::runs(starts, v.len());
+    match (lanes, max) {
+        (true, true) => lane_extremes(v, starts, |a: T, b: T| a.max(b)),
+        (true, false) => lane_extremes(v, starts, |a: T, b: T| a.min(b)),
+        (false, true) => runs.map(|(s, e)| *v[s..e].iter().max().expect("a run has rows")).collect(),
+        (false, false) => runs.map(|(s, e)| *v[s..e].iter().min().expect("a run has rows")).collect(),
+    }
+}
 
-/// The exact sum of every run of `v` (`runs` over `starts`, all of `v`'s rows): differences
-/// of running sums read at the runs' edges, one pass and no loop per run. The running sum is
-/// kept a block of rows at a time (in i64 from the block's start, the blocks' totals carried
-/// in i128), so memory stays one block whatever the rows. `None` when a block's running sum
-/// leaves i64 (values near 2^51 and beyond: the caller adds row by row in i128).
+/// [`run_int_extremes`] in eight lanes, `pick` keeping the extreme of two values.
 #[multiversion::multiversion(targets("x86_64+avx2"))]
-pub fn run_sums_i64(v: &[i64], starts: &[u32]) -> Option<Vec<i128>> {
-    debug_assert!(starts.first().is_none_or(|&s| s == 0));
-    // The running sum before each run and after the last: at row 0, then at every later edge.
-    let mut edges = starts.iter().skip(1).map(|&s| s as usize).chain(std::iter::once(v.len())).peekable();
-    let mut at_edge: Vec<i128> = Vec::with_capacity(starts.len() + 1);
-    at_edge.push(0);
-    let mut sums = [0i64; SUM_BLOCK];
-    let (mut base, mut over) = (0i128, false);
-    for (b, block) in v.chunks(SUM_BLOCK).enumerate() {
-        let mut acc = 0i64;
-        for (slot, &x) in sums.iter_mut().zip(block) {
-            let (sum, o) = acc.overflowing_add(x);
-            (acc, over) = (sum, over | o);
-            *slot = acc;
+fn lane_extremes<T: Copy, F: Fn(T, T) -> T>(v: &[T], starts: &[u32], pick: F) -> Vec<T> {
+    let runs = super::runs(starts, v.len());
+    runs.map(|(s, e)| {
+        let r = &v[s..e];
+        let mut acc = [r[0]; 8];
+        let mut chunks = r.chunks_exact(8);
+        for c in &mut chunks {
+            for k in 0..8 {
+                acc[k] = pick(acc[k], c[k]);
+            }
         }
-        // sums[j] is the block's running sum through row first + j: the edge after it.
-        let first = b * SUM_BLOCK;
-        while let Some(e) = edges.next_if(|&e| e > first && e <= first + block.len()) {
-            at_edge.push(base + i128::from(sums[e - first - 1]));
-        }
-        base += i128::from(acc);
-    }
-    debug_assert!(over || at_edge.len() == starts.len() + 1, "an edge per run and one after the last");
-    (!over).then(|| at_edge.windows(2).map(|w| w[1] - w[0]).collect())
-}
-
-/// A number a weight column holds, as f64 (exact for integers below 2^53, far beyond any
-/// traded size): lets `lane_dot` read BIGINT and INTEGER sizes in place, no converted copy.
-pub trait AsF64: Copy {
-    fn as_f64(self) -> f64;
-}
-
-impl AsF64 for f64 {
-    #[inline(always)]
-    fn as_f64(self) -> f64 {
-        self
-    }
-}
-
-impl AsF64 for i64 {
-    #[inline(always)]
-    fn as_f64(self) -> f64 {
-        self as f64
-    }
-}
-
-impl AsF64 for i32 {
-    #[inline(always)]
-    fn as_f64(self) -> f64 {
-        f64::from(self)
-    }
-}
-
-/// Σ p·s and Σ s with 8 independent accumulators.
-pub fn lane_dot<S: AsF64>(p: &[f64], s: &[S]) -> (f64, f64) {
-    let (mut num, mut den) = ([0.0f64; 8], [0.0f64; 8]);
-    let n = p.len().min(s.len());
-    let full = n / 8 * 8;
-    for base in (0..full).step_by(8) {
-        for k in 0..8 {
-            let w = s[base + k].as_f64();
-            num[k] += p[base + k] * w;
-            den[k] += w;
-        }
-    }
-    let (mut tn, mut td) = (0.0, 0.0);
-    for i in full..n {
-        let w = s[i].as_f64();
-        tn += p[i] * w;
-        td += w;
-    }
-    (tn + num.iter().sum::<f64>(), td + den.iter().sum::<f64>())
+        chunks.remainder().iter().fold(acc.into_iter().reduce(&pick).expect("eight lanes"), |a, &x| pick(a, x))
+    })
+    .collect()
 }
 
 /// Integer-like values as i64 (booleans 0/1, NULL slots as stored), or `None` for floats and

@@ -3,9 +3,9 @@
 //! numbers reduce as values (runs of doubles in four-row chunks, `run_extremes.rs`; lanes per
 //! id); anything else finds each group's best row.
 
-use super::kernels::{best_rows, choose, grow, in_range, pad, sliding_best};
+use super::kernels::{best_rows, choose, grow, in_range, pad, run_int_extremes, sliding_best};
 use super::run_extremes::run_extremes;
-use super::{runs, Accumulator, Input, Rows};
+use super::{Accumulator, Input, Rows};
 use crate::error::{Result, SqlError};
 use crate::exec::cmp::value_cmp;
 use std::cmp::Ordering;
@@ -56,13 +56,8 @@ impl MinMax {
                 let mut acc = vec![init; ngroups];
                 match rows {
                     Rows::Runs { starts, n } => {
-                        // Over references: LLVM keeps this a scalar cmov loop. Over copied
-                        // values it vectorizes 64-bit compares that baseline x86-64 (SSE2)
-                        // emulates, at half the speed.
-                        for (g, (s, e)) in runs(starts, n).enumerate() {
-                            let r = $v[s..e].iter();
-                            acc[g] = if max { r.max() } else { r.min() }.copied().unwrap_or(init);
-                        }
+                        let r = run_int_extremes(&$v[..n], starts, max);
+                        acc[..r.len()].copy_from_slice(&r);
                     }
                     Rows::Ids { ids, .. } if max => {
                         ids.iter().zip($v.iter()).for_each(|(&g, &y)| acc[g as usize] = acc[g as usize].max(y))

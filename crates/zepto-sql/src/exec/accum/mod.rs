@@ -25,12 +25,14 @@
 
 mod arg_extreme;
 mod count;
+mod dot;
 mod first_last;
 mod holistic;
 mod kernels;
 mod listing;
 mod min_max;
 mod run_extremes;
+mod run_sums;
 mod sum;
 mod variance;
 mod vwap;

@@ -4,7 +4,8 @@
 //! error, as in DuckDB); floats sum in f64. State: the sum (HUGEINT for integer inputs,
 //! DOUBLE for floats) and the count of values; NULL where no value.
 
-use super::kernels::{at, checked_i64, int_values, lane_sum, prefix_valid, run_sums_i64, to_f64, validity};
+use super::kernels::{at, checked_i64, int_values, lane_sum, prefix_valid, to_f64, validity};
+use super::run_sums::run_sums_i64;
 use super::{runs, Accumulator, Input, Rows};
 use crate::error::{Result, SqlError};
 use zepto_storage::{Bitmap, Column, ColumnData, DataType};
@@ -40,7 +41,7 @@ impl SumAvg {
             Rows::Runs { starts, n } => {
                 if let Some(sums) = every.then(|| run_sums_i64(&v[..n], starts)).flatten() {
                     for (g, ((s, e), t)) in runs(starts, n).zip(sums).enumerate() {
-                        self.isum[g] += t;
+                        self.isum[g] += i128::from(t);
                         self.cnt[g] += (e - s) as i64;
                     }
                     return;

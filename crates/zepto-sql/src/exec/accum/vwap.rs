@@ -1,7 +1,8 @@
 //! `vwap(price, size)`: Σ price·size / Σ size over the rows where both are present; NULL
 //! where the sizes sum to zero. State: the two sums.
 
-use super::kernels::{at, lane_dot, to_f64, AsF64};
+use super::dot::{lane_dot, lane_dot_i64, AsF64};
+use super::kernels::{at, to_f64};
 use super::{runs, Accumulator, Input, Rows};
 use crate::error::{Result, SqlError};
 use zepto_storage::{Column, ColumnData};
@@ -19,10 +20,12 @@ impl Vwap {
         self.den.resize(n, 0.0);
     }
 
-    /// NULL-free runs: each run's Σ p·s and Σ s in lanes.
-    fn runs_dot<S: AsF64>(&mut self, pv: &[f64], sv: &[S], starts: &[u32], n: usize) {
+    /// NULL-free runs: each run's Σ p·s and Σ s in lanes (`fast`: BIGINT sizes by
+    /// [`lane_dot_i64`] where their range allows it).
+    fn runs_dot<S: AsF64>(&mut self, pv: &[f64], sv: &[S], starts: &[u32], n: usize, fast: Option<&[i64]>) {
         for (g, (a, b)) in runs(starts, n).enumerate() {
-            let (num, den) = lane_dot(&pv[a..b], &sv[a..b]);
+            let quick = fast.and_then(|f| lane_dot_i64(&pv[a..b], &f[a..b]));
+            let (num, den) = quick.unwrap_or_else(|| lane_dot(&pv[a..b], &sv[a..b]));
             self.num[g] += num;
             self.den[g] += den;
         }
@@ -38,9 +41,9 @@ impl Accumulator for Vwap {
         if let (Rows::Runs { starts, n }, true) = (rows, every) {
             // Sizes are read in place (no converted copy of an integer column).
             match &s.data() {
-                ColumnData::Int64(sv) => self.runs_dot(&pv, sv, starts, n),
-                ColumnData::Int32(sv) => self.runs_dot(&pv, sv, starts, n),
-                _ => self.runs_dot(&pv, &to_f64(s)?, starts, n),
+                ColumnData::Int64(sv) => self.runs_dot(&pv, sv, starts, n, Some(sv)),
+                ColumnData::Int32(sv) => self.runs_dot(&pv, sv, starts, n, None),
+                _ => self.runs_dot(&pv, &to_f64(s)?, starts, n, None),
             }
             return Ok(());
         }
