@@ -24,6 +24,7 @@ mod merge_split;
 mod nearest;
 mod partials;
 mod partitioned;
+mod prefetch;
 mod project_set;
 mod scan;
 mod scan_filter;

@@ -2,6 +2,8 @@
 //! read in place, whatever their type; BIGINT sizes, the common case, without a conversion
 //! instruction per row where AVX2 allows (below).
 
+use crate::exec::prefetch::ahead;
+
 /// A number a weight column holds, as f64 (exact for integers below 2^53, far beyond any
 /// traded size): lets [`lane_dot`] read BIGINT and INTEGER sizes in place, no converted copy.
 pub trait AsF64: Copy {
@@ -36,7 +38,9 @@ pub fn lane_dot<S: AsF64>(p: &[f64], s: &[S]) -> (f64, f64) {
     let n = p.len().min(s.len());
     let (pc, sc) = (p[..n].chunks_exact(8), s[..n].chunks_exact(8));
     let (pr, sr) = (pc.remainder(), sc.remainder());
-    for (pc, sc) in pc.zip(sc) {
+    for (i, (pc, sc)) in pc.zip(sc).enumerate() {
+        ahead(p, 8 * i);
+        ahead(s, 8 * i);
         for k in 0..8 {
             let w = sc[k].as_f64();
             num[k] += pc[k] * w;
@@ -98,6 +102,8 @@ mod avx2 {
         let mut out = _mm256_setzero_si256();
         let (pp, sp) = (p.as_ptr(), s.as_ptr());
         for i in (0..full).step_by(8) {
+            crate::exec::prefetch::ahead(p, i);
+            crate::exec::prefetch::ahead(s, i);
             // SAFETY: i + 8 <= full <= n, within both slices.
             let (x0, x1, q0, q1) = unsafe {
                 (

@@ -5,6 +5,7 @@
 use crate::error::{Result, SqlError};
 use crate::exec::cmp::value_cmp;
 pub use crate::exec::numeric::{from_opt_f64, to_f64, validity};
+use crate::exec::prefetch::ahead;
 use std::borrow::Cow;
 use std::cmp::Ordering;
 use zepto_storage::column::NULL_INDEX;
@@ -14,7 +15,8 @@ use zepto_storage::{Column, ColumnData};
 pub fn lane_sum(v: &[f64]) -> f64 {
     let mut acc = [0.0f64; 8];
     let mut chunks = v.chunks_exact(8);
-    for c in &mut chunks {
+    for (i, c) in (&mut chunks).enumerate() {
+        ahead(v, 8 * i);
         for k in 0..8 {
             acc[k] += c[k];
         }
@@ -48,7 +50,8 @@ fn lane_extremes<T: Copy, F: Fn(T, T) -> T>(v: &[T], starts: &[u32], pick: F) ->
         let r = &v[s..e];
         let mut acc = [r[0]; 8];
         let mut chunks = r.chunks_exact(8);
-        for c in &mut chunks {
+        for (i, c) in (&mut chunks).enumerate() {
+            ahead(v, s + 8 * i);
             for k in 0..8 {
                 acc[k] = pick(acc[k], c[k]);
             }

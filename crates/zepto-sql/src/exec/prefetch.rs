@@ -1,0 +1,31 @@
+//! Software prefetch for the kernels that stream a column from memory. The CPU's own
+//! prefetchers follow a loop's stream a limited distance ahead; asking for the line 8 KiB
+//! past the one being read keeps more reads in flight. Measured on 2 cores, a GROUP BY sym of
+//! avg(price), max(size) over 10M rows (160 MB, past the cache): 8.4-8.8 -> 6.6-6.8 ms, and
+//! vwap(price, size) 6.6-7.1 -> 4.6-4.7 ms. A hint only: it reads nothing a result depends on.
+//! Loops over short runs (a bar's rows) gained nothing from it at 10M rows and lost at 1M: the
+//! walk over buckets and the run kernels go without.
+
+/// How far ahead of the row being read [`ahead`] asks for memory.
+const AHEAD_BYTES: usize = 8 << 10;
+
+/// Ask for the cache line [`AHEAD_BYTES`] past `v[i]` (nothing past `v`'s end). Called once per
+/// 64 bytes of rows read.
+#[inline(always)]
+pub fn ahead<T>(v: &[T], i: usize) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let j = i + AHEAD_BYTES / std::mem::size_of::<T>().max(1);
+        if j < v.len() {
+            let p = v[j..].as_ptr().cast::<i8>();
+            // SAFETY: SSE is part of x86-64; a prefetch reads no value and cannot fault, and
+            // the address lies inside `v`.
+            #[allow(unsafe_code)]
+            unsafe {
+                std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p)
+            };
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (v, i);
+}
