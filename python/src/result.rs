@@ -34,18 +34,15 @@ pub struct NativeResult {
 }
 
 /// A batch the query made (no table shares its columns) under this many rows is joined with
-/// its small neighbours before it is shared, when there are at least [`JOIN_LEAST`] of them in
-/// a row, into batches of at most [`JOINED_ROWS`]: every Arrow batch costs its reader some
-/// microseconds (pyarrow's import of the stream, a chunk in Polars), which for 1-minute bars
-/// of 100 symbols (100 per-partition batches of ~400 rows) was a third of the query. A batch of
-/// a table's own columns (a scan's) is never copied. A few small batches pass as they are: the
-/// engine joins a GROUP BY's per-partition results itself, on the cores that made them, into a
-/// few batches per core (`exec/partitioned.rs`), and a copy here is one thread reading memory
-/// the others wrote (3 us a batch to read against 2.3 MB of bars to copy: 200 us).
-const SMALL_BATCH_ROWS: usize = 8 << 10;
-
-/// Neighbouring small batches joined only when at least this many.
-const JOIN_LEAST: usize = 8;
+/// its small neighbours before it is shared, into batches of at most [`JOINED_ROWS`]: every
+/// Arrow batch costs its reader some microseconds (pyarrow's import of the stream, a chunk in
+/// Polars), which for 1-minute bars of 100 symbols (100 per-partition batches of ~400 rows)
+/// was a third of the query. A batch of a table's own columns (a scan's) is never copied. The
+/// engine joins a GROUP BY's small per-partition results itself, on the cores that made them,
+/// into a few batches per core (`exec/partitioned.rs`): most of those pass as they are, for a
+/// copy here is one thread reading memory the others wrote (2.3 MB of 1-minute bars over 1M
+/// rows: 200 us), while a batch costs pyarrow about 8 us (its import and its release).
+const SMALL_BATCH_ROWS: usize = 2 << 10;
 
 /// The most rows small batches are joined into.
 const JOINED_ROWS: usize = 64 << 10;
@@ -55,9 +52,10 @@ fn joined(chunks: &[Batch]) -> Vec<Batch> {
     let mut out = Vec::with_capacity(chunks.len());
     let mut run: Vec<Batch> = Vec::new();
     let mut run_rows = 0;
-    let flush = |run: &mut Vec<Batch>, out: &mut Vec<Batch>| match run.len() {
-        n if n >= JOIN_LEAST => out.push(zepto_sql::exec::concat_chunks(std::mem::take(run))),
-        _ => out.append(run),
+    let flush = |run: &mut Vec<Batch>, out: &mut Vec<Batch>| {
+        if !run.is_empty() {
+            out.push(zepto_sql::exec::concat_chunks(std::mem::take(run)));
+        }
     };
     // Only this result holds the columns: the query made them (a column it gives twice, as
     // `SELECT count(*) AS a, count(*) AS b` does, is held once per place).
