@@ -192,9 +192,32 @@ mod avx2 {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use zepto_storage::rng::XorShift;
+
+    /// Up to 80 runs shaped as a symbol's bars (most near one length of 1 to 60 rows, some of
+    /// 1 to 4 rows, some up to 300), each row's value from `value`: the rows and the runs'
+    /// first rows.
+    pub(in crate::exec::accum) fn bar_runs<T>(
+        rng: &mut XorShift,
+        mut value: impl FnMut(&mut XorShift) -> T,
+    ) -> (Vec<T>, Vec<u32>) {
+        let typical = 1 + rng.below(60) as usize;
+        let (mut v, mut starts) = (Vec::new(), Vec::new());
+        for _ in 0..1 + rng.below(80) {
+            starts.push(v.len() as u32);
+            let len = match rng.below(10) {
+                0 => 1 + rng.below(300) as usize,
+                1 => 1 + rng.below(4) as usize,
+                _ => (typical + rng.below(9) as usize).saturating_sub(4).max(1),
+            };
+            for _ in 0..len {
+                v.push(value(rng));
+            }
+        }
+        (v, starts)
+    }
 
     /// Each run's extremes one row at a time, NaN the largest double.
     fn reference(v: &[f64], starts: &[u32]) -> (Vec<f64>, Vec<f64>) {
@@ -214,26 +237,14 @@ mod tests {
     fn every_path_gives_each_runs_extremes() {
         let mut rng = XorShift::new(0x9e37_79b9_7f4a_7c15);
         for round in 0..300 {
-            let typical = 1 + rng.below(60) as usize;
-            let (mut v, mut starts) = (Vec::new(), Vec::new());
-            for _ in 0..1 + rng.below(80) {
-                starts.push(v.len() as u32);
-                let len = match rng.below(10) {
-                    0 => 1 + rng.below(300) as usize,
-                    1 => 1 + rng.below(4) as usize,
-                    _ => (typical + rng.below(9) as usize).saturating_sub(4).max(1),
-                };
-                for _ in 0..len {
-                    v.push(match rng.below(200) {
-                        0 if round % 3 == 0 => f64::NAN,
-                        1 => f64::INFINITY,
-                        2 => f64::NEG_INFINITY,
-                        3 => -0.0,
-                        4 => 0.0,
-                        k => (k as f64 - 100.0) * 0.25,
-                    });
-                }
-            }
+            let (v, starts) = bar_runs(&mut rng, |rng| match rng.below(200) {
+                0 if round % 3 == 0 => f64::NAN,
+                1 => f64::INFINITY,
+                2 => f64::NEG_INFINITY,
+                3 => -0.0,
+                4 => 0.0,
+                k => (k as f64 - 100.0) * 0.25,
+            });
             let bits = |x: &[f64]| x.iter().map(|&f| if f == 0.0 { 0 } else { f.to_bits() }).collect::<Vec<_>>();
             let (lo, hi) = reference(&v, &starts);
             let t = chunks_per_run(&starts, v.len());

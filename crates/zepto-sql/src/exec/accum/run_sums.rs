@@ -133,6 +133,7 @@ mod avx2 {
 
 #[cfg(test)]
 mod tests {
+    use super::super::run_extremes::tests::bar_runs;
     use super::*;
     use zepto_storage::rng::XorShift;
 
@@ -149,21 +150,15 @@ mod tests {
     fn every_run_sums_exactly_or_the_kernel_refuses() {
         let mut rng = XorShift::new(0x2545_f491_4f6c_dd1d);
         for round in 0..400 {
-            let typical = 1 + rng.below(60) as usize;
             let bits = [8, 20, 40, 50, 56, 62, 63][round % 7];
-            let (mut v, mut starts) = (Vec::new(), Vec::new());
-            for _ in 0..1 + rng.below(80) {
-                starts.push(v.len() as u32);
-                let len = match rng.below(10) {
-                    0 => 1 + rng.below(300) as usize,
-                    1 => 1 + rng.below(4) as usize,
-                    _ => (typical + rng.below(9) as usize).saturating_sub(4).max(1),
-                };
-                for _ in 0..len {
-                    let x = (rng.next_u64() >> (64 - bits)) as i64;
-                    v.push(if rng.below(2) == 0 { x } else { x.wrapping_neg() });
+            let (mut v, starts) = bar_runs(&mut rng, |rng| {
+                let x = (rng.next_u64() >> (64 - bits)) as i64;
+                if rng.below(2) == 0 {
+                    x
+                } else {
+                    x.wrapping_neg()
                 }
-            }
+            });
             if round % 11 == 0 {
                 *v.last_mut().expect("a run has rows") = i64::MIN;
             }
