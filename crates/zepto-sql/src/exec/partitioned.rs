@@ -17,8 +17,8 @@ use crate::plan::physical::{scan_shape, ScanShape};
 use crate::plan::{AggCall, BExpr, Plan};
 use zepto_storage::Column;
 
-/// Each partition's groups, one batch per partition with rows, in scan order (one empty
-/// batch when none has rows). The physical planner chose this path: `input` is a (filtered)
+/// Each partition's groups in scan order, small ones joined into few batches (`joined`; one
+/// empty batch when no partition has rows). The physical planner chose this path: `input` is a (filtered)
 /// scan and `keys` include its partition key; `runs`: every other key is monotonic in the
 /// designated timestamp, so a time-sorted partition's groups are runs.
 pub fn aggregate_chunks(
@@ -57,7 +57,8 @@ pub fn aggregate_chunks(
     // another and joined by the core that made them (see `joined`).
     let runs = runs_of_rows(&bs, |b| b.iter().map(ScanPart::rows).sum(), RUNS_PER_CORE * zepto_storage::par::threads());
     let run = |c: &ExecContext, run: &&[&[Unit]]| -> Result<Vec<Batch>> {
-        let parts = run.iter().map(|b| one(c, b)).filter_map(Result::transpose).collect::<Result<Vec<_>>>()?;
+        let part = |b: &&[Unit]| c.check().and_then(|()| one(c, b));
+        let parts = run.iter().map(part).filter_map(Result::transpose).collect::<Result<Vec<_>>>()?;
         Ok(joined(parts))
     };
     let outs: Vec<Batch> = ctx.par_map(&runs, rows, run)?.into_iter().flatten().collect();
@@ -73,23 +74,38 @@ pub fn aggregate_chunks(
 /// Runs of partitions per core ([`runs_of_rows`]).
 const RUNS_PER_CORE: usize = 8;
 
-/// Partition results under this many rows on average are joined into one batch.
+/// Partition results under this many rows are joined with their small neighbours.
 const JOIN_BELOW_ROWS: usize = 8 << 10;
 
-/// One run's partition results joined into one batch when they are small (1-minute bars: a
-/// few hundred rows from each partition), else as they are. Whoever reads a result pays per
-/// batch (an Arrow batch imported into pyarrow, a chunk in Polars, a loop in every door), and
-/// a join of a whole query's results after it runs is one thread copying memory other cores
-/// wrote and freeing their allocations (a third of 1-minute bars over 1M rows): here the core
-/// that made the parts copies them while they are in its cache and frees them into its own
-/// arena. Large results (a group per row) stay in their batches, never copied.
+/// One run's partition results with each stretch of small neighbours (a few hundred rows of
+/// 1-minute bars per partition) joined into one batch; a large one (a group per row) stays as
+/// it is, never copied. Whoever reads a result pays per batch (an Arrow batch imported into
+/// pyarrow, a chunk in Polars, a loop in every door), and a join of a whole query's results
+/// after it runs is one thread copying memory other cores wrote and freeing their allocations
+/// (a third of 1-minute bars over 1M rows): here the core that made the parts copies them
+/// while they are in its cache and frees them into its own arena.
 fn joined(parts: Vec<Batch>) -> Vec<Batch> {
-    let rows: usize = parts.iter().map(|b| b.rows).sum();
-    if parts.len() < 2 || rows >= JOIN_BELOW_ROWS * parts.len() {
-        return parts;
+    let mut out = Vec::with_capacity(parts.len());
+    let mut small: Vec<Batch> = Vec::new();
+    let flush = |small: &mut Vec<Batch>, out: &mut Vec<Batch>| match small.len() {
+        0 => {}
+        1 => out.append(small),
+        _ => {
+            let (rows, width) = (small.iter().map(|b| b.rows).sum(), small[0].columns.len());
+            out.push(Batch::shared((0..width).map(|j| super::concat_column(small, j)).collect(), rows));
+            small.clear();
+        }
+    };
+    for b in parts {
+        if b.rows < JOIN_BELOW_ROWS {
+            small.push(b);
+        } else {
+            flush(&mut small, &mut out);
+            out.push(b);
+        }
     }
-    let width = parts[0].columns.len();
-    vec![Batch::shared((0..width).map(|j| super::concat_column(&parts, j)).collect(), rows)]
+    flush(&mut small, &mut out);
+    out
 }
 
 /// One partition's groups (`None` when no row passes the filters): runs found by counting

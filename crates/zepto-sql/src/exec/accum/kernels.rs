@@ -33,12 +33,19 @@ pub fn run_int_extremes<T: Copy + Ord>(v: &[T], starts: &[u32], max: bool) -> Ve
     let lanes = std::arch::is_x86_feature_detected!("avx2");
     #[cfg(not(target_arch = "x86_64"))]
     let lanes = true;
-    let runs = super::runs(starts, v.len());
     match (lanes, max) {
         (true, true) => lane_extremes(v, starts, |a: T, b: T| a.max(b)),
         (true, false) => lane_extremes(v, starts, |a: T, b: T| a.min(b)),
-        (false, true) => runs.map(|(s, e)| *v[s..e].iter().max().expect("a run has rows")).collect(),
-        (false, false) => runs.map(|(s, e)| *v[s..e].iter().min().expect("a run has rows")).collect(),
+        (false, _) => row_extremes(v, starts, max),
+    }
+}
+
+/// [`run_int_extremes`] a row at a time (over references: LLVM keeps it a scalar loop).
+fn row_extremes<T: Copy + Ord>(v: &[T], starts: &[u32], max: bool) -> Vec<T> {
+    let runs = super::runs(starts, v.len());
+    match max {
+        true => runs.map(|(s, e)| *v[s..e].iter().max().expect("a run has rows")).collect(),
+        false => runs.map(|(s, e)| *v[s..e].iter().min().expect("a run has rows")).collect(),
     }
 }
 
@@ -215,4 +222,51 @@ pub fn at<T: Copy + Default>(v: &[T], ids: &[u32]) -> Vec<T> {
 /// The `i128` sums of an exact integer sum as BIGINT, or the overflow error.
 pub fn checked_i64(v: i128) -> Result<i64> {
     i64::try_from(v).map_err(|_| SqlError::exec("out of range: sum() overflows BIGINT"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::run_extremes::tests::bar_runs;
+    use super::*;
+    use zepto_storage::rng::XorShift;
+
+    /// Runs shaped as bars (1 to 300 rows, many under eight), BIGINT and INTEGER values of
+    /// every sign and magnitude: the lanes and the row loop give each run's min and max.
+    #[test]
+    fn integer_extremes_of_every_run() {
+        let mut rng = XorShift::new(0x51ed_2701_a3c9_4b17);
+        for round in 0..300 {
+            let (v, starts) = bar_runs(&mut rng, |rng| (rng.next_u64() >> (round % 60)) as i64);
+            let w: Vec<i32> = v.iter().map(|&x| x as i32).collect();
+            for max in [false, true] {
+                let want = |v: &[i64]| -> Vec<i64> {
+                    super::super::runs(&starts, v.len())
+                        .map(|(s, e)| {
+                            if max {
+                                *v[s..e].iter().max().unwrap_or(&0)
+                            } else {
+                                *v[s..e].iter().min().unwrap_or(&0)
+                            }
+                        })
+                        .collect()
+                };
+                let pick = |a: i64, b: i64| if max { a.max(b) } else { a.min(b) };
+                assert_eq!(run_int_extremes(&v, &starts, max), want(&v), "round {round}");
+                assert_eq!(lane_extremes(&v, &starts, pick), want(&v), "round {round}: lanes");
+                assert_eq!(row_extremes(&v, &starts, max), want(&v), "round {round}: rows");
+                let want32: Vec<i32> =
+                    super::super::runs(&starts, w.len())
+                        .map(|(s, e)| {
+                            if max {
+                                *w[s..e].iter().max().unwrap_or(&0)
+                            } else {
+                                *w[s..e].iter().min().unwrap_or(&0)
+                            }
+                        })
+                        .collect();
+                assert_eq!(run_int_extremes(&w, &starts, max), want32, "round {round}: INTEGER");
+                assert_eq!(row_extremes(&w, &starts, max), want32, "round {round}: INTEGER rows");
+            }
+        }
+    }
 }

@@ -5,16 +5,20 @@
 //! ([`chunks_per_run`]), so the loop over a run's chunks ends where the CPU predicts it will;
 //! the rows a run's last chunks read past its end (the next runs' rows) are masked to zero.
 //! The lanes add in wrapping i64: a wrapped sum is the true one whenever the true one fits,
-//! and the magnitudes seen on the way prove that it does (every |x| at most 2^b and every run
-//! under 2^l rows: each sum is under 2^(b+l)), so no row is checked for overflow. Where they do
-//! not prove it (values near 2^50 and beyond), `None`: the caller adds in i128.
+//! and the magnitudes seen on the way prove that it does (every |x| at most 2^b over l rows:
+//! the sum is under 2^(b + l)), so no row is checked for overflow. A run longer than [`BLOCK`]
+//! rows is summed a block at a time (the bound then holds for values up to 2^50), the blocks
+//! added in i128; a run or block whose values the bound does not cover is added in i128 row
+//! by row.
 
 use super::run_extremes::chunks_per_run;
 use super::runs;
 
-/// Each run's sum of `v` (`runs` over `starts`, all of `v`'s rows), or `None` when the values'
-/// magnitudes do not prove that every run's sum fits in i64.
-pub fn run_sums_i64(v: &[i64], starts: &[u32]) -> Option<Vec<i64>> {
+/// Rows of a long run summed in lanes at a time.
+const BLOCK: usize = 4096;
+
+/// Each run's exact sum of `v` (`runs` over `starts`, all of `v`'s rows).
+pub fn run_sums_i64(v: &[i64], starts: &[u32]) -> Vec<i128> {
     #[cfg(target_arch = "x86_64")]
     if let Some(out) = avx2::run_sums(v, starts) {
         return out;
@@ -23,7 +27,7 @@ pub fn run_sums_i64(v: &[i64], starts: &[u32]) -> Option<Vec<i64>> {
 }
 
 /// [`run_sums_i64`] on any CPU.
-fn portable(v: &[i64], starts: &[u32]) -> Option<Vec<i64>> {
+fn portable(v: &[i64], starts: &[u32]) -> Vec<i128> {
     by_runs(v, starts, |w, len| {
         let mut seen = [0u64; 4];
         let sum = masked_sum(w, len, &mut seen);
@@ -31,30 +35,34 @@ fn portable(v: &[i64], starts: &[u32]) -> Option<Vec<i64>> {
     })
 }
 
-/// Every run's sum: `chunks(w, len)` (the sum and the OR of the magnitudes of `w`'s first
-/// `len` rows, `w` whole chunks of four) where a run's chunks lie inside `v`, else row by row.
+/// Every run's sum, through `chunks(w, len)`: the wrapping sum and the OR of the magnitudes
+/// of `w`'s first `len` rows (`w` whole chunks of four).
 #[inline(always)]
-fn by_runs(v: &[i64], starts: &[u32], chunks: impl Fn(&[i64], usize) -> (i64, u64)) -> Option<Vec<i64>> {
+fn by_runs(v: &[i64], starts: &[u32], chunks: impl Fn(&[i64], usize) -> (i64, u64)) -> Vec<i128> {
     let n = v.len();
     let t = chunks_per_run(starts, n);
-    let mut sums = Vec::with_capacity(starts.len());
-    let (mut seen, mut longest) = (0u64, 0usize);
-    for (s, e) in runs(starts, n) {
+    let exact = |s: usize, e: usize| {
         let len = e - s;
-        longest = longest.max(len);
         let k = t.max(len.div_ceil(4));
-        let (sum, m) = match v.get(s..s + 4 * k) {
+        let (sum, seen) = match v.get(s..s + 4 * k) {
             Some(w) => chunks(w, len),
             None => tail_sum(&v[s..e]),
         };
-        sums.push(sum);
-        seen |= m;
-    }
-    // Every |x| is at most 2^b (b: the bits of the largest `x ^ (x >> 63)`, which is |x| for
-    // x >= 0 and |x| - 1 below), every run under 2^l rows: each sum is under 2^(b + l).
-    let b = u64::BITS - seen.leading_zeros();
-    let l = usize::BITS - longest.leading_zeros();
-    (b + l <= 63).then_some(sums)
+        // Every |x| is at most 2^b (b: the bits of the largest `x ^ (x >> 63)`, which is |x|
+        // for x >= 0 and |x| - 1 below), over fewer than 2^l rows: the sum is under 2^(b + l).
+        let (b, l) = (u64::BITS - seen.leading_zeros(), usize::BITS - len.leading_zeros());
+        if b + l <= 63 {
+            i128::from(sum)
+        } else {
+            v[s..e].iter().map(|&x| i128::from(x)).sum()
+        }
+    };
+    runs(starts, n)
+        .map(|(s, e)| match e - s {
+            len if len <= BLOCK => exact(s, e),
+            _ => (s..e).step_by(BLOCK).map(|a| exact(a, (a + BLOCK).min(e))).sum(),
+        })
+        .collect()
 }
 
 /// The wrapping sum of the first `len` rows of `w` (whole chunks of four; the rows past `len`
@@ -89,7 +97,7 @@ mod avx2 {
     use std::arch::x86_64::*;
 
     /// [`super::run_sums_i64`]; `None` on a CPU without AVX2.
-    pub fn run_sums(v: &[i64], starts: &[u32]) -> Option<Option<Vec<i64>>> {
+    pub fn run_sums(v: &[i64], starts: &[u32]) -> Option<Vec<i128>> {
         // SAFETY: the CPU has AVX2.
         is_x86_feature_detected!("avx2").then(|| unsafe { with_avx2(v, starts) })
     }
@@ -99,7 +107,7 @@ mod avx2 {
     /// # Safety
     /// The CPU must support AVX2.
     #[target_feature(enable = "avx2")]
-    unsafe fn with_avx2(v: &[i64], starts: &[u32]) -> Option<Vec<i64>> {
+    unsafe fn with_avx2(v: &[i64], starts: &[u32]) -> Vec<i128> {
         super::by_runs(v, starts, |w, len| chunks(w, len))
     }
 
@@ -142,12 +150,10 @@ mod tests {
         runs(starts, v.len()).map(|(s, e)| v[s..e].iter().map(|&x| i128::from(x)).sum()).collect()
     }
 
-    /// Runs of 1 to 300 rows (most near one length, as a symbol's bars are), values of every
-    /// magnitude up to i64's edges: where the kernel answers, every sum is the exact one; it
-    /// answers whenever the bound allows (small values always), and refuses where a run's sum
-    /// leaves i64.
+    /// Runs shaped as bars, values of every magnitude up to i64's edges (and i64::MIN): every
+    /// run's sum is the exact one, on this CPU's path and the portable one.
     #[test]
-    fn every_run_sums_exactly_or_the_kernel_refuses() {
+    fn every_run_sums_exactly() {
         let mut rng = XorShift::new(0x2545_f491_4f6c_dd1d);
         for round in 0..400 {
             let bits = [8, 20, 40, 50, 56, 62, 63][round % 7];
@@ -163,26 +169,30 @@ mod tests {
                 *v.last_mut().expect("a run has rows") = i64::MIN;
             }
             let want = reference(&v, &starts);
-            assert_eq!(portable(&v, &starts), run_sums_i64(&v, &starts), "round {round}: this CPU's path");
-            match run_sums_i64(&v, &starts) {
-                Some(got) => {
-                    let got: Vec<i128> = got.into_iter().map(i128::from).collect();
-                    assert_eq!(got, want, "round {round}");
-                }
-                None => assert!(bits >= 50 || round % 11 == 0, "round {round}: small values refused"),
-            }
-            if want.iter().any(|&s| i64::try_from(s).is_err()) {
-                assert!(run_sums_i64(&v, &starts).is_none(), "round {round}: a sum past i64 accepted");
-            }
+            assert_eq!(run_sums_i64(&v, &starts), want, "round {round}");
+            assert_eq!(portable(&v, &starts), want, "round {round}: portable");
         }
+    }
+
+    /// Runs longer than a block, values that fit the bound a block at a time but not over the
+    /// whole run, and one value past it in a later block.
+    #[test]
+    fn long_runs_sum_a_block_at_a_time() {
+        let mut rng = XorShift::new(7);
+        let mut v: Vec<i64> = (0..3 * BLOCK + 17).map(|_| (rng.next_u64() >> 14) as i64).collect();
+        let starts = [0, 5, (BLOCK + 3) as u32];
+        assert_eq!(run_sums_i64(&v, &starts), reference(&v, &starts));
+        v[2 * BLOCK + 9] = i64::MAX;
+        assert_eq!(run_sums_i64(&v, &starts), reference(&v, &starts));
+        assert_eq!(portable(&v, &starts), reference(&v, &starts));
     }
 
     /// No runs (no rows), and one run of one row.
     #[test]
     fn edges() {
-        assert_eq!(run_sums_i64(&[], &[]), Some(vec![]));
-        assert_eq!(run_sums_i64(&[-7], &[0]), Some(vec![-7]));
-        assert_eq!(run_sums_i64(&[i64::MIN], &[0]), None);
-        assert_eq!(run_sums_i64(&[1 << 61, 1 << 61], &[0, 1]), Some(vec![1 << 61, 1 << 61]));
+        assert_eq!(run_sums_i64(&[], &[]), Vec::<i128>::new());
+        assert_eq!(run_sums_i64(&[-7], &[0]), vec![-7]);
+        assert_eq!(run_sums_i64(&[i64::MIN, i64::MIN], &[0]), vec![2 * i128::from(i64::MIN)]);
+        assert_eq!(run_sums_i64(&[1 << 61, 1 << 61], &[0, 1]), vec![1 << 61, 1 << 61]);
     }
 }

@@ -39,9 +39,9 @@ impl SumAvg {
         let every = x.validity().is_none();
         match rows {
             Rows::Runs { starts, n } => {
-                if let Some(sums) = every.then(|| run_sums_i64(&v[..n], starts)).flatten() {
-                    for (g, ((s, e), t)) in runs(starts, n).zip(sums).enumerate() {
-                        self.isum[g] += i128::from(t);
+                if every {
+                    for (g, ((s, e), t)) in runs(starts, n).zip(run_sums_i64(&v[..n], starts)).enumerate() {
+                        self.isum[g] += t;
                         self.cnt[g] += (e - s) as i64;
                     }
                     return;
