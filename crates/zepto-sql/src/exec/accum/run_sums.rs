@@ -41,28 +41,44 @@ fn portable(v: &[i64], starts: &[u32]) -> Vec<i128> {
 fn by_runs(v: &[i64], starts: &[u32], chunks: impl Fn(&[i64], usize) -> (i64, u64)) -> Vec<i128> {
     let n = v.len();
     let t = chunks_per_run(starts, n);
-    let exact = |s: usize, e: usize| {
+    let lanes = |s: usize, e: usize| {
         let len = e - s;
-        let k = t.max(len.div_ceil(4));
-        let (sum, seen) = match v.get(s..s + 4 * k) {
+        match v.get(s..s + 4 * t.max(len.div_ceil(4))) {
             Some(w) => chunks(w, len),
             None => tail_sum(&v[s..e]),
-        };
-        // Every |x| is at most 2^b (b: the bits of the largest `x ^ (x >> 63)`, which is |x|
-        // for x >= 0 and |x| - 1 below), over fewer than 2^l rows: the sum is under 2^(b + l).
-        let (b, l) = (u64::BITS - seen.leading_zeros(), usize::BITS - len.leading_zeros());
-        if b + l <= 63 {
-            i128::from(sum)
-        } else {
-            v[s..e].iter().map(|&x| i128::from(x)).sum()
         }
     };
-    runs(starts, n)
-        .map(|(s, e)| match e - s {
-            len if len <= BLOCK => exact(s, e),
-            _ => (s..e).step_by(BLOCK).map(|a| exact(a, (a + BLOCK).min(e))).sum(),
-        })
-        .collect()
+    // Every |x| is at most 2^b (b: the bits of the largest `x ^ (x >> 63)`, which is |x| for
+    // x >= 0 and |x| - 1 below), over fewer than 2^l rows: a sum is under 2^(b + l).
+    let proven =
+        |seen: u64, rows: usize| (u64::BITS - seen.leading_zeros()) + (usize::BITS - rows.leading_zeros()) <= 63;
+    // Every run at once, the bound over all of them: the common case, one check.
+    let (mut seen, mut longest) = (0u64, 0usize);
+    let mut sums = Vec::with_capacity(starts.len());
+    for (s, e) in runs(starts, n) {
+        let (sum, m) = lanes(s, e);
+        (seen, longest) = (seen | m, longest.max(e - s));
+        sums.push(sum);
+    }
+    if proven(seen, longest) {
+        return sums.into_iter().map(i128::from).collect();
+    }
+    // Values too large for the bound over the longest run: each run (a long one a block at a
+    // time) checked on its own, added in i128 where its own bound fails.
+    let exact = |s: usize, e: usize| match lanes(s, e) {
+        (sum, m) if proven(m, e - s) => i128::from(sum),
+        _ => wide_sum(&v[s..e]),
+    };
+    let blocks = |(s, e): (usize, usize)| (s..e).step_by(BLOCK).map(|a| exact(a, (a + BLOCK).min(e))).sum();
+    runs(starts, n).map(blocks).collect()
+}
+
+/// The sum of rows whose magnitudes the lanes' bound does not cover, in i128 (rare: values
+/// near i64's edges).
+#[cold]
+#[inline(never)]
+fn wide_sum(r: &[i64]) -> i128 {
+    r.iter().map(|&x| i128::from(x)).sum()
 }
 
 /// The wrapping sum of the first `len` rows of `w` (whole chunks of four; the rows past `len`
