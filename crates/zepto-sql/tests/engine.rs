@@ -162,6 +162,17 @@ fn floats(e: &Engine, sql: &str) -> Vec<Option<f64>> {
         .collect()
 }
 
+/// EXPLAIN names aggregates as they are written (`arg_min`, `stddev_samp`, `count_star` for
+/// `count(*)`, a quantile with its fraction), not by their internal names.
+#[test]
+fn explain_names_aggregates_as_written() {
+    let e = Engine::new();
+    e.execute("CREATE TABLE t (ts TIMESTAMP, sym SYMBOL, px DOUBLE)").expect("create");
+    let plan =
+        explain(&e, "SELECT sym, count(*), arg_min(px, ts), stddev_samp(px), quantile(px, 0.25) FROM t GROUP BY sym");
+    assert!(plan.contains("aggs=[count_star, arg_min, stddev_samp, quantile(0.25)]"), "{plan}");
+}
+
 /// The time-series operators say in EXPLAIN how they run, and kdb-style defaults are visible.
 #[test]
 fn time_series_plans_explain_themselves() {

@@ -21,7 +21,7 @@ pub mod srf;
 mod time_merge;
 pub use binder::{sample, window};
 
-use crate::expr::functions::AggFunc;
+use crate::expr::functions::{agg_name, AggFunc};
 pub use crate::expr::{ArrayOf, BExpr, Correlated, OuterRef, SubqueryKind};
 use crate::parser::ast::{BinaryOp, JoinKind, SetOp};
 pub use ann::{AnnSearch, SortHow};
@@ -521,7 +521,11 @@ impl Plan {
     /// What EXPLAIN prints after the operator's name.
     fn explain_detail(&self) -> String {
         let agg_names = |aggs: &[AggCall]| -> String {
-            aggs.iter().map(|a| format!("{:?}", a.func).to_lowercase()).collect::<Vec<_>>().join(", ")
+            let name = |a: &AggCall| match a.func {
+                AggFunc::Quantile(q) | AggFunc::PercentileCont(q) => format!("{}({q})", agg_name(a.func)),
+                f => agg_name(f).to_string(),
+            };
+            aggs.iter().map(name).collect::<Vec<_>>().join(", ")
         };
         match self {
             Plan::Scan { table, columns, range } => explain_scan(table, columns, range),
