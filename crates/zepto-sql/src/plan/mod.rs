@@ -520,13 +520,6 @@ impl Plan {
 
     /// What EXPLAIN prints after the operator's name.
     fn explain_detail(&self) -> String {
-        let agg_names = |aggs: &[AggCall]| -> String {
-            let name = |a: &AggCall| match a.func {
-                AggFunc::Quantile(q) | AggFunc::PercentileCont(q) => format!("{}({q})", agg_name(a.func)),
-                f => agg_name(f).to_string(),
-            };
-            aggs.iter().map(name).collect::<Vec<_>>().join(", ")
-        };
         match self {
             Plan::Scan { table, columns, range } => explain_scan(table, columns, range),
             Plan::Values { rows, .. } => format!("rows={}", rows.len()),
@@ -723,6 +716,16 @@ impl Plan {
         }
         Ok(self)
     }
+}
+
+/// Aggregates as EXPLAIN names them: as written (`arg_min`, `count_star` for `count(*)`), a
+/// quantile with its fraction.
+fn agg_names(aggs: &[AggCall]) -> String {
+    let name = |a: &AggCall| match a.func {
+        AggFunc::Quantile(q) | AggFunc::PercentileCont(q) => format!("{}({q})", agg_name(a.func)),
+        f => agg_name(f).to_string(),
+    };
+    aggs.iter().map(name).collect::<Vec<_>>().join(", ")
 }
 
 /// A filter's `IN` lists that run as hash lookups, with their sizes (empty when none does).
