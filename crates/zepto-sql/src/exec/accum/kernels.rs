@@ -230,6 +230,12 @@ mod tests {
     use super::*;
     use zepto_storage::rng::XorShift;
 
+    /// Each run's largest (`max`) or smallest value, folded a row at a time.
+    fn reference<T: Copy + Ord>(v: &[T], starts: &[u32], max: bool) -> Vec<T> {
+        let pick = |a: T, b: T| if max { a.max(b) } else { a.min(b) };
+        super::super::runs(starts, v.len()).map(|(s, e)| v[s + 1..e].iter().fold(v[s], |a, &b| pick(a, b))).collect()
+    }
+
     /// Runs shaped as bars (1 to 300 rows, many under eight), BIGINT and INTEGER values of
     /// every sign and magnitude: the lanes and the row loop give each run's min and max.
     #[test]
@@ -239,31 +245,12 @@ mod tests {
             let (v, starts) = bar_runs(&mut rng, |rng| (rng.next_u64() >> (round % 60)) as i64);
             let w: Vec<i32> = v.iter().map(|&x| x as i32).collect();
             for max in [false, true] {
-                let want = |v: &[i64]| -> Vec<i64> {
-                    super::super::runs(&starts, v.len())
-                        .map(|(s, e)| {
-                            if max {
-                                *v[s..e].iter().max().unwrap_or(&0)
-                            } else {
-                                *v[s..e].iter().min().unwrap_or(&0)
-                            }
-                        })
-                        .collect()
-                };
                 let pick = |a: i64, b: i64| if max { a.max(b) } else { a.min(b) };
-                assert_eq!(run_int_extremes(&v, &starts, max), want(&v), "round {round}");
-                assert_eq!(lane_extremes(&v, &starts, pick), want(&v), "round {round}: lanes");
-                assert_eq!(row_extremes(&v, &starts, max), want(&v), "round {round}: rows");
-                let want32: Vec<i32> =
-                    super::super::runs(&starts, w.len())
-                        .map(|(s, e)| {
-                            if max {
-                                *w[s..e].iter().max().unwrap_or(&0)
-                            } else {
-                                *w[s..e].iter().min().unwrap_or(&0)
-                            }
-                        })
-                        .collect();
+                let want = reference(&v, &starts, max);
+                assert_eq!(run_int_extremes(&v, &starts, max), want, "round {round}");
+                assert_eq!(lane_extremes(&v, &starts, pick), want, "round {round}: lanes");
+                assert_eq!(row_extremes(&v, &starts, max), want, "round {round}: rows");
+                let want32 = reference(&w, &starts, max);
                 assert_eq!(run_int_extremes(&w, &starts, max), want32, "round {round}: INTEGER");
                 assert_eq!(row_extremes(&w, &starts, max), want32, "round {round}: INTEGER rows");
             }

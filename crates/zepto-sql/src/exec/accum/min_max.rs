@@ -53,18 +53,15 @@ impl MinMax {
         macro_rules! reduce {
             ($v:expr, $t:ty, $variant:ident) => {{
                 let init = if max { <$t>::MIN } else { <$t>::MAX };
-                let mut acc = vec![init; ngroups];
-                match rows {
-                    Rows::Runs { starts, n } => {
-                        let r = run_int_extremes(&$v[..n], starts, max);
-                        acc[..r.len()].copy_from_slice(&r);
-                    }
-                    Rows::Ids { ids, .. } if max => {
-                        ids.iter().zip($v.iter()).for_each(|(&g, &y)| acc[g as usize] = acc[g as usize].max(y))
-                    }
-                    Rows::Ids { ids, .. } => {
-                        ids.iter().zip($v.iter()).for_each(|(&g, &y)| acc[g as usize] = acc[g as usize].min(y))
-                    }
+                let mut acc = match rows {
+                    // Runs cover every group: the kernel's answer is the state.
+                    Rows::Runs { starts, n } => run_int_extremes(&$v[..n], starts, max),
+                    Rows::Ids { .. } => vec![init; ngroups],
+                };
+                acc.resize(ngroups.max(acc.len()), init);
+                if let Rows::Ids { ids, .. } = rows {
+                    let pick = |a: $t, y: $t| if max { a.max(y) } else { a.min(y) };
+                    ids.iter().zip($v.iter()).for_each(|(&g, &y)| acc[g as usize] = pick(acc[g as usize], y));
                 }
                 ColumnData::$variant(acc)
             }};
