@@ -8,27 +8,37 @@
 use super::super::bind_expr::{contains_aggregate, is_window_call, walk};
 use super::super::Field;
 use crate::parser::ast::{Expr, SelectItem};
+use std::borrow::Cow;
 
-/// `where_` with the select-list aliases it names (and FROM does not) replaced by their items.
-pub fn with_select_aliases(where_: &Expr, items: &[SelectItem], scope: &[Field]) -> Expr {
-    let mut w = where_.clone();
+/// `where_` with the select-list aliases it names (and FROM does not) replaced by their items;
+/// `where_` itself, uncopied, when it names none (a million-item IN list is not cloned).
+pub fn with_select_aliases<'a>(where_: &'a Expr, items: &[SelectItem], scope: &[Field]) -> Cow<'a, Expr> {
     if has_subquery(where_) {
-        return w;
+        return Cow::Borrowed(where_);
     }
-    crate::parser::visit::rewrite_expr(&mut w, &mut |e| {
-        let Expr::Column { table: None, name, .. } = e else { return };
+    let alias_of = |e: &Expr| -> Option<&Expr> {
+        let Expr::Column { table: None, name, .. } = e else { return None };
         if scope.iter().any(|f| f.name.eq_ignore_ascii_case(name)) {
-            return;
+            return None;
         }
         let item = items.iter().find_map(|it| match it {
             SelectItem::Expr { expr, alias: Some(a) } if a.eq_ignore_ascii_case(name) => Some(expr),
             _ => None,
         });
-        if let Some(expr) = item.filter(|x| per_row(x)) {
+        item.filter(|x| per_row(x))
+    };
+    let mut named = false;
+    walk(where_, &mut |e| named |= alias_of(e).is_some());
+    if !named {
+        return Cow::Borrowed(where_);
+    }
+    let mut w = where_.clone();
+    crate::parser::visit::rewrite_expr(&mut w, &mut |e| {
+        if let Some(expr) = alias_of(e) {
             *e = expr.clone();
         }
     });
-    w
+    Cow::Owned(w)
 }
 
 /// Whether `e` has a value for each input row: no aggregate, window function or subquery.
