@@ -18,7 +18,7 @@ must not wait behind the heavy statements' slots either.
 
 Usage: bench/query_fairness.py [--rows 1000000] [--light 200] [--heavy 24]
                                [--bin target/release/zeptodb] [--max-queries N] [--heavy-door pg]
-                               [--light-door flight]
+                               [--light-door flight] [--heavy-queries asof,bars,inlist]
 """
 import argparse
 import http.client
@@ -122,6 +122,8 @@ def main():
     ap.add_argument("--max-queries", type=int, help="the server's --max-queries (default: its own)")
     ap.add_argument("--heavy-door", choices=["http", "pg"], default="http", help="the heavy clients' door")
     ap.add_argument("--light-door", choices=["http", "flight"], default="http", help="the short queries' door")
+    ap.add_argument("--heavy-queries", default="asof,bars,inlist",
+                    help="the heavy statements the clients send in turn (of asof, bars, inlist)")
     a = ap.parse_args()
     log(f"starting the server with {a.rows} demo rows ...")
     pg_port, flight_port = free_port(), free_port()
@@ -138,7 +140,7 @@ def main():
     try:
         log("idle ...")
         idle = light(a.light, "idle")
-        body = "\n;;\n".join(heavy_queries(["asof", "bars", "inlist"]))
+        body = "\n;;\n".join(heavy_queries(a.heavy_queries.split(",")))
         t0 = time.perf_counter()
         for k in range(a.heavy):
             c = subprocess.Popen([sys.executable, "-c", client, str(heavy_port), str(k)], stdin=subprocess.PIPE,
