@@ -96,19 +96,20 @@ impl Placement {
     /// and is left so (only the targets' entries are reset), so one scratch of the table's
     /// width serves every batch, however few rows.
     pub(super) fn by_slot(slots: impl ExactSizeIterator<Item = u32>, scratch: &mut [u32]) -> Placement {
-        let (mut targets, mut sizes) = (Vec::new(), Vec::<usize>::new());
+        let mut targets = Vec::new();
         let mut part = Vec::with_capacity(slots.len());
-        for s in slots {
+        // Numbered here, counted after (`count_slots`' lanes): a count per target bumped in
+        // this loop made each row wait on the store of the row before it (5 ns a row).
+        part.extend(slots.map(|s| {
             let t = &mut scratch[s as usize];
             if *t == NO_TARGET {
                 *t = targets.len() as u32;
                 targets.push(s as usize);
-                sizes.push(0);
             }
-            sizes[*t as usize] += 1;
-            part.push(*t);
-        }
+            *t
+        }));
         targets.iter().for_each(|&s| scratch[s] = NO_TARGET);
+        let sizes = count_slots(&part, targets.len());
         Placement { part, targets, sizes }
     }
 
@@ -126,12 +127,32 @@ impl Placement {
             spans.push(at..at + k);
             at += k;
         }
-        let mut next: Vec<usize> = spans.iter().map(|r| r.start).collect();
-        let mut rows = vec![0u32; self.part.len()];
-        for (i, &t) in self.part.iter().enumerate() {
-            rows[next[t as usize]] = i as u32;
-            next[t as usize] += 1;
+        // The four quarters of the rows placed side by side, each with cursors of its own
+        // (quarter `k`'s rows of a target go after those of the quarters before it): a row's
+        // cursor is seldom the one the rows just before it move, which stalled a single
+        // cursor per target on the store before it.
+        let n = self.part.len();
+        let q = n / 4;
+        let counts = quarter_counts(&self.part, self.sizes.len());
+        let mut next: Vec<[usize; 4]> = spans
+            .iter()
+            .zip(&counts)
+            .map(|(span, c)| {
+                let a = span.start;
+                [a, a + c[0], a + c[0] + c[1], a + c[0] + c[1] + c[2]]
+            })
+            .collect();
+        let mut rows = vec![0u32; n];
+        let mut place = |r: usize, k: usize| {
+            let at = &mut next[self.part[r] as usize][k];
+            rows[*at] = r as u32;
+            *at += 1;
+        };
+        for i in 0..q {
+            (0..4).for_each(|k| place(k * q + i, k));
         }
+        // The last quarter is up to three rows longer.
+        (4 * q..n).for_each(|r| place(r, 3));
         (rows, spans)
     }
 
@@ -356,6 +377,24 @@ impl ColumnSplit {
     }
 }
 
+/// How many of each quarter's entries of `part` are each target's (`[target][quarter]`; the
+/// last quarter takes the up to three rows left over), the quarters counted side by side.
+fn quarter_counts(part: &[u32], ntargets: usize) -> Vec<[usize; 4]> {
+    let q = part.len() / 4;
+    let mut counts = vec![[0usize; 4]; ntargets];
+    let (a, rest) = part.split_at(q);
+    let (b, rest) = rest.split_at(q);
+    let (c, d) = rest.split_at(q);
+    for (((&w, &x), &y), &z) in a.iter().zip(b).zip(c).zip(d) {
+        counts[w as usize][0] += 1;
+        counts[x as usize][1] += 1;
+        counts[y as usize][2] += 1;
+        counts[z as usize][3] += 1;
+    }
+    d[q..].iter().for_each(|&z| counts[z as usize][3] += 1);
+    counts
+}
+
 /// Rows per slot of `slots`, each below `nslots`. Four counters per slot, taken in turn: a
 /// run of one slot (a file sorted by key) would otherwise wait on its own last increment.
 fn count_slots(slots: &[u32], nslots: usize) -> Vec<usize> {
@@ -553,6 +592,14 @@ mod tests {
                 slots.sort_unstable();
             }
             let place = Placement::new(slots.clone(), nslots);
+            let mut scratch = vec![NO_TARGET; nslots];
+            let by = Placement::by_slot(slots.iter().copied(), &mut scratch);
+            assert_eq!(
+                (&by.part, &by.targets, &by.sizes),
+                (&place.part, &place.targets, &place.sizes),
+                "round {round}"
+            );
+            assert!(scratch.iter().all(|&t| t == NO_TARGET), "round {round}: scratch left as found");
             let mut want_targets: Vec<usize> = Vec::new();
             for &s in &slots {
                 if !want_targets.contains(&(s as usize)) {
