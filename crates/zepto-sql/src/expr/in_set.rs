@@ -8,7 +8,7 @@
 //! member (NaN `=` anything is false); text by its bytes. A NULL item is not a member: it makes
 //! a row that matches nothing NULL instead of false, as `x = NULL` would.
 //!
-//! Text members live in one buffer ([`TextSet`]): a million-item list is then one allocation
+//! Text members live in one buffer (`TextSet`): a million-item list is then one allocation
 //! to make and to free, not a million (they were a fifth of binding and dropping such a list).
 
 use hashbrown::HashTable;
