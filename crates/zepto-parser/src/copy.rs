@@ -97,9 +97,13 @@ impl Parser {
                     self.advance();
                     self.copy_columns()?.join(",")
                 }
-                Tok::Str(s) | Tok::Ident(s) | Tok::Num(s) => {
+                Tok::Str(s) | Tok::Ident(s) => {
                     self.advance();
                     s
+                }
+                Tok::Num(s) => {
+                    self.advance();
+                    s.to_string()
                 }
                 _ => return Err(self.unexpected("an option value")),
             };

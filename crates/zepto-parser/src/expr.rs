@@ -503,7 +503,7 @@ impl Parser {
     fn interval(&mut self, pos: crate::error::Pos) -> Result<Expr> {
         let text = match self.advance() {
             Tok::Str(s) => s,
-            Tok::Num(n) => n,
+            Tok::Num(n) => n.to_string(),
             _ => return Err(SqlError::Parse { message: "expected an interval like '1 minute'".into(), pos }),
         };
         let mut full = text.clone();

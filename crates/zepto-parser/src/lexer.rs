@@ -3,6 +3,7 @@
 #![cfg_attr(not(test), deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used))]
 
 use crate::error::{Pos, Result, SqlError};
+use smol_str::SmolStr;
 
 /// One token's kind and text.
 #[derive(Debug, Clone, PartialEq)]
@@ -13,8 +14,8 @@ pub enum Tok {
     QIdent(String),
     /// `'string'` with `''` unescaped.
     Str(String),
-    /// Numeric literal text.
-    Num(String),
+    /// Numeric literal text, inline (no allocation below 24 bytes).
+    Num(SmolStr),
     /// Operator or punctuation.
     Op(&'static str),
     /// A query parameter: `$n` (n as written) or `?` (numbered left to right from 1).
@@ -121,7 +122,7 @@ pub fn tokenize(sql: &str, interrupt: &dyn Fn() -> Result<()>) -> Result<Vec<Tok
             // number ends before the word, and the parser decides.
             let start = i;
             i = number_end(b, i);
-            out.push(Token { tok: Tok::Num(sql[start..i].to_string()), pos, end: i });
+            out.push(Token { tok: Tok::Num(SmolStr::new(&sql[start..i])), pos, end: i });
             continue;
         }
         if c == b'?' || (c == b'$' && b.get(i + 1).is_some_and(u8::is_ascii_digit)) {

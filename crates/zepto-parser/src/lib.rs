@@ -246,8 +246,10 @@ fn bind_params(toks: Vec<Token>, params: &[ParamValue]) -> Result<Vec<Token>> {
                 out.push(one(Tok::Ident("TIMESTAMP".into())));
                 out.push(one(Tok::Str(zepto_storage::time::format_timestamp(*ns))));
             }
-            ParamValue::Int(i) if *i >= 0 => out.push(one(Tok::Num(i.to_string()))),
-            ParamValue::Float(f) if f.is_finite() && *f >= 0.0 => out.push(one(Tok::Num(format!("{f:?}")))),
+            ParamValue::Int(i) if *i >= 0 => out.push(one(Tok::Num(smol_str::format_smolstr!("{i}")))),
+            ParamValue::Float(f) if f.is_finite() && *f >= 0.0 => {
+                out.push(one(Tok::Num(smol_str::format_smolstr!("{f:?}"))))
+            }
             ParamValue::Float(f) if !f.is_finite() => {
                 return Err(SqlError::Parse { message: format!("parameter ${n} is not a finite number"), pos })
             }
@@ -283,7 +285,7 @@ fn push_vector(out: &mut Vec<Token>, v: &[f32], one: impl Fn(Tok) -> Token) -> s
         if x.is_sign_negative() && *x != 0.0 {
             out.push(one(Tok::Op("-")));
         }
-        out.push(one(Tok::Num(format!("{:?}", x.abs()))));
+        out.push(one(Tok::Num(smol_str::format_smolstr!("{:?}", x.abs()))));
     }
     out.push(one(Tok::Op("]")));
     Ok(())
@@ -291,7 +293,7 @@ fn push_vector(out: &mut Vec<Token>, v: &[f32], one: impl Fn(Tok) -> Token) -> s
 
 /// A negative number, parenthesized so it binds as one operand: `( - n )`.
 fn push_negative(out: &mut Vec<Token>, digits: String, one: impl Fn(Tok) -> Token) {
-    for tok in [Tok::Op("("), Tok::Op("-"), Tok::Num(digits), Tok::Op(")")] {
+    for tok in [Tok::Op("("), Tok::Op("-"), Tok::Num(digits.into()), Tok::Op(")")] {
         out.push(one(tok));
     }
 }
@@ -605,7 +607,8 @@ impl Parser {
         }
         let value = match self.peek().clone() {
             Tok::Str(s) => s,
-            Tok::Ident(s) | Tok::Num(s) => s.to_ascii_lowercase(),
+            Tok::Ident(s) => s.to_ascii_lowercase(),
+            Tok::Num(s) => s.to_ascii_lowercase(),
             _ => return Err(self.unexpected("a value")),
         };
         self.advance();
@@ -726,9 +729,13 @@ impl Parser {
             let k = self.any_ident()?.to_ascii_lowercase();
             self.expect_op("=")?;
             let v = match self.peek().clone() {
-                Tok::Str(s) | Tok::Ident(s) | Tok::Num(s) => {
+                Tok::Str(s) | Tok::Ident(s) => {
                     self.advance();
                     s
+                }
+                Tok::Num(s) => {
+                    self.advance();
+                    s.to_string()
                 }
                 _ => return Err(self.unexpected("an option value (a string, a number or a word)")),
             };
