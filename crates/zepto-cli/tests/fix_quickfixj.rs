@@ -133,7 +133,22 @@ struct Venue {
 }
 
 impl Venue {
-    fn start(cp: &str, port: u16, count: u32) -> Venue {
+    /// QuickFIX/J listening on a free port (returned): the port is found free here and bound
+    /// again by the JVM seconds later, so another test may take it meanwhile; then the venue
+    /// says so on stderr and is started again on another port.
+    fn start(cp: &str, count: u32) -> (Venue, u16) {
+        for _ in 0..5 {
+            let port =
+                std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free port").port();
+            let mut v = Venue::spawn(cp, port, count);
+            if v.wait_for_either("listening", "Caused by: java.net.BindException", 60).starts_with("listening") {
+                return (v, port);
+            }
+        }
+        panic!("QuickFIX/J found no free port in five tries");
+    }
+
+    fn spawn(cp: &str, port: u16, count: u32) -> Venue {
         use std::io::BufRead;
         let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
         let mut child = Command::new("java")
@@ -141,25 +156,33 @@ impl Venue {
             .args(["-cp", cp, "tests/fix/QfjVenue.java", &port.to_string(), &count.to_string()])
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
             .spawn()
             .expect("runs java");
-        let out = child.stdout.take().expect("stdout");
         let (tx, lines) = std::sync::mpsc::channel();
+        let out = child.stdout.take().expect("stdout");
+        let err = child.stderr.take().expect("stderr");
+        let tx2 = tx.clone();
         std::thread::spawn(move || {
             for l in std::io::BufReader::new(out).lines().map_while(Result::ok) {
                 let _ = tx.send(l);
             }
         });
-        let mut v = Venue { child, lines, seen: Vec::new() };
-        v.wait_for("listening", 60);
-        v
+        // Its stderr (the JVM's exceptions) on the same channel, each line as it came.
+        std::thread::spawn(move || {
+            for l in std::io::BufReader::new(err).lines().map_while(Result::ok) {
+                let _ = tx2.send(l);
+            }
+        });
+        Venue { child, lines, seen: Vec::new() }
     }
 
-    /// Wait until the venue printed a line starting with `what`.
-    fn wait_for(&mut self, what: &str, secs: u64) -> String {
+    /// The first line the venue printed that starts with `what` or with `or` (its stderr
+    /// included).
+    fn wait_for_either(&mut self, what: &str, or: &str, secs: u64) -> String {
         let end = Instant::now() + Duration::from_secs(secs);
         loop {
-            if let Some(l) = self.seen.iter().find(|l| l.starts_with(what)) {
+            if let Some(l) = self.seen.iter().find(|l| l.starts_with(what) || l.starts_with(or)) {
                 return l.clone();
             }
             let left = end.saturating_duration_since(Instant::now());
@@ -168,6 +191,11 @@ impl Venue {
                 Err(_) => panic!("QuickFIX/J never printed '{what}': {:?}", self.seen),
             }
         }
+    }
+
+    /// Wait until the venue printed a line starting with `what`.
+    fn wait_for(&mut self, what: &str, secs: u64) -> String {
+        self.wait_for_either(what, what, secs)
     }
 }
 
@@ -190,9 +218,8 @@ fn count_quotes(addr: &str) -> i64 {
 #[test]
 fn an_initiator_session_stores_every_message_once_through_kill_9() {
     let Some(cp) = engine() else { return };
-    let port = std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free port").port();
     let count = 400;
-    let mut venue = Venue::start(&cp, port, count);
+    let (mut venue, port) = Venue::start(&cp, count);
     let dir = std::env::temp_dir().join(format!("zepto-fix-initiator-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("dir");
