@@ -524,18 +524,39 @@ fn step(rs: &[i64], j: &mut usize, t: i64, spec: &AsofSpec) -> Option<usize> {
 /// waiting on the last; the quarters' chains overlap instead (Q4 at 1M rows: two halves took
 /// 10-15% less time than one cursor, four quarters in locals 3-7% less than two; four cursors in
 /// an array were no faster than one).
-fn cursors(left: &[i64], rs: &[i64], spec: &AsofSpec, mut found: impl FnMut(usize, usize)) {
+fn cursors(left: &[i64], rs: &[i64], spec: &AsofSpec, found: impl FnMut(usize, usize)) {
+    // `step`'s cursor after `t`: past the right times before it (at or before it, inclusive).
+    let inclusive = !matches!(spec.op, BinaryOp::Gt | BinaryOp::LtEq);
+    if spec.op == BinaryOp::GtEq && spec.tolerance.is_none() {
+        // The usual form (`t.ts >= q.ts`, no tolerance) in a loop of its own, without the
+        // operator's and the tolerance's tests in every step.
+        let latest = |rs: &[i64], j: &mut usize, t: i64| {
+            *j = advance(rs, *j, t, true);
+            j.checked_sub(1)
+        };
+        return quarters(left, rs, inclusive, latest, found);
+    }
+    quarters(left, rs, inclusive, |rs, j, t| step(rs, j, t, spec), found);
+}
+
+/// [`cursors`] with `step` moving a quarter's cursor to left time `t`'s match.
+#[inline(always)]
+fn quarters(
+    left: &[i64],
+    rs: &[i64],
+    inclusive: bool,
+    step: impl Fn(&[i64], &mut usize, i64) -> Option<usize>,
+    mut found: impl FnMut(usize, usize),
+) {
     let q = left.len() / 4;
     let (a, rest) = left.split_at(q);
     let (b, rest) = rest.split_at(q);
     let (c, d) = rest.split_at(q);
-    // `step`'s cursor after `t`: past the right times before it (at or before it, inclusive).
-    let inclusive = !matches!(spec.op, BinaryOp::Gt | BinaryOp::LtEq);
     let start = |s: &[i64]| s.first().map_or(0, |&t| rs.partition_point(|&r| if inclusive { r <= t } else { r < t }));
     let (mut ja, mut jb, mut jc, mut jd) = (0usize, start(b), start(c), start(d));
     for (i, (((&ta, &tb), &tc), &td)) in a.iter().zip(b).zip(c).zip(d).enumerate() {
-        let (ha, hb) = (step(rs, &mut ja, ta, spec), step(rs, &mut jb, tb, spec));
-        let (hc, hd) = (step(rs, &mut jc, tc, spec), step(rs, &mut jd, td, spec));
+        let (ha, hb) = (step(rs, &mut ja, ta), step(rs, &mut jb, tb));
+        let (hc, hd) = (step(rs, &mut jc, tc), step(rs, &mut jd, td));
         for (at, h) in [(i, ha), (q + i, hb), (2 * q + i, hc), (3 * q + i, hd)] {
             if let Some(k) = h {
                 found(at, k);
@@ -544,7 +565,7 @@ fn cursors(left: &[i64], rs: &[i64], spec: &AsofSpec, mut found: impl FnMut(usiz
     }
     // The last quarter is up to three rows longer.
     for (i, &t) in d.iter().enumerate().skip(q) {
-        if let Some(k) = step(rs, &mut jd, t, spec) {
+        if let Some(k) = step(rs, &mut jd, t) {
             found(3 * q + i, k);
         }
     }
