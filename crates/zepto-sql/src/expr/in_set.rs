@@ -48,7 +48,6 @@ enum Keys {
 /// Distinct strings, their bytes one after another in `bytes` and the table holding where each
 /// starts and ends there. Offsets are `u32`: a set past 4 GiB of text is not built
 /// ([`TextSet::insert`] says so) and the list stays a list.
-#[derive(Default)]
 struct TextSet {
     bytes: String,
     table: HashTable<(u32, u32)>,
@@ -59,28 +58,22 @@ impl TextSet {
         TextSet { bytes: String::new(), table: HashTable::with_capacity(n) }
     }
 
-    fn get(&self, (from, to): (u32, u32)) -> &str {
-        &self.bytes[from as usize..to as usize]
-    }
-
     fn contains(&self, s: &str) -> bool {
-        self.table.find(Fast::default().hash_one(s), |&span| self.get(span) == s).is_some()
+        self.table.find(Fast::default().hash_one(s), |&at| span(&self.bytes, at) == s).is_some()
     }
 
     /// Adds `s`; false when the buffer would pass `u32::MAX` bytes.
     fn insert(&mut self, s: &str) -> bool {
         let hash = Fast::default().hash_one(s);
         let (bytes, table) = (&mut self.bytes, &mut self.table);
-        let same = |&(from, to): &(u32, u32)| &bytes[from as usize..to as usize] == s;
-        if table.find(hash, same).is_some() {
+        if table.find(hash, |&at| span(bytes, at) == s).is_some() {
             return true;
         }
         let (Ok(from), Ok(to)) = (u32::try_from(bytes.len()), u32::try_from(bytes.len() + s.len())) else {
             return false;
         };
         bytes.push_str(s);
-        let rehash = |&(from, to): &(u32, u32)| Fast::default().hash_one(&bytes[from as usize..to as usize]);
-        table.insert_unique(hash, (from, to), rehash);
+        table.insert_unique(hash, (from, to), |&at| Fast::default().hash_one(span(bytes, at)));
         true
     }
 
@@ -89,8 +82,13 @@ impl TextSet {
     }
 
     fn iter(&self) -> impl Iterator<Item = &str> + '_ {
-        self.table.iter().map(|&span| self.get(span))
+        self.table.iter().map(|&at| span(&self.bytes, at))
     }
+}
+
+/// The text of a member: its span of the set's buffer.
+fn span(bytes: &str, (from, to): (u32, u32)) -> &str {
+    &bytes[from as usize..to as usize]
 }
 
 impl PartialEq for TextSet {

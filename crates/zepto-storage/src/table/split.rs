@@ -134,6 +134,10 @@ impl Placement {
         let n = self.part.len();
         let q = n / 4;
         let counts = quarter_counts(&self.part, self.sizes.len());
+        debug_assert!(
+            counts.iter().zip(&self.sizes).all(|(c, &k)| c.iter().sum::<usize>() == k),
+            "a placement's sizes are its rows per target"
+        );
         let mut next: Vec<[usize; 4]> = spans
             .iter()
             .zip(&counts)
