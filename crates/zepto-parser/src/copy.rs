@@ -18,7 +18,7 @@ use super::Parser;
 use crate::ast::Expr;
 use crate::error::{Pos, Result};
 
-impl Parser {
+impl Parser<'_> {
     /// The rest of a `COPY` statement (after the keyword at `pos`).
     pub(super) fn copy(&mut self, pos: Pos) -> Result<Statement> {
         if self.eat_op("(") {

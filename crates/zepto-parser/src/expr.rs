@@ -8,7 +8,7 @@ use super::{Parser, RESERVED};
 use crate::error::{Result, SqlError};
 use zepto_storage::{time, DataType};
 
-impl Parser {
+impl Parser<'_> {
     /// One whole expression. The descent recurses here for every nested expression, so this
     /// is where the stack grows on demand (`#[recursive]`).
     #[recursive::recursive]

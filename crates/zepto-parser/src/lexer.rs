@@ -80,110 +80,152 @@ impl<'a> Lines<'a> {
 /// How often (in tokens) the lexer asks whether it should stop.
 const CHECK_EVERY_TOKENS: usize = 1 << 14;
 
-/// Split `sql` into tokens. `interrupt` is asked every few thousand tokens whether to stop
-/// (deadline, cancellation, memory): a long script is stopped while it is being read.
+/// Split `sql` into tokens, all at once (the parser reads them as it goes, through
+/// [`Lexer`]). `interrupt` is asked every few thousand tokens whether to stop (deadline,
+/// cancellation, memory): a long script is stopped while it is being read.
 pub fn tokenize(sql: &str, interrupt: &dyn Fn() -> Result<()>) -> Result<Vec<Token>> {
-    let b = sql.as_bytes();
+    let mut lexer = Lexer::new(sql, interrupt);
     let mut out = Vec::new();
-    let mut i = 0usize;
-    let mut lines = Lines::new(sql);
-    let (mut anonymous, mut numbered) = (0usize, false);
-    let at = |i: usize| b.get(i).copied();
-    while let Some(c) = at(i) {
-        if c == b'\n' {
-            i += 1;
-            lines.newline(i);
-            continue;
-        }
-        if c.is_ascii_whitespace() {
-            i += 1;
-            continue;
-        }
-        if c == b'-' && b.get(i + 1) == Some(&b'-') {
-            i = skip_while(b, i, |c| c != b'\n');
-            continue;
-        }
-        if c == b'/' && b.get(i + 1) == Some(&b'*') {
-            i = block_comment(b, i, &mut lines)?;
-            continue;
-        }
-        if out.len() % CHECK_EVERY_TOKENS == CHECK_EVERY_TOKENS - 1 {
-            interrupt()?;
-        }
-        let pos = lines.pos(i);
-        if c == b'\'' || c == b'"' {
-            let (tok, end) = quoted(sql, i, &mut lines, pos)?;
-            out.push(Token { tok, pos, end });
-            i = end;
-            continue;
-        }
-        if c.is_ascii_digit() || (c == b'.' && b.get(i + 1).is_some_and(u8::is_ascii_digit)) {
-            // `1h`, `500ms` style durations are a number immediately followed by a word: the
-            // number ends before the word, and the parser decides.
-            let start = i;
-            i = number_end(b, i);
-            out.push(Token { tok: Tok::Num(SmolStr::new(&sql[start..i])), pos, end: i });
-            continue;
-        }
-        if c == b'?' || (c == b'$' && b.get(i + 1).is_some_and(u8::is_ascii_digit)) {
-            let n = if c == b'?' {
-                i += 1;
-                anonymous += 1;
-                anonymous
-            } else {
-                let start = i + 1;
-                i = skip_while(b, start, |c| c.is_ascii_digit());
-                numbered = true;
-                match sql[start..i].parse::<usize>() {
-                    Ok(n) if n >= 1 => n,
-                    _ => {
-                        return Err(SqlError::Parse { message: format!("bad parameter '{}'", &sql[start - 1..i]), pos })
-                    }
-                }
-            };
-            if numbered && anonymous > 0 {
-                return Err(SqlError::Parse { message: "mix of '?' and '$n' parameters".into(), pos });
-            }
-            out.push(Token { tok: Tok::Param(n), pos, end: i });
-            continue;
-        }
-        if matches!(c, b'E' | b'e') && b.get(i + 1) == Some(&b'\'') {
-            let (tok, end) = escape_string(sql, i + 1, &mut lines, pos)?;
-            out.push(Token { tok, pos, end });
-            i = end;
-            continue;
-        }
-        if c.is_ascii_alphabetic() || c == b'_' || c >= 0x80 {
-            let start = i;
-            i = skip_while(b, i, |c| c.is_ascii_alphanumeric() || c == b'_' || c == b'$' || c >= 0x80);
-            out.push(Token { tok: Tok::Ident(sql[start..i].to_string()), pos, end: i });
-            continue;
-        }
-        if c == b'[' && starts_operand(out.last()) {
-            if let Some((v, end)) = number_list(sql, i) {
-                out.push(Token { tok: Tok::Vector(v), pos, end });
-                i = end;
-                continue;
-            }
-        }
-        // The first byte first: most operators are one byte (a comma between each of a long
-        // vector's or IN list's numbers), and a `starts_with` per entry is a `memcmp` call.
-        match OPS
-            .iter()
-            .find(|op| op.as_bytes().first() == Some(&c) && b.get(i..).is_some_and(|r| r.starts_with(op.as_bytes())))
-        {
-            Some(op) => {
-                i += op.len();
-                out.push(Token { tok: Tok::Op(op), pos, end: i });
-            }
-            None => {
-                let ch = sql[i..].chars().next().unwrap_or('?');
-                return Err(SqlError::Parse { message: format!("unexpected character '{ch}'"), pos });
-            }
+    loop {
+        let t = lexer.next_token()?;
+        let end = t.tok == Tok::Eof;
+        out.push(t);
+        if end {
+            return Ok(out);
         }
     }
-    out.push(Token { tok: Tok::Eof, pos: lines.pos(b.len()), end: b.len() });
-    Ok(out)
+}
+
+/// The tokens of a text, one at a time: a statement is parsed as it is read, so its tokens
+/// are never all held at once (a 1M-item `IN` list's two million tokens took 112 MB). After
+/// the last token, [`Lexer::next_token`] gives `Eof` again and again.
+pub struct Lexer<'a> {
+    sql: &'a str,
+    /// Where the next token is looked for.
+    i: usize,
+    lines: Lines<'a>,
+    /// `?` parameters so far, and whether a `$n` was seen (the two do not mix).
+    anonymous: usize,
+    numbered: bool,
+    /// Tokens handed out so far.
+    count: usize,
+    /// Whether a `[` here starts an operand (a vector literal), after the token before it
+    /// ([`starts_operand`]).
+    operand_next: bool,
+    interrupt: &'a dyn Fn() -> Result<()>,
+}
+
+impl<'a> Lexer<'a> {
+    /// A lexer at the start of `sql`, asking `interrupt` every few thousand tokens.
+    pub fn new(sql: &'a str, interrupt: &'a dyn Fn() -> Result<()>) -> Lexer<'a> {
+        Lexer {
+            sql,
+            i: 0,
+            lines: Lines::new(sql),
+            anonymous: 0,
+            numbered: false,
+            count: 0,
+            operand_next: true,
+            interrupt,
+        }
+    }
+
+    /// The next token (`Eof` at the end and after it).
+    pub fn next_token(&mut self) -> Result<Token> {
+        self.skip_blank()?;
+        if self.count % CHECK_EVERY_TOKENS == CHECK_EVERY_TOKENS - 1 {
+            (self.interrupt)()?;
+        }
+        let t = self.token()?;
+        self.count += 1;
+        self.operand_next = starts_operand(Some(&t));
+        Ok(t)
+    }
+
+    /// Past whitespace and comments, counting lines.
+    fn skip_blank(&mut self) -> Result<()> {
+        let b = self.sql.as_bytes();
+        while let Some(&c) = b.get(self.i) {
+            if c == b'\n' {
+                self.i += 1;
+                self.lines.newline(self.i);
+            } else if c.is_ascii_whitespace() {
+                self.i += 1;
+            } else if c == b'-' && b.get(self.i + 1) == Some(&b'-') {
+                self.i = skip_while(b, self.i, |c| c != b'\n');
+            } else if c == b'/' && b.get(self.i + 1) == Some(&b'*') {
+                self.i = block_comment(b, self.i, &mut self.lines)?;
+            } else {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// The token at `self.i` (just past blanks), and move past it.
+    fn token(&mut self) -> Result<Token> {
+        let (sql, b, i) = (self.sql, self.sql.as_bytes(), self.i);
+        let pos = self.lines.pos(i);
+        let Some(&c) = b.get(i) else {
+            return Ok(Token { tok: Tok::Eof, pos, end: b.len() });
+        };
+        let (tok, end) = if c == b'\'' || c == b'"' {
+            quoted(sql, i, &mut self.lines, pos)?
+        } else if c.is_ascii_digit() || (c == b'.' && b.get(i + 1).is_some_and(u8::is_ascii_digit)) {
+            // `1h`, `500ms` style durations are a number immediately followed by a word: the
+            // number ends before the word, and the parser decides.
+            let end = number_end(b, i);
+            (Tok::Num(SmolStr::new(&sql[i..end])), end)
+        } else if c == b'?' || (c == b'$' && b.get(i + 1).is_some_and(u8::is_ascii_digit)) {
+            self.param(pos)?
+        } else if matches!(c, b'E' | b'e') && b.get(i + 1) == Some(&b'\'') {
+            escape_string(sql, i + 1, &mut self.lines, pos)?
+        } else if c.is_ascii_alphabetic() || c == b'_' || c >= 0x80 {
+            let end = skip_while(b, i, |c| c.is_ascii_alphanumeric() || c == b'_' || c == b'$' || c >= 0x80);
+            (Tok::Ident(sql[i..end].to_string()), end)
+        } else if let Some((v, end)) = (c == b'[' && self.operand_next).then(|| number_list(sql, i)).flatten() {
+            (Tok::Vector(v), end)
+        } else {
+            operator(sql, i, pos)?
+        };
+        self.i = end;
+        Ok(Token { tok, pos, end })
+    }
+
+    /// The parameter (`?` or `$n`) at `self.i`, and where it ends.
+    fn param(&mut self, pos: Pos) -> Result<(Tok, usize)> {
+        let (sql, b, i) = (self.sql, self.sql.as_bytes(), self.i);
+        let (n, end) = if b.get(i) == Some(&b'?') {
+            self.anonymous += 1;
+            (self.anonymous, i + 1)
+        } else {
+            let end = skip_while(b, i + 1, |c| c.is_ascii_digit());
+            self.numbered = true;
+            match sql[i + 1..end].parse::<usize>() {
+                Ok(n) if n >= 1 => (n, end),
+                _ => return Err(SqlError::Parse { message: format!("bad parameter '{}'", &sql[i..end]), pos }),
+            }
+        };
+        if self.numbered && self.anonymous > 0 {
+            return Err(SqlError::Parse { message: "mix of '?' and '$n' parameters".into(), pos });
+        }
+        Ok((Tok::Param(n), end))
+    }
+}
+
+/// The operator at `i`, and where it ends. The first byte first: most operators are one byte
+/// (a comma between each of a long vector's or IN list's numbers), and a `starts_with` per
+/// entry is a `memcmp` call.
+fn operator(sql: &str, i: usize, pos: Pos) -> Result<(Tok, usize)> {
+    let (b, c) = (sql.as_bytes(), sql.as_bytes().get(i).copied());
+    let rest = b.get(i..).unwrap_or_default();
+    match OPS.iter().find(|op| op.as_bytes().first().copied() == c && rest.starts_with(op.as_bytes())) {
+        Some(op) => Ok((Tok::Op(op), i + op.len())),
+        None => {
+            let ch = sql.get(i..).and_then(|r| r.chars().next()).unwrap_or('?');
+            Err(SqlError::Parse { message: format!("unexpected character '{ch}'"), pos })
+        }
+    }
 }
 
 /// The end of the block comment starting at `i` (`/*`), counting its lines.

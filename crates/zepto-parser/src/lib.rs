@@ -11,11 +11,13 @@
 //! # What it owns
 //!
 //! This file: statements and the token cursor ([`Parser`]). [`lexer`]: tokens with positions
-//! (where each starts and ends). `query.rs` (SELECT, set operations, FROM, joins), `expr.rs`
-//! (expressions by precedence), `window.rs`, `timeseries.rs` (`LATEST ON`, `SAMPLE BY`),
-//! `copy.rs`, `materialized.rs` (`CREATE`/`REFRESH`/`DROP MATERIALIZED VIEW`, which keep the
-//! view's query as text), `pg_syntax.rs` (what PostgreSQL clients write in catalog queries),
-//! [`names`] (schema-qualified table names), [`limits`] (request size and expression depth),
+//! (where each starts and ends), read one at a time; `tokens.rs`: the few ahead of the parser,
+//! read as it goes (a statement's tokens are never all held), parameters bound as they come.
+//! `query.rs` (SELECT, set operations, FROM, joins), `expr.rs` (expressions by precedence),
+//! `window.rs`, `timeseries.rs` (`LATEST ON`, `SAMPLE BY`), `copy.rs`, `materialized.rs`
+//! (`CREATE`/`REFRESH`/`DROP MATERIALIZED VIEW`, which keep the view's query as text),
+//! `pg_syntax.rs` (what PostgreSQL clients write in catalog queries), [`names`]
+//! (schema-qualified table names), [`limits`] (request size and expression depth),
 //! [`access`] (what a statement needs of its caller), [`visit`] (walking the tree).
 //!
 //! # Entry points
@@ -68,13 +70,15 @@ pub mod names;
 mod pg_syntax;
 mod query;
 mod timeseries;
+mod tokens;
 pub mod visit;
 mod window;
 
 use crate::error::{Pos, Result, SqlError};
 use ast::*;
-use lexer::{tokenize, Tok, Token};
+use lexer::{Lexer, Tok};
 pub use limits::ParseLimits;
+use tokens::Tokens;
 use zepto_storage::DataType;
 
 /// Words that end an expression or clause, so they are never taken as an implicit alias.
@@ -134,11 +138,10 @@ const RESERVED: &[&str] = &[
     "exclude",
 ];
 
-/// A recursive-descent parser over a token list, held to [`ParseLimits`]; entry points are the
-/// `parse_*` functions.
-pub struct Parser {
-    toks: Vec<Token>,
-    i: usize,
+/// A recursive-descent parser over a text's tokens, read as it goes, held to [`ParseLimits`];
+/// entry points are the `parse_*` functions.
+pub struct Parser<'a> {
+    toks: Tokens<'a>,
     depth: usize,
     limits: ParseLimits,
     /// `expr()` calls under way since the innermost query began: an expression is measured
@@ -177,8 +180,15 @@ pub enum ParamValue {
 /// 0 when it has none. A door that prepares statements (PostgreSQL's Parse) asks this before
 /// any value is bound.
 pub fn param_count(sql: &str) -> Result<usize> {
-    let toks = lexer::tokenize(sql, &|| Ok(()))?;
-    Ok(toks.iter().filter_map(|t| if let lexer::Tok::Param(n) = t.tok { Some(n) } else { None }).max().unwrap_or(0))
+    let mut lexer = Lexer::new(sql, &|| Ok(()));
+    let mut most = 0;
+    loop {
+        match lexer.next_token()?.tok {
+            Tok::Param(n) => most = most.max(n),
+            Tok::Eof => return Ok(most),
+            _ => {}
+        }
+    }
 }
 
 /// Parse a script of `;`-separated statements.
@@ -203,98 +213,29 @@ pub fn parse_script(
     interrupt: &dyn Fn() -> Result<()>,
 ) -> Result<Vec<Statement>> {
     limits.check_size(sql)?;
-    let toks = bind_params(tokenize(sql, interrupt)?, params)?;
-    let mut p = Parser { toks, i: 0, depth: 0, limits: *limits, expr_nesting: 0, elements: 0 };
-    let mut out = Vec::new();
-    loop {
-        while p.eat_op(";") {}
-        if p.peek() == &Tok::Eof {
-            break;
-        }
-        limits.check_statements(out.len() + 1, p.pos())?;
-        interrupt()?;
-        p.elements = 0;
-        out.push(p.statement(sql)?);
-        if !p.eat_op(";") && p.peek() != &Tok::Eof {
-            return Err(p.unexpected("';' or end of input"));
-        }
-    }
-    Ok(out)
+    let toks = Tokens::new(Lexer::new(sql, interrupt), params);
+    let mut p = Parser { toks, depth: 0, limits: *limits, expr_nesting: 0, elements: 0 };
+    let parsed = p.script(sql, interrupt);
+    p.toks.finish(parsed)
 }
 
-fn bind_params(toks: Vec<Token>, params: &[ParamValue]) -> Result<Vec<Token>> {
-    let mut used = 0usize;
-    let mut out = Vec::with_capacity(toks.len());
-    for t in toks {
-        let Tok::Param(n) = t.tok else {
-            out.push(t);
-            continue;
-        };
-        let (pos, end) = (t.pos, t.end);
-        let v = params.get(n - 1).ok_or_else(|| SqlError::Parse {
-            message: format!("no value for parameter ${n} ({} given)", params.len()),
-            pos,
-        })?;
-        used = used.max(n);
-        // The tokens a value becomes all take the parameter's place in the text.
-        let one = |tok: Tok| Token { tok, pos, end };
-        match v {
-            ParamValue::Null => out.push(one(Tok::Ident("NULL".into()))),
-            ParamValue::Bool(b) => out.push(one(Tok::Ident(if *b { "TRUE" } else { "FALSE" }.into()))),
-            ParamValue::Str(s) => out.push(one(Tok::Str(s.clone()))),
-            ParamValue::Timestamp(ns) => {
-                out.push(one(Tok::Ident("TIMESTAMP".into())));
-                out.push(one(Tok::Str(zepto_storage::time::format_timestamp(*ns))));
+impl Parser<'_> {
+    /// The statements of the whole text (`sql`, whose tokens these are).
+    fn script(&mut self, sql: &str, interrupt: &dyn Fn() -> Result<()>) -> Result<Vec<Statement>> {
+        let mut out = Vec::new();
+        loop {
+            while self.eat_op(";") {}
+            if self.peek() == &Tok::Eof {
+                return Ok(out);
             }
-            ParamValue::Int(i) if *i >= 0 => out.push(one(Tok::Num(smol_str::format_smolstr!("{i}")))),
-            ParamValue::Float(f) if f.is_finite() && *f >= 0.0 => {
-                out.push(one(Tok::Num(smol_str::format_smolstr!("{f:?}"))))
+            self.limits.check_statements(out.len() + 1, self.pos())?;
+            interrupt()?;
+            self.elements = 0;
+            out.push(self.statement(sql)?);
+            if !self.eat_op(";") && self.peek() != &Tok::Eof {
+                return Err(self.unexpected("';' or end of input"));
             }
-            ParamValue::Float(f) if !f.is_finite() => {
-                return Err(SqlError::Parse { message: format!("parameter ${n} is not a finite number"), pos })
-            }
-            ParamValue::Int(i) => push_negative(&mut out, i.unsigned_abs().to_string(), one),
-            ParamValue::Float(f) => push_negative(&mut out, format!("{:?}", -f), one),
-            ParamValue::Vector(v) => push_vector(&mut out, v, one).map_err(|()| SqlError::Parse {
-                message: format!("parameter ${n} holds a value that is not a finite number"),
-                pos,
-            })?,
         }
-    }
-    if used < params.len() {
-        return Err(SqlError::Parse {
-            message: format!("{} parameters given but the statement uses {used}", params.len()),
-            pos: Pos { offset: 0, line: 1, column: 1 },
-        });
-    }
-    Ok(out)
-}
-
-/// A vector as the tokens of an array literal: `[`, the numbers (a negative one as `-`, `n`)
-/// separated by `,`, `]`. Each `f32` is written in its shortest form that reads back exactly.
-fn push_vector(out: &mut Vec<Token>, v: &[f32], one: impl Fn(Tok) -> Token) -> std::result::Result<(), ()> {
-    out.reserve(v.len() * 3 + 2);
-    out.push(one(Tok::Op("[")));
-    for (i, x) in v.iter().enumerate() {
-        if !x.is_finite() {
-            return Err(());
-        }
-        if i > 0 {
-            out.push(one(Tok::Op(",")));
-        }
-        if x.is_sign_negative() && *x != 0.0 {
-            out.push(one(Tok::Op("-")));
-        }
-        out.push(one(Tok::Num(smol_str::format_smolstr!("{:?}", x.abs()))));
-    }
-    out.push(one(Tok::Op("]")));
-    Ok(())
-}
-
-/// A negative number, parenthesized so it binds as one operand: `( - n )`.
-fn push_negative(out: &mut Vec<Token>, digits: String, one: impl Fn(Tok) -> Token) {
-    for tok in [Tok::Op("("), Tok::Op("-"), Tok::Num(digits.into()), Tok::Op(")")] {
-        out.push(one(tok));
     }
 }
 
@@ -311,41 +252,28 @@ pub fn parse_statement(sql: &str) -> Result<Statement> {
     }
 }
 
-/// What the cursor reads past the end (never reached: the lexer ends every list with `Eof`,
-/// and the cursor stops on it).
-const PAST_END: &Tok = &Tok::Eof;
-
-impl Parser {
+impl Parser<'_> {
     fn peek(&self) -> &Tok {
-        self.toks.get(self.i).map_or(PAST_END, |t| &t.tok)
+        &self.toks.get(0).tok
     }
 
     fn peek_at(&self, k: usize) -> &Tok {
-        self.toks.get(self.i + k).or(self.toks.last()).map_or(PAST_END, |t| &t.tok)
+        &self.toks.get(k).tok
     }
 
     fn pos(&self) -> Pos {
-        self.toks.get(self.i).or(self.toks.last()).map_or(Pos { offset: 0, line: 1, column: 1 }, |t| t.pos)
+        self.toks.get(0).pos
     }
 
     /// Byte offset just past the last token taken (0 before any): a token taken keeps its
     /// place in the text.
     fn prev_end(&self) -> usize {
-        self.i.checked_sub(1).and_then(|k| self.toks.get(k)).map_or(0, |t| t.end)
+        self.toks.prev_end()
     }
 
-    /// The current token, and move past it. A token left behind is taken, not copied: the
-    /// parser never reads a token below `i` (only where one ended, `prev_end`), so its place
-    /// keeps an `Eof` with the token's position and end.
+    /// The current token, and move past it (at the end, `Eof`, and the cursor stays).
     fn advance(&mut self) -> Tok {
-        let last = self.i + 1 >= self.toks.len();
-        match self.toks.get_mut(self.i) {
-            Some(t) if !last => {
-                self.i += 1;
-                std::mem::replace(&mut t.tok, Tok::Eof)
-            }
-            _ => self.peek().clone(),
-        }
+        self.toks.advance()
     }
 
     fn describe(t: &Tok) -> String {

@@ -8,7 +8,7 @@ use super::lexer::Tok;
 use super::Parser;
 use crate::error::{Result, SqlError};
 
-impl Parser {
+impl Parser<'_> {
     /// `VIEW [IF NOT EXISTS] name AS query`, or QuestDB's `AS (query)`, after `CREATE
     /// MATERIALIZED`; `src` is the script the tokens were read from.
     pub(super) fn create_materialized_view(&mut self, src: &str) -> Result<Statement> {
@@ -78,17 +78,16 @@ impl Parser {
     /// Whether a `(` here closes just before the end of the statement (`;` or the end of
     /// input): QuestDB's `AS (query)`, whose query is the text inside. `AS (q1) UNION (q2)`
     /// is not: its query is all of it.
-    fn parenthesised_to_the_end(&self) -> bool {
+    fn parenthesised_to_the_end(&mut self) -> bool {
         if !matches!(self.peek(), Tok::Op("(")) {
             return false;
         }
         let mut depth = 0usize;
-        for (k, t) in self.toks.iter().enumerate().skip(self.i) {
-            match t.tok {
+        for k in 0.. {
+            self.toks.fill(k + 2);
+            match self.peek_at(k) {
                 Tok::Op("(") => depth += 1,
-                Tok::Op(")") if depth <= 1 => {
-                    return matches!(self.toks.get(k + 1).map(|t| &t.tok), Some(Tok::Op(";") | Tok::Eof));
-                }
+                Tok::Op(")") if depth <= 1 => return matches!(self.peek_at(k + 1), Tok::Op(";") | Tok::Eof),
                 Tok::Op(")") => depth -= 1,
                 Tok::Op(";") | Tok::Eof => return false,
                 _ => {}

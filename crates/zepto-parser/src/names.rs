@@ -18,7 +18,7 @@ pub const DATABASE: &str = "zeptodb";
 /// The schema every table lives in.
 pub const PUBLIC: &str = "public";
 
-impl Parser {
+impl Parser<'_> {
     /// A table name a query reads: `(None, name)` for a table of `public`, `(Some(schema),
     /// name)` for a system catalog (its name in lower case).
     pub(super) fn read_table_name(&mut self) -> Result<(Option<SystemSchema>, String)> {

@@ -43,7 +43,7 @@ pub(super) enum CompareOp {
     Regex(bool, bool),
 }
 
-impl Parser {
+impl Parser<'_> {
     /// The comparison operator next, consumed (also in PostgreSQL's `OPERATOR(schema.op)`
     /// spelling), or `None`.
     pub(super) fn compare_op(&mut self) -> Result<Option<CompareOp>> {
@@ -270,9 +270,10 @@ impl Parser {
 
     /// Whether the `trim(` ahead is SQL's form with `BOTH`/`LEADING`/`TRAILING` or `FROM`
     /// (the parenthesis's depth-one words before its close), not a plain call.
-    pub(super) fn trim_has_from(&self) -> bool {
+    pub(super) fn trim_has_from(&mut self) -> bool {
         let mut depth = 0usize;
         for k in 1.. {
+            self.toks.fill(k + 1);
             match self.peek_at(k) {
                 Tok::Op("(") => depth += 1,
                 Tok::Op(")") if depth <= 1 => return false,

@@ -5,7 +5,7 @@ use super::lexer::Tok;
 use super::Parser;
 use crate::error::{Result, SqlError};
 
-impl Parser {
+impl Parser<'_> {
     /// A query; its expressions are measured against the limits on their own (a subquery
     /// inside an expression is not part of that expression's depth).
     #[recursive::recursive]

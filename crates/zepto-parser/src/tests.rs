@@ -499,3 +499,105 @@ fn materialized_view_errors_say_what_is_wrong_and_where() {
     .expect_err("a parameter");
     assert!(e.to_string().contains("cannot take parameters"), "{e}");
 }
+
+/// `parse_statements_with_params` with every token read before the parser starts (as the
+/// parser read them before it read them as it goes).
+fn parse_read_first(sql: &str, params: &[ParamValue]) -> Result<Vec<Statement>> {
+    let interrupt = || Ok(());
+    let mut toks = tokens::Tokens::new(Lexer::new(sql, &interrupt), params);
+    toks.fill(usize::MAX);
+    let mut p = Parser { toks, depth: 0, limits: ParseLimits::default(), expr_nesting: 0, elements: 0 };
+    let parsed = p.script(sql, &interrupt);
+    p.toks.finish(parsed)
+}
+
+/// Errors of the text ahead of where the parser stops still come out: a bad character, an
+/// unterminated string, a parameter without a value, whatever the parser made of the end it
+/// saw there; and a parameter given but never used.
+#[test]
+fn errors_ahead_of_the_parser_come_out() {
+    let err = |sql: &str, params: &[ParamValue]| {
+        let e = parse_statements_with_params(sql, params).expect_err(sql);
+        (e.to_string(), e.pos().map(|p| p.offset))
+    };
+    let (m, at) = err("SELECT 1; SELECT 2 @", &[]);
+    assert!(m.contains("unexpected character '@'") && at == Some(19), "{m}");
+    let (m, at) = err("SELECT 1 FROM t; SELECT 'open", &[]);
+    assert!(m.contains("unterminated string literal") && at == Some(24), "{m}");
+    let (m, _) = err("SELECT ?, ?", &[ParamValue::Int(1)]);
+    assert!(m.contains("no value for parameter $2"), "{m}");
+    let (m, _) = err("SELECT ?", &[ParamValue::Int(1), ParamValue::Int(2)]);
+    assert!(m.contains("2 parameters given but the statement uses 1"), "{m}");
+    // A parse error before the bad text, further than the parser looks ahead, is the first.
+    let (m, at) = err("SELECT 1 2 3 4 5 6 7 @", &[]);
+    assert!(!m.contains("'@'") && at == Some(9), "{m}");
+    let got = parse_statements_with_params("SELECT ?, $1", &[ParamValue::Int(1)]).expect_err("mixed");
+    assert!(got.to_string().contains("mix of '?' and '$n'"), "{got}");
+}
+
+/// Reading the tokens as the parser goes decides every text as reading them all first does,
+/// but for a text with a parse error before its lexer error, which now reports the parse error
+/// (the first in the text): over random texts of statement pieces, bad characters, open
+/// strings, comments, parameters, `trim(... FROM ...)` and materialized views (the two places
+/// the parser looks ahead to a closing parenthesis).
+#[test]
+fn reading_as_the_parser_goes_decides_as_reading_first() {
+    const PIECES: [&str; 34] = [
+        "SELECT",
+        "a",
+        "1",
+        "2.5",
+        ",",
+        "(",
+        ")",
+        "FROM",
+        "t",
+        "WHERE",
+        "IN",
+        "'s'",
+        "'it''s'",
+        "?",
+        "$1",
+        "$2",
+        ";",
+        "trim",
+        "both",
+        "from",
+        "x",
+        "[1, 2]",
+        "--c\n",
+        "/* c */",
+        "\n",
+        "+",
+        "=",
+        "AS",
+        "CREATE MATERIALIZED VIEW v AS",
+        "GROUP BY",
+        "ORDER BY",
+        "LIMIT",
+        "E'\\n'",
+        "NULL",
+    ];
+    const BAD: [&str; 4] = ["@", "'open", "/* open", "$0"];
+    let mut rng = zepto_storage::rng::XorShift::new(0x5eed_7e57);
+    let mut parse_errors_first = 0;
+    for round in 0..20_000 {
+        let n = 1 + rng.index(24);
+        let mut words: Vec<&str> = (0..n).map(|_| PIECES[rng.index(PIECES.len())]).collect();
+        if round % 3 == 0 {
+            words.insert(rng.index(words.len() + 1), BAD[rng.index(BAD.len())]);
+        }
+        let sql = words.join(" ");
+        let params: Vec<ParamValue> = (0..rng.index(3)).map(|i| ParamValue::Int(i as i64 - 1)).collect();
+        let (now, first) = (parse_statements_with_params(&sql, &params), parse_read_first(&sql, &params));
+        match (&now, &first) {
+            (Err(a), Err(b)) if a != b => {
+                let (pa, pb) = (a.pos().map(|p| p.offset), b.pos().map(|p| p.offset));
+                assert!(pa < pb, "{sql:?}: {a} at {pa:?}, read first {b} at {pb:?}");
+                parse_errors_first += 1;
+            }
+            _ => assert_eq!(now, first, "{sql:?}"),
+        }
+    }
+    assert!(parse_errors_first > 0, "some texts have a parse error before their lexer error");
+}

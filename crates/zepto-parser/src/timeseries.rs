@@ -7,7 +7,7 @@ use super::Parser;
 use crate::error::{Result, SqlError};
 use zepto_storage::time;
 
-impl Parser {
+impl Parser<'_> {
     pub(super) fn latest_clause(&mut self) -> Result<Option<Latest>> {
         if !self.is_kw("latest") {
             return Ok(None);

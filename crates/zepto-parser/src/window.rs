@@ -6,7 +6,7 @@ use super::ast::{Expr, FrameBound, FrameUnits, WindowFrame, WindowSpec};
 use super::Parser;
 use crate::error::{Result, SqlError};
 
-impl Parser {
+impl Parser<'_> {
     /// After `OVER`: a parenthesized specification or a window name.
     pub(super) fn over_clause(&mut self) -> Result<WindowSpec> {
         if self.eat_op("(") {
