@@ -722,6 +722,61 @@ pub enum Literal {
     Vector(Vec<f64>),
 }
 
+/// `expr [NOT] IN (v1, v2, ...)` whose items are all integer literals or all string literals
+/// (a long list is most often pasted ids), packed: 8 bytes an integer where an [`Expr`] each
+/// took 64, and bound straight into the binder's set. Printed as the same list of literals.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InValues {
+    /// The value looked for.
+    pub expr: Expr,
+    /// The candidates.
+    pub values: Values,
+    /// `NOT IN`.
+    pub negated: bool,
+    /// Where the first item is: an item's error points there and names the item.
+    pub pos: Pos,
+}
+
+/// The literals of an [`InValues`] list, in order.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Values {
+    /// Integer literals (each within `i64`).
+    Ints(Vec<i64>),
+    /// String literals, unescaped.
+    Strs(Vec<String>),
+}
+
+impl Values {
+    /// How many items.
+    pub fn len(&self) -> usize {
+        match self {
+            Values::Ints(v) => v.len(),
+            Values::Strs(v) => v.len(),
+        }
+    }
+
+    /// Whether there are none (never, for a list the parser made).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Item `i` as the literal it was written as.
+    pub fn literal(&self, i: usize) -> Option<Literal> {
+        match self {
+            Values::Ints(v) => v.get(i).map(|&x| Literal::Int(x)),
+            Values::Strs(v) => v.get(i).map(|s| Literal::Str(s.clone())),
+        }
+    }
+
+    /// Write item `i` as [`Literal`]'s `Display` does.
+    fn write(&self, f: &mut fmt::Formatter<'_>, i: usize) -> fmt::Result {
+        match self {
+            Values::Ints(v) => v.get(i).map_or(Ok(()), |x| write!(f, "{x}")),
+            Values::Strs(v) => v.get(i).map_or(Ok(()), |s| write!(f, "'{}'", s.replace('\'', "''"))),
+        }
+    }
+}
+
 /// An expression as written. `Clone` is written out (not derived) so that it can grow the
 /// stack on deep trees: the binder clones expressions, and a derived clone of a chain 1,000
 /// `AND`s deep overflows a small thread stack.
@@ -787,6 +842,8 @@ pub enum Expr {
         /// `NOT IN`.
         negated: bool,
     },
+    /// `expr [NOT] IN (v1, v2, ...)` of literals of one kind, packed ([`InValues`]).
+    InValues(Box<InValues>),
     /// `expr [NOT] IN (query)`.
     InSubquery {
         /// The value looked for.
@@ -1000,6 +1057,7 @@ impl Clone for Expr {
             Expr::InList { expr, list, negated } => {
                 Expr::InList { expr: expr.clone(), list: list.clone(), negated: *negated }
             }
+            Expr::InValues(v) => Expr::InValues(v.clone()),
             Expr::InSubquery { expr, query, negated } => {
                 Expr::InSubquery { expr: expr.clone(), query: query.clone(), negated: *negated }
             }
@@ -1032,6 +1090,7 @@ impl Expr {
             | Expr::Between { expr, .. }
             | Expr::Like { expr, .. } => expr.pos(),
             Expr::InList { expr, .. } | Expr::InSubquery { expr, .. } => expr.pos(),
+            Expr::InValues(v) => v.expr.pos(),
             _ => None,
         }
     }
@@ -1180,6 +1239,16 @@ impl fmt::Display for Expr {
             Expr::InList { expr, list, negated } => {
                 write!(f, "({expr} {}IN (", if *negated { "NOT " } else { "" })?;
                 comma(f, list)?;
+                f.write_str("))")
+            }
+            Expr::InValues(v) => {
+                write!(f, "({} {}IN (", v.expr, if v.negated { "NOT " } else { "" })?;
+                for i in 0..v.values.len() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    v.values.write(f, i)?;
+                }
                 f.write_str("))")
             }
             Expr::InSubquery { expr, negated, .. } => {

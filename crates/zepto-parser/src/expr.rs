@@ -79,19 +79,25 @@ impl Parser<'_> {
             self.expect_op(")")?;
             return Ok(Expr::InSubquery { expr: Box::new(l), query: Box::new(q), negated });
         }
-        let mut list = Vec::new();
+        let mut items = Items::Exprs(Vec::new());
         loop {
             // A lone literal (most items of a long list) skips the climb through every level
             // of precedence; the enclosing expression's limits still count it.
             let lone = matches!(self.peek(), Tok::Num(_) | Tok::Str(_))
                 && matches!(self.peek_at(1), Tok::Op(",") | Tok::Op(")"));
-            list.push(if lone { self.primary()? } else { self.expr()? });
+            items.push(if lone { self.primary()? } else { self.expr()? });
             if self.eat_op(")") {
                 break;
             }
             self.expect_op(",")?;
         }
-        Ok(Expr::InList { expr: Box::new(l), list, negated })
+        Ok(match items {
+            Items::Packed(values, at) => {
+                let pos = at.first().copied().unwrap_or(pos);
+                Expr::InValues(Box::new(InValues { expr: l, values, negated, pos }))
+            }
+            Items::Exprs(list) => Expr::InList { expr: Box::new(l), list, negated },
+        })
     }
 
     fn comparison(&mut self) -> Result<Expr> {
@@ -577,5 +583,45 @@ impl Parser<'_> {
             fc.over = Some(Box::new(self.over_clause()?));
         }
         Ok(Expr::Func(Box::new(fc)))
+    }
+}
+
+/// An `IN` list's items as they are read: packed ([`Values`]) while every one is an integer
+/// literal, or every one a string literal, with their positions until the list ends (an item
+/// that is neither turns them back into literals where they were written); else expressions.
+enum Items {
+    Packed(Values, Vec<crate::error::Pos>),
+    Exprs(Vec<Expr>),
+}
+
+impl Items {
+    fn push(&mut self, e: Expr) {
+        match (&mut *self, e) {
+            (Items::Packed(Values::Ints(v), at), Expr::Lit(Literal::Int(x), p)) => {
+                v.push(x);
+                at.push(p);
+            }
+            (Items::Packed(Values::Strs(v), at), Expr::Lit(Literal::Str(x), p)) => {
+                v.push(x);
+                at.push(p);
+            }
+            (Items::Exprs(list), Expr::Lit(Literal::Int(x), p)) if list.is_empty() => {
+                *self = Items::Packed(Values::Ints(vec![x]), vec![p]);
+            }
+            (Items::Exprs(list), Expr::Lit(Literal::Str(x), p)) if list.is_empty() => {
+                *self = Items::Packed(Values::Strs(vec![x]), vec![p]);
+            }
+            (Items::Exprs(list), e) => list.push(e),
+            (Items::Packed(..), e) => {
+                let Items::Packed(values, at) = std::mem::replace(self, Items::Exprs(Vec::new())) else { return };
+                let lits: Vec<Literal> = match values {
+                    Values::Ints(v) => v.into_iter().map(Literal::Int).collect(),
+                    Values::Strs(v) => v.into_iter().map(Literal::Str).collect(),
+                };
+                let mut list: Vec<Expr> = lits.into_iter().zip(at).map(|(l, p)| Expr::Lit(l, p)).collect();
+                list.push(e);
+                *self = Items::Exprs(list);
+            }
+        }
     }
 }

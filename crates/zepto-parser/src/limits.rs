@@ -108,13 +108,17 @@ impl ParseLimits {
 
 /// Depth and node count of `e`, walked with an explicit stack (no recursion, whatever the
 /// depth). Subqueries count as one node: their own expressions are measured as they are
-/// parsed.
+/// parsed. A packed `IN` list's items count as the literals they were written as.
 pub fn measure(e: &Expr) -> (usize, usize) {
     let mut stack = vec![(e, 1usize)];
     let (mut depth, mut nodes) = (0usize, 0usize);
     while let Some((e, d)) = stack.pop() {
         depth = depth.max(d);
         nodes += 1;
+        if let Expr::InValues(v) = e {
+            depth = depth.max(d + 1);
+            nodes += v.values.len();
+        }
         for_each_child(e, &mut |c| stack.push((c, d + 1)));
     }
     (depth, nodes)

@@ -601,3 +601,42 @@ fn reading_as_the_parser_goes_decides_as_reading_first() {
     }
     assert!(parse_errors_first > 0, "some texts have a parse error before their lexer error");
 }
+
+/// An `IN` list of integer literals only, or string literals only, is packed as it is read;
+/// an item of another kind turns it back into a list of expressions, every literal at the
+/// place it was written (errors point there).
+#[test]
+fn in_lists_of_one_literal_kind_are_packed() {
+    let where_of = |sql: &str| match one(sql) {
+        Statement::Query(q) => match q.body {
+            SetExpr::Select(s) => s.where_.expect("a WHERE"),
+            other => panic!("{sql}: {other:?}"),
+        },
+        other => panic!("{sql}: {other:?}"),
+    };
+    match where_of("SELECT 1 FROM t WHERE a IN (10, -2, 30)") {
+        Expr::InValues(v) => {
+            assert_eq!(v.values, Values::Ints(vec![10, -2, 30]));
+            assert_eq!(v.pos.offset, 28);
+        }
+        other => panic!("{other:?}"),
+    }
+    match where_of("SELECT 1 FROM t WHERE a NOT IN ('x', 'it''s')") {
+        Expr::InValues(v) => assert!(v.negated && v.values == Values::Strs(vec!["x".into(), "it's".into()])),
+        other => panic!("{other:?}"),
+    }
+    for (sql, at) in
+        [("SELECT 1 FROM t WHERE a IN (1, 2, b)", [28, 31]), ("SELECT 1 FROM t WHERE a IN (1,\n 'x')", [28, 32])]
+    {
+        match where_of(sql) {
+            Expr::InList { list, .. } => {
+                let offsets: Vec<usize> = list.iter().take(2).filter_map(|e| e.pos()).map(|p| p.offset).collect();
+                assert_eq!(offsets, at, "{sql}");
+            }
+            other => panic!("{sql}: {other:?}"),
+        }
+    }
+    // Printed as the literals were: `(a IN (1, 2))`, as the unpacked list prints.
+    assert_eq!(where_of("SELECT 1 FROM t WHERE a IN (1,2)").to_string(), "(a IN (1, 2))");
+    assert_eq!(where_of("SELECT 1 FROM t WHERE a IN ('it''s')").to_string(), "(a IN ('it''s'))");
+}

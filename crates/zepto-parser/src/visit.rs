@@ -110,6 +110,7 @@ pub fn rewrite_expr(e: &mut Expr, f: &mut dyn FnMut(&mut Expr)) {
             rewrite_expr(expr, f);
             list.iter_mut().for_each(|a| rewrite_expr(a, f));
         }
+        Expr::InValues(v) => rewrite_expr(&mut v.expr, f),
         Expr::InSubquery { expr, query, .. } => {
             rewrite_expr(expr, f);
             rewrite_query(query, f);
@@ -169,6 +170,7 @@ pub fn for_each_child<'e>(e: &'e Expr, f: &mut dyn FnMut(&'e Expr)) {
             f(expr);
             list.iter().for_each(&mut *f);
         }
+        Expr::InValues(v) => f(&v.expr),
         Expr::Between { expr, lo, hi, .. } => {
             f(expr);
             f(lo);

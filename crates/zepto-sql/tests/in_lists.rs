@@ -114,3 +114,76 @@ fn a_subquery_of_many_values_is_a_lookup_too() {
     assert_eq!(count(&e, sql), want);
     assert!(explain(&e, sql).contains("IN by hash lookup"), "{}", explain(&e, sql));
 }
+
+/// A list of integer literals only, or string literals only, is held packed from the parser
+/// on (`InValues`) and bound straight into the set: it answers (and fails) as the same list
+/// does when one item is written as an expression (a cast to its own type), which keeps it a
+/// list of expressions. Every column type against both kinds, short and long lists, numbers past
+/// INTEGER, numeric and other strings, the select list's column name and `NOT IN`.
+#[test]
+fn packed_lists_answer_as_lists_of_expressions() {
+    let e = engine();
+    e.execute("CREATE TABLE u (ts TIMESTAMP, i INTEGER, b BIGINT, d DOUBLE, v VARCHAR, y SYMBOL)").expect("create");
+    let rows: Vec<String> = (0..400)
+        .map(|k| format!("({k}, {}, {}, {}.5, '{}', 's{}')", k % 37, k * 1_000_003, k % 11, k % 23, k % 7))
+        .collect();
+    e.execute(&format!("INSERT INTO u VALUES {}", rows.join(","))).expect("insert");
+    let mut x = 11u64;
+    let mut next = |n: u64| {
+        x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        (x >> 33) % n
+    };
+    let mut compared = 0;
+    for round in 0..120 {
+        let size = [1usize, 3, 8, 40, 300][round % 5];
+        let items: Vec<String> = (0..size)
+            .map(|_| match round % 4 {
+                0 => (next(60) as i64 - 5).to_string(),
+                1 => (next(400) * 1_000_003).to_string(),
+                2 => format!("'{}'", next(30)),
+                _ => ["'s1'", "'s3'", "'7'", "'x''y'", "'12'"][next(5) as usize].to_string(),
+            })
+            .collect();
+        let packed = items.join(", ");
+        // The first item cast to the type its literal binds to: the same value, but not a
+        // literal, so the list stays one of expressions.
+        let mut spelled = items.clone();
+        let ty = match items[0].parse::<i64>() {
+            Ok(v) if i32::try_from(v).is_ok() => "INTEGER",
+            Ok(_) => "BIGINT",
+            Err(_) => "VARCHAR",
+        };
+        spelled[0] = format!("CAST({} AS {ty})", spelled[0]);
+        let spelled = spelled.join(", ");
+        let packs = |list: &str| {
+            let st = zepto_sql::parser::parse_statement(&format!("SELECT 1 IN ({list})")).expect("parses");
+            format!("{st:?}").contains("InValues")
+        };
+        assert!(packs(&packed) && !packs(&spelled), "{packed} / {spelled}");
+        for col in ["i", "b", "d", "v", "y", "ts"] {
+            for not in ["", "NOT "] {
+                let q = |list: &str| format!("SELECT {col} {not}IN ({list}), count(*) FROM u GROUP BY 1 ORDER BY 1");
+                let (a, b) = (e.execute(&q(&packed)), e.execute(&q(&spelled)));
+                match (&a, &b) {
+                    (Ok(a), Ok(b)) => {
+                        let rows = |r: &zepto_sql::QueryResult| {
+                            let b = r.batch();
+                            (0..r.row_count())
+                                .map(|i| b.columns.iter().map(|c| c.get(i)).collect())
+                                .collect::<Vec<Vec<Value>>>()
+                        };
+                        assert_eq!(rows(a), rows(b), "{}", q(&packed));
+                        compared += 1;
+                    }
+                    (Err(_), Err(_)) => {}
+                    _ => panic!("{}: {:?} / {:?}", q(&packed), a.as_ref().err(), b.as_ref().err()),
+                }
+            }
+        }
+    }
+    assert!(compared > 500, "{compared} answers compared");
+    let r = e.execute("SELECT i IN (1, 2) FROM u LIMIT 1").expect("name");
+    assert_eq!(r.fields[0].name, "(i IN (1, 2))");
+    let err = e.execute("SELECT count(*) FROM u WHERE v IN (1, 2)").expect_err("text against numbers");
+    assert!(err.to_string().contains("cannot compare"), "{err}");
+}

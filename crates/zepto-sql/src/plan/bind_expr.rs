@@ -9,8 +9,8 @@ use crate::eval::eval_const;
 use crate::expr::functions::{self, scalar_arity, scalar_by_name, Family, ScalarFunc};
 use crate::expr::in_set::{self, InSet};
 use crate::parser::ast::{
-    BinaryOp, Expr, FuncCall, Literal, Query, UnaryOp, ARRAY_CAST, ARRAY_QUANTIFIED, ARRAY_QUERY, ARRAY_VALUE,
-    FIELD_OF, NOT_DISTINCT, QUESTDB_IN,
+    BinaryOp, Expr, FuncCall, InValues, Literal, Query, UnaryOp, ARRAY_CAST, ARRAY_QUANTIFIED, ARRAY_QUERY,
+    ARRAY_VALUE, FIELD_OF, NOT_DISTINCT, QUESTDB_IN,
 };
 use crate::plan::srf::SrfFunc;
 use crate::plan::ArrayOf;
@@ -178,6 +178,7 @@ pub fn walk(e: &Expr, f: &mut impl FnMut(&Expr)) {
             walk(expr, f);
             list.iter().for_each(|a| walk(a, f));
         }
+        Expr::InValues(v) => walk(&v.expr, f),
         Expr::InSubquery { expr, .. } => walk(expr, f),
         Expr::Between { expr, lo, hi, .. } => {
             walk(expr, f);
@@ -347,6 +348,17 @@ pub fn coerce_pair(l: BExpr, r: BExpr, pos: Pos) -> Result<(BExpr, BExpr)> {
     match common_type(lt, rt) {
         Some(t) => Ok((cast_to(l, t)?, cast_to(r, t)?)),
         None => Err(SqlError::plan(format!("cannot compare {lt} with {rt}"), Some(pos))),
+    }
+}
+
+/// An error of an item of a packed `IN` list ([`InValues`]), naming the item: its position
+/// is the list's.
+fn in_item(e: SqlError, lit: &Literal) -> SqlError {
+    match e {
+        SqlError::Plan { message, pos } => {
+            SqlError::Plan { message: format!("{message} (the IN list's item {lit})"), pos }
+        }
+        e => e,
     }
 }
 
@@ -599,6 +611,7 @@ impl ExprBinder<'_> {
             }
             Expr::Case { operand, whens, else_ } => self.bind_case(operand.as_deref(), whens, else_.as_deref()),
             Expr::InList { expr, list, negated } => self.bind_in_list(expr, list, *negated),
+            Expr::InValues(v) => self.bind_in_values(v),
             Expr::InSubquery { expr, query, negated } => self.bind_in_subquery(expr, query, *negated),
             Expr::Exists { query, negated } => self.bind_exists(query, *negated),
             Expr::Subquery(q) => self.bind_scalar_subquery(q),
@@ -653,6 +666,56 @@ impl ExprBinder<'_> {
             })
             .collect::<Result<Vec<_>>>()?;
         Ok(list_or_set(x, items, negated))
+    }
+
+    /// `x [NOT] IN (v1, v2, ...)` of packed literals: what [`Self::bind_in_list`] makes of the
+    /// same literals, each bound and coerced as it would be, without a bound expression held
+    /// for every item. An item's error points at the list's first item and names the item.
+    fn bind_in_values(&mut self, v: &InValues) -> Result<BExpr> {
+        let x = self.bind(&v.expr)?;
+        let n = v.values.len();
+        // Item `i` coerced against `x`, as `bind_in_list` does each.
+        let item = |i: usize| -> Result<BExpr> {
+            let lit = v.values.literal(i).ok_or_else(|| SqlError::Internal("IN list item out of range".into()))?;
+            let (_, b) = coerce_pair(x.clone(), bind_literal(&lit, v.pos)?, v.pos).map_err(|e| in_item(e, &lit))?;
+            Ok(b)
+        };
+        // The list's type: the items' common type with `x` (an item that fails here fails
+        // again below, where its error is returned).
+        let mut target = Some(x.data_type());
+        for i in 0..n {
+            target = target.and_then(|t| common_type(t, item(i).ok()?.data_type()));
+        }
+        let to = match target {
+            Some(t) if !(t.is_string() && x.data_type().is_string()) => t,
+            _ => x.data_type(),
+        };
+        let as_x = |i: usize| -> Result<BExpr> {
+            let b = item(i)?;
+            if b.data_type() == to || (b.data_type().is_string() && to.is_string()) {
+                Ok(b)
+            } else {
+                cast_to(b, to)
+            }
+        };
+        let xs = cast_to(x.clone(), to)?;
+        if n >= in_set::HASH_FROM {
+            // Straight into the set: a value each, not a bound expression each.
+            let mut values = Vec::with_capacity(n);
+            for i in 0..n {
+                match as_x(i)? {
+                    BExpr::Lit(value, _) => values.push(value),
+                    _ => break,
+                }
+            }
+            if values.len() == n {
+                if let Some(set) = InSet::build(xs.data_type(), values.iter()) {
+                    return Ok(BExpr::InSet { expr: Box::new(xs), set, negated: v.negated });
+                }
+            }
+        }
+        let items = (0..n).map(as_x).collect::<Result<Vec<_>>>()?;
+        Ok(list_or_set(xs, items, v.negated))
     }
 
     /// `x [NOT] IN (subquery)`: an uncorrelated subquery's distinct values become a list;

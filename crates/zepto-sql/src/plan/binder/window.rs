@@ -562,6 +562,7 @@ pub(super) fn visit_children<'e>(e: &'e Expr, f: &mut dyn FnMut(&'e Expr)) {
             f(expr);
             list.iter().for_each(f);
         }
+        Expr::InValues(v) => f(&v.expr),
         Expr::InSubquery { expr, .. } => f(expr),
         Expr::Between { expr, lo, hi, .. } => {
             f(expr);
