@@ -139,7 +139,8 @@ fn packed_lists_answer_as_lists_of_expressions() {
         let items: Vec<String> = (0..size)
             .map(|_| match round % 4 {
                 0 => (next(60) as i64 - 5).to_string(),
-                1 => (next(400) * 1_000_003).to_string(),
+                // Both INTEGER and BIGINT literals (past 2^31) in one list.
+                1 => (next(400) * [1_000_003, 10_000_019][next(2) as usize]).to_string(),
                 2 => format!("'{}'", next(30)),
                 _ => ["'s1'", "'s3'", "'7'", "'x''y'", "'12'"][next(5) as usize].to_string(),
             })

@@ -9,7 +9,7 @@ use crate::eval::eval_const;
 use crate::expr::functions::{self, scalar_arity, scalar_by_name, Family, ScalarFunc};
 use crate::expr::in_set::{self, InSet};
 use crate::parser::ast::{
-    BinaryOp, Expr, FuncCall, InValues, Literal, Query, UnaryOp, ARRAY_CAST, ARRAY_QUANTIFIED, ARRAY_QUERY,
+    BinaryOp, Expr, FuncCall, InValues, Literal, Query, UnaryOp, Values, ARRAY_CAST, ARRAY_QUANTIFIED, ARRAY_QUERY,
     ARRAY_VALUE, FIELD_OF, NOT_DISTINCT, QUESTDB_IN,
 };
 use crate::plan::srf::SrfFunc;
@@ -680,10 +680,19 @@ impl ExprBinder<'_> {
             let (_, b) = coerce_pair(x.clone(), bind_literal(&lit, v.pos)?, v.pos).map_err(|e| in_item(e, &lit))?;
             Ok(b)
         };
-        // The list's type: the items' common type with `x` (an item that fails here fails
-        // again below, where its error is returned).
+        // The list's type: the items' common type with `x`. An item's coerced type follows
+        // from its literal's type alone (its value only decides whether it fails, and a
+        // failing item fails again below, where its error is returned): one item of each
+        // literal type decides it (integers bind as INTEGER when they fit, else BIGINT).
+        let firsts: Vec<usize> = match &v.values {
+            Values::Ints(xs) => [|x: &i64| i32::try_from(*x).is_ok(), |x: &i64| i32::try_from(*x).is_err()]
+                .iter()
+                .filter_map(|kind| xs.iter().position(kind))
+                .collect(),
+            Values::Strs(_) => vec![0],
+        };
         let mut target = Some(x.data_type());
-        for i in 0..n {
+        for i in firsts.into_iter().filter(|&i| i < n) {
             target = target.and_then(|t| common_type(t, item(i).ok()?.data_type()));
         }
         let to = match target {
