@@ -712,6 +712,9 @@ impl ExprBinder<'_> {
             // Straight into the set: a value each, not a bound expression each.
             let mut values = Vec::with_capacity(n);
             for i in 0..n {
+                // Each item counts against the query's deadline, as binding it as an
+                // expression does.
+                self.runner.tick()?;
                 match as_x(i)? {
                     BExpr::Lit(value, _) => values.push(value),
                     _ => break,
@@ -723,7 +726,11 @@ impl ExprBinder<'_> {
                 }
             }
         }
-        let items = (0..n).map(as_x).collect::<Result<Vec<_>>>()?;
+        let mut items = Vec::with_capacity(n);
+        for i in 0..n {
+            self.runner.tick()?;
+            items.push(as_x(i)?);
+        }
         Ok(list_or_set(xs, items, v.negated))
     }
 
