@@ -1,10 +1,9 @@
-//! One HNSW graph: usearch's index behind a small API keyed by row position.
+//! One HNSW graph ([`crate::hnsw`]) behind a small API keyed by row position, over the
+//! distance of its metric ([`crate::kernel`]).
 
+use crate::hnsw::{Hnsw, Tuning};
+use crate::kernel::{CosineHalf, InnerProduct, SquaredL2};
 use crate::{half, AnnError, HnswParams, IndexSpec, Metric};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::RwLock;
-use usearch::f16;
-use usearch::ffi::{IndexOptions, MetricKind, ScalarKind};
 use zepto_storage::vector;
 
 /// A row a search found: its key (the row's position in the partition) and its distance as the
@@ -18,12 +17,20 @@ pub struct Hit {
 }
 
 /// An HNSW graph over vectors of one dimension. Adds and searches may run from many threads at
-/// once (usearch locks per node); keys are added once each. Growing the capacity reallocates,
-/// which usearch does not allow beside a search: `grow` is taken exclusively for that only.
+/// once; keys are added once each.
 pub struct Graph {
-    index: usearch::Index,
-    grow: RwLock<()>,
+    inner: ByMetric,
     spec: IndexSpec,
+}
+
+/// The graph of each metric: a cosine graph holds unit vectors in half precision
+/// ([`crate::half`]), so its distance is one dot product of 16-bit values, not three sums and a
+/// square root over 32-bit ones: the build and the walk read half the memory. L2 and
+/// inner-product graphs keep f32, whose range their values may need.
+enum ByMetric {
+    Cosine(Hnsw<CosineHalf>),
+    L2(Hnsw<SquaredL2>),
+    InnerProduct(Hnsw<InnerProduct>),
 }
 
 impl std::fmt::Debug for Graph {
@@ -32,64 +39,14 @@ impl std::fmt::Debug for Graph {
     }
 }
 
-/// Threads that may add or search at once: usearch keeps one search context per thread and
-/// makes a caller wait for a free one beyond that.
-fn contexts() -> usize {
-    std::thread::available_parallelism().map_or(4, |n| n.get()).max(4) * 2
-}
-
-/// The distance the graph ranks by, computed by our own kernels (AVX2 + FMA chosen at run
-/// time): usearch's built-in ones, without its SIMD feature, are compiled for baseline x86-64.
-/// A cosine graph holds unit vectors in half precision ([`Scratch::prepare`], [`crate::half`]),
-/// so its distance is one dot product of 16-bit values, not three sums and a square root over
-/// 32-bit ones: the build and the walk read half the memory. L2 and inner-product graphs keep
-/// f32, whose range their values may need.
-fn set_kernel(index: &mut usearch::Index, metric: Metric, dim: usize) {
-    // SAFETY (both closures): usearch calls the metric with two pointers to vectors of the
-    // index's dimension (`dim`) and scalar kind, valid for the call.
-    match metric {
-        Metric::Cosine => index.change_metric::<f16>(Box::new(move |a, b| {
-            let (a, b) =
-                unsafe { (std::slice::from_raw_parts(a.cast(), dim), std::slice::from_raw_parts(b.cast(), dim)) };
-            1.0 - half::dot(a, b)
-        })),
-        Metric::L2 | Metric::InnerProduct => index.change_metric::<f32>(Box::new(move |a, b| {
-            let (a, b) = unsafe { (std::slice::from_raw_parts(a, dim), std::slice::from_raw_parts(b, dim)) };
-            match metric {
-                Metric::L2 => vector::l2_squared(a, b) as f32,
-                _ => (1.0 - vector::dot(a, b)) as f32,
-            }
-        })),
-    }
-}
-
-/// A vector as the graph stores and compares it.
-enum Prepared<'a> {
-    Single(&'a [f32]),
-    Half(&'a [f16]),
-}
-
-/// Per-thread buffers that turn a row into what the graph holds, without allocating per row.
-#[derive(Default)]
-struct Scratch {
-    unit: Vec<f32>,
-    half: Vec<i16>,
-}
-
-impl Scratch {
-    /// `v` as the graph holds it: for cosine scaled to unit length (a zero vector stays zero:
-    /// its distance to anything is 1) and in half precision; as is otherwise.
-    fn prepare<'a>(&'a mut self, metric: Metric, v: &'a [f32]) -> Prepared<'a> {
-        if metric != Metric::Cosine {
-            return Prepared::Single(v);
-        }
-        let norm = vector::dot(v, v).sqrt();
-        let inv = if norm > 0.0 && norm.is_finite() { (1.0 / norm) as f32 } else { 1.0 };
-        self.unit.clear();
-        self.unit.extend(v.iter().map(|x| x * inv));
-        half::encode(&self.unit, &mut self.half);
-        Prepared::Half(f16::from_i16s(&self.half))
-    }
+/// `v` scaled to unit length (a zero vector stays zero: its distance to anything is 1), in
+/// half precision, into `out`; `unit` is scratch.
+fn unit_half(v: &[f32], unit: &mut Vec<f32>, out: &mut Vec<i16>) {
+    let norm = vector::dot(v, v).sqrt();
+    let inv = if norm > 0.0 && norm.is_finite() { (1.0 / norm) as f32 } else { 1.0 };
+    unit.clear();
+    unit.extend(v.iter().map(|x| x * inv));
+    half::encode(unit, out);
 }
 
 /// A query vector prepared once for every graph of one metric it is searched in (a search
@@ -111,17 +68,15 @@ enum Held {
 impl Query {
     /// `v` as a graph of `metric` compares it.
     pub fn new(metric: Metric, v: &[f32]) -> Query {
-        let mut scratch = Scratch::default();
-        let held = match scratch.prepare(metric, v) {
-            Prepared::Single(_) => Held::Single(v.to_vec()),
-            Prepared::Half(_) => Held::Half(scratch.half),
+        let held = if metric == Metric::Cosine {
+            let mut out = Vec::new();
+            unit_half(v, &mut Vec::new(), &mut out);
+            Held::Half(out)
+        } else {
+            Held::Single(v.to_vec())
         };
         Query { metric, dim: v.len(), held }
     }
-}
-
-fn library(e: impl std::fmt::Display) -> AnnError {
-    AnnError::Library(e.to_string())
 }
 
 impl Graph {
@@ -130,23 +85,13 @@ impl Graph {
         if !(1..=65_535).contains(&dim) {
             return Err(AnnError::Invalid(format!("dimension {dim}: it must be between 1 and 65535")));
         }
-        let options = IndexOptions {
-            dimensions: dim,
-            metric: match metric {
-                Metric::Cosine => MetricKind::Cos,
-                Metric::L2 => MetricKind::L2sq,
-                Metric::InnerProduct => MetricKind::IP,
-            },
-            quantization: if metric == Metric::Cosine { ScalarKind::F16 } else { ScalarKind::F32 },
-            connectivity: params.m(),
-            expansion_add: params.ef_construction(),
-            expansion_search: params.ef_search(),
-            multi: false,
+        let tuning = Tuning { m: params.m(), ef_construction: params.ef_construction() };
+        let inner = match metric {
+            Metric::Cosine => ByMetric::Cosine(Hnsw::new(dim, tuning)),
+            Metric::L2 => ByMetric::L2(Hnsw::new(dim, tuning)),
+            Metric::InnerProduct => ByMetric::InnerProduct(Hnsw::new(dim, tuning)),
         };
-        let mut index = usearch::Index::new(&options).map_err(library)?;
-        set_kernel(&mut index, metric, dim);
-        index.reserve_capacity_and_threads(0, contexts()).map_err(library)?;
-        Ok(Graph { index, grow: RwLock::new(()), spec: IndexSpec::new(dim, metric, params) })
+        Ok(Graph { inner, spec: IndexSpec::new(dim, metric, params) })
     }
 
     /// Its dimension, metric and parameters.
@@ -156,7 +101,11 @@ impl Graph {
 
     /// Vectors in the graph.
     pub fn len(&self) -> usize {
-        self.index.size()
+        match &self.inner {
+            ByMetric::Cosine(g) => g.len(),
+            ByMetric::L2(g) => g.len(),
+            ByMetric::InnerProduct(g) => g.len(),
+        }
     }
 
     /// True when no vector was added.
@@ -166,47 +115,38 @@ impl Graph {
 
     /// Bytes the graph holds (its vectors and edges).
     pub fn memory_bytes(&self) -> usize {
-        self.index.memory_usage()
+        match &self.inner {
+            ByMetric::Cosine(g) => g.memory_bytes(),
+            ByMetric::L2(g) => g.memory_bytes(),
+            ByMetric::InnerProduct(g) => g.memory_bytes(),
+        }
     }
 
     /// Add `vectors` (rows of the graph's dimension, [`IndexSpec::dim`] values, laid end to end) under keys `first_key`,
     /// `first_key + 1`, ..., on up to `threads` threads. Capacity grows by doubling, so adding
     /// rows a few at a time costs amortized O(1) reallocation per row.
     pub fn add(&self, first_key: u64, vectors: &[f32], threads: usize) -> Result<(), AnnError> {
-        if !vectors.len().is_multiple_of(self.spec.dim()) {
-            return Err(AnnError::Dimension { want: self.spec.dim(), got: vectors.len() % self.spec.dim() });
+        let dim = self.spec.dim();
+        if !vectors.len().is_multiple_of(dim) {
+            return Err(AnnError::Dimension { want: dim, got: vectors.len() % dim });
         }
-        let rows = vectors.len() / self.spec.dim();
-        let want = self.len() + rows;
-        if want > self.index.capacity() {
-            let _alone = self.grow.write().unwrap_or_else(|e| e.into_inner());
-            let grown = want.max(self.index.capacity().saturating_mul(2)).max(1024);
-            self.index.reserve_capacity_and_threads(grown, contexts()).map_err(library)?;
+        let rows = vectors.len() / dim;
+        let row = |i: usize| &vectors[i * dim..(i + 1) * dim];
+        let key = |i: usize| first_key + i as u64;
+        match &self.inner {
+            ByMetric::Cosine(g) => g.add(rows, threads, |i, unit: &mut Vec<f32>, out| {
+                unit_half(row(i), unit, out);
+                key(i)
+            }),
+            ByMetric::L2(g) => g.add(rows, threads, |i, _: &mut (), out| {
+                out.extend_from_slice(row(i));
+                key(i)
+            }),
+            ByMetric::InnerProduct(g) => g.add(rows, threads, |i, _: &mut (), out| {
+                out.extend_from_slice(row(i));
+                key(i)
+            }),
         }
-        let _shared = self.grow.read().unwrap_or_else(|e| e.into_inner());
-        let next = AtomicUsize::new(0);
-        let work = || -> Result<(), AnnError> {
-            let mut scratch = Scratch::default();
-            loop {
-                let row = next.fetch_add(1, Ordering::Relaxed);
-                let Some(v) = vectors.get(row * self.spec.dim()..(row + 1) * self.spec.dim()) else { return Ok(()) };
-                let key = first_key + row as u64;
-                match scratch.prepare(self.spec.metric(), v) {
-                    Prepared::Single(v) => self.index.add(key, v),
-                    Prepared::Half(v) => self.index.add(key, v),
-                }
-                .map_err(library)?;
-            }
-        };
-        let threads = threads.clamp(1, contexts()).min(rows.max(1));
-        std::thread::scope(|s| {
-            let helpers: Vec<_> = (1..threads).map(|_| s.spawn(work)).collect();
-            let mine = work();
-            helpers
-                .into_iter()
-                .try_for_each(|h| h.join().unwrap_or_else(|_| Err(library("a graph builder panicked"))))?;
-            mine
-        })
     }
 
     /// The `k` keys nearest to `query`, nearest first, among those `keep` accepts (`keep` is
@@ -227,18 +167,17 @@ impl Graph {
                 self.spec.metric()
             )));
         }
-        if k == 0 || self.is_empty() {
+        if k == 0 {
             return Ok(Vec::new());
         }
-        let _shared = self.grow.read().unwrap_or_else(|e| e.into_inner());
-        let found = match (&query.held, keep) {
-            (Held::Single(q), Some(keep)) => self.index.filtered_search(q, k, keep),
-            (Held::Single(q), None) => self.index.search(q, k),
-            (Held::Half(q), Some(keep)) => self.index.filtered_search(f16::from_i16s(q), k, keep),
-            (Held::Half(q), None) => self.index.search(f16::from_i16s(q), k),
-        }
-        .map_err(library)?;
-        Ok(found.keys.iter().zip(&found.distances).map(|(&key, &distance)| Hit { key, distance }).collect())
+        let ef = self.spec.params().ef_search();
+        let found = match (&self.inner, &query.held) {
+            (ByMetric::Cosine(g), Held::Half(q)) => g.search(q, k, ef, keep),
+            (ByMetric::L2(g), Held::Single(q)) => g.search(q, k, ef, keep),
+            (ByMetric::InnerProduct(g), Held::Single(q)) => g.search(q, k, ef, keep),
+            _ => unreachable!("a query is prepared for its metric's graph (checked above)"),
+        };
+        Ok(found.into_iter().map(|(key, distance)| Hit { key, distance }).collect())
     }
 }
 

@@ -7,7 +7,7 @@
 //! by about 1e-3 at most, which only decides which rows the walk finds. The engine ranks what
 //! the graph returns with the exact f32 distance from the column.
 //!
-//! Values are carried as `i16` bit patterns, the form usearch takes them in. The AVX2 + F16C
+//! Values are carried as `i16` bit patterns. The AVX2 + F16C
 //! kernels are chosen at run time; the portable ones give the same results (conversion is
 //! exact both ways, and rounding is to nearest even, as F16C does).
 

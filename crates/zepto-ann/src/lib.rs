@@ -1,4 +1,4 @@
-//! Approximate nearest-neighbour graphs for `FLOAT[n]` columns: HNSW graphs (through `usearch`),
+//! Approximate nearest-neighbour graphs for `FLOAT[n]` columns: HNSW graphs (our own: the `hnsw` module),
 //! one per partition of an indexed column, kept in step with the table.
 //!
 //! # What it owns
@@ -6,7 +6,7 @@
 //! The graphs only. The catalog holds, logs and checkpoints the definition (`IndexDef`); a graph
 //! is derived data, built again from the rows after a restart. zepto-sql decides when to use one.
 //!
-//! * [`Graph`] — one usearch index keyed by row position: [`Graph::add`] on many threads,
+//! * [`Graph`] — one HNSW graph keyed by row position: [`Graph::add`] on many threads,
 //!   [`Graph::search`] with a filter called inside the walk, answering [`Hit`]s.
 //! * [`Registry`] — the graphs of every index of a catalog: per index, one [`PartGraph`] per
 //!   partition lineage, holding that partition's rows `0..covered` ([`PartGraph::covered`]).
@@ -46,6 +46,8 @@
 
 mod graph;
 pub mod half;
+mod hnsw;
+mod kernel;
 mod registry;
 
 pub use graph::{Graph, Hit, Query};
