@@ -33,6 +33,17 @@ enum ByMetric {
     InnerProduct(Hnsw<InnerProduct>),
 }
 
+/// `$body` on the graph of whichever metric `$inner` holds, bound to `$g`.
+macro_rules! each_metric {
+    ($inner:expr, $g:ident => $body:expr) => {
+        match $inner {
+            ByMetric::Cosine($g) => $body,
+            ByMetric::L2($g) => $body,
+            ByMetric::InnerProduct($g) => $body,
+        }
+    };
+}
+
 impl std::fmt::Debug for Graph {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Graph").field("spec", &self.spec).field("len", &self.len()).finish()
@@ -101,11 +112,7 @@ impl Graph {
 
     /// Vectors in the graph.
     pub fn len(&self) -> usize {
-        match &self.inner {
-            ByMetric::Cosine(g) => g.len(),
-            ByMetric::L2(g) => g.len(),
-            ByMetric::InnerProduct(g) => g.len(),
-        }
+        each_metric!(&self.inner, g => g.len())
     }
 
     /// True when no vector was added.
@@ -115,11 +122,7 @@ impl Graph {
 
     /// Bytes the graph holds (its vectors and edges).
     pub fn memory_bytes(&self) -> usize {
-        match &self.inner {
-            ByMetric::Cosine(g) => g.memory_bytes(),
-            ByMetric::L2(g) => g.memory_bytes(),
-            ByMetric::InnerProduct(g) => g.memory_bytes(),
-        }
+        each_metric!(&self.inner, g => g.memory_bytes())
     }
 
     /// Add `vectors` (rows of the graph's dimension, [`IndexSpec::dim`] values, laid end to end) under keys `first_key`,
@@ -142,6 +145,7 @@ impl Graph {
                 out.extend_from_slice(row(i));
                 key(i)
             }),
+            // The same f32 rows as L2's; a separate arm because the kernel types differ.
             ByMetric::InnerProduct(g) => g.add(rows, threads, |i, _: &mut (), out| {
                 out.extend_from_slice(row(i));
                 key(i)
@@ -171,13 +175,13 @@ impl Graph {
             return Ok(Vec::new());
         }
         let ef = self.spec.params().ef_search();
-        let found = match (&self.inner, &query.held) {
-            (ByMetric::Cosine(g), Held::Half(q)) => g.search(q, k, ef, keep),
-            (ByMetric::L2(g), Held::Single(q)) => g.search(q, k, ef, keep),
-            (ByMetric::InnerProduct(g), Held::Single(q)) => g.search(q, k, ef, keep),
+        let hit = |key, distance| Hit { key, distance };
+        Ok(match (&self.inner, &query.held) {
+            (ByMetric::Cosine(g), Held::Half(q)) => g.search(q, k, ef, keep, hit),
+            (ByMetric::L2(g), Held::Single(q)) => g.search(q, k, ef, keep, hit),
+            (ByMetric::InnerProduct(g), Held::Single(q)) => g.search(q, k, ef, keep, hit),
             _ => unreachable!("a query is prepared for its metric's graph (checked above)"),
-        };
-        Ok(found.into_iter().map(|(key, distance)| Hit { key, distance }).collect())
+        })
     }
 }
 
@@ -185,17 +189,9 @@ impl Graph {
 mod tests {
     use super::*;
 
-    /// Deterministic pseudo-random vectors (xorshift), `rows` x `dim`.
+    /// Deterministic pseudo-random vectors, `rows` x `dim`.
     fn vectors(rows: usize, dim: usize, seed: u64) -> Vec<f32> {
-        let mut s = seed | 1;
-        (0..rows * dim)
-            .map(|_| {
-                s ^= s << 13;
-                s ^= s >> 7;
-                s ^= s << 17;
-                (s >> 40) as f32 / (1u64 << 24) as f32 - 0.5
-            })
-            .collect()
+        crate::hnsw::tests::values(rows * dim, seed)
     }
 
     fn cosine_distance(a: &[f32], b: &[f32]) -> f64 {

@@ -69,9 +69,12 @@ pub enum AnnError {
         /// The vector's length.
         got: usize,
     },
-    /// The library failed (out of memory, mostly).
-    #[error("vector index: {0}")]
-    Library(String),
+    /// A graph could not grow to hold its vectors.
+    #[error("vector index: out of memory growing a graph to {bytes} bytes")]
+    OutOfMemory {
+        /// The size the graph's memory would have grown to.
+        bytes: usize,
+    },
 }
 
 /// How a graph measures distance: the metric of the SQL function it answers.

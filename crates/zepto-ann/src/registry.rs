@@ -245,7 +245,9 @@ impl Registry {
     /// The graph for `lineage` under `k`, started if there is none (true when started).
     fn part_graph(&self, k: &Key, lineage: u64) -> Result<(Arc<PartGraph>, bool), AnnError> {
         let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
-        let e = entries.get_mut(k).ok_or_else(|| AnnError::Library("an index entry went missing".into()))?;
+        let e = entries
+            .get_mut(k)
+            .ok_or_else(|| AnnError::Invalid("the index was dropped while its graph was being started".into()))?;
         if let Some(g) = e.parts.get(&lineage) {
             return Ok((g.clone(), false));
         }

@@ -15,7 +15,7 @@
 mod insert;
 mod store;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 mod walk;
 
 use crate::kernel::Kernel;
@@ -134,9 +134,16 @@ impl<K: Kernel> Hnsw<K> {
         Ok(())
     }
 
-    /// The `k` nodes nearest to `q` that `keep` accepts, nearest first, as (key, distance),
-    /// with a beam of `ef` (at least `k`).
-    pub(crate) fn search(&self, q: &[K::Elem], k: usize, ef: usize, keep: Keep<'_>) -> Vec<(u64, f32)> {
+    /// The `k` nodes nearest to `q` that `keep` accepts, nearest first, each as `hit(key,
+    /// distance)`, with a beam of `ef` (at least `k`).
+    pub(crate) fn search<H>(
+        &self,
+        q: &[K::Elem],
+        k: usize,
+        ef: usize,
+        keep: Keep<'_>,
+        hit: impl Fn(u64, f32) -> H,
+    ) -> Vec<H> {
         let Some((slot, top)) = unpack(self.entry.load(Ordering::Acquire)) else { return Vec::new() };
         let store = self.store.read().unwrap_or_else(|e| e.into_inner());
         let mut at = Scored { dist: K::distance(q, store.vector(slot)), slot };
@@ -144,10 +151,12 @@ impl<K: Kernel> Hnsw<K> {
             at = walk::descend::<K>(&store, q, at, level);
         }
         let mut walker = self.walker();
-        let mut found = Vec::new();
+        let mut found = std::mem::take(&mut walker.found);
         walker.search::<K>(&store, q, at, ef.max(k), 0, keep, &mut found);
+        let hits = found.iter().take(k).map(|s| hit(store.key(s.slot), s.dist)).collect();
+        walker.found = found;
         self.give_back(walker);
-        found.iter().take(k).map(|s| (store.key(s.slot), s.dist)).collect()
+        hits
     }
 
     fn walker(&self) -> Walker {

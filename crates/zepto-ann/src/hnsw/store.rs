@@ -87,7 +87,7 @@ impl Arena {
         if bytes <= self.bytes {
             return Ok(());
         }
-        let oom = || AnnError::Library(format!("out of memory growing a graph to {bytes} bytes"));
+        let oom = || AnnError::OutOfMemory { bytes };
         let layout = Layout::from_size_align(bytes, ALIGN).map_err(|_| oom())?;
         // SAFETY: `layout` has a non-zero size; an existing allocation was made with the same
         // alignment and `self.bytes` as its size; the tail past the old size is zeroed before use.

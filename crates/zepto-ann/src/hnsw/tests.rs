@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 const TUNING: Tuning = Tuning { m: 16, ef_construction: 128 };
 
 /// Deterministic pseudo-random values in [-0.5, 0.5) (xorshift).
-fn values(n: usize, seed: u64) -> Vec<f32> {
+pub(crate) fn values(n: usize, seed: u64) -> Vec<f32> {
     let mut s = seed | 1;
     (0..n)
         .map(|_| {
@@ -19,6 +19,11 @@ fn values(n: usize, seed: u64) -> Vec<f32> {
             (s >> 40) as f32 / (1u64 << 24) as f32 - 0.5
         })
         .collect()
+}
+
+/// A hit as (key, distance).
+fn pair(key: u64, dist: f32) -> (u64, f32) {
+    (key, dist)
 }
 
 fn build<K: Kernel<Elem = f32>>(data: &[f32], dim: usize, threads: usize) -> Hnsw<K> {
@@ -42,7 +47,7 @@ fn exact<K: Kernel<Elem = f32>>(data: &[f32], dim: usize, q: &[f32], k: usize) -
 fn recall<K: Kernel<Elem = f32>>(g: &Hnsw<K>, data: &[f32], dim: usize, queries: &[f32]) -> f64 {
     let mut total = 0.0;
     for q in queries.chunks(dim) {
-        let found = g.search(q, 10, 64, None);
+        let found = g.search(q, 10, 64, None, pair);
         assert_eq!(found.len(), 10);
         assert!(found.windows(2).all(|w| w[0].1 <= w[1].1), "nearest first: {found:?}");
         for (key, dist) in &found {
@@ -79,7 +84,8 @@ fn every_node_finds_itself_after_appends_one_at_a_time_across_growth() {
         .expect("appended");
     }
     assert_eq!(g.len(), rows);
-    let found = (0..rows).filter(|&i| g.search(&data[i * dim..(i + 1) * dim], 1, 32, None)[0].0 == 1000 + i as u64);
+    let found =
+        (0..rows).filter(|&i| g.search(&data[i * dim..(i + 1) * dim], 1, 32, None, pair)[0].0 == 1000 + i as u64);
     let share = found.count() as f64 / rows as f64;
     assert!(share >= 0.99, "{share} of the nodes found themselves");
 }
@@ -96,7 +102,7 @@ fn searches_run_while_other_threads_add() {
             while !done.load(Ordering::Acquire) || searched == 0 {
                 let before = g.len();
                 let q = &data[(searched % rows) * dim..][..dim];
-                let found = g.search(q, 10, 32, None);
+                let found = g.search(q, 10, 32, None, pair);
                 assert!(found.len() <= 10 && found.len() >= before.min(10), "{} hits with {before} nodes", found.len());
                 let mut keys: Vec<u64> = found.iter().map(|h| h.0).collect();
                 keys.sort_unstable();
@@ -123,13 +129,13 @@ fn searches_run_while_other_threads_add() {
 #[test]
 fn no_node_one_node_and_many_equal_vectors() {
     let g = Hnsw::<SquaredL2>::new(3, TUNING);
-    assert!(g.search(&[0.0; 3], 5, 16, None).is_empty(), "an empty graph finds nothing");
+    assert!(g.search(&[0.0; 3], 5, 16, None, pair).is_empty(), "an empty graph finds nothing");
     g.add(1, 1, |_, _: &mut (), out| {
         out.extend_from_slice(&[1.0, 2.0, 3.0]);
         42
     })
     .expect("one node");
-    assert_eq!(g.search(&[0.0; 3], 5, 16, None), vec![(42, 14.0)]);
+    assert_eq!(g.search(&[0.0; 3], 5, 16, None, pair), vec![(42, 14.0)]);
     g.add(3000, 2, |i, _: &mut (), out| {
         out.extend_from_slice(if i % 3 == 0 { &[5.0, 5.0, 5.0] } else { &[1.0, 2.0, 3.0] });
         100 + i as u64
@@ -137,7 +143,7 @@ fn no_node_one_node_and_many_equal_vectors() {
     .expect("3000 nodes, 2000 of them equal to the first");
     // (Exact duplicates by the thousand fill each other's lists: the graph then keeps few
     // edges between the two groups, so this asks nothing of a walk from one to the other.)
-    let found = g.search(&[1.0, 2.0, 3.0], 10, 64, None);
+    let found = g.search(&[1.0, 2.0, 3.0], 10, 64, None, pair);
     assert_eq!(found.len(), 10);
     assert!(found.iter().all(|&(k, d)| d == 0.0 && (k == 42 || (k - 100) % 3 != 0)), "{found:?}");
 }

@@ -70,6 +70,9 @@ pub(super) struct Walker {
     near: BinaryHeap<Reverse<Scored>>,
     beam: BinaryHeap<Scored>,
     fresh: Vec<u32>,
+    /// A search's answer before it becomes keys (the caller takes it for the walk and puts it
+    /// back).
+    pub(super) found: Vec<Scored>,
 }
 
 /// A filter on keys, called inside the walk.
@@ -106,14 +109,15 @@ impl Walker {
             near: BinaryHeap::new(),
             beam: BinaryHeap::new(),
             fresh: Vec::new(),
+            found: Vec::new(),
         }
     }
 
     /// Bytes the walker holds.
     pub(super) fn memory_bytes(&self) -> usize {
         self.visited.marks.capacity() * 2
-            + (self.near.capacity() + self.beam.capacity()) * std::mem::size_of::<Scored>()
             + self.fresh.capacity() * 4
+            + (self.near.capacity() + self.beam.capacity() + self.found.capacity()) * std::mem::size_of::<Scored>()
     }
 
     /// The (up to) `ef` nodes of `level` nearest to `q` that `keep` accepts, nearest first, into
