@@ -24,6 +24,7 @@ pub(super) struct Scratch {
     chosen: Vec<Scored>,
     pool: Vec<Scored>,
     kept: Vec<Scored>,
+    deferred: Vec<Scored>,
 }
 
 impl<K: Kernel> Hnsw<K> {
@@ -59,7 +60,7 @@ impl<K: Kernel> Hnsw<K> {
             if let Some(&nearest) = scratch.found.iter().find(|s| store.linked(s.slot)) {
                 at = nearest;
             }
-            select::<K>(store, &scratch.found, self.tuning.m, &mut scratch.chosen);
+            select::<K>(store, &scratch.found, self.tuning.m, &mut scratch.chosen, &mut scratch.deferred);
             self.connect(store, slot, l, scratch);
         }
         if level > top {
@@ -98,7 +99,7 @@ impl<K: Kernel> Hnsw<K> {
                 scratch.pool.push(Scored { dist: K::distance(vn, store.vector(s)), slot: s });
             }
             scratch.pool.sort_unstable();
-            select::<K>(store, &scratch.pool, cap, &mut scratch.kept);
+            select::<K>(store, &scratch.pool, cap, &mut scratch.kept, &mut scratch.deferred);
             for (e, k) in edges.iter().zip(&scratch.kept) {
                 e.store(k.slot, Release);
             }
@@ -120,19 +121,39 @@ impl<K: Kernel> Hnsw<K> {
 
 /// Up to `cap` of `candidates` (nearest first) by the neighbour heuristic, into `out`: all of
 /// them when they are no more than `cap`.
-fn select<K: Kernel>(store: &Store<K::Elem>, candidates: &[Scored], cap: usize, out: &mut Vec<Scored>) {
+///
+/// Exact duplicates of the node (distance 0) after the first are held back (`deferred`) and
+/// fill what room the heuristic leaves: by the heuristic alone (ties kept) a node with many
+/// duplicates keeps only them, and the last edges between two groups of duplicates would go
+/// as their lists fill, leaving one group unreachable from the other.
+fn select<K: Kernel>(
+    store: &Store<K::Elem>,
+    candidates: &[Scored],
+    cap: usize,
+    out: &mut Vec<Scored>,
+    deferred: &mut Vec<Scored>,
+) {
     out.clear();
+    deferred.clear();
     if candidates.len() <= cap {
         out.extend_from_slice(candidates);
         return;
     }
+    let mut duplicate_kept = false;
     for &c in candidates {
         if out.len() >= cap {
             break;
         }
+        if c.dist == 0.0 && duplicate_kept {
+            deferred.push(c);
+            continue;
+        }
         let vc = store.vector(c.slot);
         if out.iter().all(|r| K::distance(vc, store.vector(r.slot)) >= c.dist) {
+            duplicate_kept |= c.dist == 0.0;
             out.push(c);
         }
     }
+    let room = cap - out.len();
+    out.extend(deferred.iter().take(room));
 }

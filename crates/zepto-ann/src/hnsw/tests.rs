@@ -141,11 +141,14 @@ fn no_node_one_node_and_many_equal_vectors() {
         100 + i as u64
     })
     .expect("3000 nodes, 2000 of them equal to the first");
-    // (Exact duplicates by the thousand fill each other's lists: the graph then keeps few
-    // edges between the two groups, so this asks nothing of a walk from one to the other.)
     let found = g.search(&[1.0, 2.0, 3.0], 10, 64, None, pair);
     assert_eq!(found.len(), 10);
     assert!(found.iter().all(|&(k, d)| d == 0.0 && (k == 42 || (k - 100) % 3 != 0)), "{found:?}");
+    // A walk from one group of duplicates reaches the other (the filter refuses the first).
+    let other = |k: u64| k != 42 && (k - 100).is_multiple_of(3);
+    let found = g.search(&[1.0, 2.0, 3.0], 10, 64, Some(&other), pair);
+    assert_eq!(found.len(), 10, "{found:?}");
+    assert!(found.iter().all(|&(k, d)| d == 29.0 && other(k)), "{found:?}");
 }
 
 #[test]
