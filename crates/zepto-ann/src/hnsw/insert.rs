@@ -3,8 +3,10 @@
 //! As hnswlib: descend greedily to the node's top level, then on each level down to 0 search a
 //! beam of `ef_construction`, keep `m` of it by the neighbour heuristic (a candidate is kept
 //! only if it is nearer to the new node than to every neighbour kept before it: edges point
-//! in different directions, so the graph stays navigable across clusters), link the node to
-//! them and them back to it. A neighbour whose list is full keeps the best of its edges and the
+//! in different directions, so the graph stays navigable across clusters). Once every level's
+//! neighbours are chosen, link the node to them and them back to it, level 0 first: hnswlib
+//! links each level as it goes down, so a walk of a concurrent insert or search could reach a
+//! node on an upper level before it had edges on level 0, and find it alone. A neighbour whose list is full keeps the best of its edges and the
 //! new one by the same heuristic. A node locks only its own list while rewriting it, one lock
 //! at a time; an insert that may raise the top level holds the graph's `raising` lock.
 
@@ -21,7 +23,14 @@ const MAX_LEVEL: usize = 16;
 #[derive(Default)]
 pub(super) struct Scratch {
     found: Vec<Scored>,
-    chosen: Vec<Scored>,
+    /// The neighbours chosen on each level, linked once every level is chosen.
+    chosen: Vec<Vec<Scored>>,
+    shrink: Shrink,
+}
+
+/// The buffers of a neighbour's list rewritten when it is full.
+#[derive(Default)]
+struct Shrink {
     pool: Vec<Scored>,
     kept: Vec<Scored>,
     deferred: Vec<Scored>,
@@ -52,16 +61,23 @@ impl<K: Kernel> Hnsw<K> {
         for l in (level + 1..=top).rev() {
             at = walk::descend::<K>(store, v, at, l);
         }
-        for l in (0..=level.min(top)).rev() {
+        let upto = level.min(top);
+        if scratch.chosen.len() <= upto {
+            scratch.chosen.resize_with(upto + 1, Vec::new);
+        }
+        for l in (0..=upto).rev() {
             walker.search::<K>(store, v, at, self.tuning.ef_construction, l, None, &mut scratch.found);
             scratch.found.retain(|s| s.slot != slot);
-            // The next level's walk starts at the nearest node linked on level 0 (a node
-            // still being inserted would be a walk's dead end).
-            if let Some(&nearest) = scratch.found.iter().find(|s| store.linked(s.slot)) {
+            if let Some(&nearest) = scratch.found.first() {
                 at = nearest;
             }
-            select::<K>(store, &scratch.found, self.tuning.m, &mut scratch.chosen, &mut scratch.deferred);
-            self.connect(store, slot, l, scratch);
+            let chosen = &mut scratch.chosen[l];
+            select::<K>(store, &scratch.found, self.tuning.m, chosen, &mut scratch.shrink.deferred);
+        }
+        // Level 0 first: a node is reachable on a level only once it has edges on level 0
+        // (reached on an upper level before, a walk descending from it would find it alone).
+        for l in 0..=upto {
+            self.connect(store, slot, l, &scratch.chosen[l], &mut scratch.shrink);
         }
         if level > top {
             self.entry.store(pack(slot, level), Release);
@@ -69,20 +85,20 @@ impl<K: Kernel> Hnsw<K> {
         self.added.fetch_add(1, Release);
     }
 
-    /// Link `slot` on `level` to `scratch.chosen`, and each of them back to it.
-    fn connect(&self, store: &Store<K::Elem>, slot: u32, level: usize, scratch: &mut Scratch) {
+    /// Link `slot` on `level` to `chosen`, and each of them back to it.
+    fn connect(&self, store: &Store<K::Elem>, slot: u32, level: usize, chosen: &[Scored], shrink: &mut Shrink) {
         let cap = if level == 0 { 2 * self.tuning.m } else { self.tuning.m };
         {
             let _mine = store.lock(slot);
             let (count, edges) = store.edges(slot, level);
-            debug_assert!(scratch.chosen.len() <= edges.len());
-            for (e, c) in edges.iter().zip(&scratch.chosen) {
+            debug_assert!(chosen.len() <= edges.len());
+            for (e, c) in edges.iter().zip(chosen) {
                 e.store(c.slot, Release);
             }
-            count.store(scratch.chosen.len().min(edges.len()) as u32, Release);
+            count.store(chosen.len().min(edges.len()) as u32, Release);
         }
-        for i in 0..scratch.chosen.len() {
-            let Scored { dist, slot: n } = scratch.chosen[i];
+        for i in 0..chosen.len() {
+            let Scored { dist, slot: n } = chosen[i];
             let _theirs = store.lock(n);
             let (count, edges) = store.edges(n, level);
             let c = (count.load(Acquire) as usize).min(edges.len());
@@ -92,18 +108,18 @@ impl<K: Kernel> Hnsw<K> {
                 continue;
             }
             let vn = store.vector(n);
-            scratch.pool.clear();
-            scratch.pool.push(Scored { dist, slot });
+            shrink.pool.clear();
+            shrink.pool.push(Scored { dist, slot });
             for e in &edges[..c] {
                 let s = e.load(Acquire);
-                scratch.pool.push(Scored { dist: K::distance(vn, store.vector(s)), slot: s });
+                shrink.pool.push(Scored { dist: K::distance(vn, store.vector(s)), slot: s });
             }
-            scratch.pool.sort_unstable();
-            select::<K>(store, &scratch.pool, cap, &mut scratch.kept, &mut scratch.deferred);
-            for (e, k) in edges.iter().zip(&scratch.kept) {
+            shrink.pool.sort_unstable();
+            select::<K>(store, &shrink.pool, cap, &mut shrink.kept, &mut shrink.deferred);
+            for (e, k) in edges.iter().zip(&shrink.kept) {
                 e.store(k.slot, Release);
             }
-            count.store(scratch.kept.len() as u32, Release);
+            count.store(shrink.kept.len() as u32, Release);
         }
     }
 

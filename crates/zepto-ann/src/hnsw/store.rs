@@ -231,12 +231,6 @@ impl<E: Copy> Store<E> {
         (&list[0], &list[1..])
     }
 
-    /// True once the node has edges of its own on level 0.
-    #[inline]
-    pub(super) fn linked(&self, slot: u32) -> bool {
-        self.edges(slot, 0).0.load(std::sync::atomic::Ordering::Acquire) > 0
-    }
-
     /// Hold the node's lock while rewriting its edges.
     pub(super) fn lock(&self, slot: u32) -> MutexGuard<'_, ()> {
         self.locks[slot as usize].lock().unwrap_or_else(|e| e.into_inner())

@@ -79,8 +79,7 @@ pub(super) struct Walker {
 pub(super) type Keep<'a> = Option<&'a (dyn Fn(u64) -> bool + Sync)>;
 
 /// From `at`, move to a nearer neighbour on `level` while there is one: the nearest node found.
-/// A node still being inserted (linked on its upper levels, not yet on level 0) is passed
-/// over: a walk on level 0 from it would find it alone.
+/// (Every node reached has its edges on level 0: an insert links a node from level 0 up.)
 pub(super) fn descend<K: Kernel>(store: &Store<K::Elem>, q: &[K::Elem], mut at: Scored, level: usize) -> Scored {
     loop {
         let from = at.slot;
@@ -88,9 +87,6 @@ pub(super) fn descend<K: Kernel>(store: &Store<K::Elem>, q: &[K::Elem], mut at: 
         let n = (count.load(Acquire) as usize).min(edges.len());
         for e in &edges[..n] {
             let slot = e.load(Acquire);
-            if !store.linked(slot) {
-                continue;
-            }
             let dist = K::distance(q, store.vector(slot));
             if dist < at.dist {
                 at = Scored { dist, slot };
