@@ -115,6 +115,11 @@ impl PartGraph {
         self.graph.memory_bytes()
     }
 
+    /// The beam a search of the graph walks with: the most rows it can answer at no extra cost.
+    pub fn ef_search(&self) -> usize {
+        self.graph.spec().params().ef_search()
+    }
+
     /// The `k` rows nearest to `query` among rows `0..visible` that `keep` accepts (`visible`
     /// at most [`PartGraph::covered`]: the caller scans rows past it exactly).
     pub fn search(

@@ -97,7 +97,10 @@ fn piece_rows(
         r < n && passes.as_ref().is_none_or(|p| p[r])
     };
     let query = query.get_or_insert_with(|| graph.query(&a.query));
-    let hits = graph.search(query, a.k, visible, Some(&accept)).map_err(|e| SqlError::Execution(e.to_string()))?;
+    // The walk's whole beam (`ef_search` rows, found anyway), not only its `k` nearest: the
+    // graph ranks a cosine index in half precision, and `nearest` re-ranks by exact distances.
+    let beam = a.k.max(graph.ef_search());
+    let hits = graph.search(query, beam, visible, Some(&accept)).map_err(|e| SqlError::Execution(e.to_string()))?;
     let in_graph = match &keep {
         Some(k) => k.iter().filter(|&&r| start + (r as usize) < visible).count(),
         None => visible - start,
