@@ -6,9 +6,10 @@
 //! in different directions, so the graph stays navigable across clusters). Once every level's
 //! neighbours are chosen, link the node to them and them back to it, level 0 first: hnswlib
 //! links each level as it goes down, so a walk of a concurrent insert or search could reach a
-//! node on an upper level before it had edges on level 0, and find it alone. A neighbour whose list is full keeps the best of its edges and the
-//! new one by the same heuristic. A node locks only its own list while rewriting it, one lock
-//! at a time; an insert that may raise the top level holds the graph's `raising` lock.
+//! node on an upper level before it had edges on level 0, and find it alone. A neighbour whose
+//! list is full keeps the best of its edges and the new one by the same heuristic. A node locks
+//! only its own list while rewriting it, one lock at a time; an insert that may raise the top
+//! level holds the graph's `raising` lock.
 
 use super::store::Store;
 use super::walk::{self, Scored, Walker};
@@ -28,7 +29,8 @@ pub(super) struct Scratch {
     shrink: Shrink,
 }
 
-/// The buffers of a neighbour's list rewritten when it is full.
+/// The buffers of rewriting a full neighbour list (`pool`, `kept`), and the duplicates the
+/// neighbour heuristic holds back (`deferred`, also used by the insert's own choice).
 #[derive(Default)]
 struct Shrink {
     pool: Vec<Scored>,
