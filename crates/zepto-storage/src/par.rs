@@ -6,12 +6,15 @@
 //! the whole request.
 //!
 //! Two kinds of helpers:
-//! - [`try_map`], for reads (queries, file decoding), runs on a rayon pool started once per
-//!   process: spawning two threads for each parallel section cost 60-100 us on a 2-core VM, a
-//!   fifth of a 0.5 ms aggregate.
+//! - [`try_map`], for reads (queries, file decoding), runs on the calling thread and a rayon
+//!   pool started once per process: spawning two threads for each parallel section cost
+//!   60-100 us on a 2-core VM, a fifth of a 0.5 ms aggregate, and waking a sleeping pool
+//!   thread costs 30-50 us, so the caller starts on the items at once (`par/section.rs`).
 //! - [`for_each`], for writes, runs on threads of its own. A write holds its table's write lock
 //!   while it works, and a query's pool item may wait for that lock (a correlated subquery
 //!   takes a snapshot): were the write waiting on the pool, neither would move.
+
+mod section;
 
 use crate::mem::{credit_thread, thread_net_bytes};
 use rayon::prelude::*;
@@ -99,15 +102,36 @@ impl Drop for Moved {
     }
 }
 
-/// `f` over `items` on up to one thread per core of the pool; results in item order. After an
-/// error no later item starts, and the first error in item order is returned (every item
-/// before it runs). A panic in `f` propagates. For reads: see the module docs.
+/// `f` over `items` on up to one thread per core; results in item order. After an error no
+/// later item starts, and the first error in item order is returned (every item before it
+/// runs). A panic in `f` propagates. For reads: see the module docs.
+///
+/// The calling thread takes items too, beside `threads() - 1` pool jobs (`par/section.rs`):
+/// it never sleeps waiting for a pool thread to wake. When the server pins its query
+/// threads ([`crate::affinity`]), the caller may be a thread of another role, and the items
+/// run on the pool's pinned threads only while the caller waits.
 pub fn try_map<T: Sync, R: Send, E: Send>(items: &[T], f: impl Fn(&T) -> Result<R, E> + Sync) -> Result<Vec<R>, E> {
     let pool = if threads().min(items.len()) > 1 { pool() } else { None };
     let Some(pool) = pool else {
         return items.iter().map(f).collect();
     };
     let moved = Moved::new();
+    let out = if crate::affinity::cores(crate::affinity::Role::Query).is_some() {
+        in_pool(&pool, items, &f, &moved)
+    } else {
+        section::try_map(&pool, threads() - 1, items, &f, &moved)
+    };
+    drop(moved);
+    out
+}
+
+/// [`try_map`] with every item on the pool's threads (the caller waits).
+fn in_pool<T: Sync, R: Send, E: Send>(
+    pool: &ThreadPool,
+    items: &[T],
+    f: &(impl Fn(&T) -> Result<R, E> + Sync),
+    moved: &Moved,
+) -> Result<Vec<R>, E> {
     let first_failed = AtomicUsize::new(usize::MAX);
     // Allocated here, so that the caller, who frees it, is the thread it counts against.
     let mut out: Vec<Option<Result<R, E>>> = Vec::with_capacity(items.len());
@@ -128,7 +152,6 @@ pub fn try_map<T: Sync, R: Send, E: Send>(items: &[T], f: impl Fn(&T) -> Result<
             })
             .collect_into_vec(&mut out)
     });
-    drop(moved);
     // Every item before the first failure ran: the results up to it are whole.
     out.into_iter().map_while(|r| r).collect()
 }
