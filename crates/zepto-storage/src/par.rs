@@ -163,12 +163,29 @@ pub fn map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> 
 
 /// `f` on every item, owned, on up to one thread per core, items taken one at a time (in no
 /// particular order). For work that mutates disjoint things: pass `&mut` borrows as items.
-/// Runs on scoped threads of its own, never the pool: writes call it holding a table's write
-/// lock (module docs).
+///
+/// Writes call it holding a table's write lock, and a query's pool item may wait for that
+/// lock (module docs): the caller takes items itself beside pool jobs (`par/section.rs`) and
+/// waits only for items a pool thread has started, so pool threads stuck on the lock hold
+/// nothing up. When the server pins its threads, the pool's cores are the queries', and a
+/// write runs on scoped threads of its own, which keep the writer's cores.
 pub fn for_each<T: Send>(items: Vec<T>, f: impl Fn(T) + Sync) {
     let threads = threads().min(items.len());
     if threads <= 1 {
         items.into_iter().for_each(f);
+        return;
+    }
+    let pool = if crate::affinity::cores(crate::affinity::Role::Query).is_none() { pool() } else { None };
+    if let Some(pool) = pool {
+        let slots: Vec<Mutex<Option<T>>> = items.into_iter().map(|x| Mutex::new(Some(x))).collect();
+        let moved = Moved::new();
+        let one = |slot: &Mutex<Option<T>>| {
+            if let Some(x) = slot.lock().unwrap_or_else(|e| e.into_inner()).take() {
+                f(x);
+            }
+            Ok::<(), std::convert::Infallible>(())
+        };
+        let _ = section::try_map(&pool, threads - 1, &slots, &one, &moved);
         return;
     }
     let queue = Mutex::new(items);
