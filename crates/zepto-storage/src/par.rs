@@ -180,7 +180,8 @@ pub fn for_each<T: Send>(items: Vec<T>, f: impl Fn(T) + Sync) {
         let slots: Vec<Mutex<Option<T>>> = items.into_iter().map(|x| Mutex::new(Some(x))).collect();
         let moved = Moved::new();
         let one = |slot: &Mutex<Option<T>>| {
-            if let Some(x) = slot.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            let item = slot.lock().unwrap_or_else(|e| e.into_inner()).take();
+            if let Some(x) = item {
                 f(x);
             }
             Ok::<(), std::convert::Infallible>(())

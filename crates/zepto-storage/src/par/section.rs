@@ -14,7 +14,8 @@
 //! dereferences it only for an item it claimed below the item count, and counts the item
 //! done only after it is through with it; the caller does not return, nor drop the section,
 //! before every item is counted done. After its last count a helper touches only [`Claims`],
-//! which it co-owns. Items never unwind: a panic is caught, kept, and resumed on the caller.
+//! which it co-owns. Items never unwind: a panic is caught, kept, and resumed on the caller
+//! (unless an earlier item returned an error, which one thread would have stopped at).
 
 use std::any::Any;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -83,8 +84,9 @@ struct Section<'a, T, R, E, F> {
     slots: Vec<Mutex<Option<Result<R, E>>>>,
     /// The first item that failed, or panicked (`usize::MAX`: none): later items are skipped.
     first_failed: AtomicUsize,
-    /// The first panic caught, resumed on the caller.
-    panic: Mutex<Option<Box<dyn Any + Send>>>,
+    /// The panic of the lowest item that panicked, resumed on the caller unless an earlier
+    /// item failed.
+    panic: Mutex<Option<(usize, Box<dyn Any + Send>)>>,
     /// Runs an item so that what it leaves allocated counts for the caller (`par.rs`).
     moved: &'a Moved,
 }
@@ -107,7 +109,13 @@ impl<T: Sync, R: Send, E: Send, F: Fn(&T) -> Result<R, E> + Sync> Section<'_, T,
             }
             Err(payload) => {
                 self.first_failed.fetch_min(i, Ordering::Relaxed);
-                self.panic.lock().unwrap_or_else(PoisonError::into_inner).get_or_insert(payload);
+                let mut kept = self.panic.lock().unwrap_or_else(PoisonError::into_inner);
+                // The payload set aside is forgotten, not dropped: its drop may panic, and
+                // nothing may unwind out of an item.
+                match kept.as_ref() {
+                    Some((k, _)) if *k < i => std::mem::forget(payload),
+                    _ => std::mem::forget(kept.replace((i, payload))),
+                }
             }
         }
     }
@@ -130,6 +138,16 @@ trait RunItem {
 impl<T: Sync, R: Send, E: Send, F: Fn(&T) -> Result<R, E> + Sync> RunItem for Section<'_, T, R, E, F> {
     fn run_item(&self, i: usize) {
         self.run(i)
+    }
+}
+
+/// Aborts the process if dropped: held while helpers may reach the section, where an unwind
+/// would free it under them (it cannot happen: items catch their panics).
+struct AbortOnUnwind;
+
+impl Drop for AbortOnUnwind {
+    fn drop(&mut self) {
+        std::process::abort();
     }
 }
 
@@ -173,10 +191,17 @@ pub(super) fn try_map<T: Sync, R: Send, E: Send, F: Fn(&T) -> Result<R, E> + Syn
             claims.drain(|i| unsafe { run(at.0, i) }, true);
         });
     }
+    // Helpers may be using the section until `wait_all` returns: nothing may unwind before.
+    let guard = AbortOnUnwind;
     claims.drain(|i| section.run(i), false);
     claims.wait_all();
-    if let Some(p) = section.panic.into_inner().unwrap_or_else(PoisonError::into_inner) {
-        std::panic::resume_unwind(p);
+    std::mem::forget(guard);
+    let first_failed = section.first_failed.load(Ordering::Relaxed);
+    if let Some((i, p)) = section.panic.into_inner().unwrap_or_else(PoisonError::into_inner) {
+        // A panic goes on unless an earlier item returned an error, as one thread would.
+        if i == first_failed {
+            std::panic::resume_unwind(p);
+        }
     }
     // Every item before the first failure ran: the results up to it are whole.
     section.slots.into_iter().map_while(|s| s.into_inner().unwrap_or_else(PoisonError::into_inner)).collect()
@@ -209,6 +234,25 @@ mod tests {
         let items: Vec<u64> = (0..1000).collect();
         let f = |&i: &u64| if i % 97 == 13 { Err(i) } else { Ok(i) };
         assert_eq!(try_map(&pool, 1, &items, &f, &Moved::new()), Err(13));
+    }
+
+    #[test]
+    fn an_error_before_a_panicking_item_is_returned_as_one_thread_would() {
+        let pool = pool();
+        let items: Vec<u64> = (0..8).collect();
+        // Item 2 fails late, while the other thread has gone on to item 7, which panics.
+        let f = |&i: &u64| -> Result<u64, u64> {
+            match i {
+                2 => {
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                    Err(2)
+                }
+                7 => panic!("item seven"),
+                _ => Ok(i),
+            }
+        };
+        let r = catch_unwind(AssertUnwindSafe(|| try_map(&pool, 1, &items, &f, &Moved::new())));
+        assert_eq!(r.expect("item 2's error comes first"), Err(2));
     }
 
     #[test]
