@@ -1308,14 +1308,16 @@ fn targets_mut<'a, T>(
 
 /// [`append_rows`] of rows `rows` of `batch`, copied straight onto `p`'s columns when they keep
 /// time order (the usual case), else taken first and merged in.
+/// `rows` are in time order ([`order_spans_by_time`]: NULLs first).
 fn append_picked(p: &mut Partition, batch: &[Column], rows: &[u32], ts_col: Option<usize>, dict: &Arc<Dict>) {
     if let Some(t) = ts_col {
         let ts = &batch[t];
         let new_ts = ts.as_i64_slice().unwrap_or(&[]);
+        let key = |i: u32| time_key(ts, new_ts, i as usize);
+        debug_assert!(rows.windows(2).all(|w| key(w[0]) <= key(w[1])), "rows in time order");
         let last = p.i64_values(t).and_then(|v| v.last().copied()).unwrap_or(i64::MIN);
-        let in_order = rows.iter().all(|&i| ts.is_valid(i as usize))
-            && rows.windows(2).all(|w| new_ts[w[0] as usize] <= new_ts[w[1] as usize])
-            && rows.first().is_none_or(|&i| last <= new_ts[i as usize]);
+        // In time order with NULLs first: when the first row has a time, every row has one.
+        let in_order = rows.first().is_none_or(|&i| ts.is_valid(i as usize) && last <= new_ts[i as usize]);
         if !in_order {
             if merge::merge_picked(p, batch, rows, t, dict) {
                 return;
@@ -1343,6 +1345,11 @@ fn append_picked(p: &mut Partition, batch: &[Column], rows: &[u32], ts_col: Opti
 /// partition's tail.
 fn order_spans_by_time(rows: &mut [u32], spans: &[std::ops::Range<usize>], ts: &Column) {
     let v = ts.as_i64_slice().unwrap_or(&[]);
+    // A batch in time order (an ingest batch usually is) has every span in order: one pass
+    // over its times in place of a pass over each span's rows scattered through them.
+    if ts.validity().is_none() && v.windows(2).all(|w| w[0] <= w[1]) {
+        return;
+    }
     let key = |i: u32| time_key(ts, v, i as usize);
     for span in spans {
         if let Some(r) = rows.get_mut(span.clone()) {
