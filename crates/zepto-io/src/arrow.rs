@@ -570,11 +570,19 @@ fn symbol(
         return Ok(());
     }
     // The whole column in one batch: the dictionary's index is read once, not once per row.
-    let mut strs = Vec::with_capacity(arr.len());
-    if !for_each_str(arr, |i, x| strs.push(valid(i).then_some(x))) {
-        return Err(AppendError::Type);
+    // The array's own iterator gives NULL rows as `None` (a string array's nulls are its
+    // logical ones).
+    let new = match arr.data_type() {
+        ArrowType::Utf8 => dict.intern_many(arr.as_string::<i32>().iter()),
+        ArrowType::LargeUtf8 => dict.intern_many(arr.as_string::<i64>().iter()),
+        ArrowType::Utf8View => dict.intern_many(arr.as_string_view().iter()),
+        _ => return Err(AppendError::Type),
+    };
+    if codes.is_empty() {
+        *codes = new;
+    } else {
+        codes.extend(new);
     }
-    codes.extend(dict.intern_many(strs.into_iter()));
     Ok(())
 }
 
