@@ -10,9 +10,11 @@
 //!   pool started once per process: spawning two threads for each parallel section cost
 //!   60-100 us on a 2-core VM, a fifth of a 0.5 ms aggregate, and waking a sleeping pool
 //!   thread costs 30-50 us, so the caller starts on the items at once (`par/section.rs`).
-//! - [`for_each`], for writes, runs on threads of its own. A write holds its table's write lock
+//! - [`for_each`], for writes, on the same sections. A write holds its table's write lock
 //!   while it works, and a query's pool item may wait for that lock (a correlated subquery
-//!   takes a snapshot): were the write waiting on the pool, neither would move.
+//!   takes a snapshot): were the write waiting for the pool's threads, neither would move. A
+//!   section's caller waits only for items a pool thread has started, never for a pool
+//!   thread to come free. With pinned query cores, writes run on threads of their own.
 
 mod section;
 
