@@ -191,6 +191,11 @@ pub fn for_each<T: Send>(items: Vec<T>, f: impl Fn(T) + Sync) {
         let _ = section::try_map(&pool, threads - 1, &slots, &one, &moved);
         return;
     }
+    on_scoped_threads(items, threads, f);
+}
+
+/// [`for_each`] on `threads` scoped threads of its own (the writer's cores, when pinned).
+fn on_scoped_threads<T: Send>(items: Vec<T>, threads: usize, f: impl Fn(T) + Sync) {
     let queue = Mutex::new(items);
     let bytes: isize = std::thread::scope(|s| {
         let workers: Vec<_> = (0..threads)
@@ -253,6 +258,21 @@ mod tests {
             let _ = tx.send((cells.iter().sum::<u64>(), read));
         });
         assert_eq!(rx.recv_timeout(Duration::from_secs(30)), Ok((100, true)));
+    }
+
+    /// The paths taken when the server pins its query threads (the tests above take the
+    /// caller-first sections).
+    #[test]
+    fn the_pinned_paths_keep_item_order_the_first_error_and_every_item() {
+        let pool = ThreadPoolBuilder::new().num_threads(2).build().expect("a pool of two threads");
+        let items: Vec<u64> = (0..1000).collect();
+        let moved = Moved::new();
+        let doubled = in_pool(&pool, &items, &|&i: &u64| Ok::<u64, u64>(i * 2), &moved);
+        assert_eq!(doubled, Ok(items.iter().map(|i| i * 2).collect()));
+        assert_eq!(in_pool(&pool, &items, &|&i: &u64| if i % 7 == 3 { Err(i) } else { Ok(i) }, &moved), Err(3));
+        let mut cells: Vec<u64> = vec![0; 1000];
+        on_scoped_threads(cells.iter_mut().enumerate().collect(), 2, |(i, c)| *c += i as u64 + 1);
+        assert!(cells.iter().enumerate().all(|(i, &c)| c == i as u64 + 1));
     }
 
     #[test]
