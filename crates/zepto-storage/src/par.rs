@@ -36,6 +36,12 @@ pub fn threads() -> usize {
     })
 }
 
+/// Whether the server pins its query threads: then sections run on the pool's pinned threads
+/// only, and writes on threads of their own (module docs).
+fn query_cores_pinned() -> bool {
+    crate::affinity::cores(crate::affinity::Role::Query).is_some()
+}
+
 /// The pool, started on first use. A process forked after that (Python's `multiprocessing`)
 /// has none of its threads, and waiting on them would hang: a new pool is started for the
 /// new process, and the old one is left alone (dropping it would signal threads that are not
@@ -118,7 +124,7 @@ pub fn try_map<T: Sync, R: Send, E: Send>(items: &[T], f: impl Fn(&T) -> Result<
         return items.iter().map(f).collect();
     };
     let moved = Moved::new();
-    let out = if crate::affinity::cores(crate::affinity::Role::Query).is_some() {
+    let out = if query_cores_pinned() {
         in_pool(&pool, items, &f, &moved)
     } else {
         section::try_map(&pool, threads() - 1, items, &f, &moved)
@@ -177,7 +183,7 @@ pub fn for_each<T: Send>(items: Vec<T>, f: impl Fn(T) + Sync) {
         items.into_iter().for_each(f);
         return;
     }
-    let pool = if crate::affinity::cores(crate::affinity::Role::Query).is_none() { pool() } else { None };
+    let pool = if query_cores_pinned() { None } else { pool() };
     if let Some(pool) = pool {
         let slots: Vec<Mutex<Option<T>>> = items.into_iter().map(|x| Mutex::new(Some(x))).collect();
         let moved = Moved::new();
