@@ -152,7 +152,7 @@ fn request_limit_args() -> Vec<Arg> {
             "Resident memory past which the query holding the most is stopped; 0 = no guard [default: 90% of RAM]",
         ),
         Arg::new("max-inflight-body-mb").long("max-inflight-body-mb").value_parser(clap::value_parser!(usize)).help(
-            "Request bodies all connections may hold in memory at once [default: 1024, or twice --max-body-mb: 2048]",
+            "Request bodies (and PostgreSQL COPY rows) all connections may hold in memory at once [default: 1024, or twice --max-body-mb: 2048]",
         ),
         Arg::new("max-query-mb")
             .long("max-query-mb")
@@ -642,6 +642,8 @@ fn run_doors(
     // from the config).
     let admission = cfg.make_admission().map_err(|e| format!("query threads: {e}"))?;
     cfg.admission = Some(std::sync::Arc::new(admission));
+    // ... and one budget for client data held before it is stored (HTTP bodies, PG COPY).
+    cfg.bodies = Some(zepto_server::inflight::BodyBudget::new(cfg.inflight_body_bytes()));
     let flight_sql = flight_sql::start(settings, &cfg, &engine)?;
     let pg = pg::start(settings, &cfg, &engine)?;
     cfg.ilp_tcp = ilp_tcp::bind(settings, &cfg)?;

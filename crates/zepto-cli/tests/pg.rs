@@ -290,6 +290,41 @@ fn psql_copies_both_ways_and_a_bad_line_stores_nothing() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A COPY FROM STDIN holds its rows until CopyDone, drawing on the server's budget of client
+/// data in memory (`--max-inflight-body-mb`): one that would overdraw it fails with SQLSTATE
+/// 53200 and stores nothing, and its share comes back (a small COPY and an HTTP write pass
+/// after it), so streaming COPYs cannot grow the server's memory past the budget.
+#[test]
+fn a_copy_over_the_servers_budget_of_client_data_fails_whole_and_gives_its_share_back() {
+    if !have_psql() {
+        return;
+    }
+    let s = Server::start(&["--api-key", ADMIN, "--max-body-mb", "1", "--max-inflight-body-mb", "2"]);
+    let port = pg_port(&s);
+    let dir = common::fresh_dir("pg-copy-budget");
+    let r = post_key(
+        &s.addr,
+        "/",
+        ADMIN,
+        "CREATE TABLE t (ts TIMESTAMP, sym VARCHAR, price DOUBLE, size BIGINT, ok BOOLEAN)",
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    let input = dir.join("big.csv");
+    std::fs::write(&input, copy_csv(200_000)).expect("input");
+    let o = psql(&port, ADMIN, "", &[&format!("\\copy t from '{}' csv header", input.display())]);
+    let e = err(&o);
+    assert!(!o.status.success() && e.contains("53200") && e.contains("--max-inflight-body-mb"), "{e}");
+    assert_eq!(out(&psql(&port, ADMIN, "", &["SELECT count(*) FROM t"])), "0\n");
+    std::fs::write(&input, copy_csv(2_000)).expect("small input");
+    let o = psql(&port, ADMIN, "", &[&format!("\\copy t from '{}' csv header", input.display())]);
+    assert_eq!(out(&o), "COPY 2000\n", "{}", err(&o));
+    let r = post_key(&s.addr, "/", ADMIN, "INSERT INTO t (ts, size) VALUES (1, 7)");
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(out(&psql(&port, ADMIN, "", &["SELECT count(*) FROM t"])), "2001\n");
+    s.stop();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn psql_over_tls() {
     if !have_psql() {

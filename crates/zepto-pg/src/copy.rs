@@ -7,6 +7,12 @@
 //! whole at CopyDone. A bad line is remembered and the rest of the stream read and dropped;
 //! CopyDone then answers the error and nothing is stored, as with CopyFail. A COPY TO runs the
 //! query, then streams its rows, one CopyData per row as PostgreSQL sends them.
+//!
+//! The rows a COPY FROM holds until CopyDone draw on the server's budget of client data in
+//! memory (`--max-inflight-body-mb`, shared with HTTP's request bodies) as they are decoded:
+//! without it, connections streaming endless COPYs would grow the server's memory until the
+//! kernel killed it. A COPY that would overdraw the budget fails (SQLSTATE 53200) and its rows
+//! are dropped at once; its share comes back when it ends, however it ends.
 
 use crate::error::{pg_error, user_error};
 use crate::run::{ConnEngine, Limits};
@@ -23,26 +29,61 @@ use pgwire::types::format::FormatOptions;
 use std::fmt::Debug;
 use std::sync::{Arc, Mutex};
 use zepto_server::admission::Admission;
+use zepto_server::inflight::{BodyBudget, Held};
 use zepto_sql::copy_client::CopyIn;
 use zepto_sql::copy_client::CopyOptions;
 use zepto_sql::interrupt::RunContext;
 use zepto_sql::parser::ast::Statement;
 use zepto_sql::result::QueryResult;
 
+/// A COPY FROM receiving rows, and the share of the server's budget they hold.
+pub struct Receiving {
+    copy: CopyIn,
+    held: Held,
+}
+
+impl Receiving {
+    /// Hold the budget for the rows decoded so far, or fail the COPY (its rows are dropped
+    /// with it, at once).
+    fn cover(&mut self) -> PgWireResult<()> {
+        let held = self.copy.held();
+        self.held.try_cover(held).map_err(|over| {
+            user_error(
+                "53200",
+                format!(
+                    "COPY FROM STDIN: the server holds as much client data as it may ({} MiB in flight, \
+                     this COPY's rows {} MiB; --max-inflight-body-mb raises it); nothing was stored: \
+                     retry shortly, or send the rows in smaller COPYs",
+                    over.budget_bytes >> 20,
+                    held >> 20
+                ),
+            )
+        })
+    }
+}
+
 /// The connection's COPY FROM under way: receiving, or failed (the error CopyDone answers).
 #[derive(Default)]
-pub struct CopyState(Mutex<Option<Result<CopyIn, PgWireError>>>);
+pub struct CopyState(Mutex<Option<Result<Receiving, PgWireError>>>);
 
 impl CopyState {
-    fn take(&self) -> Option<Result<CopyIn, PgWireError>> {
+    fn take(&self) -> Option<Result<Receiving, PgWireError>> {
         self.0.lock().ok()?.take()
     }
 
-    fn put(&self, state: Result<CopyIn, PgWireError>) {
+    fn put(&self, state: Result<Receiving, PgWireError>) {
         if let Ok(mut slot) = self.0.lock() {
             *slot = Some(state);
         }
     }
+}
+
+/// What a COPY runs under: the query slots (a COPY TO's query), the statement limits, the
+/// budget a COPY FROM's rows draw on.
+pub struct Door<'a> {
+    pub gate: &'a Admission,
+    pub limits: Limits,
+    pub bodies: &'a BodyBudget,
 }
 
 /// Start `s` (a client COPY, text `sql`) on `conn`: CopyIn for a COPY FROM (its state kept in
@@ -52,14 +93,14 @@ pub async fn start(
     state: &CopyState,
     s: Statement,
     sql: &str,
-    gate: &Admission,
-    limits: Limits,
+    door: Door<'_>,
 ) -> PgWireResult<Response> {
+    let Door { gate, limits, bodies } = door;
     let engine = conn.0.lock().map(|e| e.clone()).map_err(|_| user_error("XX000", "engine lock"))?;
     if let Statement::CopyFrom { .. } = s {
         let copy = engine.copy_in(&s, limits.memory).map_err(|e| pg_error(&e, sql))?;
         let width = copy.width();
-        state.put(Ok(copy));
+        state.put(Ok(Receiving { copy, held: bodies.share() }));
         return Ok(Response::CopyIn(CopyResponse::new(0, width, stream::empty())));
     }
     let (r, opts) = crate::run::in_slot(gate, limits, false, sql, move |run| engine.copy_out(run, &s)).await?;
@@ -154,8 +195,8 @@ impl CopyHandler for Copier {
     {
         let state = client.session_extensions().get_or_insert_with(CopyState::default);
         let next = match state.take() {
-            Some(Ok(mut copy)) => match tokio::task::block_in_place(|| copy.feed(&data.data)) {
-                Ok(()) => Ok(copy),
+            Some(Ok(mut r)) => match tokio::task::block_in_place(|| r.copy.feed(&data.data)) {
+                Ok(()) => r.cover().map(|()| r),
                 Err(e) => Err(pg_error(&e, "")),
             },
             Some(failed) => failed,
@@ -173,12 +214,17 @@ impl CopyHandler for Copier {
     {
         use futures::SinkExt;
         let state = client.session_extensions().get_or_insert_with(CopyState::default);
-        let copy = match state.take() {
+        let Receiving { copy, held } = match state.take() {
             Some(r) => r?,
             None => return Err(user_error("08P01", "CopyDone outside a COPY FROM STDIN")),
         };
         let ctl = self.limits.control();
-        let job = move || copy.finish(&RunContext::new(Some(ctl)));
+        let job = move || {
+            let stored = copy.finish(&RunContext::new(Some(ctl)));
+            // The rows' share of the budget is held until they are stored (or refused).
+            drop(held);
+            stored
+        };
         let r = match tokio::task::spawn_blocking(job).await {
             Ok(r) => r.map_err(|e| pg_error(&e, ""))?,
             Err(e) => return Err(PgWireError::ApiError(Box::new(e))),

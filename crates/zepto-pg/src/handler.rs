@@ -33,6 +33,7 @@ use postgres_types::Type;
 use std::fmt::Debug;
 use std::sync::{Arc, Mutex};
 use zepto_server::admission::Admission;
+use zepto_server::inflight::BodyBudget;
 use zepto_sql::parser::ast::Statement;
 use zepto_sql::parser::ParamValue;
 use zepto_sql::Engine;
@@ -102,14 +103,16 @@ pub struct Backend {
     limits: Limits,
     gate: Arc<Admission>,
     parser: Arc<Parser>,
+    /// The server's budget of client data in memory, drawn on by COPY FROM STDIN.
+    bodies: BodyBudget,
 }
 
 impl Backend {
     /// Run statements on `engine` (each connection with its key's access) under `limits`, on
-    /// the server's query slots (`gate`).
-    pub fn new(engine: Engine, limits: Limits, gate: Arc<Admission>) -> Backend {
+    /// the server's query slots (`gate`), COPY's rows held under `bodies`.
+    pub fn new(engine: Engine, limits: Limits, gate: Arc<Admission>, bodies: BodyBudget) -> Backend {
         let parser = Arc::new(Parser { limits: limits.parse, gate: gate.clone() });
-        Backend { engine, limits, gate, parser }
+        Backend { engine, limits, gate, parser, bodies }
     }
 
     /// The connection's engine, made at its first statement.
@@ -190,7 +193,8 @@ impl Backend {
                 ));
             }
             let state = client.session_extensions().get_or_insert_with(crate::copy::CopyState::default);
-            out.push(crate::copy::start(&conn, &state, s, sql, &self.gate, self.limits).await?);
+            let door = crate::copy::Door { gate: &self.gate, limits: self.limits, bodies: &self.bodies };
+            out.push(crate::copy::start(&conn, &state, s, sql, door).await?);
         }
         Ok(())
     }

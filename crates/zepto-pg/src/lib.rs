@@ -119,6 +119,9 @@ pub struct Door {
     /// The server's query slots and threads, shared with its other doors: a statement that
     /// finds every slot busy for `--queue-timeout` is refused with SQLSTATE 53000.
     pub admission: Arc<zepto_server::admission::Admission>,
+    /// The server's budget of client data held before it is stored, shared with HTTP's
+    /// request bodies: a COPY FROM STDIN's rows draw on it as they arrive (`copy.rs`).
+    pub bodies: zepto_server::inflight::BodyBudget,
 }
 
 /// A running door (its own runtime on its own thread); [`Server::stop`] ends it.
@@ -140,7 +143,7 @@ impl Server {
             .map_err(|e| format!("PostgreSQL door: cannot start its runtime: {e}"))?;
         let manager = Arc::new(ConnectionManager::new());
         let handlers = Arc::new(Handlers {
-            backend: Arc::new(handler::Backend::new(door.engine, door.limits, door.admission)),
+            backend: Arc::new(handler::Backend::new(door.engine, door.limits, door.admission, door.bodies)),
             copy: Arc::new(copy::Copier::new(door.limits)),
             startup: Arc::new(auth::Startup::new(door.keys, manager.clone())),
             cancel: Arc::new(DefaultCancelHandler::new(manager)),

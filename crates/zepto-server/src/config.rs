@@ -68,6 +68,9 @@ pub struct Config {
     /// The query slots and threads, when made before the server (to share them with the
     /// PostgreSQL and Flight SQL doors); `None`: the server makes its own from this config.
     pub admission: Option<std::sync::Arc<crate::admission::Admission>>,
+    /// The budget of client data held in memory ([`crate::inflight`]), when made before the
+    /// server (to share it with the PostgreSQL door's COPY); `None`: the server makes its own.
+    pub bodies: Option<crate::inflight::BodyBudget>,
 }
 
 /// WAL corruption that point-in-time recovery cut off when the server started.
@@ -119,6 +122,7 @@ impl Default for Config {
             console: true,
             ilp_tcp: None,
             admission: None,
+            bodies: None,
         }
     }
 }

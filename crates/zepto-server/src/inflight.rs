@@ -8,6 +8,10 @@
 //! 503 and `Retry-After`, so the server's memory for bodies stays under the budget whatever the
 //! load.
 //!
+//! The PostgreSQL door's `COPY ... FROM STDIN` draws on the same budget as its decoded rows
+//! grow (they are held until CopyDone, to store all or nothing): a client data not yet stored
+//! is a request body, whichever door it comes through.
+//!
 //! The budget is a semaphore counted in KiB (tokio's permits are `u32` per acquisition); a
 //! body holds `ceil(bytes / 1024)` permits, taken as it grows.
 
@@ -20,7 +24,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 const UNIT: usize = 1024;
 
 /// The shared budget.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct BodyBudget {
     sem: Arc<Semaphore>,
     bytes: usize,
@@ -54,6 +58,13 @@ impl BodyBudget {
     }
 }
 
+/// A share refused: the budget (of this many bytes) is held by other requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OverBudget {
+    /// The whole budget (`--max-inflight-body-mb`).
+    pub budget_bytes: usize,
+}
+
 /// The part of the budget one request holds; given back when dropped.
 pub struct Held {
     budget: BodyBudget,
@@ -64,12 +75,19 @@ pub struct Held {
 impl Held {
     /// Hold enough for `total` bytes in all (a body's size so far), or refuse with 503.
     pub fn cover(&mut self, total: usize) -> Result<(), ApiError> {
+        self.try_cover(total).map_err(|_| self.refusal())
+    }
+
+    /// [`Held::cover`] for a door that words its own refusal: holding no more when the budget
+    /// cannot cover `total`.
+    pub fn try_cover(&mut self, total: usize) -> Result<(), OverBudget> {
+        let over = OverBudget { budget_bytes: self.budget.bytes };
         let want = total.div_ceil(UNIT);
         if want <= self.units {
             return Ok(());
         }
-        let more = u32::try_from(want - self.units).map_err(|_| self.refusal())?;
-        let p = self.budget.sem.clone().try_acquire_many_owned(more).map_err(|_| self.refusal())?;
+        let more = u32::try_from(want - self.units).map_err(|_| over)?;
+        let p = self.budget.sem.clone().try_acquire_many_owned(more).map_err(|_| over)?;
         match &mut self.permits {
             Some(held) => held.merge(p),
             None => self.permits = Some(p),

@@ -70,7 +70,10 @@ impl State {
             admission,
             memory: Arc::new(zepto_memory::AgentMemory::new(engine.clone(), config.ai.clone())),
             ingest_slots: Arc::new(Semaphore::new(config.ingest_slots())),
-            bodies: crate::inflight::BodyBudget::new(config.inflight_body_bytes()),
+            bodies: config
+                .bodies
+                .clone()
+                .unwrap_or_else(|| crate::inflight::BodyBudget::new(config.inflight_body_bytes())),
             results: crate::results::KeptResults::new(config.kept_result_bytes),
             subscriptions: crate::subscribe_shared::SharedEvents::default(),
             engine,

@@ -98,6 +98,11 @@ impl CopyIn {
         }
     }
 
+    /// Bytes the rows decoded so far hold.
+    pub fn held(&self) -> usize {
+        self.reader.held()
+    }
+
     /// The stream has ended: store every row, or none.
     pub fn finish(self, run: &RunContext) -> Result<QueryResult> {
         let CopyIn { engine, statement, table, columns, reader, limit } = self;

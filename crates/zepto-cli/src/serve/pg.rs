@@ -53,6 +53,7 @@ pub(super) fn start(st: &Settings<'_>, cfg: &Config, engine: &Engine) -> Result<
         tls,
         max_connections: cfg.max_connections,
         admission: super::shared_slots(cfg)?,
+        bodies: cfg.bodies.clone().ok_or("the body budget is made before the doors")?,
     };
     let server = Server::start(listener, door)?;
     eprintln!("zeptodb: PostgreSQL wire protocol on {bound}{secure}");
