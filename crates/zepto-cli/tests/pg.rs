@@ -325,25 +325,54 @@ fn a_copy_over_the_servers_budget_of_client_data_fails_whole_and_gives_its_share
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A server with a self-signed certificate and key `ADMIN`, its PostgreSQL door on `pg`; the
+/// certificate's directory to remove after.
+fn tls_server(name: &str, pg: &str) -> (Server, std::path::PathBuf) {
+    let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).expect("self-signed cert");
+    let dir = common::fresh_dir(name);
+    let (cert_path, key_path) = (dir.join("cert.pem"), dir.join("key.pem"));
+    std::fs::write(&cert_path, cert.cert.pem()).expect("cert");
+    std::fs::write(&key_path, cert.signing_key.serialize_pem()).expect("key");
+    let (c, k) = (cert_path.to_str().expect("path"), key_path.to_str().expect("path"));
+    (Server::start_env(&["--tls-cert", c, "--tls-key", k, "--pg", pg], &[("ZEPTO_API_KEY", ADMIN)]), dir)
+}
+
 #[test]
 fn psql_over_tls() {
     if !have_psql() {
         return;
     }
-    let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).expect("self-signed cert");
-    let dir = std::env::temp_dir().join(format!("zepto-pg-tls-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("dir");
-    let (cert_path, key_path) = (dir.join("cert.pem"), dir.join("key.pem"));
-    std::fs::write(&cert_path, cert.cert.pem()).expect("cert");
-    std::fs::write(&key_path, cert.signing_key.serialize_pem()).expect("key");
-    let (c, k) = (cert_path.to_str().expect("path"), key_path.to_str().expect("path"));
-    let s = Server::start_env(&["--tls-cert", c, "--tls-key", k], &[("ZEPTO_API_KEY", ADMIN)]);
+    let (s, dir) = tls_server("pg-tls", "127.0.0.1:0");
     let port = pg_port(&s);
     let o = psql(&port, ADMIN, "sslmode=require", &["SELECT 41 + 1"]);
     assert_eq!(out(&o), "42\n", "{}", err(&o));
-    // sslmode=require fails unless the server speaks TLS; plain connections still work.
+    // sslmode=require fails unless the server speaks TLS; plain connections over loopback
+    // still work (the key never leaves the host).
     let o = psql(&port, ADMIN, "sslmode=disable", &["SELECT 1"]);
     assert_eq!(out(&o), "1\n", "{}", err(&o));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// With TLS configured, a plain connection from another host is refused before its key is
+/// asked for (FATAL 28000), as PostgreSQL's `hostssl`; over TLS the same address connects.
+/// "Another host" is this machine's own address on its network interface (the one a
+/// connection out would leave from), which is not loopback.
+#[test]
+fn keys_from_other_hosts_cross_only_over_tls() {
+    if !have_psql() {
+        return;
+    }
+    let probe = std::net::UdpSocket::bind("0.0.0.0:0").expect("a UDP socket");
+    probe.connect("192.0.2.1:9").expect("a route off this host (no packet is sent)");
+    let here = probe.local_addr().expect("the interface's address").ip();
+    assert!(!here.is_loopback(), "{here}");
+    let (s, dir) = tls_server("pg-tls-far", "0.0.0.0:0");
+    let port = pg_port(&s);
+    let o = psql(&port, ADMIN, &format!("host={here} sslmode=disable"), &["SELECT 1"]);
+    let e = err(&o);
+    assert!(!o.status.success() && e.contains("over TLS only") && e.contains("sslmode=require"), "{e}");
+    let o = psql(&port, ADMIN, &format!("host={here} sslmode=require"), &["SELECT 2"]);
+    assert_eq!(out(&o), "2\n", "{}", err(&o));
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -145,7 +145,7 @@ impl Server {
         let handlers = Arc::new(Handlers {
             backend: Arc::new(handler::Backend::new(door.engine, door.limits, door.admission, door.bodies)),
             copy: Arc::new(copy::Copier::new(door.limits)),
-            startup: Arc::new(auth::Startup::new(door.keys, manager.clone())),
+            startup: Arc::new(auth::Startup::new(door.keys, door.tls.is_some(), manager.clone())),
             cancel: Arc::new(DefaultCancelHandler::new(manager)),
         });
         let (stop, rx) = tokio::sync::watch::channel(false);
