@@ -90,6 +90,53 @@ fn a_tenant_bound_key_sees_and_writes_only_its_rows() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// The catalogs tell a tenant's key its own share of a scoped table, never the table's totals
+/// (how many rows other tenants hold, or how many tenants there are): `/tables` counts its rows
+/// and the partitions holding them, `pg_class.reltuples` its rows, `pg_table_size` nothing
+/// (NULL). A table without `tenant_id` is reported whole, and an admin sees every table whole.
+#[test]
+fn a_tenant_bound_keys_catalogs_count_only_its_rows() {
+    let (agent, agent_entry) = keygen(&["--name", "agent", "--role", "reader", "--tenant", "acme"]);
+    let (ops, ops_entry) = keygen(&["--name", "ops", "--role", "admin"]);
+    let (s, dir) = keyed_server("catalogs", &[&agent_entry, &ops_entry]);
+    let a = s.addr.as_str();
+    let setup = "CREATE TABLE notes (ts TIMESTAMP, tenant_id SYMBOL, v BIGINT); \
+                 INSERT INTO notes VALUES (1, 'acme', 1), (2, 'globex', 2), (3, 'globex', 3), (4, 'initech', 4); \
+                 CREATE TABLE events (ts TIMESTAMP, sym SYMBOL, tenant_id VARCHAR, v BIGINT); \
+                 INSERT INTO events VALUES (1, 'a', 'acme', 1), (2, 'b', 'globex', 2), (3, 'a', 'globex', 3), \
+                 (4, 'c', 'acme', 4), (5, 'd', 'initech', 5); \
+                 CREATE TABLE prices (ts TIMESTAMP, sym SYMBOL, px DOUBLE); \
+                 INSERT INTO prices VALUES (1, 'a', 1.0), (2, 'b', 2.0)";
+    let r = post_key(a, "/", &ops, setup);
+    assert_eq!(r.status, 200, "{}", r.text());
+    let extent = |key: &str, table: &str| {
+        let t = get_key(a, &format!("/tables/{table}"), key).json();
+        (t["rows"].as_i64().expect("rows"), t["partitions"].as_i64().expect("partitions"))
+    };
+    assert_eq!(extent(&agent, "notes"), (1, 1), "acme's one row, in one partition");
+    assert_eq!(extent(&ops, "notes"), (4, 3));
+    assert_eq!(extent(&agent, "events"), (2, 2), "acme's rows in partitions a and c");
+    assert_eq!(extent(&ops, "events"), (5, 4));
+    assert_eq!(extent(&agent, "prices"), (2, 2), "no tenant_id: the whole table");
+    let listed = get_key(a, "/tables", &agent).json();
+    let rows: Vec<i64> =
+        listed["tables"].as_array().expect("tables").iter().map(|t| t["rows"].as_i64().expect("rows")).collect();
+    assert_eq!(rows.iter().sum::<i64>(), 1 + 2 + 2, "the list as each table's own: {listed}");
+    let pg = |key: &str, table: &str| {
+        let q = format!("SELECT reltuples, pg_table_size(oid) FROM pg_catalog.pg_class WHERE relname = '{table}'");
+        let r = post_key(a, "/", key, &q);
+        assert_eq!(r.status, 200, "{}", r.text());
+        r.json()["data"][0].clone()
+    };
+    assert_eq!(pg(&agent, "notes")[0].as_f64(), Some(1.0));
+    assert!(pg(&agent, "notes")[1].is_null(), "no size of a shared table: {}", pg(&agent, "notes"));
+    assert_eq!(pg(&ops, "notes")[0].as_f64(), Some(4.0));
+    assert!(pg(&ops, "notes")[1].as_i64().is_some_and(|b| b > 0), "{}", pg(&ops, "notes"));
+    assert!(pg(&agent, "prices")[1].as_i64().is_some_and(|b| b > 0), "{}", pg(&agent, "prices"));
+    drop(s);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 fn get_key(a: &str, path: &str, key: &str) -> Resp {
     request(a, "GET", path, &[("Authorization", &format!("Bearer {key}"))], b"")
 }

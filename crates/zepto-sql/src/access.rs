@@ -129,6 +129,47 @@ impl TableAccess {
     }
 }
 
+/// What a catalog reports of `table` to a session with `access` (`/tables`, `pg_class`,
+/// `pg_table_size`): its rows, the partitions holding them, and the bytes of its columns in
+/// memory. All of the table's, unless the session is scoped to a tenant and the table has a
+/// `tenant_id` column: then the tenant's rows and the partitions holding any of them, counted
+/// as the scope filters rows (`tenant_id`, as text, equal to the tenant), and no size (`None`:
+/// the columns hold every tenant's rows), so a catalog never tells a scoped key another
+/// tenant's totals, or how many tenants there are.
+pub fn visible_extent(table: &zepto_storage::Table, access: &TableAccess) -> Extent {
+    let Some((tenant, c)) = access.scope_of(table.schema()) else {
+        return Extent {
+            rows: table.row_count(),
+            partitions: table.partitions().len(),
+            bytes: Some(table.data_bytes()),
+        };
+    };
+    let mut out = Extent { rows: 0, partitions: 0, bytes: None };
+    for p in table.partitions() {
+        let (col, at) = p.source(c);
+        let is_tenant = |i: usize| match col.str_at(i) {
+            Some(s) => s == tenant,
+            None => crate::eval::cast::cast_value(&col.get(i), zepto_storage::DataType::Varchar, true)
+                .is_ok_and(|v| matches!(&v, zepto_storage::Value::Str(s) if s == tenant)),
+        };
+        let n = (at..at + p.len()).filter(|&i| is_tenant(i)).count();
+        out.rows += n;
+        out.partitions += usize::from(n > 0);
+    }
+    out
+}
+
+/// A table as a session's catalogs report it ([`visible_extent`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Extent {
+    /// Rows the session sees.
+    pub rows: usize,
+    /// Partitions holding any of them.
+    pub partitions: usize,
+    /// Bytes of the table's columns in memory; `None` for a tenant's share of a table.
+    pub bytes: Option<usize>,
+}
+
 /// The position of the `tenant_id` column in `schema` (ASCII case-insensitive), if any.
 pub fn tenant_column(schema: &Schema) -> Option<usize> {
     schema.columns.iter().position(|c| c.name.eq_ignore_ascii_case(TENANT_COLUMN))

@@ -88,11 +88,11 @@ pub fn bind(name: &str, args: Vec<BExpr>, ctx: &CatalogContext, pos: Pos) -> Res
         }
         "pg_table_size" | "pg_relation_size" | "pg_total_relation_size" => {
             check(1, 2)?;
-            relation_bytes(first(args), ctx, |t| t.data_bytes(), pos)?
+            relation_bytes(first(args), ctx, |t| crate::access::visible_extent(t, ctx.access).bytes, pos)?
         }
         "pg_indexes_size" => {
             check(1, 1)?;
-            relation_bytes(first(args), ctx, |_| 0, pos)?
+            relation_bytes(first(args), ctx, |_| Some(0), pos)?
         }
         "pg_database_size" => {
             check(1, 1)?;
@@ -253,16 +253,17 @@ fn case(whens: Vec<(BExpr, BExpr)>, ty: DataType) -> BExpr {
 
 /// `pg_table_size(oid)` and its kin: `bytes(table)` for a table the session may read (its
 /// column data in memory: `pg_table_size`, `pg_relation_size` and `pg_total_relation_size`
-/// alike, as ZeptoDB keeps no TOAST, free space map or index beside it), 0 for a system table,
-/// NULL for any other id (PostgreSQL's answer for a relation that does not exist).
+/// alike, as ZeptoDB keeps no TOAST, free space map or index beside it; NULL for a tenant's
+/// share of a table, whose columns hold every tenant's rows), 0 for a system table, NULL for
+/// any other id (PostgreSQL's answer for a relation that does not exist).
 fn relation_bytes(
     id: BExpr,
     ctx: &CatalogContext,
-    bytes: impl Fn(&zepto_storage::Table) -> usize,
+    bytes: impl Fn(&zepto_storage::Table) -> Option<usize>,
     pos: Pos,
 ) -> Result<BExpr> {
     let id = oid_arg(id, pos)?;
-    let size = |n: usize| Value::Int64(i64::try_from(n).unwrap_or(i64::MAX));
+    let size = |n: Option<usize>| n.map_or(Value::Null, |n| Value::Int64(i64::try_from(n).unwrap_or(i64::MAX)));
     let user = user_tables(ctx.catalog, ctx.access).into_iter().filter_map(|(name, _)| {
         let t = ctx.catalog.snapshot(&name).ok()?;
         Some((table_oid(&name), size(bytes(&t))))
@@ -271,12 +272,14 @@ fn relation_bytes(
     case_by_oid(id, user.chain(system).collect(), DataType::Int64, pos)
 }
 
-/// `pg_database_size(name or oid)`: the column data of every table the session may read, for
-/// this database; NULL for any other.
+/// `pg_database_size(name or oid)`: the column data of every table the session may read (a
+/// tenant's share of a table not counted, [`relation_bytes`]), for this database; NULL for
+/// any other.
 fn database_size(db: BExpr, ctx: &CatalogContext, pos: Pos) -> Result<BExpr> {
     let total: usize = user_tables(ctx.catalog, ctx.access)
         .into_iter()
-        .filter_map(|(name, _)| ctx.catalog.snapshot(&name).ok().map(|t| t.data_bytes()))
+        .filter_map(|(name, _)| ctx.catalog.snapshot(&name).ok())
+        .filter_map(|t| crate::access::visible_extent(&t, ctx.access).bytes)
         .sum();
     let total = Value::Int64(i64::try_from(total).unwrap_or(i64::MAX));
     if db.data_type().is_string() {
