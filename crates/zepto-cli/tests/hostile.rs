@@ -251,6 +251,36 @@ fn a_query_flood_queues_then_is_refused_and_never_blocks_ingest() {
     assert_eq!(sql(a, "SELECT count(*) FROM cpu")["data"][0][0], 1);
 }
 
+/// A client that stops reading a large answer holds no query slot: once the head and first
+/// chunk are out, the rest is encoded as the client takes it, off the slot, so a heavy
+/// statement behind it runs (before, the query thread waited on the reader, up to a minute per
+/// chunk, and the statement got 503 after the queue timeout).
+#[test]
+fn a_client_that_stops_reading_holds_no_query_slot() {
+    use std::io::{Read, Write};
+    let s = Server::start(&["--demo", "--rows", "300000", "--max-queries", "1", "--queue-timeout", "2"]);
+    let a = s.addr.as_str();
+    // 300k rows as JSON: tens of MB, past what the sockets' buffers hold.
+    let all = "SELECT * FROM trades";
+    let mut slow = std::net::TcpStream::connect(a).expect("connects");
+    let req = format!("POST / HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{all}", all.len());
+    slow.write_all(req.as_bytes()).expect("writes");
+    let mut head = [0u8; 64];
+    slow.read_exact(&mut head).expect("the answer starts");
+    assert!(head.starts_with(b"HTTP/1.1 200"), "{}", String::from_utf8_lossy(&head));
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    // A statement scanning more rows than the quick lane takes: it needs the only query slot.
+    let heavy = "SELECT count(*) FROM trades WHERE price > 0";
+    let r = post(a, "/", heavy);
+    assert_eq!(r.status, 200, "the slow reader held the query slot: {}", r.text());
+    assert_eq!(r.json()["data"][0][0], 300_000);
+    // The slow reader still gets its whole answer when it reads again.
+    let mut rest = Vec::new();
+    slow.read_to_end(&mut rest).expect("the rest");
+    assert!(rest.len() > 10 << 20, "{} bytes", rest.len());
+    assert!(rest.ends_with(b"\r\n0\r\n\r\n"), "a whole chunked body");
+}
+
 /// Parsing draws on the query's memory budget: a 1M-item IN list (7 MB of SQL, tens of MB of
 /// tokens) under an 8 MiB limit is refused with 429 while it is read; without the limit it
 /// runs (in linear time: it was quadratic).

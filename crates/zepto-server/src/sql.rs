@@ -203,31 +203,63 @@ pub fn check_statements(stmts: &[Statement], who: &Principal, read_only: bool) -
     Ok(())
 }
 
-/// Hand `chunk` to the response stream, waiting while the client is slow to read, but not
-/// forever: a client that stops reading for [`STALL_LIMIT`] loses its response, and the
-/// thread goes back to the pool. `false` when the stream is over for whatever reason.
-fn send_chunk(tx: &mpsc::Sender<Result<Bytes, std::io::Error>>, ctl: &QueryControl, chunk: Bytes) -> bool {
-    let mut item = Ok(chunk);
-    let t0 = Instant::now();
-    let mut pause = Duration::from_micros(50);
+/// The rest of a streamed answer, after its first chunk: sent at the client's pace off the
+/// query slot. A client that reads slowly holds no query slot and no thread while it reads
+/// (before, the query thread waited on it, up to [`STALL_LIMIT`] per chunk: a few slow readers
+/// of large results kept every heavy statement out). Each chunk is encoded on the blocking pool
+/// once the client has taken the one before; a client that takes nothing for [`STALL_LIMIT`]
+/// loses its response, as does a cancelled statement (shutdown, the client gone).
+async fn drain(mut enc: Encoder, tx: ChunkTx, ctl: Arc<QueryControl>) {
     loop {
-        match tx.try_send(item) {
-            Ok(()) => return true,
-            Err(mpsc::error::TrySendError::Closed(_)) => return false,
-            Err(mpsc::error::TrySendError::Full(back)) => {
-                if ctl.is_cancelled() {
-                    let _ = tx.try_send(Err(std::io::Error::other("query cancelled")));
-                    return false;
+        let Some(room) = room(&tx, &ctl).await else { return };
+        let job = move || {
+            let mut chunk = Vec::new();
+            let r = next_chunk(&mut enc, &mut chunk);
+            (enc, chunk, r)
+        };
+        let Ok((back, chunk, r)) = tokio::task::spawn_blocking(job).await else { return };
+        enc = back;
+        match r {
+            Ok(more) => {
+                if !chunk.is_empty() {
+                    room.send(Ok(Bytes::from(chunk)));
                 }
-                if t0.elapsed() > STALL_LIMIT {
-                    return false; // dropping the sender without a final chunk aborts the response
+                if !more {
+                    return;
                 }
-                item = back;
-                std::thread::sleep(pause);
-                pause = (pause * 2).min(Duration::from_millis(20));
             }
+            Err(e) => return room.send(Err(std::io::Error::other(e.message))),
         }
     }
+}
+
+/// A place in the response stream for the next chunk, waited for without a thread: `None`
+/// when the stream is over (the client gone, the statement cancelled, or nothing taken for
+/// [`STALL_LIMIT`]; dropping the sender without a last chunk aborts the response).
+async fn room<'a>(tx: &'a ChunkTx, ctl: &QueryControl) -> Option<mpsc::Permit<'a, Result<Bytes, std::io::Error>>> {
+    let t0 = Instant::now();
+    while t0.elapsed() < STALL_LIMIT {
+        if ctl.is_cancelled() {
+            let _ = tx.try_send(Err(std::io::Error::other("query cancelled")));
+            return None;
+        }
+        // Slices of a second, to see a cancellation while the client takes its time.
+        match tokio::time::timeout(Duration::from_secs(1), tx.reserve()).await {
+            Ok(Ok(p)) => return Some(p),
+            Ok(Err(_)) => return None,
+            Err(_) => {}
+        }
+    }
+    None
+}
+
+/// Up to [`CHUNK_BYTES`] of the answer appended to `chunk`; `false` once all is written.
+fn next_chunk(enc: &mut Encoder, chunk: &mut Vec<u8>) -> Result<bool, ApiError> {
+    let mut more = true;
+    while more && chunk.len() < CHUNK_BYTES {
+        more = enc.next_chunk(chunk)?;
+    }
+    Ok(more)
 }
 
 /// A single read: bind it here (microseconds); if its plan is linear and its scans cover at most
@@ -499,13 +531,16 @@ fn encoder(
     })
 }
 
+/// The answer to a statement, sent from the query thread: whole when small, else its head and
+/// first chunk, the rest handed to [`drain`] on `rt` (the query thread never waits on the
+/// client).
 fn send_result(
     (format, exec): (Format, Option<&crate::exec_json::ExecShape>),
     r: &QueryResult,
     elapsed_us: f64,
-    ctl: &QueryControl,
+    (ctl, rt): (&Arc<QueryControl>, &tokio::runtime::Handle),
     head_tx: HeadTx,
-    tx: &ChunkTx,
+    tx: ChunkTx,
 ) {
     let mut enc = match encoder(format, exec, r, elapsed_us) {
         Ok(e) => e,
@@ -530,25 +565,11 @@ fn send_result(
         let _ = head_tx.send(Ok(Head::Full(buf, rows, r.status.clone(), partial(r))));
         return;
     }
-    if head_tx.send(Ok(Head::Stream(rows, partial(r)))).is_err() || !send_chunk(tx, ctl, Bytes::from(buf)) {
+    // The stream is new: its first chunk finds room at once (capacity 2).
+    if head_tx.send(Ok(Head::Stream(rows, partial(r)))).is_err() || tx.try_send(Ok(Bytes::from(buf))).is_err() {
         return;
     }
-    while more {
-        // Empty: the first piece is moved in, not copied (see `Encoder::next_chunk`).
-        let mut chunk = Vec::new();
-        while more && chunk.len() < CHUNK_BYTES {
-            match enc.next_chunk(&mut chunk) {
-                Ok(m) => more = m,
-                Err(e) => {
-                    let _ = tx.try_send(Err(std::io::Error::other(e.message)));
-                    return;
-                }
-            }
-        }
-        if !chunk.is_empty() && !send_chunk(tx, ctl, Bytes::from(chunk)) {
-            return;
-        }
-    }
+    rt.spawn(drain(enc, tx, ctl.clone()));
 }
 
 /// Run a request; on success the response and the number of result rows.
@@ -593,10 +614,11 @@ pub async fn run(
     let (head_tx, head_rx) = oneshot::channel::<Result<Head, ApiError>>();
     let (tx, rx) = mpsc::channel::<Result<Bytes, std::io::Error>>(2);
     let st = state.clone();
+    let rt = tokio::runtime::Handle::current();
     let job = move || match execute_work(&st, &engine, work, &ctl) {
         Ok(Some((r, elapsed_us))) => match keep {
             Some((owner, limit)) if !r.fields.is_empty() => send_first_page(&st, &owner, r, elapsed_us, limit, head_tx),
-            _ => send_result((format, exec.as_ref()), &r, elapsed_us, &ctl, head_tx, &tx),
+            _ => send_result((format, exec.as_ref()), &r, elapsed_us, (&ctl, &rt), head_tx, tx),
         },
         Ok(None) => {}
         Err(e) => {
