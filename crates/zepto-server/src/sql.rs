@@ -206,29 +206,17 @@ pub fn check_statements(stmts: &[Statement], who: &Principal, read_only: bool) -
 /// The rest of a streamed answer, after its first chunk: sent at the client's pace off the
 /// query slot. A client that reads slowly holds no query slot and no thread while it reads
 /// (before, the query thread waited on it, up to [`STALL_LIMIT`] per chunk: a few slow readers
-/// of large results kept every heavy statement out). Each chunk is encoded on the blocking pool
-/// once the client has taken the one before; a client that takes nothing for [`STALL_LIMIT`]
-/// loses its response, as does a cancelled statement (shutdown, the client gone).
+/// of large results kept every heavy statement out). Chunks are encoded on the blocking pool
+/// while the stream has room ([`fill`]); when it is full, the wait for the client holds no
+/// thread. A client that takes nothing for [`STALL_LIMIT`] loses its response, as does a
+/// cancelled statement (shutdown, the client gone).
 async fn drain(mut enc: Encoder, tx: ChunkTx, ctl: Arc<QueryControl>) {
     loop {
         let Some(room) = room(&tx, &ctl).await else { return };
-        let job = move || {
-            let mut chunk = Vec::new();
-            let r = next_chunk(&mut enc, &mut chunk);
-            (enc, chunk, r)
-        };
-        let Ok((back, chunk, r)) = tokio::task::spawn_blocking(job).await else { return };
-        enc = back;
-        match r {
-            Ok(more) => {
-                if !chunk.is_empty() {
-                    room.send(Ok(Bytes::from(chunk)));
-                }
-                if !more {
-                    return;
-                }
-            }
-            Err(e) => return room.send(Err(std::io::Error::other(e.message))),
+        let c = ctl.clone();
+        match tokio::task::spawn_blocking(move || fill(enc, room, &c)).await {
+            Ok(Some(back)) => enc = back,
+            _ => return,
         }
     }
 }
@@ -236,7 +224,7 @@ async fn drain(mut enc: Encoder, tx: ChunkTx, ctl: Arc<QueryControl>) {
 /// A place in the response stream for the next chunk, waited for without a thread: `None`
 /// when the stream is over (the client gone, the statement cancelled, or nothing taken for
 /// [`STALL_LIMIT`]; dropping the sender without a last chunk aborts the response).
-async fn room<'a>(tx: &'a ChunkTx, ctl: &QueryControl) -> Option<mpsc::Permit<'a, Result<Bytes, std::io::Error>>> {
+async fn room(tx: &ChunkTx, ctl: &QueryControl) -> Option<Room> {
     let t0 = Instant::now();
     while t0.elapsed() < STALL_LIMIT {
         if ctl.is_cancelled() {
@@ -244,13 +232,45 @@ async fn room<'a>(tx: &'a ChunkTx, ctl: &QueryControl) -> Option<mpsc::Permit<'a
             return None;
         }
         // Slices of a second, to see a cancellation while the client takes its time.
-        match tokio::time::timeout(Duration::from_secs(1), tx.reserve()).await {
+        match tokio::time::timeout(Duration::from_secs(1), tx.clone().reserve_owned()).await {
             Ok(Ok(p)) => return Some(p),
             Ok(Err(_)) => return None,
             Err(_) => {}
         }
     }
     None
+}
+
+/// A place in the response stream, held.
+type Room = mpsc::OwnedPermit<Result<Bytes, std::io::Error>>;
+
+/// Encode and send chunks while the stream has room (one thread hop per full stream, not per
+/// chunk, for a client that keeps up): the encoder back when the stream is full and more is
+/// to come, `None` when the answer is done or the stream over.
+fn fill(mut enc: Encoder, mut room: Room, ctl: &QueryControl) -> Option<Encoder> {
+    loop {
+        let mut chunk = Vec::new();
+        let more = match next_chunk(&mut enc, &mut chunk) {
+            Ok(more) => more,
+            Err(e) => {
+                room.send(Err(std::io::Error::other(e.message)));
+                return None;
+            }
+        };
+        let tx = if chunk.is_empty() { room.release() } else { room.send(Ok(Bytes::from(chunk))) };
+        if !more {
+            return None;
+        }
+        if ctl.is_cancelled() {
+            let _ = tx.try_send(Err(std::io::Error::other("query cancelled")));
+            return None;
+        }
+        room = match tx.try_reserve_owned() {
+            Ok(p) => p,
+            Err(mpsc::error::TrySendError::Full(_)) => return Some(enc),
+            Err(mpsc::error::TrySendError::Closed(_)) => return None,
+        };
+    }
 }
 
 /// Up to [`CHUNK_BYTES`] of the answer appended to `chunk`; `false` once all is written.
