@@ -105,7 +105,8 @@ struct KeyAuth {
 /// Whether a key must not be asked for on this connection: TLS is configured (`tls`), the
 /// connection is plain (`secure` false) and comes from another host (module docs).
 fn key_needs_tls(tls: bool, secure: bool, peer: std::net::IpAddr) -> bool {
-    tls && !secure && !peer.is_loopback()
+    // An IPv4 client of a dual-stack listener shows as `::ffff:127.0.0.1`.
+    tls && !secure && !peer.to_canonical().is_loopback()
 }
 
 #[async_trait]
@@ -144,10 +145,12 @@ mod tests {
     #[test]
     fn keys_from_other_hosts_need_tls_once_it_is_configured() {
         let ip = |s: &str| s.parse::<IpAddr>().expect("an address");
-        let (far, near, near6) = (ip("10.1.2.3"), ip("127.0.0.1"), ip("::1"));
+        let (far, near, near6, mapped) = (ip("10.1.2.3"), ip("127.0.0.1"), ip("::1"), ip("::ffff:127.0.0.1"));
         assert!(key_needs_tls(true, false, far), "plain, from another host, TLS configured");
         assert!(!key_needs_tls(true, true, far), "over TLS");
         assert!(!key_needs_tls(true, false, near) && !key_needs_tls(true, false, near6), "loopback");
+        assert!(!key_needs_tls(true, false, mapped), "IPv4 loopback through a dual-stack listener");
+        assert!(key_needs_tls(true, false, ip("::ffff:10.1.2.3")), "another host through it");
         assert!(!key_needs_tls(false, false, far), "no TLS configured: nothing to ask for");
     }
 }
