@@ -12,7 +12,7 @@
 
 mod common;
 
-use common::{post_key, Server};
+use common::{post, post_key, Server};
 use std::process::{Command, Output};
 
 const ADMIN: &str = "pg-admin-key-0123456789";
@@ -321,6 +321,73 @@ fn a_copy_over_the_servers_budget_of_client_data_fails_whole_and_gives_its_share
     let r = post_key(&s.addr, "/", ADMIN, "INSERT INTO t (ts, size) VALUES (1, 7)");
     assert_eq!(r.status, 200, "{}", r.text());
     assert_eq!(out(&psql(&port, ADMIN, "", &["SELECT count(*) FROM t"])), "2001\n");
+    s.stop();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// PostgreSQL's protocol by hand, for what no client sends on purpose: one message (`kind`
+/// byte, length, `body`).
+fn pg_message(kind: u8, body: &[u8]) -> Vec<u8> {
+    let mut m = vec![kind];
+    m.extend_from_slice(&(body.len() as u32 + 4).to_be_bytes());
+    m.extend_from_slice(body);
+    m
+}
+
+/// Read messages from `s` until one of kind `until`: the kinds seen.
+fn pg_read_until(s: &mut std::net::TcpStream, until: u8) -> Vec<u8> {
+    use std::io::Read;
+    let mut kinds = Vec::new();
+    loop {
+        let mut head = [0u8; 5];
+        s.read_exact(&mut head).expect("a message");
+        let len = u32::from_be_bytes([head[1], head[2], head[3], head[4]]) as usize;
+        let mut body = vec![0u8; len - 4];
+        s.read_exact(&mut body).expect("its body");
+        kinds.push(head[0]);
+        if head[0] == until {
+            return kinds;
+        }
+    }
+}
+
+/// A client that leaves a COPY FROM STDIN by sending a query instead of CopyDone (the
+/// protocol ends the COPY with an error) gives back the COPY's share of the server's budget
+/// then, not when it disconnects: a COPY that needs most of the budget passes while the
+/// first connection stays open.
+#[test]
+fn a_copy_left_for_a_query_gives_its_share_back() {
+    if !have_psql() {
+        return;
+    }
+    use std::io::Write;
+    let s = Server::start(&["--max-body-mb", "2", "--max-inflight-body-mb", "4"]);
+    let port = pg_port(&s);
+    let r = post(&s.addr, "/", "CREATE TABLE t (ts TIMESTAMP, sym VARCHAR, price DOUBLE, size BIGINT, ok BOOLEAN)");
+    assert_eq!(r.status, 200, "{}", r.text());
+    let mut c = std::net::TcpStream::connect(format!("127.0.0.1:{port}")).expect("connects");
+    let mut startup = 196_608u32.to_be_bytes().to_vec();
+    startup.extend_from_slice(b"user\0quant\0database\0zepto\0\0");
+    let mut first = (startup.len() as u32 + 4).to_be_bytes().to_vec();
+    first.extend_from_slice(&startup);
+    c.write_all(&first).expect("startup");
+    pg_read_until(&mut c, b'Z');
+    c.write_all(&pg_message(b'Q', b"COPY t FROM STDIN WITH (FORMAT csv, HEADER true)\0")).expect("COPY");
+    assert_eq!(pg_read_until(&mut c, b'G'), vec![b'G'], "CopyInResponse");
+    // 60k rows: about 2.5 MiB decoded, most of the 4 MiB budget.
+    c.write_all(&pg_message(b'd', copy_csv(60_000).as_bytes())).expect("CopyData");
+    c.write_all(&pg_message(b'Q', b"SELECT 1\0")).expect("a query instead of CopyDone");
+    assert!(pg_read_until(&mut c, b'Z').contains(&b'E'), "the COPY ends with an error");
+    c.write_all(&pg_message(b'Q', b"SELECT 1\0")).expect("the next query");
+    let kinds = pg_read_until(&mut c, b'Z');
+    assert!(!kinds.contains(&b'E'), "the connection goes on: {kinds:?}");
+    // The first connection stays open; a COPY as large passes beside it.
+    let dir = common::fresh_dir("pg-copy-left");
+    let input = dir.join("in.csv");
+    std::fs::write(&input, copy_csv(60_000)).expect("input");
+    let o = psql(&port, "", "", &[&format!("\\copy t from '{}' csv header", input.display())]);
+    assert_eq!(out(&o), "COPY 60000\n", "{}", err(&o));
+    drop(c);
     s.stop();
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -105,6 +105,9 @@ fn a_tenant_bound_keys_catalogs_count_only_its_rows() {
                  CREATE TABLE events (ts TIMESTAMP, sym SYMBOL, tenant_id VARCHAR, v BIGINT); \
                  INSERT INTO events VALUES (1, 'a', 'acme', 1), (2, 'b', 'globex', 2), (3, 'a', 'globex', 3), \
                  (4, 'c', 'acme', 4), (5, 'd', 'initech', 5); \
+                 CREATE TABLE ticks (ts TIMESTAMP, sym SYMBOL, tenant_id SYMBOL, v BIGINT); \
+                 INSERT INTO ticks VALUES (1, 'a', 'globex', 1), (2, 'a', 'acme', 2), (3, 'b', 'globex', 3), \
+                 (4, 'c', NULL, 4), (5, 'c', 'acme', 5), (6, 'c', 'acme', 6); \
                  CREATE TABLE prices (ts TIMESTAMP, sym SYMBOL, px DOUBLE); \
                  INSERT INTO prices VALUES (1, 'a', 1.0), (2, 'b', 2.0)";
     let r = post_key(a, "/", &ops, setup);
@@ -117,11 +120,13 @@ fn a_tenant_bound_keys_catalogs_count_only_its_rows() {
     assert_eq!(extent(&ops, "notes"), (4, 3));
     assert_eq!(extent(&agent, "events"), (2, 2), "acme's rows in partitions a and c");
     assert_eq!(extent(&ops, "events"), (5, 4));
+    assert_eq!(extent(&agent, "ticks"), (3, 2), "a SYMBOL tenant_id, partitions by sym");
+    assert_eq!(extent(&ops, "ticks"), (6, 3));
     assert_eq!(extent(&agent, "prices"), (2, 2), "no tenant_id: the whole table");
     let listed = get_key(a, "/tables", &agent).json();
     let rows: Vec<i64> =
         listed["tables"].as_array().expect("tables").iter().map(|t| t["rows"].as_i64().expect("rows")).collect();
-    assert_eq!(rows.iter().sum::<i64>(), 1 + 2 + 2, "the list as each table's own: {listed}");
+    assert_eq!(rows.iter().sum::<i64>(), 1 + 2 + 3 + 2, "the list as each table's own: {listed}");
     let pg = |key: &str, table: &str| {
         let q = format!("SELECT reltuples, pg_table_size(oid) FROM pg_catalog.pg_class WHERE relname = '{table}'");
         let r = post_key(a, "/", key, &q);

@@ -86,6 +86,15 @@ pub struct Door<'a> {
     pub bodies: &'a BodyBudget,
 }
 
+/// Drop a COPY FROM the client left (a query sent in its place: PostgreSQL's protocol ends the
+/// COPY with an error, which pgwire answers without a CopyFail): its rows and its share of the
+/// budget go at once, not when the connection closes.
+pub fn abandon<C: ClientInfo + ?Sized>(client: &C) {
+    if let Some(state) = client.session_extensions().get::<CopyState>() {
+        drop(state.take());
+    }
+}
+
 /// Start `s` (a client COPY, text `sql`) on `conn`: CopyIn for a COPY FROM (its state kept in
 /// `state`), the rows streamed for a COPY TO.
 pub async fn start(

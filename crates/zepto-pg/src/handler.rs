@@ -372,6 +372,7 @@ impl SimpleQueryHandler for Backend {
         C: ClientInfo + ClientPortalStore + Unpin + Send + Sync,
         C::PortalStore: PortalStore,
     {
+        crate::copy::abandon(client);
         let mut out = Vec::new();
         if let Err(e) = self.run(client, query, &[], &Format::UnifiedText, &mut out).await {
             out.push(Response::Error(Box::new(e.into())));
@@ -450,6 +451,7 @@ impl ExtendedQueryHandler for Backend {
         C: ClientInfo + ClientPortalStore + Unpin + Send + Sync,
         C::PortalStore: PortalStore<Statement = Prepared>,
     {
+        crate::copy::abandon(client);
         let params = bound(portal)?;
         let (sql, formats) = (&portal.statement.statement.sql, &portal.result_column_format);
         let planned = client.session_extensions().get::<LastPlan>().and_then(|l| l.take(sql, &params));

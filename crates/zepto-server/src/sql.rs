@@ -17,6 +17,7 @@ use crate::error::ApiError;
 use crate::state::State;
 use bytes::Bytes;
 use hyper::{Response, StatusCode};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot};
@@ -203,18 +204,41 @@ pub fn check_statements(stmts: &[Statement], who: &Principal, read_only: bool) -
     Ok(())
 }
 
-/// The rest of a streamed answer, after its first chunk: sent at the client's pace off the
-/// query slot. A client that reads slowly holds no query slot and no thread while it reads
-/// (before, the query thread waited on it, up to [`STALL_LIMIT`] per chunk: a few slow readers
-/// of large results kept every heavy statement out). Chunks are encoded on the blocking pool
-/// while the stream has room ([`fill`]); when it is full, the wait for the client holds no
-/// thread. A client that takes nothing for [`STALL_LIMIT`] loses its response, as does a
-/// cancelled statement (shutdown, the client gone).
-async fn drain(mut enc: Encoder, tx: ChunkTx, ctl: Arc<QueryControl>) {
+/// Where a streamed answer goes, and what sends it: the response's channel, the statement's
+/// control, the flag its body reads to tell a complete stream from a cut one, the query slots
+/// its encoding runs under, the runtime its waits run on.
+#[derive(Clone)]
+struct Stream {
+    tx: ChunkTx,
+    ctl: Arc<QueryControl>,
+    done: Arc<AtomicBool>,
+    admission: Arc<crate::admission::Admission>,
+    rt: tokio::runtime::Handle,
+}
+
+/// The rest of a streamed answer, sent at the client's pace (`enc` has more to encode and the
+/// stream no room). Encoding runs under a query slot, on the query threads, as the statement
+/// did; waiting for the client holds neither a slot nor a thread. Before, the query thread
+/// waited on a slow client with its slot, up to [`STALL_LIMIT`] per chunk, so a few clients
+/// that stopped reading kept every heavy statement out. A client that takes nothing for
+/// [`STALL_LIMIT`] loses its response, as does a cancelled statement (shutdown, the client
+/// gone): the body then ends with an error, never as a complete answer.
+async fn drain(mut enc: Encoder, s: Stream) {
+    let t0 = Instant::now();
     loop {
-        let Some(room) = room(&tx, &ctl).await else { return };
-        let c = ctl.clone();
-        match tokio::task::spawn_blocking(move || fill(enc, room, &c)).await {
+        let Some(room) = room(&s).await else { return };
+        let slot = loop {
+            match s.admission.admit().await {
+                Ok(slot) => break slot,
+                Err(crate::admission::Refused::Busy { .. }) if !s.ctl.is_cancelled() && t0.elapsed() < STALL_LIMIT => {}
+                Err(_) => return,
+            }
+        };
+        let job = {
+            let s = s.clone();
+            move || fill(enc, room, &s)
+        };
+        match s.admission.run_in(slot, job).await {
             Ok(Some(back)) => enc = back,
             _ => return,
         }
@@ -223,16 +247,15 @@ async fn drain(mut enc: Encoder, tx: ChunkTx, ctl: Arc<QueryControl>) {
 
 /// A place in the response stream for the next chunk, waited for without a thread: `None`
 /// when the stream is over (the client gone, the statement cancelled, or nothing taken for
-/// [`STALL_LIMIT`]; dropping the sender without a last chunk aborts the response).
-async fn room(tx: &ChunkTx, ctl: &QueryControl) -> Option<Room> {
+/// [`STALL_LIMIT`]).
+async fn room(s: &Stream) -> Option<Room> {
     let t0 = Instant::now();
     while t0.elapsed() < STALL_LIMIT {
-        if ctl.is_cancelled() {
-            let _ = tx.try_send(Err(std::io::Error::other("query cancelled")));
+        if s.ctl.is_cancelled() {
             return None;
         }
         // Slices of a second, to see a cancellation while the client takes its time.
-        match tokio::time::timeout(Duration::from_secs(1), tx.clone().reserve_owned()).await {
+        match tokio::time::timeout(Duration::from_secs(1), s.tx.clone().reserve_owned()).await {
             Ok(Ok(p)) => return Some(p),
             Ok(Err(_)) => return None,
             Err(_) => {}
@@ -244,10 +267,10 @@ async fn room(tx: &ChunkTx, ctl: &QueryControl) -> Option<Room> {
 /// A place in the response stream, held.
 type Room = mpsc::OwnedPermit<Result<Bytes, std::io::Error>>;
 
-/// Encode and send chunks while the stream has room (one thread hop per full stream, not per
-/// chunk, for a client that keeps up): the encoder back when the stream is full and more is
-/// to come, `None` when the answer is done or the stream over.
-fn fill(mut enc: Encoder, mut room: Room, ctl: &QueryControl) -> Option<Encoder> {
+/// Encode and send chunks while the stream has room: the encoder back when the stream is
+/// full and more is to come ([`drain`] waits for the client), `None` when the answer is done
+/// (marked complete first) or the stream over.
+fn fill(mut enc: Encoder, mut room: Room, s: &Stream) -> Option<Encoder> {
     loop {
         let mut chunk = Vec::new();
         let more = match next_chunk(&mut enc, &mut chunk) {
@@ -257,12 +280,11 @@ fn fill(mut enc: Encoder, mut room: Room, ctl: &QueryControl) -> Option<Encoder>
                 return None;
             }
         };
-        let tx = if chunk.is_empty() { room.release() } else { room.send(Ok(Bytes::from(chunk))) };
         if !more {
-            return None;
+            s.done.store(true, Ordering::Release);
         }
-        if ctl.is_cancelled() {
-            let _ = tx.try_send(Err(std::io::Error::other("query cancelled")));
+        let tx = if chunk.is_empty() { room.release() } else { room.send(Ok(Bytes::from(chunk))) };
+        if !more || s.ctl.is_cancelled() {
             return None;
         }
         room = match tx.try_reserve_owned() {
@@ -552,15 +574,14 @@ fn encoder(
 }
 
 /// The answer to a statement, sent from the query thread: whole when small, else its head and
-/// first chunk, the rest handed to [`drain`] on `rt` (the query thread never waits on the
-/// client).
+/// as many chunks as the stream takes at once, the rest left to [`drain`] (the query thread
+/// never waits on the client).
 fn send_result(
     (format, exec): (Format, Option<&crate::exec_json::ExecShape>),
     r: &QueryResult,
     elapsed_us: f64,
-    (ctl, rt): (&Arc<QueryControl>, &tokio::runtime::Handle),
+    s: Stream,
     head_tx: HeadTx,
-    tx: ChunkTx,
 ) {
     let mut enc = match encoder(format, exec, r, elapsed_us) {
         Ok(e) => e,
@@ -585,11 +606,14 @@ fn send_result(
         let _ = head_tx.send(Ok(Head::Full(buf, rows, r.status.clone(), partial(r))));
         return;
     }
-    // The stream is new: its first chunk finds room at once (capacity 2).
-    if head_tx.send(Ok(Head::Stream(rows, partial(r)))).is_err() || tx.try_send(Ok(Bytes::from(buf))).is_err() {
+    // The stream is new: its first chunk finds room at once (capacity 2), and so does the next.
+    if head_tx.send(Ok(Head::Stream(rows, partial(r)))).is_err() || s.tx.try_send(Ok(Bytes::from(buf))).is_err() {
         return;
     }
-    rt.spawn(drain(enc, tx, ctl.clone()));
+    let Ok(room) = s.tx.clone().try_reserve_owned() else { return };
+    if let Some(enc) = fill(enc, room, &s) {
+        s.rt.clone().spawn(drain(enc, s));
+    }
 }
 
 /// Run a request; on success the response and the number of result rows.
@@ -634,11 +658,18 @@ pub async fn run(
     let (head_tx, head_rx) = oneshot::channel::<Result<Head, ApiError>>();
     let (tx, rx) = mpsc::channel::<Result<Bytes, std::io::Error>>(2);
     let st = state.clone();
-    let rt = tokio::runtime::Handle::current();
+    let done = Arc::new(AtomicBool::new(false));
+    let stream = Stream {
+        tx,
+        ctl: ctl.clone(),
+        done: done.clone(),
+        admission: state.admission.clone(),
+        rt: tokio::runtime::Handle::current(),
+    };
     let job = move || match execute_work(&st, &engine, work, &ctl) {
         Ok(Some((r, elapsed_us))) => match keep {
             Some((owner, limit)) if !r.fields.is_empty() => send_first_page(&st, &owner, r, elapsed_us, limit, head_tx),
-            _ => send_result((format, exec.as_ref()), &r, elapsed_us, (&ctl, &rt), head_tx, tx),
+            _ => send_result((format, exec.as_ref()), &r, elapsed_us, stream, head_tx),
         },
         Ok(None) => {}
         Err(e) => {
@@ -682,7 +713,7 @@ pub async fn run(
             };
             (builder.body(ResponseBody::full(bytes)), rows)
         }
-        Head::Stream(rows, _) => (builder.body(ResponseBody::Stream { rx, _guard: Box::new(guard) }), rows),
+        Head::Stream(rows, _) => (builder.body(ResponseBody::answer(rx, done, Box::new(guard))), rows),
     };
     state.metrics.rows_returned.inc_by(rows as u64);
     Ok((resp.map_err(|e| ApiError::internal(e.to_string()))?, rows as u64))

@@ -148,7 +148,7 @@ pub async fn start(
         st.metrics.subscribers.dec();
         drop(attached);
     });
-    let mut resp = Response::new(ResponseBody::Stream { rx, _guard: Box::new(()) });
+    let mut resp = Response::new(ResponseBody::stream(rx, Box::new(())));
     *resp.status_mut() = StatusCode::OK;
     let h = resp.headers_mut();
     h.insert(hyper::header::CONTENT_TYPE, hyper::header::HeaderValue::from_static("text/event-stream"));

@@ -633,15 +633,18 @@ struct Relation {
     columns: Vec<(String, DataType)>,
 }
 
-/// Every relation the session may see: its tables, then the system tables.
-fn relations(catalog: &Catalog, access: &TableAccess) -> Vec<Relation> {
+/// Every relation the session may see: its tables, then the system tables; the rows of each
+/// table and view counted when `counted` (`pg_class` shows them; counting a tenant's share
+/// reads its rows).
+fn relations(catalog: &Catalog, access: &TableAccess, counted: bool) -> Vec<Relation> {
+    let rows = |t: &zepto_storage::Table| counted.then(|| crate::access::visible_extent(t, access).rows);
     let indexed: Vec<String> = catalog.indexes().into_iter().map(|(t, _)| t.to_ascii_lowercase()).collect();
     let user = user_tables(catalog, access).into_iter().map(|(name, schema)| Relation {
         oid: table_oid(&name),
         am: 2,
         schema: PUBLIC,
         kind: "r",
-        rows: catalog.snapshot(&name).ok().map(|t| crate::access::visible_extent(&t, access).rows),
+        rows: catalog.snapshot(&name).ok().and_then(|t| rows(&t)),
         has_index: indexed.contains(&name.to_ascii_lowercase()),
         columns: schema.columns.into_iter().map(|c| (c.name, c.data_type)).collect(),
         name,
@@ -661,7 +664,7 @@ fn relations(catalog: &Catalog, access: &TableAccess) -> Vec<Relation> {
         am: 2,
         schema: PUBLIC,
         kind: "m",
-        rows: Some(crate::access::visible_extent(&t, access).rows),
+        rows: rows(&t),
         has_index: false,
         columns: t.schema().columns.iter().map(|c| (c.name.clone(), c.data_type)).collect(),
         name,
@@ -693,7 +696,7 @@ fn user_views(catalog: &Catalog, access: &TableAccess) -> Vec<(String, std::sync
 
 fn pg_class(catalog: &Catalog, access: &TableAccess) -> Vec<Vec<Value>> {
     let (t, f) = (Value::Bool(true), Value::Bool(false));
-    relations(catalog, access)
+    relations(catalog, access, true)
         .into_iter()
         .map(|r| {
             let tuples = r.rows.map_or(-1.0, |n| n as f32);
@@ -739,7 +742,7 @@ fn pg_class(catalog: &Catalog, access: &TableAccess) -> Vec<Vec<Value>> {
 fn pg_attribute(catalog: &Catalog, access: &TableAccess) -> Vec<Vec<Value>> {
     let types = super::types::all();
     let mut out = Vec::new();
-    for r in relations(catalog, access) {
+    for r in relations(catalog, access, false) {
         for ((name, dt), num) in r.columns.into_iter().zip(1..) {
             let oid = super::types::oid_of(dt);
             let ty = types.iter().find(|t| t.oid == oid);
