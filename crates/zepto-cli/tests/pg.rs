@@ -208,6 +208,14 @@ fn psql_errors_have_sqlstates_and_positions_and_keys_are_passwords() {
 
 /// `n` generated rows of `t` in the CSV psql's `\copy ... csv` writes (PostgreSQL's text of
 /// each value), in time order.
+/// Table `t`, whose columns [`copy_csv`]'s rows fill, made through HTTP with `key` (none:
+/// empty).
+fn make_copy_table(addr: &str, key: &str) {
+    let sql = "CREATE TABLE t (ts TIMESTAMP, sym VARCHAR, price DOUBLE, size BIGINT, ok BOOLEAN)";
+    let r = if key.is_empty() { post(addr, "/", sql) } else { post_key(addr, "/", key, sql) };
+    assert_eq!(r.status, 200, "{}", r.text());
+}
+
 fn copy_csv(n: u64) -> String {
     let mut out = String::from("ts,sym,price,size,ok\n");
     let mut x: u64 = 11;
@@ -238,13 +246,7 @@ fn psql_copies_both_ways_and_a_bad_line_stores_nothing() {
     let s = Server::start(&["--api-key", ADMIN]);
     let port = pg_port(&s);
     let dir = common::fresh_dir("pg-copy");
-    let r = post_key(
-        &s.addr,
-        "/",
-        ADMIN,
-        "CREATE TABLE t (ts TIMESTAMP, sym VARCHAR, price DOUBLE, size BIGINT, ok BOOLEAN)",
-    );
-    assert_eq!(r.status, 200, "{}", r.text());
+    make_copy_table(&s.addr, ADMIN);
     let csv = copy_csv(20_000);
     let input = dir.join("in.csv");
     std::fs::write(&input, &csv).expect("input");
@@ -302,13 +304,7 @@ fn a_copy_over_the_servers_budget_of_client_data_fails_whole_and_gives_its_share
     let s = Server::start(&["--api-key", ADMIN, "--max-body-mb", "1", "--max-inflight-body-mb", "2"]);
     let port = pg_port(&s);
     let dir = common::fresh_dir("pg-copy-budget");
-    let r = post_key(
-        &s.addr,
-        "/",
-        ADMIN,
-        "CREATE TABLE t (ts TIMESTAMP, sym VARCHAR, price DOUBLE, size BIGINT, ok BOOLEAN)",
-    );
-    assert_eq!(r.status, 200, "{}", r.text());
+    make_copy_table(&s.addr, ADMIN);
     let input = dir.join("big.csv");
     std::fs::write(&input, copy_csv(200_000)).expect("input");
     let o = psql(&port, ADMIN, "", &[&format!("\\copy t from '{}' csv header", input.display())]);
@@ -363,8 +359,7 @@ fn a_copy_left_for_a_query_gives_its_share_back() {
     use std::io::Write;
     let s = Server::start(&["--max-body-mb", "2", "--max-inflight-body-mb", "4"]);
     let port = pg_port(&s);
-    let r = post(&s.addr, "/", "CREATE TABLE t (ts TIMESTAMP, sym VARCHAR, price DOUBLE, size BIGINT, ok BOOLEAN)");
-    assert_eq!(r.status, 200, "{}", r.text());
+    make_copy_table(&s.addr, "");
     let mut c = std::net::TcpStream::connect(format!("127.0.0.1:{port}")).expect("connects");
     let mut startup = 196_608u32.to_be_bytes().to_vec();
     startup.extend_from_slice(b"user\0quant\0database\0zepto\0\0");

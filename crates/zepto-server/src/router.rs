@@ -528,7 +528,7 @@ fn tables(state: &State, who: &Principal, path: &str) -> Result<Outcome, ApiErro
         let mut s = String::from("{\"name\":");
         zepto_io::format::json_escape(t.name(), &mut s);
         // A tenant's key is told its own rows, never the table's (`visible_extent`).
-        let seen = zepto_sql::access::visible_extent(&t, &who.tables);
+        let seen = zepto_sql::system::extent::visible_extent(&t, &who.tables);
         s.push_str(&format!(",\"rows\":{},\"partitions\":{},\"columns\":[", seen.rows, seen.partitions));
         for (i, c) in t.schema().columns.iter().enumerate() {
             if i > 0 {

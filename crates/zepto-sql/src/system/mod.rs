@@ -30,6 +30,7 @@ pub(crate) struct SystemTable {
 
 use DataType::{Int32, Varchar};
 
+pub mod extent;
 pub mod pg_catalog;
 pub mod types;
 
