@@ -224,16 +224,9 @@ struct Stream {
 /// [`STALL_LIMIT`] loses its response, as does a cancelled statement (shutdown, the client
 /// gone): the body then ends with an error, never as a complete answer.
 async fn drain(mut enc: Encoder, s: Stream) {
-    let t0 = Instant::now();
     loop {
         let Some(room) = room(&s).await else { return };
-        let slot = loop {
-            match s.admission.admit().await {
-                Ok(slot) => break slot,
-                Err(crate::admission::Refused::Busy { .. }) if !s.ctl.is_cancelled() && t0.elapsed() < STALL_LIMIT => {}
-                Err(_) => return,
-            }
-        };
+        let Some(slot) = slot(&s).await else { return };
         let job = {
             let s = s.clone();
             move || fill(enc, room, &s)
@@ -262,6 +255,20 @@ async fn room(s: &Stream) -> Option<Room> {
         }
     }
     None
+}
+
+/// A query slot to encode the next chunks under, waited for at most [`STALL_LIMIT`] (each
+/// wait of the admission's own `--queue-timeout` retried): `None` when the statement was
+/// cancelled, the server stops, or every slot stayed busy that long.
+async fn slot(s: &Stream) -> Option<crate::admission::Slot> {
+    let t0 = Instant::now();
+    loop {
+        match s.admission.admit().await {
+            Ok(slot) => return Some(slot),
+            Err(crate::admission::Refused::Busy { .. }) if !s.ctl.is_cancelled() && t0.elapsed() < STALL_LIMIT => {}
+            Err(_) => return None,
+        }
+    }
 }
 
 /// A place in the response stream, held.

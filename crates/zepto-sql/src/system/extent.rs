@@ -21,9 +21,12 @@ pub fn visible_extent(table: &Table, access: &TableAccess) -> Extent {
     let mut out = Extent { rows: 0, partitions: 0 };
     for p in table.partitions() {
         let (col, at) = p.source(c);
-        let rows = if keyed { at..at + p.len().min(1) } else { at..at + p.len() };
-        let n = tenant_rows(col, rows, tenant);
-        let n = if keyed && n > 0 { p.len() } else { n };
+        let n = if keyed {
+            // One tenant's partition: its first row says whose.
+            p.len() * usize::from(tenant_rows(col, at..at + p.len().min(1), tenant) > 0)
+        } else {
+            tenant_rows(col, at..at + p.len(), tenant)
+        };
         out.rows += n;
         out.partitions += usize::from(n > 0);
     }
