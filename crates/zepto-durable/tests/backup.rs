@@ -229,3 +229,43 @@ fn a_kept_file_is_read_back_first_and_another_history_is_refused() {
         let _ = std::fs::remove_dir_all(p);
     }
 }
+
+/// [`batch`] with every `ok` flipped: other rows, Parquet files of the same lengths.
+fn flipped(day: i64, n: usize, seed: i64) -> Vec<zepto_storage::Column> {
+    let mut cols = batch(day, n, seed);
+    let mut ok = zepto_storage::ColumnBuilder::new(zepto_storage::DataType::Bool, n);
+    for i in 0..n {
+        ok.push_value(&zepto_storage::Value::Bool(i % 2 == 1)).expect("push");
+    }
+    cols[4] = ok.finish();
+    cols
+}
+
+#[test]
+fn a_table_made_again_never_takes_an_earlier_backups_history_file() {
+    let (src, dest, bucket) = (tmp("src5"), tmp("dest5"), tmp("bucket5"));
+    let live = Catalog::new();
+    let d = open(&src, &live);
+    let store = zepto_history::SharedStore::open(&bucket.display().to_string()).expect("a store in a directory");
+    let make = |rows: Vec<zepto_storage::Column>| {
+        live.create(Table::new("t", schema(), &TableOptions::default()).expect("table"), false).expect("create");
+        live.append("t", rows).expect("append");
+        d.tier(&live, "t", 2 * DAY).expect("tier");
+    };
+    make(batch(0, 400, 1));
+    d.backup(&live, &dest).expect("backup");
+    d.backup_to_store(&live, &store).expect("backup to a store");
+    // Made again with other rows: its history's sequence starts over, its files are as long.
+    live.drop_table("t", false).expect("drop");
+    make(flipped(0, 400, 1));
+    let want = dump(&live);
+    let into_dir = d.backup(&live, &dest).expect("a later backup");
+    let into_store = d.backup_to_store(&live, &store).expect("a later backup to the store");
+    assert_eq!(restored(&dest, "r9"), want, "the directory's backup holds the table made again");
+    assert_eq!(restored(&bucket, "r10"), want, "the store's backup holds the table made again");
+    assert_eq!(into_dir.history_copied, into_dir.history_files, "{into_dir}");
+    assert_eq!(into_store.history_copied, into_store.history_files, "{into_store}");
+    for p in [&src, &dest, &bucket] {
+        let _ = std::fs::remove_dir_all(p);
+    }
+}

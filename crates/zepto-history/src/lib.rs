@@ -2,7 +2,7 @@
 //! and Spark read directly, laid out Hive style under the data directory:
 //!
 //! ```text
-//! DIR/history/<table>/date=YYYY-MM-DD/part-<seq>.parquet
+//! DIR/history/<table>/date=YYYY-MM-DD/part-<seq>-<tag>.parquet
 //! ```
 //!
 //! # What it owns

@@ -58,7 +58,12 @@ pub fn write_history(storage: &dyn Storage, snap: &Table, before: i64) -> Result
     let slots: Vec<usize> = (0..counts.len()).filter(|&s| counts[s] > 0).collect();
     let table_dir = snap.name().to_ascii_lowercase();
     let next = snap.history().next_seq;
-    let name = |day: i64, k: usize| format!("{table_dir}/{}/part-{:06}.parquet", day_dir(day), next + k as u64);
+    // The sequence restarts with a table made again, and a restored copy goes on from its
+    // backup's: the tag keeps every file's name its own, so that no copy of a file (a
+    // backup's, say) is ever taken for another's.
+    let tag = zepto_storage::rng::fresh_u64();
+    let name =
+        |day: i64, k: usize| format!("{table_dir}/{}/part-{:06}-{tag:016x}.parquet", day_dir(day), next + k as u64);
     let mut files = Vec::new();
     for e in encode_rows(snap, &slots, Rows::Before(before), name)? {
         publish(storage, &e.file.path, &e.bytes)?;

@@ -13,7 +13,7 @@ use std::ops::Range;
 /// string, NULL first; designated timestamp).
 #[derive(Debug, Clone, PartialEq)]
 pub struct HistFile {
-    /// Path under the history root, Hive style: `<table>/date=YYYY-MM-DD/part-<seq>.parquet`;
+    /// Path under the history root, Hive style: `<table>/date=YYYY-MM-DD/part-<seq>-<tag>.parquet`;
     /// or, for a file in the cluster's shared storage, [`SHARED`] and its path there.
     pub path: String,
     /// Rows in the file.

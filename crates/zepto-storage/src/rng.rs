@@ -1,6 +1,17 @@
 //! A tiny deterministic random source (xorshift64) for generated test data: the same seed gives
 //! the same data on every machine, without a dependency. Not for anything that needs real
-//! randomness.
+//! randomness; [`fresh_u64`] is for ids no other run or database may draw.
+
+/// 64 bits no other call (in this process or any other) is likely to give: a randomly keyed
+/// hasher (the standard library seeds its keys from the OS, and moves them on for every hasher
+/// a thread makes) over the process id and the time for good measure.
+pub fn fresh_u64() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u32(std::process::id());
+    h.write_u128(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos()));
+    h.finish()
+}
 
 /// A xorshift64 generator. The seed must be non-zero (zero is its one fixed point).
 #[derive(Debug, Clone)]

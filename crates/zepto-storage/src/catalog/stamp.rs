@@ -27,15 +27,7 @@ static NEXT: AtomicU64 = AtomicU64::new(1);
 
 fn run() -> u64 {
     static RUN: OnceLock<u64> = OnceLock::new();
-    *RUN.get_or_init(|| {
-        use std::hash::{BuildHasher, Hasher};
-        // A randomly keyed hasher (the standard library seeds it from the OS), over the
-        // process id and the time for good measure.
-        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-        h.write_u32(std::process::id());
-        h.write_u128(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos()));
-        h.finish()
-    })
+    *RUN.get_or_init(crate::rng::fresh_u64)
 }
 
 impl Stamp {
