@@ -88,6 +88,10 @@ fn records_become_rows_once_each_through_kill_9_and_a_restart() {
     let p = broker.producer();
     trades(&p, "ticks", 0, 200);
     send(&p, "ticks", "S1", b"trades,sym=S1 price=oops 1\n", &[]);
+    // A field two producers start with two types, under keys of other partitions: whichever
+    // comes second does not fit the column the first made.
+    send(&p, "ticks", "S1", b"fresh,sym=S1 f=1i 1\n", &[]);
+    send(&p, "ticks", "S2", b"fresh,sym=S2 f=\"one\" 2\n", &[]);
     send(
         &p,
         "ticks",
@@ -101,7 +105,18 @@ fn records_become_rows_once_each_through_kill_9_and_a_restart() {
     let s = status(&a);
     assert_eq!(s["node_id"], "a");
     wait_for("2,000 rows", 60, || count(&a.addr, "SELECT count(*) FROM trades") == 2000);
-    wait_for("the refused records counted", 30, || status(&a)["records_rejected"].as_i64() == Some(2));
+    wait_for("the refused records counted", 30, || status(&a)["records_rejected"].as_i64() == Some(3));
+    // Each kept whole, with its reason: nothing Kafka acknowledged is lost.
+    let kept = "SELECT count(*) FROM zepto_kafka_rejected";
+    assert_eq!(count(&a.addr, kept), 3);
+    let oops = "SELECT count(*) FROM zepto_kafka_rejected WHERE payload = 'trades,sym=S1 price=oops 1\n' \
+                AND kafka_key = 'S1' AND reason LIKE '%price%' AND NOT payload_base64";
+    assert_eq!(count(&a.addr, oops), 1);
+    let json = "SELECT count(*) FROM zepto_kafka_rejected WHERE headers LIKE '%\"zepto-table\":\"quotes\"%'";
+    assert_eq!(count(&a.addr, json), 1);
+    let fresh = "SELECT count(*) FROM fresh";
+    let fresh_kept = "SELECT count(*) FROM zepto_kafka_rejected WHERE payload LIKE 'fresh,%'";
+    assert_eq!((count(&a.addr, fresh), count(&a.addr, fresh_kept)), (1, 1));
     let s = status(&a);
     assert_eq!(s["partitions"].as_array().map(Vec::len), Some(PARTITIONS), "{s}");
     assert!(s["last_error"].as_str().is_some_and(|e| e.contains("record ticks[")), "{s}");
@@ -109,7 +124,7 @@ fn records_become_rows_once_each_through_kill_9_and_a_restart() {
     // Every record's offset is recorded (the last of each partition says where to resume).
     let resume =
         "SELECT sum(m) FROM (SELECT max(kafka_offset) + 1 AS m FROM zepto_kafka_offsets GROUP BY kafka_partition)";
-    // 202 records produced, and the statement records telling the table `trades` to other
+    // 204 records produced, and the statement records telling the tables it made to other
     // nodes: every record of every partition is applied, up to the high watermarks.
     let caught_up = || {
         let s = status(&a);
@@ -122,7 +137,7 @@ fn records_become_rows_once_each_through_kill_9_and_a_restart() {
         high = caught_up().unwrap_or(-1);
         answer(&a.addr, resume) == Some(high)
     });
-    assert!(high >= 202, "{high}");
+    assert!(high >= 204, "{high}");
 
     // More records while the node runs, then kill -9 part-way and restart on the same data.
     trades(&p, "ticks", 2000, 300);
@@ -136,6 +151,7 @@ fn records_become_rows_once_each_through_kill_9_and_a_restart() {
     std::thread::sleep(Duration::from_millis(500));
     assert_eq!(settled(&b.addr, "SELECT count(*) FROM trades"), 6000);
     assert_eq!(settled(&b.addr, "SELECT count(DISTINCT id) FROM trades"), 6000, "no row twice");
+    assert_eq!(count(&b.addr, kept), 3, "the refused records kept through kill -9, once each");
     wait_for("no lag", 60, || {
         let s = status(&b);
         s["partitions"].as_array().is_some_and(|ps| ps.iter().all(|p| p["lag"].as_i64() == Some(0)))
@@ -474,6 +490,32 @@ fn tables_line_protocol_creates_are_known_on_every_node() {
     wait_for("y to know the new field", 60, widened);
     assert_eq!(status(&x)["records_rejected"], 0);
     assert_eq!(status(&y)["records_rejected"], 0);
+
+    // One field started with two types at once, under a key of each node: whichever way the
+    // race goes, no line is lost (stored, or kept whole where it was refused), and the
+    // conflict shows (a line kept, or the other node's CREATE refused and kept).
+    let ys = mine(&y);
+    let owned_by = |ps: &[i64]| {
+        (0..400)
+            .map(|i| format!("R{i}"))
+            .find(|k| ps.contains(&count(&x.addr, &format!("SELECT kafka_partition('{k}', {PARTITIONS})"))))
+            .expect("a key of each node")
+    };
+    let (kx, ky) = (owned_by(&xs), owned_by(&ys));
+    let rows = |s: &Server| status(s)["rows_applied"].as_i64().unwrap_or(0);
+    let applied = || rows(&x) + rows(&y);
+    let stored_before = applied();
+    send(&p, "told", &kx, format!("race,sym={kx} f=1i 1").as_bytes(), &[]);
+    send(&p, "told", &ky, format!("race,sym={ky} f=\"one\" 2").as_bytes(), &[]);
+    flush(&p);
+    let kept = |like: &str| {
+        let q = format!("SELECT count(*) FROM zepto_kafka_rejected WHERE payload LIKE '{like}'");
+        [&x, &y].iter().map(|s| answer(&s.addr, &q).unwrap_or(0)).sum::<i64>()
+    };
+    wait_for("both lines stored or kept, the conflict shown", 60, || {
+        let lines = kept("race,%");
+        applied() - stored_before + lines == 2 && (lines > 0 || kept("CREATE TABLE IF NOT EXISTS%race%") > 0)
+    });
     x.stop();
     y.stop();
     dirs.iter().for_each(|d| drop(std::fs::remove_dir_all(d)));

@@ -12,7 +12,8 @@
 //!
 //! `consumer/` (applying records), `produce.rs` (`/write` and SQL rows into Kafka), [`record`]
 //! (a record's bytes as a `/write` request: line protocol by default, or the headers
-//! `zepto-format`, `zepto-table`, `zepto-precision`), [`offsets`], `schemas.rs` (tables line
+//! `zepto-format`, `zepto-table`, `zepto-precision`), [`offsets`], [`rejected`] (records a node
+//! refused, kept whole), `schemas.rs` (tables line
 //! protocol made, told to every node), `peers.rs` (the engine's `Cluster`), `flight.rs` (plan
 //! fragments between nodes), [`history`] (shared history), [`members`], `watch.rs` (lag).
 //!
@@ -30,6 +31,8 @@
 //!   shared history), never where the group last committed.
 //! - A row's owner follows from its routing key (Kafka's murmur2 partitioner): a record keyed
 //!   into another partition is refused, and rows kept from a revoked partition stay out of answers.
+//! - A refused record is never dropped: Kafka acknowledged it to its producer, so it is kept
+//!   whole (a row of [`rejected::TABLE`]) in the change that records its offset.
 //! - Tables named `zepto_*` are each node's own (the offsets), never spread.
 //! - The log carries rows and two statements only: `CREATE TABLE IF NOT EXISTS` and
 //!   `ALTER TABLE ... ADD COLUMN IF NOT EXISTS`, which every node may run again harmlessly.
@@ -61,6 +64,7 @@ pub mod offsets;
 mod peers;
 mod produce;
 pub mod record;
+pub mod rejected;
 mod schemas;
 mod status;
 mod watch;

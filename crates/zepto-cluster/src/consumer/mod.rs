@@ -9,8 +9,9 @@
 //!   (`zepto_server::ingest::write_marked`); a record at or below the partition's applied
 //!   offset is skipped. What one poll brings (up to 1,000 records) is applied in order, runs
 //!   of line-protocol records as one change with one offset row per partition: one log write
-//!   for many small records. A malformed record is refused whole: its offset alone is recorded (so
-//!   it is not retried forever), the error is logged and counted. A storage failure (a full
+//!   for many small records. A malformed record is refused whole: its offset is recorded (so it
+//!   is not retried forever) with the record itself, kept in `zepto_kafka_rejected`
+//!   ([`crate::rejected`]), and the error is logged and counted. A storage failure (a full
 //!   disk) records nothing: the consumer goes back to that offset and tries again a second
 //!   later.
 //! - **Static membership.** The node's id is its group instance id: a node restarted within
@@ -37,6 +38,7 @@ use crate::history::SharedHistory;
 use crate::offsets;
 use crate::produce::Producer;
 use crate::record::{self, Body};
+use crate::rejected;
 use crate::schemas;
 use crate::status::Shared;
 use crate::{ClusterError, Config};
@@ -444,7 +446,11 @@ impl Worker {
         match outcome {
             Ok(rows) => Ok(Applied::Rows(rows)),
             Err((status, why)) if status < 500 => {
-                write(&empty, b"").map_err(|e| ClusterError::Storage(e.message))?;
+                // Kept whole beside its offset: Kafka acknowledged it to its producer.
+                let kept = rejected::Refused::of(m).mark(m.topic(), m.partition(), m.offset(), now, &why)?;
+                let marks = [mark, kept];
+                ingest::write_marked(&self.engine, &Principal::anonymous_admin(), &empty, b"", &marks)
+                    .map_err(|e| ClusterError::Storage(e.message))?;
                 Ok(Applied::Refused(why))
             }
             Err((_, why)) => Err(ClusterError::Storage(why)),
@@ -457,8 +463,12 @@ impl Worker {
         let sql = std::str::from_utf8(body).map_err(|e| (400, format!("a statement record is not UTF-8: {e}")))?;
         let stmt = zepto_sql::parser::parse_statement(sql).map_err(|e| (400, e.to_string()))?;
         match &stmt {
-            zepto_sql::parser::ast::Statement::CreateTable(ct) if ct.if_not_exists => {}
-            zepto_sql::parser::ast::Statement::AlterAddColumn { if_not_exists: true, .. } => {}
+            zepto_sql::parser::ast::Statement::CreateTable(ct) if ct.if_not_exists => {
+                ct.columns.iter().try_for_each(|(column, told)| self.same_type(&ct.name, column, *told))?
+            }
+            zepto_sql::parser::ast::Statement::AlterAddColumn {
+                if_not_exists: true, table, column, data_type, ..
+            } => self.same_type(table, column, *data_type)?,
             _ => {
                 let why =
                     "a statement record may only be CREATE TABLE IF NOT EXISTS or ALTER TABLE ADD COLUMN IF NOT EXISTS";
@@ -469,6 +479,24 @@ impl Worker {
             let e = ApiError::from(e);
             (e.status.as_u16(), e.message)
         })
+    }
+
+    /// Refuse a column (of a table made or widened) another node made with another type than
+    /// this node's (line protocol on two nodes at once): `IF NOT EXISTS` would pass it over unseen, and the record kept
+    /// ([`crate::rejected`]) tells the operator the nodes differ.
+    fn same_type(&self, table: &str, column: &str, told: zepto_storage::DataType) -> Result<(), (u16, String)> {
+        let Ok(t) = self.engine.catalog().snapshot(table) else { return Ok(()) };
+        match t.schema().index_of(column).map(|i| t.schema().columns[i].data_type) {
+            Some(here) if here != told => Err((
+                409,
+                format!(
+                    "column '{column}' of table '{table}' is {here} on this node, {told} on the node that told it: \
+                     two nodes made it from line protocol at once; its values that do not fit are kept in {}",
+                    rejected::TABLE
+                ),
+            )),
+            _ => Ok(()),
+        }
     }
 
     /// Account for one record's outcome; after a storage failure, go back to it.

@@ -88,7 +88,7 @@ pub fn write(engine: &Engine, who: &Principal, req: &WriteRequest, body: &[u8]) 
     write_marked(engine, who, req, body, &[])
 }
 
-/// Store one batch together with the rows of `marks` (all of one mark table), in one logged
+/// Store one batch together with the rows of `marks` (of one mark table or more), in one logged
 /// change: after a crash both are there or neither (the cluster's consumer records the Kafka
 /// offsets a batch holds so). Returns the rows of the batch written, the marks' not counted.
 /// A bad batch stores nothing, marks included.
@@ -128,29 +128,37 @@ impl Mark {
         Ok(Mark { table: table.to_string(), defs, row })
     }
 
-    /// The rows of `marks` (all of one table with the same columns) as one plan.
-    fn plan(catalog: &Catalog, marks: &[Mark]) -> Result<Option<TablePlan>, ApiError> {
-        let Some(first) = marks.first() else { return Ok(None) };
-        let mut builders: Vec<ColumnBuilder> =
-            first.defs.iter().map(|d| ColumnBuilder::new(d.data_type, marks.len())).collect();
+    /// The rows of `marks` as one plan per mark table, in order of each table's first mark.
+    fn plans(catalog: &Catalog, marks: &[Mark]) -> Result<Vec<TablePlan>, ApiError> {
+        let mut tables: Vec<&str> = Vec::new();
         for m in marks {
-            if m.table != first.table || m.defs != first.defs {
-                return Err(ApiError::internal(format!(
-                    "marks of tables '{}' and '{}' in one batch",
-                    first.table, m.table
-                )));
+            if !tables.contains(&m.table.as_str()) {
+                tables.push(&m.table);
+            }
+        }
+        tables.into_iter().map(|t| Mark::plan(catalog, marks.iter().filter(|m| m.table == t))).collect()
+    }
+
+    /// The rows of `marks` (at least one, all of one table) as one plan.
+    fn plan<'m>(catalog: &Catalog, marks: impl Iterator<Item = &'m Mark> + Clone) -> Result<TablePlan, ApiError> {
+        let first = marks.clone().next().ok_or_else(|| ApiError::internal("a mark plan of no marks"))?;
+        let mut builders: Vec<ColumnBuilder> =
+            first.defs.iter().map(|d| ColumnBuilder::new(d.data_type, marks.clone().count())).collect();
+        for m in marks {
+            if m.defs != first.defs {
+                return Err(ApiError::internal(format!("marks of table '{}' with other columns", m.table)));
             }
             for (b, v) in builders.iter_mut().zip(&m.row) {
                 b.push_value(v).map_err(|e| ApiError::internal(format!("mark table '{}': {e}", m.table)))?;
             }
         }
-        Ok(Some(TablePlan {
+        Ok(TablePlan {
             name: first.table.clone(),
             exists: catalog.exists(&first.table),
             defs: first.defs.clone(),
             cols: builders.into_iter().map(ColumnBuilder::finish).collect(),
             ts_name: first.defs.first().map(|d| d.name.clone()).unwrap_or_default(),
-        }))
+        })
     }
 }
 
@@ -188,13 +196,14 @@ fn store_table(catalog: &Catalog, who: &Principal, decoded: Decoded, marks: &[Ma
     let (table, snap, cols) = decoded;
     let table = table.as_str();
     let schema = &snap.schema().columns;
-    if let Some(marked) = Mark::plan(catalog, marks)? {
+    if !marks.is_empty() {
         let rows = cols.first().map_or(0, Column::len);
         let ts_name = snap.ts_col().and_then(|i| schema.get(i)).map(|c| c.name.clone()).unwrap_or_default();
-        let plan = TablePlan { name: table.to_string(), exists: true, defs: schema.clone(), cols, ts_name };
+        let mut plans = vec![TablePlan { name: table.to_string(), exists: true, defs: schema.clone(), cols, ts_name }];
+        plans.extend(Mark::plans(catalog, marks)?);
         drop(snap);
         let scoped = who.tables.tenant().is_some();
-        return create_and_apply(catalog, vec![plan, marked], scoped).map(|_| rows);
+        return create_and_apply(catalog, plans, scoped).map(|_| rows);
     }
     drop(snap);
     if who.tables.tenant().is_none() {
@@ -317,7 +326,7 @@ fn apply_ilp(
     marks: &[Mark],
 ) -> Result<usize, ApiError> {
     let mut lines = decode_ilp(catalog, who, req, body)?;
-    lines.plans.extend(Mark::plan(catalog, marks)?);
+    lines.plans.extend(Mark::plans(catalog, marks)?);
     store_ilp(catalog, lines)
 }
 
@@ -847,6 +856,18 @@ mod mark_tests {
         let body = b"{\"sym\": \"C\", \"x\": 3, \"timestamp\": 3}";
         assert_eq!(write_marked(&e, &who, &jsonl, body, &[mark(5)]).expect("jsonl"), 1);
         assert_eq!((count(&e, "t"), count(&e, "marks")), ("3".into(), "4".into()));
+        // Marks of two tables in one change, each table made on first use.
+        let defs = vec![
+            ColumnDef { name: "ts".into(), data_type: DataType::Timestamp },
+            ColumnDef { name: "why".into(), data_type: DataType::Varchar },
+        ];
+        let other = Mark::new("other_marks", defs, vec![Value::Timestamp(6), Value::Str("x".into())]).expect("mark");
+        let marks = [mark(6), other, mark(66)];
+        assert_eq!(write_marked(&e, &who, &ilp, b"t,sym=E x=6 6", &marks).expect("two mark tables"), 1);
+        assert_eq!(
+            (count(&e, "t"), count(&e, "marks"), count(&e, "other_marks")),
+            ("4".into(), "6".into(), "1".into())
+        );
         assert!(Mark::new(
             "m",
             vec![ColumnDef { name: "n".into(), data_type: DataType::Int64 }],
