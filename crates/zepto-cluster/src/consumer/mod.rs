@@ -482,8 +482,8 @@ impl Worker {
     }
 
     /// Refuse a column (of a table made or widened) another node made with another type than
-    /// this node's (line protocol on two nodes at once): `IF NOT EXISTS` would pass it over unseen, and the record kept
-    /// ([`crate::rejected`]) tells the operator the nodes differ.
+    /// this node's (line protocol on two nodes at once): `IF NOT EXISTS` would pass it over
+    /// unseen; the record kept ([`crate::rejected`]) tells the operator the nodes differ.
     fn same_type(&self, table: &str, column: &str, told: zepto_storage::DataType) -> Result<(), (u16, String)> {
         let Ok(t) = self.engine.catalog().snapshot(table) else { return Ok(()) };
         match t.schema().index_of(column).map(|i| t.schema().columns[i].data_type) {
