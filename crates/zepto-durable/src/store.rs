@@ -262,8 +262,18 @@ impl Durable {
             let w = write_history(self.history.as_ref(), &snap, before)?;
             match catalog.commit_tier(&snap, before, &w.counts, &w.files) {
                 Ok(n) => return Ok((n, w.files)),
-                // The files were never logged: the retry writes them again under the same names.
-                Err(StorageError::Conflict(_)) if attempt < 5 => attempt += 1,
+                // The files were never logged: deleted (a retry writes its own under names of
+                // its own, so left, they would read as rows twice to a tool reading the
+                // directory; one that fails leaves them to the next start's sweep).
+                Err(StorageError::Conflict(why)) => {
+                    for f in &w.files {
+                        let _ = self.history.remove(&f.path);
+                    }
+                    if attempt == 5 {
+                        return Err(StorageError::Conflict(why));
+                    }
+                    attempt += 1;
+                }
                 // Files left behind are deleted by the next start's sweep (never here: a log
                 // write that reported failure may still have reached the disk).
                 Err(e) => return Err(e),

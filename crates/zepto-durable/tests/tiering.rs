@@ -11,7 +11,7 @@ use common::{batch, dump, schema, DAY};
 use std::sync::Arc;
 use zepto_durable::{Durable, Options};
 use zepto_storage::{Catalog, Table, TableOptions};
-use zepto_wal::{MemStorage, SyncMode};
+use zepto_wal::{MemStorage, Storage, SyncMode};
 
 fn open(wal: &MemStorage, ck: &MemStorage, hist: &MemStorage, cat: &Catalog) -> Result<Arc<Durable>, String> {
     let opts = Options { checkpoint_bytes: 0, sync: SyncMode::Always, ..Options::default() };
@@ -133,4 +133,39 @@ fn tiered_rows_survive_restarts_through_log_and_checkpoint() {
     hist.remove(&victim).expect("remove");
     let err = open(&wal, &ck, &hist, &Catalog::new()).expect_err("a missing history file must refuse the start");
     assert!(err.contains(&victim), "{err}");
+}
+
+/// Tiering while rows before its cut keep arriving: an attempt whose table changed under it
+/// (a conflict) is retried, and its files, never logged, go at once. The history then holds
+/// exactly the files the table names, as a tool reading the directory would count its rows.
+#[test]
+fn a_tiering_retried_leaves_no_files_of_its_own_behind() {
+    let (wal, ck, hist) = (MemStorage::new(), MemStorage::new(), MemStorage::new());
+    let cat = Catalog::new();
+    let d = open(&wal, &ck, &hist, &cat).expect("open");
+    cat.create(Table::new("t", schema(), &TableOptions::default()).expect("table"), false).expect("create");
+    cat.append("t", batch(0, 200, 1)).expect("append");
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let (mut tierings, mut conflicts) = (0, 0);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            for seed in 2..300 {
+                cat.append("t", batch(0, 20, seed)).expect("append");
+            }
+            done.store(true, std::sync::atomic::Ordering::Relaxed);
+        });
+        while !done.load(std::sync::atomic::Ordering::Relaxed) {
+            tierings += 1;
+            if let Err(e) = d.tier(&cat, "t", 2 * DAY) {
+                assert!(matches!(e, zepto_storage::StorageError::Conflict(_)), "{e}");
+                conflicts += 1;
+            }
+        }
+    });
+    let named: std::collections::BTreeSet<String> =
+        cat.snapshot("t").expect("t").history().files.iter().map(|f| f.path.clone()).collect();
+    let held: std::collections::BTreeSet<String> =
+        hist.list().expect("list").into_iter().filter(|n| n.ends_with(".parquet")).collect();
+    assert!(!named.is_empty());
+    assert_eq!(held, named, "{tierings} tierings, {conflicts} gave up");
 }

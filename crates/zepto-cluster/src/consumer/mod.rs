@@ -448,10 +448,17 @@ impl Worker {
             Err((status, why)) if status < 500 => {
                 // Kept whole beside its offset: Kafka acknowledged it to its producer.
                 let kept = rejected::Refused::of(m).mark(m.topic(), m.partition(), m.offset(), now, &why)?;
-                let marks = [mark, kept];
-                ingest::write_marked(&self.engine, &Principal::anonymous_admin(), &empty, b"", &marks)
-                    .map_err(|e| ClusterError::Storage(e.message))?;
-                Ok(Applied::Refused(why))
+                let marks = [mark.clone(), kept];
+                match ingest::write_marked(&self.engine, &Principal::anonymous_admin(), &empty, b"", &marks) {
+                    Ok(_) => Ok(Applied::Refused(why)),
+                    // The table of kept records will not take the row (made with other columns
+                    // by hand): the offset alone, said loudly, rather than a partition stopped.
+                    Err(e) if e.status.as_u16() < 500 => {
+                        write(&empty, b"").map_err(|e| ClusterError::Storage(e.message))?;
+                        Ok(Applied::Lost(format!("{why}; and NOT kept: {}: {}", rejected::TABLE, e.message)))
+                    }
+                    Err(e) => Err(ClusterError::Storage(e.message)),
+                }
             }
             Err((_, why)) => Err(ClusterError::Storage(why)),
         }
@@ -484,10 +491,11 @@ impl Worker {
     /// Refuse a column (of a table made or widened) another node made with another type than
     /// this node's (line protocol on two nodes at once): `IF NOT EXISTS` would pass it over
     /// unseen; the record kept ([`crate::rejected`]) tells the operator the nodes differ.
+    /// SYMBOL and VARCHAR (a tag and a string field) take the same values: not refused.
     fn same_type(&self, table: &str, column: &str, told: zepto_storage::DataType) -> Result<(), (u16, String)> {
         let Ok(t) = self.engine.catalog().snapshot(table) else { return Ok(()) };
         match t.schema().index_of(column).map(|i| t.schema().columns[i].data_type) {
-            Some(here) if here != told => Err((
+            Some(here) if here != told && !(here.is_string() && told.is_string()) => Err((
                 409,
                 format!(
                     "column '{column}' of table '{table}' is {here} on this node, {told} on the node that told it: \
@@ -513,7 +521,12 @@ impl Worker {
                             s.rows_applied += rows as u64;
                         }
                         Applied::Refused(why) => {
-                            eprintln!("zeptodb: cluster: record {at} refused, nothing stored: {why}");
+                            eprintln!("zeptodb: cluster: record {at} refused, kept in {}: {why}", rejected::TABLE);
+                            s.records_rejected += 1;
+                            s.last_error = Some(format!("record {at}: {why}"));
+                        }
+                        Applied::Lost(why) => {
+                            eprintln!("zeptodb: cluster: record {at} refused, LOST: {why}");
                             s.records_rejected += 1;
                             s.last_error = Some(format!("record {at}: {why}"));
                         }
@@ -543,8 +556,11 @@ impl Worker {
 enum Applied {
     /// Its rows were stored (how many).
     Rows(usize),
-    /// It was malformed (why): only its offset was stored.
+    /// It was malformed (why): it was kept in [`rejected::TABLE`] with its offset.
     Refused(String),
+    /// It was malformed, and the table of kept records refused it too (why): only its offset
+    /// was stored.
+    Lost(String),
 }
 
 /// The consumer's callbacks: assignments start where the node's tables end.
