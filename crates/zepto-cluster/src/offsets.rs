@@ -13,7 +13,9 @@ use zepto_storage::{ColumnDef, DataType, Value};
 /// The table of applied offsets.
 pub const TABLE: &str = "zepto_kafka_offsets";
 
-fn defs() -> Vec<ColumnDef> {
+/// The columns of [`TABLE`]: when, and where in Kafka (the first columns of
+/// [`crate::rejected::TABLE`] too).
+pub(crate) fn defs() -> Vec<ColumnDef> {
     let def = |name: &str, data_type| ColumnDef { name: name.to_string(), data_type };
     vec![
         def("ts", DataType::Timestamp),

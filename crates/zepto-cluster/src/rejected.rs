@@ -21,17 +21,15 @@ pub const TABLE: &str = "zepto_kafka_rejected";
 
 fn defs() -> Vec<ColumnDef> {
     let def = |name: &str, data_type| ColumnDef { name: name.to_string(), data_type };
-    vec![
-        def("ts", DataType::Timestamp),
-        def("topic", DataType::Symbol),
-        def("kafka_partition", DataType::Int64),
-        def("kafka_offset", DataType::Int64),
+    let mut defs = crate::offsets::defs();
+    defs.extend([
         def("kafka_key", DataType::Varchar),
         def("headers", DataType::Varchar),
         def("reason", DataType::Varchar),
         def("payload_base64", DataType::Bool),
         def("payload", DataType::Varchar),
-    ]
+    ]);
+    defs
 }
 
 /// What a refused record holds, as [`TABLE`] keeps it.
