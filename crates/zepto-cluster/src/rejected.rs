@@ -34,6 +34,8 @@ fn defs() -> Vec<ColumnDef> {
 
 /// What a refused record holds, as [`TABLE`] keeps it.
 pub struct Refused<'a> {
+    /// Where it was: topic, partition, offset.
+    pub at: (&'a str, i32, i64),
     /// Its key (`None`: it had none).
     pub key: Option<&'a [u8]>,
     /// Its headers, name and value (`None`: a header without a value).
@@ -46,12 +48,13 @@ impl<'a> Refused<'a> {
     /// Record `m`'s parts.
     pub fn of(m: &'a BorrowedMessage<'a>) -> Refused<'a> {
         let headers = m.headers().map(|hs| hs.iter().map(|h| (h.key, h.value)).collect()).unwrap_or_default();
-        Refused { key: m.key(), headers, payload: m.payload().unwrap_or_default() }
+        let at = (m.topic(), m.partition(), m.offset());
+        Refused { at, key: m.key(), headers, payload: m.payload().unwrap_or_default() }
     }
 
-    /// The row recording that the record at `offset` of `topic`'s `partition` was refused at
-    /// `now_ns` for `why`.
-    pub fn mark(&self, topic: &str, partition: i32, offset: i64, now_ns: i64, why: &str) -> Result<Mark, ClusterError> {
+    /// The row recording that the record was refused at `now_ns` for `why`.
+    pub fn mark(&self, now_ns: i64, why: &str) -> Result<Mark, ClusterError> {
+        let (topic, partition, offset) = self.at;
         let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
         let headers: serde_json::Map<String, serde_json::Value> = self
             .headers
@@ -93,15 +96,14 @@ mod tests {
             now_ns: 1,
         };
         let text = Refused {
+            at: ("ticks", 3, 17),
             key: Some(b"S1"),
             headers: vec![("zepto-format", Some(b"jsonl")), ("zepto-table", Some(b"quotes")), ("bare", None)],
             payload: b"{\"sym\": \"S1\"}\n",
         };
-        let binary = Refused { key: None, headers: Vec::new(), payload: &[0xff, 0x00, 0x41] };
-        let marks = [
-            text.mark("ticks", 3, 17, 5, "table 'quotes' does not exist").expect("mark"),
-            binary.mark("ticks", 0, 2, 6, "not Arrow").expect("mark"),
-        ];
+        let binary = Refused { at: ("ticks", 0, 2), key: None, headers: Vec::new(), payload: &[0xff, 0x00, 0x41] };
+        let marks =
+            [text.mark(5, "table 'quotes' does not exist").expect("mark"), binary.mark(6, "not Arrow").expect("mark")];
         write_marked(&e, &Principal::anonymous_admin(), &req, b"", &marks).expect("stored");
         let r = e
             .execute(&format!(

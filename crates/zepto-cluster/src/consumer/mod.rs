@@ -447,15 +447,16 @@ impl Worker {
             Ok(rows) => Ok(Applied::Rows(rows)),
             Err((status, why)) if status < 500 => {
                 // Kept whole beside its offset: Kafka acknowledged it to its producer.
-                let kept = rejected::Refused::of(m).mark(m.topic(), m.partition(), m.offset(), now, &why)?;
+                let kept = rejected::Refused::of(m).mark(now, &why)?;
                 let marks = [mark.clone(), kept];
                 match ingest::write_marked(&self.engine, &Principal::anonymous_admin(), &empty, b"", &marks) {
-                    Ok(_) => Ok(Applied::Refused(why)),
+                    Ok(_) => Ok(Applied::Refused { why, kept: true }),
                     // The table of kept records will not take the row (made with other columns
                     // by hand): the offset alone, said loudly, rather than a partition stopped.
                     Err(e) if e.status.as_u16() < 500 => {
                         write(&empty, b"").map_err(|e| ClusterError::Storage(e.message))?;
-                        Ok(Applied::Lost(format!("{why}; and NOT kept: {}: {}", rejected::TABLE, e.message)))
+                        let why = format!("{why}; and NOT kept: {}: {}", rejected::TABLE, e.message);
+                        Ok(Applied::Refused { why, kept: false })
                     }
                     Err(e) => Err(ClusterError::Storage(e.message)),
                 }
@@ -471,11 +472,11 @@ impl Worker {
         let stmt = zepto_sql::parser::parse_statement(sql).map_err(|e| (400, e.to_string()))?;
         match &stmt {
             zepto_sql::parser::ast::Statement::CreateTable(ct) if ct.if_not_exists => {
-                ct.columns.iter().try_for_each(|(column, told)| self.same_type(&ct.name, column, *told))?
+                self.same_types(&ct.name, ct.columns.iter().map(|(c, t)| (c.as_str(), *t)))?
             }
             zepto_sql::parser::ast::Statement::AlterAddColumn {
                 if_not_exists: true, table, column, data_type, ..
-            } => self.same_type(table, column, *data_type)?,
+            } => self.same_types(table, [(column.as_str(), *data_type)].into_iter())?,
             _ => {
                 let why =
                     "a statement record may only be CREATE TABLE IF NOT EXISTS or ALTER TABLE ADD COLUMN IF NOT EXISTS";
@@ -492,10 +493,19 @@ impl Worker {
     /// this node's (line protocol on two nodes at once): `IF NOT EXISTS` would pass it over
     /// unseen; the record kept ([`crate::rejected`]) tells the operator the nodes differ.
     /// SYMBOL and VARCHAR (a tag and a string field) take the same values: not refused.
-    fn same_type(&self, table: &str, column: &str, told: zepto_storage::DataType) -> Result<(), (u16, String)> {
+    fn same_types<'c>(
+        &self,
+        table: &str,
+        mut told: impl Iterator<Item = (&'c str, zepto_storage::DataType)>,
+    ) -> Result<(), (u16, String)> {
         let Ok(t) = self.engine.catalog().snapshot(table) else { return Ok(()) };
-        match t.schema().index_of(column).map(|i| t.schema().columns[i].data_type) {
-            Some(here) if here != told && !(here.is_string() && told.is_string()) => Err((
+        let here = |column: &str| t.schema().index_of(column).map(|i| t.schema().columns[i].data_type);
+        let clash = told.find_map(|(column, told)| match here(column) {
+            Some(here) if here != told && !(here.is_string() && told.is_string()) => Some((column, here, told)),
+            _ => None,
+        });
+        match clash {
+            Some((column, here, told)) => Err((
                 409,
                 format!(
                     "column '{column}' of table '{table}' is {here} on this node, {told} on the node that told it: \
@@ -503,7 +513,7 @@ impl Worker {
                     rejected::TABLE
                 ),
             )),
-            _ => Ok(()),
+            None => Ok(()),
         }
     }
 
@@ -520,13 +530,9 @@ impl Worker {
                             s.records_applied += 1;
                             s.rows_applied += rows as u64;
                         }
-                        Applied::Refused(why) => {
-                            eprintln!("zeptodb: cluster: record {at} refused, kept in {}: {why}", rejected::TABLE);
-                            s.records_rejected += 1;
-                            s.last_error = Some(format!("record {at}: {why}"));
-                        }
-                        Applied::Lost(why) => {
-                            eprintln!("zeptodb: cluster: record {at} refused, LOST: {why}");
+                        Applied::Refused { why, kept } => {
+                            let fate = if kept { format!("kept in {}", rejected::TABLE) } else { "LOST".into() };
+                            eprintln!("zeptodb: cluster: record {at} refused, {fate}: {why}");
                             s.records_rejected += 1;
                             s.last_error = Some(format!("record {at}: {why}"));
                         }
@@ -556,11 +562,9 @@ impl Worker {
 enum Applied {
     /// Its rows were stored (how many).
     Rows(usize),
-    /// It was malformed (why): it was kept in [`rejected::TABLE`] with its offset.
-    Refused(String),
-    /// It was malformed, and the table of kept records refused it too (why): only its offset
-    /// was stored.
-    Lost(String),
+    /// It was malformed (why): kept in [`rejected::TABLE`] with its offset, or, when that
+    /// table refused it too (`kept` false), only its offset stored.
+    Refused { why: String, kept: bool },
 }
 
 /// The consumer's callbacks: assignments start where the node's tables end.
