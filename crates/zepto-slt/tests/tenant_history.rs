@@ -45,6 +45,10 @@ fn history_rows_of_other_tenants_stay_out_of_sight() {
         let scoped = all.with_access(TableAccess::all().with_tenant("a"));
         let plan = run(&scoped, "EXPLAIN SELECT kind, count(*), sum(score) FROM mem GROUP BY kind").join("\n");
         assert!(plan.contains("HistoryAggregate"), "{cols}: {plan}");
+        // No totals of the history (files and row groups hold other tenants' rows too).
+        assert!(plan.contains("+ history parquet") && !plan.contains("files="), "{cols}: {plan}");
+        let whole = run(&all, "EXPLAIN SELECT kind, count(*) FROM mem GROUP BY kind").join("\n");
+        assert!(whole.contains("files=") && whole.contains("row_groups="), "{cols}: {whole}");
         let own = "(SELECT * FROM mem WHERE tenant_id = 'a')";
         let queries = [
             "SELECT count(*), sum(score), min(ts), max(ts) FROM {m} x",

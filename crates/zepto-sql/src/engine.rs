@@ -409,8 +409,11 @@ impl Engine {
     /// running it, each node's rows, batches, time and memory).
     fn explain(&self, run: &RunContext, query: &Query, analyze: bool) -> Result<QueryResult> {
         let p = self.prepare_in(run, query)?;
-        let mut text =
-            if analyze { exec::explain_analyze(run, &p.plan, &p.fields)?.0 } else { p.plan.root().explain(&p.fields) };
+        let mut text = if analyze {
+            exec::explain_analyze(run, &p.plan, &p.fields)?.0
+        } else {
+            p.plan.root().explain_for(&p.fields, &self.access)
+        };
         for v in crate::view::explain_views(&self.catalog, p.plan.root())? {
             text.push_str(&v);
             text.push('\n');

@@ -202,6 +202,10 @@ fn explain_shows_the_scope_and_ranges_still_reach_the_scan() {
     let plan = explain(&scoped, q);
     assert!(plan.contains("Filter") && plan.contains("ts=["), "{plan}");
     assert!(!explain(&all, q).contains("Filter"), "the unscoped plan has no filter");
+    // The scoped plan counts nothing over the whole table (how many partitions other tenants'
+    // kinds make); the unscoped one does.
+    assert!(plan.contains("partitions=all") && !plan.contains("partitions=all("), "{plan}");
+    assert!(explain(&all, q).contains("partitions=all("), "the unscoped plan counts partitions");
     // The partition-wise operators still take the scoped scan.
     let plan = explain(&scoped, "SELECT kind, count(*) FROM mem WHERE id > 3 GROUP BY kind");
     assert!(plan.contains("PartitionAggregate"), "{plan}");

@@ -457,22 +457,44 @@ impl Plan {
     /// [`Plan::explain`] with a note after each node's line (`note(node)`: EXPLAIN ANALYZE's
     /// stats of the node's run).
     pub fn explain_with(&self, names: &[Field], note: &dyn Fn(&Plan) -> Option<String>) -> String {
+        self.explain_as(names, note, &|_| false)
+    }
+
+    /// [`Plan::explain`] for a session scoped to a tenant (`access`): a scan of a table the
+    /// scope filters names no totals (how many partitions, history files and row groups the
+    /// table holds, which would tell how much other tenants hold).
+    pub fn explain_for(&self, names: &[Field], access: &crate::access::TableAccess) -> String {
+        self.explain_as(names, &|_| None, &|t| access.scope_of(t.schema()).is_some())
+    }
+
+    /// [`Plan::explain_with`], the scans of tables for which `hide_totals` holds printed
+    /// without the table's totals.
+    fn explain_as(
+        &self,
+        names: &[Field],
+        note: &dyn Fn(&Plan) -> Option<String>,
+        hide_totals: &dyn Fn(&Table) -> bool,
+    ) -> String {
         let mut out = String::new();
-        self.explain_into(0, &mut out, note);
+        self.explain_into(0, &mut out, &Explaining { note, hide_totals });
         let cols: Vec<&str> = names.iter().map(|f| f.name.as_str()).collect();
         format!("output: {}\n{out}", cols.join(", "))
     }
 
-    fn explain_into(&self, depth: usize, out: &mut String, note: &dyn Fn(&Plan) -> Option<String>) {
+    fn explain_into(&self, depth: usize, out: &mut String, how: &Explaining<'_>) {
         out.push_str(&"  ".repeat(depth));
         out.push_str(self.operator());
-        for part in [Some(self.explain_detail()), note(self)].into_iter().flatten().filter(|s| !s.is_empty()) {
+        let detail = match self {
+            Plan::Scan { table, columns, range } => explain_scan(table, columns, range, !(how.hide_totals)(table)),
+            _ => self.explain_detail(),
+        };
+        for part in [Some(detail), (how.note)(self)].into_iter().flatten().filter(|s| !s.is_empty()) {
             out.push(' ');
             out.push_str(&part);
         }
         out.push('\n');
         for input in self.inputs() {
-            input.explain_into(depth + 1, out, note);
+            input.explain_into(depth + 1, out, how);
         }
     }
 
@@ -521,7 +543,7 @@ impl Plan {
     /// What EXPLAIN prints after the operator's name.
     fn explain_detail(&self) -> String {
         match self {
-            Plan::Scan { table, columns, range } => explain_scan(table, columns, range),
+            Plan::Scan { table, columns, range } => explain_scan(table, columns, range, true),
             Plan::Values { rows, .. } => format!("rows={}", rows.len()),
             Plan::Series { start, step, count, .. } => format!("start={start} step={step} rows={count}"),
             Plan::Filter { pred, input } => {
@@ -744,15 +766,32 @@ fn explain_in_sets(pred: &BExpr) -> String {
     format!("IN by hash lookup over {} constants", sizes.join(", "))
 }
 /// A scan's EXPLAIN detail: its columns, partitions, time range and history files.
-fn explain_scan(table: &Table, columns: &[usize], range: &ScanRange) -> String {
+/// How a plan is explained: a note after each node's line, and which tables' scans name
+/// no totals.
+struct Explaining<'a> {
+    note: &'a dyn Fn(&Plan) -> Option<String>,
+    hide_totals: &'a dyn Fn(&Table) -> bool,
+}
+
+/// A scan's EXPLAIN detail; without `totals`, nothing counted over the whole table (its
+/// partitions, history files and row groups): a tenant-scoped session's view.
+fn explain_scan(table: &Table, columns: &[usize], range: &ScanRange, totals: bool) -> String {
     let mut s = format!("{} columns={:?}", table.name(), columns);
     if let Some(k) = &range.keys {
         s.push_str(&format!(" partitions={k:?}{}", if range.null_key { " + NULL key" } else { "" }));
-    } else {
+    } else if totals {
         s.push_str(&format!(" partitions=all({})", table.partitions().len()));
+    } else {
+        s.push_str(" partitions=all");
     }
     if range.is_time_bounded() {
         s.push_str(&format!(" ts=[{}, {}] (binary search)", fmt_ts(range.ts_lo), fmt_ts(range.ts_hi)));
+    }
+    if !totals {
+        if !table.history().files.is_empty() {
+            s.push_str(" + history parquet");
+        }
+        return s;
     }
     if !table.history().files.is_empty() {
         let r = table.history_reader().map(|h| h.plan(table, range.keys.as_deref(), range.ts_lo, range.ts_hi));
