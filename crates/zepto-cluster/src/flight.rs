@@ -61,7 +61,12 @@ pub(crate) fn spawn(
                     Err(e) => return eprintln!("zeptodb: cluster: Flight door: {e}"),
                 };
                 // No Nagle: a small answer must not wait out the asking node's delayed ACK.
-                let incoming = tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
+                // Keepalive as every door's connections have it (`zepto_server::net`).
+                let incoming = tonic::transport::server::TcpIncoming::from(listener)
+                    .with_nodelay(Some(true))
+                    .with_keepalive(Some(zepto_server::net::KEEPALIVE_IDLE))
+                    .with_keepalive_interval(Some(zepto_server::net::KEEPALIVE_INTERVAL))
+                    .with_keepalive_retries(Some(zepto_server::net::KEEPALIVE_PROBES));
                 let stopped = async move {
                     while !stop.load(Ordering::Acquire) {
                         tokio::time::sleep(Duration::from_millis(100)).await;

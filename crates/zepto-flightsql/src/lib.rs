@@ -113,7 +113,12 @@ async fn serve(listener: std::net::TcpListener, door: Door, stop: Arc<AtomicBool
         Ok(l) => l,
         Err(e) => return eprintln!("zeptodb: Flight SQL door: {e}"),
     };
-    let incoming = tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
+    // Keepalive as every door's connections have it (`zepto_server::net`).
+    let incoming = tonic::transport::server::TcpIncoming::from(listener)
+        .with_nodelay(Some(true))
+        .with_keepalive(Some(zepto_server::net::KEEPALIVE_IDLE))
+        .with_keepalive_interval(Some(zepto_server::net::KEEPALIVE_INTERVAL))
+        .with_keepalive_retries(Some(zepto_server::net::KEEPALIVE_PROBES));
     let stopped = async move {
         while !stop.load(Ordering::Acquire) {
             tokio::time::sleep(Duration::from_millis(100)).await;

@@ -12,7 +12,10 @@
 //! memory (`--max-inflight-body-mb`, shared with HTTP's request bodies) as they are decoded:
 //! without it, connections streaming endless COPYs would grow the server's memory until the
 //! kernel killed it. A COPY that would overdraw the budget fails (SQLSTATE 53200) and its rows
-//! are dropped at once; its share comes back when it ends, however it ends.
+//! are dropped at once; its share comes back when it ends, however it ends. A COPY that sends
+//! nothing for [`COPY_IDLE_LIMIT`] (the HTTP door's limit on a request body) is failed, its
+//! rows and share dropped then (CopyDone answers SQLSTATE 57014): a client that stopped
+//! halfway would otherwise hold them for as long as its connection stays open.
 
 use crate::error::{pg_error, user_error};
 use crate::run::{ConnEngine, Limits};
@@ -27,7 +30,9 @@ use pgwire::messages::copy::{CopyData, CopyDone, CopyFail};
 use pgwire::messages::PgWireBackendMessage;
 use pgwire::types::format::FormatOptions;
 use std::fmt::Debug;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
 use zepto_server::admission::Admission;
 use zepto_server::inflight::{BodyBudget, Held};
 use zepto_sql::copy_client::CopyIn;
@@ -36,10 +41,17 @@ use zepto_sql::interrupt::RunContext;
 use zepto_sql::parser::ast::Statement;
 use zepto_sql::result::QueryResult;
 
+/// The longest a COPY FROM may go without sending data before it is failed.
+pub const COPY_IDLE_LIMIT: Duration = Duration::from_secs(300);
+
 /// A COPY FROM receiving rows, and the share of the server's budget they hold.
 pub struct Receiving {
     copy: CopyIn,
     held: Held,
+    /// Which COPY of the connection this is (its idle watch's ticket).
+    id: u64,
+    /// When data last came.
+    fed: Instant,
 }
 
 impl Receiving {
@@ -62,9 +74,10 @@ impl Receiving {
     }
 }
 
-/// The connection's COPY FROM under way: receiving, or failed (the error CopyDone answers).
+/// The connection's COPY FROM under way: receiving, or failed (the error CopyDone answers);
+/// and how many COPYs the connection has begun.
 #[derive(Default)]
-pub struct CopyState(Mutex<Option<Result<Receiving, PgWireError>>>);
+pub struct CopyState(Mutex<Option<Result<Receiving, PgWireError>>>, AtomicU64);
 
 impl CopyState {
     fn take(&self) -> Option<Result<Receiving, PgWireError>> {
@@ -74,6 +87,70 @@ impl CopyState {
     fn put(&self, state: Result<Receiving, PgWireError>) {
         if let Ok(mut slot) = self.0.lock() {
             *slot = Some(state);
+        }
+    }
+
+    /// Begin receiving `copy` under `held`; its ticket for [`watch_idle`].
+    fn begin(&self, copy: CopyIn, held: Held) -> u64 {
+        let id = self.1.fetch_add(1, Ordering::Relaxed) + 1;
+        self.put(Ok(Receiving { copy, held, id, fed: Instant::now() }));
+        id
+    }
+
+    /// Feed `data` to the COPY under way (under the lock, so an idle watch never sees it
+    /// missing while it is fed); a failure is kept for CopyDone.
+    fn feed(&self, data: &[u8]) {
+        let Ok(mut slot) = self.0.lock() else { return };
+        let next = match slot.take() {
+            Some(Ok(mut r)) => match tokio::task::block_in_place(|| r.copy.feed(data)) {
+                Ok(()) => r.cover().map(|()| {
+                    r.fed = Instant::now();
+                    r
+                }),
+                Err(e) => Err(pg_error(&e, "")),
+            },
+            Some(failed) => failed,
+            None => Err(user_error("08P01", "CopyData outside a COPY FROM STDIN")),
+        };
+        *slot = Some(next);
+    }
+
+    /// COPY `id`, if it is still under way: failed when it has been idle for `limit` (its
+    /// rows and budget share dropped now; `None`), else how long until it would be. `None`
+    /// too when it has ended or failed.
+    fn expire_idle(&self, id: u64, limit: Duration) -> Option<Duration> {
+        let mut slot = match self.0.try_lock() {
+            Ok(slot) => slot,
+            // Being fed this moment: not idle.
+            Err(std::sync::TryLockError::WouldBlock) => return Some(limit),
+            Err(std::sync::TryLockError::Poisoned(_)) => return None,
+        };
+        let idle = match slot.as_ref() {
+            Some(Ok(r)) if r.id == id => r.fed.elapsed(),
+            _ => return None,
+        };
+        if idle < limit {
+            return Some(limit - idle);
+        }
+        let message = format!(
+            "COPY FROM STDIN sent no data for {} s and was failed; nothing was stored",
+            limit.as_secs_f64().round()
+        );
+        *slot = Some(Err(user_error("57014", message)));
+        None
+    }
+}
+
+/// Fail COPY `id` of the connection whose state is `state` once it has sent no data for
+/// `limit` ([`COPY_IDLE_LIMIT`] for clients); over when the COPY or the connection ends.
+async fn watch_idle(state: Weak<CopyState>, id: u64, limit: Duration) {
+    let mut wait = limit;
+    loop {
+        tokio::time::sleep(wait).await;
+        let Some(state) = state.upgrade() else { return };
+        match state.expire_idle(id, limit) {
+            Some(left) => wait = left.max(Duration::from_millis(10)),
+            None => return,
         }
     }
 }
@@ -99,7 +176,7 @@ pub fn abandon<C: ClientInfo + ?Sized>(client: &C) {
 /// `state`), the rows streamed for a COPY TO.
 pub async fn start(
     conn: &Arc<ConnEngine>,
-    state: &CopyState,
+    state: &Arc<CopyState>,
     s: Statement,
     sql: &str,
     door: Door<'_>,
@@ -109,7 +186,8 @@ pub async fn start(
     if let Statement::CopyFrom { .. } = s {
         let copy = engine.copy_in(&s, limits.memory).map_err(|e| pg_error(&e, sql))?;
         let width = copy.width();
-        state.put(Ok(Receiving { copy, held: bodies.share() }));
+        let id = state.begin(copy, bodies.share());
+        tokio::spawn(watch_idle(Arc::downgrade(state), id, COPY_IDLE_LIMIT));
         return Ok(Response::CopyIn(CopyResponse::new(0, width, stream::empty())));
     }
     let (r, opts) = crate::run::in_slot(gate, limits, false, sql, move |run| engine.copy_out(run, &s)).await?;
@@ -202,16 +280,7 @@ impl CopyHandler for Copier {
         C::Error: Debug,
         PgWireError: From<<C as futures::Sink<PgWireBackendMessage>>::Error>,
     {
-        let state = client.session_extensions().get_or_insert_with(CopyState::default);
-        let next = match state.take() {
-            Some(Ok(mut r)) => match tokio::task::block_in_place(|| r.copy.feed(&data.data)) {
-                Ok(()) => r.cover().map(|()| r),
-                Err(e) => Err(pg_error(&e, "")),
-            },
-            Some(failed) => failed,
-            None => Err(user_error("08P01", "CopyData outside a COPY FROM STDIN")),
-        };
-        state.put(next);
+        client.session_extensions().get_or_insert_with(CopyState::default).feed(&data.data);
         Ok(())
     }
 
@@ -223,7 +292,7 @@ impl CopyHandler for Copier {
     {
         use futures::SinkExt;
         let state = client.session_extensions().get_or_insert_with(CopyState::default);
-        let Receiving { copy, held } = match state.take() {
+        let Receiving { copy, held, .. } = match state.take() {
             Some(r) => r?,
             None => return Err(user_error("08P01", "CopyDone outside a COPY FROM STDIN")),
         };
@@ -252,5 +321,78 @@ impl CopyHandler for Copier {
         let state = client.session_extensions().get_or_insert_with(CopyState::default);
         drop(state.take());
         user_error("57014", format!("COPY from stdin failed: {}; nothing was stored", fail.message))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use zepto_sql::parser::parse_statements;
+    use zepto_sql::Engine;
+
+    /// A COPY FROM STDIN of `t` begun on `state`, holding a share of `budget`, fed one row.
+    fn copying(engine: &Engine, state: &Arc<CopyState>, budget: &BodyBudget) -> u64 {
+        let s = parse_statements("COPY t FROM STDIN").expect("parses").remove(0);
+        let id = state.begin(engine.copy_in(&s, None).expect("a COPY"), budget.share());
+        state.feed(b"1\tx\n");
+        id
+    }
+
+    fn failed_with(state: &CopyState) -> Option<String> {
+        match state.take()? {
+            Ok(_) => None,
+            Err(e) => Some(e.to_string()),
+        }
+    }
+
+    /// A COPY that goes quiet is failed after the limit, its budget share given back at once;
+    /// one that keeps sending is not; the watch ends with the COPY or the connection.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_silent_copy_is_failed_and_gives_back_its_share() {
+        let engine = Engine::new();
+        engine.execute("CREATE TABLE t (n BIGINT, s VARCHAR)").expect("table");
+        let budget = BodyBudget::new(64 << 20);
+        let limit = Duration::from_millis(200);
+
+        let quiet = Arc::new(CopyState::default());
+        let id = copying(&engine, &quiet, &budget);
+        assert!(budget.held() > 0, "the fed row holds a share");
+        let t0 = Instant::now();
+        watch_idle(Arc::downgrade(&quiet), id, limit).await;
+        assert!(t0.elapsed() >= limit);
+        assert_eq!(budget.held(), 0, "the share comes back when the COPY is failed");
+        let err = failed_with(&quiet).expect("failed, for CopyDone to answer");
+        assert!(err.contains("57014") && err.contains("sent no data"), "{err}");
+
+        // Fed every 50 ms for 600 ms: never idle for the limit.
+        let busy = Arc::new(CopyState::default());
+        let id = copying(&engine, &busy, &budget);
+        let watch = tokio::spawn(watch_idle(Arc::downgrade(&busy), id, limit));
+        for _ in 0..12 {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            busy.feed(b"2\ty\n");
+        }
+        assert!(!watch.is_finished(), "the watch goes on while the COPY is under way");
+        assert!(matches!(busy.take(), Some(Ok(_))), "still receiving");
+        // Ended (CopyDone took it): the watch stops at its next look, and budget is back.
+        tokio::time::timeout(limit * 3, watch).await.expect("the watch ends").expect("joins");
+        assert_eq!(budget.held(), 0);
+
+        // The connection closed: the watch ends without touching anything.
+        let gone = Arc::new(CopyState::default());
+        let id = copying(&engine, &gone, &budget);
+        let watch = tokio::spawn(watch_idle(Arc::downgrade(&gone), id, limit));
+        drop(gone);
+        assert_eq!(budget.held(), 0, "the connection's COPY went with it");
+        tokio::time::timeout(limit * 3, watch).await.expect("the watch ends").expect("joins");
+
+        // A later COPY of the same connection is not failed by an earlier one's watch.
+        let conn = Arc::new(CopyState::default());
+        let first = copying(&engine, &conn, &budget);
+        let watch = tokio::spawn(watch_idle(Arc::downgrade(&conn), first, limit));
+        drop(conn.take());
+        let _second = copying(&engine, &conn, &budget);
+        tokio::time::timeout(limit * 3, watch).await.expect("the watch ends").expect("joins");
+        assert!(matches!(conn.take(), Some(Ok(_))), "the second COPY is untouched");
     }
 }

@@ -196,6 +196,7 @@ async fn accept(
             r = listener.accept() => match r {
                 Ok((socket, peer)) => {
                     let _ = socket.set_nodelay(true);
+                    zepto_server::net::keep_alive(&socket);
                     let Ok(slot) = slots.free.clone().try_acquire_owned() else {
                         eprintln!("zeptodb: pg connection from {peer} refused: {} connections are open", slots.max);
                         tokio::spawn(refuse(socket));

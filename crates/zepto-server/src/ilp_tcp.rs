@@ -386,6 +386,7 @@ async fn accept_loop(listener: tokio::net::TcpListener, shared: Shared, mut stop
                 Ok((stream, remote)) => {
                     let Ok(permit) = shared.permits.clone().try_acquire_owned() else { continue };
                     let _ = stream.set_nodelay(true);
+                    crate::net::keep_alive(&stream);
                     let (shared, stop) = (shared.clone(), stop.clone());
                     conns.spawn(async move {
                         let _permit = permit;

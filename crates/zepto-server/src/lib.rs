@@ -75,6 +75,7 @@ pub mod inflight;
 pub mod ingest;
 pub mod memory_guard;
 pub mod metrics;
+pub mod net;
 pub mod pool;
 pub mod questdb;
 pub mod request_body;

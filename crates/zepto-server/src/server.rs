@@ -155,6 +155,7 @@ async fn serve(config: Config, engine: Engine, on_listening: impl FnOnce(SocketA
             continue;
         };
         let _ = stream.set_nodelay(true);
+        crate::net::keep_alive(&stream);
         let state = state.clone();
         let watcher = graceful.watcher();
         let tls = tls.clone();
