@@ -112,7 +112,8 @@ fn records_become_rows_once_each_through_kill_9_and_a_restart() {
     let oops = "SELECT count(*) FROM zepto_kafka_rejected WHERE payload = 'trades,sym=S1 price=oops 1\n' \
                 AND kafka_key = 'S1' AND reason LIKE '%price%' AND NOT payload_base64";
     assert_eq!(count(&a.addr, oops), 1);
-    let json = "SELECT count(*) FROM zepto_kafka_rejected WHERE headers LIKE '%\"zepto-table\":\"quotes\"%'";
+    let json = "SELECT count(*) FROM zepto_kafka_rejected \
+                WHERE headers LIKE '%{\"name\":\"zepto-table\",\"value\":\"quotes\"}%' AND NOT kafka_key_base64";
     assert_eq!(count(&a.addr, json), 1);
     let fresh = "SELECT count(*) FROM fresh";
     let fresh_kept = "SELECT count(*) FROM zepto_kafka_rejected WHERE payload LIKE 'fresh,%'";
