@@ -141,6 +141,58 @@ def test_transactions_set_and_show_are_accepted(door, trades):
         conn.commit()
 
 
+def test_writes_wait_for_commit_and_a_failed_transaction_stores_none(door):
+    """Outside autocommit (psycopg's default), INSERT and COPY rows are stored at COMMIT, seen by
+    no one before it; a transaction that fails, or that the client rolls back, stores none of
+    them; a nested block (a savepoint) rolled back drops only its own rows."""
+    with connect(door[0]) as admin:
+        admin.execute("CREATE TABLE pg_txn (ts TIMESTAMP, sym SYMBOL, n BIGINT)")
+
+        def syms():
+            return sorted(r[0] for r in admin.execute("SELECT sym FROM pg_txn").fetchall())
+
+        kw = dict(host="127.0.0.1", port=door[0], user="quant", password=API_KEY, dbname="zepto")
+        with psycopg.connect(**kw) as conn:
+            conn.execute("INSERT INTO pg_txn VALUES (%s, %s, %s)", (T0, "a", 1))
+            with conn.cursor().copy("COPY pg_txn (sym, n) FROM STDIN") as cp:
+                cp.write_row(("b", 2))
+                cp.write_row(("c", 3))
+            assert syms() == [], "not stored before COMMIT"
+            conn.commit()
+        assert syms() == ["a", "b", "c"]
+        # An error inside: psycopg's block rolls back, and nothing of it is stored.
+        with pytest.raises(psycopg.Error):
+            with psycopg.connect(**kw) as conn:
+                conn.execute("INSERT INTO pg_txn (sym, n) VALUES ('d', 4)")
+                conn.execute("INSERT INTO pg_txn (sym, n) VALUES ('e', 'five')")
+        # Refused after the error until the end; COMMIT then rolls back.
+        with psycopg.connect(**kw) as conn:
+            conn.execute("INSERT INTO pg_txn (sym, n) VALUES ('f', 6)")
+            with pytest.raises(psycopg.Error):
+                conn.execute("SELECT count(*) FROM no_such_table")
+            with pytest.raises(psycopg.errors.InFailedSqlTransaction):
+                conn.execute("INSERT INTO pg_txn (sym, n) VALUES ('g', 7)")
+            conn.commit()
+        assert syms() == ["a", "b", "c"]
+        # Nested blocks are savepoints: the inner one rolled back, the outer committed.
+        with psycopg.connect(**kw, autocommit=True) as conn:
+            with conn.transaction():
+                conn.execute("INSERT INTO pg_txn (sym, n) VALUES ('h', 8)")
+                with pytest.raises(RuntimeError):
+                    with conn.transaction():
+                        conn.execute("INSERT INTO pg_txn (sym, n) VALUES ('i', 9)")
+                        raise RuntimeError("the inner block fails")
+                conn.execute("INSERT INTO pg_txn (sym, n) VALUES ('j', 10)")
+                # An error in a nested block: rolled back to its savepoint, the outer goes on.
+                with pytest.raises(psycopg.Error):
+                    with conn.transaction():
+                        conn.execute("INSERT INTO pg_txn (sym, n) VALUES ('k', 11)")
+                        conn.execute("INSERT INTO pg_txn (sym, n) VALUES ('l', 'twelve')")
+                assert conn.info.transaction_status == psycopg.pq.TransactionStatus.INTRANS
+                conn.execute("INSERT INTO pg_txn (sym, n) VALUES ('m', 13)")
+        assert syms() == ["a", "b", "c", "h", "j", "m"]
+
+
 def test_sqlalchemy_and_pandas_read_sql(door, trades):
     url = f"postgresql+psycopg://quant:{API_KEY}@127.0.0.1:{door[0]}/zepto"
     engine = sqlalchemy.create_engine(url)

@@ -292,6 +292,59 @@ fn psql_copies_both_ways_and_a_bad_line_stores_nothing() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// BEGIN ... COMMIT stores an INSERT's and a COPY's rows at COMMIT, all at once; ROLLBACK, a
+/// failed statement or a connection closed first stores none of them; savepoints drop what
+/// came after them.
+#[test]
+fn psql_transactions_store_their_rows_at_commit_and_none_otherwise() {
+    if !have_psql() {
+        return;
+    }
+    let s = Server::start(&["--api-key", ADMIN]);
+    let port = pg_port(&s);
+    let dir = common::fresh_dir("pg-txn");
+    make_copy_table(&s.addr, ADMIN);
+    let input = dir.join("in.csv");
+    std::fs::write(&input, copy_csv(100)).expect("input");
+    let copy = format!("\\copy t from '{}' csv header", input.display());
+    let count = || out(&psql(&port, ADMIN, "", &["SELECT count(*) FROM t"]));
+    let run = |commands: &[&str]| psql(&port, ADMIN, "", commands);
+    let insert = |sym: &str, size: u32| format!("INSERT INTO t (sym, size) VALUES ('{sym}', {size})");
+    // Rolled back: nothing stored; the transaction's own reads see what is stored.
+    let body = ["BEGIN", "INSERT INTO t (sym, size) VALUES ('a', 1), ('b', 2)", &copy, "SELECT count(*) FROM t"];
+    let o = run(&[&body[..], &["ROLLBACK"]].concat());
+    assert_eq!(out(&o), "BEGIN\nINSERT 0 2\nCOPY 100\n0\nROLLBACK\n", "{}", err(&o));
+    assert_eq!(count(), "0\n");
+    // Committed: all of them; and in one script.
+    let o = run(&[&body[..], &["COMMIT"]].concat());
+    assert_eq!(out(&o), "BEGIN\nINSERT 0 2\nCOPY 100\n0\nCOMMIT\n", "{}", err(&o));
+    assert_eq!(count(), "102\n");
+    run(&[&format!("BEGIN; {}; COMMIT", insert("c", 3))]);
+    assert_eq!(count(), "103\n");
+    // A failed statement fails the transaction: what follows is refused, COMMIT rolls back.
+    let (d, f) = (insert("d", 4), insert("f", 6));
+    let o = run(&["BEGIN", &d, "INSERT INTO t (sym, size) VALUES ('e', 'five')", &f, "COMMIT"]);
+    assert_eq!(out(&o), "BEGIN\nINSERT 0 1\nROLLBACK\n", "{}", err(&o));
+    assert!(err(&o).contains("25P02"), "{}", err(&o));
+    assert_eq!(count(), "103\n");
+    // Savepoints, and a failure undone by rolling back to one.
+    let (g, h, i) = (insert("g", 7), insert("h", 8), insert("i", 9));
+    let o = run(&["BEGIN", &g, "SAVEPOINT s", &h, "ROLLBACK TO SAVEPOINT s", &i, "RELEASE s", "COMMIT"]);
+    assert_eq!(
+        out(&o),
+        "BEGIN\nINSERT 0 1\nSAVEPOINT\nINSERT 0 1\nROLLBACK\nINSERT 0 1\nRELEASE\nCOMMIT\n",
+        "{}",
+        err(&o)
+    );
+    let sizes = "SELECT sym FROM t WHERE ts IS NULL AND size >= 7 ORDER BY size";
+    assert_eq!(out(&run(&[sizes])), "g\ni\n");
+    // A connection closed inside a transaction stores nothing.
+    run(&["BEGIN", &insert("j", 10)]);
+    assert_eq!(count(), "105\n");
+    s.stop();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// A COPY FROM STDIN holds its rows until CopyDone, drawing on the server's budget of client
 /// data in memory (`--max-inflight-body-mb`): one that would overdraw it fails with SQLSTATE
 /// 53200 and stores nothing, and its share comes back (a small COPY and an HTTP write pass

@@ -260,15 +260,54 @@ impl Iterator for CopyRows {
     }
 }
 
-/// The answers to the messages of a COPY FROM: its rows stored under `limits`.
+/// The answers to the messages of a COPY FROM: its rows stored under `limits` (or held in
+/// the connection's transaction, under `bodies`, the server's budget of client data).
 pub struct Copier {
     limits: Limits,
+    bodies: BodyBudget,
 }
 
 impl Copier {
     /// A handler storing rows under `limits`.
-    pub fn new(limits: Limits) -> Copier {
-        Copier { limits }
+    pub fn new(limits: Limits, bodies: BodyBudget) -> Copier {
+        Copier { limits, bodies }
+    }
+
+    /// The rows of the COPY `state` held, stored (or held in the connection's transaction):
+    /// how many.
+    async fn finish(&self, state: Option<Result<Receiving, PgWireError>>) -> PgWireResult<usize> {
+        let Receiving { copy, held, .. } = match state {
+            Some(r) => r?,
+            None => return Err(user_error("08P01", "CopyDone outside a COPY FROM STDIN")),
+        };
+        let ctl = self.limits.control();
+        let job = move || {
+            let stored = copy.finish(&RunContext::new(Some(ctl)));
+            // The rows' share of the budget is held until they are stored (or refused).
+            drop(held);
+            stored
+        };
+        let r = match tokio::task::spawn_blocking(job).await {
+            Ok(r) => r.map_err(|e| pg_error(&e, ""))?,
+            Err(e) => return Err(PgWireError::ApiError(Box::new(e))),
+        };
+        Ok(r.status.as_deref().and_then(|s| s.strip_prefix("COPY ")).and_then(|n| n.parse().ok()).unwrap_or(0))
+    }
+
+    /// A COPY ended: a failure fails the connection's transaction, if any (as any statement's
+    /// does); rows held in it are covered by the budget.
+    fn ended<C: ClientInfo + ?Sized>(&self, client: &C, r: PgWireResult<()>) -> PgWireResult<()> {
+        let ext = client.session_extensions();
+        let (Some(conn), share) = (ext.get::<ConnEngine>(), ext.get_or_insert_with(crate::txn::Share::default)) else {
+            return r;
+        };
+        match r {
+            Ok(()) => crate::txn::cover(&conn, &self.bodies, &share),
+            Err(e) => {
+                crate::txn::failed(&conn);
+                Err(e)
+            }
+        }
     }
 }
 
@@ -292,22 +331,9 @@ impl CopyHandler for Copier {
     {
         use futures::SinkExt;
         let state = client.session_extensions().get_or_insert_with(CopyState::default);
-        let Receiving { copy, held, .. } = match state.take() {
-            Some(r) => r?,
-            None => return Err(user_error("08P01", "CopyDone outside a COPY FROM STDIN")),
-        };
-        let ctl = self.limits.control();
-        let job = move || {
-            let stored = copy.finish(&RunContext::new(Some(ctl)));
-            // The rows' share of the budget is held until they are stored (or refused).
-            drop(held);
-            stored
-        };
-        let r = match tokio::task::spawn_blocking(job).await {
-            Ok(r) => r.map_err(|e| pg_error(&e, ""))?,
-            Err(e) => return Err(PgWireError::ApiError(Box::new(e))),
-        };
-        let n = r.status.as_deref().and_then(|s| s.strip_prefix("COPY ")).and_then(|n| n.parse().ok()).unwrap_or(0);
+        let stored = self.finish(state.take()).await;
+        let n = stored.as_ref().map_or(0, |n| *n);
+        self.ended(client, stored.map(drop))?;
         client.send(PgWireBackendMessage::CommandComplete(Tag::new("COPY").with_rows(n).into())).await?;
         Ok(())
     }
@@ -320,7 +346,11 @@ impl CopyHandler for Copier {
     {
         let state = client.session_extensions().get_or_insert_with(CopyState::default);
         drop(state.take());
-        user_error("57014", format!("COPY from stdin failed: {}; nothing was stored", fail.message))
+        let e = user_error("57014", format!("COPY from stdin failed: {}; nothing was stored", fail.message));
+        match self.ended(client, Err(e)) {
+            Err(e) => e,
+            Ok(()) => user_error("57014", "COPY from stdin failed"),
+        }
     }
 }
 

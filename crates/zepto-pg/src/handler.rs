@@ -162,16 +162,26 @@ impl Backend {
     where
         C: ClientInfo + Unpin + Send + Sync,
     {
+        let share = client.session_extensions().get_or_insert_with(crate::txn::Share::default);
         if let Some(a) = self.local(client, sql)? {
+            let a = match a {
+                Local::Session(a) => {
+                    let door = crate::txn::Door { gate: &self.gate, limits: self.limits, share: &share };
+                    Local::Session(crate::txn::act(&self.conn(client)?, door, a, sql).await?)
+                }
+                rows => rows,
+            };
             out.push(local_response(a, formats)?);
             return Ok(());
         }
         let who = principal(client)?;
         let conn = self.conn(client)?;
+        crate::txn::refuse_if_failed(&conn)?;
         let stmts = if sql.len() > zepto_server::sql::INLINE_PARSE_BYTES {
             match crate::run::execute_long(&conn, &self.gate, sql, params, who, self.limits).await? {
                 Long::Ran(results, error) => {
                     out.extend(results.into_iter().map(|r| response(r, formats)));
+                    crate::txn::cover(&conn, &self.bodies, &share)?;
                     return error.map_or(Ok(()), Err);
                 }
                 Long::Parsed(stmts) => stmts,
@@ -184,6 +194,7 @@ impl Backend {
             if !crate::run::is_client_copy(&s) {
                 let r = execute(&conn, &self.gate, s, sql, self.limits).await?;
                 out.push(response(r, formats));
+                crate::txn::cover(&conn, &self.bodies, &share)?;
                 continue;
             }
             if matches!(s, Statement::CopyFrom { .. }) && (more || k < last) {
@@ -257,6 +268,52 @@ enum Local {
 }
 
 impl Backend {
+    /// A portal's statement run: its plan from the Describe when there is one.
+    async fn execute_portal<C>(&self, client: &C, portal: &Portal<Prepared>) -> PgWireResult<Response>
+    where
+        C: ClientInfo + Unpin + Send + Sync,
+    {
+        let params = bound(portal)?;
+        let (sql, formats) = (&portal.statement.statement.sql, &portal.result_column_format);
+        let planned = client.session_extensions().get::<LastPlan>().and_then(|l| l.take(sql, &params));
+        if let Some(plan) = planned {
+            let conn = self.conn(client)?;
+            crate::txn::refuse_if_failed(&conn)?;
+            let r = crate::run::run_prepared(&conn, &self.gate, plan, sql, self.limits).await?;
+            return Ok(response(r, formats));
+        }
+        let mut out = Vec::new();
+        self.run(client, sql, &params, formats, &mut out).await?;
+        Ok(out.pop().unwrap_or(Response::EmptyQuery))
+    }
+
+    /// A statement failed: the connection's transaction, if any, holds nothing now and
+    /// refuses statements until it ends.
+    fn txn_failed<C: ClientInfo + ?Sized>(&self, client: &C) {
+        if let Some(conn) = client.session_extensions().get::<ConnEngine>() {
+            crate::txn::failed(&conn);
+        }
+    }
+
+    /// Before a statement (`sql`) runs: the transaction status pgwire reports after it starts
+    /// from the connection's transaction as it is. An error pgwire saw outside our handlers (a
+    /// Parse or Bind refused) fails the transaction, as any error in it does; and `ROLLBACK TO
+    /// SAVEPOINT` in a failed transaction starts from "in a transaction", which it restores
+    /// (pgwire's status would stay failed: it has no answer that leaves that state but ending).
+    fn sync_status<C: ClientInfo + ?Sized>(&self, client: &mut C, sql: &str) {
+        use pgwire::messages::response::TransactionStatus;
+        let Some(conn) = client.session_extensions().get::<ConnEngine>() else { return };
+        if client.transaction_status() == TransactionStatus::Error {
+            crate::txn::failed(&conn);
+        }
+        let mut status = crate::txn::status(&conn);
+        let rollback_to = || matches!(session::answer(sql, &Params::default(), ""), Some(Answer::RollbackTo(_)));
+        if status == TransactionStatus::Error && sql.len() <= zepto_server::sql::INLINE_PARSE_BYTES && rollback_to() {
+            status = TransactionStatus::Transaction;
+        }
+        client.set_transaction_status(status);
+    }
+
     /// The door's own answer to `sql`, if it has one. A text over
     /// [`zepto_server::sql::INLINE_PARSE_BYTES`] is no session statement, and is not read here
     /// (on the door's async thread) to learn that.
@@ -290,6 +347,9 @@ fn local_response(a: Local, formats: &Format) -> PgWireResult<Response> {
         Local::Session(Answer::Begin) => return Ok(Response::TransactionStart(Tag::new("BEGIN"))),
         Local::Session(Answer::End(t)) => return Ok(Response::TransactionEnd(Tag::new(&t))),
         Local::Session(Answer::Done(t)) => return Ok(Response::Execution(Tag::new(&t))),
+        Local::Session(Answer::Savepoint(_)) => return Ok(Response::Execution(Tag::new("SAVEPOINT"))),
+        Local::Session(Answer::RollbackTo(_)) => return Ok(Response::Execution(Tag::new("ROLLBACK"))),
+        Local::Session(Answer::Release(_)) => return Ok(Response::Execution(Tag::new("RELEASE"))),
         Local::Session(Answer::Value { .. }) => return Ok(Response::Execution(Tag::new("SHOW"))),
         Local::Rows(rows) => rows,
     };
@@ -367,6 +427,17 @@ fn stand_ins(stmt: &StoredStatement<Prepared>) -> Vec<ParamValue> {
 
 #[async_trait]
 impl SimpleQueryHandler for Backend {
+    async fn on_query<C>(&self, client: &mut C, query: pgwire::messages::simplequery::Query) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        self.sync_status(client, &query.query);
+        self._on_query(client, query).await
+    }
+
     async fn do_query<C>(&self, client: &mut C, query: &str) -> PgWireResult<Vec<Response>>
     where
         C: ClientInfo + ClientPortalStore + Unpin + Send + Sync,
@@ -375,6 +446,7 @@ impl SimpleQueryHandler for Backend {
         crate::copy::abandon(client);
         let mut out = Vec::new();
         if let Err(e) = self.run(client, query, &[], &Format::UnifiedText, &mut out).await {
+            self.txn_failed(client);
             out.push(Response::Error(Box::new(e.into())));
         }
         if out.is_empty() {
@@ -391,6 +463,24 @@ impl ExtendedQueryHandler for Backend {
 
     fn query_parser(&self) -> Arc<Parser> {
         self.parser.clone()
+    }
+
+    async fn on_execute<C>(&self, client: &mut C, message: pgwire::messages::extendedquery::Execute) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Prepared>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let name = message.name.as_deref().unwrap_or(DEFAULT_NAME);
+        let sql: Option<Arc<str>> = match client.portal_store().get_portal(name) {
+            Some(Entry::Value(p)) => Some(p.statement.statement.sql.clone()),
+            _ => None,
+        };
+        if let Some(sql) = sql {
+            self.sync_status(client, &sql);
+        }
+        self._on_execute(client, message).await
     }
 
     async fn do_describe_statement<C>(
@@ -452,15 +542,10 @@ impl ExtendedQueryHandler for Backend {
         C::PortalStore: PortalStore<Statement = Prepared>,
     {
         crate::copy::abandon(client);
-        let params = bound(portal)?;
-        let (sql, formats) = (&portal.statement.statement.sql, &portal.result_column_format);
-        let planned = client.session_extensions().get::<LastPlan>().and_then(|l| l.take(sql, &params));
-        if let Some(plan) = planned {
-            let r = crate::run::run_prepared(&self.conn(client)?, &self.gate, plan, sql, self.limits).await?;
-            return Ok(response(r, formats));
+        let r = self.execute_portal(client, portal).await;
+        if r.is_err() {
+            self.txn_failed(client);
         }
-        let mut out = Vec::new();
-        self.run(client, &portal.statement.statement.sql, &params, &portal.result_column_format, &mut out).await?;
-        Ok(out.pop().unwrap_or(Response::EmptyQuery))
+        r
     }
 }

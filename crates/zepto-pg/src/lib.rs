@@ -56,6 +56,7 @@ pub mod handler;
 pub mod params;
 pub mod run;
 pub mod session;
+pub mod txn;
 pub mod types;
 
 pub use run::Limits;
@@ -143,8 +144,8 @@ impl Server {
             .map_err(|e| format!("PostgreSQL door: cannot start its runtime: {e}"))?;
         let manager = Arc::new(ConnectionManager::new());
         let handlers = Arc::new(Handlers {
+            copy: Arc::new(copy::Copier::new(door.limits, door.bodies.clone())),
             backend: Arc::new(handler::Backend::new(door.engine, door.limits, door.admission, door.bodies)),
-            copy: Arc::new(copy::Copier::new(door.limits)),
             startup: Arc::new(auth::Startup::new(door.keys, door.tls.is_some(), manager.clone())),
             cancel: Arc::new(DefaultCancelHandler::new(manager)),
         });

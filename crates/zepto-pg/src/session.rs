@@ -1,6 +1,6 @@
 //! What a PostgreSQL client says that is about the session rather than the data, answered by
-//! the door itself: transaction control (ZeptoDB applies each statement when it runs, so
-//! `BEGIN`, `COMMIT`, `ROLLBACK` and savepoints are accepted and change nothing), `SET` and
+//! the door itself: transaction control (`BEGIN`, `COMMIT`, `ROLLBACK`, savepoints: acted on
+//! by [`crate::txn`]), `SET` and
 //! `SHOW` of PostgreSQL's session parameters, and the functions drivers call on connect
 //! (`version()`, `current_schema()`, `current_database()`, `current_user`).
 //!
@@ -66,7 +66,13 @@ pub enum Answer {
     Begin,
     /// A transaction ends (`COMMIT`, `ROLLBACK`, ...), with the tag to send.
     End(String),
-    /// A command done, with its tag (`SET`, `SAVEPOINT`, ...).
+    /// `SAVEPOINT name`.
+    Savepoint(String),
+    /// `ROLLBACK TO [SAVEPOINT] name`.
+    RollbackTo(String),
+    /// `RELEASE [SAVEPOINT] name`.
+    Release(String),
+    /// A command done, with its tag (`SET`, `DISCARD ALL`, ...).
     Done(String),
     /// One row of one text column.
     Value {
@@ -148,10 +154,12 @@ pub fn answer(sql: &str, params: &Params, user: &str) -> Option<Answer> {
         "begin" | "start" => return Some(Answer::Begin),
         "commit" | "end" => return Some(Answer::End("COMMIT".into())),
         "abort" => return Some(Answer::End("ROLLBACK".into())),
-        "rollback" if q.starts_with("rollback to") => return done("ROLLBACK"),
+        "rollback" if q.starts_with("rollback to ") => {
+            return Some(Answer::RollbackTo(savepoint_name(&q["rollback to ".len()..])))
+        }
         "rollback" => return Some(Answer::End("ROLLBACK".into())),
-        "savepoint" => return done("SAVEPOINT"),
-        "release" => return done("RELEASE"),
+        "savepoint" => return Some(Answer::Savepoint(savepoint_name(&q["savepoint".len()..]))),
+        "release" => return Some(Answer::Release(savepoint_name(&q["release".len()..]))),
         "discard" => return done("DISCARD ALL"),
         "deallocate" => return done("DEALLOCATE"),
         "reset" => return done("RESET"),
@@ -172,6 +180,14 @@ pub fn answer(sql: &str, params: &Params, user: &str) -> Option<Answer> {
         "current_user" | "session_user" | "user" | "current_role" => value("current_user", user.into()),
         _ => None,
     }
+}
+
+/// A savepoint's name after `ROLLBACK TO`, `SAVEPOINT` or `RELEASE` (folded text): the word
+/// `SAVEPOINT` before it dropped, quotes taken off.
+fn savepoint_name(rest: &str) -> String {
+    let rest = rest.trim();
+    let rest = rest.strip_prefix("savepoint ").unwrap_or(rest);
+    rest.trim().trim_matches('"').to_string()
 }
 
 /// `SET [SESSION | LOCAL] name {= | TO} value`: stored (the value as written in `sql`),
@@ -241,7 +257,11 @@ mod tests {
         let a = |sql: &str| answer(sql, &p, "quant");
         assert_eq!(a("BEGIN"), Some(Answer::Begin));
         assert_eq!(a("  commit ; "), Some(Answer::End("COMMIT".into())));
-        assert_eq!(a("ROLLBACK TO SAVEPOINT s1"), Some(Answer::Done("ROLLBACK".into())));
+        assert_eq!(a("ROLLBACK TO SAVEPOINT s1"), Some(Answer::RollbackTo("s1".into())));
+        assert_eq!(a("rollback to \"S2\";"), Some(Answer::RollbackTo("s2".into())));
+        assert_eq!(a("SAVEPOINT s1"), Some(Answer::Savepoint("s1".into())));
+        assert_eq!(a("RELEASE SAVEPOINT s1"), Some(Answer::Release("s1".into())));
+        assert_eq!(a("release s1"), Some(Answer::Release("s1".into())));
         assert_eq!(a("SET application_name = 'PostgreSQL JDBC Driver'"), Some(Answer::Done("SET".into())));
         let shown = a("SHOW application_name");
         assert_eq!(

@@ -73,6 +73,8 @@ pub struct Engine {
     settings: crate::settings::Settings,
     /// The cluster this node is a member of, if any (see [`crate::plan::dist`]).
     cluster: Option<crate::cluster::ClusterRef>,
+    /// The transaction whose rows INSERT and COPY hold until COMMIT, if any ([`crate::txn`]).
+    txn: Option<Arc<crate::txn::Txn>>,
 }
 
 impl Default for Engine {
@@ -98,6 +100,7 @@ impl Engine {
             indexes: zepto_ann::Registry::new(),
             settings: Default::default(),
             cluster: None,
+            txn: None,
         };
         e.start_index_maintainer();
         e
@@ -126,6 +129,17 @@ impl Engine {
     pub fn on_catalog(&self, catalog: Arc<Catalog>) -> Engine {
         crate::view::Compiler::register(&catalog);
         Engine { catalog, indexes: zepto_ann::Registry::new(), cluster: None, ..self.clone() }
+    }
+
+    /// The same session inside transaction `txn` (INSERT and COPY hold their rows in it until
+    /// [`Engine::commit`]), or outside any (`None`); see [`crate::txn`].
+    pub fn with_txn(&self, txn: Option<Arc<crate::txn::Txn>>) -> Engine {
+        Engine { txn, ..self.clone() }
+    }
+
+    /// The transaction this session is in, if any.
+    pub fn txn(&self) -> Option<&Arc<crate::txn::Txn>> {
+        self.txn.as_ref()
     }
 
     /// The same database, with COPY confined by `files` (the server protects its data
@@ -314,6 +328,9 @@ impl Engine {
         run.check()?;
         if let Some(cluster) = crate::spread::through_log(self.cluster.as_ref(), run, s) {
             return self.through_log(run, cluster, s);
+        }
+        if self.txn.is_some() && crate::txn::stores_held_rows_first(s) {
+            self.commit()?;
         }
         match s {
             Statement::Query(q) => self.query_in(run, q),
@@ -548,7 +565,7 @@ impl Engine {
         options: &[(String, String)],
         pos: Pos,
     ) -> Result<QueryResult> {
-        if let (true, None, CopyEnd::File(path)) = (columns.is_empty(), self.access.tenant(), source) {
+        if let (true, None, None, CopyEnd::File(path)) = (columns.is_empty(), self.access.tenant(), &self.txn, source) {
             let snap = self.snapshot_at(table, pos)?;
             if let Some(groups) = crate::copy::read_grouped(run, &self.files, path, options, &snap)? {
                 let n = self.catalog.append_groups(table, groups)?;
@@ -590,6 +607,9 @@ impl Engine {
     /// be the tenant, checked under the table's write lock against its schema then (so a
     /// `tenant_id` column added meanwhile is seen): otherwise nothing is stored.
     fn append_rows(&self, table: &str, cols: Vec<Column>) -> Result<usize> {
+        if let Some(txn) = &self.txn {
+            return self.hold(txn, table, cols);
+        }
         if self.access.tenant().is_none() {
             return Ok(self.catalog.append(table, cols)?);
         }
@@ -757,7 +777,7 @@ impl Engine {
 /// In a session scoped to a tenant, when `table` has a `tenant_id` column: `Ok` only if every
 /// row of `cols` (the table's columns, in schema order) has the tenant there (compared as text,
 /// as the scope's filter reads it); `PERMISSION_DENIED` naming the first other row otherwise.
-fn check_tenant_rows(access: &TableAccess, table: &Table, cols: &[Column]) -> Result<()> {
+pub(crate) fn check_tenant_rows(access: &TableAccess, table: &Table, cols: &[Column]) -> Result<()> {
     let Some((tenant, i)) = access.scope_of(table.schema()) else { return Ok(()) };
     let col = cols.get(i).ok_or_else(|| SqlError::Internal(format!("no column {i} to check the tenant of")))?;
     let text = if col.data_type().is_string() {

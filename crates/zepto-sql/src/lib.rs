@@ -80,6 +80,7 @@ pub mod settings;
 mod spread;
 pub mod subscription;
 pub mod system;
+pub mod txn;
 pub(crate) mod view;
 
 pub use access::TableAccess;

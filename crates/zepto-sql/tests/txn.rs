@@ -1,0 +1,138 @@
+//! A transaction's rows held until COMMIT (`zepto_sql::txn`, the PostgreSQL door's BEGIN):
+//! INSERT and COPY FROM STDIN are checked at once and stored only by COMMIT, all tables in one
+//! change; dropped rows are never seen; other writes store what is held first, so statements
+//! apply in their order; savepoints drop what was held after them.
+
+use zepto_sql::access::TableAccess;
+use zepto_sql::interrupt::RunContext;
+use zepto_sql::parser::parse_statements;
+use zepto_sql::txn::Txn;
+use zepto_sql::{Engine, SqlError};
+
+fn engine() -> Engine {
+    let e = Engine::new();
+    e.execute("CREATE TABLE a (ts TIMESTAMP, sym SYMBOL, n BIGINT)").expect("a");
+    e.execute("CREATE TABLE b (ts TIMESTAMP, tenant_id VARCHAR, x DOUBLE)").expect("b");
+    e
+}
+
+fn count(e: &Engine, t: &str) -> i64 {
+    let r = e.execute(&format!("SELECT count(*) FROM {t}")).expect("count");
+    zepto_sql::engine::first_value(&r).and_then(|v| v.as_i64()).expect("a count")
+}
+
+fn ok(e: &Engine, sql: &str) -> String {
+    e.execute(sql).unwrap_or_else(|err| panic!("{sql}: {err}")).status.unwrap_or_default()
+}
+
+#[test]
+fn rows_wait_for_commit_and_go_with_rollback() {
+    let e = engine();
+    let txn = Txn::new();
+    let t = e.with_txn(Some(txn.clone()));
+    assert_eq!(ok(&t, "INSERT INTO a VALUES (1, 'S1', 1), (2, 'S2', 2)"), "INSERT 2");
+    assert_eq!(ok(&t, "INSERT INTO b VALUES (1, 'x', 1.5)"), "INSERT 1");
+    assert_eq!((txn.held_rows(), count(&e, "a"), count(&t, "a"), count(&e, "b")), (3, 0, 0, 0), "held, unseen");
+    assert!(txn.held_bytes() > 0);
+    assert_eq!(t.commit().expect("commit"), 3);
+    assert_eq!((count(&e, "a"), count(&e, "b"), txn.held_rows()), (2, 1, 0));
+    // Dropped: never stored.
+    let txn = Txn::new();
+    let t = e.with_txn(Some(txn.clone()));
+    ok(&t, "INSERT INTO a VALUES (3, 'S3', 3)");
+    drop(t);
+    drop(txn);
+    assert_eq!(count(&e, "a"), 2);
+    // A COPY FROM STDIN is held the same way.
+    let txn = Txn::new();
+    let t = e.with_txn(Some(txn.clone()));
+    let s = parse_statements("COPY a FROM STDIN").expect("parses").remove(0);
+    let mut c = t.copy_in(&s, None).expect("a COPY");
+    c.feed(b"4\tS4\t4\n5\tS5\t5\n").expect("rows");
+    assert_eq!(c.finish(&RunContext::unlimited()).expect("held").status.as_deref(), Some("COPY 2"));
+    assert_eq!((count(&e, "a"), txn.held_rows()), (2, 2));
+    assert_eq!(t.commit().expect("commit"), 2);
+    assert_eq!(count(&e, "a"), 4);
+}
+
+#[test]
+fn a_bad_row_is_refused_at_its_statement_and_holds_nothing() {
+    let e = engine();
+    let txn = Txn::new();
+    let t = e.with_txn(Some(txn.clone()));
+    assert!(t.execute("INSERT INTO a VALUES (1, 'S1', 'one')").is_err());
+    assert!(t.execute("INSERT INTO nope VALUES (1)").is_err());
+    assert_eq!(txn.held_rows(), 0);
+    // A tenant's session holds only its own rows.
+    let scoped = e.with_access(TableAccess::all().with_tenant("x")).with_txn(Some(txn.clone()));
+    let err = scoped.execute("INSERT INTO b VALUES (1, 'y', 1.0)").expect_err("another tenant's row");
+    assert!(matches!(err, SqlError::PermissionDenied(_)), "{err}");
+    ok(&scoped, "INSERT INTO b VALUES (1, 'x', 1.0)");
+    assert_eq!(txn.held_rows(), 1);
+}
+
+#[test]
+fn other_writes_store_the_held_rows_first_so_statements_keep_their_order() {
+    let e = engine();
+    let txn = Txn::new();
+    let t = e.with_txn(Some(txn.clone()));
+    ok(&t, "INSERT INTO a VALUES (1, 'S1', 1), (2, 'S2', 2)");
+    assert_eq!(ok(&t, "DELETE FROM a WHERE n = 1"), "DELETE 1", "the DELETE sees the rows before it");
+    assert_eq!((count(&e, "a"), txn.held_rows()), (1, 0));
+    ok(&t, "INSERT INTO a VALUES (3, 'S3', 3)");
+    ok(&t, "CREATE TABLE c (ts TIMESTAMP, n BIGINT)");
+    assert_eq!(count(&e, "a"), 2, "DDL stores what was held first");
+    ok(&t, "INSERT INTO c VALUES (1, 1)");
+    assert_eq!(count(&e, "c"), 0);
+    assert_eq!(t.commit().expect("commit"), 1);
+    assert_eq!(count(&e, "c"), 1);
+}
+
+#[test]
+fn savepoints_drop_what_was_held_after_them() {
+    let e = engine();
+    let txn = Txn::new();
+    let t = e.with_txn(Some(txn.clone()));
+    ok(&t, "INSERT INTO a VALUES (1, 'S1', 1)");
+    txn.savepoint("s1");
+    ok(&t, "INSERT INTO a VALUES (2, 'S2', 2)");
+    txn.savepoint("S2");
+    ok(&t, "INSERT INTO b VALUES (2, 'x', 2.0)");
+    txn.rollback_to("s2").expect("s2 exists");
+    assert_eq!(txn.held_rows(), 2);
+    txn.release("S1").expect("s1 exists");
+    assert!(txn.rollback_to("s2").is_err(), "released with s1");
+    // After an error the transaction refuses (the door asks `failed`) until it ends or rolls
+    // back to a savepoint, which keeps the rows held before it.
+    txn.savepoint("s3");
+    ok(&t, "INSERT INTO a VALUES (4, 'S4', 4)");
+    txn.fail();
+    assert!(txn.failed());
+    txn.rollback_to("s3").expect("s3 exists");
+    assert!(!txn.failed(), "ROLLBACK TO goes on from a failure");
+    assert_eq!(txn.held_rows(), 2, "the rows before s3 stay, the one after goes");
+    ok(&t, "INSERT INTO a VALUES (3, 'S3', 3)");
+    assert_eq!(t.commit().expect("commit"), 3);
+    assert_eq!((count(&e, "a"), count(&e, "b")), (3, 0));
+    // A failed transaction's COMMIT stores nothing.
+    let txn = Txn::new();
+    let t = e.with_txn(Some(txn.clone()));
+    ok(&t, "INSERT INTO a VALUES (5, 'S5', 5)");
+    txn.fail();
+    assert!(t.commit().is_err());
+    assert_eq!((count(&e, "a"), txn.held_rows()), (3, 0));
+}
+
+#[test]
+fn a_commit_a_table_changed_under_stores_nothing() {
+    let e = engine();
+    let txn = Txn::new();
+    let t = e.with_txn(Some(txn.clone()));
+    ok(&t, "INSERT INTO a VALUES (1, 'S1', 1)");
+    ok(&t, "INSERT INTO b VALUES (1, 'x', 1.0)");
+    // Another session drops b, then makes it again with other columns.
+    e.execute("DROP TABLE b").expect("drop");
+    e.execute("CREATE TABLE b (ts TIMESTAMP, s VARCHAR)").expect("again");
+    assert!(t.commit().is_err(), "b's rows no longer fit");
+    assert_eq!((count(&e, "a"), count(&e, "b"), txn.held_rows()), (0, 0, 0), "all or nothing, then nothing held");
+}
