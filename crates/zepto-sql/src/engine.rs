@@ -8,6 +8,7 @@
 //! engine's parallelism threshold ([`Engine::with_parallel_min_rows`]) is set on every
 //! context it is handed.
 
+mod held;
 mod views;
 
 use crate::access::{TableAccess, TENANT_COLUMN};

@@ -1,10 +1,10 @@
 //! A transaction's rows held until COMMIT: the PostgreSQL door's `BEGIN ... COMMIT`.
 //!
-//! Inside a transaction (an engine made by [`Engine::with_txn`]), the rows of `INSERT` and
+//! Inside a transaction (an engine made by `Engine::with_txn`), the rows of `INSERT` and
 //! `COPY ... FROM` are checked as they would be stored (types, the tenant scope), then held in
-//! the [`Txn`] instead of stored; `COMMIT` ([`Engine::commit`]) stores all of them as one
-//! logged change across their tables (all or nothing, through a crash too), and `ROLLBACK`
-//! drops them. A statement that changes tables another way (DDL, `UPDATE`, `DELETE`) first
+//! the [`Txn`] instead of stored; `COMMIT` (`Engine::commit`, in `engine/held.rs`) stores all
+//! of them as one logged change across their tables (all or nothing, through a crash too),
+//! and `ROLLBACK` drops them. A statement that changes tables another way (DDL, `UPDATE`, `DELETE`) first
 //! stores the rows held before it, so that statements apply in their order, then runs at once
 //! as outside a transaction (MySQL commits a transaction before DDL the same way). Reads see
 //! what is stored, not the rows held. A cluster's tables are written through its log at once,
@@ -14,10 +14,9 @@
 //! error the transaction refuses statements until it ends, storing nothing, or rolls back to
 //! a savepoint, as PostgreSQL's aborted transactions do.
 
-use crate::engine::Engine;
 use crate::error::{Result, SqlError};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use zepto_storage::{Change, Column, StorageError};
+use zepto_storage::Column;
 
 /// The rows a transaction holds, its savepoints, and whether an error ended its use.
 #[derive(Debug, Default)]
@@ -93,11 +92,11 @@ impl Txn {
         Ok(())
     }
 
-    fn hold(&self, table: &str, columns: Vec<Column>) {
+    pub(crate) fn hold(&self, table: &str, columns: Vec<Column>) {
         self.held().rows.push((table.to_string(), columns));
     }
 
-    fn take(&self) -> Vec<(String, Vec<Column>)> {
+    pub(crate) fn take(&self) -> Vec<(String, Vec<Column>)> {
         std::mem::take(&mut self.held().rows)
     }
 }
@@ -109,67 +108,6 @@ fn savepoint_index(h: &Held, name: &str) -> Result<usize> {
         .iter()
         .rposition(|(n, _)| *n == name)
         .ok_or_else(|| SqlError::plan(format!("savepoint \"{name}\" does not exist"), None))
-}
-
-impl Engine {
-    /// Hold `columns` for `table` in `txn` until COMMIT, checked first as an append would
-    /// check them (the tenant scope, the table's types). Returns the rows held.
-    pub(crate) fn hold(&self, txn: &Txn, table: &str, columns: Vec<Column>) -> Result<usize> {
-        let snap = self.catalog().snapshot(table)?;
-        crate::engine::check_tenant_rows(self.access(), &snap, &columns)?;
-        let n = snap.validate(&columns)?;
-        txn.hold(table, columns);
-        Ok(n)
-    }
-
-    /// Store every row the transaction holds, as one logged change across their tables
-    /// (checked again first: a table dropped or changed since fails it whole, storing
-    /// nothing). The rows held are gone either way. Returns the rows stored.
-    pub fn commit(&self) -> Result<usize> {
-        let Some(txn) = self.txn() else { return Ok(0) };
-        let held = txn.take();
-        if txn.failed() {
-            return Err(SqlError::Execution("the transaction failed: nothing was stored".into()));
-        }
-        if held.is_empty() {
-            return Ok(0);
-        }
-        let mut names: Vec<String> = Vec::new();
-        for (t, _) in &held {
-            if !names.iter().any(|n| n.eq_ignore_ascii_case(t)) {
-                names.push(t.clone());
-            }
-        }
-        let names: Vec<&str> = names.iter().map(String::as_str).collect();
-        let access = self.access();
-        let stored = self.catalog().write_many(&names, |tables| {
-            // Each held batch's table, found by name among the locked tables.
-            let which: Vec<usize> = held
-                .iter()
-                .map(|(t, _)| tables.iter().position(|x| x.name().eq_ignore_ascii_case(t)).unwrap_or(usize::MAX))
-                .collect();
-            for ((_, cols), &i) in held.iter().zip(&which) {
-                let t = tables.get(i).ok_or_else(|| StorageError::Internal("a held table not locked".into()))?;
-                crate::engine::check_tenant_rows(access, t, cols).map_err(|e| StorageError::Invalid(e.to_string()))?;
-                t.validate(cols)?;
-            }
-            let changes: Vec<Change<'_>> = held
-                .iter()
-                .zip(&which)
-                .map(|((_, columns), &i)| Change::Append { table: tables[i].name(), columns })
-                .collect();
-            let logged = self.catalog().log(&changes)?;
-            drop(changes);
-            logged.apply(|| {
-                let mut n = 0;
-                for ((_, cols), &i) in held.into_iter().zip(&which) {
-                    n += tables[i].append(cols)?;
-                }
-                Ok::<_, StorageError>(n)
-            })
-        })?;
-        Ok(stored)
-    }
 }
 
 /// Whether `s`, run inside a transaction, first stores the rows held: it changes tables
