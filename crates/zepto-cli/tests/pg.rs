@@ -327,6 +327,15 @@ fn psql_transactions_store_their_rows_at_commit_and_none_otherwise() {
     assert_eq!(out(&o), "BEGIN\nINSERT 0 1\nROLLBACK\n", "{}", err(&o));
     assert!(err(&o).contains("25P02"), "{}", err(&o));
     assert_eq!(count(), "103\n");
+    // Nor does a savepoint set after the error escape it; and a DELETE beside held rows is
+    // refused, storing nothing.
+    let o =
+        run(&["BEGIN", &d, "INSERT INTO t (sym, size) VALUES ('e', 'five')", "SAVEPOINT s", "ROLLBACK TO s", "COMMIT"]);
+    assert_eq!(out(&o), "BEGIN\nINSERT 0 1\nROLLBACK\n", "{}", err(&o));
+    let o = run(&["BEGIN", &d, "DELETE FROM t WHERE size = 4", "ROLLBACK WORK"]);
+    assert_eq!(out(&o), "BEGIN\nINSERT 0 1\nROLLBACK\n", "{}", err(&o));
+    assert!(err(&o).contains("0A000"), "{}", err(&o));
+    assert_eq!(count(), "103\n");
     // Savepoints, and a failure undone by rolling back to one.
     let (g, h, i) = (insert("g", 7), insert("h", 8), insert("i", 9));
     let o = run(&["BEGIN", &g, "SAVEPOINT s", &h, "ROLLBACK TO SAVEPOINT s", &i, "RELEASE s", "COMMIT"]);

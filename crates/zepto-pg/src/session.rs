@@ -154,9 +154,7 @@ pub fn answer(sql: &str, params: &Params, user: &str) -> Option<Answer> {
         "begin" | "start" => return Some(Answer::Begin),
         "commit" | "end" => return Some(Answer::End("COMMIT".into())),
         "abort" => return Some(Answer::End("ROLLBACK".into())),
-        "rollback" if q.starts_with("rollback to ") => {
-            return Some(Answer::RollbackTo(savepoint_name(&q["rollback to ".len()..])))
-        }
+        "rollback" if rollback_to(&q).is_some() => return rollback_to(&q).map(Answer::RollbackTo),
         "rollback" => return Some(Answer::End("ROLLBACK".into())),
         "savepoint" => return Some(Answer::Savepoint(savepoint_name(&q["savepoint".len()..]))),
         "release" => return Some(Answer::Release(savepoint_name(&q["release".len()..]))),
@@ -180,6 +178,13 @@ pub fn answer(sql: &str, params: &Params, user: &str) -> Option<Answer> {
         "current_user" | "session_user" | "user" | "current_role" => value("current_user", user.into()),
         _ => None,
     }
+}
+
+/// The savepoint of `ROLLBACK [WORK | TRANSACTION] TO [SAVEPOINT] name` (folded text).
+fn rollback_to(q: &str) -> Option<String> {
+    let rest = q.strip_prefix("rollback ")?;
+    let rest = rest.strip_prefix("work ").or_else(|| rest.strip_prefix("transaction ")).unwrap_or(rest);
+    rest.strip_prefix("to ").map(savepoint_name)
 }
 
 /// A savepoint's name after `ROLLBACK TO`, `SAVEPOINT` or `RELEASE` (folded text): the word
@@ -259,6 +264,9 @@ mod tests {
         assert_eq!(a("  commit ; "), Some(Answer::End("COMMIT".into())));
         assert_eq!(a("ROLLBACK TO SAVEPOINT s1"), Some(Answer::RollbackTo("s1".into())));
         assert_eq!(a("rollback to \"S2\";"), Some(Answer::RollbackTo("s2".into())));
+        assert_eq!(a("ROLLBACK WORK TO s3"), Some(Answer::RollbackTo("s3".into())));
+        assert_eq!(a("rollback transaction to savepoint s4"), Some(Answer::RollbackTo("s4".into())));
+        assert_eq!(a("ROLLBACK WORK"), Some(Answer::End("ROLLBACK".into())));
         assert_eq!(a("SAVEPOINT s1"), Some(Answer::Savepoint("s1".into())));
         assert_eq!(a("RELEASE SAVEPOINT s1"), Some(Answer::Release("s1".into())));
         assert_eq!(a("release s1"), Some(Answer::Release("s1".into())));

@@ -100,6 +100,10 @@ fn give_back(share: &Share) {
 /// Act on a transaction statement, answering as PostgreSQL does: the answer to send.
 pub async fn act(conn: &Arc<ConnEngine>, door: Door<'_>, a: Answer, sql: &str) -> PgWireResult<Answer> {
     let txn = current(conn);
+    // A failed transaction takes only what ends it, or a ROLLBACK TO a savepoint.
+    if txn.as_ref().is_some_and(|t| t.failed()) && !matches!(a, Answer::End(_) | Answer::RollbackTo(_)) {
+        refuse_if_failed(conn)?;
+    }
     match &a {
         // BEGIN in a transaction goes on with it (PostgreSQL warns, and does the same).
         Answer::Begin if txn.is_none() => {
@@ -112,7 +116,11 @@ pub async fn act(conn: &Arc<ConnEngine>, door: Door<'_>, a: Answer, sql: &str) -
             if txn.failed() || matches!(&a, Answer::End(tag) if tag == "ROLLBACK") {
                 return Ok(Answer::End("ROLLBACK".into()));
             }
-            crate::run::in_slot(door.gate, door.limits, false, sql, move |_| engine.commit()).await?;
+            // A COMMIT that fails (no slot, a cancel before its rows are logged, a table
+            // changed under it) has rolled the transaction back, as in PostgreSQL.
+            let stored =
+                crate::run::in_slot(door.gate, door.limits, false, sql, move |run| engine.commit_in(run)).await;
+            stored.map_err(|e| rolled_back(&e))?;
         }
         Answer::Savepoint(name) => in_block(txn.as_deref(), "SAVEPOINT")?.savepoint(name),
         Answer::RollbackTo(name) => {
@@ -124,6 +132,19 @@ pub async fn act(conn: &Arc<ConnEngine>, door: Door<'_>, a: Answer, sql: &str) -
         _ => {}
     }
     Ok(a)
+}
+
+/// A COMMIT's error, saying that the transaction was rolled back.
+fn rolled_back(e: &pgwire::error::PgWireError) -> pgwire::error::PgWireError {
+    use pgwire::error::{ErrorInfo, PgWireError};
+    match e {
+        PgWireError::UserError(info) => PgWireError::UserError(Box::new(ErrorInfo::new(
+            info.severity.clone(),
+            info.code.clone(),
+            format!("{}; COMMIT failed: the transaction was rolled back, nothing was stored", info.message),
+        ))),
+        e => user_error("40000", format!("{e}; COMMIT failed: the transaction was rolled back, nothing was stored")),
+    }
 }
 
 /// The transaction a savepoint statement needs (25P01 outside one, PostgreSQL's words).

@@ -330,8 +330,8 @@ impl Engine {
         if let Some(cluster) = crate::spread::through_log(self.cluster.as_ref(), run, s) {
             return self.through_log(run, cluster, s);
         }
-        if self.txn.is_some() && crate::txn::stores_held_rows_first(s) {
-            self.commit()?;
+        if let Some(txn) = &self.txn {
+            crate::txn::refuse_beside_held_rows(txn, s)?;
         }
         match s {
             Statement::Query(q) => self.query_in(run, q),

@@ -110,11 +110,10 @@ fn savepoint_index(h: &Held, name: &str) -> Result<usize> {
         .ok_or_else(|| SqlError::plan(format!("savepoint \"{name}\" does not exist"), None))
 }
 
-/// Whether `s`, run inside a transaction, first stores the rows held: it changes tables
-/// other than by adding rows (DDL, `UPDATE`, `DELETE`, views, indexes, retention), or copies
-/// them out of the database (`BACKUP`, `CHECKPOINT`), so it must come after the statements
-/// before it. Reads, INSERT and COPY FROM (held themselves), and session statements do not.
-pub fn stores_held_rows_first(s: &crate::parser::ast::Statement) -> bool {
+/// Whether `s` changes tables other than by adding rows (DDL, `UPDATE`, `DELETE`, views,
+/// indexes, retention) or copies them out of the database (`BACKUP`, `CHECKPOINT`): inside
+/// a transaction that holds rows it could not apply in order with them.
+pub fn changes_beyond_rows(s: &crate::parser::ast::Statement) -> bool {
     use crate::parser::ast::Statement as S;
     match s {
         S::Query(_)
@@ -142,4 +141,20 @@ pub fn stores_held_rows_first(s: &crate::parser::ast::Statement) -> bool {
         | S::Checkpoint
         | S::Backup { .. } => true,
     }
+}
+
+/// `Ok` unless `txn` holds rows and `s` would change tables another way
+/// ([`changes_beyond_rows`]): such a statement cannot run after the rows it should follow
+/// (they are not stored yet), nor store them first (it might then fail, and a ROLLBACK would
+/// no longer drop them). Refused as unsupported: COMMIT first.
+pub fn refuse_beside_held_rows(txn: &Txn, s: &crate::parser::ast::Statement) -> Result<()> {
+    if txn.held_rows() == 0 || !changes_beyond_rows(s) {
+        return Ok(());
+    }
+    Err(SqlError::NotSupported(
+        "this statement cannot follow rows this transaction holds until COMMIT (INSERT and COPY \
+         in it are stored at COMMIT, and this would have to apply after them): COMMIT first, \
+         or run it before the INSERTs"
+            .into(),
+    ))
 }

@@ -3,6 +3,7 @@
 
 use super::{check_tenant_rows, Engine};
 use crate::error::{Result, SqlError};
+use crate::interrupt::RunContext;
 use crate::txn::Txn;
 use zepto_storage::{Change, Column, StorageError};
 
@@ -21,6 +22,12 @@ impl Engine {
     /// (checked again first: a table dropped or changed since fails it whole, storing
     /// nothing). The rows held are gone either way. Returns the rows stored.
     pub fn commit(&self) -> Result<usize> {
+        self.commit_in(&RunContext::unlimited())
+    }
+
+    /// [`Engine::commit`] as part of `run`: a run cancelled before the rows are logged
+    /// stores nothing.
+    pub fn commit_in(&self, run: &RunContext) -> Result<usize> {
         let Some(txn) = self.txn() else { return Ok(0) };
         let held = txn.take();
         if txn.failed() {
@@ -29,6 +36,7 @@ impl Engine {
         if held.is_empty() {
             return Ok(0);
         }
+        run.check()?;
         let mut names: Vec<String> = Vec::new();
         for (t, _) in &held {
             if !names.iter().any(|n| n.eq_ignore_ascii_case(t)) {
