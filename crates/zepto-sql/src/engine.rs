@@ -489,7 +489,7 @@ impl Engine {
         if let Some(cluster) = crate::spread::through_log(self.cluster.as_ref(), run, s) {
             return self.publish_rows(cluster, snap, &cols, "COPY");
         }
-        let n = self.append_rows(snap.name(), cols)?;
+        let n = self.append_rows(snap, cols)?;
         Ok(QueryResult::status(format!("COPY {n}")))
     }
 
@@ -517,8 +517,8 @@ impl Engine {
         source: &InsertSource,
         pos: Pos,
     ) -> Result<QueryResult> {
-        let cols = self.insert_columns(run, table, columns, source, pos)?.1;
-        let n = self.append_rows(table, cols)?;
+        let (snap, cols) = self.insert_columns(run, table, columns, source, pos)?;
+        let n = self.append_rows(&snap, cols)?;
         Ok(QueryResult::status(format!("INSERT {n}")))
     }
 
@@ -573,8 +573,8 @@ impl Engine {
                 return Ok(QueryResult::status(format!("COPY {n}")));
             }
         }
-        let cols = self.copy_columns(run, table, columns, source, options, pos)?.1;
-        let n = self.append_rows(table, cols)?;
+        let (snap, cols) = self.copy_columns(run, table, columns, source, options, pos)?;
+        let n = self.append_rows(&snap, cols)?;
         Ok(QueryResult::status(format!("COPY {n}")))
     }
 
@@ -607,10 +607,11 @@ impl Engine {
     /// Append rows to `table`. In a session scoped to a tenant, every row's `tenant_id` must
     /// be the tenant, checked under the table's write lock against its schema then (so a
     /// `tenant_id` column added meanwhile is seen): otherwise nothing is stored.
-    fn append_rows(&self, table: &str, cols: Vec<Column>) -> Result<usize> {
+    fn append_rows(&self, snap: &Table, cols: Vec<Column>) -> Result<usize> {
         if let Some(txn) = &self.txn {
-            return self.hold(txn, table, cols);
+            return self.hold(txn, snap, cols);
         }
+        let table = snap.name();
         if self.access.tenant().is_none() {
             return Ok(self.catalog.append(table, cols)?);
         }

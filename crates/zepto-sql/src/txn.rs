@@ -111,36 +111,12 @@ fn savepoint_index(h: &Held, name: &str) -> Result<usize> {
 }
 
 /// Whether `s` changes tables other than by adding rows (DDL, `UPDATE`, `DELETE`, views,
-/// indexes, retention) or copies them out of the database (`BACKUP`, `CHECKPOINT`): inside
-/// a transaction that holds rows it could not apply in order with them.
+/// indexes, retention) or copies them out of the database (`BACKUP`, `CHECKPOINT`): every
+/// statement the roles count as more than a read ([`crate::Access`]) but the ones that add
+/// rows (held themselves) and COPY TO a file (it reads).
 pub fn changes_beyond_rows(s: &crate::parser::ast::Statement) -> bool {
     use crate::parser::ast::Statement as S;
-    match s {
-        S::Query(_)
-        | S::Explain { .. }
-        | S::Insert { .. }
-        | S::CopyFrom { .. }
-        | S::CopyTo { .. }
-        | S::ShowTables
-        | S::Describe { .. }
-        | S::Set { .. } => false,
-        S::CreateTable(_)
-        | S::CreateTableAs { .. }
-        | S::CreateIndex { .. }
-        | S::DropIndex { .. }
-        | S::CreateMaterializedView { .. }
-        | S::RefreshMaterializedView { .. }
-        | S::DropMaterializedView { .. }
-        | S::DropTable { .. }
-        | S::AlterAddColumn { .. }
-        | S::AlterSetTtl { .. }
-        | S::AlterDedup { .. }
-        | S::AlterTier { .. }
-        | S::Delete { .. }
-        | S::Update { .. }
-        | S::Checkpoint
-        | S::Backup { .. } => true,
-    }
+    s.access() != crate::Access::Read && !matches!(s, S::Insert { .. } | S::CopyFrom { .. } | S::CopyTo { .. })
 }
 
 /// `Ok` unless `txn` holds rows and `s` would change tables another way

@@ -8,13 +8,13 @@ use crate::txn::Txn;
 use zepto_storage::{Change, Column, StorageError};
 
 impl Engine {
-    /// Hold `columns` for `table` in `txn` until COMMIT, checked first as an append would
-    /// check them (the tenant scope, the table's types). Returns the rows held.
-    pub(crate) fn hold(&self, txn: &Txn, table: &str, columns: Vec<Column>) -> Result<usize> {
-        let snap = self.catalog().snapshot(table)?;
-        check_tenant_rows(self.access(), &snap, &columns)?;
+    /// Hold `columns` for the table `snap` is a snapshot of in `txn` until COMMIT, checked
+    /// first against the snapshot the statement shaped them for, as an append would check
+    /// them (the tenant scope, the table's types; COMMIT checks again). Returns the rows held.
+    pub(crate) fn hold(&self, txn: &Txn, snap: &zepto_storage::Table, columns: Vec<Column>) -> Result<usize> {
+        check_tenant_rows(self.access(), snap, &columns)?;
         let n = snap.validate(&columns)?;
-        txn.hold(table, columns);
+        txn.hold(snap.name(), columns);
         Ok(n)
     }
 
