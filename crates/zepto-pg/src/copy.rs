@@ -52,6 +52,19 @@ pub struct Receiving {
     id: u64,
     /// When data last came.
     fed: Instant,
+    /// Its idle watch, stopped when the COPY ends (not left asleep for the limit).
+    _watch: Watch,
+}
+
+/// A COPY's idle watch task, aborted when dropped.
+struct Watch(Option<tokio::task::AbortHandle>);
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        if let Some(h) = self.0.take() {
+            h.abort();
+        }
+    }
 }
 
 impl Receiving {
@@ -90,10 +103,12 @@ impl CopyState {
         }
     }
 
-    /// Begin receiving `copy` under `held`; its ticket for [`watch_idle`].
-    fn begin(&self, copy: CopyIn, held: Held) -> u64 {
+    /// Begin receiving `copy` under `held`, failed by [`watch_idle`] once idle for `limit`;
+    /// its ticket.
+    fn begin(self: &Arc<Self>, copy: CopyIn, held: Held, limit: Duration) -> u64 {
         let id = self.1.fetch_add(1, Ordering::Relaxed) + 1;
-        self.put(Ok(Receiving { copy, held, id, fed: Instant::now() }));
+        let watch = tokio::spawn(watch_idle(Arc::downgrade(self), id, limit)).abort_handle();
+        self.put(Ok(Receiving { copy, held, id, fed: Instant::now(), _watch: Watch(Some(watch)) }));
         id
     }
 
@@ -186,8 +201,7 @@ pub async fn start(
     if let Statement::CopyFrom { .. } = s {
         let copy = engine.copy_in(&s, limits.memory).map_err(|e| pg_error(&e, sql))?;
         let width = copy.width();
-        let id = state.begin(copy, bodies.share());
-        tokio::spawn(watch_idle(Arc::downgrade(state), id, COPY_IDLE_LIMIT));
+        state.begin(copy, bodies.share(), COPY_IDLE_LIMIT);
         return Ok(Response::CopyIn(CopyResponse::new(0, width, stream::empty())));
     }
     let (r, opts) = crate::run::in_slot(gate, limits, false, sql, move |run| engine.copy_out(run, &s)).await?;
@@ -363,7 +377,7 @@ mod tests {
     /// A COPY FROM STDIN of `t` begun on `state`, holding a share of `budget`, fed one row.
     fn copying(engine: &Engine, state: &Arc<CopyState>, budget: &BodyBudget) -> u64 {
         let s = parse_statements("COPY t FROM STDIN").expect("parses").remove(0);
-        let id = state.begin(engine.copy_in(&s, None).expect("a COPY"), budget.share());
+        let id = state.begin(engine.copy_in(&s, None).expect("a COPY"), budget.share(), COPY_IDLE_LIMIT);
         state.feed(b"1\tx\n");
         id
     }
