@@ -484,11 +484,11 @@ impl Plan {
     fn explain_into(&self, depth: usize, out: &mut String, how: &Explaining<'_>) {
         out.push_str(&"  ".repeat(depth));
         out.push_str(self.operator());
-        let detail = match self {
-            Plan::Scan { table, columns, range } => explain_scan(table, columns, range, !(how.hide_totals)(table)),
-            _ => self.explain_detail(),
-        };
-        for part in [Some(detail), (how.note)(self)].into_iter().flatten().filter(|s| !s.is_empty()) {
+        for part in [Some(self.explain_detail(how.hide_totals)), (how.note)(self)]
+            .into_iter()
+            .flatten()
+            .filter(|s| !s.is_empty())
+        {
             out.push(' ');
             out.push_str(&part);
         }
@@ -540,10 +540,11 @@ impl Plan {
         }
     }
 
-    /// What EXPLAIN prints after the operator's name.
-    fn explain_detail(&self) -> String {
+    /// What EXPLAIN prints after the operator's name (a scan of a table `hide_totals`
+    /// names: without the table's totals).
+    fn explain_detail(&self, hide_totals: &dyn Fn(&Table) -> bool) -> String {
         match self {
-            Plan::Scan { table, columns, range } => explain_scan(table, columns, range, true),
+            Plan::Scan { table, columns, range } => explain_scan(table, columns, range, !hide_totals(table)),
             Plan::Values { rows, .. } => format!("rows={}", rows.len()),
             Plan::Series { start, step, count, .. } => format!("start={start} step={step} rows={count}"),
             Plan::Filter { pred, input } => {
@@ -765,7 +766,6 @@ fn explain_in_sets(pred: &BExpr) -> String {
     }
     format!("IN by hash lookup over {} constants", sizes.join(", "))
 }
-/// A scan's EXPLAIN detail: its columns, partitions, time range and history files.
 /// How a plan is explained: a note after each node's line, and which tables' scans name
 /// no totals.
 struct Explaining<'a> {
@@ -773,8 +773,9 @@ struct Explaining<'a> {
     hide_totals: &'a dyn Fn(&Table) -> bool,
 }
 
-/// A scan's EXPLAIN detail; without `totals`, nothing counted over the whole table (its
-/// partitions, history files and row groups): a tenant-scoped session's view.
+/// A scan's EXPLAIN detail: its columns, partitions, time range and history files; without
+/// `totals`, nothing counted over the whole table (its partitions, history files and row
+/// groups): a tenant-scoped session's view.
 fn explain_scan(table: &Table, columns: &[usize], range: &ScanRange, totals: bool) -> String {
     let mut s = format!("{} columns={:?}", table.name(), columns);
     if let Some(k) = &range.keys {
