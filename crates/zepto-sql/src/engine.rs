@@ -327,11 +327,11 @@ impl Engine {
         self.refuse_out_of_scope(s)?;
         let run = &self.context(run);
         run.check()?;
-        if let Some(cluster) = crate::spread::through_log(self.cluster.as_ref(), run, s) {
-            return self.through_log(run, cluster, s);
-        }
         if let Some(txn) = &self.txn {
             crate::txn::refuse_beside_held_rows(txn, s)?;
+        }
+        if let Some(cluster) = crate::spread::through_log(self.cluster.as_ref(), run, s) {
+            return self.through_log(run, cluster, s);
         }
         match s {
             Statement::Query(q) => self.query_in(run, q),
@@ -432,7 +432,8 @@ impl Engine {
         } else {
             p.plan.root().explain_for(&p.fields, &self.access)
         };
-        for v in crate::view::explain_views(&self.catalog, p.plan.root())? {
+        let scoped = |t: &zepto_storage::Table| self.access.scope_of(t.schema()).is_some();
+        for v in crate::view::explain_views(&self.catalog, p.plan.root(), &scoped)? {
             text.push_str(&v);
             text.push('\n');
         }

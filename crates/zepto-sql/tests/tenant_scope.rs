@@ -216,6 +216,24 @@ fn explain_shows_the_scope_and_ranges_still_reach_the_scan() {
     ok(&all, &format!("EXPLAIN ANALYZE {q}"));
 }
 
+/// A materialized view's part of EXPLAIN (how it is kept: a plan over its base table) counts
+/// nothing over a scoped base table either.
+#[test]
+fn explain_of_a_view_counts_nothing_over_a_scoped_base_table() {
+    let (all, scoped) = setup(Layout::Column, 20, 3);
+    ok(
+        &all,
+        "CREATE MATERIALIZED VIEW per_kind AS SELECT tenant_id, kind, count(*) AS n FROM mem GROUP BY tenant_id, kind",
+    );
+    let q = "SELECT * FROM per_kind";
+    let unscoped = explain(&all, q);
+    assert!(unscoped.contains("materialized view per_kind") && unscoped.contains("partitions=all("), "{unscoped}");
+    let plan = explain(&scoped, q);
+    assert!(plan.contains("materialized view per_kind"), "{plan}");
+    assert!(plan.contains("partitions=all") && !plan.contains("partitions=all("), "{plan}");
+    assert_eq!(sorted(&scoped, q), sorted(&all, "SELECT * FROM per_kind WHERE tenant_id = 'a'"));
+}
+
 /// `ORDER BY <distance> LIMIT k` through the HNSW index: EXPLAIN says the index answers, and
 /// only the tenant's rows come back, the nearest of them (the query vector is a row of `b`).
 #[test]

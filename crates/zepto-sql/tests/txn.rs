@@ -138,3 +138,22 @@ fn a_commit_a_table_changed_under_stores_nothing() {
     assert!(t.commit().is_err(), "b's rows no longer fit");
     assert_eq!((count(&e, "a"), count(&e, "b"), txn.held_rows()), (0, 0, 0), "all or nothing, then nothing held");
 }
+
+/// A cluster's tables go through its log at once (a held row's rule does not apply to them),
+/// but a statement that changes more than rows is refused beside held rows there too: a
+/// `CREATE TABLE` of a spread table was published at once, before the rows it followed.
+#[test]
+fn a_cluster_statement_beside_held_rows_is_refused_like_a_local_one() {
+    let cluster = zepto_sql::local_cluster::LocalCluster::new(2, |t| !t.starts_with("local_"));
+    let e = cluster.join("a", &Engine::new(), &[0, 1]);
+    ok(&e, "CREATE TABLE local_a (ts TIMESTAMP, sym SYMBOL, n BIGINT)");
+    let txn = Txn::new();
+    let t = e.with_txn(Some(txn.clone()));
+    ok(&t, "INSERT INTO local_a VALUES (1, 'S1', 1)");
+    let err = t.execute("CREATE TABLE spread (ts TIMESTAMP, sym SYMBOL, x DOUBLE)").expect_err("refused");
+    assert!(matches!(err, SqlError::NotSupported(_)), "{err}");
+    assert!(e.execute("SELECT * FROM spread").is_err(), "nothing was published");
+    assert_eq!(t.commit().expect("commit"), 1);
+    assert_eq!(ok(&t, "CREATE TABLE spread (ts TIMESTAMP, sym SYMBOL, x DOUBLE)"), "CREATE TABLE");
+    assert_eq!(count(&e, "local_a"), 1);
+}

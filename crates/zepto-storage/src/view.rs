@@ -81,8 +81,9 @@ pub trait Upkeep: Send + Sync {
     fn read(&self, catalog: &crate::Catalog) -> Result<Arc<Table>, StorageError>;
     /// Its counters, for metrics.
     fn stats(&self) -> ViewStats;
-    /// How it is kept and read, as EXPLAIN prints plans.
-    fn explain(&self, catalog: &crate::Catalog) -> Result<String, StorageError>;
+    /// How it is kept and read, as EXPLAIN prints plans; a scan of a table `hide_totals`
+    /// names is printed without the table's totals (for a tenant-bound session).
+    fn explain(&self, catalog: &crate::Catalog, hide_totals: &dyn Fn(&Table) -> bool) -> Result<String, StorageError>;
     /// Its groups' partial states as a table (the keys, then each aggregate's state columns),
     /// for a checkpoint; `None` when it is stale or its states cannot be stored.
     fn state(&self) -> Option<Table>;

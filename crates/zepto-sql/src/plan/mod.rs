@@ -464,7 +464,13 @@ impl Plan {
     /// scope filters names no totals (how many partitions, history files and row groups the
     /// table holds, which would tell how much other tenants hold).
     pub fn explain_for(&self, names: &[Field], access: &crate::access::TableAccess) -> String {
-        self.explain_as(names, &|_| None, &|t| access.scope_of(t.schema()).is_some())
+        self.explain_hiding(names, &|t| access.scope_of(t.schema()).is_some())
+    }
+
+    /// [`Plan::explain`], the scans of tables for which `hide_totals` holds printed without
+    /// the table's totals.
+    pub(crate) fn explain_hiding(&self, names: &[Field], hide_totals: &dyn Fn(&Table) -> bool) -> String {
+        self.explain_as(names, &|_| None, hide_totals)
     }
 
     /// [`Plan::explain_with`], the scans of tables for which `hide_totals` holds printed

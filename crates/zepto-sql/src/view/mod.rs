@@ -111,18 +111,27 @@ pub(crate) fn calls_now(query: &crate::parser::ast::Query) -> bool {
     found
 }
 
-/// What EXPLAIN adds for the views `plan` reads: how each is kept and read.
-pub(crate) fn explain_views(catalog: &Catalog, plan: &Plan) -> Result<Vec<String>> {
-    let mut names: Vec<String> = Vec::new();
-    collect_scans(plan, &mut names);
-    names.dedup();
-    names.iter().filter_map(|n| catalog.explain_view(n)).map(|r| r.map_err(SqlError::from)).collect()
+/// What EXPLAIN adds for the views `plan` reads: how each is kept and read, the scans of
+/// tables `hide_totals` names without their totals (as [`Plan::explain_hiding`]). A view
+/// whose own table `hide_totals` names shows no totals at all: its groups are every tenant's.
+pub(crate) fn explain_views(
+    catalog: &Catalog,
+    plan: &Plan,
+    hide_totals: &dyn Fn(&Table) -> bool,
+) -> Result<Vec<String>> {
+    let mut scans: Vec<&Table> = Vec::new();
+    collect_scans(plan, &mut scans);
+    let explain = |t: &&Table| {
+        let hide_all = hide_totals(t);
+        catalog.explain_view(t.name(), &|s: &Table| hide_all || hide_totals(s))
+    };
+    scans.iter().filter_map(explain).map(|r| r.map_err(SqlError::from)).collect()
 }
 
-fn collect_scans(p: &Plan, out: &mut Vec<String>) {
+fn collect_scans<'p>(p: &'p Plan, out: &mut Vec<&'p Table>) {
     if let Plan::Scan { table, .. } = p {
-        if !out.iter().any(|n| n.eq_ignore_ascii_case(table.name())) {
-            out.push(table.name().to_string());
+        if !out.iter().any(|t| t.name().eq_ignore_ascii_case(table.name())) {
+            out.push(table);
         }
     }
     p.inputs().into_iter().for_each(|i| collect_scans(i, out));
@@ -451,7 +460,11 @@ impl Upkeep for View {
             .map_err(storage)
     }
 
-    fn explain(&self, catalog: &Catalog) -> std::result::Result<String, StorageError> {
+    fn explain(
+        &self,
+        catalog: &Catalog,
+        hide_totals: &dyn Fn(&Table) -> bool,
+    ) -> std::result::Result<String, StorageError> {
         let run = RunContext::unlimited();
         let base = catalog.snapshot(&self.split.base)?;
         let kept = self.partial_plan(&base, &run).map_err(storage)?;
@@ -461,8 +474,8 @@ impl Upkeep for View {
             "materialized view {}: each append to {} folds in (over the appended rows)\n{}\nread as\n{}",
             self.name,
             self.split.base,
-            indent(kept.root().explain(&[])),
-            indent(read.root().explain(&[]))
+            indent(kept.root().explain_hiding(&[], hide_totals)),
+            indent(read.root().explain_hiding(&[], hide_totals))
         ))
     }
 

@@ -146,11 +146,15 @@ impl Catalog {
     }
 
     /// How view `name` is kept and read (EXPLAIN); `None` if there is no such view.
-    pub fn explain_view(&self, name: &str) -> Option<Result<String, StorageError>> {
+    pub fn explain_view(
+        &self,
+        name: &str,
+        hide_totals: &dyn Fn(&Table) -> bool,
+    ) -> Option<Result<String, StorageError>> {
         if self.view_count.load(Ordering::Relaxed) == 0 {
             return None;
         }
-        Some(self.upkeep(name)?.and_then(|u| u.explain(self)))
+        Some(self.upkeep(name)?.and_then(|u| u.explain(self, hide_totals)))
     }
 
     /// Rebuild view `name` from its base table now (`REFRESH MATERIALIZED VIEW`).
