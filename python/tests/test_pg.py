@@ -193,6 +193,63 @@ def test_writes_wait_for_commit_and_a_failed_transaction_stores_none(door):
         assert syms() == ["a", "b", "c", "h", "j", "m"]
 
 
+def test_ready_for_query_reports_the_transaction_as_it_stands(door):
+    """The status byte of ReadyForQuery (libpq's transaction_status) follows the transaction in
+    the corners where the statements' answers alone do not tell it: a COPY after BEGIN in one
+    query, a ROLLBACK TO followed by more in one query, and a COMMIT that failed (rolled back)."""
+    from psycopg import pq
+
+    with connect(door[0]) as admin:
+        admin.execute("CREATE TABLE pg_rfq (ts TIMESTAMP, sym SYMBOL, n BIGINT)")
+        admin.execute("CREATE TABLE pg_rfq2 (ts TIMESTAMP, sym SYMBOL, n BIGINT)")
+        kw = dict(host="127.0.0.1", port=door[0], user="quant", password=API_KEY, dbname="zepto")
+        with psycopg.connect(**kw, autocommit=True) as conn:
+            pg = conn.pgconn
+
+            def run(sql, want=pq.ExecStatus.COMMAND_OK):
+                r = pg.exec_(sql.encode())
+                assert r.status == want, (sql, r.status, r.error_message)
+
+            # BEGIN and a COPY FROM STDIN in one query: still in the transaction after the COPY.
+            run("BEGIN; COPY pg_rfq (sym, n) FROM STDIN", pq.ExecStatus.COPY_IN)
+            pg.put_copy_data(b"a\t1\nb\t2\n")
+            pg.put_copy_end()
+            assert pg.get_result().status == pq.ExecStatus.COMMAND_OK
+            assert pg.get_result() is None
+            assert pg.transaction_status == pq.TransactionStatus.INTRANS
+            run("SAVEPOINT s")
+            run("INSERT INTO pg_rfq (sym, n) VALUES ('c', 3)")
+            # A failed statement; then ROLLBACK TO and more statements in one query.
+            run("SELECT * FROM no_such_table", pq.ExecStatus.FATAL_ERROR)
+            assert pg.transaction_status == pq.TransactionStatus.INERROR
+            pg.send_query(b"ROLLBACK TO SAVEPOINT s; INSERT INTO pg_rfq (sym, n) VALUES ('d', 4)")
+            statuses = []
+            while (r := pg.get_result()) is not None:
+                statuses.append(r.status)
+            assert statuses == [pq.ExecStatus.COMMAND_OK] * 2, statuses
+            assert pg.transaction_status == pq.TransactionStatus.INTRANS
+            run("COMMIT")
+            assert pg.transaction_status == pq.TransactionStatus.IDLE
+            assert sorted(r[0] for r in admin.execute("SELECT sym FROM pg_rfq").fetchall()) == ["a", "b", "d"]
+            # A COMMIT that fails (a table changed under it) has rolled back: idle, not failed.
+            run("BEGIN")
+            run("INSERT INTO pg_rfq2 (sym, n) VALUES ('e', 5)")
+            admin.execute("DROP TABLE pg_rfq2")
+            admin.execute("CREATE TABLE pg_rfq2 (ts TIMESTAMP, s VARCHAR)")
+            run("COMMIT", pq.ExecStatus.FATAL_ERROR)
+            assert pg.transaction_status == pq.TransactionStatus.IDLE
+            # The same over the extended protocol (psycopg's prepared path): its Sync reports.
+            run("BEGIN")
+            run("INSERT INTO pg_rfq (sym, n) VALUES ('f', 6)")
+            admin.execute("DROP TABLE pg_rfq")
+            admin.execute("CREATE TABLE pg_rfq (ts TIMESTAMP, s VARCHAR)")
+            r = pg.exec_params(b"COMMIT", [])
+            assert r.status == pq.ExecStatus.FATAL_ERROR, r.status
+            assert pg.transaction_status == pq.TransactionStatus.IDLE
+            run("INSERT INTO pg_rfq (s) VALUES ('stored at once: no transaction')")
+        assert admin.execute("SELECT s FROM pg_rfq").fetchall() == [("stored at once: no transaction",)]
+
+
 def test_sqlalchemy_and_pandas_read_sql(door, trades):
     url = f"postgresql+psycopg://quant:{API_KEY}@127.0.0.1:{door[0]}/zepto"
     engine = sqlalchemy.create_engine(url)

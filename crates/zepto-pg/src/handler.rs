@@ -435,7 +435,7 @@ impl SimpleQueryHandler for Backend {
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
         self.sync_status(client, &query.query);
-        self._on_query(client, query).await
+        crate::simple::on_query(self, client, query).await
     }
 
     async fn do_query<C>(&self, client: &mut C, query: &str) -> PgWireResult<Vec<Response>>
@@ -481,6 +481,32 @@ impl ExtendedQueryHandler for Backend {
             self.sync_status(client, &sql);
         }
         self._on_execute(client, message).await
+    }
+
+    /// Sync ends an extended-protocol exchange: ReadyForQuery with the status of the
+    /// connection's transaction as it stands (pgwire's folds it from the answers, and says
+    /// failed after a COMMIT that failed and rolled back). An error pgwire saw outside our
+    /// handlers fails the transaction first, as any error in it does.
+    async fn on_sync<C>(&self, client: &mut C, _message: pgwire::messages::extendedquery::Sync) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Prepared>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        use futures::SinkExt;
+        use pgwire::messages::response::{ReadyForQuery, TransactionStatus};
+        client.portal_store().rm_portal(DEFAULT_NAME);
+        if let Some(conn) = client.session_extensions().get::<ConnEngine>() {
+            if client.transaction_status() == TransactionStatus::Error {
+                crate::txn::failed(&conn);
+            }
+            client.set_transaction_status(crate::txn::status(&conn));
+        }
+        let status = client.transaction_status();
+        client.send(PgWireBackendMessage::ReadyForQuery(ReadyForQuery::new(status))).await?;
+        client.flush().await?;
+        Ok(())
     }
 
     async fn do_describe_statement<C>(

@@ -7,6 +7,8 @@
 //! - [`auth`]: the password is an API key (the same keys, roles, grants and tenants as HTTP);
 //! - [`session`]: statements about the session (transactions, `SET`/`SHOW`, `version()`);
 //! - [`handler`]: the simple and extended protocol, Describe from the plan;
+//! - [`simple`]: the simple protocol's flow, ReadyForQuery's status from [`txn`];
+//! - [`txn`]: BEGIN ... COMMIT, the rows held and the status they give;
 //! - [`copy`]: `COPY FROM STDIN` and `COPY TO STDOUT`, text and CSV;
 //! - [`run`]: statements run under the server's limits, results streamed;
 //! - [`types`], [`params`]: ZeptoDB's types as PostgreSQL's, in text and binary;
@@ -56,6 +58,7 @@ pub mod handler;
 pub mod params;
 pub mod run;
 pub mod session;
+pub mod simple;
 pub mod txn;
 pub mod types;
 
