@@ -250,6 +250,35 @@ def test_ready_for_query_reports_the_transaction_as_it_stands(door):
         assert admin.execute("SELECT s FROM pg_rfq").fetchall() == [("stored at once: no transaction",)]
 
 
+def test_a_transaction_holds_the_budget_its_rows_need_and_no_more(door):
+    """The rows a transaction holds draw on the server's budget of client data in memory
+    (zepto_request_body_bytes_in_flight); ROLLBACK TO SAVEPOINT gives back what it dropped,
+    COMMIT what it stored."""
+
+    def in_flight():
+        req = urllib.request.Request(door[1] + "/metrics", headers={"Authorization": f"Bearer {API_KEY}"})
+        text = urllib.request.urlopen(req, timeout=5).read().decode()
+        return int(next(line.split()[1] for line in text.splitlines()
+                        if line.startswith("zepto_request_body_bytes_in_flight ")))
+
+    with connect(door[0]) as conn:
+        conn.execute("CREATE TABLE pg_share (ts TIMESTAMP, sym SYMBOL, n BIGINT)")
+        many = "INSERT INTO pg_share SELECT CAST(x AS TIMESTAMP), 'a', x FROM generate_series(1, 50000) AS g(x)"
+        assert in_flight() == 0
+        conn.execute("BEGIN")
+        conn.execute("INSERT INTO pg_share (sym, n) VALUES ('first', 1)")
+        small = in_flight()
+        conn.execute("SAVEPOINT s")
+        conn.execute(many)
+        assert in_flight() > small + 50000 * 16
+        conn.execute("ROLLBACK TO SAVEPOINT s")
+        assert in_flight() == small, "the rows dropped gave their share back"
+        conn.execute(many)
+        conn.execute("COMMIT")
+        assert in_flight() == 0
+        assert conn.execute("SELECT count(*) FROM pg_share").fetchone()[0] == 50001
+
+
 def test_sqlalchemy_and_pandas_read_sql(door, trades):
     url = f"postgresql+psycopg://quant:{API_KEY}@127.0.0.1:{door[0]}/zepto"
     engine = sqlalchemy.create_engine(url)

@@ -91,6 +91,13 @@ pub fn cover(conn: &ConnEngine, bodies: &BodyBudget, share: &Share) -> PgWireRes
     Ok(())
 }
 
+/// Hold no more of the budget than `bytes`: rows dropped (ROLLBACK TO) give their part back.
+fn shrink(share: &Share, bytes: usize) {
+    if let Some(held) = share.0.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
+        held.shrink_to(bytes);
+    }
+}
+
 fn give_back(share: &Share) {
     if let Ok(mut slot) = share.0.lock() {
         slot.take();
@@ -111,26 +118,42 @@ pub async fn act(conn: &Arc<ConnEngine>, door: Door<'_>, a: Answer, sql: &str) -
         }
         Answer::End(_) => {
             let engine = set(conn, None)?;
+            let ended = end(engine, txn.as_deref(), &door, a, sql).await;
+            // Only now: the rows stay in memory (held here) until COMMIT has stored them.
             give_back(door.share);
-            let Some(txn) = txn else { return Ok(a) };
-            if txn.failed() || matches!(&a, Answer::End(tag) if tag == "ROLLBACK") {
-                return Ok(Answer::End("ROLLBACK".into()));
-            }
-            // A COMMIT that fails (no slot, a cancel before its rows are logged, a table
-            // changed under it) has rolled the transaction back, as in PostgreSQL.
-            let stored =
-                crate::run::in_slot(door.gate, door.limits, false, sql, move |run| engine.commit_in(run)).await;
-            stored.map_err(|e| rolled_back(&e))?;
+            return ended;
         }
         Answer::Savepoint(name) => in_block(txn.as_deref(), "SAVEPOINT")?.savepoint(name),
         Answer::RollbackTo(name) => {
-            in_block(txn.as_deref(), "ROLLBACK TO SAVEPOINT")?.rollback_to(name).map_err(|e| pg_error(&e, sql))?;
+            let t = in_block(txn.as_deref(), "ROLLBACK TO SAVEPOINT")?;
+            t.rollback_to(name).map_err(|e| pg_error(&e, sql))?;
+            shrink(door.share, t.held_bytes());
         }
         Answer::Release(name) => {
             in_block(txn.as_deref(), "RELEASE SAVEPOINT")?.release(name).map_err(|e| pg_error(&e, sql))?;
         }
         _ => {}
     }
+    Ok(a)
+}
+
+/// End `txn` (the connection is already out of it) with `a`, COMMIT or ROLLBACK, running a
+/// COMMIT on `engine` (the connection's engine in the transaction): the answer to send.
+async fn end(
+    engine: zepto_sql::Engine,
+    txn: Option<&Txn>,
+    door: &Door<'_>,
+    a: Answer,
+    sql: &str,
+) -> PgWireResult<Answer> {
+    let Some(txn) = txn else { return Ok(a) };
+    if txn.failed() || matches!(&a, Answer::End(tag) if tag == "ROLLBACK") {
+        return Ok(Answer::End("ROLLBACK".into()));
+    }
+    // A COMMIT that fails (no slot, a cancel before its rows are logged, a table changed
+    // under it) has rolled the transaction back, as in PostgreSQL.
+    let stored = crate::run::in_slot(door.gate, door.limits, false, sql, move |run| engine.commit_in(run)).await;
+    stored.map_err(|e| rolled_back(&e))?;
     Ok(a)
 }
 

@@ -96,6 +96,18 @@ impl Held {
         Ok(())
     }
 
+    /// Hold no more than `total` bytes in all, giving the rest back: what a request that let
+    /// go of part of its data (a transaction rolled back to a savepoint) still needs.
+    pub fn shrink_to(&mut self, total: usize) {
+        let want = total.div_ceil(UNIT);
+        let Some(permits) = self.permits.as_mut().filter(|_| want < self.units) else { return };
+        if let Some(given_back) = permits.split(self.units - want) {
+            drop(given_back);
+            self.units = want;
+        }
+        debug_assert_eq!(self.permits.as_ref().map_or(0, |p| p.num_permits()), self.units);
+    }
+
     /// Bytes held.
     #[cfg(test)]
     fn bytes(&self) -> usize {
@@ -139,5 +151,22 @@ mod tests {
         assert_eq!((b.available(), b.held()), (0, 10 * UNIT));
         drop(two);
         assert_eq!((b.available(), b.held()), (10 * UNIT, 0));
+    }
+
+    #[test]
+    fn a_share_shrinks_and_gives_the_rest_back() {
+        let b = BodyBudget::new(10 * UNIT);
+        let mut one = b.share();
+        one.cover(8 * UNIT).expect("fits");
+        one.shrink_to(3 * UNIT - 1);
+        assert_eq!((one.bytes(), b.held()), (3 * UNIT, 3 * UNIT));
+        one.shrink_to(5 * UNIT);
+        assert_eq!(one.bytes(), 3 * UNIT, "shrinking never grows");
+        b.share().cover(7 * UNIT).expect("what it gave back is free");
+        one.shrink_to(0);
+        assert_eq!((one.bytes(), b.held()), (0, 0));
+        one.cover(2 * UNIT).expect("grows again");
+        drop(one);
+        assert_eq!(b.held(), 0);
     }
 }
