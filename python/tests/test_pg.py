@@ -306,6 +306,18 @@ def test_cancel_stops_a_running_statement(door):
         assert e.value.sqlstate == "57014"
         assert time.monotonic() - t0 < 10
         assert conn.execute("SELECT count(*) FROM pg_slow").fetchone() == (200_000,)
+        # A cancel in a transaction begun by the same query (the simple protocol: a
+        # ClientCursor) fails it, as any error in it does: ReadyForQuery says so (it said idle,
+        # with the transaction left open), and its rows are not stored.
+        timer = threading.Timer(0.5, conn.cancel)
+        timer.start()
+        with pytest.raises(psycopg.errors.QueryCanceled):
+            psycopg.ClientCursor(conn).execute(
+                "BEGIN; INSERT INTO pg_slow VALUES (-1.0); SELECT count(*) FROM pg_slow a "
+                "WHERE a.x > (SELECT avg(b.x) FROM pg_slow b WHERE b.x < a.x)")
+        assert conn.info.transaction_status == psycopg.pq.TransactionStatus.INERROR
+        conn.execute("ROLLBACK")
+        assert conn.execute("SELECT count(*) FROM pg_slow").fetchone() == (200_000,)
 
 
 def test_dates_intervals_vectors_and_infinities_as_psycopg_sends_them(door):

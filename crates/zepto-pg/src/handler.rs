@@ -287,8 +287,8 @@ impl Backend {
         Ok(out.pop().unwrap_or(Response::EmptyQuery))
     }
 
-    /// A statement failed: the connection's transaction, if any, holds nothing now and
-    /// refuses statements until it ends.
+    /// A statement failed: the connection's transaction, if any, refuses statements until it
+    /// ends (storing nothing) or rolls back to a savepoint.
     fn txn_failed<C: ClientInfo + ?Sized>(&self, client: &C) {
         if let Some(conn) = client.session_extensions().get::<ConnEngine>() {
             crate::txn::failed(&conn);

@@ -11,7 +11,11 @@
 //!   fold's was never kept.
 //!
 //! Here the status is the connection's transaction as it stands after the statements
-//! ([`crate::txn::status`]), kept on the connection for the COPY's end and the next query.
+//! ([`crate::txn::status`]), kept on the connection for the COPY's end and the next query;
+//! and a query that ends in an error pgwire reports itself (a cancel) fails the transaction
+//! first, as any error inside one does.
+//!
+//! Copied from pgwire 0.42's flow: re-check it against `_on_query` when pgwire is upgraded.
 
 use crate::run::ConnEngine;
 use futures::future::{select, Either};
@@ -44,13 +48,28 @@ where
     let before = client.transaction_status();
     client.set_state(PgWireConnectionState::QueryInProgress);
     let folded = if query.query.chars().all(|c| c == ';' || c.is_whitespace()) {
-        client.feed(PgWireBackendMessage::EmptyQueryResponse(EmptyQueryResponse::new())).await?;
-        before
+        let sent = client.feed(PgWireBackendMessage::EmptyQueryResponse(EmptyQueryResponse::new())).await;
+        sent.map(|()| before).map_err(PgWireError::from)
     } else {
-        let answers = answer(handler, client, &query.query).await?;
-        send(client, answers, before).await?
+        match answer(handler, client, &query.query).await {
+            Ok(answers) => send(client, answers, before).await,
+            Err(e) => Err(e),
+        }
     };
-    let status = client.session_extensions().get::<ConnEngine>().map_or(folded, |c| crate::txn::status(&c));
+    let conn = client.session_extensions().get::<ConnEngine>();
+    let folded = match (folded, &conn) {
+        (Ok(folded), _) => folded,
+        // A cancel, or an answer that could not be sent: pgwire reports the error and
+        // ReadyForQuery with the status kept here made failed. The transaction fails with it
+        // (a cancelled COMMIT has already ended it: idle).
+        (Err(e), Some(conn)) => {
+            crate::txn::failed(conn);
+            client.set_transaction_status(crate::txn::status(conn));
+            return Err(e);
+        }
+        (Err(e), None) => return Err(e),
+    };
+    let status = conn.map_or(folded, |c| crate::txn::status(&c));
     client.set_transaction_status(status);
     if !matches!(client.state(), PgWireConnectionState::CopyInProgress(_)) {
         client.set_state(PgWireConnectionState::ReadyForQuery);

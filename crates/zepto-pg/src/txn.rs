@@ -72,7 +72,7 @@ pub fn refuse_if_failed(conn: &ConnEngine) -> PgWireResult<()> {
 pub fn cover(conn: &ConnEngine, bodies: &BodyBudget, share: &Share) -> PgWireResult<()> {
     let Some(t) = current(conn) else { return Ok(()) };
     let bytes = t.held_bytes();
-    let Ok(mut slot) = share.0.lock() else { return Ok(()) };
+    let mut slot = share.0.lock().unwrap_or_else(|e| e.into_inner());
     let held = slot.get_or_insert_with(|| bodies.share());
     if let Err(over) = held.try_cover(bytes) {
         drop(slot);
@@ -98,12 +98,6 @@ fn shrink(share: &Share, bytes: usize) {
     }
 }
 
-fn give_back(share: &Share) {
-    if let Ok(mut slot) = share.0.lock() {
-        slot.take();
-    }
-}
-
 /// Act on a transaction statement, answering as PostgreSQL does: the answer to send.
 pub async fn act(conn: &Arc<ConnEngine>, door: Door<'_>, a: Answer, sql: &str) -> PgWireResult<Answer> {
     let txn = current(conn);
@@ -118,9 +112,11 @@ pub async fn act(conn: &Arc<ConnEngine>, door: Door<'_>, a: Answer, sql: &str) -
         }
         Answer::End(_) => {
             let engine = set(conn, None)?;
+            // The share stays held until COMMIT has stored the rows, and goes with this
+            // future if a cancel drops it while COMMIT waits or runs.
+            let held = door.share.0.lock().unwrap_or_else(|e| e.into_inner()).take();
             let ended = end(engine, txn.as_deref(), &door, a, sql).await;
-            // Only now: the rows stay in memory (held here) until COMMIT has stored them.
-            give_back(door.share);
+            drop(held);
             return ended;
         }
         Answer::Savepoint(name) => in_block(txn.as_deref(), "SAVEPOINT")?.savepoint(name),
