@@ -127,6 +127,18 @@ fn a_tenant_bound_keys_catalogs_count_only_its_rows() {
     let rows: Vec<i64> =
         listed["tables"].as_array().expect("tables").iter().map(|t| t["rows"].as_i64().expect("rows")).collect();
     assert_eq!(rows.iter().sum::<i64>(), 1 + 2 + 3 + 2, "the list as each table's own: {listed}");
+    // A view of every tenant's rows (which the key may not read): no count at all.
+    let r = post_key(
+        a,
+        "/",
+        &ops,
+        "CREATE MATERIALIZED VIEW note_kinds AS SELECT v % 2 AS odd, count(*) AS n FROM notes GROUP BY odd",
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    let view = get_key(a, "/tables/note_kinds", &agent).json();
+    assert!(view["rows"].is_null() && view["partitions"].is_null(), "{view}");
+    assert_eq!(get_key(a, "/tables/note_kinds", &ops).json()["rows"].as_i64(), Some(2));
+    assert_eq!(post_key(a, "/", &ops, "DROP MATERIALIZED VIEW note_kinds").status, 200);
     let pg = |key: &str, table: &str| {
         let q = format!("SELECT reltuples, pg_table_size(oid) FROM pg_catalog.pg_class WHERE relname = '{table}'");
         let r = post_key(a, "/", key, &q);

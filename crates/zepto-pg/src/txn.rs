@@ -112,12 +112,8 @@ pub async fn act(conn: &Arc<ConnEngine>, door: Door<'_>, a: Answer, sql: &str) -
         }
         Answer::End(_) => {
             let engine = set(conn, None)?;
-            // The share stays held until COMMIT has stored the rows, and goes with this
-            // future if a cancel drops it while COMMIT waits or runs.
             let held = door.share.0.lock().unwrap_or_else(|e| e.into_inner()).take();
-            let ended = end(engine, txn.as_deref(), &door, a, sql).await;
-            drop(held);
-            return ended;
+            return end(engine, txn.as_deref(), &door, (a, held), sql).await;
         }
         Answer::Savepoint(name) => in_block(txn.as_deref(), "SAVEPOINT")?.savepoint(name),
         Answer::RollbackTo(name) => {
@@ -135,11 +131,13 @@ pub async fn act(conn: &Arc<ConnEngine>, door: Door<'_>, a: Answer, sql: &str) -
 
 /// End `txn` (the connection is already out of it) with `a`, COMMIT or ROLLBACK, running a
 /// COMMIT on `engine` (the connection's engine in the transaction): the answer to send.
+/// `held`, the transaction's share of the budget, is given back when its rows are stored (or
+/// dropped): a COMMIT's job keeps it, also when a cancel drops this future while the job runs.
 async fn end(
     engine: zepto_sql::Engine,
     txn: Option<&Txn>,
     door: &Door<'_>,
-    a: Answer,
+    (a, held): (Answer, Option<Held>),
     sql: &str,
 ) -> PgWireResult<Answer> {
     let Some(txn) = txn else { return Ok(a) };
@@ -148,7 +146,12 @@ async fn end(
     }
     // A COMMIT that fails (no slot, a cancel before its rows are logged, a table changed
     // under it) has rolled the transaction back, as in PostgreSQL.
-    let stored = crate::run::in_slot(door.gate, door.limits, false, sql, move |run| engine.commit_in(run)).await;
+    let commit = move |run: &_| {
+        let stored = engine.commit_in(run);
+        drop(held);
+        stored
+    };
+    let stored = crate::run::in_slot(door.gate, door.limits, false, sql, commit).await;
     stored.map_err(|e| rolled_back(&e))?;
     Ok(a)
 }

@@ -528,8 +528,11 @@ fn tables(state: &State, who: &Principal, path: &str) -> Result<Outcome, ApiErro
         let mut s = String::from("{\"name\":");
         zepto_io::format::json_escape(t.name(), &mut s);
         // A tenant's key is told its own rows, never the table's (`visible_extent`).
-        let seen = zepto_sql::system::extent::visible_extent(&t, &who.tables);
-        s.push_str(&format!(",\"rows\":{},\"partitions\":{},\"columns\":[", seen.rows, seen.partitions));
+        // A view it may not read (every tenant's aggregates): null.
+        let seen = zepto_sql::system::extent::visible_extent(catalog, &t, &who.tables);
+        let (rows, partitions) =
+            seen.map_or(("null".into(), "null".into()), |e| (e.rows.to_string(), e.partitions.to_string()));
+        s.push_str(&format!(",\"rows\":{rows},\"partitions\":{partitions},\"columns\":["));
         for (i, c) in t.schema().columns.iter().enumerate() {
             if i > 0 {
                 s.push(',');

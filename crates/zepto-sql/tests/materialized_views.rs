@@ -198,6 +198,11 @@ fn a_tenant_reads_only_views_that_keep_tenants_apart() {
     assert_eq!(lines(&a, "SELECT total FROM per_tenant"), ["3"]);
     assert!(refused(&a, "SELECT total FROM everyone").contains("aggregates every tenant's rows"));
     assert!(refused(&a, "CREATE MATERIALIZED VIEW mine AS SELECT count(*) FROM m").contains("scoped to tenant"));
+    // Nor does pg_class tell it the refused view's rows (-1, PostgreSQL's unknown); it counts
+    // the tenant's own rows of the other, and everything to an unscoped session.
+    let tuples = "SELECT relname, reltuples FROM pg_class WHERE relname IN ('per_tenant', 'everyone') ORDER BY relname";
+    assert_eq!(lines(&a, tuples), ["everyone\t-1.0", "per_tenant\t1.0"]);
+    assert_eq!(lines(&e, tuples), ["everyone\t1.0", "per_tenant\t2.0"]);
 }
 
 /// Views whose rows are their groups' own (projections, SAMPLE BY without FILL): a read after

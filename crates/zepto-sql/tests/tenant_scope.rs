@@ -234,22 +234,6 @@ fn explain_of_a_view_counts_nothing_over_a_scoped_base_table() {
     assert_eq!(sorted(&scoped, q), sorted(&all, "SELECT * FROM per_kind WHERE tenant_id = 'a'"));
 }
 
-/// A materialized view over a scoped table without a `tenant_id` of its own keeps every
-/// tenant's aggregates: a tenant-bound key may not read it (nor EXPLAIN it), an unscoped one may.
-#[test]
-fn a_view_that_keeps_every_tenants_rows_is_refused_to_a_tenant() {
-    let (all, scoped) = setup(Layout::Column, 20, 3);
-    ok(&all, "CREATE MATERIALIZED VIEW kind_counts AS SELECT kind, count(*) AS n FROM mem GROUP BY kind");
-    for q in ["SELECT * FROM kind_counts", "EXPLAIN SELECT * FROM kind_counts", "SELECT n FROM kind_counts k"] {
-        let m = denied(&scoped, q);
-        assert!(m.contains("kind_counts") && m.contains("every tenant"), "{m}");
-    }
-    assert_eq!(count(&all, "SELECT sum(n) FROM kind_counts"), 40);
-    // A view over a table without tenant_id is every tenant's to read.
-    ok(&all, "CREATE MATERIALIZED VIEW tick_counts AS SELECT kind, count(*) AS n FROM ticks GROUP BY kind");
-    assert_eq!(count(&scoped, "SELECT sum(n) FROM tick_counts"), 40);
-}
-
 /// `ORDER BY <distance> LIMIT k` through the HNSW index: EXPLAIN says the index answers, and
 /// only the tenant's rows come back, the nearest of them (the query vector is a row of `b`).
 #[test]

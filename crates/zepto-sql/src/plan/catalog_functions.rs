@@ -88,7 +88,7 @@ pub fn bind(name: &str, args: Vec<BExpr>, ctx: &CatalogContext, pos: Pos) -> Res
         }
         "pg_table_size" | "pg_relation_size" | "pg_total_relation_size" => {
             check(1, 2)?;
-            relation_bytes(first(args), ctx, |t| crate::system::extent::visible_bytes(t, ctx.access), pos)?
+            relation_bytes(first(args), ctx, |t| crate::system::extent::visible_bytes(ctx.catalog, t, ctx.access), pos)?
         }
         "pg_indexes_size" => {
             check(1, 1)?;
@@ -279,7 +279,7 @@ fn database_size(db: BExpr, ctx: &CatalogContext, pos: Pos) -> Result<BExpr> {
     let total: usize = user_tables(ctx.catalog, ctx.access)
         .into_iter()
         .filter_map(|(name, _)| ctx.catalog.snapshot(&name).ok())
-        .filter_map(|t| crate::system::extent::visible_bytes(&t, ctx.access))
+        .filter_map(|t| crate::system::extent::visible_bytes(ctx.catalog, &t, ctx.access))
         .sum();
     let total = Value::Int64(i64::try_from(total).unwrap_or(i64::MAX));
     if db.data_type().is_string() {

@@ -4,7 +4,7 @@
 
 use crate::access::TableAccess;
 use crate::eval::cast::cast_value;
-use zepto_storage::{Column, ColumnData, DataType, Table, Value};
+use zepto_storage::{Catalog, Column, ColumnData, DataType, Table, Value};
 
 /// What a catalog reports of `table` to a session with `access` (`/tables`, `pg_class`): its
 /// rows and the partitions holding them. All of the table's, unless the session is scoped to
@@ -12,10 +12,14 @@ use zepto_storage::{Column, ColumnData, DataType, Table, Value};
 /// holding any of them, counted as the scope filters rows (`tenant_id`, as text, equal to the
 /// tenant), so a catalog never tells a scoped key another tenant's totals, or how many tenants
 /// there are. A partition keyed by `tenant_id` is one tenant's: counted whole or not at all;
-/// otherwise a SYMBOL `tenant_id` compares codes, other types each row's text.
-pub fn visible_extent(table: &Table, access: &TableAccess) -> Extent {
+/// otherwise a SYMBOL `tenant_id` compares codes, other types each row's text. `None` for a
+/// view the session may not read ([`refused`]).
+pub fn visible_extent(catalog: &Catalog, table: &Table, access: &TableAccess) -> Option<Extent> {
+    if refused(catalog, table, access) {
+        return None;
+    }
     let Some((tenant, c)) = access.scope_of(table.schema()) else {
-        return Extent { rows: table.row_count(), partitions: table.partitions().len() };
+        return Some(Extent { rows: table.row_count(), partitions: table.partitions().len() });
     };
     let keyed = table.key_col() == Some(c);
     let mut out = Extent { rows: 0, partitions: 0 };
@@ -30,7 +34,13 @@ pub fn visible_extent(table: &Table, access: &TableAccess) -> Extent {
         out.rows += n;
         out.partitions += usize::from(n > 0);
     }
-    out
+    Some(out)
+}
+
+/// Whether `table` is a view a session scoped to a tenant may not read (its rows aggregate
+/// every tenant's, [`crate::access::check_scoped_read`]): its size is theirs too.
+fn refused(catalog: &Catalog, table: &Table, access: &TableAccess) -> bool {
+    crate::access::check_scoped_read(catalog, access, table.name(), table.schema()).is_err()
 }
 
 /// The rows of `col` among `rows` whose value, as text, is `tenant` (NULL never is).
@@ -52,9 +62,10 @@ fn tenant_rows(col: &Column, rows: std::ops::Range<usize>, tenant: &str) -> usiz
 
 /// The bytes a catalog reports for `table` (`pg_table_size` and its kin): its columns in
 /// memory, or `None` for a table the session sees only its tenant's share of (the columns
-/// hold every tenant's rows; [`visible_extent`]).
-pub fn visible_bytes(table: &Table, access: &TableAccess) -> Option<usize> {
-    access.scope_of(table.schema()).is_none().then(|| table.data_bytes())
+/// hold every tenant's rows; [`visible_extent`]) or a view it may not read.
+pub fn visible_bytes(catalog: &Catalog, table: &Table, access: &TableAccess) -> Option<usize> {
+    let whole = access.scope_of(table.schema()).is_none() && !refused(catalog, table, access);
+    whole.then(|| table.data_bytes())
 }
 
 /// A table as a session's catalogs report it ([`visible_extent`]).

@@ -637,7 +637,9 @@ struct Relation {
 /// table and view counted when `counted` (`pg_class` shows them; counting a tenant's share
 /// reads its rows).
 fn relations(catalog: &Catalog, access: &TableAccess, counted: bool) -> Vec<Relation> {
-    let rows = |t: &zepto_storage::Table| counted.then(|| crate::system::extent::visible_extent(t, access).rows);
+    let rows = |t: &zepto_storage::Table| {
+        counted.then(|| crate::system::extent::visible_extent(catalog, t, access)).flatten().map(|e| e.rows)
+    };
     let indexed: Vec<String> = catalog.indexes().into_iter().map(|(t, _)| t.to_ascii_lowercase()).collect();
     let user = user_tables(catalog, access).into_iter().map(|(name, schema)| Relation {
         oid: table_oid(&name),

@@ -93,15 +93,6 @@ impl Catalog {
             && self.views.read().unwrap_or_else(|e| e.into_inner()).contains_key(&key(name))
     }
 
-    /// The base table of view `name` (`None`: no such view).
-    pub fn view_base(&self, name: &str) -> Option<String> {
-        if self.view_count.load(Ordering::Relaxed) == 0 {
-            return None;
-        }
-        let views = self.views.read().unwrap_or_else(|e| e.into_inner());
-        views.get(&key(name)).map(|v| v.def.base().to_string())
-    }
-
     /// Every view's definition, in name order.
     pub fn view_defs(&self) -> Vec<ViewDef> {
         self.views.read().unwrap_or_else(|e| e.into_inner()).values().map(|v| v.def.clone()).collect()

@@ -2,15 +2,14 @@
 //! `tenant_id = '<tenant>'` over a table's columns in schema order. The binder puts it
 //! directly over every scan of a scoped table (so the optimizer pushes it into the scan like a
 //! WHERE, and the operators that take a filtered scan apply it before any other filter), and
-//! DELETE and UPDATE choose their rows among those it keeps. A materialized view over a scoped
-//! table without a `tenant_id` of its own holds every tenant's aggregates: refused.
+//! DELETE and UPDATE choose their rows among those it keeps.
 
 use crate::access::TableAccess;
-use crate::error::{Pos, Result, SqlError};
+use crate::error::{Pos, Result};
 use crate::parser::ast::BinaryOp;
 use crate::plan::bind_expr::{bind_binary, cast_to};
 use crate::plan::BExpr;
-use zepto_storage::{Catalog, DataType, Schema, Table, Value};
+use zepto_storage::{DataType, Schema, Value};
 
 /// The scope's predicate over a table of `schema` (column `i` is `BExpr::Col(i)`), when
 /// `access` is scoped to a tenant and the table has a `tenant_id` column; `None` otherwise.
@@ -23,26 +22,6 @@ pub(crate) fn scope_filter(access: &TableAccess, schema: &Schema) -> Result<Opti
     let col = if ty.is_string() { col } else { cast_to(col, DataType::Varchar)? };
     let lit = BExpr::Lit(Value::Str(tenant.to_string()), DataType::Varchar);
     bind_binary(BinaryOp::Eq, col, lit, Pos::default()).map(Some)
-}
-
-/// Refuse a session scoped to a tenant a read of `table` when it is a materialized view over a
-/// scoped table that has no `tenant_id` of its own to scope it by: its rows aggregate every
-/// tenant's (`SELECT kind, count(*) FROM mem GROUP BY kind`).
-pub(crate) fn refuse_unscoped_view(access: &TableAccess, catalog: &Catalog, table: &Table) -> Result<()> {
-    let Some(tenant) = access.tenant() else { return Ok(()) };
-    if access.scope_of(table.schema()).is_some() {
-        return Ok(());
-    }
-    let Some(base) = catalog.view_base(table.name()) else { return Ok(()) };
-    let base_scoped = catalog.snapshot(&base).map_or(true, |b| access.scope_of(b.schema()).is_some());
-    if !base_scoped {
-        return Ok(());
-    }
-    Err(SqlError::PermissionDenied(format!(
-        "materialized view '{}' keeps every tenant's rows of '{base}' (it has no tenant_id column), \
-         and this key is bound to tenant '{tenant}'",
-        table.name()
-    )))
 }
 
 #[cfg(test)]
