@@ -13,7 +13,7 @@ use zepto_storage::{Catalog, Column, ColumnData, DataType, Table, Value};
 /// tenant), so a catalog never tells a scoped key another tenant's totals, or how many tenants
 /// there are. A partition keyed by `tenant_id` is one tenant's: counted whole or not at all;
 /// otherwise a SYMBOL `tenant_id` compares codes, other types each row's text. `None` for a
-/// view the session may not read ([`refused`]).
+/// view the session may not read (its rows aggregate every tenant's).
 pub fn visible_extent(catalog: &Catalog, table: &Table, access: &TableAccess) -> Option<Extent> {
     if refused(catalog, table, access) {
         return None;
