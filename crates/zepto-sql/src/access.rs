@@ -135,8 +135,9 @@ pub fn tenant_column(schema: &Schema) -> Option<usize> {
 }
 
 /// A session scoped to a tenant reads a view only if the view keeps tenants apart: its base
-/// table has no `tenant_id`, or the view has one (then the scope filters its rows like a
-/// table's). Otherwise the view's aggregates mix every tenant's rows.
+/// table has no `tenant_id`, or the view's `tenant_id` is the table's, a group key passed
+/// through (then the scope filters its rows like a table's; a column merely named so, or one
+/// a window mixes, is not). Otherwise the view's aggregates mix every tenant's rows.
 pub(crate) fn check_scoped_read(
     catalog: &zepto_storage::Catalog,
     access: &TableAccess,
@@ -144,7 +145,10 @@ pub(crate) fn check_scoped_read(
     view: &Schema,
 ) -> Result<()> {
     let Some(tenant) = access.tenant() else { return Ok(()) };
-    if !catalog.is_view(name) || tenant_column(view).is_some() {
+    if !catalog.is_view(name) {
+        return Ok(());
+    }
+    if tenant_column(view).is_some() && catalog.view_keeps_tenants_apart(name) {
         return Ok(());
     }
     let Some(def) = catalog.view_defs().into_iter().find(|d| d.name().eq_ignore_ascii_case(name)) else {

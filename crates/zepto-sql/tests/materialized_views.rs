@@ -198,6 +198,19 @@ fn a_tenant_reads_only_views_that_keep_tenants_apart() {
     assert_eq!(lines(&a, "SELECT total FROM per_tenant"), ["3"]);
     assert!(refused(&a, "SELECT total FROM everyone").contains("aggregates every tenant's rows"));
     assert!(refused(&a, "CREATE MATERIALIZED VIEW mine AS SELECT count(*) FROM m").contains("scoped to tenant"));
+    // A column merely named tenant_id does not keep tenants apart: not the table's, not a
+    // group key, or mixed by a window above the groups. The table's, passed through, does.
+    for (view, sql) in [
+        ("fake", "SELECT v % 2 AS tenant_id, count(*) AS n FROM m GROUP BY v % 2"),
+        ("maxed", "SELECT max(tenant_id) AS tenant_id, count(*) AS n FROM m"),
+        ("mixed", "SELECT tenant_id, sum(sum(v)) OVER () AS all_total FROM m GROUP BY tenant_id"),
+    ] {
+        lines(&e, &format!("CREATE MATERIALIZED VIEW {view} AS {sql}"));
+        let m = refused(&a, &format!("SELECT * FROM {view}"));
+        assert!(m.contains("aggregates every tenant's rows"), "{view}: {m}");
+    }
+    lines(&e, "CREATE MATERIALIZED VIEW ordered AS SELECT sum(v) AS total, tenant_id AS tenant_id FROM m GROUP BY tenant_id ORDER BY total LIMIT 5");
+    assert_eq!(lines(&a, "SELECT total, tenant_id FROM ordered"), ["3\ta"]);
     // Nor does pg_class tell it the refused view's rows (-1, PostgreSQL's unknown); it counts
     // the tenant's own rows of the other, and everything to an unscoped session.
     let tuples = "SELECT relname, reltuples FROM pg_class WHERE relname IN ('per_tenant', 'everyone') ORDER BY relname";

@@ -84,6 +84,11 @@ pub trait Upkeep: Send + Sync {
     /// How it is kept and read, as EXPLAIN prints plans; a scan of a table `hide_totals`
     /// names is printed without the table's totals (for a tenant-bound session).
     fn explain(&self, catalog: &crate::Catalog, hide_totals: &dyn Fn(&Table) -> bool) -> Result<String, StorageError>;
+    /// Whether each of its rows comes from one tenant's rows: its `tenant_id` column, if it
+    /// has one over a base table with one, is the base table's `tenant_id` as a group key,
+    /// passed to its rows unchanged, with nothing above the groups that mixes them (a window
+    /// function). A session scoped to a tenant reads a view by its `tenant_id` only then.
+    fn keeps_tenants_apart(&self) -> bool;
     /// Its groups' partial states as a table (the keys, then each aggregate's state columns),
     /// for a checkpoint; `None` when it is stale or its states cannot be stored.
     fn state(&self) -> Option<Table>;

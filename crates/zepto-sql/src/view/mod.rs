@@ -86,7 +86,12 @@ pub(crate) fn compile(catalog: &Arc<Catalog>, name: &str, sql: &str) -> Result<V
     let groups = Groups::new(split.keys.len(), &split.aggs);
     let state = State { groups, stale: true, cached: None, kept: None };
     let rowwise = RowWise::of(&split.top, &split.groups);
+    let tenants_apart = match (tenant_column_of(&names), crate::access::tenant_column(base.schema())) {
+        (Some(out), Some(col)) => split.passes_key_through(out, col),
+        _ => true,
+    };
     Ok(View {
+        tenants_apart,
         name: name.to_string(),
         rowwise,
         scan: AppendedScan::over(&base, split.columns.clone(), split.range.clone(), split.filters.clone()),
@@ -150,6 +155,13 @@ impl crate::plan::binder::Execute for NoSubqueries {
     }
 }
 
+/// The position of the `tenant_id` column among a view's output `names`, as the tenant scope
+/// finds it in a schema ([`crate::access::tenant_column`]).
+fn tenant_column_of(names: &[String]) -> Option<usize> {
+    let defs = names.iter().map(|n| ColumnDef { name: n.clone(), data_type: DataType::Varchar });
+    crate::access::tenant_column(&Schema { columns: defs.collect() })
+}
+
 /// Output names, a repeated one suffixed (`count`, `count_2`) so the view's table takes them.
 fn unique_names<'a>(names: impl Iterator<Item = &'a str>) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
@@ -176,6 +188,8 @@ pub(crate) struct View {
     /// The view's columns.
     names: Vec<String>,
     types: Vec<DataType>,
+    /// [`Upkeep::keeps_tenants_apart`], decided at compiling.
+    tenants_apart: bool,
     state: Mutex<State>,
     counters: Counters,
 }
@@ -477,6 +491,10 @@ impl Upkeep for View {
             indent(kept.root().explain_hiding(&[], hide_totals)),
             indent(read.root().explain_hiding(&[], hide_totals))
         ))
+    }
+
+    fn keeps_tenants_apart(&self) -> bool {
+        self.tenants_apart
     }
 
     fn state(&self) -> Option<Table> {

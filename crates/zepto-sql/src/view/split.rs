@@ -78,6 +78,30 @@ pub(crate) fn split(plan: Plan) -> Result<Split> {
     })
 }
 
+impl Split {
+    /// Whether output column `out` of the view is the base table's column `base_col` as a
+    /// group key, passed through unchanged to every row (projections, filters, sorts and
+    /// limits above the groups keep it; anything else computes it or mixes rows).
+    pub(crate) fn passes_key_through(&self, out: usize, base_col: usize) -> bool {
+        let Some(k) = passed_through(&self.top, out) else { return false };
+        matches!(self.keys.get(k), Some(BExpr::Col(c, _)) if self.columns.get(*c) == Some(&base_col))
+    }
+}
+
+/// The column of the groups' scan that output column `i` of `p` (the plan above it) is, row
+/// for row and unchanged; `None` when a node computes it or mixes rows (a window, a fill).
+fn passed_through(p: &Plan, i: usize) -> Option<usize> {
+    match p {
+        Plan::Scan { columns, .. } => columns.get(i).copied(),
+        Plan::Project { exprs, input } => match exprs.get(i)? {
+            BExpr::Col(j, _) => passed_through(input, *j),
+            _ => None,
+        },
+        Plan::Filter { input, .. } | Plan::Sort { input, .. } | Plan::Limit { input, .. } => passed_through(input, i),
+        _ => None,
+    }
+}
+
 /// How many nodes of `p` satisfy `f`.
 fn count(p: &Plan, f: &dyn Fn(&Plan) -> bool) -> usize {
     usize::from(f(p)) + p.inputs().iter().map(|i| count(i, f)).sum::<usize>()

@@ -93,6 +93,12 @@ impl Catalog {
             && self.views.read().unwrap_or_else(|e| e.into_inner()).contains_key(&key(name))
     }
 
+    /// Whether view `name` keeps tenants apart ([`Upkeep::keeps_tenants_apart`]); `false` when
+    /// it is no view or cannot be compiled.
+    pub fn view_keeps_tenants_apart(&self, name: &str) -> bool {
+        self.upkeep(name).and_then(Result::ok).is_some_and(|u| u.keeps_tenants_apart())
+    }
+
     /// Every view's definition, in name order.
     pub fn view_defs(&self) -> Vec<ViewDef> {
         self.views.read().unwrap_or_else(|e| e.into_inner()).values().map(|v| v.def.clone()).collect()
