@@ -302,11 +302,7 @@ impl Backend {
     /// (pgwire's status would stay failed: it has no answer that leaves that state but ending).
     fn sync_status<C: ClientInfo + ?Sized>(&self, client: &mut C, sql: &str) {
         use pgwire::messages::response::TransactionStatus;
-        let Some(conn) = client.session_extensions().get::<ConnEngine>() else { return };
-        if client.transaction_status() == TransactionStatus::Error {
-            crate::txn::failed(&conn);
-        }
-        let mut status = crate::txn::status(&conn);
+        let Some(mut status) = settled_status(client) else { return };
         let rollback_to = || matches!(session::answer(sql, &Params::default(), ""), Some(Answer::RollbackTo(_)));
         if status == TransactionStatus::Error && sql.len() <= zepto_server::sql::INLINE_PARSE_BYTES && rollback_to() {
             status = TransactionStatus::Transaction;
@@ -425,6 +421,17 @@ fn stand_ins(stmt: &StoredStatement<Prepared>) -> Vec<ParamValue> {
         .collect()
 }
 
+/// The status of the connection's transaction as it stands (`None` without the connection's
+/// engine), after failing it if pgwire saw an error outside our handlers (a Parse or Bind
+/// refused: pgwire's status says failed), as any error in a transaction does.
+fn settled_status<C: ClientInfo + ?Sized>(client: &C) -> Option<pgwire::messages::response::TransactionStatus> {
+    let conn = client.session_extensions().get::<ConnEngine>()?;
+    if client.transaction_status() == pgwire::messages::response::TransactionStatus::Error {
+        crate::txn::failed(&conn);
+    }
+    Some(crate::txn::status(&conn))
+}
+
 #[async_trait]
 impl SimpleQueryHandler for Backend {
     async fn on_query<C>(&self, client: &mut C, query: pgwire::messages::simplequery::Query) -> PgWireResult<()>
@@ -495,13 +502,10 @@ impl ExtendedQueryHandler for Backend {
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
         use futures::SinkExt;
-        use pgwire::messages::response::{ReadyForQuery, TransactionStatus};
+        use pgwire::messages::response::ReadyForQuery;
         client.portal_store().rm_portal(DEFAULT_NAME);
-        if let Some(conn) = client.session_extensions().get::<ConnEngine>() {
-            if client.transaction_status() == TransactionStatus::Error {
-                crate::txn::failed(&conn);
-            }
-            client.set_transaction_status(crate::txn::status(&conn));
+        if let Some(status) = settled_status(client) {
+            client.set_transaction_status(status);
         }
         let status = client.transaction_status();
         client.send(PgWireBackendMessage::ReadyForQuery(ReadyForQuery::new(status))).await?;
