@@ -69,7 +69,26 @@ fn finish<S: AsF64>(num: [f64; 8], den: [f64; 8], pr: &[f64], sr: &[S]) -> (f64,
 /// of 1.5·2^52, whose double is then 1.5·2^52 + size exactly, and 1.5·2^52 subtracted.
 pub fn lane_dot_i64(p: &[f64], s: &[i64]) -> Option<(f64, f64)> {
     #[cfg(target_arch = "x86_64")]
-    return avx2::dot_i64(p, s);
+    return avx2::dot_i64(p, s).map(|(num, den, _)| (num, den));
+    #[cfg(not(target_arch = "x86_64"))]
+    None
+}
+
+/// [`lane_dot_i64`]'s Σ p·s with Σ s exactly, from the same pass: `None` where
+/// [`lane_dot_i64`] is, or where the sizes' magnitudes do not prove Σ s exact. Sizes are
+/// integers, and a sum of integer doubles is exact while every partial sum stays within
+/// 2^53: no partial sum exceeds Σ |s| ≤ rows · max |s|, the bound checked (`sum(s)` beside
+/// `sum(p * s)` reads the sizes once).
+pub fn lane_dot_total_i64(p: &[f64], s: &[i64]) -> Option<(f64, i128)> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let (num, den, top) = avx2::dot_i64(p, s)?;
+        let n = p.len().min(s.len());
+        let rest = s[n / 8 * 8..n].iter().fold(0.0f64, |m, &x| m.max((x as f64).abs()));
+        // 2^52, a margin below 2^53 for the rounding of the product itself.
+        let exact = top.max(rest) * n as f64 <= 4_503_599_627_370_496.0;
+        exact.then_some((num, den as i128))
+    }
     #[cfg(not(target_arch = "x86_64"))]
     None
 }
@@ -79,8 +98,9 @@ pub fn lane_dot_i64(p: &[f64], s: &[i64]) -> Option<(f64, f64)> {
 mod avx2 {
     use std::arch::x86_64::*;
 
-    /// [`super::lane_dot_i64`]: `None` without AVX2 or for a size out of range.
-    pub fn dot_i64(p: &[f64], s: &[i64]) -> Option<(f64, f64)> {
+    /// [`super::lane_dot_i64`], and the largest |size| of the whole eights: `None` without
+    /// AVX2 or for a size out of range.
+    pub fn dot_i64(p: &[f64], s: &[i64]) -> Option<(f64, f64, f64)> {
         if !is_x86_feature_detected!("avx2") {
             return None;
         }
@@ -89,16 +109,17 @@ mod avx2 {
     }
 
     /// Lanes 0-3 and 4-7 of [`super::lane_dot`] in two registers each, the products and sums
-    /// unfused (as the portable lanes compute them).
+    /// unfused (as the portable lanes compute them); the largest |size| in a third.
     #[target_feature(enable = "avx2")]
-    fn with_avx2(p: &[f64], s: &[i64]) -> Option<(f64, f64)> {
+    fn with_avx2(p: &[f64], s: &[i64]) -> Option<(f64, f64, f64)> {
         const MAGIC: f64 = 6_755_399_441_055_744.0; // 1.5·2^52: its mantissa's top bit alone set
         let n = p.len().min(s.len());
         let full = n / 8 * 8;
         let (magic_f, magic_i, half) =
             (_mm256_set1_pd(MAGIC), _mm256_set1_epi64x(MAGIC.to_bits() as i64), _mm256_set1_epi64x(1 << 51));
         let zero = _mm256_setzero_pd();
-        let (mut n0, mut n1, mut d0, mut d1) = (zero, zero, zero, zero);
+        let (mut n0, mut n1, mut d0, mut d1, mut top) = (zero, zero, zero, zero, zero);
+        let sign = _mm256_set1_pd(-0.0);
         let mut out = _mm256_setzero_si256();
         let (pp, sp) = (p.as_ptr(), s.as_ptr());
         for i in (0..full).step_by(8) {
@@ -122,6 +143,7 @@ mod avx2 {
             n1 = _mm256_add_pd(n1, _mm256_mul_pd(q1, w1));
             d0 = _mm256_add_pd(d0, w0);
             d1 = _mm256_add_pd(d1, w1);
+            top = _mm256_max_pd(top, _mm256_max_pd(_mm256_andnot_pd(sign, w0), _mm256_andnot_pd(sign, w1)));
         }
         if _mm256_testz_si256(out, out) == 0 {
             return None;
@@ -135,7 +157,8 @@ mod avx2 {
             }
             v
         };
-        Some(super::finish(lanes(n0, n1), lanes(d0, d1), &p[full..n], &s[full..n]))
+        let (num, den) = super::finish(lanes(n0, n1), lanes(d0, d1), &p[full..n], &s[full..n]);
+        Some((num, den, lanes(top, top).into_iter().fold(0.0, f64::max)))
     }
 }
 
@@ -180,6 +203,33 @@ mod tests {
                 None => assert!(!avx2 || !fits, "round {round}: refused"),
             }
         }
+    }
+
+    /// Where the one pass answers Σ s, it is the exact sum and Σ p·s the portable lanes'
+    /// bits; it answers whenever rows · max |s| is within 2^52 (on a CPU with AVX2).
+    #[test]
+    fn the_sizes_total_from_the_dot_pass_is_exact_when_it_answers() {
+        let mut rng = XorShift::new(0x0dd_ba11_5eed);
+        let avx2 = is_x86_feature_detected_here();
+        let mut answered = 0;
+        for round in 0..3000 {
+            let n = [0, 3, 8, 17, 64, 200, 5000][rng.below(7) as usize];
+            let bits = [8, 20, 40, 45, 50, 52][round % 6];
+            let p: Vec<f64> = (0..n).map(|_| (rng.below(1 << 20) as f64) / 64.0 - 8000.0).collect();
+            let s: Vec<i64> = (0..n).map(|_| (rng.next_u64() >> (64 - bits)) as i64 - (1i64 << (bits - 1))).collect();
+            let top = s.iter().map(|x| x.unsigned_abs()).max().unwrap_or(0) as u128;
+            let provable = top * n as u128 <= 1 << 52;
+            match lane_dot_total_i64(&p, &s) {
+                Some((num, total)) => {
+                    answered += 1;
+                    assert!(provable, "round {round}: answered past the bound");
+                    assert_eq!(total, s.iter().map(|&x| i128::from(x)).sum::<i128>(), "round {round}");
+                    assert_eq!(num.to_bits(), lane_dot(&p, &s).0.to_bits(), "round {round}");
+                }
+                None => assert!(!avx2 || !provable, "round {round}: refused within the bound"),
+            }
+        }
+        assert!(!avx2 || answered > 1000, "{answered} answered");
     }
 
     fn is_x86_feature_detected_here() -> bool {

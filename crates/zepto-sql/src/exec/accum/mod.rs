@@ -14,7 +14,9 @@
 //!   and aggregates them as one group, which is right for any aggregate.
 //!
 //! [`aggregate_all`] runs a list of aggregates over the same rows, and lets two of them share
-//! a pass where their module offers one (`min` and `max` of a column: [`min_max::both`]).
+//! a pass where their module offers one (`min` and `max` of a column: [`min_max::both`];
+//! `sum(p * s)` and `sum(s)`: [`product::both`]). A `sum` or `avg` of a product of two columns
+//! reads them in place, without a column of products ([`product::over_runs`]).
 //!
 //! Adding an aggregate: a variant of [`AggFunc`] with its name and types in
 //! `expr::functions` (and whether its partials merge: [`AggFunc::mergeable`]; the planner
@@ -31,6 +33,7 @@ mod holistic;
 mod kernels;
 mod listing;
 mod min_max;
+mod product;
 mod run_extremes;
 mod run_sums;
 mod sum;
@@ -260,6 +263,9 @@ pub fn aggregate(
     sorted: bool,
     mode: Mode,
 ) -> Result<Vec<Column>> {
+    if let Some(done) = product::over_runs(a, b, rows, ngroups, mode) {
+        return done;
+    }
     let args = a.args.iter().map(|e| eval(ctx, e, b)).collect::<Result<Vec<_>>>()?;
     let order = a.order.as_ref().map(|o| eval(ctx, o, b)).transpose()?;
     if a.distinct && !args.is_empty() {
@@ -282,7 +288,9 @@ pub fn aggregate(
 
 /// Every one of `aggs` over the rows of `b` grouped by `rows`, as [`aggregate`] gives each,
 /// with the work two of them share done once: `min(c)` and `max(c)` of the same DOUBLE column
-/// over runs read it in one pass where [`min_max::both`] can (bars' high and low).
+/// over runs read it in one pass where [`min_max::both`] can (bars' high and low), and
+/// `sum(p * s)` beside `sum(s)` read `s` once where [`product::both`] can (VWAP written as
+/// two sums).
 pub fn aggregate_all(
     ctx: &ExecContext,
     aggs: &[AggCall],
@@ -301,6 +309,12 @@ pub fn aggregate_all(
                 debug_assert!(aggs[lo].func.state_width() == 1 && aggs[hi].func.state_width() == 1);
                 (done[lo], done[hi]) = (Some(vec![l]), Some(vec![h]));
             }
+        }
+    }
+    for (i, j) in product::pairs(aggs) {
+        if let Some(r) = product::both(&aggs[i], &aggs[j], b, rows, ngroups, mode) {
+            let [x, y] = r?;
+            (done[i], done[j]) = (Some(x), Some(y));
         }
     }
     let one = |(a, d): (&AggCall, Option<Vec<Column>>)| {

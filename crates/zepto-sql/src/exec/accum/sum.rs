@@ -126,6 +126,28 @@ impl SumAvg {
         }
     }
 
+    /// Adds group `g`'s float total and count of values from item `g` of `totals` (runs a
+    /// kernel summed elsewhere: `product.rs`), the groups grown to `ngroups`.
+    pub fn add_float_runs(&mut self, totals: impl Iterator<Item = (f64, usize)>, ngroups: usize) {
+        debug_assert!(!self.ints, "float totals into an integer sum");
+        self.grow(ngroups);
+        for (g, (t, c)) in totals.enumerate() {
+            self.fsum[g] += t;
+            self.cnt[g] += c as i64;
+        }
+    }
+
+    /// Adds group `g`'s exact integer total and count of values from item `g` of `totals`
+    /// (runs of an integer column a kernel summed elsewhere: `product.rs`).
+    pub fn add_int_runs(&mut self, totals: impl Iterator<Item = (i128, usize)>, ngroups: usize) {
+        self.ints = true;
+        self.grow(ngroups);
+        for (g, (t, c)) in totals.enumerate() {
+            self.isum[g] += t;
+            self.cnt[g] += c as i64;
+        }
+    }
+
     /// Each group's sum as a double.
     fn sums_f64(&self) -> impl Iterator<Item = f64> + '_ {
         (0..self.cnt.len()).map(|g| if self.ints { self.isum[g] as f64 } else { self.fsum[g] })
