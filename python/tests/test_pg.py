@@ -142,8 +142,8 @@ def test_transactions_set_and_show_are_accepted(door, trades):
 
 
 def test_writes_wait_for_commit_and_a_failed_transaction_stores_none(door):
-    """Outside autocommit (psycopg's default), INSERT and COPY rows are stored at COMMIT, seen by
-    no one before it; a transaction that fails, or that the client rolls back, stores none of
+    """Outside autocommit (psycopg's default), INSERT and COPY rows are stored at COMMIT, seen
+    before it by the transaction's own reads alone; a transaction that fails, or that the client rolls back, stores none of
     them; a nested block (a savepoint) rolled back drops only its own rows."""
     with connect(door[0]) as admin:
         admin.execute("CREATE TABLE pg_txn (ts TIMESTAMP, sym SYMBOL, n BIGINT)")
@@ -158,6 +158,10 @@ def test_writes_wait_for_commit_and_a_failed_transaction_stores_none(door):
                 cp.write_row(("b", 2))
                 cp.write_row(("c", 3))
             assert syms() == [], "not stored before COMMIT"
+            own = conn.execute("SELECT sym FROM pg_txn ORDER BY sym").fetchall()
+            assert [r[0] for r in own] == ["a", "b", "c"], "the transaction reads its own rows"
+            n = conn.execute("SELECT count(*) FROM pg_txn WHERE n >= %s", (2,)).fetchone()[0]
+            assert n == 2, "through the extended protocol too"
             conn.commit()
         assert syms() == ["a", "b", "c"]
         # An error inside: psycopg's block rolls back, and nothing of it is stored.
@@ -190,6 +194,9 @@ def test_writes_wait_for_commit_and_a_failed_transaction_stores_none(door):
                         conn.execute("INSERT INTO pg_txn (sym, n) VALUES ('l', 'twelve')")
                 assert conn.info.transaction_status == psycopg.pq.TransactionStatus.INTRANS
                 conn.execute("INSERT INTO pg_txn (sym, n) VALUES ('m', 13)")
+                own = conn.execute("SELECT sym FROM pg_txn ORDER BY sym").fetchall()
+                assert [r[0] for r in own] == ["a", "b", "c", "h", "j", "m"], "rolled-back rows unread"
+                assert syms() == ["a", "b", "c"]
         assert syms() == ["a", "b", "c", "h", "j", "m"]
 
 

@@ -310,14 +310,14 @@ fn psql_transactions_store_their_rows_at_commit_and_none_otherwise() {
     let count = || out(&psql(&port, ADMIN, "", &["SELECT count(*) FROM t"]));
     let run = |commands: &[&str]| psql(&port, ADMIN, "", commands);
     let insert = |sym: &str, size: u32| format!("INSERT INTO t (sym, size) VALUES ('{sym}', {size})");
-    // Rolled back: nothing stored; the transaction's own reads see what is stored.
+    // Rolled back: nothing stored; the transaction's own reads see its rows (102) before.
     let body = ["BEGIN", "INSERT INTO t (sym, size) VALUES ('a', 1), ('b', 2)", &copy, "SELECT count(*) FROM t"];
     let o = run(&[&body[..], &["ROLLBACK"]].concat());
-    assert_eq!(out(&o), "BEGIN\nINSERT 0 2\nCOPY 100\n0\nROLLBACK\n", "{}", err(&o));
+    assert_eq!(out(&o), "BEGIN\nINSERT 0 2\nCOPY 100\n102\nROLLBACK\n", "{}", err(&o));
     assert_eq!(count(), "0\n");
     // Committed: all of them; and in one script.
     let o = run(&[&body[..], &["COMMIT"]].concat());
-    assert_eq!(out(&o), "BEGIN\nINSERT 0 2\nCOPY 100\n0\nCOMMIT\n", "{}", err(&o));
+    assert_eq!(out(&o), "BEGIN\nINSERT 0 2\nCOPY 100\n102\nCOMMIT\n", "{}", err(&o));
     assert_eq!(count(), "102\n");
     run(&[&format!("BEGIN; {}; COMMIT", insert("c", 3))]);
     assert_eq!(count(), "103\n");

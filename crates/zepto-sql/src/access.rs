@@ -46,6 +46,8 @@ pub struct CatalogView {
     pub access: TableAccess,
     /// The statement's time, nanoseconds since the epoch.
     pub now: i64,
+    /// The session's transaction, whose held rows its reads see.
+    pub txn: Option<Arc<crate::txn::Txn>>,
 }
 
 /// The tables a session may touch (a server key's grants: every table, or a set of names

@@ -253,7 +253,7 @@ impl Engine {
     }
 
     fn binder(&self, run: &RunContext) -> Binder {
-        Binder::new(self.catalog.clone(), self.access.clone(), Arc::new(exec::Executor), run)
+        Binder::new(self.catalog.clone(), self.access.clone(), Arc::new(exec::Executor), run).in_txn(self.txn.clone())
     }
 
     /// The tables and tenant this engine's sessions may touch.

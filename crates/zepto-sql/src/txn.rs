@@ -4,11 +4,13 @@
 //! `COPY ... FROM` are checked as they would be stored (types, the tenant scope), then held in
 //! the [`Txn`] instead of stored; `COMMIT` (`Engine::commit`, in `engine/held.rs`) stores all
 //! of them as one logged change across their tables (all or nothing, through a crash too),
-//! and `ROLLBACK` drops them. A statement that changes tables another way (DDL, `UPDATE`, `DELETE`) first
-//! stores the rows held before it, so that statements apply in their order, then runs at once
-//! as outside a transaction (MySQL commits a transaction before DDL the same way). Reads see
-//! what is stored, not the rows held. A cluster's tables are written through its log at once,
-//! as outside a transaction.
+//! and `ROLLBACK` drops them. A statement that changes tables another way (DDL, `UPDATE`,
+//! `DELETE`) runs at once, as outside a transaction, while no rows are held, and is refused
+//! beside held rows ([`refuse_beside_held_rows`]: it would have to apply after them). The
+//! transaction's own reads see its rows: a table it holds rows for is read as a private copy
+//! with them appended (`Binder::in_txn`), as PostgreSQL's transactions read their own writes;
+//! other sessions see them only after COMMIT. A cluster's tables are written through its log
+//! at once, as outside a transaction.
 //!
 //! Savepoints mark how many rows are held: `ROLLBACK TO` drops those held since. After an
 //! error the transaction refuses statements until it ends, storing nothing, or rolls back to
@@ -90,6 +92,13 @@ impl Txn {
         let k = savepoint_index(&h, name)?;
         h.savepoints.truncate(k);
         Ok(())
+    }
+
+    /// Copies of the batches held for `table` (its name ignoring ASCII case), in the order
+    /// they were held: what the transaction's own reads add to the table's rows.
+    pub fn held_for(&self, table: &str) -> Vec<Vec<Column>> {
+        let h = self.held();
+        h.rows.iter().filter(|(t, _)| t.eq_ignore_ascii_case(table)).map(|(_, cols)| cols.clone()).collect()
     }
 
     pub(crate) fn hold(&self, table: &str, columns: Vec<Column>) {

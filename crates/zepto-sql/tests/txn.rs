@@ -1,7 +1,8 @@
 //! A transaction's rows held until COMMIT (`zepto_sql::txn`, the PostgreSQL door's BEGIN):
 //! INSERT and COPY FROM STDIN are checked at once and stored only by COMMIT, all tables in one
-//! change; dropped rows are never seen; other writes store what is held first, so statements
-//! apply in their order; savepoints drop what was held after them.
+//! change; the transaction's own reads see them, other sessions only after COMMIT; dropped
+//! rows are never seen; other writes run at once before rows are held and are refused after;
+//! savepoints drop what was held after them.
 
 use zepto_sql::access::TableAccess;
 use zepto_sql::interrupt::RunContext;
@@ -32,7 +33,8 @@ fn rows_wait_for_commit_and_go_with_rollback() {
     let t = e.with_txn(Some(txn.clone()));
     assert_eq!(ok(&t, "INSERT INTO a VALUES (1, 'S1', 1), (2, 'S2', 2)"), "INSERT 2");
     assert_eq!(ok(&t, "INSERT INTO b VALUES (1, 'x', 1.5)"), "INSERT 1");
-    assert_eq!((txn.held_rows(), count(&e, "a"), count(&t, "a"), count(&e, "b")), (3, 0, 0, 0), "held, unseen");
+    assert_eq!((txn.held_rows(), count(&e, "a"), count(&e, "b")), (3, 0, 0), "held, unseen by others");
+    assert_eq!((count(&t, "a"), count(&t, "b")), (2, 1), "seen by the transaction's own reads");
     assert!(txn.held_bytes() > 0);
     assert_eq!(t.commit().expect("commit"), 3);
     assert_eq!((count(&e, "a"), count(&e, "b"), txn.held_rows()), (2, 1, 0));
@@ -156,4 +158,66 @@ fn a_cluster_statement_beside_held_rows_is_refused_like_a_local_one() {
     assert_eq!(t.commit().expect("commit"), 1);
     assert_eq!(ok(&t, "CREATE TABLE spread (ts TIMESTAMP, sym SYMBOL, x DOUBLE)"), "CREATE TABLE");
     assert_eq!(count(&e, "local_a"), 1);
+}
+
+fn rows(e: &Engine, sql: &str) -> Vec<String> {
+    let r = e.execute(sql).unwrap_or_else(|err| panic!("{sql}: {err}"));
+    let b = r.batch();
+    (0..b.rows).map(|i| b.columns.iter().map(|c| c.get(i).to_string()).collect::<Vec<_>>().join(",")).collect()
+}
+
+/// The transaction's own reads see the rows it holds, through every way a table is read
+/// (scans, aggregates by partition, joins, subqueries correlated or not, LATEST ON, INSERT ...
+/// SELECT), as PostgreSQL's do; other sessions see only what is stored, and the memo of the
+/// last rows is not left holding rows that were never stored.
+#[test]
+fn the_transaction_reads_its_own_rows_and_nobody_else_does() {
+    let e = engine();
+    ok(&e, "INSERT INTO a VALUES (1, 'S1', 10), (2, 'S2', 20)");
+    let latest = "SELECT sym, n FROM a LATEST ON ts PARTITION BY sym ORDER BY sym";
+    assert_eq!(rows(&e, latest), ["S1,10", "S2,20"]);
+    let txn = Txn::new();
+    let t = e.with_txn(Some(txn.clone()));
+    ok(&t, "INSERT INTO a VALUES (3, 'S1', 11), (4, 'S3', 30)");
+    ok(&t, "INSERT INTO a VALUES (5, 'S3', 31)");
+    let by_sym = "SELECT sym, count(*), sum(n) FROM a GROUP BY sym ORDER BY sym";
+    assert_eq!(rows(&t, by_sym), ["S1,2,21", "S2,1,20", "S3,2,61"]);
+    assert_eq!(rows(&e, by_sym), ["S1,1,10", "S2,1,20"]);
+    assert_eq!(rows(&t, latest), ["S1,11", "S2,20", "S3,31"]);
+    assert_eq!(rows(&e, latest), ["S1,10", "S2,20"], "the memo of the last rows holds no held row");
+    // Joins and subqueries read the held rows too.
+    let asof =
+        "SELECT x.ts, y.n FROM a x ASOF JOIN a y ON x.sym = y.sym AND x.ts >= y.ts WHERE x.sym = 'S3' ORDER BY x.ts";
+    assert_eq!(rows(&t, asof).len(), 2);
+    let sub = "SELECT count(*) FROM a WHERE n IN (SELECT n FROM a WHERE sym = 'S3')";
+    assert_eq!(rows(&t, sub), ["2"]);
+    let correlated = "SELECT sym, n FROM a o WHERE n = (SELECT max(n) FROM a i WHERE i.sym = o.sym) ORDER BY sym";
+    assert_eq!(rows(&t, correlated), ["S1,11", "S2,20", "S3,31"]);
+    // INSERT ... SELECT reads them, and holds what it makes.
+    assert_eq!(ok(&t, "INSERT INTO a SELECT ts + INTERVAL '1 second', sym, n + 1 FROM a WHERE sym = 'S3'"), "INSERT 2");
+    assert_eq!(rows(&t, "SELECT count(*) FROM a"), ["7"]);
+    // A savepoint rolled back takes its rows out of the transaction's reads.
+    txn.savepoint("s");
+    ok(&t, "INSERT INTO b VALUES (1, 'x', 1.5)");
+    assert_eq!(count(&t, "b"), 1);
+    txn.rollback_to("s").expect("s");
+    assert_eq!((count(&t, "b"), count(&t, "a")), (0, 7));
+    assert_eq!(count(&e, "a"), 2);
+    assert_eq!(t.commit().expect("commit"), 5);
+    assert_eq!(rows(&e, by_sym), rows(&t, by_sym));
+    assert_eq!(rows(&e, "SELECT count(*) FROM a"), ["7"]);
+}
+
+/// Under `DEDUP UPSERT KEYS` a held row replaces the stored row of its key in the
+/// transaction's reads, as it will when stored.
+#[test]
+fn held_rows_replace_stored_ones_under_dedup_in_the_transactions_reads() {
+    let e = Engine::new();
+    ok(&e, "CREATE TABLE d (ts TIMESTAMP, sym SYMBOL, n BIGINT) DEDUP UPSERT KEYS (ts, sym)");
+    ok(&e, "INSERT INTO d VALUES (1, 'S1', 1), (2, 'S1', 2)");
+    let txn = Txn::new();
+    let t = e.with_txn(Some(txn.clone()));
+    ok(&t, "INSERT INTO d VALUES (2, 'S1', 20), (3, 'S1', 3)");
+    assert_eq!(rows(&t, "SELECT n FROM d ORDER BY ts"), ["1", "20", "3"]);
+    assert_eq!(rows(&e, "SELECT n FROM d ORDER BY ts"), ["1", "2"]);
 }

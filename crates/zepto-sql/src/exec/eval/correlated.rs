@@ -54,7 +54,8 @@ pub fn eval_correlated(ctx: &ExecContext, sub: &Correlated, lhs: Option<&BExpr>,
             let q = substitute(&sub.query, &sub.refs, Some(&vals));
             let mut binder =
                 Binder::new(sub.catalog.catalog.clone(), sub.catalog.access.clone(), Arc::new(Executor), run)
-                    .at(sub.catalog.now);
+                    .at(sub.catalog.now)
+                    .in_txn(sub.catalog.txn.clone());
             let (plan, _) = binder.bind_query(&q)?;
             let r = execute(run, &crate::plan::physical::plan(crate::plan::optimizer::optimize(plan), run)?)?;
             let first = match sub.kind {

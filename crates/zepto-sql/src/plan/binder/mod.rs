@@ -73,6 +73,8 @@ pub struct Binder {
     run: RunContext,
     /// Expression nodes bound so far (a check every [`CHECK_EVERY_NODES`]).
     nodes: usize,
+    /// The session's transaction, whose held rows its reads see ([`Binder::in_txn`]).
+    txn: Option<Arc<crate::txn::Txn>>,
 }
 
 /// A select-list entry after `*` expansion.
@@ -138,6 +140,7 @@ impl SubqueryRunner for Binder {
                             catalog: self.catalog.clone(),
                             access: self.access.clone(),
                             now: self.now,
+                            txn: self.txn.clone(),
                         },
                     });
                 }
@@ -255,7 +258,38 @@ impl Binder {
         run: &RunContext,
     ) -> Binder {
         let now = zepto_storage::time::now_ns();
-        Binder { catalog, ctes: Vec::new(), pending_fill: None, access, executor, now, run: run.clone(), nodes: 0 }
+        Binder {
+            catalog,
+            ctes: Vec::new(),
+            pending_fill: None,
+            access,
+            executor,
+            now,
+            run: run.clone(),
+            nodes: 0,
+            txn: None,
+        }
+    }
+
+    /// The same binder for a session inside transaction `txn` (or none): every table it holds
+    /// rows for is read with them, as a copy of the table's snapshot with the rows appended
+    /// (the stored table is unchanged; other sessions see them after COMMIT).
+    pub fn in_txn(self, txn: Option<Arc<crate::txn::Txn>>) -> Binder {
+        Binder { txn, ..self }
+    }
+
+    /// `table` as this session reads it: with the rows its transaction holds for it appended
+    /// to a copy (only the partitions they reach are copied), or as stored.
+    fn with_held(&self, table: Arc<Table>) -> Result<Arc<Table>> {
+        let held = self.txn.as_ref().map(|t| t.held_for(table.name())).unwrap_or_default();
+        if held.is_empty() {
+            return Ok(table);
+        }
+        let mut own = (*table).clone();
+        for cols in held {
+            own.append(cols)?;
+        }
+        Ok(Arc::new(own))
     }
 
     /// The query this binder binds for (and runs subqueries under).
@@ -467,6 +501,7 @@ impl Binder {
             e => e.into(),
         })?;
         crate::access::check_scoped_read(&self.catalog, &self.access, name, table.schema())?;
+        let table = self.with_held(table)?;
         self.bind_scan(table, q)
     }
 
