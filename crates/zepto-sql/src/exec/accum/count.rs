@@ -1,6 +1,7 @@
 //! `count(*)` (every row) and `count(x)` (rows where `x` is not NULL). State: the count.
 
 use super::kernels::{all_valid, at, prefix_valid};
+use super::scatter::add_by_ids;
 use super::{runs, Accumulator, Input, Rows};
 use crate::error::{Result, SqlError};
 use zepto_storage::{Column, ColumnData};
@@ -33,12 +34,8 @@ impl Accumulator for Count {
                 }
             }
             Rows::Ids { ids, .. } => match partial {
-                None => ids.iter().for_each(|&g| self.n[g as usize] += 1),
-                Some(x) => {
-                    for (i, &g) in ids.iter().enumerate() {
-                        self.n[g as usize] += x.is_valid(i) as i64;
-                    }
-                }
+                None => add_by_ids(&mut self.n, ids, |_| 1),
+                Some(x) => add_by_ids(&mut self.n, ids, |i| x.is_valid(i) as i64),
             },
         }
         Ok(())

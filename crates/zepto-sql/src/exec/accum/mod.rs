@@ -36,6 +36,7 @@ mod min_max;
 mod product;
 mod run_extremes;
 mod run_sums;
+mod scatter;
 mod sum;
 mod variance;
 mod vwap;

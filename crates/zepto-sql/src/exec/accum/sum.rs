@@ -6,6 +6,7 @@
 
 use super::kernels::{at, checked_i64, int_values, lane_sum, prefix_valid, to_f64, validity};
 use super::run_sums::run_sums_i64;
+use super::scatter::add_pairs_by_ids;
 use super::{runs, Accumulator, Input, Rows};
 use crate::error::{Result, SqlError};
 use zepto_storage::{Bitmap, Column, ColumnData, DataType};
@@ -55,11 +56,13 @@ impl SumAvg {
                 }
             }
             Rows::Ids { ids, .. } => {
-                for (i, &g) in ids.iter().enumerate() {
-                    if every || x.is_valid(i) {
-                        self.isum[g as usize] += v[i] as i128;
-                        self.cnt[g as usize] += 1;
-                    }
+                let (sums, counts) = (&mut self.isum, &mut self.cnt);
+                match every {
+                    true => add_pairs_by_ids(sums, counts, ids, |i| (i128::from(v[i]), 1)),
+                    false => add_pairs_by_ids(sums, counts, ids, |i| match x.is_valid(i) {
+                        true => (i128::from(v[i]), 1),
+                        false => (0, 0),
+                    }),
                 }
             }
         }
@@ -109,18 +112,12 @@ impl SumAvg {
                     self.cnt[g] += c as i64;
                 }
             }
-            Rows::Ids { ids, .. } if every => {
-                for (i, &g) in ids.iter().enumerate() {
-                    self.fsum[g as usize] += v[i];
-                    self.cnt[g as usize] += 1;
-                }
-            }
             Rows::Ids { ids, .. } => {
-                for (i, &g) in ids.iter().enumerate() {
-                    if x.is_valid(i) {
-                        self.fsum[g as usize] += v[i];
-                        self.cnt[g as usize] += 1;
-                    }
+                let (sums, counts) = (&mut self.fsum, &mut self.cnt);
+                match every {
+                    true => add_pairs_by_ids(sums, counts, ids, |i| (v[i], 1)),
+                    // A NULL adds -0.0, which leaves every double as it is.
+                    false => add_pairs_by_ids(sums, counts, ids, |i| if x.is_valid(i) { (v[i], 1) } else { (-0.0, 0) }),
                 }
             }
         }
