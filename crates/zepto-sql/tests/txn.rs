@@ -137,6 +137,8 @@ fn a_commit_a_table_changed_under_stores_nothing() {
     // Another session drops b, then makes it again with other columns.
     e.execute("DROP TABLE b").expect("drop");
     e.execute("CREATE TABLE b (ts TIMESTAMP, s VARCHAR)").expect("again");
+    let err = t.execute("SELECT count(*) FROM b").expect_err("its held rows no longer fit");
+    assert!(err.to_string().contains("no longer fit"), "{err}");
     assert!(t.commit().is_err(), "b's rows no longer fit");
     assert_eq!((count(&e, "a"), count(&e, "b"), txn.held_rows()), (0, 0, 0), "all or nothing, then nothing held");
 }

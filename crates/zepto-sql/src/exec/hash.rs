@@ -194,6 +194,7 @@ pub fn group_ids(cols: &[&Column], n: usize) -> GroupIds {
             (ColumnData::Symbol { codes, dict }, _) => return symbol_groups(c, codes, dict.len()),
             (ColumnData::Int64(v) | ColumnData::Timestamp(v) | ColumnData::Interval(v), None) => return int_groups(v),
             (ColumnData::Int32(v) | ColumnData::Date(v), None) => return int_groups(v),
+            (ColumnData::Float64(v), None) => return float_groups(v),
             _ => {}
         }
     }
@@ -309,6 +310,15 @@ fn hashed_groups(cols: &[&Column], n: usize) -> GroupIds {
         }
     }
     GroupIds { ids, first }
+}
+
+/// One DOUBLE key without NULLs (`GROUP BY price`): grouped as [`int_groups`] groups the
+/// bits the general table compares ([`f64_bits`]: both zeros one key, every NaN one key),
+/// which compares them in the table itself instead of through the column, with no row hashes
+/// kept.
+fn float_groups(v: &[f64]) -> GroupIds {
+    let bits: Vec<i64> = v.iter().map(|&x| f64_bits(x) as i64).collect();
+    int_groups(&bits)
 }
 
 /// One integer key without NULLs: the group table compares the values themselves (no row
@@ -552,6 +562,27 @@ pub fn bucket_rows(ids: &[u32], keep: impl Fn(usize) -> bool, ngroups: usize) ->
 mod tests {
     use super::*;
     use zepto_storage::rng::XorShift;
+
+    /// DOUBLE keys group as the general table groups them: both zeros together, every NaN
+    /// together, the groups numbered alike.
+    #[test]
+    fn double_keys_group_as_the_general_table_does() {
+        let mut rng = XorShift::new(0x00d0_ab1e);
+        let special = [0.0, -0.0, f64::NAN, -f64::NAN, f64::INFINITY, f64::NEG_INFINITY, 1e-310];
+        for case in 0..40u64 {
+            let n = [0, 1, 7, 500, 5000][(case % 5) as usize];
+            let spread = [2, 40, 10_000, 1 << 30][(case / 5 % 4) as usize];
+            let v: Vec<f64> = (0..n)
+                .map(|_| match rng.below(8) {
+                    0 => special[rng.index(special.len())],
+                    _ => (rng.below(spread) as f64 - (spread / 2) as f64) / 100.0,
+                })
+                .collect();
+            let col = Column::from_data(ColumnData::Float64(v.clone()));
+            let (fast, general) = (float_groups(&v), hashed_groups(&[&col], n));
+            assert_eq!((fast.ids, fast.first), (general.ids, general.first), "case {case}");
+        }
+    }
 
     #[test]
     fn integer_keys_group_as_the_general_table_does() {

@@ -85,7 +85,7 @@ pub fn lane_dot_total_i64(p: &[f64], s: &[i64]) -> Option<(f64, i128)> {
         let (num, den, top) = avx2::dot_i64(p, s)?;
         let n = p.len().min(s.len());
         let rest = s[n / 8 * 8..n].iter().fold(0.0f64, |m, &x| m.max((x as f64).abs()));
-        // 2^52, a margin below 2^53 for the rounding of the product itself.
+        // 2^52: a margin below 2^53 for the rounding of `max |s| · rows` itself.
         let exact = top.max(rest) * n as f64 <= 4_503_599_627_370_496.0;
         exact.then_some((num, den as i128))
     }

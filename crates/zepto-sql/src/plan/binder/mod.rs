@@ -287,7 +287,13 @@ impl Binder {
         }
         let mut own = (*table).clone();
         for cols in held {
-            own.append(cols)?;
+            own.append(cols).map_err(|e| {
+                SqlError::Execution(format!(
+                    "the rows this transaction holds for table '{}' no longer fit it (it changed since they \
+                     were held; COMMIT will fail too): {e}",
+                    table.name()
+                ))
+            })?;
         }
         Ok(Arc::new(own))
     }
