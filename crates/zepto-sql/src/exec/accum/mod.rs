@@ -15,8 +15,8 @@
 //!
 //! [`aggregate_all`] runs a list of aggregates over the same rows, and lets two of them share
 //! a pass where their module offers one (`min` and `max` of a column: [`min_max::both`];
-//! `sum(p * s)` and `sum(s)`: [`product::both`]). A `sum` or `avg` of a product of two columns
-//! reads them in place, without a column of products ([`product::over_runs`]).
+//! `sum(p * s)` and `sum(s)`: `product.rs`). A `sum` or `avg` of a product of two columns reads
+//! them in place, without a column of products (`product.rs`).
 //!
 //! Adding an aggregate: a variant of [`AggFunc`] with its name and types in
 //! `expr::functions` (and whether its partials merge: [`AggFunc::mergeable`]; the planner
@@ -290,8 +290,8 @@ pub fn aggregate(
 /// Every one of `aggs` over the rows of `b` grouped by `rows`, as [`aggregate`] gives each,
 /// with the work two of them share done once: `min(c)` and `max(c)` of the same DOUBLE column
 /// over runs read it in one pass where [`min_max::both`] can (bars' high and low), and
-/// `sum(p * s)` beside `sum(s)` read `s` once where [`product::both`] can (VWAP written as
-/// two sums).
+/// `sum(p * s)` beside `sum(s)` read `s` once where `product.rs` can (VWAP written as two
+/// sums).
 pub fn aggregate_all(
     ctx: &ExecContext,
     aggs: &[AggCall],
