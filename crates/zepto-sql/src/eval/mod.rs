@@ -12,6 +12,7 @@ mod batch;
 pub(crate) mod calendar;
 pub mod cast;
 pub mod cmp;
+mod divide;
 mod in_set;
 mod json;
 mod like;
@@ -25,6 +26,7 @@ use crate::error::{Result, SqlError};
 use crate::expr::{BExpr, Correlated};
 use crate::parser::ast::BinaryOp;
 pub use batch::{and_validity, mask_indices, Batch};
+use divide::ByConst;
 pub(crate) use scalar::bucket_end;
 use std::borrow::Cow;
 use std::cmp::Ordering;
@@ -404,6 +406,15 @@ pub(crate) fn null_where_false(validity: Option<Bitmap>, ok: &[bool]) -> Option<
     Some(bm)
 }
 
+/// `f` over a column and a constant (a column divided by one divisor, `divide.rs`); `None`
+/// for any other pair of operands, or when `f` has no answer.
+fn by_const<T: Copy>(a: Src<T>, b: Src<T>, f: fn(&[T], T) -> Option<Vec<T>>) -> Option<Vec<T>> {
+    match (a, b) {
+        (Src::S(x), Src::C(c)) => f(x, c),
+        _ => None,
+    }
+}
+
 /// Integer arithmetic with overflow detection; division by zero yields NULL.
 macro_rules! int_arith {
     ($op:expr, $a:expr, $b:expr, $n:expr, $t:ty, $validity:expr) => {{
@@ -425,22 +436,28 @@ macro_rules! int_arith {
                 overflow |= o;
                 r
             }),
-            BinaryOp::IntDiv => zip_map($a, $b, $n, |x: $t, y: $t| {
-                if y == 0 {
-                    zero = true;
-                    0
-                } else {
-                    x.wrapping_div(y)
-                }
-            }),
-            BinaryOp::Mod => zip_map($a, $b, $n, |x: $t, y: $t| {
-                if y == 0 {
-                    zero = true;
-                    0
-                } else {
-                    x.wrapping_rem(y)
-                }
-            }),
+            BinaryOp::IntDiv => match by_const($a, $b, <$t as ByConst>::div_all) {
+                Some(v) => v,
+                None => zip_map($a, $b, $n, |x: $t, y: $t| {
+                    if y == 0 {
+                        zero = true;
+                        0
+                    } else {
+                        x.wrapping_div(y)
+                    }
+                }),
+            },
+            BinaryOp::Mod => match by_const($a, $b, <$t as ByConst>::rem_all) {
+                Some(v) => v,
+                None => zip_map($a, $b, $n, |x: $t, y: $t| {
+                    if y == 0 {
+                        zero = true;
+                        0
+                    } else {
+                        x.wrapping_rem(y)
+                    }
+                }),
+            },
             op => return Err(type_err(op, DataType::Int64)),
         };
         let mut validity: Option<Bitmap> = $validity;
