@@ -341,6 +341,64 @@ fn merged_partials_give_the_answer_of_ids() {
     }
 }
 
+/// Forward-moving frames over `n` rows: ROWS BETWEEN `before` PRECEDING AND `after`
+/// FOLLOWING inside partitions of random lengths (a new partition restarts the frames).
+fn forward_frames(rng: &mut Rng, n: usize, before: usize, after: usize) -> (Vec<u32>, Vec<u32>) {
+    let mut fs = Vec::with_capacity(n);
+    let mut fe = Vec::with_capacity(n);
+    let mut ps = 0;
+    while ps < n {
+        let pe = (ps + 1 + rng.below(40) as usize).min(n);
+        for k in ps..pe {
+            fs.push(k.saturating_sub(before).max(ps) as u32);
+            fe.push((k + 1 + after).min(pe) as u32);
+        }
+        ps = pe;
+    }
+    (fs, fe)
+}
+
+/// The frames' rows one after another, and the frame of each.
+fn gathered_frames(fs: &[u32], fe: &[u32]) -> (Vec<u32>, Vec<u32>) {
+    let idx: Vec<u32> = fs.iter().zip(fe).flat_map(|(&s, &e)| s..e).collect();
+    let ids = fs.iter().zip(fe).enumerate().flat_map(|(k, (&s, &e))| (s..e).map(move |_| k as u32)).collect();
+    (idx, ids)
+}
+
+/// Float sums and averages over frames holding infinities and NaNs answer as their own rows
+/// would (IEEE addition, as the groups do), and frames without one are untouched by it: a
+/// sliding sum once carried an infinity's NaN into every later frame of its partition.
+#[test]
+fn float_frames_keep_infinities_and_nans_to_their_frames() {
+    let mut rng = Rng::new(0x2545_f491_4f6c_dd1d);
+    let odd = [f64::INFINITY, f64::NEG_INFINITY, f64::NAN];
+    for round in 0..300 {
+        let c = case(&mut rng, true);
+        let n = c.ids.len();
+        let v: Vec<f64> = (0..n)
+            .map(|i| match c.x.get(i) {
+                _ if rng.below(12) == 0 => odd[rng.below(3) as usize],
+                Value::Float64(y) => y,
+                _ => 0.0,
+            })
+            .collect();
+        let x = Column::new(ColumnData::Float64(v), c.x.validity().cloned());
+        let (before, after) = (rng.below(6) as usize, rng.below(3) as usize);
+        let (fs, fe) = forward_frames(&mut rng, n, before, after);
+        let (idx, ids) = gathered_frames(&fs, &fe);
+        let taken = x.take(&idx);
+        for f in [AggFunc::Sum, AggFunc::Avg] {
+            let mut acc = accumulator(f, DataType::Float64);
+            let input = Input { args: vec![&taken], order: None, sorted: false };
+            acc.update(&input, Rows::sparse(&ids), n).expect("update");
+            let want = acc.finish().expect("finish");
+            let input = Input { args: vec![&x], order: None, sorted: true };
+            let got = accumulator(f, DataType::Float64).frames(&input, &fs, &fe).expect("frames");
+            same(&got, &want, &format!("round {round} {f:?} frames {before}/{after}"));
+        }
+    }
+}
+
 #[test]
 fn frames_give_the_answer_of_their_rows_as_groups() {
     let mut rng = Rng::new(0xd1b5_4a32_d192_ed03);
@@ -350,20 +408,8 @@ fn frames_give_the_answer_of_their_rows_as_groups() {
         // Forward-moving frames: ROWS BETWEEN a PRECEDING AND b FOLLOWING inside partitions
         // of random lengths (a new partition restarts the frames).
         let (before, after) = (rng.below(4) as usize, rng.below(3) as usize);
-        let mut fs = Vec::with_capacity(n);
-        let mut fe = Vec::with_capacity(n);
-        let mut ps = 0;
-        while ps < n {
-            let pe = (ps + 1 + rng.below(40) as usize).min(n);
-            for k in ps..pe {
-                fs.push(k.saturating_sub(before).max(ps) as u32);
-                fe.push((k + 1 + after).min(pe) as u32);
-            }
-            ps = pe;
-        }
-        let idx: Vec<u32> = fs.iter().zip(&fe).flat_map(|(&s, &e)| s..e).collect();
-        let frame_ids: Vec<u32> =
-            fs.iter().zip(&fe).enumerate().flat_map(|(k, (&s, &e))| (s..e).map(move |_| k as u32)).collect();
+        let (fs, fe) = forward_frames(&mut rng, n, before, after);
+        let (idx, frame_ids) = gathered_frames(&fs, &fe);
         // Frames are in window order: first/last are positional, so the time is the position.
         let pos = Column::from_data(ColumnData::Timestamp((0..n as i64).collect()));
         let gathered = Case {

@@ -327,3 +327,36 @@ fn arg_max_over_a_running_window_of_a_long_partition() {
     assert_eq!(b.rows, 12_000);
     assert!((0..b.rows).all(|i| b.columns[0].get(i) == b.columns[1].get(i)), "each row's own price");
 }
+
+/// Window sums and averages over a partition with an infinity and a NaN: each frame answers as
+/// its own rows do, as DuckDB's do (its answers below), and the frames past them are whole
+/// again; WINDOW JOIN's windows alike. (A sliding sum carried them into every later frame.)
+#[test]
+fn infinities_stay_in_the_frames_that_hold_them() {
+    let e = Engine::new();
+    e.execute("CREATE TABLE t (ts TIMESTAMP, sym SYMBOL, x DOUBLE)").expect("create");
+    let rows = "(1, 'a', 1.0), (2, 'a', 'inf'::DOUBLE), (3, 'a', 1.0), (4, 'a', 1.0), (5, 'a', 1.0), \
+                (6, 'a', 'nan'::DOUBLE), (7, 'a', 2.0), (8, 'a', 2.0)";
+    e.execute(&format!("INSERT INTO t VALUES {rows}")).expect("rows");
+    let frame = "OVER (ORDER BY ts ROWS BETWEEN 1 PRECEDING AND CURRENT ROW)";
+    let inf = f64::INFINITY;
+    let same = |got: Vec<Option<f64>>, want: &[f64]| {
+        assert_eq!(got.len(), want.len());
+        for (g, w) in got.iter().zip(want) {
+            assert!(g.is_some_and(|g| g == *w || (g.is_nan() && w.is_nan())), "{got:?} vs {want:?}");
+        }
+    };
+    same(
+        floats(&e, &format!("SELECT sum(x) {frame} FROM t ORDER BY ts")),
+        &[1.0, inf, inf, 2.0, 2.0, f64::NAN, f64::NAN, 4.0],
+    );
+    same(
+        floats(&e, &format!("SELECT avg(x) {frame} FROM t ORDER BY ts")),
+        &[1.0, inf, inf, 1.0, 1.0, f64::NAN, f64::NAN, 2.0],
+    );
+    e.execute("CREATE TABLE l (ts TIMESTAMP, sym SYMBOL)").expect("create");
+    e.execute("INSERT INTO l VALUES (2, 'a'), (4, 'a'), (7, 'a')").expect("rows");
+    let wj = "SELECT l.ts, avg(t.x) AS a FROM l WINDOW JOIN t ON l.sym = t.sym \
+              AND t.ts BETWEEN l.ts - INTERVAL '1 nanosecond' AND l.ts + INTERVAL '1 nanosecond' ORDER BY l.ts";
+    same(floats(&e, wj), &[inf, 1.0, f64::NAN]);
+}

@@ -10,8 +10,10 @@
 //!   columns into groups, so `update`, `state`, `merge`, `finish` is the partial/final split;
 //! - window frames and WINDOW JOIN windows: [`Accumulator::frames`], an aggregate over every
 //!   position's `[start, end)` range. Frame edges only move forward, so most aggregates slide
-//!   (add the rows entering, retract the rows leaving); the default gathers each frame's rows
-//!   and aggregates them as one group, which is right for any aggregate.
+//!   (add the rows entering, retract the rows leaving; integer sums and float sums and
+//!   averages take differences of prefix sums, the floats' in double-double: `frame_sums.rs`);
+//!   the default gathers each frame's rows and aggregates them as one group, which is right
+//!   for any aggregate.
 //!
 //! [`aggregate_all`] runs a list of aggregates over the same rows, and lets two of them share
 //! a pass where their module offers one (`min` and `max` of a column: [`min_max::both`];
@@ -29,6 +31,7 @@ mod arg_extreme;
 mod count;
 mod dot;
 mod first_last;
+mod frame_sums;
 mod holistic;
 mod kernels;
 mod listing;

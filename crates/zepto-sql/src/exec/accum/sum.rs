@@ -4,6 +4,7 @@
 //! error, as in DuckDB); floats sum in f64. State: the sum (HUGEINT for integer inputs,
 //! DOUBLE for floats) and the count of values; NULL where no value.
 
+use super::frame_sums::float_frames;
 use super::kernels::{at, checked_i64, int_values, lane_sum, prefix_valid, to_f64, validity};
 use super::run_sums::run_sums_i64;
 use super::scatter::add_pairs_by_ids;
@@ -277,41 +278,4 @@ impl SumAvg {
 
 fn overflow() -> SqlError {
     SqlError::exec("out of range: sum() overflows HUGEINT")
-}
-
-/// Float frames: a sliding Neumaier-compensated sum (frames only move forward).
-fn float_frames(x: &Column, v: &[f64], fs: &[u32], fe: &[u32]) -> Vec<f64> {
-    // Neumaier step on register-held state: (sum, compensation) + y.
-    #[inline(always)]
-    fn add(s: f64, comp: f64, y: f64) -> (f64, f64) {
-        let t = s + y;
-        let c = if s.abs() >= y.abs() { (s - t) + y } else { (y - t) + s };
-        (t, comp + c)
-    }
-    let every = x.validity().is_none();
-    let (mut lo, mut hi) = (0usize, 0usize);
-    let (mut s, mut comp) = (0.0f64, 0.0f64);
-    let mut out = Vec::with_capacity(fs.len());
-    for (&a, &b) in fs.iter().zip(fe) {
-        let (a, b) = (a as usize, b as usize);
-        if a >= hi || a < lo {
-            // Disjoint from the previous frame (a new partition): restart.
-            (lo, hi, s, comp) = (a, a, 0.0, 0.0);
-        }
-        while hi < b {
-            if every || x.is_valid(hi) {
-                (s, comp) = add(s, comp, v[hi]);
-            }
-            hi += 1;
-        }
-        // Retract the rows that left the frame.
-        while lo < a {
-            if every || x.is_valid(lo) {
-                (s, comp) = add(s, comp, -v[lo]);
-            }
-            lo += 1;
-        }
-        out.push(s + comp);
-    }
-    out
 }
