@@ -406,13 +406,30 @@ pub(crate) fn null_where_false(validity: Option<Bitmap>, ok: &[bool]) -> Option<
     Some(bm)
 }
 
-/// `f` over a column and a constant (a column divided by one divisor, `divide.rs`); `None`
-/// for any other pair of operands, or when `f` has no answer.
-fn by_const<T: Copy>(a: Src<T>, b: Src<T>, f: fn(&[T], T) -> Option<Vec<T>>) -> Option<Vec<T>> {
-    match (a, b) {
-        (Src::S(x), Src::C(c)) => f(x, c),
-        _ => None,
+/// Integer `//` or `%` (`each`) of `a` by `b`: a column by one nonzero divisor through
+/// `by_const` (`divide.rs`), anything else row by row, a zero divisor giving 0 and setting
+/// `zero` (the caller makes those rows NULL).
+fn divide<T: ByConst + Default + PartialEq>(
+    a: Src<T>,
+    b: Src<T>,
+    n: usize,
+    by_const: fn(&[T], T) -> Option<Vec<T>>,
+    each: impl Fn(T, T) -> T,
+    zero: &mut bool,
+) -> Vec<T> {
+    if let (Src::S(x), Src::C(c)) = (a, b) {
+        if let Some(v) = by_const(x, c) {
+            return v;
+        }
     }
+    zip_map(a, b, n, |x, y| {
+        if y == T::default() {
+            *zero = true;
+            T::default()
+        } else {
+            each(x, y)
+        }
+    })
 }
 
 /// Integer arithmetic with overflow detection; division by zero yields NULL.
@@ -436,28 +453,8 @@ macro_rules! int_arith {
                 overflow |= o;
                 r
             }),
-            BinaryOp::IntDiv => match by_const($a, $b, <$t as ByConst>::div_all) {
-                Some(v) => v,
-                None => zip_map($a, $b, $n, |x: $t, y: $t| {
-                    if y == 0 {
-                        zero = true;
-                        0
-                    } else {
-                        x.wrapping_div(y)
-                    }
-                }),
-            },
-            BinaryOp::Mod => match by_const($a, $b, <$t as ByConst>::rem_all) {
-                Some(v) => v,
-                None => zip_map($a, $b, $n, |x: $t, y: $t| {
-                    if y == 0 {
-                        zero = true;
-                        0
-                    } else {
-                        x.wrapping_rem(y)
-                    }
-                }),
-            },
+            BinaryOp::IntDiv => divide($a, $b, $n, <$t as ByConst>::div_all, <$t>::wrapping_div, &mut zero),
+            BinaryOp::Mod => divide($a, $b, $n, <$t as ByConst>::rem_all, <$t>::wrapping_rem, &mut zero),
             op => return Err(type_err(op, DataType::Int64)),
         };
         let mut validity: Option<Bitmap> = $validity;
