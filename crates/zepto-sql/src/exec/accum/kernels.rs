@@ -11,8 +11,35 @@ use std::cmp::Ordering;
 use zepto_storage::column::NULL_INDEX;
 use zepto_storage::{Column, ColumnData};
 
-/// Sum of a slice with 8 independent accumulators.
+/// Sum of a slice with 8 independent accumulators: lane `k` adds rows `k`, `k + 8`, ..., the
+/// rows past the last eight are added in order, then the lanes (the bits every float sum
+/// path gives, `product.rs`). Compiled for AVX2 as well, chosen at run time: the same
+/// additions in the same order, so the same bits, in two 4-wide registers instead of four
+/// 2-wide ones (a sum over 100 partitions of 10k rows: 97 -> 84 us of kernel on one core).
 pub fn lane_sum(v: &[f64]) -> f64 {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU has AVX2.
+        #[allow(unsafe_code)]
+        return unsafe { lane_sum_avx2(v) };
+    }
+    lane_sum_portable(v)
+}
+
+/// [`lane_sum`] compiled for AVX2.
+///
+/// # Safety
+/// The CPU must support AVX2.
+#[cfg(target_arch = "x86_64")]
+#[allow(unsafe_code)]
+#[target_feature(enable = "avx2")]
+unsafe fn lane_sum_avx2(v: &[f64]) -> f64 {
+    lane_sum_portable(v)
+}
+
+/// [`lane_sum`]'s loop, for whichever target it is compiled into.
+#[inline(always)]
+fn lane_sum_portable(v: &[f64]) -> f64 {
     let mut acc = [0.0f64; 8];
     let mut chunks = v.chunks_exact(8);
     for (i, c) in (&mut chunks).enumerate() {
@@ -229,6 +256,37 @@ mod tests {
     use super::super::run_extremes::tests::bar_runs;
     use super::*;
     use zepto_storage::rng::XorShift;
+
+    /// `lane_sum` gives the bits of its written order (lane `k` over rows `k`, `k + 8`, ...,
+    /// the tail in order, plus the lanes in order), whichever build of the loop runs: lengths around
+    /// the lane width and past the prefetch distance, values of mixed magnitude and sign, so
+    /// that another order of additions would round differently.
+    #[test]
+    fn lane_sum_adds_in_its_written_order() {
+        let mut rng = XorShift::new(0x51f1_5eed);
+        for n in [0, 1, 7, 8, 9, 15, 16, 17, 63, 1000, 1031, 5000] {
+            let v: Vec<f64> = (0..n)
+                .map(|_| {
+                    let m = (rng.below(1_000_000)) as f64 / 7.0;
+                    let e = (rng.below(40)) as i32 - 20;
+                    if rng.below(2) == 0 {
+                        m * 2f64.powi(e)
+                    } else {
+                        -m * 2f64.powi(e)
+                    }
+                })
+                .collect();
+            let whole = v.len() / 8 * 8;
+            let mut lanes = [0.0f64; 8];
+            for (i, &x) in v[..whole].iter().enumerate() {
+                lanes[i % 8] += x;
+            }
+            let tail = v[whole..].iter().fold(-0.0, |a, &x| a + x);
+            let want = tail + lanes.iter().fold(-0.0, |a, &l| a + l);
+            assert_eq!(lane_sum(&v).to_bits(), want.to_bits(), "{n} rows");
+            assert_eq!(lane_sum_portable(&v).to_bits(), want.to_bits(), "{n} rows, portable");
+        }
+    }
 
     /// Each run's largest (`max`) or smallest value, folded a row at a time.
     fn reference<T: Copy + Ord>(v: &[T], starts: &[u32], max: bool) -> Vec<T> {
