@@ -162,3 +162,52 @@ fn runs_in_time_order_never_cross_partitions() {
         assert_eq!(rows(&e, &direct), rows(&e, &sql("(SELECT * FROM t LIMIT 1000000000) s")), "{direct}");
     }
 }
+
+/// Aggregates without GROUP BY whose accumulators fold batch after batch (count, sum, avg,
+/// min, max; `sum(p * s)` read in place) take `ParallelAggregate`'s folding form: runs of
+/// partitions, whole packs and packs cut by time folded in place into one group per run
+/// (`exec/keyless.rs`). Against the hash aggregate over the same rows: few large partitions,
+/// many small ones, packed ones (a bulk insert over thousands of symbols), NULLs, filters
+/// that empty some partitions or all of them, and a time range that cuts the packs.
+#[test]
+fn keyless_folds_match_the_hash_aggregate() {
+    let mut rng = Rng::new(0x9e37_79b9_7f4a_7c15);
+    let aggs = "count(*), count(px), sum(n), sum(px), avg(px), avg(n), min(px), max(n), min(ts), max(venue), \
+                sum(px * n), avg(n * px)";
+    let filters = [
+        "",
+        "WHERE n > 500",
+        "WHERE px IS NULL",
+        "WHERE venue = 'v1' AND n < 0",
+        "WHERE n > 10000",
+        "WHERE ts >= '2024-01-02 09:31:00' AND ts < '2024-01-02 09:32:00'",
+        "WHERE sym IN ('S0', 'S5', 'S7')",
+    ];
+    // (symbols, rows per insert, inserts): large partitions; small ones over several inserts;
+    // one bulk insert over thousands of symbols, which packs them.
+    for (case, (syms, n, inserts)) in [(3, 400, 3), (200, 500, 3), (3000, 9000, 1)].into_iter().enumerate() {
+        let e = Engine::new().with_parallel_min_rows(0);
+        e.execute("CREATE TABLE t (ts TIMESTAMP, sym SYMBOL, venue VARCHAR, px DOUBLE, n BIGINT)").expect("t");
+        for _ in 0..inserts {
+            e.execute(&format!("INSERT INTO t VALUES {}", values(&mut rng, n, syms))).expect("rows");
+        }
+        for filter in filters {
+            let sql = |from: &str| format!("SELECT {aggs} FROM {from} {filter}");
+            let direct = sql("t");
+            let plan = explain(&e, &direct);
+            assert!(plan.contains("folded"), "case {case}: {direct}\n{plan}");
+            let hashed = sql("(SELECT * FROM t LIMIT 1000000000) s");
+            assert!(explain(&e, &hashed).contains("HashAggregate"), "case {case}: {hashed}");
+            assert_eq!(rows(&e, &direct), rows(&e, &hashed), "case {case}: {direct}");
+        }
+        // An aggregate that does not fold: partials per bundle (`first` by time), or the hash
+        // aggregate (DISTINCT does not merge).
+        for (other, how) in [
+            ("SELECT first(px), count(*) FROM t", "ParallelAggregate"),
+            ("SELECT count(DISTINCT n), sum(px) FROM t", "HashAggregate"),
+        ] {
+            let plan = explain(&e, other);
+            assert!(plan.contains(how) && !plan.contains("folded"), "{other}\n{plan}");
+        }
+    }
+}

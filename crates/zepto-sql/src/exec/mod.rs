@@ -18,6 +18,7 @@ mod fill;
 pub(crate) mod hash;
 pub mod history;
 mod join;
+mod keyless;
 pub mod latest;
 mod merge_order;
 mod merge_split;
@@ -462,9 +463,10 @@ fn aggregate_node(
             ctx.fused(input);
             ("HistoryAggregate", partials::aggregate(ctx, input, keys, aggs, partials::Merge::Hash)?)
         }
-        AggHow::Partials => {
+        AggHow::Partials { fold } => {
             ctx.fused(input);
-            ("ParallelAggregate", partials::aggregate(ctx, input, keys, aggs, partials::Merge::Hash)?)
+            let how = if *fold { partials::Merge::Fold } else { partials::Merge::Hash };
+            ("ParallelAggregate", partials::aggregate(ctx, input, keys, aggs, how)?)
         }
         AggHow::TimeMerge { partials: true } => {
             ctx.fused(input);

@@ -71,6 +71,10 @@ pub(super) enum Merge {
     /// By sorting their keys, every one monotonic in the designated timestamp, and with the
     /// groups found as runs of each time-sorted partition.
     InTime,
+    /// No keys, every aggregate folding across batches ([`AggCall::folds`]): the in-memory
+    /// partitions in runs, each run folded in place into one group (`keyless.rs`), merged as
+    /// by hashing.
+    Fold,
 }
 
 fn run(ctx: &ExecContext, s: ScanShape, keys: &[BExpr], aggs: &[AggCall], how: Merge) -> Result<Batch> {
@@ -124,7 +128,7 @@ fn run(ctx: &ExecContext, s: ScanShape, keys: &[BExpr], aggs: &[AggCall], how: M
             // Every key is monotonic in time: runs of each time-sorted piece of the batch.
             (Merge::InTime, Some(t)) => grouped_in_time(c, &b, keys, aggs, t, Mode::Partial).map(Some),
             (Merge::InTime, None) => Err(SqlError::Internal("a GROUP BY in time order without a timestamp".into())),
-            (Merge::Hash, _) => {
+            (Merge::Hash | Merge::Fold, _) => {
                 grouped(c, &b, keys, aggs, run_keys.as_deref().filter(|_| sorted), Mode::Partial).map(Some)
             }
         }
@@ -148,6 +152,10 @@ fn run(ctx: &ExecContext, s: ScanShape, keys: &[BExpr], aggs: &[AggCall], how: M
     // keys include the partition key, or (in time order) runs are cut where the time steps
     // back, so no run leaves time order.
     let us = super::scan::units(table, range);
+    if how == Merge::Fold {
+        outs.extend(super::keyless::partials(ctx, &s, &us, aggs)?);
+        return merge(ctx, outs, keys, aggs, &s, table, how);
+    }
     let rows = us.iter().map(ScanPart::rows).sum();
     let bundle_partial = |c: &ExecContext, b: &&[Unit]| -> Result<Option<Grouped>> {
         partial(c, pieces_batch(table, s.columns, &b.iter().collect::<Vec<_>>())?, true)
@@ -229,7 +237,7 @@ fn merge(
         (0..aggs.len()).map(|i| (0..outs[0].aggs[i].len()).map(|j| concat(&|g| &g.aggs[i][j])).collect()).collect();
     let state_refs: Vec<Vec<&Column>> = states.iter().map(|s| s.iter().collect()).collect();
     match how {
-        Merge::Hash => super::merge_split::merge_on_cores(ctx, &key_refs, &state_refs, aggs, rows),
+        Merge::Hash | Merge::Fold => super::merge_split::merge_on_cores(ctx, &key_refs, &state_refs, aggs, rows),
         // Each partial's rows are a few runs sorted by key (see the module docs).
         Merge::InTime => {
             let groups = super::merge_order::ids_in_order(ctx, &key_refs, rows)?;

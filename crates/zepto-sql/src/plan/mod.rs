@@ -127,6 +127,16 @@ impl AggCall {
             || self.order.as_ref().is_some_and(|o| matches!(o.data_type(), DataType::Timestamp | DataType::Int64));
         !self.distinct && self.func.mergeable() && (!matches!(self.func, AggFunc::First | AggFunc::Last) || timed())
     }
+
+    /// Whether this call's accumulator folds batch after batch into one group, each adding its
+    /// rows to what it holds (`exec/keyless.rs`): count, sum, avg, min and max, no DISTINCT.
+    pub fn folds(&self) -> bool {
+        let adds = matches!(
+            self.func,
+            AggFunc::CountStar | AggFunc::Count | AggFunc::Sum | AggFunc::Avg | AggFunc::Min | AggFunc::Max
+        );
+        adds && !self.distinct && self.order.is_none()
+    }
 }
 
 /// One bound sort key.
@@ -516,7 +526,7 @@ impl Plan {
             Plan::Aggregate { how: AggHow::Hash, .. } => "HashAggregate",
             Plan::Aggregate { how: AggHow::PartitionWise { .. }, .. } => "PartitionAggregate",
             Plan::Aggregate { how: AggHow::HistoryPartials, .. } => "HistoryAggregate",
-            Plan::Aggregate { how: AggHow::Partials, .. } => "ParallelAggregate",
+            Plan::Aggregate { how: AggHow::Partials { .. }, .. } => "ParallelAggregate",
             Plan::Aggregate { how: AggHow::TimeMerge { .. }, .. } => "TimeMergeAggregate",
             Plan::Join { kind: JoinKind::Window, .. } => "WindowJoin",
             Plan::Join { left_keys, .. } if left_keys.is_empty() => "NestedLoopJoin",
@@ -575,7 +585,8 @@ impl Plan {
                     AggHow::PartitionWise { runs: true } => " (per partition, groups as runs in time)",
                     AggHow::PartitionWise { runs: false } => " (per partition, hashed)",
                     AggHow::HistoryPartials => " (partials per row group and partition, merged)",
-                    AggHow::Partials => " (partials per partition on every core, merged)",
+                    AggHow::Partials { fold: false } => " (partials per partition on every core, merged)",
+                    AggHow::Partials { fold: true } => " (runs of partitions folded in place on every core, merged)",
                     AggHow::TimeMerge { partials: true } => {
                         " (runs in time per partition into partials on every core, merged in time order)"
                     }

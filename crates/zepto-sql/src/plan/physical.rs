@@ -82,7 +82,12 @@ pub enum AggHow {
     /// In-memory partitions (small ones a bundle at a time) into partial aggregate states on
     /// every core, merged per group: a scan whose keys do not include the partition key (or
     /// no keys at all), every aggregate [`AggCall::mergeable`]. No copy of the table is made.
-    Partials,
+    /// `fold`: no keys and every aggregate [`AggCall::folds`], so each core's runs of
+    /// partitions fold in place into one group (`exec/keyless.rs`), no bundle copied.
+    Partials {
+        /// One group, runs of partitions folded in place.
+        fold: bool,
+    },
     /// Every key is monotonic in the designated timestamp (the timestamp itself, a time bucket
     /// of it), so each partition holds its groups as runs: nothing is hashed, and groups come
     /// in time order (see `plan/time_merge.rs`). `partials`: each partition's runs into
@@ -193,7 +198,7 @@ fn agg_how(input: &Plan, keys: &[BExpr], aggs: &[AggCall]) -> AggHow {
         return if let Some(partials) = time_merge(input, keys, aggs, tp) {
             AggHow::TimeMerge { partials }
         } else if partials_pay(input, keys, aggs, tp) {
-            AggHow::Partials
+            AggHow::Partials { fold: keys.is_empty() && aggs.iter().all(AggCall::folds) }
         } else {
             AggHow::Hash
         };

@@ -327,6 +327,24 @@ pub fn aggregate_all(
     aggs.iter().zip(done).map(one).collect()
 }
 
+/// Every one of `aggs` (each [`AggCall::folds`]) over all the rows of `b` as one group,
+/// folded into `accs` (one per aggregate, [`Use::Any`], kept across batches). `b` has rows.
+/// `sum(p * s)` reads its two columns in place (`product.rs`), its state merged in.
+pub fn fold_one_group(ctx: &ExecContext, aggs: &[AggCall], b: &Batch, accs: &mut [Box<dyn Accumulator>]) -> Result<()> {
+    debug_assert!(b.rows > 0 && aggs.iter().all(AggCall::folds) && accs.len() == aggs.len());
+    let rows = Rows::Runs { starts: &[0], n: b.rows };
+    for (a, acc) in aggs.iter().zip(accs.iter_mut()) {
+        if let Some(state) = product::over_runs(a, b, rows, 1, Mode::Partial) {
+            acc.merge(&state?.iter().collect::<Vec<_>>(), &[0], 1)?;
+            continue;
+        }
+        let args = a.args.iter().map(|e| eval(ctx, e, b)).collect::<Result<Vec<_>>>()?;
+        let input = Input { args: args.iter().map(|c| &**c).collect(), order: None, sorted: true };
+        acc.update(&input, rows, 1)?;
+    }
+    Ok(())
+}
+
 /// The positions of `min(c)` and `max(c)` calls over the same DOUBLE column `c` (neither
 /// DISTINCT), each call in one pair at most, with `c`'s position. Columns only: the argument
 /// is read, not evaluated, and two expressions that compare equal may still differ (a
