@@ -164,7 +164,7 @@ fn runs_in_time_order_never_cross_partitions() {
 }
 
 /// Aggregates without GROUP BY whose accumulators fold batch after batch (count, sum, avg,
-/// min, max; `sum(p * s)` read in place) take `ParallelAggregate`'s folding form: runs of
+/// min, max; `sum(p * s)` read in place, `min(c)` and `max(c)` in one pass) take `ParallelAggregate`'s folding form: runs of
 /// partitions, whole packs and packs cut by time folded in place into one group per run
 /// (`exec/keyless.rs`). Against the hash aggregate over the same rows: few large partitions,
 /// many small ones, packed ones (a bulk insert over thousands of symbols), NULLs, filters
@@ -173,7 +173,7 @@ fn runs_in_time_order_never_cross_partitions() {
 fn keyless_folds_match_the_hash_aggregate() {
     let mut rng = Rng::new(0x9e37_79b9_7f4a_7c15);
     let aggs = "count(*), count(px), sum(n), sum(px), avg(px), avg(n), min(px), max(n), min(ts), max(venue), \
-                sum(px * n), avg(n * px)";
+                sum(px * n), avg(n * px), max(px)";
     let filters = [
         "",
         "WHERE n > 500",
@@ -182,6 +182,7 @@ fn keyless_folds_match_the_hash_aggregate() {
         "WHERE n > 10000",
         "WHERE ts >= '2024-01-02 09:31:00' AND ts < '2024-01-02 09:32:00'",
         "WHERE sym IN ('S0', 'S5', 'S7')",
+        "WHERE px > 20",
     ];
     // (symbols, rows per insert, inserts): large partitions; small ones over several inserts;
     // one bulk insert over thousands of symbols, which packs them.

@@ -333,7 +333,16 @@ pub fn aggregate_all(
 pub fn fold_one_group(ctx: &ExecContext, aggs: &[AggCall], b: &Batch, accs: &mut [Box<dyn Accumulator>]) -> Result<()> {
     debug_assert!(b.rows > 0 && aggs.iter().all(AggCall::folds) && accs.len() == aggs.len());
     let rows = Rows::Runs { starts: &[0], n: b.rows };
-    for (a, acc) in aggs.iter().zip(accs.iter_mut()) {
+    // `min(c)` and `max(c)` of one DOUBLE column in one pass, as `aggregate_all` reads them.
+    let mut done = vec![false; aggs.len()];
+    for (lo, hi, c) in extreme_pairs(aggs) {
+        if let Some((l, h)) = b.columns.get(c).and_then(|x| min_max::both(x, rows)) {
+            accs[lo].merge(&[&l], &[0], 1)?;
+            accs[hi].merge(&[&h], &[0], 1)?;
+            (done[lo], done[hi]) = (true, true);
+        }
+    }
+    for ((a, acc), _) in aggs.iter().zip(accs.iter_mut()).zip(&done).filter(|(_, &d)| !d) {
         if let Some(state) = product::over_runs(a, b, rows, 1, Mode::Partial) {
             acc.merge(&state?.iter().collect::<Vec<_>>(), &[0], 1)?;
             continue;
