@@ -17,6 +17,11 @@ use super::runs;
 /// Rows of a long run summed in lanes at a time.
 const BLOCK: usize = 4096;
 
+/// A run of at least this many rows is summed over its whole chunks without a mask, its last
+/// rows one by one: a partition summed whole (`sum(size)` over a table) took twice as long
+/// through the masked chunks that suit bars.
+const LONG_RUN: usize = 64;
+
 /// Each run's exact sum of `v` (`runs` over `starts`, all of `v`'s rows).
 pub fn run_sums_i64(v: &[i64], starts: &[u32]) -> Vec<i128> {
     #[cfg(target_arch = "x86_64")]
@@ -28,24 +33,39 @@ pub fn run_sums_i64(v: &[i64], starts: &[u32]) -> Vec<i128> {
 
 /// [`run_sums_i64`] on any CPU.
 fn portable(v: &[i64], starts: &[u32]) -> Vec<i128> {
-    by_runs(v, starts, |w, len| {
+    let chunks = |w: &[i64], len: usize| {
         let mut seen = [0u64; 4];
         let sum = masked_sum(w, len, &mut seen);
         (sum, seen.iter().fold(0, |a, &m| a | m))
-    })
+    };
+    by_runs(v, starts, chunks, |w| chunks(w, w.len()))
 }
 
 /// Every run's sum, through `chunks(w, len)`: the wrapping sum and the OR of the magnitudes
-/// of `w`'s first `len` rows (`w` whole chunks of four).
+/// of `w`'s first `len` rows (`w` whole chunks of four), and `whole(w)`: the same of all of
+/// `w` (whole chunks of four), for long runs.
 #[inline(always)]
-fn by_runs(v: &[i64], starts: &[u32], chunks: impl Fn(&[i64], usize) -> (i64, u64)) -> Vec<i128> {
+fn by_runs(
+    v: &[i64],
+    starts: &[u32],
+    chunks: impl Fn(&[i64], usize) -> (i64, u64),
+    whole: impl Fn(&[i64]) -> (i64, u64),
+) -> Vec<i128> {
     let n = v.len();
     let t = chunks_per_run(starts, n);
     let lanes = |s: usize, e: usize| {
         let len = e - s;
-        match v.get(s..s + 4 * t.max(len.div_ceil(4))) {
+        let window = (len < LONG_RUN).then(|| v.get(s..s + 4 * t.max(len.div_ceil(4)))).flatten();
+        match window {
             Some(w) => chunks(w, len),
-            None => tail_sum(&v[s..e]),
+            // A long run, or the last run, whose chunks would read past the column's end: its
+            // whole chunks in lanes, the last rows one by one.
+            None => {
+                let body = len / 4 * 4;
+                let (a, m) = whole(&v[s..s + body]);
+                let (b, n) = tail_sum(&v[s + body..e]);
+                (a.wrapping_add(b), m | n)
+            }
         }
     };
     // Every |x| is at most 2^b (b: the bits of the largest `x ^ (x >> 63)`, which is |x| for
@@ -124,7 +144,39 @@ mod avx2 {
     /// The CPU must support AVX2.
     #[target_feature(enable = "avx2")]
     unsafe fn with_avx2(v: &[i64], starts: &[u32]) -> Vec<i128> {
-        super::by_runs(v, starts, |w, len| chunks(w, len))
+        super::by_runs(v, starts, |w, len| chunks(w, len), |w| whole(w))
+    }
+
+    /// The wrapping sum and magnitude bits of all of `w` (whole chunks of four): no mask, two
+    /// chunks a step in registers of their own.
+    #[target_feature(enable = "avx2")]
+    fn whole(w: &[i64]) -> (i64, u64) {
+        assert!(w.len().is_multiple_of(4), "whole chunks");
+        let p = w.as_ptr();
+        let zero = _mm256_setzero_si256();
+        let (mut acc, mut seen) = ([zero; 2], [zero; 2]);
+        let step = |acc: &mut __m256i, seen: &mut __m256i, j: usize| {
+            // SAFETY: chunk j is rows 4j..4j + 4 of `w`.
+            let x = unsafe { _mm256_loadu_si256(p.add(4 * j).cast()) };
+            *acc = _mm256_add_epi64(*acc, x);
+            *seen = _mm256_or_si256(*seen, _mm256_xor_si256(x, _mm256_cmpgt_epi64(zero, x)));
+        };
+        let n = w.len() / 4;
+        for j in (0..n / 2 * 2).step_by(2) {
+            step(&mut acc[0], &mut seen[0], j);
+            step(&mut acc[1], &mut seen[1], j + 1);
+        }
+        if n % 2 == 1 {
+            step(&mut acc[0], &mut seen[0], n - 1);
+        }
+        let lanes = |m: __m256i| {
+            let mut out = [0i64; 4];
+            // SAFETY: `out` holds four i64.
+            unsafe { _mm256_storeu_si256(out.as_mut_ptr().cast(), m) };
+            out
+        };
+        let sum = lanes(_mm256_add_epi64(acc[0], acc[1])).iter().fold(0i64, |a, &x| a.wrapping_add(x));
+        (sum, lanes(_mm256_or_si256(seen[0], seen[1])).iter().fold(0u64, |a, &m| a | m as u64))
     }
 
     /// The wrapping sum and magnitude bits of the first `len` rows of `w` (whole chunks of four).
@@ -201,6 +253,22 @@ mod tests {
         v[2 * BLOCK + 9] = i64::MAX;
         assert_eq!(run_sums_i64(&v, &starts), reference(&v, &starts));
         assert_eq!(portable(&v, &starts), reference(&v, &starts));
+    }
+
+    /// One run over the whole column (a partition summed whole), of lengths that leave one to
+    /// three rows past the last chunk of four, with values inside the bound and one past it.
+    #[test]
+    fn whole_columns_sum_in_lanes_with_their_last_rows() {
+        let mut rng = XorShift::new(11);
+        for n in [1, 2, 3, 4, 5, 6, 7, 63, 65, 1001, 1002, 1003, 1004, 2 * BLOCK + 3] {
+            let mut v: Vec<i64> = (0..n).map(|_| (rng.next_u64() >> 20) as i64 - (1 << 43)).collect();
+            assert_eq!(run_sums_i64(&v, &[0]), reference(&v, &[0]), "{n} rows");
+            assert_eq!(portable(&v, &[0]), reference(&v, &[0]), "{n} rows: portable");
+            v[n - 1] = i64::MIN;
+            v[0] = i64::MIN;
+            assert_eq!(run_sums_i64(&v, &[0]), reference(&v, &[0]), "{n} rows, i64::MIN");
+            assert_eq!(portable(&v, &[0]), reference(&v, &[0]), "{n} rows, i64::MIN: portable");
+        }
     }
 
     /// No runs (no rows), and one run of one row.
