@@ -12,7 +12,7 @@
 //! Runs are cut by rows, not by cores, so a float sum adds its units in the same order on any
 //! machine: in scan order within a run, then the runs' sums in order.
 
-use super::accum::{self, Use};
+use super::accum::OneGroup;
 use super::aggregate::Grouped;
 use super::bundle::runs_of_rows;
 use super::scan::{pieces_batch, ScanPart, Unit};
@@ -30,13 +30,14 @@ const ITEM_ROWS: usize = 64 * 1024;
 pub fn partials(ctx: &ExecContext, s: &ScanShape, units: &[Unit], aggs: &[AggCall]) -> Result<Vec<Grouped>> {
     let rows: usize = units.iter().map(ScanPart::rows).sum();
     let runs = runs_of_rows(units, ScanPart::rows, rows.div_ceil(ITEM_ROWS));
+    let one = OneGroup::new(aggs);
     let fold = |c: &ExecContext, run: &&[Unit]| -> Result<Option<Grouped>> {
-        let mut accs: Vec<_> = aggs.iter().map(|a| accum::accumulator_for(a.func, a.ty, Use::Any)).collect();
+        let mut accs = one.accumulators();
         let mut any = false;
         for u in run.iter() {
             let b = s.apply_filter(c, pieces_batch(s.table, s.columns, &[u])?)?;
             if b.rows > 0 {
-                accum::fold_one_group(c, aggs, &b, &mut accs)?;
+                one.fold(c, &b, &mut accs)?;
                 any = true;
             }
         }

@@ -31,6 +31,7 @@ mod arg_extreme;
 mod count;
 mod dot;
 mod first_last;
+mod fold;
 mod frame_sums;
 mod holistic;
 mod kernels;
@@ -50,6 +51,7 @@ use super::{Batch, ExecContext};
 use crate::error::{Result, SqlError};
 use crate::expr::functions::AggFunc;
 use crate::plan::{AggCall, BExpr};
+pub use fold::OneGroup;
 use std::borrow::Cow;
 use zepto_storage::{Column, ColumnData, DataType};
 
@@ -325,33 +327,6 @@ pub fn aggregate_all(
         d.map_or_else(|| aggregate(ctx, a, b, rows, ngroups, sorted, mode), Ok)
     };
     aggs.iter().zip(done).map(one).collect()
-}
-
-/// Every one of `aggs` (each [`AggCall::folds`]) over all the rows of `b` as one group,
-/// folded into `accs` (one per aggregate, [`Use::Any`], kept across batches). `b` has rows.
-/// `sum(p * s)` reads its two columns in place (`product.rs`), its state merged in.
-pub fn fold_one_group(ctx: &ExecContext, aggs: &[AggCall], b: &Batch, accs: &mut [Box<dyn Accumulator>]) -> Result<()> {
-    debug_assert!(b.rows > 0 && aggs.iter().all(AggCall::folds) && accs.len() == aggs.len());
-    let rows = Rows::Runs { starts: &[0], n: b.rows };
-    // `min(c)` and `max(c)` of one DOUBLE column in one pass, as `aggregate_all` reads them.
-    let mut done = vec![false; aggs.len()];
-    for (lo, hi, c) in extreme_pairs(aggs) {
-        if let Some((l, h)) = b.columns.get(c).and_then(|x| min_max::both(x, rows)) {
-            accs[lo].merge(&[&l], &[0], 1)?;
-            accs[hi].merge(&[&h], &[0], 1)?;
-            (done[lo], done[hi]) = (true, true);
-        }
-    }
-    for ((a, acc), _) in aggs.iter().zip(accs.iter_mut()).zip(&done).filter(|(_, &d)| !d) {
-        if let Some(state) = product::over_runs(a, b, rows, 1, Mode::Partial) {
-            acc.merge(&state?.iter().collect::<Vec<_>>(), &[0], 1)?;
-            continue;
-        }
-        let args = a.args.iter().map(|e| eval(ctx, e, b)).collect::<Result<Vec<_>>>()?;
-        let input = Input { args: args.iter().map(|c| &**c).collect(), order: None, sorted: true };
-        acc.update(&input, rows, 1)?;
-    }
-    Ok(())
 }
 
 /// The positions of `min(c)` and `max(c)` calls over the same DOUBLE column `c` (neither
