@@ -944,7 +944,10 @@ impl Table {
         // made in row order, the NULL key's too: the log names partitions by slot (a DELETE's
         // rows), and replaying deferred batches one by one must number them as their fold did.
         let valid = |i: usize| key.is_valid(i);
-        for (i, &code) in codes.iter().enumerate() {
+        // Usually every key has its partition by now: one pass that only reads, no loop that
+        // may add partitions (and so reads the table's map anew for each row).
+        let known = key.validity().is_none() && all_known(&self.slot_of_code, codes);
+        for (i, &code) in codes.iter().enumerate().filter(|_| !known) {
             let known = self.slot_of_code.get(code as usize).is_some_and(|&s| s != NO_SLOT);
             if !known && valid(i) {
                 self.slot_of_key(Some(code));
@@ -1339,6 +1342,20 @@ fn append_picked(p: &mut Partition, batch: &[Column], rows: &[u32], ts_col: Opti
     p.recount();
 }
 
+/// Whether every one of `codes` has a partition slot in `slots`, a chunk of rows at a time
+/// without a branch per row.
+fn all_known(slots: &[u32], codes: &[u32]) -> bool {
+    let known = |c: u32| slots.get(c as usize).is_some_and(|&s| s != NO_SLOT);
+    codes.chunks(256).all(|ch| ch.iter().fold(true, |ok, &c| ok & known(c)))
+}
+
+/// Whether `v` never steps back, a chunk of rows at a time without a branch per row.
+fn never_steps_back(v: &[i64]) -> bool {
+    // Chunk k of `v` beside chunk k of `v[1..]`: every row beside the next.
+    let Some(next) = v.get(1..) else { return true };
+    v.chunks(256).zip(next.chunks(256)).all(|(a, b)| a.iter().zip(b).fold(true, |ok, (x, y)| ok & (x <= y)))
+}
+
 /// Each partition's span of `rows` in time order (NULLs first, ties in batch order), as the
 /// partition will hold them: rows of two clients' batches that arrived out of turn (the later
 /// batch first) are then appended as they are, not copied out and sorted into each
@@ -1347,7 +1364,7 @@ fn order_spans_by_time(rows: &mut [u32], spans: &[std::ops::Range<usize>], ts: &
     let v = ts.as_i64_slice().unwrap_or(&[]);
     // A batch in time order (an ingest batch usually is) has every span in order: one pass
     // over its times in place of a pass over each span's rows scattered through them.
-    if ts.validity().is_none() && v.windows(2).all(|w| w[0] <= w[1]) {
+    if ts.validity().is_none() && never_steps_back(v) {
         return;
     }
     let key = |i: u32| time_key(ts, v, i as usize);
@@ -1520,6 +1537,28 @@ fn sort_partition(p: &mut Partition, ts_col: usize, old_len: usize) {
 mod tests {
     use super::*;
     use crate::value::Value;
+
+    /// The chunked checks against the row-by-row ones: every length around the chunk, a
+    /// single step back (or unknown code) at every position near the chunks' edges.
+    #[test]
+    fn chunked_checks_match_row_by_row() {
+        for n in [0, 1, 2, 255, 256, 257, 511, 512, 513, 1000] {
+            let sorted: Vec<i64> = (0..n as i64).map(|i| i / 3).collect();
+            assert!(never_steps_back(&sorted), "{n} rows");
+            let slots: Vec<u32> = (0..8).map(|c| if c == 5 { NO_SLOT } else { c }).collect();
+            let codes: Vec<u32> = (0..n as u32).map(|i| i % 5).collect();
+            assert!(all_known(&slots, &codes), "{n} codes");
+            for at in [1, 2, 254, 255, 256, 257, 258, 511, 512, 513].into_iter().filter(|&at| at < n) {
+                let mut v = sorted.clone();
+                v[at] = v[at - 1] - 1;
+                assert_eq!(never_steps_back(&v), v.windows(2).all(|w| w[0] <= w[1]), "{n} rows, back at {at}");
+                assert!(!never_steps_back(&v), "{n} rows, back at {at}");
+                let mut c = codes.clone();
+                c[at] = if at % 2 == 0 { 5 } else { 9 };
+                assert!(!all_known(&slots, &c), "{n} codes, unknown at {at}");
+            }
+        }
+    }
 
     fn schema() -> Schema {
         Schema {
