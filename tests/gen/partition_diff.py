@@ -11,7 +11,8 @@ are distinct inside a symbol, so first/last and ROWS frames have one answer. Que
 the partition key alone, with a time bucket (runs), with another column (hashing), under
 filters on values and on time ranges (pieces cut mid-partition), select rows under those
 filters (a filter over a scan runs fused with it), take the newest or oldest time buckets of
-a GROUP BY with a LIMIT (aggregated from that end first), run window functions
+a GROUP BY with a LIMIT (aggregated from that end first), aggregate without GROUP BY (runs
+of partitions folded in place), run window functions
 partitioned by the key, and ASOF and WINDOW JOIN p<k> with q<k> (its own size mix; some
 symbols on one side only) partition by partition. DuckDB answers each.
 
@@ -108,6 +109,8 @@ def queries(rng, k):
          f"ON p.sym = q.sym AND {on} GROUP BY p.sym",) * 2,
         (wj_outer.format(wj_z), wj_outer.format(wj_d)),
         (f"SELECT sym, {aggs} FROM {t}{w} GROUP BY sym",) * 2,
+        # No GROUP BY: runs of partitions folded in place (exec/keyless.rs).
+        (f"SELECT {aggs}, avg(price) AS a, sum(price * size) AS ps, min(ts) AS t0 FROM {t}{w}",) * 2,
         (f"SELECT sym, {bucket_z} AS b, first(price) AS o, last(price) AS c, {aggs} FROM {t}{w} GROUP BY sym, b",
          f"SELECT sym, {bucket_d} AS b, arg_min_null(price, ts) AS o, arg_max_null(price, ts) AS c, {aggs} "
          f"FROM {t}{w} GROUP BY sym, b"),
