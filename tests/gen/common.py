@@ -241,7 +241,10 @@ def sql_literal(v):
     if isinstance(v, int):
         return str(v)
     if isinstance(v, float):
-        assert math.isfinite(v)
+        if math.isnan(v):
+            return "CAST('NaN' AS DOUBLE)"
+        if math.isinf(v):
+            return "CAST('%sInfinity' AS DOUBLE)" % ("" if v > 0 else "-")
         return repr(v)
     if isinstance(v, _dt.date):
         return "'%s'" % v.isoformat()

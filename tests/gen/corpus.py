@@ -1547,6 +1547,68 @@ def s20_duckdb_style(f):
     f.err("SELECT * FROM range(TIMESTAMP '2024-01-01 00:00:00', TIMESTAMP '2024-01-02 00:00:00')")
 
 
+# --------------------------------------------------------------------------------------
+NAN = "CAST('NaN' AS DOUBLE)"
+NANF = "CAST('NaN' AS REAL)"
+INF = "CAST('Infinity' AS DOUBLE)"
+
+
+def s21_nan(f):
+    f.comment("NaN, infinities and signed zeros compare as DuckDB and PostgreSQL order them: NaN equals\n"
+              "NaN and is greater than every other value (+Infinity included), -0.0 equals 0.0.")
+    f.ok("CREATE TABLE fl (k INT, x DOUBLE, y DOUBLE, r REAL, s SYMBOL)")
+    rows = [("1", NAN, "1.5", NANF, "'a'"), ("2", "1.5", NAN, "1.5", "'b'"), ("3", NAN, NAN, NANF, "'a'"),
+            ("4", INF, NAN, "CAST('Infinity' AS REAL)", "'c'"), ("5", "-" + INF, "0.0", "-2.0", "'b'"),
+            ("6", "-0.0", "0.0", "-0.0", "'a'"), ("7", "0.0", "-0.0", "0.0", "'c'"), ("8", "NULL", NAN, "NULL", "'a'"),
+            ("9", NAN, "NULL", NANF, "NULL"), ("10", "2.25", "2.25", "2.25", "'b'"), ("11", "-7.5", INF, "-7.5", "'c'"),
+            ("12", NAN, INF, NANF, "'b'")]
+    f.ok("INSERT INTO fl VALUES " + ", ".join("(%s)" % ", ".join(r) for r in rows))
+    f.ok("CREATE TABLE fr (j INT, v DOUBLE)")
+    f.ok("INSERT INTO fr VALUES (1, %s), (2, 1.5), (3, -0.0), (4, %s), (5, NULL), (6, 2.25)" % (NAN, INF))
+    for op in ("=", "<>", "<", "<=", ">", ">="):
+        f.q("SELECT k FROM fl WHERE x %s 1.5" % op)
+        f.q("SELECT k FROM fl WHERE x %s y" % op)
+        f.q("SELECT k, x %s y, x %s %s, %s %s y FROM fl" % (op, op, NAN, INF, op))
+        f.q("SELECT k FROM fl WHERE r %s 1.5" % op)
+        f.q("SELECT k FROM fl WHERE x %s %s" % (op, NAN))
+        f.q("SELECT k FROM fl WHERE x %s 0.0" % op)
+    f.q("SELECT %s = %s, %s > 1.6, %s < %s, %s <> %s, -0.0 = 0.0, %s >= %s" % (NAN, NAN, NAN, INF, NAN, NAN, NAN,
+                                                                                   NAN, INF))
+    f.q("SELECT k FROM fl WHERE x BETWEEN 1 AND %s" % NAN)
+    f.q("SELECT k FROM fl WHERE x NOT BETWEEN -1 AND 3")
+    f.q("SELECT k FROM fl WHERE x IN (1.5, %s)" % NAN)
+    f.q("SELECT k FROM fl WHERE x NOT IN (1.5, %s)" % NAN)
+    f.q("SELECT k FROM fl WHERE x IN (0.0)")
+    f.q("SELECT k, CASE WHEN x > 100 THEN 'big' WHEN x = x THEN 'same' ELSE 'other' END FROM fl")
+    f.q("SELECT k, greatest(x, y), least(x, y) FROM fl")
+    f.q("SELECT x, count(*) FROM fl GROUP BY x")
+    f.q("SELECT r, count(*) FROM fl GROUP BY r")
+    f.q("SELECT s, x, count(*) FROM fl GROUP BY s, x")
+    f.q("SELECT DISTINCT x FROM fl")
+    f.q("SELECT count(DISTINCT x), count(DISTINCT y), count(DISTINCT r) FROM fl")
+    f.q("SELECT min(x), max(x), min(y), max(y), min(r), max(r) FROM fl")
+    f.q("SELECT s, min(x), max(x) FROM fl GROUP BY s")
+    f.q("SELECT k, x FROM fl ORDER BY x, k", sort="nosort")
+    f.q("SELECT k, x FROM fl ORDER BY x DESC NULLS LAST, k", sort="nosort")
+    f.q("SELECT k, j FROM fl JOIN fr ON x = v")
+    f.q("SELECT k, j FROM fl LEFT JOIN fr ON x = v")
+    f.q("SELECT k, j FROM fl JOIN fr ON x < v")
+    f.q("SELECT k FROM fl WHERE x IN (SELECT v FROM fr)")
+    f.q("SELECT k FROM fl WHERE x NOT IN (SELECT v FROM fr WHERE v IS NOT NULL)")
+    f.q("SELECT x FROM fl UNION SELECT v FROM fr")
+    f.q("SELECT x FROM fl INTERSECT SELECT v FROM fr")
+    f.q("SELECT x FROM fl EXCEPT SELECT v FROM fr")
+    f.q("SELECT k, count(*) OVER (PARTITION BY x) FROM fl")
+    f.q("SELECT k, x, rank() OVER (ORDER BY x) FROM fl")
+    f.q("SELECT s, count(*) FROM fl WHERE x > 2 GROUP BY s")
+    f.q("SELECT k FROM fl WHERE NOT (x < 1)")
+    f.q("SELECT k FROM fl WHERE x > 1 AND y > 1")
+    f.q("SELECT k, nullif(x, %s), coalesce(x, y) = y FROM fl" % NAN)
+    for op in (">=", ">", "<=", "<"):
+        f.q("SELECT k, j FROM fl ASOF JOIN fr ON x %s v" % op)
+        f.q("SELECT k, j FROM fl ASOF LEFT JOIN fr ON x %s v" % op)
+
+
 ALL_SECTIONS = [
     ("01_select_arith", "Projections, literals and arithmetic", ["nums", "trades", "one_row", "empty_t"], s01_select_arith),
     ("02_where", "WHERE: comparisons, three-valued logic, BETWEEN, IN, LIKE, IS NULL",
@@ -1576,4 +1638,6 @@ ALL_SECTIONS = [
     ("19_vectors", "FLOAT[n] vectors and distance functions", [], s19_vectors),
     ("20_duckdb_style", "DuckDB-style SQL: FROM-first, trailing commas, aliases in WHERE, INTERVAL (n) unit, ORDER BY ALL, range/generate_series, infinite timestamps", ["people", "depts", "trades"],
      s20_duckdb_style),
+    ("21_nan", "NaN, infinities and signed zeros in comparisons, grouping, joins and ordering", [], s21_nan),
 ]
+

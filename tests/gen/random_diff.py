@@ -4,7 +4,7 @@
     .venv/bin/python tests/gen/random_diff.py --seed 123 --count 200 --out /tmp/random_123.slt
 
 Builds random tables (0..300 rows, NULL rates 0..1, INT/BIGINT/DOUBLE/VARCHAR/SYMBOL/TIMESTAMP/
-BOOLEAN columns), then K random queries from a small grammar (projections with arithmetic and
+BOOLEAN columns; a DOUBLE is NaN, +Infinity or -Infinity now and then), then K random queries from a small grammar (projections with arithmetic and
 comparisons; WHERE with AND/OR/NOT/IS NULL/BETWEEN/IN/LIKE; GROUP BY with count/sum/min/max/avg/
 arg_min/arg_max; HAVING; ORDER BY over every output column + LIMIT/OFFSET; INNER/LEFT joins on an
 INT key; DISTINCT; UNION ALL).  Writes the same slt format as tests/slt/*.slt.
@@ -22,6 +22,7 @@ and sum()/avg() only see floating expressions whose arithmetic is exact (values 
 """
 import argparse
 import datetime as dt
+import math
 import os
 import random
 import re
@@ -95,7 +96,10 @@ def rand_value(rng, typ):
         lim = INT_TYPES[typ]
         return rng.randint(-lim, lim) if rng.random() < 0.7 else rng.randint(-10, 10)
     if typ == "DOUBLE":
-        return rng.randint(-4000, 4000) / 4.0 if rng.random() < 0.8 else rng.randint(-40, 40) / 4.0
+        r = rng.random()
+        if r < 0.04:  # NaN and the infinities, which SQL orders (NaN above +Infinity, equal to NaN)
+            return [math.nan, math.nan, math.inf, -math.inf][int(r * 100)]
+        return rng.randint(-4000, 4000) / 4.0 if r < 0.8 else rng.randint(-40, 40) / 4.0
     if typ == "VARCHAR":
         return rng.choice(STRINGS)
     if typ == "SYMBOL":

@@ -414,8 +414,8 @@ fn same_type_cmp(a: &Value, b: &Value) -> Option<std::cmp::Ordering> {
         (Value::Int64(x), Value::Interval(y)) | (Value::Interval(x), Value::Int64(y)) => Some(x.cmp(y)),
         (Value::Interval(x), Value::Interval(y)) => Some(x.cmp(y)),
         (Value::Int128(x), Value::Int128(y)) => Some(x.cmp(y)),
-        (Value::Float32(x), Value::Float32(y)) => x.partial_cmp(y),
-        (Value::Float64(x), Value::Float64(y)) => x.partial_cmp(y),
+        (Value::Float32(x), Value::Float32(y)) => Some(super::sql_order::sql_cmp(*x, *y)),
+        (Value::Float64(x), Value::Float64(y)) => Some(super::sql_order::sql_cmp(*x, *y)),
         (Value::Str(x), Value::Str(y)) => Some(x.cmp(y)),
         _ => None,
     }

@@ -2,6 +2,7 @@
 //! (NULLs placed, DESC reversing only values). ORDER BY, min/max, quantiles and GREATEST use
 //! them.
 
+use super::sql_order::sql_cmp;
 use std::cmp::Ordering;
 use zepto_storage::{Column, ColumnData};
 
@@ -17,12 +18,8 @@ pub fn value_cmp(c: &Column) -> RowCmp<'_> {
             Box::new(move |i, j| v[i].cmp(&v[j]))
         }
         ColumnData::Int128(v) => Box::new(move |i, j| v[i].cmp(&v[j])),
-        ColumnData::Float32(v) => {
-            Box::new(move |i, j| v[i].partial_cmp(&v[j]).unwrap_or_else(|| v[i].is_nan().cmp(&v[j].is_nan())))
-        }
-        ColumnData::Float64(v) => {
-            Box::new(move |i, j| v[i].partial_cmp(&v[j]).unwrap_or_else(|| v[i].is_nan().cmp(&v[j].is_nan())))
-        }
+        ColumnData::Float32(v) => Box::new(move |i, j| sql_cmp(v[i], v[j])),
+        ColumnData::Float64(v) => Box::new(move |i, j| sql_cmp(v[i], v[j])),
         ColumnData::Varchar(s) => Box::new(move |i, j| s.get(i).cmp(s.get(j))),
         ColumnData::Symbol { codes, dict } => {
             // Rank dictionary entries once; rows then compare by rank.

@@ -20,6 +20,7 @@ pub mod numeric;
 pub mod partitioner;
 mod regex;
 mod scalar;
+pub mod sql_order;
 mod vector;
 
 use crate::error::{Result, SqlError};
@@ -28,6 +29,7 @@ use crate::parser::ast::BinaryOp;
 pub use batch::{and_validity, mask_indices, Batch};
 use divide::ByConst;
 pub(crate) use scalar::bucket_end;
+use sql_order::SqlOrd;
 use std::borrow::Cow;
 use std::cmp::Ordering;
 use zepto_storage::{Bitmap, Column, ColumnData, DataType, Value};
@@ -268,17 +270,39 @@ fn logic(op: BinaryOp, l: &Opnd, r: &Opnd, n: usize) -> Result<Column> {
     Ok(Column::new(ColumnData::Bool(out), Some(validity)))
 }
 
-/// A comparison row by row. Compiled for AVX2 too (chosen at run time): baseline x86-64 has
-/// no 64-bit vector compare, so BIGINT and TIMESTAMP filters compare a lane at a time there.
+/// A comparison row by row, in SQL's order ([`SqlOrd`]: NaN greatest, -0.0 = 0.0). Compiled
+/// for AVX2 too (chosen at run time): baseline x86-64 has no 64-bit vector compare, so BIGINT
+/// and TIMESTAMP filters compare a lane at a time there.
 #[multiversion::multiversion(targets("x86_64+avx2"))]
-fn cmp_vec<T: Copy + PartialOrd>(op: BinaryOp, a: Src<T>, b: Src<T>, n: usize) -> Vec<bool> {
+fn cmp_vec<T: SqlOrd + PartialOrd>(op: BinaryOp, a: Src<T>, b: Src<T>, n: usize) -> Vec<bool> {
+    match (a, b) {
+        (Src::S(x), Src::C(c)) if !c.is_nan() => versus_number(op, x, c),
+        (Src::C(c), Src::S(y)) if !c.is_nan() => versus_number(op.flip(), y, c),
+        (a, b) => match op {
+            BinaryOp::Eq => zip_map(a, b, n, |x, y| x.sql_eq(y)),
+            BinaryOp::NotEq => zip_map(a, b, n, |x, y| !x.sql_eq(y)),
+            BinaryOp::Lt => zip_map(a, b, n, |x, y| x.sql_lt(y)),
+            BinaryOp::LtEq => zip_map(a, b, n, |x, y| x.sql_le(y)),
+            BinaryOp::Gt => zip_map(a, b, n, |x, y| y.sql_lt(x)),
+            _ => zip_map(a, b, n, |x, y| y.sql_le(x)),
+        },
+    }
+}
+
+/// `x op c` for a constant `c` that is no NaN: one compare a row, a NaN `x` then being
+/// greater than `c` and unequal to it (so `>` and `>=` are the negations of `<=` and `<`: the
+/// negated compare is the point, true for the unordered NaN).
+#[allow(clippy::neg_cmp_op_on_partial_ord)]
+#[inline(always)]
+fn versus_number<T: SqlOrd + PartialOrd>(op: BinaryOp, x: &[T], c: T) -> Vec<bool> {
+    debug_assert!(!c.is_nan());
     match op {
-        BinaryOp::Eq => zip_map(a, b, n, |x, y| x == y),
-        BinaryOp::NotEq => zip_map(a, b, n, |x, y| x != y),
-        BinaryOp::Lt => zip_map(a, b, n, |x, y| x < y),
-        BinaryOp::LtEq => zip_map(a, b, n, |x, y| x <= y),
-        BinaryOp::Gt => zip_map(a, b, n, |x, y| x > y),
-        _ => zip_map(a, b, n, |x, y| x >= y),
+        BinaryOp::Eq => x.iter().map(|&v| v == c).collect(),
+        BinaryOp::NotEq => x.iter().map(|&v| v != c).collect(),
+        BinaryOp::Lt => x.iter().map(|&v| v < c).collect(),
+        BinaryOp::LtEq => x.iter().map(|&v| v <= c).collect(),
+        BinaryOp::Gt => x.iter().map(|&v| !(v <= c)).collect(),
+        _ => x.iter().map(|&v| !(v < c)).collect(),
     }
 }
 
@@ -668,4 +692,26 @@ fn in_list(expr: &BExpr, list: &[BExpr], negated: bool, b: &Batch, sq: &dyn Subq
         result.iter_mut().for_each(|r| *r = !*r);
     }
     Ok(Column::new(ColumnData::Bool(result), Some(validity)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A comparison with a constant (either side) answers as the row-by-row comparison of two
+    /// columns does, NaN, infinities and signed zeros included.
+    #[test]
+    fn comparisons_with_a_constant_match_the_columns_form() {
+        let xs = [f64::NEG_INFINITY, -1.5, -0.0, 0.0, 2.0, f64::INFINITY, f64::NAN];
+        let ops = [BinaryOp::Eq, BinaryOp::NotEq, BinaryOp::Lt, BinaryOp::LtEq, BinaryOp::Gt, BinaryOp::GtEq];
+        for op in ops {
+            for &c in &xs {
+                let cs = vec![c; xs.len()];
+                let want = cmp_vec(op, Src::S(&xs), Src::S(&cs), xs.len());
+                assert_eq!(cmp_vec(op, Src::S(&xs), Src::C(c), xs.len()), want, "x {op:?} {c}");
+                let flipped = cmp_vec(op, Src::S(&cs), Src::S(&xs), xs.len());
+                assert_eq!(cmp_vec(op, Src::C(c), Src::S(&xs), xs.len()), flipped, "{c} {op:?} x");
+            }
+        }
+    }
 }

@@ -14,6 +14,7 @@ use super::hash::{bucket_rows, shared_ids};
 use super::scan::{pieces, pieces_batch, Piece};
 use super::{Batch, ExecContext};
 use crate::error::{Result, SqlError};
+use crate::eval::sql_order::{sql_cmp, SqlOrd};
 use crate::parser::ast::BinaryOp;
 use crate::plan::{AsofOuter, BExpr, Plan};
 use std::collections::HashMap;
@@ -137,8 +138,9 @@ fn time_pair<'a>(l: &'a Column, r: &'a Column) -> Result<(Times<'a>, Times<'a>)>
     Ok((Times::I(std::borrow::Cow::Owned(rank(l))), Times::I(std::borrow::Cow::Owned(rank(r)))))
 }
 
-/// A time value: ordered, with exact distances.
-trait Time: Copy + PartialOrd {
+/// A time value: ordered as SQL orders it ([`SqlOrd`]: a NaN float after every number), with
+/// exact distances.
+trait Time: Copy + SqlOrd {
     type Gap: PartialOrd;
     /// `later - earlier`.
     fn gap(later: Self, earlier: Self) -> Self::Gap;
@@ -168,7 +170,7 @@ impl Time for f64 {
 /// Whether a match at `r` for `x` is within the tolerance.
 fn within<T: Time>(x: T, r: T, tol: Option<i64>) -> bool {
     tol.is_none_or(|t| {
-        let d = if r <= x { T::gap(x, r) } else { T::gap(r, x) };
+        let d = if r.sql_le(x) { T::gap(x, r) } else { T::gap(r, x) };
         d <= T::tolerance(t)
     })
 }
@@ -179,21 +181,21 @@ fn within<T: Time>(x: T, r: T, tol: Option<i64>) -> bool {
 fn search<T: Time>(bucket: &[T], x: T, op: BinaryOp) -> Option<usize> {
     match op {
         BinaryOp::Eq => {
-            let p = bucket.partition_point(|&r| r <= x);
+            let p = bucket.partition_point(|&r| r.sql_le(x));
             let back = p.checked_sub(1);
             let fwd = (p < bucket.len()).then(|| {
                 let t = bucket[p];
-                bucket.partition_point(|&r| r <= t) - 1
+                bucket.partition_point(|&r| r.sql_le(t)) - 1
             });
             match (back, fwd) {
                 (Some(b), Some(f)) => Some(if T::gap(bucket[f], x) <= T::gap(x, bucket[b]) { f } else { b }),
                 (b, f) => b.or(f),
             }
         }
-        BinaryOp::GtEq => bucket.partition_point(|&r| r <= x).checked_sub(1),
-        BinaryOp::Gt => bucket.partition_point(|&r| r < x).checked_sub(1),
-        BinaryOp::LtEq => Some(bucket.partition_point(|&r| r < x)).filter(|&i| i < bucket.len()),
-        _ => Some(bucket.partition_point(|&r| r <= x)).filter(|&i| i < bucket.len()),
+        BinaryOp::GtEq => bucket.partition_point(|&r| r.sql_le(x)).checked_sub(1),
+        BinaryOp::Gt => bucket.partition_point(|&r| r.sql_lt(x)).checked_sub(1),
+        BinaryOp::LtEq => Some(bucket.partition_point(|&r| r.sql_lt(x))).filter(|&i| i < bucket.len()),
+        _ => Some(bucket.partition_point(|&r| r.sql_le(x))).filter(|&i| i < bucket.len()),
     }
 }
 
@@ -221,10 +223,9 @@ pub fn asof_join(ctx: &ExecContext, l: &Batch, r: &Batch, spec: AsofSpec) -> Res
             let mut bucket_times: Vec<$t> = order.iter().map(|&j| $rv[j as usize]).collect();
             for g in 0..ngroups {
                 let (a, b) = (start[g], start[g + 1]);
-                if !bucket_times[a..b].windows(2).all(|w| w[0] <= w[1]) {
+                if !bucket_times[a..b].windows(2).all(|w| w[0].sql_le(w[1])) {
                     let mut pairs: Vec<($t, u32)> = (a..b).map(|k| (bucket_times[k], order[k])).collect();
-                    pairs
-                        .sort_by(|x, y| x.0.partial_cmp(&y.0).unwrap_or(std::cmp::Ordering::Equal).then(x.1.cmp(&y.1)));
+                    pairs.sort_by(|x, y| sql_cmp(x.0, y.0).then(x.1.cmp(&y.1)));
                     for (k, (t, j)) in pairs.into_iter().enumerate() {
                         bucket_times[a + k] = t;
                         order[a + k] = j;

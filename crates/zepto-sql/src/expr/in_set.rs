@@ -4,8 +4,8 @@
 //! ([`InSet::build`]); the executor probes it ([`crate::eval`]).
 //!
 //! Keys follow SQL's `=` for the type: integers, dates, times and booleans as `i64`; HUGEINT as
-//! `i128`; floats by the bits of their `f64` value with `-0.0` read as `0.0` and NaN never a
-//! member (NaN `=` anything is false); text by its bytes. A NULL item is not a member: it makes
+//! `i128`; floats by the bits of their `f64` value with `-0.0` read as `0.0` and every NaN as
+//! one NaN (in SQL's order NaN `=` NaN, [`crate::eval::sql_order`]); text by its bytes. A NULL item is not a member: it makes
 //! a row that matches nothing NULL instead of false, as `x = NULL` would.
 //!
 //! Text members live in one buffer (`TextSet`): a million-item list is then one allocation
@@ -97,13 +97,13 @@ impl PartialEq for TextSet {
     }
 }
 
-/// The key of a float: `-0.0` as `0.0`; `None` for NaN, which equals nothing.
+/// The key of a float: `-0.0` as `0.0`, every NaN as the one NaN (they are equal in SQL).
 #[inline]
-pub fn float_key(x: f64) -> Option<u64> {
+pub fn float_key(x: f64) -> u64 {
     if x.is_nan() {
-        None
+        f64::NAN.to_bits()
     } else {
-        Some((x + 0.0).to_bits())
+        (x + 0.0).to_bits()
     }
 }
 
@@ -180,13 +180,10 @@ impl InSet {
         matches!(&self.0.keys, Keys::Wide(s) if s.contains(&k))
     }
 
-    /// Whether float `x` is in (never NaN).
+    /// Whether float `x` is in.
     #[inline]
     pub fn has_float(&self, x: f64) -> bool {
-        match (&self.0.keys, float_key(x)) {
-            (Keys::Float(s), Some(k)) => s.contains(&k),
-            _ => false,
-        }
+        matches!(&self.0.keys, Keys::Float(s) if s.contains(&float_key(x)))
     }
 
     /// Whether text `s` is in.
@@ -231,8 +228,8 @@ impl Keys {
             (Keys::Int(s), &(Value::Int32(k) | Value::Date(k))) => _ = s.insert(i64::from(k)),
             (Keys::Int(s), &(Value::Int64(k) | Value::Timestamp(k) | Value::Interval(k))) => _ = s.insert(k),
             (Keys::Wide(s), &Value::Int128(k)) => _ = s.insert(k),
-            (Keys::Float(s), &Value::Float32(x)) => _ = float_key(f64::from(x)).map(|k| s.insert(k)),
-            (Keys::Float(s), &Value::Float64(x)) => _ = float_key(x).map(|k| s.insert(k)),
+            (Keys::Float(s), &Value::Float32(x)) => _ = s.insert(float_key(f64::from(x))),
+            (Keys::Float(s), &Value::Float64(x)) => _ = s.insert(float_key(x)),
             (Keys::Text(s), Value::Str(t)) => return s.insert(t),
             (_, v) => debug_assert!(false, "{v:?} is not of the set's type"),
         }
@@ -297,8 +294,10 @@ mod tests {
         let s = InSet::build(DataType::Float64, &[Value::Float64(-0.0), Value::Float64(f64::NAN), Value::Float64(1.5)])
             .expect("set");
         assert!(s.has_float(0.0) && s.has_float(-0.0) && s.has_float(1.5));
-        assert!(!s.has_float(f64::NAN) && !s.has_float(2.0));
-        assert_eq!(s.len(), 2);
+        assert!(s.has_float(f64::NAN) && s.has_float(-f64::NAN) && !s.has_float(2.0));
+        assert_eq!(s.len(), 3);
+        let no_nan = InSet::build(DataType::Float64, &[Value::Float64(1.5)]).expect("set");
+        assert!(!no_nan.has_float(f64::NAN));
     }
 
     #[test]
