@@ -38,10 +38,11 @@ impl<'g> Splitter<'g> {
         let slots = self.groups.slots(self.at..self.at + n).ok_or_else(|| self.uneven(self.at + n))?;
         // Values stored as they arrive are split from the array itself: no copy between.
         let plain = crate::arrow::plain_values(arr, self.def.data_type);
-        if !plain.is_some_and(|v| self.parts.push_plain(v, slots)) {
+        let order = self.groups.order(self.at..self.at + n);
+        if !plain.is_some_and(|v| self.parts.push_plain(v, slots, order)) {
             self.acc.append(arr, self.at).map_err(|e| e.into_io(self.def, arr.data_type()))?;
             let parts = &mut self.parts;
-            self.acc.drain(|data, validity| parts.push(data, validity, slots));
+            self.acc.drain(|data, validity| parts.push(data, validity, slots, order));
         }
         self.at += n;
         Ok(())

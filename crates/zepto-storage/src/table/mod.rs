@@ -14,6 +14,7 @@ use crate::error::StorageError;
 use crate::history::{HistFile, History};
 use crate::index::IndexDef;
 
+mod chunk_order;
 mod dedup;
 mod defer;
 mod history_reader;

@@ -12,6 +12,8 @@
 //! and panics when a part gets more rows than it has room for (a caller's bug,
 //! [`super::ColumnSplit`] sizes them exactly); the plain loop grows the part instead.
 
+use super::chunk_order::ChunkOrder;
+
 /// `v`'s values appended to `out` by `slots` (row `i` to part `slots[i]`), each part's
 /// capacity meant to hold its rows (module docs).
 pub(super) fn scatter_into<T: Copy + 'static>(out: &mut [Vec<T>], v: &[T], slots: &[u32]) {
@@ -22,6 +24,64 @@ pub(super) fn scatter_into<T: Copy + 'static>(out: &mut [Vec<T>], v: &[T], slots
     }
     for (&x, &p) in v.iter().zip(slots) {
         out[p as usize].push(x);
+    }
+}
+
+/// A 4- or 8-byte number as the bits of an unsigned word of its width, so that one scratch
+/// buffer per width serves every type ([`scatter_ordered`]).
+pub(super) trait Word: Copy {
+    /// The word.
+    type W: Copy + Default;
+    fn to_word(self) -> Self::W;
+    fn from_word(w: Self::W) -> Self;
+    /// The scratch of this width.
+    fn scratch(s: &mut Scratch) -> &mut Vec<Self::W>;
+}
+
+/// A chunk's values in group order, one buffer per width, kept between chunks.
+#[derive(Debug, Default)]
+pub(super) struct Scratch {
+    w32: Vec<u32>,
+    w64: Vec<u64>,
+}
+
+macro_rules! word {
+    ($w:ty, $field:ident: $($t:ty => $to:expr, $from:expr);+) => {$(
+        impl Word for $t {
+            type W = $w;
+            #[inline(always)]
+            fn to_word(self) -> $w {
+                $to(self)
+            }
+            #[inline(always)]
+            fn from_word(w: $w) -> $t {
+                $from(w)
+            }
+            fn scratch(s: &mut Scratch) -> &mut Vec<$w> {
+                &mut s.$field
+            }
+        }
+    )+};
+}
+
+word!(u32, w32: u32 => |x| x, |w| w; i32 => |x: i32| x as u32, |w: u32| w as i32; f32 => f32::to_bits, f32::from_bits);
+word!(u64, w64: i64 => |x: i64| x as u64, |w: u64| w as i64; f64 => f64::to_bits, f64::from_bits);
+
+/// `v`'s values (one chunk) appended to `out` in `order`: each value put at its place among
+/// the chunk's rows ordered by part, in `scratch` (in cache), then each part's run copied
+/// out whole (`chunk_order.rs` says why).
+pub(super) fn scatter_ordered<T: Word>(out: &mut [Vec<T>], v: &[T], order: &ChunkOrder, scratch: &mut Scratch) {
+    let (places, starts) = (order.places(), order.starts());
+    assert_eq!(places.len(), v.len(), "an order of the chunk's rows");
+    assert_eq!(starts.len(), out.len() + 1, "a run per part");
+    let tmp = T::scratch(scratch);
+    tmp.clear();
+    tmp.resize(v.len(), T::W::default());
+    for (&x, &p) in v.iter().zip(places) {
+        tmp[p as usize] = x.to_word();
+    }
+    for (o, run) in out.iter_mut().zip(starts.windows(2)) {
+        o.extend(tmp[run[0] as usize..run[1] as usize].iter().map(|&w| T::from_word(w)));
     }
 }
 
@@ -199,6 +259,37 @@ mod tests {
         }
         scatter_into(&mut got, v, slots);
         assert_eq!(got, want, "round {round}");
+    }
+
+    /// A chunk scattered in its group order appends what a push per row appends, for both
+    /// widths and a float's every bit (NaN payloads, -0.0).
+    #[test]
+    fn ordered_scatter_equals_a_push_per_row() {
+        use crate::table::chunk_order::ChunkOrders;
+        let mut r = XorShift::new(0x1f83_d9ab_fb41_bd6b);
+        let parts = 37;
+        let n = crate::table::chunk_order::ORDER_CHUNK_ROWS * 2 + 99;
+        let slots: Vec<u32> = (0..n).map(|_| r.below(parts as u64) as u32).collect();
+        let orders = ChunkOrders::of(&slots, parts).expect("few parts");
+        let bits: Vec<u64> = (0..n).map(|_| r.next_u64()).collect();
+        let f: Vec<f64> = bits.iter().map(|&b| f64::from_bits(b)).collect();
+        let i: Vec<i32> = bits.iter().map(|&b| b as i32).collect();
+        let (mut got_f, mut got_i): (Vec<Vec<f64>>, Vec<Vec<i32>>) = (vec![Vec::new(); parts], vec![Vec::new(); parts]);
+        let mut scratch = Scratch::default();
+        for start in (0..n).step_by(crate::table::chunk_order::ORDER_CHUNK_ROWS) {
+            let rows = start..(start + crate::table::chunk_order::ORDER_CHUNK_ROWS).min(n);
+            let o = orders.chunk(rows.clone()).expect("a chunk");
+            scatter_ordered(&mut got_f, &f[rows.clone()], o, &mut scratch);
+            scatter_ordered(&mut got_i, &i[rows], o, &mut scratch);
+        }
+        let (mut want_f, mut want_i): (Vec<Vec<u64>>, Vec<Vec<i32>>) =
+            (vec![Vec::new(); parts], vec![Vec::new(); parts]);
+        for (k, &p) in slots.iter().enumerate() {
+            want_f[p as usize].push(bits[k]);
+            want_i[p as usize].push(i[k]);
+        }
+        let got_bits: Vec<Vec<u64>> = got_f.iter().map(|v| v.iter().map(|x| x.to_bits()).collect()).collect();
+        assert_eq!((got_bits, got_i), (want_f, want_i));
     }
 
     #[test]

@@ -12,7 +12,8 @@ use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::{Mutex, PoisonError};
 
-use super::scatter::scatter_into;
+use super::chunk_order::{ChunkOrder, ChunkOrders};
+use super::scatter::{scatter_into, scatter_ordered, Scratch, Word};
 use crate::bitmap::Bitmap;
 use crate::column::{Column, ColumnData, ValidRun};
 use crate::dict::Dict;
@@ -197,7 +198,7 @@ fn split(c: &Column, slots: &[u32], sizes: &[usize]) -> Vec<Column> {
     debug_assert_eq!(c.len(), slots.len());
     debug_assert_eq!(sizes.iter().sum::<usize>(), slots.len());
     let mut parts = ColumnSplit::new(c.data_type(), sizes);
-    parts.push(c.data(), c.validity(), slots);
+    parts.push(c.data(), c.validity(), slots, None);
     parts.finish(c.symbol_dict().cloned())
 }
 
@@ -215,6 +216,8 @@ pub struct ColumnSplit {
     sizes: Vec<usize>,
     /// Scratch of [`ColumnSplit::push_validity`] (zero between chunks).
     seen: Vec<usize>,
+    /// Scratch of a chunk split in its group order.
+    ordered: Scratch,
 }
 
 /// Each part's values, by the width of the column's values.
@@ -250,26 +253,29 @@ impl ColumnSplit {
             DataType::Vector(d) => Buffers::Vector(d, each(sizes, d as usize)),
             DataType::Null => Buffers::Null(vec![0; sizes.len()]),
         };
-        ColumnSplit { dt, bufs, validity: vec![None; sizes.len()], sizes: sizes.to_vec(), seen: Vec::new() }
+        let ordered = Scratch::default();
+        ColumnSplit { dt, bufs, validity: vec![None; sizes.len()], sizes: sizes.to_vec(), seen: Vec::new(), ordered }
     }
 
     /// Append the rows of a chunk (`data`, NULLs where `validity` says): row `i` to part
-    /// `slots[i]`. The chunk is of the type the split was made for.
-    pub fn push(&mut self, data: &ColumnData, validity: Option<&Bitmap>, slots: &[u32]) {
+    /// `slots[i]`, numbers in `order` when it is the chunk's ([`KeyGroups::order`]). The
+    /// chunk is of the type the split was made for.
+    pub fn push(&mut self, data: &ColumnData, validity: Option<&Bitmap>, slots: &[u32], order: Option<&ChunkOrder>) {
         debug_assert_eq!(data.len(), slots.len());
         if validity.is_some() || self.validity.iter().any(Option::is_some) {
             self.push_validity(validity, slots);
         }
         use Buffers as B;
         use ColumnData as D;
+        let s = &mut self.ordered;
         match (&mut self.bufs, data) {
             (B::Bool(o), D::Bool(v)) => scatter_into(o, v, slots),
-            (B::I32(o), D::Int32(v) | D::Date(v)) => scatter_into(o, v, slots),
-            (B::I64(o), D::Int64(v) | D::Timestamp(v) | D::Interval(v)) => scatter_into(o, v, slots),
+            (B::I32(o), D::Int32(v) | D::Date(v)) => put(o, v, slots, order, s),
+            (B::I64(o), D::Int64(v) | D::Timestamp(v) | D::Interval(v)) => put(o, v, slots, order, s),
             (B::I128(o), D::Int128(v)) => scatter_into(o, v, slots),
-            (B::F32(o), D::Float32(v)) => scatter_into(o, v, slots),
-            (B::F64(o), D::Float64(v)) => scatter_into(o, v, slots),
-            (B::Codes(o), D::Symbol { codes, .. }) => scatter_into(o, codes, slots),
+            (B::F32(o), D::Float32(v)) => put(o, v, slots, order, s),
+            (B::F64(o), D::Float64(v)) => put(o, v, slots, order, s),
+            (B::Codes(o), D::Symbol { codes, .. }) => put(o, codes, slots, order, s),
             (B::Str(o), D::Varchar(s)) => slots.iter().enumerate().for_each(|(i, &p)| o[p as usize].push(s.get(i))),
             (B::Vector(d, o), D::Vector { dim, values }) if d == dim => {
                 for (row, &p) in values.chunks_exact((*d).max(1) as usize).zip(slots) {
@@ -282,21 +288,22 @@ impl ColumnSplit {
     }
 
     /// Append a chunk without NULLs whose values a loader holds as the column stores them
-    /// (an Arrow array's buffer): split straight from there, no copy between. `false`, and
-    /// nothing appended, when the values are not of the split's type.
-    pub fn push_plain(&mut self, values: ValidRun<'_>, slots: &[u32]) -> bool {
+    /// (an Arrow array's buffer): split straight from there, no copy between (in `order` as
+    /// [`ColumnSplit::push`]). `false`, and nothing appended, when the values are not of the
+    /// split's type.
+    pub fn push_plain(&mut self, values: ValidRun<'_>, slots: &[u32], order: Option<&ChunkOrder>) -> bool {
         debug_assert_eq!(values.len(), slots.len());
         use Buffers as B;
-        let dt = self.dt;
+        let (dt, s) = (self.dt, &mut self.ordered);
         match (&mut self.bufs, values) {
             (B::I32(o), ValidRun::I32(v)) if matches!(dt, DataType::Int32 | DataType::Date) => {
-                scatter_into(o, v, slots)
+                put(o, v, slots, order, s)
             }
             (B::I64(o), ValidRun::I64(v)) if matches!(dt, DataType::Int64 | DataType::Timestamp) => {
-                scatter_into(o, v, slots)
+                put(o, v, slots, order, s)
             }
-            (B::F32(o), ValidRun::F32(v)) => scatter_into(o, v, slots),
-            (B::F64(o), ValidRun::F64(v)) => scatter_into(o, v, slots),
+            (B::F32(o), ValidRun::F32(v)) => put(o, v, slots, order, s),
+            (B::F64(o), ValidRun::F64(v)) => put(o, v, slots, order, s),
             _ => return false,
         }
         // After the values: a bitmap only grows by the rows' count, never reads their lengths.
@@ -381,6 +388,15 @@ impl ColumnSplit {
     }
 }
 
+/// `v` appended to parts `o` in the chunk's group `order` when there is one, else row by
+/// row by `slots`.
+fn put<T: Word + 'static>(o: &mut [Vec<T>], v: &[T], slots: &[u32], order: Option<&ChunkOrder>, s: &mut Scratch) {
+    match order {
+        Some(order) => scatter_ordered(o, v, order, s),
+        None => scatter_into(o, v, slots),
+    }
+}
+
 /// How many of each quarter's entries of `part` are each target's (`[target][quarter]`; the
 /// last quarter takes the up to three rows left over), the quarters counted side by side.
 fn quarter_counts(part: &[u32], ntargets: usize) -> Vec<[usize; 4]> {
@@ -420,6 +436,8 @@ fn count_slots(slots: &[u32], nslots: usize) -> Vec<usize> {
 #[derive(Debug)]
 pub struct KeyGroups {
     place: Placement,
+    /// The rows' chunks ordered by group, when there are few groups.
+    orders: Option<ChunkOrders>,
     /// The key column's dictionary: group `g`'s key is `place.targets[g]` in it (its length
     /// for the NULL group).
     dict: Arc<Dict>,
@@ -435,7 +453,9 @@ impl KeyGroups {
         if let Some(v) = validity {
             codes.iter_mut().enumerate().filter(|(i, _)| !v.get(*i)).for_each(|(_, c)| *c = null);
         }
-        Some(KeyGroups { place: Placement::new(codes, dict.len() + 1), dict })
+        let place = Placement::new(codes, dict.len() + 1);
+        let orders = ChunkOrders::of(&place.part, place.targets.len());
+        Some(KeyGroups { place, orders, dict })
     }
 
     /// Rows grouped.
@@ -451,6 +471,12 @@ impl KeyGroups {
     /// The group of each of rows `rows` (`None` past the last row).
     pub fn slots(&self, rows: Range<usize>) -> Option<&[u32]> {
         self.place.part.get(rows)
+    }
+
+    /// The group order of rows `rows` when they are one whole chunk of a load of few groups
+    /// (for [`ColumnSplit::push`]).
+    pub fn order(&self, rows: Range<usize>) -> Option<&ChunkOrder> {
+        self.orders.as_ref()?.chunk(rows)
     }
 
     /// A split of a column of type `dt` into these groups.
@@ -571,7 +597,7 @@ mod tests {
                     let chunk = c.take(&(at as u32..end as u32).collect::<Vec<_>>());
                     let (data, validity) = chunk.into_parts();
                     let validity = validity.filter(|v| (0..v.len()).any(|i| !v.get(i)));
-                    parts_split.push(&data, validity.as_ref(), &slots[at..end]);
+                    parts_split.push(&data, validity.as_ref(), &slots[at..end], None);
                     at = end;
                 }
                 let chunked = parts_split.finish(c.symbol_dict().cloned());
@@ -579,6 +605,52 @@ mod tests {
                     assert_eq!(a.len(), w.len(), "round {round}, {dt:?}, part {p}");
                     assert!((0..a.len()).all(|i| a.get(i) == w.get(i)), "round {round}, {dt:?}, part {p}");
                 }
+            }
+        }
+    }
+
+    /// A load of few groups splits its whole chunks in their group order: the same parts as
+    /// the whole column split row by row, NULL keys and NULL values in some chunks included.
+    #[test]
+    fn chunks_split_in_group_order_equal_the_whole_split() {
+        use crate::table::chunk_order::ORDER_CHUNK_ROWS;
+        let mut r = crate::rng::XorShift::new(0x3c6e_f372_fe94_f82b);
+        let n = ORDER_CHUNK_ROWS * 3 + 777;
+        let mut key = ColumnBuilder::new(DataType::Symbol, n);
+        for i in 0..n {
+            let v = if i % 1000 == 7 { Value::Null } else { Value::Str(format!("k{}", r.below(50))) };
+            key.push_value(&v).expect("a key");
+        }
+        let groups = KeyGroups::of(key.finish()).expect("SYMBOL keys");
+        for dt in [DataType::Int64, DataType::Float64, DataType::Symbol, DataType::Date, DataType::Int32] {
+            let mut b = ColumnBuilder::new(dt, n);
+            for i in 0..n {
+                let v = match (i / ORDER_CHUNK_ROWS == 1 && r.below(9) == 0, dt) {
+                    (true, _) => Value::Null,
+                    (_, DataType::Int64) => Value::Int64(r.next_u64() as i64),
+                    (_, DataType::Float64) => Value::Float64(i as f64 / 8.0 - 99.0),
+                    (_, DataType::Date | DataType::Int32) if dt == DataType::Date => Value::Date(i as i32),
+                    (_, DataType::Int32) => Value::Int32(-(i as i32)),
+                    _ => Value::Str(format!("v{}", i % 13)),
+                };
+                b.push_value(&v).expect("a value of the column's type");
+            }
+            let c = b.finish();
+            let whole = groups.split(&c);
+            let mut parts_split = groups.splitter(dt);
+            for at in (0..n).step_by(ORDER_CHUNK_ROWS) {
+                let end = (at + ORDER_CHUNK_ROWS).min(n);
+                let order = groups.order(at..end);
+                assert!(order.is_some(), "a whole chunk has its order");
+                let (data, validity) = c.take(&(at as u32..end as u32).collect::<Vec<_>>()).into_parts();
+                let validity = validity.filter(|v| (0..v.len()).any(|i| !v.get(i)));
+                parts_split.push(&data, validity.as_ref(), groups.slots(at..end).expect("rows"), order);
+            }
+            let chunked = parts_split.finish(c.symbol_dict().cloned());
+            assert_eq!(chunked.len(), whole.len());
+            for (p, (a, w)) in chunked.iter().zip(&whole).enumerate() {
+                assert_eq!(a.len(), w.len(), "{dt:?}, part {p}");
+                assert!((0..a.len()).all(|i| a.get(i) == w.get(i)), "{dt:?}, part {p}");
             }
         }
     }
