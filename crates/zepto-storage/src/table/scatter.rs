@@ -75,8 +75,12 @@ pub(super) fn scatter_ordered<T: Word>(out: &mut [Vec<T>], v: &[T], order: &Chun
     assert_eq!(places.len(), v.len(), "an order of the chunk's rows");
     assert_eq!(starts.len(), out.len() + 1, "a run per part");
     let tmp = T::scratch(scratch);
-    tmp.clear();
-    tmp.resize(v.len(), T::W::default());
+    // Every place is written below (they are a permutation of the rows): a scratch of the
+    // right length needs no clearing.
+    if tmp.len() != v.len() {
+        tmp.clear();
+        tmp.resize(v.len(), T::W::default());
+    }
     for (&x, &p) in v.iter().zip(places) {
         tmp[p as usize] = x.to_word();
     }
