@@ -7,7 +7,8 @@
 //! for any divisor): both truncate toward zero, so the quotient and remainder of the
 //! magnitudes are taken unsigned and the signs put back (the quotient's is the operands'
 //! exclusive or, the remainder's the dividend's). `i64::MIN // -1` wraps to `i64::MIN` as
-//! `wrapping_div` does; the caller's overflow rules are its own.
+//! `wrapping_div` does; the evaluator refuses that one quotient (out of range, as DuckDB) before
+//! it is shown.
 
 use strength_reduce::{StrengthReducedU32, StrengthReducedU64};
 
