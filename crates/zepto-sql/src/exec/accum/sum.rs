@@ -233,6 +233,9 @@ impl Accumulator for SumAvg {
 
     fn frames(&mut self, input: &Input, fs: &[u32], fe: &[u32]) -> Result<Column> {
         let x = input.arg()?;
+        // Frames lie within the input (`window/frame.rs`, `window_join.rs` make them so):
+        // the prefix lookups below index by them.
+        debug_assert!(fs.iter().zip(fe).all(|(&s, &e)| s <= e && e as usize <= x.len()), "frames within the rows");
         let pc = prefix_valid(x);
         let count: Vec<u32> = fs.iter().zip(fe).map(|(&s, &e)| pc[e as usize] - pc[s as usize]).collect();
         let valid = Some(Bitmap::from_bools(count.iter().map(|&c| c > 0)));
