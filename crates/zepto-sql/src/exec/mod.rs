@@ -465,6 +465,10 @@ fn aggregate_node(
         }
         AggHow::Partials { fold } => {
             ctx.fused(input);
+            // The planner's promise, checked: a fold has no keys and folds every call.
+            if *fold && !(keys.is_empty() && aggs.iter().all(AggCall::folds)) {
+                return Err(SqlError::Internal("a fold planned for keys or calls that do not fold".into()));
+            }
             let how = if *fold { partials::Merge::Fold } else { partials::Merge::Hash };
             ("ParallelAggregate", partials::aggregate(ctx, input, keys, aggs, how)?)
         }
