@@ -32,8 +32,26 @@ impl<'g> Splitter<'g> {
         Splitter { def, acc, parts: groups.splitter(def.data_type), groups, at: 0 }
     }
 
-    /// The column's next rows.
+    /// The column's next rows, cut where the groups' ordered chunks end (a Parquet batch is
+    /// one already; an Arrow table's batches are any size), so that whole chunks split in
+    /// their group order.
     pub(crate) fn push(&mut self, arr: &dyn Array) -> Result<(), IoError> {
+        let n = arr.len();
+        let first = self.groups.chunk_end(self.at).saturating_sub(self.at);
+        if first >= n {
+            return self.push_piece(arr);
+        }
+        let mut off = 0;
+        while off < n {
+            let len = self.groups.chunk_end(self.at).saturating_sub(self.at).clamp(1, n - off);
+            self.push_piece(arr.slice(off, len).as_ref())?;
+            off += len;
+        }
+        Ok(())
+    }
+
+    /// Rows of the column's next array, split.
+    fn push_piece(&mut self, arr: &dyn Array) -> Result<(), IoError> {
         let n = arr.len();
         let slots = self.groups.slots(self.at..self.at + n).ok_or_else(|| self.uneven(self.at + n))?;
         // Values stored as they arrive are split from the array itself: no copy between.

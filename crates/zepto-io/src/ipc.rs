@@ -255,6 +255,62 @@ mod tests {
         assert!(read_ipc_stream(b"not arrow", &defs).is_err());
     }
 
+    /// Batches of any size, read grouped by key (cut where the groups' ordered chunks end):
+    /// each group holds its rows in order, NULLs and text included.
+    #[test]
+    fn grouped_batches_of_any_size_keep_each_groups_rows_in_order() {
+        use arrow_array::{Float64Array, Int64Array, RecordBatch, StringArray};
+        use arrow_schema::{DataType as A, Field, Schema};
+        use std::sync::Arc;
+        let n = 70_000usize;
+        let key = |i: usize| format!("k{}", (i * 7919) % 31);
+        let px = |i: usize| (!i.is_multiple_of(5)).then(|| i as f64 / 8.0);
+        let fields = Fields::from(vec![
+            Field::new("sym", A::Utf8, false),
+            Field::new("px", A::Float64, true),
+            Field::new("size", A::Int64, false),
+            Field::new("venue", A::Utf8, true),
+        ]);
+        let schema = Arc::new(Schema::new(fields.clone()));
+        let mut batches = Vec::new();
+        let mut at = 0;
+        for len in [5_000usize, 20_000, 1, 33_000, 11_999].into_iter().cycle() {
+            let len = len.min(n - at);
+            let rows = at..at + len;
+            let cols: Vec<arrow_array::ArrayRef> = vec![
+                Arc::new(StringArray::from_iter_values(rows.clone().map(key))),
+                Arc::new(rows.clone().map(px).collect::<Float64Array>()),
+                Arc::new(rows.clone().map(|i| i as i64).collect::<Int64Array>()),
+                Arc::new(
+                    rows.clone().map(|i| i.is_multiple_of(3).then(|| format!("v{}", i % 4))).collect::<StringArray>(),
+                ),
+            ];
+            batches.push(RecordBatch::try_new(schema.clone(), cols).expect("batch"));
+            at += len;
+            if at == n {
+                break;
+            }
+        }
+        let defs = vec![
+            ColumnDef { name: "sym".into(), data_type: DataType::Symbol },
+            ColumnDef { name: "px".into(), data_type: DataType::Float64 },
+            ColumnDef { name: "size".into(), data_type: DataType::Int64 },
+            ColumnDef { name: "venue".into(), data_type: DataType::Varchar },
+        ];
+        let groups = read_batches_grouped(&fields, &batches, &defs, None, 0).expect("reads").expect("a key");
+        assert_eq!(groups.len(), 31);
+        for g in &groups {
+            let want: Vec<usize> = (0..n).filter(|&i| Value::Str(key(i)) == g[0].get(0)).collect();
+            assert_eq!(g[2].len(), want.len());
+            for (r, &i) in want.iter().enumerate() {
+                assert_eq!(g[2].get(r), Value::Int64(i as i64), "size of row {i}");
+                assert_eq!(g[1].get(r), px(i).map_or(Value::Null, Value::Float64), "px of row {i}");
+                let venue = i.is_multiple_of(3).then(|| Value::Str(format!("v{}", i % 4)));
+                assert_eq!(g[3].get(r), venue.unwrap_or(Value::Null), "venue of row {i}");
+            }
+        }
+    }
+
     #[test]
     fn dictionaries_of_any_string_layout_are_symbols() {
         use arrow_schema::DataType as A;

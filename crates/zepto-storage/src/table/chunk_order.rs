@@ -84,6 +84,11 @@ impl ChunkOrders {
         Some(ChunkOrders { chunks: ordered.into_iter().flatten().collect(), rows: groups.len() })
     }
 
+    /// Where the chunk holding row `at` ends.
+    pub(super) fn chunk_end(&self, at: usize) -> usize {
+        ((at / ORDER_CHUNK_ROWS + 1) * ORDER_CHUNK_ROWS).min(self.rows)
+    }
+
     /// The order of rows `rows`, when they are one whole chunk.
     pub(super) fn chunk(&self, rows: Range<usize>) -> Option<&ChunkOrder> {
         if !rows.start.is_multiple_of(ORDER_CHUNK_ROWS) || rows.end != (rows.start + ORDER_CHUNK_ROWS).min(self.rows) {

@@ -479,6 +479,13 @@ impl KeyGroups {
         self.orders.as_ref()?.chunk(rows)
     }
 
+    /// Where the ordered chunk holding row `at` ends (past the last row: the rows' count),
+    /// for a loader to cut its batches there; `usize::MAX` when the rows are not ordered by
+    /// chunk (many groups).
+    pub fn chunk_end(&self, at: usize) -> usize {
+        self.orders.as_ref().map_or(usize::MAX, |o| o.chunk_end(at))
+    }
+
     /// A split of a column of type `dt` into these groups.
     pub fn splitter(&self, dt: DataType) -> ColumnSplit {
         ColumnSplit::new(dt, &self.place.sizes)
