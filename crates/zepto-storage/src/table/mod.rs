@@ -947,13 +947,15 @@ impl Table {
         let valid = |i: usize| key.is_valid(i);
         // Usually every key has its partition by now: one pass that only reads, no loop that
         // may add partitions (and so reads the table's map anew for each row).
-        let known = key.validity().is_none() && all_known(&self.slot_of_code, codes);
-        for (i, &code) in codes.iter().enumerate().filter(|_| !known) {
-            let known = self.slot_of_code.get(code as usize).is_some_and(|&s| s != NO_SLOT);
-            if !known && valid(i) {
-                self.slot_of_key(Some(code));
-            } else if self.null_slot.is_none() && !valid(i) {
-                self.slot_of_key(None);
+        let all_have_slots = key.validity().is_none() && all_known(&self.slot_of_code, codes);
+        if !all_have_slots {
+            for (i, &code) in codes.iter().enumerate() {
+                let has_slot = self.slot_of_code.get(code as usize).is_some_and(|&s| s != NO_SLOT);
+                if !has_slot && valid(i) {
+                    self.slot_of_key(Some(code));
+                } else if self.null_slot.is_none() && !valid(i) {
+                    self.slot_of_key(None);
+                }
             }
         }
         let null = self.null_slot.map_or(NO_SLOT, |s| s as u32);

@@ -4,6 +4,9 @@
 //! As in `run_extremes.rs`, most runs are read in the same number of chunks of four rows
 //! ([`chunks_per_run`]), so the loop over a run's chunks ends where the CPU predicts it will;
 //! the rows a run's last chunks read past its end (the next runs' rows) are masked to zero.
+//! A run of [`LONG_RUN`] rows or more (a whole partition's `sum(size)`), and a run at the
+//! column's end, is read instead in whole chunks without masks and its last rows one by one
+//! (`whole`).
 //! The lanes add in wrapping i64: a wrapped sum is the true one whenever the true one fits,
 //! and the magnitudes seen on the way prove that it does (every |x| at most 2^b over l rows:
 //! the sum is under 2^(b + l)), so no row is checked for overflow. A run longer than [`BLOCK`]
