@@ -37,14 +37,14 @@ impl<'g> Splitter<'g> {
     /// their group order.
     pub(crate) fn push(&mut self, arr: &dyn Array) -> Result<(), IoError> {
         let n = arr.len();
-        let first = self.groups.chunk_end(self.at).saturating_sub(self.at);
-        if first >= n {
-            return self.push_piece(arr);
-        }
         let mut off = 0;
         while off < n {
             let len = self.groups.chunk_end(self.at).saturating_sub(self.at).clamp(1, n - off);
-            self.push_piece(arr.slice(off, len).as_ref())?;
+            if len == n {
+                self.push_piece(arr)?;
+            } else {
+                self.push_piece(arr.slice(off, len).as_ref())?;
+            }
             off += len;
         }
         Ok(())

@@ -461,6 +461,7 @@ macro_rules! int_arith {
     ($op:expr, $a:expr, $b:expr, $n:expr, $t:ty, $validity:expr) => {{
         let mut overflow = false;
         let mut zero = false;
+        let min_by_minus_one = |x: $t, y: $t| (x == <$t>::MIN) & (y == -1);
         let v: Vec<$t> = match $op {
             BinaryOp::Add => zip_map($a, $b, $n, |x: $t, y: $t| {
                 let (r, o) = x.overflowing_add(y);
@@ -480,7 +481,6 @@ macro_rules! int_arith {
             BinaryOp::IntDiv | BinaryOp::Mod => {
                 // The one quotient out of range (MIN // -1), refused as DuckDB does, for `%`
                 // too; only a divisor that can be -1 is looked at.
-                let min_by_minus_one = |x: $t, y: $t| (x == <$t>::MIN) & (y == -1);
                 overflow = !matches!($b, Src::C(c) if c != -1) && zip_map($a, $b, $n, min_by_minus_one).contains(&true);
                 if $op == BinaryOp::IntDiv {
                     divide($a, $b, $n, <$t as ByConst>::div_all, <$t>::wrapping_div, &mut zero)
@@ -497,7 +497,7 @@ macro_rules! int_arith {
                 BinaryOp::Add => zip_map($a, $b, $n, |x: $t, y: $t| x.checked_add(y).is_none()),
                 BinaryOp::Sub => zip_map($a, $b, $n, |x: $t, y: $t| x.checked_sub(y).is_none()),
                 BinaryOp::Mul => zip_map($a, $b, $n, |x: $t, y: $t| x.checked_mul(y).is_none()),
-                _ => zip_map($a, $b, $n, |x: $t, y: $t| (x == <$t>::MIN) & (y == -1)),
+                _ => zip_map($a, $b, $n, min_by_minus_one),
             };
             if check.iter().enumerate().any(|(i, &o)| o && validity.as_ref().is_none_or(|b| b.get(i))) {
                 return Err(SqlError::exec(format!("out of range: overflow in '{}'", $op.sql())));

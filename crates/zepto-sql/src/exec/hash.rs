@@ -3,6 +3,7 @@
 //! first row of each group).
 
 use super::Batch;
+use crate::eval::sql_order::float_key;
 use zepto_storage::{Column, ColumnData};
 
 const SEED: u64 = 0x9E37_79B9_7F4A_7C15;
@@ -35,19 +36,8 @@ pub fn hash_str(s: &str) -> u64 {
     h
 }
 
-#[inline]
-fn f64_bits(v: f64) -> u64 {
-    if v == 0.0 {
-        0
-    } else if v.is_nan() {
-        0x7FF8_0000_0000_0000
-    } else {
-        v.to_bits()
-    }
-}
-
 /// The key values of groups' first rows (`GroupIds::first`), as a group's key. Keys hash and
-/// compare -0.0 and 0.0 alike (`f64_bits`), so a group of zeros is one group whichever zero
+/// compare -0.0 and 0.0 alike (`float_key`), so a group of zeros is one group whichever zero
 /// came first; its key is +0.0 either way, so the answer does not depend on row order.
 pub fn key_take(c: &Column, first: &[u32]) -> Column {
     positive_zeros(c.take(first))
@@ -110,8 +100,8 @@ fn hash_values_into(c: &Column, hashes: &mut [u64]) {
             .iter()
             .zip(hashes.iter_mut())
             .for_each(|(&x, h)| combine(h, (x as u64) ^ ((x >> 64) as u64).rotate_left(29))),
-        ColumnData::Float32(v) => v.iter().zip(hashes.iter_mut()).for_each(|(&x, h)| combine(h, f64_bits(x as f64))),
-        ColumnData::Float64(v) => v.iter().zip(hashes.iter_mut()).for_each(|(&x, h)| combine(h, f64_bits(x))),
+        ColumnData::Float32(v) => v.iter().zip(hashes.iter_mut()).for_each(|(&x, h)| combine(h, float_key(x as f64))),
+        ColumnData::Float64(v) => v.iter().zip(hashes.iter_mut()).for_each(|(&x, h)| combine(h, float_key(x))),
         ColumnData::Varchar(s) => (0..s.len()).zip(hashes.iter_mut()).for_each(|(i, h)| combine(h, hash_str(s.get(i)))),
         // A dictionary larger than the rows (a few groups of a table of many symbols): each
         // row's string is hashed, not every string of the dictionary.
@@ -128,7 +118,7 @@ fn hash_values_into(c: &Column, hashes: &mut [u64]) {
         }
         ColumnData::Vector { dim, values } => {
             for (row, h) in values.chunks_exact((*dim).max(1) as usize).zip(hashes.iter_mut()) {
-                row.iter().for_each(|&x| combine(h, f64_bits(x as f64)));
+                row.iter().for_each(|&x| combine(h, float_key(x as f64)));
             }
         }
         ColumnData::Null(_) => hashes.iter_mut().for_each(|h| *h = mix(h.wrapping_add(NULL_HASH))),
@@ -154,8 +144,8 @@ pub fn eq_at(a: &Column, i: usize, b: &Column, j: usize) -> bool {
             x[i] == y[j]
         }
         (D::Int128(x), D::Int128(y)) => x[i] == y[j],
-        (D::Float32(x), D::Float32(y)) => f64_bits(x[i] as f64) == f64_bits(y[j] as f64),
-        (D::Float64(x), D::Float64(y)) => f64_bits(x[i]) == f64_bits(y[j]),
+        (D::Float32(x), D::Float32(y)) => float_key(x[i] as f64) == float_key(y[j] as f64),
+        (D::Float64(x), D::Float64(y)) => float_key(x[i]) == float_key(y[j]),
         (D::Symbol { codes: x, dict: dx }, D::Symbol { codes: y, dict: dy }) if dx.lineage() == dy.lineage() => {
             x[i] == y[j]
         }
@@ -313,11 +303,11 @@ fn hashed_groups(cols: &[&Column], n: usize) -> GroupIds {
 }
 
 /// One DOUBLE key without NULLs (`GROUP BY price`): grouped as [`int_groups`] groups the
-/// bits the general table compares ([`f64_bits`]: both zeros one key, every NaN one key),
+/// bits the general table compares ([`float_key`]: both zeros one key, every NaN one key),
 /// which compares them in the table itself instead of through the column, with no row hashes
 /// kept.
 fn float_groups(v: &[f64]) -> GroupIds {
-    let bits: Vec<i64> = v.iter().map(|&x| f64_bits(x) as i64).collect();
+    let bits: Vec<i64> = v.iter().map(|&x| float_key(x) as i64).collect();
     int_groups(&bits)
 }
 

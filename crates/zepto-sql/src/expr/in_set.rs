@@ -11,6 +11,7 @@
 //! Text members live in one buffer (`TextSet`): a million-item list is then one allocation
 //! to make and to free, not a million (they were a fifth of binding and dropping such a list).
 
+use crate::eval::sql_order::float_key;
 use hashbrown::HashTable;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::collections::HashSet;
@@ -94,16 +95,6 @@ fn span(bytes: &str, (from, to): (u32, u32)) -> &str {
 impl PartialEq for TextSet {
     fn eq(&self, other: &TextSet) -> bool {
         self.len() == other.len() && self.iter().all(|s| other.contains(s))
-    }
-}
-
-/// The key of a float: `-0.0` as `0.0`, every NaN as the one NaN (they are equal in SQL).
-#[inline]
-pub fn float_key(x: f64) -> u64 {
-    if x.is_nan() {
-        f64::NAN.to_bits()
-    } else {
-        (x + 0.0).to_bits()
     }
 }
 
