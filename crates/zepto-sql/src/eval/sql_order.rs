@@ -83,19 +83,6 @@ pub fn sql_cmp<T: SqlOrd>(a: T, b: T) -> Ordering {
     }
 }
 
-/// The bits that name a float under SQL's `=`: -0.0 as 0.0, every NaN as one NaN. Equal
-/// keys are equal values, so hash tables key floats by them (GROUP BY, joins, IN lists).
-#[inline]
-pub fn float_key(v: f64) -> u64 {
-    if v == 0.0 {
-        0
-    } else if v.is_nan() {
-        0x7FF8_0000_0000_0000
-    } else {
-        v.to_bits()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,7 +3,7 @@
 //! first row of each group).
 
 use super::Batch;
-use crate::eval::sql_order::float_key;
+use crate::expr::in_set::float_key;
 use zepto_storage::{Column, ColumnData};
 
 const SEED: u64 = 0x9E37_79B9_7F4A_7C15;

@@ -11,7 +11,6 @@
 //! Text members live in one buffer (`TextSet`): a million-item list is then one allocation
 //! to make and to free, not a million (they were a fifth of binding and dropping such a list).
 
-use crate::eval::sql_order::float_key;
 use hashbrown::HashTable;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::collections::HashSet;
@@ -95,6 +94,19 @@ fn span(bytes: &str, (from, to): (u32, u32)) -> &str {
 impl PartialEq for TextSet {
     fn eq(&self, other: &TextSet) -> bool {
         self.len() == other.len() && self.iter().all(|s| other.contains(s))
+    }
+}
+
+/// The bits that name a float under SQL's `=`: -0.0 as 0.0, every NaN as one NaN. Equal
+/// keys are equal values, so hash tables key floats by them (GROUP BY, joins, IN lists).
+#[inline]
+pub fn float_key(v: f64) -> u64 {
+    if v == 0.0 {
+        0
+    } else if v.is_nan() {
+        0x7FF8_0000_0000_0000
+    } else {
+        v.to_bits()
     }
 }
 
