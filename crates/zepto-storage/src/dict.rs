@@ -15,8 +15,13 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
-/// Batches of at least this many strings intern through a [`ShortMemo`].
-const MEMO_MIN_STRINGS: usize = 64;
+/// Batches of at least this many strings intern through a [`ShortMemo`] (its 48 KiB of
+/// slots are cleared for each batch)...
+const MEMO_MIN_STRINGS: usize = 256;
+
+/// ...kept while it finds most of its strings, as judged every this many rows (a column of
+/// strings that seldom repeat within a batch is interned faster without).
+const MEMO_JUDGE_ROWS: usize = 4096;
 
 /// A value made from the first `len` strings of a store ([`Dict::derived`]).
 type Derived = (usize, Arc<dyn Any + Send + Sync>);
@@ -65,8 +70,17 @@ impl Store {
             let index = self.index.read().unwrap_or_else(PoisonError::into_inner);
             // Batches of a few strings gain nothing from the memo, and would pay for its table.
             let mut seen = (strings.size_hint().0 >= MEMO_MIN_STRINGS).then(ShortMemo::new);
-            for s in strings {
+            // Memo misses since the last judgement (`MEMO_JUDGE_ROWS`).
+            let mut missed = 0;
+            for (i, s) in strings.enumerate() {
+                if i % MEMO_JUDGE_ROWS == MEMO_JUDGE_ROWS - 1 {
+                    if 2 * missed > MEMO_JUDGE_ROWS {
+                        seen = None;
+                    }
+                    missed = 0;
+                }
                 let known = s.zip(seen.as_ref()).and_then(|(s, m)| m.get(s));
+                missed += usize::from(known.is_none());
                 let code = match (s, known) {
                     (None, _) => 0,
                     // Seen earlier in the batch: its code is already counted in `top`.
@@ -283,6 +297,27 @@ mod tests {
         // A version that another version grew past sees the codes it is handed.
         let mut c = old.clone();
         assert_eq!((c.intern_many([Some("z")].into_iter()), c.len()), (vec![2], 3));
+    }
+
+    /// Batches large enough for the memo, of names that repeat (a few, then more than it
+    /// holds) and of names that do not (the memo is dropped partway), short and long, with
+    /// NULLs: the codes are those interning one by one gives.
+    #[test]
+    fn memo_batches_intern_as_one_by_one_would() {
+        let mut rng = crate::rng::XorShift::new(7);
+        for distinct in [3, 100, 1500, 20_000] {
+            let names: Vec<String> = (0..distinct)
+                .map(|i| if i % 7 == 0 { format!("long-symbol-name-{i}") } else { format!("S{i}") })
+                .collect();
+            let rows: Vec<Option<&str>> =
+                (0..12_000).map(|i| (i % 97 != 5).then(|| names[rng.index(distinct)].as_str())).collect();
+            let mut one = Dict::default();
+            one.intern("S1");
+            let mut many = one.clone();
+            let want: Vec<u32> = rows.iter().map(|r| r.map_or(0, |s| one.intern(s))).collect();
+            assert_eq!(many.intern_many(rows.iter().copied()), want, "{distinct} names");
+            assert_eq!(many.len(), one.len());
+        }
     }
 
     #[test]
