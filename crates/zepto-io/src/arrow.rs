@@ -120,18 +120,20 @@ pub struct Acc {
 impl Acc {
     /// An empty accumulator for column `c`, with room for `capacity` rows.
     pub fn new(c: &ColumnDef, capacity: usize) -> Acc {
+        Acc::with_dict(c, capacity, Dict::default())
+    }
+
+    fn with_dict(c: &ColumnDef, capacity: usize, dict: Dict) -> Acc {
         let data = ColumnData::with_capacity(c.data_type, capacity);
-        Acc { dt: c.data_type, data, validity: None, len: 0, dict: Dict::default(), remap: None }
+        Acc { dt: c.data_type, data, validity: None, len: 0, dict, remap: None }
     }
 
     /// [`Acc::new`], a SYMBOL column's strings coded against `dict` (a version of the target
     /// table's dictionary) when given instead of a dictionary of its own.
     pub fn new_in(c: &ColumnDef, capacity: usize, dict: Option<&Dict>) -> Acc {
-        let mut acc = Acc::new(c, capacity);
-        if let Some(d) = dict {
-            acc.dict = d.clone();
-        }
-        acc
+        // A dictionary of its own is a store of its own (an index and locks): an Arrow append
+        // of four columns made and dropped four per batch.
+        Acc::with_dict(c, capacity, dict.cloned().unwrap_or_default())
     }
 
     /// Room for `rows` more rows, if the allocator grants it at once (a read that has decoded
