@@ -20,7 +20,9 @@ mod defer;
 mod history_reader;
 mod merge;
 mod pack;
+mod picked;
 pub use pack::{PACK_ROWS, PACK_TARGET_ROWS};
+use picked::{gather, Picked};
 mod parts;
 pub use parts::Run;
 mod scatter;
@@ -1370,6 +1372,8 @@ fn merge_picked_rows(p: &mut Partition, batch: &[Column], rows: &[u32], t: usize
 /// Rows `rows` of each column of `batch` appended to the partition column beside it in `dst`,
 /// SYMBOL columns then coding against `dict`.
 fn append_columns_rows(dst: &mut [&mut Column], batch: &[Column], rows: &[u32], dict: &Arc<Dict>) {
+    // Checked once for every column: a batch's columns are all of its length.
+    let rows = Picked::new(rows, batch.first().map_or(0, Column::len));
     for (dst, src) in dst.iter_mut().zip(batch) {
         append_column_rows(dst, src, rows);
         if let ColumnData::Symbol { dict: d, .. } = dst.data_mut() {
@@ -1417,24 +1421,24 @@ fn order_spans_by_time(rows: &mut [u32], spans: &[std::ops::Range<usize>], ts: &
     }
 }
 
-/// [`append_column`] of rows `rows` of `src`, in that order.
-fn append_column_rows(dst: &mut Column, src: &Column, rows: &[u32]) {
-    fn pick<T: Copy>(a: &mut Vec<T>, b: &[T], rows: &[u32]) {
-        a.extend(rows.iter().map(|&i| b[i as usize]));
-    }
+/// [`append_column`] of rows `picked` of `src`, in that order.
+fn append_column_rows(dst: &mut Column, src: &Column, picked: Picked<'_>) {
+    let rows = picked.rows();
     let had_nulls = dst.validity().is_some() || src.validity().is_some();
     let old_len = dst.len();
     match (dst.data_mut(), src.data()) {
-        (ColumnData::Bool(a), ColumnData::Bool(b)) => pick(a, b, rows),
-        (ColumnData::Int32(a), ColumnData::Int32(b)) | (ColumnData::Date(a), ColumnData::Date(b)) => pick(a, b, rows),
+        (ColumnData::Bool(a), ColumnData::Bool(b)) => gather(a, b, picked),
+        (ColumnData::Int32(a), ColumnData::Int32(b)) | (ColumnData::Date(a), ColumnData::Date(b)) => {
+            gather(a, b, picked)
+        }
         (ColumnData::Int64(a), ColumnData::Int64(b))
         | (ColumnData::Timestamp(a), ColumnData::Timestamp(b))
-        | (ColumnData::Interval(a), ColumnData::Interval(b)) => pick(a, b, rows),
-        (ColumnData::Int128(a), ColumnData::Int128(b)) => pick(a, b, rows),
-        (ColumnData::Float32(a), ColumnData::Float32(b)) => pick(a, b, rows),
-        (ColumnData::Float64(a), ColumnData::Float64(b)) => pick(a, b, rows),
+        | (ColumnData::Interval(a), ColumnData::Interval(b)) => gather(a, b, picked),
+        (ColumnData::Int128(a), ColumnData::Int128(b)) => gather(a, b, picked),
+        (ColumnData::Float32(a), ColumnData::Float32(b)) => gather(a, b, picked),
+        (ColumnData::Float64(a), ColumnData::Float64(b)) => gather(a, b, picked),
         (ColumnData::Varchar(a), ColumnData::Varchar(b)) => rows.iter().for_each(|&i| a.push(b.get(i as usize))),
-        (ColumnData::Symbol { codes: a, .. }, ColumnData::Symbol { codes: b, .. }) => pick(a, b, rows),
+        (ColumnData::Symbol { codes: a, .. }, ColumnData::Symbol { codes: b, .. }) => gather(a, b, picked),
         (ColumnData::Vector { dim: da, values: a }, ColumnData::Vector { dim: db, values: b }) if da == db => {
             let d = *da as usize;
             rows.iter().for_each(|&i| a.extend_from_slice(&b[i as usize * d..(i as usize + 1) * d]));
