@@ -5,9 +5,9 @@
 //! row by row checks every row number against the column's length, and that check kept the
 //! copy from being vectorized: 10k-row appends over 100 symbols took 7.7-7.9 ms of every
 //! million rows in `Table::append`, 7.4-7.6 checked once a span (in process, alternated). A
-//! [`Picked`] is
-//! checked when it is made, by its largest row, once for all of a batch's columns (every
-//! column of a batch has its length), and [`gather`] then reads without a check.
+//! [`Picked`] is checked when it is made, by its largest row, once for all of a batch's
+//! columns (every column of a batch has its length), and [`gather`] then reads without a
+//! check.
 
 /// Row numbers, every one below `below` (checked by [`Picked::new`]).
 #[derive(Clone, Copy, Debug)]
