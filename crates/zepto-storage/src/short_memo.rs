@@ -13,7 +13,7 @@
 //! the rows went to the index (its hash and `memcmp`: a fifth of the convert of a 10k-row
 //! Python append). A name now takes the first free slot from its home on (linear probing),
 //! until half the slots are taken; later names are left to the index. A lookup ends at a free
-//! slot within a few steps. The table is a value (on the caller's stack), not an allocation.
+//! slot within a few steps.
 //! A memo pays only where names repeat within the batch: the caller drops it when most of its
 //! lookups miss.
 
@@ -33,7 +33,7 @@ struct Name {
 /// Codes of the short strings of one batch already looked up (see the module docs).
 pub(crate) struct ShortMemo {
     /// Under half of them taken.
-    slots: [Slot; SLOTS],
+    slots: Box<[Slot; SLOTS]>,
     taken: usize,
 }
 
@@ -60,7 +60,11 @@ impl Slot {
 
 impl ShortMemo {
     pub(crate) fn new() -> ShortMemo {
-        ShortMemo { slots: [FREE_SLOT; SLOTS], taken: 0 }
+        // Made on the heap directly: 48 KiB is too much for the stack of every thread that
+        // may intern (a musl thread has 128 KiB).
+        let slots =
+            vec![FREE_SLOT; SLOTS].into_boxed_slice().try_into().unwrap_or_else(|_| unreachable!("SLOTS slots"));
+        ShortMemo { slots, taken: 0 }
     }
 
     /// The code remembered for `s`, if any.
