@@ -23,6 +23,54 @@ const MEMO_MIN_STRINGS: usize = 256;
 /// strings that seldom repeat within a batch is interned faster without).
 const MEMO_JUDGE_ROWS: usize = 4096;
 
+/// A memo value's top bit: the rest is the string's number among the batch's new strings
+/// ([`NewStrings`]), not a code.
+const NEW_STRING: u32 = 1 << 31;
+
+/// A batch's strings the index lacks (`Store::intern_many`), numbered in order of first
+/// appearance. A row holding one is given `NEW_STRING | number` until they are added.
+#[derive(Default)]
+struct NewStrings<'a> {
+    number: HashMap<&'a str, u32, foldhash::fast::FixedState>,
+    order: Vec<&'a str>,
+}
+
+impl<'a> NewStrings<'a> {
+    /// `s`, a string the index lacks, as a row holds it until it is added: `NEW_STRING` and
+    /// its number among the new strings.
+    fn add(&mut self, s: &'a str) -> u32 {
+        let order = &mut self.order;
+        *self.number.entry(s).or_insert_with(|| {
+            order.push(s);
+            let k = u32::try_from(order.len() - 1).ok().filter(|&k| k < NEW_STRING);
+            NEW_STRING | k.expect("fewer than 2^31 new strings in one batch")
+        })
+    }
+}
+
+/// The code of `s` the memo did not have: from the index (raising `top` to it), or, for a
+/// string the index lacks, what [`NewStrings::add`] gives; remembered in `memo`, if any.
+fn look_up<'a>(
+    index: &HashMap<Box<str>, u32, foldhash::quality::RandomState>,
+    s: &'a str,
+    new: &mut NewStrings<'a>,
+    memo: Option<&mut ShortMemo>,
+    top: &mut Option<u32>,
+) -> u32 {
+    let v = match index.get(s) {
+        Some(&c) => {
+            assert!(c < NEW_STRING, "a dictionary of 2^31 strings");
+            *top = (*top).max(Some(c));
+            c
+        }
+        None => new.add(s),
+    };
+    if let Some(m) = memo {
+        m.put(s, v);
+    }
+    v
+}
+
 /// A value made from the first `len` strings of a store ([`Dict::derived`]).
 type Derived = (usize, Arc<dyn Any + Send + Sync>);
 
@@ -61,10 +109,7 @@ impl Store {
     /// Also the highest code among the strings (`None` when all are `None`).
     fn intern_many<'a>(&self, strings: impl Iterator<Item = Option<&'a str>>) -> (Vec<u32>, Option<u32>) {
         let mut out = Vec::with_capacity(strings.size_hint().0);
-        // Strings the index lacks, in order of first appearance, and the rows that hold each.
-        let mut new: HashMap<&str, usize, foldhash::fast::FixedState> = HashMap::default();
-        let mut new_order = Vec::new();
-        let mut new_rows: Vec<(usize, usize)> = Vec::new();
+        let mut new = NewStrings::default();
         let mut top = None;
         {
             let index = self.index.read().unwrap_or_else(PoisonError::into_inner);
@@ -79,39 +124,28 @@ impl Store {
                     }
                     missed = 0;
                 }
-                let known = s.zip(seen.as_ref()).and_then(|(s, m)| m.get(s));
-                missed += usize::from(known.is_none());
-                let code = match (s, known) {
-                    (None, _) => 0,
-                    // Seen earlier in the batch: its code is already counted in `top`.
-                    (Some(_), Some(c)) => c,
-                    (Some(s), None) => match index.get(s) {
-                        Some(&c) => {
-                            if let Some(m) = seen.as_mut() {
-                                m.put(s, c);
-                            }
-                            top = top.max(Some(c));
-                            c
-                        }
-                        None => {
-                            let k = *new.entry(s).or_insert_with(|| {
-                                new_order.push(s);
-                                new_order.len() - 1
-                            });
-                            new_rows.push((out.len(), k));
-                            0
-                        }
-                    },
+                let Some(s) = s else {
+                    out.push(0);
+                    continue;
                 };
-                out.push(code);
+                // Seen earlier in the batch: a code already counted in `top`, or a new string.
+                let v = match seen.as_ref().and_then(|m| m.get(s)) {
+                    Some(v) => v,
+                    None => {
+                        missed += 1;
+                        look_up(&index, s, &mut new, seen.as_mut(), &mut top)
+                    }
+                };
+                out.push(v);
             }
         }
-        let codes = if new_order.is_empty() { Vec::new() } else { self.add_all(&new_order) };
+        if new.order.is_empty() {
+            return (out, top);
+        }
+        let codes = self.add_all(&new.order);
         top = top.max(codes.iter().copied().max());
-        for (row, k) in new_rows {
-            if let (Some(slot), Some(&c)) = (out.get_mut(row), codes.get(k)) {
-                *slot = c;
-            }
+        for v in out.iter_mut().filter(|v| **v & NEW_STRING != 0) {
+            *v = codes.get((*v & !NEW_STRING) as usize).copied().unwrap_or(0);
         }
         (out, top)
     }
