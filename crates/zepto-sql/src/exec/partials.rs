@@ -46,9 +46,11 @@ use crate::plan::{AggCall, BExpr, Plan, ScanRange};
 use zepto_storage::{Column, ColumnData, HistoryChunk, Table};
 
 /// The aggregate over a (filtered) scan that reaches the history, from partials, as the
-/// physical planner chose. A failure of the partial path (a
-/// BIGINT partial sum that overflows while the total would not, say) is retried over the
-/// assembled rows, which either succeeds or fails the way any other path would.
+/// physical planner chose. A value error of the partial path (a BIGINT partial sum that
+/// overflows while the total would not, say) is retried over the assembled rows, which either
+/// succeeds or fails the way any other path would. Any other error is the query's: a
+/// deadline, a cancel or a memory limit would only be met again, later, and an internal
+/// error would be hidden.
 pub(super) fn aggregate(
     ctx: &ExecContext,
     input: &Plan,
@@ -57,7 +59,10 @@ pub(super) fn aggregate(
     how: Merge,
 ) -> Result<Batch> {
     let s = scan_shape(input).ok_or_else(|| SqlError::Internal("history GROUP BY over a non-scan".into()))?;
-    run(ctx, s, keys, aggs, how).or_else(|_| {
+    run(ctx, s, keys, aggs, how).or_else(|e| {
+        if !matches!(e, SqlError::Execution(_)) {
+            return Err(e);
+        }
         let assembled = super::history::resolve(ctx, input)?;
         super::aggregate::aggregate(ctx, &super::run(ctx, &assembled)?, keys, aggs)
     })
