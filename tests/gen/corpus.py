@@ -1151,6 +1151,25 @@ def s18_sample_latest(f):
         duck="SELECT venue, count(*) FROM (SELECT * FROM trades " + last % "sym" + ") GROUP BY venue")
     f.q("SELECT ts, sym FROM trades WHERE sym = 'NONE' LATEST ON ts PARTITION BY sym",
         duck="SELECT ts, sym FROM trades WHERE sym = 'NONE'")
+    f.comment("The newest (or oldest) time buckets of a GROUP BY with a LIMIT run from that end of the\n"
+              "table, widening the window until the limit is met. NULL times make a NULL bucket, which\n"
+              "leads only under NULLS FIRST; a filter dropping the newest rows makes the window widen;\n"
+              "the empty minutes between rows make it widen too.")
+    f.ok("CREATE TABLE bt (ts TIMESTAMP, sym SYMBOL, v BIGINT)")
+    f.ok("INSERT INTO bt VALUES ('2024-01-01 00:00:05', 'a', 1), ('2024-01-01 00:00:59', 'b', 2), "
+         "('2024-01-01 00:03:00', 'a', 3), ('2024-01-01 00:03:30', 'b', 4), ('2024-01-01 00:10:00', 'a', 5), "
+         "(NULL, 'a', 6), (NULL, 'b', 7), ('2024-01-01 00:10:00.5', 'b', 8), ('2024-01-01 00:11:00', 'c', 9)")
+    m = "time_bucket(INTERVAL '1 minute', ts)"
+    # DuckDB's time_bucket and date_trunc give microseconds: back to nanoseconds for the answer.
+    dm = "make_timestamp_ns(epoch_ns(time_bucket(INTERVAL '1 minute', ts::TIMESTAMP)))"
+    for sql in ["SELECT %s AS m, sum(v) AS s, count(*) AS n FROM bt GROUP BY m ORDER BY m DESC LIMIT 3",
+                "SELECT %s AS m, sum(v) AS s, count(*) AS n FROM bt GROUP BY m ORDER BY m DESC NULLS FIRST LIMIT 2",
+                "SELECT %s AS m, sum(v) AS s FROM bt WHERE v < 5 GROUP BY m ORDER BY m DESC LIMIT 2",
+                "SELECT %s AS m, sum(v) AS s FROM bt GROUP BY m ORDER BY m LIMIT 2",
+                "SELECT %s AS m, sum(v) AS s FROM bt GROUP BY m ORDER BY m NULLS FIRST LIMIT 2"]:
+        f.q(sql % m, "nosort", duck=sql % dm)
+    h = "SELECT %s AS h, count(*) AS n FROM bt WHERE ts >= '2024-01-01' GROUP BY h ORDER BY h DESC LIMIT 5"
+    f.q(h % "date_trunc('hour', ts)", "nosort", duck=h % "make_timestamp_ns(epoch_ns(date_trunc('hour', ts)))")
 
 
 # --------------------------------------------------------------------------------------
