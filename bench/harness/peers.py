@@ -23,8 +23,9 @@ runs the same logical queries:
 Engine "polars-by-sym" is Polars with its load followed by
 `partition_by("sym")` (the frames per symbol kept beside the tables): the
 same work as a load into ZeptoDB's symbol-partitioned tables, for a like-for-
-like load time (`--engines polars,polars-by-sym,zeptodb --queries Q1`). Its
-queries are Polars' own, over the unpartitioned frames.
+like load time (`--engines polars,polars-by-sym,zeptodb --queries Q1`); its
+Q8a likewise ends with the appended frame split by symbol. Its queries are
+Polars' own, over the unpartitioned frames.
 
 Timing: each query runs once as warm-up, then up to --iters times (fewer if a
 query is slow, see --budget; a query whose warm-up alone took longer than the
@@ -539,6 +540,10 @@ class PolarsBySymEngine(PolarsEngine):
         super().load(data_dir)
         self.by_sym = {t: getattr(self, t).partition_by("sym", as_dict=True)
                        for t in ("trades", "quotes")}
+
+    def ingest_batches(self, batches):
+        super().ingest_batches(batches)
+        self.ingest_by_sym = self.ingest.partition_by("sym", as_dict=True)
 
 
 ENGINE_CLASSES = {c.name: c for c in
