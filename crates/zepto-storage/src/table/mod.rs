@@ -1328,24 +1328,24 @@ fn append_picked_run(
 ) {
     let (follow, rest): (Vec<_>, Vec<_>) =
         run.into_iter().partition(|(span, p)| follows(p, batch, &rows[span.clone()], ts_col));
-    for (t, (span, p)) in rest.into_iter().filter_map(|w| Some((ts_col?, w))) {
-        merge_picked_rows(Arc::make_mut(p), batch, &rows[span], t, dict);
+    // Only a table with a designated timestamp has rows that do not follow.
+    if let Some(t) = ts_col {
+        for (span, p) in rest {
+            merge_picked_rows(Arc::make_mut(p), batch, &rows[span], t, dict);
+        }
     }
-    let mut parts: Vec<(Range<usize>, &mut Partition)> =
-        follow.into_iter().map(|(span, p)| (span, Arc::make_mut(p))).collect();
-    let spans: Vec<Range<usize>> = parts.iter().map(|(span, _)| span.clone()).collect();
+    let (spans, mut parts): (Vec<Range<usize>>, Vec<&mut Partition>) =
+        follow.into_iter().map(|(span, p)| (span, Arc::make_mut(p))).unzip();
     let mut cols: Vec<&mut Column> = parts
         .iter_mut()
-        .flat_map(|(span, p)| {
-            let k = span.len();
-            p.own_mut().iter_mut().map(move |c| column_mut(c, k))
-        })
+        .zip(&spans)
+        .flat_map(|(p, span)| p.own_mut().iter_mut().map(|c| column_mut(c, span.len())))
         .collect();
     for (dst, span) in cols.chunks_mut(batch.len().max(1)).zip(spans) {
         append_columns_rows(dst, batch, &rows[span], dict);
     }
     drop(cols);
-    parts.iter_mut().for_each(|(_, p)| p.recount());
+    parts.iter_mut().for_each(|p| p.recount());
 }
 
 /// Whether rows `rows` of `batch` (in time order, NULLs first) follow `p`'s last row in
