@@ -21,8 +21,11 @@ import zeptodb
 
 ROWS = 70_000
 # An insert of at least 64Ki rows is grouped as it is converted (`GROUPED_MIN_ROWS` in
-# python/src/database.rs); a smaller one is converted whole and split by the table.
+# python/src/database.rs); a smaller one is converted whole and split by the table. Into a
+# table that holds rows, from 192Ki rows (`GROUPED_MIN_ROWS_FILLED`): a smaller one is spread
+# onto the partitions a chunk at a time.
 GROUPED_INSERT = 100_000
+GROUPED_INTO_FILLED = 250_000
 COLUMNS = "ts, sym, px, size, note, venue, missing"
 DDL = (
     "CREATE TABLE t (ts TIMESTAMP, sym SYMBOL, px DOUBLE, size BIGINT, note VARCHAR, "
@@ -126,10 +129,12 @@ def test_copy_from_parquet_into_a_deduplicating_table(tmp_path):
     assert db.sql("SELECT count(*) AS n FROM t").fetchall()[0][0] == want
 
 
-@pytest.mark.parametrize("sizes", [(GROUPED_INSERT, ROWS), (ROWS, GROUPED_INSERT)])
+@pytest.mark.parametrize("sizes", [(GROUPED_INSERT, ROWS), (ROWS, GROUPED_INSERT), (ROWS, GROUPED_INTO_FILLED)])
 def test_insert_of_arrow_tables_holds_their_rows(sizes):
-    # One insert grouped, one converted whole, its rows landing behind the first's; the key
-    # dictionary-encoded in the first and plain in the second, so each path sees both.
+    # The first insert grouped (into an empty table), the second converted whole (70k or 100k
+    # rows into a table holding rows) or grouped (250k), its rows earlier in time than the
+    # first's (merged in); the key dictionary-encoded in the first and plain in the second, so
+    # each path sees both.
     first, second = data(7, sizes[0], 10**12), data(8, sizes[1], 0)
     db = zeptodb.connect()
     db.execute(DDL)

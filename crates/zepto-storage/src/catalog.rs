@@ -67,6 +67,8 @@ pub struct Layout {
     /// The version of its symbol dictionary it had: a batch coded against it (or a later
     /// version of the same lineage) is appended without re-encoding its SYMBOL columns.
     pub dict: Dict,
+    /// The rows it held then (a hint for how to write a batch: writers may have added since).
+    pub rows: usize,
 }
 
 fn new_slot(t: Table) -> Slot {
@@ -981,7 +983,13 @@ fn retention_before(t: &Table, now: i64) -> Option<i64> {
 /// still read: a later change cannot come in between, so the kept layout never goes back to an
 /// older one.
 fn keep_layout(slot: &SlotCell, t: &Arc<Table>) -> Layout {
-    let l = Layout { schema: t.schema().clone(), key_col: t.key_col(), ts_col: t.ts_col(), dict: (**t.dict()).clone() };
+    let l = Layout {
+        schema: t.schema().clone(),
+        key_col: t.key_col(),
+        ts_col: t.ts_col(),
+        dict: (**t.dict()).clone(),
+        rows: t.row_count(),
+    };
     *slot.layout.lock().unwrap_or_else(|e| e.into_inner()) = Some(l.clone());
     l
 }
