@@ -1891,7 +1891,11 @@ mod tests {
                     ts += 1;
                     // Every other round has late rows: merged in, chunk by chunk.
                     let late = round % 2 == 0 && r.below(50) == 0;
-                    (ts - if late { 30_000 } else { 0 }, syms[r.below(syms.len() as u64) as usize], r.below(1000) as f64)
+                    (
+                        ts - if late { 30_000 } else { 0 },
+                        syms[r.below(syms.len() as u64) as usize],
+                        r.below(1000) as f64,
+                    )
                 })
                 .collect();
             large.append(batch(&rows)).expect("append");
