@@ -1903,21 +1903,7 @@ mod tests {
                 small.append(batch(c)).expect("append");
             });
         }
-        assert_eq!(large.row_count(), small.row_count());
-        let key_of = |t: &Table, p: &Partition| p.key.map(|k| t.dict().get(k).to_string());
-        let mut got: Vec<_> = large.partitions().iter().map(|p| (key_of(&large, p), p.clone())).collect();
-        let mut want: Vec<_> = small.partitions().iter().map(|p| (key_of(&small, p), p.clone())).collect();
-        got.sort_by(|a, b| a.0.cmp(&b.0));
-        want.sort_by(|a, b| a.0.cmp(&b.0));
-        assert_eq!(got.len(), want.len());
-        for ((gk, g), (wk, w)) in got.iter().zip(&want) {
-            assert_eq!(gk, wk);
-            assert_eq!(g.len(), w.len(), "partition {gk:?}");
-            for c in [0, 2] {
-                let same = (0..g.len()).all(|i| g.columns()[c].get(i) == w.columns()[c].get(i));
-                assert!(same, "partition {gk:?}, column {c}");
-            }
-        }
+        assert_same_partitions(&large, &small);
     }
 
     #[test]
@@ -1943,12 +1929,20 @@ mod tests {
                 single.append(batch(std::slice::from_ref(row))).expect("append");
             }
         }
-        assert_eq!(spread.row_count(), single.row_count());
-        let key_of = |t: &Table, p: &Partition| p.key.map(|k| t.dict().get(k).to_string());
-        let mut got: Vec<_> = spread.partitions().iter().map(|p| (key_of(&spread, p), p.clone())).collect();
-        let mut want: Vec<_> = single.partitions().iter().map(|p| (key_of(&single, p), p.clone())).collect();
-        got.sort_by(|a, b| a.0.cmp(&b.0));
-        want.sort_by(|a, b| a.0.cmp(&b.0));
+        assert_same_partitions(&spread, &single);
+    }
+
+    /// `got` and `want` hold the same rows (times and prices) in each key's partition, in the
+    /// same order.
+    fn assert_same_partitions(got: &Table, want: &Table) {
+        assert_eq!(got.row_count(), want.row_count());
+        let by_key = |t: &Table| {
+            let mut parts: Vec<_> =
+                t.partitions().iter().map(|p| (p.key.map(|k| t.dict().get(k).to_string()), p.clone())).collect();
+            parts.sort_by(|a, b| a.0.cmp(&b.0));
+            parts
+        };
+        let (got, want) = (by_key(got), by_key(want));
         assert_eq!(got.len(), want.len());
         for ((gk, g), (wk, w)) in got.iter().zip(&want) {
             assert_eq!(gk, wk);
