@@ -18,7 +18,7 @@ use arrow_array::{
     Array, ArrayRef, ArrowPrimitiveType, BooleanArray, DictionaryArray, Int32Array, LargeStringArray, NullArray,
     PrimitiveArray,
 };
-use arrow_buffer::{ArrowNativeType, BooleanBuffer, Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
+use arrow_buffer::{BooleanBuffer, Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
 use arrow_schema::{DataType as ArrowType, Field, TimeUnit};
 use std::sync::Arc;
 use zepto_storage::{Bitmap, Column, ColumnData, ColumnDef, DataType, Dict, StrVec, ValidRun};
@@ -470,28 +470,74 @@ fn for_each_str<'a>(arr: &'a dyn Array, mut f: impl FnMut(usize, &'a str)) -> bo
     true
 }
 
-/// Dictionary keys as `usize` (a negative key becomes `usize::MAX`, i.e. out of range).
-fn dict_keys(arr: &dyn Array) -> Option<Vec<usize>> {
-    fn k<K: ArrowDictionaryKeyType>(arr: &dyn Array) -> Vec<usize> {
-        arr.as_dictionary::<K>().keys().values().iter().map(|x| x.as_usize()).collect()
-    }
-    fn signed<K: ArrowDictionaryKeyType>(arr: &dyn Array) -> Vec<usize>
-    where
-        K::Native: Into<i64>,
-    {
-        let keys = arr.as_dictionary::<K>().keys().values();
-        keys.iter().map(|&x| usize::try_from(x.into()).unwrap_or(usize::MAX)).collect()
+/// A dictionary array's keys, typed as they come.
+enum Keys<'a> {
+    I8(&'a [i8]),
+    I16(&'a [i16]),
+    I32(&'a [i32]),
+    I64(&'a [i64]),
+    U8(&'a [u8]),
+    U16(&'a [u16]),
+    U32(&'a [u32]),
+    U64(&'a [u64]),
+}
+
+/// `$body` with `$it` bound to an iterator of the keys as `usize`s (a negative key becomes a
+/// huge one, i.e. out of range), compiled once per key type.
+macro_rules! with_keys {
+    ($keys:expr, |$it:ident| $body:expr) => {
+        match $keys {
+            Keys::I8(k) => {
+                let $it = k.iter().map(|&x| x as usize);
+                $body
+            }
+            Keys::I16(k) => {
+                let $it = k.iter().map(|&x| x as usize);
+                $body
+            }
+            Keys::I32(k) => {
+                let $it = k.iter().map(|&x| x as usize);
+                $body
+            }
+            Keys::I64(k) => {
+                let $it = k.iter().map(|&x| x as usize);
+                $body
+            }
+            Keys::U8(k) => {
+                let $it = k.iter().map(|&x| x as usize);
+                $body
+            }
+            Keys::U16(k) => {
+                let $it = k.iter().map(|&x| x as usize);
+                $body
+            }
+            Keys::U32(k) => {
+                let $it = k.iter().map(|&x| x as usize);
+                $body
+            }
+            Keys::U64(k) => {
+                let $it = k.iter().map(|&x| usize::try_from(x).unwrap_or(usize::MAX));
+                $body
+            }
+        }
+    };
+}
+
+/// The keys of a dictionary array (`None` for any other array).
+fn dict_keys(arr: &dyn Array) -> Option<Keys<'_>> {
+    fn k<K: ArrowDictionaryKeyType>(arr: &dyn Array) -> &[K::Native] {
+        arr.as_dictionary::<K>().keys().values()
     }
     Some(match arr.data_type() {
         ArrowType::Dictionary(key, _) => match key.as_ref() {
-            ArrowType::Int8 => signed::<Int8Type>(arr),
-            ArrowType::Int16 => signed::<Int16Type>(arr),
-            ArrowType::Int32 => signed::<Int32Type>(arr),
-            ArrowType::Int64 => signed::<Int64Type>(arr),
-            ArrowType::UInt8 => k::<UInt8Type>(arr),
-            ArrowType::UInt16 => k::<UInt16Type>(arr),
-            ArrowType::UInt32 => k::<UInt32Type>(arr),
-            ArrowType::UInt64 => k::<UInt64Type>(arr),
+            ArrowType::Int8 => Keys::I8(k::<Int8Type>(arr)),
+            ArrowType::Int16 => Keys::I16(k::<Int16Type>(arr)),
+            ArrowType::Int32 => Keys::I32(k::<Int32Type>(arr)),
+            ArrowType::Int64 => Keys::I64(k::<Int64Type>(arr)),
+            ArrowType::UInt8 => Keys::U8(k::<UInt8Type>(arr)),
+            ArrowType::UInt16 => Keys::U16(k::<UInt16Type>(arr)),
+            ArrowType::UInt32 => Keys::U32(k::<UInt32Type>(arr)),
+            ArrowType::UInt64 => Keys::U64(k::<UInt64Type>(arr)),
             _ => return None,
         },
         _ => return None,
@@ -517,9 +563,11 @@ fn varchar(arr: &dyn Array, s: &mut StrVec, nulls: Option<&NullBuffer>) -> Resul
         }
         let strs = value_strs(arr.as_any_dictionary().values().as_ref());
         let keys = dict_keys(arr).ok_or(AppendError::Type)?;
-        for (i, k) in keys.into_iter().enumerate() {
-            s.push(if valid(i) { strs.get(k).copied().unwrap_or("") } else { "" });
-        }
+        with_keys!(keys, |it| {
+            for (i, k) in it.enumerate() {
+                s.push(if valid(i) { strs.get(k).copied().unwrap_or("") } else { "" });
+            }
+        });
         return Ok(());
     }
     if for_each_str(arr, |i, x| s.push(if valid(i) { x } else { "" })) {
@@ -539,7 +587,6 @@ fn symbol(
     dict: &mut Dict,
     remap: &mut Option<(ArrayRef, Vec<u32>)>,
 ) -> Result<(), AppendError> {
-    let valid = |i: usize| nulls.is_none_or(|b| b.is_valid(i));
     if let ArrowType::Dictionary(_, vt) = arr.data_type() {
         if !is_string(vt) {
             return Err(AppendError::Type);
@@ -554,19 +601,25 @@ fn symbol(
             *remap = Some((values.clone(), vec![UNSET_CODE; values.len()]));
         }
         let map = remap.as_mut().map(|(_, m)| m).ok_or(AppendError::Type)?;
-        // The dictionary's strings, read once the batch needs a value not interned yet.
-        let mut strs: Option<Vec<&str>> = None;
-        codes.reserve(keys.len());
-        for (i, &k) in keys.iter().enumerate() {
-            // NULL rows (and keys out of range) read as code 0; NULL slots are zeroed anyway.
-            codes.push(match map.get_mut(k).filter(|_| valid(i)) {
-                Some(c) if *c == UNSET_CODE => {
-                    let s = strs.get_or_insert_with(|| value_strs(values.as_ref()));
-                    *c = dict.intern(s.get(k).copied().unwrap_or(""));
-                    *c
+        // Each row's code gathered from the map (unset where no row used its value yet, 0 for
+        // a key out of range), NULL rows zeroed, then the unset ones interned in row order.
+        let start = codes.len();
+        with_keys!(keys, |it| codes.extend(it.map(|k| map.get(k).copied().unwrap_or(0))));
+        let new = codes.get_mut(start..).unwrap_or_default();
+        if let Some(n) = nulls {
+            n.iter().zip(new.iter_mut()).filter(|(valid, _)| !valid).for_each(|(_, c)| *c = 0);
+        }
+        if new.contains(&UNSET_CODE) {
+            // The dictionary's strings, read once.
+            let strs = value_strs(values.as_ref());
+            with_keys!(keys, |it| {
+                for (c, k) in new.iter_mut().zip(it).filter(|(c, _)| **c == UNSET_CODE) {
+                    let m = map.get_mut(k).ok_or(AppendError::Type)?;
+                    if *m == UNSET_CODE {
+                        *m = dict.intern(strs.get(k).copied().unwrap_or(""));
+                    }
+                    *c = *m;
                 }
-                Some(c) => *c,
-                None => 0,
             });
         }
         return Ok(());
@@ -633,4 +686,76 @@ pub fn to_arrow(c: &Column, rows: usize) -> Result<ArrayRef, String> {
         ColumnData::Vector { dim, values } => crate::arrow_vector::to_arrow(*dim, values, nulls)?,
         ColumnData::Null(_) => Arc::new(NullArray::new(rows)),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_array::types::{Int16Type, Int8Type, UInt32Type};
+    use arrow_array::{PrimitiveArray, StringArray};
+    use zepto_storage::rng::XorShift;
+    use zepto_storage::Value;
+
+    /// A dictionary array of `keys` (NULL where `None`) into `values`, keyed by `K`.
+    fn dict_array<K: ArrowDictionaryKeyType>(keys: &[Option<usize>], values: &ArrayRef) -> ArrayRef
+    where
+        K::Native: TryFrom<usize>,
+    {
+        let keys: PrimitiveArray<K> = keys.iter().map(|k| k.and_then(|k| K::Native::try_from(k).ok())).collect();
+        Arc::new(DictionaryArray::<K>::try_new(keys, values.clone()).expect("keys in range"))
+    }
+
+    /// Dictionary batches (of three key types, some sharing one dictionary, some with a new
+    /// one, with NULL rows and values no row uses) append as SYMBOL the strings of their rows,
+    /// each string interned when a valid row first uses it, in row order: no unused value
+    /// reaches the dictionary.
+    #[test]
+    fn dictionary_batches_intern_the_strings_their_rows_use_in_row_order() {
+        let mut r = XorShift::new(0x9e37_79b9_7f4a_7c15);
+        let def = ColumnDef { name: "s".into(), data_type: DataType::Symbol };
+        for round in 0..30 {
+            let mut acc = Acc::new(&def, 0);
+            let mut want: Vec<Option<String>> = Vec::new();
+            let mut values: ArrayRef = Arc::new(StringArray::from(vec!["unused"]));
+            for batch in 0..6 {
+                if batch == 0 || r.below(3) == 0 {
+                    let n = 1 + r.below(40) as usize;
+                    let strs: Vec<String> = (0..n).map(|i| format!("v{}_{}", r.below(30), i % 3)).collect();
+                    values = Arc::new(StringArray::from(strs));
+                }
+                let rows = r.below(300) as usize;
+                let keys: Vec<Option<usize>> =
+                    (0..rows).map(|_| (r.below(5) != 0).then(|| r.below(values.len() as u64) as usize)).collect();
+                let strs = values.as_string::<i32>();
+                want.extend(keys.iter().map(|k| k.map(|k| strs.value(k).to_string())));
+                let arr = match batch % 3 {
+                    0 => dict_array::<Int8Type>(&keys, &values),
+                    1 => dict_array::<Int16Type>(&keys, &values),
+                    _ => dict_array::<UInt32Type>(&keys, &values),
+                };
+                acc.append(arr.as_ref(), 0).expect("a dictionary of strings appends as SYMBOL");
+            }
+            let col = acc.finish();
+            let got: Vec<Option<String>> = (0..col.len())
+                .map(|i| match col.get(i) {
+                    Value::Str(s) => Some(s.to_string()),
+                    Value::Null => None,
+                    v => panic!("round {round}: {v:?} in a SYMBOL column"),
+                })
+                .collect();
+            assert_eq!(got, want, "round {round}");
+            let ColumnData::Symbol { dict, codes } = col.data() else { panic!("a SYMBOL column") };
+            let mut first_use: Vec<&str> = Vec::new();
+            for s in want.iter().flatten() {
+                if !first_use.contains(&s.as_str()) {
+                    first_use.push(s);
+                }
+            }
+            assert_eq!(dict.iter().collect::<Vec<_>>(), first_use, "round {round}: interned in row order");
+            assert!(
+                want.iter().zip(codes).all(|(w, &c)| w.is_some() || c == 0),
+                "round {round}: NULL rows hold code 0"
+            );
+        }
+    }
 }
