@@ -3,18 +3,18 @@
 //! A load splits every column among a few hundred partitions or fewer ([`super::KeyGroups`]).
 //! Scattering a row at a time, each part's write position is a cursor to load, bump and test
 //! for every row. Here each chunk of [`ORDER_CHUNK_ROWS`] rows is counting-sorted by group
-//! once, when the key column is read: a row's place among the chunk's rows ordered by group,
-//! and where each group's run starts. Every column then puts each value at its place in a
-//! chunk-sized scratch (in cache) and copies each group's run to its part whole
-//! ([`super::scatter::scatter_ordered`]). The order is stable: a group's rows keep file order.
+//! once, when the key column is read: the chunk's rows in group order, and where each group's
+//! run starts. Every column then writes each group's run to its part in one go, gathered
+//! from the chunk's values (in cache) ([`super::scatter::scatter_ordered`]). The order is
+//! stable: a group's rows keep file order.
 //!
 //! Only for few groups ([`MAX_ORDER_GROUPS`]): with more, a chunk holds a few rows per group
-//! and the copies of runs cost more than the row-by-row scatter.
+//! and the runs, each to a part of its own, cost more than the row-by-row scatter.
 
 use std::ops::Range;
 
 /// Rows per ordered chunk: the Parquet reader's batch (`zepto_io`), so that each batch of a
-/// column is one chunk. Its places fit in a `u16`.
+/// column is one chunk. Its rows fit in a `u16`.
 pub const ORDER_CHUNK_ROWS: usize = 1 << 14;
 
 /// The most groups a load is ordered for: a chunk then holds 64 rows a group on average.
@@ -23,9 +23,9 @@ pub const MAX_ORDER_GROUPS: usize = ORDER_CHUNK_ROWS / 64;
 /// One chunk's rows ordered by group.
 #[derive(Debug)]
 pub struct ChunkOrder {
-    /// Row `i`'s place among the chunk's rows ordered by group.
-    place: Vec<u16>,
-    /// Group `g`'s run is places `starts[g]..starts[g + 1]`.
+    /// The chunk's rows ordered by group (file order within a group).
+    rows: Vec<u16>,
+    /// Group `g`'s run is `rows[starts[g]..starts[g + 1]]`.
     starts: Vec<u32>,
 }
 
@@ -41,23 +41,21 @@ impl ChunkOrder {
             starts[g + 1] += starts[g];
         }
         let mut next: Vec<u32> = starts[..ngroups].to_vec();
-        let place = groups
-            .iter()
-            .map(|&g| {
-                let at = next[g as usize];
-                next[g as usize] = at + 1;
-                at as u16
-            })
-            .collect();
-        ChunkOrder { place, starts }
+        let mut rows = vec![0u16; groups.len()];
+        for (i, &g) in groups.iter().enumerate() {
+            let at = &mut next[g as usize];
+            rows[*at as usize] = i as u16;
+            *at += 1;
+        }
+        ChunkOrder { rows, starts }
     }
 
-    /// Row `i`'s place among the chunk's rows ordered by group (a permutation of the rows).
-    pub(super) fn places(&self) -> &[u16] {
-        &self.place
+    /// The chunk's rows ordered by group (a permutation of the rows).
+    pub(super) fn rows(&self) -> &[u16] {
+        &self.rows
     }
 
-    /// Where each group's run starts among the places, and (last) the rows' count.
+    /// Where each group's run starts among the ordered rows, and (last) the rows' count.
     pub(super) fn starts(&self) -> &[u32] {
         &self.starts
     }
@@ -104,7 +102,7 @@ mod tests {
     use crate::rng::XorShift;
 
     #[test]
-    fn places_order_each_chunk_by_group_stably() {
+    fn rows_order_each_chunk_by_group_stably() {
         let mut r = XorShift::new(0x2545_f491_4f6c_dd1d);
         for ngroups in [1usize, 3, 100, MAX_ORDER_GROUPS] {
             let n = ORDER_CHUNK_ROWS * 2 + r.below(ORDER_CHUNK_ROWS as u64) as usize;
@@ -113,17 +111,14 @@ mod tests {
             for start in (0..n).step_by(ORDER_CHUNK_ROWS) {
                 let rows = start..(start + ORDER_CHUNK_ROWS).min(n);
                 let o = orders.chunk(rows.clone()).expect("a whole chunk");
-                // The rows by place: sorted by group, file order within one.
-                let mut by_place = vec![usize::MAX; rows.len()];
-                for (i, &p) in o.places().iter().enumerate() {
-                    by_place[p as usize] = rows.start + i;
-                }
+                // The rows in order: sorted by group, file order within one.
+                let in_order: Vec<usize> = o.rows().iter().map(|&i| rows.start + i as usize).collect();
                 let mut want: Vec<usize> = rows.clone().collect();
                 want.sort_by_key(|&i| groups[i]);
-                assert_eq!(by_place, want, "{ngroups} groups, chunk at {start}");
+                assert_eq!(in_order, want, "{ngroups} groups, chunk at {start}");
                 for g in 0..ngroups {
                     let run = o.starts()[g] as usize..o.starts()[g + 1] as usize;
-                    assert!(by_place[run].iter().all(|&i| groups[i] as usize == g));
+                    assert!(in_order[run].iter().all(|&i| groups[i] as usize == g));
                 }
                 assert_eq!(*o.starts().last().expect("a count") as usize, rows.len());
             }

@@ -27,65 +27,18 @@ pub(super) fn scatter_into<T: Copy + 'static>(out: &mut [Vec<T>], v: &[T], slots
     }
 }
 
-/// A 4- or 8-byte number as the bits of an unsigned word of its width, so that one scratch
-/// buffer per width serves every type ([`scatter_ordered`]).
-pub(super) trait Word: Copy {
-    /// The word.
-    type W: Copy + Default;
-    fn to_word(self) -> Self::W;
-    fn from_word(w: Self::W) -> Self;
-    /// The scratch of this width.
-    fn scratch(s: &mut Scratch) -> &mut Vec<Self::W>;
-}
-
-/// A chunk's values in group order, one buffer per width, kept between chunks.
-#[derive(Debug, Default)]
-pub(super) struct Scratch {
-    w32: Vec<u32>,
-    w64: Vec<u64>,
-}
-
-macro_rules! word {
-    ($w:ty, $field:ident: $($t:ty => $to:expr, $from:expr);+) => {$(
-        impl Word for $t {
-            type W = $w;
-            #[inline(always)]
-            fn to_word(self) -> $w {
-                $to(self)
-            }
-            #[inline(always)]
-            fn from_word(w: $w) -> $t {
-                $from(w)
-            }
-            fn scratch(s: &mut Scratch) -> &mut Vec<$w> {
-                &mut s.$field
-            }
-        }
-    )+};
-}
-
-word!(u32, w32: u32 => |x| x, |w| w; i32 => |x: i32| x as u32, |w: u32| w as i32; f32 => f32::to_bits, f32::from_bits);
-word!(u64, w64: i64 => |x: i64| x as u64, |w: u64| w as i64; f64 => f64::to_bits, f64::from_bits);
-
-/// `v`'s values (one chunk) appended to `out` in `order`: each value put at its place among
-/// the chunk's rows ordered by part, in `scratch` (in cache), then each part's run copied
-/// out whole (`chunk_order.rs` says why).
-pub(super) fn scatter_ordered<T: Word>(out: &mut [Vec<T>], v: &[T], order: &ChunkOrder, scratch: &mut Scratch) {
-    let (places, starts) = (order.places(), order.starts());
-    assert_eq!(places.len(), v.len(), "an order of the chunk's rows");
+/// `v`'s values (one chunk) appended to `out` in `order`: each part takes its run of the
+/// chunk's rows ordered by part, gathered from `v` (in cache) and written out in one pass
+/// (`chunk_order.rs` says why). Gathering, not putting each value at its place in a scratch
+/// and copying each run from there, saves the copy: a 10M-row load of trades and quotes took
+/// 3-5 ms less a file (in process, 2026-12-05).
+pub(super) fn scatter_ordered<T: Copy>(out: &mut [Vec<T>], v: &[T], order: &ChunkOrder) {
+    let (rows, starts) = (order.rows(), order.starts());
+    assert_eq!(rows.len(), v.len(), "an order of the chunk's rows");
     assert_eq!(starts.len(), out.len() + 1, "a run per part");
-    let tmp = T::scratch(scratch);
-    // Every place is written below (they are a permutation of the rows): a scratch of the
-    // right length needs no clearing.
-    if tmp.len() != v.len() {
-        tmp.clear();
-        tmp.resize(v.len(), T::W::default());
-    }
-    for (&x, &p) in v.iter().zip(places) {
-        tmp[p as usize] = x.to_word();
-    }
     for (o, run) in out.iter_mut().zip(starts.windows(2)) {
-        o.extend(tmp[run[0] as usize..run[1] as usize].iter().map(|&w| T::from_word(w)));
+        let run = &rows[run[0] as usize..run[1] as usize];
+        o.extend(run.iter().map(|&r| v[r as usize]));
     }
 }
 
@@ -279,12 +232,11 @@ mod tests {
         let f: Vec<f64> = bits.iter().map(|&b| f64::from_bits(b)).collect();
         let i: Vec<i32> = bits.iter().map(|&b| b as i32).collect();
         let (mut got_f, mut got_i): (Vec<Vec<f64>>, Vec<Vec<i32>>) = (vec![Vec::new(); parts], vec![Vec::new(); parts]);
-        let mut scratch = Scratch::default();
         for start in (0..n).step_by(crate::table::chunk_order::ORDER_CHUNK_ROWS) {
             let rows = start..(start + crate::table::chunk_order::ORDER_CHUNK_ROWS).min(n);
             let o = orders.chunk(rows.clone()).expect("a chunk");
-            scatter_ordered(&mut got_f, &f[rows.clone()], o, &mut scratch);
-            scatter_ordered(&mut got_i, &i[rows], o, &mut scratch);
+            scatter_ordered(&mut got_f, &f[rows.clone()], o);
+            scatter_ordered(&mut got_i, &i[rows], o);
         }
         let (mut want_f, mut want_i): (Vec<Vec<u64>>, Vec<Vec<i32>>) =
             (vec![Vec::new(); parts], vec![Vec::new(); parts]);

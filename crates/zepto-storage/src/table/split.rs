@@ -13,7 +13,7 @@ use std::ops::Range;
 use std::sync::{Mutex, PoisonError};
 
 use super::chunk_order::{ChunkOrder, ChunkOrders};
-use super::scatter::{scatter_into, scatter_ordered, Scratch, Word};
+use super::scatter::{scatter_into, scatter_ordered};
 use crate::bitmap::Bitmap;
 use crate::column::{Column, ColumnData, ValidRun};
 use crate::dict::Dict;
@@ -198,8 +198,6 @@ pub struct ColumnSplit {
     sizes: Vec<usize>,
     /// Scratch of [`ColumnSplit::push_validity`] (zero between chunks).
     seen: Vec<usize>,
-    /// Scratch of a chunk split in its group order.
-    ordered: Scratch,
 }
 
 /// Each part's values, by the width of the column's values.
@@ -235,8 +233,7 @@ impl ColumnSplit {
             DataType::Vector(d) => Buffers::Vector(d, each(sizes, d as usize)),
             DataType::Null => Buffers::Null(vec![0; sizes.len()]),
         };
-        let ordered = Scratch::default();
-        ColumnSplit { dt, bufs, validity: vec![None; sizes.len()], sizes: sizes.to_vec(), seen: Vec::new(), ordered }
+        ColumnSplit { dt, bufs, validity: vec![None; sizes.len()], sizes: sizes.to_vec(), seen: Vec::new() }
     }
 
     /// Append the rows of a chunk (`data`, NULLs where `validity` says): row `i` to part
@@ -249,15 +246,14 @@ impl ColumnSplit {
         }
         use Buffers as B;
         use ColumnData as D;
-        let s = &mut self.ordered;
         match (&mut self.bufs, data) {
             (B::Bool(o), D::Bool(v)) => scatter_into(o, v, slots),
-            (B::I32(o), D::Int32(v) | D::Date(v)) => put(o, v, slots, order, s),
-            (B::I64(o), D::Int64(v) | D::Timestamp(v) | D::Interval(v)) => put(o, v, slots, order, s),
+            (B::I32(o), D::Int32(v) | D::Date(v)) => put(o, v, slots, order),
+            (B::I64(o), D::Int64(v) | D::Timestamp(v) | D::Interval(v)) => put(o, v, slots, order),
             (B::I128(o), D::Int128(v)) => scatter_into(o, v, slots),
-            (B::F32(o), D::Float32(v)) => put(o, v, slots, order, s),
-            (B::F64(o), D::Float64(v)) => put(o, v, slots, order, s),
-            (B::Codes(o), D::Symbol { codes, .. }) => put(o, codes, slots, order, s),
+            (B::F32(o), D::Float32(v)) => put(o, v, slots, order),
+            (B::F64(o), D::Float64(v)) => put(o, v, slots, order),
+            (B::Codes(o), D::Symbol { codes, .. }) => put(o, codes, slots, order),
             (B::Str(o), D::Varchar(s)) => slots.iter().enumerate().for_each(|(i, &p)| o[p as usize].push(s.get(i))),
             (B::Vector(d, o), D::Vector { dim, values }) if d == dim => {
                 for (row, &p) in values.chunks_exact((*d).max(1) as usize).zip(slots) {
@@ -276,16 +272,14 @@ impl ColumnSplit {
     pub fn push_plain(&mut self, values: ValidRun<'_>, slots: &[u32], order: Option<&ChunkOrder>) -> bool {
         debug_assert_eq!(values.len(), slots.len());
         use Buffers as B;
-        let (dt, s) = (self.dt, &mut self.ordered);
+        let dt = self.dt;
         match (&mut self.bufs, values) {
-            (B::I32(o), ValidRun::I32(v)) if matches!(dt, DataType::Int32 | DataType::Date) => {
-                put(o, v, slots, order, s)
-            }
+            (B::I32(o), ValidRun::I32(v)) if matches!(dt, DataType::Int32 | DataType::Date) => put(o, v, slots, order),
             (B::I64(o), ValidRun::I64(v)) if matches!(dt, DataType::Int64 | DataType::Timestamp) => {
-                put(o, v, slots, order, s)
+                put(o, v, slots, order)
             }
-            (B::F32(o), ValidRun::F32(v)) => put(o, v, slots, order, s),
-            (B::F64(o), ValidRun::F64(v)) => put(o, v, slots, order, s),
+            (B::F32(o), ValidRun::F32(v)) => put(o, v, slots, order),
+            (B::F64(o), ValidRun::F64(v)) => put(o, v, slots, order),
             _ => return false,
         }
         // After the values: a bitmap only grows by the rows' count, never reads their lengths.
@@ -372,9 +366,9 @@ impl ColumnSplit {
 
 /// `v` appended to parts `o` in the chunk's group `order` when there is one, else row by
 /// row by `slots`.
-fn put<T: Word + 'static>(o: &mut [Vec<T>], v: &[T], slots: &[u32], order: Option<&ChunkOrder>, s: &mut Scratch) {
+fn put<T: Copy + 'static>(o: &mut [Vec<T>], v: &[T], slots: &[u32], order: Option<&ChunkOrder>) {
     match order {
-        Some(order) => scatter_ordered(o, v, order, s),
+        Some(order) => scatter_ordered(o, v, order),
         None => scatter_into(o, v, slots),
     }
 }
