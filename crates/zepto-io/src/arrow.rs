@@ -580,6 +580,48 @@ fn varchar(arr: &dyn Array, s: &mut StrVec, nulls: Option<&NullBuffer>) -> Resul
 /// A dictionary value no valid row has used yet ([`symbol`]'s map).
 const UNSET_CODE: u32 = u32::MAX;
 
+/// The codes of a dictionary array of strings' rows, appended to `codes`. Each dictionary
+/// value is interned once, when a valid row first uses it (batches of one column chunk share
+/// the dictionary, and `remap` its codes): a value no row uses (a sliced or filtered table's, a
+/// categorical's declared categories) never reaches the table's dictionary.
+fn dictionary_symbols(
+    arr: &dyn Array,
+    codes: &mut Vec<u32>,
+    nulls: Option<&NullBuffer>,
+    dict: &mut Dict,
+    remap: &mut Option<(ArrayRef, Vec<u32>)>,
+) -> Result<(), AppendError> {
+    let values = arr.as_any_dictionary().values();
+    let keys = dict_keys(arr).ok_or(AppendError::Type)?;
+    let same = remap.as_ref().is_some_and(|(v, _)| std::ptr::addr_eq(Arc::as_ptr(v), Arc::as_ptr(values)));
+    if !same {
+        *remap = Some((values.clone(), vec![UNSET_CODE; values.len()]));
+    }
+    let map = remap.as_mut().map(|(_, m)| m).ok_or(AppendError::Type)?;
+    // Each row's code gathered from the map (unset where no row used its value yet, 0 for
+    // a key out of range), NULL rows zeroed, then the unset ones interned in row order.
+    let start = codes.len();
+    with_keys!(keys, |it| codes.extend(it.map(|k| map.get(k).copied().unwrap_or(0))));
+    let new = codes.get_mut(start..).unwrap_or_default();
+    if let Some(n) = nulls {
+        n.iter().zip(new.iter_mut()).filter(|(valid, _)| !valid).for_each(|(_, c)| *c = 0);
+    }
+    if new.contains(&UNSET_CODE) {
+        // The dictionary's strings, read once.
+        let strs = value_strs(values.as_ref());
+        with_keys!(keys, |it| {
+            for (c, k) in new.iter_mut().zip(it).filter(|(c, _)| **c == UNSET_CODE) {
+                let m = map.get_mut(k).ok_or(AppendError::Type)?;
+                if *m == UNSET_CODE {
+                    *m = dict.intern(strs.get(k).copied().unwrap_or(""));
+                }
+                *c = *m;
+            }
+        });
+    }
+    Ok(())
+}
+
 fn symbol(
     arr: &dyn Array,
     codes: &mut Vec<u32>,
@@ -591,38 +633,7 @@ fn symbol(
         if !is_string(vt) {
             return Err(AppendError::Type);
         }
-        let values = arr.as_any_dictionary().values();
-        let keys = dict_keys(arr).ok_or(AppendError::Type)?;
-        // Each dictionary value interned once, when a valid row first uses it (batches of one
-        // column chunk share the dictionary): a value no row uses (a sliced or filtered
-        // table's, a categorical's declared categories) never reaches the table's dictionary.
-        let same = remap.as_ref().is_some_and(|(v, _)| std::ptr::addr_eq(Arc::as_ptr(v), Arc::as_ptr(values)));
-        if !same {
-            *remap = Some((values.clone(), vec![UNSET_CODE; values.len()]));
-        }
-        let map = remap.as_mut().map(|(_, m)| m).ok_or(AppendError::Type)?;
-        // Each row's code gathered from the map (unset where no row used its value yet, 0 for
-        // a key out of range), NULL rows zeroed, then the unset ones interned in row order.
-        let start = codes.len();
-        with_keys!(keys, |it| codes.extend(it.map(|k| map.get(k).copied().unwrap_or(0))));
-        let new = codes.get_mut(start..).unwrap_or_default();
-        if let Some(n) = nulls {
-            n.iter().zip(new.iter_mut()).filter(|(valid, _)| !valid).for_each(|(_, c)| *c = 0);
-        }
-        if new.contains(&UNSET_CODE) {
-            // The dictionary's strings, read once.
-            let strs = value_strs(values.as_ref());
-            with_keys!(keys, |it| {
-                for (c, k) in new.iter_mut().zip(it).filter(|(c, _)| **c == UNSET_CODE) {
-                    let m = map.get_mut(k).ok_or(AppendError::Type)?;
-                    if *m == UNSET_CODE {
-                        *m = dict.intern(strs.get(k).copied().unwrap_or(""));
-                    }
-                    *c = *m;
-                }
-            });
-        }
-        return Ok(());
+        return dictionary_symbols(arr, codes, nulls, dict, remap);
     }
     // The whole column in one batch: the dictionary's index is read once, not once per row.
     // The array's own iterator gives NULL rows as `None` (a string array's nulls are its
