@@ -176,7 +176,12 @@ impl Acc {
                 },
                 ColumnData::Interval(v) => interval(arr, v, nulls, row0)?,
                 ColumnData::Varchar(s) => varchar(arr, s, nulls)?,
-                ColumnData::Symbol { codes, .. } => symbol(arr, codes, nulls, &mut self.dict, &mut self.remap)?,
+                ColumnData::Symbol { codes, .. } => match arr.data_type() {
+                    ArrowType::Dictionary(..) => {
+                        dictionary_symbols(arr, codes, nulls, &mut self.dict, &mut self.remap)?
+                    }
+                    _ => plain_symbols(arr, codes, &mut self.dict)?,
+                },
                 ColumnData::Vector { dim, values } => crate::arrow_vector::append(arr, *dim, values, nulls, row0)
                     .map_err(|e| match e {
                         crate::arrow_vector::Refused::Type => AppendError::Type,
@@ -487,40 +492,23 @@ enum Keys<'a> {
 macro_rules! with_keys {
     ($keys:expr, |$it:ident| $body:expr) => {
         match $keys {
-            Keys::I8(k) => {
-                let $it = k.iter().map(|&x| x as usize);
-                $body
-            }
-            Keys::I16(k) => {
-                let $it = k.iter().map(|&x| x as usize);
-                $body
-            }
-            Keys::I32(k) => {
-                let $it = k.iter().map(|&x| x as usize);
-                $body
-            }
-            Keys::I64(k) => {
-                let $it = k.iter().map(|&x| x as usize);
-                $body
-            }
-            Keys::U8(k) => {
-                let $it = k.iter().map(|&x| x as usize);
-                $body
-            }
-            Keys::U16(k) => {
-                let $it = k.iter().map(|&x| x as usize);
-                $body
-            }
-            Keys::U32(k) => {
-                let $it = k.iter().map(|&x| x as usize);
-                $body
-            }
+            Keys::I8(k) => with_keys!(@cast k, $it, $body),
+            Keys::I16(k) => with_keys!(@cast k, $it, $body),
+            Keys::I32(k) => with_keys!(@cast k, $it, $body),
+            Keys::I64(k) => with_keys!(@cast k, $it, $body),
+            Keys::U8(k) => with_keys!(@cast k, $it, $body),
+            Keys::U16(k) => with_keys!(@cast k, $it, $body),
+            Keys::U32(k) => with_keys!(@cast k, $it, $body),
             Keys::U64(k) => {
                 let $it = k.iter().map(|&x| usize::try_from(x).unwrap_or(usize::MAX));
                 $body
             }
         }
     };
+    (@cast $k:ident, $it:ident, $body:expr) => {{
+        let $it = $k.iter().map(|&x| x as usize);
+        $body
+    }};
 }
 
 /// The keys of a dictionary array (`None` for any other array).
@@ -591,6 +579,10 @@ fn dictionary_symbols(
     dict: &mut Dict,
     remap: &mut Option<(ArrayRef, Vec<u32>)>,
 ) -> Result<(), AppendError> {
+    match arr.data_type() {
+        ArrowType::Dictionary(_, vt) if is_string(vt) => {}
+        _ => return Err(AppendError::Type),
+    }
     let values = arr.as_any_dictionary().values();
     let keys = dict_keys(arr).ok_or(AppendError::Type)?;
     let same = remap.as_ref().is_some_and(|(v, _)| std::ptr::addr_eq(Arc::as_ptr(v), Arc::as_ptr(values)));
@@ -622,19 +614,8 @@ fn dictionary_symbols(
     Ok(())
 }
 
-fn symbol(
-    arr: &dyn Array,
-    codes: &mut Vec<u32>,
-    nulls: Option<&NullBuffer>,
-    dict: &mut Dict,
-    remap: &mut Option<(ArrayRef, Vec<u32>)>,
-) -> Result<(), AppendError> {
-    if let ArrowType::Dictionary(_, vt) = arr.data_type() {
-        if !is_string(vt) {
-            return Err(AppendError::Type);
-        }
-        return dictionary_symbols(arr, codes, nulls, dict, remap);
-    }
+/// The codes of a string array's rows, appended to `codes`.
+fn plain_symbols(arr: &dyn Array, codes: &mut Vec<u32>, dict: &mut Dict) -> Result<(), AppendError> {
     // The whole column in one batch: the dictionary's index is read once, not once per row.
     // The array's own iterator gives NULL rows as `None` (a string array's nulls are its
     // logical ones).
