@@ -38,18 +38,31 @@ pub(super) fn float_frames(x: &Column, v: &[f64], fs: &[u32], fe: &[u32]) -> Vec
         (a, (fe[k] as usize).min(n).max(a))
     };
     let mut prefix = Prefix::default();
-    if !fs.windows(2).all(|w| w[0] <= w[1]) {
-        let end = fe.iter().map(|&e| e as usize).max().unwrap_or(0).min(n);
-        let start = fs.iter().map(|&s| s as usize).min().unwrap_or(0).min(end);
-        prefix.fill(x, v, start..end);
-        return (0..fs.len()).map(&span).map(|(a, b)| prefix.sum(a.max(start) - start, b.max(start) - start)).collect();
-    }
     let mut out = Vec::with_capacity(fs.len());
+    for (frames, start, end) in segments(fs.len(), span) {
+        prefix.fill(x, v, start..end);
+        // Every frame of a segment lies within its stretch (`segments`).
+        out.extend(frames.map(&span).map(|(a, b)| prefix.sum(a - start, b - start)));
+    }
+    out
+}
+
+/// The segments `float_frames` sums `count` frames in (`span` gives frame `k`'s rows, start
+/// at most end): the frames of each and the stretch of rows holding all of them. Frames in order of their starts are cut
+/// where one starts at or past every earlier one's end, once the segment holds
+/// [`MIN_SEGMENT`] values; frames out of order are one segment.
+fn segments(count: usize, span: impl Fn(usize) -> (usize, usize)) -> Vec<(std::ops::Range<usize>, usize, usize)> {
+    if !(1..count).all(|k| span(k - 1).0 <= span(k).0) {
+        let end = (0..count).map(|k| span(k).1).max().unwrap_or(0);
+        let start = (0..count).map(|k| span(k).0).min().unwrap_or(0).min(end);
+        return vec![(0..count, start, end)];
+    }
+    let mut out = Vec::new();
     let mut k = 0;
-    while k < fs.len() {
+    while k < count {
         let (start, mut end) = span(k);
         let mut next = k + 1;
-        while next < fs.len() {
+        while next < count {
             let (a, b) = span(next);
             if a >= end && end - start >= MIN_SEGMENT {
                 break;
@@ -57,11 +70,7 @@ pub(super) fn float_frames(x: &Column, v: &[f64], fs: &[u32], fe: &[u32]) -> Vec
             end = end.max(b);
             next += 1;
         }
-        prefix.fill(x, v, start..end);
-        out.extend((k..next).map(|m| {
-            let (a, b) = span(m);
-            prefix.sum(a - start, b - start)
-        }));
+        out.push((k..next, start, end));
         k = next;
     }
     out
@@ -235,7 +244,15 @@ mod tests {
             let valid: Vec<bool> = (0..n).map(|i| round % 4 != 0 || rng.below(5) != 0 || i == 0).collect();
             let validity = (!valid.iter().all(|&b| b)).then(|| Bitmap::from_bools(valid.iter().copied()));
             let col = Column::new(ColumnData::Float64(v.clone()), validity);
-            let (fs, fe) = frames(&mut rng, n);
+            let (mut fs, mut fe) = frames(&mut rng, n);
+            if round % 5 == 4 {
+                // Frames out of order (a WINDOW JOIN's of interleaved keys): one segment.
+                for k in (1..n).rev() {
+                    let j = rng.below(k as u64 + 1) as usize;
+                    fs.swap(k, j);
+                    fe.swap(k, j);
+                }
+            }
             let got = float_frames(&col, &v, &fs, &fe);
             for k in 0..n {
                 let (a, b) = (fs[k] as usize, fe[k] as usize);
