@@ -48,9 +48,9 @@ pub(super) fn float_frames(x: &Column, v: &[f64], fs: &[u32], fe: &[u32]) -> Vec
 }
 
 /// The segments `float_frames` sums `count` frames in (`span` gives frame `k`'s rows, start
-/// at most end): the frames of each and the stretch of rows holding all of them. Frames in order of their starts are cut
-/// where one starts at or past every earlier one's end, once the segment holds
-/// [`MIN_SEGMENT`] values; frames out of order are one segment.
+/// at most end): the frames of each and the stretch of rows holding all of them. Frames in
+/// order of their starts are cut where one starts at or past every earlier one's end, once
+/// the segment holds [`MIN_SEGMENT`] values; frames out of order are one segment.
 fn segments(count: usize, span: impl Fn(usize) -> (usize, usize)) -> Vec<(std::ops::Range<usize>, usize, usize)> {
     if !(1..count).all(|k| span(k - 1).0 <= span(k).0) {
         let end = (0..count).map(|k| span(k).1).max().unwrap_or(0);
