@@ -88,6 +88,9 @@ struct Store {
     index: RwLock<HashMap<Box<str>, u32, foldhash::quality::RandomState>>,
     /// The newest value [`Dict::derived`] made, and for how many strings.
     derived: Mutex<Option<Derived>>,
+    /// The last batch's memo of short strings, kept for the next batch, and the highest
+    /// code it holds (module docs of `short_memo`).
+    memo: Mutex<Option<(ShortMemo, Option<u32>)>>,
 }
 
 impl Store {
@@ -97,6 +100,7 @@ impl Store {
             strings: boxcar::Vec::new(),
             index: RwLock::new(HashMap::default()),
             derived: Mutex::new(None),
+            memo: Mutex::new(None),
         }
     }
 
@@ -106,15 +110,19 @@ impl Store {
 
     /// The codes of `strings` (0 for a `None`), adding the new ones: the known ones are looked
     /// up under one read of the index for the whole batch, not one per string.
-    /// Also the highest code among the strings (`None` when all are `None`).
-    fn intern_many<'a>(&self, strings: impl Iterator<Item = Option<&'a str>>) -> (Vec<u32>, Option<u32>) {
+    /// Also the code the caller, a version of `len` strings, must grow to hold (`None`: none):
+    /// at least every code handed out that is `len` or more.
+    fn intern_many<'a>(&self, strings: impl Iterator<Item = Option<&'a str>>, len: usize) -> (Vec<u32>, Option<u32>) {
         let mut out = Vec::with_capacity(strings.size_hint().0);
         let mut new = NewStrings::default();
         let mut top = None;
+        // Batches of a few strings gain nothing from the memo, and would pay for its table.
+        let (mut seen, kept_high) = match strings.size_hint().0 >= MEMO_MIN_STRINGS {
+            true => self.take_memo(len),
+            false => (None, None),
+        };
         {
             let index = self.index.read().unwrap_or_else(PoisonError::into_inner);
-            // Batches of a few strings gain nothing from the memo, and would pay for its table.
-            let mut seen = (strings.size_hint().0 >= MEMO_MIN_STRINGS).then(ShortMemo::new);
             // Memo misses since the last judgement (`MEMO_JUDGE_ROWS`).
             let mut missed = 0;
             for (i, s) in strings.enumerate() {
@@ -140,14 +148,39 @@ impl Store {
             }
         }
         if new.order.is_empty() {
+            self.keep_memo(seen, kept_high.max(top));
             return (out, top);
         }
         let codes = self.add_all(&new.order);
+        if let Some(m) = seen.as_mut() {
+            m.resolve(|v| if v & NEW_STRING == 0 { v } else { codes[(v & !NEW_STRING) as usize] });
+        }
         top = top.max(codes.iter().copied().max());
+        self.keep_memo(seen, kept_high.max(top));
         for v in out.iter_mut().filter(|v| **v & NEW_STRING != 0) {
             *v = codes.get((*v & !NEW_STRING) as usize).copied().unwrap_or(0);
         }
         (out, top)
+    }
+
+    /// The memo the last batch kept, when every code it holds is below `len` (a version of
+    /// `len` strings then never needs its codes counted in `top`: a string it finds was
+    /// counted when it was first looked up), with the highest code it holds; a new one
+    /// otherwise.
+    fn take_memo(&self, len: usize) -> (Option<ShortMemo>, Option<u32>) {
+        let kept = self.memo.lock().unwrap_or_else(PoisonError::into_inner).take();
+        match kept {
+            Some((memo, high)) if high.is_none_or(|h| (h as usize) < len) => (Some(memo), high),
+            _ => (Some(ShortMemo::new()), None),
+        }
+    }
+
+    /// Keep `memo` (if the batch kept it) for the next batch; `high` is the highest code
+    /// it holds.
+    fn keep_memo(&self, memo: Option<ShortMemo>, high: Option<u32>) {
+        if let Some(memo) = memo {
+            *self.memo.lock().unwrap_or_else(PoisonError::into_inner) = Some((memo, high));
+        }
     }
 
     /// The code of `s`, added at the end if new.
@@ -231,7 +264,7 @@ impl Dict {
     /// first appearance, as [`Dict::intern`] one by one would, with one look at the index for
     /// the whole batch.
     pub fn intern_many<'a>(&mut self, strings: impl Iterator<Item = Option<&'a str>>) -> Vec<u32> {
-        let (codes, top) = self.store.intern_many(strings);
+        let (codes, top) = self.store.intern_many(strings, self.len);
         if let Some(top) = top {
             self.len = self.len.max(top as usize + 1);
         }
@@ -352,6 +385,29 @@ mod tests {
             assert_eq!(many.intern_many(rows.iter().copied()), want, "{distinct} names");
             assert_eq!(many.len(), one.len());
         }
+    }
+
+    /// The memo one batch keeps serves the next batch of any version: the codes are the
+    /// first batch's, and a version older than the memo's codes (made before they were added)
+    /// still grows to hold every code it is handed.
+    #[test]
+    fn a_kept_memo_hands_a_version_only_codes_it_holds() {
+        let names: Vec<String> = (0..50).map(|i| format!("S{i:02}")).collect();
+        let rows: Vec<Option<&str>> = (0..1000).map(|i| Some(names[(i * 7) % 50].as_str())).collect();
+        let mut a = Dict::default();
+        let old = a.clone();
+        let first = a.intern_many(rows.iter().copied());
+        assert_eq!(a.len(), 50);
+        assert!(first.iter().zip(&rows).all(|(&c, s)| Some(a.get(c)) == *s));
+        assert_eq!(a.intern_many(rows.iter().copied()), first, "the kept memo's codes");
+        let mut b = old.clone();
+        assert_eq!(b.intern_many(rows.iter().copied()), first);
+        assert_eq!(b.len(), 50, "an older version grows to the codes it is handed");
+        // Interleaved: a version short of the memo's codes, then one that holds them all.
+        let mut c = old.clone();
+        assert_eq!(c.intern_many(rows[..300].iter().copied()), first[..300]);
+        assert!(first[..300].iter().all(|&k| (k as usize) < c.len()));
+        assert_eq!(a.intern_many(rows.iter().copied()), first);
     }
 
     #[test]
