@@ -116,10 +116,10 @@ pub fn load(engine: &Engine, rows: usize, verbose: bool) -> Result<()> {
         .map(|_| if rng.unit() < 0.1 { 1 + (rng.next() % 99) as i64 } else { 100 * (1 + (rng.next() % 10) as i64) })
         .collect();
     let trades = vec![
-        col(ColumnData::Timestamp(ts)),
-        col(ColumnData::Symbol { codes, dict: dict.clone() }),
-        col(ColumnData::Float64(price)),
-        col(ColumnData::Int64(size)),
+        col(ColumnData::Timestamp(ts.into())),
+        col(ColumnData::Symbol { codes: codes.into(), dict: dict.clone() }),
+        col(ColumnData::Float64(price.into())),
+        col(ColumnData::Int64(size.into())),
     ];
     engine.catalog().append("trades", trades)?;
     let (ts, codes) = times_and_codes(&mut rng, rows);
@@ -130,12 +130,12 @@ pub fn load(engine: &Engine, rows: usize, verbose: bool) -> Result<()> {
     let bsz: Vec<i64> = (0..rows).map(|_| 100 * (1 + (rng.next() % 49) as i64)).collect();
     let asz: Vec<i64> = (0..rows).map(|_| 100 * (1 + (rng.next() % 49) as i64)).collect();
     let quotes = vec![
-        col(ColumnData::Timestamp(ts)),
-        col(ColumnData::Symbol { codes, dict }),
-        col(ColumnData::Float64(bid)),
-        col(ColumnData::Float64(ask)),
-        col(ColumnData::Int64(bsz)),
-        col(ColumnData::Int64(asz)),
+        col(ColumnData::Timestamp(ts.into())),
+        col(ColumnData::Symbol { codes: codes.into(), dict }),
+        col(ColumnData::Float64(bid.into())),
+        col(ColumnData::Float64(ask.into())),
+        col(ColumnData::Int64(bsz.into())),
+        col(ColumnData::Int64(asz.into())),
     ];
     engine.catalog().append("quotes", quotes)?;
     if verbose {

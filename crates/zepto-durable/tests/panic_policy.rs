@@ -24,7 +24,7 @@ fn schema() -> Schema {
 
 fn batch(ts: &[i64]) -> Vec<Column> {
     vec![
-        Column::from_data(ColumnData::Timestamp(ts.to_vec())),
+        Column::from_data(ColumnData::Timestamp(ts.to_vec().into())),
         Column::from_data(ColumnData::Int64(ts.iter().map(|t| t * 10).collect())),
     ]
 }

@@ -40,7 +40,7 @@ fn batch(rng: &mut Rng, next: &mut i64) -> Vec<Column> {
     let n = 1 + rng.below(5) as i64;
     let xs: Vec<i64> = (0..n).map(|i| *next + i).collect();
     *next += n;
-    vec![Column::from_data(ColumnData::Timestamp(xs.clone())), Column::from_data(ColumnData::Int64(xs))]
+    vec![Column::from_data(ColumnData::Timestamp(xs.clone().into())), Column::from_data(ColumnData::Int64(xs.into()))]
 }
 
 /// One generated write: an append to t or u, a delete of t's first row, or one record

@@ -88,7 +88,7 @@ fn vectors_survive_the_log_checkpoints_and_the_history() {
     assert_eq!(dump(&live), want, "tiered rows read back from Parquet");
     // A batch with a NaN element is refused whole.
     let mut bad = batch(3, 3, 3);
-    bad[2] = Column::from_data(zepto_storage::ColumnData::Vector { dim: 5, values: vec![f32::NAN; 15] });
+    bad[2] = Column::from_data(zepto_storage::ColumnData::Vector { dim: 5, values: vec![f32::NAN; 15].into() });
     let err = live.append("t", bad).expect_err("NaN");
     assert!(err.to_string().contains("'v' row 1"), "{err}");
     assert_eq!(dump(&live), want);

@@ -158,35 +158,36 @@ impl Acc {
                     Some(a) => v.extend(a.values().iter()),
                     None => return Err(AppendError::Type),
                 },
-                ColumnData::Int32(v) => int32(arr, v, nulls, row0)?,
-                ColumnData::Int64(v) => int64(arr, v, nulls, row0)?,
-                ColumnData::Int128(v) => int128(arr, v)?,
-                ColumnData::Float32(v) => float32(arr, v)?,
-                ColumnData::Float64(v) => float64(arr, v)?,
-                ColumnData::Timestamp(v) => timestamp(arr, v, nulls, row0)?,
+                ColumnData::Int32(v) => int32(arr, v.vec_mut(0), nulls, row0)?,
+                ColumnData::Int64(v) => int64(arr, v.vec_mut(0), nulls, row0)?,
+                ColumnData::Int128(v) => int128(arr, v.vec_mut(0))?,
+                ColumnData::Float32(v) => float32(arr, v.vec_mut(0))?,
+                ColumnData::Float64(v) => float64(arr, v.vec_mut(0))?,
+                ColumnData::Timestamp(v) => timestamp(arr, v.vec_mut(0), nulls, row0)?,
                 ColumnData::Date(v) => match arr.data_type() {
                     ArrowType::Date32 => {
                         v.extend_from_slice(arr.as_primitive::<arrow_array::types::Date32Type>().values())
                     }
                     ArrowType::Date64 => {
                         let a = arr.as_primitive::<arrow_array::types::Date64Type>().values();
-                        convert(a, v, nulls, row0, |ms| i32::try_from(ms.div_euclid(86_400_000)).ok())?
+                        convert(a, v.vec_mut(0), nulls, row0, |ms| i32::try_from(ms.div_euclid(86_400_000)).ok())?
                     }
                     _ => return Err(AppendError::Type),
                 },
-                ColumnData::Interval(v) => interval(arr, v, nulls, row0)?,
+                ColumnData::Interval(v) => interval(arr, v.vec_mut(0), nulls, row0)?,
                 ColumnData::Varchar(s) => varchar(arr, s, nulls)?,
                 ColumnData::Symbol { codes, .. } => match arr.data_type() {
                     ArrowType::Dictionary(..) => {
-                        dictionary_symbols(arr, codes, nulls, &mut self.dict, &mut self.remap)?
+                        dictionary_symbols(arr, codes.vec_mut(0), nulls, &mut self.dict, &mut self.remap)?
                     }
-                    _ => plain_symbols(arr, codes, &mut self.dict)?,
+                    _ => plain_symbols(arr, codes.vec_mut(0), &mut self.dict)?,
                 },
-                ColumnData::Vector { dim, values } => crate::arrow_vector::append(arr, *dim, values, nulls, row0)
-                    .map_err(|e| match e {
+                ColumnData::Vector { dim, values } => {
+                    crate::arrow_vector::append(arr, *dim, values.vec_mut(0), nulls, row0).map_err(|e| match e {
                         crate::arrow_vector::Refused::Type => AppendError::Type,
                         crate::arrow_vector::Refused::Row(row, message) => AppendError::Value { row, message },
-                    })?,
+                    })?
+                }
                 ColumnData::Null(k) => *k += n,
             }
             zero_nulls(&mut self.data, start, nulls);

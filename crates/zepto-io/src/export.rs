@@ -154,7 +154,7 @@ mod tests {
     fn fixed_width_columns_and_bitmaps_are_shared() {
         let mut valid = Bitmap::new_set(3);
         valid.set(1, false);
-        let c = Arc::new(Column::new(ColumnData::Int64(vec![1, i64::MIN, 3]), Some(valid)));
+        let c = Arc::new(Column::new(ColumnData::Int64(vec![1, i64::MIN, 3].into()), Some(valid)));
         let a = share_column(&c, 3).expect("share");
         let ColumnData::Int64(v) = &c.data() else { unreachable!() };
         assert_eq!(values_ptr(&a, 0), v.as_ptr() as usize);
@@ -188,7 +188,7 @@ mod tests {
 
         let mut d = Dict::default();
         let codes = vec![d.intern("b"), d.intern("a"), d.intern("b")];
-        let c = Arc::new(Column::from_data(ColumnData::Symbol { codes, dict: Arc::new(d) }));
+        let c = Arc::new(Column::from_data(ColumnData::Symbol { codes: codes.into(), dict: Arc::new(d) }));
         let a = share_column(&c, 3).expect("share");
         let ColumnData::Symbol { codes, .. } = &c.data() else { unreachable!() };
         let dict = a.as_any().downcast_ref::<DictionaryArray<Int32Type>>().expect("dictionary");
@@ -203,7 +203,9 @@ mod tests {
         let mut d = Dict::default();
         let (a, b) = (d.intern("a"), d.intern("b"));
         let dict = Arc::new(d);
-        let part = |codes: Vec<u32>| Arc::new(Column::from_data(ColumnData::Symbol { codes, dict: dict.clone() }));
+        let part = |codes: Vec<u32>| {
+            Arc::new(Column::from_data(ColumnData::Symbol { codes: codes.into(), dict: dict.clone() }))
+        };
         let mut ex = Exporter::default();
         let x = ex.column(&part(vec![a, b]), 2).expect("x");
         let y = ex.column(&part(vec![b]), 1).expect("y");
@@ -216,7 +218,7 @@ mod tests {
         let mut nulls = Bitmap::new_set(2);
         nulls.set(0, false);
         nulls.set(1, false);
-        let c = Arc::new(Column::new(ColumnData::Symbol { codes: vec![0, 0], dict: empty }, Some(nulls)));
+        let c = Arc::new(Column::new(ColumnData::Symbol { codes: vec![0, 0].into(), dict: empty }, Some(nulls)));
         let arr = ex.column(&c, 2).expect("all NULL");
         assert_eq!(arr.null_count(), 2);
         arr.to_data().validate_full().expect("valid");

@@ -292,13 +292,13 @@ mod tests {
         let g: Vec<f32> = f.iter().map(|&v| v as f32).chain([f32::MAX, 1e7, 1e-7, 16777217.0]).collect();
         let ints: Vec<i64> =
             f.iter().map(|&v| v.to_bits() as i64 >> (v.to_bits() % 64)).chain([i64::MIN, i64::MAX, 0]).collect();
-        check(&Column::from_data(ColumnData::Float64(f)));
-        check(&Column::from_data(ColumnData::Float32(g)));
-        check(&Column::from_data(ColumnData::Int64(ints.clone())));
+        check(&Column::from_data(ColumnData::Float64(f.into())));
+        check(&Column::from_data(ColumnData::Float32(g.into())));
+        check(&Column::from_data(ColumnData::Int64(ints.clone().into())));
         check(&Column::from_data(ColumnData::Int32(ints.iter().map(|&v| v as i32).chain([i32::MIN]).collect())));
-        check(&Column::from_data(ColumnData::Bool(vec![true, false])));
+        check(&Column::from_data(ColumnData::Bool(vec![true, false].into())));
         let ts = [0, -1, 1_704_187_800_123_456_789, i64::MIN, i64::MAX, i64::MIN + 2, i64::MAX - 1];
-        check(&Column::from_data(ColumnData::Timestamp(ts.to_vec())));
+        check(&Column::from_data(ColumnData::Timestamp(ts.to_vec().into())));
     }
 
     #[test]
@@ -313,6 +313,6 @@ mod tests {
             codes.push(dict.intern(t));
         }
         check(&Column::from_data(ColumnData::Varchar(s)));
-        check(&Column::from_data(ColumnData::Symbol { codes, dict: std::sync::Arc::new(dict) }));
+        check(&Column::from_data(ColumnData::Symbol { codes: codes.into(), dict: std::sync::Arc::new(dict) }));
     }
 }

@@ -212,7 +212,7 @@ mod tests {
 
     #[test]
     fn valid_streams_pass() {
-        let col = zepto_storage::Column::from_data(zepto_storage::ColumnData::Int64(vec![1, 2, 3]));
+        let col = zepto_storage::Column::from_data(zepto_storage::ColumnData::Int64(vec![1, 2, 3].into()));
         let mut w = crate::ipc::IpcResultWriter::new(&["n".to_string()], &[&col], 3).expect("writer");
         let mut data = Vec::new();
         while let Some(c) = w.next_chunk().expect("chunk") {

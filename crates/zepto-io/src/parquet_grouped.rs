@@ -108,7 +108,7 @@ fn join_keys(parts: &[Column]) -> Result<Column, IoError> {
         return Column::concat_spans(DataType::Symbol, Some(&dict), &spans).map_err(IoError::Invalid);
     }
     let codes = sources.iter().map(|(c, _)| *c).zip(remaps.iter().map(Option::as_deref));
-    Ok(Column::new(ColumnData::Symbol { codes: join_codes(codes)?, dict }, None))
+    Ok(Column::new(ColumnData::Symbol { codes: (join_codes(codes)?).into(), dict }, None))
 }
 
 /// A SYMBOL column's codes and dictionary.

@@ -498,9 +498,9 @@ mod tests {
             f(Type::INT8, FieldFormat::Text),
         ];
         let mut w = RowWriter::new(&fields);
-        let ts = Column::new(ColumnData::Timestamp(vec![946_684_800_000_001_999]), None);
-        let v = Column::new(ColumnData::Vector { dim: 2, values: vec![1.0, -2.5] }, None);
-        let n = Column::new(ColumnData::Int64(vec![0]), Some(zepto_storage::Bitmap::new_unset(1)));
+        let ts = Column::new(ColumnData::Timestamp(vec![946_684_800_000_001_999].into()), None);
+        let v = Column::new(ColumnData::Vector { dim: 2, values: vec![1.0, -2.5].into() }, None);
+        let n = Column::new(ColumnData::Int64(vec![0].into()), Some(zepto_storage::Bitmap::new_unset(1)));
         let row = w.row(&[Arc::new(ts), Arc::new(v), Arc::new(n)], 0).expect("a row");
         assert_eq!(row.field_count, 3);
         let mut want = Vec::new();

@@ -64,7 +64,7 @@ fn case(rng: &mut Rng, floats: bool) -> Case {
     for i in (1..times.len()).rev() {
         times.swap(i, rng.below(i as u64 + 1) as usize);
     }
-    let t = Column::from_data(ColumnData::Timestamp(times));
+    let t = Column::from_data(ColumnData::Timestamp(times.into()));
     // Unique keys, in an order of their own: no ties, so any way of driving picks one row.
     let mut keys: Vec<f64> = (0..n).map(|i| i as f64 * 0.5 - 40.0).collect();
     for i in (1..keys.len()).rev() {
@@ -276,7 +276,7 @@ fn runs_rank_nan_as_the_largest_double() {
         v.extend_from_slice(r);
         ids.extend(std::iter::repeat_n(g as u32, r.len()));
     }
-    let x = Column::from_data(ColumnData::Float64(v.clone()));
+    let x = Column::from_data(ColumnData::Float64(v.clone().into()));
     let t = Column::from_data(ColumnData::Timestamp((0..v.len() as i64).collect()));
     for f in [AggFunc::Min, AggFunc::Max] {
         let mut acc = accumulator(f, DataType::Float64);
@@ -382,7 +382,7 @@ fn float_frames_keep_infinities_and_nans_to_their_frames() {
                 _ => 0.0,
             })
             .collect();
-        let x = Column::new(ColumnData::Float64(v), c.x.validity().cloned());
+        let x = Column::new(ColumnData::Float64(v.into()), c.x.validity().cloned());
         let (before, after) = (rng.below(6) as usize, rng.below(3) as usize);
         let (fs, fe) = forward_frames(&mut rng, n, before, after);
         let (idx, ids) = gathered_frames(&fs, &fe);

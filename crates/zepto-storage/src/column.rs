@@ -17,29 +17,29 @@ pub const NULL_INDEX: u32 = u32::MAX;
 #[derive(Debug, Clone)]
 pub enum ColumnData {
     /// BOOLEAN values.
-    Bool(Vec<bool>),
+    Bool(crate::buf::Buf<bool>),
     /// INTEGER values.
-    Int32(Vec<i32>),
+    Int32(crate::buf::Buf<i32>),
     /// BIGINT values.
-    Int64(Vec<i64>),
+    Int64(crate::buf::Buf<i64>),
     /// HUGEINT values.
-    Int128(Vec<i128>),
+    Int128(crate::buf::Buf<i128>),
     /// REAL values.
-    Float32(Vec<f32>),
+    Float32(crate::buf::Buf<f32>),
     /// DOUBLE values.
-    Float64(Vec<f64>),
+    Float64(crate::buf::Buf<f64>),
     /// TIMESTAMP values: nanoseconds since the Unix epoch, UTC.
-    Timestamp(Vec<i64>),
+    Timestamp(crate::buf::Buf<i64>),
     /// DATE values: days since the Unix epoch.
-    Date(Vec<i32>),
+    Date(crate::buf::Buf<i32>),
     /// INTERVAL values: durations in nanoseconds.
-    Interval(Vec<i64>),
+    Interval(crate::buf::Buf<i64>),
     /// VARCHAR values in Arrow `LargeUtf8` layout.
     Varchar(StrVec),
     /// SYMBOL values: dictionary codes.
     Symbol {
         /// One code per row, each below `dict.len()` (0 in a NULL slot).
-        codes: Vec<u32>,
+        codes: crate::buf::Buf<u32>,
         /// The dictionary the codes index (shared; append-only, so it may be a later version).
         dict: Arc<Dict>,
     },
@@ -49,7 +49,7 @@ pub enum ColumnData {
         /// Elements per row (1..=65535).
         dim: u16,
         /// `len * dim` elements, row after row.
-        values: Vec<f32>,
+        values: crate::buf::Buf<f32>,
     },
     /// An untyped all-NULL column of the given length.
     Null(usize),
@@ -147,21 +147,21 @@ impl ColumnData {
     /// An empty vector of the given type with room for `capacity` values.
     pub fn with_capacity(dt: DataType, capacity: usize) -> ColumnData {
         match dt {
-            DataType::Bool => ColumnData::Bool(Vec::with_capacity(capacity)),
-            DataType::Int32 => ColumnData::Int32(Vec::with_capacity(capacity)),
-            DataType::Int64 => ColumnData::Int64(Vec::with_capacity(capacity)),
-            DataType::Int128 => ColumnData::Int128(Vec::with_capacity(capacity)),
-            DataType::Float32 => ColumnData::Float32(Vec::with_capacity(capacity)),
-            DataType::Float64 => ColumnData::Float64(Vec::with_capacity(capacity)),
-            DataType::Timestamp => ColumnData::Timestamp(Vec::with_capacity(capacity)),
-            DataType::Date => ColumnData::Date(Vec::with_capacity(capacity)),
-            DataType::Interval => ColumnData::Interval(Vec::with_capacity(capacity)),
+            DataType::Bool => ColumnData::Bool(Vec::with_capacity(capacity).into()),
+            DataType::Int32 => ColumnData::Int32(Vec::with_capacity(capacity).into()),
+            DataType::Int64 => ColumnData::Int64(Vec::with_capacity(capacity).into()),
+            DataType::Int128 => ColumnData::Int128(Vec::with_capacity(capacity).into()),
+            DataType::Float32 => ColumnData::Float32(Vec::with_capacity(capacity).into()),
+            DataType::Float64 => ColumnData::Float64(Vec::with_capacity(capacity).into()),
+            DataType::Timestamp => ColumnData::Timestamp(Vec::with_capacity(capacity).into()),
+            DataType::Date => ColumnData::Date(Vec::with_capacity(capacity).into()),
+            DataType::Interval => ColumnData::Interval(Vec::with_capacity(capacity).into()),
             DataType::Varchar => ColumnData::Varchar(StrVec::with_capacity(capacity, capacity * 8)),
             DataType::Symbol => {
-                ColumnData::Symbol { codes: Vec::with_capacity(capacity), dict: Arc::new(Dict::default()) }
+                ColumnData::Symbol { codes: Vec::with_capacity(capacity).into(), dict: Arc::new(Dict::default()) }
             }
             DataType::Vector(dim) => {
-                ColumnData::Vector { dim, values: Vec::with_capacity(capacity.saturating_mul(dim as usize)) }
+                ColumnData::Vector { dim, values: Vec::with_capacity(capacity.saturating_mul(dim as usize)).into() }
             }
             DataType::Null => ColumnData::Null(0),
         }
@@ -191,14 +191,14 @@ impl ColumnData {
             v.try_reserve_exact(n).is_ok()
         }
         match self {
-            ColumnData::Bool(v) => r(v, rows),
-            ColumnData::Int32(v) | ColumnData::Date(v) => r(v, rows),
-            ColumnData::Int64(v) | ColumnData::Timestamp(v) | ColumnData::Interval(v) => r(v, rows),
-            ColumnData::Int128(v) => r(v, rows),
-            ColumnData::Float32(v) => r(v, rows),
-            ColumnData::Float64(v) => r(v, rows),
-            ColumnData::Symbol { codes, .. } => r(codes, rows),
-            ColumnData::Vector { dim, values } => r(values, rows.saturating_mul(*dim as usize)),
+            ColumnData::Bool(v) => r(v.vec_mut(0), rows),
+            ColumnData::Int32(v) | ColumnData::Date(v) => r(v.vec_mut(0), rows),
+            ColumnData::Int64(v) | ColumnData::Timestamp(v) | ColumnData::Interval(v) => r(v.vec_mut(0), rows),
+            ColumnData::Int128(v) => r(v.vec_mut(0), rows),
+            ColumnData::Float32(v) => r(v.vec_mut(0), rows),
+            ColumnData::Float64(v) => r(v.vec_mut(0), rows),
+            ColumnData::Symbol { codes, .. } => r(codes.vec_mut(0), rows),
+            ColumnData::Vector { dim, values } => r(values.vec_mut(0), rows.saturating_mul(*dim as usize)),
             ColumnData::Varchar(_) | ColumnData::Null(_) => true,
         }
     }
@@ -211,18 +211,18 @@ impl ColumnData {
     /// `n` zero values of the given type.
     pub fn zeros(dt: DataType, n: usize) -> ColumnData {
         match dt {
-            DataType::Bool => ColumnData::Bool(vec![false; n]),
-            DataType::Int32 => ColumnData::Int32(vec![0; n]),
-            DataType::Int64 => ColumnData::Int64(vec![0; n]),
-            DataType::Int128 => ColumnData::Int128(vec![0; n]),
-            DataType::Float32 => ColumnData::Float32(vec![0.0; n]),
-            DataType::Float64 => ColumnData::Float64(vec![0.0; n]),
-            DataType::Timestamp => ColumnData::Timestamp(vec![0; n]),
-            DataType::Date => ColumnData::Date(vec![0; n]),
-            DataType::Interval => ColumnData::Interval(vec![0; n]),
+            DataType::Bool => ColumnData::Bool(vec![false; n].into()),
+            DataType::Int32 => ColumnData::Int32(vec![0; n].into()),
+            DataType::Int64 => ColumnData::Int64(vec![0; n].into()),
+            DataType::Int128 => ColumnData::Int128(vec![0; n].into()),
+            DataType::Float32 => ColumnData::Float32(vec![0.0; n].into()),
+            DataType::Float64 => ColumnData::Float64(vec![0.0; n].into()),
+            DataType::Timestamp => ColumnData::Timestamp(vec![0; n].into()),
+            DataType::Date => ColumnData::Date(vec![0; n].into()),
+            DataType::Interval => ColumnData::Interval(vec![0; n].into()),
             DataType::Varchar => ColumnData::Varchar((0..n).map(|_| "").collect()),
-            DataType::Symbol => ColumnData::Symbol { codes: vec![0; n], dict: Arc::new(Dict::default()) },
-            DataType::Vector(dim) => ColumnData::Vector { dim, values: vec![0.0; n * dim as usize] },
+            DataType::Symbol => ColumnData::Symbol { codes: vec![0; n].into(), dict: Arc::new(Dict::default()) },
+            DataType::Vector(dim) => ColumnData::Vector { dim, values: vec![0.0; n * dim as usize].into() },
             DataType::Null => ColumnData::Null(n),
         }
     }
@@ -439,10 +439,10 @@ impl Column {
             idx.iter().map(|&i| v[i as usize]).collect()
         }
         let data = map_vec!(&self.data,
-            v => g(v, idx),
+            v => g(v, idx).into(),
             s => s.take(idx),
-            codes, dict => ColumnData::Symbol { codes: g(codes, idx), dict: dict.clone() },
-            dim, values => ColumnData::Vector { dim: *dim, values: take_rows(values, *dim as usize, idx) },
+            codes, dict => ColumnData::Symbol { codes: g(codes, idx).into(), dict: dict.clone() },
+            dim, values => ColumnData::Vector { dim: *dim, values: take_rows(values, *dim as usize, idx).into() },
             _n => idx.len());
         let validity = self.validity.as_ref().map(|b| Bitmap::from_bools(idx.iter().map(|&i| b.get(i as usize))));
         Column::new(data, validity)
@@ -533,16 +533,18 @@ impl Column {
             _ => None,
         };
         match (&mut self.data, &src.data) {
-            (ColumnData::Bool(v), ColumnData::Bool(s)) => set(v, at, s),
-            (ColumnData::Int32(v), ColumnData::Int32(s)) | (ColumnData::Date(v), ColumnData::Date(s)) => set(v, at, s),
+            (ColumnData::Bool(v), ColumnData::Bool(s)) => set(v.vec_mut(0), at, s),
+            (ColumnData::Int32(v), ColumnData::Int32(s)) | (ColumnData::Date(v), ColumnData::Date(s)) => {
+                set(v.vec_mut(0), at, s)
+            }
             (ColumnData::Int64(v), ColumnData::Int64(s))
             | (ColumnData::Timestamp(v), ColumnData::Timestamp(s))
-            | (ColumnData::Interval(v), ColumnData::Interval(s)) => set(v, at, s),
-            (ColumnData::Int128(v), ColumnData::Int128(s)) => set(v, at, s),
-            (ColumnData::Float32(v), ColumnData::Float32(s)) => set(v, at, s),
-            (ColumnData::Float64(v), ColumnData::Float64(s)) => set(v, at, s),
+            | (ColumnData::Interval(v), ColumnData::Interval(s)) => set(v.vec_mut(0), at, s),
+            (ColumnData::Int128(v), ColumnData::Int128(s)) => set(v.vec_mut(0), at, s),
+            (ColumnData::Float32(v), ColumnData::Float32(s)) => set(v.vec_mut(0), at, s),
+            (ColumnData::Float64(v), ColumnData::Float64(s)) => set(v.vec_mut(0), at, s),
             (ColumnData::Symbol { codes, dict: d }, ColumnData::Symbol { codes: s, .. }) => {
-                set(codes, at, s);
+                set(codes.vec_mut(0), at, s);
                 if let Some(best) = dict {
                     *d = best;
                 }
@@ -584,9 +586,9 @@ impl Column {
             out
         }
         let data = map_vec!(&self.data,
-            v => room(v, extra),
+            v => room(v, extra).into(),
             s => s.clone(),
-            codes, dict => ColumnData::Symbol { codes: room(codes, extra), dict: dict.clone() },
+            codes, dict => ColumnData::Symbol { codes: room(codes, extra).into(), dict: dict.clone() },
             dim, values => ColumnData::Vector { dim: *dim, values: values.clone() },
             n => *n);
         Column { data, validity: self.validity.clone() }
@@ -597,10 +599,10 @@ impl Column {
         assert!(start + len <= self.len(), "slice {start}+{len} out of {}", self.len());
         let end = start + len;
         let data = map_vec!(&self.data,
-            v => v[start..end].to_vec(),
+            v => v[start..end].to_vec().into(),
             s => (start..end).map(|i| s.get(i)).collect(),
-            codes, dict => ColumnData::Symbol { codes: codes[start..end].to_vec(), dict: dict.clone() },
-            dim, values => ColumnData::Vector { dim: *dim, values: values[start * *dim as usize..end * *dim as usize].to_vec() },
+            codes, dict => ColumnData::Symbol { codes: codes[start..end].to_vec().into(), dict: dict.clone() },
+            dim, values => ColumnData::Vector { dim: *dim, values: (values[start * *dim as usize..end * *dim as usize].to_vec()).into() },
             _n => len);
         let validity = self.validity.as_ref().map(|b| {
             let mut out = Bitmap::default();
@@ -691,7 +693,7 @@ impl Column {
                 }
             }
         }
-        Some(Column::new(ColumnData::Symbol { codes, dict }, any_null.then_some(validity)))
+        Some(Column::new(ColumnData::Symbol { codes: codes.into(), dict }, any_null.then_some(validity)))
     }
 
     /// The rows of `spans` one after another, as one column of type `dt` (every span's column
@@ -717,7 +719,7 @@ impl Column {
                         _ => v.resize(v.len() + s.rows.len(), $zero),
                     }
                 }
-                ColumnData::$variant(v)
+                ColumnData::$variant(v.into())
             }};
         }
         let data = fixed_width_match!(dt, prim, {
@@ -758,7 +760,7 @@ impl Column {
                         _ => codes.resize(codes.len() + s.rows.len(), 0),
                     }
                 }
-                ColumnData::Symbol { codes, dict }
+                ColumnData::Symbol { codes: codes.into(), dict }
             }
             DataType::Vector(dim) => {
                 let d = dim as usize;
@@ -771,7 +773,7 @@ impl Column {
                         _ => values.resize(values.len() + s.rows.len() * d, 0.0),
                     }
                 }
-                ColumnData::Vector { dim, values }
+                ColumnData::Vector { dim, values: values.into() }
             }
             DataType::Null => ColumnData::Null(total),
         });
@@ -816,7 +818,7 @@ impl Column {
                         _ => v.resize(v.len() + idx.len(), $zero),
                     }
                 }
-                ColumnData::$variant(v)
+                ColumnData::$variant(v.into())
             }};
         }
         let data = fixed_width_match!(dt, prim, {
@@ -1000,7 +1002,7 @@ fn gather_vector(
             _ => values.resize(values.len() + idx.len() * d, 0.0),
         }
     }
-    ColumnData::Vector { dim, values }
+    ColumnData::Vector { dim, values: values.into() }
 }
 
 /// [`Column::gather`] of SYMBOL parts: coded by the largest dictionary of their one lineage.
@@ -1029,7 +1031,7 @@ fn gather_symbol(
             _ => codes.resize(codes.len() + idx.len(), 0),
         }
     }
-    Ok(ColumnData::Symbol { codes, dict })
+    Ok(ColumnData::Symbol { codes: codes.into(), dict })
 }
 
 /// [`Column::gather`]'s validity: none when no part has NULL rows or picked any.
@@ -1300,17 +1302,17 @@ impl ColumnBuilder {
     /// symbol code the builder's dictionary lineage has not handed out.
     pub fn extend_valid(&mut self, values: ValidRun<'_>) -> Result<(), StorageError> {
         let n = match (&mut self.data, values) {
-            (ColumnData::Int64(d) | ColumnData::Timestamp(d), ValidRun::I64(v)) => Self::extend(d, v),
-            (ColumnData::Int32(d) | ColumnData::Date(d), ValidRun::I32(v)) => Self::extend(d, v),
-            (ColumnData::Float32(d), ValidRun::F32(v)) => Self::extend(d, v),
-            (ColumnData::Float64(d), ValidRun::F64(v)) => Self::extend(d, v),
+            (ColumnData::Int64(d) | ColumnData::Timestamp(d), ValidRun::I64(v)) => Self::extend(d.vec_mut(0), v),
+            (ColumnData::Int32(d) | ColumnData::Date(d), ValidRun::I32(v)) => Self::extend(d.vec_mut(0), v),
+            (ColumnData::Float32(d), ValidRun::F32(v)) => Self::extend(d.vec_mut(0), v),
+            (ColumnData::Float64(d), ValidRun::F64(v)) => Self::extend(d.vec_mut(0), v),
             (ColumnData::Symbol { codes, .. }, ValidRun::Codes(v)) => {
                 let top = v.iter().copied().max();
                 let known = top.is_none_or(|top| self.dict.as_mut().is_some_and(|d| d.reach(top)));
                 if !known {
                     return Err(StorageError::Internal(format!("symbol code {top:?} past the builder's dictionary")));
                 }
-                Self::extend(codes, v)
+                Self::extend(codes.vec_mut(0), v)
             }
             (d, v) => {
                 let t = d.data_type();
@@ -1622,7 +1624,7 @@ mod tests {
                 }
             }
         }
-        let ints = Column::from_data(ColumnData::Int64(vec![1, 2]));
+        let ints = Column::from_data(ColumnData::Int64(vec![1, 2].into()));
         let bad = [Span { col: &ints, rows: 0..1, remap: None }];
         assert!(Column::concat_spans(DataType::Float64, None, &bad).is_err());
         let out_of_range = [Span { col: &ints, rows: 1..3, remap: None }];
@@ -1727,7 +1729,7 @@ mod tests {
                 }
             }
         }
-        let ints = Column::from_data(ColumnData::Int64(vec![1, 2]));
+        let ints = Column::from_data(ColumnData::Int64(vec![1, 2].into()));
         assert!(Column::gather(DataType::Int64, &[(&ints, &[2])]).is_err());
         assert!(Column::gather(DataType::Int64, &[(&ints, &[0, NULL_INDEX, 7])]).is_err());
         assert!(Column::gather(DataType::Float64, &[(&ints, &[0])]).is_err());

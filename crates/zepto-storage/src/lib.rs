@@ -56,6 +56,7 @@
 
 pub mod affinity;
 pub mod bitmap;
+pub mod buf;
 pub mod catalog;
 pub mod column;
 pub mod dict;

@@ -59,7 +59,10 @@ fn load(e: &Engine, data: Vec<f32>, dim: usize) -> Result<(), String> {
     let cols = vec![
         Column::from_data(ColumnData::Timestamp((0..rows as i64).collect())),
         Column::from_data(ColumnData::Int64((0..rows as i64).collect())),
-        Column::from_data(ColumnData::Vector { dim: u16::try_from(dim).map_err(|e| e.to_string())?, values: data }),
+        Column::from_data(ColumnData::Vector {
+            dim: u16::try_from(dim).map_err(|e| e.to_string())?,
+            values: data.into(),
+        }),
     ];
     e.catalog().append("v", cols).map(|_| ()).map_err(|e| e.to_string())
 }

@@ -115,7 +115,7 @@ fn main() {
     let e = Engine::new();
     let ddl = format!("CREATE TABLE v (id BIGINT, v FLOAT[{}])", a.dim);
     let ids = Column::from_data(ColumnData::Int64((0..a.rows as i64).collect()));
-    let vecs = Column::from_data(ColumnData::Vector { dim: a.dim as u16, values: flat });
+    let vecs = Column::from_data(ColumnData::Vector { dim: a.dim as u16, values: flat.into() });
     if let Err(err) = e
         .execute(&ddl)
         .map_err(|x| x.to_string())

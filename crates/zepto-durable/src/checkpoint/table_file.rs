@@ -197,7 +197,7 @@ fn column_array(c: &Arc<Column>, rows: usize, values: &ArrayRef) -> Result<Array
                 .validity()
                 .as_ref()
                 .map(|v| NullBuffer::new(BooleanBuffer::new(Buffer::from_slice_ref(v.as_bytes()), 0, v.len())));
-            let keys = UInt32Array::new(ScalarBuffer::from(codes.clone()), nulls);
+            let keys = UInt32Array::new(ScalarBuffer::from(codes.to_vec()), nulls);
             Ok(Arc::new(DictionaryArray::<UInt32Type>::try_new(keys, values.clone()).map_err(arrow_err)?))
         }
         _ => zepto_io::export::share_column(c, rows).map_err(DurableError::Format),
@@ -316,7 +316,7 @@ fn read_column(arr: &dyn Array, def: &ColumnDef, dict: &mut Option<Arc<Dict>>) -
             }
         }
     }
-    Ok(Column::new(ColumnData::Symbol { codes, dict: table_dict }, validity))
+    Ok(Column::new(ColumnData::Symbol { codes: codes.into(), dict: table_dict }, validity))
 }
 
 #[cfg(test)]

@@ -601,7 +601,7 @@ mod tests {
             let mut b = zepto_storage::ColumnBuilder::new(zepto_storage::DataType::Varchar, 1);
             b.push_value(&zepto_storage::Value::Str(s.into())).expect("push");
             let sym = b.finish();
-            let ts = Column::from_data(zepto_storage::ColumnData::Timestamp(vec![5]));
+            let ts = Column::from_data(zepto_storage::ColumnData::Timestamp(vec![5].into()));
             let names = ["ts", "sym"].map(String::from);
             zepto_io::ipc::write_ipc_stream(&names, &[&ts, &sym], 1).expect("a stream")
         };

@@ -364,7 +364,7 @@ fn quantified_column(c: &[Cow<'_, Column>], n: usize, op: BinaryOp, any: bool) -
         valid.set(r, decided || !unknown);
         out.push(result);
     }
-    Ok(Column::new(ColumnData::Bool(out), Some(valid)))
+    Ok(Column::new(ColumnData::Bool(out.into()), Some(valid)))
 }
 
 /// `array_upper`, `array_lower` and `cardinality` row by row.
@@ -389,7 +389,7 @@ fn array_bound_column(c: &[Cow<'_, Column>], n: usize, upper: bool, dim: bool) -
         valid.set(r, v.is_some());
         out.push(v.unwrap_or(0));
     }
-    Ok(Column::new(ColumnData::Int32(out), Some(valid)))
+    Ok(Column::new(ColumnData::Int32(out.into()), Some(valid)))
 }
 
 /// Whether `op` holds for two values ordered `ord`.

@@ -130,7 +130,7 @@ mod tests {
                     let bm = nulls.then(|| Bitmap::from_bools(valid.iter().copied()));
                     let want: Vec<u32> =
                         (0..len).filter(|&i| flags[i] && (!nulls || valid[i])).map(|i| i as u32).collect();
-                    let mask = Column::new(ColumnData::Bool(flags.clone()), bm);
+                    let mask = Column::new(ColumnData::Bool(flags.clone().into()), bm);
                     assert_eq!(mask_indices(&mask), want, "len {len}, {per_mille}/1000 set, nulls {nulls}");
                 }
             }

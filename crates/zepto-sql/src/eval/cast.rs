@@ -103,19 +103,19 @@ pub fn cast_column(c: &Column, to: DataType, try_: bool) -> Result<Column> {
         }
         (D::Int32(v), DataType::Timestamp | DataType::Interval) => {
             let w: Vec<i64> = v.iter().map(|&x| x as i64).collect();
-            num(if to == DataType::Timestamp { D::Timestamp(w) } else { D::Interval(w) })
+            num(if to == DataType::Timestamp { D::Timestamp(w.into()) } else { D::Interval(w.into()) })
         }
         (D::Timestamp(v) | D::Interval(v), DataType::Int64) => num(D::Int64(v.clone())),
         (D::Timestamp(v), DataType::Date) => {
             // An infinite timestamp has no date (DATE has no infinities here).
             let day = |x: i64| (!zepto_storage::time::is_infinite(x)).then(|| x.div_euclid(NS_PER_DAY) as i32);
             let (days, validity) = per_row(v, c, try_, day, "TIMESTAMP", to)?;
-            Ok(Column::new(D::Date(days), validity))
+            Ok(Column::new(D::Date(days.into()), validity))
         }
         (D::Date(v), DataType::Timestamp) => {
             let ns = |d: i32| i64::from(d).checked_mul(NS_PER_DAY);
             let (ts, validity) = per_row(v, c, try_, ns, "DATE", to)?;
-            Ok(Column::new(D::Timestamp(ts), validity))
+            Ok(Column::new(D::Timestamp(ts.into()), validity))
         }
         (D::Bool(v), t) if t.is_numeric() => {
             let ints = Column::new(D::Int32(v.iter().map(|&b| b as i32).collect()), validity.clone());
@@ -245,18 +245,18 @@ fn cast_int128(c: &Column, to: DataType, try_: bool) -> Result<Column> {
                 (r.is_finite() && r.abs() < 1.7e38).then_some(r as i128)
             };
             let (out, validity) = per_row(v, c, try_, round, "DOUBLE", to)?;
-            Ok(Column::new(D::Int128(out), validity))
+            Ok(Column::new(D::Int128(out.into()), validity))
         }
         (D::Int128(v), DataType::Float64) => wide(D::Float64(v.iter().map(|&x| x as f64).collect())),
         (D::Int128(v), DataType::Float32) => wide(D::Float32(v.iter().map(|&x| x as f32).collect())),
         (D::Int128(v), DataType::Bool) => wide(D::Bool(v.iter().map(|&x| x != 0).collect())),
         (D::Int128(v), DataType::Int64) => {
             let (out, validity) = per_row(v, c, try_, |x| i64::try_from(x).ok(), "HUGEINT", to)?;
-            Ok(Column::new(D::Int64(out), validity))
+            Ok(Column::new(D::Int64(out.into()), validity))
         }
         (D::Int128(v), DataType::Int32) => {
             let (out, validity) = per_row(v, c, try_, |x| i32::try_from(x).ok(), "HUGEINT", to)?;
-            Ok(Column::new(D::Int32(out), validity))
+            Ok(Column::new(D::Int32(out.into()), validity))
         }
         (D::Int128(_), DataType::Varchar) => {
             let text: Vec<String> =
@@ -297,7 +297,7 @@ fn cast_to_int(c: &Column, to: DataType, try_: bool) -> Result<Column> {
     let data = if to == DataType::Int32 {
         ColumnData::Int32(vals.into_iter().map(|x| x as i32).collect())
     } else {
-        ColumnData::Int64(vals)
+        ColumnData::Int64(vals.into())
     };
     Ok(Column::new(data, Some(valid)))
 }

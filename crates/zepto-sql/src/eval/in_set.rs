@@ -20,7 +20,7 @@ pub fn in_set(x: &Column, set: &InSet, negated: bool) -> Column {
         x.validity().cloned()
     };
     let values = if negated { hit.into_iter().map(|h| !h).collect() } else { hit };
-    Column::new(ColumnData::Bool(values), validity)
+    Column::new(ColumnData::Bool(values.into()), validity)
 }
 
 /// Whether each row's value is a member (anything for a NULL row).

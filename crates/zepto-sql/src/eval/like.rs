@@ -126,7 +126,7 @@ pub fn like(x: &Column, p: Opnd, negated: bool, ci: bool, n: usize) -> Result<Co
             .collect(),
         Opnd::Lit(_) => vec![false; n],
     };
-    Ok(Column::new(ColumnData::Bool(v), validity))
+    Ok(Column::new(ColumnData::Bool(v.into()), validity))
 }
 
 #[cfg(test)]

@@ -135,7 +135,7 @@ pub fn eval<'a>(e: &'a BExpr, b: &'a Batch, sq: &dyn Subqueries) -> Result<Cow<'
         BExpr::IsNull { expr, negated } => {
             let c = eval(expr, b, sq)?;
             let v: Vec<bool> = (0..n).map(|i| c.is_valid(i) == *negated).collect();
-            Cow::Owned(Column::from_data(ColumnData::Bool(v)))
+            Cow::Owned(Column::from_data(ColumnData::Bool(v.into())))
         }
         BExpr::Like { expr, pattern, negated, case_insensitive } => {
             let x = eval(expr, b, sq)?;
@@ -148,10 +148,10 @@ pub fn eval<'a>(e: &'a BExpr, b: &'a Batch, sq: &dyn Subqueries) -> Result<Cow<'
 
 fn negate(c: &Column) -> Result<Column> {
     let data = match &c.data() {
-        ColumnData::Int32(v) => ColumnData::Int32(checked_map(v, c, |x: i32| x.checked_neg())?),
-        ColumnData::Int64(v) => ColumnData::Int64(checked_map(v, c, |x: i64| x.checked_neg())?),
-        ColumnData::Int128(v) => ColumnData::Int128(checked_map(v, c, |x: i128| x.checked_neg())?),
-        ColumnData::Interval(v) => ColumnData::Interval(checked_map(v, c, |x: i64| x.checked_neg())?),
+        ColumnData::Int32(v) => ColumnData::Int32((checked_map(v, c, |x: i32| x.checked_neg())?).into()),
+        ColumnData::Int64(v) => ColumnData::Int64((checked_map(v, c, |x: i64| x.checked_neg())?).into()),
+        ColumnData::Int128(v) => ColumnData::Int128((checked_map(v, c, |x: i128| x.checked_neg())?).into()),
+        ColumnData::Interval(v) => ColumnData::Interval((checked_map(v, c, |x: i64| x.checked_neg())?).into()),
         ColumnData::Float32(v) => ColumnData::Float32(v.iter().map(|x| -x).collect()),
         ColumnData::Float64(v) => ColumnData::Float64(v.iter().map(|x| -x).collect()),
         ColumnData::Null(n) => ColumnData::Null(*n),
@@ -243,7 +243,7 @@ fn logic(op: BinaryOp, l: &Opnd, r: &Opnd, n: usize) -> Result<Column> {
     let valid = |v: &Option<Bitmap>, i: usize| v.as_ref().is_none_or(|b| b.get(i));
     if va.is_none() && vb.is_none() {
         let v = if op == BinaryOp::And { zip_map(a, b, n, |x, y| x && y) } else { zip_map(a, b, n, |x, y| x || y) };
-        return Ok(Column::from_data(ColumnData::Bool(v)));
+        return Ok(Column::from_data(ColumnData::Bool(v.into())));
     }
     let mut out = Vec::with_capacity(n);
     let mut validity = Bitmap::new_set(n);
@@ -267,7 +267,7 @@ fn logic(op: BinaryOp, l: &Opnd, r: &Opnd, n: usize) -> Result<Column> {
             validity.set(i, false);
         }
     }
-    Ok(Column::new(ColumnData::Bool(out), Some(validity)))
+    Ok(Column::new(ColumnData::Bool(out.into()), Some(validity)))
 }
 
 /// A comparison row by row, in SQL's order ([`SqlOrd`]: NaN greatest, -0.0 = 0.0). Compiled
@@ -341,7 +341,7 @@ fn compare(op: BinaryOp, l: &Opnd, r: &Opnd, lt: DataType, n: usize) -> Result<C
     } else {
         return Err(type_err(op, lt));
     };
-    Ok(Column::new(ColumnData::Bool(v), validity))
+    Ok(Column::new(ColumnData::Bool(v.into()), validity))
 }
 
 fn compare_strings(op: BinaryOp, l: &Opnd, r: &Opnd, n: usize) -> Result<Vec<bool>> {
@@ -571,27 +571,27 @@ fn arith(op: BinaryOp, l: &Opnd, r: &Opnd, ty: DataType, lt: DataType, n: usize)
         DataType::Int32 => {
             let (a, b) = (src_i32(l).ok_or_else(miss)?, src_i32(r).ok_or_else(miss)?);
             let (v, va) = int_arith!(op, a, b, n, i32, validity);
-            (ColumnData::Int32(v), va)
+            (ColumnData::Int32(v.into()), va)
         }
         DataType::Date => {
             let (a, b) = (src_i32(l).ok_or_else(miss)?, src_i32(r).ok_or_else(miss)?);
             let (v, va) = int_arith!(op, a, b, n, i32, validity);
-            (ColumnData::Date(v), va)
+            (ColumnData::Date(v.into()), va)
         }
         DataType::Timestamp => {
             let (a, b) = (src_i64(l).ok_or_else(miss)?, src_i64(r).ok_or_else(miss)?);
             let (v, va) = timestamp_arith(op, a, b, lt, n, validity)?;
-            (ColumnData::Timestamp(v), va)
+            (ColumnData::Timestamp(v.into()), va)
         }
         DataType::Int64 => {
             let (a, b) = (src_i64(l).ok_or_else(miss)?, src_i64(r).ok_or_else(miss)?);
             let (v, va) = int_arith!(op, a, b, n, i64, validity);
-            (ColumnData::Int64(v), va)
+            (ColumnData::Int64(v.into()), va)
         }
         DataType::Int128 => {
             let (a, b) = (src_i128(l).ok_or_else(miss)?, src_i128(r).ok_or_else(miss)?);
             let (v, va) = int_arith!(op, a, b, n, i128, validity);
-            (ColumnData::Int128(v), va)
+            (ColumnData::Int128(v.into()), va)
         }
         DataType::Interval if lt == DataType::Interval && matches!(op, BinaryOp::Mul | BinaryOp::Div) => {
             let (a, b) = (src_i64(l).ok_or_else(miss)?, src_f64(r).ok_or_else(miss)?);
@@ -600,7 +600,7 @@ fn arith(op: BinaryOp, l: &Opnd, r: &Opnd, ty: DataType, lt: DataType, n: usize)
             } else {
                 zip_map(a, b, n, |x, y| if y == 0.0 { 0 } else { (x as f64 / y).round() as i64 })
             };
-            (ColumnData::Interval(v), validity)
+            (ColumnData::Interval(v.into()), validity)
         }
         DataType::Interval => {
             let (a, b) = (src_i64(l).ok_or_else(miss)?, src_i64(r).ok_or_else(miss)?);
@@ -609,17 +609,17 @@ fn arith(op: BinaryOp, l: &Opnd, r: &Opnd, ty: DataType, lt: DataType, n: usize)
                 return Err(SqlError::exec("cannot subtract infinite timestamps"));
             }
             let (v, va) = int_arith!(op, a, b, n, i64, validity);
-            (ColumnData::Interval(v), va)
+            (ColumnData::Interval(v.into()), va)
         }
         DataType::Float32 => {
             let (a, b) = (src_f32(l).ok_or_else(miss)?, src_f32(r).ok_or_else(miss)?);
             let (v, va) = float_arith!(op, a, b, n, f32, validity);
-            (ColumnData::Float32(v), va)
+            (ColumnData::Float32(v.into()), va)
         }
         DataType::Float64 => {
             let (a, b) = (src_f64(l).ok_or_else(miss)?, src_f64(r).ok_or_else(miss)?);
             let (v, va) = float_arith!(op, a, b, n, f64, validity);
-            (ColumnData::Float64(v), va)
+            (ColumnData::Float64(v.into()), va)
         }
         DataType::Null => return Ok(Column::nulls(DataType::Null, n)),
         t => return Err(type_err(op, t)),
@@ -701,7 +701,7 @@ fn in_list(expr: &BExpr, list: &[BExpr], negated: bool, b: &Batch, sq: &dyn Subq
     if negated {
         result.iter_mut().for_each(|r| *r = !*r);
     }
-    Ok(Column::new(ColumnData::Bool(result), Some(validity)))
+    Ok(Column::new(ColumnData::Bool(result.into()), Some(validity)))
 }
 
 #[cfg(test)]

@@ -13,7 +13,7 @@ pub fn from_opt_f64(it: impl Iterator<Item = Option<f64>>) -> Column {
         vals.push(v.unwrap_or(0.0));
         valid.push(v.is_some() as i64);
     }
-    Column::new(ColumnData::Float64(vals), validity(&valid))
+    Column::new(ColumnData::Float64(vals.into()), validity(&valid))
 }
 
 /// Values as f64 (NULL slots hold 0).

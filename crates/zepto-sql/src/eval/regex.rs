@@ -30,7 +30,7 @@ pub fn matches(cols: &[std::borrow::Cow<'_, Column>], n: usize) -> Result<Column
         }
         out.push(last.as_ref().is_some_and(|(_, _, re)| re.is_match(s)));
     }
-    Ok(Column::new(ColumnData::Bool(out), Some(valid)))
+    Ok(Column::new(ColumnData::Bool(out.into()), Some(valid)))
 }
 
 /// `pattern` compiled under `flags` (`i`: ignore case, `c`: respect it, `s`/`n`/`m`: `.`

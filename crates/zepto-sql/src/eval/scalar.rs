@@ -39,7 +39,7 @@ fn f64_map(c: &Column, mut f: impl FnMut(f64) -> Option<f64>) -> Result<Column> 
             }
         })
         .collect();
-    Ok(Column::new(ColumnData::Float64(out), Some(valid)))
+    Ok(Column::new(ColumnData::Float64(out.into()), Some(valid)))
 }
 
 fn lit_str(e: &BExpr) -> Result<&str> {
@@ -166,7 +166,7 @@ fn kafka_partition(c: &[Cow<'_, Column>]) -> Result<Column> {
             }
         }
     }
-    Ok(Column::new(ColumnData::Int64(out), Some(valid)))
+    Ok(Column::new(ColumnData::Int64(out.into()), Some(valid)))
 }
 
 /// String functions.
@@ -487,7 +487,7 @@ fn temporal(f: ScalarFunc, args: &[BExpr], ty: DataType, b: &Batch, sq: &dyn Sub
         F::EpochNs => {
             let c = eval(&args[0], b, sq)?;
             let ts = c.as_i64_slice().ok_or_else(|| SqlError::Internal("timestamp arg".into()))?;
-            Ok(Column::new(ColumnData::Int64(ts.to_vec()), c.validity().cloned()))
+            Ok(Column::new(ColumnData::Int64(ts.to_vec().into()), c.validity().cloned()))
         }
         F::Epoch => {
             let c = eval(&args[0], b, sq)?;
@@ -593,9 +593,9 @@ fn xbar(args: &[BExpr], ty: DataType, b: &Batch, sq: &dyn Subqueries) -> Result<
                 let mut out = xbar_const(v, widths[0]);
                 let data = if ty == DataType::Timestamp {
                     keep_infinite(v, &mut out);
-                    ColumnData::Timestamp(out)
+                    ColumnData::Timestamp(out.into())
                 } else {
-                    ColumnData::Int64(out)
+                    ColumnData::Int64(out.into())
                 };
                 return Ok(Column::new(data, validity));
             }
@@ -616,9 +616,9 @@ fn xbar(args: &[BExpr], ty: DataType, b: &Batch, sq: &dyn Subqueries) -> Result<
             let data = if ty == DataType::Timestamp {
                 let mut out = out;
                 keep_infinite(v, &mut out);
-                ColumnData::Timestamp(out)
+                ColumnData::Timestamp(out.into())
             } else {
-                ColumnData::Int64(out)
+                ColumnData::Int64(out.into())
             };
             Ok(Column::new(data, Some(valid)))
         }
@@ -634,7 +634,7 @@ fn xbar(args: &[BExpr], ty: DataType, b: &Batch, sq: &dyn Subqueries) -> Result<
             let (xf, wf) = (to_f64(&x)?, to_f64(&wc)?);
             let out: Vec<f64> =
                 xf.iter().zip(wf.iter()).map(|(&a, &w)| if w > 0.0 { w * (a / w).floor() } else { f64::NAN }).collect();
-            let col = Column::new(ColumnData::Float64(out), validity);
+            let col = Column::new(ColumnData::Float64(out.into()), validity);
             super::cast::cast_column(&col, ty, false)
         }
     }

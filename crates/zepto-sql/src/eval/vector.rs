@@ -24,7 +24,7 @@ pub fn call(f: ScalarFunc, args: &[BExpr], b: &Batch, sq: &dyn Subqueries) -> Re
                 Opnd::Col(c) => c.data_type().vector_dim().unwrap_or(0),
                 Opnd::Lit(_) => 0,
             };
-            Ok(Column::new(ColumnData::Int64(vec![dim as i64; n]), a.validity(n)))
+            Ok(Column::new(ColumnData::Int64(vec![dim as i64; n].into()), a.validity(n)))
         }
         (ScalarFunc::ArrayDistance(m), [x, y]) => {
             let (x, y) = (eval_opnd(x, b, sq)?, eval_opnd(y, b, sq)?);
@@ -100,7 +100,7 @@ fn distance(m: Metric, x: &Opnd, y: &Opnd, n: usize) -> Result<Column> {
             Err(never) => match never {},
         }
     };
-    Ok(Column::new(ColumnData::Float64(out), validity))
+    Ok(Column::new(ColumnData::Float64(out.into()), validity))
 }
 
 /// From this many floats on one side (rows × dimension) distances are computed on every core:

@@ -236,7 +236,7 @@ fn summarize(
     macro_rules! levels {
         ($v:expr, $variant:ident, $finite:expr) => {{
             let (vals, valid) = extremes($v, |i| c.is_valid(i), &at, positions, up, starts, visit, $finite);
-            Some(Column::new(ColumnData::$variant(vals), Some(Bitmap::from_bools(valid))))
+            Some(Column::new(ColumnData::$variant(vals.into()), Some(Bitmap::from_bools(valid))))
         }};
     }
     match c.data() {
@@ -361,7 +361,7 @@ mod tests {
         let mut v: Vec<f64> = (0..n).map(|i| i as f64).collect();
         v[3] = f64::NAN;
         let valid = (0..n).map(|i| i % BLOCK != 7);
-        let r = Batch::new(vec![Column::new(ColumnData::Float64(v), Some(Bitmap::from_bools(valid)))], n);
+        let r = Batch::new(vec![Column::new(ColumnData::Float64(v.into()), Some(Bitmap::from_bools(valid)))], n);
         // Reversed: position p is row n - 1 - p.
         let seq: Vec<u32> = (0..n as u32).rev().collect();
         let b = Blocks::build(&r, Some(&seq), n, &Trends(vec![(0, false)])).expect("DOUBLE summarizes");
@@ -386,7 +386,7 @@ mod tests {
         for (odd, walked) in [(0, false), (zepto_storage::time::TS_NEG_INFINITY, true), (near, true)] {
             let mut v = vec![1_700_000_000_000_000_000i64; BLOCK];
             v[9] = odd;
-            let r = Batch::new(vec![Column::new(ColumnData::Timestamp(v), None)], BLOCK);
+            let r = Batch::new(vec![Column::new(ColumnData::Timestamp(v.into()), None)], BLOCK);
             let b = Blocks::build(&r, None, BLOCK, &Trends(vec![(0, true)])).expect("times summarize");
             assert_eq!(b.must_visit(b.row(0, 0).0), walked, "{odd}");
         }

@@ -117,7 +117,7 @@ fn edge_time(table: &Table, columns: &[usize], range: &ScanRange, b: &BucketTopN
 fn bucket_start(ctx: &ExecContext, b: &BucketTopN, width: usize, t: i64) -> Result<Option<i64>> {
     let cols = (0..width)
         .map(|c| match c == b.ts() {
-            true => Arc::new(Column::from_data(ColumnData::Timestamp(vec![t]))),
+            true => Arc::new(Column::from_data(ColumnData::Timestamp(vec![t].into()))),
             false => super::scan::unread(1),
         })
         .collect();

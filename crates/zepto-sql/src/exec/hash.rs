@@ -513,7 +513,7 @@ pub fn shared_ids(lk: &[&Column], rk: &[&Column], n: usize, m: usize) -> (Vec<u3
                 ld.iter().map(|s| rd.code(s).unwrap_or(rd.len() as u32)).collect()
             };
             let lid = lc.iter().map(|&c| map.get(c as usize).copied().unwrap_or(rd.len() as u32)).collect();
-            return (lid, rc.clone(), ng);
+            return (lid, rc.clone().into(), ng);
         }
     }
     let stacked: Vec<Column> = lk.iter().zip(rk).map(|(a, b)| Column::concat(&[a, b])).collect();
@@ -568,7 +568,7 @@ mod tests {
                     _ => (rng.below(spread) as f64 - (spread / 2) as f64) / 100.0,
                 })
                 .collect();
-            let col = Column::from_data(ColumnData::Float64(v.clone()));
+            let col = Column::from_data(ColumnData::Float64(v.clone().into()));
             let (fast, general) = (float_groups(&v), hashed_groups(&[&col], n));
             assert_eq!((fast.ids, fast.first), (general.ids, general.first), "case {case}");
         }
@@ -583,7 +583,7 @@ mod tests {
             // From a few distinct values to nearly all distinct (the table doubles many times).
             let spread = [1, 3, 50, 1_000, 1 << 40][(case / 5 % 5) as usize];
             let v: Vec<i64> = (0..n).map(|_| rng.below(spread) as i64 - (spread / 2) as i64).collect();
-            let col = Column::from_data(ColumnData::Int64(v.clone()));
+            let col = Column::from_data(ColumnData::Int64(v.clone().into()));
             let (fast, general) = (int_groups(&v), hashed_groups(&[&col], n));
             if let Some(by_slot) = dense_int_groups(&v) {
                 dense += 1;
@@ -596,7 +596,7 @@ mod tests {
             assert_eq!(fast.ids, general.ids, "case {case}");
             assert_eq!(fast.first, general.first, "case {case}");
             let narrow: Vec<i32> = v.iter().map(|&x| x as i32).collect();
-            let col = Column::from_data(ColumnData::Int32(narrow.clone()));
+            let col = Column::from_data(ColumnData::Int32(narrow.clone().into()));
             assert_eq!(int_groups(&narrow).ids, hashed_groups(&[&col], n).ids, "case {case} as INTEGER");
         }
         // Both ways were taken: by direct slot (small spans) and by the table (wide ones).
@@ -633,7 +633,7 @@ mod tests {
                 let at = rng.below(n as u64) as usize;
                 v[at] = v[at].saturating_add(if v[at] > 0 { -1 } else { 1 });
             }
-            let col = Column::from_data(ColumnData::Int64(v.clone()));
+            let col = Column::from_data(ColumnData::Int64(v.clone().into()));
             let general = hashed_groups(&[&col], n);
             let (lo, hi) = (v.iter().min().copied().unwrap_or(0), v.iter().max().copied().unwrap_or(0));
             let span = hi.abs_diff(lo);

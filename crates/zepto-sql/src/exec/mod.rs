@@ -512,8 +512,8 @@ fn series(ctx: &ExecContext, start: i64, step: i64, count: u64, data_type: DataT
         v.extend((from..n.min(from + (1 << 16))).map(|i| start.wrapping_add((i as i64).wrapping_mul(step))));
     }
     let data = match data_type {
-        DataType::Timestamp => ColumnData::Timestamp(v),
-        _ => ColumnData::Int64(v),
+        DataType::Timestamp => ColumnData::Timestamp(v.into()),
+        _ => ColumnData::Int64(v.into()),
     };
     Ok(Batch::new(vec![Column::from_data(data)], n))
 }

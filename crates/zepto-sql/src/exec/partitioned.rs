@@ -218,7 +218,7 @@ mod tests {
             }
             let w = [1, 2, 7, 10, 60, 1000][round % 6];
             let key = if w == 1 && round % 12 == 0 { ts.clone() } else { xbar(w) };
-            let b = Batch::new(vec![Column::from_data(ColumnData::Timestamp(v.clone()))], n);
+            let b = Batch::new(vec![Column::from_data(ColumnData::Timestamp(v.clone().into()))], n);
             let got = bucket_starts(&b, &[key], &[0], 0).expect("an xbar or time key");
             assert_eq!(got, reference(&v, w), "round {round}, width {w}, times {v:?}");
         }
@@ -227,14 +227,14 @@ mod tests {
         let lens = [1usize, 200, 3, 90, 40, 5, 33, 31, 16, 17, 64, 2, 120, 119, 1, 1, 48];
         let v: Vec<i64> =
             lens.iter().enumerate().flat_map(|(b, &l)| (0..l).map(move |i| b as i64 * 1000 + i as i64)).collect();
-        let b = Batch::new(vec![Column::from_data(ColumnData::Timestamp(v.clone()))], v.len());
+        let b = Batch::new(vec![Column::from_data(ColumnData::Timestamp(v.clone().into()))], v.len());
         assert_eq!(bucket_starts(&b, &[xbar(1000)], &[0], 0), Some(reference(&v, 1000)), "jumping lengths");
         // Dense times at the bottom of i64 (the window counts there; the first bucket
         // saturates), and times spanning all of i64 (no window: `t - hi` could overflow).
         let low: Vec<i64> = (0..300).map(|i| i64::MIN + i * 37).collect();
         let wide: Vec<i64> = (0..300u64).map(|i| i64::MIN.wrapping_add((i * (u64::MAX / 300)) as i64)).collect();
         for v in [low, wide] {
-            let b = Batch::new(vec![Column::from_data(ColumnData::Timestamp(v.clone()))], v.len());
+            let b = Batch::new(vec![Column::from_data(ColumnData::Timestamp(v.clone().into()))], v.len());
             for w in [1000, 10_000_000_000_000_000] {
                 assert_eq!(bucket_starts(&b, &[xbar(w)], &[0], 0), Some(reference(&v, w)), "width {w}, {v:?}");
             }
@@ -246,7 +246,7 @@ mod tests {
             vec![i64::MIN, i64::MIN + 900, i64::MIN + 1100, i64::MIN + 1900],
             vec![i64::MAX - 2500, i64::MAX - 900, i64::MAX],
         ] {
-            let b = Batch::new(vec![Column::from_data(ColumnData::Timestamp(v.clone()))], v.len());
+            let b = Batch::new(vec![Column::from_data(ColumnData::Timestamp(v.clone().into()))], v.len());
             assert_eq!(bucket_starts(&b, &[xbar(1000)], &[0], 0), Some(reference(&v, 1000)), "{v:?}");
         }
     }

@@ -402,7 +402,7 @@ fn key_codes<S: ScanPart>(table: &Table, j: usize, ps: &[&S], rows: usize) -> Op
         p.spans(j, &mut spans);
         spans.into_iter().all(|(col, r)| r.into_iter().all(|i| col.is_valid(i)))
     }));
-    Some(Column::from_data(ColumnData::Symbol { codes, dict: table.dict().clone() }))
+    Some(Column::from_data(ColumnData::Symbol { codes: codes.into(), dict: table.dict().clone() }))
 }
 
 #[cfg(test)]

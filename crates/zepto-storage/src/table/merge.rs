@@ -82,15 +82,15 @@ fn plan(old: &[i64], new: &[i64], rows: &[u32]) -> Option<(usize, Vec<bool>)> {
 fn merge_column(dst: &mut ColumnData, src: &ColumnData, rows: &[u32], cut: usize, plan: &[bool]) {
     use ColumnData as D;
     match (dst, src) {
-        (D::Bool(a), D::Bool(b)) => merge_into(a, b, rows, cut, plan),
-        (D::Int32(a), D::Int32(b)) | (D::Date(a), D::Date(b)) => merge_into(a, b, rows, cut, plan),
+        (D::Bool(a), D::Bool(b)) => merge_into(a.vec_mut(0), b, rows, cut, plan),
+        (D::Int32(a), D::Int32(b)) | (D::Date(a), D::Date(b)) => merge_into(a.vec_mut(0), b, rows, cut, plan),
         (D::Int64(a), D::Int64(b)) | (D::Timestamp(a), D::Timestamp(b)) | (D::Interval(a), D::Interval(b)) => {
-            merge_into(a, b, rows, cut, plan)
+            merge_into(a.vec_mut(0), b, rows, cut, plan)
         }
-        (D::Int128(a), D::Int128(b)) => merge_into(a, b, rows, cut, plan),
-        (D::Float32(a), D::Float32(b)) => merge_into(a, b, rows, cut, plan),
-        (D::Float64(a), D::Float64(b)) => merge_into(a, b, rows, cut, plan),
-        (D::Symbol { codes: a, .. }, D::Symbol { codes: b, .. }) => merge_into(a, b, rows, cut, plan),
+        (D::Int128(a), D::Int128(b)) => merge_into(a.vec_mut(0), b, rows, cut, plan),
+        (D::Float32(a), D::Float32(b)) => merge_into(a.vec_mut(0), b, rows, cut, plan),
+        (D::Float64(a), D::Float64(b)) => merge_into(a.vec_mut(0), b, rows, cut, plan),
+        (D::Symbol { codes: a, .. }, D::Symbol { codes: b, .. }) => merge_into(a.vec_mut(0), b, rows, cut, plan),
         (a, b) => unreachable!("merge of {:?} into {:?}: mergeable() admits neither", b.data_type(), a.data_type()),
     }
 }

@@ -946,7 +946,7 @@ impl Table {
                 ColumnData::Varchar(s) => grown.intern_many((0..s.len()).map(|i| c.is_valid(i).then(|| s.get(i)))),
                 _ => vec![0; c.len()],
             };
-            c = Column::new(ColumnData::Symbol { codes, dict: self.dict.clone() }, c.validity().cloned());
+            c = Column::new(ColumnData::Symbol { codes: codes.into(), dict: self.dict.clone() }, c.validity().cloned());
         }
         if grown.len() != self.dict.len() {
             self.dict = Arc::new(grown);
@@ -1036,7 +1036,9 @@ impl Table {
 
     fn empty_column(&self, dt: DataType) -> Column {
         match dt {
-            DataType::Symbol => Column::from_data(ColumnData::Symbol { codes: Vec::new(), dict: self.dict.clone() }),
+            DataType::Symbol => {
+                Column::from_data(ColumnData::Symbol { codes: Vec::new().into(), dict: self.dict.clone() })
+            }
             _ => Column::from_data(ColumnData::empty(dt)),
         }
     }
@@ -1458,18 +1460,18 @@ fn append_column_rows(dst: &mut Column, src: &Column, picked: Picked<'_>) {
     let had_nulls = dst.validity().is_some() || src.validity().is_some();
     let old_len = dst.len();
     match (dst.data_mut(), src.data()) {
-        (ColumnData::Bool(a), ColumnData::Bool(b)) => gather(a, b, picked),
+        (ColumnData::Bool(a), ColumnData::Bool(b)) => gather(a.vec_mut(0), b, picked),
         (ColumnData::Int32(a), ColumnData::Int32(b)) | (ColumnData::Date(a), ColumnData::Date(b)) => {
-            gather(a, b, picked)
+            gather(a.vec_mut(0), b, picked)
         }
         (ColumnData::Int64(a), ColumnData::Int64(b))
         | (ColumnData::Timestamp(a), ColumnData::Timestamp(b))
-        | (ColumnData::Interval(a), ColumnData::Interval(b)) => gather(a, b, picked),
-        (ColumnData::Int128(a), ColumnData::Int128(b)) => gather(a, b, picked),
-        (ColumnData::Float32(a), ColumnData::Float32(b)) => gather(a, b, picked),
-        (ColumnData::Float64(a), ColumnData::Float64(b)) => gather(a, b, picked),
+        | (ColumnData::Interval(a), ColumnData::Interval(b)) => gather(a.vec_mut(0), b, picked),
+        (ColumnData::Int128(a), ColumnData::Int128(b)) => gather(a.vec_mut(0), b, picked),
+        (ColumnData::Float32(a), ColumnData::Float32(b)) => gather(a.vec_mut(0), b, picked),
+        (ColumnData::Float64(a), ColumnData::Float64(b)) => gather(a.vec_mut(0), b, picked),
         (ColumnData::Varchar(a), ColumnData::Varchar(b)) => rows.iter().for_each(|&i| a.push(b.get(i as usize))),
-        (ColumnData::Symbol { codes: a, .. }, ColumnData::Symbol { codes: b, .. }) => gather(a, b, picked),
+        (ColumnData::Symbol { codes: a, .. }, ColumnData::Symbol { codes: b, .. }) => gather(a.vec_mut(0), b, picked),
         (ColumnData::Vector { dim: da, values: a }, ColumnData::Vector { dim: db, values: b }) if da == db => {
             let d = *da as usize;
             rows.iter().for_each(|&i| a.extend_from_slice(&b[i as usize * d..(i as usize + 1) * d]));
@@ -1681,8 +1683,8 @@ mod tests {
     /// into existing partitions.
     #[test]
     fn a_stored_partition_out_of_time_order_or_ragged_is_refused() {
-        let ts = |v: &[i64]| Arc::new(Column::from_data(ColumnData::Timestamp(v.to_vec())));
-        let f = |v: &[f64]| Arc::new(Column::from_data(ColumnData::Float64(v.to_vec())));
+        let ts = |v: &[i64]| Arc::new(Column::from_data(ColumnData::Timestamp(v.to_vec().into())));
+        let f = |v: &[f64]| Arc::new(Column::from_data(ColumnData::Float64(v.to_vec().into())));
         let sym = |n: usize| Arc::new(Column::nulls(DataType::Symbol, n));
         let build = |cols: Vec<Arc<Column>>| {
             Table::from_parts("t", schema(), Some(1), Some(0), Arc::new(Dict::default()), vec![(None, cols)])
@@ -1759,11 +1761,11 @@ mod tests {
         t.delete_rows(&[(slot, vec![0])]).expect("delete");
         let deleted = lineage(&t);
         assert_ne!(deleted, merged, "a delete moved rows");
-        t.update_rows(&[(slot, vec![1])], &[2], vec![Column::from_data(ColumnData::Float64(vec![9.0]))])
+        t.update_rows(&[(slot, vec![1])], &[2], vec![Column::from_data(ColumnData::Float64(vec![9.0].into()))])
             .expect("update");
         assert_eq!(lineage(&t), deleted, "an update of a scalar column moves nothing");
         t.add_column(ColumnDef { name: "v".into(), data_type: DataType::Vector(2) }).expect("a vector column");
-        let v = Column::from_data(ColumnData::Vector { dim: 2, values: vec![1.0, 2.0] });
+        let v = Column::from_data(ColumnData::Vector { dim: 2, values: vec![1.0, 2.0].into() });
         t.update_rows(&[(slot, vec![1])], &[3], vec![v]).expect("update a vector");
         let updated = lineage(&t);
         assert_ne!(updated, deleted, "an update rewrote a vector");

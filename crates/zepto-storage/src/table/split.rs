@@ -336,28 +336,30 @@ impl ColumnSplit {
         debug_assert!((0..n).all(|p| self.part_len(p) == self.sizes[p]), "every part got the rows it was sized for");
         let dt = self.dt;
         let data: Vec<ColumnData> = match self.bufs {
-            Buffers::Bool(o) => o.into_iter().map(ColumnData::Bool).collect(),
+            Buffers::Bool(o) => o.into_iter().map(|v| ColumnData::Bool(v.into())).collect(),
             Buffers::I32(o) => o
                 .into_iter()
-                .map(|v| if dt == DataType::Date { ColumnData::Date(v) } else { ColumnData::Int32(v) })
+                .map(|v| if dt == DataType::Date { ColumnData::Date(v.into()) } else { ColumnData::Int32(v.into()) })
                 .collect(),
             Buffers::I64(o) => o
                 .into_iter()
                 .map(|v| match dt {
-                    DataType::Timestamp => ColumnData::Timestamp(v),
-                    DataType::Interval => ColumnData::Interval(v),
-                    _ => ColumnData::Int64(v),
+                    DataType::Timestamp => ColumnData::Timestamp(v.into()),
+                    DataType::Interval => ColumnData::Interval(v.into()),
+                    _ => ColumnData::Int64(v.into()),
                 })
                 .collect(),
-            Buffers::I128(o) => o.into_iter().map(ColumnData::Int128).collect(),
-            Buffers::F32(o) => o.into_iter().map(ColumnData::Float32).collect(),
-            Buffers::F64(o) => o.into_iter().map(ColumnData::Float64).collect(),
+            Buffers::I128(o) => o.into_iter().map(|v| ColumnData::Int128(v.into())).collect(),
+            Buffers::F32(o) => o.into_iter().map(|v| ColumnData::Float32(v.into())).collect(),
+            Buffers::F64(o) => o.into_iter().map(|v| ColumnData::Float64(v.into())).collect(),
             Buffers::Codes(o) => {
                 let dict = dict.unwrap_or_default();
-                o.into_iter().map(|codes| ColumnData::Symbol { codes, dict: dict.clone() }).collect()
+                o.into_iter().map(|codes| ColumnData::Symbol { codes: codes.into(), dict: dict.clone() }).collect()
             }
             Buffers::Str(o) => o.into_iter().map(ColumnData::Varchar).collect(),
-            Buffers::Vector(dim, o) => o.into_iter().map(|values| ColumnData::Vector { dim, values }).collect(),
+            Buffers::Vector(dim, o) => {
+                o.into_iter().map(|values| ColumnData::Vector { dim, values: values.into() }).collect()
+            }
             Buffers::Null(o) => o.into_iter().map(ColumnData::Null).collect(),
         };
         data.into_iter().zip(self.validity).map(|(d, v)| Column::new(d, v)).collect()
@@ -484,7 +486,7 @@ impl KeyGroups {
         if let Some(v) = validity {
             codes.iter_mut().enumerate().filter(|(i, _)| !v.get(*i)).for_each(|(_, c)| *c = null);
         }
-        let place = Placement::new(codes, dict.len() + 1);
+        let place = Placement::new(codes.into(), dict.len() + 1);
         let orders = ChunkOrders::of(&place.part, place.targets.len());
         Some(KeyGroups { place, orders, dict })
     }
@@ -529,7 +531,7 @@ impl KeyGroups {
         let column = |(&key, &n): (&usize, &usize)| {
             let codes = vec![if key == null { 0 } else { key as u32 }; n];
             let validity = (key == null).then(|| Bitmap::new_unset(n));
-            Column::new(ColumnData::Symbol { codes, dict: self.dict.clone() }, validity)
+            Column::new(ColumnData::Symbol { codes: codes.into(), dict: self.dict.clone() }, validity)
         };
         self.place.targets.iter().zip(&self.place.sizes).map(column).collect()
     }
@@ -539,9 +541,10 @@ impl KeyGroups {
     pub fn null_columns(&self, dt: DataType) -> Vec<Column> {
         let dict = Arc::new(Dict::default());
         let column = |&n: &usize| match dt {
-            DataType::Symbol => {
-                Column::new(ColumnData::Symbol { codes: vec![0; n], dict: dict.clone() }, Some(Bitmap::new_unset(n)))
-            }
+            DataType::Symbol => Column::new(
+                ColumnData::Symbol { codes: vec![0; n].into(), dict: dict.clone() },
+                Some(Bitmap::new_unset(n)),
+            ),
             _ => Column::nulls(dt, n),
         };
         self.place.sizes.iter().map(column).collect()

@@ -117,7 +117,7 @@ mod tests {
 
     fn part(ts: &[i64]) -> Arc<Partition> {
         Arc::new(Partition::in_time_order(
-            vec![Arc::new(Column::from_data(ColumnData::Timestamp(ts.to_vec())))],
+            vec![Arc::new(Column::from_data(ColumnData::Timestamp(ts.to_vec().into())))],
             None,
             Some(0),
         ))
@@ -128,7 +128,7 @@ mod tests {
     #[test]
     fn a_row_lives_while_its_partition_is_unchanged() {
         let (mut a, b) = (part(&[1, 2]), part(&[5]));
-        let last = Column::from_data(ColumnData::Timestamp(vec![2, 5]));
+        let last = Column::from_data(ColumnData::Timestamp(vec![2, 5].into()));
         let memo = TailMemo::new(7, vec![0], vec![last], &[&a, &b]).expect("a memo");
         assert_eq!((memo.row_of(&a), memo.row_of(&b)), (Some(0), Some(1)));
         assert!(memo.serves(7, &[0]) && !memo.serves(8, &[0]) && !memo.serves(7, &[1]));
@@ -138,8 +138,12 @@ mod tests {
         assert!(!std::ptr::eq(p, before), "a remembered partition is moved, not changed in place");
         assert_eq!(memo.row_of(&a), None);
         assert_eq!(memo.row_of(&b), Some(1));
-        assert!(
-            TailMemo::new(7, vec![0], vec![Column::from_data(ColumnData::Timestamp(vec![2, 2]))], &[&b, &b]).is_none()
-        );
+        assert!(TailMemo::new(
+            7,
+            vec![0],
+            vec![Column::from_data(ColumnData::Timestamp(vec![2, 2].into()))],
+            &[&b, &b]
+        )
+        .is_none());
     }
 }

@@ -84,6 +84,7 @@ pub fn call(f: ScalarFunc, args: &[BExpr], b: &Batch, sq: &dyn Subqueries) -> Re
             }
         }
     }
-    let data = if f == ScalarFunc::DateDiff { ColumnData::Int64(out) } else { ColumnData::Timestamp(out) };
+    let data =
+        if f == ScalarFunc::DateDiff { ColumnData::Int64(out.into()) } else { ColumnData::Timestamp(out.into()) };
     Ok(Column::new(data, Some(valid)))
 }

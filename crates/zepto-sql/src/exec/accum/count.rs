@@ -46,7 +46,7 @@ impl Accumulator for Count {
     }
 
     fn state_of(&self, ids: &[u32]) -> Result<Vec<Column>> {
-        Ok(vec![Column::from_data(ColumnData::Int64(at(&self.n, ids)))])
+        Ok(vec![Column::from_data(ColumnData::Int64(at(&self.n, ids).into()))])
     }
 
     fn merge(&mut self, state: &[&Column], ids: &[u32], ngroups: usize) -> Result<()> {
@@ -60,7 +60,7 @@ impl Accumulator for Count {
     }
 
     fn finish(&mut self) -> Result<Column> {
-        Ok(Column::from_data(ColumnData::Int64(std::mem::take(&mut self.n))))
+        Ok(Column::from_data(ColumnData::Int64(std::mem::take(&mut self.n).into())))
     }
 
     fn frames(&mut self, input: &Input, fs: &[u32], fe: &[u32]) -> Result<Column> {

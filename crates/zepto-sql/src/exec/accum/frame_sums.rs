@@ -243,7 +243,7 @@ mod tests {
                 .collect();
             let valid: Vec<bool> = (0..n).map(|i| round % 4 != 0 || rng.below(5) != 0 || i == 0).collect();
             let validity = (!valid.iter().all(|&b| b)).then(|| Bitmap::from_bools(valid.iter().copied()));
-            let col = Column::new(ColumnData::Float64(v.clone()), validity);
+            let col = Column::new(ColumnData::Float64(v.clone().into()), validity);
             let (mut fs, mut fe) = frames(&mut rng, n);
             if round % 5 == 4 {
                 // Frames out of order (a WINDOW JOIN's of interleaved keys): one segment.
@@ -282,7 +282,7 @@ mod tests {
         let mut v = vec![1e40];
         v.extend(std::iter::repeat_n(1e12, 1000));
         v.extend([0.01, 0.01, 0.01]);
-        let col = Column::new(ColumnData::Float64(v.clone()), None);
+        let col = Column::new(ColumnData::Float64(v.clone().into()), None);
         let parts = [0..1usize, 1..1001, 1001..1004];
         let (mut fs, mut fe) = (Vec::new(), Vec::new());
         for p in &parts {
@@ -299,7 +299,7 @@ mod tests {
     #[test]
     fn frames_past_the_values_or_reversed_are_cut() {
         let v = [1.0, 2.0, 4.0];
-        let col = Column::new(ColumnData::Float64(v.to_vec()), None);
+        let col = Column::new(ColumnData::Float64(v.to_vec().into()), None);
         assert_eq!(float_frames(&col, &v, &[0, 2, 2, 1], &[9, 1, 3, 3]), vec![7.0, 0.0, 4.0, 6.0]);
         assert!(float_frames(&col, &v, &[], &[]).is_empty());
     }

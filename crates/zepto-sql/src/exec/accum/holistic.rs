@@ -87,7 +87,7 @@ impl Accumulator for Holistic {
 pub(super) fn twap(x: &Column, t: &Column, ids: &[u32], ng: usize, sorted: bool) -> Result<Column> {
     let xv = to_f64(x)?;
     let tv: Vec<i64> = match &t.data() {
-        ColumnData::Int64(v) | ColumnData::Timestamp(v) => v.clone(),
+        ColumnData::Int64(v) | ColumnData::Timestamp(v) => v.clone().into(),
         ColumnData::Int32(v) | ColumnData::Date(v) => v.iter().map(|&y| y as i64).collect(),
         d => return Err(SqlError::exec(format!("twap() needs timestamps, got {}", d.data_type()))),
     };
@@ -172,7 +172,7 @@ pub(super) fn quantile(f: AggFunc, x: &Column, ids: &[u32], ng: usize) -> Result
     }
     if is_ts {
         let ts: Vec<i64> = out.iter().map(|&f| f.round() as i64).collect();
-        return Ok(Column::new(ColumnData::Timestamp(ts), Some(valid)));
+        return Ok(Column::new(ColumnData::Timestamp(ts.into()), Some(valid)));
     }
-    Ok(Column::new(ColumnData::Float64(out), Some(valid)))
+    Ok(Column::new(ColumnData::Float64(out.into()), Some(valid)))
 }

@@ -63,11 +63,11 @@ impl MinMax {
                     let pick = |a: $t, y: $t| if max { a.max(y) } else { a.min(y) };
                     ids.iter().zip($v.iter()).for_each(|(&g, &y)| acc[g as usize] = pick(acc[g as usize], y));
                 }
-                ColumnData::$variant(acc)
+                ColumnData::$variant(acc.into())
             }};
         }
         let data = match &x.data() {
-            ColumnData::Float64(v) => ColumnData::Float64(self.float_extremes(v, rows, ngroups)?),
+            ColumnData::Float64(v) => ColumnData::Float64((self.float_extremes(v, rows, ngroups)?).into()),
             ColumnData::Int64(v) => reduce!(v, i64, Int64),
             ColumnData::Timestamp(v) => reduce!(v, i64, Timestamp),
             ColumnData::Int32(v) => reduce!(v, i32, Int32),
@@ -155,7 +155,7 @@ pub fn both(x: &Column, rows: Rows) -> Option<(Column, Column)> {
         return None;
     }
     let (lo, hi) = run_extremes::<true, true>(v, starts, n);
-    Some((Column::from_data(ColumnData::Float64(lo)), Column::from_data(ColumnData::Float64(hi))))
+    Some((Column::from_data(ColumnData::Float64(lo.into())), Column::from_data(ColumnData::Float64(hi.into()))))
 }
 
 impl Accumulator for MinMax {

@@ -96,7 +96,7 @@ impl SumAvg {
             return Ok(ColumnData::Int128(sums.map(|(s, any)| if any { s } else { 0 }).collect()));
         }
         let v = sums.map(|(s, any)| if any { checked_i64(s) } else { Ok(0) }).collect::<Result<Vec<i64>>>()?;
-        Ok(if self.ty == DataType::Interval { ColumnData::Interval(v) } else { ColumnData::Int64(v) })
+        Ok(if self.ty == DataType::Interval { ColumnData::Interval(v.into()) } else { ColumnData::Int64(v.into()) })
     }
 
     fn update_floats(&mut self, x: &Column, v: &[f64], rows: Rows) {
@@ -177,20 +177,20 @@ impl Accumulator for SumAvg {
 
     fn state(&mut self) -> Result<Vec<Column>> {
         let sums = if self.ints {
-            Column::from_data(ColumnData::Int128(std::mem::take(&mut self.isum)))
+            Column::from_data(ColumnData::Int128(std::mem::take(&mut self.isum).into()))
         } else {
-            Column::from_data(ColumnData::Float64(std::mem::take(&mut self.fsum)))
+            Column::from_data(ColumnData::Float64(std::mem::take(&mut self.fsum).into()))
         };
-        Ok(vec![sums, Column::from_data(ColumnData::Int64(std::mem::take(&mut self.cnt)))])
+        Ok(vec![sums, Column::from_data(ColumnData::Int64(std::mem::take(&mut self.cnt).into()))])
     }
 
     fn state_of(&self, ids: &[u32]) -> Result<Vec<Column>> {
         let sums = if self.ints {
-            Column::from_data(ColumnData::Int128(at(&self.isum, ids)))
+            Column::from_data(ColumnData::Int128(at(&self.isum, ids).into()))
         } else {
-            Column::from_data(ColumnData::Float64(at(&self.fsum, ids)))
+            Column::from_data(ColumnData::Float64(at(&self.fsum, ids).into()))
         };
-        Ok(vec![sums, Column::from_data(ColumnData::Int64(at(&self.cnt, ids)))])
+        Ok(vec![sums, Column::from_data(ColumnData::Int64(at(&self.cnt, ids).into()))])
     }
 
     fn merge(&mut self, state: &[&Column], ids: &[u32], ngroups: usize) -> Result<()> {
@@ -245,7 +245,7 @@ impl Accumulator for SumAvg {
         let v = to_f64(x)?;
         let sums = float_frames(x, &v, fs, fe);
         let vals = if self.avg { sums.iter().zip(&count).map(|(s, &c)| s / c.max(1) as f64).collect() } else { sums };
-        Ok(Column::new(ColumnData::Float64(vals), valid))
+        Ok(Column::new(ColumnData::Float64(vals.into()), valid))
     }
 }
 

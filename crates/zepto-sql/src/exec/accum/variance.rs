@@ -105,17 +105,17 @@ impl Accumulator for Variance {
 
     fn state(&mut self) -> Result<Vec<Column>> {
         Ok(vec![
-            Column::from_data(ColumnData::Int64(std::mem::take(&mut self.n))),
-            Column::from_data(ColumnData::Float64(std::mem::take(&mut self.mean))),
-            Column::from_data(ColumnData::Float64(std::mem::take(&mut self.m2))),
+            Column::from_data(ColumnData::Int64(std::mem::take(&mut self.n).into())),
+            Column::from_data(ColumnData::Float64(std::mem::take(&mut self.mean).into())),
+            Column::from_data(ColumnData::Float64(std::mem::take(&mut self.m2).into())),
         ])
     }
 
     fn state_of(&self, ids: &[u32]) -> Result<Vec<Column>> {
         Ok(vec![
-            Column::from_data(ColumnData::Int64(at(&self.n, ids))),
-            Column::from_data(ColumnData::Float64(at(&self.mean, ids))),
-            Column::from_data(ColumnData::Float64(at(&self.m2, ids))),
+            Column::from_data(ColumnData::Int64(at(&self.n, ids).into())),
+            Column::from_data(ColumnData::Float64(at(&self.mean, ids).into())),
+            Column::from_data(ColumnData::Float64(at(&self.m2, ids).into())),
         ])
     }
 

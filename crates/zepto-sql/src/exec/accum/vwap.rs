@@ -59,15 +59,15 @@ impl Accumulator for Vwap {
 
     fn state(&mut self) -> Result<Vec<Column>> {
         Ok(vec![
-            Column::from_data(ColumnData::Float64(std::mem::take(&mut self.num))),
-            Column::from_data(ColumnData::Float64(std::mem::take(&mut self.den))),
+            Column::from_data(ColumnData::Float64(std::mem::take(&mut self.num).into())),
+            Column::from_data(ColumnData::Float64(std::mem::take(&mut self.den).into())),
         ])
     }
 
     fn state_of(&self, ids: &[u32]) -> Result<Vec<Column>> {
         Ok(vec![
-            Column::from_data(ColumnData::Float64(at(&self.num, ids))),
-            Column::from_data(ColumnData::Float64(at(&self.den, ids))),
+            Column::from_data(ColumnData::Float64(at(&self.num, ids).into())),
+            Column::from_data(ColumnData::Float64(at(&self.den, ids).into())),
         ])
     }
 

@@ -128,7 +128,7 @@ fn ints_per_row(l: &Layout, f: impl Fn(&Layout, usize, usize, usize) -> i64) -> 
             *slot = f(l, k, ps, pe);
         }
     }
-    Column::from_data(ColumnData::Int64(v))
+    Column::from_data(ColumnData::Int64(v.into()))
 }
 
 /// Bucket (1-based) of row `i` of `n` split into `buckets` near-equal groups, larger first.
@@ -161,7 +161,7 @@ fn ranks(l: &mut Layout, f: WinFunc) -> Column {
                     v[k] = if f == WinFunc::Rank { (lo[k] as usize - ps + 1) as i64 } else { dense };
                 }
             }
-            Column::from_data(ColumnData::Int64(v))
+            Column::from_data(ColumnData::Int64(v.into()))
         }
         _ => {
             let mut v = vec![0f64; n];
@@ -179,7 +179,7 @@ fn ranks(l: &mut Layout, f: WinFunc) -> Column {
                     };
                 }
             }
-            Column::from_data(ColumnData::Float64(v))
+            Column::from_data(ColumnData::Float64(v.into()))
         }
     }
 }
@@ -287,7 +287,7 @@ fn sequential(l: &Layout, x: &Column, step: impl Fn(f64, Option<f64>) -> f64) ->
         }
     }
     let validity = x.validity().cloned();
-    Column::new(ColumnData::Float64(out), validity)
+    Column::new(ColumnData::Float64(out.into()), validity)
 }
 
 fn deltas(l: &Layout, x: &Column) -> Result<Column> {
@@ -308,7 +308,7 @@ fn deltas(l: &Layout, x: &Column) -> Result<Column> {
                     flag(k, prev, &mut valid);
                 }
             }
-            ColumnData::Float64(out)
+            ColumnData::Float64(out.into())
         }
         ColumnData::Int64(v) | ColumnData::Timestamp(v) | ColumnData::Interval(v) => {
             let timestamps = matches!(x.data(), ColumnData::Timestamp(_));
@@ -327,9 +327,9 @@ fn deltas(l: &Layout, x: &Column) -> Result<Column> {
                 }
             }
             if timestamps || matches!(x.data(), ColumnData::Interval(_)) {
-                ColumnData::Interval(out)
+                ColumnData::Interval(out.into())
             } else {
-                ColumnData::Int64(out)
+                ColumnData::Int64(out.into())
             }
         }
         ColumnData::Null(n) => return Ok(Column::nulls(zepto_storage::DataType::Int64, *n)),
