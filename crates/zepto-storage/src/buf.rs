@@ -150,14 +150,15 @@ impl<T: Copy> Buf<T> {
         }
     }
 
-    /// Append the first `n` values of `values` (it must hold that many) in place when the
-    /// allocation has room and no other version has written past this one's values, even while
-    /// other `Buf`s share it; otherwise into a copy with room to grow (shared again). An owned
-    /// `Buf` grows as a vector does.
+    /// Append the first `n` values of `values` (it must hold that many). A shared `Buf`
+    /// writes them in place when its allocation has room and no other `Buf` has claimed past
+    /// its values, even while other `Buf`s share the allocation; otherwise it copies its values
+    /// with room to grow and shares the copy. An owned `Buf`, or a shared one alone with its
+    /// full allocation, grows as a vector does (and is owned after).
     pub fn extend_shared(&mut self, n: usize, values: impl Iterator<Item = T>) {
         let at = self.len();
         match self.claim_room(n) {
-            Some(dst) => {
+            Room::At(dst) => {
                 let mut wrote = 0;
                 for v in values.take(n) {
                     // SAFETY: `dst` has room for `n` values, claimed by this `Buf` alone.
@@ -167,10 +168,13 @@ impl<T: Copy> Buf<T> {
                 assert_eq!(wrote, n, "extend_shared: {wrote} values where {n} were promised");
                 self.set_shared_len(at + n);
             }
-            None => {
+            room => {
                 let v = self.vec_mut(n);
                 v.extend(values.take(n));
                 assert_eq!(v.len(), at + n, "extend_shared: fewer values than promised");
+                if matches!(room, Room::Taken) {
+                    self.share();
+                }
             }
         }
     }
@@ -179,37 +183,40 @@ impl<T: Copy> Buf<T> {
     pub fn extend_shared_from_slice(&mut self, values: &[T]) {
         let (at, n) = (self.len(), values.len());
         match self.claim_room(n) {
-            Some(dst) => {
+            Room::At(dst) => {
                 // SAFETY: `dst` has room for `n` values, claimed by this `Buf` alone, and cannot
                 // overlap `values` (which some `Buf` reads, so lies below a claimed length).
                 unsafe { std::ptr::copy_nonoverlapping(values.as_ptr(), dst.as_ptr(), n) };
                 self.set_shared_len(at + n);
             }
-            None => self.vec_mut(n).extend_from_slice(values),
+            room => {
+                self.vec_mut(n).extend_from_slice(values);
+                if matches!(room, Room::Taken) {
+                    self.share();
+                }
+            }
         }
     }
 
-    /// For a shared `Buf`: where its next `n` values go, claimed for it alone, when its
-    /// allocation has room past its values and no other `Buf` has claimed past them. `None`
-    /// otherwise: the caller appends to [`Buf::vec_mut`], which copies a shared allocation with
-    /// room to grow; that copy is then shared again.
-    fn claim_room(&mut self, n: usize) -> Option<NonNull<T>> {
-        let Repr::Shared { ptr, len, claim } = &mut self.0 else { return None };
+    /// Where this `Buf`'s next `n` values go (see [`Room`]).
+    fn claim_room(&mut self, n: usize) -> Room<T> {
+        let Repr::Shared { ptr, len, claim } = &mut self.0 else { return Room::Owned };
         let at = *len;
-        if let Some(alone) = Arc::get_mut(claim) {
-            // No other version left: what they claimed past this one is free again.
-            *alone.claimed.get_mut() = at;
-        }
         let fits = claim.cap - at >= n;
-        if fits && claim.claimed.compare_exchange(at, at + n, Ordering::AcqRel, Ordering::Acquire).is_ok() {
-            // SAFETY: `at + n <= cap`, within the allocation.
-            return Some(unsafe { NonNull::new_unchecked(ptr.as_ptr().add(at)) });
+        // SAFETY (both `At`s): `at + n <= cap`, within the allocation.
+        let dst = || unsafe { NonNull::new_unchecked(ptr.as_ptr().add(at)) };
+        if let Some(alone) = Arc::get_mut(claim) {
+            if !fits {
+                return Room::Owned;
+            }
+            // Alone: whatever dropped versions claimed past this one is free again.
+            *alone.claimed.get_mut() = at + n;
+            return Room::At(dst());
         }
-        let mut v = Vec::with_capacity((at + n).max(2 * at));
-        v.extend_from_slice(self.as_slice());
-        *self = Buf(Repr::Owned(v));
-        self.share();
-        self.claim_room(n)
+        if fits && claim.claimed.compare_exchange(at, at + n, Ordering::AcqRel, Ordering::Acquire).is_ok() {
+            return Room::At(dst());
+        }
+        Room::Taken
     }
 
     /// A shared `Buf`'s length after writing the room it claimed.
@@ -218,6 +225,17 @@ impl<T: Copy> Buf<T> {
             *len = new_len;
         }
     }
+}
+
+/// Where a `Buf`'s next values go.
+enum Room<T> {
+    /// Here, in a shared allocation, claimed for this `Buf` alone.
+    At(NonNull<T>),
+    /// Onto its owned vector ([`Buf::vec_mut`] takes a shared allocation it holds alone back).
+    Owned,
+    /// Another `Buf` has claimed past its values, or the allocation is full while others hold
+    /// it: onto a copy with room ([`Buf::vec_mut`]), shared again after.
+    Taken,
 }
 
 /// Vector methods, on the owned values ([`Buf::vec_mut`]: a shared allocation is copied first
@@ -357,5 +375,126 @@ impl<'a, T: Copy> IntoIterator for &'a Buf<T> {
     type IntoIter = std::slice::Iter<'a, T>;
     fn into_iter(self) -> Self::IntoIter {
         self.as_slice().iter()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Owned, a `Buf` is a vector: its methods change it alone, a clone is a copy.
+    #[test]
+    fn an_owned_buf_is_a_vector() {
+        let mut a: Buf<i64> = (0..5).collect();
+        a.push(5);
+        a.extend_from_slice(&[6, 7]);
+        a.extend([8, 9].iter());
+        let b = a.clone();
+        a.truncate(3);
+        a.resize(4, -1);
+        a[0] = 100;
+        assert_eq!((&a[..], &b[..]), (&[100, 1, 2, -1][..], &(0..10).collect::<Vec<_>>()[..]));
+        assert!(!a.is_shared() && !b.is_shared());
+        assert_eq!(Vec::from(b), (0..10).collect::<Vec<_>>());
+    }
+
+    /// Shared, clones read one allocation; the `Buf` whose values end where the claim does
+    /// appends in place, and the others keep reading what they read.
+    #[test]
+    fn a_shared_buf_appends_in_place_past_its_clones() {
+        let mut v = Vec::with_capacity(16);
+        v.extend(0..4i64);
+        let mut w = Buf::from(v);
+        w.share();
+        let reader = w.clone();
+        let at = w.as_ptr();
+        w.extend_shared(3, 4..7);
+        w.extend_shared_from_slice(&[7, 8]);
+        assert_eq!((w.as_ptr(), &w[..]), (at, &(0..9).collect::<Vec<_>>()[..]), "in place");
+        assert_eq!(&reader[..], &[0, 1, 2, 3], "the reader's values");
+        // A second writer at the reader's length: the claim is past it, so it copies.
+        let mut other = reader.clone();
+        other.extend_shared_from_slice(&[-4, -5]);
+        assert_ne!(other.as_ptr(), at);
+        assert_eq!(
+            (&other[..], &w[..9], &reader[..]),
+            (&[0, 1, 2, 3, -4, -5][..], &(0..9).collect::<Vec<_>>()[..], &[0, 1, 2, 3][..])
+        );
+        assert!(other.is_shared(), "the copy is shared again");
+        // Past the allocation's room: a copy with room, shared again.
+        w.extend_shared(10, 9..19);
+        assert_ne!(w.as_ptr(), at);
+        assert!(w.is_shared() && w.capacity() >= 19);
+        assert_eq!(&w[..], &(0..19).collect::<Vec<_>>()[..]);
+        assert_eq!(&reader[..], &[0, 1, 2, 3]);
+    }
+
+    /// Changing a shared `Buf`'s values copies them unless it holds the allocation alone, in
+    /// which case it takes the allocation back (no copy) and what a dropped clone claimed is
+    /// free again.
+    #[test]
+    fn changes_copy_a_shared_buf_unless_it_is_alone() {
+        let mut a: Buf<u32> = Vec::with_capacity(8).into();
+        a.extend_from_slice(&[1, 2, 3]);
+        a.share();
+        let at = a.as_ptr();
+        let b = a.clone();
+        a[0] = 9;
+        assert_eq!((&a[..], &b[..]), (&[9, 2, 3][..], &[1, 2, 3][..]));
+        assert_ne!(a.as_ptr(), at, "copied: another Buf holds it");
+        let mut b2 = b.clone();
+        b2.extend_shared_from_slice(&[4, 5]);
+        assert_eq!((b2.as_ptr(), &b2[..]), (at, &[1, 2, 3, 4, 5][..]), "in place past `b`");
+        let mut c = b.clone();
+        drop((b, b2));
+        // `c` alone now: the room `b2` claimed past `c` is free for it.
+        c.extend_shared_from_slice(&[7]);
+        assert_eq!((c.as_ptr(), &c[..]), (at, &[1, 2, 3, 7][..]));
+        let v = c.into_vec();
+        assert_eq!((v.as_ptr(), &v[..]), (at, &[1, 2, 3, 7][..]), "taken back without a copy");
+    }
+
+    /// An empty vector shared (no allocation) grows into a copy.
+    #[test]
+    fn an_empty_shared_buf_grows() {
+        let mut e: Buf<f64> = Buf::new();
+        e.share();
+        let r = e.clone();
+        e.extend_shared(2, [1.5, 2.5].into_iter());
+        assert_eq!((&e[..], r.len()), (&[1.5, 2.5][..], 0));
+    }
+
+    /// Readers on other threads hold clones and check their values while a writer appends in
+    /// place and, past the room, into copies: no reader ever sees a value change.
+    #[test]
+    fn readers_never_see_their_values_change() {
+        let mut w: Buf<u64> = Vec::with_capacity(1 << 10).into();
+        w.share();
+        let (tx, rx) = std::sync::mpsc::channel::<Buf<u64>>();
+        std::thread::scope(|s| {
+            let check = s.spawn(move || {
+                let mut held = Vec::new();
+                let mut checked = 0usize;
+                for r in rx {
+                    held.push(r);
+                    for h in &held {
+                        assert!(h.iter().enumerate().all(|(i, &v)| v == i as u64 * 3), "a value changed");
+                        checked += h.len();
+                    }
+                    if held.len() > 8 {
+                        held.remove(0);
+                    }
+                }
+                checked
+            });
+            for k in 0..2000u64 {
+                let n = (k % 7) as usize + 1;
+                let from = w.len() as u64;
+                w.extend_shared(n, (from..from + n as u64).map(|i| i * 3));
+                tx.send(w.clone()).expect("reader alive");
+            }
+            drop(tx);
+            assert!(check.join().expect("reader") > 0);
+        });
     }
 }

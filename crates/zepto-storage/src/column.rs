@@ -576,6 +576,38 @@ impl Column {
         c
     }
 
+    /// Share the values' allocation (fixed-width, SYMBOL and vector columns; module docs of
+    /// `buf`): clones then read it without copying, and appends past a clone's rows go in
+    /// place while it is held.
+    pub(crate) fn share(&mut self) {
+        match &mut self.data {
+            ColumnData::Bool(v) => v.share(),
+            ColumnData::Int32(v) | ColumnData::Date(v) => v.share(),
+            ColumnData::Int64(v) | ColumnData::Timestamp(v) | ColumnData::Interval(v) => v.share(),
+            ColumnData::Int128(v) => v.share(),
+            ColumnData::Float32(v) => v.share(),
+            ColumnData::Float64(v) => v.share(),
+            ColumnData::Symbol { codes, .. } => codes.share(),
+            ColumnData::Vector { values, .. } => values.share(),
+            ColumnData::Varchar(_) | ColumnData::Null(_) => {}
+        }
+    }
+
+    /// Whether the values' allocation is shared ([`Column::share`]).
+    pub(crate) fn is_shared(&self) -> bool {
+        match &self.data {
+            ColumnData::Bool(v) => v.is_shared(),
+            ColumnData::Int32(v) | ColumnData::Date(v) => v.is_shared(),
+            ColumnData::Int64(v) | ColumnData::Timestamp(v) | ColumnData::Interval(v) => v.is_shared(),
+            ColumnData::Int128(v) => v.is_shared(),
+            ColumnData::Float32(v) => v.is_shared(),
+            ColumnData::Float64(v) => v.is_shared(),
+            ColumnData::Symbol { codes, .. } => codes.is_shared(),
+            ColumnData::Vector { values, .. } => values.is_shared(),
+            ColumnData::Varchar(_) | ColumnData::Null(_) => false,
+        }
+    }
+
     /// A copy with room for `extra` more rows without growing (fixed-width and symbol
     /// columns; others are copied as they are): what a writer changes in place of a column a
     /// reader still holds, so the append right after does not copy it again to grow it.

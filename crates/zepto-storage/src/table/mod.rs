@@ -1288,20 +1288,20 @@ fn append_column(dst: &mut Column, src: &Column) {
     let had_nulls = dst.validity().is_some() || src.validity().is_some();
     let old_len = dst.len();
     match (dst.data_mut(), src.data()) {
-        (ColumnData::Bool(a), ColumnData::Bool(b)) => a.extend_from_slice(b),
+        (ColumnData::Bool(a), ColumnData::Bool(b)) => a.extend_shared_from_slice(b),
         (ColumnData::Int32(a), ColumnData::Int32(b)) | (ColumnData::Date(a), ColumnData::Date(b)) => {
-            a.extend_from_slice(b)
+            a.extend_shared_from_slice(b)
         }
         (ColumnData::Int64(a), ColumnData::Int64(b))
         | (ColumnData::Timestamp(a), ColumnData::Timestamp(b))
-        | (ColumnData::Interval(a), ColumnData::Interval(b)) => a.extend_from_slice(b),
-        (ColumnData::Int128(a), ColumnData::Int128(b)) => a.extend_from_slice(b),
-        (ColumnData::Float32(a), ColumnData::Float32(b)) => a.extend_from_slice(b),
-        (ColumnData::Float64(a), ColumnData::Float64(b)) => a.extend_from_slice(b),
+        | (ColumnData::Interval(a), ColumnData::Interval(b)) => a.extend_shared_from_slice(b),
+        (ColumnData::Int128(a), ColumnData::Int128(b)) => a.extend_shared_from_slice(b),
+        (ColumnData::Float32(a), ColumnData::Float32(b)) => a.extend_shared_from_slice(b),
+        (ColumnData::Float64(a), ColumnData::Float64(b)) => a.extend_shared_from_slice(b),
         (ColumnData::Varchar(a), ColumnData::Varchar(b)) => a.extend(b),
-        (ColumnData::Symbol { codes: a, .. }, ColumnData::Symbol { codes: b, .. }) => a.extend_from_slice(b),
+        (ColumnData::Symbol { codes: a, .. }, ColumnData::Symbol { codes: b, .. }) => a.extend_shared_from_slice(b),
         (ColumnData::Vector { dim: da, values: a }, ColumnData::Vector { dim: db, values: b }) if da == db => {
-            a.extend_from_slice(b)
+            a.extend_shared_from_slice(b)
         }
         (a, b) => panic!("append_column: {:?} into {:?} (validate() must reject this)", b.data_type(), a.data_type()),
     }
@@ -1460,18 +1460,18 @@ fn append_column_rows(dst: &mut Column, src: &Column, picked: Picked<'_>) {
     let had_nulls = dst.validity().is_some() || src.validity().is_some();
     let old_len = dst.len();
     match (dst.data_mut(), src.data()) {
-        (ColumnData::Bool(a), ColumnData::Bool(b)) => gather(a.vec_mut(0), b, picked),
+        (ColumnData::Bool(a), ColumnData::Bool(b)) => gather(a, b, picked),
         (ColumnData::Int32(a), ColumnData::Int32(b)) | (ColumnData::Date(a), ColumnData::Date(b)) => {
-            gather(a.vec_mut(0), b, picked)
+            gather(a, b, picked)
         }
         (ColumnData::Int64(a), ColumnData::Int64(b))
         | (ColumnData::Timestamp(a), ColumnData::Timestamp(b))
-        | (ColumnData::Interval(a), ColumnData::Interval(b)) => gather(a.vec_mut(0), b, picked),
-        (ColumnData::Int128(a), ColumnData::Int128(b)) => gather(a.vec_mut(0), b, picked),
-        (ColumnData::Float32(a), ColumnData::Float32(b)) => gather(a.vec_mut(0), b, picked),
-        (ColumnData::Float64(a), ColumnData::Float64(b)) => gather(a.vec_mut(0), b, picked),
+        | (ColumnData::Interval(a), ColumnData::Interval(b)) => gather(a, b, picked),
+        (ColumnData::Int128(a), ColumnData::Int128(b)) => gather(a, b, picked),
+        (ColumnData::Float32(a), ColumnData::Float32(b)) => gather(a, b, picked),
+        (ColumnData::Float64(a), ColumnData::Float64(b)) => gather(a, b, picked),
         (ColumnData::Varchar(a), ColumnData::Varchar(b)) => rows.iter().for_each(|&i| a.push(b.get(i as usize))),
-        (ColumnData::Symbol { codes: a, .. }, ColumnData::Symbol { codes: b, .. }) => gather(a.vec_mut(0), b, picked),
+        (ColumnData::Symbol { codes: a, .. }, ColumnData::Symbol { codes: b, .. }) => gather(a, b, picked),
         (ColumnData::Vector { dim: da, values: a }, ColumnData::Vector { dim: db, values: b }) if da == db => {
             let d = *da as usize;
             rows.iter().for_each(|&i| a.extend_from_slice(&b[i as usize * d..(i as usize + 1) * d]));
@@ -1510,7 +1510,14 @@ const THIN_SPLIT_ROWS: usize = 16;
 /// exact copy is copied again by the append right after, and page-faulted twice).
 pub(super) fn column_mut(dst: &mut Arc<Column>, extra: usize) -> &mut Column {
     if Arc::get_mut(dst).is_none() {
-        *dst = Arc::new(dst.copy_with_room(extra.max(dst.len())));
+        let c = if dst.is_shared() {
+            (**dst).clone()
+        } else {
+            let mut c = dst.copy_with_room(extra.max(dst.len()));
+            c.share();
+            c
+        };
+        *dst = Arc::new(c);
     }
     Arc::make_mut(dst)
 }
@@ -1661,6 +1668,41 @@ mod tests {
             b[2].push_value(&Value::Float64(*p)).expect("push");
         }
         b.into_iter().map(ColumnBuilder::finish).collect()
+    }
+
+    /// Appends to partitions a reader still holds (a snapshot taken after every batch): the
+    /// first copies a column with room and shares it, later ones write in place past the
+    /// reader's rows until the room runs out (then a copy with twice the room). Every snapshot
+    /// keeps the rows it had, and the table ends as appends without readers leave it.
+    #[test]
+    fn appends_under_readers_write_in_place_past_their_rows() {
+        use super::defer::tests::contents;
+        let new = || Table::new("t", schema(), &TableOptions::default()).expect("a table");
+        let (mut t, mut plain) = (new(), new());
+        let keys = ["a", "b", "c"];
+        let mut snaps = Vec::new();
+        let (mut in_place, mut copied) = (0, 0);
+        let mut before: Vec<*const i64> = Vec::new();
+        for k in 0..20i64 {
+            let rows: Vec<(i64, Option<&str>, f64)> =
+                (0..30).map(|i| (k * 100 + i, Some(keys[i as usize % 3]), (k * 100 + i) as f64 / 4.0)).collect();
+            t.append(batch(&rows)).expect("append");
+            plain.append(batch(&rows)).expect("append");
+            let now: Vec<*const i64> =
+                t.partitions().iter().map(|p| p.i64_values(0).expect("times").as_ptr()).collect();
+            if k >= 2 {
+                let same = now.iter().zip(&before).filter(|(a, b)| a == b).count();
+                in_place += same;
+                copied += now.len() - same;
+            }
+            before = now;
+            snaps.push((t.clone(), contents(&t)));
+        }
+        for (k, (snap, had)) in snaps.iter().enumerate() {
+            assert_eq!(&contents(snap), had, "snapshot {k}");
+        }
+        assert_eq!(contents(&t), contents(&plain));
+        assert!(in_place >= 3 * 12 && copied <= 3 * 6, "{in_place} appends in place, {copied} copied");
     }
 
     /// A table of one partition keeps every symbol's rows together, sorted by time; it takes

@@ -9,6 +9,8 @@
 //! columns (every column of a batch has its length), and [`gather`] then reads without a
 //! check.
 
+use crate::buf::Buf;
+
 /// Row numbers, every one below `below` (checked by [`Picked::new`]).
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Picked<'a> {
@@ -34,11 +36,11 @@ impl<'a> Picked<'a> {
 /// values as the rows were checked against).
 #[allow(unsafe_code)]
 #[inline(always)]
-pub(super) fn gather<T: Copy>(a: &mut Vec<T>, b: &[T], p: Picked<'_>) {
+pub(super) fn gather<T: Copy>(a: &mut Buf<T>, b: &[T], p: Picked<'_>) {
     assert!(p.below <= b.len(), "rows below {} picked from {} values", p.below, b.len());
     // SAFETY: every row of `p` is below `p.below` (checked by `Picked::new`, the only way to
     // make one), which is at most `b.len()` (asserted just above).
-    a.extend(p.rows.iter().map(|&i| unsafe { *b.get_unchecked(i as usize) }));
+    a.extend_shared(p.rows.len(), p.rows.iter().map(|&i| unsafe { *b.get_unchecked(i as usize) }));
 }
 
 #[cfg(test)]
@@ -48,9 +50,9 @@ mod tests {
     #[test]
     fn gathers_the_picked_rows_in_order() {
         let b: Vec<i64> = (0..10).map(|i| i * 10).collect();
-        let mut a = vec![-1];
+        let mut a: Buf<i64> = vec![-1].into();
         gather(&mut a, &b, Picked::new(&[9, 0, 3, 3], b.len()));
-        assert_eq!(a, [-1, 90, 0, 30, 30]);
+        assert_eq!(&a[..], [-1, 90, 0, 30, 30]);
         gather(&mut a, &b, Picked::new(&[], 0));
         assert_eq!(a.len(), 5);
     }
@@ -64,7 +66,7 @@ mod tests {
     #[test]
     #[should_panic(expected = "picked from 3 values")]
     fn a_column_shorter_than_the_rows_is_refused() {
-        let mut a = Vec::new();
+        let mut a = Buf::new();
         gather(&mut a, &[1u32, 2, 3], Picked::new(&[0, 1], 4));
     }
 }
