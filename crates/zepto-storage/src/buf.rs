@@ -19,7 +19,7 @@
 //!   `Buf` that moved `claimed` from its own length.
 
 use std::fmt;
-use std::mem::ManuallyDrop;
+use std::mem::{ManuallyDrop, MaybeUninit};
 use std::ops::{Deref, DerefMut};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -30,7 +30,7 @@ pub struct Buf<T: Copy>(Repr<T>);
 
 enum Repr<T: Copy> {
     Owned(Vec<T>),
-    Shared { ptr: NonNull<T>, len: usize, claim: Arc<Claim<T>> },
+    Shared { len: usize, claim: Arc<Claim<T>> },
 }
 
 /// A shared allocation: `cap` values at `ptr`, the first `claimed` of them written.
@@ -96,7 +96,7 @@ impl<T: Copy> Buf<T> {
             Repr::Owned(v) => v,
             // SAFETY: `len` values of the claim's allocation are written and never change while
             // this `Buf` shares it (module docs).
-            Repr::Shared { ptr, len, .. } => unsafe { std::slice::from_raw_parts(ptr.as_ptr(), *len) },
+            Repr::Shared { len, claim } => unsafe { std::slice::from_raw_parts(claim.ptr.as_ptr(), *len) },
         }
     }
 
@@ -116,7 +116,7 @@ impl<T: Copy> Buf<T> {
                     unsafe { claim.into_vec(len) }
                 }
                 None => {
-                    let mut v = Vec::with_capacity(len + extra.max(len));
+                    let mut v = Vec::with_capacity(len + extra);
                     v.extend_from_slice(self.as_slice());
                     v
                 }
@@ -126,6 +126,15 @@ impl<T: Copy> Buf<T> {
         match &mut self.0 {
             Repr::Owned(v) => v,
             Repr::Shared { .. } => unreachable!("made owned just above"),
+        }
+    }
+
+    /// The owned vector, when the values are not shared (appends to it are a vector's).
+    #[inline]
+    pub fn owned_mut(&mut self) -> Option<&mut Vec<T>> {
+        match &mut self.0 {
+            Repr::Owned(v) => Some(v),
+            Repr::Shared { .. } => None,
         }
     }
 
@@ -146,30 +155,34 @@ impl<T: Copy> Buf<T> {
             let v = std::mem::take(v);
             let len = v.len();
             let claim = Claim::of(v);
-            self.0 = Repr::Shared { ptr: claim.ptr, len, claim: Arc::new(claim) };
+            self.0 = Repr::Shared { len, claim: Arc::new(claim) };
         }
     }
 
     /// Append the first `n` values of `values` (it must hold that many). A shared `Buf`
     /// writes them in place when its allocation has room and no other `Buf` has claimed past
     /// its values, even while other `Buf`s share the allocation; otherwise it copies its values
-    /// with room to grow and shares the copy. An owned `Buf`, or a shared one alone with its
-    /// full allocation, grows as a vector does (and is owned after).
+    /// with room to grow (or, alone with its allocation, grows it as a vector does) and shares
+    /// the result. An owned `Buf` grows as a vector does.
     pub fn extend_shared(&mut self, n: usize, values: impl Iterator<Item = T>) {
         let at = self.len();
         match self.claim_room(n) {
             Room::At(dst) => {
+                // SAFETY: `dst` has room for `n` values, claimed by this `Buf` alone: no other
+                // `Buf` reads or writes them.
+                let room = unsafe { std::slice::from_raw_parts_mut(dst.as_ptr().cast::<MaybeUninit<T>>(), n) };
                 let mut wrote = 0;
-                for v in values.take(n) {
-                    // SAFETY: `dst` has room for `n` values, claimed by this `Buf` alone.
-                    unsafe { dst.as_ptr().add(wrote).write(v) };
+                for (slot, v) in room.iter_mut().zip(values) {
+                    slot.write(v);
                     wrote += 1;
                 }
                 assert_eq!(wrote, n, "extend_shared: {wrote} values where {n} were promised");
                 self.set_shared_len(at + n);
             }
             room => {
-                let v = self.vec_mut(n);
+                // A copy gets room for as many values again as it holds: the next appends of a
+                // column readers hold go in place.
+                let v = self.vec_mut(n.max(at));
                 v.extend(values.take(n));
                 assert_eq!(v.len(), at + n, "extend_shared: fewer values than promised");
                 if matches!(room, Room::Taken) {
@@ -190,7 +203,7 @@ impl<T: Copy> Buf<T> {
                 self.set_shared_len(at + n);
             }
             room => {
-                self.vec_mut(n).extend_from_slice(values);
+                self.vec_mut(n.max(at)).extend_from_slice(values);
                 if matches!(room, Room::Taken) {
                     self.share();
                 }
@@ -200,23 +213,24 @@ impl<T: Copy> Buf<T> {
 
     /// Where this `Buf`'s next `n` values go (see [`Room`]).
     fn claim_room(&mut self, n: usize) -> Room<T> {
-        let Repr::Shared { ptr, len, claim } = &mut self.0 else { return Room::Owned };
+        let Repr::Shared { len, claim } = &mut self.0 else { return Room::Owned };
+        let ptr = claim.ptr;
         let at = *len;
         let fits = claim.cap - at >= n;
         // SAFETY (both `At`s): `at + n <= cap`, within the allocation.
         let dst = || unsafe { NonNull::new_unchecked(ptr.as_ptr().add(at)) };
-        if let Some(alone) = Arc::get_mut(claim) {
-            if !fits {
-                return Room::Owned;
-            }
-            // Alone: whatever dropped versions claimed past this one is free again.
-            *alone.claimed.get_mut() = at + n;
-            return Room::At(dst());
-        }
+        // Usually this `Buf` holds the longest values: one compare-exchange claims the room.
         if fits && claim.claimed.compare_exchange(at, at + n, Ordering::AcqRel, Ordering::Acquire).is_ok() {
             return Room::At(dst());
         }
-        Room::Taken
+        match Arc::get_mut(claim) {
+            // Alone: whatever dropped versions claimed past this one is free again.
+            Some(alone) if fits => {
+                *alone.claimed.get_mut() = at + n;
+                Room::At(dst())
+            }
+            _ => Room::Taken,
+        }
     }
 
     /// A shared `Buf`'s length after writing the room it claimed.
@@ -231,10 +245,11 @@ impl<T: Copy> Buf<T> {
 enum Room<T> {
     /// Here, in a shared allocation, claimed for this `Buf` alone.
     At(NonNull<T>),
-    /// Onto its owned vector ([`Buf::vec_mut`] takes a shared allocation it holds alone back).
+    /// Onto its owned vector.
     Owned,
-    /// Another `Buf` has claimed past its values, or the allocation is full while others hold
-    /// it: onto a copy with room ([`Buf::vec_mut`]), shared again after.
+    /// Another `Buf` has claimed past its values, or the allocation is full: onto
+    /// [`Buf::vec_mut`] (the allocation taken back if this `Buf` holds it alone, else a copy
+    /// with room), shared again after.
     Taken,
 }
 
@@ -301,7 +316,7 @@ impl<T: Copy> Clone for Buf<T> {
     fn clone(&self) -> Buf<T> {
         match &self.0 {
             Repr::Owned(v) => Buf(Repr::Owned(v.clone())),
-            Repr::Shared { ptr, len, claim } => Buf(Repr::Shared { ptr: *ptr, len: *len, claim: claim.clone() }),
+            Repr::Shared { len, claim } => Buf(Repr::Shared { len: *len, claim: claim.clone() }),
         }
     }
 }
@@ -381,6 +396,12 @@ impl<'a, T: Copy> IntoIterator for &'a Buf<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A `Buf` is as large as a vector: a column's values cost no more to hold and move.
+    #[test]
+    fn a_buf_is_as_large_as_a_vector() {
+        assert_eq!(std::mem::size_of::<Buf<i64>>(), std::mem::size_of::<Vec<i64>>());
+    }
 
     /// Owned, a `Buf` is a vector: its methods change it alone, a clone is a copy.
     #[test]

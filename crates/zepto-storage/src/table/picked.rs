@@ -40,6 +40,17 @@ pub(super) fn gather<T: Copy>(a: &mut Buf<T>, b: &[T], p: Picked<'_>) {
     assert!(p.below <= b.len(), "rows below {} picked from {} values", p.below, b.len());
     // SAFETY: every row of `p` is below `p.below` (checked by `Picked::new`, the only way to
     // make one), which is at most `b.len()` (asserted just above).
+    match a.owned_mut() {
+        Some(v) => v.extend(p.rows.iter().map(|&i| unsafe { *b.get_unchecked(i as usize) })),
+        None => gather_shared(a, b, p),
+    }
+}
+
+/// [`gather`] onto values a reader shares (out of line: the owned case is the hot one).
+#[allow(unsafe_code)]
+#[inline(never)]
+fn gather_shared<T: Copy>(a: &mut Buf<T>, b: &[T], p: Picked<'_>) {
+    // SAFETY: as in `gather`, which checked `p.below <= b.len()`.
     a.extend_shared(p.rows.len(), p.rows.iter().map(|&i| unsafe { *b.get_unchecked(i as usize) }));
 }
 
