@@ -76,18 +76,22 @@ class Duck:
 
     def reader(self):
         cur = self.con.cursor()
-        return lambda: cur.execute(QUERY).arrow()
+        return lambda: cur.execute(QUERY).to_arrow_table()
 
 
 def phase(eng, batches, readers: int) -> dict:
     """Insert `batches` one after another while `readers` threads query; the numbers."""
     stop = threading.Event()
     answered = [0] * readers
+    failed = []
 
     def loop(k, run):
-        while not stop.is_set():
-            run()
-            answered[k] += 1
+        try:
+            while not stop.is_set():
+                run()
+                answered[k] += 1
+        except Exception as e:  # reported after the phase: a reader that died measured nothing
+            failed.append(e)
 
     threads = [threading.Thread(target=loop, args=(k, eng.reader())) for k in range(readers)]
     for t in threads:
@@ -104,6 +108,8 @@ def phase(eng, batches, readers: int) -> dict:
     stop.set()
     for t in threads:
         t.join()
+    if failed:
+        raise failed[0]
     lat.sort()
     pick = lambda q: lat[min(len(lat) - 1, int(q * len(lat)))] * 1e3  # noqa: E731
     return {"readers": readers, "total_ms": total * 1e3, "p50_ms": pick(0.5), "p99_ms": pick(0.99), "queries": sum(answered)}
