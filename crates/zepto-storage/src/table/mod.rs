@@ -102,7 +102,8 @@ pub struct TableOptions {
 #[derive(Debug, Clone)]
 pub struct Partition {
     /// A loose partition's own columns. Shared so scans hand whole columns to queries without
-    /// copying; writers copy a column only while a query still holds it (`Arc::make_mut`).
+    /// copying; a writer appends in place past the rows a query still holding a column reads
+    /// ([`column_mut`]), and copies a held column before any other change (`Arc::make_mut`).
     /// Equal lengths, rows in designated-timestamp order (NULLs first): every constructor makes
     /// it so, and only this module mutates them. Empty while the partition is packed.
     own: Vec<Arc<Column>>,
@@ -1507,7 +1508,9 @@ const THIN_SPLIT_ROWS: usize = 16;
 /// Column `dst` to append `extra` rows to. One a reader still holds (a query, or a checkpoint
 /// writing its snapshot: during a bulk load, every partition's columns) is copied with room
 /// to grow: twice its rows, as a growing vector would have, so the copy is the only one (an
-/// exact copy is copied again by the append right after, and page-faulted twice).
+/// exact copy is copied again by the append right after, and page-faulted twice). The copy
+/// shares its values (`buf.rs`): while readers hold it later, the appends go in place past the
+/// rows they read, not into another copy.
 pub(super) fn column_mut(dst: &mut Arc<Column>, extra: usize) -> &mut Column {
     if Arc::get_mut(dst).is_none() {
         let c = if dst.is_shared() {
