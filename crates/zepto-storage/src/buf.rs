@@ -211,6 +211,37 @@ impl<T: Copy> Buf<T> {
         }
     }
 
+    /// [`Buf::extend_shared`] of the values of `parts` one after another, `n` in all (the
+    /// bytes of a batch's strings).
+    pub fn extend_shared_each<'a>(&mut self, n: usize, parts: impl Iterator<Item = &'a [T]>)
+    where
+        T: 'a,
+    {
+        let at = self.len();
+        match self.claim_room(n) {
+            Room::At(dst) => {
+                let mut wrote = 0;
+                for p in parts {
+                    assert!(wrote + p.len() <= n, "extend_shared_each: more than the {n} values promised");
+                    // SAFETY: `dst` has room for `n` values, claimed by this `Buf` alone; `p`
+                    // lies below some `Buf`'s claimed length, so cannot overlap it.
+                    unsafe { std::ptr::copy_nonoverlapping(p.as_ptr(), dst.as_ptr().add(wrote), p.len()) };
+                    wrote += p.len();
+                }
+                assert_eq!(wrote, n, "extend_shared_each: {wrote} values where {n} were promised");
+                self.set_shared_len(at + n);
+            }
+            room => {
+                let v = self.vec_mut(n.max(at));
+                parts.for_each(|p| v.extend_from_slice(p));
+                assert_eq!(v.len(), at + n, "extend_shared_each: not the {n} values promised");
+                if matches!(room, Room::Taken) {
+                    self.share();
+                }
+            }
+        }
+    }
+
     /// Where this `Buf`'s next `n` values go (see [`Room`]).
     fn claim_room(&mut self, n: usize) -> Room<T> {
         let Repr::Shared { len, claim } = &mut self.0 else { return Room::Owned };
@@ -338,6 +369,8 @@ impl<T: Copy + PartialEq> PartialEq for Buf<T> {
         self.as_slice() == other.as_slice()
     }
 }
+
+impl<T: Copy + Eq> Eq for Buf<T> {}
 
 impl<T: Copy> From<Vec<T>> for Buf<T> {
     fn from(v: Vec<T>) -> Buf<T> {

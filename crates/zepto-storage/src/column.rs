@@ -576,8 +576,7 @@ impl Column {
         c
     }
 
-    /// Share the values' allocation (fixed-width, SYMBOL and vector columns; module docs of
-    /// `buf`): clones then read it without copying, and appends past a clone's rows go in
+    /// Share the values' allocations (every type but the untyped NULL; module docs of `buf`): clones then read it without copying, and appends past a clone's rows go in
     /// place while it is held.
     pub(crate) fn share(&mut self) {
         match &mut self.data {
@@ -589,7 +588,8 @@ impl Column {
             ColumnData::Float64(v) => v.share(),
             ColumnData::Symbol { codes, .. } => codes.share(),
             ColumnData::Vector { values, .. } => values.share(),
-            ColumnData::Varchar(_) | ColumnData::Null(_) => {}
+            ColumnData::Varchar(s) => s.share(),
+            ColumnData::Null(_) => {}
         }
     }
 
@@ -604,7 +604,8 @@ impl Column {
             ColumnData::Float64(v) => v.is_shared(),
             ColumnData::Symbol { codes, .. } => codes.is_shared(),
             ColumnData::Vector { values, .. } => values.is_shared(),
-            ColumnData::Varchar(_) | ColumnData::Null(_) => false,
+            ColumnData::Varchar(s) => s.is_shared(),
+            ColumnData::Null(_) => false,
         }
     }
 

@@ -2,16 +2,18 @@
 //! one contiguous byte buffer. Only `&str` is ever pushed, so the buffer is valid UTF-8 at every
 //! string boundary (the invariant `get` relies on).
 
+use crate::buf::Buf;
+
 /// A column of UTF-8 strings in Arrow `LargeUtf8` layout: `len + 1` offsets into one byte buffer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StrVec {
-    offsets: Vec<i64>,
-    data: Vec<u8>,
+    offsets: Buf<i64>,
+    data: Buf<u8>,
 }
 
 impl Default for StrVec {
     fn default() -> Self {
-        StrVec { offsets: vec![0], data: Vec::new() }
+        StrVec { offsets: vec![0].into(), data: Buf::new() }
     }
 }
 
@@ -20,7 +22,7 @@ impl StrVec {
     pub fn with_capacity(rows: usize, bytes: usize) -> StrVec {
         let mut offsets = Vec::with_capacity(rows + 1);
         offsets.push(0);
-        StrVec { offsets, data: Vec::with_capacity(bytes) }
+        StrVec { offsets: offsets.into(), data: Buf::with_capacity(bytes) }
     }
 
     /// Number of strings.
@@ -99,6 +101,40 @@ impl StrVec {
             self.push(s);
         }
     }
+
+    /// Share both buffers (`buf.rs`): clones read them without copying, and
+    /// [`StrVec::append_all`] and [`StrVec::append_picked`] write in place past the strings a
+    /// clone reads.
+    pub(crate) fn share(&mut self) {
+        self.offsets.share();
+        self.data.share();
+    }
+
+    /// Whether the buffers are shared ([`StrVec::share`]).
+    pub(crate) fn is_shared(&self) -> bool {
+        self.offsets.is_shared()
+    }
+
+    /// Append every string of `other`, in place past a clone's strings when shared.
+    pub(crate) fn append_all(&mut self, other: &StrVec) {
+        let base = self.data.len() as i64;
+        self.data.extend_shared_from_slice(&other.data);
+        self.offsets.extend_shared(other.len(), other.offsets[1..].iter().map(|&o| o + base));
+    }
+
+    /// Append strings `rows` of `other`, in that order, in place past a clone's strings when
+    /// shared. Panics on a row out of range.
+    pub(crate) fn append_picked(&mut self, other: &StrVec, rows: &[u32]) {
+        let span = |i: u32| other.offsets[i as usize] as usize..other.offsets[i as usize + 1] as usize;
+        let bytes = rows.iter().map(|&i| span(i).len()).sum();
+        let mut end = self.data.len() as i64;
+        self.data.extend_shared_each(bytes, rows.iter().map(|&i| &other.data[span(i)]));
+        let ends = rows.iter().map(|&i| {
+            end += span(i).len() as i64;
+            end
+        });
+        self.offsets.extend_shared(rows.len(), ends);
+    }
 }
 
 impl<'a> FromIterator<&'a str> for StrVec {
@@ -108,5 +144,41 @@ impl<'a> FromIterator<&'a str> for StrVec {
             v.push(s);
         }
         v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Picked and whole appends give what pushing each string gives, owned or shared; shared,
+    /// they go in place past a clone's strings, and the clone keeps its own.
+    #[test]
+    fn appends_match_pushes_and_go_in_place_when_shared() {
+        let words = ["", "a", "bc", "déjà vu", "xyz", "long enough to matter"];
+        let src: StrVec = (0..60).map(|i| words[i % words.len()]).collect();
+        let rows: Vec<u32> = (0..60).rev().step_by(7).chain([0, 0, 59]).collect();
+        for shared in [false, true] {
+            let mut v = StrVec::with_capacity(400, 4000);
+            v.push("first");
+            let mut want: Vec<String> = vec!["first".into()];
+            if shared {
+                v.share();
+            }
+            let held = v.clone();
+            let at = v.bytes().as_ptr();
+            for round in 0..3 {
+                v.append_picked(&src, &rows);
+                want.extend(rows.iter().map(|&i| src.get(i as usize).to_string()));
+                v.append_all(&src);
+                want.extend(src.iter().map(str::to_string));
+                assert_eq!(v.iter().collect::<Vec<_>>(), want, "round {round}, shared {shared}");
+            }
+            assert_eq!(held.iter().collect::<Vec<_>>(), ["first"]);
+            if shared {
+                assert_eq!(v.bytes().as_ptr(), at, "in place past the held strings");
+                assert!(v.is_shared());
+            }
+        }
     }
 }

@@ -1299,7 +1299,7 @@ fn append_column(dst: &mut Column, src: &Column) {
         (ColumnData::Int128(a), ColumnData::Int128(b)) => a.extend_shared_from_slice(b),
         (ColumnData::Float32(a), ColumnData::Float32(b)) => a.extend_shared_from_slice(b),
         (ColumnData::Float64(a), ColumnData::Float64(b)) => a.extend_shared_from_slice(b),
-        (ColumnData::Varchar(a), ColumnData::Varchar(b)) => a.extend(b),
+        (ColumnData::Varchar(a), ColumnData::Varchar(b)) => a.append_all(b),
         (ColumnData::Symbol { codes: a, .. }, ColumnData::Symbol { codes: b, .. }) => a.extend_shared_from_slice(b),
         (ColumnData::Vector { dim: da, values: a }, ColumnData::Vector { dim: db, values: b }) if da == db => {
             a.extend_shared_from_slice(b)
@@ -1471,7 +1471,7 @@ fn append_column_rows(dst: &mut Column, src: &Column, picked: Picked<'_>) {
         (ColumnData::Int128(a), ColumnData::Int128(b)) => gather(a, b, picked),
         (ColumnData::Float32(a), ColumnData::Float32(b)) => gather(a, b, picked),
         (ColumnData::Float64(a), ColumnData::Float64(b)) => gather(a, b, picked),
-        (ColumnData::Varchar(a), ColumnData::Varchar(b)) => rows.iter().for_each(|&i| a.push(b.get(i as usize))),
+        (ColumnData::Varchar(a), ColumnData::Varchar(b)) => a.append_picked(b, rows),
         (ColumnData::Symbol { codes: a, .. }, ColumnData::Symbol { codes: b, .. }) => gather(a, b, picked),
         (ColumnData::Vector { dim: da, values: a }, ColumnData::Vector { dim: db, values: b }) if da == db => {
             let d = *da as usize;
