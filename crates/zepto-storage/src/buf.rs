@@ -12,7 +12,7 @@
 //! # Invariants
 //!
 //! * An owned `Buf` is a `Vec` and behaves as one; cloning it copies the values.
-//! * A shared `Buf` reads `len` values of its [`Claim`]'s allocation, all below the claim's
+//! * A shared `Buf` reads `len` values of its `Claim`'s allocation, all below the claim's
 //!   `claimed` count, which only grows while the allocation is shared. Cloning it shares.
 //! * Values are only written below a shared `Buf`'s length by a `Buf` that holds the claim
 //!   alone (it takes the allocation back as an owned vector first), or past `claimed` by the
