@@ -609,9 +609,10 @@ impl Column {
         }
     }
 
-    /// A copy with room for `extra` more rows without growing (fixed-width and symbol
-    /// columns; others are copied as they are): what a writer changes in place of a column a
-    /// reader still holds, so the append right after does not copy it again to grow it.
+    /// A copy with room for `extra` more rows without growing (VARCHAR: as long as its strings
+    /// are on average; vector columns are copied as they are): what a writer changes in place
+    /// of a column a reader still holds, so the append right after does not copy it again to
+    /// grow it.
     pub fn copy_with_room(&self, extra: usize) -> Column {
         fn room<T: Copy>(v: &[T], extra: usize) -> Vec<T> {
             let mut out = Vec::with_capacity(v.len() + extra);
@@ -620,7 +621,7 @@ impl Column {
         }
         let data = map_vec!(&self.data,
             v => room(v, extra).into(),
-            s => s.clone(),
+            s => s.copy_with_room(extra),
             codes, dict => ColumnData::Symbol { codes: room(codes, extra).into(), dict: dict.clone() },
             dim, values => ColumnData::Vector { dim: *dim, values: values.clone() },
             n => *n);
@@ -1528,6 +1529,12 @@ mod tests {
         let at = v.as_ptr();
         v.extend(std::iter::repeat_n(1, 100));
         assert_eq!(at, v.as_ptr(), "the room was there");
+        let s = Column::from_data(ColumnData::Varchar(["ab", "cde", ""].into_iter().collect()));
+        let mut copy = s.copy_with_room(100);
+        let ColumnData::Varchar(v) = copy.data_mut() else { panic!("a VARCHAR column") };
+        let at = v.bytes().as_ptr();
+        (0..100).for_each(|_| v.push("xy"));
+        assert_eq!((at, v.len(), v.get(1)), (v.bytes().as_ptr(), 103, "cde"), "the room was there");
     }
 
     #[test]

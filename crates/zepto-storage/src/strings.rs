@@ -102,6 +102,15 @@ impl StrVec {
         }
     }
 
+    /// A copy with room for `extra` more strings as long as these are on average (and their
+    /// offsets) without growing.
+    pub(crate) fn copy_with_room(&self, extra: usize) -> StrVec {
+        let per_string = self.data.len().div_ceil(self.len().max(1));
+        let mut out = StrVec::with_capacity(self.len() + extra, self.data.len() + extra * per_string);
+        out.append_all(self);
+        out
+    }
+
     /// Share both buffers (`buf.rs`): clones read them without copying, and
     /// [`StrVec::append_all`] and [`StrVec::append_picked`] write in place past the strings a
     /// clone reads.
