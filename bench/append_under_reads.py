@@ -10,7 +10,7 @@ and p99 of one insert, and the queries answered; each engine runs in its own chi
 thread, `INSERT INTO trades SELECT * FROM batch`.
 
     .venv/bin/python bench/append_under_reads.py [--rows 10000000] [--append-rows 1000000]
-        [--batch-rows 10000] [--readers 1] [--engines zeptodb,duckdb]
+        [--batch-rows 10000] [--readers 1] [--engines zeptodb,duckdb] [--text]
 """
 
 from __future__ import annotations
@@ -34,27 +34,31 @@ QUERY = "SELECT sym, avg(price), max(size), count(*) FROM trades GROUP BY sym"
 DAY_NS = 86_400_000_000_000
 
 
-def trades(n: int, day: int, seed: int) -> pa.Table:
-    """`n` trades over 100 symbols on day `day` (times sorted within the day)."""
+def trades(n: int, day: int, seed: int, text: bool) -> pa.Table:
+    """`n` trades over 100 symbols on day `day` (times sorted within the day); with `text`, a
+    VARCHAR column of venue names too."""
     rng = np.random.default_rng(seed)
     syms = np.array([f"S{k:02d}" for k in range(100)], dtype=object)
     t0 = 1_700_000_000_000_000_000 + day * DAY_NS
-    return pa.table(
-        {
-            "ts": pa.array(np.sort(rng.integers(t0, t0 + DAY_NS, n)), pa.timestamp("ns")),
-            "sym": pa.array(syms[rng.integers(0, 100, n)], pa.string()),
-            "price": rng.normal(100, 5, n),
-            "size": rng.integers(1, 10_000, n),
-        }
-    )
+    cols = {
+        "ts": pa.array(np.sort(rng.integers(t0, t0 + DAY_NS, n)), pa.timestamp("ns")),
+        "sym": pa.array(syms[rng.integers(0, 100, n)], pa.string()),
+        "price": rng.normal(100, 5, n),
+        "size": rng.integers(1, 10_000, n),
+    }
+    if text:
+        venues = np.array(["XNAS", "XNYS", "ARCX", "BATS", "IEXG", "EDGX"], dtype=object)
+        cols["venue"] = pa.array(venues[rng.integers(0, len(venues), n)], pa.string())
+    return pa.table(cols)
 
 
 class Zepto:
-    def __init__(self):
+    def __init__(self, text):
         import zeptodb
 
         self.db = zeptodb.connect()
-        self.db.execute("CREATE TABLE trades (ts TIMESTAMP, sym SYMBOL, price DOUBLE, size BIGINT)")
+        venue = ", venue VARCHAR" if text else ""
+        self.db.execute(f"CREATE TABLE trades (ts TIMESTAMP, sym SYMBOL, price DOUBLE, size BIGINT{venue})")
 
     def insert(self, batch):
         self.db.insert("trades", batch)
@@ -64,11 +68,12 @@ class Zepto:
 
 
 class Duck:
-    def __init__(self):
+    def __init__(self, text):
         import duckdb
 
         self.con = duckdb.connect()
-        self.con.execute("CREATE TABLE trades (ts TIMESTAMP_NS, sym VARCHAR, price DOUBLE, size BIGINT)")
+        venue = ", venue VARCHAR" if text else ""
+        self.con.execute(f"CREATE TABLE trades (ts TIMESTAMP_NS, sym VARCHAR, price DOUBLE, size BIGINT{venue})")
         self.writer = self.con.cursor()
 
     def insert(self, batch):
@@ -116,15 +121,15 @@ def phase(eng, batches, readers: int) -> dict:
 
 
 def child(args) -> dict:
-    eng = {"zeptodb": Zepto, "duckdb": Duck}[args.child]()
-    load = trades(args.rows, 0, 1)
+    eng = {"zeptodb": Zepto, "duckdb": Duck}[args.child](args.text)
+    load = trades(args.rows, 0, 1, args.text)
     t0 = time.perf_counter()
     for k in range(0, args.rows, 1_000_000):
         eng.insert(load.slice(k, 1_000_000))
     print(f"{args.child}: {args.rows:,} rows loaded in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
     out = []
     for day, readers in enumerate([0, args.readers, 0, args.readers], start=1):
-        more = trades(args.append_rows, day, day + 1)
+        more = trades(args.append_rows, day, day + 1, args.text)
         batches = [more.slice(k, args.batch_rows) for k in range(0, args.append_rows, args.batch_rows)]
         r = phase(eng, batches, readers)
         print(f"{args.child}: {readers} readers: {r['total_ms']:.0f} ms", file=sys.stderr)
@@ -140,6 +145,7 @@ def main():
     ap.add_argument("--batch-rows", type=int, default=10_000)
     ap.add_argument("--readers", type=int, default=1)
     ap.add_argument("--engines", default="zeptodb,duckdb")
+    ap.add_argument("--text", action="store_true", help="a VARCHAR column (venue) too")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
@@ -148,8 +154,8 @@ def main():
     rows = []
     for e in args.engines.split(","):
         cmd = [sys.executable, __file__, "--child", e] + [
-            f"--{k.replace('_', '-')}={v}" for k, v in vars(args).items() if k not in ("child", "engines")
-        ]
+            f"--{k.replace('_', '-')}={v}" for k, v in vars(args).items() if k not in ("child", "engines", "text")
+        ] + (["--text"] if args.text else [])
         res = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
         for p in res["phases"]:
             rows.append([e, p["readers"], f"{p['total_ms']:.0f}", f"{p['p50_ms']:.2f}", f"{p['p99_ms']:.2f}",

@@ -100,31 +100,41 @@ impl<T: Copy> Buf<T> {
 
     /// The values as an owned vector to change in place: a shared allocation this `Buf` holds
     /// alone is taken back; one another `Buf` holds is copied, with room for `extra` more.
+    #[inline]
     pub fn vec_mut(&mut self, extra: usize) -> &mut Vec<T> {
-        if let Repr::Shared { len, claim, .. } = &mut self.0 {
-            let len = *len;
-            let owned = match Arc::get_mut(claim) {
-                Some(_) => {
-                    let Repr::Shared { claim, .. } = std::mem::replace(&mut self.0, Repr::Owned(Vec::new())) else {
-                        unreachable!("matched as shared just above")
-                    };
-                    let claim = Arc::into_inner(claim).unwrap_or_else(|| unreachable!("held alone"));
-                    // SAFETY: held alone (just checked), and a shared `Buf`'s length is at
-                    // most `claimed`.
-                    unsafe { claim.into_vec(len) }
-                }
-                None => {
-                    let mut v = Vec::with_capacity(len + extra);
-                    v.extend_from_slice(self.as_slice());
-                    v
-                }
-            };
-            self.0 = Repr::Owned(owned);
+        if let Repr::Shared { .. } = self.0 {
+            self.unshare(extra);
         }
         match &mut self.0 {
             Repr::Owned(v) => v,
-            Repr::Shared { .. } => unreachable!("made owned just above"),
+            Repr::Shared { .. } => unreachable!("made owned by unshare"),
         }
+    }
+
+    /// A shared `Buf` made owned ([`Buf::vec_mut`]); out of line, as the owned case is the
+    /// hot one (a push per value while a batch is built).
+    #[cold]
+    #[inline(never)]
+    fn unshare(&mut self, extra: usize) {
+        let Repr::Shared { len, claim } = &mut self.0 else { return };
+        let len = *len;
+        let owned = match Arc::get_mut(claim) {
+            Some(_) => {
+                let Repr::Shared { claim, .. } = std::mem::replace(&mut self.0, Repr::Owned(Vec::new())) else {
+                    unreachable!("matched as shared just above")
+                };
+                let claim = Arc::into_inner(claim).unwrap_or_else(|| unreachable!("held alone"));
+                // SAFETY: held alone (just checked), and a shared `Buf`'s length is at most
+                // `claimed`.
+                unsafe { claim.into_vec(len) }
+            }
+            None => {
+                let mut v = Vec::with_capacity(len + extra);
+                v.extend_from_slice(self.as_slice());
+                v
+            }
+        };
+        self.0 = Repr::Owned(owned);
     }
 
     /// The owned vector, when the values are not shared (appends to it are a vector's).
@@ -219,11 +229,16 @@ impl<T: Copy> Buf<T> {
         match self.claim_room(n) {
             Room::At(dst) => {
                 let mut wrote = 0;
+                // SAFETY: `dst` has room for `n` values, claimed by this `Buf` alone: no other
+                // `Buf` reads or writes them.
+                let room = unsafe { std::slice::from_raw_parts_mut(dst.as_ptr().cast::<MaybeUninit<T>>(), n) };
                 for p in parts {
                     assert!(wrote + p.len() <= n, "extend_shared_each: more than the {n} values promised");
-                    // SAFETY: `dst` has room for `n` values, claimed by this `Buf` alone; `p`
-                    // lies below some `Buf`'s claimed length, so cannot overlap it.
-                    unsafe { std::ptr::copy_nonoverlapping(p.as_ptr(), dst.as_ptr().add(wrote), p.len()) };
+                    // Value by value: the parts are short (strings), where a `memcpy` call each
+                    // cost more than the copy.
+                    room[wrote..wrote + p.len()].iter_mut().zip(p).for_each(|(slot, &v)| {
+                        slot.write(v);
+                    });
                     wrote += p.len();
                 }
                 assert_eq!(wrote, n, "extend_shared_each: {wrote} values where {n} were promised");
@@ -286,11 +301,13 @@ enum Room<T> {
 /// unless this `Buf` holds it alone).
 impl<T: Copy> Buf<T> {
     /// `Vec::push`.
+    #[inline]
     pub fn push(&mut self, v: T) {
         self.vec_mut(1).push(v);
     }
 
     /// `Vec::extend_from_slice`.
+    #[inline]
     pub fn extend_from_slice(&mut self, s: &[T]) {
         self.vec_mut(s.len()).extend_from_slice(s);
     }

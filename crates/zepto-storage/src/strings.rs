@@ -134,6 +134,11 @@ impl StrVec {
     /// Append strings `rows` of `other`, in that order, in place past a clone's strings when
     /// shared. Panics on a row out of range.
     pub(crate) fn append_picked(&mut self, other: &StrVec, rows: &[u32]) {
+        if !self.is_shared() {
+            // Owned: one pass, a string at a time.
+            rows.iter().for_each(|&i| self.push(other.get(i as usize)));
+            return;
+        }
         let span = |i: u32| other.offsets[i as usize] as usize..other.offsets[i as usize + 1] as usize;
         let bytes = rows.iter().map(|&i| span(i).len()).sum();
         let mut end = self.data.len() as i64;
