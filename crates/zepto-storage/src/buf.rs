@@ -25,6 +25,9 @@ use std::ptr::NonNull;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
+/// Parts of at most this many values are copied value by value ([`Buf::extend_shared_each`]).
+const SHORT_PART: usize = 32;
+
 /// A column's values (module docs): an owned vector, or a view of a shared allocation.
 pub struct Buf<T: Copy>(Repr<T>);
 
@@ -202,25 +205,11 @@ impl<T: Copy> Buf<T> {
 
     /// [`Buf::extend_shared`] of a slice's values.
     pub fn extend_shared_from_slice(&mut self, values: &[T]) {
-        let (at, n) = (self.len(), values.len());
-        match self.claim_room(n) {
-            Room::At(dst) => {
-                // SAFETY: `dst` has room for `n` values, claimed by this `Buf` alone, and cannot
-                // overlap `values` (which some `Buf` reads, so lies below a claimed length).
-                unsafe { std::ptr::copy_nonoverlapping(values.as_ptr(), dst.as_ptr(), n) };
-                self.set_shared_len(at + n);
-            }
-            room => {
-                self.vec_mut(n.max(at)).extend_from_slice(values);
-                if matches!(room, Room::Taken) {
-                    self.share();
-                }
-            }
-        }
+        self.extend_shared_each(values.len(), std::iter::once(values));
     }
 
     /// [`Buf::extend_shared`] of the values of `parts` one after another, `n` in all (the
-    /// bytes of a batch's strings).
+    /// bytes of a batch's strings, or one slice).
     pub fn extend_shared_each<'a>(&mut self, n: usize, parts: impl Iterator<Item = &'a [T]>)
     where
         T: 'a,
@@ -234,11 +223,17 @@ impl<T: Copy> Buf<T> {
                 let room = unsafe { std::slice::from_raw_parts_mut(dst.as_ptr().cast::<MaybeUninit<T>>(), n) };
                 for p in parts {
                     assert!(wrote + p.len() <= n, "extend_shared_each: more than the {n} values promised");
-                    // Value by value: the parts are short (strings), where a `memcpy` call each
-                    // cost more than the copy.
-                    room[wrote..wrote + p.len()].iter_mut().zip(p).for_each(|(slot, &v)| {
-                        slot.write(v);
-                    });
+                    let dst = &mut room[wrote..wrote + p.len()];
+                    if p.len() <= SHORT_PART {
+                        // Value by value: a `memcpy` call cost more than a short part's copy.
+                        dst.iter_mut().zip(p).for_each(|(slot, &v)| {
+                            slot.write(v);
+                        });
+                    } else {
+                        // SAFETY: `dst` has room for `p.len()` values (just sliced to it), and
+                        // `p` lies below some `Buf`'s claimed length, so cannot overlap it.
+                        unsafe { std::ptr::copy_nonoverlapping(p.as_ptr(), dst.as_mut_ptr().cast::<T>(), p.len()) };
+                    }
                     wrote += p.len();
                 }
                 assert_eq!(wrote, n, "extend_shared_each: {wrote} values where {n} were promised");
