@@ -191,7 +191,7 @@ CORPUS = [
     # FILL steps on the zone's wall clock too: an hour-by-hour day of 23 or 25 rows. Other fills
     # across a daylight-saving change are not compared: QuestDB 9.3 then steps filled buckets
     # in UTC from the first, repeats some instants and fills the repeated hour twice (see
-    # docs/questdb.md); crates/zepto-sql/tests/time_zones.rs checks ours on the wall clock.
+    # docs/questdb.md); crates/zepto-sql/tests/sql/time_zones.rs checks ours on the wall clock.
     "SELECT ts, count(), sum(v) FROM dst SAMPLE BY 1h FILL(NULL) ALIGN TO CALENDAR TIME ZONE 'Europe/Berlin' "
     "ORDER BY ts",
     "SELECT ts, max(v) FROM dst WHERE hostname = 'h1' SAMPLE BY 2h FILL(PREV) ALIGN TO CALENDAR "

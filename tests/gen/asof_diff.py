@@ -43,7 +43,7 @@ def make_case(rng, k):
     for i in range(nt):
         # Left timestamps are never NULL here: DuckDB 1.5.6 sometimes matches a NULL left time on
         # larger inputs (it does not on small ones); our engine never matches NULL, as SQL says.
-        # NULL left times are covered by hand-checked cases in crates/zepto-sql/tests/engine.rs.
+        # NULL left times are covered by hand-checked cases in crates/zepto-sql/tests/sql/engine.rs.
         # The second key `v` is never NULL either: DuckDB 1.5.6 matches NULL = NULL keys of a
         # multi-key ASOF on larger inputs (not on small ones). NULL `sym` keys stay in.
         t_rows.append((TS(BASE_NS + rng.randrange(span) * 1000), maybe(rng.choice(left_syms)),

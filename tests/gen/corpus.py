@@ -1380,7 +1380,7 @@ def s16_asof(f):
               "and FULL ASOF joins: its answers come from its inner or LEFT ASOF join of numbered rows plus\n"
               "the right rows that join left unmatched (common.duck_asof_outer). The left rows here have\n"
               "times: DuckDB matches a NULL left time on larger inputs (NULL times never match here; see\n"
-              "crates/zepto-sql/tests/asof_outer.rs)")
+              "crates/zepto-sql/tests/sql/asof_outer.rs)")
     tt = "(SELECT * FROM ta WHERE ts IS NOT NULL)"
 
     def outer(kind, sel, on, left=tt, right="qa", tail="", join=None, dleft=None, dright=None, don=None):

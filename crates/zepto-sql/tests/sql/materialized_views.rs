@@ -2,7 +2,7 @@
 //! the base table (a differential over random streams with late and out-of-order rows, ties in
 //! time, deletes and updates), and what is refused, by name.
 
-mod common;
+use crate::common;
 
 use common::{lines, refused, sorted_rows, Rng};
 use zepto_sql::Engine;

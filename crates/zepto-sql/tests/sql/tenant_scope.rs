@@ -10,7 +10,7 @@
 use zepto_sql::{Engine, SqlError, TableAccess};
 use zepto_storage::Value;
 
-mod common;
+use crate::common;
 use common::Rng;
 
 /// Where `tenant_id` sits in the table `mem`.

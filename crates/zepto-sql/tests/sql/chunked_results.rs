@@ -6,7 +6,7 @@
 use zepto_sql::{Engine, QueryResult};
 use zepto_storage::column::Column;
 
-mod common;
+use crate::common;
 use common::Rng;
 
 fn cell(c: &Column, i: usize) -> String {

@@ -9,7 +9,7 @@ use zepto_sql::exec::accum::{accumulator, min_and_max, Input, Rows};
 use zepto_sql::expr::functions::{AggFunc, AggOrder};
 use zepto_storage::{Bitmap, Column, ColumnData, DataType, Value};
 
-mod common;
+use crate::common;
 use common::Rng;
 
 const FUNCS: [AggFunc; 21] = [

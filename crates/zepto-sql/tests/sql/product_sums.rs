@@ -9,7 +9,7 @@
 
 use zepto_sql::Engine;
 
-mod common;
+use crate::common;
 use common::{lines, Rng};
 
 /// `n` random rows for `(ts, sym, px, n, k, w, z)` from the `from`th on, some cells NULL when

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use zepto_sql::local_cluster::LocalCluster;
 use zepto_sql::Engine;
 
-mod common;
+use crate::common;
 use common::Rng;
 
 fn rows(e: &Engine, sql: &str) -> Vec<String> {

@@ -4,7 +4,7 @@
 //! listing) is refused by name. The values themselves are checked against DuckDB in
 //! python/tests/test_pg_catalog.py.
 
-mod common;
+use crate::common;
 
 use common::{lines, refused};
 use zepto_sql::Engine;

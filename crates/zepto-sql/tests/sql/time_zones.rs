@@ -3,7 +3,7 @@
 //! checked against a running QuestDB in python/tests/test_questdb_sql.py), and what is refused,
 //! by name.
 
-mod common;
+use crate::common;
 
 use common::{lines, refused};
 use zepto_sql::Engine;

@@ -7,7 +7,7 @@ use zepto_sql::engine::first_value;
 use zepto_sql::Engine;
 use zepto_storage::Value;
 
-mod common;
+use crate::common;
 use common::lines;
 
 fn count(e: &Engine, sql: &str) -> i64 {

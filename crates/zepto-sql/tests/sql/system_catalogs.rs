@@ -5,7 +5,7 @@
 
 use zepto_sql::{Engine, TableAccess};
 
-mod common;
+use crate::common;
 use common::Rng;
 
 fn ok(e: &Engine, sql: &str) -> zepto_sql::QueryResult {

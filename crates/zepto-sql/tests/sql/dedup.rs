@@ -2,7 +2,7 @@
 //! DEDUP UPSERT KEYS(ts, sym)`), `ALTER TABLE ... DEDUP ENABLE/DISABLE`, DESCRIBE's roles, and
 //! every way rows arrive (INSERT, INSERT ... SELECT) replacing rows with equal keys.
 
-mod common;
+use crate::common;
 use common::sorted_rows;
 use zepto_sql::Engine;
 

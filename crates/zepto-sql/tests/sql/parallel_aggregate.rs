@@ -10,7 +10,7 @@
 
 use zepto_sql::Engine;
 
-mod common;
+use crate::common;
 use common::Rng;
 
 fn rows(e: &Engine, sql: &str) -> Vec<String> {

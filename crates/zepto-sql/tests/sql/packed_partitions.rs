@@ -10,7 +10,7 @@
 
 use zepto_sql::Engine;
 
-mod common;
+use crate::common;
 use common::Rng;
 
 const SYMS: u64 = 2_000;
