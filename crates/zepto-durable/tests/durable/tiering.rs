@@ -5,7 +5,7 @@
 //! flight), counting rows in memory and in history alike, and every history file it names
 //! must be there (recovery refuses otherwise).
 
-mod common;
+use crate::common;
 
 use common::{batch, dump, schema, DAY};
 use std::sync::Arc;

@@ -11,7 +11,7 @@ use zepto_storage::{Catalog, Change, Column, ColumnData, ColumnDef, DataType, Sc
 use zepto_wal::{DirStorage, SyncMode};
 
 const CHILD: &str = "ZEPTO_PANIC_POLICY_CHILD_DIR";
-const TEST: &str = "a_panic_while_applying_a_logged_change_aborts_and_recovery_has_it";
+const TEST: &str = "panic_policy::a_panic_while_applying_a_logged_change_aborts_and_recovery_has_it";
 
 fn schema() -> Schema {
     Schema {

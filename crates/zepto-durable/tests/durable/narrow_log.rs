@@ -3,7 +3,7 @@
 //! ranges need every width, with NULLs, and dictionaries on both sides of each key width,
 //! restart from the log alone into exactly the rows that were acknowledged.
 
-mod common;
+use crate::common;
 
 use common::dump;
 use std::sync::Arc;

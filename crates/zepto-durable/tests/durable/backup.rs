@@ -4,7 +4,7 @@
 //! directory copies only the history files it lacks; a restore refuses a damaged backup and a
 //! directory that is not empty.
 
-mod common;
+use crate::common;
 
 use common::{batch, dump, schema, DAY};
 use std::path::Path;
