@@ -1,9 +1,10 @@
 //! Engine columns as Arrow arrays that share the column's memory, for consumers in the same
 //! process (the Python package's Arrow C stream and DLPack views).
 //!
-//! A result column is an `Arc<Column>`; a shared column is never changed (a table that writes
-//! to a partition column it shares copies it first), so an Arrow buffer may point straight into
-//! its vector as long as it keeps the `Arc` alive ([`Buffer::from_custom_allocation`]). Every
+//! A result column is an `Arc<Column>`; the values a shared column holds are never changed (a
+//! table that appends to a partition column it shares writes past them, and any other change
+//! copies it first: `zepto_storage::buf`), so an Arrow buffer may point straight into its
+//! values as long as it keeps the `Arc` alive ([`Buffer::from_custom_allocation`]). Every
 //! fixed-width type, validity bitmaps (Arrow's bit layout is ours), VARCHAR (offsets and bytes
 //! are `LargeUtf8`'s layout) and SYMBOL codes (the keys of a `Dictionary(Int32, Utf8)`) are
 //! shared; what is copied is BOOLEAN (one byte per value here, one bit in Arrow) and a SYMBOL

@@ -36,7 +36,9 @@ enum Repr<T: Copy> {
     Shared { len: usize, claim: Arc<Claim<T>> },
 }
 
-/// A shared allocation: `cap` values at `ptr`, the first `claimed` of them written.
+/// A shared allocation: `cap` values at `ptr`, the first `claimed` of them claimed (each `Buf`
+/// sharing it has written the first `len` of them; a writer that panicked may leave claimed
+/// values unwritten, which no `Buf` reads).
 struct Claim<T> {
     ptr: NonNull<T>,
     cap: usize,
@@ -62,7 +64,8 @@ impl<T> Claim<T> {
     /// The allocation back as a vector of its first `len` values.
     ///
     /// # Safety
-    /// The caller holds the only reference to the claim, and `len <= claimed`.
+    /// The caller holds the only reference to the claim, and the first `len` values are
+    /// written (a `Buf`'s own length: `len <= claimed`).
     unsafe fn into_vec(self, len: usize) -> Vec<T> {
         let this = ManuallyDrop::new(self);
         // SAFETY: the pointer and capacity are the allocation's (`Claim::of`), and the first
@@ -132,7 +135,7 @@ impl<T: Copy> Buf<T> {
                 unsafe { claim.into_vec(len) }
             }
             None => {
-                let mut v = Vec::with_capacity(len + extra);
+                let mut v = Vec::with_capacity(len.saturating_add(extra));
                 v.extend_from_slice(self.as_slice());
                 v
             }
@@ -256,8 +259,13 @@ impl<T: Copy> Buf<T> {
         let ptr = claim.ptr;
         let at = *len;
         let fits = claim.cap - at >= n;
-        // SAFETY (both `At`s): `at + n <= cap`, within the allocation.
+        // SAFETY (every `At`): `at + n <= cap`, within the allocation.
         let dst = || unsafe { NonNull::new_unchecked(ptr.as_ptr().add(at)) };
+        if n == 0 {
+            // Nothing to write (`at <= cap`): never a copy, even where another version has
+            // claimed past this one.
+            return Room::At(dst());
+        }
         // Usually this `Buf` holds the longest values: one compare-exchange claims the room.
         if fits && claim.claimed.compare_exchange(at, at + n, Ordering::AcqRel, Ordering::Acquire).is_ok() {
             return Room::At(dst());
@@ -476,6 +484,11 @@ mod tests {
         w.extend_shared_from_slice(&[7, 8]);
         assert_eq!((w.as_ptr(), &w[..]), (at, &(0..9).collect::<Vec<_>>()[..]), "in place");
         assert_eq!(&reader[..], &[0, 1, 2, 3], "the reader's values");
+        // Nothing appended at the reader's length: no copy, though the claim is past it.
+        let mut idle = reader.clone();
+        idle.extend_shared(0, std::iter::empty());
+        idle.extend_shared_each(0, std::iter::empty());
+        assert_eq!((idle.as_ptr(), &idle[..]), (at, &[0, 1, 2, 3][..]), "an empty append copies nothing");
         // A second writer at the reader's length: the claim is past it, so it copies.
         let mut other = reader.clone();
         other.extend_shared_from_slice(&[-4, -5]);
