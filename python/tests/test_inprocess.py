@@ -280,6 +280,46 @@ def test_insert_from_every_kind_of_frame():
     assert "g" not in d.tables()
 
 
+def test_pandas_strings_insert_as_from_pandas_reads_them():
+    """Object columns of repeated strings go in as Arrow dictionaries (``_convert``); the
+    table then holds what ``pyarrow.Table.from_pandas`` of the same frame gives: NULLs for
+    None, NaN and pandas.NA, SYMBOL and VARCHAR alike. Other object columns (every value
+    distinct, or not all strings) are left to ``from_pandas``."""
+    from zeptodb._convert import to_arrow_stream
+
+    n = 40_000
+    names = ["AAPL", "MSFT", "", "ÉTÉ", "IBM"]
+    missing = [None, np.nan, pd.NA]
+    pick = RNG.integers(0, len(names), n)
+    sym = [missing[i % 3] if i % 11 == 0 else names[k] for i, k in enumerate(pick)]
+    # Equal strings as distinct objects too (a frame built row by row has them).
+    note = [None if i % 13 == 0 else "".join(["n", names[k]]) for i, k in enumerate(pick)]
+    df = pd.DataFrame({
+        "ts": pd.to_datetime(np.arange(n) * 1000 + 10**18, unit="ns"),
+        "sym": pd.Series(sym, dtype=object),
+        "price": RNG.normal(100, 5, n),
+        "size": RNG.integers(0, 1000, n),
+        "note": pd.Series(note, dtype=object),
+        "id": pd.Series([f"id{i}" for i in range(n)], dtype=object),
+    })
+    sent = pa.table(to_arrow_stream(df, encode_strings=True))
+    assert [pa.types.is_dictionary(sent.schema.field(c).type) for c in ("sym", "note", "id")] == [True, True, False]
+    d = zeptodb.connect()
+    for t in ("fast", "plain"):
+        d.execute(f"CREATE TABLE {t} (ts TIMESTAMP, sym SYMBOL, price DOUBLE, size BIGINT, note VARCHAR, id VARCHAR) "
+                  "TIMESTAMP(ts) PARTITION BY sym")
+    assert d.insert("fast", df) == n
+    assert d.insert("plain", pa.Table.from_pandas(df, preserve_index=False)) == n
+    q = "SELECT ts, sym, price, size, note, id FROM {} ORDER BY ts"
+    assert d.sql(q.format("fast")).to_arrow().to_pylist() == d.sql(q.format("plain")).to_arrow().to_pylist()
+    assert d.sql("SELECT count(*) FROM fast WHERE sym IS NULL").fetchone() == (len(range(0, n, 11)),)
+    # Not all strings: left to from_pandas, which refuses it as before; nothing is written.
+    mixed = df.assign(note=pd.Series([7 if i == n - 1 else v for i, v in enumerate(note)], dtype=object))
+    with pytest.raises(pa.ArrowTypeError, match="column note"):
+        d.insert("fast", mixed)
+    assert d.sql("SELECT count(*) FROM fast").fetchone() == (n,)
+
+
 def test_results_speak_the_arrow_pycapsule_protocol(db):
     db.insert("trades", trades(500))
     r = db.sql("SELECT sym, count(*) AS n FROM trades GROUP BY sym")

@@ -181,7 +181,7 @@ class Connection:
         and cast as ``/write?format=arrow`` casts them; table columns the data lacks are NULL.
         With ``create=True`` a missing table is made from the data's types (its first
         timestamp column designated)."""
-        return self._db.insert(table, to_arrow_stream(data), create)
+        return self._db.insert(table, to_arrow_stream(data, encode_strings=not create), create)
 
     def tables(self) -> list[str]:
         """Names of the tables, sorted."""
