@@ -280,11 +280,13 @@ def test_insert_from_every_kind_of_frame():
     assert "g" not in d.tables()
 
 
-def test_pandas_strings_insert_as_from_pandas_reads_them():
-    """Object columns of repeated strings go in as Arrow dictionaries (``_convert``); the
-    table then holds what ``pyarrow.Table.from_pandas`` of the same frame gives: NULLs for
-    None, NaN and pandas.NA, SYMBOL and VARCHAR alike. Other object columns (every value
-    distinct, or not all strings) are left to ``from_pandas``."""
+def test_pandas_frames_insert_as_from_pandas_reads_them():
+    """A large pandas frame's columns are converted one by one where that is quicker
+    (``_convert``): object columns of repeated strings as Arrow dictionaries, NumPy numbers and
+    datetimes without NaN or NaT over their memory. The table then holds what
+    ``pyarrow.Table.from_pandas`` of the same frame gives: NULLs for None, NaN, NaT and
+    pandas.NA, SYMBOL and VARCHAR alike, every datetime unit. Other object columns (every
+    value distinct, or not all strings) are left to ``from_pandas``."""
     from zeptodb._convert import to_arrow_stream
 
     n = 40_000
@@ -301,18 +303,24 @@ def test_pandas_strings_insert_as_from_pandas_reads_them():
         "size": RNG.integers(0, 1000, n),
         "note": pd.Series(note, dtype=object),
         "id": pd.Series([f"id{i}" for i in range(n)], dtype=object),
+        "px": np.where(np.arange(n) % 17 == 0, np.nan, RNG.normal(1, 1, n)),
+        "at_us": (np.arange(n) * 7 + 10**15).astype("datetime64[us]"),
+        "at_nat": np.where(np.arange(n) % 19 == 0, np.datetime64("NaT"), np.datetime64(10**18, "ns")),
+        "small": RNG.integers(0, 200, n).astype(np.uint8),
+        "f32": RNG.normal(0, 1, n).astype(np.float32),
     })
     sent = pa.table(to_arrow_stream(df, encode_strings=True))
     assert [pa.types.is_dictionary(sent.schema.field(c).type) for c in ("sym", "note", "id")] == [True, True, False]
     d = zeptodb.connect()
     for t in ("fast", "plain"):
-        d.execute(f"CREATE TABLE {t} (ts TIMESTAMP, sym SYMBOL, price DOUBLE, size BIGINT, note VARCHAR, id VARCHAR) "
-                  "TIMESTAMP(ts) PARTITION BY sym")
+        d.execute(f"CREATE TABLE {t} (ts TIMESTAMP, sym SYMBOL, price DOUBLE, size BIGINT, note VARCHAR, id VARCHAR, "
+                  "px DOUBLE, at_us TIMESTAMP, at_nat TIMESTAMP, small INT, f32 FLOAT) TIMESTAMP(ts) PARTITION BY sym")
     assert d.insert("fast", df) == n
     assert d.insert("plain", pa.Table.from_pandas(df, preserve_index=False)) == n
-    q = "SELECT ts, sym, price, size, note, id FROM {} ORDER BY ts"
+    q = "SELECT * FROM {} ORDER BY ts"
     assert d.sql(q.format("fast")).to_arrow().to_pylist() == d.sql(q.format("plain")).to_arrow().to_pylist()
-    assert d.sql("SELECT count(*) FROM fast WHERE sym IS NULL").fetchone() == (len(range(0, n, 11)),)
+    for col, every in (("sym", 11), ("px", 17), ("at_nat", 19)):
+        assert d.sql(f"SELECT count(*) FROM fast WHERE {col} IS NULL").fetchone() == (len(range(0, n, every)),), col
     # Not all strings: left to from_pandas, which refuses it as before; nothing is written.
     mixed = df.assign(note=pd.Series([7 if i == n - 1 else v for i, v in enumerate(note)], dtype=object))
     with pytest.raises(pa.ArrowTypeError, match="column note"):

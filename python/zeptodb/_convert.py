@@ -89,32 +89,62 @@ def to_arrow_stream(data: Any, *, encode_strings: bool = False):
     )
 
 
-# A pandas frame's object columns are looked at for repeated strings from this many rows on
-# (below, the conversion is cheap either way), judged on their first `_SAMPLE_ROWS` rows.
+# From this many rows on, a pandas frame's columns are converted one by one where that skips
+# `from_pandas`'s work (below, its cost is small either way); object columns are judged on
+# their first `_SAMPLE_ROWS` rows.
 _ENCODE_MIN_ROWS = 16384
 _SAMPLE_ROWS = 4096
 
 
 def _pandas_arrow(df: Any, encode_strings: bool) -> Any:
-    """A pandas DataFrame as a ``pyarrow.Table`` (``from_pandas``, the index dropped), its
-    object columns of repeated strings as dictionaries when ``encode_strings``."""
+    """A pandas DataFrame as a ``pyarrow.Table``, the index dropped: what
+    ``pyarrow.Table.from_pandas`` gives, some columns made faster (:func:`_column_arrow`)."""
     import pyarrow as pa
 
-    if not encode_strings or len(df) < _ENCODE_MIN_ROWS or not df.columns.is_unique:
+    if len(df) < _ENCODE_MIN_ROWS or not df.columns.is_unique:
         return pa.Table.from_pandas(df, preserve_index=False)
-    encoded = {}
+    direct = {}
     for name in df.columns:
-        if df[name].dtype == object:
-            arr = _strings_as_dictionary(df[name].to_numpy())
-            if arr is not None:
-                encoded[name] = arr
-    if not encoded:
+        arr = _column_arrow(df[name], encode_strings)
+        if arr is not None:
+            direct[name] = arr
+    if not direct:
         return pa.Table.from_pandas(df, preserve_index=False)
-    rest = pa.Table.from_pandas(df.drop(columns=list(encoded)), preserve_index=False)
-    columns = {}
-    for name in df.columns:
-        columns[str(name)] = encoded[name] if name in encoded else rest.column(str(name))
-    return pa.table(columns)
+    others = [name for name in df.columns if name not in direct]
+    rest = pa.Table.from_pandas(df[others], preserve_index=False) if others else None
+    return pa.table({str(name): direct[name] if name in direct else rest.column(str(name)) for name in df.columns})
+
+
+def _column_arrow(series: Any, encode_strings: bool) -> Any:
+    """A pandas column as the Arrow array ``from_pandas`` would make of it, where that is
+    quicker made here; None to leave it to ``from_pandas``.
+
+    * NumPy numbers and datetimes without NaN or NaT: the array over the same memory.
+      ``from_pandas`` looks for NaN and NaT in every row to make them NULL (about 2 ms a
+      million rows each, a third of a 1M-row insert); NumPy's check is a tenth of that.
+    * Object columns of repeated strings, with ``encode_strings``: a dictionary
+      (:func:`_strings_as_dictionary`).
+
+    pandas' own types (``str``, ``category``, nullable numbers) go to ``from_pandas``."""
+    import numpy
+    import pyarrow as pa
+
+    dt = series.dtype
+    if not isinstance(dt, numpy.dtype):
+        return None
+    values = series.to_numpy()
+    if dt.kind in "iu":
+        return pa.array(values)
+    if dt.kind == "f" and not numpy.isnan(values).any():
+        return pa.array(values)
+    if dt.kind == "M" and not numpy.isnat(values).any():
+        unit, count = numpy.datetime_data(dt)
+        if count == 1 and unit in ("s", "ms", "us", "ns"):
+            # Over the int64s: `pyarrow.array` of datetime64 values looks at each for NaT.
+            return pa.array(values.view("i8")).view(pa.timestamp(unit))
+    if dt == object and encode_strings:
+        return _strings_as_dictionary(values)
+    return None
 
 
 def _strings_as_dictionary(values: Any) -> Any:
