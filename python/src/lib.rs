@@ -9,6 +9,7 @@ mod dlpack;
 mod errors;
 mod interrupt;
 mod result;
+mod strings;
 mod subscriber;
 
 use pyo3::prelude::*;
@@ -31,6 +32,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<subscriber::NativeSubscriber>()?;
     m.add_class::<dlpack::Tensor>()?;
     m.add_function(wrap_pyfunction!(interrupt::wakeup_fd, m)?)?;
+    m.add_function(wrap_pyfunction!(strings::object_strings_as_codes, m)?)?;
     errors::register(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

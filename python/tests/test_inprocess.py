@@ -328,6 +328,39 @@ def test_pandas_frames_insert_as_from_pandas_reads_them():
     assert d.sql("SELECT count(*) FROM fast").fetchone() == (n,)
 
 
+def test_object_strings_coded_by_their_pointers():
+    """``_native.object_strings_as_codes``: codes in order of first row, equal strings one
+    code whatever their objects, NULL for None, NaN and pandas.NA; None for anything but exact
+    strings (a subclass, bytes, a number), past ``max_distinct``, or when the rows seldom
+    share objects; an array that is not 1-D object is refused."""
+    from zeptodb import _native
+
+    class Sub(str):
+        pass
+
+    a, b = "AAPL", "ÉTÉ"
+    other_a = "".join(["AA", "PL"])
+    rows = np.array([a, b, None, other_a, np.nan, pd.NA, b, ""] * 3, dtype=object)
+    codes, validity, uniques = _native.object_strings_as_codes(rows, pd.NA, 10)
+    got = np.frombuffer(codes, dtype=np.int32)
+    assert uniques == [a, b, ""]
+    valid = [bool(validity[i // 8] >> (i % 8) & 1) for i in range(len(rows))]
+    assert valid == [v is not None and not (isinstance(v, float) or v is pd.NA) for v in rows]
+    assert [int(c) for c, ok in zip(got, valid) if ok] == [0, 1, 0, 1, 2] * 3
+    assert _native.object_strings_as_codes(np.array([a, b], dtype=object), pd.NA, 10)[1] is None
+    assert _native.object_strings_as_codes(np.array([], dtype=object), pd.NA, 10)[2] == []
+    for odd in (Sub("x"), b"x", 1.5, 3):
+        assert _native.object_strings_as_codes(np.array([a, odd], dtype=object), pd.NA, 10) is None
+    assert _native.object_strings_as_codes(rows, pd.NA, 2) is None
+    # Rows each of their own object: given up after the first 4,096 rows (factorize's turn).
+    own = np.array(["".join(["s", str(i % 50)]) for i in range(10_000)], dtype=object)
+    assert _native.object_strings_as_codes(own, pd.NA, 10_000) is None
+    with pytest.raises(ValueError):
+        _native.object_strings_as_codes(np.zeros(3), pd.NA, 10)
+    with pytest.raises(ValueError):
+        _native.object_strings_as_codes(np.array([[a]], dtype=object), pd.NA, 10)
+
+
 def test_results_speak_the_arrow_pycapsule_protocol(db):
     db.insert("trades", trades(500))
     r = db.sql("SELECT sym, count(*) AS n FROM trades GROUP BY sym")
