@@ -21,6 +21,9 @@ use std::collections::HashMap;
 /// Slots of the table of pointers seen (a power of two).
 const SEEN_SLOTS: usize = 4096;
 
+/// The code a NULL object (None, `pandas.NA`, a NaN float) has in the table of pointers seen.
+const NULL_SEEN: u32 = u32::MAX;
+
 /// Rows after which the walk gives up if more of them missed the pointer table than one in
 /// eight (rows mostly of their own objects: `pandas.factorize` is quicker for those).
 const JUDGE_ROWS: usize = 4096;
@@ -129,19 +132,27 @@ impl<'py> Walk<'py> {
         let slot = ((o as usize) >> 4) & (SEEN_SLOTS - 1);
         if let Some(&(p, c)) = self.seen.get(slot) {
             if p == o as usize {
-                return Row::Code(c);
+                return if c == NULL_SEEN { Row::Null } else { Row::Code(c) };
             }
         }
         self.misses += 1;
         let row = self.look_up(o);
-        if let (Row::Code(c), Some(s)) = (&row, self.seen.get_mut(slot)) {
-            *s = (o as usize, *c);
+        let seen = match row {
+            Row::Code(c) => c,
+            Row::Null => NULL_SEEN,
+            Row::Other => return row,
+        };
+        if let Some(s) = self.seen.get_mut(slot) {
+            *s = (o as usize, seen);
         }
         row
     }
 
     /// [`Walk::code`] of an object not in the pointer table.
     fn look_up(&mut self, o: *mut ffi::PyObject) -> Row {
+        if self.strings.len() >= NULL_SEEN as usize {
+            return Row::Other;
+        }
         // SAFETY: `o` is a live object (the array holds it) and the GIL is held; these calls
         // read its type and, for exact floats and strings, run C code only.
         unsafe {

@@ -321,11 +321,15 @@ def test_pandas_frames_insert_as_from_pandas_reads_them():
     assert d.sql(q.format("fast")).to_arrow().to_pylist() == d.sql(q.format("plain")).to_arrow().to_pylist()
     for col, every in (("sym", 11), ("px", 17), ("at_nat", 19)):
         assert d.sql(f"SELECT count(*) FROM fast WHERE {col} IS NULL").fetchone() == (len(range(0, n, every)),), col
+    # A column of only NULLs is a null array, as from_pandas makes it: a DOUBLE column takes it.
+    d.execute("ALTER TABLE fast ADD COLUMN gone DOUBLE")
+    assert d.insert("fast", df.assign(ts=df.ts + pd.Timedelta(days=1), gone=pd.Series([None] * n, dtype=object))) == n
+    assert d.sql("SELECT count(*) FROM fast WHERE gone IS NULL").fetchone() == (2 * n,)
     # Not all strings: left to from_pandas, which refuses it as before; nothing is written.
     mixed = df.assign(note=pd.Series([7 if i == n - 1 else v for i, v in enumerate(note)], dtype=object))
     with pytest.raises(pa.ArrowTypeError, match="column note"):
         d.insert("fast", mixed)
-    assert d.sql("SELECT count(*) FROM fast").fetchone() == (n,)
+    assert d.sql("SELECT count(*) FROM fast").fetchone() == (2 * n,)
 
 
 def test_object_strings_coded_by_their_pointers():
@@ -352,6 +356,10 @@ def test_object_strings_coded_by_their_pointers():
     for odd in (Sub("x"), b"x", 1.5, 3):
         assert _native.object_strings_as_codes(np.array([a, odd], dtype=object), pd.NA, 10) is None
     assert _native.object_strings_as_codes(rows, pd.NA, 2) is None
+    # Mostly NULLs: their objects are seen too (one None, one pandas.NA), so the walk goes on.
+    sparse = np.array([None if i % 4 else a for i in range(10_000)], dtype=object)
+    codes, validity, uniques = _native.object_strings_as_codes(sparse, pd.NA, 10)
+    assert uniques == [a] and sum(bin(x).count("1") for x in validity) == 2_500
     # Rows each of their own object: given up after the first 4,096 rows (factorize's turn).
     own = np.array(["".join(["s", str(i % 50)]) for i in range(10_000)], dtype=object)
     assert _native.object_strings_as_codes(own, pd.NA, 10_000) is None

@@ -64,10 +64,12 @@ def to_arrow_stream(data: Any, *, encode_strings: bool = False):
     """``data`` as an object with ``__arrow_c_stream__``: pandas through
     ``pyarrow.Table.from_pandas`` (the index dropped), a dict of arrays through
     ``pyarrow.table``, a RecordBatch as a one-batch table; pyarrow and Polars objects as they
-    are. With ``encode_strings``, a pandas column of Python strings (object dtype) that
-    repeats a few values is sent as an Arrow dictionary (:func:`_strings_as_dictionary`): for
-    a table that exists, whose string columns (SYMBOL or VARCHAR) read a dictionary as they
-    read strings, not for one made from the data's types."""
+    are. A large pandas frame's columns are converted one by one where that is quicker
+    (:func:`_pandas_arrow`, the same arrays). With ``encode_strings``, a pandas column of
+    Python strings (object dtype) that repeats a few values is sent as an Arrow dictionary
+    (:func:`_strings_as_dictionary`): for a table that exists, whose string columns (SYMBOL
+    or VARCHAR) read a dictionary as they read strings, not for one made from the data's
+    types."""
     mod = type(data).__module__
     if mod.startswith("pandas"):
         return _pandas_arrow(data, encode_strings)
@@ -99,9 +101,12 @@ _SAMPLE_ROWS = 4096
 def _pandas_arrow(df: Any, encode_strings: bool) -> Any:
     """A pandas DataFrame as a ``pyarrow.Table``, the index dropped: what
     ``pyarrow.Table.from_pandas`` gives, some columns made faster (:func:`_column_arrow`)."""
+    import pandas
     import pyarrow as pa
 
-    if len(df) < _ENCODE_MIN_ROWS or not df.columns.is_unique:
+    names = [str(name) for name in df.columns]
+    plain = isinstance(df.columns, pandas.MultiIndex) or len(set(names)) != len(names)
+    if len(df) < _ENCODE_MIN_ROWS or plain:
         return pa.Table.from_pandas(df, preserve_index=False)
     direct = {}
     for name in df.columns:
@@ -150,7 +155,9 @@ def _column_arrow(series: Any, encode_strings: bool) -> Any:
 def _strings_as_dictionary(values: Any) -> Any:
     """An object array of Python strings as an Arrow ``dictionary<int32, string>`` (None, NaN
     and ``pandas.NA`` as NULL, as ``from_pandas`` reads them), or None to leave it to
-    ``from_pandas``: values that are not all strings, or too many distinct ones to gain.
+    ``from_pandas``: values that are not all strings, none at all (``from_pandas`` makes a
+    column of only NULLs a null array, which any column takes), or too many distinct ones to
+    gain.
 
     Why: ``from_pandas`` encodes every row's string to UTF-8 (23 ms for 1M rows), and the
     engine then interns each. When rows share their string objects (``read_csv``'s do), a
@@ -166,6 +173,8 @@ def _strings_as_dictionary(values: Any) -> Any:
     coded = _native.object_strings_as_codes(values, pandas.NA, n // 8)
     if coded is not None:
         codes, validity, uniques = coded
+        if not uniques:
+            return None
         buffers = [None if validity is None else pa.py_buffer(validity), pa.py_buffer(codes)]
         indices = pa.Array.from_buffers(pa.int32(), n, buffers)
         return pa.DictionaryArray.from_arrays(indices, pa.array(uniques, type=pa.string()))
@@ -173,7 +182,7 @@ def _strings_as_dictionary(values: Any) -> Any:
     if len(seen) > _SAMPLE_ROWS // 8:
         return None
     codes, uniques = pandas.factorize(values, use_na_sentinel=True)
-    if len(uniques) > n // 8 or not all(type(u) is str for u in uniques):
+    if not len(uniques) or len(uniques) > n // 8 or not all(type(u) is str for u in uniques):
         return None
     codes = codes.astype(numpy.int32)
     nulls = codes < 0
