@@ -28,8 +28,8 @@ const NULL_SEEN: u32 = u32::MAX;
 /// eight (rows mostly of their own objects: `pandas.factorize` is quicker for those).
 const JUDGE_ROWS: usize = 4096;
 
-/// What [`codes`] makes: each row's code (little-endian `int32`), the validity bitmap (Arrow's
-/// layout) when a row is NULL, and the distinct strings in code order.
+/// What [`object_strings_as_codes`] makes: each row's code (little-endian `int32`), the
+/// validity bitmap (Arrow's layout) when a row is NULL, and the distinct strings in code order.
 type Coded<'py> = (Bound<'py, PyBytes>, Option<Bound<'py, PyBytes>>, Bound<'py, PyList>);
 
 /// The rows of `values` (a 1-D C-contiguous NumPy array of dtype object) as dictionary codes
