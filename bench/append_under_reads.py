@@ -19,7 +19,6 @@ import argparse
 import json
 import os
 import resource
-import subprocess
 import sys
 import threading
 import time
@@ -28,7 +27,7 @@ import numpy as np
 import pyarrow as pa
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from report import md_table  # noqa: E402
+from report import md_table, run_children  # noqa: E402
 
 QUERY = "SELECT sym, avg(price), max(size), count(*) FROM trades GROUP BY sym"
 DAY_NS = 86_400_000_000_000
@@ -152,11 +151,9 @@ def main():
         print(json.dumps(child(args)))
         return
     rows = []
-    for e in args.engines.split(","):
-        cmd = [sys.executable, __file__, "--child", e] + [
-            f"--{k.replace('_', '-')}={v}" for k, v in vars(args).items() if k not in ("child", "engines", "text")
-        ] + (["--text"] if args.text else [])
-        res = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
+    flags = [f"--{k.replace('_', '-')}={v}" for k, v in vars(args).items() if k not in ("child", "engines", "text")]
+    results = run_children(__file__, args.engines.split(","), flags + (["--text"] if args.text else []))
+    for e, res in results.items():
         for p in res["phases"]:
             rows.append([e, p["readers"], f"{p['total_ms']:.0f}", f"{p['p50_ms']:.2f}", f"{p['p99_ms']:.2f}",
                          p["queries"], f"{res['peak_rss_mib']:.0f}"])

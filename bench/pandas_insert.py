@@ -21,7 +21,6 @@ import json
 import os
 import resource
 import statistics
-import subprocess
 import sys
 import time
 
@@ -29,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from report import md_table  # noqa: E402
+from report import md_table, run_children  # noqa: E402
 
 FORMS = ["str", "object, an object a row", "object, shared objects", "category"]
 
@@ -108,10 +107,7 @@ def main():
     if args.child:
         print(json.dumps(child(args)))
         return
-    res = {}
-    for e in args.engines.split(","):
-        cmd = [sys.executable, __file__, "--child", e, f"--rows={args.rows}", f"--reps={args.reps}"]
-        res[e] = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
+    res = run_children(__file__, args.engines.split(","), [f"--rows={args.rows}", f"--reps={args.reps}"])
     rows = []
     for form in FORMS:
         peers = [res[e]["ms"][form] for e in res if e != "zeptodb"]

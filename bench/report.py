@@ -52,3 +52,18 @@ def write_json(path, obj):
     if path:
         with open(path, "w") as f:
             json.dump(obj, f, indent=1)
+
+
+def run_children(script, engines, flags):
+    """`script` run once per engine as `python script --child ENGINE FLAGS...` (each engine in
+    a process of its own, so its peak RSS is its own); each child's last stdout line is its
+    JSON result. Returns {engine: result}, in `engines`' order."""
+    import subprocess
+    import sys
+
+    out = {}
+    for e in engines:
+        cmd = [sys.executable, script, "--child", e, *flags]
+        done = subprocess.run(cmd, check=True, capture_output=True, text=True)
+        out[e] = json.loads(done.stdout.strip().splitlines()[-1])
+    return out

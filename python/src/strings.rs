@@ -45,7 +45,8 @@ pub fn object_strings_as_codes<'py>(
 ) -> PyResult<Option<Coded<'py>>> {
     let (addr, n) = object_array(values)?;
     let mut walk = Walk::new(py, na.as_ptr());
-    let mut codes = Vec::with_capacity(n);
+    // Each row's code as the little-endian `int32` Arrow reads, written once.
+    let mut codes: Vec<u8> = Vec::with_capacity(n * 4);
     let mut nulls = Vec::new();
     for i in 0..n {
         // SAFETY: `object_array` checked that `addr` holds `n` object pointers, C-contiguous;
@@ -53,10 +54,10 @@ pub fn object_strings_as_codes<'py>(
         // changing it: only exact strings' hashes and comparisons run, no Python code.
         let o = unsafe { *(addr as *const *mut ffi::PyObject).add(i) };
         match walk.code(o) {
-            Row::Code(c) => codes.push(c),
+            Row::Code(c) => codes.extend_from_slice(&c.to_le_bytes()),
             Row::Null => {
                 nulls.push(i);
-                codes.push(0);
+                codes.extend_from_slice(&0u32.to_le_bytes());
             }
             Row::Other => return Ok(None),
         }
@@ -65,13 +66,12 @@ pub fn object_strings_as_codes<'py>(
             return Ok(None);
         }
     }
-    let bytes: Vec<u8> = codes.iter().flat_map(|c| c.to_le_bytes()).collect();
     let validity = (!nulls.is_empty()).then(|| {
         let mut bits = vec![0xFFu8; n.div_ceil(8)];
         nulls.iter().for_each(|&i| bits[i / 8] &= !(1 << (i % 8)));
         PyBytes::new(py, &bits)
     });
-    Ok(Some((PyBytes::new(py, &bytes), validity, PyList::new(py, walk.strings)?)))
+    Ok(Some((PyBytes::new(py, &codes), validity, PyList::new(py, walk.strings)?)))
 }
 
 /// The address and length of `values` if it is a 1-D C-contiguous NumPy object array.

@@ -173,21 +173,22 @@ def _strings_as_dictionary(values: Any) -> Any:
     coded = _native.object_strings_as_codes(values, pandas.NA, n // 8)
     if coded is not None:
         codes, validity, uniques = coded
-        if not uniques:
-            return None
         buffers = [None if validity is None else pa.py_buffer(validity), pa.py_buffer(codes)]
         indices = pa.Array.from_buffers(pa.int32(), n, buffers)
-        return pa.DictionaryArray.from_arrays(indices, pa.array(uniques, type=pa.string()))
-    _, seen = pandas.factorize(values[:_SAMPLE_ROWS], use_na_sentinel=True)
-    if len(seen) > _SAMPLE_ROWS // 8:
+    else:
+        _, seen = pandas.factorize(values[:_SAMPLE_ROWS], use_na_sentinel=True)
+        if len(seen) > _SAMPLE_ROWS // 8:
+            return None
+        codes, uniques = pandas.factorize(values, use_na_sentinel=True)
+        uniques = list(uniques)
+        if len(uniques) > n // 8 or not all(type(u) is str for u in uniques):
+            return None
+        codes = codes.astype(numpy.int32)
+        nulls = codes < 0
+        indices = pa.array(codes, mask=nulls if nulls.any() else None)
+    if not uniques:
         return None
-    codes, uniques = pandas.factorize(values, use_na_sentinel=True)
-    if not len(uniques) or len(uniques) > n // 8 or not all(type(u) is str for u in uniques):
-        return None
-    codes = codes.astype(numpy.int32)
-    nulls = codes < 0
-    indices = pa.array(codes, mask=nulls if nulls.any() else None)
-    return pa.DictionaryArray.from_arrays(indices, pa.array(list(uniques), type=pa.string()))
+    return pa.DictionaryArray.from_arrays(indices, pa.array(uniques, type=pa.string()))
 
 
 def _vectors_arrow(v: Any) -> Any:
