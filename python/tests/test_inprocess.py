@@ -332,6 +332,65 @@ def test_pandas_frames_insert_as_from_pandas_reads_them():
     assert d.sql("SELECT count(*) FROM fast").fetchone() == (2 * n,)
 
 
+def test_pandas_own_types_insert_as_from_pandas_reads_them():
+    """pandas' own column types in a large frame (``category`` as a dictionary over its codes,
+    ``str`` and the nullable types as the arrays they make themselves) insert as
+    ``pyarrow.Table.from_pandas`` of the frame reads: NULL codes, unused and ordered
+    categories, SYMBOL and VARCHAR alike. A category of numbers is left to ``from_pandas``."""
+    from zeptodb._convert import to_arrow_stream
+
+    n = 40_000
+    pick = RNG.integers(0, 4, n)
+    names = np.array(["AAPL", "MSFT", "ÉTÉ", ""])
+    with_nulls = np.where(np.arange(n) % 7 == 0, None, names[pick])
+    df = pd.DataFrame({
+        "ts": pd.to_datetime(np.arange(n) * 1000 + 10**18, unit="ns"),
+        "sym": pd.Categorical(with_nulls, categories=["MSFT", "unused", "AAPL", "ÉTÉ", ""]),
+        "venue": pd.Categorical(names[pick], categories=["", "ÉTÉ", "MSFT", "AAPL"], ordered=True),
+        "note": pd.Series(with_nulls, dtype="str"),
+        "memo": pd.Series(with_nulls, dtype="string[python]"),
+        "qty": pd.Series(np.where(np.arange(n) % 5 == 0, None, pick), dtype="Int64"),
+        "ok": pd.Series(np.where(np.arange(n) % 3 == 0, None, pick > 1), dtype="boolean"),
+        "lot": pd.Series(pick % 3, dtype="category"),
+    })
+    sent = pa.table(to_arrow_stream(df, encode_strings=True))
+    assert sent.equals(pa.Table.from_pandas(df, preserve_index=False))
+    d = zeptodb.connect()
+    for t in ("fast", "plain"):
+        d.execute(f"CREATE TABLE {t} (ts TIMESTAMP, sym SYMBOL, venue VARCHAR, note SYMBOL, memo VARCHAR, "
+                  "qty BIGINT, ok BOOLEAN, lot BIGINT) TIMESTAMP(ts) PARTITION BY sym")
+    assert d.insert("fast", df.drop(columns="lot")) == n
+    assert d.insert("plain", pa.Table.from_pandas(df.drop(columns="lot"), preserve_index=False)) == n
+    q = "SELECT * FROM {} ORDER BY ts"
+    assert d.sql(q.format("fast")).to_arrow().to_pylist() == d.sql(q.format("plain")).to_arrow().to_pylist()
+    assert d.sql("SELECT count(*) FROM fast WHERE sym IS NULL").fetchone() == (len(range(0, n, 7)),)
+    assert d.sql("SELECT count(*) FROM fast WHERE sym = 'unused'").fetchone() == (0,)
+
+
+def test_dictionary_keys_out_of_range_are_refused():
+    """A dictionary array whose keys were not checked (``safe=False``) and point past its
+    values is refused, naming the column and row, and nothing is written; a NULL row's key is
+    not looked at."""
+    d = zeptodb.connect()
+    d.execute("CREATE TABLE t (ts TIMESTAMP, sym SYMBOL, note VARCHAR) TIMESTAMP(ts) PARTITION BY sym")
+    values = pa.array(["a", "b"])
+    good = pa.DictionaryArray.from_arrays(pa.array([0, 1, 0], pa.int8()), values)
+    for col in ("sym", "note"):
+        for bad in (2, -3):
+            keys = pa.array([1, 0, bad], pa.int8())
+            arr = pa.DictionaryArray.from_arrays(keys, values, safe=False)
+            cols = {"sym": good, "note": good, col: arr}
+            table = pa.table({"ts": pa.array([1, 2, 3], pa.timestamp("ns")), **cols})
+            msg = rf"row 3, column '{col}': dictionary key out of range \(the dictionary has 2 values\)"
+            with pytest.raises(zeptodb.IngestError, match=msg):
+                d.insert("t", table)
+    assert d.sql("SELECT count(*) FROM t").fetchone() == (0,)
+    keys = pa.array([1, 7, 0], pa.int8(), mask=np.array([False, True, False]))
+    arr = pa.DictionaryArray.from_arrays(keys, values, safe=False)
+    assert d.insert("t", pa.table({"ts": pa.array([1, 2, 3], pa.timestamp("ns")), "sym": arr, "note": arr})) == 3
+    assert d.sql("SELECT sym, note FROM t ORDER BY ts").fetchall() == [("b", "b"), (None, None), ("a", "a")]
+
+
 def test_object_strings_coded_by_their_pointers():
     """``_native.object_strings_as_codes``: codes in order of first row, equal strings one
     code whatever their objects, NULL for None, NaN and pandas.NA; None for anything but exact

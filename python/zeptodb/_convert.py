@@ -129,20 +129,27 @@ def _column_arrow(series: Any, encode_strings: bool) -> Any:
       million rows each, a third of a 1M-row insert); NumPy's check is a tenth of that.
     * Object columns of repeated strings, with ``encode_strings``: a dictionary
       (:func:`_strings_as_dictionary`).
-
-    pandas' own types (``str``, ``category``, nullable numbers) go to ``from_pandas``."""
+    * ``category`` of strings: a dictionary over the codes (:func:`_categorical_arrow`).
+    * pandas' own arrays that make their Arrow array themselves (``str``, nullable numbers):
+      that array, as ``from_pandas`` takes it, without the frame around it (0.7 ms)."""
     import numpy
+    import pandas
     import pyarrow as pa
 
     dt = series.dtype
+    if isinstance(dt, pandas.CategoricalDtype):
+        return _categorical_arrow(series.array)
     if not isinstance(dt, numpy.dtype):
-        return None
+        made = getattr(series.array, "__arrow_array__", None)
+        return made() if made is not None else None
     values = series.to_numpy()
     if dt.kind in "iu":
         return pa.array(values)
-    if dt.kind == "f" and not numpy.isnan(values).any():
+    # NumPy's min is NaN when any value is, and NaT is the least int64: one reduction each,
+    # no array of flags (0.1 against 0.47 ms a million datetimes).
+    if dt.kind == "f" and not numpy.isnan(values.min()):
         return pa.array(values)
-    if dt.kind == "M" and not numpy.isnat(values).any():
+    if dt.kind == "M" and values.view("i8").min() != numpy.iinfo(numpy.int64).min:
         unit, count = numpy.datetime_data(dt)
         if count == 1 and unit in ("s", "ms", "us", "ns"):
             # Over the int64s: `pyarrow.array` of datetime64 values looks at each for NaT.
@@ -150,6 +157,25 @@ def _column_arrow(series: Any, encode_strings: bool) -> Any:
     if dt == object and encode_strings:
         return _strings_as_dictionary(values)
     return None
+
+
+def _categorical_arrow(cat: Any) -> Any:
+    """A pandas ``Categorical`` of strings as an Arrow dictionary over its codes (NULL where
+    the code is -1), or None to leave it to ``from_pandas`` (categories of another type).
+
+    ``from_pandas`` takes 1.5-2 ms a million rows over what is a view of the codes: Arrow's
+    check that every code is in range. The engine checks each valid row's key as it reads it,
+    so the check is skipped here."""
+    import numpy
+    import pyarrow as pa
+
+    categories = pa.array(cat.categories.array)
+    if not (pa.types.is_string(categories.type) or pa.types.is_large_string(categories.type)):
+        return None
+    codes = numpy.asarray(cat.codes)
+    nulls = codes < 0
+    indices = pa.array(codes, mask=nulls if nulls.any() else None)
+    return pa.DictionaryArray.from_arrays(indices, categories, ordered=cat.ordered, safe=False)
 
 
 def _strings_as_dictionary(values: Any) -> Any:

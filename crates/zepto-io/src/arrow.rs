@@ -175,10 +175,11 @@ impl Acc {
                     _ => return Err(AppendError::Type),
                 },
                 ColumnData::Interval(v) => interval(arr, v.vec_mut(0), nulls, row0)?,
-                ColumnData::Varchar(s) => varchar(arr, s, nulls)?,
+                ColumnData::Varchar(s) => varchar(arr, s, nulls, row0)?,
                 ColumnData::Symbol { codes, .. } => match arr.data_type() {
                     ArrowType::Dictionary(..) => {
-                        dictionary_symbols(arr, codes.vec_mut(0), nulls, &mut self.dict, &mut self.remap)?
+                        let remap = &mut self.remap;
+                        dictionary_symbols(arr, codes.vec_mut(0), nulls, &mut self.dict, remap, row0)?
                     }
                     _ => plain_symbols(arr, codes.vec_mut(0), &mut self.dict)?,
                 },
@@ -544,7 +545,7 @@ fn is_string(dt: &ArrowType) -> bool {
     matches!(dt, ArrowType::Utf8 | ArrowType::LargeUtf8 | ArrowType::Utf8View)
 }
 
-fn varchar(arr: &dyn Array, s: &mut StrVec, nulls: Option<&NullBuffer>) -> Result<(), AppendError> {
+fn varchar(arr: &dyn Array, s: &mut StrVec, nulls: Option<&NullBuffer>, row0: usize) -> Result<(), AppendError> {
     let valid = |i: usize| nulls.is_none_or(|b| b.is_valid(i));
     if let ArrowType::Dictionary(_, vt) = arr.data_type() {
         if !is_string(vt) {
@@ -554,7 +555,8 @@ fn varchar(arr: &dyn Array, s: &mut StrVec, nulls: Option<&NullBuffer>) -> Resul
         let keys = dict_keys(arr).ok_or(AppendError::Type)?;
         with_keys!(keys, |it| {
             for (i, k) in it.enumerate() {
-                s.push(if valid(i) { strs.get(k).copied().unwrap_or("") } else { "" });
+                let v = if valid(i) { strs.get(k).copied().ok_or_else(|| bad_key(row0 + i, strs.len()))? } else { "" };
+                s.push(v);
             }
         });
         return Ok(());
@@ -569,6 +571,17 @@ fn varchar(arr: &dyn Array, s: &mut StrVec, nulls: Option<&NullBuffer>) -> Resul
 /// A dictionary value no valid row has used yet ([`symbol`]'s map).
 const UNSET_CODE: u32 = u32::MAX;
 
+/// A row's code while its key is past the dictionary's values: an error unless the row is
+/// NULL (a NULL row's key may be anything, Arrow says). Below [`UNSET_CODE`], so that one
+/// look for codes at or above it finds both.
+const BAD_KEY: u32 = u32::MAX - 1;
+
+/// The error for row `row`, whose dictionary key is not below `values` (negative, or past the
+/// end): refused, not read as some other value.
+fn bad_key(row: usize, values: usize) -> AppendError {
+    AppendError::Value { row, message: format!("dictionary key out of range (the dictionary has {values} values)") }
+}
+
 /// The codes of a dictionary array of strings' rows, appended to `codes`. Each dictionary
 /// value is interned once, when a valid row first uses it (batches of one column chunk share
 /// the dictionary, and `remap` its codes): a value no row uses (a sliced or filtered table's, a
@@ -579,6 +592,7 @@ fn dictionary_symbols(
     nulls: Option<&NullBuffer>,
     dict: &mut Dict,
     remap: &mut Option<(ArrayRef, Vec<u32>)>,
+    row0: usize,
 ) -> Result<(), AppendError> {
     match arr.data_type() {
         ArrowType::Dictionary(_, vt) if is_string(vt) => {}
@@ -591,27 +605,32 @@ fn dictionary_symbols(
         *remap = Some((values.clone(), vec![UNSET_CODE; values.len()]));
     }
     let map = remap.as_mut().map(|(_, m)| m).ok_or(AppendError::Type)?;
-    // Each row's code gathered from the map (unset where no row used its value yet, 0 for
-    // a key out of range), NULL rows zeroed, then the unset ones interned in row order.
+    // Each row's code gathered from the map (unset where no row used its value yet,
+    // `BAD_KEY` for a key out of range), NULL rows zeroed, then a valid row's bad key refused
+    // and the unset ones interned in row order.
     let start = codes.len();
-    with_keys!(keys, |it| codes.extend(it.map(|k| map.get(k).copied().unwrap_or(0))));
+    with_keys!(keys, |it| codes.extend(it.map(|k| map.get(k).copied().unwrap_or(BAD_KEY))));
     let new = codes.get_mut(start..).unwrap_or_default();
     if let Some(n) = nulls {
         n.iter().zip(new.iter_mut()).filter(|(valid, _)| !valid).for_each(|(_, c)| *c = 0);
     }
-    if new.contains(&UNSET_CODE) {
-        // The dictionary's strings, read once.
-        let strs = value_strs(values.as_ref());
-        with_keys!(keys, |it| {
-            for (c, k) in new.iter_mut().zip(it).filter(|(c, _)| **c == UNSET_CODE) {
-                let m = map.get_mut(k).ok_or(AppendError::Type)?;
-                if *m == UNSET_CODE {
-                    *m = dict.intern(strs.get(k).copied().unwrap_or(""));
-                }
-                *c = *m;
-            }
-        });
+    if !new.iter().any(|&c| c >= BAD_KEY) {
+        return Ok(());
     }
+    if let Some(i) = new.iter().position(|&c| c == BAD_KEY) {
+        return Err(bad_key(row0 + i, values.len()));
+    }
+    // The dictionary's strings, read once.
+    let strs = value_strs(values.as_ref());
+    with_keys!(keys, |it| {
+        for (c, k) in new.iter_mut().zip(it).filter(|(c, _)| **c == UNSET_CODE) {
+            let m = map.get_mut(k).ok_or(AppendError::Type)?;
+            if *m == UNSET_CODE {
+                *m = dict.intern(strs.get(k).copied().unwrap_or(""));
+            }
+            *c = *m;
+        }
+    });
     Ok(())
 }
 
@@ -696,6 +715,54 @@ mod tests {
     {
         let keys: PrimitiveArray<K> = keys.iter().map(|k| k.and_then(|k| K::Native::try_from(k).ok())).collect();
         Arc::new(DictionaryArray::<K>::try_new(keys, values.clone()).expect("keys in range"))
+    }
+
+    /// A dictionary array whose keys may be past its values (as a producer that skipped
+    /// Arrow's checks hands over through the C interface).
+    fn unchecked_dict(keys: Vec<Option<i8>>, values: &[&str]) -> ArrayRef {
+        let values: ArrayRef = Arc::new(StringArray::from(values.to_vec()));
+        let keys: PrimitiveArray<Int8Type> = keys.into_iter().collect();
+        // SAFETY: only Acc::append reads this array, and it must not trust the keys: that is
+        // what the test checks.
+        #[allow(unsafe_code)]
+        let arr = unsafe { DictionaryArray::<Int8Type>::new_unchecked(keys, values) };
+        Arc::new(arr)
+    }
+
+    /// A valid row whose key is negative or past the dictionary is refused, naming the row
+    /// (counted from the batch's first row in the file), for SYMBOL and VARCHAR alike; a NULL
+    /// row's key is not looked at.
+    #[test]
+    fn dictionary_keys_out_of_range_are_refused_with_their_row() {
+        for dt in [DataType::Symbol, DataType::Varchar] {
+            let def = ColumnDef { name: "s".into(), data_type: dt };
+            let ok = unchecked_dict(vec![Some(0), None, Some(1)], &["a", "b"]);
+            let mut acc = Acc::new(&def, 0);
+            acc.append(ok.as_ref(), 0).expect("keys in range");
+            for bad in [2, 100, -1] {
+                let arr = unchecked_dict(vec![Some(1), Some(0), Some(bad), Some(0)], &["a", "b"]);
+                match Acc::new(&def, 0).append(arr.as_ref(), 40) {
+                    Err(AppendError::Value { row, message }) => {
+                        assert_eq!(row, 42, "{dt:?} key {bad}");
+                        assert!(message.contains("dictionary key out of range"), "{message}");
+                    }
+                    other => panic!("{dt:?} key {bad}: {:?}", other.map(|_| ())),
+                }
+            }
+            // A NULL row's key may be anything.
+            let keys: PrimitiveArray<Int8Type> = vec![Some(1), Some(7), Some(0)].into_iter().collect();
+            let nulls = arrow_buffer::NullBuffer::from(vec![true, false, true]);
+            let keys = PrimitiveArray::<Int8Type>::new(keys.values().clone(), Some(nulls));
+            let values: ArrayRef = Arc::new(StringArray::from(vec!["a", "b"]));
+            #[allow(unsafe_code)]
+            // SAFETY: as in `unchecked_dict`.
+            let arr = unsafe { DictionaryArray::<Int8Type>::new_unchecked(keys, values) };
+            let mut acc = Acc::new(&def, 0);
+            acc.append(&arr, 0).expect("a NULL row's key is not read");
+            let col = acc.finish();
+            let got: Vec<Value> = (0..col.len()).map(|i| col.get(i)).collect();
+            assert_eq!(got, vec![Value::Str("b".into()), Value::Null, Value::Str("a".into())], "{dt:?}");
+        }
     }
 
     /// Dictionary batches (of three key types, some sharing one dictionary, some with a new
