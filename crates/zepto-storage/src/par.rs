@@ -17,6 +17,9 @@
 //!   thread to come free. With pinned query cores, writes run on threads of their own.
 
 mod section;
+mod stretches;
+
+pub use stretches::try_map_stretches;
 
 use crate::mem::{credit_thread, thread_net_bytes};
 use rayon::prelude::*;

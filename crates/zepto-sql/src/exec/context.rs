@@ -119,6 +119,40 @@ impl ExecContext {
         })
     }
 
+    /// [`ExecContext::par_map`] taking neighbouring items in stretches
+    /// ([`zepto_storage::par::try_map_stretches`]: each core its share of `items` by
+    /// `weight`, then the others' from their back), `join` making one or a few results of each
+    /// stretch on the core that ran it. Results in item order.
+    pub fn par_map_stretches<T: Sync, R: Send>(
+        &self,
+        items: &[T],
+        rows: usize,
+        weight: impl Fn(&T) -> usize,
+        f: impl Fn(&ExecContext, &T) -> Result<R> + Sync,
+        join: impl Fn(Vec<R>) -> Vec<R> + Sync,
+    ) -> Result<Vec<R>> {
+        if rows < self.run.parallel_min_rows() || items.len() < 2 {
+            let out = items.iter().map(|x| self.check().and_then(|()| f(self, x))).collect::<Result<Vec<R>>>()?;
+            return Ok(join(out));
+        }
+        let held = self.run.held();
+        let caller = std::thread::current().id();
+        // Each thread's context, made once on it: the caller's own, or a helper's sharing the
+        // query's control (as `par_map`'s).
+        let enter = || {
+            (std::thread::current().id() != caller).then(|| {
+                let base = thread_net_bytes().saturating_sub(held);
+                ExecContext::new(&self.run.on_helper(base))
+            })
+        };
+        let on = |c: &Option<ExecContext>, x: &T| {
+            let c = c.as_ref().unwrap_or(self);
+            c.check()?;
+            f(c, x)
+        };
+        zepto_storage::par::try_map_stretches(items, weight, enter, on, |_, rs| join(rs))
+    }
+
     /// Whether this run records stats.
     pub fn is_profiling(&self) -> bool {
         self.profile.is_some()

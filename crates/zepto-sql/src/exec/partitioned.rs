@@ -8,7 +8,7 @@
 use super::accum::Mode;
 use super::aggregate::{aggregate, aggregate_runs, columns_read, grouped};
 use super::bucket_walk as buckets;
-use super::bundle::{bundles, filtered_bundle, runs_of_rows};
+use super::bundle::{bundles, filtered_bundle};
 use super::scan::{filtered_piece, units, Piece, ScanPart, Unit};
 use super::{Batch, ExecContext};
 use crate::error::{Result, SqlError};
@@ -53,15 +53,12 @@ pub fn aggregate_chunks(
     };
     let bs = bundles(&us);
     let rows = us.iter().map(ScanPart::rows).sum();
-    // Neighbouring bundles in a few runs per core, each run's groups made one bundle after
-    // another and joined by the core that made them (see `joined`).
-    let runs = runs_of_rows(&bs, |b| b.iter().map(ScanPart::rows).sum(), RUNS_PER_CORE * zepto_storage::par::threads());
-    let run = |c: &ExecContext, run: &&[&[Unit]]| -> Result<Vec<Batch>> {
-        let part = |b: &&[Unit]| c.check().and_then(|()| one(c, b));
-        let parts = run.iter().map(part).filter_map(Result::transpose).collect::<Result<Vec<_>>>()?;
-        Ok(joined(parts))
-    };
-    let outs: Vec<Batch> = ctx.par_map(&runs, rows, run)?.into_iter().flatten().collect();
+    // Each core takes neighbouring bundles and joins their groups itself (see `joined`).
+    let weight = |b: &&[Unit]| b.iter().map(ScanPart::rows).sum();
+    let join =
+        |parts: Vec<Option<Batch>>| joined(parts.into_iter().flatten().collect()).into_iter().map(Some).collect();
+    let parts = ctx.par_map_stretches(&bs, rows, weight, one, join)?;
+    let outs: Vec<Batch> = parts.into_iter().flatten().collect();
     if outs.is_empty() {
         // No rows: no groups (the keys include the partition key), in the output's types.
         let empty =
@@ -70,9 +67,6 @@ pub fn aggregate_chunks(
     }
     Ok(outs)
 }
-
-/// Runs of partitions per core ([`runs_of_rows`]).
-const RUNS_PER_CORE: usize = 8;
 
 /// Partition results under this many rows are joined with their small neighbours.
 const JOIN_BELOW_ROWS: usize = 8 << 10;
