@@ -143,19 +143,37 @@ pub fn aggregate_runs(
     same: Option<usize>,
 ) -> Result<Batch> {
     debug_assert!(starts.first().is_none_or(|&s| s == 0) && starts.windows(2).all(|w| w[0] < w[1]));
-    // The start rows of the columns the keys read (the others stand in as untyped NULLs).
-    let mut read = vec![false; b.columns.len()];
-    keys.iter().for_each(|k| super::scan::mark_reads(k, &mut read));
-    let head = |(i, (c, &r)): (usize, (&std::sync::Arc<Column>, &bool))| match r {
-        true if Some(i) == same => std::sync::Arc::new(c.take(&vec![0; starts.len()])),
-        true => std::sync::Arc::new(c.take(starts)),
-        false => super::scan::unread(starts.len()),
+    // A column's start rows; a key that is a column is taken so, as it is (no batch of
+    // heads, no copy of one).
+    let head = |i: usize| -> Result<Column> {
+        let c = b.columns.get(i).ok_or_else(|| SqlError::Internal(format!("key column {i} out of range")))?;
+        Ok(if Some(i) == same { c.take(&vec![0; starts.len()]) } else { c.take(starts) })
     };
-    let heads = Batch::shared(b.columns.iter().zip(&read).enumerate().map(head).collect(), starts.len());
-    let out = keys
-        .iter()
-        .map(|k| eval(ctx, k, &heads).map(|c| positive_zeros(c.into_owned())))
-        .collect::<Result<Vec<_>>>()?;
+    // The start rows of the columns the other keys read (the rest stand in as untyped NULLs).
+    let mut read = vec![false; b.columns.len()];
+    keys.iter().filter(|k| !matches!(k, BExpr::Col(..))).for_each(|k| super::scan::mark_reads(k, &mut read));
+    let heads = match keys.iter().any(|k| !matches!(k, BExpr::Col(..))) {
+        true => {
+            let col = |(i, &r): (usize, &bool)| {
+                if r {
+                    head(i).map(std::sync::Arc::new)
+                } else {
+                    Ok(super::scan::unread(starts.len()))
+                }
+            };
+            Some(Batch::shared(read.iter().enumerate().map(col).collect::<Result<_>>()?, starts.len()))
+        }
+        false => None,
+    };
+    let key = |k: &BExpr| -> Result<Column> {
+        let c = match (k, &heads) {
+            (BExpr::Col(i, _), _) => head(*i)?,
+            (_, Some(h)) => eval(ctx, k, h)?.into_owned(),
+            (_, None) => return Err(SqlError::Internal("a key evaluated without the start rows".into())),
+        };
+        Ok(positive_zeros(c))
+    };
+    let out = keys.iter().map(key).collect::<Result<Vec<_>>>()?;
     Ok(over_runs(ctx, b, out, aggs, starts, Mode::Final)?.into_batch())
 }
 

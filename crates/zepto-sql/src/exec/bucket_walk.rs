@@ -21,46 +21,73 @@ pub fn starts(v: &[i64], width: i64) -> Vec<u32> {
     // Every bucket end lies within a width past the last time: when that whole span fits an
     // i64, so does `t - hi` for any time t and bucket end hi, and its sign says `t < hi`.
     let counted = v.last().zip(v.first()).and_then(|(l, f)| l.checked_sub(*f)?.checked_add(width)).is_some();
-    let mut walks: Vec<Walk> = cuts(v, width).windows(2).map(|c| Walk::new(v, width, c[0], c[1])).collect();
+    let (at, k) = cuts(v, width);
+    // A walk's room is a bound on its buckets (`Walk::new`), so the first call always has
+    // room; one walk over the whole column (room for a bucket a row) is the fallback.
+    walk_all(v, width, counted, &at[..=k]).or_else(|| walk_all(v, width, counted, &[0, v.len()])).unwrap_or_default()
+}
+
+/// The walks over the stretches between `cuts`, taken side by side, writing into one buffer
+/// (each walk its room's share of it), the gaps between their shares closed at the end. `None`
+/// if a walk ran out of room.
+#[inline(always)]
+fn walk_all(v: &[i64], width: i64, counted: bool, cuts: &[usize]) -> Option<Vec<u32>> {
+    let k = cuts.len().saturating_sub(1).min(WALKS);
+    let mut walks = [Walk::EMPTY; WALKS];
+    let mut total = 0;
+    for (w, c) in walks.iter_mut().zip(cuts.windows(2)) {
+        *w = Walk::new(v, width, c[0], c[1], total);
+        total = w.end;
+    }
+    let mut buf = vec![0u32; total];
     let mut more = true;
     while more {
         more = false;
-        for w in &mut walks {
-            more |= w.step(v, width, counted);
+        for w in &mut walks[..k] {
+            more |= w.step(v, width, counted, &mut buf);
         }
     }
-    if let [w] = walks.as_mut_slice() {
-        return std::mem::take(&mut w.starts);
+    if walks[..k].iter().any(|w| w.overflow) {
+        return None;
     }
-    let mut out = Vec::with_capacity(walks.iter().map(|w| w.starts.len()).sum());
-    walks.iter().for_each(|w| out.extend_from_slice(&w.starts));
-    out
+    let mut len = 0;
+    for w in &walks[..k] {
+        buf.copy_within(w.base..w.at, len);
+        len += w.at - w.base;
+    }
+    buf.truncate(len);
+    Some(buf)
 }
 
 /// Row 0, up to `WALKS - 1` bucket starts spread over `v`, and `v.len()`: the stretches the
-/// walks cover. A cut is the first row of the bucket holding the row at its share of `v`
-/// (skipped where that bucket starts below i64's bottom, or where it is not past the last cut).
-fn cuts(v: &[i64], width: i64) -> Vec<usize> {
+/// walks cover, and the position of `v.len()` among them (the entries after it unused). A cut is the first
+/// row of the bucket holding the row at its share of `v` (skipped where that bucket starts
+/// below i64's bottom, or where it is not past the last cut).
+fn cuts(v: &[i64], width: i64) -> ([usize; WALKS + 1], usize) {
     let n = v.len();
-    let mut at = vec![0];
+    let (mut at, mut k) = ([0; WALKS + 1], 0);
     if n >= MIN_SPLIT_ROWS {
         for j in 1..WALKS {
-            let (i, last) = (n * j / WALKS, at[at.len() - 1]);
+            let (i, last) = (n * j / WALKS, at[k]);
             let Some(lo) = v[i].div_euclid(width).checked_mul(width) else { continue };
             // Down from row i to its bucket's first row (every time before the last cut is
             // below `lo`): a few rows near i, not a search of the whole column.
             let b = gallop_end(v, last, lo, i - last);
             if b > last && b < n {
-                at.push(b);
+                k += 1;
+                at[k] = b;
             }
         }
     }
-    at.push(n);
-    at
+    k += 1;
+    at[k] = n;
+    (at, k)
 }
 
 /// One walk from bucket to bucket over rows `s..until` (`s` and `until` are first rows of
-/// buckets, or `until` is the end).
+/// buckets, or `until` is the end), writing each bucket's first row into its share
+/// `base..end` of the walks' buffer.
+#[derive(Clone, Copy)]
 struct Walk {
     /// The next bucket's first row.
     s: usize,
@@ -70,27 +97,43 @@ struct Walk {
     prev_hi: Option<i64>,
     /// The last bucket's rows.
     guess: usize,
-    /// The first row of each bucket so far.
-    starts: Vec<u32>,
+    /// The walk's share of the buffer, and where its next start goes.
+    base: usize,
+    end: usize,
+    at: usize,
+    /// Whether a start found no room (never, as long as the room is a bound).
+    overflow: bool,
 }
 
 impl Walk {
-    fn new(v: &[i64], width: i64, s: usize, until: usize) -> Walk {
+    const EMPTY: Walk = Walk { s: 0, until: 0, prev_hi: None, guess: 1, base: 0, end: 0, at: 0, overflow: false };
+
+    fn new(v: &[i64], width: i64, s: usize, until: usize, base: usize) -> Walk {
         debug_assert!(s <= until);
-        // Room for the buckets the times span (at most one a row), so that bars seldom grow it.
+        // Room for the buckets the times span (at most one a row): times from t0 to t1 touch
+        // at most (t1 - t0) / width + 2 buckets, and every bucket has a row.
         let span = |l: i64| (i128::from(l) - i128::from(v[s])) / i128::from(width) + 2;
         let room = v.get(s..until).and_then(<[i64]>::last).map_or(0, |&l| span(l).min((until - s) as i128) as usize);
-        Walk { s, until, prev_hi: None, guess: 1, starts: Vec::with_capacity(room) }
+        Walk { s, until, prev_hi: None, guess: 1, base, end: base + room, at: base, overflow: false }
     }
 
     /// One bucket more; false once the walk is over.
     #[inline(always)]
-    fn step(&mut self, v: &[i64], width: i64, counted: bool) -> bool {
+    fn step(&mut self, v: &[i64], width: i64, counted: bool, buf: &mut [u32]) -> bool {
         let s = self.s;
         if s >= self.until {
             return false;
         }
-        self.starts.push(s as u32);
+        debug_assert!(self.at < self.end, "a walk's room is a bound on its buckets");
+        match buf.get_mut(self.at).filter(|_| self.at < self.end) {
+            Some(slot) => *slot = s as u32,
+            None => {
+                self.overflow = true;
+                self.s = self.until;
+                return false;
+            }
+        }
+        self.at += 1;
         // The end of the bucket holding v[s] (none: the last bucket runs to the end of the
         // times), without a division when it follows the previous one (dense data).
         let Some(hi) = crate::eval::bucket_end(v[s], width, self.prev_hi) else {
@@ -222,7 +265,8 @@ pub(super) mod tests {
                 })
                 .collect();
             let w = [1, 3, 60, 250, 1000, 100_000][round % 6];
-            let cut = cuts(&v, w);
+            let (at, k) = cuts(&v, w);
+            let cut = &at[..=k];
             assert!(cut.windows(2).all(|c| c[0] < c[1]) && cut[0] == 0 && cut[cut.len() - 1] == n, "{cut:?}");
             split += usize::from(cut.len() == WALKS + 1);
             assert_eq!(starts(&v, w), reference(&v, w), "round {round}, width {w}, cuts {cut:?}");
@@ -232,7 +276,8 @@ pub(super) mod tests {
         // A bucket holding most rows: the cuts inside it fall on its first row (row 0) and are left out.
         let v: Vec<i64> = (0..4000).map(|i| if i < 3000 { 10 } else { i }).collect();
         assert_eq!(starts(&v, 1000), reference(&v, 1000));
-        assert_eq!(cuts(&v, 1000), vec![0, 3000, 4000]);
+        let (at, k) = cuts(&v, 1000);
+        assert_eq!(at[..=k], [0, 3000, 4000]);
         // The ends of i64 with cuts: buckets starting below i64::MIN (no cut there), times
         // spanning all of i64 (no counting: galloping across cuts), the top bucket running to
         // the end.
@@ -241,7 +286,7 @@ pub(super) mod tests {
         let high: Vec<i64> = (0..900).map(|i| i64::MAX - 900 * 37 + i * 37).collect();
         for v in [low, wide, high] {
             for w in [1, 1000, 10_000, 10_000_000_000_000_000] {
-                assert_eq!(starts(&v, w), reference(&v, w), "width {w}, cuts {:?}", cuts(&v, w));
+                assert_eq!(starts(&v, w), reference(&v, w), "width {w}, cuts {:?}", cuts(&v, w).0);
             }
         }
     }

@@ -76,15 +76,16 @@ fn by_runs(
     let proven =
         |seen: u64, rows: usize| (u64::BITS - seen.leading_zeros()) + (usize::BITS - rows.leading_zeros()) <= 63;
     // Every run at once, the bound over all of them: the common case, one check.
+    // The wrapping sums go in as i128 at once: no second pass to widen them when proven.
     let (mut seen, mut longest) = (0u64, 0usize);
-    let mut sums = Vec::with_capacity(starts.len());
+    let mut sums: Vec<i128> = Vec::with_capacity(starts.len());
     for (s, e) in runs(starts, n) {
         let (sum, m) = lanes(s, e);
         (seen, longest) = (seen | m, longest.max(e - s));
-        sums.push(sum);
+        sums.push(i128::from(sum));
     }
     if proven(seen, longest) {
-        return sums.into_iter().map(i128::from).collect();
+        return sums;
     }
     // Values too large for the bound over the longest run: each run (a long one a block at a
     // time) checked on its own, added in i128 where its own bound fails.
