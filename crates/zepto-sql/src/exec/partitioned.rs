@@ -71,7 +71,8 @@ pub fn aggregate_chunks(
 /// Partition results under this many rows are joined with their small neighbours.
 const JOIN_BELOW_ROWS: usize = 8 << 10;
 
-/// One run's partition results with each stretch of small neighbours (a few hundred rows of
+/// The partition results of one stretch (neighbouring partitions one core ran,
+/// [`ExecContext::par_map_stretches`]) with each run of small neighbours (a few hundred rows of
 /// 1-minute bars per partition) joined into one batch; a large one (a group per row) stays as
 /// it is, never copied. Whoever reads a result pays per batch (an Arrow batch imported into
 /// pyarrow, a chunk in Polars, a loop in every door), and a join of a whole query's results
