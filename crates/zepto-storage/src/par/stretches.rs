@@ -134,6 +134,12 @@ pub fn try_map_stretches<T: Sync, R: Send, E: Send, C>(
     f: impl Fn(&C, &T) -> Result<R, E> + Sync,
     join: impl Fn(&C, Vec<R>) -> Vec<R> + Sync,
 ) -> Result<Vec<R>, E> {
+    if u32::try_from(items.len()).is_err() {
+        // A share packs item positions in 32 bits: this many items run on the calling thread.
+        let c = enter();
+        let rs = items.iter().map(|x| f(&c, x)).collect::<Result<Vec<R>, E>>()?;
+        return Ok(join(&c, rs));
+    }
     let k = super::threads().min(items.len()).max(1);
     let bounds = cuts(items, weight, k);
     let shares: Vec<Share> = bounds.windows(2).map(|w| Share::new(w[0], w[1])).collect();
