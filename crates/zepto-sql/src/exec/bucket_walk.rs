@@ -60,9 +60,9 @@ fn walk_all(v: &[i64], width: i64, counted: bool, cuts: &[usize]) -> Option<Vec<
 }
 
 /// Row 0, up to `WALKS - 1` bucket starts spread over `v`, and `v.len()`: the stretches the
-/// walks cover, and the position of `v.len()` among them (the entries after it unused). A cut is the first
-/// row of the bucket holding the row at its share of `v` (skipped where that bucket starts
-/// below i64's bottom, or where it is not past the last cut).
+/// walks cover, and the position of `v.len()` among them (the entries after it unused). A cut
+/// is the first row of the bucket holding the row at its share of `v` (skipped where that
+/// bucket starts below i64's bottom, or where it is not past the last cut).
 fn cuts(v: &[i64], width: i64) -> ([usize; WALKS + 1], usize) {
     let n = v.len();
     let (mut at, mut k) = ([0; WALKS + 1], 0);
@@ -125,14 +125,13 @@ impl Walk {
             return false;
         }
         debug_assert!(self.at < self.end, "a walk's room is a bound on its buckets");
-        match buf.get_mut(self.at).filter(|_| self.at < self.end) {
-            Some(slot) => *slot = s as u32,
-            None => {
-                self.overflow = true;
-                self.s = self.until;
-                return false;
-            }
+        if self.at >= self.end {
+            self.overflow = true;
+            self.s = self.until;
+            return false;
         }
+        // In the buffer: the shares of all walks end at or before its length (`walk_all`).
+        buf[self.at] = s as u32;
         self.at += 1;
         // The end of the bucket holding v[s] (none: the last bucket runs to the end of the
         // times), without a division when it follows the previous one (dense data).

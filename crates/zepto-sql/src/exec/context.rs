@@ -105,17 +105,22 @@ impl ExecContext {
         if rows < self.run.parallel_min_rows() || items.len() < 2 {
             return items.iter().map(|x| f(self, x)).collect();
         }
-        let held = self.run.held();
-        let caller = std::thread::current().id();
+        let (held, caller) = (self.run.held(), std::thread::current().id());
         zepto_storage::par::try_map(items, |x| {
-            if std::thread::current().id() == caller {
-                self.check()?;
-                return f(self, x);
-            }
+            let helper = self.on_thread(held, caller);
+            let c = helper.as_ref().unwrap_or(self);
+            c.check()?;
+            f(c, x)
+        })
+    }
+
+    /// The context for work of this query on the current thread: `None` on the query's own
+    /// thread (`caller`; this context serves), else a helper's, sharing the query's control,
+    /// its memory counted from what the thread holds beyond the query's `held` bytes.
+    fn on_thread(&self, held: isize, caller: std::thread::ThreadId) -> Option<ExecContext> {
+        (std::thread::current().id() != caller).then(|| {
             let base = thread_net_bytes().saturating_sub(held);
-            let helper = ExecContext::new(&self.run.on_helper(base));
-            helper.check()?;
-            f(&helper, x)
+            ExecContext::new(&self.run.on_helper(base))
         })
     }
 
@@ -123,28 +128,21 @@ impl ExecContext {
     /// ([`zepto_storage::par::try_map_stretches`]: each core its share of `items` by
     /// `weight`, then the others' from their back), `join` making one or a few results of each
     /// stretch on the core that ran it. Results in item order.
-    pub fn par_map_stretches<T: Sync, R: Send>(
+    pub fn par_map_stretches<T: Sync, R: Send, S: Send>(
         &self,
         items: &[T],
         rows: usize,
         weight: impl Fn(&T) -> usize,
         f: impl Fn(&ExecContext, &T) -> Result<R> + Sync,
-        join: impl Fn(Vec<R>) -> Vec<R> + Sync,
-    ) -> Result<Vec<R>> {
+        join: impl Fn(Vec<R>) -> Vec<S> + Sync,
+    ) -> Result<Vec<S>> {
         if rows < self.run.parallel_min_rows() || items.len() < 2 {
             let out = items.iter().map(|x| self.check().and_then(|()| f(self, x))).collect::<Result<Vec<R>>>()?;
             return Ok(join(out));
         }
-        let held = self.run.held();
-        let caller = std::thread::current().id();
-        // Each thread's context, made once on it: the caller's own, or a helper's sharing the
-        // query's control (as `par_map`'s).
-        let enter = || {
-            (std::thread::current().id() != caller).then(|| {
-                let base = thread_net_bytes().saturating_sub(held);
-                ExecContext::new(&self.run.on_helper(base))
-            })
-        };
+        let (held, caller) = (self.run.held(), std::thread::current().id());
+        // Each thread's context, made once on it (`on_thread`, as `par_map`'s).
+        let enter = || self.on_thread(held, caller);
         let on = |c: &Option<ExecContext>, x: &T| {
             let c = c.as_ref().unwrap_or(self);
             c.check()?;

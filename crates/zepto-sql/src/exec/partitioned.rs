@@ -55,10 +55,8 @@ pub fn aggregate_chunks(
     let rows = us.iter().map(ScanPart::rows).sum();
     // Each core takes neighbouring bundles and joins their groups itself (see `joined`).
     let weight = |b: &&[Unit]| b.iter().map(ScanPart::rows).sum();
-    let join =
-        |parts: Vec<Option<Batch>>| joined(parts.into_iter().flatten().collect()).into_iter().map(Some).collect();
-    let parts = ctx.par_map_stretches(&bs, rows, weight, one, join)?;
-    let outs: Vec<Batch> = parts.into_iter().flatten().collect();
+    let join = |parts: Vec<Option<Batch>>| joined(parts.into_iter().flatten().collect());
+    let outs = ctx.par_map_stretches(&bs, rows, weight, one, join)?;
     if outs.is_empty() {
         // No rows: no groups (the keys include the partition key), in the output's types.
         let empty =

@@ -82,8 +82,8 @@ fn cuts<T>(items: &[T], weight: impl Fn(&T) -> usize, k: usize) -> Vec<usize> {
 }
 
 /// One thread's stretches so far: each as its first item and its joined results.
-struct Stretches<R> {
-    done: Vec<(usize, Vec<R>)>,
+struct Stretches<R, S> {
+    done: Vec<(usize, Vec<S>)>,
     /// The current stretch: its items' results in the order taken, its lowest and highest item.
     open: Vec<R>,
     span: Option<(usize, usize)>,
@@ -91,13 +91,13 @@ struct Stretches<R> {
     falling: bool,
 }
 
-impl<R> Stretches<R> {
+impl<R, S> Stretches<R, S> {
     fn new() -> Self {
         Stretches { done: Vec::new(), open: Vec::new(), span: None, falling: false }
     }
 
     /// Item `i`'s result, taken from the front (`falling` false) or the back.
-    fn push(&mut self, i: usize, r: R, falling: bool, join: &impl Fn(Vec<R>) -> Vec<R>) {
+    fn push(&mut self, i: usize, r: R, falling: bool, join: &impl Fn(Vec<R>) -> Vec<S>) {
         let adjacent = match self.span {
             Some((lo, hi)) => falling == self.falling && if falling { i + 1 == lo } else { i == hi + 1 },
             None => false,
@@ -111,7 +111,7 @@ impl<R> Stretches<R> {
     }
 
     /// The current stretch joined into `done`.
-    fn close(&mut self, join: &impl Fn(Vec<R>) -> Vec<R>) {
+    fn close(&mut self, join: &impl Fn(Vec<R>) -> Vec<S>) {
         let Some((lo, _)) = self.span.take() else { return };
         let mut rs = std::mem::take(&mut self.open);
         if self.falling {
@@ -127,13 +127,13 @@ impl<R> Stretches<R> {
 /// on its own thread. `enter` makes each thread's context for `f` and `join`, on that thread.
 /// The results of all stretches come back in item order. After an error no thread takes
 /// another item, and one of the errors is returned.
-pub fn try_map_stretches<T: Sync, R: Send, E: Send, C>(
+pub fn try_map_stretches<T: Sync, R: Send, S: Send, E: Send, C>(
     items: &[T],
     weight: impl Fn(&T) -> usize,
     enter: impl Fn() -> C + Sync,
     f: impl Fn(&C, &T) -> Result<R, E> + Sync,
-    join: impl Fn(&C, Vec<R>) -> Vec<R> + Sync,
-) -> Result<Vec<R>, E> {
+    join: impl Fn(&C, Vec<R>) -> Vec<S> + Sync,
+) -> Result<Vec<S>, E> {
     if u32::try_from(items.len()).is_err() {
         // A share packs item positions in 32 bits: this many items run on the calling thread.
         let c = enter();
@@ -144,11 +144,11 @@ pub fn try_map_stretches<T: Sync, R: Send, E: Send, C>(
     let bounds = cuts(items, weight, k);
     let shares: Vec<Share> = bounds.windows(2).map(|w| Share::new(w[0], w[1])).collect();
     let failed = AtomicBool::new(false);
-    let worker = |&w: &usize| -> Result<Vec<(usize, Vec<R>)>, E> {
+    let worker = |&w: &usize| -> Result<Vec<(usize, Vec<S>)>, E> {
         let c = enter();
         let join = |rs: Vec<R>| join(&c, rs);
         let mut mine = Stretches::new();
-        let run = |i: usize, falling: bool, mine: &mut Stretches<R>| -> Result<(), E> {
+        let run = |i: usize, falling: bool, mine: &mut Stretches<R, S>| -> Result<(), E> {
             let r = f(&c, &items[i]).inspect_err(|_| failed.store(true, Ordering::Relaxed))?;
             mine.push(i, r, falling, &join);
             Ok(())
@@ -166,7 +166,7 @@ pub fn try_map_stretches<T: Sync, R: Send, E: Send, C>(
         Ok(mine.done)
     };
     let workers: Vec<usize> = (0..k).collect();
-    let mut all: Vec<(usize, Vec<R>)> =
+    let mut all: Vec<(usize, Vec<S>)> =
         if k == 1 { worker(&0)? } else { super::try_map(&workers, worker)?.into_iter().flatten().collect() };
     all.sort_unstable_by_key(|(first, _)| *first);
     Ok(all.into_iter().flat_map(|(_, rs)| rs).collect())
