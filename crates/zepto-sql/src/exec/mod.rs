@@ -168,9 +168,9 @@ fn chunks_node(ctx: &ExecContext, plan: &Plan) -> Result<(&'static str, Vec<Batc
             ctx.fused(right);
             ("PartitionWindowJoin", window_join::partitioned_chunks(ctx, left, right, &band(plan)?, aggs)?)
         }
-        Plan::Aggregate { input, keys, aggs, how: AggHow::PartitionWise { runs } } => {
+        Plan::Aggregate { input, keys, aggs, how: AggHow::PartitionWise { runs, ends } } => {
             ctx.fused(input);
-            ("PartitionAggregate", partitioned::aggregate_chunks(ctx, input, keys, aggs, *runs)?)
+            ("PartitionAggregate", partitioned::aggregate_chunks(ctx, input, keys, aggs, *runs, *ends)?)
         }
         Plan::Window { input, calls, how: WindowHow::PartitionWise } => {
             ctx.fused(input);
@@ -455,9 +455,9 @@ fn aggregate_node(
 ) -> Result<(&'static str, Batch)> {
     Ok(match how {
         AggHow::Hash => ("HashAggregate", aggregate::aggregate(ctx, &run(ctx, input)?, keys, aggs)?),
-        AggHow::PartitionWise { runs } => {
+        AggHow::PartitionWise { runs, ends } => {
             ctx.fused(input);
-            ("PartitionAggregate", concat_chunks(partitioned::aggregate_chunks(ctx, input, keys, aggs, *runs)?))
+            ("PartitionAggregate", concat_chunks(partitioned::aggregate_chunks(ctx, input, keys, aggs, *runs, *ends)?))
         }
         AggHow::HistoryPartials => {
             ctx.fused(input);

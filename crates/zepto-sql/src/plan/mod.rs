@@ -582,8 +582,9 @@ impl Plan {
             Plan::Aggregate { keys, aggs, how, .. } => {
                 let how = match how {
                     AggHow::Hash => "",
-                    AggHow::PartitionWise { runs: true } => " (per partition, groups as runs in time)",
-                    AggHow::PartitionWise { runs: false } => " (per partition, hashed)",
+                    AggHow::PartitionWise { ends: true, .. } => " (per partition, one group each, read at its ends)",
+                    AggHow::PartitionWise { runs: true, .. } => " (per partition, groups as runs in time)",
+                    AggHow::PartitionWise { runs: false, .. } => " (per partition, hashed)",
                     AggHow::HistoryPartials => " (partials per row group and partition, merged)",
                     AggHow::Partials { fold: false } => " (partials per partition on every core, merged)",
                     AggHow::Partials { fold: true } => " (runs of partitions folded in place on every core, merged)",

@@ -29,7 +29,7 @@
 use super::optimizer::Optimized;
 pub use super::shape::{reads_history, scan_shape, ScanShape};
 use super::{AggCall, BExpr, Plan};
-use crate::expr::functions::ScalarFunc;
+use crate::expr::functions::{AggFunc, ScalarFunc};
 use std::convert::Infallible;
 
 /// A plan whose every operator's strategy is chosen: what the executor runs.
@@ -75,6 +75,11 @@ pub enum AggHow {
     PartitionWise {
         /// Groups are runs of time-sorted rows (no hashing).
         runs: bool,
+        /// Each partition is one group (the partition key is the only key) and every aggregate
+        /// reads a few rows of a group (`count(*)`, `first`, `last`): the work is a fixed cost
+        /// per partition, not a pass over its rows, so the executor weighs partitions by that
+        /// cost, not by their rows ([`ends_only`]).
+        ends: bool,
     },
     /// Row groups of the Parquet history and in-memory partitions into partial aggregate
     /// states (every aggregate is [`AggCall::mergeable`]), merged per group.
@@ -204,7 +209,16 @@ fn agg_how(input: &Plan, keys: &[BExpr], aggs: &[AggCall]) -> AggHow {
         };
     };
     let runs = keys.iter().filter(|k| !is_col(k, kp)).all(|k| tp.is_some_and(|t| monotonic_in(k, t)));
-    AggHow::PartitionWise { runs }
+    AggHow::PartitionWise { runs, ends: ends_only(keys, aggs, kp) }
+}
+
+/// Whether a partition-wise GROUP BY reads only a few rows of each partition
+/// ([`AggHow::PartitionWise`]'s `ends`): the partition key (position `kp`) is every key, and
+/// every aggregate is `count(*)`, `first` or `last` (a group's size, its first or last row),
+/// none DISTINCT.
+fn ends_only(keys: &[BExpr], aggs: &[AggCall], kp: usize) -> bool {
+    let few = |a: &AggCall| matches!(a.func, AggFunc::CountStar | AggFunc::First | AggFunc::Last) && !a.distinct;
+    keys.iter().all(|k| is_col(k, kp)) && aggs.iter().all(few)
 }
 
 /// Whether a GROUP BY without the partition key runs as partials per partition: over a scan

@@ -212,3 +212,43 @@ fn keyless_folds_match_the_hash_aggregate() {
         }
     }
 }
+
+/// A GROUP BY of the partition key alone whose every aggregate reads a few rows of a group
+/// (`count(*)`, `first`, `last`): the planner marks it (`read at its ends`) so that the executor
+/// weighs a partition by its fixed cost, not its rows. Answers as the hashed aggregate, on one
+/// core (the default threshold) and on every core, over a few large partitions and many small
+/// ones, with NULL values and times. Any other aggregate, key or DISTINCT reads the rows.
+#[test]
+fn partitions_read_at_their_ends_answer_as_hashed() {
+    let mut rng = Rng::new(0x9e37_79b9_7f4a_7c15);
+    let ends = "(per partition, one group each, read at its ends)";
+    for syms in [3, 200] {
+        for e in [Engine::new(), Engine::new().with_parallel_min_rows(0)] {
+            e.execute("CREATE TABLE t (ts TIMESTAMP, sym SYMBOL, venue VARCHAR, px DOUBLE, n BIGINT)").expect("t");
+            e.execute(&format!("INSERT INTO t VALUES {}", values(&mut rng, 2000, syms))).expect("rows");
+            for (aggs, filter) in [
+                ("count(*), first(px), last(n), last(venue)", ""),
+                ("last(px), first(ts), count(*)", "WHERE n > 300"),
+                ("count(*)", "WHERE px IS NULL"),
+            ] {
+                let direct = format!("SELECT sym, {aggs} FROM t {filter} GROUP BY sym");
+                let plan = explain(&e, &direct);
+                assert!(plan.contains(ends), "{syms} symbols: {direct}\n{plan}");
+                let hashed =
+                    format!("SELECT sym, {aggs} FROM (SELECT * FROM t LIMIT 1000000000) s {filter} GROUP BY sym");
+                assert!(explain(&e, &hashed).contains("HashAggregate"), "{hashed}");
+                assert_eq!(rows(&e, &direct), rows(&e, &hashed), "{syms} symbols: {direct}");
+            }
+            for other in [
+                "SELECT sym, count(*), max(px) FROM t GROUP BY sym",
+                "SELECT sym, count(px) FROM t GROUP BY sym",
+                "SELECT sym, count(DISTINCT venue) FROM t GROUP BY sym",
+                "SELECT sym, venue, last(px) FROM t GROUP BY sym, venue",
+                "SELECT sym, xbar(INTERVAL 10 second, ts) AS b, last(px) FROM t GROUP BY sym, b",
+            ] {
+                let plan = explain(&e, other);
+                assert!(plan.contains("PartitionAggregate") && !plan.contains(ends), "{other}\n{plan}");
+            }
+        }
+    }
+}

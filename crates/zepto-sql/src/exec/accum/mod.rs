@@ -338,12 +338,12 @@ fn extreme_pairs(aggs: &[AggCall]) -> Vec<(usize, usize, usize)> {
         [BExpr::Col(c, DataType::Float64)] if a.func == f && !a.distinct => Some(*c),
         _ => None,
     };
-    let mut taken = vec![false; aggs.len()];
-    let mut pairs = Vec::new();
+    // No allocation unless a pair is found: this runs once per partition of a GROUP BY.
+    let mut pairs: Vec<(usize, usize, usize)> = Vec::new();
     for (lo, c) in aggs.iter().enumerate().filter_map(|(i, a)| Some((i, column(a, AggFunc::Min)?))) {
-        let partner = (0..aggs.len()).find(|&j| !taken[j] && column(&aggs[j], AggFunc::Max) == Some(c));
+        let taken = |j: usize| pairs.iter().any(|&(_, hi, _)| hi == j);
+        let partner = (0..aggs.len()).find(|&j| !taken(j) && column(&aggs[j], AggFunc::Max) == Some(c));
         if let Some(hi) = partner {
-            taken[hi] = true;
             pairs.push((lo, hi, c));
         }
     }

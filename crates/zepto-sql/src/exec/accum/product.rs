@@ -50,12 +50,12 @@ pub fn pairs(aggs: &[AggCall]) -> Vec<(usize, usize)> {
         [BExpr::Col(c, DataType::Int64)] if matches!(a.func, AggFunc::Sum | AggFunc::Avg) && !a.distinct => Some(*c),
         _ => None,
     };
-    let mut taken = vec![false; aggs.len()];
-    let mut out = Vec::new();
+    // No allocation unless a pair is found: this runs once per partition of a GROUP BY.
+    let mut out: Vec<(usize, usize)> = Vec::new();
     for (i, a) in aggs.iter().enumerate() {
         let Some((_, s)) = factors(a).filter(|_| big_factor(a)) else { continue };
-        if let Some(j) = (0..aggs.len()).find(|&j| !taken[j] && sizes(&aggs[j]) == Some(s)) {
-            taken[j] = true;
+        let taken = |j: usize| out.iter().any(|&(_, t)| t == j);
+        if let Some(j) = (0..aggs.len()).find(|&j| !taken(j) && sizes(&aggs[j]) == Some(s)) {
             out.push((i, j));
         }
     }
