@@ -11,7 +11,7 @@ are distinct inside a symbol, so first/last and ROWS frames have one answer. Que
 the partition key alone, with a time bucket (runs), with another column (hashing), under
 filters on values and on time ranges (pieces cut mid-partition), select rows under those
 filters (a filter over a scan runs fused with it), take the newest or oldest time buckets of
-a GROUP BY with a LIMIT (aggregated from that end first), aggregate without GROUP BY (runs
+a GROUP BY, or rows by time, with a LIMIT (read from that end first), aggregate without GROUP BY (runs
 of partitions folded in place), run window functions
 partitioned by the key, and ASOF and WINDOW JOIN p<k> with q<k> (its own size mix; some
 symbols on one side only) partition by partition. DuckDB answers each.
@@ -138,6 +138,21 @@ def bucket_topn(rng, t, w):
         (f"SELECT {trunc} AS m, sum(size) AS v FROM {t}{w} GROUP BY m HAVING count(*) > 2 ORDER BY m LIMIT {n}",) * 2,
         (f"SELECT {bucket_z} AS b, sym, sum(size) AS v FROM {t}{w} GROUP BY b, sym ORDER BY b DESC, sym LIMIT {n}",
          f"SELECT {bucket_d} AS b, sym, sum(size) AS v FROM {t}{w} GROUP BY b, sym ORDER BY b DESC, sym LIMIT {n}"),
+    ] + time_topn(rng, t, w, n)
+
+
+def time_topn(rng, t, w, n):
+    """Rows by the designated time itself with a LIMIT (`TimeTopN`: read from the newest, or
+    oldest, rows, the window widened until the limit is met), under the case's filter, a filter
+    few rows pass, and a GROUP BY of the time itself. Every column breaks ties (times repeat
+    across symbols), so one set of rows is the answer."""
+    rare = f"size > {rng.choice([990, 998])}"
+    also = f"{w} AND {rare}" if w else f" WHERE {rare}"
+    return [
+        (f"SELECT * FROM {t}{w} ORDER BY ts DESC, sym, g, price, size LIMIT {n}",) * 2,
+        (f"SELECT ts, sym, price FROM {t}{w} ORDER BY ts, sym, price LIMIT {n} OFFSET 2",) * 2,
+        (f"SELECT ts, sym, size FROM {t}{also} ORDER BY ts DESC, sym, size LIMIT {n}",) * 2,
+        (f"SELECT ts, count(*) AS n, max(price) AS hi FROM {t}{w} GROUP BY ts ORDER BY ts DESC LIMIT {n}",) * 2,
     ]
 
 

@@ -1,13 +1,15 @@
 //! A TopN led by a time bucket of a GROUP BY ([`SortHow::Buckets`](crate::plan::SortHow),
 //! chosen and argued exact in [`crate::plan::bucket_topn`]): the aggregate runs over the scan
 //! narrowed to the newest rows (`ts >= lo`, `lo` a bucket start) and, while that gives fewer
-//! rows than the limit, again over a window twice as long, until it does or the window is the
-//! scan's whole range.
+//! rows than the limit, again over a longer window (by what is missing, [`MAX_GROWTH`] times at
+//! most), until it does or the window is the scan's whole range.
 //!
 //! Why: "the last five minutes' maximum" over a day of 4,000 series aggregated 2.9M rows to
 //! keep five groups. The first window is the limit's number of buckets back from the newest
 //! time in range (exact for fixed-width buckets when no bucket is empty), so one aggregate of
-//! a few thousand rows usually answers it.
+//! a few thousand rows usually answers it. Rows by their time itself (`TimeTopN`) start from
+//! where the partitions put their `k`-th newest row instead ([`kth_time`]): the latest trade
+//! of a symbol read 96k rows to keep one.
 
 use super::{run, sort, Batch, ExecContext};
 use crate::error::Result;
@@ -16,12 +18,23 @@ use crate::plan::{Plan, ScanRange, SortKey};
 use std::sync::Arc;
 use zepto_storage::{Column, ColumnData, Table};
 
+/// The most a window's span from the edge grows from one attempt to the next: a filter that
+/// passes one row in a million reaches a day's whole range from a millisecond in four
+/// attempts, where doubling took twenty-five (each a scan of every partition read).
+const MAX_GROWTH: usize = 64;
+
 /// The first `k` rows of `input` by `keys`, aggregated from its newest (or oldest) rows first.
 pub fn top(ctx: &ExecContext, input: &Plan, keys: &[SortKey], k: usize, b: &BucketTopN) -> Result<Batch> {
     let Some(Plan::Scan { table, columns, range }) = scan_of(input) else { return whole(ctx, input, keys, k) };
     // Past the newest row (for the newest buckets): the first window may hold fewer buckets
     // than it could, never a part of one.
-    let Some(edge) = edge_time(table, columns, range, b) else { return whole(ctx, input, keys, k) };
+    let (Some(edge), Some(far)) =
+        (edge_time(table, columns, range, b.ts(), b.newest()), edge_time(table, columns, range, b.ts(), !b.newest()))
+    else {
+        return whole(ctx, input, keys, k);
+    };
+    // A window past half way from the edge to the far end costs about what all of it does.
+    let half = edge / 2 + far / 2;
     let floor = |t: i64| bucket_start(ctx, b, columns.len(), t);
     let Some(start) = floor(edge)? else { return whole(ctx, input, keys, k) };
     let Some(before) = floor(start.saturating_sub(1))? else { return whole(ctx, input, keys, k) };
@@ -32,10 +45,12 @@ pub fn top(ctx: &ExecContext, input: &Plan, keys: &[SortKey], k: usize, b: &Buck
     let mut tried: Vec<Box<Plan>> = Vec::new();
     // `by` away from `from`, toward the older rows (newest first) or the newer (oldest first).
     let away = |from: i64, by: i64| if b.newest() { from.saturating_sub(by) } else { from.saturating_add(by) };
-    let mut t = if b.newest() {
-        away(edge, (steps - 1).saturating_mul(width))
-    } else {
-        away(start, steps.saturating_mul(width))
+    let mut t = match (b.is_time_itself(), kth_time(table, columns, range, b, k)) {
+        // Rows by their time: from where the partitions put the k-th newest (oldest) row.
+        (true, Some(kth)) if b.newest() => kth,
+        (true, Some(kth)) => kth.saturating_add(1),
+        _ if b.newest() => away(edge, (steps - 1).saturating_mul(width)),
+        _ => away(start, steps.saturating_mul(width)),
     };
     let mut last: Option<i64> = None;
     loop {
@@ -43,7 +58,8 @@ pub fn top(ctx: &ExecContext, input: &Plan, keys: &[SortKey], k: usize, b: &Buck
         let (lo, hi) = if b.newest() { (bound, i64::MAX) } else { (i64::MIN, bound.saturating_sub(1)) };
         let covers = lo <= range.ts_lo && hi >= range.ts_hi;
         let moved = last.is_none_or(|l| if b.newest() { bound < l } else { bound > l });
-        if covers || !moved {
+        let past_half = if b.newest() { bound < half } else { bound > half };
+        if covers || !moved || past_half {
             return whole(ctx, input, keys, k);
         }
         // Boxed: the profile knows a node by its address, which a move into `tried` would change.
@@ -54,9 +70,12 @@ pub fn top(ctx: &ExecContext, input: &Plan, keys: &[SortKey], k: usize, b: &Buck
             return sort::sorted(ctx, out, keys, Some(k));
         }
         tried.push(narrowed);
-        // Twice the span from the edge, at least one bucket more.
+        // The span from the edge grown by what the rows found so far say is missing (twice
+        // that, at least twice, at most 64 times: a filter that few rows pass, or none yet),
+        // at least one bucket more.
+        let grow = if out.rows == 0 { MAX_GROWTH } else { (2 * k).div_ceil(out.rows).clamp(2, MAX_GROWTH) };
         let span = i64::try_from(edge.abs_diff(bound)).unwrap_or(i64::MAX).max(width);
-        t = away(bound, span);
+        t = away(bound, span.saturating_mul(grow as i64 - 1));
         last = Some(bound);
     }
 }
@@ -94,21 +113,40 @@ fn within(input: &Plan, lo: i64, hi: i64) -> Plan {
     }
 }
 
-/// A time at or past the newest (or before the oldest) designated time of the rows a scan of
-/// `table` over `range` reads, and within the range's bound: one read per partition (its last
-/// or first time), no search. `None` when no partition has a time.
-fn edge_time(table: &Table, columns: &[usize], range: &ScanRange, b: &BucketTopN) -> Option<i64> {
-    let tc = *columns.get(b.ts())?;
+/// A time at or past the newest (or before the oldest) designated time (at scan position `ts`)
+/// of the rows a scan of `table` over `range` reads, and within the range's bound: one read per
+/// partition (its last or first time), no search. `None` when no partition has a time.
+fn edge_time(table: &Table, columns: &[usize], range: &ScanRange, ts: usize, newest: bool) -> Option<i64> {
+    let tc = *columns.get(ts)?;
     let times = super::scan::partitions(table, range).into_iter().filter_map(|p| {
         let ts = p.i64_values(tc)?;
         // NULL times sort first: the last slot is a time unless every one is NULL.
         let nulls = p.null_prefix(tc);
-        (nulls < ts.len()).then(|| if b.newest() { ts[ts.len() - 1] } else { ts[nulls] })
+        (nulls < ts.len()).then(|| if newest { ts[ts.len() - 1] } else { ts[nulls] })
     });
-    if b.newest() {
+    if newest {
         times.max().map(|t| t.min(range.ts_hi))
     } else {
         times.min().map(|t| t.max(range.ts_lo))
+    }
+}
+
+/// For rows by their time: the latest (newest first) of the partitions' `k`-th newest times in
+/// the scan's range, or the earliest of their `k`-th oldest, so that the first window holds `k`
+/// rows of one partition at least when one has them (a partition with fewer offers its oldest,
+/// or newest, time). Two searches per partition. `None` when no partition has a time in range.
+fn kth_time(table: &Table, columns: &[usize], range: &ScanRange, b: &BucketTopN, k: usize) -> Option<i64> {
+    let tc = *columns.get(b.ts())?;
+    let times = super::scan::partitions(table, range).into_iter().filter_map(|p| {
+        let r = p.ts_range(tc, range.ts_lo, range.ts_hi);
+        let take = k.min(r.len()).checked_sub(1)?;
+        let at = if b.newest() { r.end - 1 - take } else { r.start + take };
+        p.i64_values(tc)?.get(at).copied()
+    });
+    if b.newest() {
+        times.max()
+    } else {
+        times.min()
     }
 }
 

@@ -256,7 +256,7 @@ fn sort_node(
 ) -> Result<(&'static str, Batch)> {
     Ok(match (how, limit) {
         (SortHow::Ann(a), _) => ("AnnTopN", sort::sorted(ctx, ann_input(ctx, input, a)?, keys, limit)?),
-        (SortHow::Buckets(b), Some(k)) => ("BucketTopN", bucket_topn::top(ctx, input, keys, k, b)?),
+        (SortHow::Buckets(b), Some(k)) => (b.name(), bucket_topn::top(ctx, input, keys, k, b)?),
         (SortHow::Full | SortHow::Buckets(_), _) => {
             (if limit.is_some() { "TopN" } else { "Sort" }, sort::sorted(ctx, run(ctx, input)?, keys, limit)?)
         }

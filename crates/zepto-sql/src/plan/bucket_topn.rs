@@ -13,10 +13,17 @@
 //! moves `lo` back, doubling the span, until it does or the window is the scan's whole range.
 //! Ascending is the mirror image (`ts < hi` with `hi` a bucket start).
 //!
-//! Chosen when: the TopN's first key is an output column that a column-only projection and
-//! filters (HAVING) pass down from such a group key of an aggregate over a (filtered) scan of
-//! memory alone (not the Parquet history), and NULL buckets cannot lead the order (NULLs last,
-//! or the scan's time range is bounded, which NULL times never satisfy).
+//! The designated timestamp itself is such a floor (its own bucket, a nanosecond wide), so the
+//! same holds for plain rows: `SELECT * FROM t WHERE sym = 'A' ORDER BY ts DESC LIMIT 1` (the
+//! latest trade) reads the rows at or after a time `lo` instead of sorting every row of the
+//! partition. Its first window starts where the partitions' own order puts the `k`-th newest
+//! row (`TimeTopN` in EXPLAIN).
+//!
+//! Chosen when: the TopN's first key is an output column that column-only projections and
+//! filters (WHERE, HAVING) pass down from such a group key of an aggregate over a (filtered)
+//! scan, or from the designated timestamp of the scan itself, of memory alone (not the Parquet
+//! history), and NULL buckets cannot lead the order (NULLs last, or the scan's time range is
+//! bounded, which NULL times never satisfy).
 
 use super::shape::{reads_history, scan_shape};
 use super::{BExpr, Plan, SortKey};
@@ -50,10 +57,29 @@ impl BucketTopN {
         self.newest
     }
 
+    /// Whether the key is the designated timestamp itself (its own bucket), not a coarser floor.
+    pub fn is_time_itself(&self) -> bool {
+        matches!(self.bucket, BExpr::Col(i, _) if i == self.ts)
+    }
+
+    /// The operator's name in EXPLAIN and profiles.
+    pub fn name(&self) -> &'static str {
+        if self.is_time_itself() {
+            "TimeTopN"
+        } else {
+            "BucketTopN"
+        }
+    }
+
     /// For EXPLAIN.
     pub fn describe(&self) -> String {
         let end = if self.newest { "newest" } else { "oldest" };
-        format!("(time buckets: the {end} rows aggregated first, the window widened until the limit is met)")
+        match self.is_time_itself() {
+            true => format!("(in time order: the {end} rows first, the window widened until the limit is met)"),
+            false => {
+                format!("(time buckets: the {end} rows aggregated first, the window widened until the limit is met)")
+            }
+        }
     }
 }
 
@@ -62,26 +88,32 @@ pub fn choose(input: &Plan, keys: &[SortKey], limit: Option<usize>) -> Option<Bu
     let (first, _) = keys.split_first()?;
     let BExpr::Col(col, _) = first.expr else { return None };
     limit.filter(|&k| k > 0)?;
-    let (bucket, agg_input) = group_key(input, col)?;
+    let (bucket, agg_input) = time_key(input, col)?;
     let s = scan_shape(agg_input)?;
     let ts = s.table.ts_col().and_then(|t| s.columns.iter().position(|&c| c == t))?;
-    let fits = is_floor_of(bucket, ts)
+    let itself = matches!(bucket, BExpr::Col(i, _) if i == ts);
+    let fits = (itself || is_floor_of(&bucket, ts))
         && bucket.data_type() == DataType::Timestamp
         && !reads_history(s.table, s.range)
         && (!first.nulls_first || s.range.is_time_bounded());
-    fits.then(|| BucketTopN { bucket: bucket.clone(), ts, newest: first.desc })
+    fits.then_some(BucketTopN { bucket, ts, newest: first.desc })
 }
 
-/// The group key that output column `col` of `p` is, passed up through column-only
-/// projections and filters, and the aggregate's input.
-fn group_key(p: &Plan, col: usize) -> Option<(&BExpr, &Plan)> {
+/// What output column `col` of `p` is, passed up through column-only projections and filters:
+/// a group key of an aggregate, with the aggregate's input, or a column of a scan, with the
+/// scan.
+fn time_key(p: &Plan, col: usize) -> Option<(BExpr, &Plan)> {
     match p {
         Plan::Project { input, exprs } => match exprs.get(col)? {
-            BExpr::Col(i, _) => group_key(input, *i),
+            BExpr::Col(i, _) => time_key(input, *i),
             _ => None,
         },
-        Plan::Filter { input, .. } => group_key(input, col),
-        Plan::Aggregate { input, keys, .. } => Some((keys.get(col)?, input)),
+        Plan::Filter { input, .. } => time_key(input, col),
+        Plan::Aggregate { input, keys, .. } => Some((keys.get(col)?.clone(), input)),
+        Plan::Scan { table, columns, .. } => {
+            let ty = table.schema().columns.get(*columns.get(col)?)?.data_type;
+            Some((BExpr::Col(col, ty), p))
+        }
         _ => None,
     }
 }

@@ -534,7 +534,7 @@ impl Plan {
             Plan::AsofJoin { how: AsofHow::PartitionMerge, .. } => "AsofMergeJoin",
             Plan::AsofJoin { how: AsofHow::KeySearch, .. } => "AsofSearchJoin",
             Plan::Sort { how: SortHow::Ann(_), .. } => "AnnTopN",
-            Plan::Sort { how: SortHow::Buckets(_), .. } => "BucketTopN",
+            Plan::Sort { how: SortHow::Buckets(b), .. } => b.name(),
             Plan::Sort { limit: Some(_), .. } => "TopN",
             Plan::Sort { .. } => "Sort",
             Plan::Limit { .. } => "Limit",

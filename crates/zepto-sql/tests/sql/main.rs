@@ -29,6 +29,7 @@ mod product_sums;
 mod run_context;
 mod system_catalogs;
 mod tenant_scope;
+mod time_topn;
 mod time_zones;
 mod txn;
 mod vector_index;
