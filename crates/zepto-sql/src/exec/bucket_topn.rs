@@ -33,8 +33,7 @@ pub fn top(ctx: &ExecContext, input: &Plan, keys: &[SortKey], k: usize, b: &Buck
     else {
         return whole(ctx, input, keys, k);
     };
-    // A window past half way from the edge to the far end costs about what all of it does.
-    let half = edge / 2 + far / 2;
+    let reach = Reach { edge, far, newest: b.newest() };
     let floor = |t: i64| bucket_start(ctx, b, columns.len(), t);
     let Some(start) = floor(edge)? else { return whole(ctx, input, keys, k) };
     let Some(before) = floor(start.saturating_sub(1))? else { return whole(ctx, input, keys, k) };
@@ -43,23 +42,20 @@ pub fn top(ctx: &ExecContext, input: &Plan, keys: &[SortKey], k: usize, b: &Buck
     // Attempts stay alive to the end, so no node of a later one reuses an earlier one's
     // address in the run's profile.
     let mut tried: Vec<Box<Plan>> = Vec::new();
-    // `by` away from `from`, toward the older rows (newest first) or the newer (oldest first).
-    let away = |from: i64, by: i64| if b.newest() { from.saturating_sub(by) } else { from.saturating_add(by) };
     let mut t = match (b.is_time_itself(), kth_time(table, columns, range, b, k)) {
         // Rows by their time: from where the partitions put the k-th newest (oldest) row.
         (true, Some(kth)) if b.newest() => kth,
         (true, Some(kth)) => kth.saturating_add(1),
-        _ if b.newest() => away(edge, (steps - 1).saturating_mul(width)),
-        _ => away(start, steps.saturating_mul(width)),
+        _ if b.newest() => reach.away(edge, (steps - 1).saturating_mul(width)),
+        _ => reach.away(start, steps.saturating_mul(width)),
     };
-    let mut last: Option<i64> = None;
+    let (mut last, mut found) = (None, None);
     loop {
         let Some(bound) = floor(t)? else { return whole(ctx, input, keys, k) };
         let (lo, hi) = if b.newest() { (bound, i64::MAX) } else { (i64::MIN, bound.saturating_sub(1)) };
         let covers = lo <= range.ts_lo && hi >= range.ts_hi;
         let moved = last.is_none_or(|l| if b.newest() { bound < l } else { bound > l });
-        let past_half = if b.newest() { bound < half } else { bound > half };
-        if covers || !moved || past_half {
+        if covers || !moved || reach.too_far(bound, found == Some(0)) {
             return whole(ctx, input, keys, k);
         }
         // Boxed: the profile knows a node by its address, which a move into `tried` would change.
@@ -70,13 +66,44 @@ pub fn top(ctx: &ExecContext, input: &Plan, keys: &[SortKey], k: usize, b: &Buck
             return sort::sorted(ctx, out, keys, Some(k));
         }
         tried.push(narrowed);
-        // The span from the edge grown by what the rows found so far say is missing (twice
-        // that, at least twice, at most 64 times: a filter that few rows pass, or none yet),
-        // at least one bucket more.
-        let grow = if out.rows == 0 { MAX_GROWTH } else { (2 * k).div_ceil(out.rows).clamp(2, MAX_GROWTH) };
-        let span = i64::try_from(edge.abs_diff(bound)).unwrap_or(i64::MAX).max(width);
-        t = away(bound, span.saturating_mul(grow as i64 - 1));
-        last = Some(bound);
+        t = reach.next(bound, out.rows, k, width);
+        (last, found) = (Some(bound), Some(out.rows));
+    }
+}
+
+/// Where the windows reach: from the edge (the newest time, or the oldest) toward the far end
+/// of the rows' times.
+struct Reach {
+    edge: i64,
+    far: i64,
+    newest: bool,
+}
+
+impl Reach {
+    /// `by` away from `from`, toward the far end (the older rows when the newest come first).
+    fn away(&self, from: i64, by: i64) -> i64 {
+        if self.newest {
+            from.saturating_sub(by)
+        } else {
+            from.saturating_add(by)
+        }
+    }
+
+    /// Whether a window out to `bound` reads about as much as all the rows cost: past half way
+    /// to the far end, or past an eighth of the way when the last window found no row (then
+    /// nothing says where the answer lies, and the attempts before the whole would be waste).
+    fn too_far(&self, bound: i64, found_none: bool) -> bool {
+        let span = self.edge.abs_diff(self.far);
+        self.edge.abs_diff(bound) > if found_none { span / 8 } else { span / 2 }
+    }
+
+    /// The next window's bound after one out to `bound` found `found` of the `k` rows wanted:
+    /// its span from the edge grown by what is missing (twice that, at least twice, at most
+    /// [`MAX_GROWTH`] times: a filter few rows pass, or none yet), at least a bucket (`width`).
+    fn next(&self, bound: i64, found: usize, k: usize, width: i64) -> i64 {
+        let grow = if found == 0 { MAX_GROWTH } else { (2 * k).div_ceil(found).clamp(2, MAX_GROWTH) };
+        let span = i64::try_from(self.edge.abs_diff(bound)).unwrap_or(i64::MAX).max(width);
+        self.away(bound, span.saturating_mul(grow as i64 - 1))
     }
 }
 

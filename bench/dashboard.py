@@ -1,0 +1,105 @@
+#!/usr/bin/env python3
+"""The small queries a dashboard polls, from Python in process, beside DuckDB and Polars in
+one run: the latest trade of a symbol, the newest rows of the table (under no filter, a filter
+many rows pass and one few pass), the last price and the trade count by symbol. What they
+cost is the fixed cost of a query, not a pass over the table: ZeptoDB reads the newest rows
+of a time-sorted partition first (`TimeTopN`) and a GROUP BY of the symbol with only
+`count(*)`/`first`/`last` at each partition's ends.
+
+One data set of `gen_data.py` trades (made into target/bench-data/ when missing, as
+bench/growth.py makes it); every engine reads the same Parquet file into memory first
+(ZeptoDB through `COPY`), then answers each query `--iters` times: medians in microseconds,
+the result converted to Arrow as each engine's users would (`.to_arrow()`,
+`.to_arrow_table()`, the Polars frame itself), results checked to agree. Progress goes to
+stderr.
+
+    .venv/bin/python bench/dashboard.py [--rows 1000000] [--symbols 100] [--iters 500]
+"""
+import argparse
+import os
+import statistics
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "python"))
+from growth import dataset  # noqa: E402
+from report import md_table  # noqa: E402
+
+SYM = "S001"
+# (name, SQL for ZeptoDB and DuckDB, the Polars query on a frame `t`)
+QUERIES = [
+    ("latest trade of a symbol", f"SELECT * FROM trades WHERE sym = '{SYM}' ORDER BY ts DESC LIMIT 1",
+     lambda pl, t: t.filter(pl.col("sym") == SYM).sort("ts", descending=True).head(1)),
+    ("newest 10 rows", "SELECT * FROM trades ORDER BY ts DESC LIMIT 10",
+     lambda pl, t: t.sort("ts", descending=True).head(10)),
+    ("newest 10 rows, size > 1000", "SELECT * FROM trades WHERE size > 1000 ORDER BY ts DESC LIMIT 10",
+     lambda pl, t: t.filter(pl.col("size") > 1000).sort("ts", descending=True).head(10)),
+    ("newest 10 rows, size > 4000", "SELECT * FROM trades WHERE size > 4000 ORDER BY ts DESC LIMIT 10",
+     lambda pl, t: t.filter(pl.col("size") > 4000).sort("ts", descending=True).head(10)),
+    ("last price by symbol", "SELECT sym, last(price) AS price FROM trades GROUP BY sym",
+     lambda pl, t: t.group_by("sym").agg(pl.col("price").last())),
+    ("trades by symbol", "SELECT sym, count(*) AS n FROM trades GROUP BY sym",
+     lambda pl, t: t.group_by("sym").agg(pl.len().alias("n"))),
+]
+
+
+def timed(f, iters: int):
+    for _ in range(min(20, iters)):
+        f()
+    us = []
+    for _ in range(iters):
+        t = time.perf_counter()
+        f()
+        us.append((time.perf_counter() - t) * 1e6)
+    return statistics.median(us)
+
+
+def canonical(table) -> list:
+    """Rows as sorted tuples (symbols as text), floats rounded: comparable across engines."""
+    cols = [c.to_pylist() for c in table.columns]
+    rows = [tuple(round(v, 6) if isinstance(v, float) else str(v) for v in r) for r in zip(*cols)]
+    return sorted(rows)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rows", type=int, default=1_000_000)
+    ap.add_argument("--symbols", type=int, default=100)
+    ap.add_argument("--iters", type=int, default=500)
+    a = ap.parse_args()
+    path = os.path.join(dataset(a.rows, a.symbols), "trades.parquet")
+
+    import duckdb
+    import polars as pl
+    import zeptodb
+
+    con = duckdb.connect()
+    con.execute(f"CREATE TABLE trades AS SELECT * FROM read_parquet('{path}')")
+    frame = pl.read_parquet(path)
+    db = zeptodb.connect()
+    db.execute("CREATE TABLE trades (ts TIMESTAMP, sym SYMBOL, price DOUBLE, size BIGINT)")
+    db.execute(f"COPY trades FROM '{path}'")
+    engines = {
+        "DuckDB": lambda sql, q: con.sql(sql).to_arrow_table(),
+        "Polars": lambda sql, q: q(pl, frame).to_arrow(),
+        "ZeptoDB": lambda sql, q: db.sql(sql).to_arrow(),
+    }
+    rows = []
+    for name, sql, q in QUERIES:
+        us, answers = {}, {}
+        for engine, run in engines.items():
+            answers[engine] = canonical(run(sql, q))
+            us[engine] = timed(lambda: run(sql, q), a.iters)
+            print(f"dashboard: {engine} {name}: {us[engine]:.1f} us", file=sys.stderr)
+        best = min(us["DuckDB"], us["Polars"])
+        agree = "yes" if answers["DuckDB"] == answers["Polars"] == answers["ZeptoDB"] else "NO"
+        rows.append([name, f"{us['DuckDB']:.1f}", f"{us['Polars']:.1f}", f"{us['ZeptoDB']:.1f}",
+                     f"{us['ZeptoDB'] / best:.3f}", agree])
+    print(f"\n{a.rows:,} trades over {a.symbols:,} symbols, in process from Python, medians us\n")
+    md_table(["query", "DuckDB", "Polars", "ZeptoDB", "ratio to best peer", "results agree"], rows, "<>>>><")
+
+
+if __name__ == "__main__":
+    main()
