@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """The small queries a dashboard polls, from Python in process, beside DuckDB and Polars in
 one run: the latest trade of a symbol, the newest rows of the table (under no filter, a filter
-many rows pass and one few pass), the last price and the trade count by symbol. What they
-cost is the fixed cost of a query, not a pass over the table: ZeptoDB reads the newest rows
-of a time-sorted partition first (`TimeTopN`) and a GROUP BY of the symbol with only
-`count(*)`/`first`/`last` at each partition's ends.
+many rows pass and one few pass), the highest prices and largest trades, the last price and
+the trade count by symbol. ZeptoDB reads the newest rows of a time-sorted partition first
+(`TimeTopN`), keeps a TopN's rows by a threshold on its first key partition by partition, and
+reads a GROUP BY of the symbol with only `count(*)`/`first`/`last` at each partition's ends.
 
 One data set of `gen_data.py` trades (made into target/bench-data/ when missing, as
 bench/growth.py makes it); every engine reads the same Parquet file into memory first
@@ -38,6 +38,10 @@ QUERIES = [
      lambda pl, t: t.filter(pl.col("size") > 1000).sort("ts", descending=True).head(10)),
     ("newest 10 rows, size > 4000", "SELECT * FROM trades WHERE size > 4000 ORDER BY ts DESC LIMIT 10",
      lambda pl, t: t.filter(pl.col("size") > 4000).sort("ts", descending=True).head(10)),
+    ("10 highest prices", "SELECT * FROM trades ORDER BY price DESC LIMIT 10",
+     lambda pl, t: t.sort("price", descending=True).head(10)),
+    ("10 largest trades, oldest first", "SELECT * FROM trades ORDER BY size DESC, ts LIMIT 10",
+     lambda pl, t: t.sort(["size", "ts"], descending=[True, False]).head(10)),
     ("last price by symbol", "SELECT sym, last(price) AS price FROM trades GROUP BY sym",
      lambda pl, t: t.group_by("sym").agg(pl.col("price").last())),
     ("trades by symbol", "SELECT sym, count(*) AS n FROM trades GROUP BY sym",

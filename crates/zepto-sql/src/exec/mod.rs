@@ -31,6 +31,7 @@ mod scan;
 mod scan_filter;
 mod setops;
 pub mod sort;
+mod topn;
 mod window;
 mod window_join;
 
@@ -257,9 +258,15 @@ fn sort_node(
     Ok(match (how, limit) {
         (SortHow::Ann(a), _) => ("AnnTopN", sort::sorted(ctx, ann_input(ctx, input, a)?, keys, limit)?),
         (SortHow::Buckets(b), Some(k)) => (b.name(), bucket_topn::top(ctx, input, keys, k, b)?),
-        (SortHow::Full | SortHow::Buckets(_), _) => {
-            (if limit.is_some() { "TopN" } else { "Sort" }, sort::sorted(ctx, run(ctx, input)?, keys, limit)?)
+        (SortHow::Full, Some(k)) => {
+            // The input's chunks as they are: no copy of the table to keep `k` rows.
+            let chunks = run_chunks(ctx, input)?;
+            match topn::top(ctx, &chunks, keys, k)? {
+                Some(b) => ("TopN", b),
+                None => ("TopN", sort::sorted(ctx, concat_chunks(chunks), keys, limit)?),
+            }
         }
+        (SortHow::Full | SortHow::Buckets(_), None) => ("Sort", sort::sorted(ctx, run(ctx, input)?, keys, limit)?),
     })
 }
 

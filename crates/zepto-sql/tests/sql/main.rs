@@ -31,6 +31,7 @@ mod system_catalogs;
 mod tenant_scope;
 mod time_topn;
 mod time_zones;
+mod topn;
 mod txn;
 mod vector_index;
 mod vectors;
