@@ -107,9 +107,9 @@ impl Reach {
     }
 }
 
-/// The TopN over all of `input`, as a plain sort would run it.
+/// The TopN over all of `input`, as a plain TopN runs it.
 fn whole(ctx: &ExecContext, input: &Plan, keys: &[SortKey], k: usize) -> Result<Batch> {
-    sort::sorted(ctx, run(ctx, input)?, keys, Some(k))
+    super::top_rows(ctx, input, keys, k)
 }
 
 /// The one scan under `input` (a chain of single-input nodes down to it).

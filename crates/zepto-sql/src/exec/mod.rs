@@ -258,16 +258,19 @@ fn sort_node(
     Ok(match (how, limit) {
         (SortHow::Ann(a), _) => ("AnnTopN", sort::sorted(ctx, ann_input(ctx, input, a)?, keys, limit)?),
         (SortHow::Buckets(b), Some(k)) => (b.name(), bucket_topn::top(ctx, input, keys, k, b)?),
-        (SortHow::Full, Some(k)) => {
-            // The input's chunks as they are: no copy of the table to keep `k` rows.
-            let chunks = run_chunks(ctx, input)?;
-            match topn::top(ctx, &chunks, keys, k)? {
-                Some(b) => ("TopN", b),
-                None => ("TopN", sort::sorted(ctx, concat_chunks(chunks), keys, limit)?),
-            }
-        }
+        (SortHow::Full, Some(k)) => ("TopN", top_rows(ctx, input, keys, k)?),
         (SortHow::Full | SortHow::Buckets(_), None) => ("Sort", sort::sorted(ctx, run(ctx, input)?, keys, limit)?),
     })
+}
+
+/// The first `k` rows of `input` by `keys`, from its chunks as they are (`topn.rs`: no copy of
+/// the table to keep `k` rows), or sorting them all where the first key has no ranks.
+fn top_rows(ctx: &ExecContext, input: &Plan, keys: &[crate::plan::SortKey], k: usize) -> Result<Batch> {
+    let chunks = run_chunks(ctx, input)?;
+    match topn::top(ctx, &chunks, keys, k)? {
+        Some(b) => Ok(b),
+        None => sort::sorted(ctx, concat_chunks(chunks), keys, Some(k)),
+    }
 }
 
 /// A `Filter` node's rows as one batch: fused with the scan under it when there is one.
