@@ -33,7 +33,8 @@ const MIN_SHARE: usize = 16;
 pub fn top(ctx: &ExecContext, chunks: &[Batch], keys: &[SortKey], k: usize) -> Result<Option<Batch>> {
     let rows: usize = chunks.iter().map(|b| b.rows).sum();
     let Some(first) = keys.first() else { return Ok(None) };
-    if k == 0 || k.saturating_mul(MIN_SHARE) > rows {
+    // Rows are kept by their u32 positions in a chunk.
+    if k == 0 || k.saturating_mul(MIN_SHARE) > rows || chunks.iter().any(|b| b.rows > u32::MAX as usize) {
         return Ok(None);
     }
     let shared = AtomicU64::new(u64::MAX);
