@@ -78,7 +78,7 @@ pub enum AggHow {
         /// Each partition is one group (the partition key is the only key) and every aggregate
         /// reads a few rows of a group (`count(*)`, `first`, `last`): the work is a fixed cost
         /// per partition, not a pass over its rows, so the executor weighs partitions by that
-        /// cost, not by their rows ([`ends_only`]).
+        /// cost, not by their rows (`ends_only`).
         ends: bool,
     },
     /// Row groups of the Parquet history and in-memory partitions into partial aggregate
