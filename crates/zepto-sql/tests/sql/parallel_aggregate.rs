@@ -252,3 +252,36 @@ fn partitions_read_at_their_ends_answer_as_hashed() {
         }
     }
 }
+
+/// `max(ts)` and `min(ts)` of the designated timestamp run as `last(ts)` and `first(ts)` (a
+/// group's end rows): the same answers as the plain extremes of the same times (an expression
+/// of them, which is not rewritten), with NULL times, over every GROUP BY path, under filters;
+/// by symbol alone they are read at the partitions' ends. (Keyless, they fold as before.)
+#[test]
+fn extremes_of_the_timestamp_answer_as_plain_extremes() {
+    let mut rng = Rng::new(0x2545_f491_4f6c_dd1d);
+    for syms in [3, 200] {
+        let e = Engine::new().with_parallel_min_rows(0);
+        e.execute("CREATE TABLE t (ts TIMESTAMP, sym SYMBOL, venue VARCHAR, px DOUBLE, n BIGINT)").expect("t");
+        for _ in 0..3 {
+            e.execute(&format!("INSERT INTO t VALUES {}", values(&mut rng, 800, syms))).expect("rows");
+        }
+        for (keys, group) in
+            [("sym,", "GROUP BY sym"), ("venue,", "GROUP BY venue"), ("sym, venue,", "GROUP BY sym, venue")]
+        {
+            for filter in ["", "WHERE n > 300", "WHERE px IS NULL"] {
+                let ends = format!("SELECT {keys} max(ts), min(ts), count(*) FROM t {filter} {group}");
+                let plain = format!(
+                    "SELECT {keys} max(ts + INTERVAL 0 SECOND), min(ts + INTERVAL 0 SECOND), count(*) FROM t {filter} {group}"
+                );
+                assert!(explain(&e, &ends).contains("last, first"), "{ends}\n{}", explain(&e, &ends));
+                assert_eq!(rows(&e, &ends), rows(&e, &plain), "{syms} symbols: {ends}");
+            }
+        }
+        let by_sym = "SELECT sym, max(ts) FROM t GROUP BY sym";
+        assert!(explain(&e, by_sym).contains("read at its ends"), "{}", explain(&e, by_sym));
+        // DISTINCT and window aggregates keep their own function.
+        let distinct = "SELECT sym, max(DISTINCT ts) FROM t GROUP BY sym";
+        assert!(explain(&e, distinct).contains("aggs=[max]"), "{}", explain(&e, distinct));
+    }
+}

@@ -994,6 +994,8 @@ impl Binder {
         for e in collect_agg_exprs(items, s, order_by) {
             let Expr::Func(f) = &e else { continue };
             let call = self.bind_agg_call(f, scope, None)?;
+            // Keyless, the extremes fold in place (`exec/keyless.rs`), which ends do not.
+            let call = if keys.is_empty() { call } else { time_extreme_as_end(call, scope) };
             calls.push((e.to_string(), call));
         }
         let ctx = AggCtx { keys: key_info, aggs: calls.iter().map(|(t, c)| (t.clone(), c.ty)).collect() };
@@ -1669,4 +1671,30 @@ fn implicit_keys(items: &[Item], scope: &[Field]) -> Vec<Expr> {
         }
     }
     keys
+}
+
+/// `max(ts)` and `min(ts)` of the designated timestamp in a GROUP BY, as `last(ts)` and
+/// `first(ts)` (the time at a group's latest or earliest row by that same timestamp): the same
+/// value, NULL times skipped by both, and NULL for a group without a time. In a partition,
+/// where rows keep time order, those read a group's end row instead of all its rows (`SELECT
+/// sym, max(ts) ... GROUP BY sym` reads 100 rows, not 1M). Not for window aggregates, whose
+/// `last` follows the window's order, nor DISTINCT, nor without GROUP BY keys (the caller).
+fn time_extreme_as_end(call: AggCall, scope: &[Field]) -> AggCall {
+    let end = match call.func {
+        AggFunc::Max => AggFunc::Last,
+        AggFunc::Min => AggFunc::First,
+        _ => return call,
+    };
+    match call.args.as_slice() {
+        // The one designated timestamp in scope (a join's two sides may each bring one).
+        [BExpr::Col(i, DataType::Timestamp)]
+            if !call.distinct
+                && scope.get(*i).is_some_and(|f| f.designated_ts)
+                && scope.iter().filter(|f| f.designated_ts).count() == 1 =>
+        {
+            let order = Some(BExpr::Col(*i, DataType::Timestamp));
+            AggCall { func: end, order, ..call }
+        }
+        _ => call,
+    }
 }
