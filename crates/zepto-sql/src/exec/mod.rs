@@ -221,7 +221,8 @@ pub(crate) fn rows_passing(ctx: &ExecContext, b: &Batch, preds: &[&BExpr]) -> Re
 }
 
 /// A filter over a scan, run fused ([`scan_filter`]): a batch per run of the scan's units, as
-/// the scan alone hands them out, of the rows `pred` keeps.
+/// the scan alone hands them out, of the rows `pred` keeps. The runs are filtered on every
+/// core: a TopN or a projection over a filter that keeps few rows is the filter's time.
 fn filtered_scan(
     ctx: &ExecContext,
     table: &zepto_storage::Table,
@@ -229,7 +230,15 @@ fn filtered_scan(
     range: &crate::plan::ScanRange,
     pred: &BExpr,
 ) -> Result<Vec<Batch>> {
-    per_run(table, range, |run| scan_filter::filtered_run(ctx, table, columns, run, pred))
+    let us = scan::units(table, range);
+    if us.is_empty() {
+        return Ok(vec![scan_filter::filtered_run::<scan::Unit>(ctx, table, columns, &[], pred)?]);
+    }
+    let rows = us.iter().map(scan::ScanPart::rows).sum();
+    let one = |c: &ExecContext, run: &&[scan::Unit]| {
+        scan_filter::filtered_run(c, table, columns, &run.iter().collect::<Vec<_>>(), pred)
+    };
+    ctx.par_map(&bundle::output_runs(&us), rows, one)
 }
 
 /// `batch` of each output run of the units a scan of `table` over `range` reads

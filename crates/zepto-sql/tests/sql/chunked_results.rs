@@ -132,3 +132,38 @@ fn chunked_results_equal_one_batch() {
         assert_eq!(seen.len(), 1, "now() took {} values", seen.len());
     }
 }
+
+/// A filter over a scan filters the scan's runs on every core: the same rows in the same
+/// batches' order as on one core, for partitions large enough to run alone and small ones run
+/// together, and an error in any run fails the whole query on both.
+#[test]
+fn filtered_scans_on_every_core_match_one_core() {
+    let mut rng = Rng::new(0x9e37_79b9_7f4a_7c15);
+    let (par, one) = (Engine::new().with_parallel_min_rows(0), Engine::new().with_parallel_min_rows(usize::MAX));
+    // Three symbols of thousands of rows (a run each) and forty of a few (runs of many).
+    let mut batches = vec![values(&mut rng, 6000, 3)];
+    batches.extend((0..4).map(|_| values(&mut rng, 300, 40).replace("'S", "'T")));
+    for e in [&par, &one] {
+        e.execute("CREATE TABLE t (ts TIMESTAMP, sym SYMBOL, x DOUBLE)").expect("t");
+        for rows in &batches {
+            e.execute(&format!("INSERT INTO t VALUES {rows}")).expect("rows");
+        }
+    }
+    for sql in [
+        "SELECT * FROM t WHERE x > 40",
+        "SELECT sym, x FROM t WHERE x < 5 OR sym = 'T7'",
+        "SELECT ts, x * 2 AS y FROM t WHERE x > 90 AND ts > TIMESTAMP '2024-01-02 09:40:00'",
+        "SELECT * FROM t WHERE x > 1000",
+        "SELECT * FROM t WHERE x > 3 ORDER BY x DESC, ts, sym LIMIT 7",
+        "SELECT * FROM t WHERE x IS NULL ORDER BY ts DESC LIMIT 5",
+    ] {
+        let (a, b) = (par.execute(sql).expect(sql), one.execute(sql).expect(sql));
+        assert!(a.row_count() > 0 || sql.contains("1000"), "{sql}: rows expected");
+        assert_eq!(lines(&a), lines(&b), "{sql}");
+    }
+    // Symbols that are not numbers: the cast fails in some runs, and so does the query.
+    let bad = "SELECT * FROM t WHERE CAST(replace(CAST(sym AS VARCHAR), 'S', '') AS BIGINT) > 0";
+    for e in [&par, &one] {
+        assert!(e.execute(bad).is_err(), "{bad}: 'T..' symbols do not cast");
+    }
+}
