@@ -8,7 +8,7 @@
 //! keep five groups. The first window is the limit's number of buckets back from the newest
 //! time in range (exact for fixed-width buckets when no bucket is empty), so one aggregate of
 //! a few thousand rows usually answers it. Rows by their time itself (`TimeTopN`) start from
-//! where the partitions put their `k`-th newest row instead ([`kth_time`]): the latest trade
+//! where the partitions put their `k`-th newest row instead ([`Ends::kth`]): the latest trade
 //! of a symbol read 96k rows to keep one.
 
 use super::{run, sort, Batch, ExecContext};
@@ -28,9 +28,8 @@ pub fn top(ctx: &ExecContext, input: &Plan, keys: &[SortKey], k: usize, b: &Buck
     let Some(Plan::Scan { table, columns, range }) = scan_of(input) else { return whole(ctx, input, keys, k) };
     // Past the newest row (for the newest buckets): the first window may hold fewer buckets
     // than it could, never a part of one.
-    let (Some(edge), Some(far)) =
-        (edge_time(table, columns, range, b.ts(), b.newest()), edge_time(table, columns, range, b.ts(), !b.newest()))
-    else {
+    let kth = b.is_time_itself().then_some(k);
+    let Some(Ends { edge, far, kth }) = ends(table, columns, range, b.ts(), b.newest(), kth) else {
         return whole(ctx, input, keys, k);
     };
     let reach = Reach { edge, far, newest: b.newest() };
@@ -42,20 +41,21 @@ pub fn top(ctx: &ExecContext, input: &Plan, keys: &[SortKey], k: usize, b: &Buck
     // Attempts stay alive to the end, so no node of a later one reuses an earlier one's
     // address in the run's profile.
     let mut tried: Vec<Box<Plan>> = Vec::new();
-    let mut t = match (b.is_time_itself(), kth_time(table, columns, range, b, k)) {
+    let mut t = match kth {
         // Rows by their time: from where the partitions put the k-th newest (oldest) row.
-        (true, Some(kth)) if b.newest() => kth,
-        (true, Some(kth)) => kth.saturating_add(1),
+        Some(kth) if b.newest() => kth,
+        Some(kth) => kth.saturating_add(1),
         _ if b.newest() => reach.away(edge, (steps - 1).saturating_mul(width)),
         _ => reach.away(start, steps.saturating_mul(width)),
     };
-    let (mut last, mut found) = (None, None);
+    // The last window's bound and the rows it found.
+    let mut last: Option<(i64, usize)> = None;
     loop {
         let Some(bound) = floor(t)? else { return whole(ctx, input, keys, k) };
         let (lo, hi) = if b.newest() { (bound, i64::MAX) } else { (i64::MIN, bound.saturating_sub(1)) };
         let covers = lo <= range.ts_lo && hi >= range.ts_hi;
-        let moved = last.is_none_or(|l| if b.newest() { bound < l } else { bound > l });
-        if covers || !moved || reach.too_far(bound, found == Some(0)) {
+        let moved = last.is_none_or(|(l, _)| if b.newest() { bound < l } else { bound > l });
+        if covers || !moved || reach.too_far(bound, matches!(last, Some((_, 0)))) {
             return whole(ctx, input, keys, k);
         }
         // Boxed: the profile knows a node by its address, which a move into `tried` would change.
@@ -67,7 +67,7 @@ pub fn top(ctx: &ExecContext, input: &Plan, keys: &[SortKey], k: usize, b: &Buck
         }
         tried.push(narrowed);
         t = reach.next(bound, out.rows, k, width);
-        (last, found) = (Some(bound), Some(out.rows));
+        last = Some((bound, out.rows));
     }
 }
 
@@ -140,41 +140,53 @@ fn within(input: &Plan, lo: i64, hi: i64) -> Plan {
     }
 }
 
-/// A time at or past the newest (or before the oldest) designated time (at scan position `ts`)
-/// of the rows a scan of `table` over `range` reads, and within the range's bound: one read per
-/// partition (its last or first time), no search. `None` when no partition has a time.
-fn edge_time(table: &Table, columns: &[usize], range: &ScanRange, ts: usize, newest: bool) -> Option<i64> {
-    let tc = *columns.get(ts)?;
-    let times = super::scan::partitions(table, range).into_iter().filter_map(|p| {
-        let ts = p.i64_values(tc)?;
-        // NULL times sort first: the last slot is a time unless every one is NULL.
-        let nulls = p.null_prefix(tc);
-        (nulls < ts.len()).then(|| if newest { ts[ts.len() - 1] } else { ts[nulls] })
-    });
-    if newest {
-        times.max().map(|t| t.min(range.ts_hi))
-    } else {
-        times.min().map(|t| t.max(range.ts_lo))
-    }
+/// Where the rows a scan reads lie in time, from one visit to each partition.
+struct Ends {
+    /// A time at or past the newest (or before the oldest) designated time, within the
+    /// range's bound.
+    edge: i64,
+    /// The same at the other end.
+    far: i64,
+    /// For rows by their time (asked for `k`): the latest (newest first) of the partitions'
+    /// `k`-th newest times in range, or the earliest of their `k`-th oldest, so that the first
+    /// window holds `k` rows of one partition at least when one has them (a partition with
+    /// fewer offers its oldest, or newest, time). `None` when no partition has a time in range.
+    kth: Option<i64>,
 }
 
-/// For rows by their time: the latest (newest first) of the partitions' `k`-th newest times in
-/// the scan's range, or the earliest of their `k`-th oldest, so that the first window holds `k`
-/// rows of one partition at least when one has them (a partition with fewer offers its oldest,
-/// or newest, time). Two searches per partition. `None` when no partition has a time in range.
-fn kth_time(table: &Table, columns: &[usize], range: &ScanRange, b: &BucketTopN, k: usize) -> Option<i64> {
-    let tc = *columns.get(b.ts())?;
-    let times = super::scan::partitions(table, range).into_iter().filter_map(|p| {
+/// [`Ends`] of the rows a scan of `table` over `range` reads (designated time at scan position
+/// `ts`; `newest`: the edge is the newest end): each partition's first and last time read (no
+/// search), and with `kth` two searches of it. `None` when no partition has a time.
+fn ends(
+    table: &Table,
+    columns: &[usize],
+    range: &ScanRange,
+    ts: usize,
+    newest: bool,
+    kth: Option<usize>,
+) -> Option<Ends> {
+    let tc = *columns.get(ts)?;
+    let (mut lo, mut hi, mut at_k): (Option<i64>, Option<i64>, Option<i64>) = (None, None, None);
+    let pick = |a: Option<i64>, t: i64, max: bool| Some(a.map_or(t, |a| if max { a.max(t) } else { a.min(t) }));
+    for p in super::scan::partitions(table, range) {
+        let Some(v) = p.i64_values(tc) else { continue };
+        // NULL times sort first: the last slot is a time unless every one is NULL.
+        let nulls = p.null_prefix(tc);
+        if nulls >= v.len() {
+            continue;
+        }
+        (lo, hi) = (pick(lo, v[nulls], false), pick(hi, v[v.len() - 1], true));
+        let Some(k) = kth else { continue };
         let r = p.ts_range(tc, range.ts_lo, range.ts_hi);
-        let take = k.min(r.len()).checked_sub(1)?;
-        let at = if b.newest() { r.end - 1 - take } else { r.start + take };
-        p.i64_values(tc)?.get(at).copied()
-    });
-    if b.newest() {
-        times.max()
-    } else {
-        times.min()
+        let Some(take) = k.min(r.len()).checked_sub(1) else { continue };
+        let i = if newest { r.end - 1 - take } else { r.start + take };
+        if let Some(&t) = v.get(i) {
+            at_k = pick(at_k, t, newest);
+        }
     }
+    let (lo, hi) = (lo?.max(range.ts_lo), hi?.min(range.ts_hi));
+    let (edge, far) = if newest { (hi, lo) } else { (lo, hi) };
+    Some(Ends { edge, far, kth: at_k })
 }
 
 /// The start of the bucket holding time `t`: the bucket expression over one row whose
