@@ -69,6 +69,15 @@ impl SumAvg {
         }
     }
 
+    /// The first rows of a state with no group yet, NULL-free runs of integers (a bar's
+    /// volume): each run's sum and length become its group's state as they come, with no pass
+    /// adding them into zeros.
+    fn first_runs(&mut self, v: &[i64], starts: &[u32]) {
+        debug_assert!(self.cnt.is_empty() && self.ints);
+        self.isum = run_sums_i64(v, starts);
+        self.cnt = runs(starts, v.len()).map(|(s, e)| (e - s) as i64).collect();
+    }
+
     /// HUGEINT inputs (a sum of sums): each addition checked.
     fn update_i128(&mut self, x: &Column, v: &[i128], rows: Rows) -> Result<()> {
         let mut add = |g: usize, i: usize| -> Result<()> {
@@ -163,8 +172,16 @@ impl Accumulator for SumAvg {
         match int_values(x) {
             Some(v) => {
                 self.ints = true;
-                self.grow(ngroups);
-                self.update_ints(x, &v, rows);
+                match rows {
+                    Rows::Runs { starts, n } if self.cnt.is_empty() && x.validity().is_none() => {
+                        self.first_runs(&v[..n], starts);
+                        self.grow(ngroups);
+                    }
+                    _ => {
+                        self.grow(ngroups);
+                        self.update_ints(x, &v, rows);
+                    }
+                }
             }
             None => {
                 let v = to_f64(x)?;
@@ -225,6 +242,11 @@ impl Accumulator for SumAvg {
             )
         } else if self.ty == DataType::Float64 {
             ColumnData::Float64(self.sums_f64().collect())
+        } else if self.ty == DataType::Int128 && valid.is_none() {
+            // Every group has a value: the exact sums are the result as they are (the state
+            // left empty, not half taken).
+            self.cnt.clear();
+            ColumnData::Int128(std::mem::take(&mut self.isum).into())
         } else {
             self.int_result(self.isum.iter().zip(&self.cnt).map(|(&s, &c)| (s, c > 0)))?
         };
