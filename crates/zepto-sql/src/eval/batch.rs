@@ -91,7 +91,7 @@ fn flags_word(flags: &[bool]) -> u64 {
 }
 
 /// The positions `base + k` of the bits set in `word` (of `len` ≤ 64 bits), in order.
-fn push_set_bits(out: &mut Vec<u32>, mut word: u64, base: usize, len: usize) {
+pub(super) fn push_set_bits(out: &mut Vec<u32>, mut word: u64, base: usize, len: usize) {
     let full = if len == 64 { u64::MAX } else { (1u64 << len) - 1 };
     if word == full {
         out.extend((base..base + len).map(|i| i as u32));

@@ -207,11 +207,11 @@ pub(crate) fn rows_passing(ctx: &ExecContext, b: &Batch, preds: &[&BExpr]) -> Re
     let mut kept: Option<Vec<u32>> = None;
     for pred in preds {
         let rows = match &kept {
-            None => mask_indices(&*eval::eval(ctx, pred, b)?),
+            None => eval::selection(ctx, pred, b)?,
             Some(prev) if prev.is_empty() => break,
             Some(prev) => {
                 let sub = b.take(prev);
-                let hit = mask_indices(&*eval::eval(ctx, pred, &sub)?);
+                let hit = eval::selection(ctx, pred, &sub)?;
                 hit.iter().filter_map(|&j| prev.get(j as usize).copied()).collect()
             }
         };
@@ -295,8 +295,8 @@ fn filter_node(ctx: &ExecContext, input: &Plan, pred: &BExpr) -> Result<Batch> {
 
 /// The rows of `b` where `pred` holds.
 fn filter(ctx: &ExecContext, b: &Batch, pred: &BExpr) -> Result<Batch> {
-    let m = eval::eval(ctx, pred, b)?;
-    Ok(b.filter(&m))
+    let kept = eval::selection(ctx, pred, b)?;
+    Ok(if kept.len() == b.rows { b.clone() } else { b.take(&kept) })
 }
 
 /// `exprs` over `b`; a plain column reference shares the input column.

@@ -13,7 +13,7 @@
 //! ([`BExpr::is_row_local`]); EXPLAIN prints it on the Filter line.
 
 use super::scan::{column_spans, mark_reads, pieces_batch, span_column, unread, ScanPart};
-use super::{mask_indices, Batch, ExecContext};
+use super::{Batch, ExecContext};
 use crate::error::{Result, SqlError};
 use crate::plan::BExpr;
 use std::ops::Range;
@@ -31,7 +31,8 @@ pub fn filtered_run<S: ScanPart>(
     let shared = matches!(ps, [p] if p.is_shared_whole());
     if shared || ps.is_empty() || columns.is_empty() {
         let b = pieces_batch(table, columns, ps)?;
-        return Ok(b.filter(&*super::eval::eval(ctx, pred, &b)?));
+        let kept = super::eval::selection(ctx, pred, &b)?;
+        return Ok(if kept.len() == b.rows { b } else { b.take(&kept) });
     }
     let mut reads = vec![false; columns.len()];
     mark_reads(pred, &mut reads);
@@ -43,7 +44,7 @@ pub fn filtered_run<S: ScanPart>(
         .map(|(c, &read)| if read { whole(c) } else { Ok(unread(rows)) })
         .collect::<Result<Vec<_>>>()?;
     let probe = Batch::shared(probe, rows);
-    let kept = mask_indices(&*super::eval::eval(ctx, pred, &probe)?);
+    let kept = super::eval::selection(ctx, pred, &probe)?;
     let every = kept.len() == rows;
     let cols = columns
         .iter()

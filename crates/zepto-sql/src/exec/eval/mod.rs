@@ -19,6 +19,12 @@ pub fn eval<'a>(ctx: &ExecContext, e: &'a BExpr, b: &'a Batch) -> Result<Cow<'a,
     crate::eval::eval(e, b, &Replan(ctx))
 }
 
+/// The rows of `b` where `e` holds, ascending ([`crate::eval::selection`]: a column compared
+/// with a number straight to its rows).
+pub fn selection(ctx: &ExecContext, e: &BExpr, b: &Batch) -> Result<Vec<u32>> {
+    crate::eval::selection(e, b, &Replan(ctx))
+}
+
 /// Runs correlated subqueries: planned and executed once per distinct outer tuple.
 struct Replan<'c>(&'c ExecContext);
 
