@@ -333,56 +333,93 @@ fn versus_number<T: SqlOrd + PartialOrd>(op: BinaryOp, x: &[T], c: T) -> Vec<boo
     versus_number!(op, c, T, f => x.iter().map(|&v| f(v)).collect())
 }
 
-/// The rows (ascending) where `x op c` ([`versus_number!`]): sixty-four compares folded into a
-/// word, then its set bits, with no flag per row written and read back.
+/// Whether `x op c` at each row ([`versus_number!`]), as bits handed to `sink` word by word:
+/// word `j` holds rows `64 j..` (row `64 j + k` is bit `k`), sixty-four compares folded into it.
 #[allow(clippy::neg_cmp_op_on_partial_ord)]
 #[multiversion::multiversion(targets("x86_64+avx2"))]
-fn rows_versus_number<T: SqlOrd + PartialOrd>(op: BinaryOp, x: &[T], c: T) -> Vec<u32> {
+fn words_versus_number<T: SqlOrd + PartialOrd>(op: BinaryOp, x: &[T], c: T, sink: &mut dyn FnMut(usize, u64)) {
     #[inline(always)]
-    fn rows<T: Copy>(x: &[T], f: impl Fn(T) -> bool) -> Vec<u32> {
-        let mut out = Vec::new();
-        for (w, chunk) in x.chunks(64).enumerate() {
-            let word = chunk.iter().enumerate().fold(0u64, |m, (k, &v)| m | (u64::from(f(v)) << k));
-            batch::push_set_bits(&mut out, word, w * 64, chunk.len());
+    fn words<T: Copy>(x: &[T], f: impl Fn(T) -> bool, sink: &mut dyn FnMut(usize, u64)) {
+        // Plain loops, no closure of its own: one would be compiled apart, without AVX2.
+        for (j, chunk) in x.chunks(64).enumerate() {
+            let mut word = 0u64;
+            for (k, &v) in chunk.iter().enumerate() {
+                word |= u64::from(f(v)) << k;
+            }
+            sink(j, word);
         }
-        out
     }
-    versus_number!(op, c, T, f => rows(x, f))
+    versus_number!(op, c, T, f => words(x, f, sink))
 }
 
 /// The rows of `b` where `e` holds, ascending (NULL counts as false): [`mask_indices`] of
-/// [`eval`], except that a column without NULLs compared with a number that is no NaN
-/// (`size > 4000`) gives its rows straight from the compares ([`rows_versus_number`]): a
-/// filter that keeps few rows wrote and read back a flag per row, a fifth of its scan.
+/// [`eval`], except where [`held_words`] can say it: comparisons of columns without NULLs with
+/// numbers (`size > 4000`), and ANDs and ORs of them, go from the compares' bits to the rows,
+/// with no flag per row written and read back (a fifth of a filter's scan that keeps few rows).
 pub fn selection(e: &BExpr, b: &Batch, sq: &dyn Subqueries) -> Result<Vec<u32>> {
-    let BExpr::Binary { op, left, right, ty } = e else { return Ok(mask_indices(&*eval(e, b, sq)?)) };
-    if !op.is_comparison() {
+    if !by_words(e, b) {
         return Ok(mask_indices(&*eval(e, b, sq)?));
     }
-    let (l, r) = (eval_opnd(left, b, sq)?, eval_opnd(right, b, sq)?);
-    let fused = match (&l, &r) {
-        (Opnd::Col(x), Opnd::Lit(c)) => rows_versus_constant(*op, x, c),
-        (Opnd::Lit(c), Opnd::Col(x)) => rows_versus_constant(op.flip(), x, c),
-        _ => None,
+    let mut out = Vec::new();
+    held_words(e, b, &mut |j, w| batch::push_set_bits(&mut out, w, j * 64, (b.rows - j * 64).min(64)));
+    Ok(out)
+}
+
+/// `column op constant` (either way round) of a comparison whose column has no NULL and whose
+/// constant is a number of the column's kind (as [`compare`] pairs them), neither NULL nor
+/// NaN: each row is then true or false, never NULL, and one compare says which.
+fn versus_constant<'a>(e: &'a BExpr, b: &'a Batch) -> Option<(BinaryOp, &'a Column, &'a Value)> {
+    let BExpr::Binary { op, left, right, .. } = e else { return None };
+    let (op, i, c) = match (&**left, &**right) {
+        (BExpr::Col(i, _), BExpr::Lit(c, _)) if op.is_comparison() => (*op, *i, c),
+        (BExpr::Lit(c, _), BExpr::Col(i, _)) if op.is_comparison() => (op.flip(), *i, c),
+        _ => return None,
     };
-    match fused {
-        Some(rows) => Ok(rows),
-        None => Ok(mask_indices(&binary(*op, l, r, *ty, left.data_type(), b.rows)?)),
+    let x = &**b.columns.get(i)?;
+    use ColumnData as D;
+    let kind = match (x.data(), c) {
+        (
+            D::Int64(_) | D::Timestamp(_) | D::Interval(_),
+            Value::Int64(_) | Value::Timestamp(_) | Value::Interval(_),
+        ) => true,
+        (D::Int32(_) | D::Date(_), Value::Int32(_) | Value::Date(_)) => true,
+        (D::Float64(_), Value::Float64(k)) => !k.is_nan(),
+        _ => false,
+    };
+    (kind && x.validity().is_none()).then_some((op, x, c))
+}
+
+/// Whether [`held_words`] answers `e` over `b`: a [`versus_constant`] comparison, or an AND or
+/// OR of such (two-valued: no NULL among them).
+fn by_words(e: &BExpr, b: &Batch) -> bool {
+    match e {
+        BExpr::Binary { op: BinaryOp::And | BinaryOp::Or, left, right, .. } => by_words(left, b) && by_words(right, b),
+        e => versus_constant(e, b).is_some(),
     }
 }
 
-/// [`rows_versus_number`] for a column without NULLs of numbers and a constant of its kind that
-/// is neither NULL nor NaN; `None` otherwise (the comparison then runs as [`compare`]).
-fn rows_versus_constant(op: BinaryOp, x: &Column, c: &Value) -> Option<Vec<u32>> {
-    if x.validity().is_some() || c.is_null() {
-        return None;
+/// Where `e` (one that [`by_words`] accepts) holds over `b`, as [`words_versus_number`] hands
+/// bits to `sink`: an AND or OR keeps its left side's words and combines the right's with them
+/// as they come.
+fn held_words(e: &BExpr, b: &Batch, sink: &mut dyn FnMut(usize, u64)) {
+    if let BExpr::Binary { op: op @ (BinaryOp::And | BinaryOp::Or), left, right, .. } = e {
+        let mut l: Vec<u64> = Vec::with_capacity(b.rows.div_ceil(64));
+        held_words(left, b, &mut |_, w| l.push(w));
+        let and = *op == BinaryOp::And;
+        held_words(right, b, &mut |j, w| {
+            let v = l.get(j).copied().unwrap_or(0); // both sides give a word per 64 rows
+            sink(j, if and { v & w } else { v | w })
+        });
+        return;
     }
+    debug_assert!(by_words(e, b), "held_words of an expression by_words refuses");
+    let Some((op, x, c)) = versus_constant(e, b) else { return };
     let (x, c) = (Opnd::Col(Cow::Borrowed(x)), Opnd::Lit(c));
     match (src_i64(&x), src_i64(&c), src_i32(&x), src_i32(&c), src_f64(&x), src_f64(&c)) {
-        (Some(Src::S(v)), Some(Src::C(k)), ..) => Some(rows_versus_number(op, v, k)),
-        (_, _, Some(Src::S(v)), Some(Src::C(k)), ..) => Some(rows_versus_number(op, v, k)),
-        (.., Some(Src::S(v)), Some(Src::C(k))) if !k.is_nan() => Some(rows_versus_number(op, v, k)),
-        _ => None,
+        (Some(Src::S(v)), Some(Src::C(k)), ..) => words_versus_number(op, v, k, sink),
+        (_, _, Some(Src::S(v)), Some(Src::C(k)), ..) => words_versus_number(op, v, k, sink),
+        (.., Some(Src::S(v)), Some(Src::C(k))) => words_versus_number(op, v, k, sink),
+        _ => {}
     }
 }
 
@@ -808,7 +845,8 @@ mod tests {
     /// The rows a filter keeps, through the fused compares or not, are the rows where its
     /// flags are true: every operator, the constant on either side, BIGINT, TIMESTAMP, INTEGER
     /// and DOUBLE columns (NaN, infinities, signed zeros), lengths around the 64-row words,
-    /// NULLs in the column or as the constant, a NaN constant, and a comparison of two columns.
+    /// NULLs in the column or as the constant, a NaN constant, a comparison of two columns, and
+    /// ANDs and ORs of them.
     #[test]
     fn selections_are_the_rows_whose_flags_hold() {
         let mut rng = zepto_storage::rng::XorShift::new(0x2545_f491_4f6c_dd1d);
@@ -845,6 +883,22 @@ mod tests {
                     let e = BExpr::Binary { op, left, right, ty: DataType::Bool };
                     let want = mask_indices(&eval(&e, &b, &NoSubqueries).expect("flags"));
                     assert_eq!(selection(&e, &b, &NoSubqueries).expect("rows"), want, "round {round}: {e:?}");
+                    // ANDs and ORs of it with another comparison (on the other column, or on
+                    // the same one), either way round, and nested.
+                    let other =
+                        BExpr::Binary { op: ops[round % 6], left: col(1 - round % 2), right: c(), ty: DataType::Bool };
+                    let join = |op: BinaryOp, l: &BExpr, r: &BExpr| BExpr::Binary {
+                        op,
+                        left: Box::new(l.clone()),
+                        right: Box::new(r.clone()),
+                        ty: DataType::Bool,
+                    };
+                    let (and, or) = (BinaryOp::And, BinaryOp::Or);
+                    let nested = join(or, &join(and, &e, &other), &join(and, &other, &e));
+                    for e in [join(and, &e, &other), join(and, &other, &e), join(or, &e, &other), nested] {
+                        let want = mask_indices(&eval(&e, &b, &NoSubqueries).expect("flags"));
+                        assert_eq!(selection(&e, &b, &NoSubqueries).expect("rows"), want, "round {round}: {e:?}");
+                    }
                 }
             }
         }
