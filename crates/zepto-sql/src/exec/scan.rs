@@ -227,8 +227,7 @@ impl ScanShape<'_> {
             for later in &self.filters[k + 1..] {
                 mark_reads(later, &mut need);
             }
-            let m = super::eval::eval(ctx, pred, &b)?;
-            let idx = super::mask_indices(&m);
+            let idx = super::eval::selection(ctx, pred, &b)?;
             if idx.len() == b.rows {
                 continue;
             }
