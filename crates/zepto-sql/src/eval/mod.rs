@@ -353,7 +353,7 @@ fn words_versus_number<T: SqlOrd + PartialOrd>(op: BinaryOp, x: &[T], c: T, sink
 }
 
 /// The rows of `b` where `e` holds, ascending (NULL counts as false): [`mask_indices`] of
-/// [`eval`], except where [`held_words`] can say it: comparisons of columns without NULLs with
+/// [`eval`], except where `held_words` can say it: comparisons of columns without NULLs with
 /// numbers (`size > 4000`), and ANDs and ORs of them, go from the compares' bits to the rows,
 /// with no flag per row written and read back (a fifth of a filter's scan that keeps few rows).
 pub fn selection(e: &BExpr, b: &Batch, sq: &dyn Subqueries) -> Result<Vec<u32>> {
