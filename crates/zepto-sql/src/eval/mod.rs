@@ -367,7 +367,8 @@ pub fn selection(e: &BExpr, b: &Batch, sq: &dyn Subqueries) -> Result<Vec<u32>> 
 
 /// `column op constant` (either way round) of a comparison whose column has no NULL and whose
 /// constant is a number of the column's kind (as [`compare`] pairs them), neither NULL nor
-/// NaN: each row is then true or false, never NULL, and one compare says which.
+/// NaN, or a SYMBOL column's (in)equality with a string (its code's, as `compare_strings`
+/// decides it): each row is then true or false, never NULL, and one compare says which.
 fn versus_constant<'a>(e: &'a BExpr, b: &'a Batch) -> Option<(BinaryOp, &'a Column, &'a Value)> {
     let BExpr::Binary { op, left, right, .. } = e else { return None };
     let (op, i, c) = match (&**left, &**right) {
@@ -384,6 +385,7 @@ fn versus_constant<'a>(e: &'a BExpr, b: &'a Batch) -> Option<(BinaryOp, &'a Colu
         ) => true,
         (D::Int32(_) | D::Date(_), Value::Int32(_) | Value::Date(_)) => true,
         (D::Float64(_), Value::Float64(k)) => !k.is_nan(),
+        (D::Symbol { .. }, Value::Str(_)) => matches!(op, BinaryOp::Eq | BinaryOp::NotEq),
         _ => false,
     };
     (kind && x.validity().is_none()).then_some((op, x, c))
@@ -414,12 +416,29 @@ fn held_words(e: &BExpr, b: &Batch, sink: &mut dyn FnMut(usize, u64)) {
     }
     debug_assert!(by_words(e, b), "held_words of an expression by_words refuses");
     let Some((op, x, c)) = versus_constant(e, b) else { return };
+    if let (ColumnData::Symbol { codes, dict }, Value::Str(s)) = (x.data(), c) {
+        // A string the dictionary lacks equals no row.
+        return match dict.code(s) {
+            Some(k) => words_versus_number(op, codes, k, sink),
+            None => every_word(b.rows, op == BinaryOp::NotEq, sink),
+        };
+    }
     let (x, c) = (Opnd::Col(Cow::Borrowed(x)), Opnd::Lit(c));
     match (src_i64(&x), src_i64(&c), src_i32(&x), src_i32(&c), src_f64(&x), src_f64(&c)) {
         (Some(Src::S(v)), Some(Src::C(k)), ..) => words_versus_number(op, v, k, sink),
         (_, _, Some(Src::S(v)), Some(Src::C(k)), ..) => words_versus_number(op, v, k, sink),
         (.., Some(Src::S(v)), Some(Src::C(k))) => words_versus_number(op, v, k, sink),
         _ => {}
+    }
+}
+
+/// The words of `rows` rows that all hold (`every`) or none does, for `sink` as
+/// [`words_versus_number`] hands them (no bit past the last row).
+fn every_word(rows: usize, every: bool, sink: &mut dyn FnMut(usize, u64)) {
+    for j in 0..rows.div_ceil(64) {
+        let len = (rows - j * 64).min(64);
+        let full = if len == 64 { u64::MAX } else { (1u64 << len) - 1 };
+        sink(j, if every { full } else { 0 });
     }
 }
 
@@ -844,7 +863,8 @@ mod tests {
 
     /// The rows a filter keeps, through the fused compares or not, are the rows where its
     /// flags are true: every operator, the constant on either side, BIGINT, TIMESTAMP, INTEGER
-    /// and DOUBLE columns (NaN, infinities, signed zeros), lengths around the 64-row words,
+    /// and DOUBLE columns (NaN, infinities, signed zeros), SYMBOL columns against strings in
+    /// their dictionary and not, lengths around the 64-row words,
     /// NULLs in the column or as the constant, a NaN constant, a comparison of two columns, and
     /// ANDs and ORs of them.
     #[test]
@@ -855,7 +875,7 @@ mod tests {
         for round in 0..200 {
             let n = [0, 1, 63, 64, 65, 130, 1000][round % 7];
             let pick = |rng: &mut zepto_storage::rng::XorShift| rng.below(7) as usize;
-            let (data, lit, ty) = match round % 4 {
+            let (data, lit, ty) = match round % 5 {
                 0 => {
                     let v: Vec<i64> = (0..n).map(|_| rng.below(7) as i64 - 3).collect();
                     (ColumnData::Int64(v.into()), Value::Int64(rng.below(7) as i64 - 3), DataType::Int64)
@@ -868,16 +888,25 @@ mod tests {
                     let v: Vec<i32> = (0..n).map(|_| rng.below(7) as i32 - 3).collect();
                     (ColumnData::Int32(v.into()), Value::Int32(rng.below(7) as i32 - 3), DataType::Int32)
                 }
+                4 => {
+                    // Symbols s0..s4; the constant may be one the dictionary lacks (s5, s6).
+                    let mut sym = zepto_storage::column::ColumnBuilder::new(DataType::Symbol, n);
+                    for _ in 0..n {
+                        sym.push_value(&Value::Str(format!("s{}", rng.below(5)))).expect("a symbol");
+                    }
+                    (sym.finish().data().clone(), Value::Str(format!("s{}", rng.below(7))), DataType::Symbol)
+                }
                 _ => {
                     let v: Vec<f64> = (0..n).map(|_| floats[pick(&mut rng)]).collect();
                     (ColumnData::Float64(v.into()), Value::Float64(floats[pick(&mut rng)]), DataType::Float64)
                 }
             };
-            let validity = (round % 5 == 0).then(|| Bitmap::from_bools((0..n).map(|i| i % 3 != 1)));
+            let validity = (round % 3 == 0).then(|| Bitmap::from_bools((0..n).map(|i| i % 3 != 1)));
             let lit = if round % 11 == 0 { Value::Null } else { lit };
             let b = Batch::new(vec![Column::new(data.clone(), validity), Column::from_data(data)], n);
             let col = |i| Box::new(BExpr::Col(i, ty));
-            let c = || Box::new(BExpr::Lit(lit.clone(), ty));
+            let lt = if ty == DataType::Symbol { DataType::Varchar } else { ty };
+            let c = || Box::new(BExpr::Lit(lit.clone(), lt));
             for op in ops {
                 for (left, right) in [(col(0), c()), (c(), col(0)), (col(1), c()), (c(), col(1)), (col(0), col(1))] {
                     let e = BExpr::Binary { op, left, right, ty: DataType::Bool };

@@ -44,7 +44,7 @@ macro_rules! natural_order {
     )+};
 }
 
-natural_order!(bool, i32, i64, i128);
+natural_order!(bool, i32, u32, i64, i128);
 
 macro_rules! float_order {
     ($($t:ty),+) => {$(
