@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """The small queries a dashboard polls, from Python in process, beside DuckDB and Polars in
 one run: the latest trade of a symbol, the newest rows of the table (under no filter, a filter
-many rows pass and one few pass), the highest prices and largest trades, the last price and
-the trade count by symbol. ZeptoDB reads the newest rows of a time-sorted partition first
-(`TimeTopN`), keeps a TopN's rows by a threshold on its first key partition by partition, and
-reads a GROUP BY of the symbol with only `count(*)`/`first`/`last` at each partition's ends.
+many rows pass and one few pass), the highest prices and largest trades, the rows under a rare
+filter and a count under two, the last price and the trade count by symbol. ZeptoDB reads
+the newest rows of a time-sorted partition first (`TimeTopN`), keeps a TopN's rows by a
+threshold on its first key partition by partition, filters partitions on every core (a
+column compared with a number straight to the rows it keeps), and reads a GROUP BY of the
+symbol with only `count(*)`/`first`/`last` at each partition's ends.
 
 One data set of `gen_data.py` trades (made into target/bench-data/ when missing, as
 bench/growth.py makes it); every engine reads the same Parquet file into memory first
@@ -42,6 +44,10 @@ QUERIES = [
      lambda pl, t: t.sort(["price", "ts"], descending=[True, True]).head(10)),
     ("10 largest trades, oldest first", "SELECT * FROM trades ORDER BY size DESC, ts LIMIT 10",
      lambda pl, t: t.sort(["size", "ts"], descending=[True, False]).head(10)),
+    ("rows under a rare filter", "SELECT * FROM trades WHERE size > 4000",
+     lambda pl, t: t.filter(pl.col("size") > 4000)),
+    ("count under two filters", "SELECT count(*) AS n FROM trades WHERE price > 100 AND size > 3000",
+     lambda pl, t: t.filter((pl.col("price") > 100) & (pl.col("size") > 3000)).select(pl.len().alias("n"))),
     # DuckDB's last() is the last row it reads, not the latest: arg_max by time is.
     ("last price by symbol", "SELECT sym, last(price) AS price FROM trades GROUP BY sym",
      lambda pl, t: t.group_by("sym").agg(pl.col("price").last())),
