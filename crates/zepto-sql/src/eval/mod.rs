@@ -354,8 +354,9 @@ fn words_versus_number<T: SqlOrd + PartialOrd>(op: BinaryOp, x: &[T], c: T, sink
 
 /// The rows of `b` where `e` holds, ascending (NULL counts as false): [`mask_indices`] of
 /// [`eval`], except where `held_words` can say it: comparisons of columns without NULLs with
-/// numbers (`size > 4000`), and ANDs and ORs of them, go from the compares' bits to the rows,
-/// with no flag per row written and read back (a fifth of a filter's scan that keeps few rows).
+/// numbers (`size > 4000`) or of SYMBOLs with strings (`side = 'B'`), and ANDs and ORs of
+/// them, go from the compares' bits to the rows, with no flag per row written and read back
+/// (a fifth of a filter's scan that keeps few rows).
 pub fn selection(e: &BExpr, b: &Batch, sq: &dyn Subqueries) -> Result<Vec<u32>> {
     if !by_words(e, b) {
         return Ok(mask_indices(&*eval(e, b, sq)?));
@@ -864,9 +865,8 @@ mod tests {
     /// The rows a filter keeps, through the fused compares or not, are the rows where its
     /// flags are true: every operator, the constant on either side, BIGINT, TIMESTAMP, INTEGER
     /// and DOUBLE columns (NaN, infinities, signed zeros), SYMBOL columns against strings in
-    /// their dictionary and not, lengths around the 64-row words,
-    /// NULLs in the column or as the constant, a NaN constant, a comparison of two columns, and
-    /// ANDs and ORs of them.
+    /// their dictionary and not, lengths around the 64-row words, NULLs in the column or as
+    /// the constant, a NaN constant, a comparison of two columns, and ANDs and ORs of them.
     #[test]
     fn selections_are_the_rows_whose_flags_hold() {
         let mut rng = zepto_storage::rng::XorShift::new(0x2545_f491_4f6c_dd1d);
