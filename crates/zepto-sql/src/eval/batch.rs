@@ -38,13 +38,13 @@ impl Batch {
         Batch { columns: self.columns.iter().map(|c| Arc::new(c.take(idx))).collect(), rows: idx.len() }
     }
 
-    /// Keep rows where `mask` is true and valid.
-    pub fn filter(&self, mask: &Column) -> Batch {
-        let idx = mask_indices(mask);
+    /// The rows a filter kept (`idx` ascending, each row at most once): the batch itself,
+    /// sharing its columns, when it kept every row.
+    pub fn keep(&self, idx: &[u32]) -> Batch {
         if idx.len() == self.rows {
             return self.clone();
         }
-        self.take(&idx)
+        self.take(idx)
     }
 }
 

@@ -366,11 +366,20 @@ pub fn selection(e: &BExpr, b: &Batch, sq: &dyn Subqueries) -> Result<Vec<u32>> 
     Ok(out)
 }
 
+/// A comparison of a column with a constant that [`held_words`] answers, its values typed.
+enum Versus<'a> {
+    I64(&'a [i64], i64),
+    I32(&'a [i32], i32),
+    F64(&'a [f64], f64),
+    /// A SYMBOL's codes and the string's code (`None`: the dictionary lacks it).
+    Code(&'a [u32], Option<u32>),
+}
+
 /// `column op constant` (either way round) of a comparison whose column has no NULL and whose
 /// constant is a number of the column's kind (as [`compare`] pairs them), neither NULL nor
 /// NaN, or a SYMBOL column's (in)equality with a string (its code's, as `compare_strings`
 /// decides it): each row is then true or false, never NULL, and one compare says which.
-fn versus_constant<'a>(e: &'a BExpr, b: &'a Batch) -> Option<(BinaryOp, &'a Column, &'a Value)> {
+fn versus_constant<'a>(e: &'a BExpr, b: &'a Batch) -> Option<(BinaryOp, Versus<'a>)> {
     let BExpr::Binary { op, left, right, .. } = e else { return None };
     let (op, i, c) = match (&**left, &**right) {
         (BExpr::Col(i, _), BExpr::Lit(c, _)) if op.is_comparison() => (*op, *i, c),
@@ -378,18 +387,23 @@ fn versus_constant<'a>(e: &'a BExpr, b: &'a Batch) -> Option<(BinaryOp, &'a Colu
         _ => return None,
     };
     let x = &**b.columns.get(i)?;
+    if x.validity().is_some() {
+        return None;
+    }
+    if let (ColumnData::Symbol { codes, dict }, Value::Str(s)) = (x.data(), c) {
+        return matches!(op, BinaryOp::Eq | BinaryOp::NotEq).then(|| (op, Versus::Code(codes, dict.code(s))));
+    }
     use ColumnData as D;
-    let kind = match (x.data(), c) {
+    let v = match (x.data(), c) {
         (
-            D::Int64(_) | D::Timestamp(_) | D::Interval(_),
-            Value::Int64(_) | Value::Timestamp(_) | Value::Interval(_),
-        ) => true,
-        (D::Int32(_) | D::Date(_), Value::Int32(_) | Value::Date(_)) => true,
-        (D::Float64(_), Value::Float64(k)) => !k.is_nan(),
-        (D::Symbol { .. }, Value::Str(_)) => matches!(op, BinaryOp::Eq | BinaryOp::NotEq),
-        _ => false,
+            D::Int64(v) | D::Timestamp(v) | D::Interval(v),
+            Value::Int64(k) | Value::Timestamp(k) | Value::Interval(k),
+        ) => Versus::I64(&v[..], *k),
+        (D::Int32(v) | D::Date(v), Value::Int32(k) | Value::Date(k)) => Versus::I32(&v[..], *k),
+        (D::Float64(v), Value::Float64(k)) if !k.is_nan() => Versus::F64(&v[..], *k),
+        _ => return None,
     };
-    (kind && x.validity().is_none()).then_some((op, x, c))
+    Some((op, v))
 }
 
 /// Whether [`held_words`] answers `e` over `b`: a [`versus_constant`] comparison, or an AND or
@@ -416,20 +430,14 @@ fn held_words(e: &BExpr, b: &Batch, sink: &mut dyn FnMut(usize, u64)) {
         return;
     }
     debug_assert!(by_words(e, b), "held_words of an expression by_words refuses");
-    let Some((op, x, c)) = versus_constant(e, b) else { return };
-    if let (ColumnData::Symbol { codes, dict }, Value::Str(s)) = (x.data(), c) {
+    match versus_constant(e, b) {
+        Some((op, Versus::I64(v, k))) => words_versus_number(op, v, k, sink),
+        Some((op, Versus::I32(v, k))) => words_versus_number(op, v, k, sink),
+        Some((op, Versus::F64(v, k))) => words_versus_number(op, v, k, sink),
+        Some((op, Versus::Code(codes, Some(k)))) => words_versus_number(op, codes, k, sink),
         // A string the dictionary lacks equals no row.
-        return match dict.code(s) {
-            Some(k) => words_versus_number(op, codes, k, sink),
-            None => every_word(b.rows, op == BinaryOp::NotEq, sink),
-        };
-    }
-    let (x, c) = (Opnd::Col(Cow::Borrowed(x)), Opnd::Lit(c));
-    match (src_i64(&x), src_i64(&c), src_i32(&x), src_i32(&c), src_f64(&x), src_f64(&c)) {
-        (Some(Src::S(v)), Some(Src::C(k)), ..) => words_versus_number(op, v, k, sink),
-        (_, _, Some(Src::S(v)), Some(Src::C(k)), ..) => words_versus_number(op, v, k, sink),
-        (.., Some(Src::S(v)), Some(Src::C(k))) => words_versus_number(op, v, k, sink),
-        _ => {}
+        Some((op, Versus::Code(_, None))) => every_word(b.rows, op == BinaryOp::NotEq, sink),
+        None => {}
     }
 }
 

@@ -295,8 +295,7 @@ fn filter_node(ctx: &ExecContext, input: &Plan, pred: &BExpr) -> Result<Batch> {
 
 /// The rows of `b` where `pred` holds.
 fn filter(ctx: &ExecContext, b: &Batch, pred: &BExpr) -> Result<Batch> {
-    let kept = eval::selection(ctx, pred, b)?;
-    Ok(if kept.len() == b.rows { b.clone() } else { b.take(&kept) })
+    Ok(b.keep(&eval::selection(ctx, pred, b)?))
 }
 
 /// `exprs` over `b`; a plain column reference shares the input column.

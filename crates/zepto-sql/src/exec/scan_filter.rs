@@ -31,8 +31,7 @@ pub fn filtered_run<S: ScanPart>(
     let shared = matches!(ps, [p] if p.is_shared_whole());
     if shared || ps.is_empty() || columns.is_empty() {
         let b = pieces_batch(table, columns, ps)?;
-        let kept = super::eval::selection(ctx, pred, &b)?;
-        return Ok(if kept.len() == b.rows { b } else { b.take(&kept) });
+        return Ok(b.keep(&super::eval::selection(ctx, pred, &b)?));
     }
     let mut reads = vec![false; columns.len()];
     mark_reads(pred, &mut reads);
