@@ -14,16 +14,21 @@
 //! * An owned `Buf` is a `Vec` and behaves as one; cloning it copies the values.
 //! * A shared `Buf` reads `len` values of its `Claim`'s allocation, all below the claim's
 //!   `claimed` count, which only grows while the allocation is shared. Cloning it shares.
+//! * A claim's block summaries ([`crate::summary`]) describe blocks below some `Buf`'s length:
+//!   they hold while the values do, and a `Buf` alone that writes where a dropped one had
+//!   claimed clears them.
 //! * Values are only written below a shared `Buf`'s length by a `Buf` that holds the claim
 //!   alone (it takes the allocation back as an owned vector first), or past `claimed` by the
 //!   `Buf` that moved `claimed` from its own length.
 
+use crate::summary::{whole_blocks, Summarize, BLOCK};
+use std::any::Any;
 use std::fmt;
 use std::mem::{ManuallyDrop, MaybeUninit};
-use std::ops::{Deref, DerefMut};
+use std::ops::{Deref, DerefMut, Range};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// Parts of at most this many values are copied value by value ([`Buf::extend_shared_each`]).
 const SHORT_PART: usize = 32;
@@ -43,7 +48,14 @@ struct Claim<T> {
     ptr: NonNull<T>,
     cap: usize,
     claimed: AtomicUsize,
+    /// The summaries of the allocation's blocks, each made when first asked for: a
+    /// `Box<[OnceLock<T::Summary>]>` of `cap / BLOCK` (one summary type per value type).
+    summaries: OnceLock<Box<Summaries>>,
 }
+
+/// A claim's block summaries, of whichever type (a value read in a panic is never half made:
+/// each is set once, whole).
+type Summaries = dyn Any + Send + Sync + std::panic::RefUnwindSafe + std::panic::UnwindSafe;
 
 // SAFETY: a claim owns its allocation as a `Vec<T>` would; the values below `claimed` are only
 // read while shared, and the values past it are written by one `Buf` (the one that claimed
@@ -58,7 +70,7 @@ impl<T> Claim<T> {
         let (len, cap) = (v.len(), v.capacity());
         // A vector's pointer is never null (dangling when it allocated nothing).
         let ptr = NonNull::new(v.as_mut_ptr()).unwrap_or(NonNull::dangling());
-        Claim { ptr, cap, claimed: AtomicUsize::new(len) }
+        Claim { ptr, cap, claimed: AtomicUsize::new(len), summaries: OnceLock::new() }
     }
 
     /// The allocation back as a vector of its first `len` values.
@@ -66,7 +78,9 @@ impl<T> Claim<T> {
     /// # Safety
     /// The caller holds the only reference to the claim, and the first `len` values are
     /// written (a `Buf`'s own length: `len <= claimed`).
-    unsafe fn into_vec(self, len: usize) -> Vec<T> {
+    unsafe fn into_vec(mut self, len: usize) -> Vec<T> {
+        // The values may change once they are a vector: their summaries go.
+        drop(self.summaries.take());
         let this = ManuallyDrop::new(self);
         // SAFETY: the pointer and capacity are the allocation's (`Claim::of`), and the first
         // `len` values are written (the caller's promise).
@@ -274,6 +288,8 @@ impl<T: Copy> Buf<T> {
             // Alone: whatever dropped versions claimed past this one is free again.
             Some(alone) if fits => {
                 *alone.claimed.get_mut() = at + n;
+                // The claim was past `at`: blocks summarized there get other values now.
+                drop(alone.summaries.take());
                 Room::At(dst())
             }
             _ => Room::Taken,
@@ -285,6 +301,36 @@ impl<T: Copy> Buf<T> {
         if let Repr::Shared { len, .. } = &mut self.0 {
             *len = new_len;
         }
+    }
+}
+
+impl<T: Summarize> Buf<T> {
+    /// The summary of block `k` (rows `k * BLOCK .. (k + 1) * BLOCK`, all of them within the
+    /// values): kept with a shared allocation once made, made from the values of an owned one
+    /// (module docs of [`crate::summary`]).
+    pub fn summary(&self, k: usize) -> T::Summary {
+        let rows = k * BLOCK..(k + 1) * BLOCK;
+        assert!(rows.end <= self.len(), "block {k} past the {} values", self.len());
+        let Repr::Shared { claim, .. } = &self.0 else { return T::summarize(&self.as_slice()[rows]) };
+        let slots = claim.summaries.get_or_init(|| {
+            let slots: Box<[OnceLock<T::Summary>]> = (0..claim.cap / BLOCK).map(|_| OnceLock::new()).collect();
+            Box::new(slots)
+        });
+        let slots: &(dyn Any + Send + Sync) = &**slots;
+        let Some(slots) = slots.downcast_ref::<Box<[OnceLock<T::Summary>]>>() else {
+            unreachable!("a claim's summaries are its value type's")
+        };
+        // The block is within this `Buf`'s values, so within the allocation's `cap`.
+        *slots[k].get_or_init(|| T::summarize(&self.as_slice()[rows]))
+    }
+
+    /// The summary of `rows` (within the values): the rows before and after the blocks it
+    /// covers whole summarized, the blocks' own summaries between them, merged in row order.
+    pub fn summary_of(&self, rows: Range<usize>) -> T::Summary {
+        let (head, blocks, tail) = whole_blocks(rows);
+        let v = self.as_slice();
+        let s = blocks.fold(T::summarize(&v[head]), |s, k| T::merge(s, self.summary(k)));
+        T::merge(s, T::summarize(&v[tail]))
     }
 }
 

@@ -72,6 +72,7 @@ pub mod rng;
 pub mod series_memo;
 mod short_memo;
 pub mod strings;
+pub mod summary;
 pub mod table;
 pub mod time;
 pub mod types;

@@ -9,6 +9,7 @@ mod common;
 mod accumulators;
 mod asof_outer;
 mod asof_residual;
+mod block_summaries;
 mod chunked_results;
 mod copy_client;
 mod dedup;

@@ -162,13 +162,23 @@ impl Partition {
     /// A partition of `columns` as they are (equal lengths), with a new lineage.
     fn raw(columns: Vec<Arc<Column>>, key: Option<u32>) -> Partition {
         let rows = columns.first().map_or(0, |c| c.len());
-        Partition { own: columns, packed: None, key, lineage: new_lineage(), rows }
+        let mut p = Partition { own: columns, packed: None, key, lineage: new_lineage(), rows };
+        p.share_own();
+        p
     }
 
     /// Take the columns' length as the row count, after a change of it (of a loose partition).
     fn recount(&mut self) {
         debug_assert!(self.packed.is_none(), "a packed partition does not change");
         self.rows = self.own.first().map_or(0, |c| c.len());
+        self.share_own();
+    }
+
+    /// Share the values of the columns no reader holds yet (a held one is shared already, by
+    /// [`column_mut`]): a scan hands them to queries whole, and what a query learns of their
+    /// blocks ([`crate::summary`]) is kept for the next one.
+    fn share_own(&mut self) {
+        self.own.iter_mut().filter_map(Arc::get_mut).for_each(|c| c.share());
     }
 
     /// The partition's own columns, to change: a packed partition first copies its rows out

@@ -3,6 +3,7 @@
 //! numbers reduce as values (runs of doubles in four-row chunks, `run_extremes.rs`; lanes per
 //! id); anything else finds each group's best row.
 
+use super::block_runs;
 use super::kernels::{best_rows, choose, grow, in_range, pad, run_int_extremes, sliding_best};
 use super::run_extremes::run_extremes;
 use super::{Accumulator, Input, Rows};
@@ -54,8 +55,16 @@ impl MinMax {
             ($v:expr, $t:ty, $variant:ident) => {{
                 let init = if max { <$t>::MIN } else { <$t>::MAX };
                 let mut acc = match rows {
-                    // Runs cover every group: the kernel's answer is the state.
-                    Rows::Runs { starts, n } => run_int_extremes(&$v[..n], starts, max),
+                    // Runs cover every group: the kernel's (or the summaries') answer is the
+                    // state.
+                    Rows::Runs { starts, n } => match block_runs::int_runs(x, starts, n) {
+                        Some(ss) => ss
+                            .iter()
+                            .map(|s| <$t>::try_from(if max { s.max } else { s.min }))
+                            .collect::<std::result::Result<Vec<$t>, _>>()
+                            .ok()?,
+                        None => run_int_extremes(&$v[..n], starts, max),
+                    },
                     Rows::Ids { .. } => vec![init; ngroups],
                 };
                 acc.resize(ngroups.max(acc.len()), init);
@@ -67,7 +76,7 @@ impl MinMax {
             }};
         }
         let data = match &x.data() {
-            ColumnData::Float64(v) => ColumnData::Float64((self.float_extremes(v, rows, ngroups)?).into()),
+            ColumnData::Float64(v) => ColumnData::Float64((self.float_extremes(x, v, rows, ngroups)?).into()),
             ColumnData::Int64(v) => reduce!(v, i64, Int64),
             ColumnData::Timestamp(v) => reduce!(v, i64, Timestamp),
             ColumnData::Int32(v) => reduce!(v, i32, Int32),
@@ -86,9 +95,11 @@ impl MinMax {
         Some(Column::from_data(data))
     }
 
-    fn float_extremes(&self, v: &[f64], rows: Rows, ngroups: usize) -> Option<Vec<f64>> {
+    fn float_extremes(&self, x: &Column, v: &[f64], rows: Rows, ngroups: usize) -> Option<Vec<f64>> {
         match rows {
-            Rows::Runs { starts, n } => Some(if self.max {
+            Rows::Runs { starts, n } => Some(if let Some(e) = summarized_extremes(x, starts, n, self.max) {
+                e
+            } else if self.max {
                 run_extremes::<false, true>(v, starts, n).1
             } else {
                 run_extremes::<true, false>(v, starts, n).0
@@ -154,8 +165,20 @@ pub fn both(x: &Column, rows: Rows) -> Option<(Column, Column)> {
     if n == 0 {
         return None;
     }
+    if let (Some(lo), Some(hi)) = (summarized_extremes(x, starts, n, false), summarized_extremes(x, starts, n, true)) {
+        return Some((
+            Column::from_data(ColumnData::Float64(lo.into())),
+            Column::from_data(ColumnData::Float64(hi.into())),
+        ));
+    }
     let (lo, hi) = run_extremes::<true, true>(v, starts, n);
     Some((Column::from_data(ColumnData::Float64(lo.into())), Column::from_data(ColumnData::Float64(hi.into()))))
+}
+
+/// Each run's least (or greatest) double from its blocks' summaries ([`block_runs`]): `None`
+/// where the runs are short or a summary cannot tell.
+fn summarized_extremes(x: &Column, starts: &[u32], n: usize, max: bool) -> Option<Vec<f64>> {
+    block_runs::float_runs(x, starts, n)?.iter().map(|s| block_runs::float_extreme(s, max)).collect()
 }
 
 impl Accumulator for MinMax {

@@ -28,6 +28,7 @@
 //! answer through all of them.
 
 mod arg_extreme;
+mod block_runs;
 mod count;
 mod dot;
 mod first_last;

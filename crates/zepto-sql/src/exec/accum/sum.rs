@@ -4,6 +4,7 @@
 //! error, as in DuckDB); floats sum in f64. State: the sum (HUGEINT for integer inputs,
 //! DOUBLE for floats) and the count of values; NULL where no value.
 
+use super::block_runs;
 use super::frame_sums::float_frames;
 use super::kernels::{at, checked_i64, int_values, lane_sum, prefix_valid, to_f64, validity};
 use super::run_sums::run_sums_i64;
@@ -76,6 +77,28 @@ impl SumAvg {
         debug_assert!(self.cnt.is_empty() && self.ints);
         self.isum = run_sums_i64(v, starts);
         self.cnt = runs(starts, v.len()).map(|(s, e)| (e - s) as i64).collect();
+    }
+
+    /// Long runs of a NULL-free column, from its blocks' summaries ([`block_runs`]): `false`
+    /// where they do not apply (nothing added).
+    fn summarized(&mut self, x: &Column, starts: &[u32], n: usize, ngroups: usize) -> bool {
+        let lens = runs(starts, n).map(|(s, e)| (e - s) as i64);
+        if let Some(ss) = block_runs::int_runs(x, starts, n) {
+            self.ints = true;
+            self.grow(ngroups);
+            for (g, (s, len)) in ss.iter().zip(lens).enumerate() {
+                self.isum[g] += s.sum;
+                self.cnt[g] += len;
+            }
+            return true;
+        }
+        let Some(ss) = block_runs::float_runs(x, starts, n) else { return false };
+        self.grow(ngroups);
+        for (g, (s, len)) in ss.iter().zip(lens).enumerate() {
+            self.fsum[g] += s.sum;
+            self.cnt[g] += len;
+        }
+        true
     }
 
     /// HUGEINT inputs (a sum of sums): each addition checked.
@@ -168,6 +191,11 @@ impl Accumulator for SumAvg {
             self.ints = true;
             self.grow(ngroups);
             return self.update_i128(x, v, rows);
+        }
+        if let Rows::Runs { starts, n } = rows {
+            if self.summarized(x, starts, n, ngroups) {
+                return Ok(());
+            }
         }
         match int_values(x) {
             Some(v) => {

@@ -1,0 +1,79 @@
+//! Partitions long enough to be read through their blocks' summaries
+//! (`zepto_storage::summary`): `sum`, `avg`, `min` and `max` by partition agree with the same
+//! aggregates grouped by hashing (a second key that is not monotonic in time), before and
+//! after appends in place, out-of-order appends, updates and deletes of the rows the
+//! summaries describe; and a query asked twice (summaries made, then kept) gives the same
+//! bits.
+
+use zepto_sql::Engine;
+
+use crate::common;
+use common::{lines, sorted_rows, Rng};
+
+const AGGS: &str = "sum(x), avg(x), min(x), max(x), sum(q), avg(q), min(q), max(q), \
+                    sum(i), avg(i), min(i), max(i), min(d), max(d), min(ts), max(ts), count(*)";
+
+/// `n` rows over 3 symbols from second `t0` on (time order within each symbol): doubles in
+/// quarter units (their sums exact in any order), BIGINTs some near the ends of i64, INTEGERs
+/// over all of i32, DATEs.
+fn rows(rng: &mut Rng, n: usize, t0: u64) -> String {
+    let mut v = Vec::with_capacity(n);
+    for k in 0..n as u64 {
+        let q = match rng.below(50) {
+            0 => i64::MAX - rng.below(1000) as i64,
+            1 => i64::MIN + rng.below(1000) as i64,
+            _ => rng.below(1 << 40) as i64 - (1 << 39),
+        };
+        let x = (rng.below(4_000_000) as f64 - 2e6) / 4.0;
+        let i = rng.below(1 << 32) as i64 - (1 << 31);
+        v.push(format!(
+            "({}, 'S{}', {x}, {q}, {i}, DATE '2024-01-01' + {})",
+            (t0 + k) * 1_000_000_000,
+            rng.below(3),
+            rng.below(3000)
+        ));
+    }
+    v.join(", ")
+}
+
+fn insert(e: &Engine, rng: &mut Rng, n: usize, t0: u64) {
+    for b in 0..n / 2000 {
+        let sql = format!("INSERT INTO t VALUES {}", rows(rng, 2000, t0 + (b * 2000) as u64));
+        e.execute(&sql).unwrap_or_else(|err| panic!("insert: {err}"));
+    }
+}
+
+/// The partition-wise answer (one run per symbol) against hashed groups, and asked again.
+fn check(e: &Engine, what: &str) {
+    let by_partition = format!("SELECT sym, {AGGS} FROM t GROUP BY sym");
+    let hashed = format!("SELECT sym, {AGGS} FROM t GROUP BY sym, i % 1");
+    assert_eq!(sorted_rows(e, &by_partition, 15), sorted_rows(e, &hashed, 15), "{what}");
+    let first = lines(e, &format!("{by_partition} ORDER BY sym"));
+    assert_eq!(first.len(), 3, "{what}: three symbols");
+    assert_eq!(first, lines(e, &format!("{by_partition} ORDER BY sym")), "{what}: asked again");
+}
+
+#[test]
+fn summarized_partitions_answer_as_hashed_groups() {
+    let mut rng = Rng::new(0x510e_527f_ade6_82d1);
+    let e = Engine::new();
+    e.execute("CREATE TABLE t (ts TIMESTAMP, sym SYMBOL, x DOUBLE, q BIGINT, i INTEGER, d DATE)").expect("t");
+    insert(&e, &mut rng, 60_000, 0);
+    check(&e, "loaded");
+    // Appends past the rows the summaries describe (in place: a query held the columns).
+    let held = e.execute("SELECT * FROM t").expect("held");
+    insert(&e, &mut rng, 10_000, 60_000);
+    check(&e, "appended");
+    drop(held);
+    // Rows before the latest ones: merged into place, moving later rows.
+    insert(&e, &mut rng, 4_000, 30_000);
+    check(&e, "merged");
+    e.execute("UPDATE t SET x = x + 0.5, q = q / 3 WHERE i % 5 = 0").expect("update");
+    check(&e, "updated");
+    e.execute("UPDATE t SET x = CAST('NaN' AS DOUBLE) WHERE i % 9973 = 0").expect("NaN");
+    check(&e, "a NaN in some blocks");
+    e.execute("DELETE FROM t WHERE i % 7 = 0").expect("delete");
+    check(&e, "deleted");
+    e.execute("UPDATE t SET x = CAST('Infinity' AS DOUBLE), q = 0 WHERE i % 3 = 0").expect("infinity");
+    check(&e, "infinities");
+}
