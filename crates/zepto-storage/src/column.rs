@@ -578,7 +578,7 @@ impl Column {
 
     /// Share the values' allocations (every type but the untyped NULL; module docs of `buf`): clones then read it without copying, and appends past a clone's rows go in
     /// place while it is held.
-    pub(crate) fn share(&mut self) {
+    pub fn share(&mut self) {
         match &mut self.data {
             ColumnData::Bool(v) => v.share(),
             ColumnData::Int32(v) | ColumnData::Date(v) => v.share(),

@@ -73,33 +73,76 @@ pub fn whole_blocks(r: Range<usize>) -> (Range<usize>, Range<usize>, Range<usize
 
 /// The sum of `v` in eight lanes, the lanes then added pairwise: the one order every block
 /// sum is taken in, so that a sum is the same number from a kept summary or from the rows.
+#[inline(always)]
 pub fn float_sum(v: &[f64]) -> f64 {
     let mut acc = [0.0f64; 8];
-    let mut chunks = v.chunks_exact(8);
-    for c in &mut chunks {
+    let (chunks, rest) = v.as_chunks::<8>();
+    for c in chunks {
         for (a, &x) in acc.iter_mut().zip(c) {
             *a += x;
         }
     }
-    for (a, &x) in acc.iter_mut().zip(chunks.remainder()) {
+    for (a, &x) in acc.iter_mut().zip(rest) {
         *a += x;
     }
+    add_lanes(&acc)
+}
+
+/// A sum's eight lanes added pairwise.
+#[inline(always)]
+fn add_lanes(acc: &[f64; 8]) -> f64 {
     ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]))
 }
 
-/// The exact sum, least and greatest of integers of at most 63 bits each way, in lanes that
-/// cannot overflow: each value split into its high (signed) and low 32 bits, each half summed
-/// in i64 (2^20 values of 2^32 at most).
+/// `$name(block: &[$t]) -> $s`: `$body` compiled for AVX2 where the CPU has it (64-bit
+/// compares as vectors; the baseline x86-64 has none: 0.16 against 0.19 ns a value in
+/// cache), else as it is; both exact. (The body is written out in each build, not called
+/// through a closure, which would be compiled apart without AVX2.)
+macro_rules! dispatched {
+    ($name:ident, $t:ty, $s:ty, $b:ident => $body:expr) => {
+        fn $name($b: &[$t]) -> $s {
+            /// The AVX2 build.
+            ///
+            /// # Safety
+            /// The CPU must support AVX2.
+            #[cfg(target_arch = "x86_64")]
+            #[allow(unsafe_code)]
+            #[target_feature(enable = "avx2")]
+            unsafe fn avx2($b: &[$t]) -> $s {
+                $body
+            }
+            #[cfg(target_arch = "x86_64")]
+            if std::arch::is_x86_feature_detected!("avx2") {
+                // SAFETY: the CPU has AVX2.
+                #[allow(unsafe_code)]
+                return unsafe { avx2($b) };
+            }
+            $body
+        }
+    };
+}
+
+dispatched!(summarize_i64, i64, IntSummary, b => int_summary(b.iter().copied()));
+dispatched!(summarize_i32, i32, IntSummary, b => int_summary(b.iter().map(|&x| x as i64)));
+
+/// The exact sum, least and greatest of integers, in lanes that cannot overflow: each value
+/// moved to unsigned (plus 2^63), split into its high and low 32 bits, each half summed in u64
+/// (2^20 values of under 2^32), the 2^63s taken off at the end. Logical shifts and masks: the
+/// 64-bit lanes of a vector have them (an arithmetic shift they lack).
+#[inline(always)]
 fn int_summary(block: impl ExactSizeIterator<Item = i64> + Clone) -> IntSummary {
-    debug_assert!(block.len() <= 1 << 20, "a block of at most 2^20 values");
-    let (mut min, mut max, mut hi, mut lo) = (i64::MAX, i64::MIN, 0i64, 0i64);
+    let n = block.len();
+    debug_assert!(n <= 1 << 20, "a block of at most 2^20 values");
+    let (mut min, mut max, mut hi, mut lo) = (i64::MAX, i64::MIN, 0u64, 0u64);
     for x in block {
         min = min.min(x);
         max = max.max(x);
-        hi += x >> 32;
-        lo += x & 0xffff_ffff;
+        let u = (x as u64) ^ (1 << 63);
+        hi += u >> 32;
+        lo += u & 0xffff_ffff;
     }
-    IntSummary { min, max, sum: ((hi as i128) << 32) + lo as i128 }
+    let sum = ((hi as i128) << 32) + lo as i128 - ((n as i128) << 63);
+    IntSummary { min, max, sum }
 }
 
 fn merge_ints(a: IntSummary, b: IntSummary) -> IntSummary {
@@ -109,7 +152,7 @@ fn merge_ints(a: IntSummary, b: IntSummary) -> IntSummary {
 impl Summarize for i64 {
     type Summary = IntSummary;
     fn summarize(block: &[i64]) -> IntSummary {
-        int_summary(block.iter().copied())
+        summarize_i64(block)
     }
     fn merge(a: IntSummary, b: IntSummary) -> IntSummary {
         merge_ints(a, b)
@@ -119,7 +162,7 @@ impl Summarize for i64 {
 impl Summarize for i32 {
     type Summary = IntSummary;
     fn summarize(block: &[i32]) -> IntSummary {
-        int_summary(block.iter().map(|&x| x as i64))
+        summarize_i32(block)
     }
     fn merge(a: IntSummary, b: IntSummary) -> IntSummary {
         merge_ints(a, b)
@@ -129,27 +172,44 @@ impl Summarize for i32 {
 impl Summarize for f64 {
     type Summary = FloatSummary;
     fn summarize(block: &[f64]) -> FloatSummary {
-        // Eight lanes, so the compares run as vectors. NaN compares false: the extremes skip
-        // it, and `nan` notes it.
-        let (mut lo, mut hi, mut nan) = ([f64::INFINITY; 8], [f64::NEG_INFINITY; 8], [false; 8]);
-        let mut chunks = block.chunks_exact(8);
-        let mut take = |c: &[f64]| {
-            for (j, &x) in c.iter().enumerate() {
-                lo[j] = if x < lo[j] { x } else { lo[j] };
-                hi[j] = if x > hi[j] { x } else { hi[j] };
-                nan[j] |= x.is_nan();
-            }
-        };
-        chunks.by_ref().for_each(&mut take);
-        take(chunks.remainder());
-        let min = lo.iter().fold(f64::INFINITY, |m, &x| if x < m { x } else { m });
-        let max = hi.iter().fold(f64::NEG_INFINITY, |m, &x| if x > m { x } else { m });
-        FloatSummary { min, max, sum: float_sum(block), nan: nan.iter().any(|&n| n) }
+        // Not through AVX2: its build of this kernel ran nine times slower than the baseline's
+        // (0.08 ns a value in cache) on this machine.
+        float_summary(block)
     }
     fn merge(a: FloatSummary, b: FloatSummary) -> FloatSummary {
         let min = if b.min < a.min { b.min } else { a.min };
         let max = if b.max > a.max { b.max } else { a.max };
         FloatSummary { min, max, sum: a.sum + b.sum, nan: a.nan | b.nan }
+    }
+}
+
+/// [`Summarize::summarize`] of doubles.
+#[inline(always)]
+fn float_summary(block: &[f64]) -> FloatSummary {
+    {
+        // Eight lanes, so the compares run as vectors. NaN compares false: the extremes skip
+        // it, and `nan` notes it (a lane of 64-bit flags, as wide as the values).
+        // The sum's lanes are [`float_sum`]'s, in one pass with the rest.
+        let (mut lo, mut hi, mut nan, mut acc) = ([f64::INFINITY; 8], [f64::NEG_INFINITY; 8], [0u64; 8], [0.0f64; 8]);
+        let (chunks, rest) = block.as_chunks::<8>();
+        for c in chunks {
+            for j in 0..8 {
+                let x = c[j];
+                lo[j] = if x < lo[j] { x } else { lo[j] };
+                hi[j] = if x > hi[j] { x } else { hi[j] };
+                nan[j] |= u64::from(x.is_nan());
+                acc[j] += x;
+            }
+        }
+        for (j, &x) in rest.iter().enumerate() {
+            lo[j] = if x < lo[j] { x } else { lo[j] };
+            hi[j] = if x > hi[j] { x } else { hi[j] };
+            nan[j] |= u64::from(x.is_nan());
+            acc[j] += x;
+        }
+        let min = lo.iter().fold(f64::INFINITY, |m, &x| if x < m { x } else { m });
+        let max = hi.iter().fold(f64::NEG_INFINITY, |m, &x| if x > m { x } else { m });
+        FloatSummary { min, max, sum: add_lanes(&acc), nan: nan.iter().any(|&n| n != 0) }
     }
 }
 
