@@ -12,8 +12,9 @@
 //! # Invariants
 //!
 //! * An owned `Buf` is a `Vec` and behaves as one; cloning it copies the values.
-//! * A shared `Buf` reads `len` values of its `Claim`'s allocation, all below the claim's
-//!   `claimed` count, which only grows while the allocation is shared. Cloning it shares.
+//! * A shared `Buf` reads `len` values of its `Claim`'s allocation from value `off` (0 but for
+//!   a view of a range, [`Buf::view`]), all below the claim's `claimed` count, which only
+//!   grows while the allocation is shared. Cloning it shares.
 //! * A claim's block summaries ([`crate::summary`]) describe blocks below some `Buf`'s length:
 //!   they hold while the values do, and a `Buf` alone that writes where a dropped one had
 //!   claimed clears them.
@@ -38,7 +39,13 @@ pub struct Buf<T: Copy>(Repr<T>);
 
 enum Repr<T: Copy> {
     Owned(Vec<T>),
-    Shared { len: usize, claim: Arc<Claim<T>> },
+    /// `len` values from value `off` of the claim's allocation (a view of a range of a
+    /// column, [`Buf::view`], starts past 0).
+    Shared {
+        off: usize,
+        len: usize,
+        claim: Arc<Claim<T>>,
+    },
 }
 
 /// A shared allocation: `cap` values at `ptr`, the first `claimed` of them claimed (each `Buf`
@@ -114,7 +121,9 @@ impl<T: Copy> Buf<T> {
             Repr::Owned(v) => v,
             // SAFETY: `len` values of the claim's allocation are written and never change while
             // this `Buf` shares it (module docs).
-            Repr::Shared { len, claim } => unsafe { std::slice::from_raw_parts(claim.ptr.as_ptr(), *len) },
+            Repr::Shared { off, len, claim } => unsafe {
+                std::slice::from_raw_parts(claim.ptr.as_ptr().add(*off), *len)
+            },
         }
     }
 
@@ -136,17 +145,19 @@ impl<T: Copy> Buf<T> {
     #[cold]
     #[inline(never)]
     fn unshare(&mut self, extra: usize) {
-        let Repr::Shared { len, claim } = &mut self.0 else { return };
-        let len = *len;
+        let Repr::Shared { off, len, claim } = &mut self.0 else { return };
+        let (off, len) = (*off, *len);
         let owned = match Arc::get_mut(claim) {
             Some(_) => {
                 let Repr::Shared { claim, .. } = std::mem::replace(&mut self.0, Repr::Owned(Vec::new())) else {
                     unreachable!("matched as shared just above")
                 };
                 let claim = Arc::into_inner(claim).unwrap_or_else(|| unreachable!("held alone"));
-                // SAFETY: held alone (just checked), and a shared `Buf`'s length is at most
-                // `claimed`.
-                unsafe { claim.into_vec(len) }
+                // SAFETY: held alone (just checked), and a shared `Buf`'s values end at or
+                // below `claimed`.
+                let mut v = unsafe { claim.into_vec(off + len) };
+                v.drain(..off);
+                v
             }
             None => {
                 let mut v = Vec::with_capacity(len.saturating_add(extra));
@@ -171,6 +182,25 @@ impl<T: Copy> Buf<T> {
         std::mem::take(self.vec_mut(0))
     }
 
+    /// Where these values start in their allocation: 0 but for a view ([`Buf::view`]).
+    fn offset(&self) -> usize {
+        match &self.0 {
+            Repr::Owned(_) => 0,
+            Repr::Shared { off, .. } => *off,
+        }
+    }
+
+    /// Values `start .. start + len` of these: a view of the same allocation when it is shared
+    /// (no copy; it reads those values and, ending where the claim does, appends in place as
+    /// any shared `Buf`), a copy when it is owned.
+    pub fn view(&self, start: usize, len: usize) -> Buf<T> {
+        assert!(start.checked_add(len).is_some_and(|end| end <= self.len()), "view {start}+{len} of {}", self.len());
+        match &self.0 {
+            Repr::Owned(v) => Buf(Repr::Owned(v[start..start + len].to_vec())),
+            Repr::Shared { off, claim, .. } => Buf(Repr::Shared { off: off + start, len, claim: claim.clone() }),
+        }
+    }
+
     /// Whether the allocation is shared (a clone then shares it too).
     pub fn is_shared(&self) -> bool {
         matches!(self.0, Repr::Shared { .. })
@@ -183,7 +213,7 @@ impl<T: Copy> Buf<T> {
             let v = std::mem::take(v);
             let len = v.len();
             let claim = Claim::of(v);
-            self.0 = Repr::Shared { len, claim: Arc::new(claim) };
+            self.0 = Repr::Shared { off: 0, len, claim: Arc::new(claim) };
         }
     }
 
@@ -269,9 +299,10 @@ impl<T: Copy> Buf<T> {
 
     /// Where this `Buf`'s next `n` values go (see [`Room`]).
     fn claim_room(&mut self, n: usize) -> Room<T> {
-        let Repr::Shared { len, claim } = &mut self.0 else { return Room::Owned };
+        let Repr::Shared { off, len, claim } = &mut self.0 else { return Room::Owned };
         let ptr = claim.ptr;
-        let at = *len;
+        // Where this `Buf`'s values end in the allocation.
+        let at = *off + *len;
         let fits = claim.cap - at >= n;
         // SAFETY (every `At`): `at + n <= cap`, within the allocation.
         let dst = || unsafe { NonNull::new_unchecked(ptr.as_ptr().add(at)) };
@@ -305,13 +336,17 @@ impl<T: Copy> Buf<T> {
 }
 
 impl<T: Summarize> Buf<T> {
-    /// The summary of block `k` (rows `k * BLOCK .. (k + 1) * BLOCK`, all of them within the
-    /// values): kept with a shared allocation once made, made from the values of an owned one
-    /// (module docs of [`crate::summary`]).
-    pub fn summary(&self, k: usize) -> T::Summary {
-        let rows = k * BLOCK..(k + 1) * BLOCK;
-        assert!(rows.end <= self.len(), "block {k} past the {} values", self.len());
-        let Repr::Shared { claim, .. } = &self.0 else { return T::summarize(&self.as_slice()[rows]) };
+    /// The summary of block `k` of the allocation (rows `k * BLOCK - off ..` of these values,
+    /// all of them within the values): kept with a shared allocation once made, made from the
+    /// values of an owned one (module docs of [`crate::summary`]).
+    fn block(&self, k: usize) -> T::Summary {
+        let (off, claim) = match &self.0 {
+            Repr::Owned(_) => (0, None),
+            Repr::Shared { off, claim, .. } => (*off, Some(claim)),
+        };
+        let rows = k * BLOCK - off..(k + 1) * BLOCK - off;
+        assert!(k * BLOCK >= off && rows.end <= self.len(), "block {k} outside the values");
+        let Some(claim) = claim else { return T::summarize(&self.as_slice()[rows]) };
         let slots = claim.summaries.get_or_init(|| {
             let slots: Box<[OnceLock<T::Summary>]> = (0..claim.cap / BLOCK).map(|_| OnceLock::new()).collect();
             Box::new(slots)
@@ -324,13 +359,25 @@ impl<T: Summarize> Buf<T> {
         *slots[k].get_or_init(|| T::summarize(&self.as_slice()[rows]))
     }
 
-    /// The summary of `rows` (within the values): the rows before and after the blocks it
-    /// covers whole summarized, the blocks' own summaries between them, merged in row order.
+    /// The summary of `rows` (within the values): the rows before and after the allocation's
+    /// blocks it covers whole summarized, the blocks' own summaries between them, merged in
+    /// row order.
     pub fn summary_of(&self, rows: Range<usize>) -> T::Summary {
-        let (head, blocks, tail) = whole_blocks(rows);
+        assert!(rows.end <= self.len(), "rows {rows:?} past the {} values", self.len());
+        let off = self.offset();
+        let (head, blocks, tail) = whole_blocks(off + rows.start..off + rows.end);
         let v = self.as_slice();
-        let s = blocks.fold(T::summarize(&v[head]), |s, k| T::merge(s, self.summary(k)));
-        T::merge(s, T::summarize(&v[tail]))
+        let s = blocks.fold(T::summarize(&v[head.start - off..head.end - off]), |s, k| T::merge(s, self.block(k)));
+        T::merge(s, T::summarize(&v[tail.start - off..tail.end - off]))
+    }
+
+    /// The summaries of the blocks these values cover whole, each with its rows (of these
+    /// values); the rows before the first (`head`) and after the last are the ones between.
+    /// Only values that keep summaries (shared ones) and start at a block's start (a whole
+    /// column, not a view) have any: `None` otherwise.
+    pub fn kept_blocks(&self) -> Option<impl Iterator<Item = (Range<usize>, T::Summary)> + '_> {
+        let Repr::Shared { off: 0, len, .. } = &self.0 else { return None };
+        Some((0..len / BLOCK).map(move |k| (k * BLOCK..(k + 1) * BLOCK, self.block(k))))
     }
 }
 
@@ -386,7 +433,7 @@ impl<T: Copy> Buf<T> {
     pub fn capacity(&self) -> usize {
         match &self.0 {
             Repr::Owned(v) => v.capacity(),
-            Repr::Shared { claim, .. } => claim.cap,
+            Repr::Shared { off, claim, .. } => claim.cap - off,
         }
     }
 }
@@ -411,7 +458,7 @@ impl<T: Copy> Clone for Buf<T> {
     fn clone(&self) -> Buf<T> {
         match &self.0 {
             Repr::Owned(v) => Buf(Repr::Owned(v.clone())),
-            Repr::Shared { len, claim } => Buf(Repr::Shared { len: *len, claim: claim.clone() }),
+            Repr::Shared { off, len, claim } => Buf(Repr::Shared { off: *off, len: *len, claim: claim.clone() }),
         }
     }
 }
@@ -494,10 +541,42 @@ impl<'a, T: Copy> IntoIterator for &'a Buf<T> {
 mod tests {
     use super::*;
 
-    /// A `Buf` is as large as a vector: a column's values cost no more to hold and move.
+    /// A `Buf` is a vector and one word (a view's offset, and which of the two it is): a
+    /// column's values cost hardly more to hold and move.
     #[test]
-    fn a_buf_is_as_large_as_a_vector() {
-        assert_eq!(std::mem::size_of::<Buf<i64>>(), std::mem::size_of::<Vec<i64>>());
+    fn a_buf_is_a_vector_and_a_word() {
+        assert_eq!(std::mem::size_of::<Buf<i64>>(), std::mem::size_of::<Vec<i64>>() + std::mem::size_of::<usize>());
+    }
+
+    /// A view of a shared `Buf` reads its range of the allocation without a copy; it appends
+    /// in place when it ends where the claim does, copies otherwise, and a change of its values
+    /// takes them (alone: the allocation back, its rows before the view dropped).
+    #[test]
+    fn views_share_a_range_of_the_allocation() {
+        let mut w: Buf<i64> = Vec::with_capacity(64).into();
+        w.extend_from_slice(&(0..20).collect::<Vec<_>>());
+        w.share();
+        let mid = w.view(5, 10);
+        assert_eq!((&mid[..], mid.as_ptr()), (&(5..15).collect::<Vec<_>>()[..], w[5..].as_ptr()));
+        let mut tail = w.view(12, 8);
+        drop(w);
+        // The tail ends where the claim does: in place.
+        let at = tail.as_ptr();
+        tail.extend_shared_from_slice(&[20, 21]);
+        assert_eq!((&tail[..], tail.as_ptr()), (&(12..22).collect::<Vec<_>>()[..], at));
+        // The middle one does not: a copy, and the tail's values stay.
+        let mut m2 = mid.clone();
+        m2.extend_shared_from_slice(&[-1]);
+        assert_eq!((&m2[..], &tail[..2]), (&[5, 6, 7, 8, 9, 10, 11, 12, 13, 14, -1][..], &[12, 13][..]));
+        assert_ne!(m2.as_ptr(), mid.as_ptr());
+        // Alone, a view changed takes the allocation back without the rows before it.
+        drop((mid, m2));
+        tail[0] = 100;
+        assert_eq!(&tail[..], &[100, 13, 14, 15, 16, 17, 18, 19, 20, 21]);
+        assert!(!tail.is_shared());
+        // An owned Buf's view is a copy.
+        let o: Buf<u8> = vec![1, 2, 3].into();
+        assert_eq!((&o.view(1, 2)[..], o.view(1, 2).is_shared()), (&[2, 3][..], false));
     }
 
     /// Owned, a `Buf` is a vector: its methods change it alone, a clone is a copy.

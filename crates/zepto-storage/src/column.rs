@@ -628,15 +628,17 @@ impl Column {
         Column { data, validity: self.validity.clone() }
     }
 
-    /// Rows `start..start + len`, copied.
+    /// Rows `start..start + len`: a view of the same values where they are shared (a
+    /// partition's column: no copy, [`crate::buf::Buf::view`]), copied otherwise (and VARCHARs
+    /// always).
     pub fn slice(&self, start: usize, len: usize) -> Column {
         assert!(start + len <= self.len(), "slice {start}+{len} out of {}", self.len());
         let end = start + len;
         let data = map_vec!(&self.data,
-            v => v[start..end].to_vec().into(),
+            v => v.view(start, len),
             s => (start..end).map(|i| s.get(i)).collect(),
-            codes, dict => ColumnData::Symbol { codes: codes[start..end].to_vec().into(), dict: dict.clone() },
-            dim, values => ColumnData::Vector { dim: *dim, values: (values[start * *dim as usize..end * *dim as usize].to_vec()).into() },
+            codes, dict => ColumnData::Symbol { codes: codes.view(start, len), dict: dict.clone() },
+            dim, values => ColumnData::Vector { dim: *dim, values: values.view(start * *dim as usize, len * *dim as usize) },
             _n => len);
         let validity = self.validity.as_ref().map(|b| {
             let mut out = Bitmap::default();

@@ -218,6 +218,11 @@ mod tests {
     use super::*;
     use crate::buf::Buf;
 
+    /// Block `k` of `b`'s values (starting at a block's start).
+    fn block<T: Summarize>(b: &Buf<T>, k: usize) -> T::Summary {
+        b.summary_of(k * BLOCK..(k + 1) * BLOCK)
+    }
+
     #[test]
     fn whole_blocks_cut_at_block_bounds() {
         let b = BLOCK;
@@ -284,23 +289,23 @@ mod tests {
         shared.share();
         let reader = shared.clone();
         for k in 0..3 {
-            assert_eq!(shared.summary(k), owned.summary(k));
-            assert_eq!(reader.summary(k), i64::summarize(&v[k * BLOCK..(k + 1) * BLOCK]));
+            assert_eq!(block(&shared, k), block(&owned, k));
+            assert_eq!(block(&reader, k), i64::summarize(&v[k * BLOCK..(k + 1) * BLOCK]));
         }
         shared.extend_shared(BLOCK, std::iter::repeat_n(9, BLOCK));
-        assert_eq!(shared.summary(2), owned.summary(2), "kept across an append");
-        let stale = shared.summary(3);
+        assert_eq!(block(&shared, 2), block(&owned, 2), "kept across an append");
+        let stale = block(&shared, 3);
         assert_eq!(stale, i64::summarize(&shared[3 * BLOCK..4 * BLOCK]));
         // The reader's version alone, writing where the dropped writer had claimed: the block
         // the writer summarized holds other values now.
         drop(shared);
         let mut alone = reader;
         alone.extend_shared(BLOCK, std::iter::repeat_n(-3, BLOCK));
-        assert_eq!(alone.summary(3), i64::summarize(&alone[3 * BLOCK..4 * BLOCK]));
-        assert_ne!(alone.summary(3), stale);
+        assert_eq!(block(&alone, 3), i64::summarize(&alone[3 * BLOCK..4 * BLOCK]));
+        assert_ne!(block(&alone, 3), stale);
         // A change of a row below the summaries: copied or taken back, summarized afresh.
         let held = alone.clone();
         alone[0] = 1_000_000;
-        assert_eq!((alone.summary(0).max, held.summary(0)), (1_000_000, owned.summary(0)));
+        assert_eq!((block(&alone, 0).max, block(&held, 0)), (1_000_000, block(&owned, 0)));
     }
 }

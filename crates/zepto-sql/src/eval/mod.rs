@@ -33,7 +33,7 @@ use sql_order::SqlOrd;
 use std::borrow::Cow;
 use std::cmp::Ordering;
 use zepto_storage::buf::Buf;
-use zepto_storage::summary::{whole_blocks, Summarize, BLOCK};
+use zepto_storage::summary::{Summarize, BLOCK};
 use zepto_storage::{Bitmap, Column, ColumnData, DataType, Value};
 
 /// An evaluated operand: a column, or one value standing for every row.
@@ -446,7 +446,7 @@ fn held_words(e: &BExpr, b: &Batch, sink: &mut dyn FnMut(usize, u64)) {
 }
 
 /// [`words_versus_number`] of `x op c`, a block of rows at a time where `x` keeps its blocks'
-/// summaries (`zepto_storage::summary`: a partition's column, shared): a block whose least
+/// summaries (`zepto_storage::summary`: a partition's whole column, shared): a block whose least
 /// and greatest value (`bounds`, `None` when the summary cannot give them) say that every row
 /// holds, or none does, gives its words without reading a row (DuckDB's and ClickHouse's
 /// zone maps; a rare `size > 4000` reads a few blocks of a partition). The first query over
@@ -458,20 +458,19 @@ fn by_blocks<T: Summarize + SqlOrd + PartialOrd>(
     bounds: impl Fn(T::Summary) -> Option<(T, T)>,
     sink: &mut dyn FnMut(usize, u64),
 ) {
-    if !x.is_shared() {
-        return words_versus_number(op, x, c, sink);
-    }
+    let Some(blocks) = x.kept_blocks() else { return words_versus_number(op, x, c, sink) };
     const WORDS: usize = BLOCK / 64;
-    let (head, blocks, tail) = whole_blocks(0..x.len());
-    words_versus_number(op, &x[head], c, sink);
-    for k in blocks {
-        match bounds(x.summary(k)).and_then(|(lo, hi)| decided(op, lo, hi, c)) {
-            Some(all) => (k * WORDS..(k + 1) * WORDS).for_each(|j| sink(j, if all { u64::MAX } else { 0 })),
-            None => words_versus_number(op, &x[k * BLOCK..(k + 1) * BLOCK], c, &mut |j, w| sink(k * WORDS + j, w)),
+    let mut end = 0;
+    for (rows, s) in blocks {
+        let j0 = rows.start / 64;
+        match bounds(s).and_then(|(lo, hi)| decided(op, lo, hi, c)) {
+            Some(all) => (j0..j0 + WORDS).for_each(|j| sink(j, if all { u64::MAX } else { 0 })),
+            None => words_versus_number(op, &x[rows.clone()], c, &mut |j, w| sink(j0 + j, w)),
         }
+        end = rows.end;
     }
-    let at = tail.start / 64;
-    words_versus_number(op, &x[tail], c, &mut |j, w| sink(at + j, w));
+    let at = end / 64;
+    words_versus_number(op, &x[end..], c, &mut |j, w| sink(at + j, w));
 }
 
 /// Whether `x op c` holds for every value of a block whose least is `lo` and greatest `hi`

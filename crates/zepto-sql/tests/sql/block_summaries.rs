@@ -2,8 +2,9 @@
 //! (`zepto_storage::summary`): `sum`, `avg`, `min` and `max` by partition agree with the same
 //! aggregates grouped by hashing (a second key that is not monotonic in time), before and
 //! after appends in place, out-of-order appends, updates and deletes of the rows the
-//! summaries describe; and a query asked twice (summaries made, then kept) gives the same
-//! bits.
+//! summaries describe, over whole partitions and over time ranges (views of their columns
+//! that start and end between blocks); and a query asked twice (summaries made, then kept)
+//! gives the same bits.
 
 use zepto_sql::Engine;
 
@@ -43,14 +44,17 @@ fn insert(e: &Engine, rng: &mut Rng, n: usize, t0: u64) {
     }
 }
 
-/// The partition-wise answer (one run per symbol) against hashed groups, and asked again.
+/// The partition-wise answer (one run per symbol) against hashed groups, and asked again;
+/// then over time ranges that cut partitions between blocks (views of their columns).
 fn check(e: &Engine, what: &str) {
-    let by_partition = format!("SELECT sym, {AGGS} FROM t GROUP BY sym");
-    let hashed = format!("SELECT sym, {AGGS} FROM t GROUP BY sym, i % 1");
-    assert_eq!(sorted_rows(e, &by_partition, 15), sorted_rows(e, &hashed, 15), "{what}");
-    let first = lines(e, &format!("{by_partition} ORDER BY sym"));
-    assert_eq!(first.len(), 3, "{what}: three symbols");
-    assert_eq!(first, lines(e, &format!("{by_partition} ORDER BY sym")), "{what}: asked again");
+    for range in ["", "WHERE ts >= to_timestamp(1234) AND ts < to_timestamp(51234)", "WHERE ts < to_timestamp(30000)"] {
+        let by_partition = format!("SELECT sym, {AGGS} FROM t {range} GROUP BY sym");
+        let hashed = format!("SELECT sym, {AGGS} FROM t {range} GROUP BY sym, i % 1");
+        assert_eq!(sorted_rows(e, &by_partition, 15), sorted_rows(e, &hashed, 15), "{what} {range}");
+        let first = lines(e, &format!("{by_partition} ORDER BY sym"));
+        assert_eq!(first.len(), 3, "{what} {range}: three symbols");
+        assert_eq!(first, lines(e, &format!("{by_partition} ORDER BY sym")), "{what} {range}: asked again");
+    }
 }
 
 #[test]
