@@ -2,11 +2,14 @@
 """The small queries a dashboard polls, from Python in process, beside DuckDB and Polars in
 one run: the latest trade of a symbol, the newest rows of the table (under no filter, a filter
 many rows pass and one few pass), the highest prices and largest trades, the rows under a rare
-filter and a count under two, the last price and the trade count by symbol. ZeptoDB reads
+filter and a count under two, the last price and the trade count by symbol, and aggregates
+over a time range (by symbol, of one symbol, a VWAP). ZeptoDB reads
 the newest rows of a time-sorted partition first (`TimeTopN`), keeps a TopN's rows by a
 threshold on its first key partition by partition, filters partitions on every core (a
 column compared with a number straight to the rows it keeps), and reads a GROUP BY of the
-symbol with only `count(*)`/`first`/`last` at each partition's ends.
+symbol with only `count(*)`/`first`/`last` at each partition's ends; a filter or an
+aggregate over a partition's whole blocks reads their summaries (least, greatest, sum), and
+a time range reads a partition's rows in place.
 
 One data set of `gen_data.py` trades (made into target/bench-data/ when missing, as
 bench/growth.py makes it); every engine reads the same Parquet file into memory first
@@ -56,6 +59,32 @@ QUERIES = [
 ]
 
 
+def window_queries(lo, hi):
+    """Aggregates over the middle 40% of the data's time span, which cuts every partition:
+    ZeptoDB reads each partition's rows in that range in place (a view of its columns) and
+    their whole blocks through the blocks' summaries."""
+    a, b = lo + (hi - lo) * 0.3, lo + (hi - lo) * 0.7
+    where = f"ts >= TIMESTAMP '{a}' AND ts < TIMESTAMP '{b}'"
+
+    def window(pl):
+        return (pl.col("ts") >= a) & (pl.col("ts") < b)
+
+    return [
+        ("avg, max, count by symbol, 40% of the day",
+         f"SELECT sym, avg(price) AS p, max(size) AS m, count(*) AS n FROM trades WHERE {where} GROUP BY sym",
+         lambda pl, t: t.filter(window(pl)).group_by("sym").agg(
+             pl.col("price").mean().alias("p"), pl.col("size").max().alias("m"), pl.len().alias("n"))),
+        ("one symbol's avg and volume, 40% of the day",
+         f"SELECT avg(price) AS p, sum(size) AS s FROM trades WHERE sym = '{SYM}' AND {where}",
+         lambda pl, t: t.filter(window(pl) & (pl.col("sym") == SYM)).select(
+             pl.col("price").mean().alias("p"), pl.col("size").sum().alias("s"))),
+        ("VWAP by symbol, 40% of the day",
+         f"SELECT sym, sum(price * size) / sum(size) AS vwap FROM trades WHERE {where} GROUP BY sym",
+         lambda pl, t: t.filter(window(pl)).group_by("sym").agg(
+             ((pl.col("price") * pl.col("size")).sum() / pl.col("size").sum()).alias("vwap"))),
+    ]
+
+
 def timed(f, iters: int):
     for _ in range(min(20, iters)):
         f()
@@ -99,8 +128,9 @@ def main() -> None:
         "Polars": lambda sql, q: q(pl, frame).to_arrow(),
         "ZeptoDB": lambda sql, q: db.sql(sql).to_arrow(),
     }
+    lo, hi = con.execute("SELECT min(ts), max(ts) FROM trades").fetchone()
     rows = []
-    for name, sql, q in QUERIES:
+    for name, sql, q in QUERIES + window_queries(lo, hi):
         us, answers = {}, {}
         for engine, run in engines.items():
             answers[engine] = canonical(run(sql, q))

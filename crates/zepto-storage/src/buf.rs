@@ -119,7 +119,7 @@ impl<T: Copy> Buf<T> {
     pub fn as_slice(&self) -> &[T] {
         match &self.0 {
             Repr::Owned(v) => v,
-            // SAFETY: `len` values of the claim's allocation are written and never change while
+            // SAFETY: the claim's first `off + len` values are written and never change while
             // this `Buf` shares it (module docs).
             Repr::Shared { off, len, claim } => unsafe {
                 std::slice::from_raw_parts(claim.ptr.as_ptr().add(*off), *len)
@@ -378,6 +378,13 @@ impl<T: Summarize> Buf<T> {
     pub fn kept_blocks(&self) -> Option<impl Iterator<Item = (Range<usize>, T::Summary)> + '_> {
         let Repr::Shared { off: 0, len, .. } = &self.0 else { return None };
         Some((0..len / BLOCK).map(move |k| (k * BLOCK..(k + 1) * BLOCK, self.block(k))))
+    }
+
+    /// The summary of rows `k * BLOCK .. (k + 1) * BLOCK` where [`Buf::kept_blocks`] would
+    /// give it (a whole shared column, the block within its values); `None` otherwise.
+    pub fn kept_block(&self, k: usize) -> Option<T::Summary> {
+        let Repr::Shared { off: 0, len, .. } = &self.0 else { return None };
+        ((k + 1) * BLOCK <= *len).then(|| self.block(k))
     }
 }
 

@@ -7,7 +7,10 @@
 //! selected among all its rows through a comparator per key, a call per comparison: `ORDER BY
 //! price DESC LIMIT 10` over 1M rows took 9 ms, against DuckDB's 1.5. Now 0.4: the key is read
 //! once, each value ranked as it goes (no column of ranks), a block of 64 passed over at once
-//! when none of it reaches the threshold.
+//! when none of it reaches the threshold. A partition's whole column also keeps each 2,048-row
+//! block's least and greatest value (`zepto_storage::summary`): a block whose bounds cannot
+//! reach the threshold is passed over without reading a value (the 10 highest of 10M prices:
+//! 2.9 -> 0.5 ms).
 //!
 //! Why it is exact: the first key's values map to `u64` ranks in the same order
 //! ([`int_rank`], [`float_rank`]: values that compare equal get one rank, and NULLs and NaN
@@ -22,6 +25,7 @@ use crate::error::Result;
 use crate::plan::SortKey;
 use std::collections::BinaryHeap;
 use std::sync::atomic::{AtomicU64, Ordering};
+use zepto_storage::summary::{FloatSummary, IntSummary};
 use zepto_storage::{Column, ColumnData};
 
 /// A TopN keeps at most this share of its input for the threshold to pay (`k` at most
@@ -56,21 +60,35 @@ fn kept_rows(c: &Column, key: &SortKey, k: usize, shared: &AtomicU64) -> Option<
     let (desc, null) = (if key.desc { u64::MAX } else { 0 }, if key.nulls_first { 0 } else { u64::MAX });
     let valid = c.validity();
     macro_rules! by {
-        ($v:expr, $rank:expr) => {{
+        ($v:expr, $rank:expr, $best:expr) => {{
             let (v, rank) = ($v, $rank);
             Some(match valid {
-                None => candidates(v, |x| rank(x), None::<fn(usize, u64) -> u64>, k, shared),
-                Some(ok) => candidates(v, |x| rank(x), Some(|i, r| if ok.get(i) { r } else { null }), k, shared),
+                None => candidates(v, |x| rank(x), None::<fn(usize, u64) -> u64>, $best, k, shared),
+                Some(ok) => {
+                    candidates(v, |x| rank(x), Some(|i, r| if ok.get(i) { r } else { null }), no_best, k, shared)
+                }
             })
         }};
     }
+    // A block's best rank is at its least or greatest value: ranks are monotone in the value.
+    let int_best = |s: IntSummary| int_rank(s.min, desc).min(int_rank(s.max, desc));
+    let float_best = |s: FloatSummary| (!s.nan).then(|| float_rank(s.min, desc).min(float_rank(s.max, desc)));
     match c.data() {
-        ColumnData::Int64(v) | ColumnData::Timestamp(v) | ColumnData::Interval(v) => by!(v, |x| int_rank(x, desc)),
-        ColumnData::Int32(v) | ColumnData::Date(v) => by!(v, |x| int_rank(i64::from(x), desc)),
-        ColumnData::Float64(v) => by!(v, |x| float_rank(x, desc)),
-        ColumnData::Float32(v) => by!(v, |x| float_rank(f64::from(x), desc)),
+        ColumnData::Int64(v) | ColumnData::Timestamp(v) | ColumnData::Interval(v) => {
+            by!(v, |x| int_rank(x, desc), |b| v.kept_block(b).map(int_best))
+        }
+        ColumnData::Int32(v) | ColumnData::Date(v) => {
+            by!(v, |x| int_rank(i64::from(x), desc), |b| v.kept_block(b).map(int_best))
+        }
+        ColumnData::Float64(v) => by!(v, |x| float_rank(x, desc), |b| v.kept_block(b).and_then(float_best)),
+        ColumnData::Float32(v) => by!(v, |x| float_rank(f64::from(x), desc), no_best),
         _ => None,
     }
+}
+
+/// No block summaries to rank by ([`candidates`]' `best`).
+fn no_best(_: usize) -> Option<u64> {
+    None
 }
 
 /// An integer's place in the key's order (module docs): its bits with the sign flipped, all
@@ -93,27 +111,41 @@ fn float_rank(x: f64, desc: u64) -> u64 {
 /// Rows whose ranks are compared against the threshold at once before any is looked at alone.
 const BLOCK: usize = 64;
 
+/// Rows a block summary covers (a whole number of [`BLOCK`]s).
+const SUMMARY_ROWS: usize = zepto_storage::summary::BLOCK;
+const _: () = assert!(SUMMARY_ROWS.is_multiple_of(BLOCK));
+
 /// The rows (ascending) of `v` whose rank is at most the `k`-th smallest: a max-heap of the
 /// `k` smallest seen, a row kept while its rank is at most the threshold (the heap's top, or
 /// the shared one if lower), the rows kept trimmed to it whenever they double (from `4k`; ties
 /// stay, so a trim may keep many). `rank` ranks a value; `row(i, r)`, when the column has
 /// NULLs, gives row `i`'s rank from its value's (a NULL's own). Without NULLs, a block none of whose
 /// values reaches the threshold (most, once it has settled) is passed over after one compare
-/// of the whole block.
+/// of the whole block. `best(s)`: the smallest rank block `s` of [`SUMMARY_ROWS`] rows can
+/// hold, from the bounds its column keeps (`zepto_storage::summary`; `None`: read its rows):
+/// a block whose best is past the threshold is passed over without reading a value.
 #[inline(always)]
 fn candidates<T: Copy>(
     v: &[T],
     rank: impl Fn(T) -> u64,
     row: Option<impl Fn(usize, u64) -> u64>,
+    best: impl Fn(usize) -> Option<u64>,
     k: usize,
     shared: &AtomicU64,
 ) -> Vec<u32> {
     debug_assert!(k > 0);
+    const PER_SUMMARY: usize = SUMMARY_ROWS / BLOCK;
     let mut heap: BinaryHeap<u64> = BinaryHeap::with_capacity(k + 1);
     let mut kept: Vec<(u64, u32)> = Vec::with_capacity(4 * k);
-    let (mut limit, mut trim_at) = (u64::MAX, 4 * k);
+    let (mut limit, mut trim_at, mut summary_best) = (u64::MAX, 4 * k, None);
     for (b, block) in v.chunks(BLOCK).enumerate() {
         limit = limit.min(shared.load(Ordering::Relaxed));
+        if b % PER_SUMMARY == 0 {
+            summary_best = best(b / PER_SUMMARY);
+        }
+        if summary_best.is_some_and(|r| r > limit) {
+            continue;
+        }
         if row.is_none() && block.iter().fold(0u64, |m, &x| m | u64::from(rank(x) <= limit)) == 0 {
             continue;
         }
@@ -214,12 +246,58 @@ mod tests {
                 ranks.reverse();
             }
             let k = 1 + rnd.index(n);
-            let kept = candidates(&ranks, |r| r, None::<fn(usize, u64) -> u64>, k, &AtomicU64::new(u64::MAX));
+            let kept = candidates(&ranks, |r| r, None::<fn(usize, u64) -> u64>, no_best, k, &AtomicU64::new(u64::MAX));
             let mut sorted = ranks.clone();
             sorted.sort_unstable();
             let kth = sorted[k - 1];
             let want: Vec<u32> = (0..n as u32).filter(|&i| ranks[i as usize] <= kth).collect();
             assert_eq!(kept, want, "round {round}: k {k} of {n}");
+        }
+    }
+
+    /// A whole shared column (its blocks' bounds kept) keeps exactly the rows an owned copy
+    /// keeps, the `k` best ranks and their ties, though blocks whose bounds cannot reach the
+    /// threshold are passed over: blocks of one value, of a narrow and of a wide range,
+    /// rising, falling or flat from block to block, NaN in some, both directions, BIGINT,
+    /// DATE and DOUBLE, asked twice (summaries made, then kept).
+    #[test]
+    fn summarized_blocks_keep_the_rows_a_copy_keeps() {
+        use zepto_storage::summary::BLOCK as ROWS;
+        let mut rnd = XorShift::new(0x510e_527f_ade6_82d1);
+        for round in 0..60 {
+            let n = [5 * ROWS + 77, 3 * ROWS, 4 * ROWS + 1][round % 3];
+            let slope = [1i64, -1, 0][round / 3 % 3];
+            let ints: Vec<i64> = (0..n)
+                .map(|i| {
+                    let b = (i / ROWS) as i64;
+                    slope * b * 1000 + rnd.below([1, 10, 5000][(i / ROWS + round) % 3]) as i64
+                })
+                .collect();
+            let (data, ty) = match round % 3 {
+                0 => (ColumnData::Int64(ints.clone().into()), zepto_storage::DataType::Int64),
+                1 => (ColumnData::Date(ints.iter().map(|&x| x as i32).collect()), zepto_storage::DataType::Date),
+                _ => {
+                    let mut f: Vec<f64> = ints.iter().map(|&x| x as f64 * 0.25).collect();
+                    // A NaN (the first row DESC) past the first block, where the blocks
+                    // before may have set a threshold.
+                    if round / 3 % 2 == 1 {
+                        f[ROWS + rnd.index(n - ROWS)] = f64::NAN;
+                    }
+                    (ColumnData::Float64(f.into()), zepto_storage::DataType::Float64)
+                }
+            };
+            let owned = Column::from_data(data);
+            let mut whole = owned.clone();
+            whole.share();
+            let k = [1, 10, 100][round % 3];
+            for desc in [false, true] {
+                let key = SortKey { expr: crate::plan::BExpr::Col(0, ty), desc, nulls_first: false };
+                let want = kept_rows(&owned, &key, k, &AtomicU64::new(u64::MAX)).expect("ranked");
+                for pass in ["made", "kept"] {
+                    let got = kept_rows(&whole, &key, k, &AtomicU64::new(u64::MAX)).expect("ranked");
+                    assert_eq!(got, want, "round {round}, desc {desc}, summaries {pass}");
+                }
+            }
         }
     }
 }

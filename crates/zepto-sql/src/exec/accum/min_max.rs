@@ -165,11 +165,14 @@ pub fn both(x: &Column, rows: Rows) -> Option<(Column, Column)> {
     if n == 0 {
         return None;
     }
-    if let (Some(lo), Some(hi)) = (summarized_extremes(x, starts, n, false), summarized_extremes(x, starts, n, true)) {
-        return Some((
-            Column::from_data(ColumnData::Float64(lo.into())),
-            Column::from_data(ColumnData::Float64(hi.into())),
-        ));
+    if let Some(ss) = block_runs::float_runs(x, starts, n) {
+        let side = |max| ss.iter().map(|s| block_runs::float_extreme(s, max)).collect::<Option<Vec<f64>>>();
+        if let (Some(lo), Some(hi)) = (side(false), side(true)) {
+            return Some((
+                Column::from_data(ColumnData::Float64(lo.into())),
+                Column::from_data(ColumnData::Float64(hi.into())),
+            ));
+        }
     }
     let (lo, hi) = run_extremes::<true, true>(v, starts, n);
     Some((Column::from_data(ColumnData::Float64(lo.into())), Column::from_data(ColumnData::Float64(hi.into()))))
