@@ -128,7 +128,7 @@ def main() -> None:
         "Polars": lambda sql, q: q(pl, frame).to_arrow(),
         "ZeptoDB": lambda sql, q: db.sql(sql).to_arrow(),
     }
-    lo, hi = con.execute("SELECT min(ts), max(ts) FROM trades").fetchone()
+    lo, hi = con.execute("SELECT min(ts), max(ts) FROM trades").fetchall()[0]
     rows = []
     for name, sql, q in QUERIES + window_queries(lo, hi):
         us, answers = {}, {}

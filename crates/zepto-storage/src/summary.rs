@@ -145,29 +145,22 @@ fn int_summary(block: impl ExactSizeIterator<Item = i64> + Clone) -> IntSummary 
     IntSummary { min, max, sum }
 }
 
-fn merge_ints(a: IntSummary, b: IntSummary) -> IntSummary {
-    IntSummary { min: a.min.min(b.min), max: a.max.max(b.max), sum: a.sum + b.sum }
+/// [`Summarize`] for integer types, each through its kernel.
+macro_rules! int_summaries {
+    ($($t:ty => $kernel:ident),*) => {$(
+        impl Summarize for $t {
+            type Summary = IntSummary;
+            fn summarize(block: &[$t]) -> IntSummary {
+                $kernel(block)
+            }
+            fn merge(a: IntSummary, b: IntSummary) -> IntSummary {
+                IntSummary { min: a.min.min(b.min), max: a.max.max(b.max), sum: a.sum + b.sum }
+            }
+        }
+    )*};
 }
 
-impl Summarize for i64 {
-    type Summary = IntSummary;
-    fn summarize(block: &[i64]) -> IntSummary {
-        summarize_i64(block)
-    }
-    fn merge(a: IntSummary, b: IntSummary) -> IntSummary {
-        merge_ints(a, b)
-    }
-}
-
-impl Summarize for i32 {
-    type Summary = IntSummary;
-    fn summarize(block: &[i32]) -> IntSummary {
-        summarize_i32(block)
-    }
-    fn merge(a: IntSummary, b: IntSummary) -> IntSummary {
-        merge_ints(a, b)
-    }
-}
+int_summaries!(i64 => summarize_i64, i32 => summarize_i32);
 
 impl Summarize for f64 {
     type Summary = FloatSummary;
@@ -186,31 +179,29 @@ impl Summarize for f64 {
 /// [`Summarize::summarize`] of doubles.
 #[inline(always)]
 fn float_summary(block: &[f64]) -> FloatSummary {
-    {
-        // Eight lanes, so the compares run as vectors. NaN compares false: the extremes skip
-        // it, and `nan` notes it (a lane of 64-bit flags, as wide as the values).
-        // The sum's lanes are [`float_sum`]'s, in one pass with the rest.
-        let (mut lo, mut hi, mut nan, mut acc) = ([f64::INFINITY; 8], [f64::NEG_INFINITY; 8], [0u64; 8], [0.0f64; 8]);
-        let (chunks, rest) = block.as_chunks::<8>();
-        for c in chunks {
-            for j in 0..8 {
-                let x = c[j];
-                lo[j] = if x < lo[j] { x } else { lo[j] };
-                hi[j] = if x > hi[j] { x } else { hi[j] };
-                nan[j] |= u64::from(x.is_nan());
-                acc[j] += x;
-            }
-        }
-        for (j, &x) in rest.iter().enumerate() {
+    // Eight lanes, so the compares run as vectors. NaN compares false: the extremes skip
+    // it, and `nan` notes it (a lane of 64-bit flags, as wide as the values).
+    // The sum's lanes are [`float_sum`]'s, in one pass with the rest.
+    let (mut lo, mut hi, mut nan, mut acc) = ([f64::INFINITY; 8], [f64::NEG_INFINITY; 8], [0u64; 8], [0.0f64; 8]);
+    let (chunks, rest) = block.as_chunks::<8>();
+    for c in chunks {
+        for j in 0..8 {
+            let x = c[j];
             lo[j] = if x < lo[j] { x } else { lo[j] };
             hi[j] = if x > hi[j] { x } else { hi[j] };
             nan[j] |= u64::from(x.is_nan());
             acc[j] += x;
         }
-        let min = lo.iter().fold(f64::INFINITY, |m, &x| if x < m { x } else { m });
-        let max = hi.iter().fold(f64::NEG_INFINITY, |m, &x| if x > m { x } else { m });
-        FloatSummary { min, max, sum: add_lanes(&acc), nan: nan.iter().any(|&n| n != 0) }
     }
+    for (j, &x) in rest.iter().enumerate() {
+        lo[j] = if x < lo[j] { x } else { lo[j] };
+        hi[j] = if x > hi[j] { x } else { hi[j] };
+        nan[j] |= u64::from(x.is_nan());
+        acc[j] += x;
+    }
+    let min = lo.iter().fold(f64::INFINITY, |m, &x| if x < m { x } else { m });
+    let max = hi.iter().fold(f64::NEG_INFINITY, |m, &x| if x > m { x } else { m });
+    FloatSummary { min, max, sum: add_lanes(&acc), nan: nan.iter().any(|&n| n != 0) }
 }
 
 #[cfg(test)]
