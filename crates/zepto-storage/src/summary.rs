@@ -55,7 +55,8 @@ pub struct FloatSummary {
     pub min: f64,
     /// The greatest value that is not NaN.
     pub max: f64,
-    /// The sum, added in [`float_sum`]'s order.
+    /// The sum: row `i` added into lane `i % 8`, the eight lanes then added pairwise (one
+    /// order, so that a sum is the same number from a kept summary or from the rows).
     pub sum: f64,
     /// Whether a value is NaN.
     pub nan: bool,
@@ -69,23 +70,6 @@ pub fn whole_blocks(r: Range<usize>) -> (Range<usize>, Range<usize>, Range<usize
         return (r.clone(), first..first, r.end..r.end);
     }
     (r.start..first * BLOCK, first..last, last * BLOCK..r.end)
-}
-
-/// The sum of `v` in eight lanes, the lanes then added pairwise: the one order every block
-/// sum is taken in, so that a sum is the same number from a kept summary or from the rows.
-#[inline(always)]
-pub fn float_sum(v: &[f64]) -> f64 {
-    let mut acc = [0.0f64; 8];
-    let (chunks, rest) = v.as_chunks::<8>();
-    for c in chunks {
-        for (a, &x) in acc.iter_mut().zip(c) {
-            *a += x;
-        }
-    }
-    for (a, &x) in acc.iter_mut().zip(rest) {
-        *a += x;
-    }
-    add_lanes(&acc)
 }
 
 /// A sum's eight lanes added pairwise.
@@ -181,7 +165,7 @@ impl Summarize for f64 {
 fn float_summary(block: &[f64]) -> FloatSummary {
     // Eight lanes, so the compares run as vectors. NaN compares false: the extremes skip
     // it, and `nan` notes it (a lane of 64-bit flags, as wide as the values).
-    // The sum's lanes are [`float_sum`]'s, in one pass with the rest.
+    // The sum's lanes in the same pass ([`FloatSummary::sum`]'s order).
     let (mut lo, mut hi, mut nan, mut acc) = ([f64::INFINITY; 8], [f64::NEG_INFINITY; 8], [0u64; 8], [0.0f64; 8]);
     let (chunks, rest) = block.as_chunks::<8>();
     for c in chunks {
@@ -212,6 +196,14 @@ mod tests {
     /// Block `k` of `b`'s values (starting at a block's start).
     fn block<T: Summarize>(b: &Buf<T>, k: usize) -> T::Summary {
         b.summary_of(k * BLOCK..(k + 1) * BLOCK)
+    }
+
+    /// [`FloatSummary::sum`]'s order, written plainly: the reference the kernel is checked
+    /// against.
+    fn float_sum(v: &[f64]) -> f64 {
+        let mut acc = [0.0f64; 8];
+        v.iter().enumerate().for_each(|(i, &x)| acc[i % 8] += x);
+        add_lanes(&acc)
     }
 
     #[test]

@@ -10,7 +10,8 @@
 //! made for the query: one query over the same rows gives the same bits every time.
 
 use super::runs;
-use zepto_storage::summary::{FloatSummary, IntSummary, BLOCK};
+use zepto_storage::buf::Buf;
+use zepto_storage::summary::{FloatSummary, IntSummary, Summarize, BLOCK};
 use zepto_storage::{Column, ColumnData};
 
 /// Runs averaging this many rows (four blocks) go through the summaries.
@@ -24,14 +25,9 @@ fn long(x: &Column, starts: &[u32], n: usize) -> bool {
 /// Each run's summary (`runs` over `starts`, `n` rows) of an integer column (BIGINT,
 /// TIMESTAMP, INTERVAL, INTEGER, DATE) without NULLs whose runs are long; `None` otherwise.
 pub fn int_runs(x: &Column, starts: &[u32], n: usize) -> Option<Vec<IntSummary>> {
-    if !long(x, starts, n) {
-        return None;
-    }
     match x.data() {
-        ColumnData::Int64(b) | ColumnData::Timestamp(b) | ColumnData::Interval(b) => {
-            Some(runs(starts, n).map(|(s, e)| b.summary_of(s..e)).collect())
-        }
-        ColumnData::Int32(b) | ColumnData::Date(b) => Some(runs(starts, n).map(|(s, e)| b.summary_of(s..e)).collect()),
+        ColumnData::Int64(b) | ColumnData::Timestamp(b) | ColumnData::Interval(b) => each(x, b, starts, n),
+        ColumnData::Int32(b) | ColumnData::Date(b) => each(x, b, starts, n),
         _ => None,
     }
 }
@@ -39,11 +35,14 @@ pub fn int_runs(x: &Column, starts: &[u32], n: usize) -> Option<Vec<IntSummary>>
 /// Each run's summary of a DOUBLE column without NULLs whose runs are long; `None` otherwise.
 pub fn float_runs(x: &Column, starts: &[u32], n: usize) -> Option<Vec<FloatSummary>> {
     match x.data() {
-        ColumnData::Float64(b) if long(x, starts, n) => {
-            Some(runs(starts, n).map(|(s, e)| b.summary_of(s..e)).collect())
-        }
+        ColumnData::Float64(b) => each(x, b, starts, n),
         _ => None,
     }
+}
+
+/// Each run's summary of `x`'s values `b`, where [`long`] says the summaries apply.
+fn each<T: Summarize>(x: &Column, b: &Buf<T>, starts: &[u32], n: usize) -> Option<Vec<T::Summary>> {
+    long(x, starts, n).then(|| runs(starts, n).map(|(s, e)| b.summary_of(s..e)).collect())
 }
 
 /// A run's least (`max` false) or greatest double as `min`/`max` rank them, NaN the largest:
