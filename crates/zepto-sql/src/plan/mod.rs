@@ -113,7 +113,8 @@ pub struct AggCall {
     pub args: Vec<BExpr>,
     /// `f(DISTINCT ...)`: duplicates of the arguments ignored.
     pub distinct: bool,
-    /// Order column for first/last (the designated timestamp), if known.
+    /// Order column for first/last (the designated timestamp), if known; for arg_min/arg_max,
+    /// their `v` when it is the designated timestamp (rows in runs are in its order).
     pub order: Option<BExpr>,
     /// The result type.
     pub ty: DataType,
@@ -760,10 +761,11 @@ impl Plan {
 }
 
 /// Aggregates as EXPLAIN names them: as written (`arg_min`, `count_star` for `count(*)`), a
-/// quantile with its fraction.
+/// quantile with its fraction, `arg_min by time` when its order is the designated timestamp's.
 fn agg_names(aggs: &[AggCall]) -> String {
     let name = |a: &AggCall| match a.func {
         AggFunc::Quantile(q) | AggFunc::PercentileCont(q) => format!("{}({q})", agg_name(a.func)),
+        AggFunc::ArgMin | AggFunc::ArgMax if a.order.is_some() => format!("{} by time", agg_name(a.func)),
         f => agg_name(f).to_string(),
     };
     aggs.iter().map(name).collect::<Vec<_>>().join(", ")

@@ -304,6 +304,46 @@ fn runs_rank_nan_as_the_largest_double() {
     }
 }
 
+/// `arg_min(x, ts)` and `arg_max(x, ts)` by the column the runs are in order of (the input's
+/// order is `v` itself) read each run from its end: they agree with the walk of every row,
+/// with times tied at the ends (settled by `x`), NULL `x` at the ends, and runs of only NULL.
+#[test]
+fn arg_extremes_by_the_runs_order_read_the_ends() {
+    let mut rng = Rng::new(0xbb67_ae85_84ca_a73b);
+    let mut ends_read = 0;
+    for round in 0..300 {
+        let c = case(&mut rng, round % 2 == 0);
+        let (s, starts) = as_runs(&c);
+        let n = s.ids.len();
+        // Coarser times keep each run's order and tie neighbours (several rows a tick).
+        let tick = [1, 7, 21, 70][round % 4];
+        let t = s.t.as_i64_slice().expect("times").iter().map(|&t| t / tick * tick).collect::<Vec<_>>();
+        let t = Column::from_data(ColumnData::Timestamp(t.into()));
+        for f in [AggFunc::ArgMin, AggFunc::ArgMax] {
+            let drive = |input: &Input, rows: Rows, groups: usize| {
+                let mut acc = accumulator(f, s.x.data_type());
+                acc.update(input, rows, groups).expect("update");
+                acc.finish().expect("finish")
+            };
+            let runs = Rows::Runs { starts: &starts, n };
+            let walked = drive(&Input { args: vec![&s.x, &t], order: None, sorted: true }, runs, starts.len());
+            let ids: Vec<u32> = (0..starts.len() as u32)
+                .flat_map(|g| {
+                    let end = starts.get(g as usize + 1).map_or(n as u32, |&e| e);
+                    std::iter::repeat_n(g, (end - starts[g as usize]) as usize)
+                })
+                .collect();
+            let by_ids =
+                drive(&Input { args: vec![&s.x, &t], order: None, sorted: false }, Rows::sparse(&ids), starts.len());
+            same(&walked, &by_ids, &format!("round {round} {f:?} walked runs"));
+            let ends = drive(&Input { args: vec![&s.x, &t], order: Some(&t), sorted: true }, runs, starts.len());
+            same(&ends, &by_ids, &format!("round {round} {f:?} runs read from their ends"));
+            ends_read += starts.len();
+        }
+    }
+    assert!(ends_read > 1000, "{ends_read} runs");
+}
+
 #[test]
 fn merged_partials_give_the_answer_of_ids() {
     let mut rng = Rng::new(0x9e37_79b9_7f4a_7c15);

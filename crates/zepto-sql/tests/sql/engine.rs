@@ -163,14 +163,17 @@ fn floats(e: &Engine, sql: &str) -> Vec<Option<f64>> {
 }
 
 /// EXPLAIN names aggregates as they are written (`arg_min`, `stddev_samp`, `count_star` for
-/// `count(*)`, a quantile with its fraction), not by their internal names.
+/// `count(*)`, a quantile with its fraction), not by their internal names; `arg_min by time`
+/// when it picks by the designated timestamp (a run's end row).
 #[test]
 fn explain_names_aggregates_as_written() {
     let e = Engine::new();
-    e.execute("CREATE TABLE t (ts TIMESTAMP, sym SYMBOL, px DOUBLE)").expect("create");
-    let plan =
-        explain(&e, "SELECT sym, count(*), arg_min(px, ts), stddev_samp(px), quantile(px, 0.25) FROM t GROUP BY sym");
-    assert!(plan.contains("aggs=[count_star, arg_min, stddev_samp, quantile(0.25)]"), "{plan}");
+    e.execute("CREATE TABLE t (ts TIMESTAMP, sym SYMBOL, px DOUBLE, at TIMESTAMP)").expect("create");
+    let plan = explain(
+        &e,
+        "SELECT sym, count(*), arg_min(px, at), stddev_samp(px), quantile(px, 0.25), arg_max(px, ts) FROM t GROUP BY sym",
+    );
+    assert!(plan.contains("aggs=[count_star, arg_min, stddev_samp, quantile(0.25), arg_max by time]"), "{plan}");
 }
 
 /// The time-series operators say in EXPLAIN how they run, and kdb-style defaults are visible.

@@ -11,9 +11,15 @@
 //! `-0.0` and `0.0` compare equal, so which of the two a tie between them keeps may differ.
 //! State: the `x` and `v` picked; partial states merge by the same rule. The time-ordered
 //! form, `first`/`last`, is `first_last.rs`.
+//!
+//! When `v` is the very column the input is ordered by (the planner gives the designated
+//! timestamp as the call's order: `arg_min(price, ts)`), a run of rows ([`Rows::Runs`], in
+//! time order) has its least `v` at its start and its greatest at its end: a run's pick is
+//! read from that end, comparing only the rows tied with it (a bar's open and close read two
+//! rows, not the bar).
 
 use super::kernels::{grow, in_range, pad, sliding_best};
-use super::{Accumulator, Input, Rows};
+use super::{runs, Accumulator, Input, Rows};
 use crate::error::{Result, SqlError};
 use crate::exec::cmp::{value_cmp, RowCmp};
 use std::cmp::Ordering;
@@ -39,10 +45,10 @@ impl ArgExtreme {
         }
     }
 
-    /// Fold rows of `x` and `v` (row `i` into group `ids[i]`) into the state.
-    fn add(&mut self, x: &Column, v: &Column, ids: &[u32], ngroups: usize) {
-        let best = picks(x, v, ids, ngroups, self.want());
-        let (cx, cv) = (pad(x.take_opt(&best), ngroups), pad(v.take_opt(&best), ngroups));
+    /// Fold the rows `best` picked of `x` and `v` (group `g`'s at `best[g]`, `NULL_INDEX` or
+    /// past the end for none) into the state.
+    fn add(&mut self, x: &Column, v: &Column, best: &[u32], ngroups: usize) {
+        let (cx, cv) = (pad(x.take_opt(best), ngroups), pad(v.take_opt(best), ngroups));
         let Some((mut ox, mut ov)) = self.state.take() else {
             self.state = Some((cx, cv));
             return;
@@ -102,6 +108,32 @@ fn picks(x: &Column, v: &Column, ids: &[u32], ngroups: usize, want: Ordering) ->
     best
 }
 
+/// The row each run picks when `v` is in time order within runs (module docs): the first
+/// row with `x` from the run's picking end, or a row tied with it in `v` that beats it.
+/// `None` when `v` has NULLs (the general walk skips them).
+fn picks_at_ends(x: &Column, v: &Column, starts: &[u32], n: usize, want: Ordering) -> Option<Vec<u32>> {
+    if v.validity().is_some() {
+        return None;
+    }
+    let beats = Beats::new(x, v, want);
+    debug_assert!(runs(starts, n).all(|(s, e)| (s + 1..e).all(|i| (beats.v)(i - 1, i) != Ordering::Greater)));
+    let pick = |rows: &mut dyn Iterator<Item = usize>| {
+        let mut best = NULL_INDEX;
+        for i in rows.filter(|&i| x.is_valid(i)) {
+            if best == NULL_INDEX {
+                best = i as u32;
+            } else if (beats.v)(i, best as usize) != Ordering::Equal {
+                break;
+            } else if beats.at(i, best as usize) {
+                best = i as u32;
+            }
+        }
+        best
+    };
+    let from_end = want == Ordering::Greater;
+    Some(runs(starts, n).map(|(s, e)| if from_end { pick(&mut (s..e).rev()) } else { pick(&mut (s..e)) }).collect())
+}
+
 /// The two arguments, `x` and `v`.
 fn pair<'a>(input: &Input<'a>) -> Result<(&'a Column, &'a Column)> {
     match input.args[..] {
@@ -117,7 +149,14 @@ fn before_input() -> SqlError {
 impl Accumulator for ArgExtreme {
     fn update(&mut self, input: &Input, rows: Rows, ngroups: usize) -> Result<()> {
         let (x, v) = pair(input)?;
-        self.add(x, v, &rows.ids(), ngroups);
+        let at_ends = match rows {
+            Rows::Runs { starts, n } if input.order.is_some_and(|o| std::ptr::eq(o, v)) => {
+                picks_at_ends(x, v, starts, n, self.want())
+            }
+            _ => None,
+        };
+        let best = at_ends.unwrap_or_else(|| picks(x, v, &rows.ids(), ngroups, self.want()));
+        self.add(x, v, &best, ngroups);
         Ok(())
     }
 
@@ -134,7 +173,7 @@ impl Accumulator for ArgExtreme {
 
     fn merge(&mut self, state: &[&Column], ids: &[u32], ngroups: usize) -> Result<()> {
         let [x, v] = state else { return Err(SqlError::Internal("arg_min/arg_max state is two columns".into())) };
-        self.add(x, v, ids, ngroups);
+        self.add(x, v, &picks(x, v, ids, ngroups, self.want()), ngroups);
         Ok(())
     }
 

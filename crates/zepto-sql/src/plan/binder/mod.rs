@@ -995,7 +995,7 @@ impl Binder {
             let Expr::Func(f) = &e else { continue };
             let call = self.bind_agg_call(f, scope, None)?;
             // Keyless, the extremes fold in place (`exec/keyless.rs`), which ends do not.
-            let call = if keys.is_empty() { call } else { time_extreme_as_end(call, scope) };
+            let call = if keys.is_empty() { call } else { by_time(call, scope) };
             calls.push((e.to_string(), call));
         }
         let ctx = AggCtx { keys: key_info, aggs: calls.iter().map(|(t, c)| (t.clone(), c.ty)).collect() };
@@ -1673,28 +1673,34 @@ fn implicit_keys(items: &[Item], scope: &[Field]) -> Vec<Expr> {
     keys
 }
 
-/// `max(ts)` and `min(ts)` of the designated timestamp in a GROUP BY, as `last(ts)` and
-/// `first(ts)` (the time at a group's latest or earliest row by that same timestamp): the same
-/// value, NULL times skipped by both, and NULL for a group without a time. In a partition,
-/// where rows keep time order, those read a group's end row instead of all its rows (`SELECT
-/// sym, max(ts) ... GROUP BY sym` reads 100 rows, not 1M). Not for window aggregates, whose
-/// `last` follows the window's order, nor DISTINCT, nor without GROUP BY keys (the caller).
-fn time_extreme_as_end(call: AggCall, scope: &[Field]) -> AggCall {
-    let end = match call.func {
-        AggFunc::Max => AggFunc::Last,
-        AggFunc::Min => AggFunc::First,
-        _ => return call,
-    };
-    match call.args.as_slice() {
-        // The one designated timestamp in scope (a join's two sides may each bring one).
-        [BExpr::Col(i, DataType::Timestamp)]
-            if !call.distinct
-                && scope.get(*i).is_some_and(|f| f.designated_ts)
-                && scope.iter().filter(|f| f.designated_ts).count() == 1 =>
-        {
-            let order = Some(BExpr::Col(*i, DataType::Timestamp));
-            AggCall { func: end, order, ..call }
+/// Aggregates of a GROUP BY that read the designated timestamp's order (not for window
+/// aggregates, whose rows follow the window's order, nor DISTINCT, nor without GROUP BY keys:
+/// the caller):
+/// - `max(ts)` and `min(ts)` of it, as `last(ts)` and `first(ts)` (the time at a group's latest
+///   or earliest row by that same timestamp): the same value, NULL times skipped by both, and
+///   NULL for a group without a time. In a partition, where rows keep time order, those read a
+///   group's end row instead of all its rows (`SELECT sym, max(ts) ... GROUP BY sym` reads 100
+///   rows, not 1M).
+/// - `arg_min(x, ts)` and `arg_max(x, ts)` by it, given it as their order column: over runs of
+///   time-ordered rows, each group's pick is at its run's start or end (`exec::accum`'s
+///   `arg_extreme.rs`), which EXPLAIN names `arg_min by time`.
+fn by_time(call: AggCall, scope: &[Field]) -> AggCall {
+    // The one designated timestamp in scope (a join's two sides may each bring one).
+    let designated = |e: &BExpr| match e {
+        BExpr::Col(i, DataType::Timestamp) => {
+            scope.get(*i).is_some_and(|f| f.designated_ts) && scope.iter().filter(|f| f.designated_ts).count() == 1
         }
+        _ => false,
+    };
+    if call.distinct {
+        return call;
+    }
+    match (call.func, call.args.as_slice()) {
+        (AggFunc::Max | AggFunc::Min, [ts]) if designated(ts) => {
+            let end = if call.func == AggFunc::Max { AggFunc::Last } else { AggFunc::First };
+            AggCall { func: end, order: Some(ts.clone()), ..call }
+        }
+        (AggFunc::ArgMin | AggFunc::ArgMax, [_, ts]) if designated(ts) => AggCall { order: Some(ts.clone()), ..call },
         _ => call,
     }
 }
