@@ -34,12 +34,10 @@ pub fn fill(b: Batch, p: &FillPlan) -> Result<Batch> {
     let ng = groups.first.len();
     // Rows with a NULL bucket (NULL timestamps) are dropped, as QuestDB never has them.
     let rows: Vec<usize> = (0..n).filter(|&i| bucket_col.is_valid(i)).collect();
-    if !p.fills() {
-        let mut idx: Vec<u32> = rows.iter().map(|&i| i as u32).collect();
-        idx.sort_by_key(|&i| (bv[i as usize], groups.ids[i as usize]));
-        return Ok(b.take(&idx));
-    }
     let steps = Steps { width: p.width, months: p.months };
+    if !p.fills() {
+        return Ok(b.take(&bucket_major(&rows, bv, &groups.ids, ng, &steps)));
+    }
     // The plan's bounds are wall-clock times already.
     let lo = p.lo.or_else(|| rows.iter().map(|&i| bv[i]).min());
     let hi = p.hi.or_else(|| rows.iter().map(|&i| bv[i]).max().map(|m| steps.next(m)));
@@ -97,6 +95,58 @@ pub fn fill(b: Batch, p: &FillPlan) -> Result<Batch> {
     }
     let keep: Vec<u32> = (0..total).filter(|&r| !skipped[r / ng]).map(|r| r as u32).collect();
     Ok(filled.take(&keep))
+}
+
+/// `rows` in bucket-major order: by bucket start `bv`, then key `ids` (of `ng` keys, numbered
+/// in the order they first appear), then row. Counted where [`counted_order`] can, sorted
+/// otherwise.
+fn bucket_major(rows: &[usize], bv: &[i64], ids: &[u32], ng: usize, steps: &Steps) -> Vec<u32> {
+    counted_order(rows, bv, ids, ng, steps).unwrap_or_else(|| {
+        let mut keyed: Vec<(i64, u32, u32)> = rows.iter().map(|&i| (bv[i], ids[i], i as u32)).collect();
+        keyed.sort_unstable();
+        keyed.into_iter().map(|(_, _, i)| i).collect()
+    })
+}
+
+/// [`bucket_major`]'s order in two stable counting passes, by key and then by the bucket's
+/// position among the steps: `None` where the buckets span more than four positions a row,
+/// or where those positions do not order the starts (a start off the steps; checked).
+fn counted_order(rows: &[usize], bv: &[i64], ids: &[u32], ng: usize, steps: &Steps) -> Option<Vec<u32>> {
+    let lo = rows.iter().map(|&i| bv[i]).min()?;
+    let hi = rows.iter().map(|&i| bv[i]).max()?;
+    let nb = steps.count(lo, steps.next(hi));
+    if nb > 4 * rows.len() + 64 {
+        return None;
+    }
+    // Each row's bucket position, computed once (a division each: `Steps::index`'s i128 one
+    // costs more than the rest of the order).
+    let mut at = vec![0u32; bv.len()];
+    for &i in rows {
+        at[i] = u32::try_from(steps.position(lo, bv[i])).ok()?;
+    }
+    let rows: Vec<u32> = rows.iter().map(|&i| i as u32).collect();
+    let by_key = counting_sort(&rows, ng, |i| ids[i as usize] as usize)?;
+    let out = counting_sort(&by_key, nb, |i| at[i as usize] as usize)?;
+    let rank = |i: u32| (bv[i as usize], ids[i as usize], i);
+    out.windows(2).all(|w| rank(w[0]) < rank(w[1])).then_some(out)
+}
+
+/// `items` stably ordered by `slot` (below `slots`; `None` if one is not).
+fn counting_sort(items: &[u32], slots: usize, slot: impl Fn(u32) -> usize) -> Option<Vec<u32>> {
+    let mut at = vec![0u32; slots + 1];
+    for &i in items {
+        *at.get_mut(slot(i) + 1)? += 1;
+    }
+    for k in 1..=slots {
+        at[k] += at[k - 1];
+    }
+    let mut out = vec![0u32; items.len()];
+    for &i in items {
+        let s = &mut at[slot(i)];
+        out[*s as usize] = i;
+        *s += 1;
+    }
+    Some(out)
 }
 
 /// The instant each of the `nb` buckets from `lo` starts at (`instant`: a wall-clock time's
@@ -215,6 +265,24 @@ impl Steps {
         }
     }
 
+    /// [`Steps::index`] without an i128 division where `b - lo` fits an i64: a division of
+    /// doubles, its floor put right by at most a step or two.
+    fn position(&self, lo: i64, b: i64) -> usize {
+        let Some(d) = b.checked_sub(lo).filter(|_| self.months == 0 && self.width > 0) else {
+            return self.index(lo, b);
+        };
+        let w = self.width;
+        let mut k = (d as f64 / w as f64) as i64;
+        while k > 0 && k.saturating_mul(w) > d {
+            k -= 1;
+        }
+        while k.checked_add(1).and_then(|n| n.checked_mul(w)).is_some_and(|x| x <= d) {
+            k += 1;
+        }
+        debug_assert_eq!(k as usize, self.index(lo, b));
+        k as usize
+    }
+
     /// Start of bucket `k`.
     fn at(&self, lo: i64, k: usize) -> i64 {
         if self.months > 0 {
@@ -222,5 +290,62 @@ impl Steps {
         } else {
             lo.saturating_add(k as i64 * self.width)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Counted or sorted, the rows come out by (bucket, key, row): buckets on the steps and
+    /// off them, a span too wide to count, months, keys in any order, repeated pairs.
+    /// A bucket's position by doubles is `Steps::index`'s, at the ends of i64 too.
+    #[test]
+    fn positions_are_the_division_s() {
+        let mut rng = zepto_storage::rng::XorShift::new(0x9b05_688c_2b3e_6c1f);
+        let widths = [1, 3, 60_000_000_000, 86_400_000_000_000, i64::MAX / 3, i64::MAX];
+        for round in 0..2000 {
+            let steps = Steps { width: widths[round % widths.len()], months: 0 };
+            let lo = [i64::MIN, -(rng.below(1 << 40) as i64), 0][round % 3];
+            let b = lo.saturating_add((rng.below(u64::MAX) >> (round % 64)) as i64);
+            assert_eq!(steps.position(lo, b), steps.index(lo, b), "width {} lo {lo} b {b}", steps.width);
+        }
+    }
+
+    #[test]
+    fn bucket_major_orders_by_bucket_key_and_row() {
+        let mut rng = zepto_storage::rng::XorShift::new(0x510e_527f_ade6_82d1);
+        let mut counted = 0;
+        for round in 0..300 {
+            let n = rng.below(400) as usize;
+            let steps = match round % 3 {
+                0 => Steps { width: 60, months: 0 },
+                1 => Steps { width: 1, months: 0 },
+                _ => Steps { width: 0, months: 1 },
+            };
+            let unit = if steps.months > 0 { 31 * 86_400_000_000_000 } else { steps.width };
+            // Months span at most 2,000 (a time stays in range).
+            let spread = [8, 200, if steps.months > 0 { 2_000 } else { 1_000_000 }][round % 5 % 3];
+            let off = round % 4 == 3;
+            let bv: Vec<i64> = (0..n)
+                .map(|_| {
+                    let k = rng.below(spread) as i64 * unit;
+                    let t = if steps.months > 0 { time::month_start(time::month_index(k)) } else { k };
+                    t + if off { rng.below(3) as i64 } else { 0 }
+                })
+                .collect();
+            let ng = 1 + rng.below(9) as usize;
+            let ids: Vec<u32> = (0..n).map(|_| rng.below(ng as u64) as u32).collect();
+            let rows: Vec<usize> = (0..n).filter(|_| rng.below(10) != 0).collect();
+            let mut want: Vec<u32> = rows.iter().map(|&i| i as u32).collect();
+            want.sort_by_key(|&i| (bv[i as usize], ids[i as usize], i));
+            assert_eq!(bucket_major(&rows, &bv, &ids, ng, &steps), want, "round {round}");
+            // Few buckets on the steps are counted.
+            if spread == 8 && !off && !rows.is_empty() {
+                assert_eq!(counted_order(&rows, &bv, &ids, ng, &steps), Some(want), "round {round} counted");
+                counted += 1;
+            }
+        }
+        assert!(counted > 30, "{counted} counted");
     }
 }
