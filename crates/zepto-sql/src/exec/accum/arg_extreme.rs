@@ -117,12 +117,15 @@ fn picks_at_ends(x: &Column, v: &Column, starts: &[u32], n: usize, want: Orderin
     }
     let beats = Beats::new(x, v, want);
     debug_assert!(runs(starts, n).all(|(s, e)| (s + 1..e).all(|i| (beats.v)(i - 1, i) != Ordering::Greater)));
+    // Times compare as integers (no call through the comparator for the common untied end).
+    let times = v.as_i64_slice();
+    let tied = |i: usize, j: usize| times.map_or_else(|| (beats.v)(i, j) == Ordering::Equal, |t| t[i] == t[j]);
     let pick = |rows: &mut dyn Iterator<Item = usize>| {
         let mut best = NULL_INDEX;
         for i in rows.filter(|&i| x.is_valid(i)) {
             if best == NULL_INDEX {
                 best = i as u32;
-            } else if (beats.v)(i, best as usize) != Ordering::Equal {
+            } else if !tied(i, best as usize) {
                 break;
             } else if beats.at(i, best as usize) {
                 best = i as u32;
