@@ -344,6 +344,24 @@ fn arg_extremes_by_the_runs_order_read_the_ends() {
     assert!(ends_read > 1000, "{ends_read} runs");
 }
 
+/// `arg_min` and `arg_max` rank NaN in `v` as the largest double, as `min` and `max` do (and
+/// DuckDB): a NaN row is `arg_max`'s pick and never `arg_min`'s while a number is there.
+#[test]
+fn arg_extremes_rank_nan_as_the_largest_double() {
+    let nan = f64::NAN;
+    let v = Column::from_data(ColumnData::Float64(vec![1.0, nan, 3.0, nan, 2.0, -1.0, nan].into()));
+    let x = Column::from_data(ColumnData::Int64(vec![10, 20, 30, 40, 50, 60, 70].into()));
+    let ids = [0, 0, 0, 1, 1, 1, 2];
+    for (f, want) in [(AggFunc::ArgMin, [10, 60, 70]), (AggFunc::ArgMax, [20, 40, 70])] {
+        let mut acc = accumulator(f, DataType::Int64);
+        let input = Input { args: vec![&x, &v], order: None, sorted: false };
+        acc.update(&input, Rows::sparse(&ids), 3).expect("update");
+        let got = acc.finish().expect("finish");
+        let got: Vec<Value> = (0..got.len()).map(|i| got.get(i)).collect();
+        assert_eq!(got, want.map(Value::Int64).to_vec(), "{f:?}");
+    }
+}
+
 #[test]
 fn merged_partials_give_the_answer_of_ids() {
     let mut rng = Rng::new(0x9e37_79b9_7f4a_7c15);

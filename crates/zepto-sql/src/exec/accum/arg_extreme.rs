@@ -18,13 +18,14 @@
 //! read from that end, comparing only the rows tied with it (a bar's open and close read two
 //! rows, not the bar).
 
-use super::kernels::{grow, in_range, pad, sliding_best};
+use super::kernels::{all_valid, grow, in_range, pad, sliding_best};
 use super::{runs, Accumulator, Input, Rows};
 use crate::error::{Result, SqlError};
+use crate::eval::sql_order::sql_cmp;
 use crate::exec::cmp::{value_cmp, RowCmp};
 use std::cmp::Ordering;
 use zepto_storage::column::NULL_INDEX;
-use zepto_storage::Column;
+use zepto_storage::{Column, ColumnData};
 
 pub struct ArgExtreme {
     max: bool,
@@ -92,16 +93,46 @@ impl<'a> Beats<'a> {
 }
 
 /// The row each group picks (module docs), over the rows where neither `x` nor `v` is NULL;
-/// `NULL_INDEX` for a group without one.
+/// `NULL_INDEX` for a group without one. `v` of integers, times or doubles is compared in
+/// place; `x` only where `v` ties.
 fn picks(x: &Column, v: &Column, ids: &[u32], ngroups: usize, want: Ordering) -> Vec<u32> {
-    let beats = Beats::new(x, v, want);
+    match v.data() {
+        ColumnData::Int64(t) | ColumnData::Timestamp(t) | ColumnData::Interval(t) => {
+            walk(x, v, |i, j| t[i].cmp(&t[j]), ids, ngroups, want)
+        }
+        ColumnData::Int32(t) | ColumnData::Date(t) => walk(x, v, |i, j| t[i].cmp(&t[j]), ids, ngroups, want),
+        ColumnData::Float64(t) => walk(x, v, |i, j| sql_cmp(t[i], t[j]), ids, ngroups, want),
+        _ => {
+            let by_v = value_cmp(v);
+            walk(x, v, by_v, ids, ngroups, want)
+        }
+    }
+}
+
+/// [`picks`] with `v`'s rows compared by `by_v` (as `value_cmp` compares them).
+#[inline(always)]
+fn walk(
+    x: &Column,
+    v: &Column,
+    by_v: impl Fn(usize, usize) -> Ordering,
+    ids: &[u32],
+    ngroups: usize,
+    want: Ordering,
+) -> Vec<u32> {
+    let by_x = value_cmp(x);
+    let every = all_valid(x) && all_valid(v);
     let mut best = vec![NULL_INDEX; ngroups];
     for (i, &g) in ids.iter().enumerate() {
-        if !x.is_valid(i) || !v.is_valid(i) {
+        if !(every || (x.is_valid(i) && v.is_valid(i))) {
             continue;
         }
         let slot = &mut best[g as usize];
-        if *slot == NULL_INDEX || beats.at(i, *slot as usize) {
+        let better = *slot == NULL_INDEX
+            || match by_v(i, *slot as usize) {
+                Ordering::Equal => by_x(i, *slot as usize) == want,
+                o => o == want,
+            };
+        if better {
             *slot = i as u32;
         }
     }
