@@ -23,6 +23,7 @@ use super::{runs, Accumulator, Input, Rows};
 use crate::error::{Result, SqlError};
 use crate::eval::sql_order::sql_cmp;
 use crate::exec::cmp::{value_cmp, RowCmp};
+use std::cell::OnceCell;
 use std::cmp::Ordering;
 use zepto_storage::column::NULL_INDEX;
 use zepto_storage::{Column, ColumnData};
@@ -58,7 +59,7 @@ impl ArgExtreme {
         grow(&mut ov, ngroups);
         // Group `g`'s state is row `g` of both, its candidate row `ngroups + g`.
         let (xs, vs) = (Column::concat(&[&ox, &cx]), Column::concat(&[&ov, &cv]));
-        let beats = Beats::new(&xs, &vs, self.want());
+        let beats = boxed(&xs, &vs, self.want());
         let groups: Vec<u32> = (0..ngroups)
             .filter(|&g| best.get(g).is_some_and(|&b| b != NULL_INDEX))
             .filter(|&g| !ov.is_valid(g) || beats.at(ngroups + g, g))
@@ -70,26 +71,38 @@ impl ArgExtreme {
     }
 }
 
-/// The order of rows the pick follows: the (`v`, `x`) pair as `want` says (module docs).
-/// Rows compared are valid in both.
-struct Beats<'a> {
-    x: RowCmp<'a>,
-    v: RowCmp<'a>,
+/// The order of rows the pick follows: the (`v`, `x`) pair as `want` says (module docs), `v`
+/// compared by `by_v`, `x` by its comparator, made on the first tie (ranking a SYMBOL `x`
+/// sorts its dictionary). Rows compared are valid in both.
+struct Beats<'a, V> {
+    x: &'a Column,
+    by_x: OnceCell<RowCmp<'a>>,
+    by_v: V,
     want: Ordering,
 }
 
-impl<'a> Beats<'a> {
-    fn new(x: &'a Column, v: &'a Column, want: Ordering) -> Beats<'a> {
-        Beats { x: value_cmp(x), v: value_cmp(v), want }
+impl<'a, V: Fn(usize, usize) -> Ordering> Beats<'a, V> {
+    fn new(x: &'a Column, by_v: V, want: Ordering) -> Beats<'a, V> {
+        Beats { x, by_x: OnceCell::new(), by_v, want }
+    }
+
+    /// Whether rows `i` and `j` hold equal `v`.
+    fn tied(&self, i: usize, j: usize) -> bool {
+        (self.by_v)(i, j) == Ordering::Equal
     }
 
     /// Whether row `i` is picked over row `j`.
     fn at(&self, i: usize, j: usize) -> bool {
-        match (self.v)(i, j) {
-            Ordering::Equal => (self.x)(i, j) == self.want,
+        match (self.by_v)(i, j) {
+            Ordering::Equal => self.by_x.get_or_init(|| value_cmp(self.x))(i, j) == self.want,
             o => o == self.want,
         }
     }
+}
+
+/// [`Beats`] with `v` compared through its row comparator.
+fn boxed<'a>(x: &'a Column, v: &'a Column, want: Ordering) -> Beats<'a, RowCmp<'a>> {
+    Beats::new(x, value_cmp(v), want)
 }
 
 /// The row each group picks (module docs), over the rows where neither `x` nor `v` is NULL;
@@ -119,7 +132,7 @@ fn walk(
     ngroups: usize,
     want: Ordering,
 ) -> Vec<u32> {
-    let by_x = value_cmp(x);
+    let beats = Beats::new(x, by_v, want);
     let every = all_valid(x) && all_valid(v);
     let mut best = vec![NULL_INDEX; ngroups];
     for (i, &g) in ids.iter().enumerate() {
@@ -127,12 +140,7 @@ fn walk(
             continue;
         }
         let slot = &mut best[g as usize];
-        let better = *slot == NULL_INDEX
-            || match by_v(i, *slot as usize) {
-                Ordering::Equal => by_x(i, *slot as usize) == want,
-                o => o == want,
-            };
-        if better {
+        if *slot == NULL_INDEX || beats.at(i, *slot as usize) {
             *slot = i as u32;
         }
     }
@@ -143,14 +151,14 @@ fn walk(
 /// row with `x` from the run's picking end, or a row tied with it in `v` that beats it.
 /// `None` when `v` has NULLs (the general walk skips them).
 fn picks_at_ends(x: &Column, v: &Column, starts: &[u32], n: usize, want: Ordering) -> Option<Vec<u32>> {
-    if v.validity().is_some() {
+    if !all_valid(v) {
         return None;
     }
-    let beats = Beats::new(x, v, want);
-    debug_assert!(runs(starts, n).all(|(s, e)| (s + 1..e).all(|i| (beats.v)(i - 1, i) != Ordering::Greater)));
+    let beats = boxed(x, v, want);
+    debug_assert!(runs(starts, n).all(|(s, e)| (s + 1..e).all(|i| (beats.by_v)(i - 1, i) != Ordering::Greater)));
     // Times compare as integers (no call through the comparator for the common untied end).
     let times = v.as_i64_slice();
-    let tied = |i: usize, j: usize| times.map_or_else(|| (beats.v)(i, j) == Ordering::Equal, |t| t[i] == t[j]);
+    let tied = |i: usize, j: usize| times.map_or_else(|| beats.tied(i, j), |t| t[i] == t[j]);
     let pick = |rows: &mut dyn Iterator<Item = usize>| {
         let mut best = NULL_INDEX;
         for i in rows.filter(|&i| x.is_valid(i)) {
@@ -220,7 +228,7 @@ impl Accumulator for ArgExtreme {
     /// the candidates once a later row is at least as good.
     fn frames(&mut self, input: &Input, fs: &[u32], fe: &[u32]) -> Result<Column> {
         let (x, v) = pair(input)?;
-        let beats = Beats::new(x, v, self.want());
+        let beats = boxed(x, v, self.want());
         let idx = sliding_best(fs, fe, |i| x.is_valid(i) && v.is_valid(i), |t, later| !beats.at(t, later));
         Ok(x.take_opt(&idx))
     }

@@ -138,7 +138,9 @@ pub fn runs(starts: &[u32], n: usize) -> impl Iterator<Item = (usize, usize)> + 
 pub struct Input<'a> {
     /// The evaluated arguments, one column each, all of the input's length.
     pub args: Vec<&'a Column>,
-    /// The ordering column (designated timestamp) for `first`/`last`/`twap`, if any.
+    /// The ordering column (designated timestamp) for `first`/`last`/`twap`, if any; for
+    /// `arg_min`/`arg_max`, their `v` itself when it is that timestamp (the same column object,
+    /// which is how they know a run's ends hold its extremes).
     pub order: Option<&'a Column>,
     /// The rows are already in `order`'s order.
     pub sorted: bool,
