@@ -120,11 +120,10 @@ fn counted_order(rows: &[usize], bv: &[i64], ids: &[u32], ng: usize, steps: &Ste
     if nb > 4 * rows.len() + 64 {
         return None;
     }
-    // Each row's bucket position, computed once (a division each: `Steps::index`'s i128 one
-    // costs more than the rest of the order).
+    // Each row's bucket position, computed once.
     let mut at = vec![0u32; bv.len()];
     for &i in rows {
-        at[i] = u32::try_from(steps.position(lo, bv[i])).ok()?;
+        at[i] = u32::try_from(steps.index(lo, bv[i])).ok()?;
     }
     let rows: Vec<u32> = rows.iter().map(|&i| i as u32).collect();
     let by_key = counting_sort(&rows, ng, |i| ids[i as usize] as usize)?;
@@ -258,22 +257,16 @@ impl Steps {
         }
     }
 
-    /// Position of the bucket starting at `b` (>= `lo`).
+    /// Position of the bucket starting at `b` (>= `lo`). Fixed steps whose distance fits an
+    /// i64 divide as doubles, the floor put right by a step or two (an i128 division per row
+    /// cost more than the rest of SAMPLE BY's ordering); months count months.
     fn index(&self, lo: i64, b: i64) -> usize {
         if self.months > 0 {
-            ((time::month_index(b) - time::month_index(lo)) / self.months) as usize
-        } else {
-            ((b as i128 - lo as i128) / self.width as i128) as usize
+            return ((time::month_index(b) - time::month_index(lo)) / self.months) as usize;
         }
-    }
-
-    /// [`Steps::index`] without an i128 division where `b - lo` fits an i64: a division of
-    /// doubles, its floor put right by at most a step or two.
-    fn position(&self, lo: i64, b: i64) -> usize {
-        let Some(d) = b.checked_sub(lo).filter(|_| self.months == 0 && self.width > 0) else {
-            return self.index(lo, b);
+        let (Some(d), w) = (b.checked_sub(lo), self.width) else {
+            return self.index_wide(lo, b);
         };
-        let w = self.width;
         let mut k = (d as f64 / w as f64) as i64;
         while k > 0 && k.saturating_mul(w) > d {
             k -= 1;
@@ -281,8 +274,13 @@ impl Steps {
         while k.checked_add(1).and_then(|n| n.checked_mul(w)).is_some_and(|x| x <= d) {
             k += 1;
         }
-        debug_assert_eq!(k as usize, self.index(lo, b));
+        debug_assert_eq!(k as usize, self.index_wide(lo, b));
         k as usize
+    }
+
+    /// [`Steps::index`] of fixed steps in i128, for any two times.
+    fn index_wide(&self, lo: i64, b: i64) -> usize {
+        ((b as i128 - lo as i128) / self.width as i128) as usize
     }
 
     /// Start of bucket `k`.
@@ -299,9 +297,7 @@ impl Steps {
 mod tests {
     use super::*;
 
-    /// Counted or sorted, the rows come out by (bucket, key, row): buckets on the steps and
-    /// off them, a span too wide to count, months, keys in any order, repeated pairs.
-    /// A bucket's position by doubles is `Steps::index`'s, at the ends of i64 too.
+    /// A bucket's position by doubles is the exact division's, at the ends of i64 too.
     #[test]
     fn positions_are_the_division_s() {
         let mut rng = zepto_storage::rng::XorShift::new(0x9b05_688c_2b3e_6c1f);
@@ -310,10 +306,12 @@ mod tests {
             let steps = Steps { width: widths[round % widths.len()], months: 0 };
             let lo = [i64::MIN, -(rng.below(1 << 40) as i64), 0][round % 3];
             let b = lo.saturating_add((rng.below(u64::MAX) >> (round % 63 + 1)) as i64);
-            assert_eq!(steps.position(lo, b), steps.index(lo, b), "width {} lo {lo} b {b}", steps.width);
+            assert_eq!(steps.index(lo, b), steps.index_wide(lo, b), "width {} lo {lo} b {b}", steps.width);
         }
     }
 
+    /// Counted or sorted, the rows come out by (bucket, key, row): buckets on the steps and
+    /// off them, a span too wide to count, months, keys in any order, repeated pairs.
     #[test]
     fn bucket_major_orders_by_bucket_key_and_row() {
         let mut rng = zepto_storage::rng::XorShift::new(0x510e_527f_ade6_82d1);
