@@ -332,7 +332,7 @@ pub fn splice_join(
 /// compiled for AVX2 (the four compares as one vector and a horizontal sum) Q4 ran 20% slower:
 /// the sum lengthens the chain each step waits on.
 #[inline]
-fn advance(rs: &[i64], mut j: usize, t: i64, inclusive: bool) -> usize {
+pub(super) fn advance(rs: &[i64], mut j: usize, t: i64, inclusive: bool) -> usize {
     let before = |r: i64| if inclusive { r <= t } else { r < t };
     while let Some(w) = rs.get(j..j + 4) {
         let k = before(w[0]) as usize + before(w[1]) as usize + before(w[2]) as usize + before(w[3]) as usize;
