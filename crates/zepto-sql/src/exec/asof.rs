@@ -4,13 +4,16 @@
 //!
 //! Right rows are bucketed by key (dense group ids, shared with the left side), each bucket
 //! ordered by time — verified, and sorted only when the input was not already in order (a scan
-//! of a time-sorted table usually is) — and each left row binary-searches its bucket. Memory is
-//! the right side's row indices and times plus the output.
+//! of a time-sorted table usually is) — and each left row binary-searches its bucket. Two
+//! scans of time-sorted tables joined on their partition keys instead merge each pair of
+//! partitions with cursors that only move forward (`exec::merge_cursor`). Memory is the
+//! right side's row indices and times plus the output.
 
 use super::asof_walk::{walk, Walk};
 use super::bundle::bundles;
 use super::eval::eval;
 use super::hash::{bucket_rows, shared_ids};
+use super::merge_cursor::{advance, quarters};
 use super::scan::{pieces, pieces_batch, Piece};
 use super::{Batch, ExecContext};
 use crate::error::{Result, SqlError};
@@ -325,28 +328,6 @@ pub fn splice_join(
     Ok(Batch::new(cols, n).take(&idx))
 }
 
-/// Move a merge cursor over the sorted `rs` past every value `<= t` (`inclusive`) or `< t`.
-/// Four values at a time, counted without branching on each: interleaved streams advance
-/// zero to a few rows per step, which a one-step loop mispredicts about every other row. Kept
-/// scalar: 64-bit compares do not vectorize on baseline x86-64 (they cost more emulated), and
-/// compiled for AVX2 (the four compares as one vector and a horizontal sum) Q4 ran 20% slower:
-/// the sum lengthens the chain each step waits on.
-#[inline]
-pub(super) fn advance(rs: &[i64], mut j: usize, t: i64, inclusive: bool) -> usize {
-    let before = |r: i64| if inclusive { r <= t } else { r < t };
-    while let Some(w) = rs.get(j..j + 4) {
-        let k = before(w[0]) as usize + before(w[1]) as usize + before(w[2]) as usize + before(w[3]) as usize;
-        j += k;
-        if k < 4 {
-            return j;
-        }
-    }
-    while j < rs.len() && before(rs[j]) {
-        j += 1;
-    }
-    j
-}
-
 /// Two scans of keyed, time-sorted tables joined on their partition keys and designated
 /// timestamps, their partitions paired by key (see [`crate::plan::physical::merge_shape`]).
 pub(super) struct Paired<'a> {
@@ -519,57 +500,26 @@ fn step(rs: &[i64], j: &mut usize, t: i64, spec: &AsofSpec) -> Option<usize> {
 }
 
 /// Every match of the sorted left times `left` among the sorted right times `rs`, reported as
-/// `found(left index, right index)`: the left rows in four quarters, each with its own cursor
-/// (the later ones started by bisection where one cursor would have been), advanced in one
-/// loop. A merge of one cursor runs at the latency of a load and a compare per row, each step
-/// waiting on the last; the quarters' chains overlap instead (Q4 at 1M rows: two halves took
-/// 10-15% less time than one cursor, four quarters in locals 3-7% less than two; four cursors in
-/// an array were no faster than one).
-fn cursors(left: &[i64], rs: &[i64], spec: &AsofSpec, found: impl FnMut(usize, usize)) {
+/// `found(left index, right index)`, by the cursors of [`quarters`].
+fn cursors(left: &[i64], rs: &[i64], spec: &AsofSpec, mut found: impl FnMut(usize, usize)) {
     // `step`'s cursor after `t`: past the right times before it (at or before it, inclusive).
     let inclusive = !matches!(spec.op, BinaryOp::Gt | BinaryOp::LtEq);
+    let place = |t: i64| rs.partition_point(|&r| if inclusive { r <= t } else { r < t });
+    let report = |i: usize, hit: Option<usize>| {
+        if let Some(k) = hit {
+            found(i, k);
+        }
+    };
     if spec.op == BinaryOp::GtEq && spec.tolerance.is_none() {
         // The usual form (`t.ts >= q.ts`, no tolerance) in a loop of its own, without the
         // operator's and the tolerance's tests in every step.
-        let latest = |rs: &[i64], j: &mut usize, t: i64| {
+        let latest = |j: &mut usize, t: i64| {
             *j = advance(rs, *j, t, true);
             j.checked_sub(1)
         };
-        return quarters(left, rs, inclusive, latest, found);
+        return quarters(left, 0, place, latest, report);
     }
-    quarters(left, rs, inclusive, |rs, j, t| step(rs, j, t, spec), found);
-}
-
-/// [`cursors`] with `step` moving a quarter's cursor to left time `t`'s match.
-#[inline(always)]
-fn quarters(
-    left: &[i64],
-    rs: &[i64],
-    inclusive: bool,
-    step: impl Fn(&[i64], &mut usize, i64) -> Option<usize>,
-    mut found: impl FnMut(usize, usize),
-) {
-    let q = left.len() / 4;
-    let (a, rest) = left.split_at(q);
-    let (b, rest) = rest.split_at(q);
-    let (c, d) = rest.split_at(q);
-    let start = |s: &[i64]| s.first().map_or(0, |&t| rs.partition_point(|&r| if inclusive { r <= t } else { r < t }));
-    let (mut ja, mut jb, mut jc, mut jd) = (0usize, start(b), start(c), start(d));
-    for (i, (((&ta, &tb), &tc), &td)) in a.iter().zip(b).zip(c).zip(d).enumerate() {
-        let (ha, hb) = (step(rs, &mut ja, ta), step(rs, &mut jb, tb));
-        let (hc, hd) = (step(rs, &mut jc, tc), step(rs, &mut jd, td));
-        for (at, h) in [(i, ha), (q + i, hb), (2 * q + i, hc), (3 * q + i, hd)] {
-            if let Some(k) = h {
-                found(at, k);
-            }
-        }
-    }
-    // The last quarter is up to three rows longer.
-    for (i, &t) in d.iter().enumerate().skip(q) {
-        if let Some(k) = step(rs, &mut jd, t) {
-            found(3 * q + i, k);
-        }
-    }
+    quarters(left, 0, place, |j, t| step(rs, j, t, spec), report);
 }
 
 /// The partition-wise ASOF (`partition_wise`) as one batch, built a column at a time on

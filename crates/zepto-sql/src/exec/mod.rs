@@ -20,6 +20,7 @@ pub mod history;
 mod join;
 mod keyless;
 pub mod latest;
+mod merge_cursor;
 mod merge_order;
 mod merge_split;
 mod nearest;

@@ -462,6 +462,11 @@ fn frames_give_the_answer_of_their_rows_as_groups() {
     let mut rng = Rng::new(0xd1b5_4a32_d192_ed03);
     for round in 0..200 {
         let c = case(&mut rng, round % 2 == 0);
+        // Every third round without NULLs in x (counted by the frames' lengths).
+        let c = match round % 3 {
+            2 => Case { x: Column::from_data(c.x.data().clone()), ..c },
+            _ => c,
+        };
         let n = c.ids.len();
         // Forward-moving frames: ROWS BETWEEN a PRECEDING AND b FOLLOWING inside partitions
         // of random lengths (a new partition restarts the frames).
@@ -521,5 +526,19 @@ fn updates_batch_by_batch_give_the_answer_of_one() {
             }
             same(&acc.finish().expect("finish"), &by_ids(f, &c), &format!("round {round} {f:?} in batches"));
         }
+    }
+}
+
+/// Sum and avg over frames of an untyped NULL column (no validity bitmap, and no values):
+/// NULL for every frame, empty or not, not a count of the frame's rows.
+#[test]
+fn frames_over_an_untyped_null_column_are_null() {
+    let x = Column::from_data(ColumnData::Null(5));
+    let (fs, fe) = ([0u32, 1, 2, 5], [2u32, 3, 2, 5]);
+    for f in [AggFunc::Sum, AggFunc::Avg] {
+        let input = Input { args: vec![&x], order: None, sorted: true };
+        let got = accumulator(f, DataType::Float64).frames(&input, &fs, &fe).expect("frames");
+        assert_eq!(got.len(), 4, "{f:?}");
+        assert!((0..4).all(|i| !got.is_valid(i)), "{f:?}: {:?}", (0..4).map(|i| got.get(i)).collect::<Vec<_>>());
     }
 }

@@ -288,7 +288,7 @@ impl Accumulator for SumAvg {
         debug_assert!(fs.iter().zip(fe).all(|(&s, &e)| s <= e && e as usize <= x.len()), "frames within the rows");
         // Without NULLs a frame's count is its length: no prefix counts over every row.
         let count: Vec<u32> = match all_valid(x) {
-            true => fs.iter().zip(fe).map(|(&s, &e)| e.saturating_sub(s)).collect(),
+            true => fs.iter().zip(fe).map(|(&s, &e)| e - s).collect(),
             false => {
                 let pc = prefix_valid(x);
                 fs.iter().zip(fe).map(|(&s, &e)| pc[e as usize] - pc[s as usize]).collect()
