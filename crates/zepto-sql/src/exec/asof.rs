@@ -13,7 +13,7 @@ use super::asof_walk::{walk, Walk};
 use super::bundle::bundles;
 use super::eval::eval;
 use super::hash::{bucket_rows, shared_ids};
-use super::merge_cursor::{advance, quarters};
+use super::merge_cursor::{advance, first_valid, quarters};
 use super::scan::{pieces, pieces_batch, Piece};
 use super::{Batch, ExecContext};
 use crate::error::{Result, SqlError};
@@ -390,7 +390,8 @@ pub(super) fn paired<'a>(left: &'a Plan, right: &'a Plan) -> Result<Paired<'a>> 
 
 /// Both inputs are scans of partitioned, time-sorted tables joined on their partition keys and
 /// designated timestamps (the shape of `trades ASOF JOIN quotes ON sym = sym AND ts >= ts`):
-/// pair the partitions by key and merge each pair with two pointers — no hashing, no search.
+/// pair the partitions by key and merge each pair with forward cursors (`quarters`) — no
+/// hashing, no search per row.
 /// Each left partition's matches go through `finish` on the same helper thread. Returns the
 /// finished partitions in left order and the types of `[left..., right...]`.
 fn partition_wise<R: Send>(
@@ -433,7 +434,7 @@ fn partition_wise<R: Send>(
 }
 
 /// The matches of left piece `l` in right piece `r` (each with its designated timestamp's
-/// schema position), merged with two pointers: `out[i]` becomes `base` plus the position in
+/// schema position), merged with forward cursors: `out[i]` becomes `base` plus the position in
 /// `r`'s range of left row `i`'s match, and stays `NULL_INDEX` without one. `at` is (`base`,
 /// where `l`'s rows start among the bundle's left rows); with a residual, each match's walk
 /// (over the bundle's rows) goes to `walks`.
@@ -454,8 +455,7 @@ fn merge_pair(
         return Err(SqlError::Internal("ASOF timestamps are not 64-bit".into()));
     };
     // NULL timestamps sort first in a partition: skip them on both sides.
-    let skip = |c: &Column, r: &std::ops::Range<usize>| (r.start..r.end).find(|&i| c.is_valid(i)).unwrap_or(r.end);
-    let (l0, r0) = (skip(lcol, &lr), skip(rcol, &rr));
+    let (l0, r0) = (first_valid(lcol, &lr), first_valid(rcol, &rr));
     let rs = &rv[r0..rr.end];
     let target = |k: usize| (base + r0 - rr.start + k) as u32;
     let left = &lv[l0..lr.end];

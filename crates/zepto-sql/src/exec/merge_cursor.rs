@@ -6,7 +6,17 @@
 //! other row. [`quarters`] walks a left partition in four quarters, each with its own cursor
 //! (the later ones placed by bisection where one cursor would have been), in one loop: a merge
 //! of one cursor runs at the latency of a load and a compare per row, each step waiting on the
-//! last, while the quarters' chains overlap.
+//! last, while the quarters' chains overlap. [`first_valid`] skips a partition's NULL times,
+//! which sort first.
+
+use std::ops::Range;
+use zepto_storage::Column;
+
+/// The first row of `rows` where `c` holds a value (`rows.end` if none): a time-sorted
+/// partition's rows past its NULL times.
+pub(super) fn first_valid(c: &Column, rows: &Range<usize>) -> usize {
+    (rows.start..rows.end).find(|&i| c.is_valid(i)).unwrap_or(rows.end)
+}
 
 /// Move a merge cursor over `rs`, sorted ascending from `j` on, past every value `<= t`
 /// (`inclusive`) or `< t` (the count of four values is where they end only because they are
@@ -34,8 +44,9 @@ pub(super) fn advance(rs: &[i64], mut j: usize, t: i64, inclusive: bool) -> usiz
 /// quarters stepped in turn, the cursors held in locals (Q4 at 1M rows: two halves took
 /// 10-15% less time than one cursor, four quarters 3-7% less than two; four cursors in an
 /// array were no faster than one). The first quarter's cursor is `first`; a later one's is
-/// `place(t)` for its first time `t`, which must be where `step` from `first` over the rows
-/// before would have left it.
+/// `place(t)` for its first time `t`: a cursor from which `step` at `t` gives what one
+/// cursor stepped from `first` over every row up to `t` gives (both callers place the cursor
+/// one step at `t` leaves, which a second step at `t` keeps).
 #[inline(always)]
 pub(super) fn quarters<C: Copy, R>(
     left: &[i64],
@@ -49,7 +60,9 @@ pub(super) fn quarters<C: Copy, R>(
     let (b, rest) = rest.split_at(q);
     let (c, d) = rest.split_at(q);
     let start = |s: &[i64]| s.first().map_or(first, |&t| place(t));
-    let (mut ja, mut jb, mut jc, mut jd) = (first, start(b), start(c), start(d));
+    // Fewer than four rows: the last quarter holds them all, from `first`.
+    let jd = if q == 0 { first } else { start(d) };
+    let (mut ja, mut jb, mut jc, mut jd) = (first, start(b), start(c), jd);
     for (i, (((&ta, &tb), &tc), &td)) in a.iter().zip(b).zip(c).zip(d).enumerate() {
         let (ha, hb) = (step(&mut ja, ta), step(&mut jb, tb));
         let (hc, hd) = (step(&mut jc, tc), step(&mut jd, td));

@@ -13,7 +13,7 @@ use super::bundle::bundles;
 use super::concat_batches;
 use super::eval::eval;
 use super::hash::{bucket_rows, shared_ids};
-use super::merge_cursor::{advance, quarters};
+use super::merge_cursor::{advance, first_valid, quarters};
 use super::scan::Piece;
 use super::{Batch, ExecContext};
 use crate::error::{Result, SqlError};
@@ -218,7 +218,7 @@ fn partitioned_parts(
 /// timestamp's schema position), found by cursors that only move forward: `fs[i]..fe[i]`
 /// becomes left row `i`'s window as positions in `r`'s range, plus `base`. Rows without a
 /// window (NULL times, which sort first) get the empty `base..base`, so the ranges never
-/// decrease. The cursors are an ASOF merge's ([`quarters`], [`advance`]), a pair a quarter.
+/// decrease ([`windows`] finds them).
 fn band_frames(
     l: (&Piece, usize),
     r: (&Piece, usize),
@@ -231,19 +231,28 @@ fn band_frames(
     // The rows where they live (a pack shared with other small partitions, or their own).
     let ((lcol, lr), (rcol, rr)) = (lp.col(lts), rp.col(rts));
     let (lv, rv) = (times(lcol)?, times(rcol)?);
-    let valid_from =
-        |c: &Column, r: &std::ops::Range<usize>| (r.start..r.end).find(|&i| c.is_valid(i)).unwrap_or(r.end);
-    let (l0, r0) = (valid_from(lcol, &lr), valid_from(rcol, &rr));
+    let (l0, r0) = (first_valid(lcol, &lr), first_valid(rcol, &rr));
     fs[..l0 - lr.start].fill(base as u32);
     fe[..l0 - lr.start].fill(base as u32);
-    let rs = &rv[..rr.end];
     let at = |x: usize| (base + x - rr.start) as u32;
-    let edges = |t: i64| (t.saturating_add(band.lo), t.saturating_add(band.hi));
-    // A window's end is at or past its start (empty where the band is, `lo > hi`).
+    let (fs, fe) = (&mut fs[l0 - lr.start..], &mut fe[l0 - lr.start..]);
+    windows(&lv[l0..lr.end], &rv[r0..rr.end], (band.lo, band.hi), |i, (s, e)| {
+        fs[i] = at(r0 + s);
+        fe[i] = at(r0 + e);
+    });
+    Ok(())
+}
+
+/// Each of the sorted times `left`'s window `[t + lo, t + hi]` in the sorted times `rs`, as
+/// `found(i, (s, e))`: positions `s..e` of `rs`, `e` at or past `s` (empty where the band
+/// is, `lo > hi`). The cursors are an ASOF merge's ([`quarters`], [`advance`]), a pair a
+/// quarter; a later quarter's pair is placed by bisection.
+fn windows(left: &[i64], rs: &[i64], (lo, hi): (i64, i64), found: impl FnMut(usize, (usize, usize))) {
+    let edges = |t: i64| (t.saturating_add(lo), t.saturating_add(hi));
     let place = |t: i64| {
         let (wlo, whi) = edges(t);
-        let s = r0 + rs[r0..].partition_point(|&x| x < wlo);
-        (s, s.max(r0 + rs[r0..].partition_point(|&x| x <= whi)))
+        let s = rs.partition_point(|&x| x < wlo);
+        (s, s + rs[s..].partition_point(|&x| x <= whi))
     };
     let step = |(s, e): &mut (usize, usize), t: i64| {
         let (wlo, whi) = edges(t);
@@ -251,12 +260,7 @@ fn band_frames(
         *e = advance(rs, (*e).max(*s), whi, true);
         (*s, *e)
     };
-    let (fs, fe) = (&mut fs[l0 - lr.start..], &mut fe[l0 - lr.start..]);
-    quarters(&lv[l0..lr.end], (r0, r0), place, step, |i, (s, e)| {
-        fs[i] = at(s);
-        fe[i] = at(e);
-    });
-    Ok(())
+    quarters(left, (0, 0), place, step, found);
 }
 
 /// The band join `l JOIN r ON keys AND r.ts BETWEEN l.ts + lo AND l.ts + hi` (LEFT: unmatched
@@ -282,4 +286,40 @@ pub fn range_join(ctx: &ExecContext, l: &Batch, r: &Batch, band: &Band, outer: b
     let mut cols: Vec<Arc<Column>> = l.columns.iter().map(|c| Arc::new(c.take(&li))).collect();
     cols.extend(r.columns.iter().map(|c| Arc::new(c.take_opt(&ri))));
     Ok(Batch::shared(cols, li.len()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::windows;
+    use zepto_storage::rng::XorShift;
+
+    /// Every row's window is the bisection of its own edges, for lengths around the quarters'
+    /// cuts, bands of either sign and empty ones (`lo > hi`), and times at i64's ends.
+    #[test]
+    fn windows_are_each_rows_bisection() {
+        let mut rng = XorShift::new(0x6a09_e667_f3bc_c908);
+        let ends = [i64::MIN, i64::MIN + 1, i64::MAX - 1, i64::MAX];
+        let bands =
+            [(-2, 3), (0, 0), (1, 4), (-4, -1), (3, -3), (0, -1), (i64::MIN, 0), (0, i64::MAX), (i64::MIN, i64::MAX)];
+        for round in 0..3000 {
+            let times = |rng: &mut XorShift| {
+                let n = rng.below(24);
+                let mut v: Vec<i64> = (0..n)
+                    .map(|_| if rng.below(8) == 0 { ends[rng.below(4) as usize] } else { rng.below(30) as i64 - 15 })
+                    .collect();
+                v.sort_unstable();
+                v
+            };
+            let (left, rs) = (times(&mut rng), times(&mut rng));
+            let (lo, hi) = bands[round % bands.len()];
+            let mut got = vec![(usize::MAX, usize::MAX); left.len()];
+            windows(&left, &rs, (lo, hi), |i, w| got[i] = w);
+            for (i, &t) in left.iter().enumerate() {
+                let (wlo, whi) = (t.saturating_add(lo), t.saturating_add(hi));
+                let s = rs.partition_point(|&x| x < wlo);
+                let want = (s, rs.partition_point(|&x| x <= whi).max(s));
+                assert_eq!(got[i], want, "round {round}: row {i} of {left:?} in {rs:?}, band {lo}..{hi}");
+            }
+        }
+    }
 }

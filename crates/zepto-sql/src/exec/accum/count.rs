@@ -1,6 +1,6 @@
 //! `count(*)` (every row) and `count(x)` (rows where `x` is not NULL). State: the count.
 
-use super::kernels::{all_valid, at, prefix_valid};
+use super::kernels::{all_valid, at, frame_counts};
 use super::scatter::add_by_ids;
 use super::{runs, Accumulator, Input, Rows};
 use crate::error::{Result, SqlError};
@@ -68,8 +68,7 @@ impl Accumulator for Count {
         if self.star {
             return Ok(Column::from_data(ColumnData::Int64(lens.collect())));
         }
-        let pc = prefix_valid(input.arg()?);
-        let n = fs.iter().zip(fe).map(|(&s, &e)| (pc[e as usize] - pc[s as usize]) as i64);
+        let n = frame_counts(input.arg()?, fs, fe).into_iter().map(i64::from);
         Ok(Column::from_data(ColumnData::Int64(n.collect())))
     }
 }

@@ -119,6 +119,16 @@ pub fn prefix_valid(c: &Column) -> Vec<u32> {
     pc
 }
 
+/// The values of `c` in each frame `fs[k]..fe[k]` (frames within `c`, each start at or
+/// before its end): the frame's length where `c` has no NULLs, prefix counts otherwise.
+pub fn frame_counts(c: &Column, fs: &[u32], fe: &[u32]) -> Vec<u32> {
+    if all_valid(c) {
+        return fs.iter().zip(fe).map(|(&s, &e)| e - s).collect();
+    }
+    let pc = prefix_valid(c);
+    fs.iter().zip(fe).map(|(&s, &e)| pc[e as usize] - pc[s as usize]).collect()
+}
+
 /// Whether `c` holds a value at every row (no validity, not an untyped NULL column).
 pub fn all_valid(c: &Column) -> bool {
     c.validity().is_none() && !matches!(c.data(), ColumnData::Null(_))

@@ -6,7 +6,7 @@
 
 use super::block_runs;
 use super::frame_sums::float_frames;
-use super::kernels::{all_valid, at, checked_i64, int_values, lane_sum, prefix_valid, to_f64, validity};
+use super::kernels::{at, checked_i64, frame_counts, int_values, lane_sum, to_f64, validity};
 use super::run_sums::run_sums_i64;
 use super::scatter::add_pairs_by_ids;
 use super::{runs, Accumulator, Input, Rows};
@@ -286,14 +286,7 @@ impl Accumulator for SumAvg {
         // Frames lie within the input (`window/frame.rs`, `window_join.rs` make them so):
         // the prefix lookups below index by them.
         debug_assert!(fs.iter().zip(fe).all(|(&s, &e)| s <= e && e as usize <= x.len()), "frames within the rows");
-        // Without NULLs a frame's count is its length: no prefix counts over every row.
-        let count: Vec<u32> = match all_valid(x) {
-            true => fs.iter().zip(fe).map(|(&s, &e)| e - s).collect(),
-            false => {
-                let pc = prefix_valid(x);
-                fs.iter().zip(fe).map(|(&s, &e)| pc[e as usize] - pc[s as usize]).collect()
-            }
-        };
+        let count = frame_counts(x, fs, fe);
         let valid = Some(Bitmap::from_bools(count.iter().map(|&c| c > 0)));
         if let Some(v) = int_values(x) {
             return self.int_frames(x, &v, fs, fe, &count, valid);
