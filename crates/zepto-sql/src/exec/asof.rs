@@ -390,8 +390,8 @@ pub(super) fn paired<'a>(left: &'a Plan, right: &'a Plan) -> Result<Paired<'a>> 
 
 /// Both inputs are scans of partitioned, time-sorted tables joined on their partition keys and
 /// designated timestamps (the shape of `trades ASOF JOIN quotes ON sym = sym AND ts >= ts`):
-/// pair the partitions by key and merge each pair with forward cursors (`quarters`) — no
-/// hashing, no search per row.
+/// pair the partitions by key and merge each pair with forward cursors (`quarters`, or one
+/// cursor row by row with a residual condition) — no hashing, no search per row.
 /// Each left partition's matches go through `finish` on the same helper thread. Returns the
 /// finished partitions in left order and the types of `[left..., right...]`.
 fn partition_wise<R: Send>(

@@ -9,7 +9,7 @@
 //!   aggregates when the input is a (filtered) scan that reaches history and every aggregate
 //!   merges exactly; per partition when the keys include the scan's partition key (no group
 //!   spans two partitions), without hashing when the other keys are runs in time; else hashed.
-//! - ASOF JOIN ([`AsofHow`]): partitions paired by key and merged with two pointers when both
+//! - ASOF JOIN ([`AsofHow`]): partitions paired by key and merged with forward cursors when both
 //!   sides are scans joined on their partition keys and designated timestamps; else each left
 //!   row binary-searches its key's right rows.
 //! - WINDOW JOIN ([`PairHow`]): the same pairing, each left partition sweeping its right one;
@@ -109,7 +109,7 @@ pub enum AggHow {
 pub enum AsofHow {
     /// Right rows bucketed by key and ordered by time; each left row binary-searches.
     KeySearch,
-    /// Partitions paired by key, each pair merged with two pointers.
+    /// Partitions paired by key, each pair merged with forward cursors.
     PartitionMerge,
 }
 

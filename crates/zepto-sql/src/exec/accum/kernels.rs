@@ -119,9 +119,11 @@ pub fn prefix_valid(c: &Column) -> Vec<u32> {
     pc
 }
 
-/// The values of `c` in each frame `fs[k]..fe[k]` (frames within `c`, each start at or
-/// before its end): the frame's length where `c` has no NULLs, prefix counts otherwise.
+/// The number of non-NULL values of `c` in each frame `fs[k]..fe[k]` (frames within `c`, each
+/// start at or before its end): the frame's length where `c` has no NULLs, prefix counts
+/// otherwise.
 pub fn frame_counts(c: &Column, fs: &[u32], fe: &[u32]) -> Vec<u32> {
+    debug_assert!(fs.iter().zip(fe).all(|(&s, &e)| s <= e && e as usize <= c.len()), "frames within the rows");
     if all_valid(c) {
         return fs.iter().zip(fe).map(|(&s, &e)| e - s).collect();
     }
