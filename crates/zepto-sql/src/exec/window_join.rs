@@ -104,19 +104,14 @@ fn sweep(ctx: &ExecContext, l: &Batch, r: &Batch, spec: &Band) -> Result<Sweep> 
     let mut fe = vec![total; n];
     // Per-key cursors: window edges only move forward within a key, so the sweep is linear
     // (no binary searches).
-    let (mut cur_s, mut cur_e) = (start[..ng].to_vec(), start[..ng].to_vec());
+    let mut cur: Vec<(usize, usize)> = start[..ng].iter().map(|&s| (s, s)).collect();
     for (k, &i) in lperm.iter().enumerate() {
         let i = i as usize;
         if !l_ok[i] {
             continue;
         }
         let g = lid[i] as usize;
-        let b = start[g + 1];
-        let (wlo, whi) = (lt[i].saturating_add(spec.lo), lt[i].saturating_add(spec.hi));
-        let s = advance(&bucket_times[..b], cur_s[g], wlo, false);
-        let e = advance(&bucket_times[..b], cur_e[g].max(s), whi, true);
-        cur_s[g] = s;
-        cur_e[g] = e;
+        let (s, e) = window_step(&bucket_times[..start[g + 1]], &mut cur[g], lt[i], (spec.lo, spec.hi));
         fs[k] = s as u32;
         fe[k] = e as u32;
     }
@@ -247,20 +242,29 @@ fn band_frames(
 /// `found(i, (s, e))`: positions `s..e` of `rs`, `e` at or past `s` (empty where the band
 /// is, `lo > hi`). The cursors are an ASOF merge's ([`quarters`], [`advance`]), a pair a
 /// quarter; a later quarter's pair is placed by bisection.
-fn windows(left: &[i64], rs: &[i64], (lo, hi): (i64, i64), found: impl FnMut(usize, (usize, usize))) {
-    let edges = |t: i64| (t.saturating_add(lo), t.saturating_add(hi));
+fn windows(left: &[i64], rs: &[i64], band: (i64, i64), found: impl FnMut(usize, (usize, usize))) {
     let place = |t: i64| {
-        let (wlo, whi) = edges(t);
+        let (wlo, whi) = edges(t, band);
         let s = rs.partition_point(|&x| x < wlo);
         (s, s + rs[s..].partition_point(|&x| x <= whi))
     };
-    let step = |(s, e): &mut (usize, usize), t: i64| {
-        let (wlo, whi) = edges(t);
-        *s = advance(rs, *s, wlo, false);
-        *e = advance(rs, (*e).max(*s), whi, true);
-        (*s, *e)
-    };
-    quarters(left, (0, 0), place, step, found);
+    quarters(left, (0, 0), place, |cur, t| window_step(rs, cur, t, band), found);
+}
+
+/// The window of time `t` (later than or equal to the last time `cur` was moved for) in the
+/// sorted times `rs`: both cursors of `cur` moved forward, the end kept at or past the start.
+#[inline(always)]
+fn window_step(rs: &[i64], cur: &mut (usize, usize), t: i64, band: (i64, i64)) -> (usize, usize) {
+    let (wlo, whi) = edges(t, band);
+    cur.0 = advance(rs, cur.0, wlo, false);
+    cur.1 = advance(rs, cur.1.max(cur.0), whi, true);
+    *cur
+}
+
+/// The edges `[t + lo, t + hi]` of time `t`'s window, saturating at i64's ends.
+#[inline(always)]
+fn edges(t: i64, (lo, hi): (i64, i64)) -> (i64, i64) {
+    (t.saturating_add(lo), t.saturating_add(hi))
 }
 
 /// The band join `l JOIN r ON keys AND r.ts BETWEEN l.ts + lo AND l.ts + hi` (LEFT: unmatched
