@@ -22,6 +22,7 @@
 //!   alone (it takes the allocation back as an owned vector first), or past `claimed` by the
 //!   `Buf` that moved `claimed` from its own length.
 
+use crate::narrow::{Narrow, Narrowable};
 use crate::summary::{whole_blocks, Summarize, BLOCK};
 use std::any::Any;
 use std::fmt;
@@ -58,6 +59,9 @@ struct Claim<T> {
     /// The summaries of the allocation's blocks, each made when first asked for: a
     /// `Box<[OnceLock<T::Summary>]>` of `cap / BLOCK` (one summary type per value type).
     summaries: OnceLock<Box<Summaries>>,
+    /// The narrow forms of the allocation's blocks ([`crate::narrow`]), each made when first
+    /// asked for, on the summaries' terms: a `Box<[OnceLock<Option<Narrow>>]>` of `cap / BLOCK`.
+    narrow: OnceLock<Box<[OnceLock<Option<Narrow>>]>>,
 }
 
 /// A claim's block summaries, of whichever type (a value read in a panic is never half made:
@@ -77,7 +81,7 @@ impl<T> Claim<T> {
         let (len, cap) = (v.len(), v.capacity());
         // A vector's pointer is never null (dangling when it allocated nothing).
         let ptr = NonNull::new(v.as_mut_ptr()).unwrap_or(NonNull::dangling());
-        Claim { ptr, cap, claimed: AtomicUsize::new(len), summaries: OnceLock::new() }
+        Claim { ptr, cap, claimed: AtomicUsize::new(len), summaries: OnceLock::new(), narrow: OnceLock::new() }
     }
 
     /// The allocation back as a vector of its first `len` values.
@@ -86,12 +90,20 @@ impl<T> Claim<T> {
     /// The caller holds the only reference to the claim, and the first `len` values are
     /// written (a `Buf`'s own length: `len <= claimed`).
     unsafe fn into_vec(mut self, len: usize) -> Vec<T> {
-        // The values may change once they are a vector: their summaries go.
-        drop(self.summaries.take());
+        // The values may change once they are a vector: what was made of them goes.
+        self.forget_blocks();
         let this = ManuallyDrop::new(self);
         // SAFETY: the pointer and capacity are the allocation's (`Claim::of`), and the first
         // `len` values are written (the caller's promise).
         unsafe { Vec::from_raw_parts(this.ptr.as_ptr(), len, this.cap) }
+    }
+}
+
+impl<T> Claim<T> {
+    /// Drop the blocks' summaries and narrow forms: their rows may change.
+    fn forget_blocks(&mut self) {
+        drop(self.summaries.take());
+        drop(self.narrow.take());
     }
 }
 
@@ -320,7 +332,7 @@ impl<T: Copy> Buf<T> {
             Some(alone) if fits => {
                 *alone.claimed.get_mut() = at + n;
                 // The claim was past `at`: blocks summarized there get other values now.
-                drop(alone.summaries.take());
+                alone.forget_blocks();
                 Room::At(dst())
             }
             _ => Room::Taken,
@@ -385,6 +397,29 @@ impl<T: Summarize> Buf<T> {
     pub fn kept_block(&self, k: usize) -> Option<T::Summary> {
         let Repr::Shared { off: 0, len, .. } = &self.0 else { return None };
         ((k + 1) * BLOCK <= *len).then(|| self.block(k))
+    }
+}
+
+impl<T: Narrowable> Buf<T> {
+    /// The narrow form of block `k` of the allocation (rows `k * BLOCK - off ..` of these
+    /// values, all within them), kept with a shared allocation once made; `None` for owned
+    /// values (nothing to keep it with) and for a block with no narrow form.
+    pub fn narrow_block(&self, k: usize) -> Option<&Narrow> {
+        let Repr::Shared { off, claim, .. } = &self.0 else { return None };
+        let rows = (k * BLOCK).checked_sub(*off)?..(k + 1) * BLOCK - off;
+        assert!(rows.end <= self.len(), "block {k} outside the values");
+        let slots = claim.narrow.get_or_init(|| (0..claim.cap / BLOCK).map(|_| OnceLock::new()).collect());
+        // The block is within this `Buf`'s values, so within the allocation's `cap`.
+        slots[k].get_or_init(|| T::narrow(&self.as_slice()[rows])).as_ref()
+    }
+
+    /// The rows of `rows` (within these values) in the allocation's blocks it covers whole,
+    /// and those blocks' numbers, for [`Buf::narrow_block`].
+    pub fn whole_blocks_of(&self, rows: Range<usize>) -> (Range<usize>, Range<usize>) {
+        assert!(rows.start <= rows.end && rows.end <= self.len(), "rows {rows:?} past the {} values", self.len());
+        let off = self.offset();
+        let (_, blocks, _) = whole_blocks(off + rows.start..off + rows.end);
+        (blocks.start * BLOCK - off..blocks.end * BLOCK - off, blocks)
     }
 }
 

@@ -67,6 +67,7 @@ pub mod hugetlb;
 pub mod index;
 pub mod logged;
 pub mod mem;
+pub mod narrow;
 pub mod par;
 pub mod rng;
 pub mod series_memo;

@@ -30,3 +30,21 @@ pub fn ahead<T>(v: &[T], i: usize) {
     #[cfg(not(target_arch = "x86_64"))]
     let _ = (v, i);
 }
+
+/// Ask for the cache line holding `v[i]` (nothing past `v`'s end): the next page of a stream
+/// that the hardware prefetcher, which stops at page bounds, would not ask for.
+#[inline(always)]
+pub fn at<T>(v: &[T], i: usize) {
+    #[cfg(target_arch = "x86_64")]
+    if i < v.len() {
+        let p = v[i..].as_ptr().cast::<i8>();
+        // SAFETY: SSE is part of x86-64; a prefetch reads no value and cannot fault, and the
+        // address lies inside `v`.
+        #[allow(unsafe_code)]
+        unsafe {
+            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p)
+        };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (v, i);
+}

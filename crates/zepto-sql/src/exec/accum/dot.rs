@@ -34,11 +34,19 @@ impl AsF64 for i32 {
 /// Σ p·s and Σ s over the rows both have, lane `k` taking rows `k`, `k + 8`, ... and the rows
 /// past the last eight added after, in order: the bits every path gives.
 pub fn lane_dot<S: AsF64>(p: &[f64], s: &[S]) -> (f64, f64) {
-    let (mut num, mut den) = ([0.0f64; 8], [0.0f64; 8]);
     let n = p.len().min(s.len());
-    let (pc, sc) = (p[..n].chunks_exact(8), s[..n].chunks_exact(8));
-    let (pr, sr) = (pc.remainder(), sc.remainder());
-    for (i, (pc, sc)) in pc.zip(sc).enumerate() {
+    let full = n / 8 * 8;
+    let mut lanes = Lanes::default();
+    eights(&mut lanes, &p[..full], &s[..full]);
+    lanes.finish(&p[full..n], &s[full..n])
+}
+
+/// The whole eights of `p` and `s` (of equal length) added to `lanes`, lane `k` taking rows
+/// `k`, `k + 8`, ...
+fn eights<S: AsF64>(lanes: &mut Lanes, p: &[f64], s: &[S]) {
+    assert_eq!(p.len(), s.len(), "two columns of one run");
+    let (mut num, mut den) = (lanes.num, lanes.den);
+    for (i, (pc, sc)) in p.chunks_exact(8).zip(s.chunks_exact(8)).enumerate() {
         ahead(p, 8 * i);
         ahead(s, 8 * i);
         for k in 0..8 {
@@ -47,19 +55,45 @@ pub fn lane_dot<S: AsF64>(p: &[f64], s: &[S]) -> (f64, f64) {
             den[k] += w;
         }
     }
-    finish(num, den, pr, sr)
+    *lanes = Lanes { num, den };
 }
 
-/// The rows past the last whole eight, then the lanes, added in order.
-#[inline(always)]
-fn finish<S: AsF64>(num: [f64; 8], den: [f64; 8], pr: &[f64], sr: &[S]) -> (f64, f64) {
-    let (mut tn, mut td) = (0.0, 0.0);
-    for (&p, &s) in pr.iter().zip(sr) {
-        let w = s.as_f64();
-        tn += p * w;
-        td += w;
+/// Eight lanes of Σ p·s and Σ s over a run's rows so far: lane `k` has added rows `k`,
+/// `k + 8`, ... in order ([`lane_dot`]).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Lanes {
+    pub num: [f64; 8],
+    pub den: [f64; 8],
+}
+
+impl Lanes {
+    /// The run's Σ p·s and Σ s: its rows past the last whole eight (`pr` and `sr`) added in
+    /// order, then the lanes.
+    #[inline(always)]
+    pub fn finish<S: AsF64>(self, pr: &[f64], sr: &[S]) -> (f64, f64) {
+        let (mut tn, mut td) = (0.0, 0.0);
+        for (&p, &s) in pr.iter().zip(sr) {
+            let w = s.as_f64();
+            tn += p * w;
+            td += w;
+        }
+        (tn + self.num.iter().sum::<f64>(), td + self.den.iter().sum::<f64>())
     }
-    (tn + num.iter().sum::<f64>(), td + den.iter().sum::<f64>())
+}
+
+/// The whole eights of `p` and `s` (of equal length) added to `lanes` as [`lane_dot`] adds
+/// them, BIGINT sizes through AVX2 where every size is under 2^51 in magnitude; the largest
+/// |size| is returned.
+pub fn eights_i64(lanes: &mut Lanes, p: &[f64], s: &[i64]) -> f64 {
+    assert_eq!(p.len(), s.len(), "two columns of one run");
+    #[cfg(target_arch = "x86_64")]
+    if let Some((l, top)) = avx2::eights_i64(p, s, *lanes) {
+        *lanes = l;
+        return top;
+    }
+    let full = s.len() / 8 * 8;
+    eights(lanes, &p[..full], &s[..full]);
+    s[..full].iter().fold(0.0f64, |m, &x| m.max((x as f64).abs()))
 }
 
 /// [`lane_dot`] of BIGINT sizes, the same bits, with AVX2 where every size is under 2^51 in
@@ -85,12 +119,17 @@ pub fn lane_dot_total_i64(p: &[f64], s: &[i64]) -> Option<(f64, i128)> {
         let (num, den, top) = avx2::dot_i64(p, s)?;
         let n = p.len().min(s.len());
         let rest = s[n / 8 * 8..n].iter().fold(0.0f64, |m, &x| m.max((x as f64).abs()));
-        // 2^52: a margin below 2^53 for the rounding of `max |s| · rows` itself.
-        let exact = top.max(rest) * n as f64 <= 4_503_599_627_370_496.0;
-        exact.then_some((num, den as i128))
+        Some((num, exact_total(den, top.max(rest), n)?))
     }
     #[cfg(not(target_arch = "x86_64"))]
     None
+}
+
+/// Σ s exactly from its lanes' sum `den`, where the sizes' magnitudes prove it: `rows` integer
+/// sizes of magnitude at most `top` (see [`lane_dot_total_i64`]).
+pub fn exact_total(den: f64, top: f64, rows: usize) -> Option<i128> {
+    // 2^52: a margin below 2^53 for the rounding of `top · rows` itself.
+    (top * rows as f64 <= 4_503_599_627_370_496.0).then_some(den as i128)
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -101,24 +140,39 @@ mod avx2 {
     /// [`super::lane_dot_i64`], and the largest |size| of the whole eights: `None` without
     /// AVX2 or for a size out of range.
     pub fn dot_i64(p: &[f64], s: &[i64]) -> Option<(f64, f64, f64)> {
+        let n = p.len().min(s.len());
+        let full = n / 8 * 8;
+        let (lanes, top) = eights_i64(&p[..full], &s[..full], super::Lanes::default())?;
+        let (num, den) = lanes.finish(&p[full..n], &s[full..n]);
+        Some((num, den, top))
+    }
+
+    /// `lanes` with the whole eights of `p` and `s` added ([`super::eights_i64`]), and the
+    /// largest |size| of those rows: `None` without AVX2 or for a size out of range.
+    pub fn eights_i64(p: &[f64], s: &[i64], lanes: super::Lanes) -> Option<(super::Lanes, f64)> {
         if !is_x86_feature_detected!("avx2") {
             return None;
         }
         // SAFETY: the CPU has AVX2.
-        unsafe { with_avx2(p, s) }
+        unsafe { with_avx2(p, s, lanes) }
     }
 
-    /// Lanes 0-3 and 4-7 of [`super::lane_dot`] in two registers each, the products and sums
-    /// unfused (as the portable lanes compute them); the largest |size| in a third.
+    /// Lanes 0-3 and 4-7 of [`super::lane_dot`] in two registers each, from `lanes`, the
+    /// products and sums unfused (as the portable lanes compute them); the largest |size| in
+    /// a third.
     #[target_feature(enable = "avx2")]
-    fn with_avx2(p: &[f64], s: &[i64]) -> Option<(f64, f64, f64)> {
+    fn with_avx2(p: &[f64], s: &[i64], lanes: super::Lanes) -> Option<(super::Lanes, f64)> {
         const MAGIC: f64 = 6_755_399_441_055_744.0; // 1.5·2^52: its mantissa's top bit alone set
         let n = p.len().min(s.len());
         let full = n / 8 * 8;
         let (magic_f, magic_i, half) =
             (_mm256_set1_pd(MAGIC), _mm256_set1_epi64x(MAGIC.to_bits() as i64), _mm256_set1_epi64x(1 << 51));
         let zero = _mm256_setzero_pd();
-        let (mut n0, mut n1, mut d0, mut d1, mut top) = (zero, zero, zero, zero, zero);
+        // SAFETY: each array holds eight doubles.
+        let (mut n0, mut n1, mut d0, mut d1, mut top) = unsafe {
+            let (num, den) = (lanes.num.as_ptr(), lanes.den.as_ptr());
+            (_mm256_loadu_pd(num), _mm256_loadu_pd(num.add(4)), _mm256_loadu_pd(den), _mm256_loadu_pd(den.add(4)), zero)
+        };
         let sign = _mm256_set1_pd(-0.0);
         let mut out = _mm256_setzero_si256();
         let (pp, sp) = (p.as_ptr(), s.as_ptr());
@@ -148,7 +202,7 @@ mod avx2 {
         if _mm256_testz_si256(out, out) == 0 {
             return None;
         }
-        let lanes = |a: __m256d, b: __m256d| {
+        let spill = |a: __m256d, b: __m256d| {
             let mut v = [0.0; 8];
             // SAFETY: `v` holds eight doubles.
             unsafe {
@@ -157,8 +211,8 @@ mod avx2 {
             }
             v
         };
-        let (num, den) = super::finish(lanes(n0, n1), lanes(d0, d1), &p[full..n], &s[full..n]);
-        Some((num, den, lanes(top, top).into_iter().fold(0.0, f64::max)))
+        let out = super::Lanes { num: spill(n0, n1), den: spill(d0, d1) };
+        Some((out, spill(top, top).into_iter().fold(0.0, f64::max)))
     }
 }
 

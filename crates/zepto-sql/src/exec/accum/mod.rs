@@ -31,6 +31,7 @@ mod arg_extreme;
 mod block_runs;
 mod count;
 mod dot;
+mod dot_blocks;
 mod first_last;
 mod fold;
 mod frame_sums;

@@ -13,7 +13,8 @@
 //!
 //! [`lane_sum`]: super::kernels::lane_sum
 
-use super::dot::{lane_dot, lane_dot_i64, lane_dot_total_i64, AsF64};
+use super::dot::{exact_total, lane_dot, lane_dot_i64, lane_dot_total_i64, AsF64};
+use super::dot_blocks::run_dot;
 use super::sum::SumAvg;
 use super::{runs, Accumulator, Mode, Rows};
 use crate::error::Result;
@@ -21,6 +22,8 @@ use crate::exec::Batch;
 use crate::expr::functions::AggFunc;
 use crate::parser::ast::BinaryOp;
 use crate::plan::{AggCall, BExpr};
+use std::ops::Range;
+use zepto_storage::buf::Buf;
 use zepto_storage::{Column, ColumnData, DataType};
 
 /// `a` (a `sum` or `avg` of a product of two columns) over the runs of `b`, in `mode`; `None`
@@ -29,9 +32,7 @@ pub fn over_runs(a: &AggCall, b: &Batch, rows: Rows, ngroups: usize, mode: Mode)
     let Rows::Runs { starts, n } = rows else { return None };
     let (p, s) = read(a, b)?;
     let sums: Vec<f64> = match s {
-        ColumnData::Int64(sv) => runs(starts, n)
-            .map(|(x, y)| lane_dot_i64(&p[x..y], &sv[x..y]).unwrap_or_else(|| lane_dot(&p[x..y], &sv[x..y])).0)
-            .collect(),
+        ColumnData::Int64(sv) => runs(starts, n).map(|(x, y)| run_dot_i64(p, sv, x..y).0).collect(),
         ColumnData::Int32(sv) => run_dots(p, sv, starts, n),
         ColumnData::Float64(sv) => run_dots(p, sv, starts, n),
         _ => return None,
@@ -78,7 +79,10 @@ pub fn both(
     let (p, ColumnData::Int64(s)) = read(a, b)? else { return None };
     let (mut dots, mut totals) = (Vec::with_capacity(starts.len()), Vec::with_capacity(starts.len()));
     for (x, y) in runs(starts, n) {
-        let (d, total) = lane_dot_total_i64(&p[x..y], &s[x..y])?;
+        let (d, total) = match run_dot(p, s, x..y) {
+            Some((d, t, top)) => (d, exact_total(t, top, y - x)?),
+            None => lane_dot_total_i64(&p[x..y], &s[x..y])?,
+        };
         dots.push(d);
         totals.push(total);
     }
@@ -89,8 +93,18 @@ pub fn both(
     Some(settle(acc, mode).and_then(|x| Ok([x, settle(sizes, mode)?])))
 }
 
+/// A run's Σ p·s and Σ s of BIGINT sizes: from the narrow blocks where the run has them
+/// ([`run_dot`]), else from the values (AVX2 where the sizes allow it).
+pub fn run_dot_i64(p: &Buf<f64>, s: &Buf<i64>, r: Range<usize>) -> (f64, f64) {
+    if let Some((num, den, _)) = run_dot(p, s, r.clone()) {
+        return (num, den);
+    }
+    let (p, s) = (&p[r.clone()], &s[r]);
+    lane_dot_i64(p, s).unwrap_or_else(|| lane_dot(p, s))
+}
+
 /// `a`'s two NULL-free columns in `b`: the DOUBLE `p`'s values and `s`'s data.
-fn read<'b>(a: &AggCall, b: &'b Batch) -> Option<(&'b [f64], &'b ColumnData)> {
+fn read<'b>(a: &AggCall, b: &'b Batch) -> Option<(&'b Buf<f64>, &'b ColumnData)> {
     let (pc, sc) = factors(a)?;
     let (p, s) = (b.columns.get(pc)?, b.columns.get(sc)?);
     if p.validity().is_some() || s.validity().is_some() {

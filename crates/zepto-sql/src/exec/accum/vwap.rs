@@ -3,6 +3,7 @@
 
 use super::dot::{lane_dot, lane_dot_i64, AsF64};
 use super::kernels::{at, to_f64};
+use super::product::run_dot_i64;
 use super::{runs, Accumulator, Input, Rows};
 use crate::error::{Result, SqlError};
 use zepto_storage::{Column, ColumnData};
@@ -40,9 +41,16 @@ impl Accumulator for Vwap {
         let every = p.validity().is_none() && s.validity().is_none();
         if let (Rows::Runs { starts, n }, true) = (rows, every) {
             // Sizes are read in place (no converted copy of an integer column).
-            match &s.data() {
-                ColumnData::Int64(sv) => self.runs_dot(&pv, sv, starts, n, Some(sv)),
-                ColumnData::Int32(sv) => self.runs_dot(&pv, sv, starts, n, None),
+            match (p.data(), s.data()) {
+                (ColumnData::Float64(pb), ColumnData::Int64(sb)) => {
+                    for (g, (a, b)) in runs(starts, n).enumerate() {
+                        let (num, den) = run_dot_i64(pb, sb, a..b);
+                        self.num[g] += num;
+                        self.den[g] += den;
+                    }
+                }
+                (_, ColumnData::Int64(sv)) => self.runs_dot(&pv, sv, starts, n, Some(sv)),
+                (_, ColumnData::Int32(sv)) => self.runs_dot(&pv, sv, starts, n, None),
                 _ => self.runs_dot(&pv, &to_f64(s)?, starts, n, None),
             }
             return Ok(());
