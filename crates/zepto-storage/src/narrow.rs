@@ -78,7 +78,8 @@ impl Narrow {
     }
 
     /// The two factors a double block's `d` is multiplied by, in order (`10^f`, then
-    /// `10^-e`); `(1, 1)` for an integer block, whose values are `d` itself.
+    /// `10^-e`), as [`Narrow::value`] does; `(1, 1)` for an integer block, whose values are
+    /// `d` itself.
     pub fn factors(&self) -> (f64, f64) {
         let (e, f) = self.scale;
         (POW10[usize::from(f)], INV10[usize::from(e)])
@@ -105,25 +106,34 @@ impl Narrow {
             Codes::U16(c) => u32::from(c[i]),
             Codes::U32(c) => c[i],
         };
-        let (m, d) = self.factors();
         // `base + code` is within `base ..= top`, so within i32: the wrapping sum is exact.
-        (f64::from(self.base.wrapping_add(code as i32)) * m) * d
+        read_back(self.base.wrapping_add(code as i32), self.scale)
     }
 
-    /// The block of integers `d` (each within i32) at `scale`, or `None` when it is empty.
-    fn of_ints(d: &[i32], scale: (u8, u8)) -> Option<Narrow> {
-        let (&base, &top) = (d.iter().min()?, d.iter().max()?);
+    /// The block of integers `d`, all within `base ..= top`, at `scale`.
+    #[inline(always)]
+    fn of_range(d: impl ExactSizeIterator<Item = i32>, base: i32, top: i32, scale: (u8, u8)) -> Narrow {
         let range = (i64::from(top) - i64::from(base)) as u64;
         let code = |x: i32| x.wrapping_sub(base) as u32;
         let codes = if range < 1 << 8 {
-            Codes::U8(d.iter().map(|&x| code(x) as u8).collect())
+            Codes::U8(each(d, |x| code(x) as u8))
         } else if range < 1 << 16 {
-            Codes::U16(d.iter().map(|&x| code(x) as u16).collect())
+            Codes::U16(each(d, |x| code(x) as u16))
         } else {
-            Codes::U32(d.iter().map(|&x| code(x)).collect())
+            Codes::U32(each(d, code))
         };
-        Some(Narrow { base, top, scale, codes })
+        Narrow { base, top, scale, codes }
     }
+}
+
+/// The codes of `d`, one for each, written out (see [`extremes`]).
+#[inline(always)]
+fn each<C: Copy + Default>(d: impl ExactSizeIterator<Item = i32>, code: impl Fn(i32) -> C) -> Box<[C]> {
+    let mut out = vec![C::default(); d.len()];
+    for (o, x) in out.iter_mut().zip(d) {
+        *o = code(x);
+    }
+    out.into_boxed_slice()
 }
 
 /// Values whose blocks may have a narrow form.
@@ -132,50 +142,133 @@ pub trait Narrowable: Copy + Send + Sync + 'static {
     fn narrow(block: &[Self]) -> Option<Narrow>;
 }
 
+/// `$body` compiled for AVX2 where the CPU has it (rounding, conversions, least and greatest
+/// as vectors; baseline x86-64 has none of them), else as it is: the same answer either way.
+macro_rules! with_avx2 {
+    ($t:ty, $b:ident => $body:expr) => {{
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx2") {
+            /// The AVX2 build.
+            ///
+            /// # Safety
+            /// The CPU must support AVX2.
+            #[target_feature(enable = "avx2")]
+            #[allow(unsafe_code)]
+            unsafe fn avx2($b: &[$t]) -> Option<Narrow> {
+                $body
+            }
+            // SAFETY: the CPU has AVX2.
+            #[allow(unsafe_code)]
+            return unsafe { avx2($b) };
+        }
+        $body
+    }};
+}
+
 impl Narrowable for i64 {
     fn narrow(block: &[i64]) -> Option<Narrow> {
         debug_assert!(block.len() <= BLOCK, "a block of at most BLOCK values");
-        let d: Option<Vec<i32>> = block.iter().map(|&x| i32::try_from(x).ok()).collect();
-        Narrow::of_ints(&d?, (0, 0))
+        with_avx2!(i64, block => {
+            let (lo, hi) = extremes(block);
+            let (base, top) = (i32::try_from(lo).ok()?, i32::try_from(hi).ok()?);
+            Some(Narrow::of_range(block.iter().map(|&x| x as i32), base, top, (0, 0)))
+        })
     }
 }
 
 impl Narrowable for f64 {
     fn narrow(block: &[f64]) -> Option<Narrow> {
         debug_assert!(block.len() <= BLOCK, "a block of at most BLOCK values");
-        let first = *block.first()?;
-        let mut d = Vec::with_capacity(block.len());
-        for scale in candidates() {
-            // The first value rules out most scales before a pass over the block.
-            if decimal(first, scale).is_none() {
-                continue;
+        with_avx2!(f64, block => {
+            let first = *block.first()?;
+            let mut d = vec![0i32; block.len()];
+            // Loops written out here and below, not iterator adapters: those are compiled
+            // apart, without AVX2.
+            for scale in candidates() {
+                // The first value rules out most scales before a pass over the block.
+                if decimal(first, scale).is_some() && decimals(block, scale, &mut d) {
+                    let (base, top) = extremes(&d);
+                    return Some(Narrow::of_range(d.iter().copied(), base, top, scale));
+                }
             }
-            d.clear();
-            if block.iter().all(|&v| decimal(v, scale).map(|x| d.push(x)).is_some()) {
-                return Narrow::of_ints(&d, scale);
-            }
-        }
-        None
+            None
+        })
     }
 }
 
+/// Whether every value of `block` is an integer `d` of scale `(e, f)` ([`decimal`]), written
+/// to `d`: checked 64 values at a time, each chunk with no branch per value.
+#[inline(always)]
+fn decimals(block: &[f64], scale: (u8, u8), d: &mut [i32]) -> bool {
+    for (v, d) in block.chunks(64).zip(d.chunks_mut(64)) {
+        let mut ok = true;
+        for (&x, y) in v.iter().zip(d) {
+            *y = to_decimal(x, scale);
+            ok &= read_back(*y, scale).to_bits() == x.to_bits();
+        }
+        if !ok {
+            return false;
+        }
+    }
+    true
+}
+
+/// The least and greatest of `v` (`(MAX, MIN)` when empty).
+#[inline(always)]
+fn extremes<T: Copy + Ord + Bounded>(v: &[T]) -> (T, T) {
+    let (mut lo, mut hi) = (T::MAX, T::MIN);
+    for &x in v {
+        lo = lo.min(x);
+        hi = hi.max(x);
+    }
+    (lo, hi)
+}
+
+/// An integer type's ends.
+trait Bounded {
+    const MIN: Self;
+    const MAX: Self;
+}
+
+impl Bounded for i32 {
+    const MIN: i32 = i32::MIN;
+    const MAX: i32 = i32::MAX;
+}
+
+impl Bounded for i64 {
+    const MIN: i64 = i64::MIN;
+    const MAX: i64 = i64::MAX;
+}
+
 /// The scales `(e, f)` tried, fewest decimals first.
+#[inline(always)]
 fn candidates() -> impl Iterator<Item = (u8, u8)> {
     (0..=MAX_DECIMALS).flat_map(|p| [(p, 0), (EXPONENT, EXPONENT - p)])
 }
 
-/// `v` as the integer `d` of scale `(e, f)`, when `d` is within i32 and reads back as `v`'s
-/// bits ([`Narrow::value`]).
-#[inline]
-fn decimal(v: f64, (e, f): (u8, u8)) -> Option<i32> {
-    let (e, f) = (usize::from(e), usize::from(f));
-    let x = (v * POW10[e] * INV10[f]).round();
-    if !(f64::from(i32::MIN)..=f64::from(i32::MAX)).contains(&x) {
-        // Also NaN, which no range contains.
-        return None;
-    }
-    let d = x as i32;
-    ((f64::from(d) * POW10[f] * INV10[e]).to_bits() == v.to_bits()).then_some(d)
+/// `v` as the integer `d` of scale `(e, f)`, when it reads back as `v`'s bits
+/// ([`Narrow::value`]).
+#[inline(always)]
+fn decimal(v: f64, scale: (u8, u8)) -> Option<i32> {
+    let d = to_decimal(v, scale);
+    (read_back(d, scale).to_bits() == v.to_bits()).then_some(d)
+}
+
+/// `v · 10^e · 10^-f` as an integer: the nearest one while that is within i32, some other one
+/// past i32's range or for NaN and infinities. Any integer that reads back as `v` will do
+/// (the callers check each), so the rounding and the conversion take no call and no branch:
+/// 1.5 · 2^52 is added, which leaves the nearest integer in the low bits of the sum's
+/// mantissa for magnitudes under 2^51, and those bits are the integer.
+#[inline(always)]
+fn to_decimal(v: f64, (e, f): (u8, u8)) -> i32 {
+    const MAGIC: f64 = 6_755_399_441_055_744.0;
+    (v * POW10[usize::from(e)] * INV10[usize::from(f)] + MAGIC).to_bits() as i32
+}
+
+/// The value the integer `d` of scale `(e, f)` stands for.
+#[inline(always)]
+fn read_back(d: i32, (e, f): (u8, u8)) -> f64 {
+    f64::from(d) * POW10[usize::from(f)] * INV10[usize::from(e)]
 }
 
 #[cfg(test)]
@@ -235,6 +328,11 @@ mod tests {
             assert_eq!(f64::narrow(&v), None, "{bad}");
         }
         assert_eq!(i64::narrow(&[1, 2, i64::from(i32::MAX) + 1]), None);
+        // i32's ends are values; past them a decimal saturates and does not read back.
+        let ends = f64::narrow(&[2_147_483_647.0, -2_147_483_648.0]).expect("i32's ends");
+        assert_eq!((ends.value(0), ends.value(1)), (2_147_483_647.0, -2_147_483_648.0));
+        assert_eq!(f64::narrow(&[2_147_483_648.0]), None);
+        assert_eq!(f64::narrow(&[-2_147_483_649.0]), None);
         assert_eq!(i64::narrow(&[]), None);
         assert_eq!(f64::narrow(&[]), None);
         let edges = i64::narrow(&[i64::from(i32::MIN), i64::from(i32::MAX)]).expect("within i32");
