@@ -15,9 +15,9 @@
 //! * A shared `Buf` reads `len` values of its `Claim`'s allocation from value `off` (0 but for
 //!   a view of a range, [`Buf::view`]), all below the claim's `claimed` count, which only
 //!   grows while the allocation is shared. Cloning it shares.
-//! * A claim's block summaries ([`crate::summary`]) describe blocks below some `Buf`'s length:
-//!   they hold while the values do, and a `Buf` alone that writes where a dropped one had
-//!   claimed clears them.
+//! * A claim's block summaries ([`crate::summary`]) and narrow blocks ([`crate::narrow`])
+//!   describe blocks below some `Buf`'s length: they hold while the values do, and a `Buf`
+//!   alone that writes where a dropped one had claimed clears them.
 //! * Values are only written below a shared `Buf`'s length by a `Buf` that holds the claim
 //!   alone (it takes the allocation back as an owned vector first), or past `claimed` by the
 //!   `Buf` that moved `claimed` from its own length.
@@ -70,7 +70,8 @@ type Summaries = dyn Any + Send + Sync + std::panic::RefUnwindSafe + std::panic:
 
 // SAFETY: a claim owns its allocation as a `Vec<T>` would; the values below `claimed` are only
 // read while shared, and the values past it are written by one `Buf` (the one that claimed
-// them) before any other `Buf` can reach them (module docs).
+// them) before any other `Buf` can reach them (module docs). Its summaries and narrow blocks
+// are `Send` and `Sync` themselves.
 unsafe impl<T: Send + Sync> Send for Claim<T> {}
 unsafe impl<T: Send + Sync> Sync for Claim<T> {}
 
@@ -406,19 +407,23 @@ impl<T: Narrowable> Buf<T> {
     /// values (nothing to keep it with) and for a block with no narrow form.
     pub fn narrow_block(&self, k: usize) -> Option<&Narrow> {
         let Repr::Shared { off, claim, .. } = &self.0 else { return None };
-        let rows = (k * BLOCK).checked_sub(*off)?..(k + 1) * BLOCK - off;
-        assert!(rows.end <= self.len(), "block {k} outside the values");
+        assert!(k * BLOCK >= *off && (k + 1) * BLOCK - off <= self.len(), "block {k} outside the values");
+        let rows = k * BLOCK - off..(k + 1) * BLOCK - off;
         let slots = claim.narrow.get_or_init(|| (0..claim.cap / BLOCK).map(|_| OnceLock::new()).collect());
         // The block is within this `Buf`'s values, so within the allocation's `cap`.
         slots[k].get_or_init(|| T::narrow(&self.as_slice()[rows])).as_ref()
     }
 
     /// The rows of `rows` (within these values) in the allocation's blocks it covers whole,
-    /// and those blocks' numbers, for [`Buf::narrow_block`].
+    /// and those blocks' numbers, for [`Buf::narrow_block`]; `rows.end..rows.end` and no
+    /// block where it covers none.
     pub fn whole_blocks_of(&self, rows: Range<usize>) -> (Range<usize>, Range<usize>) {
         assert!(rows.start <= rows.end && rows.end <= self.len(), "rows {rows:?} past the {} values", self.len());
         let off = self.offset();
         let (_, blocks, _) = whole_blocks(off + rows.start..off + rows.end);
+        if blocks.is_empty() {
+            return (rows.end..rows.end, blocks);
+        }
         (blocks.start * BLOCK - off..blocks.end * BLOCK - off, blocks)
     }
 }

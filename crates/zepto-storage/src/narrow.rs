@@ -8,8 +8,9 @@
 //! beside its summary ([`crate::summary`]) and on the same terms: the rows of a shared block
 //! never change, so its narrow form holds for every version that holds the block whole, and
 //! goes with the allocation when rows change. The full values stay the column: the narrow
-//! blocks are a second, smaller copy of the blocks a streaming kernel reads whole (a quarter
-//! of their bytes at most, usually less), made only when one asks.
+//! blocks are a second, smaller copy of the blocks a streaming kernel reads whole (an eighth
+//! to a half of their bytes: two-decimal prices of one symbol usually take one byte a row,
+//! sizes two), made only when one asks, and kept while the allocation lives.
 //!
 //! A block's values become integers `d`, all within `i32`, stored as `d - base` in the
 //! narrowest of `u8`, `u16` and `u32` that holds the block's range. A value reads back as
@@ -31,10 +32,11 @@ const INV10: [f64; 19] = [
     1e-18,
 ];
 
-/// The `e` tried with each count of decimals `e - f` after the plain decimal (`f = 0`): a
-/// larger `f` multiplies by an exact power first and reads back more values (two-decimal
+/// The `e` tried with each count of decimals `p = e - f` after the plain decimal (`(p, 0)`):
+/// `(14, 14 - p)` multiplies by an exact power first and reads back more values (two-decimal
 /// prices: 86% with `(2, 0)`, all with `(14, 12)`; of blocks of 2,048 random one- and
-/// two-decimal values under 10^6, only `e = 14` read back every value, with `f` from 7 to 13).
+/// two-decimal values under 10^6, searched over every `(e, f)`, only `e = 14` read back every
+/// value).
 const EXPONENT: u8 = 14;
 
 /// The most decimals a double block may have.
@@ -62,7 +64,8 @@ pub struct Narrow {
 }
 
 impl Narrow {
-    /// `d` of each value: `base` plus its code, all within `base ..= top`.
+    /// Each value's code: its `d` less `base` (so `d` is `base` plus the code, within
+    /// `base ..= top`).
     pub fn codes(&self) -> &Codes {
         &self.codes
     }
@@ -142,8 +145,9 @@ pub trait Narrowable: Copy + Send + Sync + 'static {
     fn narrow(block: &[Self]) -> Option<Narrow>;
 }
 
-/// `$body` compiled for AVX2 where the CPU has it (rounding, conversions, least and greatest
-/// as vectors; baseline x86-64 has none of them), else as it is: the same answer either way.
+/// `$body` compiled for AVX2 where the CPU has it (the decimals' conversions and checks, the
+/// least and greatest of 32- and 64-bit integers as vectors, which baseline x86-64 does two at
+/// a time or not at all), else as it is: the same answer either way.
 macro_rules! with_avx2 {
     ($t:ty, $b:ident => $body:expr) => {{
         #[cfg(target_arch = "x86_64")]
@@ -316,6 +320,43 @@ mod tests {
             };
             assert!(range < 1 << width && (width == 8 || range >= 1 << (width / 2)), "range {range} in {width} bits");
         }
+    }
+
+    /// A shared allocation keeps its narrow blocks across appends past them; a version alone
+    /// that writes where a dropped one had claimed, and a change of a row, make them afresh.
+    #[test]
+    fn kept_narrow_blocks_follow_the_values() {
+        use crate::buf::Buf;
+        let codes =
+            |b: &Buf<i64>, k: usize| b.narrow_block(k).map(|n| (0..n.len()).map(|i| n.value(i)).collect::<Vec<_>>());
+        let rows =
+            |b: &Buf<i64>, k: usize| Some(b[k * BLOCK..(k + 1) * BLOCK].iter().map(|&x| x as f64).collect::<Vec<_>>());
+        let v: Vec<i64> = (0..3 * BLOCK as i64 + 5).map(|i| (i * 7919) % 1000 - 500).collect();
+        let mut shared: Buf<i64> = Vec::with_capacity(8 * BLOCK).into();
+        shared.extend_from_slice(&v);
+        assert_eq!(shared.narrow_block(0), None, "owned values keep none");
+        shared.share();
+        let reader = shared.clone();
+        for k in 0..3 {
+            assert_eq!(codes(&reader, k), rows(&reader, k));
+        }
+        shared.extend_shared(BLOCK, std::iter::repeat_n(9, BLOCK));
+        assert_eq!(codes(&shared, 2), rows(&shared, 2), "kept across an append");
+        let stale = codes(&shared, 3);
+        assert_eq!(stale, rows(&shared, 3));
+        // The reader's version alone, writing where the dropped writer had claimed.
+        drop(shared);
+        let mut alone = reader;
+        alone.extend_shared(BLOCK, std::iter::repeat_n(-3, BLOCK));
+        assert_eq!(codes(&alone, 3), rows(&alone, 3));
+        assert_ne!(codes(&alone, 3), stale);
+        // A change of a row below the blocks: taken back, made afresh once shared again.
+        let held = alone.clone();
+        alone[0] = 1_000_000;
+        alone.share();
+        assert_eq!(codes(&alone, 0), rows(&alone, 0));
+        assert_eq!(codes(&held, 0), rows(&held, 0));
+        assert_ne!(codes(&alone, 0), codes(&held, 0));
     }
 
     /// Values a narrow block cannot read back leave the block without one.

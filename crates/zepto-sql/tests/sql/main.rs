@@ -21,6 +21,7 @@ mod infinite_time;
 mod latest_memo;
 mod listing_aggregates;
 mod materialized_views;
+mod narrow_blocks;
 mod no_panic;
 mod not_distinct;
 mod packed_partitions;

@@ -16,40 +16,42 @@ use crate::exec::prefetch;
 use std::ops::Range;
 use zepto_storage::buf::Buf;
 use zepto_storage::narrow::{Codes, Narrow};
+use zepto_storage::summary::BLOCK;
 
 /// Σ p·s, Σ s and the largest |s| of rows `r` of `p` and `s`, with [`super::dot::lane_dot`]'s
-/// bits, reading the narrow forms of the blocks the run covers whole. `None` where it covers
-/// none, where its rows before them are not whole eights, or where a block of either column
-/// has no narrow form: the caller reads the values.
+/// bits, reading the narrow forms of the blocks the run covers whole (and the values of a
+/// block either column has none for). `None` where the run covers no whole block, where its
+/// rows before them are not whole eights (the lanes would cut the blocks), where the two
+/// columns' blocks do not start at the same rows, or where the columns keep no blocks (owned
+/// values): the caller reads the values.
 pub fn run_dot(p: &Buf<f64>, s: &Buf<i64>, r: Range<usize>) -> Option<(f64, f64, f64)> {
-    let body_end = r.start + r.len() / 8 * 8;
     let (rows, pk) = p.whole_blocks_of(r.clone());
     let (srows, sk) = s.whole_blocks_of(r.clone());
-    if rows != srows || !(rows.start - r.start).is_multiple_of(8) {
+    let aligned = rows == srows && (rows.start - r.start).is_multiple_of(8);
+    if !aligned || pk.is_empty() || !p.is_shared() || !s.is_shared() {
         return None;
     }
-    // Blocks wholly before the run's rows past its last eight (a block there would be cut).
-    let blocks = (rows.end.min(body_end).saturating_sub(rows.start)) / zepto_storage::summary::BLOCK;
-    if blocks == 0 {
-        return None;
-    }
+    // The blocks start a whole number of eights into the run and are whole eights, so they
+    // end before the run's rows past its last eight.
+    let body_end = r.start + r.len() / 8 * 8;
+    debug_assert!(rows.end <= body_end, "blocks {rows:?} past the run's eights ({body_end})");
     let narrow = |k: usize| Some((p.narrow_block(pk.start + k)?, s.narrow_block(sk.start + k)?));
-    if !(0..blocks).all(|k| narrow(k).is_some()) {
-        return None;
-    }
-    let mid = rows.start + blocks * zepto_storage::summary::BLOCK;
     let (pv, sv) = (p.as_slice(), s.as_slice());
     let mut lanes = Lanes::default();
     let mut top = eights_i64(&mut lanes, &pv[r.start..rows.start], &sv[r.start..rows.start]);
-    for k in 0..blocks {
-        let Some((pb, sb)) = narrow(k) else { unreachable!("every block checked narrow above") };
+    for k in 0..pk.len() {
+        let at = rows.start + k * BLOCK..rows.start + (k + 1) * BLOCK;
+        let Some((pb, sb)) = narrow(k) else {
+            top = top.max(eights_i64(&mut lanes, &pv[at.clone()], &sv[at]));
+            continue;
+        };
         // Each block's codes are an allocation of their own, a page or less: the next one's
         // lines are asked for while this one is read.
-        let next = (k + 1 < blocks).then(|| narrow(k + 1)).flatten().map(|(p, s)| [bytes(p), bytes(s)]);
-        add_block(&mut lanes, pb, sb, next.unwrap_or([&[], &[]]));
+        let next = (k + 1 < pk.len()).then(|| narrow(k + 1)).flatten().map(|(p, s)| [p.codes(), s.codes()]);
+        add_block(Build::best(), &mut lanes, pb, sb, next);
         top = top.max(f64::from(sb.base()).abs()).max(f64::from(sb.top()).abs());
     }
-    top = top.max(eights_i64(&mut lanes, &pv[mid..body_end], &sv[mid..body_end]));
+    top = top.max(eights_i64(&mut lanes, &pv[rows.end..body_end], &sv[rows.end..body_end]));
     let rest = sv[body_end..r.end].iter().fold(top, |m, &x| m.max((x as f64).abs()));
     let (num, den) = lanes.finish(&pv[body_end..r.end], &sv[body_end..r.end]);
     Some((num, den, rest))
@@ -82,81 +84,107 @@ impl Code for u32 {
     }
 }
 
-/// A block's codes as bytes.
-fn bytes(n: &Narrow) -> &[u8] {
-    let (ptr, len) = match n.codes() {
-        Codes::U8(c) => return c,
-        Codes::U16(c) => (c.as_ptr().cast::<u8>(), c.len() * 2),
-        Codes::U32(c) => (c.as_ptr().cast::<u8>(), c.len() * 4),
-    };
-    // SAFETY: the codes' own memory, read as bytes (any bit pattern is a byte; alignment 1).
-    #[allow(unsafe_code)]
-    unsafe {
-        std::slice::from_raw_parts(ptr, len)
+/// Which build of the block kernel runs: the same additions in the same order in each, so the
+/// same bits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Build {
+    /// Baseline x86-64 (two doubles a register), or another architecture.
+    Portable,
+    /// Four doubles a register.
+    #[cfg(target_arch = "x86_64")]
+    Avx2,
+    /// Eight doubles a register: a chunk of eight rows in one.
+    #[cfg(target_arch = "x86_64")]
+    Avx512,
+}
+
+impl Build {
+    /// The widest build this CPU runs.
+    fn best() -> Build {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::arch::is_x86_feature_detected!("avx512f") {
+                return Build::Avx512;
+            }
+            if std::arch::is_x86_feature_detected!("avx2") {
+                return Build::Avx2;
+            }
+        }
+        Build::Portable
     }
 }
 
-/// One block of prices `p` and sizes `s` (whole eights) added to `lanes`, asking for the lines
-/// of `next` (the next blocks' codes, as bytes) meanwhile.
-fn add_block(lanes: &mut Lanes, p: &Narrow, s: &Narrow, next: [&[u8]; 2]) {
+/// One block of prices `p` and sizes `s` (whole eights) added to `lanes` by `build`, asking
+/// for the lines of `next` (the next blocks' codes) meanwhile.
+fn add_block(build: Build, lanes: &mut Lanes, p: &Narrow, s: &Narrow, next: Option<[&Codes; 2]>) {
     assert_eq!(p.len(), s.len(), "blocks of one run");
     assert_eq!(p.len() % 8, 0, "whole eights");
     let (pb, f, sb) = (p.base(), p.factors(), s.base());
     macro_rules! widths {
         ($($pw:ident, $sw:ident);*) => {
             match (p.codes(), s.codes()) {
-                $((Codes::$pw(pc), Codes::$sw(sc)) => dispatch(lanes, pc, pb, f, sc, sb, next),)*
+                $((Codes::$pw(pc), Codes::$sw(sc)) => in_build(build, lanes, pc, pb, f, sc, sb, next),)*
             }
         };
     }
     widths!(U8, U8; U8, U16; U8, U32; U16, U8; U16, U16; U16, U32; U32, U8; U32, U16; U32, U32);
 }
 
-/// [`eights`] through AVX2 where the CPU has it (the codes widened and converted as vectors).
-fn dispatch<P: Code, S: Code>(l: &mut Lanes, pc: &[P], pb: i32, f: (f64, f64), sc: &[S], sb: i32, next: [&[u8]; 2]) {
-    #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx512f") {
-        /// # Safety
-        /// The CPU must support AVX-512F.
-        #[target_feature(enable = "avx512f")]
-        #[allow(unsafe_code)]
-        unsafe fn avx512<P: Code, S: Code>(
-            l: &mut Lanes,
-            pc: &[P],
-            pb: i32,
-            f: (f64, f64),
-            sc: &[S],
-            sb: i32,
-            next: [&[u8]; 2],
-        ) {
-            eights(l, pc, pb, f, sc, sb, next)
-        }
-        // SAFETY: the CPU has AVX-512F.
-        #[allow(unsafe_code)]
-        return unsafe { avx512(l, pc, pb, f, sc, sb, next) };
+/// [`eights`] compiled for `build` (which the caller has checked the CPU runs).
+#[allow(clippy::too_many_arguments)]
+fn in_build<P: Code, S: Code>(
+    build: Build,
+    l: &mut Lanes,
+    pc: &[P],
+    pb: i32,
+    f: (f64, f64),
+    sc: &[S],
+    sb: i32,
+    next: Option<[&Codes; 2]>,
+) {
+    /// `$name`: [`eights`] compiled with the target features `$features`.
+    macro_rules! build {
+        ($name:ident, $features:literal) => {
+            /// # Safety
+            /// The CPU must support the features.
+            #[cfg(target_arch = "x86_64")]
+            #[target_feature(enable = $features)]
+            #[allow(unsafe_code, clippy::too_many_arguments)]
+            unsafe fn $name<P: Code, S: Code>(
+                l: &mut Lanes,
+                pc: &[P],
+                pb: i32,
+                f: (f64, f64),
+                sc: &[S],
+                sb: i32,
+                next: Option<[&Codes; 2]>,
+            ) {
+                eights(l, pc, pb, f, sc, sb, next)
+            }
+        };
     }
-    #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") {
-        /// # Safety
-        /// The CPU must support AVX2.
-        #[target_feature(enable = "avx2")]
+    build!(avx2, "avx2");
+    build!(avx512, "avx512f");
+    match build {
+        Build::Portable => eights(l, pc, pb, f, sc, sb, next),
+        // SAFETY (both): `build` is one the CPU runs (`Build::best`, or the tests' check).
+        #[cfg(target_arch = "x86_64")]
         #[allow(unsafe_code)]
-        unsafe fn avx2<P: Code, S: Code>(
-            l: &mut Lanes,
-            pc: &[P],
-            pb: i32,
-            f: (f64, f64),
-            sc: &[S],
-            sb: i32,
-            next: [&[u8]; 2],
-        ) {
-            eights(l, pc, pb, f, sc, sb, next)
-        }
-        // SAFETY: the CPU has AVX2.
+        Build::Avx2 => unsafe { avx2(l, pc, pb, f, sc, sb, next) },
+        #[cfg(target_arch = "x86_64")]
         #[allow(unsafe_code)]
-        return unsafe { avx2(l, pc, pb, f, sc, sb, next) };
+        Build::Avx512 => unsafe { avx512(l, pc, pb, f, sc, sb, next) },
     }
-    eights(l, pc, pb, f, sc, sb, next)
+}
+
+/// Ask for line `i` of a block's codes (nothing past their end).
+#[inline(always)]
+fn ask(c: &Codes, i: usize) {
+    match c {
+        Codes::U8(v) => prefetch::at(v, i * 64),
+        Codes::U16(v) => prefetch::at(v, i * 32),
+        Codes::U32(v) => prefetch::at(v, i * 16),
+    }
 }
 
 /// The whole eights of the codes added to `lanes`: price `(d * f.0) * f.1` for `d` its base
@@ -169,14 +197,16 @@ fn eights<P: Code, S: Code>(
     (m, d): (f64, f64),
     sc: &[S],
     sb: i32,
-    next: [&[u8]; 2],
+    next: Option<[&Codes; 2]>,
 ) {
     let (mut num, mut den) = (lanes.num, lanes.den);
     for (i, (x, y)) in pc.chunks_exact(8).zip(sc.chunks_exact(8)).enumerate() {
         // A line of each of the next blocks a chunk, from their starts (a block of 256 chunks
         // is at most 128 lines).
-        prefetch::at(next[0], i * 64);
-        prefetch::at(next[1], i * 64);
+        if let Some([np, ns]) = next {
+            ask(np, i);
+            ask(ns, i);
+        }
         for k in 0..8 {
             let price = (f64::from(pb.wrapping_add(x[k].get())) * m) * d;
             let w = f64::from(sb.wrapping_add(y[k].get()));
@@ -193,15 +223,18 @@ mod tests {
     use crate::exec::accum::dot::{lane_dot, lane_dot_total_i64};
     use zepto_storage::narrow::Narrowable;
     use zepto_storage::rng::XorShift;
-    use zepto_storage::summary::BLOCK;
 
-    /// Shared columns (as a table's are when read) of `n` rows: two-decimal prices around
-    /// `centre` and sizes up to `size`, with `bad` rows that have no narrow form.
+    /// Shared columns (as a table's are when read) of `n` rows: two-decimal prices and sizes
+    /// up to `size`, with `bad` rows that have no narrow form (a long decimal price at even
+    /// ones, a size past i32 at odd ones).
     fn columns(rng: &mut XorShift, n: usize, size: u64, bad: &[usize]) -> (Buf<f64>, Buf<i64>) {
         let mut p: Vec<f64> = (0..n).map(|_| (30_000 + rng.below(size.min(60_000)) as i64) as f64 / 100.0).collect();
-        let s: Vec<i64> = (0..n).map(|_| 1 + rng.below(size) as i64).collect();
+        let mut s: Vec<i64> = (0..n).map(|_| 1 + rng.below(size) as i64).collect();
         for &i in bad.iter().filter(|&&i| i < n) {
-            p[i] = std::f64::consts::PI;
+            match i % 2 {
+                0 => p[i] = std::f64::consts::PI,
+                _ => s[i] = 1 << 40,
+            }
         }
         let (mut p, mut s): (Buf<f64>, Buf<i64>) = (p.into(), s.into());
         p.share();
@@ -209,36 +242,37 @@ mod tests {
         (p, s)
     }
 
-    /// Every run: where the narrow blocks answer, the bits of the lanes over the values, and
-    /// they answer exactly when the run covers a whole block its lanes do not cut, every
-    /// covered block narrow in both columns.
+    /// Every run of whole columns and of views of them (offsets of either residue modulo 8):
+    /// where the narrow blocks answer, the bits of the lanes over the values, whatever blocks
+    /// have no narrow form; and they answer exactly when the run covers a whole block its
+    /// lanes do not cut.
     #[test]
     fn narrow_runs_give_the_bits_of_the_values() {
         let mut rng = XorShift::new(0xb10c_5eed);
         let mut answered = 0;
-        for round in 0..600 {
+        for round in 0..800 {
             let n = [BLOCK - 1, BLOCK, 3 * BLOCK + 5, 5 * BLOCK + 8][round % 4];
             let size = [200, 4_500, 70_000, 5_000_000_000][(round / 4) % 4];
-            let bad: Vec<usize> = if round % 7 == 0 { vec![rng.below(n as u64) as usize] } else { vec![] };
+            let bad: Vec<usize> = (0..round % 3).map(|_| rng.below(n as u64) as usize).collect();
             let (p, s) = columns(&mut rng, n, size, &bad);
-            let a = rng.below(n as u64 / 2) as usize;
+            // A view from `o` (as a time range cuts a partition), or the whole column.
+            let o = [0, 8 * rng.below(300) as usize, rng.below(3000) as usize][(round / 16) % 3].min(n);
+            let (p, s) = (p.view(o, n - o), s.view(o, n - o));
+            let len = n - o;
+            let a = rng.below(len as u64 / 2 + 1) as usize;
             let a = if round % 3 != 0 { a / 8 * 8 } else { a };
-            let b = a + rng.below((n - a) as u64 + 1) as usize;
+            let b = a + rng.below((len - a) as u64 + 1) as usize;
             let (pv, sv) = (&p[a..b], &s[a..b]);
             let got = run_dot(&p, &s, a..b);
-            let (rows, _) = p.whole_blocks_of(a..b);
-            // The blocks the run reads narrow: whole, before its rows past its last eight.
-            let end = a + (b - a) / 8 * 8;
-            let used = rows.start + rows.end.min(end).saturating_sub(rows.start) / BLOCK * BLOCK;
-            let covered = used > rows.start && (rows.start - a) % 8 == 0;
-            let clean = bad.iter().all(|&i| i < rows.start || i >= used) && size < 1 << 31;
-            assert_eq!(got.is_some(), covered && clean, "round {round}: {a}..{b}");
+            let (rows, blocks) = p.whole_blocks_of(a..b);
+            let covered = !blocks.is_empty() && (rows.start - a).is_multiple_of(8);
+            assert_eq!(got.is_some(), covered, "round {round}: {a}..{b} from {o}");
             if let Some((num, den, top)) = got {
                 answered += 1;
                 let want = lane_dot(pv, sv);
                 assert_eq!((num.to_bits(), den.to_bits()), (want.0.to_bits(), want.1.to_bits()), "round {round}");
                 let max = sv.iter().map(|x| x.unsigned_abs()).max().unwrap_or(0) as f64;
-                assert!(top >= max, "round {round}: {top} under the largest size {max}");
+                assert_eq!(top, max, "round {round}: the largest size");
                 if let Some((n2, total)) = lane_dot_total_i64(pv, sv) {
                     assert_eq!((n2.to_bits(), total), (num.to_bits(), den as i128), "round {round}");
                 }
@@ -247,32 +281,40 @@ mod tests {
         assert!(answered > 40, "{answered} runs answered");
     }
 
-    /// The vector builds of the block kernel (AVX-512 or AVX2, whichever this CPU takes) give
-    /// the portable build's bits, for every pair of code widths.
+    /// Every build of the block kernel this CPU runs gives the portable build's bits, for
+    /// every pair of code widths.
     #[test]
     fn every_build_gives_the_portable_bits() {
         let mut rng = XorShift::new(0x7715_b175);
-        for (pr, sr) in [(200, 200), (200, 4_000), (200, 100_000), (50_000, 9), (50_000, 60_000), (9_000_000, 300_000)]
-        {
+        let builds = [Build::Portable, Build::best()];
+        #[cfg(target_arch = "x86_64")]
+        let builds = [
+            builds[0],
+            builds[1],
+            if std::arch::is_x86_feature_detected!("avx2") { Build::Avx2 } else { Build::Portable },
+        ];
+        let mut widths = std::collections::HashSet::new();
+        for (pr, sr) in [200, 50_000, 9_000_000].into_iter().flat_map(|p| [9, 4_000, 300_000].map(|s| (p, s))) {
             let p: Vec<f64> = (0..BLOCK).map(|_| (100_000 + rng.below(pr) as i64) as f64 / 100.0).collect();
             let s: Vec<i64> = (0..BLOCK).map(|_| rng.below(sr) as i64 - 5).collect();
             let (pn, sn) = (f64::narrow(&p).expect("cents"), i64::narrow(&s).expect("small sizes"));
+            let width = |c: &Codes| match c {
+                Codes::U8(_) => 1,
+                Codes::U16(_) => 2,
+                Codes::U32(_) => 4,
+            };
+            widths.insert((width(pn.codes()), width(sn.codes())));
             let start = Lanes { num: [0.5; 8], den: [-3.0; 8] };
-            let (mut fast, mut portable) = (start, start);
-            add_block(&mut fast, &pn, &sn, [&[], &[]]);
-            macro_rules! plain {
-                ($($pw:ident, $sw:ident);*) => {
-                    match (pn.codes(), sn.codes()) {
-                        $((Codes::$pw(pc), Codes::$sw(sc)) => {
-                            eights(&mut portable, pc, pn.base(), pn.factors(), sc, sn.base(), [&[], &[]])
-                        })*
-                    }
-                };
-            }
-            plain!(U8, U8; U8, U16; U8, U32; U16, U8; U16, U16; U16, U32; U32, U8; U32, U16; U32, U32);
             let bits = |l: Lanes| (l.num.map(f64::to_bits), l.den.map(f64::to_bits));
-            assert_eq!(bits(fast), bits(portable), "ranges {pr}, {sr}");
+            let mut portable = start;
+            add_block(Build::Portable, &mut portable, &pn, &sn, None);
+            for build in builds {
+                let mut l = start;
+                add_block(build, &mut l, &pn, &sn, Some([sn.codes(), pn.codes()]));
+                assert_eq!(bits(l), bits(portable), "{build:?}, ranges {pr}, {sr}");
+            }
         }
+        assert_eq!(widths.len(), 9, "every pair of widths");
     }
 
     /// Owned columns keep no narrow blocks: the values are read.

@@ -9,7 +9,10 @@
 //! the last eight are added in order, then the lanes. The product is the one evaluation gives
 //! (`p * (s as f64)`; multiplication commutes bit for bit), so the sums are the bits the
 //! general path gives. Only NULL-free columns over [`Rows::Runs`] take this path; anything
-//! else evaluates the product as before.
+//! else evaluates the product as before. A DOUBLE times a BIGINT column reads the narrow forms
+//! of the blocks a run covers whole where they have them ([`run_dot`]: the same bits).
+//! (Runs of 8,192 rows or more of an evaluated column are summed from block summaries,
+//! in another order, so there the two paths' last bits may differ.)
 //!
 //! [`lane_sum`]: super::kernels::lane_sum
 

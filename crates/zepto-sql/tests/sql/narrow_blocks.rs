@@ -1,0 +1,78 @@
+//! Partitions long enough that `sum(p * s)`, `avg(p * s)`, `sum(s)` and `vwap(p, s)` read their
+//! blocks' narrow forms (`zepto_storage::narrow`, `exec/accum/dot_blocks.rs`): the answers
+//! are the bits of the same aggregates over evaluated columns (which keep no narrow blocks),
+//! over whole partitions and time ranges (views that start between blocks, at every offset
+//! modulo eight), before and after appends in place, out-of-order appends, updates that
+//! leave blocks narrow, updates that make them wide (a long decimal, a size past i32) and
+//! deletes; and a query asked twice (blocks made, then kept) gives the same bits.
+
+use zepto_sql::Engine;
+
+use crate::common;
+use common::{lines, Rng};
+
+/// `n` rows over 12 symbols from second `t0` on: prices in cents, sizes up to 5,000. A
+/// symbol's rows stay under 8,192 (74,000 rows in all): longer runs sum an evaluated column
+/// through its blocks' summaries, in another order than the lanes the reference needs.
+fn rows(rng: &mut Rng, n: usize, t0: u64) -> String {
+    let mut v = Vec::with_capacity(n);
+    for k in 0..n as u64 {
+        let px = format!("{}.{:02}", 20 + rng.below(480), rng.below(100));
+        let size = 1 + rng.below(5000);
+        v.push(format!("({}, 'S{}', {px}, {size}, 0.0)", (t0 + k) * 1_000_000_000, rng.below(12)));
+    }
+    v.join(", ")
+}
+
+fn insert(e: &Engine, rng: &mut Rng, n: usize, t0: u64) {
+    for b in 0..n / 2000 {
+        let sql = format!("INSERT INTO t VALUES {}", rows(rng, 2000, t0 + (b * 2000) as u64));
+        e.execute(&sql).unwrap_or_else(|err| panic!("insert: {err}"));
+    }
+}
+
+/// The aggregates over the columns as stored, against the same over `px + z` (zeros: the
+/// same values, evaluated, which keep no narrow blocks), whole and over time ranges starting
+/// at every offset modulo 8.
+fn check(e: &Engine, what: &str) {
+    let ranges = (0..8).map(|k| format!("WHERE ts >= to_timestamp({}) AND ts < to_timestamp(61234)", 1000 + 3 * k));
+    for range in std::iter::once(String::new()).chain(ranges) {
+        let stored = format!(
+            "SELECT sym, sum(px * n), avg(px * n), sum(n), vwap(px, n), sum(px * n) / sum(n) \
+             FROM t {range} GROUP BY sym ORDER BY sym"
+        );
+        let evaluated = format!(
+            "SELECT sym, sum((px + z) * n), avg((px + z) * n), sum(n + 0), vwap(px + z, n), \
+             sum((px + z) * n) / sum(n + 0) FROM t {range} GROUP BY sym ORDER BY sym"
+        );
+        let got = lines(e, &stored);
+        assert_eq!(got.len(), 12, "{what} {range}: twelve symbols");
+        assert_eq!(got, lines(e, &evaluated), "{what} {range}");
+        assert_eq!(got, lines(e, &stored), "{what} {range}: asked again");
+    }
+}
+
+#[test]
+fn narrow_blocks_answer_as_the_values() {
+    let mut rng = Rng::new(0x6a09_e667_f3bc_c908);
+    let e = Engine::new();
+    e.execute("CREATE TABLE t (ts TIMESTAMP, sym SYMBOL, px DOUBLE, n BIGINT, z DOUBLE)").expect("t");
+    insert(&e, &mut rng, 60_000, 0);
+    check(&e, "loaded");
+    // Appends past the rows the narrow blocks describe (in place: a query held the columns).
+    let held = e.execute("SELECT * FROM t").expect("held");
+    insert(&e, &mut rng, 10_000, 60_000);
+    check(&e, "appended");
+    drop(held);
+    // Rows before the latest ones: merged into place, moving later rows.
+    insert(&e, &mut rng, 4_000, 30_000);
+    check(&e, "merged");
+    e.execute("UPDATE t SET px = px + 0.25, n = n + 1 WHERE n % 5 = 0").expect("update");
+    check(&e, "updated, still cents");
+    e.execute("UPDATE t SET px = px + 0.000123456789 WHERE n % 997 = 0").expect("long decimals");
+    check(&e, "some blocks with long decimals");
+    e.execute("UPDATE t SET n = n * 1000000 WHERE n % 1009 = 0").expect("large sizes");
+    check(&e, "some blocks with sizes past i32");
+    e.execute("DELETE FROM t WHERE n % 7 = 0").expect("delete");
+    check(&e, "deleted");
+}
