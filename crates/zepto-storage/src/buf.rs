@@ -411,7 +411,14 @@ impl<T: Narrowable> Buf<T> {
         let rows = k * BLOCK - off..(k + 1) * BLOCK - off;
         let slots = claim.narrow.get_or_init(|| (0..claim.cap / BLOCK).map(|_| OnceLock::new()).collect());
         // The block is within this `Buf`'s values, so within the allocation's `cap`.
-        slots[k].get_or_init(|| T::narrow(&self.as_slice()[rows])).as_ref()
+        let made = || {
+            let n = T::narrow(&self.as_slice()[rows]);
+            // Kept with the allocation, not by the query that asked: off its thread's count
+            // (a query's memory limit), as the column's own bytes are.
+            crate::mem::credit_thread(-(n.as_ref().map_or(0, Narrow::heap_bytes) as isize));
+            n
+        };
+        slots[k].get_or_init(made).as_ref()
     }
 
     /// The rows of `rows` (within these values) in the allocation's blocks it covers whole,

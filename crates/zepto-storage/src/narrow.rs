@@ -97,6 +97,15 @@ impl Narrow {
         }
     }
 
+    /// The bytes its codes take on the heap.
+    pub fn heap_bytes(&self) -> usize {
+        match &self.codes {
+            Codes::U8(c) => c.len(),
+            Codes::U16(c) => 2 * c.len(),
+            Codes::U32(c) => 4 * c.len(),
+        }
+    }
+
     /// Whether the block has no rows (never, for a block made here).
     pub fn is_empty(&self) -> bool {
         self.len() == 0
