@@ -14,21 +14,7 @@ const AHEAD_BYTES: usize = 8 << 10;
 /// 64 bytes of rows read.
 #[inline(always)]
 pub fn ahead<T>(v: &[T], i: usize) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        let j = i + AHEAD_BYTES / std::mem::size_of::<T>().max(1);
-        if j < v.len() {
-            let p = v[j..].as_ptr().cast::<i8>();
-            // SAFETY: SSE is part of x86-64; a prefetch reads no value and cannot fault, and
-            // the address lies inside `v`.
-            #[allow(unsafe_code)]
-            unsafe {
-                std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p)
-            };
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = (v, i);
+    at(v, i + AHEAD_BYTES / std::mem::size_of::<T>().max(1));
 }
 
 /// Ask for the cache line holding `v[i]` (nothing past `v`'s end): the next page of a stream

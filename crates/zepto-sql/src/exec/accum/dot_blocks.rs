@@ -119,29 +119,31 @@ impl Build {
 fn add_block(build: Build, lanes: &mut Lanes, p: &Narrow, s: &Narrow, next: Option<[&Codes; 2]>) {
     assert_eq!(p.len(), s.len(), "blocks of one run");
     assert_eq!(p.len() % 8, 0, "whole eights");
-    let (pb, f, sb) = (p.base(), p.factors(), s.base());
     macro_rules! widths {
         ($($pw:ident, $sw:ident);*) => {
             match (p.codes(), s.codes()) {
-                $((Codes::$pw(pc), Codes::$sw(sc)) => in_build(build, lanes, pc, pb, f, sc, sb, next),)*
+                $((Codes::$pw(pc), Codes::$sw(sc)) => {
+                    let pair = Pair { pc, pb: p.base(), f: p.factors(), sc, sb: s.base() };
+                    in_build(build, lanes, &pair, next)
+                })*
             }
         };
     }
     widths!(U8, U8; U8, U16; U8, U32; U16, U8; U16, U16; U16, U32; U32, U8; U32, U16; U32, U32);
 }
 
-/// [`eights`] compiled for `build` (which the caller has checked the CPU runs).
-#[allow(clippy::too_many_arguments)]
-fn in_build<P: Code, S: Code>(
-    build: Build,
-    l: &mut Lanes,
-    pc: &[P],
+/// A block of prices and sizes as codes: price codes `pc` from base `pb`, read with the
+/// factors `f`, and size codes `sc` from base `sb`.
+struct Pair<'a, P, S> {
+    pc: &'a [P],
     pb: i32,
     f: (f64, f64),
-    sc: &[S],
+    sc: &'a [S],
     sb: i32,
-    next: Option<[&Codes; 2]>,
-) {
+}
+
+/// [`eights`] compiled for `build` (which the caller has checked the CPU runs).
+fn in_build<P: Code, S: Code>(build: Build, l: &mut Lanes, pair: &Pair<P, S>, next: Option<[&Codes; 2]>) {
     /// `$name`: [`eights`] compiled with the target features `$features`.
     macro_rules! build {
         ($name:ident, $features:literal) => {
@@ -149,31 +151,23 @@ fn in_build<P: Code, S: Code>(
             /// The CPU must support the features.
             #[cfg(target_arch = "x86_64")]
             #[target_feature(enable = $features)]
-            #[allow(unsafe_code, clippy::too_many_arguments)]
-            unsafe fn $name<P: Code, S: Code>(
-                l: &mut Lanes,
-                pc: &[P],
-                pb: i32,
-                f: (f64, f64),
-                sc: &[S],
-                sb: i32,
-                next: Option<[&Codes; 2]>,
-            ) {
-                eights(l, pc, pb, f, sc, sb, next)
+            #[allow(unsafe_code)]
+            unsafe fn $name<P: Code, S: Code>(l: &mut Lanes, pair: &Pair<P, S>, next: Option<[&Codes; 2]>) {
+                eights(l, pair, next)
             }
         };
     }
     build!(avx2, "avx2");
     build!(avx512, "avx512f");
     match build {
-        Build::Portable => eights(l, pc, pb, f, sc, sb, next),
+        Build::Portable => eights(l, pair, next),
         // SAFETY (both): `build` is one the CPU runs (`Build::best`, or the tests' check).
         #[cfg(target_arch = "x86_64")]
         #[allow(unsafe_code)]
-        Build::Avx2 => unsafe { avx2(l, pc, pb, f, sc, sb, next) },
+        Build::Avx2 => unsafe { avx2(l, pair, next) },
         #[cfg(target_arch = "x86_64")]
         #[allow(unsafe_code)]
-        Build::Avx512 => unsafe { avx512(l, pc, pb, f, sc, sb, next) },
+        Build::Avx512 => unsafe { avx512(l, pair, next) },
     }
 }
 
@@ -190,15 +184,8 @@ fn ask(c: &Codes, i: usize) {
 /// The whole eights of the codes added to `lanes`: price `(d * f.0) * f.1` for `d` its base
 /// plus its code, size its base plus its code, as [`Narrow::value`] reads them.
 #[inline(always)]
-fn eights<P: Code, S: Code>(
-    lanes: &mut Lanes,
-    pc: &[P],
-    pb: i32,
-    (m, d): (f64, f64),
-    sc: &[S],
-    sb: i32,
-    next: Option<[&Codes; 2]>,
-) {
+fn eights<P: Code, S: Code>(lanes: &mut Lanes, pair: &Pair<P, S>, next: Option<[&Codes; 2]>) {
+    let Pair { pc, pb, f: (m, d), sc, sb } = *pair;
     let (mut num, mut den) = (lanes.num, lanes.den);
     for (i, (x, y)) in pc.chunks_exact(8).zip(sc.chunks_exact(8)).enumerate() {
         // A line of each of the next blocks a chunk, from their starts (a block of 256 chunks
