@@ -62,16 +62,7 @@ fn summarized_partitions_answer_as_hashed_groups() {
     let mut rng = Rng::new(0x510e_527f_ade6_82d1);
     let e = Engine::new();
     e.execute("CREATE TABLE t (ts TIMESTAMP, sym SYMBOL, x DOUBLE, q BIGINT, i INTEGER, d DATE)").expect("t");
-    insert(&e, &mut rng, 60_000, 0);
-    check(&e, "loaded");
-    // Appends past the rows the summaries describe (in place: a query held the columns).
-    let held = e.execute("SELECT * FROM t").expect("held");
-    insert(&e, &mut rng, 10_000, 60_000);
-    check(&e, "appended");
-    drop(held);
-    // Rows before the latest ones: merged into place, moving later rows.
-    insert(&e, &mut rng, 4_000, 30_000);
-    check(&e, "merged");
+    common::held_appends(&e, |e, n, t0| insert(e, &mut rng, n, t0), check);
     e.execute("UPDATE t SET x = x + 0.5, q = q / 3 WHERE i % 5 = 0").expect("update");
     check(&e, "updated");
     e.execute("UPDATE t SET x = CAST('NaN' AS DOUBLE) WHERE i % 9973 = 0").expect("NaN");

@@ -57,16 +57,7 @@ fn narrow_blocks_answer_as_the_values() {
     let mut rng = Rng::new(0x6a09_e667_f3bc_c908);
     let e = Engine::new();
     e.execute("CREATE TABLE t (ts TIMESTAMP, sym SYMBOL, px DOUBLE, n BIGINT, z DOUBLE)").expect("t");
-    insert(&e, &mut rng, 60_000, 0);
-    check(&e, "loaded");
-    // Appends past the rows the narrow blocks describe (in place: a query held the columns).
-    let held = e.execute("SELECT * FROM t").expect("held");
-    insert(&e, &mut rng, 10_000, 60_000);
-    check(&e, "appended");
-    drop(held);
-    // Rows before the latest ones: merged into place, moving later rows.
-    insert(&e, &mut rng, 4_000, 30_000);
-    check(&e, "merged");
+    common::held_appends(&e, |e, n, t0| insert(e, &mut rng, n, t0), check);
     e.execute("UPDATE t SET px = px + 0.25, n = n + 1 WHERE n % 5 = 0").expect("update");
     check(&e, "updated, still cents");
     e.execute("UPDATE t SET px = px + 0.000123456789 WHERE n % 997 = 0").expect("long decimals");

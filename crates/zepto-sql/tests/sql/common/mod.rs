@@ -41,3 +41,18 @@ pub fn refused(e: &Engine, sql: &str) -> String {
         Err(err) => err.to_string(),
     }
 }
+
+/// A table's rows through the writes that keep or replace what its shared columns keep for
+/// their blocks (summaries, narrow forms), `check`ed after each: 60,000 rows; 10,000
+/// appended in place while a query holds the columns; 4,000 before the latest ones (merged,
+/// moving later rows). `insert(e, n, t0)` adds `n` rows from second `t0` on.
+pub fn held_appends(e: &Engine, mut insert: impl FnMut(&Engine, usize, u64), check: impl Fn(&Engine, &str)) {
+    insert(e, 60_000, 0);
+    check(e, "loaded");
+    let held = e.execute("SELECT * FROM t").expect("held");
+    insert(e, 10_000, 60_000);
+    check(e, "appended");
+    drop(held);
+    insert(e, 4_000, 30_000);
+    check(e, "merged");
+}
