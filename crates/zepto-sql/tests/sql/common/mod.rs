@@ -45,8 +45,15 @@ pub fn refused(e: &Engine, sql: &str) -> String {
 /// A table's rows through the writes that keep or replace what its shared columns keep for
 /// their blocks (summaries, narrow forms), `check`ed after each: 60,000 rows; 10,000
 /// appended in place while a query holds the columns; 4,000 before the latest ones (merged,
-/// moving later rows). `insert(e, n, t0)` adds `n` rows from second `t0` on.
-pub fn held_appends(e: &Engine, mut insert: impl FnMut(&Engine, usize, u64), check: impl Fn(&Engine, &str)) {
+/// moving later rows), inserted 2,000 at a time into table `t`. `rows(n, t0)` is the SQL
+/// text of `n` rows from second `t0` on.
+pub fn held_appends(e: &Engine, mut rows: impl FnMut(usize, u64) -> String, check: impl Fn(&Engine, &str)) {
+    let mut insert = |e: &Engine, n: usize, t0: u64| {
+        for b in 0..n / 2000 {
+            let sql = format!("INSERT INTO t VALUES {}", rows(2000, t0 + (b * 2000) as u64));
+            e.execute(&sql).unwrap_or_else(|err| panic!("insert: {err}"));
+        }
+    };
     insert(e, 60_000, 0);
     check(e, "loaded");
     let held = e.execute("SELECT * FROM t").expect("held");
