@@ -21,16 +21,19 @@ impl Vwap {
         self.den.resize(n, 0.0);
     }
 
-    /// NULL-free runs: each run's Σ p·s and Σ s in lanes (`fast`: BIGINT sizes by
-    /// [`lane_dot_i64`] where their range allows it).
-    fn runs_dot<S: AsF64>(&mut self, pv: &[f64], sv: &[S], starts: &[u32], n: usize, fast: Option<&[i64]>) {
+    /// NULL-free runs: each run's Σ p·s and Σ s, `dot(start, end)`, added to its group.
+    fn add_runs(&mut self, starts: &[u32], n: usize, dot: impl Fn(usize, usize) -> (f64, f64)) {
         for (g, (a, b)) in runs(starts, n).enumerate() {
-            let quick = fast.and_then(|f| lane_dot_i64(&pv[a..b], &f[a..b]));
-            let (num, den) = quick.unwrap_or_else(|| lane_dot(&pv[a..b], &sv[a..b]));
+            let (num, den) = dot(a, b);
             self.num[g] += num;
             self.den[g] += den;
         }
     }
+}
+
+/// Σ p·s and Σ s of two slices in lanes ([`lane_dot`]) read in place, whatever the sizes' type.
+fn lanes<'a, S: AsF64>(pv: &'a [f64], sv: &'a [S]) -> impl Fn(usize, usize) -> (f64, f64) + 'a {
+    move |a, b| lane_dot(&pv[a..b], &sv[a..b])
 }
 
 impl Accumulator for Vwap {
@@ -41,17 +44,21 @@ impl Accumulator for Vwap {
         let every = p.validity().is_none() && s.validity().is_none();
         if let (Rows::Runs { starts, n }, true) = (rows, every) {
             // Sizes are read in place (no converted copy of an integer column).
+            // BIGINT sizes by AVX2 lanes where their range allows it, and narrow blocks where a
+            // DOUBLE column and they keep them ([`run_dot_i64`]).
             match (p.data(), s.data()) {
                 (ColumnData::Float64(pb), ColumnData::Int64(sb)) => {
-                    for (g, (a, b)) in runs(starts, n).enumerate() {
-                        let (num, den) = run_dot_i64(pb, sb, a..b);
-                        self.num[g] += num;
-                        self.den[g] += den;
-                    }
+                    self.add_runs(starts, n, |a, b| run_dot_i64(pb, sb, a..b))
                 }
-                (_, ColumnData::Int64(sv)) => self.runs_dot(&pv, sv, starts, n, Some(sv)),
-                (_, ColumnData::Int32(sv)) => self.runs_dot(&pv, sv, starts, n, None),
-                _ => self.runs_dot(&pv, &to_f64(s)?, starts, n, None),
+                (_, ColumnData::Int64(sv)) => self.add_runs(starts, n, |a, b| {
+                    let (pr, sr) = (&pv[a..b], &sv[a..b]);
+                    lane_dot_i64(pr, sr).unwrap_or_else(|| lane_dot(pr, sr))
+                }),
+                (_, ColumnData::Int32(sv)) => self.add_runs(starts, n, lanes(&pv, sv)),
+                _ => {
+                    let sv = to_f64(s)?;
+                    self.add_runs(starts, n, lanes(&pv, &sv))
+                }
             }
             return Ok(());
         }
