@@ -280,6 +280,19 @@ impl Column {
         self.validity.as_ref()
     }
 
+    /// Ask for the cache lines the next `n` appended values of a fixed-width column go to
+    /// ([`Buf::prefetch_room`]; nothing for other types).
+    pub(crate) fn prefetch_room(&self, n: usize) {
+        match &self.data {
+            ColumnData::Int64(v) | ColumnData::Timestamp(v) | ColumnData::Interval(v) => v.prefetch_room(n),
+            ColumnData::Float64(v) => v.prefetch_room(n),
+            ColumnData::Int32(v) | ColumnData::Date(v) => v.prefetch_room(n),
+            ColumnData::Float32(v) => v.prefetch_room(n),
+            ColumnData::Symbol { codes, .. } => codes.prefetch_room(n),
+            _ => {}
+        }
+    }
+
     /// The values, to change in place: for the storage layer's own appends, which keep the
     /// validity's length in step.
     pub(crate) fn data_mut(&mut self) -> &mut ColumnData {

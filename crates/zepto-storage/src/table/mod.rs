@@ -1385,8 +1385,14 @@ fn append_picked_run(
         .zip(&spans)
         .flat_map(|(p, span)| p.own_mut().iter_mut().map(|c| column_mut(c, span.len())))
         .collect();
-    for (dst, span) in cols.chunks_mut(batch.len().max(1)).zip(spans) {
-        append_columns_rows(dst, batch, &rows[span], dict);
+    let width = batch.len().max(1);
+    for (k, span) in spans.iter().enumerate() {
+        // The next partition's columns are written next: their lines are asked for while
+        // this one's rows are copied (each partition's end is a cold line of its own).
+        if let (Some(next), Some(n)) = (cols.get(width * (k + 1)..width * (k + 2)), spans.get(k + 1)) {
+            next.iter().for_each(|c| c.prefetch_room(n.len()));
+        }
+        append_columns_rows(&mut cols[width * k..width * (k + 1)], batch, &rows[span.clone()], dict);
     }
     drop(cols);
     parts.iter_mut().for_each(|p| p.recount());

@@ -327,10 +327,12 @@ pub fn aggregate_all(
             (done[i], done[j]) = (Some(x), Some(y));
         }
     }
-    let one = |(a, d): (&AggCall, Option<Vec<Column>>)| {
-        d.map_or_else(|| aggregate(ctx, a, b, rows, ngroups, sorted, mode), Ok)
-    };
-    aggs.iter().zip(done).map(one).collect()
+    // Sized first, as `Grouped::into_batch` is (`collect` of results grows its vector).
+    let mut out = Vec::with_capacity(aggs.len());
+    for (a, d) in aggs.iter().zip(done) {
+        out.push(d.map_or_else(|| aggregate(ctx, a, b, rows, ngroups, sorted, mode), Ok)?);
+    }
+    Ok(out)
 }
 
 /// The positions of `min(c)` and `max(c)` calls over the same DOUBLE column `c` (neither
