@@ -195,22 +195,29 @@ impl<T: Copy> Buf<T> {
         std::mem::take(self.vec_mut(0))
     }
 
-    /// Ask for the cache lines where the next `n` appended values go, where the allocation has
-    /// room for them (a hint: nothing is read or written).
+    /// Ask for the cache lines where the next `n` appended values go, when the allocation has
+    /// room for them all (else the append moves them: nothing to ask for). A hint: nothing is
+    /// read or written.
     pub fn prefetch_room(&self, n: usize) {
         let (ptr, at, cap) = match &self.0 {
             Repr::Owned(v) => (v.as_ptr(), v.len(), v.capacity()),
             Repr::Shared { off, len, claim } => (claim.ptr.as_ptr().cast_const(), off + len, claim.cap),
         };
-        let line = (64 / std::mem::size_of::<T>().max(1)).max(1);
+        let size = std::mem::size_of::<T>();
+        if n == 0 || size == 0 || n > cap - at {
+            return;
+        }
+        // A line's worth of values at a time, then the last value's line (the values need not
+        // start a line).
+        let rows = (at..at + n).step_by((64 / size).max(1)).chain(std::iter::once(at + n - 1));
         #[cfg(target_arch = "x86_64")]
-        for i in (at..(at + n).min(cap)).step_by(line) {
+        for i in rows {
             // SAFETY: SSE is part of x86-64; a prefetch reads no value and cannot fault, and
-            // the address lies inside the allocation (below its capacity).
+            // `i < at + n <= cap`: the address lies inside the allocation.
             unsafe { std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(ptr.add(i).cast()) };
         }
         #[cfg(not(target_arch = "x86_64"))]
-        let _ = (ptr, at, cap, line);
+        let _ = (ptr, rows);
     }
 
     /// Where these values start in their allocation: 0 but for a view ([`Buf::view`]).

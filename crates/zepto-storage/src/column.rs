@@ -280,10 +280,12 @@ impl Column {
         self.validity.as_ref()
     }
 
-    /// Ask for the cache lines the next `n` appended values of a fixed-width column go to
-    /// ([`Buf::prefetch_room`]; nothing for other types).
+    /// Ask for the cache lines the next `n` appended values of a fixed-width column (every type
+    /// but VARCHAR, vectors and the untyped NULL) go to ([`Buf::prefetch_room`]).
     pub(crate) fn prefetch_room(&self, n: usize) {
         match &self.data {
+            ColumnData::Bool(v) => v.prefetch_room(n),
+            ColumnData::Int128(v) => v.prefetch_room(n),
             ColumnData::Int64(v) | ColumnData::Timestamp(v) | ColumnData::Interval(v) => v.prefetch_room(n),
             ColumnData::Float64(v) => v.prefetch_room(n),
             ColumnData::Int32(v) | ColumnData::Date(v) => v.prefetch_room(n),

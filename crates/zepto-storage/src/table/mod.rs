@@ -1385,7 +1385,9 @@ fn append_picked_run(
         .zip(&spans)
         .flat_map(|(p, span)| p.own_mut().iter_mut().map(|c| column_mut(c, span.len())))
         .collect();
-    let width = batch.len().max(1);
+    // Every partition has the table's columns, as the batch does (never none).
+    let width = batch.len();
+    assert!(width > 0 && cols.len() == spans.len() * width, "a partition's columns are the batch's");
     for (k, span) in spans.iter().enumerate() {
         // The next partition's columns are written next: their lines are asked for while
         // this one's rows are copied (each partition's end is a cold line of its own).
