@@ -210,14 +210,8 @@ impl<T: Copy> Buf<T> {
         // A line's worth of values at a time, then the last value's line (the values need not
         // start a line).
         let rows = (at..at + n).step_by((64 / size).max(1)).chain(std::iter::once(at + n - 1));
-        #[cfg(target_arch = "x86_64")]
-        for i in rows {
-            // SAFETY: SSE is part of x86-64; a prefetch reads no value and cannot fault, and
-            // `i < at + n <= cap`: the address lies inside the allocation.
-            unsafe { std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(ptr.add(i).cast()) };
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = (ptr, rows);
+        // Every row is below `at + n <= cap`: inside the allocation.
+        rows.for_each(|i| crate::prefetch::line(ptr.wrapping_add(i)));
     }
 
     /// Where these values start in their allocation: 0 but for a view ([`Buf::view`]).

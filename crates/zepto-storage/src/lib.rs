@@ -69,6 +69,7 @@ pub mod logged;
 pub mod mem;
 pub mod narrow;
 pub mod par;
+pub mod prefetch;
 pub mod rng;
 pub mod series_memo;
 mod short_memo;

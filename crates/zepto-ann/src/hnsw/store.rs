@@ -245,11 +245,8 @@ impl<E: Copy> Store<E> {
             let end = if whole { self.shape.dim * std::mem::size_of::<E>() } else { 1 };
             let mut at = 0;
             while at < end {
-                // SAFETY: the address is within the node's block; a prefetch has no other effect.
-                #[allow(unused_unsafe)]
-                unsafe {
-                    std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.add(at).cast::<i8>())
-                };
+                // Within the node's block.
+                zepto_storage::prefetch::line(p.wrapping_add(at));
                 at += ALIGN;
             }
         }

@@ -21,16 +21,7 @@ pub fn ahead<T>(v: &[T], i: usize) {
 /// that the hardware prefetcher, which stops at page bounds, would not ask for.
 #[inline(always)]
 pub fn at<T>(v: &[T], i: usize) {
-    #[cfg(target_arch = "x86_64")]
-    if i < v.len() {
-        let p = v[i..].as_ptr().cast::<i8>();
-        // SAFETY: SSE is part of x86-64; a prefetch reads no value and cannot fault, and the
-        // address lies inside `v`.
-        #[allow(unsafe_code)]
-        unsafe {
-            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p)
-        };
+    if let Some(x) = v.get(i) {
+        zepto_storage::prefetch::line(x);
     }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = (v, i);
 }

@@ -56,12 +56,11 @@ fn summarized_partitions_answer_as_hashed_groups() {
     let e = Engine::new();
     e.execute("CREATE TABLE t (ts TIMESTAMP, sym SYMBOL, x DOUBLE, q BIGINT, i INTEGER, d DATE)").expect("t");
     common::held_appends(&e, |n, t0| rows(&mut rng, n, t0), check);
-    e.execute("UPDATE t SET x = x + 0.5, q = q / 3 WHERE i % 5 = 0").expect("update");
-    check(&e, "updated");
-    e.execute("UPDATE t SET x = CAST('NaN' AS DOUBLE) WHERE i % 9973 = 0").expect("NaN");
-    check(&e, "a NaN in some blocks");
-    e.execute("DELETE FROM t WHERE i % 7 = 0").expect("delete");
-    check(&e, "deleted");
-    e.execute("UPDATE t SET x = CAST('Infinity' AS DOUBLE), q = 0 WHERE i % 3 = 0").expect("infinity");
-    check(&e, "infinities");
+    let steps = [
+        ("UPDATE t SET x = x + 0.5, q = q / 3 WHERE i % 5 = 0", "updated"),
+        ("UPDATE t SET x = CAST('NaN' AS DOUBLE) WHERE i % 9973 = 0", "a NaN in some blocks"),
+        ("DELETE FROM t WHERE i % 7 = 0", "deleted"),
+        ("UPDATE t SET x = CAST('Infinity' AS DOUBLE), q = 0 WHERE i % 3 = 0", "infinities"),
+    ];
+    common::after_each(&e, &steps, check);
 }

@@ -51,12 +51,11 @@ fn narrow_blocks_answer_as_the_values() {
     let e = Engine::new();
     e.execute("CREATE TABLE t (ts TIMESTAMP, sym SYMBOL, px DOUBLE, n BIGINT, z DOUBLE)").expect("t");
     common::held_appends(&e, |n, t0| rows(&mut rng, n, t0), check);
-    e.execute("UPDATE t SET px = px + 0.25, n = n + 1 WHERE n % 5 = 0").expect("update");
-    check(&e, "updated, still cents");
-    e.execute("UPDATE t SET px = px + 0.000123456789 WHERE n % 997 = 0").expect("long decimals");
-    check(&e, "some blocks with long decimals");
-    e.execute("UPDATE t SET n = n * 1000000 WHERE n % 1009 = 0").expect("large sizes");
-    check(&e, "some blocks with sizes past i32");
-    e.execute("DELETE FROM t WHERE n % 7 = 0").expect("delete");
-    check(&e, "deleted");
+    let steps = [
+        ("UPDATE t SET px = px + 0.25, n = n + 1 WHERE n % 5 = 0", "updated, still cents"),
+        ("UPDATE t SET px = px + 0.000123456789 WHERE n % 997 = 0", "some blocks with long decimals"),
+        ("UPDATE t SET n = n * 1000000 WHERE n % 1009 = 0", "some blocks with sizes past i32"),
+        ("DELETE FROM t WHERE n % 7 = 0", "deleted"),
+    ];
+    common::after_each(&e, &steps, check);
 }

@@ -63,3 +63,12 @@ pub fn held_appends(e: &Engine, mut rows: impl FnMut(usize, u64) -> String, chec
     insert(e, 4_000, 30_000);
     check(e, "merged");
 }
+
+/// Each of `steps` (a statement, and what it did for `check`'s messages) run on `e`, `check`ed
+/// after it.
+pub fn after_each(e: &Engine, steps: &[(&str, &str)], check: impl Fn(&Engine, &str)) {
+    for &(sql, what) in steps {
+        e.execute(sql).unwrap_or_else(|err| panic!("{what}: {sql}: {err}"));
+        check(e, what);
+    }
+}
