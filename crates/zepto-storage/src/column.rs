@@ -281,7 +281,7 @@ impl Column {
     }
 
     /// Ask for the cache lines the next `n` appended values of a fixed-width column (every type
-    /// but VARCHAR, vectors and the untyped NULL) go to ([`Buf::prefetch_room`]).
+    /// but VARCHAR, vectors and the untyped NULL) go to ([`Buf::prefetch_room`](crate::buf::Buf::prefetch_room)).
     pub(crate) fn prefetch_room(&self, n: usize) {
         match &self.data {
             ColumnData::Bool(v) => v.prefetch_room(n),
