@@ -125,6 +125,8 @@ fn symbols(c: &Column) -> Result<(&[u32], &Arc<Dict>), IoError> {
 fn join_codes<'a>(runs: impl Iterator<Item = (&'a [u32], Option<&'a [u32]>)>) -> Result<Vec<u32>, IoError> {
     let runs: Vec<_> = runs.collect();
     let mut joined = vec![0u32; runs.iter().map(|(c, _)| c.len()).sum()];
+    // Written once on every core and freed after the split: small pages (`small_pages`).
+    zepto_storage::mem::small_pages(&joined);
     let mut stretches = Vec::with_capacity(runs.len());
     let mut rest = joined.as_mut_slice();
     for (src, remap) in runs {
