@@ -1,0 +1,421 @@
+//! Joins bound: `left JOIN right ON ... / USING (...)` with its ON condition split into
+//! equality keys and the rest, into the node its kind and shape call for: ASOF (keys, one
+//! inequality, TOLERANCE, NEAREST), SPLICE, WINDOW (made a WindowJoin by the SELECT over it),
+//! a band join, or a hash / nested-loop join.
+
+use super::{window_join, Binder};
+use crate::error::{Pos, Result, SqlError};
+use crate::expr::functions;
+use crate::parser::ast::*;
+use crate::plan::bind_expr::{cast_to, resolve, ExprBinder};
+use crate::plan::{AsofOuter, BExpr, Field, Plan};
+use zepto_storage::{DataType, Value};
+
+impl Binder {
+    /// `left JOIN right ON ... / USING (...)`: the ON condition split into equality keys and
+    /// the rest, into the join node its kind and shape call for (ASOF, SPLICE, WINDOW, a band
+    /// join, or a hash / nested-loop join).
+    pub(super) fn bind_join(
+        &mut self,
+        left: &TableRef,
+        right: &TableRef,
+        kind: JoinKind,
+        on: Option<&Expr>,
+        using: &[String],
+    ) -> Result<(Plan, Vec<Field>)> {
+        let (lp, lf) = self.bind_from(left)?;
+        let (rp, rf) = self.bind_from(right)?;
+        let nl = lf.len();
+        let mut scope = lf.clone();
+        scope.extend(rf.iter().cloned());
+        let asof = kind.is_asof();
+        let mut conds = Vec::new();
+        let mut merged = Vec::new();
+        for (k, u) in using.iter().enumerate() {
+            let p = Pos::default();
+            let li = resolve(&lf, None, u, p)?;
+            let ri = resolve(&rf, None, u, p)?;
+            let (l, r) = (BExpr::Col(li, lf[li].data_type), BExpr::Col(nl + ri, rf[ri].data_type));
+            // DuckDB's ASOF ... USING (keys..., t): the last column is `l.t >= r.t`.
+            let op = if asof && k + 1 == using.len() { BinaryOp::GtEq } else { BinaryOp::Eq };
+            conds.push(crate::plan::bind_expr::bind_binary(op, l, r, p)?);
+            // The bare name means the left copy; the right one is reached qualified only.
+            scope[nl + ri].using_copy = true;
+            merged.push((li, nl + ri));
+        }
+        let (on, nearest, tolerance) = match on {
+            Some(on) if asof => split_asof_on(on),
+            on => (on.cloned(), false, None),
+        };
+        if let Some(on) = &on {
+            let b = ExprBinder { scope: &scope, agg: None, win: None, runner: self }.bind_bool(on)?;
+            b.conjuncts(&mut conds);
+        }
+        let tolerance = match tolerance {
+            None => None,
+            Some(e) => Some(self.asof_tolerance(&e)?),
+        };
+        if kind == JoinKind::Splice {
+            return Ok((splice_plan(lp, rp, conds, &lf, &rf)?, scope));
+        }
+        if kind == JoinKind::Window {
+            // Turned into a WindowJoin by the SELECT that aggregates over it.
+            let plan = Plan::Join {
+                left: Box::new(lp),
+                right: Box::new(rp),
+                kind: JoinKind::Window,
+                left_keys: vec![],
+                right_keys: vec![],
+                residual: BExpr::and_all(conds),
+            };
+            return Ok((plan, scope));
+        }
+        if asof {
+            let outer = match kind {
+                JoinKind::AsofLeft | JoinKind::AsofAnti => AsofOuter::Left,
+                JoinKind::AsofRight => AsofOuter::Right,
+                JoinKind::AsofFull => AsofOuter::Full,
+                _ => AsofOuter::Inner,
+            };
+            let plan = asof_plan(lp, rp, conds, nl, outer, nearest, tolerance)?;
+            return Ok(match kind {
+                JoinKind::AsofSemi | JoinKind::AsofAnti => (asof_semi(plan, kind, &lf), lf),
+                _ if outer.keeps_right() && !merged.is_empty() => {
+                    (merge_using(plan, &mut scope, &merged, outer == AsofOuter::Right), scope)
+                }
+                _ => (plan, scope),
+            });
+        }
+        let (mut lk, mut rk, mut residual) = (Vec::new(), Vec::new(), Vec::new());
+        for c in conds {
+            if let Some((l, r)) = split_equi(&c, nl) {
+                lk.push(l);
+                rk.push(r);
+            } else if let Some((l, r)) = split_not_distinct(&c, nl) {
+                lk.extend(l);
+                rk.extend(r);
+            } else {
+                residual.push(c);
+            }
+        }
+        let parts = window_join::JoinParts { lp, rp, lk, rk, residual };
+        let window_join::JoinParts { lp, rp, lk, rk, residual } = match window_join::band_join(parts, &scope, kind) {
+            Ok(plan) => return Ok((plan, scope)),
+            Err(parts) => *parts,
+        };
+        let plan = Plan::Join {
+            left: Box::new(lp),
+            right: Box::new(rp),
+            kind,
+            left_keys: lk,
+            right_keys: rk,
+            residual: BExpr::and_all(residual),
+        };
+        if matches!(kind, JoinKind::Right | JoinKind::Full) && !merged.is_empty() {
+            return Ok((merge_using(plan, &mut scope, &merged, false), scope));
+        }
+        Ok((plan, scope))
+    }
+}
+
+/// `SPLICE JOIN`: equality keys only; the times are each side's designated timestamp.
+fn splice_plan(lp: Plan, rp: Plan, conds: Vec<BExpr>, lf: &[Field], rf: &[Field]) -> Result<Plan> {
+    let nl = lf.len();
+    let (mut lk, mut rk) = (Vec::new(), Vec::new());
+    for c in conds {
+        let (l, r) = split_equi(&c, nl).ok_or_else(|| {
+            SqlError::plan("SPLICE JOIN ... ON takes equality keys only (times are the designated timestamps)", None)
+        })?;
+        lk.push(l);
+        rk.push(r);
+    }
+    let ts = |f: &[Field], side: &str| {
+        f.iter()
+            .position(|x| x.designated_ts)
+            .map(|i| BExpr::Col(i, DataType::Timestamp))
+            .ok_or_else(|| SqlError::plan(format!("SPLICE JOIN needs a designated timestamp on the {side} side"), None))
+    };
+    Ok(Plan::SpliceJoin {
+        left_ts: ts(lf, "left")?,
+        right_ts: ts(rf, "right")?,
+        left: Box::new(lp),
+        right: Box::new(rp),
+        left_keys: lk,
+        right_keys: rk,
+    })
+}
+
+/// Take the ASOF-only parts out of an ON condition: `nearest(l, r)` (returned as `l >= r`
+/// plus the flag) and the `TOLERANCE` marker the parser put in.
+fn split_asof_on(on: &Expr) -> (Option<Expr>, bool, Option<Expr>) {
+    fn flatten(e: &Expr, out: &mut Vec<Expr>) {
+        match e {
+            Expr::Binary { op: BinaryOp::And, left, right, .. } => {
+                flatten(left, out);
+                flatten(right, out);
+            }
+            e => out.push(e.clone()),
+        }
+    }
+    let mut parts = Vec::new();
+    flatten(on, &mut parts);
+    let (mut nearest, mut tolerance, mut kept) = (false, None, Vec::new());
+    for p in parts {
+        match &p {
+            Expr::Func(f) if f.name == "nearest" && f.args.len() == 2 && f.over.is_none() => {
+                nearest = true;
+                kept.push(Expr::Binary {
+                    op: BinaryOp::GtEq,
+                    left: Box::new(f.args[0].clone()),
+                    right: Box::new(f.args[1].clone()),
+                    pos: f.pos,
+                });
+            }
+            Expr::Func(f) if f.name == "asof_tolerance" && f.args.len() == 1 => tolerance = Some(f.args[0].clone()),
+            _ => kept.push(p),
+        }
+    }
+    let on = kept.into_iter().reduce(|a, b| Expr::Binary {
+        op: BinaryOp::And,
+        pos: a.pos().unwrap_or_default(),
+        left: Box::new(a),
+        right: Box::new(b),
+    });
+    (on, nearest, tolerance)
+}
+
+impl Binder {
+    /// The TOLERANCE of an ASOF JOIN: a non-negative constant distance (an INTERVAL for
+    /// timestamps, a number of units for integer times).
+    fn asof_tolerance(&mut self, e: &Expr) -> Result<i64> {
+        let b = ExprBinder { scope: &[], agg: None, win: None, runner: self }.bind(e)?;
+        match b {
+            BExpr::Lit(Value::Interval(v) | Value::Int64(v), _) if v >= 0 => Ok(v),
+            BExpr::Lit(Value::Int32(v), _) if v >= 0 => Ok(v as i64),
+            _ => Err(SqlError::plan("TOLERANCE must be a non-negative constant INTERVAL or integer", e.pos())),
+        }
+    }
+}
+
+/// RIGHT and FULL JOIN ... USING: each USING column's bare name (and `*`) gives the value of
+/// whichever side has the row, `COALESCE(l, r)` (`COALESCE(r, l)` when `right_first`: an ASOF
+/// RIGHT JOIN's time column is the right row's, as in DuckDB). The merged value takes the
+/// left column's place and answers to no table name; each side's own value stays reachable
+/// qualified (`l.k`, `r.k`): the left one as an extra column after the others.
+fn merge_using(plan: Plan, scope: &mut Vec<Field>, merged: &[(usize, usize)], right_first: bool) -> Plan {
+    let mut exprs: Vec<BExpr> = (0..scope.len()).map(|i| BExpr::Col(i, scope[i].data_type)).collect();
+    for &(l, r) in merged {
+        let ty = scope[l].data_type;
+        // The right copy in the left one's type (keys of two string kinds stay as they are).
+        let right = match scope[r].data_type {
+            t if t == ty => BExpr::Col(r, t),
+            t => match cast_to(BExpr::Col(r, t), ty) {
+                Ok(e) if e.data_type() == ty => e,
+                _ => continue,
+            },
+        };
+        let left = BExpr::Col(l, ty);
+        let args = if right_first { vec![right, left.clone()] } else { vec![left.clone(), right] };
+        exprs[l] = BExpr::Func { func: functions::ScalarFunc::Coalesce, args, ty };
+        exprs.push(left);
+        let offset = l as isize - scope.len() as isize;
+        let own = Field { using_copy: true, star_offset: Some(offset), ..scope[l].clone() };
+        scope[l].qualifier = None;
+        scope.push(own);
+    }
+    Plan::Project { input: Box::new(plan), exprs }
+}
+
+/// An ASOF condition that reads both sides and is no equality, if it is the inequality: a
+/// comparison (`>=`, `>`, `<=`, `<`) of a left and a right expression, as (left time, right
+/// time over the right input, operator with the left time first). `None`: another condition
+/// between the sides (`l.v + r.v > 10`, an `OR`), which joins the match as a residual.
+fn asof_inequality(c: &BExpr, nl: usize) -> Option<Result<(BExpr, BExpr, BinaryOp)>> {
+    let BExpr::Binary { op, left, right, .. } = c else { return None };
+    if !matches!(op, BinaryOp::Lt | BinaryOp::LtEq | BinaryOp::Gt | BinaryOp::GtEq) {
+        return None;
+    }
+    let (l, r, op) = match split_sides(left, right, nl)? {
+        (l, r) if l == **left => (l, r, *op),
+        (l, r) => (l, r, op.flip()),
+    };
+    let ordered = |t: DataType| t.is_numeric() || t.is_string() || matches!(t, DataType::Timestamp | DataType::Date);
+    if !ordered(l.data_type()) || l.data_type().is_string() != r.data_type().is_string() {
+        return Some(Err(SqlError::plan(
+            format!(
+                "ASOF JOIN inequality needs ordered numeric, time or string values on both sides, got {} and {}",
+                l.data_type(),
+                r.data_type()
+            ),
+            None,
+        )));
+    }
+    Some(Ok((l, r, op)))
+}
+
+/// ASOF SEMI (`plan` an inner ASOF join) and ANTI (`plan` an ASOF LEFT join) JOIN: the left
+/// columns of the rows with a match, or of those without (a matched row's right time is
+/// never NULL: NULL times never match).
+fn asof_semi(plan: Plan, kind: JoinKind, lf: &[Field]) -> Plan {
+    let keep = lf.iter().enumerate().map(|(i, f)| BExpr::Col(i, f.data_type)).collect();
+    let plan = match (&plan, kind) {
+        (Plan::AsofJoin { right_ts, .. }, JoinKind::AsofAnti) => {
+            let mut unmatched = right_ts.clone();
+            unmatched.map_cols(&|i| i + lf.len());
+            let pred = BExpr::IsNull { expr: Box::new(unmatched), negated: false };
+            Plan::Filter { input: Box::new(plan), pred }
+        }
+        _ => plan,
+    };
+    Plan::Project { input: Box::new(plan), exprs: keep }
+}
+
+fn asof_plan(
+    lp: Plan,
+    mut rp: Plan,
+    conds: Vec<BExpr>,
+    nl: usize,
+    outer: AsofOuter,
+    nearest: bool,
+    tolerance: Option<i64>,
+) -> Result<Plan> {
+    let (mut lk, mut rk) = (Vec::new(), Vec::new());
+    let mut ineq: Option<(BExpr, BExpr, BinaryOp)> = None;
+    let shift = |e: &BExpr| {
+        let mut e = e.clone();
+        e.map_cols(&|i| i - nl);
+        e
+    };
+    let sides = |e: &BExpr| {
+        let (mut l, mut r) = (false, false);
+        e.for_each_col(&mut |i| if i < nl { l = true } else { r = true });
+        (l, r)
+    };
+    let (mut right_only, mut residual) = (Vec::new(), Vec::new());
+    for c in conds {
+        if let Some((l, r)) = split_equi(&c, nl) {
+            lk.push(l);
+            rk.push(r);
+            continue;
+        }
+        if let Some((l, r)) = split_not_distinct(&c, nl) {
+            lk.extend(l);
+            rk.extend(r);
+            continue;
+        }
+        // A condition on one side, as DuckDB takes it: on the right, it filters the rows
+        // searched; on the left (or on neither), a row failing it finds no match (kept with
+        // NULLs by ASOF LEFT JOIN): a key that is NULL for it, TRUE for every right row. A
+        // right row failing one is still kept by RIGHT and FULL: there it is such a key too.
+        let gate = |c: BExpr| {
+            let t = BExpr::Lit(Value::Bool(true), DataType::Bool);
+            (BExpr::Case { whens: vec![(c, t.clone())], else_: None, ty: DataType::Bool }, t)
+        };
+        match sides(&c) {
+            (false, true) if outer.keeps_right() => {
+                let (r, l) = gate(shift(&c));
+                lk.push(l);
+                rk.push(r);
+                continue;
+            }
+            (false, true) => {
+                right_only.push(shift(&c));
+                continue;
+            }
+            (_, false) => {
+                let (l, r) = gate(c);
+                lk.push(l);
+                rk.push(r);
+                continue;
+            }
+            _ => {}
+        }
+        let Some(found) = asof_inequality(&c, nl) else {
+            residual.push(c);
+            continue;
+        };
+        let found = found?;
+        if ineq.is_some() {
+            return Err(SqlError::plan(
+                "ASOF JOIN takes exactly one inequality condition (use TOLERANCE for a maximum distance)",
+                None,
+            ));
+        }
+        ineq = Some(found);
+    }
+    let (left_ts, right_ts, op) = ineq.ok_or_else(|| {
+        SqlError::plan(
+            "ASOF JOIN needs an inequality (>=, >, <=, <) or nearest(l, r) between a left and a right column",
+            None,
+        )
+    })?;
+    if nearest && left_ts.data_type().is_string() {
+        return Err(SqlError::plan("nearest() needs numeric or time values (strings have no distance)", None));
+    }
+    if nearest && !residual.is_empty() {
+        return Err(SqlError::plan(
+            "nearest() takes no other condition between the two sides (equalities, one-side conditions and TOLERANCE only)",
+            None,
+        ));
+    }
+    let op = if nearest { BinaryOp::Eq } else { op };
+    if let Some(pred) = BExpr::and_all(right_only) {
+        rp = Plan::Filter { input: Box::new(rp), pred };
+    }
+    if tolerance.is_some()
+        && !matches!(left_ts.data_type(), DataType::Timestamp | DataType::Date)
+        && !left_ts.data_type().is_integer()
+    {
+        return Err(SqlError::plan("TOLERANCE needs timestamp or integer times", None));
+    }
+    Ok(Plan::AsofJoin {
+        left: Box::new(lp),
+        right: Box::new(rp),
+        left_keys: lk,
+        right_keys: rk,
+        left_ts,
+        right_ts,
+        op,
+        outer,
+        tolerance,
+        residual: BExpr::and_all(residual),
+        emit: None,
+        how: crate::plan::AsofHow::KeySearch,
+    })
+}
+
+/// `l = r` with one side over the left input only and the other over the right only.
+pub(super) fn split_equi(c: &BExpr, nl: usize) -> Option<(BExpr, BExpr)> {
+    let BExpr::Binary { op: BinaryOp::Eq, left, right, .. } = c else {
+        return None;
+    };
+    split_sides(left, right, nl)
+}
+
+/// `l IS NOT DISTINCT FROM r` between the two sides as join keys on which NULL matches NULL:
+/// two never-NULL keys per side (see [`crate::plan::bind_expr::null_safe_keys`]).
+fn split_not_distinct(c: &BExpr, nl: usize) -> Option<([BExpr; 2], [BExpr; 2])> {
+    let (left, right) = crate::plan::bind_expr::as_not_distinct(c)?;
+    let (l, r) = split_sides(left, right, nl)?;
+    Some((crate::plan::bind_expr::null_safe_keys(&l)?, crate::plan::bind_expr::null_safe_keys(&r)?))
+}
+
+/// `left` and `right` as a (left input, right input) pair of expressions, the right one over
+/// the right input's columns; `None` unless each reads one side only.
+fn split_sides(left: &BExpr, right: &BExpr, nl: usize) -> Option<(BExpr, BExpr)> {
+    let side = |e: &BExpr| {
+        let (mut l, mut r) = (false, false);
+        e.for_each_col(&mut |i| if i < nl { l = true } else { r = true });
+        (l, r)
+    };
+    let shift = |e: &BExpr| {
+        let mut e = e.clone();
+        e.map_cols(&|i| i - nl);
+        e
+    };
+    match (side(left), side(right)) {
+        ((true, false), (false, true)) => Some((left.clone(), shift(right))),
+        ((false, true), (true, false)) => Some((right.clone(), shift(left))),
+        _ => None,
+    }
+}
