@@ -20,27 +20,29 @@
 //! control (cancel flag, deadline, memory limit) per query and every 1,024 (`CHECK_EVERY_NODES`)
 //! expression nodes, and runs uncorrelated subqueries under it.
 
+mod aggregate;
 mod alias;
 mod join;
 use join::split_equi;
 pub mod sample;
 mod series;
 mod srf;
+mod subquery;
+use aggregate::{collect_agg_exprs, items_agg_texts};
+use subquery::requalify;
+pub use subquery::substitute;
 pub(crate) mod tenant;
 pub mod window;
 mod window_join;
 
-use super::bind_expr::{
-    cast_to, common_type, contains_aggregate, resolve, walk, AggCtx, ExprBinder, SubPlan, SubqueryRunner, WinCtx,
-};
-use super::{AggCall, BExpr, Field, OuterRef, PhysicalPlan, Plan, SortHow, SortKey};
+use super::bind_expr::{cast_to, common_type, contains_aggregate, resolve, AggCtx, ExprBinder, WinCtx};
+use super::{BExpr, Field, PhysicalPlan, Plan, SortHow, SortKey};
 use crate::error::{Pos, Result, SqlError};
 use crate::eval::Batch;
-use crate::expr::functions::{self, agg_arity, agg_by_name, agg_type, AggFunc, AggOrder};
 use crate::interrupt::RunContext;
 use crate::parser::ast::*;
 use std::sync::Arc;
-use zepto_storage::{Catalog, DataType, Table, Value};
+use zepto_storage::{Catalog, DataType, Table};
 
 /// What binding needs from the executor: running an uncorrelated subquery once, to one batch.
 pub trait Execute: Send + Sync {
@@ -87,142 +89,6 @@ pub(super) enum Item {
     },
     /// A wildcard-expanded input column.
     Input(usize),
-}
-
-impl SubqueryRunner for Binder {
-    fn statement_time(&self) -> i64 {
-        self.now
-    }
-
-    fn catalog_function(&self, name: &str, args: Vec<BExpr>, pos: Pos) -> Result<Option<BExpr>> {
-        let ctx = super::catalog_functions::CatalogContext { catalog: &self.catalog, access: &self.access };
-        super::catalog_functions::bind(name, args, &ctx, pos)
-    }
-
-    fn tick(&mut self) -> Result<()> {
-        self.nodes = self.nodes.wrapping_add(1);
-        if self.nodes.is_multiple_of(CHECK_EVERY_NODES) {
-            self.run.check()
-        } else {
-            Ok(())
-        }
-    }
-
-    fn plan_subquery(&mut self, q: &Query, outer: &[Field]) -> Result<SubPlan> {
-        // Bind with outer references replaced by typed NULL placeholders; every column the
-        // subquery cannot resolve but the enclosing scope can becomes an outer reference.
-        let mut refs: Vec<OuterRef> = Vec::new();
-        loop {
-            let attempt = substitute(q, &refs, None);
-            let e = match self.bind_query(&attempt) {
-                Ok((plan, fields)) => {
-                    let width = fields.len();
-                    let ty = match fields.first().map_or(DataType::Null, |f| f.data_type) {
-                        DataType::Symbol => DataType::Varchar,
-                        t => t,
-                    };
-                    if refs.is_empty() {
-                        let physical = super::physical::plan(super::optimizer::optimize(plan), &self.run)?;
-                        let batch = self.executor.execute(&self.run, &physical)?;
-                        let values =
-                            batch.columns.first().map(|c| (0..c.len()).map(|i| c.get(i)).collect()).unwrap_or_default();
-                        return Ok(SubPlan::Rows { values, ty, width, rows: batch.rows });
-                    }
-                    // CTEs visible here must stay visible when the query is planned again.
-                    let mut query = q.clone();
-                    let mut ctes: Vec<(String, Query)> = self.ctes.iter().map(|c| (c.0.clone(), c.3.clone())).collect();
-                    ctes.append(&mut query.ctes);
-                    query.ctes = ctes;
-                    return Ok(SubPlan::Correlated {
-                        query: Box::new(query),
-                        refs,
-                        ty,
-                        width,
-                        catalog: crate::access::CatalogView {
-                            catalog: self.catalog.clone(),
-                            access: self.access.clone(),
-                            now: self.now,
-                            txn: self.txn.clone(),
-                        },
-                    });
-                }
-                Err(e) => e,
-            };
-            if let SqlError::ColumnNotFound { table, name, .. } = &e {
-                let known = refs.iter().any(|r| r.table == *table && r.name.eq_ignore_ascii_case(name));
-                if !known {
-                    if let Ok(i) = resolve(outer, table.as_deref(), name, Pos::default()) {
-                        refs.push(OuterRef {
-                            table: table.clone(),
-                            name: name.clone(),
-                            col: i,
-                            ty: outer[i].data_type,
-                            array_item: outer[i].array_of.map(|a| a.item),
-                        });
-                        continue;
-                    }
-                }
-            }
-            return Err(e);
-        }
-    }
-}
-
-/// A literal expression for `v` of type `ty` (NULL placeholders keep their type).
-fn value_expr(v: Option<&Value>, ty: DataType) -> Expr {
-    let pos = Pos::default();
-    let ty = if ty == DataType::Symbol { DataType::Varchar } else { ty };
-    let lit = match v {
-        None | Some(Value::Null) => Literal::Null,
-        Some(Value::Bool(b)) => Literal::Bool(*b),
-        Some(Value::Int32(x)) => Literal::Int(*x as i64),
-        Some(Value::Int64(x)) => Literal::Int(*x),
-        Some(Value::Int128(x)) => Literal::Typed(DataType::Int128, x.to_string()),
-        Some(Value::Float32(x)) => Literal::Float(*x as f64),
-        Some(Value::Float64(x)) => Literal::Float(*x),
-        Some(Value::Timestamp(x)) => Literal::Typed(DataType::Timestamp, zepto_storage::time::format_timestamp(*x)),
-        Some(Value::Date(x)) => Literal::Typed(DataType::Date, zepto_storage::time::format_date(*x)),
-        Some(Value::Interval(x)) => Literal::Interval(*x),
-        Some(Value::Str(s)) => Literal::Str(s.clone()),
-        Some(Value::Vector(v)) => Literal::Vector(v.iter().map(|&x| x as f64).collect()),
-    };
-    if ty == DataType::Interval {
-        return Expr::Lit(lit, pos);
-    }
-    Expr::Cast { expr: Box::new(Expr::Lit(lit, pos)), to: ty, try_: false, pos }
-}
-
-/// `q` with its outer references replaced by `values` (or typed NULLs).
-pub fn substitute(q: &Query, refs: &[OuterRef], values: Option<&[Value]>) -> Query {
-    let mut q = q.clone();
-    if refs.is_empty() {
-        return q;
-    }
-    crate::parser::visit::rewrite_query(&mut q, &mut |e: &mut Expr| {
-        if let Expr::Column { table, name, .. } = e {
-            let hit = refs.iter().position(|r| {
-                r.name.eq_ignore_ascii_case(name)
-                    && match (&r.table, table.as_ref()) {
-                        (Some(a), Some(b)) => a.eq_ignore_ascii_case(b),
-                        (None, None) => true,
-                        _ => false,
-                    }
-            });
-            if let Some(k) = hit {
-                *e = value_expr(values.map(|v| &v[k]), refs[k].ty);
-                if let Some(item) = refs[k].array_item {
-                    let item = Expr::Lit(Literal::Str(item.sql_name().into_owned()), Pos::default());
-                    let cast = FuncCall::new(crate::parser::ast::ARRAY_CAST, vec![e.clone(), item], Pos::default());
-                    *e = Expr::Func(Box::new(cast));
-                }
-            }
-        }
-    });
-    q
-}
-
-fn requalify(fields: Vec<Field>, q: Option<&str>) -> Vec<Field> {
-    fields.into_iter().map(|f| Field { qualifier: q.map(str::to_string), ..f }).collect()
 }
 
 /// A constant integer (of either sign) bound from `e`; `None` for NULL.
@@ -835,190 +701,6 @@ impl Binder {
         window::WinDefaults { partition, order }
     }
 
-    /// Build the Aggregate node: GROUP BY keys and every aggregate call used above it.
-    fn bind_aggregate(
-        &mut self,
-        input: Plan,
-        s: &Select,
-        items: &[Item],
-        order_by: &[OrderItem],
-        scope: &[Field],
-    ) -> Result<(Plan, AggCtx)> {
-        let mut key_asts = Vec::new();
-        if s.group_by.is_empty() {
-            key_asts = implicit_keys(items, scope);
-        }
-        for g in &s.group_by {
-            let e = match g {
-                Expr::Lit(Literal::Int(k), pos) => match items.get((*k as usize).wrapping_sub(1)) {
-                    Some(Item::Ast { expr, .. }) => expr.clone(),
-                    Some(Item::Input(i)) => {
-                        Expr::Column { table: scope[*i].qualifier.clone(), name: scope[*i].name.clone(), pos: *pos }
-                    }
-                    None => {
-                        return Err(SqlError::plan(
-                            format!("GROUP BY position {k} is not in the select list"),
-                            Some(*pos),
-                        ))
-                    }
-                },
-                Expr::Column { table: None, name, pos } if resolve(scope, None, name, *pos).is_err() => {
-                    let alias = items.iter().find_map(|it| match it {
-                        Item::Ast { expr, alias: Some(a) } if a.eq_ignore_ascii_case(name) => Some(expr.clone()),
-                        _ => None,
-                    });
-                    alias.unwrap_or_else(|| g.clone())
-                }
-                e => e.clone(),
-            };
-            if contains_aggregate(&e) {
-                return Err(SqlError::plan("aggregates are not allowed in GROUP BY", e.pos()));
-            }
-            key_asts.push(e);
-        }
-        let mut keys = Vec::new();
-        let mut key_info = Vec::new();
-        for e in &key_asts {
-            let b = ExprBinder { scope, agg: None, win: None, runner: self }.bind(e)?;
-            let col = match b {
-                BExpr::Col(i, _) => Some(i),
-                _ => None,
-            };
-            key_info.push((e.to_string(), col, b.data_type()));
-            keys.push(b);
-        }
-        let mut calls: Vec<(String, AggCall)> = Vec::new();
-        for e in collect_agg_exprs(items, s, order_by) {
-            let Expr::Func(f) = &e else { continue };
-            let call = self.bind_agg_call(f, scope, None)?;
-            // Keyless, the extremes fold in place (`exec/keyless.rs`), which ends do not.
-            let call = if keys.is_empty() { call } else { by_time(call, scope) };
-            calls.push((e.to_string(), call));
-        }
-        let ctx = AggCtx { keys: key_info, aggs: calls.iter().map(|(t, c)| (t.clone(), c.ty)).collect() };
-        let aggs = calls.into_iter().map(|(_, c)| c).collect();
-        Ok((Plan::Aggregate { input: Box::new(input), keys, aggs, how: super::AggHow::Hash }, ctx))
-    }
-
-    /// Bind an aggregate call. `agg`: the GROUP BY context when the call is a window
-    /// aggregate above an Aggregate node (its arguments may then be aggregates themselves).
-    pub(super) fn bind_agg_call(&mut self, f: &FuncCall, scope: &[Field], agg: Option<&AggCtx>) -> Result<AggCall> {
-        let mut func =
-            agg_by_name(&f.name).ok_or_else(|| SqlError::Internal(format!("{} is not an aggregate", f.name)))?;
-        if agg.is_none() {
-            for a in &f.args {
-                if contains_aggregate(a) {
-                    return Err(SqlError::plan("aggregate function calls cannot be nested", a.pos()));
-                }
-            }
-        }
-        let mut args = Vec::new();
-        for a in &f.args {
-            args.push(ExprBinder { scope, agg, win: None, runner: self }.bind(a)?);
-        }
-        if f.star {
-            if func != AggFunc::Count {
-                return Err(SqlError::plan(format!("{}(*) is not valid", f.name), Some(f.pos)));
-            }
-            func = AggFunc::CountStar;
-        }
-        // QuestDB's count() is count(*).
-        if func == AggFunc::Count && f.name == "count" && args.is_empty() {
-            func = AggFunc::CountStar;
-        }
-        // QuestDB's count_distinct(x) is count(DISTINCT x). A repeated row cannot change
-        // arg_min/arg_max (DISTINCT is over all the arguments): theirs is dropped.
-        let distinct = (f.distinct || f.name == "count_distinct") && !matches!(func, AggFunc::ArgMin | AggFunc::ArgMax);
-        let fraction = |e: &BExpr| -> Result<f64> {
-            match e {
-                BExpr::Lit(v, _) => v.as_f64().filter(|q| (0.0..=1.0).contains(q)).ok_or_else(|| {
-                    SqlError::plan("the quantile fraction must be a constant between 0 and 1", Some(f.pos))
-                }),
-                _ => Err(SqlError::plan("the quantile fraction must be a constant", Some(f.pos))),
-            }
-        };
-        match func {
-            AggFunc::PercentileCont(_) if f.within_group.is_some() => {
-                let q = fraction(
-                    args.first().ok_or_else(|| SqlError::plan("percentile_cont(q) needs a fraction", Some(f.pos)))?,
-                )?;
-                let o = f
-                    .within_group
-                    .as_ref()
-                    .map(|o| &o.expr)
-                    .ok_or_else(|| SqlError::Internal("within group".into()))?;
-                let x = ExprBinder { scope, agg, win: None, runner: self }.bind(o)?;
-                func = AggFunc::PercentileCont(q);
-                args = vec![x];
-            }
-            AggFunc::PercentileCont(_) | AggFunc::Quantile(_) => {
-                if args.len() != 2 {
-                    return Err(SqlError::plan(format!("{}(x, q) takes two arguments", f.name), Some(f.pos)));
-                }
-                let q = fraction(&args[1])?;
-                args.truncate(1);
-                func = if matches!(func, AggFunc::Quantile(_)) {
-                    AggFunc::Quantile(q)
-                } else {
-                    AggFunc::PercentileCont(q)
-                };
-            }
-            _ => {
-                let (lo, hi) = agg_arity(func);
-                if args.len() < lo || args.len() > hi {
-                    return Err(SqlError::plan(format!("wrong number of arguments to {}()", f.name), Some(f.pos)));
-                }
-            }
-        }
-        let types: Vec<DataType> = args.iter().map(BExpr::data_type).collect();
-        let ty = agg_type(func, &types, f.pos)?;
-        let order = if func.ordered() {
-            let (f2, key) = self.agg_order(func, f, scope, agg)?;
-            func = f2;
-            if matches!(func, AggFunc::StringAgg(_)) {
-                args = args.into_iter().map(|a| cast_to(a, DataType::Varchar)).collect::<Result<_>>()?;
-            }
-            key
-        } else if !f.order_by.is_empty() && !func.order_insensitive() {
-            return Err(SqlError::NotSupported(format!("ORDER BY inside {}()", f.name)));
-        } else if matches!(func, AggFunc::First | AggFunc::Last) || (func == AggFunc::Twap && args.len() == 1) {
-            scope.iter().position(|x| x.designated_ts).map(|i| BExpr::Col(i, DataType::Timestamp))
-        } else {
-            None
-        };
-        if func == AggFunc::Twap && args.len() == 1 && order.is_none() {
-            return Err(SqlError::plan("twap(x) needs a designated timestamp; write twap(x, ts)", Some(f.pos)));
-        }
-        Ok(AggCall { func, args, distinct, order, ty })
-    }
-
-    /// The `ORDER BY` of a listing aggregate's call (`string_agg(x, ',' ORDER BY k DESC)`):
-    /// its direction in the function, its key as the call's order column. One key; none
-    /// in a window call (as in PostgreSQL).
-    fn agg_order(
-        &mut self,
-        func: AggFunc,
-        f: &FuncCall,
-        scope: &[Field],
-        agg: Option<&AggCtx>,
-    ) -> Result<(AggFunc, Option<BExpr>)> {
-        let item = match f.order_by.as_slice() {
-            [] => return Ok((func, None)),
-            [_] if f.over.is_some() => {
-                return Err(SqlError::NotSupported(format!("ORDER BY inside {}() as a window function", f.name)))
-            }
-            [item] if !item.all => item,
-            _ => return Err(SqlError::NotSupported(format!("{}() ordered by more than one key", f.name))),
-        };
-        let key = ExprBinder { scope, agg, win: None, runner: self }.bind(&item.expr)?;
-        let o = AggOrder { desc: item.desc, nulls_first: item.nulls_first.unwrap_or(false) };
-        let func = match func {
-            AggFunc::StringAgg(_) => AggFunc::StringAgg(o),
-            _ => AggFunc::ArrayAgg(o),
-        };
-        Ok((func, Some(key)))
-    }
-
     /// ORDER BY over the output of a set operation or VALUES: names, ordinals, expressions.
     fn order_outputs(&mut self, plan: Plan, fields: Vec<Field>, order_by: &[OrderItem]) -> Result<(Plan, Vec<Field>)> {
         if order_by.is_empty() {
@@ -1051,57 +733,6 @@ impl Binder {
         }
         Ok((Plan::Sort { input: Box::new(plan), keys, limit: None, how: SortHow::Full }, fields))
     }
-}
-
-/// Every aggregate call of the select list, HAVING and ORDER BY (deduplicated by text, in
-/// first-seen order).
-pub(super) fn collect_agg_exprs(items: &[Item], s: &Select, order_by: &[OrderItem]) -> Vec<Expr> {
-    let mut sources: Vec<&Expr> = items
-        .iter()
-        .filter_map(|i| match i {
-            Item::Ast { expr, .. } => Some(expr),
-            Item::Input(_) => None,
-        })
-        .collect();
-    sources.extend(s.having.iter());
-    sources.extend(order_by.iter().map(|o| &o.expr));
-    let mut out: Vec<Expr> = Vec::new();
-    let mut texts: Vec<String> = Vec::new();
-    for src in sources {
-        walk(src, &mut |x| {
-            if let Expr::Func(f) = x {
-                if f.over.is_none() && functions::is_aggregate(&f.name) {
-                    let t = x.to_string();
-                    if !texts.contains(&t) {
-                        texts.push(t);
-                        out.push(x.clone());
-                    }
-                }
-            }
-        });
-    }
-    out
-}
-
-/// For each select-list entry, the texts of the aggregate calls in it (SAMPLE BY FILL modes
-/// are given per aggregate column, in select-list order).
-fn items_agg_texts(items: &[Item]) -> Vec<Vec<String>> {
-    items
-        .iter()
-        .map(|it| {
-            let mut out = Vec::new();
-            if let Item::Ast { expr, .. } = it {
-                walk(expr, &mut |x| {
-                    if let Expr::Func(f) = x {
-                        if f.over.is_none() && functions::is_aggregate(&f.name) {
-                            out.push(x.to_string());
-                        }
-                    }
-                });
-            }
-            out
-        })
-        .collect()
 }
 
 /// Cast a plan's output columns to `types` (no-op when they already match).
@@ -1235,65 +866,4 @@ fn expand_items(items: &[SelectItem], scope: &[Field]) -> Result<Vec<Item>> {
         }
     }
     Ok(out)
-}
-
-/// QuestDB's implicit GROUP BY: with aggregates and no GROUP BY, the select list's items that
-/// read columns and hold no aggregate (nor window function) are the keys, where standard SQL
-/// refuses the query (so no query standard SQL answers changes meaning).
-fn implicit_keys(items: &[Item], scope: &[Field]) -> Vec<Expr> {
-    let mut keys = Vec::new();
-    for item in items {
-        match item {
-            Item::Input(i) => keys.push(Expr::Column {
-                table: scope[*i].qualifier.clone(),
-                name: scope[*i].name.clone(),
-                pos: Pos::default(),
-            }),
-            Item::Ast { expr, .. } if !contains_aggregate(expr) => {
-                let (mut column, mut window) = (false, false);
-                walk(expr, &mut |e| match e {
-                    Expr::Column { .. } => column = true,
-                    Expr::Func(f) if f.over.is_some() || functions::is_window_only(&f.name) => window = true,
-                    _ => {}
-                });
-                if column && !window {
-                    keys.push(expr.clone());
-                }
-            }
-            Item::Ast { .. } => {}
-        }
-    }
-    keys
-}
-
-/// Aggregates of a GROUP BY that read the designated timestamp's order (not for window
-/// aggregates, whose rows follow the window's order, nor DISTINCT, nor without GROUP BY keys:
-/// the caller):
-/// - `max(ts)` and `min(ts)` of it, as `last(ts)` and `first(ts)` (the time at a group's latest
-///   or earliest row by that same timestamp): the same value, NULL times skipped by both, and
-///   NULL for a group without a time. In a partition, where rows keep time order, those read a
-///   group's end row instead of all its rows (`SELECT sym, max(ts) ... GROUP BY sym` reads 100
-///   rows, not 1M).
-/// - `arg_min(x, ts)` and `arg_max(x, ts)` by it, given it as their order column: over runs of
-///   time-ordered rows, each group's pick is at its run's start or end (`exec::accum`'s
-///   `arg_extreme.rs`), which EXPLAIN names `arg_min by time`.
-fn by_time(call: AggCall, scope: &[Field]) -> AggCall {
-    // The one designated timestamp in scope (a join's two sides may each bring one).
-    let designated = |e: &BExpr| match e {
-        BExpr::Col(i, DataType::Timestamp) => {
-            scope.get(*i).is_some_and(|f| f.designated_ts) && scope.iter().filter(|f| f.designated_ts).count() == 1
-        }
-        _ => false,
-    };
-    if call.distinct {
-        return call;
-    }
-    match (call.func, call.args.as_slice()) {
-        (AggFunc::Max | AggFunc::Min, [ts]) if designated(ts) => {
-            let end = if call.func == AggFunc::Max { AggFunc::Last } else { AggFunc::First };
-            AggCall { func: end, order: Some(ts.clone()), ..call }
-        }
-        (AggFunc::ArgMin | AggFunc::ArgMax, [_, ts]) if designated(ts) => AggCall { order: Some(ts.clone()), ..call },
-        _ => call,
-    }
 }
