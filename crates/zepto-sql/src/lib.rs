@@ -7,7 +7,7 @@
 //!
 //! # What it owns
 //!
-//! The binder (`plan/binder/`, `plan/bind_expr.rs`), the optimizer, the physical planner and
+//! The binder (`plan/binder/`, `plan/bind_expr/`), the optimizer, the physical planner and
 //! distributed plans ([`plan::dist`]); the operators and one accumulator per aggregate
 //! ([`exec::accum`]); the function catalog ([`expr::functions`]); the system catalogs
 //! ([`system`]); grants and tenant scope ([`access`]); `SET` ([`settings`]); cancel, deadline
@@ -41,7 +41,7 @@
 //!   [`scalar_by_name`](expr::functions::scalar_by_name), its
 //!   [`family`](expr::functions::ScalarFunc::family) and
 //!   [`scalar_arity`](expr::functions::scalar_arity). Its argument casts and result type: the
-//!   family's function in `plan/bind_expr.rs` (`bind_function`). Its kernel: the family's arm
+//!   family's function in `plan/bind_expr/calls.rs` (`bind_function`). Its kernel: the family's arm
 //!   of `call` in `eval/scalar.rs` (or `eval/calendar/`, `eval/vector.rs`). Test it beside the
 //!   kernel and in `tests/gen/corpus.py` when DuckDB has it (the `.slt` files are generated);
 //!   document it in `docs/` (`sql-timeseries.md`, `questdb.md`, `vectors.md`).
