@@ -198,18 +198,24 @@ fn advise_huge(p: *mut u8, size: usize) {
     let _ = (start, end);
 }
 
-/// Ask the kernel to back the whole 2 MiB pages of `v` with small pages
-/// (`madvise(MADV_NOHUGEPAGE)`), before anything is written to them: for a large block that
-/// lives only while one load runs, written once on every core (a load's row-to-group map,
-/// 40 MB at 10M rows). On a VM, a fresh huge page of memory the guest had never touched cost
-/// the writes 66-69 ms of a 10M-row load where 4 KiB pages took 29-33 ms; huge pages only
-/// gained when the memory had been used before (22-25 ms). A no-op off Linux, for blocks
-/// without a whole 2 MiB page, and when huge pages were never asked for.
+/// Take back the huge page advice a block got when it was allocated ([`set_huge_pages`]):
+/// `madvise(MADV_NOHUGEPAGE)` over its whole 2 MiB pages, called before anything is written
+/// to them. For a large block that lives only while one load runs, written once on every
+/// core (a load's row-to-group map, 40 MB at 10M rows): on this VM a fresh huge page of memory
+/// the guest had not touched made a 10M-row table's map 52-88 ms to write where 4 KiB pages
+/// took 29-47 ms; huge pages gained only where the memory had been used before (24-32 ms).
+/// Only blocks that got the advice are touched (at least [`HUGE_PAGE_MIN_BYTES`], mapped
+/// fresh, not from the reserved pool): advice on heap memory would split the heap's mappings
+/// and outlive the block. A no-op off Linux and when huge pages were never asked for.
 pub fn small_pages<T>(v: &[T]) {
-    if !HUGE_PAGES.load(Ordering::Relaxed) {
+    let size = std::mem::size_of_val(v);
+    if !HUGE_PAGES.load(Ordering::Relaxed)
+        || size < HUGE_PAGE_MIN_BYTES
+        || crate::hugetlb::holds(v.as_ptr().cast_mut().cast::<u8>())
+    {
         return;
     }
-    let Some((start, end)) = huge_range(v.as_ptr() as usize, std::mem::size_of_val(v)) else { return };
+    let Some((start, end)) = huge_range(v.as_ptr() as usize, size) else { return };
     #[cfg(target_os = "linux")]
     // SAFETY: the range lies inside `v`'s block, which this process owns; MADV_NOHUGEPAGE
     // changes no content, only how the kernel may back the pages. A refusal leaves them as
@@ -346,32 +352,41 @@ pub fn process_rss_bytes() -> Option<u64> {
 mod tests {
     use super::{huge_range, set_huge_pages, small_pages, HUGE_PAGE, HUGE_PAGE_MIN_BYTES};
 
-    /// The block's whole 2 MiB pages get their own mapping flagged `nh` (no huge pages) in
-    /// `/proc/self/smaps`, where the kernel has transparent huge pages at all.
+    /// The `VmFlags` of the mapping holding `addr` in `/proc/self/smaps`.
     #[cfg(target_os = "linux")]
-    #[test]
-    fn small_pages_keep_a_fresh_block_off_huge_pages() {
-        set_huge_pages(true);
-        let mut v = vec![0u64; 8 << 20];
-        small_pages(&v);
-        v.iter_mut().for_each(|x| *x = 7);
-        let mid = v.as_ptr() as usize + (32 << 20);
+    fn vm_flags(addr: usize) -> String {
         let smaps = std::fs::read_to_string("/proc/self/smaps").expect("smaps");
-        let mut holds = false;
-        let mut flags = None;
+        let (mut holds, mut flags) = (false, None);
         for line in smaps.lines() {
-            if let Some((range, _)) = line.split_once(' ').filter(|(r, _)| r.contains('-') && !r.ends_with(':')) {
-                let (a, b) = range.split_once('-').expect("a mapping's range");
+            let range = line.split_once(' ').map(|(r, _)| r).filter(|r| r.contains('-') && !r.ends_with(':'));
+            if let Some((a, b)) = range.and_then(|r| r.split_once('-')) {
                 let (a, b) = (usize::from_str_radix(a, 16).unwrap_or(0), usize::from_str_radix(b, 16).unwrap_or(0));
-                holds = a <= mid && mid < b;
+                holds = a <= addr && addr < b;
             } else if holds && line.starts_with("VmFlags:") {
                 flags = Some(line.to_string());
             }
         }
-        let flags = flags.expect("a mapping holds the block");
+        flags.expect("a mapping holds the address")
+    }
+
+    /// A block of 32 MiB and up gets its whole 2 MiB pages a mapping of their own flagged `nh`
+    /// (no huge pages), where the kernel has transparent huge pages at all; a smaller block,
+    /// which never got the huge page advice, is left as it is.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn small_pages_take_back_the_advice_of_large_blocks_only() {
+        set_huge_pages(true);
         let thp = std::path::Path::new("/sys/kernel/mm/transparent_hugepage/enabled").exists();
+        let mut large = vec![0u64; 8 << 20];
+        small_pages(&large);
+        large.iter_mut().for_each(|x| *x = 7);
+        let flags = vm_flags(large.as_ptr() as usize + (32 << 20));
         assert_eq!(flags.split_whitespace().any(|f| f == "nh"), thp, "{flags}");
-        assert!(v.iter().all(|&x| x == 7), "advice changes no value");
+        assert!(large.iter().all(|&x| x == 7), "advice changes no value");
+        let small = vec![0u64; 1 << 20];
+        small_pages(&small);
+        let flags = vm_flags(small.as_ptr() as usize + (4 << 20));
+        assert!(!flags.split_whitespace().any(|f| f == "nh"), "an 8 MiB block was advised: {flags}");
     }
 
     /// The advised range is whole aligned huge pages inside the block, and a block of the

@@ -7,8 +7,9 @@
 //! the type, not a flag: a [`Partition`]'s fields are private, its constructors sort or check
 //! (`Table::from_parts` refuses a stored partition out of order), and only this module and its
 //! submodules mutate one, so readers binary-search every partition. The table's columns and
-//! layout choices are in `schema.rs`, a partition in `partition.rs`, the copying of a batch's
-//! rows onto partitions in `append.rs`.
+//! layout choices are in `schema.rs`, a partition and its time order in `partition.rs`, a
+//! table's appends in `ingest.rs` (the copying of a batch's rows onto partitions in
+//! `append.rs`), deletes, updates, dedup keys, indexes and added columns in `edit.rs`.
 
 use crate::column::{Column, ColumnData};
 use crate::dict::Dict;

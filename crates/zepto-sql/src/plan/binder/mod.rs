@@ -2,7 +2,7 @@
 //!
 //! Scoping rules follow DuckDB: GROUP BY and ORDER BY accept ordinals and select-list aliases;
 //! ORDER BY may use input columns that are not selected (they ride along as hidden columns);
-//! uncorrelated subqueries are planned and run once, here, and become constants. Running them
+//! uncorrelated subqueries are planned and run once, here (`subquery.rs`), and become constants. Running them
 //! is the executor's job, which sits above the planner: the engine hands it to the binder as
 //! [`Execute`].
 //!
