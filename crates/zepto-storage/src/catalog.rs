@@ -10,20 +10,27 @@
 //! enough to clone the `Arc` (its snapshot). A writer takes the write lock and mutates through
 //! `Arc::make_mut`: in place when no snapshot is alive, copy-on-write of the touched table header
 //! and partitions when one is. Writers prepare and validate their batch before taking the lock.
+//!
+//! What a change is and where it is logged: `catalog/change.rs`; tiering, shards and retention:
+//! `catalog/tiering.rs`.
 
 use crate::column::Column;
 use crate::dict::Dict;
 use crate::error::StorageError;
-use crate::history::{day_floor, HistFile};
+use crate::history::day_floor;
 use crate::index::IndexDef;
 use crate::logged::Logged;
 use crate::table::HistoryReader;
-use crate::table::{ColumnDef, Schema, Shard, Table};
+use crate::table::{ColumnDef, Schema, Table};
 use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock, RwLock};
 
+mod change;
 mod stamp;
+mod tiering;
 mod views;
+
+pub use change::{Change, ChangeLog};
 
 pub use stamp::Stamp;
 
@@ -82,183 +89,6 @@ fn stamped_slot(t: Table, stamp: Stamp) -> Slot {
         layout: Default::default(),
         stamp: stamp::StampCell::new(stamp),
     })
-}
-
-/// One change to the catalog, as the write-ahead log records it.
-#[derive(Debug)]
-pub enum Change<'a> {
-    /// An empty table with its layout (the columns chosen as partition key and timestamp).
-    CreateTable {
-        /// The new table's name.
-        name: &'a str,
-        /// Its columns, in order.
-        schema: &'a Schema,
-        /// The column partitioning its rows, if any.
-        partition_key: Option<&'a str>,
-        /// The designated timestamp column, if any (rows are kept sorted by it).
-        timestamp: Option<&'a str>,
-    },
-    /// A table dropped with its rows and history.
-    DropTable {
-        /// The table dropped.
-        name: &'a str,
-    },
-    /// A column added at the end of a table's schema (NULL in existing rows).
-    AddColumn {
-        /// The table altered.
-        table: &'a str,
-        /// The new column.
-        def: &'a ColumnDef,
-    },
-    /// A validated batch, in schema order.
-    Append {
-        /// The table appended to.
-        table: &'a str,
-        /// One column per schema column, all of one length.
-        columns: &'a [Column],
-    },
-    /// Rows removed: per partition slot, its row positions (ascending).
-    Delete {
-        /// The table deleted from.
-        table: &'a str,
-        /// Per partition slot, the row positions removed (ascending).
-        rows: &'a [(u32, Vec<u32>)],
-    },
-    /// Values replaced in place: `values[k]` holds column `columns[k]`'s new values for the
-    /// selected rows, in selection order (never the partition key or designated timestamp,
-    /// whose changes move rows: those are a `Delete` and an `Append`).
-    Update {
-        /// The table updated.
-        table: &'a str,
-        /// Per partition slot, the row positions updated (ascending).
-        rows: &'a [(u32, Vec<u32>)],
-        /// Schema positions of the updated columns.
-        columns: &'a [usize],
-        /// New values, one column per entry of `columns`, one value per selected row.
-        values: &'a [Column],
-    },
-    /// Rows before `before` moved to the history `files` (already durable when this is logged).
-    Tier {
-        /// The table tiered.
-        table: &'a str,
-        /// Cut-off, nanoseconds since the epoch: rows with an earlier timestamp moved.
-        before: i64,
-        /// The history files that now hold them.
-        files: &'a [HistFile],
-    },
-    /// One shard's rows before `before` moved to history `files` in shared storage (already
-    /// durable there when this is logged): see [`crate::Table::tier_shard`].
-    TierShard {
-        /// The table tiered.
-        table: &'a str,
-        /// The shard's keys.
-        shard: Shard<'a>,
-        /// Cut-off, nanoseconds since the epoch.
-        before: i64,
-        /// The history files that now hold the rows.
-        files: &'a [HistFile],
-    },
-    /// A shard taken over from a snapshot in shared storage: see [`crate::Table::adopt_shard`].
-    AdoptShard {
-        /// The table.
-        table: &'a str,
-        /// The shard's keys.
-        shard: Shard<'a>,
-        /// History files with this path prefix (the shard's earlier ones) are forgotten.
-        prefix: &'a str,
-        /// The snapshot's history files of the shard.
-        files: &'a [HistFile],
-    },
-    /// Retention: rows before `before` dropped, and the history files wholly before it.
-    Retain {
-        /// The table whose retention ran.
-        table: &'a str,
-        /// Cut-off, nanoseconds since the epoch: rows and files wholly before it dropped.
-        before: i64,
-    },
-    /// A secondary index recorded (`CREATE INDEX`); its structure is built from the rows.
-    CreateIndex {
-        /// The table indexed.
-        table: &'a str,
-        /// The index.
-        def: &'a IndexDef,
-    },
-    /// A secondary index forgotten (`DROP INDEX`).
-    DropIndex {
-        /// The table that held it.
-        table: &'a str,
-        /// The index's name.
-        name: &'a str,
-    },
-    /// A table's retention (TTL) set or cleared.
-    SetTtl {
-        /// The table.
-        table: &'a str,
-        /// How long rows are kept, in nanoseconds; `None` keeps them forever.
-        ttl_ns: Option<i64>,
-    },
-    /// A table's `DEDUP UPSERT KEYS` set (or, empty, cleared): see [`Table::set_dedup`].
-    SetDedup {
-        /// The table.
-        table: &'a str,
-        /// The key columns' names; empty turns deduplication off.
-        keys: &'a [String],
-    },
-    /// A materialized view created (its rows are derived: only the definition is logged).
-    CreateView {
-        /// The view.
-        def: &'a crate::view::ViewDef,
-    },
-    /// A materialized view dropped.
-    DropView {
-        /// The view's name.
-        name: &'a str,
-    },
-}
-
-/// Where changes go before they are applied. `log` returns only once the changes are as
-/// durable as the log promises; an error means they must not be applied.
-pub trait ChangeLog: Send + Sync {
-    /// Make `changes` durable (as one unit, in order) before the caller applies them, as the
-    /// record it returns the log sequence number of (one more than the last one's). On error
-    /// nothing may be applied.
-    fn log(&self, changes: &[Change<'_>]) -> Result<u64, StorageError>;
-
-    /// `table`'s change-feed events in the records after LSN `after` through `upto` (logged
-    /// already), read back from the log a page of about `max_bytes` at a time: what a
-    /// subscriber resuming from a position the feed no longer holds reads
-    /// (`feed::cursor`).
-    fn read_since(
-        &self,
-        _catalog: &Catalog,
-        _table: &str,
-        _after: u64,
-        _upto: u64,
-        _max_bytes: usize,
-    ) -> Result<crate::feed::cursor::LogRead, StorageError> {
-        Err(StorageError::Durability("this change log cannot be read back".into()))
-    }
-
-    /// The first LSN the log still holds (`None`: it holds none), for [`ChangeLog::read_since`].
-    fn oldest_held(&self) -> Result<Option<u64>, StorageError> {
-        Err(StorageError::Durability("this change log cannot be read back".into()))
-    }
-
-    /// Write a checkpoint of `catalog` (the `CHECKPOINT` statement); a one-line summary.
-    fn checkpoint(&self, catalog: &Catalog) -> Result<String, StorageError>;
-
-    /// Move `table`'s rows before `before` to its Parquet history (the `ALTER TABLE ...
-    /// CONVERT PARTITION TO PARQUET` statement); a one-line summary.
-    fn tier(&self, catalog: &Catalog, table: &str, before: i64) -> Result<String, StorageError>;
-
-    /// Apply `table`'s retention as of `now` (nanoseconds since the epoch); a summary.
-    fn retain(&self, catalog: &Catalog, table: &str, now: i64) -> Result<String, StorageError>;
-
-    /// Back `catalog` up into `dest` (a directory, or an object store's `s3://` location)
-    /// while writes go on (the `BACKUP TO` statement); a one-line summary.
-    fn backup(&self, _catalog: &Catalog, _dest: &str) -> Result<String, StorageError> {
-        Err(StorageError::Durability("this change log cannot take backups".into()))
-    }
 }
 
 /// The database's tables by name (case-insensitive), with snapshot reads and logged writes (see the
@@ -474,153 +304,6 @@ impl Catalog {
     /// The reader of Parquet history files, if a durable database installed one.
     pub fn history_reader(&self) -> Option<&Arc<dyn HistoryReader>> {
         self.history.get()
-    }
-
-    /// Move `name`'s rows before `before` to Parquet history (through the change log, which
-    /// owns the files; see [`Catalog::commit_tier`]).
-    pub fn tier(&self, name: &str, before: i64) -> Result<String, StorageError> {
-        match self.changes.get() {
-            Some(l) => l.tier(self, name, before),
-            None => Err(StorageError::Durability(
-                "this database is in memory only: it has no disk to move history to".into(),
-            )),
-        }
-    }
-
-    /// The commit of a tiering: `snap` is the snapshot the files were written from, holding
-    /// `counts` (from [`Table::count_before`]) rows before `before`. Fails without change if
-    /// the table moved under the writer in a way that makes the files wrong (rows before the
-    /// cut added, deleted or updated; a column added): the caller deletes its files and retries.
-    pub fn commit_tier(
-        &self,
-        snap: &Table,
-        before: i64,
-        counts: &[usize],
-        files: &[HistFile],
-    ) -> Result<usize, StorageError> {
-        self.write(snap.name(), |t| {
-            if t.mutations() != snap.mutations()
-                || t.history().next_seq != snap.history().next_seq
-                || t.schema().len() != snap.schema().len()
-                || t.count_before(before) != counts
-            {
-                return Err(StorageError::Conflict(format!(
-                    "table '{}' changed while its history was written",
-                    t.name()
-                )));
-            }
-            self.log(&[Change::Tier { table: t.name(), before, files }])?.apply(|| {
-                t.set_history_reader(self.history.get().cloned());
-                t.tier(before, files)
-            })
-        })
-    }
-
-    /// Move the rows of `shard` in `snap` before `before` to the history `files` (written from
-    /// `snap`, holding `rows` rows), unless the table changed meanwhile (a conflict error).
-    pub fn commit_tier_shard(
-        &self,
-        snap: &Table,
-        shard: Shard<'_>,
-        before: i64,
-        files: &[HistFile],
-    ) -> Result<usize, StorageError> {
-        self.write(snap.name(), |t| {
-            if t.mutations() != snap.mutations()
-                || t.schema().len() != snap.schema().len()
-                || t.shard_count_before(shard, before) != snap.shard_count_before(shard, before)
-            {
-                return Err(StorageError::Conflict(format!(
-                    "table '{}' changed while its shard's history was written",
-                    t.name()
-                )));
-            }
-            self.tier_shard_in(t, shard, before, files)
-        })
-    }
-
-    /// Apply a logged shard tiering (recovery).
-    pub fn tier_shard_logged(
-        &self,
-        name: &str,
-        shard: Shard<'_>,
-        before: i64,
-        files: &[HistFile],
-    ) -> Result<usize, StorageError> {
-        self.write(name, |t| self.tier_shard_in(t, shard, before, files))
-    }
-
-    fn tier_shard_in(
-        &self,
-        t: &mut Table,
-        shard: Shard<'_>,
-        before: i64,
-        files: &[HistFile],
-    ) -> Result<usize, StorageError> {
-        t.check_tier_shard(shard, before, files)?;
-        self.log(&[Change::TierShard { table: t.name(), shard, before, files }])?.apply(|| {
-            t.set_history_reader(self.history.get().cloned());
-            t.tier_shard(shard, before, files)
-        })
-    }
-
-    /// Take `shard` of table `name` over from a snapshot (see [`Table::adopt_shard`]). Returns
-    /// the rows removed from memory.
-    pub fn adopt_shard(
-        &self,
-        name: &str,
-        shard: Shard<'_>,
-        prefix: &str,
-        files: &[HistFile],
-    ) -> Result<usize, StorageError> {
-        self.write(name, |t| {
-            self.log(&[Change::AdoptShard { table: t.name(), shard, prefix, files }])?.apply(|| {
-                t.set_history_reader(self.history.get().cloned());
-                Ok(t.adopt_shard(shard, prefix, files))
-            })
-        })
-    }
-
-    /// Retention of `name` as of `now`: without a TTL nothing happens. With one, rows before the
-    /// UTC day that holds `now - ttl` are dropped, in memory and history. Returns the rows
-    /// dropped from memory and the history files dropped (for the caller to delete).
-    pub fn retain(&self, name: &str, now: i64) -> Result<(usize, Vec<HistFile>), StorageError> {
-        // Decided on a snapshot first: the maintenance thread asks every few seconds, and the
-        // write lock moves the table's stamp (a checkpoint would then write it again).
-        if retention_before(&folded(&*self.slot(name)?), now).is_none() {
-            return Ok((0, Vec::new()));
-        }
-        self.write(name, |t| {
-            let Some(before) = retention_before(t, now) else { return Ok((0, Vec::new())) };
-            self.log(&[Change::Retain { table: t.name(), before }])?.apply(|| Ok(t.retain(before)))
-        })
-    }
-
-    /// Apply `name`'s retention now: through the change log (which deletes dropped history
-    /// files) when there is one, directly for an in-memory database. A summary line.
-    pub fn enforce_ttl(&self, name: &str, now: i64) -> Result<String, StorageError> {
-        match self.changes.get() {
-            Some(l) => l.retain(self, name, now),
-            None => {
-                let (rows, _) = self.retain(name, now)?;
-                Ok(format!("retention of '{name}': {rows} rows dropped"))
-            }
-        }
-    }
-
-    /// Apply a logged retention (recovery).
-    pub fn retain_before(&self, name: &str, before: i64) -> Result<(usize, Vec<HistFile>), StorageError> {
-        self.write(name, |t| self.log(&[Change::Retain { table: t.name(), before }])?.apply(|| Ok(t.retain(before))))
-    }
-
-    /// Apply a logged tiering (recovery).
-    pub fn tier_logged(&self, name: &str, before: i64, files: &[HistFile]) -> Result<usize, StorageError> {
-        self.write(name, |t| {
-            self.log(&[Change::Tier { table: t.name(), before, files }])?.apply(|| {
-                t.set_history_reader(self.history.get().cloned());
-                t.tier(before, files)
-            })
-        })
     }
 
     /// Set (or with `None` clear) `name`'s retention.
