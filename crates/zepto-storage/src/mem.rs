@@ -182,20 +182,33 @@ pub fn huge_page_advice() -> (u64, u64) {
 /// The 2 MiB-aligned pages inside block `p..p + size`, advised huge when enabled.
 #[inline]
 fn advise_huge(p: *mut u8, size: usize) {
-    if size < HUGE_PAGE_MIN_BYTES || !HUGE_PAGES.load(Ordering::Relaxed) {
-        return;
-    }
-    let Some((start, end)) = huge_range(p as usize, size) else { return };
-    #[cfg(target_os = "linux")]
-    {
-        // SAFETY: the range lies inside a block this process owns; MADV_HUGEPAGE changes no
-        // content, only how the kernel may back the pages.
-        let r = unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE) };
-        let counter = if r == 0 { &HUGE_ADVISED } else { &HUGE_REFUSED };
+    if let Some(took) = advise_pages(p, size, true) {
+        let counter = if took { &HUGE_ADVISED } else { &HUGE_REFUSED };
         counter.fetch_add(1, Ordering::Relaxed);
     }
+}
+
+/// `madvise(MADV_HUGEPAGE)` (`huge`) or `MADV_NOHUGEPAGE` over the whole 2 MiB pages of block
+/// `p..p + size`, for a block that gets the huge page advice (huge pages asked for, at least
+/// [`HUGE_PAGE_MIN_BYTES`]): whether the kernel took it, `None` when nothing was asked (off
+/// Linux too).
+fn advise_pages(p: *const u8, size: usize, huge: bool) -> Option<bool> {
+    if size < HUGE_PAGE_MIN_BYTES || !HUGE_PAGES.load(Ordering::Relaxed) {
+        return None;
+    }
+    let (start, end) = huge_range(p as usize, size)?;
+    #[cfg(target_os = "linux")]
+    {
+        let advice = if huge { libc::MADV_HUGEPAGE } else { libc::MADV_NOHUGEPAGE };
+        // SAFETY: the range lies inside a block this process owns; the advice changes no
+        // content, only how the kernel may back the pages.
+        Some(unsafe { libc::madvise(start as *mut libc::c_void, end - start, advice) } == 0)
+    }
     #[cfg(not(target_os = "linux"))]
-    let _ = (start, end);
+    {
+        let _ = (start, end, huge);
+        None
+    }
 }
 
 /// Take back the huge page advice a block got when it was allocated ([`set_huge_pages`]):
@@ -208,23 +221,11 @@ fn advise_huge(p: *mut u8, size: usize) {
 /// fresh, not from the reserved pool): advice on heap memory would split the heap's mappings
 /// and outlive the block. A no-op off Linux and when huge pages were never asked for.
 pub fn small_pages<T>(v: &[T]) {
-    let size = std::mem::size_of_val(v);
-    if !HUGE_PAGES.load(Ordering::Relaxed)
-        || size < HUGE_PAGE_MIN_BYTES
-        || crate::hugetlb::holds(v.as_ptr().cast_mut().cast::<u8>())
-    {
-        return;
+    let p = v.as_ptr().cast::<u8>();
+    if !crate::hugetlb::holds(p.cast_mut()) {
+        // A refusal leaves the pages as they were.
+        let _ = advise_pages(p, std::mem::size_of_val(v), false);
     }
-    let Some((start, end)) = huge_range(v.as_ptr() as usize, size) else { return };
-    #[cfg(target_os = "linux")]
-    // SAFETY: the range lies inside `v`'s block, which this process owns; MADV_NOHUGEPAGE
-    // changes no content, only how the kernel may back the pages. A refusal leaves them as
-    // they were.
-    unsafe {
-        libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_NOHUGEPAGE);
-    }
-    #[cfg(not(target_os = "linux"))]
-    let _ = (start, end);
 }
 
 /// The whole 2 MiB pages inside `addr..addr + size`, if any.
