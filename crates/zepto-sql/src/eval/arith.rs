@@ -1,8 +1,9 @@
 //! Arithmetic: `+`, `-`, `*`, `/`, `//`, `%` over integers (overflow an error, a zero divisor
 //! NULL), floats, and timestamps with intervals.
 
+use super::batch::and_validity;
 use super::divide::ByConst;
-use super::{and_validity, null_where_false, src_f32, src_f64, src_i128, src_i32, src_i64, type_err, zip_map};
+use super::{null_where_false, src_f32, src_f64, src_i128, src_i32, src_i64, type_err, zip_map};
 use super::{Opnd, Src};
 use crate::error::{Result, SqlError};
 use crate::parser::ast::BinaryOp;

@@ -1,7 +1,8 @@
 //! Comparisons: `=`, `<>`, `<`, `<=`, `>`, `>=` as BOOLEAN columns in SQL's order
 //! ([`compare`]), and the rows a filter keeps ([`selection`]), whose compares of a column with
 //! a constant go from 64 flags folded into a word straight to row numbers, a block of rows at a
-//! time where the column's block summaries decide it.
+//! time where the column's block summaries decide it. (`cmp.rs` orders rows for sorts, min/max
+//! and GREATEST; this file compares values for expressions and filters.)
 
 use super::batch::{self, and_validity, mask_indices};
 use super::sql_order::SqlOrd;

@@ -157,12 +157,13 @@ impl Walk {
 /// `hi` (`t - hi` cannot overflow for any time of `v`), the previous bucket having had `guess`
 /// rows: [`window_end`] over 32 rows when buckets are short and 64 when they are longer, the
 /// window centred where `guess` puts the end (from the bucket's second row when that is
-/// nearer). A bucket's length varies by about its square root: two Poisson counts of 96
-/// differ by more than 32 one time in 50, two of 250 one time in seven, and the end is then
+/// nearer). A bucket's length varies by about its square root: two Poisson counts of about
+/// 100 differ by more than 32 one time in 50, two of 250 one time in seven, and the end is then
 /// galloped to from the window's side. Bars of 26 rows on average have a previous bucket over
-/// 32 rows one time in ten. Long buckets once read 128 rows (fewer gallops), twice the lines:
-/// at 10M rows, where bars run 250 rows and the walk reads the times from memory, Q3b's median
-/// took 6.0-8.6 ms with 64 rows against 6.4-8.9 ms with 128 (three alternated runs).
+/// 32 rows one time in ten (those take the 64-row window). Long buckets once read 128 rows
+/// (fewer gallops), twice the lines: at 10M rows, where bars run 250 rows on average and the
+/// walk reads the times from memory, Q3b's median took 0.30, 0.34 and 1.45 ms less with 64
+/// rows than with 128 (three alternated runs of 6.0 to 8.9 ms).
 #[inline(always)]
 fn counted_end(v: &[i64], s: usize, hi: i64, guess: usize) -> usize {
     if guess <= 32 {
