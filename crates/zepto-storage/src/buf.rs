@@ -440,6 +440,18 @@ impl<T: Narrowable> Buf<T> {
         slots[k].get_or_init(made).as_ref()
     }
 
+    /// The block of the allocation holding row `row` of these values: its rows (of these
+    /// values, clipped to them) and its narrow form where it has one ([`Buf::narrow_block`]: a
+    /// block lying whole within the values of a shared allocation).
+    pub fn block_at(&self, row: usize) -> (Range<usize>, Option<&Narrow>) {
+        assert!(row < self.len(), "row {row} past the {} values", self.len());
+        let (off, len) = (self.offset(), self.len());
+        let k = (off + row) / BLOCK;
+        let rows = (k * BLOCK).saturating_sub(off)..((k + 1) * BLOCK - off).min(len);
+        let whole = k * BLOCK >= off && (k + 1) * BLOCK - off <= len;
+        (rows, if whole { self.narrow_block(k) } else { None })
+    }
+
     /// The rows of `rows` (within these values) in the allocation's blocks it covers whole,
     /// and those blocks' numbers, for [`Buf::narrow_block`]; `rows.end..rows.end` and no
     /// block where it covers none.

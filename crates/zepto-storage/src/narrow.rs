@@ -111,6 +111,17 @@ impl Narrow {
         self.len() == 0
     }
 
+    /// The value a code stands for (`base + code`, read back as [`Narrow::value`] does): the
+    /// greater the code, the greater or equal the value, so a run's least and greatest codes
+    /// give its least and greatest values.
+    pub fn value_of(&self, code: u32) -> f64 {
+        debug_assert!(
+            i64::from(self.base) + i64::from(code) <= i64::from(self.top),
+            "code {code} past the block's top"
+        );
+        read_back(self.base.wrapping_add(code as i32), self.scale)
+    }
+
     /// Row `i`'s value as a double: the bits of the value it was made from.
     pub fn value(&self, i: usize) -> f64 {
         let code = match &self.codes {

@@ -4,7 +4,8 @@
 //! over whole partitions and time ranges (views that start between blocks, at every offset
 //! modulo eight), before and after appends in place, out-of-order appends, updates that
 //! leave blocks narrow, updates that make them wide (a long decimal, a size past i32) and
-//! deletes; and a query asked twice (blocks made, then kept) gives the same bits.
+//! deletes; and a query asked twice (blocks made, then kept) gives the same bits. Hourly bars'
+//! `min`, `max` and `sum` (long runs: `exec/accum/narrow_runs.rs`) likewise.
 
 use zepto_sql::Engine;
 
@@ -42,6 +43,18 @@ fn check(e: &Engine, what: &str) {
         assert_eq!(got.len(), 12, "{what} {range}: twelve symbols");
         assert_eq!(got, lines(e, &evaluated), "{what} {range}");
         assert_eq!(got, lines(e, &stored), "{what} {range}: asked again");
+        // Hourly bars of about 300 rows a symbol: their high, low and volume read the blocks'
+        // narrow forms (`exec/accum/narrow_runs.rs`).
+        let bars = |p: &str, n: &str| {
+            format!(
+                "SELECT sym, xbar(INTERVAL '1 hour', ts) AS b, min({p}), max({p}), sum({n}) FROM t {range} \
+                 GROUP BY sym, b ORDER BY sym, b"
+            )
+        };
+        let got = lines(e, &bars("px", "n"));
+        assert!(got.len() >= 12 * 17, "{what} {range}: hourly bars of twelve symbols ({} lines)", got.len());
+        assert_eq!(got, lines(e, &bars("px + z", "n + 0")), "{what} {range}: bars");
+        assert_eq!(got, lines(e, &bars("px", "n")), "{what} {range}: bars asked again");
     }
 }
 

@@ -5,6 +5,7 @@
 
 use super::block_runs;
 use super::kernels::{best_rows, choose, grow, in_range, pad, run_int_extremes, sliding_best};
+use super::narrow_runs;
 use super::run_extremes::run_extremes;
 use super::{Accumulator, Input, Rows};
 use crate::error::{Result, SqlError};
@@ -99,6 +100,12 @@ impl MinMax {
         match rows {
             Rows::Runs { starts, n } => Some(if let Some(e) = summarized_extremes(x, starts, n, self.max) {
                 e
+            } else if let Some((lo, hi)) = narrow_runs::float_extremes(x, starts, n) {
+                if self.max {
+                    hi
+                } else {
+                    lo
+                }
             } else if self.max {
                 run_extremes::<false, true>(v, starts, n).1
             } else {
@@ -174,7 +181,8 @@ pub fn both(x: &Column, rows: Rows) -> Option<(Column, Column)> {
             ));
         }
     }
-    let (lo, hi) = run_extremes::<true, true>(v, starts, n);
+    let (lo, hi) =
+        narrow_runs::float_extremes(x, starts, n).unwrap_or_else(|| run_extremes::<true, true>(v, starts, n));
     Some((Column::from_data(ColumnData::Float64(lo.into())), Column::from_data(ColumnData::Float64(hi.into()))))
 }
 

@@ -39,6 +39,7 @@ mod holistic;
 mod kernels;
 mod listing;
 mod min_max;
+mod narrow_runs;
 mod product;
 mod run_extremes;
 mod run_sums;

@@ -98,7 +98,7 @@ fn ranked_chunks<const LO: bool, const HI: bool>(r: &[f64], k: usize) -> (f64, f
 /// number. Either way the pick does not depend on which was met first but for equal values,
 /// so rows may be read in any order and more than once.
 #[inline(always)]
-fn pick_nan_largest<const MIN: bool>(acc: f64, x: f64) -> f64 {
+pub(super) fn pick_nan_largest<const MIN: bool>(acc: f64, x: f64) -> f64 {
     // `|`, not `||`: both tests are lane masks, with no branch between them to vectorize.
     if MIN {
         if (x < acc) | acc.is_nan() {

@@ -7,6 +7,7 @@
 use super::block_runs;
 use super::frame_sums::float_frames;
 use super::kernels::{at, checked_i64, frame_counts, int_values, lane_sum, to_f64, validity};
+use super::narrow_runs;
 use super::run_sums::run_sums_i64;
 use super::scatter::add_pairs_by_ids;
 use super::{runs, Accumulator, Input, Rows};
@@ -73,9 +74,9 @@ impl SumAvg {
     /// The first rows of a state with no group yet, NULL-free runs of integers (a bar's
     /// volume): each run's sum and length become its group's state as they come, with no pass
     /// adding them into zeros.
-    fn first_runs(&mut self, v: &[i64], starts: &[u32]) {
+    fn first_runs(&mut self, x: &Column, v: &[i64], starts: &[u32]) {
         debug_assert!(self.cnt.is_empty() && self.ints);
-        self.isum = run_sums_i64(v, starts);
+        self.isum = narrow_runs::int_sums(x, starts, v.len()).unwrap_or_else(|| run_sums_i64(v, starts));
         self.cnt = runs(starts, v.len()).map(|(s, e)| (e - s) as i64).collect();
     }
 
@@ -202,7 +203,7 @@ impl Accumulator for SumAvg {
                 self.ints = true;
                 match rows {
                     Rows::Runs { starts, n } if self.cnt.is_empty() && x.validity().is_none() => {
-                        self.first_runs(&v[..n], starts);
+                        self.first_runs(x, &v[..n], starts);
                         self.grow(ngroups);
                     }
                     _ => {
