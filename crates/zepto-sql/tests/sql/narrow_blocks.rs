@@ -55,6 +55,12 @@ fn check(e: &Engine, what: &str) {
         assert!(got.len() >= 12 * 17, "{what} {range}: hourly bars of twelve symbols ({} lines)", got.len());
         assert_eq!(got, lines(e, &bars("px + z", "n + 0")), "{what} {range}: bars");
         assert_eq!(got, lines(e, &bars("px", "n")), "{what} {range}: bars asked again");
+        let highs = |p: &str| {
+            format!(
+                "SELECT sym, xbar(INTERVAL '1 hour', ts) AS b, max({p}) FROM t {range} GROUP BY sym, b ORDER BY sym, b"
+            )
+        };
+        assert_eq!(lines(e, &highs("px")), lines(e, &highs("px + z")), "{what} {range}: highs alone");
     }
 }
 

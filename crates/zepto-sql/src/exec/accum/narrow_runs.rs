@@ -10,24 +10,33 @@
 //!
 //! A run is cut where the blocks are: each piece inside a block with a narrow form reads its
 //! codes, any other piece (a block with no narrow form, the partition's last rows past its last
-//! whole block, an owned column) its values. A narrow block holds no NaN, infinity or `-0.0`
-//! and its values grow with their codes, so a piece's least and greatest codes give its
-//! extremes; the pieces' extremes then combine as the value kernels rank them (NaN the largest
-//! double). Integer sums are exact: codes add in u64, plus the base times the rows.
+//! whole block) its values, through the value kernels' chunks. A column whose probed block has
+//! no narrow form (doubles that are not short decimals, integers past i32) keeps the value
+//! kernels for all its runs. A narrow block holds no NaN, infinity or `-0.0` and its values
+//! grow with their codes, so a piece's least and greatest codes give its extremes; the pieces'
+//! extremes then combine as the value kernels rank them (NaN the largest double; of two NaNs
+//! with different bits, the one kept follows row order, not the value kernels' lanes). Both
+//! sides are made even where one is asked for: the codes give both in one pass. Integer sums
+//! are exact: codes add in u64, plus the base times the rows.
 
-use super::run_extremes::pick_nan_largest;
+use super::run_extremes::{pick_nan_largest, slice_extremes};
+use super::run_sums::run_sums_i64;
 use super::runs;
 use zepto_storage::buf::Buf;
-use zepto_storage::narrow::{Codes, Narrow};
+use zepto_storage::narrow::{Codes, Narrow, Narrowable};
+use zepto_storage::summary::BLOCK;
 use zepto_storage::{Column, ColumnData};
 
 /// Runs averaging at least this many rows read the narrow blocks.
 const NARROW_RUN: usize = 128;
 
 /// Whether `x`'s runs go through the narrow blocks: no NULL, a shared column (whose blocks
-/// keep their narrow forms), and long runs on average.
-fn long<T: Copy>(x: &Column, b: &Buf<T>, starts: &[u32], n: usize) -> bool {
-    x.validity().is_none() && b.is_shared() && !starts.is_empty() && n / starts.len() >= NARROW_RUN
+/// keep their narrow forms), long runs on average, and a narrow form for the block holding row
+/// [`BLOCK`] (the first whole one, unless the values are a view starting inside a block),
+/// which stands for the column's kind of values.
+fn long<T: Narrowable>(x: &Column, b: &Buf<T>, starts: &[u32], n: usize) -> bool {
+    let long = x.validity().is_none() && b.is_shared() && !starts.is_empty() && n / starts.len() >= NARROW_RUN;
+    long && n > 0 && b.block_at(BLOCK.min(n - 1)).1.is_some()
 }
 
 /// Each run's least and greatest value of a DOUBLE column (`runs` over `starts`, the first `n`
@@ -49,7 +58,10 @@ pub fn float_extremes(x: &Column, starts: &[u32], n: usize) -> Option<(Vec<f64>,
                 let (l, h) = code_extremes(nb.codes(), at..at + r.len());
                 add(nb.value_of(l), nb.value_of(h));
             }
-            None => v[r].iter().for_each(|&y| add(y, y)),
+            None => {
+                let (l, h) = slice_extremes(&v[r]);
+                add(l, h);
+            }
         });
         lo.push(a);
         hi.push(z);
@@ -72,7 +84,7 @@ pub fn int_sums(x: &Column, starts: &[u32], n: usize) -> Option<Vec<i128>> {
                 let rows = r.len() as i128;
                 t += i128::from(code_sum(nb.codes(), at..at + r.len())) + rows * i128::from(nb.base());
             }
-            None => t += v[r].iter().map(|&y| i128::from(y)).sum::<i128>(),
+            None => t += run_sums_i64(&v[r], &[0]).iter().sum::<i128>(),
         });
         t
     };
@@ -82,7 +94,7 @@ pub fn int_sums(x: &Column, starts: &[u32], n: usize) -> Option<Vec<i128>> {
 /// Rows `s..e` of `b` cut at its blocks: `each(rows, Some((narrow form, first code)))` for a
 /// piece inside a block with a narrow form, `each(rows, None)` for any other.
 #[inline(always)]
-fn pieces<'a, T: zepto_storage::narrow::Narrowable>(
+fn pieces<'a, T: Narrowable>(
     b: &'a Buf<T>,
     s: usize,
     e: usize,
@@ -101,6 +113,7 @@ fn pieces<'a, T: zepto_storage::narrow::Narrowable>(
 /// The least and greatest code of `r`'s rows (not empty).
 #[multiversion::multiversion(targets("x86_64+avx2"))]
 fn code_extremes(c: &Codes, r: std::ops::Range<usize>) -> (u32, u32) {
+    #[inline(always)]
     fn both<T: Copy + Ord + Into<u32>>(c: &[T]) -> (u32, u32) {
         let (lo, hi) = c.iter().fold((c[0], c[0]), |(a, z), &x| (a.min(x), z.max(x)));
         (lo.into(), hi.into())
@@ -125,7 +138,6 @@ fn code_sum(c: &Codes, r: std::ops::Range<usize>) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::super::run_extremes::run_extremes;
-    use super::super::run_sums::run_sums_i64;
     use super::*;
     use zepto_storage::rng::XorShift;
 
@@ -145,8 +157,10 @@ mod tests {
         let mut rng = XorShift::new(0x5eed_0117);
         for round in 0..60 {
             let n = 2048 * (3 + rng.below(3) as usize) + rng.below(2048) as usize;
-            let mut p: Vec<f64> = (0..n).map(|_| (10_000 + rng.below(5000)) as f64 / 100.0).collect();
-            let mut q: Vec<i64> = (0..n).map(|_| 1 + rng.below(3000) as i64).collect();
+            // Codes of one, two and four bytes.
+            let (cents, most) = [(200, 200), (5000, 3000), (100_000, 1_000_000)][round % 3];
+            let mut p: Vec<f64> = (0..n).map(|_| (10_000 + rng.below(cents)) as f64 / 100.0).collect();
+            let mut q: Vec<i64> = (0..n).map(|_| 1 + rng.below(most) as i64).collect();
             match round % 5 {
                 0 => p[rng.below(n as u64) as usize] = f64::NAN,
                 1 => p[rng.below(n as u64) as usize] = -0.0,
@@ -155,6 +169,14 @@ mod tests {
                 _ => {}
             }
             let (pc, qc) = (shared(ColumnData::Float64(p.clone().into())), shared(ColumnData::Int64(q.clone().into())));
+            if round % 5 == 4 {
+                let (ColumnData::Float64(pb), ColumnData::Int64(qb)) = (pc.data(), qc.data()) else {
+                    panic!("a DOUBLE and a BIGINT column")
+                };
+                let width = |b: Option<&Narrow>| b.map(|b| b.heap_bytes() / b.len());
+                let want = Some([1, 2, 4][round % 3]);
+                assert_eq!((width(pb.narrow_block(1)), width(qb.narrow_block(1))), (want, want), "round {round}");
+            }
             for from in [0, 1 + rng.below(2047) as usize] {
                 let (pv, qv) = (pc.slice(from, n - from), qc.slice(from, n - from));
                 let m = n - from;
@@ -167,11 +189,22 @@ mod tests {
                     starts.push(next as u32);
                 }
                 let zero = |x: &[f64]| x.iter().map(|&f| if f == 0.0 { 0 } else { f.to_bits() }).collect::<Vec<_>>();
-                let (lo, hi) = float_extremes(&pv, &starts, m).expect("long runs of a shared column");
-                let (wlo, whi) = run_extremes::<true, true>(&p[from..], &starts, m);
-                assert_eq!((zero(&lo), zero(&hi)), (zero(&wlo), zero(&whi)), "round {round}, from {from}");
-                let sums = int_sums(&qv, &starts, m).expect("long runs of a shared column");
-                assert_eq!(sums, run_sums_i64(&q[from..], &starts), "round {round}, from {from}");
+                // Where the probed block has no narrow form, the value kernels answer.
+                let (ColumnData::Float64(pb), ColumnData::Int64(qb)) = (pv.data(), qv.data()) else {
+                    panic!("a DOUBLE and a BIGINT column")
+                };
+                let probe = BLOCK.min(m - 1);
+                match float_extremes(&pv, &starts, m) {
+                    Some((lo, hi)) => {
+                        let (wlo, whi) = run_extremes::<true, true>(&p[from..], &starts, m);
+                        assert_eq!((zero(&lo), zero(&hi)), (zero(&wlo), zero(&whi)), "round {round}, from {from}");
+                    }
+                    None => assert!(pb.block_at(probe).1.is_none(), "round {round}, from {from}: prices read narrow"),
+                }
+                match int_sums(&qv, &starts, m) {
+                    Some(sums) => assert_eq!(sums, run_sums_i64(&q[from..], &starts), "round {round}, from {from}"),
+                    None => assert!(qb.block_at(probe).1.is_none(), "round {round}, from {from}: sizes read narrow"),
+                }
             }
         }
         // Short runs keep the value kernels.

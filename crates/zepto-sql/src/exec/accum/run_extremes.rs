@@ -71,6 +71,16 @@ fn by_runs<const LO: bool, const HI: bool>(
     (lo, hi)
 }
 
+/// The least and greatest value of `r` (not empty), NaN the largest double: in chunks of four
+/// ([`ranked_chunks`]), or row by row under four rows. For a piece of a run the narrow reading
+/// cannot take (`narrow_runs.rs`).
+pub(super) fn slice_extremes(r: &[f64]) -> (f64, f64) {
+    if r.len() < 4 {
+        return (slice_extreme::<true>(r), slice_extreme::<false>(r));
+    }
+    ranked_chunks::<true, true>(r, r.len().div_ceil(4))
+}
+
 /// A run of at least 4 rows in `k` chunks (clamped to its last four rows), NaN ranked in the
 /// same pass.
 #[inline(always)]
