@@ -111,14 +111,15 @@ impl Narrow {
         self.len() == 0
     }
 
-    /// The value a code stands for (`base + code`, read back as [`Narrow::value`] does): the
-    /// greater the code, the greater or equal the value, so a run's least and greatest codes
-    /// give its least and greatest values.
+    /// The value a code stands for (`base + code` at the block's scale, as [`Narrow::value`]
+    /// reads it): the greater the code, the greater or equal the value, so a run's least and
+    /// greatest codes give its least and greatest values.
     pub fn value_of(&self, code: u32) -> f64 {
         debug_assert!(
             i64::from(self.base) + i64::from(code) <= i64::from(self.top),
             "code {code} past the block's top"
         );
+        // `base + code` is within `base ..= top`, so within i32: the wrapping sum is exact.
         read_back(self.base.wrapping_add(code as i32), self.scale)
     }
 
@@ -129,8 +130,7 @@ impl Narrow {
             Codes::U16(c) => u32::from(c[i]),
             Codes::U32(c) => c[i],
         };
-        // `base + code` is within `base ..= top`, so within i32: the wrapping sum is exact.
-        read_back(self.base.wrapping_add(code as i32), self.scale)
+        self.value_of(code)
     }
 
     /// The block of integers `d`, all within `base ..= top`, at `scale`.
