@@ -10,7 +10,7 @@
 #![cfg_attr(not(test), deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used))]
 
 use crate::arrow::{append_batch, finish_columns, match_columns, Acc};
-use crate::grouped::{into_groups, split_columns, Splitter};
+use crate::grouped::{heaviest_first, into_groups, split_columns, Splitter};
 use crate::ipc_check::{check_stream, guard, Guarded};
 pub use crate::ipc_writer::{record_batch, IpcCodec, IpcResultWriter, BATCH_ROWS};
 use crate::IoError;
@@ -118,6 +118,11 @@ pub fn read_batches_grouped(
     }
     let Some(groups) = KeyGroups::of(keys.finish()) else { return Ok(None) };
     let columns: Vec<usize> = (0..schema.len()).filter(|&i| source.get(i).is_some_and(Option::is_some)).collect();
+    let bytes = |i: usize| match source.get(i).copied().flatten() {
+        Some(k) => batches.iter().filter_map(|b| b.columns().get(k)).map(|a| a.get_array_memory_size()).sum(),
+        None => 0,
+    };
+    let columns = heaviest_first(columns, bytes);
     let split = |i: usize| -> Result<Vec<Column>, IoError> {
         let (def, k) = (schema.get(i), source.get(i).copied().flatten());
         let (Some(def), Some(k)) = (def, k) else { return Err(IoError::Invalid("a column lost its source".into())) };

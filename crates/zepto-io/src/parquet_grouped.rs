@@ -10,7 +10,7 @@
 //! load's time on a VM), not by how many cores run it.)
 #![cfg_attr(not(test), deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used))]
 
-use crate::grouped::{into_groups, split_columns, Splitter};
+use crate::grouped::{heaviest_first, into_groups, split_columns, Splitter};
 use crate::parquet::{file_err, open_reader, projected, read_with, Opened, ReadFail, Sizes};
 use crate::{Check, IoError};
 use ::parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions};
@@ -41,10 +41,23 @@ pub fn read_parquet_grouped(
     let Some(groups) = KeyGroups::of(read_keys(path, &meta, key_def, check)?) else { return Ok(None) };
     let read = Load { path, meta: &meta, groups: &groups, check };
     let columns: Vec<usize> = (0..schema.len()).filter(|&i| source.get(i).is_some_and(Option::is_some)).collect();
+    let fields = meta.schema().fields();
+    let name = |i: usize| source.get(i).copied().flatten().and_then(|k| fields.get(k)).map(|f| f.name().as_str());
+    let columns = heaviest_first(columns, |i| name(i).map_or(0, |n| stored_bytes(&meta, n)));
     let split = |i: usize| read.split_column(schema.get(i).ok_or_else(lost)?);
     let by_column = split_columns(schema.len(), &columns, key, &groups, split)?;
     let out = into_groups(schema, &groups, by_column);
     Ok(Some(out))
+}
+
+/// The bytes the file holds for its column `name` (every leaf under it), compressed and
+/// uncompressed, over all row groups: what decoding it costs, about (its reading, its
+/// decompression and its decoding).
+fn stored_bytes(meta: &ArrowReaderMetadata, name: &str) -> usize {
+    let leaves = meta.metadata().row_groups().iter().flat_map(|g| g.columns());
+    let under = leaves.filter(|c| c.column_descr().path().parts().first().is_some_and(|p| p == name));
+    let bytes = under.map(|c| c.compressed_size().saturating_add(c.uncompressed_size()));
+    bytes.map(|b| usize::try_from(b).unwrap_or(0)).sum()
 }
 
 /// The key column, read on every core: the file's row groups in as many runs as there are
