@@ -515,6 +515,30 @@ mod tests {
         std::fs::remove_file(&p).expect("cleanup");
     }
 
+    /// A key column read in runs (one per core) whose NULLs fall in some runs only, one row
+    /// group all NULL (a run dictionary with no string), and keys first seen in later runs:
+    /// the grouped read gives the whole read's groups, rows and dictionary order.
+    #[test]
+    fn a_key_column_with_nulls_in_some_runs_only() {
+        use Value::*;
+        let mut r = zepto_storage::rng::XorShift::new(0x510e_527f_ade6_82d1);
+        let n = 40_000;
+        let key = |i: usize, r: &mut zepto_storage::rng::XorShift| match i / 5_000 {
+            0..=3 => Str(format!("A{}", r.below(9))),
+            5 => Null,
+            _ if r.below(4) == 0 => Null,
+            _ => Str(format!("B{}", r.below(30))),
+        };
+        let syms: Vec<Value> = (0..n).map(|i| key(i, &mut r)).collect();
+        let ts: Vec<Value> = (0..n).map(|i| Timestamp(i as i64)).collect();
+        let cols = vec![col(DataType::Symbol, &syms), col(DataType::Timestamp, &ts)];
+        let defs = vec![def("sym", DataType::Symbol), def("ts", DataType::Timestamp)];
+        let p = tmp("grouped-null-keys");
+        crate::parquet_writer::write_groups(&p, &["sym".into(), "ts".into()], one(&cols, n), 5_000).expect("writes");
+        grouped_equals_whole_split(&p, &defs, 0);
+        std::fs::remove_file(&p).expect("cleanup");
+    }
+
     #[test]
     fn a_grouped_read_reports_a_bad_value_at_its_file_row() {
         use Value::*;
