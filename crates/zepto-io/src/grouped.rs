@@ -96,16 +96,18 @@ pub(crate) fn into_groups(
     out
 }
 
-/// Schema indexes `columns` heaviest first by `bytes` (ties in schema order): the order cores
-/// should take them in ([`split_columns`]), the longest first so that no core starts one late.
+/// Schema indexes `columns` heaviest first by `bytes` (ties in schema order; `bytes` called
+/// once a column): the order cores should take them in ([`split_columns`]), the longest first
+/// so that no core starts one late.
 pub(crate) fn heaviest_first(mut columns: Vec<usize>, bytes: impl Fn(usize) -> usize) -> Vec<usize> {
-    columns.sort_by_key(|&i| std::cmp::Reverse(bytes(i)));
+    columns.sort_by_cached_key(|&i| std::cmp::Reverse(bytes(i)));
     columns
 }
 
-/// Each of `columns` (schema indexes with a source, heaviest first: [`heaviest_first`]) split among `groups` by
-/// `split`, on every core, the key column (`key`) as its groups' keys: column `i`'s parts at
-/// `by_column[i]`.
+/// Each of `columns` (schema indexes with a source, heaviest first: [`heaviest_first`]) split
+/// among `groups` by `split`, on every core, the key column (`key`) as its groups' keys: column
+/// `i`'s parts at `by_column[i]`. Of several columns that fail, the error is the first one's in
+/// that order.
 pub(crate) fn split_columns<E: Send>(
     width: usize,
     columns: &[usize],
@@ -114,13 +116,16 @@ pub(crate) fn split_columns<E: Send>(
     split: impl Fn(usize) -> Result<Vec<Column>, E> + Sync,
 ) -> Result<Vec<Option<Vec<Column>>>, E> {
     let one = |&i: &usize| if i == key { Ok(groups.key_columns()) } else { split(i) };
-    // Cores take the items in turn, in `columns`' order: the key column's parts (a fill, the
-    // lightest item) go last, for whichever core frees first. Taken second (schema order), a
-    // core finished them early and went on to a decoded column while the other core still had
-    // the heaviest: 10M + 10M-row Parquet loads took 0.404 s against 0.430 (median of ten
-    // alternated runs; 0.419 against 0.446 in ten more).
-    let key_last: Vec<usize> = columns.iter().copied().filter(|&i| i != key).chain([key]).collect();
-    let columns = if columns.contains(&key) { key_last } else { columns.to_vec() };
+    // Cores take the items one at a time in `columns`' order (with pinned query cores, the
+    // pool's threads share them out instead): the key column's parts (a fill, the lightest
+    // item) go last, for whichever core frees first. Taken early (the key is the benchmark
+    // tables' second column), a core finished them at once and went on to a decoded column
+    // while the other still had the heaviest: 10M + 10M-row Parquet loads took 0.404 s against
+    // 0.430 (median of ten alternated runs; 0.419 against 0.446 in ten more).
+    let columns = match columns.contains(&key) {
+        true => columns.iter().copied().filter(|&i| i != key).chain([key]).collect(),
+        false => columns.to_vec(),
+    };
     let parts = zepto_storage::par::try_map(&columns, one)?;
     let mut by_column: Vec<Option<Vec<Column>>> = (0..width).map(|_| None).collect();
     for (&i, p) in columns.iter().zip(parts) {

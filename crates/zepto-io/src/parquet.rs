@@ -515,9 +515,10 @@ mod tests {
         std::fs::remove_file(&p).expect("cleanup");
     }
 
-    /// A key column read in runs (one per core) whose NULLs fall in some runs only, one row
-    /// group all NULL (a run dictionary with no string), and keys first seen in later runs:
-    /// the grouped read gives the whole read's groups, rows and dictionary order.
+    /// A key column whose NULLs fall in some row groups only, one row group all NULL, and keys
+    /// first seen in later row groups: read in runs of row groups (one per core in a grouped
+    /// read; here also one to eight runs, so that a run may hold only NULLs, its dictionary no
+    /// string), it gives the whole read's rows, NULLs and dictionary order.
     #[test]
     fn a_key_column_with_nulls_in_some_runs_only() {
         use Value::*;
@@ -536,6 +537,14 @@ mod tests {
         let p = tmp("grouped-null-keys");
         crate::parquet_writer::write_groups(&p, &["sym".into(), "ts".into()], one(&cols, n), 5_000).expect("writes");
         grouped_equals_whole_split(&p, &defs, 0);
+        let whole = read_parquet(&p, &defs[..1]).expect("reads").remove(0);
+        let strings = |c: &Column| c.symbol_dict().map(|d| d.iter().map(str::to_string).collect::<Vec<_>>());
+        for runs in 1..=8 {
+            let got = crate::parquet_grouped::key_column_in_runs(&p, &defs[0], runs).expect("reads");
+            assert_eq!(got.len(), n, "{runs} runs");
+            assert!((0..n).all(|i| got.get(i) == whole.get(i)), "{runs} runs: the rows");
+            assert_eq!(strings(&got), strings(&whole), "{runs} runs: the dictionary's order");
+        }
         std::fs::remove_file(&p).expect("cleanup");
     }
 

@@ -6,8 +6,10 @@
 //! 0.1-0.2 s slower, the zeroing costing more than the better balance gained. With stretches
 //! written once, uninitialized until then (2026-12-02): no change beyond the noise on two
 //! cores, for the benchmark's trades and quotes and for a table of one value column. A split
-//! is bound by page faults on its fresh buffers (about one per 4 KiB written, a third of a
-//! load's time on a VM), not by how many cores run it.)
+//! spends a third of its time in page faults on its fresh buffers, about one per 4 KiB
+//! written; faults do scale with cores (700 MiB touched in 0.25-0.29 s on one thread,
+//! 0.134-0.137 s on two, 2026-12-07), so what a split needs is both cores busy to its end:
+//! columns go heaviest first, `grouped.rs`.)
 #![cfg_attr(not(test), deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used))]
 
 use crate::grouped::{heaviest_first, into_groups, split_columns, Splitter};
@@ -41,23 +43,29 @@ pub fn read_parquet_grouped(
     let Some(groups) = KeyGroups::of(read_keys(path, &meta, key_def, check)?) else { return Ok(None) };
     let read = Load { path, meta: &meta, groups: &groups, check };
     let columns: Vec<usize> = (0..schema.len()).filter(|&i| source.get(i).is_some_and(Option::is_some)).collect();
-    let fields = meta.schema().fields();
-    let name = |i: usize| source.get(i).copied().flatten().and_then(|k| fields.get(k)).map(|f| f.name().as_str());
-    let columns = heaviest_first(columns, |i| name(i).map_or(0, |n| stored_bytes(&meta, n)));
+    let stored = stored_bytes(&meta);
+    let columns =
+        heaviest_first(columns, |i| source.get(i).copied().flatten().and_then(|k| stored.get(k).copied()).unwrap_or(0));
     let split = |i: usize| read.split_column(schema.get(i).ok_or_else(lost)?);
     let by_column = split_columns(schema.len(), &columns, key, &groups, split)?;
     let out = into_groups(schema, &groups, by_column);
     Ok(Some(out))
 }
 
-/// The bytes the file holds for its column `name` (every leaf under it), compressed and
-/// uncompressed, over all row groups: what decoding it costs, about (its reading, its
-/// decompression and its decoding).
-fn stored_bytes(meta: &ArrowReaderMetadata, name: &str) -> usize {
-    let leaves = meta.metadata().row_groups().iter().flat_map(|g| g.columns());
-    let under = leaves.filter(|c| c.column_descr().path().parts().first().is_some_and(|p| p == name));
-    let bytes = under.map(|c| c.compressed_size().saturating_add(c.uncompressed_size()));
-    bytes.map(|b| usize::try_from(b).unwrap_or(0)).sum()
+/// The bytes the file holds for each of its top-level columns (every leaf under it), compressed
+/// and uncompressed, over all row groups: about what reading, decompressing and decoding it
+/// costs. Indexed as the file's Arrow fields are; sums saturate (the footer's word).
+fn stored_bytes(meta: &ArrowReaderMetadata) -> Vec<usize> {
+    let descr = meta.metadata().file_metadata().schema_descr();
+    let mut bytes = vec![0usize; descr.root_schema().get_fields().len()];
+    let leaves = meta.metadata().row_groups().iter().flat_map(|g| g.columns().iter().enumerate());
+    for (j, c) in leaves.filter(|&(j, _)| j < descr.num_columns()) {
+        let b = usize::try_from(c.compressed_size().saturating_add(c.uncompressed_size())).unwrap_or(0);
+        if let Some(root) = bytes.get_mut(descr.get_column_root_idx(j)) {
+            *root = root.saturating_add(b);
+        }
+    }
+    bytes
 }
 
 /// The key column, read on every core: the file's row groups in as many runs as there are
@@ -65,8 +73,19 @@ fn stored_bytes(meta: &ArrowReaderMetadata, name: &str) -> usize {
 /// dictionary whose strings come in order of first row, as one read's would (each run's
 /// dictionary is in its own order of first row: its strings are interned run after run).
 fn read_keys(path: &Path, meta: &ArrowReaderMetadata, def: &ColumnDef, check: Check) -> Result<Column, IoError> {
+    read_keys_in(path, meta, def, zepto_storage::par::threads(), check)
+}
+
+/// [`read_keys`] in at most `n` runs.
+fn read_keys_in(
+    path: &Path,
+    meta: &ArrowReaderMetadata,
+    def: &ColumnDef,
+    n: usize,
+    check: Check,
+) -> Result<Column, IoError> {
     let sizes = meta.metadata().row_groups().iter().map(|g| usize::try_from(g.num_rows()).unwrap_or(0));
-    let runs = row_group_runs(sizes.collect(), zepto_storage::par::threads());
+    let runs = row_group_runs(sizes.collect(), n);
     let one = |rgs: &Option<Vec<usize>>| -> Result<Column, IoError> {
         let file = File::open(path).map_err(|e| file_err(path, e))?;
         read_with(file, meta.clone(), std::slice::from_ref(def), rgs.clone(), Sizes::DEFAULT, check)
@@ -159,6 +178,15 @@ fn join_codes<'a>(runs: impl Iterator<Item = (&'a [u32], Option<&'a [u32]>)>) ->
         return Err(IoError::Invalid("symbol code outside its remap".into()));
     }
     Ok(joined)
+}
+
+/// The key column `def` of the Parquet file at `path` as a grouped read reads it, in at most
+/// `n` runs of row groups (for tests that choose the runs whatever the core count).
+#[cfg(test)]
+pub(crate) fn key_column_in_runs(path: &Path, def: &ColumnDef, n: usize) -> Result<Column, IoError> {
+    let file = File::open(path).map_err(|e| file_err(path, e))?;
+    let meta = ArrowReaderMetadata::load(&file, ArrowReaderOptions::new()).map_err(|e| file_err(path, e))?;
+    read_keys_in(path, &meta, def, n, &crate::unchecked)
 }
 
 fn lost() -> IoError {

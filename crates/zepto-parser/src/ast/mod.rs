@@ -1,7 +1,8 @@
 //! The abstract syntax tree: what the parser produces and the binder consumes. `Display`
 //! prints canonical SQL, used for default column names and for matching GROUP BY expressions.
 //!
-//! * this file: statements ([`Statement`]), `CREATE TABLE` and where `INSERT` takes its rows;
+//! * this file: statements ([`Statement`]), `CREATE TABLE`, where `INSERT` takes its rows and
+//!   the far end of a `COPY`;
 //! * `query.rs`: queries, their set operations, SELECT clauses, table references, ORDER BY;
 //! * `expr.rs`: expressions, operators, literals, function calls and window specifications.
 
@@ -298,6 +299,16 @@ impl fmt::Display for CreateTable {
         }
         Ok(())
     }
+}
+
+/// The far end of a COPY: a file on the server, or the client over its connection
+/// (`STDIN`, `STDOUT`; only a door that can stream rows, the PostgreSQL one, runs those).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CopyEnd {
+    /// A file (checked against the engine's file policy).
+    File(String),
+    /// The client's connection.
+    Client,
 }
 
 /// Where INSERT's rows come from.

@@ -198,16 +198,6 @@ impl JoinKind {
     }
 }
 
-/// The far end of a COPY: a file on the server, or the client over its connection
-/// (`STDIN`, `STDOUT`; only a door that can stream rows, the PostgreSQL one, runs those).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CopyEnd {
-    /// A file (checked against the engine's file policy).
-    File(String),
-    /// The client's connection.
-    Client,
-}
-
 /// A schema of system catalogs (every table is in `public`; see `names.rs`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SystemSchema {
