@@ -25,6 +25,7 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::RwLockReadGuard;
 use zepto_storage::series_memo::{Memo, MemoTable};
+use zepto_storage::vector::VectorError;
 use zepto_storage::{Catalog, Column, ColumnBuilder, ColumnDef, DataType, Dict, Value};
 
 /// Most columns an ILP batch may give a table (each new column costs a NULL per earlier row).
@@ -407,6 +408,9 @@ impl<'a> LineSink<'a> for Decoder<'_, 'a> {
     }
 
     fn field(&mut self, key: Cow<'a, str>, value: FieldValue<'a>) -> Result<(), ApiError> {
+        if let FieldValue::Vector(v) = &value {
+            finite_vector(self.line, &key, v)?;
+        }
         self.value(&key, false, value)
     }
 
@@ -493,6 +497,16 @@ impl TableBuild {
         }
         Ok(())
     }
+}
+
+/// An array field's elements, all finite: a `FLOAT[n]` vector holds no NaN and no infinity
+/// (the table refuses them too, but only once the batch is logged), so the line is refused here.
+fn finite_vector(line: usize, key: &str, v: &[f32]) -> Result<(), ApiError> {
+    let Err(VectorError::NotFinite(i)) = zepto_storage::vector::check_finite(v) else { return Ok(()) };
+    let dim = v.len();
+    let m =
+        format!("field '{key}': element {} of the array is NaN or infinite (FLOAT[{dim}] holds finite values)", i + 1);
+    Err(line_err(line, m))
 }
 
 fn line_err(line: usize, message: String) -> ApiError {

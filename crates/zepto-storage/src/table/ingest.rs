@@ -311,8 +311,10 @@ impl Table {
 }
 
 /// A `FLOAT[n]` column's elements are all finite (every door checks this; the table re-checks
-/// so that no path can store a NaN the distance functions would then spread).
-pub(super) fn check_vector_elements(name: &str, c: &Column) -> Result<(), StorageError> {
+/// so that no path can store a NaN the distance functions would then spread). Column `name`'s
+/// first such row is named in the error. A door that logs a batch before the tables append it
+/// checks this first, so that no table refuses its part of a logged batch.
+pub fn check_vector_elements(name: &str, c: &Column) -> Result<(), StorageError> {
     if let ColumnData::Vector { dim, values } = c.data() {
         if let Err(crate::vector::VectorError::NotFinite(i)) = crate::vector::check_finite(values) {
             let row = i / (*dim).max(1) as usize;
