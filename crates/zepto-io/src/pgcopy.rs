@@ -388,6 +388,9 @@ impl CopyReader {
                 // the stream was cut.
                 if let Some(before) = text.get(..start).filter(|b| b.len() < text.len()) {
                     self.decode(before, check)?;
+                    if self.ended {
+                        return Ok(()); // past the end marker: not data
+                    }
                 }
                 return Err(e);
             }

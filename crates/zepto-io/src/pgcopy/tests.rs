@@ -203,6 +203,14 @@ fn csv_end_marker_byte_order_mark_and_escape_like_delimiters() {
     let o = opts(&[("format", "csv")]);
     let got = read(&o, b"a,1,2\n\\.\nnot,a,row\n", &[2], 4).expect("reads");
     assert_eq!(values(&got).len(), 1);
+    // What follows the marker is not data, even a record CSV cannot read (found by `make
+    // fuzz`): read whole, the bad record had failed the stream it ends; cut, it was dropped.
+    let data = b"a,1,2\n\\.\n\"q\"x,1,2\n";
+    for (feed, piece) in [(100, 1 << 20), (3, 4), (1, 1)] {
+        let got = read(&o, data, &[feed], piece).expect("reads up to the marker");
+        assert_eq!(values(&got).len(), 1, "fed {feed} bytes at a time");
+    }
+    assert!(read(&o, b"a,1,2\n\"q\"x,1,2\n", &[100], 1 << 20).is_err(), "without the marker: an error");
     // A quoted `\.` is data.
     let got = read(&o, b"\"\\.\",1,2\n", &[100], 1 << 20).expect("reads");
     assert_eq!(values(&got)[0][0], Value::Str("\\.".into()));
