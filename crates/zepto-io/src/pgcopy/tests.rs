@@ -211,6 +211,10 @@ fn csv_end_marker_byte_order_mark_and_escape_like_delimiters() {
         assert_eq!(values(&got).len(), 1, "fed {feed} bytes at a time");
     }
     assert!(read(&o, b"a,1,2\n\"q\"x,1,2\n", &[100], 1 << 20).is_err(), "without the marker: an error");
+    for (feed, piece) in [(100, 1 << 20), (3, 4), (1, 1)] {
+        let before = read(&o, b"a,1,2\n\"q\"x,1,2\n\\.\n", &[feed], piece);
+        assert!(before.is_err(), "a bad record before the marker fails, fed {feed} bytes at a time");
+    }
     // A quoted `\.` is data.
     let got = read(&o, b"\"\\.\",1,2\n", &[100], 1 << 20).expect("reads");
     assert_eq!(values(&got)[0][0], Value::Str("\\.".into()));

@@ -777,7 +777,8 @@ mod tests {
         ] {
             match parse(bad, Precision::NANOS) {
                 Err(e) => assert!(e.message.contains(want) && e.line == 1, "{bad:?}: {e:?}"),
-                // An infinite double is a vector value like any other (as from SQL).
+                // The parser reads an infinite double as any other; the decoder then refuses
+                // it for a FLOAT[n] column (`lines.rs`, `finite_vector`).
                 Ok(p) => assert_eq!((want, &p[0].fields[0].1), ("", &FieldValue::Vector(vec![f32::INFINITY]))),
             }
         }

@@ -466,7 +466,15 @@ fn apply_plans(catalog: &Catalog, plans: Vec<TablePlan>, scoped: bool) -> Result
                                 )));
                             }
                         }
-                        None => add.push(d.clone()),
+                        // What `add_column` would refuse once the batch is logged (a type no
+                        // column holds, a name given twice) is refused here.
+                        None if add.iter().any(|a: &ColumnDef| a.name.eq_ignore_ascii_case(&d.name)) => {
+                            return Err(StorageError::Invalid(format!("column '{}' is given twice", d.name)));
+                        }
+                        None => {
+                            t.check_new_column(d)?;
+                            add.push(d.clone());
+                        }
                     }
                 }
                 // Counted when the lines were decoded, but against the table as it was then:
@@ -758,6 +766,26 @@ mod tests {
         assert!(err.message.contains("column 'v' row 2"), "{}", err.message);
         assert!(e.catalog().table_names().is_empty(), "both tables dropped again, no row stored");
         assert_eq!(create_and_apply(e.catalog(), vec![plan("a", 3.0), plan("b", 3.0)], false).expect("finite"), 4);
+    }
+
+    /// A plan that adds a column of a type no column holds to a table that exists (an `/imp`
+    /// racing a CREATE TABLE): refused under the table's lock before anything is logged, the
+    /// table unchanged.
+    #[test]
+    fn a_new_column_the_table_would_refuse_is_refused_before_it_is_logged() {
+        let e = Engine::new();
+        e.execute("CREATE TABLE t (ts TIMESTAMP, x BIGINT)").expect("ddl");
+        let defs = vec![
+            ColumnDef { name: "ts".into(), data_type: DataType::Timestamp },
+            ColumnDef { name: "gap".into(), data_type: DataType::Interval },
+        ];
+        let ts = Column::from_data(zepto_storage::ColumnData::Timestamp(vec![1].into()));
+        let gap = Column::from_data(zepto_storage::ColumnData::Interval(vec![5].into()));
+        let plan = TablePlan { name: "t".into(), exists: true, defs, cols: vec![ts, gap], ts_name: "ts".into() };
+        let err = create_and_apply(e.catalog(), vec![plan], false).expect_err("INTERVAL is not stored");
+        assert!(err.message.contains("cannot have type"), "{}", err.message);
+        assert_eq!(q(&e, "SELECT count(*) FROM t"), "0\n");
+        assert_eq!(e.catalog().snapshot("t").expect("t").schema().len(), 2, "no column added");
     }
 
     #[test]
