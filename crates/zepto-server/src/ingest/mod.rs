@@ -466,15 +466,7 @@ fn apply_plans(catalog: &Catalog, plans: Vec<TablePlan>, scoped: bool) -> Result
                                 )));
                             }
                         }
-                        // What `add_column` would refuse once the batch is logged (a type no
-                        // column holds, a name given twice) is refused here.
-                        None if add.iter().any(|a: &ColumnDef| a.name.eq_ignore_ascii_case(&d.name)) => {
-                            return Err(StorageError::Invalid(format!("column '{}' is given twice", d.name)));
-                        }
-                        None => {
-                            t.check_new_column(d)?;
-                            add.push(d.clone());
-                        }
+                        None => add.push(d.clone()),
                     }
                 }
                 // Counted when the lines were decoded, but against the table as it was then:
@@ -502,11 +494,9 @@ fn apply_plans(catalog: &Catalog, plans: Vec<TablePlan>, scoped: bool) -> Result
                 let types = t.schema().columns.iter().chain(add.iter()).map(|d| d.data_type);
                 let batch: Vec<Column> =
                     slots.into_iter().zip(types).map(|(c, dt)| c.unwrap_or_else(|| Column::nulls(dt, rows))).collect();
-                // What the append would refuse is refused before the batch is logged: refused
-                // by one table after another took its rows, the batch would be half applied.
-                for (c, d) in batch.iter().zip(t.schema().columns.iter().chain(add.iter())) {
-                    zepto_storage::table::check_vector_elements(&d.name, c)?;
-                }
+                // What the table would refuse is refused before the batch is logged: refused by
+                // one table after another took its rows, the batch would be half applied.
+                t.validate_widened(add, &batch)?;
                 batches.push(batch);
             }
             let mut changes = Vec::new();

@@ -3,7 +3,7 @@
 //! over many, or split into one part per partition and filled on every core).
 
 use super::append::*;
-use super::{dedup, groups, split, Partition, Table, NO_SLOT};
+use super::{dedup, groups, split, ColumnDef, Partition, Table, NO_SLOT};
 use crate::column::{Column, ColumnBuilder, ColumnData};
 use crate::error::StorageError;
 use crate::types::DataType;
@@ -13,18 +13,32 @@ use std::sync::Arc;
 
 impl Table {
     /// Check that `batch` fits the schema (count, length, types; strings may feed SYMBOL and
-    /// VARCHAR columns). Nothing is changed.
+    /// VARCHAR columns; vectors' elements finite). Nothing is changed.
     pub fn validate(&self, batch: &[Column]) -> Result<usize, StorageError> {
-        if batch.len() != self.schema.len() {
+        self.validate_widened(&[], batch)
+    }
+
+    /// [`Table::validate`] of `batch` against the schema widened by columns `add`, each checked
+    /// as [`Table::add_column`] checks it (and no two of the same name): what a writer that logs
+    /// new columns and rows as one change checks before it logs, so that no table refuses its
+    /// part once it is logged. Nothing is changed.
+    pub fn validate_widened(&self, add: &[ColumnDef], batch: &[Column]) -> Result<usize, StorageError> {
+        for (k, d) in add.iter().enumerate() {
+            if add[..k].iter().any(|a| a.name.eq_ignore_ascii_case(&d.name)) {
+                return Err(StorageError::Invalid(format!("column '{}' is given twice", d.name)));
+            }
+            self.check_new_column(d)?;
+        }
+        let width = self.schema.len() + add.len();
+        if batch.len() != width {
             return Err(StorageError::Invalid(format!(
-                "table '{}' has {} columns but {} were supplied",
+                "table '{}' has {width} columns but {} were supplied",
                 self.name,
-                self.schema.len(),
                 batch.len()
             )));
         }
         let n = batch.first().map_or(0, Column::len);
-        for (c, def) in batch.iter().zip(&self.schema.columns) {
+        for (c, def) in batch.iter().zip(self.schema.columns.iter().chain(add)) {
             if c.len() != n {
                 return Err(StorageError::Invalid("columns of a batch differ in length".into()));
             }
@@ -312,9 +326,8 @@ impl Table {
 
 /// A `FLOAT[n]` column's elements are all finite (every door checks this; the table re-checks
 /// so that no path can store a NaN the distance functions would then spread). Column `name`'s
-/// first such row is named in the error. A door that logs a batch before the tables append it
-/// checks this first, so that no table refuses its part of a logged batch.
-pub fn check_vector_elements(name: &str, c: &Column) -> Result<(), StorageError> {
+/// first such row is named in the error.
+pub(super) fn check_vector_elements(name: &str, c: &Column) -> Result<(), StorageError> {
     if let ColumnData::Vector { dim, values } = c.data() {
         if let Err(crate::vector::VectorError::NotFinite(i)) = crate::vector::check_finite(values) {
             let row = i / (*dim).max(1) as usize;

@@ -41,7 +41,6 @@ mod tails;
 use crate::types::DataType;
 use append::*;
 pub use history_reader::HistoryReader;
-pub use ingest::check_vector_elements;
 pub use partition::Partition;
 use partition::{is_sorted_with_nulls_first, new_lineage};
 pub use schema::{default_partition_key, ColumnDef, Schema, TableOptions};
