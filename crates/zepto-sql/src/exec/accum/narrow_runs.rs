@@ -20,7 +20,7 @@
 //! are exact: codes add in u64, plus the base times the rows.
 
 use super::run_extremes::{pick_nan_largest, slice_extremes};
-use super::run_sums::run_sums_i64;
+use super::run_sums::slice_sum_i64;
 use super::runs;
 use zepto_storage::buf::Buf;
 use zepto_storage::narrow::{Codes, Narrow, Narrowable};
@@ -84,7 +84,7 @@ pub fn int_sums(x: &Column, starts: &[u32], n: usize) -> Option<Vec<i128>> {
                 let rows = r.len() as i128;
                 t += i128::from(code_sum(nb.codes(), at..at + r.len())) + rows * i128::from(nb.base());
             }
-            None => t += run_sums_i64(&v[r], &[0]).iter().sum::<i128>(),
+            None => t += slice_sum_i64(&v[r]),
         });
         t
     };
@@ -138,6 +138,7 @@ fn code_sum(c: &Codes, r: std::ops::Range<usize>) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::super::run_extremes::run_extremes;
+    use super::super::run_sums::run_sums_i64;
     use super::*;
     use zepto_storage::rng::XorShift;
 

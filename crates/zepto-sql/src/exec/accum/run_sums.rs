@@ -71,10 +71,6 @@ fn by_runs(
             }
         }
     };
-    // Every |x| is at most 2^b (b: the bits of the largest `x ^ (x >> 63)`, which is |x| for
-    // x >= 0 and |x| - 1 below), over fewer than 2^l rows: a sum is under 2^(b + l).
-    let proven =
-        |seen: u64, rows: usize| (u64::BITS - seen.leading_zeros()) + (usize::BITS - rows.leading_zeros()) <= 63;
     // Every run at once, the bound over all of them: the common case, one check.
     // The wrapping sums go in as i128 at once: no second pass to widen them when proven.
     let (mut seen, mut longest) = (0u64, 0usize);
@@ -95,6 +91,26 @@ fn by_runs(
     };
     let blocks = |(s, e): (usize, usize)| (s..e).step_by(BLOCK).map(|a| exact(a, (a + BLOCK).min(e))).sum();
     runs(starts, n).map(blocks).collect()
+}
+
+/// Whether wrapping sums of `rows` values whose magnitude bits OR to `seen` are exact: every
+/// |x| is at most 2^b (b: the bits of the largest `x ^ (x >> 63)`, which is |x| for x >= 0 and
+/// |x| - 1 below), over fewer than 2^l rows, so a sum is under 2^(b + l).
+fn proven(seen: u64, rows: usize) -> bool {
+    (u64::BITS - seen.leading_zeros()) + (usize::BITS - rows.leading_zeros()) <= 63
+}
+
+/// The exact sum of `r`, one run, in the lanes of [`run_sums_i64`]'s chunks but without a
+/// vector of sums: for a piece of a run the narrow reading cannot take (`narrow_runs.rs`).
+pub(super) fn slice_sum_i64(r: &[i64]) -> i128 {
+    let body = r.len() / 4 * 4;
+    let mut seen = [0u64; 4];
+    let a = masked_sum(&r[..body], body, &mut seen);
+    let (b, m) = tail_sum(&r[body..]);
+    match proven(seen.iter().fold(m, |x, &y| x | y), r.len()) {
+        true => i128::from(a.wrapping_add(b)),
+        false => wide_sum(r),
+    }
 }
 
 /// The sum of rows whose magnitudes the lanes' bound does not cover, in i128 (rare: values
@@ -268,10 +284,12 @@ mod tests {
             let mut v: Vec<i64> = (0..n).map(|_| (rng.next_u64() >> 20) as i64 - (1 << 43)).collect();
             assert_eq!(run_sums_i64(&v, &[0]), reference(&v, &[0]), "{n} rows");
             assert_eq!(portable(&v, &[0]), reference(&v, &[0]), "{n} rows: portable");
+            assert_eq!(vec![slice_sum_i64(&v)], reference(&v, &[0]), "{n} rows: one slice");
             v[n - 1] = i64::MIN;
             v[0] = i64::MIN;
             assert_eq!(run_sums_i64(&v, &[0]), reference(&v, &[0]), "{n} rows, i64::MIN");
             assert_eq!(portable(&v, &[0]), reference(&v, &[0]), "{n} rows, i64::MIN: portable");
+            assert_eq!(vec![slice_sum_i64(&v)], reference(&v, &[0]), "{n} rows, i64::MIN: one slice");
         }
     }
 
