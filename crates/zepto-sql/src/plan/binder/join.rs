@@ -29,20 +29,7 @@ impl Binder {
         let mut scope = lf.clone();
         scope.extend(rf.iter().cloned());
         let asof = kind.is_asof();
-        let mut conds = Vec::new();
-        let mut merged = Vec::new();
-        for (k, u) in using.iter().enumerate() {
-            let p = Pos::default();
-            let li = resolve(&lf, None, u, p)?;
-            let ri = resolve(&rf, None, u, p)?;
-            let (l, r) = (BExpr::Col(li, lf[li].data_type), BExpr::Col(nl + ri, rf[ri].data_type));
-            // DuckDB's ASOF ... USING (keys..., t): the last column is `l.t >= r.t`.
-            let op = if asof && k + 1 == using.len() { BinaryOp::GtEq } else { BinaryOp::Eq };
-            conds.push(crate::plan::bind_expr::bind_binary(op, l, r, p)?);
-            // The bare name means the left copy; the right one is reached qualified only.
-            scope[nl + ri].using_copy = true;
-            merged.push((li, nl + ri));
-        }
+        let (mut conds, merged) = using_conds(&lf, &rf, using, asof, &mut scope)?;
         let (on, nearest, tolerance) = match on {
             Some(on) if asof => split_asof_on(on),
             on => (on.cloned(), false, None),
@@ -86,35 +73,82 @@ impl Binder {
                 _ => (plan, scope),
             });
         }
-        let (mut lk, mut rk, mut residual) = (Vec::new(), Vec::new(), Vec::new());
-        for c in conds {
-            if let Some((l, r)) = split_equi(&c, nl) {
-                lk.push(l);
-                rk.push(r);
-            } else if let Some((l, r)) = split_not_distinct(&c, nl) {
-                lk.extend(l);
-                rk.extend(r);
-            } else {
-                residual.push(c);
-            }
-        }
-        let parts = window_join::JoinParts { lp, rp, lk, rk, residual };
-        let window_join::JoinParts { lp, rp, lk, rk, residual } = match window_join::band_join(parts, &scope, kind) {
-            Ok(plan) => return Ok((plan, scope)),
-            Err(parts) => *parts,
-        };
-        let plan = Plan::Join {
-            left: Box::new(lp),
-            right: Box::new(rp),
-            kind,
-            left_keys: lk,
-            right_keys: rk,
-            residual: BExpr::and_all(residual),
-        };
-        if matches!(kind, JoinKind::Right | JoinKind::Full) && !merged.is_empty() {
-            return Ok((merge_using(plan, &mut scope, &merged, false), scope));
-        }
+        let plan = keyed_join(lp, rp, conds, kind, &mut scope, &merged, nl);
         Ok((plan, scope))
+    }
+}
+
+/// The columns `USING (...)` merges: each one's left and right position in the join's scope.
+type Merged = Vec<(usize, usize)>;
+
+/// `USING (...)`'s conditions, each column of the list equal on both sides (for ASOF, the last
+/// one `l.t >= r.t`, as DuckDB reads it), and the columns it merges (their right copies marked
+/// in `scope` as reached only when qualified).
+fn using_conds(
+    lf: &[Field],
+    rf: &[Field],
+    using: &[String],
+    asof: bool,
+    scope: &mut [Field],
+) -> Result<(Vec<BExpr>, Merged)> {
+    let nl = lf.len();
+    let (mut conds, mut merged) = (Vec::new(), Vec::new());
+    for (k, u) in using.iter().enumerate() {
+        let p = Pos::default();
+        let li = resolve(lf, None, u, p)?;
+        let ri = resolve(rf, None, u, p)?;
+        let (l, r) = (BExpr::Col(li, lf[li].data_type), BExpr::Col(nl + ri, rf[ri].data_type));
+        // DuckDB's ASOF ... USING (keys..., t): the last column is `l.t >= r.t`.
+        let op = if asof && k + 1 == using.len() { BinaryOp::GtEq } else { BinaryOp::Eq };
+        conds.push(crate::plan::bind_expr::bind_binary(op, l, r, p)?);
+        // The bare name means the left copy; the right one is reached qualified only.
+        scope[nl + ri].using_copy = true;
+        merged.push((li, nl + ri));
+    }
+    Ok((conds, merged))
+}
+
+/// A join of `kind` on `conds` that is neither ASOF, SPLICE nor WINDOW: a band join when its
+/// conditions make one, else a hash join on the equalities (a nested loop without any), the
+/// rest checked against each pair; a RIGHT or FULL one with its `merged` USING columns
+/// merged.
+fn keyed_join(
+    lp: Plan,
+    rp: Plan,
+    conds: Vec<BExpr>,
+    kind: JoinKind,
+    scope: &mut Vec<Field>,
+    merged: &Merged,
+    nl: usize,
+) -> Plan {
+    let (mut lk, mut rk, mut residual) = (Vec::new(), Vec::new(), Vec::new());
+    for c in conds {
+        if let Some((l, r)) = split_equi(&c, nl) {
+            lk.push(l);
+            rk.push(r);
+        } else if let Some((l, r)) = split_not_distinct(&c, nl) {
+            lk.extend(l);
+            rk.extend(r);
+        } else {
+            residual.push(c);
+        }
+    }
+    let parts = window_join::JoinParts { lp, rp, lk, rk, residual };
+    let window_join::JoinParts { lp, rp, lk, rk, residual } = match window_join::band_join(parts, scope, kind) {
+        Ok(plan) => return plan,
+        Err(parts) => *parts,
+    };
+    let plan = Plan::Join {
+        left: Box::new(lp),
+        right: Box::new(rp),
+        kind,
+        left_keys: lk,
+        right_keys: rk,
+        residual: BExpr::and_all(residual),
+    };
+    match matches!(kind, JoinKind::Right | JoinKind::Full) && !merged.is_empty() {
+        true => merge_using(plan, scope, merged, false),
+        false => plan,
     }
 }
 
@@ -279,70 +313,7 @@ fn asof_plan(
     nearest: bool,
     tolerance: Option<i64>,
 ) -> Result<Plan> {
-    let (mut lk, mut rk) = (Vec::new(), Vec::new());
-    let mut ineq: Option<(BExpr, BExpr, BinaryOp)> = None;
-    let shift = |e: &BExpr| {
-        let mut e = e.clone();
-        e.map_cols(&|i| i - nl);
-        e
-    };
-    let sides = |e: &BExpr| {
-        let (mut l, mut r) = (false, false);
-        e.for_each_col(&mut |i| if i < nl { l = true } else { r = true });
-        (l, r)
-    };
-    let (mut right_only, mut residual) = (Vec::new(), Vec::new());
-    for c in conds {
-        if let Some((l, r)) = split_equi(&c, nl) {
-            lk.push(l);
-            rk.push(r);
-            continue;
-        }
-        if let Some((l, r)) = split_not_distinct(&c, nl) {
-            lk.extend(l);
-            rk.extend(r);
-            continue;
-        }
-        // A condition on one side, as DuckDB takes it: on the right, it filters the rows
-        // searched; on the left (or on neither), a row failing it finds no match (kept with
-        // NULLs by ASOF LEFT JOIN): a key that is NULL for it, TRUE for every right row. A
-        // right row failing one is still kept by RIGHT and FULL: there it is such a key too.
-        let gate = |c: BExpr| {
-            let t = BExpr::Lit(Value::Bool(true), DataType::Bool);
-            (BExpr::Case { whens: vec![(c, t.clone())], else_: None, ty: DataType::Bool }, t)
-        };
-        match sides(&c) {
-            (false, true) if outer.keeps_right() => {
-                let (r, l) = gate(shift(&c));
-                lk.push(l);
-                rk.push(r);
-                continue;
-            }
-            (false, true) => {
-                right_only.push(shift(&c));
-                continue;
-            }
-            (_, false) => {
-                let (l, r) = gate(c);
-                lk.push(l);
-                rk.push(r);
-                continue;
-            }
-            _ => {}
-        }
-        let Some(found) = asof_inequality(&c, nl) else {
-            residual.push(c);
-            continue;
-        };
-        let found = found?;
-        if ineq.is_some() {
-            return Err(SqlError::plan(
-                "ASOF JOIN takes exactly one inequality condition (use TOLERANCE for a maximum distance)",
-                None,
-            ));
-        }
-        ineq = Some(found);
-    }
+    let AsofConds { left_keys, right_keys, ineq, right_only, residual } = AsofConds::sort(conds, nl, outer)?;
     let (left_ts, right_ts, op) = ineq.ok_or_else(|| {
         SqlError::plan(
             "ASOF JOIN needs an inequality (>=, >, <=, <) or nearest(l, r) between a left and a right column",
@@ -371,8 +342,8 @@ fn asof_plan(
     Ok(Plan::AsofJoin {
         left: Box::new(lp),
         right: Box::new(rp),
-        left_keys: lk,
-        right_keys: rk,
+        left_keys,
+        right_keys,
         left_ts,
         right_ts,
         op,
@@ -382,6 +353,95 @@ fn asof_plan(
         emit: None,
         how: crate::plan::AsofHow::KeySearch,
     })
+}
+
+/// An ASOF join's conditions sorted by what each does: equalities (and one-side conditions
+/// made keys), the one inequality between the times, filters of the right rows, and the
+/// rest, checked against each matched pair.
+struct AsofConds {
+    left_keys: Vec<BExpr>,
+    right_keys: Vec<BExpr>,
+    /// The left time, the right time, and how they compare.
+    ineq: Option<(BExpr, BExpr, BinaryOp)>,
+    right_only: Vec<BExpr>,
+    residual: Vec<BExpr>,
+}
+
+impl AsofConds {
+    /// `conds` (over the left input's `nl` columns, then the right's) sorted; an error for a
+    /// second inequality between the sides.
+    fn sort(conds: Vec<BExpr>, nl: usize, outer: AsofOuter) -> Result<AsofConds> {
+        let mut out = AsofConds {
+            left_keys: Vec::new(),
+            right_keys: Vec::new(),
+            ineq: None,
+            right_only: Vec::new(),
+            residual: Vec::new(),
+        };
+        for c in conds {
+            if let Some((l, r)) = split_equi(&c, nl) {
+                out.left_keys.push(l);
+                out.right_keys.push(r);
+            } else if let Some((l, r)) = split_not_distinct(&c, nl) {
+                out.left_keys.extend(l);
+                out.right_keys.extend(r);
+            } else if let Some(c) = out.one_side(c, nl, outer) {
+                out.between_sides(c, nl)?;
+            }
+        }
+        Ok(out)
+    }
+
+    /// A condition on one side, as DuckDB takes it: on the right, it filters the rows
+    /// searched; on the left (or on neither), a row failing it finds no match (kept with
+    /// NULLs by ASOF LEFT JOIN): a key that is NULL for it, TRUE for every right row. A right
+    /// row failing one is still kept by RIGHT and FULL: there it is such a key too. `c` given
+    /// back when it reads both sides.
+    fn one_side(&mut self, c: BExpr, nl: usize, outer: AsofOuter) -> Option<BExpr> {
+        let gate = |c: BExpr| {
+            let t = BExpr::Lit(Value::Bool(true), DataType::Bool);
+            (BExpr::Case { whens: vec![(c, t.clone())], else_: None, ty: DataType::Bool }, t)
+        };
+        let shift = |mut e: BExpr| {
+            e.map_cols(&|i| i - nl);
+            e
+        };
+        let (mut l, mut r) = (false, false);
+        c.for_each_col(&mut |i| if i < nl { l = true } else { r = true });
+        match (l, r) {
+            (false, true) if outer.keeps_right() => {
+                let (r, l) = gate(shift(c));
+                self.left_keys.push(l);
+                self.right_keys.push(r);
+            }
+            (false, true) => self.right_only.push(shift(c)),
+            (_, false) => {
+                let (l, r) = gate(c);
+                self.left_keys.push(l);
+                self.right_keys.push(r);
+            }
+            _ => return Some(c),
+        }
+        None
+    }
+
+    /// A condition reading both sides: the join's inequality between the times, or one
+    /// checked against each matched pair.
+    fn between_sides(&mut self, c: BExpr, nl: usize) -> Result<()> {
+        let Some(found) = asof_inequality(&c, nl) else {
+            self.residual.push(c);
+            return Ok(());
+        };
+        let found = found?;
+        if self.ineq.is_some() {
+            return Err(SqlError::plan(
+                "ASOF JOIN takes exactly one inequality condition (use TOLERANCE for a maximum distance)",
+                None,
+            ));
+        }
+        self.ineq = Some(found);
+        Ok(())
+    }
 }
 
 /// `l = r` with one side over the left input only and the other over the right only.
