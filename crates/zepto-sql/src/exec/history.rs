@@ -11,7 +11,7 @@
 //! A scan whose time range misses the history (the usual real-time query) is left alone and
 //! pays nothing.
 
-use super::scan::pieces;
+use super::scan::{pieces, Piece};
 use super::ExecContext;
 use crate::error::{Result, SqlError};
 use crate::plan::{Plan, ScanRange};
@@ -81,23 +81,53 @@ fn materialize(
     let total = units.iter().map(|u| u.rows).sum();
     let chunks = ctx.par_map(&units, total, |_, u| Ok(reader.read_unit(table, &need, u)?))?;
     ctx.check()?;
+    let memory = pieces(table, range);
+    let (dict, remaps, groups) = sources(table, &chunks, &memory, range, ts_pos)?;
+    let a = Assembly { chunks: &chunks, memory: &memory, remaps: &remaps, dict: &dict, need: &need, schema: &schema };
+    let rows = groups.iter().flat_map(|(_, srcs)| srcs.iter().map(|s| a.src_len(s))).sum();
+    let parts = ctx.par_map(&groups, rows, |_, (key, srcs)| a.partition(*key, srcs, key_pos, ts_pos))?;
+    let out = Table::assembled(table.name(), schema, key_pos, ts_pos, dict, parts)?;
+    let remap = columns
+        .iter()
+        .map(|c| need.iter().position(|n| n == c))
+        .collect::<Option<Vec<usize>>>()
+        .ok_or_else(|| SqlError::Internal("a scan column went missing".into()))?;
+    Ok((Arc::new(out), remap))
+}
 
-    // The result's dictionary: the table's when it already holds every history string (memory
-    // rows keep their codes, nothing is copied), else a fork of it under a new lineage (same
-    // codes for the table's strings) that takes the others: codes it adds must never meet the
-    // table's lineage, where they could mean other strings.
+/// Per chunk, per needed column: file code -> result code (SYMBOL columns only).
+type Remaps = Vec<Vec<Option<Vec<u32>>>>;
+
+/// The sources of each partition key (result code; `None`: NULL key or unkeyed), first seen
+/// first.
+type Groups = Vec<(Option<u32>, Vec<Src>)>;
+
+/// Where the rows of the scan's partitions come from: each key's runs of the history `chunks`
+/// cut to the scan's time range, then its in-memory `memory` pieces; with the result's
+/// dictionary and each chunk's SYMBOL codes mapped into it.
+///
+/// The dictionary is the table's when it already holds every history string (memory rows keep
+/// their codes, nothing is copied), else a fork of it under a new lineage (same codes for the
+/// table's strings) that takes the others: codes it adds must never meet the table's lineage,
+/// where they could mean other strings.
+fn sources(
+    table: &Table,
+    chunks: &[HistoryChunk],
+    memory: &[Piece<'_>],
+    range: &ScanRange,
+    ts_pos: Option<usize>,
+) -> Result<(Arc<Dict>, Remaps, Groups)> {
     let table_dict = table.dict();
-    let mut fork = (!dict_covers(table_dict, &chunks)).then(|| table_dict.fork());
+    let mut fork = (!dict_covers(table_dict, chunks)).then(|| table_dict.fork());
     let mut code_of = |s: &str| -> Result<u32> {
         match &mut fork {
             Some(d) => Ok(d.intern(s)),
             None => table_dict.code(s).ok_or_else(|| SqlError::Internal(format!("symbol '{s}' went missing"))),
         }
     };
-    let remaps = symbol_remaps(&chunks, &mut code_of)?;
-    // Sources per partition key (result code; `None`: NULL key or unkeyed), first seen first.
+    let remaps = symbol_remaps(chunks, &mut code_of)?;
     let mut slot_of: HashMap<Option<u32>, usize> = HashMap::new();
-    let mut groups: Vec<(Option<u32>, Vec<Src>)> = Vec::new();
+    let mut groups: Groups = Vec::new();
     let mut add = |key: Option<u32>, src: Src| {
         let i = *slot_of.entry(key).or_insert_with(|| {
             groups.push((key, Vec::new()));
@@ -117,7 +147,6 @@ fn materialize(
             }
         }
     }
-    let memory = pieces(table, range);
     for (pi, piece) in memory.iter().enumerate() {
         add(piece.part.key(), Src::Memory(pi));
     }
@@ -125,47 +154,69 @@ fn materialize(
         Some(d) => Arc::new(d),
         None => table_dict.clone(),
     };
+    Ok((dict, remaps, groups))
+}
 
-    let src_len = |s: &Src| match s {
-        Src::History(_, run) => run.len(),
-        Src::Memory(pi) => memory[*pi].range.len(),
-    };
-    let build = |(key, srcs): &(Option<u32>, Vec<Src>)| -> Result<Partition> {
-        let cols = (0..need.len())
-            .map(|j| {
-                let spans: Vec<Span> = srcs
-                    .iter()
-                    .map(|s| match s {
-                        Src::History(ci, run) => {
-                            Span { col: &chunks[*ci].columns[j], rows: run.clone(), remap: remaps[*ci][j].as_deref() }
-                        }
-                        Src::Memory(pi) => {
-                            let (col, rows) = memory[*pi].col(need[j]);
-                            Span { col, rows, remap: None }
-                        }
-                    })
-                    .collect();
-                Column::concat_spans(schema.columns[j].data_type, Some(&dict), &spans)
-                    .map(Arc::new)
-                    .map_err(SqlError::Internal)
-            })
-            .collect::<Result<Vec<_>>>()?;
+/// What the partitions of a materialized scan are assembled from ([`sources`]): the needed
+/// columns (`need`, table positions; `schema`, their definitions) of the history chunks and
+/// in-memory pieces.
+struct Assembly<'a> {
+    chunks: &'a [HistoryChunk],
+    memory: &'a [Piece<'a>],
+    remaps: &'a Remaps,
+    dict: &'a Arc<Dict>,
+    need: &'a [usize],
+    schema: &'a Schema,
+}
+
+impl Assembly<'_> {
+    /// The rows `s` gives.
+    fn src_len(&self, s: &Src) -> usize {
+        match s {
+            Src::History(_, run) => run.len(),
+            Src::Memory(pi) => self.memory[*pi].range.len(),
+        }
+    }
+
+    /// The partition of `key` (kept only where the result has a key column, `key_pos`), its
+    /// sources' rows one after another in one copy into exact-size columns; sorted by time
+    /// (column `ts_pos`) once when the sources overlap in time.
+    fn partition(
+        &self,
+        key: Option<u32>,
+        srcs: &[Src],
+        key_pos: Option<usize>,
+        ts_pos: Option<usize>,
+    ) -> Result<Partition> {
+        let cols = (0..self.need.len()).map(|j| self.column(j, srcs)).collect::<Result<Vec<_>>>()?;
         let key = key.filter(|_| key_pos.is_some());
         // Each source is in time order; so is the whole when every boundary is.
         Ok(match ts_pos {
-            Some(t) if !ordered(&cols[t], srcs.iter().map(src_len)) => Partition::in_time_order(cols, key, ts_pos),
+            Some(t) if !ordered(&cols[t], srcs.iter().map(|s| self.src_len(s))) => {
+                Partition::in_time_order(cols, key, ts_pos)
+            }
             _ => Partition::time_sorted(cols, key, ts_pos),
         })
-    };
-    let rows = groups.iter().flat_map(|(_, srcs)| srcs.iter().map(src_len)).sum();
-    let parts = ctx.par_map(&groups, rows, |_, g| build(g))?;
-    let out = Table::assembled(table.name(), schema, key_pos, ts_pos, dict, parts)?;
-    let remap = columns
-        .iter()
-        .map(|c| need.iter().position(|n| n == c))
-        .collect::<Option<Vec<usize>>>()
-        .ok_or_else(|| SqlError::Internal("a scan column went missing".into()))?;
-    Ok((Arc::new(out), remap))
+    }
+
+    /// Needed column `j` of sources `srcs`, one after another.
+    fn column(&self, j: usize, srcs: &[Src]) -> Result<Arc<Column>> {
+        let spans: Vec<Span> = srcs
+            .iter()
+            .map(|s| match s {
+                Src::History(ci, run) => {
+                    Span { col: &self.chunks[*ci].columns[j], rows: run.clone(), remap: self.remaps[*ci][j].as_deref() }
+                }
+                Src::Memory(pi) => {
+                    let (col, rows) = self.memory[*pi].col(self.need[j]);
+                    Span { col, rows, remap: None }
+                }
+            })
+            .collect();
+        Column::concat_spans(self.schema.columns[j].data_type, Some(self.dict), &spans)
+            .map(Arc::new)
+            .map_err(SqlError::Internal)
+    }
 }
 
 /// Whether `dict` already holds every string of the chunks (their SYMBOL columns and run keys).
@@ -181,10 +232,7 @@ fn dict_covers(dict: &Dict, chunks: &[HistoryChunk]) -> bool {
 }
 
 /// Per chunk, per needed column: file code -> result code (SYMBOL columns only).
-fn symbol_remaps(
-    chunks: &[HistoryChunk],
-    code_of: &mut impl FnMut(&str) -> Result<u32>,
-) -> Result<Vec<Vec<Option<Vec<u32>>>>> {
+fn symbol_remaps(chunks: &[HistoryChunk], code_of: &mut impl FnMut(&str) -> Result<u32>) -> Result<Remaps> {
     chunks
         .iter()
         .map(|ch| {
