@@ -231,7 +231,7 @@ fn dict_covers(dict: &Dict, chunks: &[HistoryChunk]) -> bool {
     })
 }
 
-/// Per chunk, per needed column: file code -> result code (SYMBOL columns only).
+/// The chunks' [`Remaps`], each of their strings coded by `code_of`.
 fn symbol_remaps(chunks: &[HistoryChunk], code_of: &mut impl FnMut(&str) -> Result<u32>) -> Result<Remaps> {
     chunks
         .iter()

@@ -2,20 +2,13 @@
 //! implicit casts) by its family (strings, math, time, calendar, vectors, conditionals) and
 //! gives the call its result type; QuestDB's `IN (lo, hi)` time ranges too.
 
-use super::{bind_binary, cast_to, coerce_pair, common_type, is_str_lit, lit};
+use super::typing::is_str_lit;
+use super::{bind_binary, cast_to, coerce_pair, common_type, lit};
 use crate::error::{Pos, Result, SqlError};
 use crate::expr::functions::{scalar_arity, scalar_by_name, Family, ScalarFunc};
 use crate::parser::ast::BinaryOp;
 use crate::plan::BExpr;
 use zepto_storage::{time, DataType, Value};
-
-pub(super) fn to_bool(e: BExpr, pos: Pos) -> Result<BExpr> {
-    match e.data_type() {
-        DataType::Bool => Ok(e),
-        DataType::Null => cast_to(e, DataType::Bool),
-        t => Err(SqlError::plan(format!("expected BOOLEAN, got {t}"), Some(pos))),
-    }
-}
 
 fn unify_all(args: Vec<BExpr>, name: &str, pos: Pos) -> Result<(Vec<BExpr>, DataType)> {
     let mut ty = DataType::Null;

@@ -23,8 +23,8 @@ mod membership;
 mod typing;
 pub use calls::bind_function;
 use calls::questdb_in;
+use typing::not_distinct;
 pub use typing::{as_not_distinct, bind_binary, bind_literal, cast_to, coerce_pair, common_type, fold, null_safe_keys};
-use typing::{is_str_lit, not_distinct};
 
 /// Group keys and aggregates already computed by an Aggregate node: expressions above it are
 /// bound to its output columns `[keys..., aggs...]`.

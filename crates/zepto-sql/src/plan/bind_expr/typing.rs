@@ -2,7 +2,6 @@
 //! explicit (widening constants without a column), operands made comparable, constant
 //! sub-expressions folded, literals typed, and the binary operators' result types.
 
-use super::calls::to_bool;
 use super::{lit, BExpr};
 use crate::error::{Pos, Result, SqlError};
 use crate::eval::eval_const;
@@ -165,6 +164,15 @@ pub fn coerce_pair(l: BExpr, r: BExpr, pos: Pos) -> Result<(BExpr, BExpr)> {
     match common_type(lt, rt) {
         Some(t) => Ok((cast_to(l, t)?, cast_to(r, t)?)),
         None => Err(SqlError::plan(format!("cannot compare {lt} with {rt}"), Some(pos))),
+    }
+}
+
+/// `e` as a condition: BOOLEAN, or NULL read as one.
+pub(super) fn to_bool(e: BExpr, pos: Pos) -> Result<BExpr> {
+    match e.data_type() {
+        DataType::Bool => Ok(e),
+        DataType::Null => cast_to(e, DataType::Bool),
+        t => Err(SqlError::plan(format!("expected BOOLEAN, got {t}"), Some(pos))),
     }
 }
 

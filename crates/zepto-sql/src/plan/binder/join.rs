@@ -118,7 +118,7 @@ fn keyed_join(
     conds: Vec<BExpr>,
     kind: JoinKind,
     scope: &mut Vec<Field>,
-    merged: &Merged,
+    merged: &[(usize, usize)],
     nl: usize,
 ) -> Plan {
     let (mut lk, mut rk, mut residual) = (Vec::new(), Vec::new(), Vec::new());
@@ -146,10 +146,10 @@ fn keyed_join(
         right_keys: rk,
         residual: BExpr::and_all(residual),
     };
-    match matches!(kind, JoinKind::Right | JoinKind::Full) && !merged.is_empty() {
-        true => merge_using(plan, scope, merged, false),
-        false => plan,
+    if matches!(kind, JoinKind::Right | JoinKind::Full) && !merged.is_empty() {
+        return merge_using(plan, scope, merged, false);
     }
+    plan
 }
 
 /// `SPLICE JOIN`: equality keys only; the times are each side's designated timestamp.
@@ -304,6 +304,10 @@ fn asof_semi(plan: Plan, kind: JoinKind, lf: &[Field]) -> Plan {
     Plan::Project { input: Box::new(plan), exprs: keep }
 }
 
+/// The ASOF join of `lp` (its `nl` columns first) and `rp` on `conds`: its equality keys, the
+/// one inequality between the times (`nearest`: the nearest time either way), right-only
+/// conditions filtering `rp`, the rest checked against each matched pair; `outer` says which
+/// unmatched rows it keeps, `tolerance` the farthest a match may be.
 fn asof_plan(
     lp: Plan,
     mut rp: Plan,
@@ -313,7 +317,7 @@ fn asof_plan(
     nearest: bool,
     tolerance: Option<i64>,
 ) -> Result<Plan> {
-    let AsofConds { left_keys, right_keys, ineq, right_only, residual } = AsofConds::sort(conds, nl, outer)?;
+    let AsofConds { left_keys, right_keys, ineq, right_only, residual } = AsofConds::classify(conds, nl, outer)?;
     let (left_ts, right_ts, op) = ineq.ok_or_else(|| {
         SqlError::plan(
             "ASOF JOIN needs an inequality (>=, >, <=, <) or nearest(l, r) between a left and a right column",
@@ -355,7 +359,7 @@ fn asof_plan(
     })
 }
 
-/// An ASOF join's conditions sorted by what each does: equalities (and one-side conditions
+/// An ASOF join's conditions classified by what each does: equalities (and one-side conditions
 /// made keys), the one inequality between the times, filters of the right rows, and the
 /// rest, checked against each matched pair.
 struct AsofConds {
@@ -368,9 +372,9 @@ struct AsofConds {
 }
 
 impl AsofConds {
-    /// `conds` (over the left input's `nl` columns, then the right's) sorted; an error for a
-    /// second inequality between the sides.
-    fn sort(conds: Vec<BExpr>, nl: usize, outer: AsofOuter) -> Result<AsofConds> {
+    /// `conds` (over the left input's `nl` columns, then the right's) classified; an error for
+    /// a second inequality between the sides.
+    fn classify(conds: Vec<BExpr>, nl: usize, outer: AsofOuter) -> Result<AsofConds> {
         let mut out = AsofConds {
             left_keys: Vec::new(),
             right_keys: Vec::new(),

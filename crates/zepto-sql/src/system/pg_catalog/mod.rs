@@ -8,9 +8,9 @@
 //! table's is [`SYSTEM_OID_BASE`] plus its place in the list; the schemas and the one role and
 //! database have PostgreSQL's own (`pg_catalog` 11, `public` 2200, the owner 10).
 //!
-//! Here: the object ids; the tables themselves are declared in `tables.rs`, their rows made
-//! in `rows.rs`, and the server settings (`pg_settings`, `current_setting`) kept in
-//! `settings.rs`.
+//! Here: the object ids and the indexes the session may see; the tables themselves are
+//! declared in `tables.rs`, their rows made in `rows.rs`, and the server settings
+//! (`pg_settings`, `current_setting`) kept in `settings.rs`.
 
 mod rows;
 mod settings;

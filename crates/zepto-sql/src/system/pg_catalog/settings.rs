@@ -1,16 +1,16 @@
-//! The server settings clients read (`pg_settings`, `current_setting`, `SHOW`).
+//! The server settings clients read (`pg_settings`, `current_setting`).
 
 use crate::access::TableAccess;
 use crate::system::text;
 use zepto_storage::{Catalog, Value};
 
-/// The server settings clients read at connect (their values as the door's startup reports).
 /// The value of setting `name` (any case), as `pg_settings` shows it.
 pub fn setting(name: &str) -> Option<&'static str> {
     SETTINGS.iter().find(|s| s.0.eq_ignore_ascii_case(name)).map(|s| s.1)
 }
 
-/// The settings: name, value, category, description, context, type.
+/// The server settings clients read at connect (their values as the door's startup reports):
+/// name, value, category, description, context, type.
 #[allow(clippy::type_complexity)]
 static SETTINGS: &[(&str, &str, &str, &str, &str, &str)] = &[
     (

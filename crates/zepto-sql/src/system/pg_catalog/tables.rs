@@ -1,7 +1,11 @@
 //! The tables of `pg_catalog`: each one's name, PostgreSQL's columns and types, and what makes
-//! its rows (`rows.rs`; none for what ZeptoDB has no such thing as).
+//! its rows (`rows.rs`, `pg_settings`'s in `settings.rs`; none for what ZeptoDB has no such
+//! thing as).
 
-use super::rows::*;
+use super::rows::{
+    none, pg_am, pg_attribute, pg_class, pg_collation, pg_database, pg_index, pg_indexes, pg_matviews, pg_namespace,
+    pg_roles, pg_tables, pg_tablespace, pg_type, pg_user,
+};
 use super::settings::pg_settings;
 use crate::system::SystemTable;
 use zepto_parser::ast::SystemSchema;
