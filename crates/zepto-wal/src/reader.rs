@@ -132,34 +132,71 @@ pub fn replay(
     mut apply: impl FnMut(Lsn, &[u8]),
 ) -> Result<ReplayReport, WalError> {
     let segments = segments(storage)?;
-    let mut report = ReplayReport { last_lsn: opts.after, ..ReplayReport::default() };
-    let mut expect: Option<Lsn> = None;
-    let count = segments.len();
-    if let Some((first, name)) = segments.first() {
-        if *first > opts.after + 1 {
-            return Err(WalError::Corrupt {
-                file: name.clone(),
-                offset: 0,
-                reason: format!(
-                    "the log starts at LSN {first} but the checkpoint ends at LSN {}: records are missing",
-                    opts.after
-                ),
-            });
-        }
-    }
-    for (k, (first, name)) in segments.iter().enumerate() {
-        let last_segment = k + 1 == count;
+    reaches_checkpoint(&segments, opts)?;
+    let report = ReplayReport { last_lsn: opts.after, ..ReplayReport::default() };
+    let mut r = Replay { storage, opts, report, expect: None };
+    for (k, (first, _)) in segments.iter().enumerate() {
         if let Some((next, _)) = segments.get(k + 1) {
-            if *next <= opts.after + 1 && expect.is_none_or(|e| e == *first) {
+            if *next <= opts.after + 1 && r.expect.is_none_or(|e| e == *first) {
                 // Wholly inside the checkpoint (left by a checkpoint that could not delete it).
-                expect = Some(*next);
+                r.expect = Some(*next);
                 continue;
             }
         }
-        let buf = storage.read(name)?;
         let rest = segments.get(k..).unwrap_or_default();
-        let corrupt =
-            |offset: usize, reason: String| WalError::Corrupt { file: name.clone(), offset: offset as u64, reason };
+        if r.segment(rest, k + 1 == segments.len(), &mut apply)? == Flow::Stop {
+            break;
+        }
+        if r.expect.is_none() {
+            r.expect = Some(*first);
+        }
+    }
+    Ok(r.report)
+}
+
+/// An error unless the log reaches back to the record after the checkpoint.
+fn reaches_checkpoint(segments: &[(Lsn, String)], opts: ReplayOptions) -> Result<(), WalError> {
+    match segments.first() {
+        Some((first, name)) if *first > opts.after + 1 => Err(WalError::Corrupt {
+            file: name.clone(),
+            offset: 0,
+            reason: format!(
+                "the log starts at LSN {first} but the checkpoint ends at LSN {}: records are missing",
+                opts.after
+            ),
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// Whether replay goes on to the next segment.
+#[derive(Debug, PartialEq, Eq)]
+enum Flow {
+    Next,
+    /// The log ends here: a torn tail cut off, or damage cut off by point-in-time recovery.
+    Stop,
+}
+
+/// A replay under way: what it has done, and the LSN the next record must have (`None`
+/// before the first segment read).
+struct Replay<'s> {
+    storage: &'s dyn Storage,
+    opts: ReplayOptions,
+    report: ReplayReport,
+    expect: Option<Lsn>,
+}
+
+impl Replay<'_> {
+    /// The first of `rest` (the segments from this one on; `last`: it is the log's last),
+    /// its header checked, then its records.
+    fn segment(
+        &mut self,
+        rest: &[(Lsn, String)],
+        last: bool,
+        apply: &mut impl FnMut(Lsn, &[u8]),
+    ) -> Result<Flow, WalError> {
+        let Some((first, name)) = rest.first() else { return Ok(Flow::Next) };
+        let buf = self.storage.read(name)?;
         // Header. A later format is refused before anything is judged damaged.
         if let Some(version) = newer_version(&buf) {
             return Err(WalError::NewerFormat { file: name.clone(), version });
@@ -170,63 +207,77 @@ pub fn replay(
             && buf.get(12..20) == Some(&first.to_le_bytes()[..]);
         if !header_ok {
             let start = buf.get(..buf.len().min(8)).unwrap_or_default();
-            if last_segment && buf.len() < HEADER_LEN && MAGIC.starts_with(start) {
+            if last && buf.len() < HEADER_LEN && MAGIC.starts_with(start) {
                 // The crash cut the header of a brand-new segment.
-                storage.truncate(name, 0)?;
-                storage.remove(name)?;
-                report.torn = Some((name.clone(), 0));
-                break;
+                self.storage.truncate(name, 0)?;
+                self.storage.remove(name)?;
+                self.report.torn = Some((name.clone(), 0));
+                return Ok(Flow::Stop);
             }
-            let e = corrupt(0, "bad segment header (magic, version or first LSN)".into());
-            return cut(storage, opts, rest, 0, e, &mut report);
+            return self.cut(rest, 0, "bad segment header (magic, version or first LSN)".into());
         }
-        if let Some(e) = expect {
+        if let Some(e) = self.expect {
             if *first != e {
-                let e = corrupt(0, format!("segment starts at LSN {first}, expected {e}"));
-                return cut(storage, opts, rest, 0, e, &mut report);
+                return self.cut(rest, 0, format!("segment starts at LSN {first}, expected {e}"));
             }
         }
+        self.records(&buf, rest, last, apply)
+    }
+
+    /// The records of `buf`, the first of `rest`, applied in order until its end, a torn tail
+    /// (cut off) or damage.
+    fn records(
+        &mut self,
+        buf: &[u8],
+        rest: &[(Lsn, String)],
+        last: bool,
+        apply: &mut impl FnMut(Lsn, &[u8]),
+    ) -> Result<Flow, WalError> {
+        let Some((first, name)) = rest.first() else { return Ok(Flow::Next) };
         let mut pos = HEADER_LEN;
         loop {
-            let want = expect.unwrap_or(*first);
-            match decode(&buf, pos) {
-                Decoded::End => break,
+            let want = self.expect.unwrap_or(*first);
+            match decode(buf, pos) {
+                Decoded::End => return Ok(Flow::Next),
                 Decoded::Record { lsn, payload, next } => {
                     if lsn != want {
-                        let e = corrupt(pos, format!("record has LSN {lsn}, expected {want}"));
-                        return cut(storage, opts, rest, pos, e, &mut report);
+                        return self.cut(rest, pos, format!("record has LSN {lsn}, expected {want}"));
                     }
-                    if lsn > opts.after {
+                    if lsn > self.opts.after {
                         apply(lsn, payload);
-                        report.records += 1;
+                        self.report.records += 1;
                     }
-                    report.last_lsn = report.last_lsn.max(lsn);
-                    expect = Some(lsn + 1);
+                    self.report.last_lsn = self.report.last_lsn.max(lsn);
+                    self.expect = Some(lsn + 1);
                     pos = next;
                 }
                 d @ (Decoded::Truncated | Decoded::BadChecksum) => {
-                    let torn = last_segment && is_torn(&buf, pos, &d) && !valid_record_after(&buf, pos, want);
+                    let torn = last && is_torn(buf, pos, &d) && !valid_record_after(buf, pos, want);
                     if torn {
-                        storage.truncate(name, pos as u64)?;
-                        report.torn = Some((name.clone(), pos as u64));
-                        return Ok(report);
+                        self.storage.truncate(name, pos as u64)?;
+                        self.report.torn = Some((name.clone(), pos as u64));
+                        return Ok(Flow::Stop);
                     }
-                    let what = match (d == Decoded::Truncated, valid_record_after(&buf, pos, want)) {
+                    let what = match (d == Decoded::Truncated, valid_record_after(buf, pos, want)) {
                         (true, true) => "record cut short with records after it",
                         (true, false) => "complete record with a damaged length",
                         (false, true) => "checksum mismatch with records after it",
                         (false, false) => "checksum mismatch in a complete record",
                     };
-                    let e = corrupt(pos, what.to_string());
-                    return cut(storage, opts, rest, pos, e, &mut report);
+                    return self.cut(rest, pos, what.to_string());
                 }
             }
         }
-        if expect.is_none() {
-            expect = Some(*first);
-        }
     }
-    Ok(report)
+
+    /// Damage at `offset` of the first of `rest`, for `reason`: refused, or cut off there
+    /// ([`cut`]) and replay stopped.
+    fn cut(&mut self, rest: &[(Lsn, String)], offset: usize, reason: String) -> Result<Flow, WalError> {
+        let file = rest.first().map(|(_, name)| name.clone()).unwrap_or_default();
+        let e = WalError::Corrupt { file, offset: offset as u64, reason };
+        cut(self.storage, self.opts, rest, offset, e, &mut self.report)?;
+        Ok(Flow::Stop)
+    }
 }
 
 /// Corruption at `offset` of the first of `from`: refuse ([`RecoveryMode::Strict`]), or keep
@@ -245,7 +296,7 @@ fn cut(
     offset: usize,
     e: WalError,
     report: &mut ReplayReport,
-) -> Result<ReplayReport, WalError> {
+) -> Result<(), WalError> {
     if opts.mode == RecoveryMode::Strict {
         return Err(e);
     }
@@ -276,7 +327,7 @@ fn cut(
         c.kept.push(kept);
     }
     report.corruption = Some(c);
-    Ok(report.clone())
+    Ok(())
 }
 
 /// A name beside `name` for a kept copy that overwrites nothing.
@@ -429,6 +480,31 @@ mod tests {
         assert_eq!(st.read(&c.kept[0]).expect("kept"), damaged, "the damaged segment is kept whole");
         let (_, rep) = read_all(&st, ReplayOptions::default()).expect("clean after the cut");
         assert_eq!((rep.records, rep.corruption), (3, None));
+    }
+
+    /// A segment missing from the middle of the log: the next one's header starts past the LSN
+    /// replay expects, and that is the damage reported (at its offset 0), not its first record.
+    #[test]
+    fn a_missing_segment_is_reported_at_the_next_ones_header() {
+        let st = MemStorage::new();
+        {
+            let wal = Wal::open_with(Arc::new(st.clone()), SyncMode::Always, 1, 256).expect("open");
+            for i in 1..=40 {
+                wal.append(&payload(i)).expect("append");
+            }
+        }
+        let segs = segments(&st).expect("segments");
+        assert!(segs.len() > 3, "small segments rotate");
+        let ((expected, gone), (first, after)) = (segs[1].clone(), segs[2].clone());
+        st.remove(&gone).expect("remove");
+        let strict = ReplayOptions { mode: RecoveryMode::Strict, ..ReplayOptions::default() };
+        let reason = format!("segment starts at LSN {first}, expected {expected}");
+        let e = read_all(&st, strict).expect_err("a gap");
+        assert_eq!(e, WalError::Corrupt { file: after.clone(), offset: 0, reason: reason.clone() });
+        let (recs, rep) = read_all(&st, ReplayOptions::default()).expect("point in time");
+        assert_eq!(recs.len() as u64, expected - 1);
+        let c = rep.corruption.expect("reported");
+        assert_eq!((c.file, c.offset, c.reason), (after, 0, reason));
     }
 
     /// One byte flipped in the last, complete record is corruption (it may have been
