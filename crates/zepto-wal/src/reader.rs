@@ -135,7 +135,7 @@ pub fn replay(
     reaches_checkpoint(&segments, opts)?;
     let report = ReplayReport { last_lsn: opts.after, ..ReplayReport::default() };
     let mut r = Replay { storage, opts, report, expect: None };
-    for (k, (first, _)) in segments.iter().enumerate() {
+    for (k, (first, name)) in segments.iter().enumerate() {
         if let Some((next, _)) = segments.get(k + 1) {
             if *next <= opts.after + 1 && r.expect.is_none_or(|e| e == *first) {
                 // Wholly inside the checkpoint (left by a checkpoint that could not delete it).
@@ -143,8 +143,9 @@ pub fn replay(
                 continue;
             }
         }
-        let rest = segments.get(k..).unwrap_or_default();
-        if r.segment(rest, k + 1 == segments.len(), &mut apply)? == Flow::Stop {
+        let seg =
+            Segment { first: *first, name, rest: segments.get(k..).unwrap_or_default(), last: k + 1 == segments.len() };
+        if r.segment(&seg, &mut apply)? == Flow::Stop {
             break;
         }
         if r.expect.is_none() {
@@ -169,16 +170,28 @@ fn reaches_checkpoint(segments: &[(Lsn, String)], opts: ReplayOptions) -> Result
     }
 }
 
+/// The segment replay is at.
+struct Segment<'a> {
+    /// Its first LSN, as its name gives it.
+    first: Lsn,
+    name: &'a str,
+    /// The log's segments from this one on (cut off with it on damage).
+    rest: &'a [(Lsn, String)],
+    /// Whether it is the log's last (whose tail a crash may have torn).
+    last: bool,
+}
+
 /// Whether replay goes on to the next segment.
 #[derive(Debug, PartialEq, Eq)]
 enum Flow {
+    /// The segment's records ended cleanly: on to the next.
     Next,
     /// The log ends here: a torn tail cut off, or damage cut off by point-in-time recovery.
     Stop,
 }
 
-/// A replay under way: what it has done, and the LSN the next record must have (`None`
-/// before the first segment read).
+/// A replay under way: what it has done, and the LSN the next record must have (`None` until
+/// a segment is read or skipped).
 struct Replay<'s> {
     storage: &'s dyn Storage,
     opts: ReplayOptions,
@@ -187,19 +200,13 @@ struct Replay<'s> {
 }
 
 impl Replay<'_> {
-    /// The first of `rest` (the segments from this one on; `last`: it is the log's last),
-    /// its header checked, then its records.
-    fn segment(
-        &mut self,
-        rest: &[(Lsn, String)],
-        last: bool,
-        apply: &mut impl FnMut(Lsn, &[u8]),
-    ) -> Result<Flow, WalError> {
-        let Some((first, name)) = rest.first() else { return Ok(Flow::Next) };
+    /// Segment `seg`: its header checked, then its records.
+    fn segment(&mut self, seg: &Segment<'_>, apply: &mut impl FnMut(Lsn, &[u8])) -> Result<Flow, WalError> {
+        let (first, name) = (seg.first, seg.name);
         let buf = self.storage.read(name)?;
         // Header. A later format is refused before anything is judged damaged.
         if let Some(version) = newer_version(&buf) {
-            return Err(WalError::NewerFormat { file: name.clone(), version });
+            return Err(WalError::NewerFormat { file: name.to_string(), version });
         }
         let header_ok = buf.len() >= HEADER_LEN
             && buf.get(..8) == Some(&MAGIC[..])
@@ -207,41 +214,34 @@ impl Replay<'_> {
             && buf.get(12..20) == Some(&first.to_le_bytes()[..]);
         if !header_ok {
             let start = buf.get(..buf.len().min(8)).unwrap_or_default();
-            if last && buf.len() < HEADER_LEN && MAGIC.starts_with(start) {
+            if seg.last && buf.len() < HEADER_LEN && MAGIC.starts_with(start) {
                 // The crash cut the header of a brand-new segment.
                 self.storage.truncate(name, 0)?;
                 self.storage.remove(name)?;
-                self.report.torn = Some((name.clone(), 0));
+                self.report.torn = Some((name.to_string(), 0));
                 return Ok(Flow::Stop);
             }
-            return self.cut(rest, 0, "bad segment header (magic, version or first LSN)".into());
+            return self.cut(seg, 0, "bad segment header (magic, version or first LSN)".into());
         }
         if let Some(e) = self.expect {
-            if *first != e {
-                return self.cut(rest, 0, format!("segment starts at LSN {first}, expected {e}"));
+            if first != e {
+                return self.cut(seg, 0, format!("segment starts at LSN {first}, expected {e}"));
             }
         }
-        self.records(&buf, rest, last, apply)
+        self.records(seg, &buf, apply)
     }
 
-    /// The records of `buf`, the first of `rest`, applied in order until its end, a torn tail
-    /// (cut off) or damage.
-    fn records(
-        &mut self,
-        buf: &[u8],
-        rest: &[(Lsn, String)],
-        last: bool,
-        apply: &mut impl FnMut(Lsn, &[u8]),
-    ) -> Result<Flow, WalError> {
-        let Some((first, name)) = rest.first() else { return Ok(Flow::Next) };
+    /// The records of segment `seg` (its bytes `buf`), applied in order until its end, a torn
+    /// tail (cut off) or damage.
+    fn records(&mut self, seg: &Segment<'_>, buf: &[u8], apply: &mut impl FnMut(Lsn, &[u8])) -> Result<Flow, WalError> {
         let mut pos = HEADER_LEN;
         loop {
-            let want = self.expect.unwrap_or(*first);
+            let want = self.expect.unwrap_or(seg.first);
             match decode(buf, pos) {
                 Decoded::End => return Ok(Flow::Next),
                 Decoded::Record { lsn, payload, next } => {
                     if lsn != want {
-                        return self.cut(rest, pos, format!("record has LSN {lsn}, expected {want}"));
+                        return self.cut(seg, pos, format!("record has LSN {lsn}, expected {want}"));
                     }
                     if lsn > self.opts.after {
                         apply(lsn, payload);
@@ -252,10 +252,10 @@ impl Replay<'_> {
                     pos = next;
                 }
                 d @ (Decoded::Truncated | Decoded::BadChecksum) => {
-                    let torn = last && is_torn(buf, pos, &d) && !valid_record_after(buf, pos, want);
+                    let torn = seg.last && is_torn(buf, pos, &d) && !valid_record_after(buf, pos, want);
                     if torn {
-                        self.storage.truncate(name, pos as u64)?;
-                        self.report.torn = Some((name.clone(), pos as u64));
+                        self.storage.truncate(seg.name, pos as u64)?;
+                        self.report.torn = Some((seg.name.to_string(), pos as u64));
                         return Ok(Flow::Stop);
                     }
                     let what = match (d == Decoded::Truncated, valid_record_after(buf, pos, want)) {
@@ -264,24 +264,21 @@ impl Replay<'_> {
                         (false, true) => "checksum mismatch with records after it",
                         (false, false) => "checksum mismatch in a complete record",
                     };
-                    return self.cut(rest, pos, what.to_string());
+                    return self.cut(seg, pos, what.to_string());
                 }
             }
         }
     }
 
-    /// Damage at `offset` of the first of `rest`, for `reason`: refused, or cut off there
-    /// ([`cut`]) and replay stopped.
-    fn cut(&mut self, rest: &[(Lsn, String)], offset: usize, reason: String) -> Result<Flow, WalError> {
-        let file = rest.first().map(|(_, name)| name.clone()).unwrap_or_default();
-        let e = WalError::Corrupt { file, offset: offset as u64, reason };
-        cut(self.storage, self.opts, rest, offset, e, &mut self.report)?;
+    /// Damage at `offset` of segment `seg`, for `reason`: refused, or cut off there ([`cut`])
+    /// and replay stopped.
+    fn cut(&mut self, seg: &Segment<'_>, offset: usize, reason: String) -> Result<Flow, WalError> {
+        let e = WalError::Corrupt { file: seg.name.to_string(), offset: offset as u64, reason };
+        cut(self.storage, self.opts, seg.rest, offset, e, &mut self.report)?;
         Ok(Flow::Stop)
     }
 }
 
-/// Corruption at `offset` of the first of `from`: refuse ([`RecoveryMode::Strict`]), or keep
-/// the damaged log aside, cut it there, and report what was dropped.
 /// The format version of a segment that starts with the magic and a version above this
 /// build's [`VERSION`].
 fn newer_version(buf: &[u8]) -> Option<u32> {
@@ -289,6 +286,8 @@ fn newer_version(buf: &[u8]) -> Option<u32> {
     (buf.get(..8) == Some(&MAGIC[..]) && version > VERSION).then_some(version)
 }
 
+/// Corruption at `offset` of the first of `from`: refuse ([`RecoveryMode::Strict`]), or keep
+/// the damaged log aside, cut it there, and note what was dropped in `report`.
 fn cut(
     storage: &dyn Storage,
     opts: ReplayOptions,
