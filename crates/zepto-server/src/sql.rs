@@ -623,6 +623,63 @@ fn send_result(
     }
 }
 
+/// The answer's head from the query thread. Under `timeout` (none for writes: their outcome
+/// must be reported, not guessed) a query that has not answered a little past it is cancelled:
+/// the engine stops itself at the deadline, and this is the backstop for a kernel that runs
+/// long between checks.
+async fn await_head(
+    timeout: Option<Duration>,
+    head_rx: oneshot::Receiver<Result<Head, ApiError>>,
+    guard: &Running,
+) -> Result<Head, ApiError> {
+    let head = match timeout {
+        Some(t) => match tokio::time::timeout(t.saturating_add(Duration::from_millis(250)), head_rx).await {
+            Ok(h) => h,
+            Err(_) => {
+                guard.ctl.cancel();
+                return Err(SqlError::Timeout(format!(
+                    "query exceeded its time limit of {} ms (--query-timeout raises it)",
+                    t.as_millis()
+                ))
+                .into());
+            }
+        },
+        None => head_rx.await,
+    };
+    head.map_err(|_| ApiError::internal("the query thread ended without an answer"))?
+}
+
+/// The response for `head` in `format`: whole, or streaming the rest of the answer from `rx`
+/// (`done` and `guard` held until it is sent); with the rows it holds.
+fn respond(
+    head: Head,
+    format: Format,
+    rx: mpsc::Receiver<Result<Bytes, std::io::Error>>,
+    done: Arc<AtomicBool>,
+    guard: Running,
+) -> (Result<Response<ResponseBody>, hyper::http::Error>, usize) {
+    let builder = Response::builder().status(StatusCode::OK).header("content-type", format.content_type());
+    // A cluster answer without some partitions' rows says which (SET allow_partial = on).
+    let lacking = match &head {
+        Head::Full(.., p) | Head::Stream(_, p) => p.clone(),
+    };
+    let builder = match lacking {
+        Some(p) => builder.header("x-zepto-partial", p),
+        None => builder,
+    };
+    match head {
+        Head::Full(bytes, rows, status, _) => {
+            // DDL/DML say what they did in a header too (the CLI's --url mode reads it).
+            let builder = match status.as_deref().map(hyper::header::HeaderValue::from_str) {
+                Some(Ok(v)) => builder.header("x-zepto-status", v),
+                _ => builder,
+            };
+            (builder.body(ResponseBody::full(bytes)), rows)
+        }
+        Head::Stream(rows, _) => (builder.body(ResponseBody::answer(rx, done, Box::new(guard))), rows),
+    }
+}
+
 /// Run a request; on success the response and the number of result rows.
 pub async fn run(
     state: &Arc<State>,
@@ -685,43 +742,8 @@ pub async fn run(
     };
     state.admission.spawn(slot, job).map_err(refused)?;
 
-    let head = match cfg.query_timeout {
-        // The engine stops itself at the deadline; this is the backstop for a kernel that runs
-        // long between checks. Not for writes: their outcome must be reported, not guessed.
-        Some(t) if !writes => match tokio::time::timeout(t.saturating_add(Duration::from_millis(250)), head_rx).await {
-            Ok(h) => h,
-            Err(_) => {
-                guard.ctl.cancel();
-                return Err(SqlError::Timeout(format!(
-                    "query exceeded its time limit of {} ms (--query-timeout raises it)",
-                    t.as_millis()
-                ))
-                .into());
-            }
-        },
-        _ => head_rx.await,
-    };
-    let head = head.map_err(|_| ApiError::internal("the query thread ended without an answer"))??;
-    let builder = Response::builder().status(StatusCode::OK).header("content-type", format.content_type());
-    // A cluster answer without some partitions' rows says which (SET allow_partial = on).
-    let lacking = match &head {
-        Head::Full(.., p) | Head::Stream(_, p) => p.clone(),
-    };
-    let builder = match lacking {
-        Some(p) => builder.header("x-zepto-partial", p),
-        None => builder,
-    };
-    let (resp, rows) = match head {
-        Head::Full(bytes, rows, status, _) => {
-            // DDL/DML say what they did in a header too (the CLI's --url mode reads it).
-            let builder = match status.as_deref().map(hyper::header::HeaderValue::from_str) {
-                Some(Ok(v)) => builder.header("x-zepto-status", v),
-                _ => builder,
-            };
-            (builder.body(ResponseBody::full(bytes)), rows)
-        }
-        Head::Stream(rows, _) => (builder.body(ResponseBody::answer(rx, done, Box::new(guard))), rows),
-    };
+    let head = await_head(cfg.query_timeout.filter(|_| !writes), head_rx, &guard).await?;
+    let (resp, rows) = respond(head, format, rx, done, guard);
     state.metrics.rows_returned.inc_by(rows as u64);
     Ok((resp.map_err(|e| ApiError::internal(e.to_string()))?, rows as u64))
 }
