@@ -83,9 +83,18 @@ fn materialize(
     ctx.check()?;
     let memory = pieces(table, range);
     let (dict, remaps, groups) = sources(table, &chunks, &memory, range, ts_pos)?;
-    let a = Assembly { chunks: &chunks, memory: &memory, remaps: &remaps, dict: &dict, need: &need, schema: &schema };
+    let a = Assembly {
+        chunks: &chunks,
+        memory: &memory,
+        remaps: &remaps,
+        dict: &dict,
+        need: &need,
+        schema: &schema,
+        key_pos,
+        ts_pos,
+    };
     let rows = groups.iter().flat_map(|(_, srcs)| srcs.iter().map(|s| a.src_len(s))).sum();
-    let parts = ctx.par_map(&groups, rows, |_, (key, srcs)| a.partition(*key, srcs, key_pos, ts_pos))?;
+    let parts = ctx.par_map(&groups, rows, |_, (key, srcs)| a.partition(*key, srcs))?;
     let out = Table::assembled(table.name(), schema, key_pos, ts_pos, dict, parts)?;
     let remap = columns
         .iter()
@@ -159,7 +168,7 @@ fn sources(
 
 /// What the partitions of a materialized scan are assembled from ([`sources`]): the needed
 /// columns (`need`, table positions; `schema`, their definitions) of the history chunks and
-/// in-memory pieces.
+/// in-memory pieces, and where the result's key and time columns are among them.
 struct Assembly<'a> {
     chunks: &'a [HistoryChunk],
     memory: &'a [Piece<'a>],
@@ -167,6 +176,8 @@ struct Assembly<'a> {
     dict: &'a Arc<Dict>,
     need: &'a [usize],
     schema: &'a Schema,
+    key_pos: Option<usize>,
+    ts_pos: Option<usize>,
 }
 
 impl Assembly<'_> {
@@ -181,21 +192,15 @@ impl Assembly<'_> {
     /// The partition of `key` (kept only where the result has a key column, `key_pos`), its
     /// sources' rows one after another in one copy into exact-size columns; sorted by time
     /// (column `ts_pos`) once when the sources overlap in time.
-    fn partition(
-        &self,
-        key: Option<u32>,
-        srcs: &[Src],
-        key_pos: Option<usize>,
-        ts_pos: Option<usize>,
-    ) -> Result<Partition> {
+    fn partition(&self, key: Option<u32>, srcs: &[Src]) -> Result<Partition> {
         let cols = (0..self.need.len()).map(|j| self.column(j, srcs)).collect::<Result<Vec<_>>>()?;
-        let key = key.filter(|_| key_pos.is_some());
+        let key = key.filter(|_| self.key_pos.is_some());
         // Each source is in time order; so is the whole when every boundary is.
-        Ok(match ts_pos {
+        Ok(match self.ts_pos {
             Some(t) if !ordered(&cols[t], srcs.iter().map(|s| self.src_len(s))) => {
-                Partition::in_time_order(cols, key, ts_pos)
+                Partition::in_time_order(cols, key, self.ts_pos)
             }
-            _ => Partition::time_sorted(cols, key, ts_pos),
+            _ => Partition::time_sorted(cols, key, self.ts_pos),
         })
     }
 

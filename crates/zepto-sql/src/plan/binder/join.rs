@@ -121,18 +121,11 @@ fn keyed_join(
     merged: &[(usize, usize)],
     nl: usize,
 ) -> Plan {
-    let (mut lk, mut rk, mut residual) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut keys, mut residual) = (KeyPairs::default(), Vec::new());
     for c in conds {
-        if let Some((l, r)) = split_equi(&c, nl) {
-            lk.push(l);
-            rk.push(r);
-        } else if let Some((l, r)) = split_not_distinct(&c, nl) {
-            lk.extend(l);
-            rk.extend(r);
-        } else {
-            residual.push(c);
-        }
+        residual.extend(keys.take(c, nl));
     }
+    let KeyPairs { left: lk, right: rk } = keys;
     let parts = window_join::JoinParts { lp, rp, lk, rk, residual };
     let window_join::JoinParts { lp, rp, lk, rk, residual } = match window_join::band_join(parts, scope, kind) {
         Ok(plan) => return plan,
@@ -317,7 +310,8 @@ fn asof_plan(
     nearest: bool,
     tolerance: Option<i64>,
 ) -> Result<Plan> {
-    let AsofConds { left_keys, right_keys, ineq, right_only, residual } = AsofConds::classify(conds, nl, outer)?;
+    let AsofConds { keys: KeyPairs { left: left_keys, right: right_keys }, ineq, right_only, residual } =
+        AsofConds::classify(conds, nl, outer)?;
     let (left_ts, right_ts, op) = ineq.ok_or_else(|| {
         SqlError::plan(
             "ASOF JOIN needs an inequality (>=, >, <=, <) or nearest(l, r) between a left and a right column",
@@ -363,8 +357,7 @@ fn asof_plan(
 /// made keys), the one inequality between the times, filters of the right rows, and the
 /// rest, checked against each matched pair.
 struct AsofConds {
-    left_keys: Vec<BExpr>,
-    right_keys: Vec<BExpr>,
+    keys: KeyPairs,
     /// The left time, the right time, and how they compare.
     ineq: Option<(BExpr, BExpr, BinaryOp)>,
     right_only: Vec<BExpr>,
@@ -375,21 +368,9 @@ impl AsofConds {
     /// `conds` (over the left input's `nl` columns, then the right's) classified; an error for
     /// a second inequality between the sides.
     fn classify(conds: Vec<BExpr>, nl: usize, outer: AsofOuter) -> Result<AsofConds> {
-        let mut out = AsofConds {
-            left_keys: Vec::new(),
-            right_keys: Vec::new(),
-            ineq: None,
-            right_only: Vec::new(),
-            residual: Vec::new(),
-        };
+        let mut out = AsofConds { keys: KeyPairs::default(), ineq: None, right_only: Vec::new(), residual: Vec::new() };
         for c in conds {
-            if let Some((l, r)) = split_equi(&c, nl) {
-                out.left_keys.push(l);
-                out.right_keys.push(r);
-            } else if let Some((l, r)) = split_not_distinct(&c, nl) {
-                out.left_keys.extend(l);
-                out.right_keys.extend(r);
-            } else if let Some(c) = out.one_side(c, nl, outer) {
+            if let Some(c) = out.keys.take(c, nl).and_then(|c| out.one_side(c, nl, outer)) {
                 out.between_sides(c, nl)?;
             }
         }
@@ -415,14 +396,12 @@ impl AsofConds {
         match (l, r) {
             (false, true) if outer.keeps_right() => {
                 let (r, l) = gate(shift(c));
-                self.left_keys.push(l);
-                self.right_keys.push(r);
+                self.keys.push(l, r);
             }
             (false, true) => self.right_only.push(shift(c)),
             (_, false) => {
                 let (l, r) = gate(c);
-                self.left_keys.push(l);
-                self.right_keys.push(r);
+                self.keys.push(l, r);
             }
             _ => return Some(c),
         }
@@ -445,6 +424,36 @@ impl AsofConds {
         }
         self.ineq = Some(found);
         Ok(())
+    }
+}
+
+/// A join's equality keys: the left input's expressions and, pair by pair, the right input's
+/// they must equal (over the right input's columns).
+#[derive(Default)]
+struct KeyPairs {
+    left: Vec<BExpr>,
+    right: Vec<BExpr>,
+}
+
+impl KeyPairs {
+    /// One pair more.
+    fn push(&mut self, l: BExpr, r: BExpr) {
+        self.left.push(l);
+        self.right.push(r);
+    }
+
+    /// `c` (over the left input's `nl` columns, then the right's) taken as keys when it is
+    /// `l = r` or `l IS NOT DISTINCT FROM r` between the sides; given back otherwise.
+    fn take(&mut self, c: BExpr, nl: usize) -> Option<BExpr> {
+        if let Some((l, r)) = split_equi(&c, nl) {
+            self.push(l, r);
+        } else if let Some((l, r)) = split_not_distinct(&c, nl) {
+            self.left.extend(l);
+            self.right.extend(r);
+        } else {
+            return Some(c);
+        }
+        None
     }
 }
 
