@@ -35,6 +35,28 @@ use zepto_storage::{
     ViewDef,
 };
 
+/// The kinds of change a record holds (the layout in the module docs): written by
+/// `put_change`, read by `apply`, `feed_events` and `appended_rows`. A number is never reused:
+/// logs of earlier versions still load.
+mod kinds {
+    pub const CREATE_TABLE: u8 = 1;
+    pub const DROP_TABLE: u8 = 2;
+    pub const ADD_COLUMN: u8 = 3;
+    pub const APPEND: u8 = 4;
+    pub const DELETE: u8 = 5;
+    pub const UPDATE: u8 = 6;
+    pub const TIER: u8 = 7;
+    pub const RETAIN: u8 = 8;
+    pub const SET_TTL: u8 = 9;
+    pub const CREATE_INDEX: u8 = 10;
+    pub const DROP_INDEX: u8 = 11;
+    pub const TIER_SHARD: u8 = 12;
+    pub const ADOPT_SHARD: u8 = 13;
+    pub const SET_DEDUP: u8 = 14;
+    pub const CREATE_VIEW: u8 = 15;
+    pub const DROP_VIEW: u8 = 16;
+}
+
 fn put_str(out: &mut Vec<u8>, s: &str) {
     out.extend_from_slice(&(s.len() as u32).to_le_bytes());
     out.extend_from_slice(s.as_bytes());
@@ -131,27 +153,27 @@ fn put_change(c: &Change<'_>, body: &mut Vec<u8>) -> Result<u8, StorageError> {
             }
             put_opt(body, *partition_key);
             put_opt(body, *timestamp);
-            1u8
+            kinds::CREATE_TABLE
         }
         Change::DropTable { name } => {
             put_str(body, name);
-            2
+            kinds::DROP_TABLE
         }
         Change::AddColumn { table, def } => {
             put_str(body, table);
             put_str(body, &def.name);
             put_str(body, &def.data_type.sql_name());
-            3
+            kinds::ADD_COLUMN
         }
         Change::Append { table, columns } => {
             put_str(body, table);
             ipc_batch(columns, body)?;
-            4
+            kinds::APPEND
         }
         Change::Delete { table, rows } => {
             put_str(body, table);
             put_selection(body, rows);
-            5
+            kinds::DELETE
         }
         Change::Update { table, rows, columns, values } => {
             put_str(body, table);
@@ -161,63 +183,63 @@ fn put_change(c: &Change<'_>, body: &mut Vec<u8>) -> Result<u8, StorageError> {
                 body.extend_from_slice(&(c as u32).to_le_bytes());
             }
             ipc_batch(values, body)?;
-            6
+            kinds::UPDATE
         }
         Change::Tier { table, before, files } => {
             put_str(body, table);
             body.extend_from_slice(&before.to_le_bytes());
             put_files(body, files);
-            7
+            kinds::TIER
         }
         Change::TierShard { table, shard, before, files } => {
             put_str(body, table);
             put_shard(body, shard);
             body.extend_from_slice(&before.to_le_bytes());
             put_files(body, files);
-            12
+            kinds::TIER_SHARD
         }
         Change::AdoptShard { table, shard, prefix, files } => {
             put_str(body, table);
             put_shard(body, shard);
             put_str(body, prefix);
             put_files(body, files);
-            13
+            kinds::ADOPT_SHARD
         }
         Change::Retain { table, before } => {
             put_str(body, table);
             body.extend_from_slice(&before.to_le_bytes());
-            8
+            kinds::RETAIN
         }
         Change::SetTtl { table, ttl_ns } => {
             put_str(body, table);
             body.extend_from_slice(&ttl_ns.unwrap_or(0).to_le_bytes());
-            9
+            kinds::SET_TTL
         }
         Change::CreateIndex { table, def } => {
             put_str(body, table);
             put_str(body, &def.to_line());
-            10
+            kinds::CREATE_INDEX
         }
         Change::DropIndex { table, name } => {
             put_str(body, table);
             put_str(body, name);
-            11
+            kinds::DROP_INDEX
         }
         Change::SetDedup { table, keys } => {
             put_str(body, table);
             body.extend_from_slice(&(keys.len() as u32).to_le_bytes());
             keys.iter().for_each(|k| put_str(body, k));
-            14
+            kinds::SET_DEDUP
         }
         Change::CreateView { def } => {
             put_str(body, def.name());
             put_str(body, def.base());
             put_str(body, def.sql());
-            15
+            kinds::CREATE_VIEW
         }
         Change::DropView { name } => {
             put_str(body, name);
-            16
+            kinds::DROP_VIEW
         }
     })
 }
@@ -308,7 +330,7 @@ pub fn appended_rows(payload: &[u8]) -> Option<u64> {
         let kind = c.u8().ok()?;
         let len = c.u32().ok()? as usize;
         let mut b = Cursor { b: c.take(len).ok()?, pos: 0 };
-        if kind == 4 {
+        if kind == kinds::APPEND {
             b.str().ok()?;
             rows += zepto_io::ipc::count_ipc_rows(&b.b[b.pos..])?;
         }
@@ -316,7 +338,29 @@ pub fn appended_rows(payload: &[u8]) -> Option<u64> {
     Some(rows)
 }
 
-/// Change 6: values replaced in place (their types come from the table's schema).
+/// A table created: its columns, partition key and designated timestamp (deduplication keys
+/// come in a change of their own).
+fn replay_create(catalog: &Catalog, b: &mut Cursor<'_>) -> Result<(), String> {
+    let err = |e: StorageError| e.to_string();
+    let name = b.str()?;
+    let ncols = b.u32()? as usize;
+    let mut columns = Vec::with_capacity(ncols.min(4096));
+    for _ in 0..ncols {
+        let col = b.str()?.to_string();
+        columns.push(ColumnDef { name: col, data_type: b.data_type()? });
+    }
+    let opts = TableOptions {
+        partition_key: b.opt()?.map(str::to_string),
+        timestamp: b.opt()?.map(str::to_string),
+        dedup_keys: Vec::new(),
+        one_partition: false,
+    };
+    let t = Table::new(name, Schema { columns }, &opts).map_err(err)?;
+    catalog.create(t, false).map_err(err)?;
+    Ok(())
+}
+
+/// An update: values replaced in place (their types come from the table's schema).
 fn replay_update(catalog: &Catalog, b: &mut Cursor<'_>) -> Result<(), String> {
     let table = b.str()?;
     let sel = b.selection()?;
@@ -350,7 +394,7 @@ fn replay_shard(catalog: &Catalog, kind: u8, b: &mut Cursor<'_>) -> Result<(), S
     let table = b.str()?;
     let (null_key, keys) = b.shard()?;
     let shard = Shard { keys: &keys, null_key };
-    if kind == 12 {
+    if kind == kinds::TIER_SHARD {
         let before = b.i64()?;
         let files = b.files()?;
         catalog.tier_shard_logged(table, shard, before, &files).map_err(err)?;
@@ -366,7 +410,7 @@ fn replay_shard(catalog: &Catalog, kind: u8, b: &mut Cursor<'_>) -> Result<(), S
 /// view is compiled and built from its table when first read.
 fn replay_view(catalog: &Catalog, kind: u8, b: &mut Cursor<'_>) -> Result<(), String> {
     let err = |e: StorageError| e.to_string();
-    if kind == 15 {
+    if kind == kinds::CREATE_VIEW {
         let def = ViewDef::new(b.str()?, b.str()?, b.str()?).map_err(err)?;
         catalog.create_view(def, None, false).map_err(err)?;
     } else {
@@ -385,37 +429,21 @@ pub fn apply(catalog: &Catalog, payload: &[u8]) -> Result<(), String> {
         let mut b = Cursor { b: c.take(len)?, pos: 0 };
         let err = |e: StorageError| e.to_string();
         match kind {
-            1 => {
-                let name = b.str()?;
-                let ncols = b.u32()? as usize;
-                let mut columns = Vec::with_capacity(ncols.min(4096));
-                for _ in 0..ncols {
-                    let col = b.str()?.to_string();
-                    columns.push(ColumnDef { name: col, data_type: b.data_type()? });
-                }
-                let opts = TableOptions {
-                    partition_key: b.opt()?.map(str::to_string),
-                    timestamp: b.opt()?.map(str::to_string),
-                    dedup_keys: Vec::new(),
-                    one_partition: false,
-                };
-                let t = Table::new(name, Schema { columns }, &opts).map_err(err)?;
-                catalog.create(t, false).map_err(err)?;
-            }
-            2 => {
+            kinds::CREATE_TABLE => replay_create(catalog, &mut b)?,
+            kinds::DROP_TABLE => {
                 catalog.drop_table(b.str()?, false).map_err(err)?;
             }
-            3 => {
+            kinds::ADD_COLUMN => {
                 let table = b.str()?;
                 let name = b.str()?.to_string();
                 catalog.add_column(table, ColumnDef { name, data_type: b.data_type()? }).map_err(err)?;
             }
-            4 => {
+            kinds::APPEND => {
                 let table = b.str()?;
                 let cols = read_batch(catalog, table, &b.b[b.pos..])?;
                 catalog.append(table, cols).map_err(err)?;
             }
-            5 => {
+            kinds::DELETE => {
                 let table = b.str()?;
                 let sel = b.selection()?;
                 // Through the catalog's log, as the statement went: its materialized views
@@ -426,39 +454,39 @@ pub fn apply(catalog: &Catalog, payload: &[u8]) -> Result<(), String> {
                     })
                     .map_err(err)?;
             }
-            6 => replay_update(catalog, &mut b)?,
-            7 => {
+            kinds::UPDATE => replay_update(catalog, &mut b)?,
+            kinds::TIER => {
                 let table = b.str()?;
                 let before = b.i64()?;
                 let files = b.files()?;
                 catalog.tier_logged(table, before, &files).map_err(err)?;
             }
-            12 | 13 => replay_shard(catalog, kind, &mut b)?,
-            8 => {
+            kinds::TIER_SHARD | kinds::ADOPT_SHARD => replay_shard(catalog, kind, &mut b)?,
+            kinds::RETAIN => {
                 let table = b.str()?;
                 catalog.retain_before(table, b.i64()?).map_err(err)?;
             }
-            9 => {
+            kinds::SET_TTL => {
                 let table = b.str()?;
                 let ttl = b.i64()?;
                 catalog.set_ttl(table, (ttl > 0).then_some(ttl)).map_err(err)?;
             }
-            10 => {
+            kinds::CREATE_INDEX => {
                 let table = b.str()?;
                 let def = IndexDef::from_line(b.str()?).map_err(err)?;
                 catalog.create_index(table, def, false).map_err(err)?;
             }
-            11 => {
+            kinds::DROP_INDEX => {
                 b.str()?;
                 catalog.drop_index(b.str()?, false).map_err(err)?;
             }
-            14 => {
+            kinds::SET_DEDUP => {
                 let table = b.str()?;
                 let n = b.u32()? as usize;
                 let keys = (0..n).map(|_| b.str().map(str::to_string)).collect::<Result<Vec<_>, _>>()?;
                 catalog.set_dedup(table, &keys).map_err(err)?;
             }
-            15 | 16 => replay_view(catalog, kind, &mut b)?,
+            kinds::CREATE_VIEW | kinds::DROP_VIEW => replay_view(catalog, kind, &mut b)?,
             k => return Err(format!("unknown change kind {k}")),
         }
     }
@@ -478,7 +506,7 @@ pub fn feed_events(catalog: &Catalog, lsn: u64, payload: &[u8], table: &str) -> 
         let kind = c.u8()?;
         let len = c.u32()? as usize;
         let mut b = Cursor { b: c.take(len)?, pos: 0 };
-        if !matches!(kind, 2 | 4 | 5 | 6) {
+        if !matches!(kind, kinds::DROP_TABLE | kinds::APPEND | kinds::DELETE | kinds::UPDATE) {
             continue;
         }
         rowful += 1;
@@ -487,9 +515,9 @@ pub fn feed_events(catalog: &Catalog, lsn: u64, payload: &[u8], table: &str) -> 
             continue;
         }
         let change = match kind {
-            2 => FeedChange::Drop,
-            4 => FeedChange::Append(read_batch(catalog, name, &b.b[b.pos..])?),
-            5 => FeedChange::Delete(b.selection()?.iter().map(|(_, r)| r.len()).sum()),
+            kinds::DROP_TABLE => FeedChange::Drop,
+            kinds::APPEND => FeedChange::Append(read_batch(catalog, name, &b.b[b.pos..])?),
+            kinds::DELETE => FeedChange::Delete(b.selection()?.iter().map(|(_, r)| r.len()).sum()),
             _ => FeedChange::Update(b.selection()?.iter().map(|(_, r)| r.len()).sum()),
         };
         found.push((rowful, name.to_string(), change));
@@ -516,6 +544,51 @@ fn read_batch(catalog: &Catalog, table: &str, ipc: &[u8]) -> Result<Vec<Column>,
             }
             zepto_io::ipc::read_ipc_stream(ipc, &defs(now.schema()))
                 .map_err(|e| format!("a batch of '{table}' as the table is now: {e}"))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every change kind keeps the number the layout gives it (module docs): a log written by
+    /// an earlier version is read by these numbers.
+    #[test]
+    fn each_change_is_logged_under_its_documented_kind() {
+        let int = |name: &str| ColumnDef { name: name.into(), data_type: DataType::Int64 };
+        let schema = Schema { columns: vec![int("a")] };
+        let cols = [Column::nulls(DataType::Int64, 2)];
+        let rows = [(0u32, vec![0u32, 1])];
+        let files =
+            [HistFile { path: "t/date=2024-01-02/part-1-a.parquet".into(), rows: 2, bytes: 9, min_ts: 1, max_ts: 2 }];
+        let keys = ["k".to_string()];
+        let shard = || Shard { keys: &keys, null_key: false };
+        let index = IndexDef::new("i", "a", "hnsw", Vec::new()).expect("an index definition");
+        let view = ViewDef::new("v", "t", "SELECT count(*) FROM t").expect("a view definition");
+        let def = int("b");
+        let cases = [
+            (Change::CreateTable { name: "t", schema: &schema, partition_key: None, timestamp: None }, 1),
+            (Change::DropTable { name: "t" }, 2),
+            (Change::AddColumn { table: "t", def: &def }, 3),
+            (Change::Append { table: "t", columns: &cols }, 4),
+            (Change::Delete { table: "t", rows: &rows }, 5),
+            (Change::Update { table: "t", rows: &rows, columns: &[0], values: &cols }, 6),
+            (Change::Tier { table: "t", before: 5, files: &files }, 7),
+            (Change::Retain { table: "t", before: 5 }, 8),
+            (Change::SetTtl { table: "t", ttl_ns: Some(7) }, 9),
+            (Change::CreateIndex { table: "t", def: &index }, 10),
+            (Change::DropIndex { table: "t", name: "i" }, 11),
+            (Change::TierShard { table: "t", shard: shard(), before: 5, files: &files }, 12),
+            (Change::AdoptShard { table: "t", shard: shard(), prefix: "p", files: &files }, 13),
+            (Change::SetDedup { table: "t", keys: &keys }, 14),
+            (Change::CreateView { def: &view }, 15),
+            (Change::DropView { name: "v" }, 16),
+        ];
+        for (change, kind) in cases {
+            let payload = encode(std::slice::from_ref(&change)).expect("the change encodes");
+            // count u32, then the change's kind.
+            assert_eq!(payload[4], kind, "{change:?}");
         }
     }
 }

@@ -40,7 +40,7 @@
 //! # When you change …
 //!
 //! * A WAL record kind: the `Change` variant and its `Catalog` method (zepto-storage's
-//!   `catalog.rs`); here the next kind number in `changes.rs` (`put_change`, `apply`, the layout
+//!   `catalog.rs`); here the next kind number in `changes.rs` (its `kinds` module, `put_change`, `apply`, the layout
 //!   in its doc); table state it sets also in `checkpoint/table_file.rs`; a seed in
 //!   `zepto-fuzz/src/seeds.rs` (`changes`); a step in `store.rs`'s test
 //!   `every_change_and_type_survives_restarts_through_log_and_checkpoint`.
