@@ -225,34 +225,41 @@ fn register_recovery(registry: &mut Registry) -> (Gauge, Gauge) {
     (records, rows)
 }
 
+/// Each route's requests by status class (2xx/3xx, 4xx, 5xx) and its latency histogram, in
+/// [`Route::ALL`]'s order.
+fn register_routes(registry: &mut Registry) -> (Vec<[Counter; 3]>, Vec<Histogram>) {
+    let requests_family: Family<Labels, Counter> =
+        register(registry, "zepto_http_requests", "HTTP requests by route and status class");
+    let latency_family = Family::<Labels, Histogram>::new_with_constructor(|| {
+        // 50 µs .. ~52 s
+        Histogram::new(exponential_buckets(0.000_05, 2.0, 21))
+    });
+    registry.register(
+        "zepto_http_request_duration_seconds",
+        "Time from request received to response headers sent",
+        latency_family.clone(),
+    );
+    let requests = Route::ALL
+        .iter()
+        .map(|r| {
+            ["2xx", "4xx", "5xx"].map(|class| {
+                requests_family
+                    .get_or_create_owned(&vec![("route".into(), r.name().into()), ("class".into(), class.into())])
+            })
+        })
+        .collect();
+    let latency = Route::ALL
+        .iter()
+        .map(|r| latency_family.get_or_create_owned(&vec![("route".into(), r.name().into())]))
+        .collect();
+    (requests, latency)
+}
+
 impl Metrics {
     /// All metrics registered, at zero.
     pub fn new() -> Metrics {
         let mut registry = Registry::default();
-        let requests_family: Family<Labels, Counter> =
-            register(&mut registry, "zepto_http_requests", "HTTP requests by route and status class");
-        let latency_family = Family::<Labels, Histogram>::new_with_constructor(|| {
-            // 50 µs .. ~52 s
-            Histogram::new(exponential_buckets(0.000_05, 2.0, 21))
-        });
-        registry.register(
-            "zepto_http_request_duration_seconds",
-            "Time from request received to response headers sent",
-            latency_family.clone(),
-        );
-        let requests = Route::ALL
-            .iter()
-            .map(|r| {
-                ["2xx", "4xx", "5xx"].map(|class| {
-                    requests_family
-                        .get_or_create_owned(&vec![("route".into(), r.name().into()), ("class".into(), class.into())])
-                })
-            })
-            .collect();
-        let latency = Route::ALL
-            .iter()
-            .map(|r| latency_family.get_or_create_owned(&vec![("route".into(), r.name().into())]))
-            .collect();
+        let (requests, latency) = register_routes(&mut registry);
         let errors: Family<Labels, Counter> = register(&mut registry, "zepto_errors", "Error responses by error code");
         let queries: Counter = register(&mut registry, "zepto_queries", "SQL statements run");
         let rows_returned: Counter = register(&mut registry, "zepto_rows_returned", "Rows in query results");
