@@ -20,6 +20,7 @@
 //! backup's LSN.
 
 use crate::checkpoint;
+use crate::identity;
 use crate::store::Durable;
 use crate::DurableError;
 use std::path::Path;
@@ -119,6 +120,8 @@ impl Durable {
     pub fn backup(&self, catalog: &Catalog, dest: &Path) -> Result<Summary, DurableError> {
         let ckpt = open(dest, "checkpoint")?;
         let hist = open(dest, "history")?;
+        let owner = identity::read_place(&ckpt)?;
+        identity::check_place(owner.as_deref(), self.database_id(), &dest.display().to_string())?;
         let (tables, views, lsn) = self.cut(catalog)?;
         let mut names: Vec<(String, u64)> = Vec::new();
         for (t, _) in &tables {
@@ -126,9 +129,20 @@ impl Durable {
                 names.push((f.path.clone(), f.bytes));
             }
         }
+        // A file is named once: one of the name and another size there is another database's
+        // (in a place written before places had owners), never copied over.
+        if let Some((name, bytes, there)) =
+            names.iter().find_map(|(n, b)| size_of(&hist, n).filter(|s| s != b).map(|s| (n, b, s)))
+        {
+            return Err(DurableError::Io(format!(
+                "{}: history file {name} there is {there} bytes, this database's {bytes}: the place holds \
+                 another database's backups; back up into a new place",
+                dest.display()
+            )));
+        }
         let mut copied = 0;
-        for (name, bytes) in &names {
-            if size_of(&hist, name) != Some(*bytes) {
+        for (name, _) in &names {
+            if size_of(&hist, name).is_none() {
                 copy_file(self.history_storage(), &hist, name)?;
                 copied += 1;
             }
@@ -141,6 +155,9 @@ impl Durable {
             if !keep.contains(stale.as_str()) {
                 hist.remove(&stale).map_err(|e| io(&stale, e))?;
             }
+        }
+        if owner.is_none() {
+            identity::claim_place(&ckpt, self.database_id())?;
         }
         Ok(Summary::of(&written, copied, names.len()))
     }
@@ -248,6 +265,8 @@ impl Durable {
         catalog: &Catalog,
         store: &zepto_history::SharedStore,
     ) -> Result<Summary, DurableError> {
+        let owner = store.get(identity::PLACE).map_err(store_err)?;
+        identity::check_place(owner.as_deref(), self.database_id(), store.location())?;
         let (tables, views, lsn) = self.cut(catalog)?;
         let history_held: std::collections::HashSet<String> =
             store.list("history").map_err(store_err)?.into_iter().collect();
@@ -276,6 +295,9 @@ impl Durable {
         let keep: std::collections::HashSet<String> = names.iter().map(|n| format!("history/{n}")).collect();
         for stale in history_held.iter().filter(|k| !keep.contains(*k)) {
             store.delete(stale).map_err(store_err)?;
+        }
+        if owner.is_none() {
+            store.put(identity::PLACE, format!("{}\n", self.database_id()).into_bytes()).map_err(store_err)?;
         }
         Ok(Summary::of(&written, copied, names.len()))
     }

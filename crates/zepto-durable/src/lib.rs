@@ -53,6 +53,7 @@ pub mod backup;
 pub mod changes;
 pub mod checkpoint;
 pub mod dir;
+pub mod identity;
 pub mod store;
 pub mod timeline;
 

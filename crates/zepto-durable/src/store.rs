@@ -12,6 +12,7 @@
 
 use crate::changes::{apply, encode};
 use crate::checkpoint::{self, Written};
+use crate::identity::DatabaseId;
 use crate::DurableError;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
@@ -106,6 +107,8 @@ pub struct Durable {
     tiering: Mutex<()>,
     tier_after_ns: Option<i64>,
     memory_budget: Option<u64>,
+    /// The data directory's id: a backup place takes backups of one database only.
+    id: DatabaseId,
 }
 
 impl std::fmt::Debug for Durable {
@@ -191,6 +194,7 @@ impl Durable {
         rec.replay_secs = t1.elapsed().as_secs_f64();
         rec.history = sweep(history.as_ref(), catalog)?;
         let timeline = crate::timeline::continued(checkpoints.as_ref(), opts.sync, rec.replay.corruption.is_some())?;
+        let id = DatabaseId::of_directory(checkpoints.as_ref())?;
         catalog.feed().continue_from(timeline, rec.replay.last_lsn);
         let log = Wal::open_flusher(wal.clone(), opts.sync, rec.replay.next_lsn(), || affinity::pin(Role::Wal))?;
         let d = Arc::new(Durable {
@@ -204,6 +208,7 @@ impl Durable {
             tiering: Mutex::new(()),
             tier_after_ns: opts.tier_after_ns,
             memory_budget: opts.memory_budget,
+            id,
         });
         catalog.set_log(d.clone())?;
         Ok((d, rec))
@@ -217,6 +222,11 @@ impl Durable {
     ) -> Result<(Vec<zepto_storage::StampedTable>, Vec<zepto_storage::ViewCut>, Lsn), DurableError> {
         let (tables, views, lsn) = catalog.consistent_cut(|| self.wal.rotate());
         Ok((tables, views, lsn?))
+    }
+
+    /// The data directory's id (`identity.rs`).
+    pub fn database_id(&self) -> &DatabaseId {
+        &self.id
     }
 
     /// Where the history files live.

@@ -1,8 +1,8 @@
 //! Online backups and restores on real directories: a restored database holds exactly what the
 //! original had when the backup cut it (memory and history alike), whatever was written after;
 //! a backup killed part-way leaves the previous one whole; a later backup into the same
-//! directory copies only the history files it lacks; a restore refuses a damaged backup and a
-//! directory that is not empty.
+//! directory copies only the history files it lacks; a backup place takes one database's
+//! backups; a restore refuses a damaged backup and a directory that is not empty.
 
 use crate::common;
 
@@ -222,9 +222,16 @@ fn a_kept_file_is_read_back_first_and_another_history_is_refused() {
     let want = dump(&live);
     let clone = Catalog::new();
     let cd = open(&clone_dir, &clone);
+    let e = cd.backup(&clone, &dest).expect_err("a restored copy is a database of its own");
+    assert!(e.to_string().contains("another database"), "{e}");
+    assert_eq!(restored(&dest, "r8"), want);
+    // A place written before places had owners: the copy's cut names a file of the newer
+    // backup there. Refused too, and the place is not claimed.
+    std::fs::remove_file(dest.join("checkpoint").join("backup-of")).expect("an unowned place");
     let e = cd.backup(&clone, &dest).expect_err("the copy's cut is the first backup's LSN");
     assert!(e.to_string().contains("another history"), "{e}");
-    assert_eq!(restored(&dest, "r8"), want);
+    assert!(!dest.join("checkpoint").join("backup-of").exists());
+    assert_eq!(restored(&dest, "r8b"), want);
     for p in [&src, &dest, &clone_dir] {
         let _ = std::fs::remove_dir_all(p);
     }
@@ -266,6 +273,74 @@ fn a_table_made_again_never_takes_an_earlier_backups_history_file() {
     assert_eq!(into_dir.history_copied, into_dir.history_files, "{into_dir}");
     assert_eq!(into_store.history_copied, into_store.history_files, "{into_store}");
     for p in [&src, &dest, &bucket] {
+        let _ = std::fs::remove_dir_all(p);
+    }
+}
+
+/// Every file under `dir` with its length, sorted.
+fn listing(dir: &Path) -> Vec<(String, u64)> {
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).expect("read_dir") {
+            let e = e.expect("entry");
+            let meta = e.metadata().expect("metadata");
+            if meta.is_dir() {
+                todo.push(e.path());
+            } else {
+                out.push((e.path().strip_prefix(dir).expect("under dir").display().to_string(), meta.len()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn a_backup_place_takes_the_backups_of_one_database() {
+    let (a_dir, b_dir, dest, bucket) = (tmp("srcA"), tmp("srcB"), tmp("dest6"), tmp("bucket6"));
+    let (a, b) = (Catalog::new(), Catalog::new());
+    let (da, db) = (open(&a_dir, &a), open(&b_dir, &b));
+    assert_ne!(da.database_id(), db.database_id());
+    let store = zepto_history::SharedStore::open(&bucket.display().to_string()).expect("a store in a directory");
+    for (cat, d, seed) in [(&a, &da, 1), (&b, &db, 2)] {
+        cat.create(Table::new("t", schema(), &TableOptions::default()).expect("table"), false).expect("create");
+        cat.append("t", batch(0, 400, seed)).expect("append");
+        d.tier(cat, "t", 2 * DAY).expect("tier");
+    }
+    da.backup(&a, &dest).expect("A's backup");
+    da.backup_to_store(&a, &store).expect("A's backup to a store");
+    let want = dump(&a);
+    let (held, held_store) = (listing(&dest), listing(&bucket));
+
+    // B's backups into A's places: refused before anything there changes.
+    let e = db.backup(&b, &dest).expect_err("another database's place");
+    assert!(e.to_string().contains("another database"), "{e}");
+    let e = db.backup_to_store(&b, &store).expect_err("another database's store");
+    assert!(e.to_string().contains("another database"), "{e}");
+    assert_eq!((listing(&dest), listing(&bucket)), (held.clone(), held_store));
+    assert_eq!(restored(&dest, "r11"), want);
+    assert_eq!(restored(&bucket, "r12"), want);
+
+    // A place written before places had owners, holding a file of the name of one of B's of
+    // another size: refused, never copied over.
+    std::fs::remove_file(dest.join("checkpoint").join("backup-of")).expect("an unowned place");
+    let b_file = b.snapshot("t").expect("t").history().files[0].path.clone();
+    let stranger = dest.join("history").join(&b_file);
+    std::fs::create_dir_all(stranger.parent().expect("a day directory")).expect("mkdir");
+    std::fs::write(&stranger, b"not B's file").expect("write");
+    let before = listing(&dest);
+    let e = db.backup(&b, &dest).expect_err("a file of the name and another size");
+    assert!(e.to_string().contains("another database's backups"), "{e}");
+    assert_eq!(listing(&dest), before);
+    assert_eq!(std::fs::read(&stranger).expect("read"), b"not B's file");
+
+    // A's own backups go on there, and claim the place again.
+    std::fs::remove_file(&stranger).expect("remove");
+    da.backup(&a, &dest).expect("A's later backup");
+    assert!(dest.join("checkpoint").join("backup-of").exists());
+    assert_eq!(restored(&dest, "r13"), want);
+    for p in [&a_dir, &b_dir, &dest, &bucket] {
         let _ = std::fs::remove_dir_all(p);
     }
 }
