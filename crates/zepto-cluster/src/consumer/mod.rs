@@ -229,6 +229,36 @@ fn lock(p: &Pending) -> MutexGuard<'_, BTreeSet<i32>> {
     p.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// The first pause before a schema statement Kafka refused is sent again; it doubles up to
+/// [`SCHEMA_RETRY_MAX`].
+const SCHEMA_RETRY_FIRST: Duration = Duration::from_millis(250);
+const SCHEMA_RETRY_MAX: Duration = Duration::from_secs(30);
+
+/// `stmts` published in order, each sent again after a pause (doubling from
+/// [`SCHEMA_RETRY_FIRST`] to [`SCHEMA_RETRY_MAX`]) until `publish` succeeds: the other nodes
+/// must learn of a table this one made even when Kafka was away when it was made, else their
+/// queries of it fail (TABLE_NOT_FOUND, COLUMN_NOT_FOUND) for good. The statements are
+/// `IF NOT EXISTS`, so one taken twice does no harm. Each failure is said on stderr, the first
+/// and then about every [`SCHEMA_RETRY_MAX`].
+fn publish_until_taken(
+    stmts: &[String],
+    mut publish: impl FnMut(&str) -> Result<(), String>,
+    mut pause: impl FnMut(Duration),
+) {
+    for s in stmts {
+        let mut wait = SCHEMA_RETRY_FIRST;
+        let mut tries = 0u32;
+        while let Err(e) = publish(s) {
+            if tries == 0 || wait == SCHEMA_RETRY_MAX {
+                eprintln!("zeptodb: cluster: telling the other nodes '{s}' failed ({e}); trying again");
+            }
+            tries += 1;
+            pause(wait);
+            wait = (wait * 2).min(SCHEMA_RETRY_MAX);
+        }
+    }
+}
+
 impl Worker {
     fn run(mut self, stop: &AtomicBool) {
         let (mut refreshed, mut compacted) = (Instant::now(), Instant::now());
@@ -374,7 +404,8 @@ impl Worker {
     }
 
     /// After line protocol: tell every node the tables it created or widened here
-    /// ([`crate::schemas`]), on a thread of its own (the consumer does not wait for Kafka).
+    /// ([`crate::schemas`]), on a thread of its own (the consumer does not wait for Kafka),
+    /// each statement until Kafka takes it ([`publish_until_taken`]).
     fn tell_schema_changes(&self, before: &schemas::Shapes) {
         let stmts = schemas::changes(&self.engine, before);
         if stmts.is_empty() {
@@ -382,11 +413,7 @@ impl Worker {
         }
         let producer = self.producer.clone();
         let spawned = std::thread::Builder::new().name("zepto-schemas".into()).spawn(move || {
-            for s in stmts {
-                if let Err(e) = producer.publish_statement(&s) {
-                    eprintln!("zeptodb: cluster: telling the other nodes '{s}' failed: {e}");
-                }
-            }
+            publish_until_taken(&stmts, |s| producer.publish_statement(s), std::thread::sleep);
         });
         if let Err(e) = spawned {
             eprintln!("zeptodb: cluster: cannot start the thread telling schema changes: {e}");
@@ -677,5 +704,35 @@ impl Context {
         } else {
             consumer.unassign()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Statements go out in order, each sent again after pauses that double up to the cap
+    /// until it is taken; none is dropped.
+    #[test]
+    fn a_schema_statement_is_sent_until_kafka_takes_it() {
+        let stmts = ["CREATE TABLE IF NOT EXISTS a (x BIGINT)".to_string(), "ALTER TABLE a ADD y".to_string()];
+        let (mut sent, mut pauses) = (Vec::new(), Vec::new());
+        let mut refusals = 9;
+        publish_until_taken(
+            &stmts,
+            |s| {
+                sent.push(s.to_string());
+                if s == stmts[0] && refusals > 0 {
+                    refusals -= 1;
+                    return Err("broker down".into());
+                }
+                Ok(())
+            },
+            |d| pauses.push(d),
+        );
+        assert_eq!(sent.len(), 11);
+        assert!(sent[..10].iter().all(|s| *s == stmts[0]) && sent[10] == stmts[1], "{sent:?}");
+        let ms: Vec<u128> = pauses.iter().map(Duration::as_millis).collect();
+        assert_eq!(ms, [250, 500, 1000, 2000, 4000, 8000, 16000, 30000, 30000]);
     }
 }
