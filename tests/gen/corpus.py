@@ -347,6 +347,19 @@ def s06_aggregates(f):
     f.q("SELECT stddev(size), stddev_pop(size), variance(size) FROM trades")
     f.q("SELECT stddev(age), variance(age), stddev_pop(salary) FROM people")
     f.q("SELECT stddev(x), stddev_pop(x), variance(x), stddev(n), variance(n) FROM nums")
+    f.comment("statistics of pairs (y, x), rows where both are non-NULL: covariance, correlation, regression")
+    f.q("SELECT covar_pop(price, size), covar_samp(price, size), corr(price, size), regr_slope(price, size), "
+        "regr_intercept(price, size), regr_r2(price, size) FROM trades")
+    f.q("SELECT sym, corr(price, size), regr_slope(size, price), regr_count(price, size), covar_samp(size, price) "
+        "FROM trades GROUP BY sym")
+    f.q("SELECT regr_count(x, n), regr_avgy(x, n), regr_avgx(x, n), regr_syy(x, n), regr_sxx(x, n), regr_sxy(x, n), "
+        "corr(x, n), covar_pop(n, m) FROM nums")
+    f.q("SELECT covar_samp(age, salary), corr(salary, age), regr_slope(salary, age), regr_intercept(salary, age), "
+        "regr_r2(score, age) FROM people")
+    f.q("SELECT corr(y, x), regr_slope(y, x), regr_intercept(y, x), regr_r2(y, x), covar_samp(y, x) FROM "
+        "(VALUES (1, 3), (2, 3), (3, 3)) AS t(y, x)")
+    f.q("SELECT corr(y, x), regr_slope(y, x), regr_r2(y, x), covar_samp(y, x), regr_count(y, x) FROM "
+        "(VALUES (1, 3), (1, 5), (NULL, 4), (2, NULL)) AS t(y, x)")
     f.comment("median / percentile_cont interpolate; quantile is discrete (DuckDB quantile_disc)")
     f.q("SELECT median(price), median(size) FROM trades")
     f.q("SELECT median(age), median(salary), median(score) FROM people")
@@ -363,6 +376,7 @@ def s06_aggregates(f):
     f.comment("aggregates over empty input: count 0, everything else NULL")
     f.q("SELECT count(*), count(a), count(DISTINCT a), sum(a), avg(c), min(b), max(t), stddev(c), median(c) FROM empty_t")
     f.q("SELECT quantile(c, 0.5), percentile_cont(0.5) WITHIN GROUP (ORDER BY c), variance(a), stddev_pop(c) FROM empty_t")
+    f.q("SELECT corr(a, c), covar_pop(c, a), regr_count(a, c), regr_avgx(a, c) FROM empty_t")
     f.q("SELECT count(*), sum(size), avg(price), min(ts), max(sym) FROM trades WHERE price > 100000")
     f.q("SELECT count(price), sum(price), min(price), avg(price), count(*) FROM trades WHERE price IS NULL")
     f.comment("single row: sample statistics are NULL, population ones 0")

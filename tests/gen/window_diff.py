@@ -39,7 +39,8 @@ BASE_NS = 1_704_187_800_000_000_000  # 2024-01-02 09:30:00 UTC
 PEER_SAFE = [
     "rank()", "dense_rank()", "percent_rank()", "cume_dist()",
     "count(*)", "count(x)", "sum(n)", "avg(n)", "min(x)", "max(x)", "max(s)", "min(t2)", "sum(x)",
-    "avg(x)", "stddev_samp(x)", "var_pop(n)", "count(DISTINCT g)", "median(n)",
+    "avg(x)", "stddev_samp(x)", "var_pop(n)", "count(DISTINCT g)", "median(n)", "corr(x, n)",
+    "regr_slope(n, x)", "covar_samp(x, n)",
 ]
 # Functions that look at row positions: need a total ORDER BY.
 POSITIONAL = [
@@ -48,7 +49,7 @@ POSITIONAL = [
     "last_value(n IGNORE NULLS)", "lag(x IGNORE NULLS)", "lead(n, 2 IGNORE NULLS)", "lag(s, 1, 'none')",
 ]
 FRAMED = {"first_value", "last_value", "nth_value", "count", "sum", "avg", "min", "max", "stddev_samp",
-          "var_pop", "median"}
+          "var_pop", "median", "corr", "regr_slope", "covar_samp"}
 
 
 def make_case(rng, k):

@@ -197,6 +197,61 @@ pub enum AggFunc {
     ArgMin,
     /// `arg_max(x, v)` (also `max_by`, `argmax`): `x` at the row of the largest `v`.
     ArgMax,
+    /// A statistic of pairs `(y, x)`: `covar_pop(y, x)`, `corr(y, x)`, `regr_slope(y, x)`, ...
+    Pair(PairStat),
+}
+
+/// A statistic of the pairs `(y, x)` where both are non-NULL (PostgreSQL's and DuckDB's
+/// aggregates of two variables; the dependent `y` first).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum PairStat {
+    /// `covar_pop(y, x)`: the population covariance.
+    CovarPop,
+    /// `covar_samp(y, x)`: the sample covariance.
+    CovarSamp,
+    /// `corr(y, x)`: Pearson's correlation coefficient.
+    Corr,
+    /// `regr_slope(y, x)`: the least-squares line's slope (a beta).
+    RegrSlope,
+    /// `regr_intercept(y, x)`: the line's intercept.
+    RegrIntercept,
+    /// `regr_r2(y, x)`: the square of the correlation.
+    RegrR2,
+    /// `regr_count(y, x)`: the pairs.
+    RegrCount,
+    /// `regr_avgy(y, x)`: the mean of `y` over the pairs.
+    RegrAvgY,
+    /// `regr_avgx(y, x)`: the mean of `x` over the pairs.
+    RegrAvgX,
+    /// `regr_syy(y, x)`: the sum of squared deviations of `y`.
+    RegrSyy,
+    /// `regr_sxx(y, x)`: the sum of squared deviations of `x`.
+    RegrSxx,
+    /// `regr_sxy(y, x)`: the sum of the products of the deviations.
+    RegrSxy,
+}
+
+impl PairStat {
+    /// Every statistic, with its name.
+    pub const ALL: [(PairStat, &'static str); 12] = [
+        (PairStat::CovarPop, "covar_pop"),
+        (PairStat::CovarSamp, "covar_samp"),
+        (PairStat::Corr, "corr"),
+        (PairStat::RegrSlope, "regr_slope"),
+        (PairStat::RegrIntercept, "regr_intercept"),
+        (PairStat::RegrR2, "regr_r2"),
+        (PairStat::RegrCount, "regr_count"),
+        (PairStat::RegrAvgY, "regr_avgy"),
+        (PairStat::RegrAvgX, "regr_avgx"),
+        (PairStat::RegrSyy, "regr_syy"),
+        (PairStat::RegrSxx, "regr_sxx"),
+        (PairStat::RegrSxy, "regr_sxy"),
+    ];
+
+    /// Its SQL name.
+    pub fn name(self) -> &'static str {
+        PairStat::ALL.iter().find(|(s, _)| *s == self).map_or("corr", |(_, n)| n)
+    }
 }
 
 /// A bitwise operator on integers.
@@ -270,6 +325,7 @@ impl AggFunc {
                 | AggFunc::ArgMax
                 | AggFunc::BoolAnd
                 | AggFunc::BoolOr
+                | AggFunc::Pair(_)
         )
     }
 
@@ -291,6 +347,7 @@ impl AggFunc {
             | AggFunc::ArgMax
             | AggFunc::Vwap => 2,
             AggFunc::StddevSamp | AggFunc::StddevPop | AggFunc::VarSamp | AggFunc::VarPop => 3,
+            AggFunc::Pair(_) => 6,
             AggFunc::Median
             | AggFunc::Quantile(_)
             | AggFunc::PercentileCont(_)
@@ -328,7 +385,7 @@ pub fn agg_by_name(name: &str) -> Option<AggFunc> {
         "bool_or" => AggFunc::BoolOr,
         "string_agg" | "group_concat" | "listagg" => AggFunc::StringAgg(AggOrder::default()),
         "array_agg" => AggFunc::ArrayAgg(AggOrder::default()),
-        _ => return None,
+        _ => return PairStat::ALL.iter().find(|(_, n)| *n == name).map(|&(s, _)| AggFunc::Pair(s)),
     })
 }
 
@@ -419,6 +476,16 @@ pub fn agg_type(f: AggFunc, args: &[DataType], pos: Pos) -> Result<DataType> {
             }
             DataType::Float64
         }
+        AggFunc::Pair(s) => {
+            if args.len() != 2 || !args.iter().all(|t| t.is_numeric() || *t == DataType::Null) {
+                return bad(&format!("{}(y, x) needs two numeric arguments", s.name()));
+            }
+            if s == PairStat::RegrCount {
+                DataType::Int64
+            } else {
+                DataType::Float64
+            }
+        }
     })
 }
 
@@ -448,6 +515,7 @@ pub fn agg_name(f: AggFunc) -> &'static str {
         AggFunc::BoolOr => "bool_or",
         AggFunc::StringAgg(_) => "string_agg",
         AggFunc::ArrayAgg(_) => "array_agg",
+        AggFunc::Pair(s) => s.name(),
     }
 }
 
@@ -455,7 +523,7 @@ pub fn agg_name(f: AggFunc) -> &'static str {
 pub fn agg_arity(f: AggFunc) -> (usize, usize) {
     match f {
         AggFunc::CountStar => (0, 0),
-        AggFunc::Vwap | AggFunc::ArgMin | AggFunc::ArgMax => (2, 2),
+        AggFunc::Vwap | AggFunc::ArgMin | AggFunc::ArgMax | AggFunc::Pair(_) => (2, 2),
         AggFunc::Twap => (1, 2),
         AggFunc::Quantile(_) => (2, 2),
         AggFunc::StringAgg(_) => (1, 2),

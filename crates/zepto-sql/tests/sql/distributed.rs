@@ -77,6 +77,8 @@ const QUERIES: &[&str] = &[
     "SELECT count(*), sum(price) FROM trades WHERE sym = 'S1'",
     "SELECT count(*) FROM trades WHERE sym IS NULL",
     "SELECT stddev_samp(price), var_pop(price) FROM trades",
+    "SELECT sym, corr(price, size), regr_slope(price, size), regr_count(price, size) FROM trades GROUP BY sym",
+    "SELECT covar_samp(size, price), regr_intercept(price, size), regr_r2(price, size) FROM trades",
     "SELECT sym, median(price) FROM trades GROUP BY sym",
     "SELECT count(DISTINCT sym) FROM trades",
     "SELECT * FROM trades WHERE price > 150",

@@ -30,6 +30,7 @@
 mod arg_extreme;
 mod block_runs;
 mod count;
+mod covariance;
 mod dot;
 mod dot_blocks;
 mod first_last;
@@ -250,6 +251,7 @@ pub fn accumulator_for(func: AggFunc, ty: DataType, used: Use) -> Box<dyn Accumu
         AggFunc::BoolAnd => Box::new(min_max::MinMax::new(false)),
         AggFunc::BoolOr => Box::new(min_max::MinMax::new(true)),
         AggFunc::StringAgg(_) | AggFunc::ArrayAgg(_) => Box::new(listing::Listing::new(func)),
+        AggFunc::Pair(stat) => Box::new(covariance::Covariance::new(stat)),
     }
 }
 
