@@ -363,6 +363,8 @@ impl AggFunc {
 pub fn agg_by_name(name: &str) -> Option<AggFunc> {
     Some(match name {
         "count" | "count_distinct" => AggFunc::Count,
+        // DuckDB's count_if(c): a sum of the condition as 0/1 (HUGEINT; NULL with no row).
+        "count_if" | "countif" => AggFunc::Sum,
         "sum" => AggFunc::Sum,
         "avg" | "mean" => AggFunc::Avg,
         "min" => AggFunc::Min,

@@ -102,6 +102,9 @@ impl Binder {
         if func == AggFunc::Count && f.name == "count" && args.is_empty() {
             func = AggFunc::CountStar;
         }
+        if matches!(f.name.as_str(), "count_if" | "countif") {
+            args = vec![count_if_arg(args, f)?];
+        }
         // QuestDB's count_distinct(x) is count(DISTINCT x). A repeated row cannot change
         // arg_min/arg_max (DISTINCT is over all the arguments): theirs is dropped.
         let distinct = (f.distinct || f.name == "count_distinct") && !matches!(func, AggFunc::ArgMin | AggFunc::ArgMax);
@@ -194,6 +197,20 @@ impl Binder {
         };
         Ok((func, Some(key)))
     }
+}
+
+/// DuckDB's `count_if(c)`: `sum(c)` of the condition as a BIGINT (1 for true, 0 for false,
+/// NULL left out), so a HUGEINT, NULL when no row has a condition, as DuckDB gives it.
+fn count_if_arg(args: Vec<BExpr>, f: &FuncCall) -> Result<BExpr> {
+    let [c] = <[BExpr; 1]>::try_from(args)
+        .map_err(|_| SqlError::plan(format!("{}(condition) takes one argument", f.name), Some(f.pos)))?;
+    if !matches!(c.data_type(), DataType::Bool | DataType::Null) {
+        return Err(SqlError::plan(
+            format!("{}(condition) needs a BOOLEAN condition, got {}", f.name, c.data_type()),
+            Some(f.pos),
+        ));
+    }
+    cast_to(c, DataType::Int64)
 }
 
 /// Every aggregate call of the select list, HAVING and ORDER BY (deduplicated by text, in
