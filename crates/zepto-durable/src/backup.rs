@@ -122,6 +122,12 @@ impl Durable {
         let hist = open(dest, "history")?;
         let owner = identity::read_place(&ckpt)?;
         identity::check_place(owner.as_deref(), self.database_id(), &dest.display().to_string())?;
+        if identity::is_data_directory(&ckpt)? {
+            return Err(DurableError::Io(format!(
+                "{} is a database's data directory, not a backup place: back up into a new place",
+                dest.display()
+            )));
+        }
         let (tables, views, lsn) = self.cut(catalog)?;
         let mut names: Vec<(String, u64)> = Vec::new();
         for (t, _) in &tables {
@@ -129,11 +135,11 @@ impl Durable {
                 names.push((f.path.clone(), f.bytes));
             }
         }
-        // A file is named once: one of the name and another size there is another database's
-        // (in a place written before places had owners), never copied over.
-        if let Some((name, bytes, there)) =
-            names.iter().find_map(|(n, b)| size_of(&hist, n).filter(|s| s != b).map(|s| (n, b, s)))
-        {
+        // A file is named once: in a place written before places had owners, one of the name
+        // and another size there is another database's, never copied over. In this database's
+        // own place it is a damaged copy of ours: copied again.
+        let stranger = |(n, b): &(String, u64)| size_of(&hist, n).filter(|s| s != b).map(|s| (n.clone(), *b, s));
+        if let Some((name, bytes, there)) = names.iter().filter(|_| owner.is_none()).find_map(stranger) {
             return Err(DurableError::Io(format!(
                 "{}: history file {name} there is {there} bytes, this database's {bytes}: the place holds \
                  another database's backups; back up into a new place",
@@ -141,8 +147,8 @@ impl Durable {
             )));
         }
         let mut copied = 0;
-        for (name, _) in &names {
-            if size_of(&hist, name).is_none() {
+        for (name, bytes) in &names {
+            if size_of(&hist, name) != Some(*bytes) {
                 copy_file(self.history_storage(), &hist, name)?;
                 copied += 1;
             }

@@ -90,6 +90,13 @@ pub(crate) fn read_place(storage: &dyn Storage) -> Result<Option<Vec<u8>>, Durab
     names.iter().any(|n| n == PLACE).then(|| storage.read(PLACE)).transpose().map_err(io)
 }
 
+/// Whether the checkpoints `storage` holds are a data directory's (it has a database id): a
+/// backup into it would replace that database's checkpoints.
+pub(crate) fn is_data_directory(storage: &dyn Storage) -> Result<bool, DurableError> {
+    let names = storage.list().map_err(|e| DurableError::Io(format!("listing the backup's checkpoints: {e}")))?;
+    Ok(names.iter().any(|n| n == DATABASE))
+}
+
 /// Record `id` as the database the backup directory whose checkpoints `storage` holds belongs to.
 pub(crate) fn claim_place(storage: &dyn Storage, id: &DatabaseId) -> Result<(), DurableError> {
     write(storage, PLACE, id).map_err(|e| DurableError::Io(format!("the backup's {PLACE} file: {e}")))

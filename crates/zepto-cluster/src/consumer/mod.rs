@@ -49,7 +49,7 @@ use rdkafka::types::RDKafkaRespErr;
 use rdkafka::{ClientContext, Offset, TopicPartitionList};
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{mpsc, Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use zepto_server::auth::Principal;
@@ -150,13 +150,14 @@ pub(crate) fn spawn(
     let pending = Pending::default();
     let consumer = join(&engine, config, &shared, &pending)?;
     let topic = config.topic().to_string();
+    let schemas = schema_publisher(producer, stop.clone())?;
     let worker = Worker {
         consumer,
         engine,
         config: config.clone(),
         topic,
         shared,
-        producer,
+        schemas,
         pending,
         sealed: HashMap::new(),
         last_seal: Instant::now(),
@@ -208,7 +209,9 @@ struct Worker {
     config: Config,
     topic: String,
     shared: Shared,
-    producer: Arc<Producer>,
+    /// Schema statements for the other nodes, published in order by one thread
+    /// ([`schema_publisher`]).
+    schemas: mpsc::Sender<String>,
     /// Partitions assigned but not yet taken (their take-over failed; retried).
     pending: Pending,
     /// Per partition, the offset this node last sealed it at.
@@ -229,6 +232,36 @@ fn lock(p: &Pending) -> MutexGuard<'_, BTreeSet<i32>> {
     p.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// The thread publishing the schema statements sent to the returned channel, one after another
+/// in the order they came, each until Kafka takes it ([`publish_until_taken`]): a column added
+/// after a table was made must not reach the other nodes before the table does, even when
+/// Kafka was away for both. It ends when the channel's sender is dropped or `stop` is set.
+fn schema_publisher(producer: Arc<Producer>, stop: Arc<AtomicBool>) -> Result<mpsc::Sender<String>, ClusterError> {
+    let (tx, rx) = mpsc::channel::<String>();
+    let mut pause = move |d: Duration| {
+        let until = Instant::now() + d;
+        while !stop.load(Ordering::Acquire) {
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return true;
+            }
+            std::thread::sleep(left.min(Duration::from_millis(100)));
+        }
+        false
+    };
+    std::thread::Builder::new()
+        .name("zepto-schemas".into())
+        .spawn(move || {
+            while let Ok(s) = rx.recv() {
+                if !publish_until_taken(std::slice::from_ref(&s), |s| producer.publish_statement(s), &mut pause) {
+                    return;
+                }
+            }
+        })
+        .map_err(|e| ClusterError::Config(format!("cannot start the schema publisher thread: {e}")))?;
+    Ok(tx)
+}
+
 /// The first pause before a schema statement Kafka refused is sent again; it doubles up to
 /// [`SCHEMA_RETRY_MAX`].
 const SCHEMA_RETRY_FIRST: Duration = Duration::from_millis(250);
@@ -239,12 +272,13 @@ const SCHEMA_RETRY_MAX: Duration = Duration::from_secs(30);
 /// must learn of a table this one made even when Kafka was away when it was made, else their
 /// queries of it fail (TABLE_NOT_FOUND, COLUMN_NOT_FOUND) for good. The statements are
 /// `IF NOT EXISTS`, so one taken twice does no harm. Each failure is said on stderr, the first
-/// and then about every [`SCHEMA_RETRY_MAX`].
+/// and then about every [`SCHEMA_RETRY_MAX`]. `pause` waits, or says to give up (false: the
+/// node is stopping); false then, with the statements not taken.
 fn publish_until_taken(
     stmts: &[String],
     mut publish: impl FnMut(&str) -> Result<(), String>,
-    mut pause: impl FnMut(Duration),
-) {
+    mut pause: impl FnMut(Duration) -> bool,
+) -> bool {
     for s in stmts {
         let mut wait = SCHEMA_RETRY_FIRST;
         let mut tries = 0u32;
@@ -253,10 +287,13 @@ fn publish_until_taken(
                 eprintln!("zeptodb: cluster: telling the other nodes '{s}' failed ({e}); trying again");
             }
             tries += 1;
-            pause(wait);
+            if !pause(wait) {
+                return false;
+            }
             wait = (wait * 2).min(SCHEMA_RETRY_MAX);
         }
     }
+    true
 }
 
 impl Worker {
@@ -404,19 +441,13 @@ impl Worker {
     }
 
     /// After line protocol: tell every node the tables it created or widened here
-    /// ([`crate::schemas`]), on a thread of its own (the consumer does not wait for Kafka),
-    /// each statement until Kafka takes it ([`publish_until_taken`]).
+    /// ([`crate::schemas`]), through the node's schema publisher (the consumer does not wait
+    /// for Kafka).
     fn tell_schema_changes(&self, before: &schemas::Shapes) {
-        let stmts = schemas::changes(&self.engine, before);
-        if stmts.is_empty() {
-            return;
-        }
-        let producer = self.producer.clone();
-        let spawned = std::thread::Builder::new().name("zepto-schemas".into()).spawn(move || {
-            publish_until_taken(&stmts, |s| producer.publish_statement(s), std::thread::sleep);
-        });
-        if let Err(e) = spawned {
-            eprintln!("zeptodb: cluster: cannot start the thread telling schema changes: {e}");
+        for s in schemas::changes(&self.engine, before) {
+            if let Err(e) = self.schemas.send(s) {
+                eprintln!("zeptodb: cluster: the schema publisher has stopped; not told: '{}'", e.0);
+            }
         }
     }
 
@@ -718,7 +749,7 @@ mod tests {
         let stmts = ["CREATE TABLE IF NOT EXISTS a (x BIGINT)".to_string(), "ALTER TABLE a ADD y".to_string()];
         let (mut sent, mut pauses) = (Vec::new(), Vec::new());
         let mut refusals = 9;
-        publish_until_taken(
+        let taken = publish_until_taken(
             &stmts,
             |s| {
                 sent.push(s.to_string());
@@ -728,11 +759,27 @@ mod tests {
                 }
                 Ok(())
             },
-            |d| pauses.push(d),
+            |d| {
+                pauses.push(d);
+                true
+            },
         );
+        assert!(taken);
         assert_eq!(sent.len(), 11);
         assert!(sent[..10].iter().all(|s| *s == stmts[0]) && sent[10] == stmts[1], "{sent:?}");
         let ms: Vec<u128> = pauses.iter().map(Duration::as_millis).collect();
         assert_eq!(ms, [250, 500, 1000, 2000, 4000, 8000, 16000, 30000, 30000]);
+        // Stopping while Kafka is away gives up: nothing after the refused statement is sent.
+        let mut sent = Vec::new();
+        let taken = publish_until_taken(
+            &stmts,
+            |s| {
+                sent.push(s.to_string());
+                Err("broker down".into())
+            },
+            |_| false,
+        );
+        assert!(!taken);
+        assert_eq!(sent, [stmts[0].clone()]);
     }
 }

@@ -340,6 +340,16 @@ fn a_backup_place_takes_the_backups_of_one_database() {
     da.backup(&a, &dest).expect("A's later backup");
     assert!(dest.join("checkpoint").join("backup-of").exists());
     assert_eq!(restored(&dest, "r13"), want);
+    // In its own place, a damaged copy of one of its history files is copied again.
+    let a_file = a.snapshot("t").expect("t").history().files[0].path.clone();
+    std::fs::write(dest.join("history").join(&a_file), b"torn").expect("damage");
+    da.backup(&a, &dest).expect("A's backup copies its file again");
+    assert_eq!(restored(&dest, "r14"), want);
+    // A data directory is no backup place: its checkpoints stay.
+    let held_b = listing(&b_dir.join("checkpoint"));
+    let e = da.backup(&a, &b_dir).expect_err("B's data directory");
+    assert!(e.to_string().contains("data directory"), "{e}");
+    assert_eq!(listing(&b_dir.join("checkpoint")), held_b);
     for p in [&a_dir, &b_dir, &dest, &bucket] {
         let _ = std::fs::remove_dir_all(p);
     }

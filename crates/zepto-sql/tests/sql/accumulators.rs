@@ -6,13 +6,13 @@
 //! integer and float values, empty groups and empty inputs.
 
 use zepto_sql::exec::accum::{accumulator, min_and_max, Input, Rows};
-use zepto_sql::expr::functions::{AggFunc, AggOrder};
+use zepto_sql::expr::functions::{AggFunc, AggOrder, PairStat};
 use zepto_storage::{Bitmap, Column, ColumnData, DataType, Value};
 
 use crate::common;
 use common::Rng;
 
-const FUNCS: [AggFunc; 21] = [
+const FUNCS: [AggFunc; 24] = [
     AggFunc::CountStar,
     AggFunc::Count,
     AggFunc::Sum,
@@ -34,6 +34,9 @@ const FUNCS: [AggFunc; 21] = [
     AggFunc::Twap,
     AggFunc::StringAgg(AggOrder { desc: false, nulls_first: false }),
     AggFunc::ArrayAgg(AggOrder { desc: true, nulls_first: false }),
+    AggFunc::Pair(PairStat::Corr),
+    AggFunc::Pair(PairStat::RegrSlope),
+    AggFunc::Pair(PairStat::RegrCount),
 ];
 
 /// One random input: values `x` (BIGINT or DOUBLE, ~10% NULL), sizes `w` for vwap, unique
@@ -89,6 +92,7 @@ fn result_type(f: AggFunc, x: DataType) -> DataType {
         | AggFunc::ArgMax
         | AggFunc::Quantile(_) => x,
         AggFunc::StringAgg(_) | AggFunc::ArrayAgg(_) => DataType::Varchar,
+        AggFunc::Pair(PairStat::RegrCount) => DataType::Int64,
         _ => DataType::Float64,
     }
 }
@@ -100,6 +104,8 @@ fn args(f: AggFunc, c: &Case) -> Vec<&Column> {
         // arg_min by unique keys; arg_max by sizes, full of ties (settled by x).
         AggFunc::ArgMin => vec![&c.x, &c.v],
         AggFunc::ArgMax => vec![&c.x, &c.w],
+        // The values against the sizes.
+        AggFunc::Pair(_) => vec![&c.x, &c.w],
         _ => vec![&c.x],
     }
 }

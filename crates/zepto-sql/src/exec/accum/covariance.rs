@@ -25,6 +25,24 @@ struct Moments {
 }
 
 impl Moments {
+    /// One pair more (Welford's update, for frames that grow a row at a time).
+    fn add(&mut self, y: f64, x: f64) {
+        self.n += 1;
+        let n = self.n as f64;
+        let (dy, dx) = (y - self.mean_y, x - self.mean_x);
+        self.mean_y += dy / n;
+        self.mean_x += dx / n;
+        self.syy += dy * (y - self.mean_y);
+        self.sxx += dx * (x - self.mean_x);
+        self.sxy += dy * (x - self.mean_x);
+    }
+
+    /// Pearson's coefficient, each spread's root taken apart (their product could overflow
+    /// or vanish where the roots do not).
+    fn corr(&self) -> f64 {
+        self.sxy / (self.sxx.sqrt() * self.syy.sqrt())
+    }
+
     /// `b` folded into `self` (Chan et al.).
     fn combine(&mut self, b: Moments) {
         if b.n == 0 {
@@ -57,16 +75,18 @@ impl Moments {
             PairStat::CovarPop => self.sxy / n,
             PairStat::CovarSamp if self.n < 2 => return None,
             PairStat::CovarSamp => self.sxy / (n - 1.0),
-            PairStat::Corr => {
-                let d = (self.sxx * self.syy).sqrt();
-                self.sxy / if d.is_finite() { d } else { self.sxx.sqrt() * self.syy.sqrt() }
-            }
+            PairStat::Corr => self.corr(),
             PairStat::RegrSlope => self.sxy / self.sxx,
-            PairStat::RegrIntercept if self.sxx == 0.0 => return None,
-            PairStat::RegrIntercept => self.mean_y - self.sxy / self.sxx * self.mean_x,
+            PairStat::RegrIntercept => {
+                let slope = self.sxy / self.sxx;
+                if slope.is_nan() {
+                    return None;
+                }
+                self.mean_y - slope * self.mean_x
+            }
             PairStat::RegrR2 if self.sxx == 0.0 => return None,
             PairStat::RegrR2 if self.syy == 0.0 => 1.0,
-            PairStat::RegrR2 => self.sxy * self.sxy / (self.sxx * self.syy),
+            PairStat::RegrR2 => self.corr() * self.corr(),
             PairStat::RegrCount => n,
             PairStat::RegrAvgY => self.mean_y,
             PairStat::RegrAvgX => self.mean_x,
@@ -118,6 +138,34 @@ fn two_pass(y: &Column, x: &Column, ids: &[u32], ng: usize) -> Result<Vec<Moment
         s.sxy += dy * dx;
     }
     Ok(m)
+}
+
+/// Per frame `fs[k]..fe[k]` of rows, the moments of its pairs: frames that share their start
+/// and only grow (a running window) a pair at a time, others in two passes each.
+fn frame_moments(y: &Column, x: &Column, fs: &[u32], fe: &[u32]) -> Result<Vec<Moments>> {
+    let (yv, xv) = (to_f64(y)?, to_f64(x)?);
+    let both = |i: usize| y.is_valid(i) && x.is_valid(i);
+    let mut out = Vec::with_capacity(fs.len());
+    let (mut start, mut end, mut run) = (usize::MAX, 0usize, Moments::default());
+    for k in 0..fs.len() {
+        let (a, b) = (fs[k] as usize, (fe[k] as usize).max(fs[k] as usize));
+        let growing = a == start && b >= end;
+        if growing || fs.get(k + 1).is_some_and(|&next| next as usize == a) {
+            if !growing {
+                (start, end, run) = (a, a, Moments::default());
+            }
+            for i in (end..b).filter(|&i| both(i)) {
+                run.add(yv[i], xv[i]);
+            }
+            end = b;
+            out.push(run);
+            continue;
+        }
+        let rows: Vec<u32> = (a as u32..b as u32).collect();
+        let frame = |c: &Column| c.take(&rows);
+        out.push(two_pass(&frame(y), &frame(x), &vec![0; rows.len()], 1)?[0]);
+    }
+    Ok(out)
 }
 
 /// The state's columns: count, then the five moments as doubles.
@@ -176,12 +224,24 @@ impl Accumulator for Covariance {
     }
 
     fn finish(&mut self) -> Result<Column> {
-        let stat = self.stat;
-        let values = self.groups.iter().map(|m| m.value(stat));
-        Ok(match stat {
-            PairStat::RegrCount => Column::from_data(ColumnData::Int64(self.groups.iter().map(|m| m.n).collect())),
-            _ => from_opt_f64(values),
-        })
+        Ok(result(self.stat, &self.groups))
+    }
+
+    /// Running frames a pair at a time, others in two passes each (`frame_moments`): no
+    /// frame's rows are gathered into groups.
+    fn frames(&mut self, input: &Input, fs: &[u32], fe: &[u32]) -> Result<Column> {
+        let [y, x] = input.args.as_slice() else {
+            return Err(SqlError::Internal("a statistic of pairs takes two arguments".into()));
+        };
+        Ok(result(self.stat, &frame_moments(y, x, fs, fe)?))
+    }
+}
+
+/// The statistic of each of `groups`.
+fn result(stat: PairStat, groups: &[Moments]) -> Column {
+    match stat {
+        PairStat::RegrCount => Column::from_data(ColumnData::Int64(groups.iter().map(|m| m.n).collect())),
+        _ => from_opt_f64(groups.iter().map(|m| m.value(stat))),
     }
 }
 
@@ -218,12 +278,39 @@ mod tests {
         assert_eq!(m.value(PairStat::CovarPop), Some(-1.0 / 3.0));
         assert_eq!(m.value(PairStat::CovarSamp), Some(-0.5));
         assert_eq!(m.value(PairStat::RegrIntercept), Some(3.0));
-        assert_eq!(m.value(PairStat::RegrR2), Some(0.25));
+        assert!(m.value(PairStat::RegrR2).is_some_and(|r2| (r2 - 0.25).abs() < 1e-15));
         let flat_x = of(&[(1.0, 3.0), (2.0, 3.0)]);
         assert!(flat_x.value(PairStat::RegrSlope).is_some_and(f64::is_nan));
         assert_eq!(flat_x.value(PairStat::RegrIntercept), None);
         assert_eq!(of(&[(1.0, 3.0), (1.0, 2.0)]).value(PairStat::RegrR2), Some(1.0));
         assert_eq!(Moments::default().value(PairStat::RegrCount), Some(0.0));
         assert_eq!(Moments::default().value(PairStat::Corr), None);
+    }
+
+    /// Running frames (a pair at a time), sliding ones and empty ones give each frame's own
+    /// moments, NULL pairs left out.
+    #[test]
+    fn frames_give_each_frames_moments() {
+        let y = Column::from_data(ColumnData::Float64((0..40).map(|i| ((i * 37) % 11) as f64 / 3.0).collect()));
+        let valid: Vec<bool> = (0..40).map(|i| i != 3 && i != 17).collect();
+        let x = Column::new(
+            ColumnData::Float64((0..40).map(|i| (i % 7) as f64).collect()),
+            Some(zepto_storage::Bitmap::from_bools(valid)),
+        );
+        let running: Vec<(u32, u32)> = (0..40).map(|e| (0, e + 1)).collect();
+        let sliding: Vec<(u32, u32)> =
+            (0..40u32).map(|e| (e.saturating_sub(4), e + 1)).chain([(5, 5), (9, 2)]).collect();
+        for frames in [running, sliding] {
+            let (fs, fe): (Vec<u32>, Vec<u32>) = frames.iter().copied().unzip();
+            let got = frame_moments(&y, &x, &fs, &fe).expect("frames");
+            for (k, &(a, b)) in frames.iter().enumerate() {
+                let rows: Vec<u32> = (a..b.max(a)).collect();
+                let want = two_pass(&y.take(&rows), &x.take(&rows), &vec![0; rows.len()], 1).expect("moments")[0];
+                assert_eq!(got[k].n, want.n, "frame {a}..{b}");
+                for (g, w) in [(got[k].sxy, want.sxy), (got[k].sxx, want.sxx), (got[k].mean_y, want.mean_y)] {
+                    assert!((g - w).abs() <= 1e-12 * w.abs().max(1.0), "frame {a}..{b}: {g} against {w}");
+                }
+            }
+        }
     }
 }
