@@ -364,6 +364,9 @@ def s06_aggregates(f):
         "(VALUES (1, 3), (2, 3), (3, 3)) AS t(y, x)")
     f.q("SELECT corr(y, x), regr_slope(y, x), regr_r2(y, x), covar_samp(y, x), regr_count(y, x) FROM "
         "(VALUES (1, 3), (1, 5), (NULL, 4), (2, NULL)) AS t(y, x)")
+    f.q("SELECT corr(y, x), regr_slope(y, x), regr_intercept(y, x), regr_r2(y, x), corr(x, y) FROM "
+        "(VALUES (1.5, 0.1), (2.5, 0.1), (4.0, 0.1)) AS t(y, x)")
+    f.q("SELECT corr(y, x), regr_r2(y, x), regr_slope(y, x) FROM (VALUES (2.0, 1.0), (4.0, 2.0), (6.0, 3.0)) AS t(y, x)")
     f.comment("median / percentile_cont interpolate; quantile is discrete (DuckDB quantile_disc)")
     f.q("SELECT median(price), median(size) FROM trades")
     f.q("SELECT median(age), median(salary), median(score) FROM people")

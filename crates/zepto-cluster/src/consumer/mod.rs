@@ -150,7 +150,7 @@ pub(crate) fn spawn(
     let pending = Pending::default();
     let consumer = join(&engine, config, &shared, &pending)?;
     let topic = config.topic().to_string();
-    let schemas = schema_publisher(producer, stop.clone())?;
+    let (schemas, publisher) = schema_publisher(producer, stop.clone())?;
     let worker = Worker {
         consumer,
         engine,
@@ -158,6 +158,7 @@ pub(crate) fn spawn(
         topic,
         shared,
         schemas,
+        publisher: Some(publisher),
         pending,
         sealed: HashMap::new(),
         last_seal: Instant::now(),
@@ -212,6 +213,8 @@ struct Worker {
     /// Schema statements for the other nodes, published in order by one thread
     /// ([`schema_publisher`]).
     schemas: mpsc::Sender<String>,
+    /// That thread, joined when the consumer stops.
+    publisher: Option<JoinHandle<()>>,
     /// Partitions assigned but not yet taken (their take-over failed; retried).
     pending: Pending,
     /// Per partition, the offset this node last sealed it at.
@@ -235,8 +238,13 @@ fn lock(p: &Pending) -> MutexGuard<'_, BTreeSet<i32>> {
 /// The thread publishing the schema statements sent to the returned channel, one after another
 /// in the order they came, each until Kafka takes it ([`publish_until_taken`]): a column added
 /// after a table was made must not reach the other nodes before the table does, even when
-/// Kafka was away for both. It ends when the channel's sender is dropped or `stop` is set.
-fn schema_publisher(producer: Arc<Producer>, stop: Arc<AtomicBool>) -> Result<mpsc::Sender<String>, ClusterError> {
+/// Kafka was away for both. It ends once the channel's sender is dropped and every statement
+/// sent is taken, or when `stop` is set while Kafka refuses one: the statements not taken are
+/// then said on stderr.
+fn schema_publisher(
+    producer: Arc<Producer>,
+    stop: Arc<AtomicBool>,
+) -> Result<(mpsc::Sender<String>, JoinHandle<()>), ClusterError> {
     let (tx, rx) = mpsc::channel::<String>();
     let mut pause = move |d: Duration| {
         let until = Instant::now() + d;
@@ -249,17 +257,20 @@ fn schema_publisher(producer: Arc<Producer>, stop: Arc<AtomicBool>) -> Result<mp
         }
         false
     };
-    std::thread::Builder::new()
+    let handle = std::thread::Builder::new()
         .name("zepto-schemas".into())
         .spawn(move || {
             while let Ok(s) = rx.recv() {
                 if !publish_until_taken(std::slice::from_ref(&s), |s| producer.publish_statement(s), &mut pause) {
+                    for lost in std::iter::once(s).chain(rx.try_iter()) {
+                        eprintln!("zeptodb: cluster: stopping; the other nodes were not told '{lost}'");
+                    }
                     return;
                 }
             }
         })
         .map_err(|e| ClusterError::Config(format!("cannot start the schema publisher thread: {e}")))?;
-    Ok(tx)
+    Ok((tx, handle))
 }
 
 /// The first pause before a schema statement Kafka refused is sent again; it doubles up to
@@ -319,6 +330,12 @@ impl Worker {
             self.keep_history();
         }
         self.refresh();
+        // What is queued goes out before the node stops (while Kafka takes it; the rest is said
+        // on stderr).
+        drop(self.schemas);
+        if let Some(h) = self.publisher.take() {
+            let _ = h.join();
+        }
         // Dropping the consumer closes it (a static member keeps its partitions for the
         // session timeout, so a quick restart takes them back without a rebalance).
     }

@@ -37,10 +37,15 @@ impl Moments {
         self.sxy += dy * (x - self.mean_x);
     }
 
-    /// Pearson's coefficient, each spread's root taken apart (their product could overflow
-    /// or vanish where the roots do not).
+    /// Pearson's coefficient: over the root of the spreads' product (exactly 1 for a perfect
+    /// fit), or the product of their roots where that product overflows or vanishes.
     fn corr(&self) -> f64 {
-        self.sxy / (self.sxx.sqrt() * self.syy.sqrt())
+        let p = self.sxx * self.syy;
+        if p.is_normal() {
+            self.sxy / p.sqrt()
+        } else {
+            self.sxy / (self.sxx.sqrt() * self.syy.sqrt())
+        }
     }
 
     /// `b` folded into `self` (Chan et al.).
@@ -86,7 +91,7 @@ impl Moments {
             }
             PairStat::RegrR2 if self.sxx == 0.0 => return None,
             PairStat::RegrR2 if self.syy == 0.0 => 1.0,
-            PairStat::RegrR2 => self.corr() * self.corr(),
+            PairStat::RegrR2 => (self.sxy / self.sxx) * (self.sxy / self.syy),
             PairStat::RegrCount => n,
             PairStat::RegrAvgY => self.mean_y,
             PairStat::RegrAvgX => self.mean_x,
@@ -115,27 +120,36 @@ impl Covariance {
 }
 
 /// Per group, the moments of the pairs of rows `ids` (row `i` in group `ids[i]`) where `y`
-/// and `x` are both valid, in two passes.
+/// and `x` are both valid: the means, corrected by the mean of the deviations from them (a
+/// constant column's then has deviations of exactly 0, as a running update gives, not the
+/// last bit of its mean's rounding), then the sums of squares and products.
 fn two_pass(y: &Column, x: &Column, ids: &[u32], ng: usize) -> Result<Vec<Moments>> {
     let (yv, xv) = (to_f64(y)?, to_f64(x)?);
     let both = |i: usize| y.is_valid(i) && x.is_valid(i);
+    let pairs = || ids.iter().enumerate().filter(|&(i, _)| both(i)).map(|(i, &g)| (g as usize, yv[i], xv[i]));
     let mut m = vec![Moments::default(); ng];
-    for (i, &g) in ids.iter().enumerate().filter(|&(i, _)| both(i)) {
-        let s = &mut m[g as usize];
-        s.n += 1;
-        s.mean_y += yv[i];
-        s.mean_x += xv[i];
+    // Per group: the sums of y and x, then of their deviations from the means so far.
+    let mut sums = vec![(0.0f64, 0.0f64); ng];
+    for (g, y, x) in pairs() {
+        m[g].n += 1;
+        sums[g] = (sums[g].0 + y, sums[g].1 + x);
     }
-    for s in m.iter_mut().filter(|s| s.n > 0) {
-        s.mean_y /= s.n as f64;
-        s.mean_x /= s.n as f64;
+    let settle = |m: &mut [Moments], sums: &mut [(f64, f64)]| {
+        for (s, (sy, sx)) in m.iter_mut().zip(sums.iter_mut()).filter(|(s, _)| s.n > 0) {
+            let n = s.n as f64;
+            (s.mean_y, s.mean_x) = (s.mean_y + *sy / n, s.mean_x + *sx / n);
+            (*sy, *sx) = (0.0, 0.0);
+        }
+    };
+    settle(&mut m, &mut sums);
+    for (g, y, x) in pairs() {
+        sums[g] = (sums[g].0 + (y - m[g].mean_y), sums[g].1 + (x - m[g].mean_x));
     }
-    for (i, &g) in ids.iter().enumerate().filter(|&(i, _)| both(i)) {
-        let s = &mut m[g as usize];
-        let (dy, dx) = (yv[i] - s.mean_y, xv[i] - s.mean_x);
-        s.syy += dy * dy;
-        s.sxx += dx * dx;
-        s.sxy += dy * dx;
+    settle(&mut m, &mut sums);
+    for (g, y, x) in pairs() {
+        let s = &mut m[g];
+        let (dy, dx) = (y - s.mean_y, x - s.mean_x);
+        (s.syy, s.sxx, s.sxy) = (s.syy + dy * dy, s.sxx + dx * dx, s.sxy + dy * dx);
     }
     Ok(m)
 }
@@ -147,6 +161,8 @@ fn frame_moments(y: &Column, x: &Column, fs: &[u32], fe: &[u32]) -> Result<Vec<M
     let both = |i: usize| y.is_valid(i) && x.is_valid(i);
     let mut out = Vec::with_capacity(fs.len());
     let (mut start, mut end, mut run) = (usize::MAX, 0usize, Moments::default());
+    // Rows the two-pass frames read, held to the cap frames gathered as groups have.
+    let mut read = 0usize;
     for k in 0..fs.len() {
         let (a, b) = (fs[k] as usize, (fe[k] as usize).max(fs[k] as usize));
         let growing = a == start && b >= end;
@@ -161,11 +177,38 @@ fn frame_moments(y: &Column, x: &Column, fs: &[u32], fe: &[u32]) -> Result<Vec<M
             out.push(run);
             continue;
         }
-        let rows: Vec<u32> = (a as u32..b as u32).collect();
-        let frame = |c: &Column| c.take(&rows);
-        out.push(two_pass(&frame(y), &frame(x), &vec![0; rows.len()], 1)?[0]);
+        read += b - a;
+        if read > MAX_FRAME_ROWS {
+            return Err(SqlError::ResourcesExhausted(format!(
+                "window frames of this aggregate span more than {MAX_FRAME_ROWS} rows in total; use a bounded ROWS frame"
+            )));
+        }
+        out.push(frame_two_pass(&yv, &xv, a..b, both));
     }
     Ok(out)
+}
+
+/// The most rows the frames that are not running read in all (as many as frames gathered as
+/// groups may span).
+const MAX_FRAME_ROWS: usize = 50_000_000;
+
+/// The moments of the valid pairs of rows `rows` of `yv` and `xv`, in two passes (the means
+/// corrected as [`two_pass`] corrects them).
+fn frame_two_pass(yv: &[f64], xv: &[f64], rows: std::ops::Range<usize>, both: impl Fn(usize) -> bool) -> Moments {
+    let pairs = || rows.clone().filter(|&i| both(i)).map(|i| (yv[i], xv[i]));
+    let mut m = Moments { n: pairs().count() as i64, ..Moments::default() };
+    if m.n == 0 {
+        return m;
+    }
+    let n = m.n as f64;
+    let mean = |f: fn((f64, f64)) -> f64, around: f64| pairs().map(|p| f(p) - around).sum::<f64>() / n + around;
+    (m.mean_y, m.mean_x) = (mean(|p| p.0, 0.0), mean(|p| p.1, 0.0));
+    (m.mean_y, m.mean_x) = (mean(|p| p.0, m.mean_y), mean(|p| p.1, m.mean_x));
+    for (y, x) in pairs() {
+        let (dy, dx) = (y - m.mean_y, x - m.mean_x);
+        (m.syy, m.sxx, m.sxy) = (m.syy + dy * dy, m.sxx + dx * dx, m.sxy + dy * dx);
+    }
+    m
 }
 
 /// The state's columns: count, then the five moments as doubles.
@@ -278,13 +321,34 @@ mod tests {
         assert_eq!(m.value(PairStat::CovarPop), Some(-1.0 / 3.0));
         assert_eq!(m.value(PairStat::CovarSamp), Some(-0.5));
         assert_eq!(m.value(PairStat::RegrIntercept), Some(3.0));
-        assert!(m.value(PairStat::RegrR2).is_some_and(|r2| (r2 - 0.25).abs() < 1e-15));
+        assert_eq!(m.value(PairStat::RegrR2), Some(0.25));
         let flat_x = of(&[(1.0, 3.0), (2.0, 3.0)]);
         assert!(flat_x.value(PairStat::RegrSlope).is_some_and(f64::is_nan));
         assert_eq!(flat_x.value(PairStat::RegrIntercept), None);
         assert_eq!(of(&[(1.0, 3.0), (1.0, 2.0)]).value(PairStat::RegrR2), Some(1.0));
         assert_eq!(Moments::default().value(PairStat::RegrCount), Some(0.0));
         assert_eq!(Moments::default().value(PairStat::Corr), None);
+        // A perfect fit is exactly one.
+        let fit = of(&[(2.0, 1.0), (4.0, 2.0), (6.0, 3.0)]);
+        assert_eq!((fit.value(PairStat::Corr), fit.value(PairStat::RegrR2)), (Some(1.0), Some(1.0)));
+    }
+
+    /// A constant column's deviations are exactly zero, grouped or over frames of either
+    /// kind, though its mean is not a sum's exact quotient: no spread in `x` gives NaN and
+    /// NULL, not a slope from rounding.
+    #[test]
+    fn a_constant_column_has_no_spread() {
+        let pairs = [(1.0, 0.1), (2.0, 0.1), (4.0, 0.1)];
+        let m = of(&pairs);
+        assert_eq!(m.sxx, 0.0);
+        assert!(m.value(PairStat::RegrSlope).is_some_and(f64::is_nan));
+        assert_eq!((m.value(PairStat::RegrIntercept), m.value(PairStat::RegrR2)), (None, None));
+        let y = Column::from_data(ColumnData::Float64(pairs.iter().map(|p| p.0).collect()));
+        let x = Column::from_data(ColumnData::Float64(pairs.iter().map(|p| p.1).collect()));
+        let (running, sliding) = (frame_moments(&y, &x, &[0, 0], &[2, 3]), frame_moments(&y, &x, &[0, 1], &[3, 3]));
+        for f in running.expect("running").into_iter().chain(sliding.expect("sliding")) {
+            assert_eq!(f.sxx, 0.0, "{f:?}");
+        }
     }
 
     /// Running frames (a pair at a time), sliding ones and empty ones give each frame's own
