@@ -347,6 +347,8 @@ def s06_aggregates(f):
     f.q("SELECT stddev(size), stddev_pop(size), variance(size) FROM trades")
     f.q("SELECT stddev(age), variance(age), stddev_pop(salary) FROM people")
     f.q("SELECT stddev(x), stddev_pop(x), variance(x), stddev(n), variance(n) FROM nums")
+    f.q("SELECT var_samp(x), stddev_pop(x), variance(x), var_pop(x) FROM "
+        "(VALUES (CAST(0.1 AS DOUBLE)), (CAST(0.1 AS DOUBLE)), (CAST(0.1 AS DOUBLE))) AS t(x)")
     f.comment("count_if(c): the rows where c is true, a sum of c as 0/1 (HUGEINT, NULL without a row)")
     f.q("SELECT count_if(price > 100), countif(size IS NULL), count_if(DISTINCT price > 100) FROM trades")
     f.q("SELECT sym, count_if(price > 150 AND size > 100), count_if(price IS NULL) FROM trades GROUP BY sym")

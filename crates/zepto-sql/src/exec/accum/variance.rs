@@ -80,6 +80,19 @@ fn two_pass(x: &Column, v: &[f64], ids: &[u32], ng: usize) -> (Vec<i64>, Vec<f64
             }
         }
         mean.iter_mut().zip(&cnt).for_each(|(m, &c)| *m = if c > 0 { *m / c as f64 } else { 0.0 });
+        // Corrected by the mean of the deviations from it: a constant column's deviations are
+        // then exactly 0 (its variance 0, as DuckDB's running update gives), not the last bit
+        // of a quotient's rounding squared.
+        let mut dev = vec![0.0f64; ng];
+        for (i, &g) in ids.iter().enumerate() {
+            if x.is_valid(i) {
+                dev[g as usize] += v[i] - mean[g as usize];
+            }
+        }
+        mean.iter_mut()
+            .zip(dev.iter().zip(&cnt))
+            .filter(|(_, (_, &c))| c > 0)
+            .for_each(|(m, (d, &c))| *m += d / c as f64);
     }
     let mut m2 = vec![0.0f64; ng];
     for (i, &g) in ids.iter().enumerate() {
@@ -173,9 +186,30 @@ impl Accumulator for Variance {
                 }
             }
             let mu = if c > 0 { s / c as f64 } else { 0.0 };
+            // Corrected as `two_pass` corrects a group's mean.
+            let mu = mu + (a..b).filter(|&r| x.is_valid(r)).map(|r| v[r] - mu).sum::<f64>() / (c.max(1) as f64);
             let q: f64 = (a..b).filter(|&r| x.is_valid(r)).map(|r| (v[r] - mu) * (v[r] - mu)).sum();
             out.push(self.value(c, q));
         }
         Ok(from_opt_f64(out.into_iter()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A constant column whose mean is not its sum's exact quotient (0.1 three times) has a
+    /// variance of exactly 0, grouped and over a sliding frame, as DuckDB gives it.
+    #[test]
+    fn a_constant_column_has_no_variance() {
+        let x = Column::from_data(ColumnData::Float64(vec![0.1; 3].into()));
+        let input = Input { args: vec![&x], order: None, sorted: false };
+        let mut acc = Variance::new(AggFunc::VarSamp);
+        acc.update(&input, Rows::sparse(&[0, 0, 0]), 1).expect("update");
+        assert_eq!(acc.finish().expect("finish").get(0), zepto_storage::Value::Float64(0.0));
+        let mut acc = Variance::new(AggFunc::VarPop);
+        let framed = acc.frames(&input, &[0, 1], &[3, 3]).expect("frames");
+        assert_eq!(framed.get(0), zepto_storage::Value::Float64(0.0));
     }
 }
