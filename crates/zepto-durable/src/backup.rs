@@ -138,8 +138,9 @@ impl Durable {
         // A file is named once: in a place written before places had owners, one of the name
         // and another size there is another database's, never copied over. In this database's
         // own place it is a damaged copy of ours: copied again.
-        let stranger = |(n, b): &(String, u64)| size_of(&hist, n).filter(|s| s != b).map(|s| (n.clone(), *b, s));
-        if let Some((name, bytes, there)) = names.iter().filter(|_| owner.is_none()).find_map(stranger) {
+        let held: Vec<Option<u64>> = names.iter().map(|(n, _)| size_of(&hist, n)).collect();
+        let stranger = |((n, b), h): (&(String, u64), &Option<u64>)| h.filter(|s| s != b).map(|s| (n.clone(), *b, s));
+        if let Some((name, bytes, there)) = names.iter().zip(&held).filter(|_| owner.is_none()).find_map(stranger) {
             return Err(DurableError::Io(format!(
                 "{}: history file {name} there is {there} bytes, this database's {bytes}: the place holds \
                  another database's backups; back up into a new place",
@@ -147,8 +148,8 @@ impl Durable {
             )));
         }
         let mut copied = 0;
-        for (name, bytes) in &names {
-            if size_of(&hist, name) != Some(*bytes) {
+        for ((name, bytes), held) in names.iter().zip(&held) {
+            if *held != Some(*bytes) {
                 copy_file(self.history_storage(), &hist, name)?;
                 copied += 1;
             }

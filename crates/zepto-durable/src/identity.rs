@@ -102,13 +102,19 @@ pub(crate) fn claim_place(storage: &dyn Storage, id: &DatabaseId) -> Result<(), 
     write(storage, PLACE, id).map_err(|e| DurableError::Io(format!("the backup's {PLACE} file: {e}")))
 }
 
-/// `id` as file `name` of `storage`, in whole: written beside it, synced, then renamed over it.
+/// `id` as file `name` of `storage`, in whole ([`write_whole`]).
 fn write(storage: &dyn Storage, name: &str, id: &DatabaseId) -> std::io::Result<()> {
+    write_whole(storage, name, format!("{id}\n").as_bytes())
+}
+
+/// `bytes` as file `name` of `storage`, in whole: written beside it (a leftover of a crashed
+/// attempt removed first), synced, then renamed over it.
+pub(crate) fn write_whole(storage: &dyn Storage, name: &str, bytes: &[u8]) -> std::io::Result<()> {
     let tmp = format!("{name}.tmp");
     if storage.list()?.contains(&tmp) {
         storage.remove(&tmp)?;
     }
-    storage.append(&tmp, format!("{id}\n").as_bytes())?;
+    storage.append(&tmp, bytes)?;
     storage.sync(&tmp)?;
     storage.rename(&tmp, name)
 }

@@ -30,13 +30,7 @@ pub fn continued(storage: &dyn Storage, sync: SyncMode, cut: bool) -> Result<u64
     };
     let always = matches!(sync, SyncMode::Always);
     let text = format!("{timeline} {}\n", if always { "always" } else { "relaxed" });
-    let tmp = format!("{FILE}.tmp");
-    if names.contains(&tmp) {
-        storage.remove(&tmp).map_err(io)?;
-    }
-    storage.append(&tmp, text.as_bytes()).map_err(io)?;
-    storage.sync(&tmp).map_err(io)?;
-    storage.rename(&tmp, FILE).map_err(io)?;
+    crate::identity::write_whole(storage, FILE, text.as_bytes()).map_err(io)?;
     Ok(timeline)
 }
 
