@@ -16,6 +16,12 @@
 //! UPDATE of the partition key or the designated timestamp moves rows (to another partition,
 //! or to another place in time order): it is logged and applied as the deletion of the rows
 //! and the append of their new versions, in one record. Other columns change in place.
+//!
+//! A statement is bound once ([`bind_delete`], [`bind_update`]: an [`Edit`]); what it changes
+//! is decided against a state of the table ([`Edit::decide`]: a [`Decided`]). Outside a
+//! transaction that state is the stored table under its write lock. Inside one
+//! ([`crate::txn`]) the statement is decided over the transaction's own copy (its count), held,
+//! and decided again at COMMIT, in order with the transaction's other changes.
 
 use crate::access::TableAccess;
 use crate::error::{Pos, Result, SqlError};
@@ -43,8 +49,15 @@ struct Bound {
     scope: Option<(BExpr, usize)>,
 }
 
-fn bind_target(run: &RunContext, catalog: &Arc<Catalog>, access: &TableAccess, table: &str, pos: Pos) -> Result<Bound> {
-    let mut binder = Binder::new(catalog.clone(), access.clone(), Arc::new(Executor), run);
+fn bind_target(
+    run: &RunContext,
+    catalog: &Arc<Catalog>,
+    access: &TableAccess,
+    txn: Option<&Arc<crate::txn::Txn>>,
+    table: &str,
+    pos: Pos,
+) -> Result<Bound> {
+    let mut binder = Binder::new(catalog.clone(), access.clone(), Arc::new(Executor), run).in_txn(txn.cloned());
     let tref = TableRef::Table { name: table.to_string(), system: None, alias: None, pos };
     let (_, fields) = binder.bind_from(&tref)?;
     let schema = fields_schema(&fields);
@@ -237,43 +250,94 @@ fn locked<R>(catalog: &Catalog, table: &str, pos: Pos, f: impl FnOnce(&mut Table
     })
 }
 
-pub fn delete(
+/// A DELETE or UPDATE bound once, outside any lock: what it changes is decided against a
+/// state of its table by [`Edit::decide`] (the stored table under its write lock, or a
+/// transaction's own copy of it), then logged and applied ([`Decided`]).
+pub(crate) struct Edit {
+    table: String,
+    pos: Pos,
+    access: TableAccess,
+    fields: Vec<Field>,
+    /// The tenant scope's predicate, and the position of `tenant_id` among the fields.
+    scope: Option<(BExpr, usize)>,
+    pred: Option<BExpr>,
+    /// UPDATE's SET columns (field positions) and their values; `None` for DELETE.
+    sets: Option<(Vec<usize>, Vec<BExpr>)>,
+}
+
+/// What an [`Edit`] changes in one state of its table: rows deleted, columns set in place,
+/// or rows moved (an UPDATE of the partition key or the designated timestamp: deleted, and
+/// their new versions appended).
+#[derive(Clone)]
+pub(crate) enum Decided {
+    Delete(Selection),
+    Set { sel: Selection, targets: Vec<usize>, values: Vec<Column> },
+    Move { sel: Selection, full: Vec<Column> },
+}
+
+impl Decided {
+    /// The rows the statement changes (its command tag's count).
+    pub(crate) fn rows(&self) -> usize {
+        let (Decided::Delete(sel) | Decided::Set { sel, .. } | Decided::Move { sel, .. }) = self;
+        sel.iter().map(|(_, r)| r.len()).sum()
+    }
+
+    /// The change as the log holds it (a move as a deletion and an append, in one record).
+    pub(crate) fn changes<'a>(&'a self, table: &'a str) -> Vec<Change<'a>> {
+        match self {
+            Decided::Delete(sel) => vec![Change::Delete { table, rows: sel }],
+            Decided::Set { sel, targets, values } => {
+                vec![Change::Update { table, rows: sel, columns: targets, values }]
+            }
+            Decided::Move { sel, full } => {
+                vec![Change::Delete { table, rows: sel }, Change::Append { table, columns: full }]
+            }
+        }
+    }
+
+    /// Apply it to the state of the table it was decided on (or one equal to it).
+    pub(crate) fn apply(self, t: &mut Table) -> std::result::Result<usize, StorageError> {
+        match self {
+            Decided::Delete(sel) => t.delete_rows(&sel),
+            Decided::Set { sel, targets, values } => t.update_rows(&sel, &targets, values),
+            Decided::Move { sel, full } => {
+                let n = t.delete_rows(&sel)?;
+                t.append(full)?;
+                Ok(n)
+            }
+        }
+    }
+}
+
+/// Bind `DELETE FROM table [WHERE filter]` (subqueries read `txn`'s rows too, if given).
+pub(crate) fn bind_delete(
     run: &RunContext,
     catalog: &Arc<Catalog>,
     access: &TableAccess,
+    txn: Option<&Arc<crate::txn::Txn>>,
     table: &str,
     filter: Option<&Expr>,
     pos: Pos,
-) -> Result<usize> {
-    let Bound { mut binder, fields, scope } = bind_target(run, catalog, access, table, pos)?;
+) -> Result<Edit> {
+    let Bound { mut binder, fields, scope } = bind_target(run, catalog, access, txn, table, pos)?;
     let pred = filter.map(|f| bind_row_expr(&mut binder, &fields, f, true)).transpose()?;
-    let preds: Vec<&BExpr> = scope.as_ref().map(|(p, _)| p).into_iter().chain(pred.as_ref()).collect();
-    locked(catalog, table, pos, |t| {
-        same_layout(t, &fields)?;
-        same_scope(t, access, scope.as_ref())?;
-        refuse_history(t, pred.as_ref(), "DELETE")?;
-        let ctx = ExecContext::new(run);
-        let sel = select(&ctx, t, fields.len(), &preds)?;
-        if sel.is_empty() {
-            return Ok(0);
-        }
-        let logged = catalog.log(&[Change::Delete { table: t.name(), rows: &sel }])?;
-        Ok(logged.apply(|| t.delete_rows(&sel))?)
-    })
+    Ok(Edit { table: table.to_string(), pos, access: access.clone(), fields, scope, pred, sets: None })
 }
 
-pub fn update(
+/// Bind `UPDATE table SET ... [WHERE filter]` (subqueries read `txn`'s rows too, if given).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn bind_update(
     run: &RunContext,
     catalog: &Arc<Catalog>,
     access: &TableAccess,
+    txn: Option<&Arc<crate::txn::Txn>>,
     table: &str,
     sets: &[(String, Expr, Pos)],
     filter: Option<&Expr>,
     pos: Pos,
-) -> Result<usize> {
-    let Bound { mut binder, fields, scope } = bind_target(run, catalog, access, table, pos)?;
+) -> Result<Edit> {
+    let Bound { mut binder, fields, scope } = bind_target(run, catalog, access, txn, table, pos)?;
     let pred = filter.map(|f| bind_row_expr(&mut binder, &fields, f, true)).transpose()?;
-    let preds: Vec<&BExpr> = scope.as_ref().map(|(p, _)| p).into_iter().chain(pred.as_ref()).collect();
     let mut targets: Vec<usize> = Vec::with_capacity(sets.len());
     let mut exprs = Vec::with_capacity(sets.len());
     for (name, e, cpos) in sets {
@@ -305,61 +369,86 @@ pub fn update(
         targets.push(i);
         exprs.push(bound);
     }
-    locked(catalog, table, pos, |t| {
-        same_layout(t, &fields)?;
-        same_scope(t, access, scope.as_ref())?;
-        refuse_history(t, pred.as_ref(), "UPDATE")?;
+    let sets = Some((targets, exprs));
+    Ok(Edit { table: table.to_string(), pos, access: access.clone(), fields, scope, pred, sets })
+}
+
+impl Edit {
+    /// The table it changes, as the statement named it.
+    pub(crate) fn table(&self) -> &str {
+        &self.table
+    }
+
+    /// Decide it under the table's write lock, log it and apply it: the rows changed.
+    pub(crate) fn store(&self, run: &RunContext, catalog: &Catalog) -> Result<usize> {
+        locked(catalog, &self.table, self.pos, |t| {
+            let Some(d) = self.decide(run, t)? else { return Ok(0) };
+            let logged = catalog.log(&d.changes(t.name()))?;
+            Ok(logged.apply(|| d.apply(t))?)
+        })
+    }
+
+    /// What it changes in `t` (`None`: no row), checking first that `t` is still shaped and
+    /// scoped as the statement was bound, and that its rows are not in the Parquet history.
+    pub(crate) fn decide(&self, run: &RunContext, t: &Table) -> Result<Option<Decided>> {
+        same_layout(t, &self.fields)?;
+        same_scope(t, &self.access, self.scope.as_ref())?;
+        let what = if self.sets.is_some() { "UPDATE" } else { "DELETE" };
+        refuse_history(t, self.pred.as_ref(), what)?;
         let ctx = ExecContext::new(run);
-        let sel = select(&ctx, t, fields.len(), &preds)?;
+        let preds: Vec<&BExpr> = self.scope.as_ref().map(|(p, _)| p).into_iter().chain(self.pred.as_ref()).collect();
+        let sel = select(&ctx, t, self.fields.len(), &preds)?;
         if sel.is_empty() {
-            return Ok(0);
+            return Ok(None);
         }
-        // New values per SET column, over the selected rows in selection order.
-        let mut parts: Vec<Vec<Column>> = vec![Vec::new(); exprs.len()];
-        for (slot, rows) in &sel {
-            let batch = partition_batch(t, *slot as usize, fields.len()).take(rows);
-            for (k, e) in exprs.iter().enumerate() {
-                let c = eval(&ctx, e, &batch)?.into_owned();
-                if c.len() != rows.len() {
-                    return Err(SqlError::exec("UPDATE: a SET expression gave the wrong number of values"));
-                }
-                parts[k].push(c);
+        Ok(Some(match &self.sets {
+            None => Decided::Delete(sel),
+            Some((targets, exprs)) => set_values(&ctx, t, self.fields.len(), sel, targets, exprs)?,
+        }))
+    }
+}
+
+/// UPDATE's new values for the rows `sel` of `t`: set in place, or, when a SET column is the
+/// partition key or the designated timestamp, whole new rows to append after deleting them.
+fn set_values(
+    ctx: &ExecContext,
+    t: &Table,
+    width: usize,
+    sel: Selection,
+    targets: &[usize],
+    exprs: &[BExpr],
+) -> Result<Decided> {
+    // New values per SET column, over the selected rows in selection order.
+    let mut parts: Vec<Vec<Column>> = vec![Vec::new(); exprs.len()];
+    for (slot, rows) in &sel {
+        let batch = partition_batch(t, *slot as usize, width).take(rows);
+        for (k, e) in exprs.iter().enumerate() {
+            let c = eval(ctx, e, &batch)?.into_owned();
+            if c.len() != rows.len() {
+                return Err(SqlError::exec("UPDATE: a SET expression gave the wrong number of values"));
             }
+            parts[k].push(c);
         }
-        let values: Vec<Column> = parts.iter().map(|cs| Column::concat(&cs.iter().collect::<Vec<_>>())).collect();
-        let moves = targets.iter().any(|&i| Some(i) == t.key_col() || Some(i) == t.ts_col());
-        if !moves {
-            let logged =
-                catalog.log(&[Change::Update { table: t.name(), rows: &sel, columns: &targets, values: &values }])?;
-            return Ok(logged.apply(|| t.update_rows(&sel, &targets, values))?);
-        }
-        // Rows move: delete them and append their new versions (whole rows, every column).
-        let width = t.schema().len();
-        let mut full: Vec<Column> = {
-            // Each partition's columns once (a packed partition's are copied out of its pack).
-            let parts: Vec<_> =
-                sel.iter().map(|(slot, rows)| (t.partitions()[*slot as usize].columns(), rows)).collect();
-            (0..width)
-                .map(|c| {
-                    let pieces: Vec<Column> = parts.iter().map(|(cols, rows)| cols[c].take(rows)).collect();
-                    Column::concat(&pieces.iter().collect::<Vec<_>>())
-                })
-                .collect()
-        };
-        for (&c, v) in targets.iter().zip(values) {
-            full[c] = v;
-        }
-        t.validate(&full)?;
-        let logged = catalog.log(&[
-            Change::Delete { table: t.name(), rows: &sel },
-            Change::Append { table: t.name(), columns: &full },
-        ])?;
-        Ok(logged.apply(|| {
-            let n = t.delete_rows(&sel)?;
-            t.append(full)?;
-            Ok::<_, StorageError>(n)
-        })?)
-    })
+    }
+    let values: Vec<Column> = parts.iter().map(|cs| Column::concat(&cs.iter().collect::<Vec<_>>())).collect();
+    let moves = targets.iter().any(|&i| Some(i) == t.key_col() || Some(i) == t.ts_col());
+    if !moves {
+        return Ok(Decided::Set { sel, targets: targets.to_vec(), values });
+    }
+    // Rows move: whole rows, every column (a packed partition's are copied out of its pack).
+    let parts: Vec<_> = sel.iter().map(|(slot, rows)| (t.partitions()[*slot as usize].columns(), rows)).collect();
+    let mut full: Vec<Column> = (0..t.schema().len())
+        .map(|c| {
+            let pieces: Vec<Column> = parts.iter().map(|(cols, rows)| cols[c].take(rows)).collect();
+            Column::concat(&pieces.iter().collect::<Vec<_>>())
+        })
+        .collect();
+    drop(parts);
+    for (&c, v) in targets.iter().zip(values) {
+        full[c] = v;
+    }
+    t.validate(&full)?;
+    Ok(Decided::Move { sel, full })
 }
 
 #[cfg(test)]

@@ -328,7 +328,7 @@ impl Engine {
         let run = &self.context(run);
         run.check()?;
         if let Some(txn) = &self.txn {
-            crate::txn::refuse_beside_held_rows(txn, s)?;
+            crate::txn::refuse_beside_held(txn, s)?;
         }
         if let Some(cluster) = crate::spread::through_log(self.cluster.as_ref(), run, s) {
             return self.through_log(run, cluster, s);
@@ -402,14 +402,7 @@ impl Engine {
                 Ok(QueryResult::status(format!("ALTER TABLE: {msg} for '{table}'")))
             }
             Statement::AlterTier { table, column, before, pos } => self.alter_tier(table, column, *before, *pos),
-            Statement::Delete { table, filter, pos } => {
-                let n = crate::dml::delete(run, &self.catalog, &self.access, table, filter.as_ref(), *pos)?;
-                Ok(QueryResult::status(format!("DELETE {n}")))
-            }
-            Statement::Update { table, sets, filter, pos } => {
-                let n = crate::dml::update(run, &self.catalog, &self.access, table, sets, filter.as_ref(), *pos)?;
-                Ok(QueryResult::status(format!("UPDATE {n}")))
-            }
+            Statement::Delete { .. } | Statement::Update { .. } => self.edit(run, s),
             Statement::ShowTables => {
                 let mut names = self.catalog.table_names();
                 names.retain(|n| self.access.allows(n));
@@ -603,6 +596,26 @@ impl Engine {
         let rows = cols.first().map_or(0, Column::len);
         let cols = shape_for_table(&snap, columns, Batch::new(cols, rows))?;
         Ok((snap, cols))
+    }
+
+    /// Apply a DELETE or UPDATE, or hold it in the session's transaction: its status counts
+    /// the rows it changes (in a transaction, in its own view of the table).
+    fn edit(&self, run: &RunContext, s: &Statement) -> Result<QueryResult> {
+        let (c, a, txn) = (&self.catalog, &self.access, self.txn.as_ref());
+        let (edit, what, pos) = match s {
+            Statement::Delete { table, filter, pos } => {
+                (crate::dml::bind_delete(run, c, a, txn, table, filter.as_ref(), *pos)?, "DELETE", *pos)
+            }
+            Statement::Update { table, sets, filter, pos } => {
+                (crate::dml::bind_update(run, c, a, txn, table, sets, filter.as_ref(), *pos)?, "UPDATE", *pos)
+            }
+            _ => return Err(SqlError::Internal("edit: not a DELETE or UPDATE".into())),
+        };
+        let n = match txn {
+            None => edit.store(run, c)?,
+            Some(txn) => self.hold_edit(run, txn, edit, pos)?,
+        };
+        Ok(QueryResult::status(format!("{what} {n}")))
     }
 
     /// Append rows to `table`. In a session scoped to a tenant, every row's `tenant_id` must

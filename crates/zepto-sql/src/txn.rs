@@ -1,33 +1,54 @@
-//! A transaction's rows held until COMMIT: the PostgreSQL door's `BEGIN ... COMMIT`.
+//! A transaction's changes held until COMMIT: the PostgreSQL door's `BEGIN ... COMMIT`.
 //!
 //! Inside a transaction (an engine made by `Engine::with_txn`), the rows of `INSERT` and
-//! `COPY ... FROM` are checked as they would be stored (types, the tenant scope), then held in
-//! the [`Txn`] instead of stored; `COMMIT` (`Engine::commit`, in `engine/held.rs`) stores all
-//! of them as one logged change across their tables (all or nothing, through a crash too),
-//! and `ROLLBACK` drops them. A statement that changes tables another way (DDL, `UPDATE`,
-//! `DELETE`) runs at once, as outside a transaction, while no rows are held, and is refused
-//! beside held rows ([`refuse_beside_held_rows`]: it would have to apply after them). The
-//! transaction's own reads see its rows: a table it holds rows for is read as a private copy
-//! with them appended (`Binder::in_txn`), as PostgreSQL's transactions read their own writes;
-//! other sessions see them only after COMMIT. A cluster's tables are written through its log
-//! at once, as outside a transaction.
+//! `COPY ... FROM` are checked as they would be stored (types, the tenant scope), and `DELETE`
+//! and `UPDATE` are bound and decided over the transaction's own copy of their table (their
+//! count); all of them are then held in the [`Txn`] instead of applied. `COMMIT`
+//! (`Engine::commit`, in `engine/held.rs`) decides each again, in order, over the tables as
+//! they are then, and stores them all as one logged change across their tables (all or
+//! nothing, through a crash too); `ROLLBACK` drops them. A statement that changes tables
+//! another way (DDL, views, indexes, `CHECKPOINT`, `BACKUP`) runs at once, as outside a
+//! transaction, while nothing is held, and is refused beside held changes
+//! ([`refuse_beside_held`]: it would have to apply after them). The transaction's own reads
+//! see its changes: a table it holds changes for is read as a private copy with them applied
+//! ([`Txn::view`]), as PostgreSQL's transactions read their own writes; other sessions see them
+//! only after COMMIT. A cluster's tables are written through its log at once, as outside a
+//! transaction.
 //!
-//! Savepoints mark how many rows are held: `ROLLBACK TO` drops those held since. After an
+//! Savepoints mark how many changes are held: `ROLLBACK TO` drops those held since. After an
 //! error the transaction refuses statements until it ends, storing nothing, or rolls back to
 //! a savepoint, as PostgreSQL's aborted transactions do.
 
+use crate::dml::Edit;
 use crate::error::{Result, SqlError};
+use crate::interrupt::RunContext;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use zepto_storage::Column;
+use zepto_storage::{Column, Table};
 
-/// The rows a transaction holds, its savepoints, and whether an error ended its use.
-#[derive(Debug, Default)]
+/// The changes a transaction holds, its savepoints, and whether an error ended its use.
+#[derive(Default)]
 pub struct Txn(Mutex<Held>);
 
-#[derive(Debug, Default)]
+impl std::fmt::Debug for Txn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let h = self.held();
+        f.debug_struct("Txn").field("changes", &h.rows.len()).field("failed", &h.failed).finish()
+    }
+}
+
+/// One held statement's change to its table.
+#[derive(Clone)]
+pub(crate) enum Item {
+    /// Rows to append (the table's columns, in schema order when they were held).
+    Rows(Vec<Column>),
+    /// A DELETE or UPDATE, decided again at COMMIT.
+    Edit(Arc<Edit>),
+}
+
+#[derive(Default)]
 struct Held {
-    /// Each held statement's table and rows (the table's columns, in schema order then).
-    rows: Vec<(String, Vec<Column>)>,
+    /// Each held statement's table and change, in statement order.
+    rows: Vec<(String, Item)>,
     /// Savepoints in order: name, and how many entries of `rows` were held when it was set.
     savepoints: Vec<(String, usize)>,
     /// An error happened since BEGIN (or the last ROLLBACK TO).
@@ -46,12 +67,24 @@ impl Txn {
 
     /// Bytes of the rows held (what a door counts against its memory budget).
     pub fn held_bytes(&self) -> usize {
-        self.held().rows.iter().flat_map(|(_, cols)| cols.iter().map(Column::data_bytes)).sum()
+        self.held().rows.iter().flat_map(|(_, item)| Self::rows_of(item)).map(Column::data_bytes).sum()
     }
 
-    /// Rows held.
+    /// Rows held to append.
     pub fn held_rows(&self) -> usize {
-        self.held().rows.iter().map(|(_, cols)| cols.first().map_or(0, Column::len)).sum()
+        self.held().rows.iter().map(|(_, item)| Self::rows_of(item).first().map_or(0, Column::len)).sum()
+    }
+
+    /// Changes held: statements (INSERT, COPY, DELETE, UPDATE) whose changes wait for COMMIT.
+    pub fn held_changes(&self) -> usize {
+        self.held().rows.len()
+    }
+
+    fn rows_of(item: &Item) -> &[Column] {
+        match item {
+            Item::Rows(cols) => cols,
+            Item::Edit(_) => &[],
+        }
     }
 
     /// Whether an error has made the transaction refuse statements until it ends.
@@ -94,18 +127,48 @@ impl Txn {
         Ok(())
     }
 
-    /// Copies of the batches held for `table` (its name ignoring ASCII case), in the order
-    /// they were held: what the transaction's own reads add to the table's rows.
-    pub fn held_for(&self, table: &str) -> Vec<Vec<Column>> {
-        let h = self.held();
-        h.rows.iter().filter(|(t, _)| t.eq_ignore_ascii_case(table)).map(|(_, cols)| cols.clone()).collect()
+    /// `table` as the transaction's own statements read it: the stored snapshot itself when
+    /// the transaction holds no change for it, else a private copy with the held changes
+    /// applied in order (only the partitions they reach are copied).
+    pub fn view(&self, run: &RunContext, table: Arc<Table>) -> Result<Arc<Table>> {
+        let held: Vec<Item> = {
+            let h = self.held();
+            h.rows.iter().filter(|(t, _)| t.eq_ignore_ascii_case(table.name())).map(|(_, i)| i.clone()).collect()
+        };
+        if held.is_empty() {
+            return Ok(table);
+        }
+        let mut own = (*table).clone();
+        let stale = |e: &dyn std::fmt::Display| {
+            SqlError::Execution(format!(
+                "the changes this transaction holds for table '{}' no longer fit it (it changed since they \
+                 were held; COMMIT will fail too): {e}",
+                table.name()
+            ))
+        };
+        for item in held {
+            match item {
+                Item::Rows(cols) => own.append(cols).map(drop).map_err(|e| stale(&e))?,
+                Item::Edit(edit) => {
+                    if let Some(d) = edit.decide(run, &own).map_err(|e| stale(&e))? {
+                        d.apply(&mut own).map_err(|e| stale(&e))?;
+                    }
+                }
+            }
+        }
+        Ok(Arc::new(own))
     }
 
     pub(crate) fn hold(&self, table: &str, columns: Vec<Column>) {
-        self.held().rows.push((table.to_string(), columns));
+        self.held().rows.push((table.to_string(), Item::Rows(columns)));
     }
 
-    pub(crate) fn take(&self) -> Vec<(String, Vec<Column>)> {
+    pub(crate) fn hold_edit(&self, edit: Edit) {
+        let table = edit.table().to_string();
+        self.held().rows.push((table, Item::Edit(Arc::new(edit))));
+    }
+
+    pub(crate) fn take(&self) -> Vec<(String, Item)> {
         std::mem::take(&mut self.held().rows)
     }
 }
@@ -119,27 +182,28 @@ fn savepoint_index(h: &Held, name: &str) -> Result<usize> {
         .ok_or_else(|| SqlError::plan(format!("savepoint \"{name}\" does not exist"), None))
 }
 
-/// Whether `s` changes tables other than by adding rows (DDL, `UPDATE`, `DELETE`, views,
-/// indexes, retention) or copies them out of the database (`BACKUP`, `CHECKPOINT`): every
-/// statement the roles count as more than a read ([`crate::Access`]) but the ones that add
-/// rows (held themselves) and COPY TO a file (it reads).
-pub fn changes_beyond_rows(s: &crate::parser::ast::Statement) -> bool {
+/// Whether `s` changes tables in a way a transaction does not hold: every statement the
+/// roles count as more than a read ([`crate::Access`]) but the ones whose changes are held
+/// (INSERT, COPY FROM, DELETE, UPDATE) and COPY TO a file (it reads). DDL, views, indexes,
+/// retention, `BACKUP` and `CHECKPOINT` apply at once.
+pub fn applies_at_once(s: &crate::parser::ast::Statement) -> bool {
     use crate::parser::ast::Statement as S;
-    s.access() != crate::Access::Read && !matches!(s, S::Insert { .. } | S::CopyFrom { .. } | S::CopyTo { .. })
+    s.access() != crate::Access::Read
+        && !matches!(s, S::Insert { .. } | S::CopyFrom { .. } | S::CopyTo { .. } | S::Delete { .. } | S::Update { .. })
 }
 
-/// `Ok` unless `txn` holds rows and `s` would change tables another way
-/// ([`changes_beyond_rows`]): such a statement cannot run after the rows it should follow
-/// (they are not stored yet), nor store them first (it might then fail, and a ROLLBACK would
-/// no longer drop them). Refused as unsupported: COMMIT first.
-pub fn refuse_beside_held_rows(txn: &Txn, s: &crate::parser::ast::Statement) -> Result<()> {
-    if txn.held_rows() == 0 || !changes_beyond_rows(s) {
+/// `Ok` unless `txn` holds changes and `s` would apply at once ([`applies_at_once`]): such a
+/// statement cannot run after the changes it should follow (they are not stored yet), nor
+/// store them first (it might then fail, and a ROLLBACK would no longer drop them). Refused
+/// as unsupported: COMMIT first.
+pub fn refuse_beside_held(txn: &Txn, s: &crate::parser::ast::Statement) -> Result<()> {
+    if txn.held_changes() == 0 || !applies_at_once(s) {
         return Ok(());
     }
     Err(SqlError::NotSupported(
-        "this statement cannot follow rows this transaction holds until COMMIT (INSERT and COPY \
-         in it are stored at COMMIT, and this would have to apply after them): COMMIT first, \
-         or run it before the INSERTs"
+        "this statement cannot follow changes this transaction holds until COMMIT (INSERT, COPY, \
+         DELETE and UPDATE in it are applied at COMMIT, and this would have to apply after them): \
+         COMMIT first, or run it before them"
             .into(),
     ))
 }

@@ -1,11 +1,37 @@
-//! The engine's side of a transaction ([`crate::txn`]): rows held instead of stored, and
-//! COMMIT storing them all as one logged change.
+//! The engine's side of a transaction ([`crate::txn`]): rows, deletions and updates held
+//! instead of applied, and COMMIT storing them all as one logged change.
 
 use super::{check_tenant_rows, Engine};
-use crate::error::{Result, SqlError};
+use crate::access::TableAccess;
+use crate::dml::{Decided, Edit};
+use crate::error::{Pos, Result, SqlError};
 use crate::interrupt::RunContext;
-use crate::txn::Txn;
-use zepto_storage::{Change, Column, StorageError};
+use crate::txn::{Item, Txn};
+use zepto_storage::{Change, Column, StorageError, Table};
+
+/// One held change as COMMIT decided it over the locked tables: rows to append, or a DELETE's
+/// or UPDATE's rows.
+enum Step {
+    Append(Vec<Column>),
+    Edit(Decided),
+}
+
+impl Step {
+    fn changes<'a>(&'a self, table: &'a str) -> Vec<Change<'a>> {
+        match self {
+            Step::Append(columns) => vec![Change::Append { table, columns }],
+            Step::Edit(d) => d.changes(table),
+        }
+    }
+
+    /// Apply it: the rows appended, deleted or updated.
+    fn apply(self, t: &mut Table) -> std::result::Result<usize, StorageError> {
+        match self {
+            Step::Append(cols) => t.append(cols),
+            Step::Edit(d) => d.apply(t),
+        }
+    }
+}
 
 impl Engine {
     /// Hold `columns` for the table `snap` is a snapshot of in `txn` until COMMIT, checked
@@ -18,14 +44,24 @@ impl Engine {
         Ok(n)
     }
 
-    /// Store every row the transaction holds, as one logged change across their tables
-    /// (checked again first: a table dropped or changed since fails it whole, storing
-    /// nothing). The rows held are gone either way. Returns the rows stored.
+    /// Hold a DELETE or UPDATE in `txn`, decided first over the transaction's own copy of
+    /// its table (the changes held before it applied): the rows it changes there.
+    pub(crate) fn hold_edit(&self, run: &RunContext, txn: &Txn, edit: Edit, pos: Pos) -> Result<usize> {
+        let view = txn.view(run, self.snapshot_at(edit.table(), pos)?)?;
+        let n = edit.decide(run, &view)?.map_or(0, |d| d.rows());
+        txn.hold_edit(edit);
+        Ok(n)
+    }
+
+    /// Store every change the transaction holds, as one logged change across their tables,
+    /// each decided again over the tables as they are then (a table dropped or changed since
+    /// fails it whole, storing nothing). The changes held are gone either way. Returns the
+    /// rows appended, deleted and updated.
     pub fn commit(&self) -> Result<usize> {
         self.commit_in(&RunContext::unlimited())
     }
 
-    /// [`Engine::commit`] as part of `run`: a run cancelled before the rows are logged
+    /// [`Engine::commit`] as part of `run`: a run cancelled before the changes are logged
     /// stores nothing.
     pub fn commit_in(&self, run: &RunContext) -> Result<usize> {
         let Some(txn) = self.txn() else { return Ok(0) };
@@ -46,31 +82,66 @@ impl Engine {
         let names: Vec<&str> = names.iter().map(String::as_str).collect();
         let access = self.access();
         let stored = self.catalog().write_many(&names, |tables| {
-            // Each held batch's table, found by name among the locked tables.
-            let which: Vec<usize> = held
-                .iter()
-                .map(|(t, _)| tables.iter().position(|x| x.name().eq_ignore_ascii_case(t)).unwrap_or(usize::MAX))
-                .collect();
-            for ((_, cols), &i) in held.iter().zip(&which) {
-                let t = tables.get(i).ok_or_else(|| StorageError::Internal("a held table not locked".into()))?;
-                check_tenant_rows(access, t, cols).map_err(|e| StorageError::Invalid(e.to_string()))?;
-                t.validate(cols)?;
-            }
-            let changes: Vec<Change<'_>> = held
-                .iter()
-                .zip(&which)
-                .map(|((_, columns), &i)| Change::Append { table: tables[i].name(), columns })
-                .collect();
+            let steps = decide(run, access, tables, held).map_err(|e| StorageError::Invalid(e.to_string()))?;
+            let changes: Vec<Change<'_>> = steps.iter().flat_map(|(i, s)| s.changes(tables[*i].name())).collect();
             let logged = self.catalog().log(&changes)?;
             drop(changes);
             logged.apply(|| {
                 let mut n = 0;
-                for ((_, cols), &i) in held.into_iter().zip(&which) {
-                    n += tables[i].append(cols)?;
+                for (i, step) in steps {
+                    n += step.apply(tables[i])?;
                 }
                 Ok::<_, StorageError>(n)
             })
         })?;
         Ok(stored)
     }
+}
+
+/// The held changes as steps over the locked `tables` (each held change's table found by
+/// name), checked and decided in order: rows are checked as an append checks them; a DELETE
+/// or UPDATE is decided over a copy of its table that has taken the steps before it (the
+/// stored tables change only once every step is logged).
+fn decide(
+    run: &RunContext,
+    access: &TableAccess,
+    tables: &[&mut Table],
+    held: Vec<(String, Item)>,
+) -> Result<Vec<(usize, Step)>> {
+    let which = |name: &str| {
+        tables
+            .iter()
+            .position(|x| x.name().eq_ignore_ascii_case(name))
+            .ok_or_else(|| SqlError::Internal(format!("table '{name}' of a held change is not locked")))
+    };
+    // A copy of each table an edit reaches, following every step on it.
+    let mut copies: Vec<Option<Table>> = tables.iter().map(|_| None).collect();
+    for (name, item) in &held {
+        if matches!(item, Item::Edit(_)) {
+            let i = which(name)?;
+            copies[i].get_or_insert_with(|| (*tables[i]).clone());
+        }
+    }
+    let mut steps = Vec::with_capacity(held.len());
+    for (name, item) in held {
+        let i = which(&name)?;
+        match item {
+            Item::Rows(cols) => {
+                check_tenant_rows(access, tables[i], &cols)?;
+                tables[i].validate(&cols)?;
+                if let Some(c) = &mut copies[i] {
+                    c.append(cols.clone())?;
+                }
+                steps.push((i, Step::Append(cols)));
+            }
+            Item::Edit(edit) => {
+                let c = copies[i].as_mut().ok_or_else(|| SqlError::Internal("an edited table has no copy".into()))?;
+                if let Some(d) = edit.decide(run, c)? {
+                    d.clone().apply(c)?;
+                    steps.push((i, Step::Edit(d)));
+                }
+            }
+        }
+    }
+    Ok(steps)
 }

@@ -1,7 +1,8 @@
 //! A transaction's rows held until COMMIT (`zepto_sql::txn`, the PostgreSQL door's BEGIN):
 //! INSERT and COPY FROM STDIN are checked at once and stored only by COMMIT, all tables in one
-//! change; the transaction's own reads see them, other sessions only after COMMIT; dropped
-//! rows are never seen; other writes run at once before rows are held and are refused after;
+//! change; DELETE and UPDATE are held too, and decided again at COMMIT in order with them; the
+//! transaction's own reads see its changes, other sessions only after COMMIT; dropped changes
+//! are never seen; other writes run at once before changes are held and are refused after;
 //! savepoints drop what was held after them.
 
 use zepto_sql::access::TableAccess;
@@ -74,22 +75,166 @@ fn a_bad_row_is_refused_at_its_statement_and_holds_nothing() {
 }
 
 #[test]
-fn other_writes_run_at_once_before_rows_are_held_and_are_refused_after() {
+fn other_writes_run_at_once_before_changes_are_held_and_are_refused_after() {
     let e = engine();
     let txn = Txn::new();
     let t = e.with_txn(Some(txn.clone()));
     ok(&t, "CREATE TABLE c (ts TIMESTAMP, n BIGINT)");
-    assert_eq!(ok(&t, "DELETE FROM a WHERE n = 1"), "DELETE 0", "nothing held: at once");
+    assert!(e.execute("SELECT count(*) FROM c").is_ok(), "nothing held: DDL at once");
     ok(&t, "INSERT INTO c VALUES (1, 1)");
-    // Rows held: a change that would have to follow them is refused, and nothing is stored.
-    for sql in ["DELETE FROM c WHERE n = 1", "DELETE FROM a WHERE typo = 1", "CREATE TABLE c (n BIGINT)"] {
-        let err = t.execute(sql).expect_err("refused beside held rows");
+    // Changes held: a statement that would have to follow them is refused, storing nothing.
+    for sql in ["CREATE TABLE d (n BIGINT)", "ALTER TABLE a ADD COLUMN m BIGINT", "DROP TABLE c"] {
+        let err = t.execute(sql).expect_err("refused beside held changes");
         assert!(matches!(err, SqlError::NotSupported(_)), "{sql}: {err}");
     }
-    assert_eq!((count(&e, "c"), txn.held_rows()), (0, 1));
+    // A held DELETE or UPDATE counts too.
+    let txn = Txn::new();
+    let u = e.with_txn(Some(txn.clone()));
+    assert_eq!(ok(&u, "DELETE FROM a WHERE n = 1"), "DELETE 0");
+    let err = u.execute("CREATE TABLE d (n BIGINT)").expect_err("refused beside a held DELETE");
+    assert!(matches!(err, SqlError::NotSupported(_)), "{err}");
+    drop(u);
+    assert_eq!((count(&e, "c"), txn.held_changes()), (0, 1));
+    assert!(t.execute("DELETE FROM a WHERE typo = 1").is_err(), "bound at once: an unknown column fails it");
     ok(&t, "SELECT count(*) FROM a");
     assert_eq!(t.commit().expect("commit"), 1);
     assert_eq!(count(&e, "c"), 1);
+}
+
+/// DELETE and UPDATE in a transaction are held as INSERT is: the transaction's reads see
+/// them, others do not; ROLLBACK (or a savepoint rolled back) drops them; COMMIT applies them
+/// with the rows held, in statement order, as one change (a DELETE reaches rows inserted
+/// before it in the transaction; an UPDATE of the key or the time moves rows).
+#[test]
+fn deletes_and_updates_wait_for_commit_and_go_with_rollback() {
+    let e = engine();
+    ok(&e, "INSERT INTO a VALUES (1, 'S1', 1), (2, 'S2', 2), (3, 'S1', 3), (4, 'S3', 4)");
+    let all = "SELECT ts, sym, n FROM a ORDER BY ts";
+    let stored = rows(&e, all);
+    let txn = Txn::new();
+    let t = e.with_txn(Some(txn.clone()));
+    assert_eq!(ok(&t, "DELETE FROM a WHERE sym = 'S1'"), "DELETE 2");
+    assert_eq!(ok(&t, "UPDATE a SET n = n * 10"), "UPDATE 2");
+    assert_eq!(rows(&t, all), ["1970-01-01 00:00:00.000000002,S2,20", "1970-01-01 00:00:00.000000004,S3,40"]);
+    assert_eq!(rows(&e, all), stored, "others see what is stored");
+    drop(t);
+    drop(txn);
+    assert_eq!(rows(&e, all), stored, "rolled back: nothing changed");
+    // Savepoints drop the edits after them.
+    let txn = Txn::new();
+    let t = e.with_txn(Some(txn.clone()));
+    ok(&t, "INSERT INTO a VALUES (5, 'S5', 5)");
+    txn.savepoint("s");
+    assert_eq!(ok(&t, "DELETE FROM a WHERE n >= 3"), "DELETE 3", "the held row too");
+    txn.rollback_to("s").expect("s");
+    assert_eq!(count(&t, "a"), 5);
+    // In order: an UPDATE moves rows to another symbol and time, a DELETE reaches a held row.
+    assert_eq!(ok(&t, "UPDATE a SET sym = 'S9', ts = ts + INTERVAL '100 seconds' WHERE sym = 'S1'"), "UPDATE 2");
+    ok(&t, "INSERT INTO a VALUES (6, 'S6', 6)");
+    assert_eq!(ok(&t, "DELETE FROM a WHERE n IN (2, 6)"), "DELETE 2");
+    let by_sym = "SELECT sym, count(*), sum(n), max(ts) FROM a GROUP BY sym ORDER BY sym";
+    let seen = rows(&t, by_sym);
+    let ns = |k: u32| format!("1970-01-01 00:00:00.{k:09}");
+    assert_eq!(
+        seen,
+        [format!("S3,1,4,{}", ns(4)), format!("S5,1,5,{}", ns(5)), "S9,2,4,1970-01-01 00:01:40.000000003".to_string()]
+    );
+    assert_eq!(rows(&e, all), stored);
+    assert_eq!(t.commit().expect("commit"), 2 + 2 + 2, "appended, moved, deleted");
+    assert_eq!(rows(&e, by_sym), seen, "stored as the transaction saw it");
+}
+
+/// A held DELETE or UPDATE is decided again at COMMIT over the tables as they are then, so
+/// the transaction applies as if all of it ran at that moment: a row another session stored
+/// meanwhile that the WHERE matches is deleted too. A table changed under an edit (a column
+/// dropped and made again) fails the COMMIT whole.
+#[test]
+fn held_edits_are_decided_again_at_commit() {
+    let e = engine();
+    ok(&e, "INSERT INTO a VALUES (1, 'S1', 1)");
+    let txn = Txn::new();
+    let t = e.with_txn(Some(txn.clone()));
+    ok(&t, "INSERT INTO b VALUES (1, 'x', 1.0)");
+    assert_eq!(ok(&t, "DELETE FROM a WHERE n < 10"), "DELETE 1");
+    ok(&e, "INSERT INTO a VALUES (2, 'S2', 2), (3, 'S3', 30)");
+    assert_eq!(t.commit().expect("commit"), 1 + 2);
+    assert_eq!((rows(&e, "SELECT n FROM a"), count(&e, "b")), (vec!["30".to_string()], 1));
+    // Changed under it: nothing of the transaction is stored.
+    let txn = Txn::new();
+    let t = e.with_txn(Some(txn.clone()));
+    ok(&t, "INSERT INTO b VALUES (2, 'x', 2.0)");
+    assert_eq!(ok(&t, "UPDATE a SET n = 0"), "UPDATE 1");
+    ok(&e, "DROP TABLE a");
+    ok(&e, "CREATE TABLE a (ts TIMESTAMP, sym SYMBOL, n DOUBLE)");
+    ok(&e, "INSERT INTO a VALUES (1, 'S1', 1.5)");
+    assert!(t.commit().is_err(), "a's column changed type");
+    assert_eq!((rows(&e, "SELECT n FROM a"), count(&e, "b")), (vec!["1.5".to_string()], 1));
+}
+
+/// A small generator: statements of random kinds over random rows.
+struct Gen(u64);
+
+impl Gen {
+    fn next(&mut self, n: u64) -> u64 {
+        self.0 = self.0.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        (self.0 >> 33) % n
+    }
+
+    fn statement(&mut self) -> String {
+        let sym = |g: &mut Gen| format!("S{}", g.next(4));
+        match self.next(6) {
+            0 | 1 => {
+                let rows: Vec<String> = (0..1 + self.next(4))
+                    .map(|_| format!("({}, '{}', {})", self.next(50), sym(self), self.next(20)))
+                    .collect();
+                format!("INSERT INTO a VALUES {}", rows.join(", "))
+            }
+            2 => format!("DELETE FROM a WHERE n > {} AND sym <> '{}'", 5 + self.next(15), sym(self)),
+            3 => format!("UPDATE a SET n = n + {} WHERE ts < CAST({} AS TIMESTAMP)", self.next(5), self.next(50)),
+            4 => format!(
+                "UPDATE a SET sym = '{}', ts = ts + INTERVAL '1 second' WHERE n % 3 = {}",
+                sym(self),
+                self.next(3)
+            ),
+            _ => {
+                let (lo, hi) = (self.next(25), 25 + self.next(25));
+                format!("DELETE FROM a WHERE ts BETWEEN CAST({lo} AS TIMESTAMP) AND CAST({hi} AS TIMESTAMP)")
+            }
+        }
+    }
+}
+
+/// Generated: statements run in a transaction answer, read and finally store what the same
+/// statements run one by one outside a transaction do; rolled back, they store nothing.
+#[test]
+fn a_transaction_ends_where_the_same_statements_end_outside_one() {
+    let all = "SELECT ts, sym, n FROM a ORDER BY ts, sym, n";
+    for seed in 1..=40u64 {
+        let mut g = Gen(seed);
+        let (plain, inside) = (engine(), engine());
+        let start = g.statement().replace("DELETE FROM a", "SELECT * FROM a").replace("UPDATE a", "SELECT * FROM a");
+        for e in [&plain, &inside] {
+            ok(e, "INSERT INTO a VALUES (1, 'S0', 1), (7, 'S1', 12), (20, 'S2', 19), (33, 'S3', 6)");
+            let _ = e.execute(&start);
+        }
+        let before = rows(&inside, all);
+        let txn = Txn::new();
+        let t = inside.with_txn(Some(txn.clone()));
+        for _ in 0..12 {
+            let sql = g.statement();
+            assert_eq!(ok(&t, &sql), ok(&plain, &sql), "seed {seed}: {sql}");
+            assert_eq!(rows(&t, all), rows(&plain, all), "seed {seed}: read after {sql}");
+        }
+        assert_eq!(rows(&inside, all), before, "seed {seed}: others see nothing before COMMIT");
+        if seed % 4 == 0 {
+            drop(t);
+            drop(txn);
+            assert_eq!(rows(&inside, all), before, "seed {seed}: rolled back");
+            continue;
+        }
+        t.commit().unwrap_or_else(|err| panic!("seed {seed}: commit: {err}"));
+        assert_eq!(rows(&inside, all), rows(&plain, all), "seed {seed}: stored at COMMIT");
+    }
 }
 
 #[test]

@@ -146,24 +146,13 @@ impl Binder {
         Binder { txn, ..self }
     }
 
-    /// `table` as this session reads it: with the rows its transaction holds for it appended
-    /// to a copy (only the partitions they reach are copied), or as stored.
+    /// `table` as this session reads it: with the changes its transaction holds for it
+    /// applied to a copy ([`crate::txn::Txn::view`]), or as stored.
     fn with_held(&self, table: Arc<Table>) -> Result<Arc<Table>> {
-        let held = self.txn.as_ref().map(|t| t.held_for(table.name())).unwrap_or_default();
-        if held.is_empty() {
-            return Ok(table);
+        match &self.txn {
+            Some(txn) => txn.view(&self.run, table),
+            None => Ok(table),
         }
-        let mut own = (*table).clone();
-        for cols in held {
-            own.append(cols).map_err(|e| {
-                SqlError::Execution(format!(
-                    "the rows this transaction holds for table '{}' no longer fit it (it changed since they \
-                     were held; COMMIT will fail too): {e}",
-                    table.name()
-                ))
-            })?;
-        }
-        Ok(Arc::new(own))
     }
 
     /// The query this binder binds for (and runs subqueries under).
