@@ -57,9 +57,12 @@ fn bind_target(
     table: &str,
     pos: Pos,
 ) -> Result<Bound> {
-    let mut binder = Binder::new(catalog.clone(), access.clone(), Arc::new(Executor), run).in_txn(txn.cloned());
+    let mut binder = Binder::new(catalog.clone(), access.clone(), Arc::new(Executor), run);
     let tref = TableRef::Table { name: table.to_string(), system: None, alias: None, pos };
     let (_, fields) = binder.bind_from(&tref)?;
+    // The WHERE's and SET's subqueries read the transaction's changes; the target is decided
+    // over them later (`Edit::decide`).
+    let binder = binder.in_txn(txn.cloned());
     let schema = fields_schema(&fields);
     let scope = match tenant::scope_filter(access, &schema)? {
         Some(pred) => access.scope_of(&schema).map(|(_, i)| (pred, i)),

@@ -32,8 +32,19 @@ pub struct Txn(Mutex<Held>);
 impl std::fmt::Debug for Txn {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let h = self.held();
-        f.debug_struct("Txn").field("changes", &h.rows.len()).field("failed", &h.failed).finish()
+        f.debug_struct("Txn").field("changes", &h.changes.len()).field("failed", &h.failed).finish()
     }
+}
+
+/// A table as the transaction reads it: the stored snapshot it was made from, how many of the
+/// changes held for the table it has taken, and the result. It serves the next read while the
+/// table's snapshot is the same one (any write to it makes a new one), taking only the
+/// changes held since.
+#[derive(Clone)]
+struct View {
+    base: Arc<Table>,
+    taken: usize,
+    table: Arc<Table>,
 }
 
 /// One held statement's change to its table.
@@ -48,8 +59,10 @@ pub(crate) enum Item {
 #[derive(Default)]
 struct Held {
     /// Each held statement's table and change, in statement order.
-    rows: Vec<(String, Item)>,
-    /// Savepoints in order: name, and how many entries of `rows` were held when it was set.
+    changes: Vec<(String, Item)>,
+    /// The last view made of each table ([`Txn::view`]), kept for the next statement.
+    views: Vec<View>,
+    /// Savepoints in order: name, and how many entries of `changes` were held when it was set.
     savepoints: Vec<(String, usize)>,
     /// An error happened since BEGIN (or the last ROLLBACK TO).
     failed: bool,
@@ -67,17 +80,17 @@ impl Txn {
 
     /// Bytes of the rows held (what a door counts against its memory budget).
     pub fn held_bytes(&self) -> usize {
-        self.held().rows.iter().flat_map(|(_, item)| Self::rows_of(item)).map(Column::data_bytes).sum()
+        self.held().changes.iter().flat_map(|(_, item)| Self::rows_of(item)).map(Column::data_bytes).sum()
     }
 
     /// Rows held to append.
     pub fn held_rows(&self) -> usize {
-        self.held().rows.iter().map(|(_, item)| Self::rows_of(item).first().map_or(0, Column::len)).sum()
+        self.held().changes.iter().map(|(_, item)| Self::rows_of(item).first().map_or(0, Column::len)).sum()
     }
 
     /// Changes held: statements (INSERT, COPY, DELETE, UPDATE) whose changes wait for COMMIT.
     pub fn held_changes(&self) -> usize {
-        self.held().rows.len()
+        self.held().changes.len()
     }
 
     fn rows_of(item: &Item) -> &[Column] {
@@ -103,7 +116,7 @@ impl Txn {
     /// the older).
     pub fn savepoint(&self, name: &str) {
         let mut h = self.held();
-        let at = h.rows.len();
+        let at = h.changes.len();
         h.savepoints.push((name.to_ascii_lowercase(), at));
     }
 
@@ -114,7 +127,8 @@ impl Txn {
         let k = savepoint_index(&h, name)?;
         let at = h.savepoints[k].1;
         h.savepoints.truncate(k + 1);
-        h.rows.truncate(at);
+        h.changes.truncate(at);
+        h.views.clear();
         h.failed = false;
         Ok(())
     }
@@ -129,48 +143,78 @@ impl Txn {
 
     /// `table` as the transaction's own statements read it: the stored snapshot itself when
     /// the transaction holds no change for it, else a private copy with the held changes
-    /// applied in order (only the partitions they reach are copied).
+    /// applied in order (only the partitions they reach are copied). The copy is kept for the
+    /// next read of the same snapshot, which applies only the changes held since.
     pub fn view(&self, run: &RunContext, table: Arc<Table>) -> Result<Arc<Table>> {
-        let held: Vec<Item> = {
+        let (held, last) = {
             let h = self.held();
-            h.rows.iter().filter(|(t, _)| t.eq_ignore_ascii_case(table.name())).map(|(_, i)| i.clone()).collect()
+            let held: Vec<Item> = h
+                .changes
+                .iter()
+                .filter(|(t, _)| t.eq_ignore_ascii_case(table.name()))
+                .map(|(_, i)| i.clone())
+                .collect();
+            (held, h.views.iter().find(|v| Arc::ptr_eq(&v.base, &table)).cloned())
         };
         if held.is_empty() {
             return Ok(table);
         }
-        let mut own = (*table).clone();
-        let stale = |e: &dyn std::fmt::Display| {
-            SqlError::Execution(format!(
-                "the changes this transaction holds for table '{}' no longer fit it (it changed since they \
-                 were held; COMMIT will fail too): {e}",
-                table.name()
-            ))
+        let (mut own, taken) = match last {
+            Some(v) if v.taken == held.len() => return Ok(v.table),
+            Some(v) if v.taken < held.len() => ((*v.table).clone(), v.taken),
+            _ => ((*table).clone(), 0),
         };
-        for item in held {
-            match item {
-                Item::Rows(cols) => own.append(cols).map(drop).map_err(|e| stale(&e))?,
-                Item::Edit(edit) => {
-                    if let Some(d) = edit.decide(run, &own).map_err(|e| stale(&e))? {
-                        d.apply(&mut own).map_err(|e| stale(&e))?;
-                    }
-                }
-            }
+        for item in &held[taken..] {
+            apply_held(run, &mut own, item)?;
         }
-        Ok(Arc::new(own))
+        let view = Arc::new(own);
+        let mut h = self.held();
+        h.views.retain(|v| !v.base.name().eq_ignore_ascii_case(table.name()));
+        h.views.push(View { base: table, taken: held.len(), table: view.clone() });
+        Ok(view)
     }
 
     pub(crate) fn hold(&self, table: &str, columns: Vec<Column>) {
-        self.held().rows.push((table.to_string(), Item::Rows(columns)));
+        if columns.first().is_some_and(|c| !c.is_empty()) {
+            self.held().changes.push((table.to_string(), Item::Rows(columns)));
+        }
     }
 
     pub(crate) fn hold_edit(&self, edit: Edit) {
         let table = edit.table().to_string();
-        self.held().rows.push((table, Item::Edit(Arc::new(edit))));
+        self.held().changes.push((table, Item::Edit(Arc::new(edit))));
     }
 
     pub(crate) fn take(&self) -> Vec<(String, Item)> {
-        std::mem::take(&mut self.held().rows)
+        let mut h = self.held();
+        h.views.clear();
+        std::mem::take(&mut h.changes)
     }
+}
+
+/// Apply one held change to `own`, a transaction's copy of its table. A DELETE's or UPDATE's
+/// own errors (a cancel, a limit) pass as they are; a change that no longer fits the table
+/// says so.
+fn apply_held(run: &RunContext, own: &mut Table, item: &Item) -> Result<()> {
+    let name = own.name().to_string();
+    let stale = |e: zepto_storage::StorageError| {
+        SqlError::Execution(format!(
+            "the changes this transaction holds for table '{name}' no longer fit it (it changed since they were \
+             held; COMMIT will fail too): {e}"
+        ))
+    };
+    match item {
+        Item::Rows(cols) => {
+            let n = own.append(cols.clone()).map_err(stale)?;
+            debug_assert!(n > 0, "empty batches are not held");
+        }
+        Item::Edit(edit) => {
+            if let Some(d) = edit.decide(run, own)? {
+                d.apply(own).map_err(stale)?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The newest savepoint named `name` (3B001 in PostgreSQL's words when there is none).

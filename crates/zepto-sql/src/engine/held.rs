@@ -47,6 +47,10 @@ impl Engine {
     /// Hold a DELETE or UPDATE in `txn`, decided first over the transaction's own copy of
     /// its table (the changes held before it applied): the rows it changes there.
     pub(crate) fn hold_edit(&self, run: &RunContext, txn: &Txn, edit: Edit, pos: Pos) -> Result<usize> {
+        if self.catalog().is_view(edit.table()) {
+            // A materialized view's snapshot is readable, but no statement changes its rows.
+            return Err(SqlError::TableNotFound { name: edit.table().to_string(), pos: Some(pos) });
+        }
         let view = txn.view(run, self.snapshot_at(edit.table(), pos)?)?;
         let n = edit.decide(run, &view)?.map_or(0, |d| d.rows());
         txn.hold_edit(edit);
@@ -54,9 +58,9 @@ impl Engine {
     }
 
     /// Store every change the transaction holds, as one logged change across their tables,
-    /// each decided again over the tables as they are then (a table dropped or changed since
-    /// fails it whole, storing nothing). The changes held are gone either way. Returns the
-    /// rows appended, deleted and updated.
+    /// each decided again over the tables as they are then (a table dropped since, or made
+    /// again with other columns, fails it whole, storing nothing). The changes held are gone
+    /// either way. Returns the rows appended, deleted and updated.
     pub fn commit(&self) -> Result<usize> {
         self.commit_in(&RunContext::unlimited())
     }
@@ -81,8 +85,15 @@ impl Engine {
         }
         let names: Vec<&str> = names.iter().map(String::as_str).collect();
         let access = self.access();
+        // A held edit's own error (a cancel, a limit, a table changed under it) is kept as it
+        // is, not as the storage error `write_many` carries.
+        let mut refused = None;
         let stored = self.catalog().write_many(&names, |tables| {
-            let steps = decide(run, access, tables, held).map_err(|e| StorageError::Invalid(e.to_string()))?;
+            let steps = decide(run, access, tables, held).map_err(|e| {
+                let said = StorageError::Invalid(e.to_string());
+                refused = Some(e);
+                said
+            })?;
             let changes: Vec<Change<'_>> = steps.iter().flat_map(|(i, s)| s.changes(tables[*i].name())).collect();
             let logged = self.catalog().log(&changes)?;
             drop(changes);
@@ -93,8 +104,11 @@ impl Engine {
                 }
                 Ok::<_, StorageError>(n)
             })
-        })?;
-        Ok(stored)
+        });
+        match (stored, refused) {
+            (_, Some(e)) => Err(e),
+            (r, None) => Ok(r?),
+        }
     }
 }
 
@@ -125,23 +139,33 @@ fn decide(
     let mut steps = Vec::with_capacity(held.len());
     for (name, item) in held {
         let i = which(&name)?;
-        match item {
-            Item::Rows(cols) => {
-                check_tenant_rows(access, tables[i], &cols)?;
-                tables[i].validate(&cols)?;
-                if let Some(c) = &mut copies[i] {
-                    c.append(cols.clone())?;
-                }
-                steps.push((i, Step::Append(cols)));
-            }
+        let step = match item {
+            Item::Rows(cols) => rows_step(access, tables[i], copies[i].as_mut(), cols)?,
             Item::Edit(edit) => {
                 let c = copies[i].as_mut().ok_or_else(|| SqlError::Internal("an edited table has no copy".into()))?;
-                if let Some(d) = edit.decide(run, c)? {
-                    d.clone().apply(c)?;
-                    steps.push((i, Step::Edit(d)));
-                }
+                edit_step(run, c, &edit)?
             }
-        }
+        };
+        steps.extend(step.map(|s| (i, s)));
     }
     Ok(steps)
+}
+
+/// Held rows checked as an append checks them (against the stored table `t`: its schema is
+/// the copy's), and appended to the copy `copy` when an edit follows on the table.
+fn rows_step(access: &TableAccess, t: &Table, copy: Option<&mut Table>, cols: Vec<Column>) -> Result<Option<Step>> {
+    check_tenant_rows(access, t, &cols)?;
+    t.validate(&cols)?;
+    if let Some(c) = copy {
+        c.append(cols.clone())?;
+    }
+    Ok(Some(Step::Append(cols)))
+}
+
+/// A held DELETE or UPDATE decided over `copy` (the table after the steps before it), and
+/// applied to it: `None` when it changes no row.
+fn edit_step(run: &RunContext, copy: &mut Table, edit: &Edit) -> Result<Option<Step>> {
+    let Some(d) = edit.decide(run, copy)? else { return Ok(None) };
+    d.clone().apply(copy)?;
+    Ok(Some(Step::Edit(d)))
 }
