@@ -286,6 +286,27 @@ def test_a_transaction_holds_the_budget_its_rows_need_and_no_more(door):
         assert conn.execute("SELECT count(*) FROM pg_share").fetchone()[0] == 50001
 
 
+def test_unaliased_columns_are_named_as_postgresql_names_them(door, trades):
+    """psycopg's `description`, and so pandas' columns, carry PostgreSQL's names for unaliased
+    entries (`count`, not `count(*)`); the HTTP door keeps the text."""
+    url = f"postgresql+psycopg://quant:{API_KEY}@127.0.0.1:{door[0]}/zepto"
+    sql = ("SELECT sym, count(*), SUM(size), size + 1, CAST(size AS BIGINT), CAST(1 AS BIGINT), 'a', "
+           "(SELECT max(size) FROM pg_trades), CASE WHEN size > 1 THEN 'big' END "
+           "FROM pg_trades GROUP BY sym, size ORDER BY sym, size LIMIT 1")
+    want = ["sym", "count", "sum", "?column?", "size", "int8", "?column?", "max", "case"]
+    with connect(door[0]) as conn:
+        assert [d.name for d in conn.execute(sql).description] == want
+        inner = conn.execute("SELECT * FROM (SELECT count(*) FROM pg_trades) s").description
+        assert [d.name for d in inner] == ["count(*)"], "inner queries keep their text names"
+    engine = sqlalchemy.create_engine(url)
+    assert list(pd.read_sql("SELECT sym, count(*), avg(size) FROM pg_trades GROUP BY sym", engine).columns) == [
+        "sym", "count", "avg"]
+    engine.dispose()
+    req = urllib.request.Request(door[1] + "/", data=b"SELECT count(*) FROM pg_trades",
+                                 headers={"Authorization": f"Bearer {API_KEY}"})
+    assert json.loads(urllib.request.urlopen(req, timeout=30).read())["columns"][0]["name"] == "count(*)"
+
+
 def test_sqlalchemy_and_pandas_read_sql(door, trades):
     url = f"postgresql+psycopg://quant:{API_KEY}@127.0.0.1:{door[0]}/zepto"
     engine = sqlalchemy.create_engine(url)

@@ -119,7 +119,11 @@ impl Backend {
     fn conn<C: ClientInfo + ?Sized>(&self, client: &C) -> PgWireResult<Arc<ConnEngine>> {
         let who = principal(client)?;
         let ext = client.session_extensions();
-        Ok(ext.get_or_insert_with(|| ConnEngine(Mutex::new(self.engine.with_access(who.tables.clone())))))
+        Ok(ext.get_or_insert_with(|| {
+            ConnEngine(Mutex::new(
+                self.engine.with_access(who.tables.clone()).with_column_names(zepto_sql::ColumnNames::Postgres),
+            ))
+        }))
     }
 
     /// Run `sql` with `params`, pushing a response per statement onto `out` (the first error

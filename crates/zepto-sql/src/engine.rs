@@ -76,6 +76,8 @@ pub struct Engine {
     cluster: Option<crate::cluster::ClusterRef>,
     /// The transaction whose rows INSERT and COPY hold until COMMIT, if any ([`crate::txn`]).
     txn: Option<Arc<crate::txn::Txn>>,
+    /// How unaliased select-list entries are named (the PostgreSQL door: as PostgreSQL does).
+    names: crate::plan::binder::names::ColumnNames,
 }
 
 impl Default for Engine {
@@ -102,6 +104,7 @@ impl Engine {
             settings: Default::default(),
             cluster: None,
             txn: None,
+            names: Default::default(),
         };
         e.start_index_maintainer();
         e
@@ -136,6 +139,12 @@ impl Engine {
     /// [`Engine::commit`]), or outside any (`None`); see [`crate::txn`].
     pub fn with_txn(&self, txn: Option<Arc<crate::txn::Txn>>) -> Engine {
         Engine { txn, ..self.clone() }
+    }
+
+    /// The same session naming its unaliased select-list entries as `names` says (`count`
+    /// rather than `count(*)` for PostgreSQL's clients); see [`crate::plan::binder::names`].
+    pub fn with_column_names(&self, names: crate::plan::binder::names::ColumnNames) -> Engine {
+        Engine { names, ..self.clone() }
     }
 
     /// The transaction this session is in, if any.
@@ -253,7 +262,9 @@ impl Engine {
     }
 
     fn binder(&self, run: &RunContext) -> Binder {
-        Binder::new(self.catalog.clone(), self.access.clone(), Arc::new(exec::Executor), run).in_txn(self.txn.clone())
+        Binder::new(self.catalog.clone(), self.access.clone(), Arc::new(exec::Executor), run)
+            .in_txn(self.txn.clone())
+            .naming(self.names)
     }
 
     /// The tables and tenant this engine's sessions may touch.

@@ -89,4 +89,5 @@ pub use error::{FileProblem, Pos, Result, SqlError};
 pub use files::FilePolicy;
 pub use interrupt::{QueryControl, RunContext};
 pub use parser::ParamValue;
+pub use plan::binder::names::ColumnNames;
 pub use settings::Settings;

@@ -23,6 +23,7 @@
 mod aggregate;
 mod alias;
 mod join;
+pub mod names;
 use join::split_equi;
 pub mod sample;
 mod series;
@@ -79,6 +80,10 @@ pub struct Binder {
     nodes: usize,
     /// The session's transaction, whose held rows its reads see ([`Binder::in_txn`]).
     txn: Option<Arc<crate::txn::Txn>>,
+    /// How the statement's own unaliased select-list entries are named ([`Binder::naming`]).
+    names: names::ColumnNames,
+    /// Queries being bound, the statement's own outermost: 1 while its select list is bound.
+    depth: usize,
 }
 
 /// A select-list entry after `*` expansion.
@@ -136,6 +141,23 @@ impl Binder {
             run: run.clone(),
             nodes: 0,
             txn: None,
+            names: names::ColumnNames::Text,
+            depth: 0,
+        }
+    }
+
+    /// The same binder naming the statement's unaliased select-list entries as `names` says
+    /// (inner queries keep their text names).
+    pub fn naming(self, names: names::ColumnNames) -> Binder {
+        Binder { names, ..self }
+    }
+
+    /// The name of the unaliased select-list entry `expr` of the query being bound.
+    fn entry_name(&self, expr: &Expr) -> String {
+        match expr {
+            Expr::Column { name, .. } => name.clone(),
+            e if self.depth == 1 && self.names == names::ColumnNames::Postgres => names::postgres_name(e),
+            e => e.to_string(),
         }
     }
 
@@ -171,7 +193,9 @@ impl Binder {
     pub fn bind_query(&mut self, q: &Query) -> Result<(Plan, Vec<Field>)> {
         self.run.check()?;
         let saved = self.ctes.len();
+        self.depth += 1;
         let r = self.bind_query_inner(q);
+        self.depth -= 1;
         self.ctes.truncate(saved);
         r
     }
@@ -554,10 +578,7 @@ impl Binder {
                         }
                         _ => None,
                     };
-                    let name = alias.clone().unwrap_or_else(|| match expr {
-                        Expr::Column { name, .. } => name.clone(),
-                        e => e.to_string(),
-                    });
+                    let name = alias.clone().unwrap_or_else(|| self.entry_name(expr));
                     let designated = matches!(expr, Expr::Column { .. })
                         && sc.agg.is_none()
                         && matches!(b, BExpr::Col(i, _) if sc.scope[i].designated_ts);
