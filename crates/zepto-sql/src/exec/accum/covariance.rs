@@ -120,35 +120,18 @@ impl Covariance {
 }
 
 /// Per group, the moments of the pairs of rows `ids` (row `i` in group `ids[i]`) where `y`
-/// and `x` are both valid: the means, corrected by the mean of the deviations from them (a
-/// constant column's then has deviations of exactly 0, as a running update gives, not the
-/// last bit of its mean's rounding), then the sums of squares and products.
+/// and `x` are both valid: the corrected means ([`super::means`]), then the sums of squares
+/// and products of the deviations from them.
 fn two_pass(y: &Column, x: &Column, ids: &[u32], ng: usize) -> Result<Vec<Moments>> {
     let (yv, xv) = (to_f64(y)?, to_f64(x)?);
     let both = |i: usize| y.is_valid(i) && x.is_valid(i);
-    let pairs = || ids.iter().enumerate().filter(|&(i, _)| both(i)).map(|(i, &g)| (g as usize, yv[i], xv[i]));
-    let mut m = vec![Moments::default(); ng];
-    // Per group: the sums of y and x, then of their deviations from the means so far.
-    let mut sums = vec![(0.0f64, 0.0f64); ng];
-    for (g, y, x) in pairs() {
-        m[g].n += 1;
-        sums[g] = (sums[g].0 + y, sums[g].1 + x);
-    }
-    let settle = |m: &mut [Moments], sums: &mut [(f64, f64)]| {
-        for (s, (sy, sx)) in m.iter_mut().zip(sums.iter_mut()).filter(|(s, _)| s.n > 0) {
-            let n = s.n as f64;
-            (s.mean_y, s.mean_x) = (s.mean_y + *sy / n, s.mean_x + *sx / n);
-            (*sy, *sx) = (0.0, 0.0);
-        }
-    };
-    settle(&mut m, &mut sums);
-    for (g, y, x) in pairs() {
-        sums[g] = (sums[g].0 + (y - m[g].mean_y), sums[g].1 + (x - m[g].mean_x));
-    }
-    settle(&mut m, &mut sums);
-    for (g, y, x) in pairs() {
-        let s = &mut m[g];
-        let (dy, dx) = (y - s.mean_y, x - s.mean_x);
+    let (cnt, mean_y) = super::means::group_means(ids, ng, both, &yv);
+    let (_, mean_x) = super::means::group_means(ids, ng, both, &xv);
+    let mut m: Vec<Moments> =
+        (0..ng).map(|g| Moments { n: cnt[g], mean_y: mean_y[g], mean_x: mean_x[g], ..Moments::default() }).collect();
+    for (i, &g) in ids.iter().enumerate().filter(|&(i, _)| both(i)) {
+        let s = &mut m[g as usize];
+        let (dy, dx) = (yv[i] - s.mean_y, xv[i] - s.mean_x);
         (s.syy, s.sxx, s.sxy) = (s.syy + dy * dy, s.sxx + dx * dx, s.sxy + dy * dx);
     }
     Ok(m)
@@ -178,34 +161,23 @@ fn frame_moments(y: &Column, x: &Column, fs: &[u32], fe: &[u32]) -> Result<Vec<M
             continue;
         }
         read += b - a;
-        if read > MAX_FRAME_ROWS {
-            return Err(SqlError::ResourcesExhausted(format!(
-                "window frames of this aggregate span more than {MAX_FRAME_ROWS} rows in total; use a bounded ROWS frame"
-            )));
+        if read > super::MAX_EXPANDED {
+            return Err(super::frames_too_long(read));
         }
         out.push(frame_two_pass(&yv, &xv, a..b, both));
     }
     Ok(out)
 }
 
-/// The most rows the frames that are not running read in all (as many as frames gathered as
-/// groups may span).
-const MAX_FRAME_ROWS: usize = 50_000_000;
-
 /// The moments of the valid pairs of rows `rows` of `yv` and `xv`, in two passes (the means
-/// corrected as [`two_pass`] corrects them).
+/// corrected as [`super::means`] corrects them).
 fn frame_two_pass(yv: &[f64], xv: &[f64], rows: std::ops::Range<usize>, both: impl Fn(usize) -> bool) -> Moments {
-    let pairs = || rows.clone().filter(|&i| both(i)).map(|i| (yv[i], xv[i]));
-    let mut m = Moments { n: pairs().count() as i64, ..Moments::default() };
-    if m.n == 0 {
-        return m;
-    }
-    let n = m.n as f64;
-    let mean = |f: fn((f64, f64)) -> f64, around: f64| pairs().map(|p| f(p) - around).sum::<f64>() / n + around;
-    (m.mean_y, m.mean_x) = (mean(|p| p.0, 0.0), mean(|p| p.1, 0.0));
-    (m.mean_y, m.mean_x) = (mean(|p| p.0, m.mean_y), mean(|p| p.1, m.mean_x));
-    for (y, x) in pairs() {
-        let (dy, dx) = (y - m.mean_y, x - m.mean_x);
+    let kept = || rows.clone().filter(|&i| both(i));
+    let (n, mean_y) = super::means::mean_of(|| kept().map(|i| yv[i]));
+    let (_, mean_x) = super::means::mean_of(|| kept().map(|i| xv[i]));
+    let mut m = Moments { n, mean_y, mean_x, ..Moments::default() };
+    for i in kept() {
+        let (dy, dx) = (yv[i] - m.mean_y, xv[i] - m.mean_x);
         (m.syy, m.sxx, m.sxy) = (m.syy + dy * dy, m.sxx + dx * dx, m.sxy + dy * dx);
     }
     m

@@ -39,6 +39,7 @@ mod frame_sums;
 mod holistic;
 mod kernels;
 mod listing;
+mod means;
 mod min_max;
 mod narrow_runs;
 mod product;
@@ -193,16 +194,22 @@ fn no_partial_state(func: AggFunc) -> SqlError {
     SqlError::Internal(format!("{func:?} has no partial state"))
 }
 
-/// Frame aggregates computed frame by frame touch at most this many (frame, row) pairs.
-const MAX_EXPANDED: usize = 50_000_000;
+/// Frame aggregates computed frame by frame touch at most this many (frame, row) pairs, in
+/// all (gathered as groups, or read in place as the pair statistics' frames are).
+pub(super) const MAX_EXPANDED: usize = 50_000_000;
+
+/// Frames that would touch more than [`MAX_EXPANDED`] rows in all (`total`, or more).
+pub(super) fn frames_too_long(total: usize) -> SqlError {
+    SqlError::ResourcesExhausted(format!(
+        "window frames of this aggregate span {total} rows or more in total (limit {MAX_EXPANDED}); use a bounded ROWS frame"
+    ))
+}
 
 /// Every frame's rows (`idx`) and the frame each belongs to (`ids`).
 fn expand_frames(fs: &[u32], fe: &[u32]) -> Result<(Vec<u32>, Vec<u32>)> {
     let total: usize = fs.iter().zip(fe).map(|(&s, &e)| e.saturating_sub(s) as usize).sum();
     if total > MAX_EXPANDED {
-        return Err(SqlError::ResourcesExhausted(format!(
-            "window frames of this aggregate span {total} rows in total (limit {MAX_EXPANDED}); use a bounded ROWS frame"
-        )));
+        return Err(frames_too_long(total));
     }
     let (mut idx, mut ids) = (Vec::with_capacity(total), Vec::with_capacity(total));
     for (k, (&s, &e)) in fs.iter().zip(fe).enumerate() {

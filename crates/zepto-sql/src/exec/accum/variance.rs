@@ -73,26 +73,7 @@ fn two_pass(x: &Column, v: &[f64], ids: &[u32], ng: usize) -> (Vec<i64>, Vec<f64
             .zip(s.iter().zip(&cnt))
             .for_each(|(m, (&s, &c))| *m = if c > 0 { s as f64 / c as f64 } else { 0.0 });
     } else {
-        for (i, &g) in ids.iter().enumerate() {
-            if x.is_valid(i) {
-                mean[g as usize] += v[i];
-                cnt[g as usize] += 1;
-            }
-        }
-        mean.iter_mut().zip(&cnt).for_each(|(m, &c)| *m = if c > 0 { *m / c as f64 } else { 0.0 });
-        // Corrected by the mean of the deviations from it: a constant column's deviations are
-        // then exactly 0 (its variance 0, as DuckDB's running update gives), not the last bit
-        // of a quotient's rounding squared.
-        let mut dev = vec![0.0f64; ng];
-        for (i, &g) in ids.iter().enumerate() {
-            if x.is_valid(i) {
-                dev[g as usize] += v[i] - mean[g as usize];
-            }
-        }
-        mean.iter_mut()
-            .zip(dev.iter().zip(&cnt))
-            .filter(|(_, (_, &c))| c > 0)
-            .for_each(|(m, (d, &c))| *m += d / c as f64);
+        (cnt, mean) = super::means::group_means(ids, ng, |i| x.is_valid(i), v);
     }
     let mut m2 = vec![0.0f64; ng];
     for (i, &g) in ids.iter().enumerate() {
@@ -178,16 +159,7 @@ impl Accumulator for Variance {
                 out.push(self.value(cnt, m2));
                 continue;
             }
-            let (mut c, mut s) = (0i64, 0.0f64);
-            for r in a..b {
-                if x.is_valid(r) {
-                    c += 1;
-                    s += v[r];
-                }
-            }
-            let mu = if c > 0 { s / c as f64 } else { 0.0 };
-            // Corrected as `two_pass` corrects a group's mean.
-            let mu = mu + (a..b).filter(|&r| x.is_valid(r)).map(|r| v[r] - mu).sum::<f64>() / (c.max(1) as f64);
+            let (c, mu) = super::means::mean_of(|| (a..b).filter(|&r| x.is_valid(r)).map(|r| v[r]));
             let q: f64 = (a..b).filter(|&r| x.is_valid(r)).map(|r| (v[r] - mu) * (v[r] - mu)).sum();
             out.push(self.value(c, q));
         }
