@@ -48,6 +48,9 @@ pub struct CatalogView {
     pub now: i64,
     /// The session's transaction, whose held rows its reads see.
     pub txn: Option<Arc<crate::txn::Txn>>,
+    /// How the session names unaliased select-list entries (a query planned again names its
+    /// columns as the first plan did).
+    pub names: crate::column_names::ColumnNames,
 }
 
 /// The tables a session may touch (a server key's grants: every table, or a set of names

@@ -26,7 +26,7 @@
 use crate::access::TableAccess;
 use crate::error::{Pos, Result, SqlError};
 use crate::exec::eval::eval;
-use crate::exec::{rows_passing, Batch, ExecContext, Executor};
+use crate::exec::{rows_passing, Batch, ExecContext};
 use crate::interrupt::RunContext;
 use crate::parser::ast::{Expr, TableRef};
 use crate::plan::bind_expr::{cast_to, ExprBinder};
@@ -34,7 +34,6 @@ use crate::plan::binder::{tenant, Binder};
 use crate::plan::optimizer::scan_range;
 use crate::plan::{BExpr, Field, ScanRange};
 use std::collections::HashSet;
-use std::sync::Arc;
 use zepto_storage::{Catalog, Change, Column, ColumnDef, DataType, Partition, Schema, StorageError, Table, Value};
 
 /// Rows chosen per partition slot (only slots with rows).
@@ -49,20 +48,9 @@ struct Bound {
     scope: Option<(BExpr, usize)>,
 }
 
-fn bind_target(
-    run: &RunContext,
-    catalog: &Arc<Catalog>,
-    access: &TableAccess,
-    txn: Option<&Arc<crate::txn::Txn>>,
-    table: &str,
-    pos: Pos,
-) -> Result<Bound> {
-    let mut binder = Binder::new(catalog.clone(), access.clone(), Arc::new(Executor), run);
+fn bind_target(mut binder: Binder, access: &TableAccess, table: &str, pos: Pos) -> Result<Bound> {
     let tref = TableRef::Table { name: table.to_string(), system: None, alias: None, pos };
     let (_, fields) = binder.bind_from(&tref)?;
-    // The WHERE's and SET's subqueries read the transaction's changes; the target is decided
-    // over them later (`Edit::decide`).
-    let binder = binder.in_txn(txn.cloned());
     let schema = fields_schema(&fields);
     let scope = match tenant::scope_filter(access, &schema)? {
         Some(pred) => access.scope_of(&schema).map(|(_, i)| (pred, i)),
@@ -312,34 +300,31 @@ impl Decided {
     }
 }
 
-/// Bind `DELETE FROM table [WHERE filter]` (subqueries read `txn`'s rows too, if given).
+/// Bind `DELETE FROM table [WHERE filter]` with the session's `binder` (in a transaction, its
+/// subqueries read the transaction's changes).
 pub(crate) fn bind_delete(
-    run: &RunContext,
-    catalog: &Arc<Catalog>,
+    binder: Binder,
     access: &TableAccess,
-    txn: Option<&Arc<crate::txn::Txn>>,
     table: &str,
     filter: Option<&Expr>,
     pos: Pos,
 ) -> Result<Edit> {
-    let Bound { mut binder, fields, scope } = bind_target(run, catalog, access, txn, table, pos)?;
+    let Bound { mut binder, fields, scope } = bind_target(binder, access, table, pos)?;
     let pred = filter.map(|f| bind_row_expr(&mut binder, &fields, f, true)).transpose()?;
     Ok(Edit { table: table.to_string(), pos, access: access.clone(), fields, scope, pred, sets: None })
 }
 
-/// Bind `UPDATE table SET ... [WHERE filter]` (subqueries read `txn`'s rows too, if given).
-#[allow(clippy::too_many_arguments)]
+/// Bind `UPDATE table SET ... [WHERE filter]` with the session's `binder` (in a transaction,
+/// its subqueries read the transaction's changes).
 pub(crate) fn bind_update(
-    run: &RunContext,
-    catalog: &Arc<Catalog>,
+    binder: Binder,
     access: &TableAccess,
-    txn: Option<&Arc<crate::txn::Txn>>,
     table: &str,
     sets: &[(String, Expr, Pos)],
     filter: Option<&Expr>,
     pos: Pos,
 ) -> Result<Edit> {
-    let Bound { mut binder, fields, scope } = bind_target(run, catalog, access, txn, table, pos)?;
+    let Bound { mut binder, fields, scope } = bind_target(binder, access, table, pos)?;
     let pred = filter.map(|f| bind_row_expr(&mut binder, &fields, f, true)).transpose()?;
     let mut targets: Vec<usize> = Vec::with_capacity(sets.len());
     let mut exprs = Vec::with_capacity(sets.len());
@@ -374,6 +359,28 @@ pub(crate) fn bind_update(
     }
     let sets = Some((targets, exprs));
     Ok(Edit { table: table.to_string(), pos, access: access.clone(), fields, scope, pred, sets })
+}
+
+impl crate::txn::HeldEdit for Edit {
+    fn table(&self) -> &str {
+        &self.table
+    }
+
+    fn decide_and_apply(&self, run: &RunContext, t: &mut Table) -> Result<Option<Box<dyn crate::txn::Decision>>> {
+        let Some(d) = self.decide(run, t)? else { return Ok(None) };
+        d.clone().apply(t)?;
+        Ok(Some(Box::new(d)))
+    }
+}
+
+impl crate::txn::Decision for Decided {
+    fn changes<'a>(&'a self, table: &'a str) -> Vec<Change<'a>> {
+        Decided::changes(self, table)
+    }
+
+    fn apply(self: Box<Self>, t: &mut Table) -> std::result::Result<usize, StorageError> {
+        Decided::apply(*self, t)
+    }
 }
 
 impl Edit {

@@ -612,18 +612,18 @@ impl Engine {
     /// Apply a DELETE or UPDATE, or hold it in the session's transaction: its status counts
     /// the rows it changes (in a transaction, in its own view of the table).
     fn edit(&self, run: &RunContext, s: &Statement) -> Result<QueryResult> {
-        let (c, a, txn) = (&self.catalog, &self.access, self.txn.as_ref());
+        let (b, a) = (self.binder(run), &self.access);
         let (edit, what, pos) = match s {
             Statement::Delete { table, filter, pos } => {
-                (crate::dml::bind_delete(run, c, a, txn, table, filter.as_ref(), *pos)?, "DELETE", *pos)
+                (crate::dml::bind_delete(b, a, table, filter.as_ref(), *pos)?, "DELETE", *pos)
             }
             Statement::Update { table, sets, filter, pos } => {
-                (crate::dml::bind_update(run, c, a, txn, table, sets, filter.as_ref(), *pos)?, "UPDATE", *pos)
+                (crate::dml::bind_update(b, a, table, sets, filter.as_ref(), *pos)?, "UPDATE", *pos)
             }
             _ => return Err(SqlError::Internal("edit: not a DELETE or UPDATE".into())),
         };
-        let n = match txn {
-            None => edit.store(run, c)?,
+        let n = match &self.txn {
+            None => edit.store(run, &self.catalog)?,
             Some(txn) => self.hold_edit(run, txn, edit, pos)?,
         };
         Ok(QueryResult::status(format!("{what} {n}")))

@@ -61,6 +61,7 @@
 
 pub mod access;
 pub mod cluster;
+pub mod column_names;
 mod copy;
 pub mod copy_client;
 mod dml;
@@ -74,6 +75,7 @@ pub mod files;
 pub mod interrupt;
 pub mod local_cluster;
 pub use zepto_parser as parser;
+pub mod pg_types;
 pub mod plan;
 pub mod result;
 pub mod settings;
@@ -84,10 +86,10 @@ pub mod txn;
 pub(crate) mod view;
 
 pub use access::TableAccess;
+pub use column_names::ColumnNames;
 pub use engine::{Access, Engine, Prepared, QueryResult};
 pub use error::{FileProblem, Pos, Result, SqlError};
 pub use files::FilePolicy;
 pub use interrupt::{QueryControl, RunContext};
 pub use parser::ParamValue;
-pub use plan::binder::names::ColumnNames;
 pub use settings::Settings;

@@ -19,7 +19,6 @@
 //! error the transaction refuses statements until it ends, storing nothing, or rolls back to
 //! a savepoint, as PostgreSQL's aborted transactions do.
 
-use crate::dml::Edit;
 use crate::error::{Result, SqlError};
 use crate::interrupt::RunContext;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -47,13 +46,32 @@ struct View {
     table: Arc<Table>,
 }
 
+/// A DELETE or UPDATE held in a transaction: bound by `dml` (its `Edit`), replayed here over
+/// the transaction's copies of its table and at COMMIT. A trait so that transactions need not
+/// know how statements are bound.
+pub trait HeldEdit: Send + Sync {
+    /// The table it changes.
+    fn table(&self) -> &str;
+    /// Decide what it changes in `t` and apply that to `t`: the decision, to apply again to a
+    /// table in the state `t` was in (`None`: it changes no row).
+    fn decide_and_apply(&self, run: &RunContext, t: &mut Table) -> Result<Option<Box<dyn Decision>>>;
+}
+
+/// What a [`HeldEdit`] decided over one state of its table.
+pub trait Decision: Send {
+    /// The change as the log holds it.
+    fn changes<'a>(&'a self, table: &'a str) -> Vec<zepto_storage::Change<'a>>;
+    /// Apply it to a table in the state it was decided over: the rows changed.
+    fn apply(self: Box<Self>, t: &mut Table) -> std::result::Result<usize, zepto_storage::StorageError>;
+}
+
 /// One held statement's change to its table.
 #[derive(Clone)]
 pub(crate) enum Item {
     /// Rows to append (the table's columns, in schema order when they were held).
     Rows(Vec<Column>),
     /// A DELETE or UPDATE, decided again at COMMIT.
-    Edit(Arc<Edit>),
+    Edit(Arc<dyn HeldEdit>),
 }
 
 #[derive(Default)]
@@ -180,9 +198,9 @@ impl Txn {
         }
     }
 
-    pub(crate) fn hold_edit(&self, edit: Edit) {
+    pub(crate) fn hold_edit(&self, edit: Arc<dyn HeldEdit>) {
         let table = edit.table().to_string();
-        self.held().changes.push((table, Item::Edit(Arc::new(edit))));
+        self.held().changes.push((table, Item::Edit(edit)));
     }
 
     pub(crate) fn take(&self) -> Vec<(String, Item)> {
@@ -209,9 +227,7 @@ fn apply_held(run: &RunContext, own: &mut Table, item: &Item) -> Result<()> {
             debug_assert!(n > 0, "empty batches are not held");
         }
         Item::Edit(edit) => {
-            if let Some(d) = edit.decide(run, own)? {
-                d.apply(own).map_err(stale)?;
-            }
+            edit.decide_and_apply(run, own)?;
         }
     }
     Ok(())

@@ -3,17 +3,17 @@
 
 use super::{check_tenant_rows, Engine};
 use crate::access::TableAccess;
-use crate::dml::{Decided, Edit};
+use crate::dml::Edit;
 use crate::error::{Pos, Result, SqlError};
 use crate::interrupt::RunContext;
-use crate::txn::{Item, Txn};
+use crate::txn::{Decision, HeldEdit, Item, Txn};
 use zepto_storage::{Change, Column, StorageError, Table};
 
 /// One held change as COMMIT decided it over the locked tables: rows to append, or a DELETE's
 /// or UPDATE's rows.
 enum Step {
     Append(Vec<Column>),
-    Edit(Decided),
+    Edit(Box<dyn Decision>),
 }
 
 impl Step {
@@ -53,7 +53,7 @@ impl Engine {
         }
         let view = txn.view(run, self.snapshot_at(edit.table(), pos)?)?;
         let n = edit.decide(run, &view)?.map_or(0, |d| d.rows());
-        txn.hold_edit(edit);
+        txn.hold_edit(std::sync::Arc::new(edit));
         Ok(n)
     }
 
@@ -143,7 +143,7 @@ fn decide(
             Item::Rows(cols) => rows_step(access, tables[i], copies[i].as_mut(), cols)?,
             Item::Edit(edit) => {
                 let c = copies[i].as_mut().ok_or_else(|| SqlError::Internal("an edited table has no copy".into()))?;
-                edit_step(run, c, &edit)?
+                edit_step(run, c, edit.as_ref())?
             }
         };
         steps.extend(step.map(|s| (i, s)));
@@ -164,8 +164,6 @@ fn rows_step(access: &TableAccess, t: &Table, copy: Option<&mut Table>, cols: Ve
 
 /// A held DELETE or UPDATE decided over `copy` (the table after the steps before it), and
 /// applied to it: `None` when it changes no row.
-fn edit_step(run: &RunContext, copy: &mut Table, edit: &Edit) -> Result<Option<Step>> {
-    let Some(d) = edit.decide(run, copy)? else { return Ok(None) };
-    d.clone().apply(copy)?;
-    Ok(Some(Step::Edit(d)))
+fn edit_step(run: &RunContext, copy: &mut Table, edit: &dyn HeldEdit) -> Result<Option<Step>> {
+    Ok(edit.decide_and_apply(run, copy)?.map(Step::Edit))
 }

@@ -34,6 +34,8 @@ pub mod extent;
 pub mod pg_catalog;
 pub mod types;
 
+pub use crate::pg_types::{pg_names, PgTypeName};
+
 /// The tables of `information_schema` (`pg_catalog`'s are [`pg_catalog::TABLES`]).
 static TABLES: &[SystemTable] = &[
     SystemTable {
@@ -315,36 +317,6 @@ fn column_row(schema: &str, table: &str, column: &str, ordinal: i32, dt: DataTyp
         text("NO"),
         text("NEVER"),
     ]
-}
-
-/// A type as PostgreSQL names it (the type the PostgreSQL door sends a column as: SYMBOL is
-/// text there).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PgTypeName {
-    /// `information_schema.columns.data_type`.
-    pub data_type: &'static str,
-    /// `udt_name`: the type's name in `pg_type`.
-    pub udt_name: &'static str,
-    /// What `format_type` prints (psql's `\d`).
-    pub format: &'static str,
-}
-
-/// `dt`'s PostgreSQL names.
-pub fn pg_names(dt: DataType) -> PgTypeName {
-    let (data_type, udt_name, format) = match dt {
-        DataType::Bool => ("boolean", "bool", "boolean"),
-        DataType::Int32 => ("integer", "int4", "integer"),
-        DataType::Int64 => ("bigint", "int8", "bigint"),
-        DataType::Int128 => ("numeric", "numeric", "numeric"),
-        DataType::Float32 => ("real", "float4", "real"),
-        DataType::Float64 => ("double precision", "float8", "double precision"),
-        DataType::Timestamp => ("timestamp without time zone", "timestamp", "timestamp without time zone"),
-        DataType::Date => ("date", "date", "date"),
-        DataType::Interval => ("interval", "interval", "interval"),
-        DataType::Vector(_) => ("ARRAY", "_float4", "real[]"),
-        DataType::Varchar | DataType::Symbol | DataType::Null => ("text", "text", "text"),
-    };
-    PgTypeName { data_type, udt_name, format }
 }
 
 /// What `version()` answers: PostgreSQL's form, which drivers (SQLAlchemy) read a version

@@ -27,6 +27,7 @@ mod not_distinct;
 mod packed_partitions;
 mod parallel_aggregate;
 mod partitioned_joins;
+mod pg_names;
 mod product_sums;
 mod run_context;
 mod system_catalogs;

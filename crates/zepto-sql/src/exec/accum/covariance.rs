@@ -125,8 +125,7 @@ impl Covariance {
 fn two_pass(y: &Column, x: &Column, ids: &[u32], ng: usize) -> Result<Vec<Moments>> {
     let (yv, xv) = (to_f64(y)?, to_f64(x)?);
     let both = |i: usize| y.is_valid(i) && x.is_valid(i);
-    let (cnt, mean_y) = super::means::group_means(ids, ng, both, &yv);
-    let (_, mean_x) = super::means::group_means(ids, ng, both, &xv);
+    let (cnt, [mean_y, mean_x]) = super::means::group_means(ids, ng, both, [&yv, &xv]);
     let mut m: Vec<Moments> =
         (0..ng).map(|g| Moments { n: cnt[g], mean_y: mean_y[g], mean_x: mean_x[g], ..Moments::default() }).collect();
     for (i, &g) in ids.iter().enumerate().filter(|&(i, _)| both(i)) {
@@ -162,7 +161,7 @@ fn frame_moments(y: &Column, x: &Column, fs: &[u32], fe: &[u32]) -> Result<Vec<M
         }
         read += b - a;
         if read > super::MAX_EXPANDED {
-            return Err(super::frames_too_long(read));
+            return Err(super::frames_too_long());
         }
         out.push(frame_two_pass(&yv, &xv, a..b, both));
     }

@@ -5,20 +5,36 @@
 //! variance of 3e-34 for 0.1 three times.
 
 /// Per group: how many rows `valid` keeps (row `i` in group `ids[i]`), and the corrected mean
-/// of their values `v[i]` (0 for a group without rows).
-pub(super) fn group_means(ids: &[u32], ng: usize, valid: impl Fn(usize) -> bool, v: &[f64]) -> (Vec<i64>, Vec<f64>) {
-    let kept = || ids.iter().enumerate().filter(|&(i, _)| valid(i)).map(|(i, &g)| (g as usize, v[i]));
-    let (mut cnt, mut mean) = (vec![0i64; ng], vec![0.0f64; ng]);
-    for (g, x) in kept() {
+/// of each of the `K` columns' values at those rows (`v[c][i]`; 0 for a group without rows),
+/// the columns in the same two passes.
+pub(super) fn group_means<const K: usize>(
+    ids: &[u32],
+    ng: usize,
+    valid: impl Fn(usize) -> bool,
+    v: [&[f64]; K],
+) -> (Vec<i64>, [Vec<f64>; K]) {
+    let kept = || ids.iter().enumerate().filter(|&(i, _)| valid(i)).map(|(i, &g)| (i, g as usize));
+    let mut cnt = vec![0i64; ng];
+    let mut mean: [Vec<f64>; K] = std::array::from_fn(|_| vec![0.0f64; ng]);
+    for (i, g) in kept() {
         cnt[g] += 1;
-        mean[g] += x;
+        for c in 0..K {
+            mean[c][g] += v[c][i];
+        }
     }
-    mean.iter_mut().zip(&cnt).filter(|(_, &c)| c > 0).for_each(|(m, &c)| *m /= c as f64);
-    let mut dev = vec![0.0f64; ng];
-    for (g, x) in kept() {
-        dev[g] += x - mean[g];
+    let mut dev: [Vec<f64>; K] = std::array::from_fn(|_| vec![0.0f64; ng]);
+    for c in 0..K {
+        mean[c].iter_mut().zip(&cnt).filter(|(_, &n)| n > 0).for_each(|(m, &n)| *m /= n as f64);
     }
-    mean.iter_mut().zip(dev.iter().zip(&cnt)).filter(|(_, (_, &c))| c > 0).for_each(|(m, (d, &c))| *m += d / c as f64);
+    for (i, g) in kept() {
+        for c in 0..K {
+            dev[c][g] += v[c][i] - mean[c][g];
+        }
+    }
+    for c in 0..K {
+        let fix = mean[c].iter_mut().zip(dev[c].iter().zip(&cnt)).filter(|(_, (_, &n))| n > 0);
+        fix.for_each(|(m, (d, &n))| *m += d / n as f64);
+    }
     (cnt, mean)
 }
 
@@ -48,8 +64,8 @@ mod tests {
         assert_eq!((n, m), (3, 0.1));
         assert!(v[..3].iter().all(|&x| x - m == 0.0));
         // Grouped: rows 0-2 and 4 in group 0 (row 3 not kept), nothing in group 1.
-        let (cnt, mean) = group_means(&[0, 0, 0, 0, 0], 2, |i| i != 3, &v);
-        assert_eq!((cnt, mean), (vec![4, 0], vec![0.1, 0.0]));
+        let (cnt, [mean, twice]) = group_means(&[0, 0, 0, 0, 0], 2, |i| i != 3, [&v, &v.map(|x| 2.0 * x)]);
+        assert_eq!((cnt, mean, twice), (vec![4, 0], vec![0.1, 0.0], vec![0.2, 0.0]));
         assert_eq!(mean_of(std::iter::empty), (0, 0.0));
     }
 }

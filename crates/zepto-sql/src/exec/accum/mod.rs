@@ -198,10 +198,10 @@ fn no_partial_state(func: AggFunc) -> SqlError {
 /// all (gathered as groups, or read in place as the pair statistics' frames are).
 pub(super) const MAX_EXPANDED: usize = 50_000_000;
 
-/// Frames that would touch more than [`MAX_EXPANDED`] rows in all (`total`, or more).
-pub(super) fn frames_too_long(total: usize) -> SqlError {
+/// Frames that would touch more than [`MAX_EXPANDED`] rows in all.
+pub(super) fn frames_too_long() -> SqlError {
     SqlError::ResourcesExhausted(format!(
-        "window frames of this aggregate span {total} rows or more in total (limit {MAX_EXPANDED}); use a bounded ROWS frame"
+        "window frames of this aggregate span more than {MAX_EXPANDED} rows in total; use a bounded ROWS frame"
     ))
 }
 
@@ -209,7 +209,7 @@ pub(super) fn frames_too_long(total: usize) -> SqlError {
 fn expand_frames(fs: &[u32], fe: &[u32]) -> Result<(Vec<u32>, Vec<u32>)> {
     let total: usize = fs.iter().zip(fe).map(|(&s, &e)| e.saturating_sub(s) as usize).sum();
     if total > MAX_EXPANDED {
-        return Err(frames_too_long(total));
+        return Err(frames_too_long());
     }
     let (mut idx, mut ids) = (Vec::with_capacity(total), Vec::with_capacity(total));
     for (k, (&s, &e)) in fs.iter().zip(fe).enumerate() {

@@ -73,7 +73,7 @@ fn two_pass(x: &Column, v: &[f64], ids: &[u32], ng: usize) -> (Vec<i64>, Vec<f64
             .zip(s.iter().zip(&cnt))
             .for_each(|(m, (&s, &c))| *m = if c > 0 { s as f64 / c as f64 } else { 0.0 });
     } else {
-        (cnt, mean) = super::means::group_means(ids, ng, |i| x.is_valid(i), v);
+        (cnt, [mean]) = super::means::group_means(ids, ng, |i| x.is_valid(i), [v]);
     }
     let mut m2 = vec![0.0f64; ng];
     for (i, &g) in ids.iter().enumerate() {

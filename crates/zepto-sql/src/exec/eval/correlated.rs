@@ -55,7 +55,8 @@ pub fn eval_correlated(ctx: &ExecContext, sub: &Correlated, lhs: Option<&BExpr>,
             let mut binder =
                 Binder::new(sub.catalog.catalog.clone(), sub.catalog.access.clone(), Arc::new(Executor), run)
                     .at(sub.catalog.now)
-                    .in_txn(sub.catalog.txn.clone());
+                    .in_txn(sub.catalog.txn.clone())
+                    .naming(sub.catalog.names);
             let (plan, _) = binder.bind_query(&q)?;
             let r = execute(run, &crate::plan::physical::plan(crate::plan::optimizer::optimize(plan), run)?)?;
             let first = match sub.kind {

@@ -80,10 +80,8 @@ pub struct Binder {
     nodes: usize,
     /// The session's transaction, whose held rows its reads see ([`Binder::in_txn`]).
     txn: Option<Arc<crate::txn::Txn>>,
-    /// How the statement's own unaliased select-list entries are named ([`Binder::naming`]).
+    /// How unaliased select-list entries are named ([`Binder::naming`]).
     names: names::ColumnNames,
-    /// Queries being bound, the statement's own outermost: 1 while its select list is bound.
-    depth: usize,
 }
 
 /// A select-list entry after `*` expansion.
@@ -142,21 +140,19 @@ impl Binder {
             nodes: 0,
             txn: None,
             names: names::ColumnNames::Text,
-            depth: 0,
         }
     }
 
-    /// The same binder naming the statement's unaliased select-list entries as `names` says
-    /// (inner queries keep their text names).
+    /// The same binder naming unaliased select-list entries as `names` says, at every level.
     pub fn naming(self, names: names::ColumnNames) -> Binder {
         Binder { names, ..self }
     }
 
-    /// The name of the unaliased select-list entry `expr` of the query being bound.
+    /// The name of the unaliased select-list entry `expr`.
     fn entry_name(&self, expr: &Expr) -> String {
         match expr {
             Expr::Column { name, .. } => name.clone(),
-            e if self.depth == 1 && self.names == names::ColumnNames::Postgres => names::postgres_name(e),
+            e if self.names == names::ColumnNames::Postgres => names::postgres_name(e),
             e => e.to_string(),
         }
     }
@@ -193,9 +189,7 @@ impl Binder {
     pub fn bind_query(&mut self, q: &Query) -> Result<(Plan, Vec<Field>)> {
         self.run.check()?;
         let saved = self.ctes.len();
-        self.depth += 1;
         let r = self.bind_query_inner(q);
-        self.depth -= 1;
         self.ctes.truncate(saved);
         r
     }

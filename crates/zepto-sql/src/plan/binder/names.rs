@@ -7,24 +7,21 @@
 //! column, a function call (aggregates and window functions too) by the function, `CASE` by
 //! its ELSE result's name or else `case`, a cast by the name of what it casts or else by the
 //! type, `EXISTS` and `ARRAY` by those words, a scalar subquery by its first column; anything
-//! else (operators, literals, `IN`, `LIKE`, `IS NULL`) is `?column?`. Only the statement's own
-//! select list is named this way: inner queries keep their text names, which rewrites of the
-//! statement (SAMPLE BY, LATEST ON) may refer to.
+//! else (operators, literals, `IN`, `LIKE`, `IS NULL`) is `?column?`. A session that asks for
+//! these names gets them at every level (derived tables and CTEs too), so a query wrapped by a
+//! BI tool (`SELECT "count" FROM (...) t`) finds the names the query alone gave.
+//!
+//! Where the parser turns other syntax into a call, the call is named as PostgreSQL names that
+//! syntax: operators (`IS DISTINCT FROM`, `&`, `<<`) are `?column?`, `arr[i]` is named by
+//! `arr`, `trim(...)` is `btrim`. Two cannot be told from what they became: `EXTRACT(f FROM x)`
+//! is named `date_part` (PostgreSQL 14 and later say `extract`), and `x IS TRUE` `coalesce`.
 
+pub use crate::column_names::ColumnNames;
 use crate::parser::ast::{
     Expr, Literal, Query, SelectItem, SetExpr, ARRAY_CAST, ARRAY_QUANTIFIED, ARRAY_QUERY, ARRAY_VALUE, FIELD_OF,
+    NOT_DISTINCT,
 };
 use zepto_storage::DataType;
-
-/// How a session names unaliased select-list entries.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum ColumnNames {
-    /// By their text: `count(*)`, `sum(px)`, `(px + 1)`.
-    #[default]
-    Text,
-    /// As PostgreSQL names them: `count`, `sum`, `?column?`.
-    Postgres,
-}
 
 /// How sure a name is, as PostgreSQL ranks them (no name at all is `?column?`): a cast or
 /// CASE uses what it wraps only when that is a real name.
@@ -77,7 +74,10 @@ fn call_name(name: &str, args: &[Expr]) -> Option<(String, Strength)> {
             let ty = DataType::from_sql(&ty).map_or(ty, type_name);
             cast_name(args.first()?, ty)
         }
-        ARRAY_QUANTIFIED => None,
+        ARRAY_QUANTIFIED | NOT_DISTINCT | "bit_and_op" | "bit_or_op" | "bit_xor_op" | "shift_left_op"
+        | "shift_right_op" => None,
+        "array_subscript" => args.first().and_then(name_of),
+        "trim" => Some(("btrim".to_string(), Strength::Real)),
         _ => Some((lower, Strength::Real)),
     }
 }
@@ -91,15 +91,19 @@ fn cast_name(inner: &Expr, ty: String) -> Option<(String, Strength)> {
 
 /// A type's name in `pg_type` (an array's by its element, as PostgreSQL names `x::int[]`).
 fn type_name(t: DataType) -> String {
-    let udt = crate::system::pg_names(t).udt_name;
+    let udt = crate::pg_types::pg_names(t).udt_name;
     udt.strip_prefix('_').unwrap_or(udt).to_string()
 }
 
 /// A scalar subquery's name: its first select-list entry's (its alias, or its own name).
 fn first_column(q: &Query) -> Option<(String, Strength)> {
     let mut body = &q.body;
-    while let SetExpr::SetOp { left, .. } = body {
-        body = left;
+    loop {
+        match body {
+            SetExpr::SetOp { left, .. } => body = left,
+            SetExpr::Query(q) => body = &q.body,
+            _ => break,
+        }
     }
     let SetExpr::Select(s) = body else { return None };
     match s.items.first()? {
@@ -135,7 +139,8 @@ mod tests {
                    CASE WHEN px > 1 THEN 1 END, CASE WHEN px > 1 THEN 1 ELSE px END, \
                    (SELECT max(x) FROM u), (SELECT max(x) AS m FROM u), EXISTS (SELECT 1), \
                    px IS NULL, px IN (1, 2), sym LIKE 'a%', -px, ARRAY[1, 2], coalesce(px, 0), \
-                   row_number() OVER (ORDER BY ts), now(), INTERVAL '1 day' FROM t";
+                   row_number() OVER (ORDER BY ts), now(), INTERVAL '1 day', trim(sym), a IS DISTINCT FROM b, \
+                   n & 1, arr[1], ((SELECT max(x) FROM u)) FROM t";
         let want = [
             "count",
             "sum",
@@ -166,6 +171,11 @@ mod tests {
             "row_number",
             "now",
             "interval",
+            "btrim",
+            "?column?",
+            "?column?",
+            "arr",
+            "max",
         ];
         assert_eq!(names(sql), want);
     }

@@ -63,6 +63,7 @@ impl SubqueryRunner for Binder {
                             access: self.access.clone(),
                             now: self.now,
                             txn: self.txn.clone(),
+                            names: self.names,
                         },
                     });
                 }
