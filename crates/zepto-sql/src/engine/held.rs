@@ -38,6 +38,10 @@ impl Engine {
     /// first against the snapshot the statement shaped them for, as an append would check
     /// them (the tenant scope, the table's types; COMMIT checks again). Returns the rows held.
     pub(crate) fn hold(&self, txn: &Txn, snap: &zepto_storage::Table, columns: Vec<Column>) -> Result<usize> {
+        if self.catalog().is_view(snap.name()) {
+            // A materialized view's snapshot is readable, but no statement adds rows to it.
+            return Err(SqlError::TableNotFound { name: snap.name().to_string(), pos: None });
+        }
         check_tenant_rows(self.access(), snap, &columns)?;
         let n = snap.validate(&columns)?;
         txn.hold(snap.name(), columns);

@@ -147,7 +147,8 @@ fn deletes_and_updates_wait_for_commit_and_go_with_rollback() {
 /// A held DELETE or UPDATE is decided again at COMMIT over the tables as they are then: a
 /// row another session stored meanwhile that the WHERE matches is deleted too. A table made
 /// again with other columns under an edit fails the COMMIT whole; one made again with the
-/// same columns takes the edit. A materialized view is no target, in a transaction or not.
+/// same columns takes the edit. A materialized view is no target of DELETE, UPDATE or INSERT,
+/// in a transaction or not.
 #[test]
 fn held_edits_are_decided_again_at_commit() {
     let e = engine();
@@ -183,6 +184,9 @@ fn held_edits_are_decided_again_at_commit() {
     let txn = Txn::new();
     let t = e.with_txn(Some(txn.clone()));
     assert!(matches!(t.execute("DELETE FROM v"), Err(SqlError::TableNotFound { .. })));
+    assert!(e.execute("INSERT INTO v VALUES ('x', 1)").is_err());
+    let err = t.execute("INSERT INTO v VALUES ('x', 1)").expect_err("no rows held for a view");
+    assert!(matches!(err, SqlError::TableNotFound { .. }), "{err}");
     assert_eq!(txn.held_changes(), 0);
 }
 
