@@ -164,31 +164,33 @@ impl Txn {
     /// applied in order (only the partitions they reach are copied). The copy is kept for the
     /// next read of the same snapshot, which applies only the changes held since.
     pub fn view(&self, run: &RunContext, table: Arc<Table>) -> Result<Arc<Table>> {
-        let (held, last) = {
+        // Under the lock: how many changes the table has held, the last view of this snapshot,
+        // and copies of only the changes that view has not taken.
+        let (count, last, rest) = {
             let h = self.held();
-            let held: Vec<Item> = h
-                .changes
-                .iter()
-                .filter(|(t, _)| t.eq_ignore_ascii_case(table.name()))
-                .map(|(_, i)| i.clone())
-                .collect();
-            (held, h.views.iter().find(|v| Arc::ptr_eq(&v.base, &table)).cloned())
+            let last = h.views.iter().find(|v| Arc::ptr_eq(&v.base, &table)).cloned();
+            let mine = || h.changes.iter().filter(|(t, _)| t.eq_ignore_ascii_case(table.name()));
+            let count = mine().count();
+            // A view past the changes held (none: ROLLBACK TO clears them) is not built on.
+            let last = last.filter(|v| v.taken <= count);
+            let taken = last.as_ref().map_or(0, |v| v.taken);
+            (count, last, mine().skip(taken).map(|(_, i)| i.clone()).collect::<Vec<Item>>())
         };
-        if held.is_empty() {
+        if count == 0 {
             return Ok(table);
         }
-        let (mut own, taken) = match last {
-            Some(v) if v.taken == held.len() => return Ok(v.table),
-            Some(v) if v.taken < held.len() => ((*v.table).clone(), v.taken),
-            _ => ((*table).clone(), 0),
+        let mut own = match last {
+            Some(v) if v.taken == count => return Ok(v.table),
+            Some(v) => (*v.table).clone(),
+            None => (*table).clone(),
         };
-        for item in &held[taken..] {
+        for item in &rest {
             apply_held(run, &mut own, item)?;
         }
         let view = Arc::new(own);
         let mut h = self.held();
         h.views.retain(|v| !v.base.name().eq_ignore_ascii_case(table.name()));
-        h.views.push(View { base: table, taken: held.len(), table: view.clone() });
+        h.views.push(View { base: table, taken: count, table: view.clone() });
         Ok(view)
     }
 
