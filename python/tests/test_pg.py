@@ -12,6 +12,7 @@ import time
 import urllib.request
 
 import duckdb
+import numpy as np
 import pandas as pd
 import psycopg
 import pytest
@@ -438,3 +439,35 @@ def test_the_extended_protocol_reads_long_sql_under_a_query_slot():
             hold.close()
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def test_a_table_replaced_in_a_sqlalchemy_transaction_is_all_or_nothing(door):
+    """DROP TABLE, CREATE TABLE and INSERTs in one SQLAlchemy transaction (`engine.begin()`):
+    one that fails halfway leaves the old table and its rows (the DROP is held until COMMIT),
+    one that finishes leaves the new table whole; pandas' `to_sql(if_exists="replace")`
+    replaces a table the same way."""
+    url = f"postgresql+psycopg://quant:{API_KEY}@127.0.0.1:{door[0]}/zepto"
+    engine = sqlalchemy.create_engine(url)
+    old = pd.DataFrame({"k": np.arange(1000, dtype=np.int64), "v": np.arange(1000) / 8.0})
+    old.to_sql("pg_replaced", engine, if_exists="replace", index=False)
+    new = pd.DataFrame({"name": [f"n{i}" for i in range(600)], "w": np.arange(600, dtype=np.int64)})
+    rows = [{"a": a, "b": int(b)} for a, b in zip(new["name"], new["w"])]
+
+    def replace(fail_after):
+        with engine.begin() as c:
+            c.execute(sqlalchemy.text("DROP TABLE IF EXISTS pg_replaced"))
+            c.execute(sqlalchemy.text("CREATE TABLE pg_replaced (name VARCHAR, w BIGINT)"))
+            for i in range(0, 600, 200):
+                if i == fail_after:
+                    raise RuntimeError("the load fails halfway")
+                c.execute(sqlalchemy.text("INSERT INTO pg_replaced VALUES (:a, :b)"), rows[i:i + 200])
+            assert c.execute(sqlalchemy.text("SELECT count(*) FROM pg_replaced")).scalar() == 600
+
+    with pytest.raises(RuntimeError):
+        replace(fail_after=400)
+    pd.testing.assert_frame_equal(pd.read_sql("SELECT * FROM pg_replaced ORDER BY k", engine), old)
+    replace(fail_after=None)
+    pd.testing.assert_frame_equal(pd.read_sql("SELECT * FROM pg_replaced ORDER BY w", engine), new)
+    old.to_sql("pg_replaced", engine, if_exists="replace", index=False)
+    pd.testing.assert_frame_equal(pd.read_sql("SELECT * FROM pg_replaced ORDER BY k", engine), old)
+    engine.dispose()

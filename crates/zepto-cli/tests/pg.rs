@@ -327,12 +327,15 @@ fn psql_transactions_store_their_rows_at_commit_and_none_otherwise() {
     assert_eq!(out(&o), "BEGIN\nINSERT 0 1\nROLLBACK\n", "{}", err(&o));
     assert!(err(&o).contains("25P02"), "{}", err(&o));
     assert_eq!(count(), "103\n");
-    // Nor does a savepoint set after the error escape it; and DDL beside held rows is
-    // refused, storing nothing.
+    // Nor does a savepoint set after the error escape it; a CREATE TABLE beside held rows is
+    // held with them, and other DDL there refused, storing nothing.
     let o =
         run(&["BEGIN", &d, "INSERT INTO t (sym, size) VALUES ('e', 'five')", "SAVEPOINT s", "ROLLBACK TO s", "COMMIT"]);
     assert_eq!(out(&o), "BEGIN\nINSERT 0 1\nROLLBACK\n", "{}", err(&o));
     let o = run(&["BEGIN", &d, "CREATE TABLE u (n BIGINT)", "ROLLBACK WORK"]);
+    assert_eq!(out(&o), "BEGIN\nINSERT 0 1\nCREATE TABLE\nROLLBACK\n", "{}", err(&o));
+    assert!(err(&run(&["SELECT * FROM u"])).contains("42P01"), "rolled back: no table u");
+    let o = run(&["BEGIN", &d, "ALTER TABLE t ADD COLUMN m BIGINT", "ROLLBACK WORK"]);
     assert_eq!(out(&o), "BEGIN\nINSERT 0 1\nROLLBACK\n", "{}", err(&o));
     assert!(err(&o).contains("0A000"), "{}", err(&o));
     assert_eq!(count(), "103\n");
@@ -429,6 +432,53 @@ fn psql_deletes_and_updates_wait_for_commit_and_survive_a_kill_after_it() {
     let port = pg_port(&s);
     assert_eq!(out(&psql(&port, ADMIN, "", &[summary])).trim(), seen, "recovered whole");
     assert!(dump(&port) == committed, "the partitioned and the deduplicated tables recovered row for row");
+    s.stop();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `DROP TABLE` in a transaction is held until COMMIT and `CREATE TABLE` beside held changes
+/// too: `BEGIN; DROP TABLE r; ROLLBACK` keeps every row, a replace (pandas' `to_sql` with
+/// `if_exists="replace"`: DROP, CREATE, INSERTs) that fails halfway leaves the old table,
+/// and a committed one is stored as one logged change that survives `kill -9`.
+#[test]
+fn psql_drops_and_replaces_wait_for_commit_and_survive_a_kill_after_it() {
+    if !have_psql() {
+        return;
+    }
+    let dir = common::fresh_dir("pg-txn-ddl");
+    let data = dir.join("data");
+    let data = data.to_str().expect("utf-8 path");
+    let s = Server::start(&["--api-key", ADMIN, "--data-dir", data]);
+    let port = pg_port(&s);
+    let setup = [
+        "CREATE TABLE r (ts TIMESTAMP, sym SYMBOL, n BIGINT)",
+        "INSERT INTO r SELECT CAST(g AS TIMESTAMP), 'R' || CAST(g % 300 AS VARCHAR), g FROM generate_series(1, 3000) AS s(g)",
+    ];
+    psql(&port, ADMIN, "", &setup);
+    let summary = "SELECT count(*), sum(n), count(DISTINCT sym) FROM r";
+    let stored = out(&psql(&port, ADMIN, "", &[summary]));
+    assert_eq!(stored, "3000|4501500|300\n");
+    let o = psql(&port, ADMIN, "", &["BEGIN", "DROP TABLE r", "ROLLBACK"]);
+    assert_eq!(out(&o), "BEGIN\nDROP TABLE\nROLLBACK\n", "{}", err(&o));
+    assert_eq!(out(&psql(&port, ADMIN, "", &[summary])), stored, "rolled back: the table and its rows");
+    let replace = [
+        "BEGIN",
+        "DROP TABLE IF EXISTS r",
+        "CREATE TABLE r (ts TIMESTAMP, name VARCHAR, v DOUBLE)",
+        "INSERT INTO r SELECT CAST(g AS TIMESTAMP), 'v' || CAST(g AS VARCHAR), g / 4.0 FROM generate_series(1, 500) AS s(g)",
+    ];
+    let o =
+        psql(&port, ADMIN, "", &[&replace[..], &["INSERT INTO r VALUES (1, 'x', 'not a number')", "COMMIT"]].concat());
+    assert!(out(&o).ends_with("INSERT 0 500\nROLLBACK\n"), "{}{}", out(&o), err(&o));
+    assert_eq!(out(&psql(&port, ADMIN, "", &[summary])), stored, "a failed replace leaves the old table");
+    let o = psql(&port, ADMIN, "", &[&replace[..], &["SELECT count(*), sum(v) FROM r", "COMMIT"]].concat());
+    assert!(out(&o).ends_with("INSERT 0 500\n500|31312.5\nCOMMIT\n"), "{}{}", out(&o), err(&o));
+    let replaced = "SELECT count(*), sum(v), min(name) FROM r";
+    assert_eq!(out(&psql(&port, ADMIN, "", &[replaced])), "500|31312.5|v1\n");
+    drop(s); // SIGKILL: the COMMIT lives in the log only
+    let s = Server::start(&["--api-key", ADMIN, "--data-dir", data]);
+    let port = pg_port(&s);
+    assert_eq!(out(&psql(&port, ADMIN, "", &[replaced])), "500|31312.5|v1\n", "recovered as committed");
     s.stop();
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -338,10 +338,11 @@ impl Engine {
         self.refuse_out_of_scope(s)?;
         let run = &self.context(run);
         run.check()?;
+        let cluster = crate::spread::through_log(self.cluster.as_ref(), run, s);
         if let Some(txn) = &self.txn {
-            crate::txn::refuse_beside_held(txn, s)?;
+            crate::txn::refuse_beside_held(txn, s, cluster.is_some())?;
         }
-        if let Some(cluster) = crate::spread::through_log(self.cluster.as_ref(), run, s) {
+        if let Some(cluster) = cluster {
             return self.through_log(run, cluster, s);
         }
         match s {
@@ -364,6 +365,10 @@ impl Engine {
             | Statement::RefreshMaterializedView { .. }
             | Statement::DropMaterializedView { .. } => views::statement(self, run, s),
             Statement::DropTable { name, .. } if self.catalog.is_view(name) => views::statement(self, run, s),
+            Statement::DropTable { name, if_exists, pos } if self.txn.is_some() => {
+                self.hold_drop(name, *if_exists, *pos)?;
+                Ok(QueryResult::status("DROP TABLE".into()))
+            }
             Statement::DropTable { name, if_exists, pos } => {
                 self.catalog.drop_table(name, *if_exists).map_err(|e| match e {
                     StorageError::TableNotFound(n) => SqlError::TableNotFound { name: n, pos: Some(*pos) },
@@ -477,7 +482,24 @@ impl Engine {
         };
         self.access.check(table, pos)?;
         self.refuse_out_of_scope(s)?;
-        self.catalog.snapshot(table).map_err(|_| SqlError::TableNotFound { name: table.to_string(), pos })
+        self.find_table(table).ok_or_else(|| SqlError::TableNotFound { name: table.to_string(), pos })
+    }
+
+    /// `table` as this session finds it: as its transaction made or dropped it (not stored
+    /// yet), else as stored.
+    fn find_table(&self, table: &str) -> Option<Arc<Table>> {
+        match self.txn.as_ref().and_then(|t| t.defined(table)) {
+            Some(t) => t,
+            None => self.catalog.snapshot(table).ok(),
+        }
+    }
+
+    /// Whether this session finds a table or view called `name` ([`Engine::find_table`]).
+    fn exists_here(&self, name: &str) -> bool {
+        match self.txn.as_ref().and_then(|t| t.defined(name)) {
+            Some(t) => t.is_some(),
+            None => self.catalog.exists(name),
+        }
     }
 
     /// Store `cols` (shaped for `snap`'s table) as statement `s` (COPY) does: through the
@@ -508,7 +530,10 @@ impl Engine {
             one_partition: false,
         };
         let table = Table::new(&ct.name, schema, &opts)?;
-        self.catalog.create(table, ct.if_not_exists)?;
+        match &self.txn {
+            Some(txn) if txn.held_changes() > 0 => self.hold_create(txn, table, ct.if_not_exists)?,
+            _ => self.catalog.create(table, ct.if_not_exists)?,
+        };
         Ok(QueryResult::status("CREATE TABLE".into()))
     }
 
@@ -529,7 +554,7 @@ impl Engine {
 
     /// `table`'s snapshot; a missing table is reported at `pos`.
     fn snapshot_at(&self, table: &str, pos: Pos) -> Result<Arc<Table>> {
-        self.catalog.snapshot(table).map_err(|_| SqlError::TableNotFound { name: table.to_string(), pos: Some(pos) })
+        self.find_table(table).ok_or_else(|| SqlError::TableNotFound { name: table.to_string(), pos: Some(pos) })
     }
 
     /// The rows an INSERT's `source` gives, shaped for `table` (its snapshot with them).
@@ -701,7 +726,7 @@ impl Engine {
     }
     /// `CREATE TABLE name AS query`: the table and its rows, or nothing.
     fn create_table_as(&self, run: &RunContext, name: &str, if_not_exists: bool, query: &Query) -> Result<QueryResult> {
-        if self.catalog.exists(name) {
+        if self.exists_here(name) {
             if if_not_exists {
                 return Ok(QueryResult::status("CREATE TABLE".into()));
             }
@@ -730,6 +755,12 @@ impl Engine {
         let table = Table::new(name, Schema { columns }, &TableOptions::default())?;
         table.validate(&cols)?;
         check_tenant_rows(&self.access, &table, &cols)?;
+        if let Some(txn) = self.txn.as_ref().filter(|t| t.held_changes() > 0) {
+            let n = cols.first().map_or(0, Column::len);
+            self.hold_create(txn, table, false)?;
+            txn.hold(name, cols);
+            return Ok(QueryResult::status(format!("CREATE TABLE {n}")));
+        }
         if !self.catalog.create(table, if_not_exists)? {
             return Ok(QueryResult::status("CREATE TABLE".into()));
         }

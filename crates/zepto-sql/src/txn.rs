@@ -6,10 +6,13 @@
 //! count); all of them are then held in the [`Txn`] instead of applied. `COMMIT`
 //! (`Engine::commit`, in `engine/held.rs`) decides each again, in order, over the tables as
 //! they are then, and stores them all as one logged change across their tables (all or
-//! nothing, through a crash too); `ROLLBACK` drops them. A statement that changes tables
-//! another way (DDL, views, indexes, `CHECKPOINT`, `BACKUP`) runs at once, as outside a
-//! transaction, while nothing is held, and is refused beside held changes
-//! ([`refuse_beside_held`]: it would have to apply after them). The transaction's own reads
+//! nothing, through a crash too); `ROLLBACK` drops them. `DROP TABLE` is held the same way,
+//! and `CREATE TABLE` (`AS`) beside held changes: the transaction's statements find tables as
+//! its held changes leave them ([`Txn::defined`]), and COMMIT drops and makes them in order
+//! with the rows (`engine/held/steps.rs`). A statement that changes tables another way
+//! (`ALTER`, views, indexes, `CHECKPOINT`, `BACKUP`, and `CREATE TABLE` while nothing is held)
+//! runs at once, as outside a transaction, while nothing is held, and is refused beside held
+//! changes ([`refuse_beside_held`]: it would have to apply after them). The transaction's own reads
 //! see its changes: a table it holds changes for is read as a private copy with them applied
 //! ([`Txn::view`]), as PostgreSQL's transactions read their own writes; other sessions see them
 //! only after COMMIT. A cluster's tables are written through its log at once, as outside a
@@ -72,6 +75,18 @@ pub(crate) enum Item {
     Rows(Vec<Column>),
     /// A DELETE or UPDATE, decided again at COMMIT.
     Edit(Arc<dyn HeldEdit>),
+    /// `CREATE TABLE`: the new table, empty (the changes after it reach it).
+    Create(Arc<Table>),
+    /// `DROP TABLE` (`if_exists`: COMMIT finds no table of the name and goes on).
+    Drop { if_exists: bool },
+}
+
+impl Item {
+    /// Whether it makes or drops its table (the changes before it no longer reach what
+    /// comes after).
+    pub(crate) fn defines(&self) -> bool {
+        matches!(self, Item::Create(_) | Item::Drop { .. })
+    }
 }
 
 #[derive(Default)]
@@ -114,7 +129,20 @@ impl Txn {
     fn rows_of(item: &Item) -> &[Column] {
         match item {
             Item::Rows(cols) => cols,
-            Item::Edit(_) => &[],
+            _ => &[],
+        }
+    }
+
+    /// The table the transaction's own statements find by `name`, when it holds a `CREATE
+    /// TABLE` or `DROP TABLE` of the name: `Some(None)` after a drop, `Some(Some(t))` after a
+    /// creation (`t` empty: [`Txn::view`] adds the changes held since); `None` when it holds
+    /// neither (the stored table is the one).
+    pub fn defined(&self, name: &str) -> Option<Option<Arc<Table>>> {
+        let h = self.held();
+        let last = h.changes.iter().rev().find(|(t, i)| i.defines() && t.eq_ignore_ascii_case(name))?;
+        match &last.1 {
+            Item::Create(t) => Some(Some(t.clone())),
+            _ => Some(None),
         }
     }
 
@@ -169,7 +197,10 @@ impl Txn {
         let (count, last, rest) = {
             let h = self.held();
             let last = h.views.iter().find(|v| Arc::ptr_eq(&v.base, &table)).cloned();
-            let mine = || h.changes.iter().filter(|(t, _)| t.eq_ignore_ascii_case(table.name()));
+            // The changes since the table was last made or dropped here reach it.
+            let of_table = |(t, _): &&(String, Item)| t.eq_ignore_ascii_case(table.name());
+            let since = h.changes.iter().rposition(|c| of_table(&c) && c.1.defines()).map_or(0, |k| k + 1);
+            let mine = || h.changes[since..].iter().filter(of_table);
             let count = mine().count();
             // A view past the changes held (none: ROLLBACK TO clears them) is not built on.
             let last = last.filter(|v| v.taken <= count);
@@ -198,6 +229,18 @@ impl Txn {
         if columns.first().is_some_and(|c| !c.is_empty()) {
             self.held().changes.push((table.to_string(), Item::Rows(columns)));
         }
+    }
+
+    /// Hold `CREATE TABLE` of `table` (empty, checked: its name free in the transaction's
+    /// view).
+    pub(crate) fn hold_create(&self, table: Table) {
+        let name = table.name().to_string();
+        self.held().changes.push((name, Item::Create(Arc::new(table))));
+    }
+
+    /// Hold `DROP TABLE name`.
+    pub(crate) fn hold_drop(&self, name: &str, if_exists: bool) {
+        self.held().changes.push((name.to_string(), Item::Drop { if_exists }));
     }
 
     pub(crate) fn hold_edit(&self, edit: Arc<dyn HeldEdit>) {
@@ -231,6 +274,9 @@ fn apply_held(run: &RunContext, own: &mut Table, item: &Item) -> Result<()> {
         Item::Edit(edit) => {
             edit.decide_and_apply(run, own)?;
         }
+        Item::Create(_) | Item::Drop { .. } => {
+            return Err(SqlError::Internal("a view took a change from before its table was made".into()))
+        }
     }
     Ok(())
 }
@@ -246,26 +292,39 @@ fn savepoint_index(h: &Held, name: &str) -> Result<usize> {
 
 /// Whether `s` changes tables in a way a transaction does not hold: every statement the
 /// roles count as more than a read ([`crate::Access`]) but the ones whose changes are held
-/// (INSERT, COPY FROM, DELETE, UPDATE) and COPY TO a file (it reads). DDL, views, indexes,
-/// retention, `BACKUP` and `CHECKPOINT` apply at once.
+/// (INSERT, COPY FROM, DELETE, UPDATE, DROP TABLE, and CREATE TABLE beside held changes) and
+/// COPY TO a file (it reads). Other DDL, views, indexes, retention, `BACKUP` and `CHECKPOINT`
+/// apply at once.
 pub fn applies_at_once(s: &crate::parser::ast::Statement) -> bool {
     use crate::parser::ast::Statement as S;
     s.access() != crate::Access::Read
-        && !matches!(s, S::Insert { .. } | S::CopyFrom { .. } | S::CopyTo { .. } | S::Delete { .. } | S::Update { .. })
+        && !matches!(
+            s,
+            S::Insert { .. }
+                | S::CopyFrom { .. }
+                | S::CopyTo { .. }
+                | S::Delete { .. }
+                | S::Update { .. }
+                | S::DropTable { .. }
+                | S::CreateTable(_)
+                | S::CreateTableAs { .. }
+        )
 }
 
-/// `Ok` unless `txn` holds changes and `s` would apply at once ([`applies_at_once`]): such a
-/// statement cannot run after the changes it should follow (they are not stored yet), nor
-/// store them first (it might then fail, and a ROLLBACK would no longer drop them). Refused
-/// as unsupported: COMMIT first.
-pub fn refuse_beside_held(txn: &Txn, s: &crate::parser::ast::Statement) -> Result<()> {
-    if txn.held_changes() == 0 || !applies_at_once(s) {
+/// `Ok` unless `txn` holds changes and `s` would apply at once ([`applies_at_once`]; with
+/// `spread`, a statement a cluster's log takes, CREATE TABLE does too): such a statement
+/// cannot run after the changes it should follow (they are not stored yet), nor store them
+/// first (it might then fail, and a ROLLBACK would no longer drop them). Refused as
+/// unsupported: COMMIT first.
+pub fn refuse_beside_held(txn: &Txn, s: &crate::parser::ast::Statement, spread: bool) -> Result<()> {
+    let at_once = applies_at_once(s) || (spread && matches!(s, crate::parser::ast::Statement::CreateTable(_)));
+    if txn.held_changes() == 0 || !at_once {
         return Ok(());
     }
     Err(SqlError::NotSupported(
         "this statement cannot follow changes this transaction holds until COMMIT (INSERT, COPY, \
-         DELETE and UPDATE in it are applied at COMMIT, and this would have to apply after them): \
-         COMMIT first, or run it before them"
+         DELETE, UPDATE, DROP TABLE and CREATE TABLE in it are applied at COMMIT, and this would have \
+         to apply after them): COMMIT first, or run it before them"
             .into(),
     ))
 }

@@ -26,11 +26,13 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock, RwLock};
 
 mod change;
+mod redefine;
 mod stamp;
 mod tiering;
 mod views;
 
-pub use change::{Change, ChangeLog};
+pub use change::{dedup_names, Change, ChangeLog};
+pub use redefine::Redefined;
 
 pub use stamp::Stamp;
 
@@ -382,17 +384,8 @@ impl Catalog {
         if self.is_view(table.name()) {
             return Err(StorageError::TableExists(table.name().to_string()));
         }
-        let col_name = |i: Option<usize>| i.map(|i| table.schema().columns[i].name.as_str());
-        let dedup: Vec<String> = table.dedup_keys().iter().map(|&i| table.schema().columns[i].name.clone()).collect();
-        let mut changes = vec![Change::CreateTable {
-            name: table.name(),
-            schema: table.schema(),
-            partition_key: col_name(table.key_col()),
-            timestamp: col_name(table.ts_col()),
-        }];
-        if !dedup.is_empty() {
-            changes.push(Change::SetDedup { table: table.name(), keys: &dedup });
-        }
+        let dedup = change::dedup_names(&table);
+        let changes = Change::creation(&table, &dedup);
         self.log(&changes)?.apply(|| {
             map.insert(k, new_slot(table));
             Ok::<_, StorageError>(true)

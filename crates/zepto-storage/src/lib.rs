@@ -83,7 +83,7 @@ pub mod vector;
 pub mod view;
 
 pub use bitmap::Bitmap;
-pub use catalog::{Catalog, Change, ChangeLog, Layout, Stamp, StampedTable};
+pub use catalog::{dedup_names, Catalog, Change, ChangeLog, Layout, Redefined, Stamp, StampedTable};
 pub use column::{Column, ColumnBuilder, ColumnData, Span, ValidRun};
 pub use dict::Dict;
 pub use error::StorageError;

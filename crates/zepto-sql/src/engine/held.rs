@@ -1,37 +1,17 @@
-//! The engine's side of a transaction ([`crate::txn`]): rows, deletions and updates held
-//! instead of applied, and COMMIT storing them all as one logged change.
+//! The engine's side of a transaction ([`crate::txn`]): rows, deletions, updates, and tables
+//! made and dropped, held instead of applied, and COMMIT storing them all as one logged
+//! change (the steps it decides are in `held/steps.rs`).
+
+mod steps;
 
 use super::{check_tenant_rows, Engine};
-use crate::access::TableAccess;
 use crate::dml::Edit;
 use crate::error::{Pos, Result, SqlError};
 use crate::interrupt::RunContext;
-use crate::txn::{Decision, HeldEdit, Item, Txn};
-use zepto_storage::{Change, Column, StorageError, Table};
-
-/// One held change as COMMIT decided it over the locked tables: rows to append, or a DELETE's
-/// or UPDATE's rows.
-enum Step {
-    Append(Vec<Column>),
-    Edit(Box<dyn Decision>),
-}
-
-impl Step {
-    fn changes<'a>(&'a self, table: &'a str) -> Vec<Change<'a>> {
-        match self {
-            Step::Append(columns) => vec![Change::Append { table, columns }],
-            Step::Edit(d) => d.changes(table),
-        }
-    }
-
-    /// Apply it: the rows appended, deleted or updated.
-    fn apply(self, t: &mut Table) -> std::result::Result<usize, StorageError> {
-        match self {
-            Step::Append(cols) => t.append(cols),
-            Step::Edit(d) => d.apply(t),
-        }
-    }
-}
+use crate::txn::Txn;
+use std::sync::Arc;
+use steps::decide;
+use zepto_storage::{Column, StorageError, Table};
 
 impl Engine {
     /// Hold `columns` for the table `snap` is a snapshot of in `txn` until COMMIT, checked
@@ -61,10 +41,44 @@ impl Engine {
         Ok(n)
     }
 
+    /// Hold `CREATE TABLE` of `table` (empty, its layout checked) in `txn`: made at COMMIT.
+    /// `Ok(false)` when the session finds the name taken and `if_not_exists` (nothing held).
+    pub(crate) fn hold_create(&self, txn: &Txn, table: Table, if_not_exists: bool) -> Result<bool> {
+        if self.exists_here(table.name()) {
+            return match if_not_exists && !self.catalog().is_view(table.name()) {
+                true => Ok(false),
+                false => Err(SqlError::TableExists(table.name().to_string())),
+            };
+        }
+        txn.hold_create(table);
+        Ok(true)
+    }
+
+    /// Hold `DROP TABLE name` in the session's transaction, checked now as it is at COMMIT:
+    /// a table the session finds (else `TableNotFound` at `pos`, or nothing with `if_exists`),
+    /// no materialized view over it.
+    pub(crate) fn hold_drop(&self, name: &str, if_exists: bool, pos: Pos) -> Result<()> {
+        let Some(txn) = self.txn() else {
+            return Err(SqlError::Internal("DROP TABLE held outside a transaction".into()));
+        };
+        if !self.exists_here(name) {
+            return match if_exists {
+                true => Ok(()),
+                false => Err(SqlError::TableNotFound { name: name.to_string(), pos: Some(pos) }),
+            };
+        }
+        if txn.defined(name).is_none() {
+            self.catalog().check_no_views(name)?;
+        }
+        txn.hold_drop(name, if_exists);
+        Ok(())
+    }
+
     /// Store every change the transaction holds, as one logged change across their tables,
-    /// each decided again over the tables as they are then (a table dropped since, or made
-    /// again with other columns, fails it whole, storing nothing). The changes held are gone
-    /// either way. Returns the rows appended, deleted and updated.
+    /// each decided again over the tables as they are then (a table dropped since, made
+    /// again with other columns, or made by another session under a name this one creates,
+    /// fails it whole, storing nothing). The changes held are gone either way. Returns the
+    /// rows appended, deleted and updated in the tables that remain.
     pub fn commit(&self) -> Result<usize> {
         self.commit_in(&RunContext::unlimited())
     }
@@ -88,86 +102,39 @@ impl Engine {
             }
         }
         let names: Vec<&str> = names.iter().map(String::as_str).collect();
-        let access = self.access();
-        // A held edit's own error (a cancel, a limit, a table changed under it) is kept as it
-        // is, not as the storage error `write_many` carries.
+        // A held change's own error (a cancel, a limit, a table changed under it) is kept as
+        // it is, not as the storage error the catalog carries.
         let mut refused = None;
-        let stored = self.catalog().write_many(&names, |tables| {
-            let steps = decide(run, access, tables, held).map_err(|e| {
-                let said = StorageError::Invalid(e.to_string());
-                refused = Some(e);
-                said
-            })?;
-            let changes: Vec<Change<'_>> = steps.iter().flat_map(|(i, s)| s.changes(tables[*i].name())).collect();
-            let logged = self.catalog().log(&changes)?;
-            drop(changes);
-            logged.apply(|| {
-                let mut n = 0;
-                for (i, step) in steps {
-                    n += step.apply(tables[i])?;
-                }
-                Ok::<_, StorageError>(n)
-            })
-        });
+        let mut keep = |e: SqlError| {
+            let said = StorageError::Invalid(e.to_string());
+            refused = Some(e);
+            said
+        };
+        let stored = match held.iter().any(|(_, item)| item.defines()) {
+            // Tables made or dropped: the catalog's map is locked for the whole change.
+            true => self.catalog().write_redefining(&names, |tables| {
+                let found: Vec<Option<&Table>> = tables.iter().map(|t| t.as_deref().map(|a| &**a)).collect();
+                let mut d = decide(run, self, &found, &names, held).map_err(&mut keep)?;
+                let logged = d.log(self.catalog(), &found)?;
+                let mut tables: Vec<Option<&mut Table>> = tables
+                    .iter_mut()
+                    .enumerate()
+                    .map(|(i, t)| t.as_deref_mut().filter(|_| d.writes(i)).map(Arc::make_mut))
+                    .collect();
+                let n = logged.apply(|| d.apply(&mut tables))?;
+                Ok((n, d.redefined()))
+            }),
+            false => self.catalog().write_many(&names, |tables| {
+                let found: Vec<Option<&Table>> = tables.iter().map(|t| Some(&**t)).collect();
+                let mut d = decide(run, self, &found, &names, held).map_err(&mut keep)?;
+                let logged = d.log(self.catalog(), &found)?;
+                let mut tables: Vec<Option<&mut Table>> = tables.iter_mut().map(|t| Some(&mut **t)).collect();
+                logged.apply(|| d.apply(&mut tables))
+            }),
+        };
         match (stored, refused) {
             (_, Some(e)) => Err(e),
             (r, None) => Ok(r?),
         }
     }
-}
-
-/// The held changes as steps over the locked `tables` (each held change's table found by
-/// name), checked and decided in order: rows are checked as an append checks them; a DELETE
-/// or UPDATE is decided over a copy of its table that has taken the steps before it (the
-/// stored tables change only once every step is logged).
-fn decide(
-    run: &RunContext,
-    access: &TableAccess,
-    tables: &[&mut Table],
-    held: Vec<(String, Item)>,
-) -> Result<Vec<(usize, Step)>> {
-    let which = |name: &str| {
-        tables
-            .iter()
-            .position(|x| x.name().eq_ignore_ascii_case(name))
-            .ok_or_else(|| SqlError::Internal(format!("table '{name}' of a held change is not locked")))
-    };
-    // A copy of each table an edit reaches, following every step on it.
-    let mut copies: Vec<Option<Table>> = tables.iter().map(|_| None).collect();
-    for (name, item) in &held {
-        if matches!(item, Item::Edit(_)) {
-            let i = which(name)?;
-            copies[i].get_or_insert_with(|| (*tables[i]).clone());
-        }
-    }
-    let mut steps = Vec::with_capacity(held.len());
-    for (name, item) in held {
-        let i = which(&name)?;
-        let step = match item {
-            Item::Rows(cols) => rows_step(access, tables[i], copies[i].as_mut(), cols)?,
-            Item::Edit(edit) => {
-                let c = copies[i].as_mut().ok_or_else(|| SqlError::Internal("an edited table has no copy".into()))?;
-                edit_step(run, c, edit.as_ref())?
-            }
-        };
-        steps.extend(step.map(|s| (i, s)));
-    }
-    Ok(steps)
-}
-
-/// Held rows checked as an append checks them (against the stored table `t`: its schema is
-/// the copy's), and appended to the copy `copy` when an edit follows on the table.
-fn rows_step(access: &TableAccess, t: &Table, copy: Option<&mut Table>, cols: Vec<Column>) -> Result<Option<Step>> {
-    check_tenant_rows(access, t, &cols)?;
-    t.validate(&cols)?;
-    if let Some(c) = copy {
-        c.append(cols.clone())?;
-    }
-    Ok(Some(Step::Append(cols)))
-}
-
-/// A held DELETE or UPDATE decided over `copy` (the table after the steps before it), and
-/// applied to it: `None` when it changes no row.
-fn edit_step(run: &RunContext, copy: &mut Table, edit: &dyn HeldEdit) -> Result<Option<Step>> {
-    Ok(edit.decide_and_apply(run, copy)?.map(Step::Edit))
 }

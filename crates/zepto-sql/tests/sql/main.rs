@@ -36,5 +36,6 @@ mod time_topn;
 mod time_zones;
 mod topn;
 mod txn;
+mod txn_ddl;
 mod vector_index;
 mod vectors;

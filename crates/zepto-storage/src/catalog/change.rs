@@ -142,6 +142,29 @@ pub enum Change<'a> {
     },
 }
 
+impl<'a> Change<'a> {
+    /// The changes that make `table` (empty) as it is laid out: its creation, then its
+    /// deduplication keys (`dedup`, from [`dedup_names`]) when it has any.
+    pub fn creation(table: &'a crate::table::Table, dedup: &'a [String]) -> Vec<Change<'a>> {
+        let col_name = |i: Option<usize>| i.map(|i| table.schema().columns[i].name.as_str());
+        let mut changes = vec![Change::CreateTable {
+            name: table.name(),
+            schema: table.schema(),
+            partition_key: col_name(table.key_col()),
+            timestamp: col_name(table.ts_col()),
+        }];
+        if !dedup.is_empty() {
+            changes.push(Change::SetDedup { table: table.name(), keys: dedup });
+        }
+        changes
+    }
+}
+
+/// The names of `table`'s deduplication keys (none: it keeps every row).
+pub fn dedup_names(table: &crate::table::Table) -> Vec<String> {
+    table.dedup_keys().iter().map(|&i| table.schema().columns[i].name.clone()).collect()
+}
+
 /// Where changes go before they are applied. `log` returns only once the changes are as
 /// durable as the log promises; an error means they must not be applied.
 pub trait ChangeLog: Send + Sync {

@@ -185,7 +185,7 @@ impl Catalog {
     }
 
     /// Refuse to drop or replace table `name` while views read it.
-    pub(crate) fn check_no_views(&self, name: &str) -> Result<(), StorageError> {
+    pub fn check_no_views(&self, name: &str) -> Result<(), StorageError> {
         if self.view_count.load(Ordering::Relaxed) == 0 {
             return Ok(());
         }

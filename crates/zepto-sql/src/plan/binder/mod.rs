@@ -370,17 +370,22 @@ impl Binder {
         if let Some((_, p, f, _)) = self.ctes.iter().rev().find(|c| c.0.eq_ignore_ascii_case(name)) {
             return Ok((p.clone(), requalify(f.clone(), Some(q))));
         }
+        let held = self.txn.as_ref().and_then(|t| t.defined(name));
         // pg_catalog is on every search path, after no table of that name.
-        if !self.catalog.exists(name) && crate::system::in_search_path(name) {
+        let exists = held.as_ref().map_or_else(|| self.catalog.exists(name), Option::is_some);
+        if !exists && crate::system::in_search_path(name) {
             return self.bind_system_table(SystemSchema::PgCatalog, &name.to_ascii_lowercase(), alias, pos);
         }
         self.access.check(name, Some(pos))?;
-        let table = self.catalog.snapshot(name).map_err(|e| match e {
-            zepto_storage::StorageError::TableNotFound(_) => {
-                SqlError::TableNotFound { name: name.to_string(), pos: Some(pos) }
-            }
-            e => e.into(),
-        })?;
+        let not_found = || SqlError::TableNotFound { name: name.to_string(), pos: Some(pos) };
+        let table = match held {
+            // Made or dropped by the session's transaction, not stored yet.
+            Some(t) => t.ok_or_else(not_found)?,
+            None => self.catalog.snapshot(name).map_err(|e| match e {
+                zepto_storage::StorageError::TableNotFound(_) => not_found(),
+                e => e.into(),
+            })?,
+        };
         crate::access::check_scoped_read(&self.catalog, &self.access, name, table.schema())?;
         let table = self.with_held(table)?;
         self.bind_scan(table, q)
@@ -690,7 +695,8 @@ impl Binder {
             Some(TableRef::Table { name, pos, system: None, .. })
                 if !self.ctes.iter().any(|c| c.0.eq_ignore_ascii_case(name)) =>
             {
-                self.catalog.snapshot(name).ok().and_then(|t| {
+                let held = self.txn.as_ref().and_then(|t| t.defined(name));
+                held.unwrap_or_else(|| self.catalog.snapshot(name).ok()).and_then(|t| {
                     let k = t.key_col()?;
                     Some(Expr::Column { table: None, name: t.schema().columns[k].name.clone(), pos: *pos })
                 })

@@ -1,0 +1,179 @@
+//! `DROP TABLE` and `CREATE TABLE` in a transaction (`zepto_sql::txn`, the PostgreSQL door's
+//! BEGIN): a drop is always held until COMMIT, a creation once changes are held (before that it
+//! applies at once, so that an index or a view can follow it). The transaction's own
+//! statements find the tables as its held changes leave them; others see the stored tables
+//! until COMMIT stores everything as one change; ROLLBACK, a savepoint rolled back to, or a
+//! session that ends first leaves the stored tables as they were: `BEGIN; DROP TABLE t;
+//! ROLLBACK` keeps every row, and pandas' `to_sql(if_exists="replace")` (DROP, CREATE,
+//! INSERTs) that fails halfway leaves the old table.
+
+use zepto_sql::txn::Txn;
+use zepto_sql::{Engine, SqlError};
+
+fn engine() -> Engine {
+    let e = Engine::new();
+    ok(&e, "CREATE TABLE a (ts TIMESTAMP, sym SYMBOL, n BIGINT)");
+    ok(&e, "INSERT INTO a VALUES (1, 'S1', 1), (2, 'S2', 2), (3, 'S1', 3)");
+    ok(&e, "CREATE TABLE b (ts TIMESTAMP, x DOUBLE)");
+    e
+}
+
+fn ok(e: &Engine, sql: &str) -> String {
+    e.execute(sql).unwrap_or_else(|err| panic!("{sql}: {err}")).status.unwrap_or_default()
+}
+
+fn rows(e: &Engine, sql: &str) -> Vec<String> {
+    let r = e.execute(sql).unwrap_or_else(|err| panic!("{sql}: {err}"));
+    let b = r.batch();
+    (0..b.rows).map(|i| b.columns.iter().map(|c| c.get(i).to_string()).collect::<Vec<_>>().join(",")).collect()
+}
+
+fn missing(e: &Engine, table: &str) -> bool {
+    matches!(e.execute(&format!("SELECT * FROM {table}")), Err(SqlError::TableNotFound { .. }))
+}
+
+#[test]
+fn a_drop_waits_for_commit_and_goes_with_rollback() {
+    let e = engine();
+    let txn = Txn::new();
+    let t = e.with_txn(Some(txn.clone()));
+    assert_eq!(ok(&t, "DROP TABLE a"), "DROP TABLE");
+    assert!(missing(&t, "a"), "gone for the transaction");
+    assert!(matches!(t.execute("INSERT INTO a VALUES (4, 'S4', 4)"), Err(SqlError::TableNotFound { .. })));
+    assert!(matches!(t.execute("DROP TABLE a"), Err(SqlError::TableNotFound { .. })));
+    assert_eq!(ok(&t, "DROP TABLE IF EXISTS a"), "DROP TABLE");
+    assert_eq!(rows(&e, "SELECT count(*) FROM a"), ["3"], "still there for others");
+    ok(&e, "INSERT INTO a VALUES (4, 'S4', 4)");
+    assert!(txn.rollback_to("nothing").is_err());
+    drop(t);
+    drop(txn);
+    assert_eq!(rows(&e, "SELECT count(*) FROM a"), ["4"], "a transaction that ends without COMMIT drops nothing");
+    // Committed, the table goes, with the rows others stored meanwhile.
+    let txn = Txn::new();
+    let t = e.with_txn(Some(txn.clone()));
+    ok(&t, "DROP TABLE a");
+    ok(&e, "INSERT INTO a VALUES (5, 'S5', 5)");
+    assert_eq!(t.commit().expect("commit"), 0);
+    assert!(missing(&e, "a"));
+    // DROP TABLE IF EXISTS of nothing holds nothing.
+    let txn = Txn::new();
+    let t = e.with_txn(Some(txn.clone()));
+    assert_eq!(ok(&t, "DROP TABLE IF EXISTS a"), "DROP TABLE");
+    assert_eq!(txn.held_changes(), 0);
+}
+
+/// pandas' `to_sql(if_exists="replace")`: DROP, CREATE with other columns, INSERT, COMMIT.
+#[test]
+fn a_table_replaced_in_a_transaction_is_all_or_nothing() {
+    let e = engine();
+    let replace = |e: &Engine| {
+        let txn = Txn::new();
+        let t = e.with_txn(Some(txn.clone()));
+        ok(&t, "DROP TABLE IF EXISTS a");
+        assert_eq!(ok(&t, "CREATE TABLE a (ts TIMESTAMP, name VARCHAR, v DOUBLE)"), "CREATE TABLE");
+        assert_eq!(ok(&t, "INSERT INTO a VALUES (10, 'x', 1.5), (11, 'y', 2.5)"), "INSERT 2");
+        assert_eq!(rows(&t, "SELECT name, v FROM a ORDER BY ts"), ["x,1.5", "y,2.5"], "the transaction's own table");
+        assert_eq!(rows(e, "SELECT count(*) FROM a"), ["3"], "others still read the old one");
+        (txn, t)
+    };
+    // A failing row rolls everything back: the old table and its rows stay.
+    let (txn, t) = replace(&e);
+    assert!(t.execute("INSERT INTO a VALUES (12, 'z', 'not a number')").is_err());
+    txn.fail();
+    assert!(t.commit().is_err(), "a failed transaction stores nothing");
+    assert_eq!(rows(&e, "SELECT sum(n) FROM a"), ["6"]);
+    // Committed: the new table, its rows, in one change.
+    let (_txn, t) = replace(&e);
+    assert_eq!(t.commit().expect("commit"), 2);
+    assert_eq!(rows(&e, "SELECT name, v FROM a ORDER BY ts"), ["x,1.5", "y,2.5"]);
+    assert!(e.execute("SELECT n FROM a").is_err(), "the old columns are gone");
+}
+
+/// CREATE TABLE beside held changes is held: others do not see it before COMMIT; the
+/// transaction inserts, deletes, updates and reads it; its layout (key, time, DEDUP) is the
+/// one it was made with; `CREATE TABLE AS` is held the same way; a savepoint rolled back
+/// drops what was made after it.
+#[test]
+fn a_table_made_beside_held_changes_waits_for_commit() {
+    let e = engine();
+    let txn = Txn::new();
+    let t = e.with_txn(Some(txn.clone()));
+    ok(&t, "INSERT INTO b VALUES (1, 1.0)");
+    ok(&t, "CREATE TABLE d (ts TIMESTAMP, sym SYMBOL, n BIGINT) DEDUP UPSERT KEYS (ts, sym)");
+    assert!(missing(&e, "d"));
+    assert!(matches!(t.execute("CREATE TABLE d (n BIGINT)"), Err(SqlError::TableExists(_))));
+    assert_eq!(ok(&t, "CREATE TABLE IF NOT EXISTS d (n BIGINT)"), "CREATE TABLE");
+    ok(&t, "INSERT INTO d VALUES (2, 'S1', 1), (1, 'S2', 2), (2, 'S1', 3)");
+    assert_eq!(ok(&t, "UPDATE d SET n = n * 10 WHERE sym = 'S2'"), "UPDATE 1");
+    assert_eq!(ok(&t, "DELETE FROM d WHERE n = 3"), "DELETE 1");
+    ok(&t, "INSERT INTO d VALUES (3, 'S3', 4)");
+    assert_eq!(ok(&t, "CREATE TABLE e2 AS SELECT sym, n FROM d WHERE n > 5"), "CREATE TABLE 1");
+    txn.savepoint("s");
+    ok(&t, "CREATE TABLE f (n BIGINT)");
+    ok(&t, "DROP TABLE b");
+    txn.rollback_to("s").expect("rolled back");
+    assert!(missing(&t, "f"));
+    let seen = ["1970-01-01 00:00:00.000000001,S2,20", "1970-01-01 00:00:00.000000003,S3,4"];
+    assert_eq!(rows(&t, "SELECT * FROM d ORDER BY n DESC"), seen);
+    t.commit().expect("commit");
+    assert_eq!(rows(&e, "SELECT * FROM d ORDER BY n DESC"), seen);
+    assert_eq!(rows(&e, "SELECT sym, n FROM e2"), ["S2,20"]);
+    assert_eq!(rows(&e, "SELECT count(*) FROM b"), ["1"]);
+    assert!(missing(&e, "f"));
+    // The layout came along: a duplicate (ts, sym) replaces its row.
+    ok(&e, "INSERT INTO d VALUES (1, 'S2', 7)");
+    assert_eq!(rows(&e, "SELECT n FROM d WHERE sym = 'S2'"), ["7"]);
+}
+
+/// COMMIT decides again over the tables as they are then: a name another session took
+/// meanwhile fails it whole, as does a table dropped meanwhile (unless `IF EXISTS`); a
+/// table made and dropped again in the transaction leaves nothing.
+#[test]
+fn held_drops_and_creations_are_decided_again_at_commit() {
+    let e = engine();
+    let txn = Txn::new();
+    let t = e.with_txn(Some(txn.clone()));
+    ok(&t, "INSERT INTO b VALUES (1, 1.0)");
+    ok(&t, "CREATE TABLE d (n BIGINT)");
+    ok(&e, "CREATE TABLE d (m VARCHAR)");
+    assert!(matches!(t.commit(), Err(SqlError::TableExists(_))));
+    assert_eq!(rows(&e, "SELECT count(*) FROM b"), ["0"], "nothing stored");
+    let txn = Txn::new();
+    let t = e.with_txn(Some(txn.clone()));
+    ok(&t, "INSERT INTO b VALUES (1, 1.0)");
+    ok(&t, "DROP TABLE d");
+    ok(&e, "DROP TABLE d");
+    assert!(matches!(t.commit(), Err(SqlError::TableNotFound { .. })));
+    assert_eq!(rows(&e, "SELECT count(*) FROM b"), ["0"], "nothing stored");
+    let txn = Txn::new();
+    let t = e.with_txn(Some(txn.clone()));
+    ok(&t, "INSERT INTO b VALUES (1, 1.0)");
+    ok(&t, "CREATE TABLE d (n BIGINT)");
+    ok(&t, "INSERT INTO d VALUES (1)");
+    ok(&t, "DROP TABLE IF EXISTS a");
+    ok(&e, "DROP TABLE a");
+    ok(&t, "DROP TABLE d");
+    ok(&t, "CREATE TABLE d (s VARCHAR)");
+    ok(&t, "INSERT INTO d VALUES ('kept')");
+    assert_eq!(t.commit().expect("commit"), 2);
+    assert_eq!(
+        (rows(&e, "SELECT * FROM d"), rows(&e, "SELECT count(*) FROM b")),
+        (vec!["kept".into()], vec!["1".into()])
+    );
+}
+
+/// A table a materialized view reads cannot be dropped, in a transaction or not: refused at
+/// the statement, and at COMMIT when the view came since.
+#[test]
+fn a_table_with_a_view_is_not_dropped() {
+    let e = engine();
+    ok(&e, "CREATE MATERIALIZED VIEW v AS SELECT sym, count(*) AS c FROM a GROUP BY sym");
+    let txn = Txn::new();
+    let t = e.with_txn(Some(txn.clone()));
+    assert!(t.execute("DROP TABLE a").is_err());
+    assert!(t.execute("DROP TABLE v").is_err(), "a view is dropped by DROP MATERIALIZED VIEW");
+    ok(&t, "DROP TABLE b");
+    ok(&e, "CREATE MATERIALIZED VIEW w AS SELECT count(*) AS c FROM b");
+    assert!(t.commit().is_err());
+    assert_eq!(rows(&e, "SELECT c FROM w"), ["0"]);
+}
