@@ -761,16 +761,8 @@ impl Engine {
             txn.hold(name, cols);
             return Ok(QueryResult::status(format!("CREATE TABLE {n}")));
         }
-        if !self.catalog.create(table, if_not_exists)? {
+        let Some(n) = self.catalog.create_with(table, cols, if_not_exists)? else {
             return Ok(QueryResult::status("CREATE TABLE".into()));
-        }
-        let n = match self.catalog.append(name, cols) {
-            Ok(n) => n,
-            Err(e) => {
-                // Not durable (or raced by a DROP): do not leave a half-made table.
-                let _ = self.catalog.drop_table(name, true);
-                return Err(e.into());
-            }
         };
         Ok(QueryResult::status(format!("CREATE TABLE {n}")))
     }

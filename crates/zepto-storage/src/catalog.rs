@@ -392,6 +392,44 @@ impl Catalog {
         })
     }
 
+    /// Add `table` (empty: the new layout) holding the rows `columns` (`CREATE TABLE AS`): one
+    /// logged change, so a reader and a crash see no table or the table with every row, never
+    /// an empty one. `Ok(None)` when the name is taken and `if_not_exists`; else the rows.
+    pub fn create_with(
+        &self,
+        mut table: Table,
+        columns: Vec<Column>,
+        if_not_exists: bool,
+    ) -> Result<Option<usize>, StorageError> {
+        if table.row_count() > 0 {
+            return Err(StorageError::Internal("tables are created empty, then appended to".into()));
+        }
+        let rows = table.validate(&columns)?;
+        let _gate = self.gate.read().unwrap_or_else(|e| e.into_inner());
+        let mut map = self.tables.write().unwrap_or_else(|e| e.into_inner());
+        let k = key(table.name());
+        if map.contains_key(&k) || self.is_view(table.name()) {
+            return match if_not_exists && map.contains_key(&k) {
+                true => Ok(None),
+                false => Err(StorageError::TableExists(table.name().to_string())),
+            };
+        }
+        let dedup = change::dedup_names(&table);
+        let mut changes = Change::creation(&table, &dedup);
+        if rows > 0 {
+            changes.push(Change::Append { table: table.name(), columns: &columns });
+        }
+        let logged = self.log(&changes)?;
+        drop(changes);
+        logged.apply(|| {
+            if rows > 0 {
+                table.append(columns)?;
+            }
+            map.insert(k, new_slot(table));
+            Ok::<_, StorageError>(Some(rows))
+        })
+    }
+
     /// Put `table` (empty: the new layout) holding the rows `columns` in place of the table of
     /// its name, if there is one: one logged change (drop, create, append), so a reader, a
     /// writer and a crash see the old table or the new one, never neither. Returns the rows.

@@ -177,3 +177,70 @@ fn a_table_with_a_view_is_not_dropped() {
     assert!(t.commit().is_err());
     assert_eq!(rows(&e, "SELECT c FROM w"), ["0"]);
 }
+
+/// A change log that keeps what it is given: each record's changes, by kind and table.
+#[derive(Default)]
+struct Spy(std::sync::Mutex<Vec<Vec<String>>>, std::sync::atomic::AtomicBool);
+
+impl zepto_storage::ChangeLog for Spy {
+    fn log(&self, changes: &[zepto_storage::Change<'_>]) -> Result<u64, zepto_storage::StorageError> {
+        use zepto_storage::Change as C;
+        if self.1.load(std::sync::atomic::Ordering::Relaxed) {
+            return Err(zepto_storage::StorageError::Durability("the disk is full".into()));
+        }
+        let said = changes
+            .iter()
+            .map(|c| match c {
+                C::CreateTable { name, .. } => format!("create {name}"),
+                C::DropTable { name } => format!("drop {name}"),
+                C::Append { table, columns } => format!("append {table} {}", columns[0].len()),
+                C::Delete { table, .. } => format!("delete {table}"),
+                other => format!("{other:?}").chars().take(20).collect(),
+            })
+            .collect();
+        let mut records = self.0.lock().expect("records");
+        records.push(said);
+        Ok(records.len() as u64)
+    }
+    fn checkpoint(&self, _: &zepto_storage::Catalog) -> Result<String, zepto_storage::StorageError> {
+        Ok(String::new())
+    }
+    fn tier(&self, _: &zepto_storage::Catalog, _: &str, _: i64) -> Result<String, zepto_storage::StorageError> {
+        Ok(String::new())
+    }
+    fn retain(&self, _: &zepto_storage::Catalog, _: &str, _: i64) -> Result<String, zepto_storage::StorageError> {
+        Ok(String::new())
+    }
+}
+
+/// `CREATE TABLE AS` and a COMMIT that drops and makes tables are each one logged record (a
+/// crash sees all of it or none); a record the log refuses leaves the tables as they were.
+#[test]
+fn tables_made_and_replaced_are_one_logged_change() {
+    let catalog = std::sync::Arc::new(zepto_storage::Catalog::new());
+    let spy = std::sync::Arc::new(Spy::default());
+    catalog.set_log(spy.clone()).expect("a log");
+    let e = Engine::with_catalog(catalog);
+    ok(&e, "CREATE TABLE a (ts TIMESTAMP, sym SYMBOL, n BIGINT)");
+    ok(&e, "INSERT INTO a VALUES (1, 'S1', 1), (2, 'S2', 2)");
+    assert_eq!(ok(&e, "CREATE TABLE c AS SELECT sym, n FROM a"), "CREATE TABLE 2");
+    let txn = Txn::new();
+    let t = e.with_txn(Some(txn.clone()));
+    ok(&t, "DROP TABLE c");
+    ok(&t, "CREATE TABLE c (s VARCHAR)");
+    ok(&t, "INSERT INTO c VALUES ('x')");
+    ok(&t, "DELETE FROM a WHERE n = 1");
+    t.commit().expect("commit");
+    let records = spy.0.lock().expect("records").clone();
+    assert_eq!(records[2..], [vec!["create c", "append c 2"], vec!["drop c", "create c", "append c 1", "delete a"]]);
+    // Refused by the log: nothing changes.
+    spy.1.store(true, std::sync::atomic::Ordering::Relaxed);
+    assert!(e.execute("CREATE TABLE d AS SELECT n FROM a").is_err());
+    assert!(missing(&e, "d"));
+    let txn = Txn::new();
+    let t = e.with_txn(Some(txn.clone()));
+    ok(&t, "DROP TABLE a");
+    ok(&t, "CREATE TABLE a (s VARCHAR)");
+    assert!(t.commit().is_err());
+    assert_eq!((rows(&e, "SELECT n FROM a"), rows(&e, "SELECT s FROM c")), (vec!["2".into()], vec!["x".into()]));
+}
