@@ -471,3 +471,35 @@ def test_a_table_replaced_in_a_sqlalchemy_transaction_is_all_or_nothing(door):
     old.to_sql("pg_replaced", engine, if_exists="replace", index=False)
     pd.testing.assert_frame_equal(pd.read_sql("SELECT * FROM pg_replaced ORDER BY k", engine), old)
     engine.dispose()
+
+
+def test_sqlalchemy_drop_all_and_create_all_in_one_transaction(door):
+    """`metadata.drop_all` then `create_all` in one transaction: `create_all` asks `pg_class`
+    whether each table exists, and finds the held drops gone, so it makes every table again;
+    rolled back, the old tables and rows stay."""
+    url = f"postgresql+psycopg://quant:{API_KEY}@127.0.0.1:{door[0]}/zepto"
+    engine = sqlalchemy.create_engine(url)
+    meta = sqlalchemy.MetaData()
+    tables = [sqlalchemy.Table(f"pg_meta_{i}", meta, sqlalchemy.Column("k", sqlalchemy.BigInteger),
+                               sqlalchemy.Column("s", sqlalchemy.String)) for i in range(2)]
+    meta.create_all(engine)
+    with engine.begin() as c:
+        for t in tables:
+            c.execute(t.insert(), [{"k": i, "s": f"old{i}"} for i in range(5)])
+    with pytest.raises(RuntimeError):
+        with engine.begin() as c:
+            meta.drop_all(c)
+            assert not sqlalchemy.inspect(c).has_table("pg_meta_0")
+            meta.create_all(c)
+            assert sqlalchemy.inspect(c).has_table("pg_meta_0")
+            raise RuntimeError("rolled back")
+    count = "SELECT count(*) FROM pg_meta_{}"
+    with engine.connect() as c:
+        assert [c.execute(sqlalchemy.text(count.format(i))).scalar() for i in range(2)] == [5, 5]
+    with engine.begin() as c:
+        meta.drop_all(c)
+        meta.create_all(c)
+        c.execute(tables[1].insert(), [{"k": 1, "s": "new"}])
+    with engine.connect() as c:
+        assert [c.execute(sqlalchemy.text(count.format(i))).scalar() for i in range(2)] == [0, 1]
+    engine.dispose()

@@ -419,11 +419,7 @@ impl Engine {
             }
             Statement::AlterTier { table, column, before, pos } => self.alter_tier(table, column, *before, *pos),
             Statement::Delete { .. } | Statement::Update { .. } => self.edit(run, s),
-            Statement::ShowTables => {
-                let mut names = self.catalog.table_names();
-                names.retain(|n| self.access.allows(n));
-                Ok(QueryResult::text_column("name", names))
-            }
+            Statement::ShowTables => Ok(QueryResult::text_column("name", self.table_names())),
             Statement::Describe { table, pos } => self.describe(table, *pos),
             Statement::Set { name, value, pos } => {
                 self.settings.with(name, value, *pos)?;
@@ -492,6 +488,13 @@ impl Engine {
             Some(t) => t,
             None => self.catalog.snapshot(table).ok(),
         }
+    }
+
+    /// The tables this session may read, as it finds them ([`Engine::find_table`]), sorted.
+    fn table_names(&self) -> Vec<String> {
+        let ctx =
+            crate::system::CatalogContext { catalog: &self.catalog, access: &self.access, txn: self.txn.as_deref() };
+        crate::system::user_tables(&ctx).into_iter().map(|(n, _)| n).collect()
     }
 
     /// Whether this session finds a table or view called `name` ([`Engine::find_table`]).
@@ -792,10 +795,7 @@ impl Engine {
 
     /// `DESCRIBE t`: each column's name, type and role.
     fn describe(&self, table: &str, pos: Pos) -> Result<QueryResult> {
-        let t = self
-            .catalog
-            .snapshot(table)
-            .map_err(|_| SqlError::TableNotFound { name: table.to_string(), pos: Some(pos) })?;
+        let t = self.snapshot_at(table, pos)?;
         let mut names = Vec::new();
         let mut types = Vec::new();
         let mut roles = Vec::new();

@@ -93,6 +93,10 @@ impl Item {
 struct Held {
     /// Each held statement's table and change, in statement order.
     changes: Vec<(String, Item)>,
+    /// Where in `changes` the held creations and drops are, in order (a statement's lookup
+    /// of a table reads these, not every held change: a transaction of 100k INSERTs after a
+    /// DROP and a CREATE looks up its table in constant time).
+    defining: Vec<usize>,
     /// The last view made of each table ([`Txn::view`]), kept for the next statement.
     views: Vec<View>,
     /// Savepoints in order: name, and how many entries of `changes` were held when it was set.
@@ -121,7 +125,8 @@ impl Txn {
         self.held().changes.iter().map(|(_, item)| Self::rows_of(item).first().map_or(0, Column::len)).sum()
     }
 
-    /// Changes held: statements (INSERT, COPY, DELETE, UPDATE) whose changes wait for COMMIT.
+    /// Changes held: statements (INSERT, COPY, DELETE, UPDATE, DROP TABLE, CREATE TABLE)
+    /// whose changes wait for COMMIT.
     pub fn held_changes(&self) -> usize {
         self.held().changes.len()
     }
@@ -139,7 +144,7 @@ impl Txn {
     /// neither (the stored table is the one).
     pub fn defined(&self, name: &str) -> Option<Option<Arc<Table>>> {
         let h = self.held();
-        let last = h.changes.iter().rev().find(|(t, i)| i.defines() && t.eq_ignore_ascii_case(name))?;
+        let last = &h.changes[Self::last_defined(&h, name)?];
         match &last.1 {
             Item::Create(t) => Some(Some(t.clone())),
             _ => Some(None),
@@ -174,6 +179,7 @@ impl Txn {
         let at = h.savepoints[k].1;
         h.savepoints.truncate(k + 1);
         h.changes.truncate(at);
+        h.defining.retain(|&k| k < at);
         h.views.clear();
         h.failed = false;
         Ok(())
@@ -199,7 +205,7 @@ impl Txn {
             let last = h.views.iter().find(|v| Arc::ptr_eq(&v.base, &table)).cloned();
             // The changes since the table was last made or dropped here reach it.
             let of_table = |(t, _): &&(String, Item)| t.eq_ignore_ascii_case(table.name());
-            let since = h.changes.iter().rposition(|c| of_table(&c) && c.1.defines()).map_or(0, |k| k + 1);
+            let since = Self::last_defined(&h, table.name()).map_or(0, |k| k + 1);
             let mine = || h.changes[since..].iter().filter(of_table);
             let count = mine().count();
             // A view past the changes held (none: ROLLBACK TO clears them) is not built on.
@@ -235,12 +241,18 @@ impl Txn {
     /// view).
     pub(crate) fn hold_create(&self, table: Table) {
         let name = table.name().to_string();
-        self.held().changes.push((name, Item::Create(Arc::new(table))));
+        let mut h = self.held();
+        let at = h.changes.len();
+        h.defining.push(at);
+        h.changes.push((name, Item::Create(Arc::new(table))));
     }
 
     /// Hold `DROP TABLE name`.
     pub(crate) fn hold_drop(&self, name: &str, if_exists: bool) {
-        self.held().changes.push((name.to_string(), Item::Drop { if_exists }));
+        let mut h = self.held();
+        let at = h.changes.len();
+        h.defining.push(at);
+        h.changes.push((name.to_string(), Item::Drop { if_exists }));
     }
 
     pub(crate) fn hold_edit(&self, edit: Arc<dyn HeldEdit>) {
@@ -251,7 +263,27 @@ impl Txn {
     pub(crate) fn take(&self) -> Vec<(String, Item)> {
         let mut h = self.held();
         h.views.clear();
+        h.defining.clear();
         std::mem::take(&mut h.changes)
+    }
+
+    /// The names of the tables the transaction holds a creation or a drop of.
+    pub fn defined_names(&self) -> Vec<String> {
+        let h = self.held();
+        let mut names: Vec<String> = h.defining.iter().map(|&k| h.changes[k].0.clone()).collect();
+        names.sort_by_key(|n| n.to_ascii_lowercase());
+        names.dedup_by(|a, b| a.eq_ignore_ascii_case(b));
+        names
+    }
+
+    /// Whether the transaction holds any change for table `name`.
+    pub fn holds_for(&self, name: &str) -> bool {
+        self.held().changes.iter().any(|(t, _)| t.eq_ignore_ascii_case(name))
+    }
+
+    /// Where the last creation or drop of `name` is held (`None`: neither is).
+    fn last_defined(h: &Held, name: &str) -> Option<usize> {
+        h.defining.iter().rev().copied().find(|&k| h.changes[k].0.eq_ignore_ascii_case(name))
     }
 }
 
@@ -315,10 +347,19 @@ pub fn applies_at_once(s: &crate::parser::ast::Statement) -> bool {
 /// `spread`, a statement a cluster's log takes, CREATE TABLE does too): such a statement
 /// cannot run after the changes it should follow (they are not stored yet), nor store them
 /// first (it might then fail, and a ROLLBACK would no longer drop them). Refused as
-/// unsupported: COMMIT first.
+/// unsupported: COMMIT first. An `ALTER TABLE` or `CREATE INDEX` of a table the transaction
+/// holds no change for follows none of them, and runs.
 pub fn refuse_beside_held(txn: &Txn, s: &crate::parser::ast::Statement, spread: bool) -> Result<()> {
-    let at_once = applies_at_once(s) || (spread && matches!(s, crate::parser::ast::Statement::CreateTable(_)));
+    use crate::parser::ast::Statement as S;
+    let at_once = applies_at_once(s) || (spread && matches!(s, S::CreateTable(_)));
     if txn.held_changes() == 0 || !at_once {
+        return Ok(());
+    }
+    // A change to one table the transaction holds nothing for follows nothing held: it runs
+    // at once (a migration's ALTER or index after a held DROP TABLE of another table).
+    let one_table =
+        matches!(s, S::AlterAddColumn { .. } | S::CreateIndex { .. } | S::AlterSetTtl { .. } | S::AlterDedup { .. });
+    if one_table && !spread && s.target().is_some_and(|(t, _)| !txn.holds_for(t)) {
         return Ok(());
     }
     Err(SqlError::NotSupported(

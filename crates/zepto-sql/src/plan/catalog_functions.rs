@@ -9,7 +9,6 @@
 //! NULL; privileges answer true, as a session only ever sees what its key may read.
 
 use super::bind_expr::{bind_binary, cast_to};
-use crate::access::TableAccess;
 use crate::error::{Pos, Result, SqlError};
 use crate::expr::BExpr;
 use crate::parser::ast::BinaryOp;
@@ -17,15 +16,9 @@ use crate::system::pg_catalog::{namespace_oid, system_oid, table_oid, DATABASE_O
 use crate::system::{self, all_tables, schema_names, user_tables, OWNER};
 use zepto_parser::ast::SystemSchema;
 use zepto_parser::names::DATABASE;
-use zepto_storage::{Catalog, DataType, Value};
+use zepto_storage::{DataType, Value};
 
-/// What the catalog functions read: the catalog and what the session may see of it.
-pub struct CatalogContext<'a> {
-    /// The database's tables.
-    pub catalog: &'a Catalog,
-    /// The session's grants.
-    pub access: &'a TableAccess,
-}
+pub use crate::system::CatalogContext;
 
 /// How many arguments `name` takes, checked.
 fn arity(name: &str, args: &[BExpr], lo: usize, hi: usize, pos: Pos) -> Result<()> {
@@ -166,7 +159,7 @@ fn table_is_visible(id: BExpr, pos: Pos) -> Result<BExpr> {
 /// column number its key column's name (0: the whole text; past its columns, empty); NULL
 /// for an id that is no index the session may see.
 fn index_definition(args: Vec<BExpr>, ctx: &CatalogContext, pos: Pos) -> Result<BExpr> {
-    let indexes = system::pg_catalog::visible_indexes(ctx.catalog, ctx.access);
+    let indexes = system::pg_catalog::visible_indexes(ctx);
     let oid = |t: &str, d: &zepto_storage::IndexDef| system::pg_catalog::index_oid(t, d.name());
     let defs: Vec<(i32, String)> =
         indexes.iter().map(|(t, d, _, _)| (oid(t, d), system::pg_catalog::index_definition(t, d))).collect();
@@ -264,8 +257,8 @@ fn relation_bytes(
 ) -> Result<BExpr> {
     let id = oid_arg(id, pos)?;
     let size = |n: Option<usize>| n.map_or(Value::Null, |n| Value::Int64(i64::try_from(n).unwrap_or(i64::MAX)));
-    let user = user_tables(ctx.catalog, ctx.access).into_iter().filter_map(|(name, _)| {
-        let t = ctx.catalog.snapshot(&name).ok()?;
+    let user = user_tables(ctx).into_iter().filter_map(|(name, _)| {
+        let t = ctx.table(&name)?;
         Some((table_oid(&name), size(bytes(&t))))
     });
     let system = all_tables().map(|t| (system_oid(t.schema, t.name), Value::Int64(0)));
@@ -276,9 +269,9 @@ fn relation_bytes(
 /// tenant's share of a table not counted, [`relation_bytes`]), for this database; NULL for
 /// any other.
 fn database_size(db: BExpr, ctx: &CatalogContext, pos: Pos) -> Result<BExpr> {
-    let total: usize = user_tables(ctx.catalog, ctx.access)
+    let total: usize = user_tables(ctx)
         .into_iter()
-        .filter_map(|(name, _)| ctx.catalog.snapshot(&name).ok())
+        .filter_map(|(name, _)| ctx.table(&name))
         .filter_map(|t| crate::system::extent::visible_bytes(ctx.catalog, &t, ctx.access))
         .sum();
     let total = Value::Int64(i64::try_from(total).unwrap_or(i64::MAX));
@@ -291,7 +284,7 @@ fn database_size(db: BExpr, ctx: &CatalogContext, pos: Pos) -> Result<BExpr> {
 
 /// `x::regclass` and `to_regclass(x)`: a relation's name from its id, or its id from its name.
 fn relation(x: BExpr, ctx: &CatalogContext, lenient: bool, pos: Pos) -> Result<BExpr> {
-    let user = user_tables(ctx.catalog, ctx.access).into_iter().map(|(n, _)| (table_oid(&n), n));
+    let user = user_tables(ctx).into_iter().map(|(n, _)| (table_oid(&n), n));
     let system = all_tables().map(|t| (system_oid(t.schema, t.name), format!("{}.{}", t.schema.name(), t.name)));
     let relations: Vec<(i32, String)> = user.chain(system).collect();
     named_object(x, &relations, "relation", lenient, pos)

@@ -20,12 +20,35 @@ use zepto_storage::{Catalog, Column, ColumnBuilder, ColumnDef, DataType, Schema,
 /// The owner every schema and table reports.
 pub(crate) const OWNER: &str = "zeptodb";
 
+/// What the system catalogs and the catalog functions read: the catalog as a session sees
+/// it, through its grants and its transaction (the tables its held `CREATE TABLE` and `DROP
+/// TABLE` make and drop, as the transaction's own statements find them).
+pub struct CatalogContext<'a> {
+    /// The database's tables.
+    pub catalog: &'a Catalog,
+    /// The session's grants.
+    pub access: &'a TableAccess,
+    /// The session's transaction, if any.
+    pub txn: Option<&'a crate::txn::Txn>,
+}
+
+impl CatalogContext<'_> {
+    /// Table `name` as the session finds it (made or dropped by its transaction, else as
+    /// stored); `None` when there is none.
+    pub fn table(&self, name: &str) -> Option<Arc<Table>> {
+        match self.txn.and_then(|t| t.defined(name)) {
+            Some(t) => t,
+            None => self.catalog.snapshot(name).ok(),
+        }
+    }
+}
+
 /// One system table: where it lives, its columns, and what makes its rows.
 pub(crate) struct SystemTable {
     pub(crate) schema: SystemSchema,
     pub(crate) name: &'static str,
     columns: &'static [(&'static str, DataType)],
-    rows: fn(&Catalog, &TableAccess) -> Vec<Vec<Value>>,
+    rows: fn(&CatalogContext) -> Vec<Vec<Value>>,
 }
 
 use DataType::{Int32, Varchar};
@@ -173,7 +196,7 @@ pub(crate) fn all_tables() -> impl Iterator<Item = &'static SystemTable> {
 }
 
 /// Neither table constraints, keys nor views exist in ZeptoDB: their tables have no rows.
-fn no_rows(_: &Catalog, _: &TableAccess) -> Vec<Vec<Value>> {
+fn no_rows(_: &CatalogContext) -> Vec<Vec<Value>> {
     Vec::new()
 }
 
@@ -190,13 +213,7 @@ pub fn is_catalog_table(name: &str) -> bool {
 }
 
 /// The system table `schema.name` as of now, holding what `access` may see.
-pub(crate) fn table(
-    schema: SystemSchema,
-    name: &str,
-    catalog: &Catalog,
-    access: &TableAccess,
-    pos: Pos,
-) -> Result<Arc<Table>> {
+pub(crate) fn table(schema: SystemSchema, name: &str, ctx: &CatalogContext, pos: Pos) -> Result<Arc<Table>> {
     let qualified = format!("{}.{name}", schema.name());
     let Some(t) = all_tables().find(|t| t.schema == schema && t.name == name) else {
         return Err(SqlError::TableNotFound { name: qualified, pos: Some(pos) });
@@ -204,7 +221,7 @@ pub(crate) fn table(
     let defs = t.columns.iter().map(|(n, dt)| ColumnDef { name: n.to_string(), data_type: *dt }).collect();
     let internal = |e: zepto_storage::StorageError| SqlError::Execution(format!("{qualified}: {e}"));
     let mut table = Table::new(&qualified, Schema { columns: defs }, &TableOptions::default()).map_err(internal)?;
-    let rows = (t.rows)(catalog, access);
+    let rows = (t.rows)(ctx);
     let mut builders: Vec<ColumnBuilder> =
         t.columns.iter().map(|(_, dt)| ColumnBuilder::new(*dt, rows.len())).collect();
     for row in &rows {
@@ -220,14 +237,22 @@ pub(crate) fn table(
     Ok(Arc::new(table))
 }
 
-/// The user tables `access` may read, sorted, with their schemas.
-pub(crate) fn user_tables(catalog: &Catalog, access: &TableAccess) -> Vec<(String, Schema)> {
-    let mut names = catalog.table_names();
+/// The user tables the session may read (its grants), as it finds them (its transaction's
+/// held creations and drops), sorted, with their schemas.
+pub(crate) fn user_tables(ctx: &CatalogContext) -> Vec<(String, Schema)> {
+    let mut names = ctx.catalog.table_names();
+    if let Some(txn) = ctx.txn {
+        for n in txn.defined_names() {
+            if !names.iter().any(|m| m.eq_ignore_ascii_case(&n)) {
+                names.push(n);
+            }
+        }
+    }
     names.sort();
     names
         .into_iter()
-        .filter(|n| access.allows(n))
-        .filter_map(|n| catalog.snapshot(&n).ok().map(|t| (n, t.schema().clone())))
+        .filter(|n| ctx.access.allows(n))
+        .filter_map(|n| ctx.table(&n).map(|t| (n, t.schema().clone())))
         .collect()
 }
 
@@ -240,12 +265,12 @@ pub(crate) fn schema_names() -> impl Iterator<Item = &'static str> {
     std::iter::once(PUBLIC).chain(SystemSchema::ALL.map(SystemSchema::name))
 }
 
-fn schemata(_: &Catalog, _: &TableAccess) -> Vec<Vec<Value>> {
+fn schemata(_: &CatalogContext) -> Vec<Vec<Value>> {
     schema_names().map(|s| vec![text(DATABASE), text(s), text(OWNER)]).collect()
 }
 
-fn tables(catalog: &Catalog, access: &TableAccess) -> Vec<Vec<Value>> {
-    let user = user_tables(catalog, access).into_iter().map(|(n, _)| (PUBLIC, n, "BASE TABLE", "YES"));
+fn tables(ctx: &CatalogContext) -> Vec<Vec<Value>> {
+    let user = user_tables(ctx).into_iter().map(|(n, _)| (PUBLIC, n, "BASE TABLE", "YES"));
     let system = all_tables().map(|t| (t.schema.name(), t.name.to_string(), system_kind(t.schema), "NO"));
     user.chain(system)
         .map(|(schema, name, kind, insertable)| {
@@ -262,8 +287,8 @@ fn system_kind(schema: SystemSchema) -> &'static str {
     }
 }
 
-fn columns(catalog: &Catalog, access: &TableAccess) -> Vec<Vec<Value>> {
-    let user = user_tables(catalog, access).into_iter().map(|(n, s)| {
+fn columns(ctx: &CatalogContext) -> Vec<Vec<Value>> {
+    let user = user_tables(ctx).into_iter().map(|(n, s)| {
         let cols: Vec<(String, DataType)> = s.columns.into_iter().map(|c| (c.name, c.data_type)).collect();
         (PUBLIC, n, cols)
     });

@@ -111,6 +111,9 @@ pub(super) fn decide(
                 };
                 match t {
                     Target::Stored(k) => {
+                        // As the statement was checked: the table there now may be another.
+                        let stored = d.table(t, found)?;
+                        engine.access().refuse_scoped(&name, stored.schema(), "DROP TABLE")?;
                         engine.catalog().check_no_views(&name)?;
                         d.dropped.push(k);
                     }

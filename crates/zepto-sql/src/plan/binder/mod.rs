@@ -173,6 +173,12 @@ impl Binder {
         }
     }
 
+    /// The catalog as this session sees it (its grants, its transaction's held tables), for
+    /// the system catalogs and the catalog functions.
+    fn catalog_context(&self) -> crate::system::CatalogContext<'_> {
+        crate::system::CatalogContext { catalog: &self.catalog, access: &self.access, txn: self.txn.as_deref() }
+    }
+
     /// The query this binder binds for (and runs subqueries under).
     pub fn run_context(&self) -> &RunContext {
         &self.run
@@ -400,7 +406,7 @@ impl Binder {
         alias: Option<&str>,
         pos: Pos,
     ) -> Result<(Plan, Vec<Field>)> {
-        let table = crate::system::table(schema, name, &self.catalog, &self.access, pos)?;
+        let table = crate::system::table(schema, name, &self.catalog_context(), pos)?;
         let (plan, mut fields) = self.bind_scan(table, alias.unwrap_or(name))?;
         for f in &mut fields {
             f.array_of = crate::system::array_item(name, &f.name);

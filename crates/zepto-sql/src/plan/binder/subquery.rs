@@ -15,7 +15,7 @@ impl SubqueryRunner for Binder {
     }
 
     fn catalog_function(&self, name: &str, args: Vec<BExpr>, pos: Pos) -> Result<Option<BExpr>> {
-        let ctx = crate::plan::catalog_functions::CatalogContext { catalog: &self.catalog, access: &self.access };
+        let ctx = self.catalog_context();
         crate::plan::catalog_functions::bind(name, args, &ctx, pos)
     }
 

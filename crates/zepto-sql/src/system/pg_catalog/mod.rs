@@ -19,10 +19,9 @@ mod tables;
 pub use settings::setting;
 pub(super) use tables::TABLES;
 
-use super::{all_tables, user_tables};
-use crate::access::TableAccess;
+use super::{all_tables, user_tables, CatalogContext};
 use zepto_parser::ast::SystemSchema;
-use zepto_storage::{Catalog, DataType};
+use zepto_storage::DataType;
 
 /// The role that owns everything (PostgreSQL's bootstrap superuser's id).
 pub const OWNER_OID: i32 = 10;
@@ -50,12 +49,9 @@ pub fn index_oid(table: &str, index: &str) -> i32 {
 
 /// The indexes the session may see: (table, index definition, the column's attribute
 /// number from 1, its type).
-pub(crate) fn visible_indexes(
-    catalog: &Catalog,
-    access: &TableAccess,
-) -> Vec<(String, zepto_storage::IndexDef, i32, DataType)> {
-    let tables = user_tables(catalog, access);
-    catalog
+pub(crate) fn visible_indexes(ctx: &CatalogContext) -> Vec<(String, zepto_storage::IndexDef, i32, DataType)> {
+    let tables = user_tables(ctx);
+    ctx.catalog
         .indexes()
         .into_iter()
         .filter_map(|(table, def)| {

@@ -6,13 +6,13 @@ use super::{
     OWNER_OID,
 };
 use crate::access::TableAccess;
-use crate::system::{all_tables, text, user_tables, OWNER};
+use crate::system::{all_tables, text, user_tables, CatalogContext, OWNER};
 use zepto_parser::ast::SystemSchema;
 use zepto_parser::names::{DATABASE, PUBLIC};
 use zepto_storage::{Catalog, DataType, Value};
 
 /// No rows.
-pub(super) fn none(_: &Catalog, _: &TableAccess) -> Vec<Vec<Value>> {
+pub(super) fn none(_: &CatalogContext) -> Vec<Vec<Value>> {
     Vec::new()
 }
 
@@ -20,13 +20,14 @@ fn int(v: i32) -> Value {
     Value::Int32(v)
 }
 
-pub(super) fn pg_namespace(_: &Catalog, _: &TableAccess) -> Vec<Vec<Value>> {
+pub(super) fn pg_namespace(_: &CatalogContext) -> Vec<Vec<Value>> {
     crate::system::schema_names().map(|s| vec![int(namespace_oid(s)), text(s), int(OWNER_OID), Value::Null]).collect()
 }
 
-pub(super) fn pg_tables(catalog: &Catalog, access: &TableAccess) -> Vec<Vec<Value>> {
+pub(super) fn pg_tables(ctx: &CatalogContext) -> Vec<Vec<Value>> {
+    let catalog = ctx.catalog;
     let indexed: Vec<String> = catalog.indexes().into_iter().map(|(t, _)| t.to_ascii_lowercase()).collect();
-    let user = user_tables(catalog, access).into_iter().map(|(n, _)| {
+    let user = user_tables(ctx).into_iter().map(|(n, _)| {
         let has_index = indexed.contains(&n.to_ascii_lowercase());
         (PUBLIC, n, has_index)
     });
@@ -57,22 +58,23 @@ struct Relation {
 /// Every relation the session may see: its tables, then the system tables; the rows of each
 /// table and view counted when `counted` (`pg_class` shows them; counting a tenant's share
 /// reads its rows).
-fn relations(catalog: &Catalog, access: &TableAccess, counted: bool) -> Vec<Relation> {
+fn relations(ctx: &CatalogContext, counted: bool) -> Vec<Relation> {
+    let (catalog, access) = (ctx.catalog, ctx.access);
     let rows = |t: &zepto_storage::Table| {
         counted.then(|| crate::system::extent::visible_extent(catalog, t, access)).flatten().map(|e| e.rows)
     };
     let indexed: Vec<String> = catalog.indexes().into_iter().map(|(t, _)| t.to_ascii_lowercase()).collect();
-    let user = user_tables(catalog, access).into_iter().map(|(name, schema)| Relation {
+    let user = user_tables(ctx).into_iter().map(|(name, schema)| Relation {
         oid: table_oid(&name),
         am: 2,
         schema: PUBLIC,
         kind: "r",
-        rows: catalog.snapshot(&name).ok().and_then(|t| rows(&t)),
+        rows: ctx.table(&name).and_then(|t| rows(&t)),
         has_index: indexed.contains(&name.to_ascii_lowercase()),
         columns: schema.columns.into_iter().map(|c| (c.name, c.data_type)).collect(),
         name,
     });
-    let indexes = visible_indexes(catalog, access).into_iter().map(|(table, def, _, dt)| Relation {
+    let indexes = visible_indexes(ctx).into_iter().map(|(table, def, _, dt)| Relation {
         oid: index_oid(&table, def.name()),
         am: HNSW_AM_OID,
         schema: PUBLIC,
@@ -117,9 +119,9 @@ fn user_views(catalog: &Catalog, access: &TableAccess) -> Vec<(String, std::sync
         .collect()
 }
 
-pub(super) fn pg_class(catalog: &Catalog, access: &TableAccess) -> Vec<Vec<Value>> {
+pub(super) fn pg_class(ctx: &CatalogContext) -> Vec<Vec<Value>> {
     let (t, f) = (Value::Bool(true), Value::Bool(false));
-    relations(catalog, access, true)
+    relations(ctx, true)
         .into_iter()
         .map(|r| {
             let tuples = r.rows.map_or(-1.0, |n| n as f32);
@@ -162,10 +164,10 @@ pub(super) fn pg_class(catalog: &Catalog, access: &TableAccess) -> Vec<Vec<Value
         .collect()
 }
 
-pub(super) fn pg_attribute(catalog: &Catalog, access: &TableAccess) -> Vec<Vec<Value>> {
+pub(super) fn pg_attribute(ctx: &CatalogContext) -> Vec<Vec<Value>> {
     let types = crate::system::types::all();
     let mut out = Vec::new();
-    for r in relations(catalog, access, false) {
+    for r in relations(ctx, false) {
         for ((name, dt), num) in r.columns.into_iter().zip(1..) {
             let oid = crate::system::types::oid_of(dt);
             let ty = types.iter().find(|t| t.oid == oid);
@@ -210,7 +212,7 @@ pub(super) fn pg_attribute(catalog: &Catalog, access: &TableAccess) -> Vec<Vec<V
     out
 }
 
-pub(super) fn pg_type(_: &Catalog, _: &TableAccess) -> Vec<Vec<Value>> {
+pub(super) fn pg_type(_: &CatalogContext) -> Vec<Vec<Value>> {
     crate::system::types::all()
         .into_iter()
         .map(|t| {
@@ -254,7 +256,7 @@ pub(super) fn pg_type(_: &Catalog, _: &TableAccess) -> Vec<Vec<Value>> {
         .collect()
 }
 
-pub(super) fn pg_database(_: &Catalog, _: &TableAccess) -> Vec<Vec<Value>> {
+pub(super) fn pg_database(_: &CatalogContext) -> Vec<Vec<Value>> {
     let (t, f) = (Value::Bool(true), Value::Bool(false));
     vec![vec![
         int(DATABASE_OID),
@@ -274,7 +276,7 @@ pub(super) fn pg_database(_: &Catalog, _: &TableAccess) -> Vec<Vec<Value>> {
     ]]
 }
 
-pub(super) fn pg_roles(_: &Catalog, _: &TableAccess) -> Vec<Vec<Value>> {
+pub(super) fn pg_roles(_: &CatalogContext) -> Vec<Vec<Value>> {
     let (t, f) = (Value::Bool(true), Value::Bool(false));
     vec![vec![
         int(OWNER_OID),
@@ -293,13 +295,14 @@ pub(super) fn pg_roles(_: &Catalog, _: &TableAccess) -> Vec<Vec<Value>> {
     ]]
 }
 
-pub(super) fn pg_user(_: &Catalog, _: &TableAccess) -> Vec<Vec<Value>> {
+pub(super) fn pg_user(_: &CatalogContext) -> Vec<Vec<Value>> {
     let (t, f) = (Value::Bool(true), Value::Bool(false));
     vec![vec![text(OWNER), int(OWNER_OID), t.clone(), t, f.clone(), f, text("********"), Value::Null, Value::Null]]
 }
 
 /// The materialized views with their queries.
-pub(super) fn pg_matviews(catalog: &Catalog, access: &TableAccess) -> Vec<Vec<Value>> {
+pub(super) fn pg_matviews(ctx: &CatalogContext) -> Vec<Vec<Value>> {
+    let (catalog, access) = (ctx.catalog, ctx.access);
     let f = Value::Bool(false);
     catalog
         .view_defs()
@@ -312,8 +315,8 @@ pub(super) fn pg_matviews(catalog: &Catalog, access: &TableAccess) -> Vec<Vec<Va
 }
 
 /// The indexes with their `CREATE INDEX` text.
-pub(super) fn pg_indexes(catalog: &Catalog, access: &TableAccess) -> Vec<Vec<Value>> {
-    visible_indexes(catalog, access)
+pub(super) fn pg_indexes(ctx: &CatalogContext) -> Vec<Vec<Value>> {
+    visible_indexes(ctx)
         .into_iter()
         .map(|(table, def, _, _)| {
             let sql = index_definition(&table, &def);
@@ -323,9 +326,9 @@ pub(super) fn pg_indexes(catalog: &Catalog, access: &TableAccess) -> Vec<Vec<Val
 }
 
 /// One row per vector index: a single key column, not unique, valid and ready.
-pub(super) fn pg_index(catalog: &Catalog, access: &TableAccess) -> Vec<Vec<Value>> {
+pub(super) fn pg_index(ctx: &CatalogContext) -> Vec<Vec<Value>> {
     let (t, f) = (Value::Bool(true), Value::Bool(false));
-    visible_indexes(catalog, access)
+    visible_indexes(ctx)
         .into_iter()
         .map(|(table, def, num, _)| {
             let mut row = vec![int(index_oid(&table, def.name())), int(table_oid(&table)), int(1), int(1)];
@@ -337,7 +340,7 @@ pub(super) fn pg_index(catalog: &Catalog, access: &TableAccess) -> Vec<Vec<Value
         .collect()
 }
 
-pub(super) fn pg_am(_: &Catalog, _: &TableAccess) -> Vec<Vec<Value>> {
+pub(super) fn pg_am(_: &CatalogContext) -> Vec<Vec<Value>> {
     [
         (2, "heap", "heap_tableam_handler", "t"),
         (403, "btree", "bthandler", "i"),
@@ -349,7 +352,7 @@ pub(super) fn pg_am(_: &Catalog, _: &TableAccess) -> Vec<Vec<Value>> {
     .collect()
 }
 
-pub(super) fn pg_collation(_: &Catalog, _: &TableAccess) -> Vec<Vec<Value>> {
+pub(super) fn pg_collation(_: &CatalogContext) -> Vec<Vec<Value>> {
     [(100, "default", "d", ""), (950, "C", "c", "C"), (951, "POSIX", "c", "POSIX")]
         .iter()
         .map(|(oid, name, provider, locale)| {
@@ -369,7 +372,7 @@ pub(super) fn pg_collation(_: &Catalog, _: &TableAccess) -> Vec<Vec<Value>> {
         .collect()
 }
 
-pub(super) fn pg_tablespace(_: &Catalog, _: &TableAccess) -> Vec<Vec<Value>> {
+pub(super) fn pg_tablespace(_: &CatalogContext) -> Vec<Vec<Value>> {
     [(1663, "pg_default"), (1664, "pg_global")]
         .iter()
         .map(|(oid, name)| vec![int(*oid), text(name), int(OWNER_OID), Value::Null, Value::Null])

@@ -1,8 +1,7 @@
 //! The server settings clients read (`pg_settings`, `current_setting`).
 
-use crate::access::TableAccess;
-use crate::system::text;
-use zepto_storage::{Catalog, Value};
+use crate::system::{text, CatalogContext};
+use zepto_storage::Value;
 
 /// The value of setting `name` (any case), as `pg_settings` shows it.
 pub fn setting(name: &str) -> Option<&'static str> {
@@ -75,7 +74,7 @@ static SETTINGS: &[(&str, &str, &str, &str, &str, &str)] = &[
     ("max_identifier_length", "63", "Preset Options", "Shows the maximum identifier length.", "internal", "integer"),
 ];
 
-pub(super) fn pg_settings(_: &Catalog, _: &TableAccess) -> Vec<Vec<Value>> {
+pub(super) fn pg_settings(_: &CatalogContext) -> Vec<Vec<Value>> {
     SETTINGS
         .iter()
         .map(|(name, value, category, desc, context, kind)| {
