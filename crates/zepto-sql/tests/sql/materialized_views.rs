@@ -296,3 +296,38 @@ fn small_writes_patch_the_rows_a_read_kept() {
     }
     assert!(of("newest").patched < 40, "its time column moves: sorted again ({:?})", of("newest"));
 }
+
+/// Views made and dropped while another session writes their base table, a view over it
+/// already there: the two finish (CREATE MATERIALIZED VIEW took the views' lock, then the
+/// base table's, while a writer holding the table's lock read the views': each could wait for
+/// the other forever).
+#[test]
+fn views_made_beside_writers_do_not_deadlock() {
+    let e = std::sync::Arc::new(engine());
+    lines(&e, "CREATE MATERIALIZED VIEW kept AS SELECT sym, count(*) AS n FROM trades GROUP BY sym");
+    let (done, finished) = std::sync::mpsc::channel();
+    let writer = {
+        let (e, done) = (e.clone(), done.clone());
+        std::thread::spawn(move || {
+            let (mut rng, mut clock) = (Rng::new(7), 0);
+            for _ in 0..1500 {
+                e.execute(&batch(&mut rng, &mut clock, 4)).expect("a write");
+            }
+            done.send("writer").expect("sent");
+        })
+    };
+    let maker = std::thread::spawn(move || {
+        for i in 0..150 {
+            let sql = format!("CREATE MATERIALIZED VIEW v{i} AS SELECT sym, max(size) AS m FROM trades GROUP BY sym");
+            e.execute(&sql).expect("a view");
+            e.execute(&format!("DROP MATERIALIZED VIEW v{i}")).expect("dropped");
+        }
+        done.send("maker").expect("sent");
+    });
+    for _ in 0..2 {
+        let who = finished.recv_timeout(std::time::Duration::from_secs(120));
+        assert!(who.is_ok(), "a session waited for the other for two minutes: {who:?}");
+    }
+    writer.join().expect("writer");
+    maker.join().expect("maker");
+}

@@ -28,6 +28,10 @@ impl Catalog {
         let upkeep = upkeep.or_else(|| self.compiler.get().and_then(|c| c.compile(&def).ok()));
         let _gate = self.gate.read().unwrap_or_else(|e| e.into_inner());
         let tables = self.tables.read().unwrap_or_else(|e| e.into_inner());
+        // The base table's lock before the views': a writer holds its table's lock while it
+        // reads the views' (`view_work`), so the other order could leave each waiting for the
+        // other. Held to the end, so that no change of its dedup keys slips in between.
+        let base = tables.get(&key(def.base())).map(|slot| slot.table.read().unwrap_or_else(|e| e.into_inner()));
         let mut views = self.views.write().unwrap_or_else(|e| e.into_inner());
         let k = key(def.name());
         if views.contains_key(&k) {
@@ -36,10 +40,10 @@ impl Catalog {
         if tables.contains_key(&k) {
             return Err(StorageError::TableExists(def.name().to_string()));
         }
-        let Some(base) = tables.get(&key(def.base())) else {
+        let Some(base) = base else {
             return Err(StorageError::TableNotFound(def.base().to_string()));
         };
-        let dedups = !base.table.read().unwrap_or_else(|e| e.into_inner()).dedup_keys().is_empty();
+        let dedups = !base.dedup_keys().is_empty();
         // A view starts stale: appends before its first build are in the base table it reads.
         self.log(&[Change::CreateView { def: &def }])?.apply(|| {
             views.insert(k, ViewSlot { def, upkeep, base_dedups: dedups.into() });
