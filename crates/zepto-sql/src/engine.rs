@@ -490,11 +490,18 @@ impl Engine {
         }
     }
 
-    /// The tables this session may read, as it finds them ([`Engine::find_table`]), sorted.
+    /// The tables this session may read, as it finds them ([`Engine::find_table`]).
     fn table_names(&self) -> Vec<String> {
-        let ctx =
-            crate::system::CatalogContext { catalog: &self.catalog, access: &self.access, txn: self.txn.as_deref() };
-        crate::system::user_tables(&ctx).into_iter().map(|(n, _)| n).collect()
+        let mut names = self.catalog.table_names();
+        if let Some(txn) = &self.txn {
+            for n in txn.defined_names() {
+                names.retain(|m| !m.eq_ignore_ascii_case(&n));
+                names.extend(txn.defined(&n).flatten().map(|t| t.name().to_string()));
+            }
+            names.sort_by_key(|n| n.to_ascii_lowercase());
+        }
+        names.retain(|n| self.access.allows(n));
+        names
     }
 
     /// Whether this session finds a table or view called `name` ([`Engine::find_table`]).

@@ -97,6 +97,8 @@ struct Held {
     /// of a table reads these, not every held change: a transaction of 100k INSERTs after a
     /// DROP and a CREATE looks up its table in constant time).
     defining: Vec<usize>,
+    /// Bytes of the rows in `changes` (a door reads it after every statement).
+    bytes: usize,
     /// The last view made of each table ([`Txn::view`]), kept for the next statement.
     views: Vec<View>,
     /// Savepoints in order: name, and how many entries of `changes` were held when it was set.
@@ -117,7 +119,11 @@ impl Txn {
 
     /// Bytes of the rows held (what a door counts against its memory budget).
     pub fn held_bytes(&self) -> usize {
-        self.held().changes.iter().flat_map(|(_, item)| Self::rows_of(item)).map(Column::data_bytes).sum()
+        self.held().bytes
+    }
+
+    fn bytes_of(changes: &[(String, Item)]) -> usize {
+        changes.iter().flat_map(|(_, item)| Self::rows_of(item)).map(Column::data_bytes).sum()
     }
 
     /// Rows held to append.
@@ -179,6 +185,7 @@ impl Txn {
         let at = h.savepoints[k].1;
         h.savepoints.truncate(k + 1);
         h.changes.truncate(at);
+        h.bytes = Self::bytes_of(&h.changes);
         h.defining.retain(|&k| k < at);
         h.views.clear();
         h.failed = false;
@@ -233,7 +240,9 @@ impl Txn {
 
     pub(crate) fn hold(&self, table: &str, columns: Vec<Column>) {
         if columns.first().is_some_and(|c| !c.is_empty()) {
-            self.held().changes.push((table.to_string(), Item::Rows(columns)));
+            let mut h = self.held();
+            h.bytes += columns.iter().map(Column::data_bytes).sum::<usize>();
+            h.changes.push((table.to_string(), Item::Rows(columns)));
         }
     }
 
@@ -264,6 +273,7 @@ impl Txn {
         let mut h = self.held();
         h.views.clear();
         h.defining.clear();
+        h.bytes = 0;
         std::mem::take(&mut h.changes)
     }
 

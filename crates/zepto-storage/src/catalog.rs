@@ -395,9 +395,13 @@ impl Catalog {
     /// Add `table` (empty: the new layout) holding the rows `columns` (`CREATE TABLE AS`): one
     /// logged change, so a reader and a crash see no table or the table with every row, never
     /// an empty one. `Ok(None)` when the name is taken and `if_not_exists`; else the rows.
+    ///
+    /// The table is put in the catalog locked, and the catalog's map is let go before the rows
+    /// are logged: other tables' readers and writers do not wait for a large table's log write;
+    /// this one's wait for its rows. When the log refuses them, the table goes again.
     pub fn create_with(
         &self,
-        mut table: Table,
+        table: Table,
         columns: Vec<Column>,
         if_not_exists: bool,
     ) -> Result<Option<usize>, StorageError> {
@@ -414,18 +418,34 @@ impl Catalog {
                 false => Err(StorageError::TableExists(table.name().to_string())),
             };
         }
-        let dedup = change::dedup_names(&table);
-        let mut changes = Change::creation(&table, &dedup);
+        let slot = new_slot(table);
+        let mut guard = slot.write();
+        map.insert(k.clone(), slot.clone());
+        drop(map);
+        let t = Arc::make_mut(&mut *guard);
+        let dedup = change::dedup_names(t);
+        let mut changes = Change::creation(t, &dedup);
         if rows > 0 {
-            changes.push(Change::Append { table: table.name(), columns: &columns });
+            changes.push(Change::Append { table: t.name(), columns: &columns });
         }
-        let logged = self.log(&changes)?;
+        let logged = self.log(&changes);
         drop(changes);
+        let logged = match logged {
+            Ok(l) => l,
+            Err(e) => {
+                slot.dropped.store(true, std::sync::atomic::Ordering::Release);
+                drop(guard);
+                let mut map = self.tables.write().unwrap_or_else(|e| e.into_inner());
+                if map.get(&k).is_some_and(|s| Arc::ptr_eq(s, &slot)) {
+                    map.remove(&k);
+                }
+                return Err(e);
+            }
+        };
         logged.apply(|| {
             if rows > 0 {
-                table.append(columns)?;
+                t.append(columns)?;
             }
-            map.insert(k, new_slot(table));
             Ok::<_, StorageError>(Some(rows))
         })
     }

@@ -252,7 +252,7 @@ pub(crate) fn user_tables(ctx: &CatalogContext) -> Vec<(String, Schema)> {
     names
         .into_iter()
         .filter(|n| ctx.access.allows(n))
-        .filter_map(|n| ctx.table(&n).map(|t| (n, t.schema().clone())))
+        .filter_map(|n| ctx.table(&n).map(|t| (t.name().to_string(), t.schema().clone())))
         .collect()
 }
 

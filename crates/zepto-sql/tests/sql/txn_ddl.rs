@@ -178,14 +178,16 @@ fn a_table_with_a_view_is_not_dropped() {
     assert_eq!(rows(&e, "SELECT c FROM w"), ["0"]);
 }
 
-/// A change log that keeps what it is given: each record's changes, by kind and table.
+/// A change log that keeps what it is given: each record's changes, by kind and table; told
+/// to, it refuses every record that appends rows.
 #[derive(Default)]
 struct Spy(std::sync::Mutex<Vec<Vec<String>>>, std::sync::atomic::AtomicBool);
 
 impl zepto_storage::ChangeLog for Spy {
     fn log(&self, changes: &[zepto_storage::Change<'_>]) -> Result<u64, zepto_storage::StorageError> {
         use zepto_storage::Change as C;
-        if self.1.load(std::sync::atomic::Ordering::Relaxed) {
+        let rows = changes.iter().any(|c| matches!(c, C::Append { .. }));
+        if rows && self.1.load(std::sync::atomic::Ordering::Relaxed) {
             return Err(zepto_storage::StorageError::Durability("the disk is full".into()));
         }
         let said = changes
@@ -233,7 +235,7 @@ fn tables_made_and_replaced_are_one_logged_change() {
     t.commit().expect("commit");
     let records = spy.0.lock().expect("records").clone();
     assert_eq!(records[2..], [vec!["create c", "append c 2"], vec!["drop c", "create c", "append c 1", "delete a"]]);
-    // Refused by the log: nothing changes.
+    // Rows refused by the log: nothing changes (not even a table made empty).
     spy.1.store(true, std::sync::atomic::Ordering::Relaxed);
     assert!(e.execute("CREATE TABLE d AS SELECT n FROM a").is_err());
     assert!(missing(&e, "d"));
@@ -241,6 +243,7 @@ fn tables_made_and_replaced_are_one_logged_change() {
     let t = e.with_txn(Some(txn.clone()));
     ok(&t, "DROP TABLE a");
     ok(&t, "CREATE TABLE a (s VARCHAR)");
+    ok(&t, "INSERT INTO a VALUES ('y')");
     assert!(t.commit().is_err());
     assert_eq!((rows(&e, "SELECT n FROM a"), rows(&e, "SELECT s FROM c")), (vec!["2".into()], vec!["x".into()]));
 }
