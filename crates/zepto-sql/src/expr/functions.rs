@@ -362,7 +362,7 @@ impl AggFunc {
 /// get their fraction from the call.
 pub fn agg_by_name(name: &str) -> Option<AggFunc> {
     Some(match name {
-        "count" | "count_distinct" => AggFunc::Count,
+        "count" | "count_distinct" | "approx_count_distinct" | "uniq" => AggFunc::Count,
         // DuckDB's count_if(c): a sum of the condition as 0/1 (HUGEINT; NULL with no row).
         "count_if" | "countif" => AggFunc::Sum,
         "sum" => AggFunc::Sum,

@@ -105,9 +105,12 @@ impl Binder {
         if matches!(f.name.as_str(), "count_if" | "countif") {
             args = vec![count_if_arg(args, f)?];
         }
-        // QuestDB's count_distinct(x) is count(DISTINCT x). A repeated row cannot change
-        // arg_min/arg_max (DISTINCT is over all the arguments): theirs is dropped.
-        let distinct = (f.distinct || f.name == "count_distinct") && !matches!(func, AggFunc::ArgMin | AggFunc::ArgMax);
+        // QuestDB's count_distinct(x) is count(DISTINCT x), and so are DuckDB's and
+        // ClickHouse's approx_count_distinct(x) and uniq(x), counted exactly (an estimate's
+        // error is zero). A repeated row cannot change arg_min/arg_max (DISTINCT is over all
+        // the arguments): theirs is dropped.
+        let counts_distinct = matches!(f.name.as_str(), "count_distinct" | "approx_count_distinct" | "uniq");
+        let distinct = (f.distinct || counts_distinct) && !matches!(func, AggFunc::ArgMin | AggFunc::ArgMax);
         let fraction = |e: &BExpr| -> Result<f64> {
             match e {
                 BExpr::Lit(v, _) => v.as_f64().filter(|q| (0.0..=1.0).contains(q)).ok_or_else(|| {
