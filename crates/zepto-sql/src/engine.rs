@@ -484,10 +484,12 @@ impl Engine {
     /// `table` as this session finds it: as its transaction made or dropped it (not stored
     /// yet), else as stored.
     fn find_table(&self, table: &str) -> Option<Arc<Table>> {
-        match self.txn.as_ref().and_then(|t| t.defined(table)) {
-            Some(t) => t,
-            None => self.catalog.snapshot(table).ok(),
-        }
+        self.catalog_context().table(table)
+    }
+
+    /// The catalog as this session sees it (its grants, its transaction's held tables).
+    fn catalog_context(&self) -> crate::system::CatalogContext<'_> {
+        crate::system::CatalogContext { catalog: &self.catalog, access: &self.access, txn: self.txn.as_deref() }
     }
 
     /// The tables this session may read, as it finds them ([`Engine::find_table`]).

@@ -701,8 +701,7 @@ impl Binder {
             Some(TableRef::Table { name, pos, system: None, .. })
                 if !self.ctes.iter().any(|c| c.0.eq_ignore_ascii_case(name)) =>
             {
-                let held = self.txn.as_ref().and_then(|t| t.defined(name));
-                held.unwrap_or_else(|| self.catalog.snapshot(name).ok()).and_then(|t| {
+                self.catalog_context().table(name).and_then(|t| {
                     let k = t.key_col()?;
                     Some(Expr::Column { table: None, name: t.schema().columns[k].name.clone(), pos: *pos })
                 })
