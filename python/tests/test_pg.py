@@ -503,3 +503,39 @@ def test_sqlalchemy_drop_all_and_create_all_in_one_transaction(door):
     with engine.connect() as c:
         assert [c.execute(sqlalchemy.text(count.format(i))).scalar() for i in range(2)] == [0, 1]
     engine.dispose()
+
+
+def test_a_migration_that_fails_leaves_no_table_behind(door):
+    """CREATE TABLE in a transaction is held as PostgreSQL holds it: a migration run in one
+    transaction (SQLAlchemy's `engine.begin()`, as Alembic runs one) that fails leaves none of
+    its tables; one that finishes leaves all of them with their rows, and an HNSW index made
+    on a new table comes with it."""
+    url = f"postgresql+psycopg://quant:{API_KEY}@127.0.0.1:{door[0]}/zepto"
+    engine = sqlalchemy.create_engine(url)
+    meta = sqlalchemy.MetaData()
+    plain = sqlalchemy.Table("pg_migrated", meta, sqlalchemy.Column("k", sqlalchemy.BigInteger),
+                             sqlalchemy.Column("s", sqlalchemy.String))
+
+    def migrate(fail):
+        with engine.begin() as c:
+            meta.create_all(c)
+            c.execute(sqlalchemy.text("CREATE TABLE pg_vectors (id BIGINT, v FLOAT[2])"))
+            c.execute(sqlalchemy.text("CREATE INDEX pg_vectors_v ON pg_vectors USING hnsw (v)"))
+            c.execute(plain.insert(), [{"k": i, "s": f"s{i}"} for i in range(3)])
+            c.execute(sqlalchemy.text("INSERT INTO pg_vectors VALUES (1, [0, 1]), (2, [1, 0])"))
+            assert sqlalchemy.inspect(c).has_table("pg_vectors")
+            if fail:
+                raise RuntimeError("the migration fails")
+
+    with pytest.raises(RuntimeError):
+        migrate(fail=True)
+    inspector = sqlalchemy.inspect(engine)
+    assert not inspector.has_table("pg_migrated") and not inspector.has_table("pg_vectors")
+    migrate(fail=False)
+    with engine.connect() as c:
+        assert c.execute(sqlalchemy.text("SELECT count(*) FROM pg_migrated")).scalar() == 3
+        near = "SELECT id FROM pg_vectors ORDER BY array_cosine_distance(v, [0.9, 0.1]) LIMIT 1"
+        assert c.execute(sqlalchemy.text(near)).scalar() == 2
+        listed = "SELECT indexname FROM pg_indexes WHERE tablename = 'pg_vectors'"
+        assert c.execute(sqlalchemy.text(listed)).scalars().all() == ["pg_vectors_v"]
+    engine.dispose()

@@ -461,6 +461,22 @@ fn psql_drops_and_replaces_wait_for_commit_and_survive_a_kill_after_it() {
     let o = psql(&port, ADMIN, "", &["BEGIN", "DROP TABLE r", "ROLLBACK"]);
     assert_eq!(out(&o), "BEGIN\nDROP TABLE\nROLLBACK\n", "{}", err(&o));
     assert_eq!(out(&psql(&port, ADMIN, "", &[summary])), stored, "rolled back: the table and its rows");
+    // A table made first in a transaction goes with its ROLLBACK, its index too.
+    let made = ["BEGIN", "CREATE TABLE vec (id BIGINT, v FLOAT[2])", "CREATE INDEX vec_v ON vec USING hnsw (v)"];
+    let o = psql(&port, ADMIN, "", &[&made[..], &["INSERT INTO vec VALUES (1, [0, 1])", "ROLLBACK"]].concat());
+    assert!(
+        out(&o).ends_with(
+            "CREATE INDEX
+INSERT 0 1
+ROLLBACK
+"
+        ),
+        "{}{}",
+        out(&o),
+        err(&o)
+    );
+    let indexes = "SELECT tablename, indexname FROM pg_indexes ORDER BY 1";
+    assert_eq!(out(&psql(&port, ADMIN, "", &[indexes])), "", "rolled back: no table, no index");
     let replace = [
         "BEGIN",
         "DROP TABLE IF EXISTS r",
@@ -492,18 +508,24 @@ fn psql_drops_and_replaces_wait_for_commit_and_survive_a_kill_after_it() {
             "DROP TABLE brief",
             "CREATE TABLE d (ts TIMESTAMP, sym SYMBOL, n BIGINT) DEDUP UPSERT KEYS (ts, sym)",
             "INSERT INTO d VALUES (1, 'A', 1), (1, 'A', 2), (2, 'B', 3)",
+            made[1],
+            made[2],
+            "INSERT INTO vec VALUES (1, [0, 1]), (2, [1, 0])",
             "COMMIT",
         ],
     );
-    assert!(out(&o).ends_with("INSERT 0 3\nCOMMIT\n"), "{}{}", out(&o), err(&o));
+    assert!(out(&o).ends_with("INSERT 0 2\nCOMMIT\n"), "{}{}", out(&o), err(&o));
     let tables = "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' ORDER BY 1";
     let state = |port: &str| {
         let d = out(&psql(port, ADMIN, "", &["SELECT CAST(ts AS BIGINT), sym, n FROM d ORDER BY ts"]));
-        (out(&psql(port, ADMIN, "", &[tables])), d, out(&psql(port, ADMIN, "", &[replaced])))
+        let near = "SELECT id FROM vec ORDER BY array_cosine_distance(v, [0.9, 0.1]) LIMIT 1";
+        let vec = out(&psql(port, ADMIN, "", &[indexes, near]));
+        (out(&psql(port, ADMIN, "", &[tables])), d, out(&psql(port, ADMIN, "", &[replaced])), vec)
     };
     let committed = state(&port);
-    assert_eq!(committed.0, "d\nr\n");
+    assert_eq!(committed.0, "d\nr\nvec\n");
     assert_eq!(committed.1, "1|A|2\n2|B|3\n");
+    assert_eq!(committed.3, "vec|vec_v\n2\n");
     drop(s); // SIGKILL: the COMMITs live in the log only
     let s = Server::start(&["--api-key", ADMIN, "--data-dir", data]);
     let port = pg_port(&s);

@@ -354,7 +354,10 @@ impl Engine {
             }
             Statement::CreateIndex { name, table, column, method, options, if_not_exists, pos } => {
                 let def = crate::index::IndexRequest { name, table, column, method, options, pos: *pos };
-                crate::index::create_index(&self.indexes, &self.catalog, &def, *if_not_exists)?;
+                match &self.txn {
+                    Some(txn) if txn.made(table) => self.hold_index(txn, &def, *if_not_exists)?,
+                    _ => crate::index::create_index(&self.indexes, &self.catalog, &def, *if_not_exists)?,
+                };
                 Ok(QueryResult::status("CREATE INDEX".into()))
             }
             Statement::DropIndex { name, if_exists, pos } => {
@@ -543,8 +546,8 @@ impl Engine {
         };
         let table = Table::new(&ct.name, schema, &opts)?;
         match &self.txn {
-            Some(txn) if txn.held_changes() > 0 => self.hold_create(txn, table, ct.if_not_exists)?,
-            _ => self.catalog.create(table, ct.if_not_exists)?,
+            Some(txn) => self.hold_create(txn, table, ct.if_not_exists)?,
+            None => self.catalog.create(table, ct.if_not_exists)?,
         };
         Ok(QueryResult::status("CREATE TABLE".into()))
     }
@@ -767,7 +770,7 @@ impl Engine {
         let table = Table::new(name, Schema { columns }, &TableOptions::default())?;
         table.validate(&cols)?;
         check_tenant_rows(&self.access, &table, &cols)?;
-        if let Some(txn) = self.txn.as_ref().filter(|t| t.held_changes() > 0) {
+        if let Some(txn) = self.txn.as_ref() {
             let n = cols.first().map_or(0, Column::len);
             self.hold_create(txn, table, false)?;
             txn.hold(name, cols);

@@ -10,7 +10,7 @@
 use crate::error::{Pos, Result, SqlError};
 use std::sync::Arc;
 use zepto_ann::{IndexSpec, Registry};
-use zepto_storage::{Catalog, IndexDef, StorageError};
+use zepto_storage::{Catalog, IndexDef, StorageError, Table};
 
 /// A parsed `CREATE INDEX`.
 pub(crate) struct IndexRequest<'a> {
@@ -48,6 +48,21 @@ pub(crate) fn create_index(
     let t = catalog
         .snapshot(r.table)
         .map_err(|_| SqlError::TableNotFound { name: r.table.to_string(), pos: Some(r.pos) })?;
+    let def = definition(&t, r)?;
+    drop(t);
+    let created = catalog.create_index(r.table, def, if_not_exists).map_err(|e| match e {
+        StorageError::Invalid(m) => SqlError::plan(m, Some(r.pos)),
+        e => e.into(),
+    })?;
+    if created {
+        refresh(registry, catalog)?;
+        start_maintainer(registry, catalog);
+    }
+    Ok(created)
+}
+
+/// The index `r` asks for on table `t`, checked against its column and method.
+pub(crate) fn definition(t: &Table, r: &IndexRequest) -> Result<IndexDef> {
     let col = t.schema().index_of(r.column).ok_or_else(|| SqlError::ColumnNotFound {
         message: format!("column '{}' does not exist in table '{}'", r.column, t.name()),
         pos: Some(r.pos),
@@ -59,16 +74,7 @@ pub(crate) fn create_index(
         .map_err(|e| SqlError::plan(e.to_string(), Some(r.pos)))?;
     IndexSpec::from_def(&def, t.schema().columns[col].data_type)
         .map_err(|e| SqlError::plan(e.to_string(), Some(r.pos)))?;
-    drop(t);
-    let created = catalog.create_index(r.table, def, if_not_exists).map_err(|e| match e {
-        StorageError::Invalid(m) => SqlError::plan(m, Some(r.pos)),
-        e => e.into(),
-    })?;
-    if created {
-        refresh(registry, catalog)?;
-        start_maintainer(registry, catalog);
-    }
-    Ok(created)
+    Ok(def)
 }
 
 /// `DROP INDEX`: forget the definition and free its graphs. `Ok(false)` when there was none

@@ -6,13 +6,14 @@
 //! count); all of them are then held in the [`Txn`] instead of applied. `COMMIT`
 //! (`Engine::commit`, in `engine/held.rs`) decides each again, in order, over the tables as
 //! they are then, and stores them all as one logged change across their tables (all or
-//! nothing, through a crash too); `ROLLBACK` drops them. `DROP TABLE` is held the same way,
-//! and `CREATE TABLE` (`AS`) beside held changes: the transaction's statements find tables as
-//! its held changes leave them ([`Txn::defined`]), and COMMIT drops and makes them in order
+//! nothing, through a crash too); `ROLLBACK` drops them. `DROP TABLE` and `CREATE TABLE`
+//! (`AS`) are held the same way, and `CREATE INDEX` of a table the transaction made goes into
+//! that table as it is held ([`Txn::change_made`]): the transaction's statements find tables
+//! as its held changes leave them ([`Txn::defined`]), and COMMIT drops and makes them in order
 //! with the rows (`engine/held/steps.rs`). A statement that changes tables another way
-//! (`ALTER`, views, indexes, `CHECKPOINT`, `BACKUP`, and `CREATE TABLE` while nothing is held)
-//! runs at once, as outside a transaction, while nothing is held, and is refused beside held
-//! changes ([`refuse_beside_held`]: it would have to apply after them). The transaction's own reads
+//! (`ALTER`, views, other indexes, `CHECKPOINT`, `BACKUP`) runs at once, as outside a
+//! transaction, while nothing is held, and is refused beside held changes
+//! ([`refuse_beside_held`]: it would have to apply after them). The transaction's own reads
 //! see its changes: a table it holds changes for is read as a private copy with them applied
 //! ([`Txn::view`]), as PostgreSQL's transactions read their own writes; other sessions see them
 //! only after COMMIT. A cluster's tables are written through its log at once, as outside a
@@ -155,6 +156,24 @@ impl Txn {
             Item::Create(t) => Some(Some(t.clone())),
             _ => Some(None),
         }
+    }
+
+    /// Change table `name` as the transaction holds its `CREATE TABLE` (`f` gets the table as
+    /// made, empty: an index added to it is made with it at COMMIT). `None` when the
+    /// transaction did not make the table (or dropped it since).
+    pub(crate) fn change_made<R>(&self, name: &str, f: impl FnOnce(&mut Table) -> Result<R>) -> Option<Result<R>> {
+        let mut h = self.held();
+        let k = Self::last_defined(&h, name)?;
+        let Some((_, Item::Create(table))) = h.changes.get_mut(k) else { return None };
+        let r = f(Arc::make_mut(table));
+        // Views of the made table were built on the table as it was.
+        h.views.retain(|v| !v.base.name().eq_ignore_ascii_case(name));
+        Some(r)
+    }
+
+    /// Whether the transaction made table `name` (and has not dropped it since).
+    pub fn made(&self, name: &str) -> bool {
+        matches!(self.defined(name), Some(Some(_)))
     }
 
     /// Whether an error has made the transaction refuse statements until it ends.
@@ -334,7 +353,7 @@ fn savepoint_index(h: &Held, name: &str) -> Result<usize> {
 
 /// Whether `s` changes tables in a way a transaction does not hold: every statement the
 /// roles count as more than a read ([`crate::Access`]) but the ones whose changes are held
-/// (INSERT, COPY FROM, DELETE, UPDATE, DROP TABLE, and CREATE TABLE beside held changes) and
+/// (INSERT, COPY FROM, DELETE, UPDATE, DROP TABLE, CREATE TABLE) and
 /// COPY TO a file (it reads). Other DDL, views, indexes, retention, `BACKUP` and `CHECKPOINT`
 /// apply at once.
 pub fn applies_at_once(s: &crate::parser::ast::Statement) -> bool {
@@ -372,9 +391,15 @@ pub fn refuse_beside_held(txn: &Txn, s: &crate::parser::ast::Statement, spread: 
     if one_table && !spread && s.target().is_some_and(|(t, _)| !txn.holds_for(t)) {
         return Ok(());
     }
+    // An index of a table the transaction made is made with it (`Txn::change_made`).
+    if let (S::CreateIndex { table, .. }, false) = (s, spread) {
+        if txn.made(table) {
+            return Ok(());
+        }
+    }
     Err(SqlError::NotSupported(
         "this statement cannot follow changes this transaction holds until COMMIT (INSERT, COPY, \
-         DELETE, UPDATE, DROP TABLE and CREATE TABLE in it are applied at COMMIT, and this would have \
+         DELETE, UPDATE, CREATE TABLE and DROP TABLE in it are applied at COMMIT, and this would have \
          to apply after them): COMMIT first, or run it before them"
             .into(),
     ))

@@ -8,7 +8,7 @@ use super::{check_tenant_rows, Engine};
 use crate::dml::Edit;
 use crate::error::{Pos, Result, SqlError};
 use crate::interrupt::RunContext;
-use crate::txn::Txn;
+use crate::txn::{Item, Txn};
 use std::sync::Arc;
 use steps::decide;
 use zepto_storage::{Column, StorageError, Table};
@@ -51,6 +51,27 @@ impl Engine {
             };
         }
         txn.hold_create(table);
+        Ok(true)
+    }
+
+    /// Hold `CREATE INDEX` of a table `txn` made: the index goes into the table as held, and is
+    /// made with it at COMMIT (its graphs built then, from the rows committed with it).
+    /// `Ok(false)` when the session finds an index of the name and `if_not_exists`.
+    pub(crate) fn hold_index(&self, txn: &Txn, r: &crate::index::IndexRequest, if_not_exists: bool) -> Result<bool> {
+        let indexes = self.catalog_context().indexes();
+        if let Some((owner, _)) = indexes.iter().find(|(_, d)| d.name().eq_ignore_ascii_case(r.name)) {
+            return match if_not_exists {
+                true => Ok(false),
+                false => {
+                    Err(SqlError::plan(format!("index '{}' already exists (on table '{owner}')", r.name), Some(r.pos)))
+                }
+            };
+        }
+        let add = |t: &mut Table| t.add_index(crate::index::definition(t, r)?).map_err(SqlError::from);
+        let held = txn.change_made(r.table, add);
+        held.unwrap_or_else(|| {
+            Err(SqlError::Internal(format!("an index held for table '{}' it did not make", r.table)))
+        })?;
         Ok(true)
     }
 
@@ -110,9 +131,18 @@ impl Engine {
             refused = Some(e);
             said
         };
+        // The indexes of the tables made: no other table may hold their names by then.
+        let claims: Vec<String> = held
+            .iter()
+            .filter_map(|(_, item)| match item {
+                Item::Create(t) => Some(t.indexes().iter().map(|d| d.name().to_string())),
+                _ => None,
+            })
+            .flatten()
+            .collect();
         let stored = match held.iter().any(|(_, item)| item.defines()) {
             // Tables made or dropped: the catalog's map is locked for the whole change.
-            true => self.catalog().write_redefining(&names, |tables| {
+            true => self.catalog().write_redefining(&names, &claims, |tables| {
                 let found: Vec<Option<&Table>> = tables.iter().map(|t| t.as_deref().map(|a| &**a)).collect();
                 let mut d = decide(run, self, &found, &names, held).map_err(&mut keep)?;
                 let logged = d.log(self.catalog(), &found)?;
@@ -132,9 +162,15 @@ impl Engine {
                 logged.apply(|| d.apply(&mut tables))
             }),
         };
-        match (stored, refused) {
-            (_, Some(e)) => Err(e),
-            (r, None) => Ok(r?),
+        let n = match (stored, refused) {
+            (_, Some(e)) => return Err(e),
+            (r, None) => r?,
+        };
+        if !claims.is_empty() {
+            // Build the graphs of the indexes made, as CREATE INDEX does before it answers.
+            crate::index::refresh(&self.indexes, self.catalog())?;
+            crate::index::start_maintainer(&self.indexes, self.catalog());
         }
+        Ok(n)
     }
 }

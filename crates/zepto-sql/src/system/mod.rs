@@ -41,6 +41,29 @@ impl CatalogContext<'_> {
             None => self.catalog.snapshot(name).ok(),
         }
     }
+
+    /// The names of the tables the session finds, grants aside: the stored ones and those its
+    /// transaction makes or drops (a name dropped is kept: [`CatalogContext::table`] then
+    /// finds nothing). Sorted.
+    fn names(&self) -> Vec<String> {
+        let mut names = self.catalog.table_names();
+        if let Some(txn) = self.txn {
+            for n in txn.defined_names() {
+                if !names.iter().any(|m| m.eq_ignore_ascii_case(&n)) {
+                    names.push(n);
+                }
+            }
+        }
+        names.sort();
+        names
+    }
+
+    /// Every index of the tables the session finds, with its table's name: a table the
+    /// transaction made brings the indexes made with it, one it dropped takes its own away.
+    pub fn indexes(&self) -> Vec<(String, zepto_storage::IndexDef)> {
+        let tables = self.names().into_iter().filter_map(|n| self.table(&n));
+        tables.flat_map(|t| t.indexes().iter().map(|d| (t.name().to_string(), d.clone())).collect::<Vec<_>>()).collect()
+    }
 }
 
 /// One system table: where it lives, its columns, and what makes its rows.
@@ -240,16 +263,7 @@ pub(crate) fn table(schema: SystemSchema, name: &str, ctx: &CatalogContext, pos:
 /// The user tables the session may read (its grants), as it finds them (its transaction's
 /// held creations and drops), sorted, with their schemas.
 pub(crate) fn user_tables(ctx: &CatalogContext) -> Vec<(String, Schema)> {
-    let mut names = ctx.catalog.table_names();
-    if let Some(txn) = ctx.txn {
-        for n in txn.defined_names() {
-            if !names.iter().any(|m| m.eq_ignore_ascii_case(&n)) {
-                names.push(n);
-            }
-        }
-    }
-    names.sort();
-    names
+    ctx.names()
         .into_iter()
         .filter(|n| ctx.access.allows(n))
         .filter_map(|n| ctx.table(&n).map(|t| (t.name().to_string(), t.schema().clone())))

@@ -1,6 +1,6 @@
 //! `DROP TABLE` and `CREATE TABLE` in a transaction (`zepto_sql::txn`, the PostgreSQL door's
-//! BEGIN): a drop is always held until COMMIT, a creation once changes are held (before that it
-//! applies at once, so that an index or a view can follow it). The transaction's own
+//! BEGIN): both are held until COMMIT, and an index made on a table the transaction made goes
+//! with that table. The transaction's own
 //! statements find the tables as its held changes leave them; others see the stored tables
 //! until COMMIT stores everything as one change; ROLLBACK, a savepoint rolled back to, or a
 //! session that ends first leaves the stored tables as they were: `BEGIN; DROP TABLE t;
@@ -246,6 +246,74 @@ fn tables_made_and_replaced_are_one_logged_change() {
     ok(&t, "INSERT INTO a VALUES ('y')");
     assert!(t.commit().is_err());
     assert_eq!((rows(&e, "SELECT n FROM a"), rows(&e, "SELECT s FROM c")), (vec!["2".into()], vec!["x".into()]));
+}
+
+/// `CREATE TABLE` in a transaction is held as PostgreSQL's is, the first statement too:
+/// ROLLBACK takes it away. `CREATE INDEX` of the new table goes into it as held, and COMMIT
+/// makes the table, its index and its rows as one logged change; then the index answers.
+#[test]
+fn a_table_made_first_goes_with_rollback_and_takes_its_indexes() {
+    let catalog = std::sync::Arc::new(zepto_storage::Catalog::new());
+    let spy = std::sync::Arc::new(Spy::default());
+    catalog.set_log(spy.clone()).expect("a log");
+    let e = Engine::with_catalog(catalog);
+    let make = |e: &Engine| {
+        let txn = Txn::new();
+        let t = e.with_txn(Some(txn.clone()));
+        assert_eq!(ok(&t, "CREATE TABLE m (id BIGINT, v FLOAT[3])"), "CREATE TABLE");
+        assert_eq!(ok(&t, "CREATE INDEX m_v ON m USING hnsw (v) WITH (metric = 'l2')"), "CREATE INDEX");
+        assert_eq!(ok(&t, "CREATE INDEX IF NOT EXISTS m_v ON m USING hnsw (v)"), "CREATE INDEX");
+        ok(&t, "INSERT INTO m VALUES (1, [1, 0, 0]), (2, [0, 1, 0]), (3, [0, 0, 1])");
+        assert!(missing(e, "m"), "others do not see it");
+        let listed = "SELECT tablename, indexname FROM pg_indexes WHERE tablename = 'm'";
+        assert_eq!((rows(&t, listed), rows(e, listed)), (vec!["m,m_v".to_string()], vec![]));
+        (txn, t)
+    };
+    let (txn, t) = make(&e);
+    assert!(t.execute("CREATE INDEX m_v ON m USING hnsw (v)").is_err(), "the name is taken");
+    assert!(t.execute("CREATE INDEX m_id ON m USING hnsw (id)").is_err(), "no vector column");
+    drop((t, txn));
+    assert!(missing(&e, "m"), "a transaction that ends without COMMIT makes nothing");
+    assert!(spy.0.lock().expect("records").is_empty(), "nothing logged");
+    let (_txn, t) = make(&e);
+    t.commit().expect("commit");
+    let records = spy.0.lock().expect("records").clone();
+    assert_eq!(records.len(), 1, "one record: {records:?}");
+    assert_eq!((records[0][0].as_str(), records[0][2].as_str()), ("create m", "append m 3"));
+    assert!(records[0][1].starts_with("CreateIndex"), "{records:?}");
+    let near = "SELECT id FROM m ORDER BY array_distance(v, [0.1, 0.9, 0.0]) LIMIT 1";
+    assert_eq!(rows(&e, near), ["2"]);
+    assert!(rows(&e, &format!("EXPLAIN {near}")).join("\n").contains("AnnTopN"), "the index answers");
+    assert_eq!(rows(&e, "SELECT indexname FROM pg_indexes WHERE tablename = 'm'"), ["m_v"]);
+}
+
+/// An index name another session took while the transaction held its own fails COMMIT whole;
+/// a dropped table's index does not show on the table made again under its name.
+#[test]
+fn held_index_names_are_checked_again_at_commit() {
+    let e = Engine::new();
+    ok(&e, "CREATE TABLE old (v FLOAT[2])");
+    ok(&e, "CREATE INDEX old_v ON old USING hnsw (v)");
+    let txn = Txn::new();
+    let t = e.with_txn(Some(txn.clone()));
+    ok(&t, "CREATE TABLE n (v FLOAT[2])");
+    ok(&t, "CREATE INDEX n_v ON n USING hnsw (v)");
+    ok(&e, "CREATE TABLE other (v FLOAT[2])");
+    ok(&e, "CREATE INDEX n_v ON other USING hnsw (v)");
+    assert!(t.commit().is_err(), "another table holds n_v by now");
+    assert!(missing(&e, "n"));
+    // Dropped and made again: the old index goes with the old table, its name free again.
+    let txn = Txn::new();
+    let t = e.with_txn(Some(txn.clone()));
+    ok(&t, "DROP TABLE old");
+    ok(&t, "CREATE TABLE old (v FLOAT[2], w FLOAT[2])");
+    let listed = "SELECT indexname FROM pg_indexes WHERE tablename = 'old'";
+    assert_eq!(rows(&t, listed), Vec::<String>::new());
+    assert_eq!(rows(&t, "SELECT relhasindex FROM pg_class WHERE relname = 'old'"), ["false"]);
+    ok(&t, "CREATE INDEX old_v ON old USING hnsw (w)");
+    t.commit().expect("commit");
+    assert_eq!(rows(&e, "SELECT indexdef FROM pg_indexes WHERE tablename = 'old'").len(), 1);
+    assert!(rows(&e, "SELECT indexdef FROM pg_indexes WHERE tablename = 'old'")[0].contains("(w)"));
 }
 
 /// The system catalogs, `SHOW TABLES` and `DESCRIBE` list the tables as the transaction finds

@@ -27,10 +27,13 @@ impl Catalog {
     /// [`Catalog::log`] (the drops and creations among them, in order), and apply those to
     /// the tables it got; the tables it drops and makes take effect when it returns `Ok`.
     /// A table is handed over as its `Arc`: `f` copies one (`Arc::make_mut`) only to change
-    /// it, so a table a reader holds and the change only drops is not copied.
+    /// it, so a table a reader holds and the change only drops is not copied. `claims` are the
+    /// names of the indexes the tables it makes hold: refused when a table other than those
+    /// of `names` holds one (`f` checks those it keeps).
     pub fn write_redefining<R>(
         &self,
         names: &[&str],
+        claims: &[String],
         f: impl FnOnce(&mut [Option<&mut Arc<Table>>]) -> Result<(R, Redefined), StorageError>,
     ) -> Result<R, StorageError> {
         let mut order: Vec<usize> = (0..names.len()).collect();
@@ -41,6 +44,14 @@ impl Catalog {
         let _gate = self.gate.read().unwrap_or_else(|e| e.into_inner());
         // The map first, then the tables in name order, as `drop_table` and `replace` lock.
         let mut map = self.tables.write().unwrap_or_else(|e| e.into_inner());
+        for claim in claims {
+            match super::index_owner(&map, claim) {
+                Some(owner) if !names.iter().any(|n| key(n) == key(&owner)) => {
+                    return Err(StorageError::Invalid(format!("index '{claim}' already exists (on table '{owner}')")));
+                }
+                _ => {}
+            }
+        }
         let slots: Vec<Option<Slot>> = names.iter().map(|n| map.get(&key(n)).cloned()).collect();
         let mut guards: Vec<Option<RwLockWriteGuard<'_, Arc<Table>>>> = names.iter().map(|_| None).collect();
         for &i in &order {

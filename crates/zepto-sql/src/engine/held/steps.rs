@@ -127,7 +127,28 @@ pub(super) fn decide(
     for (t, keys) in &mut d.made {
         *keys = dedup_names(t);
     }
+    check_index_names(&d, found)?;
     Ok(d)
+}
+
+/// No two tables left by the change hold indexes of one name: each made table's against the
+/// stored ones locked here that stay and the other made ones (`Catalog::write_redefining`
+/// checked every other table).
+fn check_index_names(d: &Decided, found: &[Option<&Table>]) -> Result<()> {
+    let kept = found.iter().enumerate().filter(|(i, _)| !d.dropped.contains(i)).filter_map(|(_, t)| *t);
+    let mut seen: Vec<(&str, &str)> =
+        kept.flat_map(|t| t.indexes().iter().map(move |ix| (ix.name(), t.name()))).collect();
+    let made = d.made.iter().zip(&d.unmade).filter(|(_, gone)| !**gone).map(|((t, _), _)| t);
+    for t in made {
+        for ix in t.indexes() {
+            if let Some((_, owner)) = seen.iter().find(|(n, _)| n.eq_ignore_ascii_case(ix.name())) {
+                let said = format!("index '{}' already exists (on table '{owner}')", ix.name());
+                return Err(StorageError::Invalid(said).into());
+            }
+            seen.push((ix.name(), t.name()));
+        }
+    }
+    Ok(())
 }
 
 impl Decided {

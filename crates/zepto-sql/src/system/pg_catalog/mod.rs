@@ -51,8 +51,7 @@ pub fn index_oid(table: &str, index: &str) -> i32 {
 /// number from 1, its type).
 pub(crate) fn visible_indexes(ctx: &CatalogContext) -> Vec<(String, zepto_storage::IndexDef, i32, DataType)> {
     let tables = user_tables(ctx);
-    ctx.catalog
-        .indexes()
+    ctx.indexes()
         .into_iter()
         .filter_map(|(table, def)| {
             let (_, schema) = tables.iter().find(|(n, _)| n.eq_ignore_ascii_case(&table))?;

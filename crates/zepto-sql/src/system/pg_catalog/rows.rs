@@ -25,8 +25,7 @@ pub(super) fn pg_namespace(_: &CatalogContext) -> Vec<Vec<Value>> {
 }
 
 pub(super) fn pg_tables(ctx: &CatalogContext) -> Vec<Vec<Value>> {
-    let catalog = ctx.catalog;
-    let indexed: Vec<String> = catalog.indexes().into_iter().map(|(t, _)| t.to_ascii_lowercase()).collect();
+    let indexed: Vec<String> = ctx.indexes().into_iter().map(|(t, _)| t.to_ascii_lowercase()).collect();
     let user = user_tables(ctx).into_iter().map(|(n, _)| {
         let has_index = indexed.contains(&n.to_ascii_lowercase());
         (PUBLIC, n, has_index)
@@ -63,7 +62,7 @@ fn relations(ctx: &CatalogContext, counted: bool) -> Vec<Relation> {
     let rows = |t: &zepto_storage::Table| {
         counted.then(|| crate::system::extent::visible_extent(catalog, t, access)).flatten().map(|e| e.rows)
     };
-    let indexed: Vec<String> = catalog.indexes().into_iter().map(|(t, _)| t.to_ascii_lowercase()).collect();
+    let indexed: Vec<String> = ctx.indexes().into_iter().map(|(t, _)| t.to_ascii_lowercase()).collect();
     let user = user_tables(ctx).into_iter().map(|(name, schema)| Relation {
         oid: table_oid(&name),
         am: 2,
