@@ -353,6 +353,18 @@ def s06_aggregates(f):
     f.q("SELECT count_if(price > 100), countif(size IS NULL), count_if(DISTINCT price > 100) FROM trades")
     f.q("SELECT sym, count_if(price > 150 AND size > 100), count_if(price IS NULL) FROM trades GROUP BY sym")
     f.q("SELECT count_if(x > 2), count_if(n < m) FROM nums")
+    f.comment("shape of a distribution: skewness, kurtosis (sample, excess), kurtosis_pop; product, geomean")
+    f.q("SELECT skewness(price), kurtosis(price), kurtosis_pop(price), skewness(size), kurtosis(size) FROM trades")
+    f.q("SELECT skewness(x), kurtosis(x), kurtosis_pop(x), skewness(n), kurtosis(m), kurtosis_pop(n) FROM nums")
+    f.q("SELECT b, skewness(x), kurtosis(x), kurtosis_pop(y), product(n), product(y) FROM nums GROUP BY b ORDER BY b")
+    f.q("SELECT product(x), product(n), product(y), product(m) FROM nums")
+    f.q("SELECT geomean(score), geometric_mean(salary), skewness(age), kurtosis(salary) FROM people")
+    f.q("SELECT skewness(x), kurtosis(x), kurtosis_pop(x), product(x), geomean(x) FROM "
+        "(VALUES (1.0), (2.0), (4.0), (10.0), (NULL)) AS t(x)")
+    f.q("SELECT skewness(x), kurtosis(x), kurtosis_pop(x) FROM (VALUES (3.0), (3.0), (3.0), (3.0)) AS t(x)")
+    f.q("SELECT skewness(x), kurtosis(x), kurtosis_pop(x), product(x) FROM (VALUES (1.0), (2.0), (4.0)) AS t(x)")
+    f.q("SELECT skewness(c), kurtosis(c), kurtosis_pop(c), product(a), geomean(c) FROM empty_t")
+    f.q("SELECT skewness(x), kurtosis_pop(x), product(x), geomean(x) FROM one_row")
     f.comment("statistics of pairs (y, x), rows where both are non-NULL: covariance, correlation, regression")
     f.q("SELECT covar_pop(price, size), covar_samp(price, size), corr(price, size), regr_slope(price, size), "
         "regr_intercept(price, size), regr_r2(price, size) FROM trades")

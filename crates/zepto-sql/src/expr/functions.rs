@@ -199,6 +199,43 @@ pub enum AggFunc {
     ArgMax,
     /// A statistic of pairs `(y, x)`: `covar_pop(y, x)`, `corr(y, x)`, `regr_slope(y, x)`, ...
     Pair(PairStat),
+    /// A shape statistic from the third and fourth central moments: `skewness(x)`,
+    /// `kurtosis(x)`, `kurtosis_pop(x)`.
+    Moment(MomentStat),
+    /// `product(x)`: the non-NULL values multiplied (DOUBLE).
+    Product,
+    /// `geomean(x)` (also `geometric_mean`): the `n`-th root of the product of `n` positive
+    /// values, as the exponential of their logarithms' mean.
+    GeoMean,
+}
+
+/// A statistic of a distribution's shape, DuckDB's definitions: each from the count and the
+/// central moments `m2`, `m3`, `m4` (sums of the deviations' powers over the count).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum MomentStat {
+    /// `skewness(x)`: the sample skewness, `sqrt(n (n - 1)) / (n - 2) * m3 / m2^1.5` (NULL
+    /// under 3 values, NaN when they are all equal).
+    Skewness,
+    /// `kurtosis(x)`: the sample excess kurtosis, `(n - 1) ((n + 1) m4 / m2^2 - 3 (n - 1)) /
+    /// ((n - 2) (n - 3))` (NULL under 4 values or when they are all equal).
+    Kurtosis,
+    /// `kurtosis_pop(x)`: the population excess kurtosis, `m4 / m2^2 - 3` (NULL when the
+    /// values are all equal).
+    KurtosisPop,
+}
+
+impl MomentStat {
+    /// Every statistic, with its name.
+    pub const ALL: [(MomentStat, &'static str); 3] = [
+        (MomentStat::Skewness, "skewness"),
+        (MomentStat::Kurtosis, "kurtosis"),
+        (MomentStat::KurtosisPop, "kurtosis_pop"),
+    ];
+
+    /// Its SQL name.
+    pub fn name(self) -> &'static str {
+        MomentStat::ALL.iter().find(|(s, _)| *s == self).map_or("skewness", |&(_, n)| n)
+    }
 }
 
 /// A statistic of the pairs `(y, x)` where both are non-NULL (PostgreSQL's and DuckDB's
@@ -326,6 +363,9 @@ impl AggFunc {
                 | AggFunc::BoolAnd
                 | AggFunc::BoolOr
                 | AggFunc::Pair(_)
+                | AggFunc::Moment(_)
+                | AggFunc::Product
+                | AggFunc::GeoMean
         )
     }
 
@@ -348,6 +388,8 @@ impl AggFunc {
             | AggFunc::Vwap => 2,
             AggFunc::StddevSamp | AggFunc::StddevPop | AggFunc::VarSamp | AggFunc::VarPop => 3,
             AggFunc::Pair(_) => 6,
+            AggFunc::Moment(_) => 5,
+            AggFunc::Product | AggFunc::GeoMean => 3,
             AggFunc::Median
             | AggFunc::Quantile(_)
             | AggFunc::PercentileCont(_)
@@ -387,7 +429,12 @@ pub fn agg_by_name(name: &str) -> Option<AggFunc> {
         "bool_or" => AggFunc::BoolOr,
         "string_agg" | "group_concat" | "listagg" => AggFunc::StringAgg(AggOrder::default()),
         "array_agg" => AggFunc::ArrayAgg(AggOrder::default()),
-        _ => return PairStat::ALL.iter().find(|(_, n)| *n == name).map(|&(s, _)| AggFunc::Pair(s)),
+        "product" => AggFunc::Product,
+        "geomean" | "geometric_mean" => AggFunc::GeoMean,
+        _ => {
+            let moment = MomentStat::ALL.iter().find(|(_, n)| *n == name).map(|&(s, _)| AggFunc::Moment(s));
+            return moment.or_else(|| PairStat::ALL.iter().find(|(_, n)| *n == name).map(|&(s, _)| AggFunc::Pair(s)));
+        }
     })
 }
 
@@ -438,7 +485,14 @@ pub fn agg_type(f: AggFunc, args: &[DataType], pos: Pos) -> Result<DataType> {
             DataType::Interval => DataType::Interval,
             t => return bad(&format!("sum() is not defined for {t}")),
         },
-        AggFunc::Avg | AggFunc::StddevSamp | AggFunc::StddevPop | AggFunc::VarSamp | AggFunc::VarPop => {
+        AggFunc::Avg
+        | AggFunc::StddevSamp
+        | AggFunc::StddevPop
+        | AggFunc::VarSamp
+        | AggFunc::VarPop
+        | AggFunc::Moment(_)
+        | AggFunc::Product
+        | AggFunc::GeoMean => {
             if !(a0.is_numeric() || a0 == DataType::Null) {
                 return bad(&format!("{}() needs a numeric argument, got {a0}", agg_name(f)));
             }
@@ -518,6 +572,9 @@ pub fn agg_name(f: AggFunc) -> &'static str {
         AggFunc::StringAgg(_) => "string_agg",
         AggFunc::ArrayAgg(_) => "array_agg",
         AggFunc::Pair(s) => s.name(),
+        AggFunc::Moment(s) => s.name(),
+        AggFunc::Product => "product",
+        AggFunc::GeoMean => "geomean",
     }
 }
 

@@ -6,13 +6,13 @@
 //! integer and float values, empty groups and empty inputs.
 
 use zepto_sql::exec::accum::{accumulator, min_and_max, Input, Rows};
-use zepto_sql::expr::functions::{AggFunc, AggOrder, PairStat};
+use zepto_sql::expr::functions::{AggFunc, AggOrder, MomentStat, PairStat};
 use zepto_storage::{Bitmap, Column, ColumnData, DataType, Value};
 
 use crate::common;
 use common::Rng;
 
-const FUNCS: [AggFunc; 24] = [
+const FUNCS: [AggFunc; 28] = [
     AggFunc::CountStar,
     AggFunc::Count,
     AggFunc::Sum,
@@ -37,6 +37,10 @@ const FUNCS: [AggFunc; 24] = [
     AggFunc::Pair(PairStat::Corr),
     AggFunc::Pair(PairStat::RegrSlope),
     AggFunc::Pair(PairStat::RegrCount),
+    AggFunc::Moment(MomentStat::Skewness),
+    AggFunc::Moment(MomentStat::Kurtosis),
+    AggFunc::Moment(MomentStat::KurtosisPop),
+    AggFunc::Product,
 ];
 
 /// One random input: values `x` (BIGINT or DOUBLE, ~10% NULL), sizes `w` for vwap, unique

@@ -264,16 +264,16 @@ fn a_timestamp_parameter_is_a_timestamp_with_its_nanoseconds() {
 }
 
 /// A function this engine lacks is named as the error, wherever it is called: not what its
-/// arguments break first (a column outside GROUP BY, for a DuckDB aggregate like `kurtosis`).
+/// arguments break first (a column outside GROUP BY, for a DuckDB aggregate like `mad`).
 /// Known functions keep their own errors.
 #[test]
 fn an_unknown_function_is_the_error_even_when_its_arguments_fail() {
     let e = Engine::new();
     e.execute("CREATE TABLE t (ts TIMESTAMP, sym SYMBOL, price DOUBLE)").expect("create");
     for sql in [
-        "SELECT sym, kurtosis(price) FROM t GROUP BY sym",
+        "SELECT sym, mad(price) FROM t GROUP BY sym",
         "SELECT sym, entropy(price) AS o FROM t GROUP BY sym",
-        "SELECT kurtosis(nope) FROM t",
+        "SELECT mad(nope) FROM t",
     ] {
         let err = e.execute(sql).expect_err(sql).to_string();
         assert!(err.contains("unknown function") && err.contains("column"), "{sql}: {err}");

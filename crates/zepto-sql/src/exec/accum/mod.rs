@@ -36,11 +36,13 @@ mod dot_blocks;
 mod first_last;
 mod fold;
 mod frame_sums;
+mod geometric;
 mod holistic;
 mod kernels;
 mod listing;
 mod means;
 mod min_max;
+mod moments;
 mod narrow_runs;
 mod product;
 mod run_extremes;
@@ -259,6 +261,9 @@ pub fn accumulator_for(func: AggFunc, ty: DataType, used: Use) -> Box<dyn Accumu
         AggFunc::BoolOr => Box::new(min_max::MinMax::new(true)),
         AggFunc::StringAgg(_) | AggFunc::ArrayAgg(_) => Box::new(listing::Listing::new(func)),
         AggFunc::Pair(stat) => Box::new(covariance::Covariance::new(stat)),
+        AggFunc::Moment(stat) => Box::new(moments::ShapeStat::new(stat)),
+        AggFunc::Product => Box::new(geometric::Geometric::new(false)),
+        AggFunc::GeoMean => Box::new(geometric::Geometric::new(true)),
     }
 }
 
