@@ -7,8 +7,8 @@
 //! (`Engine::commit`, in `engine/held.rs`) decides each again, in order, over the tables as
 //! they are then, and stores them all as one logged change across their tables (all or
 //! nothing, through a crash too); `ROLLBACK` drops them. `DROP TABLE` and `CREATE TABLE`
-//! (`AS`) are held the same way, and `CREATE INDEX` of a table the transaction made goes into
-//! that table as it is held ([`Txn::change_made`]): the transaction's statements find tables
+//! (`AS`) are held the same way, and so is `CREATE INDEX` of a table the transaction made (made
+//! with the table at COMMIT): the transaction's statements find tables
 //! as its held changes leave them ([`Txn::defined`]), and COMMIT drops and makes them in order
 //! with the rows (`engine/held/steps.rs`). A statement that changes tables another way
 //! (`ALTER`, views, other indexes, `CHECKPOINT`, `BACKUP`) runs at once, as outside a
@@ -80,6 +80,8 @@ pub(crate) enum Item {
     Create(Arc<Table>),
     /// `DROP TABLE` (`if_exists`: COMMIT finds no table of the name and goes on).
     Drop { if_exists: bool },
+    /// `CREATE INDEX` of the table the last `Create` before it made (checked against it).
+    Index(zepto_storage::IndexDef),
 }
 
 impl Item {
@@ -147,28 +149,22 @@ impl Txn {
 
     /// The table the transaction's own statements find by `name`, when it holds a `CREATE
     /// TABLE` or `DROP TABLE` of the name: `Some(None)` after a drop, `Some(Some(t))` after a
-    /// creation (`t` empty: [`Txn::view`] adds the changes held since); `None` when it holds
-    /// neither (the stored table is the one).
+    /// creation (`t` empty, with the indexes held for it since: [`Txn::view`] adds the rows
+    /// and edits); `None` when it holds neither (the stored table is the one).
     pub fn defined(&self, name: &str) -> Option<Option<Arc<Table>>> {
         let h = self.held();
-        let last = &h.changes[Self::last_defined(&h, name)?];
-        match &last.1 {
-            Item::Create(t) => Some(Some(t.clone())),
-            _ => Some(None),
-        }
-    }
-
-    /// Change table `name` as the transaction holds its `CREATE TABLE` (`f` gets the table as
-    /// made, empty: an index added to it is made with it at COMMIT). `None` when the
-    /// transaction did not make the table (or dropped it since).
-    pub(crate) fn change_made<R>(&self, name: &str, f: impl FnOnce(&mut Table) -> Result<R>) -> Option<Result<R>> {
-        let mut h = self.held();
         let k = Self::last_defined(&h, name)?;
-        let Some((_, Item::Create(table))) = h.changes.get_mut(k) else { return None };
-        let r = f(Arc::make_mut(table));
-        // Views of the made table were built on the table as it was.
-        h.views.retain(|v| !v.base.name().eq_ignore_ascii_case(name));
-        Some(r)
+        let Item::Create(made) = &h.changes[k].1 else { return Some(None) };
+        let mut indexed: Option<Table> = None;
+        for (_, item) in h.changes[k + 1..].iter().filter(|(t, _)| t.eq_ignore_ascii_case(name)) {
+            if let Item::Index(def) = item {
+                let t = indexed.get_or_insert_with(|| (**made).clone());
+                // Checked as it was held, against the table as this gives it.
+                debug_assert!(t.check_new_index(def).is_ok(), "a held index that does not fit its table");
+                let _ = t.add_index(def.clone());
+            }
+        }
+        Some(Some(indexed.map_or_else(|| made.clone(), Arc::new)))
     }
 
     /// Whether the transaction made table `name` (and has not dropped it since).
@@ -283,6 +279,11 @@ impl Txn {
         h.changes.push((name.to_string(), Item::Drop { if_exists }));
     }
 
+    /// Hold `CREATE INDEX` of table `name`, which the transaction made (checked against it).
+    pub(crate) fn hold_index(&self, name: &str, def: zepto_storage::IndexDef) {
+        self.held().changes.push((name.to_string(), Item::Index(def)));
+    }
+
     pub(crate) fn hold_edit(&self, edit: Arc<dyn HeldEdit>) {
         let table = edit.table().to_string();
         self.held().changes.push((table, Item::Edit(edit)));
@@ -335,6 +336,8 @@ fn apply_held(run: &RunContext, own: &mut Table, item: &Item) -> Result<()> {
         Item::Edit(edit) => {
             edit.decide_and_apply(run, own)?;
         }
+        // The table the view is built on has it already (`Txn::defined`).
+        Item::Index(_) => {}
         Item::Create(_) | Item::Drop { .. } => {
             return Err(SqlError::Internal("a view took a change from before its table was made".into()))
         }
@@ -391,7 +394,7 @@ pub fn refuse_beside_held(txn: &Txn, s: &crate::parser::ast::Statement, spread: 
     if one_table && !spread && s.target().is_some_and(|(t, _)| !txn.holds_for(t)) {
         return Ok(());
     }
-    // An index of a table the transaction made is made with it (`Txn::change_made`).
+    // An index of a table the transaction made is held with it.
     if let (S::CreateIndex { table, .. }, false) = (s, spread) {
         if txn.made(table) {
             return Ok(());

@@ -67,11 +67,12 @@ impl Engine {
                 }
             };
         }
-        let add = |t: &mut Table| t.add_index(crate::index::definition(t, r)?).map_err(SqlError::from);
-        let held = txn.change_made(r.table, add);
-        held.unwrap_or_else(|| {
-            Err(SqlError::Internal(format!("an index held for table '{}' it did not make", r.table)))
-        })?;
+        let Some(Some(table)) = txn.defined(r.table) else {
+            return Err(SqlError::Internal(format!("an index held for table '{}' it did not make", r.table)));
+        };
+        let def = crate::index::definition(&table, r)?;
+        table.check_new_index(&def)?;
+        txn.hold_index(table.name(), def);
         Ok(true)
     }
 
@@ -135,10 +136,9 @@ impl Engine {
         let claims: Vec<String> = held
             .iter()
             .filter_map(|(_, item)| match item {
-                Item::Create(t) => Some(t.indexes().iter().map(|d| d.name().to_string())),
+                Item::Index(def) => Some(def.name().to_string()),
                 _ => None,
             })
-            .flatten()
             .collect();
         let stored = match held.iter().any(|(_, item)| item.defines()) {
             // Tables made or dropped: the catalog's map is locked for the whole change.

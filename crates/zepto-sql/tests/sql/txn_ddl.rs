@@ -275,7 +275,14 @@ fn a_table_made_first_goes_with_rollback_and_takes_its_indexes() {
     drop((t, txn));
     assert!(missing(&e, "m"), "a transaction that ends without COMMIT makes nothing");
     assert!(spy.0.lock().expect("records").is_empty(), "nothing logged");
-    let (_txn, t) = make(&e);
+    let (txn, t) = make(&e);
+    // An index made after a savepoint goes with a rollback to it.
+    txn.savepoint("s");
+    ok(&t, "CREATE INDEX m_v2 ON m USING hnsw (v)");
+    let listed = "SELECT indexname FROM pg_indexes WHERE tablename = 'm' ORDER BY 1";
+    assert_eq!(rows(&t, listed), ["m_v", "m_v2"]);
+    txn.rollback_to("s").expect("rolled back");
+    assert_eq!(rows(&t, listed), ["m_v"]);
     t.commit().expect("commit");
     let records = spy.0.lock().expect("records").clone();
     assert_eq!(records.len(), 1, "one record: {records:?}");

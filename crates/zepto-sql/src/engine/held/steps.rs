@@ -102,6 +102,11 @@ pub(super) fn decide(
                 now[i] = Some(t);
                 d.steps.push((t, Step::Create));
             }
+            Item::Index(def) => match now[i] {
+                // Logged with the made table's creation (`Change::creation`).
+                Some(Target::Made(j)) => d.made[j].0.add_index(def)?,
+                _ => return Err(SqlError::Internal(format!("an index held for '{name}', a table not made here"))),
+            },
             Item::Drop { if_exists } => {
                 let Some(t) = now[i].take() else {
                     if if_exists {
