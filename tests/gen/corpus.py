@@ -365,6 +365,12 @@ def s06_aggregates(f):
     f.q("SELECT skewness(x), kurtosis(x), kurtosis_pop(x), product(x) FROM (VALUES (1.0), (2.0), (4.0)) AS t(x)")
     f.q("SELECT skewness(c), kurtosis(c), kurtosis_pop(c), product(a), geomean(c) FROM empty_t")
     f.q("SELECT skewness(x), kurtosis_pop(x), product(x), geomean(x) FROM one_row")
+    f.comment("bitwise folds of the non-NULL integers, typed as the input; any_value: a non-NULL value of the group")
+    f.q("SELECT bit_and(n), bit_or(n), bit_xor(n), bit_and(m), bit_or(m), bit_xor(m) FROM nums")
+    f.q("SELECT b, bit_or(n), bit_xor(m), bit_and(k), any_value(CAST(b AS INT)) FROM nums GROUP BY b ORDER BY b")
+    f.q("SELECT bit_and(a), bit_or(a), bit_xor(a), any_value(b) FROM empty_t")
+    f.q("SELECT any_value(v), any_value(x), bit_or(k) FROM one_row")
+    f.q("SELECT sym, any_value(sym), bit_xor(size) FROM trades GROUP BY sym ORDER BY sym")
     f.comment("statistics of pairs (y, x), rows where both are non-NULL: covariance, correlation, regression")
     f.q("SELECT covar_pop(price, size), covar_samp(price, size), corr(price, size), regr_slope(price, size), "
         "regr_intercept(price, size), regr_r2(price, size) FROM trades")

@@ -475,7 +475,7 @@ ROLLBACK
         out(&o),
         err(&o)
     );
-    let indexes = "SELECT tablename, indexname FROM pg_indexes ORDER BY 1";
+    let indexes = "SELECT tablename, indexname FROM pg_indexes ORDER BY 1, 2";
     assert_eq!(out(&psql(&port, ADMIN, "", &[indexes])), "", "rolled back: no table, no index");
     let replace = [
         "BEGIN",
@@ -494,6 +494,8 @@ ROLLBACK
     // Steps the log holds that memory skips: rows and a delete on a table dropped later in
     // the transaction, a table made and dropped again, a DEDUP table made with its rows.
     psql(&port, ADMIN, "", &["CREATE TABLE gone (ts TIMESTAMP, n BIGINT)", "INSERT INTO gone VALUES (1, 1)"]);
+    // An index name freed by a drop later in the transaction than the table that takes it.
+    psql(&port, ADMIN, "", &["CREATE TABLE old_vec (v FLOAT[2])", "CREATE INDEX shared_ix ON old_vec USING hnsw (v)"]);
     let o = psql(
         &port,
         ADMIN,
@@ -509,7 +511,9 @@ ROLLBACK
             "CREATE TABLE d (ts TIMESTAMP, sym SYMBOL, n BIGINT) DEDUP UPSERT KEYS (ts, sym)",
             "INSERT INTO d VALUES (1, 'A', 1), (1, 'A', 2), (2, 'B', 3)",
             made[1],
+            "DROP TABLE old_vec",
             made[2],
+            "CREATE INDEX shared_ix ON vec USING hnsw (v)",
             "INSERT INTO vec VALUES (1, [0, 1]), (2, [1, 0])",
             "COMMIT",
         ],
@@ -525,7 +529,7 @@ ROLLBACK
     let committed = state(&port);
     assert_eq!(committed.0, "d\nr\nvec\n");
     assert_eq!(committed.1, "1|A|2\n2|B|3\n");
-    assert_eq!(committed.3, "vec|vec_v\n2\n");
+    assert_eq!(committed.3, "vec|shared_ix\nvec|vec_v\n2\n");
     drop(s); // SIGKILL: the COMMITs live in the log only
     let s = Server::start(&["--api-key", ADMIN, "--data-dir", data]);
     let port = pg_port(&s);

@@ -729,9 +729,10 @@ impl Engine {
             }
             _ => return Ok(()),
         };
-        match self.catalog.snapshot(&table) {
-            Ok(t) => self.access.refuse_scoped(&table, t.schema(), what),
-            Err(_) => Ok(()),
+        // As the session finds it: a table its transaction made too.
+        match self.find_table(&table) {
+            Some(t) => self.access.refuse_scoped(&table, t.schema(), what),
+            None => Ok(()),
         }
     }
 

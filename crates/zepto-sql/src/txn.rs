@@ -104,6 +104,10 @@ struct Held {
     bytes: usize,
     /// The last view made of each table ([`Txn::view`]), kept for the next statement.
     views: Vec<View>,
+    /// Made tables with the indexes held for them ([`Txn::defined`]): where the creation is
+    /// held, how many indexes were added, and the table, kept so that [`Txn::view`] finds the
+    /// same table (and its view) again.
+    indexed: Vec<(usize, usize, Arc<Table>)>,
     /// Savepoints in order: name, and how many entries of `changes` were held when it was set.
     savepoints: Vec<(String, usize)>,
     /// An error happened since BEGIN (or the last ROLLBACK TO).
@@ -152,19 +156,31 @@ impl Txn {
     /// creation (`t` empty, with the indexes held for it since: [`Txn::view`] adds the rows
     /// and edits); `None` when it holds neither (the stored table is the one).
     pub fn defined(&self, name: &str) -> Option<Option<Arc<Table>>> {
-        let h = self.held();
+        let mut h = self.held();
         let k = Self::last_defined(&h, name)?;
         let Item::Create(made) = &h.changes[k].1 else { return Some(None) };
-        let mut indexed: Option<Table> = None;
-        for (_, item) in h.changes[k + 1..].iter().filter(|(t, _)| t.eq_ignore_ascii_case(name)) {
-            if let Item::Index(def) = item {
-                let t = indexed.get_or_insert_with(|| (**made).clone());
-                // Checked as it was held, against the table as this gives it.
-                debug_assert!(t.check_new_index(def).is_ok(), "a held index that does not fit its table");
-                let _ = t.add_index(def.clone());
-            }
+        let of_table = |(t, item): &(String, Item)| match item {
+            Item::Index(def) if t.eq_ignore_ascii_case(name) => Some(def.clone()),
+            _ => None,
+        };
+        let defs: Vec<zepto_storage::IndexDef> = h.changes[k + 1..].iter().filter_map(of_table).collect();
+        let made = made.clone();
+        if defs.is_empty() {
+            return Some(Some(made.clone()));
         }
-        Some(Some(indexed.map_or_else(|| made.clone(), Arc::new)))
+        if let Some((_, _, t)) = h.indexed.iter().find(|(at, n, _)| (*at, *n) == (k, defs.len())) {
+            return Some(Some(t.clone()));
+        }
+        let mut t = (*made).clone();
+        for def in defs.iter().cloned() {
+            // Checked as it was held, against the table as this gives it.
+            debug_assert!(t.check_new_index(&def).is_ok(), "a held index that does not fit its table");
+            let _ = t.add_index(def);
+        }
+        let (n, t) = (defs.len(), Arc::new(t));
+        h.indexed.retain(|(at, _, _)| *at != k);
+        h.indexed.push((k, n, t.clone()));
+        Some(Some(t))
     }
 
     /// Whether the transaction made table `name` (and has not dropped it since).
@@ -203,6 +219,7 @@ impl Txn {
         h.bytes = Self::bytes_of(&h.changes);
         h.defining.retain(|&k| k < at);
         h.views.clear();
+        h.indexed.clear();
         h.failed = false;
         Ok(())
     }
@@ -292,6 +309,7 @@ impl Txn {
     pub(crate) fn take(&self) -> Vec<(String, Item)> {
         let mut h = self.held();
         h.views.clear();
+        h.indexed.clear();
         h.defining.clear();
         h.bytes = 0;
         std::mem::take(&mut h.changes)

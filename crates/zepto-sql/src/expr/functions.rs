@@ -207,6 +207,21 @@ pub enum AggFunc {
     /// `geomean(x)` (also `geometric_mean`): the `n`-th root of the product of `n` positive
     /// values, as the exponential of their logarithms' mean.
     GeoMean,
+    /// `bit_and(x)`, `bit_or(x)`, `bit_xor(x)`: the non-NULL integers folded bitwise.
+    Bits(BitOp),
+    /// `any_value(x)`: a non-NULL value of the group (its first in input order).
+    AnyValue,
+}
+
+/// A bitwise fold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum BitOp {
+    /// `bit_and(x)`.
+    And,
+    /// `bit_or(x)`.
+    Or,
+    /// `bit_xor(x)`.
+    Xor,
 }
 
 /// A statistic of a distribution's shape, DuckDB's definitions: each from the count and the
@@ -366,6 +381,7 @@ impl AggFunc {
                 | AggFunc::Moment(_)
                 | AggFunc::Product
                 | AggFunc::GeoMean
+                | AggFunc::Bits(_)
         )
     }
 
@@ -390,6 +406,8 @@ impl AggFunc {
             AggFunc::Pair(_) => 6,
             AggFunc::Moment(_) => 5,
             AggFunc::Product | AggFunc::GeoMean => 3,
+            AggFunc::Bits(_) => 2,
+            AggFunc::AnyValue => 1,
             AggFunc::Median
             | AggFunc::Quantile(_)
             | AggFunc::PercentileCont(_)
@@ -431,6 +449,10 @@ pub fn agg_by_name(name: &str) -> Option<AggFunc> {
         "array_agg" => AggFunc::ArrayAgg(AggOrder::default()),
         "product" => AggFunc::Product,
         "geomean" | "geometric_mean" => AggFunc::GeoMean,
+        "bit_and" => AggFunc::Bits(BitOp::And),
+        "bit_or" => AggFunc::Bits(BitOp::Or),
+        "bit_xor" => AggFunc::Bits(BitOp::Xor),
+        "any_value" => AggFunc::AnyValue,
         _ => {
             let moment = MomentStat::ALL.iter().find(|(_, n)| *n == name).map(|&(s, _)| AggFunc::Moment(s));
             return moment.or_else(|| PairStat::ALL.iter().find(|(_, n)| *n == name).map(|&(s, _)| AggFunc::Pair(s)));
@@ -503,7 +525,12 @@ pub fn agg_type(f: AggFunc, args: &[DataType], pos: Pos) -> Result<DataType> {
             DataType::Timestamp => DataType::Timestamp,
             t => return bad(&format!("{}() needs a numeric argument, got {t}", agg_name(f))),
         },
-        AggFunc::Min | AggFunc::Max | AggFunc::First | AggFunc::Last | AggFunc::Quantile(_) => a0,
+        AggFunc::Min | AggFunc::Max | AggFunc::First | AggFunc::Last | AggFunc::Quantile(_) | AggFunc::AnyValue => a0,
+        AggFunc::Bits(_) => match a0 {
+            DataType::Int32 | DataType::Int64 => a0,
+            DataType::Null => DataType::Int64,
+            t => return bad(&format!("{}() needs an INTEGER or BIGINT argument, got {t}", agg_name(f))),
+        },
         AggFunc::ArgMin | AggFunc::ArgMax => match args.get(1) {
             Some(DataType::Vector(_)) => {
                 return bad(&format!("{}(x, v): v must be ordered, not a vector", agg_name(f)))
@@ -575,6 +602,10 @@ pub fn agg_name(f: AggFunc) -> &'static str {
         AggFunc::Moment(s) => s.name(),
         AggFunc::Product => "product",
         AggFunc::GeoMean => "geomean",
+        AggFunc::Bits(BitOp::And) => "bit_and",
+        AggFunc::Bits(BitOp::Or) => "bit_or",
+        AggFunc::Bits(BitOp::Xor) => "bit_xor",
+        AggFunc::AnyValue => "any_value",
     }
 }
 

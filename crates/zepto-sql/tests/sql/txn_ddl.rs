@@ -294,6 +294,19 @@ fn a_table_made_first_goes_with_rollback_and_takes_its_indexes() {
     assert_eq!(rows(&e, "SELECT indexname FROM pg_indexes WHERE tablename = 'm'"), ["m_v"]);
 }
 
+/// A session scoped to a tenant may not index a table with `tenant_id`, one its transaction
+/// made included.
+#[test]
+fn a_scoped_session_does_not_index_a_tenant_table_it_made() {
+    let e = engine();
+    let scoped = e.with_access(zepto_sql::access::TableAccess::all().with_tenant("x"));
+    let txn = Txn::new();
+    let t = scoped.with_txn(Some(txn.clone()));
+    ok(&t, "CREATE TABLE tv (tenant_id VARCHAR, v FLOAT[2])");
+    let err = t.execute("CREATE INDEX tv_v ON tv USING hnsw (v)").expect_err("refused");
+    assert!(matches!(err, SqlError::PermissionDenied(_)), "{err}");
+}
+
 /// An index name another session took while the transaction held its own fails COMMIT whole;
 /// a dropped table's index does not show on the table made again under its name.
 #[test]

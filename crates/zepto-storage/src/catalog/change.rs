@@ -144,7 +144,7 @@ pub enum Change<'a> {
 
 impl<'a> Change<'a> {
     /// The changes that make `table` (empty) as it is laid out: its creation, then its
-    /// deduplication keys (`dedup`, from [`dedup_names`]) when it has any, then its indexes.
+    /// deduplication keys (`dedup`, from [`dedup_names`]) when it has any.
     pub fn creation(table: &'a crate::table::Table, dedup: &'a [String]) -> Vec<Change<'a>> {
         let col_name = |i: Option<usize>| i.map(|i| table.schema().columns[i].name.as_str());
         let mut changes = vec![Change::CreateTable {
@@ -156,7 +156,6 @@ impl<'a> Change<'a> {
         if !dedup.is_empty() {
             changes.push(Change::SetDedup { table: table.name(), keys: dedup });
         }
-        changes.extend(table.indexes().iter().map(|def| Change::CreateIndex { table: table.name(), def }));
         changes
     }
 }

@@ -27,6 +27,9 @@ enum Step {
     Create,
     /// The table dropped.
     Drop,
+    /// An index made on the made table (already in it: logged here, in statement order, as
+    /// the names it takes may be freed by a drop before it).
+    Index(zepto_storage::IndexDef),
 }
 
 /// The held changes as steps over the locked tables, and what they do to the tables
@@ -102,11 +105,13 @@ pub(super) fn decide(
                 now[i] = Some(t);
                 d.steps.push((t, Step::Create));
             }
-            Item::Index(def) => match now[i] {
-                // Logged with the made table's creation (`Change::creation`).
-                Some(Target::Made(j)) => d.made[j].0.add_index(def)?,
-                _ => return Err(SqlError::Internal(format!("an index held for '{name}', a table not made here"))),
-            },
+            Item::Index(def) => {
+                let Some(t @ Target::Made(j)) = now[i] else {
+                    return Err(SqlError::Internal(format!("an index held for '{name}', a table not made here")));
+                };
+                d.made[j].0.add_index(def.clone())?;
+                d.steps.push((t, Step::Index(def)));
+            }
             Item::Drop { if_exists } => {
                 let Some(t) = now[i].take() else {
                     if if_exists {
@@ -195,6 +200,7 @@ impl Decided {
                 (Step::Create, Some((table, keys))) => changes.extend(Change::creation(table, keys)),
                 (Step::Create, None) => return Err(StorageError::Internal("a stored table created again".into())),
                 (Step::Drop, _) => changes.push(Change::DropTable { name }),
+                (Step::Index(def), _) => changes.push(Change::CreateIndex { table: name, def }),
             }
         }
         catalog.log(&changes)
@@ -217,7 +223,7 @@ impl Decided {
             n += match step {
                 Step::Append(cols) => table.append(cols)?,
                 Step::Edit(d) => d.apply(table)?,
-                Step::Create | Step::Drop => 0,
+                Step::Create | Step::Drop | Step::Index(_) => 0,
             };
         }
         Ok(n)

@@ -33,6 +33,34 @@ impl Geometric {
         self.zeros.resize(n, 0);
     }
 
+    /// `state` (count, product or log sum, zeros) with value `x` folded in.
+    fn step(&self, (n, acc, zeros): (i64, f64, i64), x: f64) -> Result<(i64, f64, i64)> {
+        Ok(match (self.logs, no_log(x)) {
+            (true, Some(what)) => {
+                return Err(SqlError::exec(format!("out of range: cannot take the logarithm of {what} in geomean()")))
+            }
+            (true, None) => (n + 1, acc + x.ln(), zeros),
+            // A zero's sign still counts, as in an IEEE product.
+            (false, _) if x == 0.0 => (n + 1, acc * 1f64.copysign(x), zeros + 1),
+            (false, _) => (n + 1, acc * x, zeros),
+        })
+    }
+
+    /// The result of a group's state.
+    fn value(&self, (n, acc, zeros): (i64, f64, i64)) -> Option<f64> {
+        match (n, self.logs) {
+            (0, _) => None,
+            (n, true) => Some((acc / n as f64).exp()),
+            (_, false) if zeros > 0 && !acc.is_nan() => Some(0f64.copysign(acc)),
+            (_, false) => Some(acc),
+        }
+    }
+
+    /// The state before any value.
+    fn empty(&self) -> (i64, f64, i64) {
+        (0, if self.logs { 0.0 } else { 1.0 }, 0)
+    }
+
     fn fold(&mut self, g: usize, n: i64, acc: f64, zeros: i64) {
         self.n[g] += n;
         self.zeros[g] += zeros;
@@ -64,17 +92,8 @@ impl Accumulator for Geometric {
             if !x.is_valid(i) {
                 continue;
             }
-            match (self.logs, no_log(v[i])) {
-                (true, Some(what)) => {
-                    return Err(SqlError::exec(format!(
-                        "out of range: cannot take the logarithm of {what} in geomean()"
-                    )))
-                }
-                (true, None) => self.fold(g as usize, 1, v[i].ln(), 0),
-                // A zero's sign still counts, as in an IEEE product.
-                (false, _) if v[i] == 0.0 => self.fold(g as usize, 1, 1f64.copysign(v[i]), 1),
-                (false, _) => self.fold(g as usize, 1, v[i], 0),
-            }
+            let (n, acc, zeros) = self.step(self.empty(), v[i])?;
+            self.fold(g as usize, n, acc, zeros);
         }
         Ok(())
     }
@@ -111,12 +130,37 @@ impl Accumulator for Geometric {
     }
 
     fn finish(&mut self) -> Result<Column> {
-        let value = |((&n, &acc), &zeros): ((&i64, &f64), &i64)| match (n, self.logs) {
-            (0, _) => None,
-            (n, true) => Some((acc / n as f64).exp()),
-            (_, false) if zeros > 0 && !acc.is_nan() => Some(0f64.copysign(acc)),
-            (_, false) => Some(acc),
-        };
-        Ok(from_opt_f64(self.n.iter().zip(&self.acc).zip(&self.zeros).map(value)))
+        let state = self.n.iter().zip(&self.acc).zip(&self.zeros).map(|((&n, &a), &z)| (n, a, z));
+        Ok(from_opt_f64(state.map(|s| self.value(s))))
+    }
+
+    /// Frames that share their start and only grow (a running frame) a value at a time; any
+    /// other frame over its rows.
+    fn frames(&mut self, input: &Input, fs: &[u32], fe: &[u32]) -> Result<Column> {
+        let x = input.arg()?;
+        let v = to_f64(x)?;
+        let mut out = Vec::with_capacity(fs.len());
+        let (mut ws, mut we, mut run) = (usize::MAX, 0usize, self.empty());
+        for (k, (&a, &b)) in fs.iter().zip(fe).enumerate() {
+            let (a, b) = (a as usize, b as usize);
+            let growing = a == ws && b >= we;
+            if !growing && fs.get(k + 1).is_none_or(|&next| next as usize != a) {
+                let mut own = self.empty();
+                for r in (a..b.max(a)).filter(|&r| x.is_valid(r)) {
+                    own = self.step(own, v[r])?;
+                }
+                out.push(self.value(own));
+                continue;
+            }
+            if !growing {
+                (ws, we, run) = (a, a, self.empty());
+            }
+            for r in (we..b.max(we)).filter(|&r| x.is_valid(r)) {
+                run = self.step(run, v[r])?;
+            }
+            we = we.max(b);
+            out.push(self.value(run));
+        }
+        Ok(from_opt_f64(out.into_iter()))
     }
 }

@@ -27,7 +27,9 @@
 //! WINDOW JOIN and the history then all run it; `tests/accumulators.rs` checks it gives one
 //! answer through all of them.
 
+mod any_value;
 mod arg_extreme;
+mod bits;
 mod block_runs;
 mod count;
 mod covariance;
@@ -264,6 +266,8 @@ pub fn accumulator_for(func: AggFunc, ty: DataType, used: Use) -> Box<dyn Accumu
         AggFunc::Moment(stat) => Box::new(moments::ShapeStat::new(stat)),
         AggFunc::Product => Box::new(geometric::Geometric::new(false)),
         AggFunc::GeoMean => Box::new(geometric::Geometric::new(true)),
+        AggFunc::Bits(op) => Box::new(bits::BitFold::new(op, ty)),
+        AggFunc::AnyValue => Box::<any_value::AnyValue>::default(),
     }
 }
 

@@ -44,6 +44,11 @@ impl Moments {
         Moments { n: a.n + b.n, mean: a.mean + nb * dn, m2, m3, m4 }
     }
 
+    /// The moments of one value.
+    fn one(x: f64) -> Moments {
+        Moments { n: 1, mean: x, ..Moments::default() }
+    }
+
     /// The statistic (`None`: NULL), as DuckDB defines it.
     fn value(self, stat: MomentStat) -> Option<f64> {
         let n = self.n as f64;
@@ -99,6 +104,20 @@ fn two_pass(x: &Column, v: &[f64], ids: &[u32], ng: usize) -> Vec<Moments> {
     out
 }
 
+/// The moments of the valid values of `x` among rows `rows` (`v`: its values as doubles), in
+/// two passes.
+fn of_rows(x: &Column, v: &[f64], rows: std::ops::Range<usize>) -> Moments {
+    let valid = || rows.clone().filter(|&r| x.is_valid(r)).map(|r| v[r]);
+    let (n, mean) = super::means::mean_of(valid);
+    let mut m = Moments { n, mean, ..Moments::default() };
+    for x in valid() {
+        let d = x - mean;
+        let d2 = d * d;
+        (m.m2, m.m3, m.m4) = (m.m2 + d2, m.m3 + d2 * d, m.m4 + d2 * d2);
+    }
+    m
+}
+
 fn floats(v: Vec<f64>) -> Column {
     Column::from_data(ColumnData::Float64(v.into()))
 }
@@ -151,6 +170,34 @@ impl Accumulator for ShapeStat {
 
     fn finish(&mut self) -> Result<Column> {
         Ok(from_opt_f64(self.groups.iter().map(|m| m.value(self.stat))))
+    }
+
+    /// Frames that share their start and only grow (a running frame) a value at a time; any
+    /// other frame in two passes over its rows.
+    fn frames(&mut self, input: &Input, fs: &[u32], fe: &[u32]) -> Result<Column> {
+        let x = input.arg()?;
+        let v = to_f64(x)?;
+        let mut out = Vec::with_capacity(fs.len());
+        let (mut ws, mut we, mut run) = (usize::MAX, 0usize, Moments::default());
+        for (k, (&a, &b)) in fs.iter().zip(fe).enumerate() {
+            let (a, b) = (a as usize, b as usize);
+            let growing = a == ws && b >= we;
+            if growing || fs.get(k + 1).is_some_and(|&next| next as usize == a) {
+                if !growing {
+                    (ws, we, run) = (a, a, Moments::default());
+                }
+                for r in we..b.max(we) {
+                    if x.is_valid(r) {
+                        run = run.combine(Moments::one(v[r]));
+                    }
+                }
+                we = we.max(b);
+                out.push(run.value(self.stat));
+            } else {
+                out.push(of_rows(x, &v, a..b.max(a)).value(self.stat));
+            }
+        }
+        Ok(from_opt_f64(out.into_iter()))
     }
 }
 
