@@ -371,6 +371,9 @@ def s06_aggregates(f):
     f.q("SELECT bit_and(a), bit_or(a), bit_xor(a), any_value(b) FROM empty_t")
     f.q("SELECT any_value(v), any_value(x), bit_or(k) FROM one_row")
     f.q("SELECT sym, any_value(sym), bit_xor(size) FROM trades GROUP BY sym ORDER BY sym")
+    f.q("SELECT k, bit_or(n) OVER (ORDER BY k ROWS BETWEEN 2 PRECEDING AND CURRENT ROW), bit_xor(m) OVER (ORDER BY k), "
+        "bit_and(n) OVER (ORDER BY k), any_value(y) OVER (ORDER BY k ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING), "
+        "any_value(n) OVER (ORDER BY k) FROM nums ORDER BY k")
     f.comment("statistics of pairs (y, x), rows where both are non-NULL: covariance, correlation, regression")
     f.q("SELECT covar_pop(price, size), covar_samp(price, size), corr(price, size), regr_slope(price, size), "
         "regr_intercept(price, size), regr_r2(price, size) FROM trades")

@@ -27,8 +27,8 @@ enum Step {
     Create,
     /// The table dropped.
     Drop,
-    /// An index made on the made table (already in it: logged here, in statement order, as
-    /// the names it takes may be freed by a drop before it).
+    /// An index made on the made table (already in it: logged after every other step, as the
+    /// names it takes may be freed by a drop held after it).
     Index(zepto_storage::IndexDef),
 }
 
@@ -185,10 +185,14 @@ impl Decided {
         self.stays(t) && self.steps.iter().any(|(s, _)| *s == t)
     }
 
-    /// Log every step, in order, as one record (`found` names the stored tables).
+    /// Log every step, in order, as one record (`found` names the stored tables); the indexes
+    /// of the made tables that stay come last, where their names are free in the state COMMIT
+    /// checked them against (one of a table dropped again is not logged).
     pub(super) fn log(&self, catalog: &Catalog, found: &[Option<&Table>]) -> std::result::Result<Logged, StorageError> {
         let mut changes: Vec<Change<'_>> = Vec::with_capacity(self.steps.len());
-        for (t, step) in &self.steps {
+        let (indexes, steps): (Vec<_>, Vec<_>) = self.steps.iter().partition(|(_, s)| matches!(s, Step::Index(_)));
+        let kept = indexes.into_iter().filter(|(t, _)| self.stays(*t));
+        for (t, step) in steps.into_iter().chain(kept) {
             let (name, made) = match *t {
                 Target::Stored(i) => (found.get(i).copied().flatten().map(Table::name), None),
                 Target::Made(j) => (self.made.get(j).map(|(t, _)| t.name()), self.made.get(j)),

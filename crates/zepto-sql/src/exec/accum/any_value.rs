@@ -64,4 +64,18 @@ impl Accumulator for AnyValue {
     fn finish(&mut self) -> Result<Column> {
         self.value.take().ok_or_else(before_input)
     }
+
+    /// Each frame's first non-NULL row, found from the next such row at or after its start.
+    fn frames(&mut self, input: &Input, fs: &[u32], fe: &[u32]) -> Result<Column> {
+        let x = input.arg()?;
+        let mut next = vec![NULL_INDEX; x.len() + 1];
+        for r in (0..x.len()).rev() {
+            next[r] = if x.is_valid(r) { r as u32 } else { next[r + 1] };
+        }
+        let pick = |(&s, &e): (&u32, &u32)| match next.get(s as usize) {
+            Some(&r) if r < e => r,
+            _ => NULL_INDEX,
+        };
+        Ok(x.take_opt(&fs.iter().zip(fe).map(pick).collect::<Vec<u32>>()))
+    }
 }

@@ -85,6 +85,40 @@ impl Accumulator for BitFold {
         Ok(())
     }
 
+    /// Frames that share their start and only grow (a running frame) a value at a time; any
+    /// other frame over its rows.
+    fn frames(&mut self, input: &Input, fs: &[u32], fe: &[u32]) -> Result<Column> {
+        let x = input.arg()?;
+        let v = int_values(x).ok_or_else(|| not_integer(x))?;
+        let mut out = BitFold::new(self.op, self.ty);
+        out.grow(fs.len());
+        let (mut ws, mut we) = (usize::MAX, 0usize);
+        let mut run = BitFold::new(self.op, self.ty);
+        run.grow(1);
+        for (k, (&a, &b)) in fs.iter().zip(fe).enumerate() {
+            let (a, b) = (a as usize, b as usize);
+            let growing = a == ws && b >= we;
+            if !growing && fs.get(k + 1).is_none_or(|&next| next as usize != a) {
+                for r in (a..b.max(a)).filter(|&r| x.is_valid(r)) {
+                    out.fold(k, v[r]);
+                }
+                continue;
+            }
+            if !growing {
+                (ws, we) = (a, a);
+                (run.acc[0], run.seen[0]) = (0, false);
+            }
+            for r in (we..b.max(we)).filter(|&r| x.is_valid(r)) {
+                run.fold(0, v[r]);
+            }
+            we = we.max(b);
+            if run.seen[0] {
+                out.fold(k, run.acc[0]);
+            }
+        }
+        out.finish()
+    }
+
     fn finish(&mut self) -> Result<Column> {
         let valid = Some(Bitmap::from_bools(std::mem::take(&mut self.seen)));
         let acc = std::mem::take(&mut self.acc);
