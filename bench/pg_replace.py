@@ -6,11 +6,14 @@ durable server (`--data-dir`), through psycopg 3. Meanwhile another connection r
 table (`SELECT count(*)`) in a loop: its p50/p99/max latency during the replace shows how long
 other sessions wait (a COMMIT that drops or makes tables holds the catalog while it logs).
 
+With `--fresh` there is no table to drop: `CREATE TABLE` and `COPY` of a new table, as pandas'
+`to_sql` or a migration makes one (held until COMMIT in a transaction since stop 123).
+
 Reports the replace's time, COMMIT's share, the reader's latencies and the server's peak RSS
 in each mode; both must leave the same table. No peer: neither DuckDB nor Polars has a
 PostgreSQL door, and QuestDB's has no transactions.
 
-    python bench/pg_replace.py [--rows 1000000] [--reps 3]
+    python bench/pg_replace.py [--rows 1000000] [--reps 3] [--fresh]
 """
 import argparse
 import os
@@ -31,8 +34,9 @@ def rows_csv(n):
     return "".join(f"2024-01-02 09:30:{i % 60:02d},S{i % 100},{100.0 + i % 37},{i % 500}\n" for i in range(n))
 
 
-def replace(conn, data):
-    conn.execute("DROP TABLE IF EXISTS trades")
+def replace(conn, data, fresh):
+    if not fresh:
+        conn.execute("DROP TABLE IF EXISTS trades")
     conn.execute("CREATE TABLE trades (ts TIMESTAMP, sym SYMBOL, price DOUBLE, size BIGINT)")
     with conn.cursor().copy("COPY trades FROM STDIN (FORMAT csv)") as cp:
         cp.write(data)
@@ -46,7 +50,7 @@ def reader(port, stop, lat):
             lat.append((time.perf_counter() - t) * 1e3)
 
 
-def run(eng, port, mode, data):
+def run(eng, port, mode, data, fresh):
     """(seconds of the replace, seconds of its COMMIT, the reader's latencies in ms, sum after)."""
     lat, stop = [], threading.Event()
     th = threading.Thread(target=reader, args=(port, stop, lat))
@@ -55,7 +59,7 @@ def run(eng, port, mode, data):
     inside = mode == "one transaction"
     with psycopg.connect(host="127.0.0.1", port=port, user="bench", dbname="zepto", autocommit=not inside) as c:
         t = time.perf_counter()
-        replace(c, data)
+        replace(c, data, fresh)
         t_commit = time.perf_counter()
         if inside:
             c.commit()
@@ -70,6 +74,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--fresh", action="store_true", help="make a new table: nothing to drop")
     ap.add_argument("--bin", default=os.path.join(http_load.ROOT, "target", "release", "zeptodb"))
     a = ap.parse_args()
     data = rows_csv(a.rows)
@@ -81,8 +86,9 @@ def main():
             log(f"== {mode}: replace {a.rows:,} rows")
             eng.sql("CREATE TABLE other (n BIGINT)")
             eng.sql("INSERT INTO other VALUES (1), (2)")
-            eng.sql("CREATE TABLE trades (ts TIMESTAMP, sym SYMBOL, price DOUBLE, size BIGINT)")
-            secs, commit_s, lat, total = run(eng, port, mode, data)
+            if not a.fresh:
+                eng.sql("CREATE TABLE trades (ts TIMESTAMP, sym SYMBOL, price DOUBLE, size BIGINT)")
+            secs, commit_s, lat, total = run(eng, port, mode, data, a.fresh)
             sums.add(total)
             out.append([mode, f"{secs:.3f}", f"{commit_s:.3f}", str(len(lat)), f"{pct(lat, 50):.2f}",
                         f"{pct(lat, 99):.2f}", f"{max(lat):.1f}", f"{rss_mib(eng.pid, 'VmHWM'):.0f}"])
