@@ -224,6 +224,17 @@ pub enum BitOp {
     Xor,
 }
 
+impl BitOp {
+    /// `a` folded with `b`.
+    pub fn apply(self, a: i64, b: i64) -> i64 {
+        match self {
+            BitOp::And => a & b,
+            BitOp::Or => a | b,
+            BitOp::Xor => a ^ b,
+        }
+    }
+}
+
 /// A statistic of a distribution's shape, DuckDB's definitions: each from the count and the
 /// central moments `m2`, `m3`, `m4` (sums of the deviations' powers over the count).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

@@ -3,7 +3,7 @@
 //! one. An INTEGER is folded sign-extended, which gives its own bits back. State: the fold so
 //! far and whether the group had a value.
 
-use super::kernels::{at, int_values};
+use super::kernels::{at, int_values, running_frames};
 use super::{Accumulator, Input, Rows};
 use crate::error::{Result, SqlError};
 use crate::expr::functions::BitOp;
@@ -31,12 +31,7 @@ impl BitFold {
 
     fn fold(&mut self, g: usize, x: i64) {
         let a = &mut self.acc[g];
-        *a = match (self.seen[g], self.op) {
-            (false, _) => x,
-            (true, BitOp::And) => *a & x,
-            (true, BitOp::Or) => *a | x,
-            (true, BitOp::Xor) => *a ^ x,
-        };
+        *a = if self.seen[g] { self.op.apply(*a, x) } else { x };
         self.seen[g] = true;
     }
 }
@@ -90,30 +85,26 @@ impl Accumulator for BitFold {
     fn frames(&mut self, input: &Input, fs: &[u32], fe: &[u32]) -> Result<Column> {
         let x = input.arg()?;
         let v = int_values(x).ok_or_else(|| not_integer(x))?;
+        let op = self.op;
+        let add = |s: &mut Option<i64>, r: usize| {
+            if x.is_valid(r) {
+                *s = Some(s.map_or(v[r], |a| op.apply(a, v[r])));
+            }
+            Ok(())
+        };
+        let whole = |rows: std::ops::Range<usize>| {
+            let mut s = None;
+            for r in rows {
+                add(&mut s, r)?;
+            }
+            Ok(s)
+        };
+        let folds = running_frames(fs, fe, || None, add, |&s| s, whole)?;
         let mut out = BitFold::new(self.op, self.ty);
-        out.grow(fs.len());
-        let (mut ws, mut we) = (usize::MAX, 0usize);
-        let mut run = BitFold::new(self.op, self.ty);
-        run.grow(1);
-        for (k, (&a, &b)) in fs.iter().zip(fe).enumerate() {
-            let (a, b) = (a as usize, b as usize);
-            let growing = a == ws && b >= we;
-            if !growing && fs.get(k + 1).is_none_or(|&next| next as usize != a) {
-                for r in (a..b.max(a)).filter(|&r| x.is_valid(r)) {
-                    out.fold(k, v[r]);
-                }
-                continue;
-            }
-            if !growing {
-                (ws, we) = (a, a);
-                (run.acc[0], run.seen[0]) = (0, false);
-            }
-            for r in (we..b.max(we)).filter(|&r| x.is_valid(r)) {
-                run.fold(0, v[r]);
-            }
-            we = we.max(b);
-            if run.seen[0] {
-                out.fold(k, run.acc[0]);
+        out.grow(folds.len());
+        for (k, f) in folds.into_iter().enumerate() {
+            if let Some(f) = f {
+                out.fold(k, f);
             }
         }
         out.finish()

@@ -6,7 +6,7 @@
 //! zero of the product's sign whatever order its values come in (an overflow to infinity
 //! times zero would be NaN in one order, 0 in another).
 
-use super::kernels::{at, from_opt_f64, to_f64};
+use super::kernels::{at, from_opt_f64, running_frames, to_f64};
 use super::{Accumulator, Input, Rows};
 use crate::error::{Result, SqlError};
 use zepto_storage::{Column, ColumnData};
@@ -139,28 +139,20 @@ impl Accumulator for Geometric {
     fn frames(&mut self, input: &Input, fs: &[u32], fe: &[u32]) -> Result<Column> {
         let x = input.arg()?;
         let v = to_f64(x)?;
-        let mut out = Vec::with_capacity(fs.len());
-        let (mut ws, mut we, mut run) = (usize::MAX, 0usize, self.empty());
-        for (k, (&a, &b)) in fs.iter().zip(fe).enumerate() {
-            let (a, b) = (a as usize, b as usize);
-            let growing = a == ws && b >= we;
-            if !growing && fs.get(k + 1).is_none_or(|&next| next as usize != a) {
-                let mut own = self.empty();
-                for r in (a..b.max(a)).filter(|&r| x.is_valid(r)) {
-                    own = self.step(own, v[r])?;
-                }
-                out.push(self.value(own));
-                continue;
+        let add = |s: &mut (i64, f64, i64), r: usize| {
+            if x.is_valid(r) {
+                *s = self.step(*s, v[r])?;
             }
-            if !growing {
-                (ws, we, run) = (a, a, self.empty());
+            Ok(())
+        };
+        let whole = |rows: std::ops::Range<usize>| {
+            let mut s = self.empty();
+            for r in rows.filter(|&r| x.is_valid(r)) {
+                s = self.step(s, v[r])?;
             }
-            for r in (we..b.max(we)).filter(|&r| x.is_valid(r)) {
-                run = self.step(run, v[r])?;
-            }
-            we = we.max(b);
-            out.push(self.value(run));
-        }
+            Ok(self.value(s))
+        };
+        let out = running_frames(fs, fe, || self.empty(), add, |&s| self.value(s), whole)?;
         Ok(from_opt_f64(out.into_iter()))
     }
 }

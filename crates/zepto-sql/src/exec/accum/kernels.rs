@@ -263,6 +263,41 @@ pub fn checked_i64(v: i128) -> Result<i64> {
     i64::try_from(v).map_err(|_| SqlError::exec("out of range: sum() overflows BIGINT"))
 }
 
+/// The answers of every window frame `fs[k]..fe[k]` (edges only moving forward): a frame that
+/// shares its start with the next or the previous one and does not end before the previous one
+/// (a running frame) takes only the rows entering it into one running state (`fresh`, `add`
+/// each row, `value` of the state); any other frame is answered whole (`whole` of its rows).
+/// The one way the sliding aggregates without prefix sums (variance, moments, products,
+/// bitwise folds) walk frames: each row enters a running frame once.
+pub fn running_frames<S, T>(
+    fs: &[u32],
+    fe: &[u32],
+    fresh: impl Fn() -> S,
+    mut add: impl FnMut(&mut S, usize) -> Result<()>,
+    value: impl Fn(&S) -> T,
+    mut whole: impl FnMut(std::ops::Range<usize>) -> Result<T>,
+) -> Result<Vec<T>> {
+    let mut out = Vec::with_capacity(fs.len());
+    let (mut ws, mut we, mut run) = (usize::MAX, 0usize, fresh());
+    for (k, (&a, &b)) in fs.iter().zip(fe).enumerate() {
+        let (a, b) = (a as usize, b as usize);
+        let growing = a == ws && b >= we;
+        if !growing && fs.get(k + 1).is_none_or(|&next| next as usize != a) {
+            out.push(whole(a..b.max(a))?);
+            continue;
+        }
+        if !growing {
+            (ws, we, run) = (a, a, fresh());
+        }
+        for r in we..b.max(we) {
+            add(&mut run, r)?;
+        }
+        we = we.max(b);
+        out.push(value(&run));
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::run_extremes::tests::bar_runs;

@@ -4,7 +4,7 @@
 //! and fourth moments). Central moments, not raw power sums: values far from zero (prices)
 //! keep their precision. State: count, mean, M2, M3, M4 per group.
 
-use super::kernels::{at, from_opt_f64, to_f64};
+use super::kernels::{at, from_opt_f64, running_frames, to_f64};
 use super::{Accumulator, Input, Rows};
 use crate::error::{Result, SqlError};
 use crate::expr::functions::MomentStat;
@@ -177,26 +177,14 @@ impl Accumulator for ShapeStat {
     fn frames(&mut self, input: &Input, fs: &[u32], fe: &[u32]) -> Result<Column> {
         let x = input.arg()?;
         let v = to_f64(x)?;
-        let mut out = Vec::with_capacity(fs.len());
-        let (mut ws, mut we, mut run) = (usize::MAX, 0usize, Moments::default());
-        for (k, (&a, &b)) in fs.iter().zip(fe).enumerate() {
-            let (a, b) = (a as usize, b as usize);
-            let growing = a == ws && b >= we;
-            if growing || fs.get(k + 1).is_some_and(|&next| next as usize == a) {
-                if !growing {
-                    (ws, we, run) = (a, a, Moments::default());
-                }
-                for r in we..b.max(we) {
-                    if x.is_valid(r) {
-                        run = run.combine(Moments::one(v[r]));
-                    }
-                }
-                we = we.max(b);
-                out.push(run.value(self.stat));
-            } else {
-                out.push(of_rows(x, &v, a..b.max(a)).value(self.stat));
+        let add = |run: &mut Moments, r: usize| {
+            if x.is_valid(r) {
+                *run = run.combine(Moments::one(v[r]));
             }
-        }
+            Ok(())
+        };
+        let whole = |rows| Ok(of_rows(x, &v, rows).value(self.stat));
+        let out = running_frames(fs, fe, Moments::default, add, |m| m.value(self.stat), whole)?;
         Ok(from_opt_f64(out.into_iter()))
     }
 }

@@ -2,7 +2,7 @@
 //! (the mean, then squared deviations from it); states combine with Chan et al.'s pairwise
 //! update. State: count, mean and M2 (the sum of squared deviations) per group.
 
-use super::kernels::{at, from_opt_f64, int_values, to_f64};
+use super::kernels::{at, from_opt_f64, int_values, running_frames, to_f64};
 use super::{Accumulator, Input, Rows};
 use crate::error::{Result, SqlError};
 use crate::expr::functions::AggFunc;
@@ -136,33 +136,23 @@ impl Accumulator for Variance {
     fn frames(&mut self, input: &Input, fs: &[u32], fe: &[u32]) -> Result<Column> {
         let x = input.arg()?;
         let v = to_f64(x)?;
-        let n = fs.len();
-        let mut out = Vec::with_capacity(n);
-        // Welford state for frames that share their start and only grow.
-        let (mut ws, mut we, mut cnt, mut mean, mut m2) = (usize::MAX, 0usize, 0i64, 0.0f64, 0.0f64);
-        for k in 0..n {
-            let (a, b) = (fs[k] as usize, fe[k] as usize);
-            let growing = a == ws && b >= we;
-            if growing || (k + 1 < n && fs[k + 1] as usize == a) {
-                if !growing {
-                    (ws, we, cnt, mean, m2) = (a, a, 0, 0.0, 0.0);
-                }
-                while we < b {
-                    if x.is_valid(we) {
-                        cnt += 1;
-                        let d = v[we] - mean;
-                        mean += d / cnt as f64;
-                        m2 += d * (v[we] - mean);
-                    }
-                    we += 1;
-                }
-                out.push(self.value(cnt, m2));
-                continue;
+        // Welford's (count, mean, M2) over a running frame.
+        let add = |(cnt, mean, m2): &mut (i64, f64, f64), r: usize| {
+            if x.is_valid(r) {
+                *cnt += 1;
+                let d = v[r] - *mean;
+                *mean += d / *cnt as f64;
+                *m2 += d * (v[r] - *mean);
             }
-            let (c, mu) = super::means::mean_of(|| (a..b).filter(|&r| x.is_valid(r)).map(|r| v[r]));
-            let q: f64 = (a..b).filter(|&r| x.is_valid(r)).map(|r| (v[r] - mu) * (v[r] - mu)).sum();
-            out.push(self.value(c, q));
-        }
+            Ok(())
+        };
+        let whole = |rows: std::ops::Range<usize>| {
+            let (c, mu) = super::means::mean_of(|| rows.clone().filter(|&r| x.is_valid(r)).map(|r| v[r]));
+            let q: f64 = rows.filter(|&r| x.is_valid(r)).map(|r| (v[r] - mu) * (v[r] - mu)).sum();
+            Ok(self.value(c, q))
+        };
+        let value = |&(cnt, _, m2): &(i64, f64, f64)| self.value(cnt, m2);
+        let out = running_frames(fs, fe, || (0, 0.0, 0.0), add, value, whole)?;
         Ok(from_opt_f64(out.into_iter()))
     }
 }
