@@ -104,6 +104,9 @@ struct Held {
     bytes: usize,
     /// The last view made of each table ([`Txn::view`]), kept for the next statement.
     views: Vec<View>,
+    /// Where in `changes` the held `CREATE INDEX`es are, in order (a lookup reads these, not
+    /// every change held after the table's creation).
+    index_at: Vec<usize>,
     /// Made tables with the indexes held for them ([`Txn::defined`]): where the creation is
     /// held, how many indexes were added, and the table, kept so that [`Txn::view`] finds the
     /// same table (and its view) again.
@@ -159,14 +162,14 @@ impl Txn {
         let mut h = self.held();
         let k = Self::last_defined(&h, name)?;
         let Item::Create(made) = &h.changes[k].1 else { return Some(None) };
-        let of_table = |(t, item): &(String, Item)| match item {
-            Item::Index(def) if t.eq_ignore_ascii_case(name) => Some(def.clone()),
+        let made = made.clone();
+        let of_table = |&p: &usize| match &h.changes[p] {
+            (t, Item::Index(def)) if p > k && t.eq_ignore_ascii_case(name) => Some(def.clone()),
             _ => None,
         };
-        let defs: Vec<zepto_storage::IndexDef> = h.changes[k + 1..].iter().filter_map(of_table).collect();
-        let made = made.clone();
+        let defs: Vec<zepto_storage::IndexDef> = h.index_at.iter().filter_map(of_table).collect();
         if defs.is_empty() {
-            return Some(Some(made.clone()));
+            return Some(Some(made));
         }
         if let Some((_, _, t)) = h.indexed.iter().find(|(at, n, _)| (*at, *n) == (k, defs.len())) {
             return Some(Some(t.clone()));
@@ -218,6 +221,7 @@ impl Txn {
         h.changes.truncate(at);
         h.bytes = Self::bytes_of(&h.changes);
         h.defining.retain(|&k| k < at);
+        h.index_at.retain(|&k| k < at);
         h.views.clear();
         h.indexed.clear();
         h.failed = false;
@@ -298,7 +302,10 @@ impl Txn {
 
     /// Hold `CREATE INDEX` of table `name`, which the transaction made (checked against it).
     pub(crate) fn hold_index(&self, name: &str, def: zepto_storage::IndexDef) {
-        self.held().changes.push((name.to_string(), Item::Index(def)));
+        let mut h = self.held();
+        let at = h.changes.len();
+        h.index_at.push(at);
+        h.changes.push((name.to_string(), Item::Index(def)));
     }
 
     pub(crate) fn hold_edit(&self, edit: Arc<dyn HeldEdit>) {
@@ -310,6 +317,7 @@ impl Txn {
         let mut h = self.held();
         h.views.clear();
         h.indexed.clear();
+        h.index_at.clear();
         h.defining.clear();
         h.bytes = 0;
         std::mem::take(&mut h.changes)
